@@ -1,0 +1,22 @@
+/* plugins/registry.c: the explicit list of filters, in evaluation order (cheapest first). */
+#include "plugins/plugins.h"
+
+const struct sched_filter *const plugin_filters[] = {
+    &plugin_node_ready, &plugin_cordon, &plugin_node_selector, &plugin_taints, &plugin_gpu_sharing,
+    NULL,
+};
+
+void filter_env_init(struct filter_env *env, const struct cluster *c)
+{
+    env->cluster = c;
+    env->has_hard_taints = false;
+    env->has_shared_gpus = false;
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        const struct node *n = &c->nodes[i];
+        for (uint32_t t = 0; t < n->n_taints; t++)
+            if (n->taints[t].effect != TAINT_PREFER_NO_SCHEDULE)
+                env->has_hard_taints = true;
+        if (n->gpu_sharing != GPU_WHOLE)
+            env->has_shared_gpus = true;
+    }
+}

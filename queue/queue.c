@@ -1,0 +1,75 @@
+/* queue/queue.c: pending-gang order and sorted lists (see queue.h). */
+#include "queue/queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int queue_cmp(const struct gang *a, const struct gang *b, bool by_priority)
+{
+    if (by_priority && a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (a->submit_ms != b->submit_ms)
+        return a->submit_ms < b->submit_ms ? -1 : 1;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return 0;
+}
+
+void queue_list_init(struct queue_list *l, bool by_priority)
+{
+    memset(l, 0, sizeof(*l));
+    l->by_priority = by_priority;
+}
+
+void queue_list_fini(struct queue_list *l)
+{
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+/* First index whose item does not go before g. */
+static uint32_t lower_bound(const struct queue_list *l, const struct gang *g)
+{
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (queue_cmp(l->items[mid], g, l->by_priority) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int queue_list_insert(struct queue_list *l, const struct gang *g)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 64;
+        const struct gang **items = realloc(l->items, cap * sizeof(*items));
+        if (!items)
+            return SCHED_ENOMEM;
+        l->items = items;
+        l->cap = cap;
+    }
+    uint32_t at = lower_bound(l, g);
+    memmove(&l->items[at + 1], &l->items[at], (l->n - at) * sizeof(*l->items));
+    l->items[at] = g;
+    l->n++;
+    return 0;
+}
+
+bool queue_list_remove(struct queue_list *l, const struct gang *g)
+{
+    uint32_t at = lower_bound(l, g);
+    if (at >= l->n || l->items[at] != g)
+        return false;
+    memmove(&l->items[at], &l->items[at + 1], (l->n - at - 1) * sizeof(*l->items));
+    l->n--;
+    return true;
+}
+
+int64_t queue_list_position(const struct queue_list *l, const struct gang *g)
+{
+    uint32_t at = lower_bound(l, g);
+    return (at < l->n && l->items[at] == g) ? (int64_t)at : -1;
+}

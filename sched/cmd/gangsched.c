@@ -1,0 +1,452 @@
+/* sched/cmd/gangsched.c: the gangsched command (daemon and simulator front end).
+ *
+ * Owns: argument parsing, reading the simulator's inputs, printing results (table or JSON),
+ * exit codes (0 success, 1 runtime or input error, 2 usage error). Scheduling itself is in the
+ * core; the simulation loop in sched/sim/.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/log.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+#include "sched/sim/report.h"
+#include "sched/sim/sim.h"
+#include "sched/sim/trace.h"
+
+#ifndef GANGSCHED_VERSION
+#define GANGSCHED_VERSION "0.1.0"
+#endif
+
+/* The bundled default workload (generated at build time from sched/sim/data/, see Makefile). */
+extern const unsigned char sim_default_trace[];
+extern const unsigned long sim_default_trace_len;
+
+#define DEFAULT_CLUSTER    "hgx:16,pcie:8"
+#define DEFAULT_TRACE_NAME "itp-default.csv"
+#define MAX_TRACES         64
+#define MAX_POLICIES       8
+
+static void usage_main(FILE *f)
+{
+    fputs("usage: gangsched COMMAND [FLAGS]\n"
+          "\n"
+          "commands:\n"
+          "  simulate   replay job traces on a simulated cluster with one or more policies\n"
+          "  policies   list the scheduling policies\n"
+          "  version    print the version\n"
+          "\n"
+          "Run 'gangsched COMMAND --help' for the flags of a command.\n",
+          f);
+}
+
+static void usage_simulate(FILE *f)
+{
+    fputs("usage: gangsched simulate [FLAGS]\n"
+          "\n"
+          "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
+          "scheduling core as the daemon. Without flags: a bundled 14-day excerpt of the\n"
+          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER ", policies gangsched and fifo.\n"
+          "\n"
+          "cluster (one of):\n"
+          "  --cluster SPEC     generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined\n"
+          "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json'\n"
+          "workload:\n"
+          "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
+          "policies and output:\n"
+          "  --policy NAME      policy to run (repeatable; default: gangsched and fifo)\n"
+          "  --json             print one JSON object instead of tables\n"
+          "  --events FILE      write every event as JSON Lines\n"
+          "  --report FILE      write a self-contained HTML report with charts\n"
+          "  --explain JOB      print every scheduling verdict for one job id on stderr\n"
+          "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
+          "  -v, --verbose      log at info level\n",
+          f);
+}
+
+struct sim_args {
+    const char *cluster_spec;
+    const char *nodes_file;
+    const char *traces[MAX_TRACES];
+    int n_traces;
+    const struct sched_policy *policies[MAX_POLICIES];
+    int n_policies;
+    bool json;
+    const char *events_path;
+    const char *report_path;
+    const char *explain_job;
+    bool progress;
+};
+
+/* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
+static const char *flag_value(int argc, char **argv, int *i, const char *name)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (a[n] == '=')
+        return a + n + 1;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "gangsched simulate: flag %s needs a value\n", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static bool is_flag(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+/* Returns 0, or the exit code to leave with. */
+static int parse_simulate(int argc, char **argv, struct sim_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->progress = isatty(STDERR_FILENO);
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *v = NULL;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage_simulate(stdout);
+            return -1;
+        } else if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(arg, "--no-progress") == 0) {
+            a->progress = false;
+        } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+            log_threshold = LOG_LEVEL_INFO;
+        } else if (is_flag(arg, "--cluster")) {
+            if (!(v = flag_value(argc, argv, &i, "--cluster")))
+                return 2;
+            a->cluster_spec = v;
+        } else if (is_flag(arg, "--nodes")) {
+            if (!(v = flag_value(argc, argv, &i, "--nodes")))
+                return 2;
+            a->nodes_file = v;
+        } else if (is_flag(arg, "--trace")) {
+            if (!(v = flag_value(argc, argv, &i, "--trace")))
+                return 2;
+            if (a->n_traces == MAX_TRACES) {
+                fprintf(stderr, "gangsched simulate: at most %d --trace files\n", MAX_TRACES);
+                return 2;
+            }
+            a->traces[a->n_traces++] = v;
+        } else if (is_flag(arg, "--policy")) {
+            if (!(v = flag_value(argc, argv, &i, "--policy")))
+                return 2;
+            const struct sched_policy *p = sched_policy_find(v);
+            if (!p) {
+                fprintf(stderr, "gangsched simulate: unknown policy '%s' (known:", v);
+                for (size_t k = 0; sched_policies[k]; k++)
+                    fprintf(stderr, " %s", sched_policies[k]->name);
+                fputs(")\n", stderr);
+                return 2;
+            }
+            if (a->n_policies == MAX_POLICIES) {
+                fprintf(stderr, "gangsched simulate: at most %d --policy flags\n", MAX_POLICIES);
+                return 2;
+            }
+            a->policies[a->n_policies++] = p;
+        } else if (is_flag(arg, "--events")) {
+            if (!(v = flag_value(argc, argv, &i, "--events")))
+                return 2;
+            a->events_path = v;
+        } else if (is_flag(arg, "--report")) {
+            if (!(v = flag_value(argc, argv, &i, "--report")))
+                return 2;
+            a->report_path = v;
+        } else if (is_flag(arg, "--explain")) {
+            if (!(v = flag_value(argc, argv, &i, "--explain")))
+                return 2;
+            a->explain_job = v;
+        } else {
+            fprintf(stderr, "gangsched simulate: unknown argument '%s' (see --help)\n", arg);
+            return 2;
+        }
+    }
+    if (a->cluster_spec && a->nodes_file) {
+        fputs("gangsched simulate: give --cluster or --nodes, not both\n", stderr);
+        return 2;
+    }
+    if (a->n_policies == 0) {
+        a->policies[a->n_policies++] = sched_policy_find("gangsched");
+        a->policies[a->n_policies++] = sched_policy_find("fifo");
+    }
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static cJSON *stats_json(const struct sim_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", s->policy);
+    cJSON_AddNumberToObject(o, "jobs", s->jobs);
+    cJSON_AddNumberToObject(o, "completed", s->completed);
+    cJSON_AddNumberToObject(o, "started", s->started);
+    cJSON_AddNumberToObject(o, "rejected", s->rejected);
+    cJSON_AddNumberToObject(o, "mean_queue_s", s->mean_queue_s);
+    cJSON_AddNumberToObject(o, "p50_queue_s", s->p50_queue_s);
+    cJSON_AddNumberToObject(o, "p95_queue_s", s->p95_queue_s);
+    cJSON_AddNumberToObject(o, "p99_queue_s", s->p99_queue_s);
+    cJSON_AddNumberToObject(o, "mean_jct_s", s->mean_jct_s);
+    cJSON_AddNumberToObject(o, "p95_jct_s", s->p95_jct_s);
+    cJSON_AddNumberToObject(o, "gpu_utilization", s->gpu_utilization);
+    cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
+    cJSON_AddNumberToObject(o, "tp_splits", (double)s->tp_splits);
+    cJSON_AddNumberToObject(o, "mean_racks_per_multinode_gang", s->mean_racks_per_multinode_gang);
+    cJSON_AddNumberToObject(o, "multinode_gangs", (double)s->multinode_gangs);
+    cJSON_AddNumberToObject(o, "preemptions", (double)s->preemptions);
+    cJSON_AddNumberToObject(o, "gpu_hours_lost_to_preemption", s->gpu_hours_lost_to_preemption);
+    cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
+    cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
+    cJSON_AddNumberToObject(o, "backfilled", (double)s->backfilled);
+    cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
+    cJSON_AddNumberToObject(o, "cycles", (double)s->cycles);
+    cJSON *pq = cJSON_AddObjectToObject(o, "per_queue");
+    for (uint32_t q = 0; q < s->n_queues; q++) {
+        cJSON *e = cJSON_AddObjectToObject(pq, s->per_queue[q].name);
+        cJSON_AddNumberToObject(e, "jobs", s->per_queue[q].jobs);
+        cJSON_AddNumberToObject(e, "mean_queue_s", s->per_queue[q].mean_queue_s);
+        cJSON_AddNumberToObject(e, "p95_queue_s", s->per_queue[q].p95_queue_s);
+        cJSON_AddNumberToObject(e, "gpu_hours", s->per_queue[q].gpu_hours);
+    }
+    return o;
+}
+
+static void print_json(const struct sim_stats *s, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(root, "policies");
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, stats_json(&s[i]));
+    char *txt = cJSON_Print(root);
+    if (txt)
+        puts(txt);
+    free(txt);
+    cJSON_Delete(root);
+}
+
+static void dur(char *buf, size_t n, double s)
+{
+    if (s < 60)
+        snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%.1fm", s / 60);
+    else if (s < 86400 * 2)
+        snprintf(buf, n, "%.2fh", s / 3600);
+    else
+        snprintf(buf, n, "%.2fd", s / 86400);
+}
+
+static void print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
+                        uint32_t nodes)
+{
+    printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
+           n ? s[0].jobs : 0);
+    printf("%-32s", "metric");
+    for (int i = 0; i < n; i++)
+        printf("%14s", s[i].policy);
+    putchar('\n');
+    char b[32];
+#define ROW_D(label, expr)                                                                         \
+    do {                                                                                           \
+        printf("%-32s", label);                                                                    \
+        for (int i = 0; i < n; i++) {                                                              \
+            dur(b, sizeof(b), (expr));                                                             \
+            printf("%14s", b);                                                                     \
+        }                                                                                          \
+        putchar('\n');                                                                             \
+    } while (0)
+#define ROW_F(label, fmt, expr)                                                                    \
+    do {                                                                                           \
+        printf("%-32s", label);                                                                    \
+        for (int i = 0; i < n; i++)                                                                \
+            printf(fmt, (expr));                                                                   \
+        putchar('\n');                                                                             \
+    } while (0)
+    ROW_F("jobs completed", "%14u", s[i].completed);
+    ROW_F("jobs rejected (never fit)", "%14u", s[i].rejected);
+    ROW_D("mean queue time", s[i].mean_queue_s);
+    ROW_D("p50 queue time", s[i].p50_queue_s);
+    ROW_D("p95 queue time", s[i].p95_queue_s);
+    ROW_D("p99 queue time", s[i].p99_queue_s);
+    ROW_D("mean job completion time", s[i].mean_jct_s);
+    ROW_D("p95 job completion time", s[i].p95_jct_s);
+    ROW_F("GPU utilization", "%13.1f%%", 100.0 * s[i].gpu_utilization);
+    ROW_D("makespan", s[i].makespan_s);
+    ROW_F("tensor-parallel splits", "%14llu", (unsigned long long)s[i].tp_splits);
+    ROW_F("racks per multi-node gang", "%14.2f", s[i].mean_racks_per_multinode_gang);
+    ROW_F("fragmentation", "%13.1f%%", 100.0 * s[i].fragmentation);
+    ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
+    ROW_F("preemptions", "%14llu", (unsigned long long)s[i].preemptions);
+    ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
+    if (n > 0 && s[0].n_queues > 1) {
+        printf("\nmean queue time per queue\n");
+        for (uint32_t q = 0; q < s[0].n_queues; q++) {
+            char label[64];
+            snprintf(label, sizeof(label), "  %.20s (%u jobs)", s[0].per_queue[q].name,
+                     s[0].per_queue[q].jobs);
+            ROW_D(label, s[i].per_queue[q].mean_queue_s);
+        }
+    }
+#undef ROW_D
+#undef ROW_F
+}
+
+static int write_report(const char *path, const char *title, const struct sim_stats *s, int n)
+{
+    struct report_policy rp[MAX_POLICIES];
+    struct report_metric m[MAX_POLICIES][12];
+    for (int i = 0; i < n; i++) {
+        const struct sim_stats *x = &s[i];
+        struct report_metric *mm = m[i];
+        size_t k = 0;
+        mm[k++] = (struct report_metric){"completed", x->completed};
+        mm[k++] = (struct report_metric){"mean_queue_s", x->mean_queue_s};
+        mm[k++] = (struct report_metric){"p50_queue_s", x->p50_queue_s};
+        mm[k++] = (struct report_metric){"p95_queue_s", x->p95_queue_s};
+        mm[k++] = (struct report_metric){"p99_queue_s", x->p99_queue_s};
+        mm[k++] = (struct report_metric){"mean_jct_s", x->mean_jct_s};
+        mm[k++] = (struct report_metric){"gpu_utilization", x->gpu_utilization};
+        mm[k++] = (struct report_metric){"makespan_s", x->makespan_s};
+        mm[k++] = (struct report_metric){"tp_splits", (double)x->tp_splits};
+        mm[k++] = (struct report_metric){"mean_racks_per_multinode_gang",
+                                         x->mean_racks_per_multinode_gang};
+        mm[k++] = (struct report_metric){"fragmentation", x->fragmentation};
+        mm[k++] = (struct report_metric){"backfilled", (double)x->backfilled};
+        rp[i] = (struct report_policy){.name = x->policy,
+                                       .series = x->series,
+                                       .n_series = x->n_series,
+                                       .queue_s = x->queue_s,
+                                       .n_queue_s = x->n_queue_s,
+                                       .metrics = mm,
+                                       .n_metrics = k};
+    }
+    struct sched_errbuf eb = {{0}};
+    int rc = report_write_html(path, title, rp, (size_t)n, &eb);
+    if (rc != 0)
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+    return rc;
+}
+
+/* ---- simulate ---------------------------------------------------------------------------- */
+
+static int cmd_simulate(int argc, char **argv)
+{
+    struct sim_args a;
+    int rc = parse_simulate(argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    struct sched_errbuf eb = {{0}};
+    int exit_code = 1;
+    struct cluster *c = cluster_new();
+    struct trace t;
+    trace_init(&t);
+    struct sim_input in = {0};
+    struct sim_stats stats[MAX_POLICIES];
+    int n_done = 0;
+    FILE *events = NULL;
+    const char *cluster_desc = a.nodes_file ? a.nodes_file
+                               : a.cluster_spec ? a.cluster_spec
+                                                : DEFAULT_CLUSTER;
+    if (!c) {
+        fputs("gangsched simulate: out of memory\n", stderr);
+        goto out;
+    }
+    rc = a.nodes_file ? nodes_load_file(c, a.nodes_file, &eb)
+                      : nodes_generate(c, a.cluster_spec ? a.cluster_spec : DEFAULT_CLUSTER, &eb);
+    if (rc == 0)
+        rc = cluster_finalize(c, NULL, NULL, 0, &eb);
+    if (rc != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        goto out;
+    }
+    if (a.n_traces == 0) {
+        rc = trace_parse(&t, DEFAULT_TRACE_NAME, (const char *)sim_default_trace,
+                         (size_t)sim_default_trace_len, &eb);
+    }
+    for (int i = 0; i < a.n_traces && rc == 0; i++)
+        rc = trace_read(&t, a.traces[i], &eb);
+    if (rc != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        goto out;
+    }
+    trace_sort(&t);
+    if (sim_input_build(&in, &t, c, &eb) != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        goto out;
+    }
+    if (a.events_path && !(events = fopen(a.events_path, "w"))) {
+        fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
+                strerror(errno));
+        goto out;
+    }
+    struct sim_options opt = {
+        .events = events, .progress = a.progress, .explain_job = a.explain_job};
+    for (int p = 0; p < a.n_policies; p++) {
+        if (sim_run(&in, a.policies[p], &opt, &stats[p], &eb) != 0) {
+            fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
+            goto out;
+        }
+        n_done++;
+    }
+    if (events && fclose(events) != 0) {
+        events = NULL;
+        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.events_path, strerror(errno));
+        goto out;
+    }
+    events = NULL;
+    if (a.json)
+        print_json(stats, n_done);
+    else
+        print_table(stats, n_done, cluster_desc, c->total_gpus, c->n_nodes);
+    if (a.report_path) {
+        char title[256];
+        snprintf(title, sizeof(title), "gangsched simulate: %s, %u jobs", cluster_desc, in.n_jobs);
+        if (write_report(a.report_path, title, stats, n_done) != 0)
+            goto out;
+    }
+    exit_code = 0;
+out:
+    if (events)
+        fclose(events);
+    for (int p = 0; p < n_done; p++)
+        sim_stats_free(&stats[p]);
+    sim_input_free(&in);
+    trace_free(&t);
+    cluster_free(c);
+    return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "simulate") == 0)
+        return cmd_simulate(argc - 2, argv + 2);
+    if (strcmp(cmd, "policies") == 0) {
+        for (size_t k = 0; sched_policies[k]; k++)
+            printf("%-12s %s\n", sched_policies[k]->name, sched_policies[k]->summary);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("gangsched %s\n", GANGSCHED_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage_main(stdout);
+        return 0;
+    }
+    fprintf(stderr, "gangsched: unknown command '%s'\n", cmd);
+    usage_main(stderr);
+    return 2;
+}

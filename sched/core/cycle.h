@@ -1,0 +1,114 @@
+/* sched/core/cycle.h: the pure scheduling core.
+ *
+ * Owns: one scheduling cycle. sched_cycle() takes a const snapshot (cluster, usage, queues with
+ * their pending gangs in queue order, policy, the time) and returns decisions: placements
+ * (pod -> node and GPU indices), reservations, and a structured verdict for every gang it looked
+ * at. It performs no I/O, reads no clock, keeps no state between calls and allocates only from
+ * the caller's arena: the same snapshot always gives the same decisions.
+ *
+ * Invariant: a gang is placed whole (all n_pods pods) or not at all.
+ *
+ * Must not touch: the snapshot (const), the driver's node_state (it works on a copy), files,
+ * sockets, clocks, globals other than the read-only resource-name table.
+ */
+#ifndef SCHED_CORE_CYCLE_H
+#define SCHED_CORE_CYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/model.h"
+
+struct sched_policy;
+
+/* Pending gangs of one queue, in the queue's own order (queue/queue.h keeps it). */
+struct sched_queue_view {
+    const struct queue *queue;
+    const struct gang *const *pending;
+    uint32_t n_pending;
+};
+
+struct sched_snapshot {
+    int64_t now_ms;
+    const struct cluster *cluster;
+    const struct node_state *state; /* [cluster->n_nodes] */
+    const struct sched_queue_view *queues;
+    uint32_t n_queues;
+    const struct sched_policy *policy;
+};
+
+/* Where one pod goes. */
+struct sched_assign {
+    uint32_t node;     /* index into cluster->nodes */
+    uint32_t gpu_mask; /* GPU indices on that node */
+};
+
+struct sched_placement {
+    const struct gang *gang;
+    struct sched_assign *pods; /* [gang->n_pods], pods of set 0 first, then set 1, ... */
+    int level;                 /* tightest topology level holding the whole gang, or -1 */
+    uint32_t domain;           /* domain at `level` */
+    bool backfilled;           /* placed ahead of an older gang that still waits */
+};
+
+/* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
+enum sched_why {
+    SCHED_WHY_PLACED = 0,
+    SCHED_WHY_BLOCKED,       /* strict FIFO: an earlier gang in the queue waits */
+    SCHED_WHY_RESOURCES,     /* not enough free capacity anywhere right now */
+    SCHED_WHY_TOPOLOGY,      /* capacity exists, but not inside one required domain */
+    SCHED_WHY_RESERVED,      /* capacity is held for an older starving gang */
+    SCHED_WHY_NEVER,         /* larger than the whole cluster could ever hold */
+    SCHED_WHY_NO_NODES,      /* no node passes the static filters (selector, taints, ...) */
+};
+
+/* Per filter, how many nodes it rejected for the gang's first unplaced pod set. */
+enum sched_filter_id {
+    FILTER_NOT_READY = 0,
+    FILTER_CORDONED,
+    FILTER_SELECTOR,
+    FILTER_TAINT,
+    FILTER_SHARED_GPU,
+    FILTER_RESOURCES,
+    FILTER_RESERVED,
+    FILTER_N
+};
+
+struct sched_verdict {
+    const struct gang *gang;
+    enum sched_why why;
+    int short_res;                  /* resource id that was short, or -1 */
+    int64_t need;                   /* of short_res: what one pod needs */
+    int64_t best_free;              /* of short_res: the most any node offers */
+    uint32_t filtered[FILTER_N];    /* nodes rejected per filter */
+    uint32_t n_nodes;               /* nodes considered */
+    const struct gang *blocked_by;  /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
+};
+
+struct sched_reservation {
+    const struct gang *gang; /* the starving gang that holds it */
+    uint32_t *nodes;         /* nodes whose free capacity is held */
+    uint32_t n_nodes;
+};
+
+struct sched_result {
+    struct sched_placement *placements;
+    uint32_t n_placements;
+    struct sched_verdict *verdicts; /* one per gang examined and not placed */
+    uint32_t n_verdicts;
+    struct sched_reservation *reservations;
+    uint32_t n_reservations;
+    uint32_t n_examined; /* gangs examined (placed or not) */
+};
+
+/* Runs one cycle. Everything in *out lives in `arena`. Returns 0 or SCHED_ENOMEM. */
+int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out);
+
+/* Writes a one-line, human-readable reason ("needs 8 nvidia.com/gpu per pod x 2 pods; 0/64
+ * nodes fit: 60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"). */
+int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c, char *buf,
+                         size_t n);
+const char *sched_why_name(enum sched_why why);
+
+#endif

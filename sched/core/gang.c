@@ -1,0 +1,53 @@
+/* sched/core/gang.c: derived fields of a gang (pod count, GPU total, shape hash).
+ *
+ * Owns: gang_finalize(). The shape hash covers every field that decides where a gang can go, so
+ * two gangs with equal shapes get equal placement verdicts within one cycle (the core's
+ * equivalence memo). It must not cover identity fields (name, queue, priority, submit time).
+ */
+#include <string.h>
+
+#include "sched/core/model.h"
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+    return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "\xff", 1);
+}
+
+void gang_finalize(struct gang *g)
+{
+    uint64_t h = 14695981039346656037ull;
+    g->n_pods = 0;
+    g->gpus = 0;
+    h = fnv(h, &g->n_sets, sizeof(g->n_sets));
+    h = fnv(h, &g->topo_required, sizeof(g->topo_required));
+    h = fnv(h, &g->topo_preferred, sizeof(g->topo_preferred));
+    for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
+        const struct podset *ps = &g->sets[i];
+        g->n_pods += ps->count;
+        g->gpus += (int64_t)ps->count * ps->req.v[RES_GPU];
+        h = fnv(h, &ps->count, sizeof(ps->count));
+        h = fnv(h, ps->req.v, sizeof(ps->req.v[0]) * (size_t)res_count());
+        for (uint32_t k = 0; k < ps->n_node_selector; k++) {
+            h = fnv_str(h, ps->node_selector[k].key);
+            h = fnv_str(h, ps->node_selector[k].value);
+        }
+        for (uint32_t k = 0; k < ps->n_tolerations; k++) {
+            const struct toleration *t = &ps->tolerations[k];
+            h = fnv_str(h, t->key);
+            h = fnv_str(h, t->value);
+            h = fnv(h, &t->op_exists, sizeof(t->op_exists));
+            h = fnv(h, &t->effect, sizeof(t->effect));
+        }
+    }
+    g->shape = h;
+}

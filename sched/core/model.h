@@ -1,0 +1,180 @@
+/* sched/core/model.h: the scheduling model shared by the core and its drivers.
+ *
+ * Owns: the types of nodes, GPUs and NVLink islands, topology domains, pod sets, gangs and
+ * queues, and the cluster container that holds nodes and topology. It does not own usage: what
+ * is running where lives in `struct node_state`, which drivers mutate and the core only reads.
+ *
+ * Memory management: a `struct cluster` owns every string and array reachable from its nodes
+ * (one allocation pool, freed by cluster_free()). Gangs and pod sets are owned by the driver that
+ * created them (the simulator's job table, later the Kubernetes cache); the core borrows them for
+ * the length of one cycle.
+ *
+ * Units: time in milliseconds (int64, `_ms`), resources in base units (see res.h), GPU indices
+ * 0..31 inside a node, GPU sets as bitmasks (bit i = GPU i).
+ */
+#ifndef SCHED_CORE_MODEL_H
+#define SCHED_CORE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/core/err.h"
+#include "sched/core/res.h"
+
+#define NODE_MAX_GPUS    32 /* GPU indices per node fit a uint32_t mask */
+#define NODE_MAX_ISLANDS 8  /* NVLink islands per node */
+#define TOPO_MAX_LEVELS  8  /* topology levels, widest first */
+
+struct kv {
+    const char *key;
+    const char *value;
+};
+
+enum taint_effect { TAINT_NO_SCHEDULE = 0, TAINT_PREFER_NO_SCHEDULE, TAINT_NO_EXECUTE };
+
+struct taint {
+    const char *key;
+    const char *value; /* "" when absent */
+    enum taint_effect effect;
+};
+
+/* How whole a node's GPUs are, from GPU feature discovery labels. */
+enum gpu_sharing {
+    GPU_WHOLE = 0,   /* exclusive devices: the only kind a multi-GPU gang may use */
+    GPU_TIME_SLICED, /* nvidia.com/gpu.product ends in -SHARED or replicas > 1 */
+    GPU_MIG,         /* MIG strategy "single"/"mixed": devices are slices */
+};
+
+struct node {
+    /* read-only after cluster_finalize() */
+    const char *name;
+    struct res_vec alloc;          /* status.allocatable, base units */
+    const struct kv *labels;       /* sorted by key */
+    uint32_t n_labels;
+    const struct kv *annotations;  /* sorted by key */
+    uint32_t n_annotations;
+    const struct taint *taints;
+    uint32_t n_taints;
+    bool ready;                    /* Ready condition True */
+    bool unschedulable;            /* spec.unschedulable (cordoned) */
+    enum gpu_sharing gpu_sharing;
+    uint8_t n_gpus;                /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
+    uint8_t n_islands;             /* >= 1 when n_gpus > 0 */
+    uint32_t islands[NODE_MAX_ISLANDS]; /* disjoint GPU masks, union = all GPUs */
+    uint32_t dom[TOPO_MAX_LEVELS]; /* domain id at each topology level */
+};
+
+/* Topology levels are partitions of the nodes, widest first (zone, block, rack, NVLink clique,
+ * node). A node without the level's label forms a domain of its own at that level: the scheduler
+ * never assumes two nodes are close unless a label says so. The last level is always the node. */
+struct topo_level {
+    const char *name;     /* short name used in annotations and output: "zone", "rack", ... */
+    const char *label;    /* node label key; NULL for the node level */
+    uint32_t n_domains;
+    const char **domain_names; /* [n_domains]; label value, or node name for singletons */
+    uint32_t *domain_first;    /* CSR: nodes of domain d are node_index[domain_first[d] ..   */
+    uint32_t *node_index;      /*      domain_first[d+1]), ascending                         */
+};
+
+struct topo {
+    uint32_t n_levels;
+    struct topo_level levels[TOPO_MAX_LEVELS];
+    int rack_level;    /* index of the rack level (used by metrics), or -1 */
+    int nvlink_level;  /* index of the NVLink-domain level (clique), or -1 */
+};
+
+/* Default topology labels, widest first; the node level is appended by cluster_finalize(). */
+#define TOPO_LABEL_ZONE   "topology.kubernetes.io/zone"
+#define TOPO_LABEL_BLOCK  "network.topology.gangsched.io/block"
+#define TOPO_LABEL_RACK   "network.topology.gangsched.io/rack"
+#define TOPO_LABEL_CLIQUE "nvidia.com/gpu.clique"
+#define ANNOT_GPU_ISLANDS "gangsched.io/gpu-islands"
+
+struct cluster_pool; /* private string and array storage */
+
+struct cluster {
+    /* read-only after cluster_finalize() */
+    struct node *nodes;
+    uint32_t n_nodes;
+    struct topo topo;
+    int64_t total_gpus;  /* sum of n_gpus over nodes */
+    uint8_t max_node_gpus;
+    /* private */
+    uint32_t cap_nodes;
+    struct cluster_pool *pool;
+};
+
+struct cluster *cluster_new(void);
+void cluster_free(struct cluster *c);
+/* Copies `s` into the cluster's pool; NULL on out of memory. */
+const char *cluster_strdup(struct cluster *c, const char *s);
+void *cluster_alloc(struct cluster *c, size_t size);
+/* Appends a zeroed node (name copied) and returns it; NULL on out of memory. The caller fills
+ * alloc, labels (allocated with cluster_alloc, any order), taints, flags. */
+struct node *cluster_add_node(struct cluster *c, const char *name);
+/* Sorts labels and annotations, derives n_gpus, sharing and NVLink islands (annotation
+ * gangsched.io/gpu-islands "0-3,4-7", else one island of all GPUs), builds the topology levels
+ * from `level_labels` (widest first, n_levels entries, names parallel; NULL = defaults above).
+ * Errors (bad island annotation, duplicate node names) name the node and the field. */
+int cluster_finalize(struct cluster *c, const char *const *level_names,
+                     const char *const *level_labels, uint32_t n_levels, struct sched_errbuf *eb);
+/* Label lookup on a finalized node (binary search); NULL when absent. */
+const char *node_label(const struct node *n, const char *key);
+const char *node_annotation(const struct node *n, const char *key);
+/* Parses "0-3,4-7" (or "0,1,2,3;4,5,6,7") into island masks; 0 or SCHED_EINVAL. */
+int gpu_islands_parse(const char *s, uint8_t n_gpus, uint32_t *islands, uint8_t *n_islands,
+                      struct sched_errbuf *eb);
+
+/* Usage of one node: mutated by drivers between cycles, read-only inside a cycle. */
+struct node_state {
+    struct res_vec used; /* sum of requests of pods bound to the node, every scheduler */
+    uint32_t gpu_used;   /* GPU indices held */
+};
+
+struct toleration {
+    const char *key;      /* NULL or "" with op Exists: tolerates everything */
+    const char *value;
+    bool op_exists;       /* Exists, else Equal */
+    int effect;           /* enum taint_effect, or -1 for all effects */
+};
+
+/* Pods of one gang that share a spec. */
+struct podset {
+    uint32_t count;              /* pods */
+    struct res_vec req;          /* per pod, base units */
+    const struct kv *node_selector;
+    uint32_t n_node_selector;
+    const struct toleration *tolerations;
+    uint32_t n_tolerations;
+};
+
+#define GANG_MAX_SETS 4
+
+struct gang {
+    uint32_t id;           /* dense, driver-assigned; indexes driver tables */
+    const char *name;      /* job id, or namespace/name */
+    uint32_t queue;        /* index into the snapshot's queues */
+    int32_t priority;      /* higher first */
+    int64_t submit_ms;     /* first submission; kept across requeues */
+    uint32_t n_sets;
+    struct podset sets[GANG_MAX_SETS];
+    uint32_t min_member;   /* pods that must be placed together (all of them in the simulator) */
+    int8_t topo_required;  /* topology level index the whole gang must fit in, or -1 */
+    int8_t topo_preferred; /* level to try first, widening one level at a time, or -1 */
+    /* derived by gang_finalize() */
+    uint32_t n_pods;
+    int64_t gpus;          /* GPUs over all pods */
+    uint64_t shape;        /* hash of every placement-relevant field: equal shapes, equal fate */
+};
+
+/* Computes n_pods, gpus and shape; call after filling the gang. */
+void gang_finalize(struct gang *g);
+
+struct queue {
+    const char *name;
+    int32_t priority; /* higher first */
+    double weight;    /* fair-share weight, > 0 */
+};
+
+#endif

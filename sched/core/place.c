@@ -1,0 +1,561 @@
+/* sched/core/place.c: whole-gang placement (see place.h).
+ *
+ * Data layout: per-node arrays indexed by node id; GPU sets as bitmasks; nodes bucketed by free
+ * GPU count so that a one-pod gang finds its best-fit node without scanning the cluster.
+ *
+ * Topology-aware algorithm for a gang of several pods: for each topology level from the
+ * tightest (node, NVLink clique, rack, block, zone) to the whole cluster, sum per domain how
+ * many pods of each pod set its eligible nodes can take now; among the domains that can take the
+ * whole gang pick the one with the least free GPUs left over (best fit: a partly used rack is
+ * filled before a free one is broken), then fill its nodes fullest first. The first level with a
+ * fitting domain wins, so a gang never spans more than it has to. A required level bounds the
+ * search; without one, the search ends at the whole cluster.
+ */
+#include "sched/core/place.h"
+
+#include <string.h>
+
+#include "sched/core/policy.h"
+
+#define NO_KEY 0xFFu
+
+static uint32_t popc(uint32_t m)
+{
+    return (uint32_t)__builtin_popcount(m);
+}
+
+static void bucket_unlink(struct place_state *st, uint32_t i)
+{
+    if (st->key[i] == NO_KEY)
+        return;
+    int32_t p = st->prev[i], nx = st->next[i];
+    if (p >= 0)
+        st->next[p] = nx;
+    else
+        st->bucket[st->key[i]] = nx;
+    if (nx >= 0)
+        st->prev[nx] = p;
+    st->key[i] = NO_KEY;
+}
+
+static void bucket_link(struct place_state *st, uint32_t i)
+{
+    uint8_t k = (uint8_t)popc(st->gpu_free[i]);
+    st->key[i] = k;
+    st->prev[i] = -1;
+    st->next[i] = st->bucket[k];
+    if (st->bucket[k] >= 0)
+        st->prev[st->bucket[k]] = (int32_t)i;
+    st->bucket[k] = (int32_t)i;
+}
+
+int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
+                      struct arena *arena)
+{
+    const struct cluster *c = snap->cluster;
+    uint32_t n = c->n_nodes;
+    memset(st, 0, sizeof(*st));
+    st->c = c;
+    st->arena = arena;
+    st->topology = snap->policy->topology;
+    filter_env_init(&st->env, c);
+    st->max_domains = n ? n : 1;
+    for (uint32_t l = 0; l < c->topo.n_levels; l++)
+        if (c->topo.levels[l].n_domains > st->max_domains)
+            st->max_domains = c->topo.levels[l].n_domains;
+    size_t nn = n ? n : 1;
+    st->free = arena_alloc(arena, nn * sizeof(*st->free));
+    st->gpu_free = arena_alloc(arena, nn * sizeof(*st->gpu_free));
+    st->ok = arena_calloc(arena, nn, 1);
+    st->elig = arena_calloc(arena, nn * GANG_MAX_SETS, 1);
+    st->next = arena_alloc(arena, nn * sizeof(*st->next));
+    st->prev = arena_alloc(arena, nn * sizeof(*st->prev));
+    st->key = arena_alloc(arena, nn);
+    st->slots = arena_alloc(arena, nn * GANG_MAX_SETS * sizeof(*st->slots));
+    st->order = arena_alloc(arena, nn * sizeof(*st->order));
+    st->dom_cap = arena_alloc(arena, st->max_domains * GANG_MAX_SETS * sizeof(*st->dom_cap));
+    st->dom_free = arena_alloc(arena, st->max_domains * sizeof(*st->dom_free));
+    st->cap_log = 64;
+    st->log = arena_alloc(arena, st->cap_log * sizeof(*st->log));
+    if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev ||
+        !st->key || !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log)
+        return SCHED_ENOMEM;
+    for (uint32_t b = 0; b <= NODE_MAX_GPUS; b++)
+        st->bucket[b] = -1;
+    for (uint32_t i = n; i-- > 0;) { /* pushed in reverse: lists start at the lowest index */
+        const struct node *nd = &c->nodes[i];
+        st->free[i] = nd->alloc;
+        res_sub(&st->free[i], &snap->state[i].used);
+        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+        st->gpu_free[i] = all & ~snap->state[i].gpu_used;
+        st->key[i] = NO_KEY;
+        bool ok = true;
+        for (size_t f = 0; plugin_filters[f]; f++)
+            if (plugin_filters[f]->node_only && !plugin_filters[f]->pass(NULL, NULL, nd))
+                ok = false;
+        st->ok[i] = ok;
+        if (st->topology && gpu_max_island(nd) > st->island_limit)
+            st->island_limit = gpu_max_island(nd);
+        if (!ok)
+            continue;
+        bucket_link(st, i);
+        st->free_gpus += popc(st->gpu_free[i]);
+        st->static_gpus += nd->n_gpus;
+        for (int r = 0; r < res_count(); r++)
+            if (nd->alloc.v[r] > st->max_alloc.v[r])
+                st->max_alloc.v[r] = nd->alloc.v[r];
+    }
+    return 0;
+}
+
+/* ---- filters per pod set ---------------------------------------------------------------- */
+
+static void prepare_elig(struct place_state *st, const struct gang *g)
+{
+    uint32_t n = st->c->n_nodes;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        const struct sched_filter *active[16];
+        size_t n_active = 0;
+        for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
+            if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
+                active[n_active++] = plugin_filters[f];
+        st->elig_on[s] = n_active > 0;
+        if (!n_active)
+            continue;
+        uint8_t *row = st->elig + (size_t)s * n;
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t pass = 1;
+            for (size_t f = 0; f < n_active && pass; f++)
+                pass = active[f]->pass(g, ps, &st->c->nodes[i]);
+            row[i] = pass;
+        }
+    }
+}
+
+static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
+{
+    return st->ok[i] && (!st->elig_on[s] || st->elig[(size_t)s * st->c->n_nodes + i]);
+}
+
+/* GPUs for one pod of `ps` on node i now, or false. */
+static bool pod_fits(const struct place_state *st, const struct podset *ps, uint32_t i,
+                     uint32_t *mask)
+{
+    if (!res_fits(&ps->req, &st->free[i]))
+        return false;
+    int64_t gpus = ps->req.v[RES_GPU];
+    if (gpus <= 0) {
+        *mask = 0;
+        return true;
+    }
+    *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->island_limit);
+    return *mask != 0;
+}
+
+/* Pods of `ps` that node i can take now (resources and GPUs). */
+static uint32_t pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
+{
+    uint64_t best = UINT32_MAX;
+    for (int r = 0; r < res_count(); r++) {
+        int64_t need = ps->req.v[r];
+        if (need <= 0 || r == RES_GPU)
+            continue;
+        int64_t have = st->free[i].v[r];
+        uint64_t k = have <= 0 ? 0 : (uint64_t)(have / need);
+        if (k < best)
+            best = k;
+    }
+    int64_t gpus = ps->req.v[RES_GPU];
+    if (gpus > 0) {
+        uint32_t k = gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->island_limit);
+        if (k < best)
+            best = k;
+    }
+    return (uint32_t)best;
+}
+
+/* ---- tentative assignment with undo ------------------------------------------------------ */
+
+static bool apply(struct place_state *st, uint32_t i, uint32_t mask, const struct res_vec *req)
+{
+    if (st->n_log == st->cap_log) {
+        uint32_t cap = st->cap_log * 2;
+        struct place_undo *log = arena_alloc(st->arena, cap * sizeof(*log));
+        if (!log)
+            return false;
+        memcpy(log, st->log, st->n_log * sizeof(*log));
+        st->log = log;
+        st->cap_log = cap;
+    }
+    st->log[st->n_log++] = (struct place_undo){.node = i, .gpu_mask = mask, .req = req};
+    res_sub(&st->free[i], req);
+    st->gpu_free[i] &= ~mask;
+    if (st->ok[i]) {
+        bucket_unlink(st, i);
+        bucket_link(st, i);
+        st->free_gpus -= popc(mask);
+    }
+    return true;
+}
+
+static void rollback(struct place_state *st)
+{
+    while (st->n_log > 0) {
+        const struct place_undo *u = &st->log[--st->n_log];
+        res_add(&st->free[u->node], u->req);
+        st->gpu_free[u->node] |= u->gpu_mask;
+        if (st->ok[u->node]) {
+            bucket_unlink(st, u->node);
+            bucket_link(st, u->node);
+            st->free_gpus += popc(u->gpu_mask);
+        }
+    }
+}
+
+/* ---- algorithms -------------------------------------------------------------------------- */
+
+/* Baseline: every pod on the lowest-index node where it fits. */
+static bool place_first_fit(struct place_state *st, const struct gang *g, struct sched_assign *out)
+{
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        uint32_t i = 0;
+        for (uint32_t p = 0; p < ps->count; p++) {
+            uint32_t mask = 0;
+            while (i < st->c->n_nodes && !(eligible(st, s, i) && pod_fits(st, ps, i, &mask)))
+                i++;
+            if (i == st->c->n_nodes || !apply(st, i, mask, &ps->req))
+                return false;
+            out[k++] = (struct sched_assign){.node = i, .gpu_mask = mask};
+        }
+    }
+    return true;
+}
+
+/* One pod: the node with the fewest free GPUs that fits (buckets), GPU-less pods prefer nodes
+ * without GPUs so that accelerators stay free. */
+static bool place_one(struct place_state *st, const struct gang *g, struct sched_assign *out)
+{
+    const struct podset *ps = &g->sets[0];
+    int64_t gpus = ps->req.v[RES_GPU];
+    uint32_t mask = 0;
+    if (gpus > 0) {
+        for (int64_t k = gpus; k <= NODE_MAX_GPUS; k++)
+            for (int32_t i = st->bucket[k]; i >= 0; i = st->next[i])
+                if (eligible(st, 0, (uint32_t)i) && pod_fits(st, ps, (uint32_t)i, &mask)) {
+                    out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
+                    return apply(st, (uint32_t)i, mask, &ps->req);
+                }
+        return false;
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < st->c->n_nodes; i++)
+            if ((pass == 1 || st->c->nodes[i].n_gpus == 0) && eligible(st, 0, i) &&
+                pod_fits(st, ps, i, &mask)) {
+                out[0] = (struct sched_assign){.node = i, .gpu_mask = 0};
+                return apply(st, i, 0, &ps->req);
+            }
+    return false;
+}
+
+/* Nodes of a domain (or the cluster when level < 0) ordered fullest first: counting sort on
+ * free GPUs, ties by node index. Returns the count written to st->order. */
+static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
+{
+    const struct topo *t = &st->c->topo;
+    const uint32_t *idx = NULL;
+    uint32_t n;
+    if (level >= 0) {
+        const struct topo_level *lv = &t->levels[level];
+        idx = lv->node_index + lv->domain_first[d];
+        n = lv->domain_first[d + 1] - lv->domain_first[d];
+    } else {
+        n = st->c->n_nodes;
+    }
+    uint32_t count[NODE_MAX_GPUS + 2] = {0};
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t i = idx ? idx[j] : j;
+        count[popc(st->gpu_free[i]) + 1]++;
+    }
+    for (uint32_t k = 1; k <= NODE_MAX_GPUS + 1; k++)
+        count[k] += count[k - 1];
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t i = idx ? idx[j] : j;
+        st->order[count[popc(st->gpu_free[i])]++] = i;
+    }
+    return n;
+}
+
+static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t n_order,
+                         struct sched_assign *out)
+{
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        uint32_t j = 0;
+        for (uint32_t p = 0; p < ps->count; p++) {
+            uint32_t mask = 0;
+            while (j < n_order && !(eligible(st, s, st->order[j]) &&
+                                    pod_fits(st, ps, st->order[j], &mask)))
+                j++;
+            if (j == n_order || !apply(st, st->order[j], mask, &ps->req))
+                return false;
+            out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
+        }
+    }
+    return true;
+}
+
+/* Per-domain capacity at `level` from st->slots; fills dom_cap/dom_free. */
+static uint32_t sum_domains(struct place_state *st, const struct gang *g, int level)
+{
+    const struct cluster *c = st->c;
+    uint32_t nd = level >= 0 ? c->topo.levels[level].n_domains : 1;
+    memset(st->dom_cap, 0, (size_t)nd * GANG_MAX_SETS * sizeof(*st->dom_cap));
+    memset(st->dom_free, 0, (size_t)nd * sizeof(*st->dom_free));
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        if (!st->ok[i])
+            continue;
+        uint32_t d = level >= 0 ? c->nodes[i].dom[level] : 0;
+        st->dom_free[d] += popc(st->gpu_free[i]);
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            st->dom_cap[(size_t)d * GANG_MAX_SETS + s] += st->slots[(size_t)s * c->n_nodes + i];
+    }
+    return nd;
+}
+
+static bool domain_holds(const struct place_state *st, const struct gang *g, uint32_t d)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (st->dom_cap[(size_t)d * GANG_MAX_SETS + s] < g->sets[s].count)
+            return false;
+    return true;
+}
+
+#define TRIES_PER_LEVEL 3
+
+static enum sched_why place_domains(struct place_state *st, const struct gang *g,
+                                    struct sched_assign *out, int *level, uint32_t *domain)
+{
+    const struct cluster *c = st->c;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (uint32_t i = 0; i < c->n_nodes; i++)
+            st->slots[(size_t)s * c->n_nodes + i] =
+                eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
+    bool any_fit = false;
+    for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
+        if (g->topo_required >= 0 && l < g->topo_required)
+            return any_fit ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
+        uint32_t nd = sum_domains(st, g, l);
+        for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
+            int64_t best = -1, best_left = 0;
+            for (uint32_t d = 0; d < nd; d++) {
+                if (st->dom_free[d] < 0 || !domain_holds(st, g, d))
+                    continue;
+                int64_t left = st->dom_free[d] - g->gpus;
+                if (best < 0 || left < best_left) {
+                    best = d;
+                    best_left = left;
+                }
+            }
+            if (best < 0)
+                break;
+            any_fit = true;
+            uint32_t n_order = order_domain(st, l, (uint32_t)best);
+            if (fill_ordered(st, g, n_order, out)) {
+                *level = l;
+                *domain = l >= 0 ? (uint32_t)best : 0;
+                return SCHED_WHY_PLACED;
+            }
+            rollback(st);
+            st->dom_free[best] = -1; /* tried: skip it on the next attempt */
+        }
+    }
+    return SCHED_WHY_RESOURCES;
+}
+
+enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
+                          int *level, uint32_t *domain)
+{
+    st->n_log = 0;
+    *level = -1;
+    *domain = 0;
+    if (g->n_pods == 0)
+        return SCHED_WHY_PLACED;
+    if (g->gpus > st->free_gpus)
+        return SCHED_WHY_RESOURCES;
+    prepare_elig(st, g);
+    enum sched_why why;
+    if (!st->topology) {
+        why = place_first_fit(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
+    } else if (g->n_pods == 1 && g->topo_required < 0) {
+        why = place_one(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
+        if (why == SCHED_WHY_PLACED) {
+            *level = (int)st->c->topo.n_levels - 1;
+            *domain = out[0].node;
+        }
+    } else {
+        why = place_domains(st, g, out, level, domain);
+    }
+    if (why != SCHED_WHY_PLACED)
+        rollback(st);
+    st->n_log = 0; /* committed */
+    return why;
+}
+
+bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res)
+{
+    if (g->gpus > st->static_gpus) {
+        *short_res = RES_GPU;
+        return true;
+    }
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        int r = res_first_short(&g->sets[s].req, &st->max_alloc);
+        if (r >= 0) {
+            *short_res = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- reservations ------------------------------------------------------------------------ */
+
+/* Pods of `ps` an empty node i could take. */
+static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
+{
+    const struct node *nd = &st->c->nodes[i];
+    uint64_t best = UINT32_MAX;
+    for (int r = 0; r < res_count(); r++) {
+        int64_t need = ps->req.v[r];
+        if (need <= 0 || r == RES_GPU)
+            continue;
+        uint64_t k = nd->alloc.v[r] <= 0 ? 0 : (uint64_t)(nd->alloc.v[r] / need);
+        if (k < best)
+            best = k;
+    }
+    int64_t gpus = ps->req.v[RES_GPU];
+    if (gpus > 0) {
+        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+        uint32_t k = gpu_slots(nd, all, (uint32_t)gpus, st->island_limit);
+        if (k < best)
+            best = k;
+    }
+    return (uint32_t)best;
+}
+
+uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes)
+{
+    const struct cluster *c = st->c;
+    prepare_elig(st, g);
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (uint32_t i = 0; i < c->n_nodes; i++)
+            st->slots[(size_t)s * c->n_nodes + i] =
+                eligible(st, s, i) ? full_slots(st, &g->sets[s], i) : 0;
+    for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
+        if (g->topo_required >= 0 && l < g->topo_required)
+            return 0;
+        uint32_t nd = sum_domains(st, g, l);
+        int64_t best = -1;
+        for (uint32_t d = 0; d < nd; d++)
+            if (domain_holds(st, g, d) && (best < 0 || st->dom_free[d] > st->dom_free[best]))
+                best = d;
+        if (best < 0)
+            continue;
+        /* Most free first: the gang starts as soon as the fewest running pods finish. */
+        uint32_t n_order = order_domain(st, l, (uint32_t)best);
+        uint64_t got[GANG_MAX_SETS] = {0};
+        uint32_t n_held = 0;
+        for (uint32_t j = n_order; j-- > 0;) {
+            uint32_t i = st->order[j];
+            bool useful = false, done = true;
+            for (uint32_t s = 0; s < g->n_sets; s++) {
+                uint32_t k = st->slots[(size_t)s * c->n_nodes + i];
+                if (got[s] < g->sets[s].count && k > 0) {
+                    got[s] += k;
+                    useful = true;
+                }
+            }
+            if (!useful)
+                continue;
+            nodes[n_held++] = i;
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+            st->ok[i] = 0;
+            for (uint32_t s = 0; s < g->n_sets; s++)
+                if (got[s] < g->sets[s].count)
+                    done = false;
+            if (done)
+                break;
+        }
+        return n_held;
+    }
+    return 0;
+}
+
+/* ---- explanations ------------------------------------------------------------------------ */
+
+void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v)
+{
+    const struct cluster *c = st->c;
+    memset(v->filtered, 0, sizeof(v->filtered));
+    v->n_nodes = c->n_nodes;
+    v->short_res = -1;
+    v->need = 0;
+    v->best_free = 0;
+    if (g->n_sets == 0)
+        return;
+    uint32_t s = 0; /* the most demanding pod set: most GPUs per pod */
+    for (uint32_t k = 1; k < g->n_sets; k++)
+        if (g->sets[k].req.v[RES_GPU] > g->sets[s].req.v[RES_GPU])
+            s = k;
+    const struct podset *ps = &g->sets[s];
+    int64_t best_per_res[RES_MAX] = {0};
+    uint32_t short_count[RES_MAX] = {0};
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        const struct node *nd = &c->nodes[i];
+        int fid = -1;
+        if (!nd->ready)
+            fid = FILTER_NOT_READY;
+        else if (nd->unschedulable)
+            fid = FILTER_CORDONED;
+        else if (!st->ok[i])
+            fid = FILTER_RESERVED;
+        for (size_t f = 0; fid < 0 && plugin_filters[f]; f++) {
+            const struct sched_filter *fl = plugin_filters[f];
+            if (!fl->node_only && fl->active(&st->env, g, ps) && !fl->pass(g, ps, nd))
+                fid = (int)fl->id;
+        }
+        if (fid >= 0) {
+            v->filtered[fid]++;
+            continue;
+        }
+        int r = res_first_short(&ps->req, &st->free[i]);
+        uint32_t mask = 0;
+        if (r < 0 && ps->req.v[RES_GPU] > 0 && !pod_fits(st, ps, i, &mask))
+            r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
+        for (int q = 0; q < res_count(); q++)
+            if (st->free[i].v[q] > best_per_res[q])
+                best_per_res[q] = st->free[i].v[q];
+        if (r >= 0) {
+            v->filtered[FILTER_RESOURCES]++;
+            short_count[r]++;
+        }
+    }
+    int worst = -1;
+    for (int q = 0; q < res_count(); q++)
+        if (short_count[q] > 0 && (worst < 0 || short_count[q] > short_count[worst]))
+            worst = q;
+    if (worst >= 0) {
+        v->short_res = worst;
+        v->need = ps->req.v[worst];
+        v->best_free = worst == RES_GPU ? 0 : best_per_res[worst];
+        if (worst == RES_GPU) {
+            for (uint32_t i = 0; i < c->n_nodes; i++)
+                if (st->ok[i] && popc(st->gpu_free[i]) > v->best_free)
+                    v->best_free = popc(st->gpu_free[i]);
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/* sched/core/place.h: whole-gang placement on a cycle's working copy of the cluster.
+ *
+ * Owns: the working state of one cycle (free capacity per node after the placements made so far
+ * in this cycle, nodes held by reservations) and the placement algorithms: topology-blind first
+ * fit (the baseline) and topology-aware best fit (tightest domain, fullest nodes, NVLink islands).
+ * Every tentative assignment goes through an undo log: a gang is committed whole or rolled back.
+ *
+ * Must not touch: the snapshot (copied at build time), anything outside the cycle's arena.
+ */
+#ifndef SCHED_CORE_PLACE_H
+#define SCHED_CORE_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugins/plugins.h"
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+#include "sched/core/model.h"
+
+struct place_undo {
+    uint32_t node;
+    uint32_t gpu_mask;
+    const struct res_vec *req;
+};
+
+struct place_state {
+    const struct cluster *c;
+    struct arena *arena;
+    struct filter_env env;
+    bool topology;        /* topology-aware algorithms and island-aware GPU choice */
+    uint32_t island_limit; /* gpu_pick's limit: largest NVLink island in the cluster, 0 = blind */
+    /* per node */
+    struct res_vec *free; /* allocatable - used - tentatively placed */
+    uint32_t *gpu_free;   /* GPU indices not held */
+    uint8_t *ok;          /* passes node-ready and cordon, and not held by a reservation */
+    uint8_t *elig;        /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
+    bool elig_on[GANG_MAX_SETS]; /* elig row s is meaningful (some filter is active) */
+    /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */
+    int32_t bucket[NODE_MAX_GPUS + 1];
+    int32_t *next, *prev;
+    uint8_t *key;
+    int64_t free_gpus;    /* over ok nodes */
+    /* undo log of the gang being placed */
+    struct place_undo *log;
+    uint32_t n_log, cap_log;
+    /* scratch for domain search: per node slots, per domain sums, ordering */
+    uint32_t *slots;
+    uint64_t *dom_cap;
+    int64_t *dom_free;
+    uint32_t *order;
+    uint32_t max_domains;
+    /* static capacity (ready, schedulable nodes) for "never fits" */
+    struct res_vec max_alloc; /* per resource, the largest node */
+    int64_t static_gpus;
+};
+
+int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
+                      struct arena *arena);
+
+/* Places every pod of g or nothing. On success writes g->n_pods assignments into `out`, the
+ * tightest domain holding the gang into *level / *domain (-1 when it spans the cluster), commits
+ * and returns SCHED_WHY_PLACED. On failure the state is unchanged and the return value says why:
+ * SCHED_WHY_RESOURCES (not enough free capacity anywhere) or SCHED_WHY_TOPOLOGY (enough in
+ * total, but not inside one domain of the required level). */
+enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
+                          int *level, uint32_t *domain);
+
+/* true when g could never fit even on an empty cluster (per-pod request above every node's
+ * allocatable, or more GPUs than all schedulable nodes have). */
+bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res);
+
+/* Holds capacity for a starving gang: picks the tightest domain that could hold g once running
+ * pods finish, preferring the one with the most free GPUs now, and marks enough of its nodes
+ * held (no other gang may use them this cycle). Returns the number of nodes written to `nodes`
+ * (capacity st->c->n_nodes), 0 when nothing suitable. */
+uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes);
+
+/* Fills the filter and resource counts of a verdict for g (called on failure only). */
+void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v);
+
+#endif

@@ -1,0 +1,42 @@
+/* sched/core/policy.c: the policy table (see policy.h). */
+#include "sched/core/policy.h"
+
+#include <string.h>
+
+/* The baseline: what a gang-aware but topology-blind scheduler does (Volcano's gang plugin with
+ * strict FIFO, no backfill). */
+static const struct sched_policy policy_fifo = {
+    .name = "fifo",
+    .summary = "strict FIFO, whole gangs, first fit, lowest GPU ids, no backfill",
+    .strict_fifo = true,
+    .by_priority = false,
+    .topology = false,
+    .starve_after_ms = 0,
+    .max_reservations = 0,
+};
+
+/* Ours: priority order, backfill with a starvation guard, topology-aware best fit. */
+static const struct sched_policy policy_gangsched = {
+    .name = "gangsched",
+    .summary = "priority order, backfill with starvation reservations, topology-aware best fit",
+    .strict_fifo = false,
+    .by_priority = true,
+    .topology = true,
+    .starve_after_ms = 30 * 60 * 1000,
+    .max_reservations = 1,
+};
+
+const struct sched_policy *const sched_policies[] = {&policy_gangsched, &policy_fifo, NULL};
+
+const struct sched_policy *sched_policy_find(const char *name)
+{
+    for (size_t i = 0; sched_policies[i]; i++)
+        if (strcmp(sched_policies[i]->name, name) == 0)
+            return sched_policies[i];
+    return NULL;
+}
+
+const struct sched_policy *sched_policy_default(void)
+{
+    return &policy_gangsched;
+}

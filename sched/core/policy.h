@@ -1,0 +1,31 @@
+/* sched/core/policy.h: scheduling policies, one table.
+ *
+ * Owns: the named policies the core can run. A policy is data (flags and limits) read by the
+ * cycle; adding a policy is adding a row to the table in policy.c. The simulator runs several
+ * policies on the same input to compare them.
+ */
+#ifndef SCHED_CORE_POLICY_H
+#define SCHED_CORE_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sched_policy {
+    const char *name;
+    const char *summary;    /* one line for --help and reports */
+    bool strict_fifo;       /* stop the cycle at the first gang that cannot start */
+    bool by_priority;       /* order by job priority before submission time */
+    bool topology;          /* tightest-domain best fit, NVLink-island-aware GPU choice;
+                               else first fit over nodes and lowest free GPU indices */
+    int64_t starve_after_ms; /* a gang waiting longer holds a reservation; 0 = never */
+    uint32_t max_reservations; /* reservations held at once */
+};
+
+/* NULL when unknown. */
+const struct sched_policy *sched_policy_find(const char *name);
+/* The table, for listings; NULL-terminated. */
+extern const struct sched_policy *const sched_policies[];
+/* The daemon's and simulator's default policy ("gangsched"). */
+const struct sched_policy *sched_policy_default(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* sched/core/res.h: resource names and resource vectors.
+ *
+ * Owns: the process-wide table of interned resource names (append-only; ids are dense small
+ * integers, stable for the life of the process) and fixed-width resource vectors. Base units:
+ * cpu in millicores, memory and storage in bytes, everything else (pods, nvidia.com/gpu, MIG
+ * profiles such as nvidia.com/mig-1g.10gb, any extended resource) in whole counts.
+ *
+ * The table is filled by drivers while they read input; the pure core only reads it.
+ */
+#ifndef SCHED_CORE_RES_H
+#define SCHED_CORE_RES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/err.h"
+
+#define RES_MAX 32 /* distinct resource names per process */
+
+/* Pre-interned ids, always present. */
+enum res_id { RES_CPU = 0, RES_MEMORY = 1, RES_PODS = 2, RES_GPU = 3, RES_N_WELLKNOWN = 4 };
+
+struct res_vec {
+    int64_t v[RES_MAX]; /* indexed by resource id; base units (see above) */
+};
+
+/* Interns `name`; returns 0 and its id, or SCHED_EFULL (message in eb) past RES_MAX names, or
+ * SCHED_EINVAL for a name that is not a valid Kubernetes resource name. */
+int res_intern(const char *name, int *id, struct sched_errbuf *eb);
+int res_lookup(const char *name); /* id, or -1 when the name was never interned */
+const char *res_name(int id);
+int res_count(void); /* ids in use are 0 .. res_count()-1 */
+/* The power-of-ten scale values of this resource are stored at: 3 for cpu, 0 otherwise. */
+int res_scale(int id);
+
+/* Parses a quantity for resource `id` into base units (rounded up). */
+int res_parse(int id, const char *quantity, int64_t *out, struct sched_errbuf *eb);
+
+/* true when every component of `need` is <= the same component of `have`. */
+bool res_fits(const struct res_vec *need, const struct res_vec *have);
+void res_add(struct res_vec *acc, const struct res_vec *x);
+void res_sub(struct res_vec *acc, const struct res_vec *x);
+/* First resource id where need > have, or -1. */
+int res_first_short(const struct res_vec *need, const struct res_vec *have);
+
+#endif

@@ -1,0 +1,1130 @@
+/* sched/sim/nodes.c: simulated clusters from NodeLists and generator shorthands (see nodes.h).
+ *
+ * Owns: reading `kubectl get nodes -o yaml|json` output (YAML through libyaml's document API,
+ * JSON through cJSON) behind one small read-only view, strict type checks with located error
+ * messages, and the "hgx:N,nvl72:N,pcie:N" generator.
+ * Must not touch: scheduling state, cluster_finalize() (callers finalize), node internals
+ * beyond filling fresh nodes. Nodes are added to the caller's cluster; on error every node added
+ * by the failing call is removed again (strings stay in the pool until cluster_free()).
+ */
+#include "sched/sim/nodes.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <yaml.h>
+
+#include "sched/core/quantity.h"
+#include "sched/core/res.h"
+
+#define NODES_MAX_FILE (1024L * 1024 * 1024) /* refuse inputs larger than 1 GiB */
+
+/* ---- a read-only view over a libyaml document or a cJSON tree -------------------------------- */
+
+enum vkind { VK_NONE = 0, VK_NULL, VK_BOOL, VK_NUM, VK_STR, VK_MAP, VK_SEQ };
+
+static const char *vkind_name(enum vkind k)
+{
+    switch (k) {
+    case VK_NONE:
+        return "nothing";
+    case VK_NULL:
+        return "null";
+    case VK_BOOL:
+        return "a boolean";
+    case VK_NUM:
+        return "a number";
+    case VK_STR:
+        return "a string";
+    case VK_MAP:
+        return "a mapping";
+    case VK_SEQ:
+        return "a sequence";
+    }
+    return "?";
+}
+
+/* Exactly one of y and j is set for a present value; both NULL means absent. */
+struct val {
+    yaml_node_t *y;
+    const cJSON *j;
+};
+
+struct doc {
+    const char *file;
+    yaml_document_t *yd; /* NULL when reading JSON */
+    struct cluster *c;
+    struct sched_errbuf *eb;
+    const char *node_name; /* node being read, once known */
+    long item;             /* its index in items[], or -1 */
+    char num[64];          /* text of the last JSON number or boolean asked for */
+};
+
+static bool yaml_plain_is(const char *s, const char *const *words)
+{
+    for (; *words; words++)
+        if (strcmp(s, *words) == 0)
+            return true;
+    return false;
+}
+
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+static bool is_hex(char ch)
+{
+    return is_digit(ch) || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+/* YAML 1.2 core schema numbers: [-+]digits, 0o.., 0x.., floats, .inf, .nan. */
+static bool yaml_plain_is_number(const char *s)
+{
+    static const char *const special[] = {".inf",  ".Inf",  ".INF",  "-.inf", "-.Inf",
+                                          "-.INF", "+.inf", "+.Inf", "+.INF", ".nan",
+                                          ".NaN",  ".NAN",  NULL};
+    if (yaml_plain_is(s, special))
+        return true;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o') && s[2]) {
+        for (const char *p = s + 2; *p; p++)
+            if (s[1] == 'x' ? !is_hex(*p) : (*p < '0' || *p > '7'))
+                return false;
+        return true;
+    }
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    bool digits = false;
+    while (is_digit(*p)) {
+        p++;
+        digits = true;
+    }
+    if (*p == '.') {
+        p++;
+        while (is_digit(*p)) {
+            p++;
+            digits = true;
+        }
+    }
+    if (!digits)
+        return false;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '-' || *p == '+')
+            p++;
+        if (!is_digit(*p))
+            return false;
+        while (is_digit(*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
+static const char *const yaml_nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+static const char *const yaml_trues[] = {"true", "True", "TRUE", NULL};
+static const char *const yaml_falses[] = {"false", "False", "FALSE", NULL};
+
+static enum vkind vkind(struct val v)
+{
+    if (v.y) {
+        switch (v.y->type) {
+        case YAML_MAPPING_NODE:
+            return VK_MAP;
+        case YAML_SEQUENCE_NODE:
+            return VK_SEQ;
+        case YAML_SCALAR_NODE: {
+            if (v.y->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+                return VK_STR;
+            const char *s = (const char *)v.y->data.scalar.value;
+            if (yaml_plain_is(s, yaml_nulls))
+                return VK_NULL;
+            if (yaml_plain_is(s, yaml_trues) || yaml_plain_is(s, yaml_falses))
+                return VK_BOOL;
+            return yaml_plain_is_number(s) ? VK_NUM : VK_STR;
+        }
+        default:
+            return VK_NONE;
+        }
+    }
+    if (v.j) {
+        if (cJSON_IsObject(v.j))
+            return VK_MAP;
+        if (cJSON_IsArray(v.j))
+            return VK_SEQ;
+        if (cJSON_IsString(v.j))
+            return VK_STR;
+        if (cJSON_IsNumber(v.j))
+            return VK_NUM;
+        if (cJSON_IsBool(v.j))
+            return VK_BOOL;
+        if (cJSON_IsNull(v.j))
+            return VK_NULL;
+    }
+    return VK_NONE;
+}
+
+static bool absent_or_null(struct val v)
+{
+    enum vkind k = vkind(v);
+    return k == VK_NONE || k == VK_NULL;
+}
+
+/* Text of a scalar; NULL for collections or a YAML scalar with an embedded NUL byte. */
+static const char *vtext(struct doc *d, struct val v)
+{
+    if (v.y) {
+        if (v.y->type != YAML_SCALAR_NODE)
+            return NULL;
+        const char *s = (const char *)v.y->data.scalar.value;
+        return strlen(s) == v.y->data.scalar.length ? s : NULL;
+    }
+    if (!v.j)
+        return NULL;
+    if (cJSON_IsString(v.j))
+        return v.j->valuestring;
+    if (cJSON_IsNumber(v.j)) {
+        double x = v.j->valuedouble;
+        if (x >= -9e15 && x <= 9e15 && x == (double)(long long)x)
+            snprintf(d->num, sizeof(d->num), "%lld", (long long)x);
+        else
+            snprintf(d->num, sizeof(d->num), "%.17g", x);
+        return d->num;
+    }
+    if (cJSON_IsBool(v.j))
+        return cJSON_IsTrue(v.j) ? "true" : "false";
+    if (cJSON_IsNull(v.j))
+        return "null";
+    return NULL;
+}
+
+static struct val yval(const struct doc *d, int index)
+{
+    struct val v = {yaml_document_get_node(d->yd, index), NULL};
+    return v;
+}
+
+static size_t vcount(struct val v)
+{
+    if (v.y && v.y->type == YAML_MAPPING_NODE)
+        return (size_t)(v.y->data.mapping.pairs.top - v.y->data.mapping.pairs.start);
+    if (v.y && v.y->type == YAML_SEQUENCE_NODE)
+        return (size_t)(v.y->data.sequence.items.top - v.y->data.sequence.items.start);
+    if (v.j && (cJSON_IsObject(v.j) || cJSON_IsArray(v.j)))
+        return (size_t)cJSON_GetArraySize(v.j);
+    return 0;
+}
+
+/* Mapping and sequence iteration. */
+struct iter {
+    yaml_node_pair_t *pair, *pair_end;
+    yaml_node_item_t *item, *item_end;
+    const cJSON *j;
+};
+
+static struct iter viter(struct val v)
+{
+    struct iter it = {NULL, NULL, NULL, NULL, NULL};
+    if (v.y && v.y->type == YAML_MAPPING_NODE) {
+        it.pair = v.y->data.mapping.pairs.start;
+        it.pair_end = v.y->data.mapping.pairs.top;
+    } else if (v.y && v.y->type == YAML_SEQUENCE_NODE) {
+        it.item = v.y->data.sequence.items.start;
+        it.item_end = v.y->data.sequence.items.top;
+    } else if (v.j) {
+        it.j = v.j->child;
+    }
+    return it;
+}
+
+/* Next mapping entry: `key` is the key's value (for JSON, the entry itself, whose text is taken
+ * from its name by vkey()). */
+static bool map_next(const struct doc *d, struct iter *it, struct val *key, struct val *value)
+{
+    if (d->yd) {
+        if (!it->pair || it->pair >= it->pair_end)
+            return false;
+        *key = yval(d, it->pair->key);
+        *value = yval(d, it->pair->value);
+        it->pair++;
+        return true;
+    }
+    if (!it->j)
+        return false;
+    key->y = NULL;
+    key->j = it->j;
+    value->y = NULL;
+    value->j = it->j;
+    it->j = it->j->next;
+    return true;
+}
+
+static bool seq_next(const struct doc *d, struct iter *it, struct val *value)
+{
+    if (d->yd) {
+        if (!it->item || it->item >= it->item_end)
+            return false;
+        *value = yval(d, *it->item);
+        it->item++;
+        return true;
+    }
+    if (!it->j)
+        return false;
+    value->y = NULL;
+    value->j = it->j;
+    it->j = it->j->next;
+    return true;
+}
+
+/* Text of a mapping key returned by map_next(); NULL when it is not a string. */
+static const char *vkey(struct doc *d, struct val key)
+{
+    if (key.j)
+        return key.j->string;
+    return vkind(key) == VK_STR ? vtext(d, key) : NULL;
+}
+
+static struct val vget(struct doc *d, struct val m, const char *name)
+{
+    struct val none = {NULL, NULL};
+    if (vkind(m) != VK_MAP)
+        return none;
+    if (m.j) {
+        struct val r = {NULL, cJSON_GetObjectItemCaseSensitive(m.j, name)};
+        return r;
+    }
+    struct iter it = viter(m);
+    struct val k, v;
+    while (map_next(d, &it, &k, &v)) {
+        const char *ks = vkey(d, k);
+        if (ks && strcmp(ks, name) == 0)
+            return v;
+    }
+    return none;
+}
+
+/* ---- located errors -------------------------------------------------------------------------- */
+
+/* "file:line:col: node "x": " (YAML) or "file: node "x" (items[3]): " (JSON), then the message. */
+static int fail_at(struct doc *d, struct val at, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail_at(struct doc *d, struct val at, int err, const char *fmt, ...)
+{
+    char prefix[320];
+    char msg[SCHED_ERRBUF];
+    size_t n = 0;
+    if (at.y)
+        n = (size_t)snprintf(prefix, sizeof(prefix), "%s:%zu:%zu: ", d->file,
+                             at.y->start_mark.line + 1, at.y->start_mark.column + 1);
+    else
+        n = (size_t)snprintf(prefix, sizeof(prefix), "%s: ", d->file);
+    if (n < sizeof(prefix)) {
+        if (d->node_name && d->item >= 0 && !d->yd)
+            snprintf(prefix + n, sizeof(prefix) - n, "node \"%s\" (items[%ld]): ", d->node_name,
+                     d->item);
+        else if (d->node_name)
+            snprintf(prefix + n, sizeof(prefix) - n, "node \"%s\": ", d->node_name);
+        else if (d->item >= 0)
+            snprintf(prefix + n, sizeof(prefix) - n, "items[%ld]: ", d->item);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return sched_fail(d->eb, err, "%s%s", prefix, msg);
+}
+
+static int fail_type(struct doc *d, struct val at, const char *field, const char *want)
+{
+    return fail_at(d, at, SCHED_EINVAL, "field %s: expected %s, got %s", field, want,
+                   vkind_name(vkind(at)));
+}
+
+static int fail_nomem(struct doc *d, struct val at)
+{
+    return fail_at(d, at, SCHED_ENOMEM, "out of memory");
+}
+
+/* A required or optional string field: *out is NULL when absent (optional) or null. */
+static int get_string(struct doc *d, struct val m, const char *key, const char *field,
+                      bool required, const char **out)
+{
+    struct val v = vget(d, m, key);
+    *out = NULL;
+    if (absent_or_null(v)) {
+        if (required)
+            return fail_at(d, m, SCHED_EINVAL, "field %s: missing", field);
+        return 0;
+    }
+    if (vkind(v) != VK_STR)
+        return fail_type(d, v, field, "a string");
+    *out = vtext(d, v);
+    if (!*out)
+        return fail_at(d, v, SCHED_EINVAL, "field %s: contains a NUL byte", field);
+    if (required && !**out)
+        return fail_at(d, v, SCHED_EINVAL, "field %s: empty", field);
+    return 0;
+}
+
+/* An optional mapping or sequence: *out is absent when missing or null. */
+static int get_coll(struct doc *d, struct val m, const char *key, const char *field,
+                    enum vkind want, struct val *out)
+{
+    struct val v = vget(d, m, key);
+    out->y = NULL;
+    out->j = NULL;
+    if (absent_or_null(v))
+        return 0;
+    if (vkind(v) != want)
+        return fail_type(d, v, field, vkind_name(want));
+    *out = v;
+    return 0;
+}
+
+/* ---- one Node -------------------------------------------------------------------------------- */
+
+static int kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
+}
+
+/* metadata.labels / metadata.annotations: a mapping of strings to strings. */
+static int read_kv(struct doc *d, struct val m, const char *field, const struct kv **out,
+                   uint32_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    size_t cnt = vcount(m);
+    if (cnt == 0)
+        return 0;
+    if (cnt > UINT32_MAX / 2)
+        return fail_at(d, m, SCHED_ERANGE, "field %s: too many entries", field);
+    struct kv *kv = cluster_alloc(d->c, cnt * sizeof(*kv));
+    if (!kv)
+        return fail_nomem(d, m);
+    struct iter it = viter(m);
+    struct val k, v;
+    size_t n = 0;
+    while (map_next(d, &it, &k, &v) && n < cnt) {
+        const char *ks = vkey(d, k);
+        if (!ks || !*ks)
+            return fail_at(d, k, SCHED_EINVAL, "field %s: key must be a non-empty string, got %s",
+                           field, ks ? "an empty string" : vkind_name(vkind(k)));
+        const char *vs = NULL;
+        if (vkind(v) == VK_STR)
+            vs = vtext(d, v);
+        else
+            return fail_at(d, v, SCHED_EINVAL, "field %s.%s: expected a string, got %s%s", field,
+                           ks, vkind_name(vkind(v)),
+                           d->yd && v.y && v.y->type == YAML_SCALAR_NODE ? " (quote it)" : "");
+        if (!vs)
+            return fail_at(d, v, SCHED_EINVAL, "field %s.%s: contains a NUL byte", field, ks);
+        kv[n].key = cluster_strdup(d->c, ks);
+        kv[n].value = cluster_strdup(d->c, vs);
+        if (!kv[n].key || !kv[n].value)
+            return fail_nomem(d, v);
+        n++;
+    }
+    qsort(kv, n, sizeof(*kv), kv_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(kv[i - 1].key, kv[i].key) == 0)
+            return fail_at(d, m, SCHED_EINVAL, "field %s: duplicate key \"%s\"", field, kv[i].key);
+    *out = kv;
+    *n_out = (uint32_t)n;
+    return 0;
+}
+
+static int read_taints(struct doc *d, struct val seq, struct node *tmp)
+{
+    size_t cnt = vcount(seq);
+    if (cnt == 0)
+        return 0;
+    if (cnt > UINT32_MAX / 2)
+        return fail_at(d, seq, SCHED_ERANGE, "field spec.taints: too many entries");
+    struct taint *t = cluster_alloc(d->c, cnt * sizeof(*t));
+    if (!t)
+        return fail_nomem(d, seq);
+    struct iter it = viter(seq);
+    struct val v;
+    size_t n = 0;
+    char field[64];
+    while (seq_next(d, &it, &v) && n < cnt) {
+        snprintf(field, sizeof(field), "spec.taints[%zu]", n);
+        if (vkind(v) != VK_MAP)
+            return fail_type(d, v, field, "a mapping");
+        const char *key, *value, *effect;
+        char sub[96];
+        snprintf(sub, sizeof(sub), "%s.key", field);
+        int rc = get_string(d, v, "key", sub, true, &key);
+        if (rc)
+            return rc;
+        snprintf(sub, sizeof(sub), "%s.value", field);
+        rc = get_string(d, v, "value", sub, false, &value);
+        if (rc)
+            return rc;
+        snprintf(sub, sizeof(sub), "%s.effect", field);
+        rc = get_string(d, v, "effect", sub, true, &effect);
+        if (rc)
+            return rc;
+        if (strcmp(effect, "NoSchedule") == 0)
+            t[n].effect = TAINT_NO_SCHEDULE;
+        else if (strcmp(effect, "PreferNoSchedule") == 0)
+            t[n].effect = TAINT_PREFER_NO_SCHEDULE;
+        else if (strcmp(effect, "NoExecute") == 0)
+            t[n].effect = TAINT_NO_EXECUTE;
+        else
+            return fail_at(d, vget(d, v, "effect"), SCHED_EINVAL,
+                           "field %s: unknown effect \"%s\" (valid: NoSchedule, "
+                           "PreferNoSchedule, NoExecute)",
+                           sub, effect);
+        t[n].key = cluster_strdup(d->c, key);
+        t[n].value = cluster_strdup(d->c, value ? value : "");
+        if (!t[n].key || !t[n].value)
+            return fail_nomem(d, v);
+        n++;
+    }
+    tmp->taints = t;
+    tmp->n_taints = (uint32_t)n;
+    return 0;
+}
+
+static int read_allocatable(struct doc *d, struct val m, struct node *tmp)
+{
+    bool seen[RES_MAX] = {false};
+    struct iter it = viter(m);
+    struct val k, v;
+    while (map_next(d, &it, &k, &v)) {
+        const char *name = vkey(d, k);
+        if (!name || !*name)
+            return fail_at(d, k, SCHED_EINVAL,
+                           "field status.allocatable: resource name must be a non-empty string");
+        struct sched_errbuf inner;
+        inner.msg[0] = '\0';
+        int id;
+        int rc = res_intern(name, &id, &inner);
+        if (rc)
+            return fail_at(d, k, rc, "field status.allocatable.%s: %s", name, inner.msg);
+        if (id < 0 || id >= RES_MAX)
+            return fail_at(d, k, SCHED_ERANGE, "field status.allocatable.%s: bad resource id",
+                           name);
+        if (seen[id])
+            return fail_at(d, k, SCHED_EINVAL, "field status.allocatable.%s: listed twice", name);
+        seen[id] = true;
+        enum vkind kind = vkind(v);
+        if (kind != VK_STR && kind != VK_NUM)
+            return fail_at(d, v, SCHED_EINVAL,
+                           "field status.allocatable.%s: expected a quantity (string or number), "
+                           "got %s",
+                           name, vkind_name(kind));
+        const char *q = vtext(d, v);
+        if (!q)
+            return fail_at(d, v, SCHED_EINVAL, "field status.allocatable.%s: contains a NUL byte",
+                           name);
+        int64_t val = 0;
+        /* res_parse() with the resource's scale, called directly so that the message reads
+         * "field status.allocatable.cpu: invalid quantity "abc": ..." without repeating the
+         * resource name. */
+        rc = qty_parse(q, res_scale(id), &val, &inner);
+        if (rc)
+            return fail_at(d, v, rc, "field status.allocatable.%s: %s", name, inner.msg);
+        if (val < 0)
+            return fail_at(d, v, SCHED_EINVAL,
+                           "field status.allocatable.%s: negative quantity "
+                           "\"%s\"",
+                           name, q);
+        tmp->alloc.v[id] = val;
+    }
+    return 0;
+}
+
+static int read_conditions(struct doc *d, struct val seq, struct node *tmp)
+{
+    struct iter it = viter(seq);
+    struct val v;
+    size_t i = 0;
+    bool any = false, ready = false;
+    char field[64], sub[96];
+    for (; seq_next(d, &it, &v); i++) {
+        snprintf(field, sizeof(field), "status.conditions[%zu]", i);
+        if (vkind(v) != VK_MAP)
+            return fail_type(d, v, field, "a mapping");
+        const char *type, *status;
+        snprintf(sub, sizeof(sub), "%s.type", field);
+        int rc = get_string(d, v, "type", sub, true, &type);
+        if (rc)
+            return rc;
+        snprintf(sub, sizeof(sub), "%s.status", field);
+        rc = get_string(d, v, "status", sub, true, &status);
+        if (rc)
+            return rc;
+        if (strcmp(status, "True") != 0 && strcmp(status, "False") != 0 &&
+            strcmp(status, "Unknown") != 0)
+            return fail_at(d, vget(d, v, "status"), SCHED_EINVAL,
+                           "field %s: expected \"True\", \"False\" or \"Unknown\", got \"%s\"", sub,
+                           status);
+        any = true;
+        if (strcmp(type, "Ready") == 0)
+            ready = strcmp(status, "True") == 0;
+    }
+    /* No conditions at all: a hand-written node, taken as ready. Conditions without Ready: the
+     * node controller has not reported, so not ready. */
+    tmp->ready = any ? ready : true;
+    return 0;
+}
+
+static int load_node(struct doc *d, struct val v, bool in_list)
+{
+    d->node_name = NULL;
+    if (vkind(v) != VK_MAP)
+        return fail_at(d, v, SCHED_EINVAL, "expected a Node (a mapping), got %s",
+                       vkind_name(vkind(v)));
+    if (in_list) {
+        const char *kind;
+        int rc = get_string(d, v, "kind", "kind", false, &kind);
+        if (rc)
+            return rc;
+        if (kind && strcmp(kind, "Node") != 0)
+            return fail_at(d, vget(d, v, "kind"), SCHED_EINVAL, "field kind: \"%s\" is not Node",
+                           kind);
+    }
+    struct val meta;
+    int rc = get_coll(d, v, "metadata", "metadata", VK_MAP, &meta);
+    if (rc)
+        return rc;
+    if (vkind(meta) == VK_NONE)
+        return fail_at(d, v, SCHED_EINVAL, "field metadata: missing");
+    const char *name;
+    rc = get_string(d, meta, "name", "metadata.name", true, &name);
+    if (rc)
+        return rc;
+    d->node_name = name;
+
+    struct node tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    struct val m;
+    if ((rc = get_coll(d, meta, "labels", "metadata.labels", VK_MAP, &m)) ||
+        (rc = read_kv(d, m, "metadata.labels", &tmp.labels, &tmp.n_labels)))
+        return rc;
+    if ((rc = get_coll(d, meta, "annotations", "metadata.annotations", VK_MAP, &m)) ||
+        (rc = read_kv(d, m, "metadata.annotations", &tmp.annotations, &tmp.n_annotations)))
+        return rc;
+
+    struct val spec, status;
+    if ((rc = get_coll(d, v, "spec", "spec", VK_MAP, &spec)))
+        return rc;
+    if (vkind(spec) == VK_MAP) {
+        struct val u = vget(d, spec, "unschedulable");
+        if (vkind(u) == VK_BOOL)
+            tmp.unschedulable = yaml_plain_is(vtext(d, u), yaml_trues);
+        else if (!absent_or_null(u))
+            return fail_type(d, u, "spec.unschedulable", "a boolean");
+        if ((rc = get_coll(d, spec, "taints", "spec.taints", VK_SEQ, &m)) ||
+            (rc = read_taints(d, m, &tmp)))
+            return rc;
+    }
+    tmp.ready = true;
+    if ((rc = get_coll(d, v, "status", "status", VK_MAP, &status)))
+        return rc;
+    if (vkind(status) == VK_MAP) {
+        if ((rc = get_coll(d, status, "allocatable", "status.allocatable", VK_MAP, &m)) ||
+            (rc = read_allocatable(d, m, &tmp)))
+            return rc;
+        if ((rc = get_coll(d, status, "conditions", "status.conditions", VK_SEQ, &m)) ||
+            (rc = read_conditions(d, m, &tmp)))
+            return rc;
+    }
+
+    struct node *n = cluster_add_node(d->c, name);
+    if (!n)
+        return fail_nomem(d, v);
+    const char *keep = n->name;
+    *n = tmp;
+    n->name = keep;
+    return 0;
+}
+
+/* A document: a Node, or a NodeList / List of Nodes. */
+static int load_root(struct doc *d, struct val root)
+{
+    d->node_name = NULL;
+    d->item = -1;
+    if (vkind(root) != VK_MAP)
+        return fail_at(d, root, SCHED_EINVAL,
+                       "expected a Node, NodeList or List (a mapping), got %s",
+                       vkind_name(vkind(root)));
+    const char *kind;
+    int rc = get_string(d, root, "kind", "kind", true, &kind);
+    if (rc)
+        return rc;
+    if (strcmp(kind, "Node") == 0)
+        return load_node(d, root, false);
+    if (strcmp(kind, "NodeList") != 0 && strcmp(kind, "List") != 0)
+        return fail_at(d, vget(d, root, "kind"), SCHED_EINVAL,
+                       "field kind: \"%s\" is not Node, NodeList or List", kind);
+    struct val items;
+    if ((rc = get_coll(d, root, "items", "items", VK_SEQ, &items)))
+        return rc;
+    struct iter it = viter(items);
+    struct val v;
+    for (long i = 0; vkind(items) == VK_SEQ && seq_next(d, &it, &v); i++) {
+        d->item = i;
+        if ((rc = load_node(d, v, true)))
+            return rc;
+    }
+    d->node_name = NULL;
+    d->item = -1;
+    return 0;
+}
+
+/* ---- JSON and YAML front ends ---------------------------------------------------------------- */
+
+static void line_col(const char *data, size_t len, size_t off, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (data[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static int load_json(struct doc *d, const char *data, size_t len)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, 0);
+    size_t line, col;
+    if (!root) {
+        size_t off = end && end >= data ? (size_t)(end - data) : 0;
+        line_col(data, len, off, &line, &col);
+        return sched_fail(d->eb, SCHED_EINVAL, "%s:%zu:%zu: invalid JSON", d->file, line, col);
+    }
+    size_t off = end && end >= data ? (size_t)(end - data) : len;
+    while (off < len && (data[off] == ' ' || data[off] == '\t' || data[off] == '\r' ||
+                         data[off] == '\n' || data[off] == '\0'))
+        off++;
+    int rc;
+    if (off < len) {
+        line_col(data, len, off, &line, &col);
+        rc = sched_fail(d->eb, SCHED_EINVAL, "%s:%zu:%zu: invalid JSON: data after the value",
+                        d->file, line, col);
+    } else {
+        struct val v = {NULL, root};
+        rc = load_root(d, v);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int load_yaml(struct doc *d, const char *data, size_t len)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    int rc = 0, docs = 0;
+    for (;;) {
+        yaml_document_t ydoc;
+        if (!yaml_parser_load(&parser, &ydoc)) {
+            if (parser.error == YAML_MEMORY_ERROR)
+                rc = sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);
+            else
+                rc = sched_fail(d->eb, SCHED_EINVAL, "%s:%zu:%zu: invalid YAML: %s%s%s", d->file,
+                                parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                                parser.problem ? parser.problem : "syntax error",
+                                parser.context ? " " : "", parser.context ? parser.context : "");
+            break;
+        }
+        yaml_node_t *root = yaml_document_get_root_node(&ydoc);
+        if (!root) {
+            yaml_document_delete(&ydoc);
+            break;
+        }
+        docs++;
+        d->yd = &ydoc;
+        struct val v = {root, NULL};
+        rc = load_root(d, v);
+        d->yd = NULL;
+        yaml_document_delete(&ydoc);
+        if (rc)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    if (!rc && docs == 0)
+        rc = sched_fail(d->eb, SCHED_EINVAL, "%s: no YAML document", d->file);
+    return rc;
+}
+
+int nodes_load_buffer(struct cluster *c, const char *name, const char *data, size_t len,
+                      struct sched_errbuf *eb)
+{
+    if (!name)
+        name = "<input>";
+    if (!c)
+        return sched_fail(eb, SCHED_EINVAL, "%s: no cluster", name);
+    if (!data && len)
+        return sched_fail(eb, SCHED_EINVAL, "%s: no data", name);
+    size_t i = 0;
+    if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+        i = 3; /* UTF-8 byte order mark */
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
+        i++;
+    if (i >= len)
+        return sched_fail(eb, SCHED_EINVAL, "%s: empty input", name);
+    struct doc d;
+    memset(&d, 0, sizeof(d));
+    d.file = name;
+    d.c = c;
+    d.eb = eb;
+    d.item = -1;
+    uint32_t n0 = c->n_nodes;
+    int rc = data[i] == '{' ? load_json(&d, data, len) : load_yaml(&d, data, len);
+    if (rc)
+        c->n_nodes = n0;
+    return rc;
+}
+
+int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb)
+{
+    if (!path)
+        return sched_fail(eb, SCHED_EINVAL, "nodes: no file name");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sched_fail(eb, SCHED_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 64 * 1024, len = 0;
+    char *buf = malloc(cap);
+    int rc = 0;
+    if (!buf) {
+        fclose(f);
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap >= (size_t)NODES_MAX_FILE) {
+                rc =
+                    sched_fail(eb, SCHED_ERANGE, "%s: larger than %ld bytes", path, NODES_MAX_FILE);
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                rc = sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f))
+                rc = sched_fail(eb, SCHED_EIO, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    if (!rc)
+        rc = nodes_load_buffer(c, path, buf, len, eb);
+    free(buf);
+    return rc;
+}
+
+/* ---- generator ------------------------------------------------------------------------------- */
+
+#define GEN_MAX_COUNT       100000
+#define GEN_NODES_PER_RACK  8
+#define GEN_RACKS_PER_BLOCK 4
+#define GEN_BLOCKS_PER_ZONE 32
+#define GEN_NVL72_NODES     18
+#define GEN_CLUSTER_UUID    "5f0c2b9e-7d41-4a63-9e8a-1c2d3b4a5f60"
+
+enum gen_kind { GEN_HGX = 0, GEN_NVL72, GEN_PCIE, GEN_N_KINDS };
+
+static const char *const gen_kind_names[GEN_N_KINDS] = {"hgx", "nvl72", "pcie"};
+
+struct gen {
+    struct cluster *c;
+    uint32_t next[GEN_N_KINDS]; /* next node (hgx, pcie) or rack (nvl72) index per kind */
+    /* shared strings, copied once per call */
+    const char *k_host, *k_zone, *k_block, *k_rack, *k_clique, *k_product, *k_count, *k_mem;
+    const char *k_islands, *v_islands;
+    /* last domain strings handed out, reused while the index stays the same */
+    const char *zone, *block, *rack;
+    uint32_t zone_i, block_i, rack_i;
+    int cache_kind;
+};
+
+static const char *gen_dup(struct gen *g, const char *s)
+{
+    return cluster_strdup(g->c, s);
+}
+
+static const char *gen_fmt(struct gen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static const char *gen_fmt(struct gen *g, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return cluster_strdup(g->c, buf);
+}
+
+/* Zone names: zone-a .. zone-z, zone-aa, zone-ab, ... */
+static const char *gen_zone_name(struct gen *g, uint32_t z)
+{
+    char letters[16];
+    size_t n = 0;
+    uint32_t x = z + 1;
+    while (x > 0 && n < sizeof(letters) - 1) {
+        x--;
+        letters[n++] = (char)('a' + x % 26);
+        x /= 26;
+    }
+    char name[32] = "zone-";
+    for (size_t i = 0; i < n; i++)
+        name[5 + i] = letters[n - 1 - i];
+    name[5 + n] = '\0';
+    return gen_dup(g, name);
+}
+
+/* Fills zone, block and rack strings for rack index `rack` of `kind`; false on out of memory. */
+static bool gen_domains(struct gen *g, int kind, uint32_t rack)
+{
+    uint32_t block = rack / GEN_RACKS_PER_BLOCK, zone = block / GEN_BLOCKS_PER_ZONE;
+    bool fresh = g->cache_kind != kind;
+    if (fresh || !g->zone || g->zone_i != zone) {
+        g->zone = gen_zone_name(g, zone);
+        g->zone_i = zone;
+    }
+    if (fresh || !g->block || g->block_i != block) {
+        g->block = gen_fmt(g, "%s-block-%02u", gen_kind_names[kind], block);
+        g->block_i = block;
+    }
+    if (fresh || !g->rack || g->rack_i != rack) {
+        g->rack = gen_fmt(g, "%s-rack-%03u", gen_kind_names[kind], rack);
+        g->rack_i = rack;
+    }
+    g->cache_kind = kind;
+    return g->zone && g->block && g->rack;
+}
+
+struct gen_shape {
+    const char *product;
+    const char *gpu_count;
+    const char *gpu_memory;
+    int64_t gpus, cpu_milli, memory, pods;
+};
+
+static const struct gen_shape gen_shapes[GEN_N_KINDS] = {
+    [GEN_HGX] = {"NVIDIA-H100-80GB-HBM3", "8", "81559", 8, 192000, INT64_C(2) << 40, 110},
+    [GEN_NVL72] = {"NVIDIA-GB200", "4", "189471", 4, 144000, INT64_C(880) << 30, 110},
+    [GEN_PCIE] = {"NVIDIA-L40S", "8", "46068", 8, 192000, INT64_C(2) << 40, 110},
+};
+
+struct gen_strings {
+    const char *product, *gpu_count, *gpu_memory, *clique; /* pool copies; clique may be NULL */
+};
+
+static int gen_node(struct gen *g, int kind, const char *name, const struct gen_strings *gs)
+{
+    const struct gen_shape *sh = &gen_shapes[kind];
+    struct kv *labels = cluster_alloc(g->c, 8 * sizeof(*labels));
+    struct kv *ann = NULL;
+    if (!labels)
+        return SCHED_ENOMEM;
+    if (kind == GEN_PCIE) {
+        ann = cluster_alloc(g->c, sizeof(*ann));
+        if (!ann)
+            return SCHED_ENOMEM;
+        ann[0].key = g->k_islands;
+        ann[0].value = g->v_islands;
+    }
+    struct node *n = cluster_add_node(g->c, name);
+    if (!n)
+        return SCHED_ENOMEM;
+    uint32_t nl = 0;
+    labels[nl++] = (struct kv){g->k_host, n->name};
+    labels[nl++] = (struct kv){g->k_zone, g->zone};
+    labels[nl++] = (struct kv){g->k_block, g->block};
+    labels[nl++] = (struct kv){g->k_rack, g->rack};
+    labels[nl++] = (struct kv){g->k_product, gs->product};
+    labels[nl++] = (struct kv){g->k_count, gs->gpu_count};
+    labels[nl++] = (struct kv){g->k_mem, gs->gpu_memory};
+    if (gs->clique)
+        labels[nl++] = (struct kv){g->k_clique, gs->clique};
+    n->labels = labels;
+    n->n_labels = nl;
+    n->annotations = ann;
+    n->n_annotations = ann ? 1 : 0;
+    n->alloc.v[RES_CPU] = sh->cpu_milli;
+    n->alloc.v[RES_MEMORY] = sh->memory;
+    n->alloc.v[RES_PODS] = sh->pods;
+    n->alloc.v[RES_GPU] = sh->gpus;
+    n->ready = true;
+    return 0;
+}
+
+static int gen_part(struct gen *g, int kind, uint32_t count)
+{
+    /* The value strings of gen_shapes are static; copy them once so that the cluster owns every
+     * string it points to. */
+    struct gen_strings gs = {gen_dup(g, gen_shapes[kind].product),
+                             gen_dup(g, gen_shapes[kind].gpu_count),
+                             gen_dup(g, gen_shapes[kind].gpu_memory), NULL};
+    if (!gs.product || !gs.gpu_count || !gs.gpu_memory)
+        return SCHED_ENOMEM;
+    char name[64];
+    if (kind == GEN_NVL72) {
+        for (uint32_t r = 0; r < count; r++) {
+            uint32_t rack = g->next[kind]++;
+            if (!gen_domains(g, kind, rack))
+                return SCHED_ENOMEM;
+            gs.clique = gen_fmt(g, "%s.%u", GEN_CLUSTER_UUID, rack);
+            if (!gs.clique)
+                return SCHED_ENOMEM;
+            for (uint32_t k = 0; k < GEN_NVL72_NODES; k++) {
+                snprintf(name, sizeof(name), "nvl72-%02u-%02u", rack, k);
+                int rc = gen_node(g, kind, name, &gs);
+                if (rc)
+                    return rc;
+            }
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t idx = g->next[kind]++;
+        if (!gen_domains(g, kind, idx / GEN_NODES_PER_RACK))
+            return SCHED_ENOMEM;
+        snprintf(name, sizeof(name), "%s-%04u", gen_kind_names[kind], idx);
+        int rc = gen_node(g, kind, name, &gs);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+struct gen_req {
+    int kind;
+    uint32_t count;
+};
+
+/* Validates the whole spec before generating anything. */
+static int gen_parse(const char *spec, struct gen_req *reqs, size_t max, size_t *n_reqs,
+                     struct sched_errbuf *eb)
+{
+    const char *p = spec;
+    size_t n = 0;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p, *e = p + len;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (s == e)
+            return sched_fail(eb, SCHED_EINVAL, "cluster spec \"%s\": empty part", spec);
+        const char *colon = memchr(s, ':', (size_t)(e - s));
+        if (!colon)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "cluster spec \"%s\": part \"%.*s\" is not kind:count "
+                              "(e.g. hgx:32)",
+                              spec, (int)(e - s), s);
+        int kind = -1;
+        for (int k = 0; k < GEN_N_KINDS; k++)
+            if (strlen(gen_kind_names[k]) == (size_t)(colon - s) &&
+                memcmp(gen_kind_names[k], s, (size_t)(colon - s)) == 0)
+                kind = k;
+        if (kind < 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "cluster spec \"%s\": unknown kind \"%.*s\" (valid kinds: hgx, "
+                              "nvl72, pcie)",
+                              spec, (int)(colon - s), s);
+        const char *c = colon + 1;
+        uint32_t count = 0;
+        bool ok = c < e;
+        for (const char *q = c; q < e && ok; q++) {
+            if (!is_digit(*q))
+                ok = false;
+            else if (count <= GEN_MAX_COUNT)
+                count = count * 10 + (uint32_t)(*q - '0');
+        }
+        if (!ok || count == 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "cluster spec \"%s\": count \"%.*s\" is not a positive integer", spec,
+                              (int)(e - c), c);
+        if (count > GEN_MAX_COUNT)
+            return sched_fail(eb, SCHED_ERANGE,
+                              "cluster spec \"%s\": count \"%.*s\" is too large (at most %d)", spec,
+                              (int)(e - c), c, GEN_MAX_COUNT);
+        if (n == max)
+            return sched_fail(eb, SCHED_EINVAL, "cluster spec \"%s\": more than %zu parts", spec,
+                              max);
+        reqs[n].kind = kind;
+        reqs[n].count = count;
+        n++;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    *n_reqs = n;
+    return 0;
+}
+
+int nodes_generate(struct cluster *c, const char *spec, struct sched_errbuf *eb)
+{
+    if (!spec)
+        return sched_fail(eb, SCHED_EINVAL, "cluster spec: missing");
+    if (!c)
+        return sched_fail(eb, SCHED_EINVAL, "cluster spec \"%s\": no cluster", spec);
+    struct gen_req reqs[16];
+    size_t n_reqs = 0;
+    int rc = gen_parse(spec, reqs, sizeof(reqs) / sizeof(reqs[0]), &n_reqs, eb);
+    if (rc)
+        return rc;
+    uint64_t total = c->n_nodes;
+    for (size_t i = 0; i < n_reqs; i++)
+        total += (uint64_t)reqs[i].count * (reqs[i].kind == GEN_NVL72 ? GEN_NVL72_NODES : 1);
+    if (total > UINT32_MAX / 4)
+        return sched_fail(eb, SCHED_ERANGE, "cluster spec \"%s\": too many nodes", spec);
+
+    struct gen g;
+    memset(&g, 0, sizeof(g));
+    g.c = c;
+    g.cache_kind = -1;
+    g.k_host = gen_dup(&g, "kubernetes.io/hostname");
+    g.k_zone = gen_dup(&g, TOPO_LABEL_ZONE);
+    g.k_block = gen_dup(&g, TOPO_LABEL_BLOCK);
+    g.k_rack = gen_dup(&g, TOPO_LABEL_RACK);
+    g.k_clique = gen_dup(&g, TOPO_LABEL_CLIQUE);
+    g.k_product = gen_dup(&g, "nvidia.com/gpu.product");
+    g.k_count = gen_dup(&g, "nvidia.com/gpu.count");
+    g.k_mem = gen_dup(&g, "nvidia.com/gpu.memory");
+    g.k_islands = gen_dup(&g, ANNOT_GPU_ISLANDS);
+    g.v_islands = gen_dup(&g, "0-3,4-7");
+    uint32_t n0 = c->n_nodes;
+    if (!g.k_host || !g.k_zone || !g.k_block || !g.k_rack || !g.k_clique || !g.k_product ||
+        !g.k_count || !g.k_mem || !g.k_islands || !g.v_islands)
+        rc = SCHED_ENOMEM;
+    /* Numbering continues across the parts of one spec ("hgx:4,hgx:4" is "hgx:8"). A second
+     * call starts again at 0, so its names repeat and cluster_finalize() rejects them. */
+    for (size_t i = 0; !rc && i < n_reqs; i++)
+        rc = gen_part(&g, reqs[i].kind, reqs[i].count);
+    if (rc) {
+        c->n_nodes = n0;
+        return sched_fail(eb, rc, "cluster spec \"%s\": out of memory", spec);
+    }
+    return 0;
+}

@@ -1,0 +1,663 @@
+/* sched/sim/sim.c: discrete-event simulation around sched_cycle() (see sim.h).
+ *
+ * Loop: the clock jumps to the next instant with an arrival or a completion; all completions of
+ * that instant release their GPUs, all arrivals join their queue, then one scheduling cycle runs
+ * and its placements start (a start at t finishes at t + duration). Time is integer
+ * milliseconds, so runs are exact and repeatable.
+ */
+#include "sched/sim/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "queue/queue.h"
+#include "sched/core/cycle.h"
+#include "sched/core/log.h"
+#include "plugins/plugins.h"
+
+#define CPU_PER_GPU_MILLI 4000
+#define MEM_PER_GPU_BYTES (32ll << 30)
+
+/* ---- input ------------------------------------------------------------------------------- */
+
+static int queue_index(struct sim_input *in, const char *name, uint32_t *cap)
+{
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        if (strcmp(in->queues[q].name, name) == 0)
+            return (int)q;
+    if (in->n_queues == *cap) {
+        uint32_t c2 = *cap ? *cap * 2 : 8;
+        struct queue *qs = realloc(in->queues, c2 * sizeof(*qs));
+        if (!qs)
+            return SCHED_ENOMEM;
+        in->queues = qs;
+        *cap = c2;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return SCHED_ENOMEM;
+    in->queues[in->n_queues] = (struct queue){.name = copy, .priority = 0, .weight = 1.0};
+    return (int)in->n_queues++;
+}
+
+static void pod_request(struct res_vec *req, int64_t gpus)
+{
+    memset(req, 0, sizeof(*req));
+    req->v[RES_GPU] = gpus;
+    req->v[RES_CPU] = gpus > 0 ? gpus * CPU_PER_GPU_MILLI : 1000;
+    req->v[RES_MEMORY] = gpus > 0 ? gpus * MEM_PER_GPU_BYTES : (4ll << 30);
+    req->v[RES_PODS] = 1;
+}
+
+int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
+                    struct sched_errbuf *eb)
+{
+    memset(in, 0, sizeof(*in));
+    in->cluster = c;
+    in->jobs = calloc(t->n_jobs ? t->n_jobs : 1, sizeof(*in->jobs));
+    if (!in->jobs)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory for %zu jobs", t->n_jobs);
+    uint32_t cap_q = 0;
+    int64_t node_gpus = c->max_node_gpus > 0 ? c->max_node_gpus : 8;
+    for (size_t i = 0; i < t->n_jobs; i++) {
+        const struct trace_job *tj = &t->jobs[i];
+        struct sim_job *j = &in->jobs[i];
+        int q = queue_index(in, tj->queue, &cap_q);
+        if (q < 0) {
+            sim_input_free(in);
+            return sched_fail(eb, q, "out of memory");
+        }
+        j->id = tj->id;
+        j->duration_ms = tj->duration_ms;
+        struct gang *g = &j->gang;
+        g->id = (uint32_t)i;
+        g->name = tj->id;
+        g->queue = (uint32_t)q;
+        g->priority = tj->priority;
+        g->submit_ms = tj->submit_ms;
+        g->topo_required = -1;
+        g->topo_preferred = -1;
+        int64_t gpus = tj->num_gpu;
+        int64_t gpp = tj->gpus_per_pod > 0 ? tj->gpus_per_pod
+                      : tj->pods > 0       ? (gpus + tj->pods - 1) / tj->pods
+                                           : (gpus < node_gpus ? gpus : node_gpus);
+        if (gpus == 0) {
+            g->n_sets = 1;
+            g->sets[0].count = tj->pods > 0 ? (uint32_t)tj->pods : 1;
+            pod_request(&g->sets[0].req, 0);
+        } else {
+            int64_t full = gpus / gpp, rest = gpus % gpp;
+            g->n_sets = 0;
+            if (full > 0) {
+                g->sets[g->n_sets].count = (uint32_t)full;
+                pod_request(&g->sets[g->n_sets].req, gpp);
+                g->n_sets++;
+            }
+            if (rest > 0) {
+                g->sets[g->n_sets].count = 1;
+                pod_request(&g->sets[g->n_sets].req, rest);
+                g->n_sets++;
+            }
+        }
+        g->min_member = 0;
+        gang_finalize(g);
+        g->min_member = g->n_pods;
+    }
+    in->n_jobs = (uint32_t)t->n_jobs;
+    return 0;
+}
+
+void sim_input_free(struct sim_input *in)
+{
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        free((char *)in->queues[q].name);
+    free(in->queues);
+    free(in->jobs);
+    memset(in, 0, sizeof(*in));
+}
+
+/* ---- run state --------------------------------------------------------------------------- */
+
+enum job_status { JOB_FUTURE = 0, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_REJECTED };
+
+struct fin {
+    int64_t t_ms;
+    uint32_t job;
+};
+
+struct run {
+    const struct sim_input *in;
+    const struct sched_policy *pol;
+    const struct sim_options *opt;
+    struct node_state *state;
+    uint8_t *status;
+    int64_t *start_ms, *end_ms;
+    struct sched_assign **assign; /* per running job: its pods */
+    struct queue_list *queues;
+    struct fin *heap;
+    uint32_t n_heap;
+    uint32_t n_pending;
+    uint32_t n_pending_whole; /* pending gangs whose pods each need a whole node */
+    int64_t busy_gpus;
+    struct sim_stats *st;
+    size_t cap_series;
+    const char *explain_last;
+};
+
+static void heap_push(struct run *r, int64_t t, uint32_t job)
+{
+    uint32_t i = r->n_heap++;
+    r->heap[i] = (struct fin){t, job};
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (r->heap[p].t_ms < r->heap[i].t_ms ||
+            (r->heap[p].t_ms == r->heap[i].t_ms && r->heap[p].job < r->heap[i].job))
+            break;
+        struct fin x = r->heap[p];
+        r->heap[p] = r->heap[i];
+        r->heap[i] = x;
+        i = p;
+    }
+}
+
+static struct fin heap_pop(struct run *r)
+{
+    struct fin top = r->heap[0];
+    r->heap[0] = r->heap[--r->n_heap];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1, rr = l + 1, m = i;
+        if (l < r->n_heap && (r->heap[l].t_ms < r->heap[m].t_ms ||
+                              (r->heap[l].t_ms == r->heap[m].t_ms && r->heap[l].job < r->heap[m].job)))
+            m = l;
+        if (rr < r->n_heap &&
+            (r->heap[rr].t_ms < r->heap[m].t_ms ||
+             (r->heap[rr].t_ms == r->heap[m].t_ms && r->heap[rr].job < r->heap[m].job)))
+            m = rr;
+        if (m == i)
+            break;
+        struct fin x = r->heap[m];
+        r->heap[m] = r->heap[i];
+        r->heap[i] = x;
+        i = m;
+    }
+    return top;
+}
+
+/* ---- event log --------------------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void ev_head(const struct run *r, int64_t t_ms, const char *type, uint32_t job)
+{
+    FILE *f = r->opt->events;
+    fprintf(f, "{\"t\":%.3f,\"type\":\"%s\",\"policy\":", (double)t_ms / 1000.0, type);
+    json_str(f, r->pol->name);
+    fputs(",\"job\":", f);
+    json_str(f, r->in->jobs[job].id);
+    fputs(",\"queue\":", f);
+    json_str(f, r->in->queues[r->in->jobs[job].gang.queue].name);
+}
+
+static void ev_cluster(const struct run *r)
+{
+    FILE *f = r->opt->events;
+    const struct cluster *c = r->in->cluster;
+    fputs("{\"t\":0,\"type\":\"cluster\",\"policy\":", f);
+    json_str(f, r->pol->name);
+    fputs(",\"nodes\":[", f);
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        fputs(i ? ",{\"node\":" : "{\"node\":", f);
+        json_str(f, c->nodes[i].name);
+        fprintf(f, ",\"gpus\":%u}", c->nodes[i].n_gpus);
+    }
+    fputs("]}\n", f);
+}
+
+/* ---- transitions ------------------------------------------------------------------------- */
+
+static bool whole_node(const struct run *r, const struct gang *g)
+{
+    return g->n_sets > 0 && g->sets[0].req.v[RES_GPU] >= r->in->cluster->max_node_gpus;
+}
+
+static void submit(struct run *r, uint32_t j, int64_t now)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    r->status[j] = JOB_PENDING;
+    if (queue_list_insert(&r->queues[g->queue], g) != 0)
+        return; /* out of memory: sim_run detects it through n_pending mismatch */
+    r->n_pending++;
+    if (whole_node(r, g))
+        r->n_pending_whole++;
+    if (r->opt->events) {
+        ev_head(r, now, "submit", j);
+        fprintf(r->opt->events, ",\"gpus\":%lld,\"pods\":%u}\n", (long long)g->gpus, g->n_pods);
+    }
+}
+
+static void unqueue(struct run *r, uint32_t j)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    queue_list_remove(&r->queues[g->queue], g);
+    r->n_pending--;
+    if (whole_node(r, g))
+        r->n_pending_whole--;
+}
+
+static int start(struct run *r, const struct sched_placement *p, int64_t now)
+{
+    const struct gang *g = p->gang;
+    uint32_t j = g->id;
+    const struct cluster *c = r->in->cluster;
+    unqueue(r, j);
+    r->status[j] = JOB_RUNNING;
+    r->start_ms[j] = now;
+    struct sched_assign *a = malloc((g->n_pods ? g->n_pods : 1) * sizeof(*a));
+    if (!a)
+        return SCHED_ENOMEM;
+    memcpy(a, p->pods, g->n_pods * sizeof(*a));
+    r->assign[j] = a;
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
+            struct node_state *ns = &r->state[a[k].node];
+            res_add(&ns->used, &g->sets[s].req);
+            ns->gpu_used |= a[k].gpu_mask;
+            if (gpu_islands_touched(&c->nodes[a[k].node], a[k].gpu_mask) > 1)
+                r->st->tp_splits++;
+        }
+    r->busy_gpus += g->gpus;
+    /* racks spanned by a multi-node gang */
+    bool multi = false;
+    for (uint32_t x = 1; x < g->n_pods && !multi; x++)
+        if (a[x].node != a[0].node)
+            multi = true;
+    if (multi) {
+        int lvl = c->topo.rack_level >= 0 ? c->topo.rack_level : (int)c->topo.n_levels - 1;
+        uint32_t racks = 0;
+        for (uint32_t x = 0; x < g->n_pods; x++) {
+            uint32_t d = c->nodes[a[x].node].dom[lvl];
+            bool seen = false;
+            for (uint32_t y = 0; y < x && !seen; y++)
+                seen = c->nodes[a[y].node].dom[lvl] == d;
+            racks += !seen;
+        }
+        r->st->multinode_gangs++;
+        r->st->mean_racks_per_multinode_gang += racks; /* divided at the end */
+    }
+    if (p->backfilled)
+        r->st->backfilled++;
+    heap_push(r, now + r->in->jobs[j].duration_ms, j);
+    if (r->opt->events) {
+        FILE *f = r->opt->events;
+        ev_head(r, now, "start", j);
+        fputs(",\"pods\":[", f);
+        for (uint32_t x = 0; x < g->n_pods; x++) {
+            fputs(x ? ",{\"node\":" : "{\"node\":", f);
+            json_str(f, c->nodes[a[x].node].name);
+            fputs(",\"gpus\":[", f);
+            bool first = true;
+            for (uint32_t b = 0; b < 32; b++)
+                if (a[x].gpu_mask & (1u << b)) {
+                    fprintf(f, first ? "%u" : ",%u", b);
+                    first = false;
+                }
+            fputs("]}", f);
+        }
+        fputs("]}\n", f);
+    }
+    return 0;
+}
+
+static void finish(struct run *r, uint32_t j, int64_t now)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    const struct sched_assign *a = r->assign[j];
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
+            struct node_state *ns = &r->state[a[k].node];
+            res_sub(&ns->used, &g->sets[s].req);
+            ns->gpu_used &= ~a[k].gpu_mask;
+        }
+    free(r->assign[j]);
+    r->assign[j] = NULL;
+    r->busy_gpus -= g->gpus;
+    r->status[j] = JOB_DONE;
+    r->end_ms[j] = now;
+    if (r->opt->events) {
+        ev_head(r, now, "finish", j);
+        fputs("}\n", r->opt->events);
+    }
+}
+
+static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
+{
+    unqueue(r, j);
+    r->status[j] = JOB_REJECTED;
+    if (r->opt->events) {
+        ev_head(r, now, "reject", j);
+        fputs(",\"reason\":", r->opt->events);
+        json_str(r->opt->events, why);
+        fputs("}\n", r->opt->events);
+    }
+}
+
+/* Free GPUs stranded on partly used nodes, as a share of all free GPUs (0 when none free). */
+static double stranded_share(const struct run *r)
+{
+    const struct cluster *c = r->in->cluster;
+    int64_t free_all = 0, stranded = 0;
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        int64_t f = c->nodes[i].n_gpus - __builtin_popcount(r->state[i].gpu_used);
+        free_all += f;
+        if (f > 0 && f < c->nodes[i].n_gpus)
+            stranded += f;
+    }
+    return free_all > 0 ? (double)stranded / (double)free_all : 0.0;
+}
+
+static int add_point(struct run *r, int64_t now, int64_t t0)
+{
+    struct sim_stats *st = r->st;
+    if (st->n_series == r->cap_series) {
+        size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
+        struct report_point *p = realloc(st->series, cap * sizeof(*p));
+        if (!p)
+            return SCHED_ENOMEM;
+        st->series = p;
+        r->cap_series = cap;
+    }
+    double total = (double)r->in->cluster->total_gpus;
+    st->series[st->n_series++] = (struct report_point){
+        .t_s = (double)(now - t0) / 1000.0,
+        .util = total > 0 ? (double)r->busy_gpus / total : 0.0,
+        .queued = (double)r->n_pending,
+    };
+    return 0;
+}
+
+static void explain(struct run *r, const struct sched_result *res, int64_t now)
+{
+    for (uint32_t v = 0; v < res->n_verdicts; v++) {
+        const struct sched_verdict *vd = &res->verdicts[v];
+        if (strcmp(r->in->jobs[vd->gang->id].id, r->opt->explain_job) != 0)
+            continue;
+        char buf[512];
+        sched_verdict_format(vd, r->in->cluster, buf, sizeof(buf));
+        fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
+                r->opt->explain_job, buf);
+    }
+    for (uint32_t p = 0; p < res->n_placements; p++)
+        if (strcmp(r->in->jobs[res->placements[p].gang->id].id, r->opt->explain_job) == 0) {
+            const struct sched_placement *pl = &res->placements[p];
+            const struct topo *t = &r->in->cluster->topo;
+            fprintf(stderr, "t=%.0fs policy=%s job=%s: placed in %s %s\n", (double)now / 1000.0,
+                    r->pol->name, r->opt->explain_job,
+                    pl->level >= 0 ? t->levels[pl->level].name : "cluster",
+                    pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)");
+        }
+}
+
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double pct(const double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    size_t k = (size_t)ceil(p * (double)n);
+    return v[k > 0 ? k - 1 : 0];
+}
+
+static double mean(const double *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += v[i];
+    return n ? s / (double)n : 0.0;
+}
+
+static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted,
+                     double frag_time)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    double *q = malloc((in->n_jobs + 1) * sizeof(*q));
+    double *jct = malloc((in->n_jobs + 1) * sizeof(*jct));
+    double *qq = malloc((in->n_jobs + 1) * sizeof(*qq));
+    st->per_queue = calloc(in->n_queues + 1, sizeof(*st->per_queue));
+    if (!q || !jct || !qq || !st->per_queue) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    st->n_queues = in->n_queues;
+    size_t nq = 0, nj = 0;
+    double busy_gpu_s = 0;
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        if (r->status[j] == JOB_REJECTED)
+            st->rejected++;
+        if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
+            continue;
+        q[nq++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        if (r->status[j] == JOB_DONE) {
+            jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+            busy_gpu_s += (double)in->jobs[j].gang.gpus *
+                          (double)(r->end_ms[j] - r->start_ms[j]) / 1000.0;
+        }
+    }
+    st->jobs = in->n_jobs;
+    st->started = (uint32_t)nq;
+    st->completed = (uint32_t)nj;
+    st->queue_s = malloc((nq + 1) * sizeof(double));
+    if (!st->queue_s) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    memcpy(st->queue_s, q, nq * sizeof(double));
+    st->n_queue_s = nq;
+    qsort(q, nq, sizeof(*q), cmp_double);
+    qsort(jct, nj, sizeof(*jct), cmp_double);
+    st->mean_queue_s = mean(q, nq);
+    st->p50_queue_s = pct(q, nq, 0.50);
+    st->p95_queue_s = pct(q, nq, 0.95);
+    st->p99_queue_s = pct(q, nq, 0.99);
+    st->mean_jct_s = mean(jct, nj);
+    st->p95_jct_s = pct(jct, nj, 0.95);
+    st->makespan_s = (double)(t_end - t0) / 1000.0;
+    double cap = (double)in->cluster->total_gpus * st->makespan_s;
+    st->gpu_utilization = cap > 0 ? busy_gpu_s / cap : 0.0;
+    if (st->multinode_gangs)
+        st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
+    st->fragmentation = frag_time > 0 ? frag_weighted / frag_time : 0.0;
+    for (uint32_t k = 0; k < in->n_queues; k++) {
+        struct sim_queue_stats *ps = &st->per_queue[k];
+        size_t n = 0;
+        ps->name = in->queues[k].name;
+        for (uint32_t j = 0; j < in->n_jobs; j++) {
+            if (in->jobs[j].gang.queue != k)
+                continue;
+            ps->jobs++;
+            if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
+                continue;
+            qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+            if (r->status[j] == JOB_DONE)
+                ps->gpu_hours += (double)in->jobs[j].gang.gpus *
+                                 (double)(r->end_ms[j] - r->start_ms[j]) / 3.6e6;
+        }
+        qsort(qq, n, sizeof(*qq), cmp_double);
+        ps->mean_queue_s = mean(qq, n);
+        ps->p95_queue_s = pct(qq, n, 0.95);
+    }
+    free(q), free(jct), free(qq);
+    return 0;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run_loop(struct run *r, struct sched_errbuf *eb)
+{
+    const struct sim_input *in = r->in;
+    const struct cluster *c = in->cluster;
+    struct arena arena;
+    arena_init(&arena, 256 * 1024);
+    struct sched_queue_view *views = calloc(in->n_queues + 1, sizeof(*views));
+    if (!views)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    int rc = 0;
+    uint32_t next_sub = 0;
+    int64_t t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0, t_end = t0, prev_t = t0;
+    double frag_w = 0, frag_t = 0, frag_now = 0, last_progress = wall_s();
+    bool whole_waiting = false;
+    uint64_t iter = 0;
+    for (;;) {
+        int64_t t_sub = next_sub < in->n_jobs ? in->jobs[next_sub].gang.submit_ms : INT64_MAX;
+        int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
+        int64_t now = t_sub < t_fin ? t_sub : t_fin;
+        if (now == INT64_MAX)
+            break;
+        /* fragmentation over [prev_t, now): the state set by the previous instant */
+        if (whole_waiting) {
+            frag_w += frag_now * (double)(now - prev_t);
+            frag_t += (double)(now - prev_t);
+        }
+        prev_t = now;
+        while (r->n_heap && r->heap[0].t_ms == now) {
+            struct fin f = heap_pop(r);
+            finish(r, f.job, now);
+            t_end = now;
+        }
+        while (next_sub < in->n_jobs && in->jobs[next_sub].gang.submit_ms == now)
+            submit(r, next_sub++, now);
+        if (r->n_pending > 0) {
+            for (uint32_t q = 0; q < in->n_queues; q++)
+                views[q] = (struct sched_queue_view){.queue = &in->queues[q],
+                                                     .pending = r->queues[q].items,
+                                                     .n_pending = r->queues[q].n};
+            struct sched_snapshot snap = {.now_ms = now,
+                                          .cluster = c,
+                                          .state = r->state,
+                                          .queues = views,
+                                          .n_queues = in->n_queues,
+                                          .policy = r->pol};
+            struct sched_result res;
+            arena_reset(&arena);
+            if (sched_cycle(&snap, &arena, &res) != 0) {
+                rc = sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
+                break;
+            }
+            r->st->cycles++;
+            r->st->reservations += res.n_reservations;
+            if (r->opt->explain_job)
+                explain(r, &res, now);
+            for (uint32_t p = 0; p < res.n_placements && rc == 0; p++)
+                rc = start(r, &res.placements[p], now);
+            for (uint32_t v = 0; v < res.n_verdicts; v++)
+                if (res.verdicts[v].why == SCHED_WHY_NEVER &&
+                    r->status[res.verdicts[v].gang->id] == JOB_PENDING) {
+                    char buf[256];
+                    sched_verdict_format(&res.verdicts[v], c, buf, sizeof(buf));
+                    reject(r, res.verdicts[v].gang->id, now, buf);
+                }
+            if (rc != 0) {
+                sched_fail(eb, rc, "out of memory starting a job");
+                break;
+            }
+        }
+        whole_waiting = r->n_pending_whole > 0;
+        frag_now = whole_waiting ? stranded_share(r) : 0.0;
+        if ((rc = add_point(r, now, t0)) != 0) {
+            sched_fail(eb, rc, "out of memory");
+            break;
+        }
+        if (r->opt->progress && (++iter & 1023) == 0 && wall_s() - last_progress > 0.5) {
+            last_progress = wall_s();
+            fprintf(stderr, "\r%-10s day %6.1f  submitted %u/%u  pending %u   ", r->pol->name,
+                    (double)(now - t0) / 8.64e7, next_sub, in->n_jobs, r->n_pending);
+        }
+    }
+    if (r->opt->progress)
+        fprintf(stderr, "\r%-70s\r", "");
+    arena_fini(&arena);
+    free(views);
+    if (rc == 0)
+        rc = summarize(r, t0, t_end, frag_w, frag_t);
+    if (rc != 0 && !eb->msg[0])
+        sched_fail(eb, rc, "out of memory");
+    return rc;
+}
+
+int sim_run(const struct sim_input *in, const struct sched_policy *pol,
+            const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb)
+{
+    memset(out, 0, sizeof(*out));
+    out->policy = pol->name;
+    size_t nj = in->n_jobs ? in->n_jobs : 1;
+    struct run r = {.in = in, .pol = pol, .opt = opt, .st = out};
+    r.state = calloc(in->cluster->n_nodes ? in->cluster->n_nodes : 1, sizeof(*r.state));
+    r.status = calloc(nj, 1);
+    r.start_ms = calloc(nj, sizeof(*r.start_ms));
+    r.end_ms = calloc(nj, sizeof(*r.end_ms));
+    r.assign = calloc(nj, sizeof(*r.assign));
+    r.queues = calloc(in->n_queues + 1, sizeof(*r.queues));
+    r.heap = calloc(nj, sizeof(*r.heap));
+    int rc;
+    if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap) {
+        rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
+    } else {
+        for (uint32_t q = 0; q < in->n_queues; q++)
+            queue_list_init(&r.queues[q], pol->by_priority);
+        if (opt->events)
+            ev_cluster(&r);
+        rc = run_loop(&r, eb);
+    }
+    for (uint32_t j = 0; r.assign && j < in->n_jobs; j++)
+        free(r.assign[j]);
+    for (uint32_t q = 0; r.queues && q < in->n_queues; q++)
+        queue_list_fini(&r.queues[q]);
+    free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
+    free(r.queues), free(r.heap);
+    if (rc != 0)
+        sim_stats_free(out);
+    return rc;
+}
+
+void sim_stats_free(struct sim_stats *s)
+{
+    free(s->per_queue);
+    free(s->series);
+    free(s->queue_s);
+    s->per_queue = NULL;
+    s->series = NULL;
+    s->queue_s = NULL;
+}

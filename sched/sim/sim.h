@@ -1,0 +1,92 @@
+/* sched/sim/sim.h: the discrete-event simulator, a driver of the pure core.
+ *
+ * Owns: a virtual clock, a simulated cluster's usage, the job table built from traces, and the
+ * KPIs of a run. Each policy runs on its own fresh copy of the usage and job states, so several
+ * policies compare on exactly the same input in one process. The simulator does what a real
+ * driver does: it turns arrivals and completions into snapshots, calls sched_cycle(), and
+ * applies the decisions (starts and finishes), writing an event log anyone can replay.
+ *
+ * Must not touch: scheduling decisions (those are the core's), the trace and cluster it is
+ * given (read-only).
+ */
+#ifndef SCHED_SIM_SIM_H
+#define SCHED_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sched/core/model.h"
+#include "sched/core/policy.h"
+#include "sched/sim/report.h"
+#include "sched/sim/trace.h"
+
+struct sim_job {
+    struct gang gang;     /* id = index in sim_input.jobs; sets built from the trace row */
+    const char *id;       /* trace job id */
+    int64_t duration_ms;  /* run time once started */
+};
+
+struct sim_input {
+    const struct cluster *cluster;
+    struct sim_job *jobs; /* sorted by submission time */
+    uint32_t n_jobs;
+    struct queue *queues;
+    uint32_t n_queues;
+};
+
+/* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
+ * GPUs) GPUs each (or the trace's gpus_per_pod / pods), each pod asking 4 cpu and 32Gi of memory
+ * per GPU. Queue names come from the trace. */
+int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
+                    struct sched_errbuf *eb);
+void sim_input_free(struct sim_input *in);
+
+struct sim_queue_stats {
+    const char *name;
+    uint32_t jobs;
+    double mean_queue_s;
+    double p95_queue_s;
+    double gpu_hours; /* GPU-hours of work run */
+};
+
+struct sim_stats {
+    const char *policy;
+    uint32_t jobs;      /* in the input */
+    uint32_t completed; /* finished */
+    uint32_t started;
+    uint32_t rejected;  /* can never fit the cluster */
+    double mean_queue_s, p50_queue_s, p95_queue_s, p99_queue_s;
+    double mean_jct_s, p95_jct_s;
+    double gpu_utilization; /* busy GPU-seconds / (cluster GPUs x makespan) */
+    double makespan_s;      /* last finish - first submission */
+    uint64_t tp_splits;     /* pods whose GPUs span more than one NVLink island */
+    double mean_racks_per_multinode_gang;
+    uint64_t multinode_gangs;
+    uint64_t preemptions;
+    double gpu_hours_lost_to_preemption;
+    uint64_t quota_violations;
+    double fragmentation; /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
+    uint64_t backfilled;  /* gangs started ahead of an older waiting gang */
+    uint64_t reservations; /* cycles in which a starving gang held capacity */
+    uint64_t cycles;
+    struct sim_queue_stats *per_queue; /* [n_queues] */
+    uint32_t n_queues;
+    /* for the report */
+    struct report_point *series;
+    size_t n_series;
+    double *queue_s; /* per started job */
+    size_t n_queue_s;
+};
+
+struct sim_options {
+    FILE *events;       /* JSON Lines event log, or NULL */
+    bool progress;      /* progress on stderr */
+    const char *explain_job; /* job id whose verdicts are printed to stderr, or NULL */
+};
+
+int sim_run(const struct sim_input *in, const struct sched_policy *pol,
+            const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
+void sim_stats_free(struct sim_stats *s);
+
+#endif
