@@ -344,10 +344,12 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
         for (uint32_t i = 0; i < c->n_nodes; i++)
             st->slots[(size_t)s * c->n_nodes + i] =
                 eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
-    bool any_fit = false;
     for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
-        if (g->topo_required >= 0 && l < g->topo_required)
-            return any_fit ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
+        if (g->topo_required >= 0 && l < g->topo_required) {
+            /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
+            sum_domains(st, g, -1);
+            return domain_holds(st, g, 0) ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
+        }
         uint32_t nd = sum_domains(st, g, l);
         for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
             int64_t best = -1, best_left = 0;
@@ -362,7 +364,6 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             }
             if (best < 0)
                 break;
-            any_fit = true;
             uint32_t n_order = order_domain(st, l, (uint32_t)best);
             if (fill_ordered(st, g, n_order, out)) {
                 *level = l;

@@ -22,7 +22,7 @@ static const struct sched_policy policy_gangsched = {
     .strict_fifo = false,
     .by_priority = true,
     .topology = true,
-    .starve_after_ms = 30 * 60 * 1000,
+    .starve_after_ms = 10 * 60 * 1000,
     .max_reservations = 1,
 };
 

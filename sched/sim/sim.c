@@ -360,18 +360,17 @@ static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
     }
 }
 
-/* Free GPUs stranded on partly used nodes, as a share of all free GPUs (0 when none free). */
+/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs. */
 static double stranded_share(const struct run *r)
 {
     const struct cluster *c = r->in->cluster;
-    int64_t free_all = 0, stranded = 0;
+    int64_t stranded = 0;
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         int64_t f = c->nodes[i].n_gpus - __builtin_popcount(r->state[i].gpu_used);
-        free_all += f;
         if (f > 0 && f < c->nodes[i].n_gpus)
             stranded += f;
     }
-    return free_all > 0 ? (double)stranded / (double)free_all : 0.0;
+    return c->total_gpus > 0 ? (double)stranded / (double)c->total_gpus : 0.0;
 }
 
 static int add_point(struct run *r, int64_t now, int64_t t0)
@@ -546,11 +545,11 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
         if (now == INT64_MAX)
             break;
-        /* fragmentation over [prev_t, now): the state set by the previous instant */
-        if (whole_waiting) {
-            frag_w += frag_now * (double)(now - prev_t);
-            frag_t += (double)(now - prev_t);
-        }
+        /* fragmentation over [prev_t, now): the state set by the previous instant; the
+         * average runs over the whole makespan, instants without a waiting whole-node gang
+         * count as 0 */
+        frag_w += whole_waiting ? frag_now * (double)(now - prev_t) : 0.0;
+        frag_t += (double)(now - prev_t);
         prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
             struct fin f = heap_pop(r);

@@ -499,7 +499,7 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
     memset(&j, 0, sizeof j);
     int64_t v;
     int rc;
-    if ((rc = get_seconds(ps, COL_SUBMIT, &j.submit_ms)) || //
+    if ((rc = get_seconds(ps, COL_SUBMIT, &j.submit_ms)) ||
         (rc = get_seconds(ps, COL_DURATION, &j.duration_ms)) ||
         (rc = get_int(ps, COL_NUM_GPU, 0, MAX_NUM_GPU, &j.num_gpu)) ||
         (rc = get_seconds(ps, COL_MAX_RUNTIME, &j.max_runtime_ms)))

@@ -197,7 +197,7 @@ violation(struct checker *c, const struct policy *p, const char *fmt, ...)
 
 static struct policy *policy_get(struct checker *c, const char *name)
 {
-    uint32_t idx;
+    uint32_t idx = 0;
     if (strmap_get(&c->pol_map, name, &idx))
         return &c->pol[idx];
     grow((void **)&c->pol, &c->cap_pol, c->n_pol + 1, sizeof(*c->pol));
@@ -277,7 +277,7 @@ static void on_cluster(struct checker *c, struct policy *p, const cJSON *ev)
     {
         const char *name = get_str(it, "node");
         int64_t gpus;
-        uint32_t idx;
+        uint32_t idx = 0;
         if (!name) {
             violation(c, p, "cluster node without a string \"node\"");
             continue;
@@ -309,7 +309,7 @@ static void on_cluster(struct checker *c, struct policy *p, const cJSON *ev)
 static void on_submit(struct checker *c, struct policy *p, const cJSON *ev, const char *id)
 {
     int64_t gpus, pods;
-    uint32_t ji;
+    uint32_t ji = 0;
     if (!get_int(cJSON_GetObjectItemCaseSensitive(ev, "gpus"), 0, INT32_MAX, &gpus)) {
         violation(c, p, "job '%s': submit without an integer \"gpus\" >= 0", id);
         return;
@@ -380,7 +380,7 @@ static int claim_gpu(struct checker *c, struct policy *p, uint32_t ji, uint32_t 
 
 static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const char *id)
 {
-    uint32_t ji;
+    uint32_t ji = 0;
     c->starts++;
     if (!job_find(p, id, 0, &ji) || p->jobs[ji].gpus < 0) {
         violation(c, p, "job '%s' started but never submitted", id);
@@ -409,7 +409,7 @@ static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const
         n_pods++;
         const char *node = get_str(pod, "node");
         const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(pod, "gpus");
-        uint32_t ni;
+        uint32_t ni = 0;
         if (!node) {
             violation(c, p, "job '%s': pod %lld without a string \"node\"", id, (long long)n_pods);
             continue;
@@ -443,7 +443,7 @@ static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const
 
 static void on_end(struct checker *c, struct policy *p, const char *type, const char *id)
 {
-    uint32_t ji;
+    uint32_t ji = 0;
     if (!job_find(p, id, 0, &ji)) {
         violation(c, p, "%s of unknown job '%s'", type, id);
         return;

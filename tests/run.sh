@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/run.sh: runs every test and prints one summary line CI can read: "N passed, N failed".
+#
+# Counts each cmocka test case, each fuzz-corpus replay and each simulator scenario script.
+# Environment: BUILD (objects and test binaries, default build), BIN (gangsched, default bin).
+# Run from the repository root (make test does).
+BUILD=${BUILD:-build}
+BIN=${BIN:-bin}
+export BUILD BIN
+pass=0
+fail=0
+failed=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+report_fail() {
+    fail=$((fail + $2))
+    failed="$failed $1"
+    echo "---- FAILED: $1 (last lines of its output)"
+    tail -n 40 "$log"
+}
+
+# cmocka binaries: count their test cases.
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    if "$t" >"$log" 2>&1; then
+        n=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+        pass=$((pass + ${n:-1}))
+        echo "ok   $name (${n:-1} tests)"
+    else
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | head -n 1)
+        pass=$((pass + ${p:-0}))
+        report_fail "$name" "${f:-1}"
+    fi
+done
+
+# Fuzz corpora, replayed through the harnesses without the fuzzer.
+for r in "$BUILD"/tests/fuzz_*_replay; do
+    [ -x "$r" ] || continue
+    name=$(basename "$r" _replay)
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    if "$r" "$corpus" >"$log" 2>&1; then
+        pass=$((pass + 1))
+        echo "ok   $name corpus ($(tail -n 1 "$log"))"
+    else
+        report_fail "$name corpus" 1
+    fi
+done
+
+# Scenario scripts: each prints what it checks and exits non-zero on a failure.
+for s in tests/sim/*.sh; do
+    [ -f "$s" ] || continue
+    name=$(basename "$s" .sh)
+    if sh "$s" >"$log" 2>&1; then
+        pass=$((pass + 1))
+        echo "ok   $name"
+    else
+        report_fail "$name" 1
+    fi
+done
+
+echo
+[ -n "$failed" ] && echo "failed:$failed"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,611 @@
+/* tests/unit/test_cycle.c: the pure core, scenario by scenario.
+ *
+ * Each test builds a small cluster and a few gangs, runs one sched_cycle() and checks the
+ * decisions: all-or-nothing, strict FIFO vs backfill, topology-aware placement (whole nodes,
+ * racks, NVLink islands, cliques), filters (taints, cordon, NotReady, shared GPUs), reservations
+ * for starving gangs, verdicts and determinism.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/queue.h"
+#include "sched/core/cycle.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+
+/* ---- fixtures ---------------------------------------------------------------------------- */
+
+struct world {
+    struct cluster *c;
+    struct node_state *state;
+    struct gang gangs[32];
+    uint32_t n_gangs;
+    struct queue queue;
+    const struct gang *pending[32];
+    struct sched_queue_view view;
+    struct arena arena;
+    struct sched_result res;
+};
+
+static struct world *world_new(const char *spec)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    struct sched_errbuf eb = {{0}};
+    w->c = cluster_new();
+    assert_int_equal(nodes_generate(w->c, spec, &eb), 0);
+    assert_int_equal(cluster_finalize(w->c, NULL, NULL, 0, &eb), 0);
+    w->state = calloc(w->c->n_nodes, sizeof(*w->state));
+    w->queue = (struct queue){.name = "q", .priority = 0, .weight = 1};
+    arena_init(&w->arena, 0);
+    return w;
+}
+
+/* Same, but lets the test edit nodes (taints, flags, labels) before finalizing. */
+static struct world *world_raw(const char *spec)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    struct sched_errbuf eb = {{0}};
+    w->c = cluster_new();
+    assert_int_equal(nodes_generate(w->c, spec, &eb), 0);
+    w->queue = (struct queue){.name = "q", .priority = 0, .weight = 1};
+    arena_init(&w->arena, 0);
+    return w;
+}
+
+static void world_finalize(struct world *w)
+{
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(cluster_finalize(w->c, NULL, NULL, 0, &eb), 0);
+    w->state = calloc(w->c->n_nodes, sizeof(*w->state));
+}
+
+static void world_free(struct world *w)
+{
+    arena_fini(&w->arena);
+    free(w->state);
+    cluster_free(w->c);
+    free(w);
+}
+
+static void set_req(struct res_vec *r, int64_t gpus)
+{
+    memset(r, 0, sizeof(*r));
+    r->v[RES_GPU] = gpus;
+    r->v[RES_CPU] = 1000;
+    r->v[RES_MEMORY] = 1ll << 30;
+    r->v[RES_PODS] = 1;
+}
+
+/* A gang of `pods` pods with `gpus` GPUs each, submitted at `submit_s`. */
+static struct gang *add_gang(struct world *w, uint32_t pods, int64_t gpus, int64_t submit_s)
+{
+    struct gang *g = &w->gangs[w->n_gangs];
+    memset(g, 0, sizeof(*g));
+    g->id = w->n_gangs++;
+    char *name = malloc(16);
+    snprintf(name, 16, "g%u", g->id);
+    g->name = name;
+    g->submit_ms = submit_s * 1000;
+    g->n_sets = 1;
+    g->sets[0].count = pods;
+    set_req(&g->sets[0].req, gpus);
+    g->topo_required = -1;
+    g->topo_preferred = -1;
+    gang_finalize(g);
+    g->min_member = g->n_pods;
+    return g;
+}
+
+/* Marks GPUs of node i as used by some other pod. */
+static void use_gpus(struct world *w, uint32_t i, uint32_t mask)
+{
+    w->state[i].gpu_used |= mask;
+    w->state[i].used.v[RES_GPU] += __builtin_popcount(mask);
+}
+
+static const struct sched_result *cycle(struct world *w, const char *policy, int64_t now_s)
+{
+    struct queue_list l;
+    const struct sched_policy *pol = sched_policy_find(policy);
+    assert_non_null(pol);
+    queue_list_init(&l, pol->by_priority);
+    for (uint32_t i = 0; i < w->n_gangs; i++)
+        assert_int_equal(queue_list_insert(&l, &w->gangs[i]), 0);
+    memcpy(w->pending, l.items, l.n * sizeof(*l.items));
+    w->view = (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
+    queue_list_fini(&l);
+    struct sched_snapshot snap = {.now_ms = now_s * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = &w->view,
+                                  .n_queues = 1,
+                                  .policy = pol};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    return &w->res;
+}
+
+static const struct sched_placement *placement_of(const struct sched_result *r,
+                                                  const struct gang *g)
+{
+    for (uint32_t i = 0; i < r->n_placements; i++)
+        if (r->placements[i].gang == g)
+            return &r->placements[i];
+    return NULL;
+}
+
+static const struct sched_verdict *verdict_of(const struct sched_result *r, const struct gang *g)
+{
+    for (uint32_t i = 0; i < r->n_verdicts; i++)
+        if (r->verdicts[i].gang == g)
+            return &r->verdicts[i];
+    return NULL;
+}
+
+static void free_names(struct world *w)
+{
+    for (uint32_t i = 0; i < w->n_gangs; i++)
+        free((char *)w->gangs[i].name);
+}
+
+/* ---- all or nothing ---------------------------------------------------------------------- */
+
+static void test_gang_all_or_nothing(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x0F); /* node 0: 4 of 8 GPUs busy */
+    struct gang *big = add_gang(w, 2, 8, 0); /* needs both nodes whole: only one is */
+    for (int p = 0; p < 2; p++) {
+        const struct sched_result *r = cycle(w, p ? "fifo" : "gangsched", 0);
+        assert_null(placement_of(r, big));
+        const struct sched_verdict *v = verdict_of(r, big);
+        assert_non_null(v);
+        assert_int_equal(v->why, SCHED_WHY_RESOURCES);
+        assert_int_equal(r->n_placements, 0);
+    }
+    /* The same gang fits once the node is free, and then it gets every pod. */
+    w->state[0] = (struct node_state){0};
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, big);
+    assert_non_null(p);
+    assert_int_not_equal(p->pods[0].node, p->pods[1].node);
+    assert_int_equal(p->pods[0].gpu_mask, 0xFF);
+    assert_int_equal(p->pods[1].gpu_mask, 0xFF);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_never_fits_does_not_block_fifo(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct gang *huge = add_gang(w, 4, 8, 0); /* 32 GPUs on a 16-GPU cluster */
+    struct gang *small = add_gang(w, 1, 1, 1);
+    const struct sched_result *r = cycle(w, "fifo", 10);
+    const struct sched_verdict *v = verdict_of(r, huge);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_NEVER);
+    assert_non_null(placement_of(r, small));
+    free_names(w);
+    world_free(w);
+}
+
+static void test_strict_fifo_blocks_backfill_does_not(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x01);
+    struct gang *big = add_gang(w, 2, 8, 0);
+    struct gang *small = add_gang(w, 1, 2, 5);
+    const struct sched_result *r = cycle(w, "fifo", 10);
+    assert_int_equal(r->n_placements, 0); /* small waits behind big */
+    r = cycle(w, "gangsched", 10);
+    assert_null(placement_of(r, big));
+    const struct sched_placement *p = placement_of(r, small);
+    assert_non_null(p);
+    assert_true(p->backfilled);
+    free_names(w);
+    world_free(w);
+}
+
+/* ---- topology ---------------------------------------------------------------------------- */
+
+static void test_8gpu_job_takes_whole_node_not_4_plus_4(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:3");
+    use_gpus(w, 0, 0x0F); /* 4 free on node 0, 4 free on node 1, node 2 whole */
+    use_gpus(w, 1, 0xF0);
+    struct gang *g = add_gang(w, 1, 8, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2);
+    assert_int_equal(p->pods[0].gpu_mask, 0xFF);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_16gpu_gang_two_full_nodes_one_rack(void **unused)
+{
+    (void)unused;
+    /* hgx:16 = two racks of 8. Rack 0: only node 7 free. Rack 1: nodes 8..10 free. */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 0; i < 7; i++)
+        use_gpus(w, i, 0xFF);
+    for (uint32_t i = 11; i < 16; i++)
+        use_gpus(w, i, 0xFF);
+    struct gang *g = add_gang(w, 2, 8, 0);
+    int rack = w->c->topo.rack_level;
+    assert_true(rack >= 0);
+    /* the baseline spans racks (first fit: node 7 then node 8) */
+    const struct sched_result *r = cycle(w, "fifo", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_not_equal(w->c->nodes[p->pods[0].node].dom[rack],
+                         w->c->nodes[p->pods[1].node].dom[rack]);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(w->c->nodes[p->pods[0].node].dom[rack],
+                     w->c->nodes[p->pods[1].node].dom[rack]);
+    assert_true(p->pods[0].node >= 8 && p->pods[1].node >= 8);
+    assert_int_equal(p->level, rack);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_16x4_gang_inside_one_nvl72_clique(void **unused)
+{
+    (void)unused;
+    /* Two NVL72 racks of 18 x 4 GPUs; rack 0 has only 10 free nodes, rack 1 all 18. */
+    struct world *w = world_new("nvl72:2");
+    int clique = w->c->topo.nvlink_level;
+    assert_true(clique >= 0);
+    for (uint32_t i = 0; i < 8; i++)
+        use_gpus(w, i, 0x0F);
+    struct gang *g = add_gang(w, 16, 4, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    uint32_t d0 = w->c->nodes[p->pods[0].node].dom[clique];
+    for (uint32_t k = 1; k < 16; k++)
+        assert_int_equal(w->c->nodes[p->pods[k].node].dom[clique], d0);
+    assert_int_equal(p->level, clique);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_best_fit_keeps_free_rack_whole(void **unused)
+{
+    (void)unused;
+    /* Rack 0 has 2 free nodes among busy ones, rack 1 is entirely free: a 2-node gang goes to
+     * rack 0 and leaves rack 1 whole for a larger gang. */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 0; i < 6; i++)
+        use_gpus(w, i, 0xFF);
+    struct gang *g = add_gang(w, 2, 8, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_true(p->pods[0].node < 8 && p->pods[1].node < 8);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_4gpu_pod_on_free_island_of_2x4_node(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("pcie:1");
+    assert_int_equal(w->c->nodes[0].n_islands, 2);
+    use_gpus(w, 0, 0x03); /* island 0-3 partly used */
+    struct gang *g = add_gang(w, 1, 4, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].gpu_mask, 0xF0);
+    /* the topology-blind baseline takes the lowest free ids and splits the island pair */
+    r = cycle(w, "fifo", 0);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].gpu_mask, 0x3C);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_2gpu_pod_best_fit_island(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("pcie:1");
+    use_gpus(w, 0, 0x03); /* island 0 has 2 free (2,3), island 1 has 4 free */
+    struct gang *g = add_gang(w, 1, 2, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].gpu_mask, 0x0C); /* the fuller island: island 1 stays whole */
+    free_names(w);
+    world_free(w);
+}
+
+static void test_split_islands_refused_when_no_island_fits(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("pcie:1");
+    use_gpus(w, 0, 0x11); /* 3 free in each island: a 4-GPU pod would have to split */
+    struct gang *g = add_gang(w, 1, 4, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->short_res, RES_GPU);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_single_gpu_pod_packs_fullest_node(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:3");
+    use_gpus(w, 1, 0x7F); /* node 1 has one GPU left */
+    use_gpus(w, 2, 0x0F);
+    struct gang *g = add_gang(w, 1, 1, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 1);
+    assert_int_equal(p->pods[0].gpu_mask, 0x80);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_topology_required_waits(void **unused)
+{
+    (void)unused;
+    /* 2 free nodes, one in each rack: a gang that requires one rack waits, with a reason. */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 0; i < 16; i++)
+        if (i != 3 && i != 12)
+            use_gpus(w, i, 0xFF);
+    struct gang *g = add_gang(w, 2, 8, 0);
+    g->topo_required = (int8_t)w->c->topo.rack_level;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_TOPOLOGY);
+    char buf[512];
+    sched_verdict_format(v, w->c, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "topology"));
+    /* Without the requirement the gang spans the two racks. */
+    g->topo_required = -1;
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    assert_non_null(placement_of(r, g));
+    free_names(w);
+    world_free(w);
+}
+
+/* ---- filters ----------------------------------------------------------------------------- */
+
+static void test_cordon_notready_taints(void **unused)
+{
+    (void)unused;
+    struct world *w = world_raw("hgx:4");
+    static const struct taint gpu_taint = {
+        .key = "nvidia.com/gpu", .value = "", .effect = TAINT_NO_SCHEDULE};
+    w->c->nodes[0].unschedulable = true;
+    w->c->nodes[1].ready = false;
+    w->c->nodes[2].taints = &gpu_taint;
+    w->c->nodes[2].n_taints = 1;
+    world_finalize(w);
+    struct gang *a = add_gang(w, 1, 8, 0);
+    struct gang *b = add_gang(w, 1, 8, 1);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *pa = placement_of(r, a);
+    assert_non_null(pa);
+    assert_int_equal(pa->pods[0].node, 3); /* the only usable node */
+    const struct sched_verdict *v = verdict_of(r, b);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_CORDONED], 1);
+    assert_int_equal(v->filtered[FILTER_NOT_READY], 1);
+    assert_int_equal(v->filtered[FILTER_TAINT], 1);
+    assert_int_equal(v->filtered[FILTER_RESOURCES], 1);
+    char buf[512];
+    sched_verdict_format(v, w->c, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "0/4 nodes"));
+    assert_non_null(strstr(buf, "1 cordoned"));
+    assert_non_null(strstr(buf, "untolerated taint"));
+    /* A toleration opens the tainted node. */
+    static const struct toleration tol = {
+        .key = "nvidia.com/gpu", .value = NULL, .op_exists = true, .effect = -1};
+    b->sets[0].tolerations = &tol;
+    b->sets[0].n_tolerations = 1;
+    gang_finalize(b);
+    r = cycle(w, "gangsched", 0);
+    const struct sched_placement *pb = placement_of(r, b);
+    assert_non_null(pb);
+    assert_int_equal(pb->pods[0].node, 2);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_node_selector(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2,pcie:2");
+    struct gang *g = add_gang(w, 1, 1, 0);
+    static const struct kv sel = {.key = "nvidia.com/gpu.product", .value = "NVIDIA-L40S"};
+    g->sets[0].node_selector = &sel;
+    g->sets[0].n_node_selector = 1;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_string_equal(node_label(&w->c->nodes[p->pods[0].node], "nvidia.com/gpu.product"),
+                        "NVIDIA-L40S");
+    free_names(w);
+    world_free(w);
+}
+
+static void test_shared_gpus_not_for_multi_gpu_gangs(void **unused)
+{
+    (void)unused;
+    struct world *w = world_raw("hgx:2");
+    w->c->nodes[1].gpu_sharing = GPU_TIME_SLICED;
+    world_finalize(w);
+    w->c->nodes[1].gpu_sharing = GPU_TIME_SLICED; /* keep it even if finalize recomputed it */
+    use_gpus(w, 0, 0xFF);
+    struct gang *multi = add_gang(w, 1, 2, 0);
+    struct gang *one = add_gang(w, 1, 1, 1);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, multi));
+    const struct sched_verdict *v = verdict_of(r, multi);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_SHARED_GPU], 1);
+    assert_non_null(placement_of(r, one));
+    free_names(w);
+    world_free(w);
+}
+
+/* ---- reservations, ordering, determinism -------------------------------------------------- */
+
+static void test_starving_gang_reserves_capacity(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x0F);
+    use_gpus(w, 1, 0x0F);
+    struct gang *big = add_gang(w, 1, 8, 0);    /* waits: no node has 8 free */
+    struct gang *small = add_gang(w, 1, 4, 1);  /* would fit on either node */
+    /* Not yet starving: the small gang backfills. */
+    const struct sched_result *r = cycle(w, "gangsched", 60);
+    assert_int_equal(r->n_reservations, 0);
+    assert_non_null(placement_of(r, small));
+    /* After the starvation limit the big gang holds a node and the small one must use the
+     * other. */
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    r = cycle(w, "gangsched", pol->starve_after_ms / 1000 + 1);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].n_nodes, 1);
+    uint32_t held = r->reservations[0].nodes[0];
+    const struct sched_placement *p = placement_of(r, small);
+    assert_non_null(p);
+    assert_int_not_equal(p->pods[0].node, held);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_priority_order_and_determinism(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:1");
+    struct gang *old = add_gang(w, 1, 8, 0);
+    struct gang *urgent = add_gang(w, 1, 8, 50);
+    urgent->priority = 10;
+    const struct sched_result *r = cycle(w, "gangsched", 100);
+    assert_non_null(placement_of(r, urgent));
+    assert_null(placement_of(r, old));
+    r = cycle(w, "fifo", 100); /* the baseline ignores priority */
+    assert_non_null(placement_of(r, old));
+    /* same snapshot, same decisions */
+    struct gang *more[6];
+    for (int i = 0; i < 6; i++)
+        more[i] = add_gang(w, 1, (i % 3) + 1, 10 + i);
+    (void)more;
+    r = cycle(w, "gangsched", 100);
+    uint32_t n1 = r->n_placements;
+    struct sched_assign first[16];
+    for (uint32_t i = 0; i < n1; i++)
+        first[i] = r->placements[i].pods[0];
+    r = cycle(w, "gangsched", 100);
+    assert_int_equal(r->n_placements, n1);
+    for (uint32_t i = 0; i < n1; i++) {
+        assert_int_equal(r->placements[i].pods[0].node, first[i].node);
+        assert_int_equal(r->placements[i].pods[0].gpu_mask, first[i].gpu_mask);
+    }
+    free_names(w);
+    world_free(w);
+}
+
+static void test_equal_shapes_share_verdict(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0xFF);
+    use_gpus(w, 1, 0x01);
+    struct gang *a = add_gang(w, 1, 8, 0);
+    struct gang *b = add_gang(w, 1, 8, 1);
+    struct gang *c = add_gang(w, 1, 8, 2);
+    struct gang *d = add_gang(w, 1, 7, 3);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_non_null(verdict_of(r, a));
+    assert_null(verdict_of(r, b)); /* skipped: same shape as a, same fate */
+    assert_null(verdict_of(r, c));
+    assert_non_null(placement_of(r, d));
+    assert_int_equal(r->n_examined, 4);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_heterogeneous_gang(void **unused)
+{
+    (void)unused;
+    /* a launcher pod without GPUs plus 2 workers of 8 GPUs */
+    struct world *w = world_new("hgx:2");
+    struct gang *g = add_gang(w, 2, 8, 0);
+    g->n_sets = 2;
+    g->sets[1].count = 1;
+    set_req(&g->sets[1].req, 0);
+    gang_finalize(g);
+    assert_int_equal(g->n_pods, 3);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[2].gpu_mask, 0);
+    /* one more GPU worker than the cluster holds: nothing of it is placed */
+    g->sets[0].count = 3;
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    assert_int_equal(r->n_placements, 0);
+    free_names(w);
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gang_all_or_nothing),
+        cmocka_unit_test(test_never_fits_does_not_block_fifo),
+        cmocka_unit_test(test_strict_fifo_blocks_backfill_does_not),
+        cmocka_unit_test(test_8gpu_job_takes_whole_node_not_4_plus_4),
+        cmocka_unit_test(test_16gpu_gang_two_full_nodes_one_rack),
+        cmocka_unit_test(test_16x4_gang_inside_one_nvl72_clique),
+        cmocka_unit_test(test_best_fit_keeps_free_rack_whole),
+        cmocka_unit_test(test_4gpu_pod_on_free_island_of_2x4_node),
+        cmocka_unit_test(test_2gpu_pod_best_fit_island),
+        cmocka_unit_test(test_split_islands_refused_when_no_island_fits),
+        cmocka_unit_test(test_single_gpu_pod_packs_fullest_node),
+        cmocka_unit_test(test_topology_required_waits),
+        cmocka_unit_test(test_cordon_notready_taints),
+        cmocka_unit_test(test_node_selector),
+        cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
+        cmocka_unit_test(test_starving_gang_reserves_capacity),
+        cmocka_unit_test(test_priority_order_and_determinism),
+        cmocka_unit_test(test_equal_shapes_share_verdict),
+        cmocka_unit_test(test_heterogeneous_gang),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
