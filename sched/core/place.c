@@ -73,12 +73,15 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->key = arena_alloc(arena, nn);
     st->slots = arena_alloc(arena, nn * GANG_MAX_SETS * sizeof(*st->slots));
     st->order = arena_alloc(arena, nn * sizeof(*st->order));
+    st->useful = arena_alloc(arena, nn * sizeof(*st->useful));
+    st->touched = arena_alloc(arena, st->max_domains * sizeof(*st->touched));
     st->dom_cap = arena_alloc(arena, st->max_domains * GANG_MAX_SETS * sizeof(*st->dom_cap));
     st->dom_free = arena_alloc(arena, st->max_domains * sizeof(*st->dom_free));
     st->cap_log = 64;
     st->log = arena_alloc(arena, st->cap_log * sizeof(*st->log));
     if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev ||
-        !st->key || !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log)
+        !st->key || !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log ||
+        !st->useful || !st->touched)
         return SCHED_ENOMEM;
     for (uint32_t b = 0; b <= NODE_MAX_GPUS; b++)
         st->bucket[b] = -1;
@@ -105,6 +108,19 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             if (nd->alloc.v[r] > st->max_alloc.v[r])
                 st->max_alloc.v[r] = nd->alloc.v[r];
     }
+    for (uint32_t l = 0; l < c->topo.n_levels; l++) {
+        const struct topo_level *lv = &c->topo.levels[l];
+        st->level_is_nodes[l] = lv->n_domains == n && l + 1 < c->topo.n_levels;
+        memset(st->dom_free, 0, (size_t)lv->n_domains * sizeof(*st->dom_free));
+        for (uint32_t i = 0; i < n; i++)
+            if (st->ok[i])
+                st->dom_free[c->nodes[i].dom[l]] += c->nodes[i].n_gpus;
+        for (uint32_t d = 0; d < lv->n_domains; d++)
+            if (st->dom_free[d] > st->level_max_gpus[l])
+                st->level_max_gpus[l] = st->dom_free[d];
+    }
+    for (uint32_t d = 0; d < st->max_domains; d++)
+        st->dom_free[d] = -1; /* unvisited: see sum_domains() */
     return 0;
 }
 
@@ -156,6 +172,8 @@ static bool pod_fits(const struct place_state *st, const struct podset *ps, uint
 /* Pods of `ps` that node i can take now (resources and GPUs). */
 static uint32_t pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
 {
+    if (ps->req.v[RES_GPU] > st->key[i]) /* key: free GPUs of an ok node */
+        return 0;
     uint64_t best = UINT32_MAX;
     for (int r = 0; r < res_count(); r++) {
         int64_t need = ps->req.v[r];
@@ -308,22 +326,66 @@ static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t 
     return true;
 }
 
-/* Per-domain capacity at `level` from st->slots; fills dom_cap/dom_free. */
-static uint32_t sum_domains(struct place_state *st, const struct gang *g, int level)
+/* Per-domain capacity at `level` (-1: the whole cluster) over the useful nodes: fills dom_cap and
+ * dom_free (free GPUs of useful nodes) for the touched domains, listed in st->touched.
+ * Returns the number of touched domains. */
+static uint32_t sum_domains(struct place_state *st, const struct gang *g, int level,
+                            uint32_t n_useful)
 {
     const struct cluster *c = st->c;
-    uint32_t nd = level >= 0 ? c->topo.levels[level].n_domains : 1;
-    memset(st->dom_cap, 0, (size_t)nd * GANG_MAX_SETS * sizeof(*st->dom_cap));
-    memset(st->dom_free, 0, (size_t)nd * sizeof(*st->dom_free));
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        if (!st->ok[i])
-            continue;
+    uint32_t nt = 0;
+    for (uint32_t u = 0; u < n_useful; u++) {
+        uint32_t i = st->useful[u];
         uint32_t d = level >= 0 ? c->nodes[i].dom[level] : 0;
-        st->dom_free[d] += popc(st->gpu_free[i]);
+        if (st->dom_free[d] < 0) { /* first visit this pass */
+            st->dom_free[d] = 0;
+            memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0, GANG_MAX_SETS * sizeof(*st->dom_cap));
+            st->touched[nt++] = d;
+        }
+        st->dom_free[d] += st->key[i];
         for (uint32_t s = 0; s < g->n_sets; s++)
             st->dom_cap[(size_t)d * GANG_MAX_SETS + s] += st->slots[(size_t)s * c->n_nodes + i];
     }
-    return nd;
+    return nt;
+}
+
+/* Marks the touched domains unvisited again (dom_free = -1), for the next pass. */
+static void clear_domains(struct place_state *st, uint32_t nt)
+{
+    for (uint32_t k = 0; k < nt; k++)
+        st->dom_free[st->touched[k]] = -1;
+}
+
+/* Computes slots of every eligible node for g into st->slots (using `slots_fn`) and lists the
+ * nodes with at least one slot in st->useful; returns their count. */
+static uint32_t collect_useful(struct place_state *st, const struct gang *g,
+                               uint32_t (*slots_fn)(const struct place_state *,
+                                                    const struct podset *, uint32_t))
+{
+    const struct cluster *c = st->c;
+    uint32_t n_useful = 0;
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        bool any = false;
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            uint32_t k = eligible(st, s, i) ? slots_fn(st, &g->sets[s], i) : 0;
+            st->slots[(size_t)s * c->n_nodes + i] = k;
+            any |= k > 0;
+        }
+        if (any)
+            st->useful[n_useful++] = i;
+    }
+    return n_useful;
+}
+
+/* Levels worth searching for g, tightest first: skips levels whose largest domain has fewer
+ * GPUs than the gang and levels that only repeat the node level. */
+static bool level_useful(const struct place_state *st, const struct gang *g, int l)
+{
+    if (l < 0)
+        return true;
+    if (st->level_is_nodes[l])
+        return false;
+    return st->level_max_gpus[l] >= g->gpus;
 }
 
 static bool domain_holds(const struct place_state *st, const struct gang *g, uint32_t d)
@@ -340,24 +402,26 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
     const struct cluster *c = st->c;
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (uint32_t i = 0; i < c->n_nodes; i++)
-            st->slots[(size_t)s * c->n_nodes + i] =
-                eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
+    uint32_t n_useful = collect_useful(st, g, pod_slots);
     for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
-            sum_domains(st, g, -1);
-            return domain_holds(st, g, 0) ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
+            uint32_t nt = sum_domains(st, g, -1, n_useful);
+            bool whole = nt > 0 && domain_holds(st, g, 0);
+            clear_domains(st, nt);
+            return whole ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
         }
-        uint32_t nd = sum_domains(st, g, l);
+        if (!level_useful(st, g, l))
+            continue;
+        uint32_t nt = sum_domains(st, g, l, n_useful);
         for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
             int64_t best = -1, best_left = 0;
-            for (uint32_t d = 0; d < nd; d++) {
-                if (st->dom_free[d] < 0 || !domain_holds(st, g, d))
+            for (uint32_t k = 0; k < nt; k++) {
+                uint32_t d = st->touched[k];
+                if (st->dom_free[d] == INT64_MAX || !domain_holds(st, g, d))
                     continue;
                 int64_t left = st->dom_free[d] - g->gpus;
-                if (best < 0 || left < best_left) {
+                if (best < 0 || left < best_left || (left == best_left && d < best)) {
                     best = d;
                     best_left = left;
                 }
@@ -366,13 +430,15 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                 break;
             uint32_t n_order = order_domain(st, l, (uint32_t)best);
             if (fill_ordered(st, g, n_order, out)) {
+                clear_domains(st, nt);
                 *level = l;
                 *domain = l >= 0 ? (uint32_t)best : 0;
                 return SCHED_WHY_PLACED;
             }
             rollback(st);
-            st->dom_free[best] = -1; /* tried: skip it on the next attempt */
+            st->dom_free[best] = INT64_MAX; /* tried: skip it on the next attempt */
         }
+        clear_domains(st, nt);
     }
     return SCHED_WHY_RESOURCES;
 }
@@ -451,18 +517,22 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
 {
     const struct cluster *c = st->c;
     prepare_elig(st, g);
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (uint32_t i = 0; i < c->n_nodes; i++)
-            st->slots[(size_t)s * c->n_nodes + i] =
-                eligible(st, s, i) ? full_slots(st, &g->sets[s], i) : 0;
+    uint32_t n_useful = collect_useful(st, g, full_slots);
     for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required)
             return 0;
-        uint32_t nd = sum_domains(st, g, l);
+        if (!level_useful(st, g, l))
+            continue;
+        uint32_t nt = sum_domains(st, g, l, n_useful);
         int64_t best = -1;
-        for (uint32_t d = 0; d < nd; d++)
-            if (domain_holds(st, g, d) && (best < 0 || st->dom_free[d] > st->dom_free[best]))
+        for (uint32_t k = 0; k < nt; k++) {
+            uint32_t d = st->touched[k];
+            if (domain_holds(st, g, d) &&
+                (best < 0 || st->dom_free[d] > st->dom_free[best] ||
+                 (st->dom_free[d] == st->dom_free[best] && d < best)))
                 best = d;
+        }
+        clear_domains(st, nt);
         if (best < 0)
             continue;
         /* Most free first: the gang starts as soon as the fewest running pods finish. */

@@ -49,7 +49,13 @@ struct place_state {
     uint64_t *dom_cap;
     int64_t *dom_free;
     uint32_t *order;
+    uint32_t *useful;      /* nodes with a slot for the gang being placed */
+    uint32_t *touched;     /* domains with a useful node, at the level being summed */
     uint32_t max_domains;
+    /* per level: GPUs of the largest domain (schedulable nodes), and whether the level only
+     * repeats the node level (every domain a single node, e.g. no clique label on HGX) */
+    int64_t level_max_gpus[TOPO_MAX_LEVELS];
+    bool level_is_nodes[TOPO_MAX_LEVELS];
     /* static capacity (ready, schedulable nodes) for "never fits" */
     struct res_vec max_alloc; /* per resource, the largest node */
     int64_t static_gpus;

@@ -506,7 +506,7 @@ static void test_sort_deterministic(void **state)
     trace_free(&t);
 }
 
-/* 13,000 ITP-like rows parse quickly (a loose bound: this also runs under sanitizers). */
+/* 13,000 ITP-like rows parse into exact values (speed is measured by make bench, not here). */
 static void test_many_rows(void **state)
 {
     (void)state;
@@ -521,17 +521,12 @@ static void test_many_rows(void **state)
     struct trace t;
     struct sched_errbuf eb;
     trace_init(&t);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = trace_parse(&t, "big.csv", csv, o, &eb);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc)
         fail_msg("%s", eb.msg);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     assert_int_equal(t.n_jobs, ROWS);
     assert_int_equal(t.jobs[ROWS - 1].num_gpu, 1 << ((ROWS - 1) % 7));
     assert_int_equal(t.jobs[ROWS - 1].submit_ms, (int64_t)(1000 + (ROWS - 1) * 7) * 1000);
-    assert_true(ms < 2000.0);
     trace_free(&t);
     free(csv);
 }

@@ -1,0 +1,749 @@
+/* tests/bench/bench.c: the speed and memory benchmarks run by `make bench`.
+ *
+ * Owns: the project's performance targets and how they are measured. Every number is CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID) or resident memory (/proc/self/status VmRSS), and every speed is
+ * also printed as a ratio against a baseline run in this same process (the "fifo" policy, or
+ * parsing the input), so results compare across machines. A missed target prints MISS and the
+ * program still exits 0; it exits 1 only on an internal error (out of memory, a core error).
+ *
+ * Benchmarks (the memory one runs first, while the heap is fresh):
+ *   1. placement throughput of one-pod, one-GPU gangs on hgx:5000 at 50% random occupancy
+ *   2. gang throughput of 8x8-GPU gangs on hgx:5000 with half the nodes whole and free
+ *   3. latency of one topology-constrained gang (64x8 in one zone, 32x8 in one block)
+ *   4. resident memory of a 5,000-node cluster, 100,000 pending pods and one cycle
+ *   5. trace replay through the simulator (sched/sim/data/itp, optional: SKIP when absent)
+ *
+ * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
+ *
+ * Must not touch: the core (it only drives it, like the simulator does), files other than the
+ * trace inputs and /proc/self/status.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+#include "sched/core/model.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+#include "sched/sim/sim.h"
+#include "sched/sim/trace.h"
+
+#define BIG_CLUSTER     "hgx:5000"
+#define RNG_SEED        UINT64_C(0x9E3779B97F4A7C15)
+#define NOW_MS          INT64_C(200000) /* after every submission, before any starvation limit */
+#define PODS_MANY       100000u
+#define PODS_ALL_FIT    18000u
+#define GANG_EXTRA      100u /* 8x8 gangs pending beyond what fits */
+#define MEMORY_PODS     100000u
+#define DEFAULT_ITP_DIR "sched/sim/data/itp"
+#define MAX_ROWS        32
+
+/* Targets. */
+#define TARGET_PODS_PER_S   100000.0
+#define TARGET_GANGS_PER_S  5000.0
+#define TARGET_TOPO_MS      5.0
+#define TARGET_MEMORY_MB    300.0
+#define TARGET_REPLAY_ONE_S 10.0
+#define TARGET_REPLAY_ALL_S 60.0
+
+/* How long to repeat a measurement: at least this many runs and this much CPU time. */
+#define MIN_RUNS  3
+#define MIN_CPU_S 0.3
+#define MAX_RUNS  100000
+
+static const char *const itp_files[] = {"cluster01.csv", "cluster02.csv", "cluster05.csv",
+                                        "cluster07.csv", "cluster08.csv", "cluster09.csv",
+                                        "cluster10.csv"};
+#define N_ITP_FILES (sizeof(itp_files) / sizeof(itp_files[0]))
+
+/* ---- results table ----------------------------------------------------------------------- */
+
+struct row {
+    char name[64];
+    char value[32];
+    char target[16];
+    char status[8]; /* PASS, MISS, SKIP, or "-" for baselines and informational rows */
+    char ratio[48];
+};
+
+struct table {
+    struct row rows[MAX_ROWS];
+    int n;
+};
+
+/* A zeroed row with status "-"; NULL (and a message) when the table is full. */
+static struct row *row_add(struct table *t, const char *name)
+{
+    if (t->n == MAX_ROWS) {
+        fputs("bench: internal error: too many result rows\n", stderr);
+        return NULL;
+    }
+    struct row *r = &t->rows[t->n++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    snprintf(r->status, sizeof(r->status), "-");
+    snprintf(r->target, sizeof(r->target), "-");
+    snprintf(r->ratio, sizeof(r->ratio), "-");
+    return r;
+}
+
+static void row_status(struct row *r, bool pass)
+{
+    snprintf(r->status, sizeof(r->status), "%s", pass ? "PASS" : "MISS");
+}
+
+static void table_print(const struct table *t, long cpus)
+{
+    printf("gangsched bench: %ld CPU(s) online; CPU time = CLOCK_PROCESS_CPUTIME_ID; ratios are "
+           "against baselines run in this process\n",
+           cpus);
+    printf("%-56s %-24s %-10s %-6s %s\n", "measurement", "value", "target", "result", "ratio");
+    for (int i = 0; i < t->n; i++) {
+        const struct row *r = &t->rows[i];
+        printf("%-56s %-24s %-10s %-6s %s\n", r->name, r->value, r->target, r->status, r->ratio);
+    }
+}
+
+/* ---- measuring --------------------------------------------------------------------------- */
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Resident set size in KiB, or -1 when /proc is not available. */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kib;
+}
+
+static double ratio(double a, double b)
+{
+    return b > 0 ? a / b : 0.0;
+}
+
+/* ---- workloads --------------------------------------------------------------------------- */
+
+struct rng {
+    uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    r->s = x;
+    return x;
+}
+
+/* A cluster, its usage and one queue of pending gangs: what a driver hands the core. */
+struct world {
+    struct cluster *c;
+    struct node_state *state; /* [c->n_nodes] */
+    struct gang *gangs;
+    const struct gang **pending; /* queue order: submission time, then id */
+    uint32_t n_gangs;
+    struct queue queue;
+    struct arena arena;
+};
+
+static void world_fini(struct world *w)
+{
+    arena_fini(&w->arena);
+    free(w->pending);
+    free(w->gangs);
+    free(w->state);
+    cluster_free(w->c);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Generates and finalizes `spec` with every node idle. 0, or an error printed on stderr. */
+static int world_init(struct world *w, const char *spec)
+{
+    struct sched_errbuf eb = {{0}};
+    memset(w, 0, sizeof(*w));
+    arena_init(&w->arena, 0);
+    w->queue = (struct queue){.name = "bench", .priority = 0, .weight = 1.0};
+    w->c = cluster_new();
+    if (!w->c) {
+        fputs("bench: out of memory\n", stderr);
+        return SCHED_ENOMEM;
+    }
+    int rc = nodes_generate(w->c, spec, &eb);
+    if (rc == 0)
+        rc = cluster_finalize(w->c, NULL, NULL, 0, &eb);
+    if (rc != 0) {
+        fprintf(stderr, "bench: cluster %s: %s\n", spec, eb.msg);
+        return rc;
+    }
+    w->state = calloc(w->c->n_nodes ? w->c->n_nodes : 1, sizeof(*w->state));
+    if (!w->state) {
+        fputs("bench: out of memory\n", stderr);
+        return SCHED_ENOMEM;
+    }
+    return 0;
+}
+
+/* Marks the `gpus` lowest GPUs of node i busy, with cpu, memory and pods in proportion. */
+static void node_use(struct world *w, uint32_t i, uint32_t gpus)
+{
+    const struct node *n = &w->c->nodes[i];
+    struct node_state *s = &w->state[i];
+    memset(s, 0, sizeof(*s));
+    if (gpus > n->n_gpus)
+        gpus = n->n_gpus;
+    if (gpus == 0 || n->n_gpus == 0)
+        return;
+    s->gpu_used = gpus >= 32 ? UINT32_MAX : (1u << gpus) - 1u;
+    s->used.v[RES_GPU] = gpus;
+    s->used.v[RES_CPU] = n->alloc.v[RES_CPU] * gpus / n->n_gpus;
+    s->used.v[RES_MEMORY] = n->alloc.v[RES_MEMORY] * gpus / n->n_gpus;
+    s->used.v[RES_PODS] = gpus;
+}
+
+/* Each node independently gets 0..8 busy GPUs, uniformly (mean 4: half the GPUs). */
+static void occupy_random_gpus(struct world *w, uint64_t seed)
+{
+    struct rng r = {seed};
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        node_use(w, i, (uint32_t)(rng_next(&r) % 9));
+}
+
+/* Each node independently is wholly free or wholly busy, with probability 1/2. */
+static void occupy_whole_nodes(struct world *w, uint64_t seed)
+{
+    struct rng r = {seed};
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        node_use(w, i, (rng_next(&r) >> 32) & 1 ? w->c->nodes[i].n_gpus : 0);
+}
+
+static void free_domain(struct world *w, int level, uint32_t d)
+{
+    const struct topo_level *lv = &w->c->topo.levels[level];
+    for (uint32_t j = lv->domain_first[d]; j < lv->domain_first[d + 1]; j++)
+        node_use(w, lv->node_index[j], 0);
+}
+
+static int64_t free_gpus(const struct world *w)
+{
+    int64_t n = 0;
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        n += w->c->nodes[i].n_gpus - __builtin_popcount(w->state[i].gpu_used);
+    return n;
+}
+
+static uint32_t whole_free_nodes(const struct world *w)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        n += w->state[i].gpu_used == 0 && w->c->nodes[i].n_gpus > 0;
+    return n;
+}
+
+/* Replaces the pending queue with n gangs of `pods` pods x `gpus` GPUs (cpu 1, 1Gi, 1 pod each),
+ * submitted 1 ms apart. */
+static int world_gangs(struct world *w, uint32_t n, uint32_t pods, int64_t gpus,
+                       int8_t topo_required)
+{
+    free(w->gangs);
+    free(w->pending);
+    w->n_gangs = 0;
+    w->gangs = calloc(n ? n : 1, sizeof(*w->gangs));
+    w->pending = calloc(n ? n : 1, sizeof(*w->pending));
+    if (!w->gangs || !w->pending) {
+        fputs("bench: out of memory\n", stderr);
+        return SCHED_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct gang *g = &w->gangs[i];
+        g->id = i;
+        g->name = "bench";
+        g->submit_ms = i;
+        g->n_sets = 1;
+        g->sets[0].count = pods;
+        g->sets[0].req.v[RES_CPU] = 1000;
+        g->sets[0].req.v[RES_MEMORY] = INT64_C(1) << 30;
+        g->sets[0].req.v[RES_PODS] = 1;
+        g->sets[0].req.v[RES_GPU] = gpus;
+        g->topo_required = topo_required;
+        g->topo_preferred = -1;
+        gang_finalize(g);
+        g->min_member = g->n_pods;
+        w->pending[i] = g;
+    }
+    w->n_gangs = n;
+    return 0;
+}
+
+static int find_level(const struct cluster *c, const char *name)
+{
+    for (uint32_t l = 0; l < c->topo.n_levels; l++)
+        if (strcmp(c->topo.levels[l].name, name) == 0)
+            return (int)l;
+    fprintf(stderr, "bench: internal error: no topology level named %s\n", name);
+    return -1;
+}
+
+/* ---- cycles ------------------------------------------------------------------------------ */
+
+/* Totals over the timed cycles. */
+struct cycle_stats {
+    double cpu_s;
+    uint32_t cycles;
+    uint64_t pods;     /* placed */
+    uint64_t gangs;    /* placed */
+    uint64_t examined; /* gangs looked at */
+};
+
+/* One cycle; only sched_cycle() itself is timed (the arena reset is the driver's business). */
+static int run_cycle(struct world *w, const struct sched_policy *pol, struct cycle_stats *cs)
+{
+    struct sched_queue_view view = {
+        .queue = &w->queue, .pending = w->pending, .n_pending = w->n_gangs};
+    struct sched_snapshot snap = {.now_ms = NOW_MS,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = pol};
+    struct sched_result res;
+    arena_reset(&w->arena);
+    double t0 = cpu_seconds();
+    int rc = sched_cycle(&snap, &w->arena, &res);
+    double t1 = cpu_seconds();
+    if (rc != 0) {
+        fprintf(stderr, "bench: sched_cycle (%s): %s\n", pol->name, sched_strerror(rc));
+        return rc;
+    }
+    cs->cpu_s += t1 - t0;
+    cs->cycles++;
+    cs->gangs += res.n_placements;
+    cs->examined += res.n_examined;
+    for (uint32_t i = 0; i < res.n_placements; i++)
+        cs->pods += res.placements[i].gang->n_pods;
+    return 0;
+}
+
+/* One untimed warm-up cycle, then cycles until MIN_RUNS and MIN_CPU_S are both reached. The core
+ * keeps no state between cycles and never writes the snapshot, so every cycle starts from the
+ * same fresh copy of the usage. */
+static int time_cycles(struct world *w, const char *policy, struct cycle_stats *cs)
+{
+    const struct sched_policy *pol = sched_policy_find(policy);
+    if (!pol) {
+        fprintf(stderr, "bench: internal error: unknown policy %s\n", policy);
+        return SCHED_EINVAL;
+    }
+    struct cycle_stats warm = {0};
+    int rc = run_cycle(w, pol, &warm);
+    memset(cs, 0, sizeof(*cs));
+    while (rc == 0 && cs->cycles < MAX_RUNS && (cs->cycles < MIN_RUNS || cs->cpu_s < MIN_CPU_S))
+        rc = run_cycle(w, pol, cs);
+    return rc;
+}
+
+static double per_cycle(const struct cycle_stats *cs, uint64_t total)
+{
+    return cs->cycles ? (double)total / cs->cycles : 0.0;
+}
+
+/* ---- 1. placement throughput, one-GPU pods ----------------------------------------------- */
+
+static int bench_pods_variant(struct table *t, struct world *w, uint32_t n_pods)
+{
+    if (world_gangs(w, n_pods, 1, 1, -1) != 0)
+        return 1;
+    struct cycle_stats ours, base;
+    if (time_cycles(w, "gangsched", &ours) != 0 || time_cycles(w, "fifo", &base) != 0)
+        return 1;
+    double rate = ratio((double)ours.pods, ours.cpu_s);
+    double base_rate = ratio((double)base.pods, base.cpu_s);
+    char name[64];
+    snprintf(name, sizeof(name), "1 pods/s, %u x 1 GPU pending, %.0f placed", n_pods,
+             per_cycle(&ours, ours.pods));
+    struct row *r = row_add(t, name);
+    if (!r)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f pods/CPU-s", rate);
+    snprintf(r->target, sizeof(r->target), ">= %.0f", TARGET_PODS_PER_S);
+    row_status(r, rate >= TARGET_PODS_PER_S);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx fifo", ratio(rate, base_rate));
+    snprintf(name, sizeof(name), "  baseline fifo (first fit), %.0f placed",
+             per_cycle(&base, base.pods));
+    if (!(r = row_add(t, name)))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f pods/CPU-s", base_rate);
+    return 0;
+}
+
+static int bench_pods(struct table *t)
+{
+    struct world w;
+    int rc = world_init(&w, BIG_CLUSTER) != 0;
+    if (rc == 0) {
+        occupy_random_gpus(&w, RNG_SEED);
+        fprintf(stderr, "bench: 1. placement, %s, %lld free GPUs\n", BIG_CLUSTER,
+                (long long)free_gpus(&w));
+        rc = bench_pods_variant(t, &w, PODS_MANY);
+    }
+    if (rc == 0)
+        rc = bench_pods_variant(t, &w, PODS_ALL_FIT);
+    world_fini(&w);
+    return rc;
+}
+
+/* ---- 2. gang throughput, 8 pods x 8 GPUs ------------------------------------------------- */
+
+static int bench_gangs(struct table *t)
+{
+    struct world w;
+    int rc = world_init(&w, BIG_CLUSTER) != 0;
+    struct cycle_stats ours = {0}, base = {0};
+    uint32_t fit = 0;
+    if (rc == 0) {
+        occupy_whole_nodes(&w, RNG_SEED + 1);
+        fit = whole_free_nodes(&w) / 8;
+        fprintf(stderr, "bench: 2. gangs, %u whole free nodes, %u gangs fit\n",
+                whole_free_nodes(&w), fit);
+        rc = world_gangs(&w, fit + GANG_EXTRA, 8, 8, -1) != 0;
+    }
+    if (rc == 0)
+        rc = time_cycles(&w, "gangsched", &ours) != 0 || time_cycles(&w, "fifo", &base) != 0;
+    world_fini(&w);
+    if (rc != 0)
+        return 1;
+    double rate = ratio((double)ours.gangs, ours.cpu_s);
+    double base_rate = ratio((double)base.gangs, base.cpu_s);
+    double tries = ratio((double)ours.examined, ours.cpu_s);
+    double base_tries = ratio((double)base.examined, base.cpu_s);
+    char name[64];
+    snprintf(name, sizeof(name), "2 gangs/s, %u x (8x8 GPU) pending, %.0f placed", fit + GANG_EXTRA,
+             per_cycle(&ours, ours.gangs));
+    struct row *r = row_add(t, name);
+    if (!r)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f gangs/CPU-s", rate);
+    snprintf(r->target, sizeof(r->target), ">= %.0f", TARGET_GANGS_PER_S);
+    row_status(r, rate >= TARGET_GANGS_PER_S);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx fifo", ratio(rate, base_rate));
+    if (!(r = row_add(t, "2 attempts/s (gangs examined, placed or not)")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f gangs/CPU-s", tries);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx fifo", ratio(tries, base_tries));
+    snprintf(name, sizeof(name), "  baseline fifo (first fit), %.0f placed, %.0f examined",
+             per_cycle(&base, base.gangs), per_cycle(&base, base.examined));
+    if (!(r = row_add(t, name)))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f gangs/CPU-s", base_rate);
+    return 0;
+}
+
+/* ---- 3. topology placement latency ------------------------------------------------------- */
+
+/* Mean ms to place one gang of pods x 8 GPUs that must fit one domain of `level_name`. */
+static int bench_topo_case(struct table *t, struct world *w, const char *level_name, uint32_t pods,
+                           bool has_target)
+{
+    int level = find_level(w->c, level_name);
+    if (level < 0 || world_gangs(w, 1, pods, 8, (int8_t)level) != 0)
+        return 1;
+    struct cycle_stats ours, base;
+    if (time_cycles(w, "gangsched", &ours) != 0 || time_cycles(w, "fifo", &base) != 0)
+        return 1;
+    double ms = ours.cycles ? 1e3 * ours.cpu_s / ours.cycles : 0.0;
+    double base_ms = base.cycles ? 1e3 * base.cpu_s / base.cycles : 0.0;
+    bool placed = ours.gangs == ours.cycles;
+    char name[64];
+    snprintf(name, sizeof(name), "3 latency, %ux8 GPU in one %s (%u cycles)", pods, level_name,
+             ours.cycles);
+    struct row *r = row_add(t, name);
+    if (!r)
+        return 1;
+    if (placed)
+        snprintf(r->value, sizeof(r->value), "%.3f ms/placement", ms);
+    else
+        snprintf(r->value, sizeof(r->value), "NOT PLACED");
+    if (has_target) {
+        snprintf(r->target, sizeof(r->target), "< %.0f ms", TARGET_TOPO_MS);
+        row_status(r, placed && ms < TARGET_TOPO_MS);
+    }
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx fifo (%.3f ms, topology-blind)", ratio(ms, base_ms),
+             base_ms);
+    return 0;
+}
+
+static int bench_topo(struct table *t)
+{
+    struct world w;
+    int rc = world_init(&w, BIG_CLUSTER) != 0;
+    if (rc == 0) {
+        occupy_whole_nodes(&w, RNG_SEED + 2);
+        int block = find_level(w.c, "block");
+        rc = block < 0;
+        if (rc == 0) {
+            free_domain(&w, block, 0); /* block 0 (and so its zone) can hold the gang */
+            fprintf(stderr, "bench: 3. topology, %u whole free nodes\n", whole_free_nodes(&w));
+        }
+    }
+    if (rc == 0)
+        rc = bench_topo_case(t, &w, "zone", 64, true);
+    if (rc == 0)
+        rc = bench_topo_case(t, &w, "block", 32, false);
+    world_fini(&w);
+    return rc;
+}
+
+/* ---- 4. memory --------------------------------------------------------------------------- */
+
+static int bench_memory(struct table *t)
+{
+    fprintf(stderr, "bench: 4. memory, %s at 50%% occupancy and %u pending pods\n", BIG_CLUSTER,
+            MEMORY_PODS);
+    long k0 = rss_kib();
+    struct world w;
+    int rc = world_init(&w, BIG_CLUSTER) != 0;
+    if (rc == 0)
+        occupy_random_gpus(&w, RNG_SEED); /* writes every node_state: all of it is resident */
+    long k1 = rss_kib();
+    if (rc == 0)
+        rc = world_gangs(&w, MEMORY_PODS, 1, 1, -1) != 0;
+    long k2 = rss_kib();
+    struct cycle_stats cs = {0};
+    const struct sched_policy *pol = sched_policy_default();
+    if (rc == 0)
+        rc = run_cycle(&w, pol, &cs) != 0;
+    long k3 = rss_kib();
+    uint32_t n_nodes = w.c ? w.c->n_nodes : 0;
+    world_fini(&w);
+    if (rc != 0)
+        return 1;
+    struct row *r;
+    if (k0 < 0 || k3 < 0 || n_nodes == 0) {
+        if (!(r = row_add(t, "4 memory")))
+            return 1;
+        snprintf(r->value, sizeof(r->value), "SKIP (no VmRSS)");
+        snprintf(r->status, sizeof(r->status), "SKIP");
+        return 0;
+    }
+    double node_b = 1024.0 * (double)(k1 - k0) / n_nodes;
+    double pod_b = 1024.0 * (double)(k2 - k1) / MEMORY_PODS;
+    double cycle_b = 1024.0 * (double)(k3 - k2) / MEMORY_PODS;
+    double total_mb = (double)(k3 - k0) / 1024.0;
+    size_t node_raw = sizeof(struct node) + sizeof(struct node_state);
+    size_t pod_raw = sizeof(struct gang) + sizeof(struct gang *);
+    if (!(r = row_add(t, "4 memory per node (cluster + node_state)")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f B/node", node_b);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx raw structs (%zu B)",
+             ratio(node_b, (double)node_raw), node_raw);
+    if (!(r = row_add(t, "4 memory per pending pod (gang + queue slot)")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f B/pod", pod_b);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx raw structs (%zu B)", ratio(pod_b, (double)pod_raw),
+             pod_raw);
+    char name[64];
+    snprintf(name, sizeof(name), "4 memory per pod in one cycle (%llu placed)",
+             (unsigned long long)cs.pods);
+    if (!(r = row_add(t, name)))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f B/pod", cycle_b);
+    if (!(r = row_add(t, "4 memory total (RSS growth)")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.1f MB", total_mb);
+    snprintf(r->target, sizeof(r->target), "< %.0f MB", TARGET_MEMORY_MB);
+    row_status(r, total_mb < TARGET_MEMORY_MB);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx raw structs",
+             ratio(total_mb * 1048576.0, (double)(node_raw * n_nodes + pod_raw * MEMORY_PODS)));
+    return 0;
+}
+
+/* ---- 5. replay --------------------------------------------------------------------------- */
+
+static bool path_join(char *buf, size_t n, const char *dir, const char *file)
+{
+    int k = snprintf(buf, n, "%s/%s", dir, file);
+    return k > 0 && (size_t)k < n;
+}
+
+static bool files_present(const char *dir, const char *const *files, size_t n_files)
+{
+    char path[4096];
+    for (size_t i = 0; i < n_files; i++)
+        if (!path_join(path, sizeof(path), dir, files[i]) || access(path, R_OK) != 0)
+            return false;
+    return true;
+}
+
+/* Reads every file (each one a queue) and sorts: what a replay starts with. */
+static int read_traces(struct trace *tr, const char *dir, const char *const *files, size_t n_files)
+{
+    char path[4096];
+    struct sched_errbuf eb = {{0}};
+    trace_init(tr);
+    for (size_t i = 0; i < n_files; i++) {
+        if (!path_join(path, sizeof(path), dir, files[i])) {
+            fprintf(stderr, "bench: path too long: %s/%s\n", dir, files[i]);
+            return SCHED_EINVAL;
+        }
+        int rc = trace_read(tr, path, &eb);
+        if (rc != 0) {
+            fprintf(stderr, "bench: %s\n", eb.msg);
+            return rc;
+        }
+    }
+    trace_sort(tr);
+    return 0;
+}
+
+/* The baseline: CPU seconds to parse and sort the files once (mean over repeats). */
+static int time_parse(const char *dir, const char *const *files, size_t n_files, double *cpu_s)
+{
+    double total = 0.0;
+    uint32_t runs = 0;
+    while (runs < MIN_RUNS || total < MIN_CPU_S) {
+        struct trace tr;
+        double t0 = cpu_seconds();
+        int rc = read_traces(&tr, dir, files, n_files);
+        total += cpu_seconds() - t0;
+        trace_free(&tr);
+        if (rc != 0)
+            return rc;
+        runs++;
+    }
+    *cpu_s = total / runs;
+    return 0;
+}
+
+/* CPU seconds of sim_run over both policies, on a fresh input built from the files. */
+static int time_replay(const char *spec, const char *dir, const char *const *files, size_t n_files,
+                       double *cpu_s, uint32_t *n_jobs)
+{
+    static const char *const policies[] = {"gangsched", "fifo"};
+    struct world w;
+    struct trace tr;
+    struct sim_input in = {0};
+    struct sched_errbuf eb = {{0}};
+    int rc = world_init(&w, spec);
+    trace_init(&tr);
+    if (rc == 0)
+        rc = read_traces(&tr, dir, files, n_files);
+    if (rc == 0 && (rc = sim_input_build(&in, &tr, w.c, &eb)) != 0)
+        fprintf(stderr, "bench: %s\n", eb.msg);
+    struct sim_options opt = {.events = NULL, .progress = false, .explain_job = NULL};
+    *cpu_s = 0.0;
+    *n_jobs = in.n_jobs;
+    for (size_t p = 0; rc == 0 && p < sizeof(policies) / sizeof(policies[0]); p++) {
+        struct sim_stats st;
+        double t0 = cpu_seconds();
+        rc = sim_run(&in, sched_policy_find(policies[p]), &opt, &st, &eb);
+        *cpu_s += cpu_seconds() - t0;
+        if (rc != 0) {
+            fprintf(stderr, "bench: replay %s: %s\n", policies[p], eb.msg);
+            break;
+        }
+        sim_stats_free(&st);
+    }
+    sim_input_free(&in);
+    trace_free(&tr);
+    world_fini(&w);
+    return rc;
+}
+
+static int bench_replay_case(struct table *t, const char *label, const char *spec, const char *dir,
+                             const char *const *files, size_t n_files, double target_s)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "5 replay %s on %s, gangsched + fifo", label, spec);
+    struct row *r = row_add(t, name);
+    if (!r)
+        return 1;
+    snprintf(r->target, sizeof(r->target), "< %.0f s", target_s);
+    if (!files_present(dir, files, n_files)) {
+        snprintf(r->value, sizeof(r->value), "SKIP (data not found)");
+        snprintf(r->status, sizeof(r->status), "SKIP");
+        return 0;
+    }
+    fprintf(stderr, "bench: 5. replay %s on %s\n", label, spec);
+    double parse_s = 0.0, replay_s = 0.0;
+    uint32_t n_jobs = 0;
+    if (time_parse(dir, files, n_files, &parse_s) != 0 ||
+        time_replay(spec, dir, files, n_files, &replay_s, &n_jobs) != 0)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.2f s CPU", replay_s);
+    row_status(r, replay_s < target_s);
+    snprintf(r->ratio, sizeof(r->ratio), "%.0fx parse (%.1f ms)", ratio(replay_s, parse_s),
+             1e3 * parse_s);
+    snprintf(name, sizeof(name), "  jobs replayed per CPU-s (%u jobs x 2 policies)", n_jobs);
+    if (!(r = row_add(t, name)))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.0f jobs/CPU-s", ratio(2.0 * n_jobs, replay_s));
+    return 0;
+}
+
+static int bench_replay(struct table *t, const char *dir)
+{
+    static const char *const one[] = {"cluster07.csv"};
+    if (bench_replay_case(t, "cluster07", "hgx:64", dir, one, 1, TARGET_REPLAY_ONE_S) != 0)
+        return 1;
+    return bench_replay_case(t, "all 7 ITP files", "hgx:128", dir, itp_files, N_ITP_FILES,
+                             TARGET_REPLAY_ALL_S);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : DEFAULT_ITP_DIR;
+    struct table *t = calloc(1, sizeof(*t));
+    if (!t) {
+        fputs("bench: out of memory\n", stderr);
+        return 1;
+    }
+    /* Memory first, while the heap is fresh; rows are printed in benchmark order below. */
+    struct table *mem = calloc(1, sizeof(*mem));
+    int rc = mem ? bench_memory(mem) : 1;
+    if (rc == 0)
+        rc = bench_pods(t);
+    if (rc == 0)
+        rc = bench_gangs(t);
+    if (rc == 0)
+        rc = bench_topo(t);
+    for (int i = 0; rc == 0 && i < mem->n; i++) {
+        struct row *r = row_add(t, "");
+        if (!r)
+            rc = 1;
+        else
+            *r = mem->rows[i];
+    }
+    if (rc == 0)
+        rc = bench_replay(t, dir);
+    if (rc == 0)
+        table_print(t, sysconf(_SC_NPROCESSORS_ONLN));
+    else
+        fputs("bench: internal error, no results\n", stderr);
+    free(mem);
+    free(t);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,18 @@
+# The other outputs: HTML report, --explain history, CLI help and version, gangctl placeholder.
+. tests/sim/lib.inc
+"$GS" simulate --no-progress --cluster hgx:2 --trace tests/data/trace-gangs.csv \
+    --report "$TMP/r.html" --explain big-1 >"$TMP/out" 2>"$TMP/explain" || bad "report run failed"
+n=$(grep -o "<svg" "$TMP/r.html" | wc -l)
+expect_cmp "report charts" "$n" ">=" 3
+grep -q "gangsched" "$TMP/r.html" && grep -q "fifo" "$TMP/r.html" && ok "report names policies" ||
+    bad "report lacks policy names"
+grep -q "<script" "$TMP/r.html" && bad "report must not need scripts" || ok "report has no scripts"
+grep -q "job=big-1: placed" "$TMP/explain" && ok "explain shows the placement" || bad "explain lacks placement"
+grep -q "job=big-1: resources" "$TMP/explain" && ok "explain shows why it waited" ||
+    { bad "explain lacks a waiting reason"; cat "$TMP/explain"; }
+"$GS" version | grep -q "^gangsched " && ok "version" || bad "version"
+"$GS" policies | grep -q "^fifo" && ok "policies list" || bad "policies list"
+"$GS" simulate --help | grep -q -- "--trace FILE" && ok "simulate --help" || bad "simulate --help"
+"$BIN/gangctl" --help >/dev/null && ok "gangctl --help" || bad "gangctl --help"
+expect_fail "gangctl command not built yet" 2 "not implemented" -- "$BIN/gangctl" quota
+finish
