@@ -74,8 +74,7 @@ uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint
     return out;
 }
 
-uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count,
-                   uint32_t island_limit)
+uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t island_limit)
 {
     if (count == 0)
         return UINT32_MAX;

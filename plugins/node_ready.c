@@ -19,7 +19,13 @@ static bool cordon_pass(const struct gang *g, const struct podset *ps, const str
     return !n->unschedulable;
 }
 
-const struct sched_filter plugin_node_ready = {
-    .name = "node-ready", .id = FILTER_NOT_READY, .node_only = true, .active = always, .pass = ready_pass};
-const struct sched_filter plugin_cordon = {
-    .name = "cordon", .id = FILTER_CORDONED, .node_only = true, .active = always, .pass = cordon_pass};
+const struct sched_filter plugin_node_ready = {.name = "node-ready",
+                                               .id = FILTER_NOT_READY,
+                                               .node_only = true,
+                                               .active = always,
+                                               .pass = ready_pass};
+const struct sched_filter plugin_cordon = {.name = "cordon",
+                                           .id = FILTER_CORDONED,
+                                           .node_only = true,
+                                           .active = always,
+                                           .pass = cordon_pass};

@@ -27,9 +27,9 @@ struct filter_env {
 };
 
 struct sched_filter {
-    const char *name;          /* stable: appears in reasons and docs */
-    enum sched_filter_id id;   /* reason code */
-    bool node_only;            /* depends on the node alone: evaluated once per cycle */
+    const char *name;        /* stable: appears in reasons and docs */
+    enum sched_filter_id id; /* reason code */
+    bool node_only;          /* depends on the node alone: evaluated once per cycle */
     /* false when the filter cannot reject any node for this pod set (skip it). */
     bool (*active)(const struct filter_env *env, const struct gang *g, const struct podset *ps);
     /* true when the node may host pods of this set. */
@@ -60,8 +60,7 @@ bool taint_tolerated(const struct taint *t, const struct toleration *tols, uint3
  * anywhere could hold it inside one. */
 uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t island_limit);
 /* How many pods of `count` GPUs gpu_pick could place in turn on these free GPUs. */
-uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count,
-                   uint32_t island_limit);
+uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t island_limit);
 /* Largest island of a node, in GPUs. */
 uint32_t gpu_max_island(const struct node *n);
 /* Number of islands a GPU mask touches (tp_splits counts pods with more than one). */

@@ -2,8 +2,8 @@
 #include "plugins/plugins.h"
 
 const struct sched_filter *const plugin_filters[] = {
-    &plugin_node_ready, &plugin_cordon, &plugin_node_selector, &plugin_taints, &plugin_gpu_sharing,
-    NULL,
+    &plugin_node_ready, &plugin_cordon,      &plugin_node_selector,
+    &plugin_taints,     &plugin_gpu_sharing, NULL,
 };
 
 void filter_env_init(struct filter_env *env, const struct cluster *c)

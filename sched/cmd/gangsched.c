@@ -51,7 +51,8 @@ static void usage_simulate(FILE *f)
           "\n"
           "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
           "scheduling core as the daemon. Without flags: a bundled 14-day excerpt of the\n"
-          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER ", policies gangsched and fifo.\n"
+          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER
+          ", policies gangsched and fifo.\n"
           "\n"
           "cluster (one of):\n"
           "  --cluster SPEC     generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined\n"
@@ -352,7 +353,7 @@ static int cmd_simulate(int argc, char **argv)
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
     FILE *events = NULL;
-    const char *cluster_desc = a.nodes_file ? a.nodes_file
+    const char *cluster_desc = a.nodes_file     ? a.nodes_file
                                : a.cluster_spec ? a.cluster_spec
                                                 : DEFAULT_CLUSTER;
     if (!c) {

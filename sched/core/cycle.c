@@ -154,8 +154,8 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
             why = place_gang(&st, g, pods, &level, &domain);
         }
         if (why == SCHED_WHY_PLACED) {
-            out->placements = grow(arena, out->placements, out->n_placements, &cap_p,
-                                   sizeof(*out->placements));
+            out->placements =
+                grow(arena, out->placements, out->n_placements, &cap_p, sizeof(*out->placements));
             if (!out->placements)
                 return SCHED_ENOMEM;
             out->placements[out->n_placements++] = (struct sched_placement){
@@ -179,8 +179,7 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
         } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] > 0) {
             v.why = SCHED_WHY_RESERVED;
         }
-        out->verdicts =
-            grow(arena, out->verdicts, out->n_verdicts, &cap_v, sizeof(*out->verdicts));
+        out->verdicts = grow(arena, out->verdicts, out->n_verdicts, &cap_v, sizeof(*out->verdicts));
         if (!out->verdicts)
             return SCHED_ENOMEM;
         uint32_t vi = out->n_verdicts++;
@@ -240,9 +239,12 @@ const char *sched_why_name(enum sched_why why)
 }
 
 static const char *const filter_names[FILTER_N] = {
-    [FILTER_NOT_READY] = "not ready",         [FILTER_CORDONED] = "cordoned",
-    [FILTER_SELECTOR] = "node selector",      [FILTER_TAINT] = "untolerated taint",
-    [FILTER_SHARED_GPU] = "shared/MIG GPUs",  [FILTER_RESOURCES] = "insufficient",
+    [FILTER_NOT_READY] = "not ready",
+    [FILTER_CORDONED] = "cordoned",
+    [FILTER_SELECTOR] = "node selector",
+    [FILTER_TAINT] = "untolerated taint",
+    [FILTER_SHARED_GPU] = "shared/MIG GPUs",
+    [FILTER_RESOURCES] = "insufficient",
     [FILTER_RESERVED] = "reserved for another gang",
 };
 

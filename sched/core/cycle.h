@@ -55,12 +55,12 @@ struct sched_placement {
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
 enum sched_why {
     SCHED_WHY_PLACED = 0,
-    SCHED_WHY_BLOCKED,       /* strict FIFO: an earlier gang in the queue waits */
-    SCHED_WHY_RESOURCES,     /* not enough free capacity anywhere right now */
-    SCHED_WHY_TOPOLOGY,      /* capacity exists, but not inside one required domain */
-    SCHED_WHY_RESERVED,      /* capacity is held for an older starving gang */
-    SCHED_WHY_NEVER,         /* larger than the whole cluster could ever hold */
-    SCHED_WHY_NO_NODES,      /* no node passes the static filters (selector, taints, ...) */
+    SCHED_WHY_BLOCKED,   /* strict FIFO: an earlier gang in the queue waits */
+    SCHED_WHY_RESOURCES, /* not enough free capacity anywhere right now */
+    SCHED_WHY_TOPOLOGY,  /* capacity exists, but not inside one required domain */
+    SCHED_WHY_RESERVED,  /* capacity is held for an older starving gang */
+    SCHED_WHY_NEVER,     /* larger than the whole cluster could ever hold */
+    SCHED_WHY_NO_NODES,  /* no node passes the static filters (selector, taints, ...) */
 };
 
 /* Per filter, how many nodes it rejected for the gang's first unplaced pod set. */
@@ -78,12 +78,12 @@ enum sched_filter_id {
 struct sched_verdict {
     const struct gang *gang;
     enum sched_why why;
-    int short_res;                  /* resource id that was short, or -1 */
-    int64_t need;                   /* of short_res: what one pod needs */
-    int64_t best_free;              /* of short_res: the most any node offers */
-    uint32_t filtered[FILTER_N];    /* nodes rejected per filter */
-    uint32_t n_nodes;               /* nodes considered */
-    const struct gang *blocked_by;  /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
+    int short_res;                 /* resource id that was short, or -1 */
+    int64_t need;                  /* of short_res: what one pod needs */
+    int64_t best_free;             /* of short_res: the most any node offers */
+    uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
+    uint32_t n_nodes;              /* nodes considered */
+    const struct gang *blocked_by; /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
 };
 
 struct sched_reservation {

@@ -32,7 +32,8 @@ struct sched_errbuf {
     char msg[SCHED_ERRBUF];
 };
 
-/* printf into an error buffer (NULL-safe); returns `err` so callers can `return sched_fail(...)`. */
+/* printf into an error buffer (NULL-safe); returns `err` so callers can `return sched_fail(...)`.
+ */
 int sched_fail(struct sched_errbuf *eb, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -49,28 +49,28 @@ enum gpu_sharing {
 struct node {
     /* read-only after cluster_finalize() */
     const char *name;
-    struct res_vec alloc;          /* status.allocatable, base units */
-    const struct kv *labels;       /* sorted by key */
+    struct res_vec alloc;    /* status.allocatable, base units */
+    const struct kv *labels; /* sorted by key */
     uint32_t n_labels;
-    const struct kv *annotations;  /* sorted by key */
+    const struct kv *annotations; /* sorted by key */
     uint32_t n_annotations;
     const struct taint *taints;
     uint32_t n_taints;
-    bool ready;                    /* Ready condition True */
-    bool unschedulable;            /* spec.unschedulable (cordoned) */
+    bool ready;         /* Ready condition True */
+    bool unschedulable; /* spec.unschedulable (cordoned) */
     enum gpu_sharing gpu_sharing;
-    uint8_t n_gpus;                /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
-    uint8_t n_islands;             /* >= 1 when n_gpus > 0 */
+    uint8_t n_gpus;                     /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
+    uint8_t n_islands;                  /* >= 1 when n_gpus > 0 */
     uint32_t islands[NODE_MAX_ISLANDS]; /* disjoint GPU masks, union = all GPUs */
-    uint32_t dom[TOPO_MAX_LEVELS]; /* domain id at each topology level */
+    uint32_t dom[TOPO_MAX_LEVELS];      /* domain id at each topology level */
 };
 
 /* Topology levels are partitions of the nodes, widest first (zone, block, rack, NVLink clique,
  * node). A node without the level's label forms a domain of its own at that level: the scheduler
  * never assumes two nodes are close unless a label says so. The last level is always the node. */
 struct topo_level {
-    const char *name;     /* short name used in annotations and output: "zone", "rack", ... */
-    const char *label;    /* node label key; NULL for the node level */
+    const char *name;  /* short name used in annotations and output: "zone", "rack", ... */
+    const char *label; /* node label key; NULL for the node level */
     uint32_t n_domains;
     const char **domain_names; /* [n_domains]; label value, or node name for singletons */
     uint32_t *domain_first;    /* CSR: nodes of domain d are node_index[domain_first[d] ..   */
@@ -80,8 +80,8 @@ struct topo_level {
 struct topo {
     uint32_t n_levels;
     struct topo_level levels[TOPO_MAX_LEVELS];
-    int rack_level;    /* index of the rack level (used by metrics), or -1 */
-    int nvlink_level;  /* index of the NVLink-domain level (clique), or -1 */
+    int rack_level;   /* index of the rack level (used by metrics), or -1 */
+    int nvlink_level; /* index of the NVLink-domain level (clique), or -1 */
 };
 
 /* Default topology labels, widest first; the node level is appended by cluster_finalize(). */
@@ -98,7 +98,7 @@ struct cluster {
     struct node *nodes;
     uint32_t n_nodes;
     struct topo topo;
-    int64_t total_gpus;  /* sum of n_gpus over nodes */
+    int64_t total_gpus; /* sum of n_gpus over nodes */
     uint8_t max_node_gpus;
     /* private */
     uint32_t cap_nodes;
@@ -133,16 +133,16 @@ struct node_state {
 };
 
 struct toleration {
-    const char *key;      /* NULL or "" with op Exists: tolerates everything */
+    const char *key; /* NULL or "" with op Exists: tolerates everything */
     const char *value;
-    bool op_exists;       /* Exists, else Equal */
-    int effect;           /* enum taint_effect, or -1 for all effects */
+    bool op_exists; /* Exists, else Equal */
+    int effect;     /* enum taint_effect, or -1 for all effects */
 };
 
 /* Pods of one gang that share a spec. */
 struct podset {
-    uint32_t count;              /* pods */
-    struct res_vec req;          /* per pod, base units */
+    uint32_t count;     /* pods */
+    struct res_vec req; /* per pod, base units */
     const struct kv *node_selector;
     uint32_t n_node_selector;
     const struct toleration *tolerations;
@@ -152,11 +152,11 @@ struct podset {
 #define GANG_MAX_SETS 4
 
 struct gang {
-    uint32_t id;           /* dense, driver-assigned; indexes driver tables */
-    const char *name;      /* job id, or namespace/name */
-    uint32_t queue;        /* index into the snapshot's queues */
-    int32_t priority;      /* higher first */
-    int64_t submit_ms;     /* first submission; kept across requeues */
+    uint32_t id;       /* dense, driver-assigned; indexes driver tables */
+    const char *name;  /* job id, or namespace/name */
+    uint32_t queue;    /* index into the snapshot's queues */
+    int32_t priority;  /* higher first */
+    int64_t submit_ms; /* first submission; kept across requeues */
     uint32_t n_sets;
     struct podset sets[GANG_MAX_SETS];
     uint32_t min_member;   /* pods that must be placed together (all of them in the simulator) */
@@ -164,8 +164,8 @@ struct gang {
     int8_t topo_preferred; /* level to try first, widening one level at a time, or -1 */
     /* derived by gang_finalize() */
     uint32_t n_pods;
-    int64_t gpus;          /* GPUs over all pods */
-    uint64_t shape;        /* hash of every placement-relevant field: equal shapes, equal fate */
+    int64_t gpus;   /* GPUs over all pods */
+    uint64_t shape; /* hash of every placement-relevant field: equal shapes, equal fate */
 };
 
 /* Computes n_pods, gpus and shape; call after filling the gang. */

@@ -79,9 +79,9 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->dom_free = arena_alloc(arena, st->max_domains * sizeof(*st->dom_free));
     st->cap_log = 64;
     st->log = arena_alloc(arena, st->cap_log * sizeof(*st->log));
-    if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev ||
-        !st->key || !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log ||
-        !st->useful || !st->touched)
+    if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev || !st->key ||
+        !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log || !st->useful ||
+        !st->touched)
         return SCHED_ENOMEM;
     for (uint32_t b = 0; b <= NODE_MAX_GPUS; b++)
         st->bucket[b] = -1;
@@ -315,8 +315,8 @@ static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t 
         uint32_t j = 0;
         for (uint32_t p = 0; p < ps->count; p++) {
             uint32_t mask = 0;
-            while (j < n_order && !(eligible(st, s, st->order[j]) &&
-                                    pod_fits(st, ps, st->order[j], &mask)))
+            while (j < n_order &&
+                   !(eligible(st, s, st->order[j]) && pod_fits(st, ps, st->order[j], &mask)))
                 j++;
             if (j == n_order || !apply(st, st->order[j], mask, &ps->req))
                 return false;
@@ -339,7 +339,8 @@ static uint32_t sum_domains(struct place_state *st, const struct gang *g, int le
         uint32_t d = level >= 0 ? c->nodes[i].dom[level] : 0;
         if (st->dom_free[d] < 0) { /* first visit this pass */
             st->dom_free[d] = 0;
-            memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0, GANG_MAX_SETS * sizeof(*st->dom_cap));
+            memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0,
+                   GANG_MAX_SETS * sizeof(*st->dom_cap));
             st->touched[nt++] = d;
         }
         st->dom_free[d] += st->key[i];
@@ -527,9 +528,8 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         int64_t best = -1;
         for (uint32_t k = 0; k < nt; k++) {
             uint32_t d = st->touched[k];
-            if (domain_holds(st, g, d) &&
-                (best < 0 || st->dom_free[d] > st->dom_free[best] ||
-                 (st->dom_free[d] == st->dom_free[best] && d < best)))
+            if (domain_holds(st, g, d) && (best < 0 || st->dom_free[d] > st->dom_free[best] ||
+                                           (st->dom_free[d] == st->dom_free[best] && d < best)))
                 best = d;
         }
         clear_domains(st, nt);

@@ -28,19 +28,19 @@ struct place_state {
     const struct cluster *c;
     struct arena *arena;
     struct filter_env env;
-    bool topology;        /* topology-aware algorithms and island-aware GPU choice */
+    bool topology;         /* topology-aware algorithms and island-aware GPU choice */
     uint32_t island_limit; /* gpu_pick's limit: largest NVLink island in the cluster, 0 = blind */
     /* per node */
-    struct res_vec *free; /* allocatable - used - tentatively placed */
-    uint32_t *gpu_free;   /* GPU indices not held */
-    uint8_t *ok;          /* passes node-ready and cordon, and not held by a reservation */
-    uint8_t *elig;        /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
+    struct res_vec *free;        /* allocatable - used - tentatively placed */
+    uint32_t *gpu_free;          /* GPU indices not held */
+    uint8_t *ok;                 /* passes node-ready and cordon, and not held by a reservation */
+    uint8_t *elig;               /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
     bool elig_on[GANG_MAX_SETS]; /* elig row s is meaningful (some filter is active) */
     /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */
     int32_t bucket[NODE_MAX_GPUS + 1];
     int32_t *next, *prev;
     uint8_t *key;
-    int64_t free_gpus;    /* over ok nodes */
+    int64_t free_gpus; /* over ok nodes */
     /* undo log of the gang being placed */
     struct place_undo *log;
     uint32_t n_log, cap_log;
@@ -49,8 +49,8 @@ struct place_state {
     uint64_t *dom_cap;
     int64_t *dom_free;
     uint32_t *order;
-    uint32_t *useful;      /* nodes with a slot for the gang being placed */
-    uint32_t *touched;     /* domains with a useful node, at the level being summed */
+    uint32_t *useful;  /* nodes with a slot for the gang being placed */
+    uint32_t *touched; /* domains with a useful node, at the level being summed */
     uint32_t max_domains;
     /* per level: GPUs of the largest domain (schedulable nodes), and whether the level only
      * repeats the node level (every domain a single node, e.g. no clique label on HGX) */

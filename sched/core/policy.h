@@ -12,12 +12,12 @@
 
 struct sched_policy {
     const char *name;
-    const char *summary;    /* one line for --help and reports */
-    bool strict_fifo;       /* stop the cycle at the first gang that cannot start */
-    bool by_priority;       /* order by job priority before submission time */
-    bool topology;          /* tightest-domain best fit, NVLink-island-aware GPU choice;
-                               else first fit over nodes and lowest free GPU indices */
-    int64_t starve_after_ms; /* a gang waiting longer holds a reservation; 0 = never */
+    const char *summary;       /* one line for --help and reports */
+    bool strict_fifo;          /* stop the cycle at the first gang that cannot start */
+    bool by_priority;          /* order by job priority before submission time */
+    bool topology;             /* tightest-domain best fit, NVLink-island-aware GPU choice;
+                                  else first fit over nodes and lowest free GPU indices */
+    int64_t starve_after_ms;   /* a gang waiting longer holds a reservation; 0 = never */
     uint32_t max_reservations; /* reservations held at once */
 };
 

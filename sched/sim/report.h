@@ -13,13 +13,13 @@
 #include "sched/core/err.h"
 
 struct report_point {
-    double t_s;      /* simulated seconds since the first submission */
-    double util;     /* busy GPUs / total GPUs, 0..1, at that instant */
-    double queued;   /* gangs waiting at that instant */
+    double t_s;    /* simulated seconds since the first submission */
+    double util;   /* busy GPUs / total GPUs, 0..1, at that instant */
+    double queued; /* gangs waiting at that instant */
 };
 
 struct report_metric {
-    const char *name;  /* "mean_queue_s", ... */
+    const char *name; /* "mean_queue_s", ... */
     double value;
 };
 
@@ -27,14 +27,14 @@ struct report_policy {
     const char *name;
     const struct report_point *series; /* time-ordered */
     size_t n_series;
-    const double *queue_s;   /* queue time of every started job, seconds, any order */
+    const double *queue_s; /* queue time of every started job, seconds, any order */
     size_t n_queue_s;
     const struct report_metric *metrics;
     size_t n_metrics;
 };
 
 /* Writes the page to `path`. `title` is shown on top (cluster and trace names). */
-int report_write_html(const char *path, const char *title, const struct report_policy *p,
-                      size_t n, struct sched_errbuf *eb);
+int report_write_html(const char *path, const char *title, const struct report_policy *p, size_t n,
+                      struct sched_errbuf *eb);
 
 #endif

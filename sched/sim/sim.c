@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugins/plugins.h"
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
 #include "sched/core/log.h"
-#include "plugins/plugins.h"
 
 #define CPU_PER_GPU_MILLI 4000
 #define MEM_PER_GPU_BYTES (32ll << 30)
@@ -170,8 +170,9 @@ static struct fin heap_pop(struct run *r)
     uint32_t i = 0;
     for (;;) {
         uint32_t l = 2 * i + 1, rr = l + 1, m = i;
-        if (l < r->n_heap && (r->heap[l].t_ms < r->heap[m].t_ms ||
-                              (r->heap[l].t_ms == r->heap[m].t_ms && r->heap[l].job < r->heap[m].job)))
+        if (l < r->n_heap &&
+            (r->heap[l].t_ms < r->heap[m].t_ms ||
+             (r->heap[l].t_ms == r->heap[m].t_ms && r->heap[l].job < r->heap[m].job)))
             m = l;
         if (rr < r->n_heap &&
             (r->heap[rr].t_ms < r->heap[m].t_ms ||
@@ -464,8 +465,8 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         q[nq++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         if (r->status[j] == JOB_DONE) {
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-            busy_gpu_s += (double)in->jobs[j].gang.gpus *
-                          (double)(r->end_ms[j] - r->start_ms[j]) / 1000.0;
+            busy_gpu_s +=
+                (double)in->jobs[j].gang.gpus * (double)(r->end_ms[j] - r->start_ms[j]) / 1000.0;
         }
     }
     st->jobs = in->n_jobs;
@@ -504,8 +505,8 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
                 continue;
             qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
             if (r->status[j] == JOB_DONE)
-                ps->gpu_hours += (double)in->jobs[j].gang.gpus *
-                                 (double)(r->end_ms[j] - r->start_ms[j]) / 3.6e6;
+                ps->gpu_hours +=
+                    (double)in->jobs[j].gang.gpus * (double)(r->end_ms[j] - r->start_ms[j]) / 3.6e6;
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);

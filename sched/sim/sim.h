@@ -22,9 +22,9 @@
 #include "sched/sim/trace.h"
 
 struct sim_job {
-    struct gang gang;     /* id = index in sim_input.jobs; sets built from the trace row */
-    const char *id;       /* trace job id */
-    int64_t duration_ms;  /* run time once started */
+    struct gang gang;    /* id = index in sim_input.jobs; sets built from the trace row */
+    const char *id;      /* trace job id */
+    int64_t duration_ms; /* run time once started */
 };
 
 struct sim_input {
@@ -55,7 +55,7 @@ struct sim_stats {
     uint32_t jobs;      /* in the input */
     uint32_t completed; /* finished */
     uint32_t started;
-    uint32_t rejected;  /* can never fit the cluster */
+    uint32_t rejected; /* can never fit the cluster */
     double mean_queue_s, p50_queue_s, p95_queue_s, p99_queue_s;
     double mean_jct_s, p95_jct_s;
     double gpu_utilization; /* busy GPU-seconds / (cluster GPUs x makespan) */
@@ -66,8 +66,8 @@ struct sim_stats {
     uint64_t preemptions;
     double gpu_hours_lost_to_preemption;
     uint64_t quota_violations;
-    double fragmentation; /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
-    uint64_t backfilled;  /* gangs started ahead of an older waiting gang */
+    double fragmentation;  /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
+    uint64_t backfilled;   /* gangs started ahead of an older waiting gang */
     uint64_t reservations; /* cycles in which a starving gang held capacity */
     uint64_t cycles;
     struct sim_queue_stats *per_queue; /* [n_queues] */
@@ -80,8 +80,8 @@ struct sim_stats {
 };
 
 struct sim_options {
-    FILE *events;       /* JSON Lines event log, or NULL */
-    bool progress;      /* progress on stderr */
+    FILE *events;            /* JSON Lines event log, or NULL */
+    bool progress;           /* progress on stderr */
     const char *explain_job; /* job id whose verdicts are printed to stderr, or NULL */
 };
 

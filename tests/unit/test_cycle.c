@@ -121,7 +121,8 @@ static const struct sched_result *cycle(struct world *w, const char *policy, int
     for (uint32_t i = 0; i < w->n_gangs; i++)
         assert_int_equal(queue_list_insert(&l, &w->gangs[i]), 0);
     memcpy(w->pending, l.items, l.n * sizeof(*l.items));
-    w->view = (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
+    w->view =
+        (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
     queue_list_fini(&l);
     struct sched_snapshot snap = {.now_ms = now_s * 1000,
                                   .cluster = w->c,
@@ -163,7 +164,7 @@ static void test_gang_all_or_nothing(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:2");
-    use_gpus(w, 0, 0x0F); /* node 0: 4 of 8 GPUs busy */
+    use_gpus(w, 0, 0x0F);                    /* node 0: 4 of 8 GPUs busy */
     struct gang *big = add_gang(w, 2, 8, 0); /* needs both nodes whole: only one is */
     for (int p = 0; p < 2; p++) {
         const struct sched_result *r = cycle(w, p ? "fifo" : "gangsched", 0);
@@ -486,8 +487,8 @@ static void test_starving_gang_reserves_capacity(void **unused)
     struct world *w = world_new("hgx:2");
     use_gpus(w, 0, 0x0F);
     use_gpus(w, 1, 0x0F);
-    struct gang *big = add_gang(w, 1, 8, 0);    /* waits: no node has 8 free */
-    struct gang *small = add_gang(w, 1, 4, 1);  /* would fit on either node */
+    struct gang *big = add_gang(w, 1, 8, 0);   /* waits: no node has 8 free */
+    struct gang *small = add_gang(w, 1, 4, 1); /* would fit on either node */
     /* Not yet starving: the small gang backfills. */
     const struct sched_result *r = cycle(w, "gangsched", 60);
     assert_int_equal(r->n_reservations, 0);
