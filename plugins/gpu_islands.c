@@ -95,3 +95,13 @@ uint32_t gpu_islands_touched(const struct node *n, uint32_t mask)
             k++;
     return k;
 }
+
+bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp)
+{
+    if (tp <= 1)
+        return false;
+    for (uint32_t i = 0; i < n->n_islands; i++)
+        if ((uint32_t)__builtin_popcount(mask & n->islands[i]) % tp != 0)
+            return true;
+    return false;
+}

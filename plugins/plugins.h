@@ -61,6 +61,10 @@ bool taint_tolerated(const struct taint *t, const struct toleration *tols, uint3
 uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t island_limit);
 /* How many pods of `count` GPUs gpu_pick could place in turn on these free GPUs. */
 uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t island_limit);
+/* true when the GPUs of `mask` cannot be cut into tensor-parallel groups of `tp` GPUs that each
+ * stay inside one NVLink island (some island holds a number of them that is not a multiple of
+ * tp). tp = 0 or 1 never splits. */
+bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp);
 /* Largest island of a node, in GPUs. */
 uint32_t gpu_max_island(const struct node *n);
 /* Number of islands a GPU mask touches (tp_splits counts pods with more than one). */

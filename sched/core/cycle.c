@@ -82,9 +82,10 @@ static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t 
     return p;
 }
 
-/* A gang with one pod set, no node constraints and no topology requirement: if such a gang
- * needing G GPUs per pod failed, every such gang needing >= G GPUs per pod and >= as many pods
- * fails too. */
+/* A gang with one pod set, no node constraints and no topology requirement. If such a gang
+ * failed, a plain gang needing at least as much of every resource per pod and at least as many
+ * pods fails too, unless the failed pods fit inside one NVLink island while the new ones may
+ * span islands (then the new gang can use GPUs the failed one could not). */
 static bool is_plain(const struct gang *g)
 {
     return g->n_sets == 1 && g->sets[0].n_node_selector == 0 && g->sets[0].n_tolerations == 0 &&
@@ -119,7 +120,7 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
     uint32_t cap_p = 0, cap_v = 0, cap_r = 0, n_memo = 0, cap_memo = 0;
     struct memo *memo = NULL;
     /* plain gangs: smallest (gpus per pod, pods) that failed */
-    int64_t fail_gpp = INT64_MAX;
+    const struct res_vec *fail_req = NULL;
     uint32_t fail_pods = UINT32_MAX;
     int32_t fail_verdict = -1;
 
@@ -133,8 +134,10 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
                 seen = (int32_t)memo[k].verdict;
                 break;
             }
-        if (seen < 0 && is_plain(g) && g->sets[0].req.v[RES_GPU] >= fail_gpp &&
-            g->n_pods >= fail_pods)
+        if (seen < 0 && fail_req && is_plain(g) && g->n_pods >= fail_pods &&
+            res_fits(fail_req, &g->sets[0].req) &&
+            !(fail_req->v[RES_GPU] <= st.island_limit &&
+              g->sets[0].req.v[RES_GPU] > st.island_limit))
             seen = fail_verdict;
         if (seen >= 0)
             continue; /* (strict FIFO never gets here: its first failure ends the cycle) */
@@ -167,6 +170,8 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
             };
             continue;
         }
+        if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&st, g, &short_res))
+            why = SCHED_WHY_NEVER;
         /* 3. Not placed: explain, remember, maybe reserve. */
         v.why = why;
         place_diagnose(&st, g, &v);
@@ -190,9 +195,9 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
         if (!memo)
             return SCHED_ENOMEM;
         memo[n_memo++] = (struct memo){.shape = g->shape, .verdict = vi};
-        if (is_plain(g) && (g->sets[0].req.v[RES_GPU] < fail_gpp ||
-                            (g->sets[0].req.v[RES_GPU] == fail_gpp && g->n_pods < fail_pods))) {
-            fail_gpp = g->sets[0].req.v[RES_GPU];
+        if (is_plain(g) &&
+            (!fail_req || (res_fits(&g->sets[0].req, fail_req) && g->n_pods <= fail_pods))) {
+            fail_req = &g->sets[0].req; /* smaller in every way: dominates more */
             fail_pods = g->n_pods;
             fail_verdict = (int32_t)vi;
         }

@@ -489,6 +489,28 @@ bool place_never_fits(const struct place_state *st, const struct gang *g, int *s
     return false;
 }
 
+bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
+{
+    const struct cluster *c = st->c;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        bool any = false;
+        int64_t gpus = ps->req.v[RES_GPU];
+        for (uint32_t i = 0; i < c->n_nodes && !any; i++) {
+            const struct node *nd = &c->nodes[i];
+            if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
+                continue;
+            uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+            any = gpus <= 0 || gpu_pick(nd, all, (uint32_t)gpus, st->island_limit) != 0;
+        }
+        if (!any) {
+            *short_res = gpus > 0 ? RES_GPU : -1;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* ---- reservations ------------------------------------------------------------------------ */
 
 /* Pods of `ps` an empty node i could take. */

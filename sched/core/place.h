@@ -75,6 +75,10 @@ enum sched_why place_gang(struct place_state *st, const struct gang *g, struct s
 /* true when g could never fit even on an empty cluster (per-pod request above every node's
  * allocatable, or more GPUs than all schedulable nodes have). */
 bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res);
+/* The thorough form, O(nodes): some pod set fits no schedulable node even when empty (all of
+ * its resources together, GPUs inside one island when the island rule applies). Used after a
+ * failed placement, once per failing shape and cycle. */
+bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res);
 
 /* Holds capacity for a starving gang: picks the tightest domain that could hold g once running
  * pods finish, preferring the one with the most free GPUs now, and marks enough of its nodes

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 #include <yaml.h>
 
+#include "config/yaml_guard.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
 
@@ -728,6 +729,9 @@ static int load_json(struct doc *d, const char *data, size_t len)
 
 static int load_yaml(struct doc *d, const char *data, size_t len)
 {
+    int grc = config_yaml_guard(d->file, data, len, CONFIG_YAML_MAX_DEPTH, d->eb);
+    if (grc != 0)
+        return grc;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
         return sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);

@@ -81,14 +81,29 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->topo_required = -1;
         g->topo_preferred = -1;
         int64_t gpus = tj->num_gpu;
+        /* gpus_per_pod wins; else `pods` pods as even as possible (the first ones one GPU
+         * larger); else whole nodes of the largest node size */
         int64_t gpp = tj->gpus_per_pod > 0 ? tj->gpus_per_pod
-                      : tj->pods > 0       ? (gpus + tj->pods - 1) / tj->pods
+                      : tj->pods > 0       ? gpus / tj->pods
                                            : (gpus < node_gpus ? gpus : node_gpus);
         if (gpus == 0) {
             g->n_sets = 1;
             g->sets[0].count = tj->pods > 0 ? (uint32_t)tj->pods : 1;
             pod_request(&g->sets[0].req, 0);
+        } else if (tj->pods > 0 && tj->gpus_per_pod <= 0 && gpus >= tj->pods) {
+            int64_t big = gpus % tj->pods; /* pods with gpp + 1 GPUs */
+            g->n_sets = 0;
+            if (big > 0) {
+                g->sets[g->n_sets].count = (uint32_t)big;
+                pod_request(&g->sets[g->n_sets].req, gpp + 1);
+                g->n_sets++;
+            }
+            g->sets[g->n_sets].count = (uint32_t)(tj->pods - big);
+            pod_request(&g->sets[g->n_sets].req, gpp);
+            g->n_sets++;
         } else {
+            if (gpp <= 0)
+                gpp = 1;
             int64_t full = gpus / gpp, rest = gpus % gpp;
             g->n_sets = 0;
             if (full > 0) {
@@ -142,6 +157,7 @@ struct run {
     uint32_t n_pending;
     uint32_t n_pending_whole; /* pending gangs whose pods each need a whole node */
     int64_t busy_gpus;
+    uint32_t max_island; /* GPUs in the largest NVLink island of the cluster */
     struct sim_stats *st;
     size_t cap_series;
     const char *explain_last;
@@ -281,7 +297,11 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
             struct node_state *ns = &r->state[a[k].node];
             res_add(&ns->used, &g->sets[s].req);
             ns->gpu_used |= a[k].gpu_mask;
-            if (gpu_islands_touched(&c->nodes[a[k].node], a[k].gpu_mask) > 1)
+            /* default tensor-parallel group: the whole pod, or the largest island when the pod
+             * is larger than every island of the cluster */
+            int64_t gpp = g->sets[s].req.v[RES_GPU];
+            uint32_t tp = gpp < r->max_island ? (uint32_t)gpp : r->max_island;
+            if (gpu_tp_split(&c->nodes[a[k].node], a[k].gpu_mask, tp))
                 r->st->tp_splits++;
         }
     r->busy_gpus += g->gpus;
@@ -637,10 +657,18 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     } else {
         for (uint32_t q = 0; q < in->n_queues; q++)
             queue_list_init(&r.queues[q], pol->by_priority);
+        for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+            if (gpu_max_island(&in->cluster->nodes[i]) > r.max_island)
+                r.max_island = gpu_max_island(&in->cluster->nodes[i]);
+        LOG_INFO("sim", "policy %s: %u jobs on %u nodes", pol->name, in->n_jobs,
+                 in->cluster->n_nodes);
         if (opt->events)
             ev_cluster(&r);
         rc = run_loop(&r, eb);
     }
+    if (rc == 0)
+        LOG_INFO("sim", "policy %s: done, %llu cycles, %u started", pol->name,
+                 (unsigned long long)out->cycles, out->started);
     for (uint32_t j = 0; r.assign && j < in->n_jobs; j++)
         free(r.assign[j]);
     for (uint32_t q = 0; r.queues && q < in->n_queues; q++)

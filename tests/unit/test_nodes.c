@@ -231,21 +231,15 @@ static void test_gen_bad(void **state)
     cluster_free(c);
 }
 
-static void test_gen_speed(void **state)
+static void test_gen_large(void **state)
 {
-    (void)state;
-    clock_t t0 = clock();
+    (void)state; /* speed is measured by make bench; here only the shape of a large cluster */
     struct cluster *c = cluster_new();
     struct sched_errbuf eb = {{0}};
     assert_int_equal(nodes_generate(c, "hgx:5000", &eb), 0);
-    double gen_ms = (double)(clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
     assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
-    double all_ms = (double)(clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
     assert_int_equal(c->n_nodes, 5000);
-    print_message("hgx:5000: generate %.1f ms, generate+finalize %.1f ms\n", gen_ms, all_ms);
-    /* generous: sanitizer builds are several times slower than -O2 */
-    if (all_ms > 500.0)
-        fail_msg("hgx:5000 took %.1f ms", all_ms);
+    assert_int_equal(c->total_gpus, 40000);
     cluster_free(c);
 }
 
@@ -576,12 +570,16 @@ static void test_bad_input(void **state)
 
     /* deep nesting, both formats */
     char *deep[] = {nested('[', 200000, "kind: List\nitems: "), nested('{', 200000, ""),
-                    nested('[', 200000, "{\"kind\": \"List\", \"items\": ")};
+                    nested('[', 200000, "{\"kind\": \"List\", \"items\": "),
+                    nested('[', 400000, "kind: List\nitems: ")};
+    memset(deep[3] + strlen(deep[3]) - 200000, ']', 200000); /* balanced */
     for (size_t i = 0; i < sizeof(deep) / sizeof(deep[0]); i++) {
         struct cluster *c = cluster_new();
         struct sched_errbuf eb = {{0}};
-        assert_int_not_equal(load_str(c, i == 0 ? "deep.yaml" : "deep.json", deep[i], &eb), 0);
-        assert_true(strstr(eb.msg, "invalid") != NULL);
+        assert_int_not_equal(
+            load_str(c, i == 0 || i == 3 ? "deep.yaml" : "deep.json", deep[i], &eb), 0);
+        if (!strstr(eb.msg, "invalid") && !strstr(eb.msg, "nesting deeper"))
+            fail_msg("deep case %zu: %s", i, eb.msg);
         assert_int_equal(c->n_nodes, 0);
         cluster_free(c);
         free(deep[i]);
@@ -608,7 +606,7 @@ int main(void)
         cmocka_unit_test(test_gen_nvl72),
         cmocka_unit_test(test_gen_pcie_and_combined),
         cmocka_unit_test(test_gen_bad),
-        cmocka_unit_test(test_gen_speed),
+        cmocka_unit_test(test_gen_large),
         cmocka_unit_test(test_load_yaml),
         cmocka_unit_test(test_yaml_json_identical),
         cmocka_unit_test(test_load_variants),

@@ -1,0 +1,180 @@
+/* config/config.h: the operator's configuration, parsed from YAML into an immutable struct.
+ *
+ * Owns: loading (libyaml), strict validation and the in-memory form of the scheduler
+ * configuration: resource flavors, the tree of cohorts and queues with their quotas, fair-share
+ * settings, the starvation guard, preemption knobs (used by the preemption issue), scoring
+ * profiles (used by the placement issue) and topology levels. A loaded config is never modified;
+ * a reload builds a new one and the driver swaps the pointer between cycles.
+ *
+ * Every error names the place: "FILE:LINE:COLUMN: queues[2].quota.h100.nvidia.com/gpu.nominal:
+ * negative quantity "-4"". Loading never asserts on input and never leaves partial state.
+ *
+ * Memory management: config_load* returns a config owning all its memory (one pool);
+ * config_free() releases it. Pointers into a config are valid until it is freed.
+ *
+ * Must not touch: the cluster, the scheduler state, anything but its own file and memory.
+ *
+ * YAML shape (documented field by field in docs/config.md; example in config/examples/):
+ *
+ *   apiVersion: gangsched.io/v1alpha1
+ *   kind: SchedulerConfig
+ *   topology:
+ *     levels: [{name: zone, label: topology.kubernetes.io/zone}, ...]   # widest first
+ *   fairShare:
+ *     halfLife: 24h                  # decay of historical usage; "0" = current usage only
+ *   starvation:
+ *     after: 10m                     # a gang waiting longer holds a reservation; "0" = never
+ *     maxReservations: 1
+ *   flavors:
+ *     - name: h100
+ *       nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+ *   cohorts:
+ *     - name: research
+ *       parent: all                  # optional; a cohort without parent is a root
+ *       quota: {h100: {nvidia.com/gpu: {nominal: 16}}}   # optional own quota
+ *       borrowingLimit / lendingLimit go inside the quota entries, as for queues
+ *   queues:
+ *     - name: team-a
+ *       cohort: research             # optional; without a cohort a queue cannot borrow or lend
+ *       weight: 1                    # fair-share weight, > 0
+ *       priority: 0                  # queue priority, higher first
+ *       ordering: BestEffortFIFO     # or StrictFIFO
+ *       profile: training            # default scoring profile of its gangs
+ *       preemption:
+ *         withinQueue: LowerPriority          # Never | LowerPriority | LowerOrNewerEqualPriority
+ *         reclaimWithinCohort: Any            # Never | LowerPriority | Any
+ *         fairSharePreemption: false
+ *         minRuntime: 10m
+ *         restartCost: 5m                     # GPU-time of a restart, per GPU
+ *         checkpointGrace: 0s                 # 0 = no checkpoint handshake
+ *       quota:
+ *         h100:                               # flavor name
+ *           nvidia.com/gpu: {nominal: 64, borrowingLimit: 16, lendingLimit: 32}
+ *           cpu: 512                          # shorthand for {nominal: 512}
+ *   profiles:
+ *     - name: training
+ *       weights: {binpack: 10, topology: 10, spread: 0}
+ */
+#ifndef CONFIG_CONFIG_H
+#define CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sched/core/err.h"
+#include "sched/core/model.h"
+#include "sched/core/res.h"
+
+#define CONFIG_NO_LIMIT INT64_MAX /* borrowingLimit / lendingLimit absent */
+
+/* Quota of one (flavor, resource) pair, base units (res.h). */
+struct config_quota {
+    int64_t nominal;         /* guaranteed; >= 0 */
+    int64_t borrowing_limit; /* how much above nominal may be borrowed; CONFIG_NO_LIMIT = any */
+    int64_t lending_limit;   /* how much of nominal others may borrow; CONFIG_NO_LIMIT = all;
+                                <= nominal */
+};
+
+struct config_flavor {
+    const char *name;
+    const struct kv *node_labels; /* nodes of the flavor carry all of these; none = every node */
+    uint32_t n_node_labels;
+};
+
+/* One node of the quota tree: a cohort or a queue. */
+struct config_quota_set {
+    /* quota[f][r] for flavor index f, resource id r; `has[f][r]` tells whether it was given */
+    struct config_quota *quota; /* [n_flavors * RES_MAX] */
+    bool *has;                  /* [n_flavors * RES_MAX] */
+};
+
+enum config_ordering { CONFIG_BEST_EFFORT_FIFO = 0, CONFIG_STRICT_FIFO };
+enum config_within_queue {
+    CONFIG_PREEMPT_NEVER = 0,
+    CONFIG_PREEMPT_LOWER_PRIORITY,
+    CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL,
+};
+enum config_reclaim { CONFIG_RECLAIM_NEVER = 0, CONFIG_RECLAIM_LOWER_PRIORITY, CONFIG_RECLAIM_ANY };
+
+struct config_preemption {
+    enum config_within_queue within_queue; /* default LowerPriority */
+    enum config_reclaim reclaim;           /* default Any */
+    bool fair_share;                       /* default false */
+    int64_t min_runtime_ms;                /* default 0 */
+    int64_t restart_cost_ms;               /* default 0 */
+    int64_t checkpoint_grace_ms;           /* default 0 (no handshake) */
+};
+
+struct config_cohort {
+    const char *name;
+    int32_t parent; /* cohort index, or -1 for a root */
+    struct config_quota_set q;
+    uint32_t line, column; /* where it was declared, for messages */
+};
+
+struct config_queue {
+    const char *name;
+    int32_t cohort; /* cohort index, or -1 */
+    double weight;  /* > 0, default 1 */
+    int32_t priority;
+    enum config_ordering ordering;
+    int32_t profile; /* profile index, or -1 for the default */
+    struct config_preemption preemption;
+    struct config_quota_set q;
+    uint32_t line, column;
+};
+
+#define CONFIG_SCORE_TERMS 3
+enum config_score_term { CONFIG_SCORE_BINPACK = 0, CONFIG_SCORE_TOPOLOGY, CONFIG_SCORE_SPREAD };
+
+struct config_profile {
+    const char *name;
+    double weights[CONFIG_SCORE_TERMS]; /* >= 0 each */
+};
+
+struct config_pool;
+
+struct config {
+    /* read-only after load */
+    const char *path;  /* file it came from ("<buffer>" for buffers) */
+    uint64_t version;  /* FNV-1a hash of the file bytes: changes when content does */
+    uint32_t n_levels; /* topology levels, widest first; 0 = built-in defaults */
+    const char *level_names[TOPO_MAX_LEVELS - 1];
+    const char *level_labels[TOPO_MAX_LEVELS - 1];
+    int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
+    int64_t starve_after_ms;       /* default 10m; 0 = no reservations */
+    uint32_t max_reservations;     /* default 1 */
+    struct config_flavor *flavors; /* at least one: a config without flavors gets "default" */
+    uint32_t n_flavors;
+    struct config_cohort *cohorts;
+    uint32_t n_cohorts;
+    struct config_queue *queues;
+    uint32_t n_queues;
+    struct config_profile *profiles; /* "training" and "inference" always exist */
+    uint32_t n_profiles;
+    /* private */
+    struct config_pool *pool;
+};
+
+/* Reads and validates `path`. On error returns SCHED_EINVAL (or SCHED_EIO / SCHED_ENOMEM), with
+ * "path:line:column: key: problem" in eb, and *out untouched. */
+int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb);
+/* Same on a buffer; `name` replaces the path in messages. */
+int config_load_buffer(const char *name, const char *data, size_t len, struct config **out,
+                       struct sched_errbuf *eb);
+void config_free(struct config *c);
+
+/* Index lookups; -1 when absent. */
+int config_queue_index(const struct config *c, const char *name);
+int config_flavor_index(const struct config *c, const char *name);
+
+/* Quota of queue/cohort set `qs` for (flavor f, resource r), or NULL when not given. */
+const struct config_quota *config_quota_get(const struct config *c,
+                                            const struct config_quota_set *qs, uint32_t f, int r);
+
+/* Prints the tree of cohorts and queues with their quotas (for `gangsched config check`). */
+void config_print_tree(const struct config *c, FILE *f);
+
+#endif
