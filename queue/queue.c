@@ -1,6 +1,7 @@
 /* queue/queue.c: pending-gang order and sorted lists (see queue.h). */
 #include "queue/queue.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,14 @@ int64_t queue_list_position(const struct queue_list *l, const struct gang *g)
 {
     uint32_t at = lower_bound(l, g);
     return (at < l->n && l->items[at] == g) ? (int64_t)at : -1;
+}
+
+double queue_decay(double hist, double share, int64_t dt_ms, int64_t half_life_ms)
+{
+    if (half_life_ms <= 0)
+        return 0.0;
+    if (dt_ms <= 0)
+        return hist;
+    double keep = exp2(-(double)dt_ms / (double)half_life_ms);
+    return hist * keep + share * (1.0 - keep);
 }

@@ -37,4 +37,9 @@ bool queue_list_remove(struct queue_list *l, const struct gang *g);
 /* Position of g (0 = next to run), or -1. */
 int64_t queue_list_position(const struct queue_list *l, const struct gang *g);
 
+/* Decayed historical share: the exponentially weighted average of a queue's share, updated over
+ * an interval of dt_ms during which the share was `share`. The weight of the past halves every
+ * half_life_ms; half_life_ms <= 0 means no history (returns 0). */
+double queue_decay(double hist, double share, int64_t dt_ms, int64_t half_life_ms);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "config/config.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
@@ -38,6 +39,7 @@ static void usage_main(FILE *f)
           "\n"
           "commands:\n"
           "  simulate   replay job traces on a simulated cluster with one or more policies\n"
+          "  config     check an operator configuration: gangsched config check FILE\n"
           "  policies   list the scheduling policies\n"
           "  version    print the version\n"
           "\n"
@@ -59,6 +61,9 @@ static void usage_simulate(FILE *f)
           "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json'\n"
           "workload:\n"
           "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
+          "  --config FILE      operator configuration (queues, quotas, cohorts; see docs/config.md);\n"
+          "                     without it each trace queue gets a nominal GPU quota proportional\n"
+          "                     to its GPU-hours in one cohort\n"
           "policies and output:\n"
           "  --policy NAME      policy to run (repeatable; default: gangsched and fifo)\n"
           "  --json             print one JSON object instead of tables\n"
@@ -71,6 +76,7 @@ static void usage_simulate(FILE *f)
 }
 
 struct sim_args {
+    const char *config_path;
     const char *cluster_spec;
     const char *nodes_file;
     const char *traces[MAX_TRACES];
@@ -125,6 +131,10 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--cluster")))
                 return 2;
             a->cluster_spec = v;
+        } else if (is_flag(arg, "--config")) {
+            if (!(v = flag_value(argc, argv, &i, "--config")))
+                return 2;
+            a->config_path = v;
         } else if (is_flag(arg, "--nodes")) {
             if (!(v = flag_value(argc, argv, &i, "--nodes")))
                 return 2;
@@ -206,6 +216,7 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "gpu_hours_lost_to_preemption", s->gpu_hours_lost_to_preemption);
     cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
     cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
+    cJSON_AddNumberToObject(o, "reclaim_wait_s", s->reclaim_wait_s);
     cJSON_AddNumberToObject(o, "backfilled", (double)s->backfilled);
     cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
     cJSON_AddNumberToObject(o, "cycles", (double)s->cycles);
@@ -216,6 +227,11 @@ static cJSON *stats_json(const struct sim_stats *s)
         cJSON_AddNumberToObject(e, "mean_queue_s", s->per_queue[q].mean_queue_s);
         cJSON_AddNumberToObject(e, "p95_queue_s", s->per_queue[q].p95_queue_s);
         cJSON_AddNumberToObject(e, "gpu_hours", s->per_queue[q].gpu_hours);
+        cJSON_AddNumberToObject(e, "nominal_gpus", s->per_queue[q].nominal_gpus);
+        cJSON_AddNumberToObject(e, "max_usage_gpus", s->per_queue[q].max_usage_gpus);
+        cJSON_AddNumberToObject(e, "borrowed_gpu_hours", s->per_queue[q].borrowed_gpu_hours);
+        cJSON_AddNumberToObject(e, "lent_gpu_hours", s->per_queue[q].lent_gpu_hours);
+        cJSON_AddNumberToObject(e, "reclaim_wait_s", s->per_queue[q].reclaim_wait_s);
     }
     return o;
 }
@@ -287,6 +303,7 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
     ROW_F("preemptions", "%14llu", (unsigned long long)s[i].preemptions);
     ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
+    ROW_D("waited within nominal quota", s[i].reclaim_wait_s);
     if (n > 0 && s[0].n_queues > 1) {
         printf("\nmean queue time per queue\n");
         for (uint32_t q = 0; q < s[0].n_queues; q++) {
@@ -350,6 +367,7 @@ static int cmd_simulate(int argc, char **argv)
     struct trace t;
     trace_init(&t);
     struct sim_input in = {0};
+    struct config *cfg = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
     FILE *events = NULL;
@@ -360,10 +378,16 @@ static int cmd_simulate(int argc, char **argv)
         fputs("gangsched simulate: out of memory\n", stderr);
         goto out;
     }
+    if (a.config_path && config_load_file(a.config_path, &cfg, &eb) != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        goto out;
+    }
     rc = a.nodes_file ? nodes_load_file(c, a.nodes_file, &eb)
                       : nodes_generate(c, a.cluster_spec ? a.cluster_spec : DEFAULT_CLUSTER, &eb);
     if (rc == 0)
-        rc = cluster_finalize(c, NULL, NULL, 0, &eb);
+        rc = cfg && cfg->n_levels > 0
+                 ? cluster_finalize(c, cfg->level_names, cfg->level_labels, cfg->n_levels, &eb)
+                 : cluster_finalize(c, NULL, NULL, 0, &eb);
     if (rc != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
@@ -379,7 +403,7 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     trace_sort(&t);
-    if (sim_input_build(&in, &t, c, &eb) != 0) {
+    if (sim_input_build(&in, &t, c, cfg, &eb) != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
@@ -420,9 +444,35 @@ out:
     for (int p = 0; p < n_done; p++)
         sim_stats_free(&stats[p]);
     sim_input_free(&in);
+    config_free(cfg);
     trace_free(&t);
     cluster_free(c);
     return exit_code;
+}
+
+/* gangsched config check FILE: validate and print the queue tree; exit 0 valid, 1 invalid. */
+static int cmd_config(int argc, char **argv)
+{
+    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
+        puts("usage: gangsched config check FILE\n\nValidates an operator configuration and "
+             "prints its cohorts and queues with their quotas. Exit status 0 when valid, 1 when "
+             "not (the error names file:line:column and the key).");
+        return 0;
+    }
+    if (argc != 2 || strcmp(argv[0], "check") != 0) {
+        fputs("usage: gangsched config check FILE\n", stderr);
+        return 2;
+    }
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    if (config_load_file(argv[1], &cfg, &eb) != 0) {
+        fprintf(stderr, "%s\n", eb.msg);
+        return 1;
+    }
+    printf("%s: valid\n", argv[1]);
+    config_print_tree(cfg, stdout);
+    config_free(cfg);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -434,6 +484,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "simulate") == 0)
         return cmd_simulate(argc - 2, argv + 2);
+    if (strcmp(cmd, "config") == 0)
+        return cmd_config(argc - 2, argv + 2);
     if (strcmp(cmd, "policies") == 0) {
         for (size_t k = 0; sched_policies[k]; k++)
             printf("%-12s %s\n", sched_policies[k]->name, sched_policies[k]->summary);

@@ -17,55 +17,51 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "queue/queue.h"
+#include "queue/quota.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
+#include "sched/core/quantity.h"
 
-struct merge {
-    const struct sched_snapshot *snap;
-    uint32_t *pos;  /* next index per queue */
-    uint32_t *heap; /* queue indices with pending gangs left, best head first */
-    uint32_t n_heap;
+/* ---- per-cycle context ------------------------------------------------------------------ */
+
+struct memo {
+    uint64_t shape; /* gang shape ^ flavor */
+    uint32_t verdict; /* index into out->verdicts */
 };
 
-static const struct gang *head(const struct merge *m, uint32_t q)
-{
-    return m->snap->queues[q].pending[m->pos[q]];
-}
+struct queue_key {
+    int32_t priority; /* queue priority, higher first */
+    double score;     /* fair share after admitting the head, lower first */
+};
 
-static bool before(const struct merge *m, uint32_t a, uint32_t b)
-{
-    return queue_cmp(head(m, a), head(m, b), m->snap->policy->by_priority) < 0;
-}
-
-static void sift_down(struct merge *m, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, best = i;
-        if (l < m->n_heap && before(m, m->heap[l], m->heap[best]))
-            best = l;
-        if (r < m->n_heap && before(m, m->heap[r], m->heap[best]))
-            best = r;
-        if (best == i)
-            return;
-        uint32_t t = m->heap[i];
-        m->heap[i] = m->heap[best];
-        m->heap[best] = t;
-        i = best;
-    }
-}
-
-static const struct gang *merge_next(struct merge *m)
-{
-    if (m->n_heap == 0)
-        return NULL;
-    uint32_t q = m->heap[0];
-    const struct gang *g = head(m, q);
-    if (++m->pos[q] >= m->snap->queues[q].n_pending)
-        m->heap[0] = m->heap[--m->n_heap];
-    sift_down(m, 0);
-    return g;
-}
+struct cycle {
+    const struct sched_snapshot *snap;
+    const struct sched_policy *pol;
+    const struct config *cfg; /* NULL: no quotas */
+    struct arena *arena;
+    struct sched_result *out;
+    struct place_state st;
+    struct quota_tree qt;
+    /* merge of the queues: a heap of queue indices keyed by queue_key, then the head gang */
+    uint32_t *pos, *heap, n_heap;
+    struct queue_key *key;
+    bool *blocked; /* strict-FIFO queue whose head could not start: skip the rest */
+    /* pass 0 admits only within nominal; gangs that must borrow wait for pass 1 */
+    const struct gang **deferred;
+    uint32_t n_deferred;
+    /* memo of failed placements and the dominance rule for plain gangs */
+    struct memo *memo;
+    uint32_t n_memo, cap_memo;
+    const struct res_vec *fail_req;
+    uint32_t fail_pods;
+    int32_t fail_verdict;
+    uint32_t cap_p, cap_v, cap_r;
+    uint32_t *held;
+    int64_t starve_after_ms;
+    uint32_t max_reservations;
+};
 
 /* Growable arrays in the arena. */
 static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
@@ -82,6 +78,101 @@ static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t 
     return p;
 }
 
+static void gang_need(const struct gang *g, struct res_vec *need)
+{
+    memset(need, 0, sizeof(*need));
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (int r = 0; r < res_count(); r++)
+            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
+}
+
+static const struct gang *head(const struct cycle *cy, uint32_t q)
+{
+    return cy->snap->queues[q].pending[cy->pos[q]];
+}
+
+/* Queue priority, then fair share (dominant share after admitting the head, plus the decayed
+ * history, over the weight), then the heads' own order. Without a config: the heads' order. */
+static void compute_key(struct cycle *cy, uint32_t q)
+{
+    struct queue_key *k = &cy->key[q];
+    k->priority = 0;
+    k->score = 0;
+    if (!cy->cfg || cy->pol->strict_fifo)
+        return;
+    const struct config_queue *cq = &cy->cfg->queues[q];
+    struct res_vec need;
+    gang_need(head(cy, q), &need);
+    double hist = cy->snap->hist_share ? cy->snap->hist_share[q] : 0.0;
+    k->priority = cq->priority;
+    k->score = (quota_share(&cy->qt, q, 0, &need) + hist) / (cq->weight > 0 ? cq->weight : 1.0);
+}
+
+static bool before(const struct cycle *cy, uint32_t a, uint32_t b)
+{
+    const struct queue_key *x = &cy->key[a], *y = &cy->key[b];
+    if (x->priority != y->priority)
+        return x->priority > y->priority;
+    if (x->score != y->score)
+        return x->score < y->score;
+    return queue_cmp(head(cy, a), head(cy, b), cy->pol->by_priority) < 0;
+}
+
+static void sift_down(struct cycle *cy, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, best = i;
+        if (l < cy->n_heap && before(cy, cy->heap[l], cy->heap[best]))
+            best = l;
+        if (r < cy->n_heap && before(cy, cy->heap[r], cy->heap[best]))
+            best = r;
+        if (best == i)
+            return;
+        uint32_t t = cy->heap[i];
+        cy->heap[i] = cy->heap[best];
+        cy->heap[best] = t;
+        i = best;
+    }
+}
+
+static void sift_up(struct cycle *cy, uint32_t i)
+{
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!before(cy, cy->heap[i], cy->heap[p]))
+            return;
+        uint32_t t = cy->heap[i];
+        cy->heap[i] = cy->heap[p];
+        cy->heap[p] = t;
+        i = p;
+    }
+}
+
+/* Takes the best queue's head. The queue goes back into the heap by merge_return() once its
+ * head was handled, so that its key reflects what was admitted. */
+static const struct gang *merge_take(struct cycle *cy, uint32_t *q_out)
+{
+    while (cy->n_heap > 0) {
+        uint32_t q = cy->heap[0];
+        cy->heap[0] = cy->heap[--cy->n_heap];
+        sift_down(cy, 0);
+        if (cy->blocked[q])
+            continue;
+        *q_out = q;
+        return cy->snap->queues[q].pending[cy->pos[q]++];
+    }
+    return NULL;
+}
+
+static void merge_return(struct cycle *cy, uint32_t q)
+{
+    if (cy->blocked[q] || cy->pos[q] >= cy->snap->queues[q].n_pending)
+        return;
+    compute_key(cy, q);
+    cy->heap[cy->n_heap] = q;
+    sift_up(cy, cy->n_heap++);
+}
+
 /* A gang with one pod set, no node constraints and no topology requirement. If such a gang
  * failed, a plain gang needing at least as much of every resource per pod and at least as many
  * pods fails too, unless the failed pods fit inside one NVLink island while the new ones may
@@ -92,132 +183,320 @@ static bool is_plain(const struct gang *g)
            g->topo_required < 0 && g->sets[0].req.v[RES_GPU] > 0;
 }
 
-struct memo {
-    uint64_t shape;
-    uint32_t verdict; /* index into out->verdicts */
-};
+static struct sched_verdict *add_verdict(struct cycle *cy, const struct sched_verdict *v)
+{
+    struct sched_result *out = cy->out;
+    out->verdicts = grow(cy->arena, out->verdicts, out->n_verdicts, &cy->cap_v,
+                         sizeof(*out->verdicts));
+    if (!out->verdicts)
+        return NULL;
+    out->verdicts[out->n_verdicts] = *v;
+    return &out->verdicts[out->n_verdicts++];
+}
+
+/* The gang as it must be placed on flavor f: pod sets restricted to the flavor's nodes. */
+static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint32_t f)
+{
+    if (!cy->cfg || cy->cfg->flavors[f].n_node_labels == 0)
+        return g;
+    const struct config_flavor *fl = &cy->cfg->flavors[f];
+    struct gang *c = arena_alloc(cy->arena, sizeof(*c));
+    if (!c)
+        return NULL;
+    *c = *g;
+    for (uint32_t s = 0; s < c->n_sets; s++) {
+        uint32_t n = g->sets[s].n_node_selector + fl->n_node_labels;
+        struct kv *sel = arena_alloc(cy->arena, n * sizeof(*sel));
+        if (!sel)
+            return NULL;
+        memcpy(sel, g->sets[s].node_selector, g->sets[s].n_node_selector * sizeof(*sel));
+        memcpy(sel + g->sets[s].n_node_selector, fl->node_labels,
+               fl->n_node_labels * sizeof(*sel));
+        c->sets[s].node_selector = sel;
+        c->sets[s].n_node_selector = n;
+    }
+    c->shape = g->shape ^ (0x9E3779B97F4A7C15ull * (f + 1));
+    return c;
+}
+
+static int64_t memo_find(const struct cycle *cy, uint64_t shape)
+{
+    for (uint32_t k = 0; k < cy->n_memo; k++)
+        if (cy->memo[k].shape == shape)
+            return cy->memo[k].verdict;
+    return -1;
+}
+
+enum attempt { ATTEMPT_PLACED, ATTEMPT_FAILED, ATTEMPT_DEFERRED, ATTEMPT_ERROR };
+
+/* Placement of g on flavor f (quota already checked). Returns SCHED_WHY_PLACED or why not, with
+ * the verdict index in *vi (-1 when skipped by the memo without a new verdict). */
+static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t f, bool borrowing,
+                               int64_t *vi)
+{
+    *vi = -1;
+    const struct gang *gf = on_flavor(cy, g, f);
+    if (!gf)
+        return SCHED_WHY_NEVER; /* out of memory: reported by the caller through n_verdicts */
+    int64_t seen = memo_find(cy, gf->shape);
+    bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
+    if (seen < 0 && single_flavor && cy->fail_req && is_plain(gf) && gf->n_pods >= cy->fail_pods &&
+        res_fits(cy->fail_req, &gf->sets[0].req) &&
+        !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
+          gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
+        seen = cy->fail_verdict;
+    if (seen >= 0) {
+        *vi = seen;
+        return cy->out->verdicts[seen].why;
+    }
+    struct sched_verdict v = {.gang = g, .short_res = -1, .quota_res = -1};
+    int short_res = -1;
+    enum sched_why why;
+    struct sched_assign *pods = NULL;
+    int level = -1;
+    uint32_t domain = 0;
+    if (place_never_fits(&cy->st, gf, &short_res)) {
+        why = SCHED_WHY_NEVER;
+    } else {
+        pods = arena_alloc(cy->arena, (g->n_pods + 1) * sizeof(*pods));
+        if (!pods)
+            return SCHED_WHY_NEVER;
+        why = place_gang(&cy->st, gf, pods, &level, &domain);
+    }
+    if (why == SCHED_WHY_PLACED) {
+        struct sched_result *out = cy->out;
+        out->placements = grow(cy->arena, out->placements, out->n_placements, &cy->cap_p,
+                               sizeof(*out->placements));
+        if (!out->placements)
+            return SCHED_WHY_NEVER;
+        out->placements[out->n_placements++] = (struct sched_placement){
+            .gang = g,
+            .pods = pods,
+            .level = level,
+            .domain = domain,
+            .flavor = f,
+            .borrowing = borrowing,
+            .backfilled = cy->n_memo > 0,
+        };
+        return why;
+    }
+    if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&cy->st, gf, &short_res))
+        why = SCHED_WHY_NEVER;
+    v.why = why;
+    place_diagnose(&cy->st, gf, &v);
+    if (why == SCHED_WHY_NEVER) {
+        v.short_res = short_res;
+        v.need = short_res >= 0 ? g->sets[0].req.v[short_res] : 0;
+    } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
+               cy->st.c->n_nodes > 0) {
+        v.why = SCHED_WHY_NO_NODES;
+    } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] > 0) {
+        v.why = SCHED_WHY_RESERVED;
+    }
+    if (!add_verdict(cy, &v))
+        return SCHED_WHY_NEVER;
+    *vi = cy->out->n_verdicts - 1;
+    if (why == SCHED_WHY_NEVER)
+        return why;
+    cy->memo = grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
+    if (!cy->memo)
+        return SCHED_WHY_NEVER;
+    cy->memo[cy->n_memo++] = (struct memo){.shape = gf->shape, .verdict = (uint32_t)*vi};
+    if (single_flavor && is_plain(gf) &&
+        (!cy->fail_req ||
+         (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
+        cy->fail_req = &g->sets[0].req; /* smaller in every way: dominates more */
+        cy->fail_pods = g->n_pods;
+        cy->fail_verdict = (int32_t)*vi;
+    }
+    return v.why;
+}
+
+static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
+{
+    struct sched_result *out = cy->out;
+    if (cy->starve_after_ms <= 0 || out->n_reservations >= cy->max_reservations ||
+        cy->snap->now_ms - g->submit_ms < cy->starve_after_ms)
+        return 0;
+    const struct gang *gf = on_flavor(cy, g, f);
+    if (!gf)
+        return SCHED_ENOMEM;
+    uint32_t n_held = place_reserve(&cy->st, gf, cy->held);
+    if (n_held == 0)
+        return 0;
+    out->reservations = grow(cy->arena, out->reservations, out->n_reservations, &cy->cap_r,
+                             sizeof(*out->reservations));
+    uint32_t *nodes = arena_alloc(cy->arena, n_held * sizeof(*nodes));
+    if (!out->reservations || !nodes)
+        return SCHED_ENOMEM;
+    memcpy(nodes, cy->held, n_held * sizeof(*nodes));
+    out->reservations[out->n_reservations++] =
+        (struct sched_reservation){.gang = g, .nodes = nodes, .n_nodes = n_held};
+    return 0;
+}
+
+/* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
+ * that could only start by borrowing is deferred to pass 1. */
+static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
+                             enum sched_why *why_out)
+{
+    uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    struct res_vec need;
+    gang_need(g, &need);
+    struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1};
+    bool quota_blocked = false, borrow_possible = false;
+    int64_t place_vi = -1;
+    uint32_t first_flavor = UINT32_MAX;
+    for (int want_borrow = 0; want_borrow <= 1; want_borrow++) {
+        for (uint32_t f = 0; f < n_flavors; f++) {
+            bool borrowing = false;
+            if (cy->cfg) {
+                if (!cy->qt.queue_uses_flavor[q * cy->qt.n_flavors + f])
+                    continue;
+                struct quota_short qs;
+                enum quota_fit fit = quota_check(&cy->qt, q, f, &need, &qs);
+                if (fit >= QUOTA_WAIT) {
+                    if (!quota_blocked || fit < (qv.why == SCHED_WHY_QUOTA_NEVER ? QUOTA_NEVER
+                                                                                 : QUOTA_WAIT)) {
+                        qv.why = fit == QUOTA_NEVER ? SCHED_WHY_QUOTA_NEVER : SCHED_WHY_QUOTA;
+                        qv.quota_res = qs.res;
+                        qv.quota_flavor = qs.flavor;
+                        qv.quota_need = qs.need;
+                        qv.quota_nominal = qs.nominal;
+                        qv.quota_used = qs.used;
+                        qv.quota_available = qs.available;
+                        qv.quota_potential = qs.potential;
+                    }
+                    quota_blocked = true;
+                    continue;
+                }
+                borrowing = fit == QUOTA_BORROWS;
+                if (borrowing != (want_borrow == 1)) {
+                    borrow_possible |= borrowing;
+                    continue;
+                }
+            } else if (want_borrow) {
+                break;
+            }
+            if (first_flavor == UINT32_MAX)
+                first_flavor = f;
+            if (borrowing && pass == 0)
+                return ATTEMPT_DEFERRED;
+            int64_t vi;
+            enum sched_why why = place_on(cy, g, f, borrowing, &vi);
+            if (why == SCHED_WHY_PLACED) {
+                if (cy->cfg)
+                    quota_charge(&cy->qt, q, f, &need, +1);
+                return ATTEMPT_PLACED;
+            }
+            if (vi < 0)
+                return ATTEMPT_ERROR; /* out of memory */
+            if (place_vi < 0 || cy->out->verdicts[vi].why != SCHED_WHY_NEVER)
+                place_vi = vi;
+        }
+    }
+    (void)borrow_possible;
+    if (place_vi < 0) { /* no flavor passed its quota: the quota is the reason */
+        if (!quota_blocked)
+            qv.why = SCHED_WHY_NO_NODES;
+        *why_out = qv.why;
+        return add_verdict(cy, &qv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
+    }
+    const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
+    *why_out = pv->why;
+    if (pv->gang != g && cy->snap->verdict_every_gang) {
+        struct sched_verdict copy = *pv; /* skipped by the memo: same shape, same reason */
+        copy.gang = g;
+        if (!add_verdict(cy, &copy))
+            return ATTEMPT_ERROR;
+    }
+    if (pv->why != SCHED_WHY_NEVER && pv->gang == g && maybe_reserve(cy, g, first_flavor) != 0)
+        return ATTEMPT_ERROR;
+    return ATTEMPT_FAILED;
+}
+
+static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struct arena *arena,
+                      struct sched_result *out)
+{
+    memset(cy, 0, sizeof(*cy));
+    cy->snap = snap;
+    cy->pol = snap->policy;
+    cy->cfg = snap->config;
+    cy->arena = arena;
+    cy->out = out;
+    cy->fail_verdict = -1;
+    cy->fail_pods = UINT32_MAX;
+    cy->starve_after_ms = cy->pol->starve_after_ms;
+    cy->max_reservations = cy->pol->max_reservations;
+    if (cy->cfg && cy->pol->starve_after_ms > 0) { /* the operator's setting wins */
+        cy->starve_after_ms = cy->cfg->starve_after_ms;
+        cy->max_reservations = cy->cfg->max_reservations;
+    }
+    if (place_state_build(&cy->st, snap, arena) != 0)
+        return SCHED_ENOMEM;
+    if (cy->cfg && quota_build(&cy->qt, cy->cfg, snap->usage, arena) != 0)
+        return SCHED_ENOMEM;
+    uint32_t nq = snap->n_queues + 1;
+    cy->pos = arena_calloc(arena, nq, sizeof(*cy->pos));
+    cy->heap = arena_alloc(arena, nq * sizeof(*cy->heap));
+    cy->key = arena_calloc(arena, nq, sizeof(*cy->key));
+    cy->blocked = arena_calloc(arena, nq, sizeof(*cy->blocked));
+    cy->held = arena_alloc(arena, (snap->cluster->n_nodes + 1) * sizeof(*cy->held));
+    uint32_t total = 1;
+    for (uint32_t q = 0; q < snap->n_queues; q++)
+        total += snap->queues[q].n_pending;
+    cy->deferred = arena_alloc(arena, total * sizeof(*cy->deferred));
+    if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->held || !cy->deferred)
+        return SCHED_ENOMEM;
+    for (uint32_t q = 0; q < snap->n_queues; q++)
+        merge_return(cy, q);
+    return 0;
+}
+
+static bool strict_queue(const struct cycle *cy, uint32_t q)
+{
+    return cy->cfg && cy->cfg->queues[q].ordering == CONFIG_STRICT_FIFO;
+}
 
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
-    const struct sched_policy *pol = snap->policy;
     memset(out, 0, sizeof(*out));
-    struct place_state st;
-    if (place_state_build(&st, snap, arena) != 0)
+    struct cycle cy;
+    if (cycle_init(&cy, snap, arena, out) != 0)
         return SCHED_ENOMEM;
-
-    struct merge m = {.snap = snap};
-    m.pos = arena_calloc(arena, snap->n_queues + 1, sizeof(*m.pos));
-    m.heap = arena_alloc(arena, (snap->n_queues + 1) * sizeof(*m.heap));
-    uint32_t *held = arena_alloc(arena, (snap->cluster->n_nodes + 1) * sizeof(*held));
-    if (!m.pos || !m.heap || !held)
-        return SCHED_ENOMEM;
-    for (uint32_t q = 0; q < snap->n_queues; q++)
-        if (snap->queues[q].n_pending > 0)
-            m.heap[m.n_heap++] = q;
-    for (uint32_t i = m.n_heap; i-- > 0;)
-        sift_down(&m, i);
-
-    uint32_t cap_p = 0, cap_v = 0, cap_r = 0, n_memo = 0, cap_memo = 0;
-    struct memo *memo = NULL;
-    /* plain gangs: smallest (gpus per pod, pods) that failed */
-    const struct res_vec *fail_req = NULL;
-    uint32_t fail_pods = UINT32_MAX;
-    int32_t fail_verdict = -1;
-
+    /* Pass 0: every queue in fair-share order, admitting within nominal quota only. */
     const struct gang *g;
-    while ((g = merge_next(&m)) != NULL) {
+    uint32_t q;
+    while ((g = merge_take(&cy, &q)) != NULL) {
         out->n_examined++;
-        /* 1. Same shape already failed this cycle. */
-        int32_t seen = -1;
-        for (uint32_t k = 0; k < n_memo; k++)
-            if (memo[k].shape == g->shape) {
-                seen = (int32_t)memo[k].verdict;
-                break;
-            }
-        if (seen < 0 && fail_req && is_plain(g) && g->n_pods >= fail_pods &&
-            res_fits(fail_req, &g->sets[0].req) &&
-            !(fail_req->v[RES_GPU] <= st.island_limit &&
-              g->sets[0].req.v[RES_GPU] > st.island_limit))
-            seen = fail_verdict;
-        if (seen >= 0)
-            continue; /* (strict FIFO never gets here: its first failure ends the cycle) */
-        /* 2. Larger than the cluster: never fits, never blocks others. */
-        struct sched_verdict v = {.gang = g, .short_res = -1};
-        int short_res = -1;
-        enum sched_why why;
-        struct sched_assign *pods = NULL;
-        int level = -1;
-        uint32_t domain = 0;
-        if (place_never_fits(&st, g, &short_res)) {
-            why = SCHED_WHY_NEVER;
-        } else {
-            pods = arena_alloc(arena, (g->n_pods + 1) * sizeof(*pods));
-            if (!pods)
-                return SCHED_ENOMEM;
-            why = place_gang(&st, g, pods, &level, &domain);
+        enum sched_why why = SCHED_WHY_PLACED;
+        enum attempt a = try_gang(&cy, q, g, cy.cfg && !cy.pol->strict_fifo ? 0 : 1, &why);
+        if (a == ATTEMPT_ERROR)
+            return SCHED_ENOMEM;
+        if (a == ATTEMPT_DEFERRED)
+            cy.deferred[cy.n_deferred++] = g;
+        if (a == ATTEMPT_FAILED) {
+            bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
+            if (waits && cy.pol->strict_fifo)
+                return 0; /* the baseline: the first gang that cannot start ends the cycle */
+            if (waits && strict_queue(&cy, q))
+                cy.blocked[q] = true;
         }
-        if (why == SCHED_WHY_PLACED) {
-            out->placements =
-                grow(arena, out->placements, out->n_placements, &cap_p, sizeof(*out->placements));
-            if (!out->placements)
-                return SCHED_ENOMEM;
-            out->placements[out->n_placements++] = (struct sched_placement){
-                .gang = g,
-                .pods = pods,
-                .level = level,
-                .domain = domain,
-                .backfilled = n_memo > 0,
-            };
+        merge_return(&cy, q);
+    }
+    /* Pass 1: the gangs that need to borrow, in the same order. */
+    for (uint32_t i = 0; i < cy.n_deferred; i++) {
+        g = cy.deferred[i];
+        q = g->queue;
+        if (cy.blocked[q])
             continue;
-        }
-        if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&st, g, &short_res))
-            why = SCHED_WHY_NEVER;
-        /* 3. Not placed: explain, remember, maybe reserve. */
-        v.why = why;
-        place_diagnose(&st, g, &v);
-        if (why == SCHED_WHY_NEVER) {
-            v.short_res = short_res;
-            v.need = short_res >= 0 ? g->sets[0].req.v[short_res] : 0;
-        } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
-                   st.c->n_nodes > 0) {
-            v.why = SCHED_WHY_NO_NODES;
-        } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] > 0) {
-            v.why = SCHED_WHY_RESERVED;
-        }
-        out->verdicts = grow(arena, out->verdicts, out->n_verdicts, &cap_v, sizeof(*out->verdicts));
-        if (!out->verdicts)
+        enum sched_why why = SCHED_WHY_PLACED;
+        enum attempt a = try_gang(&cy, q, g, 1, &why);
+        if (a == ATTEMPT_ERROR)
             return SCHED_ENOMEM;
-        uint32_t vi = out->n_verdicts++;
-        out->verdicts[vi] = v;
-        if (why == SCHED_WHY_NEVER)
-            continue; /* rejected, not waiting: it blocks nobody */
-        memo = grow(arena, memo, n_memo, &cap_memo, sizeof(*memo));
-        if (!memo)
-            return SCHED_ENOMEM;
-        memo[n_memo++] = (struct memo){.shape = g->shape, .verdict = vi};
-        if (is_plain(g) &&
-            (!fail_req || (res_fits(&g->sets[0].req, fail_req) && g->n_pods <= fail_pods))) {
-            fail_req = &g->sets[0].req; /* smaller in every way: dominates more */
-            fail_pods = g->n_pods;
-            fail_verdict = (int32_t)vi;
-        }
-        if (pol->starve_after_ms > 0 && out->n_reservations < pol->max_reservations &&
-            snap->now_ms - g->submit_ms >= pol->starve_after_ms) {
-            uint32_t n_held = place_reserve(&st, g, held);
-            if (n_held > 0) {
-                out->reservations = grow(arena, out->reservations, out->n_reservations, &cap_r,
-                                         sizeof(*out->reservations));
-                uint32_t *nodes = arena_alloc(arena, n_held * sizeof(*nodes));
-                if (!out->reservations || !nodes)
-                    return SCHED_ENOMEM;
-                memcpy(nodes, held, n_held * sizeof(*nodes));
-                out->reservations[out->n_reservations++] =
-                    (struct sched_reservation){.gang = g, .nodes = nodes, .n_nodes = n_held};
-                /* what failed before the hold may still fail: memo stays valid */
-            }
-        }
-        if (pol->strict_fifo)
-            break;
+        if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
+            strict_queue(&cy, q))
+            cy.blocked[q] = true;
     }
     return 0;
 }
@@ -239,6 +518,10 @@ const char *sched_why_name(enum sched_why why)
         return "never-fits";
     case SCHED_WHY_NO_NODES:
         return "no-nodes";
+    case SCHED_WHY_QUOTA:
+        return "quota";
+    case SCHED_WHY_QUOTA_NEVER:
+        return "quota-never";
     }
     return "unknown";
 }
@@ -253,8 +536,17 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_RESERVED] = "reserved for another gang",
 };
 
-int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c, char *buf,
-                         size_t n)
+static void qty(char *buf, size_t n, int res, int64_t v)
+{
+    if (v == INT64_MAX) {
+        snprintf(buf, n, "unlimited");
+        return;
+    }
+    qty_format(v, res_scale(res), res == RES_MEMORY, buf, n);
+}
+
+int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
+                         const struct config *cfg, char *buf, size_t n)
 {
     const struct gang *g = v->gang;
     size_t at = 0;
@@ -265,6 +557,26 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             at += (size_t)k_;                                                                      \
     } while (0)
     PUT("%s: %u pod(s), %lld GPU(s)", sched_why_name(v->why), g->n_pods, (long long)g->gpus);
+    if (v->why == SCHED_WHY_QUOTA || v->why == SCHED_WHY_QUOTA_NEVER) {
+        char need[32], nom[32], used[32], avail[32], pot[32];
+        int r = v->quota_res;
+        qty(need, sizeof(need), r, v->quota_need);
+        qty(nom, sizeof(nom), r, v->quota_nominal);
+        qty(used, sizeof(used), r, v->quota_used);
+        qty(avail, sizeof(avail), r, v->quota_available);
+        qty(pot, sizeof(pot), r, v->quota_potential);
+        const char *qn = cfg && g->queue < cfg->n_queues ? cfg->queues[g->queue].name : "queue";
+        const char *fn = cfg && v->quota_flavor < cfg->n_flavors
+                             ? cfg->flavors[v->quota_flavor].name
+                             : "default";
+        PUT("; %s %s on %s needs %s, nominal %s, used %s, may still take %s", qn, res_name(r), fn,
+            need, nom, used, avail);
+        if (v->why == SCHED_WHY_QUOTA_NEVER)
+            PUT(" (at most %s ever, borrowing included)", pot);
+        else if (v->quota_used + v->quota_need <= v->quota_nominal)
+            PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
+        return (int)at;
+    }
     if (v->why == SCHED_WHY_NEVER) {
         PUT("; larger than the cluster can ever hold");
         if (v->short_res >= 0)

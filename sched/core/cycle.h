@@ -21,6 +21,7 @@
 #include "sched/core/model.h"
 
 struct sched_policy;
+struct config;
 
 /* Pending gangs of one queue, in the queue's own order (queue/queue.h keeps it). */
 struct sched_queue_view {
@@ -36,6 +37,12 @@ struct sched_snapshot {
     const struct sched_queue_view *queues;
     uint32_t n_queues;
     const struct sched_policy *policy;
+    /* Operator configuration, or NULL (no quotas; policy defaults). With a config, queue view q
+     * is config queue q, and: */
+    const struct config *config;
+    const int64_t *usage;      /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
+    const double *hist_share;  /* [n_queues]: decayed historical share (queue_decay), or NULL */
+    bool verdict_every_gang;   /* also a verdict for gangs skipped by the same-shape memo */
 };
 
 /* Where one pod goes. */
@@ -48,6 +55,8 @@ struct sched_placement {
     const struct gang *gang;
     struct sched_assign *pods; /* [gang->n_pods], pods of set 0 first, then set 1, ... */
     int level;                 /* tightest topology level holding the whole gang, or -1 */
+    uint32_t flavor;           /* config flavor charged (0 without a config) */
+    bool borrowing;            /* admitted with quota lent by other queues */
     uint32_t domain;           /* domain at `level` */
     bool backfilled;           /* placed ahead of an older gang that still waits */
 };
@@ -61,6 +70,8 @@ enum sched_why {
     SCHED_WHY_RESERVED,  /* capacity is held for an older starving gang */
     SCHED_WHY_NEVER,     /* larger than the whole cluster could ever hold */
     SCHED_WHY_NO_NODES,  /* no node passes the static filters (selector, taints, ...) */
+    SCHED_WHY_QUOTA,       /* the queue's quota (with what it may borrow) is used up */
+    SCHED_WHY_QUOTA_NEVER, /* above what the queue could ever get, borrowing included */
 };
 
 /* Per filter, how many nodes it rejected for the gang's first unplaced pod set. */
@@ -84,6 +95,10 @@ struct sched_verdict {
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
     const struct gang *blocked_by; /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
+    /* SCHED_WHY_QUOTA*: the limiting resource of the queue, base units */
+    int quota_res;
+    uint32_t quota_flavor;
+    int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
 };
 
 struct sched_reservation {
@@ -107,8 +122,8 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
 
 /* Writes a one-line, human-readable reason ("needs 8 nvidia.com/gpu per pod x 2 pods; 0/64
  * nodes fit: 60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"). */
-int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c, char *buf,
-                         size_t n);
+int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
+                         const struct config *cfg, char *buf, size_t n);
 const char *sched_why_name(enum sched_why why);
 
 #endif

@@ -137,16 +137,33 @@ static void prepare_elig(struct place_state *st, const struct gang *g)
             if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
                 active[n_active++] = plugin_filters[f];
         st->elig_on[s] = n_active > 0;
+        st->limit_set[s] = ps;
+        st->limit[s] = st->island_limit;
         if (!n_active)
             continue;
         uint8_t *row = st->elig + (size_t)s * n;
+        uint32_t limit = 0;
         for (uint32_t i = 0; i < n; i++) {
             uint8_t pass = 1;
             for (size_t f = 0; f < n_active && pass; f++)
                 pass = active[f]->pass(g, ps, &st->c->nodes[i]);
             row[i] = pass;
+            if (pass && st->topology && gpu_max_island(&st->c->nodes[i]) > limit)
+                limit = gpu_max_island(&st->c->nodes[i]);
         }
+        st->limit[s] = limit;
     }
+    for (uint32_t s = g->n_sets; s < GANG_MAX_SETS; s++)
+        st->limit_set[s] = NULL;
+}
+
+/* The island limit that applies to pod set `ps` of the gang being placed. */
+static uint32_t set_limit(const struct place_state *st, const struct podset *ps)
+{
+    for (uint32_t s = 0; s < GANG_MAX_SETS; s++)
+        if (st->limit_set[s] == ps)
+            return st->limit[s];
+    return st->island_limit;
 }
 
 static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
@@ -165,7 +182,7 @@ static bool pod_fits(const struct place_state *st, const struct podset *ps, uint
         *mask = 0;
         return true;
     }
-    *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->island_limit);
+    *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
     return *mask != 0;
 }
 
@@ -186,7 +203,7 @@ static uint32_t pod_slots(const struct place_state *st, const struct podset *ps,
     }
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
-        uint32_t k = gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->island_limit);
+        uint32_t k = gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
         if (k < best)
             best = k;
     }
@@ -501,7 +518,7 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
             if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
                 continue;
             uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-            any = gpus <= 0 || gpu_pick(nd, all, (uint32_t)gpus, st->island_limit) != 0;
+            any = gpus <= 0 || gpu_pick(nd, all, (uint32_t)gpus, set_limit(st, ps)) != 0;
         }
         if (!any) {
             *short_res = gpus > 0 ? RES_GPU : -1;
@@ -529,7 +546,7 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
         uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-        uint32_t k = gpu_slots(nd, all, (uint32_t)gpus, st->island_limit);
+        uint32_t k = gpu_slots(nd, all, (uint32_t)gpus, set_limit(st, ps));
         if (k < best)
             best = k;
     }

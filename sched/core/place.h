@@ -36,6 +36,10 @@ struct place_state {
     uint8_t *ok;                 /* passes node-ready and cordon, and not held by a reservation */
     uint8_t *elig;               /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
     bool elig_on[GANG_MAX_SETS]; /* elig row s is meaningful (some filter is active) */
+    /* island limit per pod set of the gang being placed: the largest island among the nodes
+     * the set may use (a set restricted to 2x4 nodes may span their islands) */
+    const struct podset *limit_set[GANG_MAX_SETS];
+    uint32_t limit[GANG_MAX_SETS];
     /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */
     int32_t bucket[NODE_MAX_GPUS + 1];
     int32_t *next, *prev;

@@ -192,10 +192,16 @@ static const char *vtext(struct doc *d, struct val v)
         return v.j->valuestring;
     if (cJSON_IsNumber(v.j)) {
         double x = v.j->valuedouble;
-        if (x >= -9e15 && x <= 9e15 && x == (double)(long long)x)
+        if (x >= -9e15 && x <= 9e15 && x == (double)(long long)x) {
             snprintf(d->num, sizeof(d->num), "%lld", (long long)x);
-        else
-            snprintf(d->num, sizeof(d->num), "%.17g", x);
+        } else {
+            /* the shortest text that reads back as the same double: 0.1, not 0.10000000000000001 */
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(d->num, sizeof(d->num), "%.*g", prec, x);
+                if (strtod(d->num, NULL) == x)
+                    break;
+            }
+        }
         return d->num;
     }
     if (cJSON_IsBool(v.j))

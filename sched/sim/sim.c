@@ -15,6 +15,7 @@
 
 #include "plugins/plugins.h"
 #include "queue/queue.h"
+#include "queue/quota.h"
 #include "sched/core/cycle.h"
 #include "sched/core/log.h"
 
@@ -23,24 +24,113 @@
 
 /* ---- input ------------------------------------------------------------------------------- */
 
-static int queue_index(struct sim_input *in, const char *name, uint32_t *cap)
+/* Queue names of a trace, in order of first appearance. */
+static int trace_queues(const struct trace *t, const char ***names, uint32_t *n)
 {
-    for (uint32_t q = 0; q < in->n_queues; q++)
-        if (strcmp(in->queues[q].name, name) == 0)
-            return (int)q;
-    if (in->n_queues == *cap) {
-        uint32_t c2 = *cap ? *cap * 2 : 8;
-        struct queue *qs = realloc(in->queues, c2 * sizeof(*qs));
-        if (!qs)
-            return SCHED_ENOMEM;
-        in->queues = qs;
-        *cap = c2;
+    *names = NULL;
+    *n = 0;
+    uint32_t cap = 0;
+    for (size_t i = 0; i < t->n_jobs; i++) {
+        bool seen = false;
+        for (uint32_t q = 0; q < *n && !seen; q++)
+            seen = strcmp((*names)[q], t->jobs[i].queue) == 0;
+        if (seen)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            const char **nn = realloc(*names, cap * sizeof(*nn));
+            if (!nn)
+                return SCHED_ENOMEM;
+            *names = nn;
+        }
+        (*names)[(*n)++] = t->jobs[i].queue;
     }
-    char *copy = strdup(name);
-    if (!copy)
-        return SCHED_ENOMEM;
-    in->queues[in->n_queues] = (struct queue){.name = copy, .priority = 0, .weight = 1.0};
-    return (int)in->n_queues++;
+    return 0;
+}
+
+static void yaml_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* The default configuration when none is given (see sim.h). */
+static int default_config(const struct trace *t, const struct cluster *c, struct config **out,
+                          struct sched_errbuf *eb)
+{
+    const char **names;
+    uint32_t n;
+    if (trace_queues(t, &names, &n) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    double *gh = calloc(n + 1, sizeof(*gh)), total = 0;
+    int64_t *nominal = calloc(n + 1, sizeof(*nominal));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = gh && nominal ? open_memstream(&text, &len) : NULL;
+    int rc = SCHED_ENOMEM;
+    if (!f) {
+        sched_fail(eb, rc, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < t->n_jobs; i++)
+        for (uint32_t q = 0; q < n; q++)
+            if (strcmp(names[q], t->jobs[i].queue) == 0) {
+                double h = (double)t->jobs[i].num_gpu * (double)t->jobs[i].duration_ms / 3.6e6;
+                gh[q] += h;
+                total += h;
+                break;
+            }
+    /* largest remainder: nominal quotas sum to the cluster's GPUs */
+    int64_t cap = c->total_gpus, given = 0;
+    for (uint32_t q = 0; q < n; q++) {
+        double share = total > 0 ? gh[q] / total : 1.0 / n;
+        nominal[q] = (int64_t)((double)cap * share);
+        given += nominal[q];
+    }
+    while (given < cap && n > 0) {
+        uint32_t best = 0;
+        double best_rem = -1;
+        for (uint32_t q = 0; q < n; q++) {
+            double share = total > 0 ? gh[q] / total : 1.0 / n;
+            double rem = (double)cap * share - (double)nominal[q];
+            if (rem > best_rem) {
+                best_rem = rem;
+                best = q;
+            }
+        }
+        nominal[best]++;
+        given++;
+    }
+    fputs("apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+          "cohorts:\n  - name: all\nqueues:\n",
+          f);
+    for (uint32_t q = 0; q < n; q++) {
+        fputs("  - name: ", f);
+        yaml_quoted(f, names[q]);
+        fprintf(f, "\n    cohort: all\n    quota:\n      default:\n"
+                   "        nvidia.com/gpu: %lld\n",
+                (long long)nominal[q]);
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        sched_fail(eb, rc, "out of memory");
+        goto out;
+    }
+    f = NULL;
+    rc = config_load_buffer("<default config>", text, len, out, eb);
+out:
+    if (f)
+        fclose(f);
+    free(text);
+    free(gh);
+    free(nominal);
+    free(names);
+    return rc;
 }
 
 static void pod_request(struct res_vec *req, int64_t gpus)
@@ -53,22 +143,38 @@ static void pod_request(struct res_vec *req, int64_t gpus)
 }
 
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
-                    struct sched_errbuf *eb)
+                    const struct config *cfg, struct sched_errbuf *eb)
 {
     memset(in, 0, sizeof(*in));
     in->cluster = c;
+    if (!cfg) {
+        int rc = default_config(t, c, &in->owned_config, eb);
+        if (rc != 0)
+            return rc;
+        cfg = in->owned_config;
+    }
+    in->config = cfg;
+    in->n_queues = cfg->n_queues;
+    in->queues = calloc(cfg->n_queues + 1, sizeof(*in->queues));
     in->jobs = calloc(t->n_jobs ? t->n_jobs : 1, sizeof(*in->jobs));
-    if (!in->jobs)
+    if (!in->jobs || !in->queues) {
+        sim_input_free(in);
         return sched_fail(eb, SCHED_ENOMEM, "out of memory for %zu jobs", t->n_jobs);
-    uint32_t cap_q = 0;
+    }
+    for (uint32_t q = 0; q < cfg->n_queues; q++)
+        in->queues[q] = (struct queue){.name = cfg->queues[q].name,
+                                       .priority = cfg->queues[q].priority,
+                                       .weight = cfg->queues[q].weight};
     int64_t node_gpus = c->max_node_gpus > 0 ? c->max_node_gpus : 8;
     for (size_t i = 0; i < t->n_jobs; i++) {
         const struct trace_job *tj = &t->jobs[i];
         struct sim_job *j = &in->jobs[i];
-        int q = queue_index(in, tj->queue, &cap_q);
+        int q = config_queue_index(cfg, tj->queue);
         if (q < 0) {
+            int rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: queue '%s' of job %s is not a queue of %s",
+                                t->files[tj->file], tj->line, tj->queue, tj->id, cfg->path);
             sim_input_free(in);
-            return sched_fail(eb, q, "out of memory");
+            return rc;
         }
         j->id = tj->id;
         j->duration_ms = tj->duration_ms;
@@ -127,8 +233,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
 
 void sim_input_free(struct sim_input *in)
 {
-    for (uint32_t q = 0; q < in->n_queues; q++)
-        free((char *)in->queues[q].name);
+    config_free(in->owned_config);
     free(in->queues);
     free(in->jobs);
     memset(in, 0, sizeof(*in));
@@ -161,7 +266,36 @@ struct run {
     struct sim_stats *st;
     size_t cap_series;
     const char *explain_last;
+    /* quota accounting, per config queue */
+    uint32_t n_flavors;
+    int64_t *usage;       /* [n_queues][n_flavors][RES_MAX]: requests of running gangs */
+    uint32_t *job_flavor; /* flavor charged, per running job */
+    double *hist;         /* decayed share (queue_decay) */
+    double *share;        /* share after the last cycle */
+    bool *reclaim_wait;   /* head waits within nominal while others borrow (last cycle) */
+    struct arena qarena;  /* quota trees built by the simulator for its own metrics */
 };
+
+static int64_t *usage_at(struct run *r, uint32_t q, uint32_t f)
+{
+    return r->usage + ((size_t)q * r->n_flavors + f) * RES_MAX;
+}
+
+static void charge(struct run *r, const struct gang *g, uint32_t f, int sign)
+{
+    int64_t *u = usage_at(r, g->queue, f);
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (int k = 0; k < res_count(); k++)
+            u[k] += sign * (int64_t)g->sets[s].count * g->sets[s].req.v[k];
+}
+
+static int64_t queue_gpus(struct run *r, uint32_t q)
+{
+    int64_t n = 0;
+    for (uint32_t f = 0; f < r->n_flavors; f++)
+        n += usage_at(r, q, f)[RES_GPU];
+    return n;
+}
 
 static void heap_push(struct run *r, int64_t t, uint32_t job)
 {
@@ -305,6 +439,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
                 r->st->tp_splits++;
         }
     r->busy_gpus += g->gpus;
+    r->job_flavor[j] = p->flavor;
+    charge(r, g, p->flavor, +1);
     /* racks spanned by a multi-node gang */
     bool multi = false;
     for (uint32_t x = 1; x < g->n_pods && !multi; x++)
@@ -361,6 +497,7 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     free(r->assign[j]);
     r->assign[j] = NULL;
     r->busy_gpus -= g->gpus;
+    charge(r, g, r->job_flavor[j], -1);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
     if (r->opt->events) {
@@ -421,7 +558,7 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
         if (strcmp(r->in->jobs[vd->gang->id].id, r->opt->explain_job) != 0)
             continue;
         char buf[512];
-        sched_verdict_format(vd, r->in->cluster, buf, sizeof(buf));
+        sched_verdict_format(vd, r->in->cluster, r->in->config, buf, sizeof(buf));
         fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
                 r->opt->explain_job, buf);
     }
@@ -469,12 +606,10 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     double *q = malloc((in->n_jobs + 1) * sizeof(*q));
     double *jct = malloc((in->n_jobs + 1) * sizeof(*jct));
     double *qq = malloc((in->n_jobs + 1) * sizeof(*qq));
-    st->per_queue = calloc(in->n_queues + 1, sizeof(*st->per_queue));
-    if (!q || !jct || !qq || !st->per_queue) {
+    if (!q || !jct || !qq) {
         free(q), free(jct), free(qq);
         return SCHED_ENOMEM;
     }
-    st->n_queues = in->n_queues;
     size_t nq = 0, nj = 0;
     double busy_gpu_s = 0;
     for (uint32_t j = 0; j < in->n_jobs; j++) {
@@ -530,6 +665,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);
+        st->reclaim_wait_s += ps->reclaim_wait_s;
         ps->p95_queue_s = pct(qq, n, 0.95);
     }
     free(q), free(jct), free(qq);
@@ -543,6 +679,59 @@ static double wall_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Integrates the quota metrics over [prev, now) from the state the last cycle left. */
+static void quota_integrate(struct run *r, int64_t dt_ms)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    double h = (double)dt_ms / 3.6e6, borrowed = 0, idle = 0;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        double u = (double)queue_gpus(r, q), nom = st->per_queue[q].nominal_gpus;
+        borrowed += u > nom ? u - nom : 0;
+        idle += nom > u ? nom - u : 0;
+    }
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        struct sim_queue_stats *ps = &st->per_queue[q];
+        double u = (double)queue_gpus(r, q), nom = ps->nominal_gpus;
+        ps->borrowed_gpu_hours += (u > nom ? u - nom : 0) * h;
+        if (idle > 0) /* borrowed GPUs attributed to lenders in proportion to their idle quota */
+            ps->lent_gpu_hours += borrowed * ((nom > u ? nom - u : 0) / idle) * h;
+        if (r->reclaim_wait[q])
+            ps->reclaim_wait_s += (double)dt_ms / 1000.0;
+        r->hist[q] = queue_decay(r->hist[q], r->share[q], dt_ms, in->config->fair_half_life_ms);
+    }
+}
+
+/* After a cycle: shares for the next interval, violations, reclaim waits. */
+static int quota_observe(struct run *r)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    struct quota_tree qt;
+    arena_reset(&r->qarena);
+    if (quota_build(&qt, in->config, r->usage, &r->qarena) != 0)
+        return SCHED_ENOMEM;
+    bool violated = false, anyone_borrows = false;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        double u = (double)queue_gpus(r, q);
+        r->share[q] = quota_share(&qt, q, 0, NULL);
+        violated |= quota_violated(&qt, q);
+        anyone_borrows |= u > st->per_queue[q].nominal_gpus;
+        if (u > st->per_queue[q].max_usage_gpus)
+            st->per_queue[q].max_usage_gpus = u;
+    }
+    st->quota_violations += violated;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        r->reclaim_wait[q] = false;
+        if (!anyone_borrows || r->queues[q].n == 0)
+            continue;
+        const struct gang *g = r->queues[q].items[0];
+        r->reclaim_wait[q] =
+            (double)(queue_gpus(r, q) + g->gpus) <= st->per_queue[q].nominal_gpus;
+    }
+    return 0;
 }
 
 static int run_loop(struct run *r, struct sched_errbuf *eb)
@@ -571,6 +760,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
          * count as 0 */
         frag_w += whole_waiting ? frag_now * (double)(now - prev_t) : 0.0;
         frag_t += (double)(now - prev_t);
+        quota_integrate(r, now - prev_t);
         prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
             struct fin f = heap_pop(r);
@@ -589,7 +779,10 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
                                           .state = r->state,
                                           .queues = views,
                                           .n_queues = in->n_queues,
-                                          .policy = r->pol};
+                                          .policy = r->pol,
+                                          .config = in->config,
+                                          .usage = r->usage,
+                                          .hist_share = r->hist};
             struct sched_result res;
             arena_reset(&arena);
             if (sched_cycle(&snap, &arena, &res) != 0) {
@@ -603,16 +796,21 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             for (uint32_t p = 0; p < res.n_placements && rc == 0; p++)
                 rc = start(r, &res.placements[p], now);
             for (uint32_t v = 0; v < res.n_verdicts; v++)
-                if (res.verdicts[v].why == SCHED_WHY_NEVER &&
+                if ((res.verdicts[v].why == SCHED_WHY_NEVER ||
+                     res.verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
                     r->status[res.verdicts[v].gang->id] == JOB_PENDING) {
                     char buf[256];
-                    sched_verdict_format(&res.verdicts[v], c, buf, sizeof(buf));
+                    sched_verdict_format(&res.verdicts[v], c, in->config, buf, sizeof(buf));
                     reject(r, res.verdicts[v].gang->id, now, buf);
                 }
             if (rc != 0) {
                 sched_fail(eb, rc, "out of memory starting a job");
                 break;
             }
+        }
+        if (quota_observe(r) != 0) {
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            break;
         }
         whole_waiting = r->n_pending_whole > 0;
         frag_now = whole_waiting ? stranded_share(r) : 0.0;
@@ -651,10 +849,29 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.assign = calloc(nj, sizeof(*r.assign));
     r.queues = calloc(in->n_queues + 1, sizeof(*r.queues));
     r.heap = calloc(nj, sizeof(*r.heap));
+    r.n_flavors = in->config->n_flavors;
+    size_t nq = in->n_queues + 1;
+    r.usage = calloc(nq * r.n_flavors * RES_MAX, sizeof(*r.usage));
+    r.job_flavor = calloc(nj, sizeof(*r.job_flavor));
+    r.hist = calloc(nq, sizeof(*r.hist));
+    r.share = calloc(nq, sizeof(*r.share));
+    r.reclaim_wait = calloc(nq, sizeof(*r.reclaim_wait));
+    out->per_queue = calloc(nq, sizeof(*out->per_queue));
+    out->n_queues = in->n_queues;
+    arena_init(&r.qarena, 16 * 1024);
     int rc;
-    if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap) {
+    if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
+        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
+        for (uint32_t q = 0; q < in->n_queues; q++) {
+            const struct config_queue *cq = &in->config->queues[q];
+            for (uint32_t f = 0; f < r.n_flavors; f++) {
+                const struct config_quota *qu = config_quota_get(in->config, &cq->q, f, RES_GPU);
+                if (qu)
+                    out->per_queue[q].nominal_gpus += (double)qu->nominal;
+            }
+        }
         for (uint32_t q = 0; q < in->n_queues; q++)
             queue_list_init(&r.queues[q], pol->by_priority);
         for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
@@ -675,6 +892,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         queue_list_fini(&r.queues[q]);
     free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
     free(r.queues), free(r.heap);
+    free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
+    arena_fini(&r.qarena);
     if (rc != 0)
         sim_stats_free(out);
     return rc;

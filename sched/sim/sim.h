@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config/config.h"
 #include "sched/core/model.h"
 #include "sched/core/policy.h"
 #include "sched/sim/report.h"
@@ -31,15 +32,20 @@ struct sim_input {
     const struct cluster *cluster;
     struct sim_job *jobs; /* sorted by submission time */
     uint32_t n_jobs;
-    struct queue *queues;
+    struct queue *queues; /* = the config's queues, same indices */
     uint32_t n_queues;
+    const struct config *config; /* the operator's, or the generated default (owned) */
+    struct config *owned_config;
 };
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
  * GPUs) GPUs each (or the trace's gpus_per_pod / pods), each pod asking 4 cpu and 32Gi of memory
- * per GPU. Queue names come from the trace. */
+ * per GPU. Queue names come from the trace and must be queues of `cfg`. Without a config
+ * (cfg NULL) every trace queue becomes a queue of one cohort "all", weight 1, with a nominal
+ * nvidia.com/gpu quota proportional to its GPU-hours (largest remainder, summing to the
+ * cluster's GPUs) and unlimited borrowing. */
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
-                    struct sched_errbuf *eb);
+                    const struct config *cfg, struct sched_errbuf *eb);
 void sim_input_free(struct sim_input *in);
 
 struct sim_queue_stats {
@@ -47,7 +53,13 @@ struct sim_queue_stats {
     uint32_t jobs;
     double mean_queue_s;
     double p95_queue_s;
-    double gpu_hours; /* GPU-hours of work run */
+    double gpu_hours;          /* GPU-hours of work run */
+    double nominal_gpus;       /* nominal nvidia.com/gpu quota, all flavors */
+    double max_usage_gpus;     /* most GPUs admitted at once */
+    double borrowed_gpu_hours; /* integral of GPUs used above nominal */
+    double lent_gpu_hours;     /* integral of its idle nominal GPUs used by borrowers */
+    double reclaim_wait_s;     /* time its head gang waited within its nominal quota while
+                                  other queues borrowed */
 };
 
 struct sim_stats {
@@ -65,7 +77,8 @@ struct sim_stats {
     uint64_t multinode_gangs;
     uint64_t preemptions;
     double gpu_hours_lost_to_preemption;
-    uint64_t quota_violations;
+    uint64_t quota_violations; /* instants some queue was above nominal + borrowing limit */
+    double reclaim_wait_s;     /* sum over queues of reclaim_wait_s */
     double fragmentation;  /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
     uint64_t backfilled;   /* gangs started ahead of an older waiting gang */
     uint64_t reservations; /* cycles in which a starving gang held capacity */

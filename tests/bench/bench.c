@@ -649,7 +649,7 @@ static int time_replay(const char *spec, const char *dir, const char *const *fil
     trace_init(&tr);
     if (rc == 0)
         rc = read_traces(&tr, dir, files, n_files);
-    if (rc == 0 && (rc = sim_input_build(&in, &tr, w.c, &eb)) != 0)
+    if (rc == 0 && (rc = sim_input_build(&in, &tr, w.c, NULL, &eb)) != 0)
         fprintf(stderr, "bench: %s\n", eb.msg);
     struct sim_options opt = {.events = NULL, .progress = false, .explain_job = NULL};
     *cpu_s = 0.0;

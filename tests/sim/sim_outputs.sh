@@ -8,7 +8,7 @@ grep -q "gangsched" "$TMP/r.html" && grep -q "fifo" "$TMP/r.html" && ok "report 
     bad "report lacks policy names"
 grep -q "<script" "$TMP/r.html" && bad "report must not need scripts" || ok "report has no scripts"
 grep -q "job=big-1: placed" "$TMP/explain" && ok "explain shows the placement" || bad "explain lacks placement"
-grep -q "job=big-1: resources" "$TMP/explain" && ok "explain shows why it waited" ||
+grep -E -q "job=big-1: (resources|quota)" "$TMP/explain" && ok "explain shows why it waited" ||
     { bad "explain lacks a waiting reason"; cat "$TMP/explain"; }
 "$GS" version | grep -q "^gangsched " && ok "version" || bad "version"
 "$GS" policies | grep -q "^fifo" && ok "policies list" || bad "policies list"

@@ -392,7 +392,7 @@ static void test_sharing(void **state)
     cluster_free(c);
 }
 
-/* 20,000 nodes in 2,500 racks: domains correct and finalize fast (hash, not quadratic). */
+/* 20,000 nodes in 2,500 racks: domains correct (speed is measured by make bench). */
 static void test_large(void **state)
 {
     (void)state;
@@ -406,16 +406,12 @@ static void test_large(void **state)
         add(c, name, 8, (const char *const[]){rack, zone, NULL});
     }
     struct sched_errbuf eb = {{0}};
-    clock_t t0 = clock();
     assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
-    double ms = (double)(clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
     assert_int_equal(c->topo.levels[0].n_domains, 3);
     assert_int_equal(c->topo.levels[1].n_domains, n); /* no block labels: singletons */
     assert_int_equal(c->topo.levels[2].n_domains, 2500);
     assert_int_equal(c->total_gpus, 8 * (int64_t)n);
     check_csr(c);
-    if (ms > 1000.0)
-        fail_msg("cluster_finalize on %u nodes took %.1f ms", n, ms);
     cluster_free(c);
 }
 

@@ -386,7 +386,7 @@ static void test_topology_required_waits(void **unused)
     assert_non_null(v);
     assert_int_equal(v->why, SCHED_WHY_TOPOLOGY);
     char buf[512];
-    sched_verdict_format(v, w->c, buf, sizeof(buf));
+    sched_verdict_format(v, w->c, NULL, buf, sizeof(buf));
     assert_non_null(strstr(buf, "topology"));
     /* Without the requirement the gang spans the two racks. */
     g->topo_required = -1;
@@ -423,7 +423,7 @@ static void test_cordon_notready_taints(void **unused)
     assert_int_equal(v->filtered[FILTER_TAINT], 1);
     assert_int_equal(v->filtered[FILTER_RESOURCES], 1);
     char buf[512];
-    sched_verdict_format(v, w->c, buf, sizeof(buf));
+    sched_verdict_format(v, w->c, NULL, buf, sizeof(buf));
     assert_non_null(strstr(buf, "0/4 nodes"));
     assert_non_null(strstr(buf, "1 cordoned"));
     assert_non_null(strstr(buf, "untolerated taint"));

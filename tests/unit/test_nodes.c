@@ -403,7 +403,7 @@ static void test_load_variants(void **state)
     assert_int_equal(load_str(c, "multi.yaml", multi, &eb), 0);
     const char *json = "  {\"kind\": \"Node\", \"metadata\": {\"name\": \"js\"}, "
                        "\"spec\": {\"unschedulable\": false},"
-                       "\"status\": {\"allocatable\": {\"cpu\": 2.5, \"pods\": 110}}}\n";
+                       "\"status\": {\"allocatable\": {\"cpu\": 0.1, \"pods\": 110}}}\n";
     assert_int_equal(load_str(c, "one.json", json, &eb), 0);
     const char *empty_list = "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n"
                              "  resourceVersion: \"\"\n";
@@ -422,7 +422,7 @@ static void test_load_variants(void **state)
     assert_string_equal(c->nodes[3].name, "m3");
     assert_false(c->nodes[3].ready); /* conditions without Ready */
     assert_string_equal(c->nodes[4].name, "js");
-    assert_int_equal(c->nodes[4].alloc.v[RES_CPU], 2500);
+    assert_int_equal(c->nodes[4].alloc.v[RES_CPU], 100);
     assert_int_equal(c->nodes[4].alloc.v[RES_PODS], 110);
     cluster_free(c);
 }

@@ -1,0 +1,270 @@
+/* queue/quota.c: quota tree arithmetic (see quota.h for the formulas). */
+#include "queue/quota.h"
+
+#include <string.h>
+
+static size_t at(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k)
+{
+    return ((size_t)n * t->n_flavors + f) * t->n_tracked + k;
+}
+
+static const struct config_quota_set *qset(const struct config *cfg, uint32_t n)
+{
+    return n < cfg->n_cohorts ? &cfg->cohorts[n].q : &cfg->queues[n - cfg->n_cohorts].q;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (a == QUOTA_INF || b == QUOTA_INF)
+        return QUOTA_INF;
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX - 1;
+    return a + b;
+}
+
+static int64_t max0(int64_t x)
+{
+    return x > 0 ? x : 0;
+}
+
+/* Depth of a node: 0 for roots. The config guarantees the cohort tree has no cycle. */
+static uint32_t depth(const struct quota_tree *t, uint32_t n)
+{
+    uint32_t d = 0;
+    for (int32_t p = t->parent[n]; p >= 0 && d <= t->n_nodes; p = t->parent[p])
+        d++;
+    return d;
+}
+
+int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
+                struct arena *a)
+{
+    memset(t, 0, sizeof(*t));
+    t->cfg = cfg;
+    t->n_nodes = cfg->n_cohorts + cfg->n_queues;
+    t->n_flavors = cfg->n_flavors;
+    bool seen[RES_MAX] = {false};
+    for (uint32_t n = 0; n < t->n_nodes; n++) {
+        const struct config_quota_set *qs = qset(cfg, n);
+        for (uint32_t f = 0; f < cfg->n_flavors; f++)
+            for (int r = 0; r < RES_MAX; r++)
+                if (qs->has && qs->has[f * RES_MAX + (uint32_t)r] && !seen[r]) {
+                    seen[r] = true;
+                    t->tracked[t->n_tracked++] = r;
+                }
+    }
+    size_t cells = (size_t)t->n_nodes * t->n_flavors * (t->n_tracked ? t->n_tracked : 1);
+    t->parent = arena_alloc(a, (t->n_nodes + 1) * sizeof(*t->parent));
+    t->nominal = arena_calloc(a, cells, sizeof(int64_t));
+    t->borrow_limit = arena_calloc(a, cells, sizeof(int64_t));
+    t->lend_limit = arena_calloc(a, cells, sizeof(int64_t));
+    t->subtree = arena_calloc(a, cells, sizeof(int64_t));
+    t->local = arena_calloc(a, cells, sizeof(int64_t));
+    t->usage = arena_calloc(a, cells, sizeof(int64_t));
+    t->queue_uses_flavor = arena_calloc(a, (size_t)cfg->n_queues * t->n_flavors + 1, 1);
+    uint32_t *order = arena_alloc(a, (t->n_nodes + 1) * sizeof(*order));
+    if (!t->parent || !t->nominal || !t->borrow_limit || !t->lend_limit || !t->subtree ||
+        !t->local || !t->usage || !t->queue_uses_flavor || !order)
+        return SCHED_ENOMEM;
+    for (uint32_t n = 0; n < t->n_nodes; n++) {
+        t->parent[n] = n < cfg->n_cohorts ? cfg->cohorts[n].parent
+                                          : cfg->queues[n - cfg->n_cohorts].cohort;
+        const struct config_quota_set *qs = qset(cfg, n);
+        for (uint32_t f = 0; f < t->n_flavors; f++)
+            for (uint32_t k = 0; k < t->n_tracked; k++) {
+                size_t i = at(t, n, f, k);
+                t->borrow_limit[i] = QUOTA_INF;
+                t->lend_limit[i] = QUOTA_INF;
+                const struct config_quota *q = config_quota_get(cfg, qs, f, t->tracked[k]);
+                if (q) {
+                    t->nominal[i] = q->nominal;
+                    t->borrow_limit[i] = q->borrowing_limit;
+                    t->lend_limit[i] = q->lending_limit;
+                }
+            }
+    }
+    /* Flavors a queue admits on: those its quota names; all of them when it names none. */
+    for (uint32_t q = 0; q < cfg->n_queues; q++) {
+        const struct config_quota_set *qs = &cfg->queues[q].q;
+        bool any = false;
+        for (uint32_t f = 0; f < t->n_flavors; f++)
+            for (int r = 0; r < RES_MAX && qs->has; r++)
+                if (qs->has[f * RES_MAX + (uint32_t)r]) {
+                    t->queue_uses_flavor[q * t->n_flavors + f] = 1;
+                    any = true;
+                }
+        if (!any)
+            for (uint32_t f = 0; f < t->n_flavors; f++)
+                t->queue_uses_flavor[q * t->n_flavors + f] = 1;
+    }
+    /* Bottom-up: deepest nodes first (queues are below their cohort). */
+    uint32_t maxd = 0;
+    for (uint32_t n = 0; n < t->n_nodes; n++) {
+        uint32_t d = depth(t, n);
+        if (d > maxd)
+            maxd = d;
+    }
+    uint32_t n_order = 0;
+    for (uint32_t d = maxd + 1; d-- > 0;)
+        for (uint32_t n = 0; n < t->n_nodes; n++)
+            if (depth(t, n) == d)
+                order[n_order++] = n;
+    for (uint32_t f = 0; f < t->n_flavors; f++)
+        for (uint32_t k = 0; k < t->n_tracked; k++) {
+            for (uint32_t n = 0; n < t->n_nodes; n++) {
+                size_t i = at(t, n, f, k);
+                t->subtree[i] = t->nominal[i];
+                if (n >= cfg->n_cohorts && usage) {
+                    uint32_t q = n - cfg->n_cohorts;
+                    t->usage[i] = usage[((size_t)q * t->n_flavors + f) * RES_MAX +
+                                        (size_t)t->tracked[k]];
+                }
+            }
+            for (uint32_t j = 0; j < n_order; j++) { /* children before parents */
+                uint32_t n = order[j];
+                size_t i = at(t, n, f, k);
+                t->local[i] = t->lend_limit[i] == QUOTA_INF ? 0 : max0(t->subtree[i] - t->lend_limit[i]);
+                if (t->parent[n] >= 0) {
+                    size_t p = at(t, (uint32_t)t->parent[n], f, k);
+                    t->subtree[p] += t->subtree[i] - t->local[i];
+                    t->usage[p] += max0(t->usage[i] - t->local[i]);
+                }
+            }
+        }
+    return 0;
+}
+
+int64_t quota_available(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k)
+{
+    size_t i = at(t, n, f, k);
+    if (t->parent[n] < 0)
+        return t->subtree[i] - t->usage[i];
+    int64_t up = quota_available(t, (uint32_t)t->parent[n], f, k);
+    if (t->borrow_limit[i] != QUOTA_INF) {
+        int64_t cap = t->subtree[i] - t->local[i] - max0(t->usage[i] - t->local[i]) +
+                      t->borrow_limit[i];
+        if (cap < up)
+            up = cap;
+    }
+    return sat_add(max0(t->local[i] - t->usage[i]), up);
+}
+
+int64_t quota_potential(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k)
+{
+    size_t i = at(t, n, f, k);
+    if (t->parent[n] < 0)
+        return t->subtree[i];
+    int64_t p = sat_add(t->local[i], quota_potential(t, (uint32_t)t->parent[n], f, k));
+    if (t->borrow_limit[i] != QUOTA_INF) {
+        int64_t cap = sat_add(t->subtree[i], t->borrow_limit[i]);
+        if (cap < p)
+            p = cap;
+    }
+    return p;
+}
+
+enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
+                           const struct res_vec *need, struct quota_short *why)
+{
+    uint32_t n = quota_queue_node(t, q);
+    enum quota_fit fit = QUOTA_FITS;
+    for (uint32_t k = 0; k < t->n_tracked; k++) {
+        int r = t->tracked[k];
+        int64_t want = need->v[r];
+        if (want <= 0)
+            continue;
+        size_t i = at(t, n, f, k);
+        enum quota_fit this_fit = QUOTA_FITS;
+        int64_t avail = 0, pot = 0;
+        if (want > (pot = quota_potential(t, n, f, k)))
+            this_fit = QUOTA_NEVER;
+        else if (want > (avail = quota_available(t, n, f, k)))
+            this_fit = QUOTA_WAIT;
+        else if (t->usage[i] + want > t->nominal[i])
+            this_fit = QUOTA_BORROWS;
+        if (this_fit > fit) {
+            fit = this_fit;
+            if (why && this_fit >= QUOTA_WAIT)
+                *why = (struct quota_short){.res = r,
+                                            .flavor = f,
+                                            .need = want,
+                                            .nominal = t->nominal[i],
+                                            .used = t->usage[i],
+                                            .available = this_fit == QUOTA_NEVER
+                                                             ? quota_available(t, n, f, k)
+                                                             : avail,
+                                            .potential = this_fit == QUOTA_NEVER
+                                                             ? pot
+                                                             : quota_potential(t, n, f, k)};
+        }
+    }
+    return fit;
+}
+
+void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *need,
+                  int sign)
+{
+    for (uint32_t k = 0; k < t->n_tracked; k++) {
+        int64_t delta = sign * need->v[t->tracked[k]];
+        uint32_t n = quota_queue_node(t, q);
+        while (delta != 0) {
+            size_t i = at(t, n, f, k);
+            int64_t before = max0(t->usage[i] - t->local[i]);
+            t->usage[i] += delta;
+            int64_t after = max0(t->usage[i] - t->local[i]);
+            if (t->parent[n] < 0)
+                break;
+            delta = after - before; /* what the parent sees changes only past the private part */
+            n = (uint32_t)t->parent[n];
+        }
+    }
+}
+
+static uint32_t root_of(const struct quota_tree *t, uint32_t n)
+{
+    uint32_t guard = 0;
+    while (t->parent[n] >= 0 && guard++ <= t->n_nodes)
+        n = (uint32_t)t->parent[n];
+    return n;
+}
+
+double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra)
+{
+    uint32_t n = quota_queue_node(t, q), root = root_of(t, n);
+    double best = 0.0;
+    for (uint32_t k = 0; k < t->n_tracked; k++) {
+        int64_t used = 0, nominal = 0, pool = 0;
+        for (uint32_t g = 0; g < t->n_flavors; g++) {
+            used += t->usage[at(t, n, g, k)];
+            nominal += t->nominal[at(t, n, g, k)];
+            pool += t->subtree[at(t, root, g, k)];
+        }
+        if (extra)
+            used += extra->v[t->tracked[k]];
+        (void)f;
+        int64_t denom = nominal > 0 ? nominal : pool;
+        if (denom <= 0)
+            continue;
+        double s = (double)used / (double)denom;
+        if (s > best)
+            best = s;
+    }
+    return best;
+}
+
+bool quota_violated(const struct quota_tree *t, uint32_t q)
+{
+    uint32_t n = quota_queue_node(t, q);
+    for (uint32_t f = 0; f < t->n_flavors; f++)
+        for (uint32_t k = 0; k < t->n_tracked; k++) {
+            size_t i = at(t, n, f, k);
+            int64_t cap = t->parent[n] < 0 ? t->nominal[i] : sat_add(t->nominal[i], t->borrow_limit[i]);
+            if (t->usage[i] > cap)
+                return true;
+            uint32_t root = root_of(t, n);
+            size_t ri = at(t, root, f, k);
+            if (t->usage[ri] > t->subtree[ri])
+                return true;
+        }
+    return false;
+}

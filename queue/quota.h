@@ -1,0 +1,94 @@
+/* queue/quota.h: the quota tree of cohorts and queues, and the admission arithmetic.
+ *
+ * Owns: per cycle, for every cohort and queue, per flavor and quota-tracked resource: subtree
+ * quota, the private (non-lendable) part, usage, and from them what a queue may still take now
+ * (available) and could ever take (potential). The recurrences follow Kueue's resource nodes so
+ * that operators who know Kueue get the same numbers (docs/config.md, "Quota semantics"):
+ *
+ *   subtree(queue)  = nominal
+ *   subtree(cohort) = own nominal + sum over children c of (subtree(c) - local(c))
+ *   local(n)        = lendingLimit set ? max(0, subtree(n) - lendingLimit) : 0
+ *   usage(cohort)   = sum over children c of max(0, usage(c) - local(c))
+ *   available(root) = subtree - usage
+ *   available(n)    = max(0, local - usage)
+ *                     + min(available(parent),
+ *                           borrowingLimit set ? subtree - local - max(0, usage - local) + BL : inf)
+ *   potential(root) = subtree
+ *   potential(n)    = min(local + potential(parent), borrowingLimit set ? subtree + BL : inf)
+ *
+ * A request fits queue q on flavor f when, for every tracked resource it asks for, the request
+ * is <= available(q). It borrows when usage + request > nominal. It can never fit when the
+ * request is > potential(q). Resources no quota mentions are not limited.
+ *
+ * Must not touch: the config (read-only), the cluster, I/O. Memory: everything in the arena.
+ */
+#ifndef QUEUE_QUOTA_H
+#define QUEUE_QUOTA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "sched/core/arena.h"
+#include "sched/core/res.h"
+
+#define QUOTA_INF INT64_MAX
+
+struct quota_tree {
+    const struct config *cfg;
+    uint32_t n_nodes;   /* cohorts first (index = cohort index), then queues */
+    uint32_t n_flavors;
+    uint32_t n_tracked; /* resources with a quota somewhere */
+    int tracked[RES_MAX];
+    int32_t *parent;    /* [n_nodes]: node index or -1 */
+    /* [n_nodes][n_flavors][n_tracked] */
+    int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
+    bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */
+};
+
+/* Builds the tree from the config and the queues' current usage, given per queue as
+ * usage[(q * n_flavors + f) * RES_MAX + r] in base units (NULL = nothing in use). */
+int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
+                struct arena *a);
+
+static inline uint32_t quota_queue_node(const struct quota_tree *t, uint32_t q)
+{
+    return t->cfg->n_cohorts + q;
+}
+
+/* Per tracked resource k (0..n_tracked-1) of node n on flavor f. */
+int64_t quota_available(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k);
+int64_t quota_potential(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k);
+
+enum quota_fit {
+    QUOTA_FITS = 0,  /* within nominal */
+    QUOTA_BORROWS,   /* fits, using quota lent by others */
+    QUOTA_WAIT,      /* does not fit now */
+    QUOTA_NEVER,     /* above what the queue could ever get */
+};
+
+/* The limiting resource, for reasons. */
+struct quota_short {
+    int res;            /* resource id */
+    uint32_t flavor;
+    int64_t need;       /* request */
+    int64_t nominal;    /* queue's nominal */
+    int64_t used;       /* queue's usage */
+    int64_t available;  /* what it may still take, borrowing included */
+    int64_t potential;  /* the most it could ever take */
+};
+
+/* Checks `need` (a gang's total request) for queue q on flavor f. Fills *why on WAIT/NEVER. */
+enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
+                           const struct res_vec *need, struct quota_short *why);
+/* Adds (sign +1) or removes (-1) a request to queue q's usage, propagated up the tree. */
+void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *need,
+                  int sign);
+/* Dominant share of queue q: max over tracked resources of usage (plus `extra` when not NULL,
+ * charged on flavor f) over the queue's nominal summed over flavors (or, when the nominal is 0,
+ * over its root cohort's subtree quota). 0 when nothing is tracked. */
+double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra);
+/* Usage over nominal + borrowing limit on some (flavor, tracked resource): a violation. */
+bool quota_violated(const struct quota_tree *t, uint32_t q);
+
+#endif
