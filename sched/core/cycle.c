@@ -238,9 +238,15 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_WHY_NEVER; /* out of memory: reported by the caller through n_verdicts */
+    /* A gang that declares a maximum run time ending before the reservations start may use the
+     * held capacity (backfill that cannot delay the starving gang). */
+    bool lift = g->max_runtime_ms > 0 && cy->out->n_reservations > 0 &&
+                cy->st.hold_until_ms != INT64_MAX &&
+                cy->snap->now_ms + g->max_runtime_ms <= cy->st.hold_until_ms;
     int64_t seen = memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    if (seen < 0 && single_flavor && cy->fail_req && is_plain(gf) && gf->n_pods >= cy->fail_pods &&
+    if (seen < 0 && !lift && single_flavor && cy->fail_req && is_plain(gf) &&
+        gf->n_pods >= cy->fail_pods &&
         res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
           gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
@@ -261,7 +267,11 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         pods = arena_alloc(cy->arena, (g->n_pods + 1) * sizeof(*pods));
         if (!pods)
             return SCHED_WHY_NEVER;
+        if (lift)
+            place_lift_holds(&cy->st, true);
         why = place_gang(&cy->st, gf, pods, &level, &domain);
+        if (lift)
+            place_lift_holds(&cy->st, false);
     }
     if (why == SCHED_WHY_PLACED) {
         struct sched_result *out = cy->out;
@@ -290,8 +300,9 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
                cy->st.c->n_nodes > 0) {
         v.why = SCHED_WHY_NO_NODES;
-    } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] > 0) {
-        v.why = SCHED_WHY_RESERVED;
+    } else if (v.filtered[FILTER_RESERVED] > 0 && pods &&
+               place_fits_if_unheld(&cy->st, gf, pods)) {
+        v.why = SCHED_WHY_RESERVED; /* it would start now but for the held capacity */
     }
     if (!add_verdict(cy, &v))
         return SCHED_WHY_NEVER;
@@ -330,8 +341,11 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
     if (!out->reservations || !nodes)
         return SCHED_ENOMEM;
     memcpy(nodes, cy->held, n_held * sizeof(*nodes));
-    out->reservations[out->n_reservations++] =
-        (struct sched_reservation){.gang = g, .nodes = nodes, .n_nodes = n_held};
+    int64_t start = place_expected_start(&cy->st, nodes, n_held);
+    out->reservations[out->n_reservations++] = (struct sched_reservation){
+        .gang = g, .nodes = nodes, .n_nodes = n_held, .expected_start_ms = start};
+    if (start < cy->st.hold_until_ms)
+        cy->st.hold_until_ms = start;
     return 0;
 }
 

@@ -102,9 +102,12 @@ struct sched_verdict {
 };
 
 struct sched_reservation {
-    const struct gang *gang; /* the starving gang that holds it */
-    uint32_t *nodes;         /* nodes whose free capacity is held */
+    const struct gang *gang;   /* the starving gang that holds it */
+    uint32_t *nodes;           /* nodes whose free capacity is held */
     uint32_t n_nodes;
+    int64_t expected_start_ms; /* when the held nodes will be free by declared maximum run
+                                  times, INT64_MAX when unknown; a gang whose declared maximum
+                                  run time ends before it may use the held capacity */
 };
 
 struct sched_result {

@@ -31,6 +31,7 @@ void gang_finalize(struct gang *g)
     h = fnv(h, &g->n_sets, sizeof(g->n_sets));
     h = fnv(h, &g->topo_required, sizeof(g->topo_required));
     h = fnv(h, &g->topo_preferred, sizeof(g->topo_preferred));
+    h = fnv(h, &g->max_runtime_ms, sizeof(g->max_runtime_ms)); /* may backfill reservations */
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;

@@ -130,6 +130,8 @@ int gpu_islands_parse(const char *s, uint8_t n_gpus, uint32_t *islands, uint8_t 
 struct node_state {
     struct res_vec used; /* sum of requests of pods bound to the node, every scheduler */
     uint32_t gpu_used;   /* GPU indices held */
+    int64_t release_ms;  /* when every pod on the node will have ended by its declared maximum
+                            run time: 0 when empty, INT64_MAX when some pod declares none */
 };
 
 struct toleration {
@@ -162,6 +164,7 @@ struct gang {
     uint32_t min_member;   /* pods that must be placed together (all of them in the simulator) */
     int8_t topo_required;  /* topology level index the whole gang must fit in, or -1 */
     int8_t topo_preferred; /* level to try first, widening one level at a time, or -1 */
+    int64_t max_runtime_ms; /* declared maximum run time (gangsched.io/max-runtime), 0 = none */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

@@ -67,6 +67,9 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->free = arena_alloc(arena, nn * sizeof(*st->free));
     st->gpu_free = arena_alloc(arena, nn * sizeof(*st->gpu_free));
     st->ok = arena_calloc(arena, nn, 1);
+    st->held = arena_calloc(arena, nn, 1);
+    st->state = snap->state;
+    st->hold_until_ms = INT64_MAX;
     st->elig = arena_calloc(arena, nn * GANG_MAX_SETS, 1);
     st->next = arena_alloc(arena, nn * sizeof(*st->next));
     st->prev = arena_alloc(arena, nn * sizeof(*st->prev));
@@ -461,8 +464,8 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
     return SCHED_WHY_RESOURCES;
 }
 
-enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
-                          int *level, uint32_t *domain)
+static enum sched_why place_try(struct place_state *st, const struct gang *g,
+                                struct sched_assign *out, int *level, uint32_t *domain)
 {
     st->n_log = 0;
     *level = -1;
@@ -486,8 +489,26 @@ enum sched_why place_gang(struct place_state *st, const struct gang *g, struct s
     }
     if (why != SCHED_WHY_PLACED)
         rollback(st);
+    return why;
+}
+
+enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
+                          int *level, uint32_t *domain)
+{
+    enum sched_why why = place_try(st, g, out, level, domain);
     st->n_log = 0; /* committed */
     return why;
+}
+
+bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct sched_assign *out)
+{
+    int level;
+    uint32_t domain;
+    place_lift_holds(st, true);
+    enum sched_why why = place_try(st, g, out, &level, &domain);
+    rollback(st);
+    place_lift_holds(st, false);
+    return why == SCHED_WHY_PLACED;
 }
 
 bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res)
@@ -594,6 +615,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
             bucket_unlink(st, i);
             st->free_gpus -= popc(st->gpu_free[i]);
             st->ok[i] = 0;
+            st->held[i] = 1;
             for (uint32_t s = 0; s < g->n_sets; s++)
                 if (got[s] < g->sets[s].count)
                     done = false;
@@ -603,6 +625,31 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         return n_held;
     }
     return 0;
+}
+
+int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n)
+{
+    int64_t t = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (st->state[nodes[k]].release_ms > t)
+            t = st->state[nodes[k]].release_ms;
+    return t;
+}
+
+void place_lift_holds(struct place_state *st, bool lift)
+{
+    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+        if (!st->held[i] || st->ok[i] == lift)
+            continue;
+        st->ok[i] = lift;
+        if (lift) {
+            bucket_link(st, i);
+            st->free_gpus += popc(st->gpu_free[i]);
+        } else {
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+        }
+    }
 }
 
 /* ---- explanations ------------------------------------------------------------------------ */
@@ -631,7 +678,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             fid = FILTER_NOT_READY;
         else if (nd->unschedulable)
             fid = FILTER_CORDONED;
-        else if (!st->ok[i])
+        else if (!st->ok[i] && st->held[i])
             fid = FILTER_RESERVED;
         for (size_t f = 0; fid < 0 && plugin_filters[f]; f++) {
             const struct sched_filter *fl = plugin_filters[f];

@@ -34,6 +34,9 @@ struct place_state {
     struct res_vec *free;        /* allocatable - used - tentatively placed */
     uint32_t *gpu_free;          /* GPU indices not held */
     uint8_t *ok;                 /* passes node-ready and cordon, and not held by a reservation */
+    uint8_t *held;                  /* held by a reservation this cycle */
+    const struct node_state *state; /* the snapshot's usage (release times) */
+    int64_t hold_until_ms;          /* earliest expected start of this cycle's reservations */
     uint8_t *elig;               /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
     bool elig_on[GANG_MAX_SETS]; /* elig row s is meaningful (some filter is active) */
     /* island limit per pod set of the gang being placed: the largest island among the nodes
@@ -89,6 +92,16 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
  * held (no other gang may use them this cycle). Returns the number of nodes written to `nodes`
  * (capacity st->c->n_nodes), 0 when nothing suitable. */
 uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes);
+
+/* Expected start of a reservation over `nodes`: the latest release time among them. */
+int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n);
+/* Makes held nodes usable (lift true) or held again (false), for a gang that will end before
+ * the reservations start. Nodes keep their holds across the call pair. */
+void place_lift_holds(struct place_state *st, bool lift);
+
+/* Would g be placed if the held nodes were free for it? Leaves the state unchanged; `out` is
+ * scratch of g->n_pods entries. Tells "waits for a reservation" from "waits for capacity". */
+bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct sched_assign *out);
 
 /* Fills the filter and resource counts of a verdict for g (called on failure only). */
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v);

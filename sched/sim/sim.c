@@ -186,6 +186,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->submit_ms = tj->submit_ms;
         g->topo_required = -1;
         g->topo_preferred = -1;
+        g->max_runtime_ms = tj->max_runtime_ms;
         int64_t gpus = tj->num_gpu;
         /* gpus_per_pod wins; else `pods` pods as even as possible (the first ones one GPU
          * larger); else whole nodes of the largest node size */
@@ -274,7 +275,20 @@ struct run {
     double *share;        /* share after the last cycle */
     bool *reclaim_wait;   /* head waits within nominal while others borrow (last cycle) */
     struct arena qarena;  /* quota trees built by the simulator for its own metrics */
+    /* per node, for node_state.release_ms */
+    uint32_t *pods_on;     /* pods running */
+    uint32_t *unbounded;   /* pods without a declared maximum run time */
+    int64_t *bounded_max;  /* latest declared end among the others */
+    uint64_t last_reservation; /* hash of the last reservation logged */
 };
+
+static void update_release(struct run *r, uint32_t i)
+{
+    struct node_state *ns = &r->state[i];
+    if (r->pods_on[i] == 0)
+        r->bounded_max[i] = 0; /* conservative while busy: ends only grow until it empties */
+    ns->release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+}
 
 static int64_t *usage_at(struct run *r, uint32_t q, uint32_t f)
 {
@@ -431,6 +445,14 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
             struct node_state *ns = &r->state[a[k].node];
             res_add(&ns->used, &g->sets[s].req);
             ns->gpu_used |= a[k].gpu_mask;
+            r->pods_on[a[k].node]++;
+            if (g->max_runtime_ms > 0) {
+                if (now + g->max_runtime_ms > r->bounded_max[a[k].node])
+                    r->bounded_max[a[k].node] = now + g->max_runtime_ms;
+            } else {
+                r->unbounded[a[k].node]++;
+            }
+            update_release(r, a[k].node);
             /* default tensor-parallel group: the whole pod, or the largest island when the pod
              * is larger than every island of the cluster */
             int64_t gpp = g->sets[s].req.v[RES_GPU];
@@ -493,6 +515,10 @@ static void finish(struct run *r, uint32_t j, int64_t now)
             struct node_state *ns = &r->state[a[k].node];
             res_sub(&ns->used, &g->sets[s].req);
             ns->gpu_used &= ~a[k].gpu_mask;
+            r->pods_on[a[k].node]--;
+            if (g->max_runtime_ms <= 0)
+                r->unbounded[a[k].node]--;
+            update_release(r, a[k].node);
         }
     free(r->assign[j]);
     r->assign[j] = NULL;
@@ -549,6 +575,34 @@ static int add_point(struct run *r, int64_t now, int64_t t0)
         .queued = (double)r->n_pending,
     };
     return 0;
+}
+
+/* A "reserve" event whenever the held capacity changes (gang or nodes). */
+static void log_reservations(struct run *r, const struct sched_result *res, int64_t now)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t k = 0; k < res->n_reservations; k++) {
+        h = (h ^ res->reservations[k].gang->id) * 1099511628211ull;
+        for (uint32_t n = 0; n < res->reservations[k].n_nodes; n++)
+            h = (h ^ (res->reservations[k].nodes[n] + 1)) * 1099511628211ull;
+    }
+    if (h == r->last_reservation)
+        return;
+    r->last_reservation = h;
+    FILE *f = r->opt->events;
+    for (uint32_t k = 0; k < res->n_reservations; k++) {
+        const struct sched_reservation *rv = &res->reservations[k];
+        ev_head(r, now, "reserve", rv->gang->id);
+        fputs(",\"nodes\":[", f);
+        for (uint32_t n = 0; n < rv->n_nodes; n++) {
+            fputs(n ? "," : "", f);
+            json_str(f, r->in->cluster->nodes[rv->nodes[n]].name);
+        }
+        if (rv->expected_start_ms == INT64_MAX)
+            fputs("],\"expected_start\":null}\n", f);
+        else
+            fprintf(f, "],\"expected_start\":%.3f}\n", (double)rv->expected_start_ms / 1000.0);
+    }
 }
 
 static void explain(struct run *r, const struct sched_result *res, int64_t now)
@@ -791,6 +845,8 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             }
             r->st->cycles++;
             r->st->reservations += res.n_reservations;
+            if (r->opt->events)
+                log_reservations(r, &res, now);
             if (r->opt->explain_job)
                 explain(r, &res, now);
             for (uint32_t p = 0; p < res.n_placements && rc == 0; p++)
@@ -857,11 +913,16 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.share = calloc(nq, sizeof(*r.share));
     r.reclaim_wait = calloc(nq, sizeof(*r.reclaim_wait));
     out->per_queue = calloc(nq, sizeof(*out->per_queue));
+    size_t nn = in->cluster->n_nodes + 1;
+    r.pods_on = calloc(nn, sizeof(*r.pods_on));
+    r.unbounded = calloc(nn, sizeof(*r.unbounded));
+    r.bounded_max = calloc(nn, sizeof(*r.bounded_max));
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
     if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
-        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue) {
+        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
+        !r.pods_on || !r.unbounded || !r.bounded_max) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t q = 0; q < in->n_queues; q++) {
@@ -893,6 +954,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
     free(r.queues), free(r.heap);
     free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
+    free(r.pods_on), free(r.unbounded), free(r.bounded_max);
     arena_fini(&r.qarena);
     if (rc != 0)
         sim_stats_free(out);

@@ -508,6 +508,43 @@ static void test_starving_gang_reserves_capacity(void **unused)
     world_free(w);
 }
 
+static void test_backfill_into_reservation_needs_max_runtime(void **unused)
+{
+    (void)unused;
+    /* node 0: 4 GPUs busy until t=2000 s by declared maximum run times; node 1: full. A whole
+     * node gang starves and holds node 0 (expected start 2000 s). A 4-GPU gang declaring 1000 s
+     * ends before that and may use node 0; an equal gang without a declaration may not. */
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x0F);
+    use_gpus(w, 1, 0xFF);
+    w->state[0].release_ms = 2000 * 1000;
+    w->state[1].release_ms = INT64_MAX;
+    struct gang *big = add_gang(w, 1, 8, 0);
+    struct gang *undeclared = add_gang(w, 1, 4, 10);
+    struct gang *declared = add_gang(w, 1, 4, 20);
+    declared->max_runtime_ms = 1000 * 1000;
+    gang_finalize(declared);
+    const struct sched_result *r = cycle(w, "gangsched", 700);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].nodes[0], 0);
+    assert_int_equal(r->reservations[0].expected_start_ms, 2000 * 1000);
+    assert_null(placement_of(r, undeclared));
+    const struct sched_verdict *v = verdict_of(r, undeclared);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_RESERVED);
+    const struct sched_placement *p = placement_of(r, declared);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0);
+    /* too long a declaration: it would delay the starving gang */
+    declared->max_runtime_ms = 1400 * 1000;
+    gang_finalize(declared);
+    r = cycle(w, "gangsched", 700);
+    assert_null(placement_of(r, declared));
+    free_names(w);
+    world_free(w);
+}
+
 static void test_priority_order_and_determinism(void **unused)
 {
     (void)unused;
@@ -604,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_node_selector),
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),
+        cmocka_unit_test(test_backfill_into_reservation_needs_max_runtime),
         cmocka_unit_test(test_priority_order_and_determinism),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
