@@ -22,8 +22,9 @@
  * inactive cheaply. */
 struct filter_env {
     const struct cluster *cluster;
-    bool has_hard_taints; /* some node has a NoSchedule or NoExecute taint */
-    bool has_shared_gpus; /* some node has time-sliced or MIG GPUs */
+    bool has_hard_taints;    /* some node has a NoSchedule or NoExecute taint */
+    bool has_shared_gpus;    /* some node has time-sliced or MIG GPUs */
+    bool has_unhealthy_gpus; /* some node offers fewer GPUs than its capacity */
 };
 
 struct sched_filter {
@@ -42,10 +43,14 @@ extern const struct sched_filter *const plugin_filters[];
 extern const struct sched_filter plugin_node_ready;
 extern const struct sched_filter plugin_cordon;
 extern const struct sched_filter plugin_node_selector;
+extern const struct sched_filter plugin_node_affinity;
+extern const struct sched_filter plugin_gpu_health;
 extern const struct sched_filter plugin_taints;
 extern const struct sched_filter plugin_gpu_sharing;
 
 void filter_env_init(struct filter_env *env, const struct cluster *c);
+/* true when node n satisfies one affinity requirement (Kubernetes rules, see model.h). */
+bool sel_req_matches(const struct sel_req *r, const struct node *n);
 /* true when `tols` tolerate taint `t` (Kubernetes rules). */
 bool taint_tolerated(const struct taint *t, const struct toleration *tols, uint32_t n_tols);
 

@@ -67,8 +67,8 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
         !t->local || !t->usage || !t->queue_uses_flavor || !order)
         return SCHED_ENOMEM;
     for (uint32_t n = 0; n < t->n_nodes; n++) {
-        t->parent[n] = n < cfg->n_cohorts ? cfg->cohorts[n].parent
-                                          : cfg->queues[n - cfg->n_cohorts].cohort;
+        t->parent[n] =
+            n < cfg->n_cohorts ? cfg->cohorts[n].parent : cfg->queues[n - cfg->n_cohorts].cohort;
         const struct config_quota_set *qs = qset(cfg, n);
         for (uint32_t f = 0; f < t->n_flavors; f++)
             for (uint32_t k = 0; k < t->n_tracked; k++) {
@@ -116,14 +116,15 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                 t->subtree[i] = t->nominal[i];
                 if (n >= cfg->n_cohorts && usage) {
                     uint32_t q = n - cfg->n_cohorts;
-                    t->usage[i] = usage[((size_t)q * t->n_flavors + f) * RES_MAX +
-                                        (size_t)t->tracked[k]];
+                    t->usage[i] =
+                        usage[((size_t)q * t->n_flavors + f) * RES_MAX + (size_t)t->tracked[k]];
                 }
             }
             for (uint32_t j = 0; j < n_order; j++) { /* children before parents */
                 uint32_t n = order[j];
                 size_t i = at(t, n, f, k);
-                t->local[i] = t->lend_limit[i] == QUOTA_INF ? 0 : max0(t->subtree[i] - t->lend_limit[i]);
+                t->local[i] =
+                    t->lend_limit[i] == QUOTA_INF ? 0 : max0(t->subtree[i] - t->lend_limit[i]);
                 if (t->parent[n] >= 0) {
                     size_t p = at(t, (uint32_t)t->parent[n], f, k);
                     t->subtree[p] += t->subtree[i] - t->local[i];
@@ -141,8 +142,8 @@ int64_t quota_available(const struct quota_tree *t, uint32_t n, uint32_t f, uint
         return t->subtree[i] - t->usage[i];
     int64_t up = quota_available(t, (uint32_t)t->parent[n], f, k);
     if (t->borrow_limit[i] != QUOTA_INF) {
-        int64_t cap = t->subtree[i] - t->local[i] - max0(t->usage[i] - t->local[i]) +
-                      t->borrow_limit[i];
+        int64_t cap =
+            t->subtree[i] - t->local[i] - max0(t->usage[i] - t->local[i]) + t->borrow_limit[i];
         if (cap < up)
             up = cap;
     }
@@ -185,17 +186,14 @@ enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
         if (this_fit > fit) {
             fit = this_fit;
             if (why && this_fit >= QUOTA_WAIT)
-                *why = (struct quota_short){.res = r,
-                                            .flavor = f,
-                                            .need = want,
-                                            .nominal = t->nominal[i],
-                                            .used = t->usage[i],
-                                            .available = this_fit == QUOTA_NEVER
-                                                             ? quota_available(t, n, f, k)
-                                                             : avail,
-                                            .potential = this_fit == QUOTA_NEVER
-                                                             ? pot
-                                                             : quota_potential(t, n, f, k)};
+                *why = (struct quota_short){
+                    .res = r,
+                    .flavor = f,
+                    .need = want,
+                    .nominal = t->nominal[i],
+                    .used = t->usage[i],
+                    .available = this_fit == QUOTA_NEVER ? quota_available(t, n, f, k) : avail,
+                    .potential = this_fit == QUOTA_NEVER ? pot : quota_potential(t, n, f, k)};
         }
     }
     return fit;
@@ -258,7 +256,8 @@ bool quota_violated(const struct quota_tree *t, uint32_t q)
     for (uint32_t f = 0; f < t->n_flavors; f++)
         for (uint32_t k = 0; k < t->n_tracked; k++) {
             size_t i = at(t, n, f, k);
-            int64_t cap = t->parent[n] < 0 ? t->nominal[i] : sat_add(t->nominal[i], t->borrow_limit[i]);
+            int64_t cap =
+                t->parent[n] < 0 ? t->nominal[i] : sat_add(t->nominal[i], t->borrow_limit[i]);
             if (t->usage[i] > cap)
                 return true;
             uint32_t root = root_of(t, n);

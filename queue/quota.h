@@ -12,9 +12,9 @@
  *   available(root) = subtree - usage
  *   available(n)    = max(0, local - usage)
  *                     + min(available(parent),
- *                           borrowingLimit set ? subtree - local - max(0, usage - local) + BL : inf)
- *   potential(root) = subtree
- *   potential(n)    = min(local + potential(parent), borrowingLimit set ? subtree + BL : inf)
+ *                           borrowingLimit set ? subtree - local - max(0, usage - local) + BL :
+ * inf) potential(root) = subtree potential(n)    = min(local + potential(parent), borrowingLimit
+ * set ? subtree + BL : inf)
  *
  * A request fits queue q on flavor f when, for every tracked resource it asks for, the request
  * is <= available(q). It borrows when usage + request > nominal. It can never fit when the
@@ -36,11 +36,11 @@
 
 struct quota_tree {
     const struct config *cfg;
-    uint32_t n_nodes;   /* cohorts first (index = cohort index), then queues */
+    uint32_t n_nodes; /* cohorts first (index = cohort index), then queues */
     uint32_t n_flavors;
     uint32_t n_tracked; /* resources with a quota somewhere */
     int tracked[RES_MAX];
-    int32_t *parent;    /* [n_nodes]: node index or -1 */
+    int32_t *parent; /* [n_nodes]: node index or -1 */
     /* [n_nodes][n_flavors][n_tracked] */
     int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
     bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */
@@ -61,21 +61,21 @@ int64_t quota_available(const struct quota_tree *t, uint32_t n, uint32_t f, uint
 int64_t quota_potential(const struct quota_tree *t, uint32_t n, uint32_t f, uint32_t k);
 
 enum quota_fit {
-    QUOTA_FITS = 0,  /* within nominal */
-    QUOTA_BORROWS,   /* fits, using quota lent by others */
-    QUOTA_WAIT,      /* does not fit now */
-    QUOTA_NEVER,     /* above what the queue could ever get */
+    QUOTA_FITS = 0, /* within nominal */
+    QUOTA_BORROWS,  /* fits, using quota lent by others */
+    QUOTA_WAIT,     /* does not fit now */
+    QUOTA_NEVER,    /* above what the queue could ever get */
 };
 
 /* The limiting resource, for reasons. */
 struct quota_short {
-    int res;            /* resource id */
+    int res; /* resource id */
     uint32_t flavor;
-    int64_t need;       /* request */
-    int64_t nominal;    /* queue's nominal */
-    int64_t used;       /* queue's usage */
-    int64_t available;  /* what it may still take, borrowing included */
-    int64_t potential;  /* the most it could ever take */
+    int64_t need;      /* request */
+    int64_t nominal;   /* queue's nominal */
+    int64_t used;      /* queue's usage */
+    int64_t available; /* what it may still take, borrowing included */
+    int64_t potential; /* the most it could ever take */
 };
 
 /* Checks `need` (a gang's total request) for queue q on flavor f. Fills *why on WAIT/NEVER. */

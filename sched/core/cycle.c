@@ -27,7 +27,7 @@
 /* ---- per-cycle context ------------------------------------------------------------------ */
 
 struct memo {
-    uint64_t shape; /* gang shape ^ flavor */
+    uint64_t shape;   /* gang shape ^ flavor */
     uint32_t verdict; /* index into out->verdicts */
 };
 
@@ -186,8 +186,8 @@ static bool is_plain(const struct gang *g)
 static struct sched_verdict *add_verdict(struct cycle *cy, const struct sched_verdict *v)
 {
     struct sched_result *out = cy->out;
-    out->verdicts = grow(cy->arena, out->verdicts, out->n_verdicts, &cy->cap_v,
-                         sizeof(*out->verdicts));
+    out->verdicts =
+        grow(cy->arena, out->verdicts, out->n_verdicts, &cy->cap_v, sizeof(*out->verdicts));
     if (!out->verdicts)
         return NULL;
     out->verdicts[out->n_verdicts] = *v;
@@ -210,8 +210,7 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
         if (!sel)
             return NULL;
         memcpy(sel, g->sets[s].node_selector, g->sets[s].n_node_selector * sizeof(*sel));
-        memcpy(sel + g->sets[s].n_node_selector, fl->node_labels,
-               fl->n_node_labels * sizeof(*sel));
+        memcpy(sel + g->sets[s].n_node_selector, fl->node_labels, fl->n_node_labels * sizeof(*sel));
         c->sets[s].node_selector = sel;
         c->sets[s].n_node_selector = n;
     }
@@ -246,8 +245,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     int64_t seen = memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
     if (seen < 0 && !lift && single_flavor && cy->fail_req && is_plain(gf) &&
-        gf->n_pods >= cy->fail_pods &&
-        res_fits(cy->fail_req, &gf->sets[0].req) &&
+        gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
           gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
         seen = cy->fail_verdict;
@@ -300,8 +298,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
                cy->st.c->n_nodes > 0) {
         v.why = SCHED_WHY_NO_NODES;
-    } else if (v.filtered[FILTER_RESERVED] > 0 && pods &&
-               place_fits_if_unheld(&cy->st, gf, pods)) {
+    } else if (v.filtered[FILTER_RESERVED] > 0 && pods && place_fits_if_unheld(&cy->st, gf, pods)) {
         v.why = SCHED_WHY_RESERVED; /* it would start now but for the held capacity */
     }
     if (!add_verdict(cy, &v))
@@ -370,8 +367,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                 struct quota_short qs;
                 enum quota_fit fit = quota_check(&cy->qt, q, f, &need, &qs);
                 if (fit >= QUOTA_WAIT) {
-                    if (!quota_blocked || fit < (qv.why == SCHED_WHY_QUOTA_NEVER ? QUOTA_NEVER
-                                                                                 : QUOTA_WAIT)) {
+                    if (!quota_blocked ||
+                        fit < (qv.why == SCHED_WHY_QUOTA_NEVER ? QUOTA_NEVER : QUOTA_WAIT)) {
                         qv.why = fit == QUOTA_NEVER ? SCHED_WHY_QUOTA_NEVER : SCHED_WHY_QUOTA;
                         qv.quota_res = qs.res;
                         qv.quota_flavor = qs.flavor;
@@ -544,6 +541,8 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_NOT_READY] = "not ready",
     [FILTER_CORDONED] = "cordoned",
     [FILTER_SELECTOR] = "node selector",
+    [FILTER_AFFINITY] = "node affinity",
+    [FILTER_GPU_HEALTH] = "unhealthy GPUs",
     [FILTER_TAINT] = "untolerated taint",
     [FILTER_SHARED_GPU] = "shared/MIG GPUs",
     [FILTER_RESOURCES] = "insufficient",

@@ -40,9 +40,9 @@ struct sched_snapshot {
     /* Operator configuration, or NULL (no quotas; policy defaults). With a config, queue view q
      * is config queue q, and: */
     const struct config *config;
-    const int64_t *usage;      /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
-    const double *hist_share;  /* [n_queues]: decayed historical share (queue_decay), or NULL */
-    bool verdict_every_gang;   /* also a verdict for gangs skipped by the same-shape memo */
+    const int64_t *usage;     /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
+    const double *hist_share; /* [n_queues]: decayed historical share (queue_decay), or NULL */
+    bool verdict_every_gang;  /* also a verdict for gangs skipped by the same-shape memo */
 };
 
 /* Where one pod goes. */
@@ -64,12 +64,12 @@ struct sched_placement {
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
 enum sched_why {
     SCHED_WHY_PLACED = 0,
-    SCHED_WHY_BLOCKED,   /* strict FIFO: an earlier gang in the queue waits */
-    SCHED_WHY_RESOURCES, /* not enough free capacity anywhere right now */
-    SCHED_WHY_TOPOLOGY,  /* capacity exists, but not inside one required domain */
-    SCHED_WHY_RESERVED,  /* capacity is held for an older starving gang */
-    SCHED_WHY_NEVER,     /* larger than the whole cluster could ever hold */
-    SCHED_WHY_NO_NODES,  /* no node passes the static filters (selector, taints, ...) */
+    SCHED_WHY_BLOCKED,     /* strict FIFO: an earlier gang in the queue waits */
+    SCHED_WHY_RESOURCES,   /* not enough free capacity anywhere right now */
+    SCHED_WHY_TOPOLOGY,    /* capacity exists, but not inside one required domain */
+    SCHED_WHY_RESERVED,    /* capacity is held for an older starving gang */
+    SCHED_WHY_NEVER,       /* larger than the whole cluster could ever hold */
+    SCHED_WHY_NO_NODES,    /* no node passes the static filters (selector, taints, ...) */
     SCHED_WHY_QUOTA,       /* the queue's quota (with what it may borrow) is used up */
     SCHED_WHY_QUOTA_NEVER, /* above what the queue could ever get, borrowing included */
 };
@@ -79,8 +79,10 @@ enum sched_filter_id {
     FILTER_NOT_READY = 0,
     FILTER_CORDONED,
     FILTER_SELECTOR,
+    FILTER_AFFINITY,
     FILTER_TAINT,
     FILTER_SHARED_GPU,
+    FILTER_GPU_HEALTH,
     FILTER_RESOURCES,
     FILTER_RESERVED,
     FILTER_N
@@ -102,8 +104,8 @@ struct sched_verdict {
 };
 
 struct sched_reservation {
-    const struct gang *gang;   /* the starving gang that holds it */
-    uint32_t *nodes;           /* nodes whose free capacity is held */
+    const struct gang *gang; /* the starving gang that holds it */
+    uint32_t *nodes;         /* nodes whose free capacity is held */
     uint32_t n_nodes;
     int64_t expected_start_ms; /* when the held nodes will be free by declared maximum run
                                   times, INT64_MAX when unknown; a gang whose declared maximum

@@ -42,6 +42,16 @@ void gang_finalize(struct gang *g)
             h = fnv_str(h, ps->node_selector[k].key);
             h = fnv_str(h, ps->node_selector[k].value);
         }
+        for (uint32_t t = 0; t < ps->n_affinity; t++) {
+            const struct sel_term *term = &ps->affinity[t];
+            h = fnv(h, &term->n_reqs, sizeof(term->n_reqs));
+            for (uint32_t k = 0; k < term->n_reqs; k++) {
+                h = fnv_str(h, term->reqs[k].key);
+                h = fnv(h, &term->reqs[k].op, sizeof(term->reqs[k].op));
+                for (uint32_t v = 0; v < term->reqs[k].n_values; v++)
+                    h = fnv_str(h, term->reqs[k].values[v]);
+            }
+        }
         for (uint32_t k = 0; k < ps->n_tolerations; k++) {
             const struct toleration *t = &ps->tolerations[k];
             h = fnv_str(h, t->key);

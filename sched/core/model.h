@@ -59,8 +59,9 @@ struct node {
     bool ready;         /* Ready condition True */
     bool unschedulable; /* spec.unschedulable (cordoned) */
     enum gpu_sharing gpu_sharing;
-    uint8_t n_gpus;                     /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
-    uint8_t n_islands;                  /* >= 1 when n_gpus > 0 */
+    uint8_t n_gpus;       /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
+    uint8_t gpu_capacity; /* status.capacity GPUs; above n_gpus = unhealthy devices (0: unknown) */
+    uint8_t n_islands;    /* >= 1 when n_gpus > 0 */
     uint32_t islands[NODE_MAX_ISLANDS]; /* disjoint GPU masks, union = all GPUs */
     uint32_t dom[TOPO_MAX_LEVELS];      /* domain id at each topology level */
 };
@@ -141,6 +142,24 @@ struct toleration {
     int effect;     /* enum taint_effect, or -1 for all effects */
 };
 
+/* Required node affinity (spec.affinity.nodeAffinity.requiredDuringScheduling...): the terms
+ * are ORed, the requirements of a term ANDed, as in Kubernetes. Gt and Lt compare the label's
+ * value and the single requirement value as integers; a label that is not an integer does not
+ * match. NotIn and DoesNotExist match nodes without the label. */
+enum sel_op { SEL_IN = 0, SEL_NOT_IN, SEL_EXISTS, SEL_DOES_NOT_EXIST, SEL_GT, SEL_LT };
+
+struct sel_req {
+    const char *key;
+    enum sel_op op;
+    const char *const *values;
+    uint32_t n_values;
+};
+
+struct sel_term {
+    const struct sel_req *reqs;
+    uint32_t n_reqs;
+};
+
 /* Pods of one gang that share a spec. */
 struct podset {
     uint32_t count;     /* pods */
@@ -149,6 +168,8 @@ struct podset {
     uint32_t n_node_selector;
     const struct toleration *tolerations;
     uint32_t n_tolerations;
+    const struct sel_term *affinity; /* required node affinity terms (ORed); none = any node */
+    uint32_t n_affinity;
 };
 
 #define GANG_MAX_SETS 4
@@ -161,9 +182,9 @@ struct gang {
     int64_t submit_ms; /* first submission; kept across requeues */
     uint32_t n_sets;
     struct podset sets[GANG_MAX_SETS];
-    uint32_t min_member;   /* pods that must be placed together (all of them in the simulator) */
-    int8_t topo_required;  /* topology level index the whole gang must fit in, or -1 */
-    int8_t topo_preferred; /* level to try first, widening one level at a time, or -1 */
+    uint32_t min_member;    /* pods that must be placed together (all of them in the simulator) */
+    int8_t topo_required;   /* topology level index the whole gang must fit in, or -1 */
+    int8_t topo_preferred;  /* level to try first, widening one level at a time, or -1 */
     int64_t max_runtime_ms; /* declared maximum run time (gangsched.io/max-runtime), 0 = none */
     /* derived by gang_finalize() */
     uint32_t n_pods;

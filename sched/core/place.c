@@ -206,7 +206,8 @@ static uint32_t pod_slots(const struct place_state *st, const struct podset *ps,
     }
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
-        uint32_t k = gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
+        uint32_t k =
+            gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
         if (k < best)
             best = k;
     }

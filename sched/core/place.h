@@ -31,14 +31,14 @@ struct place_state {
     bool topology;         /* topology-aware algorithms and island-aware GPU choice */
     uint32_t island_limit; /* gpu_pick's limit: largest NVLink island in the cluster, 0 = blind */
     /* per node */
-    struct res_vec *free;        /* allocatable - used - tentatively placed */
-    uint32_t *gpu_free;          /* GPU indices not held */
-    uint8_t *ok;                 /* passes node-ready and cordon, and not held by a reservation */
-    uint8_t *held;                  /* held by a reservation this cycle */
+    struct res_vec *free; /* allocatable - used - tentatively placed */
+    uint32_t *gpu_free;   /* GPU indices not held */
+    uint8_t *ok;          /* passes node-ready and cordon, and not held by a reservation */
+    uint8_t *held;        /* held by a reservation this cycle */
     const struct node_state *state; /* the snapshot's usage (release times) */
     int64_t hold_until_ms;          /* earliest expected start of this cycle's reservations */
-    uint8_t *elig;               /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
-    bool elig_on[GANG_MAX_SETS]; /* elig row s is meaningful (some filter is active) */
+    uint8_t *elig;                  /* scratch: [GANG_MAX_SETS][n] per-podset filter result */
+    bool elig_on[GANG_MAX_SETS];    /* elig row s is meaningful (some filter is active) */
     /* island limit per pod set of the gang being placed: the largest island among the nodes
      * the set may use (a set restricted to 2x4 nodes may span their islands) */
     const struct podset *limit_set[GANG_MAX_SETS];

@@ -502,7 +502,7 @@ static int read_taints(struct doc *d, struct val seq, struct node *tmp)
     return 0;
 }
 
-static int read_allocatable(struct doc *d, struct val m, struct node *tmp)
+static int read_resources(struct doc *d, struct val m, const char *field, struct res_vec *out)
 {
     bool seen[RES_MAX] = {false};
     struct iter it = viter(m);
@@ -510,43 +510,41 @@ static int read_allocatable(struct doc *d, struct val m, struct node *tmp)
     while (map_next(d, &it, &k, &v)) {
         const char *name = vkey(d, k);
         if (!name || !*name)
-            return fail_at(d, k, SCHED_EINVAL,
-                           "field status.allocatable: resource name must be a non-empty string");
+            return fail_at(d, k, SCHED_EINVAL, "field %s: resource name must be a non-empty string",
+                           field);
         struct sched_errbuf inner;
         inner.msg[0] = '\0';
         int id;
         int rc = res_intern(name, &id, &inner);
         if (rc)
-            return fail_at(d, k, rc, "field status.allocatable.%s: %s", name, inner.msg);
+            return fail_at(d, k, rc, "field %s.%s: %s", field, name, inner.msg);
         if (id < 0 || id >= RES_MAX)
-            return fail_at(d, k, SCHED_ERANGE, "field status.allocatable.%s: bad resource id",
-                           name);
+            return fail_at(d, k, SCHED_ERANGE, "field %s.%s: bad resource id", field, name);
         if (seen[id])
-            return fail_at(d, k, SCHED_EINVAL, "field status.allocatable.%s: listed twice", name);
+            return fail_at(d, k, SCHED_EINVAL, "field %s.%s: listed twice", field, name);
         seen[id] = true;
         enum vkind kind = vkind(v);
         if (kind != VK_STR && kind != VK_NUM)
             return fail_at(d, v, SCHED_EINVAL,
-                           "field status.allocatable.%s: expected a quantity (string or number), "
+                           "field %s.%s: expected a quantity (string or number), "
                            "got %s",
-                           name, vkind_name(kind));
+                           field, name, vkind_name(kind));
         const char *q = vtext(d, v);
         if (!q)
-            return fail_at(d, v, SCHED_EINVAL, "field status.allocatable.%s: contains a NUL byte",
-                           name);
+            return fail_at(d, v, SCHED_EINVAL, "field %s.%s: contains a NUL byte", field, name);
         int64_t val = 0;
         /* res_parse() with the resource's scale, called directly so that the message reads
          * "field status.allocatable.cpu: invalid quantity "abc": ..." without repeating the
          * resource name. */
         rc = qty_parse(q, res_scale(id), &val, &inner);
         if (rc)
-            return fail_at(d, v, rc, "field status.allocatable.%s: %s", name, inner.msg);
+            return fail_at(d, v, rc, "field %s.%s: %s", field, name, inner.msg);
         if (val < 0)
             return fail_at(d, v, SCHED_EINVAL,
-                           "field status.allocatable.%s: negative quantity "
+                           "field %s.%s: negative quantity "
                            "\"%s\"",
-                           name, q);
-        tmp->alloc.v[id] = val;
+                           field, name, q);
+        out->v[id] = val;
     }
     return 0;
 }
@@ -641,8 +639,16 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         return rc;
     if (vkind(status) == VK_MAP) {
         if ((rc = get_coll(d, status, "allocatable", "status.allocatable", VK_MAP, &m)) ||
-            (rc = read_allocatable(d, m, &tmp)))
+            (rc = read_resources(d, m, "status.allocatable", &tmp.alloc)))
             return rc;
+        struct res_vec cap;
+        memset(&cap, 0, sizeof(cap));
+        if ((rc = get_coll(d, status, "capacity", "status.capacity", VK_MAP, &m)) ||
+            (rc = read_resources(d, m, "status.capacity", &cap)))
+            return rc;
+        /* devices the kubelet no longer offers: capacity above allocatable */
+        tmp.gpu_capacity =
+            (uint8_t)(cap.v[RES_GPU] > NODE_MAX_GPUS ? NODE_MAX_GPUS : cap.v[RES_GPU]);
         if ((rc = get_coll(d, status, "conditions", "status.conditions", VK_SEQ, &m)) ||
             (rc = read_conditions(d, m, &tmp)))
             return rc;

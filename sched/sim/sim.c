@@ -112,8 +112,9 @@ static int default_config(const struct trace *t, const struct cluster *c, struct
     for (uint32_t q = 0; q < n; q++) {
         fputs("  - name: ", f);
         yaml_quoted(f, names[q]);
-        fprintf(f, "\n    cohort: all\n    quota:\n      default:\n"
-                   "        nvidia.com/gpu: %lld\n",
+        fprintf(f,
+                "\n    cohort: all\n    quota:\n      default:\n"
+                "        nvidia.com/gpu: %lld\n",
                 (long long)nominal[q]);
     }
     if (fclose(f) != 0) {
@@ -171,8 +172,9 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         struct sim_job *j = &in->jobs[i];
         int q = config_queue_index(cfg, tj->queue);
         if (q < 0) {
-            int rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: queue '%s' of job %s is not a queue of %s",
-                                t->files[tj->file], tj->line, tj->queue, tj->id, cfg->path);
+            int rc =
+                sched_fail(eb, SCHED_EINVAL, "%s:%u: queue '%s' of job %s is not a queue of %s",
+                           t->files[tj->file], tj->line, tj->queue, tj->id, cfg->path);
             sim_input_free(in);
             return rc;
         }
@@ -276,9 +278,9 @@ struct run {
     bool *reclaim_wait;   /* head waits within nominal while others borrow (last cycle) */
     struct arena qarena;  /* quota trees built by the simulator for its own metrics */
     /* per node, for node_state.release_ms */
-    uint32_t *pods_on;     /* pods running */
-    uint32_t *unbounded;   /* pods without a declared maximum run time */
-    int64_t *bounded_max;  /* latest declared end among the others */
+    uint32_t *pods_on;         /* pods running */
+    uint32_t *unbounded;       /* pods without a declared maximum run time */
+    int64_t *bounded_max;      /* latest declared end among the others */
     uint64_t last_reservation; /* hash of the last reservation logged */
 };
 
@@ -782,8 +784,7 @@ static int quota_observe(struct run *r)
         if (!anyone_borrows || r->queues[q].n == 0)
             continue;
         const struct gang *g = r->queues[q].items[0];
-        r->reclaim_wait[q] =
-            (double)(queue_gpus(r, q) + g->gpus) <= st->per_queue[q].nominal_gpus;
+        r->reclaim_wait[q] = (double)(queue_gpus(r, q) + g->gpus) <= st->per_queue[q].nominal_gpus;
     }
     return 0;
 }

@@ -459,6 +459,77 @@ static void test_node_selector(void **unused)
     world_free(w);
 }
 
+static void test_affinity_gt_gpu_memory(void **unused)
+{
+    (void)unused;
+    /* hgx (81559 MiB GPUs) and pcie L40S (46068 MiB): a pod that needs more than 48 GB per GPU
+     * lands on hgx only; NotIn and DoesNotExist work on the same labels. */
+    struct world *w = world_new("pcie:2,hgx:1");
+    static const char *const mem[] = {"49152"};
+    static const struct sel_req gt = {
+        .key = "nvidia.com/gpu.memory", .op = SEL_GT, .values = mem, .n_values = 1};
+    static const struct sel_term term = {.reqs = &gt, .n_reqs = 1};
+    struct gang *g = add_gang(w, 1, 2, 0);
+    g->sets[0].affinity = &term;
+    g->sets[0].n_affinity = 1;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_string_equal(node_label(&w->c->nodes[p->pods[0].node], "nvidia.com/gpu.product"),
+                        "NVIDIA-H100-80GB-HBM3");
+    /* Lt on a value no node has below: nothing fits, and the reason counts the filter */
+    static const char *const tiny[] = {"1000"};
+    static const struct sel_req lt = {
+        .key = "nvidia.com/gpu.memory", .op = SEL_LT, .values = tiny, .n_values = 1};
+    static const struct sel_term term2 = {.reqs = &lt, .n_reqs = 1};
+    g->sets[0].affinity = &term2;
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_AFFINITY], 3);
+    /* terms are ORed: Lt 1000 OR NotIn [H100] picks the L40S nodes */
+    static const char *const h100[] = {"NVIDIA-H100-80GB-HBM3"};
+    static const struct sel_req notin = {
+        .key = "nvidia.com/gpu.product", .op = SEL_NOT_IN, .values = h100, .n_values = 1};
+    static const struct sel_term terms[2] = {{.reqs = &lt, .n_reqs = 1},
+                                             {.reqs = &notin, .n_reqs = 1}};
+    g->sets[0].affinity = terms;
+    g->sets[0].n_affinity = 2;
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_string_equal(node_label(&w->c->nodes[p->pods[0].node], "nvidia.com/gpu.product"),
+                        "NVIDIA-L40S");
+    free_names(w);
+    world_free(w);
+}
+
+static void test_unhealthy_gpu_node(void **unused)
+{
+    (void)unused;
+    /* node 0 lost a GPU (capacity 8, allocatable 7): no multi-GPU pod goes there */
+    struct world *w = world_raw("hgx:2");
+    w->c->nodes[0].alloc.v[RES_GPU] = 7;
+    w->c->nodes[0].gpu_capacity = 8;
+    world_finalize(w);
+    use_gpus(w, 1, 0xFF);
+    struct gang *tp = add_gang(w, 1, 4, 0);
+    struct gang *one = add_gang(w, 1, 1, 1);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, tp));
+    const struct sched_verdict *v = verdict_of(r, tp);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_GPU_HEALTH], 1);
+    const struct sched_placement *p = placement_of(r, one);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_shared_gpus_not_for_multi_gpu_gangs(void **unused)
 {
     (void)unused;
@@ -639,6 +710,8 @@ int main(void)
         cmocka_unit_test(test_topology_required_waits),
         cmocka_unit_test(test_cordon_notready_taints),
         cmocka_unit_test(test_node_selector),
+        cmocka_unit_test(test_affinity_gt_gpu_memory),
+        cmocka_unit_test(test_unhealthy_gpu_node),
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),
         cmocka_unit_test(test_backfill_into_reservation_needs_max_runtime),

@@ -423,14 +423,14 @@ static void test_fair_share_orders_queues(void **unused)
 static void test_flavors_restrict_nodes(void **unused)
 {
     (void)unused;
-    struct world *w = world("hgx:2,pcie:2",
-                            HDR "flavors:\n"
-                                "  - name: h100\n    nodeLabels: {nvidia.com/gpu.product: "
-                                "NVIDIA-H100-80GB-HBM3}\n"
-                                "  - name: l40s\n    nodeLabels: {nvidia.com/gpu.product: "
-                                "NVIDIA-L40S}\n"
-                                "queues:\n  - name: t\n    quota:\n"
-                                "      l40s:\n        nvidia.com/gpu: 16\n");
+    struct world *w =
+        world("hgx:2,pcie:2", HDR "flavors:\n"
+                                  "  - name: h100\n    nodeLabels: {nvidia.com/gpu.product: "
+                                  "NVIDIA-H100-80GB-HBM3}\n"
+                                  "  - name: l40s\n    nodeLabels: {nvidia.com/gpu.product: "
+                                  "NVIDIA-L40S}\n"
+                                  "queues:\n  - name: t\n    quota:\n"
+                                  "      l40s:\n        nvidia.com/gpu: 16\n");
     struct gang *g = add(w, 0, 2, 8, 0);
     const struct sched_result *r = run(w, 0);
     assert_true(placed(r, g));
