@@ -105,3 +105,47 @@ bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp)
             return true;
     return false;
 }
+
+uint32_t gpu_pick_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp)
+{
+    if (count == 0 || tp == 0)
+        return 0;
+    uint32_t out = 0, left = count, used = 0;
+    while (left > 0) {
+        /* the island that leaves the fewest free GPUs behind: best fit, groups stay whole */
+        int best = -1;
+        uint32_t best_take = 0, best_rest = 0;
+        for (uint32_t i = 0; i < n->n_islands; i++) {
+            if (used & (1u << i))
+                continue;
+            uint32_t f = (uint32_t)__builtin_popcount(free_mask & n->islands[i]);
+            uint32_t take = f / tp * tp;
+            if (take > left)
+                take = left / tp * tp;
+            if (take == 0)
+                continue;
+            uint32_t rest = f - take;
+            if (best < 0 || take > best_take || (take == best_take && rest < best_rest)) {
+                best = (int)i;
+                best_take = take;
+                best_rest = rest;
+            }
+        }
+        if (best < 0)
+            return 0;
+        used |= 1u << best;
+        out |= lowest_bits(free_mask & n->islands[best], best_take);
+        left -= best_take;
+    }
+    return out;
+}
+
+uint32_t gpu_slots_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp)
+{
+    if (count == 0 || tp == 0)
+        return UINT32_MAX;
+    uint32_t groups = 0;
+    for (uint32_t i = 0; i < n->n_islands; i++)
+        groups += (uint32_t)__builtin_popcount(free_mask & n->islands[i]) / tp;
+    return groups / ((count + tp - 1) / tp);
+}

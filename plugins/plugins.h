@@ -70,6 +70,11 @@ uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count, uin
  * stay inside one NVLink island (some island holds a number of them that is not a multiple of
  * tp). tp = 0 or 1 never splits. */
 bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp);
+/* Explicit tensor-parallel groups: `count` GPUs in groups of `tp` (tp < count), each group inside
+ * one island, fullest islands first; 0 when the free GPUs cannot be grouped so. */
+uint32_t gpu_pick_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp);
+/* How many pods of `count` GPUs in groups of `tp` the free GPUs hold. */
+uint32_t gpu_slots_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp);
 /* Largest island of a node, in GPUs. */
 uint32_t gpu_max_island(const struct node *n);
 /* Number of islands a GPU mask touches (tp_splits counts pods with more than one). */

@@ -32,6 +32,9 @@ void gang_finalize(struct gang *g)
     h = fnv(h, &g->topo_required, sizeof(g->topo_required));
     h = fnv(h, &g->topo_preferred, sizeof(g->topo_preferred));
     h = fnv(h, &g->max_runtime_ms, sizeof(g->max_runtime_ms)); /* may backfill reservations */
+    h = fnv(h, &g->tp_size, sizeof(g->tp_size));
+    h = fnv(h, &g->slice_size, sizeof(g->slice_size));
+    h = fnv(h, &g->slice_level, sizeof(g->slice_level));
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;

@@ -186,6 +186,10 @@ struct gang {
     int8_t topo_required;   /* topology level index the whole gang must fit in, or -1 */
     int8_t topo_preferred;  /* level to try first, widening one level at a time, or -1 */
     int64_t max_runtime_ms; /* declared maximum run time (gangsched.io/max-runtime), 0 = none */
+    uint32_t tp_size;       /* GPUs per tensor-parallel group (gangsched.io/tp-size), 0 = the pod;
+                               each group inside one NVLink island of a node */
+    uint32_t slice_size;    /* pods per slice (gangsched.io/slice-size), 0 = no slices */
+    int8_t slice_level;     /* level every slice must fit in (gangsched.io/slice-topology), -1 */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

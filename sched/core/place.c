@@ -132,6 +132,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
 static void prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
+    st->cur_tp = st->topology ? g->tp_size : 0;
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
         const struct sched_filter *active[16];
@@ -185,7 +186,12 @@ static bool pod_fits(const struct place_state *st, const struct podset *ps, uint
         *mask = 0;
         return true;
     }
-    *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
+    if (st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus)
+        *mask = gpu_pick_groups(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->cur_tp);
+    else if (st->cur_tp > 0) /* the pod is one group (or part of a larger one): one island */
+        *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, UINT32_MAX);
+    else
+        *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
     return *mask != 0;
 }
 
@@ -347,6 +353,54 @@ static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t 
     return true;
 }
 
+static bool in_domain(const struct place_state *st, uint32_t i, int level, uint32_t d)
+{
+    return level < 0 || st->c->nodes[i].dom[level] == d;
+}
+
+/* Slices: pods of the (single) pod set in groups of g->slice_size, each group inside one domain
+ * of g->slice_level, all inside domain d of `level`. Each slice takes the slice domain with the
+ * least free GPUs left over that holds it (best fit), its nodes fullest first. */
+static bool fill_slices(struct place_state *st, const struct gang *g, int level, uint32_t d,
+                        struct sched_assign *out)
+{
+    const struct cluster *c = st->c;
+    const struct podset *ps = &g->sets[0];
+    int sl = g->slice_level;
+    uint32_t nd = c->topo.levels[sl].n_domains;
+    uint32_t k = 0;
+    for (uint32_t first = 0; first < ps->count; first += g->slice_size) {
+        uint32_t want = ps->count - first < g->slice_size ? ps->count - first : g->slice_size;
+        memset(st->dom_cap, 0, (size_t)nd * sizeof(*st->dom_cap));
+        memset(st->dom_free, 0, (size_t)nd * sizeof(*st->dom_free));
+        for (uint32_t i = 0; i < c->n_nodes; i++) {
+            if (!eligible(st, 0, i) || !in_domain(st, i, level, d))
+                continue;
+            st->dom_cap[c->nodes[i].dom[sl]] += pod_slots(st, ps, i);
+            st->dom_free[c->nodes[i].dom[sl]] += st->key[i];
+        }
+        int64_t best = -1;
+        for (uint32_t x = 0; x < nd; x++)
+            if (st->dom_cap[x] >= want && (best < 0 || st->dom_free[x] < st->dom_free[best]))
+                best = x;
+        if (best < 0)
+            return false;
+        uint32_t n_order = order_domain(st, sl, (uint32_t)best);
+        uint32_t j = 0;
+        for (uint32_t p = 0; p < want; p++) {
+            uint32_t mask = 0;
+            while (j < n_order &&
+                   !(in_domain(st, st->order[j], level, d) && eligible(st, 0, st->order[j]) &&
+                     pod_fits(st, ps, st->order[j], &mask)))
+                j++;
+            if (j == n_order || !apply(st, st->order[j], mask, &ps->req))
+                return false;
+            out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
+        }
+    }
+    return true;
+}
+
 /* Per-domain capacity at `level` (-1: the whole cluster) over the useful nodes: fills dom_cap and
  * dom_free (free GPUs of useful nodes) for the touched domains, listed in st->touched.
  * Returns the number of touched domains. */
@@ -450,8 +504,20 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             }
             if (best < 0)
                 break;
-            uint32_t n_order = order_domain(st, l, (uint32_t)best);
-            if (fill_ordered(st, g, n_order, out)) {
+            bool sliced = g->slice_size > 0 && g->slice_level >= 0 && g->n_sets == 1;
+            bool filled;
+            if (sliced) {
+                filled = fill_slices(st, g, l, (uint32_t)best, out);
+                for (uint32_t x = 0; x < st->max_domains; x++)
+                    st->dom_free[x] = -1; /* fill_slices used the scratch: level sums are gone */
+                if (!filled) {
+                    rollback(st);
+                    break; /* no retry at this level: try the next wider one */
+                }
+            } else {
+                filled = fill_ordered(st, g, order_domain(st, l, (uint32_t)best), out);
+            }
+            if (filled) {
                 clear_domains(st, nt);
                 *level = l;
                 *domain = l >= 0 ? (uint32_t)best : 0;

@@ -41,6 +41,7 @@ struct place_state {
     bool elig_on[GANG_MAX_SETS];    /* elig row s is meaningful (some filter is active) */
     /* island limit per pod set of the gang being placed: the largest island among the nodes
      * the set may use (a set restricted to 2x4 nodes may span their islands) */
+    uint32_t cur_tp; /* tp_size of the gang being placed (0 = whole pods) */
     const struct podset *limit_set[GANG_MAX_SETS];
     uint32_t limit[GANG_MAX_SETS];
     /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */

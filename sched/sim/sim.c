@@ -24,6 +24,28 @@
 
 /* ---- input ------------------------------------------------------------------------------- */
 
+/* Index of a topology level by name: -1 for NULL, < -1 (with a message) when unknown. */
+static int level_of(const struct cluster *c, const char *name, const struct trace *t,
+                    const struct trace_job *tj, const char *column, struct sched_errbuf *eb)
+{
+    if (!name)
+        return -1;
+    for (uint32_t l = 0; l < c->topo.n_levels; l++)
+        if (strcmp(c->topo.levels[l].name, name) == 0)
+            return (int)l;
+    char known[256] = "";
+    size_t at = 0;
+    for (uint32_t l = 0; l < c->topo.n_levels && at < sizeof(known); l++) {
+        int k =
+            snprintf(known + at, sizeof(known) - at, "%s%s", l ? ", " : "", c->topo.levels[l].name);
+        if (k > 0)
+            at += (size_t)k;
+    }
+    sched_fail(eb, SCHED_EINVAL, "%s:%u: column '%s': unknown topology level '%s' (levels: %s)",
+               t->files[tj->file], tj->line, column, name, known);
+    return -2;
+}
+
 /* Queue names of a trace, in order of first appearance. */
 static int trace_queues(const struct trace *t, const char ***names, uint32_t *n)
 {
@@ -186,9 +208,26 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->queue = (uint32_t)q;
         g->priority = tj->priority;
         g->submit_ms = tj->submit_ms;
-        g->topo_required = -1;
-        g->topo_preferred = -1;
         g->max_runtime_ms = tj->max_runtime_ms;
+        int req = level_of(c, tj->topology_required, t, tj, "topology-required", eb);
+        int pref = level_of(c, tj->topology_preferred, t, tj, "topology-preferred", eb);
+        int slice = level_of(c, tj->slice_topology, t, tj, "slice-topology", eb);
+        if (req < -1 || pref < -1 || slice < -1) {
+            sim_input_free(in);
+            return SCHED_EINVAL;
+        }
+        g->topo_required = (int8_t)req;
+        g->topo_preferred = (int8_t)pref;
+        g->slice_level = (int8_t)slice;
+        g->tp_size = tj->tp_size > 0 ? (uint32_t)tj->tp_size : 0;
+        g->slice_size = tj->slice_size > 0 ? (uint32_t)tj->slice_size : 0;
+        if ((g->slice_size > 0) != (g->slice_level >= 0)) {
+            int rc = sched_fail(eb, SCHED_EINVAL,
+                                "%s:%u: job %s: slice-size and slice-topology go together",
+                                t->files[tj->file], tj->line, tj->id);
+            sim_input_free(in);
+            return rc;
+        }
         int64_t gpus = tj->num_gpu;
         /* gpus_per_pod wins; else `pods` pods as even as possible (the first ones one GPU
          * larger); else whole nodes of the largest node size */
@@ -225,6 +264,13 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
                 pod_request(&g->sets[g->n_sets].req, rest);
                 g->n_sets++;
             }
+        }
+        /* A tensor-parallel group larger than a pod: its pods must share an NVLink domain. */
+        int64_t pod_gpus = g->n_sets ? g->sets[0].req.v[RES_GPU] : 0;
+        if (g->tp_size > 0 && pod_gpus > 0 && g->tp_size > pod_gpus && g->slice_size == 0) {
+            g->slice_size = (uint32_t)((g->tp_size + pod_gpus - 1) / pod_gpus);
+            g->slice_level = (int8_t)(c->topo.nvlink_level >= 0 ? c->topo.nvlink_level
+                                                                : (int)c->topo.n_levels - 1);
         }
         g->min_member = 0;
         gang_finalize(g);

@@ -146,13 +146,31 @@ enum col {
     COL_GPUS_PER_POD,
     COL_PODS,
     COL_MAX_RUNTIME,
+    COL_TOPO_REQUIRED,
+    COL_TOPO_PREFERRED,
+    COL_TP_SIZE,
+    COL_SLICE_SIZE,
+    COL_SLICE_TOPOLOGY,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
 
 static const char *const col_names[COL_COUNT] = {
-    "submission_time", "duration",     "num_gpu", "job_id",      "queue",
-    "priority",        "gpus_per_pod", "pods",    "max_runtime",
+    "submission_time",
+    "duration",
+    "num_gpu",
+    "job_id",
+    "queue",
+    "priority",
+    "gpus_per_pod",
+    "pods",
+    "max_runtime",
+    /* the topology columns carry the names of the PodGroup annotations without their prefix */
+    "topology-required",
+    "topology-preferred",
+    "tp-size",
+    "slice-size",
+    "slice-topology",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
@@ -513,9 +531,23 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
     if ((rc = get_int(ps, COL_PODS, 1, MAX_POD, &v)))
         return rc;
     j.pods = (int32_t)v;
+    if ((rc = get_int(ps, COL_TP_SIZE, 1, MAX_POD, &v)))
+        return rc;
+    j.tp_size = (int32_t)v;
+    if ((rc = get_int(ps, COL_SLICE_SIZE, 1, MAX_POD, &v)))
+        return rc;
+    j.slice_size = (int32_t)v;
 
     struct trace_pool *pool = ps->t->pool;
     size_t len;
+    static const enum col str_cols[3] = {COL_TOPO_REQUIRED, COL_TOPO_PREFERRED, COL_SLICE_TOPOLOGY};
+    const char **str_out[3] = {&j.topology_required, &j.topology_preferred, &j.slice_topology};
+    for (int k = 0; k < 3; k++) {
+        int col = ps->col[str_cols[k]];
+        if (col >= 0 && ps->row[col].n > 0 &&
+            !(*str_out[k] = pool_field(pool, &ps->row[col], &len)))
+            return fail_at(ps, SCHED_ENOMEM, "out of memory");
+    }
     int c = ps->col[COL_JOB_ID];
     if (c >= 0 && ps->row[c].n > 0)
         j.id = pool_field(pool, &ps->row[c], &len);

@@ -3,7 +3,9 @@
  * Owns: reading trace files into an in-memory job table. A trace is CSV with a header line.
  * Required columns: submission_time, duration (seconds, integer or decimal), num_gpu (integer
  * >= 0). Optional: job_id, queue, priority (integer), gpus_per_pod, pods (integers >= 1),
- * max_runtime (seconds). Unknown columns are ignored. Columns may come in any order; the last
+ * max_runtime (seconds), and the topology requests topology-required, topology-preferred
+ * (level names), tp-size (GPUs per tensor-parallel group), slice-size (pods per slice) and
+ * slice-topology (level name). Unknown columns are ignored. Columns may come in any order; the last
  * line may lack its newline; CRLF line ends are accepted; blank lines are skipped.
  * Every error names the file, the line and the column: "itp.csv:17: column 'duration': 'x1' is
  * not a number".
@@ -38,8 +40,14 @@ struct trace_job {
     int32_t gpus_per_pod;   /* 0 when absent: the simulator derives it from the cluster */
     int32_t pods;           /* 0 when absent */
     int64_t max_runtime_ms; /* 0 when absent */
-    uint32_t line;          /* 1-based line in its file */
-    uint16_t file;          /* index of the file it came from, in read order */
+    /* topology requests, named after the PodGroup annotations gangsched.io/...: */
+    const char *topology_required;  /* level name ("rack"), NULL when absent */
+    const char *topology_preferred; /* level name, NULL when absent */
+    const char *slice_topology;     /* level each slice must fit in, NULL when absent */
+    int32_t tp_size;                /* GPUs per tensor-parallel group, 0 when absent */
+    int32_t slice_size;             /* pods per slice, 0 when absent */
+    uint32_t line;                  /* 1-based line in its file */
+    uint16_t file;                  /* index of the file it came from, in read order */
 };
 
 struct trace_pool;

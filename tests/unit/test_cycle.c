@@ -100,6 +100,7 @@ static struct gang *add_gang(struct world *w, uint32_t pods, int64_t gpus, int64
     set_req(&g->sets[0].req, gpus);
     g->topo_required = -1;
     g->topo_preferred = -1;
+    g->slice_level = -1;
     gang_finalize(g);
     g->min_member = g->n_pods;
     return g;
@@ -616,6 +617,54 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
     world_free(w);
 }
 
+static void test_tp_groups_inside_islands(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("pcie:1");
+    use_gpus(w, 0, 0x01); /* island 0-3 has 3 free, island 4-7 has 4 */
+    struct gang *g = add_gang(w, 1, 6, 0);
+    g->tp_size = 3; /* two groups of 3: one per island */
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(__builtin_popcount(p->pods[0].gpu_mask & 0x0F), 3);
+    assert_int_equal(__builtin_popcount(p->pods[0].gpu_mask & 0xF0), 3);
+    g->tp_size = 4; /* groups of 4 cannot come out of 3 + 4 free */
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    free_names(w);
+    world_free(w);
+}
+
+static void test_slices_each_inside_one_rack(void **unused)
+{
+    (void)unused;
+    /* 4 pods x 8 GPUs in slices of 2 pods per rack. Rack 0 has 3 free nodes, rack 1 one: only
+     * one slice fits, so nothing is placed; with a second free node in rack 1 both slices fit,
+     * each inside one rack. */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 3; i < 15; i++)
+        use_gpus(w, i, 0xFF);
+    struct gang *g = add_gang(w, 4, 8, 0);
+    g->slice_size = 2;
+    g->slice_level = (int8_t)w->c->topo.rack_level;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    w->state[14] = (struct node_state){0};
+    r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    int rack = w->c->topo.rack_level;
+    for (uint32_t k = 0; k < 4; k += 2)
+        assert_int_equal(w->c->nodes[p->pods[k].node].dom[rack],
+                         w->c->nodes[p->pods[k + 1].node].dom[rack]);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_priority_order_and_determinism(void **unused)
 {
     (void)unused;
@@ -715,6 +764,8 @@ int main(void)
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),
         cmocka_unit_test(test_backfill_into_reservation_needs_max_runtime),
+        cmocka_unit_test(test_tp_groups_inside_islands),
+        cmocka_unit_test(test_slices_each_inside_one_rack),
         cmocka_unit_test(test_priority_order_and_determinism),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
