@@ -253,7 +253,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         *vi = seen;
         return cy->out->verdicts[seen].why;
     }
-    struct sched_verdict v = {.gang = g, .short_res = -1, .quota_res = -1};
+    struct sched_verdict v = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
     int short_res = -1;
     enum sched_why why;
     struct sched_assign *pods = NULL;
@@ -291,6 +291,9 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&cy->st, gf, &short_res))
         why = SCHED_WHY_NEVER;
     v.why = why;
+    v.near_level = cy->st.near_level;
+    v.near_domain = cy->st.near_domain;
+    v.near_pods = cy->st.near_pods;
     place_diagnose(&cy->st, gf, &v);
     if (why == SCHED_WHY_NEVER) {
         v.short_res = short_res;
@@ -354,7 +357,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     struct res_vec need;
     gang_need(g, &need);
-    struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1};
+    struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
     bool quota_blocked = false, borrow_possible = false;
     int64_t place_vi = -1;
     uint32_t first_flavor = UINT32_MAX;
@@ -613,6 +616,15 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     }
     if (v->why == SCHED_WHY_TOPOLOGY)
         PUT("; no single domain of the required level holds the whole gang");
+    if (v->near_level >= -1 && c && g->n_pods > 1 && v->near_pods < g->n_pods) {
+        if (v->near_level >= 0)
+            PUT("; best %s %s holds %llu of %u pods now", c->topo.levels[v->near_level].name,
+                c->topo.levels[v->near_level].domain_names[v->near_domain],
+                (unsigned long long)v->near_pods, g->n_pods);
+        else
+            PUT("; the whole cluster holds %llu of %u pods now", (unsigned long long)v->near_pods,
+                g->n_pods);
+    }
 #undef PUT
     return (int)at;
 }

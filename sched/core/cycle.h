@@ -97,6 +97,11 @@ struct sched_verdict {
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
     const struct gang *blocked_by; /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
+    /* the domain that came closest: at near_level (-1 = cluster, -2 = none), near_pods of the
+     * gang's pods fit in it now */
+    int near_level;
+    uint32_t near_domain;
+    uint64_t near_pods;
     /* SCHED_WHY_QUOTA*: the limiting resource of the queue, base units */
     int quota_res;
     uint32_t quota_flavor;

@@ -35,6 +35,7 @@ void gang_finalize(struct gang *g)
     h = fnv(h, &g->tp_size, sizeof(g->tp_size));
     h = fnv(h, &g->slice_size, sizeof(g->slice_size));
     h = fnv(h, &g->slice_level, sizeof(g->slice_level));
+    h = fnv(h, &g->spread, sizeof(g->spread));
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;

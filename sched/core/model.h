@@ -190,6 +190,7 @@ struct gang {
                                each group inside one NVLink island of a node */
     uint32_t slice_size;    /* pods per slice (gangsched.io/slice-size), 0 = no slices */
     int8_t slice_level;     /* level every slice must fit in (gangsched.io/slice-topology), -1 */
+    bool spread;            /* profile spreads pods over nodes (inference) instead of packing */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

@@ -68,6 +68,8 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->gpu_free = arena_alloc(arena, nn * sizeof(*st->gpu_free));
     st->ok = arena_calloc(arena, nn, 1);
     st->held = arena_calloc(arena, nn, 1);
+    st->soft = arena_calloc(arena, nn, 1);
+    st->near_level = -2;
     st->state = snap->state;
     st->hold_until_ms = INT64_MAX;
     st->elig = arena_calloc(arena, nn * GANG_MAX_SETS, 1);
@@ -100,6 +102,9 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             if (plugin_filters[f]->node_only && !plugin_filters[f]->pass(NULL, NULL, nd))
                 ok = false;
         st->ok[i] = ok;
+        for (uint32_t t = 0; t < nd->n_taints; t++)
+            if (nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE)
+                st->has_soft = true;
         if (st->topology && gpu_max_island(nd) > st->island_limit)
             st->island_limit = gpu_max_island(nd);
         if (!ok)
@@ -133,6 +138,17 @@ static void prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
     st->cur_tp = st->topology ? g->tp_size : 0;
+    if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
+        const struct podset *ps0 = &g->sets[0];
+        for (uint32_t i = 0; i < n; i++) {
+            const struct node *nd = &st->c->nodes[i];
+            st->soft[i] = 0;
+            for (uint32_t t = 0; t < nd->n_taints && !st->soft[i]; t++)
+                st->soft[i] =
+                    nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE &&
+                    !taint_tolerated(&nd->taints[t], ps0->tolerations, ps0->n_tolerations);
+        }
+    }
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
         const struct sched_filter *active[16];
@@ -287,18 +303,23 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
     int64_t gpus = ps->req.v[RES_GPU];
     uint32_t mask = 0;
     if (gpus > 0) {
-        for (int64_t k = gpus; k <= NODE_MAX_GPUS; k++)
-            for (int32_t i = st->bucket[k]; i >= 0; i = st->next[i])
-                if (eligible(st, 0, (uint32_t)i) && pod_fits(st, ps, (uint32_t)i, &mask)) {
-                    out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
-                    return apply(st, (uint32_t)i, mask, &ps->req);
-                }
+        /* pack: fewest free GPUs first; spread: most first. Pass 0 skips PreferNoSchedule. */
+        for (int pass = st->has_soft ? 0 : 1; pass < 2; pass++)
+            for (int64_t step = 0; step <= NODE_MAX_GPUS - gpus; step++) {
+                int64_t k = g->spread ? NODE_MAX_GPUS - step : gpus + step;
+                for (int32_t i = st->bucket[k]; i >= 0; i = st->next[i])
+                    if ((pass == 1 || !st->soft[i]) && eligible(st, 0, (uint32_t)i) &&
+                        pod_fits(st, ps, (uint32_t)i, &mask)) {
+                        out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
+                        return apply(st, (uint32_t)i, mask, &ps->req);
+                    }
+            }
         return false;
     }
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (uint32_t i = 0; i < st->c->n_nodes; i++)
-            if ((pass == 1 || st->c->nodes[i].n_gpus == 0) && eligible(st, 0, i) &&
-                pod_fits(st, ps, i, &mask)) {
+            if ((pass == 2 || (st->c->nodes[i].n_gpus == 0 && (pass == 1 || !st->soft[i]))) &&
+                eligible(st, 0, i) && pod_fits(st, ps, i, &mask)) {
                 out[0] = (struct sched_assign){.node = i, .gpu_mask = 0};
                 return apply(st, i, 0, &ps->req);
             }
@@ -319,18 +340,53 @@ static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
     } else {
         n = st->c->n_nodes;
     }
-    uint32_t count[NODE_MAX_GPUS + 2] = {0};
+    /* key: free GPUs (fullest first), PreferNoSchedule-tainted nodes after all others */
+    enum { KEYS = 2 * (NODE_MAX_GPUS + 1) };
+    uint32_t count[KEYS + 1] = {0};
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = idx ? idx[j] : j;
-        count[popc(st->gpu_free[i]) + 1]++;
+        count[popc(st->gpu_free[i]) + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0) + 1]++;
     }
-    for (uint32_t k = 1; k <= NODE_MAX_GPUS + 1; k++)
+    for (uint32_t k = 1; k <= KEYS; k++)
         count[k] += count[k - 1];
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = idx ? idx[j] : j;
-        st->order[count[popc(st->gpu_free[i])]++] = i;
+        st->order[count[popc(st->gpu_free[i]) + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0)]++] = i;
     }
     return n;
+}
+
+/* Spread (inference): pods on as many distinct nodes as possible, emptiest nodes first, one pod
+ * per node per round. */
+static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n_order,
+                        struct sched_assign *out)
+{
+    for (uint32_t a = 0, b = n_order; a + 1 < b; a++, b--) { /* emptiest first */
+        uint32_t x = st->order[a];
+        st->order[a] = st->order[b - 1];
+        st->order[b - 1] = x;
+    }
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        uint32_t j = 0, misses = 0;
+        for (uint32_t p = 0; p < ps->count;) {
+            if (misses >= n_order)
+                return false; /* a whole round without a fit */
+            uint32_t i = st->order[j], mask = 0;
+            j = (j + 1) % (n_order ? n_order : 1);
+            if (!(eligible(st, s, i) && pod_fits(st, ps, i, &mask))) {
+                misses++;
+                continue;
+            }
+            if (!apply(st, i, mask, &ps->req))
+                return false;
+            out[k++] = (struct sched_assign){.node = i, .gpu_mask = mask};
+            p++;
+            misses = 0;
+        }
+    }
+    return true;
 }
 
 static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t n_order,
@@ -489,7 +545,21 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
         }
         if (!level_useful(st, g, l))
             continue;
+        if (g->spread && l >= 0 && l != g->topo_required)
+            continue; /* spreading: only the required level (if any) or the whole cluster */
         uint32_t nt = sum_domains(st, g, l, n_useful);
+        if (g->n_sets == 1 && (l == g->topo_required || l == -1)) { /* remember the near miss */
+            for (uint32_t k = 0; k < nt; k++) {
+                uint64_t cap = st->dom_cap[(size_t)st->touched[k] * GANG_MAX_SETS];
+                if (cap > g->sets[0].count)
+                    cap = g->sets[0].count;
+                if (st->near_level == -2 || cap > st->near_pods) {
+                    st->near_level = l;
+                    st->near_domain = st->touched[k];
+                    st->near_pods = cap;
+                }
+            }
+        }
         for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
             int64_t best = -1, best_left = 0;
             for (uint32_t k = 0; k < nt; k++) {
@@ -514,6 +584,8 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                     rollback(st);
                     break; /* no retry at this level: try the next wider one */
                 }
+            } else if (g->spread) {
+                filled = fill_spread(st, g, order_domain(st, l, (uint32_t)best), out);
             } else {
                 filled = fill_ordered(st, g, order_domain(st, l, (uint32_t)best), out);
             }
@@ -535,6 +607,8 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
                                 struct sched_assign *out, int *level, uint32_t *domain)
 {
     st->n_log = 0;
+    st->near_level = -2;
+    st->near_pods = 0;
     *level = -1;
     *domain = 0;
     if (g->n_pods == 0)

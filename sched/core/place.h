@@ -42,6 +42,12 @@ struct place_state {
     /* island limit per pod set of the gang being placed: the largest island among the nodes
      * the set may use (a set restricted to 2x4 nodes may span their islands) */
     uint32_t cur_tp; /* tp_size of the gang being placed (0 = whole pods) */
+    uint8_t *soft;   /* node has a PreferNoSchedule taint the gang being placed does not tolerate */
+    bool has_soft;   /* some node has a PreferNoSchedule taint */
+    /* best near miss of the last failed domain search: the domain that held the most pods */
+    int near_level;
+    uint32_t near_domain;
+    uint64_t near_pods;
     const struct podset *limit_set[GANG_MAX_SETS];
     uint32_t limit[GANG_MAX_SETS];
     /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */

@@ -79,9 +79,9 @@ struct sim_stats {
     double gpu_hours_lost_to_preemption;
     uint64_t quota_violations; /* instants some queue was above nominal + borrowing limit */
     double reclaim_wait_s;     /* sum over queues of reclaim_wait_s */
-    double fragmentation;  /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
-    uint64_t backfilled;   /* gangs started ahead of an older waiting gang */
-    uint64_t reservations; /* cycles in which a starving gang held capacity */
+    double fragmentation;      /* time-averaged share of free GPUs stranded (see docs/metrics.md) */
+    uint64_t backfilled;       /* gangs started ahead of an older waiting gang */
+    uint64_t reservations;     /* cycles in which a starving gang held capacity */
     uint64_t cycles;
     struct sim_queue_stats *per_queue; /* [n_queues] */
     uint32_t n_queues;

@@ -151,6 +151,7 @@ enum col {
     COL_TP_SIZE,
     COL_SLICE_SIZE,
     COL_SLICE_TOPOLOGY,
+    COL_PROFILE,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
@@ -540,9 +541,11 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
 
     struct trace_pool *pool = ps->t->pool;
     size_t len;
-    static const enum col str_cols[3] = {COL_TOPO_REQUIRED, COL_TOPO_PREFERRED, COL_SLICE_TOPOLOGY};
-    const char **str_out[3] = {&j.topology_required, &j.topology_preferred, &j.slice_topology};
-    for (int k = 0; k < 3; k++) {
+    static const enum col str_cols[4] = {COL_TOPO_REQUIRED, COL_TOPO_PREFERRED, COL_SLICE_TOPOLOGY,
+                                         COL_PROFILE};
+    const char **str_out[4] = {&j.topology_required, &j.topology_preferred, &j.slice_topology,
+                               &j.profile};
+    for (int k = 0; k < 4; k++) {
         int col = ps->col[str_cols[k]];
         if (col >= 0 && ps->row[col].n > 0 &&
             !(*str_out[k] = pool_field(pool, &ps->row[col], &len)))

@@ -5,10 +5,10 @@
  * >= 0). Optional: job_id, queue, priority (integer), gpus_per_pod, pods (integers >= 1),
  * max_runtime (seconds), and the topology requests topology-required, topology-preferred
  * (level names), tp-size (GPUs per tensor-parallel group), slice-size (pods per slice) and
- * slice-topology (level name). Unknown columns are ignored. Columns may come in any order; the last
- * line may lack its newline; CRLF line ends are accepted; blank lines are skipped.
- * Every error names the file, the line and the column: "itp.csv:17: column 'duration': 'x1' is
- * not a number".
+ * slice-topology (level name), and profile (scoring profile name). Unknown columns are ignored.
+ * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
+ * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
+ * 'duration': 'x1' is not a number".
  *
  * Details: times are plain decimals ("12", "1.5"; no sign, exponent, NaN) of at most 10^12 s with
  * at most 3 decimals, stored as exact milliseconds; num_gpu is 0..1000000; priority any int32;
@@ -44,6 +44,7 @@ struct trace_job {
     const char *topology_required;  /* level name ("rack"), NULL when absent */
     const char *topology_preferred; /* level name, NULL when absent */
     const char *slice_topology;     /* level each slice must fit in, NULL when absent */
+    const char *profile;            /* scoring profile name, NULL = the queue's */
     int32_t tp_size;                /* GPUs per tensor-parallel group, 0 when absent */
     int32_t slice_size;             /* pods per slice, 0 when absent */
     uint32_t line;                  /* 1-based line in its file */

@@ -665,6 +665,78 @@ static void test_slices_each_inside_one_rack(void **unused)
     world_free(w);
 }
 
+static void test_inference_spreads_training_packs(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 1, 0x3F); /* node 1 has 2 free, the others 8 */
+    struct gang *train = add_gang(w, 1, 1, 0);
+    struct gang *serve = add_gang(w, 3, 1, 1);
+    serve->spread = true;
+    gang_finalize(serve);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, train);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 1); /* packed onto the fullest node */
+    p = placement_of(r, serve);
+    assert_non_null(p);
+    /* three replicas on three different nodes, none on the nearly full node */
+    assert_int_not_equal(p->pods[0].node, p->pods[1].node);
+    assert_int_not_equal(p->pods[1].node, p->pods[2].node);
+    assert_int_not_equal(p->pods[0].node, p->pods[2].node);
+    for (uint32_t k = 0; k < 3; k++)
+        assert_int_not_equal(p->pods[k].node, 1);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_prefer_no_schedule_is_a_preference(void **unused)
+{
+    (void)unused;
+    struct world *w = world_raw("hgx:2");
+    static const struct taint soft = {
+        .key = "maintenance", .value = "soon", .effect = TAINT_PREFER_NO_SCHEDULE};
+    w->c->nodes[0].taints = &soft;
+    w->c->nodes[0].n_taints = 1;
+    world_finalize(w);
+    use_gpus(w, 0, 0x0F); /* the tainted node would be the best fit */
+    struct gang *a = add_gang(w, 1, 2, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, a);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 1);
+    /* when only the tainted node has room, it is used */
+    use_gpus(w, 1, 0xFF);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, a);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_near_miss_in_reason(void **unused)
+{
+    (void)unused;
+    /* 3 whole nodes free in rack 0, 2 in rack 1: a gang of 4 that requires one rack waits and
+     * the reason names the rack that came closest */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 3; i < 14; i++)
+        use_gpus(w, i, 0xFF);
+    struct gang *g = add_gang(w, 4, 8, 0);
+    g->topo_required = (int8_t)w->c->topo.rack_level;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_TOPOLOGY);
+    char buf[512];
+    sched_verdict_format(v, w->c, NULL, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "best rack hgx-rack-000 holds 3 of 4 pods now"));
+    free_names(w);
+    world_free(w);
+}
+
 static void test_priority_order_and_determinism(void **unused)
 {
     (void)unused;
@@ -766,6 +838,9 @@ int main(void)
         cmocka_unit_test(test_backfill_into_reservation_needs_max_runtime),
         cmocka_unit_test(test_tp_groups_inside_islands),
         cmocka_unit_test(test_slices_each_inside_one_rack),
+        cmocka_unit_test(test_inference_spreads_training_packs),
+        cmocka_unit_test(test_prefer_no_schedule_is_a_preference),
+        cmocka_unit_test(test_near_miss_in_reason),
         cmocka_unit_test(test_priority_order_and_determinism),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
