@@ -172,6 +172,7 @@ static const char *const col_names[COL_COUNT] = {
     "tp-size",
     "slice-size",
     "slice-topology",
+    "profile",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
