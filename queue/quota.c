@@ -267,3 +267,23 @@ bool quota_violated(const struct quota_tree *t, uint32_t q)
         }
     return false;
 }
+
+static int tracked_index(const struct quota_tree *t, int r)
+{
+    for (uint32_t k = 0; k < t->n_tracked; k++)
+        if (t->tracked[k] == r)
+            return (int)k;
+    return -1;
+}
+
+int64_t quota_used(const struct quota_tree *t, uint32_t q, uint32_t f, int r)
+{
+    int k = tracked_index(t, r);
+    return k < 0 ? 0 : t->usage[at(t, quota_queue_node(t, q), f, (uint32_t)k)];
+}
+
+int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r)
+{
+    int k = tracked_index(t, r);
+    return k < 0 ? 0 : t->nominal[at(t, quota_queue_node(t, q), f, (uint32_t)k)];
+}

@@ -61,6 +61,11 @@ static void usage_simulate(FILE *f)
           "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json'\n"
           "workload:\n"
           "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
+          "  --seed N           seed of every random choice below (default 1)\n"
+          "  --high-priority F  give priority 10 to this fraction of jobs without a priority\n"
+          "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
+          "                     checkpoint_interval column checkpoint every EVERY seconds\n"
+          "                     (+-20%% seeded jitter; default 3600:1800, 0:0 = never)\n"
           "  --config FILE      operator configuration (queues, quotas, cohorts; see "
           "docs/config.md);\n"
           "                     without it each trace queue gets a nominal GPU quota proportional\n"
@@ -77,6 +82,7 @@ static void usage_simulate(FILE *f)
 }
 
 struct sim_args {
+    struct sim_workload workload;
     const char *config_path;
     const char *cluster_spec;
     const char *nodes_file;
@@ -116,6 +122,8 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
 {
     memset(a, 0, sizeof(*a));
     a->progress = isatty(STDERR_FILENO);
+    a->workload = (struct sim_workload){
+        .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         const char *v = NULL;
@@ -132,6 +140,42 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--cluster")))
                 return 2;
             a->cluster_spec = v;
+        } else if (is_flag(arg, "--seed")) {
+            if (!(v = flag_value(argc, argv, &i, "--seed")))
+                return 2;
+            char *end;
+            unsigned long long x = strtoull(v, &end, 10);
+            if (!*v || *end) {
+                fprintf(stderr, "gangsched simulate: --seed '%s' is not a number\n", v);
+                return 2;
+            }
+            a->workload.seed = x;
+        } else if (is_flag(arg, "--high-priority")) {
+            if (!(v = flag_value(argc, argv, &i, "--high-priority")))
+                return 2;
+            char *end;
+            double x = strtod(v, &end);
+            if (!*v || *end || !(x >= 0 && x <= 1)) {
+                fprintf(stderr, "gangsched simulate: --high-priority '%s' is not in 0..1\n", v);
+                return 2;
+            }
+            a->workload.high_priority_fraction = x;
+        } else if (is_flag(arg, "--checkpoint-default")) {
+            if (!(v = flag_value(argc, argv, &i, "--checkpoint-default")))
+                return 2;
+            char *end;
+            unsigned long long min_s = strtoull(v, &end, 10), every_s = 0;
+            if (end != v && *end == ':')
+                every_s = strtoull(end + 1, &end, 10);
+            if (*end || !strchr(v, ':') || min_s > 1000000000ull || every_s > 1000000000ull) {
+                fprintf(stderr,
+                        "gangsched simulate: --checkpoint-default '%s' is not MIN:EVERY "
+                        "(seconds)\n",
+                        v);
+                return 2;
+            }
+            a->workload.ckpt_min_duration_ms = (int64_t)min_s * 1000;
+            a->workload.ckpt_interval_ms = (int64_t)every_s * 1000;
         } else if (is_flag(arg, "--config")) {
             if (!(v = flag_value(argc, argv, &i, "--config")))
                 return 2;
@@ -214,7 +258,17 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "mean_racks_per_multinode_gang", s->mean_racks_per_multinode_gang);
     cJSON_AddNumberToObject(o, "multinode_gangs", (double)s->multinode_gangs);
     cJSON_AddNumberToObject(o, "preemptions", (double)s->preemptions);
+    cJSON_AddNumberToObject(o, "preempted_gangs", (double)s->preempted_gangs);
     cJSON_AddNumberToObject(o, "gpu_hours_lost_to_preemption", s->gpu_hours_lost_to_preemption);
+    cJSON_AddNumberToObject(o, "checkpoint_requests", (double)s->checkpoint_requests);
+    cJSON *pp = cJSON_AddObjectToObject(o, "per_priority");
+    for (uint32_t k = 0; k < s->n_prio; k++) {
+        char key[16];
+        snprintf(key, sizeof(key), "%d", s->prio_values[k]);
+        cJSON *e = cJSON_AddObjectToObject(pp, key);
+        cJSON_AddNumberToObject(e, "jobs", s->prio_jobs[k]);
+        cJSON_AddNumberToObject(e, "mean_queue_s", s->prio_mean_queue_s[k]);
+    }
     cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
     cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
     cJSON_AddNumberToObject(o, "reclaim_wait_s", s->reclaim_wait_s);
@@ -302,7 +356,8 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_F("racks per multi-node gang", "%14.2f", s[i].mean_racks_per_multinode_gang);
     ROW_F("fragmentation", "%13.1f%%", 100.0 * s[i].fragmentation);
     ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
-    ROW_F("preemptions", "%14llu", (unsigned long long)s[i].preemptions);
+    ROW_F("preemptions (evictions)", "%14llu", (unsigned long long)s[i].preemptions);
+    ROW_F("GPU-hours lost to preemption", "%14.1f", s[i].gpu_hours_lost_to_preemption);
     ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
     ROW_D("waited within nominal quota", s[i].reclaim_wait_s);
     if (n > 0 && s[0].n_queues > 1) {
@@ -408,6 +463,7 @@ static int cmd_simulate(int argc, char **argv)
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
+    sim_input_workload(&in, &t, &a.workload);
     if (a.events_path && !(events = fopen(a.events_path, "w"))) {
         fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
                 strerror(errno));

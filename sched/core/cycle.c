@@ -22,6 +22,7 @@
 #include "queue/quota.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
+#include "sched/core/preempt.h"
 #include "sched/core/quantity.h"
 
 /* ---- per-cycle context ------------------------------------------------------------------ */
@@ -57,7 +58,8 @@ struct cycle {
     const struct res_vec *fail_req;
     uint32_t fail_pods;
     int32_t fail_verdict;
-    uint32_t cap_p, cap_v, cap_r;
+    uint32_t cap_p, cap_v, cap_r, cap_e;
+    struct preempt_ctx pc;
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
@@ -349,6 +351,18 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
     return 0;
 }
 
+/* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
+static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f)
+{
+    bool planned = false;
+    if (!cy->pol->preempt || cy->snap->n_running == 0)
+        return 0;
+    const struct gang *gf = on_flavor(cy, g, f);
+    if (!gf)
+        return SCHED_ENOMEM;
+    return preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, &planned);
+}
+
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
  * that could only start by borrowing is deferred to pass 1. */
 static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
@@ -414,7 +428,11 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         if (!quota_blocked)
             qv.why = SCHED_WHY_NO_NODES;
         *why_out = qv.why;
-        return add_verdict(cy, &qv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
+        if (!add_verdict(cy, &qv))
+            return ATTEMPT_ERROR;
+        if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor) != 0)
+            return ATTEMPT_ERROR;
+        return ATTEMPT_FAILED;
     }
     const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
     *why_out = pv->why;
@@ -425,6 +443,10 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
             return ATTEMPT_ERROR;
     }
     if (pv->why != SCHED_WHY_NEVER && pv->gang == g && maybe_reserve(cy, g, first_flavor) != 0)
+        return ATTEMPT_ERROR;
+    if ((pv->why == SCHED_WHY_RESOURCES || pv->why == SCHED_WHY_TOPOLOGY ||
+         pv->why == SCHED_WHY_RESERVED) &&
+        try_preempt(cy, q, g, first_flavor == UINT32_MAX ? 0 : first_flavor) != 0)
         return ATTEMPT_ERROR;
     return ATTEMPT_FAILED;
 }
@@ -449,6 +471,8 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     if (place_state_build(&cy->st, snap, arena) != 0)
         return SCHED_ENOMEM;
     if (cy->cfg && quota_build(&cy->qt, cy->cfg, snap->usage, arena) != 0)
+        return SCHED_ENOMEM;
+    if (preempt_ctx_init(&cy->pc, snap, &cy->st, cy->cfg ? &cy->qt : NULL, arena) != 0)
         return SCHED_ENOMEM;
     uint32_t nq = snap->n_queues + 1;
     cy->pos = arena_calloc(arena, nq, sizeof(*cy->pos));

@@ -30,6 +30,26 @@ struct sched_queue_view {
     uint32_t n_pending;
 };
 
+/* A running gang, for preemption. */
+struct sched_running {
+    const struct gang *gang;
+    const struct sched_assign *pods; /* [gang->n_pods] */
+    uint32_t flavor;                 /* config flavor it is charged to */
+    int64_t start_ms;                /* start of the current run */
+    int64_t last_checkpoint_ms; /* last checkpoint (gangsched.io/last-checkpoint), else start */
+    int64_t restart_cost_ms;    /* time a restart costs before useful work, per GPU */
+    int64_t min_runtime_ms;     /* protected from preemption until start + this */
+    bool non_preemptible;       /* never a victim */
+    bool evicting;              /* eviction already under way */
+};
+
+/* Capacity a preemptor holds across cycles (freed by its victims): only that gang may use it. */
+struct sched_hold {
+    const struct gang *gang;
+    const uint32_t *nodes;
+    uint32_t n_nodes;
+};
+
 struct sched_snapshot {
     int64_t now_ms;
     const struct cluster *cluster;
@@ -43,6 +63,10 @@ struct sched_snapshot {
     const int64_t *usage;     /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
     const double *hist_share; /* [n_queues]: decayed historical share (queue_decay), or NULL */
     bool verdict_every_gang;  /* also a verdict for gangs skipped by the same-shape memo */
+    const struct sched_running *running; /* for preemption; may be NULL */
+    uint32_t n_running;
+    const struct sched_hold *holds; /* preemptor holds from earlier cycles */
+    uint32_t n_holds;
 };
 
 /* Where one pod goes. */
@@ -108,8 +132,22 @@ struct sched_verdict {
     int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
 };
 
+enum sched_preempt_kind {
+    SCHED_PREEMPT_PRIORITY = 0, /* a higher-priority gang of the same queue */
+    SCHED_PREEMPT_RECLAIM,      /* a queue below its nominal quota takes back what was lent */
+};
+
+struct sched_eviction {
+    const struct sched_running *victim;
+    const struct gang *preemptor;
+    enum sched_preempt_kind kind;
+    double lost_gpu_s; /* work since the last checkpoint plus the restart, GPU-seconds */
+    double cost;       /* lost_gpu_s weighted by the victim's priority */
+};
+
 struct sched_reservation {
-    const struct gang *gang; /* the starving gang that holds it */
+    const struct gang *gang; /* the starving gang or the preemptor that holds it */
+    bool preemptor;          /* held for a preemptor until its victims are gone */
     uint32_t *nodes;         /* nodes whose free capacity is held */
     uint32_t n_nodes;
     int64_t expected_start_ms; /* when the held nodes will be free by declared maximum run
@@ -124,6 +162,8 @@ struct sched_result {
     uint32_t n_verdicts;
     struct sched_reservation *reservations;
     uint32_t n_reservations;
+    struct sched_eviction *evictions;
+    uint32_t n_evictions;
     uint32_t n_examined; /* gangs examined (placed or not) */
 };
 

@@ -69,6 +69,10 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->ok = arena_calloc(arena, nn, 1);
     st->held = arena_calloc(arena, nn, 1);
     st->soft = arena_calloc(arena, nn, 1);
+    st->held_for = arena_calloc(arena, nn, sizeof(*st->held_for));
+    st->only_level = -2;
+    st->cap_rel = 64;
+    st->rel = arena_alloc(arena, st->cap_rel * sizeof(*st->rel));
     st->near_level = -2;
     st->state = snap->state;
     st->hold_until_ms = INT64_MAX;
@@ -116,6 +120,16 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             if (nd->alloc.v[r] > st->max_alloc.v[r])
                 st->max_alloc.v[r] = nd->alloc.v[r];
     }
+    for (uint32_t h = 0; h < snap->n_holds; h++) /* capacity freed for a preemptor */
+        for (uint32_t k = 0; k < snap->holds[h].n_nodes; k++) {
+            uint32_t i = snap->holds[h].nodes[k];
+            if (i >= n || !st->ok[i])
+                continue;
+            st->held_for[i] = snap->holds[h].gang;
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+            st->ok[i] = 0;
+        }
     for (uint32_t l = 0; l < c->topo.n_levels; l++) {
         const struct topo_level *lv = &c->topo.levels[l];
         st->level_is_nodes[l] = lv->n_domains == n && l + 1 < c->topo.n_levels;
@@ -188,7 +202,26 @@ static uint32_t set_limit(const struct place_state *st, const struct podset *ps)
 
 static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
 {
-    return st->ok[i] && (!st->elig_on[s] || st->elig[(size_t)s * st->c->n_nodes + i]);
+    return st->ok[i] && (!st->elig_on[s] || st->elig[(size_t)s * st->c->n_nodes + i]) &&
+           (st->only_level < -1 || st->only_level == -1 ||
+            st->c->nodes[i].dom[st->only_level] == st->only_domain);
+}
+
+/* Makes the nodes a preemptor holds usable for it (on) or held again (off). */
+static void own_holds(struct place_state *st, const struct gang *g, bool on)
+{
+    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+        if (st->held_for[i] != g || st->ok[i] == on)
+            continue;
+        st->ok[i] = on;
+        if (on) {
+            bucket_link(st, i);
+            st->free_gpus += popc(st->gpu_free[i]);
+        } else {
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+        }
+    }
 }
 
 /* GPUs for one pod of `ps` on node i now, or false. */
@@ -636,9 +669,71 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
 enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
                           int *level, uint32_t *domain)
 {
+    own_holds(st, g, true);
     enum sched_why why = place_try(st, g, out, level, domain);
     st->n_log = 0; /* committed */
+    own_holds(st, g, false);
     return why;
+}
+
+bool place_trial(struct place_state *st, const struct gang *g, int level, uint32_t d,
+                 struct sched_assign *out)
+{
+    int lv;
+    uint32_t dom;
+    own_holds(st, g, true);
+    st->only_level = level;
+    st->only_domain = d;
+    enum sched_why why = place_try(st, g, out, &lv, &dom);
+    rollback(st);
+    st->only_level = -2;
+    own_holds(st, g, false);
+    return why == SCHED_WHY_PLACED;
+}
+
+bool place_release(struct place_state *st, const struct sched_running *r)
+{
+    const struct gang *g = r->gang;
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
+            if (st->n_rel == st->cap_rel) {
+                uint32_t cap = st->cap_rel * 2;
+                struct place_undo *rel = arena_alloc(st->arena, cap * sizeof(*rel));
+                if (!rel)
+                    return false;
+                memcpy(rel, st->rel, st->n_rel * sizeof(*rel));
+                st->rel = rel;
+                st->cap_rel = cap;
+            }
+            uint32_t i = r->pods[k].node;
+            if (i >= st->c->n_nodes)
+                continue;
+            st->rel[st->n_rel++] = (struct place_undo){
+                .node = i, .gpu_mask = r->pods[k].gpu_mask, .req = &g->sets[s].req};
+            res_add(&st->free[i], &g->sets[s].req);
+            st->gpu_free[i] |= r->pods[k].gpu_mask;
+            if (st->ok[i]) {
+                bucket_unlink(st, i);
+                bucket_link(st, i);
+                st->free_gpus += popc(r->pods[k].gpu_mask);
+            }
+        }
+    return true;
+}
+
+void place_release_undo(struct place_state *st, uint32_t mark)
+{
+    while (st->n_rel > mark) {
+        const struct place_undo *u = &st->rel[--st->n_rel];
+        res_sub(&st->free[u->node], u->req);
+        st->gpu_free[u->node] &= ~u->gpu_mask;
+        if (st->ok[u->node]) {
+            bucket_unlink(st, u->node);
+            bucket_link(st, u->node);
+            st->free_gpus -= popc(u->gpu_mask);
+        }
+    }
 }
 
 bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct sched_assign *out)

@@ -41,9 +41,14 @@ struct place_state {
     bool elig_on[GANG_MAX_SETS];    /* elig row s is meaningful (some filter is active) */
     /* island limit per pod set of the gang being placed: the largest island among the nodes
      * the set may use (a set restricted to 2x4 nodes may span their islands) */
-    uint32_t cur_tp; /* tp_size of the gang being placed (0 = whole pods) */
-    uint8_t *soft;   /* node has a PreferNoSchedule taint the gang being placed does not tolerate */
-    bool has_soft;   /* some node has a PreferNoSchedule taint */
+    uint32_t cur_tp;              /* tp_size of the gang being placed (0 = whole pods) */
+    const struct gang **held_for; /* preemptor holds: node usable only by this gang, or NULL */
+    int only_level;               /* trial placements inside one domain: level, -2 = anywhere */
+    uint32_t only_domain;
+    struct place_undo *rel; /* released pods of would-be victims, for undo */
+    uint32_t n_rel, cap_rel;
+    uint8_t *soft; /* node has a PreferNoSchedule taint the gang being placed does not tolerate */
+    bool has_soft; /* some node has a PreferNoSchedule taint */
     /* best near miss of the last failed domain search: the domain that held the most pods */
     int near_level;
     uint32_t near_domain;
@@ -109,6 +114,15 @@ void place_lift_holds(struct place_state *st, bool lift);
 /* Would g be placed if the held nodes were free for it? Leaves the state unchanged; `out` is
  * scratch of g->n_pods entries. Tells "waits for a reservation" from "waits for capacity". */
 bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct sched_assign *out);
+
+/* Frees the capacity of a running gang in the working state (a would-be victim). Returns false on
+ * out of memory. place_release_undo() restores everything released since `mark` (n_rel). */
+bool place_release(struct place_state *st, const struct sched_running *r);
+void place_release_undo(struct place_state *st, uint32_t mark);
+/* Trial: would g be placed now (inside domain d of `level` when level >= -1)? Leaves the state
+ * unchanged. `out` is scratch of g->n_pods entries and holds the trial placement on success. */
+bool place_trial(struct place_state *st, const struct gang *g, int level, uint32_t d,
+                 struct sched_assign *out);
 
 /* Fills the filter and resource counts of a verdict for g (called on failure only). */
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v);

@@ -24,9 +24,29 @@ static const struct sched_policy policy_gangsched = {
     .topology = true,
     .starve_after_ms = 10 * 60 * 1000,
     .max_reservations = 1,
+    .preempt = true,
+    .checkpoint_aware = true,
+    .benefit_factor = 1.0,
+    .max_evictions = 8,
 };
 
-const struct sched_policy *const sched_policies[] = {&policy_gangsched, &policy_fifo, NULL};
+/* The checkpoint-blind comparison: the same rules, victims chosen as Kueue does. */
+static const struct sched_policy policy_ckpt_blind = {
+    .name = "ckpt-blind",
+    .summary = "as gangsched, but victims by lowest priority then most recently started",
+    .strict_fifo = false,
+    .by_priority = true,
+    .topology = true,
+    .starve_after_ms = 10 * 60 * 1000,
+    .max_reservations = 1,
+    .preempt = true,
+    .checkpoint_aware = false,
+    .benefit_factor = 0.0,
+    .max_evictions = 8,
+};
+
+const struct sched_policy *const sched_policies[] = {&policy_gangsched, &policy_fifo,
+                                                     &policy_ckpt_blind, NULL};
 
 const struct sched_policy *sched_policy_find(const char *name)
 {

@@ -19,6 +19,11 @@ struct sched_policy {
                                   else first fit over nodes and lowest free GPU indices */
     int64_t starve_after_ms;   /* a gang waiting longer holds a reservation; 0 = never */
     uint32_t max_reservations; /* reservations held at once */
+    bool preempt;              /* priority preemption and reclaim, per the queues' settings */
+    bool checkpoint_aware;     /* victims by lost work since their checkpoint (else Kueue's
+                                  order: lowest priority, then most recently started) */
+    double benefit_factor;     /* priority preemption only when benefit >= factor x cost */
+    uint32_t max_evictions;    /* victim gangs per queue and cycle */
 };
 
 /* NULL when unknown. */

@@ -202,6 +202,8 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         }
         j->id = tj->id;
         j->duration_ms = tj->duration_ms;
+        j->checkpoint_interval_ms = tj->checkpoint_interval_ms;
+        j->restart_cost_ms = tj->restart_cost_ms;
         struct gang *g = &j->gang;
         g->id = (uint32_t)i;
         g->name = tj->id;
@@ -305,13 +307,56 @@ void sim_input_free(struct sim_input *in)
     memset(in, 0, sizeof(*in));
 }
 
+/* xorshift64*: the simulator's only randomness, always seeded */
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 2685821657736338717ull;
+}
+
+static double rng_unit(uint64_t *x)
+{
+    return (double)(rng_next(x) >> 11) / 9007199254740992.0;
+}
+
+void sim_input_workload(struct sim_input *in, const struct trace *t, const struct sim_workload *w)
+{
+    uint64_t x = w->seed ? w->seed : 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < in->n_jobs && i < t->n_jobs; i++) {
+        struct sim_job *j = &in->jobs[i];
+        const struct trace_job *tj = &t->jobs[i];
+        double u_prio = rng_unit(&x), u_jitter = rng_unit(&x); /* two draws per job, always */
+        if (w->high_priority_fraction > 0 && tj->priority == 0 &&
+            u_prio < w->high_priority_fraction)
+            j->gang.priority = 10;
+        if (!tj->has_checkpoint_interval && w->ckpt_interval_ms > 0 &&
+            j->duration_ms >= w->ckpt_min_duration_ms)
+            j->checkpoint_interval_ms =
+                (int64_t)((double)w->ckpt_interval_ms * (0.8 + 0.4 * u_jitter));
+    }
+}
+
 /* ---- run state --------------------------------------------------------------------------- */
 
 enum job_status { JOB_FUTURE = 0, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_REJECTED };
 
+enum fin_kind { FIN_FINISH = 0, FIN_EVICT };
+
+/* A timed event of a running job; stale when its generation no longer matches the job's. */
 struct fin {
     int64_t t_ms;
     uint32_t job;
+    uint32_t gen;
+    enum fin_kind kind;
+};
+
+struct hold {
+    uint32_t job;
+    uint32_t *nodes;
+    uint32_t n_nodes;
+    int64_t until_ms;
 };
 
 struct run {
@@ -324,7 +369,8 @@ struct run {
     struct sched_assign **assign; /* per running job: its pods */
     struct queue_list *queues;
     struct fin *heap;
-    uint32_t n_heap;
+    uint32_t n_heap, cap_heap;
+    bool oom; /* an allocation failed where no error could be returned */
     uint32_t n_pending;
     uint32_t n_pending_whole; /* pending gangs whose pods each need a whole node */
     int64_t busy_gpus;
@@ -345,7 +391,24 @@ struct run {
     uint32_t *unbounded;       /* pods without a declared maximum run time */
     int64_t *bounded_max;      /* latest declared end among the others */
     uint64_t last_reservation; /* hash of the last reservation logged */
+    /* preemption */
+    int64_t *remaining_ms;      /* work left per job */
+    int64_t *run_start_ms;      /* start of the current run */
+    int64_t *overhead_ms;       /* restart time of the current run */
+    int64_t *busy_ms;           /* time held GPUs over all finished or evicted runs */
+    uint32_t *gen;              /* bumped at every eviction: older timed events are stale */
+    uint32_t *n_evicted;        /* evictions per job */
+    uint8_t *evicting;          /* a checkpoint was requested, eviction scheduled */
+    uint32_t *runlist, *runpos; /* running jobs (swap-remove set) */
+    uint32_t n_run;
+    struct sched_running *runv; /* snapshot view, rebuilt per cycle */
+    struct hold *holds;
+    uint32_t n_holds, cap_holds;
+    struct sched_hold *holdv;
 };
+
+static void drop_holds(struct run *r, uint32_t j);
+static void submit(struct run *r, uint32_t j, int64_t now);
 
 static void update_release(struct run *r, uint32_t i)
 {
@@ -376,10 +439,19 @@ static int64_t queue_gpus(struct run *r, uint32_t q)
     return n;
 }
 
-static void heap_push(struct run *r, int64_t t, uint32_t job)
+static void heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind)
 {
+    if (r->n_heap == r->cap_heap) { /* stale entries of evicted runs can pile up */
+        struct fin *h = realloc(r->heap, (size_t)r->cap_heap * 2 * sizeof(*h));
+        if (!h) {
+            r->oom = true;
+            return;
+        }
+        r->heap = h;
+        r->cap_heap *= 2;
+    }
     uint32_t i = r->n_heap++;
-    r->heap[i] = (struct fin){t, job};
+    r->heap[i] = (struct fin){.t_ms = t, .job = job, .gen = r->gen[job], .kind = kind};
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
         if (r->heap[p].t_ms < r->heap[i].t_ms ||
@@ -498,7 +570,13 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     const struct cluster *c = r->in->cluster;
     unqueue(r, j);
     r->status[j] = JOB_RUNNING;
-    r->start_ms[j] = now;
+    if (r->n_evicted[j] == 0)
+        r->start_ms[j] = now; /* queue time counts to the first start */
+    r->run_start_ms[j] = now;
+    r->overhead_ms[j] = r->n_evicted[j] > 0 ? r->in->jobs[j].restart_cost_ms : 0;
+    r->runpos[j] = r->n_run;
+    r->runlist[r->n_run++] = j;
+    drop_holds(r, j);
     struct sched_assign *a = malloc((g->n_pods ? g->n_pods : 1) * sizeof(*a));
     if (!a)
         return SCHED_ENOMEM;
@@ -548,7 +626,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     }
     if (p->backfilled)
         r->st->backfilled++;
-    heap_push(r, now + r->in->jobs[j].duration_ms, j);
+    heap_push(r, now + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
     if (r->opt->events) {
         FILE *f = r->opt->events;
         ev_head(r, now, "start", j);
@@ -570,7 +648,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     return 0;
 }
 
-static void finish(struct run *r, uint32_t j, int64_t now)
+/* Frees what a running job holds (nodes, quota) and takes it off the running set. */
+static void release_job(struct run *r, uint32_t j)
 {
     const struct gang *g = &r->in->jobs[j].gang;
     const struct sched_assign *a = r->assign[j];
@@ -589,12 +668,109 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     r->assign[j] = NULL;
     r->busy_gpus -= g->gpus;
     charge(r, g, r->job_flavor[j], -1);
+    uint32_t last = r->runlist[--r->n_run], at = r->runpos[j];
+    r->runlist[at] = last;
+    r->runpos[last] = at;
+    r->evicting[j] = 0;
+}
+
+static void finish(struct run *r, uint32_t j, int64_t now)
+{
+    r->busy_ms[j] += now - r->run_start_ms[j];
+    release_job(r, j);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
     if (r->opt->events) {
         ev_head(r, now, "finish", j);
         fputs("}\n", r->opt->events);
     }
+}
+
+/* Work of the current run saved by checkpoints at time t (multiples of the interval). */
+static int64_t saved_work(const struct run *r, uint32_t j, int64_t t)
+{
+    int64_t done = t - r->run_start_ms[j] - r->overhead_ms[j];
+    int64_t every = r->in->jobs[j].checkpoint_interval_ms;
+    if (done <= 0 || every <= 0)
+        return 0;
+    return done / every * every;
+}
+
+static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
+{
+    int64_t saved = saved_work(r, j, t);
+    return saved > 0 ? r->run_start_ms[j] + r->overhead_ms[j] + saved : r->run_start_ms[j];
+}
+
+/* Evicts a running job at `now`: work since its last checkpoint is lost, it goes back to its
+ * queue with its original submission time. `checkpointed` = it saved everything just now. */
+static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bool checkpointed)
+{
+    const struct sim_job *job = &r->in->jobs[j];
+    int64_t done = now - r->run_start_ms[j] - r->overhead_ms[j];
+    if (done < 0)
+        done = 0;
+    if (done > r->remaining_ms[j])
+        done = r->remaining_ms[j];
+    int64_t saved = checkpointed ? done : saved_work(r, j, now);
+    if (saved > r->remaining_ms[j])
+        saved = r->remaining_ms[j];
+    int64_t lost_ms =
+        (done - saved) + (now - r->run_start_ms[j] < r->overhead_ms[j] ? now - r->run_start_ms[j]
+                                                                       : r->overhead_ms[j]);
+    r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost_ms / 3.6e6;
+    r->remaining_ms[j] -= saved;
+    r->busy_ms[j] += now - r->run_start_ms[j];
+    release_job(r, j);
+    r->gen[j]++;
+    if (r->n_evicted[j]++ == 0)
+        r->st->preempted_gangs++;
+    r->st->preemptions++;
+    if (r->opt->events) {
+        ev_head(r, now, "evict", j);
+        fputs(",\"reason\":", r->opt->events);
+        json_str(r->opt->events, reason);
+        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
+                (double)job->gang.gpus * (double)lost_ms / 1000.0);
+    }
+    submit(r, j, now); /* back to its queue, original submission time kept */
+}
+
+/* ---- preemptor holds ---------------------------------------------------------------------- */
+
+static void drop_holds(struct run *r, uint32_t j)
+{
+    for (uint32_t h = 0; h < r->n_holds;)
+        if (r->holds[h].job == j) {
+            free(r->holds[h].nodes);
+            r->holds[h] = r->holds[--r->n_holds];
+        } else {
+            h++;
+        }
+}
+
+static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t now)
+{
+    drop_holds(r, rv->gang->id);
+    if (r->n_holds == r->cap_holds) {
+        uint32_t cap = r->cap_holds ? r->cap_holds * 2 : 8;
+        struct hold *h = realloc(r->holds, cap * sizeof(*h));
+        struct sched_hold *hv = realloc(r->holdv, cap * sizeof(*hv));
+        if (h)
+            r->holds = h;
+        if (hv)
+            r->holdv = hv;
+        if (!h || !hv)
+            return SCHED_ENOMEM;
+        r->cap_holds = cap;
+    }
+    uint32_t *nodes = malloc((rv->n_nodes + 1) * sizeof(*nodes));
+    if (!nodes)
+        return SCHED_ENOMEM;
+    memcpy(nodes, rv->nodes, rv->n_nodes * sizeof(*nodes));
+    r->holds[r->n_holds++] = (struct hold){
+        .job = rv->gang->id, .nodes = nodes, .n_nodes = rv->n_nodes, .until_ms = now + 600000};
+    return 0;
 }
 
 static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
@@ -737,11 +913,9 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
         q[nq++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-        if (r->status[j] == JOB_DONE) {
+        if (r->status[j] == JOB_DONE)
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-            busy_gpu_s +=
-                (double)in->jobs[j].gang.gpus * (double)(r->end_ms[j] - r->start_ms[j]) / 1000.0;
-        }
+        busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
     }
     st->jobs = in->n_jobs;
     st->started = (uint32_t)nq;
@@ -760,6 +934,25 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     st->p95_queue_s = pct(q, nq, 0.95);
     st->p99_queue_s = pct(q, nq, 0.99);
     st->mean_jct_s = mean(jct, nj);
+    /* mean queue time per job priority (at most 8 distinct values reported) */
+    double prio_sum[8] = {0};
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
+            continue;
+        int32_t p = in->jobs[j].gang.priority;
+        uint32_t k = 0;
+        while (k < st->n_prio && st->prio_values[k] != p)
+            k++;
+        if (k == st->n_prio) {
+            if (st->n_prio == 8)
+                continue;
+            st->prio_values[st->n_prio++] = p;
+        }
+        st->prio_jobs[k]++;
+        prio_sum[k] += (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+    }
+    for (uint32_t k = 0; k < st->n_prio; k++)
+        st->prio_mean_queue_s[k] = prio_sum[k] / (double)st->prio_jobs[k];
     st->p95_jct_s = pct(jct, nj, 0.95);
     st->makespan_s = (double)(t_end - t0) / 1000.0;
     double cap = (double)in->cluster->total_gpus * st->makespan_s;
@@ -778,9 +971,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
             if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
                 continue;
             qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-            if (r->status[j] == JOB_DONE)
-                ps->gpu_hours +=
-                    (double)in->jobs[j].gang.gpus * (double)(r->end_ms[j] - r->start_ms[j]) / 3.6e6;
+            ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);
@@ -852,10 +1043,129 @@ static int quota_observe(struct run *r)
     return 0;
 }
 
-static int run_loop(struct run *r, struct sched_errbuf *eb)
+/* The running jobs and preemptor holds as the core sees them. */
+static void build_views(struct run *r, int64_t now, uint32_t *n_holds)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t k = 0; k < r->n_run; k++) {
+        uint32_t j = r->runlist[k];
+        const struct config_queue *cq = &in->config->queues[in->jobs[j].gang.queue];
+        r->runv[k] = (struct sched_running){
+            .gang = &in->jobs[j].gang,
+            .pods = r->assign[j],
+            .flavor = r->job_flavor[j],
+            .start_ms = r->run_start_ms[j],
+            .last_checkpoint_ms = last_checkpoint(r, j, now),
+            .restart_cost_ms = in->jobs[j].restart_cost_ms,
+            .min_runtime_ms = cq->preemption.min_runtime_ms,
+            .evicting = r->evicting[j] != 0,
+        };
+    }
+    for (uint32_t h = 0; h < r->n_holds;) {
+        if (r->holds[h].until_ms <= now || r->status[r->holds[h].job] != JOB_PENDING) {
+            free(r->holds[h].nodes); /* expired, or its gang started or left */
+            r->holds[h] = r->holds[--r->n_holds];
+            continue;
+        }
+        r->holdv[h] = (struct sched_hold){.gang = &in->jobs[r->holds[h].job].gang,
+                                          .nodes = r->holds[h].nodes,
+                                          .n_nodes = r->holds[h].n_nodes};
+        h++;
+    }
+    *n_holds = r->n_holds;
+}
+
+/* Evictions decided by the core: at once, or after a checkpoint when the victim's queue asks
+ * for one (checkpointGrace) and the job checkpoints at all. */
+static int apply_evictions(struct run *r, const struct sched_result *res, int64_t now,
+                           uint32_t *evicted)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t e = 0; e < res->n_evictions; e++) {
+        const struct sched_eviction *ev = &res->evictions[e];
+        uint32_t j = ev->victim->gang->id;
+        if (r->status[j] != JOB_RUNNING || r->evicting[j])
+            continue;
+        int64_t grace = in->config->queues[in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
+        char reason[160];
+        snprintf(reason, sizeof(reason), "%s by %s",
+                 ev->kind == SCHED_PREEMPT_RECLAIM ? "reclaimed" : "preempted",
+                 in->jobs[ev->preemptor->id].id);
+        if (grace > 0 && in->jobs[j].checkpoint_interval_ms > 0) {
+            /* the job saves a checkpoint within the grace (30 s of writing), then goes */
+            int64_t at = now + (grace < 30000 ? grace : 30000);
+            r->evicting[j] = 1;
+            r->st->checkpoint_requests++;
+            heap_push(r, at, j, FIN_EVICT);
+            if (r->opt->events) {
+                ev_head(r, now, "checkpoint-request", j);
+                fputs("}\n", r->opt->events);
+            }
+        } else {
+            evict(r, j, now, reason, false);
+            (*evicted)++;
+        }
+    }
+    for (uint32_t k = 0; k < res->n_reservations; k++)
+        if (res->reservations[k].preemptor && add_hold(r, &res->reservations[k], now) != 0)
+            return SCHED_ENOMEM;
+    return 0;
+}
+
+static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena *arena,
+                     int64_t now, uint32_t *evicted, struct sched_errbuf *eb)
 {
     const struct sim_input *in = r->in;
     const struct cluster *c = in->cluster;
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        views[q] = (struct sched_queue_view){
+            .queue = &in->queues[q], .pending = r->queues[q].items, .n_pending = r->queues[q].n};
+    uint32_t n_holds = 0;
+    if (r->pol->preempt)
+        build_views(r, now, &n_holds);
+    struct sched_snapshot snap = {.now_ms = now,
+                                  .cluster = c,
+                                  .state = r->state,
+                                  .queues = views,
+                                  .n_queues = in->n_queues,
+                                  .policy = r->pol,
+                                  .config = in->config,
+                                  .usage = r->usage,
+                                  .hist_share = r->hist,
+                                  .running = r->pol->preempt ? r->runv : NULL,
+                                  .n_running = r->pol->preempt ? r->n_run : 0,
+                                  .holds = r->holdv,
+                                  .n_holds = n_holds};
+    struct sched_result res;
+    arena_reset(arena);
+    if (sched_cycle(&snap, arena, &res) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
+    r->st->cycles++;
+    r->st->reservations += res.n_reservations;
+    if (r->opt->events)
+        log_reservations(r, &res, now);
+    if (r->opt->explain_job)
+        explain(r, &res, now);
+    /* evictions first: their victims' sched_running views point into this cycle's state */
+    if (apply_evictions(r, &res, now, evicted) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t p = 0; p < res.n_placements; p++)
+        if (start(r, &res.placements[p], now) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory starting a job");
+    for (uint32_t v = 0; v < res.n_verdicts; v++)
+        if ((res.verdicts[v].why == SCHED_WHY_NEVER ||
+             res.verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
+            r->status[res.verdicts[v].gang->id] == JOB_PENDING) {
+            char buf[256];
+            sched_verdict_format(&res.verdicts[v], c, in->config, buf, sizeof(buf));
+            reject(r, res.verdicts[v].gang->id, now, buf);
+        }
+    return 0;
+}
+
+static int run_loop(struct run *r, struct sched_errbuf *eb)
+{
+    const struct sim_input *in = r->in;
     struct arena arena;
     arena_init(&arena, 256 * 1024);
     struct sched_queue_view *views = calloc(in->n_queues + 1, sizeof(*views));
@@ -882,52 +1192,28 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
             struct fin f = heap_pop(r);
-            finish(r, f.job, now);
-            t_end = now;
+            if (f.gen != r->gen[f.job] || r->status[f.job] != JOB_RUNNING)
+                continue; /* the run it belonged to was evicted */
+            if (f.kind == FIN_FINISH) {
+                finish(r, f.job, now);
+                t_end = now;
+            } else {
+                evict(r, f.job, now, "preempted after a checkpoint", true);
+            }
         }
         while (next_sub < in->n_jobs && in->jobs[next_sub].gang.submit_ms == now)
             submit(r, next_sub++, now);
-        if (r->n_pending > 0) {
-            for (uint32_t q = 0; q < in->n_queues; q++)
-                views[q] = (struct sched_queue_view){.queue = &in->queues[q],
-                                                     .pending = r->queues[q].items,
-                                                     .n_pending = r->queues[q].n};
-            struct sched_snapshot snap = {.now_ms = now,
-                                          .cluster = c,
-                                          .state = r->state,
-                                          .queues = views,
-                                          .n_queues = in->n_queues,
-                                          .policy = r->pol,
-                                          .config = in->config,
-                                          .usage = r->usage,
-                                          .hist_share = r->hist};
-            struct sched_result res;
-            arena_reset(&arena);
-            if (sched_cycle(&snap, &arena, &res) != 0) {
-                rc = sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
+        /* a cycle; again at the same instant when it evicted (the preemptors start at once) */
+        for (int again = 0; again < 3 && r->n_pending > 0 && rc == 0; again++) {
+            uint32_t evicted = 0;
+            rc = one_cycle(r, views, &arena, now, &evicted, eb);
+            if (evicted == 0)
                 break;
-            }
-            r->st->cycles++;
-            r->st->reservations += res.n_reservations;
-            if (r->opt->events)
-                log_reservations(r, &res, now);
-            if (r->opt->explain_job)
-                explain(r, &res, now);
-            for (uint32_t p = 0; p < res.n_placements && rc == 0; p++)
-                rc = start(r, &res.placements[p], now);
-            for (uint32_t v = 0; v < res.n_verdicts; v++)
-                if ((res.verdicts[v].why == SCHED_WHY_NEVER ||
-                     res.verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
-                    r->status[res.verdicts[v].gang->id] == JOB_PENDING) {
-                    char buf[256];
-                    sched_verdict_format(&res.verdicts[v], c, in->config, buf, sizeof(buf));
-                    reject(r, res.verdicts[v].gang->id, now, buf);
-                }
-            if (rc != 0) {
-                sched_fail(eb, rc, "out of memory starting a job");
-                break;
-            }
         }
+        if (rc == 0 && r->oom)
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        if (rc != 0)
+            break;
         if (quota_observe(r) != 0) {
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
             break;
@@ -968,7 +1254,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.end_ms = calloc(nj, sizeof(*r.end_ms));
     r.assign = calloc(nj, sizeof(*r.assign));
     r.queues = calloc(in->n_queues + 1, sizeof(*r.queues));
-    r.heap = calloc(nj, sizeof(*r.heap));
+    r.cap_heap = (uint32_t)nj + 16;
+    r.heap = calloc(r.cap_heap, sizeof(*r.heap));
     r.n_flavors = in->config->n_flavors;
     size_t nq = in->n_queues + 1;
     r.usage = calloc(nq * r.n_flavors * RES_MAX, sizeof(*r.usage));
@@ -981,14 +1268,28 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.pods_on = calloc(nn, sizeof(*r.pods_on));
     r.unbounded = calloc(nn, sizeof(*r.unbounded));
     r.bounded_max = calloc(nn, sizeof(*r.bounded_max));
+    r.remaining_ms = calloc(nj, sizeof(*r.remaining_ms));
+    r.run_start_ms = calloc(nj, sizeof(*r.run_start_ms));
+    r.overhead_ms = calloc(nj, sizeof(*r.overhead_ms));
+    r.busy_ms = calloc(nj, sizeof(*r.busy_ms));
+    r.gen = calloc(nj, sizeof(*r.gen));
+    r.n_evicted = calloc(nj, sizeof(*r.n_evicted));
+    r.evicting = calloc(nj, 1);
+    r.runlist = calloc(nj, sizeof(*r.runlist));
+    r.runpos = calloc(nj, sizeof(*r.runpos));
+    r.runv = calloc(nj, sizeof(*r.runv));
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
     if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
         !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
-        !r.pods_on || !r.unbounded || !r.bounded_max) {
+        !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
+        !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
+        !r.runpos || !r.runv) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
+        for (uint32_t j = 0; j < in->n_jobs; j++)
+            r.remaining_ms[j] = in->jobs[j].duration_ms;
         for (uint32_t q = 0; q < in->n_queues; q++) {
             const struct config_queue *cq = &in->config->queues[q];
             for (uint32_t f = 0; f < r.n_flavors; f++) {
@@ -1019,6 +1320,11 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.queues), free(r.heap);
     free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
     free(r.pods_on), free(r.unbounded), free(r.bounded_max);
+    free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
+    free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
+    for (uint32_t h = 0; h < r.n_holds; h++)
+        free(r.holds[h].nodes);
+    free(r.holds), free(r.holdv);
     arena_fini(&r.qarena);
     if (rc != 0)
         sim_stats_free(out);

@@ -25,7 +25,19 @@
 struct sim_job {
     struct gang gang;    /* id = index in sim_input.jobs; sets built from the trace row */
     const char *id;      /* trace job id */
-    int64_t duration_ms; /* run time once started */
+    int64_t duration_ms; /* work, as run time at full gang size */
+    int64_t checkpoint_interval_ms; /* a checkpoint every this much work; 0 = never */
+    int64_t restart_cost_ms;        /* time a restart costs before work resumes */
+};
+
+/* Workload knobs the traces do not carry (all seeded: same seed, same workload). */
+struct sim_workload {
+    uint64_t seed;
+    double high_priority_fraction; /* jobs without a priority column get priority 10 with this
+                                      probability */
+    int64_t ckpt_min_duration_ms;  /* jobs at least this long without a checkpoint_interval
+                                      column checkpoint every ckpt_interval_ms (+-20% jitter) */
+    int64_t ckpt_interval_ms;      /* 0 = no default checkpointing */
 };
 
 struct sim_input {
@@ -47,6 +59,8 @@ struct sim_input {
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
                     const struct config *cfg, struct sched_errbuf *eb);
 void sim_input_free(struct sim_input *in);
+/* Applies the workload knobs to the jobs of a built input. */
+void sim_input_workload(struct sim_input *in, const struct trace *t, const struct sim_workload *w);
 
 struct sim_queue_stats {
     const char *name;
@@ -75,8 +89,15 @@ struct sim_stats {
     uint64_t tp_splits;     /* pods whose GPUs span more than one NVLink island */
     double mean_racks_per_multinode_gang;
     uint64_t multinode_gangs;
-    uint64_t preemptions;
-    double gpu_hours_lost_to_preemption;
+    uint64_t preemptions;                /* evictions */
+    uint64_t preempted_gangs;            /* distinct gangs evicted at least once */
+    double gpu_hours_lost_to_preemption; /* work since the last checkpoint + restarts */
+    uint64_t checkpoint_requests;        /* evictions that asked for a checkpoint first */
+    /* mean queue time per job priority (first start - submission) */
+    int32_t prio_values[8];
+    uint32_t prio_jobs[8];
+    double prio_mean_queue_s[8];
+    uint32_t n_prio;
     uint64_t quota_violations; /* instants some queue was above nominal + borrowing limit */
     double reclaim_wait_s;     /* sum over queues of reclaim_wait_s */
     double fragmentation;      /* time-averaged share of free GPUs stranded (see docs/metrics.md) */

@@ -152,6 +152,8 @@ enum col {
     COL_SLICE_SIZE,
     COL_SLICE_TOPOLOGY,
     COL_PROFILE,
+    COL_CKPT_INTERVAL,
+    COL_RESTART_COST,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
@@ -173,6 +175,8 @@ static const char *const col_names[COL_COUNT] = {
     "slice-size",
     "slice-topology",
     "profile",
+    "checkpoint_interval",
+    "restart_cost",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
@@ -522,8 +526,12 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
     if ((rc = get_seconds(ps, COL_SUBMIT, &j.submit_ms)) ||
         (rc = get_seconds(ps, COL_DURATION, &j.duration_ms)) ||
         (rc = get_int(ps, COL_NUM_GPU, 0, MAX_NUM_GPU, &j.num_gpu)) ||
-        (rc = get_seconds(ps, COL_MAX_RUNTIME, &j.max_runtime_ms)))
+        (rc = get_seconds(ps, COL_MAX_RUNTIME, &j.max_runtime_ms)) ||
+        (rc = get_seconds(ps, COL_CKPT_INTERVAL, &j.checkpoint_interval_ms)) ||
+        (rc = get_seconds(ps, COL_RESTART_COST, &j.restart_cost_ms)))
         return rc;
+    j.has_checkpoint_interval =
+        ps->col[COL_CKPT_INTERVAL] >= 0 && ps->row[ps->col[COL_CKPT_INTERVAL]].n > 0;
     if ((rc = get_int(ps, COL_PRIORITY, INT32_MIN, INT32_MAX, &v)))
         return rc;
     j.priority = (int32_t)v;

@@ -5,7 +5,8 @@
  * >= 0). Optional: job_id, queue, priority (integer), gpus_per_pod, pods (integers >= 1),
  * max_runtime (seconds), and the topology requests topology-required, topology-preferred
  * (level names), tp-size (GPUs per tensor-parallel group), slice-size (pods per slice) and
- * slice-topology (level name), and profile (scoring profile name). Unknown columns are ignored.
+ * slice-topology (level name), profile (scoring profile name), checkpoint_interval and
+ * restart_cost (seconds). Unknown columns are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
  * 'duration': 'x1' is not a number".
@@ -25,6 +26,7 @@
 #ifndef SCHED_SIM_TRACE_H
 #define SCHED_SIM_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +47,9 @@ struct trace_job {
     const char *topology_preferred; /* level name, NULL when absent */
     const char *slice_topology;     /* level each slice must fit in, NULL when absent */
     const char *profile;            /* scoring profile name, NULL = the queue's */
+    int64_t checkpoint_interval_ms; /* checkpoint_interval: 0 = never checkpoints */
+    bool has_checkpoint_interval;   /* the column had a value (else the simulator's default) */
+    int64_t restart_cost_ms;        /* restart_cost: time lost at each restart */
     int32_t tp_size;                /* GPUs per tensor-parallel group, 0 when absent */
     int32_t slice_size;             /* pods per slice, 0 when absent */
     uint32_t line;                  /* 1-based line in its file */

@@ -1,0 +1,339 @@
+/* sched/core/preempt.c: the preemption planner (see preempt.h for the rules and formulas). */
+#include "sched/core/preempt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/policy.h"
+
+#define MAX_DOMAINS 512 /* domains evaluated per preemptor and cycle (bounded work) */
+
+double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms)
+{
+    int64_t since = now_ms - r->last_checkpoint_ms;
+    if (since < 0)
+        since = 0;
+    return (double)r->gang->gpus * (double)(since + r->restart_cost_ms) / 1000.0;
+}
+
+double preempt_cost(const struct sched_running *r, int64_t now_ms)
+{
+    int32_t p = r->gang->priority > 0 ? r->gang->priority : 0;
+    return preempt_lost_gpu_s(r, now_ms) * (1.0 + 0.1 * (double)p);
+}
+
+int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
+                     struct place_state *st, struct quota_tree *qt, struct arena *arena)
+{
+    memset(pc, 0, sizeof(*pc));
+    pc->snap = snap;
+    pc->st = st;
+    pc->qt = qt;
+    pc->arena = arena;
+    pc->chosen = arena_calloc(arena, snap->n_running + 1, 1);
+    pc->evicted_per_queue = arena_calloc(arena, snap->n_queues + 1, sizeof(uint32_t));
+    return pc->chosen && pc->evicted_per_queue ? 0 : SCHED_ENOMEM;
+}
+
+static void gang_need(const struct gang *g, struct res_vec *need)
+{
+    memset(need, 0, sizeof(*need));
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        for (int r = 0; r < res_count(); r++)
+            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
+}
+
+struct cand {
+    uint32_t idx; /* into snap->running */
+    enum sched_preempt_kind kind;
+    double key; /* sort key, lower first */
+    double cost;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+/* May running gang r be a victim of g (queue q)? Sets its kind. */
+static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
+                    const struct gang *g, uint32_t q, uint32_t f, const struct res_vec *need,
+                    enum sched_preempt_kind *kind)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    const struct gang *v = r->gang;
+    if (r->non_preemptible || r->evicting || snap->now_ms < r->start_ms + r->min_runtime_ms)
+        return false;
+    if (pc->evicted_per_queue[v->queue] >= snap->policy->max_evictions)
+        return false;
+    const struct config *cfg = snap->config;
+    enum config_within_queue within = CONFIG_PREEMPT_LOWER_PRIORITY;
+    enum config_reclaim reclaim = CONFIG_RECLAIM_ANY;
+    if (cfg && q < cfg->n_queues) {
+        within = cfg->queues[q].preemption.within_queue;
+        reclaim = cfg->queues[q].preemption.reclaim;
+        if (r->flavor != f)
+            return false;
+    }
+    if (v->queue == q) {
+        *kind = SCHED_PREEMPT_PRIORITY;
+        if (within == CONFIG_PREEMPT_NEVER)
+            return false;
+        if (v->priority < g->priority)
+            return true;
+        return within == CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL && v->priority == g->priority &&
+               r->start_ms > g->submit_ms;
+    }
+    /* reclaim: the preemptor's queue stays within nominal, the victim's queue borrows */
+    if (!pc->qt || reclaim == CONFIG_RECLAIM_NEVER)
+        return false;
+    if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && v->priority >= g->priority)
+        return false;
+    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        if (need->v[res] <= 0)
+            continue;
+        if (quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+            return false;
+    }
+    *kind = SCHED_PREEMPT_RECLAIM;
+    return true;
+}
+
+/* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
+static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r)
+{
+    const struct gang *v = r->gang;
+    struct res_vec vn;
+    gang_need(v, &vn);
+    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        if (vn.v[res] <= 0)
+            continue;
+        if (quota_used(pc->qt, v->queue, r->flavor, res) - vn.v[res] <
+            quota_nominal(pc->qt, v->queue, r->flavor, res))
+            return false;
+    }
+    return true;
+}
+
+static bool has_pod_in(const struct place_state *st, const struct sched_running *r, int level,
+                       uint32_t d)
+{
+    if (level < 0)
+        return true;
+    for (uint32_t k = 0; k < r->gang->n_pods; k++)
+        if (r->pods[k].node < st->c->n_nodes && st->c->nodes[r->pods[k].node].dom[level] == d)
+            return true;
+    return false;
+}
+
+static bool quota_ok(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
+                     const struct res_vec *need)
+{
+    return !pc->qt || quota_check(pc->qt, q, f, need, NULL) <= QUOTA_BORROWS;
+}
+
+static void charge_victim(struct preempt_ctx *pc, const struct sched_running *r, int sign)
+{
+    if (!pc->qt)
+        return;
+    struct res_vec vn;
+    gang_need(r->gang, &vn);
+    quota_charge(pc->qt, r->gang->queue, r->flavor, &vn, sign);
+}
+
+/* The level whose domains the preemptor should be placed in. */
+static int target_level(const struct place_state *st, const struct gang *g)
+{
+    if (g->topo_required >= 0)
+        return g->topo_required;
+    for (int l = (int)st->c->topo.n_levels - 1; l >= 0; l--)
+        if (!st->level_is_nodes[l] && st->level_max_gpus[l] >= g->gpus)
+            return l;
+    return -1;
+}
+
+/* Victims freed inside domain d so that g fits there; fills chosen[] (indices into cands, in
+ * freeing order) and returns how many, or 0 when the domain cannot be made to fit. The working
+ * state is restored before returning. */
+static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                            const struct res_vec *need, int level, uint32_t d,
+                            const struct cand *cands, uint32_t n_cands, uint32_t *chosen,
+                            struct sched_assign *trial, double *cost)
+{
+    struct place_state *st = pc->st;
+    const struct sched_running *run = pc->snap->running;
+    uint32_t mark = st->n_rel, n = 0;
+    bool fits = false;
+    for (uint32_t c = 0; c < n_cands && !fits; c++) {
+        const struct sched_running *r = &run[cands[c].idx];
+        if (!has_pod_in(st, r, level, d))
+            continue;
+        if (cands[c].kind == SCHED_PREEMPT_RECLAIM && !reclaim_bounded(pc, r))
+            continue;
+        if (!place_release(st, r))
+            break;
+        charge_victim(pc, r, -1);
+        chosen[n++] = c;
+        fits = quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial);
+    }
+    if (fits) {
+        /* fill-back: keep running every victim whose capacity turns out unnecessary (the last
+         * one freed is needed by construction) */
+        for (uint32_t k = n - 1; k-- > 0;) {
+            const struct sched_running *r = &run[cands[chosen[k]].idx];
+            place_release_undo(st, mark);
+            charge_victim(pc, r, +1);
+            for (uint32_t j = 0; j < n; j++)
+                if (j != k)
+                    place_release(st, &run[cands[chosen[j]].idx]);
+            if (quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial)) {
+                memmove(&chosen[k], &chosen[k + 1], (n - k - 1) * sizeof(*chosen));
+                n--; /* not needed: stays running (its quota is already back) */
+            } else {
+                charge_victim(pc, r, -1);
+            }
+        }
+        place_release_undo(st, mark);
+        for (uint32_t j = 0; j < n; j++)
+            place_release(st, &run[cands[chosen[j]].idx]);
+        fits = place_trial(st, g, level, d, trial); /* the placement the preemptor will hold */
+    }
+    *cost = 0;
+    for (uint32_t j = 0; j < n; j++)
+        *cost += cands[chosen[j]].cost;
+    for (uint32_t j = 0; j < n; j++)
+        charge_victim(pc, &run[cands[chosen[j]].idx], +1);
+    place_release_undo(st, mark);
+    return fits ? n : 0;
+}
+
+int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                 struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
+                 bool *planned)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    const struct sched_policy *pol = snap->policy;
+    struct place_state *st = pc->st;
+    *planned = false;
+    if (!pol->preempt || snap->n_running == 0 || g->n_pods == 0)
+        return 0;
+    struct res_vec need;
+    gang_need(g, &need);
+    struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
+    uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
+    uint32_t *best = arena_alloc(pc->arena, snap->n_running * sizeof(*best));
+    struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
+    struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
+    if (!cands || !chosen || !best || !trial || !best_trial)
+        return SCHED_ENOMEM;
+    uint32_t n_cands = 0;
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        const struct sched_running *r = &snap->running[i];
+        enum sched_preempt_kind kind;
+        if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
+            continue;
+        double cost = preempt_cost(r, snap->now_ms);
+        double key = pol->checkpoint_aware
+                         ? cost / (double)(r->gang->gpus > 0 ? r->gang->gpus : 1)
+                         /* Kueue: lowest priority first, then most recently started */
+                         : (double)r->gang->priority * 1e15 - (double)r->start_ms;
+        cands[n_cands++] = (struct cand){.idx = i, .kind = kind, .key = key, .cost = cost};
+    }
+    if (n_cands == 0)
+        return 0;
+    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
+    int level = target_level(st, g);
+    uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
+    uint32_t n_best = 0, best_domain = 0;
+    double best_cost = 0;
+    for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
+        bool any = false;
+        for (uint32_t c = 0; c < n_cands && !any; c++)
+            any = has_pod_in(st, &snap->running[cands[c].idx], level, d);
+        if (!any)
+            continue;
+        tried++;
+        double cost;
+        uint32_t n =
+            plan_domain(pc, g, q, f, &need, level, d, cands, n_cands, chosen, trial, &cost);
+        if (n == 0 || (n_best > 0 && cost >= best_cost))
+            continue;
+        n_best = n;
+        best_cost = cost;
+        best_domain = d;
+        memcpy(best, chosen, n * sizeof(*best));
+        memcpy(best_trial, trial, g->n_pods * sizeof(*trial));
+        if (!pol->checkpoint_aware)
+            break; /* the blind baseline takes the first domain that works */
+    }
+    (void)best_domain;
+    if (n_best == 0)
+        return 0;
+    bool priority_kind = false;
+    for (uint32_t j = 0; j < n_best; j++)
+        priority_kind |= cands[best[j]].kind == SCHED_PREEMPT_PRIORITY;
+    if (priority_kind && pol->benefit_factor > 0) {
+        double wait_s = (double)(snap->now_ms - g->submit_ms) / 1000.0;
+        int32_t p = g->priority > 0 ? g->priority : 0;
+        double benefit = (double)g->gpus * (wait_s > 1 ? wait_s : 1) * (1.0 + 0.1 * (double)p);
+        if (benefit < pol->benefit_factor * best_cost)
+            return 0;
+    }
+    /* Commit the plan: evictions, and a hold on the preemptor's trial placement. */
+    for (uint32_t j = 0; j < n_best; j++) {
+        const struct cand *c = &cands[best[j]];
+        const struct sched_running *r = &snap->running[c->idx];
+        if (out->n_evictions == *cap_evictions) {
+            uint32_t cap = *cap_evictions ? *cap_evictions * 2 : 16;
+            struct sched_eviction *e = arena_alloc(pc->arena, cap * sizeof(*e));
+            if (!e)
+                return SCHED_ENOMEM;
+            if (out->evictions)
+                memcpy(e, out->evictions, out->n_evictions * sizeof(*e));
+            out->evictions = e;
+            *cap_evictions = cap;
+        }
+        out->evictions[out->n_evictions++] =
+            (struct sched_eviction){.victim = r,
+                                    .preemptor = g,
+                                    .kind = c->kind,
+                                    .lost_gpu_s = preempt_lost_gpu_s(r, snap->now_ms),
+                                    .cost = c->cost};
+        pc->chosen[c->idx] = 1;
+        pc->evicted_per_queue[r->gang->queue]++;
+    }
+    uint32_t *nodes = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*nodes));
+    if (!nodes)
+        return SCHED_ENOMEM;
+    uint32_t n_nodes = 0;
+    for (uint32_t k = 0; k < g->n_pods; k++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < n_nodes && !dup; j++)
+            dup = nodes[j] == best_trial[k].node;
+        if (!dup)
+            nodes[n_nodes++] = best_trial[k].node;
+    }
+    if (out->n_reservations == *cap_reservations) {
+        uint32_t cap = *cap_reservations ? *cap_reservations * 2 : 16;
+        struct sched_reservation *rv = arena_alloc(pc->arena, cap * sizeof(*rv));
+        if (!rv)
+            return SCHED_ENOMEM;
+        if (out->reservations)
+            memcpy(rv, out->reservations, out->n_reservations * sizeof(*rv));
+        out->reservations = rv;
+        *cap_reservations = cap;
+    }
+    out->reservations[out->n_reservations++] =
+        (struct sched_reservation){.gang = g,
+                                   .preemptor = true,
+                                   .nodes = nodes,
+                                   .n_nodes = n_nodes,
+                                   .expected_start_ms = snap->now_ms};
+    *planned = true;
+    return 0;
+}

@@ -1,0 +1,58 @@
+/* sched/core/preempt.h: choosing victims so that a waiting gang can start.
+ *
+ * Owns: the preemption planner of one cycle. Victims are whole gangs. Two kinds (per the
+ * preemptor's queue settings, config/config.h):
+ *   priority - a gang of the same queue with lower priority (or, with LowerOrNewerEqualPriority,
+ *              equal priority and started after the preemptor was submitted);
+ *   reclaim  - a gang of another queue that borrows, when the preemptor's queue stays within its
+ *              nominal quota; never below the victim queue's own nominal quota.
+ * Never victims: non-preemptible gangs, gangs inside their minimum run time, gangs already
+ * being evicted.
+ *
+ * Cost of a victim (GPU-seconds of lost work, weighted by priority):
+ *   lost = GPUs x ((now - last checkpoint) + restart cost per GPU)
+ *   cost = lost x (1 + 0.1 x max(0, victim priority))
+ * Topology-aware: the planner targets one domain at the level the preemptor needs (its required
+ * level, else the tightest level whose largest domain holds its GPUs), frees victims there in
+ * order (checkpoint-aware: cheapest lost work per GPU first; blind: lowest priority, then most
+ * recently started, as Kueue), simulates the preemptor's placement after each, drops the victims
+ * that turn out unnecessary (fill-back), and keeps the cheapest domain. A priority preemption
+ * happens only when benefit = GPUs x waiting seconds x (1 + 0.1 x max(0, priority)) >= factor x
+ * cost; reclaim is a right and needs no benefit. The preemptor then holds the capacity its
+ * victims free (a reservation) so that nothing else takes it.
+ *
+ * Must not touch: anything but the cycle's working state (restored before returning) and arena.
+ */
+#ifndef SCHED_CORE_PREEMPT_H
+#define SCHED_CORE_PREEMPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "queue/quota.h"
+#include "sched/core/cycle.h"
+#include "sched/core/place.h"
+
+struct preempt_ctx {
+    const struct sched_snapshot *snap;
+    struct place_state *st;
+    struct quota_tree *qt; /* NULL without a config */
+    struct arena *arena;
+    uint8_t *chosen;             /* [n_running]: already a victim this cycle */
+    uint32_t *evicted_per_queue; /* [n_queues] */
+};
+
+int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
+                     struct place_state *st, struct quota_tree *qt, struct arena *arena);
+
+/* Plans victims for g (queue q, flavor f). On success appends evictions and a preemptor
+ * reservation to `out` and sets *planned. Returns 0 or SCHED_ENOMEM. */
+int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                 struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
+                 bool *planned);
+
+/* The cost model, exposed for the simulator's accounting and the tests. */
+double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms);
+double preempt_cost(const struct sched_running *r, int64_t now_ms);
+
+#endif
