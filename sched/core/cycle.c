@@ -352,15 +352,16 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
 }
 
 /* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
-static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f)
+static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f,
+                       bool *planned)
 {
-    bool planned = false;
+    *planned = false;
     if (!cy->pol->preempt || cy->snap->n_running == 0)
         return 0;
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_ENOMEM;
-    return preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, &planned);
+    return preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
 }
 
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
@@ -430,7 +431,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         *why_out = qv.why;
         if (!add_verdict(cy, &qv))
             return ATTEMPT_ERROR;
-        if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor) != 0)
+        bool planned = false;
+        if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
         return ATTEMPT_FAILED;
     }
@@ -442,11 +444,15 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         if (!add_verdict(cy, &copy))
             return ATTEMPT_ERROR;
     }
-    if (pv->why != SCHED_WHY_NEVER && pv->gang == g && maybe_reserve(cy, g, first_flavor) != 0)
-        return ATTEMPT_ERROR;
+    /* Preemption first (the victims' capacity is then held for it); else, when it has waited
+     * long, a starvation reservation. */
+    bool planned = false;
     if ((pv->why == SCHED_WHY_RESOURCES || pv->why == SCHED_WHY_TOPOLOGY ||
          pv->why == SCHED_WHY_RESERVED) &&
-        try_preempt(cy, q, g, first_flavor == UINT32_MAX ? 0 : first_flavor) != 0)
+        try_preempt(cy, q, g, first_flavor == UINT32_MAX ? 0 : first_flavor, &planned) != 0)
+        return ATTEMPT_ERROR;
+    if (!planned && pv->why != SCHED_WHY_NEVER && pv->gang == g &&
+        maybe_reserve(cy, g, first_flavor) != 0)
         return ATTEMPT_ERROR;
     return ATTEMPT_FAILED;
 }

@@ -211,8 +211,8 @@ static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
 static void own_holds(struct place_state *st, const struct gang *g, bool on)
 {
     for (uint32_t i = 0; i < st->c->n_nodes; i++) {
-        if (st->held_for[i] != g || st->ok[i] == on)
-            continue;
+        if (!st->held_for[i] || st->held_for[i]->id != g->id || st->ok[i] == on)
+            continue; /* by id: g may be a per-flavor copy of the gang that holds */
         st->ok[i] = on;
         if (on) {
             bucket_link(st, i);

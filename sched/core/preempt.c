@@ -6,7 +6,8 @@
 
 #include "sched/core/policy.h"
 
-#define MAX_DOMAINS 512 /* domains evaluated per preemptor and cycle (bounded work) */
+#define MAX_DOMAINS        512    /* domains evaluated per preemptor and cycle (bounded work) */
+#define PREEMPT_MIN_WAIT_S 3600.0 /* waiting seconds a preemptor is always credited with */
 
 double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms)
 {
@@ -238,10 +239,10 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
         if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
             continue;
         double cost = preempt_cost(r, snap->now_ms);
-        double key = pol->checkpoint_aware
-                         ? cost / (double)(r->gang->gpus > 0 ? r->gang->gpus : 1)
-                         /* Kueue: lowest priority first, then most recently started */
-                         : (double)r->gang->priority * 1e15 - (double)r->start_ms;
+        /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
+         * priority first, then most recently started */
+        double key = pol->checkpoint_aware ? cost + (double)r->gang->gpus * 1e-6
+                                           : (double)r->gang->priority * 1e15 - (double)r->start_ms;
         cands[n_cands++] = (struct cand){.idx = i, .kind = kind, .key = key, .cost = cost};
     }
     if (n_cands == 0)
@@ -280,7 +281,10 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     if (priority_kind && pol->benefit_factor > 0) {
         double wait_s = (double)(snap->now_ms - g->submit_ms) / 1000.0;
         int32_t p = g->priority > 0 ? g->priority : 0;
-        double benefit = (double)g->gpus * (wait_s > 1 ? wait_s : 1) * (1.0 + 0.1 * (double)p);
+        /* a gang that outranks its victims is worth at least PREEMPT_MIN_WAIT_S of waiting */
+        double benefit = (double)g->gpus *
+                         (wait_s > PREEMPT_MIN_WAIT_S ? wait_s : PREEMPT_MIN_WAIT_S) *
+                         (1.0 + 0.1 * (double)p);
         if (benefit < pol->benefit_factor * best_cost)
             return 0;
     }

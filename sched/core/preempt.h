@@ -17,8 +17,9 @@
  * order (checkpoint-aware: cheapest lost work per GPU first; blind: lowest priority, then most
  * recently started, as Kueue), simulates the preemptor's placement after each, drops the victims
  * that turn out unnecessary (fill-back), and keeps the cheapest domain. A priority preemption
- * happens only when benefit = GPUs x waiting seconds x (1 + 0.1 x max(0, priority)) >= factor x
- * cost; reclaim is a right and needs no benefit. The preemptor then holds the capacity its
+ * happens only when benefit = GPUs x max(waiting seconds, 3600) x (1 + 0.1 x max(0, priority))
+ * >= factor x cost (so a one-GPU gang never restarts a large gang with hours of unsaved work);
+ * reclaim is a right and needs no benefit. The preemptor then holds the capacity its
  * victims free (a reservation) so that nothing else takes it.
  *
  * Must not touch: anything but the cycle's working state (restored before returning) and arena.

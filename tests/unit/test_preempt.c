@@ -1,0 +1,344 @@
+/* tests/unit/test_preempt.c: victims of preemption and reclaim, chosen whole, by lost work, with
+ * bounds (nominal quota, minimum run time, benefit), holds, and no ping-pong between queues. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "queue/queue.h"
+#include "sched/core/cycle.h"
+#include "sched/core/policy.h"
+#include "sched/core/preempt.h"
+#include "sched/sim/nodes.h"
+
+#define HDR "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+#define TWO_QUEUES                                                                                 \
+    HDR "cohorts:\n  - name: co\nqueues:\n"                                                        \
+        "  - name: a\n    cohort: co\n    quota:\n      default:\n        nvidia.com/gpu: 8\n"     \
+        "  - name: b\n    cohort: co\n    quota:\n      default:\n        nvidia.com/gpu: 8\n"
+
+struct world {
+    struct cluster *c;
+    struct node_state *state;
+    struct config *cfg;
+    struct gang gangs[16];
+    struct sched_assign pods[16][8];
+    struct sched_running running[16];
+    uint32_t n_running;
+    uint32_t n;
+    struct queue queues[2];
+    const struct gang *pending[2][16];
+    struct sched_queue_view views[2];
+    int64_t usage[2 * RES_MAX];
+    struct arena arena;
+    struct sched_result res;
+};
+
+static struct world *world(const char *spec, const char *yaml)
+{
+    struct world *w = calloc(1, sizeof(*w));
+    struct sched_errbuf eb = {{0}};
+    w->c = cluster_new();
+    assert_int_equal(nodes_generate(w->c, spec, &eb), 0);
+    assert_int_equal(cluster_finalize(w->c, NULL, NULL, 0, &eb), 0);
+    w->state = calloc(w->c->n_nodes, sizeof(*w->state));
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &w->cfg, &eb), 0);
+    arena_init(&w->arena, 0);
+    return w;
+}
+
+static void world_free(struct world *w)
+{
+    arena_fini(&w->arena);
+    config_free(w->cfg);
+    free(w->state);
+    cluster_free(w->c);
+    free(w);
+}
+
+static struct gang *gang(struct world *w, uint32_t q, uint32_t pods, int64_t gpus, int32_t prio,
+                         int64_t submit_s)
+{
+    struct gang *g = &w->gangs[w->n];
+    memset(g, 0, sizeof(*g));
+    g->id = w->n++;
+    g->name = "g";
+    g->queue = q;
+    g->priority = prio;
+    g->submit_ms = submit_s * 1000;
+    g->n_sets = 1;
+    g->sets[0].count = pods;
+    g->sets[0].req.v[RES_GPU] = gpus;
+    g->sets[0].req.v[RES_PODS] = 1;
+    g->topo_required = g->topo_preferred = g->slice_level = -1;
+    gang_finalize(g);
+    return g;
+}
+
+/* Runs gang g on the given nodes (whole GPU masks of `gpus` lowest free bits), started at
+ * start_s with its last checkpoint at ckpt_s. */
+static struct sched_running *run(struct world *w, struct gang *g, const uint32_t *nodes,
+                                 int64_t start_s, int64_t ckpt_s)
+{
+    uint32_t k = w->n_running++;
+    int64_t gpus = g->sets[0].req.v[RES_GPU];
+    for (uint32_t p = 0; p < g->n_pods; p++) {
+        struct node_state *ns = &w->state[nodes[p]];
+        uint32_t free_mask = ~ns->gpu_used & 0xFF, mask = 0;
+        for (int64_t x = 0; x < gpus; x++) {
+            uint32_t bit = free_mask & -free_mask;
+            mask |= bit;
+            free_mask &= ~bit;
+        }
+        ns->gpu_used |= mask;
+        ns->used.v[RES_GPU] += gpus;
+        ns->used.v[RES_PODS]++;
+        w->pods[k][p] = (struct sched_assign){.node = nodes[p], .gpu_mask = mask};
+    }
+    w->usage[g->queue * RES_MAX + RES_GPU] += g->gpus;
+    w->running[k] = (struct sched_running){.gang = g,
+                                           .pods = w->pods[k],
+                                           .start_ms = start_s * 1000,
+                                           .last_checkpoint_ms = ckpt_s * 1000};
+    return &w->running[k];
+}
+
+static const struct sched_result *cycle(struct world *w, const char *policy, int64_t now_s)
+{
+    const struct sched_policy *pol = sched_policy_find(policy);
+    for (uint32_t q = 0; q < w->cfg->n_queues; q++) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < w->n; i++) {
+            bool running = false;
+            for (uint32_t k = 0; k < w->n_running; k++)
+                running |= w->running[k].gang == &w->gangs[i];
+            if (!running && w->gangs[i].queue == q)
+                w->pending[q][n++] = &w->gangs[i];
+        }
+        w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
+        w->views[q] = (struct sched_queue_view){
+            .queue = &w->queues[q], .pending = w->pending[q], .n_pending = n};
+    }
+    struct sched_snapshot snap = {.now_ms = now_s * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = w->views,
+                                  .n_queues = w->cfg->n_queues,
+                                  .policy = pol,
+                                  .config = w->cfg,
+                                  .usage = w->usage,
+                                  .running = w->running,
+                                  .n_running = w->n_running};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    return &w->res;
+}
+
+static bool evicted(const struct sched_result *r, const struct gang *g)
+{
+    for (uint32_t e = 0; e < r->n_evictions; e++)
+        if (r->evictions[e].victim->gang == g)
+            return true;
+    return false;
+}
+
+static void test_reclaim_stops_at_borrower_nominal(void **unused)
+{
+    (void)unused;
+    /* 16 GPUs; b borrows: it runs 12 (nominal 8) in three 4-GPU gangs. a (nominal 8) needs 8:
+     * reclaim frees exactly one of b's gangs... a needs 8 and 4 are free: one victim suffices,
+     * and b keeps 8 = its nominal. */
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *b1 = gang(w, 1, 1, 4, 0, 0), *b2 = gang(w, 1, 1, 4, 0, 0),
+                *b3 = gang(w, 1, 1, 4, 0, 0);
+    run(w, b1, n0, 0, 0);
+    run(w, b2, n0, 0, 0);
+    run(w, b3, n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 8, 0, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_RECLAIM);
+    assert_ptr_equal(r->evictions[0].preemptor, a);
+    /* the victim is the gang on node 1, whose eviction gives a whole node */
+    assert_true(evicted(r, b3));
+    /* a preemptor reservation holds the node for a */
+    bool held = false;
+    for (uint32_t k = 0; k < r->n_reservations; k++)
+        held |= r->reservations[k].preemptor && r->reservations[k].gang == a;
+    assert_true(held);
+    world_free(w);
+}
+
+static void test_reclaim_never_below_victim_nominal(void **unused)
+{
+    (void)unused;
+    /* b runs exactly its nominal 8 and a wants more than its own free share: no reclaim */
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0};
+    struct gang *b1 = gang(w, 1, 1, 8, 0, 0);
+    run(w, b1, n0, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 8, 0, 0);
+    uint32_t n1[] = {1};
+    run(w, a1, n1, 0, 0);
+    gang(w, 0, 1, 8, 0, 100); /* a would go above its nominal: borrowing, not reclaim */
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0);
+    world_free(w);
+}
+
+static void test_small_victim_before_big_gang(void **unused)
+{
+    (void)unused;
+    /* queue a: a 4-node gang (priority 0) and a 1-GPU job (priority 0) fill 4 nodes but one GPU;
+     * a priority-5 gang needing 1 GPU evicts the 1-GPU job, never the 4-node gang */
+    struct world *w = world("hgx:4", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
+                                         "        nvidia.com/gpu: 64\n  - name: b\n");
+    uint32_t four[] = {0, 1, 2, 3}, last[] = {3};
+    struct gang *big = gang(w, 0, 4, 7, 0, 0);
+    struct gang *small = gang(w, 0, 1, 1, 0, 0);
+    run(w, big, four, 0, 0);
+    run(w, small, last, 0, 0);
+    /* every node has 1 free GPU except node 3: fill those with 1-GPU jobs of the big gang's
+     * queue so that nothing is free */
+    uint32_t n0[] = {0}, n1[] = {1}, n2[] = {2};
+    run(w, gang(w, 0, 1, 1, 0, 0), n0, 0, 0);
+    run(w, gang(w, 0, 1, 1, 0, 0), n1, 0, 0);
+    run(w, gang(w, 0, 1, 1, 0, 0), n2, 0, 0);
+    struct gang *urgent = gang(w, 0, 1, 1, 5, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_false(evicted(r, big));
+    assert_ptr_equal(r->evictions[0].preemptor, urgent);
+    world_free(w);
+}
+
+static void test_most_recent_checkpoint_chosen(void **unused)
+{
+    (void)unused;
+    /* two equal victims (same size, priority, start); one checkpointed a minute ago, one an
+     * hour ago: the checkpoint-aware policy evicts the fresh one; the blind one the other */
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
+                                         "        nvidia.com/gpu: 16\n");
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *old_ckpt = gang(w, 0, 1, 8, 0, 0);
+    struct gang *fresh = gang(w, 0, 1, 8, 0, 0);
+    run(w, old_ckpt, n0, 1000, 4000);
+    run(w, fresh, n1, 100, 7540);
+    gang(w, 0, 1, 8, 5, 7000);
+    const struct sched_result *r = cycle(w, "gangsched", 7600);
+    assert_int_equal(r->n_evictions, 1);
+    assert_true(evicted(r, fresh));
+    assert_true(r->evictions[0].lost_gpu_s < 8 * 61);
+    r = cycle(w, "ckpt-blind", 7600);
+    assert_int_equal(r->n_evictions, 1);
+    assert_true(evicted(r, old_ckpt)); /* most recently started */
+    world_free(w);
+}
+
+static void test_min_runtime_and_benefit(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:1", HDR "queues:\n  - name: a\n    preemption:\n"
+                                         "      minRuntime: 10m\n    quota:\n      default:\n"
+                                         "        nvidia.com/gpu: 16\n");
+    uint32_t n0[] = {0};
+    struct gang *v = gang(w, 0, 1, 8, 0, 0);
+    struct sched_running *rv = run(w, v, n0, 1000, 1000);
+    rv->min_runtime_ms = 600000;
+    gang(w, 0, 1, 8, 5, 1100);
+    const struct sched_result *r = cycle(w, "gangsched", 1200); /* ran 200 s < 10 min */
+    assert_int_equal(r->n_evictions, 0);
+    r = cycle(w, "gangsched", 1700);
+    assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+    /* benefit: one GPU never restarts 8 GPUs with 5 hours of unsaved work */
+    w = world("hgx:1", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
+                           "        nvidia.com/gpu: 16\n");
+    struct gang *big = gang(w, 0, 1, 8, 0, 0);
+    run(w, big, n0, 0, 0);
+    gang(w, 0, 1, 1, 5, 18000);
+    r = cycle(w, "gangsched", 18000);
+    assert_int_equal(r->n_evictions, 0);
+    r = cycle(w, "ckpt-blind", 18000); /* the blind baseline has no benefit rule */
+    assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+}
+
+static void test_no_reclaim_ping_pong(void **unused)
+{
+    (void)unused;
+    /* after a reclaims from b, a is within nominal and b no longer borrows: b's waiting gang
+     * cannot reclaim back */
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *a1 = gang(w, 0, 1, 8, 0, 0);
+    struct gang *b1 = gang(w, 1, 1, 8, 0, 0);
+    run(w, a1, n0, 0, 0);
+    run(w, b1, n1, 0, 0);
+    gang(w, 1, 1, 8, 0, 10); /* b wants more: it would borrow, a is within nominal */
+    const struct sched_result *r = cycle(w, "gangsched", 100);
+    assert_int_equal(r->n_evictions, 0);
+    world_free(w);
+}
+
+static void test_holds_keep_freed_capacity(void **unused)
+{
+    (void)unused;
+    /* node 0 is held for preemptor p: another gang cannot take it, p can */
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n1[] = {1};
+    run(w, gang(w, 1, 1, 8, 0, 0), n1, 0, 0);
+    struct gang *other = gang(w, 1, 1, 8, 0, 1);
+    struct gang *p = gang(w, 0, 1, 8, 0, 5);
+    uint32_t held_nodes[] = {0};
+    struct sched_hold hold = {.gang = p, .nodes = held_nodes, .n_nodes = 1};
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    for (uint32_t q = 0; q < 2; q++) {
+        w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
+        w->views[q] = (struct sched_queue_view){.queue = &w->queues[q], .pending = w->pending[q]};
+    }
+    w->pending[1][0] = other;
+    w->views[1].n_pending = 1;
+    struct sched_snapshot snap = {.now_ms = 100000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = w->views,
+                                  .n_queues = 2,
+                                  .policy = pol,
+                                  .config = w->cfg,
+                                  .usage = w->usage,
+                                  .holds = &hold,
+                                  .n_holds = 1};
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    assert_int_equal(w->res.n_placements, 0); /* other may not use the held node */
+    w->pending[0][0] = p;
+    w->views[0].n_pending = 1;
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    assert_int_equal(w->res.n_placements, 1);
+    assert_ptr_equal(w->res.placements[0].gang, p);
+    assert_int_equal(w->res.placements[0].pods[0].node, 0);
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reclaim_stops_at_borrower_nominal),
+        cmocka_unit_test(test_reclaim_never_below_victim_nominal),
+        cmocka_unit_test(test_small_victim_before_big_gang),
+        cmocka_unit_test(test_most_recent_checkpoint_chosen),
+        cmocka_unit_test(test_min_runtime_and_benefit),
+        cmocka_unit_test(test_no_reclaim_ping_pong),
+        cmocka_unit_test(test_holds_keep_freed_capacity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
