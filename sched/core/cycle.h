@@ -135,6 +135,7 @@ struct sched_verdict {
 enum sched_preempt_kind {
     SCHED_PREEMPT_PRIORITY = 0, /* a higher-priority gang of the same queue */
     SCHED_PREEMPT_RECLAIM,      /* a queue below its nominal quota takes back what was lent */
+    SCHED_PREEMPT_FAIR_SHARE,   /* between borrowing queues, toward equal weighted shares */
 };
 
 struct sched_eviction {

@@ -59,6 +59,18 @@ static int cmp_cand(const void *a, const void *b)
     return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
+/* Is the victim's queue above its nominal quota (borrowing) on some tracked resource? */
+static bool victim_borrows(const struct preempt_ctx *pc, const struct sched_running *r)
+{
+    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        if (quota_used(pc->qt, r->gang->queue, r->flavor, res) >
+            quota_nominal(pc->qt, r->gang->queue, r->flavor, res))
+            return true;
+    }
+    return false;
+}
+
 /* May running gang r be a victim of g (queue q)? Sets its kind. */
 static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
                     const struct gang *g, uint32_t q, uint32_t f, const struct res_vec *need,
@@ -93,14 +105,32 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
         return false;
     if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && v->priority >= g->priority)
         return false;
+    bool in_nominal = true;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
-        if (need->v[res] <= 0)
-            continue;
-        if (quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
-            return false;
+        if (need->v[res] > 0 &&
+            quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+            in_nominal = false;
     }
-    *kind = SCHED_PREEMPT_RECLAIM;
+    if (in_nominal) {
+        *kind = SCHED_PREEMPT_RECLAIM;
+        return true;
+    }
+    /* fair-share preemption between borrowing queues (opt-in per queue): allowed only when the
+     * preemptor's queue, with the gang admitted, still has a strictly lower weighted share than
+     * the victim's queue without the victim. The inequality cannot hold in both directions, so
+     * two queues never preempt each other back and forth. */
+    if (!cfg || !cfg->queues[q].preemption.fair_share || !victim_borrows(pc, r))
+        return false;
+    struct res_vec vn;
+    gang_need(v, &vn);
+    for (int k = 0; k < res_count(); k++)
+        vn.v[k] = -vn.v[k];
+    double mine = quota_share(pc->qt, q, f, need) / cfg->queues[q].weight;
+    double theirs = quota_share(pc->qt, v->queue, r->flavor, &vn) / cfg->queues[v->queue].weight;
+    if (!(mine < theirs))
+        return false;
+    *kind = SCHED_PREEMPT_FAIR_SHARE;
     return true;
 }
 
@@ -174,7 +204,7 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
         const struct sched_running *r = &run[cands[c].idx];
         if (!has_pod_in(st, r, level, d))
             continue;
-        if (cands[c].kind == SCHED_PREEMPT_RECLAIM && !reclaim_bounded(pc, r))
+        if (cands[c].kind != SCHED_PREEMPT_PRIORITY && !reclaim_bounded(pc, r))
             continue;
         if (!place_release(st, r))
             break;

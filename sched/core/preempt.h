@@ -6,6 +6,11 @@
  *              equal priority and started after the preemptor was submitted);
  *   reclaim  - a gang of another queue that borrows, when the preemptor's queue stays within its
  *              nominal quota; never below the victim queue's own nominal quota.
+ *   fair share (opt-in: fairSharePreemption) - between borrowing queues: the preemptor's queue's
+ *              weighted share with the gang admitted must stay strictly below the victim queue's
+ *              weighted share without the victim; also bounded by the victim's nominal quota.
+ *              Strict inequalities both ways cannot hold, so two queues never preempt each other
+ *              back and forth.
  * Never victims: non-preemptible gangs, gangs inside their minimum run time, gangs already
  * being evicted.
  *

@@ -342,7 +342,9 @@ void sim_input_workload(struct sim_input *in, const struct trace *t, const struc
 
 enum job_status { JOB_FUTURE = 0, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_REJECTED };
 
-enum fin_kind { FIN_FINISH = 0, FIN_EVICT };
+enum fin_kind { FIN_FINISH = 0, FIN_EVICT, FIN_EVICT_LATE };
+
+#define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
 
 /* A timed event of a running job; stale when its generation no longer matches the job's. */
 struct fin {
@@ -1089,14 +1091,19 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         int64_t grace = in->config->queues[in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
         char reason[160];
         snprintf(reason, sizeof(reason), "%s by %s",
-                 ev->kind == SCHED_PREEMPT_RECLAIM ? "reclaimed" : "preempted",
+                 ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
+                 : ev->kind == SCHED_PREEMPT_FAIR_SHARE ? "fair-share preempted"
+                                                        : "preempted",
                  in->jobs[ev->preemptor->id].id);
-        if (grace > 0 && in->jobs[j].checkpoint_interval_ms > 0) {
-            /* the job saves a checkpoint within the grace (30 s of writing), then goes */
-            int64_t at = now + (grace < 30000 ? grace : 30000);
+        if (grace > 0) {
+            /* the handshake: a job that checkpoints answers after CKPT_WRITE_MS of writing and
+             * goes having saved everything; one that does not answer within the grace is
+             * evicted at its end and loses the work since its last checkpoint */
+            bool answers = in->jobs[j].checkpoint_interval_ms > 0 && grace >= CKPT_WRITE_MS;
             r->evicting[j] = 1;
             r->st->checkpoint_requests++;
-            heap_push(r, at, j, FIN_EVICT);
+            heap_push(r, now + (answers ? CKPT_WRITE_MS : grace), j,
+                      answers ? FIN_EVICT : FIN_EVICT_LATE);
             if (r->opt->events) {
                 ev_head(r, now, "checkpoint-request", j);
                 fputs("}\n", r->opt->events);
@@ -1197,8 +1204,10 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             if (f.kind == FIN_FINISH) {
                 finish(r, f.job, now);
                 t_end = now;
+            } else if (f.kind == FIN_EVICT) {
+                evict(r, f.job, now, "preempted after a requested checkpoint", true);
             } else {
-                evict(r, f.job, now, "preempted after a checkpoint", true);
+                evict(r, f.job, now, "preempted: no checkpoint within the grace", false);
             }
         }
         while (next_sub < in->n_jobs && in->jobs[next_sub].gang.submit_ms == now)

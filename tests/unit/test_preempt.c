@@ -33,10 +33,10 @@ struct world {
     struct sched_running running[16];
     uint32_t n_running;
     uint32_t n;
-    struct queue queues[2];
-    const struct gang *pending[2][16];
-    struct sched_queue_view views[2];
-    int64_t usage[2 * RES_MAX];
+    struct queue queues[3];
+    const struct gang *pending[3][16];
+    struct sched_queue_view views[3];
+    int64_t usage[3 * RES_MAX];
     struct arena arena;
     struct sched_result res;
 };
@@ -289,6 +289,46 @@ static void test_no_reclaim_ping_pong(void **unused)
     world_free(w);
 }
 
+static void test_fair_share_preemption_one_way(void **unused)
+{
+    (void)unused;
+    /* One cohort of 16: a (nominal 4) runs 4 and wants 4 more, b (nominal 2) runs 12 in three
+     * gangs, c (nominal 10) is idle: both a and b borrow c's quota. With fairSharePreemption, a
+     * may take one of b's gangs: a's share with it, 8/4 = 2, is below b's without it, 8/2 = 4.
+     * Then b cannot take it back: 12/2 = 6 is not below (8-4)/4 = 1. */
+    const char *yaml =
+        HDR "cohorts:\n  - name: co\nqueues:\n"
+            "  - name: a\n    cohort: co\n    preemption: {fairSharePreemption: true}\n"
+            "    quota:\n      default:\n        nvidia.com/gpu: 4\n"
+            "  - name: b\n    cohort: co\n    preemption: {fairSharePreemption: true}\n"
+            "    quota:\n      default:\n        nvidia.com/gpu: 2\n"
+            "  - name: c\n    cohort: co\n"
+            "    quota:\n      default:\n        nvidia.com/gpu: 10\n";
+    struct world *w = world("hgx:2", yaml);
+    uint32_t n0[] = {0}, n1[] = {1};
+    run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n0, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n1, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n1, 0, 0);
+    struct gang *a2 = gang(w, 0, 1, 4, 0, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_FAIR_SHARE);
+    assert_ptr_equal(r->evictions[0].preemptor, a2);
+    assert_int_equal(r->evictions[0].victim->gang->queue, 1);
+    world_free(w);
+    /* the state after: a runs 8, b runs 8 and wants 4 more: no preemption back */
+    w = world("hgx:2", yaml);
+    run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0);
+    run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n1, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n1, 0, 0);
+    gang(w, 1, 1, 4, 0, 300);
+    r = cycle(w, "gangsched", 400);
+    assert_int_equal(r->n_evictions, 0);
+    world_free(w);
+}
+
 static void test_holds_keep_freed_capacity(void **unused)
 {
     (void)unused;
@@ -338,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_most_recent_checkpoint_chosen),
         cmocka_unit_test(test_min_runtime_and_benefit),
         cmocka_unit_test(test_no_reclaim_ping_pong),
+        cmocka_unit_test(test_fair_share_preemption_one_way),
         cmocka_unit_test(test_holds_keep_freed_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,35 @@
+# Preemption in the simulator: the checkpoint handshake with and without an answer, the work lost
+# since the last checkpoint, and checkpoint-aware victims losing less than the blind baseline.
+. tests/sim/lib.inc
+# 1. handshake (checkpointGrace 2m): the job that checkpoints answers and loses nothing, the one
+#    that never checkpoints is evicted at the end of the grace and loses its work
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 \
+    --trace tests/data/trace-preempt.csv --config tests/data/preempt-handshake.yaml \
+    --events "$TMP/h.jsonl" >"$TMP/h.json" || bad "handshake run failed"
+"$EVCHECK" "$TMP/h.jsonl" >/dev/null && ok "handshake event log checks" || bad "event check failed"
+expect_eq "checkpoint requests" "$(grep -c '"type":"checkpoint-request"' "$TMP/h.jsonl")" 2
+grep '"type":"evict"' "$TMP/h.jsonl" | grep '"job":"low-ckpt"' | grep -q '"lost_gpu_s":0.000' &&
+    ok "answered: nothing lost" || bad "the checkpointing job lost work"
+grep '"type":"evict"' "$TMP/h.jsonl" | grep '"job":"low-nockpt"' |
+    grep -q 'no checkpoint within the grace' && ok "no answer: evicted after the grace" ||
+    bad "the silent job was not evicted at the end of the grace"
+expect_eq "all completed" "$("$JGET" "$TMP/h.json" policies/0/completed)" 4
+# 2. no handshake: evicted at once, losing the work since the last periodic checkpoint
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - name: team\n    quota:\n      default:\n        nvidia.com/gpu: 16\n' >"$TMP/c.yaml"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 \
+    --trace tests/data/trace-preempt.csv --config "$TMP/c.yaml" --events "$TMP/n.jsonl" \
+    >"$TMP/n.json" || bad "run without handshake failed"
+# low-ckpt ran 1000 s with a checkpoint every 600 s: 400 s x 8 GPUs lost
+grep '"type":"evict"' "$TMP/n.jsonl" | grep '"job":"low-ckpt"' | grep -q '"lost_gpu_s":3200.000' &&
+    ok "lost work = since the last checkpoint" || { bad "wrong lost work"; grep evict "$TMP/n.jsonl"; }
+"$EVCHECK" "$TMP/n.jsonl" >/dev/null && ok "event log checks" || bad "event check failed"
+# 3. checkpoint-aware victims lose less than the blind baseline, priorities seeded
+"$GS" simulate --no-progress --json --policy gangsched --policy ckpt-blind --high-priority 0.33 \
+    --events "$TMP/p.jsonl" >"$TMP/p.json" || bad "priority run failed"
+"$EVCHECK" "$TMP/p.jsonl" >/dev/null && ok "priority run event log checks" || bad "event check failed"
+aware=$("$JGET" "$TMP/p.json" policies/0/gpu_hours_lost_to_preemption)
+blind=$("$JGET" "$TMP/p.json" policies/1/gpu_hours_lost_to_preemption)
+expect_cmp "preemptions happened" "$("$JGET" "$TMP/p.json" policies/1/preemptions)" ">" 0
+expect_cmp "checkpoint-aware loses less than blind" "$aware" "<" "$blind"
+expect_eq "no quota violation" "$("$JGET" "$TMP/p.json" policies/0/quota_violations)" 0
+finish
