@@ -49,6 +49,7 @@ struct cycle {
     uint32_t *pos, *heap, n_heap;
     struct queue_key *key;
     bool *blocked; /* strict-FIFO queue whose head could not start: skip the rest */
+    bool *paused;  /* strict-FIFO queue whose head waits for pass 1 (borrowing): pass 0 only */
     /* pass 0 admits only within nominal; gangs that must borrow wait for pass 1 */
     const struct gang **deferred;
     uint32_t n_deferred;
@@ -158,7 +159,7 @@ static const struct gang *merge_take(struct cycle *cy, uint32_t *q_out)
         uint32_t q = cy->heap[0];
         cy->heap[0] = cy->heap[--cy->n_heap];
         sift_down(cy, 0);
-        if (cy->blocked[q])
+        if (cy->blocked[q] || cy->paused[q])
             continue;
         *q_out = q;
         return cy->snap->queues[q].pending[cy->pos[q]++];
@@ -168,7 +169,7 @@ static const struct gang *merge_take(struct cycle *cy, uint32_t *q_out)
 
 static void merge_return(struct cycle *cy, uint32_t q)
 {
-    if (cy->blocked[q] || cy->pos[q] >= cy->snap->queues[q].n_pending)
+    if (cy->blocked[q] || cy->paused[q] || cy->pos[q] >= cy->snap->queues[q].n_pending)
         return;
     compute_key(cy, q);
     cy->heap[cy->n_heap] = q;
@@ -182,7 +183,8 @@ static void merge_return(struct cycle *cy, uint32_t q)
 static bool is_plain(const struct gang *g)
 {
     return g->n_sets == 1 && g->sets[0].n_node_selector == 0 && g->sets[0].n_tolerations == 0 &&
-           g->topo_required < 0 && g->sets[0].req.v[RES_GPU] > 0;
+           g->sets[0].n_affinity == 0 && g->topo_required < 0 && g->tp_size == 0 &&
+           g->slice_size == 0 && !g->spread && g->sets[0].req.v[RES_GPU] > 0;
 }
 
 static struct sched_verdict *add_verdict(struct cycle *cy, const struct sched_verdict *v)
@@ -302,7 +304,12 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         v.need = short_res >= 0 ? g->sets[0].req.v[short_res] : 0;
     } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
                cy->st.c->n_nodes > 0) {
-        v.why = SCHED_WHY_NO_NODES;
+        /* no node lacks room for one pod: either every node is filtered out, or the pods fit
+         * one by one but not together the way the gang asks (domain, slices, groups) */
+        uint32_t filtered = 0;
+        for (int x = 0; x < FILTER_N; x++)
+            filtered += v.filtered[x];
+        v.why = filtered >= v.n_nodes ? SCHED_WHY_NO_NODES : SCHED_WHY_TOPOLOGY;
     } else if (v.filtered[FILTER_RESERVED] > 0 && pods && place_fits_if_unheld(&cy->st, gf, pods)) {
         v.why = SCHED_WHY_RESERVED; /* it would start now but for the held capacity */
     }
@@ -485,12 +492,14 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     cy->heap = arena_alloc(arena, nq * sizeof(*cy->heap));
     cy->key = arena_calloc(arena, nq, sizeof(*cy->key));
     cy->blocked = arena_calloc(arena, nq, sizeof(*cy->blocked));
+    cy->paused = arena_calloc(arena, nq, sizeof(*cy->paused));
     cy->held = arena_alloc(arena, (snap->cluster->n_nodes + 1) * sizeof(*cy->held));
     uint32_t total = 1;
     for (uint32_t q = 0; q < snap->n_queues; q++)
         total += snap->queues[q].n_pending;
     cy->deferred = arena_alloc(arena, total * sizeof(*cy->deferred));
-    if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->held || !cy->deferred)
+    if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->paused || !cy->held ||
+        !cy->deferred)
         return SCHED_ENOMEM;
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
@@ -517,8 +526,11 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
         enum attempt a = try_gang(&cy, q, g, cy.cfg && !cy.pol->strict_fifo ? 0 : 1, &why);
         if (a == ATTEMPT_ERROR)
             return SCHED_ENOMEM;
-        if (a == ATTEMPT_DEFERRED)
+        if (a == ATTEMPT_DEFERRED) {
             cy.deferred[cy.n_deferred++] = g;
+            if (strict_queue(&cy, q))
+                cy.paused[q] = true; /* nothing of this queue passes its head in pass 0 */
+        }
         if (a == ATTEMPT_FAILED) {
             bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
             if (waits && cy.pol->strict_fifo)

@@ -261,8 +261,11 @@ static uint32_t pod_slots(const struct place_state *st, const struct podset *ps,
     }
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
-        uint32_t k =
-            gpu_slots(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
+        const struct node *nd = &st->c->nodes[i];
+        uint32_t k = st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus
+                         ? gpu_slots_groups(nd, st->gpu_free[i], (uint32_t)gpus, st->cur_tp)
+                         : gpu_slots(nd, st->gpu_free[i], (uint32_t)gpus,
+                                     st->cur_tp > 0 ? UINT32_MAX : set_limit(st, ps));
         if (k < best)
             best = k;
     }
@@ -394,10 +397,18 @@ static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
 static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n_order,
                         struct sched_assign *out)
 {
-    for (uint32_t a = 0, b = n_order; a + 1 < b; a++, b--) { /* emptiest first */
-        uint32_t x = st->order[a];
-        st->order[a] = st->order[b - 1];
-        st->order[b - 1] = x;
+    /* order_domain put PreferNoSchedule nodes last: reverse the others (emptiest first) and
+     * keep those last, reversed too */
+    uint32_t n_hard = 0;
+    while (n_hard < n_order && !st->soft[st->order[n_hard]])
+        n_hard++;
+    for (uint32_t seg = 0; seg < 2; seg++) {
+        uint32_t lo = seg ? n_hard : 0, hi = seg ? n_order : n_hard;
+        for (uint32_t a = lo, b = hi; a + 1 < b; a++, b--) {
+            uint32_t x = st->order[a];
+            st->order[a] = st->order[b - 1];
+            st->order[b - 1] = x;
+        }
     }
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++) {
@@ -763,9 +774,35 @@ bool place_never_fits(const struct place_state *st, const struct gang *g, int *s
     return false;
 }
 
+static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
+
+/* Slices: some domain of the slice level must hold a whole slice when empty. */
+static bool slices_never_fit(const struct place_state *st, const struct gang *g)
+{
+    if (g->slice_size == 0 || g->slice_level < 0 || g->n_sets != 1)
+        return false;
+    const struct topo_level *lv = &st->c->topo.levels[g->slice_level];
+    for (uint32_t d = 0; d < lv->n_domains; d++) {
+        uint64_t cap = 0;
+        for (uint32_t k = lv->domain_first[d]; k < lv->domain_first[d + 1]; k++) {
+            uint32_t i = lv->node_index[k];
+            const struct node *nd = &st->c->nodes[i];
+            if (nd->ready && !nd->unschedulable)
+                cap += full_slots(st, &g->sets[0], i);
+        }
+        if (cap >= g->slice_size)
+            return false;
+    }
+    return true;
+}
+
 bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
 {
     const struct cluster *c = st->c;
+    if (slices_never_fit(st, g)) {
+        *short_res = RES_GPU;
+        return true;
+    }
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
         bool any = false;
@@ -775,7 +812,11 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
             if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
                 continue;
             uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-            any = gpus <= 0 || gpu_pick(nd, all, (uint32_t)gpus, set_limit(st, ps)) != 0;
+            uint32_t tp = st->topology ? g->tp_size : 0;
+            any = gpus <= 0 || (tp > 0 && tp < (uint32_t)gpus
+                                    ? gpu_pick_groups(nd, all, (uint32_t)gpus, tp)
+                                    : gpu_pick(nd, all, (uint32_t)gpus,
+                                               tp > 0 ? UINT32_MAX : set_limit(st, ps))) != 0;
         }
         if (!any) {
             *short_res = gpus > 0 ? RES_GPU : -1;
@@ -803,7 +844,10 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
         uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-        uint32_t k = gpu_slots(nd, all, (uint32_t)gpus, set_limit(st, ps));
+        uint32_t k = st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus
+                         ? gpu_slots_groups(nd, all, (uint32_t)gpus, st->cur_tp)
+                         : gpu_slots(nd, all, (uint32_t)gpus,
+                                     st->cur_tp > 0 ? UINT32_MAX : set_limit(st, ps));
         if (k < best)
             best = k;
     }

@@ -602,6 +602,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
              * is larger than every island of the cluster */
             int64_t gpp = g->sets[s].req.v[RES_GPU];
             uint32_t tp = gpp < r->max_island ? (uint32_t)gpp : r->max_island;
+            if (g->tp_size > 0) /* the gang's own groups (a group larger than a pod: the pod) */
+                tp = g->tp_size < gpp ? g->tp_size : (uint32_t)gpp;
             if (gpu_tp_split(&c->nodes[a[k].node], a[k].gpu_mask, tp))
                 r->st->tp_splits++;
         }

@@ -737,6 +737,37 @@ static void test_near_miss_in_reason(void **unused)
     world_free(w);
 }
 
+static void test_tp_groups_regressions(void **unused)
+{
+    (void)unused;
+    /* tp-size 4 with 8-GPU pods on a mixed cluster: the 2x4 PCIe nodes hold them (two groups of
+     * 4, one per island); a TP group of 16 across 8-GPU pods needs an NVLink domain of 16 GPUs,
+     * which HGX nodes are not: never fits, said so at once */
+    struct world *w = world_new("pcie:2,hgx:1");
+    struct gang *g = add_gang(w, 3, 8, 0);
+    g->tp_size = 4;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    assert_non_null(placement_of(r, g));
+    free_names(w);
+    world_free(w);
+    w = world_new("hgx:2");
+    g = add_gang(w, 2, 8, 0);
+    g->tp_size = 16;
+    g->slice_size = 2;
+    g->slice_level = (int8_t)w->c->topo.nvlink_level;
+    gang_finalize(g);
+    /* a plain gang behind it is not skipped because the sliced one failed */
+    struct gang *plain = add_gang(w, 2, 8, 1);
+    r = cycle(w, "gangsched", 0);
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_NEVER);
+    assert_non_null(placement_of(r, plain));
+    free_names(w);
+    world_free(w);
+}
+
 static void test_priority_order_and_determinism(void **unused)
 {
     (void)unused;
@@ -841,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_inference_spreads_training_packs),
         cmocka_unit_test(test_prefer_no_schedule_is_a_preference),
         cmocka_unit_test(test_near_miss_in_reason),
+        cmocka_unit_test(test_tp_groups_regressions),
         cmocka_unit_test(test_priority_order_and_determinism),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
