@@ -1,0 +1,226 @@
+/* store/check.c: the invariant check of a store (`gangsched store check DB`, and the check the
+ * crash test runs after every resume).
+ *
+ * Owns: the definition of a consistent database (listed at store_verify() in store.h) and the
+ * wording of its findings. It reads inside one read transaction, so that a writer committing
+ * meanwhile cannot produce a false finding.
+ *
+ * Must not touch: the data (it never writes, and store_check() opens the file read-only).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/store_int.h"
+
+struct finding {
+    FILE *out;
+    const char *path;
+    uint32_t n;
+};
+
+static void report(struct finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void report(struct finding *f, const char *fmt, ...)
+{
+    f->n++;
+    if (!f->out)
+        return;
+    fprintf(f->out, "%s: ", f->path);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', f->out);
+}
+
+static const char *txt(sqlite3_stmt *s, int i)
+{
+    const char *t = store__col_text(s, i);
+    return t ? t : "(null)";
+}
+
+static int check_integrity(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_CHECK_INTEGRITY);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (strcmp(txt(s, 0), "ok") != 0)
+            report(f, "integrity: %s", txt(s, 0));
+    store__done(st, STMT_CHECK_INTEGRITY);
+    if (rc != SQLITE_DONE)
+        return store__sql_fail(st, rc, "PRAGMA integrity_check", eb);
+    s = store__s(st, STMT_CHECK_FOREIGN);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        report(f, "foreign key: row %lld of %s refers to a missing row of %s",
+               (long long)sqlite3_column_int64(s, 1), txt(s, 0), txt(s, 2));
+    store__done(st, STMT_CHECK_FOREIGN);
+    if (rc != SQLITE_DONE)
+        return store__sql_fail(st, rc, "PRAGMA foreign_key_check", eb);
+    return 0;
+}
+
+static int check_ledger(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_CHECK_LEDGER);
+    int rc = sqlite3_bind_text(s, 1, STORE_GPU, -1, SQLITE_STATIC);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        report(f,
+               "ledger mismatch: queue=%s flavor=%s %s: ledger %" PRId64
+               ", admitted and running jobs %" PRId64,
+               txt(s, 0), txt(s, 1), STORE_GPU, (int64_t)sqlite3_column_int64(s, 2),
+               (int64_t)sqlite3_column_int64(s, 3));
+        rc = SQLITE_OK;
+    }
+    store__done(st, STMT_CHECK_LEDGER);
+    return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking the ledger", eb);
+}
+
+static void running_done(struct finding *f, const char *gang, int64_t gpus, int64_t held,
+                         uint32_t pods)
+{
+    if (!pods)
+        report(f, "running job %s has no placed pods", gang);
+    else if (held != gpus)
+        report(f, "running job %s: %" PRId64 " GPUs, but its %u placed pods hold %" PRId64, gang,
+               gpus, pods, held);
+}
+
+static int check_running(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_CHECK_RUNNING);
+    char *gang = NULL; /* the job being summed (rows come sorted by gang) */
+    int64_t gpus = 0, held = 0;
+    uint32_t pods = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *g = txt(s, 0);
+        if (!gang || strcmp(g, gang) != 0) {
+            if (gang)
+                running_done(f, gang, gpus, held, pods);
+            free(gang);
+            gang = strdup(g);
+            if (!gang) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            gpus = sqlite3_column_int64(s, 1);
+            held = 0;
+            pods = 0;
+        }
+        if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
+            int64_t mask = sqlite3_column_int64(s, 2);
+            if (mask < 0 || mask > UINT32_MAX)
+                report(f, "running job %s: a placed pod has GPU mask %" PRId64, gang, mask);
+            else
+                held += __builtin_popcount((uint32_t)mask);
+            pods++;
+        }
+    }
+    if (gang && rc == SQLITE_DONE)
+        running_done(f, gang, gpus, held, pods);
+    free(gang);
+    store__done(st, STMT_CHECK_RUNNING);
+    if (rc != SQLITE_DONE)
+        return store__sql_fail(st, rc, "checking running jobs", eb);
+
+    s = store__s(st, STMT_CHECK_ORPHANS);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        report(f, "%lld placed pods of job %s, which is %s", (long long)sqlite3_column_int64(s, 1),
+               txt(s, 0), sqlite3_column_type(s, 2) == SQLITE_NULL ? "not recorded" : txt(s, 2));
+    store__done(st, STMT_CHECK_ORPHANS);
+    return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking placed pods", eb);
+}
+
+static int check_journal(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    int64_t seq = 0;
+    int err = store_meta_get_i64(st, "commit_seq", &seq, eb);
+    if (err == SCHED_ENOENT)
+        report(f, "meta: commit_seq is missing");
+    else if (err)
+        return err;
+    sqlite3_stmt *s = store__s(st, STMT_CHECK_STALE);
+    int rc = sqlite3_bind_int64(s, 1, seq);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        report(f,
+               "bind intent of gang %s pod %lld (cycle %lld, commit %lld) is still open after "
+               "commit %" PRId64,
+               txt(s, 0), (long long)sqlite3_column_int64(s, 1),
+               (long long)sqlite3_column_int64(s, 3), (long long)sqlite3_column_int64(s, 2), seq);
+        rc = SQLITE_OK;
+    }
+    store__done(st, STMT_CHECK_STALE);
+    return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking the bind journal", eb);
+}
+
+static int verify(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    bool own = st->txn == TXN_NONE;
+    if (st->txn == TXN_FAILED)
+        return sched_fail(eb, SCHED_EIO,
+                          "database %s: the transaction was rolled back after an earlier error; "
+                          "call store_rollback() first",
+                          st->path);
+    if (own) {
+        int rc = store__exec(st, STMT_BEGIN_READ, SQLITE_OK, NULL);
+        if (rc != SQLITE_OK)
+            return store__sql_fail(st, rc, "starting a read transaction", eb);
+    }
+    int err = check_integrity(st, f, eb);
+    if (!err)
+        err = check_ledger(st, f, eb);
+    if (!err)
+        err = check_running(st, f, eb);
+    if (!err)
+        err = check_journal(st, f, eb);
+    if (own)
+        store__exec(st, STMT_COMMIT, SQLITE_OK, NULL); /* ends a read: cannot lose anything */
+    return err;
+}
+
+int store_verify(struct store *st, FILE *out, struct sched_errbuf *eb)
+{
+    struct finding f = {out, st->path, 0};
+    int err = verify(st, &f, eb);
+    if (err)
+        return err;
+    return f.n ? 1 : 0;
+}
+
+int store_check(const char *path, FILE *out)
+{
+    struct sched_errbuf eb = {{0}};
+    struct store *st = NULL;
+    int err = store_open(path, STORE_READONLY, NULL, &st, &eb);
+    if (err) {
+        if (out)
+            fprintf(out, "%s\n", eb.msg);
+        return err;
+    }
+    struct finding f = {out, st->path, 0};
+    err = verify(st, &f, &eb);
+    if (out) {
+        if (err)
+            fprintf(out, "%s\n", eb.msg);
+        else if (f.n)
+            fprintf(out, "%s: %u problem%s found\n", path, f.n, f.n == 1 ? "" : "s");
+        else
+            fprintf(out, "%s: consistent (schema version %d, %" PRId64 " cycle commits)\n", path,
+                    st->schema_version, st->seq);
+    }
+    store_close(st);
+    if (err)
+        return err;
+    return f.n ? 1 : 0;
+}
+
+int store_check_main(const char *path, FILE *out)
+{
+    int r = store_check(path, out);
+    return r == 0 ? 0 : r == 1 ? 1 : 2;
+}

@@ -1,0 +1,735 @@
+/* store/records.c: the record tables: usage ledger, reservations, decision log, preemption
+ * records, jobs and fair-share history.
+ *
+ * Owns: argument validation before anything is written, and validation of every row read back
+ * (enum texts, ranges): a row that fails it is reported as a corrupt database, never asserted on.
+ *
+ * Must not touch: transactions (store.c's write bracket decides), the journal and placements
+ * (journal.c), the schema (schema.c).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/log.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+static int need(struct store *st, bool ok, const char *what, struct sched_errbuf *eb)
+{
+    return ok ? 0 : sched_fail(eb, SCHED_EINVAL, "database %s: %s", st->path, what);
+}
+
+/* ---- ledger -------------------------------------------------------------------------------- */
+
+static int ledger_key(struct store *st, enum store__stmt id, const char *queue, const char *flavor,
+                      const char *resource, int *rc)
+{
+    store__b_text(st, id, 1, queue, rc);
+    store__b_text(st, id, 2, flavor, rc);
+    store__b_text(st, id, 3, resource, rc);
+    return *rc;
+}
+
+static bool key_ok(const char *queue, const char *flavor, const char *resource)
+{
+    return queue && flavor && resource;
+}
+
+int store_ledger_set(struct store *st, const char *queue, const char *flavor, const char *resource,
+                     int64_t amount, struct sched_errbuf *eb)
+{
+    int err =
+        need(st, key_ok(queue, flavor, resource), "ledger: queue, flavor, resource required", eb);
+    if (!err && amount < 0)
+        err = sched_fail(eb, SCHED_ERANGE, "database %s: ledger %s/%s/%s: negative amount %" PRId64,
+                         st->path, queue, flavor, resource, amount);
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    ledger_key(st, STMT_LEDGER_SET, queue, flavor, resource, &rc);
+    store__b_i64(st, STMT_LEDGER_SET, 4, amount, &rc);
+    rc = store__exec(st, STMT_LEDGER_SET, rc, NULL);
+    return store__wend(st, own, rc, "writing the ledger", eb);
+}
+
+int store_ledger_add(struct store *st, const char *queue, const char *flavor, const char *resource,
+                     int64_t delta, struct sched_errbuf *eb)
+{
+    int err =
+        need(st, key_ok(queue, flavor, resource), "ledger: queue, flavor, resource required", eb);
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    ledger_key(st, STMT_LEDGER_ADD, queue, flavor, resource, &rc);
+    store__b_i64(st, STMT_LEDGER_ADD, 4, delta, &rc);
+    rc = store__exec(st, STMT_LEDGER_ADD, rc, NULL);
+    if (rc == SQLITE_CONSTRAINT_CHECK)
+        return store__wfinish(st, own,
+                              sched_fail(eb, SCHED_ERANGE,
+                                         "database %s: ledger %s/%s/%s: adding %" PRId64
+                                         " would take it below 0 or past the integer range",
+                                         st->path, queue, flavor, resource, delta),
+                              eb);
+    return store__wend(st, own, rc, "writing the ledger", eb);
+}
+
+int store_ledger_get(struct store *st, const char *queue, const char *flavor, const char *resource,
+                     int64_t *amount, struct sched_errbuf *eb)
+{
+    int err = need(st, key_ok(queue, flavor, resource) && amount,
+                   "ledger: queue, flavor, resource required", eb);
+    if (err)
+        return err;
+    sqlite3_stmt *s = store__s(st, STMT_LEDGER_GET);
+    int rc = SQLITE_OK;
+    if (ledger_key(st, STMT_LEDGER_GET, queue, flavor, resource, &rc) == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *amount = sqlite3_column_int64(s, 0);
+        if (*amount < 0)
+            err =
+                store__bad_row(st, eb, "ledger %s/%s/%s: negative amount", queue, flavor, resource);
+    } else if (rc == SQLITE_DONE) {
+        *amount = 0;
+    } else {
+        err = store__sql_fail(st, rc, "reading the ledger", eb);
+    }
+    store__done(st, STMT_LEDGER_GET);
+    return err;
+}
+
+int store_ledger_list(struct store *st, store_ledger_fn *fn, void *ctx, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_LEDGER_LIST);
+    int err = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_ledger_row r = {store__col_text(s, 0), store__col_text(s, 1),
+                                     store__col_text(s, 2), sqlite3_column_int64(s, 3)};
+        if (!key_ok(r.queue, r.flavor, r.resource) || r.amount < 0)
+            err = store__bad_row(st, eb, "ledger: a row with a missing key or negative amount");
+        else
+            err = fn(ctx, &r);
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading the ledger", eb);
+    store__done(st, STMT_LEDGER_LIST);
+    return err;
+}
+
+struct ledger_copy {
+    struct arena *a;
+    struct store_ledger_row *rows;
+    uint32_t n, cap;
+};
+
+static int ledger_collect(void *ctx, const struct store_ledger_row *r)
+{
+    struct ledger_copy *c = ctx;
+    if (c->n == c->cap) {
+        uint32_t cap = c->cap ? c->cap * 2 : 32;
+        struct store_ledger_row *rows = arena_alloc(c->a, cap * sizeof(*rows));
+        if (!rows)
+            return SCHED_ENOMEM;
+        if (c->n)
+            memcpy(rows, c->rows, c->n * sizeof(*rows));
+        c->rows = rows;
+        c->cap = cap;
+    }
+    struct store_ledger_row *o = &c->rows[c->n];
+    o->queue = arena_strdup(c->a, r->queue);
+    o->flavor = arena_strdup(c->a, r->flavor);
+    o->resource = arena_strdup(c->a, r->resource);
+    o->amount = r->amount;
+    if (!o->queue || !o->flavor || !o->resource)
+        return SCHED_ENOMEM;
+    c->n++;
+    return 0;
+}
+
+static bool same_key(const struct store_ledger_row *a, const struct store_ledger_row *b)
+{
+    return strcmp(a->queue, b->queue) == 0 && strcmp(a->flavor, b->flavor) == 0 &&
+           strcmp(a->resource, b->resource) == 0;
+}
+
+int store_ledger_reconcile(struct store *st, const struct store_ledger_row *actual, uint32_t n,
+                           uint32_t *n_diff, struct sched_errbuf *eb)
+{
+    if (n && !actual)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: ledger reconcile without rows", st->path);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!key_ok(actual[i].queue, actual[i].flavor, actual[i].resource) || actual[i].amount < 0)
+            return sched_fail(eb, SCHED_EINVAL, "database %s: ledger reconcile: bad row %u",
+                              st->path, i);
+        for (uint32_t j = 0; j < i; j++)
+            if (same_key(&actual[i], &actual[j]))
+                return sched_fail(eb, SCHED_EINVAL,
+                                  "database %s: ledger reconcile: %s/%s/%s given twice", st->path,
+                                  actual[i].queue, actual[i].flavor, actual[i].resource);
+    }
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    struct arena a;
+    arena_init(&a, 0);
+    struct ledger_copy stored = {&a, NULL, 0, 0};
+    err = store_ledger_list(st, ledger_collect, &stored, eb);
+    if (err == SCHED_ENOMEM)
+        err = sched_fail(eb, err, "database %s: out of memory", st->path);
+    uint32_t diffs = 0;
+    for (uint32_t i = 0; i < n && !err; i++) {
+        int64_t was = 0;
+        for (uint32_t j = 0; j < stored.n; j++)
+            if (same_key(&actual[i], &stored.rows[j]))
+                was = stored.rows[j].amount;
+        if (was == actual[i].amount)
+            continue;
+        LOG_WARN("store",
+                 "database %s: ledger corrected: queue=%s flavor=%s resource=%s stored=%" PRId64
+                 " placed=%" PRId64,
+                 st->path, actual[i].queue, actual[i].flavor, actual[i].resource, was,
+                 actual[i].amount);
+        diffs++;
+        err = store_ledger_set(st, actual[i].queue, actual[i].flavor, actual[i].resource,
+                               actual[i].amount, eb);
+    }
+    for (uint32_t j = 0; j < stored.n && !err; j++) {
+        bool found = false;
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = same_key(&actual[i], &stored.rows[j]);
+        if (found || stored.rows[j].amount == 0)
+            continue;
+        LOG_WARN("store",
+                 "database %s: ledger corrected: queue=%s flavor=%s resource=%s stored=%" PRId64
+                 " placed=0",
+                 st->path, stored.rows[j].queue, stored.rows[j].flavor, stored.rows[j].resource,
+                 stored.rows[j].amount);
+        diffs++;
+        err = store_ledger_set(st, stored.rows[j].queue, stored.rows[j].flavor,
+                               stored.rows[j].resource, 0, eb);
+    }
+    arena_fini(&a);
+    err = store__wfinish(st, own, err, eb);
+    if (!err && n_diff)
+        *n_diff = diffs;
+    return err;
+}
+
+/* ---- reservations -------------------------------------------------------------------------- */
+
+static const char *const res_kinds[] = {"starvation", "preemptor", "operator"};
+
+const char *store_res_kind_name(enum store_res_kind kind)
+{
+    return (unsigned)kind < sizeof(res_kinds) / sizeof(res_kinds[0]) ? res_kinds[kind] : NULL;
+}
+
+static int parse_name(const char *t, const char *const *names, int n)
+{
+    for (int i = 0; t && i < n; i++)
+        if (strcmp(t, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int store_reservation_put(struct store *st, const struct store_reservation *r, int64_t *id,
+                          struct sched_errbuf *eb)
+{
+    bool ok =
+        r && r->gang && store_res_kind_name(r->kind) && r->id >= 0 && (r->n_nodes == 0 || r->nodes);
+    for (uint32_t i = 0; ok && i < r->n_nodes; i++)
+        ok = r->nodes[i] != NULL;
+    int err = need(st, ok, "reservation: bad kind, gang, id or node list", eb);
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    if (r->id > 0) {
+        store__b_i64(st, STMT_RES_DELETE, 1, r->id, &rc);
+        rc = store__exec(st, STMT_RES_DELETE, rc, NULL);
+    }
+    if (r->id > 0)
+        store__b_i64(st, STMT_RES_INSERT, 1, r->id, &rc);
+    store__b_text(st, STMT_RES_INSERT, 2, store_res_kind_name(r->kind), &rc);
+    store__b_text(st, STMT_RES_INSERT, 3, r->gang, &rc);
+    store__b_i64(st, STMT_RES_INSERT, 4, r->created_ms, &rc);
+    store__b_opt(st, STMT_RES_INSERT, 5, r->expires_ms, STORE_NO_TIME, &rc);
+    store__b_opt(st, STMT_RES_INSERT, 6, r->expected_start_ms, STORE_NO_TIME, &rc);
+    rc = store__exec(st, STMT_RES_INSERT, rc, NULL);
+    int64_t rid = r->id > 0 ? r->id : sqlite3_last_insert_rowid(st->db);
+    for (uint32_t i = 0; i < r->n_nodes && rc == SQLITE_OK; i++) {
+        store__b_i64(st, STMT_RES_NODE_INSERT, 1, rid, &rc);
+        store__b_i64(st, STMT_RES_NODE_INSERT, 2, i, &rc);
+        store__b_text(st, STMT_RES_NODE_INSERT, 3, r->nodes[i], &rc);
+        rc = store__exec(st, STMT_RES_NODE_INSERT, rc, NULL);
+    }
+    err = store__wend(st, own, rc, "writing a reservation", eb);
+    if (!err && id)
+        *id = rid;
+    return err;
+}
+
+static int res_delete(struct store *st, enum store__stmt id, int64_t v, const char *text,
+                      uint32_t *n, struct sched_errbuf *eb)
+{
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK, changes = 0;
+    if (text)
+        store__b_text(st, id, 1, text, &rc);
+    else
+        store__b_i64(st, id, 1, v, &rc);
+    rc = store__exec(st, id, rc, &changes);
+    err = store__wend(st, own, rc, "deleting reservations", eb);
+    if (!err && n)
+        *n = (uint32_t)changes;
+    return err;
+}
+
+int store_reservation_delete(struct store *st, int64_t id, uint32_t *n, struct sched_errbuf *eb)
+{
+    return res_delete(st, STMT_RES_DELETE, id, NULL, n, eb);
+}
+
+int store_reservation_delete_kind(struct store *st, enum store_res_kind kind, uint32_t *n,
+                                  struct sched_errbuf *eb)
+{
+    const char *name = store_res_kind_name(kind);
+    if (!name)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: unknown reservation kind %d", st->path,
+                          (int)kind);
+    return res_delete(st, STMT_RES_DELETE_KIND, 0, name, n, eb);
+}
+
+int store_reservation_expire(struct store *st, int64_t now_ms, uint32_t *n, struct sched_errbuf *eb)
+{
+    return res_delete(st, STMT_RES_EXPIRE, now_ms, NULL, n, eb);
+}
+
+/* Reads the held nodes of reservation `rid` into the arena. */
+static int res_nodes(struct store *st, int64_t rid, struct arena *a, struct store_reservation *r,
+                     struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_RES_NODES);
+    const char **nodes = NULL;
+    uint32_t cap = 0;
+    int err = 0;
+    int rc = sqlite3_bind_int64(s, 1, rid);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        if (r->n_nodes == cap) {
+            uint32_t ncap = cap ? cap * 2 : 16;
+            const char **grown = arena_alloc(a, ncap * sizeof(*grown));
+            if (!grown) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            if (r->n_nodes)
+                memcpy(grown, nodes, r->n_nodes * sizeof(*grown));
+            nodes = grown;
+            cap = ncap;
+        }
+        const char *t = store__col_text(s, 0);
+        if (!t) {
+            err = store__bad_row(
+                st, eb, "reservation_nodes: reservation %" PRId64 " holds a node without a name",
+                rid);
+            break;
+        }
+        nodes[r->n_nodes] = arena_strdup(a, t);
+        if (!nodes[r->n_nodes]) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        r->n_nodes++;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading reservation nodes", eb);
+    store__done(st, STMT_RES_NODES);
+    r->nodes = nodes;
+    return err;
+}
+
+int store_reservation_list(struct store *st, store_reservation_fn *fn, void *ctx,
+                           struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_RES_LIST);
+    struct arena a;
+    arena_init(&a, 0);
+    int err = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_reservation r;
+        memset(&r, 0, sizeof(r));
+        r.id = sqlite3_column_int64(s, 0);
+        const char *kind = store__col_text(s, 1);
+        int k = parse_name(kind, res_kinds, (int)(sizeof(res_kinds) / sizeof(res_kinds[0])));
+        r.kind = (enum store_res_kind)(k < 0 ? 0 : k);
+        r.gang = store__col_text(s, 2);
+        r.created_ms = sqlite3_column_int64(s, 3);
+        r.expires_ms = store__col_opt(s, 4, STORE_NO_TIME);
+        r.expected_start_ms = store__col_opt(s, 5, STORE_NO_TIME);
+        if (k < 0 || !r.gang)
+            err =
+                store__bad_row(st, eb, "reservations: id %" PRId64 " has kind \"%.20s\" or no gang",
+                               r.id, kind ? kind : "(null)");
+        if (!err)
+            err = res_nodes(st, r.id, &a, &r, eb);
+        if (!err)
+            err = fn(ctx, &r);
+        arena_reset(&a);
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading reservations", eb);
+    store__done(st, STMT_RES_LIST);
+    arena_fini(&a);
+    return err;
+}
+
+/* ---- decision log -------------------------------------------------------------------------- */
+
+int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
+                            struct sched_errbuf *eb)
+{
+    if (n && !d)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: no decisions", st->path);
+    for (uint32_t i = 0; i < n; i++)
+        if (!d[i].gang || !d[i].reason)
+            return sched_fail(eb, SCHED_EINVAL, "database %s: decision %u without gang or reason",
+                              st->path, i);
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    for (uint32_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        store__b_i64(st, STMT_DECISION_ADD, 1, d[i].cycle, &rc);
+        store__b_i64(st, STMT_DECISION_ADD, 2, d[i].ts_ms, &rc);
+        store__b_text(st, STMT_DECISION_ADD, 3, d[i].gang, &rc);
+        store__b_i64(st, STMT_DECISION_ADD, 4, d[i].why, &rc);
+        store__b_text(st, STMT_DECISION_ADD, 5, d[i].reason, &rc);
+        rc = store__exec(st, STMT_DECISION_ADD, rc, NULL);
+    }
+    st->prune_due = true;
+    return store__wend(st, own, rc, "writing the decision log", eb);
+}
+
+int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb)
+{
+    return store_decision_add_many(st, d, d ? 1 : 0, eb);
+}
+
+int store_decision_count(struct store *st, int64_t *n, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_DECISION_COUNT);
+    int rc = sqlite3_step(s);
+    int err = 0;
+    if (rc == SQLITE_ROW)
+        *n = sqlite3_column_int64(s, 0);
+    else
+        err = store__sql_fail(st, rc, "counting decisions", eb);
+    store__done(st, STMT_DECISION_COUNT);
+    return err;
+}
+
+int store_decision_list(struct store *st, const char *gang, uint32_t limit, store_decision_fn *fn,
+                        void *ctx, struct sched_errbuf *eb)
+{
+    enum store__stmt id = gang ? STMT_DECISION_LIST_GANG : STMT_DECISION_LIST;
+    sqlite3_stmt *s = store__s(st, id);
+    int rc = SQLITE_OK;
+    if (gang)
+        store__b_text(st, id, 1, gang, &rc);
+    store__b_i64(st, id, gang ? 2 : 1, limit ? (int64_t)limit : -1, &rc);
+    int err = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        struct store_decision d = {sqlite3_column_int64(s, 0),      sqlite3_column_int64(s, 1),
+                                   sqlite3_column_int64(s, 2),      store__col_text(s, 3),
+                                   (int)sqlite3_column_int64(s, 4), store__col_text(s, 5)};
+        err =
+            !d.gang || !d.reason
+                ? store__bad_row(st, eb, "decisions: row %" PRId64 " without gang or reason", d.id)
+                : fn(ctx, &d);
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading the decision log", eb);
+    store__done(st, id);
+    return err;
+}
+
+/* ---- preemptions --------------------------------------------------------------------------- */
+
+int store_preemption_add(struct store *st, const struct store_preemption *p,
+                         struct sched_errbuf *eb)
+{
+    int err = need(st,
+                   p && p->victim && p->preemptor && p->gpus >= 0 && isfinite(p->lost_work_gpu_s) &&
+                       p->lost_work_gpu_s >= 0 && isfinite(p->cost),
+                   "preemption: victim, preemptor, gpus >= 0, finite lost work >= 0 and cost "
+                   "required",
+                   eb);
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_i64(st, STMT_PREEMPT_ADD, 1, p->cycle, &rc);
+    store__b_i64(st, STMT_PREEMPT_ADD, 2, p->ts_ms, &rc);
+    store__b_text(st, STMT_PREEMPT_ADD, 3, p->victim, &rc);
+    store__b_text(st, STMT_PREEMPT_ADD, 4, p->preemptor, &rc);
+    store__b_i64(st, STMT_PREEMPT_ADD, 5, p->gpus, &rc);
+    store__b_double(st, STMT_PREEMPT_ADD, 6, p->lost_work_gpu_s, &rc);
+    store__b_double(st, STMT_PREEMPT_ADD, 7, p->cost, &rc);
+    rc = store__exec(st, STMT_PREEMPT_ADD, rc, NULL);
+    return store__wend(st, own, rc, "writing a preemption record", eb);
+}
+
+int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
+                          struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_PREEMPT_LIST);
+    int err = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_preemption p = {sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                     store__col_text(s, 2),      store__col_text(s, 3),
+                                     sqlite3_column_int64(s, 4), sqlite3_column_double(s, 5),
+                                     sqlite3_column_double(s, 6)};
+        err = !p.victim || !p.preemptor
+                  ? store__bad_row(st, eb, "preemptions: a row without victim or preemptor")
+                  : fn(ctx, &p);
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading preemption records", eb);
+    store__done(st, STMT_PREEMPT_LIST);
+    return err;
+}
+
+/* ---- jobs ---------------------------------------------------------------------------------- */
+
+static const char *const job_states[] = {"pending", "admitted", "running", "finished", "failed"};
+#define N_JOB_STATES ((int)(sizeof(job_states) / sizeof(job_states[0])))
+
+const char *store_job_state_name(enum store_job_state s)
+{
+    return (unsigned)s < (unsigned)N_JOB_STATES ? job_states[s] : NULL;
+}
+
+int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb)
+{
+    int err = need(st, j && j->gang && j->queue && store_job_state_name(j->state) && j->gpus >= 0,
+                   "job: gang, queue, a known state and gpus >= 0 required", eb);
+    if (!err && !j->flavor && (j->state == STORE_JOB_ADMITTED || j->state == STORE_JOB_RUNNING))
+        err = sched_fail(eb, SCHED_EINVAL, "database %s: job %s is %s but names no flavor",
+                         st->path, j->gang, store_job_state_name(j->state));
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    enum store__stmt id = STMT_JOB_UPSERT;
+    int rc = SQLITE_OK;
+    store__b_text(st, id, 1, j->gang, &rc);
+    store__b_opt(st, id, 2, j->gang_id < 0 ? -1 : j->gang_id, -1, &rc);
+    store__b_text(st, id, 3, j->queue, &rc);
+    store__b_text(st, id, 4, j->flavor, &rc);
+    store__b_i64(st, id, 5, j->gpus, &rc);
+    store__b_text(st, id, 6, store_job_state_name(j->state), &rc);
+    store__b_i64(st, id, 7, j->submit_ms, &rc);
+    store__b_opt(st, id, 8, j->admit_ms, STORE_NO_TIME, &rc);
+    store__b_opt(st, id, 9, j->start_ms, STORE_NO_TIME, &rc);
+    store__b_opt(st, id, 10, j->finish_ms, STORE_NO_TIME, &rc);
+    store__b_i64(st, id, 11, j->preemptions, &rc);
+    store__b_i64(st, id, 12, j->restarts, &rc);
+    rc = store__exec(st, id, rc, NULL);
+    return store__wend(st, own, rc, "writing a job", eb);
+}
+
+/* Decodes a row of JOB_GET / JOB_LIST (strings borrowed from the statement). */
+static int job_row(struct store *st, sqlite3_stmt *s, struct store_job *j, struct sched_errbuf *eb)
+{
+    memset(j, 0, sizeof(*j));
+    j->gang = store__col_text(s, 0);
+    j->gang_id = store__col_opt(s, 1, -1);
+    j->queue = store__col_text(s, 2);
+    j->flavor = store__col_text(s, 3);
+    j->gpus = sqlite3_column_int64(s, 4);
+    const char *state = store__col_text(s, 5);
+    int k = parse_name(state, job_states, N_JOB_STATES);
+    j->state = (enum store_job_state)(k < 0 ? 0 : k);
+    j->submit_ms = sqlite3_column_int64(s, 6);
+    j->admit_ms = store__col_opt(s, 7, STORE_NO_TIME);
+    j->start_ms = store__col_opt(s, 8, STORE_NO_TIME);
+    j->finish_ms = store__col_opt(s, 9, STORE_NO_TIME);
+    int64_t pre = sqlite3_column_int64(s, 10), re = sqlite3_column_int64(s, 11);
+    if (!j->gang || !j->queue || k < 0 || j->gpus < 0 || pre < 0 || pre > UINT32_MAX || re < 0 ||
+        re > UINT32_MAX)
+        return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad state, queue or count",
+                              j->gang ? j->gang : "(null)");
+    j->preemptions = (uint32_t)pre;
+    j->restarts = (uint32_t)re;
+    return 0;
+}
+
+/* Copies src into the scratch at *off; returns the copy or NULL for NULL. */
+static const char *scratch_put(char *base, size_t *off, const char *src)
+{
+    if (!src)
+        return NULL;
+    size_t n = strlen(src) + 1;
+    memcpy(base + *off, src, n);
+    const char *r = base + *off;
+    *off += n;
+    return r;
+}
+
+int store_job_get(struct store *st, const char *gang, struct store_job *out,
+                  struct sched_errbuf *eb)
+{
+    int err = need(st, gang && out, "job: gang required", eb);
+    if (err)
+        return err;
+    sqlite3_stmt *s = store__s(st, STMT_JOB_GET);
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_JOB_GET, 1, gang, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        struct store_job j;
+        err = job_row(st, s, &j, eb);
+        size_t n =
+            err ? 0 : strlen(j.gang) + strlen(j.queue) + (j.flavor ? strlen(j.flavor) : 0) + 3;
+        char *buf = err ? NULL : store__scratch(st, n);
+        if (!err && !buf)
+            err = sched_fail(eb, SCHED_ENOMEM, "database %s: out of memory", st->path);
+        if (!err) {
+            size_t off = 0;
+            j.gang = scratch_put(buf, &off, j.gang);
+            j.queue = scratch_put(buf, &off, j.queue);
+            j.flavor = scratch_put(buf, &off, j.flavor);
+            *out = j;
+        }
+    } else if (rc == SQLITE_DONE) {
+        err = sched_fail(eb, SCHED_ENOENT, "database %s: no job %s", st->path, gang);
+    } else {
+        err = store__sql_fail(st, rc, "reading a job", eb);
+    }
+    store__done(st, STMT_JOB_GET);
+    return err;
+}
+
+int store_job_list(struct store *st, store_job_fn *fn, void *ctx, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_JOB_LIST);
+    int err = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_job j;
+        err = job_row(st, s, &j, eb);
+        if (!err)
+            err = fn(ctx, &j);
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading jobs", eb);
+    store__done(st, STMT_JOB_LIST);
+    return err;
+}
+
+/* ---- fair-share history -------------------------------------------------------------------- */
+
+int store_history_put(struct store *st, const char *queue, double share, int64_t updated_ms,
+                      struct sched_errbuf *eb)
+{
+    int err = need(st, queue && isfinite(share) && share >= 0,
+                   "fair share: queue and a finite share >= 0 required", eb);
+    if (err)
+        return err;
+    bool own;
+    err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_HIST_PUT, 1, queue, &rc);
+    store__b_double(st, STMT_HIST_PUT, 2, share, &rc);
+    store__b_i64(st, STMT_HIST_PUT, 3, updated_ms, &rc);
+    rc = store__exec(st, STMT_HIST_PUT, rc, NULL);
+    return store__wend(st, own, rc, "writing fair-share history", eb);
+}
+
+int store_history_get(struct store *st, const char *queue, double *share, int64_t *updated_ms,
+                      struct sched_errbuf *eb)
+{
+    int err = need(st, queue && share && updated_ms, "fair share: queue required", eb);
+    if (err)
+        return err;
+    sqlite3_stmt *s = store__s(st, STMT_HIST_GET);
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_HIST_GET, 1, queue, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        double v = sqlite3_column_double(s, 0);
+        if (!isfinite(v) || v < 0)
+            err = store__bad_row(st, eb, "fair_share: queue %s has share %g", queue, v);
+        else {
+            *share = v;
+            *updated_ms = sqlite3_column_int64(s, 1);
+        }
+    } else if (rc == SQLITE_DONE) {
+        err = sched_fail(eb, SCHED_ENOENT, "database %s: no fair-share history for queue %s",
+                         st->path, queue);
+    } else {
+        err = store__sql_fail(st, rc, "reading fair-share history", eb);
+    }
+    store__done(st, STMT_HIST_GET);
+    return err;
+}
+
+int store_history_list(struct store *st, store_history_fn *fn, void *ctx, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_HIST_LIST);
+    int err = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *q = store__col_text(s, 0);
+        double v = sqlite3_column_double(s, 1);
+        err = !q || !isfinite(v) || v < 0
+                  ? store__bad_row(st, eb, "fair_share: a row without queue or with share %g", v)
+                  : fn(ctx, q, v, sqlite3_column_int64(s, 2));
+        if (err)
+            break;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store__sql_fail(st, rc, "reading fair-share history", eb);
+    store__done(st, STMT_HIST_LIST);
+    return err;
+}

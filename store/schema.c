@@ -1,0 +1,331 @@
+/* store/schema.c: every line of SQL the store runs: the schema, its migrations, and the text of
+ * the prepared statements.
+ *
+ * Owns: the migration table (one entry per schema version, applied in order inside one
+ * transaction, then PRAGMA user_version), and store__stmt_sql. The columns are documented in
+ * store/store.h and docs/store.md; keep the three in step. A new schema version appends a
+ * migration (never edits an old one) and raises STORE_SCHEMA_VERSION.
+ *
+ * Must not touch: data. Migrations only reshape; no statement text here is ever built from
+ * values (values are bound).
+ */
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/store_int.h"
+
+/* Version 1: the initial schema. */
+static const char schema_v1[] =
+    "PRAGMA application_id = 1196639048;\n" /* STORE_APP_ID */
+    "CREATE TABLE meta (\n"
+    "  key   TEXT PRIMARY KEY NOT NULL,\n"
+    "  value TEXT NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE queues (\n"
+    "  name     TEXT PRIMARY KEY NOT NULL,\n"
+    "  cohort   TEXT,\n"
+    "  weight   REAL NOT NULL CHECK (weight > 0),\n"
+    "  priority INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE queue_quota (\n"
+    "  queue           TEXT NOT NULL REFERENCES queues(name) ON DELETE CASCADE,\n"
+    "  flavor          TEXT NOT NULL,\n"
+    "  resource        TEXT NOT NULL,\n"
+    "  nominal         INTEGER NOT NULL CHECK (nominal >= 0),\n"
+    "  borrowing_limit INTEGER CHECK (borrowing_limit IS NULL OR borrowing_limit >= 0),\n"
+    "  lending_limit   INTEGER CHECK (lending_limit IS NULL OR lending_limit >= 0),\n"
+    "  PRIMARY KEY (queue, flavor, resource)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE ledger (\n"
+    "  queue    TEXT NOT NULL,\n"
+    "  flavor   TEXT NOT NULL,\n"
+    "  resource TEXT NOT NULL,\n"
+    "  amount   INTEGER NOT NULL CHECK (typeof(amount) = 'integer' AND amount >= 0),\n"
+    "  PRIMARY KEY (queue, flavor, resource)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE reservations (\n"
+    "  id                INTEGER PRIMARY KEY,\n"
+    "  kind              TEXT NOT NULL CHECK (kind IN ('starvation', 'preemptor', 'operator')),\n"
+    "  gang              TEXT NOT NULL,\n"
+    "  created_ms        INTEGER NOT NULL,\n"
+    "  expires_ms        INTEGER,\n"
+    "  expected_start_ms INTEGER\n"
+    ");\n"
+    "CREATE INDEX reservations_expiry ON reservations(expires_ms) WHERE expires_ms IS NOT NULL;\n"
+    "CREATE TABLE reservation_nodes (\n"
+    "  reservation INTEGER NOT NULL REFERENCES reservations(id) ON DELETE CASCADE,\n"
+    "  ord         INTEGER NOT NULL,\n"
+    "  node        TEXT NOT NULL,\n"
+    "  PRIMARY KEY (reservation, ord)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE bind_journal (\n"
+    "  id        INTEGER PRIMARY KEY,\n"
+    "  seq       INTEGER NOT NULL,\n"
+    "  cycle     INTEGER NOT NULL,\n"
+    "  gang      TEXT NOT NULL,\n"
+    "  pod_index INTEGER NOT NULL CHECK (pod_index >= 0),\n"
+    "  pod       TEXT NOT NULL,\n"
+    "  node      TEXT NOT NULL,\n"
+    "  gpu_mask  INTEGER NOT NULL CHECK (gpu_mask BETWEEN 0 AND 4294967295),\n"
+    "  state     TEXT NOT NULL CHECK (state IN ('intent', 'bound', 'rolled_back')),\n"
+    "  intent_ms INTEGER NOT NULL,\n"
+    "  done_ms   INTEGER\n"
+    ");\n"
+    "CREATE UNIQUE INDEX bind_journal_open ON bind_journal(gang, pod_index)\n"
+    "  WHERE state = 'intent';\n"
+    "CREATE INDEX bind_journal_cycle ON bind_journal(cycle);\n"
+    "CREATE TABLE placements (\n"
+    "  gang      TEXT NOT NULL,\n"
+    "  pod_index INTEGER NOT NULL CHECK (pod_index >= 0),\n"
+    "  pod       TEXT NOT NULL,\n"
+    "  node      TEXT NOT NULL,\n"
+    "  gpu_mask  INTEGER NOT NULL CHECK (gpu_mask BETWEEN 0 AND 4294967295),\n"
+    "  bound_ms  INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (gang, pod_index)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE decisions (\n"
+    "  id     INTEGER PRIMARY KEY,\n"
+    "  cycle  INTEGER NOT NULL,\n"
+    "  ts_ms  INTEGER NOT NULL,\n"
+    "  gang   TEXT NOT NULL,\n"
+    "  why    INTEGER NOT NULL,\n"
+    "  reason TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX decisions_cycle ON decisions(cycle);\n"
+    "CREATE INDEX decisions_gang ON decisions(gang, id);\n"
+    "CREATE TABLE preemptions (\n"
+    "  id              INTEGER PRIMARY KEY,\n"
+    "  cycle           INTEGER NOT NULL,\n"
+    "  ts_ms           INTEGER NOT NULL,\n"
+    "  victim          TEXT NOT NULL,\n"
+    "  preemptor       TEXT NOT NULL,\n"
+    "  gpus            INTEGER NOT NULL CHECK (gpus >= 0),\n"
+    "  lost_work_gpu_s REAL NOT NULL CHECK (lost_work_gpu_s >= 0),\n"
+    "  cost            REAL NOT NULL\n"
+    ");\n"
+    "CREATE TABLE jobs (\n"
+    "  gang        TEXT PRIMARY KEY NOT NULL,\n"
+    "  gang_id     INTEGER,\n"
+    "  queue       TEXT NOT NULL,\n"
+    "  flavor      TEXT,\n"
+    "  gpus        INTEGER NOT NULL CHECK (gpus >= 0),\n"
+    "  state       TEXT NOT NULL\n"
+    "              CHECK (state IN ('pending', 'admitted', 'running', 'finished', 'failed')),\n"
+    "  submit_ms   INTEGER NOT NULL,\n"
+    "  admit_ms    INTEGER,\n"
+    "  start_ms    INTEGER,\n"
+    "  finish_ms   INTEGER,\n"
+    "  preemptions INTEGER NOT NULL DEFAULT 0 CHECK (preemptions >= 0),\n"
+    "  restarts    INTEGER NOT NULL DEFAULT 0 CHECK (restarts >= 0),\n"
+    "  CHECK (state NOT IN ('admitted', 'running') OR flavor IS NOT NULL)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE fair_share (\n"
+    "  queue      TEXT PRIMARY KEY NOT NULL,\n"
+    "  share      REAL NOT NULL CHECK (share >= 0),\n"
+    "  updated_ms INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "INSERT INTO meta(key, value) VALUES\n"
+    "  ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),\n"
+    "  ('commit_seq', '0');\n";
+
+struct store__migration {
+    int version;      /* user_version after it */
+    const char *what; /* for messages */
+    const char *sql;  /* static text, run with sqlite3_exec */
+};
+
+static const struct store__migration migrations[] = {
+    {1, "initial schema", schema_v1},
+};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+_Static_assert(STORE_APP_ID == 1196639048, "schema_v1 spells STORE_APP_ID in decimal");
+
+static int exec_static(struct store *st, const char *sql, char **msg)
+{
+    return sqlite3_exec(st->db, sql, NULL, NULL, msg);
+}
+
+int store__migrate(struct store *st, int from, struct sched_errbuf *eb)
+{
+    char *msg = NULL;
+    int rc = exec_static(st, "BEGIN IMMEDIATE", &msg);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(msg);
+        return store__sql_fail(st, rc, "starting the schema migration", eb);
+    }
+    /* Another process may have migrated between our read of user_version and the lock. */
+    int now = from;
+    sqlite3_stmt *s = NULL;
+    rc = sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        now = sqlite3_column_int(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    int err = 0;
+    if (rc != SQLITE_OK) {
+        err = store__sql_fail(st, rc, "reading the schema version", eb);
+        goto out_rollback;
+    }
+    if (now != from) {
+        err = sched_fail(eb, SCHED_EIO,
+                         "database %s: schema version changed from %d to %d while opening "
+                         "(another process is migrating it?)",
+                         st->path, from, now);
+        goto out_rollback;
+    }
+    for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+        const struct store__migration *m = &migrations[i];
+        if (m->version <= from)
+            continue;
+        rc = exec_static(st, m->sql, &msg);
+        if (rc != SQLITE_OK) {
+            char what[160];
+            snprintf(what, sizeof(what), "migrating schema from version %d to %d (%s): %s", from,
+                     m->version, m->what, msg ? msg : sqlite3_errstr(rc));
+            sqlite3_free(msg);
+            msg = NULL;
+            err = store__sql_fail(st, rc, what, eb);
+            goto out_rollback;
+        }
+    }
+    char set[64];
+    snprintf(set, sizeof(set), "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
+    rc = exec_static(st, set, &msg);
+    if (rc == SQLITE_OK)
+        rc = exec_static(st, "COMMIT", &msg);
+    sqlite3_free(msg);
+    if (rc != SQLITE_OK) {
+        err = store__sql_fail(st, rc, "committing the schema migration", eb);
+        goto out_rollback;
+    }
+    st->schema_version = STORE_SCHEMA_VERSION;
+    return 0;
+
+out_rollback:
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return err;
+}
+
+/* The statements. Conventions: ?1.. in column order; times NULL when absent. */
+const char *const store__stmt_sql[STMT_N] = {
+    [STMT_BEGIN] = "BEGIN IMMEDIATE",
+    [STMT_BEGIN_READ] = "BEGIN DEFERRED",
+    [STMT_COMMIT] = "COMMIT",
+    [STMT_ROLLBACK] = "ROLLBACK",
+    [STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [STMT_META_PUT] = "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [STMT_QUEUE_DELETE_ALL] = "DELETE FROM queues",
+    [STMT_QUEUE_DELETE] = "DELETE FROM queues WHERE name = ?1",
+    [STMT_QUEUE_PUT] = "INSERT INTO queues(name, cohort, weight, priority) VALUES (?1, ?2, ?3, ?4) "
+                       "ON CONFLICT(name) DO UPDATE SET cohort = excluded.cohort, "
+                       "weight = excluded.weight, priority = excluded.priority",
+    [STMT_QUOTA_DELETE] = "DELETE FROM queue_quota WHERE queue = ?1",
+    [STMT_QUOTA_PUT] = "INSERT INTO queue_quota(queue, flavor, resource, nominal, "
+                       "borrowing_limit, lending_limit) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [STMT_QUEUE_LIST] = "SELECT name, cohort, weight, priority FROM queues ORDER BY name",
+    [STMT_QUOTA_LIST] = "SELECT flavor, resource, nominal, borrowing_limit, lending_limit "
+                        "FROM queue_quota WHERE queue = ?1 ORDER BY flavor, resource",
+    [STMT_LEDGER_SET] = "INSERT INTO ledger(queue, flavor, resource, amount) "
+                        "VALUES (?1, ?2, ?3, ?4) "
+                        "ON CONFLICT(queue, flavor, resource) DO UPDATE SET amount = "
+                        "excluded.amount",
+    [STMT_LEDGER_ADD] = "INSERT INTO ledger(queue, flavor, resource, amount) "
+                        "VALUES (?1, ?2, ?3, ?4) "
+                        "ON CONFLICT(queue, flavor, resource) DO UPDATE SET amount = "
+                        "amount + excluded.amount",
+    [STMT_LEDGER_GET] = "SELECT amount FROM ledger WHERE queue = ?1 AND flavor = ?2 AND "
+                        "resource = ?3",
+    [STMT_LEDGER_LIST] = "SELECT queue, flavor, resource, amount FROM ledger "
+                         "ORDER BY queue, flavor, resource",
+    [STMT_RES_INSERT] = "INSERT INTO reservations(id, kind, gang, created_ms, expires_ms, "
+                        "expected_start_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [STMT_RES_NODE_INSERT] = "INSERT INTO reservation_nodes(reservation, ord, node) "
+                             "VALUES (?1, ?2, ?3)",
+    [STMT_RES_DELETE] = "DELETE FROM reservations WHERE id = ?1",
+    [STMT_RES_DELETE_KIND] = "DELETE FROM reservations WHERE kind = ?1",
+    [STMT_RES_EXPIRE] = "DELETE FROM reservations WHERE expires_ms IS NOT NULL AND "
+                        "expires_ms <= ?1",
+    [STMT_RES_LIST] = "SELECT id, kind, gang, created_ms, expires_ms, expected_start_ms "
+                      "FROM reservations ORDER BY id",
+    [STMT_RES_NODES] = "SELECT node FROM reservation_nodes WHERE reservation = ?1 ORDER BY ord",
+    [STMT_JOURNAL_INTENT] = "INSERT INTO bind_journal(seq, cycle, gang, pod_index, pod, node, "
+                            "gpu_mask, state, intent_ms) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8)",
+    [STMT_JOURNAL_PLACE] = "INSERT INTO placements(gang, pod_index, pod, node, gpu_mask, "
+                           "bound_ms) SELECT gang, pod_index, pod, node, gpu_mask, ?3 "
+                           "FROM bind_journal WHERE state = 'intent' AND gang = ?1 AND "
+                           "(?2 < 0 OR pod_index = ?2)",
+    [STMT_JOURNAL_DONE] = "UPDATE bind_journal SET state = ?3, done_ms = ?4 "
+                          "WHERE state = 'intent' AND gang = ?1 AND (?2 < 0 OR pod_index = ?2)",
+    [STMT_JOURNAL_PENDING] = "SELECT gang, cycle, intent_ms, pod_index, pod, node, gpu_mask "
+                             "FROM bind_journal WHERE state = 'intent' ORDER BY gang, pod_index",
+    [STMT_JOURNAL_PRUNE_CYCLES] = "DELETE FROM bind_journal WHERE state <> 'intent' AND "
+                                  "cycle <= (SELECT MAX(cycle) FROM bind_journal) - ?1",
+    [STMT_JOURNAL_PRUNE_ROWS] = "DELETE FROM bind_journal WHERE state <> 'intent' AND "
+                                "id <= (SELECT MAX(id) FROM bind_journal) - ?1",
+    [STMT_PLACEMENT_RELEASE] = "DELETE FROM placements WHERE gang = ?1",
+    [STMT_PLACEMENT_LIST] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
+                            "FROM placements ORDER BY gang, pod_index",
+    [STMT_DECISION_ADD] = "INSERT INTO decisions(cycle, ts_ms, gang, why, reason) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* Rows are appended with rowid = max + 1 and pruned from the oldest end, so ids are
+     * contiguous and "MAX(id) - M" keeps exactly M rows without counting them. */
+    [STMT_DECISION_PRUNE_CYCLES] = "DELETE FROM decisions WHERE "
+                                   "cycle <= (SELECT MAX(cycle) FROM decisions) - ?1",
+    [STMT_DECISION_PRUNE_ROWS] = "DELETE FROM decisions WHERE "
+                                 "id <= (SELECT MAX(id) FROM decisions) - ?1",
+    [STMT_DECISION_COUNT] = "SELECT COUNT(*) FROM decisions",
+    [STMT_DECISION_LIST] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
+                           "ORDER BY id DESC LIMIT ?1",
+    [STMT_DECISION_LIST_GANG] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
+                                "WHERE gang = ?1 ORDER BY id DESC LIMIT ?2",
+    [STMT_PREEMPT_ADD] = "INSERT INTO preemptions(cycle, ts_ms, victim, preemptor, gpus, "
+                         "lost_work_gpu_s, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost "
+                          "FROM preemptions ORDER BY id",
+    [STMT_JOB_UPSERT] =
+        "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
+        "start_ms, finish_ms, preemptions, restarts) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+        "ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, queue = excluded.queue, "
+        "flavor = excluded.flavor, gpus = excluded.gpus, state = excluded.state, "
+        "submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, "
+        "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, "
+        "preemptions = excluded.preemptions, restarts = excluded.restarts",
+    [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
+                     "start_ms, finish_ms, preemptions, restarts FROM jobs WHERE gang = ?1",
+    [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
+                      "start_ms, finish_ms, preemptions, restarts FROM jobs ORDER BY gang",
+    [STMT_HIST_PUT] = "INSERT INTO fair_share(queue, share, updated_ms) VALUES (?1, ?2, ?3) "
+                      "ON CONFLICT(queue) DO UPDATE SET share = excluded.share, "
+                      "updated_ms = excluded.updated_ms",
+    [STMT_HIST_GET] = "SELECT share, updated_ms FROM fair_share WHERE queue = ?1",
+    [STMT_HIST_LIST] = "SELECT queue, share, updated_ms FROM fair_share ORDER BY queue",
+    /* store_verify */
+    [STMT_CHECK_INTEGRITY] = "PRAGMA integrity_check(20)",
+    [STMT_CHECK_FOREIGN] = "PRAGMA foreign_key_check",
+    [STMT_CHECK_LEDGER] = "SELECT queue, flavor, SUM(l), SUM(j) FROM ("
+                          "  SELECT queue, flavor, amount AS l, 0 AS j FROM ledger "
+                          "  WHERE resource = ?1"
+                          "  UNION ALL"
+                          "  SELECT queue, flavor, 0, gpus FROM jobs "
+                          "  WHERE state IN ('admitted', 'running')"
+                          ") GROUP BY queue, flavor HAVING SUM(l) <> SUM(j) "
+                          "ORDER BY queue, flavor",
+    [STMT_CHECK_RUNNING] = "SELECT j.gang, j.gpus, p.gpu_mask FROM jobs j "
+                           "LEFT JOIN placements p ON p.gang = j.gang "
+                           "WHERE j.state = 'running' ORDER BY j.gang, p.pod_index",
+    [STMT_CHECK_ORPHANS] = "SELECT p.gang, COUNT(*), j.state FROM placements p "
+                           "LEFT JOIN jobs j ON j.gang = p.gang "
+                           "WHERE j.gang IS NULL OR j.state NOT IN ('admitted', 'running') "
+                           "GROUP BY p.gang ORDER BY p.gang",
+    [STMT_CHECK_STALE] = "SELECT gang, pod_index, seq, cycle FROM bind_journal "
+                         "WHERE state = 'intent' AND seq < ?1 ORDER BY gang, pod_index",
+};

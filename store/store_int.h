@@ -1,0 +1,160 @@
+/* store/store_int.h: internals shared by the files of store/ (never included outside it).
+ *
+ * Owns: the layout of struct store, the list of prepared statements, and the helpers every
+ * store file uses to bind, step, map SQLite errors to SCHED_E* codes with messages, and run a
+ * write inside the caller's transaction or its own.
+ *
+ * Must not touch: anything outside store/.
+ */
+#ifndef STORE_STORE_INT_H
+#define STORE_STORE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "sched/core/err.h"
+#include "store/store.h"
+
+/* Every statement the store runs after open, prepared once by store_open() (schema.c holds the
+ * SQL text), reset and unbound after each use, finalized by store_close(). */
+#define STORE_STMT_MAP(XX)                                                                         \
+    XX(BEGIN)                                                                                      \
+    XX(BEGIN_READ)                                                                                 \
+    XX(COMMIT)                                                                                     \
+    XX(ROLLBACK)                                                                                   \
+    XX(META_GET)                                                                                   \
+    XX(META_PUT)                                                                                   \
+    XX(QUEUE_DELETE_ALL)                                                                           \
+    XX(QUEUE_DELETE)                                                                               \
+    XX(QUEUE_PUT)                                                                                  \
+    XX(QUOTA_DELETE)                                                                               \
+    XX(QUOTA_PUT)                                                                                  \
+    XX(QUEUE_LIST)                                                                                 \
+    XX(QUOTA_LIST)                                                                                 \
+    XX(LEDGER_SET)                                                                                 \
+    XX(LEDGER_ADD)                                                                                 \
+    XX(LEDGER_GET)                                                                                 \
+    XX(LEDGER_LIST)                                                                                \
+    XX(RES_INSERT)                                                                                 \
+    XX(RES_NODE_INSERT)                                                                            \
+    XX(RES_DELETE)                                                                                 \
+    XX(RES_DELETE_KIND)                                                                            \
+    XX(RES_EXPIRE)                                                                                 \
+    XX(RES_LIST)                                                                                   \
+    XX(RES_NODES)                                                                                  \
+    XX(JOURNAL_INTENT)                                                                             \
+    XX(JOURNAL_PLACE)                                                                              \
+    XX(JOURNAL_DONE)                                                                               \
+    XX(JOURNAL_PENDING)                                                                            \
+    XX(JOURNAL_PRUNE_CYCLES)                                                                       \
+    XX(JOURNAL_PRUNE_ROWS)                                                                         \
+    XX(PLACEMENT_RELEASE)                                                                          \
+    XX(PLACEMENT_LIST)                                                                             \
+    XX(DECISION_ADD)                                                                               \
+    XX(DECISION_PRUNE_CYCLES)                                                                      \
+    XX(DECISION_PRUNE_ROWS)                                                                        \
+    XX(DECISION_COUNT)                                                                             \
+    XX(DECISION_LIST)                                                                              \
+    XX(DECISION_LIST_GANG)                                                                         \
+    XX(PREEMPT_ADD)                                                                                \
+    XX(PREEMPT_LIST)                                                                               \
+    XX(JOB_UPSERT)                                                                                 \
+    XX(JOB_GET)                                                                                    \
+    XX(JOB_LIST)                                                                                   \
+    XX(HIST_PUT)                                                                                   \
+    XX(HIST_GET)                                                                                   \
+    XX(HIST_LIST)                                                                                  \
+    XX(CHECK_INTEGRITY)                                                                            \
+    XX(CHECK_FOREIGN)                                                                              \
+    XX(CHECK_LEDGER)                                                                               \
+    XX(CHECK_RUNNING)                                                                              \
+    XX(CHECK_ORPHANS)                                                                              \
+    XX(CHECK_STALE)
+
+enum store__stmt {
+#define STORE_STMT_ENUM(name) STMT_##name,
+    STORE_STMT_MAP(STORE_STMT_ENUM)
+#undef STORE_STMT_ENUM
+        STMT_N
+};
+
+/* schema.c */
+extern const char *const store__stmt_sql[STMT_N];
+/* Brings a database at schema `from` (0 = empty) to STORE_SCHEMA_VERSION in one transaction.
+ * On error the transaction is rolled back: the file is as it was. */
+int store__migrate(struct store *st, int from, struct sched_errbuf *eb);
+
+enum store__txn {
+    TXN_NONE = 0, /* autocommit */
+    TXN_OPEN,     /* a transaction is open (the caller's, or a write function's own) */
+    TXN_FAILED,   /* the caller's transaction was rolled back by a failed write */
+};
+
+struct store {
+    char *path;
+    sqlite3 *db;
+    sqlite3_stmt *stmt[STMT_N];
+    unsigned flags;
+    int schema_version;
+    enum store__txn txn;
+    bool prune_due; /* decisions or completed intents were written in this transaction */
+    int64_t seq;    /* committed cycle transactions (meta commit_seq) */
+    uint32_t retain_cycles;
+    uint32_t retain_rows;
+    char *scratch; /* strings returned by *_get functions */
+    size_t scratch_cap;
+};
+
+/* Maps an SQLite result code (with the connection's message) to a SCHED_E* code and a message
+ * "...PATH...: <what>: <sqlite message>"; marks the caller's transaction failed when SQLite
+ * rolled it back on its own. */
+int store__sql_fail(struct store *st, int rc, const char *what, struct sched_errbuf *eb);
+
+/* Write bracket. wbegin: inside the caller's transaction nothing happens (*own = false);
+ * outside, BEGIN IMMEDIATE (*own = true); refuses while a failed transaction waits for
+ * store_rollback(). wend: `rc` is the SQLite result of the work (SQLITE_OK, or an error mapped
+ * with `what`); wfinish: `err` is a SCHED_E* code already described in eb (0 = success). On
+ * error they roll back (the whole caller's transaction too); on success an own transaction is
+ * committed (pruning first when due). */
+int store__wbegin(struct store *st, bool *own, struct sched_errbuf *eb);
+int store__wend(struct store *st, bool own, int rc, const char *what, struct sched_errbuf *eb);
+int store__wfinish(struct store *st, bool own, int err, struct sched_errbuf *eb);
+
+/* Steps a statement that returns no rows to completion, then resets it and clears its
+ * bindings; *changes (may be NULL) receives the rows changed. `rc` is the result of binding:
+ * when it is an error the statement is only reset. Returns the SQLite result. */
+int store__exec(struct store *st, enum store__stmt id, int rc, int *changes);
+/* Resets and unbinds a statement after a query. */
+void store__done(struct store *st, enum store__stmt id);
+static inline sqlite3_stmt *store__s(struct store *st, enum store__stmt id)
+{
+    return st->stmt[id];
+}
+
+/* Binders: do nothing once *rc is an error, so a sequence of binds needs one check. */
+void store__b_text(struct store *st, enum store__stmt id, int i, const char *v, int *rc);
+void store__b_i64(struct store *st, enum store__stmt id, int i, int64_t v, int *rc);
+/* STORE_NO_TIME / STORE_NO_LIMIT (the `none` value) binds NULL. */
+void store__b_opt(struct store *st, enum store__stmt id, int i, int64_t v, int64_t none, int *rc);
+void store__b_double(struct store *st, enum store__stmt id, int i, double v, int *rc);
+
+/* Column readers that validate instead of trusting the file. col_text: NULL for SQL NULL;
+ * col_opt: `none` for NULL. */
+const char *store__col_text(sqlite3_stmt *s, int i);
+int64_t store__col_opt(sqlite3_stmt *s, int i, int64_t none);
+
+/* A row that fails validation: SCHED_EINVAL "corrupt database PATH: TABLE: ... (use
+ * --rebuild-store)". */
+int store__bad_row(struct store *st, struct sched_errbuf *eb, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Grows the scratch buffer to n bytes; NULL on out of memory. */
+char *store__scratch(struct store *st, size_t n);
+
+/* Prunes the decision log and completed journal entries by the retention settings (inside the
+ * current transaction). Returns the SQLite result. */
+int store__prune(struct store *st);
+
+#endif

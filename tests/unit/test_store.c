@@ -1,0 +1,1202 @@
+/* tests/unit/test_store.c: the SQLite store: create and reopen, migrations (a hand-made v0
+ * database, a too-new one, a foreign one), corrupt and truncated files (refused, bytes
+ * untouched), read-only files (really unwritable: as root the check runs in a child that drops
+ * to uid 65534), a missing file, a full disk (a size cap), the bind journal round trip, decision
+ * log retention, the ledger check and its repair, reservations, configuration, transactions, a
+ * second writer, rows tampered with by another program, and the statements being reused rather
+ * than leaked (with ASan in `make san`).
+ *
+ * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "config/config.h"
+#include "sched/core/cycle.h"
+#include "store/store.h"
+
+struct fx {
+    char dir[64];
+    char db[128];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-store-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    DIR *d = opendir(f->dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char p[512];
+            snprintf(p, sizeof(p), "%s/%s", f->dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static struct store *open_ok(const char *path, unsigned flags, const struct store_opts *o)
+{
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    int err = store_open(path, flags, o, &st, &eb);
+    if (err)
+        fail_msg("store_open %s: %d %s", path, err, eb.msg);
+    return st;
+}
+
+/* Opens expecting `want`; returns the message. */
+static void open_fails(const char *path, unsigned flags, int want, const char *needle,
+                       const char *needle2)
+{
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    int err = store_open(path, flags, NULL, &st, &eb);
+    if (err != want)
+        fail_msg("store_open %s: got %d (%s), want %d", path, err, eb.msg, want);
+    assert_null(st);
+    if (!strstr(eb.msg, path))
+        fail_msg("message does not name the path: %s", eb.msg);
+    if (needle && !strstr(eb.msg, needle))
+        fail_msg("message lacks \"%s\": %s", needle, eb.msg);
+    if (needle2 && !strstr(eb.msg, needle2))
+        fail_msg("message lacks \"%s\": %s", needle2, eb.msg);
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return b;
+}
+
+static void spit(const char *path, const unsigned char *b, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(b, 1, n, fp), n);
+    fclose(fp);
+}
+
+static void same_bytes(const unsigned char *a, size_t na, const char *path)
+{
+    size_t nb;
+    unsigned char *b = slurp(path, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(b);
+}
+
+/* Runs SQL on the file with a plain connection (to build or damage databases by hand). */
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static int64_t raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    return v;
+}
+
+static struct store_job job(const char *gang, const char *queue, int64_t gpus,
+                            enum store_job_state state)
+{
+    struct store_job j = {
+        gang, 7, queue, NULL, gpus, state, 1000, STORE_NO_TIME, STORE_NO_TIME, STORE_NO_TIME, 0, 0};
+    if (state == STORE_JOB_ADMITTED || state == STORE_JOB_RUNNING) {
+        j.flavor = "default";
+        j.admit_ms = 2000;
+    }
+    if (state == STORE_JOB_RUNNING)
+        j.start_ms = 2500;
+    return j;
+}
+
+/* Places a whole gang: intent + bound for n pods of `per` GPUs each on node-<i>. */
+static void place(struct store *st, const char *gang, uint32_t n, uint32_t per, int64_t cycle)
+{
+    struct sched_errbuf eb = {{0}};
+    struct store_pod pods[8];
+    char names[8][32], nodes[8][32];
+    assert_true(n <= 8);
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s-%u", gang, i);
+        snprintf(nodes[i], sizeof(nodes[i]), "node-%u", i);
+        pods[i] = (struct store_pod){i, names[i], nodes[i], (1u << per) - 1};
+    }
+    if (store_journal_intent(st, gang, cycle, cycle * 10, pods, n, &eb))
+        fail_msg("%s", eb.msg);
+    uint32_t done = 0;
+    if (store_journal_done(st, gang, STORE_ALL_PODS, STORE_BIND_BOUND, cycle * 10 + 1, &done, &eb))
+        fail_msg("%s", eb.msg);
+    assert_int_equal(done, n);
+}
+
+static int count_fn(void *ctx, const struct store_placement *p)
+{
+    (void)p;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int n_placed(struct store *st)
+{
+    int n = 0;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_placement_list(st, count_fn, &n, &eb), 0);
+    return n;
+}
+
+/* store_verify into a string. */
+static int verify_text(struct store *st, char **text)
+{
+    size_t len = 0;
+    FILE *m = open_memstream(text, &len);
+    assert_non_null(m);
+    struct sched_errbuf eb = {{0}};
+    int r = store_verify(st, m, &eb);
+    fclose(m);
+    if (r < 0)
+        fail_msg("store_verify: %s", eb.msg);
+    return r;
+}
+
+/* ---- create, reopen, missing ---------------------------------------------------------------- */
+
+struct res_seen {
+    int n;
+    int64_t id;
+    char gang[32];
+    char nodes[64];
+    enum store_res_kind kind;
+    int64_t expires_ms, expected_start_ms;
+};
+
+static int res_fn(void *ctx, const struct store_reservation *r)
+{
+    struct res_seen *s = ctx;
+    s->n++;
+    s->id = r->id;
+    s->kind = r->kind;
+    s->expires_ms = r->expires_ms;
+    s->expected_start_ms = r->expected_start_ms;
+    snprintf(s->gang, sizeof(s->gang), "%s", r->gang);
+    s->nodes[0] = '\0';
+    for (uint32_t i = 0; i < r->n_nodes; i++) {
+        strncat(s->nodes, r->nodes[i], sizeof(s->nodes) - strlen(s->nodes) - 2);
+        strcat(s->nodes, ",");
+    }
+    return 0;
+}
+
+static void test_create_and_reopen(void **state)
+{
+    struct fx *f = *state;
+    struct sched_errbuf eb = {{0}};
+    struct store_opts o;
+    store_opts_default(&o);
+    o.writer_id = "sched-0";
+    struct store *st = open_ok(f->db, STORE_CREATE, &o);
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
+    assert_string_equal(store_path(st), f->db);
+    assert_int_equal(store_begin(st, &eb), 0);
+    struct store_job j = job("ns/train-1", "team-a", 16, STORE_JOB_RUNNING);
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    place(st, "ns/train-1", 2, 8, 1);
+    assert_int_equal(store_ledger_add(st, "team-a", "default", STORE_GPU, 16, &eb), 0);
+    assert_int_equal(store_ledger_add(st, "team-a", "default", "cpu", 64000, &eb), 0);
+    assert_int_equal(store_history_put(st, "team-a", 0.25, 3000, &eb), 0);
+    const char *held[] = {"node-3", "node-1"};
+    struct store_reservation r = {0,    STORE_RES_STARVATION, "ns/big", held, 2, 4000,
+                                  9000, STORE_NO_TIME};
+    int64_t rid = 0;
+    assert_int_equal(store_reservation_put(st, &r, &rid, &eb), 0);
+    assert_true(rid > 0);
+    struct store_decision d = {0, 1, 10, "ns/big", SCHED_WHY_RESOURCES, "needs 64 GPUs"};
+    assert_int_equal(store_decision_add(st, &d, &eb), 0);
+    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0};
+    assert_int_equal(store_preemption_add(st, &p, &eb), 0);
+    assert_int_equal(store_meta_put_i64(st, "sim_now_ms", 123456, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    assert_int_equal(store_commit_seq(st), 1);
+    store_close(st);
+
+    st = open_ok(f->db, 0, NULL);
+    assert_int_equal(store_commit_seq(st), 1);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "writer", &v, &eb), 0);
+    assert_true(strncmp(v, "pid:", 4) == 0); /* default writer id of this open */
+    assert_int_equal(store_meta_get(st, "created_at", &v, &eb), 0);
+    assert_int_equal(strlen(v), 20);
+    int64_t now = 0;
+    assert_int_equal(store_meta_get_i64(st, "sim_now_ms", &now, &eb), 0);
+    assert_int_equal(now, 123456);
+    assert_int_equal(store_meta_get(st, "nope", &v, &eb), SCHED_ENOENT);
+
+    struct store_job got;
+    assert_int_equal(store_job_get(st, "ns/train-1", &got, &eb), 0);
+    assert_string_equal(got.gang, "ns/train-1");
+    assert_string_equal(got.queue, "team-a");
+    assert_string_equal(got.flavor, "default");
+    assert_int_equal(got.gang_id, 7);
+    assert_int_equal(got.gpus, 16);
+    assert_int_equal(got.state, STORE_JOB_RUNNING);
+    assert_int_equal(got.admit_ms, 2000);
+    assert_int_equal(got.start_ms, 2500);
+    assert_true(got.finish_ms == STORE_NO_TIME);
+    assert_int_equal(store_job_get(st, "ns/none", &got, &eb), SCHED_ENOENT);
+
+    int64_t amount = -1;
+    assert_int_equal(store_ledger_get(st, "team-a", "default", STORE_GPU, &amount, &eb), 0);
+    assert_int_equal(amount, 16);
+    assert_int_equal(store_ledger_get(st, "team-b", "default", STORE_GPU, &amount, &eb), 0);
+    assert_int_equal(amount, 0);
+    double share = 0;
+    int64_t upd = 0;
+    assert_int_equal(store_history_get(st, "team-a", &share, &upd, &eb), 0);
+    assert_true(share == 0.25);
+    assert_int_equal(upd, 3000);
+    assert_int_equal(store_history_get(st, "team-z", &share, &upd, &eb), SCHED_ENOENT);
+
+    struct res_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_reservation_list(st, res_fn, &seen, &eb), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.id, rid);
+    assert_int_equal(seen.kind, STORE_RES_STARVATION);
+    assert_string_equal(seen.gang, "ns/big");
+    assert_string_equal(seen.nodes, "node-3,node-1,"); /* the caller's order */
+    assert_int_equal(seen.expires_ms, 9000);
+    assert_true(seen.expected_start_ms == STORE_NO_TIME);
+    assert_int_equal(n_placed(st), 2);
+    int64_t nd = 0;
+    assert_int_equal(store_decision_count(st, &nd, &eb), 0);
+    assert_int_equal(nd, 1);
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    store_close(st);
+
+    /* the file really is WAL mode, ours, version 1 */
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_int(f->db, "PRAGMA application_id"), STORE_APP_ID);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM pragma_journal_mode WHERE "
+                                    "journal_mode = 'wal'"),
+                     1);
+}
+
+static void test_missing_file(void **state)
+{
+    struct fx *f = *state;
+    open_fails(f->db, 0, SCHED_ENOENT, "does not exist", NULL);
+    open_fails(f->db, STORE_READONLY, SCHED_ENOENT, "does not exist", NULL);
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), -1); /* nothing created */
+    /* an empty file is not a store either, unless creating */
+    spit(f->db, (const unsigned char *)"", 0);
+    open_fails(f->db, 0, SCHED_ENOENT, "empty", NULL);
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    store_close(st);
+    /* a directory in place of the file */
+    open_fails(f->dir, 0, SCHED_EIO, "not a regular file", NULL);
+    /* a missing directory */
+    char deep[200];
+    snprintf(deep, sizeof(deep), "%s/no/such/dir.db", f->dir);
+    open_fails(deep, STORE_CREATE, SCHED_EIO, "cannot open", NULL);
+    /* bad flags */
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, STORE_READONLY | STORE_CREATE, NULL, &st, &eb),
+                     SCHED_EINVAL);
+}
+
+/* ---- migrations ---------------------------------------------------------------------------- */
+
+static void test_migrate_v0(void **state)
+{
+    struct fx *f = *state;
+    /* v0 by hand: a valid, empty SQLite database (user_version 0, no tables) */
+    raw_sql(f->db, "PRAGMA user_version = 0; CREATE TABLE t(x); DROP TABLE t;");
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 0);
+    /* a reader cannot migrate */
+    open_fails(f->db, STORE_READONLY, SCHED_EIO, "needs migrating", NULL);
+    struct store *st = open_ok(f->db, 0, NULL);
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
+    struct sched_errbuf eb = {{0}};
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "created_at", &v, &eb), 0);
+    struct store_job j = job("g", "q", 1, STORE_JOB_PENDING);
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    /* and now a reader opens it */
+    st = open_ok(f->db, STORE_READONLY, NULL);
+    store_close(st);
+}
+
+static void test_newer_version_refused(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    store_close(st);
+    raw_sql(f->db, "PRAGMA user_version = 999;");
+    size_t n;
+    unsigned char *before = slurp(f->db, &n);
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (1)");
+    open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
+    same_bytes(before, n, f->db);
+    free(before);
+}
+
+static void test_foreign_database_refused(void **state)
+{
+    struct fx *f = *state;
+    /* someone else's SQLite file: user_version 0 with tables */
+    raw_sql(f->db, "CREATE TABLE jobs(x); INSERT INTO jobs VALUES (42);");
+    size_t n;
+    unsigned char *before = slurp(f->db, &n);
+    open_fails(f->db, STORE_CREATE, SCHED_EIO, "not a gangsched store", NULL);
+    same_bytes(before, n, f->db);
+    free(before);
+    /* versioned, but another application's */
+    raw_sql(f->db, "PRAGMA user_version = 1; PRAGMA application_id = 7;");
+    before = slurp(f->db, &n);
+    open_fails(f->db, 0, SCHED_EIO, "not a gangsched store", "application_id");
+    same_bytes(before, n, f->db);
+    free(before);
+}
+
+/* ---- corrupt files -------------------------------------------------------------------------- */
+
+static void test_corrupt_garbage(void **state)
+{
+    struct fx *f = *state;
+    unsigned char junk[8192];
+    srand(7);
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (unsigned char)rand();
+    spit(f->db, junk, sizeof(junk));
+    open_fails(f->db, 0, SCHED_EIO, "corrupt database", "file is not a database");
+    open_fails(f->db, STORE_CREATE, SCHED_EIO, "--rebuild-store", NULL);
+    open_fails(f->db, STORE_READONLY, SCHED_EIO, "corrupt database", NULL);
+    same_bytes(junk, sizeof(junk), f->db);
+    /* an SQLite header on garbage gets past the probe, then SQLite itself refuses */
+    memcpy(junk, "SQLite format 3", 16);
+    spit(f->db, junk, sizeof(junk));
+    open_fails(f->db, 0, SCHED_EIO, "corrupt database", NULL);
+    same_bytes(junk, sizeof(junk), f->db);
+    /* a store's store check says so too, with exit code 2 */
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(store_check_main(f->db, devnull), 2);
+    fclose(devnull);
+}
+
+/* A real store with enough rows for several pages per table. */
+static void fill(const char *path)
+{
+    struct store *st = open_ok(path, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_begin(st, &eb), 0);
+    for (int i = 0; i < 400; i++) {
+        char gang[32], reason[128];
+        snprintf(gang, sizeof(gang), "ns/job-%04d", i);
+        snprintf(reason, sizeof(reason), "needs %d nvidia.com/gpu per pod; 0/64 nodes fit", i);
+        struct store_job j = job(gang, "q", i % 9, STORE_JOB_PENDING);
+        assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+        struct store_decision d = {0, i / 10, i, gang, SCHED_WHY_RESOURCES, reason};
+        assert_int_equal(store_decision_add(st, &d, &eb), 0);
+    }
+    assert_int_equal(store_commit(st, &eb), 0);
+    store_close(st); /* checkpoints: everything is in the main file */
+}
+
+static void test_corrupt_pages(void **state)
+{
+    struct fx *f = *state;
+    fill(f->db);
+    size_t n;
+    unsigned char *b = slurp(f->db, &n);
+    assert_true(n >= 8 * 4096);
+    /* damage: overwrite the middle of the file (b-tree pages) with a pattern */
+    for (size_t i = n / 2 - 4096; i < n / 2 + 4096; i++)
+        b[i] = 0x5a;
+    /* and a b-tree page header of page 3 */
+    memset(b + 2 * 4096, 0xff, 16);
+    spit(f->db, b, n);
+    open_fails(f->db, 0, SCHED_EIO, "corrupt database", "(use --rebuild-store)");
+    open_fails(f->db, STORE_READONLY, SCHED_EIO, "corrupt database", NULL);
+    same_bytes(b, n, f->db);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(store_check_main(f->db, devnull), 2);
+    fclose(devnull);
+    same_bytes(b, n, f->db);
+    free(b);
+}
+
+static void test_truncated(void **state)
+{
+    struct fx *f = *state;
+    fill(f->db);
+    size_t n;
+    unsigned char *b = slurp(f->db, &n);
+    size_t cut = n / 3 + 100; /* mid-page */
+    spit(f->db, b, cut);
+    open_fails(f->db, 0, SCHED_EIO, "corrupt database", NULL);
+    same_bytes(b, cut, f->db);
+    free(b);
+}
+
+/* ---- read-only ------------------------------------------------------------------------------ */
+
+/* The checks of a database whose file this process cannot write. Returns 0, or the line of the
+ * first failed check (run in a child: no cmocka asserts there). */
+static int unwritable_checks(const char *path)
+{
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    if (store_open(path, 0, NULL, &st, &eb) != SCHED_EIO || st)
+        return __LINE__;
+    if (!strstr(eb.msg, "database is read-only") || !strstr(eb.msg, path))
+        return __LINE__;
+    if (store_open(path, STORE_READONLY, NULL, &st, &eb) != 0) {
+        fprintf(stderr, "read-only open: %s\n", eb.msg);
+        return __LINE__;
+    }
+    struct store_job j;
+    int r = 0;
+    if (store_job_get(st, "ns/job-0001", &j, &eb) != 0 || j.gpus != 1)
+        r = __LINE__;
+    else if (store_meta_put(st, "k", "v", &eb) != SCHED_EIO ||
+             !strstr(eb.msg, "database is read-only"))
+        r = __LINE__;
+    store_close(st);
+    return r;
+}
+
+static void test_readonly_file(void **state)
+{
+    struct fx *f = *state;
+    fill(f->db);
+    assert_int_equal(chmod(f->db, 0444), 0);
+    if (geteuid() != 0) {
+        assert_int_equal(unwritable_checks(f->db), 0);
+        return;
+    }
+    /* root writes any file whatever its mode: check as an unprivileged user instead, who can
+     * read the directory but not write it or the file (so SQLite cannot create PATH-shm
+     * either: the read-only open must work without it). */
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(77);
+        _exit(unwritable_checks(f->db) ? 1 : 0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip(); /* no permission to drop privileges in this container */
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_readonly_open(void **state)
+{
+    struct fx *f = *state;
+    fill(f->db);
+    size_t n;
+    unsigned char *before = slurp(f->db, &n);
+    struct store *st = open_ok(f->db, STORE_READONLY, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j;
+    assert_int_equal(store_job_get(st, "ns/job-0003", &j, &eb), 0);
+    assert_int_equal(j.gpus, 3);
+    assert_int_equal(store_ledger_add(st, "q", "default", STORE_GPU, 1, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "database is read-only"));
+    assert_non_null(strstr(eb.msg, f->db));
+    assert_int_equal(store_begin(st, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "read-only"));
+    /* still usable for reading */
+    assert_int_equal(store_job_get(st, "ns/job-0004", &j, &eb), 0);
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    store_close(st);
+    same_bytes(before, n, f->db);
+    free(before);
+}
+
+/* ---- full disk ------------------------------------------------------------------------------ */
+
+static void test_full_disk(void **state)
+{
+    struct fx *f = *state;
+    fill(f->db);
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), 0);
+    struct store_opts o;
+    store_opts_default(&o);
+    o.max_bytes = sb.st_size + 4 * 4096; /* four pages of room */
+    struct store *st = open_ok(f->db, 0, &o);
+    struct sched_errbuf eb = {{0}};
+    int64_t before = 0;
+    assert_int_equal(store_decision_count(st, &before, &eb), 0);
+
+    /* a cycle that does not fit */
+    assert_int_equal(store_begin(st, &eb), 0);
+    char reason[512];
+    memset(reason, 'x', sizeof(reason) - 1);
+    reason[sizeof(reason) - 1] = '\0';
+    int err = 0;
+    for (int i = 0; i < 1000 && !err; i++) {
+        struct store_decision d = {0, 100, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+        err = store_decision_add(st, &d, &eb);
+    }
+    assert_int_equal(err, SCHED_EFULL);
+    assert_non_null(strstr(eb.msg, "disk full writing DB"));
+    assert_non_null(strstr(eb.msg, f->db));
+    /* the transaction is gone: further writes refuse until rollback, commit reports it */
+    assert_int_equal(store_meta_put(st, "k", "v", &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "store_rollback"));
+    assert_int_equal(store_commit(st, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "nothing committed"));
+    store_rollback(st);
+
+    /* the store still works: small writes fit, big ones outside a transaction fail cleanly */
+    assert_int_equal(store_meta_put(st, "after", "full", &eb), 0);
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_ledger_add(st, "q", "default", STORE_GPU, 0, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    struct store_decision many[200];
+    for (int i = 0; i < 200; i++)
+        many[i] = (struct store_decision){0, 101, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+    assert_int_equal(store_decision_add_many(st, many, 200, &eb), SCHED_EFULL);
+    assert_false(store_in_txn(st));
+    int64_t after = 0;
+    assert_int_equal(store_decision_count(st, &after, &eb), 0);
+    assert_int_equal(after, before); /* nothing of the failed cycles persisted */
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    store_close(st);
+
+    st = open_ok(f->db, 0, NULL);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "after", &v, &eb), 0);
+    assert_string_equal(v, "full");
+    assert_int_equal(store_decision_count(st, &after, &eb), 0);
+    assert_int_equal(after, before);
+    store_close(st);
+}
+
+/* ---- bind journal --------------------------------------------------------------------------- */
+
+struct pending_seen {
+    int gangs;
+    int pods;
+    char first[32];
+    uint32_t masks;
+    bool resolve; /* roll back every gang from inside the callback */
+    struct store *st;
+};
+
+static int pending_fn(void *ctx, const struct store_intent *in)
+{
+    struct pending_seen *p = ctx;
+    if (p->gangs++ == 0)
+        snprintf(p->first, sizeof(p->first), "%s", in->gang);
+    p->pods += (int)in->n_pods;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        p->masks |= in->pods[i].gpu_mask;
+        if (i > 0 && in->pods[i].index <= in->pods[i - 1].index)
+            return -100; /* not sorted */
+    }
+    if (p->resolve) {
+        struct sched_errbuf eb = {{0}};
+        uint32_t n = 0;
+        int err = store_journal_done(p->st, in->gang, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, 99,
+                                     &n, &eb);
+        if (err)
+            return err;
+        if (n != in->n_pods)
+            return -101;
+    }
+    return 0;
+}
+
+static void test_journal_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_pod a[3] = {{0, "a-0", "n1", 0x0f}, {1, "a-1", "n1", 0xf0}, {2, "a-2", "n2", 0x3}};
+    struct store_pod b[2] = {{1, "b-1", "n3", 0x100}, {0, "b-0", "n3", 0x200}};
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_journal_intent(st, "a", 5, 50, a, 3, &eb), 0);
+    assert_int_equal(store_journal_intent(st, "b", 5, 50, b, 2, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+
+    /* a crash now: both gangs have open intents; recovery sees them, by gang, pods sorted */
+    store_close(st);
+    st = open_ok(f->db, 0, NULL);
+    struct pending_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_journal_pending(st, pending_fn, &seen, &eb), 0);
+    assert_int_equal(seen.gangs, 2);
+    assert_int_equal(seen.pods, 5);
+    assert_string_equal(seen.first, "a");
+    assert_int_equal(seen.masks, 0x3ff);
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0); /* open intents of the last commit are fine */
+    free(text);
+
+    /* a second intent for an open pod is refused and rolls the cycle back */
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_meta_put(st, "in-cycle", "1", &eb), 0);
+    assert_int_equal(store_journal_intent(st, "a", 6, 60, &a[1], 1, &eb), SCHED_EEXIST);
+    assert_non_null(strstr(eb.msg, "already has an open bind intent"));
+    store_rollback(st);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "in-cycle", &v, &eb), SCHED_ENOENT);
+
+    /* gang a is found bound in the cluster; gang b is rolled back from the callback */
+    uint32_t n = 0;
+    struct store_job ja = job("a", "q", 10, STORE_JOB_RUNNING);
+    assert_int_equal(store_job_upsert(st, &ja, &eb), 0);
+    assert_int_equal(store_journal_done(st, "a", STORE_ALL_PODS, STORE_BIND_BOUND, 70, &n, &eb), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(store_journal_done(st, "a", STORE_ALL_PODS, STORE_BIND_BOUND, 71, &n, &eb), 0);
+    assert_int_equal(n, 0); /* completing twice is harmless */
+    memset(&seen, 0, sizeof(seen));
+    seen.resolve = true;
+    seen.st = st;
+    assert_int_equal(store_journal_pending(st, pending_fn, &seen, &eb), 0);
+    assert_int_equal(seen.gangs, 1);
+    assert_string_equal(seen.first, "b");
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_journal_pending(st, pending_fn, &seen, &eb), 0);
+    assert_int_equal(seen.gangs, 0);
+    assert_int_equal(n_placed(st), 3);
+    assert_int_equal(store_ledger_set(st, "q", "default", STORE_GPU, 10, &eb), 0);
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+
+    /* binding a placed pod again is refused: nothing is bound twice */
+    assert_int_equal(store_journal_intent(st, "a", 8, 80, &a[0], 1, &eb), 0);
+    assert_int_equal(store_journal_done(st, "a", 0, STORE_BIND_BOUND, 81, &n, &eb), SCHED_EEXIST);
+    assert_non_null(strstr(eb.msg, "refusing to bind it twice"));
+    assert_int_equal(store_journal_done(st, "a", 0, STORE_BIND_ROLLED_BACK, 82, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    /* after the job ends its pods are released and may be bound again (a restart) */
+    assert_int_equal(store_placement_release(st, "a", &n, &eb), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(store_journal_intent(st, "a", 9, 90, a, 3, &eb), 0);
+    assert_int_equal(store_journal_done(st, "a", 2, STORE_BIND_BOUND, 91, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(n_placed(st), 1);
+    assert_int_equal(store_journal_done(st, "a", STORE_ALL_PODS, STORE_BIND_BOUND, 92, &n, &eb), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(n_placed(st), 3);
+
+    /* an intent left open past the next cycle commit is a finding */
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_journal_intent(st, "c", 10, 100, &b[0], 1, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    assert_int_equal(verify_text(st, &text), 1);
+    assert_non_null(strstr(text, "bind intent of gang c pod 1"));
+    assert_non_null(strstr(text, "still open"));
+    free(text);
+    assert_int_equal(store_journal_done(st, "c", 1, STORE_BIND_ROLLED_BACK, 110, &n, &eb), 0);
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    store_close(st);
+}
+
+/* ---- decision log retention ----------------------------------------------------------------- */
+
+static int newest_fn(void *ctx, const struct store_decision *d)
+{
+    *(int64_t *)ctx = d->cycle;
+    return 1; /* stop after the first */
+}
+
+static void test_decision_retention(void **state)
+{
+    struct fx *f = *state;
+    struct store_opts o;
+    store_opts_default(&o);
+    o.retain_cycles = 0;
+    o.retain_rows = 100;
+    struct store *st = open_ok(f->db, STORE_CREATE, &o);
+    struct sched_errbuf eb = {{0}};
+    struct store_decision d[50];
+    for (int c = 1; c <= 20; c++) {
+        for (int i = 0; i < 50; i++)
+            d[i] = (struct store_decision){0, c, c * 1000 + i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+        assert_int_equal(store_begin(st, &eb), 0);
+        assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
+        assert_int_equal(store_commit(st, &eb), 0);
+        int64_t n = 0;
+        assert_int_equal(store_decision_count(st, &n, &eb), 0);
+        assert_true(n <= 100);
+    }
+    int64_t n = 0, newest = 0;
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 100);
+    assert_int_equal(store_decision_list(st, NULL, 0, newest_fn, &newest, &eb), 1);
+    assert_int_equal(newest, 20);
+    /* outside a transaction too */
+    for (int i = 0; i < 30; i++) {
+        struct store_decision one = {0, 21, i, "ns/h", SCHED_WHY_BLOCKED, "blocked"};
+        assert_int_equal(store_decision_add(st, &one, &eb), 0);
+    }
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 100);
+    assert_int_equal(store_decision_list(st, "ns/h", 1, newest_fn, &newest, &eb), 1);
+    assert_int_equal(newest, 21);
+    store_close(st);
+
+    /* by cycles: keep the last 3 cycles */
+    o.retain_cycles = 3;
+    o.retain_rows = 0;
+    st = open_ok(f->db, 0, &o);
+    for (int c = 30; c < 40; c++) {
+        for (int i = 0; i < 50; i++)
+            d[i] = (struct store_decision){0, c, i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+        assert_int_equal(store_begin(st, &eb), 0);
+        assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
+        /* completed bind journal entries are pruned with the same bound */
+        struct store_pod p = {0, "p", "n", 1};
+        char gang[16];
+        snprintf(gang, sizeof(gang), "g%d", c);
+        assert_int_equal(store_journal_intent(st, gang, c, c, &p, 1, &eb), 0);
+        assert_int_equal(
+            store_journal_done(st, gang, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, c, NULL, &eb), 0);
+        assert_int_equal(store_commit(st, &eb), 0);
+    }
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 150);
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "SELECT MIN(cycle) FROM decisions"), 37);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM bind_journal"), 3);
+}
+
+/* ---- ledger check --------------------------------------------------------------------------- */
+
+static void test_ledger_check(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_begin(st, &eb), 0);
+    struct store_job a = job("ns/a", "q1", 8, STORE_JOB_RUNNING);
+    struct store_job b = job("ns/b", "q1", 4, STORE_JOB_ADMITTED);
+    struct store_job c = job("ns/c", "q2", 2, STORE_JOB_RUNNING);
+    struct store_job d = job("ns/d", "q2", 6, STORE_JOB_FINISHED);
+    assert_int_equal(store_job_upsert(st, &a, &eb), 0);
+    assert_int_equal(store_job_upsert(st, &b, &eb), 0);
+    assert_int_equal(store_job_upsert(st, &c, &eb), 0);
+    assert_int_equal(store_job_upsert(st, &d, &eb), 0);
+    place(st, "ns/a", 2, 4, 1);
+    place(st, "ns/c", 1, 2, 1);
+    assert_int_equal(store_ledger_add(st, "q1", "default", STORE_GPU, 12, &eb), 0);
+    assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, 2, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(store_check_main(f->db, devnull), 0);
+
+    /* the ledger drifts */
+    assert_int_equal(store_ledger_add(st, "q1", "default", STORE_GPU, 4, &eb), 0);
+    assert_int_equal(verify_text(st, &text), 1);
+    assert_non_null(strstr(text, "ledger mismatch: queue=q1 flavor=default nvidia.com/gpu: "
+                                 "ledger 16, admitted and running jobs 12"));
+    free(text);
+    assert_int_equal(store_check_main(f->db, devnull), 1);
+    /* a running job whose placed pods hold fewer GPUs, and pods of a finished job */
+    struct store_job c2 = job("ns/c", "q2", 3, STORE_JOB_RUNNING);
+    assert_int_equal(store_job_upsert(st, &c2, &eb), 0);
+    place(st, "ns/d", 1, 1, 2);
+    assert_int_equal(verify_text(st, &text), 1);
+    assert_non_null(strstr(text, "running job ns/c: 3 GPUs, but its 1 placed pods hold 2"));
+    assert_non_null(strstr(text, "1 placed pods of job ns/d, which is finished"));
+    assert_non_null(strstr(text, "ledger mismatch: queue=q2"));
+    free(text);
+    assert_int_equal(store_job_upsert(st, &c, &eb), 0);
+    assert_int_equal(store_placement_release(st, "ns/d", NULL, &eb), 0);
+
+    /* recovery: the driver computes what is placed and the store takes it */
+    struct store_ledger_row actual[] = {{"q1", "default", STORE_GPU, 12},
+                                        {"q2", "default", STORE_GPU, 2}};
+    uint32_t diff = 0;
+    assert_int_equal(store_ledger_add(st, "q3", "default", STORE_GPU, 5, &eb), 0);
+    assert_int_equal(store_ledger_reconcile(st, actual, 2, &diff, &eb), 0);
+    assert_int_equal(diff, 2); /* q1 16 -> 12, q3 5 -> 0 */
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    assert_int_equal(store_ledger_reconcile(st, actual, 2, &diff, &eb), 0);
+    assert_int_equal(diff, 0);
+
+    /* a ledger never goes negative: the write fails, nothing changes */
+    assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, -3, &eb), SCHED_ERANGE);
+    assert_non_null(strstr(eb.msg, "below 0"));
+    int64_t amount = 0;
+    assert_int_equal(store_ledger_get(st, "q2", "default", STORE_GPU, &amount, &eb), 0);
+    assert_int_equal(amount, 2);
+    assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, INT64_MAX, &eb),
+                     SCHED_ERANGE);
+    assert_int_equal(store_check_main(f->db, devnull), 0);
+    fclose(devnull);
+    store_close(st);
+}
+
+/* ---- reservations, configuration, transactions ---------------------------------------------- */
+
+static void test_reservations(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    const char *n1[] = {"a", "b"}, *n2[] = {"c"};
+    struct store_reservation s = {0, STORE_RES_STARVATION, "g1", n1, 2, 10, STORE_NO_TIME, 500};
+    struct store_reservation p = {0, STORE_RES_PREEMPTOR, "g2", n2, 1, 10, 100, STORE_NO_TIME};
+    struct store_reservation op = {0, STORE_RES_OPERATOR, "maint", n2, 1, 10, 50, STORE_NO_TIME};
+    int64_t id1 = 0, id2 = 0, id3 = 0;
+    assert_int_equal(store_reservation_put(st, &s, &id1, &eb), 0);
+    assert_int_equal(store_reservation_put(st, &p, &id2, &eb), 0);
+    assert_int_equal(store_reservation_put(st, &op, &id3, &eb), 0);
+    assert_true(id1 < id2 && id2 < id3);
+    /* replace reservation 1: its nodes are replaced too */
+    s.id = id1;
+    s.nodes = n2;
+    s.n_nodes = 1;
+    int64_t again = 0;
+    assert_int_equal(store_reservation_put(st, &s, &again, &eb), 0);
+    assert_int_equal(again, id1);
+    uint32_t n = 0;
+    assert_int_equal(store_reservation_expire(st, 60, &n, &eb), 0);
+    assert_int_equal(n, 1); /* the operator hold ended at 50 */
+    struct res_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_reservation_list(st, res_fn, &seen, &eb), 0);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(store_reservation_delete_kind(st, STORE_RES_STARVATION, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_reservation_delete(st, id2, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_reservation_delete(st, id2, &n, &eb), 0);
+    assert_int_equal(n, 0);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_reservation_list(st, res_fn, &seen, &eb), 0);
+    assert_int_equal(seen.n, 0);
+    /* the node rows went with them (foreign key cascade) */
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM reservation_nodes"), 0);
+    assert_string_equal(store_res_kind_name(STORE_RES_OPERATOR), "operator");
+}
+
+struct queue_seen {
+    int n;
+    char text[256];
+};
+
+static int queue_fn(void *ctx, const struct store_queue *q)
+{
+    struct queue_seen *s = ctx;
+    s->n++;
+    size_t at = strlen(s->text);
+    snprintf(s->text + at, sizeof(s->text) - at, "%s/%s/%g/%d:", q->name,
+             q->cohort ? q->cohort : "-", q->weight, q->priority);
+    for (uint32_t i = 0; i < q->n_quotas; i++) {
+        at = strlen(s->text);
+        snprintf(s->text + at, sizeof(s->text) - at, "%s.%s=%lld,%lld;", q->quotas[i].flavor,
+                 q->quotas[i].resource, (long long)q->quotas[i].nominal,
+                 q->quotas[i].borrowing_limit == STORE_NO_LIMIT
+                     ? -1LL
+                     : (long long)q->quotas[i].borrowing_limit);
+    }
+    return 0;
+}
+
+static void test_config_and_queues(void **state)
+{
+    struct fx *f = *state;
+    static const char yaml[] = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+                               "cohorts:\n  - name: co\nqueues:\n"
+                               "  - name: a\n    cohort: co\n    weight: 2\n    priority: 5\n"
+                               "    quota:\n      default:\n"
+                               "        nvidia.com/gpu: {nominal: 9, borrowingLimit: 1}\n"
+                               "  - name: b\n    quota:\n      default:\n"
+                               "        nvidia.com/gpu: 12\n";
+    struct config *cfg = NULL;
+    struct sched_errbuf eb = {{0}};
+    if (config_load_buffer("test.yaml", yaml, strlen(yaml), &cfg, &eb) != 0)
+        fail_msg("config: %s", eb.msg);
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct store_quota extra = {"default", "cpu", 1000, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_queue old = {"gone", NULL, 1, 0, &extra, 1};
+    assert_int_equal(store_queue_put(st, &old, &eb), 0);
+    assert_int_equal(store_config_apply(st, cfg, yaml, strlen(yaml), &eb), 0);
+    struct queue_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_queue_list(st, queue_fn, &seen, &eb), 0);
+    assert_int_equal(seen.n, 2); /* "gone" was replaced */
+    assert_string_equal(seen.text, "a/co/2/5:default.nvidia.com/gpu=9,1;"
+                                   "b/-/1/0:default.nvidia.com/gpu=12,-1;");
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "config_text", &v, &eb), 0);
+    assert_string_equal(v, yaml);
+    assert_int_equal(store_meta_get(st, "config_version", &v, &eb), 0);
+    char want[32];
+    snprintf(want, sizeof(want), "%016llx", (unsigned long long)cfg->version);
+    assert_string_equal(v, want);
+    struct store_queue bad = {"w", NULL, 0, 0, NULL, 0};
+    assert_int_equal(store_queue_put(st, &bad, &eb), SCHED_EINVAL);
+    assert_int_equal(store_queue_delete(st, "b", &eb), 0);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_queue_list(st, queue_fn, &seen, &eb), 0);
+    assert_int_equal(seen.n, 1);
+    store_close(st);
+    config_free(cfg);
+}
+
+static void test_transactions(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_commit(st, &eb), SCHED_EINVAL);
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_true(store_in_txn(st));
+    assert_int_equal(store_begin(st, &eb), SCHED_EINVAL);
+    assert_int_equal(store_meta_put(st, "k", "rolled back", &eb), 0);
+    store_rollback(st);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, "k", &v, &eb), SCHED_ENOENT);
+    store_rollback(st); /* no-op */
+    /* a job that holds resources must name its flavor (caught before writing) */
+    struct store_job j = job("x", "q", 1, STORE_JOB_RUNNING);
+    j.flavor = NULL;
+    assert_int_equal(store_job_upsert(st, &j, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "names no flavor"));
+    /* close with an open transaction: rolled back, not committed */
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_meta_put(st, "k", "lost", &eb), 0);
+    store_close(st);
+    st = open_ok(f->db, 0, NULL);
+    assert_int_equal(store_meta_get(st, "k", &v, &eb), SCHED_ENOENT);
+    assert_int_equal(store_commit_seq(st), 0);
+    store_close(st);
+    store_close(NULL);
+}
+
+/* Rows are validated when read, never asserted on: a row that bypassed the CHECK constraints
+ * (written by another program) is reported as corruption, and so is the file at the next open. */
+static void test_tampered_rows(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = job("ns/t", "q", 2, STORE_JOB_PENDING);
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    place(st, "ns/t", 1, 2, 1);
+    raw_sql(f->db, "PRAGMA ignore_check_constraints = ON;"
+                   "UPDATE jobs SET state = 'zombie' WHERE gang = 'ns/t';"
+                   "UPDATE placements SET gpu_mask = -5;");
+    struct store_job got;
+    assert_int_equal(store_job_get(st, "ns/t", &got, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "corrupt database"));
+    assert_non_null(strstr(eb.msg, "ns/t"));
+    assert_int_equal(store_placement_list(st, count_fn, &(int){0}, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "placements"));
+    store_close(st);
+    open_fails(f->db, 0, SCHED_EIO, "corrupt database", "quick_check");
+}
+
+/* Only the leader writes: a second writer waits for the lock, then gets a clear error. */
+static void test_second_writer_locked(void **state)
+{
+    struct fx *f = *state;
+    struct store *leader = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_begin(leader, &eb), 0);
+    assert_int_equal(store_meta_put(leader, "k", "leader", &eb), 0);
+    struct store_opts o;
+    store_opts_default(&o);
+    o.busy_timeout_ms = 50;
+    struct store *other = NULL;
+    assert_int_equal(store_open(f->db, 0, &o, &other, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "locked by another writer"));
+    assert_non_null(strstr(eb.msg, f->db));
+    /* a reader is never blocked, and sees the last commit */
+    struct store *reader = open_ok(f->db, STORE_READONLY, NULL);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(reader, "k", &v, &eb), SCHED_ENOENT);
+    assert_int_equal(store_commit(leader, &eb), 0);
+    assert_int_equal(store_meta_get(reader, "k", &v, &eb), 0);
+    assert_string_equal(v, "leader");
+    store_close(reader);
+    store_close(leader);
+}
+
+/* ---- statements are reused ------------------------------------------------------------------ */
+
+static void test_statements_reused(void **state)
+{
+    struct fx *f = *state;
+    sqlite3_int64 base = sqlite3_memory_used();
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    sqlite3_int64 opened = sqlite3_memory_used();
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(store_begin(st, &eb), 0);
+        for (int i = 0; i < 300; i++) {
+            char gang[32];
+            snprintf(gang, sizeof(gang), "g%d", i);
+            struct store_job j = job(gang, "q", i % 4, STORE_JOB_PENDING);
+            j.restarts = (uint32_t)round;
+            assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+            struct store_job got;
+            assert_int_equal(store_job_get(st, gang, &got, &eb), 0);
+            assert_int_equal(got.restarts, round);
+            int64_t amount;
+            assert_int_equal(store_ledger_get(st, "q", "default", STORE_GPU, &amount, &eb), 0);
+            /* errors reset the statement too */
+            assert_int_equal(store_job_get(st, "missing", &got, &eb), SCHED_ENOENT);
+        }
+        assert_int_equal(store_commit(st, &eb), 0);
+    }
+    /* the connection's memory does not grow with use beyond the page cache */
+    sqlite3_int64 used = sqlite3_memory_used();
+    assert_true(used - opened < 4 * 1024 * 1024);
+    store_close(st);
+    assert_int_equal(sqlite3_memory_used(), base); /* everything finalized and freed */
+}
+
+/* ---- a large cycle -------------------------------------------------------------------------- */
+
+/* A cycle of 10,000 decisions persists in one transaction and reads back whole (its speed is
+ * measured by make bench, not here). */
+static void test_cycle_of_10000_decisions(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    enum { N = 10000 };
+    struct store_decision *d = calloc(N, sizeof(*d));
+    char(*gangs)[24] = calloc(N, sizeof(*gangs));
+    assert_non_null(d);
+    assert_non_null(gangs);
+    for (int i = 0; i < N; i++) {
+        snprintf(gangs[i], sizeof(gangs[i]), "ns/job-%05d", i);
+        d[i] = (struct store_decision){0,
+                                       1,
+                                       1000,
+                                       gangs[i],
+                                       SCHED_WHY_RESOURCES,
+                                       "needs 8 nvidia.com/gpu per pod x 2 pods; 0/64 nodes fit: "
+                                       "60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"};
+    }
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_decision_add_many(st, d, N, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    int64_t n = 0;
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, N);
+    free(gangs);
+    free(d);
+    store_close(st);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_create_and_reopen),
+        T(test_missing_file),
+        T(test_migrate_v0),
+        T(test_newer_version_refused),
+        T(test_foreign_database_refused),
+        T(test_corrupt_garbage),
+        T(test_corrupt_pages),
+        T(test_truncated),
+        T(test_readonly_file),
+        T(test_readonly_open),
+        T(test_full_disk),
+        T(test_journal_round_trip),
+        T(test_decision_retention),
+        T(test_ledger_check),
+        T(test_reservations),
+        T(test_config_and_queues),
+        T(test_transactions),
+        T(test_second_writer_locked),
+        T(test_tampered_rows),
+        T(test_statements_reused),
+        T(test_cycle_of_10000_decisions),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
