@@ -44,6 +44,8 @@
 #define CONFIG_NAME_MAX        253
 #define CONFIG_MAX_LEVELS      (TOPO_MAX_LEVELS - 1)
 
+#define CONFIG_MAX_DEPTH       32 /* nesting of YAML collections (the schema needs 7) */
+
 #define PATH_DEPTH 8  /* key path segments kept for messages */
 #define QUOTE_MAX  64 /* visible characters of user text quoted in a message */
 #define KEY_CAP    80 /* bytes of a key kept by the pre-scan */
@@ -456,6 +458,11 @@ static int prescan(struct ctx *x)
         case YAML_MAPPING_START_EVENT:
             if (top)
                 pframe_node_start(top);
+            if (depth >= CONFIG_MAX_DEPTH) {
+                /* also keeps libyaml's scanner, quadratic in flow nesting, fast */
+                rc = fail(x, &ev.start_mark, "nesting deeper than %d levels", CONFIG_MAX_DEPTH);
+                break;
+            }
             if (depth < PATH_DEPTH) {
                 struct pframe *f = &fr[depth];
                 f->is_map = ev.type == YAML_MAPPING_START_EVENT;
@@ -676,7 +683,7 @@ static int get_number(struct ctx *x, const yaml_node_t *n, double lo, bool lo_op
     if (!isfinite(v) || errno == ERANGE)
         return fail(x, &n->start_mark, "number %.40s is out of range", sval(n));
     if (v < lo || (lo_open && v == lo) || v > hi)
-        return fail(x, &n->start_mark, "must be %s %g and <= %g, got %.40s", lo_open ? ">" : ">=",
+        return fail(x, &n->start_mark, "must be %s %.15g and <= %.15g, got %.40s", lo_open ? ">" : ">=",
                     lo, hi, sval(n));
     *out = v;
     return 0;
@@ -1766,9 +1773,9 @@ static int build_quotas(struct ctx *x)
         if (used > CONFIG_MAX_QUOTA_CELLS) {
             path_set(x, o->is_queue ? "queues" : "cohorts", (long)o->idx, "quota");
             return fail(x, &o->quota_mark,
-                        "too many quotas: %u flavors x %d resources for this many queues and "
-                        "cohorts exceeds the limit of %zu quota cells",
-                        c->n_flavors, RES_MAX, (size_t)CONFIG_MAX_QUOTA_CELLS);
+                        "too many quotas: %zu quota tables of %u flavors x %d resources exceed "
+                        "the limit of %zu cells; use fewer flavors or fewer queues with a quota",
+                        used / cells, c->n_flavors, RES_MAX, (size_t)CONFIG_MAX_QUOTA_CELLS);
         }
         o->set->quota = pool_array(x->pool, cells, sizeof(*o->set->quota));
         o->set->has = pool_array(x->pool, cells, sizeof(*o->set->has));
@@ -1866,7 +1873,8 @@ static int load_root(struct ctx *x, yaml_node_t *root)
                     "the document must be a mapping with apiVersion and kind, got %s",
                     describe(root, d, sizeof(d)));
     }
-    int rc = check_map(x, root, keys);
+    /* the header first, so that a file of another kind is named as such */
+    int rc = check_map(x, root, NULL);
     if (rc)
         return rc;
     static const struct {
@@ -1892,6 +1900,9 @@ static int load_root(struct ctx *x, yaml_node_t *root)
         if (rc)
             return rc;
     }
+    rc = check_map(x, root, keys);
+    if (rc)
+        return rc;
     yaml_node_t *v;
     if ((v = map_opt(x, root, "topology")) != NULL) {
         path_push(x, "topology");
