@@ -44,13 +44,14 @@
 #define CONFIG_NAME_MAX        253
 #define CONFIG_MAX_LEVELS      (TOPO_MAX_LEVELS - 1)
 
-#define CONFIG_MAX_DEPTH       32 /* nesting of YAML collections (the schema needs 7) */
+#define CONFIG_MAX_DEPTH 32 /* nesting of YAML collections (the schema needs 7) */
 
 #define PATH_DEPTH 8  /* key path segments kept for messages */
 #define QUOTE_MAX  64 /* visible characters of user text quoted in a message */
 #define KEY_CAP    80 /* bytes of a key kept by the pre-scan */
 
-/* ---- memory pool ------------------------------------------------------------------------------ */
+/* ---- memory pool ------------------------------------------------------------------------------
+ */
 
 struct pool_chunk {
     struct pool_chunk *next;
@@ -142,7 +143,8 @@ static char *pool_strndup(struct config_pool *p, const char *s, size_t len)
     return d;
 }
 
-/* ---- text helpers ----------------------------------------------------------------------------- */
+/* ---- text helpers -----------------------------------------------------------------------------
+ */
 
 struct sbuf {
     char *p;
@@ -192,7 +194,8 @@ static const char *esc(const char *s, size_t len, char *buf, size_t cap)
 
 #define ESC_CAP (QUOTE_MAX * 4 + 8)
 
-/* ---- load context and error reporting --------------------------------------------------------- */
+/* ---- load context and error reporting ---------------------------------------------------------
+ */
 
 struct seg {
     const char *key; /* NULL: a sequence index */
@@ -316,8 +319,8 @@ static void format_path(const struct ctx *x, char *buf, size_t cap)
         sb_printf(&b, "...");
 }
 
-__attribute__((format(printf, 4, 0))) static int fail_v(struct ctx *x, size_t line,
-                                                        size_t column, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int fail_v(struct ctx *x, size_t line, size_t column,
+                                                        const char *fmt, va_list ap)
 {
     char msg[SCHED_ERRBUF], path[256];
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -371,12 +374,13 @@ static int yaml_fail(struct ctx *x, const yaml_parser_t *p)
         line = p->problem_mark.line + 1;
         column = p->problem_mark.column + 1;
     }
-    return sched_fail(x->eb, SCHED_EINVAL, "%s:%zu:%zu: YAML syntax error: %s%s%s%s", x->file,
-                      line, column, p->problem ? p->problem : "unknown problem",
-                      p->context ? " (" : "", p->context ? p->context : "", p->context ? ")" : "");
+    return sched_fail(x->eb, SCHED_EINVAL, "%s:%zu:%zu: YAML syntax error: %s%s%s%s", x->file, line,
+                      column, p->problem ? p->problem : "unknown problem", p->context ? " (" : "",
+                      p->context ? p->context : "", p->context ? ")" : "");
 }
 
-/* ---- pre-scan: syntax, aliases, one document -------------------------------------------------- */
+/* ---- pre-scan: syntax, aliases, one document --------------------------------------------------
+ */
 
 struct pframe {
     bool is_map;
@@ -409,6 +413,22 @@ static void pframe_node_done(struct pframe *f, const yaml_event_t *ev)
     f->want_key = !f->want_key;
 }
 
+/* The key path of the node that just started inside the open frames. */
+static void prescan_path(struct ctx *x, const struct pframe *fr, size_t depth)
+{
+    x->depth = 0;
+    for (size_t i = 0; i < depth && i < PATH_DEPTH; i++) {
+        if (!fr[i].is_map)
+            path_index(x, fr[i].index);
+        else if (!fr[i].want_key)
+            path_key(x, fr[i].key, fr[i].key_len);
+    }
+    if (depth > PATH_DEPTH && x->depth < PATH_DEPTH)
+        path_push(x, "...");
+    else if (depth > PATH_DEPTH)
+        x->depth = PATH_DEPTH + 1;
+}
+
 static int prescan(struct ctx *x)
 {
     yaml_parser_t p;
@@ -435,17 +455,9 @@ static int prescan(struct ctx *x)
                 rc = fail(x, &ev.start_mark, "only one YAML document is allowed");
             break;
         case YAML_ALIAS_EVENT:
-            x->depth = 0;
-            for (size_t i = 0; i < depth && i < PATH_DEPTH; i++) {
-                if (!fr[i].is_map)
-                    path_index(x, fr[i].index + (i + 1 == depth ? 1 : 0));
-                else if (!fr[i].want_key)
-                    path_key(x, fr[i].key, fr[i].key_len);
-            }
-            if (depth > PATH_DEPTH && x->depth < PATH_DEPTH)
-                path_push(x, "...");
-            else if (depth > PATH_DEPTH)
-                x->depth = PATH_DEPTH + 1;
+            if (top)
+                pframe_node_start(top);
+            prescan_path(x, fr, depth);
             rc = fail(x, &ev.start_mark, "aliases are not supported");
             break;
         case YAML_SCALAR_EVENT:
@@ -460,6 +472,7 @@ static int prescan(struct ctx *x)
                 pframe_node_start(top);
             if (depth >= CONFIG_MAX_DEPTH) {
                 /* also keeps libyaml's scanner, quadratic in flow nesting, fast */
+                prescan_path(x, fr, depth);
                 rc = fail(x, &ev.start_mark, "nesting deeper than %d levels", CONFIG_MAX_DEPTH);
                 break;
             }
@@ -490,13 +503,15 @@ static int prescan(struct ctx *x)
     x->depth = 0;
     if (!rc && docs == 0) {
         yaml_mark_t m = {0, 0, 0};
-        rc = fail(x, &m, "empty file: expected a mapping with apiVersion: " CONFIG_API_VERSION
-                         " and kind: " CONFIG_KIND);
+        rc = fail(x, &m,
+                  "empty file: expected a mapping with apiVersion: " CONFIG_API_VERSION
+                  " and kind: " CONFIG_KIND);
     }
     return rc;
 }
 
-/* ---- node access and typed values ------------------------------------------------------------- */
+/* ---- node access and typed values -------------------------------------------------------------
+ */
 
 static yaml_node_t *node_at(struct ctx *x, int i)
 {
@@ -683,8 +698,8 @@ static int get_number(struct ctx *x, const yaml_node_t *n, double lo, bool lo_op
     if (!isfinite(v) || errno == ERANGE)
         return fail(x, &n->start_mark, "number %.40s is out of range", sval(n));
     if (v < lo || (lo_open && v == lo) || v > hi)
-        return fail(x, &n->start_mark, "must be %s %.15g and <= %.15g, got %.40s", lo_open ? ">" : ">=",
-                    lo, hi, sval(n));
+        return fail(x, &n->start_mark, "must be %s %.15g and <= %.15g, got %.40s",
+                    lo_open ? ">" : ">=", lo, hi, sval(n));
     *out = v;
     return 0;
 }
@@ -817,13 +832,13 @@ static int get_quantity(struct ctx *x, const yaml_node_t *n, int scale, int64_t 
     if (v < 0)
         return fail(x, &n->start_mark, "negative quantity \"%s\"", esc(s, len, e, sizeof(e)));
     if (v > CONFIG_MAX_QTY)
-        return fail(x, &n->start_mark, "quantity \"%s\" is too large",
-                    esc(s, len, e, sizeof(e)));
+        return fail(x, &n->start_mark, "quantity \"%s\" is too large", esc(s, len, e, sizeof(e)));
     *out = v;
     return 0;
 }
 
-/* ---- mappings: key checks --------------------------------------------------------------------- */
+/* ---- mappings: key checks ---------------------------------------------------------------------
+ */
 
 static bool key_is(const yaml_node_t *k, const char *key)
 {
@@ -864,8 +879,10 @@ static int check_map(struct ctx *x, yaml_node_t *m, const char *const *allowed)
     size_t n = (size_t)(m->data.mapping.pairs.top - ps);
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *k = node_at(x, ps[i].key);
-        if (!k || k->type != YAML_SCALAR_NODE || strlen(sval(k)) != slen(k))
+        if (!k || k->type != YAML_SCALAR_NODE)
             return fail(x, k ? &k->start_mark : &m->start_mark, "keys must be strings");
+        if (strlen(sval(k)) != slen(k))
+            return fail(x, &k->start_mark, "the key contains a NUL character");
     }
     if (n <= 16) {
         for (size_t j = 1; j < n; j++) {
@@ -956,7 +973,8 @@ static yaml_node_t *seq_item(struct ctx *x, const yaml_node_t *s, size_t i)
     return node_at(x, s->data.sequence.items.start[i]);
 }
 
-/* ---- name tables ------------------------------------------------------------------------------ */
+/* ---- name tables ------------------------------------------------------------------------------
+ */
 
 static int name_ent_cmp(const void *a, const void *b)
 {
@@ -1022,7 +1040,8 @@ static const char *name_list(const char *const *names, size_t n, char *buf, size
     return buf;
 }
 
-/* ---- sections --------------------------------------------------------------------------------- */
+/* ---- sections ---------------------------------------------------------------------------------
+ */
 
 static int parse_topology(struct ctx *x, yaml_node_t *t)
 {
@@ -1191,8 +1210,7 @@ static int parse_flavors(struct ctx *x, yaml_node_t *fl)
         if (!rc) {
             n = seq_len(fl);
             if (n > CONFIG_MAX_FLAVORS)
-                rc = fail(x, &fl->start_mark, "at most %d flavors, got %zu", CONFIG_MAX_FLAVORS,
-                          n);
+                rc = fail(x, &fl->start_mark, "at most %d flavors, got %zu", CONFIG_MAX_FLAVORS, n);
         }
         path_pop(x);
         if (rc)
@@ -1215,8 +1233,8 @@ static int parse_flavors(struct ctx *x, yaml_node_t *fl)
         rc = parse_flavor(x, f, &c->flavors[i]);
         if (rc)
             return rc;
-        x->flavor_ents[i] =
-            (struct name_ent){c->flavors[i].name, (uint32_t)i, 0, map_get(x, f, "name")->start_mark};
+        x->flavor_ents[i] = (struct name_ent){c->flavors[i].name, (uint32_t)i, 0,
+                                              map_get(x, f, "name")->start_mark};
     }
     size_t first;
     long d = name_sort_dups(x->flavor_ents, n, &first);
@@ -1315,7 +1333,8 @@ static int parse_profiles(struct ctx *x, yaml_node_t *pl)
     return 0;
 }
 
-/* ---- quotas ----------------------------------------------------------------------------------- */
+/* ---- quotas -----------------------------------------------------------------------------------
+ */
 
 /* Resource id of `name`, or -1 - i for the i-th pending (not yet interned) name. */
 static int resolve_res(struct ctx *x, const yaml_node_t *k, const char *name, int *code)
@@ -1336,8 +1355,7 @@ static int resolve_res(struct ctx *x, const yaml_node_t *k, const char *name, in
         return fail(x, &k->start_mark,
                     "too many resource names: \"%s\" would be name number %d, at most %d distinct "
                     "resource names are supported",
-                    esc(name, strlen(name), e, sizeof(e)), res_count() + x->n_pending + 1,
-                    RES_MAX);
+                    esc(name, strlen(name), e, sizeof(e)), res_count() + x->n_pending + 1, RES_MAX);
     char path[256];
     format_path(x, path, sizeof(path));
     struct pending_res *p = &x->pending[x->n_pending];
@@ -1367,8 +1385,8 @@ static int add_entry(struct ctx *x, const struct qentry *e)
 static int fmt_qty(int64_t v, int res_code, char *buf, size_t cap)
 {
     int scale = res_code >= 0 ? res_scale(res_code) : 0;
-    bool binary = res_code == RES_MEMORY ||
-                  (res_code >= 0 && strstr(res_name(res_code), "storage") != NULL);
+    bool binary =
+        res_code == RES_MEMORY || (res_code >= 0 && strstr(res_name(res_code), "storage") != NULL);
     return qty_format(v, scale, binary, buf, cap);
 }
 
@@ -1425,8 +1443,8 @@ static int parse_quota(struct ctx *x, yaml_node_t *qn, uint32_t owner)
     int rc = expect_mapping(x, qn);
     if (!rc)
         rc = check_map(x, qn, NULL);
-    for (yaml_node_pair_t *p = qn->data.mapping.pairs.start;
-         !rc && p < qn->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = qn->data.mapping.pairs.start; !rc && p < qn->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *fk = node_at(x, p->key), *fv = node_at(x, p->value);
         path_key(x, sval(fk), slen(fk));
         const struct name_ent *fe = name_find(x->flavor_ents, x->c->n_flavors, sval(fk));
@@ -1471,7 +1489,8 @@ static int parse_quota(struct ctx *x, yaml_node_t *qn, uint32_t owner)
     return rc;
 }
 
-/* ---- cohorts and queues ----------------------------------------------------------------------- */
+/* ---- cohorts and queues -----------------------------------------------------------------------
+ */
 
 static int parse_cohort(struct ctx *x, yaml_node_t *n, uint32_t i)
 {
@@ -1514,8 +1533,8 @@ static int parse_cohort(struct ctx *x, yaml_node_t *n, uint32_t i)
 
 static int parse_preemption(struct ctx *x, yaml_node_t *p, struct config_preemption *pre)
 {
-    static const char *const keys[] = {"withinQueue",  "reclaimWithinCohort", "fairSharePreemption",
-                                       "minRuntime",   "restartCost",         "checkpointGrace",
+    static const char *const keys[] = {"withinQueue", "reclaimWithinCohort", "fairSharePreemption",
+                                       "minRuntime",  "restartCost",         "checkpointGrace",
                                        NULL};
     static const char *const within[] = {"Never", "LowerPriority", "LowerOrNewerEqualPriority",
                                          NULL};
@@ -1556,8 +1575,8 @@ static int parse_preemption(struct ctx *x, yaml_node_t *p, struct config_preempt
 
 static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
 {
-    static const char *const keys[] = {"name",    "cohort",  "weight",     "priority", "ordering",
-                                       "profile", "quota",   "preemption", NULL};
+    static const char *const keys[] = {"name",    "cohort", "weight",     "priority", "ordering",
+                                       "profile", "quota",  "preemption", NULL};
     static const char *const orderings[] = {"BestEffortFIFO", "StrictFIFO", NULL};
     struct config_queue *q = &x->c->queues[i];
     struct owner *o = &x->owners[x->c->n_cohorts + i];
@@ -1614,8 +1633,7 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
         const char *pname;
         path_push(x, "profile");
         rc = get_name(x, v, &pname);
-        const struct name_ent *pe =
-            rc ? NULL : name_find(x->profile_ents, x->c->n_profiles, pname);
+        const struct name_ent *pe = rc ? NULL : name_find(x->profile_ents, x->c->n_profiles, pname);
         if (!rc && !pe) {
             const char **names = pool_array(x->tmp, x->c->n_profiles, sizeof(*names));
             if (!names) {
@@ -1775,7 +1793,7 @@ static int build_quotas(struct ctx *x)
             return fail(x, &o->quota_mark,
                         "too many quotas: %zu quota tables of %u flavors x %d resources exceed "
                         "the limit of %zu cells; use fewer flavors or fewer queues with a quota",
-                        used / cells, c->n_flavors, RES_MAX, (size_t)CONFIG_MAX_QUOTA_CELLS);
+                        used / cells - 1, c->n_flavors, RES_MAX, (size_t)CONFIG_MAX_QUOTA_CELLS);
         }
         o->set->quota = pool_array(x->pool, cells, sizeof(*o->set->quota));
         o->set->has = pool_array(x->pool, cells, sizeof(*o->set->has));
@@ -1849,7 +1867,8 @@ static int build_indices(struct ctx *x)
     return 0;
 }
 
-/* ---- load ------------------------------------------------------------------------------------- */
+/* ---- load -------------------------------------------------------------------------------------
+ */
 
 static uint64_t fnv1a64(const char *data, size_t len)
 {
@@ -1863,8 +1882,8 @@ static uint64_t fnv1a64(const char *data, size_t len)
 
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
-    static const char *const keys[] = {"apiVersion", "kind",     "topology", "fairShare",
-                                       "starvation", "flavors",  "cohorts",  "queues",
+    static const char *const keys[] = {"apiVersion", "kind",    "topology", "fairShare",
+                                       "starvation", "flavors", "cohorts",  "queues",
                                        "profiles",   NULL};
     struct config *c = x->c;
     if (root->type != YAML_MAPPING_NODE) {
@@ -2078,7 +2097,8 @@ void config_free(struct config *c)
         pool_free(c->pool);
 }
 
-/* ---- lookups ---------------------------------------------------------------------------------- */
+/* ---- lookups ----------------------------------------------------------------------------------
+ */
 
 static int idx_find(const struct name_idx *t, uint32_t n, const char *name)
 {
@@ -2117,7 +2137,8 @@ const struct config_quota *config_quota_get(const struct config *c,
     return qs->has[cell] ? &qs->quota[cell] : NULL;
 }
 
-/* ---- printing --------------------------------------------------------------------------------- */
+/* ---- printing ---------------------------------------------------------------------------------
+ */
 
 static const char *fmt_duration(int64_t ms, char *buf, size_t cap)
 {
@@ -2259,8 +2280,7 @@ void config_print_tree(const struct config *c, FILE *f)
         if (fl->n_node_labels == 0)
             fprintf(f, " (every node)");
         for (uint32_t k = 0; k < fl->n_node_labels; k++)
-            fprintf(f, "%s %s=%s", k ? "," : "", fl->node_labels[k].key,
-                    fl->node_labels[k].value);
+            fprintf(f, "%s %s=%s", k ? "," : "", fl->node_labels[k].key, fl->node_labels[k].value);
         fprintf(f, "\n");
     }
     fprintf(f, "queues:\n");

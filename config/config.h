@@ -74,7 +74,8 @@ struct config_quota {
     int64_t nominal;         /* guaranteed; >= 0 */
     int64_t borrowing_limit; /* how much above nominal may be borrowed; CONFIG_NO_LIMIT = any */
     int64_t lending_limit;   /* how much of nominal others may borrow; CONFIG_NO_LIMIT = all;
-                                <= nominal */
+                                <= nominal on a queue; on a cohort it bounds what the whole
+                                subtree lends to the parent, so any value >= 0 */
 };
 
 struct config_flavor {
@@ -85,7 +86,8 @@ struct config_flavor {
 
 /* One node of the quota tree: a cohort or a queue. */
 struct config_quota_set {
-    /* quota[f][r] for flavor index f, resource id r; `has[f][r]` tells whether it was given */
+    /* quota[f][r] for flavor index f, resource id r; `has[f][r]` tells whether it was given.
+     * Never NULL after a load: nodes without a quota share one all-false table. */
     struct config_quota *quota; /* [n_flavors * RES_MAX] */
     bool *has;                  /* [n_flavors * RES_MAX] */
 };
@@ -152,7 +154,8 @@ struct config {
     uint32_t n_cohorts;
     struct config_queue *queues;
     uint32_t n_queues;
-    struct config_profile *profiles; /* "training" and "inference" always exist */
+    struct config_profile *profiles; /* [0] "training", [1] "inference" (built-in or overridden),
+                                        then the other declared profiles in file order */
     uint32_t n_profiles;
     /* private */
     struct config_pool *pool;

@@ -299,7 +299,7 @@ struct bad {
     const char *problem; /* fragment of the rest of the message */
 };
 
-#define Q1 "queues:\n  - name: a\n"                     /* lines 3-4 */
+#define Q1 "queues:\n  - name: a\n"                             /* lines 3-4 */
 #define QQ "queues:\n  - name: a\n    quota:\n      default:\n" /* lines 3-6 */
 
 static const struct bad bad_configs[] = {
@@ -309,17 +309,21 @@ static const struct bad bad_configs[] = {
     {H "queues: [a, b\n", "4:1: ", "YAML syntax error: did not find expected ',' or ']'"},
     {H "queues:\n\t- name: a\n", "4:1: ", "YAML syntax error: found character that cannot start"},
     {H "x: \"\xff\"\n", "3:5: ", "YAML syntax error: invalid leading UTF-8 octet"},
-    {"- a\n- b\n", "1:1: ", "the document must be a mapping with apiVersion and kind, got a sequence"},
-    {"just text\n", "1:1: ", "must be a mapping with apiVersion and kind, got the string \"just text\""},
+    {"- a\n- b\n",
+     "1:1: ", "the document must be a mapping with apiVersion and kind, got a sequence"},
+    {"just text\n",
+     "1:1: ", "must be a mapping with apiVersion and kind, got the string \"just text\""},
     {H "flavors:\n  - &f {name: x}\n  - *f\n", "5:5: ", "flavors[1]: aliases are not supported"},
     {H "---\n" H, "3:1: ", "only one YAML document is allowed"},
+    {H "queues: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n",
+     "3:40: ", "queues[0][0][0][0][0][0][0]...: nesting deeper than 32 levels"},
     /* header */
-    {"kind: SchedulerConfig\n", "1:1: ",
-     "apiVersion: missing required field (apiVersion: gangsched.io/v1alpha1)"},
-    {"apiVersion: v1\nkind: SchedulerConfig\n", "1:13: ",
-     "apiVersion: unsupported apiVersion \"v1\" (expected gangsched.io/v1alpha1)"},
-    {"apiVersion: gangsched.io/v1alpha1\nkind: Config\n", "2:7: ",
-     "kind: unsupported kind \"Config\" (expected SchedulerConfig)"},
+    {"kind: SchedulerConfig\n",
+     "1:1: ", "apiVersion: missing required field (apiVersion: gangsched.io/v1alpha1)"},
+    {"apiVersion: v1\nkind: SchedulerConfig\n",
+     "1:13: ", "apiVersion: unsupported apiVersion \"v1\" (expected gangsched.io/v1alpha1)"},
+    {"apiVersion: gangsched.io/v1alpha1\nkind: Config\n",
+     "2:7: ", "kind: unsupported kind \"Config\" (expected SchedulerConfig)"},
     {"apiVersion: gangsched.io/v1alpha1\n", "1:1: ", "kind: missing required field"},
     /* keys and types */
     {H "queue: []\n", "3:1: ",
@@ -337,36 +341,37 @@ static const struct bad bad_configs[] = {
      "quota, preemption)"},
     {H "fairShare: 24h\n", "3:12: ", "fairShare: expected a mapping, got the string \"24h\""},
     /* duplicate names */
-    {H "queues:\n  - name: a\n  - name: b\n  - name: a\n", "6:11: ",
-     "queues[2].name: duplicate queue name \"a\" (first declared at line 4)"},
-    {H "cohorts: [{name: x}, {name: x}]\n", "3:29: ",
-     "cohorts[1].name: duplicate cohort name \"x\" (first declared at line 3)"},
+    {H "queues:\n  - name: a\n  - name: b\n  - name: a\n",
+     "6:11: ", "queues[2].name: duplicate queue name \"a\" (first declared at line 4)"},
+    {H "cohorts: [{name: x}, {name: x}]\n",
+     "3:29: ", "cohorts[1].name: duplicate cohort name \"x\" (first declared at line 3)"},
     {H "cohorts: [{name: x}]\nqueues: [{name: x}]\n", "4:17: ",
      "queues[0].name: name \"x\" is used by both a cohort and a queue (the cohort at line 3)"},
-    {H "flavors: [{name: h}, {name: g}, {name: h}]\n", "3:40: ",
-     "flavors[2].name: duplicate flavor name \"h\" (first declared at line 3)"},
-    {H "profiles: [{name: p}, {name: p}]\n", "3:30: ",
-     "profiles[1].name: duplicate profile name \"p\""},
-    {H "flavors:\n  - name: h\n    nodeLabels: {a: 1, b: 2, a: 3}\n", "5:30: ",
-     "flavors[0].nodeLabels.a: duplicate key (first at line 5, column 18)"},
+    {H "flavors: [{name: h}, {name: g}, {name: h}]\n",
+     "3:40: ", "flavors[2].name: duplicate flavor name \"h\" (first declared at line 3)"},
+    {H "profiles: [{name: p}, {name: p}]\n",
+     "3:30: ", "profiles[1].name: duplicate profile name \"p\""},
+    {H "flavors:\n  - name: h\n    nodeLabels: {a: 1, b: 2, a: 3}\n",
+     "5:30: ", "flavors[0].nodeLabels.a: duplicate key (first at line 5, column 18)"},
     /* quantities and limits */
-    {H QQ "        nvidia.com/gpu: -4\n", "7:25: ",
-     "queues[0].quota.default.nvidia.com/gpu: negative quantity \"-4\""},
-    {H "cohorts: [{name: c}]\n" QQ "        cpu: {nominal: \"-1\"}\n", "8:24: ",
-     "queues[0].quota.default.cpu.nominal: negative quantity \"-1\""},
-    {H QQ "        cpu: 12xyz\n", "7:14: ", "queues[0].quota.default.cpu: invalid quantity \"12xyz\""},
+    {H QQ "        nvidia.com/gpu: -4\n",
+     "7:25: ", "queues[0].quota.default.nvidia.com/gpu: negative quantity \"-4\""},
+    {H "cohorts: [{name: c}]\n" QQ "        cpu: {nominal: \"-1\"}\n",
+     "8:24: ", "queues[0].quota.default.cpu.nominal: negative quantity \"-1\""},
+    {H QQ "        cpu: 12xyz\n",
+     "7:14: ", "queues[0].quota.default.cpu: invalid quantity \"12xyz\""},
     {H QQ "        cpu: true\n", "7:14: ", "invalid quantity \"true\""},
     {H QQ "        cpu: [1]\n", "7:14: ",
      "cpu: expected a quantity or a mapping with nominal, borrowingLimit, lendingLimit, got a "
      "sequence"},
-    {H QQ "        cpu: {borrowingLimit: 1}\n", "7:14: ",
-     "queues[0].quota.default.cpu.nominal: missing required field"},
-    {H QQ "        cpu: {nominal: 1, limit: 2}\n", "7:27: ",
-     "cpu.limit: unknown key (allowed: nominal, borrowingLimit, lendingLimit)"},
+    {H QQ "        cpu: {borrowingLimit: 1}\n",
+     "7:14: ", "queues[0].quota.default.cpu.nominal: missing required field"},
+    {H QQ "        cpu: {nominal: 1, limit: 2}\n",
+     "7:27: ", "cpu.limit: unknown key (allowed: nominal, borrowingLimit, lendingLimit)"},
     {H QQ "        nvidia.com/gpu: {nominal: 4, borrowingLimit: 2}\n", "7:54: ",
      "queues[0].quota.default.nvidia.com/gpu.borrowingLimit: borrowingLimit needs a cohort"},
-    {H QQ "        nvidia.com/gpu: {nominal: 4, lendingLimit: 2}\n", "7:52: ",
-     "nvidia.com/gpu.lendingLimit: lendingLimit needs a cohort"},
+    {H QQ "        nvidia.com/gpu: {nominal: 4, lendingLimit: 2}\n",
+     "7:52: ", "nvidia.com/gpu.lendingLimit: lendingLimit needs a cohort"},
     {H "cohorts: [{name: c}]\n"
        "queues:\n  - name: a\n    cohort: c\n    quota:\n      default:\n"
        "        nvidia.com/gpu: {nominal: 32, lendingLimit: 40}\n",
@@ -380,86 +385,87 @@ static const struct bad bad_configs[] = {
     {H "cohorts:\n  - name: root\n    quota: {default: {cpu: {nominal: 1, lendingLimit: 1}}}\n",
      "5:55: ", "lendingLimit needs a parent cohort"},
     /* the tree */
-    {H "cohorts:\n  - {name: a, parent: b}\n  - {name: b, parent: a}\n", "4:23: ",
-     "cohorts[0].parent: cohort cycle: a -> b -> a"},
+    {H "cohorts:\n  - {name: a, parent: b}\n  - {name: b, parent: a}\n",
+     "4:23: ", "cohorts[0].parent: cohort cycle: a -> b -> a"},
     {H "cohorts:\n  - {name: r}\n  - {name: x, parent: y}\n  - {name: y, parent: z}\n"
        "  - {name: z, parent: x}\n",
      "5:23: ", "cohorts[1].parent: cohort cycle: x -> y -> z -> x"},
     {H "cohorts: [{name: s, parent: s}]\n", "3:29: ", "cohort cycle: s -> s"},
-    {H "cohorts: [{name: a, parent: nope}]\n", "3:29: ",
-     "cohorts[0].parent: unknown cohort \"nope\""},
-    {H "queues: [{name: a, cohort: nope}]\n", "3:28: ", "queues[0].cohort: unknown cohort \"nope\""},
-    {H "queues: [{name: a}, {name: b, cohort: a}]\n", "3:39: ",
-     "queues[1].cohort: \"a\" is a queue, not a cohort"},
+    {H "cohorts: [{name: a, parent: nope}]\n",
+     "3:29: ", "cohorts[0].parent: unknown cohort \"nope\""},
+    {H "queues: [{name: a, cohort: nope}]\n",
+     "3:28: ", "queues[0].cohort: unknown cohort \"nope\""},
+    {H "queues: [{name: a}, {name: b, cohort: a}]\n",
+     "3:39: ", "queues[1].cohort: \"a\" is a queue, not a cohort"},
     /* flavors and resources */
-    {H QQ "        cpu: 1\n      h100:\n        cpu: 1\n", "8:7: ",
-     "queues[0].quota.h100: unknown flavor \"h100\" (declared: default)"},
-    {H "flavors: [{name: h100}, {name: a100}]\n" QQ "        cpu: 1\n", "7:7: ",
-     "unknown flavor \"default\" (declared: h100, a100)"},
-    {H "flavors: [{name: h100, nodeLabels: [a]}]\n", "3:36: ",
-     "flavors[0].nodeLabels: expected a mapping, got a sequence"},
-    {H QQ "        Bad_Name!: 1\n", "7:9: ",
-     "queues[0].quota.default.Bad_Name!: invalid resource name \"Bad_Name!\""},
-    {H QQ "        cpu: 1\n        cpu: 2\n", "8:9: ",
-     "queues[0].quota.default.cpu: duplicate key (first at line 7, column 9)"},
+    {H QQ "        cpu: 1\n      h100:\n        cpu: 1\n",
+     "8:7: ", "queues[0].quota.h100: unknown flavor \"h100\" (declared: default)"},
+    {H "flavors: [{name: h100}, {name: a100}]\n" QQ "        cpu: 1\n",
+     "7:7: ", "unknown flavor \"default\" (declared: h100, a100)"},
+    {H "flavors: [{name: h100, nodeLabels: [a]}]\n",
+     "3:36: ", "flavors[0].nodeLabels: expected a mapping, got a sequence"},
+    {H QQ "        Bad_Name!: 1\n",
+     "7:9: ", "queues[0].quota.default.Bad_Name!: invalid resource name \"Bad_Name!\""},
+    {H QQ "        cpu: 1\n        cpu: 2\n",
+     "8:9: ", "queues[0].quota.default.cpu: duplicate key (first at line 7, column 9)"},
     /* numbers, words, booleans */
     {H Q1 "    weight: 0\n", "5:13: ", "queues[0].weight: must be > 0 and <= 1000000, got 0"},
     {H Q1 "    weight: -1\n", "5:13: ", "must be > 0"},
-    {H Q1 "    weight: heavy\n", "5:13: ",
-     "queues[0].weight: expected a number, got the string \"heavy\""},
+    {H Q1 "    weight: heavy\n",
+     "5:13: ", "queues[0].weight: expected a number, got the string \"heavy\""},
     {H Q1 "    weight: \"2\"\n", "5:13: ", "expected a number, got the string \"2\""},
     {H Q1 "    weight: .inf\n", "5:13: ", "expected a number"},
-    {H Q1 "    priority: 2147483648\n", "5:15: ",
-     "queues[0].priority: must be an integer in -2147483648..2147483647, got 2147483648"},
+    {H Q1 "    priority: 2147483648\n",
+     "5:15: ", "queues[0].priority: must be an integer in -2147483648..2147483647, got 2147483648"},
     {H Q1 "    priority: 1.5\n", "5:15: ", "expected an integer, got the number 1.5"},
-    {H Q1 "    ordering: FIFO\n", "5:15: ",
-     "queues[0].ordering: invalid value \"FIFO\" (allowed: BestEffortFIFO, StrictFIFO)"},
+    {H Q1 "    ordering: FIFO\n",
+     "5:15: ", "queues[0].ordering: invalid value \"FIFO\" (allowed: BestEffortFIFO, StrictFIFO)"},
     {H Q1 "    preemption: {withinQueue: Always}\n", "5:31: ",
      "queues[0].preemption.withinQueue: invalid value \"Always\" (allowed: Never, LowerPriority, "
      "LowerOrNewerEqualPriority)"},
-    {H Q1 "    preemption: {reclaimWithinCohort: all}\n", "5:39: ",
-     "reclaimWithinCohort: invalid value \"all\" (allowed: Never, LowerPriority, Any)"},
+    {H Q1 "    preemption: {reclaimWithinCohort: all}\n",
+     "5:39: ", "reclaimWithinCohort: invalid value \"all\" (allowed: Never, LowerPriority, Any)"},
     {H Q1 "    preemption: {fairSharePreemption: yes}\n", "5:39: ",
      "queues[0].preemption.fairSharePreemption: expected a boolean (true or false), got the "
      "string \"yes\""},
-    {H Q1 "    profile: fast\n", "5:14: ",
-     "queues[0].profile: unknown profile \"fast\" (known: training, inference)"},
+    {H Q1 "    profile: fast\n",
+     "5:14: ", "queues[0].profile: unknown profile \"fast\" (known: training, inference)"},
     /* durations */
-    {H "fairShare: {halfLife: 1.5h}\n", "3:23: ",
-     "fairShare.halfLife: invalid duration \"1.5h\": fractions are not supported"},
-    {H "starvation: {after: -5m}\n", "3:21: ",
-     "starvation.after: invalid duration \"-5m\": negative duration"},
+    {H "fairShare: {halfLife: 1.5h}\n",
+     "3:23: ", "fairShare.halfLife: invalid duration \"1.5h\": fractions are not supported"},
+    {H "starvation: {after: -5m}\n",
+     "3:21: ", "starvation.after: invalid duration \"-5m\": negative duration"},
     {H "starvation: {after: 10}\n", "3:21: ", "invalid duration \"10\": missing unit"},
-    {H Q1 "    preemption: {minRuntime: 5x}\n", "5:30: ",
-     "queues[0].preemption.minRuntime: invalid duration \"5x\": unknown unit"},
+    {H Q1 "    preemption: {minRuntime: 5x}\n",
+     "5:30: ", "queues[0].preemption.minRuntime: invalid duration \"5x\": unknown unit"},
     {H Q1 "    preemption: {restartCost: 5m1h}\n", "5:31: ", "largest first"},
-    {H Q1 "    preemption: {checkpointGrace: soon}\n", "5:35: ",
-     "checkpointGrace: invalid duration \"soon\": expected a number followed by a unit"},
+    {H Q1 "    preemption: {checkpointGrace: soon}\n",
+     "5:35: ", "checkpointGrace: invalid duration \"soon\": expected a number followed by a unit"},
     {H "fairShare: {halfLife: 99999d}\n", "3:23: ", "duration too long"},
     {H "fairShare: {halfLife: {}}\n", "3:23: ", "expected a duration such as 90s"},
-    {H "starvation: {maxReservations: 1001}\n", "3:31: ",
-     "starvation.maxReservations: must be an integer in 0..1000, got 1001"},
+    {H "starvation: {maxReservations: 1001}\n",
+     "3:31: ", "starvation.maxReservations: must be an integer in 0..1000, got 1001"},
     {H "starvation: {maxReservations: -1}\n", "3:31: ", "must be an integer in 0..1000"},
     /* topology */
     {H "topology:\n  levels: [{name: a, label: a}, {name: b, label: b}, {name: c, label: c}, "
        "{name: d, label: d}, {name: e, label: e}, {name: f, label: f}, {name: g, label: g}, "
        "{name: h, label: h}]\n",
      "4:11: ", "topology.levels: at most 7 levels"},
-    {H "topology:\n  levels:\n    - {name: node, label: kubernetes.io/hostname}\n", "5:14: ",
-     "topology.levels[0].name: the level name \"node\" is reserved"},
-    {H "topology:\n  levels:\n    - {name: r, label: x}\n    - {name: r, label: y}\n", "6:14: ",
-     "topology.levels[1].name: duplicate level name \"r\""},
-    {H "topology:\n  levels:\n    - {name: r, label: x}\n    - {name: s, label: x}\n", "6:24: ",
-     "topology.levels[1].label: duplicate level label"},
-    {H "topology:\n  levels:\n    - {name: r}\n", "5:7: ",
-     "topology.levels[0].label: missing required field"},
-    {H "topology: {levels: [{name: r, label: x, size: 3}]}\n", "3:41: ",
-     "topology.levels[0].size: unknown key (allowed: name, label)"},
+    {H "topology:\n  levels:\n    - {name: node, label: kubernetes.io/hostname}\n",
+     "5:14: ", "topology.levels[0].name: the level name \"node\" is reserved"},
+    {H "topology:\n  levels:\n    - {name: r, label: x}\n    - {name: r, label: y}\n",
+     "6:14: ", "topology.levels[1].name: duplicate level name \"r\""},
+    {H "topology:\n  levels:\n    - {name: r, label: x}\n    - {name: s, label: x}\n",
+     "6:24: ", "topology.levels[1].label: duplicate level label"},
+    {H "topology:\n  levels:\n    - {name: r}\n",
+     "5:7: ", "topology.levels[0].label: missing required field"},
+    {H "topology: {levels: [{name: r, label: x, size: 3}]}\n",
+     "3:41: ", "topology.levels[0].size: unknown key (allowed: name, label)"},
     /* profiles */
-    {H "profiles: [{name: p, weights: {binpack: -1}}]\n", "3:41: ",
-     "profiles[0].weights.binpack: must be >= 0"},
-    {H "profiles: [{name: p, weights: {packing: 1}}]\n", "3:32: ",
-     "profiles[0].weights.packing: unknown key (allowed: binpack, topology, spread)"},
+    {H "profiles: [{name: p, weights: {binpack: -1}}]\n",
+     "3:41: ", "profiles[0].weights.binpack: must be >= 0"},
+    {H "profiles: [{name: p, weights: {packing: 1}}]\n",
+     "3:32: ", "profiles[0].weights.packing: unknown key (allowed: binpack, topology, spread)"},
     {H "profiles: [{weights: {}}]\n", "3:12: ", "profiles[0].name: missing required field"},
 };
 
@@ -510,8 +516,8 @@ static void test_too_many_resources(void **state)
     assert_null(c);
     char where[128];
     int nth = RES_MAX - before; /* index of the first name that does not fit */
-    snprintf(where, sizeof(where), "t.yaml:%d:9: queues[0].quota.default.example.com/r%d: ",
-             7 + nth, nth);
+    snprintf(where, sizeof(where),
+             "t.yaml:%d:9: queues[0].quota.default.example.com/r%d: ", 7 + nth, nth);
     if (strncmp(eb.msg, where, strlen(where)) != 0)
         fail_msg("got %s, wanted %s", eb.msg, where);
     assert_non_null(strstr(eb.msg, "too many resource names"));
@@ -721,6 +727,24 @@ static void test_large(void **state)
     assert_int_equal(config_load_buffer("t.yaml", y, o, &c, &eb), SCHED_EINVAL);
     assert_string_equal(eb.msg, "t.yaml:43:7: flavors[0].nodeLabels.k0: duplicate key (first at "
                                 "line 6, column 7)");
+
+    /* quota tables: 256 flavors x RES_MAX cells each; the 512th queue with a quota is too many */
+    o = (size_t)snprintf(y, cap, "%s", H "flavors:\n");
+    for (int i = 0; i < 256; i++)
+        o += (size_t)snprintf(y + o, cap - o, "  - {name: f%d}\n", i);
+    o += (size_t)snprintf(y + o, cap - o, "queues:\n");
+    for (int i = 0; i < 512; i++)
+        o += (size_t)snprintf(y + o, cap - o, "  - {name: q%d, quota: {f%d: {cpu: 1}}}\n", i,
+                              i % 256);
+    assert_int_equal(config_load_buffer("t.yaml", y, o, &c, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "t.yaml:772:25: queues[511].quota: too many quotas: 512 quota "
+                                   "tables of 256 flavors x 32 resources"));
+    /* one flavor too many */
+    o = (size_t)snprintf(y, cap, "%s", H "flavors:\n");
+    for (int i = 0; i < 257; i++)
+        o += (size_t)snprintf(y + o, cap - o, "  - {name: f%d}\n", i);
+    assert_int_equal(config_load_buffer("t.yaml", y, o, &c, &eb), SCHED_EINVAL);
+    assert_string_equal(eb.msg, "t.yaml:4:3: flavors: at most 256 flavors, got 257");
     free(y);
 }
 
