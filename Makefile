@@ -5,6 +5,7 @@
 #   make test       install missing packages, build with gcc, compile-check with clang, run every test
 #   make san        the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      placement and replay benchmarks (ratios against a baseline in the same process)
+#   make soak       kill-and-resume the simulator at hundreds of points
 #   make lint       clang-format check and cppcheck
 #   make fuzz       libFuzzer harnesses (clang), a short run each
 #
@@ -40,7 +41,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget
 
-.PHONY: all deps demo test test-run san bench lint fuzz clean format check-clang
+.PHONY: all deps demo test test-run san bench soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -131,6 +132,10 @@ san: deps
 bench: deps
 	$(MAKE) all $(BUILD)/tests/bench
 	$(BUILD)/tests/bench
+
+# Kill-and-resume at hundreds of points (the CI test runs 20).
+soak: all $(TOOLS)
+	GANGSCHED_CRASH_POINTS=$${POINTS:-150} BUILD=$(BUILD) BIN=$(BIN) sh tests/sim/sim_crash.sh
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB)
 	@mkdir -p $(dir $@)

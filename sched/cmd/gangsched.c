@@ -19,6 +19,7 @@
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
+#include "store/store.h"
 
 #ifndef GANGSCHED_VERSION
 #define GANGSCHED_VERSION "0.1.0"
@@ -40,6 +41,7 @@ static void usage_main(FILE *f)
           "commands:\n"
           "  simulate   replay job traces on a simulated cluster with one or more policies\n"
           "  config     check an operator configuration: gangsched config check FILE\n"
+          "  store      check a database: gangsched store check DB\n"
           "  policies   list the scheduling policies\n"
           "  version    print the version\n"
           "\n"
@@ -76,6 +78,11 @@ static void usage_simulate(FILE *f)
           "  --events FILE      write every event as JSON Lines\n"
           "  --report FILE      write a self-contained HTML report with charts\n"
           "  --explain JOB      print every scheduling verdict for one job id on stderr\n"
+          "  --jobs-out FILE    write every job's result (start, finish, placement) as CSV\n"
+          "persistence (one policy):\n"
+          "  --db FILE          persist every instant in a SQLite store (docs/store.md)\n"
+          "  --resume           continue the simulation saved in --db after a crash\n"
+          "  --stop-after-events N  end abruptly after N events, as a crash would (for tests)\n"
           "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
           "  -v, --verbose      log at info level\n",
           f);
@@ -95,6 +102,10 @@ struct sim_args {
     const char *report_path;
     const char *explain_job;
     bool progress;
+    const char *db_path;
+    bool resume;
+    unsigned long long stop_after;
+    const char *jobs_out;
 };
 
 /* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
@@ -216,6 +227,28 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--report")))
                 return 2;
             a->report_path = v;
+        } else if (is_flag(arg, "--db")) {
+            if (!(v = flag_value(argc, argv, &i, "--db")))
+                return 2;
+            a->db_path = v;
+        } else if (strcmp(arg, "--resume") == 0) {
+            a->resume = true;
+        } else if (is_flag(arg, "--jobs-out")) {
+            if (!(v = flag_value(argc, argv, &i, "--jobs-out")))
+                return 2;
+            a->jobs_out = v;
+        } else if (is_flag(arg, "--stop-after-events")) {
+            if (!(v = flag_value(argc, argv, &i, "--stop-after-events")))
+                return 2;
+            char *end;
+            a->stop_after = strtoull(v, &end, 10);
+            if (!*v || *end || a->stop_after == 0) {
+                fprintf(stderr,
+                        "gangsched simulate: --stop-after-events '%s' is not a positive "
+                        "number\n",
+                        v);
+                return 2;
+            }
         } else if (is_flag(arg, "--explain")) {
             if (!(v = flag_value(argc, argv, &i, "--explain")))
                 return 2;
@@ -231,7 +264,16 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
     }
     if (a->n_policies == 0) {
         a->policies[a->n_policies++] = sched_policy_find("gangsched");
-        a->policies[a->n_policies++] = sched_policy_find("fifo");
+        if (!a->db_path)
+            a->policies[a->n_policies++] = sched_policy_find("fifo");
+    }
+    if (a->db_path && a->n_policies != 1) {
+        fputs("gangsched simulate: --db persists one policy: give exactly one --policy\n", stderr);
+        return 2;
+    }
+    if ((a->resume || a->stop_after) && !a->db_path) {
+        fputs("gangsched simulate: --resume and --stop-after-events need --db\n", stderr);
+        return 2;
     }
     return 0;
 }
@@ -411,6 +453,53 @@ static int write_report(const char *path, const char *title, const struct sim_st
 
 /* ---- simulate ---------------------------------------------------------------------------- */
 
+/* Opens the --db store and checks that a resumed run is the same simulation (every argument
+ * that shapes the run, in order). */
+static int open_db(const struct sim_args *a, int argc, char **argv, struct store **out,
+                   struct sched_errbuf *eb)
+{
+    char args[4096];
+    size_t at = 0;
+    for (int i = 0; i < argc && at < sizeof(args); i++) {
+        const char *x = argv[i];
+        if (strcmp(x, "--resume") == 0 || strcmp(x, "--no-progress") == 0 ||
+            strcmp(x, "--json") == 0)
+            continue;
+        if (is_flag(x, "--stop-after-events") || is_flag(x, "--jobs-out") ||
+            is_flag(x, "--report") || is_flag(x, "--events") || is_flag(x, "--explain")) {
+            if (!strchr(x, '='))
+                i++; /* and its value */
+            continue;
+        }
+        int k = snprintf(args + at, sizeof(args) - at, "%s%s", at ? " " : "", x);
+        if (k > 0)
+            at += (size_t)k;
+    }
+    struct store_opts o;
+    store_opts_default(&o);
+    int rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
+    if (rc != 0)
+        return rc;
+    const char *saved = NULL;
+    rc = store_meta_get(*out, "sim:args", &saved, eb);
+    if (rc == SCHED_ENOENT) {
+        if (a->resume)
+            return sched_fail(eb, SCHED_EINVAL, "%s: no simulation to resume", a->db_path);
+        return store_meta_put(*out, "sim:args", args, eb);
+    }
+    if (rc != 0)
+        return rc;
+    if (!a->resume)
+        return sched_fail(eb, SCHED_EEXIST,
+                          "%s already holds a simulation: add --resume, or use a new file",
+                          a->db_path);
+    if (strcmp(saved, args) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "%s holds another simulation (saved: \"%s\"; now: \"%s\")", a->db_path,
+                          saved, args);
+    return 0;
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
     struct sim_args a;
@@ -424,6 +513,8 @@ static int cmd_simulate(int argc, char **argv)
     trace_init(&t);
     struct sim_input in = {0};
     struct config *cfg = NULL;
+    struct store *db = NULL;
+    FILE *jobs_out = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
     FILE *events = NULL;
@@ -464,13 +555,28 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     sim_input_workload(&in, &t, &a.workload);
-    if (a.events_path && !(events = fopen(a.events_path, "w"))) {
+    /* with --resume the log continues (what the crashed run had not flushed is lost) */
+    if (a.events_path && !(events = fopen(a.events_path, a.resume ? "a" : "w"))) {
         fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
                 strerror(errno));
         goto out;
     }
     struct sim_options opt = {
         .events = events, .progress = a.progress, .explain_job = a.explain_job};
+    if (a.jobs_out && !(jobs_out = fopen(a.jobs_out, "w"))) {
+        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", a.jobs_out, strerror(errno));
+        goto out;
+    }
+    opt.jobs_out = jobs_out;
+    if (a.db_path) {
+        if (open_db(&a, argc, argv, &db, &eb) != 0) {
+            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+            goto out;
+        }
+        opt.db = db;
+        opt.resume = a.resume;
+        opt.stop_after = a.stop_after;
+    }
     for (int p = 0; p < a.n_policies; p++) {
         if (sim_run(&in, a.policies[p], &opt, &stats[p], &eb) != 0) {
             fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
@@ -498,6 +604,11 @@ static int cmd_simulate(int argc, char **argv)
 out:
     if (events)
         fclose(events);
+    if (jobs_out && fclose(jobs_out) != 0 && exit_code == 0) {
+        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.jobs_out, strerror(errno));
+        exit_code = 1;
+    }
+    store_close(db);
     for (int p = 0; p < n_done; p++)
         sim_stats_free(&stats[p]);
     sim_input_free(&in);
@@ -543,6 +654,13 @@ int main(int argc, char **argv)
         return cmd_simulate(argc - 2, argv + 2);
     if (strcmp(cmd, "config") == 0)
         return cmd_config(argc - 2, argv + 2);
+    if (strcmp(cmd, "store") == 0) {
+        if (argc != 4 || strcmp(argv[2], "check") != 0) {
+            fputs("usage: gangsched store check DB\n", stderr);
+            return 2;
+        }
+        return store_check_main(argv[3], stdout);
+    }
     if (strcmp(cmd, "policies") == 0) {
         for (size_t k = 0; sched_policies[k]; k++)
             printf("%-12s %s\n", sched_policies[k]->name, sched_policies[k]->summary);

@@ -213,7 +213,8 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
         struct kv *sel = arena_alloc(cy->arena, n * sizeof(*sel));
         if (!sel)
             return NULL;
-        memcpy(sel, g->sets[s].node_selector, g->sets[s].n_node_selector * sizeof(*sel));
+        if (g->sets[s].n_node_selector > 0) /* memcpy from NULL is undefined, even of 0 bytes */
+            memcpy(sel, g->sets[s].node_selector, g->sets[s].n_node_selector * sizeof(*sel));
         memcpy(sel + g->sets[s].n_node_selector, fl->node_labels, fl->n_node_labels * sizeof(*sel));
         c->sets[s].node_selector = sel;
         c->sets[s].n_node_selector = n;

@@ -46,6 +46,7 @@ static void gang_need(const struct gang *g, struct res_vec *need)
 
 struct cand {
     uint32_t idx; /* into snap->running */
+    uint32_t id;  /* the victim gang's id: ties never depend on the order of snap->running */
     enum sched_preempt_kind kind;
     double key; /* sort key, lower first */
     double cost;
@@ -56,7 +57,7 @@ static int cmp_cand(const void *a, const void *b)
     const struct cand *x = a, *y = b;
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
-    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+    return x->id < y->id ? -1 : (x->id > y->id);
 }
 
 /* Is the victim's queue above its nominal quota (borrowing) on some tracked resource? */
@@ -273,7 +274,8 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
          * priority first, then most recently started */
         double key = pol->checkpoint_aware ? cost + (double)r->gang->gpus * 1e-6
                                            : (double)r->gang->priority * 1e15 - (double)r->start_ms;
-        cands[n_cands++] = (struct cand){.idx = i, .kind = kind, .key = key, .cost = cost};
+        cands[n_cands++] =
+            (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
     }
     if (n_cands == 0)
         return 0;

@@ -18,6 +18,7 @@
 #include "queue/quota.h"
 #include "sched/core/cycle.h"
 #include "sched/core/log.h"
+#include "store/store.h"
 
 #define CPU_PER_GPU_MILLI 4000
 #define MEM_PER_GPU_BYTES (32ll << 30)
@@ -401,13 +402,35 @@ struct run {
     uint32_t *gen;              /* bumped at every eviction: older timed events are stale */
     uint32_t *n_evicted;        /* evictions per job */
     uint8_t *evicting;          /* a checkpoint was requested, eviction scheduled */
+    int64_t *evict_at;          /* when (valid while evicting) */
+    uint8_t *evict_kind;        /* FIN_EVICT or FIN_EVICT_LATE */
     uint32_t *runlist, *runpos; /* running jobs (swap-remove set) */
     uint32_t n_run;
     struct sched_running *runv; /* snapshot view, rebuilt per cycle */
     struct hold *holds;
     uint32_t n_holds, cap_holds;
     struct sched_hold *holdv;
+    /* loop state (persisted with the jobs so that a run resumes exactly) */
+    uint32_t next_sub;
+    int64_t t0, t_end, prev_t;
+    double frag_w, frag_t, frag_now;
+    bool whole_waiting;
+    uint64_t events_done; /* submits, starts, finishes, evictions, rejects */
+    uint32_t uncommitted; /* instants since the last store commit */
+    /* what changed during the current instant, for the store */
+    uint8_t *dirty;
+    uint32_t *dirty_list, n_dirty;
+    uint8_t *node_dirty;
 };
+
+static void touch(struct run *r, uint32_t j)
+{
+    r->events_done++;
+    if (!r->dirty || r->dirty[j])
+        return;
+    r->dirty[j] = 1;
+    r->dirty_list[r->n_dirty++] = j;
+}
 
 static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
@@ -415,6 +438,8 @@ static void submit(struct run *r, uint32_t j, int64_t now);
 static void update_release(struct run *r, uint32_t i)
 {
     struct node_state *ns = &r->state[i];
+    if (r->node_dirty)
+        r->node_dirty[i] = 1;
     if (r->pods_on[i] == 0)
         r->bounded_max[i] = 0; /* conservative while busy: ends only grow until it empties */
     ns->release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
@@ -544,6 +569,7 @@ static bool whole_node(const struct run *r, const struct gang *g)
 static void submit(struct run *r, uint32_t j, int64_t now)
 {
     const struct gang *g = &r->in->jobs[j].gang;
+    touch(r, j);
     r->status[j] = JOB_PENDING;
     if (queue_list_insert(&r->queues[g->queue], g) != 0)
         return; /* out of memory: sim_run detects it through n_pending mismatch */
@@ -571,6 +597,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     uint32_t j = g->id;
     const struct cluster *c = r->in->cluster;
     unqueue(r, j);
+    touch(r, j);
     r->status[j] = JOB_RUNNING;
     if (r->n_evicted[j] == 0)
         r->start_ms[j] = now; /* queue time counts to the first start */
@@ -583,6 +610,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     if (!a)
         return SCHED_ENOMEM;
     memcpy(a, p->pods, g->n_pods * sizeof(*a));
+    free(r->assign[j]); /* the previous run's placement */
     r->assign[j] = a;
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
@@ -668,9 +696,7 @@ static void release_job(struct run *r, uint32_t j)
                 r->unbounded[a[k].node]--;
             update_release(r, a[k].node);
         }
-    free(r->assign[j]);
-    r->assign[j] = NULL;
-    r->busy_gpus -= g->gpus;
+    r->busy_gpus -= g->gpus; /* r->assign[j] stays: the last placement, for the results */
     charge(r, g, r->job_flavor[j], -1);
     uint32_t last = r->runlist[--r->n_run], at = r->runpos[j];
     r->runlist[at] = last;
@@ -680,6 +706,7 @@ static void release_job(struct run *r, uint32_t j)
 
 static void finish(struct run *r, uint32_t j, int64_t now)
 {
+    touch(r, j);
     r->busy_ms[j] += now - r->run_start_ms[j];
     release_job(r, j);
     r->status[j] = JOB_DONE;
@@ -725,6 +752,7 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
     r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost_ms / 3.6e6;
     r->remaining_ms[j] -= saved;
     r->busy_ms[j] += now - r->run_start_ms[j];
+    touch(r, j);
     release_job(r, j);
     r->gen[j]++;
     if (r->n_evicted[j]++ == 0)
@@ -779,6 +807,7 @@ static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t n
 
 static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
 {
+    touch(r, j);
     unqueue(r, j);
     r->status[j] = JOB_REJECTED;
     if (r->opt->events) {
@@ -986,6 +1015,372 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     return 0;
 }
 
+/* ---- persistence (--db) ------------------------------------------------------------------ */
+
+#define DB_BATCH_INSTANTS 512 /* instants per store transaction */
+/*
+ * One store transaction per batch of DB_BATCH_INSTANTS simulated instants, written after the
+ * cycles of the batch's last instant:
+ *   - the KPI tables of the store: jobs (store_job_upsert), the bind journal and placements
+ *     (an intent and its completion for every start, a release for every finish or eviction),
+ *     the usage ledger per queue and flavor, preemption records, fair-share history and the
+ *     decision log (verdicts of the instant);
+ *   - meta rows that make the run resumable exactly: "j:<id>" per job that changed (its whole
+ *     simulation state and placement), "n:<node>" per node whose release time changed, and
+ *     "sim:loop", "sim:stats", "sim:queues", "sim:holds" for the loop and the accumulators.
+ * A crash loses at most the batch in progress; --resume reloads the last committed instant and
+ * continues from the next one: the simulation is deterministic, so every job ends exactly as in
+ * an uninterrupted run.
+ */
+
+static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    size_t at = (size_t)snprintf(buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %u",
+                                 r->status[j], (long long)r->start_ms[j], (long long)r->end_ms[j],
+                                 (long long)r->remaining_ms[j], (long long)r->run_start_ms[j],
+                                 (long long)r->overhead_ms[j], (long long)r->busy_ms[j], r->gen[j],
+                                 r->n_evicted[j], r->evicting[j], (long long)r->evict_at[j],
+                                 r->evict_kind[j], r->job_flavor[j], r->assign[j] ? g->n_pods : 0);
+    for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
+        at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
+                               r->assign[j][k].gpu_mask);
+    return buf;
+}
+
+static const char *job_state_name(uint8_t st)
+{
+    return st == JOB_RUNNING ? "running" : st == JOB_DONE ? "done" : "pending";
+}
+
+static int db_job(struct run *r, uint32_t j, int64_t now, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_job *job = &r->in->jobs[j];
+    const struct gang *g = &job->gang;
+    char key[32], val[64 + 24 * 64];
+    snprintf(key, sizeof(key), "j:%u", j);
+    if (g->n_pods > 64)
+        return sched_fail(eb, SCHED_ERANGE, "job %s: more than 64 pods cannot be persisted",
+                          job->id);
+    int rc = store_meta_put(db, key, fmt_job(r, j, val, sizeof(val)), eb);
+    /* the KPI rows: placements follow the run (release, then a fresh intent and bind) */
+    if (rc == 0)
+        rc = store_placement_release(db, job->id, NULL, eb);
+    if (rc == 0 && r->status[j] == JOB_RUNNING) {
+        struct store_pod pods[64];
+        char names[64][24];
+        for (uint32_t k = 0; k < g->n_pods; k++) {
+            snprintf(names[k], sizeof(names[k]), "pod-%u", k);
+            pods[k] = (struct store_pod){.index = k,
+                                         .name = names[k],
+                                         .node = r->in->cluster->nodes[r->assign[j][k].node].name,
+                                         .gpu_mask = r->assign[j][k].gpu_mask};
+        }
+        rc = store_journal_intent(db, job->id, (int64_t)r->st->cycles, now, pods, g->n_pods, eb);
+        if (rc == 0)
+            rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+    }
+    if (rc == 0) {
+        enum store_job_state state = r->status[j] == JOB_RUNNING    ? STORE_JOB_RUNNING
+                                     : r->status[j] == JOB_DONE     ? STORE_JOB_FINISHED
+                                     : r->status[j] == JOB_REJECTED ? STORE_JOB_FAILED
+                                                                    : STORE_JOB_PENDING;
+        bool started =
+            r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE || r->n_evicted[j] > 0;
+        struct store_job sj = {
+            .gang = job->id,
+            .gang_id = j,
+            .queue = r->in->queues[g->queue].name,
+            .flavor = r->in->config->flavors[r->job_flavor[j]].name,
+            .gpus = g->gpus,
+            .state = state,
+            .submit_ms = g->submit_ms,
+            .admit_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+            .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+            .finish_ms = r->status[j] == JOB_DONE ? r->end_ms[j] : STORE_NO_TIME,
+            .preemptions = r->n_evicted[j],
+        };
+        rc = store_job_upsert(db, &sj, eb);
+    }
+    (void)job_state_name;
+    return rc;
+}
+
+static int db_put_doubles(struct store *db, const char *key, const double *v, uint32_t n,
+                          struct sched_errbuf *eb)
+{
+    char *buf = malloc((size_t)n * 28 + 2);
+    if (!buf)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    size_t at = 0;
+    buf[0] = 0;
+    for (uint32_t k = 0; k < n; k++)
+        at += (size_t)sprintf(buf + at, k ? " %.17g" : "%.17g", v[k]);
+    int rc = store_meta_put(db, key, buf, eb);
+    free(buf);
+    return rc;
+}
+
+/* Everything the instant changed, in one transaction. */
+static int db_commit_instant(struct run *r, int64_t now, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    int rc = store_begin(db, eb);
+    for (uint32_t k = 0; rc == 0 && k < r->n_dirty; k++)
+        rc = db_job(r, r->dirty_list[k], now, eb);
+    for (uint32_t i = 0; rc == 0 && i < in->cluster->n_nodes; i++)
+        if (r->node_dirty[i]) {
+            char key[32], val[32];
+            snprintf(key, sizeof(key), "n:%u", i);
+            snprintf(val, sizeof(val), "%lld", (long long)r->bounded_max[i]);
+            rc = store_meta_put(db, key, val, eb);
+        }
+    for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
+        for (uint32_t f = 0; rc == 0 && f < r->n_flavors; f++)
+            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name, STORE_GPU,
+                                  usage_at(r, q, f)[RES_GPU], eb);
+        if (rc == 0)
+            rc = store_history_put(db, in->queues[q].name, r->hist[q], now, eb);
+    }
+    if (rc == 0) {
+        char loop[512];
+        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu",
+                 r->next_sub, (long long)r->t0, (long long)r->t_end, (long long)r->prev_t,
+                 r->frag_w, r->frag_t, r->frag_now, r->whole_waiting,
+                 (unsigned long long)r->last_reservation, (unsigned long long)r->events_done);
+        rc = store_meta_put(db, "sim:loop", loop, eb);
+    }
+    if (rc == 0) {
+        double v[] = {(double)st->tp_splits,
+                      st->mean_racks_per_multinode_gang,
+                      (double)st->multinode_gangs,
+                      (double)st->preemptions,
+                      (double)st->preempted_gangs,
+                      st->gpu_hours_lost_to_preemption,
+                      (double)st->checkpoint_requests,
+                      (double)st->quota_violations,
+                      (double)st->backfilled,
+                      (double)st->reservations,
+                      (double)st->cycles};
+        rc = db_put_doubles(db, "sim:stats", v, sizeof(v) / sizeof(v[0]), eb);
+    }
+    if (rc == 0) {
+        uint32_t nq = in->n_queues, nv = 7 * nq;
+        double *v = malloc((nv + 1) * sizeof(*v));
+        if (!v)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t q = 0; q < nq; q++) {
+            const struct sim_queue_stats *ps = &st->per_queue[q];
+            double *x = v + 7 * q;
+            x[0] = ps->max_usage_gpus, x[1] = ps->borrowed_gpu_hours, x[2] = ps->lent_gpu_hours;
+            x[3] = ps->reclaim_wait_s, x[4] = r->hist[q], x[5] = r->share[q];
+            x[6] = r->reclaim_wait[q];
+        }
+        rc = db_put_doubles(db, "sim:queues", v, nv, eb);
+        free(v);
+    }
+    if (rc == 0) {
+        size_t cap = 64, at = 0;
+        for (uint32_t h = 0; h < r->n_holds; h++)
+            cap += 48 + 12 * (size_t)r->holds[h].n_nodes;
+        char *buf = malloc(cap);
+        if (!buf)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        at += (size_t)snprintf(buf, cap, "%u", r->n_holds);
+        for (uint32_t h = 0; h < r->n_holds; h++) {
+            at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", r->holds[h].job,
+                                   (long long)r->holds[h].until_ms, r->holds[h].n_nodes);
+            for (uint32_t k = 0; k < r->holds[h].n_nodes; k++)
+                at += (size_t)snprintf(buf + at, cap - at, " %u", r->holds[h].nodes[k]);
+        }
+        rc = store_meta_put(db, "sim:holds", buf, eb);
+        free(buf);
+    }
+    if (rc == 0)
+        rc = store_commit(db, eb);
+    else
+        store_rollback(db);
+    for (uint32_t k = 0; k < r->n_dirty; k++)
+        r->dirty[r->dirty_list[k]] = 0;
+    r->n_dirty = 0;
+    memset(r->node_dirty, 0, in->cluster->n_nodes);
+    return rc;
+}
+
+/* Reads "%.17g" numbers from a meta row into v (at most n). */
+static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t n,
+                          struct sched_errbuf *eb)
+{
+    const char *text;
+    int rc = store_meta_get(db, key, &text, eb);
+    if (rc != 0)
+        return rc;
+    char *end;
+    for (uint32_t k = 0; k < n; k++) {
+        v[k] = strtod(text, &end);
+        if (end == text)
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: expected %u numbers", key, n);
+        text = end;
+    }
+    return 0;
+}
+
+/* Rebuilds the run from the last committed instant (see the comment above). */
+static int db_resume(struct run *r, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    const char *text;
+    int rc = store_meta_get(db, "sim:loop", &text, eb);
+    if (rc == SCHED_ENOENT)
+        return 0; /* it crashed before its first commit: start from the beginning */
+    if (rc != 0)
+        return rc;
+    unsigned next_sub, whole;
+    long long t0, t_end, prev_t;
+    unsigned long long last_res, events;
+    if (sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu", &next_sub, &t0, &t_end, &prev_t,
+               &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res, &events) != 10 ||
+        next_sub > in->n_jobs)
+        return sched_fail(eb, SCHED_EINVAL, "database: meta sim:loop is malformed");
+    r->next_sub = next_sub, r->t0 = t0, r->t_end = t_end, r->prev_t = prev_t;
+    r->whole_waiting = whole != 0, r->last_reservation = last_res, r->events_done = events;
+    double v[11];
+    if ((rc = db_get_doubles(db, "sim:stats", v, 11, eb)) != 0)
+        return rc;
+    st->tp_splits = (uint64_t)v[0], st->mean_racks_per_multinode_gang = v[1];
+    st->multinode_gangs = (uint64_t)v[2], st->preemptions = (uint64_t)v[3];
+    st->preempted_gangs = (uint64_t)v[4], st->gpu_hours_lost_to_preemption = v[5];
+    st->checkpoint_requests = (uint64_t)v[6], st->quota_violations = (uint64_t)v[7];
+    st->backfilled = (uint64_t)v[8], st->reservations = (uint64_t)v[9];
+    st->cycles = (uint64_t)v[10];
+    double *qv = malloc((7 * in->n_queues + 1) * sizeof(*qv));
+    if (!qv)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    rc = db_get_doubles(db, "sim:queues", qv, 7 * in->n_queues, eb);
+    for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
+        struct sim_queue_stats *ps = &st->per_queue[q];
+        const double *x = qv + 7 * q;
+        ps->max_usage_gpus = x[0], ps->borrowed_gpu_hours = x[1], ps->lent_gpu_hours = x[2];
+        ps->reclaim_wait_s = x[3], r->hist[q] = x[4], r->share[q] = x[5];
+        r->reclaim_wait[q] = x[6] != 0;
+    }
+    free(qv);
+    if (rc != 0)
+        return rc;
+    /* nodes' declared release times */
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "n:%u", i);
+        rc = store_meta_get(db, key, &text, eb);
+        if (rc == SCHED_ENOENT)
+            continue;
+        if (rc != 0)
+            return rc;
+        r->bounded_max[i] = strtoll(text, NULL, 10);
+    }
+    /* jobs: the ones never written are still in the future (or never started pending) */
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        char key[32];
+        snprintf(key, sizeof(key), "j:%u", j);
+        rc = store_meta_get(db, key, &text, eb);
+        if (rc == SCHED_ENOENT)
+            continue;
+        if (rc != 0)
+            return rc;
+        const struct gang *g = &in->jobs[j].gang;
+        unsigned status, gen, nev, evicting, ekind, flavor, npods;
+        long long start, end, rem, rstart, over, busy, eat;
+        int off = 0;
+        if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %u%n", &status,
+                   &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
+                   &flavor, &npods, &off) != 14 ||
+            status > JOB_REJECTED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
+        r->status[j] = (uint8_t)status, r->start_ms[j] = start, r->end_ms[j] = end;
+        r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
+        r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
+        r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
+        r->job_flavor[j] = flavor;
+        if (status == JOB_PENDING) {
+            if (queue_list_insert(&r->queues[g->queue], g) != 0)
+                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            r->n_pending++;
+            if (whole_node(r, g))
+                r->n_pending_whole++;
+        }
+        if (npods == 0)
+            continue;
+        struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
+        if (!a)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        const char *p = text + off;
+        for (uint32_t k = 0; k < g->n_pods; k++) {
+            unsigned node, mask;
+            int used = 0;
+            if (sscanf(p, " %u:%u%n", &node, &mask, &used) != 2 || node >= in->cluster->n_nodes) {
+                free(a);
+                return sched_fail(eb, SCHED_EINVAL, "database: meta %s: bad placement", key);
+            }
+            a[k] = (struct sched_assign){.node = node, .gpu_mask = mask};
+            p += used;
+        }
+        r->assign[j] = a;
+        if (status != JOB_RUNNING)
+            continue;
+        uint32_t k = 0;
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
+                struct node_state *ns = &r->state[a[k].node];
+                res_add(&ns->used, &g->sets[s].req);
+                ns->gpu_used |= a[k].gpu_mask;
+                r->pods_on[a[k].node]++;
+                if (g->max_runtime_ms <= 0)
+                    r->unbounded[a[k].node]++;
+            }
+        r->busy_gpus += g->gpus;
+        charge(r, g, flavor, +1);
+        r->runpos[j] = r->n_run;
+        r->runlist[r->n_run++] = j;
+        heap_push(r, rstart + over + rem, j, FIN_FINISH);
+        if (evicting)
+            heap_push(r, eat, j, (enum fin_kind)ekind);
+    }
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+    /* preemptor holds */
+    rc = store_meta_get(db, "sim:holds", &text, eb);
+    if (rc != 0)
+        return rc;
+    char *end;
+    unsigned long nh = strtoul(text, &end, 10);
+    for (unsigned long h = 0; h < nh; h++) {
+        struct sched_reservation rv = {0};
+        unsigned long job = strtoul(end, &end, 10);
+        long long until = strtoll(end, &end, 10);
+        unsigned long n = strtoul(end, &end, 10);
+        if (job >= in->n_jobs || n > in->cluster->n_nodes)
+            return sched_fail(eb, SCHED_EINVAL, "database: meta sim:holds is malformed");
+        uint32_t *nodes = malloc((n + 1) * sizeof(*nodes));
+        if (!nodes)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (unsigned long k = 0; k < n; k++)
+            nodes[k] = (uint32_t)strtoul(end, &end, 10);
+        rv.gang = &in->jobs[job].gang;
+        rv.nodes = nodes;
+        rv.n_nodes = (uint32_t)n;
+        rc = add_hold(r, &rv, until - 600000);
+        free(nodes);
+        if (rc != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 static double wall_s(void)
@@ -1103,6 +1498,9 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
              * evicted at its end and loses the work since its last checkpoint */
             bool answers = in->jobs[j].checkpoint_interval_ms > 0 && grace >= CKPT_WRITE_MS;
             r->evicting[j] = 1;
+            r->evict_at[j] = now + (answers ? CKPT_WRITE_MS : grace);
+            r->evict_kind[j] = answers ? FIN_EVICT : FIN_EVICT_LATE;
+            touch(r, j);
             r->st->checkpoint_requests++;
             heap_push(r, now + (answers ? CKPT_WRITE_MS : grace), j,
                       answers ? FIN_EVICT : FIN_EVICT_LATE);
@@ -1172,6 +1570,38 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     return 0;
 }
 
+/* A crash on purpose (--stop-after-events): no cleanup, no flush, no commit. */
+static void maybe_crash(const struct run *r)
+{
+    if (r->opt->stop_after > 0 && r->events_done >= r->opt->stop_after)
+        _exit(75);
+}
+
+static int write_jobs(const struct run *r, FILE *f)
+{
+    const struct sim_input *in = r->in;
+    fprintf(f, "job_id,policy,queue,submit_s,first_start_s,finish_s,evictions,placement\n");
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        const char *state = r->status[j] == JOB_DONE ? "" : "-";
+        fprintf(f, "%s,%s,%s,%.3f,", in->jobs[j].id, r->pol->name,
+                in->queues[in->jobs[j].gang.queue].name,
+                (double)in->jobs[j].gang.submit_ms / 1000.0);
+        if (r->status[j] == JOB_DONE || r->status[j] == JOB_RUNNING || r->n_evicted[j] > 0)
+            fprintf(f, "%.3f,", (double)r->start_ms[j] / 1000.0);
+        else
+            fputs(",", f);
+        if (r->status[j] == JOB_DONE)
+            fprintf(f, "%.3f,%u,", (double)r->end_ms[j] / 1000.0, r->n_evicted[j]);
+        else
+            fprintf(f, "%s,%u,", state, r->n_evicted[j]);
+        for (uint32_t k = 0; r->assign[j] && k < in->jobs[j].gang.n_pods; k++)
+            fprintf(f, "%s%s:%x", k ? ";" : "", in->cluster->nodes[r->assign[j][k].node].name,
+                    r->assign[j][k].gpu_mask);
+        fputc('\n', f);
+    }
+    return ferror(f) ? SCHED_EIO : 0;
+}
+
 static int run_loop(struct run *r, struct sched_errbuf *eb)
 {
     const struct sim_input *in = r->in;
@@ -1181,13 +1611,22 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     if (!views)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     int rc = 0;
-    uint32_t next_sub = 0;
-    int64_t t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0, t_end = t0, prev_t = t0;
-    double frag_w = 0, frag_t = 0, frag_now = 0, last_progress = wall_s();
-    bool whole_waiting = false;
+    r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
+    r->t_end = r->prev_t = r->t0;
+    if (r->opt->db && r->opt->resume && (rc = db_resume(r, eb)) != 0) {
+        arena_fini(&arena);
+        free(views);
+        return rc;
+    }
+    double last_progress = wall_s();
     uint64_t iter = 0;
     for (;;) {
-        int64_t t_sub = next_sub < in->n_jobs ? in->jobs[next_sub].gang.submit_ms : INT64_MAX;
+        int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
+        /* timed events of evicted runs are stale: they must not make an instant (a resumed
+         * run does not have them) */
+        while (r->n_heap && (r->heap[0].gen != r->gen[r->heap[0].job] ||
+                             r->status[r->heap[0].job] != JOB_RUNNING))
+            heap_pop(r);
         int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
         if (now == INT64_MAX)
@@ -1195,29 +1634,33 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         /* fragmentation over [prev_t, now): the state set by the previous instant; the
          * average runs over the whole makespan, instants without a waiting whole-node gang
          * count as 0 */
-        frag_w += whole_waiting ? frag_now * (double)(now - prev_t) : 0.0;
-        frag_t += (double)(now - prev_t);
-        quota_integrate(r, now - prev_t);
-        prev_t = now;
+        r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
+        r->frag_t += (double)(now - r->prev_t);
+        quota_integrate(r, now - r->prev_t);
+        r->prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
             struct fin f = heap_pop(r);
             if (f.gen != r->gen[f.job] || r->status[f.job] != JOB_RUNNING)
                 continue; /* the run it belonged to was evicted */
             if (f.kind == FIN_FINISH) {
                 finish(r, f.job, now);
-                t_end = now;
+                r->t_end = now;
             } else if (f.kind == FIN_EVICT) {
                 evict(r, f.job, now, "preempted after a requested checkpoint", true);
             } else {
                 evict(r, f.job, now, "preempted: no checkpoint within the grace", false);
             }
+            maybe_crash(r);
         }
-        while (next_sub < in->n_jobs && in->jobs[next_sub].gang.submit_ms == now)
-            submit(r, next_sub++, now);
+        while (r->next_sub < in->n_jobs && in->jobs[r->next_sub].gang.submit_ms == now) {
+            submit(r, r->next_sub++, now);
+            maybe_crash(r);
+        }
         /* a cycle; again at the same instant when it evicted (the preemptors start at once) */
         for (int again = 0; again < 3 && r->n_pending > 0 && rc == 0; again++) {
             uint32_t evicted = 0;
             rc = one_cycle(r, views, &arena, now, &evicted, eb);
+            maybe_crash(r);
             if (evicted == 0)
                 break;
         }
@@ -1229,24 +1672,34 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
             break;
         }
-        whole_waiting = r->n_pending_whole > 0;
-        frag_now = whole_waiting ? stranded_share(r) : 0.0;
-        if ((rc = add_point(r, now, t0)) != 0) {
+        r->whole_waiting = r->n_pending_whole > 0;
+        r->frag_now = r->whole_waiting ? stranded_share(r) : 0.0;
+        if ((rc = add_point(r, now, r->t0)) != 0) {
             sched_fail(eb, rc, "out of memory");
             break;
+        }
+        /* one transaction per batch of instants (a resume restarts after the last one) */
+        if (r->opt->db && ++r->uncommitted >= DB_BATCH_INSTANTS) {
+            r->uncommitted = 0;
+            if ((rc = db_commit_instant(r, now, eb)) != 0)
+                break;
         }
         if (r->opt->progress && (++iter & 1023) == 0 && wall_s() - last_progress > 0.5) {
             last_progress = wall_s();
             fprintf(stderr, "\r%-10s day %6.1f  submitted %u/%u  pending %u   ", r->pol->name,
-                    (double)(now - t0) / 8.64e7, next_sub, in->n_jobs, r->n_pending);
+                    (double)(now - r->t0) / 8.64e7, r->next_sub, in->n_jobs, r->n_pending);
         }
     }
     if (r->opt->progress)
         fprintf(stderr, "\r%-70s\r", "");
     arena_fini(&arena);
     free(views);
+    if (rc == 0 && r->opt->db && r->uncommitted > 0)
+        rc = db_commit_instant(r, r->prev_t, eb);
     if (rc == 0)
-        rc = summarize(r, t0, t_end, frag_w, frag_t);
+        rc = summarize(r, r->t0, r->t_end, r->frag_w, r->frag_t);
+    if (rc == 0 && r->opt->jobs_out && write_jobs(r, r->opt->jobs_out) != 0)
+        rc = sched_fail(eb, SCHED_EIO, "writing the per-job results failed");
     if (rc != 0 && !eb->msg[0])
         sched_fail(eb, rc, "out of memory");
     return rc;
@@ -1289,6 +1742,13 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.runlist = calloc(nj, sizeof(*r.runlist));
     r.runpos = calloc(nj, sizeof(*r.runpos));
     r.runv = calloc(nj, sizeof(*r.runv));
+    r.evict_at = calloc(nj, sizeof(*r.evict_at));
+    r.evict_kind = calloc(nj, 1);
+    if (opt->db) {
+        r.dirty = calloc(nj, 1);
+        r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
+        r.node_dirty = calloc(nn, 1);
+    }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
@@ -1333,6 +1793,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.pods_on), free(r.unbounded), free(r.bounded_max);
     free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
+    free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     for (uint32_t h = 0; h < r.n_holds; h++)
         free(r.holds[h].nodes);
     free(r.holds), free(r.holdv);

@@ -113,10 +113,19 @@ struct sim_stats {
     size_t n_queue_s;
 };
 
+struct store;
+
 struct sim_options {
     FILE *events;            /* JSON Lines event log, or NULL */
     bool progress;           /* progress on stderr */
     const char *explain_job; /* job id whose verdicts are printed to stderr, or NULL */
+    /* persistence (--db): one store transaction per simulated instant holds everything needed
+     * to resume exactly; NULL = in memory only */
+    struct store *db;
+    bool resume;         /* continue from the state in db */
+    uint64_t stop_after; /* --stop-after-events: _exit() abruptly after this many events
+                            (a crash: nothing beyond the last commit survives); 0 = never */
+    FILE *jobs_out;      /* per-job results as CSV at the end, or NULL */
 };
 
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,

@@ -201,10 +201,12 @@ static int teardown(void **state)
     struct fx *f = *state;
     config_watch_stop(f->w);
     uv_close((uv_handle_t *)&f->guard, NULL);
-    assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
-    assert_int_equal(uv_loop_close(&f->loop), 0); /* every handle closed */
+    int run = uv_run(&f->loop, UV_RUN_DEFAULT);
+    int closed = uv_loop_close(&f->loop); /* 0: every handle closed */
     remove_tree(f->dir);
     free(f);
+    assert_int_equal(run, 0);
+    assert_int_equal(closed, 0);
     return 0;
 }
 

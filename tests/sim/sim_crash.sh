@@ -1,0 +1,57 @@
+# Crash and resume: a simulation persisted with --db is killed at many points (the simulator's own
+# abrupt --stop-after-events, and SIGKILL from here at random moments), then resumed with --resume;
+# every job must end exactly as in an uninterrupted run (start, finish, evictions, placement), and
+# the store must pass its consistency check after every resume. GANGSCHED_CRASH_POINTS sets how
+# many points of each kind (default 10, so 20 in all); make soak runs hundreds.
+. tests/sim/lib.inc
+POINTS=${GANGSCHED_CRASH_POINTS:-10}
+ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv --high-priority 0.33"
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --db "$TMP/ref.db" --jobs-out "$TMP/ref.csv" --events "$TMP/ref.ev" >/dev/null ||
+    { bad "reference run failed"; finish; }
+"$EVCHECK" "$TMP/ref.ev" >/dev/null && ok "reference event log checks" || bad "reference log check failed"
+"$GS" store check "$TMP/ref.db" >/dev/null && ok "reference store consistent" || bad "reference store check"
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --jobs-out "$TMP/mem.csv" >/dev/null
+cmp -s "$TMP/ref.csv" "$TMP/mem.csv" && ok "persisting changes no result" || bad "--db changed the results"
+total=$(grep -c -E '"type":"(submit|start|finish|evict|reject)"' "$TMP/ref.ev")
+resume_and_compare() {
+    label=$1
+    # shellcheck disable=SC2086
+    if ! "$GS" simulate $ARGS --db "$TMP/c.db" --resume --jobs-out "$TMP/c.csv" >/dev/null 2>"$TMP/err"; then
+        bad "$label: resume failed: $(cat "$TMP/err")"; return
+    fi
+    if ! "$GS" store check "$TMP/c.db" >"$TMP/check" 2>&1; then
+        bad "$label: store check after resume: $(head -3 "$TMP/check")"; return
+    fi
+    if cmp -s "$TMP/ref.csv" "$TMP/c.csv"; then ok "$label: resumed exactly"
+    else bad "$label: results differ"; diff "$TMP/ref.csv" "$TMP/c.csv" | head -4; fi
+}
+i=1
+while [ "$i" -le "$POINTS" ]; do
+    n=$(( (total * i) / (POINTS + 1) ))
+    rm -f "$TMP"/c.db*
+    # shellcheck disable=SC2086
+    "$GS" simulate $ARGS --db "$TMP/c.db" --stop-after-events "$n" >/dev/null 2>&1
+    rc=$?
+    [ "$rc" -eq 75 ] || bad "stop after $n events: exit $rc, want 75"
+    resume_and_compare "stopped after $n of $total events"
+    i=$((i + 1))
+done
+# SIGKILL at random moments (the run takes well under a second: kill within it)
+i=1
+seed=$$
+while [ "$i" -le "$POINTS" ]; do
+    rm -f "$TMP"/c.db*
+    seed=$(( (seed * 1103515245 + 12345) % 2147483648 ))
+    delay=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%.3f", 0.01 + rand() * 0.25 }')
+    # shellcheck disable=SC2086
+    "$GS" simulate $ARGS --db "$TMP/c.db" >/dev/null 2>&1 &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    resume_and_compare "SIGKILL after ${delay}s"
+    i=$((i + 1))
+done
+finish
