@@ -82,6 +82,7 @@ static void usage_simulate(FILE *f)
           "persistence (one policy):\n"
           "  --db FILE          persist every instant in a SQLite store (docs/store.md)\n"
           "  --resume           continue the simulation saved in --db after a crash\n"
+          "  --db-batch N       simulated instants per transaction (default 4096)\n"
           "  --stop-after-events N  end abruptly after N events, as a crash would (for tests)\n"
           "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
           "  -v, --verbose      log at info level\n",
@@ -106,6 +107,7 @@ struct sim_args {
     bool resume;
     unsigned long long stop_after;
     const char *jobs_out;
+    unsigned long db_batch;
 };
 
 /* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
@@ -231,6 +233,15 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--db")))
                 return 2;
             a->db_path = v;
+        } else if (is_flag(arg, "--db-batch")) {
+            if (!(v = flag_value(argc, argv, &i, "--db-batch")))
+                return 2;
+            char *end;
+            a->db_batch = strtoul(v, &end, 10);
+            if (!*v || *end || a->db_batch == 0 || a->db_batch > 1000000) {
+                fprintf(stderr, "gangsched simulate: --db-batch '%s' is not in 1..1000000\n", v);
+                return 2;
+            }
         } else if (strcmp(arg, "--resume") == 0) {
             a->resume = true;
         } else if (is_flag(arg, "--jobs-out")) {
@@ -482,11 +493,8 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
         return rc;
     const char *saved = NULL;
     rc = store_meta_get(*out, "sim:args", &saved, eb);
-    if (rc == SCHED_ENOENT) {
-        if (a->resume)
-            return sched_fail(eb, SCHED_EINVAL, "%s: no simulation to resume", a->db_path);
+    if (rc == SCHED_ENOENT) /* new, or killed before its first commit: start from the top */
         return store_meta_put(*out, "sim:args", args, eb);
-    }
     if (rc != 0)
         return rc;
     if (!a->resume)
@@ -576,6 +584,7 @@ static int cmd_simulate(int argc, char **argv)
         opt.db = db;
         opt.resume = a.resume;
         opt.stop_after = a.stop_after;
+        opt.db_batch = (uint32_t)a.db_batch;
     }
     for (int p = 0; p < a.n_policies; p++) {
         if (sim_run(&in, a.policies[p], &opt, &stats[p], &eb) != 0) {

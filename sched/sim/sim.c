@@ -421,6 +421,7 @@ struct run {
     uint8_t *dirty;
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
+    uint8_t *last_why; /* last reason logged per job (why + 1; 0 = none) */
 };
 
 static void touch(struct run *r, uint32_t j)
@@ -1017,9 +1018,9 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
 
 /* ---- persistence (--db) ------------------------------------------------------------------ */
 
-#define DB_BATCH_INSTANTS 512 /* instants per store transaction */
+#define DB_BATCH_INSTANTS 4096 /* instants per store transaction by default (--db-batch) */
 /*
- * One store transaction per batch of DB_BATCH_INSTANTS simulated instants, written after the
+ * One store transaction per batch of simulated instants (--db-batch), written after the
  * cycles of the batch's last instant:
  *   - the KPI tables of the store: jobs (store_job_upsert), the bind journal and placements
  *     (an intent and its completion for every start, a release for every finish or eviction),
@@ -1122,13 +1123,14 @@ static int db_put_doubles(struct store *db, const char *key, const double *v, ui
     return rc;
 }
 
-/* Everything the instant changed, in one transaction. */
-static int db_commit_instant(struct run *r, int64_t now, struct sched_errbuf *eb)
+/* Everything the batch changed, then the commit; `reopen` begins the next batch's transaction
+ * (the cycles' decisions and preemption records go into it as they happen). */
+static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
     const struct sim_input *in = r->in;
     struct sim_stats *st = r->st;
-    int rc = store_begin(db, eb);
+    int rc = store_in_txn(db) ? 0 : store_begin(db, eb);
     for (uint32_t k = 0; rc == 0 && k < r->n_dirty; k++)
         rc = db_job(r, r->dirty_list[k], now, eb);
     for (uint32_t i = 0; rc == 0 && i < in->cluster->n_nodes; i++)
@@ -1203,10 +1205,49 @@ static int db_commit_instant(struct run *r, int64_t now, struct sched_errbuf *eb
         rc = store_commit(db, eb);
     else
         store_rollback(db);
+    if (rc == 0 && reopen)
+        rc = store_begin(db, eb);
     for (uint32_t k = 0; k < r->n_dirty; k++)
         r->dirty[r->dirty_list[k]] = 0;
     r->n_dirty = 0;
     memset(r->node_dirty, 0, in->cluster->n_nodes);
+    return rc;
+}
+
+/* The decision log (one row per verdict: gangs examined and not started) and the preemption
+ * records of one cycle. */
+static int db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
+                            struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    int rc = 0;
+    for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
+        uint32_t j = res->verdicts[v].gang->id;
+        uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
+        if (r->last_why[j] == why)
+            continue; /* the log records changes of reason, not every cycle's repeat */
+        r->last_why[j] = why;
+        char reason[512];
+        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        struct store_decision d = {.cycle = (int64_t)r->st->cycles,
+                                   .ts_ms = now,
+                                   .gang = in->jobs[res->verdicts[v].gang->id].id,
+                                   .why = (int)res->verdicts[v].why,
+                                   .reason = reason};
+        rc = store_decision_add(db, &d, eb);
+    }
+    for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
+        const struct sched_eviction *ev = &res->evictions[e];
+        struct store_preemption p = {.cycle = (int64_t)r->st->cycles,
+                                     .ts_ms = now,
+                                     .victim = in->jobs[ev->victim->gang->id].id,
+                                     .preemptor = in->jobs[ev->preemptor->id].id,
+                                     .gpus = ev->victim->gang->gpus,
+                                     .lost_work_gpu_s = ev->lost_gpu_s,
+                                     .cost = ev->cost};
+        rc = store_preemption_add(db, &p, eb);
+    }
     return rc;
 }
 
@@ -1226,6 +1267,43 @@ static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t
         text = end;
     }
     return 0;
+}
+
+/* Recovery of the store itself: intents still open belong to binds that never completed (the
+ * simulator binds in the same transaction, so there are none unless the file was written by
+ * something else): they are rolled back. */
+static int rollback_intent(void *ctx, const struct store_intent *in)
+{
+    struct store *db = ctx;
+    LOG_WARN("store", "gang %s: %u bind intent(s) from cycle %lld never completed: rolled back",
+             in->gang, in->n_pods, (long long)in->cycle);
+    return store_journal_done(db, in->gang, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, in->intent_ms,
+                              NULL, NULL);
+}
+
+/* The ledger must equal what the running gangs hold; differences are corrected and logged. */
+static int db_reconcile(struct run *r, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    int rc = store_journal_pending(db, rollback_intent, db, eb);
+    uint32_t n = in->n_queues * r->n_flavors, n_diff = 0;
+    struct store_ledger_row *rows = calloc(n + 1, sizeof(*rows));
+    if (!rows)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        for (uint32_t f = 0; f < r->n_flavors; f++)
+            rows[q * r->n_flavors + f] =
+                (struct store_ledger_row){.queue = in->queues[q].name,
+                                          .flavor = in->config->flavors[f].name,
+                                          .resource = STORE_GPU,
+                                          .amount = usage_at(r, q, f)[RES_GPU]};
+    if (rc == 0)
+        rc = store_ledger_reconcile(db, rows, n, &n_diff, eb);
+    free(rows);
+    if (rc == 0 && n_diff > 0)
+        LOG_WARN("store", "ledger differed from the running gangs in %u row(s): corrected", n_diff);
+    return rc;
 }
 
 /* Rebuilds the run from the last committed instant (see the comment above). */
@@ -1378,7 +1456,7 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         if (rc != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
-    return 0;
+    return db_reconcile(r, eb);
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
@@ -1553,6 +1631,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
         log_reservations(r, &res, now);
     if (r->opt->explain_job)
         explain(r, &res, now);
+    if (r->opt->db && db_cycle_records(r, &res, now, eb) != 0)
+        return -1;
     /* evictions first: their victims' sched_running views point into this cycle's state */
     if (apply_evictions(r, &res, now, evicted) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -1613,7 +1693,8 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     int rc = 0;
     r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
     r->t_end = r->prev_t = r->t0;
-    if (r->opt->db && r->opt->resume && (rc = db_resume(r, eb)) != 0) {
+    if (r->opt->db && ((r->opt->resume && (rc = db_resume(r, eb)) != 0) ||
+                       (rc = store_begin(r->opt->db, eb)) != 0)) {
         arena_fini(&arena);
         free(views);
         return rc;
@@ -1679,9 +1760,10 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             break;
         }
         /* one transaction per batch of instants (a resume restarts after the last one) */
-        if (r->opt->db && ++r->uncommitted >= DB_BATCH_INSTANTS) {
+        if (r->opt->db &&
+            ++r->uncommitted >= (r->opt->db_batch ? r->opt->db_batch : DB_BATCH_INSTANTS)) {
             r->uncommitted = 0;
-            if ((rc = db_commit_instant(r, now, eb)) != 0)
+            if ((rc = db_commit_instant(r, now, true, eb)) != 0)
                 break;
         }
         if (r->opt->progress && (++iter & 1023) == 0 && wall_s() - last_progress > 0.5) {
@@ -1694,8 +1776,10 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         fprintf(stderr, "\r%-70s\r", "");
     arena_fini(&arena);
     free(views);
-    if (rc == 0 && r->opt->db && r->uncommitted > 0)
-        rc = db_commit_instant(r, r->prev_t, eb);
+    if (rc == 0 && r->opt->db)
+        rc = db_commit_instant(r, r->prev_t, false, eb);
+    else if (r->opt->db && store_in_txn(r->opt->db))
+        store_rollback(r->opt->db);
     if (rc == 0)
         rc = summarize(r, r->t0, r->t_end, r->frag_w, r->frag_t);
     if (rc == 0 && r->opt->jobs_out && write_jobs(r, r->opt->jobs_out) != 0)
@@ -1748,6 +1832,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.dirty = calloc(nj, 1);
         r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
         r.node_dirty = calloc(nn, 1);
+        r.last_why = calloc(nj, 1);
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -1794,6 +1879,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
+    free(r.last_why);
     for (uint32_t h = 0; h < r.n_holds; h++)
         free(r.holds[h].nodes);
     free(r.holds), free(r.holdv);

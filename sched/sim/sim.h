@@ -126,6 +126,7 @@ struct sim_options {
     uint64_t stop_after; /* --stop-after-events: _exit() abruptly after this many events
                             (a crash: nothing beyond the last commit survives); 0 = never */
     FILE *jobs_out;      /* per-job results as CSV at the end, or NULL */
+    uint32_t db_batch;   /* instants per store transaction; 0 = the default (4096) */
 };
 
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,

@@ -5,7 +5,8 @@
 # many points of each kind (default 10, so 20 in all); make soak runs hundreds.
 . tests/sim/lib.inc
 POINTS=${GANGSCHED_CRASH_POINTS:-10}
-ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv --high-priority 0.33"
+# --db-batch 16: a commit every 16 instants, so that kills land between many commits
+ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv --high-priority 0.33 --db-batch 16"
 # shellcheck disable=SC2086
 "$GS" simulate $ARGS --db "$TMP/ref.db" --jobs-out "$TMP/ref.csv" --events "$TMP/ref.ev" >/dev/null ||
     { bad "reference run failed"; finish; }
