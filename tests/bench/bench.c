@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@
 #include "sched/sim/nodes.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
+#include "store/store.h"
 
 #define BIG_CLUSTER     "hgx:5000"
 #define RNG_SEED        UINT64_C(0x9E3779B97F4A7C15)
@@ -711,6 +713,148 @@ static int bench_replay(struct table *t, const char *dir)
                              TARGET_REPLAY_ALL_S);
 }
 
+/* ---- 6. persistence ------------------------------------------------------------------------ */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long file_bytes(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : 0;
+}
+
+/* A cycle with 10,000 decisions in one transaction (wall time: the commit writes a file), best
+ * of three; the baseline is formatting those rows in memory. */
+static int bench_store_cycle(struct table *t, const char *dir_tmp)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bench-cycle.db", dir_tmp);
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    struct store_opts o;
+    store_opts_default(&o);
+    if (store_open(path, STORE_CREATE, &o, &st, &eb) != 0) {
+        fprintf(stderr, "bench: %s\n", eb.msg);
+        return 1;
+    }
+    enum { N = 10000 };
+    static struct store_decision d[N];
+    static char gangs[N][24], reasons[N][96];
+    double fmt_t0 = wall_now();
+    for (int i = 0; i < N; i++) {
+        snprintf(gangs[i], sizeof(gangs[i]), "ns/job-%05d", i);
+        snprintf(reasons[i], sizeof(reasons[i]),
+                 "resources: 2 pod(s), 16 GPU(s); 0/5000 nodes fit one pod: %d insufficient", i);
+        d[i] = (struct store_decision){0, 1, 1000, gangs[i], 2, reasons[i]};
+    }
+    double fmt_s = wall_now() - fmt_t0, best = 1e9;
+    int rc = 0;
+    for (int rep = 0; rep < 3 && rc == 0; rep++) {
+        for (int i = 0; i < N; i++)
+            d[i].cycle = rep + 1;
+        double t0 = wall_now();
+        rc = store_begin(st, &eb);
+        if (rc == 0)
+            rc = store_decision_add_many(st, d, N, &eb);
+        if (rc == 0)
+            rc = store_commit(st, &eb);
+        double dt = wall_now() - t0;
+        if (dt < best)
+            best = dt;
+    }
+    store_close(st);
+    unlink(path);
+    if (rc != 0) {
+        fprintf(stderr, "bench: store: %s\n", eb.msg);
+        return 1;
+    }
+    struct row *r = row_add(t, "6 persist one cycle of 10,000 decisions (wall)");
+    if (!r)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.1f ms", best * 1e3);
+    snprintf(r->target, sizeof(r->target), "< 50 ms");
+    row_status(r, best < 0.050);
+    snprintf(r->ratio, sizeof(r->ratio), "%.0fx formatting them", ratio(best, fmt_s));
+    return 0;
+}
+
+/* cluster07 on hgx:64 with the default policy, with and without --db. */
+static int bench_store_replay(struct table *t, const char *dir, const char *dir_tmp)
+{
+    struct row *r = row_add(t, "6 replay cluster07 on hgx:64 with --db (wall)");
+    if (!r)
+        return 1;
+    snprintf(r->target, sizeof(r->target), "<= 2x");
+    static const char *const one[] = {"cluster07.csv"};
+    if (!files_present(dir, one, 1)) {
+        snprintf(r->value, sizeof(r->value), "SKIP (data not found)");
+        snprintf(r->status, sizeof(r->status), "SKIP");
+        return 0;
+    }
+    struct world w;
+    struct trace tr;
+    struct sim_input in = {0};
+    struct sched_errbuf eb = {{0}};
+    int rc = world_init(&w, "hgx:64");
+    trace_init(&tr);
+    if (rc == 0)
+        rc = read_traces(&tr, dir, one, 1);
+    if (rc == 0 && (rc = sim_input_build(&in, &tr, w.c, NULL, &eb)) != 0)
+        fprintf(stderr, "bench: %s\n", eb.msg);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bench-replay.db", dir_tmp);
+    double plain = 0, with_db = 0;
+    long bytes = 0;
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        struct store *st = NULL;
+        struct store_opts o;
+        store_opts_default(&o);
+        if (pass == 1 && (rc = store_open(path, STORE_CREATE, &o, &st, &eb)) != 0) {
+            fprintf(stderr, "bench: %s\n", eb.msg);
+            break;
+        }
+        struct sim_options opt = {.db = st};
+        struct sim_stats sst;
+        double t0 = wall_now();
+        rc = sim_run(&in, sched_policy_find("gangsched"), &opt, &sst, &eb);
+        double dt = wall_now() - t0;
+        if (rc == 0)
+            sim_stats_free(&sst);
+        else
+            fprintf(stderr, "bench: replay: %s\n", eb.msg);
+        store_close(st);
+        *(pass ? &with_db : &plain) = dt;
+        if (pass == 1) {
+            bytes = file_bytes(path);
+            char wal[600];
+            snprintf(wal, sizeof(wal), "%s-wal", path);
+            bytes += file_bytes(wal);
+            unlink(path);
+            unlink(wal);
+            snprintf(wal, sizeof(wal), "%s-shm", path);
+            unlink(wal);
+        }
+    }
+    sim_input_free(&in);
+    trace_free(&tr);
+    world_fini(&w);
+    if (rc != 0)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.2f s (%.2f s without)", with_db, plain);
+    row_status(r, with_db <= 2.0 * plain);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx without --db", ratio(with_db, plain));
+    if (!(r = row_add(t, "  database size after the 60-day replay")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.1f MB", (double)bytes / 1e6);
+    snprintf(r->ratio, sizeof(r->ratio), "bounded by retention (docs/store.md)");
+    return 0;
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -739,6 +883,11 @@ int main(int argc, char **argv)
     }
     if (rc == 0)
         rc = bench_replay(t, dir);
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (rc == 0)
+        rc = bench_store_cycle(t, tmp);
+    if (rc == 0)
+        rc = bench_store_replay(t, dir, tmp);
     if (rc == 0)
         table_print(t, sysconf(_SC_NPROCESSORS_ONLN));
     else
