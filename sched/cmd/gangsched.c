@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -83,6 +84,8 @@ static void usage_simulate(FILE *f)
           "  --db FILE          persist every instant in a SQLite store (docs/store.md)\n"
           "  --resume           continue the simulation saved in --db after a crash\n"
           "  --db-batch N       simulated instants per transaction (default 4096)\n"
+          "  --rebuild-store    when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
+          "                     and start a new one (the simulation restarts from its inputs)\n"
           "  --stop-after-events N  end abruptly after N events, as a crash would (for tests)\n"
           "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
           "  -v, --verbose      log at info level\n",
@@ -108,6 +111,7 @@ struct sim_args {
     unsigned long long stop_after;
     const char *jobs_out;
     unsigned long db_batch;
+    bool rebuild_store;
 };
 
 /* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
@@ -242,6 +246,8 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
                 fprintf(stderr, "gangsched simulate: --db-batch '%s' is not in 1..1000000\n", v);
                 return 2;
             }
+        } else if (strcmp(arg, "--rebuild-store") == 0) {
+            a->rebuild_store = true;
         } else if (strcmp(arg, "--resume") == 0) {
             a->resume = true;
         } else if (is_flag(arg, "--jobs-out")) {
@@ -474,7 +480,7 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     for (int i = 0; i < argc && at < sizeof(args); i++) {
         const char *x = argv[i];
         if (strcmp(x, "--resume") == 0 || strcmp(x, "--no-progress") == 0 ||
-            strcmp(x, "--json") == 0)
+            strcmp(x, "--json") == 0 || strcmp(x, "--rebuild-store") == 0)
             continue;
         if (is_flag(x, "--stop-after-events") || is_flag(x, "--jobs-out") ||
             is_flag(x, "--report") || is_flag(x, "--events") || is_flag(x, "--explain")) {
@@ -489,6 +495,26 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     struct store_opts o;
     store_opts_default(&o);
     int rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
+    if (rc != 0 && rc != SCHED_ENOMEM && a->rebuild_store) {
+        /* never silently: the old file is kept next to the new one, and said so */
+        char aside[4200];
+        snprintf(aside, sizeof(aside), "%s.broken-%lld", a->db_path, (long long)time(NULL));
+        fprintf(stderr,
+                "gangsched simulate: %s\ngangsched simulate: --rebuild-store: keeping it as %s and "
+                "starting a new store\n",
+                eb->msg, aside);
+        if (rename(a->db_path, aside) != 0)
+            return sched_fail(eb, SCHED_EIO, "cannot move %s aside: %s", a->db_path,
+                              strerror(errno));
+        static const char *const sfx[] = {"-wal", "-shm"};
+        for (size_t k = 0; k < 2; k++) {
+            char from[4200], to[4300];
+            snprintf(from, sizeof(from), "%s%s", a->db_path, sfx[k]);
+            snprintf(to, sizeof(to), "%s%s", aside, sfx[k]);
+            (void)rename(from, to); /* absent is fine */
+        }
+        rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
+    }
     if (rc != 0)
         return rc;
     const char *saved = NULL;

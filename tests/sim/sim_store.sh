@@ -1,0 +1,30 @@
+# The simulator's store from the outside: a corrupt file is refused and never replaced silently,
+# --rebuild-store keeps it aside, a second run on a used file needs --resume, and the check
+# command reports a healthy store.
+. tests/sim/lib.inc
+ARGS="--no-progress --policy gangsched --trace tests/data/trace-small.csv"
+printf 'garbage that is not SQLite: %0100d' 0 >"$TMP/bad.db"
+cp "$TMP/bad.db" "$TMP/bad.copy"
+# shellcheck disable=SC2086
+expect_fail "corrupt database refused" 1 "corrupt database $TMP/bad.db" -- "$GS" simulate $ARGS --db "$TMP/bad.db"
+cmp -s "$TMP/bad.db" "$TMP/bad.copy" && ok "corrupt file untouched" || bad "corrupt file was changed"
+"$GS" store check "$TMP/bad.db" >"$TMP/out" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "corrupt database $TMP/bad.db" "$TMP/out" && ok "check of a corrupt file: exit 2" ||
+    bad "check of a corrupt file: exit $rc: $(cat "$TMP/out")"
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --db "$TMP/bad.db" --rebuild-store >/dev/null 2>"$TMP/err" &&
+    ok "--rebuild-store starts a new store" || bad "--rebuild-store failed: $(cat "$TMP/err")"
+ls "$TMP"/bad.db.broken-* >/dev/null 2>&1 && ok "old file kept aside" || bad "old file not kept"
+cmp -s "$TMP"/bad.db.broken-* "$TMP/bad.copy" && ok "kept file intact" || bad "kept file changed"
+"$GS" store check "$TMP/bad.db" >/dev/null && ok "rebuilt store consistent" || bad "rebuilt store check"
+# shellcheck disable=SC2086
+expect_fail "a used store needs --resume" 1 "already holds a simulation" -- "$GS" simulate $ARGS --db "$TMP/bad.db"
+# shellcheck disable=SC2086
+expect_fail "another simulation in the store" 1 "holds another simulation" -- "$GS" simulate $ARGS --cluster hgx:2 --db "$TMP/bad.db" --resume
+expect_fail "two policies with --db" 2 "exactly one --policy" -- "$GS" simulate --no-progress --policy gangsched --policy fifo --db "$TMP/x.db"
+"$GS" store check "$TMP/none.db" >"$TMP/out" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "$TMP/none.db does not exist" "$TMP/out" && ok "check of a missing file: exit 2" ||
+    bad "check of a missing file: exit $rc: $(cat "$TMP/out")"
+finish
