@@ -1694,7 +1694,8 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
     r->t_end = r->prev_t = r->t0;
     if (r->opt->db && ((r->opt->resume && (rc = db_resume(r, eb)) != 0) ||
-                       (rc = store_begin(r->opt->db, eb)) != 0)) {
+                       (rc = store_begin(r->opt->db, eb)) != 0 ||
+                       (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0)) {
         arena_fini(&arena);
         free(views);
         return rc;
