@@ -81,14 +81,6 @@ static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t 
     return p;
 }
 
-static void gang_need(const struct gang *g, struct res_vec *need)
-{
-    memset(need, 0, sizeof(*need));
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (int r = 0; r < res_count(); r++)
-            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
-}
-
 static const struct gang *head(const struct cycle *cy, uint32_t q)
 {
     return cy->snap->queues[q].pending[cy->pos[q]];
@@ -105,7 +97,7 @@ static void compute_key(struct cycle *cy, uint32_t q)
         return;
     const struct config_queue *cq = &cy->cfg->queues[q];
     struct res_vec need;
-    gang_need(head(cy, q), &need);
+    gang_request(head(cy, q), &need);
     double hist = cy->snap->hist_share ? cy->snap->hist_share[q] : 0.0;
     k->priority = cq->priority;
     k->score = (quota_share(&cy->qt, q, 0, &need) + hist) / (cq->weight > 0 ? cq->weight : 1.0);
@@ -379,7 +371,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     struct res_vec need;
-    gang_need(g, &need);
+    gang_request(g, &need);
     struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
     bool quota_blocked = false, borrow_possible = false;
     int64_t place_vi = -1;

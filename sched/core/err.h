@@ -7,6 +7,8 @@
 #ifndef SCHED_CORE_ERR_H
 #define SCHED_CORE_ERR_H
 
+#include <stddef.h>
+
 /* X-macro: name, value, message. */
 #define SCHED_ERRNO_MAP(XX)                                                                        \
     XX(EINVAL, -1, "invalid input")                                                                \
@@ -36,5 +38,10 @@ struct sched_errbuf {
  */
 int sched_fail(struct sched_errbuf *eb, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Copies s[0..len) into dst (capacity cap >= 8) as printable text: '"', '\\' and bytes outside
+ * 0x20..0x7e are escaped, a long input is cut with "...". Error messages quote untrusted input
+ * this way. */
+void sched_quote(const char *s, size_t len, char *dst, size_t cap);
 
 #endif

@@ -66,3 +66,11 @@ void gang_finalize(struct gang *g)
     }
     g->shape = h;
 }
+
+void gang_request(const struct gang *g, struct res_vec *need)
+{
+    memset(need, 0, sizeof(*need));
+    for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
+        for (int r = 0; r < res_count(); r++)
+            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
+}

@@ -199,6 +199,8 @@ struct gang {
 
 /* Computes n_pods, gpus and shape; call after filling the gang. */
 void gang_finalize(struct gang *g);
+/* The gang's whole request: the sum over its pods (what quota charges). */
+void gang_request(const struct gang *g, struct res_vec *need);
 
 struct queue {
     const char *name;

@@ -36,14 +36,6 @@ int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
     return pc->chosen && pc->evicted_per_queue ? 0 : SCHED_ENOMEM;
 }
 
-static void gang_need(const struct gang *g, struct res_vec *need)
-{
-    memset(need, 0, sizeof(*need));
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (int r = 0; r < res_count(); r++)
-            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
-}
-
 struct cand {
     uint32_t idx; /* into snap->running */
     uint32_t id;  /* the victim gang's id: ties never depend on the order of snap->running */
@@ -124,7 +116,7 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     if (!cfg || !cfg->queues[q].preemption.fair_share || !victim_borrows(pc, r))
         return false;
     struct res_vec vn;
-    gang_need(v, &vn);
+    gang_request(v, &vn);
     for (int k = 0; k < res_count(); k++)
         vn.v[k] = -vn.v[k];
     double mine = quota_share(pc->qt, q, f, need) / cfg->queues[q].weight;
@@ -140,7 +132,7 @@ static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_run
 {
     const struct gang *v = r->gang;
     struct res_vec vn;
-    gang_need(v, &vn);
+    gang_request(v, &vn);
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
         if (vn.v[res] <= 0)
@@ -174,7 +166,7 @@ static void charge_victim(struct preempt_ctx *pc, const struct sched_running *r,
     if (!pc->qt)
         return;
     struct res_vec vn;
-    gang_need(r->gang, &vn);
+    gang_request(r->gang, &vn);
     quota_charge(pc->qt, r->gang->queue, r->flavor, &vn, sign);
 }
 
@@ -255,7 +247,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     if (!pol->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
     struct res_vec need;
-    gang_need(g, &need);
+    gang_request(g, &need);
     struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
     uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
     uint32_t *best = arena_alloc(pc->arena, snap->n_running * sizeof(*best));

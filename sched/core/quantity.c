@@ -49,38 +49,6 @@ static bool is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* Copies s[0..len) into dst as printable text: '"', '\\' and bytes outside 0x20..0x7e are
- * escaped, and a long input is cut with "...". Error messages quote untrusted input this way. */
-static void quote(const char *s, size_t len, char *dst, size_t cap)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[5];
-        size_t k = 0;
-        if (c == '"' || c == '\\') {
-            esc[k++] = '\\';
-            esc[k++] = (char)c;
-        } else if (c < 0x20 || c > 0x7e) {
-            esc[k++] = '\\';
-            esc[k++] = 'x';
-            esc[k++] = hex[c >> 4];
-            esc[k++] = hex[c & 15];
-        } else {
-            esc[k++] = (char)c;
-        }
-        if (o + k + 4 > cap) { /* room for "..." and the NUL */
-            memcpy(dst + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(dst + o, esc, k);
-        o += k;
-    }
-    dst[o] = '\0';
-}
-
 /* Parses the suffix starting at `sfx`; sets *exp10 and *exp2. Returns NULL or a reason. */
 static const char *parse_suffix(const char *sfx, long *exp10, int *exp2)
 {
@@ -138,7 +106,7 @@ int qty_parse(const char *s, int scale, int64_t *out, struct sched_errbuf *eb)
         return sched_fail(eb, SCHED_EINVAL, "invalid quantity: no string");
     size_t len = strnlen(s, QTY_MAX_LEN + 1);
     char q[QTY_QUOTE];
-    quote(s, len, q, sizeof(q));
+    sched_quote(s, len, q, sizeof(q));
     if (scale < 0 || scale > 9)
         return sched_fail(eb, SCHED_EINVAL, "invalid quantity \"%s\": scale %d is not in 0..9", q,
                           scale);
@@ -178,7 +146,7 @@ int qty_parse(const char *s, int scale, int64_t *out, struct sched_errbuf *eb)
     const char *why = parse_suffix(s + i, &exp10, &exp2);
     if (why) {
         char sq[QTY_QUOTE];
-        quote(s + i, len - i, sq, sizeof(sq));
+        sched_quote(s + i, len - i, sq, sizeof(sq));
         return sched_fail(eb, SCHED_EINVAL, "invalid quantity \"%s\": %s \"%s\"", q, why, sq);
     }
 

@@ -41,37 +41,6 @@ static int is_lower_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-/* Printable copy of an untrusted name for error messages (escapes, cuts long names). */
-static void quote(const char *s, char *dst, size_t cap)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[4];
-        size_t k = 0;
-        if (c == '"' || c == '\\') {
-            esc[k++] = '\\';
-            esc[k++] = (char)c;
-        } else if (c < 0x20 || c > 0x7e) {
-            esc[k++] = '\\';
-            esc[k++] = 'x';
-            esc[k++] = hex[c >> 4];
-            esc[k++] = hex[c & 15];
-        } else {
-            esc[k++] = (char)c;
-        }
-        if (o + k + 4 > cap) {
-            memcpy(dst + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(dst + o, esc, k);
-        o += k;
-    }
-    dst[o] = '\0';
-}
-
 /* DNS-1123 subdomain: dot-separated labels of [a-z0-9-], each starting and ending alphanumeric. */
 static const char *check_prefix(const char *p, size_t n)
 {
@@ -154,11 +123,11 @@ int res_intern(const char *name, int *id, struct sched_errbuf *eb)
         char q[RES_QUOTE];
         const char *why = check_name(name);
         if (why) {
-            quote(name, q, sizeof(q));
+            sched_quote(name, strlen(name), q, sizeof(q));
             return sched_fail(eb, SCHED_EINVAL, "invalid resource name \"%s\": %s", q, why);
         }
         if (res_table.n >= RES_MAX) {
-            quote(name, q, sizeof(q));
+            sched_quote(name, strlen(name), q, sizeof(q));
             return sched_fail(eb, SCHED_EFULL,
                               "cannot add resource \"%s\": the table is full (at most %d distinct "
                               "resource names)",

@@ -454,9 +454,32 @@ static int64_t *usage_at(struct run *r, uint32_t q, uint32_t f)
 static void charge(struct run *r, const struct gang *g, uint32_t f, int sign)
 {
     int64_t *u = usage_at(r, g->queue, f);
+    struct res_vec need;
+    gang_request(g, &need);
+    for (int k = 0; k < res_count(); k++)
+        u[k] += sign * need.v[k];
+}
+
+/* Puts the pods of job j (placement a) on their nodes: usage, GPUs, release bookkeeping. */
+static void occupy(struct run *r, uint32_t j, const struct sched_assign *a, int64_t now)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        for (int k = 0; k < res_count(); k++)
-            u[k] += sign * (int64_t)g->sets[s].count * g->sets[s].req.v[k];
+        for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
+            struct node_state *ns = &r->state[a[k].node];
+            res_add(&ns->used, &g->sets[s].req);
+            ns->gpu_used |= a[k].gpu_mask;
+            r->pods_on[a[k].node]++;
+            if (g->max_runtime_ms <= 0)
+                r->unbounded[a[k].node]++;
+            else if (now >= 0 && now + g->max_runtime_ms > r->bounded_max[a[k].node])
+                r->bounded_max[a[k].node] = now + g->max_runtime_ms;
+            if (now >= 0)
+                update_release(r, a[k].node);
+        }
+    r->busy_gpus += g->gpus;
+    charge(r, g, r->job_flavor[j], +1);
 }
 
 static int64_t queue_gpus(struct run *r, uint32_t q)
@@ -613,20 +636,11 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     memcpy(a, p->pods, g->n_pods * sizeof(*a));
     free(r->assign[j]); /* the previous run's placement */
     r->assign[j] = a;
+    r->job_flavor[j] = p->flavor;
+    occupy(r, j, a, now);
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
-            struct node_state *ns = &r->state[a[k].node];
-            res_add(&ns->used, &g->sets[s].req);
-            ns->gpu_used |= a[k].gpu_mask;
-            r->pods_on[a[k].node]++;
-            if (g->max_runtime_ms > 0) {
-                if (now + g->max_runtime_ms > r->bounded_max[a[k].node])
-                    r->bounded_max[a[k].node] = now + g->max_runtime_ms;
-            } else {
-                r->unbounded[a[k].node]++;
-            }
-            update_release(r, a[k].node);
             /* default tensor-parallel group: the whole pod, or the largest island when the pod
              * is larger than every island of the cluster */
             int64_t gpp = g->sets[s].req.v[RES_GPU];
@@ -636,9 +650,6 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
             if (gpu_tp_split(&c->nodes[a[k].node], a[k].gpu_mask, tp))
                 r->st->tp_splits++;
         }
-    r->busy_gpus += g->gpus;
-    r->job_flavor[j] = p->flavor;
-    charge(r, g, p->flavor, +1);
     /* racks spanned by a multi-node gang */
     bool multi = false;
     for (uint32_t x = 1; x < g->n_pods && !multi; x++)
@@ -1410,18 +1421,7 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         r->assign[j] = a;
         if (status != JOB_RUNNING)
             continue;
-        uint32_t k = 0;
-        for (uint32_t s = 0; s < g->n_sets; s++)
-            for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
-                struct node_state *ns = &r->state[a[k].node];
-                res_add(&ns->used, &g->sets[s].req);
-                ns->gpu_used |= a[k].gpu_mask;
-                r->pods_on[a[k].node]++;
-                if (g->max_runtime_ms <= 0)
-                    r->unbounded[a[k].node]++;
-            }
-        r->busy_gpus += g->gpus;
-        charge(r, g, flavor, +1);
+        occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
         r->runpos[j] = r->n_run;
         r->runlist[r->n_run++] = j;
         heap_push(r, rstart + over + rem, j, FIN_FINISH);
