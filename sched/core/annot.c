@@ -1,0 +1,189 @@
+/* sched/core/annot.c: PodGroup annotations into gang fields (see annot.h). */
+#include "sched/core/annot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *get(const struct kv *a, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].key && strcmp(a[i].key, key) == 0)
+            return a[i].value ? a[i].value : "";
+    return NULL;
+}
+
+static int bad(struct sched_errbuf *eb, const char *key, const char *value, const char *what)
+{
+    char q[96];
+    sched_quote(value, strlen(value), q, sizeof(q));
+    return sched_fail(eb, SCHED_EINVAL, "annotation %s: \"%s\": %s", key, q, what);
+}
+
+/* Level index by name ("node" is the last level). */
+static int level_by_name(const struct topo *t, const char *name)
+{
+    for (uint32_t l = 0; l < t->n_levels; l++)
+        if (strcmp(t->levels[l].name, name) == 0)
+            return (int)l;
+    return -1;
+}
+
+/* Level index by node label key (Kueue names levels by their label). */
+static int level_by_label(const struct topo *t, const char *label)
+{
+    if (strcmp(label, "kubernetes.io/hostname") == 0)
+        return (int)t->n_levels - 1;
+    for (uint32_t l = 0; l < t->n_levels; l++)
+        if (t->levels[l].label && strcmp(t->levels[l].label, label) == 0)
+            return (int)l;
+    return -1;
+}
+
+static int positive(const char *key, const char *v, uint32_t *out, struct sched_errbuf *eb)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (!*v || *end || errno || x == 0 || x > 100000 || *v == '-' || *v == '+')
+        return bad(eb, key, v, "not an integer in 1..100000");
+    *out = (uint32_t)x;
+    return 0;
+}
+
+int annot_duration(const char *s, int64_t *ms)
+{
+    if (!s || !*s)
+        return SCHED_EINVAL;
+    int64_t total = 0;
+    const char *p = s;
+    bool any = false;
+    while (*p) {
+        if (*p < '0' || *p > '9')
+            return SCHED_EINVAL;
+        int64_t v = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (v > INT64_MAX / 10 - 10)
+                return SCHED_ERANGE;
+            v = v * 10 + (*p++ - '0');
+        }
+        int64_t unit;
+        if (strncmp(p, "ms", 2) == 0)
+            unit = 1, p += 2;
+        else if (*p == 's')
+            unit = 1000, p++;
+        else if (*p == 'm')
+            unit = 60000, p++;
+        else if (*p == 'h')
+            unit = 3600000, p++;
+        else if (*p == 'd')
+            unit = 86400000, p++;
+        else if (*p == 0 && !any)
+            unit = 1000; /* plain seconds */
+        else
+            return SCHED_EINVAL;
+        if (v > (INT64_MAX - total) / unit)
+            return SCHED_ERANGE;
+        total += v * unit;
+        any = true;
+    }
+    *ms = total;
+    return 0;
+}
+
+/* A level from our annotation (a name) or Kueue's (a label); -1 when neither is given. */
+static int level_of(const struct topo *t, const struct kv *a, size_t n, const char *ours,
+                    const char *kueue, int *out, struct sched_errbuf *eb)
+{
+    const char *v = get(a, n, ours);
+    *out = -1;
+    if (v) {
+        if ((*out = level_by_name(t, v)) < 0)
+            return bad(eb, ours, v, "not a topology level of this cluster");
+        return 0;
+    }
+    if (kueue && (v = get(a, n, kueue))) {
+        if ((*out = level_by_label(t, v)) < 0)
+            return bad(eb, kueue, v, "no topology level uses this node label");
+    }
+    return 0;
+}
+
+int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotations, size_t n,
+                const char **profile, struct sched_errbuf *eb)
+{
+    const struct kv *a = annotations;
+    int req, pref, slice_level;
+    uint32_t tp = 0, slice = 0;
+    int64_t max_runtime = 0;
+    int rc;
+    if ((rc = level_of(t, a, n, "gangsched.io/topology-required",
+                       "kueue.x-k8s.io/podset-required-topology", &req, eb)) ||
+        (rc = level_of(t, a, n, "gangsched.io/topology-preferred",
+                       "kueue.x-k8s.io/podset-preferred-topology", &pref, eb)) ||
+        (rc = level_of(t, a, n, "gangsched.io/slice-topology",
+                       "kueue.x-k8s.io/podset-slice-required-topology", &slice_level, eb)))
+        return rc;
+    /* Volcano: a hard network topology bounded by a tier is a requirement; soft, a preference.
+     * Tier 1 is the tightest level above the node. */
+    const char *mode = get(a, n, "volcano.sh/network-topology-mode");
+    const char *tier = get(a, n, "volcano.sh/network-topology-highest-tier");
+    if (mode || tier) {
+        uint32_t k = 1;
+        if (tier && (rc = positive("volcano.sh/network-topology-highest-tier", tier, &k, eb)))
+            return rc;
+        if (mode && strcmp(mode, "hard") != 0 && strcmp(mode, "soft") != 0)
+            return bad(eb, "volcano.sh/network-topology-mode", mode, "not hard or soft");
+        int node_level = (int)t->n_levels - 1;
+        int lvl = node_level - (int)k;
+        if (lvl < 0)
+            lvl = 0;
+        if (mode && strcmp(mode, "hard") == 0) {
+            if (req < 0)
+                req = lvl;
+        } else if (pref < 0) {
+            pref = lvl;
+        }
+    }
+    const char *v;
+    if ((v = get(a, n, "gangsched.io/tp-size")) &&
+        (rc = positive("gangsched.io/tp-size", v, &tp, eb)))
+        return rc;
+    if ((v = get(a, n, "gangsched.io/slice-size")) &&
+        (rc = positive("gangsched.io/slice-size", v, &slice, eb)))
+        return rc;
+    if (!get(a, n, "gangsched.io/slice-size") &&
+        (v = get(a, n, "kueue.x-k8s.io/podset-slice-size")) &&
+        (rc = positive("kueue.x-k8s.io/podset-slice-size", v, &slice, eb)))
+        return rc;
+    if ((slice > 0) != (slice_level >= 0))
+        return sched_fail(eb, SCHED_EINVAL,
+                          "annotations: a slice size and a slice topology go together");
+    if ((v = get(a, n, "gangsched.io/max-runtime")) && annot_duration(v, &max_runtime) != 0)
+        return bad(eb, "gangsched.io/max-runtime", v, "not a duration such as 90m or 2h");
+    g->topo_required = (int8_t)req;
+    g->topo_preferred = (int8_t)pref;
+    g->slice_level = (int8_t)slice_level;
+    g->slice_size = slice;
+    g->tp_size = tp;
+    if (max_runtime > 0)
+        g->max_runtime_ms = max_runtime;
+    if (profile)
+        *profile = get(a, n, "gangsched.io/profile");
+    return 0;
+}
+
+int annot_gpu_ids(uint32_t mask, char *buf, size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = 0;
+    for (uint32_t b = 0; b < 32; b++)
+        if (mask & (1u << b)) {
+            int k = snprintf(buf + at, at < n ? n - at : 0, at ? ",%u" : "%u", b);
+            if (k > 0)
+                at += (size_t)k;
+        }
+    return (int)at;
+}

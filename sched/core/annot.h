@@ -1,0 +1,47 @@
+/* sched/core/annot.h: a gang's topology request and scheduling hints from PodGroup annotations.
+ *
+ * Owns: reading the annotations users already write, ours and their Kueue and Volcano
+ * equivalents, into the gang's fields; and formatting the GPU ids written back on pods. Pure
+ * functions over strings: the Kubernetes driver calls them for every PodGroup, the tests call them
+ * directly. Every error names the annotation and the value.
+ *
+ *   gangsched.io/topology-required: LEVEL      whole gang inside one domain of LEVEL, or wait
+ *   gangsched.io/topology-preferred: LEVEL     try LEVEL first, widen one level at a time
+ *   gangsched.io/tp-size: N                    GPUs per tensor-parallel group
+ *   gangsched.io/slice-size: N                 pods per slice ...
+ *   gangsched.io/slice-topology: LEVEL         ... each slice inside one domain of LEVEL
+ *   gangsched.io/max-runtime: DURATION         declared maximum run time ("2h", "90m", "3600s")
+ *   gangsched.io/profile: NAME                 scoring profile (training packs, inference spreads)
+ *   kueue.x-k8s.io/podset-required-topology: LABEL        the level whose node label is LABEL
+ *   kueue.x-k8s.io/podset-preferred-topology: LABEL
+ *   kueue.x-k8s.io/podset-slice-required-topology: LABEL
+ *   kueue.x-k8s.io/podset-slice-size: N
+ *   Volcano spec.networkTopology {mode: hard|soft, highestTierAllowed: N}: tier 1 is the tightest
+ *     level above the node (NVLink clique or rack), tier N the Nth; passed here as the annotation
+ *     form "volcano.sh/network-topology-mode" and "volcano.sh/network-topology-highest-tier".
+ * LEVEL is a level name of the cluster's topology ("rack", "block", ...) or "node". Our own
+ * annotations win over the equivalents when both are given.
+ */
+#ifndef SCHED_CORE_ANNOT_H
+#define SCHED_CORE_ANNOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/core/err.h"
+#include "sched/core/model.h"
+
+/* Applies the annotations (n pairs, any order) to g's topology fields, tp_size, slices and
+ * max_runtime_ms; g's other fields are untouched. Returns 0 or SCHED_EINVAL with "annotation
+ * KEY: VALUE: problem" in eb (g is then unchanged). Profile names are not resolved here:
+ * *profile (may be NULL) receives the gangsched.io/profile value or NULL. */
+int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotations, size_t n,
+                const char **profile, struct sched_errbuf *eb);
+
+/* "0,1,2,3" for a GPU mask (gangsched.io/gpu-ids on a bound pod); returns the length written. */
+int annot_gpu_ids(uint32_t mask, char *buf, size_t n);
+
+/* Parses a duration ("90s", "10m", "2h", "1h30m", "1d", "250ms", plain seconds) into ms. */
+int annot_duration(const char *s, int64_t *ms);
+
+#endif
