@@ -69,6 +69,14 @@ static void usage_simulate(FILE *f)
           "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
           "                     checkpoint_interval column checkpoint every EVERY seconds\n"
           "                     (+-20%% seeded jitter; default 3600:1800, 0:0 = never)\n"
+          "failures (seeded by --seed):\n"
+          "  --node-mtbf HOURS  each node fails after an exponential time of this mean\n"
+          "  --repair HOURS     how long a failed node stays down (default 4)\n"
+          "  --outages FILE     planned outages, CSV node,down,up (seconds)\n"
+          "  --pod-start-failure-rate P  probability that a gang's start fails\n"
+          "  --max-restarts N   retry budget for failed starts (default 3)\n"
+          "  --failure-grace S  a gang that lost a member is torn down after S s (default 30)\n"
+          "  --start-timeout S  a start that never becomes ready is torn down after S s (300)\n"
           "  --config FILE      operator configuration (queues, quotas, cohorts; see "
           "docs/config.md);\n"
           "                     without it each trace queue gets a nominal GPU quota proportional\n"
@@ -81,7 +89,8 @@ static void usage_simulate(FILE *f)
           "  --explain JOB      print every scheduling verdict for one job id on stderr\n"
           "  --jobs-out FILE    write every job's result (start, finish, placement) as CSV\n"
           "persistence (one policy):\n"
-          "  --db FILE          persist every instant in a SQLite store (docs/store.md)\n"
+          "  --db FILE          persist the run in a SQLite store, a transaction per batch of\n"
+          "                     instants (docs/store.md)\n"
           "  --resume           continue the simulation saved in --db after a crash\n"
           "  --db-batch N       simulated instants per transaction (default 4096)\n"
           "  --rebuild-store    when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
@@ -112,6 +121,9 @@ struct sim_args {
     const char *jobs_out;
     unsigned long db_batch;
     bool rebuild_store;
+    struct sim_failures fail;
+    bool failing;
+    const char *outages_path;
 };
 
 /* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
@@ -139,6 +151,14 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
 {
     memset(a, 0, sizeof(*a));
     a->progress = isatty(STDERR_FILENO);
+    a->fail = (struct sim_failures){.repair_h = 4.0,
+                                    .detect_ms = 30000,
+                                    .start_timeout_ms = 300000,
+                                    .backoff_ms = 60000,
+                                    .max_restarts = 3,
+                                    .strikes = 3,
+                                    .strike_window_ms = 3600000,
+                                    .quarantine_ms = 1800000};
     a->workload = (struct sim_workload){
         .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
     for (int i = 0; i < argc; i++) {
@@ -237,6 +257,41 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--db")))
                 return 2;
             a->db_path = v;
+        } else if (is_flag(arg, "--node-mtbf") || is_flag(arg, "--repair") ||
+                   is_flag(arg, "--pod-start-failure-rate") || is_flag(arg, "--failure-grace") ||
+                   is_flag(arg, "--start-timeout") || is_flag(arg, "--max-restarts")) {
+            const char *name = arg;
+            char flag[32];
+            snprintf(flag, sizeof(flag), "%.*s", (int)strcspn(arg, "="), arg);
+            if (!(v = flag_value(argc, argv, &i, flag)))
+                return 2;
+            char *end;
+            double x = strtod(v, &end);
+            bool rate = strcmp(flag, "--pod-start-failure-rate") == 0;
+            if (!*v || *end || !(x >= 0) || x > 1e9 || (rate && x > 1)) {
+                fprintf(stderr, "gangsched simulate: %s '%s' is not a %s\n", flag, v,
+                        rate ? "probability in 0..1" : "non-negative number");
+                return 2;
+            }
+            (void)name;
+            a->failing = true;
+            if (strcmp(flag, "--node-mtbf") == 0)
+                a->fail.node_mtbf_h = x;
+            else if (strcmp(flag, "--repair") == 0)
+                a->fail.repair_h = x;
+            else if (rate)
+                a->fail.pod_start_failure_rate = x;
+            else if (strcmp(flag, "--failure-grace") == 0)
+                a->fail.detect_ms = (int64_t)(x * 1000);
+            else if (strcmp(flag, "--start-timeout") == 0)
+                a->fail.start_timeout_ms = (int64_t)(x * 1000);
+            else
+                a->fail.max_restarts = (uint32_t)x;
+        } else if (is_flag(arg, "--outages")) {
+            if (!(v = flag_value(argc, argv, &i, "--outages")))
+                return 2;
+            a->outages_path = v;
+            a->failing = true;
         } else if (is_flag(arg, "--db-batch")) {
             if (!(v = flag_value(argc, argv, &i, "--db-batch")))
                 return 2;
@@ -288,6 +343,14 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
         fputs("gangsched simulate: --db persists one policy: give exactly one --policy\n", stderr);
         return 2;
     }
+    if (a->failing && a->db_path) {
+        fputs("gangsched simulate: failure injection cannot be combined with --db yet\n", stderr);
+        return 2;
+    }
+    if (a->resume && a->events_path) {
+        fputs("gangsched simulate: --events cannot continue a log across --resume\n", stderr);
+        return 2;
+    }
     if ((a->resume || a->stop_after) && !a->db_path) {
         fputs("gangsched simulate: --resume and --stop-after-events need --db\n", stderr);
         return 2;
@@ -320,6 +383,13 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "preempted_gangs", (double)s->preempted_gangs);
     cJSON_AddNumberToObject(o, "gpu_hours_lost_to_preemption", s->gpu_hours_lost_to_preemption);
     cJSON_AddNumberToObject(o, "checkpoint_requests", (double)s->checkpoint_requests);
+    cJSON_AddNumberToObject(o, "node_failures", (double)s->node_failures);
+    cJSON_AddNumberToObject(o, "failure_restarts", (double)s->failure_restarts);
+    cJSON_AddNumberToObject(o, "failed_jobs", (double)s->failed_jobs);
+    cJSON_AddNumberToObject(o, "quarantines", (double)s->quarantines);
+    cJSON_AddNumberToObject(o, "gpu_hours_lost_to_failures", s->gpu_hours_lost_to_failures);
+    cJSON_AddNumberToObject(o, "mean_recovery_s", s->mean_recovery_s);
+    cJSON_AddNumberToObject(o, "partial_gang_seconds", s->partial_gang_seconds);
     cJSON *pp = cJSON_AddObjectToObject(o, "per_priority");
     for (uint32_t k = 0; k < s->n_prio; k++) {
         char key[16];
@@ -417,6 +487,14 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
     ROW_F("preemptions (evictions)", "%14llu", (unsigned long long)s[i].preemptions);
     ROW_F("GPU-hours lost to preemption", "%14.1f", s[i].gpu_hours_lost_to_preemption);
+    if (n > 0 && (s[0].node_failures || s[0].failure_restarts)) {
+        ROW_F("node failures", "%14llu", (unsigned long long)s[i].node_failures);
+        ROW_F("failure restarts", "%14llu", (unsigned long long)s[i].failure_restarts);
+        ROW_F("jobs failed (retries exhausted)", "%14llu", (unsigned long long)s[i].failed_jobs);
+        ROW_F("GPU-hours lost to failures", "%14.1f", s[i].gpu_hours_lost_to_failures);
+        ROW_D("mean recovery time", s[i].mean_recovery_s);
+        ROW_F("partial-gang seconds", "%14.0f", s[i].partial_gang_seconds);
+    }
     ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
     ROW_D("waited within nominal quota", s[i].reclaim_wait_s);
     if (n > 0 && s[0].n_queues > 1) {
@@ -495,7 +573,9 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     struct store_opts o;
     store_opts_default(&o);
     int rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
-    if (rc != 0 && rc != SCHED_ENOMEM && a->rebuild_store) {
+    /* only a file the store itself calls rebuildable (corrupt, foreign, newer): never one that
+     * is merely locked by another writer or unreadable for a passing reason */
+    if (rc != 0 && a->rebuild_store && strstr(eb->msg, "--rebuild-store")) {
         /* never silently: the old file is kept next to the new one, and said so */
         char aside[4200];
         snprintf(aside, sizeof(aside), "%s.broken-%lld", a->db_path, (long long)time(NULL));
@@ -549,6 +629,7 @@ static int cmd_simulate(int argc, char **argv)
     struct config *cfg = NULL;
     struct store *db = NULL;
     FILE *jobs_out = NULL;
+    struct sim_outage *outages = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
     FILE *events = NULL;
@@ -589,8 +670,13 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     sim_input_workload(&in, &t, &a.workload);
-    /* with --resume the log continues (what the crashed run had not flushed is lost) */
-    if (a.events_path && !(events = fopen(a.events_path, a.resume ? "a" : "w"))) {
+    if (a.outages_path && sim_outages_read(a.outages_path, c, &outages, &a.fail.n_outages, &eb)) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        goto out;
+    }
+    a.fail.outages = outages;
+    a.fail.seed = a.workload.seed;
+    if (a.events_path && !(events = fopen(a.events_path, "w"))) {
         fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
                 strerror(errno));
         goto out;
@@ -602,6 +688,8 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     opt.jobs_out = jobs_out;
+    if (a.failing)
+        opt.failures = &a.fail;
     if (a.db_path) {
         if (open_db(&a, argc, argv, &db, &eb) != 0) {
             fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
@@ -644,6 +732,7 @@ out:
         exit_code = 1;
     }
     store_close(db);
+    free(outages);
     for (int p = 0; p < n_done; p++)
         sim_stats_free(&stats[p]);
     sim_input_free(&in);

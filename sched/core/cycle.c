@@ -585,6 +585,7 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_SHARED_GPU] = "shared/MIG GPUs",
     [FILTER_RESOURCES] = "insufficient",
     [FILTER_RESERVED] = "reserved for another gang",
+    [FILTER_QUARANTINED] = "quarantined after failed starts",
 };
 
 static void qty(char *buf, size_t n, int res, int64_t v)

@@ -109,6 +109,7 @@ enum sched_filter_id {
     FILTER_GPU_HEALTH,
     FILTER_RESOURCES,
     FILTER_RESERVED,
+    FILTER_QUARANTINED,
     FILTER_N
 };
 

@@ -133,6 +133,8 @@ struct node_state {
     uint32_t gpu_used;   /* GPU indices held */
     int64_t release_ms;  /* when every pod on the node will have ended by its declared maximum
                             run time: 0 when empty, INT64_MAX when some pod declares none */
+    bool not_ready;      /* down right now (failed, or NotReady past its grace) */
+    bool quarantined;    /* excluded after repeated start failures, for a cooling-off time */
 };
 
 struct toleration {

@@ -105,20 +105,24 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
         for (size_t f = 0; plugin_filters[f]; f++)
             if (plugin_filters[f]->node_only && !plugin_filters[f]->pass(NULL, NULL, nd))
                 ok = false;
-        st->ok[i] = ok;
         for (uint32_t t = 0; t < nd->n_taints; t++)
             if (nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE)
                 st->has_soft = true;
         if (st->topology && gpu_max_island(nd) > st->island_limit)
             st->island_limit = gpu_max_island(nd);
+        if (ok) { /* what could ever fit: a node down for now still counts */
+            st->static_gpus += nd->n_gpus;
+            for (int r = 0; r < res_count(); r++)
+                if (nd->alloc.v[r] > st->max_alloc.v[r])
+                    st->max_alloc.v[r] = nd->alloc.v[r];
+        }
+        if (snap->state[i].not_ready || snap->state[i].quarantined)
+            ok = false; /* the node's live health, from the driver */
+        st->ok[i] = ok;
         if (!ok)
             continue;
         bucket_link(st, i);
         st->free_gpus += popc(st->gpu_free[i]);
-        st->static_gpus += nd->n_gpus;
-        for (int r = 0; r < res_count(); r++)
-            if (nd->alloc.v[r] > st->max_alloc.v[r])
-                st->max_alloc.v[r] = nd->alloc.v[r];
     }
     for (uint32_t h = 0; h < snap->n_holds; h++) /* capacity freed for a preemptor */
         for (uint32_t k = 0; k < snap->holds[h].n_nodes; k++) {
@@ -954,8 +958,10 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         const struct node *nd = &c->nodes[i];
         int fid = -1;
-        if (!nd->ready)
+        if (!nd->ready || st->state[i].not_ready)
             fid = FILTER_NOT_READY;
+        else if (st->state[i].quarantined)
+            fid = FILTER_QUARANTINED;
         else if (nd->unschedulable)
             fid = FILTER_CORDONED;
         else if (!st->ok[i] && st->held[i])

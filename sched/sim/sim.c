@@ -7,6 +7,7 @@
  */
 #include "sched/sim/sim.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,9 +342,25 @@ void sim_input_workload(struct sim_input *in, const struct trace *t, const struc
 
 /* ---- run state --------------------------------------------------------------------------- */
 
-enum job_status { JOB_FUTURE = 0, JOB_PENDING, JOB_RUNNING, JOB_DONE, JOB_REJECTED };
+enum job_status {
+    JOB_FUTURE = 0,
+    JOB_PENDING,
+    JOB_RUNNING,
+    JOB_DONE,
+    JOB_REJECTED, /* never fits, or failed: retry budget exhausted */
+    JOB_BACKOFF,  /* waiting out a retry delay before it queues again */
+};
 
-enum fin_kind { FIN_FINISH = 0, FIN_EVICT, FIN_EVICT_LATE };
+enum fin_kind {
+    FIN_FINISH = 0, /* a run ends */
+    FIN_EVICT,      /* eviction after an answered checkpoint request */
+    FIN_EVICT_LATE, /* eviction at the end of the grace, unanswered */
+    FIN_TEARDOWN,   /* a failed gang is torn down (job: the gang) */
+    FIN_RESUBMIT,   /* a gang's retry backoff ends */
+    FIN_NODE_DOWN,  /* job field: the node */
+    FIN_NODE_UP,
+    FIN_UNQUARANTINE,
+};
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
 
@@ -422,6 +439,17 @@ struct run {
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
     uint8_t *last_why; /* last reason logged per job (why + 1; 0 = none) */
+    /* failures */
+    const struct sim_failures *fail;
+    uint8_t *tearing;        /* per job: teardown scheduled */
+    uint8_t *tear_budget;    /* per job: the teardown consumes the retry budget */
+    uint32_t *restarts_used; /* per job: failed starts so far */
+    uint32_t *attempts;      /* per job: starts so far (seeds the start-failure draw) */
+    int64_t *fail_at;        /* per job: when it broke (for recovery time), 0 = not broken */
+    uint32_t *strikes;       /* per node: failed starts in the current window */
+    int64_t *strike_since;   /* per node: start of that window */
+    uint64_t fail_rng;
+    uint32_t n_backoff; /* jobs in JOB_BACKOFF */
 };
 
 static void touch(struct run *r, uint32_t j)
@@ -435,6 +463,7 @@ static void touch(struct run *r, uint32_t j)
 
 static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
+static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
 
 static void update_release(struct run *r, uint32_t i)
 {
@@ -444,6 +473,20 @@ static void update_release(struct run *r, uint32_t i)
     if (r->pods_on[i] == 0)
         r->bounded_max[i] = 0; /* conservative while busy: ends only grow until it empties */
     ns->release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+}
+
+/* Does this start fail? A draw per job and attempt, independent of everything else. */
+static bool start_fails(const struct run *r, uint32_t j)
+{
+    if (!r->fail || r->fail->pod_start_failure_rate <= 0)
+        return false;
+    /* splitmix64 of (seed, job, attempt): independent draws */
+    uint64_t z = (r->fail->seed + 1) * 0x9E3779B97F4A7C15ull + ((uint64_t)j << 32) +
+                 (uint64_t)r->attempts[j] * 0xD1B54A32D192ED03ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 < r->fail->pod_start_failure_rate;
 }
 
 static int64_t *usage_at(struct run *r, uint32_t q, uint32_t f)
@@ -638,6 +681,16 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     r->assign[j] = a;
     r->job_flavor[j] = p->flavor;
     occupy(r, j, a, now);
+    if (r->fail) {
+        if (r->fail_at[j] > 0) { /* it broke earlier: running again now */
+            r->st->recovery_sum_s += (double)(now - r->fail_at[j]) / 1000.0;
+            r->st->recoveries++;
+            r->fail_at[j] = 0;
+        }
+        r->attempts[j]++;
+        if (start_fails(r, j))
+            break_gang(r, j, now + r->fail->start_timeout_ms, true, now);
+    }
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
@@ -778,6 +831,258 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
                 (double)job->gang.gpus * (double)lost_ms / 1000.0);
     }
     submit(r, j, now); /* back to its queue, original submission time kept */
+}
+
+/* ---- failures ------------------------------------------------------------------------------ */
+
+/* Jobs still to come, waiting, running or backing off. */
+static bool work_left(const struct run *r)
+{
+    return r->next_sub < r->in->n_jobs || r->n_pending > 0 || r->n_run > 0 || r->n_backoff > 0;
+}
+
+/* A timed event that no longer applies: the run it belonged to ended or was torn down. */
+static bool fin_stale(const struct run *r, const struct fin *f)
+{
+    switch (f->kind) {
+    case FIN_NODE_DOWN:
+    case FIN_NODE_UP:
+    case FIN_UNQUARANTINE:
+        return false;
+    case FIN_RESUBMIT:
+        return f->gen != r->gen[f->job] || r->status[f->job] != JOB_BACKOFF;
+    default:
+        return f->gen != r->gen[f->job] || r->status[f->job] != JOB_RUNNING;
+    }
+}
+
+static double fail_unit(struct run *r)
+{
+    return rng_unit(&r->fail_rng);
+}
+
+/* Exponential time to the next failure of a node, ms. */
+static int64_t next_failure_ms(struct run *r)
+{
+    double u = fail_unit(r);
+    return (int64_t)(-log(1.0 - u) * r->fail->node_mtbf_h * 3.6e6) + 1;
+}
+
+static void ev_node(const struct run *r, int64_t now, const char *type, uint32_t node)
+{
+    FILE *f = r->opt->events;
+    if (!f)
+        return;
+    fprintf(f, "{\"t\":%.3f,\"type\":\"%s\",\"policy\":", (double)now / 1000.0, type);
+    json_str(f, r->pol->name);
+    fputs(",\"node\":", f);
+    json_str(f, r->in->cluster->nodes[node].name);
+    fputs("}\n", f);
+}
+
+/* A running gang broke (a member is gone or never started): after the detection grace (or the
+ * start timeout) the scheduler tears down every member. */
+static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now)
+{
+    if (r->tearing[j])
+        return;
+    r->tearing[j] = 1;
+    r->tear_budget[j] = budget;
+    r->fail_at[j] = now;
+    heap_push(r, at, j, FIN_TEARDOWN);
+}
+
+static void teardown(struct run *r, uint32_t j, int64_t now)
+{
+    const struct sim_job *job = &r->in->jobs[j];
+    const struct sim_failures *fl = r->fail;
+    bool budget = r->tear_budget[j];
+    /* work since the last checkpoint is lost (a failed start did no work at all) */
+    int64_t done = now - r->run_start_ms[j] - r->overhead_ms[j];
+    if (done < 0 || budget)
+        done = 0;
+    if (done > r->remaining_ms[j])
+        done = r->remaining_ms[j];
+    int64_t saved = saved_work(r, j, now);
+    if (saved > done)
+        saved = done;
+    double lost_ms = (double)(now - r->run_start_ms[j]) - (double)saved;
+    r->st->gpu_hours_lost_to_failures += (double)job->gang.gpus * lost_ms / 3.6e6;
+    if (!budget) /* a member died: the rest ran partially until now */
+        r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
+    r->remaining_ms[j] -= saved;
+    r->busy_ms[j] += now - r->run_start_ms[j];
+    touch(r, j);
+    uint32_t node0 = r->assign[j] ? r->assign[j][0].node : 0;
+    release_job(r, j);
+    r->gen[j]++;
+    r->tearing[j] = 0;
+    r->st->failure_restarts++;
+    if (r->opt->events) {
+        ev_head(r, now, "evict", j);
+        fputs(",\"reason\":", r->opt->events);
+        json_str(r->opt->events, budget ? "start failure: a member never became ready"
+                                        : "node failure: the gang lost a member");
+        fputs("}\n", r->opt->events);
+    }
+    if (budget) {
+        /* a strike for the node where the member failed; quarantine after too many */
+        if (now - r->strike_since[node0] > fl->strike_window_ms) {
+            r->strike_since[node0] = now;
+            r->strikes[node0] = 0;
+        }
+        if (++r->strikes[node0] >= fl->strikes && !r->state[node0].quarantined) {
+            r->state[node0].quarantined = true;
+            r->st->quarantines++;
+            heap_push(r, now + fl->quarantine_ms, node0, FIN_UNQUARANTINE);
+            ev_node(r, now, "quarantine", node0);
+        }
+        if (++r->restarts_used[j] > fl->max_restarts) {
+            r->status[j] = JOB_REJECTED;
+            r->st->failed_jobs++;
+            r->fail_at[j] = 0;
+            if (r->opt->events) {
+                ev_head(r, now, "reject", j);
+                fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
+            }
+            return;
+        }
+        r->status[j] = JOB_BACKOFF;
+        r->n_backoff++;
+        heap_push(r, now + (fl->backoff_ms << (r->restarts_used[j] - 1)), j, FIN_RESUBMIT);
+        return;
+    }
+    submit(r, j, now); /* node failures do not use the retry budget: back in line at once */
+}
+
+static void failure_event(struct run *r, const struct fin *f, int64_t now)
+{
+    const struct sim_failures *fl = r->fail;
+    uint32_t i = f->job;
+    switch (f->kind) {
+    case FIN_TEARDOWN:
+        teardown(r, i, now);
+        return;
+    case FIN_RESUBMIT:
+        r->n_backoff--;
+        submit(r, i, now);
+        return;
+    case FIN_NODE_DOWN:
+        if (r->state[i].not_ready)
+            return;
+        r->state[i].not_ready = true;
+        r->st->node_failures++;
+        ev_node(r, now, "node-down", i);
+        for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
+            uint32_t j = r->runlist[k];
+            const struct gang *g = &r->in->jobs[j].gang;
+            for (uint32_t p = 0; p < g->n_pods; p++)
+                if (r->assign[j][p].node == i) {
+                    break_gang(r, j, now + fl->detect_ms, false, now);
+                    break;
+                }
+        }
+        if (fl->node_mtbf_h > 0 && fl->repair_h > 0 && work_left(r)) {
+            int64_t up = now + (int64_t)(fl->repair_h * 3.6e6);
+            heap_push(r, up, i, FIN_NODE_UP);
+            heap_push(r, up + next_failure_ms(r), i, FIN_NODE_DOWN);
+        }
+        return;
+    case FIN_NODE_UP:
+        if (r->state[i].not_ready)
+            ev_node(r, now, "node-up", i);
+        r->state[i].not_ready = false;
+        return;
+    case FIN_UNQUARANTINE:
+        r->state[i].quarantined = false;
+        r->strikes[i] = 0;
+        ev_node(r, now, "unquarantine", i);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Seeds the failure schedule: random node failures and the planned outages. */
+static void failures_init(struct run *r, int64_t t0)
+{
+    const struct sim_failures *fl = r->fail;
+    r->fail_rng = fl->seed ? fl->seed * 0x9E3779B97F4A7C15ull + 1 : 0x2545F4914F6CDD1Dull;
+    if (fl->node_mtbf_h > 0)
+        for (uint32_t i = 0; i < r->in->cluster->n_nodes; i++)
+            heap_push(r, t0 + next_failure_ms(r), i, FIN_NODE_DOWN);
+    for (uint32_t k = 0; k < fl->n_outages; k++) {
+        heap_push(r, fl->outages[k].down_ms, fl->outages[k].node, FIN_NODE_DOWN);
+        heap_push(r, fl->outages[k].up_ms, fl->outages[k].node, FIN_NODE_UP);
+    }
+}
+
+int sim_outages_read(const char *path, const struct cluster *c, struct sim_outage **out,
+                     uint32_t *n, struct sched_errbuf *eb)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return sched_fail(eb, SCHED_EIO, "cannot read outages %s: %s", path, strerror(errno));
+    char line[512];
+    uint32_t cap = 0, lineno = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = 0;
+        if (lineno == 1) {
+            if (strcmp(line, "node,down,up") != 0)
+                rc = sched_fail(eb, SCHED_EINVAL, "%s:1: expected the header node,down,up", path);
+            continue;
+        }
+        if (!line[0])
+            continue;
+        char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        if (!c2) {
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: expected 3 fields", path, lineno);
+            break;
+        }
+        *c1 = *c2 = 0;
+        char *e1, *e2;
+        double down = strtod(c1 + 1, &e1), up = strtod(c2 + 1, &e2);
+        int node = -1;
+        for (uint32_t i = 0; i < c->n_nodes && node < 0; i++)
+            if (strcmp(c->nodes[i].name, line) == 0)
+                node = (int)i;
+        if (node < 0)
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'node': no node '%s' in the cluster",
+                            path, lineno, line);
+        else if (e1 == c1 + 1 || *e1 || !(down >= 0) || down > 1e12)
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'down': not a time in seconds", path,
+                            lineno);
+        else if (e2 == c2 + 1 || *e2 || !(up > down) || up > 1e12)
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'up': not a time after 'down'", path,
+                            lineno);
+        if (rc != 0)
+            break;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct sim_outage *o = realloc(*out, cap * sizeof(*o));
+            if (!o) {
+                rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+                break;
+            }
+            *out = o;
+        }
+        (*out)[(*n)++] = (struct sim_outage){.node = (uint32_t)node,
+                                             .down_ms = (int64_t)(down * 1000.0),
+                                             .up_ms = (int64_t)(up * 1000.0)};
+    }
+    if (rc == 0 && lineno == 0)
+        rc = sched_fail(eb, SCHED_EINVAL, "%s: empty file", path);
+    fclose(f);
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 /* ---- preemptor holds ---------------------------------------------------------------------- */
@@ -1005,6 +1310,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     if (st->multinode_gangs)
         st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
     st->fragmentation = frag_time > 0 ? frag_weighted / frag_time : 0.0;
+    st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
     for (uint32_t k = 0; k < in->n_queues; k++) {
         struct sim_queue_stats *ps = &st->per_queue[k];
         size_t n = 0;
@@ -1060,11 +1366,6 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
     return buf;
 }
 
-static const char *job_state_name(uint8_t st)
-{
-    return st == JOB_RUNNING ? "running" : st == JOB_DONE ? "done" : "pending";
-}
-
 static int db_job(struct run *r, uint32_t j, int64_t now, struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
@@ -1115,7 +1416,6 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct sched_errbuf *e
         };
         rc = store_job_upsert(db, &sj, eb);
     }
-    (void)job_state_name;
     return rc;
 }
 
@@ -1660,7 +1960,8 @@ static void maybe_crash(const struct run *r)
 static int write_jobs(const struct run *r, FILE *f)
 {
     const struct sim_input *in = r->in;
-    fprintf(f, "job_id,policy,queue,submit_s,first_start_s,finish_s,evictions,placement\n");
+    if (ftell(f) <= 0) /* one header, however many policies write */
+        fprintf(f, "job_id,policy,queue,submit_s,first_start_s,finish_s,evictions,placement\n");
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         const char *state = r->status[j] == JOB_DONE ? "" : "-";
         fprintf(f, "%s,%s,%s,%.3f,", in->jobs[j].id, r->pol->name,
@@ -1700,19 +2001,20 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         free(views);
         return rc;
     }
+    if (r->fail)
+        failures_init(r, r->t0);
     double last_progress = wall_s();
     uint64_t iter = 0;
     for (;;) {
         int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
         /* timed events of evicted runs are stale: they must not make an instant (a resumed
          * run does not have them) */
-        while (r->n_heap && (r->heap[0].gen != r->gen[r->heap[0].job] ||
-                             r->status[r->heap[0].job] != JOB_RUNNING))
+        while (r->n_heap && fin_stale(r, &r->heap[0]))
             heap_pop(r);
         int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
-        if (now == INT64_MAX)
-            break;
+        if (now == INT64_MAX || !work_left(r))
+            break; /* (node failures go on forever: the run ends with its last job) */
         /* fragmentation over [prev_t, now): the state set by the previous instant; the
          * average runs over the whole makespan, instants without a waiting whole-node gang
          * count as 0 */
@@ -1722,9 +2024,11 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         r->prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
             struct fin f = heap_pop(r);
-            if (f.gen != r->gen[f.job] || r->status[f.job] != JOB_RUNNING)
+            if (fin_stale(r, &f))
                 continue; /* the run it belonged to was evicted */
-            if (f.kind == FIN_FINISH) {
+            if (f.kind >= FIN_TEARDOWN) {
+                failure_event(r, &f, now);
+            } else if (f.kind == FIN_FINISH) {
                 finish(r, f.job, now);
                 r->t_end = now;
             } else if (f.kind == FIN_EVICT) {
@@ -1827,6 +2131,16 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.runlist = calloc(nj, sizeof(*r.runlist));
     r.runpos = calloc(nj, sizeof(*r.runpos));
     r.runv = calloc(nj, sizeof(*r.runv));
+    r.fail = opt->failures;
+    if (r.fail) {
+        r.tearing = calloc(nj, 1);
+        r.tear_budget = calloc(nj, 1);
+        r.restarts_used = calloc(nj, sizeof(*r.restarts_used));
+        r.attempts = calloc(nj, sizeof(*r.attempts));
+        r.fail_at = calloc(nj, sizeof(*r.fail_at));
+        r.strikes = calloc(nn, sizeof(*r.strikes));
+        r.strike_since = calloc(nn, sizeof(*r.strike_since));
+    }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
     r.evict_kind = calloc(nj, 1);
     if (opt->db) {
@@ -1881,6 +2195,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
+    free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
+    free(r.fail_at), free(r.strikes), free(r.strike_since);
     for (uint32_t h = 0; h < r.n_holds; h++)
         free(r.holds[h].nodes);
     free(r.holds), free(r.holdv);

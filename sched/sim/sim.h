@@ -93,6 +93,16 @@ struct sim_stats {
     uint64_t preempted_gangs;            /* distinct gangs evicted at least once */
     double gpu_hours_lost_to_preemption; /* work since the last checkpoint + restarts */
     uint64_t checkpoint_requests;        /* evictions that asked for a checkpoint first */
+    /* failures (--node-mtbf, --outages, --pod-start-failure-rate) */
+    uint64_t node_failures;    /* nodes that went down */
+    uint64_t failure_restarts; /* gangs torn down by a failure and queued again */
+    uint64_t failed_jobs;      /* retry budget exhausted */
+    uint64_t quarantines;      /* nodes excluded after repeated failed starts */
+    double gpu_hours_lost_to_failures;
+    double mean_recovery_s;      /* failure to running again, mean over recoveries */
+    double partial_gang_seconds; /* time gangs ran with a member gone, before their teardown */
+    double recovery_sum_s;       /* (accumulators) */
+    uint64_t recoveries;
     /* mean queue time per job priority (first start - submission) */
     int32_t prio_values[8];
     uint32_t prio_jobs[8];
@@ -115,6 +125,36 @@ struct sim_stats {
 
 struct store;
 
+/* A planned node outage (--outages FILE: CSV node,down,up in seconds). */
+struct sim_outage {
+    uint32_t node;
+    int64_t down_ms, up_ms;
+};
+
+/* Failures injected into a run, all seeded: the same seed fails the same nodes and starts. */
+struct sim_failures {
+    uint64_t seed;
+    double node_mtbf_h;            /* mean time between failures of each node, hours; 0 = none */
+    double repair_h;               /* how long a failed node stays down, hours */
+    double pod_start_failure_rate; /* probability that a gang's start fails (a member never
+                                      becomes ready: image pull, device allocation, ...) */
+    const struct sim_outage *outages;
+    uint32_t n_outages;
+    int64_t detect_ms;        /* a gang that lost a member runs partially this long before the
+                                 scheduler tears it down (the NotReady grace) */
+    int64_t start_timeout_ms; /* a gang not all running by then is torn down */
+    int64_t backoff_ms;       /* first retry delay after a failed start (doubles each time) */
+    uint32_t max_restarts;    /* retry budget for the job's own failures (failed starts) */
+    uint32_t strikes;         /* failed starts on a node within strike_window_ms ... */
+    int64_t strike_window_ms;
+    int64_t quarantine_ms; /* ... exclude it for this long */
+};
+
+/* Reads an outage file (CSV with header node,down,up; times in seconds). Errors name the file,
+ * the line and the column. *out is malloc'ed. */
+int sim_outages_read(const char *path, const struct cluster *c, struct sim_outage **out,
+                     uint32_t *n, struct sched_errbuf *eb);
+
 struct sim_options {
     FILE *events;            /* JSON Lines event log, or NULL */
     bool progress;           /* progress on stderr */
@@ -127,6 +167,7 @@ struct sim_options {
                             (a crash: nothing beyond the last commit survives); 0 = never */
     FILE *jobs_out;      /* per-job results as CSV at the end, or NULL */
     uint32_t db_batch;   /* instants per store transaction; 0 = the default (4096) */
+    const struct sim_failures *failures; /* NULL = nothing fails */
 };
 
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,

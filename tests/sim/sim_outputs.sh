@@ -14,5 +14,5 @@ grep -E -q "job=big-1: (resources|quota)" "$TMP/explain" && ok "explain shows wh
 "$GS" policies | grep -q "^fifo" && ok "policies list" || bad "policies list"
 "$GS" simulate --help | grep -q -- "--trace FILE" && ok "simulate --help" || bad "simulate --help"
 "$BIN/gangctl" --help >/dev/null && ok "gangctl --help" || bad "gangctl --help"
-expect_fail "gangctl command not built yet" 2 "not implemented" -- "$BIN/gangctl" quota
+expect_fail "gangctl without a database" 2 "use --db FILE" -- "$BIN/gangctl" quota
 finish

@@ -1,0 +1,155 @@
+# gangctl offline (--db): every tenant command on a finished and on a stopped simulator database,
+# cross-checked against the same run's --json summary, its --jobs-out CSV and `gangsched store
+# check`; JSON and YAML output; exit codes for unknown names, operator commands, the HTTP API that
+# is not built yet, bad flags and missing or corrupt databases; the kubectl-gang link.
+. tests/sim/lib.inc
+CTL="$BIN/gangctl"
+ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv --high-priority 0.33"
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --db "$TMP/g.db" --json --jobs-out "$TMP/jobs.csv" >"$TMP/sim.json" ||
+    { bad "simulation failed"; finish; }
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --db "$TMP/s.db" --stop-after-events 1500 --db-batch 16 >/dev/null 2>&1
+"$GS" store check "$TMP/g.db" >/dev/null && ok "finished store consistent" || bad "store check g.db"
+"$GS" store check "$TMP/s.db" >/dev/null && ok "stopped store consistent" || bad "store check s.db"
+sum_before=$(cksum <"$TMP/g.db")
+
+# count_json FILE: number of "job" entries in a jobs document
+count_jobs() { "$JGET" "$1" jobs | grep -o '"job":' | wc -l | tr -d ' '; }
+# rows FILE: table rows without the header
+rows() { tail -n +2 "$1" | grep -c .; }
+
+# ---- queues and quota on the finished run ------------------------------------------------------
+"$CTL" --db "$TMP/g.db" queues >"$TMP/q.txt" && ok "queues runs" || bad "queues failed"
+grep -q '^QUEUE *COHORT *WEIGHT *PRIORITY *NOMINAL *USED *RUNNING *PENDING$' "$TMP/q.txt" &&
+    ok "queues header" || bad "queues header: $(head -1 "$TMP/q.txt")"
+for q in prod research; do
+    nominal=$("$JGET" "$TMP/sim.json" "policies/0/per_queue/$q/nominal_gpus")
+    grep -q "^$q  *all  *1  *0  *$nominal GPU  *0 GPU  *0  *0$" "$TMP/q.txt" &&
+        ok "queues: $q nominal $nominal GPU, idle at the end" || bad "queues $q: $(grep "^$q" "$TMP/q.txt")"
+    "$CTL" --db "$TMP/g.db" -o json queues >"$TMP/q.json"
+    i=0; [ "$q" = research ] && i=1
+    expect_eq "queues json: name $i" "$("$JGET" "$TMP/q.json" "queues/$i/name")" "$q"
+    done=$(($("$JGET" "$TMP/q.json" "queues/$i/finished") + $("$JGET" "$TMP/q.json" "queues/$i/failed")))
+    expect_eq "$q: finished+failed = simulate --json jobs" "$done" \
+        "$("$JGET" "$TMP/sim.json" "policies/0/per_queue/$q/jobs")"
+    expect_eq "$q: jobs = --jobs-out rows" "$done" \
+        "$(awk -F, -v q="$q" 'NR > 1 && $3 == q' "$TMP/jobs.csv" | wc -l | tr -d ' ')"
+    "$CTL" --db "$TMP/g.db" jobs -A -q "$q" >"$TMP/jq.txt"
+    expect_eq "$q: jobs -A -q rows" "$(rows "$TMP/jq.txt")" "$done"
+done
+"$CTL" --db "$TMP/g.db" quota >"$TMP/quota.txt"
+grep -q '^prod  *default  *nvidia.com/gpu  *33 GPU  *none  *none  *0 GPU  *0 GPU  *48 GPU' "$TMP/quota.txt" &&
+    ok "quota: prod 33 GPU nominal, could take the whole idle cohort (48 GPU)" ||
+    bad "quota table: $(cat "$TMP/quota.txt")"
+"$CTL" --db "$TMP/g.db" quota research -o json >"$TMP/quota.json"
+expect_eq "quota json: one queue" "$("$JGET" "$TMP/quota.json" queues/0/name)" research
+expect_eq "quota json: nominal" "$("$JGET" "$TMP/quota.json" queues/0/quotas/0/nominal)" 15
+expect_eq "quota json: no borrowing limit" "$("$JGET" "$TMP/quota.json" queues/0/quotas/0/borrowing_limit)" null
+"$JGET" "$TMP/quota.json" queues/1 >/dev/null 2>&1 && bad "quota QUEUE lists other queues" || ok "quota QUEUE: only that queue"
+share=$("$JGET" "$TMP/quota.json" queues/0/share)
+expect_cmp "quota: fair-share history present" "$share" ">" 0
+
+# ---- jobs, explain on the finished run ----------------------------------------------------------
+"$CTL" --db "$TMP/g.db" jobs >"$TMP/j.txt"
+expect_eq "jobs: nothing pending or running at the end" "$(cat "$TMP/j.txt")" "no pending or running jobs"
+"$CTL" --db "$TMP/g.db" jobs -A -o json >"$TMP/all.json"
+expect_eq "jobs -A json: every job" "$(count_jobs "$TMP/all.json")" "$("$JGET" "$TMP/sim.json" policies/0/jobs)"
+first=$(awk -F, 'NR == 2 { print $1 }' "$TMP/jobs.csv")
+submit=$(awk -F, 'NR == 2 { printf "%d", $4 * 1000 }' "$TMP/jobs.csv")
+start=$(awk -F, 'NR == 2 { printf "%d", $5 * 1000 }' "$TMP/jobs.csv")
+"$CTL" --db "$TMP/g.db" explain "$first" -o json >"$TMP/e.json" && ok "explain $first" || bad "explain $first failed"
+expect_eq "explain: submit = --jobs-out" "$("$JGET" "$TMP/e.json" job/submit_ms)" "$submit"
+expect_eq "explain: start = --jobs-out" "$("$JGET" "$TMP/e.json" job/start_ms)" "$start"
+expect_eq "explain: state" "$("$JGET" "$TMP/e.json" job/state)" finished
+# a job that was preempted: its victim records
+victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0 { print $1; exit }')
+if [ -n "$victim" ]; then
+    "$CTL" --db "$TMP/g.db" explain "$victim" >"$TMP/e.txt"
+    grep -q "^Job: *$victim$" "$TMP/e.txt" && grep -q '^Preemptions ([1-9]' "$TMP/e.txt" &&
+        grep -q ' victim ' "$TMP/e.txt" && ok "explain: preempted job lists its preemptions" ||
+        bad "explain $victim: $(head -20 "$TMP/e.txt")"
+    "$CTL" --db "$TMP/g.db" explain "$victim" -o json >"$TMP/v.json"
+    expect_eq "explain json: victim role" "$("$JGET" "$TMP/v.json" preemptions/0/role)" victim
+    n=$("$JGET" "$TMP/v.json" job/preemptions)
+    "$JGET" "$TMP/v.json" "preemptions/$((n - 1))/role" >/dev/null &&
+        ok "explain: $n preemption record(s) = the job's count" || bad "explain: fewer records than $n"
+else
+    bad "no preempted job found in jobs -A -o wide"
+fi
+evicted=$(awk -F, 'NR > 1 && $7 > 0' "$TMP/jobs.csv" | wc -l | tr -d ' ')
+expect_eq "preempted jobs (jobs -A -o wide) = evicted in --jobs-out" \
+    "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0' | wc -l | tr -d ' ')" "$evicted"
+
+# ---- the stopped run: pending and running jobs, positions, top --------------------------------
+"$CTL" --db "$TMP/s.db" queues -o json >"$TMP/sq.json"
+pending=$("$JGET" "$TMP/sq.json" queues/0/pending)
+running=$("$JGET" "$TMP/sq.json" queues/0/running)
+expect_cmp "stopped run: prod has pending jobs" "$pending" ">" 0
+"$CTL" --db "$TMP/s.db" jobs -q prod >"$TMP/sj.txt"
+expect_eq "jobs -q prod: pending + running rows" "$(rows "$TMP/sj.txt")" "$((pending + running))"
+expect_eq "jobs: pending rows" "$(grep -c ' pending ' "$TMP/sj.txt")" "$pending"
+expect_eq "jobs: positions 1..N" "$(awk '$3 == "pending" { s += $5; n++ } END { print s }' "$TMP/sj.txt")" \
+    "$((pending * (pending + 1) / 2))"
+"$CTL" --db "$TMP/s.db" jobs -q prod -o json >"$TMP/sj.json"
+expect_eq "jobs json: first is position 1" "$("$JGET" "$TMP/sj.json" jobs/0/position)" 1
+expect_eq "jobs json: pending" "$("$JGET" "$TMP/sj.json" jobs/0/state)" pending
+p1=$("$JGET" "$TMP/sj.json" jobs/0/job)
+"$CTL" --db "$TMP/s.db" explain "$p1" >"$TMP/pe.txt"
+grep -q '^Position: *1 in queue prod' "$TMP/pe.txt" && grep -q '^Waiting: ' "$TMP/pe.txt" &&
+    ok "explain: pending job's position and wait" || bad "explain pending: $(head -12 "$TMP/pe.txt")"
+grep -q '^Decisions (newest first' "$TMP/pe.txt" && ok "explain: decision section" || bad "no decisions section"
+"$CTL" --db "$TMP/s.db" top -o json >"$TMP/top.json"
+used=$(($("$JGET" "$TMP/sq.json" queues/0/used_gpus) + $("$JGET" "$TMP/sq.json" queues/1/used_gpus)))
+expect_eq "top: used = sum of queues" "$("$JGET" "$TMP/top.json" used_gpus)" "$used"
+expect_eq "top: placed = ledger (store check passed)" "$("$JGET" "$TMP/top.json" placed_gpus)" "$used"
+"$JGET" "$TMP/top.json" nodes/0/node | grep -q -E '^(hgx|pcie)-' && ok "top: nodes listed" || bad "top: no nodes"
+"$CTL" --db "$TMP/s.db" top >"$TMP/top.txt"
+grep -q "^GPU usage by queue (ledger): $used GPU in use" "$TMP/top.txt" && grep -q '^NODE  *GPUS  *PODS  *JOBS' "$TMP/top.txt" &&
+    ok "top table" || bad "top table: $(cat "$TMP/top.txt")"
+"$CTL" --db "$TMP/s.db" reservations >"$TMP/r.txt" && ok "reservations runs" || bad "reservations failed"
+"$CTL" --db "$TMP/s.db" reservations -o json >"$TMP/r.json"
+"$JGET" "$TMP/r.json" reservations >/dev/null && ok "reservations json" || bad "reservations json"
+
+# ---- output formats ----------------------------------------------------------------------------
+"$CTL" --db "$TMP/s.db" queues -o yaml >"$TMP/q.yaml"
+grep -q '^queues:$' "$TMP/q.yaml" && grep -q '^  - name: prod$' "$TMP/q.yaml" &&
+    grep -q '^    cohort: all$' "$TMP/q.yaml" && ok "yaml output" || bad "yaml: $(head -5 "$TMP/q.yaml")"
+"$CTL" --db "$TMP/s.db" explain "$p1" -o yaml >"$TMP/e.yaml"
+grep -q "^  job: \"$p1\"$\|^  job: $p1$" "$TMP/e.yaml" && ok "yaml: job id" || bad "yaml explain: $(head -3 "$TMP/e.yaml")"
+if grep -q '^ *reason: ' "$TMP/e.yaml"; then
+    grep '^ *reason: ' "$TMP/e.yaml" | grep -v -q '^ *reason: "' && bad "yaml: reason with ': ' not quoted" ||
+        ok "yaml: reasons quoted"
+fi
+"$CTL" --db "$TMP/s.db" queues -o wide | head -1 | grep -q 'BORROWED  *ADMITTED  *FINISHED  *FAILED  *SHARE$' &&
+    ok "queues -o wide: more columns" || bad "queues -o wide header"
+"$CTL" --db "$TMP/s.db" jobs -o wide | head -1 | grep -q 'NODES$' && ok "jobs -o wide: nodes" || bad "jobs -o wide header"
+"$CTL" --db "$TMP/s.db" quota >"$TMP/c.txt"
+grep -q "$(printf '\033')" "$TMP/c.txt" && bad "colour in piped output" || ok "no colour when not a terminal"
+"$BIN/kubectl-gang" --db "$TMP/s.db" quota >"$TMP/k.txt"
+cmp -s "$TMP/c.txt" "$TMP/k.txt" && ok "kubectl-gang = gangctl" || bad "kubectl-gang differs"
+
+# ---- errors and exit codes -------------------------------------------------------------------------
+expect_fail "unknown queue (quota)" 1 "queue 'nope' not found" -- "$CTL" --db "$TMP/g.db" quota nope
+expect_fail "unknown queue (jobs -q)" 1 "queue 'nope' not found" -- "$CTL" --db "$TMP/g.db" jobs -q nope
+expect_fail "unknown job" 1 "job 'ns/nope' not found" -- "$CTL" --db "$TMP/g.db" explain ns/nope
+expect_fail "queue hold offline" 2 "needs a running scheduler (--server); not available offline" -- "$CTL" --db "$TMP/g.db" queue hold prod
+expect_fail "reserve offline" 2 "not available offline" -- "$CTL" --db "$TMP/g.db" reserve x
+expect_fail "checkpoint offline" 2 "not available offline" -- "$CTL" checkpoint ns/pg
+expect_fail "--server" 2 "HTTP API is not available in this build: use --db FILE" -- "$CTL" --server http://localhost:8080 --token-file /dev/null queues
+expect_fail "GANGSCHED_SERVER" 2 "HTTP API is not available" -- env GANGSCHED_SERVER=http://x "$CTL" jobs
+expect_fail "no --db" 2 "use --db FILE" -- "$CTL" queues
+expect_fail "bad flag" 2 "unknown flag '--frob'" -- "$CTL" --db "$TMP/g.db" --frob queues
+expect_fail "bad output format" 2 "unknown output format" -- "$CTL" --db "$TMP/g.db" -o xml queues
+expect_fail "-q on quota" 2 "applies to jobs only" -- "$CTL" --db "$TMP/g.db" quota -q prod
+expect_fail "--db without a value" 2 "needs a value" -- "$CTL" queues --db
+expect_fail "unknown command" 2 "unknown command 'frob'" -- "$CTL" --db "$TMP/g.db" frob
+expect_fail "explain without a job" 2 "explain needs a job" -- "$CTL" --db "$TMP/g.db" explain
+expect_fail "missing database" 2 "$TMP/none.db does not exist" -- "$CTL" --db "$TMP/none.db" queues
+printf 'garbage that is not SQLite: %0100d' 0 >"$TMP/bad.db"
+expect_fail "corrupt database" 2 "corrupt database $TMP/bad.db" -- "$CTL" --db "$TMP/bad.db" queues
+"$CTL" --help >"$TMP/h.txt" && grep -q '^usage: gangctl' "$TMP/h.txt" && ok "--help" || bad "--help"
+"$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
+"$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
+expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"
+finish

@@ -1,0 +1,42 @@
+# Failures in the simulator: planned outages and random node failures break the gangs on the
+# failed node, which restart whole after the grace (never partial beyond it); failed starts use
+# the retry budget, strike nodes and quarantine them; everything seeded and checked by evcheck.
+. tests/sim/lib.inc
+printf 'node,down,up\nhgx-0000,100,5000\nhgx-0001,200,300\n' >"$TMP/outages.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 \
+    --trace tests/data/trace-gangs.csv --outages "$TMP/outages.csv" --failure-grace 20 \
+    --events "$TMP/o.ev" >"$TMP/o.json" || bad "outage run failed"
+"$EVCHECK" "$TMP/o.ev" >/dev/null && ok "outage event log checks" || bad "outage log check failed"
+expect_eq "node failures" "$("$JGET" "$TMP/o.json" policies/0/node_failures)" 2
+r=$("$JGET" "$TMP/o.json" policies/0/failure_restarts)
+expect_cmp "gangs restarted after node failures" "$r" ">" 0
+p=$("$JGET" "$TMP/o.json" policies/0/partial_gang_seconds)
+expect_cmp "partial gangs at most the grace per failure" "$p" "<=" "$((20 * r))"
+expect_cmp "recovery time measured" "$("$JGET" "$TMP/o.json" policies/0/mean_recovery_s)" ">" 0
+grep -q '"type":"node-down"' "$TMP/o.ev" && grep -q '"type":"node-up"' "$TMP/o.ev" &&
+    ok "node-down and node-up events" || bad "node events missing"
+# random failures with every kind on the bundled workload: determinism and the invariants
+for i in 1 2; do
+    "$GS" simulate --no-progress --json --node-mtbf 500 --pod-start-failure-rate 0.05 \
+        --seed 3 --events "$TMP/r$i.ev" >"$TMP/r$i.json" || bad "random failure run $i failed"
+done
+cmp -s "$TMP/r1.json" "$TMP/r2.json" && ok "failures are seeded: same run twice" ||
+    bad "two runs with the same seed differ"
+"$EVCHECK" "$TMP/r1.ev" >/dev/null && ok "random failure event log checks" || bad "log check failed"
+expect_eq "every job completes" "$("$JGET" "$TMP/r1.json" policies/0/completed)" 4756
+expect_cmp "failed starts restarted" "$("$JGET" "$TMP/r1.json" policies/0/failure_restarts)" ">" 0
+# a tight retry budget fails jobs; repeated failed starts quarantine nodes
+"$GS" simulate --no-progress --json --policy gangsched --pod-start-failure-rate 0.6 \
+    --max-restarts 1 --trace tests/data/trace-crash.csv --cluster hgx:4,pcie:2 \
+    --events "$TMP/q.ev" >"$TMP/q.json" || bad "start-failure run failed"
+"$EVCHECK" "$TMP/q.ev" >/dev/null && ok "start-failure event log checks" || bad "log check failed"
+expect_cmp "retry budget exhausted" "$("$JGET" "$TMP/q.json" policies/0/failed_jobs)" ">" 0
+expect_cmp "nodes quarantined" "$("$JGET" "$TMP/q.json" policies/0/quarantines)" ">" 0
+grep -q 'retry budget exhausted' "$TMP/q.ev" && ok "failed jobs logged with the reason" ||
+    bad "no reason for failed jobs"
+expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
+    "$GS" simulate --no-progress --policy gangsched --node-mtbf 5 --db "$TMP/x.db"
+printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
+expect_fail "outage of an unknown node" 1 "bad.csv:2: column 'node'" -- \
+    "$GS" simulate --no-progress --outages "$TMP/bad.csv"
+finish
