@@ -872,9 +872,14 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         int64_t best = -1;
         for (uint32_t k = 0; k < nt; k++) {
             uint32_t d = st->touched[k];
-            if (domain_holds(st, g, d) && (best < 0 || st->dom_free[d] > st->dom_free[best] ||
-                                           (st->dom_free[d] == st->dom_free[best] && d < best)))
-                best = d;
+            if (!domain_holds(st, g, d))
+                continue;
+            if (best >= 0) { /* most free GPUs now, ties to the lower domain id */
+                int64_t fd = st->dom_free[d], fb = st->dom_free[best];
+                if (fd < fb || (fd == fb && (int64_t)d > best))
+                    continue;
+            }
+            best = d;
         }
         clear_domains(st, nt);
         if (best < 0)
