@@ -287,3 +287,8 @@ int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r)
     int k = tracked_index(t, r);
     return k < 0 ? 0 : t->nominal[at(t, quota_queue_node(t, q), f, (uint32_t)k)];
 }
+
+bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b)
+{
+    return root_of(t, quota_queue_node(t, a)) == root_of(t, quota_queue_node(t, b));
+}

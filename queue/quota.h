@@ -88,6 +88,8 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
  * charged on flavor f) over the queue's nominal summed over flavors (or, when the nominal is 0,
  * over its root cohort's subtree quota). 0 when nothing is tracked. */
 double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra);
+/* true when queues a and b are in the same cohort tree (same root). */
+bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b);
 /* Queue q's usage and nominal quota of resource r on flavor f (0 when r has no quota). */
 int64_t quota_used(const struct quota_tree *t, uint32_t q, uint32_t f, int r);
 int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r);

@@ -239,9 +239,11 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     bool lift = g->max_runtime_ms > 0 && cy->out->n_reservations > 0 &&
                 cy->st.hold_until_ms != INT64_MAX &&
                 cy->snap->now_ms + g->max_runtime_ms <= cy->st.hold_until_ms;
-    int64_t seen = memo_find(cy, gf->shape);
+    /* a gang with capacity held for it is not like the others of its shape */
+    bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
+    int64_t seen = own ? -1 : memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    if (seen < 0 && !lift && single_flavor && cy->fail_req && is_plain(gf) &&
+    if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && is_plain(gf) &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
           gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
@@ -311,6 +313,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     *vi = cy->out->n_verdicts - 1;
     if (why == SCHED_WHY_NEVER)
         return why;
+    if (own)
+        return v.why; /* its failure says nothing about gangs without its holds */
     cy->memo = grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
     if (!cy->memo)
         return SCHED_WHY_NEVER;

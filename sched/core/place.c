@@ -706,6 +706,29 @@ bool place_trial(struct place_state *st, const struct gang *g, int level, uint32
     return why == SCHED_WHY_PLACED;
 }
 
+void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t *nodes, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = nodes[k];
+        if (i >= st->c->n_nodes)
+            continue;
+        st->held_for[i] = g;
+        if (st->ok[i]) {
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+            st->ok[i] = 0;
+        }
+    }
+}
+
+bool place_has_hold(const struct place_state *st, const struct gang *g)
+{
+    for (uint32_t i = 0; i < st->c->n_nodes; i++)
+        if (st->held_for[i] && st->held_for[i]->id == g->id)
+            return true;
+    return false;
+}
+
 bool place_release(struct place_state *st, const struct sched_running *r)
 {
     const struct gang *g = r->gang;
@@ -969,7 +992,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             fid = FILTER_QUARANTINED;
         else if (nd->unschedulable)
             fid = FILTER_CORDONED;
-        else if (!st->ok[i] && st->held[i])
+        else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
             fid = FILTER_RESERVED;
         for (size_t f = 0; fid < 0 && plugin_filters[f]; f++) {
             const struct sched_filter *fl = plugin_filters[f];

@@ -119,6 +119,13 @@ bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct s
  * out of memory. place_release_undo() restores everything released since `mark` (n_rel). */
 bool place_release(struct place_state *st, const struct sched_running *r);
 void place_release_undo(struct place_state *st, uint32_t mark);
+/* Holds nodes for gang g for the rest of the cycle (a preemptor waiting for its victims): other
+ * gangs cannot use them; g can (own holds). */
+void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t *nodes,
+                    uint32_t n);
+/* true when some node is held for g (by a snapshot hold or a plan of this cycle). */
+bool place_has_hold(const struct place_state *st, const struct gang *g);
+
 /* Trial: would g be placed now (inside domain d of `level` when level >= -1)? Leaves the state
  * unchanged. `out` is scratch of g->n_pods entries and holds the trial placement on success. */
 bool place_trial(struct place_state *st, const struct gang *g, int level, uint32_t d,

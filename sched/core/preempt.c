@@ -90,14 +90,18 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
             return false;
         if (v->priority < g->priority)
             return true;
+        /* newer = submitted later (a requeued gang keeps its submission time, so two gangs can
+         * never each be newer than the other: no eviction loop) */
         return within == CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL && v->priority == g->priority &&
-               r->start_ms > g->submit_ms;
+               (v->submit_ms > g->submit_ms || (v->submit_ms == g->submit_ms && v->id > g->id));
     }
     /* reclaim: the preemptor's queue stays within nominal, the victim's queue borrows */
     if (!pc->qt || reclaim == CONFIG_RECLAIM_NEVER)
         return false;
     if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && v->priority >= g->priority)
         return false;
+    if (!quota_same_tree(pc->qt, q, v->queue))
+        return false; /* it borrowed from another cohort tree, not from ours */
     bool in_nominal = true;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
@@ -246,6 +250,9 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     *planned = false;
     if (!pol->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
+    for (uint32_t h = 0; h < snap->n_holds; h++)
+        if (snap->holds[h].gang->id == g->id)
+            return 0; /* its victims are still leaving: wait for them, evict nobody else */
     struct res_vec need;
     gang_request(g, &need);
     struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
@@ -346,6 +353,15 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
         if (!dup)
             nodes[n_nodes++] = best_trial[k].node;
     }
+    /* The rest of this cycle sees the plan: the victims' quota is on its way back and the
+     * preemptor's is spoken for (so a second reclaim cannot take a queue below its nominal),
+     * and the nodes the preemptor will use are held for it (so no other gang, and no other
+     * preemptor, counts on the same capacity). */
+    for (uint32_t j = 0; j < n_best; j++)
+        charge_victim(pc, &snap->running[cands[best[j]].idx], -1);
+    if (pc->qt)
+        quota_charge(pc->qt, q, f, &need, +1);
+    place_hold_for(st, g, nodes, n_nodes);
     if (out->n_reservations == *cap_reservations) {
         uint32_t cap = *cap_reservations ? *cap_reservations * 2 : 16;
         struct sched_reservation *rv = arena_alloc(pc->arena, cap * sizeof(*rv));

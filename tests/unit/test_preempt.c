@@ -329,6 +329,128 @@ static void test_fair_share_preemption_one_way(void **unused)
     world_free(w);
 }
 
+#define BIG                                                                                        \
+    HDR "cohorts:\n  - name: co\nqueues:\n"                                                        \
+        "  - name: a\n    cohort: co\n    quota:\n      default:\n        nvidia.com/gpu: 64\n"    \
+        "  - name: b\n    cohort: co\n    quota:\n      default:\n        nvidia.com/gpu: 64\n"
+
+/* Regressions found in review: several preemptors in one cycle see each other's plans. */
+static void test_two_reclaims_in_one_cycle_stay_bounded(void **unused)
+{
+    (void)unused;
+    /* b runs 16 of its nominal 8 in four 4-GPU gangs; a has two 8-GPU gangs waiting: the first
+     * reclaims 8, the second may not take b below its nominal 8 */
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    for (int k = 0; k < 4; k++)
+        run(w, gang(w, 1, 1, 4, 0, 0), k < 2 ? n0 : n1, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 8, 0, 100);
+    gang(w, 0, 1, 8, 0, 101);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 2);
+    for (uint32_t e = 0; e < r->n_evictions; e++)
+        assert_ptr_equal(r->evictions[e].preemptor, a1);
+    world_free(w);
+}
+
+static void test_preemptors_do_not_share_capacity(void **unused)
+{
+    (void)unused;
+    /* one node, 4 GPUs free and two 2-GPU gangs running: two 6-GPU gangs of higher priority
+     * cannot both fit: one eviction, not two */
+    struct world *w = world("hgx:1", TWO_QUEUES);
+    uint32_t n0[] = {0};
+    run(w, gang(w, 0, 1, 2, 0, 0), n0, 0, 0);
+    run(w, gang(w, 0, 1, 2, 0, 0), n0, 0, 0);
+    gang(w, 0, 1, 6, 10, 100);
+    gang(w, 0, 1, 6, 10, 101);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+    /* and the capacity a preemptor counts on is not given to another gang in the same cycle */
+    w = world("hgx:1", BIG);
+    run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0);
+    gang(w, 0, 1, 8, 10, 100);
+    gang(w, 0, 1, 4, 0, 150);
+    r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_int_equal(r->n_placements, 0);
+    world_free(w);
+}
+
+static void test_evicting_victims_are_waited_for(void **unused)
+{
+    (void)unused;
+    /* P holds node 0 where its victim is still checkpointing: nobody else is evicted */
+    struct world *w = world("hgx:2", BIG);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct sched_running *r1 = run(w, gang(w, 0, 1, 8, 0, 0), n0, 0, 0);
+    run(w, gang(w, 0, 1, 8, 0, 0), n1, 0, 0);
+    r1->evicting = true;
+    struct gang *p = gang(w, 0, 1, 8, 10, 100);
+    uint32_t held[] = {0};
+    struct sched_hold hold = {.gang = p, .nodes = held, .n_nodes = 1};
+    for (uint32_t q = 0; q < 2; q++) {
+        w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
+        w->views[q] = (struct sched_queue_view){.queue = &w->queues[q], .pending = w->pending[q]};
+    }
+    w->pending[0][0] = p;
+    w->views[0].n_pending = 1;
+    struct sched_snapshot snap = {.now_ms = 200000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = w->views,
+                                  .n_queues = 2,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .config = w->cfg,
+                                  .usage = w->usage,
+                                  .running = w->running,
+                                  .n_running = w->n_running,
+                                  .holds = &hold,
+                                  .n_holds = 1};
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    assert_int_equal(w->res.n_evictions, 0);
+    world_free(w);
+}
+
+static void test_equal_priority_no_loop(void **unused)
+{
+    (void)unused;
+    /* LowerOrNewerEqualPriority compares submission times: V (submitted 0) and P (submitted 50)
+     * can never each be the newer one */
+    const char *yaml = HDR "queues:\n  - name: a\n    preemption:\n"
+                           "      withinQueue: LowerOrNewerEqualPriority\n    quota:\n"
+                           "      default:\n        nvidia.com/gpu: 64\n";
+    struct world *w = world("hgx:1", yaml);
+    uint32_t n0[] = {0};
+    run(w, gang(w, 0, 1, 8, 0, 0), n0, 100, 100);
+    gang(w, 0, 1, 8, 0, 50);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0); /* P is newer: it cannot evict V */
+    world_free(w);
+}
+
+static void test_reclaim_stays_in_its_cohort_tree(void **unused)
+{
+    (void)unused;
+    /* b (cohort y) borrows from c (cohort y); a in cohort x must not reclaim from b */
+    const char *yaml = HDR "cohorts:\n  - name: x\n  - name: y\nqueues:\n"
+                           "  - name: a\n    cohort: x\n    quota:\n      default:\n"
+                           "        nvidia.com/gpu: 8\n"
+                           "  - name: b\n    cohort: y\n    quota:\n      default:\n"
+                           "        nvidia.com/gpu: 4\n"
+                           "  - name: c\n    cohort: y\n    quota:\n      default:\n"
+                           "        nvidia.com/gpu: 4\n";
+    struct world *w = world("hgx:1", yaml);
+    uint32_t n0[] = {0};
+    run(w, gang(w, 1, 1, 4, 0, 0), n0, 0, 0);
+    run(w, gang(w, 1, 1, 4, 0, 0), n0, 0, 0);
+    gang(w, 0, 1, 4, 0, 50);
+    const struct sched_result *r = cycle(w, "gangsched", 4000);
+    assert_int_equal(r->n_evictions, 0);
+    world_free(w);
+}
+
 static void test_holds_keep_freed_capacity(void **unused)
 {
     (void)unused;
@@ -379,6 +501,11 @@ int main(void)
         cmocka_unit_test(test_min_runtime_and_benefit),
         cmocka_unit_test(test_no_reclaim_ping_pong),
         cmocka_unit_test(test_fair_share_preemption_one_way),
+        cmocka_unit_test(test_two_reclaims_in_one_cycle_stay_bounded),
+        cmocka_unit_test(test_preemptors_do_not_share_capacity),
+        cmocka_unit_test(test_evicting_victims_are_waited_for),
+        cmocka_unit_test(test_equal_priority_no_loop),
+        cmocka_unit_test(test_reclaim_stays_in_its_cohort_tree),
         cmocka_unit_test(test_holds_keep_freed_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
