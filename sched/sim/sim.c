@@ -1961,11 +1961,12 @@ static int write_jobs(const struct run *r, FILE *f)
 {
     const struct sim_input *in = r->in;
     if (ftell(f) <= 0) /* one header, however many policies write */
-        fprintf(f, "job_id,policy,queue,submit_s,first_start_s,finish_s,evictions,placement\n");
+        fprintf(f, "job_id,policy,queue,priority,submit_s,first_start_s,finish_s,evictions,"
+                   "placement\n");
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         const char *state = r->status[j] == JOB_DONE ? "" : "-";
-        fprintf(f, "%s,%s,%s,%.3f,", in->jobs[j].id, r->pol->name,
-                in->queues[in->jobs[j].gang.queue].name,
+        fprintf(f, "%s,%s,%s,%d,%.3f,", in->jobs[j].id, r->pol->name,
+                in->queues[in->jobs[j].gang.queue].name, in->jobs[j].gang.priority,
                 (double)in->jobs[j].gang.submit_ms / 1000.0);
         if (r->status[j] == JOB_DONE || r->status[j] == JOB_RUNNING || r->n_evicted[j] > 0)
             fprintf(f, "%.3f,", (double)r->start_ms[j] / 1000.0);
