@@ -56,8 +56,8 @@ expect_eq "jobs: nothing pending or running at the end" "$(cat "$TMP/j.txt")" "n
 "$CTL" --db "$TMP/g.db" jobs -A -o json >"$TMP/all.json"
 expect_eq "jobs -A json: every job" "$(count_jobs "$TMP/all.json")" "$("$JGET" "$TMP/sim.json" policies/0/jobs)"
 first=$(awk -F, 'NR == 2 { print $1 }' "$TMP/jobs.csv")
-submit=$(awk -F, 'NR == 2 { printf "%d", $4 * 1000 }' "$TMP/jobs.csv")
-start=$(awk -F, 'NR == 2 { printf "%d", $5 * 1000 }' "$TMP/jobs.csv")
+submit=$(awk -F, 'NR == 2 { printf "%d", $5 * 1000 }' "$TMP/jobs.csv")
+start=$(awk -F, 'NR == 2 { printf "%d", $6 * 1000 }' "$TMP/jobs.csv")
 "$CTL" --db "$TMP/g.db" explain "$first" -o json >"$TMP/e.json" && ok "explain $first" || bad "explain $first failed"
 expect_eq "explain: submit = --jobs-out" "$("$JGET" "$TMP/e.json" job/submit_ms)" "$submit"
 expect_eq "explain: start = --jobs-out" "$("$JGET" "$TMP/e.json" job/start_ms)" "$start"
@@ -77,7 +77,7 @@ if [ -n "$victim" ]; then
 else
     bad "no preempted job found in jobs -A -o wide"
 fi
-evicted=$(awk -F, 'NR > 1 && $7 > 0' "$TMP/jobs.csv" | wc -l | tr -d ' ')
+evicted=$(awk -F, 'NR > 1 && $8 > 0' "$TMP/jobs.csv" | wc -l | tr -d ' ')
 expect_eq "preempted jobs (jobs -A -o wide) = evicted in --jobs-out" \
     "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0' | wc -l | tr -d ' ')" "$evicted"
 
