@@ -197,17 +197,23 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
     const struct sched_running *run = pc->snap->running;
     uint32_t mark = st->n_rel, n = 0;
     bool fits = false;
-    for (uint32_t c = 0; c < n_cands && !fits; c++) {
-        const struct sched_running *r = &run[cands[c].idx];
-        if (!has_pod_in(st, r, level, d))
-            continue;
-        if (cands[c].kind != SCHED_PREEMPT_PRIORITY && !reclaim_bounded(pc, r))
-            continue;
-        if (!place_release(st, r))
+    /* pass 0: victims inside the domain (they free room and quota); pass 1, only when the room
+     * is there by then and the quota is what is missing: victims anywhere else in the tree */
+    for (int pass = 0; pass < 2 && !fits; pass++) {
+        if (pass == 1 && !(pc->qt && place_trial(st, g, level, d, trial)))
             break;
-        charge_victim(pc, r, -1);
-        chosen[n++] = c;
-        fits = quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial);
+        for (uint32_t c = 0; c < n_cands && !fits; c++) {
+            const struct sched_running *r = &run[cands[c].idx];
+            if (has_pod_in(st, r, level, d) != (pass == 0))
+                continue;
+            if (cands[c].kind != SCHED_PREEMPT_PRIORITY && !reclaim_bounded(pc, r))
+                continue;
+            if (!place_release(st, r))
+                break;
+            charge_victim(pc, r, -1);
+            chosen[n++] = c;
+            fits = quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial);
+        }
     }
     if (fits) {
         /* fill-back: keep running every victim whose capacity turns out unnecessary (the last
