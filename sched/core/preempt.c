@@ -293,7 +293,9 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
         bool any = false;
         for (uint32_t c = 0; c < n_cands && !any; c++)
             any = has_pod_in(st, &snap->running[cands[c].idx], level, d);
-        if (!any)
+        /* a domain without victims can still do, when it has the room and only quota is
+         * missing (victims elsewhere free the quota) */
+        if (!any && !(pc->qt && place_trial(st, g, level, d, trial)))
             continue;
         tried++;
         double cost;

@@ -451,6 +451,26 @@ static void test_reclaim_stays_in_its_cohort_tree(void **unused)
     world_free(w);
 }
 
+static void test_quota_freed_outside_the_domain(void **unused)
+{
+    (void)unused;
+    /* queue a (nominal 12, no cohort) runs a high-priority 4-GPU gang and a low-priority 4-GPU
+     * gang on node 1; node 0 is free. A high-priority 8-GPU gang has room on node 0 but no
+     * quota: the low-priority gang on node 1 is evicted to free the quota. */
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
+                                         "        nvidia.com/gpu: 12\n  - name: b\n");
+    uint32_t n1[] = {1};
+    run(w, gang(w, 0, 1, 4, 10, 0), n1, 0, 0);
+    struct gang *low = gang(w, 0, 1, 4, 0, 0);
+    run(w, low, n1, 0, 0);
+    struct gang *p = gang(w, 0, 1, 8, 10, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_true(evicted(r, low));
+    assert_ptr_equal(r->evictions[0].preemptor, p);
+    world_free(w);
+}
+
 static void test_holds_keep_freed_capacity(void **unused)
 {
     (void)unused;
@@ -506,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_evicting_victims_are_waited_for),
         cmocka_unit_test(test_equal_priority_no_loop),
         cmocka_unit_test(test_reclaim_stays_in_its_cohort_tree),
+        cmocka_unit_test(test_quota_freed_outside_the_domain),
         cmocka_unit_test(test_holds_keep_freed_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
