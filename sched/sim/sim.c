@@ -360,6 +360,7 @@ enum fin_kind {
     FIN_NODE_DOWN,  /* job field: the node */
     FIN_NODE_UP,
     FIN_UNQUARANTINE,
+    FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
 };
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
@@ -545,7 +546,10 @@ static void heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind
         r->cap_heap *= 2;
     }
     uint32_t i = r->n_heap++;
-    r->heap[i] = (struct fin){.t_ms = t, .job = job, .gen = r->gen[job], .kind = kind};
+    bool node_event = kind == FIN_NODE_DOWN || kind == FIN_NODE_UP || kind == FIN_UNQUARANTINE ||
+                      kind == FIN_OUTAGE;
+    r->heap[i] =
+        (struct fin){.t_ms = t, .job = job, .gen = node_event ? 0 : r->gen[job], .kind = kind};
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
         if (r->heap[p].t_ms < r->heap[i].t_ms ||
@@ -666,10 +670,11 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     unqueue(r, j);
     touch(r, j);
     r->status[j] = JOB_RUNNING;
-    if (r->n_evicted[j] == 0)
+    bool restart = r->n_evicted[j] > 0 || (r->fail && r->attempts[j] > 0);
+    if (!restart)
         r->start_ms[j] = now; /* queue time counts to the first start */
     r->run_start_ms[j] = now;
-    r->overhead_ms[j] = r->n_evicted[j] > 0 ? r->in->jobs[j].restart_cost_ms : 0;
+    r->overhead_ms[j] = restart ? r->in->jobs[j].restart_cost_ms : 0;
     r->runpos[j] = r->n_run;
     r->runlist[r->n_run++] = j;
     drop_holds(r, j);
@@ -681,6 +686,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     r->assign[j] = a;
     r->job_flavor[j] = p->flavor;
     occupy(r, j, a, now);
+    bool doomed = false;
     if (r->fail) {
         if (r->fail_at[j] > 0) { /* it broke earlier: running again now */
             r->st->recovery_sum_s += (double)(now - r->fail_at[j]) / 1000.0;
@@ -688,7 +694,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
             r->fail_at[j] = 0;
         }
         r->attempts[j]++;
-        if (start_fails(r, j))
+        doomed = start_fails(r, j);
+        if (doomed) /* it never becomes ready: no finish, a teardown at the start timeout */
             break_gang(r, j, now + r->fail->start_timeout_ms, true, now);
     }
     uint32_t k = 0;
@@ -723,7 +730,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     }
     if (p->backfilled)
         r->st->backfilled++;
-    heap_push(r, now + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
+    if (!doomed)
+        heap_push(r, now + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
     if (r->opt->events) {
         FILE *f = r->opt->events;
         ev_head(r, now, "start", j);
@@ -767,6 +775,8 @@ static void release_job(struct run *r, uint32_t j)
     r->runlist[at] = last;
     r->runpos[last] = at;
     r->evicting[j] = 0;
+    if (r->tearing)
+        r->tearing[j] = 0; /* a teardown scheduled for this run no longer applies */
 }
 
 static void finish(struct run *r, uint32_t j, int64_t now)
@@ -848,6 +858,7 @@ static bool fin_stale(const struct run *r, const struct fin *f)
     case FIN_NODE_DOWN:
     case FIN_NODE_UP:
     case FIN_UNQUARANTINE:
+    case FIN_OUTAGE:
         return false;
     case FIN_RESUBMIT:
         return f->gen != r->gen[f->job] || r->status[f->job] != JOB_BACKOFF;
@@ -949,7 +960,8 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         }
         r->status[j] = JOB_BACKOFF;
         r->n_backoff++;
-        heap_push(r, now + (fl->backoff_ms << (r->restarts_used[j] - 1)), j, FIN_RESUBMIT);
+        uint32_t doublings = r->restarts_used[j] - 1 < 20 ? r->restarts_used[j] - 1 : 20;
+        heap_push(r, now + fl->backoff_ms * ((int64_t)1 << doublings), j, FIN_RESUBMIT);
         return;
     }
     submit(r, j, now); /* node failures do not use the retry budget: back in line at once */
@@ -968,6 +980,7 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         submit(r, i, now);
         return;
     case FIN_NODE_DOWN:
+    case FIN_OUTAGE:
         if (r->state[i].not_ready)
             return;
         r->state[i].not_ready = true;
@@ -982,7 +995,8 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
                     break;
                 }
         }
-        if (fl->node_mtbf_h > 0 && fl->repair_h > 0 && work_left(r)) {
+        if (f->kind == FIN_NODE_DOWN && fl->node_mtbf_h > 0 && fl->repair_h > 0 &&
+            (r->next_sub < r->in->n_jobs || r->n_run > 0 || r->n_backoff > 0)) {
             int64_t up = now + (int64_t)(fl->repair_h * 3.6e6);
             heap_push(r, up, i, FIN_NODE_UP);
             heap_push(r, up + next_failure_ms(r), i, FIN_NODE_DOWN);
@@ -1012,7 +1026,7 @@ static void failures_init(struct run *r, int64_t t0)
         for (uint32_t i = 0; i < r->in->cluster->n_nodes; i++)
             heap_push(r, t0 + next_failure_ms(r), i, FIN_NODE_DOWN);
     for (uint32_t k = 0; k < fl->n_outages; k++) {
-        heap_push(r, fl->outages[k].down_ms, fl->outages[k].node, FIN_NODE_DOWN);
+        heap_push(r, fl->outages[k].down_ms, fl->outages[k].node, FIN_OUTAGE);
         heap_push(r, fl->outages[k].up_ms, fl->outages[k].node, FIN_NODE_UP);
     }
 }

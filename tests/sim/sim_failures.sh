@@ -34,6 +34,17 @@ expect_cmp "retry budget exhausted" "$("$JGET" "$TMP/q.json" policies/0/failed_j
 expect_cmp "nodes quarantined" "$("$JGET" "$TMP/q.json" policies/0/quarantines)" ">" 0
 grep -q 'retry budget exhausted' "$TMP/q.ev" && ok "failed jobs logged with the reason" ||
     bad "no reason for failed jobs"
+# a start that fails never completes, however short the job (regression)
+printf 'job_id,submission_time,duration,num_gpu\nshort,0,10,1\n' >"$TMP/short.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/short.csv" \
+    --pod-start-failure-rate 1 --max-restarts 0 >"$TMP/s.json" || bad "short-job run failed"
+expect_eq "a failed start does not complete" "$("$JGET" "$TMP/s.json" policies/0/completed)" 0
+expect_eq "and fails with its budget" "$("$JGET" "$TMP/s.json" policies/0/failed_jobs)" 1
+# random failures end with the work even when a gang can never be placed (regression)
+printf 'job_id,submission_time,duration,num_gpu,topology-required\nok,0,100,8,\nstuck,0,100,16,node\n' >"$TMP/stuck.csv"
+if timeout 60 "$GS" simulate --no-progress --policy gangsched --cluster hgx:3 --trace "$TMP/stuck.csv" \
+    --node-mtbf 1 >/dev/null 2>&1; then ok "node failures stop when no work can progress"
+else bad "simulation with node failures did not end"; fi
 expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
     "$GS" simulate --no-progress --policy gangsched --node-mtbf 5 --db "$TMP/x.db"
 printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
