@@ -370,6 +370,7 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "started", s->started);
     cJSON_AddNumberToObject(o, "rejected", s->rejected);
     cJSON_AddNumberToObject(o, "mean_queue_s", s->mean_queue_s);
+    cJSON_AddNumberToObject(o, "mean_wait_s", s->mean_wait_s);
     cJSON_AddNumberToObject(o, "p50_queue_s", s->p50_queue_s);
     cJSON_AddNumberToObject(o, "p95_queue_s", s->p95_queue_s);
     cJSON_AddNumberToObject(o, "p99_queue_s", s->p99_queue_s);
@@ -398,6 +399,7 @@ static cJSON *stats_json(const struct sim_stats *s)
         cJSON *e = cJSON_AddObjectToObject(pp, key);
         cJSON_AddNumberToObject(e, "jobs", s->prio_jobs[k]);
         cJSON_AddNumberToObject(e, "mean_queue_s", s->prio_mean_queue_s[k]);
+        cJSON_AddNumberToObject(e, "mean_wait_s", s->prio_mean_wait_s[k]);
     }
     cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
     cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
@@ -475,6 +477,7 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_F("jobs completed", "%14u", s[i].completed);
     ROW_F("jobs rejected (never fit)", "%14u", s[i].rejected);
     ROW_D("mean queue time", s[i].mean_queue_s);
+    ROW_D("mean wait (with re-waits)", s[i].mean_wait_s);
     ROW_D("p50 queue time", s[i].p50_queue_s);
     ROW_D("p95 queue time", s[i].p95_queue_s);
     ROW_D("p99 queue time", s[i].p99_queue_s);

@@ -1257,6 +1257,17 @@ static double mean(const double *v, size_t n)
     return n ? s / (double)n : 0.0;
 }
 
+/* Seconds job j has spent without its GPUs since submission: the first queue time plus every
+ * wait after an eviction or a failure (busy_ms holds the time of every run before the current
+ * one, or of all runs once it is done). The preemption figures use it, since the first queue
+ * time alone would not see that an evicted job waits again. */
+static double job_wait_s(const struct run *r, uint32_t j)
+{
+    int64_t until = r->status[j] == JOB_DONE ? r->end_ms[j] : r->run_start_ms[j];
+    int64_t w = until - r->in->jobs[j].gang.submit_ms - r->busy_ms[j];
+    return w > 0 ? (double)w / 1000.0 : 0.0;
+}
+
 static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted,
                      double frag_time)
 {
@@ -1270,13 +1281,14 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         return SCHED_ENOMEM;
     }
     size_t nq = 0, nj = 0;
-    double busy_gpu_s = 0;
+    double busy_gpu_s = 0, wait_sum = 0;
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         if (r->status[j] == JOB_REJECTED)
             st->rejected++;
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
         q[nq++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        wait_sum += job_wait_s(r, j);
         if (r->status[j] == JOB_DONE)
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
@@ -1294,12 +1306,13 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     qsort(q, nq, sizeof(*q), cmp_double);
     qsort(jct, nj, sizeof(*jct), cmp_double);
     st->mean_queue_s = mean(q, nq);
+    st->mean_wait_s = nq ? wait_sum / (double)nq : 0.0;
     st->p50_queue_s = pct(q, nq, 0.50);
     st->p95_queue_s = pct(q, nq, 0.95);
     st->p99_queue_s = pct(q, nq, 0.99);
     st->mean_jct_s = mean(jct, nj);
     /* mean queue time per job priority (at most 8 distinct values reported) */
-    double prio_sum[8] = {0};
+    double prio_sum[8] = {0}, prio_wait[8] = {0};
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
@@ -1314,9 +1327,12 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         }
         st->prio_jobs[k]++;
         prio_sum[k] += (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        prio_wait[k] += job_wait_s(r, j);
     }
-    for (uint32_t k = 0; k < st->n_prio; k++)
+    for (uint32_t k = 0; k < st->n_prio; k++) {
         st->prio_mean_queue_s[k] = prio_sum[k] / (double)st->prio_jobs[k];
+        st->prio_mean_wait_s[k] = prio_wait[k] / (double)st->prio_jobs[k];
+    }
     st->p95_jct_s = pct(jct, nj, 0.95);
     st->makespan_s = (double)(t_end - t0) / 1000.0;
     double cap = (double)in->cluster->total_gpus * st->makespan_s;

@@ -83,6 +83,8 @@ struct sim_stats {
     uint32_t started;
     uint32_t rejected; /* can never fit the cluster */
     double mean_queue_s, p50_queue_s, p95_queue_s, p99_queue_s;
+    double mean_wait_s; /* all time without GPUs from submission on, re-waits after evictions
+                           and failures included (see job_wait_s in sim.c) */
     double mean_jct_s, p95_jct_s;
     double gpu_utilization; /* busy GPU-seconds / (cluster GPUs x makespan) */
     double makespan_s;      /* last finish - first submission */
@@ -103,10 +105,11 @@ struct sim_stats {
     double partial_gang_seconds; /* time gangs ran with a member gone, before their teardown */
     double recovery_sum_s;       /* (accumulators) */
     uint64_t recoveries;
-    /* mean queue time per job priority (first start - submission) */
+    /* mean queue time (first start - submission) and mean wait per job priority */
     int32_t prio_values[8];
     uint32_t prio_jobs[8];
     double prio_mean_queue_s[8];
+    double prio_mean_wait_s[8];
     uint32_t n_prio;
     uint64_t quota_violations; /* instants some queue was above nominal + borrowing limit */
     double reclaim_wait_s;     /* sum over queues of reclaim_wait_s */

@@ -23,6 +23,12 @@ printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - n
 grep '"type":"evict"' "$TMP/n.jsonl" | grep '"job":"low-ckpt"' | grep -q '"lost_gpu_s":3200.000' &&
     ok "lost work = since the last checkpoint" || { bad "wrong lost work"; grep evict "$TMP/n.jsonl"; }
 "$EVCHECK" "$TMP/n.jsonl" >/dev/null && ok "event log checks" || bad "event check failed"
+# both low-priority jobs started at once, were evicted at 1000 s and 1010 s and waited again for
+# the 600 s runs of high-1 and high-2: the queue time misses that, the wait counts it
+expect_eq "low priority: first queue time" "$("$JGET" "$TMP/n.json" policies/0/per_priority/0/mean_queue_s)" 0
+expect_eq "low priority: wait with re-waits" "$("$JGET" "$TMP/n.json" policies/0/per_priority/0/mean_wait_s)" 600
+expect_eq "high priority: no wait" "$("$JGET" "$TMP/n.json" policies/0/per_priority/10/mean_wait_s)" 0
+expect_eq "mean wait over all jobs" "$("$JGET" "$TMP/n.json" policies/0/mean_wait_s)" 300
 # 3. checkpoint-aware victims lose less than the blind baseline, priorities seeded
 "$GS" simulate --no-progress --json --policy gangsched --policy ckpt-blind --high-priority 0.33 \
     --events "$TMP/p.jsonl" >"$TMP/p.json" || bad "priority run failed"
