@@ -29,6 +29,7 @@
 
 #include <yaml.h>
 
+#include "sched/core/hash.h"
 #include "sched/core/quantity.h"
 
 #define CONFIG_API_VERSION "gangsched.io/v1alpha1"
@@ -1870,16 +1871,6 @@ static int build_indices(struct ctx *x)
 /* ---- load -------------------------------------------------------------------------------------
  */
 
-static uint64_t fnv1a64(const char *data, size_t len)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)data[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
     static const char *const keys[] = {"apiVersion", "kind",    "topology", "fairShare",
@@ -2015,7 +2006,7 @@ int config_load_buffer(const char *name, const char *data, size_t len, struct co
         return oom(&x);
     }
     x.c = c;
-    c->version = fnv1a64(data, len);
+    c->version = sched_hash(SCHED_HASH_INIT, data, len);
     c->fair_half_life_ms = 24LL * 3600000;
     c->starve_after_ms = 10LL * 60000;
     c->max_reservations = 1;

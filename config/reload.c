@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sched/core/hash.h"
 #include "sched/core/log.h"
 
 #define MOD "config"
@@ -60,16 +61,6 @@ struct config_watch {
     dev_t dir_dev;
     ino_t dir_ino;
 };
-
-static uint64_t fnv1a64(const char *data, size_t len)
-{
-    uint64_t h = 14695981039346656037ULL; /* same hash as config->version */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)data[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 static unsigned long long ver(const struct config *c)
 {
@@ -215,8 +206,8 @@ static int do_reload(struct config_watch *w, const char *why)
     size_t len = 0;
     int rc = read_file(w->path, &buf, &len, &eb);
     if (rc)
-        return reject(w, rc, fnv1a64(eb.msg, strlen(eb.msg)), why, eb.msg);
-    uint64_t h = fnv1a64(buf, len);
+        return reject(w, rc, sched_hash(SCHED_HASH_INIT, eb.msg, strlen(eb.msg)), why, eb.msg);
+    uint64_t h = sched_hash(SCHED_HASH_INIT, buf, len); /* as config->version */
     if (h == w->cur->c->version) {
         free(buf);
         return unchanged(w, why);

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
+#include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
@@ -552,6 +553,62 @@ static int write_report(const char *path, const char *title, const struct sim_st
 
 /* ---- simulate ---------------------------------------------------------------------------- */
 
+/* One "PATH HASH" line per input file the run reads (config, NodeList, outages, traces, in
+ * that order), HASH the FNV-1a of its bytes: --resume refuses a file changed since the crash.
+ * Returns 0 or SCHED_EIO (naming the file). */
+static int input_fingerprint(const struct sim_args *a, char *buf, size_t cap,
+                             struct sched_errbuf *eb)
+{
+    const char *files[MAX_TRACES + 3];
+    int n = 0;
+    if (a->config_path)
+        files[n++] = a->config_path;
+    if (a->nodes_file)
+        files[n++] = a->nodes_file;
+    if (a->outages_path)
+        files[n++] = a->outages_path;
+    for (int i = 0; i < a->n_traces; i++)
+        files[n++] = a->traces[i];
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        FILE *f = fopen(files[i], "rb");
+        if (!f)
+            return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", files[i], strerror(errno));
+        uint64_t h = SCHED_HASH_INIT;
+        char chunk[65536];
+        size_t got;
+        while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+            h = sched_hash(h, chunk, got);
+        bool failed = ferror(f) != 0;
+        fclose(f);
+        if (failed)
+            return sched_fail(eb, SCHED_EIO, "cannot read %s", files[i]);
+        int k = snprintf(buf + at, cap - at, "%s %016llx\n", files[i], (unsigned long long)h);
+        if (k < 0 || (size_t)k >= cap - at)
+            return sched_fail(eb, SCHED_EIO, "too many input files to fingerprint");
+        at += (size_t)k;
+    }
+    return 0;
+}
+
+/* The file named by the first line where two fingerprints differ. */
+static void changed_file(const char *saved, const char *now, char *out, size_t cap)
+{
+    while (*saved && *now) {
+        size_t ls = strcspn(saved, "\n"), ln = strcspn(now, "\n");
+        if (ls != ln || memcmp(saved, now, ls) != 0)
+            break;
+        saved += ls + (saved[ls] != 0);
+        now += ln + (now[ln] != 0);
+    }
+    const char *line = *now ? now : saved;
+    size_t len = strcspn(line, "\n");
+    while (len > 0 && line[len - 1] != ' ')
+        len--; /* drop the hash */
+    snprintf(out, cap, "%.*s", len > 0 ? (int)len - 1 : 0, line);
+}
+
 /* Opens the --db store and checks that a resumed run is the same simulation (every argument
  * that shapes the run, in order). */
 static int open_db(const struct sim_args *a, int argc, char **argv, struct store **out,
@@ -574,9 +631,13 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
         if (k > 0)
             at += (size_t)k;
     }
+    char inputs[(MAX_TRACES + 3) * 1100];
+    int rc = input_fingerprint(a, inputs, sizeof(inputs), eb);
+    if (rc != 0)
+        return rc;
     struct store_opts o;
     store_opts_default(&o);
-    int rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
+    rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
     /* only a file the store itself calls rebuildable (corrupt, foreign, newer): never one that
      * is merely locked by another writer or unreadable for a passing reason */
     if (rc != 0 && a->rebuild_store && strstr(eb->msg, "--rebuild-store")) {
@@ -603,8 +664,10 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
         return rc;
     const char *saved = NULL;
     rc = store_meta_get(*out, "sim:args", &saved, eb);
-    if (rc == SCHED_ENOENT) /* new, or killed before its first commit: start from the top */
-        return store_meta_put(*out, "sim:args", args, eb);
+    if (rc == SCHED_ENOENT) { /* new, or killed before its first commit: start from the top */
+        rc = store_meta_put(*out, "sim:args", args, eb);
+        return rc != 0 ? rc : store_meta_put(*out, "sim:inputs", inputs, eb);
+    }
     if (rc != 0)
         return rc;
     if (!a->resume)
@@ -615,6 +678,21 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
         return sched_fail(eb, SCHED_EINVAL,
                           "%s holds another simulation (saved: \"%s\"; now: \"%s\")", a->db_path,
                           saved, args);
+    /* the same arguments: are the files they name still the same bytes? (a store written
+     * before fingerprints were kept gets them now) */
+    rc = store_meta_get(*out, "sim:inputs", &saved, eb);
+    if (rc == SCHED_ENOENT)
+        return store_meta_put(*out, "sim:inputs", inputs, eb);
+    if (rc != 0)
+        return rc;
+    if (strcmp(saved, inputs) != 0) {
+        char file[1024];
+        changed_file(saved, inputs, file, sizeof(file));
+        return sched_fail(eb, SCHED_EINVAL,
+                          "%s: input file %s changed since the run was saved: --resume needs the "
+                          "same inputs (use a new --db file for new ones)",
+                          a->db_path, file);
+    }
     return 0;
 }
 

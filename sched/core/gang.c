@@ -6,52 +6,44 @@
  */
 #include <string.h>
 
+#include "sched/core/hash.h"
 #include "sched/core/model.h"
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-    return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "\xff", 1);
+    return s ? sched_hash(h, s, strlen(s) + 1) : sched_hash(h, "\xff", 1);
 }
 
 void gang_finalize(struct gang *g)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = SCHED_HASH_INIT;
     g->n_pods = 0;
     g->gpus = 0;
-    h = fnv(h, &g->n_sets, sizeof(g->n_sets));
-    h = fnv(h, &g->topo_required, sizeof(g->topo_required));
-    h = fnv(h, &g->topo_preferred, sizeof(g->topo_preferred));
-    h = fnv(h, &g->max_runtime_ms, sizeof(g->max_runtime_ms)); /* may backfill reservations */
-    h = fnv(h, &g->tp_size, sizeof(g->tp_size));
-    h = fnv(h, &g->slice_size, sizeof(g->slice_size));
-    h = fnv(h, &g->slice_level, sizeof(g->slice_level));
-    h = fnv(h, &g->spread, sizeof(g->spread));
+    h = sched_hash(h, &g->n_sets, sizeof(g->n_sets));
+    h = sched_hash(h, &g->topo_required, sizeof(g->topo_required));
+    h = sched_hash(h, &g->topo_preferred, sizeof(g->topo_preferred));
+    h = sched_hash(h, &g->max_runtime_ms,
+                   sizeof(g->max_runtime_ms)); /* may backfill reservations */
+    h = sched_hash(h, &g->tp_size, sizeof(g->tp_size));
+    h = sched_hash(h, &g->slice_size, sizeof(g->slice_size));
+    h = sched_hash(h, &g->slice_level, sizeof(g->slice_level));
+    h = sched_hash(h, &g->spread, sizeof(g->spread));
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;
         g->gpus += (int64_t)ps->count * ps->req.v[RES_GPU];
-        h = fnv(h, &ps->count, sizeof(ps->count));
-        h = fnv(h, ps->req.v, sizeof(ps->req.v[0]) * (size_t)res_count());
+        h = sched_hash(h, &ps->count, sizeof(ps->count));
+        h = sched_hash(h, ps->req.v, sizeof(ps->req.v[0]) * (size_t)res_count());
         for (uint32_t k = 0; k < ps->n_node_selector; k++) {
             h = fnv_str(h, ps->node_selector[k].key);
             h = fnv_str(h, ps->node_selector[k].value);
         }
         for (uint32_t t = 0; t < ps->n_affinity; t++) {
             const struct sel_term *term = &ps->affinity[t];
-            h = fnv(h, &term->n_reqs, sizeof(term->n_reqs));
+            h = sched_hash(h, &term->n_reqs, sizeof(term->n_reqs));
             for (uint32_t k = 0; k < term->n_reqs; k++) {
                 h = fnv_str(h, term->reqs[k].key);
-                h = fnv(h, &term->reqs[k].op, sizeof(term->reqs[k].op));
+                h = sched_hash(h, &term->reqs[k].op, sizeof(term->reqs[k].op));
                 for (uint32_t v = 0; v < term->reqs[k].n_values; v++)
                     h = fnv_str(h, term->reqs[k].values[v]);
             }
@@ -60,8 +52,8 @@ void gang_finalize(struct gang *g)
             const struct toleration *t = &ps->tolerations[k];
             h = fnv_str(h, t->key);
             h = fnv_str(h, t->value);
-            h = fnv(h, &t->op_exists, sizeof(t->op_exists));
-            h = fnv(h, &t->effect, sizeof(t->effect));
+            h = sched_hash(h, &t->op_exists, sizeof(t->op_exists));
+            h = sched_hash(h, &t->effect, sizeof(t->effect));
         }
     }
     g->shape = h;

@@ -18,6 +18,7 @@
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/cycle.h"
+#include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "store/store.h"
 
@@ -1185,11 +1186,11 @@ static int add_point(struct run *r, int64_t now, int64_t t0)
 /* A "reserve" event whenever the held capacity changes (gang or nodes). */
 static void log_reservations(struct run *r, const struct sched_result *res, int64_t now)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = SCHED_HASH_INIT;
     for (uint32_t k = 0; k < res->n_reservations; k++) {
-        h = (h ^ res->reservations[k].gang->id) * 1099511628211ull;
-        for (uint32_t n = 0; n < res->reservations[k].n_nodes; n++)
-            h = (h ^ (res->reservations[k].nodes[n] + 1)) * 1099511628211ull;
+        h = sched_hash(h, &res->reservations[k].gang->id, sizeof(res->reservations[k].gang->id));
+        h = sched_hash(h, res->reservations[k].nodes,
+                       res->reservations[k].n_nodes * sizeof(*res->reservations[k].nodes));
     }
     if (h == r->last_reservation)
         return;

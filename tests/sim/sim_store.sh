@@ -22,6 +22,16 @@ cmp -s "$TMP"/bad.db.broken-* "$TMP/bad.copy" && ok "kept file intact" || bad "k
 expect_fail "a used store needs --resume" 1 "already holds a simulation" -- "$GS" simulate $ARGS --db "$TMP/bad.db"
 # shellcheck disable=SC2086
 expect_fail "another simulation in the store" 1 "holds another simulation" -- "$GS" simulate $ARGS --cluster hgx:2 --db "$TMP/bad.db" --resume
+# the same arguments but a trace whose bytes changed since the crash: refused, naming the file
+cp tests/data/trace-small.csv "$TMP/t.csv"
+"$GS" simulate --no-progress --policy gangsched --trace "$TMP/t.csv" --db "$TMP/t.db" \
+    --stop-after-events 5 >/dev/null 2>&1
+"$GS" simulate --no-progress --policy gangsched --trace "$TMP/t.csv" --db "$TMP/t.db" --resume \
+    >"$TMP/t1.out" 2>&1 && ok "unchanged inputs resume" || bad "resume failed: $(cat "$TMP/t1.out")"
+"$GS" simulate --no-progress --policy gangsched --trace "$TMP/t.csv" --db "$TMP/t2.db" \
+    --stop-after-events 5 >/dev/null 2>&1
+sed "s/,3600,8\$/,3601,8/" "$TMP/t.csv" >"$TMP/t.new" && mv "$TMP/t.new" "$TMP/t.csv"
+expect_fail "changed trace refused on resume" 1 "input file $TMP/t.csv changed since the run was saved" -- "$GS" simulate --no-progress --policy gangsched --trace "$TMP/t.csv" --db "$TMP/t2.db" --resume
 expect_fail "two policies with --db" 2 "exactly one --policy" -- "$GS" simulate --no-progress --policy gangsched --policy fifo --db "$TMP/x.db"
 "$GS" store check "$TMP/none.db" >"$TMP/out" 2>&1
 rc=$?
