@@ -131,16 +131,27 @@ static int default_config(const struct trace *t, const struct cluster *c, struct
         nominal[best]++;
         given++;
     }
-    fputs("apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
-          "cohorts:\n  - name: all\nqueues:\n",
-          f);
+    /* the cohort is "all", or "all-N" when a queue (a trace file) is already called that */
+    char cohort[32] = "all";
+    for (unsigned k = 1;; k++) {
+        uint32_t q = 0;
+        while (q < n && strcmp(names[q], cohort) != 0)
+            q++;
+        if (q == n)
+            break;
+        snprintf(cohort, sizeof(cohort), "all-%u", k);
+    }
+    fprintf(f,
+            "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+            "cohorts:\n  - name: %s\nqueues:\n",
+            cohort);
     for (uint32_t q = 0; q < n; q++) {
         fputs("  - name: ", f);
         yaml_quoted(f, names[q]);
         fprintf(f,
-                "\n    cohort: all\n    quota:\n      default:\n"
+                "\n    cohort: %s\n    quota:\n      default:\n"
                 "        nvidia.com/gpu: %lld\n",
-                (long long)nominal[q]);
+                cohort, (long long)nominal[q]);
     }
     if (fclose(f) != 0) {
         f = NULL;

@@ -11,6 +11,12 @@ grep -q "job=big-1: placed" "$TMP/explain" && ok "explain shows the placement" |
 grep -E -q "job=big-1: (resources|quota)" "$TMP/explain" && ok "explain shows why it waited" ||
     { bad "explain lacks a waiting reason"; cat "$TMP/explain"; }
 "$GS" version | grep -q "^gangsched " && ok "version" || bad "version"
+# a trace file named all.csv makes a queue "all": the generated cohort takes another name
+head -n 20 tests/data/trace-small.csv >"$TMP/all.csv"
+cp "$TMP/all.csv" "$TMP/b.csv"
+"$GS" simulate --no-progress --json --trace "$TMP/all.csv" --trace "$TMP/b.csv" >"$TMP/all.json" 2>"$TMP/all.err" &&
+    ok "a queue called all" || bad "a queue called all: $(cat "$TMP/all.err")"
+expect_eq "queue all: every job completes" "$("$JGET" "$TMP/all.json" policies/0/per_queue/all/jobs)" 19
 "$GS" policies | grep -q "^fifo" && ok "policies list" || bad "policies list"
 "$GS" simulate --help | grep -q -- "--trace FILE" && ok "simulate --help" || bad "simulate --help"
 "$BIN/gangctl" --help >/dev/null && ok "gangctl --help" || bad "gangctl --help"
