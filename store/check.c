@@ -209,9 +209,15 @@ int store_check(const char *path, FILE *out)
             fprintf(out, "%s\n", eb.msg);
         else if (f.n)
             fprintf(out, "%s: %u problem%s found\n", path, f.n, f.n == 1 ? "" : "s");
-        else
-            fprintf(out, "%s: consistent (schema version %d, %" PRId64 " cycle commits)\n", path,
-                    st->schema_version, st->seq);
+        else {
+            int64_t n_dec = 0;
+            if (store_decision_count(st, &n_dec, &eb) != 0)
+                n_dec = -1;
+            fprintf(out,
+                    "%s: consistent (schema version %d, %" PRId64 " cycle commits, %" PRId64
+                    " decisions)\n",
+                    path, st->schema_version, st->seq, n_dec);
+        }
     }
     store_close(st);
     if (err)

@@ -1660,6 +1660,48 @@ static int db_reconcile(struct run *r, struct sched_errbuf *eb)
 }
 
 /* Rebuilds the run from the last committed instant (see the comment above). */
+struct job_key {
+    const char *id;
+    uint32_t j;
+};
+
+static int cmp_job_key(const void *a, const void *b)
+{
+    return strcmp(((const struct job_key *)a)->id, ((const struct job_key *)b)->id);
+}
+
+struct why_ctx {
+    struct run *r;
+    const struct job_key *keys;
+};
+
+static int restore_why(void *ctx, const struct store_decision *d)
+{
+    struct why_ctx *w = ctx;
+    struct job_key k = {.id = d->gang};
+    const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
+    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255)
+        w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+    return 0;
+}
+
+/* The last reason logged per job, from the decision log itself, so that a resumed run logs
+ * the same changes of reason as an uninterrupted one (a job whose newest row the retention
+ * settings pruned is logged again at its next verdict). */
+static int db_restore_last_why(struct run *r, struct sched_errbuf *eb)
+{
+    struct job_key *keys = malloc((r->in->n_jobs + 1) * sizeof(*keys));
+    if (!keys)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        keys[j] = (struct job_key){.id = r->in->jobs[j].id, .j = j};
+    qsort(keys, r->in->n_jobs, sizeof(*keys), cmp_job_key);
+    struct why_ctx w = {.r = r, .keys = keys};
+    int rc = store_decision_list(r->opt->db, NULL, 0, restore_why, &w, eb);
+    free(keys);
+    return rc;
+}
+
 static int db_resume(struct run *r, struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
@@ -1798,6 +1840,8 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         if (rc != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
+    if ((rc = db_restore_last_why(r, eb)) != 0)
+        return rc;
     return db_reconcile(r, eb);
 }
 

@@ -11,7 +11,11 @@ ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data
 "$GS" simulate $ARGS --db "$TMP/ref.db" --jobs-out "$TMP/ref.csv" --events "$TMP/ref.ev" >/dev/null ||
     { bad "reference run failed"; finish; }
 "$EVCHECK" "$TMP/ref.ev" >/dev/null && ok "reference event log checks" || bad "reference log check failed"
-"$GS" store check "$TMP/ref.db" >/dev/null && ok "reference store consistent" || bad "reference store check"
+"$GS" store check "$TMP/ref.db" >"$TMP/ref.check" && ok "reference store consistent" || bad "reference store check"
+# "..., N decisions)": the decision log of a resumed run must have the same rows
+decisions() { sed -n 's/.* \([0-9-]*\) decisions)$/\1/p' "$1"; }
+ref_decisions=$(decisions "$TMP/ref.check")
+expect_cmp "reference run logged decisions" "${ref_decisions:-0}" ">" 0
 # shellcheck disable=SC2086
 "$GS" simulate $ARGS --jobs-out "$TMP/mem.csv" >/dev/null
 cmp -s "$TMP/ref.csv" "$TMP/mem.csv" && ok "persisting changes no result" || bad "--db changed the results"
@@ -27,6 +31,9 @@ resume_and_compare() {
     fi
     if cmp -s "$TMP/ref.csv" "$TMP/c.csv"; then ok "$label: resumed exactly"
     else bad "$label: results differ"; diff "$TMP/ref.csv" "$TMP/c.csv" | head -4; fi
+    n_dec=$(decisions "$TMP/check")
+    [ "$n_dec" = "$ref_decisions" ] && ok "$label: decision log as uninterrupted ($n_dec rows)" ||
+        bad "$label: decision log has $n_dec rows, uninterrupted $ref_decisions"
 }
 i=1
 while [ "$i" -le "$POINTS" ]; do
