@@ -488,18 +488,31 @@ static void update_release(struct run *r, uint32_t i)
     ns->release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
 }
 
-/* Does this start fail? A draw per job and attempt, independent of everything else. */
+/* A uniform 64-bit draw per (seed, job, attempt, salt): splitmix64, independent of everything
+ * else the run does, so that a failure model never depends on the order of events. */
+static uint64_t fail_draw(const struct run *r, uint32_t j, uint64_t salt)
+{
+    uint64_t z = (r->fail->seed + 1) * 0x9E3779B97F4A7C15ull + ((uint64_t)j << 32) +
+                 (uint64_t)r->attempts[j] * 0xD1B54A32D192ED03ull + salt * 0x94D049BB133111EBull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Does this start fail? A draw per job and attempt. */
 static bool start_fails(const struct run *r, uint32_t j)
 {
     if (!r->fail || r->fail->pod_start_failure_rate <= 0)
         return false;
-    /* splitmix64 of (seed, job, attempt): independent draws */
-    uint64_t z = (r->fail->seed + 1) * 0x9E3779B97F4A7C15ull + ((uint64_t)j << 32) +
-                 (uint64_t)r->attempts[j] * 0xD1B54A32D192ED03ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0 < r->fail->pod_start_failure_rate;
+    return (double)(fail_draw(r, j, 0) >> 11) / 9007199254740992.0 <
+           r->fail->pod_start_failure_rate;
+}
+
+/* The member (pod index) whose start failed, for the strike: uniform over the gang's pods. */
+static uint32_t failed_member(const struct run *r, uint32_t j)
+{
+    uint32_t n = r->in->jobs[j].gang.n_pods;
+    return n > 1 ? (uint32_t)(fail_draw(r, j, 1) % n) : 0;
 }
 
 static int64_t *usage_at(struct run *r, uint32_t q, uint32_t f)
@@ -936,7 +949,8 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
     r->remaining_ms[j] -= saved;
     r->busy_ms[j] += now - r->run_start_ms[j];
     touch(r, j);
-    uint32_t node0 = r->assign[j] ? r->assign[j][0].node : 0;
+    /* the node of the member that failed to start (a failed start gets a strike there) */
+    uint32_t node0 = r->assign[j] ? r->assign[j][budget ? failed_member(r, j) : 0].node : 0;
     release_job(r, j);
     r->gen[j]++;
     r->tearing[j] = 0;
@@ -946,10 +960,11 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         fputs(",\"reason\":", r->opt->events);
         json_str(r->opt->events, budget ? "start failure: a member never became ready"
                                         : "node failure: the gang lost a member");
-        fputs("}\n", r->opt->events);
+        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
+                (double)job->gang.gpus * lost_ms / 1000.0);
     }
     if (budget) {
-        /* a strike for the node where the member failed; quarantine after too many */
+        /* a strike for the node where the member failed (node0); quarantine after too many */
         if (now - r->strike_since[node0] > fl->strike_window_ms) {
             r->strike_since[node0] = now;
             r->strikes[node0] = 0;

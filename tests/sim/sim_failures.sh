@@ -24,6 +24,13 @@ cmp -s "$TMP/r1.json" "$TMP/r2.json" && ok "failures are seeded: same run twice"
     bad "two runs with the same seed differ"
 "$EVCHECK" "$TMP/r1.ev" >/dev/null && ok "random failure event log checks" || bad "log check failed"
 expect_eq "every job completes" "$("$JGET" "$TMP/r1.json" policies/0/completed)" 4756
+# the teardowns' lost_gpu_s add up to gpu_hours_lost_to_failures (events rounded to 1 ms)
+lost_ev=$(grep '"type":"evict","policy":"gangsched"' "$TMP/r1.ev" | grep -E 'node failure|start failure' |
+    sed -n 's/.*"lost_gpu_s":\([0-9.]*\).*/\1/p' | awk '{ s += $1 } END { printf "%.3f", s / 3600 }')
+lost_json=$("$JGET" "$TMP/r1.json" policies/0/gpu_hours_lost_to_failures)
+awk -v a="$lost_ev" -v b="$lost_json" 'BEGIN { d = a - b; exit !(a > 0 && d < 0.01 && d > -0.01) }' &&
+    ok "teardown lost_gpu_s sum to the failure GPU-hours ($lost_ev)" ||
+    bad "teardown lost_gpu_s sum $lost_ev, gpu_hours_lost_to_failures $lost_json"
 expect_cmp "failed starts restarted" "$("$JGET" "$TMP/r1.json" policies/0/failure_restarts)" ">" 0
 # a tight retry budget fails jobs; repeated failed starts quarantine nodes
 "$GS" simulate --no-progress --json --policy gangsched --pod-start-failure-rate 0.6 \
@@ -34,6 +41,13 @@ expect_cmp "retry budget exhausted" "$("$JGET" "$TMP/q.json" policies/0/failed_j
 expect_cmp "nodes quarantined" "$("$JGET" "$TMP/q.json" policies/0/quarantines)" ">" 0
 grep -q 'retry budget exhausted' "$TMP/q.ev" && ok "failed jobs logged with the reason" ||
     bad "no reason for failed jobs"
+# the strike goes to the node of the member that failed, not always to the first pod's: thirty
+# 2-node gangs that always fail to start on hgx:2 get both nodes quarantined in turn
+{ echo job_id,submission_time,duration,num_gpu; i=1; while [ $i -le 30 ]; do echo "g$i,0,100,16"; i=$((i + 1)); done; } >"$TMP/two.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 --trace "$TMP/two.csv" \
+    --pod-start-failure-rate 1 --max-restarts 1 --events "$TMP/two.ev" >/dev/null || bad "2-node run failed"
+expect_cmp "quarantines of the first pod's node" "$(grep '"type":"quarantine"' "$TMP/two.ev" | grep -c hgx-0000)" ">" 0
+expect_cmp "quarantines of the second pod's node" "$(grep '"type":"quarantine"' "$TMP/two.ev" | grep -c hgx-0001)" ">" 0
 # a start that fails never completes, however short the job (regression)
 printf 'job_id,submission_time,duration,num_gpu\nshort,0,10,1\n' >"$TMP/short.csv"
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/short.csv" \
