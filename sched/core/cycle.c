@@ -338,7 +338,12 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_ENOMEM;
-    uint32_t n_held = place_reserve(&cy->st, gf, cy->held);
+    const struct sched_hold *hint = NULL;
+    for (uint32_t h = 0; h < cy->snap->n_reserve_hints && !hint; h++)
+        if (cy->snap->reserve_hints[h].gang->id == g->id)
+            hint = &cy->snap->reserve_hints[h];
+    uint32_t n_held =
+        place_reserve(&cy->st, gf, cy->held, hint ? hint->nodes : NULL, hint ? hint->n_nodes : 0);
     if (n_held == 0)
         return 0;
     out->reservations = grow(cy->arena, out->reservations, out->n_reservations, &cy->cap_r,

@@ -67,6 +67,11 @@ struct sched_snapshot {
     uint32_t n_running;
     const struct sched_hold *holds; /* preemptor holds from earlier cycles */
     uint32_t n_holds;
+    /* the starvation reservations of the previous cycle (sched_result.reservations without
+     * the preemptors'), or NULL: hints that keep a reservation on its nodes while they stay as
+     * good (place_reserve); they hold nothing by themselves */
+    const struct sched_hold *reserve_hints;
+    uint32_t n_reserve_hints;
 };
 
 /* Where one pod goes. */

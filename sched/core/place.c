@@ -881,7 +881,32 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     return (uint32_t)best;
 }
 
-uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes)
+/* Does the hint (last cycle's reservation of g) still hold g once its running pods finish,
+ * inside one domain of level l (l < 0: anywhere), on nodes nobody else holds? */
+static bool hint_holds(const struct place_state *st, const struct gang *g, int l,
+                       const uint32_t *hint, uint32_t n_hint)
+{
+    const struct cluster *c = st->c;
+    uint64_t got[GANG_MAX_SETS] = {0};
+    for (uint32_t k = 0; k < n_hint; k++) {
+        uint32_t i = hint[k];
+        if (i >= c->n_nodes || !st->ok[i] ||
+            (l >= 0 && c->nodes[i].dom[l] != c->nodes[hint[0]].dom[l]))
+            return false;
+        for (uint32_t j = 0; j < k; j++)
+            if (hint[j] == i)
+                return false; /* a node twice: not a reservation this cycle wrote */
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            got[s] += st->slots[(size_t)s * c->n_nodes + i];
+    }
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (got[s] < g->sets[s].count)
+            return false;
+    return n_hint > 0;
+}
+
+uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
+                       const uint32_t *hint, uint32_t n_hint)
 {
     const struct cluster *c = st->c;
     prepare_elig(st, g);
@@ -924,15 +949,26 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
             if (!useful)
                 continue;
             nodes[n_held++] = i;
-            bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
-            st->ok[i] = 0;
-            st->held[i] = 1;
             for (uint32_t s = 0; s < g->n_sets; s++)
                 if (got[s] < g->sets[s].count)
                     done = false;
             if (done)
                 break;
+        }
+        /* Sticky: last cycle's nodes stay reserved while they are as tight (one domain of this
+         * level) and expected to be free no later than the new pick, so a waiting gang's
+         * reservation does not wander from node to node as pods come and go. */
+        if (n_held > 0 && hint_holds(st, g, l, hint, n_hint) &&
+            place_expected_start(st, hint, n_hint) <= place_expected_start(st, nodes, n_held)) {
+            memcpy(nodes, hint, n_hint * sizeof(*nodes));
+            n_held = n_hint;
+        }
+        for (uint32_t k = 0; k < n_held; k++) {
+            uint32_t i = nodes[k];
+            bucket_unlink(st, i);
+            st->free_gpus -= popc(st->gpu_free[i]);
+            st->ok[i] = 0;
+            st->held[i] = 1;
         }
         return n_held;
     }

@@ -101,9 +101,12 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
 
 /* Holds capacity for a starving gang: picks the tightest domain that could hold g once running
  * pods finish, preferring the one with the most free GPUs now, and marks enough of its nodes
- * held (no other gang may use them this cycle). Returns the number of nodes written to `nodes`
- * (capacity st->c->n_nodes), 0 when nothing suitable. */
-uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes);
+ * held (no other gang may use them this cycle). `hint` (n_hint nodes, may be NULL/0) is the
+ * gang's reservation of the previous cycle: it is kept when it still holds g inside one domain
+ * of the chosen level and is expected free no later than the new pick. Returns the number of
+ * nodes written to `nodes` (capacity st->c->n_nodes), 0 when nothing suitable. */
+uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
+                       const uint32_t *hint, uint32_t n_hint);
 
 /* Expected start of a reservation over `nodes`: the latest release time among them. */
 int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n);

@@ -392,6 +392,13 @@ struct hold {
     int64_t until_ms;
 };
 
+/* Node lists per job (preemptor holds, reservation hints) and their view for the snapshot. */
+struct hold_list {
+    struct hold *v;
+    struct sched_hold *view;
+    uint32_t n, cap;
+};
+
 struct run {
     const struct sim_input *in;
     const struct sched_policy *pol;
@@ -437,9 +444,8 @@ struct run {
     uint32_t *runlist, *runpos; /* running jobs (swap-remove set) */
     uint32_t n_run;
     struct sched_running *runv; /* snapshot view, rebuilt per cycle */
-    struct hold *holds;
-    uint32_t n_holds, cap_holds;
-    struct sched_hold *holdv;
+    struct hold_list holds;     /* preemptor holds (exclusive capacity, until_ms) */
+    struct hold_list hints;     /* last cycle's starvation reservations (sticky hints) */
     /* loop state (persisted with the jobs so that a run resumes exactly) */
     uint32_t next_sub;
     int64_t t0, t_end, prev_t;
@@ -1126,40 +1132,122 @@ int sim_outages_read(const char *path, const struct cluster *c, struct sim_outag
     return rc;
 }
 
-/* ---- preemptor holds ---------------------------------------------------------------------- */
+/* ---- preemptor holds and reservation hints ------------------------------------------------ */
 
-static void drop_holds(struct run *r, uint32_t j)
+static void hl_drop(struct hold_list *hl, uint32_t j)
 {
-    for (uint32_t h = 0; h < r->n_holds;)
-        if (r->holds[h].job == j) {
-            free(r->holds[h].nodes);
-            r->holds[h] = r->holds[--r->n_holds];
+    for (uint32_t h = 0; h < hl->n;)
+        if (hl->v[h].job == j) {
+            free(hl->v[h].nodes);
+            hl->v[h] = hl->v[--hl->n];
         } else {
             h++;
         }
 }
 
-static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t now)
+static void hl_clear(struct hold_list *hl)
 {
-    drop_holds(r, rv->gang->id);
-    if (r->n_holds == r->cap_holds) {
-        uint32_t cap = r->cap_holds ? r->cap_holds * 2 : 8;
-        struct hold *h = realloc(r->holds, cap * sizeof(*h));
-        struct sched_hold *hv = realloc(r->holdv, cap * sizeof(*hv));
+    for (uint32_t h = 0; h < hl->n; h++)
+        free(hl->v[h].nodes);
+    hl->n = 0;
+}
+
+static void hl_free(struct hold_list *hl)
+{
+    hl_clear(hl);
+    free(hl->v), free(hl->view);
+}
+
+/* Adds (replaces) job j's entry; 0 or SCHED_ENOMEM. */
+static int hl_add(struct hold_list *hl, uint32_t j, const uint32_t *nodes, uint32_t n,
+                  int64_t until_ms)
+{
+    hl_drop(hl, j);
+    if (hl->n == hl->cap) {
+        uint32_t cap = hl->cap ? hl->cap * 2 : 8;
+        struct hold *h = realloc(hl->v, cap * sizeof(*h));
         if (h)
-            r->holds = h;
+            hl->v = h;
+        struct sched_hold *hv = realloc(hl->view, cap * sizeof(*hv));
         if (hv)
-            r->holdv = hv;
+            hl->view = hv;
         if (!h || !hv)
             return SCHED_ENOMEM;
-        r->cap_holds = cap;
+        hl->cap = cap;
     }
-    uint32_t *nodes = malloc((rv->n_nodes + 1) * sizeof(*nodes));
-    if (!nodes)
+    uint32_t *copy = malloc((n + 1) * sizeof(*copy));
+    if (!copy)
         return SCHED_ENOMEM;
-    memcpy(nodes, rv->nodes, rv->n_nodes * sizeof(*nodes));
-    r->holds[r->n_holds++] = (struct hold){
-        .job = rv->gang->id, .nodes = nodes, .n_nodes = rv->n_nodes, .until_ms = now + 600000};
+    memcpy(copy, nodes, n * sizeof(*copy));
+    hl->v[hl->n++] = (struct hold){.job = j, .nodes = copy, .n_nodes = n, .until_ms = until_ms};
+    return 0;
+}
+
+static void drop_holds(struct run *r, uint32_t j)
+{
+    hl_drop(&r->holds, j);
+}
+
+static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t now)
+{
+    return hl_add(&r->holds, rv->gang->id, rv->nodes, rv->n_nodes, now + 600000);
+}
+
+/* "N job until n_nodes node... ..." for the store; 0 or an error. */
+static int hl_put(struct store *db, const char *key, const struct hold_list *hl,
+                  struct sched_errbuf *eb)
+{
+    size_t cap = 64, at = 0;
+    for (uint32_t h = 0; h < hl->n; h++)
+        cap += 48 + 12 * (size_t)hl->v[h].n_nodes;
+    char *buf = malloc(cap);
+    if (!buf)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    at += (size_t)snprintf(buf, cap, "%u", hl->n);
+    for (uint32_t h = 0; h < hl->n; h++) {
+        at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", hl->v[h].job,
+                               (long long)hl->v[h].until_ms, hl->v[h].n_nodes);
+        for (uint32_t k = 0; k < hl->v[h].n_nodes; k++)
+            at += (size_t)snprintf(buf + at, cap - at, " %u", hl->v[h].nodes[k]);
+    }
+    int rc = store_meta_put(db, key, buf, eb);
+    free(buf);
+    return rc;
+}
+
+/* The inverse of hl_put (absent key: an empty list); 0 or an error naming the key. */
+static int hl_get(struct store *db, const char *key, struct hold_list *hl, uint32_t n_jobs,
+                  uint32_t n_nodes, struct sched_errbuf *eb)
+{
+    const char *text;
+    int rc = store_meta_get(db, key, &text, eb);
+    if (rc == SCHED_ENOENT)
+        return 0;
+    if (rc != 0)
+        return rc;
+    char *end;
+    unsigned long nh = strtoul(text, &end, 10);
+    for (unsigned long h = 0; h < nh; h++) {
+        unsigned long job = strtoul(end, &end, 10);
+        long long until = strtoll(end, &end, 10);
+        unsigned long n = strtoul(end, &end, 10);
+        if (job >= n_jobs || n > n_nodes)
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
+        uint32_t *nodes = malloc((n + 1) * sizeof(*nodes));
+        if (!nodes)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        bool ok = true;
+        for (unsigned long k = 0; k < n; k++) {
+            unsigned long x = strtoul(end, &end, 10);
+            ok &= x < n_nodes;
+            nodes[k] = (uint32_t)x;
+        }
+        rc = ok ? hl_add(hl, (uint32_t)job, nodes, (uint32_t)n, until) : SCHED_EINVAL;
+        free(nodes);
+        if (rc != 0)
+            return sched_fail(
+                eb, rc, rc == SCHED_ENOMEM ? "out of memory" : "database: meta %s: bad node", key);
+    }
     return 0;
 }
 
@@ -1552,23 +1640,10 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
         rc = db_put_doubles(db, "sim:queues", v, nv, eb);
         free(v);
     }
-    if (rc == 0) {
-        size_t cap = 64, at = 0;
-        for (uint32_t h = 0; h < r->n_holds; h++)
-            cap += 48 + 12 * (size_t)r->holds[h].n_nodes;
-        char *buf = malloc(cap);
-        if (!buf)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        at += (size_t)snprintf(buf, cap, "%u", r->n_holds);
-        for (uint32_t h = 0; h < r->n_holds; h++) {
-            at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", r->holds[h].job,
-                                   (long long)r->holds[h].until_ms, r->holds[h].n_nodes);
-            for (uint32_t k = 0; k < r->holds[h].n_nodes; k++)
-                at += (size_t)snprintf(buf + at, cap - at, " %u", r->holds[h].nodes[k]);
-        }
-        rc = store_meta_put(db, "sim:holds", buf, eb);
-        free(buf);
-    }
+    if (rc == 0)
+        rc = hl_put(db, "sim:holds", &r->holds, eb);
+    if (rc == 0)
+        rc = hl_put(db, "sim:hints", &r->hints, eb);
     if (rc == 0)
         rc = store_commit(db, eb);
     else
@@ -1829,32 +1904,13 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
     }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
-    /* preemptor holds */
-    rc = store_meta_get(db, "sim:holds", &text, eb);
-    if (rc != 0)
+    /* preemptor holds (always written) and reservation hints */
+    const char *probe;
+    if ((rc = store_meta_get(db, "sim:holds", &probe, eb)) != 0)
         return rc;
-    char *end;
-    unsigned long nh = strtoul(text, &end, 10);
-    for (unsigned long h = 0; h < nh; h++) {
-        struct sched_reservation rv = {0};
-        unsigned long job = strtoul(end, &end, 10);
-        long long until = strtoll(end, &end, 10);
-        unsigned long n = strtoul(end, &end, 10);
-        if (job >= in->n_jobs || n > in->cluster->n_nodes)
-            return sched_fail(eb, SCHED_EINVAL, "database: meta sim:holds is malformed");
-        uint32_t *nodes = malloc((n + 1) * sizeof(*nodes));
-        if (!nodes)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        for (unsigned long k = 0; k < n; k++)
-            nodes[k] = (uint32_t)strtoul(end, &end, 10);
-        rv.gang = &in->jobs[job].gang;
-        rv.nodes = nodes;
-        rv.n_nodes = (uint32_t)n;
-        rc = add_hold(r, &rv, until - 600000);
-        free(nodes);
-        if (rc != 0)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    }
+    if ((rc = hl_get(db, "sim:holds", &r->holds, in->n_jobs, in->cluster->n_nodes, eb)) != 0 ||
+        (rc = hl_get(db, "sim:hints", &r->hints, in->n_jobs, in->cluster->n_nodes, eb)) != 0)
+        return rc;
     if ((rc = db_restore_last_why(r, eb)) != 0)
         return rc;
     return db_reconcile(r, eb);
@@ -1939,18 +1995,19 @@ static void build_views(struct run *r, int64_t now, uint32_t *n_holds)
             .evicting = r->evicting[j] != 0,
         };
     }
-    for (uint32_t h = 0; h < r->n_holds;) {
-        if (r->holds[h].until_ms <= now || r->status[r->holds[h].job] != JOB_PENDING) {
-            free(r->holds[h].nodes); /* expired, or its gang started or left */
-            r->holds[h] = r->holds[--r->n_holds];
+    struct hold_list *hl = &r->holds;
+    for (uint32_t h = 0; h < hl->n;) {
+        if (hl->v[h].until_ms <= now || r->status[hl->v[h].job] != JOB_PENDING) {
+            free(hl->v[h].nodes); /* expired, or its gang started or left */
+            hl->v[h] = hl->v[--hl->n];
             continue;
         }
-        r->holdv[h] = (struct sched_hold){.gang = &in->jobs[r->holds[h].job].gang,
-                                          .nodes = r->holds[h].nodes,
-                                          .n_nodes = r->holds[h].n_nodes};
+        hl->view[h] = (struct sched_hold){.gang = &in->jobs[hl->v[h].job].gang,
+                                          .nodes = hl->v[h].nodes,
+                                          .n_nodes = hl->v[h].n_nodes};
         h++;
     }
-    *n_holds = r->n_holds;
+    *n_holds = hl->n;
 }
 
 /* Evictions decided by the core: at once, or after a checkpoint when the victim's queue asks
@@ -2020,14 +2077,27 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .hist_share = r->hist,
                                   .running = r->pol->preempt ? r->runv : NULL,
                                   .n_running = r->pol->preempt ? r->n_run : 0,
-                                  .holds = r->holdv,
-                                  .n_holds = n_holds};
+                                  .holds = r->holds.view,
+                                  .n_holds = n_holds,
+                                  .reserve_hints = r->hints.view,
+                                  .n_reserve_hints = r->hints.n};
+    for (uint32_t h = 0; h < r->hints.n; h++)
+        r->hints.view[h] = (struct sched_hold){.gang = &in->jobs[r->hints.v[h].job].gang,
+                                               .nodes = r->hints.v[h].nodes,
+                                               .n_nodes = r->hints.v[h].n_nodes};
     struct sched_result res;
     arena_reset(arena);
     if (sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     r->st->cycles++;
     r->st->reservations += res.n_reservations;
+    /* this cycle's starvation reservations are the next cycle's hints */
+    hl_clear(&r->hints);
+    for (uint32_t k = 0; k < res.n_reservations; k++)
+        if (!res.reservations[k].preemptor &&
+            hl_add(&r->hints, res.reservations[k].gang->id, res.reservations[k].nodes,
+                   res.reservations[k].n_nodes, 0) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     if (r->opt->events)
         log_reservations(r, &res, now);
     if (r->opt->explain_job)
@@ -2299,9 +2369,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.last_why);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
-    for (uint32_t h = 0; h < r.n_holds; h++)
-        free(r.holds[h].nodes);
-    free(r.holds), free(r.holdv);
+    hl_free(&r.holds);
+    hl_free(&r.hints);
     arena_fini(&r.qarena);
     if (rc != 0)
         sim_stats_free(out);

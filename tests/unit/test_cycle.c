@@ -34,6 +34,8 @@ struct world {
     struct sched_queue_view view;
     struct arena arena;
     struct sched_result res;
+    const struct sched_hold *hints; /* reservation hints for the next cycle */
+    uint32_t n_hints;
 };
 
 static struct world *world_new(const char *spec)
@@ -130,7 +132,9 @@ static const struct sched_result *cycle(struct world *w, const char *policy, int
                                   .state = w->state,
                                   .queues = &w->view,
                                   .n_queues = 1,
-                                  .policy = pol};
+                                  .policy = pol,
+                                  .reserve_hints = w->hints,
+                                  .n_reserve_hints = w->n_hints};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;
@@ -580,6 +584,42 @@ static void test_starving_gang_reserves_capacity(void **unused)
     world_free(w);
 }
 
+/* A starving gang's reservation stays on last cycle's nodes while they are as good (expected
+ * free no later than the new pick), and moves when they are not. */
+static void test_reservation_is_sticky(void **unused)
+{
+    (void)unused;
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    int64_t starving_s = pol->starve_after_ms / 1000 + 1;
+    for (int scenario = 0; scenario < 3; scenario++) {
+        /* node 0: 2 GPUs free, node 1: 4 free, node 2: full; all busy until 2000 s */
+        struct world *w = world_new("hgx:3");
+        use_gpus(w, 0, 0x3F);
+        use_gpus(w, 1, 0x0F);
+        use_gpus(w, 2, 0xFF);
+        for (uint32_t i = 0; i < 3; i++)
+            w->state[i].release_ms = 2000 * 1000;
+        struct gang *big = add_gang(w, 1, 8, 0);
+        uint32_t hint_node = 0;
+        struct sched_hold hint = {.gang = big, .nodes = &hint_node, .n_nodes = 1};
+        if (scenario > 0) {
+            w->hints = &hint;
+            w->n_hints = 1;
+        }
+        if (scenario == 2)
+            w->state[0].release_ms = 3000 * 1000; /* the old nodes now free up later */
+        const struct sched_result *r = cycle(w, "gangsched", starving_s);
+        assert_int_equal(r->n_reservations, 1);
+        assert_ptr_equal(r->reservations[0].gang, big);
+        assert_int_equal(r->reservations[0].n_nodes, 1);
+        /* 0: no hint, the most free node; 1: the hint kept; 2: the hint is worse, moved */
+        assert_int_equal(r->reservations[0].nodes[0], scenario == 1 ? 0 : 1);
+        assert_int_equal(r->reservations[0].expected_start_ms, 2000 * 1000);
+        free_names(w);
+        world_free(w);
+    }
+}
+
 static void test_backfill_into_reservation_needs_max_runtime(void **unused)
 {
     (void)unused;
@@ -867,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),
         cmocka_unit_test(test_backfill_into_reservation_needs_max_runtime),
+        cmocka_unit_test(test_reservation_is_sticky),
         cmocka_unit_test(test_tp_groups_inside_islands),
         cmocka_unit_test(test_slices_each_inside_one_rack),
         cmocka_unit_test(test_inference_spreads_training_packs),
