@@ -964,6 +964,26 @@ static int missing(struct ctx *x, const yaml_node_t *m, const char *key, const c
     return rc;
 }
 
+/* A cohort or queue entry: a mapping with only `keys` and a required valid `name`, which goes
+ * into o->name (and its position into o->name_mark). 0 or the error. */
+static int named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, struct owner *o)
+{
+    int rc = expect_mapping(x, n);
+    if (!rc)
+        rc = check_map(x, n, keys);
+    yaml_node_t *name = rc ? NULL : map_opt(x, n, "name");
+    if (!rc && !name)
+        rc = missing(x, n, "name", "");
+    if (!rc) {
+        path_push(x, "name");
+        rc = get_name(x, name, &o->name);
+        path_pop(x);
+    }
+    if (!rc)
+        o->name_mark = name->start_mark;
+    return rc;
+}
+
 static size_t seq_len(const yaml_node_t *s)
 {
     return (size_t)(s->data.sequence.items.top - s->data.sequence.items.start);
@@ -1501,21 +1521,10 @@ static int parse_cohort(struct ctx *x, yaml_node_t *n, uint32_t i)
     co->line = (uint32_t)n->start_mark.line + 1;
     co->column = (uint32_t)n->start_mark.column + 1;
     co->parent = -1;
-    int rc = expect_mapping(x, n);
-    if (!rc)
-        rc = check_map(x, n, keys);
-    yaml_node_t *name = rc ? NULL : map_opt(x, n, "name");
-    if (!rc && !name)
-        rc = missing(x, n, "name", "");
-    if (!rc) {
-        path_push(x, "name");
-        rc = get_name(x, name, &co->name);
-        path_pop(x);
-    }
+    int rc = named_entry(x, n, keys, o);
     if (rc)
         return rc;
-    o->name = co->name;
-    o->name_mark = name->start_mark;
+    co->name = o->name;
     yaml_node_t *parent = map_opt(x, n, "parent");
     if (parent) {
         path_push(x, "parent");
@@ -1589,21 +1598,10 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     q->profile = -1;
     q->preemption.within_queue = CONFIG_PREEMPT_LOWER_PRIORITY;
     q->preemption.reclaim = CONFIG_RECLAIM_ANY;
-    int rc = expect_mapping(x, n);
-    if (!rc)
-        rc = check_map(x, n, keys);
-    yaml_node_t *name = rc ? NULL : map_opt(x, n, "name");
-    if (!rc && !name)
-        rc = missing(x, n, "name", "");
-    if (!rc) {
-        path_push(x, "name");
-        rc = get_name(x, name, &q->name);
-        path_pop(x);
-    }
+    int rc = named_entry(x, n, keys, o);
     if (rc)
         return rc;
-    o->name = q->name;
-    o->name_mark = name->start_mark;
+    q->name = o->name;
     yaml_node_t *v;
     if ((v = map_opt(x, n, "cohort")) != NULL) {
         path_push(x, "cohort");

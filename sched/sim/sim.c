@@ -1193,6 +1193,15 @@ static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t n
     return hl_add(&r->holds, rv->gang->id, rv->nodes, rv->n_nodes, now + 600000);
 }
 
+/* Points hl->view at the entries, for the snapshot. */
+static void hl_fill_view(struct hold_list *hl, const struct sim_input *in)
+{
+    for (uint32_t h = 0; h < hl->n; h++)
+        hl->view[h] = (struct sched_hold){.gang = &in->jobs[hl->v[h].job].gang,
+                                          .nodes = hl->v[h].nodes,
+                                          .n_nodes = hl->v[h].n_nodes};
+}
+
 /* "N job until n_nodes node... ..." for the store; 0 or an error. */
 static int hl_put(struct store *db, const char *key, const struct hold_list *hl,
                   struct sched_errbuf *eb)
@@ -1215,13 +1224,14 @@ static int hl_put(struct store *db, const char *key, const struct hold_list *hl,
     return rc;
 }
 
-/* The inverse of hl_put (absent key: an empty list); 0 or an error naming the key. */
-static int hl_get(struct store *db, const char *key, struct hold_list *hl, uint32_t n_jobs,
-                  uint32_t n_nodes, struct sched_errbuf *eb)
+/* The inverse of hl_put; an absent key is an empty list unless `required`. 0 or an error
+ * naming the key. */
+static int hl_get(struct store *db, const char *key, bool required, struct hold_list *hl,
+                  uint32_t n_jobs, uint32_t n_nodes, struct sched_errbuf *eb)
 {
     const char *text;
     int rc = store_meta_get(db, key, &text, eb);
-    if (rc == SCHED_ENOENT)
+    if (rc == SCHED_ENOENT && !required)
         return 0;
     if (rc != 0)
         return rc;
@@ -1397,16 +1407,32 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     }
     size_t nq = 0, nj = 0;
     double busy_gpu_s = 0, wait_sum = 0;
+    /* queue time and wait per job priority (at most 8 distinct values reported) */
+    double prio_sum[8] = {0}, prio_wait[8] = {0};
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         if (r->status[j] == JOB_REJECTED)
             st->rejected++;
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
-        q[nq++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-        wait_sum += job_wait_s(r, j);
+        double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        double wait_s = job_wait_s(r, j);
+        q[nq++] = queue_s;
+        wait_sum += wait_s;
         if (r->status[j] == JOB_DONE)
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
+        int32_t p = in->jobs[j].gang.priority;
+        uint32_t k = 0;
+        while (k < st->n_prio && st->prio_values[k] != p)
+            k++;
+        if (k == st->n_prio) {
+            if (st->n_prio == 8)
+                continue;
+            st->prio_values[st->n_prio++] = p;
+        }
+        st->prio_jobs[k]++;
+        prio_sum[k] += queue_s;
+        prio_wait[k] += wait_s;
     }
     st->jobs = in->n_jobs;
     st->started = (uint32_t)nq;
@@ -1426,24 +1452,6 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     st->p95_queue_s = pct(q, nq, 0.95);
     st->p99_queue_s = pct(q, nq, 0.99);
     st->mean_jct_s = mean(jct, nj);
-    /* mean queue time per job priority (at most 8 distinct values reported) */
-    double prio_sum[8] = {0}, prio_wait[8] = {0};
-    for (uint32_t j = 0; j < in->n_jobs; j++) {
-        if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
-            continue;
-        int32_t p = in->jobs[j].gang.priority;
-        uint32_t k = 0;
-        while (k < st->n_prio && st->prio_values[k] != p)
-            k++;
-        if (k == st->n_prio) {
-            if (st->n_prio == 8)
-                continue;
-            st->prio_values[st->n_prio++] = p;
-        }
-        st->prio_jobs[k]++;
-        prio_sum[k] += (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-        prio_wait[k] += job_wait_s(r, j);
-    }
     for (uint32_t k = 0; k < st->n_prio; k++) {
         st->prio_mean_queue_s[k] = prio_sum[k] / (double)st->prio_jobs[k];
         st->prio_mean_wait_s[k] = prio_wait[k] / (double)st->prio_jobs[k];
@@ -1905,11 +1913,9 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
     /* preemptor holds (always written) and reservation hints */
-    const char *probe;
-    if ((rc = store_meta_get(db, "sim:holds", &probe, eb)) != 0)
-        return rc;
-    if ((rc = hl_get(db, "sim:holds", &r->holds, in->n_jobs, in->cluster->n_nodes, eb)) != 0 ||
-        (rc = hl_get(db, "sim:hints", &r->hints, in->n_jobs, in->cluster->n_nodes, eb)) != 0)
+    uint32_t nn = in->cluster->n_nodes;
+    if ((rc = hl_get(db, "sim:holds", true, &r->holds, in->n_jobs, nn, eb)) != 0 ||
+        (rc = hl_get(db, "sim:hints", false, &r->hints, in->n_jobs, nn, eb)) != 0)
         return rc;
     if ((rc = db_restore_last_why(r, eb)) != 0)
         return rc;
@@ -2002,11 +2008,9 @@ static void build_views(struct run *r, int64_t now, uint32_t *n_holds)
             hl->v[h] = hl->v[--hl->n];
             continue;
         }
-        hl->view[h] = (struct sched_hold){.gang = &in->jobs[hl->v[h].job].gang,
-                                          .nodes = hl->v[h].nodes,
-                                          .n_nodes = hl->v[h].n_nodes};
         h++;
     }
+    hl_fill_view(hl, in);
     *n_holds = hl->n;
 }
 
@@ -2066,6 +2070,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);
+    hl_fill_view(&r->hints, in);
     struct sched_snapshot snap = {.now_ms = now,
                                   .cluster = c,
                                   .state = r->state,
@@ -2081,10 +2086,6 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
                                   .n_reserve_hints = r->hints.n};
-    for (uint32_t h = 0; h < r->hints.n; h++)
-        r->hints.view[h] = (struct sched_hold){.gang = &in->jobs[r->hints.v[h].job].gang,
-                                               .nodes = r->hints.v[h].nodes,
-                                               .n_nodes = r->hints.v[h].n_nodes};
     struct sched_result res;
     arena_reset(arena);
     if (sched_cycle(&snap, arena, &res) != 0)
