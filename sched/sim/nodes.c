@@ -810,6 +810,25 @@ int nodes_load_buffer(struct cluster *c, const char *name, const char *data, siz
     return rc;
 }
 
+int nodes_add_object(struct cluster *c, const cJSON *node, const char *source,
+                     struct sched_errbuf *eb)
+{
+    if (!c || !node)
+        return sched_fail(eb, SCHED_EINVAL, "%s: no node", source ? source : "<input>");
+    struct doc d;
+    memset(&d, 0, sizeof(d));
+    d.file = source ? source : "<input>";
+    d.c = c;
+    d.eb = eb;
+    d.item = -1;
+    uint32_t n0 = c->n_nodes;
+    struct val v = {NULL, node};
+    int rc = load_node(&d, v, false);
+    if (rc)
+        c->n_nodes = n0;
+    return rc;
+}
+
 int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb)
 {
     if (!path)

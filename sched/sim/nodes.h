@@ -18,6 +18,13 @@ int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb
 int nodes_load_buffer(struct cluster *c, const char *name, const char *data, size_t len,
                       struct sched_errbuf *eb);
 
+/* Adds one Node object already decoded from JSON (an API server's list item or watch event):
+ * the same reader and checks as a NodeList file. `source` names it in messages ("node
+ * gpu-7"). Used by the Kubernetes driver, so that a node means the same in both drivers. */
+struct cJSON;
+int nodes_add_object(struct cluster *c, const struct cJSON *node, const char *source,
+                     struct sched_errbuf *eb);
+
 /* Generator shorthand, comma-separated parts:
  *   hgx:N    N nodes x 8 GPUs, one NVSwitch island, 8 nodes per rack, 4 racks per block
  *   nvl72:N  N racks x 18 nodes x 4 GPUs, one NVLink clique (nvidia.com/gpu.clique) per rack

@@ -1,0 +1,805 @@
+/* sched/kube/cache.c: the Kubernetes driver's cluster cache and cycle input (see cache.h). */
+#include "sched/kube/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/queue.h"
+#include "sched/core/annot.h"
+#include "sched/core/log.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+
+struct kassume {
+    char *node;
+    uint32_t gpu_mask;
+    uint32_t flavor;
+};
+
+struct kcache {
+    char *scheduler;
+    struct strmap nodes;   /* name -> cJSON* (a copy of the Node) */
+    struct strmap pods;    /* "ns/name" -> struct kpod* */
+    struct strmap pgs;     /* "ns/name" -> struct kpg* */
+    struct strmap assumed; /* "ns/name" -> struct kassume* */
+    bool nodes_dirty, dirty;
+    struct cluster *cluster;
+    struct strmap node_ix; /* node name -> index + 1 in cluster */
+    uint64_t cluster_cfg;  /* config version the cluster's levels came from */
+};
+
+struct kcache *kcache_new(const char *scheduler)
+{
+    struct kcache *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->scheduler = strdup(scheduler);
+    if (!c->scheduler) {
+        free(c);
+        return NULL;
+    }
+    strmap_init(&c->nodes);
+    strmap_init(&c->pods);
+    strmap_init(&c->pgs);
+    strmap_init(&c->assumed);
+    strmap_init(&c->node_ix);
+    c->nodes_dirty = c->dirty = true;
+    return c;
+}
+
+static void free_assume(struct kassume *a)
+{
+    if (a) {
+        free(a->node);
+        free(a);
+    }
+}
+
+void kcache_free(struct kcache *c)
+{
+    if (!c)
+        return;
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->nodes, &i, &k, &v);)
+        cJSON_Delete(v);
+    for (size_t i = 0; strmap_next(&c->pods, &i, &k, &v);)
+        kobj_pod_free(v);
+    for (size_t i = 0; strmap_next(&c->pgs, &i, &k, &v);)
+        kobj_pg_free(v);
+    for (size_t i = 0; strmap_next(&c->assumed, &i, &k, &v);)
+        free_assume(v);
+    strmap_fini(&c->nodes);
+    strmap_fini(&c->pods);
+    strmap_fini(&c->pgs);
+    strmap_fini(&c->assumed);
+    strmap_fini(&c->node_ix);
+    cluster_free(c->cluster);
+    free(c->scheduler);
+    free(c);
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+static const cJSON *field(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+static bool same_json(const cJSON *x, const cJSON *y)
+{
+    return (!x && !y) || (x && y && cJSON_Compare(x, y, 1));
+}
+
+/* Equal in everything a node contributes to scheduling: labels, annotations, spec, allocatable,
+ * capacity and the statuses of its conditions (not their heartbeat times). */
+static bool node_same(const cJSON *a, const cJSON *b)
+{
+    if (!same_json(field(a, "metadata", "labels"), field(b, "metadata", "labels")) ||
+        !same_json(field(a, "metadata", "annotations"), field(b, "metadata", "annotations")) ||
+        !same_json(field(a, "spec", NULL), field(b, "spec", NULL)) ||
+        !same_json(field(a, "status", "allocatable"), field(b, "status", "allocatable")) ||
+        !same_json(field(a, "status", "capacity"), field(b, "status", "capacity")))
+        return false;
+    const cJSON *ca = field(a, "status", "conditions"), *cb = field(b, "status", "conditions");
+    int n = cJSON_GetArraySize(ca);
+    if (n != cJSON_GetArraySize(cb))
+        return false;
+    for (int k = 0; k < n; k++) {
+        const char *ta = kobj_str(cJSON_GetArrayItem(ca, k), "type");
+        const char *tb = kobj_str(cJSON_GetArrayItem(cb, k), "type");
+        const char *sa = kobj_str(cJSON_GetArrayItem(ca, k), "status");
+        const char *sb = kobj_str(cJSON_GetArrayItem(cb, k), "status");
+        if (!ta || !tb || !sa || !sb || strcmp(ta, tb) != 0 || strcmp(sa, sb) != 0)
+            return false;
+    }
+    return true;
+}
+
+int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    const char *name = kobj_str(obj, "metadata.name");
+    if (!name || !*name) {
+        LOG_WARN("kube", "node without metadata.name skipped");
+        return 0;
+    }
+    void *old = NULL;
+    if (deleted) {
+        old = strmap_del(&c->nodes, name);
+    } else {
+        cJSON *copy = cJSON_Duplicate(obj, 1);
+        if (!copy || strmap_put(&c->nodes, name, copy, &old) != 0) {
+            cJSON_Delete(copy);
+            return SCHED_ENOMEM;
+        }
+        /* a status heartbeat that changes nothing the scheduler reads is not a change */
+        if (old && node_same(old, copy)) {
+            cJSON_Delete(old);
+            return 0;
+        }
+    }
+    if (old || !deleted)
+        c->nodes_dirty = c->dirty = true;
+    cJSON_Delete(old);
+    return 0;
+}
+
+int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    if (!name) {
+        LOG_WARN("kube", "pod without metadata.name skipped");
+        return 0;
+    }
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns && *ns ? ns : "default", name);
+    c->dirty = true;
+    if (deleted) {
+        kobj_pod_free(strmap_del(&c->pods, key));
+        free_assume(strmap_del(&c->assumed, key));
+        return 0;
+    }
+    struct kpod *p = NULL;
+    struct sched_errbuf eb;
+    int rc = kobj_pod_decode(obj, c->scheduler, &p, &eb);
+    if (rc == SCHED_ENOMEM)
+        return rc;
+    if (rc != 0) {
+        /* keep what we knew: a bad update must not free capacity it still holds */
+        LOG_WARN("kube", "pod skipped: error=%s", eb.msg);
+        return 0;
+    }
+    if (p->node) /* the watch shows it bound: the assumption is over */
+        free_assume(strmap_del(&c->assumed, key));
+    if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
+        free_assume(strmap_del(&c->assumed, key));
+    void *old = NULL;
+    if (strmap_put(&c->pods, key, p, &old) != 0) {
+        kobj_pod_free(p);
+        return SCHED_ENOMEM;
+    }
+    kobj_pod_free(old);
+    return 0;
+}
+
+int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    if (!name) {
+        LOG_WARN("kube", "podgroup without metadata.name skipped");
+        return 0;
+    }
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns && *ns ? ns : "default", name);
+    c->dirty = true;
+    if (deleted) {
+        kobj_pg_free(strmap_del(&c->pgs, key));
+        return 0;
+    }
+    struct kpg *g = NULL;
+    struct sched_errbuf eb;
+    int rc = kobj_pg_decode(obj, api, &g, &eb);
+    if (rc == SCHED_ENOMEM)
+        return rc;
+    if (rc != 0) {
+        LOG_WARN("kube", "podgroup skipped: error=%s", eb.msg);
+        return 0;
+    }
+    void *old = NULL;
+    if (strmap_put(&c->pgs, key, g, &old) != 0) {
+        kobj_pg_free(g);
+        return SCHED_ENOMEM;
+    }
+    kobj_pg_free(old);
+    return 0;
+}
+
+int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint32_t gpu_mask,
+                  uint32_t flavor)
+{
+    struct kassume *a = calloc(1, sizeof(*a));
+    if (!a || !(a->node = strdup(node))) {
+        free(a);
+        return SCHED_ENOMEM;
+    }
+    a->gpu_mask = gpu_mask;
+    a->flavor = flavor;
+    void *old = NULL;
+    if (strmap_put(&c->assumed, pod_key, a, &old) != 0) {
+        free_assume(a);
+        return SCHED_ENOMEM;
+    }
+    free_assume(old);
+    c->dirty = true;
+    return 0;
+}
+
+void kcache_unassume(struct kcache *c, const char *pod_key)
+{
+    free_assume(strmap_del(&c->assumed, pod_key));
+    c->dirty = true;
+}
+
+bool kcache_dirty(const struct kcache *c)
+{
+    return c->dirty;
+}
+
+uint32_t kcache_n_nodes(const struct kcache *c)
+{
+    return (uint32_t)c->nodes.n;
+}
+
+uint32_t kcache_n_pods(const struct kcache *c)
+{
+    return (uint32_t)c->pods.n;
+}
+
+const struct kpod *kcache_pod(const struct kcache *c, const char *key)
+{
+    return strmap_get(&c->pods, key);
+}
+
+const struct kpg *kcache_pg(const struct kcache *c, const char *key)
+{
+    return strmap_get(&c->pgs, key);
+}
+
+const struct cluster *kcache_cluster(const struct kcache *c)
+{
+    return c->cluster;
+}
+
+/* ---- building a cycle's input ---------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Rebuilds the cluster from the node objects, sorted by name (the same nodes always give the
+ * same indices). A node that fails to decode is left out, with a warning naming it. */
+static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
+{
+    size_t n = c->nodes.n;
+    const char **names = calloc(n ? n : 1, sizeof(*names));
+    struct cluster *cl = cluster_new();
+    if (!names || !cl) {
+        free(names);
+        cluster_free(cl);
+        return SCHED_ENOMEM;
+    }
+    size_t k = 0;
+    const char *key;
+    for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
+        names[k++] = key;
+    qsort(names, k, sizeof(*names), cmp_str);
+    for (size_t i = 0; i < k; i++) {
+        char src[300];
+        snprintf(src, sizeof(src), "node %s", names[i]);
+        struct sched_errbuf e2;
+        int rc = nodes_add_object(cl, strmap_get(&c->nodes, names[i]), src, &e2);
+        if (rc == SCHED_ENOMEM) {
+            free(names);
+            cluster_free(cl);
+            return rc;
+        }
+        if (rc != 0)
+            LOG_WARN("kube", "node left out: error=%s", e2.msg);
+    }
+    free(names);
+    int rc = cluster_finalize(cl, cfg && cfg->n_levels ? cfg->level_names : NULL,
+                              cfg && cfg->n_levels ? cfg->level_labels : NULL,
+                              cfg ? cfg->n_levels : 0, eb);
+    if (rc != 0) {
+        cluster_free(cl);
+        return rc;
+    }
+    strmap_fini(&c->node_ix);
+    strmap_init(&c->node_ix);
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (strmap_put(&c->node_ix, cl->nodes[i].name, (void *)(uintptr_t)(i + 1), NULL) != 0) {
+            cluster_free(cl);
+            return SCHED_ENOMEM;
+        }
+    cluster_free(c->cluster);
+    c->cluster = cl;
+    c->nodes_dirty = false;
+    c->cluster_cfg = cfg ? cfg->version : 0;
+    return 0;
+}
+
+static int node_index(const struct kcache *c, const char *name)
+{
+    uintptr_t v = (uintptr_t)strmap_get(&c->node_ix, name);
+    return v ? (int)(v - 1) : -1;
+}
+
+/* The flavor a bound pod is charged to: its binding annotation, else the first flavor whose
+ * node labels its node carries. */
+static uint32_t pod_flavor(const struct config *cfg, const struct kpod *p, const struct node *n)
+{
+    if (!cfg)
+        return 0;
+    if (p->flavor) {
+        int f = config_flavor_index(cfg, p->flavor);
+        if (f >= 0)
+            return (uint32_t)f;
+    }
+    for (uint32_t f = 0; f < cfg->n_flavors; f++) {
+        bool all = true;
+        for (uint32_t l = 0; all && l < cfg->flavors[f].n_node_labels; l++) {
+            const char *v = node_label(n, cfg->flavors[f].node_labels[l].key);
+            all = v && strcmp(v, cfg->flavors[f].node_labels[l].value) == 0;
+        }
+        if (all)
+            return f;
+    }
+    return 0;
+}
+
+/* One group of pods (a PodGroup's, or a lone pod) while building. */
+struct group {
+    const char *key;
+    const struct kpg *pg;
+    bool named; /* the pods name a PodGroup (else a lone pod) */
+    struct kpod **pending, **bound;
+    uint32_t n_pending, n_bound, cap_pending, cap_bound;
+};
+
+static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
+{
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 4;
+        struct kpod **nv = realloc(*v, nc * sizeof(*nv));
+        if (!nv)
+            return SCHED_ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = p;
+    return 0;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    return strcmp((*(const struct group *const *)a)->key, (*(const struct group *const *)b)->key);
+}
+
+static int cmp_pod(const void *a, const void *b)
+{
+    return strcmp((*(const struct kpod *const *)a)->name, (*(const struct kpod *const *)b)->name);
+}
+
+static const char *group_queue(const struct group *g, const struct config *cfg)
+{
+    if (g->pg && g->pg->queue)
+        return g->pg->queue;
+    for (uint32_t i = 0; i < g->n_pending; i++)
+        if (g->pending[i]->queue)
+            return g->pending[i]->queue;
+    for (uint32_t i = 0; i < g->n_bound; i++)
+        if (g->bound[i]->queue)
+            return g->bound[i]->queue;
+    if (cfg && cfg->n_queues == 1)
+        return cfg->queues[0].name;
+    if (cfg && config_queue_index(cfg, "default") >= 0)
+        return "default";
+    return NULL;
+}
+
+struct builder {
+    struct kcache *c;
+    const struct config *cfg;
+    const struct sched_policy *pol;
+    struct arena *a;
+    struct kcache_build *out;
+    struct node_state *state;
+    int64_t *usage;
+    uint32_t n_flavors;
+};
+
+static int add_waiting(struct builder *b, const struct group *g, const char *reason,
+                       const char *message)
+{
+    struct kcache_build *o = b->out;
+    o->waiting[o->n_waiting++] =
+        (struct kwaiting){.key = g->key, .pg = g->pg, .reason = reason, .message = message};
+    return message ? 0 : SCHED_ENOMEM;
+}
+
+/* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
+static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
+                     struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
+{
+    struct arena *a = b->a;
+    struct gang *gg = &kg->gang;
+    kg->key = g->key;
+    kg->pg = g->pg;
+    kg->running = running;
+    gg->name = g->key;
+    gg->queue = q;
+    gg->topo_required = gg->topo_preferred = gg->slice_level = -1;
+    uint32_t set_of[GANG_MAX_SETS]; /* first member of each set */
+    int64_t submit = INT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        struct kpod *p = members[i];
+        uint32_t s = 0;
+        while (s < gg->n_sets && !kobj_same_spec(members[set_of[s]], p))
+            s++;
+        if (s == gg->n_sets) {
+            if (gg->n_sets == GANG_MAX_SETS) {
+                *why = arena_printf(a, "pods of %s have more than %d different specs", g->key,
+                                    GANG_MAX_SETS);
+                return SCHED_EINVAL;
+            }
+            set_of[gg->n_sets] = i; /* first member of set s */
+            struct podset *ps = &gg->sets[gg->n_sets++];
+            ps->req = p->req;
+            if (p->obj) {
+                struct sched_errbuf eb;
+                int rc = kobj_podset(p->obj, p->key, a, ps, &eb);
+                if (rc == SCHED_ENOMEM)
+                    return rc;
+                if (rc) {
+                    *why = arena_strdup(a, eb.msg);
+                    return SCHED_EINVAL;
+                }
+            }
+        }
+        gg->sets[s].count++;
+        if (p->priority > gg->priority)
+            gg->priority = p->priority;
+        if (p->created_ms < submit)
+            submit = p->created_ms;
+    }
+    gg->submit_ms = g->pg && g->pg->created_ms ? g->pg->created_ms : submit;
+    /* members in placement order: pods of set 0 first, then set 1, ... */
+    kg->members = arena_calloc(a, n ? n : 1, sizeof(*kg->members));
+    if (!kg->members)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < gg->n_sets; s++)
+        for (uint32_t i = 0; i < n; i++)
+            if (kobj_same_spec(members[set_of[s]], members[i])) {
+                bool earlier = false; /* a pod belongs to the first set it matches */
+                for (uint32_t t = 0; t < s; t++)
+                    earlier |= kobj_same_spec(members[set_of[t]], members[i]);
+                if (!earlier)
+                    kg->members[k++] = members[i];
+            }
+    if (g->pg && !running) {
+        struct kv *ann;
+        uint32_t n_ann;
+        if (kobj_annotations(g->pg->obj, a, &ann, &n_ann) != 0)
+            return SCHED_ENOMEM;
+        const char *profile = NULL;
+        struct sched_errbuf eb;
+        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
+            *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
+            return SCHED_EINVAL;
+        }
+        int prof = b->cfg ? b->cfg->queues[q].profile : -1;
+        if (profile && b->cfg) {
+            prof = -1;
+            for (uint32_t p = 0; p < b->cfg->n_profiles; p++)
+                if (strcmp(b->cfg->profiles[p].name, profile) == 0)
+                    prof = (int)p;
+            if (prof < 0) {
+                *why = arena_printf(a,
+                                    "podgroup %s: annotation gangsched.io/profile: unknown "
+                                    "profile \"%s\"",
+                                    g->key, profile);
+                return SCHED_EINVAL;
+            }
+        }
+        if (prof >= 0)
+            gg->spread = b->cfg->profiles[prof].weights[CONFIG_SCORE_SPREAD] >
+                         b->cfg->profiles[prof].weights[CONFIG_SCORE_BINPACK];
+    }
+    gang_finalize(gg);
+    gg->min_member = gg->n_pods;
+    return 0;
+}
+
+/* Usage of every pod that holds a node: bound in the API, or assumed by us. GPU indices come
+ * from gangsched.io/gpu-ids; pods without them (other schedulers') take the lowest free ones. */
+static void account_usage(struct builder *b)
+{
+    struct kcache *c = b->c;
+    const char *key;
+    void *v;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+            struct kpod *p = v;
+            if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
+                continue;
+            const char *node = p->node;
+            uint32_t mask = p->gpu_mask;
+            bool has_ids = p->has_gpu_ids;
+            struct kassume *as = node ? NULL : strmap_get(&c->assumed, key);
+            if (as) {
+                node = as->node;
+                mask = as->gpu_mask;
+                has_ids = true;
+            }
+            if (!node)
+                continue;
+            int ix = node_index(c, node);
+            if (ix < 0)
+                continue;
+            struct node_state *st = &b->state[ix];
+            if (pass == 0) {
+                res_add(&st->used, &p->req);
+                if (has_ids)
+                    st->gpu_used |= mask;
+            } else if (!has_ids && p->req.v[RES_GPU] > 0) {
+                int64_t want = p->req.v[RES_GPU];
+                const struct node *nd = &c->cluster->nodes[ix];
+                for (uint32_t g = 0; g < nd->n_gpus && want > 0; g++)
+                    if (!(st->gpu_used & (1u << g))) {
+                        st->gpu_used |= 1u << g;
+                        want--;
+                    }
+            }
+        }
+}
+
+int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,
+                 int64_t now_ms, struct arena *a, struct kcache_build *out, struct sched_errbuf *eb)
+{
+    memset(out, 0, sizeof(*out));
+    if (!c->cluster || c->nodes_dirty || (cfg ? cfg->version : 0) != c->cluster_cfg) {
+        int rc = rebuild_cluster(c, cfg, eb);
+        if (rc)
+            return rc;
+    }
+    c->dirty = false;
+    const struct cluster *cl = c->cluster;
+    struct builder b = {.c = c, .cfg = cfg, .pol = pol, .a = a, .out = out};
+    b.n_flavors = cfg ? cfg->n_flavors : 1;
+    uint32_t n_queues = cfg ? cfg->n_queues : 0;
+    b.state = arena_calloc(a, cl->n_nodes ? cl->n_nodes : 1, sizeof(*b.state));
+    b.usage = arena_calloc(a, (size_t)(n_queues ? n_queues : 1) * b.n_flavors * RES_MAX,
+                           sizeof(*b.usage));
+    if (!b.state || !b.usage)
+        return SCHED_ENOMEM;
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        b.state[i].release_ms = INT64_MAX; /* no declared run times in a real cluster */
+    account_usage(&b);
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (b.state[i].used.v[RES_PODS] == 0)
+            b.state[i].release_ms = 0;
+
+    /* groups of this scheduler's pods */
+    struct strmap groups;
+    strmap_init(&groups);
+    int rc = 0;
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+        struct kpod *p = v;
+        if (!p->ours || p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
+            continue;
+        bool bound = p->node || strmap_get(&c->assumed, key);
+        if (!bound && (p->deleting || p->gated))
+            continue;
+        const char *gk = p->group ? p->group : p->key;
+        struct group *g = strmap_get(&groups, gk);
+        if (!g) {
+            g = arena_calloc(a, 1, sizeof(*g));
+            if (!g || !(g->key = arena_strdup(a, gk)) || strmap_put(&groups, gk, g, NULL)) {
+                rc = SCHED_ENOMEM;
+                goto done;
+            }
+            g->named = p->group != NULL;
+            g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
+        }
+        if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
+                        : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
+            goto done;
+    }
+    size_t n_groups = groups.n;
+    struct group **gv = arena_calloc(a, n_groups ? n_groups : 1, sizeof(*gv));
+    out->gangs = arena_calloc(a, n_groups * 2 + 1, sizeof(*out->gangs));
+    out->waiting = arena_calloc(a, n_groups + 1, sizeof(*out->waiting));
+    if (!gv || !out->gangs || !out->waiting) {
+        rc = SCHED_ENOMEM;
+        goto done;
+    }
+    size_t k = 0;
+    for (size_t i = 0; strmap_next(&groups, &i, &key, &v);)
+        gv[k++] = v;
+    qsort(gv, k, sizeof(*gv), cmp_group);
+
+    /* pending gangs first (their ids index out->gangs), then running ones */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < k; i++) {
+            struct group *g = gv[i];
+            uint32_t n = pass == 0 ? g->n_pending : g->n_bound;
+            struct kpod **members = pass == 0 ? g->pending : g->bound;
+            if (n == 0)
+                continue;
+            qsort(members, n, sizeof(*members), cmp_pod);
+            const char *qname = group_queue(g, cfg);
+            int q = qname && cfg ? config_queue_index(cfg, qname) : -1;
+            if (pass == 0) {
+                uint32_t min = g->pg ? g->pg->min_member : 1;
+                if (g->named && !g->pg) {
+                    rc = add_waiting(&b, g, "PodGroupNotFound",
+                                     arena_printf(a,
+                                                  "pods name podgroup %s, which does not "
+                                                  "exist (yet)",
+                                                  g->key));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (g->n_pending + g->n_bound < min) {
+                    rc = add_waiting(&b, g, "WaitingForPods",
+                                     arena_printf(a, "%u of minMember %u pods exist",
+                                                  g->n_pending + g->n_bound, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (!qname || q < 0) {
+                    rc = add_waiting(
+                        &b, g, qname ? "UnknownQueue" : "NoQueue",
+                        qname ? arena_printf(a, "queue \"%s\" is not in the configuration", qname)
+                              : arena_printf(a, "no queue label (gangsched.io/queue or "
+                                                "kueue.x-k8s.io/queue-name) and no default "
+                                                "queue"));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+            } else if (q < 0) {
+                q = 0; /* still charged somewhere: usage must not vanish with a config edit */
+                if (!cfg || cfg->n_queues == 0)
+                    continue;
+            }
+            struct kgang *kg = &out->gangs[out->n_gangs];
+            const char *why = NULL;
+            rc = make_gang(&b, kg, g, members, n, (uint32_t)q, pass == 1, &why);
+            if (rc == SCHED_EINVAL && pass == 0) {
+                memset(kg, 0, sizeof(*kg));
+                if ((rc = add_waiting(&b, g, "InvalidSpec", why)))
+                    goto done;
+                continue;
+            }
+            if (rc == SCHED_EINVAL) {
+                memset(kg, 0, sizeof(*kg));
+                rc = 0;
+                continue;
+            }
+            if (rc)
+                goto done;
+            kg->gang.id = out->n_gangs++;
+            if (pass == 0)
+                out->n_pending++;
+        }
+
+    /* queue views, usage and running gangs */
+    struct sched_queue_view *views = arena_calloc(a, n_queues ? n_queues : 1, sizeof(*views));
+    struct queue *queues = arena_calloc(a, n_queues ? n_queues : 1, sizeof(*queues));
+    struct sched_running *run = arena_calloc(a, out->n_gangs - out->n_pending + 1, sizeof(*run));
+    if (!views || !queues || !run) {
+        rc = SCHED_ENOMEM;
+        goto done;
+    }
+    bool by_prio = pol ? pol->by_priority : true;
+    for (uint32_t q = 0; q < n_queues; q++) {
+        queues[q] = (struct queue){.name = cfg->queues[q].name,
+                                   .priority = cfg->queues[q].priority,
+                                   .weight = cfg->queues[q].weight};
+        struct queue_list l;
+        queue_list_init(&l, by_prio);
+        for (uint32_t i = 0; i < out->n_pending && rc == 0; i++)
+            if (out->gangs[i].gang.queue == q)
+                rc = queue_list_insert(&l, &out->gangs[i].gang);
+        const struct gang **items = arena_calloc(a, l.n ? l.n : 1, sizeof(*items));
+        if (rc || !items) {
+            queue_list_fini(&l);
+            rc = SCHED_ENOMEM;
+            goto done;
+        }
+        memcpy(items, l.items, l.n * sizeof(*items));
+        views[q] =
+            (struct sched_queue_view){.queue = &queues[q], .pending = items, .n_pending = l.n};
+        queue_list_fini(&l);
+    }
+    uint32_t n_run = 0;
+    for (uint32_t i = out->n_pending; i < out->n_gangs; i++) {
+        struct kgang *kg = &out->gangs[i];
+        struct sched_assign *as = arena_calloc(a, kg->gang.n_pods, sizeof(*as));
+        if (!as) {
+            rc = SCHED_ENOMEM;
+            goto done;
+        }
+        uint32_t flavor = 0;
+        int64_t start = INT64_MAX;
+        for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
+            const struct kpod *p = kg->members[m];
+            const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
+            int ix = node_index(c, p->node ? p->node : am ? am->node : "");
+            as[m].node = ix >= 0 ? (uint32_t)ix : 0;
+            as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
+            if (m == 0 && ix >= 0)
+                flavor = am ? am->flavor : pod_flavor(cfg, p, &cl->nodes[ix]);
+            if (p->created_ms < start)
+                start = p->created_ms;
+        }
+        if (cfg && flavor < cfg->n_flavors)
+            for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+                for (int r = 0; r < RES_MAX; r++)
+                    b.usage[((size_t)kg->gang.queue * b.n_flavors + flavor) * RES_MAX + r] +=
+                        kg->members[m]->req.v[r];
+        int64_t ckpt = start;
+        if (kg->pg) {
+            const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(kg->pg->obj, "metadata"), "annotations");
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(ann, KOBJ_ANNOT_LAST_CKPT);
+            int64_t ms;
+            if (cJSON_IsString(t) && kobj_time(t->valuestring, &ms) == 0 && ms > ckpt)
+                ckpt = ms;
+        }
+        const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
+        run[n_run++] = (struct sched_running){
+            .gang = &kg->gang,
+            .pods = as,
+            .flavor = flavor,
+            .start_ms = start,
+            .last_checkpoint_ms = ckpt,
+            .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0,
+            .min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+            .evicting = false,
+        };
+        for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+            if (kg->members[m]->deleting)
+                run[n_run - 1].evicting = true;
+    }
+    out->snap = (struct sched_snapshot){
+        .now_ms = now_ms,
+        .cluster = cl,
+        .state = b.state,
+        .queues = views,
+        .n_queues = n_queues,
+        .policy = pol,
+        .config = cfg,
+        .usage = b.usage,
+        .verdict_every_gang = true,
+        .running = pol && pol->preempt ? run : NULL,
+        .n_running = pol && pol->preempt ? n_run : 0,
+    };
+done:
+    for (size_t i = 0; strmap_next(&groups, &i, &key, &v);) {
+        struct group *g = v;
+        free(g->pending);
+        free(g->bound);
+    }
+    strmap_fini(&groups);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/* sched/kube/cache.h: the Kubernetes driver's view of the cluster, and the snapshot it hands the
+ * core each cycle.
+ *
+ * Owns: the decoded nodes, pods and PodGroups (fed by informer events), the "assumed" pods
+ * (binds sent, not yet seen bound in a watch event, as kube-scheduler assumes), and building a
+ * cycle's input from them: the cluster, per-node usage by every scheduler's pods, the pending
+ * gangs of this scheduler per queue in queue order, the running gangs (for preemption) and the
+ * quota usage per queue. A gang is offered to the core only when minMember pods exist.
+ *
+ * Must not touch: the network, the store, the configuration file. Everything a snapshot points
+ * to lives in the snapshot's arena or in the cache, and stays valid until the next event is
+ * applied or the arena is reset (the loop runs the cycle and acts on it before either).
+ */
+#ifndef SCHED_KUBE_CACHE_H
+#define SCHED_KUBE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "config/config.h"
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+#include "sched/core/strmap.h"
+#include "sched/kube/objects.h"
+
+struct sched_policy;
+
+/* A gang as the driver sees it in one cycle; gang.id indexes kcache_build.gangs. */
+struct kgang {
+    struct gang gang;
+    const char *key;       /* group key "ns/podgroup", or "ns/pod" for a gang of one */
+    const struct kpg *pg;  /* NULL for a gang of one, or when the PodGroup is not (yet) seen */
+    struct kpod **members; /* [gang.n_pods], in placement order (set 0 first) */
+    bool running;          /* bound members, no pending ones */
+};
+
+/* A gang that cannot be offered to the core, and why (written to status and events). */
+struct kwaiting {
+    const char *key;
+    const struct kpg *pg;
+    const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec" */
+    const char *message;
+};
+
+struct kcache_build {
+    struct sched_snapshot snap;
+    struct kgang *gangs; /* [n_gangs] pending ones first, then running ones */
+    uint32_t n_gangs;
+    uint32_t n_pending;
+    struct kwaiting *waiting;
+    uint32_t n_waiting;
+};
+
+struct kcache;
+
+/* `scheduler`: this scheduler's name (spec.schedulerName of its pods). */
+struct kcache *kcache_new(const char *scheduler);
+void kcache_free(struct kcache *c);
+
+/* Informer events (the objects are decoded and copied; nothing is kept of `obj`). A malformed
+ * object is logged with its name and dropped (a node: the node is treated as gone). Return 0,
+ * or SCHED_ENOMEM. `deleted` removes. */
+int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted);
+int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
+int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
+
+/* Marks a pod as bound to node (a bind was sent, or succeeded) until a watch event shows it
+ * bound or it disappears; kcache_unassume forgets it (a failed bind). */
+int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint32_t gpu_mask,
+                  uint32_t flavor);
+void kcache_unassume(struct kcache *c, const char *pod_key);
+
+/* Something changed since the last build (a cycle is worth running). */
+bool kcache_dirty(const struct kcache *c);
+uint32_t kcache_n_nodes(const struct kcache *c);
+uint32_t kcache_n_pods(const struct kcache *c);
+const struct kpod *kcache_pod(const struct kcache *c, const char *key);
+const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+/* The current cluster (rebuilt at kcache_build when nodes changed), or NULL before any build. */
+const struct cluster *kcache_cluster(const struct kcache *c);
+
+/* Builds a cycle's input at now_ms for `cfg` and `pol`. Everything lives in `a` or in the
+ * cache. Returns 0, SCHED_ENOMEM, or SCHED_EINVAL when the cluster cannot be built (message in
+ * eb). */
+int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,
+                 int64_t now_ms, struct arena *a, struct kcache_build *out,
+                 struct sched_errbuf *eb);
+
+#endif

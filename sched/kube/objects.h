@@ -1,0 +1,105 @@
+/* sched/kube/objects.h: decoding the API objects the scheduler reads (pods, PodGroups of both
+ * APIs) from cJSON into compact, validated records.
+ *
+ * Owns: the records and every string in them; which fields are read and how they are checked;
+ * the membership and queue conventions users already have:
+ *   gang:  label scheduling.x-k8s.io/pod-group (scheduler-plugins PodGroup),
+ *          annotation scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano);
+ *          a pod without a group is a gang of one.
+ *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name, else annotation
+ *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
+ *          for its pods.
+ * Nodes are decoded by sched/sim/nodes.c (nodes_add_object), the same reader as NodeList files.
+ *
+ * Must not touch: the cache, the network, the store. Pure functions of their input.
+ * Errors: a malformed object is refused with SCHED_EINVAL and a message naming the object
+ * ("pod default/w-0: spec.containers[1].resources.requests.cpu: ..."); callers log and skip it.
+ */
+#ifndef SCHED_KUBE_OBJECTS_H
+#define SCHED_KUBE_OBJECTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/err.h"
+#include "sched/core/model.h"
+#include "sched/core/res.h"
+
+#define KOBJ_LABEL_QUEUE        "gangsched.io/queue"
+#define KOBJ_LABEL_KUEUE_QUEUE  "kueue.x-k8s.io/queue-name"
+#define KOBJ_ANNOT_VOLCANO_Q    "scheduling.volcano.sh/queue-name"
+#define KOBJ_LABEL_XK8S_GROUP   "scheduling.x-k8s.io/pod-group"
+#define KOBJ_ANNOT_KUBE_GROUP   "scheduling.k8s.io/group-name"
+#define KOBJ_ANNOT_VOLCANO_GRP  "scheduling.volcano.sh/group-name"
+#define KOBJ_ANNOT_GPU_IDS      "gangsched.io/gpu-ids"
+#define KOBJ_ANNOT_FLAVOR       "gangsched.io/flavor"
+#define KOBJ_ANNOT_LAST_CKPT    "gangsched.io/last-checkpoint"
+#define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
+#define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
+#define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
+
+enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, KPOD_UNKNOWN };
+
+struct kpod {
+    char *key; /* "namespace/name" */
+    char *ns, *name, *uid;
+    char *node;    /* spec.nodeName, NULL when unbound */
+    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *queue;   /* the pod's own queue label or annotation, NULL when none */
+    char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
+    bool ours;     /* spec.schedulerName is this scheduler's name */
+    bool deleting; /* metadata.deletionTimestamp set */
+    bool gated;    /* spec.schedulingGates not empty: cannot be bound yet */
+    bool ready;    /* condition Ready=True */
+    enum kpod_phase phase;
+    int32_t priority; /* spec.priority, 0 when absent */
+    int64_t created_ms;
+    struct res_vec req; /* effective request (containers, init containers, overhead) */
+    uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
+    bool has_gpu_ids;
+    cJSON *obj; /* the whole object when unbound and ours (its placement constraints), else NULL */
+};
+
+/* Decodes a Pod. `scheduler` is this scheduler's name. */
+int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
+                    struct sched_errbuf *eb);
+void kobj_pod_free(struct kpod *p);
+
+/* The placement constraints of an unbound pod (nodeSelector, tolerations, required node
+ * affinity) into ps (count and req are left to the caller). Strings point into `pod`, arrays
+ * come from `a`: valid while both live. */
+int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podset *ps,
+                struct sched_errbuf *eb);
+/* true when two unbound pods can share a pod set: same request and same constraints. */
+bool kobj_same_spec(const struct kpod *a, const struct kpod *b);
+
+enum kpg_api { KPG_XK8S = 0, KPG_VOLCANO };
+
+struct kpg {
+    char *key; /* "namespace/name" */
+    char *ns, *name, *uid, *rv;
+    enum kpg_api api;
+    uint32_t min_member; /* >= 1 (Volcano allows 0: read as 1) */
+    char *queue;         /* gangsched.io/queue label, Kueue label, or Volcano spec.queue */
+    char *priority_class;
+    int64_t created_ms;
+    cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */
+};
+
+int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);
+void kobj_pg_free(struct kpg *g);
+
+/* Annotations of an object as kv pairs from `a` (values point into o). */
+int kobj_annotations(const cJSON *o, struct arena *a, struct kv **out, uint32_t *n);
+/* A string field at a dotted path ("metadata.labels"), or NULL. */
+const char *kobj_str(const cJSON *o, const char *path);
+/* RFC 3339 ("2025-01-01T12:00:00Z", fractions and offsets accepted) to Unix ms; 0 or
+ * SCHED_EINVAL. */
+int kobj_time(const char *s, int64_t *ms);
+/* Unix ms to RFC 3339 with microseconds ("2025-01-01T12:00:00.000000Z", MicroTime). */
+void kobj_format_time(int64_t ms, char *buf, size_t n);
+
+#endif

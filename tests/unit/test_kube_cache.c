@@ -1,0 +1,293 @@
+/* tests/unit/test_kube_cache.c: API objects into the Kubernetes driver's cache and a cycle's
+ * input: gang membership of both PodGroup APIs, minMember, queues, usage of other schedulers'
+ * pods, assumed binds, malformed objects; then the real core places what the cache built. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "sched/core/cycle.h"
+#include "sched/core/policy.h"
+#include "sched/kube/cache.h"
+
+static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
+                                    "kind: SchedulerConfig\n"
+                                    "queues:\n"
+                                    "  - name: team-a\n"
+                                    "  - name: team-b\n";
+
+struct fx {
+    struct kcache *c;
+    struct config *cfg;
+    struct arena a;
+};
+
+static void add_json(struct kcache *c, int kind, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0   ? kcache_node_event(c, o, false)
+             : kind == 1 ? kcache_pod_event(c, o, false)
+             : kind == 2 ? kcache_pg_event(c, o, KPG_XK8S, false)
+                         : kcache_pg_event(c, o, KPG_VOLCANO, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+static void node(struct kcache *c, const char *name, const char *rack, int gpus)
+{
+    char buf[800];
+    snprintf(buf, sizeof(buf),
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+             "\"network.topology.gangsched.io/rack\":\"%s\"}},\"status\":{\"allocatable\":{"
+             "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             name, rack, gpus);
+    add_json(c, 0, buf);
+}
+
+/* A pod: group "" = none; queue "" = no label; sched "" = ours ("gangsched"); node "" =
+ * unbound; extra_ann: more annotations as JSON members. */
+static void pod(struct kcache *c, const char *name, const char *group, const char *queue, int gpus,
+                const char *sched, const char *node_name, const char *extra_ann)
+{
+    char labels[300] = "", buf[1500];
+    if (*group)
+        snprintf(labels, sizeof(labels), "\"scheduling.x-k8s.io/pod-group\":\"%s\"", group);
+    if (*queue)
+        snprintf(labels + strlen(labels), sizeof(labels) - strlen(labels),
+                 "%s\"gangsched.io/queue\":\"%s\"", *group ? "," : "", queue);
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{%s},"
+             "\"annotations\":{%s}},"
+             "\"spec\":{\"schedulerName\":\"%s\",\"nodeName\":\"%s\",\"containers\":[{\"name\":"
+             "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"%d\"},\"requests\":{"
+             "\"cpu\":\"1\"}}}]},\"status\":{\"phase\":\"%s\"}}",
+             name, name, labels, extra_ann, *sched ? sched : "gangsched", node_name, gpus,
+             *node_name ? "Running" : "Pending");
+    add_json(c, 1, buf);
+}
+
+static int setup(void **state)
+{
+    static struct fx f;
+    memset(&f, 0, sizeof(f));
+    struct sched_errbuf eb = {{0}};
+    if (config_load_buffer("test.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb) != 0) {
+        fprintf(stderr, "%s\n", eb.msg);
+        return -1;
+    }
+    f.c = kcache_new("gangsched");
+    arena_init(&f.a, 1 << 16);
+    node(f.c, "n1", "r1", 8);
+    node(f.c, "n2", "r1", 8);
+    node(f.c, "n3", "r2", 8);
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    kcache_free(f->c);
+    config_free(f->cfg);
+    arena_fini(&f->a);
+    return 0;
+}
+
+static void build(struct fx *f, struct kcache_build *kb)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->a);
+    int rc = kcache_build(f->c, f->cfg, sched_policy_default(), 1000, &f->a, kb, &eb);
+    if (rc)
+        fprintf(stderr, "%s\n", eb.msg);
+    assert_int_equal(rc, 0);
+}
+
+static void pg(struct kcache *c, const char *name, int min, const char *queue)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"pg-%s\","
+             "\"labels\":{\"gangsched.io/queue\":\"%s\"}},\"spec\":{\"minMember\":%d}}",
+             name, name, queue, min);
+    add_json(c, 2, buf);
+}
+
+static void gang_waits_for_min_member(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "train", 2, "team-a");
+    pod(f->c, "w-0", "train", "", 8, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "WaitingForPods");
+    assert_non_null(strstr(kb.waiting[0].message, "1 of minMember 2"));
+
+    pod(f->c, "w-1", "train", "", 8, "", "", "");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 2);
+    assert_int_equal(kb.gangs[0].gang.gpus, 16);
+    assert_string_equal(kb.gangs[0].key, "ml/train");
+    assert_int_equal(kb.snap.queues[0].n_pending, 1); /* team-a, from the PodGroup's label */
+
+    /* the core places it whole, on the two nodes of one rack */
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&kb.snap, &f->a, &res), 0);
+    assert_int_equal(res.n_placements, 1);
+    const struct cluster *cl = kb.snap.cluster;
+    const char *n0 = cl->nodes[res.placements[0].pods[0].node].name;
+    const char *n1 = cl->nodes[res.placements[0].pods[1].node].name;
+    assert_string_not_equal(n0, n1);
+    assert_true(strcmp(n0, "n3") != 0 && strcmp(n1, "n3") != 0);
+    assert_int_equal(res.placements[0].pods[0].gpu_mask, 0xff);
+}
+
+static void other_schedulers_pods_use_capacity(void **state)
+{
+    struct fx *f = *state;
+    /* a default-scheduler pod with 4 GPUs on n1, another pod with explicit GPU ids on n2 */
+    pod(f->c, "other", "", "", 4, "default-scheduler", "n1", "");
+    pod(f->c, "mine", "", "team-b", 2, "", "n2", "\"gangsched.io/gpu-ids\":\"6,7\"");
+    struct kcache_build kb;
+    build(f, &kb);
+    const struct cluster *cl = kb.snap.cluster;
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        if (strcmp(cl->nodes[i].name, "n1") == 0) {
+            assert_int_equal(kb.snap.state[i].used.v[RES_GPU], 4);
+            assert_int_equal(kb.snap.state[i].gpu_used, 0x0f); /* lowest free indices */
+        }
+        if (strcmp(cl->nodes[i].name, "n2") == 0)
+            assert_int_equal(kb.snap.state[i].gpu_used, 0xc0);
+    }
+    /* the bound pod of ours is a running gang charged to team-b */
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_gangs, 1);
+    assert_true(kb.gangs[0].running);
+    size_t q = 1; /* team-b */
+    assert_int_equal(kb.snap.usage[(q * f->cfg->n_flavors + 0) * RES_MAX + RES_GPU], 2);
+}
+
+static void assumed_pods_hold_their_node(void **state)
+{
+    struct fx *f = *state;
+    pod(f->c, "solo", "", "team-a", 8, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0xff, 0), 0);
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0); /* no longer pending: its bind is in flight */
+    const struct cluster *cl = kb.snap.cluster;
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (strcmp(cl->nodes[i].name, "n3") == 0)
+            assert_int_equal(kb.snap.state[i].gpu_used, 0xff);
+    kcache_unassume(f->c, "ml/solo");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+}
+
+static void volcano_membership_and_unknown_queue(void **state)
+{
+    struct fx *f = *state;
+    add_json(f->c, 3,
+             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"vj\"},\"spec\":{\"minMember\":1,"
+             "\"queue\":\"research\"}}");
+    pod(f->c, "v-0", "", "", 1, "", "", "\"scheduling.k8s.io/group-name\":\"vj\"");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].key, "ml/vj");
+    assert_string_equal(kb.waiting[0].reason, "UnknownQueue");
+    assert_non_null(strstr(kb.waiting[0].message, "research"));
+}
+
+static void malformed_objects_are_skipped(void **state)
+{
+    struct fx *f = *state;
+    /* bad quantity: refused and logged, the cache keeps going */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ml\"},\"spec\":{"
+                           "\"schedulerName\":\"gangsched\",\"containers\":[{\"resources\":{"
+                           "\"requests\":{\"cpu\":\"lots\"}}}]}}");
+    assert_int_equal(kcache_pod_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    assert_null(kcache_pod(f->c, "ml/bad"));
+    o = cJSON_Parse("{\"metadata\":{}}");
+    assert_int_equal(kcache_pod_event(f->c, o, false), 0);
+    assert_int_equal(kcache_node_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    struct kpod *p = NULL;
+    struct sched_errbuf eb = {{0}};
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"g\",\"namespace\":\"ml\",\"annotations\":{"
+                    "\"gangsched.io/gpu-ids\":\"0,99\"}},\"spec\":{}}");
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "pod ml/g: annotation gangsched.io/gpu-ids"));
+    cJSON_Delete(o);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+}
+
+static void effective_request_counts_init_containers(void **state)
+{
+    (void)state;
+    /* NodeResourcesFit's example: init IC1 {2, 1G}, IC2 {2, 3G}; C1 {2, 1G}, C2 {1, 1G} ->
+     * {cpu 3, mem 3G} */
+    cJSON *o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"initContainers\":["
+        "{\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1G\"}}},"
+        "{\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"3G\"}}}],\"containers\":["
+        "{\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1G\"}}},"
+        "{\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1G\"}}}]}}");
+    struct kpod *p = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->req.v[RES_CPU], 3000);
+    assert_int_equal(p->req.v[RES_MEMORY], 3000000000LL);
+    assert_string_equal(p->key, "default/p");
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+}
+
+static void times_parse_and_format(void **state)
+{
+    (void)state;
+    int64_t ms = 0;
+    assert_int_equal(kobj_time("2025-01-01T12:00:00Z", &ms), 0);
+    assert_int_equal(ms, 1735732800000LL);
+    assert_int_equal(kobj_time("2025-01-01T12:00:00.250+01:00", &ms), 0);
+    assert_int_equal(ms, 1735729200250LL);
+    assert_int_equal(kobj_time("2025-01-01 12:00:00", &ms), SCHED_EINVAL);
+    assert_int_equal(kobj_time("2025-01-01T12:00:00", &ms), SCHED_EINVAL);
+    char buf[40];
+    kobj_format_time(1735732800123LL, buf, sizeof(buf));
+    assert_string_equal(buf, "2025-01-01T12:00:00.123000Z");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(gang_waits_for_min_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(other_schedulers_pods_use_capacity, setup, teardown),
+        cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(volcano_membership_and_unknown_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_objects_are_skipped, setup, teardown),
+        cmocka_unit_test(effective_request_counts_init_containers),
+        cmocka_unit_test(times_parse_and_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
