@@ -153,8 +153,11 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "pod without metadata.name skipped");
         return 0;
     }
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns && *ns ? ns : "default", name);
+    char key[KOBJ_KEY_MAX];
+    if (kobj_key(ns, name, key, sizeof(key)) != 0) {
+        LOG_WARN("kube", "%s with an invalid name skipped", "pod");
+        return 0;
+    }
     c->dirty = true;
     if (deleted) {
         kobj_pod_free(strmap_del(&c->pods, key));
@@ -191,8 +194,11 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         LOG_WARN("kube", "podgroup without metadata.name skipped");
         return 0;
     }
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns && *ns ? ns : "default", name);
+    char key[KOBJ_KEY_MAX];
+    if (kobj_key(ns, name, key, sizeof(key)) != 0) {
+        LOG_WARN("kube", "%s with an invalid name skipped", "podgroup");
+        return 0;
+    }
     c->dirty = true;
     if (deleted) {
         kobj_pg_free(strmap_del(&c->pgs, key));

@@ -40,6 +40,19 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+int kobj_key(const char *ns, const char *name, char *buf, size_t n)
+{
+    if (!name || !*name)
+        return SCHED_EINVAL;
+    if (!ns || !*ns)
+        ns = "default";
+    if (strlen(ns) > KOBJ_NAME_MAX || strlen(name) > KOBJ_NAME_MAX || strchr(ns, '/') ||
+        strchr(name, '/'))
+        return SCHED_EINVAL;
+    int len = snprintf(buf, n, "%s/%s", ns, name);
+    return len < 0 || (size_t)len >= n ? SCHED_EINVAL : 0;
+}
+
 int kobj_time(const char *s, int64_t *ms)
 {
     if (!s)
@@ -270,8 +283,12 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         return sched_fail(eb, SCHED_EINVAL, "pod: metadata.name: missing");
     if (!ns || !*ns)
         ns = "default";
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    char key[KOBJ_KEY_MAX];
+    if (kobj_key(ns, name, key, sizeof(key)) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %.64s/%.64s: metadata: namespace or name longer "
+                          "than %d characters or containing '/'",
+                          ns, name, KOBJ_NAME_MAX);
     if (spec && !cJSON_IsObject(spec))
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
     struct kpod *p = calloc(1, sizeof(*p));
@@ -326,8 +343,15 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
     if (grp && *grp) {
-        snprintf(key, sizeof(key), "%s/%s", ns, grp);
-        p->group = strdup(key);
+        char gkey[KOBJ_KEY_MAX];
+        if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0) {
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "pod %s: pod group name \"%.64s\" is not a valid "
+                            "name",
+                            key, grp);
+            goto fail;
+        }
+        p->group = strdup(gkey);
     }
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
     if (!q)
@@ -559,8 +583,12 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
         return sched_fail(eb, SCHED_EINVAL, "podgroup: metadata.name: missing");
     if (!ns || !*ns)
         ns = "default";
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    char key[KOBJ_KEY_MAX];
+    if (kobj_key(ns, name, key, sizeof(key)) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "podgroup %.64s/%.64s: metadata: namespace or name "
+                          "longer than %d characters or containing '/'",
+                          ns, name, KOBJ_NAME_MAX);
     const cJSON *mm = get(spec, "minMember");
     if (mm && (!cJSON_IsNumber(mm) || mm->valuedouble < 0 || mm->valuedouble > 1e6 ||
                mm->valuedouble != (double)(int64_t)mm->valuedouble))

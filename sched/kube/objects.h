@@ -19,6 +19,7 @@
 #define SCHED_KUBE_OBJECTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -40,6 +41,13 @@
 #define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
 #define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
+
+#define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
+#define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
+
+/* "namespace/name" into buf (namespace "" or NULL is "default"); SCHED_EINVAL for a missing or
+ * too long name, or one containing '/'. */
+int kobj_key(const char *ns, const char *name, char *buf, size_t n);
 
 enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, KPOD_UNKNOWN };
 
