@@ -29,6 +29,7 @@
 
 #include <yaml.h>
 
+#include "plugins/plugins.h"
 #include "sched/core/hash.h"
 #include "sched/core/quantity.h"
 
@@ -1269,12 +1270,13 @@ static int parse_flavors(struct ctx *x, yaml_node_t *fl)
     return 0;
 }
 
-static const char *const score_terms[CONFIG_SCORE_TERMS] = {"binpack", "topology", "spread"};
-
 static int parse_profiles(struct ctx *x, yaml_node_t *pl)
 {
     static const char *const keys[] = {"name", "weights", NULL};
-    static const char *const weight_keys[] = {"binpack", "topology", "spread", NULL};
+    const char *weight_keys[SCORE_TERMS_MAX + 1] = {NULL}; /* the score terms of plugins/ */
+    uint32_t n_terms = plugin_score_count();
+    for (uint32_t t = 0; t < n_terms; t++)
+        weight_keys[t] = plugin_scores[t]->name;
     struct config *c = x->c;
     size_t n = 0;
     if (pl) {
@@ -1289,13 +1291,15 @@ static int parse_profiles(struct ctx *x, yaml_node_t *pl)
     struct name_ent *ents = pool_array(x->tmp, n + 2, sizeof(*ents));
     if (!c->profiles || !ents)
         return oom(x);
-    c->profiles[0] = (struct config_profile){"training", {10, 10, 0}};
-    c->profiles[1] = (struct config_profile){"inference", {0, 2, 10}};
+    c->profiles[0] = (struct config_profile){.name = "training"};
+    c->profiles[1] = (struct config_profile){.name = "inference"};
+    memcpy(c->profiles[0].weights, plugin_weights_training, sizeof(c->profiles[0].weights));
+    memcpy(c->profiles[1].weights, plugin_weights_inference, sizeof(c->profiles[1].weights));
     c->n_profiles = 2;
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *p = seq_item(x, pl, i);
         path_set(x, "profiles", (long)i, NULL);
-        struct config_profile prof = {NULL, {0, 0, 0}};
+        struct config_profile prof = {NULL, {0}};
         int rc = expect_mapping(x, p);
         if (!rc)
             rc = check_map(x, p, keys);
@@ -1313,10 +1317,10 @@ static int parse_profiles(struct ctx *x, yaml_node_t *pl)
             rc = expect_mapping(x, w);
             if (!rc)
                 rc = check_map(x, w, weight_keys);
-            for (int t = 0; !rc && t < CONFIG_SCORE_TERMS; t++) {
-                yaml_node_t *v = map_opt(x, w, score_terms[t]);
+            for (uint32_t t = 0; !rc && t < n_terms; t++) {
+                yaml_node_t *v = map_opt(x, w, weight_keys[t]);
                 if (v) {
-                    path_push(x, score_terms[t]);
+                    path_push(x, weight_keys[t]);
                     rc = get_number(x, v, 0, false, CONFIG_MAX_WEIGHT, &prof.weights[t]);
                     path_pop(x);
                 }
@@ -2259,9 +2263,13 @@ void config_print_tree(const struct config *c, FILE *f)
         fprintf(f, " %s=%s,", c->level_names[i], c->level_labels[i]);
     fprintf(f, "%s\n", c->n_levels ? " node" : "");
     fprintf(f, "profiles:\n");
-    for (uint32_t i = 0; i < c->n_profiles; i++)
-        fprintf(f, "  %-20s binpack %g, topology %g, spread %g\n", c->profiles[i].name,
-                c->profiles[i].weights[0], c->profiles[i].weights[1], c->profiles[i].weights[2]);
+    for (uint32_t i = 0; i < c->n_profiles; i++) {
+        fprintf(f, "  %-20s", c->profiles[i].name);
+        for (uint32_t t = 0; t < plugin_score_count(); t++)
+            fprintf(f, "%s%s %g", t ? ", " : " ", plugin_scores[t]->name,
+                    c->profiles[i].weights[t]);
+        fputc('\n', f);
+    }
     fprintf(f, "flavors:\n");
     for (uint32_t i = 0; i < c->n_flavors; i++) {
         const struct config_flavor *fl = &c->flavors[i];

@@ -53,7 +53,7 @@
  *           cpu: 512                          # shorthand for {nominal: 512}
  *   profiles:
  *     - name: training
- *       weights: {binpack: 10, topology: 10, spread: 0}
+ *       weights: {binpack: 10, topology: 10, spread: 0}   # keys: the score terms of plugins/
  */
 #ifndef CONFIG_CONFIG_H
 #define CONFIG_CONFIG_H
@@ -128,12 +128,13 @@ struct config_queue {
     uint32_t line, column;
 };
 
-#define CONFIG_SCORE_TERMS 3
+/* Profile weights are indexed like plugin_scores (plugins/registry.c): the weight keys of a
+ * profile are the names of the score terms listed there. The first three are these. */
 enum config_score_term { CONFIG_SCORE_BINPACK = 0, CONFIG_SCORE_TOPOLOGY, CONFIG_SCORE_SPREAD };
 
 struct config_profile {
     const char *name;
-    double weights[CONFIG_SCORE_TERMS]; /* >= 0 each */
+    double weights[SCORE_TERMS_MAX]; /* >= 0 each; terms not listed in the file are 0 */
 };
 
 struct config_pool;

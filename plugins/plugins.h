@@ -1,10 +1,12 @@
 /* plugins/plugins.h: placement plugins, listed explicitly in plugins/registry.c.
  *
- * Owns: the node filters (hard constraints, one reason code each) and the GPU choice inside a
- * node (NVLink islands). Filters are pure predicates over const model objects; the placement
- * engine (sched/core/place.c) evaluates them once per pod set and cycle and caches the result,
- * so a filter's cost is paid per node, not per pod. Adding a filter is adding one file and one
- * line in registry.c.
+ * Owns: the node filters (hard constraints, one reason code each), the score terms (soft
+ * preferences, each a normalised 0..1000 value, weighted per scoring profile) and the GPU choice
+ * inside a node (NVLink islands). Filters are pure predicates over const model objects; the
+ * placement engine (sched/core/place.c) evaluates them once per pod set and cycle and caches the
+ * result, so a filter's cost is paid per node, not per pod. Score terms are pure functions of a
+ * candidate's numbers (struct score_in); the engine combines them with the gang's weights. Adding
+ * a filter or a score term is adding one file and one line in registry.c.
  *
  * Must not touch: usage (filters see only static node facts; free capacity is the engine's
  * business), any state between calls, I/O.
@@ -49,6 +51,53 @@ extern const struct sched_filter plugin_taints;
 extern const struct sched_filter plugin_gpu_sharing;
 
 void filter_env_init(struct filter_env *env, const struct cluster *c);
+
+/* ---- score terms ------------------------------------------------------------------------- */
+
+#define SCORE_MAX 1000 /* a term's best value; 0 is its worst */
+
+/* What a score term sees of one candidate: a node (a one-pod gang's node, the order in which
+ * the nodes of the chosen domain are filled) or a domain (the choice among the domains of one
+ * topology level that can hold the whole gang, or among slice domains). */
+struct score_in {
+    int64_t free_gpus; /* free GPUs now: the node's, or those of the domain's nodes that can
+                          take a pod of the gang */
+    int64_t cap_gpus;  /* GPUs of the same nodes when empty */
+    int64_t gang_gpus; /* GPUs going there: one pod's for a node, the gang's (slice's) for a
+                          domain */
+    int64_t norm_gpus; /* the normaliser: GPUs of the largest node of the cluster (nodes) or of
+                          the largest domain of the level (domains); >= 1 */
+};
+
+struct sched_score {
+    const char *name; /* stable: the weight key of profiles (docs/config.md), shown in reasons */
+    /* 0..SCORE_MAX, higher is better. */
+    uint32_t (*score)(const struct score_in *in);
+};
+
+/* NULL-terminated; a term's index here is its weight's index in a profile (config_profile) and
+ * in gang.weights. The first three are binpack, topology, spread (CONFIG_SCORE_*). */
+extern const struct sched_score *const plugin_scores[];
+extern const struct sched_score plugin_score_binpack;
+extern const struct sched_score plugin_score_topology;
+extern const struct sched_score plugin_score_spread;
+/* Number of terms in plugin_scores (at most SCORE_TERMS_MAX). */
+uint32_t plugin_score_count(void);
+/* Index of the term called `name`, or -1. */
+int plugin_score_find(const char *name);
+/* Weights of the built-in profiles, per term: training packs, inference spreads. */
+extern const double plugin_weights_training[SCORE_TERMS_MAX];
+extern const double plugin_weights_inference[SCORE_TERMS_MAX];
+/* The weights that apply to g: its profile's, else the built-in inference weights for a gang
+ * marked `spread`, else training's. */
+const double *plugin_gang_weights(const struct gang *g);
+/* Weighted mean of every term for `in` under weights w, scaled to 0..SCORE_MAX*1000 (integer so
+ * comparisons are exact and deterministic); all weights 0 gives 0. */
+int64_t plugin_score(const double *w, const struct score_in *in);
+/* The terms with the largest weighted contributions for `in`: up to `max` entries of term index
+ * and raw value (0..SCORE_MAX), terms of weight 0 left out, largest contribution first. */
+uint32_t plugin_score_top(const double *w, const struct score_in *in, uint8_t *terms,
+                          uint16_t *values, uint32_t max);
 /* true when node n satisfies one affinity requirement (Kubernetes rules, see model.h). */
 bool sel_req_matches(const struct sel_req *r, const struct node *n);
 /* true when `tols` tolerate taint `t` (Kubernetes rules). */

@@ -266,6 +266,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             return SCHED_WHY_NEVER;
         if (lift)
             place_lift_holds(&cy->st, true);
+        cy->st.top.n = 0;
         why = place_gang(&cy->st, gf, pods, &level, &domain);
         if (lift)
             place_lift_holds(&cy->st, false);
@@ -285,6 +286,12 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             .borrowing = borrowing,
             .backfilled = cy->n_memo > 0,
         };
+        struct sched_placement *pl = &out->placements[out->n_placements - 1];
+        pl->n_terms = cy->st.top.n;
+        for (uint32_t k = 0; k < cy->st.top.n && k < 3; k++) {
+            pl->terms[k] = cy->st.top.term[k];
+            pl->term_values[k] = cy->st.top.value[k];
+        }
         return why;
     }
     if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&cy->st, gf, &short_res))

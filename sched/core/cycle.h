@@ -88,6 +88,11 @@ struct sched_placement {
     bool borrowing;            /* admitted with quota lent by other queues */
     uint32_t domain;           /* domain at `level` */
     bool backfilled;           /* placed ahead of an older gang that still waits */
+    /* why this node or domain won: its largest weighted score terms, largest first (term index
+     * into plugin_scores, raw value 0..1000); n_terms 0 under first fit */
+    uint8_t n_terms;
+    uint8_t terms[3];
+    uint16_t term_values[3];
 };
 
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */

@@ -28,6 +28,8 @@ void gang_finalize(struct gang *g)
     h = sched_hash(h, &g->slice_size, sizeof(g->slice_size));
     h = sched_hash(h, &g->slice_level, sizeof(g->slice_level));
     h = sched_hash(h, &g->spread, sizeof(g->spread));
+    if (g->weights) /* the profile's weights, by value (NULL: the built-in ones, from spread) */
+        h = sched_hash(h, g->weights, sizeof(*g->weights) * SCORE_TERMS_MAX);
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;

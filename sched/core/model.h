@@ -174,7 +174,8 @@ struct podset {
     uint32_t n_affinity;
 };
 
-#define GANG_MAX_SETS 4
+#define GANG_MAX_SETS   4
+#define SCORE_TERMS_MAX 8 /* score terms (plugins/registry.c), weights per profile */
 
 struct gang {
     uint32_t id;       /* dense, driver-assigned; indexes driver tables */
@@ -193,6 +194,8 @@ struct gang {
     uint32_t slice_size;    /* pods per slice (gangsched.io/slice-size), 0 = no slices */
     int8_t slice_level;     /* level every slice must fit in (gangsched.io/slice-topology), -1 */
     bool spread;            /* profile spreads pods over nodes (inference) instead of packing */
+    const double *weights;  /* score weights per term (plugins/registry.c order), the gang's
+                               profile's; NULL = built-in (inference if spread, else training) */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

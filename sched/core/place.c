@@ -4,10 +4,12 @@
  * GPU count so that a one-pod gang finds its best-fit node without scanning the cluster.
  *
  * Topology-aware algorithm for a gang of several pods: for each topology level from the
- * tightest (node, NVLink clique, rack, block, zone) to the whole cluster, sum per domain how
- * many pods of each pod set its eligible nodes can take now; among the domains that can take the
- * whole gang pick the one with the least free GPUs left over (best fit: a partly used rack is
- * filled before a free one is broken), then fill its nodes fullest first. The first level with a
+ * tightest (node, NVLink clique, rack, block, zone), or from the gang's preferred level, to the
+ * whole cluster, sum per domain how many pods of each pod set its eligible nodes can take now;
+ * among the domains that can take the whole gang pick the one with the best weighted score (the
+ * score terms of plugins/, weighted by the gang's profile: for training the least free GPUs
+ * left over and the most already in use, so a partly used rack is filled before a free one is
+ * broken), then fill its nodes in score order (training: fullest first). The first level with a
  * fitting domain wins, so a gang never spans more than it has to. A required level bounds the
  * search; without one, the search ends at the whole cluster.
  */
@@ -86,11 +88,13 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->touched = arena_alloc(arena, st->max_domains * sizeof(*st->touched));
     st->dom_cap = arena_alloc(arena, st->max_domains * GANG_MAX_SETS * sizeof(*st->dom_cap));
     st->dom_free = arena_alloc(arena, st->max_domains * sizeof(*st->dom_free));
+    st->dom_capg = arena_alloc(arena, st->max_domains * sizeof(*st->dom_capg));
+    st->node_norm = 1;
     st->cap_log = 64;
     st->log = arena_alloc(arena, st->cap_log * sizeof(*st->log));
     if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev || !st->key ||
         !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log || !st->useful ||
-        !st->touched)
+        !st->touched || !st->dom_capg)
         return SCHED_ENOMEM;
     for (uint32_t b = 0; b <= NODE_MAX_GPUS; b++)
         st->bucket[b] = -1;
@@ -110,6 +114,8 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
                 st->has_soft = true;
         if (st->topology && gpu_max_island(nd) > st->island_limit)
             st->island_limit = gpu_max_island(nd);
+        if (nd->n_gpus > st->node_norm)
+            st->node_norm = nd->n_gpus;
         if (ok) { /* what could ever fit: a node down for now still counts */
             st->static_gpus += nd->n_gpus;
             for (int r = 0; r < res_count(); r++)
@@ -121,6 +127,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
         st->ok[i] = ok;
         if (!ok)
             continue;
+        st->ok_gpus += nd->n_gpus;
         bucket_link(st, i);
         st->free_gpus += popc(st->gpu_free[i]);
     }
@@ -150,12 +157,56 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     return 0;
 }
 
+/* ---- scores ------------------------------------------------------------------------------ */
+
+/* A node with `free` free GPUs as a score candidate for a pod of `gpus` GPUs. Normalised by the
+ * largest node, so the score depends on the free count alone and nodes can be ranked by bucket. */
+static struct score_in node_in(const struct place_state *st, int64_t free, int64_t gpus)
+{
+    return (struct score_in){.free_gpus = free,
+                             .cap_gpus = st->node_norm,
+                             .gang_gpus = gpus,
+                             .norm_gpus = st->node_norm};
+}
+
+/* The preference order of free GPU counts for pods of `gpus` GPUs under the current weights:
+ * st->key_order (best first) and st->rank (position of each count). Ties: fewer free first. */
+static void rank_nodes(struct place_state *st, int64_t gpus)
+{
+    if (st->rank_w == st->cur_w && st->rank_gpus == gpus)
+        return;
+    int64_t sc[NODE_MAX_GPUS + 1];
+    for (uint32_t k = 0; k <= NODE_MAX_GPUS; k++) {
+        struct score_in in = node_in(st, k, gpus);
+        sc[k] = plugin_score(st->cur_w, &in);
+        uint32_t j = k; /* insertion sort: 33 keys */
+        while (j > 0 && sc[st->key_order[j - 1]] < sc[k]) {
+            st->key_order[j] = st->key_order[j - 1];
+            j--;
+        }
+        st->key_order[j] = (uint8_t)k;
+    }
+    for (uint32_t j = 0; j <= NODE_MAX_GPUS; j++)
+        st->rank[st->key_order[j]] = (uint8_t)j;
+    st->rank_w = st->cur_w;
+    st->rank_gpus = gpus;
+}
+
+static void record_top(struct place_state *st, const struct score_in *in)
+{
+    st->top.n =
+        (uint8_t)plugin_score_top(st->cur_w, in, st->top.term, st->top.value, PLACE_TOP_TERMS);
+}
+
 /* ---- filters per pod set ---------------------------------------------------------------- */
 
 static void prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
     st->cur_tp = st->topology ? g->tp_size : 0;
+    st->cur_w = plugin_gang_weights(g);
+    if (st->topology && g->n_sets > 0)
+        rank_nodes(st, g->sets[0].req.v[RES_GPU]);
     if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
         const struct podset *ps0 = &g->sets[0];
         for (uint32_t i = 0; i < n; i++) {
@@ -343,14 +394,19 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
     int64_t gpus = ps->req.v[RES_GPU];
     uint32_t mask = 0;
     if (gpus > 0) {
-        /* pack: fewest free GPUs first; spread: most first. Pass 0 skips PreferNoSchedule. */
+        /* Buckets in the score order of their free GPU count (training: fewest free first;
+         * inference: most first). Pass 0 skips PreferNoSchedule. */
         for (int pass = st->has_soft ? 0 : 1; pass < 2; pass++)
-            for (int64_t step = 0; step <= NODE_MAX_GPUS - gpus; step++) {
-                int64_t k = g->spread ? NODE_MAX_GPUS - step : gpus + step;
+            for (uint32_t step = 0; step <= NODE_MAX_GPUS; step++) {
+                int64_t k = st->key_order[step];
+                if (k < gpus)
+                    continue;
                 for (int32_t i = st->bucket[k]; i >= 0; i = st->next[i])
                     if ((pass == 1 || !st->soft[i]) && eligible(st, 0, (uint32_t)i) &&
                         pod_fits(st, ps, (uint32_t)i, &mask)) {
                         out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
+                        struct score_in in = node_in(st, k, gpus);
+                        record_top(st, &in);
                         return apply(st, (uint32_t)i, mask, &ps->req);
                     }
             }
@@ -366,8 +422,9 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
     return false;
 }
 
-/* Nodes of a domain (or the cluster when level < 0) ordered fullest first: counting sort on
- * free GPUs, ties by node index. Returns the count written to st->order. */
+/* Nodes of a domain (or the cluster when level < 0) in score order (training: fullest first),
+ * untolerated PreferNoSchedule nodes after all others: counting sort on the rank of their free
+ * GPU count, ties by node index. Returns the count written to st->order. */
 static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
 {
     const struct topo *t = &st->c->topo;
@@ -380,40 +437,28 @@ static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
     } else {
         n = st->c->n_nodes;
     }
-    /* key: free GPUs (fullest first), PreferNoSchedule-tainted nodes after all others */
+    /* key: rank of the free GPU count, PreferNoSchedule-tainted nodes after all others */
     enum { KEYS = 2 * (NODE_MAX_GPUS + 1) };
     uint32_t count[KEYS + 1] = {0};
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = idx ? idx[j] : j;
-        count[popc(st->gpu_free[i]) + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0) + 1]++;
+        count[st->rank[popc(st->gpu_free[i])] + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0) + 1]++;
     }
     for (uint32_t k = 1; k <= KEYS; k++)
         count[k] += count[k - 1];
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = idx ? idx[j] : j;
-        st->order[count[popc(st->gpu_free[i]) + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0)]++] = i;
+        st->order[count[st->rank[popc(st->gpu_free[i])] +
+                        (st->soft[i] ? NODE_MAX_GPUS + 1 : 0)]++] = i;
     }
     return n;
 }
 
-/* Spread (inference): pods on as many distinct nodes as possible, emptiest nodes first, one pod
- * per node per round. */
+/* Spread (inference): pods on as many distinct nodes as possible, one pod per node per round, in
+ * the score order of order_domain (inference: emptiest first; PreferNoSchedule nodes last). */
 static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n_order,
                         struct sched_assign *out)
 {
-    /* order_domain put PreferNoSchedule nodes last: reverse the others (emptiest first) and
-     * keep those last, reversed too */
-    uint32_t n_hard = 0;
-    while (n_hard < n_order && !st->soft[st->order[n_hard]])
-        n_hard++;
-    for (uint32_t seg = 0; seg < 2; seg++) {
-        uint32_t lo = seg ? n_hard : 0, hi = seg ? n_order : n_hard;
-        for (uint32_t a = lo, b = hi; a + 1 < b; a++, b--) {
-            uint32_t x = st->order[a];
-            st->order[a] = st->order[b - 1];
-            st->order[b - 1] = x;
-        }
-    }
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
@@ -464,7 +509,7 @@ static bool in_domain(const struct place_state *st, uint32_t i, int level, uint3
 
 /* Slices: pods of the (single) pod set in groups of g->slice_size, each group inside one domain
  * of g->slice_level, all inside domain d of `level`. Each slice takes the slice domain with the
- * least free GPUs left over that holds it (best fit), its nodes fullest first. */
+ * best score that holds it (training: the least free GPUs left over), its nodes in score order. */
 static bool fill_slices(struct place_state *st, const struct gang *g, int level, uint32_t d,
                         struct sched_assign *out)
 {
@@ -477,16 +522,29 @@ static bool fill_slices(struct place_state *st, const struct gang *g, int level,
         uint32_t want = ps->count - first < g->slice_size ? ps->count - first : g->slice_size;
         memset(st->dom_cap, 0, (size_t)nd * sizeof(*st->dom_cap));
         memset(st->dom_free, 0, (size_t)nd * sizeof(*st->dom_free));
+        memset(st->dom_capg, 0, (size_t)nd * sizeof(*st->dom_capg));
         for (uint32_t i = 0; i < c->n_nodes; i++) {
             if (!eligible(st, 0, i) || !in_domain(st, i, level, d))
                 continue;
             st->dom_cap[c->nodes[i].dom[sl]] += pod_slots(st, ps, i);
             st->dom_free[c->nodes[i].dom[sl]] += st->key[i];
+            st->dom_capg[c->nodes[i].dom[sl]] += c->nodes[i].n_gpus;
         }
-        int64_t best = -1;
-        for (uint32_t x = 0; x < nd; x++)
-            if (st->dom_cap[x] >= want && (best < 0 || st->dom_free[x] < st->dom_free[best]))
+        int64_t best = -1, best_score = 0;
+        int64_t norm = st->level_max_gpus[sl] > 0 ? st->level_max_gpus[sl] : 1;
+        for (uint32_t x = 0; x < nd; x++) {
+            if (st->dom_cap[x] < want)
+                continue;
+            struct score_in in = {.free_gpus = st->dom_free[x],
+                                  .cap_gpus = st->dom_capg[x],
+                                  .gang_gpus = (int64_t)want * ps->req.v[RES_GPU],
+                                  .norm_gpus = norm};
+            int64_t sc = plugin_score(st->cur_w, &in);
+            if (best < 0 || sc > best_score) {
                 best = x;
+                best_score = sc;
+            }
+        }
         if (best < 0)
             return false;
         uint32_t n_order = order_domain(st, sl, (uint32_t)best);
@@ -505,8 +563,9 @@ static bool fill_slices(struct place_state *st, const struct gang *g, int level,
     return true;
 }
 
-/* Per-domain capacity at `level` (-1: the whole cluster) over the useful nodes: fills dom_cap and
- * dom_free (free GPUs of useful nodes) for the touched domains, listed in st->touched.
+/* Per-domain capacity at `level` (-1: the whole cluster) over the useful nodes: fills dom_cap,
+ * dom_free (free GPUs of useful nodes) and dom_capg (their GPUs) for the touched domains, listed
+ * in st->touched.
  * Returns the number of touched domains. */
 static uint32_t sum_domains(struct place_state *st, const struct gang *g, int level,
                             uint32_t n_useful)
@@ -518,11 +577,13 @@ static uint32_t sum_domains(struct place_state *st, const struct gang *g, int le
         uint32_t d = level >= 0 ? c->nodes[i].dom[level] : 0;
         if (st->dom_free[d] < 0) { /* first visit this pass */
             st->dom_free[d] = 0;
+            st->dom_capg[d] = 0;
             memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0,
                    GANG_MAX_SETS * sizeof(*st->dom_cap));
             st->touched[nt++] = d;
         }
         st->dom_free[d] += st->key[i];
+        st->dom_capg[d] += c->nodes[i].n_gpus;
         for (uint32_t s = 0; s < g->n_sets; s++)
             st->dom_cap[(size_t)d * GANG_MAX_SETS + s] += st->slots[(size_t)s * c->n_nodes + i];
     }
@@ -578,12 +639,22 @@ static bool domain_holds(const struct place_state *st, const struct gang *g, uin
 
 #define TRIES_PER_LEVEL 3
 
+/* The level the domain search starts at: the tightest (node), or the gang's preferred level
+ * (gangsched.io/topology-preferred and its Kueue and Volcano equivalents), from which it widens
+ * one level at a time. A preferred level tighter than a required one changes nothing. */
+static int start_level(const struct place_state *st, const struct gang *g)
+{
+    int l = (int)st->c->topo.n_levels - 1;
+    if (st->topology && g->topo_preferred >= 0 && g->topo_preferred < l)
+        l = g->topo_preferred;
+    return l;
+}
+
 static enum sched_why place_domains(struct place_state *st, const struct gang *g,
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
-    const struct cluster *c = st->c;
     uint32_t n_useful = collect_useful(st, g, pod_slots);
-    for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
+    for (int l = start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
             uint32_t nt = sum_domains(st, g, -1, n_useful);
@@ -593,8 +664,8 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
         }
         if (!level_useful(st, g, l))
             continue;
-        if (g->spread && l >= 0 && l != g->topo_required)
-            continue; /* spreading: only the required level (if any) or the whole cluster */
+        if (g->spread && l >= 0 && l != g->topo_required && l != g->topo_preferred)
+            continue; /* spreading: only the required or preferred level, or the whole cluster */
         uint32_t nt = sum_domains(st, g, l, n_useful);
         if (g->n_sets == 1 && (l == g->topo_required || l == -1)) { /* remember the near miss */
             for (uint32_t k = 0; k < nt; k++) {
@@ -608,20 +679,28 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                 }
             }
         }
+        int64_t norm = l >= 0 ? st->level_max_gpus[l] : st->ok_gpus;
         for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
-            int64_t best = -1, best_left = 0;
+            int64_t best = -1, best_score = 0;
+            struct score_in best_in = {0};
             for (uint32_t k = 0; k < nt; k++) {
                 uint32_t d = st->touched[k];
                 if (st->dom_free[d] == INT64_MAX || !domain_holds(st, g, d))
                     continue;
-                int64_t left = st->dom_free[d] - g->gpus;
-                if (best < 0 || left < best_left || (left == best_left && d < best)) {
+                struct score_in in = {.free_gpus = st->dom_free[d],
+                                      .cap_gpus = st->dom_capg[d],
+                                      .gang_gpus = g->gpus,
+                                      .norm_gpus = norm > 0 ? norm : 1};
+                int64_t sc = plugin_score(st->cur_w, &in);
+                if (best < 0 || sc > best_score || (sc == best_score && d < best)) {
                     best = d;
-                    best_left = left;
+                    best_score = sc;
+                    best_in = in;
                 }
             }
             if (best < 0)
                 break;
+            record_top(st, &best_in);
             bool sliced = g->slice_size > 0 && g->slice_level >= 0 && g->n_sets == 1;
             bool filled;
             if (sliced) {
@@ -911,7 +990,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
     const struct cluster *c = st->c;
     prepare_elig(st, g);
     uint32_t n_useful = collect_useful(st, g, full_slots);
-    for (int l = (int)c->topo.n_levels - 1; l >= -1; l--) {
+    for (int l = start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required)
             return 0;
         if (!level_useful(st, g, l))

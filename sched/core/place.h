@@ -24,6 +24,15 @@ struct place_undo {
     const struct res_vec *req;
 };
 
+/* Why the winner won: its largest weighted score terms (term index into plugin_scores, raw
+ * value 0..SCORE_MAX), largest contribution first. */
+#define PLACE_TOP_TERMS 3
+struct place_score {
+    uint8_t n;
+    uint8_t term[PLACE_TOP_TERMS];
+    uint16_t value[PLACE_TOP_TERMS];
+};
+
 struct place_state {
     const struct cluster *c;
     struct arena *arena;
@@ -75,6 +84,18 @@ struct place_state {
      * repeats the node level (every domain a single node, e.g. no clique label on HGX) */
     int64_t level_max_gpus[TOPO_MAX_LEVELS];
     bool level_is_nodes[TOPO_MAX_LEVELS];
+    /* scoring (plugins/registry.c): the weights of the gang being placed, and for its pod
+     * size the preference order of nodes by free GPU count (rank: position of a count in that
+     * order), cached while weights and pod size stay the same */
+    const double *cur_w;
+    const double *rank_w;
+    int64_t rank_gpus;
+    uint8_t key_order[NODE_MAX_GPUS + 1];
+    uint8_t rank[NODE_MAX_GPUS + 1];
+    int64_t node_norm; /* GPUs of the largest node (>= 1): normaliser of node scores */
+    int64_t ok_gpus;   /* GPUs of the nodes that pass the node-only filters: the cluster's norm */
+    int64_t *dom_capg; /* scratch per domain: GPUs of its useful nodes */
+    struct place_score top; /* the top score terms of the last successful placement */
     /* static capacity (ready, schedulable nodes) for "never fits" */
     struct res_vec max_alloc; /* per resource, the largest node */
     int64_t static_gpus;
@@ -84,10 +105,11 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
                       struct arena *arena);
 
 /* Places every pod of g or nothing. On success writes g->n_pods assignments into `out`, the
- * tightest domain holding the gang into *level / *domain (-1 when it spans the cluster), commits
- * and returns SCHED_WHY_PLACED. On failure the state is unchanged and the return value says why:
- * SCHED_WHY_RESOURCES (not enough free capacity anywhere) or SCHED_WHY_TOPOLOGY (enough in
- * total, but not inside one domain of the required level). */
+ * tightest domain holding the gang into *level / *domain (-1 when it spans the cluster) and the
+ * winner's top score terms into st->top, commits and returns SCHED_WHY_PLACED. On failure the state
+ * is unchanged and the return value says why: SCHED_WHY_RESOURCES (not enough free capacity
+ * anywhere) or SCHED_WHY_TOPOLOGY (enough in total, but not inside one domain of the required
+ * level). */
 enum sched_why place_gang(struct place_state *st, const struct gang *g, struct sched_assign *out,
                           int *level, uint32_t *domain);
 

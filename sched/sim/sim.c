@@ -249,9 +249,12 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
                 return rc;
             }
         }
-        if (prof >= 0) /* the profile decides: spread (inference) or pack (training) */
+        if (prof >= 0) { /* the profile's weights score candidates; it spreads (inference) when
+                            its spread weight is above its binpack weight, else it packs */
+            g->weights = cfg->profiles[prof].weights;
             g->spread = cfg->profiles[prof].weights[CONFIG_SCORE_SPREAD] >
                         cfg->profiles[prof].weights[CONFIG_SCORE_BINPACK];
+        }
         g->tp_size = tj->tp_size > 0 ? (uint32_t)tj->tp_size : 0;
         g->slice_size = tj->slice_size > 0 ? (uint32_t)tj->slice_size : 0;
         if ((g->slice_size > 0) != (g->slice_level >= 0)) {
@@ -1350,10 +1353,19 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
         if (strcmp(r->in->jobs[res->placements[p].gang->id].id, r->opt->explain_job) == 0) {
             const struct sched_placement *pl = &res->placements[p];
             const struct topo *t = &r->in->cluster->topo;
-            fprintf(stderr, "t=%.0fs policy=%s job=%s: placed in %s %s\n", (double)now / 1000.0,
+            char terms[128] = "";
+            size_t len = 0;
+            for (uint32_t k = 0; k < pl->n_terms && len < sizeof(terms); k++) {
+                int w = snprintf(terms + len, sizeof(terms) - len, "%s%s %u",
+                                 k ? ", " : "; top scores: ", plugin_scores[pl->terms[k]]->name,
+                                 (unsigned)pl->term_values[k]);
+                len += w > 0 ? (size_t)w : 0;
+            }
+            fprintf(stderr, "t=%.0fs policy=%s job=%s: placed in %s %s%s\n", (double)now / 1000.0,
                     r->pol->name, r->opt->explain_job,
                     pl->level >= 0 ? t->levels[pl->level].name : "cluster",
-                    pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)");
+                    pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)",
+                    terms);
         }
 }
 

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
+#include "plugins/plugins.h"
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
 #include "sched/core/policy.h"
@@ -730,6 +732,89 @@ static void test_inference_spreads_training_packs(void **unused)
     world_free(w);
 }
 
+/* gangsched.io/topology-preferred: the search starts at the preferred level (the tightest
+ * rack there, not the single node a search from the node level would find) and widens one level
+ * at a time when no domain of that level holds the gang, where a required level would wait. */
+static void test_topology_preferred_starts_there_then_widens(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16"); /* racks 0-7 and 8-15, one block */
+    int rack = w->c->topo.rack_level, block = rack - 1;
+    assert_string_equal(w->c->topo.levels[block].name, "block");
+    for (uint32_t i = 1; i < 8; i++)
+        use_gpus(w, i, 0x0F); /* rack 0: node 0 free, nodes 1-7 half used */
+    for (uint32_t i = 8; i < 16; i++)
+        use_gpus(w, i, i < 10 ? 0x0F : 0xFF); /* rack 1: only nodes 8 and 9, half free */
+    struct gang *plain = add_gang(w, 2, 4, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, plain);
+    assert_non_null(p); /* from the node level: both pods on the free node 0 */
+    assert_int_equal(p->pods[0].node, 0);
+    assert_int_equal(p->pods[1].node, 0);
+    plain->topo_preferred = (int8_t)rack;
+    gang_finalize(plain);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, plain);
+    assert_non_null(p); /* from the rack level: the rack it fills exactly, node 0 stays whole */
+    assert_int_equal(p->level, rack);
+    assert_int_equal(w->c->nodes[p->pods[0].node].dom[rack], 1);
+    assert_int_equal(p->pods[0].node + p->pods[1].node, 8 + 9);
+
+    /* three whole nodes: no rack has them (two free nodes in each), the block has */
+    for (uint32_t i = 0; i < 16; i++)
+        w->state[i] = (struct node_state){0};
+    for (uint32_t i = 0; i < 16; i++)
+        if (i != 0 && i != 1 && i != 8 && i != 9)
+            use_gpus(w, i, 0x01);
+    plain->sets[0].count = 3;
+    plain->sets[0].req.v[RES_GPU] = 8;
+    gang_finalize(plain);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, plain);
+    assert_non_null(p);
+    assert_int_equal(p->level, block);
+    plain->topo_preferred = -1;
+    plain->topo_required = (int8_t)rack;
+    gang_finalize(plain);
+    r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, plain));
+    assert_int_equal(verdict_of(r, plain)->why, SCHED_WHY_TOPOLOGY);
+    free_names(w);
+    world_free(w);
+}
+
+/* Score terms are weighted per profile, and a placement names the top terms of its winner. */
+static void test_profile_weights_and_top_terms(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 2, 0x3F); /* node 2 has 2 free, the others 8 */
+    struct gang *pack = add_gang(w, 1, 1, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, pack);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2); /* training: binpack and topology, the fullest */
+    assert_int_equal(p->n_terms, 2);
+    assert_string_equal(plugin_scores[p->terms[0]]->name, "binpack");
+    assert_int_equal(p->term_values[0], 1000 - 1000 / 8); /* 1 of 8 GPUs left over */
+    assert_string_equal(plugin_scores[p->terms[1]]->name, "topology");
+    assert_int_equal(p->term_values[1], 1000 * 6 / 8); /* 6 of 8 GPUs in use */
+    static const double spread_only[SCORE_TERMS_MAX] = {0, 0, 1};
+    pack->weights = spread_only; /* a profile of spread alone: the emptiest node */
+    gang_finalize(pack);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, pack);
+    assert_non_null(p);
+    assert_int_not_equal(p->pods[0].node, 2);
+    assert_int_equal(p->n_terms, 1);
+    assert_string_equal(plugin_scores[p->terms[0]]->name, "spread");
+    assert_int_equal(p->term_values[0], 1000);
+    assert_int_equal(plugin_score_find("topology"), CONFIG_SCORE_TOPOLOGY);
+    assert_int_equal(plugin_score_find("nope"), -1);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_prefer_no_schedule_is_a_preference(void **unused)
 {
     (void)unused;
@@ -911,6 +996,8 @@ int main(void)
         cmocka_unit_test(test_tp_groups_inside_islands),
         cmocka_unit_test(test_slices_each_inside_one_rack),
         cmocka_unit_test(test_inference_spreads_training_packs),
+        cmocka_unit_test(test_topology_preferred_starts_there_then_widens),
+        cmocka_unit_test(test_profile_weights_and_top_terms),
         cmocka_unit_test(test_prefer_no_schedule_is_a_preference),
         cmocka_unit_test(test_near_miss_in_reason),
         cmocka_unit_test(test_tp_groups_regressions),
