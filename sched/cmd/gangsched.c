@@ -404,6 +404,7 @@ static cJSON *stats_json(const struct sim_stats *s)
     }
     cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
     cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
+    cJSON_AddNumberToObject(o, "whole_node_wait_share", s->whole_node_wait_share);
     cJSON_AddNumberToObject(o, "reclaim_wait_s", s->reclaim_wait_s);
     cJSON_AddNumberToObject(o, "backfilled", (double)s->backfilled);
     cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
@@ -489,6 +490,7 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_F("tensor-parallel splits", "%14llu", (unsigned long long)s[i].tp_splits);
     ROW_F("racks per multi-node gang", "%14.2f", s[i].mean_racks_per_multinode_gang);
     ROW_F("fragmentation", "%13.1f%%", 100.0 * s[i].fragmentation);
+    ROW_F("whole-node gang waiting", "%13.1f%%", 100.0 * s[i].whole_node_wait_share);
     ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
     ROW_F("preemptions (evictions)", "%14llu", (unsigned long long)s[i].preemptions);
     ROW_F("GPU-hours lost to preemption", "%14.1f", s[i].gpu_hours_lost_to_preemption);

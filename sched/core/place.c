@@ -137,6 +137,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             if (i >= n || !st->ok[i])
                 continue;
             st->held_for[i] = snap->holds[h].gang;
+            st->any_held_for = true;
             bucket_unlink(st, i);
             st->free_gpus -= popc(st->gpu_free[i]);
             st->ok[i] = 0;
@@ -265,6 +266,8 @@ static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
 /* Makes the nodes a preemptor holds usable for it (on) or held again (off). */
 static void own_holds(struct place_state *st, const struct gang *g, bool on)
 {
+    if (!st->any_held_for)
+        return; /* no preemptor holds anything this cycle: skip the scan */
     for (uint32_t i = 0; i < st->c->n_nodes; i++) {
         if (!st->held_for[i] || st->held_for[i]->id != g->id || st->ok[i] == on)
             continue; /* by id: g may be a per-flavor copy of the gang that holds */
@@ -792,6 +795,7 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
         if (i >= st->c->n_nodes)
             continue;
         st->held_for[i] = g;
+        st->any_held_for = true;
         if (st->ok[i]) {
             bucket_unlink(st, i);
             st->free_gpus -= popc(st->gpu_free[i]);

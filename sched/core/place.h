@@ -52,6 +52,7 @@ struct place_state {
      * the set may use (a set restricted to 2x4 nodes may span their islands) */
     uint32_t cur_tp;              /* tp_size of the gang being placed (0 = whole pods) */
     const struct gang **held_for; /* preemptor holds: node usable only by this gang, or NULL */
+    bool any_held_for;            /* some node is held for a preemptor this cycle */
     int only_level;               /* trial placements inside one domain: level, -2 = anywhere */
     uint32_t only_domain;
     struct place_undo *rel; /* released pods of would-be victims, for undo */

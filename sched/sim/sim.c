@@ -452,7 +452,7 @@ struct run {
     /* loop state (persisted with the jobs so that a run resumes exactly) */
     uint32_t next_sub;
     int64_t t0, t_end, prev_t;
-    double frag_w, frag_t, frag_now;
+    double frag_w, frag_t, frag_now, frag_wait; /* frag_wait: time a whole-node gang waited */
     bool whole_waiting;
     uint64_t events_done; /* submits, starts, finishes, evictions, rejects */
     uint32_t uncommitted; /* instants since the last store commit */
@@ -1406,7 +1406,7 @@ static double job_wait_s(const struct run *r, uint32_t j)
 }
 
 static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted,
-                     double frag_time)
+                     double frag_time, double frag_wait)
 {
     const struct sim_input *in = r->in;
     struct sim_stats *st = r->st;
@@ -1474,7 +1474,10 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     st->gpu_utilization = cap > 0 ? busy_gpu_s / cap : 0.0;
     if (st->multinode_gangs)
         st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
-    st->fragmentation = frag_time > 0 ? frag_weighted / frag_time : 0.0;
+    /* the mean stranded share while a whole-node gang waits, and how much of the time one
+     * waits (their product is the time average over the makespan) */
+    st->fragmentation = frag_wait > 0 ? frag_weighted / frag_wait : 0.0;
+    st->whole_node_wait_share = frag_time > 0 ? frag_wait / frag_time : 0.0;
     st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
     for (uint32_t k = 0; k < in->n_queues; k++) {
         struct sim_queue_stats *ps = &st->per_queue[k];
@@ -1625,10 +1628,11 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     }
     if (rc == 0) {
         char loop[512];
-        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu",
+        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu %.17g",
                  r->next_sub, (long long)r->t0, (long long)r->t_end, (long long)r->prev_t,
                  r->frag_w, r->frag_t, r->frag_now, r->whole_waiting,
-                 (unsigned long long)r->last_reservation, (unsigned long long)r->events_done);
+                 (unsigned long long)r->last_reservation, (unsigned long long)r->events_done,
+                 r->frag_wait);
         rc = store_meta_put(db, "sim:loop", loop, eb);
     }
     if (rc == 0) {
@@ -1826,8 +1830,9 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
     unsigned next_sub, whole;
     long long t0, t_end, prev_t;
     unsigned long long last_res, events;
-    if (sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu", &next_sub, &t0, &t_end, &prev_t,
-               &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res, &events) != 10 ||
+    if (sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu %lg", &next_sub, &t0, &t_end,
+               &prev_t, &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res, &events,
+               &r->frag_wait) != 11 ||
         next_sub > in->n_jobs)
         return sched_fail(eb, SCHED_EINVAL, "database: meta sim:loop is malformed");
     r->next_sub = next_sub, r->t0 = t0, r->t_end = t_end, r->prev_t = prev_t;
@@ -2200,11 +2205,11 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
         if (now == INT64_MAX || !work_left(r))
             break; /* (node failures go on forever: the run ends with its last job) */
-        /* fragmentation over [prev_t, now): the state set by the previous instant; the
-         * average runs over the whole makespan, instants without a waiting whole-node gang
-         * count as 0 */
+        /* fragmentation over [prev_t, now): the state set by the previous instant; the mean
+         * runs over the time some whole-node gang waits (frag_wait), frag_t is the makespan */
         r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
         r->frag_t += (double)(now - r->prev_t);
+        r->frag_wait += r->whole_waiting ? (double)(now - r->prev_t) : 0.0;
         quota_integrate(r, now - r->prev_t);
         r->prev_t = now;
         while (r->n_heap && r->heap[0].t_ms == now) {
@@ -2271,7 +2276,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     else if (r->opt->db && store_in_txn(r->opt->db))
         store_rollback(r->opt->db);
     if (rc == 0)
-        rc = summarize(r, r->t0, r->t_end, r->frag_w, r->frag_t);
+        rc = summarize(r, r->t0, r->t_end, r->frag_w, r->frag_t, r->frag_wait);
     if (rc == 0 && r->opt->jobs_out && write_jobs(r, r->opt->jobs_out) != 0)
         rc = sched_fail(eb, SCHED_EIO, "writing the per-job results failed");
     if (rc != 0 && !eb->msg[0])
