@@ -111,13 +111,13 @@ struct sim_stats {
     double prio_mean_queue_s[8];
     double prio_mean_wait_s[8];
     uint32_t n_prio;
-    uint64_t quota_violations; /* instants some queue was above nominal + borrowing limit */
-    double reclaim_wait_s;     /* sum over queues of reclaim_wait_s */
-    double fragmentation;      /* mean share of GPUs stranded while a whole-node gang waits
-                                  (see docs/metrics.md) */
+    uint64_t quota_violations;    /* instants some queue was above nominal + borrowing limit */
+    double reclaim_wait_s;        /* sum over queues of reclaim_wait_s */
+    double fragmentation;         /* mean share of GPUs stranded while a whole-node gang waits
+                                     (see docs/metrics.md) */
     double whole_node_wait_share; /* share of the time some whole-node gang waits */
-    uint64_t backfilled;       /* gangs started ahead of an older waiting gang */
-    uint64_t reservations;     /* cycles in which a starving gang held capacity */
+    uint64_t backfilled;          /* gangs started ahead of an older waiting gang */
+    uint64_t reservations;        /* cycles in which a starving gang held capacity */
     uint64_t cycles;
     struct sim_queue_stats *per_queue; /* [n_queues] */
     uint32_t n_queues;
