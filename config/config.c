@@ -2121,6 +2121,26 @@ int config_flavor_index(const struct config *c, const char *name)
     return c ? idx_find(c->pool->flavor_idx, c->n_flavors, name) : -1;
 }
 
+int config_profile_apply(const struct config *c, uint32_t queue, const char *name, struct gang *g)
+{
+    int prof = c && queue < c->n_queues ? c->queues[queue].profile : -1;
+    if (name) {
+        prof = -1;
+        for (uint32_t k = 0; c && k < c->n_profiles; k++)
+            if (strcmp(c->profiles[k].name, name) == 0)
+                prof = (int)k;
+        if (prof < 0)
+            return SCHED_ENOENT;
+    }
+    if (prof >= 0) { /* the profile's weights score candidates; it spreads (inference) when its
+                        spread weight is above its binpack weight, else it packs */
+        g->weights = c->profiles[prof].weights;
+        g->spread = c->profiles[prof].weights[CONFIG_SCORE_SPREAD] >
+                    c->profiles[prof].weights[CONFIG_SCORE_BINPACK];
+    }
+    return 0;
+}
+
 const struct config_quota *config_quota_get(const struct config *c,
                                             const struct config_quota_set *qs, uint32_t f, int r)
 {

@@ -174,6 +174,10 @@ void config_free(struct config *c);
 int config_queue_index(const struct config *c, const char *name);
 int config_flavor_index(const struct config *c, const char *name);
 
+/* Gives g the scoring profile `name` (NULL: the queue's default profile): its weights and
+ * whether it spreads. SCHED_ENOENT when no profile has that name (g unchanged). */
+int config_profile_apply(const struct config *c, uint32_t queue, const char *name, struct gang *g);
+
 /* Quota of queue/cohort set `qs` for (flavor f, resource r), or NULL when not given. */
 const struct config_quota *config_quota_get(const struct config *c,
                                             const struct config_quota_set *qs, uint32_t f, int r);

@@ -496,34 +496,24 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 if (!earlier)
                     kg->members[k++] = members[i];
             }
+    const char *profile = NULL;
     if (g->pg && !running) {
         struct kv *ann;
         uint32_t n_ann;
         if (kobj_annotations(g->pg->obj, a, &ann, &n_ann) != 0)
             return SCHED_ENOMEM;
-        const char *profile = NULL;
         struct sched_errbuf eb;
         if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
             *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
             return SCHED_EINVAL;
         }
-        int prof = b->cfg ? b->cfg->queues[q].profile : -1;
-        if (profile && b->cfg) {
-            prof = -1;
-            for (uint32_t p = 0; p < b->cfg->n_profiles; p++)
-                if (strcmp(b->cfg->profiles[p].name, profile) == 0)
-                    prof = (int)p;
-            if (prof < 0) {
-                *why = arena_printf(a,
-                                    "podgroup %s: annotation gangsched.io/profile: unknown "
-                                    "profile \"%s\"",
-                                    g->key, profile);
-                return SCHED_EINVAL;
-            }
-        }
-        if (prof >= 0)
-            gg->spread = b->cfg->profiles[prof].weights[CONFIG_SCORE_SPREAD] >
-                         b->cfg->profiles[prof].weights[CONFIG_SCORE_BINPACK];
+    }
+    if (b->cfg && !running && config_profile_apply(b->cfg, q, profile, gg) != 0) {
+        *why = arena_printf(a,
+                            "podgroup %s: annotation gangsched.io/profile: unknown profile "
+                            "\"%s\"",
+                            g->key, profile);
+        return SCHED_EINVAL;
     }
     gang_finalize(gg);
     gg->min_member = gg->n_pods;

@@ -235,25 +235,11 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->topo_required = (int8_t)req;
         g->topo_preferred = (int8_t)pref;
         g->slice_level = (int8_t)slice;
-        int prof = cfg->queues[q].profile;
-        if (tj->profile) {
-            prof = -1;
-            for (uint32_t k = 0; k < cfg->n_profiles; k++)
-                if (strcmp(cfg->profiles[k].name, tj->profile) == 0)
-                    prof = (int)k;
-            if (prof < 0) {
-                int rc =
-                    sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'profile': unknown profile '%s'",
-                               t->files[tj->file], tj->line, tj->profile);
-                sim_input_free(in);
-                return rc;
-            }
-        }
-        if (prof >= 0) { /* the profile's weights score candidates; it spreads (inference) when
-                            its spread weight is above its binpack weight, else it packs */
-            g->weights = cfg->profiles[prof].weights;
-            g->spread = cfg->profiles[prof].weights[CONFIG_SCORE_SPREAD] >
-                        cfg->profiles[prof].weights[CONFIG_SCORE_BINPACK];
+        if (config_profile_apply(cfg, (uint32_t)q, tj->profile, g) != 0) {
+            int rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'profile': unknown profile '%s'",
+                                t->files[tj->file], tj->line, tj->profile);
+            sim_input_free(in);
+            return rc;
         }
         g->tp_size = tj->tp_size > 0 ? (uint32_t)tj->tp_size : 0;
         g->slice_size = tj->slice_size > 0 ? (uint32_t)tj->slice_size : 0;
