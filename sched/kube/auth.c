@@ -103,8 +103,8 @@ static int slurp(const char *path, size_t max, char **out, size_t *out_len)
         return SCHED_EIO;
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
+    int rc = buf ? 0 : SCHED_ENOMEM;
+    while (!rc) {
         if (len + 1 >= cap) {
             if (cap > max + 1) {
                 rc = SCHED_ERANGE;
@@ -112,8 +112,7 @@ static int slurp(const char *path, size_t max, char **out, size_t *out_len)
             }
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
-                free(buf);
-                buf = NULL;
+                rc = SCHED_ENOMEM;
                 break;
             }
             buf = nb;
@@ -126,8 +125,6 @@ static int slurp(const char *path, size_t max, char **out, size_t *out_len)
     }
     int err = ferror(f) ? errno : 0;
     fclose(f);
-    if (!buf)
-        return SCHED_ENOMEM;
     if (!rc && len > max)
         rc = SCHED_ERANGE;
     if (!rc && err) {

@@ -167,4 +167,6 @@ dl=$(lead_w "$D/d.out" LEADING d)
 [ "$dl" -ge "$cs" ] || fail "d led at $dl while c still renewed (stopped at $cs)"
 [ $((dl - cs)) -le 4500 ] || fail "d took $((dl - cs)) ms after c stopped (lease 3 s)"
 ok "lease: d took over $((dl - cs)) ms after c stopped renewing (lease 3 s)"
+# under make san, a probe that leaked or misbehaved says so on stderr
+grep -l "Sanitizer\|runtime error" "$D"/*.out "$D"/*.err 2>/dev/null && fail "sanitizer reports"
 echo "all kube client checks passed"
