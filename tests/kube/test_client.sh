@@ -71,6 +71,15 @@ grep -q "status=401 attempts=1 reason=Unauthorized error=Unauthorized" "$D/r.out
     fail "wrong token: $(head -1 "$D/r.out")"
 ok "wrong token: 401 Unauthorized, not retried"
 
+# tokenFile: read at start; after a 401 it is read again and the request retried once
+sed "s|token: tok-$$|tokenFile: tok|" "$KC" >"$D/kc-file"
+echo "tok-$$" >"$D/tok"
+timeout 30 "$P" request "$D/kc-file" GET $PODS >"$D/r.out" || fail "tokenFile: $(head -1 "$D/r.out")"
+echo "stale" >"$D/tok"
+timeout 30 "$P" request "$D/kc-file" GET $PODS >"$D/r.out" && fail "stale tokenFile accepted"
+grep -q "status=401 attempts=2" "$D/r.out" || fail "401 with tokenFile: $(head -1 "$D/r.out")"
+ok "tokenFile relative to the kubeconfig; a 401 re-reads it and retries once"
+
 req GET /api/v1/namespaces/default/pods/nope >"$D/r.out" && fail "missing pod found"
 grep -q 'status=404 attempts=1 reason=NotFound error=pods "nope" not found' "$D/r.out" ||
     fail "404: $(head -1 "$D/r.out")"
@@ -92,11 +101,13 @@ ok "429 with Retry-After 2 waited ${t} ms"
 # ---- informer -----------------------------------------------------------------------------------
 # The first watch is cut after one event; watches time out every 3 s.
 fault '{"type":"drop-watch","afterEvents":1,"count":1,"path":"/pods"}'
-KUBEPROBE_WATCH_TIMEOUT=3 timeout 90 "$P" watch "$KC" /api/v1/pods 80 "$D/stop" >"$D/watch.out" 2>"$D/watch.err" &
+req POST $PODS "$(pod p0)" >/dev/null || fail "create p0"
+KUBEPROBE_PAGE=1 KUBEPROBE_WATCH_TIMEOUT=3 timeout 90 "$P" watch "$KC" /api/v1/pods 80 "$D/stop" >"$D/watch.out" 2>"$D/watch.err" &
 pids="$pids $!"
 waitfor "$D/watch.out" "SYNCED" 10 || fail "no initial SYNCED"
 grep -q "ADDED default/p1 " "$D/watch.out" || fail "p1 not listed"
-ok "list: p1 ADDED, SYNCED"
+grep -q "ADDED default/p0 " "$D/watch.out" || fail "p0 not listed"
+ok "list in pages of one: p0 and p1 ADDED, SYNCED"
 req POST $PODS "$(pod p2)" >/dev/null || fail "create p2"
 waitfor "$D/watch.out" "ADDED default/p2 " 10 || fail "watch: no ADDED p2"
 req POST $PODS "$(pod p3)" >/dev/null || fail "create p3"

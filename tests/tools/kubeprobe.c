@@ -16,7 +16,8 @@
  *       renew deadline 2 s, retry 500 ms); prints "t=.. w=WALLMS LEADING ID" and "... LOST ID";
  *       after SECONDS it releases the lease ("... RELEASED ID") or exits without renewing
  *       ("... STOPPED ID").
- * Environment: KUBEPROBE_WATCH_TIMEOUT (watch timeoutSeconds, default 30), KUBEPROBE_LEASE.
+ * Environment: KUBEPROBE_WATCH_TIMEOUT (watch timeoutSeconds, default 30), KUBEPROBE_PAGE (list
+ * page size), KUBEPROBE_LEASE.
  * Exit status 2 on usage or setup errors.
  */
 #include <stdio.h>
@@ -225,6 +226,8 @@ int main(int argc, char **argv)
         const char *wt = getenv("KUBEPROBE_WATCH_TIMEOUT");
         struct kube_informer_opts io = {.path = argv[3],
                                         .watch_timeout_s = wt ? (uint32_t)atoi(wt) : 30};
+        const char *page = getenv("KUBEPROBE_PAGE");
+        io.page_size = page ? (uint32_t)atoi(page) : 0;
         if (kube_informer_new(client, &io, on_event, NULL, &informer, &eb) != 0) {
             fprintf(stderr, "kubeprobe: %s\n", eb.msg);
             return 2;
