@@ -499,9 +499,10 @@ static void on_list(void *ctx, const struct kube_resp *r)
     if (r->status == 410 || (r->status != 200 && inf->cont)) {
         LOG_INFO("kube", "list %s: %s: starting the list again", inf->path,
                  r->error ? r->error : "expired");
+        bool paged = inf->cont != NULL;
         free(inf->cont);
         inf->cont = NULL;
-        if (r->status == 410)
+        if (r->status == 410 && paged)
             start_list(inf);
         else
             schedule(inf, NEXT_LIST, next_backoff(inf));
