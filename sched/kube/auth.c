@@ -1,0 +1,613 @@
+/* sched/kube/auth.c: where the API server is and how to authenticate (see client.h).
+ *
+ * Owns: kubeconfig loading (libyaml document, current context only, relative paths resolved
+ * against the kubeconfig's directory, *-data fields base64-decoded), the in-cluster service
+ * account fallback, and base64 decoding. Must not touch: the network (client.c does that), the
+ * daemon's configuration, any global state but the environment it reads.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "config/yaml_guard.h"
+#include "sched/kube/client.h"
+#include "sched/kube/wire.h"
+
+#define KUBECONFIG_MAX_BYTES ((size_t)4 << 20)
+#define SA_DIR_DEFAULT       "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* ---- base64 ---------------------------------------------------------------------------------- */
+
+static int b64_value(unsigned char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+')
+        return 62;
+    if (ch == '/')
+        return 63;
+    return -1;
+}
+
+int kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len, size_t *bad_at)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (bad_at)
+        *bad_at = 0;
+    char *buf = malloc(len / 4 * 3 + 4);
+    if (!buf)
+        return SCHED_ENOMEM;
+    size_t n = 0, pads = 0;
+    unsigned acc = 0, have = 0; /* sextets in acc */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            continue;
+        if (ch == '=') {
+            pads++;
+            continue;
+        }
+        int v = b64_value(ch);
+        if (v < 0 || pads > 0) { /* unknown character, or data after padding */
+            free(buf);
+            if (bad_at)
+                *bad_at = i;
+            return SCHED_EINVAL;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        if (++have == 4) {
+            buf[n++] = (char)(acc >> 16 & 0xff);
+            buf[n++] = (char)(acc >> 8 & 0xff);
+            buf[n++] = (char)(acc & 0xff);
+            acc = 0;
+            have = 0;
+        }
+    }
+    if (have == 1 || pads > 2 || (pads && have + pads != 4)) {
+        free(buf);
+        if (bad_at)
+            *bad_at = len;
+        return SCHED_EINVAL;
+    }
+    if (have == 2) {
+        buf[n++] = (char)(acc >> 4 & 0xff);
+    } else if (have == 3) {
+        buf[n++] = (char)(acc >> 10 & 0xff);
+        buf[n++] = (char)(acc >> 2 & 0xff);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+/* ---- files ----------------------------------------------------------------------------------- */
+
+/* Reads a whole file (at most `max` bytes) into a NUL-terminated buffer. 0 or -errno-like:
+ * SCHED_EIO with errno kept, SCHED_ERANGE when too large, SCHED_ENOMEM. */
+static int slurp(const char *path, size_t max, char **out, size_t *out_len)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return SCHED_EIO;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : SCHED_ENOMEM;
+    while (!rc) {
+        if (len + 1 >= cap) {
+            if (cap > max + 1) {
+                rc = SCHED_ERANGE;
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                rc = SCHED_ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - 1 - len, f);
+        if (got == 0)
+            break;
+        len += got;
+    }
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (!rc && len > max)
+        rc = SCHED_ERANGE;
+    if (!rc && err) {
+        errno = err;
+        rc = SCHED_EIO;
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+static void trim_end(char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+}
+
+void kube_auth_free(struct kube_auth *a)
+{
+    if (!a)
+        return;
+    free(a->server);
+    free(a->ca_file);
+    free(a->ca_pem);
+    free(a->cert_file);
+    free(a->cert_pem);
+    free(a->key_file);
+    free(a->key_pem);
+    free(a->token);
+    free(a->token_file);
+    free(a->tls_server_name);
+    free(a->namespace);
+    free(a->source);
+    free(a);
+}
+
+/* ---- kubeconfig ------------------------------------------------------------------------------ */
+
+struct kcfg {
+    const char *file;
+    char *dir; /* directory of file, for relative paths ("." when none) */
+    yaml_document_t doc;
+    struct sched_errbuf *eb;
+    struct kube_auth *a;
+};
+
+static yaml_node_t *node(struct kcfg *k, int i)
+{
+    return yaml_document_get_node(&k->doc, i);
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+    if (!n)
+        return true;
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)n->data.scalar.value;
+    return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+/* The value of `key` in mapping m, or NULL (also for an explicit null). */
+static yaml_node_t *map_get(struct kcfg *k, yaml_node_t *m, const char *key)
+{
+    if (!m || m->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = node(k, p->key);
+        if (kn && kn->type == YAML_SCALAR_NODE &&
+            !strcmp((const char *)kn->data.scalar.value, key)) {
+            yaml_node_t *v = node(k, p->value);
+            return is_null(v) ? NULL : v;
+        }
+    }
+    return NULL;
+}
+
+__attribute__((format(printf, 3, 4))) static int kfail(struct kcfg *k, int err, const char *fmt,
+                                                       ...)
+{
+    char msg[SCHED_ERRBUF];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return sched_fail(k->eb, err, "kubeconfig %s: %s", k->file, msg);
+}
+
+/* A scalar string value of `key` in m (NULL when absent); `field` names it in errors. */
+static int get_str(struct kcfg *k, yaml_node_t *m, const char *key, const char *field,
+                   const char **out)
+{
+    *out = NULL;
+    yaml_node_t *v = map_get(k, m, key);
+    if (!v)
+        return 0;
+    if (v->type != YAML_SCALAR_NODE)
+        return kfail(k, SCHED_EINVAL, "%s%s%s: expected a string (line %zu)", field,
+                     *field ? "." : "", key, v->start_mark.line + 1);
+    *out = (const char *)v->data.scalar.value;
+    return 0;
+}
+
+static int get_bool(struct kcfg *k, yaml_node_t *m, const char *key, const char *field, bool *out)
+{
+    const char *s;
+    int rc = get_str(k, m, key, field, &s);
+    if (rc || !s)
+        return rc;
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) {
+        *out = true;
+    } else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) {
+        *out = false;
+    } else {
+        char q[64];
+        sched_quote(s, strlen(s), q, sizeof(q));
+        return kfail(k, SCHED_EINVAL, "%s.%s: expected true or false, not \"%s\"", field, key, q);
+    }
+    return 0;
+}
+
+/* The entry of a named list (clusters, users, contexts) called `name`: its inner mapping
+ * (entry[`inner`]) and its index. */
+static int find_named(struct kcfg *k, yaml_node_t *root, const char *list, const char *inner,
+                      const char *name, const char *why, yaml_node_t **out, int *index)
+{
+    char q[128];
+    sched_quote(name, strlen(name), q, sizeof(q));
+    yaml_node_t *seq = map_get(k, root, list);
+    if (seq && seq->type != YAML_SEQUENCE_NODE)
+        return kfail(k, SCHED_EINVAL, "%s: expected a list (line %zu)", list,
+                     seq->start_mark.line + 1);
+    if (seq) {
+        int i = 0;
+        for (yaml_node_item_t *it = seq->data.sequence.items.start;
+             it < seq->data.sequence.items.top; it++, i++) {
+            yaml_node_t *e = node(k, *it);
+            const char *n = NULL;
+            char field[64];
+            snprintf(field, sizeof(field), "%s[%d]", list, i);
+            if (!e || e->type != YAML_MAPPING_NODE)
+                return kfail(k, SCHED_EINVAL, "%s: expected a mapping", field);
+            int rc = get_str(k, e, "name", field, &n);
+            if (rc)
+                return rc;
+            if (n && !strcmp(n, name)) {
+                yaml_node_t *in = map_get(k, e, inner);
+                if (!in || in->type != YAML_MAPPING_NODE)
+                    return kfail(k, SCHED_EINVAL, "%s.%s: missing or not a mapping", field, inner);
+                *out = in;
+                *index = i;
+                return 0;
+            }
+        }
+    }
+    return kfail(k, SCHED_ENOENT, "%s: %s \"%s\" not found", list, why, q);
+}
+
+/* A path from the kubeconfig, resolved against its directory and checked to be readable. */
+static int file_field(struct kcfg *k, const char *field, const char *path, char **out)
+{
+    char *p;
+    if (path[0] == '/') {
+        p = strdup(path);
+    } else {
+        size_t n = strlen(k->dir) + strlen(path) + 2;
+        p = malloc(n);
+        if (p)
+            snprintf(p, n, "%s/%s", k->dir, path);
+    }
+    if (!p)
+        return kfail(k, SCHED_ENOMEM, "%s: out of memory", field);
+    if (access(p, R_OK) != 0) {
+        int e = errno;
+        int rc = kfail(k, SCHED_EIO, "%s: %s: %s", field, p,
+                       e == ENOENT ? "file not found" : strerror(e));
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* A *-data field: base64 PEM. */
+static int data_field(struct kcfg *k, const char *field, const char *b64, char **out)
+{
+    size_t n, bad;
+    int rc = kube_base64_decode(b64, strlen(b64), out, &n, &bad);
+    if (rc == SCHED_ENOMEM)
+        return kfail(k, rc, "%s: out of memory", field);
+    if (rc)
+        return kfail(k, rc, "%s: not valid base64 (at character %zu)", field, bad + 1);
+    if (n == 0) {
+        free(*out);
+        *out = NULL;
+        return kfail(k, SCHED_EINVAL, "%s: empty", field);
+    }
+    return 0;
+}
+
+/* "field.key": either key (a path) or key-data (base64); the data wins when both are set. */
+static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const char *key,
+                    char **file_out, char **pem_out)
+{
+    char data_key[64], f[128];
+    snprintf(data_key, sizeof(data_key), "%s-data", key);
+    const char *path, *data;
+    int rc = get_str(k, m, key, field, &path);
+    if (!rc)
+        rc = get_str(k, m, data_key, field, &data);
+    if (rc)
+        return rc;
+    if (data) {
+        snprintf(f, sizeof(f), "%s.%s", field, data_key);
+        return data_field(k, f, data, pem_out);
+    }
+    if (path && *path) {
+        snprintf(f, sizeof(f), "%s.%s", field, key);
+        return file_field(k, f, path, file_out);
+    }
+    return 0;
+}
+
+static int load_kubeconfig(struct kcfg *k, const char *data, size_t len)
+{
+    int rc = config_yaml_guard(k->file, data, len, CONFIG_YAML_MAX_DEPTH, k->eb);
+    if (rc)
+        return rc;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
+    if (!yaml_parser_load(&p, &k->doc)) {
+        size_t line = p.problem_mark.line + 1, col = p.problem_mark.column + 1;
+        rc = p.error == YAML_MEMORY_ERROR
+                 ? kfail(k, SCHED_ENOMEM, "out of memory")
+                 : sched_fail(k->eb, SCHED_EINVAL,
+                              "kubeconfig %s:%zu:%zu: YAML syntax error: %s%s%s%s", k->file, line,
+                              col, p.problem ? p.problem : "unknown problem", p.context ? " (" : "",
+                              p.context ? p.context : "", p.context ? ")" : "");
+        yaml_parser_delete(&p);
+        return rc;
+    }
+    yaml_parser_delete(&p);
+    yaml_node_t *root = yaml_document_get_root_node(&k->doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        rc = kfail(k, SCHED_EINVAL, "expected a mapping at the top (apiVersion: v1, kind: Config)");
+        goto out;
+    }
+    const char *cur;
+    rc = get_str(k, root, "current-context", "", &cur);
+    if (rc)
+        goto out;
+    if (!cur || !*cur) {
+        rc = kfail(k, SCHED_EINVAL, "current-context: not set");
+        goto out;
+    }
+    yaml_node_t *ctx, *cluster, *user = NULL;
+    int ci, ki, ui = -1;
+    rc = find_named(k, root, "contexts", "context", cur, "current-context", &ctx, &ci);
+    if (rc)
+        goto out;
+    char cf[64], kf[64], uf[64];
+    snprintf(cf, sizeof(cf), "contexts[%d].context", ci);
+    const char *cname, *uname, *ns;
+    if ((rc = get_str(k, ctx, "cluster", cf, &cname)) ||
+        (rc = get_str(k, ctx, "user", cf, &uname)) || (rc = get_str(k, ctx, "namespace", cf, &ns)))
+        goto out;
+    if (!cname || !*cname) {
+        rc = kfail(k, SCHED_EINVAL, "%s.cluster: not set", cf);
+        goto out;
+    }
+    rc = find_named(k, root, "clusters", "cluster", cname, "cluster of the current context",
+                    &cluster, &ki);
+    if (!rc && uname && *uname)
+        rc = find_named(k, root, "users", "user", uname, "user of the current context", &user, &ui);
+    if (rc)
+        goto out;
+    snprintf(kf, sizeof(kf), "clusters[%d].cluster", ki);
+    snprintf(uf, sizeof(uf), "users[%d].user", ui);
+
+    struct kube_auth *a = k->a;
+    const char *server, *sni;
+    if ((rc = get_str(k, cluster, "server", kf, &server)) ||
+        (rc = get_str(k, cluster, "tls-server-name", kf, &sni)) ||
+        (rc = get_bool(k, cluster, "insecure-skip-tls-verify", kf, &a->insecure)))
+        goto out;
+    if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7))) {
+        rc = kfail(k, SCHED_EINVAL, "%s.server: %s", kf,
+                   server ? "must start with https:// or http://" : "not set");
+        goto out;
+    }
+    a->server = strdup(server);
+    if (!a->server) {
+        rc = kfail(k, SCHED_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t n = strlen(a->server); n > 0 && a->server[n - 1] == '/'; n--)
+        a->server[n - 1] = '\0';
+    if (sni && *sni && !(a->tls_server_name = strdup(sni))) {
+        rc = kfail(k, SCHED_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = pem_pair(k, cluster, kf, "certificate-authority", &a->ca_file, &a->ca_pem);
+    if (rc)
+        goto out;
+    if (user) {
+        const char *token, *token_file;
+        if ((rc = get_str(k, user, "token", uf, &token)) ||
+            (rc = get_str(k, user, "tokenFile", uf, &token_file)))
+            goto out;
+        if (map_get(k, user, "exec") || map_get(k, user, "auth-provider")) {
+            rc = kfail(k, SCHED_EINVAL,
+                       "%s.%s: credential plugins are not supported (use a token, tokenFile or a "
+                       "client certificate)",
+                       uf, map_get(k, user, "exec") ? "exec" : "auth-provider");
+            goto out;
+        }
+        if (token && *token && !(a->token = strdup(token))) {
+            rc = kfail(k, SCHED_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (token_file && *token_file) {
+            char f[96];
+            snprintf(f, sizeof(f), "%s.tokenFile", uf);
+            if ((rc = file_field(k, f, token_file, &a->token_file)))
+                goto out;
+        }
+        if ((rc = pem_pair(k, user, uf, "client-certificate", &a->cert_file, &a->cert_pem)) ||
+            (rc = pem_pair(k, user, uf, "client-key", &a->key_file, &a->key_pem)))
+            goto out;
+        bool has_cert = a->cert_file || a->cert_pem, has_key = a->key_file || a->key_pem;
+        if (has_cert != has_key) {
+            rc = kfail(k, SCHED_EINVAL,
+                       "%s: client-certificate and client-key go together (%s is missing)", uf,
+                       has_cert ? "client-key" : "client-certificate");
+            goto out;
+        }
+    }
+    a->namespace = strdup(ns && *ns ? ns : "default");
+    size_t sl = strlen(k->file) + strlen(cur) + 32;
+    a->source = malloc(sl);
+    if (!a->namespace || !a->source) {
+        rc = kfail(k, SCHED_ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(a->source, sl, "kubeconfig %s (context %s)", k->file, cur);
+out:
+    yaml_document_delete(&k->doc);
+    return rc;
+}
+
+static int load_file(const char *path, struct kube_auth **out, struct sched_errbuf *eb)
+{
+    char *data;
+    size_t len;
+    int rc = slurp(path, KUBECONFIG_MAX_BYTES, &data, &len);
+    if (rc == SCHED_EIO)
+        return sched_fail(eb, rc, "kubeconfig %s: cannot read: %s", path, strerror(errno));
+    if (rc == SCHED_ERANGE)
+        return sched_fail(eb, SCHED_EINVAL, "kubeconfig %s: larger than 4 MiB", path);
+    if (rc)
+        return sched_fail(eb, rc, "kubeconfig %s: out of memory", path);
+    struct kcfg k = {.file = path, .eb = eb};
+    k.a = calloc(1, sizeof(*k.a));
+    const char *slash = strrchr(path, '/');
+    k.dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!k.a || !k.dir)
+        rc = sched_fail(eb, SCHED_ENOMEM, "kubeconfig %s: out of memory", path);
+    else
+        rc = load_kubeconfig(&k, data, len);
+    free(data);
+    free(k.dir);
+    if (rc) {
+        kube_auth_free(k.a);
+        return rc;
+    }
+    *out = k.a;
+    return 0;
+}
+
+/* ---- in-cluster ------------------------------------------------------------------------------ */
+
+static int load_in_cluster(const char *host, const char *port, struct kube_auth **out,
+                           struct sched_errbuf *eb)
+{
+    const char *dir = getenv("GANGSCHED_SA_DIR");
+    if (!dir || !*dir)
+        dir = SA_DIR_DEFAULT;
+    struct kube_auth *a = calloc(1, sizeof(*a));
+    size_t n = strlen(dir) + 16, sn = strlen(host) + strlen(port) + 16;
+    char *ns_path = malloc(n), *ca_path = malloc(n);
+    if (a) {
+        a->token_file = malloc(n);
+        a->server = malloc(sn);
+        a->source = strdup("in-cluster");
+    }
+    int rc = 0;
+    if (!a || !ns_path || !ca_path || !a->token_file || !a->server || !a->source) {
+        rc = sched_fail(eb, SCHED_ENOMEM, "in-cluster: out of memory");
+        goto out;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(a->server, sn, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    snprintf(a->token_file, n, "%s/token", dir);
+    snprintf(ca_path, n, "%s/ca.crt", dir);
+    snprintf(ns_path, n, "%s/namespace", dir);
+    size_t len;
+    rc = slurp(a->token_file, 1 << 20, &a->token, &len);
+    if (rc) {
+        rc = sched_fail(eb, SCHED_EIO, "in-cluster: service-account token %s: %s", a->token_file,
+                        rc == SCHED_EIO ? strerror(errno) : "cannot read");
+        goto out;
+    }
+    trim_end(a->token);
+    if (access(ca_path, R_OK) != 0) {
+        rc = sched_fail(eb, SCHED_EIO, "in-cluster: service-account CA %s: %s", ca_path,
+                        strerror(errno));
+        goto out;
+    }
+    a->ca_file = ca_path;
+    ca_path = NULL;
+    if (slurp(ns_path, 4096, &a->namespace, &len) == 0)
+        trim_end(a->namespace);
+    if (!a->namespace || !*a->namespace) {
+        free(a->namespace);
+        a->namespace = strdup("default");
+        if (!a->namespace)
+            rc = sched_fail(eb, SCHED_ENOMEM, "in-cluster: out of memory");
+    }
+out:
+    free(ns_path);
+    free(ca_path);
+    if (rc) {
+        kube_auth_free(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf *eb)
+{
+    if (!out)
+        return sched_fail(eb, SCHED_EINVAL, "kube_auth_load: no output");
+    *out = NULL;
+    if (path)
+        return load_file(path, out, eb);
+    const char *list = getenv("KUBECONFIG");
+    if (list && *list) {
+        char *copy = strdup(list);
+        if (!copy)
+            return sched_fail(eb, SCHED_ENOMEM, "KUBECONFIG: out of memory");
+        char *save = NULL;
+        for (char *f = strtok_r(copy, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
+            if (access(f, F_OK) == 0) {
+                int rc = load_file(f, out, eb);
+                free(copy);
+                return rc;
+            }
+        }
+        free(copy);
+    } else {
+        const char *home = getenv("HOME");
+        if (home && *home) {
+            char p[4096];
+            snprintf(p, sizeof(p), "%s/.kube/config", home);
+            if (access(p, F_OK) == 0)
+                return load_file(p, out, eb);
+        }
+    }
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host || !port || !*port)
+        return sched_fail(eb, SCHED_ENOENT,
+                          "no kubeconfig (%s) and not in a cluster (KUBERNETES_SERVICE_HOST and "
+                          "KUBERNETES_SERVICE_PORT unset)",
+                          list && *list ? "no file of $KUBECONFIG exists"
+                                        : "$KUBECONFIG unset, ~/.kube/config missing");
+    return load_in_cluster(host, port, out, eb);
+}

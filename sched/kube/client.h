@@ -1,0 +1,201 @@
+/* sched/kube/client.h: the Kubernetes API client of the daemon (libcurl multi on a libuv loop).
+ *
+ * Owns: connections to one API server, authentication (kubeconfig or in-cluster service account),
+ * client-side rate limiting (QPS and burst), retries with backoff, list+watch informers with
+ * relist on 410, and Lease-based leader election. It knows URLs, HTTP and JSON framing; it does
+ * not know what a pod or a gang is (sched/kube/decode.c and cache.c do).
+ *
+ * Must not touch: the scheduler state, the store, the configuration. Every callback runs on the
+ * loop thread. Nothing here blocks: every call returns at once and reports through a callback.
+ *
+ * Memory management: kube_auth, kube_client, kube_informer and kube_lease are owned by their
+ * creator and freed by the matching *_free (after which no callback of theirs is ever called).
+ * Paths and bodies passed in are copied. Responses passed to callbacks are borrowed for the
+ * length of the callback.
+ *
+ * Errors: functions return 0 or a negative SCHED_E* code with a message in `eb` naming the file,
+ * field or URL at fault ("kubeconfig /x/config: users[0].user.client-key: file not found").
+ */
+#ifndef SCHED_KUBE_CLIENT_H
+#define SCHED_KUBE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "sched/core/err.h"
+
+/* ---- authentication ------------------------------------------------------------------------ */
+
+/* Where and how to connect; every string owned by the struct. */
+struct kube_auth {
+    char *server;     /* "https://host:port" (no trailing slash) */
+    char *ca_file;    /* CA bundle path, or NULL */
+    char *ca_pem;     /* CA PEM data (certificate-authority-data, decoded), or NULL */
+    char *cert_file;  /* client certificate path, or NULL */
+    char *cert_pem;   /* client certificate PEM data, or NULL */
+    char *key_file;   /* client key path, or NULL */
+    char *key_pem;    /* client key PEM data, or NULL */
+    char *token;      /* bearer token, or NULL */
+    char *token_file; /* re-read at most every 60 s and on 401 (service-account token rotation) */
+    bool insecure;    /* insecure-skip-tls-verify: only when the kubeconfig says so */
+    char *tls_server_name; /* or NULL */
+    char *namespace;       /* context namespace, or in-cluster namespace file, or "default" */
+    char *source;          /* "kubeconfig PATH (context NAME)" or "in-cluster": for messages */
+};
+
+/* Loads a kubeconfig: `path`, else each file of $KUBECONFIG (':'-separated, first wins), else
+ * ~/.kube/config; `path` == NULL and none found: the in-cluster service account
+ * (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,
+ * namespace}). Supports the current context's server, certificate-authority(-data),
+ * insecure-skip-tls-verify, tls-server-name, client-certificate(-data), client-key(-data),
+ * token, tokenFile, namespace; relative paths are relative to the kubeconfig's directory.
+ * Errors name the file and the field. Parsed with libyaml (never by hand). */
+int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf *eb);
+void kube_auth_free(struct kube_auth *a);
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+struct kube_client_opts {
+    double qps;             /* sustained requests per second (token bucket); <= 0: 50 */
+    uint32_t burst;         /* bucket size; 0: 100 */
+    uint32_t max_inflight;  /* concurrent requests, watches excluded; 0: 64 */
+    uint32_t max_retries;   /* retries of a retryable failure (transport, 5xx, 429); 0: 5 */
+    int64_t timeout_ms;     /* per request (not watches); 0: 30000 */
+    const char *user_agent; /* NULL: "gangsched/VERSION" */
+};
+void kube_client_opts_default(struct kube_client_opts *o);
+
+enum kube_method {
+    KUBE_GET = 0,
+    KUBE_POST,
+    KUBE_PUT,
+    KUBE_DELETE,
+    KUBE_PATCH_MERGE,     /* application/merge-patch+json (works on CRDs) */
+    KUBE_PATCH_STRATEGIC, /* application/strategic-merge-patch+json (built-in types only) */
+    KUBE_PATCH_JSON,      /* application/json-patch+json */
+};
+
+/* The final outcome of a request, after retries. */
+struct kube_resp {
+    int status;       /* HTTP status; 0 = no response (transport error, timeout, cancelled) */
+    const char *body; /* response body, NUL-terminated (may be ""), borrowed */
+    size_t len;
+    const char *error;  /* NULL on 2xx; else a readable message: the Status object's message
+                           ("pods \"p\" not found"), or the transport error */
+    const char *reason; /* the Status object's reason ("Conflict", "NotFound", ...) or NULL */
+    uint32_t attempts;  /* 1 + retries made */
+};
+
+typedef void kube_resp_fn(void *ctx, const struct kube_resp *r);
+
+enum kube_req_flags {
+    KUBE_NO_RETRY = 1 << 0, /* report the first failure (leader election, binding) */
+    KUBE_NO_LIMIT = 1 << 1, /* bypass the QPS bucket (lease renewals must not queue behind binds) */
+};
+
+struct kube_client;
+
+int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
+                    const struct kube_client_opts *opts, struct kube_client **out,
+                    struct sched_errbuf *eb);
+/* Cancels every request and watch without calling their callbacks, closes the handles (the loop
+ * must run once more to finish closing) and frees the client. */
+void kube_client_free(struct kube_client *c);
+
+/* Queues a request; `path` starts with "/" and includes the query string; body may be NULL.
+ * Retryable failures (transport errors, 429, 500, 502, 503, 504) are retried up to max_retries
+ * times with exponential backoff and jitter (base 200 ms, cap 10 s); a 429 or 503 with
+ * Retry-After waits at least that long. `fn` is called exactly once unless the client is freed
+ * first. Returns 0 or SCHED_ENOMEM. */
+int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
+                 size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
+
+/* Counters for /metrics and tests. */
+struct kube_client_stats {
+    uint64_t requests;     /* attempts sent */
+    uint64_t retries;      /* attempts that were retries */
+    uint64_t errors;       /* final outcomes that were not 2xx */
+    uint64_t throttled;    /* 429 responses */
+    uint64_t watch_events; /* watch events delivered */
+    uint64_t relists;      /* lists started after a 410 */
+    uint64_t reconnects;   /* watches restarted after an end or an error */
+    uint32_t inflight;     /* requests on the wire now */
+    uint32_t queued;       /* requests waiting for the bucket or an in-flight slot */
+};
+void kube_client_stats(const struct kube_client *c, struct kube_client_stats *out);
+
+/* ---- informers: list, then watch, forever ---------------------------------------------------- */
+
+enum kube_event {
+    KUBE_ADDED = 0,
+    KUBE_MODIFIED,
+    KUBE_DELETED, /* also synthesized for objects gone after a relist */
+    KUBE_SYNCED,  /* obj NULL: the initial list (or a relist) is complete and applied */
+};
+
+/* One object event. `obj` is the decoded object (borrowed for the call). */
+typedef void kube_informer_fn(void *ctx, enum kube_event ev, const cJSON *obj);
+
+struct kube_informer_opts {
+    const char *path;           /* collection path, e.g. "/api/v1/pods" */
+    const char *field_selector; /* or NULL, unencoded ("status.phase!=Succeeded") */
+    const char *label_selector; /* or NULL */
+    uint32_t page_size;         /* list limit; 0: 500 */
+    uint32_t watch_timeout_s;   /* 0: random in [300, 600) */
+};
+
+struct kube_informer;
+
+/* Starts listing at once. Behaviour (as client-go's reflector): paginated LIST (limit/continue;
+ * an expired continue token restarts the list), items applied as ADDED or MODIFIED (objects
+ * already known by namespace/name) and DELETED for known objects absent from the new list, then
+ * KUBE_SYNCED; then WATCH from the list's resourceVersion with allowWatchBookmarks=true; every
+ * event (bookmarks included) advances the resourceVersion; a watch that ends or drops restarts
+ * from it after a short backoff; a 410 (HTTP status on a list, or an ERROR event with code 410
+ * inside a watch) relists. Connection errors back off exponentially (800 ms doubling to 30 s,
+ * with jitter). A malformed event or object (not JSON, no metadata.name) is logged with the
+ * path and skipped, never a crash. Watch streams are cut into objects by counting braces
+ * outside strings (chunk borders fall anywhere; objects may be megabytes). */
+int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
+                      kube_informer_fn *fn, void *ctx, struct kube_informer **out,
+                      struct sched_errbuf *eb);
+void kube_informer_free(struct kube_informer *inf);
+bool kube_informer_synced(const struct kube_informer *inf);    /* a list has completed */
+const char *kube_informer_rv(const struct kube_informer *inf); /* last resourceVersion seen */
+
+/* ---- leader election (coordination.k8s.io/v1 Lease) ------------------------------------------ */
+
+struct kube_lease_opts {
+    const char *ns;       /* lease namespace */
+    const char *name;     /* lease name, e.g. "gangsched" */
+    const char *identity; /* holder identity, e.g. "host_pid_random" */
+    uint32_t lease_s;     /* leaseDurationSeconds; 0: 15 */
+    uint32_t renew_s;     /* renew deadline; 0: 10 */
+    uint32_t retry_ms;    /* retry period; 0: 2000 */
+};
+
+/* Called when leadership starts (true) or is lost (false: the renew deadline passed without a
+ * successful renewal, or another holder took the lease). */
+typedef void kube_lease_fn(void *ctx, bool leading);
+
+struct kube_lease;
+
+/* Runs client-go's algorithm: GET the Lease; 404 -> POST (holder self, leaseTransitions 0); a
+ * lease held by another is considered expired only when its record has not changed for
+ * leaseDurationSeconds by the LOCAL clock since it was last seen to change; then PUT with the
+ * read resourceVersion (409 = lost the race), leaseTransitions + 1 and acquireTime = now when the
+ * holder changes. MicroTime format for acquireTime/renewTime. Renews every retry period with
+ * KUBE_NO_LIMIT | KUBE_NO_RETRY requests. */
+int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_lease_fn *fn,
+                   void *ctx, struct kube_lease **out, struct sched_errbuf *eb);
+bool kube_lease_leading(const struct kube_lease *l);
+/* Gives the lease up (PUT holderIdentity "", leaseDurationSeconds 1, keeping leaseTransitions)
+ * when held, then calls done (also when not held, at once). */
+void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx);
+void kube_lease_free(struct kube_lease *l);
+
+#endif

@@ -1,0 +1,728 @@
+/* sched/kube/informer.c: list+watch of one collection (see client.h), and the watch framer.
+ *
+ * Owns: the informer state machine (LIST pages -> SYNCED -> WATCH -> reconnect or relist), the
+ * map namespace/name -> resourceVersion that turns a relist into ADDED/MODIFIED/DELETED events,
+ * the brace-counting framer, and the query-string encoding. Must not touch: what the objects
+ * mean (decode.c, cache.c), the HTTP layer (client.c), anything outside sched/kube.
+ *
+ * Synthetic DELETED events (objects gone after a relist) carry a minimal object: metadata with
+ * namespace (when namespaced), name, resourceVersion and uid as last seen.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "sched/core/hash.h"
+#include "sched/core/log.h"
+#include "sched/kube/client.h"
+#include "sched/kube/wire.h"
+
+#define WATCH_MAX_OBJECT ((size_t)64 << 20)
+#define BACKOFF_MIN_MS   800
+#define BACKOFF_MAX_MS   30000
+#define REWATCH_MS       100 /* after a watch that ended cleanly */
+
+/* ---- framer ---------------------------------------------------------------------------------- */
+
+void kube_framer_init(struct kube_framer *f, size_t max_obj)
+{
+    memset(f, 0, sizeof(*f));
+    f->max_obj = max_obj;
+}
+
+void kube_framer_reset(struct kube_framer *f)
+{
+    f->len = f->scan = f->start = 0;
+    f->depth = 0;
+    f->in_str = f->esc = false;
+}
+
+void kube_framer_free(struct kube_framer *f)
+{
+    free(f->buf);
+    f->buf = NULL;
+    f->cap = 0;
+    kube_framer_reset(f);
+}
+
+/* Drops the bytes before the current object (or everything when between objects). */
+static void framer_compact(struct kube_framer *f, size_t i)
+{
+    if (f->depth == 0) {
+        f->len = f->scan = f->start = 0;
+        return;
+    }
+    if (f->start > 0) {
+        memmove(f->buf, f->buf + f->start, f->len - f->start);
+        f->len -= f->start;
+        i -= f->start;
+        f->start = 0;
+    }
+    f->scan = i;
+}
+
+int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_frame_fn *fn,
+                     void *ctx, struct sched_errbuf *eb)
+{
+    if (f->len + n + 1 > f->cap) {
+        size_t cap = f->cap ? f->cap : 4096;
+        while (cap < f->len + n + 1)
+            cap *= 2;
+        char *b = realloc(f->buf, cap);
+        if (!b)
+            return sched_fail(eb, SCHED_ENOMEM, "watch framer: out of memory");
+        f->buf = b;
+        f->cap = cap;
+    }
+    memcpy(f->buf + f->len, data, n);
+    f->len += n;
+    size_t i = f->scan;
+    while (i < f->len) {
+        char ch = f->buf[i];
+        if (f->depth == 0) {
+            if (ch == '{') {
+                f->depth = 1;
+                f->start = i;
+                f->in_str = f->esc = false;
+            }
+        } else if (f->in_str) {
+            if (f->esc)
+                f->esc = false;
+            else if (ch == '\\')
+                f->esc = true;
+            else if (ch == '"')
+                f->in_str = false;
+        } else if (ch == '"') {
+            f->in_str = true;
+        } else if (ch == '{') {
+            f->depth++;
+        } else if (ch == '}' && --f->depth == 0) {
+            char save = f->buf[i + 1]; /* i + 1 <= len < cap */
+            f->buf[i + 1] = '\0';
+            int rc = fn(ctx, f->buf + f->start, i + 1 - f->start);
+            f->buf[i + 1] = save;
+            if (rc) {
+                /* keep what follows for a later feed */
+                memmove(f->buf, f->buf + i + 1, f->len - i - 1);
+                f->len -= i + 1;
+                f->scan = f->start = 0;
+                return rc;
+            }
+        }
+        i++;
+        if (f->depth > 0 && i - f->start > f->max_obj) {
+            kube_framer_reset(f);
+            return sched_fail(eb, SCHED_ERANGE, "watch event larger than %zu bytes", f->max_obj);
+        }
+    }
+    framer_compact(f, i);
+    return 0;
+}
+
+/* ---- query strings --------------------------------------------------------------------------- */
+
+bool kube_query_escape(char *dst, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(dst);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        bool keep = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~';
+        if (n + (keep ? 1 : 3) >= cap)
+            return false;
+        if (keep) {
+            dst[n++] = (char)ch;
+        } else {
+            dst[n++] = '%';
+            dst[n++] = hex[ch >> 4];
+            dst[n++] = hex[ch & 15];
+        }
+    }
+    dst[n] = '\0';
+    return true;
+}
+
+/* ---- known objects --------------------------------------------------------------------------- */
+
+struct kent {
+    struct kent *next;
+    uint64_t h;
+    uint32_t gen;
+    char *rv, *uid;
+    char key[]; /* "namespace/name" ("/name" for cluster-scoped objects) */
+};
+
+struct kmap {
+    struct kent **b;
+    size_t nb, n;
+};
+
+static struct kent **kmap_slot(struct kmap *m, const char *key, uint64_t h)
+{
+    struct kent **p = &m->b[h & (m->nb - 1)];
+    while (*p && ((*p)->h != h || strcmp((*p)->key, key)))
+        p = &(*p)->next;
+    return p;
+}
+
+static void kent_free(struct kent *e)
+{
+    free(e->rv);
+    free(e->uid);
+    free(e);
+}
+
+static void kmap_free(struct kmap *m)
+{
+    for (size_t i = 0; i < m->nb; i++) {
+        for (struct kent *e = m->b[i], *nx; e; e = nx) {
+            nx = e->next;
+            kent_free(e);
+        }
+    }
+    free(m->b);
+    m->b = NULL;
+    m->nb = m->n = 0;
+}
+
+static bool kmap_grow(struct kmap *m)
+{
+    size_t nb = m->nb ? m->nb * 2 : 256;
+    struct kent **b = calloc(nb, sizeof(*b));
+    if (!b)
+        return false;
+    for (size_t i = 0; i < m->nb; i++) {
+        for (struct kent *e = m->b[i], *nx; e; e = nx) {
+            nx = e->next;
+            e->next = b[e->h & (nb - 1)];
+            b[e->h & (nb - 1)] = e;
+        }
+    }
+    free(m->b);
+    m->b = b;
+    m->nb = nb;
+    return true;
+}
+
+/* ---- informer -------------------------------------------------------------------------------- */
+
+enum inf_next { NEXT_LIST, NEXT_WATCH };
+
+struct kube_informer {
+    struct kube_client *c;
+    char *path, *fsel, *lsel;
+    uint32_t page, watch_timeout;
+    kube_informer_fn *fn;
+    void *ctx;
+    struct kube_req *req;
+    uv_timer_t timer;
+    enum inf_next next;
+    char *rv;       /* last resourceVersion seen */
+    char *cont;     /* continue token of the list in progress */
+    uint32_t gen;   /* list generation: entries not seen by the current list are gone */
+    bool synced;    /* a list has completed */
+    bool relist;    /* the watch saw an ERROR 410 */
+    bool got_event; /* the current watch delivered something */
+    uint64_t backoff_ms;
+    struct kmap map;
+    struct kube_framer fr;
+    int depth;
+    bool dead;
+};
+
+static void inf_release(struct kube_informer *inf);
+
+static void inf_enter(struct kube_informer *inf)
+{
+    inf->depth++;
+}
+
+/* false when the informer was freed meanwhile (and is now released): stop touching it. */
+static bool inf_leave(struct kube_informer *inf)
+{
+    if (--inf->depth == 0 && inf->dead) {
+        inf_release(inf);
+        return false;
+    }
+    return !inf->dead;
+}
+
+static void emit(struct kube_informer *inf, enum kube_event ev, const cJSON *obj)
+{
+    if (!inf->dead && inf->fn)
+        inf->fn(inf->ctx, ev, obj);
+}
+
+static void set_rv(struct kube_informer *inf, const char *rv)
+{
+    if (!rv || !*rv || (inf->rv && !strcmp(inf->rv, rv)))
+        return;
+    char *d = strdup(rv);
+    if (d) {
+        free(inf->rv);
+        inf->rv = d;
+    }
+}
+
+static const char *str_at(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* namespace/name key of an object, or false (logged) when it has no metadata.name. */
+static bool obj_key(struct kube_informer *inf, const cJSON *obj, const char *where, char *key,
+                    size_t cap, const cJSON **meta_out)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *name = meta ? str_at(meta, "name") : NULL;
+    const char *ns = meta ? str_at(meta, "namespace") : NULL;
+    if (!name || !*name) {
+        LOG_WARN("kube", "%s %s: object without metadata.name skipped", inf->path, where);
+        return false;
+    }
+    if ((size_t)snprintf(key, cap, "%s/%s", ns ? ns : "", name) >= cap) {
+        LOG_WARN("kube", "%s %s: object name too long: skipped", inf->path, where);
+        return false;
+    }
+    *meta_out = meta;
+    return true;
+}
+
+/* Records an object seen by a list or a watch event; *known says whether it was there. */
+static bool remember(struct kube_informer *inf, const char *key, const cJSON *meta, bool *known)
+{
+    uint64_t h = sched_hash(SCHED_HASH_INIT, key, strlen(key));
+    if (inf->map.n >= inf->map.nb && !kmap_grow(&inf->map))
+        return false;
+    struct kent **p = kmap_slot(&inf->map, key, h);
+    struct kent *e = *p;
+    *known = e != NULL;
+    if (!e) {
+        size_t kl = strlen(key);
+        e = calloc(1, sizeof(*e) + kl + 1);
+        if (!e)
+            return false;
+        memcpy(e->key, key, kl + 1);
+        e->h = h;
+        *p = e;
+        inf->map.n++;
+    }
+    e->gen = inf->gen;
+    const char *rv = str_at(meta, "resourceVersion"), *uid = str_at(meta, "uid");
+    if (rv && (!e->rv || strcmp(e->rv, rv))) {
+        free(e->rv);
+        e->rv = strdup(rv);
+    }
+    if (uid && (!e->uid || strcmp(e->uid, uid))) {
+        free(e->uid);
+        e->uid = strdup(uid);
+    }
+    return true;
+}
+
+static void forget(struct kube_informer *inf, const char *key)
+{
+    if (!inf->map.nb)
+        return;
+    uint64_t h = sched_hash(SCHED_HASH_INIT, key, strlen(key));
+    struct kent **p = kmap_slot(&inf->map, key, h);
+    if (*p) {
+        struct kent *e = *p;
+        *p = e->next;
+        kent_free(e);
+        inf->map.n--;
+    }
+}
+
+/* The minimal object of a synthetic DELETED event. */
+static cJSON *ghost(const struct kent *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *m = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
+    const char *slash = strchr(e->key, '/');
+    if (!m || !slash) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    char ns[256];
+    size_t nl = (size_t)(slash - e->key);
+    if (nl >= sizeof(ns))
+        nl = sizeof(ns) - 1;
+    memcpy(ns, e->key, nl);
+    ns[nl] = '\0';
+    if (nl)
+        cJSON_AddStringToObject(m, "namespace", ns);
+    cJSON_AddStringToObject(m, "name", slash + 1);
+    if (e->rv)
+        cJSON_AddStringToObject(m, "resourceVersion", e->rv);
+    if (e->uid)
+        cJSON_AddStringToObject(m, "uid", e->uid);
+    return o;
+}
+
+static void schedule(struct kube_informer *inf, enum inf_next next, uint64_t ms);
+
+static uint64_t next_backoff(struct kube_informer *inf)
+{
+    uint64_t d = inf->backoff_ms ? inf->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (d > BACKOFF_MAX_MS)
+        d = BACKOFF_MAX_MS;
+    inf->backoff_ms = d;
+    return d + (uint64_t)(kube_client_rand(inf->c) * (double)d * 0.25);
+}
+
+/* "?a=b&c=d" with the selectors; false when it does not fit. */
+static bool selectors(const struct kube_informer *inf, char *q, size_t cap)
+{
+    if (inf->lsel) {
+        strncat(q, "&labelSelector=", cap - strlen(q) - 1);
+        if (!kube_query_escape(q, cap, inf->lsel))
+            return false;
+    }
+    if (inf->fsel) {
+        strncat(q, "&fieldSelector=", cap - strlen(q) - 1);
+        if (!kube_query_escape(q, cap, inf->fsel))
+            return false;
+    }
+    return strlen(q) + 1 < cap;
+}
+
+static void on_list(void *ctx, const struct kube_resp *r);
+static void on_watch_done(void *ctx, const struct kube_resp *r);
+static int on_watch_data(void *ctx, const char *data, size_t n);
+
+static void start_list(struct kube_informer *inf)
+{
+    size_t cap = strlen(inf->path) + (inf->cont ? 3 * strlen(inf->cont) : 0) +
+                 (inf->lsel ? 3 * strlen(inf->lsel) : 0) + (inf->fsel ? 3 * strlen(inf->fsel) : 0) +
+                 128;
+    char *q = malloc(cap);
+    if (!q) {
+        schedule(inf, NEXT_LIST, next_backoff(inf));
+        return;
+    }
+    if (!inf->cont)
+        inf->gen++;
+    snprintf(q, cap, "%s?limit=%u", inf->path, inf->page);
+    if (inf->cont) {
+        strcat(q, "&continue=");
+        kube_query_escape(q, cap, inf->cont);
+    }
+    selectors(inf, q, cap);
+    if (kube_request_h(inf->c, KUBE_GET, q, NULL, 0, 0, on_list, inf, &inf->req) != 0)
+        schedule(inf, NEXT_LIST, next_backoff(inf));
+    free(q);
+}
+
+static void start_watch(struct kube_informer *inf)
+{
+    size_t cap = strlen(inf->path) + (inf->rv ? 3 * strlen(inf->rv) : 0) +
+                 (inf->lsel ? 3 * strlen(inf->lsel) : 0) + (inf->fsel ? 3 * strlen(inf->fsel) : 0) +
+                 160;
+    char *q = malloc(cap);
+    if (!q) {
+        schedule(inf, NEXT_WATCH, next_backoff(inf));
+        return;
+    }
+    uint32_t t = inf->watch_timeout ? inf->watch_timeout
+                                    : 300 + (uint32_t)(kube_client_rand(inf->c) * 300.0);
+    snprintf(q, cap,
+             "%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=", inf->path,
+             t);
+    kube_query_escape(q, cap, inf->rv ? inf->rv : "");
+    selectors(inf, q, cap);
+    kube_framer_reset(&inf->fr);
+    inf->got_event = false;
+    if (kube_stream(inf->c, q, on_watch_data, on_watch_done, inf, &inf->req) != 0)
+        schedule(inf, NEXT_WATCH, next_backoff(inf));
+    free(q);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    struct kube_informer *inf = t->data;
+    if (inf->dead)
+        return;
+    if (inf->next == NEXT_LIST)
+        start_list(inf);
+    else
+        start_watch(inf);
+}
+
+static void schedule(struct kube_informer *inf, enum inf_next next, uint64_t ms)
+{
+    if (inf->dead)
+        return;
+    inf->next = next;
+    uv_timer_start(&inf->timer, on_timer, ms, 0);
+}
+
+/* A full list is applied: synthetic deletes, SYNCED, then the watch. */
+static void list_complete(struct kube_informer *inf)
+{
+    for (size_t i = 0; i < inf->map.nb && !inf->dead; i++) {
+        struct kent **p = &inf->map.b[i];
+        while (*p && !inf->dead) {
+            struct kent *e = *p;
+            if (e->gen == inf->gen) {
+                p = &e->next;
+                continue;
+            }
+            cJSON *o = ghost(e);
+            *p = e->next;
+            kent_free(e);
+            inf->map.n--;
+            if (o)
+                emit(inf, KUBE_DELETED, o);
+            cJSON_Delete(o);
+        }
+    }
+    if (inf->dead)
+        return;
+    inf->synced = true;
+    inf->backoff_ms = 0;
+    emit(inf, KUBE_SYNCED, NULL);
+    if (!inf->dead)
+        start_watch(inf);
+}
+
+static void on_list(void *ctx, const struct kube_resp *r)
+{
+    struct kube_informer *inf = ctx;
+    inf->req = NULL;
+    inf_enter(inf);
+    if (r->status == 410 || (r->status != 200 && inf->cont)) {
+        LOG_INFO("kube", "list %s: %s: starting the list again", inf->path,
+                 r->error ? r->error : "expired");
+        bool paged = inf->cont != NULL;
+        free(inf->cont);
+        inf->cont = NULL;
+        if (r->status == 410 && paged)
+            start_list(inf);
+        else
+            schedule(inf, NEXT_LIST, next_backoff(inf));
+        inf_leave(inf);
+        return;
+    }
+    if (r->status != 200) {
+        LOG_WARN("kube", "list %s: %s (HTTP %d, %u attempts)", inf->path,
+                 r->error ? r->error : "failed", r->status, r->attempts);
+        schedule(inf, NEXT_LIST, next_backoff(inf));
+        inf_leave(inf);
+        return;
+    }
+    cJSON *j = cJSON_ParseWithLength(r->body, r->len);
+    const cJSON *items = j ? cJSON_GetObjectItemCaseSensitive(j, "items") : NULL;
+    const cJSON *meta = j ? cJSON_GetObjectItemCaseSensitive(j, "metadata") : NULL;
+    if (!j || (items && !cJSON_IsArray(items)) || !cJSON_IsObject(meta)) {
+        LOG_WARN("kube", "list %s: response is not a list object: retrying", inf->path);
+        cJSON_Delete(j);
+        free(inf->cont);
+        inf->cont = NULL;
+        schedule(inf, NEXT_LIST, next_backoff(inf));
+        inf_leave(inf);
+        return;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items)
+    {
+        char key[512];
+        const cJSON *m;
+        if (!obj_key(inf, it, "list item", key, sizeof(key), &m))
+            continue;
+        bool known;
+        if (!remember(inf, key, m, &known)) {
+            LOG_ERROR("kube", "list %s: out of memory", inf->path);
+            continue;
+        }
+        emit(inf, known ? KUBE_MODIFIED : KUBE_ADDED, it);
+        if (inf->dead)
+            break;
+    }
+    if (!inf->dead) {
+        const char *cont = str_at(meta, "continue");
+        free(inf->cont);
+        inf->cont = cont && *cont ? strdup(cont) : NULL;
+        if (inf->cont) {
+            start_list(inf);
+        } else {
+            set_rv(inf, str_at(meta, "resourceVersion"));
+            list_complete(inf);
+        }
+    }
+    cJSON_Delete(j);
+    inf_leave(inf);
+}
+
+static int on_frame(void *ctx, const char *text, size_t len)
+{
+    struct kube_informer *inf = ctx;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    const char *type = j ? str_at(j, "type") : NULL;
+    const cJSON *obj = j ? cJSON_GetObjectItemCaseSensitive(j, "object") : NULL;
+    if (!type || !cJSON_IsObject(obj)) {
+        LOG_WARN("kube", "watch %s: malformed event skipped (%zu bytes)", inf->path, len);
+        cJSON_Delete(j);
+        return 0;
+    }
+    int rc = 0;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!strcmp(type, "BOOKMARK")) {
+        set_rv(inf, meta ? str_at(meta, "resourceVersion") : NULL);
+        inf->got_event = true;
+    } else if (!strcmp(type, "ERROR")) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+        const char *msg = str_at(obj, "message");
+        if (cJSON_IsNumber(code) && code->valueint == 410) {
+            LOG_INFO("kube", "watch %s: %s: relisting", inf->path, msg ? msg : "expired");
+            inf->relist = true;
+        } else {
+            LOG_WARN("kube", "watch %s: error event: %s", inf->path, msg ? msg : "(no message)");
+        }
+        rc = 1;
+    } else if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED") || !strcmp(type, "DELETED")) {
+        char key[512];
+        const cJSON *m;
+        if (obj_key(inf, obj, "watch event", key, sizeof(key), &m)) {
+            bool known;
+            enum kube_event ev = type[0] == 'A'   ? KUBE_ADDED
+                                 : type[0] == 'M' ? KUBE_MODIFIED
+                                                  : KUBE_DELETED;
+            if (ev == KUBE_DELETED)
+                forget(inf, key);
+            else if (!remember(inf, key, m, &known))
+                LOG_ERROR("kube", "watch %s: out of memory", inf->path);
+            set_rv(inf, str_at(m, "resourceVersion"));
+            inf->got_event = true;
+            kube_client_counters(inf->c)->watch_events++;
+            emit(inf, ev, obj);
+        }
+    } else {
+        LOG_WARN("kube", "watch %s: unknown event type skipped", inf->path);
+    }
+    cJSON_Delete(j);
+    return rc || inf->dead;
+}
+
+static int on_watch_data(void *ctx, const char *data, size_t n)
+{
+    struct kube_informer *inf = ctx;
+    struct sched_errbuf eb;
+    inf_enter(inf);
+    int rc = kube_framer_feed(&inf->fr, data, n, on_frame, inf, &eb);
+    if (rc < 0)
+        LOG_ERROR("kube", "watch %s: %s: reconnecting", inf->path, eb.msg);
+    if (!inf_leave(inf))
+        return 1;
+    return rc != 0;
+}
+
+static void on_watch_done(void *ctx, const struct kube_resp *r)
+{
+    struct kube_informer *inf = ctx;
+    inf->req = NULL;
+    struct kube_client_stats *st = kube_client_counters(inf->c);
+    if (inf->got_event)
+        inf->backoff_ms = 0;
+    if (inf->relist || r->status == 410) {
+        inf->relist = false;
+        st->relists++;
+        free(inf->cont);
+        inf->cont = NULL;
+        start_list(inf);
+        return;
+    }
+    st->reconnects++;
+    if (r->status == 200) {
+        LOG_DEBUG("kube", "watch %s: ended: watching again from %s", inf->path,
+                  inf->rv ? inf->rv : "(none)");
+        schedule(inf, NEXT_WATCH, REWATCH_MS);
+        return;
+    }
+    uint64_t d = next_backoff(inf);
+    LOG_WARN("kube", "watch %s: %s (HTTP %d): reconnecting in %llu ms", inf->path,
+             r->error ? r->error : "failed", r->status, (unsigned long long)d);
+    schedule(inf, NEXT_WATCH, d);
+}
+
+int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
+                      kube_informer_fn *fn, void *ctx, struct kube_informer **out,
+                      struct sched_errbuf *eb)
+{
+    if (!c || !o || !o->path || o->path[0] != '/' || strchr(o->path, '?') || !out)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "informer: a client, a collection path starting with / (no query) and "
+                          "an output are required");
+    struct kube_informer *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return sched_fail(eb, SCHED_ENOMEM, "informer %s: out of memory", o->path);
+    inf->c = c;
+    inf->fn = fn;
+    inf->ctx = ctx;
+    inf->path = strdup(o->path);
+    inf->fsel = o->field_selector && *o->field_selector ? strdup(o->field_selector) : NULL;
+    inf->lsel = o->label_selector && *o->label_selector ? strdup(o->label_selector) : NULL;
+    inf->page = o->page_size ? o->page_size : 500;
+    inf->watch_timeout = o->watch_timeout_s;
+    kube_framer_init(&inf->fr, WATCH_MAX_OBJECT);
+    if (!inf->path || (o->field_selector && *o->field_selector && !inf->fsel) ||
+        (o->label_selector && *o->label_selector && !inf->lsel) || !kmap_grow(&inf->map)) {
+        free(inf->path);
+        free(inf->fsel);
+        free(inf->lsel);
+        kmap_free(&inf->map);
+        free(inf);
+        return sched_fail(eb, SCHED_ENOMEM, "informer %s: out of memory", o->path);
+    }
+    uv_timer_init(kube_client_loop(c), &inf->timer);
+    inf->timer.data = inf;
+    start_list(inf);
+    *out = inf;
+    return 0;
+}
+
+static void on_inf_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void inf_release(struct kube_informer *inf)
+{
+    kmap_free(&inf->map);
+    kube_framer_free(&inf->fr);
+    free(inf->path);
+    free(inf->fsel);
+    free(inf->lsel);
+    free(inf->rv);
+    free(inf->cont);
+    uv_close((uv_handle_t *)&inf->timer, on_inf_closed);
+}
+
+void kube_informer_free(struct kube_informer *inf)
+{
+    if (!inf || inf->dead)
+        return;
+    inf->dead = true;
+    if (inf->req) {
+        kube_req_cancel(inf->req);
+        inf->req = NULL;
+    }
+    uv_timer_stop(&inf->timer);
+    if (inf->depth == 0)
+        inf_release(inf);
+}
+
+bool kube_informer_synced(const struct kube_informer *inf)
+{
+    return inf && inf->synced;
+}
+
+const char *kube_informer_rv(const struct kube_informer *inf)
+{
+    return inf && inf->rv ? inf->rv : "";
+}

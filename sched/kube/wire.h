@@ -1,0 +1,84 @@
+/* sched/kube/wire.h: internals shared by the files of the Kubernetes API client (auth.c,
+ * client.c, informer.c, lease.c) and their tests; not for the rest of the daemon.
+ *
+ * Owns: base64 decoding, the watch-stream framer, the MicroTime formatter, percent-encoding of
+ * query values, and the client's streaming-request and cancellation hooks used by informers and
+ * leases. Must not touch: anything outside sched/kube.
+ */
+#ifndef SCHED_KUBE_WIRE_H
+#define SCHED_KUBE_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/kube/client.h"
+
+/* ---- base64 (RFC 4648, standard alphabet; padding optional; whitespace ignored) ----------------
+ */
+
+/* Decodes in[0..len) into a new NUL-terminated buffer (*out, *out_len). 0, SCHED_EINVAL on a
+ * character outside the alphabet or a bad length (*bad_at = its offset), SCHED_ENOMEM. */
+int kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len, size_t *bad_at);
+
+/* ---- watch-stream framer: cuts a byte stream into top-level JSON objects -----------------------
+ */
+
+struct kube_framer {
+    char *buf;
+    size_t len, cap;
+    size_t scan;    /* bytes of buf already examined */
+    size_t start;   /* offset of the current object's '{' (valid when depth > 0) */
+    size_t max_obj; /* an object longer than this is an error */
+    unsigned depth;
+    bool in_str, esc;
+};
+
+/* Called once per complete object; text[len] is '\0'. Non-zero stops the feed and is returned. */
+typedef int kube_frame_fn(void *ctx, const char *text, size_t len);
+
+void kube_framer_init(struct kube_framer *f, size_t max_obj);
+void kube_framer_reset(struct kube_framer *f); /* drops any partial object, keeps the limit */
+void kube_framer_free(struct kube_framer *f);
+/* Feeds n bytes; emits each object that completes. Bytes between objects ('\n', spaces, stray
+ * characters) are skipped. Returns 0, the callback's non-zero value, SCHED_ERANGE when an object
+ * grows past max_obj (message in eb; the framer is reset), or SCHED_ENOMEM. */
+int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_frame_fn *fn,
+                     void *ctx, struct sched_errbuf *eb);
+
+/* ---- small text helpers ------------------------------------------------------------------------
+ */
+
+/* "2006-01-02T15:04:05.000000Z" for the current wall-clock time; buf needs 32 bytes. */
+void kube_microtime_now(char *buf, size_t cap);
+/* Appends s percent-encoded (RFC 3986 unreserved kept) to dst (capacity cap, NUL-terminated);
+ * false when it does not fit. */
+bool kube_query_escape(char *dst, size_t cap, const char *s);
+/* A uniformly random double in [0, 1) from the client's generator. */
+double kube_client_rand(struct kube_client *c);
+
+/* ---- client hooks for informers and leases ------------------------------------------------------
+ */
+
+struct kube_req;
+
+uv_loop_t *kube_client_loop(struct kube_client *c);
+struct kube_client_stats *kube_client_counters(struct kube_client *c);
+
+/* kube_request that also returns a handle for kube_req_cancel; the handle is valid until `fn` is
+ * called (clear it there) or it is cancelled. */
+int kube_request_h(struct kube_client *c, enum kube_method m, const char *path, const char *body,
+                   size_t len, unsigned flags, kube_resp_fn *fn, void *ctx, struct kube_req **out);
+
+/* Streaming GET (watches): no timeout, no rate limit, no in-flight slot, no retries. While the
+ * response status is 200, every chunk of the body goes to `data` (non-zero aborts the transfer,
+ * which then ends with a transport error); other statuses are buffered and parsed as usual. `done`
+ * is called once at the end (body "" for a 200 stream). */
+typedef int kube_data_fn(void *ctx, const char *data, size_t n);
+int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kube_resp_fn *done,
+                void *ctx, struct kube_req **out);
+
+/* Cancels a request or stream: its callbacks are never called again; safe inside callbacks. */
+void kube_req_cancel(struct kube_req *r);
+
+#endif

@@ -1,0 +1,2063 @@
+#!/usr/bin/env python3
+"""tests/kube/fakeapi.py: a fake Kubernetes API server for tests and benchmarks (stdlib only).
+
+Owns: an in-memory object store with a global resourceVersion counter and a bounded watch
+history; the REST surface of the resources in RESOURCES (get, list, watch, create, update,
+patch, delete) with the subresources a scheduler uses (pods/binding, pods/status,
+pods/eviction, <crd>/status); discovery and a minimal OpenAPI v3 document so that the real
+kubectl works with default validation; TLS with a self-signed CA made by the openssl command,
+bearer-token authentication; an optional simulated kubelet; fault injection and counters under
+/_fake/. Listens on 127.0.0.1 only.
+
+Must not: talk to anything but loopback clients, or pretend to validate objects against
+schemas (it checks names, namespaces, kinds and a few rules the scheduler depends on).
+
+Usage and the fault API: docs/test-api-server.md.
+"""
+
+import argparse
+import base64
+import bisect
+import copy
+import datetime
+import heapq
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+# --------------------------------------------------------------------------------------------
+# The resource table: adding a resource is one line.
+
+
+class Res:
+    def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
+                 crd=False, subs=(), fields=None, categories=()):
+        self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.namespaced, self.short, self.status, self.crd = namespaced, list(short), status, crd
+        self.subs = list(subs)  # extra subresources besides status
+        self.categories = list(categories)
+        # field selectors: name -> (dotted path, value when absent)
+        self.fields = {"metadata.name": ("metadata.name", ""),
+                       "metadata.namespace": ("metadata.namespace", "")}
+        self.fields.update(fields or {})
+        self.api_version = f"{group}/{version}" if group else version
+        self.key = (group, plural)
+        self.qualified = f"{plural}.{group}" if group else plural
+
+
+POD_FIELDS = {f: (f, "") for f in ("spec.nodeName", "spec.schedulerName", "spec.restartPolicy",
+                                    "spec.serviceAccountName", "status.phase", "status.podIP",
+                                    "status.nominatedNodeName")}
+POD_FIELDS["spec.hostNetwork"] = ("spec.hostNetwork", "false")
+EVENT_FIELDS = {f"involvedObject.{k}": (f"involvedObject.{k}", "") for k in
+                ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
+EVENT_FIELDS.update({f: (f, "") for f in ("reason", "reportingComponent", "type", "source")})
+
+RESOURCES = [
+    Res("", "v1", "pods", "Pod", True, ["po"], status=True, subs=["binding", "eviction"],
+        fields=POD_FIELDS, categories=["all"]),
+    Res("", "v1", "nodes", "Node", False, ["no"], status=True,
+        fields={"spec.unschedulable": ("spec.unschedulable", "false")}),
+    Res("", "v1", "namespaces", "Namespace", False, ["ns"], status=True,
+        fields={"status.phase": ("status.phase", "")}),
+    Res("", "v1", "events", "Event", True, ["ev"], fields=EVENT_FIELDS),
+    Res("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    Res("", "v1", "secrets", "Secret", True, fields={"type": ("type", "")}),
+    Res("", "v1", "services", "Service", True, ["svc"], status=True, categories=["all"]),
+    Res("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+    Res("events.k8s.io", "v1", "events", "Event", True, ["ev"]),
+    Res("coordination.k8s.io", "v1", "leases", "Lease", True),
+    Res("apps", "v1", "deployments", "Deployment", True, ["deploy"], status=True,
+        categories=["all"]),
+    Res("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    Res("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    Res("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    Res("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    Res("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+        False, ["crd", "crds"], status=True),
+    Res("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ["pdb"],
+        status=True),
+    Res("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, ["pg", "pgs"],
+        status=True, crd=True),
+    # Volcano's PodGroup CRD has no status subresource: volcano writes status with a PUT.
+    Res("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True,
+        ["pg", "podgroup-v1beta1"], crd=True),
+    Res("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ["q", "queue-v1beta1"],
+        status=True, crd=True),
+]
+BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+BY_KEY = {r.key: r for r in RESOURCES}
+DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"]
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+ANNOT_START = "fake.gangsched.io/start"
+ANNOT_RUN = "fake.gangsched.io/run-seconds"
+ANNOT_EXIT = "fake.gangsched.io/exit-code"
+
+# --------------------------------------------------------------------------------------------
+# Errors as Status objects.
+
+REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+           405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
+           415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
+           500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+class ApiError(Exception):
+    def __init__(self, code, message, reason=None, details=None, headers=None):
+        super().__init__(message)
+        self.code, self.message = code, message
+        self.reason = reason or REASONS.get(code, "Unknown")
+        self.details, self.headers = details, headers or {}
+
+    def status(self):
+        s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+             "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details is not None:
+            s["details"] = self.details
+        return s
+
+
+def not_found(res, name):
+    return ApiError(404, f'{res.qualified} "{name}" not found',
+                    details={"name": name, "group": res.group, "kind": res.plural})
+
+
+def conflict(res, name, why, sub=""):
+    what = res.qualified + (f"/{sub}" if sub else "")
+    return ApiError(409, f'Operation cannot be fulfilled on {what} "{name}": {why}',
+                    details={"name": name, "group": res.group, "kind": res.plural})
+
+
+MODIFIED_MSG = ("the object has been modified; please apply your changes to the latest "
+                "version and try again")
+
+
+def success_status(code):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "code": code}
+
+
+def dumps(obj):
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def now_time(delta=0.0):
+    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=delta)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def dig(obj, path, default=None):
+    for part in path.split("."):
+        if not isinstance(obj, dict) or part not in obj:
+            return default
+        obj = obj[part]
+    return obj
+
+# --------------------------------------------------------------------------------------------
+# Selectors.
+
+
+def split_outside_parens(s):
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [t.strip() for t in out if t.strip()]
+
+
+SET_RE = re.compile(r"^(\S+)\s+(in|notin)\s+\((.*)\)$")
+KEY_RE = re.compile(r"^([a-z0-9A-Z.\-/_]+)$")
+
+
+def parse_label_selector(s):
+    reqs = []
+    for term in split_outside_parens(s or ""):
+        m = SET_RE.match(term)
+        if m:
+            vals = {v.strip() for v in m.group(3).split(",") if v.strip()}
+            reqs.append((m.group(1), m.group(2), vals))
+            continue
+        for op in ("!=", "==", "="):
+            if op in term:
+                k, v = term.split(op, 1)
+                reqs.append((k.strip(), "!=" if op == "!=" else "=", v.strip()))
+                break
+        else:
+            if term.startswith("!"):
+                reqs.append((term[1:].strip(), "!exists", None))
+            else:
+                reqs.append((term, "exists", None))
+    for k, _, _ in reqs:
+        if not KEY_RE.match(k):
+            raise ApiError(400, f"unable to parse requirement: invalid label key {k!r}")
+    return reqs
+
+
+def labels_match(reqs, labels):
+    labels = labels or {}
+    for k, op, v in reqs:
+        have = labels.get(k)
+        if op == "=" and have != v:
+            return False
+        if op == "!=" and have == v:
+            return False
+        if op == "in" and have not in v:
+            return False
+        if op == "notin" and have in v:
+            return False
+        if op == "exists" and k not in labels:
+            return False
+        if op == "!exists" and k in labels:
+            return False
+    return True
+
+
+def selector_object_matches(sel, labels):
+    """A metav1.LabelSelector (matchLabels, matchExpressions); an empty one matches all."""
+    labels = labels or {}
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in sel.get("matchExpressions") or []:
+        k, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(k) not in vals:
+            return False
+        if op == "NotIn" and k in labels and labels[k] in vals:
+            return False
+        if op == "Exists" and k not in labels:
+            return False
+        if op == "DoesNotExist" and k in labels:
+            return False
+    return True
+
+
+def parse_field_selector(res, s):
+    reqs = []
+    for term in split_outside_parens(s or ""):
+        for op in ("!=", "==", "="):
+            if op in term:
+                k, v = term.split(op, 1)
+                k = k.strip()
+                if k not in res.fields:
+                    raise ApiError(400, f'field label not supported: {k}')
+                reqs.append((res.fields[k], op != "!=", v.strip()))
+                break
+        else:
+            raise ApiError(400, f"invalid selector: '{s}'; can't understand '{term}'")
+    return reqs
+
+
+def field_value(obj, spec):
+    path, absent = spec
+    v = dig(obj, path)
+    if v is None:
+        return absent
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def fields_match(reqs, obj):
+    for spec, eq, v in reqs:
+        if (field_value(obj, spec) == v) != eq:
+            return False
+    return True
+
+# --------------------------------------------------------------------------------------------
+# Patches: JSON merge (RFC 7386), strategic merge (the list keys kubectl apply needs),
+# JSON patch (RFC 6902).
+
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+              "env": "name", "volumes": "name", "volumeMounts": "mountPath",
+              "volumeDevices": "devicePath", "imagePullSecrets": "name", "conditions": "type",
+              "ownerReferences": "uid", "hostAliases": "ip", "resourceClaims": "name",
+              "schedulingGates": "name", "addresses": "type", "ports": None}
+PRIMITIVE_SETS = {"finalizers"}
+
+
+def strip_directives(v):
+    if isinstance(v, dict):
+        return {k: strip_directives(x) for k, x in v.items()
+                if not k.startswith("$")}
+    if isinstance(v, list):
+        return [strip_directives(x) for x in v]
+    return v
+
+
+def strategic_merge(orig, patch):
+    if not isinstance(patch, dict):
+        return strip_directives(patch)
+    if patch.get("$patch") == "replace":
+        return strip_directives(patch)
+    result = dict(orig) if isinstance(orig, dict) else {}
+    orders = {}
+    for k, v in patch.items():
+        if k.startswith("$setElementOrder/"):
+            orders[k.split("/", 1)[1]] = v
+            continue
+        if k.startswith("$deleteFromPrimitiveList/"):
+            field = k.split("/", 1)[1]
+            result[field] = [x for x in result.get(field) or [] if x not in v]
+            continue
+        if k.startswith("$"):
+            continue
+        if v is None:
+            result.pop(k, None)
+        elif isinstance(v, dict):
+            if v.get("$patch") == "delete":
+                result.pop(k, None)
+            else:
+                result[k] = strategic_merge(result.get(k), v)
+        elif isinstance(v, list) and k in MERGE_KEYS:
+            result[k] = merge_list(k, result.get(k) or [], v)
+        elif isinstance(v, list) and k in PRIMITIVE_SETS:
+            cur = list(result.get(k) or [])
+            result[k] = cur + [x for x in v if x not in cur]
+        else:
+            result[k] = strip_directives(v)
+    for field, order in orders.items():
+        result[field] = reorder(field, result.get(field) or [], order)
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
+    return result
+
+
+def list_key(field, items):
+    key = MERGE_KEYS[field]
+    if key is None:  # ports: containerPort in containers, port in services
+        key = "containerPort" if any(isinstance(i, dict) and "containerPort" in i
+                                     for i in items) else "port"
+    return key
+
+
+def merge_list(field, cur, patch):
+    if not all(isinstance(x, dict) for x in patch) or not all(isinstance(x, dict) for x in cur):
+        return strip_directives(patch)
+    if any(x.get("$patch") == "replace" for x in patch):
+        return strip_directives([x for x in patch if x.get("$patch") != "replace"])
+    key = list_key(field, list(cur) + list(patch))
+    result = list(cur)
+    for pe in patch:
+        idx = next((i for i, e in enumerate(result) if e.get(key) == pe.get(key)), None)
+        if pe.get("$patch") == "delete":
+            if idx is not None:
+                del result[idx]
+        elif idx is not None:
+            result[idx] = strategic_merge(result[idx], pe)
+        else:
+            result.append(strip_directives(pe))
+    return result
+
+
+def reorder(field, items, order):
+    if not items or not all(isinstance(x, dict) for x in items):
+        return [x for x in order if x in items] + [x for x in items if x not in order]
+    key = list_key(field, items)
+    want = [o.get(key) for o in order if isinstance(o, dict)]
+    ranked = sorted(items, key=lambda e: want.index(e.get(key)) if e.get(key) in want
+                    else len(want))
+    return ranked
+
+
+def pointer(path):
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ApiError(422, f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def json_patch(doc, ops):
+    if not isinstance(ops, list):
+        raise ApiError(400, "json patch must be a list of operations")
+    doc = copy.deepcopy(doc)
+
+    def parent(path):
+        parts = pointer(path)
+        if not parts:
+            raise ApiError(422, "cannot operate on the whole document")
+        node = doc
+        for p in parts[:-1]:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        return node, parts[-1]
+
+    def get(path):
+        node = doc
+        for p in pointer(path):
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        return node
+
+    def add(path, value):
+        node, last = parent(path)
+        if isinstance(node, list):
+            node.insert(len(node) if last == "-" else int(last), value)
+        else:
+            node[last] = value
+
+    def remove(path):
+        node, last = parent(path)
+        if isinstance(node, list):
+            return node.pop(int(last))
+        return node.pop(last)
+
+    for op in ops:
+        try:
+            kind, path = op["op"], op["path"]
+            if kind == "add":
+                add(path, copy.deepcopy(op["value"]))
+            elif kind == "remove":
+                remove(path)
+            elif kind == "replace":
+                node, last = parent(path)
+                if isinstance(node, list):
+                    node[int(last)] = copy.deepcopy(op["value"])
+                else:
+                    if last not in node:
+                        raise KeyError(last)
+                    node[last] = copy.deepcopy(op["value"])
+            elif kind == "move":
+                add(path, remove(op["from"]))
+            elif kind == "copy":
+                add(path, copy.deepcopy(get(op["from"])))
+            elif kind == "test":
+                if get(path) != op["value"]:
+                    raise ApiError(422, f"the server rejected our request due to an error in "
+                                        f"our request: testing value {path} failed")
+            else:
+                raise ApiError(400, f"unknown json patch operation {kind!r}")
+        except ApiError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            raise ApiError(422, f"the server rejected our request due to an error in our "
+                                f"request: json patch {op.get('op')} {op.get('path')}: {e!r}")
+    return doc
+
+# --------------------------------------------------------------------------------------------
+# Counters and fault injection.
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.c = {"requests": 0, "by_verb": {}, "by_resource": {}, "codes": {},
+                      "binds": 0, "bind_conflicts": 0, "conflicts": 0, "already_exists": 0,
+                      "evictions": 0, "evictions_blocked": 0, "watches_started": 0,
+                      "watches_active": 0, "watch_events": 0, "watch_expired": 0,
+                      "faults_fired": 0}
+
+    def add(self, name, n=1):
+        with self.lock:
+            self.c[name] += n
+
+    def request(self, verb, what):
+        with self.lock:
+            self.c["requests"] += 1
+            self.c["by_verb"][verb] = self.c["by_verb"].get(verb, 0) + 1
+            key = f"{verb} {what}"
+            self.c["by_resource"][key] = self.c["by_resource"].get(key, 0) + 1
+
+    def code(self, code):
+        with self.lock:
+            k = str(code)
+            self.c["codes"][k] = self.c["codes"].get(k, 0) + 1
+
+    def snapshot(self):
+        with self.lock:
+            return json.loads(json.dumps(self.c))
+
+
+FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "conflict"}
+FAULT_NUM = {"code": int, "count": int, "retryAfter": int, "ms": int, "afterEvents": int,
+             "afterSeconds": float}
+
+
+def parse_fault_spec(spec):
+    """'error:code=500,count=3,path=/pods;delay:ms=50' or JSON (one rule or a list)."""
+    spec = spec.strip()
+    if spec.startswith("[") or spec.startswith("{"):
+        rules = json.loads(spec)
+        return rules if isinstance(rules, list) else [rules]
+    rules = []
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        kind, _, rest = part.partition(":")
+        rule = {"type": kind.strip()}
+        for kv in filter(None, (x.strip() for x in rest.split(","))):
+            k, _, v = kv.partition("=")
+            rule[k.strip()] = FAULT_NUM.get(k.strip(), str)(v.strip())
+        rules.append(rule)
+    return rules
+
+
+class Faults:
+    def __init__(self, stats):
+        self.lock = threading.Lock()
+        self.rules = []
+        self.stats = stats
+
+    def add(self, rules):
+        clean = []
+        for r in rules:
+            if not isinstance(r, dict) or r.get("type") not in FAULT_TYPES:
+                raise ApiError(400, f"bad fault rule {r!r}: type must be one of "
+                                    f"{sorted(FAULT_TYPES)}")
+            r = dict(r)
+            r.setdefault("count", 1)
+            if r["type"] == "error":
+                r.setdefault("code", 500)
+            for k, conv in FAULT_NUM.items():
+                if k in r:
+                    try:
+                        r[k] = conv(r[k])
+                    except (TypeError, ValueError):
+                        raise ApiError(400, f"bad fault rule {r!r}: {k} must be a number")
+            clean.append(r)
+        with self.lock:
+            self.rules.extend(clean)
+
+    def clear(self):
+        with self.lock:
+            self.rules = []
+
+    def list(self):
+        with self.lock:
+            return [dict(r) for r in self.rules]
+
+    def take(self, kind, verb, path):
+        """The first matching rule of this kind (its count is spent), or None."""
+        with self.lock:
+            for r in self.rules:
+                if r["type"] != kind:
+                    continue
+                if r.get("verb") and r["verb"] != verb:
+                    continue
+                if r.get("path") and r["path"] not in path:
+                    continue
+                if r["count"] > 0:
+                    r["count"] -= 1
+                    if r["count"] == 0:
+                        self.rules.remove(r)
+                self.stats.add("faults_fired")
+                return dict(r)
+        return None
+
+# --------------------------------------------------------------------------------------------
+# The store.
+
+
+class Entry:
+    """A stored object: the dict (never mutated once stored) and its JSON bytes."""
+    __slots__ = ("obj", "raw")
+
+    def __init__(self, obj):
+        self.obj, self.raw = obj, dumps(obj)
+
+
+class Event:
+    __slots__ = ("rv", "key", "ns", "type", "obj", "old", "line")
+
+    def __init__(self, rv, key, ns, etype, obj, old, raw):
+        self.rv, self.key, self.ns, self.type, self.obj, self.old = rv, key, ns, etype, obj, old
+        self.line = b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
+
+
+class Store:
+    def __init__(self, history, stats, faults):
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.history_size = max(10, history)
+        self.stats, self.faults = stats, faults
+        self.stopping = False
+        self.kubelet = None
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.objects = {r.key: {} for r in RESOURCES}
+            self.rv = getattr(self, "rv", 0)
+            self.history, self.history_rvs = [], []
+            self.compacted = self.rv  # watches from an older version get 410
+            for ns in DEFAULT_NAMESPACES:
+                self.create(BY_KEY[("", "namespaces")], None,
+                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            self.cond.notify_all()
+
+    # ---- low level
+
+    def _commit(self, res, ns, name, etype, obj, old):
+        """Records a change; obj gets the new resourceVersion. Caller holds the lock."""
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        entry = Entry(obj)
+        table = self.objects[res.key]
+        if etype == "DELETED":
+            table.pop((ns, name), None)
+        else:
+            table[(ns, name)] = entry
+        self.history.append(Event(self.rv, res.key, ns, etype, obj, old, entry.raw))
+        self.history_rvs.append(self.rv)
+        if len(self.history) > self.history_size + self.history_size // 4:
+            cut = len(self.history) - self.history_size
+            self.compacted = self.history_rvs[cut - 1]
+            del self.history[:cut]
+            del self.history_rvs[:cut]
+        self.cond.notify_all()
+        if self.kubelet and res.key == ("", "pods"):
+            self.kubelet.notice(obj, etype)
+        return entry
+
+    def compact(self):
+        with self.lock:
+            self.compacted = self.rv
+            self.history, self.history_rvs = [], []
+            self.cond.notify_all()
+
+    def _get(self, res, ns, name):
+        e = self.objects[res.key].get((ns, name))
+        if e is None:
+            raise not_found(res, name)
+        return e
+
+    def _check_namespace(self, res, ns):
+        if res.namespaced and (None, ns) not in self.objects[("", "namespaces")]:
+            raise ApiError(404, f'namespaces "{ns}" not found',
+                           details={"name": ns, "kind": "namespaces"})
+
+    # ---- reads
+
+    def get(self, res, ns, name):
+        with self.lock:
+            return self._get(res, ns, name).raw
+
+    def list(self, res, ns, q):
+        lsel = parse_label_selector(q.get("labelSelector"))
+        fsel = parse_field_selector(res, q.get("fieldSelector"))
+        limit = int(q.get("limit") or 0)
+        cont = q.get("continue") or ""
+        rv_param = q.get("resourceVersion") or ""
+        with self.lock:
+            list_rv, after = self.rv, None
+            if cont:
+                try:
+                    tok = json.loads(base64.urlsafe_b64decode(cont.encode()))
+                    list_rv, after = int(tok["rv"]), tuple(tok["start"])
+                except (ValueError, KeyError, TypeError):
+                    raise ApiError(400, "continue key is not valid")
+                if list_rv < self.compacted:
+                    raise ApiError(410, "The provided continue parameter is too old to display "
+                                        "a consistent list result. You can start a new list "
+                                        "without the continue parameter.")
+            elif rv_param not in ("", "0"):
+                if not rv_param.isdigit():
+                    raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
+                if int(rv_param) < self.compacted:
+                    raise ApiError(410, "The resourceVersion for the provided list is too old.")
+            table = self.objects[res.key]
+            keys = sorted(k for k in table if ns is None or k[0] == ns)
+            if after is not None:
+                keys = keys[bisect.bisect_right(keys, after):]
+            items, last, more = [], None, 0
+            for i, k in enumerate(keys):
+                e = table[k]
+                if lsel and not labels_match(lsel, e.obj["metadata"].get("labels")):
+                    continue
+                if fsel and not fields_match(fsel, e.obj):
+                    continue
+                if limit and len(items) == limit:
+                    more = len(keys) - i  # an upper bound when selectors are given
+                    break
+                items.append(e.raw)
+                last = k
+        meta = {"resourceVersion": str(list_rv)}
+        if more:
+            meta["continue"] = base64.urlsafe_b64encode(
+                dumps({"rv": list_rv, "start": list(last)})).decode()
+            meta["remainingItemCount"] = more
+        head = {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta}
+        return dumps(head)[:-1] + b',"items":[' + b",".join(items) + b"]}"
+
+    # ---- writes
+
+    def create(self, res, ns, body, q=None):
+        q = q or {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "the body of the request was not a JSON object")
+        self._check_kind(res, body)
+        meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise ApiError(400, "metadata must be an object")
+        if res.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise ApiError(400, "the namespace of the provided object does not match "
+                                    "the namespace sent on the request")
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        with self.lock:
+            name = meta.get("name") or ""
+            if not name:
+                gen = meta.get("generateName")
+                if not gen:
+                    raise invalid(res, "", "metadata.name",
+                                  "name or generateName is required")
+                name = gen + uuid.uuid4().hex[:5]
+                meta["name"] = name
+            check_name(res, name)
+            self._check_namespace(res, ns)
+            if (ns, name) in self.objects[res.key]:
+                self.stats.add("already_exists")
+                raise ApiError(409, f'{res.qualified} "{name}" already exists',
+                               reason="AlreadyExists",
+                               details={"name": name, "group": res.group, "kind": res.plural})
+            for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
+                      "managedFields"):
+                meta.pop(k, None)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now_time()
+            meta["generation"] = 1
+            prepare_create(res, body)
+            if q.get("dryRun"):
+                body["metadata"]["resourceVersion"] = str(self.rv)
+                return dumps(body)
+            return self._commit(res, ns, name, "ADDED", body, None).raw
+
+    def _check_kind(self, res, body):
+        kind, av = body.get("kind"), body.get("apiVersion")
+        if kind and kind != res.kind or av and av != res.api_version:
+            raise ApiError(400, f"the API version in the data ({av}) does not match the "
+                                f"expected API version ({res.api_version}) or kind {kind} is "
+                                f"not {res.kind}")
+        body["kind"], body["apiVersion"] = res.kind, res.api_version
+
+    def update(self, res, ns, name, body, sub=None, verb="update", q=None):
+        q = q or {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "the body of the request was not a JSON object")
+        self._check_kind(res, body)
+        meta = body.setdefault("metadata", {})
+        if meta.get("name") and meta["name"] != name:
+            raise ApiError(400, "the name of the object does not match the name on the URL")
+        with self.lock:
+            cur = self._get(res, ns, name).obj
+            want_rv = meta.get("resourceVersion")
+            if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                self.stats.add("conflicts")
+                raise conflict(res, name, MODIFIED_MSG)
+            if self.faults.take("conflict", verb, f"/{res.plural}/{name}"):
+                self.stats.add("conflicts")
+                raise conflict(res, name, MODIFIED_MSG)
+            new = json.loads(dumps(body))
+            if sub == "status":
+                status = new.get("status")
+                new = json.loads(Entry(cur).raw)
+                if status is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = status
+            else:
+                if res.status:
+                    if "status" in cur:
+                        new["status"] = cur["status"]
+                    else:
+                        new.pop("status", None)
+                m = new["metadata"]
+                for k in ("uid", "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds", "generation"):
+                    if k in cur["metadata"]:
+                        m[k] = cur["metadata"][k]
+                    else:
+                        m.pop(k, None)
+                m["name"] = name
+                if res.namespaced:
+                    m["namespace"] = ns
+                m.pop("managedFields", None)
+                if spec_of(new) != spec_of(cur):
+                    m["generation"] = cur["metadata"].get("generation", 1) + 1
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            check_update(res, cur, new)
+            if new == cur or q.get("dryRun"):
+                return dumps(new)  # a no-op write keeps the resourceVersion
+            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
+                    and not (res.key == ("", "pods") and pod_needs_kubelet(new)):
+                return self._commit(res, ns, name, "DELETED", new, cur).raw
+            return self._commit(res, ns, name, "MODIFIED", new, cur).raw
+
+    def patch(self, res, ns, name, ctype, body, sub=None, q=None):
+        q = q or {}
+        ctype = (ctype or "").split(";")[0].strip()
+        try:
+            patch = json.loads(body or b"null")
+        except ValueError as e:
+            raise ApiError(400, f"the patch body is not JSON: {e}")
+        with self.lock:
+            if ctype == "application/apply-patch+yaml":
+                if not q.get("fieldManager"):
+                    raise ApiError(400, "PATCH requests of type apply require fieldManager")
+                if (ns, name) not in self.objects[res.key]:
+                    return 201, self.create(res, ns, patch, q)
+            cur = json.loads(self._get(res, ns, name).raw)
+            if ctype == "application/merge-patch+json":
+                new = merge_patch(cur, patch)
+            elif ctype == "application/apply-patch+yaml":
+                new = merge_patch(cur, patch)  # an approximation: no field ownership
+            elif ctype == "application/strategic-merge-patch+json":
+                if res.crd:
+                    raise ApiError(415, f'the body of the request was in an unknown format - '
+                                        f'accepted media types include: '
+                                        f'application/json-patch+json, '
+                                        f'application/merge-patch+json, '
+                                        f'application/apply-patch+yaml')
+                new = strategic_merge(cur, patch)
+            elif ctype == "application/json-patch+json":
+                new = json_patch(cur, patch)
+            else:
+                raise ApiError(415, f"the body of the request was in an unknown format - "
+                                    f"accepted media types include: "
+                                    f"application/json-patch+json, "
+                                    f"application/merge-patch+json, "
+                                    f"application/apply-patch+yaml")
+            if not isinstance(new, dict):
+                raise ApiError(422, "the patch did not produce an object")
+            new.setdefault("metadata", {})
+            return 200, self.update(res, ns, name, new, sub=sub, verb="patch", q=q)
+
+    def delete(self, res, ns, name, opts, q=None):
+        q = q or {}
+        with self.lock:
+            cur = self._get(res, ns, name).obj
+            pre = opts.get("preconditions") or {}
+            if pre.get("uid") and pre["uid"] != cur["metadata"]["uid"]:
+                self.stats.add("conflicts")
+                raise conflict(res, name, f"Precondition failed: UID in precondition: "
+                                          f"{pre['uid']}, UID in object meta: "
+                                          f"{cur['metadata']['uid']}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != \
+                    cur["metadata"]["resourceVersion"]:
+                self.stats.add("conflicts")
+                raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: "
+                                          f"{pre['resourceVersion']}, ResourceVersion in object "
+                                          f"meta: {cur['metadata']['resourceVersion']}")
+            if q.get("dryRun"):
+                return 200, Entry(cur).raw
+            new = json.loads(Entry(cur).raw)
+            m = new["metadata"]
+            grace = 0
+            if res.key == ("", "pods"):
+                grace = opts.get("gracePeriodSeconds")
+                if grace is None:
+                    grace = dig(cur, "spec.terminationGracePeriodSeconds", 30)
+                grace = int(grace)
+                if grace < 0:
+                    grace = 1
+                phase = dig(cur, "status.phase", "")
+                if not dig(cur, "spec.nodeName") or phase in ("Succeeded", "Failed"):
+                    grace = 0
+                old_grace = m.get("deletionGracePeriodSeconds")
+                if old_grace is not None and grace > old_grace:
+                    grace = old_grace  # a second delete may only shorten the grace period
+            if grace > 0 or m.get("finalizers"):
+                if grace > 0:
+                    m["deletionGracePeriodSeconds"] = grace
+                    m["deletionTimestamp"] = now_time(grace)
+                elif not m.get("deletionTimestamp"):
+                    m["deletionTimestamp"] = now_time()
+                    m["deletionGracePeriodSeconds"] = 0
+                if new != cur:
+                    return 202, self._commit(res, ns, name, "MODIFIED", new, cur).raw
+                return 202, Entry(cur).raw
+            entry = self._commit(res, ns, name, "DELETED", new, None)
+            if res.key == ("", "namespaces"):
+                self._delete_namespace_contents(name)
+            return 200, entry.raw
+
+    def _delete_namespace_contents(self, ns):
+        for r in RESOURCES:
+            if not r.namespaced:
+                continue
+            for (ons, oname) in [k for k in self.objects[r.key] if k[0] == ns]:
+                obj = json.loads(self.objects[r.key][(ons, oname)].raw)
+                self._commit(r, ons, oname, "DELETED", obj, None)
+
+    def delete_collection(self, res, ns, q, opts):
+        lsel = parse_label_selector(q.get("labelSelector"))
+        fsel = parse_field_selector(res, q.get("fieldSelector"))
+        with self.lock:
+            names = [k for k, e in self.objects[res.key].items()
+                     if (ns is None or k[0] == ns) and labels_match(lsel, e.obj["metadata"].get(
+                         "labels")) and fields_match(fsel, e.obj)]
+            for (ons, oname) in sorted(names):
+                self.delete(res, ons, oname, opts)
+        return {"kind": res.kind + "List", "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(self.rv)}, "items": []}
+
+    # ---- subresources
+
+    def bind(self, ns, name, body):
+        pods = BY_KEY[("", "pods")]
+        if not isinstance(body, dict):
+            raise ApiError(400, "the body of the request was not a JSON object")
+        meta = body.get("metadata") or {}
+        if meta.get("name") and meta["name"] != name:
+            raise ApiError(400, "name in URL does not match name in Binding object")
+        target = (body.get("target") or {}).get("name")
+        if not target:
+            raise invalid(pods, name, "target.name", "Required value")
+        with self.lock:
+            e = self._get(pods, ns, name)
+            cur = e.obj
+            why = None
+            if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
+                why = (f"Precondition failed: UID in precondition: {meta['uid']}, UID in object "
+                       f"meta: {cur['metadata']['uid']}")
+            elif meta.get("resourceVersion") and meta["resourceVersion"] != \
+                    cur["metadata"]["resourceVersion"]:
+                why = MODIFIED_MSG
+            elif cur["metadata"].get("deletionTimestamp"):
+                why = f"pod {name} is being deleted, cannot be assigned to a host"
+            elif dig(cur, "spec.nodeName"):
+                # Also when target is the same node: the real server refuses any second binding.
+                why = f'pod {name} is already assigned to node "{cur["spec"]["nodeName"]}"'
+            elif dig(cur, "spec.schedulingGates"):
+                why = f"pod {name} has non-empty .spec.schedulingGates"
+            if why:
+                self.stats.add("bind_conflicts")
+                self.stats.add("conflicts")
+                raise conflict(pods, name, why, sub="binding")
+            new = json.loads(e.raw)
+            new["spec"]["nodeName"] = target
+            if meta.get("annotations"):
+                new["metadata"].setdefault("annotations", {}).update(meta["annotations"])
+            st = new.setdefault("status", {})
+            st.pop("nominatedNodeName", None)
+            set_condition(st, "PodScheduled", "True")
+            self._commit(pods, ns, name, "MODIFIED", new, cur)
+            self.stats.add("binds")
+        return success_status(201)
+
+    def evict(self, ns, name, body):
+        pods = BY_KEY[("", "pods")]
+        opts = (body or {}).get("deleteOptions") or {}
+        with self.lock:
+            cur = self._get(pods, ns, name).obj
+            phase = dig(cur, "status.phase", "")
+            ignore_pdb = (not dig(cur, "spec.nodeName") or phase in ("Succeeded", "Failed", "Pending")
+                          or cur["metadata"].get("deletionTimestamp"))
+            if not ignore_pdb:
+                self._check_pdbs(cur)
+                new = json.loads(Entry(cur).raw)
+                set_condition(new.setdefault("status", {}), "DisruptionTarget", "True",
+                              reason="EvictionByEvictionAPI",
+                              message="Eviction API: evicting")
+                self._commit(pods, ns, name, "MODIFIED", new, cur)
+            self.delete(pods, ns, name, opts)
+            self.stats.add("evictions")
+        return success_status(201)
+
+    def _check_pdbs(self, pod):
+        ns = pod["metadata"]["namespace"]
+        labels = pod["metadata"].get("labels") or {}
+        pdbs = [e.obj for (pns, _), e in self.objects[("policy", "poddisruptionbudgets")].items()
+                if pns == ns and selector_object_matches(dig(e.obj, "spec.selector", {}) or {},
+                                                         labels)]
+        if not pdbs:
+            return
+        if len(pdbs) > 1:
+            raise ApiError(500, "This pod has more than one PodDisruptionBudget, which the "
+                                "eviction subresource does not support.")
+        pdb = pdbs[0]
+        sel = dig(pdb, "spec.selector", {}) or {}
+        members = [e.obj for (pns, _), e in self.objects[("", "pods")].items()
+                   if pns == ns and selector_object_matches(sel, e.obj["metadata"].get("labels"))]
+        expected = len(members)
+        healthy = sum(1 for p in members if pod_ready(p)
+                      and not p["metadata"].get("deletionTimestamp"))
+        spec = pdb.get("spec") or {}
+        if "minAvailable" in spec:
+            desired = scaled(spec["minAvailable"], expected, round_up=True)
+        elif "maxUnavailable" in spec:
+            desired = expected - scaled(spec["maxUnavailable"], expected, round_up=True)
+        else:
+            desired = expected
+        allowed = healthy - desired
+        # An unready pod may go while the budget holds (unhealthyPodEvictionPolicy
+        # IfHealthyBudget); a ready one only when a disruption is allowed.
+        if allowed < 0 or allowed == 0 and pod_ready(pod):
+            self.stats.add("evictions_blocked")
+            raise ApiError(429, "Cannot evict pod as it would violate the pod's disruption "
+                                "budget.",
+                           details={"causes": [{"reason": "DisruptionBudget", "message":
+                                                f"The disruption budget {pdb['metadata']['name']}"
+                                                f" needs {desired} healthy pods and has "
+                                                f"{healthy} currently"}]})
+
+    # ---- watch support
+
+    def events_since(self, cursor):
+        """History events after cursor (caller holds the lock); None when cursor expired."""
+        if cursor < self.compacted:
+            return None
+        i = bisect.bisect_right(self.history_rvs, cursor)
+        return self.history[i:]
+
+    # ---- persistence (--state-dir)
+
+    def save(self, path):
+        with self.lock:
+            data = {"rv": self.rv, "objects": [json.loads(e.raw) for t in self.objects.values()
+                                               for e in t.values()]}
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+
+    def load_saved(self, path):
+        with open(path) as f:
+            data = json.load(f)
+        with self.lock:
+            self.objects = {r.key: {} for r in RESOURCES}
+            for obj in data["objects"]:
+                res = find_kind(obj.get("apiVersion"), obj.get("kind"))
+                if res:
+                    m = obj["metadata"]
+                    self.objects[res.key][(m.get("namespace") if res.namespaced else None,
+                                           m["name"])] = Entry(obj)
+            self.rv = int(data["rv"])
+            self.history, self.history_rvs = [], []
+            self.compacted = self.rv
+
+
+def find_kind(api_version, kind):
+    for r in RESOURCES:
+        if r.api_version == api_version and r.kind == kind:
+            return r
+    return None
+
+
+def invalid(res, name, field, why):
+    return ApiError(422, f'{res.kind} "{name}" is invalid: {field}: {why}',
+                    details={"name": name, "group": res.group, "kind": res.kind,
+                             "causes": [{"reason": "FieldValueInvalid", "message": why,
+                                         "field": field}]})
+
+
+def check_name(res, name):
+    if len(name) > 253 or not NAME_RE.match(name):
+        raise invalid(res, name, "metadata.name",
+                      f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
+                      f"lower case alphanumeric characters, '-' or '.', and must start and end "
+                      f"with an alphanumeric character")
+
+
+def spec_of(obj):
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def scaled(v, total, round_up):
+    if isinstance(v, str) and v.endswith("%"):
+        frac = int(v[:-1]) * total
+        return -(-frac // 100) if round_up else frac // 100
+    return int(v)
+
+
+def set_condition(status, ctype, value, reason=None, message=None):
+    conds = status.setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == ctype:
+            if c.get("status") != value:
+                c["lastTransitionTime"] = now_time()
+            c["status"] = value
+            break
+    else:
+        c = {"type": ctype, "status": value, "lastProbeTime": None,
+             "lastTransitionTime": now_time()}
+        conds.append(c)
+    if reason:
+        c["reason"] = reason
+    if message:
+        c["message"] = message
+
+
+def pod_ready(pod):
+    if dig(pod, "status.phase") != "Running":
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in dig(pod, "status.conditions", []) or [])
+
+
+def pod_needs_kubelet(pod):
+    return bool(dig(pod, "spec.nodeName")) and dig(pod, "status.phase") not in ("Succeeded",
+                                                                                "Failed")
+
+
+def qos_class(pod):
+    containers = dig(pod, "spec.containers", []) or []
+    reqs = [c.get("resources") or {} for c in containers]
+    if not any(r.get("requests") or r.get("limits") for r in reqs):
+        return "BestEffort"
+    for r in reqs:
+        lim = r.get("limits") or {}
+        req = r.get("requests") or lim
+        for name in ("cpu", "memory"):
+            if name not in lim or req.get(name) != lim.get(name):
+                return "Burstable"
+    return "Guaranteed"
+
+
+def prepare_create(res, obj):
+    """What the real registry strategies do on create, for the resources where it matters."""
+    meta = obj["metadata"]
+    if res.key == ("", "pods"):
+        spec = obj.setdefault("spec", {})
+        if not spec.get("containers"):
+            raise invalid(res, meta["name"], "spec.containers", "Required value")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("priority", 0)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
+    elif res.key == ("", "namespaces"):
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        obj["status"] = {"phase": "Active"}
+    elif res.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+        names = dig(obj, "spec.names", {}) or {}
+        obj["status"] = {"acceptedNames": names, "storedVersions": [
+            v.get("name") for v in dig(obj, "spec.versions", []) or [] if v.get("storage")],
+            "conditions": [{"type": t, "status": "True", "reason": r,
+                            "lastTransitionTime": now_time(), "message": m}
+                           for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                                           ("Established", "InitialNamesAccepted",
+                                            "the initial names have been accepted"))]}
+    elif res.key == ("events.k8s.io", "events"):
+        check_event(res, obj)
+    elif res.status and res.crd:
+        obj.pop("status", None)  # a CRD with a status subresource ignores status on create
+    elif res.key == ("apps", "deployments"):
+        obj["status"] = {}
+
+
+def check_event(res, ev):
+    """events.k8s.io/v1 validation (the rules a scheduler trips on)."""
+    name = ev["metadata"]["name"]
+    if not ev.get("eventTime"):
+        raise invalid(res, name, "eventTime", "Required value")
+    for f in ("reportingController", "reportingInstance", "action", "reason"):
+        if not ev.get(f):
+            raise invalid(res, name, f, "Required value")
+        if len(ev[f]) > 128:
+            raise invalid(res, name, f, "Too long: may not be longer than 128")
+    if ev.get("type") not in ("Normal", "Warning"):
+        raise invalid(res, name, "type", 'Unsupported value: supported values: "Normal", '
+                                         '"Warning"')
+    if len(ev.get("note") or "") > 1024:
+        raise invalid(res, name, "note", "Too long: may not be longer than 1024")
+
+
+def check_update(res, cur, new):
+    if res.key == ("", "pods"):
+        if dig(new, "spec.nodeName") != dig(cur, "spec.nodeName"):
+            raise invalid(res, cur["metadata"]["name"], "spec",
+                          "Forbidden: pod updates may not change fields other than "
+                          "`spec.containers[*].image`, ... (spec.nodeName is immutable)")
+
+# --------------------------------------------------------------------------------------------
+# The simulated kubelet: bound pods start, deleted pods go away.
+
+
+class Kubelet:
+    def __init__(self, store, delay, grace_cap):
+        self.store, self.delay, self.grace_cap = store, delay, grace_cap
+        self.lock = threading.Condition()
+        self.timers, self.seen = [], set()
+        self.seq = 0
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def push(self, when, action, ns, name, uid):
+        with self.lock:
+            self.seq += 1
+            heapq.heappush(self.timers, (when, self.seq, action, ns, name, uid))
+            self.lock.notify()
+
+    def notice(self, pod, etype):
+        """Called with the store lock held after every pod write."""
+        m = pod["metadata"]
+        key = (m["uid"],)
+        if etype == "DELETED":
+            self.seen.discard(key + ("start",))
+            self.seen.discard(key + ("finalize",))
+            return
+        if m.get("deletionTimestamp") and dig(pod, "spec.nodeName"):
+            if key + ("finalize",) not in self.seen:
+                self.seen.add(key + ("finalize",))
+                wait = min(float(m.get("deletionGracePeriodSeconds") or 0), self.grace_cap)
+                self.push(time.monotonic() + wait, "finalize", m["namespace"], m["name"],
+                          m["uid"])
+        elif dig(pod, "spec.nodeName") and dig(pod, "status.phase") == "Pending":
+            if key + ("start",) not in self.seen:
+                self.seen.add(key + ("start",))
+                self.push(time.monotonic() + self.delay, "start", m["namespace"], m["name"],
+                          m["uid"])
+
+    def loop(self):
+        while True:
+            with self.lock:
+                while not self.timers or self.timers[0][0] > time.monotonic():
+                    self.lock.wait(None if not self.timers
+                                   else max(0.0, self.timers[0][0] - time.monotonic()))
+                _, _, action, ns, name, uid = heapq.heappop(self.timers)
+            try:
+                self.act(action, ns, name, uid)
+            except Exception:  # a pod that vanished meanwhile, or a bad annotation
+                traceback.print_exc()
+
+    def act(self, action, ns, name, uid):
+        store, pods = self.store, BY_KEY[("", "pods")]
+        with store.lock:
+            e = store.objects[pods.key].get((ns, name))
+            if e is None or e.obj["metadata"]["uid"] != uid:
+                return
+            cur = e.obj
+            if action == "finalize":
+                self.seen.discard((uid, "finalize"))
+                self.seen.discard((uid, "start"))
+                store._commit(pods, ns, name, "DELETED", json.loads(e.raw), None)
+                return
+            if cur["metadata"].get("deletionTimestamp"):
+                return
+            new = json.loads(e.raw)
+            mode = (cur["metadata"].get("annotations") or {}).get(ANNOT_START, "")
+            if action == "start":
+                if mode == "pending":
+                    return
+                self.start(new, mode)
+            elif action == "finish":
+                self.finish(new)
+            store._commit(pods, ns, name, "MODIFIED", new, cur)
+            run = (cur["metadata"].get("annotations") or {}).get(ANNOT_RUN)
+            if action == "start" and run and mode == "":
+                self.push(time.monotonic() + float(run), "finish", ns, name, uid)
+
+    @staticmethod
+    def start(pod, mode):
+        st = pod.setdefault("status", {})
+        st["hostIP"] = "127.0.0.1"
+        st["startTime"] = now_time()
+        ready = "True" if mode == "" else "False"
+        statuses = []
+        for c in dig(pod, "spec.containers", []) or []:
+            cs = {"name": c.get("name"), "image": c.get("image", ""), "imageID": "",
+                  "ready": ready == "True", "restartCount": 0, "started": ready == "True"}
+            if mode == "fail":
+                cs["restartCount"] = 3
+                cs["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message":
+                                           f"back-off 40s restarting failed container="
+                                           f"{c.get('name')} pod={pod['metadata']['name']}"}}
+                cs["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error"}}
+            elif mode == "errimagepull":
+                cs["state"] = {"waiting": {"reason": "ErrImagePull", "message":
+                                           f'failed to pull image "{c.get("image", "")}": '
+                                           f'{ANNOT_START}=errimagepull'}}
+            else:
+                cs["state"] = {"running": {"startedAt": now_time()}}
+            statuses.append(cs)
+        st["containerStatuses"] = statuses
+        st["phase"] = "Pending" if mode == "errimagepull" else "Running"
+        set_condition(st, "Initialized", "True")
+        set_condition(st, "ContainersReady", ready)
+        set_condition(st, "Ready", ready)
+        set_condition(st, "PodScheduled", "True")
+
+    @staticmethod
+    def finish(pod):
+        code = int((pod["metadata"].get("annotations") or {}).get(ANNOT_EXIT, "0"))
+        st = pod.setdefault("status", {})
+        st["phase"] = "Succeeded" if code == 0 else "Failed"
+        for cs in st.get("containerStatuses") or []:
+            cs["ready"], cs["started"] = False, False
+            cs["state"] = {"terminated": {"exitCode": code, "reason":
+                                          "Completed" if code == 0 else "Error",
+                                          "finishedAt": now_time()}}
+        set_condition(st, "ContainersReady", "False")
+        set_condition(st, "Ready", "False")
+
+# --------------------------------------------------------------------------------------------
+# Discovery and OpenAPI.
+
+MAIN_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def group_versions():
+    seen = []
+    for r in RESOURCES:
+        if (r.group, r.version) not in seen:
+            seen.append((r.group, r.version))
+    return seen
+
+
+def resource_list(group, version):
+    out = []
+    for r in RESOURCES:
+        if (r.group, r.version) != (group, version):
+            continue
+        e = {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+             "kind": r.kind, "verbs": MAIN_VERBS}
+        if r.short:
+            e["shortNames"] = r.short
+        if r.categories:
+            e["categories"] = r.categories
+        out.append(e)
+        if r.status:
+            out.append({"name": r.plural + "/status", "singularName": "",
+                        "namespaced": r.namespaced, "kind": r.kind,
+                        "verbs": ["get", "patch", "update"]})
+        for s in r.subs:
+            kind, grp, ver = {"binding": ("Binding", "", "v1"),
+                              "eviction": ("Eviction", "policy", "v1")}[s]
+            e = {"name": f"{r.plural}/{s}", "singularName": "", "namespaced": r.namespaced,
+                 "kind": kind, "verbs": ["create"]}
+            if grp:
+                e["group"], e["version"] = grp, ver
+            out.append(e)
+    if (group, version) == ("", "v1"):
+        out.append({"name": "bindings", "singularName": "binding", "namespaced": True,
+                    "kind": "Binding", "verbs": ["create"]})
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out}
+
+
+def api_group(group):
+    versions = [{"groupVersion": f"{g}/{v}", "version": v} for g, v in group_versions()
+                if g == group]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+def api_group_list():
+    groups = [api_group(g) for g in dict.fromkeys(g for g, _ in group_versions() if g)]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def openapi_v3_index():
+    paths = {}
+    for g, v in group_versions():
+        p = f"apis/{g}/{v}" if g else f"api/{v}"
+        paths[p] = {"serverRelativeURL": f"/openapi/v3/{p}?hash=FAKE{len(RESOURCES)}"}
+    return {"paths": paths}
+
+
+def openapi_v3_doc(group, version):
+    """PATCH operations with the fieldValidation parameter: kubectl then validates server-side.
+    No strategic-merge media type, so kubectl apply uses its compiled-in types for patches."""
+    params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+              for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
+    paths = {}
+    for r in RESOURCES:
+        if (r.group, r.version) != (group, version):
+            continue
+        base = f"/apis/{r.group}/{r.version}" if r.group else f"/api/{r.version}"
+        p = f"{base}/namespaces/{{namespace}}/{r.plural}/{{name}}" if r.namespaced \
+            else f"{base}/{r.plural}/{{name}}"
+        paths[p] = {"patch": {
+            "operationId": f"patch{r.kind}",
+            "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version,
+                                                 "kind": r.kind},
+            "x-kubernetes-action": "patch",
+            "parameters": params,
+            "requestBody": {"content": {t: {"schema": {"type": "object"}} for t in (
+                "application/json-patch+json", "application/merge-patch+json",
+                "application/apply-patch+yaml")}},
+            "responses": {"200": {"description": "OK"}}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+            "paths": paths, "components": {"schemas": {}}}
+
+
+def pb_field(num, data):
+    def varint(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    return varint((num << 3) | 2) + varint(len(data)) + data
+
+
+# The smallest OpenAPI v2 document in gnostic's protobuf form (swagger, info, empty paths and
+# definitions): old kubectl versions validate against it, and every kind passes.
+OPENAPI_V2_PB = (pb_field(1, b"2.0") + pb_field(2, pb_field(1, b"Kubernetes") +
+                                               pb_field(2, b"v1.32.0"))
+                 + pb_field(8, b"") + pb_field(9, b""))
+OPENAPI_V2_JSON = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+                   "paths": {}, "definitions": {}}
+VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0",
+           "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+           "buildDate": "2024-12-11T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc",
+           "platform": "linux/amd64"}
+
+# --------------------------------------------------------------------------------------------
+# HTTP.
+
+PUBLIC = {"/version", "/healthz", "/livez", "/readyz"}
+HTTP_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request",
+                401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+                405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
+                415: "Unsupported Media Type", 422: "Unprocessable Entity",
+                429: "Too Many Requests", 500: "Internal Server Error",
+                503: "Service Unavailable", 504: "Gateway Timeout"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 900  # idle keep-alive connections are closed after this many seconds
+    server_version = "fakeapi/1"
+
+    def setup(self):
+        super().setup()
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+    def log_message(self, fmt, *args):
+        if self.server.app.verbose:
+            sys.stderr.write("fakeapi: %s\n" % (fmt % args))
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_PATCH(self):
+        self.dispatch("PATCH")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    # ---- plumbing
+
+    def send_bytes(self, code, body, ctype="application/json", headers=None):
+        head = [f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Status')}",
+                f"Content-Type: {ctype}", f"Content-Length: {len(body)}",
+                "Cache-Control: no-cache, private"]
+        for k, v in (headers or {}).items():
+            head.append(f"{k}: {v}")
+        if self.close_connection:
+            head.append("Connection: close")
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        self.server.app.stats.code(code)
+        if self.server.app.verbose:
+            self.log_message('"%s" %s', self.requestline, code)
+
+    def send_obj(self, code, obj, headers=None):
+        self.send_bytes(code, dumps(obj), headers=headers)
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def json_body(self, raw):
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise ApiError(400, f"the body of the request could not be decoded as JSON: {e}")
+
+    # ---- routing
+
+    def dispatch(self, method):
+        app = self.server.app
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        q = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        try:
+            raw = self.read_body()
+            if path in PUBLIC:
+                if path == "/version":
+                    return self.send_obj(200, VERSION)
+                return self.send_bytes(200, b"ok", ctype="text/plain")
+            if app.token and self.headers.get("Authorization") != "Bearer " + app.token:
+                raise ApiError(401, "Unauthorized")
+            if path.startswith("/_fake/"):
+                return self.control(method, path, q, raw)
+            if path.startswith("/openapi/"):
+                return self.openapi(path)
+            if path == "/api":
+                return self.send_obj(200, {"kind": "APIVersions", "versions": ["v1"],
+                                           "serverAddressByClientCIDRs": [
+                                               {"clientCIDR": "0.0.0.0/0",
+                                                "serverAddress": f"127.0.0.1:{app.port}"}]})
+            if path == "/apis":
+                return self.send_obj(200, api_group_list())
+            parts = path.strip("/").split("/")
+            if parts[0] == "api" and len(parts) >= 2:
+                group, version, rest = "", parts[1], parts[2:]
+            elif parts[0] == "apis" and len(parts) >= 2:
+                if len(parts) == 2:
+                    if parts[1] not in {g for g, _ in group_versions()}:
+                        raise ApiError(404, "the server could not find the requested resource")
+                    return self.send_obj(200, dict(api_group(parts[1]), kind="APIGroup",
+                                                   apiVersion="v1"))
+                group, version, rest = parts[1], parts[2], parts[3:]
+            else:
+                raise ApiError(404, "the server could not find the requested resource")
+            if (group, version) not in group_versions():
+                raise ApiError(404, "the server could not find the requested resource")
+            if not rest:
+                return self.send_obj(200, resource_list(group, version))
+            self.resource(method, group, version, rest, q, raw, path)
+        except ApiError as e:
+            self.send_obj(e.code, e.status(), headers=e.headers)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+        except Exception as e:  # a bug: answer like the real server, keep serving
+            traceback.print_exc()
+            self.send_obj(500, ApiError(500, f"fakeapi internal error: {e!r}").status())
+
+    def resource(self, method, group, version, rest, q, raw, path):
+        app = self.server.app
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            ns, rest = rest[1], rest[2:]
+        plural, name = rest[0], rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if len(rest) > 3:
+            raise ApiError(404, "the server could not find the requested resource")
+        if (group, plural) == ("", "bindings") and ns and method == "POST" and not name:
+            body = self.json_body(raw)
+            name = (body.get("metadata") or {}).get("name", "")
+            app.stats.request("create", "bindings")
+            self.faults("create", path)
+            return self.send_obj(201, app.store.bind(ns, name, body))
+        res = BY_PATH.get((group, version, plural))
+        if res is None:
+            raise ApiError(404, "the server could not find the requested resource")
+        if res.namespaced and name is not None and ns is None:
+            raise ApiError(404, "the server could not find the requested resource")
+        if not res.namespaced and ns is not None:
+            raise ApiError(404, "the server could not find the requested resource")
+        if sub and sub != "status" and sub not in res.subs or sub == "status" and not res.status:
+            raise ApiError(404, "the server could not find the requested resource")
+        watch = q.get("watch") in ("1", "true")
+        verb = {"GET": "watch" if watch else ("get" if name else "list"),
+                "POST": "create", "PUT": "update", "PATCH": "patch",
+                "DELETE": "delete" if name else "deletecollection"}[method]
+        app.stats.request(verb, res.qualified + (f"/{sub}" if sub else ""))
+        self.faults(verb, path)
+        store = app.store
+        if sub in ("binding", "eviction"):
+            if method != "POST":
+                raise ApiError(405, f"the server does not allow this method on {sub}")
+            body = self.json_body(raw)
+            if sub == "binding":
+                return self.send_obj(201, store.bind(ns, name, body))
+            return self.send_obj(201, store.evict(ns, name, body))
+        if method == "GET":
+            if watch:
+                return self.watch(res, ns if res.namespaced else None, name, q, path)
+            if name:
+                return self.send_bytes(200, store.get(res, ns, name))
+            return self.send_bytes(200, store.list(res, ns, q))
+        if method == "POST":
+            if name:
+                raise ApiError(405, "POST to a named object is not allowed")
+            return self.send_bytes(201, store.create(res, ns, self.json_body(raw), q))
+        if method == "PUT":
+            return self.send_bytes(200, store.update(res, ns, name, self.json_body(raw), sub=sub,
+                                                     q=q))
+        if method == "PATCH":
+            code, out = store.patch(res, ns, name, self.headers.get("Content-Type"), raw,
+                                    sub=sub, q=q)
+            return self.send_bytes(code, out)
+        if method == "DELETE":
+            opts = self.json_body(raw)
+            if "gracePeriodSeconds" in q:
+                opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            if name:
+                code, out = store.delete(res, ns, name, opts, q)
+                return self.send_bytes(code, out)
+            return self.send_obj(200, store.delete_collection(res, ns, q, opts))
+
+    def faults(self, verb, path):
+        app = self.server.app
+        d = app.faults.take("delay", verb, path)
+        if d:
+            time.sleep(d.get("ms", 100) / 1000.0)
+        e = app.faults.take("error", verb, path)
+        if e:
+            code = int(e["code"])
+            headers, details = {}, None
+            if code in (429, 503) or e.get("retryAfter"):
+                ra = int(e.get("retryAfter", 1))
+                headers["Retry-After"] = str(ra)
+                details = {"retryAfterSeconds": ra}
+            raise ApiError(code, e.get("message") or f"injected fault: {code}",
+                           details=details, headers=headers)
+
+    # ---- watch
+
+    def watch(self, res, ns, name, q, path):
+        app, store = self.server.app, self.server.app.store
+        lsel = parse_label_selector(q.get("labelSelector"))
+        fsel = parse_field_selector(res, q.get("fieldSelector"))
+        if name:
+            fsel.append((("metadata.name", ""), True, name))
+        timeout = float(q.get("timeoutSeconds") or app.watch_timeout)
+        bookmarks = q.get("allowWatchBookmarks") in ("1", "true")
+        rv_param = q.get("resourceVersion") or ""
+        drop = app.faults.take("drop-watch", "watch", path)
+        gone = app.faults.take("gone-watch", "watch", path)
+        key = res.key
+
+        def matches(obj):
+            if obj is None:
+                return False
+            if ns is not None and obj["metadata"].get("namespace") != ns:
+                return False
+            if lsel and not labels_match(lsel, obj["metadata"].get("labels")):
+                return False
+            return not fsel or fields_match(fsel, obj)
+
+        def frame(line):
+            return b"%x\r\n" % len(line) + line + b"\r\n"
+
+        def error_line(rv_text, oldest):
+            app.stats.add("watch_expired")
+            st = ApiError(410, f"too old resource version: {rv_text} ({oldest})").status()
+            return dumps({"type": "ERROR", "object": st}) + b"\n"
+
+        def bookmark(rv, initial_end=False):
+            meta = {"resourceVersion": str(rv), "creationTimestamp": None}
+            if initial_end:
+                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+            return dumps({"type": "BOOKMARK", "object": {"kind": res.kind,
+                                                        "apiVersion": res.api_version,
+                                                        "metadata": meta}}) + b"\n"
+
+        first = []
+        with store.lock:
+            if gone:
+                first.append(error_line(rv_param or "0", store.compacted))
+                cursor = None
+            elif rv_param in ("", "0") or q.get("sendInitialEvents") == "true":
+                table = store.objects[key]
+                for k in sorted(table):
+                    e = table[k]
+                    if matches(e.obj):
+                        first.append(b'{"type":"ADDED","object":' + e.raw + b"}\n")
+                cursor = store.rv
+                if q.get("sendInitialEvents") == "true" and bookmarks:
+                    first.append(bookmark(cursor, initial_end=True))
+            elif not rv_param.isdigit():
+                raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
+            else:
+                cursor = int(rv_param)
+                if cursor < store.compacted:
+                    first.append(error_line(rv_param, store.compacted))
+                    cursor = None
+        app.stats.add("watches_started")
+        app.stats.add("watches_active")
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Cache-Control: no-cache, private\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+        app.stats.code(200)
+        sent, start = 0, time.monotonic()
+        deadline = start + timeout
+        if drop and drop.get("afterSeconds") is not None:
+            deadline = min(deadline, start + drop["afterSeconds"])
+        drop_after = drop.get("afterEvents") if drop else None
+        next_bookmark = start + app.bookmark_interval
+        try:
+            if first:
+                if drop_after is not None:
+                    first = first[:max(0, drop_after)]
+                self.wfile.write(b"".join(frame(x) for x in first))
+                sent += len(first)
+                app.stats.add("watch_events", len(first))
+            while cursor is not None and not (drop_after is not None and sent >= drop_after):
+                out = []
+                with store.lock:
+                    while True:
+                        if store.stopping:
+                            cursor = None
+                            break
+                        now = time.monotonic()
+                        if now >= deadline:
+                            cursor = None
+                            break
+                        if store.rv > cursor or cursor < store.compacted:
+                            break
+                        if bookmarks and now >= next_bookmark:
+                            break
+                        wake = deadline
+                        if bookmarks:
+                            wake = min(wake, next_bookmark)
+                        store.cond.wait(max(0.001, wake - now))
+                    if cursor is None:
+                        break
+                    evs = store.events_since(cursor)
+                    if evs is None:
+                        out.append(error_line(str(cursor), store.compacted))
+                        cursor = None
+                    else:
+                        for ev in evs:
+                            if ev.key != key:
+                                continue
+                            line = self.event_line(ev, matches)
+                            if line:
+                                out.append(line)
+                        cursor = store.rv
+                        if bookmarks and time.monotonic() >= next_bookmark:
+                            out.append(bookmark(cursor))
+                            next_bookmark = time.monotonic() + app.bookmark_interval
+                if drop_after is not None:
+                    out = out[:max(0, drop_after - sent)]
+                if out:
+                    self.wfile.write(b"".join(frame(x) for x in out))
+                    sent += len(out)
+                    app.stats.add("watch_events", len(out))
+            if drop is not None and (drop_after is not None and sent >= drop_after
+                                     or time.monotonic() >= deadline - 0.001
+                                     and drop.get("afterSeconds") is not None):
+                # an abrupt end: no terminating chunk, the connection is closed
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            self.close_connection = True
+        finally:
+            app.stats.add("watches_active", -1)
+
+    @staticmethod
+    def event_line(ev, matches):
+        new_ok = matches(ev.obj)
+        if ev.type == "ADDED" or ev.type == "DELETED":
+            return ev.line if new_ok else None
+        old_ok = matches(ev.old)
+        if new_ok and old_ok:
+            return ev.line
+        if new_ok:
+            return b'{"type":"ADDED","object":' + ev.line[len(b'{"type":"MODIFIED","object":'):]
+        if old_ok:
+            old = json.loads(dumps(ev.old))
+            old["metadata"]["resourceVersion"] = str(ev.rv)
+            return dumps({"type": "DELETED", "object": old}) + b"\n"
+        return None
+
+    # ---- OpenAPI and control
+
+    def openapi(self, path):
+        if path == "/openapi/v3":
+            return self.send_obj(200, openapi_v3_index())
+        if path.startswith("/openapi/v3/"):
+            parts = path[len("/openapi/v3/"):].split("/")
+            if parts[0] == "api" and len(parts) == 2:
+                gv = ("", parts[1])
+            elif parts[0] == "apis" and len(parts) == 3:
+                gv = (parts[1], parts[2])
+            else:
+                gv = None
+            if gv not in group_versions():
+                raise ApiError(404, "the server could not find the requested resource")
+            return self.send_obj(200, openapi_v3_doc(*gv))
+        if path == "/openapi/v2":
+            if "protobuf" in (self.headers.get("Accept") or ""):
+                return self.send_bytes(200, OPENAPI_V2_PB, ctype="application/com.github.proto-"
+                                                                 "openapi.spec.v2@v1.0+protobuf")
+            return self.send_obj(200, OPENAPI_V2_JSON)
+        raise ApiError(404, "the server could not find the requested resource")
+
+    def control(self, method, path, q, raw):
+        app = self.server.app
+        body = self.json_body(raw)
+        if path == "/_fake/stats" and method == "GET":
+            s = app.stats.snapshot()
+            with app.store.lock:
+                s["resourceVersion"] = app.store.rv
+                s["compacted"] = app.store.compacted
+                s["objects"] = {BY_KEY[k].qualified: len(t) for k, t in app.store.objects.items()}
+            s["faults"] = app.faults.list()
+            return self.send_obj(200, s)
+        if path == "/_fake/faults":
+            if method == "GET":
+                return self.send_obj(200, {"faults": app.faults.list()})
+            if method == "DELETE":
+                app.faults.clear()
+                return self.send_obj(200, {"faults": []})
+            if method == "POST":
+                rules = body.get("faults", body) if isinstance(body, dict) else body
+                rules = rules if isinstance(rules, list) else [rules]
+                if isinstance(body, dict) and body.get("replace"):
+                    app.faults.clear()
+                app.faults.add(rules)
+                return self.send_obj(200, {"faults": app.faults.list()})
+        if path == "/_fake/reset" and method == "POST":
+            only = q.get("only", "")
+            if only in ("", "store"):
+                app.store.reset()
+            if only in ("", "faults"):
+                app.faults.clear()
+            if only in ("", "stats"):
+                app.stats.reset()
+            return self.send_obj(200, {"reset": only or "all"})
+        if path == "/_fake/compact" and method == "POST":
+            app.store.compact()
+            return self.send_obj(200, {"compacted": app.store.compacted})
+        raise ApiError(404, f"no control endpoint {method} {path}")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def finish_request(self, request, client_address):
+        if self.app.sslctx is None:
+            return super().finish_request(request, client_address)
+        try:
+            request.settimeout(10)
+            conn = self.app.sslctx.wrap_socket(request, server_side=True)
+            conn.settimeout(None)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            self.RequestHandlerClass(conn, client_address, self)
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+# --------------------------------------------------------------------------------------------
+# Certificates, kubeconfig, main.
+
+
+def make_certs(d):
+    ca, crt, key = (os.path.join(d, n) for n in ("ca.crt", "server.crt", "server.key"))
+    if all(os.path.exists(p) for p in (ca, crt, key)):
+        return ca, crt, key
+    ext = os.path.join(d, "server.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "keyUsage=critical,digitalSignature,keyEncipherment\n"
+                "extendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    steps = [
+        ["openssl", "req", "-x509", *ec, "-keyout", os.path.join(d, "ca.key"), "-out", ca,
+         "-days", "30", "-subj", "/CN=fakeapi-ca",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+        ["openssl", "req", *ec, "-keyout", key, "-out", os.path.join(d, "server.csr"),
+         "-subj", "/CN=localhost"],
+        ["openssl", "x509", "-req", "-in", os.path.join(d, "server.csr"), "-CA", ca,
+         "-CAkey", os.path.join(d, "ca.key"), "-CAcreateserial", "-out", crt, "-days", "30",
+         "-extfile", ext],
+    ]
+    for cmd in steps:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            sys.exit("fakeapi: %s failed:\n%s" % (" ".join(cmd[:3]), r.stdout.decode()))
+    return ca, crt, key
+
+
+def kubeconfig(server, ca_path, token):
+    lines = ["apiVersion: v1", "kind: Config", "current-context: fake", "preferences: {}",
+             "clusters:", "- name: fake", "  cluster:", f"    server: {server}"]
+    if ca_path:
+        with open(ca_path, "rb") as f:
+            lines.append("    certificate-authority-data: " + base64.b64encode(f.read()).decode())
+    lines += ["users:", "- name: fake", "  user:"]
+    lines.append(f"    token: {token}" if token else "    {}")
+    lines += ["contexts:", "- name: fake", "  context:", "    cluster: fake", "    user: fake",
+              "    namespace: default", ""]
+    return "\n".join(lines)
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class App:
+    pass
+
+
+def load_objects(store, path):
+    with open(path) as f:
+        data = json.load(f)
+    items = data.get("items", []) if data.get("kind", "").endswith("List") else [data]
+    for obj in items:
+        if data.get("kind", "").endswith("List") and "kind" not in obj:
+            obj["kind"] = data["kind"][:-4]
+            obj.setdefault("apiVersion", data.get("apiVersion", "v1"))
+        res = find_kind(obj.get("apiVersion"), obj.get("kind"))
+        if res is None:
+            sys.exit(f"fakeapi: {path}: unknown kind {obj.get('apiVersion')}/{obj.get('kind')}")
+        meta = obj.setdefault("metadata", {})
+        for k in ("uid", "resourceVersion", "creationTimestamp"):
+            meta.pop(k, None)
+        status = obj.get("status")
+        store.create(res, meta.get("namespace", "default") if res.namespaced else None, obj)
+        if status is not None and res.status:
+            with store.lock:
+                ns = meta.get("namespace") if res.namespaced else None
+                cur = json.loads(store.objects[res.key][(ns, meta["name"])].raw)
+                cur["status"] = status
+                store.update(res, ns, meta["name"], cur, sub="status")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="fake Kubernetes API server (loopback only)")
+    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    ap.add_argument("--port-file", help="write the port here once listening")
+    ap.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
+    ap.add_argument("--token", default="", help="bearer token clients must send (TLS mode)")
+    ap.add_argument("--plain", action="store_true",
+                    help="plain HTTP, no authentication (kubectl sends no token over http)")
+    ap.add_argument("--state-dir", help="certificates and the object store survive restarts here")
+    ap.add_argument("--kubelet", action="store_true", help="simulate kubelets for bound pods")
+    ap.add_argument("--kubelet-delay", type=float, default=0.2,
+                    help="seconds from binding to Running (default 0.2)")
+    ap.add_argument("--grace-cap", type=float, default=2.0,
+                    help="longest simulated termination grace period in seconds (default 2)")
+    ap.add_argument("--faults", default="", help="fault rules at startup (docs)")
+    ap.add_argument("--history", type=int, default=10000,
+                    help="watch history window in events (default 10000)")
+    ap.add_argument("--bookmark-interval", type=float, default=10.0,
+                    help="seconds between BOOKMARK events (default 10)")
+    ap.add_argument("--watch-timeout", type=float, default=1800.0,
+                    help="watch length when the client gives no timeoutSeconds")
+    ap.add_argument("--load", action="append", default=[],
+                    help="JSON object or List (e.g. kubectl get nodes -o json) to create at start")
+    ap.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    args = ap.parse_args()
+    if not args.plain and not args.token:
+        ap.error("--token is required unless --plain")
+
+    app = App()
+    app.verbose = args.verbose
+    app.token = "" if args.plain else args.token
+    app.bookmark_interval = max(0.05, args.bookmark_interval)
+    app.watch_timeout = args.watch_timeout
+    app.stats = Stats()
+    app.faults = Faults(app.stats)
+    if args.faults:
+        try:
+            app.faults.add(parse_fault_spec(args.faults))
+        except (ValueError, ApiError) as e:
+            sys.exit(f"fakeapi: --faults: {e}")
+    app.store = Store(args.history, app.stats, app.faults)
+    state_file = None
+    tmpdir = None
+    if args.state_dir:
+        os.makedirs(args.state_dir, exist_ok=True)
+        certdir = args.state_dir
+        state_file = os.path.join(args.state_dir, "store.json")
+        if os.path.exists(state_file):
+            app.store.load_saved(state_file)
+    else:
+        certdir = tmpdir = tempfile.mkdtemp(prefix="fakeapi-")
+    for path in args.load:
+        load_objects(app.store, path)
+    if args.kubelet:
+        app.store.kubelet = Kubelet(app.store, args.kubelet_delay, args.grace_cap)
+        with app.store.lock:
+            for e in list(app.store.objects[("", "pods")].values()):
+                app.store.kubelet.notice(e.obj, "MODIFIED")
+    app.sslctx, ca = None, None
+    if not args.plain:
+        ca, crt, key = make_certs(certdir)
+        app.sslctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        app.sslctx.load_cert_chain(crt, key)
+
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.app = app
+    app.port = server.server_address[1]
+    scheme = "http" if args.plain else "https"
+    if args.kubeconfig_out:
+        write_atomic(args.kubeconfig_out,
+                     kubeconfig(f"{scheme}://127.0.0.1:{app.port}", ca, app.token))
+    if args.port_file:
+        write_atomic(args.port_file, f"{app.port}\n")
+
+    def stop(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    sys.stderr.write(f"fakeapi: serving {scheme}://127.0.0.1:{app.port}\n")
+    sys.stderr.flush()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        with app.store.lock:
+            app.store.stopping = True
+            app.store.cond.notify_all()
+        server.server_close()
+        if state_file:
+            app.store.save(state_file)
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

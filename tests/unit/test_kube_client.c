@@ -1,0 +1,524 @@
+/* tests/unit/test_kube_client.c: tests for the Kubernetes API client layer (sched/kube).
+ *
+ * Owns: the watch framer (objects split at every byte, strings with braces and escaped quotes,
+ * junk between objects, the size limit), base64, kubeconfig loading (inline data, paths relative
+ * to the kubeconfig, tokenFile, missing context, bad YAML with file:line:column, missing file,
+ * exec plugins refused), the in-cluster fallback from a temporary service-account directory, query
+ * escaping, MicroTime, and a request to a closed loopback port (retries, then a transport error
+ * naming the URL). Network behaviour against a server is in tests/kube/test_client.sh.
+ */
+/* cmocka.h needs these four headers first. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sched/kube/client.h"
+#include "sched/kube/wire.h"
+
+/* ---- framer ---------------------------------------------------------------------------------- */
+
+struct frames {
+    char got[16][256];
+    int n;
+};
+
+static int collect(void *ctx, const char *text, size_t len)
+{
+    struct frames *f = ctx;
+    assert_true(f->n < 16);
+    assert_true(len < sizeof(f->got[0]));
+    assert_int_equal(text[len], '\0');
+    memcpy(f->got[f->n], text, len + 1);
+    f->n++;
+    return 0;
+}
+
+static const char stream[] =
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a{b\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"s\":\"quote \\\" brace } \\\\\",\"x\":[{},{}]}}\n"
+    "  \n{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}";
+
+static void check_three(const struct frames *f)
+{
+    assert_int_equal(f->n, 3);
+    assert_string_equal(f->got[0],
+                        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a{b\"}}}");
+    assert_string_equal(f->got[1],
+                        "{\"type\":\"MODIFIED\",\"object\":{\"s\":\"quote \\\" brace } \\\\\","
+                        "\"x\":[{},{}]}}");
+    assert_string_equal(
+        f->got[2], "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}");
+}
+
+static void framer_whole(void **state)
+{
+    (void)state;
+    struct kube_framer fr;
+    struct frames f = {.n = 0};
+    struct sched_errbuf eb;
+    kube_framer_init(&fr, 1 << 20);
+    assert_int_equal(kube_framer_feed(&fr, stream, strlen(stream), collect, &f, &eb), 0);
+    check_three(&f);
+    kube_framer_free(&fr);
+}
+
+static void framer_every_split(void **state)
+{
+    (void)state;
+    size_t n = strlen(stream);
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct kube_framer fr;
+        struct frames f = {.n = 0};
+        struct sched_errbuf eb;
+        kube_framer_init(&fr, 1 << 20);
+        assert_int_equal(kube_framer_feed(&fr, stream, cut, collect, &f, &eb), 0);
+        assert_int_equal(kube_framer_feed(&fr, stream + cut, n - cut, collect, &f, &eb), 0);
+        check_three(&f);
+        kube_framer_free(&fr);
+    }
+    /* one byte at a time */
+    struct kube_framer fr;
+    struct frames f = {.n = 0};
+    struct sched_errbuf eb;
+    kube_framer_init(&fr, 1 << 20);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(kube_framer_feed(&fr, stream + i, 1, collect, &f, &eb), 0);
+    check_three(&f);
+    kube_framer_free(&fr);
+}
+
+static int count_big(void *ctx, const char *text, size_t len)
+{
+    (void)text;
+    *(size_t *)ctx = len;
+    return 0;
+}
+
+static void framer_large_and_oversize(void **state)
+{
+    (void)state;
+    size_t big = 3 << 20;
+    char *obj = malloc(big + 32);
+    assert_non_null(obj);
+    memcpy(obj, "{\"s\":\"", 6);
+    memset(obj + 6, 'x', big);
+    memcpy(obj + 6 + big, "\"}", 3);
+    size_t len = strlen(obj), got = 0;
+    struct kube_framer fr;
+    struct sched_errbuf eb;
+    kube_framer_init(&fr, 4 << 20);
+    for (size_t off = 0; off < len; off += 65536) {
+        size_t k = len - off < 65536 ? len - off : 65536;
+        assert_int_equal(kube_framer_feed(&fr, obj + off, k, count_big, &got, &eb), 0);
+    }
+    assert_int_equal(got, len);
+    kube_framer_free(&fr);
+
+    kube_framer_init(&fr, 1 << 20);
+    got = 0;
+    int rc = 0;
+    for (size_t off = 0; off < len && !rc; off += 65536)
+        rc = kube_framer_feed(&fr, obj + off, 65536, count_big, &got, &eb);
+    assert_int_equal(rc, SCHED_ERANGE);
+    assert_non_null(strstr(eb.msg, "larger than 1048576 bytes"));
+    assert_int_equal(got, 0);
+    /* the framer is usable again after the error */
+    struct frames f = {.n = 0};
+    assert_int_equal(kube_framer_feed(&fr, stream, strlen(stream), collect, &f, &eb), 0);
+    check_three(&f);
+    kube_framer_free(&fr);
+    free(obj);
+}
+
+static int stop_first(void *ctx, const char *text, size_t len)
+{
+    (void)text;
+    (void)len;
+    (*(int *)ctx)++;
+    return 1;
+}
+
+static void framer_stop(void **state)
+{
+    (void)state;
+    struct kube_framer fr;
+    struct sched_errbuf eb;
+    int calls = 0;
+    kube_framer_init(&fr, 1 << 20);
+    assert_int_equal(kube_framer_feed(&fr, stream, strlen(stream), stop_first, &calls, &eb), 1);
+    assert_int_equal(calls, 1);
+    /* the rest is kept: a later feed finds the next two */
+    struct frames f = {.n = 0};
+    assert_int_equal(kube_framer_feed(&fr, "", 0, collect, &f, &eb), 0);
+    assert_int_equal(f.n, 2);
+    kube_framer_free(&fr);
+}
+
+/* ---- base64 ---------------------------------------------------------------------------------- */
+
+static void base64(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } ok[] = {
+        {"", ""},
+        {"Zg==", "f"},
+        {"Zm8=", "fo"},
+        {"Zm9v", "foo"},
+        {"Zm9vYg==", "foob"},
+        {"Zm9vYmE=", "fooba"},
+        {"Zm9vYmFy", "foobar"},
+        {"Zm9v\nYmFy\n", "foobar"},
+        {"Zm9vYg", "foob"},
+        {"LS0tLS1C+/8=", "-----B\xfb\xff"},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char *out;
+        size_t n, bad;
+        assert_int_equal(kube_base64_decode(ok[i].in, strlen(ok[i].in), &out, &n, &bad), 0);
+        assert_int_equal(n, strlen(ok[i].out));
+        assert_memory_equal(out, ok[i].out, n);
+        free(out);
+    }
+    static const char *const bad_in[] = {"Zm9v!", "Z", "Zm9vY", "Zg=a", "Zg===", "Zm9=v"};
+    for (size_t i = 0; i < sizeof(bad_in) / sizeof(bad_in[0]); i++) {
+        char *out;
+        size_t n, bad;
+        assert_int_equal(kube_base64_decode(bad_in[i], strlen(bad_in[i]), &out, &n, &bad),
+                         SCHED_EINVAL);
+        assert_null(out);
+    }
+    char *out;
+    size_t n, bad;
+    kube_base64_decode("Zm9v!", 5, &out, &n, &bad);
+    assert_int_equal(bad, 4);
+}
+
+/* ---- kubeconfig ------------------------------------------------------------------------------ */
+
+static char tmpdir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_kube_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *name, const char *text, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* "-----BEGIN CERTIFICATE-----\nabc\n" and friends, base64 */
+#define CA_B64   "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmFiYwo="
+#define CA_PLAIN "-----BEGIN CERTIFICATE-----\nabc\n"
+
+static const char kc_inline[] = "apiVersion: v1\n"
+                                "kind: Config\n"
+                                "current-context: dev\n"
+                                "clusters:\n"
+                                "- name: other\n"
+                                "  cluster: {server: https://other:1}\n"
+                                "- name: c1\n"
+                                "  cluster:\n"
+                                "    server: https://127.0.0.1:6443/\n"
+                                "    certificate-authority-data: " CA_B64 "\n"
+                                "    tls-server-name: api.local\n"
+                                "users:\n"
+                                "- name: u1\n"
+                                "  user:\n"
+                                "    token: sekret\n"
+                                "    client-certificate-data: " CA_B64 "\n"
+                                "    client-key-data: " CA_B64 "\n"
+                                "contexts:\n"
+                                "- name: prod\n"
+                                "  context: {cluster: other, user: u1}\n"
+                                "- name: dev\n"
+                                "  context: {cluster: c1, user: u1, namespace: team-a}\n";
+
+static void kubeconfig_inline(void **state)
+{
+    (void)state;
+    char path[512];
+    write_file("inline.yaml", kc_inline, path, sizeof(path));
+    struct kube_auth *a = NULL;
+    struct sched_errbuf eb;
+    int rc = kube_auth_load(path, &a, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_string_equal(a->server, "https://127.0.0.1:6443");
+    assert_string_equal(a->ca_pem, CA_PLAIN);
+    assert_string_equal(a->cert_pem, CA_PLAIN);
+    assert_string_equal(a->key_pem, CA_PLAIN);
+    assert_null(a->ca_file);
+    assert_string_equal(a->token, "sekret");
+    assert_string_equal(a->tls_server_name, "api.local");
+    assert_string_equal(a->namespace, "team-a");
+    assert_false(a->insecure);
+    assert_non_null(strstr(a->source, "(context dev)"));
+    kube_auth_free(a);
+}
+
+static void kubeconfig_relative_files(void **state)
+{
+    (void)state;
+    char path[512], p2[512];
+    char sub[300];
+    snprintf(sub, sizeof(sub), "%s/certs", tmpdir);
+    mkdir(sub, 0700);
+    write_file("certs/ca.crt", CA_PLAIN, p2, sizeof(p2));
+    write_file("certs/tok", "tok-from-file\n", p2, sizeof(p2));
+    write_file("certs/c.crt", CA_PLAIN, p2, sizeof(p2));
+    write_file("certs/c.key", CA_PLAIN, p2, sizeof(p2));
+    write_file("rel.yaml",
+               "current-context: x\n"
+               "clusters: [{name: c, cluster: {server: 'http://h:80', certificate-authority: "
+               "certs/ca.crt, insecure-skip-tls-verify: true}}]\n"
+               "users: [{name: u, user: {tokenFile: certs/tok, client-certificate: certs/c.crt, "
+               "client-key: certs/c.key}}]\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+               path, sizeof(path));
+    struct kube_auth *a = NULL;
+    struct sched_errbuf eb;
+    int rc = kube_auth_load(path, &a, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    char want[600];
+    snprintf(want, sizeof(want), "%s/certs/ca.crt", tmpdir);
+    assert_string_equal(a->ca_file, want);
+    snprintf(want, sizeof(want), "%s/certs/tok", tmpdir);
+    assert_string_equal(a->token_file, want);
+    snprintf(want, sizeof(want), "%s/certs/c.key", tmpdir);
+    assert_string_equal(a->key_file, want);
+    assert_true(a->insecure);
+    assert_string_equal(a->namespace, "default");
+    kube_auth_free(a);
+}
+
+static void expect_error(const char *yaml, int code, const char *const *parts)
+{
+    char path[512];
+    write_file("bad.yaml", yaml, path, sizeof(path));
+    struct kube_auth *a = NULL;
+    struct sched_errbuf eb;
+    eb.msg[0] = '\0';
+    int rc = kube_auth_load(path, &a, &eb);
+    if (rc != code)
+        fail_msg("rc %d, want %d: %s", rc, code, eb.msg);
+    assert_null(a);
+    assert_non_null(strstr(eb.msg, path));
+    for (; *parts; parts++)
+        if (!strstr(eb.msg, *parts))
+            fail_msg("'%s' not in '%s'", *parts, eb.msg);
+}
+
+static void kubeconfig_errors(void **state)
+{
+    (void)state;
+    expect_error("current-context: nope\ncontexts: [{name: x, context: {cluster: c}}]\n",
+                 SCHED_ENOENT,
+                 (const char *const[]){"contexts: current-context \"nope\" not found", NULL});
+    expect_error("current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", SCHED_ENOENT,
+                 (const char *const[]){"clusters:", "\"c\" not found", NULL});
+    expect_error("clusters: []\n", SCHED_EINVAL,
+                 (const char *const[]){"current-context: not set", NULL});
+    expect_error("current-context: x\nclusters:\n  - name: [\n", SCHED_EINVAL,
+                 (const char *const[]){"YAML syntax error", ":4:1:", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h', certificate-authority-data: "
+                 "'%%%'}}]\n"
+                 "contexts: [{name: x, context: {cluster: c}}]\n",
+                 SCHED_EINVAL,
+                 (const char *const[]){"clusters[0].cluster.certificate-authority-data",
+                                       "not valid base64", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+                 "users: [{name: u, user: {client-key: nokey.pem, client-certificate: a}}]\n"
+                 "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+                 SCHED_EIO, (const char *const[]){"users[0].user.client-certificate", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
+                 "users: [{name: u, user: {exec: {command: gke-gcloud-auth-plugin}}}]\n"
+                 "contexts: [{name: x, context: {cluster: c, user: u}}]\n",
+                 SCHED_EINVAL, (const char *const[]){"users[0].user.exec", "not supported", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'ftp://h'}}]\n"
+                 "contexts: [{name: x, context: {cluster: c}}]\n",
+                 SCHED_EINVAL, (const char *const[]){"clusters[0].cluster.server", NULL});
+    expect_error("current-context: x\n"
+                 "clusters: [{name: c, cluster: {server: 'https://h', insecure-skip-tls-verify: "
+                 "maybe}}]\n"
+                 "contexts: [{name: x, context: {cluster: c}}]\n",
+                 SCHED_EINVAL, (const char *const[]){"insecure-skip-tls-verify", "maybe", NULL});
+    /* a missing file */
+    struct kube_auth *a = NULL;
+    struct sched_errbuf eb;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/does-not-exist", tmpdir);
+    assert_int_equal(kube_auth_load(path, &a, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "does-not-exist: cannot read"));
+}
+
+static void kubeconfig_env_and_in_cluster(void **state)
+{
+    (void)state;
+    char path[512], sa[300], p2[512];
+    write_file("inline.yaml", kc_inline, path, sizeof(path));
+    char list[1200];
+    snprintf(list, sizeof(list), "%s/missing:%s", tmpdir, path);
+    setenv("KUBECONFIG", list, 1);
+    struct kube_auth *a = NULL;
+    struct sched_errbuf eb;
+    assert_int_equal(kube_auth_load(NULL, &a, &eb), 0);
+    assert_string_equal(a->namespace, "team-a");
+    kube_auth_free(a);
+
+    /* no kubeconfig anywhere: the in-cluster service account */
+    snprintf(list, sizeof(list), "%s/missing", tmpdir);
+    setenv("KUBECONFIG", list, 1);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    assert_int_equal(kube_auth_load(NULL, &a, &eb), SCHED_ENOENT);
+    assert_non_null(strstr(eb.msg, "not in a cluster"));
+
+    snprintf(sa, sizeof(sa), "%s/sa", tmpdir);
+    mkdir(sa, 0700);
+    write_file("sa/token", "in-cluster-token\n", p2, sizeof(p2));
+    write_file("sa/namespace", "kube-system", p2, sizeof(p2));
+    setenv("GANGSCHED_SA_DIR", sa, 1);
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    assert_int_equal(kube_auth_load(NULL, &a, &eb), SCHED_EIO);
+    assert_non_null(strstr(eb.msg, "ca.crt"));
+    write_file("sa/ca.crt", CA_PLAIN, p2, sizeof(p2));
+    int rc = kube_auth_load(NULL, &a, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_string_equal(a->server, "https://[fd00::1]:443");
+    assert_string_equal(a->token, "in-cluster-token");
+    assert_non_null(strstr(a->token_file, "/sa/token"));
+    assert_non_null(strstr(a->ca_file, "/sa/ca.crt"));
+    assert_string_equal(a->namespace, "kube-system");
+    assert_string_equal(a->source, "in-cluster");
+    kube_auth_free(a);
+    unsetenv("KUBECONFIG");
+    unsetenv("GANGSCHED_SA_DIR");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static void text_helpers(void **state)
+{
+    (void)state;
+    char q[64] = "x=";
+    assert_true(kube_query_escape(q, sizeof(q), "status.phase!=Succeeded,a b/c"));
+    assert_string_equal(q, "x=status.phase%21%3DSucceeded%2Ca%20b%2Fc");
+    char small[8] = "";
+    assert_false(kube_query_escape(small, sizeof(small), "abc def"));
+    char t[40];
+    kube_microtime_now(t, sizeof(t));
+    assert_int_equal(strlen(t), 27);
+    assert_int_equal(t[10], 'T');
+    assert_int_equal(t[19], '.');
+    assert_int_equal(t[26], 'Z');
+}
+
+/* ---- a request to a closed port -------------------------------------------------------------- */
+
+struct result {
+    int done;
+    int status;
+    uint32_t attempts;
+    char error[512];
+};
+
+static void on_resp(void *ctx, const struct kube_resp *r)
+{
+    struct result *res = ctx;
+    res->done++;
+    res->status = r->status;
+    res->attempts = r->attempts;
+    snprintf(res->error, sizeof(res->error), "%s", r->error ? r->error : "");
+}
+
+static void request_transport_error(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kube_auth a = {.server = (char *)"http://127.0.0.1:1", .source = (char *)"test"};
+    struct kube_client_opts o;
+    kube_client_opts_default(&o);
+    o.max_retries = 2;
+    struct kube_client *c;
+    struct sched_errbuf eb;
+    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    struct result res = {0};
+    assert_int_equal(kube_request(c, KUBE_GET, "/api/v1/pods", NULL, 0, 0, on_resp, &res), 0);
+    struct result res2 = {0};
+    assert_int_equal(kube_request(c, KUBE_POST, "/api/v1/namespaces/default/pods", "{}", 2,
+                                  KUBE_NO_RETRY, on_resp, &res2),
+                     0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(res.done, 1);
+    assert_int_equal(res.status, 0);
+    assert_int_equal(res.attempts, 3);
+    assert_non_null(strstr(res.error, "GET http://127.0.0.1:1/api/v1/pods"));
+    assert_int_equal(res2.done, 1);
+    assert_int_equal(res2.attempts, 1);
+    struct kube_client_stats st;
+    kube_client_stats(c, &st);
+    assert_int_equal(st.requests, 4);
+    assert_int_equal(st.retries, 2);
+    assert_int_equal(st.errors, 2);
+    /* a request still queued when the client is freed never calls back */
+    struct result res3 = {0};
+    assert_int_equal(kube_request(c, KUBE_GET, "/x", NULL, 0, 0, on_resp, &res3), 0);
+    kube_client_free(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(res3.done, 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(framer_whole),
+        cmocka_unit_test(framer_every_split),
+        cmocka_unit_test(framer_large_and_oversize),
+        cmocka_unit_test(framer_stop),
+        cmocka_unit_test(base64),
+        cmocka_unit_test(kubeconfig_inline),
+        cmocka_unit_test(kubeconfig_relative_files),
+        cmocka_unit_test(kubeconfig_errors),
+        cmocka_unit_test(kubeconfig_env_and_in_cluster),
+        cmocka_unit_test(text_helpers),
+        cmocka_unit_test(request_transport_error),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
