@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/run.sh: runs every test and prints one summary line CI can read: "N passed, N failed".
 #
-# Counts each cmocka test case, each fuzz-corpus replay and each simulator scenario script.
+# Counts each cmocka test case, each fuzz-corpus replay, each simulator scenario script and each
+# fake-API-server test script (tests/kube/test_*.sh).
 # Environment: BUILD (objects and test binaries, default build), BIN (gangsched, default bin).
 # Run from the repository root (make test does).
 BUILD=${BUILD:-build}
@@ -53,6 +54,18 @@ done
 for s in tests/sim/*.sh; do
     [ -f "$s" ] || continue
     name=$(basename "$s" .sh)
+    if sh "$s" >"$log" 2>&1; then
+        pass=$((pass + 1))
+        echo "ok   $name"
+    else
+        report_fail "$name" 1
+    fi
+done
+
+# Tests against the fake Kubernetes API server (tests/kube/fakeapi.py), the real kubectl included.
+for s in tests/kube/test_*.sh; do
+    [ -f "$s" ] || continue
+    name=kube/$(basename "$s" .sh)
     if sh "$s" >"$log" 2>&1; then
         pass=$((pass + 1))
         echo "ok   $name"
