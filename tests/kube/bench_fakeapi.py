@@ -10,6 +10,7 @@ Usage: python3 tests/kube/bench_fakeapi.py [--pods 5000] [--conns 4] [--tls]
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,7 @@ def main():
     finally:
         srv.terminate()
         srv.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
