@@ -19,6 +19,8 @@ BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
 DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
            libsqlite3-dev libyaml-dev libcmocka-dev
+# Commands the tests in tests/kube/ run, each with the Debian package that provides it.
+TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
 
 WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wold-style-definition -Wformat=2 -Wvla -Wpointer-arith -Wwrite-strings -Wundef \
@@ -52,6 +54,14 @@ deps:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  $$SUDO apt-get install -y $(DEBS) || { $$SUDO apt-get update && $$SUDO apt-get install -y $(DEBS); }; \
+	fi
+	@missing=""; for t in $(TEST_CMDS); do \
+	  command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for tests/kube:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y $$missing || { $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; }; \
 	fi
 
 $(BUILD)/%.o: %.c

@@ -23,6 +23,7 @@ import datetime
 import heapq
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -101,6 +102,7 @@ RESOURCES = [
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
 DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"]
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # generateName suffixes, as the real server's
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 ANNOT_START = "fake.gangsched.io/start"
 ANNOT_RUN = "fake.gangsched.io/run-seconds"
@@ -742,7 +744,10 @@ class Store:
                 if not gen:
                     raise invalid(res, "", "metadata.name",
                                   "name or generateName is required")
-                name = gen + uuid.uuid4().hex[:5]
+                for _ in range(8):  # retried on a clash, as the real server does
+                    name = gen + "".join(random.choice(NAME_ALPHABET) for _ in range(5))
+                    if (ns, name) not in self.objects[res.key]:
+                        break
                 meta["name"] = name
             check_name(res, name)
             self._check_namespace(res, ns)
@@ -1336,6 +1341,11 @@ def group_versions():
     return seen
 
 
+GROUP_VERSIONS = group_versions()
+GV_SET = set(GROUP_VERSIONS)
+GROUPS = {g for g, _ in GROUP_VERSIONS}
+
+
 def resource_list(group, version):
     out = []
     for r in RESOURCES:
@@ -1447,6 +1457,14 @@ HTTP_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request",
                 503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
+class Headers(dict):
+    """Request headers by lower-case name (the stdlib's email parser is the slow part of a
+    request)."""
+
+    def get(self, key, default=None):
+        return dict.get(self, key.lower(), default)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 900  # idle keep-alive connections are closed after this many seconds
@@ -1458,6 +1476,33 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+
+    def parse_request(self):
+        """The request line and headers, without the email parser; sets what
+        BaseHTTPRequestHandler.handle_one_request needs (command, path, close_connection)."""
+        self.command = None
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        parts = self.requestline.split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            self.request_version = "HTTP/1.1"
+            self.send_bytes(400, dumps(ApiError(400, "bad request line").status()))
+            return False
+        self.command, self.path, self.request_version = parts
+        headers = Headers()
+        for _ in range(200):
+            line = self.rfile.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("iso-8859-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        self.headers = headers
+        conn = headers.get("connection", "").lower()
+        self.close_connection = conn == "close" or (self.request_version == "HTTP/1.0"
+                                                    and conn != "keep-alive")
+        if headers.get("expect", "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
 
     def log_message(self, fmt, *args):
         if self.server.app.verbose:
@@ -1549,14 +1594,14 @@ class Handler(BaseHTTPRequestHandler):
                 group, version, rest = "", parts[1], parts[2:]
             elif parts[0] == "apis" and len(parts) >= 2:
                 if len(parts) == 2:
-                    if parts[1] not in {g for g, _ in group_versions()}:
+                    if parts[1] not in GROUPS:
                         raise ApiError(404, "the server could not find the requested resource")
                     return self.send_obj(200, dict(api_group(parts[1]), kind="APIGroup",
                                                    apiVersion="v1"))
                 group, version, rest = parts[1], parts[2], parts[3:]
             else:
                 raise ApiError(404, "the server could not find the requested resource")
-            if (group, version) not in group_versions():
+            if (group, version) not in GV_SET:
                 raise ApiError(404, "the server could not find the requested resource")
             if not rest:
                 return self.send_obj(200, resource_list(group, version))

@@ -1,0 +1,394 @@
+#!/usr/bin/env python3
+"""tests/kube/apicheck.py: wire-level checks of the fake API server (run by test_fakeapi.sh).
+
+Owns: the behaviours a scheduler's client depends on, checked request by request against a
+running fakeapi.py started with --kubelet --kubelet-delay 0.2 --grace-cap 1 --history 200
+--bookmark-interval 0.5: authentication, binding conflicts, watch semantics and 410s, paging,
+optimistic concurrency, status subresources, patches, eviction with budgets, the simulated
+kubelet, fault injection and counters. Prints one ok/FAIL line per check; exit 1 on a failure.
+Every wait is bounded.
+Usage: apicheck.py KUBECONFIG
+"""
+
+import sys
+import time
+
+from kclient import Client
+
+failures = 0
+NS = "/api/v1/namespaces/default"
+PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+VPG = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+
+
+def check(label, cond, detail=""):
+    global failures
+    if cond:
+        print(f"ok   {label}")
+    else:
+        failures += 1
+        print(f"FAIL {label} {detail}")
+
+
+def pod(name, labels=None, annotations=None, extra_spec=None):
+    spec = {"schedulerName": "gangsched",
+            "containers": [{"name": "c", "image": "busybox",
+                            "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    spec.update(extra_spec or {})
+    meta = {"name": name, "labels": labels or {}}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def binding(name, node):
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+
+
+def wait_for(fn, seconds=5.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    return fn()
+
+
+def phase(c, name):
+    code, p, _ = c.get(f"{NS}/pods/{name}")
+    return p.get("status", {}).get("phase") if code == 200 else None
+
+
+def main(kc):
+    c = Client(kc)
+    anon = Client(kc, token="")
+    wrong = Client(kc, token="not-the-token")
+
+    # authentication
+    code, body, _ = anon.get("/api/v1/pods")
+    check("401 without a token, as a Status", code == 401 and body.get("kind") == "Status"
+          and body.get("reason") == "Unauthorized", (code, body))
+    code, body, _ = wrong.get("/api/v1/pods")
+    check("401 with a wrong token", code == 401, code)
+    code, body, _ = anon.get("/version")
+    check("/version is public and says 1.32", code == 200 and body.get("minor") == "32", body)
+    code, body, _ = c.get("/api/v1/nodes")
+    check("200 with the token", code == 200 and body.get("kind") == "NodeList", code)
+
+    # create, AlreadyExists, generateName, missing namespace
+    code, p, _ = c.post(f"{NS}/pods", pod("a0", {"gang": "a"}))
+    check("create returns 201 with uid, resourceVersion, Pending",
+          code == 201 and p["metadata"].get("uid") and p["metadata"].get("resourceVersion")
+          and p["status"]["phase"] == "Pending", (code, p))
+    code, st, _ = c.post(f"{NS}/pods", pod("a0"))
+    check("second create is 409 AlreadyExists", code == 409 and st["reason"] == "AlreadyExists",
+          st)
+    gen = pod("")
+    gen["metadata"] = {"generateName": "gen-"}
+    code, p, _ = c.post(f"{NS}/pods", gen)
+    check("generateName gives a name", code == 201 and p["metadata"]["name"].startswith("gen-"))
+    code, st, _ = c.post("/api/v1/namespaces/nope/pods", pod("x"))
+    check("create in a missing namespace is 404", code == 404 and "nope" in st["message"], st)
+
+    # binding: 201, then 409 for the same and for another node; scheduling gates
+    code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("a0", "node-1"))
+    check("binding returns 201 Success", code == 201 and st.get("status") == "Success", st)
+    code, p, _ = c.get(f"{NS}/pods/a0")
+    check("binding sets spec.nodeName and PodScheduled=True",
+          p["spec"].get("nodeName") == "node-1" and any(
+              x["type"] == "PodScheduled" and x["status"] == "True"
+              for x in p["status"]["conditions"]), p.get("spec"))
+    code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("a0", "node-1"))
+    check("binding again to the same node is 409", code == 409 and
+          "already assigned" in st["message"], st)
+    code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("a0", "node-2"))
+    check("binding to another node is 409 Conflict", code == 409 and st["reason"] == "Conflict"
+          and st["message"].startswith('Operation cannot be fulfilled on pods/binding "a0"'), st)
+    c.post(f"{NS}/pods", pod("gated", extra_spec={"schedulingGates": [{"name": "wait"}]}))
+    code, st, _ = c.post(f"{NS}/pods/gated/binding", binding("gated", "node-1"))
+    check("binding a gated pod is 409", code == 409 and "schedulingGates" in st["message"], st)
+    code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("other", "node-1"))
+    check("binding with a mismatched name is 400", code == 400, code)
+
+    # the simulated kubelet
+    check("kubelet: a bound pod becomes Running", wait_for(lambda: phase(c, "a0") == "Running"))
+    for mode, want in (("fail", "CrashLoopBackOff"), ("errimagepull", "ErrImagePull")):
+        name = f"k-{mode}"
+        c.post(f"{NS}/pods", pod(name, annotations={"fake.gangsched.io/start": mode}))
+        c.post(f"{NS}/pods/{name}/binding", binding(name, "node-2"))
+
+        def waiting(n=name):
+            _, p, _ = c.get(f"{NS}/pods/{n}")
+            cs = p.get("status", {}).get("containerStatuses") or [{}]
+            return cs[0].get("state", {}).get("waiting", {}).get("reason")
+        check(f"kubelet: start={mode} gives a waiting {want}", wait_for(waiting) == want,
+              waiting())
+    c.post(f"{NS}/pods", pod("k-pending", annotations={"fake.gangsched.io/start": "pending"}))
+    c.post(f"{NS}/pods/k-pending/binding", binding("k-pending", "node-2"))
+    time.sleep(0.6)
+    check("kubelet: start=pending stays Pending", phase(c, "k-pending") == "Pending")
+    c.post(f"{NS}/pods", pod("k-run", annotations={"fake.gangsched.io/run-seconds": "0.3"}))
+    c.post(f"{NS}/pods/k-run/binding", binding("k-run", "node-2"))
+    check("kubelet: run-seconds ends in Succeeded",
+          wait_for(lambda: phase(c, "k-run") == "Succeeded"))
+
+    # graceful delete of a bound pod: 202 with deletionTimestamp, gone after the capped grace
+    code, p, _ = c.delete(f"{NS}/pods/k-pending", {"gracePeriodSeconds": 30})
+    check("delete of a bound pod is graceful (202, deletionTimestamp)",
+          code == 202 and p["metadata"].get("deletionTimestamp"), (code, p.get("metadata")))
+    check("kubelet: the deleted pod disappears after the capped grace period",
+          wait_for(lambda: c.get(f"{NS}/pods/k-pending")[0] == 404, 4))
+    code, p, _ = c.delete(f"{NS}/pods/gated")
+    check("delete of an unbound pod is immediate (200)", code == 200 and
+          c.get(f"{NS}/pods/gated")[0] == 404, code)
+
+    # status subresource: main updates keep status, /status keeps spec
+    _, p, _ = c.get(f"{NS}/pods/a0")
+    p["status"]["phase"] = "Failed"
+    p["metadata"]["labels"]["touched"] = "yes"
+    code, p2, _ = c.put(f"{NS}/pods/a0", p)
+    check("PUT on a pod does not change its status", code == 200 and
+          p2["status"]["phase"] == "Running" and p2["metadata"]["labels"].get("touched") == "yes",
+          (code, p2.get("status", {}).get("phase")))
+    p2["status"]["phase"] = "Failed"
+    p2["metadata"]["labels"]["touched"] = "again"
+    code, p3, _ = c.put(f"{NS}/pods/a0/status", p2)
+    check("PUT on pods/status changes only status", code == 200 and
+          p3["status"]["phase"] == "Failed" and p3["metadata"]["labels"]["touched"] == "yes",
+          (code, p3.get("status", {}).get("phase")))
+    code, p4, _ = c.patch(f"{NS}/pods/a0/status",
+                          {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+                          "application/strategic-merge-patch+json")
+    types = [x["type"] for x in p4["status"]["conditions"]]
+    check("strategic merge on pods/status merges conditions by type",
+          code == 200 and "PodScheduled" in types and
+          [x["status"] for x in p4["status"]["conditions"] if x["type"] == "Ready"] == ["False"],
+          types)
+
+    # optimistic concurrency on a Lease
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "gangsched"},
+             "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 0}}
+    code, l1, _ = c.post(LEASES, lease)
+    check("lease created", code == 201, code)
+    l1["spec"]["holderIdentity"] = "b"
+    code, l2, _ = c.put(f"{LEASES}/gangsched", l1)
+    check("lease update with the current resourceVersion succeeds",
+          code == 200 and l2["spec"]["holderIdentity"] == "b" and
+          int(l2["metadata"]["resourceVersion"]) > int(l1["metadata"]["resourceVersion"]), code)
+    l1["spec"]["holderIdentity"] = "c"
+    code, st, _ = c.put(f"{LEASES}/gangsched", l1)  # l1 carries the old resourceVersion
+    check("lease update with a stale resourceVersion is 409 Conflict",
+          code == 409 and st["reason"] == "Conflict" and "has been modified" in st["message"],
+          st)
+    code, l3, _ = c.put(f"{LEASES}/gangsched", l2)
+    check("a no-op update keeps the resourceVersion", code == 200 and
+          l3["metadata"]["resourceVersion"] == l2["metadata"]["resourceVersion"], code)
+
+    # PodGroups: /status on scheduler-plugins, none on Volcano; merge and JSON patch; 415
+    pg = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+          "metadata": {"name": "g1"}, "spec": {"minMember": 2},
+          "status": {"phase": "Running"}}
+    code, g, _ = c.post(PG, pg)
+    check("PodGroup create drops status (status subresource)", code == 201 and
+          "status" not in g, g)
+    code, g, _ = c.patch(f"{PG}/g1/status", {"status": {"phase": "Scheduling", "running": 1}},
+                         "application/merge-patch+json")
+    check("merge patch on podgroups/status", code == 200 and
+          g["status"] == {"phase": "Scheduling", "running": 1}, g)
+    code, g, _ = c.patch(f"{PG}/g1", [{"op": "test", "path": "/spec/minMember", "value": 2},
+                                     {"op": "replace", "path": "/spec/minMember", "value": 3}],
+                         "application/json-patch+json")
+    check("JSON patch with a test op", code == 200 and g["spec"]["minMember"] == 3 and
+          g["metadata"]["generation"] == 2, g)
+    code, st, _ = c.patch(f"{PG}/g1", [{"op": "test", "path": "/spec/minMember", "value": 2}],
+                          "application/json-patch+json")
+    check("JSON patch whose test fails is 422", code == 422, code)
+    code, st, _ = c.patch(f"{PG}/g1", {"spec": {"minMember": 4}},
+                          "application/strategic-merge-patch+json")
+    check("strategic merge patch on a CRD is 415", code == 415, code)
+    vpg = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+           "metadata": {"name": "v1"}, "spec": {"minMember": 2, "queue": "team-a"},
+           "status": {"phase": "Pending"}}
+    code, v, _ = c.post(VPG, vpg)
+    check("Volcano PodGroup keeps status on create (no subresource)", code == 201 and
+          v.get("status", {}).get("phase") == "Pending", v)
+    code, _, _ = c.get(f"{VPG}/v1/status")
+    check("Volcano podgroups/status does not exist (404)", code == 404, code)
+    v["status"]["phase"] = "Running"
+    code, v2, _ = c.put(f"{VPG}/v1", v)
+    check("Volcano PodGroup status is written by PUT", code == 200 and
+          v2["status"]["phase"] == "Running", code)
+
+    # events.k8s.io/v1 validation
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},
+          "eventTime": "2025-01-01T00:00:00.000000Z", "reportingController": "gangsched.io/s",
+          "reportingInstance": "s-0", "action": "Binding", "reason": "Scheduled",
+          "type": "Normal", "regarding": {"kind": "Pod", "name": "a0", "namespace": "default"}}
+    code, _, _ = c.post("/apis/events.k8s.io/v1/namespaces/default/events", ev)
+    check("a complete events.k8s.io Event is created", code == 201, code)
+    del ev["reportingController"]
+    ev["metadata"]["name"] = "a0.2"
+    code, st, _ = c.post("/apis/events.k8s.io/v1/namespaces/default/events", ev)
+    check("an Event without reportingController is 422 Invalid", code == 422 and
+          st["reason"] == "Invalid", st)
+
+    # eviction with a PodDisruptionBudget
+    for n in ("e0", "e1"):
+        c.post(f"{NS}/pods", pod(n, {"app": "ev"}))
+        c.post(f"{NS}/pods/{n}/binding", binding(n, "node-3"))
+    wait_for(lambda: phase(c, "e0") == "Running" and phase(c, "e1") == "Running")
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "ev"},
+           "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "ev"}}}}
+    c.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb)
+    evict = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "e0"}}
+    code, st, _ = c.post(f"{NS}/pods/e0/eviction", evict)
+    check("eviction that would violate the budget is 429", code == 429 and
+          st["details"]["causes"][0]["reason"] == "DisruptionBudget", st)
+    _, p, _ = c.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/ev")
+    p["spec"]["minAvailable"] = 1
+    c.put("/apis/policy/v1/namespaces/default/poddisruptionbudgets/ev", p)
+    code, st, _ = c.post(f"{NS}/pods/e0/eviction", evict)
+    check("eviction within the budget is 201", code == 201 and st["status"] == "Success", st)
+    check("the evicted pod is gone after its grace period",
+          wait_for(lambda: c.get(f"{NS}/pods/e0")[0] == 404, 4))
+
+    # watch: field selector transitions, bookmarks, timeout
+    _, lst, _ = c.get("/api/v1/pods?fieldSelector=spec.nodeName%3D")
+    rv = lst["metadata"]["resourceVersion"]
+    w = c.watch("/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3D&allowWatchBookmarks=true"
+                f"&timeoutSeconds=2&resourceVersion={rv}")
+    c.post(f"{NS}/pods", pod("w0"))
+    c.post(f"{NS}/pods/w0/binding", binding("w0", "node-4"))
+    evs = w.all()
+    kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in evs
+             if e["type"] != "BOOKMARK"]
+    check("a spec.nodeName= watch sees ADDED then DELETED when the pod is bound",
+          kinds == [("ADDED", "w0"), ("DELETED", "w0")], kinds)
+    check("the watch sent BOOKMARKs", any(e["type"] == "BOOKMARK" for e in evs))
+    check("the watch ended cleanly at timeoutSeconds", w.ended and not w.broken)
+
+    # 410: old versions really expire (history 200)
+    for i in range(120):
+        c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"n": str(i)}}},
+                "application/merge-patch+json")
+        c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"m": str(i)}}},
+                "application/merge-patch+json")
+    w = c.watch(f"/api/v1/pods?watch=1&resourceVersion={rv}&timeoutSeconds=2")
+    evs = w.all()
+    check("a watch from an expired resourceVersion gets HTTP 200 and an ERROR 410 event",
+          w.status == 200 and len(evs) == 1 and evs[0]["type"] == "ERROR" and
+          evs[0]["object"]["code"] == 410 and evs[0]["object"]["reason"] == "Expired",
+          evs[:1])
+    code, st, _ = c.get(f"/api/v1/pods?resourceVersion={rv}")
+    check("a list at an expired resourceVersion is HTTP 410", code == 410 and
+          st["reason"] == "Expired", (code, st))
+
+    # paging
+    code, l1, _ = c.get("/api/v1/namespaces/default/pods?limit=2")
+    names = [p["metadata"]["name"] for p in l1["items"]]
+    token = l1["metadata"].get("continue")
+    while token:
+        _, lx, _ = c.get(f"/api/v1/namespaces/default/pods?limit=2&continue={token}")
+        names += [p["metadata"]["name"] for p in lx["items"]]
+        token = lx["metadata"].get("continue")
+    _, full, _ = c.get("/api/v1/namespaces/default/pods")
+    check("limit/continue pages add up to the full list",
+          names == [p["metadata"]["name"] for p in full["items"]] and len(names) > 2, names)
+    c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"after": "list"}}},
+            "application/merge-patch+json")
+    c.post("/_fake/compact", {})
+    code, st, _ = c.get(f"/api/v1/namespaces/default/pods?limit=2&continue="
+                        f"{l1['metadata']['continue']}")
+    check("a continue token from before a compaction is HTTP 410", code == 410, code)
+    code, st, _ = c.get("/api/v1/pods?fieldSelector=spec.bogus%3Dx")
+    check("an unsupported field selector is 400", code == 400, code)
+    _, sel, _ = c.get("/api/v1/pods?labelSelector=app%20in%20(ev),app!%3Dzz")
+    check("label selectors with in and !=",
+          [p["metadata"]["name"] for p in sel["items"]] == ["e1"], sel.get("items"))
+
+    # fault injection
+    c.request("DELETE", "/_fake/faults")
+    c.post("/_fake/faults", {"faults": [{"type": "error", "code": 500, "count": 2,
+                                         "path": "/nodes", "verb": "list"}]})
+    codes = [c.get("/api/v1/nodes")[0] for _ in range(3)]
+    check("error fault: 500 twice on matching requests, then 200", codes == [500, 500, 200],
+          codes)
+    c.post("/_fake/faults", {"type": "error", "code": 429, "retryAfter": 3})
+    code, st, hdrs = c.get("/api/v1/namespaces")
+    check("429 fault carries Retry-After", code == 429 and hdrs.get("Retry-After") == "3" and
+          st["details"]["retryAfterSeconds"] == 3, (code, hdrs.get("Retry-After")))
+    c.post("/_fake/faults", {"type": "delay", "ms": 300, "path": "/namespaces/default"})
+    t0 = time.monotonic()
+    c.get(f"{NS}/pods/a0")
+    check("delay fault slows a matching request", time.monotonic() - t0 >= 0.3)
+    c.post("/_fake/faults", {"type": "drop-watch", "afterEvents": 2})
+    w = c.watch("/api/v1/pods?watch=1&timeoutSeconds=5")
+    evs = w.all()
+    check("drop-watch: the stream breaks after 2 events", len(evs) == 2 and w.broken,
+          (len(evs), w.broken))
+    c.post("/_fake/faults", {"type": "drop-watch", "afterSeconds": 0.3})
+    t0 = time.monotonic()
+    w = c.watch("/api/v1/nodes?watch=1&timeoutSeconds=5&resourceVersion=0")
+    w.all()
+    check("drop-watch afterSeconds: the stream breaks early",
+          w.broken and time.monotonic() - t0 < 3)
+    c.post("/_fake/faults", {"type": "gone-watch"})
+    _, lst, _ = c.get("/api/v1/pods")
+    w = c.watch(f"/api/v1/pods?watch=1&timeoutSeconds=5&resourceVersion="
+                f"{lst['metadata']['resourceVersion']}")
+    evs = w.all()
+    check("gone-watch: the next watch gets ERROR 410", len(evs) == 1 and
+          evs[0]["type"] == "ERROR" and evs[0]["object"]["code"] == 410, evs)
+    c.post("/_fake/faults", {"type": "conflict", "path": "/leases/"})
+    _, l4, _ = c.get(f"{LEASES}/gangsched")
+    l4["spec"]["holderIdentity"] = "d"
+    code1 = c.put(f"{LEASES}/gangsched", l4)[0]
+    code2 = c.put(f"{LEASES}/gangsched", l4)[0]
+    check("conflict fault: the next update is 409, the one after succeeds",
+          (code1, code2) == (409, 200), (code1, code2))
+    code, f, _ = c.get("/_fake/faults")
+    check("all one-shot faults are spent", code == 200 and f["faults"] == [], f)
+
+    # counters and reset
+    _, s, _ = c.get("/_fake/stats")
+    check("stats count binds and bind conflicts", s["binds"] == 8 and s["bind_conflicts"] == 3,
+          (s["binds"], s["bind_conflicts"]))
+    check("stats count requests per verb and resource",
+          s["by_resource"].get("create pods/binding", 0) >= 12 and
+          s["by_resource"].get("update leases.coordination.k8s.io", 0) >= 4, s["by_resource"])
+    check("stats count evictions and faults", s["evictions"] == 1 and
+          s["evictions_blocked"] == 1 and s["faults_fired"] >= 7,
+          (s["evictions"], s["evictions_blocked"], s["faults_fired"]))
+    c.post("/_fake/reset", {})
+    _, s2, _ = c.get("/_fake/stats")
+    _, pods, _ = c.get("/api/v1/pods")
+    check("reset empties the store and the counters", pods["items"] == [] and s2["binds"] == 0
+          and s2["objects"]["namespaces"] == 4, (len(pods["items"]), s2["binds"]))
+
+    # a chunked request body (as kubectl create --raw sends)
+    c.post(f"{NS}/pods", pod("raw0"))
+    conn = c.connect()
+    conn.putrequest("POST", f"{NS}/pods/raw0/binding")
+    for k, v in c.headers("application/json", {"Transfer-Encoding": "chunked"}).items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    data = b'{"apiVersion":"v1","kind":"Binding","metadata":{"name":"raw0"},' \
+           b'"target":{"kind":"Node","name":"node-9"}}'
+    for part in (data[:20], data[20:]):
+        conn.send(b"%x\r\n%s\r\n" % (len(part), part))
+    conn.send(b"0\r\n\r\n")
+    r = conn.getresponse()
+    r.read()
+    check("a chunked request body is accepted", r.status == 201, r.status)
+    conn.close()
+
+    print(f"{failures} check(s) failed" if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,145 @@
+#!/bin/sh
+# tests/kube/test_kubectl.sh: the real kubectl against the fake API server, over TLS with a
+# token and kubectl's default (strict) validation: get, create, apply twice, patch, label,
+# delete, watch, the PodGroup APIs, and `kubectl apply -k deploy/` with the examples.
+. tests/kube/lib.inc
+if ! command -v kubectl >/dev/null; then
+    bad "kubectl is not installed (make deps installs Debian's kubernetes-client)"
+    finish
+fi
+start_fake --kubelet --kubelet-delay 0.2 --grace-cap 1 --load tests/data/nodes-small.json
+K() { timeout 60 kubectl --cache-dir "$TMP/kcache" --request-timeout=20s "$@"; }
+OUT="$TMP/out"
+
+# version and discovery
+K version -o json >"$OUT" 2>&1
+expect_eq "server version seen by kubectl" \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["serverVersion"]["gitVersion"])' "$OUT" 2>&1)" v1.32.0
+K api-resources >"$OUT" 2>&1
+expect_eq "api-resources lists both PodGroup APIs" \
+    "$(grep -c '^podgroups .*scheduling\.\(x-k8s\.io\|volcano\.sh\)' "$OUT")" 2
+
+# get nodes / pods as JSON
+K get nodes -o json >"$OUT" 2>&1
+want=$(python3 -c 'import json; print(len(json.load(open("tests/data/nodes-small.json"))["items"]))')
+got=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$OUT" 2>&1)
+expect_eq "kubectl get nodes -o json: the loaded nodes" "$got" "$want"
+K get node gpu-c-001 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' >"$OUT" 2>&1
+expect_eq "node status survives loading (allocatable GPUs of gpu-c-001)" "$(cat "$OUT")" 16
+
+cat >"$TMP/pod.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: worker-0
+  labels: {app: demo}
+spec:
+  schedulerName: gangsched
+  containers:
+  - name: main
+    image: busybox
+    env: [{name: MODE, value: one}]
+    resources: {limits: {nvidia.com/gpu: "8"}}
+  - name: sidecar
+    image: busybox
+YAML
+cat >"$TMP/pg.yaml" <<'YAML'
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: demo}
+spec: {minMember: 2}
+YAML
+
+# create -f, then AlreadyExists
+K create -f "$TMP/pod.yaml" >"$OUT" 2>&1
+expect_eq "kubectl create -f" "$(cat "$OUT")" "pod/worker-0 created"
+expect_fail "kubectl create -f of an existing pod" 1 AlreadyExists -- K create -f "$TMP/pod.yaml"
+K get pods -A -o json >"$OUT" 2>&1
+expect_eq "kubectl get pods -A -o json" \
+    "$(python3 -c 'import json,sys; print([p["metadata"]["name"] for p in json.load(open(sys.argv[1]))["items"]])' "$OUT" 2>&1)" \
+    "['worker-0']"
+
+# apply twice (second unchanged), then a change: a strategic merge patch of one container
+K apply -f "$TMP/pg.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply (new PodGroup)" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo created"
+K apply -f "$TMP/pg.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply again" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo unchanged"
+sed 's/minMember: 2/minMember: 3/' "$TMP/pg.yaml" >"$TMP/pg3.yaml"
+K apply -f "$TMP/pg3.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply of a change" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo configured"
+expect_eq "the change is stored" "$(K get pg.scheduling.x-k8s.io demo -o jsonpath='{.spec.minMember}')" 3
+K apply -f "$TMP/pod.yaml" >/dev/null 2>&1
+K apply -f "$TMP/pod.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply of the created pod, twice" "$(cat "$OUT")" "pod/worker-0 unchanged"
+sed 's/value: one/value: two/' "$TMP/pod.yaml" >"$TMP/pod2.yaml"
+K apply -f "$TMP/pod2.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply of a changed container env" "$(cat "$OUT")" "pod/worker-0 configured"
+expect_eq "strategic merge kept both containers, env changed" \
+    "$(K get pod worker-0 -o jsonpath='{.spec.containers[*].name} {.spec.containers[0].env[0].value}')" \
+    "main sidecar two"
+
+# patch and label
+K patch pg.scheduling.x-k8s.io demo --type=merge -p '{"spec":{"minMember":4}}' >"$OUT" 2>&1
+expect_eq "kubectl patch --type=merge" "$(K get pg.scheduling.x-k8s.io demo -o jsonpath='{.spec.minMember}')" 4
+expect_fail "strategic patch on a CRD is refused" 1 "UnsupportedMediaType\|unknown format\|415" -- \
+    K patch pg.scheduling.x-k8s.io demo --type=strategic -p '{"spec":{"minMember":5}}'
+K label pod worker-0 team=a >/dev/null 2>&1
+expect_eq "kubectl label" "$(K get pods -l team=a -o name)" "pod/worker-0"
+expect_eq "field selector through kubectl" \
+    "$(K get pods --field-selector spec.schedulerName=gangsched,spec.nodeName= -o name)" "pod/worker-0"
+
+# PodGroup APIs by full name and short name
+K get podgroups.scheduling.x-k8s.io -o name >"$OUT" 2>&1
+expect_eq "kubectl get podgroups.scheduling.x-k8s.io" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo"
+
+# watch: kubectl get pods -w sees a pod created meanwhile
+K get pods -w -o name --request-timeout=15s >"$TMP/watch.out" 2>&1 &
+wpid=$!
+i=0
+while ! grep -q worker-0 "$TMP/watch.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sed 's/worker-0/worker-1/' "$TMP/pod.yaml" | K create -f - >/dev/null 2>&1
+i=0
+while ! grep -q worker-1 "$TMP/watch.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
+expect_eq "kubectl get pods -w prints the new pod" "$(grep -c 'pod/worker-1' "$TMP/watch.out")" 1
+
+# delete: an unbound pod at once; a bound, running pod after its (capped) grace period
+K delete pod worker-1 >"$OUT" 2>&1
+expect_eq "kubectl delete (unbound pod)" "$(cat "$OUT")" 'pod "worker-1" deleted'
+printf '%s' '{"apiVersion":"v1","kind":"Binding","metadata":{"name":"worker-0"},"target":{"kind":"Node","name":"node-a"}}' \
+    >"$TMP/binding.json"
+K create --raw /api/v1/namespaces/default/pods/worker-0/binding -f "$TMP/binding.json" >"$OUT" 2>&1
+expect_eq "kubectl create --raw of a Binding" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$OUT" 2>&1)" Success
+i=0
+while [ "$(K get pod worker-0 -o jsonpath='{.status.phase}')" != Running ] && [ $i -lt 50 ]; do
+    sleep 0.1; i=$((i + 1)); done
+expect_eq "the simulated kubelet runs the bound pod" "$(K get pod worker-0 -o jsonpath='{.status.phase}')" Running
+start=$(date +%s)
+K delete pod worker-0 --timeout=20s >"$OUT" 2>&1
+expect_eq "kubectl delete (bound pod, waits for the kubelet)" "$(cat "$OUT")" 'pod "worker-0" deleted'
+expect_cmp "deleted within the capped grace period" "$(( $(date +%s) - start ))" "<=" 10
+expect_fail "the deleted pod is gone" 1 NotFound -- K get pod worker-0
+
+# the deploy/ kustomization and the examples
+K apply -k deploy/ >"$OUT" 2>&1
+expect_eq "kubectl apply -k deploy/: objects created" "$(grep -c ' created$' "$OUT")" \
+    "$(K kustomize deploy/ | grep -c '^kind: ')"
+K apply -k deploy/ >"$OUT" 2>&1
+expect_eq "kubectl apply -k deploy/ again: all unchanged" "$(grep -vc ' unchanged$' "$OUT")" 0
+expect_eq "Deployment has two replicas" \
+    "$(K -n gangsched-system get deployment gangsched -o jsonpath='{.spec.replicas}')" 2
+expect_eq "ClusterRole grants pods/binding create" \
+    "$(K get clusterrole gangsched -o jsonpath='{.rules[?(@.resources[0]=="pods/binding")].verbs}')" '["create"]'
+expect_eq "ConfigMap carries the configuration" \
+    "$(K -n gangsched-system get configmaps -o jsonpath='{.items[0].data.config\.yaml}' | grep -c 'name: team-a')" 1
+expect_eq "both PodGroup CRDs are installed" "$(K get crd -o name | sort | tr '\n' ' ')" \
+    "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.volcano.sh customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io "
+K apply -f deploy/examples/ >"$OUT" 2>&1
+expect_eq "kubectl apply -f deploy/examples/" "$(grep -c ' created$' "$OUT")" 6
+expect_eq "the gang's pods carry the pod-group label" \
+    "$(K get pods -l scheduling.x-k8s.io/pod-group=llm-train -o name | wc -l)" 2
+expect_eq "the Volcano PodGroup" "$(K get podgroups.scheduling.volcano.sh vc-train -o jsonpath='{.spec.queue}')" team-a
+expect_eq "the deploy configuration passes config check" \
+    "$("$GS" config check deploy/gangsched-config.yaml 2>&1 | head -n 1)" "deploy/gangsched-config.yaml: valid"
+finish
