@@ -72,18 +72,18 @@ int store_ledger_add(struct store *st, const char *queue, const char *flavor, co
     err = store__wbegin(st, &own, eb);
     if (err)
         return err;
-    int rc = SQLITE_OK;
-    ledger_key(st, STMT_LEDGER_ADD, queue, flavor, resource, &rc);
-    store__b_i64(st, STMT_LEDGER_ADD, 4, delta, &rc);
-    rc = store__exec(st, STMT_LEDGER_ADD, rc, NULL);
-    if (rc == SQLITE_CONSTRAINT_CHECK)
-        return store__wfinish(st, own,
-                              sched_fail(eb, SCHED_ERANGE,
-                                         "database %s: ledger %s/%s/%s: adding %" PRId64
-                                         " would take it below 0 or past the integer range",
-                                         st->path, queue, flavor, resource, delta),
-                              eb);
-    return store__wend(st, own, rc, "writing the ledger", eb);
+    /* read, check, write: an UPSERT would test the CHECK (amount >= 0) on the candidate row, so
+     * a negative delta could never be applied to an existing row */
+    int64_t cur = 0;
+    err = store_ledger_get(st, queue, flavor, resource, &cur, eb);
+    if (!err && (delta > 0 ? cur > INT64_MAX - delta : cur + delta < 0))
+        err = sched_fail(eb, SCHED_ERANGE,
+                         "database %s: ledger %s/%s/%s: adding %" PRId64 " to %" PRId64
+                         " would take it below 0 or past the integer range",
+                         st->path, queue, flavor, resource, delta, cur);
+    if (!err)
+        err = store_ledger_set(st, queue, flavor, resource, cur + delta, eb);
+    return store__wfinish(st, own, err, eb);
 }
 
 int store_ledger_get(struct store *st, const char *queue, const char *flavor, const char *resource,

@@ -236,10 +236,6 @@ const char *const store__stmt_sql[STMT_N] = {
                         "VALUES (?1, ?2, ?3, ?4) "
                         "ON CONFLICT(queue, flavor, resource) DO UPDATE SET amount = "
                         "excluded.amount",
-    [STMT_LEDGER_ADD] = "INSERT INTO ledger(queue, flavor, resource, amount) "
-                        "VALUES (?1, ?2, ?3, ?4) "
-                        "ON CONFLICT(queue, flavor, resource) DO UPDATE SET amount = "
-                        "amount + excluded.amount",
     [STMT_LEDGER_GET] = "SELECT amount FROM ledger WHERE queue = ?1 AND flavor = ?2 AND "
                         "resource = ?3",
     [STMT_LEDGER_LIST] = "SELECT queue, flavor, resource, amount FROM ledger "

@@ -34,7 +34,6 @@
     XX(QUEUE_LIST)                                                                                 \
     XX(QUOTA_LIST)                                                                                 \
     XX(LEDGER_SET)                                                                                 \
-    XX(LEDGER_ADD)                                                                                 \
     XX(LEDGER_GET)                                                                                 \
     XX(LEDGER_LIST)                                                                                \
     XX(RES_INSERT)                                                                                 \

@@ -17,6 +17,7 @@
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/kube/driver.h"
 #include "sched/sim/nodes.h"
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
@@ -41,6 +42,7 @@ static void usage_main(FILE *f)
     fputs("usage: gangsched COMMAND [FLAGS]\n"
           "\n"
           "commands:\n"
+          "  run        the scheduler daemon against a Kubernetes API server\n"
           "  simulate   replay job traces on a simulated cluster with one or more policies\n"
           "  config     check an operator configuration: gangsched config check FILE\n"
           "  store      check a database: gangsched store check DB\n"
@@ -851,6 +853,120 @@ static int cmd_config(int argc, char **argv)
     return 0;
 }
 
+static void usage_run(FILE *f)
+{
+    fputs("usage: gangsched run --config FILE --db FILE [FLAGS]\n"
+          "\n"
+          "Schedules the pods whose spec.schedulerName is --scheduler-name, whole gangs at a\n"
+          "time, through the Kubernetes API. Without --kubeconfig: $KUBECONFIG, ~/.kube/config,\n"
+          "then the in-cluster service account.\n"
+          "\n"
+          "  --config FILE          operator configuration (YAML; reloaded on change and SIGHUP)\n"
+          "  --db FILE              SQLite database (created when missing)\n"
+          "  --kubeconfig FILE      kubeconfig to use\n"
+          "  --scheduler-name NAME  spec.schedulerName handled (default gangsched)\n"
+          "  --policy NAME          scheduling policy (default gangsched; see 'policies')\n"
+          "  --leader-elect BOOL    Lease-based leader election (default true)\n"
+          "  --lease-namespace NS   namespace of the Lease (default: the context's)\n"
+          "  --lease-name NAME      name of the Lease (default gangsched)\n"
+          "  --identity ID          holder identity (default HOSTNAME_PID)\n"
+          "  --cycle-ms N           minimum interval between cycles (default 100)\n"
+          "  --kube-qps N           API requests per second (default 200)\n"
+          "  --kube-burst N         API request burst (default 400)\n"
+          "  --log-level LEVEL      error, warn, info (default) or debug\n",
+          f);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct kube_run_opts o;
+    kube_run_opts_default(&o);
+    static char identity[300];
+    char host[256] = "gangsched";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
+    o.identity = identity;
+    log_threshold = LOG_LEVEL_INFO;
+    for (int i = 0; i < argc; i++) {
+        const char *f = argv[i];
+        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
+            usage_run(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "gangsched run: %s: missing value (or unknown flag)\n", f);
+            return 2;
+        }
+        const char *v = argv[++i];
+        char *end = NULL;
+        if (strcmp(f, "--config") == 0) {
+            o.config_path = v;
+        } else if (strcmp(f, "--db") == 0) {
+            o.db_path = v;
+        } else if (strcmp(f, "--kubeconfig") == 0) {
+            o.kubeconfig = v;
+        } else if (strcmp(f, "--scheduler-name") == 0) {
+            o.scheduler = v;
+        } else if (strcmp(f, "--policy") == 0) {
+            o.policy = v;
+        } else if (strcmp(f, "--leader-elect") == 0) {
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+                fprintf(stderr, "gangsched run: --leader-elect %s: expected true or false\n", v);
+                return 2;
+            }
+            o.leader_elect = strcmp(v, "true") == 0;
+        } else if (strcmp(f, "--lease-namespace") == 0) {
+            o.lease_ns = v;
+        } else if (strcmp(f, "--lease-name") == 0) {
+            o.lease_name = v;
+        } else if (strcmp(f, "--identity") == 0) {
+            o.identity = v;
+        } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
+                   strcmp(f, "--kube-burst") == 0) {
+            double x = strtod(v, &end);
+            if (!*v || *end || x < 1 || x > 1e6) {
+                fprintf(stderr, "gangsched run: %s %s: expected a number in 1..1000000\n", f, v);
+                return 2;
+            }
+            if (strcmp(f, "--cycle-ms") == 0)
+                o.cycle_ms = (uint32_t)x;
+            else if (strcmp(f, "--kube-qps") == 0)
+                o.qps = x;
+            else
+                o.burst = (uint32_t)x;
+        } else if (strcmp(f, "--log-level") == 0) {
+            static const char *const names[] = {"error", "warn", "info", "debug"};
+            int lv = -1;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(v, names[k]) == 0)
+                    lv = k;
+            if (lv < 0) {
+                fprintf(stderr,
+                        "gangsched run: --log-level %s: expected error, warn, info or "
+                        "debug\n",
+                        v);
+                return 2;
+            }
+            log_threshold = (enum log_level)lv;
+        } else {
+            fprintf(stderr, "gangsched run: unknown flag %s\n", f);
+            usage_run(stderr);
+            return 2;
+        }
+    }
+    if (!o.config_path || !o.db_path) {
+        fputs("gangsched run: --config and --db are required\n", stderr);
+        usage_run(stderr);
+        return 2;
+    }
+    struct sched_errbuf eb = {{0}};
+    if (kube_run(&o, &eb) != 0) {
+        fprintf(stderr, "gangsched run: %s\n", eb.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -860,6 +976,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "simulate") == 0)
         return cmd_simulate(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "config") == 0)
         return cmd_config(argc - 2, argv + 2);
     if (strcmp(cmd, "store") == 0) {

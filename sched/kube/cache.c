@@ -373,6 +373,7 @@ struct group {
     bool named; /* the pods name a PodGroup (else a lone pod) */
     struct kpod **pending, **bound;
     uint32_t n_pending, n_bound, cap_pending, cap_bound;
+    uint32_t n_bound_live; /* bound and not being deleted: they count toward minMember */
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -613,6 +614,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             g->named = p->group != NULL;
             g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
         }
+        if (bound && !p->deleting)
+            g->n_bound_live++;
         if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
                         : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
             goto done;
@@ -653,10 +656,10 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                         goto done;
                     continue;
                 }
-                if (g->n_pending + g->n_bound < min) {
+                if (g->n_pending + g->n_bound_live < min) {
                     rc = add_waiting(&b, g, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
-                                                  g->n_pending + g->n_bound, min));
+                                                  g->n_pending + g->n_bound_live, min));
                     if (rc)
                         goto done;
                     continue;

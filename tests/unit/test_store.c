@@ -900,6 +900,9 @@ static void test_ledger_check(void **state)
     assert_int_equal(store_ledger_reconcile(st, actual, 2, &diff, &eb), 0);
     assert_int_equal(diff, 0);
 
+    /* a negative delta releases what was charged */
+    assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, -1, &eb), 0);
+    assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, 1, &eb), 0);
     /* a ledger never goes negative: the write fails, nothing changes */
     assert_int_equal(store_ledger_add(st, "q2", "default", STORE_GPU, -3, &eb), SCHED_ERANGE);
     assert_non_null(strstr(eb.msg, "below 0"));

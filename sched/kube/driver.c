@@ -1,0 +1,1209 @@
+/* sched/kube/driver.c: the Kubernetes driver, `gangsched run` (see driver.h).
+ *
+ * One cycle, on the loop thread:
+ *   1. kcache_build: the snapshot (cluster, usage of every scheduler's pods, pending gangs with
+ *      minMember pods present, running gangs);
+ *   2. sched_cycle: decisions (pure);
+ *   3. one store transaction: decisions that changed, preemption records, job rows and the bind
+ *      intents of every placed pod; committed (synchronous=FULL) before any request is sent;
+ *   4. the binds: every member of every placed gang in parallel (POST pods/NAME/binding with the
+ *      GPU ids and the flavor as annotations, merged into the pod); a pod found already bound
+ *      to the chosen node counts as bound;
+ *   5. when the last bind of the cycle has answered: one transaction closes the intents (bound,
+ *      or rolled back for a gang with any failed member, whose bound members are deleted so that
+ *      no partial gang survives), then PodGroup status and Events.
+ * The next cycle starts only after step 5, so an intent is never open across two commits.
+ *
+ * Recovery (first cycle after becoming leader): open intents of a previous process are resolved
+ * against the API's view: a gang whose pods are all on their intended nodes is recorded bound;
+ * otherwise its bound members are deleted and the intents rolled back, and it is scheduled
+ * again. Nothing is bound twice: a pod is only bound after its previous intent is closed.
+ */
+#include "sched/kube/driver.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "config/reload.h"
+#include "sched/core/annot.h"
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+#include "sched/core/log.h"
+#include "sched/core/policy.h"
+#include "sched/core/strmap.h"
+#include "sched/kube/cache.h"
+#include "sched/kube/client.h"
+#include "store/store.h"
+
+#define KDRV_MOD "kube"
+
+void kube_run_opts_default(struct kube_run_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->scheduler = "gangsched";
+    o->policy = "gangsched";
+    o->leader_elect = true;
+    o->lease_name = "gangsched";
+    o->cycle_ms = 100;
+    o->qps = 200;
+    o->burst = 400;
+    o->status_every_s = 60;
+}
+
+/* One pod bind in flight. */
+struct kbind {
+    struct kgang_binds *gb;
+    char *pod_key, *ns, *name, *node;
+    uint32_t index, gpu_mask;
+    bool ok, done;
+    char *error;
+};
+
+/* The binds of one placed gang. */
+struct kgang_binds {
+    struct kdrv *d;
+    char *gang, *pg_ns, *pg_name; /* pg_* NULL for a gang of one */
+    enum kpg_api api;
+    struct kbind *pods;
+    uint32_t n_pods, n_done, n_failed;
+    int64_t gpus;
+    char *queue, *flavor;
+    char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
+};
+
+/* What was last written about a gang (status and events are rate-limited). */
+struct kstatus {
+    char *reason;
+    int64_t at_ms;
+};
+
+struct kdrv {
+    const struct kube_run_opts *o;
+    uv_loop_t *loop;
+    uv_timer_t cycle_timer;
+    uv_signal_t sigterm, sigint;
+    struct kube_auth *auth;
+    struct kube_client *client;
+    struct kube_informer *inf[4];
+    uint32_t n_inf;
+    struct kube_lease *lease;
+    struct config_watch *cw;
+    struct store *db;
+    struct kcache *cache;
+    const struct sched_policy *pol;
+    struct arena arena;
+    bool leading, recovered, stopping, failed;
+    char fatal[SCHED_ERRBUF];
+    int64_t cycle;
+    /* binds of the current cycle */
+    struct kgang_binds *binds;
+    uint32_t n_binds, binds_left;
+    struct strmap status; /* gang -> struct kstatus* */
+    struct strmap jobs;   /* gang -> struct kjob*: admitted or running, charged to the ledger */
+    bool jobs_synced;     /* the jobs and the ledger were reconciled with the cluster */
+};
+
+/* A gang charged to the ledger (admitted, binds in flight, or running). */
+struct kjob {
+    int64_t gpus;
+    char *queue, *flavor;
+    bool seen; /* running in the current cycle's input */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void kjob_free(struct kjob *j)
+{
+    if (j) {
+        free(j->queue);
+        free(j->flavor);
+        free(j);
+    }
+}
+
+/* Charges (sign +1) or releases (-1) a job's GPUs in the ledger and tracks it in d->jobs. */
+static int job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
+                      int64_t gpus, int sign, struct sched_errbuf *eb)
+{
+    if (sign > 0) {
+        struct kjob *j = calloc(1, sizeof(*j));
+        void *old = NULL;
+        if (!j || !(j->queue = strdup(queue)) ||
+            !(j->flavor = strdup(flavor ? flavor : "default")) ||
+            strmap_put(&d->jobs, gang, j, &old) != 0) {
+            kjob_free(j);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+        j->gpus = gpus;
+        j->seen = true;
+        if (old) { /* charged already: replace, not add twice */
+            struct kjob *o = old;
+            int rc = store_ledger_add(d->db, o->queue, o->flavor, STORE_GPU, -o->gpus, eb);
+            kjob_free(o);
+            if (rc)
+                return rc;
+        }
+        LOG_DEBUG(KDRV_MOD, "charged: gang=%s queue=%s flavor=%s gpus=%lld", gang, queue, j->flavor,
+                  (long long)gpus);
+        return store_ledger_add(d->db, queue, j->flavor, STORE_GPU, gpus, eb);
+    }
+    struct kjob *j = strmap_del(&d->jobs, gang);
+    if (!j)
+        return 0;
+    LOG_DEBUG(KDRV_MOD, "released: gang=%s queue=%s flavor=%s gpus=%lld", gang, j->queue, j->flavor,
+              (long long)j->gpus);
+    int rc = store_ledger_add(d->db, j->queue, j->flavor, STORE_GPU, -j->gpus, eb);
+    kjob_free(j);
+    return rc;
+}
+
+static void fatal(struct kdrv *d, const char *msg)
+{
+    if (!d->failed) {
+        d->failed = true;
+        snprintf(d->fatal, sizeof(d->fatal), "%s", msg);
+        LOG_ERROR(KDRV_MOD, "fatal: error=%s", msg);
+    }
+    uv_stop(d->loop);
+}
+
+/* ---- JSON request helpers ------------------------------------------------------------------- */
+
+static void ignore_resp(void *ctx, const struct kube_resp *r)
+{
+    const char *what = ctx;
+    if (r->status < 200 || r->status >= 300)
+        LOG_WARN(KDRV_MOD, "request failed: what=%s status=%d error=%s", what ? what : "",
+                 r->status, r->error ? r->error : "");
+}
+
+static void send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                      kube_resp_fn *fn, void *ctx)
+{
+    char *s = body ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    if (kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
+                     fn ? ctx : (void *)"") != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
+    free(s);
+}
+
+/* events.k8s.io/v1 Event about an object (regarding). */
+static void post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                       const char *name, const char *type, const char *reason, const char *action,
+                       const char *note)
+{
+    char t[40], ev_name[300], path[300];
+    int64_t now = now_ms();
+    kobj_format_time(now, t, sizeof(t));
+    snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1");
+    cJSON_AddStringToObject(e, "kind", "Event");
+    cJSON *meta = cJSON_AddObjectToObject(e, "metadata");
+    cJSON_AddStringToObject(meta, "name", ev_name);
+    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON_AddStringToObject(e, "eventTime", t);
+    cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
+    char inst[129];
+    snprintf(inst, sizeof(inst), "%s", d->o->identity ? d->o->identity : "gangsched");
+    cJSON_AddStringToObject(e, "reportingInstance", inst);
+    cJSON_AddStringToObject(e, "action", action);
+    cJSON_AddStringToObject(e, "reason", reason);
+    cJSON_AddStringToObject(e, "type", type);
+    char n2[1024];
+    snprintf(n2, sizeof(n2), "%s", note);
+    cJSON_AddStringToObject(e, "note", n2);
+    cJSON *reg = cJSON_AddObjectToObject(e, "regarding");
+    cJSON_AddStringToObject(reg, "apiVersion", api_version);
+    cJSON_AddStringToObject(reg, "kind", kind);
+    cJSON_AddStringToObject(reg, "namespace", ns);
+    cJSON_AddStringToObject(reg, "name", name);
+    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    send_json(d, KUBE_POST, path, e, NULL, NULL);
+}
+
+static void split_key(const char *key, char *ns, size_t nn, char *name, size_t n)
+{
+    const char *slash = strchr(key, '/');
+    if (!slash) {
+        snprintf(ns, nn, "default");
+        snprintf(name, n, "%s", key);
+        return;
+    }
+    snprintf(ns, nn, "%.*s", (int)(slash - key), key);
+    snprintf(name, n, "%s", slash + 1);
+}
+
+/* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
+ * written when the reason changes, else at most every status_every_s. */
+static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                        const char *phase, const char *type, const char *reason,
+                        const char *message, bool force)
+{
+    int64_t now = now_ms();
+    struct kstatus *st = strmap_get(&d->status, gang_key);
+    char full[600];
+    snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
+    if (st && !force) {
+        bool same_reason =
+            st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
+        if (same_reason && now - st->at_ms < (int64_t)d->o->status_every_s * 1000)
+            return;
+    }
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st || strmap_put(&d->status, gang_key, st, NULL) != 0) {
+            free(st);
+            return;
+        }
+    }
+    free(st->reason);
+    st->reason = strdup(full);
+    st->at_ms = now;
+    char ns[256], name[256];
+    split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
+    bool warn = strcmp(type, "Warning") == 0;
+    if (!pg) { /* a gang of one: the event is about the pod */
+        post_event(d, "v1", "Pod", ns, name, type, reason, warn ? "Scheduling" : "Binding",
+                   message);
+        return;
+    }
+    const char *api_version =
+        pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
+    post_event(d, api_version, "PodGroup", pg->ns, pg->name, type, reason,
+               warn ? "Scheduling" : "Binding", message);
+    char t[40];
+    kobj_format_time(now, t, sizeof(t));
+    cJSON *cond = cJSON_CreateObject();
+    cJSON_AddStringToObject(cond, "type", "Scheduled");
+    cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
+    cJSON_AddStringToObject(cond, "reason", reason);
+    cJSON_AddStringToObject(cond, "message", message);
+    cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+    char path[600];
+    if (pg->api == KPG_XK8S) {
+        cJSON *body = cJSON_CreateObject();
+        cJSON *status = cJSON_AddObjectToObject(body, "status");
+        cJSON_AddStringToObject(status, "phase", phase);
+        cJSON *conds = cJSON_AddArrayToObject(status, "conditions");
+        cJSON_AddItemToArray(conds, cond);
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
+                 pg->name);
+        send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+    } else {
+        /* Volcano's PodGroup has no status subresource: PUT the object we last saw (a 409 on a
+         * stale resourceVersion just waits for the next write) */
+        cJSON *obj = cJSON_Duplicate(pg->obj, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        cJSON *status = cJSON_AddObjectToObject(obj, "status");
+        cJSON_AddStringToObject(status, "phase",
+                                strcmp(phase, "Running") == 0 ? "Running" : "Pending");
+        cJSON *conds = cJSON_AddArrayToObject(status, "conditions");
+        cJSON_AddItemToArray(conds, cond);
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s", pg->ns,
+                 pg->name);
+        send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+    }
+}
+
+/* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
+
+static void delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "kind", "DeleteOptions");
+    cJSON_AddStringToObject(body, "apiVersion", "v1");
+    cJSON_AddStringToObject(body, "propagationPolicy", "Background");
+    LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
+    send_json(d, KUBE_DELETE, path, body, NULL, NULL);
+}
+
+/* Eviction API (PodDisruptionBudgets respected; the client retries 429). */
+static void evict_pod(struct kdrv *d, const char *ns, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "apiVersion", "policy/v1");
+    cJSON_AddStringToObject(body, "kind", "Eviction");
+    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(meta, "namespace", ns);
+    send_json(d, KUBE_POST, path, body, NULL, NULL);
+}
+
+/* ---- binding ----------------------------------------------------------------------------------
+ */
+
+static void schedule_cycle(struct kdrv *d, uint64_t delay_ms);
+
+static void gang_binds_free(struct kgang_binds *gb)
+{
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        free(gb->pods[i].pod_key);
+        free(gb->pods[i].ns);
+        free(gb->pods[i].name);
+        free(gb->pods[i].node);
+        free(gb->pods[i].error);
+    }
+    free(gb->pods);
+    free(gb->gang);
+    free(gb->pg_ns);
+    free(gb->pg_name);
+    free(gb->queue);
+    free(gb->flavor);
+    free(gb->summary);
+}
+
+/* Every bind of the cycle has answered: close the intents in one transaction, roll back gangs
+ * with a failed member, then status and events. */
+static void binds_finished(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    int64_t now = now_ms();
+    int rc = store_begin(d->db, &eb);
+    for (uint32_t g = 0; rc == 0 && g < d->n_binds; g++) {
+        struct kgang_binds *gb = &d->binds[g];
+        bool ok = gb->n_failed == 0;
+        rc = store_journal_done(d->db, gb->gang, STORE_ALL_PODS,
+                                ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
+        if (rc == 0) {
+            struct store_job j = {.gang = gb->gang,
+                                  .gang_id = -1,
+                                  .queue = gb->queue,
+                                  .flavor = gb->flavor,
+                                  .gpus = gb->gpus,
+                                  .state = ok ? STORE_JOB_RUNNING : STORE_JOB_PENDING,
+                                  .submit_ms = now,
+                                  .admit_ms = ok ? now : STORE_NO_TIME,
+                                  .start_ms = ok ? now : STORE_NO_TIME,
+                                  .finish_ms = STORE_NO_TIME};
+            struct store_job old;
+            if (store_job_get(d->db, gb->gang, &old, NULL) == 0) {
+                j.submit_ms = old.submit_ms;
+                j.preemptions = old.preemptions;
+                j.restarts = old.restarts;
+                if (!ok)
+                    j.flavor = NULL;
+            }
+            if (!ok)
+                j.flavor = NULL;
+            rc = store_job_upsert(d->db, &j, &eb);
+        }
+        if (rc == 0 && !ok)
+            rc = job_charge(d, gb->gang, NULL, NULL, 0, -1, &eb);
+    }
+    if (rc == 0)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        store_rollback(d->db);
+        fatal(d, eb.msg); /* the journal must stay true: stop rather than guess */
+        return;
+    }
+    for (uint32_t g = 0; g < d->n_binds; g++) {
+        struct kgang_binds *gb = &d->binds[g];
+        const struct kpg *pg = NULL;
+        if (gb->pg_ns) {
+            char key[600];
+            snprintf(key, sizeof(key), "%s/%s", gb->pg_ns, gb->pg_name);
+            pg = kcache_pg(d->cache, key);
+        }
+        if (gb->n_failed == 0) {
+            LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
+            gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
+            continue;
+        }
+        const char *first_err = "";
+        for (uint32_t i = 0; i < gb->n_pods; i++)
+            if (!gb->pods[i].ok && gb->pods[i].error) {
+                first_err = gb->pods[i].error;
+                break;
+            }
+        char msg[700];
+        snprintf(msg, sizeof(msg),
+                 "%u of %u pods could not be bound (%s); the bound ones are "
+                 "deleted and the gang is scheduled again",
+                 gb->n_failed, gb->n_pods, first_err);
+        LOG_WARN(KDRV_MOD, "gang bind failed: gang=%s error=%s", gb->gang, msg);
+        for (uint32_t i = 0; i < gb->n_pods; i++) {
+            if (gb->pods[i].ok)
+                delete_pod(d, gb->pods[i].ns, gb->pods[i].name, "partial gang rolled back");
+            kcache_unassume(d->cache, gb->pods[i].pod_key);
+        }
+        gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
+    }
+    for (uint32_t g = 0; g < d->n_binds; g++)
+        gang_binds_free(&d->binds[g]);
+    free(d->binds);
+    d->binds = NULL;
+    d->n_binds = 0;
+    if (d->stopping)
+        uv_stop(d->loop);
+    else
+        schedule_cycle(d, d->o->cycle_ms);
+}
+
+static void on_bind(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kgang_binds *gb = b->gb;
+    struct kdrv *d = gb->d;
+    b->done = true;
+    if (r->status >= 200 && r->status < 300) {
+        b->ok = true;
+    } else if (r->status == 409 && r->error) {
+        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose */
+        char want[600];
+        snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
+        b->ok = strstr(r->error, want) != NULL;
+    }
+    if (!b->ok) {
+        char buf[600];
+        snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
+                 r->error ? r->error : "no response");
+        b->error = strdup(buf);
+        gb->n_failed++;
+    }
+    gb->n_done++;
+    if (--d->binds_left == 0)
+        binds_finished(d);
+}
+
+static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
+{
+    char path[600], ids[160];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "apiVersion", "v1");
+    cJSON_AddStringToObject(body, "kind", "Binding");
+    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
+    cJSON_AddStringToObject(meta, "name", b->name);
+    cJSON_AddStringToObject(meta, "namespace", b->ns);
+    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+    if (p && p->uid)
+        cJSON_AddStringToObject(meta, "uid", p->uid);
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    annot_gpu_ids(b->gpu_mask, ids, sizeof(ids));
+    if (b->gpu_mask)
+        cJSON_AddStringToObject(ann, KOBJ_ANNOT_GPU_IDS, ids);
+    if (flavor)
+        cJSON_AddStringToObject(ann, KOBJ_ANNOT_FLAVOR, flavor);
+    cJSON *target = cJSON_AddObjectToObject(body, "target");
+    cJSON_AddStringToObject(target, "apiVersion", "v1");
+    cJSON_AddStringToObject(target, "kind", "Node");
+    cJSON_AddStringToObject(target, "name", b->node);
+    char *s = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    /* retried on 5xx and 429: a bind that landed but whose answer was lost comes back as 409
+     * "already assigned" to this node, which on_bind counts as bound */
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_bind, b)) {
+        struct kube_resp r = {.status = 0, .body = "", .error = "out of memory"};
+        free(s);
+        on_bind(b, &r);
+        return;
+    }
+    free(s);
+}
+
+/* ---- recovery ----------------------------------------------------------------------------------
+ */
+
+static int recover_intent(void *ctx, const struct store_intent *in)
+{
+    struct kdrv *d = ctx;
+    uint32_t on_target = 0;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        char key[600];
+        snprintf(key, sizeof(key), "%s", in->pods[i].name);
+        const struct kpod *p = kcache_pod(d->cache, key);
+        if (p && p->node && strcmp(p->node, in->pods[i].node) == 0)
+            on_target++;
+    }
+    bool whole = on_target == in->n_pods;
+    if (!whole)
+        for (uint32_t i = 0; i < in->n_pods; i++) {
+            const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+            if (p && p->node) {
+                char ns[256], name[256];
+                split_key(in->pods[i].name, ns, sizeof(ns), name, sizeof(name));
+                delete_pod(d, ns, name, "partial gang found at recovery");
+            }
+        }
+    LOG_INFO(KDRV_MOD, "recovered bind intent: gang=%s pods=%u bound=%u outcome=%s", in->gang,
+             in->n_pods, on_target, whole ? "bound" : "rolled-back");
+    return store_journal_done(d->db, in->gang, STORE_ALL_PODS,
+                              whole ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now_ms(), NULL,
+                              NULL);
+}
+
+/* The database is opened by the leader only (standbys never write). */
+static int open_store(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    struct store_opts so;
+    store_opts_default(&so);
+    so.writer_id = d->o->identity;
+    int rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+    if (rc == 0) {
+        rc = store_config_apply(d->db, config_watch_current(d->cw), NULL, 0, &eb);
+        if (rc != 0) {
+            store_close(d->db);
+            d->db = NULL;
+        }
+    }
+    if (rc != 0)
+        fatal(d, eb.msg);
+    return rc;
+}
+
+static int recover(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    int rc = store_begin(d->db, &eb);
+    if (rc == 0)
+        rc = store_journal_pending(d->db, recover_intent, d, &eb);
+    if (rc == 0)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        store_rollback(d->db);
+        fatal(d, eb.msg);
+        return rc;
+    }
+    d->recovered = true;
+    return 0;
+}
+
+/* ---- the cycle ----------------------------------------------------------------------------------
+ */
+
+static bool synced(const struct kdrv *d)
+{
+    for (uint32_t i = 0; i < d->n_inf; i++)
+        if (!kube_informer_synced(d->inf[i]))
+            return false;
+    return true;
+}
+
+static const char *flavor_name(const struct config *cfg, uint32_t f)
+{
+    return cfg && f < cfg->n_flavors ? cfg->flavors[f].name : NULL;
+}
+
+/* Records a running gang the store does not know as running (bound by an earlier leader, or
+ * before a crash): its job row and its placed pods. */
+static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kcache_build *kb,
+                         const struct config *cfg, int64_t now, struct sched_errbuf *eb)
+{
+    const struct sched_running *r = NULL;
+    for (uint32_t i = 0; i < kb->snap.n_running; i++)
+        if (kb->snap.running[i].gang == &kg->gang)
+            r = &kb->snap.running[i];
+    uint32_t flavor = r ? r->flavor : 0;
+    struct store_job old;
+    bool known = store_job_get(d->db, kg->key, &old, NULL) == 0 && old.state == STORE_JOB_RUNNING;
+    int rc = 0;
+    if (!known) {
+        struct store_pod *pods = arena_calloc(&d->arena, kg->gang.n_pods, sizeof(*pods));
+        if (!pods)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < kg->gang.n_pods; i++) {
+            const struct kpod *p = kg->members[i];
+            pods[i] = (struct store_pod){.index = i,
+                                         .name = p->key,
+                                         .node = p->node ? p->node : "",
+                                         .gpu_mask = p->gpu_mask};
+        }
+        rc = store_journal_done(d->db, kg->key, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, now, NULL,
+                                eb);
+        if (rc == 0)
+            rc = store_placement_release(d->db, kg->key, NULL, eb);
+        if (rc == 0)
+            rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, kg->gang.n_pods, eb);
+        if (rc == 0)
+            rc =
+                store_journal_done(d->db, kg->key, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+        struct store_job j = {.gang = kg->key,
+                              .gang_id = -1,
+                              .queue = cfg->queues[kg->gang.queue].name,
+                              .flavor = flavor_name(cfg, flavor),
+                              .gpus = kg->gang.gpus,
+                              .state = STORE_JOB_RUNNING,
+                              .submit_ms = kg->gang.submit_ms,
+                              .admit_ms = now,
+                              .start_ms = now,
+                              .finish_ms = STORE_NO_TIME};
+        if (rc == 0)
+            rc = store_job_upsert(d->db, &j, eb);
+    }
+    if (rc == 0)
+        rc = job_charge(d, kg->key, cfg->queues[kg->gang.queue].name, flavor_name(cfg, flavor),
+                        kg->gang.gpus, +1, eb);
+    return rc;
+}
+
+struct ledger_rows {
+    char (*keys)[2][256];
+    uint32_t n, cap;
+};
+
+static int collect_ledger(void *ctx, const struct store_ledger_row *r)
+{
+    struct ledger_rows *lr = ctx;
+    if (strcmp(r->resource, STORE_GPU) != 0 || r->amount == 0)
+        return 0;
+    if (lr->n == lr->cap) {
+        uint32_t nc = lr->cap ? lr->cap * 2 : 16;
+        void *v = realloc(lr->keys, nc * sizeof(*lr->keys));
+        if (!v)
+            return SCHED_ENOMEM;
+        lr->keys = v;
+        lr->cap = nc;
+    }
+    snprintf(lr->keys[lr->n][0], 256, "%s", r->queue);
+    snprintf(lr->keys[lr->n][1], 256, "%s", r->flavor);
+    lr->n++;
+    return 0;
+}
+
+/* Sets every GPU ledger row to 0 (the first cycle as leader recharges what runs). */
+static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
+{
+    struct ledger_rows lr = {0};
+    int rc = store_ledger_list(d->db, collect_ledger, &lr, eb);
+    if (rc == SCHED_ENOMEM)
+        rc = sched_fail(eb, rc, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < lr.n; i++)
+        rc = store_ledger_set(d->db, lr.keys[i][0], lr.keys[i][1], STORE_GPU, 0, eb);
+    free(lr.keys);
+    return rc;
+}
+
+struct stale_ctx {
+    struct kdrv *d;
+    char **gangs;
+    uint32_t n, cap;
+};
+
+static int collect_stale(void *ctx, const struct store_job *j)
+{
+    struct stale_ctx *sc = ctx;
+    if (j->state != STORE_JOB_ADMITTED && j->state != STORE_JOB_RUNNING)
+        return 0;
+    if (strmap_get(&sc->d->jobs, j->gang))
+        return 0;
+    if (sc->n == sc->cap) {
+        uint32_t nc = sc->cap ? sc->cap * 2 : 16;
+        char **v = realloc(sc->gangs, nc * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        sc->gangs = v;
+        sc->cap = nc;
+    }
+    sc->gangs[sc->n] = strdup(j->gang);
+    return sc->gangs[sc->n++] ? 0 : SCHED_ENOMEM;
+}
+
+static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int rc = store_job_get(d->db, gang, &old, eb);
+    if (rc == 0) {
+        struct store_job j = old;
+        char *g = strdup(gang), *q = strdup(old.queue);
+        if (!g || !q) {
+            free(g);
+            free(q);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+        j.gang = g;
+        j.queue = q;
+        j.flavor = NULL;
+        j.state = STORE_JOB_FINISHED;
+        j.finish_ms = now;
+        rc = store_job_upsert(d->db, &j, eb);
+        free(g);
+        free(q);
+    } else if (rc == SCHED_ENOENT) {
+        rc = 0;
+    }
+    if (rc == 0)
+        rc = store_placement_release(d->db, gang, NULL, eb);
+    if (rc == 0)
+        rc = job_charge(d, gang, NULL, NULL, 0, -1, eb);
+    return rc;
+}
+
+/* Keeps the jobs and the GPU ledger equal to the cluster: running gangs of the cycle's input are
+ * charged, gangs no longer running (finished, deleted, evicted) are released. The first cycle
+ * as leader reconciles whatever an earlier process left. Runs inside the cycle's transaction. */
+static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct config *cfg,
+                     int64_t now, struct sched_errbuf *eb)
+{
+    int rc = 0;
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->jobs, &i, &k, &v);)
+        ((struct kjob *)v)->seen = false;
+    if (!d->jobs_synced) /* start from an empty ledger: every running gang is charged below */
+        rc = zero_ledger(d, eb);
+    for (uint32_t g = kb->n_pending; rc == 0 && g < kb->n_gangs; g++) {
+        const struct kgang *kg = &kb->gangs[g];
+        struct kjob *j = strmap_get(&d->jobs, kg->key);
+        if (j)
+            j->seen = true;
+        else
+            rc = adopt_running(d, kg, kb, cfg, now, eb);
+    }
+    /* gangs charged but no longer running */
+    struct stale_ctx sc = {.d = d};
+    for (size_t i = 0; rc == 0 && strmap_next(&d->jobs, &i, &k, &v);)
+        if (!((struct kjob *)v)->seen) {
+            if (sc.n == sc.cap) {
+                uint32_t nc = sc.cap ? sc.cap * 2 : 16;
+                char **nv = realloc(sc.gangs, nc * sizeof(*nv));
+                if (!nv) {
+                    rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+                    break;
+                }
+                sc.gangs = nv;
+                sc.cap = nc;
+            }
+            if (!(sc.gangs[sc.n++] = strdup(k)))
+                rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+    if (rc == 0 && !d->jobs_synced) /* rows of an earlier process that are not running now */
+        rc = store_job_list(d->db, collect_stale, &sc, eb);
+    for (uint32_t i = 0; i < sc.n; i++) {
+        if (rc == 0 && sc.gangs[i])
+            rc = job_finished(d, sc.gangs[i], now, eb);
+        free(sc.gangs[i]);
+    }
+    free(sc.gangs);
+    if (rc == 0)
+        d->jobs_synced = true;
+    return rc;
+}
+
+static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
+                        const struct sched_result *res, const struct config *cfg, int64_t now,
+                        struct sched_errbuf *eb)
+{
+    int rc = store_begin(d->db, eb);
+    if (rc == 0)
+        rc = sync_jobs(d, kb, cfg, now, eb);
+    for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
+        const struct sched_verdict *vd = &res->verdicts[v];
+        const struct kgang *kg = &kb->gangs[vd->gang->id];
+        char reason[512];
+        sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
+        struct kstatus *st = strmap_get(&d->status, kg->key);
+        char full[600];
+        snprintf(full, sizeof(full), "Pending|%s|", sched_why_name(vd->why));
+        if (st && st->reason && strncmp(st->reason, full, strlen(full)) == 0)
+            continue; /* the log records changes of reason */
+        struct store_decision dec = {.cycle = d->cycle,
+                                     .ts_ms = now,
+                                     .gang = kg->key,
+                                     .why = (int)vd->why,
+                                     .reason = reason};
+        rc = store_decision_add(d->db, &dec, eb);
+    }
+    for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
+        const struct sched_eviction *ev = &res->evictions[e];
+        struct store_preemption p = {.cycle = d->cycle,
+                                     .ts_ms = now,
+                                     .victim = kb->gangs[ev->victim->gang->id].key,
+                                     .preemptor = kb->gangs[ev->preemptor->id].key,
+                                     .gpus = ev->victim->gang->gpus,
+                                     .lost_work_gpu_s = ev->lost_gpu_s,
+                                     .cost = ev->cost};
+        rc = store_preemption_add(d->db, &p, eb);
+    }
+    for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++) {
+        const struct sched_placement *pl = &res->placements[p];
+        const struct kgang *kg = &kb->gangs[pl->gang->id];
+        struct store_pod *pods = arena_calloc(&d->arena, pl->gang->n_pods, sizeof(*pods));
+        if (!pods)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < pl->gang->n_pods; i++)
+            pods[i] = (struct store_pod){.index = i,
+                                         .name = kg->members[i]->key,
+                                         .node = kb->snap.cluster->nodes[pl->pods[i].node].name,
+                                         .gpu_mask = pl->pods[i].gpu_mask};
+        rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, pl->gang->n_pods, eb);
+        if (rc == 0) {
+            struct store_decision dec = {.cycle = d->cycle,
+                                         .ts_ms = now,
+                                         .gang = kg->key,
+                                         .why = SCHED_WHY_PLACED,
+                                         .reason = "placed"};
+            rc = store_decision_add(d->db, &dec, eb);
+        }
+        if (rc == 0) {
+            struct store_job j = {.gang = kg->key,
+                                  .gang_id = -1,
+                                  .queue = cfg->queues[pl->gang->queue].name,
+                                  .flavor = flavor_name(cfg, pl->flavor),
+                                  .gpus = pl->gang->gpus,
+                                  .state = STORE_JOB_ADMITTED,
+                                  .submit_ms = pl->gang->submit_ms,
+                                  .admit_ms = now,
+                                  .start_ms = STORE_NO_TIME,
+                                  .finish_ms = STORE_NO_TIME};
+            rc = store_job_upsert(d->db, &j, eb);
+        }
+        if (rc == 0)
+            rc = job_charge(d, kg->key, cfg->queues[pl->gang->queue].name,
+                            flavor_name(cfg, pl->flavor), pl->gang->gpus, +1, eb);
+    }
+    if (rc == 0)
+        rc = store_commit(d->db, eb);
+    if (rc != 0)
+        store_rollback(d->db);
+    return rc;
+}
+
+static void run_cycle(struct kdrv *d)
+{
+    if (d->stopping || !d->leading || d->n_binds > 0 || !synced(d))
+        return;
+    if (!d->db && open_store(d) != 0)
+        return;
+    if (!d->recovered && recover(d) != 0)
+        return;
+    if (!kcache_dirty(d->cache))
+        return;
+    const struct config *cfg = config_watch_pin(d->cw);
+    struct sched_errbuf eb;
+    int64_t now = now_ms();
+    struct kcache_build kb;
+    arena_reset(&d->arena);
+    int rc = kcache_build(d->cache, cfg, d->pol, now, &d->arena, &kb, &eb);
+    if (rc != 0) {
+        config_watch_unpin(d->cw, cfg);
+        LOG_ERROR(KDRV_MOD, "cannot build the cycle's input: error=%s",
+                  rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
+        return;
+    }
+    /* gangs that cannot be offered to the core */
+    for (uint32_t w = 0; w < kb.n_waiting; w++)
+        gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
+                    kb.waiting[w].reason, kb.waiting[w].message, false);
+    struct sched_result res;
+    d->cycle++;
+    if (sched_cycle(&kb.snap, &d->arena, &res) != 0) {
+        config_watch_unpin(d->cw, cfg);
+        LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
+        return;
+    }
+    if (record_cycle(d, &kb, &res, cfg, now, &eb) != 0) {
+        config_watch_unpin(d->cw, cfg);
+        fatal(d, eb.msg);
+        return;
+    }
+    for (uint32_t v = 0; v < res.n_verdicts; v++) {
+        const struct kgang *kg = &kb.gangs[res.verdicts[v].gang->id];
+        char msg[512];
+        sched_verdict_format(&res.verdicts[v], kb.snap.cluster, cfg, msg, sizeof(msg));
+        gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
+    }
+    /* preemption: every member of each victim gang, through the Eviction API */
+    for (uint32_t e = 0; e < res.n_evictions; e++) {
+        const struct kgang *victim = &kb.gangs[res.evictions[e].victim->gang->id];
+        const struct kgang *by = &kb.gangs[res.evictions[e].preemptor->id];
+        char msg[600];
+        snprintf(msg, sizeof(msg),
+                 "preempted by %s (%.0f GPU-seconds of work since the last "
+                 "checkpoint lost)",
+                 by->key, res.evictions[e].lost_gpu_s);
+        for (uint32_t m = 0; m < victim->gang.n_pods; m++)
+            evict_pod(d, victim->members[m]->ns, victim->members[m]->name);
+        gang_status(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true);
+    }
+    /* binds */
+    if (res.n_placements > 0) {
+        d->binds = calloc(res.n_placements, sizeof(*d->binds));
+        if (!d->binds) {
+            config_watch_unpin(d->cw, cfg);
+            fatal(d, "out of memory");
+            return;
+        }
+        d->n_binds = res.n_placements;
+        d->binds_left = 0;
+        for (uint32_t p = 0; p < res.n_placements; p++) {
+            const struct sched_placement *pl = &res.placements[p];
+            const struct kgang *kg = &kb.gangs[pl->gang->id];
+            struct kgang_binds *gb = &d->binds[p];
+            gb->d = d;
+            gb->gang = strdup(kg->key);
+            gb->queue = strdup(cfg->queues[pl->gang->queue].name);
+            const char *fl = flavor_name(cfg, pl->flavor);
+            gb->flavor = fl ? strdup(fl) : NULL;
+            gb->gpus = pl->gang->gpus;
+            if (kg->pg) {
+                gb->pg_ns = strdup(kg->pg->ns);
+                gb->pg_name = strdup(kg->pg->name);
+                gb->api = kg->pg->api;
+            }
+            gb->n_pods = pl->gang->n_pods;
+            gb->pods = calloc(gb->n_pods, sizeof(*gb->pods));
+            const struct cluster *cl = kb.snap.cluster;
+            char summary[400];
+            int off = snprintf(summary, sizeof(summary), "%u pods placed", gb->n_pods);
+            if (pl->level >= 0 && (uint32_t)pl->level < cl->topo.n_levels)
+                off += snprintf(summary + off, sizeof(summary) - (size_t)off, " in %s %s",
+                                cl->topo.levels[pl->level].name,
+                                cl->topo.levels[pl->level].domain_names[pl->domain]);
+            if (pl->borrowing && off < (int)sizeof(summary))
+                snprintf(summary + off, sizeof(summary) - (size_t)off, " (borrowing quota)");
+            gb->summary = strdup(summary);
+            if (!gb->gang || !gb->queue || !gb->pods || !gb->summary) {
+                config_watch_unpin(d->cw, cfg);
+                fatal(d, "out of memory");
+                return;
+            }
+            for (uint32_t i = 0; i < gb->n_pods; i++) {
+                const struct kpod *pod = kg->members[i];
+                struct kbind *b = &gb->pods[i];
+                b->gb = gb;
+                b->index = i;
+                b->pod_key = strdup(pod->key);
+                b->ns = strdup(pod->ns);
+                b->name = strdup(pod->name);
+                b->node = strdup(cl->nodes[pl->pods[i].node].name);
+                b->gpu_mask = pl->pods[i].gpu_mask;
+                if (!b->pod_key || !b->ns || !b->name || !b->node ||
+                    kcache_assume(d->cache, pod->key, b->node, b->gpu_mask, pl->flavor) != 0) {
+                    config_watch_unpin(d->cw, cfg);
+                    fatal(d, "out of memory");
+                    return;
+                }
+                d->binds_left++;
+            }
+        }
+        /* send after every pod is assumed: a bind answering at once must not end the cycle
+         * while others are still being prepared */
+        uint32_t n_binds = d->n_binds;
+        struct kgang_binds *binds = d->binds;
+        for (uint32_t p = 0; p < n_binds; p++)
+            for (uint32_t i = 0; i < binds[p].n_pods; i++)
+                send_bind(d, &binds[p].pods[i], binds[p].flavor);
+    }
+    config_watch_unpin(d->cw, cfg);
+}
+
+static void on_cycle_timer(uv_timer_t *t)
+{
+    struct kdrv *d = t->data;
+    run_cycle(d);
+    if (d->n_binds == 0 && !d->stopping)
+        schedule_cycle(d, d->o->cycle_ms);
+}
+
+static void schedule_cycle(struct kdrv *d, uint64_t delay_ms)
+{
+    if (!uv_is_closing((uv_handle_t *)&d->cycle_timer))
+        uv_timer_start(&d->cycle_timer, on_cycle_timer, delay_ms, 0);
+}
+
+/* ---- informers, lease, signals -------------------------------------------------------------- */
+
+static void on_pod(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_pod_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the pod cache");
+}
+
+static void on_node(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_node_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the node cache");
+}
+
+static void on_pg_xk8s(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_pg_event(d->cache, obj, KPG_XK8S, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
+static void on_pg_volcano(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_pg_event(d->cache, obj, KPG_VOLCANO, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
+static void on_lease(void *ctx, bool leading)
+{
+    struct kdrv *d = ctx;
+    if (leading) {
+        LOG_INFO(KDRV_MOD, "became leader: identity=%s", d->o->identity);
+        d->leading = true;
+        d->recovered = false;
+        d->jobs_synced = false;
+        schedule_cycle(d, 0);
+        return;
+    }
+    if (d->leading) {
+        d->leading = false;
+        fatal(d, "lost the Lease: stopping so that a deposed leader never binds");
+    }
+}
+
+static void on_released(void *ctx)
+{
+    struct kdrv *d = ctx;
+    uv_stop(d->loop);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct kdrv *d = s->data;
+    LOG_INFO(KDRV_MOD, "shutting down: signal=%d binds_in_flight=%u", signum, d->binds_left);
+    d->stopping = true;
+    uv_timer_stop(&d->cycle_timer);
+    if (d->n_binds > 0)
+        return; /* binds_finished() stops the loop */
+    if (d->lease && kube_lease_leading(d->lease))
+        kube_lease_release(d->lease, on_released, d);
+    else
+        uv_stop(d->loop);
+}
+
+static void on_config(void *data, const struct config *fresh, const struct config *old)
+{
+    struct kdrv *d = data;
+    (void)old;
+    struct sched_errbuf eb;
+    LOG_INFO(KDRV_MOD, "configuration applied: version=%016llx",
+             (unsigned long long)fresh->version);
+    if (d->db && d->leading && store_config_apply(d->db, fresh, NULL, 0, &eb) != 0)
+        LOG_ERROR(KDRV_MOD, "cannot record the configuration: error=%s", eb.msg);
+    schedule_cycle(d, 0);
+}
+
+static int start_informer(struct kdrv *d, const char *path, const char *field_selector,
+                          kube_informer_fn *fn, struct sched_errbuf *eb)
+{
+    struct kube_informer_opts io = {.path = path, .field_selector = field_selector};
+    return kube_informer_new(d->client, &io, fn, d, &d->inf[d->n_inf++], eb);
+}
+
+static void close_cb(uv_handle_t *h)
+{
+    (void)h;
+}
+
+int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
+{
+    struct kdrv d;
+    memset(&d, 0, sizeof(d));
+    d.o = o;
+    d.pol = sched_policy_find(o->policy ? o->policy : "gangsched");
+    if (!d.pol)
+        return sched_fail(eb, SCHED_EINVAL, "--policy %s: unknown policy", o->policy);
+    if (!o->config_path || !o->db_path)
+        return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
+    d.loop = uv_default_loop();
+    strmap_init(&d.status);
+    strmap_init(&d.jobs);
+    arena_init(&d.arena, 1 << 20);
+    int rc = kube_auth_load(o->kubeconfig, &d.auth, eb);
+    if (rc == 0) {
+        struct kube_client_opts co;
+        kube_client_opts_default(&co);
+        co.qps = o->qps;
+        co.burst = o->burst;
+        rc = kube_client_new(d.loop, d.auth, &co, &d.client, eb);
+    }
+    if (rc == 0)
+        rc = config_watch_start(d.loop, o->config_path, on_config, &d, &d.cw, eb);
+    if (rc == 0 && !(d.cache = kcache_new(o->scheduler)))
+        rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = start_informer(&d, "/api/v1/nodes", NULL, on_node, eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
+                            on_pod, eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, on_pg_xk8s,
+                            eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.volcano.sh/v1beta1/podgroups", NULL,
+                            on_pg_volcano, eb);
+    uv_timer_init(d.loop, &d.cycle_timer);
+    d.cycle_timer.data = &d;
+    uv_signal_init(d.loop, &d.sigterm);
+    uv_signal_init(d.loop, &d.sigint);
+    d.sigterm.data = d.sigint.data = &d;
+    if (rc == 0) {
+        uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+        uv_signal_start(&d.sigint, on_signal, SIGINT);
+        if (o->leader_elect) {
+            struct kube_lease_opts lo = {.ns = o->lease_ns ? o->lease_ns : d.auth->namespace,
+                                         .name = o->lease_name,
+                                         .identity = o->identity};
+            rc = kube_lease_new(d.client, &lo, on_lease, &d, &d.lease, eb);
+        } else {
+            d.leading = true;
+        }
+    }
+    if (rc == 0) {
+        LOG_INFO(KDRV_MOD, "started: server=%s scheduler=%s policy=%s db=%s", d.auth->server,
+                 o->scheduler, d.pol->name, o->db_path);
+        schedule_cycle(&d, o->cycle_ms);
+        uv_run(d.loop, UV_RUN_DEFAULT);
+        if (d.failed)
+            rc = sched_fail(eb, SCHED_EIO, "%s", d.fatal);
+    }
+    /* teardown: every handle closed, the loop run until they are */
+    for (uint32_t i = 0; i < d.n_inf; i++)
+        kube_informer_free(d.inf[i]);
+    kube_lease_free(d.lease);
+    kube_client_free(d.client);
+    config_watch_stop(d.cw);
+    uv_close((uv_handle_t *)&d.cycle_timer, close_cb);
+    uv_close((uv_handle_t *)&d.sigterm, close_cb);
+    uv_close((uv_handle_t *)&d.sigint, close_cb);
+    uv_run(d.loop, UV_RUN_DEFAULT);
+    uv_loop_close(d.loop);
+    for (uint32_t g = 0; g < d.n_binds; g++)
+        gang_binds_free(&d.binds[g]);
+    free(d.binds);
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d.status, &i, &k, &v);) {
+        struct kstatus *st = v;
+        free(st->reason);
+        free(st);
+    }
+    strmap_fini(&d.status);
+    for (size_t i = 0; strmap_next(&d.jobs, &i, &k, &v);)
+        kjob_free(v);
+    strmap_fini(&d.jobs);
+    store_close(d.db);
+    kcache_free(d.cache);
+    kube_auth_free(d.auth);
+    arena_fini(&d.arena);
+    return rc;
+}

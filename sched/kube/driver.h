@@ -1,0 +1,44 @@
+/* sched/kube/driver.h: the Kubernetes driver: `gangsched run`.
+ *
+ * Owns: the daemon's libuv loop and everything on it: informers feeding the cache, leader
+ * election, the cycle timer, the binder (bind journal intent, parallel Binding requests, whole-
+ * gang rollback), PodGroup status and Events, preemption evictions, crash recovery from the bind
+ * journal, configuration hot reload, and a clean SIGTERM/SIGINT shutdown (in-flight binds are
+ * finished, the Lease is released).
+ *
+ * Must not touch: scheduling decisions (the core makes them), SQL (store/ does it), HTTP
+ * details (sched/kube/client.c does them). Only the leader writes: a standby keeps its caches
+ * warm, opens no database for writing and sends nothing but reads and Lease attempts.
+ */
+#ifndef SCHED_KUBE_DRIVER_H
+#define SCHED_KUBE_DRIVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/err.h"
+
+struct kube_run_opts {
+    const char *kubeconfig;  /* NULL: $KUBECONFIG, ~/.kube/config, then in-cluster */
+    const char *config_path; /* operator YAML (required) */
+    const char *db_path;     /* SQLite database (required) */
+    const char *scheduler;   /* spec.schedulerName handled; default "gangsched" */
+    const char *policy;      /* default "gangsched" */
+    bool leader_elect;       /* default true */
+    const char *lease_ns;    /* default: the kubeconfig context's namespace */
+    const char *lease_name;  /* default "gangsched" */
+    const char *identity;    /* default "HOSTNAME_PID" */
+    uint32_t cycle_ms;       /* minimum interval between cycles; default 100 */
+    double qps;              /* API client rate; default 200 */
+    uint32_t burst;          /* default 400 */
+    uint32_t status_every_s; /* an unchanged "unschedulable" status/event is rewritten at most
+                                this often per gang; default 60 */
+};
+
+void kube_run_opts_default(struct kube_run_opts *o);
+
+/* Runs until SIGTERM or SIGINT (exit 0) or a fatal error (message in eb, returns < 0): losing
+ * the Lease is fatal by design (a deposed leader must not keep binding). */
+int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb);
+
+#endif

@@ -1,0 +1,373 @@
+"""tests/kube/e2e.py: end-to-end tests of `gangsched run` against the fake API server.
+
+Owns: starting the fake API server (TLS, token, simulated kubelet) and one or two scheduler
+processes on loopback, creating nodes, PodGroups and pods through the API, and checking what a
+user would see: gangs bound whole (distinct nodes, one rack, GPU ids), PodGroup status and
+Events, gangs that wait with a readable reason, the Volcano API, crash-and-restart in the middle
+of a bind (no partial gang, nothing bound twice), leader election with fail-over, and every
+injected fault survived. Every wait is bounded; processes are killed on exit.
+
+Run by tests/kube/test_e2e.sh; prints "ok ..." / "FAIL ..." lines and exits 1 on any failure.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kclient import Client  # noqa: E402
+
+BIN = os.environ.get("BIN", "bin")
+TMP = tempfile.mkdtemp(prefix="gangsched-e2e-")
+failures = 0
+procs = []
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+cohorts:
+  - name: all
+queues:
+  - name: team-a
+    cohort: all
+    quota:
+      default:
+        nvidia.com/gpu: 32
+  - name: team-b
+    cohort: all
+"""
+
+
+def ok(msg):
+    print("ok   " + msg, flush=True)
+
+
+def bad(msg):
+    global failures
+    failures += 1
+    print("FAIL " + msg, flush=True)
+
+
+def check(label, cond, detail=""):
+    if cond:
+        ok(label)
+    else:
+        bad(label + (": " + detail if detail else ""))
+
+
+def wait_for(fn, timeout=20.0, step=0.1):
+    """Polls fn() until it returns a true value or the timeout passes; returns the last value."""
+    end = time.time() + timeout
+    v = fn()
+    while not v and time.time() < end:
+        time.sleep(step)
+        v = fn()
+    return v
+
+
+def start_fake():
+    d = os.path.join(TMP, "fake")
+    os.makedirs(d, exist_ok=True)
+    port_file = os.path.join(d, "port")
+    log = open(os.path.join(d, "log"), "w")
+    p = subprocess.Popen([sys.executable, "tests/kube/fakeapi.py", "--port", "0",
+                          "--port-file", port_file, "--kubeconfig-out",
+                          os.path.join(d, "kubeconfig"), "--token", "e2e-token",
+                          "--state-dir", d, "--kubelet", "--kubelet-delay", "0.2",
+                          "--grace-cap", "0.5"], stdout=log, stderr=log)
+    procs.append(p)
+    if not wait_for(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0):
+        bad("the fake API server did not start")
+        finish()
+    return os.path.join(d, "kubeconfig")
+
+
+class Sched:
+    """One `gangsched run` process with its own log; all share one database file."""
+
+    def __init__(self, kubeconfig, name, db):
+        self.name = name
+        self.log_path = os.path.join(TMP, name + ".log")
+        self.log = open(self.log_path, "w")
+        self.p = subprocess.Popen([os.path.join(BIN, "gangsched"), "run", "--kubeconfig",
+                                   kubeconfig, "--config", os.path.join(TMP, "config.yaml"),
+                                   "--db", db, "--identity", name, "--lease-namespace",
+                                   "default", "--cycle-ms", "50"], stdout=self.log,
+                                  stderr=self.log)
+        procs.append(self.p)
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def leading(self):
+        return "became leader" in self.text()
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode
+
+
+def finish():
+    for p in reversed(procs):  # schedulers first, so that they can release the Lease
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    if failures:
+        for name in sorted(os.listdir(TMP)):
+            if name.endswith(".log"):
+                print("---- " + name)
+                with open(os.path.join(TMP, name)) as f:
+                    print("".join(f.readlines()[-25:]))
+        print("%d check(s) failed" % failures)
+        sys.exit(1)
+    sys.exit(0)
+
+
+def node(name, rack, gpus=8):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name,
+                "network.topology.gangsched.io/rack": rack,
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            "status": {"allocatable": {"cpu": "96", "memory": "1000Gi", "pods": "110",
+                                       "nvidia.com/gpu": str(gpus)},
+                       "capacity": {"cpu": "96", "memory": "1000Gi", "pods": "110",
+                                    "nvidia.com/gpu": str(gpus)},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def podgroup(name, min_member, queue="team-a", volcano=False, ns="default"):
+    if volcano:
+        return ("/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups" % ns,
+                {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": ns},
+                 "spec": {"minMember": min_member, "queue": queue}})
+    return ("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups" % ns,
+            {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": name, "namespace": ns,
+                          "labels": {"gangsched.io/queue": queue}},
+             "spec": {"minMember": min_member}})
+
+
+def pod(name, group, gpus, volcano=False, ns="default"):
+    meta = {"name": name, "namespace": ns}
+    if volcano:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    elif group:
+        meta["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"schedulerName": "gangsched", "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "trainer",
+                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+
+
+def gang(c, name, n_pods, gpus, min_member=None, volcano=False):
+    path, pg = podgroup(name, min_member or n_pods, volcano=volcano)
+    c.post(path, pg)
+    for i in range(n_pods):
+        c.post("/api/v1/namespaces/default/pods", pod("%s-%d" % (name, i), name, gpus, volcano))
+
+
+def pods_of(c, name):
+    st, items, _ = c.get("/api/v1/namespaces/default/pods")
+    return [p for p in items["items"] if p["metadata"]["name"].startswith(name + "-")]
+
+
+def bound(c, name):
+    """Members bound to a node and not being deleted."""
+    return [p for p in pods_of(c, name)
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+
+
+def pg_status(c, name, volcano=False):
+    path, _ = podgroup(name, 1, volcano=volcano)
+    st, obj, _ = c.get(path + "/" + name)
+    return obj.get("status", {}) if st == 200 else {}
+
+
+def events_for(c, name):
+    st, items, _ = c.get("/apis/events.k8s.io/v1/namespaces/default/events")
+    return [e for e in items["items"] if e.get("regarding", {}).get("name") == name]
+
+
+def rack_of(node_name):
+    return {"gpu-1": "r1", "gpu-2": "r1", "gpu-3": "r2", "gpu-4": "r2"}.get(node_name)
+
+
+def main():
+    kubeconfig = start_fake()
+    with open(os.path.join(TMP, "config.yaml"), "w") as f:
+        f.write(CONFIG)
+    c = Client(kubeconfig)
+    c.post("/api/v1/nodes", node("gpu-1", "r1"))
+    c.post("/api/v1/nodes", node("gpu-3", "r2"))
+    c.post("/api/v1/nodes", node("gpu-2", "r1"))
+    c.post("/api/v1/nodes", node("gpu-4", "r2"))
+    db = os.path.join(TMP, "gangsched.db")
+    a = Sched(kubeconfig, "sched-a", db)
+    check("the scheduler becomes leader", wait_for(a.leading, 20))
+    if a.p.poll() is not None:
+        bad("the scheduler exited: " + a.text()[-400:])
+        finish()
+
+    # 1. a 2-node gang is bound whole, in one rack, with GPU ids, status and an event
+    gang(c, "train", 2, 8)
+    got = wait_for(lambda: len(bound(c, "train")) == 2, 20)
+    check("a 2 x 8-GPU gang is bound whole", got, "%d bound" % len(bound(c, "train")))
+    b = bound(c, "train")
+    nodes = sorted(p["spec"]["nodeName"] for p in b)
+    check("on two distinct nodes of one rack", len(set(nodes)) == 2 and
+          len({rack_of(n) for n in nodes}) == 1, str(nodes))
+    ids = [p["metadata"].get("annotations", {}).get("gangsched.io/gpu-ids") for p in b]
+    check("each pod carries gangsched.io/gpu-ids 0..7", ids == ["0,1,2,3,4,5,6,7"] * 2, str(ids))
+    st = wait_for(lambda: pg_status(c, "train").get("phase") == "Running", 10)
+    check("PodGroup phase Running with a Scheduled condition", st and
+          pg_status(c, "train").get("conditions", [{}])[0].get("reason") == "Scheduled",
+          json.dumps(pg_status(c, "train")))
+    ev = wait_for(lambda: [e for e in events_for(c, "train") if e["reason"] == "Scheduled"], 10)
+    check("an events.k8s.io Event Scheduled about the PodGroup", ev)
+    if ev:
+        e = ev[0]
+        check("the Event has every required field",
+              all(e.get(k) for k in ("eventTime", "reportingController", "reportingInstance",
+                                     "action", "reason", "type", "note")), json.dumps(e))
+    ran = wait_for(lambda: all(p.get("status", {}).get("phase") == "Running"
+                               for p in pods_of(c, "train")), 10)
+    check("the kubelet runs both pods", ran)
+
+    # 2. a gang that cannot fit stays unbound with a readable reason
+    gang(c, "huge", 2, 16)
+    cond = wait_for(lambda: pg_status(c, "huge").get("conditions"), 10)
+    msg = cond[0].get("message", "") if cond else ""
+    check("a gang that cannot fit has condition Unschedulable",
+          cond and cond[0].get("reason") == "Unschedulable", json.dumps(cond))
+    check("its message says which resource is short", "nvidia.com/gpu" in msg, msg)
+    check("and none of its pods is bound", len(bound(c, "huge")) == 0)
+
+    # 3. a gang below minMember waits for its pods
+    gang(c, "partial", 2, 1, min_member=3)
+    cond = wait_for(lambda: pg_status(c, "partial").get("conditions"), 10)
+    check("a gang below minMember waits with WaitingForPods",
+          cond and cond[0].get("reason") == "WaitingForPods" and
+          "2 of minMember 3" in cond[0].get("message", ""), json.dumps(cond))
+    c.post("/api/v1/namespaces/default/pods", pod("partial-2", "partial", 1))
+    check("and is bound once its third pod exists",
+          wait_for(lambda: len(bound(c, "partial")) == 3, 20))
+
+    # 4. the Volcano API: membership by annotation, queue in the spec, status by PUT
+    gang(c, "vc", 2, 2, volcano=True)
+    check("a Volcano gang is bound whole", wait_for(lambda: len(bound(c, "vc")) == 2, 20))
+    check("its PodGroup status is written (phase Running)",
+          wait_for(lambda: pg_status(c, "vc", volcano=True).get("phase") == "Running", 10),
+          json.dumps(pg_status(c, "vc", volcano=True)))
+
+    # free the cluster for what follows
+    for name in ("train", "partial", "vc", "huge"):
+        for p in pods_of(c, name):
+            c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                     {"gracePeriodSeconds": 0})
+    wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge")), 10)
+
+    # 5. faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch
+    c.post("/_fake/faults", [{"type": "error", "code": 500, "count": 3, "verb": "create",
+                              "path": "/binding"},
+                             {"type": "error", "code": 429, "retryAfter": 1, "count": 2,
+                              "path": "/binding"},
+                             {"type": "drop-watch", "afterEvents": 2, "count": 2},
+                             {"type": "gone-watch", "count": 1}])
+    gang(c, "faulty", 2, 4)
+    check("a gang is bound whole through 500s, 429s, dropped watches and a 410",
+          wait_for(lambda: len(bound(c, "faulty")) == 2, 30),
+          "%d bound" % len(bound(c, "faulty")))
+    st, stats, _ = c.get("/_fake/stats")
+    check("the injected faults fired", stats.get("faults_fired", 0) >= 5, json.dumps(stats)[:300])
+    check("the scheduler is still running", a.p.poll() is None)
+    check("transient bind errors were retried, not rolled back",
+          "gang bind failed: gang=default/faulty" not in a.text())
+    c.delete("/_fake/faults")
+
+    # a member that can never be bound: the bound ones are deleted, nothing partial survives
+    c.post("/_fake/faults", {"type": "error", "code": 500, "count": -1,
+                             "path": "/pods/permfail-1/binding"})
+    gang(c, "permfail", 2, 1)
+    cond = wait_for(lambda: [x for x in pg_status(c, "permfail").get("conditions", [])
+                             if x.get("reason") == "FailedBinding"], 25)
+    check("a gang with a member that cannot be bound says FailedBinding", cond,
+          json.dumps(pg_status(c, "permfail")))
+    check("and keeps no bound member", wait_for(lambda: not bound(c, "permfail"), 10),
+          str([p["metadata"]["name"] for p in bound(c, "permfail")]))
+    c.delete("/_fake/faults")
+    for p in pods_of(c, "permfail") + pods_of(c, "faulty"):
+        c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                 {"gracePeriodSeconds": 0})
+
+    # 6. crash in the middle of a bind, then restart: no partial gang, nothing bound twice
+    st, stats, _ = c.get("/_fake/stats")
+    binds_before = stats.get("binds", 0)
+    c.post("/_fake/faults", {"type": "delay", "ms": 1500, "count": 1, "path": "/binding"})
+    gang(c, "crash", 2, 8)
+    wait_for(lambda: "crash" in a.text() or bound(c, "crash"), 5)
+    time.sleep(0.5)
+    a.stop(signal.SIGKILL)
+    n_mid = len(bound(c, "crash"))
+    c.delete("/_fake/faults")
+    a2 = Sched(kubeconfig, "sched-a2", db)
+    check("a restarted scheduler becomes leader after the Lease expires",
+          wait_for(a2.leading, 30))
+    def settled():
+        n = len(bound(c, "crash"))
+        alive = len(pods_of(c, "crash"))
+        return alive > 0 and n == alive
+    wait_for(settled, 20)
+    n_bound, n_alive = len(bound(c, "crash")), len(pods_of(c, "crash"))
+    check("after the crash the gang is whole or not bound at all (%d bound mid-crash)" % n_mid,
+          n_bound in (0, n_alive), "%d of %d pods bound" % (n_bound, n_alive))
+    st, stats, _ = c.get("/_fake/stats")
+    check("no pod was bound twice (no bind conflict)", stats.get("bind_conflicts", 0) == 0,
+          json.dumps(stats)[:300])
+    check("binds sent = pods bound", stats.get("binds", 0) - binds_before == n_bound,
+          "%d binds for %d pods" % (stats.get("binds", 0) - binds_before, n_bound))
+    check("the restarted scheduler resolved the open intent",
+          "recovered bind intent" in a2.text() or n_mid == 0, a2.text()[-500:])
+    check("store check passes after the crash",
+          subprocess.run([os.path.join(BIN, "gangsched"), "store", "check", db],
+                         capture_output=True).returncode == 0)
+
+    # 7. leader election: a standby does nothing, takes over when the leader goes
+    b2 = Sched(kubeconfig, "sched-b", db)
+    time.sleep(3)
+    check("a second replica stays standby while the leader renews", not b2.leading())
+    check("and never opens the database for writing", "takes over" not in b2.text(),
+          b2.text()[-300:])
+    rc = a2.stop(signal.SIGTERM)
+    check("the leader exits 0 on SIGTERM (binds drained, Lease released)", rc == 0, str(rc))
+    check("the standby takes over", wait_for(b2.leading, 20))
+    gang(c, "after", 1, 8)
+    check("the new leader binds", wait_for(lambda: len(bound(c, "after")) == 1, 20))
+    st, lease, _ = c.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched")
+    check("the Lease names the new holder with leaseTransitions counted",
+          lease.get("spec", {}).get("holderIdentity") == "sched-b" and
+          lease["spec"].get("leaseTransitions", 0) >= 2, json.dumps(lease.get("spec")))
+    finish()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
