@@ -18,7 +18,7 @@ BUILD   ?= build
 BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
 DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
-           libsqlite3-dev libyaml-dev libcmocka-dev
+           libsqlite3-dev libyaml-dev libcmocka-dev libhttp-parser-dev
 
 WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wold-style-definition -Wformat=2 -Wvla -Wpointer-arith -Wwrite-strings -Wundef \
@@ -26,11 +26,12 @@ WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissi
 OPT     ?= -O2 -g
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# http-parser (Debian's libhttp-parser-dev) ships no pkg-config file: plain -l, header in /usr/include.
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
 TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every module directory is compiled into one static library; commands and tests link it.
-LIB_DIRS := sched/core sched/sim sched/kube queue plugins config store
+LIB_DIRS := sched/core sched/sim sched/kube sched/http queue plugins config store
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libgangsched.a
@@ -47,7 +48,8 @@ all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
 # Installs what is missing, once; never touches a machine that has everything.
 deps:
-	@if ! pkg-config --exists $(PKGS) cmocka 2>/dev/null || ! command -v cc >/dev/null; then \
+	@if ! pkg-config --exists $(PKGS) cmocka 2>/dev/null || ! command -v cc >/dev/null || \
+	    ! [ -f /usr/include/http_parser.h ]; then \
 	  echo "installing Debian packages: $(DEBS)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  export DEBIAN_FRONTEND=noninteractive; \
