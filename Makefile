@@ -42,7 +42,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget
 
-.PHONY: all deps demo test test-run san bench soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -54,6 +54,17 @@ deps:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  $$SUDO apt-get install -y $(DEBS) || { $$SUDO apt-get update && $$SUDO apt-get install -y $(DEBS); }; \
+	fi
+
+# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh; it is
+# installed only for the tests, and only when missing. The test fails (never skips) without it.
+test-deps:
+	@if ! command -v promtool >/dev/null; then \
+	  echo "installing promtool (Debian package prometheus) for the HTTP API test"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y --no-install-recommends prometheus || \
+	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends prometheus; } || true; \
 	fi
 
 $(BUILD)/%.o: %.c
@@ -108,7 +119,7 @@ demo: deps
 
 # The one command CI runs (.ci/run). Builds with gcc, proves the tree also builds warning-free
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
-test: deps
+test: deps test-deps
 	$(MAKE) all test-bins
 	$(MAKE) check-clang
 	$(MAKE) test-run
@@ -123,7 +134,7 @@ check-clang:
 	  $(MAKE) CC=clang BUILD=build/clang BIN=build/clang/bin all test-bins; \
 	else echo "clang not installed: skipping the clang build (gcc build done)"; fi
 
-san: deps
+san: deps test-deps
 	$(MAKE) BUILD=build/san BIN=build/san/bin \
 	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  all test-bins
