@@ -4,11 +4,14 @@
  * function the server runs), operator writes through the provider, and the metrics registry's
  * text format.
  */
-#include <cmocka.h>
-#include <setjmp.h>
+// clang-format off
 #include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
 #include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
