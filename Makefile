@@ -18,7 +18,7 @@ BUILD   ?= build
 BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
 DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
-           libsqlite3-dev libyaml-dev libcmocka-dev
+           libsqlite3-dev libyaml-dev libcmocka-dev libhttp-parser-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
 TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
 
@@ -28,11 +28,12 @@ WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissi
 OPT     ?= -O2 -g
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# http-parser (Debian's libhttp-parser-dev) ships no pkg-config file: plain -l, header in /usr/include.
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
 TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every module directory is compiled into one static library; commands and tests link it.
-LIB_DIRS := sched/core sched/sim sched/kube queue plugins config store
+LIB_DIRS := sched/core sched/sim sched/kube sched/http queue plugins config store
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libgangsched.a
@@ -43,13 +44,14 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps demo test test-run san bench soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
 # Installs what is missing, once; never touches a machine that has everything.
 deps:
-	@if ! pkg-config --exists $(PKGS) cmocka 2>/dev/null || ! command -v cc >/dev/null; then \
+	@if ! pkg-config --exists $(PKGS) cmocka 2>/dev/null || ! command -v cc >/dev/null || \
+	    ! [ -f /usr/include/http_parser.h ]; then \
 	  echo "installing Debian packages: $(DEBS)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  export DEBIAN_FRONTEND=noninteractive; \
@@ -62,6 +64,17 @@ deps:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  $$SUDO apt-get install -y $$missing || { $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; }; \
+	fi
+
+# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh; it is
+# installed only for the tests, and only when missing. The test fails (never skips) without it.
+test-deps:
+	@if ! command -v promtool >/dev/null; then \
+	  echo "installing promtool (Debian package prometheus) for the HTTP API test"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y --no-install-recommends prometheus || \
+	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends prometheus; } || true; \
 	fi
 
 $(BUILD)/%.o: %.c
@@ -116,7 +129,7 @@ demo: deps
 
 # The one command CI runs (.ci/run). Builds with gcc, proves the tree also builds warning-free
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
-test: deps
+test: deps test-deps
 	$(MAKE) all test-bins
 	$(MAKE) check-clang
 	$(MAKE) test-run
@@ -131,7 +144,7 @@ check-clang:
 	  $(MAKE) CC=clang BUILD=build/clang BIN=build/clang/bin all test-bins; \
 	else echo "clang not installed: skipping the clang build (gcc build done)"; fi
 
-san: deps
+san: deps test-deps
 	$(MAKE) BUILD=build/san BIN=build/san/bin \
 	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  all test-bins

@@ -130,6 +130,24 @@ static const char schema_v1[] =
     "  ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),\n"
     "  ('commit_seq', '0');\n";
 
+/* Version 2: operator actions requested through the HTTP API (hold, resume and drain a queue,
+ * create and delete a reservation, checkpoint a job), recorded for the scheduler to apply. */
+static const char schema_v2[] =
+    "CREATE TABLE operator_actions (\n"
+    "  id      INTEGER PRIMARY KEY,\n"
+    "  ts_ms   INTEGER NOT NULL,\n"
+    "  kind    TEXT NOT NULL CHECK (kind IN ('hold', 'resume', 'drain', 'reserve', "
+    "'unreserve', 'checkpoint')),\n"
+    "  target  TEXT NOT NULL,\n"
+    "  detail  TEXT,\n"
+    "  actor   TEXT,\n"
+    "  state   TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'applied', "
+    "'rejected')),\n"
+    "  done_ms INTEGER,\n"
+    "  note    TEXT\n"
+    ");\n"
+    "CREATE INDEX operator_actions_pending ON operator_actions(id) WHERE state = 'pending';\n";
+
 struct store__migration {
     int version;      /* user_version after it */
     const char *what; /* for messages */
@@ -138,6 +156,7 @@ struct store__migration {
 
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
+    {2, "operator actions", schema_v2},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -304,6 +323,12 @@ const char *const store__stmt_sql[STMT_N] = {
                       "updated_ms = excluded.updated_ms",
     [STMT_HIST_GET] = "SELECT share, updated_ms FROM fair_share WHERE queue = ?1",
     [STMT_HIST_LIST] = "SELECT queue, share, updated_ms FROM fair_share ORDER BY queue",
+    [STMT_ACTION_ADD] = "INSERT INTO operator_actions(ts_ms, kind, target, detail, actor) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [STMT_ACTION_DONE] = "UPDATE operator_actions SET state = ?2, done_ms = ?3, note = ?4 "
+                         "WHERE id = ?1 AND state = 'pending'",
+    [STMT_ACTION_LIST] = "SELECT id, ts_ms, kind, target, detail, actor, state, done_ms, note "
+                         "FROM operator_actions WHERE (?1 = 0 OR state = 'pending') ORDER BY id",
     /* store_verify */
     [STMT_CHECK_INTEGRITY] = "PRAGMA integrity_check(20)",
     [STMT_CHECK_FOREIGN] = "PRAGMA foreign_key_check",

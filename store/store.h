@@ -97,6 +97,13 @@
  *        restarts INTEGER >= 0)                   -- admitted and running jobs name a flavor
  *   fair_share(queue TEXT PK, share REAL >= 0, updated_ms INTEGER)
  *                                                  -- decayed historical share (queue_decay)
+ * Version 2 adds:
+ *   operator_actions(id INTEGER PK, ts_ms INTEGER, kind 'hold'|'resume'|'drain'|'reserve'|
+ *                    'unreserve'|'checkpoint', target TEXT, detail TEXT NULL, actor TEXT NULL,
+ *                    state 'pending'|'applied'|'rejected', done_ms INTEGER NULL, note TEXT NULL)
+ *       requests of operators (the HTTP API's writes) for the scheduler to apply: target is the
+ *       queue, the job, or the reservation id; detail is the caller's JSON text (reserve: the
+ *       nodes)
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -110,7 +117,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 1          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 2          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -400,6 +407,45 @@ int store_history_get(struct store *st, const char *queue, double *share, int64_
                       struct sched_errbuf *eb);
 typedef int store_history_fn(void *ctx, const char *queue, double share, int64_t updated_ms);
 int store_history_list(struct store *st, store_history_fn *fn, void *ctx, struct sched_errbuf *eb);
+
+/* ---- operator actions (schema version 2) -------------------------------------------------- */
+enum store_action_kind {
+    STORE_ACT_HOLD = 0,   /* queue: admit nothing more */
+    STORE_ACT_RESUME,     /* queue: admit again */
+    STORE_ACT_DRAIN,      /* queue: admit nothing more, let running jobs finish */
+    STORE_ACT_RESERVE,    /* job: hold nodes (detail: the request) */
+    STORE_ACT_UNRESERVE,  /* reservation id: delete it */
+    STORE_ACT_CHECKPOINT, /* job: ask it to checkpoint */
+};
+enum store_action_state { STORE_ACTION_PENDING = 0, STORE_ACTION_APPLIED, STORE_ACTION_REJECTED };
+
+struct store_action {
+    int64_t id; /* assigned on add */
+    int64_t ts_ms;
+    enum store_action_kind kind;
+    const char *target; /* queue, job or reservation id */
+    const char *detail; /* NULL or JSON text */
+    const char *actor;  /* NULL or who asked (e.g. the API client's address) */
+    enum store_action_state state;
+    int64_t done_ms; /* STORE_NO_TIME while pending */
+    const char *note;
+};
+
+/* Records a pending action; *id (may be NULL) receives its id. */
+int store_action_add(struct store *st, const struct store_action *a, int64_t *id,
+                     struct sched_errbuf *eb);
+/* Marks a pending action applied or rejected (note: why, may be NULL); SCHED_ENOENT when no
+ * pending action has that id. */
+int store_action_done(struct store *st, int64_t id, enum store_action_state state, int64_t now_ms,
+                      const char *note, struct sched_errbuf *eb);
+typedef int store_action_fn(void *ctx, const struct store_action *a);
+/* By id; pending_only: only those still pending. */
+int store_action_list(struct store *st, bool pending_only, store_action_fn *fn, void *ctx,
+                      struct sched_errbuf *eb);
+const char *store_action_kind_name(enum store_action_kind k);
+const char *store_action_state_name(enum store_action_state s);
+/* The kind named s; -1 when unknown. */
+int store_action_kind_parse(const char *s);
 
 /* ---- invariants ---------------------------------------------------------------------------- */
 /* Checks an open store and prints one line per problem to `report` (may be NULL):

@@ -65,6 +65,9 @@
     XX(HIST_PUT)                                                                                   \
     XX(HIST_GET)                                                                                   \
     XX(HIST_LIST)                                                                                  \
+    XX(ACTION_ADD)                                                                                 \
+    XX(ACTION_DONE)                                                                                \
+    XX(ACTION_LIST)                                                                                \
     XX(CHECK_INTEGRITY)                                                                            \
     XX(CHECK_FOREIGN)                                                                              \
     XX(CHECK_LEDGER)                                                                               \

@@ -1,20 +1,23 @@
 /* sched/cmd/gangctl.c: the tenant and operator CLI (also `kubectl gang`, via bin/kubectl-gang).
  *
- * Owns: argument parsing, the offline mode (`--db FILE`: reads a simulator or scheduler database
- * through store/store.h, opened STORE_READONLY, never writing it), the tenant commands built on
- * it (quota, queues, jobs, explain, top, reservations), their output (aligned tables, `-o wide`,
- * `-o json` through cJSON, `-o yaml` through the small emitter below; colour only on a terminal)
- * and the exit codes: 0 success, 1 not found (an unknown queue or job), 2 usage error, an
- * unavailable server or operator command, or a database that cannot be opened or read.
+ * Owns: argument parsing; the two sources of the tenant commands (quota, queues, jobs, explain,
+ * top, reservations), which both yield the JSON documents of store/views.h: offline (`--db
+ * FILE`: the views of a simulator or scheduler database opened STORE_READONLY, never written)
+ * and remote (`--server URL` or $GANGSCHED_SERVER: the scheduler's HTTP API, docs/api.md,
+ * through libcurl, with a bearer token from `--token-file FILE` or $GANGSCHED_TOKEN); the
+ * operator commands (queue hold|resume|drain, reserve add|delete, checkpoint: writes of the API,
+ * remote only); the output, rendered from the documents whatever their source (aligned tables,
+ * `-o wide`, `-o json` through cJSON, `-o yaml` through the small emitter below; colour only on
+ * a terminal); and the exit codes: 0 success, 1 not found (an unknown queue or job), 2 usage
+ * error, an unreachable server, an operator command offline, or a database that cannot be
+ * opened or read, 3 refused by the server (401 unauthorized, 403 forbidden).
  *
- * Must not touch: the database's content (read-only open), scheduling, the cluster. The
- * scheduler's HTTP API (--server, GANGSCHED_SERVER, --token-file, GANGSCHED_TOKEN) is parsed but
- * not built yet: such invocations, and the operator commands, fail with exit 2 and say why.
+ * Must not touch: the database's content (read-only open), scheduling, the cluster.
  *
- * Everything read from the database is validated (states, ranges, NULL strings) and copied; odd
- * content is shown as it is or skipped, never trusted for memory sizes or indices. docs/cli.md
- * is the user's reference.
+ * Documents are read defensively (a server's answer is input): missing or mistyped fields print
+ * as absent, text is made harmless for the terminal. docs/cli.md is the user's reference.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,11 +29,13 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 
 #include "sched/core/cycle.h"
 #include "sched/core/err.h"
 #include "sched/core/quantity.h"
 #include "store/store.h"
+#include "store/views.h"
 
 #define EXIT_NOTFOUND 1
 #define EXIT_USAGE    2
@@ -461,1265 +466,472 @@ static int emit_doc(cJSON *doc)
     return 0;
 }
 
-static cJSON *jobj(cJSON *parent, const char *key)
+/* ---- reading documents ------------------------------------------------------------------------
+ * The views (store/views.h) offline and the HTTP API remotely give the same JSON documents; the
+ * renderers below read them defensively: a missing or mistyped field prints as absent. */
+
+static const cJSON *jget(const cJSON *o, const char *key)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        die_oom();
-    if (parent) {
-        if (cJSON_IsArray(parent))
-            cJSON_AddItemToArray(parent, o);
-        else
-            cJSON_AddItemToObject(parent, key, o);
-    }
-    return o;
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }
 
-static cJSON *jarr(cJSON *parent, const char *key)
+static const char *gstr(const cJSON *o, const char *key)
 {
-    cJSON *a = cJSON_AddArrayToObject(parent, key);
-    if (!a)
-        die_oom();
-    return a;
+    const cJSON *v = jget(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static void jstr(cJSON *o, const char *key, const char *v)
+/* A number as int64 (saturated), `absent` when missing or null. */
+static int64_t gint(const cJSON *o, const char *key, int64_t absent)
 {
-    if (!(v ? cJSON_AddStringToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
-        die_oom();
+    const cJSON *v = jget(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return absent;
+    double d = v->valuedouble;
+    if (d >= 9.2e18)
+        return INT64_MAX - 1;
+    if (d <= -9.2e18)
+        return INT64_MIN + 1;
+    return (int64_t)d;
 }
 
-static void jnum(cJSON *o, const char *key, double v)
+static double gnum(const cJSON *o, const char *key, double absent)
 {
-    if (!(isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key)))
-        die_oom();
+    const cJSON *v = jget(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : absent;
 }
 
-static void jint(cJSON *o, const char *key, int64_t v)
+static bool gbool(const cJSON *o, const char *key)
 {
-    jnum(o, key, (double)v);
+    return cJSON_IsTrue(jget(o, key));
 }
 
-/* An optional time or limit: null when absent. */
-static void jopt(cJSON *o, const char *key, int64_t v, int64_t absent)
+static const char *or_dash(const char *s)
 {
-    if (v == absent) {
-        if (!cJSON_AddNullToObject(o, key))
-            die_oom();
-    } else {
-        jint(o, key, v);
-    }
+    return s ? s : "-";
 }
 
-/* ---- the database in memory --------------------------------------------------------------- */
+/* Where the document came from, for -o wide's last line. */
+static const char *source_kind = "database";
+static const char *source_name = "";
 
-struct quota_rec {
-    char *flavor, *resource;
-    int64_t nominal, borrowing_limit, lending_limit;
-};
-
-struct queue_rec {
-    char *name, *cohort;
-    double weight;
-    int32_t priority;
-    bool configured; /* in the applied configuration (else only in the ledger, jobs or history) */
-    struct quota_rec *quotas;
-    size_t n_quotas;
-    bool has_share;
-    double share;
-    int64_t share_ms;
-    uint32_t n_state[5]; /* jobs per enum store_job_state */
-};
-
-struct ledger_rec {
-    char *queue, *flavor, *resource;
-    int64_t amount;
-};
-
-struct job_rec {
-    char *gang, *queue, *flavor;
-    int64_t gang_id, gpus;
-    enum store_job_state state;
-    int64_t submit_ms, admit_ms, start_ms, finish_ms;
-    uint32_t preemptions, restarts;
-    uint32_t position; /* pending: 1-based position in its queue; else 0 */
-};
-
-struct place_rec {
-    char *gang, *pod, *node;
-    uint32_t pod_index, gpu_mask;
-    int64_t bound_ms;
-};
-
-struct resv_rec {
-    int64_t id;
-    enum store_res_kind kind;
-    char *gang;
-    char **nodes;
-    uint32_t n_nodes;
-    int64_t created_ms, expires_ms, expected_start_ms;
-};
-
-struct preempt_rec {
-    int64_t cycle, ts_ms, gpus;
-    char *victim, *preemptor;
-    double lost_work_gpu_s, cost;
-};
-
-struct db {
-    struct store *st;
-    const char *path;
-    struct queue_rec *queues;
-    size_t n_queues, cap_queues;
-    struct ledger_rec *ledger;
-    size_t n_ledger, cap_ledger;
-    struct job_rec *jobs;
-    size_t n_jobs, cap_jobs;
-    struct place_rec *places;
-    size_t n_places, cap_places;
-    struct resv_rec *resvs;
-    size_t n_resvs, cap_resvs;
-    struct preempt_rec *preempts;
-    size_t n_preempts, cap_preempts;
-    int64_t now_ms; /* the latest time found in the database; STORE_NO_TIME when none */
-};
-
-static void see_time(struct db *db, int64_t t)
+static void print_now(const cJSON *doc)
 {
-    if (t != STORE_NO_TIME && (db->now_ms == STORE_NO_TIME || t > db->now_ms))
-        db->now_ms = t;
+    char t[64];
+    fmt_time(t, sizeof(t), gint(doc, "now_ms", STORE_NO_TIME));
+    if (out_fmt == OUT_WIDE)
+        printf("(%s %s, latest time %s)\n", source_kind, source_name, t);
 }
 
-static struct queue_rec *find_queue(struct db *db, const char *name)
+static enum color state_color(const char *s)
 {
-    for (size_t i = 0; i < db->n_queues; i++)
-        if (str_eq(db->queues[i].name, name))
-            return &db->queues[i];
-    return NULL;
-}
-
-/* The queue `name`, added as "not configured" when the config does not have it. */
-static struct queue_rec *queue_ref(struct db *db, const char *name)
-{
-    struct queue_rec *q = find_queue(db, name);
-    if (q)
-        return q;
-    grow((void **)&db->queues, &db->cap_queues, db->n_queues, sizeof(*db->queues));
-    q = &db->queues[db->n_queues++];
-    memset(q, 0, sizeof(*q));
-    q->name = xstrdup(name);
-    q->weight = 1;
-    return q;
-}
-
-static int load_queue(void *ctx, const struct store_queue *sq)
-{
-    struct db *db = ctx;
-    if (!sq->name || find_queue(db, sq->name))
-        return 0;
-    struct queue_rec *q = queue_ref(db, sq->name);
-    q->cohort = xstrdup(sq->cohort);
-    q->weight = sq->weight;
-    q->priority = sq->priority;
-    q->configured = true;
-    if (sq->n_quotas > 0 && sq->quotas) {
-        q->quotas = xrealloc(NULL, (size_t)sq->n_quotas * sizeof(*q->quotas));
-        for (uint32_t i = 0; i < sq->n_quotas; i++) {
-            const struct store_quota *sqq = &sq->quotas[i];
-            if (!sqq->flavor || !sqq->resource || sqq->nominal < 0)
-                continue;
-            struct quota_rec *r = &q->quotas[q->n_quotas++];
-            r->flavor = xstrdup(sqq->flavor);
-            r->resource = xstrdup(sqq->resource);
-            r->nominal = sqq->nominal;
-            r->borrowing_limit = sqq->borrowing_limit < 0 ? STORE_NO_LIMIT : sqq->borrowing_limit;
-            r->lending_limit = sqq->lending_limit < 0 ? STORE_NO_LIMIT : sqq->lending_limit;
-        }
-    }
-    return 0;
-}
-
-static int load_ledger(void *ctx, const struct store_ledger_row *r)
-{
-    struct db *db = ctx;
-    if (!r->queue || !r->flavor || !r->resource || r->amount < 0)
-        return 0;
-    grow((void **)&db->ledger, &db->cap_ledger, db->n_ledger, sizeof(*db->ledger));
-    db->ledger[db->n_ledger++] =
-        (struct ledger_rec){xstrdup(r->queue), xstrdup(r->flavor), xstrdup(r->resource), r->amount};
-    return 0;
-}
-
-static int load_job(void *ctx, const struct store_job *j)
-{
-    struct db *db = ctx;
-    if (!j->gang || !j->queue || (unsigned)j->state > STORE_JOB_FAILED)
-        return 0;
-    grow((void **)&db->jobs, &db->cap_jobs, db->n_jobs, sizeof(*db->jobs));
-    struct job_rec *r = &db->jobs[db->n_jobs++];
-    *r = (struct job_rec){
-        .gang = xstrdup(j->gang),
-        .queue = xstrdup(j->queue),
-        .flavor = xstrdup(j->flavor),
-        .gang_id = j->gang_id,
-        .gpus = j->gpus < 0 ? 0 : j->gpus,
-        .state = j->state,
-        .submit_ms = j->submit_ms,
-        .admit_ms = j->admit_ms,
-        .start_ms = j->start_ms,
-        .finish_ms = j->finish_ms,
-        .preemptions = j->preemptions,
-        .restarts = j->restarts,
-    };
-    see_time(db, j->submit_ms);
-    see_time(db, j->admit_ms);
-    see_time(db, j->start_ms);
-    see_time(db, j->finish_ms);
-    return 0;
-}
-
-static int load_place(void *ctx, const struct store_placement *p)
-{
-    struct db *db = ctx;
-    if (!p->gang || !p->node)
-        return 0;
-    grow((void **)&db->places, &db->cap_places, db->n_places, sizeof(*db->places));
-    db->places[db->n_places++] = (struct place_rec){xstrdup(p->gang), xstrdup(p->pod ? p->pod : ""),
-                                                    xstrdup(p->node), p->pod_index,
-                                                    p->gpu_mask,      p->bound_ms};
-    see_time(db, p->bound_ms);
-    return 0;
-}
-
-static int load_resv(void *ctx, const struct store_reservation *r)
-{
-    struct db *db = ctx;
-    if (!r->gang || (unsigned)r->kind > STORE_RES_OPERATOR)
-        return 0;
-    grow((void **)&db->resvs, &db->cap_resvs, db->n_resvs, sizeof(*db->resvs));
-    struct resv_rec *v = &db->resvs[db->n_resvs++];
-    *v = (struct resv_rec){.id = r->id,
-                           .kind = r->kind,
-                           .gang = xstrdup(r->gang),
-                           .created_ms = r->created_ms,
-                           .expires_ms = r->expires_ms,
-                           .expected_start_ms = r->expected_start_ms};
-    if (r->nodes && r->n_nodes > 0) {
-        v->nodes = xrealloc(NULL, (size_t)r->n_nodes * sizeof(*v->nodes));
-        for (uint32_t i = 0; i < r->n_nodes; i++)
-            if (r->nodes[i])
-                v->nodes[v->n_nodes++] = xstrdup(r->nodes[i]);
-    }
-    see_time(db, r->created_ms);
-    return 0;
-}
-
-static int load_preempt(void *ctx, const struct store_preemption *p)
-{
-    struct db *db = ctx;
-    if (!p->victim || !p->preemptor)
-        return 0;
-    grow((void **)&db->preempts, &db->cap_preempts, db->n_preempts, sizeof(*db->preempts));
-    db->preempts[db->n_preempts++] =
-        (struct preempt_rec){p->cycle,
-                             p->ts_ms,
-                             p->gpus,
-                             xstrdup(p->victim),
-                             xstrdup(p->preemptor),
-                             isfinite(p->lost_work_gpu_s) ? p->lost_work_gpu_s : 0,
-                             isfinite(p->cost) ? p->cost : 0};
-    see_time(db, p->ts_ms);
-    return 0;
-}
-
-static int load_history(void *ctx, const char *queue, double share, int64_t updated_ms)
-{
-    struct db *db = ctx;
-    if (!queue || !isfinite(share) || share < 0)
-        return 0;
-    struct queue_rec *q = queue_ref(db, queue);
-    q->has_share = true;
-    q->share = share;
-    q->share_ms = updated_ms;
-    see_time(db, updated_ms);
-    return 0;
-}
-
-static int latest_decision(void *ctx, const struct store_decision *d)
-{
-    see_time(ctx, d->ts_ms);
-    return 0;
-}
-
-static int cmp_queue(const void *a, const void *b)
-{
-    return strcmp(((const struct queue_rec *)a)->name, ((const struct queue_rec *)b)->name);
-}
-
-static int state_rank(enum store_job_state s)
-{
-    switch (s) {
-    case STORE_JOB_PENDING:
-        return 0;
-    case STORE_JOB_ADMITTED:
-        return 1;
-    case STORE_JOB_RUNNING:
-        return 2;
-    case STORE_JOB_FINISHED:
-        return 3;
-    case STORE_JOB_FAILED:
-        return 4;
-    }
-    return 5;
-}
-
-/* Queue, then pending (in queue order: submission time, then name), admitted, running,
- * finished, failed; each by submission time, then name. */
-static int cmp_job(const void *a, const void *b)
-{
-    const struct job_rec *x = a, *y = b;
-    int c = strcmp(x->queue, y->queue);
-    if (c)
-        return c;
-    c = state_rank(x->state) - state_rank(y->state);
-    if (c)
-        return c;
-    if (x->submit_ms != y->submit_ms)
-        return x->submit_ms < y->submit_ms ? -1 : 1;
-    return strcmp(x->gang, y->gang);
-}
-
-/* Opens the database read-only and reads every table but the decision log. Returns 0 or an exit
- * code (the store's message printed). */
-static int db_load(struct db *db, const char *path)
-{
-    struct sched_errbuf eb = {{0}};
-    memset(db, 0, sizeof(*db));
-    db->path = path;
-    db->now_ms = STORE_NO_TIME;
-    if (store_open(path, STORE_READONLY, NULL, &db->st, &eb) != 0) {
-        fprintf(stderr, "%s: %s\n", prog, eb.msg[0] ? eb.msg : "cannot open the database");
-        return EXIT_USAGE;
-    }
-    int err = store_queue_list(db->st, load_queue, db, &eb);
-    if (!err)
-        err = store_ledger_list(db->st, load_ledger, db, &eb);
-    if (!err)
-        err = store_job_list(db->st, load_job, db, &eb);
-    if (!err)
-        err = store_placement_list(db->st, load_place, db, &eb);
-    if (!err)
-        err = store_reservation_list(db->st, load_resv, db, &eb);
-    if (!err)
-        err = store_preemption_list(db->st, load_preempt, db, &eb);
-    if (!err)
-        err = store_history_list(db->st, load_history, db, &eb);
-    if (!err)
-        err = store_decision_list(db->st, NULL, 1, latest_decision, db, &eb);
-    if (err) {
-        fprintf(stderr, "%s: %s\n", prog, eb.msg[0] ? eb.msg : sched_strerror(err));
-        return EXIT_USAGE;
-    }
-    for (size_t i = 0; i < db->n_ledger; i++)
-        queue_ref(db, db->ledger[i].queue);
-    for (size_t i = 0; i < db->n_jobs; i++)
-        queue_ref(db, db->jobs[i].queue)->n_state[db->jobs[i].state]++;
-    if (db->n_queues > 1)
-        qsort(db->queues, db->n_queues, sizeof(*db->queues), cmp_queue);
-    if (db->n_jobs > 1)
-        qsort(db->jobs, db->n_jobs, sizeof(*db->jobs), cmp_job);
-    uint32_t pos = 0;
-    for (size_t i = 0; i < db->n_jobs; i++) {
-        struct job_rec *j = &db->jobs[i];
-        if (i == 0 || strcmp(j->queue, db->jobs[i - 1].queue) != 0)
-            pos = 0;
-        if (j->state == STORE_JOB_PENDING)
-            j->position = ++pos;
-    }
-    return 0;
-}
-
-static void db_free(struct db *db)
-{
-    for (size_t i = 0; i < db->n_queues; i++) {
-        struct queue_rec *q = &db->queues[i];
-        for (size_t k = 0; k < q->n_quotas; k++) {
-            free(q->quotas[k].flavor);
-            free(q->quotas[k].resource);
-        }
-        free(q->quotas);
-        free(q->name);
-        free(q->cohort);
-    }
-    for (size_t i = 0; i < db->n_ledger; i++) {
-        free(db->ledger[i].queue);
-        free(db->ledger[i].flavor);
-        free(db->ledger[i].resource);
-    }
-    for (size_t i = 0; i < db->n_jobs; i++) {
-        free(db->jobs[i].gang);
-        free(db->jobs[i].queue);
-        free(db->jobs[i].flavor);
-    }
-    for (size_t i = 0; i < db->n_places; i++) {
-        free(db->places[i].gang);
-        free(db->places[i].pod);
-        free(db->places[i].node);
-    }
-    for (size_t i = 0; i < db->n_resvs; i++) {
-        for (uint32_t k = 0; k < db->resvs[i].n_nodes; k++)
-            free(db->resvs[i].nodes[k]);
-        free(db->resvs[i].nodes);
-        free(db->resvs[i].gang);
-    }
-    for (size_t i = 0; i < db->n_preempts; i++) {
-        free(db->preempts[i].victim);
-        free(db->preempts[i].preemptor);
-    }
-    free(db->queues);
-    free(db->ledger);
-    free(db->jobs);
-    free(db->places);
-    free(db->resvs);
-    free(db->preempts);
-    store_close(db->st);
-}
-
-static int64_t ledger_used(const struct db *db, const char *queue, const char *flavor,
-                           const char *resource)
-{
-    for (size_t i = 0; i < db->n_ledger; i++) {
-        const struct ledger_rec *l = &db->ledger[i];
-        if (str_eq(l->queue, queue) && (!flavor || str_eq(l->flavor, flavor)) &&
-            str_eq(l->resource, resource))
-            return l->amount;
-    }
-    return 0;
-}
-
-/* Sum over flavors of the queue's ledger (or nominal quota) for one resource. */
-static int64_t queue_total(const struct db *db, const struct queue_rec *q, const char *resource,
-                           bool nominal)
-{
-    int64_t sum = 0;
-    if (nominal) {
-        for (size_t k = 0; k < q->n_quotas; k++)
-            if (str_eq(q->quotas[k].resource, resource) && sum <= INT64_MAX - q->quotas[k].nominal)
-                sum += q->quotas[k].nominal;
-        return sum;
-    }
-    for (size_t i = 0; i < db->n_ledger; i++)
-        if (str_eq(db->ledger[i].queue, q->name) && str_eq(db->ledger[i].resource, resource) &&
-            sum <= INT64_MAX - db->ledger[i].amount)
-            sum += db->ledger[i].amount;
-    return sum;
-}
-
-static const struct quota_rec *find_quota(const struct queue_rec *q, const char *flavor,
-                                          const char *resource)
-{
-    for (size_t k = 0; k < q->n_quotas; k++)
-        if (str_eq(q->quotas[k].flavor, flavor) && str_eq(q->quotas[k].resource, resource))
-            return &q->quotas[k];
-    return NULL;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b)
-        return INT64_MIN;
-    return a + b;
-}
-
-/* What queue q could still take of (flavor, resource) now. Without a cohort: its unused nominal
- * quota. In a cohort: what the cohort's queues leave unused (each other queue lends at most its
- * lending limit, and uses its unlent part first), within q's own borrowing limit. The store does
- * not record nested cohorts, so queues are pooled by cohort name. */
-static int64_t quota_available(const struct db *db, const struct queue_rec *q,
-                               const struct quota_rec *r, int64_t used)
-{
-    int64_t own = sat_add(r->nominal, -used);
-    if (!q->cohort)
-        return own > 0 ? own : 0;
-    int64_t cap = r->borrowing_limit == STORE_NO_LIMIT
-                      ? INT64_MAX
-                      : sat_add(sat_add(r->nominal, r->borrowing_limit), -used);
-    int64_t pool = own;
-    for (size_t i = 0; i < db->n_queues; i++) {
-        const struct queue_rec *o = &db->queues[i];
-        if (o == q || !str_eq(o->cohort, q->cohort))
-            continue;
-        const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
-        int64_t onom = oq ? oq->nominal : 0;
-        int64_t lend = oq && oq->lending_limit != STORE_NO_LIMIT && oq->lending_limit < onom
-                           ? oq->lending_limit
-                           : onom;
-        int64_t oused = ledger_used(db, o->name, r->flavor, r->resource);
-        int64_t beyond = sat_add(oused, -(onom - lend)); /* what o takes from the shared part */
-        pool = sat_add(pool, lend - (beyond > 0 ? beyond : 0));
-    }
-    int64_t avail = pool < cap ? pool : cap;
-    return avail > 0 ? avail : 0;
-}
-
-static enum color state_color(enum store_job_state s)
-{
-    switch (s) {
-    case STORE_JOB_PENDING:
+    if (str_eq(s, "pending"))
         return C_YELLOW;
-    case STORE_JOB_ADMITTED:
+    if (str_eq(s, "admitted"))
         return C_CYAN;
-    case STORE_JOB_RUNNING:
+    if (str_eq(s, "running"))
         return C_GREEN;
-    case STORE_JOB_FINISHED:
+    if (str_eq(s, "finished"))
         return C_DIM;
-    case STORE_JOB_FAILED:
+    if (str_eq(s, "failed"))
         return C_RED;
-    }
     return C_NONE;
 }
 
-static const char *why_name(int why)
-{
-    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
-               ? sched_why_name((enum sched_why)why)
-               : "unknown";
-}
-
-static void print_now(const struct db *db)
-{
-    char t[64];
-    fmt_time(t, sizeof(t), db->now_ms);
-    if (out_fmt == OUT_WIDE)
-        printf("(database %s, latest time %s)\n", db->path, t);
-}
+#define EACH(it, arr)                                                                              \
+    for (const cJSON *it = cJSON_IsArray(arr) ? (arr)->child : NULL; it; it = it->next)
 
 /* ---- quota --------------------------------------------------------------------------------- */
 
-struct quota_line {
-    const struct queue_rec *q;
-    const char *flavor, *resource;
-    int64_t nominal, borrowing_limit, lending_limit, used, borrowed, available;
-    bool configured;
-};
-
-/* The quota lines of a queue: its configured quotas, then ledger rows it has no quota for. */
-static size_t quota_lines(const struct db *db, const struct queue_rec *q, struct quota_line **out)
+static int show_quota(cJSON *doc)
 {
-    size_t n = 0, cap = 0;
-    struct quota_line *v = NULL;
-    for (size_t k = 0; k < q->n_quotas; k++) {
-        const struct quota_rec *r = &q->quotas[k];
-        grow((void **)&v, &cap, n, sizeof(*v));
-        int64_t used = ledger_used(db, q->name, r->flavor, r->resource);
-        v[n++] = (struct quota_line){q,
-                                     r->flavor,
-                                     r->resource,
-                                     r->nominal,
-                                     r->borrowing_limit,
-                                     r->lending_limit,
-                                     used,
-                                     used > r->nominal ? used - r->nominal : 0,
-                                     quota_available(db, q, r, used),
-                                     true};
-    }
-    for (size_t i = 0; i < db->n_ledger; i++) {
-        const struct ledger_rec *l = &db->ledger[i];
-        if (!str_eq(l->queue, q->name) || find_quota(q, l->flavor, l->resource))
-            continue;
-        grow((void **)&v, &cap, n, sizeof(*v));
-        v[n++] = (struct quota_line){
-            q,         l->flavor, l->resource, 0,    STORE_NO_LIMIT, STORE_NO_LIMIT,
-            l->amount, l->amount, 0,           false};
-    }
-    *out = v;
-    return n;
-}
-
-static int not_found_queue(const struct db *db, const char *name)
-{
-    fprintf(stderr, "%s: queue '%s' not found in %s\n", prog, name, db->path);
-    return EXIT_NOTFOUND;
-}
-
-static int cmd_quota(struct db *db, const char *only)
-{
-    if (only && !find_queue(db, only))
-        return not_found_queue(db, only);
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
     static const char *const hdr[] = {"QUEUE",      "FLAVOR",   "RESOURCE", "NOMINAL",
                                       "BORROW-LIM", "LEND-LIM", "USED",     "BORROWED",
                                       "AVAILABLE",  "SHARE",    "COHORT",   "WEIGHT"};
     struct table t;
     tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 10, hdr, 0x3f8);
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
-    cJSON *jqs = doc ? jarr(doc, "queues") : NULL;
-    for (size_t i = 0; i < db->n_queues; i++) {
-        const struct queue_rec *q = &db->queues[i];
-        if (only && strcmp(q->name, only) != 0)
-            continue;
-        struct quota_line *ln = NULL;
-        size_t n = quota_lines(db, q, &ln);
+    EACH(q, jget(doc, "queues"))
+    {
+        const char *name = or_dash(gstr(q, "name"));
         char share[32] = "-";
-        if (q->has_share)
-            snprintf(share, sizeof(share), "%.3f", q->share);
-        if (doc) {
-            cJSON *jq = jobj(jqs, NULL);
-            jstr(jq, "name", q->name);
-            jstr(jq, "cohort", q->cohort);
-            jnum(jq, "weight", q->weight);
-            jint(jq, "priority", q->priority);
-            if (!cJSON_AddBoolToObject(jq, "configured", q->configured))
-                die_oom();
-            if (q->has_share) {
-                jnum(jq, "share", q->share);
-                jint(jq, "share_updated_ms", q->share_ms);
-            } else {
-                jstr(jq, "share", NULL);
-                jstr(jq, "share_updated_ms", NULL);
-            }
-            cJSON *ja = jarr(jq, "quotas");
-            for (size_t k = 0; k < n; k++) {
-                cJSON *o = jobj(ja, NULL);
-                jstr(o, "flavor", ln[k].flavor);
-                jstr(o, "resource", ln[k].resource);
-                jint(o, "nominal", ln[k].nominal);
-                jopt(o, "borrowing_limit", ln[k].borrowing_limit, STORE_NO_LIMIT);
-                jopt(o, "lending_limit", ln[k].lending_limit, STORE_NO_LIMIT);
-                jint(o, "used", ln[k].used);
-                jint(o, "borrowed", ln[k].borrowed);
-                jint(o, "available", ln[k].available);
-                if (!cJSON_AddBoolToObject(o, "configured", ln[k].configured))
-                    die_oom();
-            }
-        } else {
-            if (n == 0) { /* a queue without quotas or usage still gets a line */
-                tbl_cell(&t, C_NONE, "%s", q->name);
-                for (int c = 1; c < 9; c++)
-                    tbl_cell(&t, C_NONE, "-");
-                tbl_cell(&t, C_NONE, "%s", share);
-                if (t.ncol > 10) {
-                    tbl_cell(&t, C_NONE, "%s", q->cohort ? q->cohort : "-");
-                    tbl_cell(&t, C_NONE, "%g", q->weight);
-                }
-            }
-            for (size_t k = 0; k < n; k++) {
-                const struct quota_line *l = &ln[k];
-                char a[5][48];
-                fmt_amount(a[0], sizeof(a[0]), l->resource, l->nominal);
-                fmt_limit(a[1], sizeof(a[1]), l->resource, l->borrowing_limit);
-                fmt_limit(a[2], sizeof(a[2]), l->resource, l->lending_limit);
-                fmt_amount(a[3], sizeof(a[3]), l->resource, l->used);
-                fmt_amount(a[4], sizeof(a[4]), l->resource, l->borrowed);
-                char av[48];
-                fmt_amount(av, sizeof(av), l->resource, l->available);
-                tbl_cell(&t, C_NONE, "%s", q->name);
-                tbl_cell(&t, C_NONE, "%s", l->flavor);
-                tbl_cell(&t, C_NONE, "%s", l->resource);
-                tbl_cell(&t, C_NONE, "%s", l->configured ? a[0] : "-");
-                tbl_cell(&t, C_NONE, "%s", l->configured ? a[1] : "-");
-                tbl_cell(&t, C_NONE, "%s", l->configured ? a[2] : "-");
-                tbl_cell(&t, C_NONE, "%s", a[3]);
-                tbl_cell(&t, l->borrowed > 0 ? C_YELLOW : C_NONE, "%s", a[4]);
-                tbl_cell(&t, l->available == 0 ? C_RED : C_NONE, "%s", av);
-                tbl_cell(&t, C_NONE, "%s", share);
-                if (t.ncol > 10) {
-                    tbl_cell(&t, C_NONE, "%s", q->cohort ? q->cohort : "-");
-                    tbl_cell(&t, C_NONE, "%g", q->weight);
-                }
+        if (cJSON_IsNumber(jget(q, "share")))
+            snprintf(share, sizeof(share), "%.3f", gnum(q, "share", 0));
+        const cJSON *quotas = jget(q, "quotas");
+        if (cJSON_GetArraySize(quotas) == 0) { /* a queue without quotas or usage: one line */
+            tbl_cell(&t, C_NONE, "%s", name);
+            for (int c = 1; c < 9; c++)
+                tbl_cell(&t, C_NONE, "-");
+            tbl_cell(&t, C_NONE, "%s", share);
+            if (t.ncol > 10) {
+                tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
+                tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
             }
         }
-        free(ln);
+        EACH(l, quotas)
+        {
+            const char *res = or_dash(gstr(l, "resource"));
+            bool configured = gbool(l, "configured");
+            int64_t borrowed = gint(l, "borrowed", 0), avail = gint(l, "available", 0);
+            char a[6][48];
+            fmt_amount(a[0], sizeof(a[0]), res, gint(l, "nominal", 0));
+            fmt_limit(a[1], sizeof(a[1]), res, gint(l, "borrowing_limit", STORE_NO_LIMIT));
+            fmt_limit(a[2], sizeof(a[2]), res, gint(l, "lending_limit", STORE_NO_LIMIT));
+            fmt_amount(a[3], sizeof(a[3]), res, gint(l, "used", 0));
+            fmt_amount(a[4], sizeof(a[4]), res, borrowed);
+            fmt_amount(a[5], sizeof(a[5]), res, avail);
+            tbl_cell(&t, C_NONE, "%s", name);
+            tbl_cell(&t, C_NONE, "%s", or_dash(gstr(l, "flavor")));
+            tbl_cell(&t, C_NONE, "%s", res);
+            tbl_cell(&t, C_NONE, "%s", configured ? a[0] : "-");
+            tbl_cell(&t, C_NONE, "%s", configured ? a[1] : "-");
+            tbl_cell(&t, C_NONE, "%s", configured ? a[2] : "-");
+            tbl_cell(&t, C_NONE, "%s", a[3]);
+            tbl_cell(&t, borrowed > 0 ? C_YELLOW : C_NONE, "%s", a[4]);
+            tbl_cell(&t, avail == 0 ? C_RED : C_NONE, "%s", a[5]);
+            tbl_cell(&t, C_NONE, "%s", share);
+            if (t.ncol > 10) {
+                tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
+                tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
+            }
+        }
     }
-    if (doc)
-        return emit_doc(doc);
     tbl_print(stdout, &t);
     tbl_free(&t);
-    print_now(db);
+    print_now(doc);
+    cJSON_Delete(doc);
     return 0;
 }
 
 /* ---- queues -------------------------------------------------------------------------------- */
 
-static int cmd_queues(struct db *db)
+static int show_queues(cJSON *doc)
 {
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
     static const char *const hdr[] = {"QUEUE",    "COHORT",  "WEIGHT",  "PRIORITY", "NOMINAL",
                                       "USED",     "RUNNING", "PENDING", "BORROWED", "ADMITTED",
                                       "FINISHED", "FAILED",  "SHARE"};
     struct table t;
     tbl_init(&t, out_fmt == OUT_WIDE ? 13 : 8, hdr, 0x1ffc);
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
-    cJSON *jqs = doc ? jarr(doc, "queues") : NULL;
-    for (size_t i = 0; i < db->n_queues; i++) {
-        const struct queue_rec *q = &db->queues[i];
-        int64_t nominal = queue_total(db, q, STORE_GPU, true);
-        int64_t used = queue_total(db, q, STORE_GPU, false);
-        int64_t borrowed = 0;
-        struct quota_line *ln = NULL;
-        size_t n = quota_lines(db, q, &ln);
-        for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
-                borrowed = sat_add(borrowed, ln[k].borrowed);
-        free(ln);
-        uint32_t running = q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED];
-        if (doc) {
-            cJSON *o = jobj(jqs, NULL);
-            jstr(o, "name", q->name);
-            jstr(o, "cohort", q->cohort);
-            jnum(o, "weight", q->weight);
-            jint(o, "priority", q->priority);
-            if (!cJSON_AddBoolToObject(o, "configured", q->configured))
-                die_oom();
-            jint(o, "nominal_gpus", nominal);
-            jint(o, "used_gpus", used);
-            jint(o, "borrowed_gpus", borrowed);
-            jint(o, "running", running);
-            jint(o, "pending", q->n_state[STORE_JOB_PENDING]);
-            jint(o, "admitted", q->n_state[STORE_JOB_ADMITTED]);
-            jint(o, "finished", q->n_state[STORE_JOB_FINISHED]);
-            jint(o, "failed", q->n_state[STORE_JOB_FAILED]);
-            if (q->has_share)
-                jnum(o, "share", q->share);
-            else
-                jstr(o, "share", NULL);
-            continue;
-        }
-        tbl_cell(&t, q->configured ? C_NONE : C_DIM, "%s%s", q->name,
-                 q->configured ? "" : " (not configured)");
-        tbl_cell(&t, C_NONE, "%s", q->cohort ? q->cohort : "-");
-        tbl_cell(&t, C_NONE, "%g", q->weight);
-        tbl_cell(&t, C_NONE, "%d", (int)q->priority);
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)nominal);
-        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld GPU", (long long)used);
-        tbl_cell(&t, C_NONE, "%u", running);
-        tbl_cell(&t, q->n_state[STORE_JOB_PENDING] ? C_YELLOW : C_NONE, "%u",
-                 q->n_state[STORE_JOB_PENDING]);
+    const cJSON *qs = jget(doc, "queues");
+    EACH(q, qs)
+    {
+        bool configured = gbool(q, "configured");
+        long long nominal = (long long)gint(q, "nominal_gpus", 0);
+        long long used = (long long)gint(q, "used_gpus", 0);
+        long long pending = (long long)gint(q, "pending", 0);
+        tbl_cell(&t, configured ? C_NONE : C_DIM, "%s%s", or_dash(gstr(q, "name")),
+                 configured ? "" : " (not configured)");
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
+        tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "priority", 0));
+        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
+        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld GPU", used);
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
+        tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%lld", pending);
         if (t.ncol > 8) {
-            tbl_cell(&t, C_NONE, "%lld GPU", (long long)borrowed);
-            tbl_cell(&t, C_NONE, "%u", q->n_state[STORE_JOB_ADMITTED]);
-            tbl_cell(&t, C_NONE, "%u", q->n_state[STORE_JOB_FINISHED]);
-            tbl_cell(&t, C_NONE, "%u", q->n_state[STORE_JOB_FAILED]);
-            if (q->has_share)
-                tbl_cell(&t, C_NONE, "%.3f", q->share);
+            tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "borrowed_gpus", 0));
+            tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "admitted", 0));
+            tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "finished", 0));
+            tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "failed", 0));
+            if (cJSON_IsNumber(jget(q, "share")))
+                tbl_cell(&t, C_NONE, "%.3f", gnum(q, "share", 0));
             else
                 tbl_cell(&t, C_NONE, "-");
         }
     }
-    if (doc)
-        return emit_doc(doc);
-    if (db->n_queues == 0)
+    if (cJSON_GetArraySize(qs) == 0)
         puts("no queues");
     else
         tbl_print(stdout, &t);
     tbl_free(&t);
-    print_now(db);
+    print_now(doc);
+    cJSON_Delete(doc);
     return 0;
 }
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
 
-/* Pending: how long it has waited so far; otherwise how long it waited before its first start. */
-static int64_t job_wait(const struct db *db, const struct job_rec *j)
-{
-    if (j->submit_ms == STORE_NO_TIME)
-        return STORE_NO_TIME;
-    int64_t end = j->state == STORE_JOB_PENDING  ? db->now_ms
-                  : j->start_ms != STORE_NO_TIME ? j->start_ms
-                  : j->admit_ms != STORE_NO_TIME ? j->admit_ms
-                                                 : j->finish_ms;
-    if (end == STORE_NO_TIME || end < j->submit_ms)
-        return STORE_NO_TIME;
-    return end - j->submit_ms;
-}
-
-static void job_json(const struct db *db, cJSON *o, const struct job_rec *j)
-{
-    jstr(o, "job", j->gang);
-    jstr(o, "queue", j->queue);
-    jstr(o, "flavor", j->flavor);
-    jstr(o, "state", store_job_state_name(j->state));
-    jint(o, "gpus", j->gpus);
-    if (j->position)
-        jint(o, "position", j->position);
-    else
-        jstr(o, "position", NULL);
-    jopt(o, "submit_ms", j->submit_ms, STORE_NO_TIME);
-    jopt(o, "admit_ms", j->admit_ms, STORE_NO_TIME);
-    jopt(o, "start_ms", j->start_ms, STORE_NO_TIME);
-    jopt(o, "finish_ms", j->finish_ms, STORE_NO_TIME);
-    jopt(o, "wait_ms", job_wait(db, j), STORE_NO_TIME);
-    jint(o, "preemptions", j->preemptions);
-    jint(o, "restarts", j->restarts);
-}
-
 /* "hgx-0001:8,hgx-0002:8": nodes and GPUs of a job's placed pods. */
-static char *job_nodes(const struct db *db, const char *gang)
+static char *job_nodes(const cJSON *job)
 {
     char *s = xstrdup("");
-    for (size_t i = 0; i < db->n_places; i++) {
-        const struct place_rec *p = &db->places[i];
-        if (!str_eq(p->gang, gang))
-            continue;
-        char *n =
-            xasprintf("%s%s%s:%d", s, *s ? "," : "", p->node, __builtin_popcount(p->gpu_mask));
+    EACH(n, jget(job, "nodes"))
+    {
+        char *x = xasprintf("%s%s%s:%lld", s, *s ? "," : "", or_dash(gstr(n, "node")),
+                            (long long)gint(n, "gpus", 0));
         free(s);
-        s = n;
+        s = x;
     }
     return s;
 }
 
-static int cmd_jobs(struct db *db, const char *only, bool all)
+static int show_jobs(cJSON *doc, const char *only, bool all)
 {
-    if (only && !find_queue(db, only))
-        return not_found_queue(db, only);
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
     static const char *const hdr[] = {"JOB",      "QUEUE",     "STATE",       "GPUS",
                                       "POSITION", "WAITING",   "STARTED",     "FINISHED",
                                       "FLAVOR",   "SUBMITTED", "PREEMPTIONS", "NODES"};
     struct table t;
     tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 8, hdr, 0x418);
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
-    cJSON *ja = NULL;
-    if (doc) {
-        jopt(doc, "now_ms", db->now_ms, STORE_NO_TIME);
-        ja = jarr(doc, "jobs");
-    }
-    size_t shown = 0;
-    for (size_t i = 0; i < db->n_jobs; i++) {
-        const struct job_rec *j = &db->jobs[i];
-        if (only && strcmp(j->queue, only) != 0)
-            continue;
-        if (!all && j->state != STORE_JOB_PENDING && j->state != STORE_JOB_ADMITTED &&
-            j->state != STORE_JOB_RUNNING)
-            continue;
-        shown++;
-        if (doc) {
-            job_json(db, jobj(ja, NULL), j);
-            continue;
-        }
+    const cJSON *jobs = jget(doc, "jobs");
+    EACH(j, jobs)
+    {
+        const char *state = or_dash(gstr(j, "state"));
+        int64_t pos = gint(j, "position", 0);
         char w[32], st[64], fin[64], sub[64];
-        fmt_dur(w, sizeof(w), job_wait(db, j));
-        fmt_time(st, sizeof(st), j->start_ms);
-        fmt_time(fin, sizeof(fin), j->finish_ms);
-        tbl_cell(&t, C_NONE, "%s", j->gang);
-        tbl_cell(&t, C_NONE, "%s", j->queue);
-        tbl_cell(&t, state_color(j->state), "%s", store_job_state_name(j->state));
-        tbl_cell(&t, C_NONE, "%lld", (long long)j->gpus);
-        if (j->position)
-            tbl_cell(&t, C_NONE, "%u", j->position);
+        fmt_dur(w, sizeof(w), gint(j, "wait_ms", STORE_NO_TIME));
+        fmt_time(st, sizeof(st), gint(j, "start_ms", STORE_NO_TIME));
+        fmt_time(fin, sizeof(fin), gint(j, "finish_ms", STORE_NO_TIME));
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "job")));
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "queue")));
+        tbl_cell(&t, state_color(state), "%s", state);
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(j, "gpus", 0));
+        if (pos > 0)
+            tbl_cell(&t, C_NONE, "%lld", (long long)pos);
         else
             tbl_cell(&t, C_NONE, "-");
         tbl_cell(&t, C_NONE, "%s", w);
         tbl_cell(&t, C_NONE, "%s", st);
         tbl_cell(&t, C_NONE, "%s", fin);
         if (t.ncol > 8) {
-            fmt_time(sub, sizeof(sub), j->submit_ms);
-            char *nodes = job_nodes(db, j->gang);
-            tbl_cell(&t, C_NONE, "%s", j->flavor ? j->flavor : "-");
+            fmt_time(sub, sizeof(sub), gint(j, "submit_ms", STORE_NO_TIME));
+            char *nodes = job_nodes(j);
+            tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "flavor")));
             tbl_cell(&t, C_NONE, "%s", sub);
-            tbl_cell(&t, C_NONE, "%u", j->preemptions);
+            tbl_cell(&t, C_NONE, "%lld", (long long)gint(j, "preemptions", 0));
             tbl_cell(&t, C_NONE, "%s", *nodes ? nodes : "-");
             free(nodes);
         }
     }
-    if (doc)
-        return emit_doc(doc);
-    if (shown == 0)
+    if (cJSON_GetArraySize(jobs) == 0)
         printf("no %sjobs%s%s\n", all ? "" : "pending or running ", only ? " in queue " : "",
                only ? only : "");
     else
         tbl_print(stdout, &t);
     tbl_free(&t);
-    print_now(db);
+    print_now(doc);
+    cJSON_Delete(doc);
     return 0;
 }
 
 /* ---- explain ------------------------------------------------------------------------------- */
 
-struct dec_ctx {
-    cJSON *arr; /* JSON/YAML */
-    struct table *t;
-    uint32_t limit, total;
-};
-
-static int collect_decision(void *ctx, const struct store_decision *d)
+static int show_explain(cJSON *doc)
 {
-    struct dec_ctx *c = ctx;
-    c->total++;
-    if (c->limit && c->total > c->limit)
-        return 0;
-    const char *reason = d->reason ? d->reason : "";
-    if (c->arr) {
-        cJSON *o = jobj(c->arr, NULL);
-        jint(o, "id", d->id);
-        jint(o, "cycle", d->cycle);
-        jopt(o, "ts_ms", d->ts_ms, STORE_NO_TIME);
-        jstr(o, "why", why_name(d->why));
-        jint(o, "why_code", d->why);
-        jstr(o, "reason", reason);
-    } else {
-        char ts[64];
-        fmt_time(ts, sizeof(ts), d->ts_ms);
-        tbl_cell(c->t, C_NONE, "%lld", (long long)d->cycle);
-        tbl_cell(c->t, C_NONE, "%s", ts);
-        tbl_cell(c->t, d->why == SCHED_WHY_PLACED ? C_GREEN : C_YELLOW, "%s", why_name(d->why));
-        tbl_cell(c->t, C_NONE, "%s", reason);
-    }
-    return 0;
-}
-
-static int cmd_explain(struct db *db, const char *name, uint32_t limit)
-{
-    const struct job_rec *j = NULL;
-    for (size_t i = 0; i < db->n_jobs && !j; i++)
-        if (strcmp(db->jobs[i].gang, name) == 0)
-            j = &db->jobs[i];
-    if (!j) {
-        fprintf(stderr, "%s: job '%s' not found in %s\n", prog, name, db->path);
-        return EXIT_NOTFOUND;
-    }
-    struct sched_errbuf eb = {{0}};
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
+    const cJSON *j = jget(doc, "job");
+    const char *state = or_dash(gstr(j, "state"));
+    const char *queue = or_dash(gstr(j, "queue"));
+    const char *flavor = gstr(j, "flavor");
+    bool pending = strcmp(state, "pending") == 0;
     char b[6][64];
-    if (doc) {
-        jopt(doc, "now_ms", db->now_ms, STORE_NO_TIME);
-        job_json(db, jobj(doc, "job"), j);
-        cJSON *jp = jarr(doc, "placements");
-        for (size_t i = 0; i < db->n_places; i++) {
-            const struct place_rec *p = &db->places[i];
-            if (!str_eq(p->gang, j->gang))
-                continue;
-            cJSON *o = jobj(jp, NULL);
-            jint(o, "pod_index", p->pod_index);
-            jstr(o, "pod", p->pod);
-            jstr(o, "node", p->node);
-            jint(o, "gpus", __builtin_popcount(p->gpu_mask));
-            jint(o, "gpu_mask", p->gpu_mask);
-            jopt(o, "bound_ms", p->bound_ms, STORE_NO_TIME);
-        }
-        cJSON *jr = jarr(doc, "reservations");
-        for (size_t i = 0; i < db->n_resvs; i++) {
-            const struct resv_rec *r = &db->resvs[i];
-            if (!str_eq(r->gang, j->gang))
-                continue;
-            cJSON *o = jobj(jr, NULL);
-            jint(o, "id", r->id);
-            jstr(o, "kind", store_res_kind_name(r->kind));
-            cJSON *nodes = jarr(o, "nodes");
-            for (uint32_t k = 0; k < r->n_nodes; k++) {
-                cJSON *s = cJSON_CreateString(r->nodes[k]);
-                if (!s)
-                    die_oom();
-                cJSON_AddItemToArray(nodes, s);
-            }
-            jopt(o, "expected_start_ms", r->expected_start_ms, STORE_NO_TIME);
-        }
-    } else {
-        fmt_time(b[0], sizeof(b[0]), j->submit_ms);
-        fmt_time(b[1], sizeof(b[1]), j->admit_ms);
-        fmt_time(b[2], sizeof(b[2]), j->start_ms);
-        fmt_time(b[3], sizeof(b[3]), j->finish_ms);
-        fmt_dur(b[4], sizeof(b[4]), job_wait(db, j));
-        printf("Job:          %s\n", j->gang);
-        printf("Queue:        %s\n", j->queue);
-        printf("State:        ");
-        if (use_color)
-            printf("%s%s\033[0m\n", color_seq(state_color(j->state)),
-                   store_job_state_name(j->state));
-        else
-            printf("%s\n", store_job_state_name(j->state));
-        if (j->position)
-            printf("Position:     %u in queue %s (submission order)\n", j->position, j->queue);
-        printf("GPUs:         %lld GPU%s%s\n", (long long)j->gpus, j->flavor ? " on flavor " : "",
-               j->flavor ? j->flavor : "");
-        printf("Submitted:    %s\n", b[0]);
-        printf("Admitted:     %s\n", b[1]);
-        printf("Started:      %s\n", b[2]);
-        printf("Finished:     %s\n", b[3]);
-        printf("%s %s\n", j->state == STORE_JOB_PENDING ? "Waiting:     " : "Waited:      ", b[4]);
-        printf("Preemptions:  %u, restarts %u\n", j->preemptions, j->restarts);
-        char *nodes = job_nodes(db, j->gang);
-        if (*nodes)
-            printf("Placed on:    %s\n", nodes);
-        free(nodes);
-        if (j->state == STORE_JOB_PENDING) {
-            struct queue_rec *q = find_queue(db, j->queue);
-            struct quota_line *ln = NULL;
-            size_t n = q ? quota_lines(db, q, &ln) : 0;
-            for (size_t k = 0; k < n; k++) {
-                if (!is_gpu(ln[k].resource))
-                    continue;
-                fmt_amount(b[0], sizeof(b[0]), ln[k].resource, ln[k].used);
-                fmt_amount(b[1], sizeof(b[1]), ln[k].resource, ln[k].nominal);
-                fmt_amount(b[2], sizeof(b[2]), ln[k].resource, ln[k].available);
-                printf("Queue quota:  %s used of %s nominal on %s, %s available now\n", b[0], b[1],
-                       ln[k].flavor, b[2]);
-            }
-            free(ln);
-        }
-        for (size_t i = 0; i < db->n_resvs; i++) {
-            const struct resv_rec *r = &db->resvs[i];
-            if (!str_eq(r->gang, j->gang))
-                continue;
-            fmt_time(b[0], sizeof(b[0]), r->expected_start_ms);
-            printf("Reservation:  #%lld (%s) on %u node(s), expected start %s\n", (long long)r->id,
-                   store_res_kind_name(r->kind), r->n_nodes, b[0]);
-        }
+    fmt_time(b[0], sizeof(b[0]), gint(j, "submit_ms", STORE_NO_TIME));
+    fmt_time(b[1], sizeof(b[1]), gint(j, "admit_ms", STORE_NO_TIME));
+    fmt_time(b[2], sizeof(b[2]), gint(j, "start_ms", STORE_NO_TIME));
+    fmt_time(b[3], sizeof(b[3]), gint(j, "finish_ms", STORE_NO_TIME));
+    fmt_dur(b[4], sizeof(b[4]), gint(j, "wait_ms", STORE_NO_TIME));
+    struct table t;
+    tbl_init(&t, 1, NULL, 0);
+    tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "job"))); /* control bytes made harmless */
+    tbl_cell(&t, C_NONE, "%s", queue);
+    tbl_cell(&t, C_NONE, "%s", flavor ? flavor : "");
+    printf("Job:          %s\n", t.cell[0]);
+    printf("Queue:        %s\n", t.cell[1]);
+    printf("State:        ");
+    if (use_color)
+        printf("%s%s\033[0m\n", color_seq(state_color(state)), state);
+    else
+        printf("%s\n", state);
+    if (gint(j, "position", 0) > 0)
+        printf("Position:     %lld in queue %s (submission order)\n",
+               (long long)gint(j, "position", 0), t.cell[1]);
+    printf("GPUs:         %lld GPU%s%s\n", (long long)gint(j, "gpus", 0),
+           flavor ? " on flavor " : "", t.cell[2]);
+    tbl_free(&t);
+    printf("Submitted:    %s\n", b[0]);
+    printf("Admitted:     %s\n", b[1]);
+    printf("Started:      %s\n", b[2]);
+    printf("Finished:     %s\n", b[3]);
+    printf("%s %s\n", pending ? "Waiting:     " : "Waited:      ", b[4]);
+    printf("Preemptions:  %lld, restarts %lld\n", (long long)gint(j, "preemptions", 0),
+           (long long)gint(j, "restarts", 0));
+    char *nodes = job_nodes(j);
+    if (*nodes)
+        printf("Placed on:    %s\n", nodes);
+    free(nodes);
+    EACH(l, jget(doc, "queue_quota"))
+    {
+        const char *res = or_dash(gstr(l, "resource"));
+        fmt_amount(b[0], sizeof(b[0]), res, gint(l, "used", 0));
+        fmt_amount(b[1], sizeof(b[1]), res, gint(l, "nominal", 0));
+        fmt_amount(b[2], sizeof(b[2]), res, gint(l, "available", 0));
+        printf("Queue quota:  %s used of %s nominal on %s, %s available now\n", b[0], b[1],
+               or_dash(gstr(l, "flavor")), b[2]);
+    }
+    EACH(r, jget(doc, "reservations"))
+    {
+        fmt_time(b[0], sizeof(b[0]), gint(r, "expected_start_ms", STORE_NO_TIME));
+        printf("Reservation:  #%lld (%s) on %d node(s), expected start %s\n",
+               (long long)gint(r, "id", 0), or_dash(gstr(r, "kind")),
+               cJSON_GetArraySize(jget(r, "nodes")), b[0]);
     }
 
     static const char *const dhdr[] = {"CYCLE", "TIME", "WHY", "REASON"};
-    struct table t;
     tbl_init(&t, 4, dhdr, 0x1);
-    struct dec_ctx dc = {doc ? jarr(doc, "decisions") : NULL, &t, limit, 0};
-    int err = store_decision_list(db->st, j->gang, 0, collect_decision, &dc, &eb);
-    if (err) {
-        fprintf(stderr, "%s: %s\n", prog, eb.msg[0] ? eb.msg : sched_strerror(err));
-        tbl_free(&t);
-        cJSON_Delete(doc);
-        return EXIT_USAGE;
+    const cJSON *decs = jget(doc, "decisions");
+    EACH(d, decs)
+    {
+        const char *why = or_dash(gstr(d, "why"));
+        fmt_time(b[0], sizeof(b[0]), gint(d, "ts_ms", STORE_NO_TIME));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(d, "cycle", 0));
+        tbl_cell(&t, C_NONE, "%s", b[0]);
+        tbl_cell(&t, strcmp(why, "placed") == 0 ? C_GREEN : C_YELLOW, "%s", why);
+        tbl_cell(&t, C_NONE, "%s", gstr(d, "reason") ? gstr(d, "reason") : "");
     }
-    if (doc)
-        jint(doc, "decisions_total", dc.total);
-    else {
-        uint32_t shown = limit && dc.total > limit ? limit : dc.total;
-        printf("\nDecisions (newest first, %u of %u%s):\n", shown, dc.total,
-               shown < dc.total ? "; --limit 0 shows all" : "");
-        if (dc.total == 0)
-            puts("  none in the decision log (never waited, or pruned by its retention)");
-        else
-            tbl_print(stdout, &t);
-    }
+    long long shown = cJSON_GetArraySize(decs);
+    long long total = (long long)gint(doc, "decisions_total", shown);
+    printf("\nDecisions (newest first, %lld of %lld%s):\n", shown, total,
+           shown < total ? "; --limit 0 shows all" : "");
+    if (total == 0)
+        puts("  none in the decision log (never waited, or pruned by its retention)");
+    else
+        tbl_print(stdout, &t);
     tbl_free(&t);
 
     static const char *const phdr[] = {"CYCLE", "TIME",       "ROLE", "OTHER JOB",
                                        "GPUS",  "LOST GPU-H", "COST"};
     tbl_init(&t, 7, phdr, 0x71);
-    cJSON *jp = doc ? jarr(doc, "preemptions") : NULL;
-    size_t np = 0;
-    for (size_t i = 0; i < db->n_preempts; i++) {
-        const struct preempt_rec *p = &db->preempts[i];
-        bool victim = strcmp(p->victim, j->gang) == 0;
-        bool preemptor = strcmp(p->preemptor, j->gang) == 0;
-        if (!victim && !preemptor)
-            continue;
-        np++;
-        if (jp) {
-            cJSON *o = jobj(jp, NULL);
-            jint(o, "cycle", p->cycle);
-            jopt(o, "ts_ms", p->ts_ms, STORE_NO_TIME);
-            jstr(o, "role", victim ? "victim" : "preemptor");
-            jstr(o, "victim", p->victim);
-            jstr(o, "preemptor", p->preemptor);
-            jint(o, "gpus", p->gpus);
-            jnum(o, "lost_work_gpu_s", p->lost_work_gpu_s);
-            jnum(o, "cost", p->cost);
-            continue;
-        }
-        fmt_time(b[0], sizeof(b[0]), p->ts_ms);
-        tbl_cell(&t, C_NONE, "%lld", (long long)p->cycle);
+    const cJSON *pre = jget(doc, "preemptions");
+    EACH(p, pre)
+    {
+        bool victim = str_eq(gstr(p, "role"), "victim");
+        fmt_time(b[0], sizeof(b[0]), gint(p, "ts_ms", STORE_NO_TIME));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "cycle", 0));
         tbl_cell(&t, C_NONE, "%s", b[0]);
         tbl_cell(&t, victim ? C_RED : C_NONE, "%s", victim ? "victim" : "preemptor");
-        tbl_cell(&t, C_NONE, "%s", victim ? p->preemptor : p->victim);
-        tbl_cell(&t, C_NONE, "%lld", (long long)p->gpus);
-        tbl_cell(&t, C_NONE, "%.2f", p->lost_work_gpu_s / 3600.0);
-        tbl_cell(&t, C_NONE, "%.2f", p->cost);
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(p, victim ? "preemptor" : "victim")));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "gpus", 0));
+        tbl_cell(&t, C_NONE, "%.2f", gnum(p, "lost_work_gpu_s", 0) / 3600.0);
+        tbl_cell(&t, C_NONE, "%.2f", gnum(p, "cost", 0));
     }
-    if (doc) {
-        tbl_free(&t);
-        return emit_doc(doc);
-    }
-    printf("\nPreemptions (%zu):\n", np);
-    if (np)
+    printf("\nPreemptions (%d):\n", cJSON_GetArraySize(pre));
+    if (cJSON_GetArraySize(pre))
         tbl_print(stdout, &t);
     else
         puts("  none");
     tbl_free(&t);
+    cJSON_Delete(doc);
     return 0;
 }
 
 /* ---- top ----------------------------------------------------------------------------------- */
 
-struct node_use {
-    const char *node;
-    int64_t gpus;
-    uint32_t pods, jobs;
-    const char *last_gang;
-};
-
-static int cmp_node(const void *a, const void *b)
+static int show_top(cJSON *doc)
 {
-    return strcmp(((const struct node_use *)a)->node, ((const struct node_use *)b)->node);
-}
-
-static int cmd_top(struct db *db)
-{
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
-    int64_t total = 0;
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
     static const char *const qhdr[] = {"QUEUE",   "FLAVOR",     "USED",
                                        "NOMINAL", "OF NOMINAL", "RUNNING"};
     struct table t;
     tbl_init(&t, 6, qhdr, 0x3c);
-    cJSON *jq = doc ? jarr(doc, "queues") : NULL;
-    for (size_t i = 0; i < db->n_ledger; i++) {
-        const struct ledger_rec *l = &db->ledger[i];
-        if (!is_gpu(l->resource))
-            continue;
-        total = sat_add(total, l->amount);
-        const struct queue_rec *q = find_queue(db, l->queue);
-        const struct quota_rec *r = q ? find_quota(q, l->flavor, l->resource) : NULL;
-        int64_t nominal = r ? r->nominal : 0;
-        uint32_t running = 0;
-        for (size_t k = 0; k < db->n_jobs; k++)
-            if (str_eq(db->jobs[k].queue, l->queue) && str_eq(db->jobs[k].flavor, l->flavor) &&
-                (db->jobs[k].state == STORE_JOB_RUNNING || db->jobs[k].state == STORE_JOB_ADMITTED))
-                running++;
-        if (jq) {
-            cJSON *o = jobj(jq, NULL);
-            jstr(o, "queue", l->queue);
-            jstr(o, "flavor", l->flavor);
-            jint(o, "used_gpus", l->amount);
-            jint(o, "nominal_gpus", nominal);
-            jint(o, "running", running);
-            continue;
-        }
-        tbl_cell(&t, C_NONE, "%s", l->queue);
-        tbl_cell(&t, C_NONE, "%s", l->flavor);
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)l->amount);
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)nominal);
+    EACH(q, jget(doc, "queues"))
+    {
+        long long used = (long long)gint(q, "used_gpus", 0);
+        long long nominal = (long long)gint(q, "nominal_gpus", 0);
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "queue")));
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "flavor")));
+        tbl_cell(&t, C_NONE, "%lld GPU", used);
+        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
         if (nominal > 0)
-            tbl_cell(&t, l->amount > nominal ? C_YELLOW : C_NONE, "%.0f%%",
-                     100.0 * (double)l->amount / (double)nominal);
+            tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%.0f%%",
+                     100.0 * (double)used / (double)nominal);
         else
             tbl_cell(&t, C_NONE, "-");
-        tbl_cell(&t, C_NONE, "%u", running);
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
     }
-    /* by node, from the placements (sorted by gang, so a gang's pods are adjacent) */
-    struct node_use *nu = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < db->n_places; i++) {
-        const struct place_rec *p = &db->places[i];
-        struct node_use *u = NULL;
-        for (size_t k = 0; k < n && !u; k++)
-            if (strcmp(nu[k].node, p->node) == 0)
-                u = &nu[k];
-        if (!u) {
-            grow((void **)&nu, &cap, n, sizeof(*nu));
-            u = &nu[n++];
-            *u = (struct node_use){p->node, 0, 0, 0, NULL};
-        }
-        u->gpus += __builtin_popcount(p->gpu_mask);
-        u->pods++;
-        if (!str_eq(u->last_gang, p->gang)) {
-            u->jobs++;
-            u->last_gang = p->gang;
-        }
-    }
-    if (n > 1)
-        qsort(nu, n, sizeof(*nu), cmp_node);
-    int64_t placed = 0;
-    for (size_t k = 0; k < n; k++)
-        placed += nu[k].gpus;
-    if (doc) {
-        jint(doc, "used_gpus", total);
-        jint(doc, "placed_gpus", placed);
-        cJSON *jn = jarr(doc, "nodes");
-        for (size_t k = 0; k < n; k++) {
-            cJSON *o = jobj(jn, NULL);
-            jstr(o, "node", nu[k].node);
-            jint(o, "gpus", nu[k].gpus);
-            jint(o, "pods", nu[k].pods);
-            jint(o, "jobs", nu[k].jobs);
-        }
-        free(nu);
-        tbl_free(&t);
-        return emit_doc(doc);
-    }
-    printf("GPU usage by queue (ledger): %lld GPU in use\n", (long long)total);
+    printf("GPU usage by queue (ledger): %lld GPU in use\n", (long long)gint(doc, "used_gpus", 0));
     if (t.n)
         tbl_print(stdout, &t);
     tbl_free(&t);
-    printf("\nGPU usage by node (placed pods): %lld GPU on %zu node(s)\n", (long long)placed, n);
+    const cJSON *nodes = jget(doc, "nodes");
+    int n = cJSON_GetArraySize(nodes);
+    printf("\nGPU usage by node (placed pods): %lld GPU on %d node(s)\n",
+           (long long)gint(doc, "placed_gpus", 0), n);
     static const char *const nhdr[] = {"NODE", "GPUS", "PODS", "JOBS"};
     tbl_init(&t, 4, nhdr, 0xe);
-    for (size_t k = 0; k < n; k++) {
-        tbl_cell(&t, C_NONE, "%s", nu[k].node);
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)nu[k].gpus);
-        tbl_cell(&t, C_NONE, "%u", nu[k].pods);
-        tbl_cell(&t, C_NONE, "%u", nu[k].jobs);
+    EACH(u, nodes)
+    {
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(u, "node")));
+        tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(u, "gpus", 0));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "pods", 0));
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "jobs", 0));
     }
     if (n)
         tbl_print(stdout, &t);
     else
         puts("  no placed pods");
     tbl_free(&t);
-    free(nu);
-    print_now(db);
+    print_now(doc);
+    cJSON_Delete(doc);
     return 0;
 }
 
 /* ---- reservations -------------------------------------------------------------------------- */
 
-static int cmd_reservations(struct db *db)
+static int show_reservations(cJSON *doc)
 {
-    cJSON *doc = out_fmt >= OUT_JSON ? jobj(NULL, NULL) : NULL;
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
     static const char *const hdr[] = {"ID",      "KIND",    "JOB",           "NODES",
                                       "CREATED", "EXPIRES", "EXPECTED START"};
     struct table t;
     tbl_init(&t, 7, hdr, 0x1);
-    cJSON *ja = doc ? jarr(doc, "reservations") : NULL;
-    for (size_t i = 0; i < db->n_resvs; i++) {
-        const struct resv_rec *r = &db->resvs[i];
-        if (ja) {
-            cJSON *o = jobj(ja, NULL);
-            jint(o, "id", r->id);
-            jstr(o, "kind", store_res_kind_name(r->kind));
-            jstr(o, "job", r->gang);
-            cJSON *nodes = jarr(o, "nodes");
-            for (uint32_t k = 0; k < r->n_nodes; k++) {
-                cJSON *s = cJSON_CreateString(r->nodes[k]);
-                if (!s)
-                    die_oom();
-                cJSON_AddItemToArray(nodes, s);
-            }
-            jopt(o, "created_ms", r->created_ms, STORE_NO_TIME);
-            jopt(o, "expires_ms", r->expires_ms, STORE_NO_TIME);
-            jopt(o, "expected_start_ms", r->expected_start_ms, STORE_NO_TIME);
-            continue;
-        }
+    const cJSON *rs = jget(doc, "reservations");
+    EACH(r, rs)
+    {
+        const cJSON *list = jget(r, "nodes");
+        int n_nodes = cJSON_GetArraySize(list), k = 0;
         char *nodes = xstrdup("");
-        for (uint32_t k = 0; k < r->n_nodes; k++) {
+        EACH(node, list)
+        {
             if (out_fmt != OUT_WIDE && k == 3) {
-                char *s = xasprintf("%s,+%u more", nodes, r->n_nodes - 3);
+                char *s = xasprintf("%s,+%d more", nodes, n_nodes - 3);
                 free(nodes);
                 nodes = s;
                 break;
             }
-            char *s = xasprintf("%s%s%s", nodes, k ? "," : "", r->nodes[k]);
+            char *s = xasprintf("%s%s%s", nodes, k ? "," : "",
+                                cJSON_IsString(node) ? node->valuestring : "?");
             free(nodes);
             nodes = s;
+            k++;
         }
+        int64_t expires = gint(r, "expires_ms", STORE_NO_TIME);
+        int64_t expected = gint(r, "expected_start_ms", STORE_NO_TIME);
         char c[64], e[64], x[64];
-        fmt_time(c, sizeof(c), r->created_ms);
-        fmt_time(e, sizeof(e), r->expires_ms);
-        fmt_time(x, sizeof(x), r->expected_start_ms);
-        tbl_cell(&t, C_NONE, "%lld", (long long)r->id);
-        tbl_cell(&t, C_NONE, "%s", store_res_kind_name(r->kind));
-        tbl_cell(&t, C_NONE, "%s", r->gang);
+        fmt_time(c, sizeof(c), gint(r, "created_ms", STORE_NO_TIME));
+        fmt_time(e, sizeof(e), expires);
+        fmt_time(x, sizeof(x), expected);
+        tbl_cell(&t, C_NONE, "%lld", (long long)gint(r, "id", 0));
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(r, "kind")));
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(r, "job")));
         tbl_cell(&t, C_NONE, "%s", *nodes ? nodes : "-");
         tbl_cell(&t, C_NONE, "%s", c);
-        tbl_cell(&t, C_NONE, "%s", r->expires_ms == STORE_NO_TIME ? "never" : e);
-        tbl_cell(&t, C_NONE, "%s", r->expected_start_ms == STORE_NO_TIME ? "unknown" : x);
+        tbl_cell(&t, C_NONE, "%s", expires == STORE_NO_TIME ? "never" : e);
+        tbl_cell(&t, C_NONE, "%s", expected == STORE_NO_TIME ? "unknown" : x);
         free(nodes);
     }
-    if (doc) {
-        tbl_free(&t);
-        return emit_doc(doc);
-    }
-    if (db->n_resvs == 0)
+    if (cJSON_GetArraySize(rs) == 0)
         puts("no reservations");
     else
         tbl_print(stdout, &t);
     tbl_free(&t);
+    cJSON_Delete(doc);
     return 0;
 }
 
@@ -1739,20 +951,23 @@ static void usage(FILE *f)
             "                         JOB is NAMESPACE/PODGROUP, or the simulator's job id\n"
             "  top                    GPU usage by queue and by node\n"
             "  reservations           capacity held for waiting jobs\n"
-            "operators (need a running scheduler, --server):\n"
-            "  queue hold|resume|drain QUEUE, reserve ..., checkpoint NAMESPACE/PODGROUP\n"
+            "operators (need a running scheduler, --server, and a write token):\n"
+            "  queue hold|resume|drain QUEUE\n"
+            "  reserve add JOB NODE...  hold nodes for a waiting job; reserve delete ID\n"
+            "  checkpoint NAMESPACE/PODGROUP\n"
             "\n"
             "flags:\n"
             "  --db FILE              read this simulator or scheduler database (read-only)\n"
-            "  --server URL           the scheduler's HTTP API (default $GANGSCHED_SERVER);\n"
-            "                         not available in this build\n"
-            "  --token-file FILE      bearer token for --server (default $GANGSCHED_TOKEN)\n"
+            "  --server URL           the scheduler's HTTP API (default $GANGSCHED_SERVER)\n"
+            "  --token-file FILE      bearer token for --server (default: the token in\n"
+            "                         $GANGSCHED_TOKEN)\n"
             "  -o, --output FMT       table (default), wide, json or yaml\n"
             "  --no-color             no colour (default: colour on a terminal, unless "
             "$NO_COLOR)\n"
             "  -h, --help             this help; '%s COMMAND --help' for one command\n"
             "\n"
-            "exit: 0 ok, 1 unknown queue or job, 2 usage error or not available\n",
+            "exit: 0 ok, 1 unknown queue or job, 2 usage error, server unreachable or not\n"
+            "available, 3 refused by the server (401, 403)\n",
             prog, prog);
 }
 
@@ -1792,11 +1007,15 @@ static const struct cmd_help helps[] = {
      "Capacity held for waiting jobs: id, kind (starvation, preemptor, operator), job, nodes,\n"
      "creation, expiry and expected start. -o wide lists every node.\n"},
     {"queue", "queue hold|resume|drain QUEUE",
-     "Operator command: needs a running scheduler (--server); not available offline.\n"},
-    {"reserve", "reserve ...",
-     "Operator command: needs a running scheduler (--server); not available offline.\n"},
+     "Operator command (--server and a write token): hold stops admitting the queue's jobs,\n"
+     "resume admits them again, drain stops admitting and lets running jobs finish. The\n"
+     "scheduler records the request and applies it; exit 1 for an unknown queue.\n"},
+    {"reserve", "reserve add JOB NODE... | reserve delete ID",
+     "Operator command (--server and a write token): add holds the nodes for a waiting job\n"
+     "(an operator reservation); delete removes reservation ID.\n"},
     {"checkpoint", "checkpoint NAMESPACE/PODGROUP",
-     "Operator command: needs a running scheduler (--server); not available offline.\n"},
+     "Operator command (--server and a write token): asks the job to checkpoint (the\n"
+     "checkpoint handshake of docs/lifecycle.md). Exit 1 for an unknown job.\n"},
 };
 
 static const struct cmd_help *find_help(const char *cmd)
@@ -1809,8 +1028,8 @@ static const struct cmd_help *find_help(const char *cmd)
 
 static void usage_cmd(FILE *f, const struct cmd_help *h)
 {
-    fprintf(f, "usage: %s [--db FILE] [-o table|wide|json|yaml] %s\n\n%s", prog, h->synopsis,
-            h->text);
+    fprintf(f, "usage: %s [--db FILE | --server URL] [-o table|wide|json|yaml] %s\n\n%s", prog,
+            h->synopsis, h->text);
 }
 
 struct args {
@@ -1929,6 +1148,326 @@ static bool is_operator(const char *cmd)
            strcmp(cmd, "checkpoint") == 0;
 }
 
+/* Renders one tenant command's document (and frees it). */
+static int show(cJSON *doc, const char *cmd, const struct args *a)
+{
+    if (strcmp(cmd, "quota") == 0)
+        return show_quota(doc);
+    if (strcmp(cmd, "queues") == 0)
+        return show_queues(doc);
+    if (strcmp(cmd, "jobs") == 0)
+        return show_jobs(doc, a->queue, a->all);
+    if (strcmp(cmd, "explain") == 0)
+        return show_explain(doc);
+    if (strcmp(cmd, "top") == 0)
+        return show_top(doc);
+    return show_reservations(doc);
+}
+
+/* ---- the scheduler's HTTP API (--server) ------------------------------------------------------
+ */
+
+#define EXIT_DENIED 3 /* 401 or 403 from the server */
+
+struct remote {
+    const char *server; /* base URL, e.g. http://127.0.0.1:8080 */
+    char *token;        /* bearer token, or NULL */
+};
+
+struct grow_buf {
+    char *p;
+    size_t n;
+    bool too_big;
+};
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
+{
+    struct grow_buf *b = ctx;
+    size_t n = size * nmemb;
+    if (b->n + n > (64u << 20)) { /* 64 MiB: more than any answer of ours */
+        b->too_big = true;
+        return 0;
+    }
+    b->p = xrealloc(b->p, b->n + n + 1);
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return n;
+}
+
+/* "ns/name" -> "ns/name" with every other byte of each segment percent-escaped. */
+static char *escape_path(CURL *c, const char *s)
+{
+    char *out = xstrdup("");
+    const char *seg = s;
+    for (;;) {
+        const char *slash = strchr(seg, '/');
+        size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
+        char *e = curl_easy_escape(c, seg, (int)len);
+        if (!e)
+            die_oom();
+        char *x = xasprintf("%s%s%s", out, seg == s ? "" : "/", e);
+        curl_free(e);
+        free(out);
+        out = x;
+        if (!slash)
+            break;
+        seg = slash + 1;
+    }
+    return out;
+}
+
+/* Calls the API; returns 0 with *doc (a JSON document), or an exit code after printing why. */
+static int remote_call(const struct remote *r, const char *method, const char *path,
+                       const char *body, cJSON **doc)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        die_oom();
+    size_t base_len = strlen(r->server);
+    while (base_len > 0 && r->server[base_len - 1] == '/')
+        base_len--;
+    char *url = xasprintf("%.*s%s", (int)base_len, r->server, path);
+    struct grow_buf b = {0};
+    struct curl_slist *h = NULL;
+    char *auth = NULL;
+    if (r->token) {
+        auth = xasprintf("Authorization: Bearer %s", r->token);
+        h = curl_slist_append(h, auth);
+    }
+    if (body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "gangctl");
+    CURLcode cc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    free(auth);
+    curl_easy_cleanup(c);
+    int rc = 0;
+    if (cc != CURLE_OK) {
+        fprintf(stderr, "%s: cannot reach the scheduler at %s: %s\n", prog, r->server,
+                b.too_big ? "answer too large" : curl_easy_strerror(cc));
+        rc = EXIT_USAGE;
+    } else {
+        cJSON *d = b.p ? cJSON_ParseWithLength(b.p, b.n) : NULL;
+        if (status >= 200 && status < 300 && cJSON_IsObject(d)) {
+            *doc = d;
+            d = NULL;
+        } else {
+            const char *msg = gstr(jget(d, "error"), "message");
+            struct table t; /* only to make the server's text harmless on a terminal */
+            tbl_init(&t, 1, NULL, 0);
+            tbl_cell(&t, C_NONE, "%s", msg ? msg : "no error message");
+            if (status >= 200 && status < 300)
+                fprintf(stderr, "%s: %s %s: the server's answer is not a JSON object\n", prog,
+                        method, url);
+            else if (status == 401)
+                fprintf(stderr, "%s: unauthorized (401): %s%s\n", prog, t.cell[0],
+                        r->token ? "" : " (give a token: --token-file FILE or $GANGSCHED_TOKEN)");
+            else if (status == 403)
+                fprintf(stderr, "%s: forbidden (403): %s\n", prog, t.cell[0]);
+            else
+                fprintf(stderr, "%s: %s (HTTP %ld from %s)\n", prog, t.cell[0], status, r->server);
+            tbl_free(&t);
+            rc = status == 404                    ? EXIT_NOTFOUND
+                 : status == 401 || status == 403 ? EXIT_DENIED
+                                                  : EXIT_USAGE;
+        }
+        cJSON_Delete(d);
+    }
+    free(b.p);
+    free(url);
+    return rc;
+}
+
+/* A GET of a path built from a format; escapes nothing (callers escape names). */
+static int remote_get(const struct remote *r, const char *path, cJSON **doc)
+{
+    return remote_call(r, "GET", path, NULL, doc);
+}
+
+/* The token: --token-file FILE (its first line), else $GANGSCHED_TOKEN. Returns 0 or an exit
+ * code. */
+static int load_token(const char *file, char **out)
+{
+    *out = NULL;
+    if (!file) {
+        const char *env = getenv("GANGSCHED_TOKEN");
+        if (env && *env)
+            *out = xstrdup(env);
+        return 0;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot read the token file %s: %s\n", prog, file, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    buf[strcspn(buf, "\r\n")] = 0;
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        s[--len] = 0;
+    if (len > 0)
+        *out = xstrdup(s);
+    return 0;
+}
+
+/* The operator commands: one write each; prints the server's message (or the document). */
+static int remote_write(const struct remote *r, const struct args *a)
+{
+    const char *cmd = a->pos[0];
+    CURL *c = curl_easy_init();
+    if (!c)
+        die_oom();
+    char *path = NULL, *body = NULL;
+    const char *method = "POST";
+    if (strcmp(cmd, "queue") == 0) {
+        char *q = escape_path(c, a->pos[2]);
+        path = xasprintf("/v1/queues/%s/%s", q, a->pos[1]);
+        free(q);
+    } else if (strcmp(cmd, "checkpoint") == 0) {
+        char *j = escape_path(c, a->pos[1]);
+        path = xasprintf("/v1/jobs/%s/checkpoint", j);
+        free(j);
+    } else if (a->n_pos >= 3 && strcmp(a->pos[1], "delete") == 0) {
+        char *id = escape_path(c, a->pos[2]);
+        path = xasprintf("/v1/reservations/%s", id);
+        method = "DELETE";
+        free(id);
+    } else {
+        cJSON *d = cJSON_CreateObject();
+        cJSON *nodes = d ? cJSON_AddArrayToObject(d, "nodes") : NULL;
+        if (!nodes || !cJSON_AddStringToObject(d, "job", a->pos[2]))
+            die_oom();
+        for (int i = 3; i < a->n_pos; i++) {
+            cJSON *s = cJSON_CreateString(a->pos[i]);
+            if (!s)
+                die_oom();
+            cJSON_AddItemToArray(nodes, s);
+        }
+        body = cJSON_PrintUnformatted(d);
+        cJSON_Delete(d);
+        if (!body)
+            die_oom();
+        path = xstrdup("/v1/reservations");
+    }
+    curl_easy_cleanup(c);
+    cJSON *doc = NULL;
+    int rc = remote_call(r, method, path, body ? body : "", &doc);
+    free(path);
+    free(body);
+    if (rc)
+        return rc;
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
+    const char *msg = gstr(doc, "message");
+    struct table t;
+    tbl_init(&t, 1, NULL, 0);
+    tbl_cell(&t, C_NONE, "%s", msg ? msg : "done");
+    puts(t.cell[0]);
+    tbl_free(&t);
+    cJSON_Delete(doc);
+    return 0;
+}
+
+/* A tenant command against the API: the same documents as offline, the same renderers. */
+static int remote_read(const struct remote *r, const struct args *a)
+{
+    const char *cmd = a->pos[0];
+    const char *arg = a->n_pos > 1 ? a->pos[1] : NULL;
+    CURL *c = curl_easy_init();
+    if (!c)
+        die_oom();
+    char *path = NULL;
+    if (strcmp(cmd, "quota") == 0 && arg) {
+        char *q = escape_path(c, arg);
+        path = xasprintf("/v1/queues/%s", q);
+        free(q);
+    } else if (strcmp(cmd, "quota") == 0) {
+        path = xstrdup("/v1/quota");
+    } else if (strcmp(cmd, "queues") == 0) {
+        path = xstrdup("/v1/queues");
+    } else if (strcmp(cmd, "jobs") == 0) {
+        char *q = a->queue ? curl_easy_escape(c, a->queue, 0) : NULL;
+        path = xasprintf("/v1/jobs%s%s%s%s", q || a->all ? "?" : "", q ? "queue=" : "", q ? q : "",
+                         a->all ? (q ? "&all=1" : "all=1") : "");
+        curl_free(q);
+    } else if (strcmp(cmd, "explain") == 0) {
+        char *j = escape_path(c, arg);
+        path = xasprintf("/v1/jobs/%s?limit=%u", j, a->limit);
+        free(j);
+    } else if (strcmp(cmd, "top") == 0) {
+        path = xstrdup("/v1/top");
+    } else {
+        path = xstrdup("/v1/reservations");
+    }
+    curl_easy_cleanup(c);
+    cJSON *doc = NULL;
+    int rc = remote_get(r, path, &doc);
+    free(path);
+    if (rc)
+        return rc;
+    return show(doc, cmd, a);
+}
+
+/* A tenant command on a database file: the views of store/views.h, then the renderers. */
+static int offline(const char *path, const struct args *a)
+{
+    const char *cmd = a->pos[0];
+    const char *arg = a->n_pos > 1 ? a->pos[1] : NULL;
+    struct sched_errbuf eb = {{0}};
+    struct store *st = NULL;
+    struct store_views *v = NULL;
+    cJSON *doc = NULL;
+    int err = store_open(path, STORE_READONLY, NULL, &st, &eb);
+    if (!err)
+        err = store_views_load(st, &v, &eb);
+    if (!err) {
+        if (strcmp(cmd, "quota") == 0)
+            err = store_view_quota(v, arg, &doc, &eb);
+        else if (strcmp(cmd, "queues") == 0)
+            err = store_view_queues(v, &doc, &eb);
+        else if (strcmp(cmd, "jobs") == 0)
+            err = store_view_jobs(v, a->queue, a->all, &doc, &eb);
+        else if (strcmp(cmd, "explain") == 0)
+            err = store_view_explain(v, arg, a->limit, &doc, &eb);
+        else if (strcmp(cmd, "top") == 0)
+            err = store_view_top(v, &doc, &eb);
+        else
+            err = store_view_reservations(v, &doc, &eb);
+    }
+    int rc = 0;
+    if (err) {
+        fprintf(stderr, "%s: %s\n", prog, eb.msg[0] ? eb.msg : sched_strerror(err));
+        rc = err == SCHED_ENOENT && v ? EXIT_NOTFOUND : EXIT_USAGE;
+    } else {
+        source_kind = "database";
+        source_name = path;
+        rc = show(doc, cmd, a);
+    }
+    store_views_free(v);
+    store_close(st);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct args a = {.limit = DEFAULT_LIMIT};
@@ -1974,35 +1513,34 @@ static int run(int argc, char **argv)
         fprintf(stderr, "%s: usage: %s %s\n", prog, prog, h->synopsis);
         return EXIT_USAGE;
     }
+    if (strcmp(cmd, "reserve") == 0 && !(a.n_pos >= 4 && strcmp(a.pos[1], "add") == 0) &&
+        !(a.n_pos == 3 && strcmp(a.pos[1], "delete") == 0)) {
+        fprintf(stderr, "%s: usage: %s %s\n", prog, prog, h->synopsis);
+        return EXIT_USAGE;
+    }
     if ((a.queue || a.all) && strcmp(cmd, "jobs") != 0)
         return usage_error(
             a.queue ? "-q applies to jobs only, not" : "-A applies to jobs only, not", cmd);
     if (a.have_limit && strcmp(cmd, "explain") != 0)
         return usage_error("--limit applies to explain only, not", cmd);
 
-    if (!a.server && getenv("GANGSCHED_SERVER") && *getenv("GANGSCHED_SERVER"))
+    if (!a.server && !a.db && getenv("GANGSCHED_SERVER") && *getenv("GANGSCHED_SERVER"))
         a.server = getenv("GANGSCHED_SERVER");
     if (a.server_flag && a.db) {
         fprintf(stderr, "%s: use either --db FILE or --server URL, not both\n", prog);
         return EXIT_USAGE;
     }
-    if (is_operator(cmd) || (a.server && !a.db)) {
-        if (a.server)
-            fprintf(stderr,
-                    "%s: the scheduler's HTTP API is not available in this build: use --db FILE "
-                    "(server %s)\n",
-                    prog, a.server);
-        else
-            fprintf(stderr,
-                    "%s: '%s%s%s' needs a running scheduler (--server); not available offline\n",
-                    prog, cmd, strcmp(cmd, "queue") == 0 ? " " : "",
-                    strcmp(cmd, "queue") == 0 ? a.pos[1] : "");
+    if (is_operator(cmd) && !a.server) {
+        fprintf(stderr,
+                "%s: '%s%s%s' needs a running scheduler (--server); not available offline\n", prog,
+                cmd, strcmp(cmd, "queue") == 0 ? " " : "",
+                strcmp(cmd, "queue") == 0 ? a.pos[1] : "");
         return EXIT_USAGE;
     }
-    if (!a.db) {
+    if (!a.db && !a.server) {
         fprintf(stderr,
-                "%s: no database: use --db FILE (a 'gangsched simulate --db' or scheduler "
-                "database)\n",
+                "%s: no database and no server: use --db FILE (a 'gangsched simulate --db' or "
+                "scheduler database) or --server URL\n",
                 prog);
         return EXIT_USAGE;
     }
@@ -2010,24 +1548,29 @@ static int run(int argc, char **argv)
     use_color = !a.no_color && (out_fmt == OUT_TABLE || out_fmt == OUT_WIDE) &&
                 isatty(STDOUT_FILENO) && !(nc && *nc);
 
-    struct db db;
-    rc = db_load(&db, a.db);
-    if (rc == 0) {
-        const char *arg = a.n_pos > 1 ? a.pos[1] : NULL;
-        if (strcmp(cmd, "quota") == 0)
-            rc = cmd_quota(&db, arg);
-        else if (strcmp(cmd, "queues") == 0)
-            rc = cmd_queues(&db);
-        else if (strcmp(cmd, "jobs") == 0)
-            rc = cmd_jobs(&db, a.queue, a.all);
-        else if (strcmp(cmd, "explain") == 0)
-            rc = cmd_explain(&db, arg, a.limit);
-        else if (strcmp(cmd, "top") == 0)
-            rc = cmd_top(&db);
-        else
-            rc = cmd_reservations(&db);
+    if (a.server) {
+        if (strncmp(a.server, "http://", 7) != 0 && strncmp(a.server, "https://", 8) != 0) {
+            fprintf(stderr, "%s: --server needs an http:// or https:// URL, not '%s'\n", prog,
+                    a.server);
+            return EXIT_USAGE;
+        }
+        struct remote r = {a.server, NULL};
+        rc = load_token(a.token_file, &r.token);
+        if (rc)
+            return rc;
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+            fprintf(stderr, "%s: cannot initialise libcurl\n", prog);
+            free(r.token);
+            return EXIT_USAGE;
+        }
+        source_kind = "server";
+        source_name = a.server;
+        rc = is_operator(cmd) ? remote_write(&r, &a) : remote_read(&r, &a);
+        free(r.token);
+        curl_global_cleanup();
+    } else {
+        rc = offline(a.db, &a);
     }
-    db_free(&db);
     if (fflush(stdout) != 0 && rc == 0) {
         fprintf(stderr, "%s: cannot write the output\n", prog);
         rc = EXIT_USAGE;

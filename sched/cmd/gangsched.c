@@ -17,6 +17,7 @@
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/http/server.h"
 #include "sched/kube/driver.h"
 #include "sched/sim/nodes.h"
 #include "sched/sim/report.h"
@@ -46,6 +47,7 @@ static void usage_main(FILE *f)
           "  simulate   replay job traces on a simulated cluster with one or more policies\n"
           "  config     check an operator configuration: gangsched config check FILE\n"
           "  store      check a database: gangsched store check DB\n"
+          "  serve      serve the HTTP API over a database: gangsched serve --db FILE ...\n"
           "  policies   list the scheduling policies\n"
           "  version    print the version\n"
           "\n"
@@ -987,6 +989,8 @@ int main(int argc, char **argv)
         }
         return store_check_main(argv[3], stdout);
     }
+    if (strcmp(cmd, "serve") == 0)
+        return http_serve_main(argc - 2, argv + 2);
     if (strcmp(cmd, "policies") == 0) {
         for (size_t k = 0; sched_policies[k]; k++)
             printf("%-12s %s\n", sched_policies[k]->name, sched_policies[k]->summary);

@@ -134,10 +134,12 @@ expect_fail "unknown queue (quota)" 1 "queue 'nope' not found" -- "$CTL" --db "$
 expect_fail "unknown queue (jobs -q)" 1 "queue 'nope' not found" -- "$CTL" --db "$TMP/g.db" jobs -q nope
 expect_fail "unknown job" 1 "job 'ns/nope' not found" -- "$CTL" --db "$TMP/g.db" explain ns/nope
 expect_fail "queue hold offline" 2 "needs a running scheduler (--server); not available offline" -- "$CTL" --db "$TMP/g.db" queue hold prod
-expect_fail "reserve offline" 2 "not available offline" -- "$CTL" --db "$TMP/g.db" reserve x
+expect_fail "reserve offline" 2 "not available offline" -- "$CTL" --db "$TMP/g.db" reserve add x n1
 expect_fail "checkpoint offline" 2 "not available offline" -- "$CTL" checkpoint ns/pg
-expect_fail "--server" 2 "HTTP API is not available in this build: use --db FILE" -- "$CTL" --server http://localhost:8080 --token-file /dev/null queues
-expect_fail "GANGSCHED_SERVER" 2 "HTTP API is not available" -- env GANGSCHED_SERVER=http://x "$CTL" jobs
+expect_fail "--server unreachable" 2 "cannot reach the scheduler at http://127.0.0.1:1" -- "$CTL" --server http://127.0.0.1:1 --token-file /dev/null queues
+expect_fail "GANGSCHED_SERVER unreachable" 2 "cannot reach the scheduler" -- env GANGSCHED_SERVER=http://127.0.0.1:1 "$CTL" jobs
+expect_fail "--server not a URL" 2 "needs an http:// or https:// URL" -- "$CTL" --server 127.0.0.1:1 jobs
+expect_fail "--db and --server" 2 "not both" -- "$CTL" --db "$TMP/g.db" --server http://127.0.0.1:1 jobs
 expect_fail "no --db" 2 "use --db FILE" -- "$CTL" queues
 expect_fail "bad flag" 2 "unknown flag '--frob'" -- "$CTL" --db "$TMP/g.db" --frob queues
 expect_fail "bad output format" 2 "unknown output format" -- "$CTL" --db "$TMP/g.db" -o xml queues

@@ -397,7 +397,7 @@ static void test_newer_version_refused(void **state)
     raw_sql(f->db, "PRAGMA user_version = 999;");
     size_t n;
     unsigned char *before = slurp(f->db, &n);
-    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (1)");
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (2)");
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
     same_bytes(before, n, f->db);
     free(before);
@@ -1174,6 +1174,58 @@ static void test_cycle_of_10000_decisions(void **state)
     store_close(st);
 }
 
+/* ---- operator actions (schema version 2) ---------------------------------------------------- */
+
+struct act_seen {
+    int n;
+    int64_t last_id;
+    enum store_action_state last_state;
+    char target[32];
+};
+
+static int see_action(void *ctx, const struct store_action *a)
+{
+    struct act_seen *s = ctx;
+    s->n++;
+    s->last_id = a->id;
+    s->last_state = a->state;
+    snprintf(s->target, sizeof(s->target), "%s", a->target);
+    return 0;
+}
+
+static void test_operator_actions(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_action a = {.ts_ms = 5, .kind = STORE_ACT_HOLD, .target = "prod"};
+    int64_t id1 = 0, id2 = 0;
+    assert_int_equal(store_action_add(st, &a, &id1, &eb), 0);
+    a.kind = STORE_ACT_RESERVE;
+    a.target = "ns/job";
+    a.detail = "{\"nodes\":[\"n1\"]}";
+    assert_int_equal(store_action_add(st, &a, &id2, &eb), 0);
+    assert_true(id2 > id1 && id1 > 0);
+    a.target = NULL;
+    assert_int_equal(store_action_add(st, &a, NULL, &eb), SCHED_EINVAL);
+    a.target = "x";
+    a.kind = (enum store_action_kind)99;
+    assert_int_equal(store_action_add(st, &a, NULL, &eb), SCHED_EINVAL);
+    assert_int_equal(store_action_done(st, id1, STORE_ACTION_APPLIED, 9, NULL, &eb), 0);
+    assert_int_equal(store_action_done(st, id1, STORE_ACTION_REJECTED, 9, "x", &eb), SCHED_ENOENT);
+    struct act_seen seen = {0};
+    assert_int_equal(store_action_list(st, true, see_action, &seen, &eb), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.last_id, id2);
+    assert_string_equal(seen.target, "ns/job");
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(store_action_list(st, false, see_action, &seen, &eb), 0);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(store_action_kind_parse("checkpoint"), STORE_ACT_CHECKPOINT);
+    assert_int_equal(store_action_kind_parse("nope"), -1);
+    store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1199,6 +1251,7 @@ int main(void)
         T(test_tampered_rows),
         T(test_statements_reused),
         T(test_cycle_of_10000_decisions),
+        T(test_operator_actions),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

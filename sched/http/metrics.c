@@ -1,0 +1,341 @@
+/* sched/http/metrics.c: the metrics registry and its Prometheus text rendering; see metrics.h.
+ *
+ * Owns: families (name, help, type, label names, buckets) and their series (label values, value
+ * or bucket counts, sum and count), kept in registration and creation order.
+ * Must not touch: anything outside the registry; the meaning of the numbers.
+ */
+#include "sched/http/metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct series {
+    struct series *next;
+    char *values[HTTP_METRIC_MAX_LABELS];
+    double value; /* counter, gauge; histogram: sum */
+    uint64_t count;
+    uint64_t buckets[HTTP_METRIC_MAX_BUCKETS];
+};
+
+struct http_metric {
+    struct http_metric *next;
+    char *name, *help;
+    enum http_metric_type type;
+    char *labels[HTTP_METRIC_MAX_LABELS];
+    uint32_t n_labels;
+    double bounds[HTTP_METRIC_MAX_BUCKETS];
+    uint32_t n_bounds;
+    struct series *series, *last;
+};
+
+struct http_metrics {
+    struct http_metric *first, *last;
+};
+
+static char *dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static bool name_ok(const char *s, bool colon)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9'))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || (colon && *s == ':')))
+            return false;
+    return true;
+}
+
+struct http_metrics *http_metrics_new(void)
+{
+    return calloc(1, sizeof(struct http_metrics));
+}
+
+static void free_family(struct http_metric *f)
+{
+    for (struct series *s = f->series, *n; s; s = n) {
+        n = s->next;
+        for (uint32_t i = 0; i < f->n_labels; i++)
+            free(s->values[i]);
+        free(s);
+    }
+    for (uint32_t i = 0; i < f->n_labels; i++)
+        free(f->labels[i]);
+    free(f->name);
+    free(f->help);
+    free(f);
+}
+
+void http_metrics_free(struct http_metrics *m)
+{
+    if (!m)
+        return;
+    for (struct http_metric *f = m->first, *n; f; f = n) {
+        n = f->next;
+        free_family(f);
+    }
+    free(m);
+}
+
+int http_metric_add(struct http_metrics *m, const char *name, const char *help,
+                    enum http_metric_type type, const char *const *labels, uint32_t n_labels,
+                    const double *buckets, uint32_t n_buckets, struct http_metric **out)
+{
+    if (!m || !name_ok(name, true) || n_labels > HTTP_METRIC_MAX_LABELS ||
+        n_buckets > HTTP_METRIC_MAX_BUCKETS || (unsigned)type > HTTP_HISTOGRAM ||
+        (n_labels && !labels) || (n_buckets && !buckets))
+        return SCHED_EINVAL;
+    for (uint32_t i = 0; i < n_labels; i++)
+        if (!name_ok(labels[i], false) || strcmp(labels[i], "le") == 0)
+            return SCHED_EINVAL;
+    for (uint32_t i = 0; i < n_buckets; i++)
+        if (!isfinite(buckets[i]) || (i > 0 && buckets[i] <= buckets[i - 1]))
+            return SCHED_EINVAL;
+    for (struct http_metric *f = m->first; f; f = f->next)
+        if (strcmp(f->name, name) == 0) {
+            if (f->type != type || f->n_labels != n_labels)
+                return SCHED_EINVAL;
+            *out = f;
+            return 0;
+        }
+    struct http_metric *f = calloc(1, sizeof(*f));
+    if (!f)
+        return SCHED_ENOMEM;
+    f->name = dup(name);
+    f->help = dup(help ? help : "");
+    f->type = type;
+    bool oom = !f->name || !f->help;
+    for (uint32_t i = 0; i < n_labels; i++) {
+        f->labels[i] = dup(labels[i]);
+        oom = oom || !f->labels[i];
+    }
+    f->n_labels = n_labels;
+    if (type == HTTP_HISTOGRAM) {
+        memcpy(f->bounds, buckets, n_buckets * sizeof(*buckets));
+        f->n_bounds = n_buckets;
+    }
+    if (oom) {
+        free_family(f);
+        return SCHED_ENOMEM;
+    }
+    if (m->last)
+        m->last->next = f;
+    else
+        m->first = f;
+    m->last = f;
+    *out = f;
+    return 0;
+}
+
+static struct series *find_series(struct http_metric *f, const char *const *values, int *err)
+{
+    for (uint32_t i = 0; i < f->n_labels; i++)
+        if (!values || !values[i]) {
+            *err = SCHED_EINVAL;
+            return NULL;
+        }
+    for (struct series *s = f->series; s; s = s->next) {
+        uint32_t i = 0;
+        while (i < f->n_labels && strcmp(s->values[i], values[i]) == 0)
+            i++;
+        if (i == f->n_labels)
+            return s;
+    }
+    struct series *s = calloc(1, sizeof(*s));
+    if (!s) {
+        *err = SCHED_ENOMEM;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < f->n_labels; i++)
+        if (!(s->values[i] = dup(values[i]))) {
+            for (uint32_t k = 0; k < i; k++)
+                free(s->values[k]);
+            free(s);
+            *err = SCHED_ENOMEM;
+            return NULL;
+        }
+    if (f->last)
+        f->last->next = s;
+    else
+        f->series = s;
+    f->last = s;
+    return s;
+}
+
+int http_metric_add_value(struct http_metric *f, const char *const *values, double v)
+{
+    if (!f || f->type == HTTP_HISTOGRAM || !isfinite(v) || (f->type == HTTP_COUNTER && v < 0))
+        return SCHED_EINVAL;
+    int err = 0;
+    struct series *s = find_series(f, values, &err);
+    if (s)
+        s->value += v;
+    return err;
+}
+
+int http_metric_set(struct http_metric *f, const char *const *values, double v)
+{
+    if (!f || f->type != HTTP_GAUGE || isnan(v))
+        return SCHED_EINVAL;
+    int err = 0;
+    struct series *s = find_series(f, values, &err);
+    if (s)
+        s->value = v;
+    return err;
+}
+
+int http_metric_observe(struct http_metric *f, const char *const *values, double v)
+{
+    if (!f || f->type != HTTP_HISTOGRAM || isnan(v))
+        return SCHED_EINVAL;
+    int err = 0;
+    struct series *s = find_series(f, values, &err);
+    if (!s)
+        return err;
+    for (uint32_t i = 0; i < f->n_bounds; i++)
+        if (v <= f->bounds[i])
+            s->buckets[i]++;
+    s->count++;
+    s->value += v;
+    return 0;
+}
+
+/* ---- rendering ------------------------------------------------------------------------------ */
+
+struct out {
+    char *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    if (o->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(o->p ? o->p + o->n : NULL, o->p ? o->cap - o->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            o->oom = true;
+            return;
+        }
+        if (o->p && o->n + (size_t)k < o->cap) {
+            o->n += (size_t)k;
+            return;
+        }
+        size_t c = o->cap ? o->cap * 2 : 4096;
+        while (c <= o->n + (size_t)k)
+            c *= 2;
+        char *q = realloc(o->p, c);
+        if (!q) {
+            o->oom = true;
+            return;
+        }
+        o->p = q;
+        o->cap = c;
+    }
+}
+
+static void put_escaped(struct out *o, const char *s, bool quote)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            put(o, "\\\\");
+        else if (*s == '\n')
+            put(o, "\\n");
+        else if (*s == '"' && quote)
+            put(o, "\\\"");
+        else
+            put(o, "%c", *s);
+    }
+}
+
+static void put_num(struct out *o, double v)
+{
+    if (isnan(v))
+        put(o, "NaN");
+    else if (isinf(v))
+        put(o, v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        put(o, "%.0f", v);
+    else
+        put(o, "%.17g", v);
+}
+
+static void put_labels(struct out *o, const struct http_metric *f, const struct series *s,
+                       const char *le)
+{
+    if (f->n_labels == 0 && !le)
+        return;
+    put(o, "{");
+    for (uint32_t i = 0; i < f->n_labels; i++) {
+        put(o, "%s%s=\"", i ? "," : "", f->labels[i]);
+        put_escaped(o, s->values[i], true);
+        put(o, "\"");
+    }
+    if (le)
+        put(o, "%sle=\"%s\"", f->n_labels ? "," : "", le);
+    put(o, "}");
+}
+
+int http_metrics_render(const struct http_metrics *m, char **buf, size_t *len)
+{
+    static const char *const types[] = {"counter", "gauge", "histogram"};
+    struct out o = {*buf, *len, *buf ? *len + 1 : 0, false};
+    for (const struct http_metric *f = m ? m->first : NULL; f; f = f->next) {
+        put(&o, "# HELP %s ", f->name);
+        put_escaped(&o, f->help, false);
+        put(&o, "\n# TYPE %s %s\n", f->name, types[f->type]);
+        for (const struct series *s = f->series; s; s = s->next) {
+            if (f->type != HTTP_HISTOGRAM) {
+                put(&o, "%s", f->name);
+                put_labels(&o, f, s, NULL);
+                put(&o, " ");
+                put_num(&o, s->value);
+                put(&o, "\n");
+                continue;
+            }
+            for (uint32_t i = 0; i < f->n_bounds; i++) {
+                char le[40];
+                if (f->bounds[i] == floor(f->bounds[i]) && fabs(f->bounds[i]) < 1e15)
+                    snprintf(le, sizeof(le), "%.1f", f->bounds[i]);
+                else
+                    snprintf(le, sizeof(le), "%.17g", f->bounds[i]);
+                put(&o, "%s_bucket", f->name);
+                put_labels(&o, f, s, le);
+                put(&o, " %llu\n", (unsigned long long)s->buckets[i]);
+            }
+            put(&o, "%s_bucket", f->name);
+            put_labels(&o, f, s, "+Inf");
+            put(&o, " %llu\n%s_sum", (unsigned long long)s->count, f->name);
+            put_labels(&o, f, s, NULL);
+            put(&o, " ");
+            put_num(&o, s->value);
+            put(&o, "\n%s_count", f->name);
+            put_labels(&o, f, s, NULL);
+            put(&o, " %llu\n", (unsigned long long)s->count);
+        }
+    }
+    if (!o.p)
+        put(&o, "%s", "");
+    if (o.oom) {
+        *buf = o.p;
+        return SCHED_ENOMEM;
+    }
+    *buf = o.p;
+    *len = o.n;
+    return 0;
+}

@@ -1,0 +1,382 @@
+/* sched/http/serve.c: `gangsched serve`: the HTTP API over a database (a simulator run's --db
+ * output, or a copy of the daemon's), and the metrics a database yields (http_store_metrics).
+ *
+ * Owns: the command's flags, its loop and signals, the store-backed provider (reads from the
+ * file; operator writes validated against it and recorded as operator_actions rows for a
+ * scheduler to apply), and the families derived from a store.
+ * Must not touch: the queues, jobs and reservations themselves (writes are requests only).
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched/http/server.h"
+
+/* ---- metrics from a store ---------------------------------------------------------------------
+ */
+
+struct mctx {
+    struct http_metrics *m;
+    struct http_metric *jobs, *wait, *admitted, *evicted, *preempted, *lost, *nominal, *used,
+        *share;
+    /* victim -> queue, from the jobs */
+    char **gang, **queue;
+    size_t n, cap;
+    int err;
+};
+
+static const char *queue_of(const struct mctx *c, const char *gang)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->gang[i], gang) == 0)
+            return c->queue[i];
+    return "unknown";
+}
+
+static int m_job(void *ctx, const struct store_job *j)
+{
+    struct mctx *c = ctx;
+    const char *state = store_job_state_name(j->state);
+    if (!state)
+        return 0;
+    const char *qs[] = {j->queue, state};
+    int err = http_metric_add_value(c->jobs, qs, 1);
+    const char *q[] = {j->queue};
+    int64_t admit = j->admit_ms != STORE_NO_TIME ? j->admit_ms : j->start_ms;
+    if (!err && admit != STORE_NO_TIME && j->submit_ms != STORE_NO_TIME && admit >= j->submit_ms) {
+        err = http_metric_observe(c->wait, q, (double)(admit - j->submit_ms) / 1000.0);
+        if (!err)
+            err = http_metric_add_value(c->admitted, q, 1);
+    }
+    const char *pre[] = {j->queue, "preempted"};
+    const char *fail[] = {j->queue, "failure"};
+    if (!err && j->preemptions)
+        err = http_metric_add_value(c->evicted, pre, j->preemptions);
+    if (!err && j->restarts)
+        err = http_metric_add_value(c->evicted, fail, j->restarts);
+    if (!err && c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 64;
+        char **g = realloc(c->gang, nc * sizeof(*g));
+        if (g)
+            c->gang = g;
+        char **qq = g ? realloc(c->queue, nc * sizeof(*qq)) : NULL;
+        if (qq)
+            c->queue = qq;
+        if (!g || !qq)
+            return SCHED_ENOMEM;
+        c->cap = nc;
+    }
+    if (!err) {
+        c->gang[c->n] = strdup(j->gang);
+        c->queue[c->n] = strdup(j->queue);
+        if (!c->gang[c->n] || !c->queue[c->n]) {
+            free(c->gang[c->n]);
+            free(c->queue[c->n]);
+            return SCHED_ENOMEM;
+        }
+        c->n++;
+    }
+    return err;
+}
+
+static int m_preempt(void *ctx, const struct store_preemption *p)
+{
+    struct mctx *c = ctx;
+    const char *q[] = {queue_of(c, p->victim)};
+    int err = http_metric_add_value(c->preempted, q, 1);
+    if (!err)
+        err = http_metric_add_value(c->lost, q, p->lost_work_gpu_s);
+    return err;
+}
+
+static int m_queue(void *ctx, const struct store_queue *q)
+{
+    struct mctx *c = ctx;
+    for (uint32_t i = 0; i < q->n_quotas; i++) {
+        const char *l[] = {q->name, q->quotas[i].flavor, q->quotas[i].resource};
+        int err = http_metric_set(c->nominal, l, (double)q->quotas[i].nominal);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static int m_ledger(void *ctx, const struct store_ledger_row *r)
+{
+    struct mctx *c = ctx;
+    const char *l[] = {r->queue, r->flavor, r->resource};
+    return http_metric_set(c->used, l, (double)r->amount);
+}
+
+static int m_share(void *ctx, const char *queue, double share, int64_t updated_ms)
+{
+    struct mctx *c = ctx;
+    (void)updated_ms;
+    const char *l[] = {queue};
+    return isfinite(share) ? http_metric_set(c->share, l, share) : 0;
+}
+
+int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_errbuf *eb)
+{
+    static const double wait_buckets[] = {1,   5,    15,   30,   60,    120,   300,
+                                          600, 1800, 3600, 7200, 14400, 43200, 86400};
+    static const char *const q[] = {"queue"};
+    static const char *const qs[] = {"queue", "state"};
+    static const char *const qr[] = {"queue", "reason"};
+    static const char *const qfr[] = {"queue", "flavor", "resource"};
+    struct mctx c = {.m = m};
+    int err = http_metric_add(m, "gangsched_jobs", "Jobs in the database by queue and state",
+                              HTTP_GAUGE, qs, 2, NULL, 0, &c.jobs);
+    if (!err)
+        err = http_metric_add(m, "gangsched_admission_wait_seconds",
+                              "Time from submission to admission of admitted jobs, per queue",
+                              HTTP_HISTOGRAM, q, 1, wait_buckets, 14, &c.wait);
+    if (!err)
+        err = http_metric_add(m, "gangsched_admitted_total", "Jobs admitted, per queue",
+                              HTTP_COUNTER, q, 1, NULL, 0, &c.admitted);
+    if (!err)
+        err = http_metric_add(m, "gangsched_evictions_total",
+                              "Evictions of running jobs, per queue and reason (preempted, "
+                              "failure)",
+                              HTTP_COUNTER, qr, 2, NULL, 0, &c.evicted);
+    if (!err)
+        err = http_metric_add(m, "gangsched_preemptions_total",
+                              "Preemptions, per queue of the victim", HTTP_COUNTER, q, 1, NULL, 0,
+                              &c.preempted);
+    if (!err)
+        err = http_metric_add(m, "gangsched_preemption_lost_gpu_seconds_total",
+                              "GPU-seconds of work lost to preemption, per queue of the victim",
+                              HTTP_COUNTER, q, 1, NULL, 0, &c.lost);
+    if (!err)
+        err = http_metric_add(m, "gangsched_quota_nominal",
+                              "Nominal quota per queue, flavor and resource (base units)",
+                              HTTP_GAUGE, qfr, 3, NULL, 0, &c.nominal);
+    if (!err)
+        err = http_metric_add(m, "gangsched_quota_used",
+                              "Usage admitted per queue, flavor and resource (base units)",
+                              HTTP_GAUGE, qfr, 3, NULL, 0, &c.used);
+    if (!err)
+        err = http_metric_add(m, "gangsched_queue_share",
+                              "Decayed historical fair share of the queue", HTTP_GAUGE, q, 1, NULL,
+                              0, &c.share);
+    if (err)
+        return sched_fail(eb, err, "metrics: cannot register the store families");
+    err = store_job_list(st, m_job, &c, eb);
+    if (!err)
+        err = store_preemption_list(st, m_preempt, &c, eb);
+    if (!err)
+        err = store_queue_list(st, m_queue, &c, eb);
+    if (!err)
+        err = store_ledger_list(st, m_ledger, &c, eb);
+    if (!err)
+        err = store_history_list(st, m_share, &c, eb);
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.gang[i]);
+        free(c.queue[i]);
+    }
+    free(c.gang);
+    free(c.queue);
+    if (err && !eb->msg[0])
+        sched_fail(eb, err, "metrics from %s: %s", store_path(st), sched_strerror(err));
+    return err;
+}
+
+/* ---- the serve command ------------------------------------------------------------------------
+ */
+
+struct serve {
+    struct store *rw;
+    uv_signal_t sigint, sigterm;
+    struct http_server *srv;
+};
+
+struct find {
+    const char *name;
+    int64_t id;
+    bool found;
+};
+
+static int find_queue(void *ctx, const struct store_queue *q)
+{
+    struct find *f = ctx;
+    if (strcmp(q->name, f->name) == 0)
+        f->found = true;
+    return 0;
+}
+
+static int find_resv(void *ctx, const struct store_reservation *r)
+{
+    struct find *f = ctx;
+    if (r->id == f->id)
+        f->found = true;
+    return 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int serve_write(void *ctx, const struct http_write *w, cJSON **result,
+                       struct sched_errbuf *eb)
+{
+    struct serve *sv = ctx;
+    struct find f = {w->target, 0, false};
+    int err = 0;
+    const char *what = "queue";
+    switch (w->kind) {
+    case STORE_ACT_HOLD:
+    case STORE_ACT_RESUME:
+    case STORE_ACT_DRAIN:
+        err = store_queue_list(sv->rw, find_queue, &f, eb);
+        break;
+    case STORE_ACT_RESERVE:
+    case STORE_ACT_CHECKPOINT: {
+        what = "job";
+        struct store_job j;
+        err = store_job_get(sv->rw, w->target, &j, eb);
+        f.found = err == 0;
+        if (err == SCHED_ENOENT)
+            err = 0;
+        break;
+    }
+    case STORE_ACT_UNRESERVE:
+        what = "reservation";
+        f.id = strtoll(w->target, NULL, 10);
+        err = store_reservation_list(sv->rw, find_resv, &f, eb);
+        break;
+    }
+    if (err)
+        return err;
+    char q[160];
+    sched_quote(w->target, strlen(w->target), q, sizeof(q));
+    if (!f.found)
+        return sched_fail(eb, SCHED_ENOENT, "%s '%s' not found", what, q);
+    struct store_action a = {.ts_ms = now_ms(),
+                             .kind = w->kind,
+                             .target = w->target,
+                             .detail = w->detail,
+                             .actor = w->actor};
+    int64_t id = 0;
+    err = store_action_add(sv->rw, &a, &id, eb);
+    if (err)
+        return err;
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *act = doc ? cJSON_AddObjectToObject(doc, "action") : NULL;
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%s of %s '%s' requested (action %lld, pending)",
+             store_action_kind_name(w->kind), what, q, (long long)id);
+    if (!act || !cJSON_AddNumberToObject(act, "id", (double)id) ||
+        !cJSON_AddStringToObject(act, "kind", store_action_kind_name(w->kind)) ||
+        !cJSON_AddStringToObject(act, "target", w->target) ||
+        !cJSON_AddStringToObject(act, "state", "pending") ||
+        !cJSON_AddStringToObject(doc, "message", msg)) {
+        cJSON_Delete(doc);
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
+    *result = doc;
+    return 0;
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    struct serve *sv = h->data;
+    (void)sig;
+    http_server_stop(sv->srv);
+    sv->srv = NULL;
+    uv_close((uv_handle_t *)&sv->sigint, NULL);
+    uv_close((uv_handle_t *)&sv->sigterm, NULL);
+}
+
+static int serve_usage(FILE *f, int rc)
+{
+    fputs("usage: gangsched serve --db FILE [--listen HOST:PORT] [--token-file FILE]\n"
+          "                       [--read-token-file FILE] [--port-file FILE]\n"
+          "\n"
+          "Serves the HTTP API (docs/api.md) over a database until SIGINT or SIGTERM: reads show\n"
+          "the file as it is now; operator writes are checked against it and recorded as\n"
+          "pending operator actions (docs/store.md) for a scheduler to apply.\n"
+          "\n"
+          "  --db FILE               the database (a 'gangsched simulate --db' run; migrated to\n"
+          "                          the current schema if older)\n"
+          "  --listen HOST:PORT      default 127.0.0.1:8080; port 0 picks a free port\n"
+          "  --token-file FILE       bearer token for writes (re-read when it changes); without\n"
+          "                          it writes are refused\n"
+          "  --read-token-file FILE  bearer token reads need (the write token works too)\n"
+          "  --port-file FILE        write the bound port there once listening\n",
+          f);
+    return rc;
+}
+
+int http_serve_main(int argc, char **argv)
+{
+    const char *db = NULL, *port_file = NULL;
+    struct http_opts o = {.listen = "127.0.0.1:8080"};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = strcmp(a, "--db") == 0                ? &db
+                           : strcmp(a, "--listen") == 0          ? &o.listen
+                           : strcmp(a, "--token-file") == 0      ? &o.write_token_file
+                           : strcmp(a, "--read-token-file") == 0 ? &o.read_token_file
+                           : strcmp(a, "--port-file") == 0       ? &port_file
+                                                                 : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return serve_usage(stdout, 0);
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "gangsched serve: %s '%s'\n",
+                    dst ? "flag needs a value:" : "unknown flag", a);
+            return serve_usage(stderr, 2);
+        }
+        *dst = argv[++i];
+    }
+    if (!db) {
+        fputs("gangsched serve: --db FILE is required\n", stderr);
+        return serve_usage(stderr, 2);
+    }
+    struct serve sv = {0};
+    struct sched_errbuf eb = {{0}};
+    if (store_open(db, 0, NULL, &sv.rw, &eb) != 0) {
+        fprintf(stderr, "gangsched serve: %s\n", eb.msg);
+        return 1;
+    }
+    uv_loop_t *loop = uv_default_loop();
+    struct http_provider p = {
+        .ctx = &sv, .store_path = db, .store_metrics = true, .write = serve_write};
+    if (http_server_start(loop, &o, &p, &sv.srv, &eb) != 0) {
+        fprintf(stderr, "gangsched serve: %s\n", eb.msg);
+        uv_run(loop, UV_RUN_DEFAULT);
+        store_close(sv.rw);
+        return 1;
+    }
+    uv_signal_init(loop, &sv.sigint);
+    uv_signal_init(loop, &sv.sigterm);
+    sv.sigint.data = sv.sigterm.data = &sv;
+    uv_signal_start(&sv.sigint, on_signal, SIGINT);
+    uv_signal_start(&sv.sigterm, on_signal, SIGTERM);
+    int port = http_server_port(sv.srv);
+    if (port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0) {
+            fprintf(stderr, "gangsched serve: cannot write the port file %s\n", port_file);
+            http_server_stop(sv.srv);
+            uv_close((uv_handle_t *)&sv.sigint, NULL);
+            uv_close((uv_handle_t *)&sv.sigterm, NULL);
+            uv_run(loop, UV_RUN_DEFAULT);
+            store_close(sv.rw);
+            return 1;
+        }
+    }
+    printf("gangsched serve: listening on port %d (database %s)\n", port, db);
+    fflush(stdout);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    store_close(sv.rw);
+    return 0;
+}

@@ -1,0 +1,1343 @@
+/* sched/http/server.c: the HTTP API server; see server.h and docs/api.md.
+ *
+ * Owns: the listener and connections (libuv TCP), the request parser state around the
+ * http-parser library, limits (16 KiB of headers: 431; 64 KiB of body: 413; a request must
+ * arrive within the timeout: 408; max connections: 503), routing, bearer-token checks (token
+ * files re-read when they change, constant-time comparison), JSON errors
+ * {"error":{"code":N,"message":"..."}}, the worker-thread reads through store/views.h, and the
+ * server's own metrics (requests by method and code).
+ * Must not touch: the store's content, scheduling, other handles of the embedding loop.
+ */
+#include "sched/http/server.h"
+
+#include <errno.h>
+#include <http_parser.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/views.h"
+
+/* ---- tokens -----------------------------------------------------------------------------------
+ */
+
+struct token {
+    char *path;
+    struct stat st; /* of the file when it was read */
+    bool have;
+    char value[1024];
+    size_t len;
+};
+
+/* Re-reads the file when its inode, size or mtime changed; false when it cannot be read or is
+ * empty (then no request matches it). */
+static bool token_get(struct token *t)
+{
+    if (!t->path)
+        return false;
+    struct stat st;
+    if (stat(t->path, &st) != 0) {
+        t->have = false;
+        return false;
+    }
+    if (t->have && st.st_ino == t->st.st_ino && st.st_size == t->st.st_size &&
+        st.st_mtim.tv_sec == t->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == t->st.st_mtim.tv_nsec)
+        return t->len > 0;
+    FILE *f = fopen(t->path, "r");
+    if (!f) {
+        t->have = false;
+        return false;
+    }
+    size_t n = fread(t->value, 1, sizeof(t->value) - 1, f);
+    fclose(f);
+    t->value[n] = 0;
+    t->value[strcspn(t->value, "\r\n")] = 0;
+    t->len = strlen(t->value);
+    while (t->len > 0 && (t->value[t->len - 1] == ' ' || t->value[t->len - 1] == '\t'))
+        t->value[--t->len] = 0;
+    t->st = st;
+    t->have = true;
+    return t->len > 0;
+}
+
+/* Constant-time in the length of the expected token. */
+static bool token_match(const struct token *t, const char *given, size_t n)
+{
+    unsigned char diff = n != t->len;
+    for (size_t i = 0; i < t->len; i++)
+        diff |= (unsigned char)(t->value[i] ^ (i < n ? given[i] : 0));
+    return diff == 0;
+}
+
+/* ---- server -----------------------------------------------------------------------------------
+ */
+
+struct conn;
+
+struct http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    bool listening, stopping;
+    int port;
+    uint32_t max_conns, timeout_ms, n_conns;
+    struct conn *conns;
+    unsigned pending; /* handles and work items not yet finished */
+    struct http_provider prov;
+    struct token wtok, rtok;
+    uv_mutex_t mu; /* guards ro (workers) */
+    struct store *ro;
+    struct http_metrics *own;
+    struct http_metric *m_requests;
+};
+
+static char *sdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int server_init(struct http_server *s, const struct http_opts *o,
+                       const struct http_provider *p, struct sched_errbuf *eb)
+{
+    s->prov = *p;
+    s->max_conns = o->max_conns ? o->max_conns : HTTP_DEFAULT_CONNS;
+    s->timeout_ms = o->timeout_ms ? o->timeout_ms : HTTP_DEFAULT_TIMEOUT;
+    s->wtok.path = sdup(o->write_token_file);
+    s->rtok.path = sdup(o->read_token_file);
+    s->prov.store_path = NULL;
+    char *sp = sdup(p->store_path);
+    s->prov.store_path = sp;
+    s->own = http_metrics_new();
+    static const char *const labels[] = {"method", "code"};
+    if ((o->write_token_file && !s->wtok.path) || (o->read_token_file && !s->rtok.path) ||
+        (p->store_path && !sp) || !s->own ||
+        http_metric_add(s->own, "gangsched_http_requests_total",
+                        "HTTP API requests answered, by method and status code", HTTP_COUNTER,
+                        labels, 2, NULL, 0, &s->m_requests) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "http server: out of memory");
+    if (uv_mutex_init(&s->mu) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "http server: cannot create a mutex");
+    return 0;
+}
+
+static void server_free(struct http_server *s)
+{
+    store_close(s->ro);
+    uv_mutex_destroy(&s->mu);
+    free(s->wtok.path);
+    free(s->rtok.path);
+    free((char *)s->prov.store_path);
+    http_metrics_free(s->own);
+    free(s);
+}
+
+int http_server_new_detached(const struct http_opts *o, const struct http_provider *p,
+                             struct http_server **out, struct sched_errbuf *eb)
+{
+    struct http_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sched_fail(eb, SCHED_ENOMEM, "http server: out of memory");
+    int err = server_init(s, o, p, eb);
+    if (err) {
+        free(s->wtok.path);
+        free(s->rtok.path);
+        free((char *)s->prov.store_path);
+        http_metrics_free(s->own);
+        free(s);
+        return err;
+    }
+    *out = s;
+    return 0;
+}
+
+void http_server_free_detached(struct http_server *s)
+{
+    if (s)
+        server_free(s);
+}
+
+int http_server_port(const struct http_server *s)
+{
+    return s ? s->port : 0;
+}
+
+/* ---- responses --------------------------------------------------------------------------------
+ */
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 202:
+        return "Accepted";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Payload Too Large";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    }
+    return "Unknown";
+}
+
+static void resp_json(struct http_response *r, int status, cJSON *doc)
+{
+    r->status = status;
+    r->content_type = "application/json";
+    r->body = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!r->body) {
+        static const char oom[] = "{\"error\":{\"code\":500,\"message\":\"out of memory\"}}";
+        r->status = 500;
+        r->body = sdup(oom);
+    }
+    r->len = r->body ? strlen(r->body) : 0;
+}
+
+static void resp_error(struct http_response *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void resp_error(struct http_response *r, int status, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *e = doc ? cJSON_AddObjectToObject(doc, "error") : NULL;
+    if (e) {
+        cJSON_AddNumberToObject(e, "code", status);
+        cJSON_AddStringToObject(e, "message", msg);
+    }
+    resp_json(r, status, doc);
+    r->status = status;
+}
+
+/* ---- routing ----------------------------------------------------------------------------------
+ */
+
+enum view { V_QUOTA, V_QUEUES, V_QUEUE, V_JOBS, V_EXPLAIN, V_TOP, V_RESERVATIONS, V_METRICS };
+
+struct http_work {
+    enum view v;
+    char *arg;
+    bool all;
+    uint32_t limit;
+    /* connection bookkeeping (server.c) */
+    uv_work_t req;
+    struct conn *conn;
+    struct http_server *srv;
+    struct http_response resp;
+    char method[8];
+};
+
+void http_work_free(struct http_work *w)
+{
+    if (!w)
+        return;
+    free(w->arg);
+    free(w->resp.body);
+    free(w);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into a new string; NULL for a bad escape or a NUL byte. */
+static char *pct_decode(const char *s, size_t n, bool plus_space)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                free(d);
+                return NULL;
+            }
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        } else if (c == 0) {
+            free(d);
+            return NULL;
+        }
+        d[k++] = c;
+    }
+    d[k] = 0;
+    return d;
+}
+
+/* The value of key in a query string (decoded, malloc'd), NULL when absent; *bad on a bad
+ * escape. */
+static char *query_get(const char *q, size_t qn, const char *key, bool *bad)
+{
+    size_t kl = strlen(key);
+    size_t i = 0;
+    while (i < qn) {
+        size_t j = i;
+        while (j < qn && q[j] != '&')
+            j++;
+        if (j - i >= kl && strncmp(q + i, key, kl) == 0 && (j - i == kl || q[i + kl] == '=')) {
+            size_t vs = j - i == kl ? j : i + kl + 1;
+            char *v = pct_decode(q + vs, j - vs, true);
+            if (!v)
+                *bad = true;
+            return v;
+        }
+        i = j + 1;
+    }
+    return NULL;
+}
+
+enum auth_need { AUTH_NONE, AUTH_READ, AUTH_WRITE };
+
+/* 0 when allowed, else the status (401/403) with resp filled. */
+static int authorise(struct http_server *s, const char *auth, enum auth_need need,
+                     struct http_response *resp)
+{
+    if (need == AUTH_NONE)
+        return 0;
+    bool have_w = token_get(&s->wtok);
+    bool have_r = token_get(&s->rtok);
+    if (need == AUTH_READ && !s->rtok.path)
+        return 0;
+    if (need == AUTH_WRITE && !have_w) {
+        resp_error(resp, 403, "writes are disabled: the server has no write token configured");
+        return 403;
+    }
+    const char *tok = NULL;
+    size_t n = 0;
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0) {
+        tok = auth + 7;
+        while (*tok == ' ')
+            tok++;
+        n = strlen(tok);
+        while (n > 0 && tok[n - 1] == ' ')
+            n--;
+    }
+    if (!tok || n == 0) {
+        resp_error(resp, 401, "missing bearer token (Authorization: Bearer TOKEN)");
+        return 401;
+    }
+    bool w = have_w && token_match(&s->wtok, tok, n);
+    bool r = have_r && token_match(&s->rtok, tok, n);
+    if (w || (need == AUTH_READ && r))
+        return 0;
+    if (r) {
+        resp_error(resp, 403, "the read-only token cannot write");
+        return 403;
+    }
+    resp_error(resp, 401, "invalid bearer token");
+    return 401;
+}
+
+static int method_not_allowed(struct http_response *resp, const char *method, const char *allow)
+{
+    resp_error(resp, 405, "method %s not allowed here (allowed: %s)", method, allow);
+    resp->allow = allow;
+    return 0;
+}
+
+static int do_write(struct http_server *s, const struct http_request *r, struct http_response *resp,
+                    enum store_action_kind kind, const char *target, const char *detail)
+{
+    if (!s->prov.write) {
+        resp_error(resp, 501, "this server takes no operator writes");
+        return 0;
+    }
+    struct http_write w = {kind, target, detail, r->peer};
+    cJSON *result = NULL;
+    struct sched_errbuf eb = {{0}};
+    int err = s->prov.write(s->prov.ctx, &w, &result, &eb);
+    if (err) {
+        int st = err == SCHED_ENOENT ? 404 : err == SCHED_EINVAL ? 400 : 500;
+        resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
+        return 0;
+    }
+    resp_json(resp, 202, result ? result : cJSON_CreateObject());
+    return 0;
+}
+
+/* POST /v1/reservations: {"job": "NS/NAME", "nodes": ["n1", ...]} */
+static int reserve(struct http_server *s, const struct http_request *r, struct http_response *resp)
+{
+    cJSON *doc = r->body_len ? cJSON_ParseWithLength(r->body, r->body_len) : NULL;
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(doc, "job");
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(doc, "nodes");
+    bool ok = cJSON_IsObject(doc) && cJSON_IsString(job) && *job->valuestring &&
+              cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) > 0;
+    for (const cJSON *n = ok ? nodes->child : NULL; n; n = n->next)
+        ok = ok && cJSON_IsString(n) && *n->valuestring;
+    if (!ok) {
+        cJSON_Delete(doc);
+        resp_error(resp, 400,
+                   "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
+                   "required");
+        return 0;
+    }
+    char *detail = cJSON_PrintUnformatted(doc);
+    int rc = detail ? do_write(s, r, resp, STORE_ACT_RESERVE, job->valuestring, detail) : 0;
+    if (!detail)
+        resp_error(resp, 500, "out of memory");
+    free(detail);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+static struct http_work *new_work(enum view v, const char *arg)
+{
+    struct http_work *w = calloc(1, sizeof(*w));
+    if (w && arg && !(w->arg = sdup(arg))) {
+        free(w);
+        return NULL;
+    }
+    if (w)
+        w->v = v;
+    return w;
+}
+
+static bool starts(const char *path, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(path, prefix, n) != 0)
+        return false;
+    *rest = path + n;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suffix, size_t *stem)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    if (n <= k || strcmp(s + n - k, suffix) != 0)
+        return false;
+    *stem = n - k;
+    return true;
+}
+
+static int route(struct http_server *s, const struct http_request *r, const char *path,
+                 const char *q, size_t qn, struct http_response *resp, struct http_work **work)
+{
+    const char *m = r->method;
+    bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
+    bool del = strcmp(m, "DELETE") == 0;
+    const char *rest;
+    if (strcmp(path, "/healthz") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        resp_json(resp, 200, cJSON_Parse("{\"status\":\"ok\"}"));
+        return 0;
+    }
+    if (strcmp(path, "/readyz") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        char why[256] = "not ready";
+        if (s->prov.ready && !s->prov.ready(s->prov.ctx, why, sizeof(why))) {
+            resp_error(resp, 503, "not ready: %s", why);
+            return 0;
+        }
+        resp_json(resp, 200, cJSON_Parse("{\"status\":\"ready\"}"));
+        return 0;
+    }
+    /* everything else is under authorisation */
+    enum view v;
+    const char *arg = NULL;
+    char *owned = NULL;
+    bool found = true;
+    if (strcmp(path, "/metrics") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_METRICS;
+    } else if (strcmp(path, "/v1/queues") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_QUEUES;
+    } else if (strcmp(path, "/v1/quota") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_QUOTA;
+    } else if (strcmp(path, "/v1/top") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_TOP;
+    } else if (strcmp(path, "/v1/reservations") == 0) {
+        if (post) {
+            if (authorise(s, r->auth, AUTH_WRITE, resp))
+                return 0;
+            return reserve(s, r, resp);
+        }
+        if (!get)
+            return method_not_allowed(resp, m, "GET, POST");
+        v = V_RESERVATIONS;
+    } else if (starts(path, "/v1/reservations/", &rest) && *rest && !strchr(rest, '/')) {
+        if (!del)
+            return method_not_allowed(resp, m, "DELETE");
+        char *end = NULL;
+        errno = 0;
+        long long id = strtoll(rest, &end, 10);
+        if (*rest < '0' || *rest > '9' || *end || errno || id <= 0) {
+            resp_error(resp, 400, "reservation id must be a positive integer");
+            return 0;
+        }
+        if (authorise(s, r->auth, AUTH_WRITE, resp))
+            return 0;
+        return do_write(s, r, resp, STORE_ACT_UNRESERVE, rest, NULL);
+    } else if (starts(path, "/v1/queues/", &rest) && *rest) {
+        const char *slash = strchr(rest, '/');
+        if (slash) {
+            const char *action = slash + 1;
+            int kind = strcmp(action, "hold") == 0     ? STORE_ACT_HOLD
+                       : strcmp(action, "resume") == 0 ? STORE_ACT_RESUME
+                       : strcmp(action, "drain") == 0  ? STORE_ACT_DRAIN
+                                                       : -1;
+            if (kind < 0 || slash == rest || strchr(action, '/')) {
+                resp_error(resp, 404, "no such route: %s %s", m, r->url);
+                return 0;
+            }
+            if (!post)
+                return method_not_allowed(resp, m, "POST");
+            if (authorise(s, r->auth, AUTH_WRITE, resp))
+                return 0;
+            owned = malloc((size_t)(slash - rest) + 1);
+            if (!owned) {
+                resp_error(resp, 500, "out of memory");
+                return 0;
+            }
+            memcpy(owned, rest, (size_t)(slash - rest));
+            owned[slash - rest] = 0;
+            do_write(s, r, resp, (enum store_action_kind)kind, owned, NULL);
+            free(owned);
+            return 0;
+        }
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_QUEUE;
+        arg = rest;
+    } else if (strcmp(path, "/v1/jobs") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_JOBS;
+    } else if (starts(path, "/v1/jobs/", &rest) && *rest) {
+        size_t stem;
+        if (post && ends_with(rest, "/checkpoint", &stem)) {
+            if (authorise(s, r->auth, AUTH_WRITE, resp))
+                return 0;
+            owned = malloc(stem + 1);
+            if (!owned) {
+                resp_error(resp, 500, "out of memory");
+                return 0;
+            }
+            memcpy(owned, rest, stem);
+            owned[stem] = 0;
+            do_write(s, r, resp, STORE_ACT_CHECKPOINT, owned, NULL);
+            free(owned);
+            return 0;
+        }
+        if (!get)
+            return method_not_allowed(resp, m, "GET, POST (…/checkpoint)");
+        v = V_EXPLAIN;
+        arg = rest;
+    } else {
+        found = false;
+        v = V_TOP;
+    }
+    if (!found) {
+        resp_error(resp, 404, "no such route: %s %s", m, r->url);
+        return 0;
+    }
+    if (authorise(s, r->auth, AUTH_READ, resp))
+        return 0;
+    struct http_work *w = new_work(v, arg);
+    if (!w) {
+        resp_error(resp, 500, "out of memory");
+        return 0;
+    }
+    w->limit = 50;
+    bool bad = false;
+    if (v == V_JOBS) {
+        w->arg = query_get(q, qn, "queue", &bad);
+        char *all = query_get(q, qn, "all", &bad);
+        w->all = all && (strcmp(all, "1") == 0 || strcmp(all, "true") == 0);
+        free(all);
+    } else if (v == V_EXPLAIN) {
+        char *lim = query_get(q, qn, "limit", &bad);
+        if (lim) {
+            char *end = NULL;
+            unsigned long n = strtoul(lim, &end, 10);
+            bad = bad || *lim < '0' || *lim > '9' || *end || n > UINT32_MAX;
+            w->limit = (uint32_t)n;
+        }
+        free(lim);
+    }
+    if (bad) {
+        http_work_free(w);
+        resp_error(resp, 400, "bad query string: %.*s", (int)(qn > 200 ? 200 : qn), q);
+        return 0;
+    }
+    if (v == V_METRICS && !s->prov.store_metrics) {
+        w->v = V_METRICS;
+    } else if (!s->prov.store_path) {
+        http_work_free(w);
+        resp_error(resp, 503, "this server has no database to read");
+        return 0;
+    }
+    *work = w;
+    return 1;
+}
+
+int http_route(struct http_server *s, const struct http_request *r, struct http_response *resp,
+               struct http_work **work)
+{
+    memset(resp, 0, sizeof(*resp));
+    *work = NULL;
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    size_t n = strlen(r->url);
+    if (n == 0 || http_parser_parse_url(r->url, n, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
+        resp_error(resp, 400, "malformed request target");
+        return 0;
+    }
+    char *path = pct_decode(r->url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, false);
+    if (!path) {
+        resp_error(resp, 400, "malformed percent-escape in the path");
+        return 0;
+    }
+    const char *q = u.field_set & (1 << UF_QUERY) ? r->url + u.field_data[UF_QUERY].off : "";
+    size_t qn = u.field_set & (1 << UF_QUERY) ? u.field_data[UF_QUERY].len : 0;
+    int rc = route(s, r, path, q, qn, resp, work);
+    free(path);
+    return rc;
+}
+
+/* ---- reads (worker threads) -------------------------------------------------------------------
+ */
+
+static void render_live(struct http_server *s, struct http_response *resp)
+{
+    if (resp->status != 200)
+        return;
+    char *buf = resp->body;
+    size_t len = resp->len;
+    int err = http_metrics_render(s->own, &buf, &len);
+    if (!err && s->prov.metrics)
+        err = http_metrics_render(s->prov.metrics, &buf, &len);
+    resp->body = buf;
+    resp->len = len;
+    if (err) {
+        free(resp->body);
+        memset(resp, 0, sizeof(*resp));
+        resp_error(resp, 500, "rendering the metrics: out of memory");
+    }
+}
+
+void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    struct sched_errbuf eb = {{0}};
+    if (w->v == V_METRICS && !s->prov.store_metrics) {
+        resp->status = 200;
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        return;
+    }
+    uv_mutex_lock(&s->mu);
+    int err = 0;
+    if (!s->ro)
+        err = store_open(s->prov.store_path, STORE_READONLY, NULL, &s->ro, &eb);
+    if (err) {
+        uv_mutex_unlock(&s->mu);
+        resp_error(resp, 503, "database unavailable: %s", eb.msg);
+        return;
+    }
+    if (w->v == V_METRICS) {
+        struct http_metrics *m = http_metrics_new();
+        err = m ? http_store_metrics(s->ro, m, &eb) : SCHED_ENOMEM;
+        char *buf = NULL;
+        size_t len = 0;
+        if (!err)
+            err = http_metrics_render(m, &buf, &len);
+        http_metrics_free(m);
+        uv_mutex_unlock(&s->mu);
+        if (err) {
+            free(buf);
+            resp_error(resp, 500, "metrics from the database: %s",
+                       eb.msg[0] ? eb.msg : sched_strerror(err));
+            return;
+        }
+        resp->status = 200;
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->body = buf;
+        resp->len = len;
+        return;
+    }
+    struct store_views *v = NULL;
+    cJSON *doc = NULL;
+    err = store_views_load(s->ro, &v, &eb);
+    if (!err) {
+        switch (w->v) {
+        case V_QUOTA:
+            err = store_view_quota(v, NULL, &doc, &eb);
+            break;
+        case V_QUEUE:
+            err = store_view_quota(v, w->arg, &doc, &eb);
+            break;
+        case V_QUEUES:
+            err = store_view_queues(v, &doc, &eb);
+            break;
+        case V_JOBS:
+            err = store_view_jobs(v, w->arg && *w->arg ? w->arg : NULL, w->all, &doc, &eb);
+            break;
+        case V_EXPLAIN:
+            err = store_view_explain(v, w->arg, w->limit, &doc, &eb);
+            break;
+        case V_TOP:
+            err = store_view_top(v, &doc, &eb);
+            break;
+        case V_RESERVATIONS:
+        case V_METRICS:
+            err = store_view_reservations(v, &doc, &eb);
+            break;
+        }
+    }
+    store_views_free(v);
+    if (err && err != SCHED_ENOENT) { /* reopen next time: the file may have been replaced */
+        store_close(s->ro);
+        s->ro = NULL;
+    }
+    uv_mutex_unlock(&s->mu);
+    if (err) {
+        /* messages name the server's file: say only what was not found */
+        const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);
+        if (err == SCHED_ENOENT) {
+            char clean[SCHED_ERRBUF];
+            snprintf(clean, sizeof(clean), "%s", msg);
+            char *in = strstr(clean, "' not found in ");
+            if (in)
+                in[strlen("' not found")] = 0;
+            resp_error(resp, 404, "%s", clean);
+        } else {
+            resp_error(resp, 500, "reading the database: %s", msg);
+        }
+        return;
+    }
+    resp_json(resp, 200, doc);
+}
+
+/* ---- raw bytes: the request parser --------------------------------------------------------------
+ */
+
+struct reqp {
+    http_parser p;
+    char url[HTTP_MAX_HEADER_BYTES + 1];
+    size_t url_len;
+    char field[64];
+    size_t field_len;
+    bool in_value, value_is_auth;
+    char auth[HTTP_MAX_HEADER_BYTES + 1];
+    size_t auth_len;
+    bool have_auth;
+    char *body;
+    size_t body_len;
+    size_t header_bytes;
+    int error; /* status to answer with when the parser stops */
+    bool complete, keep_alive;
+};
+
+static struct reqp *RP(http_parser *p)
+{
+    return (struct reqp *)p->data;
+}
+
+static bool count_header(struct reqp *r, size_t n)
+{
+    r->header_bytes += n;
+    if (r->header_bytes > HTTP_MAX_HEADER_BYTES) {
+        r->error = 431;
+        return false;
+    }
+    return true;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    struct reqp *r = RP(p);
+    if (!count_header(r, n) || r->url_len + n > HTTP_MAX_HEADER_BYTES)
+        return -1;
+    memcpy(r->url + r->url_len, at, n);
+    r->url_len += n;
+    r->url[r->url_len] = 0;
+    return 0;
+}
+
+static int on_field(http_parser *p, const char *at, size_t n)
+{
+    struct reqp *r = RP(p);
+    if (!count_header(r, n))
+        return -1;
+    if (r->in_value) {
+        r->in_value = false;
+        r->field_len = 0;
+    }
+    size_t room = sizeof(r->field) - 1 - r->field_len;
+    size_t k = n < room ? n : room;
+    memcpy(r->field + r->field_len, at, k);
+    r->field_len += k;
+    r->field[r->field_len] = 0;
+    return 0;
+}
+
+static int on_value(http_parser *p, const char *at, size_t n)
+{
+    struct reqp *r = RP(p);
+    if (!count_header(r, n))
+        return -1;
+    if (!r->in_value) {
+        r->in_value = true;
+        r->value_is_auth = strcasecmp(r->field, "authorization") == 0;
+        if (r->value_is_auth) {
+            if (r->have_auth) { /* two Authorization headers: ambiguous */
+                r->error = 400;
+                return -1;
+            }
+            r->have_auth = true;
+            r->auth_len = 0;
+        }
+    }
+    if (r->value_is_auth) {
+        memcpy(r->auth + r->auth_len, at, n); /* bounded by count_header */
+        r->auth_len += n;
+        r->auth[r->auth_len] = 0;
+    }
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct reqp *r = RP(p);
+    if (p->content_length != ULLONG_MAX && p->content_length > HTTP_MAX_BODY_BYTES) {
+        r->error = 413;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    struct reqp *r = RP(p);
+    if (r->body_len + n > HTTP_MAX_BODY_BYTES) {
+        r->error = 413;
+        return -1;
+    }
+    char *b = realloc(r->body, r->body_len + n + 1);
+    if (!b) {
+        r->error = 500;
+        return -1;
+    }
+    memcpy(b + r->body_len, at, n);
+    r->body = b;
+    r->body_len += n;
+    b[r->body_len] = 0;
+    return 0;
+}
+
+static int on_complete(http_parser *p)
+{
+    struct reqp *r = RP(p);
+    r->complete = true;
+    r->keep_alive = http_should_keep_alive(p) != 0;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_url = on_url,
+    .on_header_field = on_field,
+    .on_header_value = on_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_complete,
+};
+
+static void reqp_reset(struct reqp *r)
+{
+    free(r->body);
+    r->url_len = r->field_len = r->auth_len = r->body_len = r->header_bytes = 0;
+    r->in_value = r->value_is_auth = r->have_auth = r->complete = r->keep_alive = false;
+    r->body = NULL;
+    r->error = 0;
+    r->url[0] = r->auth[0] = r->field[0] = 0;
+    http_parser_init(&r->p, HTTP_REQUEST);
+    r->p.data = r;
+}
+
+/* Feeds bytes; returns the number consumed. After it, r->complete (a whole request) or
+ * r->error (the status to answer with before closing) may be set. */
+static size_t reqp_feed(struct reqp *r, const char *data, size_t len)
+{
+    size_t n = http_parser_execute(&r->p, &settings, data, len);
+    enum http_errno e = HTTP_PARSER_ERRNO(&r->p);
+    if (r->complete)
+        return n;
+    if (e != HPE_OK && !r->error)
+        r->error = 400;
+    return n;
+}
+
+static void fill_request(struct reqp *r, struct http_request *q, const char *peer)
+{
+    q->method = http_method_str((enum http_method)r->p.method);
+    q->url = r->url;
+    q->auth = r->have_auth ? r->auth : NULL;
+    q->body = r->body ? r->body : "";
+    q->body_len = r->body_len;
+    q->peer = peer;
+}
+
+static void count_request(struct http_server *s, const char *method, int status)
+{
+    char code[16];
+    snprintf(code, sizeof(code), "%d", status);
+    const char *values[] = {method ? method : "unknown", code};
+    http_metric_add_value(s->m_requests, values, 1);
+}
+
+/* Answers one request inline (reads too): the tests' and the fuzz harness's path. */
+static int answer_inline(struct http_server *s, const struct http_request *q)
+{
+    struct http_response resp;
+    struct http_work *w = NULL;
+    if (http_route(s, q, &resp, &w) == 1) {
+        http_request_work(s, w, &resp);
+        if (w->v == V_METRICS)
+            render_live(s, &resp);
+        http_work_free(w);
+    }
+    int st = resp.status;
+    count_request(s, q->method, st);
+    free(resp.body);
+    return st;
+}
+
+int http_feed_raw(struct http_server *s, const char *data, size_t len)
+{
+    struct reqp *r = malloc(sizeof(*r));
+    if (!r)
+        return 500;
+    r->body = NULL;
+    reqp_reset(r);
+    reqp_feed(r, data, len);
+    int st = 0;
+    if (r->error) {
+        st = r->error;
+    } else if (r->complete) {
+        struct http_request q;
+        fill_request(r, &q, "fuzz");
+        st = answer_inline(s, &q);
+    }
+    free(r->body);
+    free(r);
+    return st;
+}
+
+/* ---- connections ------------------------------------------------------------------------------
+ */
+
+#define IN_CAP (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
+
+struct conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    struct http_server *srv;
+    struct conn *next, **pprev;
+    struct reqp rp;
+    char in[IN_CAP];
+    size_t in_len;
+    char peer[64];
+    bool busy;    /* a request is being answered */
+    bool closing; /* close once the answer is written */
+    bool closed;
+    bool reading;
+    int open; /* handles not closed yet + work in flight */
+};
+
+struct wreq {
+    uv_write_t w;
+    struct conn *c;
+    char *buf;
+    bool close_after;
+};
+
+static void conn_release(struct conn *c)
+{
+    if (--c->open > 0)
+        return;
+    struct http_server *s = c->srv;
+    free(c->rp.body);
+    free(c);
+    s->pending--;
+    if (s->stopping && s->pending == 0)
+        server_free(s);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    conn_release(h->data);
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->closed)
+        return;
+    c->closed = true;
+    *c->pprev = c->next;
+    if (c->next)
+        c->next->pprev = c->pprev;
+    c->srv->n_conns--;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, on_closed);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void conn_drain(struct conn *c);
+
+static void on_written(uv_write_t *w, int status)
+{
+    struct wreq *wr = (struct wreq *)w;
+    struct conn *c = wr->c;
+    free(wr->buf);
+    bool close_after = wr->close_after;
+    free(wr);
+    if (!c->closed) {
+        if (status < 0 || close_after) {
+            conn_close(c);
+        } else {
+            c->busy = false;
+            reqp_reset(&c->rp);
+            uv_timer_again(&c->timer);
+            conn_drain(c);
+        }
+    }
+    conn_release(c);
+}
+
+static void conn_send(struct conn *c, struct http_response *resp, const char *method, bool close)
+{
+    count_request(c->srv, method, resp->status);
+    if (c->closed) {
+        free(resp->body);
+        return;
+    }
+    char head[512];
+    int hn = snprintf(head, sizeof(head),
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                      "Cache-Control: no-store\r\n%s%s%s%s%sConnection: %s\r\n\r\n",
+                      resp->status, reason(resp->status),
+                      resp->content_type ? resp->content_type : "application/json", resp->len,
+                      resp->allow ? "Allow: " : "", resp->allow ? resp->allow : "",
+                      resp->allow ? "\r\n" : "",
+                      resp->status == 401 ? "WWW-Authenticate: Bearer realm=\"gangsched\"" : "",
+                      resp->status == 401 ? "\r\n" : "", close ? "close" : "keep-alive");
+    struct wreq *wr = calloc(1, sizeof(*wr));
+    char *buf = wr ? malloc((size_t)hn + resp->len) : NULL;
+    if (!buf) {
+        free(wr);
+        free(resp->body);
+        conn_close(c);
+        return;
+    }
+    memcpy(buf, head, (size_t)hn);
+    if (resp->len)
+        memcpy(buf + hn, resp->body, resp->len);
+    free(resp->body);
+    resp->body = NULL;
+    wr->c = c;
+    wr->buf = buf;
+    wr->close_after = close;
+    c->busy = true;
+    c->open++;
+    uv_buf_t b = uv_buf_init(buf, (unsigned)((size_t)hn + resp->len));
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
+        free(buf);
+        free(wr);
+        c->open--;
+        conn_close(c);
+    }
+}
+
+static void send_error(struct conn *c, int status, const char *msg)
+{
+    struct http_response resp = {0};
+    resp_error(&resp, status, "%s", msg);
+    conn_send(c, &resp, "unknown", true);
+}
+
+static void work_run(uv_work_t *req)
+{
+    struct http_work *w = req->data;
+    http_request_work(w->srv, w, &w->resp);
+}
+
+static void work_done(uv_work_t *req, int status)
+{
+    struct http_work *w = req->data;
+    struct conn *c = w->conn;
+    if (status != 0) {
+        free(w->resp.body);
+        memset(&w->resp, 0, sizeof(w->resp));
+        resp_error(&w->resp, 503, "the server is stopping");
+    }
+    if (w->v == V_METRICS)
+        render_live(w->srv, &w->resp);
+    bool close = !c->rp.keep_alive || w->srv->stopping;
+    conn_send(c, &w->resp, w->method, close);
+    http_work_free(w);
+    conn_release(c);
+}
+
+static void dispatch(struct conn *c)
+{
+    struct http_request q;
+    fill_request(&c->rp, &q, c->peer);
+    struct http_response resp;
+    struct http_work *w = NULL;
+    if (http_route(c->srv, &q, &resp, &w) == 1) {
+        w->conn = c;
+        w->srv = c->srv;
+        snprintf(w->method, sizeof(w->method), "%s", q.method);
+        w->req.data = w;
+        c->busy = true;
+        c->open++;
+        if (uv_queue_work(c->srv->loop, &w->req, work_run, work_done) != 0) {
+            c->open--;
+            http_work_free(w);
+            c->busy = false;
+            send_error(c, 503, "cannot queue the request");
+        }
+        return;
+    }
+    conn_send(c, &resp, q.method, !c->rp.keep_alive);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *c = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(IN_CAP - c->in_len));
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct conn *c = st->data;
+    (void)buf;
+    if (n < 0) {
+        if (!c->busy)
+            conn_close(c);
+        else
+            c->closing = true;
+        return;
+    }
+    c->in_len += (size_t)n;
+    conn_drain(c);
+}
+
+/* Parses buffered bytes while no request is being answered. */
+static void conn_drain(struct conn *c)
+{
+    while (!c->busy && !c->closed && c->in_len > 0) {
+        size_t used = reqp_feed(&c->rp, c->in, c->in_len);
+        memmove(c->in, c->in + used, c->in_len - used);
+        c->in_len -= used;
+        if (c->rp.error) {
+            int st = c->rp.error;
+            send_error(c, st,
+                       st == 413   ? "request body larger than 65536 bytes"
+                       : st == 431 ? "request line and headers larger than 16384 bytes"
+                                   : "malformed HTTP request");
+            return;
+        }
+        if (c->rp.complete) {
+            dispatch(c);
+            continue;
+        }
+        if (used == 0)
+            break;
+    }
+    if (c->closed)
+        return;
+    if (c->closing && !c->busy) {
+        conn_close(c);
+        return;
+    }
+    bool want = !c->busy && c->in_len < IN_CAP;
+    if (want && !c->reading)
+        c->reading = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0;
+    else if (!want && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    if (c->busy)
+        return;
+    if (c->in_len > 0 || c->rp.header_bytes > 0)
+        send_error(c, 408, "request not received in time");
+    else
+        conn_close(c);
+}
+
+static void on_connection(uv_stream_t *ls, int status)
+{
+    struct http_server *s = ls->data;
+    if (status < 0 || s->stopping)
+        return;
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->srv = s;
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->open = 2;
+    s->pending++;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->pprev = &c->next;
+    c->pprev = &s->conns;
+    s->conns = c;
+    s->n_conns++;
+    reqp_reset(&c->rp);
+    if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    snprintf(c->peer, sizeof(c->peer), "unknown");
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        char ip[48] = "";
+        if (ss.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+        else
+            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+        snprintf(c->peer, sizeof(c->peer), "%s", ip);
+    }
+    uv_timer_start(&c->timer, on_timeout, s->timeout_ms, s->timeout_ms);
+    if (s->n_conns > s->max_conns) {
+        send_error(c, 503, "too many connections");
+        return;
+    }
+    conn_drain(c);
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    struct http_server *s = h->data;
+    s->pending--;
+    if (s->stopping && s->pending == 0)
+        server_free(s);
+}
+
+int http_server_start(uv_loop_t *loop, const struct http_opts *o, const struct http_provider *p,
+                      struct http_server **out, struct sched_errbuf *eb)
+{
+    if (!o || !o->listen || !p)
+        return sched_fail(eb, SCHED_EINVAL, "http server: no listen address");
+    char host[256];
+    const char *colon = strrchr(o->listen, ':');
+    if (!colon || (size_t)(colon - o->listen) >= sizeof(host) || !colon[1])
+        return sched_fail(eb, SCHED_EINVAL, "http server: listen address '%s' is not HOST:PORT",
+                          o->listen);
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535)
+        return sched_fail(eb, SCHED_EINVAL, "http server: bad port in '%s'", o->listen);
+    memcpy(host, o->listen, (size_t)(colon - o->listen));
+    host[colon - o->listen] = 0;
+    struct sockaddr_storage addr;
+    int rc;
+    if (host[0] == '[' && strlen(host) > 2 && host[strlen(host) - 1] == ']') {
+        host[strlen(host) - 1] = 0;
+        rc = uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)&addr);
+    } else {
+        rc = uv_ip4_addr(host, (int)port, (struct sockaddr_in *)&addr);
+    }
+    if (rc != 0)
+        return sched_fail(eb, SCHED_EINVAL, "http server: bad address in '%s'", o->listen);
+    struct http_server *s = NULL;
+    int err = http_server_new_detached(o, p, &s, eb);
+    if (err)
+        return err;
+    s->loop = loop;
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    s->pending = 1;
+    rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&s->listener, 128, on_connection);
+    if (rc != 0) {
+        sched_fail(eb, SCHED_EIO, "http server: cannot listen on %s: %s", o->listen,
+                   uv_strerror(rc));
+        s->stopping = true;
+        uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+        return SCHED_EIO;
+    }
+    struct sockaddr_storage bound;
+    int blen = sizeof(bound);
+    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &blen) == 0)
+        s->port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                                              : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    s->listening = true;
+    *out = s;
+    return 0;
+}
+
+void http_server_stop(struct http_server *s)
+{
+    if (!s || s->stopping)
+        return;
+    s->stopping = true;
+    while (s->conns) {
+        struct conn *c = s->conns;
+        conn_close(c);
+    }
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+}

@@ -1,0 +1,133 @@
+/* sched/http/server.h: the scheduler's HTTP API (docs/api.md) on a libuv loop: the read routes
+ * (the views of store/views.h), the operator writes, /healthz, /readyz and /metrics.
+ *
+ * Owns: the listening socket and its connections (keep-alive, limits, timeouts), request
+ * parsing (the http-parser library; never a hand-written parser), routing, bearer-token
+ * authorisation, the JSON answers and errors, and one read-only store connection used by
+ * libuv's worker threads (reads never run on the loop: the API never blocks scheduling).
+ * Must not touch: scheduling, the store's content (reads only; writes go to the provider), the
+ * embedding program's loop beyond its own handles.
+ *
+ * Embedding (the daemon, `gangsched serve`):
+ *   struct http_provider p = {.ctx = d, .store_path = "state.db", .ready = ready_fn,
+ *                             .metrics = d->metrics, .store_metrics = true, .write = write_fn};
+ *   struct http_opts o = {.listen = "0.0.0.0:8080", .write_token_file = "/var/run/secrets/..."};
+ *   http_server_start(loop, &o, &p, &srv, &eb);  ... http_server_stop(srv);
+ * Every callback runs on the loop thread. Errors: 0 or a negative SCHED_E* code with a message.
+ */
+#ifndef SCHED_HTTP_SERVER_H
+#define SCHED_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "sched/core/err.h"
+#include "sched/http/metrics.h"
+#include "store/store.h"
+
+#define HTTP_MAX_HEADER_BYTES (16u << 10) /* request line and headers: more is 431 */
+#define HTTP_MAX_BODY_BYTES   (64u << 10) /* body: more is 413 */
+#define HTTP_DEFAULT_CONNS    64
+#define HTTP_DEFAULT_TIMEOUT  10000 /* ms a connection may take to send one request */
+
+struct http_opts {
+    const char *listen;           /* "HOST:PORT" (IPv4 or [IPv6]); port 0 picks a free one */
+    const char *write_token_file; /* bearer token for writes, re-read when the file changes;
+                                     NULL: writes are refused (403) */
+    const char *read_token_file;  /* NULL: reads need no token; else reads need this token or
+                                     the write token */
+    uint32_t max_conns;           /* 0: HTTP_DEFAULT_CONNS; more connections get 503 */
+    uint32_t timeout_ms;          /* 0: HTTP_DEFAULT_TIMEOUT */
+};
+
+/* One operator write, validated by the server (kind, target); detail is the request's JSON
+ * text for reserve ({"job":..., "nodes":[...]}), actor the client's address. */
+struct http_write {
+    enum store_action_kind kind;
+    const char *target; /* queue, job ("NS/NAME"), or reservation id */
+    const char *detail;
+    const char *actor;
+};
+
+struct http_provider {
+    void *ctx;
+    /* The database the read routes show (opened STORE_READONLY by a worker thread, kept
+     * open); NULL: the read routes answer 503. */
+    const char *store_path;
+    /* Readiness for /readyz (caches synced; the leader holds its Lease); NULL: always ready.
+     * On false, `why` (n bytes) says what is missing. */
+    bool (*ready)(void *ctx, char *why, size_t n);
+    /* Live families rendered on /metrics after the server's own; NULL: none. */
+    struct http_metrics *metrics;
+    /* Also render the families derived from the store (http_store_metrics), in a worker. */
+    bool store_metrics;
+    /* An operator write. Returns 0 with *result (a JSON object: "action", "message"; the server
+     * answers 202 with it), or SCHED_ENOENT (404: unknown queue, job or reservation),
+     * SCHED_EINVAL (400), another code (500), with a message in eb. NULL: writes answer 501. */
+    int (*write)(void *ctx, const struct http_write *w, cJSON **result, struct sched_errbuf *eb);
+};
+
+struct http_server;
+
+int http_server_start(uv_loop_t *loop, const struct http_opts *o, const struct http_provider *p,
+                      struct http_server **out, struct sched_errbuf *eb);
+/* The bound port (useful with port 0). */
+int http_server_port(const struct http_server *s);
+/* Closes the listener and every connection; the memory is freed once libuv has closed the
+ * handles and finished the server's work (run the loop until it has). NULL is a no-op. */
+void http_server_stop(struct http_server *s);
+
+/* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
+
+/* A parsed request. */
+struct http_request {
+    const char *method; /* "GET", ... */
+    const char *url;    /* as sent */
+    const char *auth;   /* Authorization header value, or NULL */
+    const char *body;
+    size_t body_len;
+    const char *peer; /* client address, for the actor of writes */
+};
+
+/* An answer. */
+struct http_response {
+    int status;
+    const char *content_type;
+    char *body; /* malloc'd */
+    size_t len;
+    const char *allow; /* 405: the Allow header */
+};
+
+/* Routes and authorises one request. Returns 1 when the answer needs a store read (the server
+ * queues it on a worker; *work receives an opaque job for http_request_work/http_work_free),
+ * 0 when `resp` holds the answer. */
+struct http_work;
+int http_route(struct http_server *s, const struct http_request *r, struct http_response *resp,
+               struct http_work **work);
+/* Runs a queued read (in a worker thread, or directly in tests) and fills resp. */
+void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp);
+void http_work_free(struct http_work *w);
+
+/* Feeds raw bytes through a fresh request parser and the router, as a connection would (reads
+ * run inline); returns the status of the first answer, 0 when the bytes hold no whole request.
+ * For the fuzz harness and tests; `s` from http_server_new_detached. */
+int http_feed_raw(struct http_server *s, const char *data, size_t len);
+/* A server without a loop or socket, for http_route and http_feed_raw. */
+int http_server_new_detached(const struct http_opts *o, const struct http_provider *p,
+                             struct http_server **out, struct sched_errbuf *eb);
+void http_server_free_detached(struct http_server *s);
+
+/* Fills `m` with the families derived from a store: admission wait-time histogram per queue,
+ * admitted/evicted/preempted counters, quota usage and share gauges, GPU-hours lost to
+ * preemption (docs/metrics.md). */
+int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_errbuf *eb);
+
+/* `gangsched serve --db FILE ...` (sched/http/serve.c): argv without the command words; returns
+ * the exit code (0, 1 runtime error, 2 usage). */
+int http_serve_main(int argc, char **argv);
+
+#endif

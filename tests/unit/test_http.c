@@ -1,0 +1,274 @@
+/* tests/unit/test_http.c: the HTTP API's request path without sockets: routing (404, 405),
+ * authorisation (no token, wrong token, read-only token on a write, token file rotation),
+ * limits (431, 413), malformed requests, reads against a real store (through the same worker
+ * function the server runs), operator writes through the provider, and the metrics registry's
+ * text format.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sched/http/server.h"
+
+struct fx {
+    char dir[64], w[96], r[96], db[96];
+    struct http_server *s;
+    int writes;
+    char last_target[64];
+};
+
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static int fake_write(void *ctx, const struct http_write *w, cJSON **result,
+                      struct sched_errbuf *eb)
+{
+    struct fx *f = ctx;
+    if (strcmp(w->target, "nope") == 0)
+        return sched_fail(eb, SCHED_ENOENT, "queue 'nope' not found");
+    f->writes++;
+    snprintf(f->last_target, sizeof(f->last_target), "%s", w->target);
+    *result = cJSON_CreateObject();
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-http-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->w, sizeof(f->w), "%s/w", f->dir);
+    snprintf(f->r, sizeof(f->r), "%s/r", f->dir);
+    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+    put_file(f->w, "wtok\n");
+    put_file(f->r, "rtok\n");
+    /* a small database: one queue with quota, one pending job */
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, STORE_CREATE, NULL, &st, &eb), 0);
+    struct store_quota qq = {"default", STORE_GPU, 8, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_queue q = {"prod", NULL, 1, 0, &qq, 1};
+    assert_int_equal(store_queue_put(st, &q, &eb), 0);
+    struct store_job j = {.gang = "ns/a",
+                          .gang_id = 1,
+                          .queue = "prod",
+                          .gpus = 4,
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = 1000,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    store_close(st);
+    struct http_opts o = {
+        .listen = "127.0.0.1:0", .write_token_file = f->w, .read_token_file = f->r};
+    struct http_provider p = {
+        .ctx = f, .store_path = f->db, .store_metrics = true, .write = fake_write};
+    assert_int_equal(http_server_new_detached(&o, &p, &f->s, &eb), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    http_server_free_detached(f->s);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+static int raw(struct fx *f, const char *req)
+{
+    return http_feed_raw(f->s, req, strlen(req));
+}
+
+/* One request through http_route (and the read worker when needed); returns the status and
+ * the body in *body (malloc'd). */
+static int call(struct fx *f, const char *method, const char *url, const char *auth,
+                const char *body, char **out)
+{
+    struct http_request r = {method, url, auth, body ? body : "", body ? strlen(body) : 0, "t"};
+    struct http_response resp;
+    struct http_work *w = NULL;
+    if (http_route(f->s, &r, &resp, &w) == 1) {
+        http_request_work(f->s, w, &resp);
+        http_work_free(w);
+    }
+    if (out)
+        *out = resp.body;
+    else
+        free(resp.body);
+    return resp.status;
+}
+
+static void test_routes(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\n\r\n"), 200);
+    assert_int_equal(raw(f, "GET /readyz HTTP/1.1\r\n\r\n"), 200);
+    assert_int_equal(raw(f, "GET /v9/x HTTP/1.1\r\n\r\n"), 404);
+    assert_int_equal(raw(f, "GET /v1/queues/prod/frob HTTP/1.1\r\n\r\n"), 404);
+    assert_int_equal(raw(f, "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 405);
+    assert_int_equal(raw(f, "DELETE /v1/queues HTTP/1.1\r\n\r\n"), 405);
+    assert_int_equal(raw(f, "GET /v1/queues/prod/hold HTTP/1.1\r\n\r\n"), 405);
+    char *body = NULL;
+    assert_int_equal(call(f, "GET", "/v1/queues/%zz", NULL, NULL, &body), 400);
+    assert_non_null(strstr(body, "\"error\":{\"code\":400"));
+    free(body);
+}
+
+static void test_reads(void **state)
+{
+    struct fx *f = *state;
+    char *body = NULL;
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"name\":\"prod\""));
+    free(body);
+    assert_int_equal(call(f, "GET", "/v1/queues/prod", "Bearer wtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"nominal\":8"));
+    free(body);
+    assert_int_equal(call(f, "GET", "/v1/queues/nope", "Bearer rtok", NULL, &body), 404);
+    assert_non_null(strstr(body, "queue 'nope' not found"));
+    assert_null(strstr(body, f->dir)); /* the server's paths stay private */
+    free(body);
+    assert_int_equal(call(f, "GET", "/v1/jobs?queue=prod&all=1", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"position\":1"));
+    free(body);
+    assert_int_equal(call(f, "GET", "/v1/jobs/ns/a?limit=2", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"job\":\"ns/a\""));
+    free(body);
+    assert_int_equal(call(f, "GET", "/v1/jobs/ns%2Fa", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/jobs/ns/a?limit=x", "Bearer rtok", NULL, NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/top", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/reservations", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/metrics", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "gangsched_jobs{queue=\"prod\",state=\"pending\"} 1"));
+    free(body);
+}
+
+static void test_auth(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/queues", NULL, NULL, NULL), 401);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer nope", NULL, NULL), 401);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Basic rtok", NULL, NULL), 401);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rto", NULL, NULL), 401);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtokk", NULL, NULL), 401);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/hold", NULL, NULL, NULL), 401);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/hold", "Bearer bad", NULL, NULL), 401);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/hold", "Bearer rtok", NULL, NULL), 403);
+    assert_int_equal(f->writes, 0);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/hold", "bearer  wtok ", NULL, NULL), 202);
+    assert_int_equal(f->writes, 1);
+    assert_string_equal(f->last_target, "prod");
+    /* rotation: the file changes, the old token stops working */
+    put_file(f->w, "rotated-token\n");
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/drain", "Bearer wtok", NULL, NULL), 401);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/drain", "Bearer rotated-token", NULL, NULL),
+                     202);
+    /* a missing token file refuses writes */
+    unlink(f->w);
+    assert_int_equal(call(f, "POST", "/v1/queues/prod/drain", "Bearer rotated-token", NULL, NULL),
+                     403);
+}
+
+static void test_writes(void **state)
+{
+    struct fx *f = *state;
+    const char *w = "Bearer wtok";
+    assert_int_equal(call(f, "POST", "/v1/queues/nope/hold", w, NULL, NULL), 404);
+    assert_int_equal(call(f, "POST", "/v1/jobs/ns/a/checkpoint", w, NULL, NULL), 202);
+    assert_string_equal(f->last_target, "ns/a");
+    assert_int_equal(
+        call(f, "POST", "/v1/reservations", w, "{\"job\":\"ns/a\",\"nodes\":[\"n1\"]}", NULL), 202);
+    assert_int_equal(
+        call(f, "POST", "/v1/reservations", w, "{\"job\":\"ns/a\",\"nodes\":[]}", NULL), 400);
+    assert_int_equal(call(f, "POST", "/v1/reservations", w, "[1,2", NULL), 400);
+    assert_int_equal(call(f, "DELETE", "/v1/reservations/7", w, NULL, NULL), 202);
+    assert_string_equal(f->last_target, "7");
+    assert_int_equal(call(f, "DELETE", "/v1/reservations/-1", w, NULL, NULL), 400);
+    assert_int_equal(call(f, "DELETE", "/v1/reservations/x1", w, NULL, NULL), 400);
+}
+
+static void test_limits(void **state)
+{
+    struct fx *f = *state;
+    size_t n = 20000;
+    char *big = malloc(n + 100);
+    assert_non_null(big);
+    int k = snprintf(big, 100, "GET /healthz HTTP/1.1\r\nX-Big: ");
+    memset(big + k, 'a', n);
+    strcpy(big + k + n, "\r\n\r\n");
+    assert_int_equal(raw(f, big), 431);
+    free(big);
+    assert_int_equal(raw(f, "POST /v1/reservations HTTP/1.1\r\nContent-Length: 70000\r\n\r\n"),
+                     413);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nAuthorization: Bearer a\r\n"
+                            "Authorization: Bearer b\r\n\r\n"),
+                     400);
+    assert_int_equal(raw(f, "\x01\x02\r\n\r\n"), 400);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\n"), 0); /* incomplete */
+}
+
+static void test_metrics_registry(void **state)
+{
+    (void)state;
+    struct http_metrics *m = http_metrics_new();
+    assert_non_null(m);
+    struct http_metric *c = NULL, *h = NULL, *bad = NULL;
+    const char *lab[] = {"queue"};
+    const double b[] = {1, 2.5};
+    assert_int_equal(
+        http_metric_add(m, "x_total", "help \\ with\nnewline", HTTP_COUNTER, lab, 1, NULL, 0, &c),
+        0);
+    assert_int_equal(http_metric_add(m, "h_seconds", "h", HTTP_HISTOGRAM, NULL, 0, b, 2, &h), 0);
+    assert_int_equal(http_metric_add(m, "9bad", "", HTTP_GAUGE, NULL, 0, NULL, 0, &bad),
+                     SCHED_EINVAL);
+    const char *le[] = {"le"};
+    assert_int_equal(http_metric_add(m, "y", "", HTTP_GAUGE, le, 1, NULL, 0, &bad), SCHED_EINVAL);
+    const char *v[] = {"a\"b"};
+    assert_int_equal(http_metric_add_value(c, v, 2), 0);
+    assert_int_equal(http_metric_add_value(c, v, -1), SCHED_EINVAL);
+    assert_int_equal(http_metric_observe(h, NULL, 2), 0);
+    assert_int_equal(http_metric_observe(h, NULL, 0.5), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(http_metrics_render(m, &buf, &len), 0);
+    assert_non_null(strstr(buf, "# HELP x_total help \\\\ with\\nnewline\n"));
+    assert_non_null(strstr(buf, "x_total{queue=\"a\\\"b\"} 2\n"));
+    assert_non_null(strstr(buf, "h_seconds_bucket{le=\"1.0\"} 1\n"));
+    assert_non_null(strstr(buf, "h_seconds_bucket{le=\"2.5\"} 2\n"));
+    assert_non_null(strstr(buf, "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 2.5\n"));
+    assert_int_equal(strlen(buf), len);
+    free(buf);
+    http_metrics_free(m);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_routes), T(test_reads),  T(test_auth),
+        T(test_writes), T(test_limits), cmocka_unit_test(test_metrics_registry),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
