@@ -875,6 +875,11 @@ static void usage_run(FILE *f)
           "  --cycle-ms N           minimum interval between cycles (default 100)\n"
           "  --kube-qps N           API requests per second (default 200)\n"
           "  --kube-burst N         API request burst (default 400)\n"
+          "  --listen HOST:PORT     HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
+          "                         \"\" = none; port 0 picks a free one)\n"
+          "  --port-file FILE       write the HTTP port here once listening\n"
+          "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
+          "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
           "  --log-level LEVEL      error, warn, info (default) or debug\n",
           f);
 }
@@ -923,6 +928,14 @@ static int cmd_run(int argc, char **argv)
             o.lease_name = v;
         } else if (strcmp(f, "--identity") == 0) {
             o.identity = v;
+        } else if (strcmp(f, "--listen") == 0) {
+            o.listen = v;
+        } else if (strcmp(f, "--port-file") == 0) {
+            o.port_file = v;
+        } else if (strcmp(f, "--token-file") == 0) {
+            o.token_file = v;
+        } else if (strcmp(f, "--read-token-file") == 0) {
+            o.read_token_file = v;
         } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
                    strcmp(f, "--kube-burst") == 0) {
             double x = strtod(v, &end);

@@ -360,11 +360,8 @@ int http_serve_main(int argc, char **argv)
     uv_signal_start(&sv.sigterm, on_signal, SIGTERM);
     int port = http_server_port(sv.srv);
     if (port_file) {
-        char tmp[4096];
-        snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0) {
-            fprintf(stderr, "gangsched serve: cannot write the port file %s\n", port_file);
+        if (http_server_write_port(sv.srv, port_file, &eb) != 0) {
+            fprintf(stderr, "gangsched serve: %s\n", eb.msg);
             http_server_stop(sv.srv);
             uv_close((uv_handle_t *)&sv.sigint, NULL);
             uv_close((uv_handle_t *)&sv.sigterm, NULL);

@@ -1341,3 +1341,18 @@ void http_server_stop(struct http_server *s)
     }
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }
+
+int http_server_write_port(const struct http_server *s, const char *path, struct sched_errbuf *eb)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return sched_fail(eb, SCHED_EINVAL, "port file %s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", http_server_port(s)) < 0 || fclose(f) != 0 ||
+        rename(tmp, path) != 0) {
+        if (f)
+            remove(tmp);
+        return sched_fail(eb, SCHED_EIO, "cannot write the port file %s", path);
+    }
+    return 0;
+}

@@ -77,6 +77,9 @@ int http_server_start(uv_loop_t *loop, const struct http_opts *o, const struct h
                       struct http_server **out, struct sched_errbuf *eb);
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *s);
+/* Writes the bound port to `path` atomically (a temporary file renamed), for tests that start
+ * a server on port 0. */
+int http_server_write_port(const struct http_server *s, const char *path, struct sched_errbuf *eb);
 /* Closes the listener and every connection; the memory is freed once libuv has closed the
  * handles and finished the server's work (run the loop until it has). NULL is a no-op. */
 void http_server_stop(struct http_server *s);

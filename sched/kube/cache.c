@@ -780,6 +780,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             if (kg->members[m]->deleting)
                 run[n_run - 1].evicting = true;
     }
+    out->views = views;
     out->snap = (struct sched_snapshot){
         .now_ms = now_ms,
         .cluster = cl,

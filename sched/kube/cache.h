@@ -46,7 +46,8 @@ struct kwaiting {
 
 struct kcache_build {
     struct sched_snapshot snap;
-    struct kgang *gangs; /* [n_gangs] pending ones first, then running ones */
+    struct sched_queue_view *views; /* = snap.queues, writable: the driver may hold a queue */
+    struct kgang *gangs;            /* [n_gangs] pending ones first, then running ones */
     uint32_t n_gangs;
     uint32_t n_pending;
     struct kwaiting *waiting;

@@ -38,6 +38,8 @@
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
+#include "sched/http/metrics.h"
+#include "sched/http/server.h"
 #include "sched/kube/cache.h"
 #include "sched/kube/client.h"
 #include "store/store.h"
@@ -55,6 +57,7 @@ void kube_run_opts_default(struct kube_run_opts *o)
     o->qps = 200;
     o->burst = 400;
     o->status_every_s = 60;
+    o->listen = "0.0.0.0:8080";
 }
 
 /* One pod bind in flight. */
@@ -108,6 +111,15 @@ struct kdrv {
     struct strmap status; /* gang -> struct kstatus* */
     struct strmap jobs;   /* gang -> struct kjob*: admitted or running, charged to the ledger */
     bool jobs_synced;     /* the jobs and the ledger were reconciled with the cluster */
+    struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
+    /* HTTP API and metrics */
+    struct http_server *http;
+    struct http_metrics *metrics;
+    struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
+        *m_held;
+    uint64_t api_seen[4];
+    bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
+    uv_timer_t stats_timer;
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -425,6 +437,11 @@ static void binds_finished(struct kdrv *d)
             snprintf(key, sizeof(key), "%s/%s", gb->pg_ns, gb->pg_name);
             pg = kcache_pg(d->cache, key);
         }
+        const char *bound_lbl[] = {"bound"}, *failed_lbl[] = {"failed"};
+        http_metric_add_value(d->m_binds, bound_lbl, gb->n_pods - gb->n_failed);
+        http_metric_add_value(d->m_binds, failed_lbl, gb->n_failed);
+        const char *outcome[] = {gb->n_failed == 0 ? "bound" : "rolled_back"};
+        http_metric_add_value(d->m_gangs, outcome, 1);
         if (gb->n_failed == 0) {
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
@@ -553,6 +570,8 @@ static int recover_intent(void *ctx, const struct store_intent *in)
                               NULL);
 }
 
+static store_action_fn replay_action;
+
 /* The database is opened by the leader only (standbys never write). */
 static int open_store(struct kdrv *d)
 {
@@ -563,6 +582,8 @@ static int open_store(struct kdrv *d)
     int rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
     if (rc == 0) {
         rc = store_config_apply(d->db, config_watch_current(d->cw), NULL, 0, &eb);
+        if (rc == 0) /* the operators' holds survive a restart or a new leader */
+            rc = store_action_list(d->db, false, replay_action, d, &eb);
         if (rc != 0) {
             store_close(d->db);
             d->db = NULL;
@@ -824,6 +845,20 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                                      .why = (int)vd->why,
                                      .reason = reason};
         rc = store_decision_add(d->db, &dec, eb);
+        struct store_job old;
+        if (rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == SCHED_ENOENT) {
+            /* a waiting gang has a job row, so that `gangctl explain` finds it */
+            struct store_job j = {.gang = kg->key,
+                                  .gang_id = -1,
+                                  .queue = cfg->queues[vd->gang->queue].name,
+                                  .gpus = vd->gang->gpus,
+                                  .state = STORE_JOB_PENDING,
+                                  .submit_ms = vd->gang->submit_ms,
+                                  .admit_ms = STORE_NO_TIME,
+                                  .start_ms = STORE_NO_TIME,
+                                  .finish_ms = STORE_NO_TIME};
+            rc = store_job_upsert(d->db, &j, eb);
+        }
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
@@ -888,8 +923,9 @@ static void run_cycle(struct kdrv *d)
         return;
     if (!d->recovered && recover(d) != 0)
         return;
-    if (!kcache_dirty(d->cache))
+    if (!kcache_dirty(d->cache) && !d->force)
         return;
+    d->force = false;
     const struct config *cfg = config_watch_pin(d->cw);
     struct sched_errbuf eb;
     int64_t now = now_ms();
@@ -902,13 +938,35 @@ static void run_cycle(struct kdrv *d)
                   rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
         return;
     }
+    /* held and draining queues admit nothing (operator actions) */
+    for (uint32_t q = 0; q < kb.snap.n_queues; q++) {
+        const char *qn = cfg->queues[q].name;
+        const char *lbl[] = {qn};
+        bool held = strmap_get(&d->held, qn) != NULL;
+        http_metric_set(d->m_pending, lbl, kb.views[q].n_pending);
+        http_metric_set(d->m_held, lbl, held ? 1 : 0);
+        for (uint32_t i = 0; held && i < kb.views[q].n_pending; i++) {
+            const struct kgang *kg = &kb.gangs[kb.views[q].pending[i]->id];
+            char msg[400];
+            snprintf(msg, sizeof(msg),
+                     "queue %s is held by an operator: nothing is admitted "
+                     "until 'gangctl queue resume %s'",
+                     qn, qn);
+            gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+        }
+        if (held)
+            kb.views[q].n_pending = 0;
+    }
     /* gangs that cannot be offered to the core */
     for (uint32_t w = 0; w < kb.n_waiting; w++)
         gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
                     kb.waiting[w].reason, kb.waiting[w].message, false);
     struct sched_result res;
     d->cycle++;
-    if (sched_cycle(&kb.snap, &d->arena, &res) != 0) {
+    uint64_t t0 = uv_hrtime();
+    int crc = sched_cycle(&kb.snap, &d->arena, &res);
+    http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
+    if (crc != 0) {
         config_watch_unpin(d->cw, cfg);
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return;
@@ -935,6 +993,10 @@ static void run_cycle(struct kdrv *d)
                  by->key, res.evictions[e].lost_gpu_s);
         for (uint32_t m = 0; m < victim->gang.n_pods; m++)
             evict_pod(d, victim->members[m]->ns, victim->members[m]->name);
+        const char *kind[] = {res.evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
+                              : res.evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
+                                                                                  : "priority"};
+        http_metric_add_value(d->m_evictions, kind, 1);
         gang_status(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true);
     }
     /* binds */
@@ -1061,6 +1123,7 @@ static void on_lease(void *ctx, bool leading)
         d->leading = true;
         d->recovered = false;
         d->jobs_synced = false;
+        http_metric_set(d->m_leader, NULL, 1);
         schedule_cycle(d, 0);
         return;
     }
@@ -1099,7 +1162,172 @@ static void on_config(void *data, const struct config *fresh, const struct confi
              (unsigned long long)fresh->version);
     if (d->db && d->leading && store_config_apply(d->db, fresh, NULL, 0, &eb) != 0)
         LOG_ERROR(KDRV_MOD, "cannot record the configuration: error=%s", eb.msg);
+    d->force = true;
     schedule_cycle(d, 0);
+}
+
+/* ---- HTTP API: readiness, operator writes, metrics ------------------------------------------ */
+
+static bool http_ready(void *ctx, char *why, size_t n)
+{
+    struct kdrv *d = ctx;
+    for (uint32_t i = 0; i < d->n_inf; i++)
+        if (!kube_informer_synced(d->inf[i])) {
+            snprintf(why, n, "informer %u has not listed yet", i);
+            return false;
+        }
+    if (d->o->leader_elect && !d->leading && d->lease && kube_lease_leading(d->lease)) {
+        snprintf(why, n, "holds the Lease but has not started leading yet");
+        return false;
+    }
+    return true;
+}
+
+/* Applies one operator action (also replayed from the store when a leader starts). */
+static int apply_action(struct kdrv *d, enum store_action_kind kind, const char *target,
+                        struct sched_errbuf *eb)
+{
+    switch (kind) {
+    case STORE_ACT_HOLD:
+    case STORE_ACT_DRAIN:
+        return strmap_put(&d->held, target, (void *)1, NULL) == 0
+                   ? 0
+                   : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    case STORE_ACT_RESUME:
+        strmap_del(&d->held, target);
+        return 0;
+    case STORE_ACT_CHECKPOINT: {
+        const struct kpg *pg = kcache_pg(d->cache, target);
+        if (!pg)
+            return sched_fail(eb, SCHED_ENOENT, "podgroup %s not found", target);
+        char t[40], path[700];
+        kobj_format_time(now_ms(), t, sizeof(t));
+        cJSON *body = cJSON_CreateObject();
+        cJSON *ann =
+            cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
+        cJSON_AddStringToObject(ann, "gangsched.io/checkpoint-requested", t);
+        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s",
+                 pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1"
+                                     : "scheduling.volcano.sh/v1beta1",
+                 pg->ns, pg->name);
+        send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+        return 0;
+    }
+    case STORE_ACT_RESERVE:
+    case STORE_ACT_UNRESERVE:
+        break;
+    }
+    return sched_fail(eb, SCHED_EINVAL,
+                      "operator reservations are not enforced by the daemon yet (they are "
+                      "recorded by 'gangsched serve' only)");
+}
+
+static int http_write(void *ctx, const struct http_write *w, cJSON **result,
+                      struct sched_errbuf *eb)
+{
+    struct kdrv *d = ctx;
+    if (!d->leading || !d->db)
+        return sched_fail(eb, SCHED_EIO,
+                          "this replica is not the leader: send writes to the "
+                          "leader (the holder of the Lease)");
+    const struct config *cfg = config_watch_current(d->cw);
+    bool queue_kind =
+        w->kind == STORE_ACT_HOLD || w->kind == STORE_ACT_RESUME || w->kind == STORE_ACT_DRAIN;
+    if (queue_kind && config_queue_index(cfg, w->target) < 0)
+        return sched_fail(eb, SCHED_ENOENT, "queue '%s' not found", w->target);
+    int rc = apply_action(d, w->kind, w->target, eb);
+    if (rc)
+        return rc;
+    struct store_action a = {.ts_ms = now_ms(),
+                             .kind = w->kind,
+                             .target = w->target,
+                             .detail = w->detail,
+                             .actor = w->actor};
+    int64_t id = 0;
+    rc = store_action_add(d->db, &a, &id, eb);
+    if (rc == 0)
+        rc = store_action_done(d->db, id, STORE_ACTION_APPLIED, a.ts_ms, "applied", eb);
+    if (rc)
+        return rc;
+    d->force = true;
+    schedule_cycle(d, 0);
+    *result = cJSON_CreateObject();
+    cJSON_AddStringToObject(*result, "action", store_action_kind_name(w->kind));
+    cJSON_AddStringToObject(*result, "target", w->target);
+    cJSON_AddStringToObject(*result, "message", "applied");
+    return 0;
+}
+
+static int replay_action(void *ctx, const struct store_action *a)
+{
+    struct kdrv *d = ctx;
+    if (a->state == STORE_ACTION_APPLIED &&
+        (a->kind == STORE_ACT_HOLD || a->kind == STORE_ACT_DRAIN || a->kind == STORE_ACT_RESUME))
+        return apply_action(d, a->kind, a->target, NULL);
+    return 0;
+}
+
+static int start_metrics(struct kdrv *d)
+{
+    static const double cycle_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                           0.05,   0.1,   0.25,   0.5,   1,    2.5};
+    const char *result[] = {"result"}, *outcome[] = {"outcome"}, *kind[] = {"kind"},
+               *queue[] = {"queue"}, *reason[] = {"reason"};
+    struct http_metrics *m = d->metrics;
+    int rc = http_metric_add(m, "gangsched_cycle_duration_seconds",
+                             "Time the scheduling core took per cycle", HTTP_HISTOGRAM, NULL, 0,
+                             cycle_buckets, 12, &d->m_cycle);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER,
+                             result, 1, NULL, 0, &d->m_binds);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_gangs_bound_total",
+                             "Placed gangs by outcome of their binds", HTTP_COUNTER, outcome, 1,
+                             NULL, 0, &d->m_gangs);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_kube_client_requests_total",
+                             "Kubernetes API requests by kind (sent, retries, errors, throttled)",
+                             HTTP_COUNTER, kind, 1, NULL, 0, &d->m_api);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_leader", "1 while this replica holds the Lease",
+                             HTTP_GAUGE, NULL, 0, NULL, 0, &d->m_leader);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_pending_gangs",
+                             "Gangs offered to the core at the last cycle, per queue", HTTP_GAUGE,
+                             queue, 1, NULL, 0, &d->m_pending);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_victim_gangs_evicted_total",
+                             "Preemption victim gangs this process evicted, by kind of preemption",
+                             HTTP_COUNTER, reason, 1, NULL, 0, &d->m_evictions);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_queue_held",
+                             "1 while an operator holds or drains the queue", HTTP_GAUGE, queue, 1,
+                             NULL, 0, &d->m_held);
+    if (rc == 0)
+        rc = http_metric_set(d->m_leader, NULL, 0);
+    return rc;
+}
+
+/* Copies the client's counters into the metrics (called every second). */
+static void update_client_metrics(struct kdrv *d)
+{
+    static const char *const names[] = {"sent", "retries", "errors", "throttled"};
+    struct kube_client_stats st;
+    kube_client_stats(d->client, &st);
+    uint64_t now[4] = {st.requests, st.retries, st.errors, st.throttled};
+    for (int i = 0; i < 4; i++) {
+        const char *lbl[] = {names[i]};
+        if (now[i] > d->api_seen[i])
+            http_metric_add_value(d->m_api, lbl, (double)(now[i] - d->api_seen[i]));
+        else
+            http_metric_add_value(d->m_api, lbl, 0);
+        d->api_seen[i] = now[i];
+    }
+}
+
+static void on_stats_timer(uv_timer_t *t)
+{
+    update_client_metrics(t->data);
 }
 
 static int start_informer(struct kdrv *d, const char *path, const char *field_selector,
@@ -1127,6 +1355,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     d.loop = uv_default_loop();
     strmap_init(&d.status);
     strmap_init(&d.jobs);
+    strmap_init(&d.held);
+    d.metrics = http_metrics_new();
     arena_init(&d.arena, 1 << 20);
     int rc = kube_auth_load(o->kubeconfig, &d.auth, eb);
     if (rc == 0) {
@@ -1153,6 +1383,28 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
                             on_pg_volcano, eb);
     uv_timer_init(d.loop, &d.cycle_timer);
     d.cycle_timer.data = &d;
+    uv_timer_init(d.loop, &d.stats_timer);
+    d.stats_timer.data = &d;
+    if (rc == 0 && (!d.metrics || start_metrics(&d) != 0))
+        rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0 && o->listen && *o->listen) {
+        struct http_opts ho = {.listen = o->listen,
+                               .write_token_file = o->token_file,
+                               .read_token_file = o->read_token_file};
+        struct http_provider hp = {.ctx = &d,
+                                   .store_path = o->db_path,
+                                   .ready = http_ready,
+                                   .metrics = d.metrics,
+                                   .store_metrics = true,
+                                   .write = http_write};
+        rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
+        if (rc == 0 && o->port_file)
+            rc = http_server_write_port(d.http, o->port_file, eb);
+        if (rc == 0)
+            LOG_INFO(KDRV_MOD, "HTTP API listening: port=%d", http_server_port(d.http));
+    }
+    if (rc == 0)
+        uv_timer_start(&d.stats_timer, on_stats_timer, 1000, 1000);
     uv_signal_init(d.loop, &d.sigterm);
     uv_signal_init(d.loop, &d.sigint);
     d.sigterm.data = d.sigint.data = &d;
@@ -1183,6 +1435,9 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     kube_client_free(d.client);
     config_watch_stop(d.cw);
     uv_close((uv_handle_t *)&d.cycle_timer, close_cb);
+    uv_close((uv_handle_t *)&d.stats_timer, close_cb);
+    if (d.http)
+        http_server_stop(d.http);
     uv_close((uv_handle_t *)&d.sigterm, close_cb);
     uv_close((uv_handle_t *)&d.sigint, close_cb);
     uv_run(d.loop, UV_RUN_DEFAULT);
@@ -1201,9 +1456,11 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     for (size_t i = 0; strmap_next(&d.jobs, &i, &k, &v);)
         kjob_free(v);
     strmap_fini(&d.jobs);
+    strmap_fini(&d.held);
     store_close(d.db);
     kcache_free(d.cache);
     kube_auth_free(d.auth);
     arena_fini(&d.arena);
+    http_metrics_free(d.metrics);
     return rc;
 }

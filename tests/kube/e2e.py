@@ -92,12 +92,21 @@ class Sched:
         self.name = name
         self.log_path = os.path.join(TMP, name + ".log")
         self.log = open(self.log_path, "w")
+        self.port_file = os.path.join(TMP, name + ".port")
         self.p = subprocess.Popen([os.path.join(BIN, "gangsched"), "run", "--kubeconfig",
                                    kubeconfig, "--config", os.path.join(TMP, "config.yaml"),
                                    "--db", db, "--identity", name, "--lease-namespace",
-                                   "default", "--cycle-ms", "50"], stdout=self.log,
+                                   "default", "--cycle-ms", "50", "--listen", "127.0.0.1:0",
+                                   "--port-file", self.port_file, "--token-file",
+                                   os.path.join(TMP, "write.tok")], stdout=self.log,
                                   stderr=self.log)
         procs.append(self.p)
+
+    def url(self):
+        if not wait_for(lambda: os.path.exists(self.port_file), 10):
+            return "http://127.0.0.1:1"
+        with open(self.port_file) as f:
+            return "http://127.0.0.1:%s" % f.read().strip()
 
     def text(self):
         with open(self.log_path) as f:
@@ -115,6 +124,27 @@ class Sched:
                 self.p.kill()
                 self.p.wait()
         return self.p.returncode
+
+
+def http_get(url):
+    """(status, body text) of a plain GET, bounded in time."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def gangctl(*args, token=False):
+    cmd = [os.path.join(BIN, "gangctl")] + list(args)
+    if token:
+        cmd[1:1] = ["--token-file", os.path.join(TMP, "write.tok")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout + r.stderr
 
 
 def finish():
@@ -211,6 +241,8 @@ def main():
     kubeconfig = start_fake()
     with open(os.path.join(TMP, "config.yaml"), "w") as f:
         f.write(CONFIG)
+    with open(os.path.join(TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
     c = Client(kubeconfig)
     c.post("/api/v1/nodes", node("gpu-1", "r1"))
     c.post("/api/v1/nodes", node("gpu-3", "r2"))
@@ -274,12 +306,52 @@ def main():
           wait_for(lambda: pg_status(c, "vc", volcano=True).get("phase") == "Running", 10),
           json.dumps(pg_status(c, "vc", volcano=True)))
 
+    # the daemon's HTTP API: health, readiness, metrics, gangctl against it
+    url = a.url()
+    check("/healthz answers 200", http_get(url + "/healthz")[0] == 200)
+    check("/readyz answers 200 once synced and leading", http_get(url + "/readyz")[0] == 200,
+          str(http_get(url + "/readyz")))
+    st, text = http_get(url + "/metrics")
+    check("/metrics has the daemon's families",
+          st == 200 and "gangsched_binds_total{result=\"bound\"}" in text and
+          "gangsched_cycle_duration_seconds_bucket" in text and "gangsched_leader 1" in text,
+          text[:400])
+    promtool = subprocess.run(["sh", "-c", "command -v promtool"], capture_output=True)
+    if promtool.returncode == 0:
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        check("promtool check metrics accepts /metrics", r.returncode == 0, r.stdout + r.stderr)
+    else:
+        bad("promtool is not installed (make test-deps installs Debian's prometheus)")
+    rc, out = gangctl("--server", url, "jobs", "-A")
+    check("gangctl jobs -A lists the bound gang", rc == 0 and "default/train" in out, out)
+    rc, out = gangctl("--server", url, "explain", "default/huge")
+    check("gangctl explain says why a gang waits", rc == 0 and "nvidia.com/gpu" in out, out)
+    rc, out = gangctl("--server", url, "queue", "hold", "team-b")
+    check("an operator write without a token is refused (exit 3)", rc == 3, out)
+    rc, out = gangctl("--server", url, "queue", "hold", "team-b", token=True)
+    check("gangctl queue hold team-b with the token", rc == 0, out)
+    c.post("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+           podgroup("heldjob", 1, queue="team-b")[1])
+    c.post("/api/v1/namespaces/default/pods", pod("heldjob-0", "heldjob", 1))
+    cond = wait_for(lambda: pg_status(c, "heldjob").get("conditions"), 10)
+    check("a gang of a held queue waits with QueueHeld",
+          cond and cond[0].get("reason") == "QueueHeld", json.dumps(cond))
+    check("and is not bound", not bound(c, "heldjob"))
+    rc, out = gangctl("--server", url, "queue", "resume", "team-b", token=True)
+    check("gangctl queue resume team-b", rc == 0, out)
+    check("the gang is bound after the resume",
+          wait_for(lambda: len(bound(c, "heldjob")) == 1, 20))
+    rc, out = gangctl("--server", url, "queue", "hold", "nosuchqueue", token=True)
+    check("holding an unknown queue: exit 1 and says so", rc == 1 and "nosuchqueue" in out, out)
+
     # free the cluster for what follows
-    for name in ("train", "partial", "vc", "huge"):
+    for name in ("train", "partial", "vc", "huge", "heldjob"):
         for p in pods_of(c, name):
             c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                      {"gracePeriodSeconds": 0})
-    wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge")), 10)
+    wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge",
+                                                     "heldjob")), 10)
 
     # 5. faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch
     c.post("/_fake/faults", [{"type": "error", "code": 500, "count": 3, "verb": "create",
@@ -303,10 +375,13 @@ def main():
     c.post("/_fake/faults", {"type": "error", "code": 500, "count": -1,
                              "path": "/pods/permfail-1/binding"})
     gang(c, "permfail", 2, 1)
-    cond = wait_for(lambda: [x for x in pg_status(c, "permfail").get("conditions", [])
-                             if x.get("reason") == "FailedBinding"], 25)
-    check("a gang with a member that cannot be bound says FailedBinding", cond,
-          json.dumps(pg_status(c, "permfail")))
+    ev = wait_for(lambda: [e for e in events_for(c, "permfail")
+                           if e["reason"] == "FailedBinding"], 25)
+    check("a gang with a member that cannot be bound gets a FailedBinding event", ev,
+          json.dumps(events_for(c, "permfail"))[:400])
+    if ev:
+        check("which names the pod and the error", "permfail-1" in ev[0]["note"] and
+              "500" in ev[0]["note"], ev[0]["note"])
     check("and keeps no bound member", wait_for(lambda: not bound(c, "permfail"), 10),
           str([p["metadata"]["name"] for p in bound(c, "permfail")]))
     c.delete("/_fake/faults")
