@@ -1587,10 +1587,37 @@ static int parse_preemption(struct ctx *x, yaml_node_t *p, struct config_preempt
     return rc;
 }
 
+static int parse_lifecycle(struct ctx *x, yaml_node_t *p, struct config_lifecycle *lc)
+{
+    static const char *const keys[] = {"startTimeout", "maxRestarts", "failureGrace", NULL};
+    int rc = expect_mapping(x, p);
+    if (!rc)
+        rc = check_map(x, p, keys);
+    yaml_node_t *v;
+    if (!rc && (v = map_opt(x, p, "startTimeout")) != NULL) {
+        path_push(x, "startTimeout");
+        rc = get_duration(x, v, &lc->start_timeout_ms);
+        path_pop(x);
+    }
+    if (!rc && (v = map_opt(x, p, "failureGrace")) != NULL) {
+        path_push(x, "failureGrace");
+        rc = get_duration(x, v, &lc->failure_grace_ms);
+        path_pop(x);
+    }
+    if (!rc && (v = map_opt(x, p, "maxRestarts")) != NULL) {
+        long long n;
+        path_push(x, "maxRestarts");
+        rc = get_int(x, v, 0, 1000, &n);
+        lc->max_restarts = (uint32_t)n;
+        path_pop(x);
+    }
+    return rc;
+}
+
 static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
 {
-    static const char *const keys[] = {"name",    "cohort", "weight",     "priority", "ordering",
-                                       "profile", "quota",  "preemption", NULL};
+    static const char *const keys[] = {"name",    "cohort", "weight",     "priority",  "ordering",
+                                       "profile", "quota",  "preemption", "lifecycle", NULL};
     static const char *const orderings[] = {"BestEffortFIFO", "StrictFIFO", NULL};
     struct config_queue *q = &x->c->queues[i];
     struct owner *o = &x->owners[x->c->n_cohorts + i];
@@ -1602,6 +1629,9 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     q->profile = -1;
     q->preemption.within_queue = CONFIG_PREEMPT_LOWER_PRIORITY;
     q->preemption.reclaim = CONFIG_RECLAIM_ANY;
+    q->lifecycle.start_timeout_ms = CONFIG_DEFAULT_START_TIMEOUT_MS;
+    q->lifecycle.max_restarts = CONFIG_DEFAULT_MAX_RESTARTS;
+    q->lifecycle.failure_grace_ms = CONFIG_DEFAULT_FAILURE_GRACE_MS;
     int rc = named_entry(x, n, keys, o);
     if (rc)
         return rc;
@@ -1657,6 +1687,11 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     if (!rc && (v = map_opt(x, n, "preemption")) != NULL) {
         path_push(x, "preemption");
         rc = parse_preemption(x, v, &q->preemption);
+        path_pop(x);
+    }
+    if (!rc && (v = map_opt(x, n, "lifecycle")) != NULL) {
+        path_push(x, "lifecycle");
+        rc = parse_lifecycle(x, v, &q->lifecycle);
         path_pop(x);
     }
     if (!rc && (v = map_opt(x, n, "quota")) != NULL) {

@@ -109,6 +109,19 @@ struct config_preemption {
     int64_t checkpoint_grace_ms;           /* default 0 (no handshake) */
 };
 
+/* What happens to a queue's gangs after they are bound (the daemon's start watchdog and
+ * failure handling, docs/lifecycle.md); PodGroup annotations override per gang. */
+struct config_lifecycle {
+    int64_t start_timeout_ms; /* all members Running and Ready by then; default 5m */
+    uint32_t max_restarts;    /* the gang's own failures it may survive; default 3 */
+    int64_t failure_grace_ms; /* a member lost to a NotReady node breaks the gang after this
+                                 long; default 30s */
+};
+
+#define CONFIG_DEFAULT_START_TIMEOUT_MS (5 * 60 * 1000)
+#define CONFIG_DEFAULT_MAX_RESTARTS     3
+#define CONFIG_DEFAULT_FAILURE_GRACE_MS (30 * 1000)
+
 struct config_cohort {
     const char *name;
     int32_t parent; /* cohort index, or -1 for a root */
@@ -124,6 +137,7 @@ struct config_queue {
     enum config_ordering ordering;
     int32_t profile; /* profile index, or -1 for the default */
     struct config_preemption preemption;
+    struct config_lifecycle lifecycle;
     struct config_quota_set q;
     uint32_t line, column;
 };

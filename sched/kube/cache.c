@@ -598,8 +598,11 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
     void *v;
     for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
         struct kpod *p = v;
-        if (!p->ours || p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
+        bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
+        if (!p->ours || (terminal && !p->node))
             continue;
+        /* a terminal member stays in its running gang: the lifecycle tells a failed member
+         * from a gang that completes */
         bool bound = p->node || strmap_get(&c->assumed, key);
         if (!bound && (p->deleting || p->gated))
             continue;
@@ -614,7 +617,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             g->named = p->group != NULL;
             g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
         }
-        if (bound && !p->deleting)
+        if (bound && !p->deleting && !terminal)
             g->n_bound_live++;
         if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
                         : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
@@ -675,7 +678,14 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                         goto done;
                     continue;
                 }
-            } else if (q < 0) {
+            } else {
+                bool done = true; /* every member Succeeded: the gang finished */
+                for (uint32_t m = 0; m < n && done; m++)
+                    done = members[m]->phase == KPOD_SUCCEEDED;
+                if (done)
+                    continue;
+            }
+            if (pass == 1 && q < 0) {
                 q = 0; /* still charged somewhere: usage must not vanish with a config edit */
                 if (!cfg || cfg->n_queues == 0)
                     continue;
@@ -781,6 +791,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 run[n_run - 1].evicting = true;
     }
     out->views = views;
+    out->state = b.state;
     out->snap = (struct sched_snapshot){
         .now_ms = now_ms,
         .cluster = cl,

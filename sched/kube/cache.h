@@ -47,6 +47,7 @@ struct kwaiting {
 struct kcache_build {
     struct sched_snapshot snap;
     struct sched_queue_view *views; /* = snap.queues, writable: the driver may hold a queue */
+    struct node_state *state;       /* = snap.state, writable: the driver sets node health */
     struct kgang *gangs;            /* [n_gangs] pending ones first, then running ones */
     uint32_t n_gangs;
     uint32_t n_pending;

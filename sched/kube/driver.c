@@ -42,6 +42,7 @@
 #include "sched/http/server.h"
 #include "sched/kube/cache.h"
 #include "sched/kube/client.h"
+#include "sched/kube/lifecycle.h"
 #include "store/store.h"
 
 #define KDRV_MOD "kube"
@@ -94,7 +95,7 @@ struct kdrv {
     uv_signal_t sigterm, sigint;
     struct kube_auth *auth;
     struct kube_client *client;
-    struct kube_informer *inf[4];
+    struct kube_informer *inf[5];
     uint32_t n_inf;
     struct kube_lease *lease;
     struct config_watch *cw;
@@ -119,7 +120,26 @@ struct kdrv {
         *m_held;
     uint64_t api_seen[4];
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
+    /* gang lifecycle (sched/kube/lifecycle.h) */
+    struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
+    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown */
+    struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
+    struct strmap node_down; /* node -> int64_t*: NotReady since */
+    struct strmap strikes;   /* node -> struct kstrike* */
+    struct http_metric *m_teardowns, *m_quarantined;
     uv_timer_t stats_timer;
+};
+
+/* Failed starts on a node: KDRV_STRIKES within KDRV_STRIKE_WINDOW_MS quarantine it for
+ * KDRV_QUARANTINE_MS (the simulator's values, docs/lifecycle.md). */
+#define KDRV_STRIKES          3
+#define KDRV_STRIKE_WINDOW_MS (60 * 60 * 1000)
+#define KDRV_QUARANTINE_MS    (30 * 60 * 1000)
+
+struct kstrike {
+    uint32_t n;
+    int64_t window_start_ms;
+    int64_t until_ms; /* quarantined until, 0 = not */
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -365,6 +385,7 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
  */
 
 static void schedule_cycle(struct kdrv *d, uint64_t delay_ms);
+static void set_bound_at(struct kdrv *d, const char *gang, int64_t at);
 
 static void gang_binds_free(struct kgang_binds *gb)
 {
@@ -443,6 +464,7 @@ static void binds_finished(struct kdrv *d)
         const char *outcome[] = {gb->n_failed == 0 ? "bound" : "rolled_back"};
         http_metric_add_value(d->m_gangs, outcome, 1);
         if (gb->n_failed == 0) {
+            set_bound_at(d, gb->gang, now);
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
             continue;
@@ -572,6 +594,14 @@ static int recover_intent(void *ctx, const struct store_intent *in)
 
 static store_action_fn replay_action;
 
+static int load_gave_up(void *ctx, const struct store_job *j)
+{
+    struct kdrv *d = ctx;
+    if (j->state == STORE_JOB_FAILED && strmap_put(&d->gave_up, j->gang, (void *)1, NULL) != 0)
+        return SCHED_ENOMEM;
+    return 0;
+}
+
 /* The database is opened by the leader only (standbys never write). */
 static int open_store(struct kdrv *d)
 {
@@ -584,6 +614,8 @@ static int open_store(struct kdrv *d)
         rc = store_config_apply(d->db, config_watch_current(d->cw), NULL, 0, &eb);
         if (rc == 0) /* the operators' holds survive a restart or a new leader */
             rc = store_action_list(d->db, false, replay_action, d, &eb);
+        if (rc == 0) /* and so do the gangs that used up their retry budget */
+            rc = store_job_list(d->db, load_gave_up, d, &eb);
         if (rc != 0) {
             store_close(d->db);
             d->db = NULL;
@@ -670,6 +702,11 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kc
                               .admit_ms = now,
                               .start_ms = now,
                               .finish_ms = STORE_NO_TIME};
+        struct store_job prev;
+        if (store_job_get(d->db, kg->key, &prev, NULL) == 0) {
+            j.preemptions = prev.preemptions;
+            j.restarts = prev.restarts;
+        }
         if (rc == 0)
             rc = store_job_upsert(d->db, &j, eb);
     }
@@ -789,7 +826,7 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         struct kjob *j = strmap_get(&d->jobs, kg->key);
         if (j)
             j->seen = true;
-        else
+        else if (!strmap_get(&d->tearing, kg->key)) /* a teardown released it already */
             rc = adopt_running(d, kg, kb, cfg, now, eb);
     }
     /* gangs charged but no longer running */
@@ -870,6 +907,27 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
                                      .cost = ev->cost};
         rc = store_preemption_add(d->db, &p, eb);
+        /* the victim goes back to pending (a preemption never counts against its retry budget)
+         * and its members' deletion is not a failure the lifecycle should act on */
+        const char *victim = kb->gangs[ev->victim->gang->id].key;
+        struct store_job old;
+        if (rc == 0 && store_job_get(d->db, victim, &old, NULL) == 0) {
+            struct store_job j = old;
+            j.gang = victim;
+            j.queue = cfg->queues[ev->victim->gang->queue].name;
+            j.flavor = NULL;
+            j.state = STORE_JOB_PENDING;
+            j.admit_ms = j.start_ms = STORE_NO_TIME;
+            j.preemptions = old.preemptions + 1;
+            rc = store_job_upsert(d->db, &j, eb);
+        }
+        if (rc == 0)
+            rc = job_charge(d, victim, NULL, NULL, 0, -1, eb);
+        if (rc == 0)
+            rc = store_placement_release(d->db, victim, NULL, eb);
+        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)1, NULL) != 0)
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        free(strmap_del(&d->bound_at, victim));
     }
     for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++) {
         const struct sched_placement *pl = &res->placements[p];
@@ -902,6 +960,11 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                                   .admit_ms = now,
                                   .start_ms = STORE_NO_TIME,
                                   .finish_ms = STORE_NO_TIME};
+            struct store_job old; /* a restart keeps its counters */
+            if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
+                j.preemptions = old.preemptions;
+                j.restarts = old.restarts;
+            }
             rc = store_job_upsert(d->db, &j, eb);
         }
         if (rc == 0)
@@ -913,6 +976,249 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
     if (rc != 0)
         store_rollback(d->db);
     return rc;
+}
+
+/* ---- gang lifecycle: start watchdog, broken gangs, node health --------------------------------
+ */
+
+static int64_t bound_at_cb(void *ctx, const char *gang)
+{
+    struct kdrv *d = ctx;
+    if (strmap_get(&d->tearing, gang))
+        return INT64_MIN;
+    int64_t *t = strmap_get(&d->bound_at, gang);
+    if (t)
+        return *t;
+    /* first seen running (bound before this process led): the start timeout counts from now */
+    t = malloc(sizeof(*t));
+    if (!t)
+        return now_ms();
+    *t = now_ms();
+    if (strmap_put(&d->bound_at, gang, t, NULL) != 0) {
+        free(t);
+        return now_ms();
+    }
+    return *t;
+}
+
+static void set_bound_at(struct kdrv *d, const char *gang, int64_t at)
+{
+    int64_t *t = malloc(sizeof(*t));
+    void *old = NULL;
+    if (t) {
+        *t = at;
+        if (strmap_put(&d->bound_at, gang, t, &old) != 0)
+            free(t);
+    }
+    free(old);
+}
+
+/* NotReady-since per node of the build's cluster (0 = ready), and quarantine flags. */
+static int64_t *node_health(struct kdrv *d, struct kcache_build *kb, int64_t now)
+{
+    const struct cluster *cl = kb->snap.cluster;
+    int64_t *down = arena_calloc(&d->arena, cl->n_nodes ? cl->n_nodes : 1, sizeof(*down));
+    if (!down)
+        return NULL;
+    uint32_t quarantined = 0;
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        const char *name = cl->nodes[i].name;
+        int64_t *since = strmap_get(&d->node_down, name);
+        if (!cl->nodes[i].ready) {
+            if (!since && (since = malloc(sizeof(*since))) != NULL) {
+                *since = now;
+                if (strmap_put(&d->node_down, name, since, NULL) != 0) {
+                    free(since);
+                    since = NULL;
+                }
+            }
+            down[i] = since ? *since : now;
+        } else if (since) {
+            free(strmap_del(&d->node_down, name));
+        }
+        struct kstrike *st = strmap_get(&d->strikes, name);
+        if (st && st->until_ms > now) {
+            kb->state[i].quarantined = true;
+            quarantined++;
+        }
+    }
+    http_metric_set(d->m_quarantined, NULL, quarantined);
+    return down;
+}
+
+static void strike(struct kdrv *d, const char *node, int64_t now)
+{
+    struct kstrike *st = strmap_get(&d->strikes, node);
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st || strmap_put(&d->strikes, node, st, NULL) != 0) {
+            free(st);
+            return;
+        }
+    }
+    if (st->until_ms > now)
+        return; /* quarantined already */
+    if (st->n == 0 || now - st->window_start_ms > KDRV_STRIKE_WINDOW_MS) {
+        st->n = 0;
+        st->window_start_ms = now;
+    }
+    if (++st->n < KDRV_STRIKES)
+        return;
+    st->n = 0;
+    st->until_ms = now + KDRV_QUARANTINE_MS;
+    char note[300];
+    snprintf(note, sizeof(note),
+             "%d failed gang starts within %d minutes: no new pods for %d "
+             "minutes",
+             KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
+    LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
+    post_event(d, "v1", "Node", "default", node, "Warning", "Quarantined", "Scheduling", note);
+}
+
+/* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges
+ * its own failures to its retry budget and records the outcome. Inside a store transaction. */
+static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
+                    struct sched_errbuf *eb)
+{
+    const struct kgang *kg = act->gang;
+    const char *reason = klife_reason_name(act->reason);
+    const char *lbl[] = {reason};
+    http_metric_add_value(d->m_teardowns, lbl, 1);
+    LOG_WARN(KDRV_MOD, "gang broken: gang=%s reason=%s whole=%d why=%s", kg->key, reason,
+             act->whole, act->message);
+    if (!act->whole) {
+        for (uint32_t i = 0; i < act->n_lost; i++)
+            delete_pod(d, act->lost[i]->ns, act->lost[i]->name, reason);
+        char msg[1000];
+        snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on",
+                 act->message, act->n_lost);
+        gang_status(d, kg->key, kg->pg, "Running", "Warning", reason, msg, true);
+        return 0;
+    }
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+        if (!kg->members[m]->deleting)
+            delete_pod(d, kg->members[m]->ns, kg->members[m]->name, reason);
+    if (strmap_put(&d->tearing, kg->key, (void *)1, NULL) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    free(strmap_del(&d->bound_at, kg->key));
+    struct store_job old;
+    uint32_t restarts = 0, preemptions = 0;
+    int64_t submit = kg->gang.submit_ms;
+    if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
+        restarts = old.restarts;
+        preemptions = old.preemptions;
+        submit = old.submit_ms;
+    }
+    if (act->own)
+        restarts++;
+    bool exhausted = act->own && restarts > act->max_restarts;
+    const struct config *cfg = config_watch_current(d->cw);
+    struct store_job j = {.gang = kg->key,
+                          .gang_id = -1,
+                          .queue = cfg && kg->gang.queue < cfg->n_queues
+                                       ? cfg->queues[kg->gang.queue].name
+                                       : "unknown",
+                          .gpus = kg->gang.gpus,
+                          .state = exhausted ? STORE_JOB_FAILED : STORE_JOB_PENDING,
+                          .submit_ms = submit,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = exhausted ? now : STORE_NO_TIME,
+                          .preemptions = preemptions,
+                          .restarts = restarts};
+    int rc = job_charge(d, kg->key, NULL, NULL, 0, -1, eb);
+    if (rc == 0)
+        rc = store_placement_release(d->db, kg->key, NULL, eb);
+    if (rc == 0)
+        rc = store_job_upsert(d->db, &j, eb);
+    char reason_text[1100];
+    snprintf(reason_text, sizeof(reason_text), "%s: %s", reason, act->message);
+    struct store_decision dec = {.cycle = d->cycle,
+                                 .ts_ms = now,
+                                 .gang = kg->key,
+                                 .why = SCHED_WHY_RESOURCES,
+                                 .reason = reason_text};
+    if (rc == 0)
+        rc = store_decision_add(d->db, &dec, eb);
+    if (rc)
+        return rc;
+    char msg[1200];
+    if (exhausted) {
+        if (strmap_put(&d->gave_up, kg->key, (void *)1, NULL) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        snprintf(msg, sizeof(msg),
+                 "failed %u times, more than maxRestarts %u (last: %s: %s); "
+                 "'gangctl explain %s' lists every failure",
+                 restarts, act->max_restarts, reason, act->message, kg->key);
+        gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted", msg, true);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "%s; every member is deleted and the gang is scheduled "
+                 "again with its place in line (restart %u of %u allowed)",
+                 act->message, restarts, act->max_restarts);
+        gang_status(d, kg->key, kg->pg, "Pending", "Warning", reason, msg, true);
+    }
+    if (act->strike_node)
+        strike(d, act->strike_node, now);
+    return 0;
+}
+
+/* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
+ * that gave up kept out of the queues. */
+static int lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
+                          int64_t now, struct sched_errbuf *eb)
+{
+    /* teardowns are over once none of the gang's members is bound any more */
+    struct strmap running;
+    strmap_init(&running);
+    for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++)
+        if (strmap_put(&running, kb->gangs[g].key, (void *)1, NULL) != 0) {
+            strmap_fini(&running);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+    const char *k;
+    for (size_t i = 0; strmap_next(&d->tearing, &i, &k, NULL);)
+        if (!strmap_get(&running, k)) {
+            strmap_del(&d->tearing, k);
+            i = 0; /* the map changed: iterate again */
+        }
+    strmap_fini(&running);
+    int64_t *down = node_health(d, kb, now);
+    if (!down)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    struct klife_action *acts;
+    uint32_t n;
+    int rc = klife_check(kb, cfg, now, bound_at_cb, d, down, &d->arena, &acts, &n);
+    if (rc)
+        return sched_fail(eb, rc, "out of memory");
+    if (n > 0) {
+        rc = store_begin(d->db, eb);
+        for (uint32_t i = 0; rc == 0 && i < n; i++)
+            rc = teardown(d, &acts[i], now, eb);
+        if (rc == 0)
+            rc = store_commit(d->db, eb);
+        if (rc) {
+            store_rollback(d->db);
+            return rc;
+        }
+    }
+    for (uint32_t q = 0; q < kb->snap.n_queues; q++) {
+        struct sched_queue_view *v = &kb->views[q];
+        uint32_t keep = 0;
+        for (uint32_t i = 0; i < v->n_pending; i++) {
+            const struct kgang *kg = &kb->gangs[v->pending[i]->id];
+            if (strmap_get(&d->gave_up, kg->key)) {
+                gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted",
+                            "the gang used up its retry budget; delete and recreate it to try "
+                            "again",
+                            false);
+                continue;
+            }
+            ((const struct gang **)v->pending)[keep++] = v->pending[i];
+        }
+        v->n_pending = keep;
+    }
+    return 0;
 }
 
 static void run_cycle(struct kdrv *d)
@@ -936,6 +1242,11 @@ static void run_cycle(struct kdrv *d)
         config_watch_unpin(d->cw, cfg);
         LOG_ERROR(KDRV_MOD, "cannot build the cycle's input: error=%s",
                   rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
+        return;
+    }
+    if (lifecycle_step(d, &kb, cfg, now, &eb) != 0) {
+        config_watch_unpin(d->cw, cfg);
+        fatal(d, eb.msg);
         return;
     }
     /* held and draining queues admit nothing (operator actions) */
@@ -1087,7 +1398,24 @@ static void schedule_cycle(struct kdrv *d, uint64_t delay_ms)
 
 /* ---- informers, lease, signals -------------------------------------------------------------- */
 
+/* Two pod informers: every non-terminal pod (usage on the nodes), and this scheduler's pods in
+ * every phase (a member that fails must be seen failing, not vanish from a phase-filtered
+ * watch). The first ignores this scheduler's pods, so that each pod has one source. */
+static bool ours(const struct kdrv *d, const cJSON *obj)
+{
+    const char *sn = kobj_str(obj, "spec.schedulerName");
+    return sn && strcmp(sn, d->o->scheduler) == 0;
+}
+
 static void on_pod(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && !ours(d, obj) &&
+        kcache_pod_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the pod cache");
+}
+
+static void on_own_pod(void *ctx, enum kube_event ev, const cJSON *obj)
 {
     struct kdrv *d = ctx;
     if (ev != KUBE_SYNCED && kcache_pod_event(d->cache, obj, ev == KUBE_DELETED) != 0)
@@ -1304,6 +1632,14 @@ static int start_metrics(struct kdrv *d)
                              "1 while an operator holds or drains the queue", HTTP_GAUGE, queue, 1,
                              NULL, 0, &d->m_held);
     if (rc == 0)
+        rc = http_metric_add(m, "gangsched_gang_teardowns_total",
+                             "Running gangs torn down (or inference replicas replaced), by reason",
+                             HTTP_COUNTER, reason, 1, NULL, 0, &d->m_teardowns);
+    if (rc == 0)
+        rc = http_metric_add(m, "gangsched_nodes_quarantined",
+                             "Nodes excluded after repeated failed gang starts", HTTP_GAUGE, NULL,
+                             0, NULL, 0, &d->m_quarantined);
+    if (rc == 0)
         rc = http_metric_set(d->m_leader, NULL, 0);
     return rc;
 }
@@ -1325,9 +1661,16 @@ static void update_client_metrics(struct kdrv *d)
     }
 }
 
+/* Every second: the client's counters, and a cycle even without changes, so that start
+ * timeouts and failure graces are noticed when they pass. */
 static void on_stats_timer(uv_timer_t *t)
 {
-    update_client_metrics(t->data);
+    struct kdrv *d = t->data;
+    update_client_metrics(d);
+    if (d->leading && !d->stopping && d->n_binds == 0) {
+        d->force = true;
+        schedule_cycle(d, 0);
+    }
 }
 
 static int start_informer(struct kdrv *d, const char *path, const char *field_selector,
@@ -1356,6 +1699,11 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     strmap_init(&d.status);
     strmap_init(&d.jobs);
     strmap_init(&d.held);
+    strmap_init(&d.bound_at);
+    strmap_init(&d.tearing);
+    strmap_init(&d.gave_up);
+    strmap_init(&d.node_down);
+    strmap_init(&d.strikes);
     d.metrics = http_metrics_new();
     arena_init(&d.arena, 1 << 20);
     int rc = kube_auth_load(o->kubeconfig, &d.auth, eb);
@@ -1375,6 +1723,10 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0)
         rc = start_informer(&d, "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
                             on_pod, eb);
+    char own_sel[300];
+    snprintf(own_sel, sizeof(own_sel), "spec.schedulerName=%s", o->scheduler);
+    if (rc == 0)
+        rc = start_informer(&d, "/api/v1/pods", own_sel, on_own_pod, eb);
     if (rc == 0)
         rc = start_informer(&d, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, on_pg_xk8s,
                             eb);
@@ -1457,6 +1809,14 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
         kjob_free(v);
     strmap_fini(&d.jobs);
     strmap_fini(&d.held);
+    struct strmap *owned[] = {&d.bound_at, &d.node_down, &d.strikes};
+    for (int m = 0; m < 3; m++) {
+        for (size_t i = 0; strmap_next(owned[m], &i, &k, &v);)
+            free(v);
+        strmap_fini(owned[m]);
+    }
+    strmap_fini(&d.tearing);
+    strmap_fini(&d.gave_up);
     store_close(d.db);
     kcache_free(d.cache);
     kube_auth_free(d.auth);

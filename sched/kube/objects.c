@@ -237,6 +237,50 @@ static int pod_request(const cJSON *spec, const char *key, struct res_vec *out,
     return 0;
 }
 
+/* The pod's own explanation of why it does not run: the kubelet's status reason and message
+ * (admission rejections such as UnexpectedAdmissionError or TopologyAffinityError), else the
+ * first container (init containers first) that waits for a reason other than normal creation,
+ * or that terminated with a non-zero exit code. NULL when there is nothing to say. */
+static char *pod_why(const cJSON *status)
+{
+    char buf[600];
+    const char *reason = map_str(status, "reason"), *message = map_str(status, "message");
+    if (reason || message) {
+        snprintf(buf, sizeof(buf), "%s%s%s", reason ? reason : "", reason && message ? ": " : "",
+                 message ? message : "");
+        return strdup(buf);
+    }
+    const char *lists[] = {"initContainerStatuses", "containerStatuses"};
+    for (int l = 0; l < 2; l++) {
+        const cJSON *cs = get(status, lists[l]), *c;
+        if (!cJSON_IsArray(cs))
+            continue;
+        cJSON_ArrayForEach(c, cs)
+        {
+            const cJSON *state = get(c, "state");
+            const cJSON *w = get(state, "waiting"), *t = get(state, "terminated");
+            const char *r = map_str(w, "reason"), *m = map_str(w, "message");
+            if (w && r && strcmp(r, "ContainerCreating") != 0 &&
+                strcmp(r, "PodInitializing") != 0) {
+                snprintf(buf, sizeof(buf), "container %s: %s%s%s",
+                         map_str(c, "name") ? map_str(c, "name") : "?", r, m ? ": " : "",
+                         m ? m : "");
+                return strdup(buf);
+            }
+            const cJSON *code = get(t, "exitCode");
+            if (t && cJSON_IsNumber(code) && code->valuedouble != 0) {
+                r = map_str(t, "reason");
+                m = map_str(t, "message");
+                snprintf(buf, sizeof(buf), "container %s: terminated with exit code %d%s%s%s%s",
+                         map_str(c, "name") ? map_str(c, "name") : "?", (int)code->valuedouble,
+                         r ? ": " : "", r ? r : "", m ? ": " : "", m ? m : "");
+                return strdup(buf);
+            }
+        }
+    }
+    return NULL;
+}
+
 /* ---- pods ------------------------------------------------------------------------------------ */
 
 void kobj_pod_free(struct kpod *p)
@@ -251,6 +295,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->group);
     free(p->queue);
     free(p->flavor);
+    free(p->why);
     cJSON_Delete(p->obj);
     free(p);
 }
@@ -328,6 +373,7 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         if (t && s && strcmp(t, "Ready") == 0)
             p->ready = strcmp(s, "True") == 0;
     }
+    p->why = pod_why(status);
     const char *ct = map_str(meta, "creationTimestamp");
     if (ct && kobj_time(ct, &p->created_ms) != 0) {
         rc = sched_fail(eb, SCHED_EINVAL,

@@ -66,6 +66,9 @@ struct kpod {
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
     struct res_vec req; /* effective request (containers, init containers, overhead) */
+    char *why;          /* the pod's own words when it is not starting or has failed: status
+                           reason/message, or a container's waiting or terminated state
+                           ("container main: CrashLoopBackOff: back-off 5m0s"), or NULL */
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
     cJSON *obj; /* the whole object when unbound and ours (its placement constraints), else NULL */

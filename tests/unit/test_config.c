@@ -338,7 +338,7 @@ static const struct bad bad_configs[] = {
     {H "queues:\n  - name: \"a\\0b\"\n", "4:11: ", "queues[0].name: the string contains a NUL"},
     {H Q1 "    color: red\n", "5:5: ",
      "queues[0].color: unknown key (allowed: name, cohort, weight, priority, ordering, profile, "
-     "quota, preemption)"},
+     "quota, preemption, lifecycle)"},
     {H "fairShare: 24h\n", "3:12: ", "fairShare: expected a mapping, got the string \"24h\""},
     /* duplicate names */
     {H "queues:\n  - name: a\n  - name: b\n  - name: a\n",
@@ -439,6 +439,9 @@ static const struct bad bad_configs[] = {
     {H Q1 "    preemption: {minRuntime: 5x}\n",
      "5:30: ", "queues[0].preemption.minRuntime: invalid duration \"5x\": unknown unit"},
     {H Q1 "    preemption: {restartCost: 5m1h}\n", "5:31: ", "largest first"},
+    {H Q1 "    lifecycle: {maxRestarts: -1}\n", "5:30: ", "queues[0].lifecycle.maxRestarts"},
+    {H Q1 "    lifecycle: {startTimeout: soon}\n", "5:31: ", "lifecycle.startTimeout: invalid"},
+    {H Q1 "    lifecycle: {retries: 3}\n", "5:17: ", "lifecycle.retries: unknown key"},
     {H Q1 "    preemption: {checkpointGrace: soon}\n",
      "5:35: ", "checkpointGrace: invalid duration \"soon\": expected a number followed by a unit"},
     {H "fairShare: {halfLife: 99999d}\n", "3:23: ", "duration too long"},
