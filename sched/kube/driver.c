@@ -128,7 +128,27 @@ struct kdrv {
     struct strmap strikes;   /* node -> struct kstrike* */
     struct http_metric *m_teardowns, *m_quarantined;
     uv_timer_t stats_timer;
+    /* capacity freed by preemption, held for the preemptor until it starts (or the hold ends) */
+    struct khold *holds;
+    uint32_t n_holds;
 };
+
+#define KDRV_HOLD_MS (10 * 60 * 1000) /* a preemptor's hold lasts at most this long */
+
+struct khold {
+    char *gang;
+    char **nodes;
+    uint32_t n_nodes;
+    int64_t until_ms;
+};
+
+static void khold_free(struct khold *h)
+{
+    for (uint32_t i = 0; i < h->n_nodes; i++)
+        free(h->nodes[i]);
+    free(h->nodes);
+    free(h->gang);
+}
 
 /* Failed starts on a node: KDRV_STRIKES within KDRV_STRIKE_WINDOW_MS quarantine it for
  * KDRV_QUARANTINE_MS (the simulator's values, docs/lifecycle.md). */
@@ -1272,6 +1292,33 @@ static void run_cycle(struct kdrv *d)
     for (uint32_t w = 0; w < kb.n_waiting; w++)
         gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
                     kb.waiting[w].reason, kb.waiting[w].message, false);
+    /* preemptor holds: kept while their gang is pending and the hold has not ended */
+    struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
+    uint32_t n_hv = 0;
+    for (uint32_t h = 0; hv && h < d->n_holds;) {
+        struct khold *kh = &d->holds[h];
+        const struct gang *g = NULL;
+        for (uint32_t i = 0; i < kb.n_pending && !g; i++)
+            if (strcmp(kb.gangs[i].key, kh->gang) == 0)
+                g = &kb.gangs[i].gang;
+        if (!g || kh->until_ms <= now) {
+            khold_free(kh);
+            d->holds[h] = d->holds[--d->n_holds];
+            continue;
+        }
+        uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
+        uint32_t nn = 0;
+        const struct cluster *cl = kb.snap.cluster;
+        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++)
+            for (uint32_t i = 0; i < cl->n_nodes; i++)
+                if (strcmp(cl->nodes[i].name, kh->nodes[k]) == 0)
+                    nodes[nn++] = i;
+        if (nodes)
+            hv[n_hv++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
+        h++;
+    }
+    kb.snap.holds = hv;
+    kb.snap.n_holds = hv ? n_hv : 0;
     struct sched_result res;
     d->cycle++;
     uint64_t t0 = uv_hrtime();
@@ -1309,6 +1356,34 @@ static void run_cycle(struct kdrv *d)
                                                                                   : "priority"};
         http_metric_add_value(d->m_evictions, kind, 1);
         gang_status(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true);
+    }
+    for (uint32_t r = 0; r < res.n_reservations; r++) {
+        const struct sched_reservation *rv = &res.reservations[r];
+        if (!rv->preemptor)
+            continue;
+        const char *key = kb.gangs[rv->gang->id].key;
+        uint32_t h = 0;
+        while (h < d->n_holds && strcmp(d->holds[h].gang, key) != 0)
+            h++;
+        if (h < d->n_holds)
+            continue; /* held already: keep the first hold's deadline */
+        struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
+        if (!nh)
+            break;
+        d->holds = nh;
+        struct khold *kh = &d->holds[d->n_holds];
+        kh->gang = strdup(key);
+        kh->nodes = calloc(rv->n_nodes + 1, sizeof(*kh->nodes));
+        kh->n_nodes = 0;
+        kh->until_ms = now + KDRV_HOLD_MS;
+        if (!kh->gang || !kh->nodes) {
+            khold_free(kh);
+            break;
+        }
+        for (uint32_t k = 0; k < rv->n_nodes; k++)
+            if ((kh->nodes[kh->n_nodes] = strdup(kb.snap.cluster->nodes[rv->nodes[k]].name)))
+                kh->n_nodes++;
+        d->n_holds++;
     }
     /* binds */
     if (res.n_placements > 0) {
@@ -1797,6 +1872,9 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     for (uint32_t g = 0; g < d.n_binds; g++)
         gang_binds_free(&d.binds[g]);
     free(d.binds);
+    for (uint32_t h = 0; h < d.n_holds; h++)
+        khold_free(&d.holds[h]);
+    free(d.holds);
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&d.status, &i, &k, &v);) {

@@ -68,7 +68,7 @@ def wait_for(fn, timeout=20.0, step=0.1):
     return v
 
 
-def start_fake():
+def start_fake(grace_cap="0.5"):
     d = os.path.join(TMP, "fake")
     os.makedirs(d, exist_ok=True)
     port_file = os.path.join(d, "port")
@@ -77,7 +77,7 @@ def start_fake():
                           "--port-file", port_file, "--kubeconfig-out",
                           os.path.join(d, "kubeconfig"), "--token", "e2e-token",
                           "--state-dir", d, "--kubelet", "--kubelet-delay", "0.2",
-                          "--grace-cap", "0.5"], stdout=log, stderr=log)
+                          "--grace-cap", grace_cap], stdout=log, stderr=log)
     procs.append(p)
     if not wait_for(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0):
         bad("the fake API server did not start")

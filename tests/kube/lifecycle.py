@@ -63,6 +63,22 @@ def main():
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "gangsched.db"))
     check("the scheduler leads", wait_for(s.leading, 20))
 
+    # 0. an unhealthy GPU (allocatable below capacity) keeps a whole-node gang off the node
+    st, node, _ = c.get("/api/v1/nodes/gpu-3")
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+    c.put("/api/v1/nodes/gpu-3/status", node)
+    new_gang(c, "sick", 1, 8, selector={"kubernetes.io/hostname": "gpu-3"})
+    cond = wait_for(lambda: pg_status(c, "sick").get("conditions"), 10)
+    check("a node with an unhealthy GPU is not used, and the reason says so",
+          cond and "unhealthy GPUs" in cond[0].get("message", "") and not bound(c, "sick"),
+          json.dumps(cond))
+    st, node, _ = c.get("/api/v1/nodes/gpu-3")
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    c.put("/api/v1/nodes/gpu-3/status", node)
+    check("once the GPU is back the gang is bound", wait_for(lambda: bound(c, "sick"), 10))
+    c.delete("/api/v1/namespaces/default/pods/sick-0", {"gracePeriodSeconds": 0})
+    wait_for(lambda: not pods_of(c, "sick"), 10)
+
     # 1. start watchdog: a member that never becomes ready tears the whole gang down
     stuck = {"fake.gangsched.io/start": "fail"}
     pin1 = {"kubernetes.io/hostname": "gpu-1"}
