@@ -35,7 +35,8 @@ struct queue_rec {
     bool has_share;
     double share;
     int64_t share_ms;
-    uint32_t n_state[5]; /* jobs per enum store_job_state */
+    uint32_t n_state[5];   /* jobs per enum store_job_state */
+    const char *admission; /* "open", "held" or "draining": the last applied operator action */
 };
 
 struct ledger_rec {
@@ -445,6 +446,22 @@ int64_t store_views_now(const struct store_views *v)
     return v ? v->now_ms : STORE_NO_TIME;
 }
 
+/* Applied hold, drain and resume actions, oldest first: the last one per queue wins. */
+static int load_action(void *ctx, const struct store_action *a)
+{
+    struct store_views *v = ctx;
+    if (a->state != STORE_ACTION_APPLIED || !a->target)
+        return 0;
+    const char *st = a->kind == STORE_ACT_HOLD     ? "held"
+                     : a->kind == STORE_ACT_DRAIN  ? "draining"
+                     : a->kind == STORE_ACT_RESUME ? "open"
+                                                   : NULL;
+    struct queue_rec *q = st ? find_queue(v, a->target) : NULL;
+    if (q)
+        q->admission = st;
+    return 0;
+}
+
 int store_views_load(struct store *st, struct store_views **out, struct sched_errbuf *eb)
 {
     struct store_views *v = calloc(1, sizeof(*v));
@@ -467,6 +484,8 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         err = store_history_list(st, load_history, v, eb);
     if (!err)
         err = store_decision_list(st, NULL, 1, latest_decision, v, eb);
+    if (!err)
+        err = store_action_list(st, false, load_action, v, eb);
     for (size_t i = 0; i < v->n_ledger && !err; i++)
         if (v->ledger[i].queue && !queue_ref(v, v->ledger[i].queue))
             err = SCHED_ENOMEM;
@@ -757,6 +776,7 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jnum(v, o, "weight", q->weight);
         jint(v, o, "priority", q->priority);
         jbool(v, o, "configured", q->configured);
+        jstr(v, o, "admission", q->admission ? q->admission : "open");
         jint(v, o, "nominal_gpus", queue_total(v, q, STORE_GPU, true));
         jint(v, o, "used_gpus", queue_total(v, q, STORE_GPU, false));
         jint(v, o, "borrowed_gpus", borrowed);

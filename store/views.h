@@ -39,8 +39,9 @@ int64_t store_views_now(const struct store_views *v);
  *  available, configured}]}]}; queue NULL: every queue. */
 int store_view_quota(struct store_views *v, const char *queue, cJSON **out,
                      struct sched_errbuf *eb);
-/* {"now_ms", "queues": [{name, cohort, weight, priority, configured, nominal_gpus, used_gpus,
- *  borrowed_gpus, running, pending, admitted, finished, failed, share}]} */
+/* {"now_ms", "queues": [{name, cohort, weight, priority, configured, admission ("open", "held",
+ *  "draining": operator actions applied), nominal_gpus, used_gpus, borrowed_gpus, running,
+ *  pending, admitted, finished, failed, share}]} */
 int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *eb);
 /* {"now_ms", "jobs": [job]}: pending, admitted and running jobs (all: every job) of one queue
  * (NULL: every queue), by queue, state, submission time. */

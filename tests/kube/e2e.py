@@ -331,6 +331,13 @@ def main():
     check("an operator write without a token is refused (exit 3)", rc == 3, out)
     rc, out = gangctl("--server", url, "queue", "hold", "team-b", token=True)
     check("gangctl queue hold team-b with the token", rc == 0, out)
+    rc, out = gangctl("--server", url, "queues", "-o", "json")
+    try:
+        adm = {q["name"]: q.get("admission") for q in json.loads(out)["queues"]}
+    except (ValueError, KeyError):
+        adm = {}
+    check("gangctl queues shows team-b held", adm.get("team-b") == "held" and
+          adm.get("team-a") == "open", out[:400])
     c.post("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
            podgroup("heldjob", 1, queue="team-b")[1])
     c.post("/api/v1/namespaces/default/pods", pod("heldjob-0", "heldjob", 1))
