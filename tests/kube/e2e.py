@@ -360,13 +360,36 @@ def main():
     wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge",
                                                      "heldjob")), 10)
 
-    # 5. faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch
+    # a gang written as users write it, applied with the real kubectl (its default validation)
+    kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "apply", "-f",
+                         "deploy/examples/training-gang.yaml"], capture_output=True, text=True,
+                        timeout=60)
+    check("kubectl apply -f deploy/examples/training-gang.yaml", kc.returncode == 0,
+          kc.stdout + kc.stderr)
+    check("the kubectl-created gang is bound whole",
+          wait_for(lambda: len(bound(c, "llm-train")) == 2, 20),
+          str([p["spec"].get("nodeName") for p in pods_of(c, "llm-train")]))
+    kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get",
+                         "podgroups.scheduling.x-k8s.io", "llm-train", "-o",
+                         "jsonpath={.status.phase}"], capture_output=True, text=True, timeout=60)
+    check("kubectl shows its PodGroup Running", kc.stdout.strip() == "Running",
+          kc.stdout + kc.stderr)
+    kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "delete", "-f",
+                         "deploy/examples/training-gang.yaml", "--wait=false"],
+                        capture_output=True, text=True, timeout=60)
+    check("kubectl delete -f the example", kc.returncode == 0, kc.stdout + kc.stderr)
+    wait_for(lambda: not pods_of(c, "llm-train"), 15)
+
+    # 5. faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch,
+    # slow answers and conflicts on PodGroup writes
     c.post("/_fake/faults", [{"type": "error", "code": 500, "count": 3, "verb": "create",
                               "path": "/binding"},
                              {"type": "error", "code": 429, "retryAfter": 1, "count": 2,
                               "path": "/binding"},
                              {"type": "drop-watch", "afterEvents": 2, "count": 2},
-                             {"type": "gone-watch", "count": 1}])
+                             {"type": "gone-watch", "count": 1},
+                             {"type": "delay", "ms": 300, "count": 5, "path": "/pods"},
+                             {"type": "conflict", "count": 3, "path": "/podgroups/"}])
     gang(c, "faulty", 2, 4)
     check("a gang is bound whole through 500s, 429s, dropped watches and a 410",
           wait_for(lambda: len(bound(c, "faulty")) == 2, 30),
