@@ -140,7 +140,11 @@ struct khold {
     char **nodes;
     uint32_t n_nodes;
     int64_t until_ms;
+    int64_t operator_id; /* > 0: an operator's reservation (store id): kept whether or not its
+                            gang is pending, until deleted or expired */
 };
+
+#define KDRV_RESERVE_MS (24 * 60 * 60 * 1000) /* default lifetime of an operator reservation */
 
 static void khold_free(struct khold *h)
 {
@@ -614,6 +618,8 @@ static int recover_intent(void *ctx, const struct store_intent *in)
 
 static store_action_fn replay_action;
 
+static store_reservation_fn load_operator_hold;
+
 static int load_gave_up(void *ctx, const struct store_job *j)
 {
     struct kdrv *d = ctx;
@@ -636,6 +642,8 @@ static int open_store(struct kdrv *d)
             rc = store_action_list(d->db, false, replay_action, d, &eb);
         if (rc == 0) /* and so do the gangs that used up their retry budget */
             rc = store_job_list(d->db, load_gave_up, d, &eb);
+        if (rc == 0) /* and the operators' reservations */
+            rc = store_reservation_list(d->db, load_operator_hold, d, &eb);
         if (rc != 0) {
             store_close(d->db);
             d->db = NULL;
@@ -1301,10 +1309,16 @@ static void run_cycle(struct kdrv *d)
         for (uint32_t i = 0; i < kb.n_pending && !g; i++)
             if (strcmp(kb.gangs[i].key, kh->gang) == 0)
                 g = &kb.gangs[i].gang;
-        if (!g || kh->until_ms <= now) {
+        if ((!g && kh->operator_id == 0) || kh->until_ms <= now) {
             khold_free(kh);
             d->holds[h] = d->holds[--d->n_holds];
             continue;
+        }
+        if (!g) { /* reserved ahead for a gang not pending yet: the nodes are held for nobody */
+            struct gang *ph = arena_calloc(&d->arena, 1, sizeof(*ph));
+            if (ph)
+                ph->id = UINT32_MAX;
+            g = ph;
         }
         uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
         uint32_t nn = 0;
@@ -1620,9 +1634,98 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
     case STORE_ACT_UNRESERVE:
         break;
     }
-    return sched_fail(eb, SCHED_EINVAL,
-                      "operator reservations are not enforced by the daemon yet (they are "
-                      "recorded by 'gangsched serve' only)");
+    return sched_fail(eb, SCHED_EINVAL, "not an action applied here");
+}
+
+/* Adds an operator reservation's hold (id: its store id). */
+static int add_operator_hold(struct kdrv *d, int64_t id, const char *gang, const char *const *nodes,
+                             uint32_t n, int64_t until_ms)
+{
+    struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
+    if (!nh)
+        return SCHED_ENOMEM;
+    d->holds = nh;
+    struct khold *kh = &d->holds[d->n_holds];
+    memset(kh, 0, sizeof(*kh));
+    kh->gang = strdup(gang);
+    kh->nodes = calloc(n + 1, sizeof(*kh->nodes));
+    kh->until_ms = until_ms;
+    kh->operator_id = id;
+    if (!kh->gang || !kh->nodes) {
+        khold_free(kh);
+        return SCHED_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if ((kh->nodes[kh->n_nodes] = strdup(nodes[i])))
+            kh->n_nodes++;
+    d->n_holds++;
+    return 0;
+}
+
+/* POST /v1/reservations: the nodes are held for the gang (only it may use their free capacity)
+ * until deleted or KDRV_RESERVE_MS later; recorded in the store as an operator reservation. */
+static int operator_reserve(struct kdrv *d, const struct http_write *w, int64_t *id,
+                            struct sched_errbuf *eb)
+{
+    cJSON *doc = cJSON_Parse(w->detail ? w->detail : "");
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(doc, "nodes"), *n;
+    uint32_t count = (uint32_t)cJSON_GetArraySize(nodes);
+    const char **names = calloc(count + 1, sizeof(*names));
+    int rc = names ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    uint32_t k = 0;
+    const struct cluster *cl = kcache_cluster(d->cache);
+    cJSON_ArrayForEach(n, nodes)
+    {
+        bool known = false;
+        for (uint32_t i = 0; cl && cJSON_IsString(n) && i < cl->n_nodes && !known; i++)
+            known = strcmp(cl->nodes[i].name, n->valuestring) == 0;
+        if (rc == 0 && !known)
+            rc = sched_fail(eb, SCHED_ENOENT, "node '%.200s' not found",
+                            cJSON_IsString(n) ? n->valuestring : "?");
+        if (rc == 0)
+            names[k++] = n->valuestring;
+    }
+    int64_t now = now_ms();
+    struct store_reservation r = {.kind = STORE_RES_OPERATOR,
+                                  .gang = w->target,
+                                  .nodes = names,
+                                  .n_nodes = k,
+                                  .created_ms = now,
+                                  .expires_ms = now + KDRV_RESERVE_MS,
+                                  .expected_start_ms = STORE_NO_TIME};
+    if (rc == 0)
+        rc = store_reservation_put(d->db, &r, id, eb);
+    if (rc == 0)
+        rc = add_operator_hold(d, *id, w->target, names, k, r.expires_ms);
+    free(names);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+static int operator_unreserve(struct kdrv *d, const char *target, struct sched_errbuf *eb)
+{
+    char *end = NULL;
+    long long id = strtoll(target, &end, 10);
+    if (!*target || *end || id <= 0)
+        return sched_fail(eb, SCHED_EINVAL, "reservation id '%.64s' is not a positive integer",
+                          target);
+    uint32_t h = 0;
+    while (h < d->n_holds && d->holds[h].operator_id != id)
+        h++;
+    if (h == d->n_holds)
+        return sched_fail(eb, SCHED_ENOENT, "reservation %lld not found", id);
+    khold_free(&d->holds[h]);
+    d->holds[h] = d->holds[--d->n_holds];
+    return store_reservation_delete(d->db, id, NULL, eb);
+}
+
+static int load_operator_hold(void *ctx, const struct store_reservation *r)
+{
+    struct kdrv *d = ctx;
+    if (r->kind != STORE_RES_OPERATOR)
+        return 0;
+    int64_t until = r->expires_ms == STORE_NO_TIME ? INT64_MAX : r->expires_ms;
+    return add_operator_hold(d, r->id, r->gang, r->nodes, r->n_nodes, until);
 }
 
 static int http_write(void *ctx, const struct http_write *w, cJSON **result,
@@ -1638,7 +1741,10 @@ static int http_write(void *ctx, const struct http_write *w, cJSON **result,
         w->kind == STORE_ACT_HOLD || w->kind == STORE_ACT_RESUME || w->kind == STORE_ACT_DRAIN;
     if (queue_kind && config_queue_index(cfg, w->target) < 0)
         return sched_fail(eb, SCHED_ENOENT, "queue '%s' not found", w->target);
-    int rc = apply_action(d, w->kind, w->target, eb);
+    int64_t res_id = 0;
+    int rc = w->kind == STORE_ACT_RESERVE     ? operator_reserve(d, w, &res_id, eb)
+             : w->kind == STORE_ACT_UNRESERVE ? operator_unreserve(d, w->target, eb)
+                                              : apply_action(d, w->kind, w->target, eb);
     if (rc)
         return rc;
     struct store_action a = {.ts_ms = now_ms(),
@@ -1658,6 +1764,8 @@ static int http_write(void *ctx, const struct http_write *w, cJSON **result,
     cJSON_AddStringToObject(*result, "action", store_action_kind_name(w->kind));
     cJSON_AddStringToObject(*result, "target", w->target);
     cJSON_AddStringToObject(*result, "message", "applied");
+    if (res_id > 0)
+        cJSON_AddNumberToObject(*result, "id", (double)res_id);
     return 0;
 }
 

@@ -360,6 +360,31 @@ def main():
     wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge",
                                                      "heldjob")), 10)
 
+    # an operator reservation holds a node: nothing else lands there until it is deleted
+    rc, out = gangctl("--server", url, "reserve", "add", "default/future", "gpu-4", token=True)
+    check("gangctl reserve add default/future gpu-4", rc == 0, out)
+    rc, out = gangctl("--server", url, "reservations", "-o", "json")
+    try:
+        rid = [r["id"] for r in json.loads(out)["reservations"] if r.get("kind") == "operator"]
+    except (ValueError, KeyError):
+        rid = []
+    check("gangctl reservations lists it", len(rid) == 1, out[:400])
+    c.post(*podgroup("intruder", 1))
+    c.post("/api/v1/namespaces/default/pods",
+           dict(pod("intruder-0", "intruder", 8),
+                spec=dict(pod("intruder-0", "intruder", 8)["spec"],
+                          nodeSelector={"kubernetes.io/hostname": "gpu-4"})))
+    cond = wait_for(lambda: pg_status(c, "intruder").get("conditions"), 10)
+    check("a gang that needs the reserved node waits", cond and not bound(c, "intruder"),
+          json.dumps(cond))
+    if rid:
+        rc, out = gangctl("--server", url, "reserve", "delete", str(rid[0]), token=True)
+        check("gangctl reserve delete", rc == 0, out)
+    check("and is bound once the reservation is gone",
+          wait_for(lambda: len(bound(c, "intruder")) == 1, 15))
+    c.delete("/api/v1/namespaces/default/pods/intruder-0", {"gracePeriodSeconds": 0})
+    wait_for(lambda: not pods_of(c, "intruder"), 10)
+
     # a gang written as users write it, applied with the real kubectl (its default validation)
     kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "apply", "-f",
                          "deploy/examples/training-gang.yaml"], capture_output=True, text=True,
