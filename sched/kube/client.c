@@ -86,7 +86,8 @@ struct kube_client {
     double bucket;
     uint64_t bucket_ms;
     struct req_list pending, active;
-    uint32_t inflight; /* active non-stream requests */
+    uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
+    uint32_t inflight;        /* active non-stream requests */
     struct kube_client_stats stats;
     uint64_t rng;
     struct kpoll *polls;
@@ -123,6 +124,23 @@ static void list_unlink(struct req_list *l, struct kube_req *r)
         l->tail = r->prev;
     r->prev = r->next = NULL;
     l->n--;
+}
+
+static bool req_special(const struct kube_req *r)
+{
+    return r->stream || (r->flags & KUBE_NO_LIMIT);
+}
+
+static void pending_push(struct kube_client *c, struct kube_req *r)
+{
+    list_push(&c->pending, r);
+    c->pending_special += req_special(r);
+}
+
+static void pending_unlink(struct kube_client *c, struct kube_req *r)
+{
+    list_unlink(&c->pending, r);
+    c->pending_special -= req_special(r);
 }
 
 double kube_client_rand(struct kube_client *c)
@@ -570,27 +588,34 @@ static void pump(struct kube_client *c)
         c->bucket_ms = now;
     }
     uint64_t wake = UINT64_MAX;
+    /* The scan stops as soon as nothing further down the queue can start: with thousands of
+     * queued binds, scanning all of them on every completion made a cycle's binds quadratic.
+     * A completion pumps again (in-flight limit), and so does the timer (bucket, backoff). */
     for (struct kube_req *r = c->pending.head, *nx; r && !c->dead; r = nx) {
         nx = r->next;
+        bool special = req_special(r);
+        if (!r->stream && c->inflight >= c->max_inflight) {
+            if (c->pending_special == 0)
+                break;
+            continue; /* a completion pumps again */
+        }
         if (r->not_before > now) {
             if (r->not_before < wake)
                 wake = r->not_before;
             continue;
         }
-        if (!r->stream) {
-            if (c->inflight >= c->max_inflight)
-                continue; /* a completion pumps again */
-            if (!(r->flags & KUBE_NO_LIMIT)) {
-                if (c->bucket < 1.0) {
-                    uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
-                    if (now + w < wake)
-                        wake = now + w;
-                    continue;
-                }
-                c->bucket -= 1.0;
+        if (!special) {
+            if (c->bucket < 1.0) {
+                uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
+                if (now + w < wake)
+                    wake = now + w;
+                if (c->pending_special == 0)
+                    break;
+                continue;
             }
+            c->bucket -= 1.0;
         }
-        list_unlink(&c->pending, r);
+        pending_unlink(c, r);
         start(c, r);
     }
     if (c->dead)
@@ -676,7 +701,7 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
         token_refresh(c, true);
         r->auth_retried = true;
         r->not_before = 0;
-        list_push(&c->pending, r);
+        pending_push(c, r);
         return;
     }
     bool transport = result != CURLE_OK && !r->too_big && !(r->stream && r->streaming);
@@ -699,7 +724,7 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
         r->not_before = uv_now(c->loop) + d;
         LOG_DEBUG("kube", "%s %s: %s: retry %u in %llu ms", method_name(r->m), r->path,
                   status ? "HTTP error" : cerr, r->retries, (unsigned long long)d);
-        list_push(&c->pending, r);
+        pending_push(c, r);
         return;
     }
     char msg[1024], reason[128], err[1200];
@@ -928,7 +953,7 @@ static int queue_req(struct kube_client *c, enum kube_method m, const char *path
         req_free(r);
         return SCHED_ENOMEM;
     }
-    list_push(&c->pending, r);
+    pending_push(c, r);
     pump_soon(c);
     if (out)
         *out = r;
@@ -964,7 +989,7 @@ void kube_req_cancel(struct kube_req *r)
     r->cancelled = true;
     r->fn = NULL;
     if (!r->on_wire) {
-        list_unlink(&c->pending, r);
+        pending_unlink(c, r);
         req_free(r);
     } else if (c->in_curl) {
         pump_soon(c); /* the start timer takes it off the wire */
