@@ -488,7 +488,7 @@ class Stats:
                       "binds": 0, "bind_conflicts": 0, "conflicts": 0, "already_exists": 0,
                       "evictions": 0, "evictions_blocked": 0, "watches_started": 0,
                       "watches_active": 0, "watch_events": 0, "watch_expired": 0,
-                      "faults_fired": 0}
+                      "faults_fired": 0, "first_bind_time": None, "last_bind_time": None}
 
     def add(self, name, n=1):
         with self.lock:
@@ -500,6 +500,16 @@ class Stats:
             self.c["by_verb"][verb] = self.c["by_verb"].get(verb, 0) + 1
             key = f"{verb} {what}"
             self.c["by_resource"][key] = self.c["by_resource"].get(key, 0) + 1
+
+    def bound(self):
+        """A pod was bound: counts it and keeps the wall-clock time (Unix seconds) of the first
+        and the last bind, for benchmarks."""
+        t = time.time()
+        with self.lock:
+            self.c["binds"] += 1
+            if self.c["first_bind_time"] is None:
+                self.c["first_bind_time"] = t
+            self.c["last_bind_time"] = t
 
     def code(self, code):
         with self.lock:
@@ -608,7 +618,10 @@ class Event:
 class Store:
     def __init__(self, history, stats, faults):
         self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
+        # One condition per resource, so that a write wakes only the watches of its resource
+        # (with one shared condition every bind woke the node and PodGroup watches too).
+        self.conds = {r.key: threading.Condition(self.lock) for r in RESOURCES}
+        self.last_rv = {}  # resource key -> version of its last event
         self.history_size = max(10, history)
         self.stats, self.faults = stats, faults
         self.stopping = False
@@ -618,13 +631,25 @@ class Store:
     def reset(self):
         with self.lock:
             self.objects = {r.key: {} for r in RESOURCES}
+            self.sorted_keys = {}
             self.rv = getattr(self, "rv", 0)
             self.history, self.history_rvs = [], []
             self.compacted = self.rv  # watches from an older version get 410
+            self.expire_watches()
             for ns in DEFAULT_NAMESPACES:
                 self.create(BY_KEY[("", "namespaces")], None,
                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            self.cond.notify_all()
+
+    def expire_watches(self):
+        """Every open watch wakes and sees its version expired. Caller holds the lock."""
+        for r in RESOURCES:
+            self.last_rv[r.key] = self.rv
+        self.notify_all()
+
+    def notify_all(self):
+        """Wakes every watch. Caller holds the lock."""
+        for c in self.conds.values():
+            c.notify_all()
 
     # ---- low level
 
@@ -636,7 +661,10 @@ class Store:
         table = self.objects[res.key]
         if etype == "DELETED":
             table.pop((ns, name), None)
+            self.sorted_keys.pop(res.key, None)
         else:
+            if (ns, name) not in table:
+                self.sorted_keys.pop(res.key, None)
             table[(ns, name)] = entry
         self.history.append(Event(self.rv, res.key, ns, etype, obj, old, entry.raw))
         self.history_rvs.append(self.rv)
@@ -645,7 +673,8 @@ class Store:
             self.compacted = self.history_rvs[cut - 1]
             del self.history[:cut]
             del self.history_rvs[:cut]
-        self.cond.notify_all()
+        self.last_rv[res.key] = self.rv
+        self.conds[res.key].notify_all()
         if self.kubelet and res.key == ("", "pods"):
             self.kubelet.notice(obj, etype)
         return entry
@@ -654,7 +683,16 @@ class Store:
         with self.lock:
             self.compacted = self.rv
             self.history, self.history_rvs = [], []
-            self.cond.notify_all()
+            self.expire_watches()
+
+    def _sorted_keys(self, key):
+        """The keys of a table in (namespace, name) order, kept until an object is added or
+        removed (sorting 50,000 keys for every page of a paginated list was the slow part).
+        Caller holds the lock."""
+        keys = self.sorted_keys.get(key)
+        if keys is None:
+            keys = self.sorted_keys[key] = sorted(self.objects[key])
+        return keys
 
     def _get(self, res, ns, name):
         e = self.objects[res.key].get((ns, name))
@@ -697,18 +735,23 @@ class Store:
                 if int(rv_param) < self.compacted:
                     raise ApiError(410, "The resourceVersion for the provided list is too old.")
             table = self.objects[res.key]
-            keys = sorted(k for k in table if ns is None or k[0] == ns)
+            keys = self._sorted_keys(res.key)
+            lo, hi = 0, len(keys)
+            if ns is not None:
+                lo = bisect.bisect_left(keys, (ns, ""))
+                hi = bisect.bisect_left(keys, (ns + "\0", ""))
             if after is not None:
-                keys = keys[bisect.bisect_right(keys, after):]
+                lo = max(lo, bisect.bisect_right(keys, after))
             items, last, more = [], None, 0
-            for i, k in enumerate(keys):
+            for i in range(lo, hi):
+                k = keys[i]
                 e = table[k]
                 if lsel and not labels_match(lsel, e.obj["metadata"].get("labels")):
                     continue
                 if fsel and not fields_match(fsel, e.obj):
                     continue
                 if limit and len(items) == limit:
-                    more = len(keys) - i  # an upper bound when selectors are given
+                    more = hi - i  # an upper bound when selectors are given
                     break
                 items.append(e.raw)
                 last = k
@@ -978,7 +1021,7 @@ class Store:
             st.pop("nominatedNodeName", None)
             set_condition(st, "PodScheduled", "True")
             self._commit(pods, ns, name, "MODIFIED", new, cur)
-            self.stats.add("binds")
+            self.stats.bound()
         return success_status(201)
 
     def evict(self, ns, name, body):
@@ -1062,6 +1105,7 @@ class Store:
             data = json.load(f)
         with self.lock:
             self.objects = {r.key: {} for r in RESOURCES}
+            self.sorted_keys = {}
             for obj in data["objects"]:
                 res = find_kind(obj.get("apiVersion"), obj.get("kind"))
                 if res:
@@ -1785,17 +1829,21 @@ class Handler(BaseHTTPRequestHandler):
                         if now >= deadline:
                             cursor = None
                             break
-                        if store.rv > cursor or cursor < store.compacted:
+                        if store.last_rv.get(key, 0) > cursor:
                             break
                         if bookmarks and now >= next_bookmark:
                             break
                         wake = deadline
                         if bookmarks:
                             wake = min(wake, next_bookmark)
-                        store.cond.wait(max(0.001, wake - now))
+                        store.conds[key].wait(max(0.001, wake - now))
                     if cursor is None:
                         break
-                    evs = store.events_since(cursor)
+                    # Nothing of this resource since the cursor: it moves to now, whatever
+                    # other resources did meanwhile (their history may have been trimmed past
+                    # the cursor; that does not expire this watch).
+                    quiet = store.last_rv.get(key, 0) <= cursor
+                    evs = [] if quiet else store.events_since(cursor)
                     if evs is None:
                         out.append(error_line(str(cursor), store.compacted))
                         cursor = None
@@ -2095,7 +2143,7 @@ def main():
     finally:
         with app.store.lock:
             app.store.stopping = True
-            app.store.cond.notify_all()
+            app.store.notify_all()
         server.server_close()
         if state_file:
             app.store.save(state_file)
