@@ -4,7 +4,8 @@
 #   make demo       install missing Debian packages, build, run the default simulation
 #   make test       install missing packages, build with gcc, compile-check with clang, run every test
 #   make san        the tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make bench      placement and replay benchmarks (ratios against a baseline in the same process)
+#   make bench      placement and replay benchmarks (ratios against a baseline in the same process),
+#                   then `gangsched run` against the fake API server (tests/bench/kube_bench.py)
 #   make soak       kill-and-resume the simulator at hundreds of points
 #   make lint       clang-format check and cppcheck
 #   make fuzz       libFuzzer harnesses (clang), a short run each
@@ -155,6 +156,7 @@ san: deps test-deps
 bench: deps
 	$(MAKE) all $(BUILD)/tests/bench
 	$(BUILD)/tests/bench
+	BIN=$(BIN) timeout 1200 python3 tests/bench/kube_bench.py
 
 # Kill-and-resume at hundreds of points (the CI test runs 20).
 soak: all $(TOOLS)

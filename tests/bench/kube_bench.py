@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""tests/bench/kube_bench.py: `gangsched run` against the fake API server on loopback.
+
+Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
+  1. start-up: 5,000 HGX nodes and 50,000 running pods of other schedulers already stored in the
+     fake server (`--load`, so creating them is not measured), plus 100 pending gangs of 8 pods;
+     the time from starting `gangsched run` to the first bind the server records. Target < 3 s.
+  2. throughput: 5,000 HGX nodes and 20,000 pending pods in 2,500 gangs of 8 (1 GPU each),
+     preloaded; sustained pods bound per second = (pods - 1) / (last bind - first bind).
+     Target >= 2,000 pods/s.
+  3. (informational) the same 20,000 pods with the 50,000 running pods also present.
+The fake server runs in `--plain` mode; both processes share the machine's cores, so the CPU
+seconds of each (from /proc, user + system) are printed too: the scheduler's CPU per bind shows
+what it could do against a faster server. Rows are printed like tests/bench/bench.c's (value,
+target, PASS/MISS, ratio against the target); a missed target prints MISS and the script still
+exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times out).
+
+Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed] [--keep]
+  KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler.
+Not a unit test: run by `make bench` only.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FAKE = os.path.join(ROOT, "tests", "kube", "fakeapi.py")
+
+NODES = 5000
+NODES_PER_RACK = 8
+RACKS_PER_BLOCK = 4
+BLOCKS_PER_ZONE = 32
+EXISTING_PODS = 50000
+GANGS = 2500
+GANG_SIZE = 8
+STARTUP_GANGS = 100
+
+TARGET_FIRST_BIND_S = 3.0
+TARGET_PODS_PER_S = 2000.0
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+cohorts:
+  - name: all
+queues:
+  - name: bench
+    cohort: all
+    quota:
+      default:
+        nvidia.com/gpu: 100000
+"""
+
+TICKS = os.sysconf("SC_CLK_TCK")
+procs = []
+
+
+def zone_name(z):
+    letters, x = "", z + 1
+    while x > 0:
+        x -= 1
+        letters = chr(ord("a") + x % 26) + letters
+        x //= 26
+    return "zone-" + letters
+
+
+def nodes():
+    """HGX nodes as sched/sim/nodes.c generates them (hgx:5000): 8 H100s, racks of 8 nodes,
+    blocks of 4 racks, zones of 32 blocks."""
+    out = []
+    for i in range(NODES):
+        rack = i // NODES_PER_RACK
+        block = rack // RACKS_PER_BLOCK
+        name = "hgx-%04d" % i
+        res = {"cpu": "192", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"}
+        out.append({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {
+                        "kubernetes.io/hostname": name,
+                        "topology.kubernetes.io/zone": zone_name(block // BLOCKS_PER_ZONE),
+                        "network.topology.gangsched.io/block": "hgx-block-%02d" % block,
+                        "network.topology.gangsched.io/rack": "hgx-rack-%03d" % rack,
+                        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                        "nvidia.com/gpu.count": "8",
+                        "nvidia.com/gpu.memory": "81559"}},
+                    "status": {"allocatable": dict(res), "capacity": dict(res),
+                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    return out
+
+
+def existing_pods():
+    """Running pods of another scheduler, 10 per node: 1 CPU and 4 GiB each, the first two on
+    every node also 1 GPU (2 of 8 GPUs used, 10 of 110 pods, 10 of 192 CPUs)."""
+    out = []
+    per_node = EXISTING_PODS // NODES
+    for i in range(EXISTING_PODS):
+        n, k = i // per_node, i % per_node
+        lim = {"cpu": "1", "memory": "4Gi"}
+        if k < 2:
+            lim["nvidia.com/gpu"] = "1"
+        out.append({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "other-%05d" % i, "namespace": "default",
+                                 "labels": {"app": "other"}},
+                    "spec": {"schedulerName": "default-scheduler", "nodeName": "hgx-%04d" % n,
+                             "restartPolicy": "Always",
+                             "containers": [{"name": "main", "image": "svc",
+                                             "resources": {"requests": dict(lim),
+                                                           "limits": dict(lim)}}]},
+                    "status": {"phase": "Running",
+                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    return out
+
+
+def gangs(n_gangs):
+    """PodGroups (scheduler-plugins) and their pending pods: n_gangs x 8 pods of 1 GPU."""
+    out = []
+    for g in range(n_gangs):
+        name = "g%04d" % g
+        out.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "default",
+                                 "labels": {"gangsched.io/queue": "bench"}},
+                    "spec": {"minMember": GANG_SIZE}})
+        for i in range(GANG_SIZE):
+            out.append({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": "%s-%d" % (name, i), "namespace": "default",
+                                     "labels": {"scheduling.x-k8s.io/pod-group": name}},
+                        "spec": {"schedulerName": "gangsched", "restartPolicy": "Never",
+                                 "containers": [{"name": "main", "image": "trainer",
+                                                 "resources": {"limits": {
+                                                     "nvidia.com/gpu": "1"}}}]}})
+    return out
+
+
+def write_list(path, items):
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+
+
+def cpu_s(pid):
+    """User + system CPU seconds of a process (and its reaped children) so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(fields[i]) for i in (11, 12)) / TICKS
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def wait_for(fn, timeout, step=0.02):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(step)
+    return fn()
+
+
+def stop(p, timeout=10):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Failed(Exception):
+    pass
+
+
+def run_case(args, tmp, label, loads, expect_binds, timeout):
+    """Starts the fake server with `loads`, then the scheduler; waits for expect_binds binds.
+    Returns a dict of measurements."""
+    d = os.path.join(tmp, label)
+    os.makedirs(d)
+    port_file = os.path.join(d, "port")
+    kc = os.path.join(d, "kubeconfig")
+    cmd = [sys.executable, FAKE, "--plain", "--port", "0", "--port-file", port_file,
+           "--kubeconfig-out", kc, "--bookmark-interval", "60"]
+    for path in loads:
+        cmd += ["--load", path]
+    flog = open(os.path.join(d, "fake.log"), "w")
+    t_load = time.time()
+    fake = subprocess.Popen(cmd, stdout=flog, stderr=flog)
+    procs.append(fake)
+    if not wait_for(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0, 600,
+                    0.1):
+        raise Failed("%s: the fake API server did not start" % label)
+    if fake.poll() is not None:
+        raise Failed("%s: the fake API server exited" % label)
+    load_s = time.time() - t_load
+    with open(port_file) as f:
+        port = int(f.read())
+
+    def stats():
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fake/stats" % port, timeout=30) as r:
+            return json.loads(r.read())
+
+    cfg = os.path.join(d, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG)
+    fake_cpu0 = cpu_s(fake.pid)
+    slog = open(os.path.join(d, "sched.log"), "w")
+    t0 = time.time()
+    wrap = os.environ.get("KBENCH_WRAP", "").split()  # e.g. "perf record -g -o FILE"
+    sched = subprocess.Popen(wrap + [os.path.join(args.bin, "gangsched"), "run", "--kubeconfig", kc,
+                              "--config", cfg, "--db", os.path.join(d, "gangsched.db"),
+                              "--leader-elect", "false", "--kube-qps", "20000",
+                              "--kube-burst", "20000", "--log-level", "warn"],
+                             stdout=slog, stderr=slog)
+    procs.append(sched)
+    st = {}
+
+    def progressed():
+        nonlocal st
+        if sched.poll() is not None:
+            raise Failed("%s: gangsched run exited with %s" % (label, sched.returncode))
+        st = stats()
+        return st["binds"] >= expect_binds
+
+    end = time.time() + timeout
+    last, last_change = -1, time.time()
+    while time.time() < end:
+        if progressed():
+            break
+        if st["binds"] != last:
+            last, last_change = st["binds"], time.time()
+        elif time.time() - last_change > 30:
+            raise Failed("%s: no bind for 30 s (%d of %d bound)" % (label, last, expect_binds))
+        time.sleep(0.1)
+    else:
+        raise Failed("%s: %d of %d bound after %d s" % (label, st["binds"], expect_binds,
+                                                         timeout))
+    sched_cpu, fake_cpu = cpu_s(sched.pid), cpu_s(fake.pid) - fake_cpu0
+    stop(sched)
+    stop(fake)
+    first, lastb = st["first_bind_time"], st["last_bind_time"]
+    n = st["binds"]
+    return {"load_s": load_s, "first_bind_s": first - t0, "bind_span_s": lastb - first,
+            "binds": n, "pods_per_s": (n - 1) / (lastb - first) if lastb > first else 0.0,
+            "sched_cpu_s": sched_cpu, "fake_cpu_s": fake_cpu, "wall_s": lastb - t0,
+            "requests": st["requests"], "by_resource": st["by_resource"]}
+
+
+def row(name, value, target, ok, ratio):
+    status = "-" if ok is None else ("PASS" if ok else "MISS")
+    print("%-56s %-24s %-10s %-6s %s" % (name, value, target, status, ratio), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.environ.get("BIN", "bin"))
+    ap.add_argument("--only", choices=["startup", "throughput", "mixed"])
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="gangsched-kbench-")
+    fail = False
+    try:
+        sys.stderr.write("kube bench: generating objects in %s\n" % tmp)
+        f_nodes, f_other = os.path.join(tmp, "nodes.json"), os.path.join(tmp, "other.json")
+        f_gangs, f_few = os.path.join(tmp, "gangs.json"), os.path.join(tmp, "few.json")
+        write_list(f_nodes, nodes())
+        write_list(f_other, existing_pods())
+        write_list(f_gangs, gangs(GANGS))
+        write_list(f_few, gangs(STARTUP_GANGS))
+        print("gangsched kube bench: %d CPU(s) online, fake API server --plain on loopback; "
+              "CPU = user+system s of each process" % os.cpu_count())
+        print("%-56s %-24s %-10s %-6s %s" % ("measurement", "value", "target", "result",
+                                              "ratio"))
+        cases = []
+        if args.only in (None, "startup"):
+            cases.append(("startup", [f_nodes, f_other, f_few], STARTUP_GANGS * GANG_SIZE))
+        if args.only in (None, "throughput"):
+            cases.append(("throughput", [f_nodes, f_gangs], GANGS * GANG_SIZE))
+        if args.only in (None, "mixed"):
+            cases.append(("mixed", [f_nodes, f_other, f_gangs], GANGS * GANG_SIZE))
+        for label, loads, expect in cases:
+            sys.stderr.write("kube bench: %s (loading the fake server)\n" % label)
+            try:
+                r = run_case(args, tmp, label, loads, expect, 300)
+            except Failed as e:
+                fail = True
+                row("%s: FAILED" % label, str(e)[:60], "-", False, "-")
+                continue
+            per_bind_ms = 1000.0 * r["sched_cpu_s"] / max(1, r["binds"])
+            if label == "startup":
+                row("7a start to first bind, %d nodes, %d pods listed" % (NODES, EXISTING_PODS),
+                    "%.2f s" % r["first_bind_s"], "< %.0f s" % TARGET_FIRST_BIND_S,
+                    r["first_bind_s"] < TARGET_FIRST_BIND_S,
+                    "%.2fx target" % (r["first_bind_s"] / TARGET_FIRST_BIND_S))
+            else:
+                name = "7b pods bound/s, %d gangs x %d on %d nodes" % (GANGS, GANG_SIZE, NODES)
+                if label == "mixed":
+                    name = "  same, %d other pods running (info)" % EXISTING_PODS
+                row(name, "%.0f pods/s" % r["pods_per_s"], ">= %.0f" % TARGET_PODS_PER_S,
+                    r["pods_per_s"] >= TARGET_PODS_PER_S if label == "throughput" else None,
+                    "%.2fx target (%.2f s span)" % (r["pods_per_s"] / TARGET_PODS_PER_S,
+                                                    r["bind_span_s"]))
+                row("    first bind after", "%.2f s" % r["first_bind_s"], "-", None, "-")
+            row("    CPU gangsched run / fake server",
+                "%.2f / %.2f s" % (r["sched_cpu_s"], r["fake_cpu_s"]), "-", None,
+                "%.3f ms gangsched CPU/bind" % per_bind_ms)
+            row("    API requests (all kinds)", "%d" % r["requests"], "-", None,
+                "%.2f per bind" % (r["requests"] / max(1, r["binds"])))
+            if args.keep:
+                sys.stderr.write("kube bench: %s by resource: %s\n" %
+                                 (label, json.dumps(r["by_resource"])))
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if args.keep:
+            sys.stderr.write("kube bench: kept %s\n" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
