@@ -744,7 +744,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
     for (uint32_t i = out->n_pending; i < out->n_gangs; i++) {
         struct kgang *kg = &out->gangs[i];
         struct sched_assign *as = arena_calloc(a, kg->gang.n_pods, sizeof(*as));
-        if (!as) {
+        kg->nodes = arena_calloc(a, kg->gang.n_pods, sizeof(*kg->nodes));
+        if (!as || !kg->nodes) {
             rc = SCHED_ENOMEM;
             goto done;
         }
@@ -755,6 +756,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
             int ix = node_index(c, p->node ? p->node : am ? am->node : "");
             as[m].node = ix >= 0 ? (uint32_t)ix : 0;
+            kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
             as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
             if (m == 0 && ix >= 0)
                 flavor = am ? am->flavor : pod_flavor(cfg, p, &cl->nodes[ix]);

@@ -33,6 +33,8 @@ struct kgang {
     const char *key;       /* group key "ns/podgroup", or "ns/pod" for a gang of one */
     const struct kpg *pg;  /* NULL for a gang of one, or when the PodGroup is not (yet) seen */
     struct kpod **members; /* [gang.n_pods], in placement order (set 0 first) */
+    uint32_t *nodes;       /* running gangs: node index of each member (UINT32_MAX: a node the
+                              cluster does not have), else NULL */
     bool running;          /* bound members, no pending ones */
 };
 

@@ -32,14 +32,6 @@ static const char *pg_annotation(const struct kpg *pg, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int node_index(const struct cluster *cl, const char *name)
-{
-    for (uint32_t i = 0; name && i < cl->n_nodes; i++)
-        if (strcmp(cl->nodes[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (a bad
  * annotation keeps the queue's value: it was reported when the gang was admitted). */
 static void settings(const struct kgang *kg, const struct config *cfg, int64_t *start_timeout,
@@ -105,8 +97,8 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
                 lost[n_lost++] = p;
                 continue;
             }
-            int ix = node_index(cl, p->node);
-            if (ix >= 0 && node_down_since && node_down_since[ix] > 0 &&
+            uint32_t ix = kg->nodes ? kg->nodes[m] : UINT32_MAX;
+            if (ix < cl->n_nodes && node_down_since && node_down_since[ix] > 0 &&
                 now_ms - node_down_since[ix] >= grace) {
                 on_lost_node = on_lost_node ? on_lost_node : p;
                 lost[n_lost++] = p;
