@@ -735,7 +735,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             rc = SCHED_ENOMEM;
             goto done;
         }
-        memcpy(items, l.items, l.n * sizeof(*items));
+        if (l.n)
+            memcpy(items, l.items, l.n * sizeof(*items));
         views[q] =
             (struct sched_queue_view){.queue = &queues[q], .pending = items, .n_pending = l.n};
         queue_list_fini(&l);

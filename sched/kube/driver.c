@@ -1782,46 +1782,46 @@ static int start_metrics(struct kdrv *d)
 {
     static const double cycle_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
-    const char *result[] = {"result"}, *outcome[] = {"outcome"}, *kind[] = {"kind"},
-               *queue[] = {"queue"}, *reason[] = {"reason"};
-    struct http_metrics *m = d->metrics;
-    int rc = http_metric_add(m, "gangsched_cycle_duration_seconds",
-                             "Time the scheduling core took per cycle", HTTP_HISTOGRAM, NULL, 0,
-                             cycle_buckets, 12, &d->m_cycle);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER,
-                             result, 1, NULL, 0, &d->m_binds);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_gangs_bound_total",
-                             "Placed gangs by outcome of their binds", HTTP_COUNTER, outcome, 1,
-                             NULL, 0, &d->m_gangs);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_kube_client_requests_total",
-                             "Kubernetes API requests by kind (sent, retries, errors, throttled)",
-                             HTTP_COUNTER, kind, 1, NULL, 0, &d->m_api);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_leader", "1 while this replica holds the Lease",
-                             HTTP_GAUGE, NULL, 0, NULL, 0, &d->m_leader);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_pending_gangs",
-                             "Gangs offered to the core at the last cycle, per queue", HTTP_GAUGE,
-                             queue, 1, NULL, 0, &d->m_pending);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_victim_gangs_evicted_total",
-                             "Preemption victim gangs this process evicted, by kind of preemption",
-                             HTTP_COUNTER, reason, 1, NULL, 0, &d->m_evictions);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_queue_held",
-                             "1 while an operator holds or drains the queue", HTTP_GAUGE, queue, 1,
-                             NULL, 0, &d->m_held);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_gang_teardowns_total",
-                             "Running gangs torn down (or inference replicas replaced), by reason",
-                             HTTP_COUNTER, reason, 1, NULL, 0, &d->m_teardowns);
-    if (rc == 0)
-        rc = http_metric_add(m, "gangsched_nodes_quarantined",
-                             "Nodes excluded after repeated failed gang starts", HTTP_GAUGE, NULL,
-                             0, NULL, 0, &d->m_quarantined);
+    static const char *const result[] = {"result"}, *const outcome[] = {"outcome"},
+                             *const kind[] = {"kind"}, *const queue[] = {"queue"},
+                             *const reason[] = {"reason"};
+    /* the daemon's families (docs/metrics.md), one row each */
+    const struct {
+        const char *name, *help;
+        enum http_metric_type type;
+        const char *const *labels;
+        struct http_metric **out;
+    } fams[] = {
+        {"gangsched_cycle_duration_seconds", "Time the scheduling core took per cycle",
+         HTTP_HISTOGRAM, NULL, &d->m_cycle},
+        {"gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER, result, &d->m_binds},
+        {"gangsched_gangs_bound_total", "Placed gangs by outcome of their binds", HTTP_COUNTER,
+         outcome, &d->m_gangs},
+        {"gangsched_kube_client_requests_total",
+         "Kubernetes API requests by kind (sent, retries, errors, throttled)", HTTP_COUNTER, kind,
+         &d->m_api},
+        {"gangsched_leader", "1 while this replica holds the Lease", HTTP_GAUGE, NULL,
+         &d->m_leader},
+        {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
+         HTTP_GAUGE, queue, &d->m_pending},
+        {"gangsched_victim_gangs_evicted_total",
+         "Preemption victim gangs this process evicted, by kind of preemption", HTTP_COUNTER,
+         reason, &d->m_evictions},
+        {"gangsched_queue_held", "1 while an operator holds or drains the queue", HTTP_GAUGE, queue,
+         &d->m_held},
+        {"gangsched_gang_teardowns_total",
+         "Running gangs torn down (or inference replicas replaced), by reason", HTTP_COUNTER,
+         reason, &d->m_teardowns},
+        {"gangsched_nodes_quarantined", "Nodes excluded after repeated failed gang starts",
+         HTTP_GAUGE, NULL, &d->m_quarantined},
+    };
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof(fams) / sizeof(fams[0]); i++) {
+        bool hist = fams[i].type == HTTP_HISTOGRAM;
+        rc = http_metric_add(d->metrics, fams[i].name, fams[i].help, fams[i].type, fams[i].labels,
+                             fams[i].labels ? 1 : 0, hist ? cycle_buckets : NULL, hist ? 12 : 0,
+                             fams[i].out);
+    }
     if (rc == 0)
         rc = http_metric_set(d->m_leader, NULL, 0);
     return rc;
