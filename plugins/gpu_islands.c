@@ -149,3 +149,25 @@ uint32_t gpu_slots_groups(const struct node *n, uint32_t free_mask, uint32_t cou
         groups += (uint32_t)__builtin_popcount(free_mask & n->islands[i]) / tp;
     return groups / ((count + tp - 1) / tp);
 }
+
+/* ---- the reserve plugin ------------------------------------------------------------------------
+ */
+
+static uint32_t reserve_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp,
+                             uint32_t island_limit)
+{
+    if (tp > 0 && tp < count)
+        return gpu_pick_groups(n, free_mask, count, tp);
+    return gpu_pick(n, free_mask, count, tp > 0 ? UINT32_MAX : island_limit);
+}
+
+static uint32_t reserve_slots(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp,
+                              uint32_t island_limit)
+{
+    if (tp > 0 && tp < count)
+        return gpu_slots_groups(n, free_mask, count, tp);
+    return gpu_slots(n, free_mask, count, tp > 0 ? UINT32_MAX : island_limit);
+}
+
+const struct sched_reserve plugin_reserve_islands = {
+    .name = "gpu-islands", .pick = reserve_pick, .slots = reserve_slots};

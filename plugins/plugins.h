@@ -124,6 +124,26 @@ bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp);
 uint32_t gpu_pick_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp);
 /* How many pods of `count` GPUs in groups of `tp` the free GPUs hold. */
 uint32_t gpu_slots_groups(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp);
+/* ---- the reserve step: GPU indices for a pod on a chosen node -------------------------------- */
+
+/* How a pod's GPUs are chosen inside a node once the engine has picked the node. tp is the
+ * gang's tensor-parallel group size (0: none): a pod larger than tp gets groups of tp GPUs each
+ * inside one island; a pod no larger than tp is one group inside one island; without tp a pod
+ * of at most island_limit GPUs gets one island (see gpu_pick). */
+struct sched_reserve {
+    const char *name;
+    /* The GPUs for one pod of `count` GPUs, or 0 when it does not fit. */
+    uint32_t (*pick)(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp,
+                     uint32_t island_limit);
+    /* How many such pods the free GPUs hold. */
+    uint32_t (*slots)(const struct node *n, uint32_t free_mask, uint32_t count, uint32_t tp,
+                      uint32_t island_limit);
+};
+
+/* The reserve plugin the engine uses (registry.c): NVLink islands. */
+extern const struct sched_reserve *const plugin_reserve;
+extern const struct sched_reserve plugin_reserve_islands;
+
 /* Largest island of a node, in GPUs. */
 uint32_t gpu_max_island(const struct node *n);
 /* Number of islands a GPU mask touches (tp_splits counts pods with more than one). */

@@ -101,3 +101,6 @@ void filter_env_init(struct filter_env *env, const struct cluster *c)
             env->has_unhealthy_gpus = true;
     }
 }
+
+/* The GPU choice inside a node (the reserve step). */
+const struct sched_reserve *const plugin_reserve = &plugin_reserve_islands;

@@ -293,12 +293,8 @@ static bool pod_fits(const struct place_state *st, const struct podset *ps, uint
         *mask = 0;
         return true;
     }
-    if (st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus)
-        *mask = gpu_pick_groups(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->cur_tp);
-    else if (st->cur_tp > 0) /* the pod is one group (or part of a larger one): one island */
-        *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, UINT32_MAX);
-    else
-        *mask = gpu_pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, set_limit(st, ps));
+    *mask = plugin_reserve->pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->cur_tp,
+                                 set_limit(st, ps));
     return *mask != 0;
 }
 
@@ -320,10 +316,8 @@ static uint32_t pod_slots(const struct place_state *st, const struct podset *ps,
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
         const struct node *nd = &st->c->nodes[i];
-        uint32_t k = st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus
-                         ? gpu_slots_groups(nd, st->gpu_free[i], (uint32_t)gpus, st->cur_tp)
-                         : gpu_slots(nd, st->gpu_free[i], (uint32_t)gpus,
-                                     st->cur_tp > 0 ? UINT32_MAX : set_limit(st, ps));
+        uint32_t k = plugin_reserve->slots(nd, st->gpu_free[i], (uint32_t)gpus, st->cur_tp,
+                                           set_limit(st, ps));
         if (k < best)
             best = k;
     }
@@ -923,10 +917,8 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
                 continue;
             uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
             uint32_t tp = st->topology ? g->tp_size : 0;
-            any = gpus <= 0 || (tp > 0 && tp < (uint32_t)gpus
-                                    ? gpu_pick_groups(nd, all, (uint32_t)gpus, tp)
-                                    : gpu_pick(nd, all, (uint32_t)gpus,
-                                               tp > 0 ? UINT32_MAX : set_limit(st, ps))) != 0;
+            any = gpus <= 0 ||
+                  plugin_reserve->pick(nd, all, (uint32_t)gpus, tp, set_limit(st, ps)) != 0;
         }
         if (!any) {
             *short_res = gpus > 0 ? RES_GPU : -1;
@@ -954,10 +946,7 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
         uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-        uint32_t k = st->cur_tp > 0 && st->cur_tp < (uint32_t)gpus
-                         ? gpu_slots_groups(nd, all, (uint32_t)gpus, st->cur_tp)
-                         : gpu_slots(nd, all, (uint32_t)gpus,
-                                     st->cur_tp > 0 ? UINT32_MAX : set_limit(st, ps));
+        uint32_t k = plugin_reserve->slots(nd, all, (uint32_t)gpus, st->cur_tp, set_limit(st, ps));
         if (k < best)
             best = k;
     }
