@@ -880,6 +880,8 @@ static void usage_run(FILE *f)
           "  --port-file FILE       write the HTTP port here once listening\n"
           "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
           "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
+          "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
+          "                         disruption budget keeps blocking (default false)\n"
           "  --log-level LEVEL      error, warn, info (default) or debug\n",
           f);
 }
@@ -922,6 +924,13 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             o.leader_elect = strcmp(v, "true") == 0;
+        } else if (strcmp(f, "--evict-fallback-delete") == 0) {
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+                fprintf(stderr,
+                        "gangsched run: --evict-fallback-delete %s: expected true or false\n", v);
+                return 2;
+            }
+            o.evict_fallback_delete = strcmp(v, "true") == 0;
         } else if (strcmp(f, "--lease-namespace") == 0) {
             o.lease_ns = v;
         } else if (strcmp(f, "--lease-name") == 0) {

@@ -391,7 +391,40 @@ static void delete_pod(struct kdrv *d, const char *ns, const char *name, const c
     send_json(d, KUBE_DELETE, path, body, NULL, NULL);
 }
 
-/* Eviction API (PodDisruptionBudgets respected; the client retries 429). */
+/* An eviction in flight: the pod, for the delete fallback. */
+struct kevict {
+    struct kdrv *d;
+    char ns[254], name[254];
+};
+
+static void on_evicted(void *ctx, const struct kube_resp *r)
+{
+    struct kevict *ev = ctx;
+    struct kdrv *d = ev->d;
+    if (r->status >= 200 && r->status < 300) {
+        free(ev);
+        return;
+    }
+    if (r->status == 404) { /* gone already */
+        free(ev);
+        return;
+    }
+    if (r->status == 429 && d->o->evict_fallback_delete) {
+        LOG_WARN(KDRV_MOD, "eviction still blocked after retries, deleting: pod=%s/%s error=%s",
+                 ev->ns, ev->name, r->error ? r->error : "");
+        delete_pod(d, ev->ns, ev->name, "eviction blocked by a disruption budget");
+    } else {
+        LOG_WARN(KDRV_MOD,
+                 "eviction failed: pod=%s/%s status=%d error=%s (retried at a later "
+                 "cycle)",
+                 ev->ns, ev->name, r->status, r->error ? r->error : "");
+    }
+    free(ev);
+}
+
+/* Eviction API (PodDisruptionBudgets respected; the client retries 429 with its Retry-After).
+ * When it stays blocked and --evict-fallback-delete is set, the pod is deleted (its termination
+ * grace period is honoured by the kubelet). */
 static void evict_pod(struct kdrv *d, const char *ns, const char *name)
 {
     char path[600];
@@ -402,7 +435,22 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
     cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
     cJSON_AddStringToObject(meta, "name", name);
     cJSON_AddStringToObject(meta, "namespace", ns);
-    send_json(d, KUBE_POST, path, body, NULL, NULL);
+    struct kevict *ev = calloc(1, sizeof(*ev));
+    if (!ev) {
+        cJSON_Delete(body);
+        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
+        return;
+    }
+    ev->d = d;
+    snprintf(ev->ns, sizeof(ev->ns), "%s", ns);
+    snprintf(ev->name, sizeof(ev->name), "%s", name);
+    char *s = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_evicted, ev) != 0) {
+        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
+        free(ev);
+    }
+    free(s);
 }
 
 /* ---- binding ----------------------------------------------------------------------------------
@@ -1373,6 +1421,8 @@ static void run_cycle(struct kdrv *d)
     }
     for (uint32_t r = 0; r < res.n_reservations; r++) {
         const struct sched_reservation *rv = &res.reservations[r];
+        LOG_DEBUG(KDRV_MOD, "reservation: gang=%s preemptor=%d nodes=%u",
+                  kb.gangs[rv->gang->id].key, rv->preemptor, rv->n_nodes);
         if (!rv->preemptor)
             continue;
         const char *key = kb.gangs[rv->gang->id].key;
@@ -1386,6 +1436,7 @@ static void run_cycle(struct kdrv *d)
             break;
         d->holds = nh;
         struct khold *kh = &d->holds[d->n_holds];
+        memset(kh, 0, sizeof(*kh)); /* a preemptor's hold, not an operator's */
         kh->gang = strdup(key);
         kh->nodes = calloc(rv->n_nodes + 1, sizeof(*kh->nodes));
         kh->n_nodes = 0;

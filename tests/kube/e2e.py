@@ -88,7 +88,7 @@ def start_fake(grace_cap="0.5"):
 class Sched:
     """One `gangsched run` process with its own log; all share one database file."""
 
-    def __init__(self, kubeconfig, name, db):
+    def __init__(self, kubeconfig, name, db, extra=()):
         self.name = name
         self.log_path = os.path.join(TMP, name + ".log")
         self.log = open(self.log_path, "w")
@@ -98,7 +98,7 @@ class Sched:
                                    "--db", db, "--identity", name, "--lease-namespace",
                                    "default", "--cycle-ms", "50", "--listen", "127.0.0.1:0",
                                    "--port-file", self.port_file, "--token-file",
-                                   os.path.join(TMP, "write.tok")], stdout=self.log,
+                                   os.path.join(TMP, "write.tok")] + list(extra), stdout=self.log,
                                   stderr=self.log)
         procs.append(self.p)
 

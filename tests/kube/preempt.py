@@ -29,6 +29,7 @@ def gang(c, name, n, gpus, priority, graces=None):
     c.post(*podgroup(name, n, queue="q"))
     for i in range(n):
         body = pod("%s-%d" % (name, i), name, gpus)
+        body["metadata"].setdefault("labels", {})["app"] = name
         body["spec"]["priority"] = priority
         if graces:
             body["spec"]["terminationGracePeriodSeconds"] = graces[i]
@@ -45,7 +46,7 @@ def main():
     c.post("/api/v1/nodes", e2e.node("gpu-1", "r1"))
     c.post("/api/v1/nodes", e2e.node("gpu-2", "r1"))
     db = os.path.join(e2e.TMP, "gangsched.db")
-    s = e2e.Sched(kubeconfig, "sched", db)
+    s = e2e.Sched(kubeconfig, "sched", db, extra=["--evict-fallback-delete", "true"])
     check("the scheduler leads", wait_for(s.leading, 20))
     # the victims end at different times: one node is free 4 s before the other, long enough
     # for a small gang to take it if the preemptor's hold did not keep it
@@ -79,6 +80,27 @@ def main():
     row = wait_for(victim_row, 5)
     check("the victim's job: pending, one preemption, no restart used",
           row is not None and row[0] == "pending" and row[1] == 1 and row[2] == 0, str(row))
+
+    # a victim protected by a PodDisruptionBudget: eviction answers 429 until the client gives
+    # up, then (with --evict-fallback-delete true) the pods are deleted
+    for p in pods_of(c, "high") + pods_of(c, "thief"):
+        c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                 {"gracePeriodSeconds": 0})
+    wait_for(lambda: not pods_of(c, "high") and not pods_of(c, "thief"), 10)
+    gang(c, "guarded", 2, 8, 0)
+    check("the guarded gang runs", wait_for(lambda: len(bound(c, "guarded")) == 2 and all(
+        p.get("status", {}).get("phase") == "Running" for p in bound(c, "guarded")), 15))
+    c.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+           {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}}})
+    gang(c, "urgent", 2, 8, 100)
+    check("the eviction is blocked by the budget first",
+          wait_for(lambda: c.get("/_fake/stats")[1].get("evictions_blocked", 0) >= 1, 10))
+    check("then the victims are deleted and the urgent gang is bound",
+          wait_for(lambda: len(bound(c, "urgent")) == 2, 40),
+          str([p["spec"].get("nodeName") for p in pods_of(c, "urgent")]))
+    check("the log says why", "eviction still blocked after retries, deleting" in s.text())
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
