@@ -256,6 +256,22 @@ static void send_json(struct kdrv *d, enum kube_method m, const char *path, cJSO
     free(s);
 }
 
+/* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
+ * its metadata for more fields. */
+static cJSON *new_object(const char *api_version, const char *kind, const char *ns,
+                         const char *name, cJSON **meta)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", api_version);
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON *m = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", ns);
+    if (meta)
+        *meta = m;
+    return o;
+}
+
 /* events.k8s.io/v1 Event about an object (regarding). */
 static void post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
                        const char *name, const char *type, const char *reason, const char *action,
@@ -265,12 +281,7 @@ static void post_event(struct kdrv *d, const char *api_version, const char *kind
     int64_t now = now_ms();
     kobj_format_time(now, t, sizeof(t));
     snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1");
-    cJSON_AddStringToObject(e, "kind", "Event");
-    cJSON *meta = cJSON_AddObjectToObject(e, "metadata");
-    cJSON_AddStringToObject(meta, "name", ev_name);
-    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON *e = new_object("events.k8s.io/v1", "Event", ns, ev_name, NULL);
     cJSON_AddStringToObject(e, "eventTime", t);
     cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
     char inst[129];
@@ -429,12 +440,7 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
 {
     char path[600];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "apiVersion", "policy/v1");
-    cJSON_AddStringToObject(body, "kind", "Eviction");
-    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
-    cJSON_AddStringToObject(meta, "name", name);
-    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON *body = new_object("policy/v1", "Eviction", ns, name, NULL);
     struct kevict *ev = calloc(1, sizeof(*ev));
     if (!ev) {
         cJSON_Delete(body);
@@ -601,12 +607,8 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     char path[600], ids[160];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "apiVersion", "v1");
-    cJSON_AddStringToObject(body, "kind", "Binding");
-    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
-    cJSON_AddStringToObject(meta, "name", b->name);
-    cJSON_AddStringToObject(meta, "namespace", b->ns);
+    cJSON *meta;
+    cJSON *body = new_object("v1", "Binding", b->ns, b->name, &meta);
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     if (p && p->uid)
         cJSON_AddStringToObject(meta, "uid", p->uid);
