@@ -217,7 +217,9 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         j->id = tj->id;
         j->duration_ms = tj->duration_ms;
         j->checkpoint_interval_ms = tj->checkpoint_interval_ms;
-        j->restart_cost_ms = tj->restart_cost_ms;
+        /* the job's own restart cost, else its queue's default (preemption.restartCost) */
+        j->restart_cost_ms =
+            tj->has_restart_cost ? tj->restart_cost_ms : cfg->queues[q].preemption.restart_cost_ms;
         struct gang *g = &j->gang;
         g->id = (uint32_t)i;
         g->name = tj->id;

@@ -532,6 +532,7 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
         return rc;
     j.has_checkpoint_interval =
         ps->col[COL_CKPT_INTERVAL] >= 0 && ps->row[ps->col[COL_CKPT_INTERVAL]].n > 0;
+    j.has_restart_cost = ps->col[COL_RESTART_COST] >= 0 && ps->row[ps->col[COL_RESTART_COST]].n > 0;
     if ((rc = get_int(ps, COL_PRIORITY, INT32_MIN, INT32_MAX, &v)))
         return rc;
     j.priority = (int32_t)v;

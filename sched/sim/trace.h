@@ -49,6 +49,8 @@ struct trace_job {
     const char *profile;            /* scoring profile name, NULL = the queue's */
     int64_t checkpoint_interval_ms; /* checkpoint_interval: 0 = never checkpoints */
     bool has_checkpoint_interval;   /* the column had a value (else the simulator's default) */
+    bool has_restart_cost;          /* the restart_cost cell is not empty (else the queue's
+                                       preemption.restartCost applies) */
     int64_t restart_cost_ms;        /* restart_cost: time lost at each restart */
     int32_t tp_size;                /* GPUs per tensor-parallel group, 0 when absent */
     int32_t slice_size;             /* pods per slice, 0 when absent */
