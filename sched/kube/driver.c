@@ -86,6 +86,7 @@ struct kgang_binds {
 struct kstatus {
     char *reason;
     int64_t at_ms;
+    bool forced; /* an outcome (bind failure, teardown, preemption), not a waiting reason */
 };
 
 struct kdrv {
@@ -324,10 +325,15 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     struct kstatus *st = strmap_get(&d->status, gang_key);
     char full[600];
     snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
+    int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
     if (st && !force) {
         bool same_reason =
             st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
-        if (same_reason && now - st->at_ms < (int64_t)d->o->status_every_s * 1000)
+        if (same_reason && now - st->at_ms < every_ms)
+            return;
+        /* the pods an outcome deleted make the gang wait for pods: that consequence does not
+         * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
+        if (st->forced && strcmp(reason, "WaitingForPods") == 0 && now - st->at_ms < every_ms)
             return;
     }
     if (!st) {
@@ -340,6 +346,7 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     free(st->reason);
     st->reason = strdup(full);
     st->at_ms = now;
+    st->forced = force;
     char ns[256], name[256];
     split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
     bool warn = strcmp(type, "Warning") == 0;

@@ -430,8 +430,12 @@ def main():
     c.post("/_fake/faults", {"type": "error", "code": 500, "count": -1,
                              "path": "/pods/permfail-1/binding"})
     gang(c, "permfail", 2, 1)
+    cond = wait_for(lambda: [x for x in pg_status(c, "permfail").get("conditions", [])
+                             if x.get("reason") == "FailedBinding"], 25)
+    check("a gang with a member that cannot be bound says FailedBinding in its status", cond,
+          json.dumps(pg_status(c, "permfail")))
     ev = wait_for(lambda: [e for e in events_for(c, "permfail")
-                           if e["reason"] == "FailedBinding"], 25)
+                           if e["reason"] == "FailedBinding"], 5)
     check("a gang with a member that cannot be bound gets a FailedBinding event", ev,
           json.dumps(events_for(c, "permfail"))[:400])
     if ev:
