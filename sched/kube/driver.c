@@ -45,7 +45,8 @@
 #include "sched/kube/lifecycle.h"
 #include "store/store.h"
 
-#define KDRV_MOD "kube"
+#define KDRV_MOD           "kube"
+#define KDRV_STATUS_MIN_MS 5000 /* a gang's status changes at most this often for one reason */
 
 void kube_run_opts_default(struct kube_run_opts *o)
 {
@@ -327,9 +328,14 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
     int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
     if (st && !force) {
+        /* the same words at most every status_every_s; the same reason with new numbers
+         * ("2 of minMember 3 pods exist") at most every KDRV_STATUS_MIN_MS */
         bool same_reason =
             st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
-        if (same_reason && now - st->at_ms < every_ms)
+        bool same_words = st->reason && strcmp(st->reason, full) == 0;
+        if (same_words && now - st->at_ms < every_ms)
+            return;
+        if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS)
             return;
         /* the pods an outcome deleted make the gang wait for pods: that consequence does not
          * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
@@ -571,6 +577,9 @@ static void binds_finished(struct kdrv *d)
                 delete_pod(d, gb->pods[i].ns, gb->pods[i].name, "partial gang rolled back");
             kcache_unassume(d->cache, gb->pods[i].pod_key);
         }
+        /* its members' deletion is the rollback, not a failure for the lifecycle */
+        strmap_put(&d->tearing, gb->gang, (void *)1, NULL);
+        free(strmap_del(&d->bound_at, gb->gang));
         gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
     }
     for (uint32_t g = 0; g < d->n_binds; g++)

@@ -127,7 +127,7 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
             act->reason = KLIFE_NODE_LOST;
             snprintf(msg, sizeof(msg), "member %s is on node %s, NotReady for more than %llds",
                      on_lost_node->key, on_lost_node->node, (long long)(grace / 1000));
-        } else if (live < min) {
+        } else if (live < min && live > 0) { /* none live: the gang is going away whole */
             act->reason = KLIFE_MEMBER_LOST;
             snprintf(msg, sizeof(msg), "%u of minMember %u members left (deleted or evicted)", live,
                      min);

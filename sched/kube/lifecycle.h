@@ -14,8 +14,9 @@
  *   - a member Failed (phase): torn down, the job's own failure;
  *   - a member on a node NotReady for longer than the failure grace: torn down, not the job's
  *     failure (node failures never consume the retry budget);
- *   - members deleted or evicted by someone else leave fewer than m live members: torn down, not
- *     the job's failure; an elastic gang with more than m members goes on;
+ *   - members deleted or evicted by someone else leave fewer than m live members, some still
+ *     running: torn down, not the job's failure; an elastic gang with more than m members goes
+ *     on; a gang with no live member left is going away whole and is left alone;
  *   - a gang whose profile spreads (inference) replaces only the lost members: the action names
  *     them and `whole` is false.
  * Must not touch: the network, the store, the cache.

@@ -291,7 +291,8 @@ def main():
 
     # 3. a gang below minMember waits for its pods
     gang(c, "partial", 2, 1, min_member=3)
-    cond = wait_for(lambda: pg_status(c, "partial").get("conditions"), 10)
+    cond = wait_for(lambda: [x for x in pg_status(c, "partial").get("conditions", [])
+                             if "2 of minMember 3" in x.get("message", "")], 12)
     check("a gang below minMember waits with WaitingForPods",
           cond and cond[0].get("reason") == "WaitingForPods" and
           "2 of minMember 3" in cond[0].get("message", ""), json.dumps(cond))

@@ -199,6 +199,25 @@ static void members_lost_below_min_member(void **state)
     assert_int_equal(check_at(f, 10, &acts), 1); /* the third was deleted by someone */
     assert_int_equal(acts[0].reason, KLIFE_MEMBER_LOST);
     assert_false(acts[0].own);
+    /* every member being deleted (the user deleted the job): nothing left to tear down */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g-0\","
+                           "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+                           "\"scheduling.x-k8s.io/pod-group\":\"g\"}},\"spec\":{"
+                           "\"schedulerName\":\"gangsched\",\"nodeName\":\"n1\"},"
+                           "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g-1\","
+                    "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+                    "\"scheduling.x-k8s.io/pod-group\":\"g\"}},\"spec\":{"
+                    "\"schedulerName\":\"gangsched\",\"nodeName\":\"n1\"},"
+                    "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    assert_int_equal(check_at(f, 10, &acts), 0);
+    /* back to two live members for the elastic case below */
+    member(f->c, "g", 0, "n1", "Running", true, "");
+    member(f->c, "g", 1, "n1", "Running", true, "");
     /* an elastic gang above its minMember goes on */
     group(f->c, "g", 2, "");
     assert_int_equal(check_at(f, 10, &acts), 0);
