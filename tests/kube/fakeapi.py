@@ -1911,8 +1911,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_obj(200, openapi_v3_doc(*gv))
         if path == "/openapi/v2":
             if "protobuf" in (self.headers.get("Accept") or ""):
-                return self.send_bytes(200, OPENAPI_V2_PB, ctype="application/com.github.proto-"
-                                                                 "openapi.spec.v2@v1.0+protobuf")
+                # as kube-openapi's handler: asked for the protobuf form, it answers
+                # application/octet-stream (Go's mime parser, in older kubectl, rejects the '@'
+                # of the protobuf media type)
+                return self.send_bytes(200, OPENAPI_V2_PB, ctype="application/octet-stream")
             return self.send_obj(200, OPENAPI_V2_JSON)
         raise ApiError(404, "the server could not find the requested resource")
 
