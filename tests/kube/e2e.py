@@ -24,6 +24,7 @@ from kclient import Client  # noqa: E402
 BIN = os.environ.get("BIN", "bin")
 TMP = tempfile.mkdtemp(prefix="gangsched-e2e-")
 failures = 0
+failed = []  # labels of the failed checks, repeated at the end of the output
 procs = []
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -48,6 +49,7 @@ def ok(msg):
 def bad(msg):
     global failures
     failures += 1
+    failed.append(msg[:300])
     print("FAIL " + msg, flush=True)
 
 
@@ -161,6 +163,8 @@ def finish():
                 print("---- " + name)
                 with open(os.path.join(TMP, name)) as f:
                     print("".join(f.readlines()[-25:]))
+        for f in failed:
+            print("FAILED: " + f)
         print("%d check(s) failed" % failures)
         sys.exit(1)
     sys.exit(0)
