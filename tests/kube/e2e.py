@@ -399,11 +399,14 @@ def main():
     check("the kubectl-created gang is bound whole",
           wait_for(lambda: len(bound(c, "llm-train")) == 2, 20),
           str([p["spec"].get("nodeName") for p in pods_of(c, "llm-train")]))
-    kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get",
-                         "podgroups.scheduling.x-k8s.io", "llm-train", "-o",
-                         "jsonpath={.status.phase}"], capture_output=True, text=True, timeout=60)
-    check("kubectl shows its PodGroup Running", kc.stdout.strip() == "Running",
-          kc.stdout + kc.stderr)
+    def kubectl_phase():
+        r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get",
+                            "podgroups.scheduling.x-k8s.io", "llm-train", "-o",
+                            "jsonpath={.status.phase}"], capture_output=True, text=True,
+                           timeout=60)
+        return r.stdout.strip() + r.stderr.strip()
+    check("kubectl shows its PodGroup Running",
+          wait_for(lambda: kubectl_phase() == "Running", 10, step=0.5), kubectl_phase())
     kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "delete", "-f",
                          "deploy/examples/training-gang.yaml", "--wait=false"],
                         capture_output=True, text=True, timeout=60)
