@@ -12,6 +12,7 @@ Run by tests/kube/test_e2e.sh; prints "ok ..." / "FAIL ..." lines and exits 1 on
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -357,13 +358,30 @@ def main():
     rc, out = gangctl("--server", url, "queue", "hold", "nosuchqueue", token=True)
     check("holding an unknown queue: exit 1 and says so", rc == 1 and "nosuchqueue" in out, out)
 
+    # hot reload: a bad file is rejected and the scheduler keeps running; a good one applies
+    cfg_path = os.path.join(TMP, "config.yaml")
+    with open(cfg_path + ".tmp", "w") as f:
+        f.write(CONFIG + "  - name: [not, a, name]\n")
+    os.rename(cfg_path + ".tmp", cfg_path)
+    check("a bad configuration file is rejected with its line and column",
+          wait_for(lambda: re.search(r"rejected.*config\.yaml:\d+:\d+: ", a.text()), 10),
+          a.text()[-600:])
+    check("and the scheduler keeps running", a.p.poll() is None)
+    with open(cfg_path + ".tmp", "w") as f:
+        f.write(CONFIG + "  - name: team-c\n    cohort: all\n")
+    os.rename(cfg_path + ".tmp", cfg_path)
+    check("a good one is applied", wait_for(lambda: "configuration applied" in a.text(), 10))
+    c.post(*podgroup("newq", 1, queue="team-c"))
+    c.post("/api/v1/namespaces/default/pods", pod("newq-0", "newq", 1))
+    check("a gang of the new queue is bound", wait_for(lambda: len(bound(c, "newq")) == 1, 15))
+
     # free the cluster for what follows
-    for name in ("train", "partial", "vc", "huge", "heldjob"):
+    for name in ("train", "partial", "vc", "huge", "heldjob", "newq"):
         for p in pods_of(c, name):
             c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                      {"gracePeriodSeconds": 0})
     wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge",
-                                                     "heldjob")), 10)
+                                                     "heldjob", "newq")), 10)
 
     # an operator reservation holds a node: nothing else lands there until it is deleted
     rc, out = gangctl("--server", url, "reserve", "add", "default/future", "gpu-4", token=True)
