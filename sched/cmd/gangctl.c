@@ -314,6 +314,10 @@ static void tbl_print(FILE *f, const struct table *t)
                            width[c]);
 }
 
+/* Ends a command's table: prints it (or `none` when `empty`), frees it, prints the database's
+ * time when `now`, frees the document. Returns the command's exit code, 0. */
+static int tbl_finish(struct table *t, cJSON *doc, bool empty, const char *none, bool now);
+
 static void tbl_free(struct table *t)
 {
     for (size_t i = 0; i < t->n; i++)
@@ -523,6 +527,19 @@ static void print_now(const cJSON *doc)
         printf("(%s %s, latest time %s)\n", source_kind, source_name, t);
 }
 
+static int tbl_finish(struct table *t, cJSON *doc, bool empty, const char *none, bool now)
+{
+    if (empty)
+        puts(none);
+    else
+        tbl_print(stdout, t);
+    tbl_free(t);
+    if (now)
+        print_now(doc);
+    cJSON_Delete(doc);
+    return 0;
+}
+
 static enum color state_color(const char *s)
 {
     if (str_eq(s, "pending"))
@@ -597,11 +614,7 @@ static int show_quota(cJSON *doc)
             }
         }
     }
-    tbl_print(stdout, &t);
-    tbl_free(&t);
-    print_now(doc);
-    cJSON_Delete(doc);
-    return 0;
+    return tbl_finish(&t, doc, false, "", true);
 }
 
 /* ---- queues -------------------------------------------------------------------------------- */
@@ -642,14 +655,7 @@ static int show_queues(cJSON *doc)
                 tbl_cell(&t, C_NONE, "-");
         }
     }
-    if (cJSON_GetArraySize(qs) == 0)
-        puts("no queues");
-    else
-        tbl_print(stdout, &t);
-    tbl_free(&t);
-    print_now(doc);
-    cJSON_Delete(doc);
-    return 0;
+    return tbl_finish(&t, doc, cJSON_GetArraySize(qs) == 0, "no queues", true);
 }
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
@@ -871,14 +877,7 @@ static int show_top(cJSON *doc)
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "pods", 0));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "jobs", 0));
     }
-    if (n)
-        tbl_print(stdout, &t);
-    else
-        puts("  no placed pods");
-    tbl_free(&t);
-    print_now(doc);
-    cJSON_Delete(doc);
-    return 0;
+    return tbl_finish(&t, doc, n == 0, "  no placed pods", true);
 }
 
 /* ---- reservations -------------------------------------------------------------------------- */
@@ -926,13 +925,7 @@ static int show_reservations(cJSON *doc)
         tbl_cell(&t, C_NONE, "%s", expected == STORE_NO_TIME ? "unknown" : x);
         free(nodes);
     }
-    if (cJSON_GetArraySize(rs) == 0)
-        puts("no reservations");
-    else
-        tbl_print(stdout, &t);
-    tbl_free(&t);
-    cJSON_Delete(doc);
-    return 0;
+    return tbl_finish(&t, doc, cJSON_GetArraySize(rs) == 0, "no reservations", false);
 }
 
 /* ---- command line ---------------------------------------------------------------------------- */

@@ -337,7 +337,7 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
     return 0;
 }
 
-static int node_index(const struct kcache *c, const char *name)
+int kcache_node_index(const struct kcache *c, const char *name)
 {
     uintptr_t v = (uintptr_t)strmap_get(&c->node_ix, name);
     return v ? (int)(v - 1) : -1;
@@ -544,7 +544,7 @@ static void account_usage(struct builder *b)
             }
             if (!node)
                 continue;
-            int ix = node_index(c, node);
+            int ix = kcache_node_index(c, node);
             if (ix < 0)
                 continue;
             struct node_state *st = &b->state[ix];
@@ -755,7 +755,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
             const struct kpod *p = kg->members[m];
             const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
-            int ix = node_index(c, p->node ? p->node : am ? am->node : "");
+            int ix = kcache_node_index(c, p->node ? p->node : am ? am->node : "");
             as[m].node = ix >= 0 ? (uint32_t)ix : 0;
             kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
             as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;

@@ -82,6 +82,8 @@ uint32_t kcache_n_nodes(const struct kcache *c);
 uint32_t kcache_n_pods(const struct kcache *c);
 const struct kpod *kcache_pod(const struct kcache *c, const char *key);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+/* Index of a node in kcache_cluster(), or -1 (hash lookup). */
+int kcache_node_index(const struct kcache *c, const char *name);
 /* The current cluster (rebuilt at kcache_build when nodes changed), or NULL before any build. */
 const struct cluster *kcache_cluster(const struct kcache *c);
 

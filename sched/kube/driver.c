@@ -810,47 +810,62 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kc
     return rc;
 }
 
-struct ledger_rows {
-    char (*keys)[2][256];
+/* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */
+struct strlist {
+    char **v;
     uint32_t n, cap;
 };
 
+static int strlist_add(struct strlist *l, const char *str)
+{
+    if (l->n == l->cap) {
+        uint32_t nc = l->cap ? l->cap * 2 : 16;
+        char **nv = realloc(l->v, nc * sizeof(*nv));
+        if (!nv)
+            return SCHED_ENOMEM;
+        l->v = nv;
+        l->cap = nc;
+    }
+    if (!(l->v[l->n] = strdup(str)))
+        return SCHED_ENOMEM;
+    l->n++;
+    return 0;
+}
+
+static void strlist_free(struct strlist *l)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* GPU ledger rows with an amount, as queue and flavor pairs. */
 static int collect_ledger(void *ctx, const struct store_ledger_row *r)
 {
-    struct ledger_rows *lr = ctx;
+    struct strlist *l = ctx;
     if (strcmp(r->resource, STORE_GPU) != 0 || r->amount == 0)
         return 0;
-    if (lr->n == lr->cap) {
-        uint32_t nc = lr->cap ? lr->cap * 2 : 16;
-        void *v = realloc(lr->keys, nc * sizeof(*lr->keys));
-        if (!v)
-            return SCHED_ENOMEM;
-        lr->keys = v;
-        lr->cap = nc;
-    }
-    snprintf(lr->keys[lr->n][0], 256, "%s", r->queue);
-    snprintf(lr->keys[lr->n][1], 256, "%s", r->flavor);
-    lr->n++;
-    return 0;
+    int rc = strlist_add(l, r->queue);
+    return rc ? rc : strlist_add(l, r->flavor);
 }
 
 /* Sets every GPU ledger row to 0 (the first cycle as leader recharges what runs). */
 static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
 {
-    struct ledger_rows lr = {0};
-    int rc = store_ledger_list(d->db, collect_ledger, &lr, eb);
+    struct strlist l = {0};
+    int rc = store_ledger_list(d->db, collect_ledger, &l, eb);
     if (rc == SCHED_ENOMEM)
         rc = sched_fail(eb, rc, "out of memory");
-    for (uint32_t i = 0; rc == 0 && i < lr.n; i++)
-        rc = store_ledger_set(d->db, lr.keys[i][0], lr.keys[i][1], STORE_GPU, 0, eb);
-    free(lr.keys);
+    for (uint32_t i = 0; rc == 0 && i + 1 < l.n; i += 2)
+        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], STORE_GPU, 0, eb);
+    strlist_free(&l);
     return rc;
 }
 
 struct stale_ctx {
     struct kdrv *d;
-    char **gangs;
-    uint32_t n, cap;
+    struct strlist gangs;
 };
 
 static int collect_stale(void *ctx, const struct store_job *j)
@@ -860,16 +875,7 @@ static int collect_stale(void *ctx, const struct store_job *j)
         return 0;
     if (strmap_get(&sc->d->jobs, j->gang))
         return 0;
-    if (sc->n == sc->cap) {
-        uint32_t nc = sc->cap ? sc->cap * 2 : 16;
-        char **v = realloc(sc->gangs, nc * sizeof(*v));
-        if (!v)
-            return SCHED_ENOMEM;
-        sc->gangs = v;
-        sc->cap = nc;
-    }
-    sc->gangs[sc->n] = strdup(j->gang);
-    return sc->gangs[sc->n++] ? 0 : SCHED_ENOMEM;
+    return strlist_add(&sc->gangs, j->gang);
 }
 
 static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sched_errbuf *eb)
@@ -926,28 +932,15 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
     /* gangs charged but no longer running */
     struct stale_ctx sc = {.d = d};
     for (size_t i = 0; rc == 0 && strmap_next(&d->jobs, &i, &k, &v);)
-        if (!((struct kjob *)v)->seen) {
-            if (sc.n == sc.cap) {
-                uint32_t nc = sc.cap ? sc.cap * 2 : 16;
-                char **nv = realloc(sc.gangs, nc * sizeof(*nv));
-                if (!nv) {
-                    rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-                    break;
-                }
-                sc.gangs = nv;
-                sc.cap = nc;
-            }
-            if (!(sc.gangs[sc.n++] = strdup(k)))
-                rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        }
+        if (!((struct kjob *)v)->seen && strlist_add(&sc.gangs, k) != 0)
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     if (rc == 0 && !d->jobs_synced) /* rows of an earlier process that are not running now */
         rc = store_job_list(d->db, collect_stale, &sc, eb);
-    for (uint32_t i = 0; i < sc.n; i++) {
-        if (rc == 0 && sc.gangs[i])
-            rc = job_finished(d, sc.gangs[i], now, eb);
-        free(sc.gangs[i]);
-    }
-    free(sc.gangs);
+    if (rc == SCHED_ENOMEM)
+        rc = sched_fail(eb, rc, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < sc.gangs.n; i++)
+        rc = job_finished(d, sc.gangs.v[i], now, eb);
+    strlist_free(&sc.gangs);
     if (rc == 0)
         d->jobs_synced = true;
     return rc;
@@ -1271,18 +1264,23 @@ static int lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct 
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         }
     const char *k;
-    for (size_t i = 0; strmap_next(&d->tearing, &i, &k, NULL);)
-        if (!strmap_get(&running, k)) {
-            strmap_del(&d->tearing, k);
-            i = 0; /* the map changed: iterate again */
-        }
+    struct strlist over = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && strmap_next(&d->tearing, &i, &k, NULL);)
+        if (!strmap_get(&running, k))
+            rc = strlist_add(&over, k);
+    for (uint32_t i = 0; i < over.n; i++)
+        strmap_del(&d->tearing, over.v[i]);
+    strlist_free(&over);
     strmap_fini(&running);
+    if (rc)
+        return sched_fail(eb, rc, "out of memory");
     int64_t *down = node_health(d, kb, now);
     if (!down)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     struct klife_action *acts;
     uint32_t n;
-    int rc = klife_check(kb, cfg, now, bound_at_cb, d, down, &d->arena, &acts, &n);
+    rc = klife_check(kb, cfg, now, bound_at_cb, d, down, &d->arena, &acts, &n);
     if (rc)
         return sched_fail(eb, rc, "out of memory");
     if (n > 0) {
@@ -1388,11 +1386,11 @@ static void run_cycle(struct kdrv *d)
         }
         uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
         uint32_t nn = 0;
-        const struct cluster *cl = kb.snap.cluster;
-        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++)
-            for (uint32_t i = 0; i < cl->n_nodes; i++)
-                if (strcmp(cl->nodes[i].name, kh->nodes[k]) == 0)
-                    nodes[nn++] = i;
+        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++) {
+            int ix = kcache_node_index(d->cache, kh->nodes[k]);
+            if (ix >= 0)
+                nodes[nn++] = (uint32_t)ix;
+        }
         if (nodes)
             hv[n_hv++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
         h++;
@@ -1742,12 +1740,9 @@ static int operator_reserve(struct kdrv *d, const struct http_write *w, int64_t 
     const char **names = calloc(count + 1, sizeof(*names));
     int rc = names ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
     uint32_t k = 0;
-    const struct cluster *cl = kcache_cluster(d->cache);
     cJSON_ArrayForEach(n, nodes)
     {
-        bool known = false;
-        for (uint32_t i = 0; cl && cJSON_IsString(n) && i < cl->n_nodes && !known; i++)
-            known = strcmp(cl->nodes[i].name, n->valuestring) == 0;
+        bool known = cJSON_IsString(n) && kcache_node_index(d->cache, n->valuestring) >= 0;
         if (rc == 0 && !known)
             rc = sched_fail(eb, SCHED_ENOENT, "node '%.200s' not found",
                             cJSON_IsString(n) ? n->valuestring : "?");

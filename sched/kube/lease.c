@@ -22,6 +22,7 @@
 
 #include "sched/core/log.h"
 #include "sched/kube/client.h"
+#include "sched/kube/objects.h"
 #include "sched/kube/wire.h"
 
 #define RELEASE_TRIES 3
@@ -30,11 +31,7 @@ void kube_microtime_now(char *buf, size_t cap)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char s[32];
-    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, cap, "%s.%06ldZ", s, ts.tv_nsec / 1000);
+    kobj_format_time((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, buf, cap);
 }
 
 struct kube_lease {
