@@ -45,7 +45,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo test test-run san bench soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -157,6 +157,11 @@ bench: deps
 	$(MAKE) all $(BUILD)/tests/bench
 	$(BUILD)/tests/bench
 	BIN=$(BIN) timeout 1200 python3 tests/bench/kube_bench.py
+
+# The preemption figures of docs/preemption.md: gangsched against ckpt-blind over many seeds
+# (SEEDS=1-64 by default; about 8 minutes on 2 cores).
+preempt-figures: all
+	BIN=$(BIN) python3 tests/bench/preempt_seeds.py --seeds $${SEEDS:-1-64}
 
 # Kill-and-resume at hundreds of points (the CI test runs 20).
 soak: all $(TOOLS)

@@ -27,6 +27,7 @@ static const struct sched_policy policy_gangsched = {
     .preempt = true,
     .checkpoint_aware = true,
     .benefit_factor = 1.0,
+    .order_bias_gpu_s = 2000.0,
     .max_evictions = 8,
 };
 

@@ -23,6 +23,11 @@ struct sched_policy {
     bool checkpoint_aware;     /* victims by lost work since their checkpoint (else Kueue's
                                   order: lowest priority, then most recently started) */
     double benefit_factor;     /* priority preemption only when benefit >= factor x cost */
+    double order_bias_gpu_s;   /* checkpoint-aware planner: a domain at position d of n in the
+                                  placement engine's tie-break order (lowest index first) adds
+                                  bias x d / n GPU-seconds to its victim set's cost when domains
+                                  are compared, so that near-equal victim sets are taken where
+                                  placement packs (see docs/preemption.md); 0 = cost only */
     uint32_t max_evictions;    /* victim gangs per queue and cycle */
 };
 

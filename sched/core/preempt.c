@@ -288,7 +288,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
     uint32_t n_best = 0, best_domain = 0;
-    double best_cost = 0;
+    double best_cost = 0, best_score = 0;
     for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
         bool any = false;
         for (uint32_t c = 0; c < n_cands && !any; c++)
@@ -301,10 +301,14 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
         double cost;
         uint32_t n =
             plan_domain(pc, g, q, f, &need, level, d, cands, n_cands, chosen, trial, &cost);
-        if (n == 0 || (n_best > 0 && cost >= best_cost))
+        /* the domain's place in the placement engine's order weighs in, within the bias:
+         * preemption then packs where placement packs (docs/preemption.md, "Where") */
+        double score = cost + pol->order_bias_gpu_s * (double)d / (double)n_domains;
+        if (n == 0 || (n_best > 0 && score >= best_score))
             continue;
         n_best = n;
         best_cost = cost;
+        best_score = score;
         best_domain = d;
         memcpy(best, chosen, n * sizeof(*best));
         memcpy(best_trial, trial, g->n_pods * sizeof(*trial));
