@@ -20,6 +20,7 @@ import base64
 import bisect
 import copy
 import datetime
+import email.utils
 import heapq
 import json
 import os
@@ -1733,7 +1734,11 @@ class Handler(BaseHTTPRequestHandler):
             headers, details = {}, None
             if code in (429, 503) or e.get("retryAfter"):
                 ra = int(e.get("retryAfter", 1))
-                headers["Retry-After"] = str(ra)
+                if e.get("retryAfterForm") == "date":  # RFC 9110 HTTP-date, now + ra seconds
+                    headers["Retry-After"] = email.utils.formatdate(time.time() + ra,
+                                                                    usegmt=True)
+                else:
+                    headers["Retry-After"] = str(ra)
                 details = {"retryAfterSeconds": ra}
             raise ApiError(code, e.get("message") or f"injected fault: {code}",
                            details=details, headers=headers)

@@ -3,7 +3,7 @@
 #
 # Starts tests/kube/fakeapi.py (TLS with a bearer token, loopback only) and drives the client
 # through build/tests/kubeprobe: requests with TLS and the token; a wrong token gives a clear 401;
-# 500s and a 429 with Retry-After are retried; an informer lists and watches pods, survives a
+# 500s and a 429 with Retry-After (seconds, and an HTTP date) are retried; an informer lists and watches pods, survives a
 # dropped watch (reconnect), and after a 410 relists and reports an object deleted meanwhile as
 # a synthetic DELETED; two lease candidates elect one leader, and the other takes over after a
 # release and after the leader stops renewing, within the lease duration.
@@ -97,6 +97,14 @@ t=$(sed -n '1s/^t=\([0-9]*\) .*/\1/p' "$D/r.out")
 [ "$t" -ge 1900 ] || fail "429 with Retry-After: 2 retried after $t ms"
 grep -q "throttled=1" "$D/r.out" || fail "429 not counted as throttled"
 ok "429 with Retry-After 2 waited ${t} ms"
+
+# the same as an HTTP date (now + 3 s, whole seconds: 2 to 3 s are left when it arrives)
+fault '{"type":"error","code":429,"count":1,"retryAfter":3,"retryAfterForm":"date","verb":"list","path":"/secrets"}'
+req GET /api/v1/namespaces/default/secrets >"$D/r.out" || fail "429 (date) not retried"
+grep -q "status=200 attempts=2" "$D/r.out" || fail "429 (date) retry: $(head -1 "$D/r.out")"
+t=$(sed -n '1s/^t=\([0-9]*\) .*/\1/p' "$D/r.out")
+[ "$t" -ge 1900 ] || fail "429 with an HTTP-date Retry-After 3 s ahead retried after $t ms"
+ok "429 with an HTTP-date Retry-After waited ${t} ms"
 
 # ---- informer -----------------------------------------------------------------------------------
 # The first watch is cut after one event; watches time out every 3 s.
