@@ -19,6 +19,7 @@
 #include "sched/kube/wire.h"
 
 #define KUBECONFIG_MAX_BYTES ((size_t)4 << 20)
+#define KUBECONFIG_MAX_FILES 16 /* existing files of a $KUBECONFIG list merged */
 #define SA_DIR_DEFAULT       "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /* ---- base64 ---------------------------------------------------------------------------------- */
@@ -354,7 +355,9 @@ static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const cha
     return 0;
 }
 
-static int load_kubeconfig(struct kcfg *k, const char *data, size_t len)
+/* Parses k->file's text into k->doc (a mapping at the top); the caller deletes k->doc when this
+ * returns 0. */
+static int parse_doc(struct kcfg *k, const char *data, size_t len)
 {
     int rc = config_yaml_guard(k->file, data, len, CONFIG_YAML_MAX_DEPTH, k->eb);
     if (rc)
@@ -377,138 +380,176 @@ static int load_kubeconfig(struct kcfg *k, const char *data, size_t len)
     yaml_parser_delete(&p);
     yaml_node_t *root = yaml_document_get_root_node(&k->doc);
     if (!root || root->type != YAML_MAPPING_NODE) {
-        rc = kfail(k, SCHED_EINVAL, "expected a mapping at the top (apiVersion: v1, kind: Config)");
-        goto out;
+        yaml_document_delete(&k->doc);
+        return kfail(k, SCHED_EINVAL,
+                     "expected a mapping at the top (apiVersion: v1, kind: Config)");
     }
-    const char *cur;
-    rc = get_str(k, root, "current-context", "", &cur);
-    if (rc)
-        goto out;
-    if (!cur || !*cur) {
-        rc = kfail(k, SCHED_EINVAL, "current-context: not set");
-        goto out;
+    return 0;
+}
+
+/* The entry `name` of a named list in the first of the n files that has it (kubectl's rule for
+ * a $KUBECONFIG list); *kout is that file. */
+static int find_first(struct kcfg *ks, int n, const char *list, const char *inner, const char *name,
+                      const char *why, struct kcfg **kout, yaml_node_t **out, int *index)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = find_named(&ks[i], yaml_document_get_root_node(&ks[i].doc), list, inner, name, why,
+                            out, index);
+        if (rc != SCHED_ENOENT) {
+            *kout = &ks[i];
+            return rc;
+        }
     }
+    if (n == 1)
+        return SCHED_ENOENT; /* find_named named the file */
+    char q[128];
+    sched_quote(name, strlen(name), q, sizeof(q));
+    return sched_fail(ks[0].eb, SCHED_ENOENT,
+                      "kubeconfig $KUBECONFIG: %s: %s \"%s\" not found in any of its %d files",
+                      list, why, q, n);
+}
+
+/* The credentials of the current context, merged from n parsed files: current-context from the
+ * first file that sets it, each context, cluster and user from the first file that has it;
+ * relative paths resolve against the directory of the file that names them. */
+static int resolve(struct kcfg *ks, int n)
+{
+    struct kcfg *k = &ks[0], *kx, *kc, *ku = NULL;
+    const char *cur = NULL;
+    for (int i = 0; i < n && !(cur && *cur); i++) {
+        int rc =
+            get_str(&ks[i], yaml_document_get_root_node(&ks[i].doc), "current-context", "", &cur);
+        if (rc)
+            return rc;
+    }
+    if (!cur || !*cur)
+        return n == 1 ? kfail(k, SCHED_EINVAL, "current-context: not set")
+                      : sched_fail(k->eb, SCHED_EINVAL,
+                                   "kubeconfig $KUBECONFIG: current-context: not set in any of "
+                                   "its %d files",
+                                   n);
     yaml_node_t *ctx, *cluster, *user = NULL;
     int ci, ki, ui = -1;
-    rc = find_named(k, root, "contexts", "context", cur, "current-context", &ctx, &ci);
+    int rc = find_first(ks, n, "contexts", "context", cur, "current-context", &kx, &ctx, &ci);
     if (rc)
-        goto out;
+        return rc;
     char cf[64], kf[64], uf[64];
     snprintf(cf, sizeof(cf), "contexts[%d].context", ci);
     const char *cname, *uname, *ns;
-    if ((rc = get_str(k, ctx, "cluster", cf, &cname)) ||
-        (rc = get_str(k, ctx, "user", cf, &uname)) || (rc = get_str(k, ctx, "namespace", cf, &ns)))
-        goto out;
-    if (!cname || !*cname) {
-        rc = kfail(k, SCHED_EINVAL, "%s.cluster: not set", cf);
-        goto out;
-    }
-    rc = find_named(k, root, "clusters", "cluster", cname, "cluster of the current context",
+    if ((rc = get_str(kx, ctx, "cluster", cf, &cname)) ||
+        (rc = get_str(kx, ctx, "user", cf, &uname)) ||
+        (rc = get_str(kx, ctx, "namespace", cf, &ns)))
+        return rc;
+    if (!cname || !*cname)
+        return kfail(kx, SCHED_EINVAL, "%s.cluster: not set", cf);
+    rc = find_first(ks, n, "clusters", "cluster", cname, "cluster of the current context", &kc,
                     &cluster, &ki);
     if (!rc && uname && *uname)
-        rc = find_named(k, root, "users", "user", uname, "user of the current context", &user, &ui);
+        rc = find_first(ks, n, "users", "user", uname, "user of the current context", &ku, &user,
+                        &ui);
     if (rc)
-        goto out;
+        return rc;
     snprintf(kf, sizeof(kf), "clusters[%d].cluster", ki);
     snprintf(uf, sizeof(uf), "users[%d].user", ui);
 
     struct kube_auth *a = k->a;
     const char *server, *sni;
-    if ((rc = get_str(k, cluster, "server", kf, &server)) ||
-        (rc = get_str(k, cluster, "tls-server-name", kf, &sni)) ||
-        (rc = get_bool(k, cluster, "insecure-skip-tls-verify", kf, &a->insecure)))
-        goto out;
-    if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7))) {
-        rc = kfail(k, SCHED_EINVAL, "%s.server: %s", kf,
-                   server ? "must start with https:// or http://" : "not set");
-        goto out;
-    }
+    if ((rc = get_str(kc, cluster, "server", kf, &server)) ||
+        (rc = get_str(kc, cluster, "tls-server-name", kf, &sni)) ||
+        (rc = get_bool(kc, cluster, "insecure-skip-tls-verify", kf, &a->insecure)))
+        return rc;
+    if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7)))
+        return kfail(kc, SCHED_EINVAL, "%s.server: %s", kf,
+                     server ? "must start with https:// or http://" : "not set");
     a->server = strdup(server);
-    if (!a->server) {
-        rc = kfail(k, SCHED_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t n = strlen(a->server); n > 0 && a->server[n - 1] == '/'; n--)
-        a->server[n - 1] = '\0';
-    if (sni && *sni && !(a->tls_server_name = strdup(sni))) {
-        rc = kfail(k, SCHED_ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = pem_pair(k, cluster, kf, "certificate-authority", &a->ca_file, &a->ca_pem);
+    if (!a->server)
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    for (size_t l = strlen(a->server); l > 0 && a->server[l - 1] == '/'; l--)
+        a->server[l - 1] = '\0';
+    if (sni && *sni && !(a->tls_server_name = strdup(sni)))
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    rc = pem_pair(kc, cluster, kf, "certificate-authority", &a->ca_file, &a->ca_pem);
     if (rc)
-        goto out;
+        return rc;
     if (user) {
         const char *token, *token_file;
-        if ((rc = get_str(k, user, "token", uf, &token)) ||
-            (rc = get_str(k, user, "tokenFile", uf, &token_file)))
-            goto out;
-        if (map_get(k, user, "exec") || map_get(k, user, "auth-provider")) {
-            rc = kfail(k, SCHED_EINVAL,
-                       "%s.%s: credential plugins are not supported (use a token, tokenFile or a "
-                       "client certificate)",
-                       uf, map_get(k, user, "exec") ? "exec" : "auth-provider");
-            goto out;
-        }
-        if (token && *token && !(a->token = strdup(token))) {
-            rc = kfail(k, SCHED_ENOMEM, "out of memory");
-            goto out;
-        }
+        if ((rc = get_str(ku, user, "token", uf, &token)) ||
+            (rc = get_str(ku, user, "tokenFile", uf, &token_file)))
+            return rc;
+        if (map_get(ku, user, "exec") || map_get(ku, user, "auth-provider"))
+            return kfail(ku, SCHED_EINVAL,
+                         "%s.%s: credential plugins are not supported (use a token, tokenFile or "
+                         "a client certificate)",
+                         uf, map_get(ku, user, "exec") ? "exec" : "auth-provider");
+        if (token && *token && !(a->token = strdup(token)))
+            return kfail(k, SCHED_ENOMEM, "out of memory");
         if (token_file && *token_file) {
             char f[96];
             snprintf(f, sizeof(f), "%s.tokenFile", uf);
-            if ((rc = file_field(k, f, token_file, &a->token_file)))
-                goto out;
+            if ((rc = file_field(ku, f, token_file, &a->token_file)))
+                return rc;
         }
-        if ((rc = pem_pair(k, user, uf, "client-certificate", &a->cert_file, &a->cert_pem)) ||
-            (rc = pem_pair(k, user, uf, "client-key", &a->key_file, &a->key_pem)))
-            goto out;
+        if ((rc = pem_pair(ku, user, uf, "client-certificate", &a->cert_file, &a->cert_pem)) ||
+            (rc = pem_pair(ku, user, uf, "client-key", &a->key_file, &a->key_pem)))
+            return rc;
         bool has_cert = a->cert_file || a->cert_pem, has_key = a->key_file || a->key_pem;
-        if (has_cert != has_key) {
-            rc = kfail(k, SCHED_EINVAL,
-                       "%s: client-certificate and client-key go together (%s is missing)", uf,
-                       has_cert ? "client-key" : "client-certificate");
-            goto out;
-        }
+        if (has_cert != has_key)
+            return kfail(ku, SCHED_EINVAL,
+                         "%s: client-certificate and client-key go together (%s is missing)", uf,
+                         has_cert ? "client-key" : "client-certificate");
     }
     a->namespace = strdup(ns && *ns ? ns : "default");
-    size_t sl = strlen(k->file) + strlen(cur) + 32;
+    size_t sl = strlen(kx->file) + strlen(cur) + 32;
     a->source = malloc(sl);
-    if (!a->namespace || !a->source) {
-        rc = kfail(k, SCHED_ENOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(a->source, sl, "kubeconfig %s (context %s)", k->file, cur);
-out:
-    yaml_document_delete(&k->doc);
-    return rc;
+    if (!a->namespace || !a->source)
+        return kfail(k, SCHED_ENOMEM, "out of memory");
+    snprintf(a->source, sl, "kubeconfig %s (context %s)", kx->file, cur);
+    return 0;
 }
 
-static int load_file(const char *path, struct kube_auth **out, struct sched_errbuf *eb)
+/* Loads and merges n kubeconfig files (1 <= n <= KUBECONFIG_MAX_FILES). */
+static int load_files(const char *const *paths, int n, struct kube_auth **out,
+                      struct sched_errbuf *eb)
 {
-    char *data;
-    size_t len;
-    int rc = slurp(path, KUBECONFIG_MAX_BYTES, &data, &len);
-    if (rc == SCHED_EIO)
-        return sched_fail(eb, rc, "kubeconfig %s: cannot read: %s", path, strerror(errno));
-    if (rc == SCHED_ERANGE)
-        return sched_fail(eb, SCHED_EINVAL, "kubeconfig %s: larger than 4 MiB", path);
-    if (rc)
-        return sched_fail(eb, rc, "kubeconfig %s: out of memory", path);
-    struct kcfg k = {.file = path, .eb = eb};
-    k.a = calloc(1, sizeof(*k.a));
-    const char *slash = strrchr(path, '/');
-    k.dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!k.a || !k.dir)
-        rc = sched_fail(eb, SCHED_ENOMEM, "kubeconfig %s: out of memory", path);
-    else
-        rc = load_kubeconfig(&k, data, len);
-    free(data);
-    free(k.dir);
+    struct kcfg ks[KUBECONFIG_MAX_FILES];
+    struct kube_auth *a = calloc(1, sizeof(*a));
+    int parsed = 0, rc = a ? 0 : sched_fail(eb, SCHED_ENOMEM, "kubeconfig: out of memory");
+    memset(ks, 0, sizeof(ks));
+    for (int i = 0; i < n && !rc; i++) {
+        const char *path = paths[i];
+        char *data;
+        size_t len;
+        rc = slurp(path, KUBECONFIG_MAX_BYTES, &data, &len);
+        if (rc == SCHED_EIO)
+            rc = sched_fail(eb, rc, "kubeconfig %s: cannot read: %s", path, strerror(errno));
+        else if (rc == SCHED_ERANGE)
+            rc = sched_fail(eb, SCHED_EINVAL, "kubeconfig %s: larger than 4 MiB", path);
+        else if (rc)
+            rc = sched_fail(eb, rc, "kubeconfig %s: out of memory", path);
+        if (rc)
+            break;
+        struct kcfg *k = &ks[i];
+        *k = (struct kcfg){.file = path, .eb = eb, .a = a};
+        const char *slash = strrchr(path, '/');
+        k->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+        if (!k->dir)
+            rc = sched_fail(eb, SCHED_ENOMEM, "kubeconfig %s: out of memory", path);
+        else if ((rc = parse_doc(k, data, len)) == 0)
+            parsed = i + 1;
+        free(data);
+    }
+    if (!rc)
+        rc = resolve(ks, n);
+    for (int i = 0; i < n; i++) {
+        if (i < parsed)
+            yaml_document_delete(&ks[i].doc);
+        free(ks[i].dir);
+    }
     if (rc) {
-        kube_auth_free(k.a);
+        kube_auth_free(a);
         return rc;
     }
-    *out = k.a;
+    *out = a;
     return 0;
 }
 
@@ -578,28 +619,39 @@ int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf
         return sched_fail(eb, SCHED_EINVAL, "kube_auth_load: no output");
     *out = NULL;
     if (path)
-        return load_file(path, out, eb);
+        return load_files(&path, 1, out, eb);
     const char *list = getenv("KUBECONFIG");
     if (list && *list) {
+        /* every existing file of the list, merged; missing ones are skipped, as kubectl does */
         char *copy = strdup(list);
         if (!copy)
             return sched_fail(eb, SCHED_ENOMEM, "KUBECONFIG: out of memory");
+        const char *files[KUBECONFIG_MAX_FILES];
+        int n = 0;
         char *save = NULL;
         for (char *f = strtok_r(copy, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
-            if (access(f, F_OK) == 0) {
-                int rc = load_file(f, out, eb);
+            if (access(f, F_OK) != 0)
+                continue;
+            if (n == KUBECONFIG_MAX_FILES) {
                 free(copy);
-                return rc;
+                return sched_fail(eb, SCHED_EINVAL,
+                                  "KUBECONFIG: more than %d existing files in the list",
+                                  KUBECONFIG_MAX_FILES);
             }
+            files[n++] = f;
         }
+        int rc = n > 0 ? load_files(files, n, out, eb) : SCHED_ENOENT;
         free(copy);
+        if (n > 0)
+            return rc;
     } else {
         const char *home = getenv("HOME");
         if (home && *home) {
             char p[4096];
             snprintf(p, sizeof(p), "%s/.kube/config", home);
+            const char *one = p;
             if (access(p, F_OK) == 0)
-                return load_file(p, out, eb);
+                return load_files(&one, 1, out, eb);
         }
     }
     const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");

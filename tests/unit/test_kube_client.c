@@ -430,6 +430,66 @@ static void kubeconfig_env_and_in_cluster(void **state)
     unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+static void kubeconfig_merged_list(void **state)
+{
+    (void)state;
+    /* kubectl's merge of a $KUBECONFIG list: current-context from the first file that sets it,
+     * each context, cluster and user from the first file that has it, relative paths against
+     * the file that names them */
+    char a[512], b[512], c[512], p2[512], sub[300];
+    snprintf(sub, sizeof(sub), "%s/other", tmpdir);
+    mkdir(sub, 0700);
+    write_file("other/ca.crt", CA_PLAIN, p2, sizeof(p2));
+    write_file("m-a.yaml",
+               "current-context: x\n"
+               "contexts: [{name: x, context: {cluster: c, user: u, namespace: ns-a}}]\n",
+               a, sizeof(a));
+    write_file("other/m-b.yaml",
+               "current-context: y\n"
+               "clusters: [{name: c, cluster: {server: 'https://b:6443', certificate-authority: "
+               "ca.crt}}]\n"
+               "users: [{name: u, user: {token: from-b}}]\n"
+               "contexts: [{name: x, context: {cluster: ignored}}]\n",
+               b, sizeof(b));
+    write_file("m-c.yaml",
+               "clusters: [{name: c, cluster: {server: 'https://c:1'}}]\n"
+               "users: [{name: u, user: {token: from-c}}]\n",
+               c, sizeof(c));
+    char list[1800];
+    snprintf(list, sizeof(list), "%s:%s/missing:%s:%s", a, tmpdir, b, c);
+    setenv("KUBECONFIG", list, 1);
+    struct kube_auth *au = NULL;
+    struct sched_errbuf eb;
+    int rc = kube_auth_load(NULL, &au, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_string_equal(au->server, "https://b:6443");
+    assert_string_equal(au->token, "from-b");
+    assert_string_equal(au->namespace, "ns-a");
+    char want[600];
+    snprintf(want, sizeof(want), "%s/other/ca.crt", tmpdir);
+    assert_string_equal(au->ca_file, want);
+    assert_non_null(strstr(au->source, "m-a.yaml (context x)"));
+    kube_auth_free(au);
+
+    /* a user no file has: the error names the list */
+    write_file("m-d.yaml",
+               "current-context: z\ncontexts: [{name: z, context: {cluster: c, user: nobody}}]\n",
+               a, sizeof(a));
+    snprintf(list, sizeof(list), "%s:%s", a, c);
+    setenv("KUBECONFIG", list, 1);
+    assert_int_equal(kube_auth_load(NULL, &au, &eb), SCHED_ENOENT);
+    assert_non_null(strstr(eb.msg, "users: user of the current context \"nobody\" not found"));
+    assert_non_null(strstr(eb.msg, "any of its 2 files"));
+    /* a broken file of the list is named with its line and column */
+    write_file("m-e.yaml", "current-context: [\n", b, sizeof(b));
+    snprintf(list, sizeof(list), "%s:%s", c, b);
+    setenv("KUBECONFIG", list, 1);
+    assert_int_equal(kube_auth_load(NULL, &au, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "m-e.yaml:2:"));
+    unsetenv("KUBECONFIG");
+}
+
 /* ---- helpers --------------------------------------------------------------------------------- */
 
 static void text_helpers(void **state)
@@ -517,6 +577,7 @@ int main(void)
         cmocka_unit_test(kubeconfig_relative_files),
         cmocka_unit_test(kubeconfig_errors),
         cmocka_unit_test(kubeconfig_env_and_in_cluster),
+        cmocka_unit_test(kubeconfig_merged_list),
         cmocka_unit_test(text_helpers),
         cmocka_unit_test(request_transport_error),
     };
