@@ -761,8 +761,11 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
             if (m == 0 && ix >= 0)
                 flavor = am ? am->flavor : pod_flavor(cfg, p, &cl->nodes[ix]);
-            if (p->created_ms < start)
-                start = p->created_ms;
+            /* the run started when its first member did; a member bound but not yet started
+             * (no startTime, no PodScheduled time) starts now */
+            int64_t ps = p->started_ms > 0 ? p->started_ms : now_ms;
+            if (ps < start)
+                start = ps;
         }
         if (cfg && flavor < cfg->n_flavors)
             for (uint32_t m = 0; m < kg->gang.n_pods; m++)

@@ -367,12 +367,22 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     const cJSON *conds = get(status, "conditions"), *c;
     if (!cJSON_IsArray(conds))
         conds = NULL;
+    int64_t scheduled_ms = 0;
     cJSON_ArrayForEach(c, conds)
     {
         const char *t = map_str(c, "type"), *s = map_str(c, "status");
         if (t && s && strcmp(t, "Ready") == 0)
             p->ready = strcmp(s, "True") == 0;
+        const char *lt = map_str(c, "lastTransitionTime");
+        if (t && s && lt && strcmp(t, "PodScheduled") == 0 && strcmp(s, "True") == 0 &&
+            kobj_time(lt, &scheduled_ms) != 0)
+            scheduled_ms = 0; /* an unreadable time is only a missing hint */
     }
+    /* the run's start: a malformed time is ignored (the caller then counts the run from now),
+     * never an error, since nothing but the preemption cost depends on it */
+    const char *st = map_str(status, "startTime");
+    if (!st || kobj_time(st, &p->started_ms) != 0)
+        p->started_ms = scheduled_ms;
     p->why = pod_why(status);
     const char *ct = map_str(meta, "creationTimestamp");
     if (ct && kobj_time(ct, &p->created_ms) != 0) {

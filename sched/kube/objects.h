@@ -65,6 +65,8 @@ struct kpod {
     enum kpod_phase phase;
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
+    int64_t started_ms; /* status.startTime, else the time of PodScheduled=True (the binding),
+                           else 0: the start of the pod's current run */
     struct res_vec req; /* effective request (containers, init containers, overhead) */
     char *why;          /* the pod's own words when it is not starting or has failed: status
                            reason/message, or a container's waiting or terminated state

@@ -200,6 +200,52 @@ static void assumed_pods_hold_their_node(void **state)
     assert_int_equal(kb.n_pending, 1);
 }
 
+/* A bound pod of ours with the given status members (JSON, after "phase"). */
+static void bound_pod(struct kcache *c, const char *name, const char *node_name,
+                      const char *status_extra)
+{
+    char buf[1200];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+             "\"gangsched.io/queue\":\"team-a\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+             "\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\"%s}}",
+             name, name, node_name, status_extra);
+    add_json(c, 1, buf);
+}
+
+static int64_t run_start(const struct kcache_build *kb, const char *key)
+{
+    for (uint32_t i = 0; i < kb->snap.n_running; i++)
+        if (strcmp(kb->snap.running[i].gang->name, key) == 0)
+            return kb->snap.running[i].start_ms;
+    fail_msg("no running gang %s", key);
+    return -1;
+}
+
+static void running_gangs_start_when_their_pods_started(void **state)
+{
+    /* the preemption cost counts a run's work from its start, not from the pod's creation
+     * (a gang that waited an hour in the queue has lost nothing yet when it starts) */
+    struct fx *f = *state;
+    int64_t created, started, bound;
+    assert_int_equal(kobj_time("2026-01-01T00:00:00Z", &created), 0);
+    assert_int_equal(kobj_time("2026-01-01T01:00:00Z", &started), 0);
+    assert_int_equal(kobj_time("2026-01-01T02:00:00Z", &bound), 0);
+    bound_pod(f->c, "kubelet", "n1", ",\"startTime\":\"2026-01-01T01:00:00Z\"");
+    bound_pod(f->c, "bound", "n2",
+              ",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"True\","
+              "\"lastTransitionTime\":\"2026-01-01T02:00:00Z\"}]");
+    bound_pod(f->c, "unknown", "n3", ",\"startTime\":\"yesterday\"");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.snap.n_running, 3);
+    assert_true(run_start(&kb, "ml/kubelet") == started && started > created);
+    assert_true(run_start(&kb, "ml/bound") == bound);
+    assert_true(run_start(&kb, "ml/unknown") == kb.snap.now_ms); /* counted from now */
+}
+
 static void volcano_membership_and_unknown_queue(void **state)
 {
     struct fx *f = *state;
@@ -286,6 +332,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
         cmocka_unit_test_setup_teardown(volcano_membership_and_unknown_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_objects_are_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(running_gangs_start_when_their_pods_started, setup,
+                                        teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };
