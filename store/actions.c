@@ -93,38 +93,36 @@ int store_action_done(struct store *st, int64_t id, enum store_action_state stat
     return err;
 }
 
+struct action_each {
+    store_action_fn *fn;
+    void *ctx;
+};
+
+static int action_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct action_each *e = ctx;
+    int kind = store_action_kind_parse(store__col_text(s, 2));
+    int state = state_parse(store__col_text(s, 6));
+    struct store_action a = {.id = sqlite3_column_int64(s, 0),
+                             .ts_ms = sqlite3_column_int64(s, 1),
+                             .kind = (enum store_action_kind)(kind < 0 ? 0 : kind),
+                             .target = store__col_text(s, 3),
+                             .detail = store__col_text(s, 4),
+                             .actor = store__col_text(s, 5),
+                             .state = (enum store_action_state)(state < 0 ? 0 : state),
+                             .done_ms = store__col_opt(s, 7, STORE_NO_TIME),
+                             .note = store__col_text(s, 8)};
+    if (kind < 0 || state < 0 || !a.target)
+        return store__bad_row(st, eb, "operator_actions: row %lld: bad kind, state or target",
+                              (long long)a.id);
+    return e->fn(e->ctx, &a);
+}
+
 int store_action_list(struct store *st, bool pending_only, store_action_fn *fn, void *ctx,
                       struct sched_errbuf *eb)
 {
     int rc = SQLITE_OK;
     store__b_i64(st, STMT_ACTION_LIST, 1, pending_only ? 1 : 0, &rc);
-    if (rc != SQLITE_OK) {
-        store__done(st, STMT_ACTION_LIST);
-        return store__sql_fail(st, rc, "reading operator actions", eb);
-    }
-    sqlite3_stmt *s = store__s(st, STMT_ACTION_LIST);
-    int err = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int kind = store_action_kind_parse(store__col_text(s, 2));
-        int state = state_parse(store__col_text(s, 6));
-        struct store_action a = {.id = sqlite3_column_int64(s, 0),
-                                 .ts_ms = sqlite3_column_int64(s, 1),
-                                 .kind = (enum store_action_kind)(kind < 0 ? 0 : kind),
-                                 .target = store__col_text(s, 3),
-                                 .detail = store__col_text(s, 4),
-                                 .actor = store__col_text(s, 5),
-                                 .state = (enum store_action_state)(state < 0 ? 0 : state),
-                                 .done_ms = store__col_opt(s, 7, STORE_NO_TIME),
-                                 .note = store__col_text(s, 8)};
-        err = kind < 0 || state < 0 || !a.target
-                  ? store__bad_row(st, eb, "operator_actions: row %lld: bad kind, state or target",
-                                   (long long)a.id)
-                  : fn(ctx, &a);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading operator actions", eb);
-    store__done(st, STMT_ACTION_LIST);
-    return err;
+    struct action_each e = {fn, ctx};
+    return store__each(st, STMT_ACTION_LIST, rc, "operator actions", action_row, &e, eb);
 }

@@ -196,27 +196,27 @@ int store_placement_release(struct store *st, const char *gang, uint32_t *n,
     return err;
 }
 
+struct placement_each {
+    store_placement_fn *fn;
+    void *ctx;
+};
+
+static int placement_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct placement_each *e = ctx;
+    int64_t index = sqlite3_column_int64(s, 1), mask = sqlite3_column_int64(s, 4);
+    struct store_placement p = {store__col_text(s, 0), (uint32_t)index, store__col_text(s, 2),
+                                store__col_text(s, 3), (uint32_t)mask,  sqlite3_column_int64(s, 5)};
+    if (!p.gang || !p.pod || !p.node || index < 0 || index > INT32_MAX || mask < 0 ||
+        mask > UINT32_MAX)
+        return store__bad_row(st, eb, "placements: a pod of \"%.80s\" is malformed",
+                              p.gang ? p.gang : "(null)");
+    return e->fn(e->ctx, &p);
+}
+
 int store_placement_list(struct store *st, store_placement_fn *fn, void *ctx,
                          struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_PLACEMENT_LIST);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t index = sqlite3_column_int64(s, 1), mask = sqlite3_column_int64(s, 4);
-        struct store_placement p = {store__col_text(s, 0), (uint32_t)index,
-                                    store__col_text(s, 2), store__col_text(s, 3),
-                                    (uint32_t)mask,        sqlite3_column_int64(s, 5)};
-        if (!p.gang || !p.pod || !p.node || index < 0 || index > INT32_MAX || mask < 0 ||
-            mask > UINT32_MAX)
-            err = store__bad_row(st, eb, "placements: a pod of \"%.80s\" is malformed",
-                                 p.gang ? p.gang : "(null)");
-        else
-            err = fn(ctx, &p);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading placed pods", eb);
-    store__done(st, STMT_PLACEMENT_LIST);
-    return err;
+    struct placement_each e = {fn, ctx};
+    return store__each(st, STMT_PLACEMENT_LIST, SQLITE_OK, "placed pods", placement_row, &e, eb);
 }

@@ -111,24 +111,33 @@ int store_ledger_get(struct store *st, const char *queue, const char *flavor, co
     return err;
 }
 
+/* The caller's callback and context of a list, for the row functions of store__each. */
+struct each {
+    union {
+        store_ledger_fn *ledger;
+        store_reservation_fn *reservation;
+        store_decision_fn *decision;
+        store_preemption_fn *preemption;
+        store_job_fn *job;
+        store_history_fn *history;
+    } fn;
+    void *ctx;
+};
+
+static int ledger_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct each *e = ctx;
+    struct store_ledger_row r = {store__col_text(s, 0), store__col_text(s, 1),
+                                 store__col_text(s, 2), sqlite3_column_int64(s, 3)};
+    if (!key_ok(r.queue, r.flavor, r.resource) || r.amount < 0)
+        return store__bad_row(st, eb, "ledger: a row with a missing key or negative amount");
+    return e->fn.ledger(e->ctx, &r);
+}
+
 int store_ledger_list(struct store *st, store_ledger_fn *fn, void *ctx, struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_LEDGER_LIST);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_ledger_row r = {store__col_text(s, 0), store__col_text(s, 1),
-                                     store__col_text(s, 2), sqlite3_column_int64(s, 3)};
-        if (!key_ok(r.queue, r.flavor, r.resource) || r.amount < 0)
-            err = store__bad_row(st, eb, "ledger: a row with a missing key or negative amount");
-        else
-            err = fn(ctx, &r);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading the ledger", eb);
-    store__done(st, STMT_LEDGER_LIST);
-    return err;
+    struct each e = {.fn.ledger = fn, .ctx = ctx};
+    return store__each(st, STMT_LEDGER_LIST, SQLITE_OK, "the ledger", ledger_row, &e, eb);
 }
 
 struct ledger_copy {
@@ -371,40 +380,39 @@ static int res_nodes(struct store *st, int64_t rid, struct arena *a, struct stor
     return err;
 }
 
+struct res_each {
+    struct each e;
+    struct arena a; /* the nodes of one row */
+};
+
+static int reservation_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    struct res_each *re = ctx;
+    struct store_reservation r;
+    memset(&r, 0, sizeof(r));
+    r.id = sqlite3_column_int64(s, 0);
+    const char *kind = store__col_text(s, 1);
+    int k = parse_name(kind, res_kinds, (int)(sizeof(res_kinds) / sizeof(res_kinds[0])));
+    r.kind = (enum store_res_kind)(k < 0 ? 0 : k);
+    r.gang = store__col_text(s, 2);
+    r.created_ms = sqlite3_column_int64(s, 3);
+    r.expires_ms = store__col_opt(s, 4, STORE_NO_TIME);
+    r.expected_start_ms = store__col_opt(s, 5, STORE_NO_TIME);
+    if (k < 0 || !r.gang)
+        return store__bad_row(st, eb, "reservations: id %" PRId64 " has kind \"%.20s\" or no gang",
+                              r.id, kind ? kind : "(null)");
+    arena_reset(&re->a);
+    int err = res_nodes(st, r.id, &re->a, &r, eb);
+    return err ? err : re->e.fn.reservation(re->e.ctx, &r);
+}
+
 int store_reservation_list(struct store *st, store_reservation_fn *fn, void *ctx,
                            struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_RES_LIST);
-    struct arena a;
-    arena_init(&a, 0);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_reservation r;
-        memset(&r, 0, sizeof(r));
-        r.id = sqlite3_column_int64(s, 0);
-        const char *kind = store__col_text(s, 1);
-        int k = parse_name(kind, res_kinds, (int)(sizeof(res_kinds) / sizeof(res_kinds[0])));
-        r.kind = (enum store_res_kind)(k < 0 ? 0 : k);
-        r.gang = store__col_text(s, 2);
-        r.created_ms = sqlite3_column_int64(s, 3);
-        r.expires_ms = store__col_opt(s, 4, STORE_NO_TIME);
-        r.expected_start_ms = store__col_opt(s, 5, STORE_NO_TIME);
-        if (k < 0 || !r.gang)
-            err =
-                store__bad_row(st, eb, "reservations: id %" PRId64 " has kind \"%.20s\" or no gang",
-                               r.id, kind ? kind : "(null)");
-        if (!err)
-            err = res_nodes(st, r.id, &a, &r, eb);
-        if (!err)
-            err = fn(ctx, &r);
-        arena_reset(&a);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading reservations", eb);
-    store__done(st, STMT_RES_LIST);
-    arena_fini(&a);
+    struct res_each re = {.e = {.fn.reservation = fn, .ctx = ctx}};
+    arena_init(&re.a, 0);
+    int err = store__each(st, STMT_RES_LIST, SQLITE_OK, "reservations", reservation_row, &re, eb);
+    arena_fini(&re.a);
     return err;
 }
 
@@ -454,32 +462,27 @@ int store_decision_count(struct store *st, int64_t *n, struct sched_errbuf *eb)
     return err;
 }
 
+static int decision_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct each *e = ctx;
+    struct store_decision d = {sqlite3_column_int64(s, 0),      sqlite3_column_int64(s, 1),
+                               sqlite3_column_int64(s, 2),      store__col_text(s, 3),
+                               (int)sqlite3_column_int64(s, 4), store__col_text(s, 5)};
+    if (!d.gang || !d.reason)
+        return store__bad_row(st, eb, "decisions: row %" PRId64 " without gang or reason", d.id);
+    return e->fn.decision(e->ctx, &d);
+}
+
 int store_decision_list(struct store *st, const char *gang, uint32_t limit, store_decision_fn *fn,
                         void *ctx, struct sched_errbuf *eb)
 {
     enum store__stmt id = gang ? STMT_DECISION_LIST_GANG : STMT_DECISION_LIST;
-    sqlite3_stmt *s = store__s(st, id);
     int rc = SQLITE_OK;
     if (gang)
         store__b_text(st, id, 1, gang, &rc);
     store__b_i64(st, id, gang ? 2 : 1, limit ? (int64_t)limit : -1, &rc);
-    int err = 0;
-    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        rc = SQLITE_OK;
-        struct store_decision d = {sqlite3_column_int64(s, 0),      sqlite3_column_int64(s, 1),
-                                   sqlite3_column_int64(s, 2),      store__col_text(s, 3),
-                                   (int)sqlite3_column_int64(s, 4), store__col_text(s, 5)};
-        err =
-            !d.gang || !d.reason
-                ? store__bad_row(st, eb, "decisions: row %" PRId64 " without gang or reason", d.id)
-                : fn(ctx, &d);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading the decision log", eb);
-    store__done(st, id);
-    return err;
+    struct each e = {.fn.decision = fn, .ctx = ctx};
+    return store__each(st, id, rc, "the decision log", decision_row, &e, eb);
 }
 
 /* ---- preemptions --------------------------------------------------------------------------- */
@@ -511,26 +514,24 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
     return store__wend(st, own, rc, "writing a preemption record", eb);
 }
 
+static int preemption_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct each *e = ctx;
+    struct store_preemption p = {sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                 store__col_text(s, 2),      store__col_text(s, 3),
+                                 sqlite3_column_int64(s, 4), sqlite3_column_double(s, 5),
+                                 sqlite3_column_double(s, 6)};
+    if (!p.victim || !p.preemptor)
+        return store__bad_row(st, eb, "preemptions: a row without victim or preemptor");
+    return e->fn.preemption(e->ctx, &p);
+}
+
 int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
                           struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_PREEMPT_LIST);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_preemption p = {sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                     store__col_text(s, 2),      store__col_text(s, 3),
-                                     sqlite3_column_int64(s, 4), sqlite3_column_double(s, 5),
-                                     sqlite3_column_double(s, 6)};
-        err = !p.victim || !p.preemptor
-                  ? store__bad_row(st, eb, "preemptions: a row without victim or preemptor")
-                  : fn(ctx, &p);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading preemption records", eb);
-    store__done(st, STMT_PREEMPT_LIST);
-    return err;
+    struct each e = {.fn.preemption = fn, .ctx = ctx};
+    return store__each(st, STMT_PREEMPT_LIST, SQLITE_OK, "preemption records", preemption_row, &e,
+                       eb);
 }
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
@@ -647,22 +648,18 @@ int store_job_get(struct store *st, const char *gang, struct store_job *out,
     return err;
 }
 
+static int job_each(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct each *e = ctx;
+    struct store_job j;
+    int err = job_row(st, s, &j, eb);
+    return err ? err : e->fn.job(e->ctx, &j);
+}
+
 int store_job_list(struct store *st, store_job_fn *fn, void *ctx, struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_JOB_LIST);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_job j;
-        err = job_row(st, s, &j, eb);
-        if (!err)
-            err = fn(ctx, &j);
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading jobs", eb);
-    store__done(st, STMT_JOB_LIST);
-    return err;
+    struct each e = {.fn.job = fn, .ctx = ctx};
+    return store__each(st, STMT_JOB_LIST, SQLITE_OK, "jobs", job_each, &e, eb);
 }
 
 /* ---- fair-share history -------------------------------------------------------------------- */
@@ -715,21 +712,18 @@ int store_history_get(struct store *st, const char *queue, double *share, int64_
     return err;
 }
 
+static int history_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct each *e = ctx;
+    const char *q = store__col_text(s, 0);
+    double v = sqlite3_column_double(s, 1);
+    if (!q || !isfinite(v) || v < 0)
+        return store__bad_row(st, eb, "fair_share: a row without queue or with share %g", v);
+    return e->fn.history(e->ctx, q, v, sqlite3_column_int64(s, 2));
+}
+
 int store_history_list(struct store *st, store_history_fn *fn, void *ctx, struct sched_errbuf *eb)
 {
-    sqlite3_stmt *s = store__s(st, STMT_HIST_LIST);
-    int err = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *q = store__col_text(s, 0);
-        double v = sqlite3_column_double(s, 1);
-        err = !q || !isfinite(v) || v < 0
-                  ? store__bad_row(st, eb, "fair_share: a row without queue or with share %g", v)
-                  : fn(ctx, q, v, sqlite3_column_int64(s, 2));
-        if (err)
-            break;
-    }
-    if (!err && rc != SQLITE_DONE)
-        err = store__sql_fail(st, rc, "reading fair-share history", eb);
-    store__done(st, STMT_HIST_LIST);
-    return err;
+    struct each e = {.fn.history = fn, .ctx = ctx};
+    return store__each(st, STMT_HIST_LIST, SQLITE_OK, "fair-share history", history_row, &e, eb);
 }

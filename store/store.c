@@ -123,6 +123,25 @@ void store__done(struct store *st, enum store__stmt id)
     sqlite3_clear_bindings(st->stmt[id]);
 }
 
+int store__each(struct store *st, enum store__stmt id, int rc, const char *what, store__row_fn *row,
+                void *ctx, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = st->stmt[id];
+    int err = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        if ((err = row(st, s, ctx, eb)) != 0)
+            break;
+    }
+    if (!err && rc != SQLITE_OK && rc != SQLITE_DONE) {
+        char w[96];
+        snprintf(w, sizeof(w), "reading %s", what);
+        err = store__sql_fail(st, rc, w, eb);
+    }
+    store__done(st, id);
+    return err;
+}
+
 void store__b_text(struct store *st, enum store__stmt id, int i, const char *v, int *rc)
 {
     if (*rc != SQLITE_OK)

@@ -130,6 +130,14 @@ int store__wfinish(struct store *st, bool own, int err, struct sched_errbuf *eb)
 int store__exec(struct store *st, enum store__stmt id, int rc, int *changes);
 /* Resets and unbinds a statement after a query. */
 void store__done(struct store *st, enum store__stmt id);
+/* One row of a list query: decodes the row under s (a malformed one is store__bad_row) and
+ * hands it to the caller's callback; non-zero stops the walk and is returned. */
+typedef int store__row_fn(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb);
+/* Steps query `id` (parameters bound already; `rc` is the result of binding) and calls row for
+ * each row until it returns non-zero. A step error is reported as "reading <what>". Resets and
+ * unbinds the statement. Returns 0 or a SCHED_E* code described in eb. */
+int store__each(struct store *st, enum store__stmt id, int rc, const char *what, store__row_fn *row,
+                void *ctx, struct sched_errbuf *eb);
 static inline sqlite3_stmt *store__s(struct store *st, enum store__stmt id)
 {
     return st->stmt[id];
