@@ -15,9 +15,11 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -115,6 +117,23 @@ int store__exec(struct store *st, enum store__stmt id, int rc, int *changes)
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return rc;
+}
+
+int store_set_aside(const char *path, int open_rc, char *aside, size_t cap, struct sched_errbuf *eb)
+{
+    if (open_rc == 0 || !strstr(eb->msg, "--rebuild-store"))
+        return open_rc;
+    snprintf(aside, cap, "%s.broken-%lld", path, (long long)time(NULL));
+    if (rename(path, aside) != 0)
+        return sched_fail(eb, SCHED_EIO, "cannot move %s aside: %s", path, strerror(errno));
+    static const char *const sfx[] = {"-wal", "-shm"};
+    for (size_t k = 0; k < 2; k++) {
+        char from[4200], to[4300];
+        snprintf(from, sizeof(from), "%s%s", path, sfx[k]);
+        snprintf(to, sizeof(to), "%s%s", aside, sfx[k]);
+        (void)rename(from, to); /* absent is fine */
+    }
+    return 0;
 }
 
 void store__done(struct store *st, enum store__stmt id)

@@ -158,6 +158,13 @@ struct store;
  * On error *out is untouched and the file is unchanged. */
 int store_open(const char *path, unsigned flags, const struct store_opts *opts, struct store **out,
                struct sched_errbuf *eb);
+/* --rebuild-store: when opening PATH failed because the store calls the file rebuildable
+ * (corrupt, someone else's, a newer schema: its message names --rebuild-store; never a file
+ * that is only locked or unreadable for a passing reason), moves PATH and its -wal and -shm
+ * files aside to PATH.broken-<unix time> (the name is written to aside) and returns 0: the
+ * caller opens a new store. Otherwise returns the open's error unchanged (eb untouched). */
+int store_set_aside(const char *path, int open_rc, char *aside, size_t cap,
+                    struct sched_errbuf *eb);
 /* Rolls back an open transaction (with a warning on stderr), finalizes the statements, closes
  * the connection (checkpointing the WAL) and frees the store. NULL is a no-op. */
 void store_close(struct store *st);

@@ -646,25 +646,17 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
     /* only a file the store itself calls rebuildable (corrupt, foreign, newer): never one that
      * is merely locked by another writer or unreadable for a passing reason */
-    if (rc != 0 && a->rebuild_store && strstr(eb->msg, "--rebuild-store")) {
+    if (rc != 0 && a->rebuild_store) {
         /* never silently: the old file is kept next to the new one, and said so */
-        char aside[4200];
-        snprintf(aside, sizeof(aside), "%s.broken-%lld", a->db_path, (long long)time(NULL));
-        fprintf(stderr,
-                "gangsched simulate: %s\ngangsched simulate: --rebuild-store: keeping it as %s and "
-                "starting a new store\n",
-                eb->msg, aside);
-        if (rename(a->db_path, aside) != 0)
-            return sched_fail(eb, SCHED_EIO, "cannot move %s aside: %s", a->db_path,
-                              strerror(errno));
-        static const char *const sfx[] = {"-wal", "-shm"};
-        for (size_t k = 0; k < 2; k++) {
-            char from[4200], to[4300];
-            snprintf(from, sizeof(from), "%s%s", a->db_path, sfx[k]);
-            snprintf(to, sizeof(to), "%s%s", aside, sfx[k]);
-            (void)rename(from, to); /* absent is fine */
+        char aside[4200], why[SCHED_ERRBUF];
+        snprintf(why, sizeof(why), "%s", eb->msg);
+        if (store_set_aside(a->db_path, rc, aside, sizeof(aside), eb) == 0) {
+            fprintf(stderr,
+                    "gangsched simulate: %s\ngangsched simulate: --rebuild-store: keeping it as %s "
+                    "and starting a new store\n",
+                    why, aside);
+            rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
         }
-        rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
     }
     if (rc != 0)
         return rc;
@@ -880,6 +872,8 @@ static void usage_run(FILE *f)
           "  --port-file FILE       write the HTTP port here once listening\n"
           "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
           "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
+          "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
+          "                         and a new store started (default false: stop)\n"
           "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
           "                         disruption budget keeps blocking (default false)\n"
           "  --log-level LEVEL      error, warn, info (default) or debug\n",
@@ -924,6 +918,12 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             o.leader_elect = strcmp(v, "true") == 0;
+        } else if (strcmp(f, "--rebuild-store") == 0) {
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+                fprintf(stderr, "gangsched run: --rebuild-store %s: expected true or false\n", v);
+                return 2;
+            }
+            o.rebuild_store = strcmp(v, "true") == 0;
         } else if (strcmp(f, "--evict-fallback-delete") == 0) {
             if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
                 fprintf(stderr,

@@ -702,6 +702,16 @@ static int open_store(struct kdrv *d)
     store_opts_default(&so);
     so.writer_id = d->o->identity;
     int rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+    if (rc != 0 && d->o->rebuild_store) {
+        /* the cluster is the truth: what is lost is the operators' holds and reservations, the
+         * retry budgets spent and the decision history; said loudly, the old file kept */
+        char aside[4200], why[SCHED_ERRBUF];
+        snprintf(why, sizeof(why), "%s", eb.msg);
+        if (store_set_aside(d->o->db_path, rc, aside, sizeof(aside), &eb) == 0) {
+            LOG_WARN(KDRV_MOD, "database rebuilt: error=%s kept_as=%s", why, aside);
+            rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+        }
+    }
     if (rc == 0) {
         rc = store_config_apply(d->db, config_watch_current(d->cw), NULL, 0, &eb);
         if (rc == 0) /* the operators' holds survive a restart or a new leader */

@@ -38,6 +38,9 @@ struct kube_run_opts {
     const char *port_file;       /* the bound HTTP port is written here (with port 0), or NULL */
     const char *token_file;      /* bearer token for operator writes, or NULL (writes refused) */
     const char *read_token_file; /* bearer token for reads, or NULL (reads open) */
+    bool rebuild_store;          /* a database the store calls corrupt or foreign is moved aside
+                                    (FILE.broken-TIME) and a new one started; default false:
+                                    the daemon stops with the store's message */
     bool evict_fallback_delete;  /* delete a victim whose eviction stays blocked (429 from a
                                     PodDisruptionBudget) after the client's retries; default
                                     false: the eviction is tried again at a later cycle */

@@ -521,6 +521,29 @@ def main():
     check("the Lease names the new holder with leaseTransitions counted",
           lease.get("spec", {}).get("holderIdentity") == "sched-b" and
           lease["spec"].get("leaseTransitions", 0) >= 2, json.dumps(lease.get("spec")))
+
+    # 8. a corrupt database: the daemon stops with the store's message, unless --rebuild-store
+    #    true, which keeps the file aside and schedules on a new one
+    check("the leader exits 0 on SIGTERM", b2.stop(signal.SIGTERM) == 0)
+    broken = os.path.join(TMP, "broken.db")
+    with open(broken, "wb") as f:
+        f.write(b"SQLite format 3\x00" + os.urandom(8192))
+    c1 = Sched(kubeconfig, "sched-c", broken)
+    wait_for(lambda: c1.p.poll() is not None, 30)
+    check("a corrupt database stops the daemon (exit 1) naming the file and --rebuild-store",
+          c1.p.poll() == 1 and broken in c1.text() and "--rebuild-store" in c1.text(),
+          "%s: %s" % (c1.p.poll(), c1.text()[-400:]))
+    d1 = Sched(kubeconfig, "sched-d", broken, extra=["--rebuild-store", "true"])
+    check("with --rebuild-store true a new leader starts on a new store",
+          wait_for(d1.leading, 30) and d1.p.poll() is None, d1.text()[-400:])
+    gang(c, "rebuilt", 1, 8)
+    check("and binds", wait_for(lambda: len(bound(c, "rebuilt")) == 1, 20))
+    kept = [f for f in os.listdir(TMP) if f.startswith("broken.db.broken-")]
+    check("the corrupt file is kept as broken.db.broken-TIME and the log says so",
+          kept and "kept_as=" in d1.text(), "%s %s" % (kept, d1.text()[-300:]))
+    check("the new store passes store check",
+          subprocess.run([os.path.join(BIN, "gangsched"), "store", "check", broken],
+                         capture_output=True).returncode == 0)
     finish()
 
 
