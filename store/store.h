@@ -161,8 +161,9 @@ int store_open(const char *path, unsigned flags, const struct store_opts *opts, 
 /* --rebuild-store: when opening PATH failed because the store calls the file rebuildable
  * (corrupt, someone else's, a newer schema: its message names --rebuild-store; never a file
  * that is only locked or unreadable for a passing reason), moves PATH and its -wal and -shm
- * files aside to PATH.broken-<unix time> (the name is written to aside) and returns 0: the
- * caller opens a new store. Otherwise returns the open's error unchanged (eb untouched). */
+ * files aside to PATH.broken-<unix time> (the name is written to aside) and returns 0, eb still
+ * holding the open's message (for the caller to say why): the caller opens a new store.
+ * Otherwise returns the open's error unchanged (eb untouched). */
 int store_set_aside(const char *path, int open_rc, char *aside, size_t cap,
                     struct sched_errbuf *eb);
 /* Rolls back an open transaction (with a warning on stderr), finalizes the statements, closes

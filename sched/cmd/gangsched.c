@@ -648,13 +648,12 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
      * is merely locked by another writer or unreadable for a passing reason */
     if (rc != 0 && a->rebuild_store) {
         /* never silently: the old file is kept next to the new one, and said so */
-        char aside[4200], why[SCHED_ERRBUF];
-        snprintf(why, sizeof(why), "%s", eb->msg);
+        char aside[4200];
         if (store_set_aside(a->db_path, rc, aside, sizeof(aside), eb) == 0) {
             fprintf(stderr,
                     "gangsched simulate: %s\ngangsched simulate: --rebuild-store: keeping it as %s "
                     "and starting a new store\n",
-                    why, aside);
+                    eb->msg, aside);
             rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
         }
     }

@@ -640,10 +640,10 @@ int kube_auth_load(const char *path, struct kube_auth **out, struct sched_errbuf
             }
             files[n++] = f;
         }
-        int rc = n > 0 ? load_files(files, n, out, eb) : SCHED_ENOENT;
+        int rc = n > 0 ? load_files(files, n, out, eb) : 0;
         free(copy);
         if (n > 0)
-            return rc;
+            return rc; /* else: none exists, try in-cluster */
     } else {
         const char *home = getenv("HOME");
         if (home && *home) {

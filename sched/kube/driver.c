@@ -373,13 +373,14 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     cJSON_AddStringToObject(cond, "reason", reason);
     cJSON_AddStringToObject(cond, "message", message);
     cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+    cJSON *status = cJSON_CreateObject();
+    cJSON_AddStringToObject(
+        status, "phase", pg->api == KPG_XK8S || strcmp(phase, "Running") == 0 ? phase : "Pending");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
     char path[600];
     if (pg->api == KPG_XK8S) {
         cJSON *body = cJSON_CreateObject();
-        cJSON *status = cJSON_AddObjectToObject(body, "status");
-        cJSON_AddStringToObject(status, "phase", phase);
-        cJSON *conds = cJSON_AddArrayToObject(status, "conditions");
-        cJSON_AddItemToArray(conds, cond);
+        cJSON_AddItemToObject(body, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
@@ -389,11 +390,7 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
          * stale resourceVersion just waits for the next write) */
         cJSON *obj = cJSON_Duplicate(pg->obj, 1);
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-        cJSON *status = cJSON_AddObjectToObject(obj, "status");
-        cJSON_AddStringToObject(status, "phase",
-                                strcmp(phase, "Running") == 0 ? "Running" : "Pending");
-        cJSON *conds = cJSON_AddArrayToObject(status, "conditions");
-        cJSON_AddItemToArray(conds, cond);
+        cJSON_AddItemToObject(obj, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s", pg->ns,
                  pg->name);
@@ -705,10 +702,9 @@ static int open_store(struct kdrv *d)
     if (rc != 0 && d->o->rebuild_store) {
         /* the cluster is the truth: what is lost is the operators' holds and reservations, the
          * retry budgets spent and the decision history; said loudly, the old file kept */
-        char aside[4200], why[SCHED_ERRBUF];
-        snprintf(why, sizeof(why), "%s", eb.msg);
+        char aside[4200];
         if (store_set_aside(d->o->db_path, rc, aside, sizeof(aside), &eb) == 0) {
-            LOG_WARN(KDRV_MOD, "database rebuilt: error=%s kept_as=%s", why, aside);
+            LOG_WARN(KDRV_MOD, "database rebuilt: error=%s kept_as=%s", eb.msg, aside);
             rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
         }
     }

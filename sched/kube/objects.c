@@ -378,8 +378,9 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
             kobj_time(lt, &scheduled_ms) != 0)
             scheduled_ms = 0; /* an unreadable time is only a missing hint */
     }
-    /* the run's start: a malformed time is ignored (the caller then counts the run from now),
-     * never an error, since nothing but the preemption cost depends on it */
+    /* the run's start: a malformed startTime falls back to the PodScheduled time (else 0, the
+     * caller counts the run from now), never an error, since only the preemption cost and
+     * minRuntime depend on it */
     const char *st = map_str(status, "startTime");
     if (!st || kobj_time(st, &p->started_ms) != 0)
         p->started_ms = scheduled_ms;

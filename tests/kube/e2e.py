@@ -171,6 +171,22 @@ def finish():
     sys.exit(0)
 
 
+def run(main_fn):
+    """Runs a scenario script's main: a crash of the test itself is a failure, with its trace;
+    every process it started is killed at the end."""
+    try:
+        main_fn()
+    except Exception as exc:
+        import traceback
+        traceback.print_exc()
+        bad("the test raised %r" % exc)
+        finish()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 def node(name, rack, gpus=8):
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {

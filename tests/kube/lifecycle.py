@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bad, bound, check, events_for, pg_status, pods_of, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, events_for, pg_status, pods_of, podgroup, pod, wait_for  # noqa: E402
 from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -179,14 +179,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as exc:  # a crash of the test itself is a failure, with its trace
-        import traceback
-        traceback.print_exc()
-        bad("the test raised %r" % exc)
-        e2e.finish()
-    finally:
-        for p in e2e.procs:
-            if p.poll() is None:
-                p.kill()
+    e2e.run(main)

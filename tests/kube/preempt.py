@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bad, bound, check, events_for, pod, podgroup, pods_of, wait_for  # noqa: E402
+from e2e import bound, check, events_for, pod, podgroup, pods_of, wait_for  # noqa: E402
 from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -106,14 +106,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as exc:
-        import traceback
-        traceback.print_exc()
-        bad("the test raised %r" % exc)
-        e2e.finish()
-    finally:
-        for p in e2e.procs:
-            if p.poll() is None:
-                p.kill()
+    e2e.run(main)
