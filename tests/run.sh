@@ -50,29 +50,26 @@ for r in "$BUILD"/tests/fuzz_*_replay; do
     fi
 done
 
-# Scenario scripts: each prints what it checks and exits non-zero on a failure.
-for s in tests/sim/*.sh; do
-    [ -f "$s" ] || continue
-    name=$(basename "$s" .sh)
-    if sh "$s" >"$log" 2>&1; then
-        pass=$((pass + 1))
-        echo "ok   $name"
-    else
-        report_fail "$name" 1
-    fi
-done
+# Scripts that print what they check and exit non-zero on a failure; $1 prefixes their names.
+run_scripts() {
+    prefix=$1
+    shift
+    for s in "$@"; do
+        [ -f "$s" ] || continue
+        name=$prefix$(basename "$s" .sh)
+        if sh "$s" >"$log" 2>&1; then
+            pass=$((pass + 1))
+            echo "ok   $name"
+        else
+            report_fail "$name" 1
+        fi
+    done
+}
 
+# Scenario scripts driving bin/gangsched.
+run_scripts "" tests/sim/*.sh
 # Tests against the fake Kubernetes API server (tests/kube/fakeapi.py), the real kubectl included.
-for s in tests/kube/test_*.sh; do
-    [ -f "$s" ] || continue
-    name=kube/$(basename "$s" .sh)
-    if sh "$s" >"$log" 2>&1; then
-        pass=$((pass + 1))
-        echo "ok   $name"
-    else
-        report_fail "$name" 1
-    fi
-done
+run_scripts kube/ tests/kube/test_*.sh
 
 echo
 [ -n "$failed" ] && echo "failed:$failed"

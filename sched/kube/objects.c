@@ -319,27 +319,39 @@ static int parse_gpu_ids(const char *s, uint32_t *mask)
     return 0;
 }
 
+/* An object's namespace ("default" when absent), name and key "namespace/name" (key holds
+ * KOBJ_KEY_MAX); `kind` names it in errors. */
+static int meta_key(const cJSON *meta, const char *kind, const char **ns, const char **name,
+                    char *key, struct sched_errbuf *eb)
+{
+    *ns = map_str(meta, "namespace");
+    *name = map_str(meta, "name");
+    if (!cJSON_IsObject(meta) || !*name || !**name)
+        return sched_fail(eb, SCHED_EINVAL, "%s: metadata.name: missing", kind);
+    if (!*ns || !**ns)
+        *ns = "default";
+    if (kobj_key(*ns, *name, key, KOBJ_KEY_MAX) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "%s %.64s/%.64s: metadata: namespace or name longer than %d characters "
+                          "or containing '/'",
+                          kind, *ns, *name, KOBJ_NAME_MAX);
+    return 0;
+}
+
 int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb)
 {
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec"), *status = get(o, "status");
-    const char *ns = map_str(meta, "namespace"), *name = map_str(meta, "name");
-    if (!cJSON_IsObject(meta) || !name || !*name)
-        return sched_fail(eb, SCHED_EINVAL, "pod: metadata.name: missing");
-    if (!ns || !*ns)
-        ns = "default";
+    const char *ns, *name;
     char key[KOBJ_KEY_MAX];
-    if (kobj_key(ns, name, key, sizeof(key)) != 0)
-        return sched_fail(eb, SCHED_EINVAL,
-                          "pod %.64s/%.64s: metadata: namespace or name longer "
-                          "than %d characters or containing '/'",
-                          ns, name, KOBJ_NAME_MAX);
+    int rc = meta_key(meta, "pod", &ns, &name, key, eb);
+    if (rc)
+        return rc;
     if (spec && !cJSON_IsObject(spec))
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
     struct kpod *p = calloc(1, sizeof(*p));
     if (!p)
         return SCHED_ENOMEM;
-    int rc = 0;
     p->key = strdup(key);
     p->ns = strdup(ns);
     p->name = strdup(name);
@@ -635,17 +647,11 @@ void kobj_pg_free(struct kpg *g)
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
 {
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
-    const char *ns = map_str(meta, "namespace"), *name = map_str(meta, "name");
-    if (!name || !*name)
-        return sched_fail(eb, SCHED_EINVAL, "podgroup: metadata.name: missing");
-    if (!ns || !*ns)
-        ns = "default";
+    const char *ns, *name;
     char key[KOBJ_KEY_MAX];
-    if (kobj_key(ns, name, key, sizeof(key)) != 0)
-        return sched_fail(eb, SCHED_EINVAL,
-                          "podgroup %.64s/%.64s: metadata: namespace or name "
-                          "longer than %d characters or containing '/'",
-                          ns, name, KOBJ_NAME_MAX);
+    int rc = meta_key(meta, "podgroup", &ns, &name, key, eb);
+    if (rc)
+        return rc;
     const cJSON *mm = get(spec, "minMember");
     if (mm && (!cJSON_IsNumber(mm) || mm->valuedouble < 0 || mm->valuedouble > 1e6 ||
                mm->valuedouble != (double)(int64_t)mm->valuedouble))
