@@ -23,6 +23,7 @@ struct kcache {
     struct strmap pods;    /* "ns/name" -> struct kpod* */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
+    struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
     bool nodes_dirty, dirty;
     struct cluster *cluster;
     struct strmap node_ix; /* node name -> index + 1 in cluster */
@@ -43,6 +44,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->pods);
     strmap_init(&c->pgs);
     strmap_init(&c->assumed);
+    strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
     c->nodes_dirty = c->dirty = true;
     return c;
@@ -70,6 +72,9 @@ void kcache_free(struct kcache *c)
         kobj_pg_free(v);
     for (size_t i = 0; strmap_next(&c->assumed, &i, &k, &v);)
         free_assume(v);
+    for (size_t i = 0; strmap_next(&c->deletes, &i, &k, &v);)
+        free(v);
+    strmap_fini(&c->deletes);
     strmap_fini(&c->nodes);
     strmap_fini(&c->pods);
     strmap_fini(&c->pgs);
@@ -146,6 +151,22 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
     return 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* resourceVersions are opaque; when both are decimal (etcd revisions, as client-go's assume
+ * cache also assumes) a smaller one is an older object. */
+static bool rv_older(const char *a, const char *b)
+{
+    if (!a || !b || !*a || !*b)
+        return false;
+    char *ea = NULL, *eb = NULL;
+    unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
+    return *ea == 0 && *eb == 0 && x < y;
+}
+
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
@@ -162,6 +183,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     if (deleted) {
         kobj_pod_free(strmap_del(&c->pods, key));
         free_assume(strmap_del(&c->assumed, key));
+        free(strmap_del(&c->deletes, key));
         return 0;
     }
     struct kpod *p = NULL;
@@ -174,6 +196,18 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "pod skipped: error=%s", eb.msg);
         return 0;
     }
+    const struct kpod *had = strmap_get(&c->pods, key);
+    if (had && rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
+        /* an object read back from a write (kcache_pod_event with a response) is newer than
+         * a watch event still on its way: keep the newer one */
+        kobj_pod_free(p);
+        return 0;
+    }
+    const char *del_uid = strmap_get(&c->deletes, key);
+    if (del_uid && same_str(del_uid, p->uid))
+        p->deleting = true; /* a delete sent counts as deleting at once */
+    else if (del_uid)
+        free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
     if (p->node) /* the watch shows it bound: the assumption is over */
         free_assume(strmap_del(&c->assumed, key));
     if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
@@ -185,6 +219,38 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     }
     kobj_pod_free(old);
     return 0;
+}
+
+bool kcache_delete_sent(struct kcache *c, const char *pod_key)
+{
+    struct kpod *p = strmap_get(&c->pods, pod_key);
+    if (!p)
+        return false;
+    const char *uid = strmap_get(&c->deletes, pod_key);
+    if (uid && same_str(uid, p->uid))
+        return false; /* sent already: a pod is deleted once */
+    char *copy = strdup(p->uid ? p->uid : "");
+    void *old = NULL;
+    if (!copy || strmap_put(&c->deletes, pod_key, copy, &old) != 0) {
+        free(copy);
+        return true; /* out of memory: send it anyway, unmarked */
+    }
+    free(old);
+    p->deleting = true;
+    c->dirty = true;
+    return true;
+}
+
+void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid)
+{
+    const char *had = strmap_get(&c->deletes, pod_key);
+    if (!had || !same_str(had, uid))
+        return;
+    free(strmap_del(&c->deletes, pod_key));
+    struct kpod *p = strmap_get(&c->pods, pod_key);
+    if (p && same_str(p->uid, uid))
+        p->deleting = p->del_ts;
+    c->dirty = true;
 }
 
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
@@ -266,6 +332,20 @@ uint32_t kcache_n_pods(const struct kcache *c)
 const struct kpod *kcache_pod(const struct kcache *c, const char *key)
 {
     return strmap_get(&c->pods, key);
+}
+
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),
+                     void *ctx)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &k, &v);)
+        fn(ctx, v);
+}
+
+const char *kcache_node_uid(const struct kcache *c, const char *name)
+{
+    return kobj_str(strmap_get(&c->nodes, name), "metadata.uid");
 }
 
 const struct kpg *kcache_pg(const struct kcache *c, const char *key)
@@ -373,7 +453,8 @@ struct group {
     bool named; /* the pods name a PodGroup (else a lone pod) */
     struct kpod **pending, **bound;
     uint32_t n_pending, n_bound, cap_pending, cap_bound;
-    uint32_t n_bound_live; /* bound and not being deleted: they count toward minMember */
+    uint32_t n_bound_live;  /* bound and not being deleted: they count toward minMember */
+    uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -619,6 +700,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         }
         if (bound && !p->deleting && !terminal)
             g->n_bound_live++;
+        else if (bound && !terminal)
+            g->n_bound_dying++;
         if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
                         : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
             goto done;
@@ -655,6 +738,30 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                                                   "pods name podgroup %s, which does not "
                                                   "exist (yet)",
                                                   g->key));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                /* bound and pending members are judged together: pending ones join bound
+                 * ones only when those make a whole gang already (an elastic gang grows);
+                 * below minMember the bound ones are torn down first (lifecycle.c) */
+                if (g->n_bound_live > 0 && g->n_bound_live < min) {
+                    rc = add_waiting(&b, g, "PartialGang",
+                                     arena_printf(a,
+                                                  "%u of minMember %u members are bound; they "
+                                                  "are deleted before the gang is placed "
+                                                  "again (a gang starts whole)",
+                                                  g->n_bound_live, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (g->n_bound_live == 0 && g->n_bound_dying > 0) {
+                    rc = add_waiting(&b, g, "WaitingForTeardown",
+                                     arena_printf(a,
+                                                  "%u member(s) of an earlier attempt are "
+                                                  "still terminating",
+                                                  g->n_bound_dying));
                     if (rc)
                         goto done;
                     continue;

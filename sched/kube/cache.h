@@ -67,7 +67,9 @@ void kcache_free(struct kcache *c);
  * object is logged with its name and dropped (a node: the node is treated as gone). Return 0,
  * or SCHED_ENOMEM. `deleted` removes. */
 int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted);
-int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
+int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted); /* also the answer of a
+                                                                          write: an older watch
+                                                                          event is then ignored */
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
 
 /* Marks a pod as bound to node (a bind was sent, or succeeded) until a watch event shows it
@@ -76,12 +78,24 @@ int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint3
                   uint32_t flavor);
 void kcache_unassume(struct kcache *c, const char *pod_key);
 
+/* A delete of the pod is about to be sent: from now on the pod counts as deleting (a delete
+ * sent counts at once, as an assumed bind counts as bound) until it is gone or another pod takes
+ * its name. false when a delete of this pod (same uid) was sent already, or the pod is unknown:
+ * send nothing (a pod is deleted once). kcache_delete_failed undoes the mark (the delete failed
+ * for a reason other than the pod being gone: it may be sent again). */
+bool kcache_delete_sent(struct kcache *c, const char *pod_key);
+void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid);
+
 /* Something changed since the last build (a cycle is worth running). */
 bool kcache_dirty(const struct kcache *c);
 uint32_t kcache_n_nodes(const struct kcache *c);
 uint32_t kcache_n_pods(const struct kcache *c);
 const struct kpod *kcache_pod(const struct kcache *c, const char *key);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+const char *kcache_node_uid(const struct kcache *c, const char *name); /* or NULL */
+/* Calls fn for every pod (fn must not change the cache). */
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),
+                     void *ctx);
 /* Index of a node in kcache_cluster(), or -1 (hash lookup). */
 int kcache_node_index(const struct kcache *c, const char *name);
 /* The current cluster (rebuilt at kcache_build when nodes changed), or NULL before any build. */

@@ -193,6 +193,9 @@ struct kube_lease;
 int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_lease_fn *fn,
                    void *ctx, struct kube_lease **out, struct sched_errbuf *eb);
 bool kube_lease_leading(const struct kube_lease *l);
+/* spec.leaseTransitions of the Lease as last seen (after acquiring: this term's number; 0 when
+ * this process created the Lease, so nobody led before). */
+int64_t kube_lease_transitions(const struct kube_lease *l);
 /* Gives the lease up (PUT holderIdentity "", leaseDurationSeconds 1, keeping leaseTransitions)
  * when held, then calls done (also when not held, at once). */
 void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx);

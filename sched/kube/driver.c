@@ -68,6 +68,9 @@ struct kbind {
     char *pod_key, *ns, *name, *node;
     uint32_t index, gpu_mask;
     bool ok, done;
+    bool foreign; /* 409: already bound to another node, by someone else */
+    bool unknown; /* no definite answer (transport error, 5xx, 429 after retries): the
+                     Binding may still be applied by the server */
     char *error;
 };
 
@@ -106,6 +109,8 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
+    bool fenced;          /* recovery sent its fences */
+    uint32_t fences_left; /* recovery fences not answered yet */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
@@ -274,16 +279,20 @@ static cJSON *new_object(const char *api_version, const char *kind, const char *
     return o;
 }
 
-/* events.k8s.io/v1 Event about an object (regarding). */
+/* events.k8s.io/v1 Event about an object (regarding, with its uid: kubectl describe selects a
+ * pod's or PodGroup's events by involvedObject.uid, which the API server fills from
+ * regarding.uid). ns NULL: a cluster-scoped object (a Node): the Event lives in "default", as
+ * client-go's recorder puts it, and regarding has no namespace. */
 static void post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
-                       const char *name, const char *type, const char *reason, const char *action,
-                       const char *note)
+                       const char *name, const char *uid, const char *type, const char *reason,
+                       const char *action, const char *note)
 {
     char t[40], ev_name[300], path[300];
     int64_t now = now_ms();
+    const char *ev_ns = ns ? ns : "default";
     kobj_format_time(now, t, sizeof(t));
     snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
-    cJSON *e = new_object("events.k8s.io/v1", "Event", ns, ev_name, NULL);
+    cJSON *e = new_object("events.k8s.io/v1", "Event", ev_ns, ev_name, NULL);
     cJSON_AddStringToObject(e, "eventTime", t);
     cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
     char inst[129];
@@ -298,9 +307,12 @@ static void post_event(struct kdrv *d, const char *api_version, const char *kind
     cJSON *reg = cJSON_AddObjectToObject(e, "regarding");
     cJSON_AddStringToObject(reg, "apiVersion", api_version);
     cJSON_AddStringToObject(reg, "kind", kind);
-    cJSON_AddStringToObject(reg, "namespace", ns);
+    if (ns)
+        cJSON_AddStringToObject(reg, "namespace", ns);
     cJSON_AddStringToObject(reg, "name", name);
-    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    if (uid && *uid)
+        cJSON_AddStringToObject(reg, "uid", uid);
+    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
     send_json(d, KUBE_POST, path, e, NULL, NULL);
 }
 
@@ -357,13 +369,15 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
     bool warn = strcmp(type, "Warning") == 0;
     if (!pg) { /* a gang of one: the event is about the pod */
-        post_event(d, "v1", "Pod", ns, name, type, reason, warn ? "Scheduling" : "Binding",
+        const struct kpod *p = kcache_pod(d->cache, gang_key);
+        post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
+                   warn ? "Scheduling" : "Binding",
                    message);
         return;
     }
     const char *api_version =
         pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
-    post_event(d, api_version, "PodGroup", pg->ns, pg->name, type, reason,
+    post_event(d, api_version, "PodGroup", pg->ns, pg->name, pg->uid, type, reason,
                warn ? "Scheduling" : "Binding", message);
     char t[40];
     kobj_format_time(now, t, sizeof(t));
@@ -400,16 +414,142 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
 
 /* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
 
+/* A delete in flight: which pod (and uid) it was about. */
+struct kdel {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    char uid[128];
+};
+
+static void on_deleted(void *ctx, const struct kube_resp *r)
+{
+    struct kdel *x = ctx;
+    /* 404: gone already; 409: the uid precondition failed, so the pod of that uid is gone and
+     * another took its name (a StatefulSet's replacement is not ours to delete) */
+    if ((r->status < 200 || r->status >= 300) && r->status != 404 && r->status != 409) {
+        LOG_WARN(KDRV_MOD, "delete failed: pod=%s status=%d error=%s (sent again if still needed)",
+                 x->key, r->status, r->error ? r->error : "");
+        kcache_delete_failed(x->d->cache, x->key, x->uid);
+    }
+    free(x);
+}
+
+/* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
+ * as deleting (kcache_delete_sent). */
 static void delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why)
 {
     char path[600];
+    struct kdel *x = calloc(1, sizeof(*x));
+    if (!x || kobj_key(ns, name, x->key, sizeof(x->key)) != 0) {
+        free(x);
+        return;
+    }
+    const struct kpod *p = kcache_pod(d->cache, x->key);
+    if (!p || !kcache_delete_sent(d->cache, x->key)) {
+        free(x); /* gone, or deleted once already */
+        return;
+    }
+    x->d = d;
+    snprintf(x->uid, sizeof(x->uid), "%s", p->uid ? p->uid : "");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "kind", "DeleteOptions");
     cJSON_AddStringToObject(body, "apiVersion", "v1");
     cJSON_AddStringToObject(body, "propagationPolicy", "Background");
+    if (p->uid)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", p->uid);
     LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
-    send_json(d, KUBE_DELETE, path, body, NULL, NULL);
+    send_json(d, KUBE_DELETE, path, body, on_deleted, x);
+}
+
+/* ---- fences: the read-back that ends a Binding's uncertainty ----------------------------------
+ *
+ * Every Binding carries the pod's resourceVersion as a precondition, which the API server checks
+ * when it applies the write, however late (BindingREST: a GuaranteedUpdate with preconditions).
+ * A fence is a write to the pod (the annotation gangsched.io/bind-fence): it changes the
+ * resourceVersion, so a Binding sent before it can never apply after it, and its answer is the
+ * pod as it is at that point: bound (a Binding got there first: a late bind, accounted for) or
+ * not (and then never by an old Binding). */
+struct kfence {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    bool recovery; /* recovery waits for every fence; else a rolled-back member to settle */
+    uint32_t tries;
+};
+
+static void send_fence(struct kfence *f);
+
+static void on_fenced(void *ctx, const struct kube_resp *r)
+{
+    struct kfence *f = ctx;
+    struct kdrv *d = f->d;
+    bool done = true;
+    if (r->status >= 200 && r->status < 300) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, f->key);
+        if (p && p->node) {
+            LOG_WARN(KDRV_MOD, "a Binding was applied late: pod=%s node=%s", f->key, p->node);
+            if (!f->recovery) { /* a member of a rolled-back gang: it goes too */
+                char ns[256], name[256];
+                snprintf(ns, sizeof(ns), "%s", p->ns);
+                snprintf(name, sizeof(name), "%s", p->name);
+                delete_pod(d, ns, name, "bound late, after its gang was rolled back");
+            }
+        } else {
+            kcache_unassume(d->cache, f->key);
+        }
+    } else if (r->status == 404) {
+        kcache_unassume(d->cache, f->key);
+    } else if (++f->tries < 5 && !d->stopping) {
+        LOG_WARN(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (sent again)", f->key,
+                 r->status, r->error ? r->error : "");
+        done = false;
+    } else {
+        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key,
+                  r->status, r->error ? r->error : "");
+        if (!f->recovery)
+            kcache_unassume(d->cache, f->key);
+    }
+    if (!done) {
+        send_fence(f);
+        return;
+    }
+    if (f->recovery && d->fences_left > 0)
+        d->fences_left--;
+    free(f);
+}
+
+static void send_fence(struct kfence *f)
+{
+    char path[KOBJ_KEY_MAX + 40], val[300], t[40];
+    struct kdrv *d = f->d;
+    const char *slash = strchr(f->key, '/'); /* keys are "ns/name" (kobj_key) */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
+             slash ? (int)(slash - f->key) : 0, f->key, slash ? slash + 1 : f->key);
+    kobj_format_time(now_ms(), t, sizeof(t));
+    snprintf(val, sizeof(val), "%s %s", d->o->identity ? d->o->identity : "gangsched", t);
+    cJSON *body = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
+    cJSON_AddStringToObject(ann, KOBJ_ANNOT_BIND_FENCE, val);
+    send_json(d, KUBE_PATCH_MERGE, path, body, on_fenced, f);
+}
+
+static void fence_pod(struct kdrv *d, const char *key, bool recovery)
+{
+    struct kfence *f = calloc(1, sizeof(*f));
+    if (!f) {
+        LOG_ERROR(KDRV_MOD, "out of memory fencing %s", key);
+        return;
+    }
+    f->d = d;
+    f->recovery = recovery;
+    snprintf(f->key, sizeof(f->key), "%s", key);
+    if (recovery)
+        d->fences_left++;
+    send_fence(f);
 }
 
 /* An eviction in flight: the pod, for the delete fallback. */
@@ -569,10 +709,19 @@ static void binds_finished(struct kdrv *d)
                  "deleted and the gang is scheduled again",
                  gb->n_failed, gb->n_pods, first_err);
         LOG_WARN(KDRV_MOD, "gang bind failed: gang=%s error=%s", gb->gang, msg);
+        /* whole-gang rollback: the members bound (by us, or by someone else first) are deleted
+         * and stay assumed until the watch shows them bound; a Binding without a definite
+         * answer may still land: the pod stays assumed until a fence says how it ended */
         for (uint32_t i = 0; i < gb->n_pods; i++) {
-            if (gb->pods[i].ok)
-                delete_pod(d, gb->pods[i].ns, gb->pods[i].name, "partial gang rolled back");
-            kcache_unassume(d->cache, gb->pods[i].pod_key);
+            struct kbind *b = &gb->pods[i];
+            if (b->ok || b->foreign)
+                delete_pod(d, b->ns, b->name,
+                           b->ok ? "partial gang rolled back"
+                                 : "bound elsewhere by someone else: its gang is rolled back");
+            if (b->unknown)
+                fence_pod(d, b->pod_key, false);
+            else if (!b->ok)
+                kcache_unassume(d->cache, b->pod_key);
         }
         /* its members' deletion is the rollback, not a failure for the lifecycle */
         strmap_put(&d->tearing, gb->gang, (void *)1, NULL);
@@ -599,11 +748,15 @@ static void on_bind(void *ctx, const struct kube_resp *r)
     if (r->status >= 200 && r->status < 300) {
         b->ok = true;
     } else if (r->status == 409 && r->error) {
-        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose */
+        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose (a retry
+         * of a Binding that went through); another node: someone else bound it */
         char want[600];
         snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
         b->ok = strstr(r->error, want) != NULL;
+        b->foreign = !b->ok && strstr(r->error, "already assigned to node") != NULL;
     }
+    if (!b->ok && (r->status == 0 || r->status == 429 || r->status >= 500))
+        b->unknown = true; /* the server may still apply it: fenced at the rollback */
     if (!b->ok) {
         char buf[600];
         snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
@@ -625,6 +778,8 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     if (p && p->uid)
         cJSON_AddStringToObject(meta, "uid", p->uid);
+    if (p && p->rv) /* checked when applied: a fence (or any write) since makes it fail */
+        cJSON_AddStringToObject(meta, "resourceVersion", p->rv);
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     annot_gpu_ids(b->gpu_mask, ids, sizeof(ids));
     if (b->gpu_mask)
@@ -656,14 +811,12 @@ static int recover_intent(void *ctx, const struct store_intent *in)
     struct kdrv *d = ctx;
     uint32_t on_target = 0;
     for (uint32_t i = 0; i < in->n_pods; i++) {
-        char key[600];
-        snprintf(key, sizeof(key), "%s", in->pods[i].name);
-        const struct kpod *p = kcache_pod(d->cache, key);
-        if (p && p->node && strcmp(p->node, in->pods[i].node) == 0)
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && p->node && !p->deleting && strcmp(p->node, in->pods[i].node) == 0)
             on_target++;
     }
     bool whole = on_target == in->n_pods;
-    if (!whole)
+    if (!whole) /* every member bound, wherever and by whoever, goes: the gang starts whole */
         for (uint32_t i = 0; i < in->n_pods; i++) {
             const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
             if (p && p->node) {
@@ -679,6 +832,41 @@ static int recover_intent(void *ctx, const struct store_intent *in)
                               NULL);
 }
 
+/* The unbound pods of an open intent may still be bound by a Binding of the previous process:
+ * fenced before the intent is judged. */
+static int fence_intent(void *ctx, const struct store_intent *in)
+{
+    struct kdrv *d = ctx;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && !p->node && !p->deleting)
+            fence_pod(d, p->key, true);
+    }
+    return 0;
+}
+
+/* Without the previous leader's journal, any pending pod of ours may have a Binding in flight. */
+static void fence_pending(void *ctx, const struct kpod *p)
+{
+    struct kdrv *d = ctx;
+    if (p->ours && !p->node && !p->deleting && !p->gated && p->phase == KPOD_PENDING)
+        fence_pod(d, p->key, true);
+}
+
+#define KDRV_META_TERM "daemon.lease_term" /* the Lease term this database last led in */
+
+/* Whether this database's bind journal covers every Binding the previous leader may have sent:
+ * it led the term just before this one (a restart on the same database), or nobody led before
+ * (this process created the Lease), or there is no leader election. */
+static bool journal_complete(struct kdrv *d, int64_t term)
+{
+    if (!d->lease || term == 0)
+        return true;
+    int64_t last = -2;
+    if (store_meta_get_i64(d->db, KDRV_META_TERM, &last, NULL) != 0)
+        return false;
+    return last == term - 1 || last == term;
+}
 static store_action_fn replay_action;
 
 static store_reservation_fn load_operator_hold;
@@ -726,10 +914,29 @@ static int open_store(struct kdrv *d)
     return rc;
 }
 
+/* Resolves what a previous leader left: first the fences (returns 1 while they are answered),
+ * then the open intents judged from the pods as read back. */
 static int recover(struct kdrv *d)
 {
     struct sched_errbuf eb;
+    int64_t term = d->lease ? kube_lease_transitions(d->lease) : 0;
+    if (!d->fenced) {
+        d->fenced = true;
+        bool complete = journal_complete(d, term);
+        if (store_journal_pending(d->db, fence_intent, d, &eb) != 0) {
+            fatal(d, eb.msg);
+            return -1;
+        }
+        if (!complete)
+            kcache_each_pod(d->cache, fence_pending, d);
+        LOG_INFO(KDRV_MOD, "recovery: term=%lld journal=%s fences=%u", (long long)term,
+                 complete ? "complete" : "of another leader", d->fences_left);
+    }
+    if (d->fences_left > 0)
+        return 1;
     int rc = store_begin(d->db, &eb);
+    if (rc == 0 && d->lease)
+        rc = store_meta_put_i64(d->db, KDRV_META_TERM, term, &eb);
     if (rc == 0)
         rc = store_journal_pending(d->db, recover_intent, d, &eb);
     if (rc == 0)
@@ -1165,7 +1372,8 @@ static void strike(struct kdrv *d, const char *node, int64_t now)
              "minutes",
              KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
     LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
-    post_event(d, "v1", "Node", "default", node, "Warning", "Quarantined", "Scheduling", note);
+    post_event(d, "v1", "Node", NULL, node, kcache_node_uid(d->cache, node), "Warning",
+               "Quarantined", "Scheduling", note);
 }
 
 /* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges

@@ -291,6 +291,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->ns);
     free(p->name);
     free(p->uid);
+    free(p->rv);
     free(p->node);
     free(p->group);
     free(p->queue);
@@ -356,11 +357,13 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     p->ns = strdup(ns);
     p->name = strdup(name);
     p->uid = dup_or_null(map_str(meta, "uid"));
+    p->rv = dup_or_null(map_str(meta, "resourceVersion"));
     const char *node = map_str(spec, "nodeName");
     p->node = node && *node ? strdup(node) : NULL;
     const char *sn = map_str(spec, "schedulerName");
     p->ours = sn && scheduler && strcmp(sn, scheduler) == 0;
     p->deleting = get(meta, "deletionTimestamp") && !cJSON_IsNull(get(meta, "deletionTimestamp"));
+    p->del_ts = p->deleting;
     const cJSON *gates = get(spec, "schedulingGates");
     p->gated = cJSON_IsArray(gates) && cJSON_GetArraySize(gates) > 0;
     const cJSON *prio = get(spec, "priority");

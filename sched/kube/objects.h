@@ -41,6 +41,7 @@
 #define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
 #define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
+#define KOBJ_ANNOT_BIND_FENCE   "gangsched.io/bind-fence" /* written to end a Binding's doubt */
 
 #define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
 #define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
@@ -54,12 +55,14 @@ enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, K
 struct kpod {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid;
+    char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
     char *node;    /* spec.nodeName, NULL when unbound */
     char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
     char *queue;   /* the pod's own queue label or annotation, NULL when none */
     char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
     bool ours;     /* spec.schedulerName is this scheduler's name */
-    bool deleting; /* metadata.deletionTimestamp set */
+    bool deleting; /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool del_ts;   /* metadata.deletionTimestamp set (what the API says) */
     bool gated;    /* spec.schedulingGates not empty: cannot be bound yet */
     bool ready;    /* condition Ready=True */
     enum kpod_phase phase;

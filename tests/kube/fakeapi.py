@@ -497,7 +497,9 @@ class Stats:
                       "evictions": 0, "evictions_blocked": 0, "watches_started": 0,
                       "watches_active": 0, "watch_events": 0, "watch_expired": 0,
                       "faults_fired": 0, "first_bind_time": None, "last_bind_time": None,
-                      "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0}
+                      "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0,
+                      "bound_pods": 0}
+            self.bound_uids = set()
 
     def pruned(self, what, fields):
         """Fields dropped by structural pruning: counted, the last 100 kept ("OBJ: .a.b")."""
@@ -517,12 +519,15 @@ class Stats:
             key = f"{verb} {what}"
             self.c["by_resource"][key] = self.c["by_resource"].get(key, 0) + 1
 
-    def bound(self):
-        """A pod was bound: counts it and keeps the wall-clock time (Unix seconds) of the first
-        and the last bind, for benchmarks."""
+    def bound(self, uid):
+        """A pod was bound: counts it (and the distinct pods bound, by uid) and keeps the
+        wall-clock time (Unix seconds) of the first and the last bind, for benchmarks."""
         t = time.time()
         with self.lock:
             self.c["binds"] += 1
+            if uid not in self.bound_uids:
+                self.bound_uids.add(uid)
+                self.c["bound_pods"] += 1
             if self.c["first_bind_time"] is None:
                 self.c["first_bind_time"] = t
             self.c["last_bind_time"] = t
@@ -1059,7 +1064,7 @@ class Store:
             st.pop("nominatedNodeName", None)
             set_condition(st, "PodScheduled", "True")
             self._commit(pods, ns, name, "MODIFIED", new, cur)
-            self.stats.bound()
+            self.stats.bound(cur["metadata"]["uid"])
         return success_status(201)
 
     def foreign_bind(self, ns, name, node):
