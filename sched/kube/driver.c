@@ -71,6 +71,7 @@ struct kbind {
     bool foreign; /* 409: already bound to another node, by someone else */
     bool unknown; /* no definite answer (transport error, 5xx, 429 after retries): the
                      Binding may still be applied by the server */
+    uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
 };
 
@@ -133,7 +134,7 @@ struct kdrv {
     struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
     struct strmap node_down; /* node -> int64_t*: NotReady since */
     struct strmap strikes;   /* node -> struct kstrike* */
-    struct http_metric *m_teardowns, *m_quarantined;
+    struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
     uv_timer_t stats_timer;
     /* capacity freed by preemption, held for the preemptor until it starts (or the hold ends) */
     struct khold *holds;
@@ -739,12 +740,62 @@ static void binds_finished(struct kdrv *d)
         schedule_cycle(d, d->o->cycle_ms);
 }
 
-static void on_bind(void *ctx, const struct kube_resp *r)
+static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+
+/* One bind has its outcome (b->ok, foreign, unknown; why: the error when it failed). */
+static void bind_done(struct kbind *b, const char *why)
 {
-    struct kbind *b = ctx;
     struct kgang_binds *gb = b->gb;
     struct kdrv *d = gb->d;
     b->done = true;
+    if (!b->ok) {
+        b->error = strdup(why);
+        gb->n_failed++;
+    }
+    gb->n_done++;
+    if (--d->binds_left == 0)
+        binds_finished(d);
+}
+
+/* The pod read back after its Binding's resourceVersion precondition failed: something wrote
+ * it since our snapshot (our own status write, a label, or another scheduler's Binding). */
+static void on_bind_reread(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
+    char buf[700];
+    if (r->status == 200) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+        if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
+            b->foreign = true;
+            snprintf(buf, sizeof(buf),
+                     "pod %s: bound to node \"%s\" by someone else before our Binding",
+                     b->pod_key, p->node);
+            bind_done(b, buf);
+            return;
+        }
+        if (p && !p->deleting && !d->stopping) { /* still ours to bind: with its new version */
+            send_bind(d, b, b->gb->flavor);
+            return;
+        }
+        snprintf(buf, sizeof(buf), "pod %s: deleted or replaced before its Binding", b->pod_key);
+        bind_done(b, buf);
+        return;
+    }
+    b->unknown = r->status != 404;
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d reading it back: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
+}
+
+static void on_bind(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
     if (r->status >= 200 && r->status < 300) {
         b->ok = true;
     } else if (r->status == 409 && r->error) {
@@ -754,19 +805,23 @@ static void on_bind(void *ctx, const struct kube_resp *r)
         snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
         b->ok = strstr(r->error, want) != NULL;
         b->foreign = !b->ok && strstr(r->error, "already assigned to node") != NULL;
+        if (!b->ok && !b->foreign && b->rereads < 3 &&
+            strstr(r->error, "Precondition failed: ResourceVersion")) {
+            /* the pod changed since our snapshot: read it back and decide (a leader deposed
+             * meanwhile has exited: the renew deadline is shorter than the lease) */
+            char path[KOBJ_KEY_MAX + 40];
+            b->rereads++;
+            snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
+            if (kube_request(d->client, KUBE_GET, path, NULL, 0, 0, on_bind_reread, b) == 0)
+                return;
+        }
     }
     if (!b->ok && (r->status == 0 || r->status == 429 || r->status >= 500))
         b->unknown = true; /* the server may still apply it: fenced at the rollback */
-    if (!b->ok) {
-        char buf[600];
-        snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
-                 r->error ? r->error : "no response");
-        b->error = strdup(buf);
-        gb->n_failed++;
-    }
-    gb->n_done++;
-    if (--d->binds_left == 0)
-        binds_finished(d);
+    char buf[600];
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
 }
 
 static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
@@ -1866,6 +1921,30 @@ static void on_config(void *data, const struct config *fresh, const struct confi
 
 /* ---- HTTP API: readiness, operator writes, metrics ------------------------------------------ */
 
+/* The PodGroup APIs: which informer reads which, and whether the server serves it. */
+static const char *const kdrv_pg_api[] = {"scheduling.x-k8s.io/v1alpha1",
+                                          "scheduling.volcano.sh/v1beta1"};
+#define KDRV_INF_PG 3 /* index of the first PodGroup informer in d->inf */
+
+/* "podgroup APIs in use: scheduling.x-k8s.io/v1alpha1; not served: ..." into buf. */
+static void pg_apis(const struct kdrv *d, char *buf, size_t n)
+{
+    size_t off = (size_t)snprintf(buf, n, "podgroup APIs in use:");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && off < n)
+            off += (size_t)snprintf(buf + off, n - off, "; not served:");
+        int k = 0;
+        for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
+            bool absent = kube_informer_absent(d->inf[KDRV_INF_PG + i]);
+            if (absent == (pass == 1) && off < n)
+                off += (size_t)snprintf(buf + off, n - off, "%s %s", k++ ? "," : "",
+                                        kdrv_pg_api[i]);
+        }
+        if (k == 0 && off < n)
+            off += (size_t)snprintf(buf + off, n - off, " none");
+    }
+}
+
 static bool http_ready(void *ctx, char *why, size_t n)
 {
     struct kdrv *d = ctx;
@@ -1878,6 +1957,7 @@ static bool http_ready(void *ctx, char *why, size_t n)
         snprintf(why, n, "holds the Lease but has not started leading yet");
         return false;
     }
+    pg_apis(d, why, n);
     return true;
 }
 
@@ -2062,7 +2142,7 @@ static int start_metrics(struct kdrv *d)
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
     static const char *const result[] = {"result"}, *const outcome[] = {"outcome"},
                              *const kind[] = {"kind"}, *const queue[] = {"queue"},
-                             *const reason[] = {"reason"};
+                             *const reason[] = {"reason"}, *const api[] = {"api"};
     /* the daemon's families (docs/metrics.md), one row each */
     const struct {
         const char *name, *help;
@@ -2092,6 +2172,10 @@ static int start_metrics(struct kdrv *d)
          reason, &d->m_teardowns},
         {"gangsched_nodes_quarantined", "Nodes excluded after repeated failed gang starts",
          HTTP_GAUGE, NULL, &d->m_quarantined},
+        {"gangsched_podgroup_api_served",
+         "1 while the API server serves this PodGroup API (its CRD is installed) and the daemon "
+         "watches it, 0 while it answers 404",
+         HTTP_GAUGE, api, &d->m_pg_api},
     };
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof(fams) / sizeof(fams[0]); i++) {
@@ -2128,6 +2212,12 @@ static void on_stats_timer(uv_timer_t *t)
 {
     struct kdrv *d = t->data;
     update_client_metrics(d);
+    for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
+        const char *lbl[] = {kdrv_pg_api[i]};
+        const struct kube_informer *inf = d->inf[KDRV_INF_PG + i];
+        http_metric_set(d->m_pg_api, lbl,
+                        kube_informer_synced(inf) && !kube_informer_absent(inf) ? 1 : 0);
+    }
     if (d->leading && !d->stopping && d->n_binds == 0) {
         d->force = true;
         schedule_cycle(d, 0);

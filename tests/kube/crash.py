@@ -259,7 +259,7 @@ def defect_foreign(cl, db):
     ev = wait_for(lambda: [e for e in e2e.events_for(c, "fb") if e["reason"] == "FailedBinding"],
                   10)
     check("defect 3: FailedBinding names the other node",
-          ev and 'already assigned to node "gpu-6"' in ev[0]["note"],
+          ev and '"gpu-6" by someone else' in ev[0]["note"],
           json.dumps(ev)[:400])
     for i in range(2):  # its controller recreates the pods
         wait_for(lambda: not [p for p in all_pods(c) if p["metadata"]["name"] == "fb-%d" % i], 10)

@@ -10,7 +10,9 @@ bearer-token authentication; an optional simulated kubelet; fault injection and 
 /_fake/. Listens on 127.0.0.1 only.
 
 Must not: talk to anything but loopback clients, or pretend to validate objects against
-schemas (it checks names, namespaces, kinds and a few rules the scheduler depends on).
+schemas (it checks names, namespaces, kinds and a few rules the scheduler depends on; custom
+objects are pruned by their CRD's structural schema, as kube-apiserver does, not validated).
+Custom resources are served only while a test has installed their CRD.
 
 Usage and the fault API: docs/test-api-server.md.
 """
