@@ -513,9 +513,18 @@ static int add_waiting(struct builder *b, const struct group *g, const char *rea
                        const char *message)
 {
     struct kcache_build *o = b->out;
-    o->waiting[o->n_waiting++] =
-        (struct kwaiting){.key = g->key, .pg = g->pg, .reason = reason, .message = message};
-    return message ? 0 : SCHED_ENOMEM;
+    struct kpod **pods = arena_calloc(b->a, g->n_pending + 1, sizeof(*pods));
+    if (!pods || !message)
+        return SCHED_ENOMEM;
+    if (g->n_pending)
+        memcpy(pods, g->pending, g->n_pending * sizeof(*pods));
+    o->waiting[o->n_waiting++] = (struct kwaiting){.key = g->key,
+                                                   .pg = g->pg,
+                                                   .reason = reason,
+                                                   .message = message,
+                                                   .pods = pods,
+                                                   .n_pods = g->n_pending};
+    return 0;
 }
 
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */

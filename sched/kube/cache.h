@@ -42,8 +42,11 @@ struct kgang {
 struct kwaiting {
     const char *key;
     const struct kpg *pg;
-    const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec" */
+    const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec",
+                           "PartialGang", "WaitingForTeardown", "PodGroupNotFound" */
     const char *message;
+    struct kpod **pods; /* its pending members (they get the PodScheduled=False condition) */
+    uint32_t n_pods;
 };
 
 struct kcache_build {

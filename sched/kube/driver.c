@@ -111,6 +111,7 @@ struct kdrv {
     struct arena arena;
     bool leading, recovered, stopping, failed;
     bool fenced;          /* recovery sent its fences */
+    bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
     uint32_t fences_left; /* recovery fences not answered yet */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
@@ -331,7 +332,21 @@ static void split_key(const char *key, char *ns, size_t nn, char *name, size_t n
 
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
  * written when the reason changes, else at most every status_every_s. */
-static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+static void on_xk8s_status(void *ctx, const struct kube_resp *r);
+
+/* RFC 3339 in seconds ("2025-01-01T12:00:00Z"): metav1.Time, the type of conditions'
+ * lastTransitionTime (MicroTime is for Events and Leases). */
+static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/* Returns whether it wrote (false: rate-limited). */
+static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
                         const char *phase, const char *type, const char *reason,
                         const char *message, bool force)
 {
@@ -347,19 +362,22 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
             st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
         bool same_words = st->reason && strcmp(st->reason, full) == 0;
         if (same_words && now - st->at_ms < every_ms)
-            return;
+            return false;
         if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS)
-            return;
+            return false;
         /* the pods an outcome deleted make the gang wait for pods: that consequence does not
          * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
-        if (st->forced && strcmp(reason, "WaitingForPods") == 0 && now - st->at_ms < every_ms)
-            return;
+        bool consequence = strcmp(reason, "WaitingForPods") == 0 ||
+                           strcmp(reason, "WaitingForTeardown") == 0 ||
+                           strcmp(reason, "PartialGang") == 0;
+        if (st->forced && consequence && now - st->at_ms < every_ms)
+            return false;
     }
     if (!st) {
         st = calloc(1, sizeof(*st));
         if (!st || strmap_put(&d->status, gang_key, st, NULL) != 0) {
             free(st);
-            return;
+            return false;
         }
     }
     free(st->reason);
@@ -372,9 +390,8 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     if (!pg) { /* a gang of one: the event is about the pod */
         const struct kpod *p = kcache_pod(d->cache, gang_key);
         post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
-                   warn ? "Scheduling" : "Binding",
-                   message);
-        return;
+                   warn ? "Scheduling" : "Binding", message);
+        return true;
     }
     const char *api_version =
         pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
@@ -382,27 +399,46 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
                warn ? "Scheduling" : "Binding", message);
     char t[40];
     kobj_format_time(now, t, sizeof(t));
-    cJSON *cond = cJSON_CreateObject();
-    cJSON_AddStringToObject(cond, "type", "Scheduled");
-    cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
-    cJSON_AddStringToObject(cond, "reason", reason);
-    cJSON_AddStringToObject(cond, "message", message);
-    cJSON_AddStringToObject(cond, "lastTransitionTime", t);
     cJSON *status = cJSON_CreateObject();
-    cJSON_AddStringToObject(
-        status, "phase", pg->api == KPG_XK8S || strcmp(phase, "Running") == 0 ? phase : "Pending");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
     char path[600];
     if (pg->api == KPG_XK8S) {
+        /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
+         * only while the installed CRD keeps them (deploy/crds declares them, the upstream CRD
+         * does not and a server prunes them silently: seen in the answer, then not sent) */
+        cJSON_AddStringToObject(status, "phase", phase);
+        const cJSON *pst = cJSON_GetObjectItemCaseSensitive(pg->obj, "status");
+        if (!cJSON_GetObjectItemCaseSensitive(pst, "scheduleStartTime"))
+            cJSON_AddStringToObject(status, "scheduleStartTime", kdrv_rfc3339(now, t, sizeof(t)));
+        if (!d->xk8s_no_conditions) {
+            kobj_format_time(now, t, sizeof(t));
+            cJSON *cond = cJSON_CreateObject();
+            cJSON_AddStringToObject(cond, "type", "Scheduled");
+            cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
+            cJSON_AddStringToObject(cond, "reason", reason);
+            cJSON_AddStringToObject(cond, "message", message);
+            cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        }
         cJSON *body = cJSON_CreateObject();
         cJSON_AddItemToObject(body, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
-        send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+        send_json(d, KUBE_PATCH_MERGE, path, body, d->xk8s_no_conditions ? NULL : on_xk8s_status,
+                  d);
     } else {
-        /* Volcano's PodGroup has no status subresource: PUT the object we last saw (a 409 on a
-         * stale resourceVersion just waits for the next write) */
+        /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
+         * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
+        cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
+        cJSON_AddStringToObject(cond, "status", "True");
+        cJSON_AddStringToObject(cond, "reason", reason);
+        cJSON_AddStringToObject(cond, "message", message);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
+         * just waits for the next write) */
         cJSON *obj = cJSON_Duplicate(pg->obj, 1);
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
         cJSON_AddItemToObject(obj, "status", status);
@@ -410,6 +446,73 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
                  "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s", pg->ns,
                  pg->name);
         send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+    }
+    return true;
+}
+
+/* The answer of a scheduler-plugins status write that carried conditions: when they are not in
+ * it, the installed CRD does not declare them (the upstream one): they are not sent again. */
+static void on_xk8s_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") && !d->xk8s_no_conditions) {
+        d->xk8s_no_conditions = true;
+        LOG_WARN(KDRV_MOD,
+                 "the installed scheduler-plugins PodGroup CRD does not keep status.conditions "
+                 "(the API server pruned them): PodGroups get phase and scheduleStartTime only; "
+                 "the reasons are on the pods' PodScheduled condition and in Events (install "
+                 "deploy/crds to have them on the PodGroup too)");
+    }
+    cJSON_Delete(obj);
+}
+
+/* The answer of a pod status write: the cache takes the newer pod (its resourceVersion is what
+ * the next Binding must carry). */
+static void on_pod_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+        fatal(d, "out of memory in the pod cache");
+    cJSON_Delete(obj);
+}
+
+/* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
+ * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
+ * status was written (rate-limited there) or the pod has no such condition yet, and only when
+ * its message differs. */
+static void pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
+                               const char *reason, const char *message)
+{
+    char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
+    snprintf(msg, sizeof(msg), "%s: %s", reason, message);
+    kdrv_rfc3339(now_ms(), t, sizeof(t));
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kpod *p = pods[i];
+        if (p->node || p->deleting || (!wrote && p->sched_msg) ||
+            (p->sched_msg && strcmp(p->sched_msg, msg) == 0))
+            continue;
+        cJSON *body = cJSON_CreateObject();
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", "PodScheduled");
+        cJSON_AddStringToObject(cond, "status", "False");
+        cJSON_AddStringToObject(cond, "reason", "Unschedulable");
+        cJSON_AddStringToObject(cond, "message", msg);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+        cJSON_AddItemToArray(
+            cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
+        send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d);
     }
 }
 
@@ -1624,15 +1727,20 @@ static void run_cycle(struct kdrv *d)
                      "queue %s is held by an operator: nothing is admitted "
                      "until 'gangctl queue resume %s'",
                      qn, qn);
-            gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+            bool w = gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+            pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "QueueHeld", msg);
         }
         if (held)
             kb.views[q].n_pending = 0;
     }
     /* gangs that cannot be offered to the core */
     for (uint32_t w = 0; w < kb.n_waiting; w++)
-        gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
-                    kb.waiting[w].reason, kb.waiting[w].message, false);
+    {
+        const struct kwaiting *kw = &kb.waiting[w];
+        bool wrote =
+            gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason, kw->message, false);
+        pods_unschedulable(d, kw->pods, kw->n_pods, wrote, kw->reason, kw->message);
+    }
     /* preemptor holds: kept while their gang is pending and the hold has not ended */
     struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
     uint32_t n_hv = 0;
@@ -1685,7 +1793,8 @@ static void run_cycle(struct kdrv *d)
         const struct kgang *kg = &kb.gangs[res.verdicts[v].gang->id];
         char msg[512];
         sched_verdict_format(&res.verdicts[v], kb.snap.cluster, cfg, msg, sizeof(msg));
-        gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
+        bool w = gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
+        pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);
     }
     /* preemption: every member of each victim gang, through the Eviction API */
     for (uint32_t e = 0; e < res.n_evictions; e++) {

@@ -297,6 +297,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->queue);
     free(p->flavor);
     free(p->why);
+    free(p->sched_msg);
     cJSON_Delete(p->obj);
     free(p);
 }
@@ -388,6 +389,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         const char *t = map_str(c, "type"), *s = map_str(c, "status");
         if (t && s && strcmp(t, "Ready") == 0)
             p->ready = strcmp(s, "True") == 0;
+        if (t && s && strcmp(t, "PodScheduled") == 0 && strcmp(s, "False") == 0 && !p->sched_msg)
+            p->sched_msg = strdup(map_str(c, "message") ? map_str(c, "message") : "");
         const char *lt = map_str(c, "lastTransitionTime");
         if (t && s && lt && strcmp(t, "PodScheduled") == 0 && strcmp(s, "True") == 0 &&
             kobj_time(lt, &scheduled_ms) != 0)

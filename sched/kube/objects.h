@@ -74,6 +74,7 @@ struct kpod {
     char *why;          /* the pod's own words when it is not starting or has failed: status
                            reason/message, or a container's waiting or terminated state
                            ("container main: CrashLoopBackOff: back-off 5m0s"), or NULL */
+    char *sched_msg;    /* message of its condition PodScheduled=False, or NULL */
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
     cJSON *obj; /* the whole object when unbound and ours (its placement constraints), else NULL */
