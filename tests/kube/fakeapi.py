@@ -848,7 +848,36 @@ class Store:
             if q.get("dryRun"):
                 body["metadata"]["resourceVersion"] = str(self.rv)
                 return dumps(body)
-            return self._commit(res, ns, name, "ADDED", body, None).raw
+            entry = self._commit(res, ns, name, "ADDED", body, None)
+            if res.key == ("events.k8s.io", "events"):
+                self._core_event_view(body)
+            return entry.raw
+
+    def _core_event_view(self, ev):
+        """kube-apiserver stores one Event and serves it through core/v1 and events.k8s.io/v1
+        (pkg/apis/core and events.k8s.io/v1 conversions: regarding -> involvedObject, note ->
+        message, reportingController -> reportingComponent and source.component,
+        deprecatedCount -> count). Here the two APIs have two tables, so an events.k8s.io Event
+        is also stored, converted, in core/v1: `kubectl describe`, which reads core/v1 events by
+        involvedObject.uid, then shows it. Caller holds the lock."""
+        core = BY_KEY[("", "events")]
+        m = ev["metadata"]
+        if (m["namespace"], m["name"]) in self.objects[core.key]:
+            return
+        obj = {"apiVersion": "v1", "kind": "Event",
+               "metadata": {k: v for k, v in m.items() if k != "resourceVersion"},
+               "involvedObject": ev.get("regarding") or {}, "reason": ev.get("reason"),
+               "message": ev.get("note"), "type": ev.get("type"), "action": ev.get("action"),
+               "eventTime": ev.get("eventTime"),
+               "reportingComponent": ev.get("reportingController"),
+               "reportingInstance": ev.get("reportingInstance"),
+               "source": {"component": ev.get("reportingController")},
+               "count": ev.get("deprecatedCount") or 1,
+               "firstTimestamp": ev.get("deprecatedFirstTimestamp"),
+               "lastTimestamp": ev.get("deprecatedLastTimestamp")}
+        if ev.get("related"):
+            obj["related"] = ev["related"]
+        self._commit(core, m["namespace"], m["name"], "ADDED", obj, None)
 
     def _check_kind(self, res, body):
         kind, av = body.get("kind"), body.get("apiVersion")

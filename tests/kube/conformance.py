@@ -1,0 +1,153 @@
+"""tests/kube/conformance.py: `gangsched run` on a cluster shaped like real ones, against the
+strict fake API server: only Volcano's PodGroup CRD installed at first, scheduler-plugins' added
+later in its upstream shape (no status.conditions: a real server prunes them), and what users
+see of a waiting gang where they look (the pods' PodScheduled condition, Events shown by the real
+`kubectl describe`, the PodGroup status fields the CRD declares).
+
+Owns: the scenarios of issue 14's defects 4, 5 and 6. Built on tests/kube/e2e.py's helpers;
+every wait is bounded.
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import bound, check, events_for, http_get, pg_status, pods_of, wait_for  # noqa: E402
+from kclient import Client  # noqa: E402
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: team-a
+"""
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def upstream_xk8s_crd():
+    """deploy/crds' scheduler-plugins CRD without the conditions gangsched adds: the upstream
+    schema, which prunes status.conditions."""
+    with open(e2e.CRDS["xk8s"]) as f:
+        crd = yaml.safe_load(f)
+    crd = copy.deepcopy(crd)
+    props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    props["status"]["properties"].pop("conditions", None)
+    return crd
+
+
+def kubectl(kubeconfig, *args):
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--request-timeout=20s"] +
+                       list(args), capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def events_section(text):
+    return text[text.find("Events:"):] if "Events:" in text else ""
+
+
+def main():
+    kubeconfig = e2e.start_fake(crds=("volcano",))
+    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
+        f.write(CONFIG)
+    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    c = Client(kubeconfig)
+    for n, rack in (("gpu-1", "r1"), ("gpu-2", "r1")):
+        c.post("/api/v1/nodes", e2e.node(n, rack))
+    a = e2e.Sched(kubeconfig, "conf-a", os.path.join(e2e.TMP, "g.db"))
+    check("the scheduler becomes leader", wait_for(a.leading, 20))
+
+    # defect 6: a cluster with Volcano only schedules (scheduler-plugins' API is 404)
+    e2e.gang(c, "vc", 2, 2, volcano=True)
+    check("with only Volcano's CRD installed, a Volcano gang is bound whole",
+          wait_for(lambda: len(bound(c, "vc")) == 2, 20), a.text()[-600:])
+    c.post("/api/v1/namespaces/default/pods", e2e.pod("solo", None, 1))
+    check("and a plain pod is bound", wait_for(
+        lambda: c.get("/api/v1/namespaces/default/pods/solo")[1].get("spec", {}).get("nodeName"),
+        20))
+    url = a.url()
+    st, body = http_get(url + "/readyz")
+    check("/readyz is 200 and says which PodGroup APIs are in use", st == 200 and
+          "in use: scheduling.volcano.sh/v1beta1" in body and
+          "not served: scheduling.x-k8s.io/v1alpha1" in body, body)
+    wait_for(lambda: "gangsched_podgroup_api_served{" in http_get(url + "/metrics")[1], 5)
+    st, text = http_get(url + "/metrics")
+    check("the metric says scheduler-plugins' API is not served",
+          'gangsched_podgroup_api_served{api="scheduling.x-k8s.io/v1alpha1"} 0' in text and
+          'gangsched_podgroup_api_served{api="scheduling.volcano.sh/v1beta1"} 1' in text,
+          "\n".join(x for x in text.splitlines() if "podgroup_api" in x))
+
+    # defect 4, Volcano: conditions as Volcano writes them
+    cond = wait_for(lambda: pg_status(c, "vc", volcano=True).get("conditions"), 10)
+    check("a bound Volcano gang has condition Scheduled=True",
+          cond and cond[0].get("type") == "Scheduled" and cond[0].get("status") == "True",
+          json.dumps(cond))
+    e2e.gang(c, "vbig", 2, 16, volcano=True)
+    cond = wait_for(lambda: pg_status(c, "vbig", volcano=True).get("conditions"), 10)
+    check("a Volcano gang that cannot fit has Unschedulable=True, as Volcano writes it",
+          cond and cond[0].get("type") == "Unschedulable" and cond[0].get("status") == "True"
+          and "nvidia.com/gpu" in cond[0].get("message", ""), json.dumps(cond))
+
+    # defect 6: scheduler-plugins' CRD installed later is picked up
+    code, _, _ = c.post(CRDS, upstream_xk8s_crd())
+    check("installing scheduler-plugins' CRD (upstream shape) later", code == 201, code)
+    check("the daemon starts watching it",
+          wait_for(lambda: 'gangsched_podgroup_api_served{api="scheduling.x-k8s.io/v1alpha1"} 1'
+                   in http_get(url + "/metrics")[1], 20))
+    e2e.gang(c, "small", 1, 1)
+    check("a scheduler-plugins gang is then bound", wait_for(lambda: bound(c, "small"), 20))
+
+    # defect 4: the upstream CRD prunes conditions: reasons on the pods and in Events
+    e2e.gang(c, "huge", 2, 16)
+    def pod_cond():
+        out = []
+        for p in pods_of(c, "huge"):
+            for x in p.get("status", {}).get("conditions", []):
+                if x.get("type") == "PodScheduled":
+                    out.append(x)
+        return out if len(out) == 2 else None
+    pc = wait_for(pod_cond, 15)
+    check("each pending member gets PodScheduled=False, reason Unschedulable, with the reason",
+          pc and all(x.get("status") == "False" and x.get("reason") == "Unschedulable" and
+                     "nvidia.com/gpu" in x.get("message", "") for x in pc), json.dumps(pc))
+    st = wait_for(lambda: pg_status(c, "huge").get("phase") == "Pending" and pg_status(c, "huge"),
+                  10)
+    check("the PodGroup keeps the fields its CRD declares (phase, scheduleStartTime)",
+          st and st.get("scheduleStartTime") and "conditions" not in st, json.dumps(st))
+    check("the daemon saw the pruning and says where the reasons are",
+          wait_for(lambda: "does not keep status.conditions" in a.text(), 10))
+    _, fs, _ = c.get("/_fake/stats")
+    pr = fs.get("pruned_fields", [])
+    check("the server pruned status.conditions once (what a real one does silently), and the "
+          "daemon then stopped sending them",
+          any("podgroups.scheduling.x-k8s.io" in x and ".status.conditions" in x for x in pr) and
+          not any("/huge:" in x for x in pr),
+          json.dumps(fs.get("pruned_fields")))
+    ev = wait_for(lambda: [e for e in events_for(c, "huge") if e["reason"] == "Unschedulable"],
+                  10)
+    _, pg, _ = c.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/huge")
+    check("its Event carries regarding.uid", ev and ev[0]["regarding"].get("uid") ==
+          pg.get("metadata", {}).get("uid"), json.dumps(ev)[:400])
+
+    # defect 5: the real kubectl describe shows the daemon's events
+    rc, out = kubectl(kubeconfig, "describe", "podgroups.scheduling.x-k8s.io", "huge")
+    evs = events_section(out)
+    check("kubectl describe podgroup shows the Unschedulable event",
+          rc == 0 and "Unschedulable" in evs and "gangsched.io/scheduler" in evs, out[-800:])
+    rc, out = kubectl(kubeconfig, "describe", "pod", "solo")
+    evs = events_section(out)
+    check("kubectl describe pod shows the Scheduled event of a gang of one",
+          rc == 0 and "Scheduled" in evs, out[-800:])
+    rc, out = kubectl(kubeconfig, "describe", "pod", "huge-0")
+    check("kubectl describe pod of a waiting member shows PodScheduled False",
+          rc == 0 and "PodScheduled" in out and "False" in out, out[-800:])
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
