@@ -455,6 +455,7 @@ struct group {
     uint32_t n_pending, n_bound, cap_pending, cap_bound;
     uint32_t n_bound_live;  /* bound and not being deleted: they count toward minMember */
     uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
+    uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -527,6 +528,46 @@ static int add_waiting(struct builder *b, const struct group *g, const char *rea
     return 0;
 }
 
+/* The annotations a pending gang's request is read from (sched/core/annot.h): its PodGroup's,
+ * Volcano's spec.networkTopology in the annotation form ({mode, highestTierAllowed}), then its
+ * first member's; the first occurrence of a key wins. */
+static int gang_annotations(const struct group *g, const struct kpod *first, struct arena *a,
+                            struct kv **out, uint32_t *n)
+{
+    struct kv *pa = NULL, *ma = NULL;
+    uint32_t np = 0, nm = 0;
+    if (g->pg && kobj_annotations(g->pg->obj, a, &pa, &np) != 0)
+        return SCHED_ENOMEM;
+    if (first && first->obj && kobj_annotations(first->obj, a, &ma, &nm) != 0)
+        return SCHED_ENOMEM;
+    const cJSON *nt = NULL;
+    if (g->pg && g->pg->api == KPG_VOLCANO)
+        nt = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"), "networkTopology");
+    struct kv *all = arena_calloc(a, np + nm + 3, sizeof(*all));
+    if (!all)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < np; i++)
+        all[k++] = pa[i];
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
+    if (cJSON_IsString(mode))
+        all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode",
+                               .value = mode->valuestring};
+    if (cJSON_IsNumber(tier)) {
+        char *t = arena_printf(a, "%d", tier->valueint);
+        if (!t)
+            return SCHED_ENOMEM;
+        all[k++] = (struct kv){.key = "volcano.sh/network-topology-highest-tier", .value = t};
+    }
+    for (uint32_t i = 0; i < nm; i++)
+        all[k++] = ma[i];
+    *out = all;
+    *n = k;
+    return 0;
+}
+
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
@@ -587,11 +628,14 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 if (!earlier)
                     kg->members[k++] = members[i];
             }
+    kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
     const char *profile = NULL;
-    if (g->pg && !running) {
+    if (!running) {
+        /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
+         * member's (a pod template carries Kueue's podset-* topology annotations) */
         struct kv *ann;
         uint32_t n_ann;
-        if (kobj_annotations(g->pg->obj, a, &ann, &n_ann) != 0)
+        if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
             return SCHED_ENOMEM;
         struct sched_errbuf eb;
         if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
@@ -707,6 +751,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             g->named = p->group != NULL;
             g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
         }
+        if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
+            g->kueue_total = p->group_total;
         if (bound && !p->deleting && !terminal)
             g->n_bound_live++;
         else if (bound && !terminal)
@@ -740,8 +786,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             const char *qname = group_queue(g, cfg);
             int q = qname && cfg ? config_queue_index(cfg, qname) : -1;
             if (pass == 0) {
-                uint32_t min = g->pg ? g->pg->min_member : 1;
-                if (g->named && !g->pg) {
+                uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
+                if (g->named && !g->pg && !g->kueue_total) {
                     rc = add_waiting(&b, g, "PodGroupNotFound",
                                      arena_printf(a,
                                                   "pods name podgroup %s, which does not "
@@ -898,14 +944,30 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 ckpt = ms;
         }
         const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
+        /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over
+         * the queue's; a bad value keeps the queue's (it was reported at admission) */
+        struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+                                  .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
+        if (kg->pg) {
+            struct kv *ann;
+            uint32_t n_ann;
+            struct sched_errbuf e2;
+            if (kobj_annotations(kg->pg->obj, a, &ann, &n_ann) != 0) {
+                rc = SCHED_ENOMEM;
+                goto done;
+            }
+            if (annot_run(ann, n_ann, &hints, &e2) != 0)
+                LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
+        }
         run[n_run++] = (struct sched_running){
             .gang = &kg->gang,
             .pods = as,
             .flavor = flavor,
             .start_ms = start,
             .last_checkpoint_ms = ckpt,
-            .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0,
-            .min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+            .restart_cost_ms = hints.restart_cost_ms,
+            .min_runtime_ms = hints.min_runtime_ms,
+            .non_preemptible = hints.non_preemptible,
             .evicting = false,
         };
         for (uint32_t m = 0; m < kg->gang.n_pods; m++)

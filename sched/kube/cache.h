@@ -36,6 +36,7 @@ struct kgang {
     uint32_t *nodes;       /* running gangs: node index of each member (UINT32_MAX: a node the
                               cluster does not have), else NULL */
     bool running;          /* bound members, no pending ones */
+    uint32_t min_member;   /* the PodGroup's minMember, Kueue's total count, or 1 */
 };
 
 /* A gang that cannot be offered to the core, and why (written to status and events). */

@@ -79,7 +79,7 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
         uint32_t max_restarts;
         bool spread;
         settings(kg, cfg, &start_timeout, &max_restarts, &grace, &spread);
-        uint32_t min = kg->pg ? kg->pg->min_member : 1;
+        uint32_t min = kg->min_member ? kg->min_member : 1;
         uint32_t live = 0, started = 0;
         const struct kpod *failed = NULL, *not_started = NULL, *on_lost_node = NULL;
         const struct kpod **lost = arena_calloc(a, kg->gang.n_pods, sizeof(*lost));

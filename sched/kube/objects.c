@@ -417,6 +417,21 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         grp = map_str(ann, KOBJ_ANNOT_KUBE_GROUP);
     if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
+    const char *kg = map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
+    if (!grp && kg && *kg) { /* Kueue's plain-pod group: no PodGroup object, a total count */
+        const char *tc = map_str(ann, KOBJ_ANNOT_KUEUE_TOTAL);
+        char *end = NULL;
+        long total = tc ? strtol(tc, &end, 10) : -1;
+        if (!tc || !end || *end || end == tc || total < 1 || total > 100000) {
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "pod %s: label %s needs the annotation %s, a count >= 1 (got "
+                            "\"%.32s\")",
+                            key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
+            goto fail;
+        }
+        p->group_total = (uint32_t)total;
+        grp = kg;
+    }
     if (grp && *grp) {
         char gkey[KOBJ_KEY_MAX];
         if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0) {

@@ -4,8 +4,10 @@
  * Owns: the records and every string in them; which fields are read and how they are checked;
  * the membership and queue conventions users already have:
  *   gang:  label scheduling.x-k8s.io/pod-group (scheduler-plugins PodGroup),
- *          annotation scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano);
- *          a pod without a group is a gang of one.
+ *          annotation scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano),
+ *          label kueue.x-k8s.io/pod-group-name with the annotation
+ *          kueue.x-k8s.io/pod-group-total-count (Kueue's plain-pod groups: no PodGroup object,
+ *          minMember = the total count); a pod without a group is a gang of one.
  *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name, else annotation
  *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
  *          for its pods.
@@ -35,6 +37,8 @@
 #define KOBJ_LABEL_XK8S_GROUP   "scheduling.x-k8s.io/pod-group"
 #define KOBJ_ANNOT_KUBE_GROUP   "scheduling.k8s.io/group-name"
 #define KOBJ_ANNOT_VOLCANO_GRP  "scheduling.volcano.sh/group-name"
+#define KOBJ_LABEL_KUEUE_GROUP  "kueue.x-k8s.io/pod-group-name"
+#define KOBJ_ANNOT_KUEUE_TOTAL  "kueue.x-k8s.io/pod-group-total-count"
 #define KOBJ_ANNOT_GPU_IDS      "gangsched.io/gpu-ids"
 #define KOBJ_ANNOT_FLAVOR       "gangsched.io/flavor"
 #define KOBJ_ANNOT_LAST_CKPT    "gangsched.io/last-checkpoint"
@@ -58,6 +62,7 @@ struct kpod {
     char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
     char *node;    /* spec.nodeName, NULL when unbound */
     char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
+    uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
     char *queue;   /* the pod's own queue label or annotation, NULL when none */
     char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
     bool ours;     /* spec.schedulerName is this scheduler's name */
