@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import yaml
 
@@ -51,7 +52,8 @@ def events_section(text):
 
 
 def main():
-    kubeconfig = e2e.start_fake(crds=("volcano",))
+    only_shapes = "--shapes-only" in sys.argv  # both CRDs from the start, defects 7-9 only
+    kubeconfig = e2e.start_fake(crds=("xk8s", "volcano") if only_shapes else ("volcano",))
     with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
         f.write(CONFIG)
     with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
@@ -61,6 +63,9 @@ def main():
         c.post("/api/v1/nodes", e2e.node(n, rack))
     a = e2e.Sched(kubeconfig, "conf-a", os.path.join(e2e.TMP, "g.db"))
     check("the scheduler becomes leader", wait_for(a.leading, 20))
+    if only_shapes:
+        shapes(c, kubeconfig)
+        e2e.finish()
 
     # defect 6: a cluster with Volcano only schedules (scheduler-plugins' API is 404)
     e2e.gang(c, "vc", 2, 2, volcano=True)
@@ -146,7 +151,125 @@ def main():
     rc, out = kubectl(kubeconfig, "describe", "pod", "huge-0")
     check("kubectl describe pod of a waiting member shows PodScheduled False",
           rc == 0 and "PodScheduled" in out and "False" in out, out[-800:])
+    shapes(c, kubeconfig)
     e2e.finish()
+
+
+def pinned(name, group, gpus, node, priority=0, labels=None, annotations=None):
+    p = e2e.pod(name, group, gpus)
+    p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    p["spec"]["priority"] = priority
+    if labels:
+        p["metadata"].setdefault("labels", {}).update(labels)
+    if annotations:
+        p["metadata"].setdefault("annotations", {}).update(annotations)
+    return p
+
+
+def pod_bound(c, name):
+    return c.get("/api/v1/namespaces/default/pods/" + name)[1].get("spec", {}).get("nodeName")
+
+
+def shapes(c, kubeconfig):
+    """Volcano's networkTopology, Kueue's plain-pod groups and podset topology on pods, the
+    per-gang preemption annotations (defects 7, 8, 9)."""
+    for p in c.get("/api/v1/namespaces/default/pods")[1].get("items", []):
+        c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                 {"gracePeriodSeconds": 0})
+    wait_for(lambda: not c.get("/api/v1/namespaces/default/pods")[1].get("items"), 10)
+    c.post("/api/v1/nodes", e2e.node("gpu-3", "r2"))
+    # gpu-2 is full (another scheduler's pod): one free node in r1 (gpu-1), one in r2 (gpu-3)
+    other = e2e.pod("other", None, 8)
+    other["spec"]["schedulerName"] = "default-scheduler"
+    c.post("/api/v1/namespaces/default/pods", other)
+    c.post("/api/v1/namespaces/default/pods/other/binding",
+           {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "other"},
+            "target": {"kind": "Node", "name": "gpu-2"}})
+    # defect 7: Volcano spec.networkTopology hard, tier 1 (a rack): may not span two racks
+    path, pg = e2e.podgroup("nt", 2, volcano=True)
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+    c.post(path, pg)
+    for i in range(2):
+        c.post("/api/v1/namespaces/default/pods", e2e.pod("nt-%d" % i, "nt", 8, volcano=True))
+    cond = wait_for(lambda: pg_status(c, "nt", volcano=True).get("conditions"), 10)
+    check("a Volcano gang with networkTopology hard tier 1 is not spread over two racks",
+          cond and cond[0].get("type") == "Unschedulable" and not bound(c, "nt"),
+          json.dumps(cond) + str([p["spec"].get("nodeName") for p in pods_of(c, "nt")]))
+    pg["spec"]["networkTopology"] = {"mode": "soft", "highestTierAllowed": 1}
+    _, cur, _ = c.get(path + "/nt")
+    cur["spec"]["networkTopology"] = {"mode": "soft", "highestTierAllowed": 1}
+    c.put(path + "/nt", cur)
+    check("with mode soft it is bound across the racks",
+          wait_for(lambda: len(bound(c, "nt")) == 2, 20))
+    for i in range(2):
+        c.delete("/api/v1/namespaces/default/pods/nt-%d" % i, {"gracePeriodSeconds": 0})
+    wait_for(lambda: not pods_of(c, "nt"), 10)
+
+    # defect 8: Kueue plain-pod groups: label pod-group-name + annotation total-count
+    kq = {"kueue.x-k8s.io/pod-group-name": "kq", "kueue.x-k8s.io/queue-name": "team-a"}
+    total = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    c.post("/api/v1/namespaces/default/pods", pinned("kq-0", None, 1, "gpu-1", labels=kq,
+                                                     annotations=total))
+    def kq0_reason():
+        for x in c.get("/api/v1/namespaces/default/pods/kq-0")[1].get("status", {}).get(
+                "conditions", []):
+            if x.get("type") == "PodScheduled" and "1 of minMember 2" in x.get("message", ""):
+                return x
+    got = wait_for(kq0_reason, 10)
+    check("one pod of a Kueue group of 2 is not bound alone: it waits for its peer",
+          got and not pod_bound(c, "kq-0"), json.dumps(got))
+    c.post("/api/v1/namespaces/default/pods", pinned("kq-1", None, 1, "gpu-3", labels=kq,
+                                                     annotations=total))
+    check("with both pods the Kueue group is bound whole",
+          wait_for(lambda: pod_bound(c, "kq-0") and pod_bound(c, "kq-1"), 20))
+    # Kueue's podset topology annotation on the pods (from the pod template)
+    kt = {"kueue.x-k8s.io/pod-group-name": "kt", "kueue.x-k8s.io/queue-name": "team-a"}
+    ann = dict(total, **{"kueue.x-k8s.io/podset-required-topology":
+                         "network.topology.gangsched.io/rack"})
+    for i in range(2):
+        p = e2e.pod("kt-%d" % i, None, 7)
+        p["metadata"]["labels"] = dict(kt)
+        p["metadata"]["annotations"] = dict(ann)
+        c.post("/api/v1/namespaces/default/pods", p)
+    time.sleep(3)
+    check("a Kueue group whose pods require one rack is not spread over two",
+          not pod_bound(c, "kt-0") and not pod_bound(c, "kt-1"))
+    for n in ("kq-0", "kq-1", "kt-0", "kt-1"):
+        c.delete("/api/v1/namespaces/default/pods/" + n, {"gracePeriodSeconds": 0})
+    wait_for(lambda: not [p for p in c.get("/api/v1/namespaces/default/pods")[1]["items"]
+                          if p["metadata"]["name"] != "other"], 10)
+
+    # defect 9: per-gang non-preemptible and min-runtime; a gang without them is preempted
+    low = {"gpu-1": ("keep", {"gangsched.io/non-preemptible": "true"}),
+           "gpu-3": ("young", {"gangsched.io/min-runtime": "1h"})}
+    for node, (name, a) in low.items():
+        path, pg = e2e.podgroup(name, 1)
+        pg["metadata"]["annotations"] = a
+        c.post(path, pg)
+        c.post("/api/v1/namespaces/default/pods", pinned(name + "-0", name, 8, node))
+    check("two low-priority gangs, non-preemptible and inside their min-runtime, run",
+          wait_for(lambda: pod_bound(c, "keep-0") and pod_bound(c, "young-0"), 20))
+    for node in low:
+        c.post(*e2e.podgroup("hi" + node[-1], 1))
+        c.post("/api/v1/namespaces/default/pods",
+               pinned("hi%s-0" % node[-1], "hi" + node[-1], 8, node, priority=100))
+    time.sleep(4)
+    st1, k, _ = c.get("/api/v1/namespaces/default/pods/keep-0")
+    st2, y, _ = c.get("/api/v1/namespaces/default/pods/young-0")
+    check("higher-priority gangs do not preempt them (the annotations are read by the daemon)",
+          st1 == 200 and st2 == 200 and not k["metadata"].get("deletionTimestamp") and
+          not y["metadata"].get("deletionTimestamp"), "%s %s" % (st1, st2))
+    # the control: the same without annotations is preempted
+    c.delete("/api/v1/namespaces/default/pods/other", {"gracePeriodSeconds": 0})
+    c.post(*e2e.podgroup("plain", 1))
+    c.post("/api/v1/namespaces/default/pods", pinned("plain-0", "plain", 8, "gpu-2"))
+    check("(control) a gang without them runs", wait_for(lambda: pod_bound(c, "plain-0"), 20))
+    c.post(*e2e.podgroup("hi2", 1))
+    c.post("/api/v1/namespaces/default/pods", pinned("hi2-0", "hi2", 8, "gpu-2", priority=100))
+    def evicted():
+        st, p, _ = c.get("/api/v1/namespaces/default/pods/plain-0")
+        return st == 404 or p["metadata"].get("deletionTimestamp")
+    check("(control) and is preempted by the higher-priority gang", wait_for(evicted, 20))
 
 
 if __name__ == "__main__":
