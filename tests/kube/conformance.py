@@ -239,6 +239,25 @@ def shapes(c, kubeconfig):
     wait_for(lambda: not [p for p in c.get("/api/v1/namespaces/default/pods")[1]["items"]
                           if p["metadata"]["name"] != "other"], 10)
 
+    # defect 10: a node with 8 free GPUs in two 4-GPU NVLink islands, a pod whose tensor-parallel
+    # group of 8 needs them in one
+    isl = e2e.node("gpu-9", "r9")
+    isl["metadata"]["annotations"] = {"gangsched.io/gpu-islands": "0-3,4-7"}
+    c.post("/api/v1/nodes", isl)
+    c.post("/api/v1/namespaces/default/pods",
+           pinned("isl-0", None, 8, "gpu-9", annotations={"gangsched.io/tp-size": "8"}))
+    def isl_msg():
+        for x in c.get("/api/v1/namespaces/default/pods/isl-0")[1].get("status", {}).get(
+                "conditions", []):
+            if x.get("type") == "PodScheduled":
+                return x.get("message")
+    m = wait_for(isl_msg, 20) or ""
+    check("the unschedulable note names the NVLink islands, not a shortage of GPUs",
+          "NVLink island" in m and "insufficient" not in m,
+          m or json.dumps(c.get("/api/v1/namespaces/default/pods/isl-0")[1])[-600:])
+    c.delete("/api/v1/namespaces/default/pods/isl-0", {"gracePeriodSeconds": 0})
+    c.delete("/api/v1/nodes/gpu-9")
+
     # defect 9: per-gang non-preemptible and min-runtime; a gang without them is preempted
     low = {"gpu-1": ("keep", {"gangsched.io/non-preemptible": "true"}),
            "gpu-3": ("young", {"gangsched.io/min-runtime": "1h"})}
