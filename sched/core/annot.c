@@ -43,6 +43,11 @@ static int level_by_label(const struct topo *t, const char *label)
     return -1;
 }
 
+int annot_level_by_label(const struct topo *t, const char *label)
+{
+    return level_by_label(t, label);
+}
+
 static int positive(const char *key, const char *v, uint32_t *out, struct sched_errbuf *eb)
 {
     char *end;

@@ -57,6 +57,10 @@ int annot_run(const struct kv *annotations, size_t n, struct annot_run *out,
 /* "0,1,2,3" for a GPU mask (gangsched.io/gpu-ids on a bound pod); returns the length written. */
 int annot_gpu_ids(uint32_t mask, char *buf, size_t n);
 
+/* Index of the topology level whose node label is `label` ("kubernetes.io/hostname": the node
+ * level), or -1. */
+int annot_level_by_label(const struct topo *t, const char *label);
+
 /* Parses a duration ("90s", "10m", "2h", "1h30m", "1d", "250ms", plain seconds) into ms. */
 int annot_duration(const char *s, int64_t *ms);
 

@@ -1,6 +1,8 @@
 /* sched/kube/cache.c: the Kubernetes driver's cluster cache and cycle input (see cache.h). */
 #include "sched/kube/cache.h"
 
+#include "sched/kube/native.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +255,67 @@ void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid
     c->dirty = true;
 }
 
+/* ---- native scheduling.k8s.io groups (sched/kube/native.h) -------------------------------- */
+
+/* A 1.35 Workload: its pod groups replace the ones it had ("ns/workload:*" keys). */
+static int workload_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    if (!name || strlen(name) > KOBJ_NAME_MAX || (ns && strlen(ns) > KOBJ_NAME_MAX)) {
+        LOG_WARN("kube", "workload without a valid metadata.name skipped");
+        return 0;
+    }
+    char prefix[2 * KOBJ_NAME_MAX + 4];
+    snprintf(prefix, sizeof(prefix), "%s/%s:", ns && *ns ? ns : "default", name);
+    c->dirty = true;
+    struct kpg **v = NULL;
+    uint32_t n = 0;
+    if (!deleted) {
+        struct sched_errbuf eb;
+        int rc = knative_workload_decode(obj, &v, &n, &eb);
+        if (rc == SCHED_ENOMEM)
+            return rc;
+        if (rc) /* the old pod groups stay: pods keep waiting on what was last valid */
+            LOG_WARN("kube", "workload skipped: error=%s", eb.msg);
+        if (rc)
+            return 0;
+    }
+    /* at most 8 pod groups per Workload: one scan per deletion */
+    size_t plen = strlen(prefix);
+    for (bool more = true; more;) {
+        more = false;
+        const char *k;
+        void *val;
+        for (size_t i = 0; strmap_next(&c->pgs, &i, &k, &val);)
+            if (strncmp(k, prefix, plen) == 0) {
+                char *dup = strdup(k);
+                if (!dup) {
+                    for (uint32_t j = 0; j < n; j++)
+                        kobj_pg_free(v[j]);
+                    free(v);
+                    return SCHED_ENOMEM;
+                }
+                kobj_pg_free(strmap_del(&c->pgs, dup));
+                free(dup);
+                more = true;
+                break;
+            }
+    }
+    int rc = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (rc == 0 && strmap_put(&c->pgs, v[j]->key, v[j], NULL) == 0)
+            continue;
+        rc = SCHED_ENOMEM;
+        kobj_pg_free(v[j]);
+    }
+    free(v);
+    return rc;
+}
+
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
 {
+    if (api == KPG_WORKLOAD_V1ALPHA1)
+        return workload_event(c, obj, deleted);
     const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
     if (!name) {
         LOG_WARN("kube", "podgroup without metadata.name skipped");
@@ -456,6 +517,7 @@ struct group {
     uint32_t n_bound_live;  /* bound and not being deleted: they count toward minMember */
     uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
     uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
+    const char *foreign;    /* native group: a pending member with another schedulerName */
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -497,6 +559,13 @@ static const char *group_queue(const struct group *g, const struct config *cfg)
     if (cfg && config_queue_index(cfg, "default") >= 0)
         return "default";
     return NULL;
+}
+
+/* A native gang places minCount pods all or nothing; its extra pods are best effort: one at a
+ * time once the gang is whole (kube-scheduler places them one by one too). */
+static uint32_t min_of(const struct group *g)
+{
+    return g->pg && g->pg->min_member ? g->pg->min_member : 1;
 }
 
 struct builder {
@@ -544,12 +613,15 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     if (g->pg && g->pg->api == KPG_VOLCANO)
         nt = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"), "networkTopology");
-    struct kv *all = arena_calloc(a, np + nm + 3, sizeof(*all));
+    struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < np; i++)
         all[k++] = pa[i];
+    if (g->pg && g->pg->topology_key) /* native: the constraint's node label as required level */
+        all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-required-topology",
+                               .value = g->pg->topology_key};
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
     const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
     if (cJSON_IsString(mode))
@@ -614,6 +686,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             submit = p->created_ms;
     }
     gg->submit_ms = g->pg && g->pg->created_ms ? g->pg->created_ms : submit;
+    if (g->pg && g->pg->has_priority) /* native: the PodGroup's priority is the gang's */
+        gg->priority = g->pg->priority;
     /* members in placement order: pods of set 0 first, then set 1, ... */
     kg->members = arena_calloc(a, n ? n : 1, sizeof(*kg->members));
     if (!kg->members)
@@ -629,7 +703,17 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                     kg->members[k++] = members[i];
             }
     kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
+    if (running && g->pg && g->pg->initially_scheduled && kg->min_member > n)
+        kg->min_member = n; /* native: a raised minCount applies to future cycles only */
     const char *profile = NULL;
+    if (!running && g->pg && g->pg->topology_key &&
+        annot_level_by_label(&b->c->cluster->topo, g->pg->topology_key) < 0) {
+        *why = arena_printf(a,
+                            "podgroup %s: spec.schedulingConstraints.topology[0].key: \"%s\" is "
+                            "not the node label of a configured topology level",
+                            g->key, g->pg->topology_key);
+        return SCHED_EINVAL;
+    }
     if (!running) {
         /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
          * member's (a pod template carries Kueue's podset-* topology annotations) */
@@ -724,12 +808,22 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         if (b.state[i].used.v[RES_PODS] == 0)
             b.state[i].release_ms = 0;
 
-    /* groups of this scheduler's pods */
-    struct strmap groups;
+    /* groups of this scheduler's pods; native groups with a pending member of another
+     * scheduler (upstream: every pod of a group has the same schedulerName) */
+    struct strmap groups, foreign;
     strmap_init(&groups);
+    strmap_init(&foreign);
     int rc = 0;
     const char *key;
     void *v;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+        struct kpod *p = v;
+        if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
+            !strmap_get(&foreign, p->group) && strmap_put(&foreign, p->group, p->name, NULL)) {
+            rc = SCHED_ENOMEM;
+            goto done;
+        }
+    }
     for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
         struct kpod *p = v;
         bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
@@ -741,6 +835,10 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         if (!bound && (p->deleting || p->gated))
             continue;
         const char *gk = p->group ? p->group : p->key;
+        const struct kpg *pg = p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group)
+                                        : NULL;
+        if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
+            gk = p->key;
         struct group *g = strmap_get(&groups, gk);
         if (!g) {
             g = arena_calloc(a, 1, sizeof(*g));
@@ -748,8 +846,9 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 rc = SCHED_ENOMEM;
                 goto done;
             }
-            g->named = p->group != NULL;
-            g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
+            g->named = p->group != NULL && gk == p->group;
+            g->pg = g->named ? pg : NULL;
+            g->foreign = g->named && p->native ? strmap_get(&foreign, gk) : NULL;
         }
         if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
             g->kueue_total = p->group_total;
@@ -797,6 +896,21 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                         goto done;
                     continue;
                 }
+                if (g->foreign) {
+                    rc = add_waiting(&b, g, "SchedulerError",
+                                     arena_printf(a,
+                                                  "all pods of pod group %s should have the same "
+                                                  ".spec.schedulerName; pod %s has another: its "
+                                                  "pods are left alone",
+                                                  g->key, g->foreign));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                /* native, scheduled once: a raised minCount never evicts running pods */
+                if (g->pg && g->pg->initially_scheduled && g->n_bound_live > 0 &&
+                    g->n_bound_live < min)
+                    min = g->n_bound_live;
                 /* bound and pending members are judged together: pending ones join bound
                  * ones only when those make a whole gang already (an elastic gang grows);
                  * below minMember the bound ones are torn down first (lifecycle.c) */
@@ -847,6 +961,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 if (done)
                     continue;
             }
+            if (pass == 0 && g->pg && knative_is(g->pg->api))
+                n = g->n_bound_live == 0 ? (n < min_of(g) ? n : min_of(g)) : 1;
             if (pass == 1 && q < 0) {
                 q = 0; /* still charged somewhere: usage must not vanish with a config edit */
                 if (!cfg || cfg->n_queues == 0)
@@ -996,5 +1112,6 @@ done:
         free(g->bound);
     }
     strmap_fini(&groups);
+    strmap_fini(&foreign);
     return rc;
 }

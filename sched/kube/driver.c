@@ -43,6 +43,7 @@
 #include "sched/kube/cache.h"
 #include "sched/kube/client.h"
 #include "sched/kube/lifecycle.h"
+#include "sched/kube/native.h"
 #include "store/store.h"
 
 #define KDRV_MOD           "kube"
@@ -101,7 +102,7 @@ struct kdrv {
     uv_signal_t sigterm, sigint;
     struct kube_auth *auth;
     struct kube_client *client;
-    struct kube_informer *inf[5];
+    struct kube_informer *inf[3 + KPG_N_API];
     uint32_t n_inf;
     struct kube_lease *lease;
     struct config_watch *cw;
@@ -345,6 +346,97 @@ static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
     return buf;
 }
 
+/* ---- native scheduling.k8s.io groups (sched/kube/native.h) --------------------------------- */
+
+/* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
+ * a strategic merge patch on its status subresource (conditions merge by type): True/Scheduled
+ * once its gang is bound, else False with Unschedulable or SchedulerError and the gang's
+ * reason; never again once True. 1.35 Workloads have no status: Events only. */
+static void native_status(struct kdrv *d, const struct kpg *pg, bool ok, const char *reason,
+                          const char *message)
+{
+    const char *ct = knative_sched_condition(pg->api);
+    char msg[700];
+    snprintf(msg, sizeof(msg), "%s: %s", reason, message);
+    cJSON *body = ct ? knative_condition_patch(pg, ct, ok, ok ? "Scheduled" : knative_reason(reason),
+                                               ok ? message : msg, now_ms())
+                     : NULL;
+    if (!body)
+        return;
+    char path[700];
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
+             knative_api_version(pg->api), pg->ns, pg->name);
+    send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
+}
+
+/* A victim gang's members, evicted once its PodGroup carries DisruptionTarget (the order
+ * kube-scheduler keeps: the condition before the eviction). */
+struct kvictim {
+    struct kdrv *d;
+    char **ns, **name;
+    uint32_t n;
+};
+
+static void evict_pod(struct kdrv *d, const char *ns, const char *name);
+
+static void on_disruption_target(void *ctx, const struct kube_resp *r)
+{
+    struct kvictim *v = ctx;
+    if (r->status < 200 || r->status >= 300)
+        LOG_WARN(KDRV_MOD, "DisruptionTarget not written (evicting anyway): status=%d pod=%s/%s",
+                 r->status, v->n ? v->ns[0] : "", v->n ? v->name[0] : "");
+    for (uint32_t i = 0; i < v->n; i++) {
+        evict_pod(v->d, v->ns[i], v->name[i]);
+        free(v->ns[i]);
+        free(v->name[i]);
+    }
+    free(v->ns);
+    free(v->name);
+    free(v);
+}
+
+/* Evicts a victim gang's members; a native PodGroup gets DisruptionTarget=True reason
+ * PreemptionByScheduler first. */
+static void evict_gang(struct kdrv *d, const struct kgang *victim, const char *message)
+{
+    const struct kpg *pg = victim->pg;
+    cJSON *body = pg && knative_sched_condition(pg->api)
+                      ? knative_condition_patch(pg, "DisruptionTarget", true,
+                                                "PreemptionByScheduler", message, now_ms())
+                      : NULL;
+    struct kvictim *v = body ? calloc(1, sizeof(*v)) : NULL;
+    if (v) {
+        v->d = d;
+        v->ns = calloc(victim->gang.n_pods + 1, sizeof(char *));
+        v->name = calloc(victim->gang.n_pods + 1, sizeof(char *));
+        for (uint32_t m = 0; v->ns && v->name && m < victim->gang.n_pods; m++) {
+            v->ns[v->n] = strdup(victim->members[m]->ns);
+            v->name[v->n] = strdup(victim->members[m]->name);
+            if (v->ns[v->n] && v->name[v->n])
+                v->n++;
+        }
+    }
+    if (!v || !v->ns || !v->name || v->n != victim->gang.n_pods) {
+        if (v) {
+            for (uint32_t i = 0; i < v->n; i++) {
+                free(v->ns[i]);
+                free(v->name[i]);
+            }
+            free(v->ns);
+            free(v->name);
+            free(v);
+        }
+        cJSON_Delete(body);
+        for (uint32_t m = 0; m < victim->gang.n_pods; m++)
+            evict_pod(d, victim->members[m]->ns, victim->members[m]->name);
+        return;
+    }
+    char path[700];
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
+             knative_api_version(pg->api), pg->ns, pg->name);
+    send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
+}
+
 /* Returns whether it wrote (false: rate-limited). */
 static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
                         const char *phase, const char *type, const char *reason,
@@ -393,10 +485,12 @@ static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
                    warn ? "Scheduling" : "Binding", message);
         return true;
     }
-    const char *api_version =
-        pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
-    post_event(d, api_version, "PodGroup", pg->ns, pg->name, pg->uid, type, reason,
-               warn ? "Scheduling" : "Binding", message);
+    post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name, pg->uid,
+               type, reason, warn ? "Scheduling" : "Binding", message);
+    if (knative_is(pg->api)) {
+        native_status(d, pg, !warn, reason, message);
+        return true;
+    }
     char t[40];
     kobj_format_time(now, t, sizeof(t));
     cJSON *status = cJSON_CreateObject();
@@ -1805,8 +1899,7 @@ static void run_cycle(struct kdrv *d)
                  "preempted by %s (%.0f GPU-seconds of work since the last "
                  "checkpoint lost)",
                  by->key, res.evictions[e].lost_gpu_s);
-        for (uint32_t m = 0; m < victim->gang.n_pods; m++)
-            evict_pod(d, victim->members[m]->ns, victim->members[m]->name);
+        evict_gang(d, victim, msg);
         const char *kind[] = {res.evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
                               : res.evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
                                                                                   : "priority"};
@@ -1977,6 +2070,30 @@ static void on_pg_volcano(void *ctx, enum kube_event ev, const cJSON *obj)
         fatal(d, "out of memory in the podgroup cache");
 }
 
+static void on_pg_native_a2(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED &&
+        kcache_pg_event(d->cache, obj, KPG_NATIVE_V1ALPHA2, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
+static void on_pg_native_b1(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED &&
+        kcache_pg_event(d->cache, obj, KPG_NATIVE_V1BETA1, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
+static void on_workload(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED &&
+        kcache_pg_event(d->cache, obj, KPG_WORKLOAD_V1ALPHA1, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
 static void on_lease(void *ctx, bool leading)
 {
     struct kdrv *d = ctx;
@@ -2030,9 +2147,8 @@ static void on_config(void *data, const struct config *fresh, const struct confi
 
 /* ---- HTTP API: readiness, operator writes, metrics ------------------------------------------ */
 
-/* The PodGroup APIs: which informer reads which, and whether the server serves it. */
-static const char *const kdrv_pg_api[] = {"scheduling.x-k8s.io/v1alpha1",
-                                          "scheduling.volcano.sh/v1beta1"};
+/* The PodGroup APIs: informer KDRV_INF_PG + i reads enum kpg_api i (knative_api_version names
+ * it); whether the server serves it is whether its list was a 404. */
 #define KDRV_INF_PG 3 /* index of the first PodGroup informer in d->inf */
 
 /* "podgroup APIs in use: scheduling.x-k8s.io/v1alpha1; not served: ..." into buf. */
@@ -2043,11 +2159,12 @@ static void pg_apis(const struct kdrv *d, char *buf, size_t n)
         if (pass == 1 && off < n)
             off += (size_t)snprintf(buf + off, n - off, "; not served:");
         int k = 0;
-        for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
+        for (uint32_t i = 0; i < KPG_N_API && KDRV_INF_PG + i < d->n_inf; i++) {
             bool absent = kube_informer_absent(d->inf[KDRV_INF_PG + i]);
             if (absent == (pass == 1) && off < n)
-                off += (size_t)snprintf(buf + off, n - off, "%s %s", k++ ? "," : "",
-                                        kdrv_pg_api[i]);
+                off += (size_t)snprintf(buf + off, n - off, "%s %s%s", k++ ? "," : "",
+                                        knative_api_version(i),
+                                        i == KPG_WORKLOAD_V1ALPHA1 ? " (workloads)" : "");
         }
         if (k == 0 && off < n)
             off += (size_t)snprintf(buf + off, n - off, " none");
@@ -2093,10 +2210,8 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
         cJSON *ann =
             cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
         cJSON_AddStringToObject(ann, "gangsched.io/checkpoint-requested", t);
-        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s",
-                 pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1"
-                                     : "scheduling.volcano.sh/v1beta1",
-                 pg->ns, pg->name);
+        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s",
+                 knative_api_version(pg->api), pg->ns, knative_plural(pg->api), pg->name);
         send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
         return 0;
     }
@@ -2321,8 +2436,8 @@ static void on_stats_timer(uv_timer_t *t)
 {
     struct kdrv *d = t->data;
     update_client_metrics(d);
-    for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
-        const char *lbl[] = {kdrv_pg_api[i]};
+    for (uint32_t i = 0; i < KPG_N_API && KDRV_INF_PG + i < d->n_inf; i++) {
+        const char *lbl[] = {knative_api_version(i)};
         const struct kube_informer *inf = d->inf[KDRV_INF_PG + i];
         http_metric_set(d->m_pg_api, lbl,
                         kube_informer_synced(inf) && !kube_informer_absent(inf) ? 1 : 0);
@@ -2393,6 +2508,18 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0)
         rc = start_informer(&d, "/apis/scheduling.volcano.sh/v1beta1/podgroups", NULL,
                             on_pg_volcano, eb);
+    /* Kubernetes' own groups, in enum kpg_api order; a version the server does not serve lists
+     * 404 and counts as synced and empty (1.36 serves v1alpha2, 1.37 v1beta1, 1.35 v1alpha1
+     * Workloads, each only with its gates on) */
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha2/podgroups", NULL,
+                            on_pg_native_a2, eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1beta1/podgroups", NULL,
+                            on_pg_native_b1, eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload,
+                            eb);
     uv_timer_init(d.loop, &d.cycle_timer);
     d.cycle_timer.data = &d;
     uv_timer_init(d.loop, &d.stats_timer);

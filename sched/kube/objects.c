@@ -1,6 +1,8 @@
 /* sched/kube/objects.c: pods and PodGroups from API JSON (see objects.h). */
 #include "sched/kube/objects.h"
 
+#include "sched/kube/native.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +296,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->rv);
     free(p->node);
     free(p->group);
+    free(p->pg_ref);
     free(p->queue);
     free(p->flavor);
     free(p->why);
@@ -412,12 +415,15 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         goto fail;
     }
     const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
-    const char *grp = map_str(labels, KOBJ_LABEL_XK8S_GROUP);
-    if (!grp)
+    /* Kubernetes' own group fields win over the labels of the CRD APIs (sched/kube/native.c) */
+    if ((rc = knative_pod_group(spec, ns, key, p, eb)) != 0)
+        goto fail;
+    const char *grp = p->group ? NULL : map_str(labels, KOBJ_LABEL_XK8S_GROUP);
+    if (!grp && !p->group)
         grp = map_str(ann, KOBJ_ANNOT_KUBE_GROUP);
-    if (!grp)
+    if (!grp && !p->group)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
-    const char *kg = map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
+    const char *kg = p->group ? NULL : map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
     if (!grp && kg && *kg) { /* Kueue's plain-pod group: no PodGroup object, a total count */
         const char *tc = map_str(ann, KOBJ_ANNOT_KUEUE_TOTAL);
         char *end = NULL;
@@ -661,12 +667,15 @@ void kobj_pg_free(struct kpg *g)
     free(g->rv);
     free(g->queue);
     free(g->priority_class);
+    free(g->topology_key);
     cJSON_Delete(g->obj);
     free(g);
 }
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
 {
+    if (api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1)
+        return knative_pg_decode(o, api, out, eb);
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
     const char *ns, *name;
     char key[KOBJ_KEY_MAX];

@@ -62,6 +62,10 @@ struct kpod {
     char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
     char *node;    /* spec.nodeName, NULL when unbound */
     char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *pg_ref;  /* key of the group's object in the cache when it differs from group (a
+                      1.35 workloadRef: "ns/workload:podGroup", group adds ":replicaKey"),
+                      else NULL */
+    bool native;   /* the group comes from spec.schedulingGroup or spec.workloadRef */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
     char *queue;   /* the pod's own queue label or annotation, NULL when none */
     char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
@@ -98,7 +102,16 @@ int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podse
 /* true when two unbound pods can share a pod set: same request and same constraints. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b);
 
-enum kpg_api { KPG_XK8S = 0, KPG_VOLCANO };
+/* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1); KPG_WORKLOAD_V1ALPHA1:
+ * one pod group of a 1.35 Workload (sched/kube/native.h). */
+enum kpg_api {
+    KPG_XK8S = 0,
+    KPG_VOLCANO,
+    KPG_NATIVE_V1ALPHA2,
+    KPG_NATIVE_V1BETA1,
+    KPG_WORKLOAD_V1ALPHA1,
+    KPG_N_API
+};
 
 struct kpg {
     char *key; /* "namespace/name" */
@@ -109,6 +122,14 @@ struct kpg {
     char *priority_class;
     int64_t created_ms;
     cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */
+    /* native groups only (sched/kube/native.c) */
+    bool basic;               /* schedulingPolicy basic: no gang, each pod placed alone */
+    bool disrupt_all;         /* disruptionMode all ({all: {}}; v1alpha2 "PodGroup") */
+    bool has_priority;        /* spec.priority given */
+    int32_t priority;         /* spec.priority */
+    bool initially_scheduled; /* PodGroupInitiallyScheduled (v1alpha2 PodGroupScheduled) True */
+    int64_t generation;       /* metadata.generation (the conditions' observedGeneration) */
+    char *topology_key;       /* schedulingConstraints.topology[0].key, or NULL */
 };
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);

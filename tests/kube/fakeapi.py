@@ -48,8 +48,9 @@ from urllib.parse import parse_qs, urlsplit
 
 class Res:
     def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
-                 crd=False, subs=(), fields=None, categories=()):
+                 crd=False, subs=(), fields=None, categories=(), gated=False):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.gated = gated  # built-in but served only with --serve-api (alpha/beta versions)
         self.namespaced, self.short, self.status, self.crd = namespaced, list(short), status, crd
         self.subs = list(subs)  # extra subresources besides status
         self.categories = list(categories)
@@ -101,7 +102,27 @@ RESOURCES = [
         ["pg", "podgroup-v1beta1"], crd=True),
     Res("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, ["q", "queue-v1beta1"],
         status=True, crd=True),
+    # ---- issue 17: Kubernetes' own gang API and DRA (docs/test-api-server.md) ----------------
+    # scheduling.k8s.io: v1 (PriorityClass) always, as kube-apiserver serves it; the Workload
+    # and PodGroup versions only with --serve-api GROUP/VERSION, as a real server serves them
+    # only with --runtime-config and the GenericWorkload gate (1.35 v1alpha1 Workload, 1.36
+    # v1alpha2, 1.37 v1beta1). Versions of one resource share one store (as etcd does); a test
+    # serves one version at a time, so no conversion is done. PodGroups have /status.
+    Res("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+    Res("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True, gated=True),
+    Res("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, gated=True),
+    Res("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, status=True, gated=True),
+    Res("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True, gated=True),
+    Res("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, status=True, gated=True),
+    # resource.k8s.io/v1 (DRA, GA since 1.34): served by default.
+    Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+    Res("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False,
+        fields={"spec.nodeName": ("spec.nodeName", ""), "spec.driver": ("spec.driver", "")}),
+    Res("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, status=True),
+    Res("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
+    # ---- end issue 17 ---------------------------------------------------------------------------
 ]
+SERVED_GATED = set()  # "group/version" given with --serve-api
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -1222,7 +1243,10 @@ def refresh_crds(table):
 
 
 def served(res):
-    """A built-in resource always; a custom one while its CRD serves this version."""
+    """A built-in resource always (a gated one only with --serve-api); a custom one while its
+    CRD serves this version."""
+    if res.gated:
+        return res.api_version in SERVED_GATED
     return not res.crd or res.version in CRDS.get(res.key, {})
 
 
@@ -1382,6 +1406,8 @@ def prepare_create(res, obj):
         check_event(res, obj)
     elif res.status and res.crd:
         obj.pop("status", None)  # a CRD with a status subresource ignores status on create
+    elif res.key in (("scheduling.k8s.io", "podgroups"), ("resource.k8s.io", "resourceclaims")):
+        obj.pop("status", None)  # their strategies' PrepareForCreate drop status (issue 17)
     elif res.key == ("apps", "deployments"):
         obj["status"] = {}
 
@@ -2299,11 +2325,18 @@ def main():
                     help="JSON object or List (e.g. kubectl get nodes -o json), or YAML documents "
                          "(a CRD of deploy/crds/), to create at start")
     ap.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    ap.add_argument("--serve-api", action="append", default=[],
+                    help="serve a gated built-in group-version (scheduling.k8s.io/v1beta1, ...), "
+                         "as --runtime-config does")
     args = ap.parse_args()
     if not args.plain and not args.token:
         ap.error("--token is required unless --plain")
 
     app = App()
+    for gv in args.serve_api:
+        if not any(r.gated and r.api_version == gv for r in RESOURCES):
+            ap.error(f"--serve-api {gv}: not a gated group-version of this server")
+        SERVED_GATED.add(gv)
     app.verbose = args.verbose
     app.token = "" if args.plain else args.token
     app.bookmark_interval = max(0.05, args.bookmark_interval)

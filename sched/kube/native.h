@@ -1,0 +1,73 @@
+/* sched/kube/native.h: Kubernetes' own gang API, scheduling.k8s.io (KEP-4671 and follow-ups).
+ *
+ * Owns: decoding what the daemon reads of it into the records of objects.h, and the bodies of
+ * what it writes back:
+ *   1.35 v1alpha1 Workload: spec.podGroups[]{name, policy{basic | gang{minCount}}}; pods join
+ *        with spec.workloadRef{name, podGroup, podGroupReplicaKey} (the triple is the gang key:
+ *        each replica key is a separate gang of the same pod group). No status.
+ *   1.36 v1alpha2 PodGroup and 1.37 v1beta1 PodGroup: spec.schedulingPolicy{basic | gang
+ *        {minCount}}, spec.schedulingConstraints.topology[0].key, spec.priority,
+ *        spec.disruptionMode (v1beta1 {all: {}} | {single: {}}; v1alpha2 "PodGroup" | "Pod"),
+ *        metadata.generation, status.conditions (v1beta1 PodGroupInitiallyScheduled, v1alpha2
+ *        PodGroupScheduled: True is terminal); pods join with spec.schedulingGroup.podGroupName.
+ * Field names checked against kubernetes/api scheduling/v1alpha1 and v1alpha2 types.go and the
+ * v1beta1 summary in docs/kubernetes.md.
+ *
+ * Must not touch: the cache, the network, the store. Pure functions of their input; errors name
+ * the object and the field.
+ */
+#ifndef SCHED_KUBE_NATIVE_H
+#define SCHED_KUBE_NATIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/err.h"
+#include "sched/kube/objects.h"
+
+#define KNATIVE_GROUP "scheduling.k8s.io"
+
+/* A native API (KPG_NATIVE_* or KPG_WORKLOAD_V1ALPHA1). */
+bool knative_is(enum kpg_api api);
+/* "scheduling.x-k8s.io/v1alpha1", ..., "scheduling.k8s.io/v1beta1": the apiVersion of a group's
+ * object; knative_kind: "PodGroup", or "Workload" for a 1.35 pod group; knative_plural:
+ * "podgroups" or "workloads". */
+const char *knative_api_version(enum kpg_api api);
+const char *knative_kind(enum kpg_api api);
+const char *knative_plural(enum kpg_api api);
+/* The condition type saying the group was scheduled: PodGroupInitiallyScheduled (v1beta1),
+ * PodGroupScheduled (v1alpha2); NULL where the API has no status (1.35 Workload, CRDs). */
+const char *knative_sched_condition(enum kpg_api api);
+
+/* The pod's native group from spec.schedulingGroup.podGroupName (1.36+) or spec.workloadRef
+ * (1.35): sets p->group ("ns/podGroupName", or "ns/workload:podGroup[:replicaKey]"), p->pg_ref
+ * (1.35: "ns/workload:podGroup") and p->native. 0 also when the pod names no native group;
+ * SCHED_EINVAL naming the pod and field; SCHED_ENOMEM. */
+int knative_pod_group(const cJSON *spec, const char *ns, const char *pod_key, struct kpod *p,
+                      struct sched_errbuf *eb);
+
+/* A v1alpha2 or v1beta1 PodGroup. */
+int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);
+
+/* A 1.35 Workload: one record per spec.podGroups[] entry, keyed "ns/workload:podGroup" (name:
+ * the Workload's, for Events). *out is a malloc'd array of *n records (each freed with
+ * kobj_pg_free). */
+int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n,
+                            struct sched_errbuf *eb);
+
+/* The strategic-merge-patch body for pods/status-like writes of one PodGroup condition
+ * (conditions merge by type, as the API declares): {"status": {"conditions": [{type, status,
+ * reason, message, observedGeneration, lastTransitionTime}]}}. lastTransitionTime is kept from
+ * the stored condition when its status does not change. NULL when nothing may be written: the
+ * API has no status, or `ctype` is the scheduled condition, it is True already (terminal) and
+ * this write would say False. */
+cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
+                               const char *reason, const char *message, int64_t now_ms);
+
+/* The status reason upstream defines for one of the daemon's waiting reasons: "SchedulerError"
+ * for specs it cannot act on (InvalidSpec, SchedulerError), else "Unschedulable". */
+const char *knative_reason(const char *why);
+
+#endif
