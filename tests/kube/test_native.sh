@@ -1,0 +1,12 @@
+#!/bin/sh
+# tests/kube/test_native.sh: `gangsched run` with Kubernetes' own gang API (tests/kube/native.py:
+# 1.37 v1beta1 PodGroups, 1.36 v1alpha2 PodGroups, 1.35 v1alpha1 Workloads) and DRA-only nodes
+# (tests/kube/dra.py), each against a fake API server serving what that release serves.
+BIN=${BIN:-bin}
+export BIN
+rc=0
+timeout 240 python3 tests/kube/native.py || rc=1
+if [ -f tests/kube/dra.py ]; then
+    timeout 180 python3 tests/kube/dra.py || rc=1
+fi
+exit $rc

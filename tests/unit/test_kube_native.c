@@ -1,0 +1,318 @@
+/* tests/unit/test_kube_native.c: Kubernetes' own gang API (sched/kube/native.c) through the
+ * cache: pods joined by spec.schedulingGroup and spec.workloadRef, minCount, basic, extra pods,
+ * the topology key, priority, a raised minCount, another scheduler's member, the condition
+ * patches (terminal once True) and malformed objects with messages naming the field. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "sched/core/cycle.h"
+#include "sched/core/policy.h"
+#include "sched/kube/cache.h"
+#include "sched/kube/native.h"
+
+static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
+                                    "kind: SchedulerConfig\n"
+                                    "queues:\n"
+                                    "  - name: team-a\n";
+
+struct fx {
+    struct kcache *c;
+    struct config *cfg;
+    struct arena a;
+};
+
+static void ev(struct kcache *c, int kind, enum kpg_api api, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0 ? kcache_node_event(c, o, false)
+             : kind == 1 ? kcache_pod_event(c, o, false)
+                         : kcache_pg_event(c, o, api, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+static void node(struct kcache *c, const char *name, const char *rack)
+{
+    char buf[800];
+    snprintf(buf, sizeof(buf),
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+             "\"network.topology.gangsched.io/rack\":\"%s\"}},\"status\":{\"allocatable\":{"
+             "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             name, rack);
+    ev(c, 0, 0, buf);
+}
+
+/* A pod; link: the JSON members joining it to a group ("" none); node "" = unbound. */
+static void pod(struct kcache *c, const char *name, const char *link, const char *sched,
+                const char *node_name, int prio)
+{
+    char buf[1500];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+             "\"spec\":{%s%s\"schedulerName\":\"%s\",\"nodeName\":\"%s\",\"priority\":%d,"
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+             "\"8\"}}}]},\"status\":{\"phase\":\"%s\"}}",
+             name, name, link, *link ? "," : "", sched, node_name, prio,
+             *node_name ? "Running" : "Pending");
+    ev(c, 1, 0, buf);
+}
+
+static void in_group(struct kcache *c, const char *name, const char *group)
+{
+    char link[200];
+    snprintf(link, sizeof(link), "\"schedulingGroup\":{\"podGroupName\":\"%s\"}", group);
+    pod(c, name, link, "gangsched", "", 0);
+}
+
+/* A v1beta1 PodGroup; policy: JSON of schedulingPolicy; more: extra spec members; status: JSON
+ * of status or "". */
+static void pg(struct kcache *c, const char *name, const char *policy, const char *more,
+               const char *status)
+{
+    char buf[1500];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"pg-%s\","
+             "\"generation\":3},\"spec\":{\"schedulingPolicy\":%s%s%s}%s%s}",
+             name, name, policy, *more ? "," : "", more, *status ? ",\"status\":" : "", status);
+    ev(c, 2, KPG_NATIVE_V1BETA1, buf);
+}
+
+static int setup(void **state)
+{
+    static struct fx f;
+    memset(&f, 0, sizeof(f));
+    struct sched_errbuf eb = {{0}};
+    if (config_load_buffer("test.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb) != 0)
+        return -1;
+    f.c = kcache_new("gangsched");
+    arena_init(&f.a, 1 << 16);
+    node(f.c, "n1", "r1");
+    node(f.c, "n2", "r1");
+    node(f.c, "n3", "r2");
+    node(f.c, "n4", "r2");
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    kcache_free(f->c);
+    config_free(f->cfg);
+    arena_fini(&f->a);
+    return 0;
+}
+
+static void build(struct fx *f, struct kcache_build *kb)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->a);
+    assert_int_equal(kcache_build(f->c, f->cfg, sched_policy_default(), 1000, &f->a, kb, &eb), 0);
+}
+
+static void gang_min_count_topology_priority(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "tas", "{\"gang\":{\"minCount\":3}}",
+       "\"schedulingConstraints\":{\"topology\":[{\"key\":"
+       "\"network.topology.gangsched.io/rack\"}]},\"priority\":500",
+       "");
+    in_group(f->c, "t-0", "tas");
+    in_group(f->c, "t-1", "tas");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "WaitingForPods");
+    in_group(f->c, "t-2", "tas");
+    in_group(f->c, "t-3", "tas");
+    build(f, &kb);
+    /* minCount 3 of 4 pods: the gang is its first 3 (the 4th is an extra, placed later) */
+    assert_int_equal(kb.n_pending, 1);
+    assert_string_equal(kb.gangs[0].key, "ml/tas");
+    assert_int_equal(kb.gangs[0].gang.n_pods, 3);
+    assert_int_equal(kb.gangs[0].gang.priority, 500);
+    /* the constraint's key is the rack level: 3 x 8 GPUs do not fit in a 2-node rack */
+    assert_true(kb.gangs[0].gang.topo_required >= 0);
+    assert_string_equal(kb.snap.cluster->topo.levels[kb.gangs[0].gang.topo_required].name,
+                        "rack");
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&kb.snap, &f->a, &res), 0);
+    assert_int_equal(res.n_placements, 0);
+}
+
+static void extras_one_at_a_time_and_raised_min(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "",
+       "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\","
+       "\"reason\":\"Scheduled\"}]}");
+    pod(f->c, "g-0", "\"schedulingGroup\":{\"podGroupName\":\"g\"}", "gangsched", "n1", 0);
+    pod(f->c, "g-1", "\"schedulingGroup\":{\"podGroupName\":\"g\"}", "gangsched", "n2", 0);
+    in_group(f->c, "g-2", "g");
+    in_group(f->c, "g-3", "g");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 1); /* an extra: one at a time */
+    /* minCount raised to 4 on a scheduled gang: nothing is torn down, the running gang's
+     * minimum stays what runs */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":4}}", "",
+       "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\","
+       "\"reason\":\"Scheduled\"}]}");
+    build(f, &kb);
+    for (uint32_t w = 0; w < kb.n_waiting; w++)
+        assert_string_not_equal(kb.waiting[w].reason, "PartialGang");
+    assert_int_equal(kb.n_pending, 1);
+    assert_true(kb.gangs[kb.n_gangs - 1].running);
+    assert_int_equal(kb.gangs[kb.n_gangs - 1].min_member, 2);
+    /* the same on a gang never scheduled: below minCount it is partial */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":4}}", "", "");
+    build(f, &kb);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "PartialGang");
+}
+
+static void basic_is_no_gang_and_foreign_member(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "b", "{\"basic\":{}}", "", "");
+    in_group(f->c, "b-0", "b");
+    in_group(f->c, "b-1", "b");
+    pg(f->c, "m", "{\"gang\":{\"minCount\":2}}", "", "");
+    in_group(f->c, "m-0", "m");
+    pod(f->c, "m-1", "\"schedulingGroup\":{\"podGroupName\":\"m\"}", "default-scheduler", "", 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 2); /* b-0 and b-1 alone */
+    for (uint32_t g = 0; g < kb.n_pending; g++) {
+        assert_int_equal(kb.gangs[g].gang.n_pods, 1);
+        assert_null(kb.gangs[g].pg);
+    }
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "SchedulerError");
+    assert_non_null(strstr(kb.waiting[0].message, "m-1"));
+}
+
+static void workload_replicas_are_gangs(void **state)
+{
+    struct fx *f = *state;
+    ev(f->c, 2, KPG_WORKLOAD_V1ALPHA1,
+       "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
+       "\"namespace\":\"ml\",\"name\":\"train\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
+       "{\"name\":\"workers\",\"policy\":{\"gang\":{\"minCount\":2}}},"
+       "{\"name\":\"loose\",\"policy\":{\"basic\":{}}}]}}");
+    const char *r0 = "\"workloadRef\":{\"name\":\"train\",\"podGroup\":\"workers\","
+                     "\"podGroupReplicaKey\":\"0\"}";
+    const char *r1 = "\"workloadRef\":{\"name\":\"train\",\"podGroup\":\"workers\","
+                     "\"podGroupReplicaKey\":\"1\"}";
+    pod(f->c, "a-0", r0, "gangsched", "", 0);
+    pod(f->c, "a-1", r0, "gangsched", "", 0);
+    pod(f->c, "b-0", r1, "gangsched", "", 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_string_equal(kb.gangs[0].key, "ml/train:workers:0");
+    assert_int_equal(kb.gangs[0].gang.n_pods, 2);
+    assert_string_equal(kb.gangs[0].pg->name, "train");
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].key, "ml/train:workers:1");
+    /* the Workload deleted: its pods wait for it */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"train\"}}");
+    assert_int_equal(kcache_pg_event(f->c, o, KPG_WORKLOAD_V1ALPHA1, true), 0);
+    cJSON_Delete(o);
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 2);
+    assert_string_equal(kb.waiting[0].reason, "PodGroupNotFound");
+}
+
+static void condition_patches(void **state)
+{
+    (void)state;
+    struct kpg *g = NULL;
+    struct sched_errbuf eb = {{0}};
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"p\",\"generation\":7},\"spec\":{"
+                           "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}},\"status\":{"
+                           "\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
+                           "\"False\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), 0);
+    cJSON *b = knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable",
+                                       "x", 0);
+    const cJSON *c = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "conditions"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "status")->valuestring, "False");
+    assert_string_equal(cJSON_GetObjectItem(c, "lastTransitionTime")->valuestring,
+                        "2026-01-01T00:00:00Z"); /* unchanged status keeps its time */
+    assert_int_equal(cJSON_GetObjectItem(c, "observedGeneration")->valueint, 7);
+    cJSON_Delete(b);
+    kobj_pg_free(g);
+    cJSON_Delete(o);
+    /* True is terminal: no False after it */
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{\"basic\":{}}},"
+                    "\"status\":{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\","
+                    "\"status\":\"True\"}]}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), 0);
+    assert_true(g->initially_scheduled && g->basic);
+    assert_null(knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable",
+                                        "x", 0));
+    b = knative_condition_patch(g, "DisruptionTarget", true, "PreemptionByScheduler", "y", 0);
+    assert_non_null(b);
+    cJSON_Delete(b);
+    kobj_pg_free(g);
+    cJSON_Delete(o);
+}
+
+static void malformed_objects_name_the_field(void **state)
+{
+    (void)state;
+    struct kpg *g = NULL;
+    struct sched_errbuf eb = {{0}};
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{"
+                           "\"basic\":{},\"gang\":{\"minCount\":2}}}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "spec.schedulingPolicy: exactly one"));
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{"
+                    "\"gang\":{\"minCount\":0}}}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "minCount"));
+    cJSON_Delete(o);
+    struct kpod *p = NULL;
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"workloadRef\":{\"name\":\"w\"},"
+                    "\"containers\":[{\"name\":\"c\"}]}}");
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "spec.workloadRef"));
+    cJSON_Delete(o);
+    struct kpg **v = NULL;
+    uint32_t n = 0;
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"podGroups\":[]}}");
+    assert_int_equal(knative_workload_decode(o, &v, &n, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "spec.podGroups"));
+    cJSON_Delete(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(gang_min_count_topology_priority, setup, teardown),
+        cmocka_unit_test_setup_teardown(extras_one_at_a_time_and_raised_min, setup, teardown),
+        cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
+        cmocka_unit_test(condition_patches),
+        cmocka_unit_test(malformed_objects_name_the_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
