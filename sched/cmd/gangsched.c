@@ -66,7 +66,10 @@ static void usage_simulate(FILE *f)
           "\n"
           "cluster (one of):\n"
           "  --cluster SPEC     generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined\n"
-          "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json'\n"
+          "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
+          "                     List of Nodes and ResourceSlices ('kubectl get\n"
+          "                     nodes,resourceslices'); repeatable (a node's GPUs: its\n"
+          "                     nvidia.com/gpu, else its gpu.nvidia.com devices)\n"
           "workload:\n"
           "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
           "  --seed N           seed of every random choice below (default 1)\n"
@@ -111,7 +114,9 @@ struct sim_args {
     struct sim_workload workload;
     const char *config_path;
     const char *cluster_spec;
-    const char *nodes_file;
+    const char *nodes_file;              /* the first --nodes */
+    const char *nodes_files[MAX_TRACES]; /* every --nodes (Nodes and ResourceSlices) */
+    int n_nodes_files;
     const char *traces[MAX_TRACES];
     int n_traces;
     const struct sched_policy *policies[MAX_POLICIES];
@@ -226,7 +231,12 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
         } else if (is_flag(arg, "--nodes")) {
             if (!(v = flag_value(argc, argv, &i, "--nodes")))
                 return 2;
-            a->nodes_file = v;
+            if (a->n_nodes_files == MAX_TRACES) {
+                fprintf(stderr, "gangsched simulate: --nodes: at most %d files\n", MAX_TRACES);
+                return 2;
+            }
+            a->nodes_file = a->nodes_file ? a->nodes_file : v;
+            a->nodes_files[a->n_nodes_files++] = v;
         } else if (is_flag(arg, "--trace")) {
             if (!(v = flag_value(argc, argv, &i, "--trace")))
                 return 2;
@@ -565,12 +575,12 @@ static int write_report(const char *path, const char *title, const struct sim_st
 static int input_fingerprint(const struct sim_args *a, char *buf, size_t cap,
                              struct sched_errbuf *eb)
 {
-    const char *files[MAX_TRACES + 3];
+    const char *files[2 * MAX_TRACES + 3];
     int n = 0;
     if (a->config_path)
         files[n++] = a->config_path;
-    if (a->nodes_file)
-        files[n++] = a->nodes_file;
+    for (int i = 0; i < a->n_nodes_files; i++)
+        files[n++] = a->nodes_files[i];
     if (a->outages_path)
         files[n++] = a->outages_path;
     for (int i = 0; i < a->n_traces; i++)
@@ -723,8 +733,10 @@ static int cmd_simulate(int argc, char **argv)
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
-    rc = a.nodes_file ? nodes_load_file(c, a.nodes_file, &eb)
+    rc = a.nodes_file ? 0
                       : nodes_generate(c, a.cluster_spec ? a.cluster_spec : DEFAULT_CLUSTER, &eb);
+    for (int i = 0; rc == 0 && i < a.n_nodes_files; i++) /* Nodes and ResourceSlices, any file */
+        rc = nodes_load_file(c, a.nodes_files[i], &eb);
     if (rc == 0)
         rc = cfg && cfg->n_levels > 0
                  ? cluster_finalize(c, cfg->level_names, cfg->level_labels, cfg->n_levels, &eb)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "sched/core/model.h"
+#include "sched/core/dra.h"
 
 /* ---- pool: chunked bump allocator, freed as a whole ------------------------------------------ */
 
@@ -90,6 +91,7 @@ void cluster_free(struct cluster *c)
 {
     if (!c)
         return;
+    dra_inv_free(c->dra);
     if (c->pool) {
         struct pool_chunk *ch = c->pool->head;
         while (ch) {
@@ -579,6 +581,8 @@ int cluster_finalize(struct cluster *c, const char *const *level_names,
     int rc = setup_levels(c, level_names, level_labels, n_levels, eb);
     if (rc)
         return rc;
+    if (c->dra && dra_inv_apply(c->dra, c) < 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     c->total_gpus = 0;
     c->max_node_gpus = 0;
     for (uint32_t i = 0; i < c->n_nodes; i++) {

@@ -1,0 +1,55 @@
+/* sched/core/dra.h: a cluster's GPUs published as DRA ResourceSlice devices (resource.k8s.io/v1).
+ *
+ * Owns: the inventory rule both drivers use: a node's GPUs are its allocatable nvidia.com/gpu
+ * when it has any (the device plugin), else the GPU devices of the ResourceSlices naming it in
+ * spec.nodeName (NVIDIA's DRA driver). Of each pool (driver, pool name) only the slices of the
+ * newest spec.pool.generation count, and only once all spec.pool.resourceSliceCount slices of
+ * that generation are seen (kube-scheduler's rule: an incomplete pool is not allocated from).
+ * A GPU device is one of the configured driver ("gpu.nvidia.com") whose attribute "type" is
+ * absent or "gpu" (MIG and VFIO devices of the same driver are not whole GPUs). Device names are
+ * kept per node, sorted, so that GPU index i of a node is its i-th device name.
+ *
+ * Must not touch: JSON or YAML (the readers in sched/sim/nodes.c and sched/kube/dra.c decode
+ * slices into dra_slice records), scheduling state. Pure data structure.
+ */
+#ifndef SCHED_CORE_DRA_H
+#define SCHED_CORE_DRA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/model.h"
+
+#define DRA_GPU_DRIVER "gpu.nvidia.com"
+
+/* One ResourceSlice as the inventory needs it (strings borrowed for the call). */
+struct dra_slice {
+    const char *name;   /* metadata.name: the slice's identity */
+    const char *node;   /* spec.nodeName, or NULL (not node-local: not counted) */
+    const char *driver; /* spec.driver */
+    const char *pool;   /* spec.pool.name */
+    int64_t generation; /* spec.pool.generation */
+    uint32_t slice_count;      /* spec.pool.resourceSliceCount (0 read as 1) */
+    const char *const *gpus;   /* names of its GPU devices (the filter above applied) */
+    uint32_t n_gpus;
+};
+
+struct dra_inv;
+
+struct dra_inv *dra_inv_new(void);
+void dra_inv_free(struct dra_inv *inv);
+/* Adds or replaces (same name) a slice. SCHED_ENOMEM or 0. */
+int dra_inv_put(struct dra_inv *inv, const struct dra_slice *s);
+void dra_inv_remove(struct dra_inv *inv, const char *name);
+uint32_t dra_inv_n_slices(const struct dra_inv *inv);
+
+/* Sets alloc nvidia.com/gpu of every node of `c` (before cluster_finalize) that has none to the
+ * GPU devices its complete newest pools publish (at most NODE_MAX_GPUS); returns how many nodes
+ * got GPUs this way, or -1 out of memory. */
+int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
+
+/* The name of GPU device `index` (0-based, in name order) of `node`, or NULL. */
+const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,
+                           const char **driver, const char **pool);
+
+#endif

@@ -1,0 +1,44 @@
+# DRA-only nodes (GPUs only as ResourceSlice devices) schedule exactly like extended-resource
+# nodes: the same trace on tests/data/nodes-dra.yaml (Nodes and ResourceSlices in one List) and on
+# tests/data/nodes-ext.json (the same nodes with nvidia.com/gpu: 8) gives the same result; kwok's
+# fixture slices (tests/data/kwok-dra/) give a node its GPUs from a second --nodes file; without
+# them the node has none.
+. tests/sim/lib.inc
+for f in nodes-dra.yaml nodes-ext.json; do
+    "$GS" simulate --no-progress --json --seed 3 --policy gangsched --nodes "tests/data/$f" \
+        --trace tests/data/trace-gangs.csv --events "$TMP/$f.ev" >"$TMP/$f.out" ||
+        bad "simulate on $f failed"
+    "$EVCHECK" "$TMP/$f.ev" >/dev/null && ok "$f: event log checks" || bad "$f: event log check failed"
+done
+expect_cmp "jobs completed on DRA-only nodes" "$("$JGET" "$TMP/nodes-dra.yaml.out" policies/0/completed)" ">" 0
+for k in completed started rejected mean_queue_s gpu_utilization makespan_s; do
+    expect_eq "DRA-only nodes = extended-resource nodes: $k" \
+        "$("$JGET" "$TMP/nodes-dra.yaml.out" policies/0/$k)" \
+        "$("$JGET" "$TMP/nodes-ext.json.out" policies/0/$k)"
+done
+cmp -s "$TMP/nodes-dra.yaml.ev" "$TMP/nodes-ext.json.ev" && ok "identical event logs" ||
+    bad "the event logs differ"
+# kwok's fixture: a node without GPUs gets 2 from the slice given in another file
+cat >"$TMP/node.yaml" <<'YAML'
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: kwok-node-0, uid: aaaa-bbbb-cccc-dddd}
+  status: {allocatable: {cpu: "32", memory: 256Gi, pods: "110"}}
+YAML
+printf 'job_id,submission_time,duration,num_gpu\na,0,10,2\nb,0,10,2\n' >"$TMP/t.csv"
+"$GS" simulate --no-progress --json --policy gangsched --nodes "$TMP/node.yaml" \
+    --nodes tests/data/kwok-dra/resourceslice-kwok-node-0-2gpu-80Gi.yaml --trace "$TMP/t.csv" \
+    >"$TMP/k.out" || bad "simulate with kwok's slice failed"
+expect_eq "kwok node with its slice: both 2-GPU jobs ran" "$("$JGET" "$TMP/k.out" policies/0/completed)" 2
+expect_eq "one after the other (2 GPUs)" "$("$JGET" "$TMP/k.out" policies/0/makespan_s)" 20
+"$GS" simulate --no-progress --json --policy gangsched --nodes "$TMP/node.yaml" --trace "$TMP/t.csv" \
+    >"$TMP/k0.out"
+expect_eq "without the slice: no GPUs, both rejected" "$("$JGET" "$TMP/k0.out" policies/0/rejected)" 2
+# a broken slice is an error naming the file, line and field
+printf 'apiVersion: v1\nkind: List\nitems:\n- kind: ResourceSlice\n  metadata: {name: s}\n  spec: {driver: gpu.nvidia.com}\n' >"$TMP/bad.yaml"
+expect_fail "slice without a pool" 1 "bad.yaml:4:3: items.0.: resourceslice s: spec.pool.name: missing" -- \
+    "$GS" simulate --no-progress --nodes "$TMP/node.yaml" --nodes "$TMP/bad.yaml" --trace "$TMP/t.csv"
+finish
