@@ -1,6 +1,7 @@
 /* sched/kube/cache.c: the Kubernetes driver's cluster cache and cycle input (see cache.h). */
 #include "sched/kube/cache.h"
 
+#include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
 #include <stdio.h>
@@ -30,6 +31,7 @@ struct kcache {
     struct cluster *cluster;
     struct strmap node_ix; /* node name -> index + 1 in cluster */
     uint64_t cluster_cfg;  /* config version the cluster's levels came from */
+    struct dra_inv *dra;   /* ResourceSlices (sched/core/dra.h): GPUs of DRA-only nodes */
 };
 
 struct kcache *kcache_new(const char *scheduler)
@@ -83,6 +85,7 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->assumed);
     strmap_fini(&c->node_ix);
     cluster_free(c->cluster);
+    dra_inv_free(c->dra);
     free(c->scheduler);
     free(c);
 }
@@ -349,6 +352,28 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
     return 0;
 }
 
+int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    if (!c->dra && !(c->dra = dra_inv_new()))
+        return SCHED_ENOMEM;
+    const char *name = kobj_str(obj, "metadata.name");
+    if (!name)
+        return 0;
+    c->nodes_dirty = c->dirty = true;
+    if (deleted) {
+        dra_inv_remove(c->dra, name);
+        return 0;
+    }
+    struct sched_errbuf eb;
+    int rc = kdra_slice_put(c->dra, obj, NULL, &eb);
+    if (rc == SCHED_EINVAL) { /* the slice's devices are not counted until it is fixed */
+        LOG_WARN("kube", "resourceslice skipped: error=%s", eb.msg);
+        dra_inv_remove(c->dra, name);
+        return 0;
+    }
+    return rc;
+}
+
 int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint32_t gpu_mask,
                   uint32_t flavor)
 {
@@ -457,6 +482,10 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             LOG_WARN("kube", "node left out: error=%s", e2.msg);
     }
     free(names);
+    if (c->dra && dra_inv_apply(c->dra, cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
+        cluster_free(cl);
+        return SCHED_ENOMEM;
+    }
     int rc = cluster_finalize(cl, cfg && cfg->n_levels ? cfg->level_names : NULL,
                               cfg && cfg->n_levels ? cfg->level_labels : NULL,
                               cfg ? cfg->n_levels : 0, eb);

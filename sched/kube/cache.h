@@ -75,6 +75,8 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted); /* also 
                                                                           write: an older watch
                                                                           event is then ignored */
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
+/* A resource.k8s.io/v1 ResourceSlice: GPUs of nodes without nvidia.com/gpu (sched/core/dra.h). */
+int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);
 
 /* Marks a pod as bound to node (a bind was sent, or succeeded) until a watch event shows it
  * bound or it disappears; kcache_unassume forgets it (a failed bind). */

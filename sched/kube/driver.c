@@ -102,7 +102,7 @@ struct kdrv {
     uv_signal_t sigterm, sigint;
     struct kube_auth *auth;
     struct kube_client *client;
-    struct kube_informer *inf[3 + KPG_N_API];
+    struct kube_informer *inf[3 + KPG_N_API + 1];
     uint32_t n_inf;
     struct kube_lease *lease;
     struct config_watch *cw;
@@ -2094,6 +2094,13 @@ static void on_workload(void *ctx, enum kube_event ev, const cJSON *obj)
         fatal(d, "out of memory in the podgroup cache");
 }
 
+static void on_slice(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_slice_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the resourceslice cache");
+}
+
 static void on_lease(void *ctx, bool leading)
 {
     struct kdrv *d = ctx;
@@ -2520,6 +2527,9 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0)
         rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload,
                             eb);
+    /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice, eb);
     uv_timer_init(d.loop, &d.cycle_timer);
     d.cycle_timer.data = &d;
     uv_timer_init(d.loop, &d.stats_timer);
