@@ -482,16 +482,24 @@ static int cmp_pod(const void *a, const void *b)
     return strcmp((*(const struct kpod *const *)a)->name, (*(const struct kpod *const *)b)->name);
 }
 
-static const char *group_queue(const struct group *g, const struct config *cfg)
+/* The group's queue name; *kueue: it is a Kueue LocalQueue name (of the group's namespace). */
+static const char *group_queue(const struct group *g, const struct config *cfg, bool *kueue)
 {
-    if (g->pg && g->pg->queue)
+    *kueue = false;
+    if (g->pg && g->pg->queue) {
+        *kueue = g->pg->queue_kueue;
         return g->pg->queue;
+    }
     for (uint32_t i = 0; i < g->n_pending; i++)
-        if (g->pending[i]->queue)
+        if (g->pending[i]->queue) {
+            *kueue = g->pending[i]->queue_kueue;
             return g->pending[i]->queue;
+        }
     for (uint32_t i = 0; i < g->n_bound; i++)
-        if (g->bound[i]->queue)
+        if (g->bound[i]->queue) {
+            *kueue = g->bound[i]->queue_kueue;
             return g->bound[i]->queue;
+        }
     if (cfg && cfg->n_queues == 1)
         return cfg->queues[0].name;
     if (cfg && config_queue_index(cfg, "default") >= 0)
@@ -783,8 +791,14 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             if (n == 0)
                 continue;
             qsort(members, n, sizeof(*members), cmp_pod);
-            const char *qname = group_queue(g, cfg);
-            int q = qname && cfg ? config_queue_index(cfg, qname) : -1;
+            bool kueue;
+            const char *qname = group_queue(g, cfg, &kueue);
+            char gns[KOBJ_KEY_MAX];
+            const char *slash = strchr(g->key, '/');
+            snprintf(gns, sizeof(gns), "%.*s", slash ? (int)(slash - g->key) : 0, g->key);
+            int q = !qname || !cfg ? -1
+                    : kueue        ? config_local_queue(cfg, gns, qname)
+                                   : config_queue_index(cfg, qname);
             if (pass == 0) {
                 uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
                 if (g->named && !g->pg && !g->kueue_total) {
@@ -825,6 +839,27 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     rc = add_waiting(&b, g, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
                                                   g->n_pending + g->n_bound_live, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (kueue && q < 0) {
+                    rc = add_waiting(&b, g, "UnmappedLocalQueue",
+                                     arena_printf(a,
+                                                  "Kueue LocalQueue %s/%s is not mapped to a "
+                                                  "queue (queues[].localQueues in the "
+                                                  "configuration) and no queue has its name",
+                                                  gns, qname));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (q >= 0 && !config_queue_admits(cfg, (uint32_t)q, gns)) {
+                    rc = add_waiting(&b, g, "NamespaceNotAllowed",
+                                     arena_printf(a,
+                                                  "namespace %s may not submit to queue %s "
+                                                  "(queues[].namespaces in the configuration)",
+                                                  gns, cfg->queues[q].name));
                     if (rc)
                         goto done;
                     continue;

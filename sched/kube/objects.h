@@ -8,7 +8,8 @@
  *          label kueue.x-k8s.io/pod-group-name with the annotation
  *          kueue.x-k8s.io/pod-group-total-count (Kueue's plain-pod groups: no PodGroup object,
  *          minMember = the total count); a pod without a group is a gang of one.
- *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name, else annotation
+ *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name (a Kueue LocalQueue
+ *          of the namespace: the configuration maps it to a queue), else annotation
  *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
  *          for its pods.
  * Nodes are decoded by sched/sim/nodes.c (nodes_add_object), the same reader as NodeList files.
@@ -64,6 +65,7 @@ struct kpod {
     char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
     char *queue;   /* the pod's own queue label or annotation, NULL when none */
+    bool queue_kueue; /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
     char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
     bool ours;     /* spec.schedulerName is this scheduler's name */
     bool deleting; /* metadata.deletionTimestamp set, or a delete of this uid was sent */
@@ -106,6 +108,7 @@ struct kpg {
     enum kpg_api api;
     uint32_t min_member; /* >= 1 (Volcano allows 0: read as 1) */
     char *queue;         /* gangsched.io/queue label, Kueue label, or Volcano spec.queue */
+    bool queue_kueue;    /* queue is Kueue's label (a LocalQueue of the namespace) */
     char *priority_class;
     int64_t created_ms;
     cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */
