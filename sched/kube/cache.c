@@ -204,7 +204,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         return 0;
     }
     const char *del_uid = strmap_get(&c->deletes, key);
-    if (del_uid && same_str(del_uid, p->uid))
+    if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
     else if (del_uid)
         free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
@@ -227,7 +227,7 @@ bool kcache_delete_sent(struct kcache *c, const char *pod_key)
     if (!p)
         return false;
     const char *uid = strmap_get(&c->deletes, pod_key);
-    if (uid && same_str(uid, p->uid))
+    if (uid && same_str(uid, p->uid ? p->uid : ""))
         return false; /* sent already: a pod is deleted once */
     char *copy = strdup(p->uid ? p->uid : "");
     void *old = NULL;
@@ -248,7 +248,7 @@ void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid
         return;
     free(strmap_del(&c->deletes, pod_key));
     struct kpod *p = strmap_get(&c->pods, pod_key);
-    if (p && same_str(p->uid, uid))
+    if (p && same_str(p->uid ? p->uid : "", uid))
         p->deleting = p->del_ts;
     c->dirty = true;
 }
