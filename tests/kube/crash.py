@@ -203,7 +203,7 @@ def defect_partial_after_crash(cl, db, failover):
                         live_bound(p)]) == 2, 20)
     check("defect 1 (%s): 2 of 4 Bindings done, 2 held, when the leader is killed" % tag, got)
     cl.kill_and_release()
-    new_db = db if not failover else db + ".standby-%d" % cl.n
+    new_db = db if not failover else cl.base_db + ".standby-%d" % cl.n
     s = cl.start(new_db)
     check("defect 1 (%s): the next leader takes over" % tag, wait_for(s.leading, 20))
     wait_for(lambda: "recovery:" in s.text(), 20)
@@ -298,7 +298,7 @@ def soak_point(cl, db, rnd, i, failover, summary):
     early = rnd.random() < 0.5
     if early:  # the held Bindings land before the next leader starts
         c.post("/_fake/release", {})
-    new_db = db if not failover else db + ".fo-%d" % i
+    new_db = db if not failover else cl.base_db + ".fo-%d" % i
     s = cl.start(new_db)
     if not wait_for(s.leading, 20):
         bad("soak point %d: no new leader" % i)
@@ -331,7 +331,7 @@ def main():
     cl = Cluster(kubeconfig)
     for n, rack in sorted(NODES.items()):
         cl.c.post("/api/v1/nodes", e2e.node(n, rack, GPUS))
-    db = os.path.join(e2e.TMP, "gangsched.db")
+    db = cl.base_db = os.path.join(e2e.TMP, "gangsched.db")
     s = cl.start(db)
     check("the first scheduler becomes leader", wait_for(s.leading, 20))
     if not args.skip_defects:
