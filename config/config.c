@@ -1641,8 +1641,8 @@ static int parse_lifecycle(struct ctx *x, yaml_node_t *p, struct config_lifecycl
 
 static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
 {
-    static const char *const keys[] = {"name",      "cohort",     "weight",    "priority",
-                                       "ordering",  "profile",    "quota",     "preemption",
+    static const char *const keys[] = {"name",      "cohort",     "weight",      "priority",
+                                       "ordering",  "profile",    "quota",       "preemption",
                                        "lifecycle", "namespaces", "localQueues", NULL};
     static const char *const orderings[] = {"BestEffortFIFO", "StrictFIFO", NULL};
     struct config_queue *q = &x->c->queues[i];

@@ -139,7 +139,7 @@ struct config_queue {
     struct config_preemption preemption;
     struct config_lifecycle lifecycle;
     struct config_quota_set q;
-    const char **namespaces;   /* namespaces that may submit to it; n_namespaces 0 = any */
+    const char **namespaces; /* namespaces that may submit to it; n_namespaces 0 = any */
     uint32_t n_namespaces;
     const char **local_queues; /* Kueue LocalQueues ("namespace/name") mapped to it */
     uint32_t n_local_queues;

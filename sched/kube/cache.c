@@ -208,7 +208,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         p->deleting = true; /* a delete sent counts as deleting at once */
     else if (del_uid)
         free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
-    if (p->node) /* the watch shows it bound: the assumption is over */
+    if (p->node)                            /* the watch shows it bound: the assumption is over */
         free_assume(strmap_del(&c->assumed, key));
     if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
         free_assume(strmap_del(&c->assumed, key));
@@ -334,8 +334,7 @@ const struct kpod *kcache_pod(const struct kcache *c, const char *key)
     return strmap_get(&c->pods, key);
 }
 
-void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),
-                     void *ctx)
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p), void *ctx)
 {
     const char *k;
     void *v;
@@ -550,8 +549,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
         return SCHED_ENOMEM;
     const cJSON *nt = NULL;
     if (g->pg && g->pg->api == KPG_VOLCANO)
-        nt = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"), "networkTopology");
+        nt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"),
+                                              "networkTopology");
     struct kv *all = arena_calloc(a, np + nm + 3, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
@@ -561,8 +560,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
     const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
     if (cJSON_IsString(mode))
-        all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode",
-                               .value = mode->valuestring};
+        all[k++] =
+            (struct kv){.key = "volcano.sh/network-topology-mode", .value = mode->valuestring};
     if (cJSON_IsNumber(tier)) {
         char *t = arena_printf(a, "%d", tier->valueint);
         if (!t)

@@ -68,9 +68,9 @@ struct kbind {
     char *pod_key, *ns, *name, *node;
     uint32_t index, gpu_mask;
     bool ok, done;
-    bool foreign; /* 409: already bound to another node, by someone else */
-    bool unknown; /* no definite answer (transport error, 5xx, 429 after retries): the
-                     Binding may still be applied by the server */
+    bool foreign;     /* 409: already bound to another node, by someone else */
+    bool unknown;     /* no definite answer (transport error, 5xx, 429 after retries): the
+                         Binding may still be applied by the server */
     uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
 };
@@ -110,9 +110,9 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
-    bool fenced;          /* recovery sent its fences */
+    bool fenced;             /* recovery sent its fences */
     bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
-    uint32_t fences_left; /* recovery fences not answered yet */
+    uint32_t fences_left;    /* recovery fences not answered yet */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
@@ -461,7 +461,8 @@ static void on_xk8s_status(void *ctx, const struct kube_resp *r)
     }
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") && !d->xk8s_no_conditions) {
+    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") &&
+        !d->xk8s_no_conditions) {
         d->xk8s_no_conditions = true;
         LOG_WARN(KDRV_MOD,
                  "the installed scheduler-plugins PodGroup CRD does not keep status.conditions "
@@ -612,8 +613,8 @@ static void on_fenced(void *ctx, const struct kube_resp *r)
                  r->status, r->error ? r->error : "");
         done = false;
     } else {
-        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key,
-                  r->status, r->error ? r->error : "");
+        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key, r->status,
+                  r->error ? r->error : "");
         if (!f->recovery)
             kcache_unassume(d->cache, f->key);
     }
@@ -876,8 +877,8 @@ static void on_bind_reread(void *ctx, const struct kube_resp *r)
         if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
             b->foreign = true;
             snprintf(buf, sizeof(buf),
-                     "pod %s: bound to node \"%s\" by someone else before our Binding",
-                     b->pod_key, p->node);
+                     "pod %s: bound to node \"%s\" by someone else before our Binding", b->pod_key,
+                     p->node);
             bind_done(b, buf);
             return;
         }
@@ -1734,8 +1735,7 @@ static void run_cycle(struct kdrv *d)
             kb.views[q].n_pending = 0;
     }
     /* gangs that cannot be offered to the core */
-    for (uint32_t w = 0; w < kb.n_waiting; w++)
-    {
+    for (uint32_t w = 0; w < kb.n_waiting; w++) {
         const struct kwaiting *kw = &kb.waiting[w];
         bool wrote =
             gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason, kw->message, false);
@@ -2046,8 +2046,8 @@ static void pg_apis(const struct kdrv *d, char *buf, size_t n)
         for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
             bool absent = kube_informer_absent(d->inf[KDRV_INF_PG + i]);
             if (absent == (pass == 1) && off < n)
-                off += (size_t)snprintf(buf + off, n - off, "%s %s", k++ ? "," : "",
-                                        kdrv_pg_api[i]);
+                off +=
+                    (size_t)snprintf(buf + off, n - off, "%s %s", k++ ? "," : "", kdrv_pg_api[i]);
         }
         if (k == 0 && off < n)
             off += (size_t)snprintf(buf + off, n - off, " none");

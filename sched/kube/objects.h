@@ -60,18 +60,18 @@ enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, K
 struct kpod {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid;
-    char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    char *node;    /* spec.nodeName, NULL when unbound */
-    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *rv;             /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    char *node;           /* spec.nodeName, NULL when unbound */
+    char *group;          /* gang key "namespace/podgroup", NULL: a gang of one */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
-    char *queue;   /* the pod's own queue label or annotation, NULL when none */
-    bool queue_kueue; /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
-    char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
-    bool ours;     /* spec.schedulerName is this scheduler's name */
-    bool deleting; /* metadata.deletionTimestamp set, or a delete of this uid was sent */
-    bool del_ts;   /* metadata.deletionTimestamp set (what the API says) */
-    bool gated;    /* spec.schedulingGates not empty: cannot be bound yet */
-    bool ready;    /* condition Ready=True */
+    char *queue;          /* the pod's own queue label or annotation, NULL when none */
+    bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
+    bool ours;            /* spec.schedulerName is this scheduler's name */
+    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool del_ts;          /* metadata.deletionTimestamp set (what the API says) */
+    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
+    bool ready;           /* condition Ready=True */
     enum kpod_phase phase;
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;

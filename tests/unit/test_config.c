@@ -339,8 +339,8 @@ static const struct bad bad_configs[] = {
     {H Q1 "    color: red\n", "5:5: ",
      "queues[0].color: unknown key (allowed: name, cohort, weight, priority, ordering, profile, "
      "quota, preemption, lifecycle, namespaces, localQueues)"},
-    {H Q1 "    localQueues: [team-a]\n", "5:19: ",
-     "queues[0].localQueues: \"team-a\" is not NAMESPACE/NAME"},
+    {H Q1 "    localQueues: [team-a]\n",
+     "5:19: ", "queues[0].localQueues: \"team-a\" is not NAMESPACE/NAME"},
     {H Q1 "    namespaces: [a/b]\n", "5:18: ", "queues[0].namespaces: \"a/b\" is not a namespace"},
     {H "queues:\n  - name: a\n    localQueues: [ns/q]\n  - name: b\n    localQueues: [ns/q]\n",
      "7:19: ", "queues[1].localQueues: LocalQueue \"ns/q\" is mapped twice (also to queue a)"},
