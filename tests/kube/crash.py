@@ -161,8 +161,15 @@ def settled(c, mins):
 def judge(cl, db, mins, label, stats_before):
     """Waits for the point to settle, then checks every part of the invariant."""
     c = cl.c
-    wait_for(lambda: settled(c, mins), 25, 0.2)
-    time.sleep(0.6)  # stays settled: a late bind or a stray cycle would show now
+
+    def quiet():
+        """Settled now and still 1 s later: a new leader's Bindings in flight (a gang 3 of 4
+        bound for a few ms) are not a partial gang; a partial gang that stays is."""
+        if not settled(c, mins):
+            return False
+        time.sleep(1.0)
+        return settled(c, mins)
+    wait_for(quiet, 30, 0.2)
     v = violations(c, mins)
     check(label + ": no partial gang, no node over its GPUs, no GPU shared", not v, "; ".join(v))
     _, s, _ = c.get("/_fake/stats")
