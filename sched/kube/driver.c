@@ -131,7 +131,8 @@ struct kdrv {
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* gang lifecycle (sched/kube/lifecycle.h) */
     struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
-    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown */
+    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown or a
+                                rollback, (void *)2: evicted by a preemption */
     struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
     struct strmap node_down; /* node -> int64_t*: NotReady since */
     struct strmap strikes;   /* node -> struct kstrike* */
@@ -1384,7 +1385,7 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
             rc = job_charge(d, victim, NULL, NULL, 0, -1, eb);
         if (rc == 0)
             rc = store_placement_release(d->db, victim, NULL, eb);
-        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)1, NULL) != 0)
+        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)2, NULL) != 0) /* 2: evicted */
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
         free(strmap_del(&d->bound_at, victim));
     }
@@ -1443,8 +1444,9 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
 static int64_t bound_at_cb(void *ctx, const char *gang)
 {
     struct kdrv *d = ctx;
-    if (strmap_get(&d->tearing, gang))
-        return INT64_MIN;
+    void *tv = strmap_get(&d->tearing, gang);
+    if (tv) /* evicted (preemption: PodDisruptionBudgets decide when), or torn down */
+        return tv == (void *)2 ? KLIFE_EVICTING : KLIFE_TEARING;
     int64_t *t = strmap_get(&d->bound_at, gang);
     if (t)
         return *t;
