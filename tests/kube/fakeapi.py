@@ -984,6 +984,10 @@ class Store:
         q = q or {}
         with self.lock:
             cur = self._get(res, ns, name).obj
+            # DeleteOptions.preconditions, as the generic registry's Delete checks them
+            # (storage.Preconditions.Check): a 409 Conflict worded "Precondition failed: UID in
+            # precondition: A, UID in object meta: B"; a pod replaced under the same name (a
+            # StatefulSet's) is then not deleted in its predecessor's place
             pre = opts.get("preconditions") or {}
             if pre.get("uid") and pre["uid"] != cur["metadata"]["uid"]:
                 self.stats.add("conflicts")
