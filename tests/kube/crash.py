@@ -263,6 +263,12 @@ def defect_foreign(cl, db):
                                  and p["spec"].get("nodeName")], 20)
     check("defect 3: the foreign-bound member and the one we bound are both deleted", gone,
           str([(p["metadata"]["name"], p["spec"].get("nodeName")) for p in all_pods(c)]))
+    time.sleep(0.5)  # a second delete of either would come now
+    _, st, _ = c.get("/_fake/stats")
+    dels = st.get("pod_deletes", 0) - before.get("pod_deletes", 0)
+    with_uid = st.get("pod_deletes_uid", 0) - before.get("pod_deletes_uid", 0)
+    check("defect 10: each is deleted once, with its uid as a precondition",
+          dels == 2 and with_uid == 2, "%d deletes, %d with a uid" % (dels, with_uid))
     ev = wait_for(lambda: [e for e in e2e.events_for(c, "fb") if e["reason"] == "FailedBinding"],
                   10)
     check("defect 3: FailedBinding names the other node",
