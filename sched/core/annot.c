@@ -1,9 +1,8 @@
 /* sched/core/annot.c: PodGroup annotations into gang fields (see annot.h). */
 #include "sched/core/annot.h"
 
-#include <stddef.h>
-
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -209,11 +209,11 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         return 0;
     }
     const char *del_uid = strmap_get(&c->deletes, key);
-    if (del_uid && same_str(del_uid, p->uid))
+    if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
     else if (del_uid)
         free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
-    if (p->node) /* the watch shows it bound: the assumption is over */
+    if (p->node)                            /* the watch shows it bound: the assumption is over */
         free_assume(strmap_del(&c->assumed, key));
     if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
         free_assume(strmap_del(&c->assumed, key));
@@ -232,7 +232,7 @@ bool kcache_delete_sent(struct kcache *c, const char *pod_key)
     if (!p)
         return false;
     const char *uid = strmap_get(&c->deletes, pod_key);
-    if (uid && same_str(uid, p->uid))
+    if (uid && same_str(uid, p->uid ? p->uid : ""))
         return false; /* sent already: a pod is deleted once */
     char *copy = strdup(p->uid ? p->uid : "");
     void *old = NULL;
@@ -253,7 +253,7 @@ void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid
         return;
     free(strmap_del(&c->deletes, pod_key));
     struct kpod *p = strmap_get(&c->pods, pod_key);
-    if (p && same_str(p->uid, uid))
+    if (p && same_str(p->uid ? p->uid : "", uid))
         p->deleting = p->del_ts;
     c->dirty = true;
 }
@@ -420,8 +420,7 @@ const struct kpod *kcache_pod(const struct kcache *c, const char *key)
     return strmap_get(&c->pods, key);
 }
 
-void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),
-                     void *ctx)
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p), void *ctx)
 {
     const char *k;
     void *v;
@@ -573,16 +572,24 @@ static int cmp_pod(const void *a, const void *b)
     return strcmp((*(const struct kpod *const *)a)->name, (*(const struct kpod *const *)b)->name);
 }
 
-static const char *group_queue(const struct group *g, const struct config *cfg)
+/* The group's queue name; *kueue: it is a Kueue LocalQueue name (of the group's namespace). */
+static const char *group_queue(const struct group *g, const struct config *cfg, bool *kueue)
 {
-    if (g->pg && g->pg->queue)
+    *kueue = false;
+    if (g->pg && g->pg->queue) {
+        *kueue = g->pg->queue_kueue;
         return g->pg->queue;
+    }
     for (uint32_t i = 0; i < g->n_pending; i++)
-        if (g->pending[i]->queue)
+        if (g->pending[i]->queue) {
+            *kueue = g->pending[i]->queue_kueue;
             return g->pending[i]->queue;
+        }
     for (uint32_t i = 0; i < g->n_bound; i++)
-        if (g->bound[i]->queue)
+        if (g->bound[i]->queue) {
+            *kueue = g->bound[i]->queue_kueue;
             return g->bound[i]->queue;
+        }
     if (cfg && cfg->n_queues == 1)
         return cfg->queues[0].name;
     if (cfg && config_queue_index(cfg, "default") >= 0)
@@ -640,8 +647,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
         return SCHED_ENOMEM;
     const cJSON *nt = NULL;
     if (g->pg && g->pg->api == KPG_VOLCANO)
-        nt = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"), "networkTopology");
+        nt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"),
+                                              "networkTopology");
     struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
@@ -654,8 +661,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
     const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
     if (cJSON_IsString(mode))
-        all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode",
-                               .value = mode->valuestring};
+        all[k++] =
+            (struct kv){.key = "volcano.sh/network-topology-mode", .value = mode->valuestring};
     if (cJSON_IsNumber(tier)) {
         char *t = arena_printf(a, "%d", tier->valueint);
         if (!t)
@@ -911,8 +918,14 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             if (n == 0)
                 continue;
             qsort(members, n, sizeof(*members), cmp_pod);
-            const char *qname = group_queue(g, cfg);
-            int q = qname && cfg ? config_queue_index(cfg, qname) : -1;
+            bool kueue;
+            const char *qname = group_queue(g, cfg, &kueue);
+            char gns[KOBJ_KEY_MAX];
+            const char *slash = strchr(g->key, '/');
+            snprintf(gns, sizeof(gns), "%.*s", slash ? (int)(slash - g->key) : 0, g->key);
+            int q = !qname || !cfg ? -1
+                    : kueue        ? config_local_queue(cfg, gns, qname)
+                                   : config_queue_index(cfg, qname);
             if (pass == 0) {
                 uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
                 if (g->named && !g->pg && !g->kueue_total) {
@@ -968,6 +981,27 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     rc = add_waiting(&b, g, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
                                                   g->n_pending + g->n_bound_live, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (kueue && q < 0) {
+                    rc = add_waiting(&b, g, "UnmappedLocalQueue",
+                                     arena_printf(a,
+                                                  "Kueue LocalQueue %s/%s is not mapped to a "
+                                                  "queue (queues[].localQueues in the "
+                                                  "configuration) and no queue has its name",
+                                                  gns, qname));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (q >= 0 && !config_queue_admits(cfg, (uint32_t)q, gns)) {
+                    rc = add_waiting(&b, g, "NamespaceNotAllowed",
+                                     arena_printf(a,
+                                                  "namespace %s may not submit to queue %s "
+                                                  "(queues[].namespaces in the configuration)",
+                                                  gns, cfg->queues[q].name));
                     if (rc)
                         goto done;
                     continue;

@@ -71,9 +71,10 @@ void kcache_free(struct kcache *c);
  * object is logged with its name and dropped (a node: the node is treated as gone). Return 0,
  * or SCHED_ENOMEM. `deleted` removes. */
 int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted);
-int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted); /* also the answer of a
-                                                                          write: an older watch
-                                                                          event is then ignored */
+/* kcache_pod_event also takes the answer of a write to a pod (a fence, a status patch, a
+ * read-back): a watch event older than what the cache holds (smaller resourceVersion, same uid)
+ * is then ignored. */
+int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
 /* A resource.k8s.io/v1 ResourceSlice: GPUs of nodes without nvidia.com/gpu (sched/core/dra.h). */
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);

@@ -164,7 +164,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
                       kube_informer_fn *fn, void *ctx, struct kube_informer **out,
                       struct sched_errbuf *eb);
 void kube_informer_free(struct kube_informer *inf);
-bool kube_informer_synced(const struct kube_informer *inf);    /* a list has completed */
+bool kube_informer_synced(const struct kube_informer *inf); /* a list has completed */
 /* The last list was 404 (a custom resource whose CRD is not installed): the informer counts as
  * synced with no objects and lists again every few seconds, so a CRD installed later is picked
  * up; a watch answered 404 (the CRD removed) relists. */

@@ -69,9 +69,9 @@ struct kbind {
     char *pod_key, *ns, *name, *node;
     uint32_t index, gpu_mask;
     bool ok, done;
-    bool foreign; /* 409: already bound to another node, by someone else */
-    bool unknown; /* no definite answer (transport error, 5xx, 429 after retries): the
-                     Binding may still be applied by the server */
+    bool foreign;     /* 409: already bound to another node, by someone else */
+    bool unknown;     /* no definite answer (transport error, 5xx, 429 after retries): the
+                         Binding may still be applied by the server */
     uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
 };
@@ -111,9 +111,9 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
-    bool fenced;          /* recovery sent its fences */
+    bool fenced;             /* recovery sent its fences */
     bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
-    uint32_t fences_left; /* recovery fences not answered yet */
+    uint32_t fences_left;    /* recovery fences not answered yet */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
@@ -132,7 +132,8 @@ struct kdrv {
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* gang lifecycle (sched/kube/lifecycle.h) */
     struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
-    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown */
+    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown or a
+                                rollback, (void *)2: evicted by a preemption */
     struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
     struct strmap node_down; /* node -> int64_t*: NotReady since */
     struct strmap strikes;   /* node -> struct kstrike* */
@@ -555,7 +556,8 @@ static void on_xk8s_status(void *ctx, const struct kube_resp *r)
     }
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
-    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") && !d->xk8s_no_conditions) {
+    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") &&
+        !d->xk8s_no_conditions) {
         d->xk8s_no_conditions = true;
         LOG_WARN(KDRV_MOD,
                  "the installed scheduler-plugins PodGroup CRD does not keep status.conditions "
@@ -706,8 +708,8 @@ static void on_fenced(void *ctx, const struct kube_resp *r)
                  r->status, r->error ? r->error : "");
         done = false;
     } else {
-        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key,
-                  r->status, r->error ? r->error : "");
+        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key, r->status,
+                  r->error ? r->error : "");
         if (!f->recovery)
             kcache_unassume(d->cache, f->key);
     }
@@ -970,8 +972,8 @@ static void on_bind_reread(void *ctx, const struct kube_resp *r)
         if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
             b->foreign = true;
             snprintf(buf, sizeof(buf),
-                     "pod %s: bound to node \"%s\" by someone else before our Binding",
-                     b->pod_key, p->node);
+                     "pod %s: bound to node \"%s\" by someone else before our Binding", b->pod_key,
+                     p->node);
             bind_done(b, buf);
             return;
         }
@@ -1477,7 +1479,7 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
             rc = job_charge(d, victim, NULL, NULL, 0, -1, eb);
         if (rc == 0)
             rc = store_placement_release(d->db, victim, NULL, eb);
-        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)1, NULL) != 0)
+        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)2, NULL) != 0) /* 2: evicted */
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
         free(strmap_del(&d->bound_at, victim));
     }
@@ -1536,8 +1538,9 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
 static int64_t bound_at_cb(void *ctx, const char *gang)
 {
     struct kdrv *d = ctx;
-    if (strmap_get(&d->tearing, gang))
-        return INT64_MIN;
+    void *tv = strmap_get(&d->tearing, gang);
+    if (tv) /* evicted (preemption: PodDisruptionBudgets decide when), or torn down */
+        return tv == (void *)2 ? KLIFE_EVICTING : KLIFE_TEARING;
     int64_t *t = strmap_get(&d->bound_at, gang);
     if (t)
         return *t;
@@ -1828,8 +1831,7 @@ static void run_cycle(struct kdrv *d)
             kb.views[q].n_pending = 0;
     }
     /* gangs that cannot be offered to the core */
-    for (uint32_t w = 0; w < kb.n_waiting; w++)
-    {
+    for (uint32_t w = 0; w < kb.n_waiting; w++) {
         const struct kwaiting *kw = &kb.waiting[w];
         bool wrote =
             gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason, kw->message, false);

@@ -24,7 +24,7 @@
 #define BACKOFF_MIN_MS   800
 #define BACKOFF_MAX_MS   30000
 #define ABSENT_RETRY_MS  5000 /* a resource the API does not serve is listed again this often */
-#define REWATCH_MS       100 /* after a watch that ended cleanly */
+#define REWATCH_MS       100  /* after a watch that ended cleanly */
 
 /* ---- framer ---------------------------------------------------------------------------------- */
 
@@ -517,7 +517,8 @@ static void on_list(void *ctx, const struct kube_resp *r)
         /* the API does not serve this resource (a CustomResourceDefinition not installed, or
          * removed): an empty list, in sync; the objects known are gone */
         if (!inf->absent)
-            LOG_INFO("kube", "list %s: not served (HTTP 404): treated as empty, listed again "
+            LOG_INFO("kube",
+                     "list %s: not served (HTTP 404): treated as empty, listed again "
                      "every %d s",
                      inf->path, ABSENT_RETRY_MS / 1000);
         inf->absent = true;

@@ -111,14 +111,14 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
                 not_started = p;
         }
         int64_t since = bound_ms ? bound_ms(ctx, kg->key) : now_ms;
-        if (since == INT64_MIN && live == 0)
-            continue; /* being torn down already: every member is on its way out */
+        if (since == KLIFE_EVICTING || (since == KLIFE_TEARING && live == 0))
+            continue; /* being evicted, or torn down with every member on its way out */
         struct klife_action *act = &acts[n];
         char msg[900];
         act->gang = kg;
         act->max_restarts = max_restarts;
         act->whole = true;
-        if (since == INT64_MIN) {
+        if (since == KLIFE_TEARING) {
             /* members bound after its rollback or teardown began (a Binding applied late, or
              * another scheduler's): they go too, the gang starts whole or not at all */
             act->reason = KLIFE_MEMBER_LOST;

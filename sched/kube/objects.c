@@ -450,8 +450,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         p->group = strdup(gkey);
     }
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
-    if (!q)
-        q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE);
+    if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
+        p->queue_kueue = true;
     if (!q)
         q = map_str(ann, KOBJ_ANNOT_VOLCANO_Q);
     p->queue = dup_or_null(q);
@@ -701,8 +701,8 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
     g->min_member = mm && mm->valuedouble >= 1 ? (uint32_t)mm->valuedouble : 1;
     const cJSON *labels = get(meta, "labels");
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
-    if (!q)
-        q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE);
+    if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
+        g->queue_kueue = true;
     if (!q && api == KPG_VOLCANO)
         q = map_str(spec, "queue");
     g->queue = dup_or_null(q);

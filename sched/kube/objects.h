@@ -8,7 +8,8 @@
  *          label kueue.x-k8s.io/pod-group-name with the annotation
  *          kueue.x-k8s.io/pod-group-total-count (Kueue's plain-pod groups: no PodGroup object,
  *          minMember = the total count); a pod without a group is a gang of one.
- *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name, else annotation
+ *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name (a Kueue LocalQueue
+ *          of the namespace: the configuration maps it to a queue), else annotation
  *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
  *          for its pods.
  * Nodes are decoded by sched/sim/nodes.c (nodes_add_object), the same reader as NodeList files.
@@ -59,21 +60,22 @@ enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, K
 struct kpod {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid;
-    char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    char *node;    /* spec.nodeName, NULL when unbound */
-    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
-    char *pg_ref;  /* key of the group's object in the cache when it differs from group (a
-                      1.35 workloadRef: "ns/workload:podGroup", group adds ":replicaKey"),
-                      else NULL */
-    bool native;   /* the group comes from spec.schedulingGroup or spec.workloadRef */
+    char *rv;             /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    char *node;           /* spec.nodeName, NULL when unbound */
+    char *group;          /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *pg_ref;         /* key of the group's object in the cache when it differs from group
+                             (a 1.35 workloadRef: "ns/workload:podGroup", group adds
+                             ":replicaKey"), else NULL */
+    bool native;          /* the group comes from spec.schedulingGroup or spec.workloadRef */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
-    char *queue;   /* the pod's own queue label or annotation, NULL when none */
-    char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
-    bool ours;     /* spec.schedulerName is this scheduler's name */
-    bool deleting; /* metadata.deletionTimestamp set, or a delete of this uid was sent */
-    bool del_ts;   /* metadata.deletionTimestamp set (what the API says) */
-    bool gated;    /* spec.schedulingGates not empty: cannot be bound yet */
-    bool ready;    /* condition Ready=True */
+    char *queue;          /* the pod's own queue label or annotation, NULL when none */
+    bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
+    bool ours;            /* spec.schedulerName is this scheduler's name */
+    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool del_ts;          /* metadata.deletionTimestamp set (what the API says) */
+    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
+    bool ready;           /* condition Ready=True */
     enum kpod_phase phase;
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
@@ -119,6 +121,7 @@ struct kpg {
     enum kpg_api api;
     uint32_t min_member; /* >= 1 (Volcano allows 0: read as 1) */
     char *queue;         /* gangsched.io/queue label, Kueue label, or Volcano spec.queue */
+    bool queue_kueue;    /* queue is Kueue's label (a LocalQueue of the namespace) */
     char *priority_class;
     int64_t created_ms;
     cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */

@@ -26,6 +26,10 @@ CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
   - name: team-a
+    localQueues: [default/lq-main]
+  - name: default
+  - name: team-x
+    namespaces: [ns-x]
 """
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -238,6 +242,30 @@ def shapes(c, kubeconfig):
         c.delete("/api/v1/namespaces/default/pods/" + n, {"gracePeriodSeconds": 0})
     wait_for(lambda: not [p for p in c.get("/api/v1/namespaces/default/pods")[1]["items"]
                           if p["metadata"]["name"] != "other"], 10)
+
+    # Kueue LocalQueues: mapped by the configuration, an unmapped one waits with a reason;
+    # a queue restricted to some namespaces
+    def sched_msg(name):
+        for x in c.get("/api/v1/namespaces/default/pods/" + name)[1].get("status", {}).get(
+                "conditions", []):
+            if x.get("type") == "PodScheduled" and x.get("status") == "False":
+                return x.get("message")
+    c.post("/api/v1/namespaces/default/pods",
+           pinned("lq-0", None, 1, "gpu-1", labels={"kueue.x-k8s.io/queue-name": "lq-main"}))
+    check("a pod of LocalQueue default/lq-main (mapped to team-a) is bound",
+          wait_for(lambda: pod_bound(c, "lq-0"), 20))
+    c.post("/api/v1/namespaces/default/pods",
+           pinned("lq-1", None, 1, "gpu-1", labels={"kueue.x-k8s.io/queue-name": "nope"}))
+    m = wait_for(lambda: sched_msg("lq-1"), 15) or ""
+    check("a pod of an unmapped LocalQueue waits and says so",
+          "UnmappedLocalQueue" in m and "default/nope" in m and not pod_bound(c, "lq-1"), m)
+    c.post(*e2e.podgroup("nsx", 1, queue="team-x"))
+    c.post("/api/v1/namespaces/default/pods", pinned("nsx-0", "nsx", 1, "gpu-1"))
+    m = wait_for(lambda: sched_msg("nsx-0"), 15) or ""
+    check("a gang of namespace default may not use queue team-x (namespaces: [ns-x])",
+          "NamespaceNotAllowed" in m and not pod_bound(c, "nsx-0"), m)
+    for n in ("lq-0", "lq-1", "nsx-0"):
+        c.delete("/api/v1/namespaces/default/pods/" + n, {"gracePeriodSeconds": 0})
 
     # defect 10: a node with 8 free GPUs in two 4-GPU NVLink islands, a pod whose tensor-parallel
     # group of 8 needs them in one

@@ -161,8 +161,15 @@ def settled(c, mins):
 def judge(cl, db, mins, label, stats_before):
     """Waits for the point to settle, then checks every part of the invariant."""
     c = cl.c
-    wait_for(lambda: settled(c, mins), 25, 0.2)
-    time.sleep(0.6)  # stays settled: a late bind or a stray cycle would show now
+
+    def quiet():
+        """Settled now and still 1 s later: a new leader's Bindings in flight (a gang 3 of 4
+        bound for a few ms) are not a partial gang; a partial gang that stays is."""
+        if not settled(c, mins):
+            return False
+        time.sleep(1.0)
+        return settled(c, mins)
+    wait_for(quiet, 30, 0.2)
     v = violations(c, mins)
     check(label + ": no partial gang, no node over its GPUs, no GPU shared", not v, "; ".join(v))
     _, s, _ = c.get("/_fake/stats")
@@ -203,7 +210,7 @@ def defect_partial_after_crash(cl, db, failover):
                         live_bound(p)]) == 2, 20)
     check("defect 1 (%s): 2 of 4 Bindings done, 2 held, when the leader is killed" % tag, got)
     cl.kill_and_release()
-    new_db = db if not failover else db + ".standby-%d" % cl.n
+    new_db = db if not failover else cl.base_db + ".standby-%d" % cl.n
     s = cl.start(new_db)
     check("defect 1 (%s): the next leader takes over" % tag, wait_for(s.leading, 20))
     wait_for(lambda: "recovery:" in s.text(), 20)
@@ -256,6 +263,12 @@ def defect_foreign(cl, db):
                                  and p["spec"].get("nodeName")], 20)
     check("defect 3: the foreign-bound member and the one we bound are both deleted", gone,
           str([(p["metadata"]["name"], p["spec"].get("nodeName")) for p in all_pods(c)]))
+    time.sleep(0.5)  # a second delete of either would come now
+    _, st, _ = c.get("/_fake/stats")
+    dels = st.get("pod_deletes", 0) - before.get("pod_deletes", 0)
+    with_uid = st.get("pod_deletes_uid", 0) - before.get("pod_deletes_uid", 0)
+    check("defect 10: each is deleted once, with its uid as a precondition",
+          dels == 2 and with_uid == 2, "%d deletes, %d with a uid" % (dels, with_uid))
     ev = wait_for(lambda: [e for e in e2e.events_for(c, "fb") if e["reason"] == "FailedBinding"],
                   10)
     check("defect 3: FailedBinding names the other node",
@@ -298,7 +311,7 @@ def soak_point(cl, db, rnd, i, failover, summary):
     early = rnd.random() < 0.5
     if early:  # the held Bindings land before the next leader starts
         c.post("/_fake/release", {})
-    new_db = db if not failover else db + ".fo-%d" % i
+    new_db = db if not failover else cl.base_db + ".fo-%d" % i
     s = cl.start(new_db)
     if not wait_for(s.leading, 20):
         bad("soak point %d: no new leader" % i)
@@ -331,7 +344,7 @@ def main():
     cl = Cluster(kubeconfig)
     for n, rack in sorted(NODES.items()):
         cl.c.post("/api/v1/nodes", e2e.node(n, rack, GPUS))
-    db = os.path.join(e2e.TMP, "gangsched.db")
+    db = cl.base_db = os.path.join(e2e.TMP, "gangsched.db")
     s = cl.start(db)
     check("the first scheduler becomes leader", wait_for(s.leading, 20))
     if not args.skip_defects:

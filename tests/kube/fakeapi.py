@@ -521,7 +521,7 @@ class Stats:
                       "watches_active": 0, "watch_events": 0, "watch_expired": 0,
                       "faults_fired": 0, "first_bind_time": None, "last_bind_time": None,
                       "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0,
-                      "bound_pods": 0}
+                      "bound_pods": 0, "pod_deletes": 0, "pod_deletes_uid": 0}
             self.bound_uids = set()
 
     def pruned(self, what, fields):
@@ -1005,7 +1005,15 @@ class Store:
         q = q or {}
         with self.lock:
             cur = self._get(res, ns, name).obj
+            # DeleteOptions.preconditions, as the generic registry's Delete checks them
+            # (storage.Preconditions.Check): a 409 Conflict worded "Precondition failed: UID in
+            # precondition: A, UID in object meta: B"; a pod replaced under the same name (a
+            # StatefulSet's) is then not deleted in its predecessor's place
             pre = opts.get("preconditions") or {}
+            if res.key == ("", "pods") and not q.get("dryRun"):
+                self.stats.add("pod_deletes")
+                if pre.get("uid"):
+                    self.stats.add("pod_deletes_uid")
             if pre.get("uid") and pre["uid"] != cur["metadata"]["uid"]:
                 self.stats.add("conflicts")
                 raise conflict(res, name, f"Precondition failed: UID in precondition: "
