@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/core/model.h"
 #include "sched/core/dra.h"
+#include "sched/core/model.h"
 
 /* ---- pool: chunked bump allocator, freed as a whole ------------------------------------------ */
 

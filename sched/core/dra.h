@@ -24,13 +24,13 @@
 
 /* One ResourceSlice as the inventory needs it (strings borrowed for the call). */
 struct dra_slice {
-    const char *name;   /* metadata.name: the slice's identity */
-    const char *node;   /* spec.nodeName, or NULL (not node-local: not counted) */
-    const char *driver; /* spec.driver */
-    const char *pool;   /* spec.pool.name */
-    int64_t generation; /* spec.pool.generation */
-    uint32_t slice_count;      /* spec.pool.resourceSliceCount (0 read as 1) */
-    const char *const *gpus;   /* names of its GPU devices (the filter above applied) */
+    const char *name;        /* metadata.name: the slice's identity */
+    const char *node;        /* spec.nodeName, or NULL (not node-local: not counted) */
+    const char *driver;      /* spec.driver */
+    const char *pool;        /* spec.pool.name */
+    int64_t generation;      /* spec.pool.generation */
+    uint32_t slice_count;    /* spec.pool.resourceSliceCount (0 read as 1) */
+    const char *const *gpus; /* names of its GPU devices (the filter above applied) */
     uint32_t n_gpus;
 };
 

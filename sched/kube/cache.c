@@ -1,9 +1,6 @@
 /* sched/kube/cache.c: the Kubernetes driver's cluster cache and cycle input (see cache.h). */
 #include "sched/kube/cache.h"
 
-#include "sched/kube/dra.h"
-#include "sched/kube/native.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +9,8 @@
 #include "sched/core/annot.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/kube/dra.h"
+#include "sched/kube/native.h"
 #include "sched/sim/nodes.h"
 
 struct kassume {
@@ -871,8 +870,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         if (!bound && (p->deleting || p->gated))
             continue;
         const char *gk = p->group ? p->group : p->key;
-        const struct kpg *pg = p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group)
-                                        : NULL;
+        const struct kpg *pg =
+            p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group) : NULL;
         if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
             gk = p->key;
         struct group *g = strmap_get(&groups, gk);

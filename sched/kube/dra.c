@@ -45,8 +45,7 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
                           name);
     const cJSON *node = get(spec, "nodeName");
     if (node && !cJSON_IsNull(node) && !cJSON_IsString(node))
-        return sched_fail(eb, SCHED_EINVAL, "resourceslice %s: spec.nodeName: not a string",
-                          name);
+        return sched_fail(eb, SCHED_EINVAL, "resourceslice %s: spec.nodeName: not a string", name);
     const cJSON *devs = get(spec, "devices");
     if (devs && !cJSON_IsArray(devs))
         return sched_fail(eb, SCHED_EINVAL, "resourceslice %s: spec.devices: not a list", name);
@@ -68,8 +67,8 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
             names[k++] = dn;
     }
     struct dra_slice s = {.name = name,
-                          .node = cJSON_IsString(node) && *node->valuestring ? node->valuestring
-                                                                             : NULL,
+                          .node =
+                              cJSON_IsString(node) && *node->valuestring ? node->valuestring : NULL,
                           .driver = driver,
                           .pool = pname,
                           .generation = gen ? (int64_t)gen->valuedouble : 0,

@@ -359,9 +359,10 @@ static void native_status(struct kdrv *d, const struct kpg *pg, bool ok, const c
     const char *ct = knative_sched_condition(pg->api);
     char msg[700];
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
-    cJSON *body = ct ? knative_condition_patch(pg, ct, ok, ok ? "Scheduled" : knative_reason(reason),
-                                               ok ? message : msg, now_ms())
-                     : NULL;
+    cJSON *body =
+        ct ? knative_condition_patch(pg, ct, ok, ok ? "Scheduled" : knative_reason(reason),
+                                     ok ? message : msg, now_ms())
+           : NULL;
     if (!body)
         return;
     char path[700];
@@ -2219,8 +2220,8 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
         cJSON *ann =
             cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
         cJSON_AddStringToObject(ann, "gangsched.io/checkpoint-requested", t);
-        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s",
-                 knative_api_version(pg->api), pg->ns, knative_plural(pg->api), pg->name);
+        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", knative_api_version(pg->api),
+                 pg->ns, knative_plural(pg->api), pg->name);
         send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
         return 0;
     }
@@ -2521,14 +2522,14 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
      * 404 and counts as synced and empty (1.36 serves v1alpha2, 1.37 v1beta1, 1.35 v1alpha1
      * Workloads, each only with its gates on) */
     if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha2/podgroups", NULL,
-                            on_pg_native_a2, eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1beta1/podgroups", NULL,
-                            on_pg_native_b1, eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload,
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha2/podgroups", NULL, on_pg_native_a2,
                             eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1beta1/podgroups", NULL, on_pg_native_b1,
+                            eb);
+    if (rc == 0)
+        rc =
+            start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload, eb);
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     if (rc == 0)
         rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice, eb);

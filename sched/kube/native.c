@@ -75,10 +75,12 @@ int knative_pod_group(const cJSON *spec, const char *ns, const char *pod_key, st
     }
     if (!wr || cJSON_IsNull(wr))
         return 0;
-    const cJSON *wn = get(wr, "name"), *pg = get(wr, "podGroup"), *rk = get(wr, "podGroupReplicaKey");
+    const cJSON *wn = get(wr, "name"), *pg = get(wr, "podGroup"),
+                *rk = get(wr, "podGroupReplicaKey");
     if (!key_part(wn) || !key_part(pg))
         return sched_fail(eb, SCHED_EINVAL,
-                          "pod %s: spec.workloadRef: name and podGroup must be valid names", pod_key);
+                          "pod %s: spec.workloadRef: name and podGroup must be valid names",
+                          pod_key);
     bool has_rk = rk && !cJSON_IsNull(rk) && !(cJSON_IsString(rk) && !rk->valuestring[0]);
     if (has_rk && !key_part(rk))
         return sched_fail(eb, SCHED_EINVAL,
@@ -196,7 +198,8 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
         else if (cJSON_IsObject(dm)) /* v1beta1: {single: {}} | {all: {}} */
             g->disrupt_all = get(dm, "all") && !cJSON_IsNull(get(dm, "all"));
         else
-            rc = sched_fail(eb, SCHED_EINVAL, "%s: spec.disruptionMode: not {all: {}} or "
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "%s: spec.disruptionMode: not {all: {}} or "
                             "{single: {}}",
                             what);
     }
@@ -222,8 +225,7 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
     return 0;
 }
 
-int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n,
-                            struct sched_errbuf *eb)
+int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n, struct sched_errbuf *eb)
 {
     const cJSON *meta = get(o, "metadata"), *groups = get(get(o, "spec"), "podGroups");
     const char *ns, *name;
@@ -243,7 +245,8 @@ int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n,
         const cJSON *pg = cJSON_GetArrayItem(groups, i), *pn = get(pg, "name");
         char key[3 * KOBJ_NAME_MAX + 8], what[sizeof(key) + 40];
         if (!key_part(pn)) {
-            rc = sched_fail(eb, SCHED_EINVAL, "workload %s/%s: spec.podGroups[%d].name: missing "
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "workload %s/%s: spec.podGroups[%d].name: missing "
                             "or not a name",
                             ns, name, i);
             break;
@@ -279,8 +282,8 @@ static void rfc3339(int64_t ms, char *buf, size_t n)
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
-                               const char *reason, const char *message, int64_t now_ms)
+cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok, const char *reason,
+                               const char *message, int64_t now_ms)
 {
     if (!pg || !knative_sched_condition(pg->api))
         return NULL;
@@ -311,9 +314,8 @@ cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
     cJSON_AddStringToObject(cond, "lastTransitionTime", ltt);
     cJSON_AddStringToObject(cond, "reason", reason);
     cJSON_AddStringToObject(cond, "message", message ? message : "");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"),
-                                                "conditions"),
-                         cond);
+    cJSON_AddItemToArray(
+        cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
     return body;
 }
 

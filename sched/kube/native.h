@@ -63,8 +63,8 @@ int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n,
  * the stored condition when its status does not change. NULL when nothing may be written: the
  * API has no status, or `ctype` is the scheduled condition, it is True already (terminal) and
  * this write would say False. */
-cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
-                               const char *reason, const char *message, int64_t now_ms);
+cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok, const char *reason,
+                               const char *message, int64_t now_ms);
 
 /* The status reason upstream defines for one of the daemon's waiting reasons: "SchedulerError"
  * for specs it cannot act on (InvalidSpec, SchedulerError), else "Unschedulable". */

@@ -1,12 +1,12 @@
 /* sched/kube/objects.c: pods and PodGroups from API JSON (see objects.h). */
 #include "sched/kube/objects.h"
 
-#include "sched/kube/native.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "sched/kube/native.h"
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
 

@@ -597,8 +597,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         if (rc)
             return rc;
         if (kind && strcmp(kind, "Node") != 0)
-            return fail_at(d, vget(d, v, "kind"), SCHED_EINVAL, "field kind: \"%s\" is not Node or ResourceSlice",
-                           kind);
+            return fail_at(d, vget(d, v, "kind"), SCHED_EINVAL,
+                           "field kind: \"%s\" is not Node or ResourceSlice", kind);
     }
     struct val meta;
     int rc = get_coll(d, v, "metadata", "metadata", VK_MAP, &meta);
@@ -752,8 +752,8 @@ static int load_root(struct doc *d, struct val root)
         const char *ik = NULL;
         if (vkind(v) == VK_MAP && (rc = get_string(d, v, "kind", "kind", false, &ik)))
             return rc;
-        if ((rc = ik && strcmp(ik, "ResourceSlice") == 0 ? load_slice(d, v)
-                                                          : load_node(d, v, true)))
+        if ((rc =
+                 ik && strcmp(ik, "ResourceSlice") == 0 ? load_slice(d, v) : load_node(d, v, true)))
             return rc;
     }
     d->node_name = NULL;

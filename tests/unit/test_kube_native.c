@@ -34,7 +34,7 @@ static void ev(struct kcache *c, int kind, enum kpg_api api, const char *json)
 {
     cJSON *o = cJSON_Parse(json);
     assert_non_null(o);
-    int rc = kind == 0 ? kcache_node_event(c, o, false)
+    int rc = kind == 0   ? kcache_node_event(c, o, false)
              : kind == 1 ? kcache_pod_event(c, o, false)
                          : kcache_pg_event(c, o, api, false);
     assert_int_equal(rc, 0);
@@ -146,8 +146,7 @@ static void gang_min_count_topology_priority(void **state)
     assert_int_equal(kb.gangs[0].gang.priority, 500);
     /* the constraint's key is the rack level: 3 x 8 GPUs do not fit in a 2-node rack */
     assert_true(kb.gangs[0].gang.topo_required >= 0);
-    assert_string_equal(kb.snap.cluster->topo.levels[kb.gangs[0].gang.topo_required].name,
-                        "rack");
+    assert_string_equal(kb.snap.cluster->topo.levels[kb.gangs[0].gang.topo_required].name, "rack");
     struct sched_result res;
     assert_int_equal(sched_cycle(&kb.snap, &f->a, &res), 0);
     assert_int_equal(res.n_placements, 0);
@@ -249,10 +248,10 @@ static void condition_patches(void **state)
                            "\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
                            "\"False\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}");
     assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), 0);
-    cJSON *b = knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable",
-                                       "x", 0);
-    const cJSON *c = cJSON_GetArrayItem(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "conditions"), 0);
+    cJSON *b =
+        knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable", "x", 0);
+    const cJSON *c =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "conditions"), 0);
     assert_string_equal(cJSON_GetObjectItem(c, "status")->valuestring, "False");
     assert_string_equal(cJSON_GetObjectItem(c, "lastTransitionTime")->valuestring,
                         "2026-01-01T00:00:00Z"); /* unchanged status keeps its time */
@@ -266,8 +265,8 @@ static void condition_patches(void **state)
                     "\"status\":\"True\"}]}}");
     assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), 0);
     assert_true(g->initially_scheduled && g->basic);
-    assert_null(knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable",
-                                        "x", 0));
+    assert_null(
+        knative_condition_patch(g, "PodGroupInitiallyScheduled", false, "Unschedulable", "x", 0));
     b = knative_condition_patch(g, "DisruptionTarget", true, "PreemptionByScheduler", "y", 0);
     assert_non_null(b);
     cJSON_Delete(b);
