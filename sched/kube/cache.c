@@ -31,6 +31,7 @@ struct kcache {
     struct strmap node_ix; /* node name -> index + 1 in cluster */
     uint64_t cluster_cfg;  /* config version the cluster's levels came from */
     struct dra_inv *dra;   /* ResourceSlices (sched/core/dra.h): GPUs of DRA-only nodes */
+    struct strmap claims;  /* "ns/name" -> struct kclaim* (sched/kube/dra.h) */
 };
 
 struct kcache *kcache_new(const char *scheduler)
@@ -49,6 +50,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->assumed);
     strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
+    strmap_init(&c->claims);
     c->nodes_dirty = c->dirty = true;
     return c;
 }
@@ -85,6 +87,9 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->node_ix);
     cluster_free(c->cluster);
     dra_inv_free(c->dra);
+    for (size_t i = 0; strmap_next(&c->claims, &i, &k, &v);)
+        kdra_claim_free(v);
+    strmap_fini(&c->claims);
     free(c->scheduler);
     free(c);
 }
@@ -371,6 +376,72 @@ int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
         return 0;
     }
     return rc;
+}
+
+int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    char key[KOBJ_KEY_MAX];
+    if (!name || kobj_key(ns, name, key, sizeof(key)) != 0) {
+        LOG_WARN("kube", "resourceclaim without a valid metadata.name skipped");
+        return 0;
+    }
+    c->dirty = true;
+    if (deleted) {
+        kdra_claim_free(strmap_del(&c->claims, key));
+        return 0;
+    }
+    struct kclaim *cl = NULL;
+    struct sched_errbuf eb;
+    int rc = kdra_claim_decode(obj, NULL, &cl, &eb);
+    if (rc == SCHED_ENOMEM)
+        return rc;
+    if (rc) {
+        LOG_WARN("kube", "resourceclaim skipped: error=%s", eb.msg);
+        kdra_claim_free(strmap_del(&c->claims, key));
+        return 0;
+    }
+    void *old = NULL;
+    if (strmap_put(&c->claims, key, cl, &old) != 0) {
+        kdra_claim_free(cl);
+        return SCHED_ENOMEM;
+    }
+    kdra_claim_free(old);
+    return 0;
+}
+
+const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
+{
+    return strmap_get(&c->claims, key);
+}
+
+const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
+                              const char **driver, const char **pool)
+{
+    return dra_inv_device(c->dra, node, index, driver, pool);
+}
+
+/* Pods with ResourceClaims request their containers' GPUs plus their claims' (known ones);
+ * why: for a pending pod of ours, what keeps it from being placed (arena string), or NULL. */
+static const char *claim_demand(struct kcache *c, struct kpod *p, struct arena *a)
+{
+    p->req.v[RES_GPU] = p->gpus_own;
+    const char *why = p->claim_wait;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
+        if (!cl) {
+            why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
+            continue;
+        }
+        p->req.v[RES_GPU] += cl->gpus;
+        if (cl->unsupported)
+            why = why ? why : cl->unsupported;
+        else if (!p->node && !kdra_claim_free_for(cl, p->uid))
+            why = why ? why
+                      : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
+                                     p->claims[i]);
+    }
+    return why;
 }
 
 int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint32_t gpu_mask,
@@ -838,6 +909,21 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < cl->n_nodes; i++)
         b.state[i].release_ms = INT64_MAX; /* no declared run times in a real cluster */
+    /* ResourceClaims first: a pod's GPUs include its claims' (usage and placement) */
+    struct strmap claim_why; /* pending pod key -> why its claims keep it from placement */
+    strmap_init(&claim_why);
+    {
+        const char *pk;
+        void *pv;
+        for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
+            struct kpod *p = pv;
+            const char *cw = p->n_claims || p->claim_wait ? claim_demand(c, p, a) : NULL;
+            if (cw && p->ours && !p->node && strmap_put(&claim_why, pk, (void *)cw, NULL)) {
+                strmap_fini(&claim_why);
+                return SCHED_ENOMEM;
+            }
+        }
+    }
     account_usage(&b);
     for (uint32_t i = 0; i < cl->n_nodes; i++)
         if (b.state[i].used.v[RES_PODS] == 0)
@@ -933,6 +1019,17 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                                                   "pods name podgroup %s, which does not "
                                                   "exist (yet)",
                                                   g->key));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                const char *cw = NULL; /* a member's ResourceClaims (sched/kube/dra.h) */
+                for (uint32_t m = 0; m < g->n_pending && !cw; m++)
+                    cw = strmap_get(&claim_why, g->pending[m]->key);
+                if (cw) {
+                    bool invalid = strstr(cw, "resourceclaim ") == cw;
+                    rc = add_waiting(&b, g, invalid ? "InvalidSpec" : "WaitingForResourceClaim",
+                                     arena_strdup(a, cw));
                     if (rc)
                         goto done;
                     continue;
@@ -1175,5 +1272,6 @@ done:
     }
     strmap_fini(&groups);
     strmap_fini(&foreign);
+    strmap_fini(&claim_why);
     return rc;
 }

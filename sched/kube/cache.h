@@ -23,6 +23,7 @@
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 #include "sched/core/strmap.h"
+#include "sched/kube/dra.h"
 #include "sched/kube/objects.h"
 
 struct sched_policy;
@@ -78,6 +79,12 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
 /* A resource.k8s.io/v1 ResourceSlice: GPUs of nodes without nvidia.com/gpu (sched/core/dra.h). */
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);
+/* A resource.k8s.io/v1 ResourceClaim: pods with claims request their GPUs (sched/kube/dra.h). */
+int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted);
+const struct kclaim *kcache_claim(const struct kcache *c, const char *key);
+/* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */
+const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
+                              const char **driver, const char **pool);
 
 /* Marks a pod as bound to node (a bind was sent, or succeeded) until a watch event shows it
  * bound or it disappears; kcache_unassume forgets it (a failed bind). */

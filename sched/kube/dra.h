@@ -15,11 +15,56 @@
 
 #include "sched/core/dra.h"
 #include "sched/core/err.h"
+#include "sched/kube/objects.h"
 
 /* Adds (or replaces) the slice in `inv`; GPU devices are those of `gpu_driver` (NULL:
  * DRA_GPU_DRIVER) whose attribute "type" is absent or "gpu". 0, SCHED_EINVAL (inv unchanged),
  * SCHED_ENOMEM. */
 int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
                    struct sched_errbuf *eb);
+
+/* ---- ResourceClaims ---------------------------------------------------------------------------
+ * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the GPU DeviceClass
+ * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1). Anything else
+ * (another class, allocationMode All, firstAvailable, selectors, constraints, adminAccess) is
+ * refused with a message naming the field: the pod waits with reason InvalidSpec, never a
+ * partial or wrong allocation. */
+struct kclaim_req {
+    char *name;     /* request name */
+    uint32_t count; /* devices */
+};
+
+struct kclaim {
+    char *key; /* "namespace/name" */
+    char *ns, *name, *uid;
+    struct kclaim_req *reqs;
+    uint32_t n_reqs;
+    int64_t gpus;      /* sum of the requests' counts */
+    char *unsupported; /* why the claim cannot be allocated by gangsched, or NULL */
+    bool allocated;    /* status.allocation set */
+    char **reserved;   /* status.reservedFor[].uid */
+    uint32_t n_reserved;
+};
+
+int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
+                      struct sched_errbuf *eb);
+void kdra_claim_free(struct kclaim *c);
+/* Whether the claim is free for the pod `uid`: not allocated, or allocated and reserved for no
+ * one but that pod (our own earlier attempt). */
+bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
+
+/* The body of the resourceclaims/status write that allocates the claim on `node` to the pod:
+ * status.allocation.devices.results[] (request, driver, pool, device: devices taken in order,
+ * count per request), status.allocation.nodeSelector (metadata.name In [node]) and
+ * status.reservedFor [{resource: pods, name, uid}]. NULL out of memory. */
+cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
+                             const char *const *drivers, const char *const *pools,
+                             uint32_t n_devices, const char *pod_name, const char *pod_uid);
+
+/* A pod's claims: spec.resourceClaims[]{name, resourceClaimName | resourceClaimTemplateName};
+ * a template's claim is the one status.resourceClaimStatuses names (created by the resourceclaim
+ * controller), else p->claim_wait says it is awaited. Sets p->claims, n_claims, claim_wait. */
+struct kpod;
+int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sched_errbuf *eb);
 
 #endif

@@ -102,7 +102,7 @@ struct kdrv {
     uv_signal_t sigterm, sigint;
     struct kube_auth *auth;
     struct kube_client *client;
-    struct kube_informer *inf[3 + KPG_N_API + 1];
+    struct kube_informer *inf[3 + KPG_N_API + 2];
     uint32_t n_inf;
     struct kube_lease *lease;
     struct config_watch *cw;
@@ -1058,6 +1058,95 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     free(s);
 }
 
+/* ---- DRA: a pod's ResourceClaims allocated before its Binding (sched/kube/dra.h) ---------- */
+
+/* The claim writes of one pod in flight; its Binding follows when all succeeded. */
+struct kclaim_writes {
+    struct kbind *b;
+    char *flavor;
+    uint32_t left, failed;
+    char *error;
+};
+
+static void on_claim_written(void *ctx, const struct kube_resp *r)
+{
+    struct kclaim_writes *w = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        w->failed++;
+        if (!w->error) {
+            char buf[600];
+            snprintf(buf, sizeof(buf), "pod %s: ResourceClaim allocation: HTTP %d: %s",
+                     w->b->pod_key, r->status, r->error ? r->error : "no response");
+            w->error = strdup(buf);
+        }
+    }
+    if (--w->left > 0)
+        return;
+    struct kbind *b = w->b;
+    if (w->failed == 0) /* allocation and reservedFor written: now the Binding */
+        send_bind(b->gb->d, b, w->flavor);
+    else
+        bind_done(b, w->error ? w->error : "ResourceClaim allocation failed");
+    free(w->flavor);
+    free(w->error);
+    free(w);
+}
+
+/* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
+ * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs
+ * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
+ * at once. A failed write fails the bind (the gang rolls back whole). */
+static void send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
+{
+    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+    if (!p || p->n_claims == 0) {
+        send_bind(d, b, flavor);
+        return;
+    }
+    const char *dev[32], *drv[32], *pool[32];
+    uint32_t n = 0;
+    for (uint32_t g = 0; g < 32; g++)
+        if (b->gpu_mask & (1u << g)) {
+            dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
+            if (!dev[n]) {
+                char buf[600];
+                snprintf(buf, sizeof(buf), "pod %s: GPU %u of node %s is not a DRA device",
+                         b->pod_key, g, b->node);
+                bind_done(b, buf);
+                return;
+            }
+            n++;
+        }
+    struct kclaim_writes *w = calloc(1, sizeof(*w));
+    if (!w || (flavor && !(w->flavor = strdup(flavor)))) {
+        free(w);
+        bind_done(b, "out of memory");
+        return;
+    }
+    w->b = b;
+    w->left = p->n_claims;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
+        uint32_t take = cl ? (uint32_t)cl->gpus : 0;
+        cJSON *body = cl && at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
+                                                                   pool + at, take, p->name, p->uid)
+                                           : NULL;
+        at += take;
+        char path[KOBJ_KEY_MAX + 80];
+        snprintf(path, sizeof(path),
+                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
+                 cl ? cl->name : "");
+        if (!body) {
+            struct kube_resp r = {
+                .status = 0, .body = "", .error = "claim unknown or too few devices"};
+            on_claim_written(w, &r);
+            continue;
+        }
+        send_json(d, KUBE_PATCH_MERGE, path, body, on_claim_written, w);
+    }
+}
+
 /* ---- recovery ----------------------------------------------------------------------------------
  */
 
@@ -2007,7 +2096,7 @@ static void run_cycle(struct kdrv *d)
         struct kgang_binds *binds = d->binds;
         for (uint32_t p = 0; p < n_binds; p++)
             for (uint32_t i = 0; i < binds[p].n_pods; i++)
-                send_bind(d, &binds[p].pods[i], binds[p].flavor);
+                send_claims_then_bind(d, &binds[p].pods[i], binds[p].flavor);
     }
     config_watch_unpin(d->cw, cfg);
 }
@@ -2095,6 +2184,13 @@ static void on_workload(void *ctx, enum kube_event ev, const cJSON *obj)
     if (ev != KUBE_SYNCED &&
         kcache_pg_event(d->cache, obj, KPG_WORKLOAD_V1ALPHA1, ev == KUBE_DELETED) != 0)
         fatal(d, "out of memory in the podgroup cache");
+}
+
+static void on_claim(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_claim_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the resourceclaim cache");
 }
 
 static void on_slice(void *ctx, enum kube_event ev, const cJSON *obj)
@@ -2533,6 +2629,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     if (rc == 0)
         rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice, eb);
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim, eb);
     uv_timer_init(d.loop, &d.cycle_timer);
     d.cycle_timer.data = &d;
     uv_timer_init(d.loop, &d.stats_timer);

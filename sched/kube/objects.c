@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
@@ -301,6 +302,10 @@ void kobj_pod_free(struct kpod *p)
     free(p->flavor);
     free(p->why);
     free(p->sched_msg);
+    for (uint32_t i = 0; i < p->n_claims; i++)
+        free(p->claims[i]);
+    free(p->claims);
+    free(p->claim_wait);
     cJSON_Delete(p->obj);
     free(p);
 }
@@ -468,6 +473,9 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         p->has_gpu_ids = true;
     }
     if ((rc = pod_request(spec, p->key, &p->req, eb)) != 0)
+        goto fail;
+    p->gpus_own = p->req.v[RES_GPU];
+    if ((rc = kdra_pod_claims(o, ns, p, eb)) != 0)
         goto fail;
     if (!p->key || !p->ns || !p->name) {
         rc = SCHED_ENOMEM;

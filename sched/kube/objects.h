@@ -60,13 +60,18 @@ enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, K
 struct kpod {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid;
-    char *rv;             /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    char *node;           /* spec.nodeName, NULL when unbound */
-    char *group;          /* gang key "namespace/podgroup", NULL: a gang of one */
-    char *pg_ref;         /* key of the group's object in the cache when it differs from group
-                             (a 1.35 workloadRef: "ns/workload:podGroup", group adds
-                             ":replicaKey"), else NULL */
-    bool native;          /* the group comes from spec.schedulingGroup or spec.workloadRef */
+    char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    char *node;    /* spec.nodeName, NULL when unbound */
+    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *pg_ref;  /* key of the group's object in the cache when it differs from group
+                      (a 1.35 workloadRef: "ns/workload:podGroup", group adds
+                      ":replicaKey"), else NULL */
+    bool native;   /* the group comes from spec.schedulingGroup or spec.workloadRef */
+    char **claims; /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
+                      status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
+    uint32_t n_claims;
+    char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
+    int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
     char *queue;          /* the pod's own queue label or annotation, NULL when none */
     bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */

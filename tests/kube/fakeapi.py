@@ -725,7 +725,63 @@ class Store:
             self._crds_changed()
         if self.kubelet and res.key == ("", "pods"):
             self.kubelet.notice(obj, etype)
+        if res.key == ("", "pods") and etype in ("ADDED", "DELETED"):
+            self._resourceclaim_controller(obj, etype)
         return entry
+
+    # ---- issue 17: kube-controller-manager's resourceclaim controller, the parts a scheduler
+    # relies on (KEP-4381 §kube-controller-manager; pkg/controller/resourceclaim): a pod's
+    # template claims are created as "<pod>-<claim>-<5 chars>", owned by the pod, annotated
+    # resource.kubernetes.io/pod-claim-name, and named in pod.status.resourceClaimStatuses;
+    # when a pod is gone its reservedFor entries are removed, a claim left without consumers is
+    # deallocated, and claims the pod owned are deleted (garbage collection).
+    def _resourceclaim_controller(self, pod, etype):
+        claims = BY_PATH[("resource.k8s.io", "v1", "resourceclaims")]
+        ns, uid = pod["metadata"].get("namespace"), pod["metadata"].get("uid")
+        if etype == "DELETED":
+            for (cns, cname), e in list(self.objects[claims.key].items()):
+                if cns != ns:
+                    continue
+                owned = any(o.get("uid") == uid for o in e.obj["metadata"].get(
+                    "ownerReferences") or [])
+                st = e.obj.get("status") or {}
+                rf = [r for r in st.get("reservedFor") or [] if r.get("uid") != uid]
+                if owned:
+                    self._commit(claims, cns, cname, "DELETED", json.loads(e.raw), e.obj)
+                elif rf != (st.get("reservedFor") or []):
+                    new = json.loads(e.raw)
+                    new["status"]["reservedFor"] = rf
+                    if not rf:
+                        new["status"].pop("allocation", None)
+                        new["status"].pop("reservedFor", None)
+                    self._commit(claims, cns, cname, "MODIFIED", new, e.obj)
+            return
+        statuses = []
+        for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
+            t = rc.get("resourceClaimTemplateName")
+            tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
+            if not t or not tmpl:
+                continue
+            name = "%s-%s-%s" % (pod["metadata"]["name"], rc.get("name"), "".join(
+                random.choice(NAME_ALPHABET) for _ in range(5)))
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                                  "creationTimestamp": now_time(),
+                                  "annotations": {"resource.kubernetes.io/pod-claim-name":
+                                                  rc.get("name")},
+                                  "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
+                                                       "name": pod["metadata"]["name"],
+                                                       "uid": uid, "controller": True,
+                                                       "blockOwnerDeletion": True}]},
+                     "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
+            self._commit(claims, ns, name, "ADDED", claim, None)
+            statuses.append({"name": rc.get("name"), "resourceClaimName": name})
+        if statuses:
+            pods = BY_KEY[("", "pods")]
+            e = self.objects[pods.key].get((ns, pod["metadata"]["name"]))
+            new = json.loads(e.raw)
+            new.setdefault("status", {})["resourceClaimStatuses"] = statuses
+            self._commit(pods, ns, pod["metadata"]["name"], "MODIFIED", new, e.obj)
 
     def _crds_changed(self):
         """A CRD was written: what is served changes; the objects of a CRD that is gone are

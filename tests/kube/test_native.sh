@@ -6,7 +6,5 @@ BIN=${BIN:-bin}
 export BIN
 rc=0
 timeout 240 python3 tests/kube/native.py || rc=1
-if [ -f tests/kube/dra.py ]; then
-    timeout 180 python3 tests/kube/dra.py || rc=1
-fi
+timeout 180 python3 tests/kube/dra.py || rc=1
 exit $rc

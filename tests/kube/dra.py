@@ -1,0 +1,169 @@
+"""tests/kube/dra.py: `gangsched run` on a cluster whose GPUs exist only as DRA devices.
+
+Owns: issue 17's DRA scenario. Four nodes without nvidia.com/gpu, each with a ResourceSlice of 8
+gpu.nvidia.com devices (shaped like kwok's fixture, tests/data/kwok-dra/), kwok's DeviceClass,
+a ResourceClaimTemplate of 8 GPUs; the fake API server plays kube-controller-manager's
+resourceclaim controller (claims from templates, reservedFor cleanup). Checked: a gang whose pods
+claim GPUs through the template is bound whole inside one rack, each claim carrying
+status.allocation (8 distinct devices of its pod's node) and reservedFor its pod before the pod
+was bound; the queue's GPU quota counts claimed GPUs (a second gang waits); deleting the first
+gang releases its claims and the second gang starts; a claim gangsched cannot allocate
+(a CEL selector) leaves its gang waiting with InvalidSpec. Every wait is bounded.
+"""
+
+import copy
+import os
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+from kclient import Client  # noqa: E402
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: team-a
+    quota:
+      default:
+        nvidia.com/gpu: 16
+"""
+NS = "/api/v1/namespaces/default/pods"
+RES = "/apis/resource.k8s.io/v1"
+
+
+def dra_node(name, rack):
+    n = e2e.node(name, rack)
+    for k in ("allocatable", "capacity"):
+        n["status"][k].pop("nvidia.com/gpu")
+    return n
+
+
+def gpu_slice(node, uid):
+    with open("tests/data/kwok-dra/resourceslice-kwok-node-0-2gpu-80Gi.yaml") as f:
+        s = yaml.safe_load(f)
+    dev = s["spec"]["devices"][0]
+    s["metadata"] = {"name": node + "-gpu.nvidia.com"}
+    s["spec"]["nodeName"] = node
+    s["spec"]["pool"] = {"name": node, "generation": 1, "resourceSliceCount": 1}
+    s["spec"]["devices"] = []
+    for i in range(8):
+        d = copy.deepcopy(dev)
+        d["name"] = "gpu-%d" % i
+        d["attributes"]["uuid"]["string"] = "GPU-%s-%d" % (uid, i)
+        s["spec"]["devices"].append(d)
+    return s
+
+
+def template(name, count, cel=None):
+    ex = {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": count}
+    if cel:
+        ex["selectors"] = [{"cel": {"expression": cel}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": ex}]}}}}
+
+
+def gang(c, name, n, tmpl):
+    path, pg = e2e.podgroup(name, n)
+    pg["metadata"]["annotations"] = {"gangsched.io/topology-required": "rack"}
+    c.post(path, pg)
+    for i in range(n):
+        p = e2e.pod("%s-%d" % (name, i), name, 0)
+        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": tmpl}]
+        p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+        c.post(NS, p)
+
+
+def claims_of(c, pod):
+    st, items, _ = c.get(RES + "/namespaces/default/resourceclaims")
+    return [x for x in items["items"] if any(
+        o.get("name") == pod for o in x["metadata"].get("ownerReferences") or [])]
+
+
+def main():
+    kubeconfig = e2e.start_fake(crds=("xk8s",))
+    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
+        f.write(CONFIG)
+    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    c = Client(kubeconfig)
+    with open("tests/data/kwok-dra/device-class.yaml") as f:
+        c.post(RES + "/deviceclasses", yaml.safe_load(f))
+    for i, (n, rack) in enumerate((("gpu-1", "r1"), ("gpu-2", "r1"), ("gpu-3", "r2"),
+                                   ("gpu-4", "r2"))):
+        c.post("/api/v1/nodes", dra_node(n, rack))
+        c.post(RES + "/resourceslices", gpu_slice(n, "u%d" % i))
+    c.post(RES + "/namespaces/default/resourceclaimtemplates", template("eight", 8))
+    c.post(RES + "/namespaces/default/resourceclaimtemplates",
+           template("hopper", 8, "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"))
+    s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "g.db"))
+    check("the scheduler becomes leader", wait_for(s.leading, 20))
+
+    rv0 = c.get(NS)[1]["metadata"]["resourceVersion"]
+    gang(c, "a", 2, "eight")
+    ok = wait_for(lambda: len(e2e.bound(c, "a")) == 2, 20)
+    pods = e2e.bound(c, "a")
+    racks = {e2e.rack_of(p["spec"]["nodeName"]) for p in pods}
+    check("a gang claiming DRA GPUs through a template is bound whole in one rack",
+          ok and len(racks) == 1, s.text()[-1000:])
+    devices = set()
+    good = True
+    for p in pods:
+        cl = claims_of(c, p["metadata"]["name"])
+        st = (cl[0].get("status") or {}) if cl else {}
+        res = (st.get("allocation") or {}).get("devices", {}).get("results", [])
+        rf = st.get("reservedFor") or []
+        node = p["spec"]["nodeName"]
+        good &= len(res) == 8 and all(r["pool"] == node and r["driver"] == "gpu.nvidia.com" and
+                                      r["request"] == "gpus" for r in res)
+        good &= rf == [{"resource": "pods", "name": p["metadata"]["name"],
+                        "uid": p["metadata"]["uid"]}]
+        devices |= {(r["pool"], r["device"]) for r in res}
+    check("each pod's claim has status.allocation (8 devices of its node) and reservedFor the "
+          "pod", good and len(devices) == 16, str([claims_of(c, p["metadata"]["name"])
+                                                     for p in pods])[:800])
+    def first(path, pred):
+        """{pod name: resourceVersion of the first watch event since rv0 matching pred}"""
+        w = c.watch(path + "?watch=1&resourceVersion=%s&timeoutSeconds=1" % rv0)
+        out = {}
+        for ev in w.all():
+            o = ev.get("object") or {}
+            name = pred(o)
+            if name and name not in out:
+                out[name] = int(o["metadata"]["resourceVersion"])
+        w.close()
+        return out
+    bind_rv = first(NS, lambda o: o["spec"].get("nodeName") and o["metadata"]["name"])
+    claim_rv = first(RES + "/namespaces/default/resourceclaims", lambda o: next(
+        (r["name"] for r in (o.get("status") or {}).get("reservedFor") or []), None))
+    check("each claim was allocated and reserved before its pod's Binding",
+          all(p["metadata"]["name"] in claim_rv and claim_rv[p["metadata"]["name"]] <
+              bind_rv.get(p["metadata"]["name"], 0) for p in pods), "%s %s" % (claim_rv, bind_rv))
+
+    gang(c, "b", 2, "eight")
+    wait_for(lambda: e2e.pg_status(c, "b").get("phase") == "Pending", 10)
+    e2e.time.sleep(1.5)
+    notes = " ".join(e.get("note", "") for e in e2e.events_for(c, "b"))
+    check("the queue's quota counts claimed GPUs: a second 16-GPU gang waits on quota",
+          not e2e.bound(c, "b") and "quota" in notes, notes[:400] + s.text()[-600:])
+    for p in pods:
+        c.delete(NS + "/" + p["metadata"]["name"])
+    check("deleting the first gang releases its claims", wait_for(
+        lambda: not claims_of(c, "a-0") and not claims_of(c, "a-1"), 20))
+    check("and the second gang is bound whole", wait_for(lambda: len(e2e.bound(c, "b")) == 2, 30),
+          s.text()[-1000:])
+
+    gang(c, "sel", 1, "hopper")
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "sel") if e["reason"] == "InvalidSpec"],
+                  20)
+    check("a claim with a CEL selector waits with InvalidSpec naming the field",
+          ok and "selectors" in ok[0].get("note", ""), str(ok)[:400])
+    check("and is not bound", not e2e.bound(c, "sel"))
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
