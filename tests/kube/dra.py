@@ -26,6 +26,7 @@ CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
   - name: team-a
+    preemption: {withinQueue: LowerPriority}
     quota:
       default:
         nvidia.com/gpu: 16
@@ -66,7 +67,7 @@ def template(name, count, cel=None):
             "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": ex}]}}}}
 
 
-def gang(c, name, n, tmpl):
+def gang(c, name, n, tmpl, priority=0):
     path, pg = e2e.podgroup(name, n)
     pg["metadata"]["annotations"] = {"gangsched.io/topology-required": "rack"}
     c.post(path, pg)
@@ -74,6 +75,7 @@ def gang(c, name, n, tmpl):
         p = e2e.pod("%s-%d" % (name, i), name, 0)
         p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": tmpl}]
         p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+        p["spec"]["priority"] = priority
         c.post(NS, p)
 
 
@@ -155,6 +157,24 @@ def main():
         lambda: not claims_of(c, "a-0") and not claims_of(c, "a-1"), 20))
     check("and the second gang is bound whole", wait_for(lambda: len(e2e.bound(c, "b")) == 2, 30),
           s.text()[-1000:])
+
+    # preemption on DRA GPUs: the quota is full with b; a priority-100 gang evicts b whole,
+    # b's claims are released, and the preemptor's claims get b's devices
+    b_devices = {(r["pool"], r["device"]) for p in e2e.bound(c, "b")
+                 for r in claims_of(c, p["metadata"]["name"])[0]["status"]["allocation"]
+                 ["devices"]["results"]}
+    gang(c, "hi", 2, "eight", priority=100)
+    check("a higher-priority gang preempts the DRA gang whole and is bound whole",
+          wait_for(lambda: len(e2e.bound(c, "hi")) == 2 and not e2e.bound(c, "b"), 40),
+          s.text()[-1000:])
+    hi_devices = set()
+    for p in e2e.bound(c, "hi"):
+        cl = claims_of(c, p["metadata"]["name"])
+        hi_devices |= {(r["pool"], r["device"]) for r in
+                       cl[0]["status"]["allocation"]["devices"]["results"]} if cl else set()
+    check("the preemptor's claims hold 16 devices, the victim's claims are gone",
+          len(hi_devices) == 16 and not any(claims_of(c, "b-%d" % i) for i in range(2)),
+          "%s %s" % (sorted(hi_devices), sorted(b_devices)))
 
     gang(c, "sel", 1, "hopper")
     ok = wait_for(lambda: [e for e in e2e.events_for(c, "sel") if e["reason"] == "InvalidSpec"],

@@ -22,8 +22,15 @@ from kclient import Client  # noqa: E402
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
-  - name: team-a
+  - name: default
     preemption: {withinQueue: LowerPriority}
+    quota:
+      default:
+        nvidia.com/gpu: 64
+  - name: small
+    quota:
+      default:
+        nvidia.com/gpu: 8
 """
 RACK = "network.topology.gangsched.io/rack"
 NS = "/api/v1/namespaces/default/pods"
@@ -107,6 +114,19 @@ def v1beta1(c, s):
     check("[1.37] its PodGroup has PodGroupInitiallyScheduled=True reason Scheduled with "
           "observedGeneration", cond and cond["status"] == "True" and
           cond["reason"] == "Scheduled" and "observedGeneration" in cond, str(cond))
+
+    # quota: a native gang of queue "small" (quota 8 GPUs) asking 16 waits on the quota
+    q = podgroup(v, "quota", 2)
+    q["metadata"]["labels"] = {"gangsched.io/queue": "small"}
+    c.post(pg_path(v), q)
+    for i in range(2):
+        c.post(NS, pod("quota-%d" % i, 8, group="quota"))
+    cond = wait_for(lambda: condition(c, v, "quota", "PodGroupInitiallyScheduled"), 10)
+    check("[1.37] a gang over its queue's quota waits, the PodGroup saying so",
+          cond and cond["status"] == "False" and "quota" in cond.get("message", "") and
+          not bound(c, "quota-"), str(cond))
+    for i in range(2):
+        c.delete(NS + "/quota-%d" % i)
 
     # below minCount: waits with a False condition; lowering minCount (mutable) schedules it
     c.post(pg_path(v), podgroup(v, "low3", 3))
