@@ -21,7 +21,7 @@ static bool parse_int(const char *s, long long *out)
 
 bool sel_req_matches(const struct sel_req *r, const struct node *n)
 {
-    const char *v = node_label(n, r->key);
+    const char *v = r->field ? n->name : node_label(n, r->key);
     switch (r->op) {
     case SEL_EXISTS:
         return v != NULL;

@@ -6,23 +6,38 @@
 
 #include "sched/core/strmap.h"
 
+struct dra_dev {
+    char *name;
+    struct cel_device info; /* attrs and caps owned (strings too); driver = the record's */
+};
+
 struct dra_rec {
     char *name, *node, *driver, *pool;
     int64_t generation;
     uint32_t slice_count;
-    char **gpus;
+    struct dra_dev *gpus; /* sorted by name */
     uint32_t n_gpus;
 };
 
+/* A node's counted slices in name order (the index behind dra_inv_device). */
+struct node_slices {
+    const struct dra_rec **recs;
+    uint32_t n;
+};
+
 struct dra_inv {
-    struct strmap slices; /* name -> struct dra_rec* */
+    struct strmap slices;  /* name -> struct dra_rec* */
+    struct strmap by_node; /* node -> struct node_slices*, built on demand; empty when stale */
+    bool indexed;
 };
 
 struct dra_inv *dra_inv_new(void)
 {
     struct dra_inv *inv = calloc(1, sizeof(*inv));
-    if (inv)
+    if (inv) {
         strmap_init(&inv->slices);
+        strmap_init(&inv->by_node);
+    }
     return inv;
 }
 
@@ -30,8 +45,20 @@ static void rec_free(struct dra_rec *r)
 {
     if (!r)
         return;
-    for (uint32_t i = 0; i < r->n_gpus; i++)
-        free(r->gpus[i]);
+    for (uint32_t i = 0; r->gpus && i < r->n_gpus; i++) {
+        struct dra_dev *g = &r->gpus[i];
+        for (int pass = 0; pass < 2; pass++) {
+            struct cel_attr *v = (struct cel_attr *)(pass ? g->info.caps : g->info.attrs);
+            uint32_t n = pass ? g->info.n_caps : g->info.n_attrs;
+            for (uint32_t k = 0; v && k < n; k++) {
+                free((char *)v[k].domain);
+                free((char *)v[k].name);
+                free((char *)v[k].s);
+            }
+            free(v);
+        }
+        free(g->name);
+    }
     free(r->gpus);
     free(r->name);
     free(r->node);
@@ -40,10 +67,26 @@ static void rec_free(struct dra_rec *r)
     free(r);
 }
 
+static void index_drop(struct dra_inv *inv)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&inv->by_node, &i, &k, &v);) {
+        struct node_slices *ns = v;
+        free(ns->recs);
+        free(ns);
+    }
+    strmap_fini(&inv->by_node);
+    strmap_init(&inv->by_node);
+    inv->indexed = false;
+}
+
 void dra_inv_free(struct dra_inv *inv)
 {
     if (!inv)
         return;
+    index_drop(inv);
+    strmap_fini(&inv->by_node);
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&inv->slices, &i, &k, &v);)
@@ -59,7 +102,29 @@ static char *dup(const char *s)
 
 static int cmp_name(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const struct dra_dev *)a)->name, ((const struct dra_dev *)b)->name);
+}
+
+/* Deep copy of attributes or capacities; false out of memory (what was copied is freed with
+ * the record: *out and *n_out are set as it goes). */
+static bool copy_attrs(const struct cel_attr *src, uint32_t n, const struct cel_attr **out,
+                       uint32_t *n_out)
+{
+    struct cel_attr *v = calloc(n + 1, sizeof(*v));
+    *out = v;
+    *n_out = 0;
+    if (!v)
+        return false;
+    for (uint32_t k = 0; k < n; k++) {
+        v[k] = src[k];
+        v[k].domain = dup(src[k].domain);
+        v[k].name = dup(src[k].name);
+        v[k].s = src[k].s ? strdup(src[k].s) : NULL;
+        (*n_out)++;
+        if (!v[k].domain || !v[k].name || (src[k].s && !v[k].s))
+            return false;
+    }
+    return true;
 }
 
 int dra_inv_put(struct dra_inv *inv, const struct dra_slice *s)
@@ -75,20 +140,30 @@ int dra_inv_put(struct dra_inv *inv, const struct dra_slice *s)
     r->slice_count = s->slice_count ? s->slice_count : 1;
     r->gpus = calloc(s->n_gpus + 1, sizeof(*r->gpus));
     bool ok = r->name && (!s->node || r->node) && r->driver && r->pool && r->gpus;
-    for (uint32_t i = 0; ok && i < s->n_gpus; i++)
-        ok = (r->gpus[r->n_gpus++] = dup(s->gpus[i])) != NULL;
+    for (uint32_t i = 0; ok && i < s->n_gpus; i++) {
+        struct dra_dev *g = &r->gpus[r->n_gpus++];
+        ok = (g->name = dup(s->gpus[i])) != NULL;
+        if (ok && s->info)
+            ok = copy_attrs(s->info[i].attrs, s->info[i].n_attrs, &g->info.attrs,
+                            &g->info.n_attrs) &&
+                 copy_attrs(s->info[i].caps, s->info[i].n_caps, &g->info.caps, &g->info.n_caps);
+    }
+    for (uint32_t i = 0; ok && i < r->n_gpus; i++)
+        r->gpus[i].info.driver = r->driver;
     void *old = NULL;
     if (!ok || strmap_put(&inv->slices, r->name, r, &old) != 0) {
         rec_free(r);
         return SCHED_ENOMEM;
     }
     qsort(r->gpus, r->n_gpus, sizeof(*r->gpus), cmp_name);
+    index_drop(inv);
     rec_free(old);
     return 0;
 }
 
 void dra_inv_remove(struct dra_inv *inv, const char *name)
 {
+    index_drop(inv);
     rec_free(strmap_del(&inv->slices, name));
 }
 
@@ -194,45 +269,74 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
     return rc ? -1 : got;
 }
 
-/* The device names of one node's counted slices in (slice name, device name) order. */
+static int cmp_rec(const void *a, const void *b)
+{
+    return strcmp((*(const struct dra_rec *const *)a)->name,
+                  (*(const struct dra_rec *const *)b)->name);
+}
+
+/* Builds by_node: every node's counted slices sorted by name; -1 out of memory. */
+static int index_build(struct dra_inv *inv)
+{
+    struct strmap pools;
+    strmap_init(&pools);
+    int rc = pool_states(inv, &pools);
+    const char *k;
+    void *v;
+    for (size_t i = 0; rc == 0 && strmap_next(&inv->slices, &i, &k, &v);) {
+        const struct dra_rec *r = v;
+        if (!counts(r, &pools))
+            continue;
+        struct node_slices *ns = strmap_get(&inv->by_node, r->node);
+        if (!ns &&
+            (!(ns = calloc(1, sizeof(*ns))) || strmap_put(&inv->by_node, r->node, ns, NULL) != 0)) {
+            free(ns);
+            rc = -1;
+            break;
+        }
+        const struct dra_rec **nr = realloc(ns->recs, (ns->n + 1) * sizeof(*nr));
+        if (!nr) {
+            rc = -1;
+            break;
+        }
+        ns->recs = nr;
+        ns->recs[ns->n++] = r;
+    }
+    for (size_t i = 0; rc == 0 && strmap_next(&inv->by_node, &i, &k, &v);) {
+        struct node_slices *ns = v;
+        qsort(ns->recs, ns->n, sizeof(*ns->recs), cmp_rec);
+    }
+    pools_free(&pools);
+    if (rc)
+        index_drop(inv);
+    else
+        inv->indexed = true;
+    return rc;
+}
+
+/* GPU `index` of a node: its counted slices in name order, devices in name order. */
 const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,
-                           const char **driver, const char **pool)
+                           const char **driver, const char **pool, const struct cel_device **info)
 {
     if (!inv || !node)
         return NULL;
-    struct strmap pools;
-    strmap_init(&pools);
-    const char *found = NULL;
-    if (pool_states(inv, &pools) == 0) {
-        /* slices of the node in name order, so that indices are stable */
-        const struct dra_rec *best = NULL;
-        uint32_t base = 0;
-        for (;;) {
-            const struct dra_rec *next = NULL;
-            const char *k;
-            void *v;
-            for (size_t i = 0; strmap_next((struct strmap *)&inv->slices, &i, &k, &v);) {
-                const struct dra_rec *r = v;
-                if (!counts(r, &pools) || strcmp(r->node, node) != 0)
-                    continue;
-                if ((!best || strcmp(r->name, best->name) > 0) &&
-                    (!next || strcmp(r->name, next->name) < 0))
-                    next = r;
-            }
-            if (!next)
-                break;
-            if (index < base + next->n_gpus) {
-                found = next->gpus[index - base];
-                if (driver)
-                    *driver = next->driver;
-                if (pool)
-                    *pool = next->pool;
-                break;
-            }
-            base += next->n_gpus;
-            best = next;
+    struct dra_inv *w = (struct dra_inv *)inv; /* the index is a cache, not state */
+    if (!w->indexed && index_build(w) != 0)
+        return NULL;
+    const struct node_slices *ns = strmap_get(&w->by_node, node);
+    for (uint32_t k = 0; ns && k < ns->n; k++) {
+        const struct dra_rec *r = ns->recs[k];
+        if (index >= r->n_gpus) {
+            index -= r->n_gpus;
+            continue;
         }
+        if (info)
+            *info = &r->gpus[index].info;
+        if (driver)
+            *driver = r->driver;
+        if (pool)
+            *pool = r->pool;
+        return r->gpus[index].name;
     }
-    pools_free(&pools);
-    return found;
+    return NULL;
 }

@@ -18,19 +18,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sched/core/cel.h"
 #include "sched/core/model.h"
 
 #define DRA_GPU_DRIVER "gpu.nvidia.com"
 
 /* One ResourceSlice as the inventory needs it (strings borrowed for the call). */
 struct dra_slice {
-    const char *name;        /* metadata.name: the slice's identity */
-    const char *node;        /* spec.nodeName, or NULL (not node-local: not counted) */
-    const char *driver;      /* spec.driver */
-    const char *pool;        /* spec.pool.name */
-    int64_t generation;      /* spec.pool.generation */
-    uint32_t slice_count;    /* spec.pool.resourceSliceCount (0 read as 1) */
-    const char *const *gpus; /* names of its GPU devices (the filter above applied) */
+    const char *name;              /* metadata.name: the slice's identity */
+    const char *node;              /* spec.nodeName, or NULL (not node-local: not counted) */
+    const char *driver;            /* spec.driver */
+    const char *pool;              /* spec.pool.name */
+    int64_t generation;            /* spec.pool.generation */
+    uint32_t slice_count;          /* spec.pool.resourceSliceCount (0 read as 1) */
+    const char *const *gpus;       /* names of its GPU devices (the filter above applied) */
+    const struct cel_device *info; /* [n_gpus] their attributes and capacities, or NULL */
     uint32_t n_gpus;
 };
 
@@ -48,8 +50,9 @@ uint32_t dra_inv_n_slices(const struct dra_inv *inv);
  * got GPUs this way, or -1 out of memory. */
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
 
-/* The name of GPU device `index` (0-based, in name order) of `node`, or NULL. */
+/* The name of GPU device `index` (0-based, in name order) of `node`, or NULL; *info (may be
+ * NULL) gets its attributes and capacities (valid until the slice changes). */
 const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,
-                           const char **driver, const char **pool);
+                           const char **driver, const char **pool, const struct cel_device **info);
 
 #endif

@@ -154,6 +154,7 @@ enum sel_op { SEL_IN = 0, SEL_NOT_IN, SEL_EXISTS, SEL_DOES_NOT_EXIST, SEL_GT, SE
 
 struct sel_req {
     const char *key;
+    bool field; /* matchFields: key "metadata.name" is the node's name (not a label) */
     enum sel_op op;
     const char *const *values;
     uint32_t n_values;

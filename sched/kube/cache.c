@@ -418,7 +418,7 @@ const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool)
 {
-    return dra_inv_device(c->dra, node, index, driver, pool);
+    return dra_inv_device(c->dra, node, index, driver, pool, NULL);
 }
 
 /* Pods with ResourceClaims request their containers' GPUs plus their claims' (known ones);
@@ -746,6 +746,61 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     return 0;
 }
 
+/* A pending pod whose claims have CEL selectors goes only to nodes whose every DRA GPU device
+ * they accept (whatever GPUs the core picks there then match): a matchFields requirement
+ * (metadata.name In [...]) ANDed into each of the set's required node affinity terms. Pods of a
+ * set share a spec, not necessarily their claims: the first member's claims decide (claims made
+ * from one template are alike). */
+static int claim_node_filter(struct builder *b, const struct kpod *p, struct podset *ps)
+{
+    const struct kcache *c = b->c;
+    const struct kclaim *sel[8];
+    uint32_t n_sel = 0;
+    for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
+        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
+        if (cl && kdra_claim_has_selectors(cl))
+            sel[n_sel++] = cl;
+    }
+    if (n_sel == 0)
+        return 0;
+    const struct cluster *cl = c->cluster;
+    const char **names = arena_calloc(b->a, cl->n_nodes + 1, sizeof(*names));
+    if (!names)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        const struct node *nd = &cl->nodes[i];
+        bool ok = nd->n_gpus > 0;
+        for (uint32_t g = 0; g < nd->n_gpus && ok; g++) {
+            const struct cel_device *info = NULL;
+            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &info) && info;
+            for (uint32_t s = 0; s < n_sel && ok; s++)
+                ok = kdra_claim_matches(sel[s], info);
+        }
+        if (ok)
+            names[k++] = nd->name;
+    }
+    uint32_t nt = ps->n_affinity ? ps->n_affinity : 1;
+    struct sel_term *terms = arena_calloc(b->a, nt, sizeof(*terms));
+    if (!terms)
+        return SCHED_ENOMEM;
+    for (uint32_t t = 0; t < nt; t++) {
+        const struct sel_term *old = ps->n_affinity ? &ps->affinity[t] : NULL;
+        uint32_t n = old ? old->n_reqs : 0;
+        struct sel_req *reqs = arena_calloc(b->a, n + 1, sizeof(*reqs));
+        if (!reqs)
+            return SCHED_ENOMEM;
+        if (n)
+            memcpy(reqs, old->reqs, n * sizeof(*reqs));
+        reqs[n] = (struct sel_req){
+            .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = k};
+        terms[t] = (struct sel_term){.reqs = reqs, .n_reqs = n + 1};
+    }
+    ps->affinity = terms;
+    ps->n_affinity = nt;
+    return 0;
+}
+
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
@@ -784,6 +839,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                     return SCHED_EINVAL;
                 }
             }
+            if (!running && p->n_claims && claim_node_filter(b, p, ps) != 0)
+                return SCHED_ENOMEM;
         }
         gg->sets[s].count++;
         if (p->priority > gg->priority)

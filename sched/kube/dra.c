@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/quantity.h"
+
 #define KDRA_MAX_DEVICES 128 /* resource/v1 ResourceSliceMaxDevices */
 
 static const cJSON *get(const cJSON *o, const char *name)
@@ -20,6 +22,58 @@ static bool whole_gpu(const cJSON *dev)
         return true;
     const char *s = cJSON_GetStringValue(get(t, "string"));
     return s && strcmp(s, "gpu") == 0;
+}
+
+/* One device's attributes ({int|bool|string|version}; list types are left out) or capacities
+ * ({value: quantity}) as CEL values. Names "domain/name" are split (domain copied into dom,
+ * KDRA_MAX_ATTRS x 64 bytes); unqualified names have domain "" (the driver's). 0, SCHED_EINVAL
+ * (field named), SCHED_ENOMEM. */
+#define KDRA_MAX_ATTRS 32 /* resource/v1 ResourceSliceMaxAttributesAndCapacitiesPerDevice */
+static int device_values(const cJSON *map, bool caps, const char *where, struct cel_attr *out,
+                         uint32_t *n, char (*dom)[64], struct sched_errbuf *eb)
+{
+    const cJSON *a;
+    *n = 0;
+    cJSON_ArrayForEach(a, map)
+    {
+        if (*n == KDRA_MAX_ATTRS)
+            return sched_fail(eb, SCHED_EINVAL, "%s: more than %d entries", where, KDRA_MAX_ATTRS);
+        struct cel_attr *v = &out[*n];
+        memset(v, 0, sizeof(*v));
+        const char *slash = strrchr(a->string, '/');
+        size_t dl = slash ? (size_t)(slash - a->string) : 0;
+        if (dl >= sizeof(dom[0]))
+            return sched_fail(eb, SCHED_EINVAL, "%s: %s: domain too long", where, a->string);
+        memcpy(dom[*n], a->string, dl);
+        dom[*n][dl] = 0;
+        v->domain = dom[*n];
+        v->name = slash ? slash + 1 : a->string;
+        const cJSON *x;
+        if (caps) {
+            const char *q = cJSON_GetStringValue(get(a, "value"));
+            struct sched_errbuf qe;
+            if (!q || qty_parse(q, 3, &v->i, &qe) != 0)
+                return sched_fail(eb, SCHED_EINVAL, "%s.%s.value: not a quantity", where,
+                                  a->string);
+            v->type = CEL_QTY;
+        } else if ((x = get(a, "string")) && cJSON_IsString(x)) {
+            v->type = CEL_STR;
+            v->s = x->valuestring;
+        } else if ((x = get(a, "version")) && cJSON_IsString(x)) {
+            v->type = CEL_VER;
+            v->s = x->valuestring;
+        } else if ((x = get(a, "int")) && cJSON_IsNumber(x)) {
+            v->type = CEL_INT;
+            v->i = (int64_t)x->valuedouble;
+        } else if ((x = get(a, "bool")) && cJSON_IsBool(x)) {
+            v->type = CEL_BOOL;
+            v->b = cJSON_IsTrue(x);
+        } else {
+            continue; /* a list type (ints, strings, ...): not read */
+        }
+        (*n)++;
+    }
+    return 0;
 }
 
 int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
@@ -56,16 +110,34 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
                           "resourceslice %s: spec.devices: %d devices, at most %d", name, n,
                           KDRA_MAX_DEVICES);
     const char *names[KDRA_MAX_DEVICES];
+    struct cel_device *info = calloc(KDRA_MAX_DEVICES, sizeof(*info));
+    struct cel_attr(*vals)[2][KDRA_MAX_ATTRS] = calloc(KDRA_MAX_DEVICES, sizeof(*vals));
+    char(*doms)[2][KDRA_MAX_ATTRS][64] = calloc(KDRA_MAX_DEVICES, sizeof(*doms));
     uint32_t k = 0;
+    int rc = info && vals && doms ? 0 : SCHED_ENOMEM;
     bool gpu_driver_ok = strcmp(driver, gpu_driver ? gpu_driver : DRA_GPU_DRIVER) == 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; rc == 0 && i < n; i++) {
         const cJSON *dev = cJSON_GetArrayItem(devs, i);
         const char *dn = cJSON_GetStringValue(get(dev, "name"));
-        if (!dn || !*dn)
-            return sched_fail(eb, SCHED_EINVAL, "resourceslice %s: spec.devices[%d].name: missing",
-                              name, i);
-        if (gpu_driver_ok && whole_gpu(dev))
-            names[k++] = dn;
+        if (!dn || !*dn) {
+            rc = sched_fail(eb, SCHED_EINVAL, "resourceslice %s: spec.devices[%d].name: missing",
+                            name, i);
+            break;
+        }
+        if (!gpu_driver_ok || !whole_gpu(dev))
+            continue;
+        char where[300];
+        snprintf(where, sizeof(where), "resourceslice %s: spec.devices[%d].attributes", name, i);
+        rc = device_values(get(dev, "attributes"), false, where, vals[k][0], &info[k].n_attrs,
+                           doms[k][0], eb);
+        snprintf(where, sizeof(where), "resourceslice %s: spec.devices[%d].capacity", name, i);
+        if (rc == 0)
+            rc = device_values(get(dev, "capacity"), true, where, vals[k][1], &info[k].n_caps,
+                               doms[k][1], eb);
+        info[k].driver = driver;
+        info[k].attrs = vals[k][0];
+        info[k].caps = vals[k][1];
+        names[k++] = dn;
     }
     struct dra_slice s = {.name = name,
                           .node =
@@ -75,8 +147,14 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
                           .generation = gen ? (int64_t)gen->valuedouble : 0,
                           .slice_count = cnt ? (uint32_t)cnt->valuedouble : 1,
                           .gpus = names,
+                          .info = info,
                           .n_gpus = k};
-    return dra_inv_put(inv, &s);
+    if (rc == 0)
+        rc = dra_inv_put(inv, &s);
+    free(info);
+    free(vals);
+    free(doms);
+    return rc;
 }
 
 /* ---- ResourceClaims ------------------------------------------------------------------------ */
@@ -85,8 +163,12 @@ void kdra_claim_free(struct kclaim *c)
 {
     if (!c)
         return;
-    for (uint32_t i = 0; i < c->n_reqs; i++)
+    for (uint32_t i = 0; i < c->n_reqs; i++) {
         free(c->reqs[i].name);
+        for (uint32_t k = 0; k < c->reqs[i].n_sel; k++)
+            cel_free(c->reqs[i].sel[k]);
+        free(c->reqs[i].sel);
+    }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
     free(c->reqs);
@@ -147,13 +229,28 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
                         "allocates");
         else if (mode && strcmp(mode, "ExactCount") != 0)
             ok = refuse(c, field, "exactly.allocationMode: only ExactCount is allocated");
-        else if (cJSON_GetArraySize(get(ex, "selectors")) > 0)
-            ok = refuse(c, field, "exactly.selectors: CEL selectors are not evaluated");
         else if (cJSON_IsTrue(get(ex, "adminAccess")))
             ok = refuse(c, field, "exactly.adminAccess: not allocated by gangsched");
         else if (cnt && (!cJSON_IsNumber(cnt) || cnt->valuedouble < 1 || cnt->valuedouble > 32))
             ok = refuse(c, field, "exactly.count: not an integer in 1..32");
         q->count = cnt ? (uint32_t)cnt->valuedouble : 1;
+        const cJSON *sels = get(ex, "selectors");
+        int ns = cJSON_GetArraySize(sels);
+        if (ns > 0 && !(q->sel = calloc((size_t)ns, sizeof(*q->sel))))
+            return SCHED_ENOMEM;
+        for (int k = 0; k < ns && ok; k++) {
+            const char *x =
+                cJSON_GetStringValue(get(get(cJSON_GetArrayItem(sels, k), "cel"), "expression"));
+            char sf[160];
+            snprintf(sf, sizeof(sf), "%s.exactly.selectors[%d].cel.expression", field, k);
+            struct sched_errbuf ce;
+            if (!x)
+                ok = refuse(c, sf, "missing (only CEL selectors exist)");
+            else if (cel_compile(x, &q->sel[q->n_sel], &ce) != 0)
+                ok = refuse(c, sf, ce.msg);
+            else
+                q->n_sel++;
+        }
         c->gpus += q->count;
     }
     if (ok && cJSON_GetArraySize(get(devices, "constraints")) > 0)
@@ -204,6 +301,26 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
     }
     *out = c;
     return 0;
+}
+
+bool kdra_claim_has_selectors(const struct kclaim *c)
+{
+    for (uint32_t r = 0; r < c->n_reqs; r++)
+        if (c->reqs[r].n_sel)
+            return true;
+    return false;
+}
+
+bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d)
+{
+    for (uint32_t r = 0; r < c->n_reqs; r++)
+        for (uint32_t k = 0; k < c->reqs[r].n_sel; k++) {
+            bool ok = false;
+            struct sched_errbuf eb;
+            if (cel_eval(c->reqs[r].sel[k], d, &ok, &eb) != 0 || !ok)
+                return false;
+        }
+    return true;
 }
 
 bool kdra_claim_free_for(const struct kclaim *c, const char *uid)

@@ -26,12 +26,15 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
 /* ---- ResourceClaims ---------------------------------------------------------------------------
  * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the GPU DeviceClass
  * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1). Anything else
- * (another class, allocationMode All, firstAvailable, selectors, constraints, adminAccess) is
+ * (another class, allocationMode All, firstAvailable, constraints, adminAccess, a selector
+ * outside the CEL subset of sched/core/cel.h) is
  * refused with a message naming the field: the pod waits with reason InvalidSpec, never a
  * partial or wrong allocation. */
 struct kclaim_req {
-    char *name;     /* request name */
-    uint32_t count; /* devices */
+    char *name;            /* request name */
+    uint32_t count;        /* devices */
+    struct cel_prog **sel; /* exactly.selectors[].cel.expression, compiled (sched/core/cel.h) */
+    uint32_t n_sel;
 };
 
 struct kclaim {
@@ -49,6 +52,11 @@ struct kclaim {
 int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
                       struct sched_errbuf *eb);
 void kdra_claim_free(struct kclaim *c);
+/* Whether every selector of every request accepts the device (an evaluation error does not,
+ * as in kube-scheduler: the device is not chosen). */
+bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d);
+bool kdra_claim_has_selectors(const struct kclaim *c);
+
 /* Whether the claim is free for the pod `uid`: not allocated, or allocated and reserved for no
  * one but that pod (our own earlier attempt). */
 bool kdra_claim_free_for(const struct kclaim *c, const char *uid);

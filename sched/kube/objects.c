@@ -659,7 +659,8 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
     const cJSON *sa = get(a->obj, "spec"), *sb = get(b->obj, "spec");
     return json_eq(get(sa, "nodeSelector"), get(sb, "nodeSelector")) &&
            json_eq(get(sa, "tolerations"), get(sb, "tolerations")) &&
-           json_eq(get(sa, "affinity"), get(sb, "affinity"));
+           json_eq(get(sa, "affinity"), get(sb, "affinity")) &&
+           json_eq(get(sa, "resourceClaims"), get(sb, "resourceClaims")); /* same claim shape */
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */

@@ -176,12 +176,27 @@ def main():
           len(hi_devices) == 16 and not any(claims_of(c, "b-%d" % i) for i in range(2)),
           "%s %s" % (sorted(hi_devices), sorted(b_devices)))
 
-    gang(c, "sel", 1, "hopper")
-    ok = wait_for(lambda: [e for e in e2e.events_for(c, "sel") if e["reason"] == "InvalidSpec"],
+    # CEL selectors: every device is a Hopper, none an Ampere; a selector outside the subset
+    # is refused naming the field and column
+    c.post(RES + "/namespaces/default/resourceclaimtemplates",
+           template("ampere", 8, "device.attributes['gpu.nvidia.com'].architecture == 'Ampere'"))
+    c.post(RES + "/namespaces/default/resourceclaimtemplates",
+           template("macro", 8, "device.attributes.all(d, true)"))
+    for p in e2e.bound(c, "hi"):
+        c.delete(NS + "/" + p["metadata"]["name"])
+    gang(c, "sel", 2, "hopper")
+    check("a gang whose claims select Hopper GPUs by CEL is bound whole",
+          wait_for(lambda: len(e2e.bound(c, "sel")) == 2, 30), s.text()[-800:])
+    gang(c, "amp", 1, "ampere")
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "amp") if e["type"] == "Warning"], 20)
+    check("a claim selecting Ampere GPUs (none exist) waits unschedulable", ok and
+          not e2e.bound(c, "amp"), str(ok)[:400])
+    gang(c, "mac", 1, "macro")
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "mac") if e["reason"] == "InvalidSpec"],
                   20)
-    check("a claim with a CEL selector waits with InvalidSpec naming the field",
-          ok and "selectors" in ok[0].get("note", ""), str(ok)[:400])
-    check("and is not bound", not e2e.bound(c, "sel"))
+    check("a selector outside the CEL subset waits with InvalidSpec naming field and column",
+          ok and "selectors[0].cel.expression: column" in ok[0].get("note", ""), str(ok)[:400])
+    check("and is not bound", not e2e.bound(c, "mac"))
     e2e.finish()
 
 

@@ -1,7 +1,8 @@
 /* tests/unit/test_dra.c: the DRA GPU inventory (sched/core/dra.c) fed by ResourceSlice JSON
  * (sched/kube/dra.c): newest pool generation only, incomplete pools not counted, MIG devices and
  * other drivers not whole GPUs, nodes with nvidia.com/gpu keep it, device names by index,
- * malformed slices refused naming the field. */
+ * malformed slices refused naming the field; claims: what is allocated, selectors evaluated,
+ * what is refused and how it is named. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,10 +72,10 @@ static void inventory_rules(void **state)
     /* the second slice completes b's pool */
     put(inv, "b-2", "b", "gpu.nvidia.com", 1, 2, 2, "gpu");
     const char *drv = NULL, *pool = NULL;
-    assert_string_equal(dra_inv_device(inv, "b", 4, &drv, &pool), "gpu-0"); /* b-2's first */
+    assert_string_equal(dra_inv_device(inv, "b", 4, &drv, &pool, NULL), "gpu-0"); /* b-2's first */
     assert_string_equal(drv, "gpu.nvidia.com");
     assert_string_equal(pool, "b");
-    assert_null(dra_inv_device(inv, "b", 6, NULL, NULL));
+    assert_null(dra_inv_device(inv, "b", 6, NULL, NULL, NULL));
     dra_inv_remove(inv, "a-new"); /* generation 1 is the newest again */
     struct cluster *c2 = cluster_new();
     cluster_add_node(c2, "a");
@@ -112,11 +113,68 @@ static void malformed_slices(void **state)
     dra_inv_free(inv);
 }
 
+static struct kclaim *claim(const char *exactly, const char *more)
+{
+    char buf[2000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{\"devices\":{"
+             "\"requests\":[{\"name\":\"gpus\",\"exactly\":%s}]%s}}}",
+             exactly, more);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    struct kclaim *c = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
+    cJSON_Delete(o);
+    return c;
+}
+
+static void claims(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4,"
+                             "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes["
+                             "'gpu.nvidia.com'].architecture == 'Hopper'\"}}]}",
+                             "");
+    assert_null(c->unsupported);
+    assert_int_equal(c->gpus, 4);
+    assert_true(kdra_claim_has_selectors(c));
+    struct cel_attr hopper = {.domain = "", .name = "architecture", .type = CEL_STR, .s = "Hopper"};
+    struct cel_attr ampere = {.domain = "", .name = "architecture", .type = CEL_STR, .s = "Ampere"};
+    struct cel_device d = {.driver = "gpu.nvidia.com", .attrs = &hopper, .n_attrs = 1};
+    assert_true(kdra_claim_matches(c, &d));
+    d.attrs = &ampere;
+    assert_false(kdra_claim_matches(c, &d));
+    d.n_attrs = 0; /* a missing attribute: an evaluation error, the device is not chosen */
+    assert_false(kdra_claim_matches(c, &d));
+    assert_true(kdra_claim_free_for(c, "u1"));
+    kdra_claim_free(c);
+    const char *bad[][3] = {
+        {"{\"deviceClassName\":\"mig.nvidia.com\"}", "", "deviceClassName"},
+        {"{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"All\"}", "",
+         "allocationMode"},
+        {"{\"deviceClassName\":\"gpu.nvidia.com\"}",
+         ",\"constraints\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"x/y\"}]",
+         "spec.devices.constraints"},
+        {"{\"deviceClassName\":\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{"
+         "\"expression\":\"device.driver in ['a']\"}}]}",
+         "", "selectors[0].cel.expression: column"},
+    };
+    for (int i = 0; i < 4; i++) {
+        c = claim(bad[i][0], bad[i][1]);
+        assert_non_null(c->unsupported);
+        assert_non_null(strstr(c->unsupported, bad[i][2]));
+        assert_non_null(strstr(c->unsupported, "resourceclaim ml/c"));
+        kdra_claim_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inventory_rules),
         cmocka_unit_test(malformed_slices),
+        cmocka_unit_test(claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
