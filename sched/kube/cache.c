@@ -746,8 +746,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     return 0;
 }
 
-/* A pending pod whose claims have CEL selectors goes only to nodes whose every DRA GPU device
- * they accept (whatever GPUs the core picks there then match): a matchFields requirement
+/* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
+ * them whatever GPUs the core picks there (kdra_claim_node_ok): a matchFields requirement
  * (metadata.name In [...]) ANDed into each of the set's required node affinity terms. Pods of a
  * set share a spec, not necessarily their claims: the first member's claims decide (claims made
  * from one template are alike). */
@@ -771,12 +771,11 @@ static int claim_node_filter(struct builder *b, const struct kpod *p, struct pod
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
         bool ok = nd->n_gpus > 0;
-        for (uint32_t g = 0; g < nd->n_gpus && ok; g++) {
-            const struct cel_device *info = NULL;
-            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &info) && info;
-            for (uint32_t s = 0; s < n_sel && ok; s++)
-                ok = kdra_claim_matches(sel[s], info);
-        }
+        const struct cel_device *devs[NODE_MAX_GPUS];
+        for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
+            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
+        for (uint32_t s = 0; s < n_sel && ok; s++)
+            ok = kdra_claim_node_ok(sel[s], devs, nd->n_gpus);
         if (ok)
             names[k++] = nd->name;
     }

@@ -171,6 +171,9 @@ void kdra_claim_free(struct kclaim *c)
     }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
+    for (uint32_t i = 0; i < c->n_cons; i++)
+        free(c->cons[i].attr);
+    free(c->cons);
     free(c->reqs);
     free(c->reserved);
     free(c->key);
@@ -253,10 +256,25 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         }
         c->gpus += q->count;
     }
-    if (ok && cJSON_GetArraySize(get(devices, "constraints")) > 0)
-        ok = refuse(c, "spec.devices.constraints",
-                    "matchAttribute and distinctAttribute are not "
-                    "evaluated");
+    const cJSON *cons = get(devices, "constraints");
+    int nc = cJSON_GetArraySize(cons);
+    if (nc > 0 && !(c->cons = calloc((size_t)nc, sizeof(*c->cons))))
+        return SCHED_ENOMEM;
+    for (int i = 0; i < nc && ok; i++) {
+        const cJSON *x = cJSON_GetArrayItem(cons, i);
+        const char *m = cJSON_GetStringValue(get(x, "matchAttribute"));
+        const char *d = cJSON_GetStringValue(get(x, "distinctAttribute"));
+        snprintf(field, sizeof(field), "spec.devices.constraints[%d]", i);
+        if (!m == !d || !strchr(m ? m : d, '/')) {
+            ok = refuse(c, field,
+                        "exactly one of matchAttribute and distinctAttribute, a "
+                        "qualified name (domain/name)");
+            continue;
+        }
+        if (!(c->cons[c->n_cons].attr = strdup(m ? m : d)))
+            return SCHED_ENOMEM;
+        c->cons[c->n_cons++].distinct = d != NULL;
+    }
     return ok ? 0 : SCHED_ENOMEM;
 }
 
@@ -308,7 +326,51 @@ bool kdra_claim_has_selectors(const struct kclaim *c)
     for (uint32_t r = 0; r < c->n_reqs; r++)
         if (c->reqs[r].n_sel)
             return true;
-    return false;
+    return c->n_cons > 0;
+}
+
+/* A device's attribute by qualified name ("resource.kubernetes.io/numaNode"; the driver's own
+ * domain also matches its unqualified attributes). */
+static const struct cel_attr *attr_of(const struct cel_device *d, const char *qualified)
+{
+    const char *slash = strrchr(qualified, '/');
+    size_t dl = (size_t)(slash - qualified);
+    for (uint32_t k = 0; k < d->n_attrs; k++) {
+        const struct cel_attr *a = &d->attrs[k];
+        const char *dom = a->domain && *a->domain ? a->domain : d->driver ? d->driver : "";
+        if (strlen(dom) == dl && strncmp(dom, qualified, dl) == 0 &&
+            strcmp(a->name, slash + 1) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+static bool same_value(const struct cel_attr *x, const struct cel_attr *y)
+{
+    if (x->type != y->type)
+        return false;
+    if (x->type == CEL_STR || x->type == CEL_VER)
+        return strcmp(x->s ? x->s : "", y->s ? y->s : "") == 0;
+    return x->type == CEL_BOOL ? x->b == y->b : x->i == y->i;
+}
+
+bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *devs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!kdra_claim_matches(c, devs[i]))
+            return false;
+    for (uint32_t k = 0; k < c->n_cons; k++)
+        for (uint32_t i = 0; i < n; i++) {
+            const struct cel_attr *a = attr_of(devs[i], c->cons[k].attr);
+            if (!a)
+                return false; /* devices lacking the attribute are not chosen */
+            for (uint32_t j = 0; j < i; j++) {
+                bool same = same_value(a, attr_of(devs[j], c->cons[k].attr));
+                if (same == c->cons[k].distinct)
+                    return false;
+            }
+        }
+    return true;
 }
 
 bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d)

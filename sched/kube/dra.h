@@ -26,7 +26,7 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
 /* ---- ResourceClaims ---------------------------------------------------------------------------
  * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the GPU DeviceClass
  * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1). Anything else
- * (another class, allocationMode All, firstAvailable, constraints, adminAccess, a selector
+ * (another class, allocationMode All, firstAvailable, adminAccess, a selector
  * outside the CEL subset of sched/core/cel.h) is
  * refused with a message naming the field: the pod waits with reason InvalidSpec, never a
  * partial or wrong allocation. */
@@ -42,10 +42,15 @@ struct kclaim {
     char *ns, *name, *uid;
     struct kclaim_req *reqs;
     uint32_t n_reqs;
-    int64_t gpus;      /* sum of the requests' counts */
-    char *unsupported; /* why the claim cannot be allocated by gangsched, or NULL */
-    bool allocated;    /* status.allocation set */
-    char **reserved;   /* status.reservedFor[].uid */
+    int64_t gpus;       /* sum of the requests' counts */
+    char *unsupported;  /* why the claim cannot be allocated by gangsched, or NULL */
+    bool allocated;     /* status.allocation set */
+    struct kclaim_con { /* spec.devices.constraints[] */
+        char *attr;     /* qualified attribute name */
+        bool distinct;  /* distinctAttribute, else matchAttribute */
+    } * cons;
+    uint32_t n_cons;
+    char **reserved; /* status.reservedFor[].uid */
     uint32_t n_reserved;
 };
 
@@ -55,7 +60,12 @@ void kdra_claim_free(struct kclaim *c);
 /* Whether every selector of every request accepts the device (an evaluation error does not,
  * as in kube-scheduler: the device is not chosen). */
 bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d);
-bool kdra_claim_has_selectors(const struct kclaim *c);
+bool kdra_claim_has_selectors(const struct kclaim *c); /* selectors or constraints */
+/* Whether a node whose GPU devices are devs[n] suits the claim whatever devices of it are
+ * chosen: every device accepted by the selectors, and for each constraint all devices having
+ * the attribute with one value (matchAttribute) or pairwise different values
+ * (distinctAttribute). Conservative: a node where only a subset would qualify is not used. */
+bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *devs, uint32_t n);
 
 /* Whether the claim is free for the pod `uid`: not allocated, or allocated and reserved for no
  * one but that pod (our own earlier attempt). */

@@ -154,12 +154,35 @@ static void claims(void **state)
         {"{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"All\"}", "",
          "allocationMode"},
         {"{\"deviceClassName\":\"gpu.nvidia.com\"}",
-         ",\"constraints\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"x/y\"}]",
-         "spec.devices.constraints"},
+         ",\"constraints\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"numaNode\"}]",
+         "spec.devices.constraints[0]: exactly one"},
         {"{\"deviceClassName\":\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{"
          "\"expression\":\"device.driver in ['a']\"}}]}",
          "", "selectors[0].cel.expression: column"},
     };
+    /* constraints: a node suits when any choice of its devices would */
+    c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}",
+              ",\"constraints\":[{\"matchAttribute\":\"resource.kubernetes.io/numaNode\"},"
+              "{\"distinctAttribute\":\"gpu.nvidia.com/uuid\"}]");
+    assert_null(c->unsupported);
+    struct cel_attr a0[] = {
+        {.domain = "resource.kubernetes.io", .name = "numaNode", .type = CEL_INT, .i = 0},
+        {.domain = "", .name = "uuid", .type = CEL_STR, .s = "GPU-a"}};
+    struct cel_attr a1[] = {
+        {.domain = "resource.kubernetes.io", .name = "numaNode", .type = CEL_INT, .i = 0},
+        {.domain = "", .name = "uuid", .type = CEL_STR, .s = "GPU-b"}};
+    struct cel_attr a2[] = {
+        {.domain = "resource.kubernetes.io", .name = "numaNode", .type = CEL_INT, .i = 1},
+        {.domain = "", .name = "uuid", .type = CEL_STR, .s = "GPU-c"}};
+    struct cel_device d0 = {.driver = "gpu.nvidia.com", .attrs = a0, .n_attrs = 2};
+    struct cel_device d1 = {.driver = "gpu.nvidia.com", .attrs = a1, .n_attrs = 2};
+    struct cel_device d2 = {.driver = "gpu.nvidia.com", .attrs = a2, .n_attrs = 2};
+    const struct cel_device *same_numa[] = {&d0, &d1}, *two_numa[] = {&d0, &d1, &d2},
+                            *dup_uuid[] = {&d0, &d0};
+    assert_true(kdra_claim_node_ok(c, same_numa, 2));
+    assert_false(kdra_claim_node_ok(c, two_numa, 3));
+    assert_false(kdra_claim_node_ok(c, dup_uuid, 2));
+    kdra_claim_free(c);
     for (int i = 0; i < 4; i++) {
         c = claim(bad[i][0], bad[i][1]);
         assert_non_null(c->unsupported);
