@@ -287,9 +287,14 @@ static cJSON *new_object(const char *api_version, const char *kind, const char *
  * pod's or PodGroup's events by involvedObject.uid, which the API server fills from
  * regarding.uid). ns NULL: a cluster-scoped object (a Node): the Event lives in "default", as
  * client-go's recorder puts it, and regarding has no namespace. */
+static const char *pg_api_version(const struct kpg *pg)
+{
+    return knative_api_version(pg->api); /* every PodGroup API (sched/kube/native.c's table) */
+}
+
 static void post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
                        const char *name, const char *uid, const char *type, const char *reason,
-                       const char *action, const char *note)
+                       const char *action, const char *note, const struct kpg *related)
 {
     char t[40], ev_name[300], path[300];
     int64_t now = now_ms();
@@ -316,6 +321,15 @@ static void post_event(struct kdrv *d, const char *api_version, const char *kind
     cJSON_AddStringToObject(reg, "name", name);
     if (uid && *uid)
         cJSON_AddStringToObject(reg, "uid", uid);
+    if (related) {
+        cJSON *rel = cJSON_AddObjectToObject(e, "related");
+        cJSON_AddStringToObject(rel, "apiVersion", pg_api_version(related));
+        cJSON_AddStringToObject(rel, "kind", knative_kind(related->api));
+        cJSON_AddStringToObject(rel, "namespace", related->ns);
+        cJSON_AddStringToObject(rel, "name", related->name);
+        if (related->uid)
+            cJSON_AddStringToObject(rel, "uid", related->uid);
+    }
     snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
     send_json(d, KUBE_POST, path, e, NULL, NULL);
 }
@@ -440,9 +454,22 @@ static void evict_gang(struct kdrv *d, const struct kgang *victim, const char *m
 }
 
 /* Returns whether it wrote (false: rate-limited). */
+static bool gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                            const char *phase, const char *type, const char *reason,
+                            const char *message, bool force, const struct kpg *related);
+
 static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
                         const char *phase, const char *type, const char *reason,
                         const char *message, bool force)
+{
+    return gang_status_rel(d, gang_key, pg, phase, type, reason, message, force, NULL);
+}
+
+/* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
+ * Event), or NULL. */
+static bool gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                            const char *phase, const char *type, const char *reason,
+                            const char *message, bool force, const struct kpg *related)
 {
     int64_t now = now_ms();
     struct kstatus *st = strmap_get(&d->status, gang_key);
@@ -484,11 +511,11 @@ static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     if (!pg) { /* a gang of one: the event is about the pod */
         const struct kpod *p = kcache_pod(d->cache, gang_key);
         post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
-                   warn ? "Scheduling" : "Binding", message);
+                   warn ? "Scheduling" : "Binding", message, related);
         return true;
     }
     post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name, pg->uid,
-               type, reason, warn ? "Scheduling" : "Binding", message);
+               type, reason, warn ? "Scheduling" : "Binding", message, related);
     if (knative_is(pg->api)) {
         native_status(d, pg, !warn, reason, message);
         return true;
@@ -1718,7 +1745,7 @@ static void strike(struct kdrv *d, const char *node, int64_t now)
              KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
     LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
     post_event(d, "v1", "Node", NULL, node, kcache_node_uid(d->cache, node), "Warning",
-               "Quarantined", "Scheduling", note);
+               "Quarantined", "Scheduling", note, NULL);
 }
 
 /* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges
@@ -1996,7 +2023,8 @@ static void run_cycle(struct kdrv *d)
                               : res.evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
                                                                                   : "priority"};
         http_metric_add_value(d->m_evictions, kind, 1);
-        gang_status(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true);
+        gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true,
+                        by->pg);
     }
     for (uint32_t r = 0; r < res.n_reservations; r++) {
         const struct sched_reservation *rv = &res.reservations[r];

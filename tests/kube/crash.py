@@ -285,6 +285,28 @@ def defect_foreign(cl, db):
     return ok_
 
 
+def touched_before_binding(cl, db):
+    """A pod written between our decision and our Binding (a label here; our own status write
+    or a controller elsewhere): the Binding's resourceVersion precondition fails, the daemon
+    reads the pod back and binds it with its new version: the gang is bound whole, no
+    rollback."""
+    c = cl.c
+    before = c.get("/_fake/stats")[1]
+    c.post("/_fake/faults", {"type": "hold", "path": "/pods/tb-1/binding"})
+    gang(c, "tb", 2, 1)
+    wait_for(lambda: held(c) == 1, 20)
+    c.patch(NS + "/pods/tb-1", {"metadata": {"labels": {"touched": "yes"}}},
+            "application/merge-patch+json")
+    c.post("/_fake/release", {})
+    check("a member written before its Binding is bound with its new version, the gang whole",
+          wait_for(lambda: len([p for p in all_pods(c) if p["metadata"]["name"].startswith("tb-")
+                                and live_bound(p)]) == 2, 20))
+    check("without a rollback", "gang bind failed: gang=default/tb" not in cl.sched.text(),
+          cl.sched.text()[-400:])
+    judge(cl, db, {"tb": 2}, "touched before binding", before)
+    cleanup(c)
+
+
 def soak_point(cl, db, rnd, i, failover, summary):
     """One kill point: gangs created, some Bindings held, the leader killed after a random
     delay, a new leader on the same or an empty database, held Bindings released early or
@@ -349,6 +371,7 @@ def main():
     check("the first scheduler becomes leader", wait_for(s.leading, 20))
     if not args.skip_defects:
         defect_foreign(cl, db)
+        touched_before_binding(cl, db)
         defect_late_bind(cl, db)
         _, db = defect_partial_after_crash(cl, db, failover=False)
         _, db = defect_partial_after_crash(cl, db, failover=True)
