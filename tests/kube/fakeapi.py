@@ -1470,6 +1470,12 @@ def prepare_create(res, obj):
         check_event(res, obj)
     elif res.status and res.crd:
         obj.pop("status", None)  # a CRD with a status subresource ignores status on create
+    elif res.key == ("", "nodes") and isinstance(obj.get("status"), dict):
+        # SetDefaults_NodeStatus (pkg/apis/core/v1/defaults.go): allocatable defaults to
+        # capacity (scheduler_perf's node templates give capacity only) (issue 17)
+        st = obj["status"]
+        if st.get("allocatable") is None and isinstance(st.get("capacity"), dict):
+            st["allocatable"] = dict(st["capacity"])
     elif res.key in (("scheduling.k8s.io", "podgroups"), ("resource.k8s.io", "resourceclaims")):
         obj.pop("status", None)  # their strategies' PrepareForCreate drop status (issue 17)
     elif res.key == ("apps", "deployments"):

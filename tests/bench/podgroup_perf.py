@@ -1,0 +1,416 @@
+"""tests/bench/podgroup_perf.py: kube-scheduler's scheduler_perf PodGroup scenarios replayed
+against gangsched (`gangsched run`) and the test API server, reported the way scheduler_perf
+reports SchedulingThroughput.
+
+Owns: a small runner for the data in tests/bench/scheduler_perf/ (copied from
+kubernetes/kubernetes test/integration/scheduler_perf/, see its NOTICE): the config loader
+($param substitution, label filter), a renderer for the Go text/template subset the templates
+use ({{.Index}}, {{.param}}, DivideInt, AddInt, SubtractInt, MultiplyInt, Mod, if/else/end, {{- -}}),
+and the opcodes createNodes (built-in node-default shape without a template), createNamespaces,
+createPodGroups / createAny (+ waitForPodGroups), createPods (count x multiplier, waiting until
+all are bound unless skipWaitToCompletion) and barrier. Other opcodes (churn, ...) make a workload
+"not applicable". Pods get spec.schedulerName gangsched (upstream's go to the default scheduler);
+a v1alpha3 PodGroup is posted as v1beta1 (same PodGroup fields; gangsched reads v1beta1).
+
+Measured like upstream: SchedulingThroughput counts pods of the measured createPods whose
+spec.nodeName goes from empty to set, sampled once per second (here from the watch's event
+times), the first sample dropped, empty intervals folded into the next; Average and
+Perc50/90/95/99 in pods/s; SchedulingDuration is the measured section's wall time. Checked too:
+every gang bound whole (never fewer than minCount of a group), TAS groups in one rack value,
+PodGroupInitiallyScheduled=True on every placed group.
+
+Usage: python3 tests/bench/podgroup_perf.py [--label integration-test] [--case NAME]
+       [--workload NAME] [--json FILE]
+Loopback only; every wait bounded. Prints one record per <case>/<workload>.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kube"))
+from kclient import Client  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(__file__), "scheduler_perf")
+CONFIGS = ["podgroup/gangscheduling/performance-config.yaml",
+           "podgroup/tas/performance-config.yaml",
+           "podgroup/basicscheduling/performance-config.yaml"]
+BIN = os.environ.get("BIN", "bin")
+DEFAULT_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "scheduler-perf-"},
+                "spec": {}, "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+                                       "conditions": [{"status": "True", "type": "Ready"}],
+                                       "phase": "Running"}}
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+topology:
+  levels:
+    - {name: zone, label: topology.kubernetes.io/zone}
+    - {name: rack, label: topology.kubernetes.io/rack}
+queues:
+  - name: default
+"""
+
+
+class NotApplicable(Exception):
+    pass
+
+
+# ---- the Go text/template subset -------------------------------------------------------------
+
+FUNCS = {"DivideInt": lambda a, b: int(a) // int(b), "AddInt": lambda *a: sum(int(x) for x in a),
+         "SubtractInt": lambda a, b: int(a) - int(b), "MultiplyInt": lambda a, b: int(a) * int(b),
+         "Mod": lambda a, b: int(a) % int(b), "eq": lambda a, b: a == b,
+         "and": lambda *a: all(a), "or": lambda *a: any(a), "not": lambda a: not a}
+
+
+def tokens(expr):
+    return re.findall(r'\(|\)|"[^"]*"|[^\s()]+', expr)
+
+
+def evaluate(toks, env):
+    """Evaluates a pipeline-free template expression (function calls with parentheses)."""
+    def atom(i):
+        t = toks[i]
+        if t == "(":
+            v, i = call(i + 1)
+            return v, i + 1  # skip ')'
+        if t.startswith("."):
+            return env.get(t[1:]), i + 1
+        if t.startswith('"'):
+            return t[1:-1], i + 1
+        if re.fullmatch(r"-?\d+", t):
+            return int(t), i + 1
+        if t in FUNCS:
+            return call(i)
+        raise NotApplicable("template: unsupported token %r" % t)
+
+    def call(i):
+        if toks[i] in FUNCS:
+            f, i, args = FUNCS[toks[i]], i + 1, []
+            while i < len(toks) and toks[i] != ")":
+                v, i = atom(i)
+                args.append(v)
+            return f(*args), i
+        return atom(i)
+
+    v, _ = call(0)
+    return v
+
+
+def render(text, env):
+    """{{...}} actions with {{- -}} trimming and if/else/end blocks."""
+    parts = re.split(r"({{-?.*?-?}})", text, flags=re.S)
+    out, stack = [], [True]  # stack: whether the current block emits
+    for k, p in enumerate(parts):
+        if not (p.startswith("{{") and p.endswith("}}")):
+            if p and all(stack):
+                out.append(p)
+            continue
+        body = p[2:-2]
+        if body.startswith("-"):
+            if out:
+                out[-1] = out[-1].rstrip()
+            body = body[1:]
+        if body.endswith("-") and k + 1 < len(parts):
+            parts[k + 1] = parts[k + 1].lstrip()
+            body = body[:-1]
+        body = body.strip()
+        if body.startswith("if "):
+            stack.append(bool(evaluate(tokens(body[3:]), env)) if all(stack) else False)
+        elif body == "else":
+            stack[-1] = not stack[-1] if all(stack[:-1]) else False
+        elif body == "end":
+            stack.pop()
+        elif all(stack):
+            out.append(str(evaluate(tokens(body), env)))
+    return "".join(out)
+
+
+# ---- processes --------------------------------------------------------------------------------
+
+class Env:
+    def __init__(self, tmp):
+        self.tmp, self.procs = tmp, []
+        port_file = os.path.join(tmp, "port")
+        self.log = open(os.path.join(tmp, "fake.log"), "w")
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "tests/kube/fakeapi.py", "--port", "0", "--port-file", port_file,
+             "--kubeconfig-out", os.path.join(tmp, "kubeconfig"), "--plain",
+             "--serve-api", "scheduling.k8s.io/v1beta1", "--history", "200000"],
+            stdout=self.log, stderr=self.log))
+        end = time.time() + 20
+        while not (os.path.exists(port_file) and os.path.getsize(port_file)) and time.time() < end:
+            time.sleep(0.05)
+        self.kubeconfig = os.path.join(tmp, "kubeconfig")
+        self.c = Client(self.kubeconfig)
+        with open(os.path.join(tmp, "config.yaml"), "w") as f:
+            f.write(CONFIG)
+        self.slog = open(os.path.join(tmp, "gangsched.log"), "w")
+        self.procs.append(subprocess.Popen(
+            [os.path.join(BIN, "gangsched"), "run", "--kubeconfig", self.kubeconfig, "--config",
+             os.path.join(tmp, "config.yaml"), "--db", os.path.join(tmp, "g.db"),
+             "--leader-elect", "false", "--cycle-ms", "20", "--listen", "127.0.0.1:0",
+             "--kube-qps", "2000", "--kube-burst", "4000"], stdout=self.slog, stderr=self.slog))
+
+    def close(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def wait(fn, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if fn():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(what)
+
+
+def load(base, path, env):
+    with open(os.path.join(base, path)) as f:
+        return yaml.safe_load(render(f.read(), env))
+
+
+def post_all(c, objs, workers=8):
+    """POSTs (path, body) pairs with a few threads; raises on any error."""
+    errors = []
+    chunks = [objs[i::workers] for i in range(workers)]
+
+    def run(chunk):
+        cl = Client(c.kubeconfig) if hasattr(c, "kubeconfig") else c
+        for path, body in chunk:
+            st, obj, _ = cl.post(path, body)
+            if st >= 300:
+                errors.append((st, obj))
+    ts = [threading.Thread(target=run, args=(ch,)) for ch in chunks]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise RuntimeError("create failed: %r" % (errors[:2],))
+
+
+def pg_path(ns):
+    return "/apis/scheduling.k8s.io/v1beta1/namespaces/%s/podgroups" % ns
+
+
+# ---- one workload ------------------------------------------------------------------------------
+
+def run_workload(case, wl, base, env, record):
+    params = dict(wl.get("params") or {})
+
+    def val(v):
+        return params[v[1:]] if isinstance(v, str) and v.startswith("$") else v
+    c = env.c
+    c.kubeconfig = env.kubeconfig
+    measured = None
+    for op_i, op in enumerate(case["workloadTemplate"]):
+        code = op["opcode"]
+        count = int(val(op.get("countParam", op.get("count", 0))) or 0)
+        tparams = {k: val(v) for k, v in (op.get("templateParams") or {}).items()}
+        if code == "createNodes":
+            objs = []
+            for i in range(count):
+                n = (load(base, op["nodeTemplatePath"], dict(tparams, Index=i, Count=count))
+                     if op.get("nodeTemplatePath") else json.loads(json.dumps(DEFAULT_NODE)))
+                lp = op.get("labelNodePrepareStrategy")
+                if lp:
+                    n["metadata"].setdefault("labels", {})[lp["labelKey"]] = \
+                        lp["labelValues"][i % len(lp["labelValues"])]
+                objs.append(("/api/v1/nodes", n))
+            post_all(c, objs)
+        elif code == "createNamespaces":
+            for i in range(count):
+                c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": "%s-%d" % (op["prefix"], i)}})
+        elif code in ("createPodGroups", "createAny"):
+            ns = op["namespace"]
+            objs = []
+            for i in range(count):
+                o = load(base, op["templatePath"], dict(tparams, Index=i, Count=count))
+                if o.get("kind") != "PodGroup":
+                    raise NotApplicable("createAny of %s" % o.get("kind"))
+                o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # v1alpha2/v1alpha3 shapes agree
+                objs.append((pg_path(ns), o))
+            post_all(c, objs)
+            time.sleep(0.5)  # the daemon's informer sees them before the pods (waitForPodGroups)
+        elif code == "waitForPodGroups":
+            continue
+        elif code == "createPods":
+            ns = op.get("namespace") or "namespace-%d" % op_i
+            if not op.get("namespace"):
+                c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": ns}})
+            mult = int(val(op.get("countMultiplierParam", 1)) or 1)
+            total = count * mult
+            objs = []
+            for i in range(total):
+                p = load(base, op["podTemplatePath"], dict(tparams, Index=i, Count=total))
+                p["spec"]["schedulerName"] = "gangsched"
+                objs.append(("/api/v1/namespaces/%s/pods" % ns, p))
+            rv = c.get("/api/v1/namespaces/%s/pods?limit=1" % ns)[1]["metadata"]["resourceVersion"]
+            binds, stop = [], threading.Event()
+
+            def watch():
+                w = Client(env.kubeconfig).watch(
+                    "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s&timeoutSeconds=600"
+                    % (ns, rv), timeout=620)
+                seen = set()
+                while not stop.is_set():
+                    ev = w.next()
+                    if ev is None:
+                        break
+                    o = ev.get("object") or {}
+                    nm = o.get("metadata", {}).get("name")
+                    if o.get("spec", {}).get("nodeName") and nm not in seen:
+                        seen.add(nm)
+                        binds.append(time.time())
+                        if len(seen) >= total:
+                            break
+                w.close()
+            t = threading.Thread(target=watch, daemon=True)
+            t.start()
+            start = time.time()
+            post_all(c, objs)
+            if not op.get("skipWaitToCompletion"):
+                t.join(timeout=max(120, total / 20))
+                if len(binds) < total:
+                    raise TimeoutError("%d of %d pods bound" % (len(binds), total))
+            stop.set()
+            if op.get("collectMetrics"):
+                measured = (ns, start, time.time(), list(binds), total)
+        elif code == "barrier":
+            continue
+        else:
+            raise NotApplicable("opcode %s" % code)
+    if measured:
+        ns, start, end, binds, total = measured
+        record.update(throughput(start, binds))
+        record["SchedulingDuration_s"] = round(end - start, 3)
+        record["pods"] = total
+        end_wait = time.time() + 10  # the status writes follow the Bindings
+        res = check(c, ns, case["name"])
+        while res["groups_without_InitiallyScheduled"] and time.time() < end_wait:
+            time.sleep(0.2)
+            res = check(c, ns, case["name"])
+        record.update(res)
+
+
+def throughput(start, binds):
+    """scheduler_perf's SchedulingThroughput from bind times: per-second counts, the first
+    sample dropped, empty intervals folded into the next."""
+    if not binds:
+        return {"SchedulingThroughput": None}
+    secs = int(max(binds) - start) + 1
+    counts = [0] * secs
+    for b in binds:
+        counts[int(b - start)] += 1
+    samples, pending = [], 0
+    for i, n in enumerate(counts[1:] if len(counts) > 1 else counts):
+        pending += 1
+        if n:
+            samples.append(n / pending)
+            pending = 0
+    if not samples:
+        samples = [len(binds)]
+    s = sorted(samples)
+
+    def perc(q):
+        return round(s[min(len(s) - 1, int(q * len(s)))], 1)
+    return {"SchedulingThroughput": {"Average": round(sum(s) / len(s), 1), "Perc50": perc(.5),
+                                     "Perc90": perc(.9), "Perc95": perc(.95), "Perc99": perc(.99),
+                                     "samples": len(s)},
+            "overall_pods_per_s": round(len(binds) / max(1e-3, max(binds) - start), 1)}
+
+
+def check(c, ns, case):
+    """Whole gangs, one rack per TAS group, PodGroupInitiallyScheduled on placed groups."""
+    pods = c.get("/api/v1/namespaces/%s/pods" % ns)[1]["items"]
+    pgs = {g["metadata"]["name"]: g for g in c.get(pg_path(ns))[1]["items"]}
+    nodes = {n["metadata"]["name"]: n for n in c.get("/api/v1/nodes")[1]["items"]}
+    by_group = {}
+    for p in pods:
+        g = (p["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        by_group.setdefault(g, []).append(p)
+    partial, racks_bad, cond_missing = 0, 0, 0
+    for g, members in by_group.items():
+        pg = pgs.get(g) or {}
+        gang = (pg.get("spec", {}).get("schedulingPolicy") or {}).get("gang")
+        bound = [p for p in members if p["spec"].get("nodeName")]
+        if gang and 0 < len(bound) < gang["minCount"]:
+            partial += 1
+        if (pg.get("spec", {}).get("schedulingConstraints") or {}).get("topology"):
+            key = pg["spec"]["schedulingConstraints"]["topology"][0]["key"]
+            if len({nodes[p["spec"]["nodeName"]]["metadata"]["labels"].get(key)
+                    for p in bound}) > 1:
+                racks_bad += 1
+        conds = {x["type"]: x for x in (pg.get("status") or {}).get("conditions") or []}
+        if gang and bound and conds.get("PodGroupInitiallyScheduled", {}).get("status") != "True":
+            cond_missing += 1
+    return {"groups": len(by_group), "partial_gangs": partial, "tas_groups_split": racks_bad,
+            "groups_without_InitiallyScheduled": cond_missing}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--label", default="integration-test")
+    ap.add_argument("--case", default="")
+    ap.add_argument("--workload", default="")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    results, failed = [], 0
+    for cfg in CONFIGS:
+        base = os.path.dirname(os.path.join(HERE, cfg))
+        with open(os.path.join(HERE, cfg)) as f:
+            cases = yaml.safe_load(f)
+        for case in cases:
+            if a.case and case["name"] != a.case:
+                continue
+            for wl in case.get("workloads") or []:
+                labels = set(wl.get("labels") or []) | set(case.get("labels") or [])
+                if a.label not in labels or (a.workload and wl["name"] != a.workload):
+                    continue
+                rec = {"name": "%s/%s" % (case["name"], wl["name"])}
+                tmp = tempfile.mkdtemp(prefix="gangsched-perf-")
+                env = Env(tmp)
+                try:
+                    wait(lambda: "started:" in open(os.path.join(tmp, "gangsched.log")).read()
+                         or env.procs[-1].poll() is not None, 20, "the scheduler did not start")
+                    if env.procs[-1].poll() is not None:
+                        raise RuntimeError("gangsched exited: see %s/gangsched.log" % tmp)
+                    run_workload(case, wl, base, env, rec)
+                    bad = rec.get("partial_gangs") or rec.get("tas_groups_split") or \
+                        rec.get("groups_without_InitiallyScheduled")
+                    rec["result"] = "FAIL" if bad else "ok"
+                except NotApplicable as e:
+                    rec["result"] = "not applicable: %s" % e
+                except (TimeoutError, RuntimeError) as e:
+                    rec["result"] = "FAIL: %s" % e
+                finally:
+                    env.close()
+                failed += rec["result"].startswith("FAIL")
+                print(json.dumps(rec), flush=True)
+                results.append(rec)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
