@@ -489,7 +489,7 @@ static void test_bad_input(void **state)
          "  unschedulable: \"yes\"\n",
          "bad.yaml:5:18: node \"n1\": field spec.unschedulable: expected a boolean, got a string"},
         {"bad.yaml", "kind: Pod\nmetadata: {name: p}\n",
-         "bad.yaml:1:7: field kind: \"Pod\" is not Node, NodeList or List"},
+         "bad.yaml:1:7: field kind: \"Pod\" is not Node, ResourceSlice, NodeList or List"},
         {"bad.yaml", "metadata: {name: p}\n", "bad.yaml:1:1: field kind: missing"},
         {"bad.yaml", "kind: Node\nmetadata:\n  name: [n1\n", "bad.yaml:4:1: invalid YAML"},
         {"bad.yaml", "kind: List\nitems:\n- just-a-string\n",
