@@ -45,7 +45,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench preempt-figures perf-podgroup soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -162,6 +162,12 @@ bench: deps
 # (SEEDS=1-64 by default; about 8 minutes on 2 cores).
 preempt-figures: all
 	BIN=$(BIN) python3 tests/bench/preempt_seeds.py --seeds $${SEEDS:-1-64}
+
+# kube-scheduler's scheduler_perf PodGroup scenarios replayed (docs/kubernetes.md); LABEL=performance
+# for the 5,000-node workloads, CASE= and WORKLOAD= to pick one
+perf-podgroup: all
+	BIN=$(BIN) python3 tests/bench/podgroup_perf.py --label $${LABEL:-integration-test} \
+	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD}
 
 # Kill-and-resume at hundreds of points (the CI test runs 20), then the daemon's crash-and-fail-
 # over soak against the fake API server (KUBE_POINTS kill points, half on the same database,
