@@ -340,3 +340,23 @@ const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t
     }
     return NULL;
 }
+
+int dra_inv_index(const struct dra_inv *inv, const char *node, const char *pool, const char *device)
+{
+    if (!inv || !node || !pool || !device)
+        return -1;
+    struct dra_inv *w = (struct dra_inv *)inv; /* the index is a cache, not state */
+    if (!w->indexed && index_build(w) != 0)
+        return -1;
+    const struct node_slices *ns = strmap_get(&w->by_node, node);
+    int base = 0;
+    for (uint32_t k = 0; ns && k < ns->n; k++) {
+        const struct dra_rec *r = ns->recs[k];
+        if (strcmp(r->pool, pool) == 0)
+            for (uint32_t g = 0; g < r->n_gpus; g++)
+                if (strcmp(r->gpus[g].name, device) == 0)
+                    return base + (int)g;
+        base += (int)r->n_gpus;
+    }
+    return -1;
+}

@@ -50,6 +50,10 @@ uint32_t dra_inv_n_slices(const struct dra_inv *inv);
  * got GPUs this way, or -1 out of memory. */
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
 
+/* The index of device `device` of pool `pool` among node's GPUs, or -1. */
+int dra_inv_index(const struct dra_inv *inv, const char *node, const char *pool,
+                  const char *device);
+
 /* The name of GPU device `index` (0-based, in name order) of `node`, or NULL; *info (may be
  * NULL) gets its attributes and capacities (valid until the slice changes). */
 const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,

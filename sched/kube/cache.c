@@ -903,6 +903,28 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
 
 /* Usage of every pod that holds a node: bound in the API, or assumed by us. GPU indices come
  * from gangsched.io/gpu-ids; pods without them (other schedulers') take the lowest free ones. */
+/* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
+ * allocated them: another scheduler's pods carry no gangsched.io/gpu-ids); false when the
+ * claims do not account for all its GPUs. */
+static bool claim_mask(const struct kcache *c, const struct kpod *p, const char *node,
+                       uint32_t *mask)
+{
+    uint32_t m = 0;
+    int64_t n = 0;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
+        for (uint32_t k = 0; cl && k < cl->n_alloc; k++) {
+            int g = dra_inv_index(c->dra, node, cl->alloc[k].pool, cl->alloc[k].device);
+            if (g >= 0 && g < 32 && !(m & (1u << g))) {
+                m |= 1u << g;
+                n++;
+            }
+        }
+    }
+    *mask = m;
+    return n > 0 && n == p->req.v[RES_GPU];
+}
+
 static void account_usage(struct builder *b)
 {
     struct kcache *c = b->c;
@@ -927,6 +949,8 @@ static void account_usage(struct builder *b)
             int ix = kcache_node_index(c, node);
             if (ix < 0)
                 continue;
+            if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
+                has_ids = claim_mask(c, p, node, &mask);
             struct node_state *st = &b->state[ix];
             if (pass == 0) {
                 res_add(&st->used, &p->req);

@@ -171,6 +171,11 @@ void kdra_claim_free(struct kclaim *c)
     }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
+    for (uint32_t i = 0; i < c->n_alloc; i++) {
+        free(c->alloc[i].pool);
+        free(c->alloc[i].device);
+    }
+    free(c->alloc);
     for (uint32_t i = 0; i < c->n_cons; i++)
         free(c->cons[i].attr);
     free(c->cons);
@@ -308,6 +313,21 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
     c->reserved = calloc((size_t)(nr > 0 ? nr : 1), sizeof(*c->reserved));
     if (!c->reserved)
         rc = SCHED_ENOMEM;
+    const cJSON *res = get(get(get(st, "allocation"), "devices"), "results");
+    int na = cJSON_GetArraySize(res);
+    if (rc == 0 && na > 0 && !(c->alloc = calloc((size_t)na, sizeof(*c->alloc))))
+        rc = SCHED_ENOMEM;
+    for (int i = 0; rc == 0 && i < na; i++) {
+        const cJSON *x = cJSON_GetArrayItem(res, i);
+        const char *drv = cJSON_GetStringValue(get(x, "driver"));
+        const char *pool = cJSON_GetStringValue(get(x, "pool"));
+        const char *dev = cJSON_GetStringValue(get(x, "device"));
+        if (!drv || !pool || !dev || strcmp(drv, DRA_GPU_DRIVER) != 0)
+            continue;
+        struct kclaim_dev *d = &c->alloc[c->n_alloc++];
+        if (!(d->pool = strdup(pool)) || !(d->device = strdup(dev)))
+            rc = SCHED_ENOMEM;
+    }
     for (int i = 0; rc == 0 && i < nr; i++) {
         const char *u = cJSON_GetStringValue(get(cJSON_GetArrayItem(rf, i), "uid"));
         if (u && !(c->reserved[c->n_reserved++] = strdup(u)))

@@ -50,6 +50,10 @@ struct kclaim {
         bool distinct;  /* distinctAttribute, else matchAttribute */
     } * cons;
     uint32_t n_cons;
+    struct kclaim_dev { /* status.allocation.devices.results[] of the GPU driver */
+        char *pool, *device;
+    } * alloc;
+    uint32_t n_alloc;
     char **reserved; /* status.reservedFor[].uid */
     uint32_t n_reserved;
 };

@@ -303,6 +303,58 @@ static void malformed_objects_name_the_field(void **state)
     cJSON_Delete(o);
 }
 
+/* A DRA-only node (8 devices) with another scheduler's pod whose claim holds gpu-6 and gpu-7:
+ * those indices are used, not the lowest free ones; a pending pod of ours with a template claim
+ * asks 4 GPUs and waits until its claim exists. */
+static void claims_hold_their_devices(void **state)
+{
+    struct fx *f = *state;
+    char buf[4000] = "{\"metadata\":{\"name\":\"n9-gpu\"},\"spec\":{\"driver\":"
+                     "\"gpu.nvidia.com\",\"nodeName\":\"n9\",\"pool\":{\"name\":\"n9\","
+                     "\"generation\":1,\"resourceSliceCount\":1},\"devices\":[";
+    for (int i = 0; i < 8; i++)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s{\"name\":\"gpu-%d\"}",
+                 i ? "," : "", i);
+    strcat(buf, "]}}");
+    cJSON *o = cJSON_Parse(buf);
+    assert_int_equal(kcache_slice_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    ev(f->c, 0, 0,
+       "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\"},\"status\":{\"allocatable\":{"
+       "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
+       "\"Ready\",\"status\":\"True\"}]}}");
+    o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"theirs\"},\"spec\":{"
+                    "\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
+                    "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}},\"status\":{"
+                    "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
+                    "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\",\"device\":\"gpu-6\"},"
+                    "{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\","
+                    "\"device\":\"gpu-7\"}]}},\"reservedFor\":[{\"resource\":\"pods\","
+                    "\"name\":\"other\",\"uid\":\"u-other\"}]}}");
+    assert_int_equal(kcache_claim_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
+       "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
+       "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
+       "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+       "\"resourceClaimTemplateName\":\"four\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Pending\"}}");
+    struct kcache_build kb;
+    build(f, &kb);
+    int ix = kcache_node_index(f->c, "n9");
+    assert_true(ix >= 0);
+    assert_int_equal(kb.snap.cluster->nodes[ix].n_gpus, 8);
+    assert_int_equal(kb.snap.state[ix].gpu_used, 0xc0); /* gpu-6 and gpu-7 */
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "WaitingForResourceClaim");
+    assert_non_null(strstr(kb.waiting[0].message, "template four"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(extras_one_at_a_time_and_raised_min, setup, teardown),
         cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
+        cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test(condition_patches),
         cmocka_unit_test(malformed_objects_name_the_field),
     };
