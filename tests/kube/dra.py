@@ -184,6 +184,25 @@ def main():
            template("macro", 8, "device.attributes.all(d, true)"))
     for p in e2e.bound(c, "hi"):
         c.delete(NS + "/" + p["metadata"]["name"])
+    # a claim made directly (resourceClaimName), used by a lone pod
+    claim = template("direct", 2)
+    claim["kind"] = "ResourceClaim"
+    claim["spec"] = claim["spec"]["spec"]
+    c.post(RES + "/namespaces/default/resourceclaims", claim)
+    solo = e2e.pod("solo-0", None, 0)
+    solo["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "direct"}]
+    c.post(NS, solo)
+    def direct_done():
+        st = (c.get(RES + "/namespaces/default/resourceclaims/direct")[1].get("status") or {})
+        res = (st.get("allocation") or {}).get("devices", {}).get("results", [])
+        return e2e.bound(c, "solo") and len(res) == 2 and st.get("reservedFor")
+    check("a pod with a ResourceClaim made directly is bound and its claim allocated",
+          wait_for(direct_done, 20), s.text()[-600:])
+    c.delete(NS + "/solo-0")
+    check("its reservation is released when the pod is gone", wait_for(lambda: not (
+        c.get(RES + "/namespaces/default/resourceclaims/direct")[1].get("status") or {})
+        .get("reservedFor"), 20))
+
     gang(c, "sel", 2, "hopper")
     check("a gang whose claims select Hopper GPUs by CEL is bound whole",
           wait_for(lambda: len(e2e.bound(c, "sel")) == 2, 30), s.text()[-800:])
