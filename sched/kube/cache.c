@@ -9,6 +9,7 @@
 #include "sched/core/annot.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/kube/claims.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 #include "sched/sim/nodes.h"
@@ -30,8 +31,7 @@ struct kcache {
     struct cluster *cluster;
     struct strmap node_ix; /* node name -> index + 1 in cluster */
     uint64_t cluster_cfg;  /* config version the cluster's levels came from */
-    struct dra_inv *dra;   /* ResourceSlices (sched/core/dra.h): GPUs of DRA-only nodes */
-    struct strmap claims;  /* "ns/name" -> struct kclaim* (sched/kube/dra.h) */
+    struct kclaims *dra;   /* ResourceSlices and ResourceClaims (sched/kube/claims.h) */
 };
 
 struct kcache *kcache_new(const char *scheduler)
@@ -50,8 +50,11 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->assumed);
     strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
-    strmap_init(&c->claims);
     c->nodes_dirty = c->dirty = true;
+    if (!(c->dra = kclaims_new())) {
+        kcache_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -86,10 +89,7 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->assumed);
     strmap_fini(&c->node_ix);
     cluster_free(c->cluster);
-    dra_inv_free(c->dra);
-    for (size_t i = 0; strmap_next(&c->claims, &i, &k, &v);)
-        kdra_claim_free(v);
-    strmap_fini(&c->claims);
+    kclaims_free(c->dra);
     free(c->scheduler);
     free(c);
 }
@@ -262,67 +262,12 @@ void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid
     c->dirty = true;
 }
 
-/* ---- native scheduling.k8s.io groups (sched/kube/native.h) -------------------------------- */
-
-/* A 1.35 Workload: its pod groups replace the ones it had ("ns/workload:*" keys). */
-static int workload_event(struct kcache *c, const cJSON *obj, bool deleted)
-{
-    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
-    if (!name || strlen(name) > KOBJ_NAME_MAX || (ns && strlen(ns) > KOBJ_NAME_MAX)) {
-        LOG_WARN("kube", "workload without a valid metadata.name skipped");
-        return 0;
-    }
-    char prefix[2 * KOBJ_NAME_MAX + 4];
-    snprintf(prefix, sizeof(prefix), "%s/%s:", ns && *ns ? ns : "default", name);
-    c->dirty = true;
-    struct kpg **v = NULL;
-    uint32_t n = 0;
-    if (!deleted) {
-        struct sched_errbuf eb;
-        int rc = knative_workload_decode(obj, &v, &n, &eb);
-        if (rc == SCHED_ENOMEM)
-            return rc;
-        if (rc) /* the old pod groups stay: pods keep waiting on what was last valid */
-            LOG_WARN("kube", "workload skipped: error=%s", eb.msg);
-        if (rc)
-            return 0;
-    }
-    /* at most 8 pod groups per Workload: one scan per deletion */
-    size_t plen = strlen(prefix);
-    for (bool more = true; more;) {
-        more = false;
-        const char *k;
-        void *val;
-        for (size_t i = 0; strmap_next(&c->pgs, &i, &k, &val);)
-            if (strncmp(k, prefix, plen) == 0) {
-                char *dup = strdup(k);
-                if (!dup) {
-                    for (uint32_t j = 0; j < n; j++)
-                        kobj_pg_free(v[j]);
-                    free(v);
-                    return SCHED_ENOMEM;
-                }
-                kobj_pg_free(strmap_del(&c->pgs, dup));
-                free(dup);
-                more = true;
-                break;
-            }
-    }
-    int rc = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        if (rc == 0 && strmap_put(&c->pgs, v[j]->key, v[j], NULL) == 0)
-            continue;
-        rc = SCHED_ENOMEM;
-        kobj_pg_free(v[j]);
-    }
-    free(v);
-    return rc;
-}
-
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
 {
-    if (api == KPG_WORKLOAD_V1ALPHA1)
-        return workload_event(c, obj, deleted);
+    if (api == KPG_WORKLOAD_V1ALPHA1) {
+        c->dirty = true;
+        return knative_workload_event(&c->pgs, obj, deleted);
+    }
     const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
     if (!name) {
         LOG_WARN("kube", "podgroup without metadata.name skipped");
@@ -358,90 +303,25 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
 
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
-    if (!c->dra && !(c->dra = dra_inv_new()))
-        return SCHED_ENOMEM;
-    const char *name = kobj_str(obj, "metadata.name");
-    if (!name)
-        return 0;
     c->nodes_dirty = c->dirty = true;
-    if (deleted) {
-        dra_inv_remove(c->dra, name);
-        return 0;
-    }
-    struct sched_errbuf eb;
-    int rc = kdra_slice_put(c->dra, obj, NULL, &eb);
-    if (rc == SCHED_EINVAL) { /* the slice's devices are not counted until it is fixed */
-        LOG_WARN("kube", "resourceslice skipped: error=%s", eb.msg);
-        dra_inv_remove(c->dra, name);
-        return 0;
-    }
-    return rc;
+    return kclaims_slice_event(c->dra, obj, deleted);
 }
 
 int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
-    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
-    char key[KOBJ_KEY_MAX];
-    if (!name || kobj_key(ns, name, key, sizeof(key)) != 0) {
-        LOG_WARN("kube", "resourceclaim without a valid metadata.name skipped");
-        return 0;
-    }
     c->dirty = true;
-    if (deleted) {
-        kdra_claim_free(strmap_del(&c->claims, key));
-        return 0;
-    }
-    struct kclaim *cl = NULL;
-    struct sched_errbuf eb;
-    int rc = kdra_claim_decode(obj, NULL, &cl, &eb);
-    if (rc == SCHED_ENOMEM)
-        return rc;
-    if (rc) {
-        LOG_WARN("kube", "resourceclaim skipped: error=%s", eb.msg);
-        kdra_claim_free(strmap_del(&c->claims, key));
-        return 0;
-    }
-    void *old = NULL;
-    if (strmap_put(&c->claims, key, cl, &old) != 0) {
-        kdra_claim_free(cl);
-        return SCHED_ENOMEM;
-    }
-    kdra_claim_free(old);
-    return 0;
+    return kclaims_claim_event(c->dra, obj, deleted);
 }
 
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
 {
-    return strmap_get(&c->claims, key);
+    return kclaims_get(c->dra, key);
 }
 
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool)
 {
-    return dra_inv_device(c->dra, node, index, driver, pool, NULL);
-}
-
-/* Pods with ResourceClaims request their containers' GPUs plus their claims' (known ones);
- * why: for a pending pod of ours, what keeps it from being placed (arena string), or NULL. */
-static const char *claim_demand(struct kcache *c, struct kpod *p, struct arena *a)
-{
-    p->req.v[RES_GPU] = p->gpus_own;
-    const char *why = p->claim_wait;
-    for (uint32_t i = 0; i < p->n_claims; i++) {
-        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
-        if (!cl) {
-            why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
-            continue;
-        }
-        p->req.v[RES_GPU] += cl->gpus;
-        if (cl->unsupported)
-            why = why ? why : cl->unsupported;
-        else if (!p->node && !kdra_claim_free_for(cl, p->uid))
-            why = why ? why
-                      : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
-                                     p->claims[i]);
-    }
-    return why;
+    return dra_inv_device(kclaims_inv(c->dra), node, index, driver, pool, NULL);
 }
 
 int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint32_t gpu_mask,
@@ -551,7 +431,7 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             LOG_WARN("kube", "node left out: error=%s", e2.msg);
     }
     free(names);
-    if (c->dra && dra_inv_apply(c->dra, cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
+    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;
     }
@@ -746,60 +626,6 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     return 0;
 }
 
-/* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
- * them whatever GPUs the core picks there (kdra_claim_node_ok): a matchFields requirement
- * (metadata.name In [...]) ANDed into each of the set's required node affinity terms. Pods of a
- * set share a spec, not necessarily their claims: the first member's claims decide (claims made
- * from one template are alike). */
-static int claim_node_filter(struct builder *b, const struct kpod *p, struct podset *ps)
-{
-    const struct kcache *c = b->c;
-    const struct kclaim *sel[8];
-    uint32_t n_sel = 0;
-    for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
-        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
-        if (cl && kdra_claim_has_selectors(cl))
-            sel[n_sel++] = cl;
-    }
-    if (n_sel == 0)
-        return 0;
-    const struct cluster *cl = c->cluster;
-    const char **names = arena_calloc(b->a, cl->n_nodes + 1, sizeof(*names));
-    if (!names)
-        return SCHED_ENOMEM;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < cl->n_nodes; i++) {
-        const struct node *nd = &cl->nodes[i];
-        bool ok = nd->n_gpus > 0;
-        const struct cel_device *devs[NODE_MAX_GPUS];
-        for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
-            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
-        for (uint32_t s = 0; s < n_sel && ok; s++)
-            ok = kdra_claim_node_ok(sel[s], devs, nd->n_gpus);
-        if (ok)
-            names[k++] = nd->name;
-    }
-    uint32_t nt = ps->n_affinity ? ps->n_affinity : 1;
-    struct sel_term *terms = arena_calloc(b->a, nt, sizeof(*terms));
-    if (!terms)
-        return SCHED_ENOMEM;
-    for (uint32_t t = 0; t < nt; t++) {
-        const struct sel_term *old = ps->n_affinity ? &ps->affinity[t] : NULL;
-        uint32_t n = old ? old->n_reqs : 0;
-        struct sel_req *reqs = arena_calloc(b->a, n + 1, sizeof(*reqs));
-        if (!reqs)
-            return SCHED_ENOMEM;
-        if (n)
-            memcpy(reqs, old->reqs, n * sizeof(*reqs));
-        reqs[n] = (struct sel_req){
-            .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = k};
-        terms[t] = (struct sel_term){.reqs = reqs, .n_reqs = n + 1};
-    }
-    ps->affinity = terms;
-    ps->n_affinity = nt;
-    return 0;
-}
-
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
@@ -838,7 +664,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                     return SCHED_EINVAL;
                 }
             }
-            if (!running && p->n_claims && claim_node_filter(b, p, ps) != 0)
+            if (!running && p->n_claims &&
+                kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
                 return SCHED_ENOMEM;
         }
         gg->sets[s].count++;
@@ -903,28 +730,6 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
 
 /* Usage of every pod that holds a node: bound in the API, or assumed by us. GPU indices come
  * from gangsched.io/gpu-ids; pods without them (other schedulers') take the lowest free ones. */
-/* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
- * allocated them: another scheduler's pods carry no gangsched.io/gpu-ids); false when the
- * claims do not account for all its GPUs. */
-static bool claim_mask(const struct kcache *c, const struct kpod *p, const char *node,
-                       uint32_t *mask)
-{
-    uint32_t m = 0;
-    int64_t n = 0;
-    for (uint32_t i = 0; i < p->n_claims; i++) {
-        const struct kclaim *cl = strmap_get(&c->claims, p->claims[i]);
-        for (uint32_t k = 0; cl && k < cl->n_alloc; k++) {
-            int g = dra_inv_index(c->dra, node, cl->alloc[k].pool, cl->alloc[k].device);
-            if (g >= 0 && g < 32 && !(m & (1u << g))) {
-                m |= 1u << g;
-                n++;
-            }
-        }
-    }
-    *mask = m;
-    return n > 0 && n == p->req.v[RES_GPU];
-}
-
 static void account_usage(struct builder *b)
 {
     struct kcache *c = b->c;
@@ -950,7 +755,7 @@ static void account_usage(struct builder *b)
             if (ix < 0)
                 continue;
             if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
-                has_ids = claim_mask(c, p, node, &mask);
+                has_ids = kclaims_mask(c->dra, p, node, &mask);
             struct node_state *st = &b->state[ix];
             if (pass == 0) {
                 res_add(&st->used, &p->req);
@@ -997,7 +802,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         void *pv;
         for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
             struct kpod *p = pv;
-            const char *cw = p->n_claims || p->claim_wait ? claim_demand(c, p, a) : NULL;
+            const char *cw = p->n_claims || p->claim_wait ? kclaims_demand(c->dra, p, a) : NULL;
             if (cw && p->ours && !p->node && strmap_put(&claim_why, pk, (void *)cw, NULL)) {
                 strmap_fini(&claim_why);
                 return SCHED_ENOMEM;

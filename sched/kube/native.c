@@ -6,6 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/log.h"
+#include "sched/core/strmap.h"
+
 static const struct {
     const char *api_version, *kind, *plural, *sched_condition;
 } knative_apis[KPG_N_API] = {
@@ -324,4 +327,58 @@ const char *knative_reason(const char *why)
     return why && (strcmp(why, "InvalidSpec") == 0 || strcmp(why, "SchedulerError") == 0)
                ? "SchedulerError"
                : "Unschedulable";
+}
+
+/* A 1.35 Workload: its pod groups replace the ones it had ("ns/workload:*" keys). */
+int knative_workload_event(struct strmap *pgs, const cJSON *obj, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    if (!name || strlen(name) > KOBJ_NAME_MAX || (ns && strlen(ns) > KOBJ_NAME_MAX)) {
+        LOG_WARN("kube", "workload without a valid metadata.name skipped");
+        return 0;
+    }
+    char prefix[2 * KOBJ_NAME_MAX + 4];
+    snprintf(prefix, sizeof(prefix), "%s/%s:", ns && *ns ? ns : "default", name);
+    struct kpg **v = NULL;
+    uint32_t n = 0;
+    if (!deleted) {
+        struct sched_errbuf eb;
+        int rc = knative_workload_decode(obj, &v, &n, &eb);
+        if (rc == SCHED_ENOMEM)
+            return rc;
+        if (rc) /* the old pod groups stay: pods keep waiting on what was last valid */
+            LOG_WARN("kube", "workload skipped: error=%s", eb.msg);
+        if (rc)
+            return 0;
+    }
+    /* at most 8 pod groups per Workload: one scan per deletion */
+    size_t plen = strlen(prefix);
+    for (bool more = true; more;) {
+        more = false;
+        const char *k;
+        void *val;
+        for (size_t i = 0; strmap_next(pgs, &i, &k, &val);)
+            if (strncmp(k, prefix, plen) == 0) {
+                char *dup = strdup(k);
+                if (!dup) {
+                    for (uint32_t j = 0; j < n; j++)
+                        kobj_pg_free(v[j]);
+                    free(v);
+                    return SCHED_ENOMEM;
+                }
+                kobj_pg_free(strmap_del(pgs, dup));
+                free(dup);
+                more = true;
+                break;
+            }
+    }
+    int rc = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (rc == 0 && strmap_put(pgs, v[j]->key, v[j], NULL) == 0)
+            continue;
+        rc = SCHED_ENOMEM;
+        kobj_pg_free(v[j]);
+    }
+    free(v);
+    return rc;
 }

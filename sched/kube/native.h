@@ -13,8 +13,8 @@
  * Field names checked against kubernetes/api scheduling/v1alpha1 and v1alpha2 types.go and the
  * v1beta1 summary in docs/kubernetes.md.
  *
- * Must not touch: the cache, the network, the store. Pure functions of their input; errors name
- * the object and the field.
+ * Must not touch: the network, the store; of the cache only the PodGroup map it is handed.
+ * Errors name the object and the field.
  */
 #ifndef SCHED_KUBE_NATIVE_H
 #define SCHED_KUBE_NATIVE_H
@@ -56,6 +56,12 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
  * kobj_pg_free). */
 int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n,
                             struct sched_errbuf *eb);
+
+/* A 1.35 Workload's informer event applied to `pgs` ("ns/name" -> struct kpg*): its pod groups
+ * replace the ones it had (keys "ns/workload:*"); a deleted or (logged) invalid Workload's stay
+ * or go as the event says. 0 or SCHED_ENOMEM. */
+struct strmap;
+int knative_workload_event(struct strmap *pgs, const cJSON *obj, bool deleted);
 
 /* The strategic-merge-patch body for pods/status-like writes of one PodGroup condition
  * (conditions merge by type, as the API declares): {"status": {"conditions": [{type, status,

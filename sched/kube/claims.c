@@ -1,0 +1,186 @@
+/* sched/kube/claims.c: the daemon's DRA state (see claims.h). */
+#include "sched/kube/claims.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/log.h"
+#include "sched/core/strmap.h"
+
+struct kclaims {
+    struct strmap claims; /* "ns/name" -> struct kclaim* */
+    struct dra_inv *dra;  /* ResourceSlices */
+};
+
+struct kclaims *kclaims_new(void)
+{
+    struct kclaims *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    strmap_init(&c->claims);
+    if (!(c->dra = dra_inv_new())) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void kclaims_free(struct kclaims *c)
+{
+    if (!c)
+        return;
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->claims, &i, &k, &v);)
+        kdra_claim_free(v);
+    strmap_fini(&c->claims);
+    dra_inv_free(c->dra);
+    free(c);
+}
+
+struct dra_inv *kclaims_inv(const struct kclaims *c)
+{
+    return c->dra;
+}
+
+int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
+{
+    const char *name = kobj_str(obj, "metadata.name");
+    if (!name)
+        return 0;
+    if (deleted) {
+        dra_inv_remove(c->dra, name);
+        return 0;
+    }
+    struct sched_errbuf eb;
+    int rc = kdra_slice_put(c->dra, obj, NULL, &eb);
+    if (rc == SCHED_EINVAL) { /* the slice's devices are not counted until it is fixed */
+        LOG_WARN("kube", "resourceslice skipped: error=%s", eb.msg);
+        dra_inv_remove(c->dra, name);
+        return 0;
+    }
+    return rc;
+}
+
+int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
+{
+    const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
+    char key[KOBJ_KEY_MAX];
+    if (!name || kobj_key(ns, name, key, sizeof(key)) != 0) {
+        LOG_WARN("kube", "resourceclaim without a valid metadata.name skipped");
+        return 0;
+    }
+    if (deleted) {
+        kdra_claim_free(strmap_del((struct strmap *)&c->claims, key));
+        return 0;
+    }
+    struct kclaim *cl = NULL;
+    struct sched_errbuf eb;
+    int rc = kdra_claim_decode(obj, NULL, &cl, &eb);
+    if (rc == SCHED_ENOMEM)
+        return rc;
+    if (rc) {
+        LOG_WARN("kube", "resourceclaim skipped: error=%s", eb.msg);
+        kdra_claim_free(strmap_del((struct strmap *)&c->claims, key));
+        return 0;
+    }
+    void *old = NULL;
+    if (strmap_put((struct strmap *)&c->claims, key, cl, &old) != 0) {
+        kdra_claim_free(cl);
+        return SCHED_ENOMEM;
+    }
+    kdra_claim_free(old);
+    return 0;
+}
+
+const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
+{
+    return strmap_get((struct strmap *)&c->claims, key);
+}
+
+const char *kclaims_demand(const struct kclaims *c, struct kpod *p, struct arena *a)
+{
+    p->req.v[RES_GPU] = p->gpus_own;
+    const char *why = p->claim_wait;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = strmap_get((struct strmap *)&c->claims, p->claims[i]);
+        if (!cl) {
+            why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
+            continue;
+        }
+        p->req.v[RES_GPU] += cl->gpus;
+        if (cl->unsupported)
+            why = why ? why : cl->unsupported;
+        else if (!p->node && !kdra_claim_free_for(cl, p->uid))
+            why = why ? why
+                      : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
+                                     p->claims[i]);
+    }
+    return why;
+}
+
+int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
+                        struct arena *a, struct podset *ps)
+{
+    const struct kclaim *sel[8];
+    uint32_t n_sel = 0;
+    for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
+        const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
+        if (x && kdra_claim_has_selectors(x))
+            sel[n_sel++] = x;
+    }
+    if (n_sel == 0)
+        return 0;
+    const char **names = arena_calloc(a, cl->n_nodes + 1, sizeof(*names));
+    if (!names)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        const struct node *nd = &cl->nodes[i];
+        bool ok = nd->n_gpus > 0;
+        const struct cel_device *devs[NODE_MAX_GPUS];
+        for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
+            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
+        for (uint32_t s = 0; s < n_sel && ok; s++)
+            ok = kdra_claim_node_ok(sel[s], devs, nd->n_gpus);
+        if (ok)
+            names[k++] = nd->name;
+    }
+    uint32_t nt = ps->n_affinity ? ps->n_affinity : 1;
+    struct sel_term *terms = arena_calloc(a, nt, sizeof(*terms));
+    if (!terms)
+        return SCHED_ENOMEM;
+    for (uint32_t t = 0; t < nt; t++) {
+        const struct sel_term *old = ps->n_affinity ? &ps->affinity[t] : NULL;
+        uint32_t n = old ? old->n_reqs : 0;
+        struct sel_req *reqs = arena_calloc(a, n + 1, sizeof(*reqs));
+        if (!reqs)
+            return SCHED_ENOMEM;
+        if (n)
+            memcpy(reqs, old->reqs, n * sizeof(*reqs));
+        reqs[n] = (struct sel_req){
+            .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = k};
+        terms[t] = (struct sel_term){.reqs = reqs, .n_reqs = n + 1};
+    }
+    ps->affinity = terms;
+    ps->n_affinity = nt;
+    return 0;
+}
+
+bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask)
+{
+    uint32_t m = 0;
+    int64_t n = 0;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = strmap_get((struct strmap *)&c->claims, p->claims[i]);
+        for (uint32_t k = 0; cl && k < cl->n_alloc; k++) {
+            int g = dra_inv_index(c->dra, node, cl->alloc[k].pool, cl->alloc[k].device);
+            if (g >= 0 && g < 32 && !(m & (1u << g))) {
+                m |= 1u << g;
+                n++;
+            }
+        }
+    }
+    *mask = m;
+    return n > 0 && n == p->req.v[RES_GPU];
+}

@@ -1,0 +1,51 @@
+/* sched/kube/claims.h: the daemon's DRA state: the devices ResourceSlices publish (the
+ * inventory of sched/core/dra.h) and the ResourceClaims of pods, and what a cycle needs of them.
+ *
+ * Owns: the claim map and the inventory, fed by informer events; a pod's GPU demand from its
+ * claims and what keeps it waiting; the node filter of claims with CEL selectors or constraints;
+ * the GPUs another scheduler's pods hold through their claims. Used by sched/kube/cache.c.
+ *
+ * Must not touch: the network, the store, the pods' map (pods are handed in).
+ */
+#ifndef SCHED_KUBE_CLAIMS_H
+#define SCHED_KUBE_CLAIMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/dra.h"
+#include "sched/core/model.h"
+#include "sched/kube/dra.h"
+#include "sched/kube/objects.h"
+
+struct kclaims;
+
+struct kclaims *kclaims_new(void);
+void kclaims_free(struct kclaims *c);
+struct dra_inv *kclaims_inv(const struct kclaims *c);
+
+/* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
+int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);
+int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted);
+const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
+
+/* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
+ * being placed (a claim missing, allocated to another consumer, or not allocatable by gangsched:
+ * then the text starts "resourceclaim "), as an arena string, or NULL. */
+const char *kclaims_demand(const struct kclaims *c, struct kpod *p, struct arena *a);
+
+/* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
+ * them whatever GPUs are picked there (kdra_claim_node_ok): a matchFields requirement
+ * (metadata.name In [...]) ANDed into each of ps's required node affinity terms. 0 or
+ * SCHED_ENOMEM. */
+int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
+                        struct arena *a, struct podset *ps);
+
+/* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
+ * allocated them); false when they do not account for all its GPUs. */
+bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask);
+
+#endif
