@@ -126,6 +126,8 @@ static struct node *string_lit(struct parser *ps)
     while (*ps->p && *ps->p != q) {
         char ch = *ps->p++;
         if (ch == '\\') {
+            if (!*ps->p)
+                break; /* a backslash at the end: unterminated, never read past the NUL */
             ch = *ps->p++;
             if (ch == 'n')
                 ch = '\n';

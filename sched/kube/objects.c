@@ -170,6 +170,9 @@ static int add_requests(const cJSON *req, const cJSON *lim, const char *where, s
             if (res_parse(id, q, &v, &e2) != 0)
                 return sched_fail(eb, SCHED_EINVAL, "%s.resources.%s.%s: %s", where,
                                   k ? "limits" : "requests", it->string, e2.msg);
+            if (v < 0) /* found by fuzzing: a negative overhead made the request negative */
+                return sched_fail(eb, SCHED_EINVAL, "%s.resources.%s.%s: negative quantity", where,
+                                  k ? "limits" : "requests", it->string);
             acc->v[id] += v;
         }
     }

@@ -2,9 +2,10 @@
  * (sched/kube/objects.c, nodes_add_object) and the cache built from them (sched/kube/cache.c).
  *
  * Owns: parsing each input as JSON (as a watch event's object or a list item would be), feeding
- * it to the cache as a node, a pod and both kinds of PodGroup, building a cycle's input and
- * running the core on it, then deleting everything again. Checks the decoders' promises: a
- * refused object leaves nothing behind, an accepted one has its key and sane numbers, and the
+ * it to the cache as a node, a pod, every kind of PodGroup (scheduler-plugins, Volcano,
+ * scheduling.k8s.io PodGroup and Workload), a ResourceSlice and a ResourceClaim, building a cycle's
+ * input and running the core on it, then deleting everything again. Checks the decoders' promises:
+ * a refused object leaves nothing behind, an accepted one has its key and sane numbers, and the
  * cache never offers a gang below its minMember. Violations abort, so the fuzzer reports them.
  * An input that is a watch event ({"type":..., "object":...}) is unwrapped first.
  */
@@ -68,6 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(kcache_pod_event(c, obj, false) == 0);
     check(kcache_pg_event(c, obj, KPG_XK8S, false) == 0);
     check(kcache_pg_event(c, obj, KPG_VOLCANO, false) == 0);
+    /* Kubernetes' own groups and DRA objects (issue 17) */
+    check(kcache_pg_event(c, obj, KPG_NATIVE_V1BETA1, false) == 0);
+    check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, false) == 0);
+    check(kcache_slice_event(c, obj, false) == 0);
+    check(kcache_claim_event(c, obj, false) == 0);
     struct arena a;
     arena_init(&a, 1 << 16);
     struct kcache_build kb;
@@ -76,7 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) {
         for (uint32_t i = 0; i < kb.n_pending; i++) {
             const struct kgang *kg = &kb.gangs[i];
-            check(kg->gang.n_pods >= (kg->pg ? kg->pg->min_member : 1));
+            /* a native gang's extra pods come one at a time once it is whole */
+            check(kg->gang.n_pods >= (kg->pg ? kg->pg->min_member : 1) ||
+                  (kg->pg && kg->gang.n_pods == 1));
         }
         struct sched_result res;
         check(sched_cycle(&kb.snap, &a, &res) == 0);
@@ -84,6 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(kcache_pod_event(c, obj, true) == 0);
     check(kcache_node_event(c, obj, true) == 0);
     check(kcache_pg_event(c, obj, KPG_XK8S, true) == 0);
+    check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, true) == 0);
+    check(kcache_slice_event(c, obj, true) == 0);
+    check(kcache_claim_event(c, obj, true) == 0);
     check(kcache_n_pods(c) == 0 && kcache_n_nodes(c) == 0);
     arena_fini(&a);
     kcache_free(c);
