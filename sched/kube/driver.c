@@ -2206,6 +2206,14 @@ static void on_pg_native_b1(void *ctx, enum kube_event ev, const cJSON *obj)
         fatal(d, "out of memory in the podgroup cache");
 }
 
+static void on_pg_native_a3(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED &&
+        kcache_pg_event(d->cache, obj, KPG_NATIVE_V1ALPHA3, ev == KUBE_DELETED) != 0)
+        fatal(d, "out of memory in the podgroup cache");
+}
+
 static void on_workload(void *ctx, enum kube_event ev, const cJSON *obj)
 {
     struct kdrv *d = ctx;
@@ -2654,6 +2662,11 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0)
         rc =
             start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload, eb);
+    /* 1.37's v1alpha3 (with CompositePodGroup): the same PodGroups as v1beta1 when both are
+     * served (one object, one key: the later event wins) */
+    if (rc == 0)
+        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha3/podgroups", NULL, on_pg_native_a3,
+                            eb);
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     if (rc == 0)
         rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice, eb);

@@ -19,11 +19,14 @@ static const struct {
     [KPG_NATIVE_V1BETA1] = {"scheduling.k8s.io/v1beta1", "PodGroup", "podgroups",
                             "PodGroupInitiallyScheduled"},
     [KPG_WORKLOAD_V1ALPHA1] = {"scheduling.k8s.io/v1alpha1", "Workload", "workloads", NULL},
+    [KPG_NATIVE_V1ALPHA3] = {"scheduling.k8s.io/v1alpha3", "PodGroup", "podgroups",
+                             "PodGroupInitiallyScheduled"},
 };
 
 bool knative_is(enum kpg_api api)
 {
-    return api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_WORKLOAD_V1ALPHA1;
+    return api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_NATIVE_V1ALPHA3 ||
+           api == KPG_WORKLOAD_V1ALPHA1;
 }
 
 const char *knative_api_version(enum kpg_api api)

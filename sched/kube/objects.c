@@ -686,7 +686,7 @@ void kobj_pg_free(struct kpg *g)
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
 {
-    if (api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1)
+    if (api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_NATIVE_V1ALPHA3)
         return knative_pg_decode(o, api, out, eb);
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
     const char *ns, *name;

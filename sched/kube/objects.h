@@ -109,7 +109,8 @@ int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podse
 /* true when two unbound pods can share a pod set: same request and same constraints. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b);
 
-/* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1); KPG_WORKLOAD_V1ALPHA1:
+/* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1 and v1alpha3);
+ * KPG_WORKLOAD_V1ALPHA1:
  * one pod group of a 1.35 Workload (sched/kube/native.h). */
 enum kpg_api {
     KPG_XK8S = 0,
@@ -117,6 +118,7 @@ enum kpg_api {
     KPG_NATIVE_V1ALPHA2,
     KPG_NATIVE_V1BETA1,
     KPG_WORKLOAD_V1ALPHA1,
+    KPG_NATIVE_V1ALPHA3, /* 1.37's alpha PodGroup (CompositePodGroup's version): as v1beta1 */
     KPG_N_API
 };
 

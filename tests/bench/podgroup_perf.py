@@ -10,7 +10,8 @@ and the opcodes createNodes (built-in node-default shape without a template), cr
 createPodGroups / createAny (+ waitForPodGroups), createPods (count x multiplier, waiting until
 all are bound unless skipWaitToCompletion) and barrier. Other opcodes (churn, ...) make a workload
 "not applicable". Pods get spec.schedulerName gangsched (upstream's go to the default scheduler);
-a v1alpha3 PodGroup is posted as v1beta1 (same PodGroup fields; gangsched reads v1beta1).
+v1alpha3 PodGroups are posted as they are (the server serves v1beta1 and v1alpha3, as 1.37
+can); a v1alpha2 one is posted as v1beta1 (1.37 no longer serves v1alpha2).
 
 Measured like upstream: SchedulingThroughput counts pods of the measured createPods whose
 spec.nodeName goes from empty to set, sampled once per second (here from the watch's event
@@ -151,7 +152,8 @@ class Env:
         self.procs.append(subprocess.Popen(
             [sys.executable, "tests/kube/fakeapi.py", "--port", "0", "--port-file", port_file,
              "--kubeconfig-out", os.path.join(tmp, "kubeconfig"), "--plain",
-             "--serve-api", "scheduling.k8s.io/v1beta1", "--history", "200000"],
+             "--serve-api", "scheduling.k8s.io/v1beta1", "--serve-api",
+             "scheduling.k8s.io/v1alpha3", "--history", "200000"],
             stdout=self.log, stderr=self.log))
         end = time.time() + 20
         while not (os.path.exists(port_file) and os.path.getsize(port_file)) and time.time() < end:
@@ -220,8 +222,8 @@ def post_all(c, objs, workers=8):
         raise RuntimeError("create failed: %r" % (errors[:2],))
 
 
-def pg_path(ns):
-    return "/apis/scheduling.k8s.io/v1beta1/namespaces/%s/podgroups" % ns
+def pg_path(ns, version="v1beta1"):
+    return "/apis/scheduling.k8s.io/%s/namespaces/%s/podgroups" % (version, ns)
 
 
 # ---- one workload ------------------------------------------------------------------------------
@@ -260,8 +262,9 @@ def run_workload(case, wl, base, env, record):
                 o = load(base, op["templatePath"], dict(tparams, Index=i, Count=count))
                 if o.get("kind") != "PodGroup":
                     raise NotApplicable("createAny of %s" % o.get("kind"))
-                o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # v1alpha2/v1alpha3 shapes agree
-                objs.append((pg_path(ns), o))
+                if o.get("apiVersion") == "scheduling.k8s.io/v1alpha2":
+                    o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # 1.37 serves no v1alpha2
+                objs.append((pg_path(ns, o["apiVersion"].split("/")[1]), o))
             post_all(c, objs)
             time.sleep(0.5)  # the daemon's informer sees them before the pods (waitForPodGroups)
         elif code == "waitForPodGroups":

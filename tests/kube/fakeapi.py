@@ -106,7 +106,7 @@ RESOURCES = [
     # scheduling.k8s.io: v1 (PriorityClass) always, as kube-apiserver serves it; the Workload
     # and PodGroup versions only with --serve-api GROUP/VERSION, as a real server serves them
     # only with --runtime-config and the GenericWorkload gate (1.35 v1alpha1 Workload, 1.36
-    # v1alpha2, 1.37 v1beta1). Versions of one resource share one store (as etcd does); a test
+    # v1alpha2, 1.37 v1beta1 and v1alpha3). Versions of one resource share one store (as etcd does); a test
     # serves one version at a time, so no conversion is done. PodGroups have /status.
     Res("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
     Res("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True, gated=True),
@@ -114,6 +114,8 @@ RESOURCES = [
     Res("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, status=True, gated=True),
     Res("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True, gated=True),
     Res("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, status=True, gated=True),
+    Res("scheduling.k8s.io", "v1alpha3", "workloads", "Workload", True, gated=True),
+    Res("scheduling.k8s.io", "v1alpha3", "podgroups", "PodGroup", True, status=True, gated=True),
     # resource.k8s.io/v1 (DRA, GA since 1.34): served by default.
     Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
     Res("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False,

@@ -7,7 +7,7 @@ minCount waiting with the condition False/Unschedulable, then scheduled after it
 lowered; extra pods beyond minCount placed best effort; a basic group placed pod by pod; a group
 with a pod of another scheduler left alone with SchedulerError; a high-priority PodGroup
 preempting a disruptionMode-all gang whole, the victim getting DisruptionTarget before its pods
-go. 1.36 (v1alpha2 PodGroup, PodGroupScheduled). 1.35 (v1alpha1 Workload, pods with
+go. 1.36 (v1alpha2 PodGroup, PodGroupScheduled). 1.37 with only v1alpha3 served. 1.35 (v1alpha1 Workload, pods with
 spec.workloadRef: each replica key a gang). Every wait is bounded.
 """
 
@@ -201,6 +201,18 @@ def v1alpha2(c, s):
           str(cond))
 
 
+def v1alpha3(c, s):
+    v = "v1alpha3"
+    c.post(pg_path(v), podgroup(v, "g37a", 2))
+    for i in range(2):
+        c.post(NS, pod("g37a-%d" % i, 8, group="g37a"))
+    check("[1.37 v1alpha3 only] a v1alpha3 PodGroup gang is bound whole",
+          wait_for(lambda: len(bound(c, "g37a-")) == 2, 20), s.text()[-800:])
+    cond = wait_for(lambda: condition(c, v, "g37a", "PodGroupInitiallyScheduled"), 10)
+    check("[1.37 v1alpha3 only] its PodGroup has PodGroupInitiallyScheduled=True",
+          cond and cond["status"] == "True", str(cond))
+
+
 def v1alpha1(c, s):
     wl = {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
           "metadata": {"name": "train", "namespace": "default"},
@@ -229,6 +241,9 @@ def main():
     s.stop()
     c, s = start("v136", ["scheduling.k8s.io/v1alpha2"])
     v1alpha2(c, s)
+    s.stop()
+    c, s = start("v137a3", ["scheduling.k8s.io/v1alpha3"])
+    v1alpha3(c, s)
     s.stop()
     c, s = start("v135", ["scheduling.k8s.io/v1alpha1"])
     v1alpha1(c, s)
