@@ -802,7 +802,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
         void *pv;
         for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
             struct kpod *p = pv;
-            const char *cw = p->n_claims || p->claim_wait ? kclaims_demand(c->dra, p, a) : NULL;
+            const char *cw =
+                p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, a) : NULL;
             if (cw && p->ours && !p->node && strmap_put(&claim_why, pk, (void *)cw, NULL)) {
                 strmap_fini(&claim_why);
                 return SCHED_ENOMEM;

@@ -98,23 +98,36 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
     return strmap_get((struct strmap *)&c->claims, key);
 }
 
-const char *kclaims_demand(const struct kclaims *c, struct kpod *p, struct arena *a)
+const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
+                           struct arena *a)
 {
     p->req.v[RES_GPU] = p->gpus_own;
     const char *why = p->claim_wait;
+    uint32_t n_all = 0, n_gpu_claims = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
-        const struct kclaim *cl = strmap_get((struct strmap *)&c->claims, p->claims[i]);
-        if (!cl) {
+        const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
+        if (!x) {
             why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
             continue;
         }
-        p->req.v[RES_GPU] += cl->gpus;
-        if (cl->unsupported)
-            why = why ? why : cl->unsupported;
-        else if (!p->node && !kdra_claim_free_for(cl, p->uid))
+        p->req.v[RES_GPU] += x->gpus;
+        n_all += x->all; /* every GPU of a node: added below */
+        n_gpu_claims += x->gpus > 0 || x->all;
+        if (x->unsupported)
+            why = why ? why : x->unsupported;
+        else if (!p->node && !kdra_claim_free_for(x, p->uid))
             why = why ? why
                       : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
                                      p->claims[i]);
+    }
+    if (n_all) {
+        p->req.v[RES_GPU] += cl ? cl->max_node_gpus : 0;
+        if (n_all > 1 || n_gpu_claims > 1 || p->gpus_own > 0)
+            why = why ? why
+                      : arena_printf(a,
+                                     "pod %s: a ResourceClaim with allocationMode All must "
+                                     "hold the pod's only GPUs",
+                                     p->key);
     }
     return why;
 }
@@ -131,13 +144,16 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     }
     if (n_sel == 0)
         return 0;
+    bool all = false;
+    for (uint32_t s = 0; s < n_sel; s++)
+        all |= sel[s]->all;
     const char **names = arena_calloc(a, cl->n_nodes + 1, sizeof(*names));
     if (!names)
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool ok = nd->n_gpus > 0;
+        bool ok = nd->n_gpus > 0 && (!all || nd->n_gpus == cl->max_node_gpus);
         const struct cel_device *devs[NODE_MAX_GPUS];
         for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
             ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];

@@ -34,8 +34,11 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
  * being placed (a claim missing, allocated to another consumer, or not allocatable by gangsched:
- * then the text starts "resourceclaim "), as an arena string, or NULL. */
-const char *kclaims_demand(const struct kclaims *c, struct kpod *p, struct arena *a);
+ * then the text starts "resourceclaim "), as an arena string, or NULL. A claim with
+ * allocationMode All asks every GPU of a node: as many as the largest node has (nodes of that
+ * size only, kclaims_node_filter), and must hold the pod's only GPUs. */
+const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
+                           struct arena *a);
 
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
  * them whatever GPUs are picked there (kdra_claim_node_ok): a matchFields requirement

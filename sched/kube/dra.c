@@ -235,13 +235,19 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
             ok = refuse(c, field,
                         "exactly.deviceClassName: not the GPU DeviceClass gangsched "
                         "allocates");
-        else if (mode && strcmp(mode, "ExactCount") != 0)
-            ok = refuse(c, field, "exactly.allocationMode: only ExactCount is allocated");
+        else if (mode && strcmp(mode, "ExactCount") != 0 && strcmp(mode, "All") != 0)
+            ok = refuse(c, field, "exactly.allocationMode: not ExactCount or All");
+        else if (mode && strcmp(mode, "All") == 0 && cJSON_GetArraySize(reqs) != 1)
+            ok = refuse(c, field,
+                        "exactly.allocationMode: All is allocated only as a claim's "
+                        "one request");
         else if (cJSON_IsTrue(get(ex, "adminAccess")))
             ok = refuse(c, field, "exactly.adminAccess: not allocated by gangsched");
         else if (cnt && (!cJSON_IsNumber(cnt) || cnt->valuedouble < 1 || cnt->valuedouble > 32))
             ok = refuse(c, field, "exactly.count: not an integer in 1..32");
-        q->count = cnt ? (uint32_t)cnt->valuedouble : 1;
+        q->all = mode && strcmp(mode, "All") == 0;
+        q->count = q->all ? 0 : cnt ? (uint32_t)cnt->valuedouble : 1;
+        c->all |= q->all;
         const cJSON *sels = get(ex, "selectors");
         int ns = cJSON_GetArraySize(sels);
         if (ns > 0 && !(q->sel = calloc((size_t)ns, sizeof(*q->sel))))
@@ -343,6 +349,8 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
 
 bool kdra_claim_has_selectors(const struct kclaim *c)
 {
+    if (c->all)
+        return true; /* the node filter keeps whole nodes of the size asked */
     for (uint32_t r = 0; r < c->n_reqs; r++)
         if (c->reqs[r].n_sel)
             return true;
@@ -425,7 +433,7 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
     cJSON *res = cJSON_AddArrayToObject(cJSON_AddObjectToObject(alloc, "devices"), "results");
     uint32_t k = 0;
     for (uint32_t r = 0; r < c->n_reqs; r++)
-        for (uint32_t i = 0; i < c->reqs[r].count && k < n_devices; i++, k++) {
+        for (uint32_t i = 0; (c->reqs[r].all || i < c->reqs[r].count) && k < n_devices; i++, k++) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "request", c->reqs[r].name);
             cJSON_AddStringToObject(x, "driver", drivers[k]);

@@ -25,14 +25,15 @@ int kdra_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driv
 
 /* ---- ResourceClaims ---------------------------------------------------------------------------
  * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the GPU DeviceClass
- * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1). Anything else
- * (another class, allocationMode All, firstAvailable, adminAccess, a selector
+ * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1), or All as the
+ * claim's only request. Anything else (another class, firstAvailable, adminAccess, a selector
  * outside the CEL subset of sched/core/cel.h) is
  * refused with a message naming the field: the pod waits with reason InvalidSpec, never a
  * partial or wrong allocation. */
 struct kclaim_req {
     char *name;            /* request name */
-    uint32_t count;        /* devices */
+    uint32_t count;        /* devices (0 with allocationMode All) */
+    bool all;              /* allocationMode All: every GPU device of the node */
     struct cel_prog **sel; /* exactly.selectors[].cel.expression, compiled (sched/core/cel.h) */
     uint32_t n_sel;
 };
@@ -43,6 +44,7 @@ struct kclaim {
     struct kclaim_req *reqs;
     uint32_t n_reqs;
     int64_t gpus;       /* sum of the requests' counts */
+    bool all;           /* its one request has allocationMode All */
     char *unsupported;  /* why the claim cannot be allocated by gangsched, or NULL */
     bool allocated;     /* status.allocation set */
     struct kclaim_con { /* spec.devices.constraints[] */
@@ -77,8 +79,8 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to the pod:
  * status.allocation.devices.results[] (request, driver, pool, device: devices taken in order,
- * count per request), status.allocation.nodeSelector (metadata.name In [node]) and
- * status.reservedFor [{resource: pods, name, uid}]. NULL out of memory. */
+ * count per request; an All request takes them all), status.allocation.nodeSelector (metadata.name
+ * In [node]) and status.reservedFor [{resource: pods, name, uid}]. NULL out of memory. */
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
                              uint32_t n_devices, const char *pod_name, const char *pod_uid);

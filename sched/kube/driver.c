@@ -1155,7 +1155,7 @@ static void send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *f
     uint32_t at = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        uint32_t take = cl ? (uint32_t)cl->gpus : 0;
+        uint32_t take = cl ? cl->all ? n - at : (uint32_t)cl->gpus : 0; /* All: the rest */
         cJSON *body = cl && at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
                                                                    pool + at, take, p->name, p->uid)
                                            : NULL;

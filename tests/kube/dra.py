@@ -216,6 +216,23 @@ def main():
     check("a selector outside the CEL subset waits with InvalidSpec naming field and column",
           ok and "selectors[0].cel.expression: column" in ok[0].get("note", ""), str(ok)[:400])
     check("and is not bound", not e2e.bound(c, "mac"))
+    # allocationMode All: a pod gets every GPU of a node
+    for p in e2e.bound(c, "sel"):
+        c.delete(NS + "/" + p["metadata"]["name"])
+    whole = template("whole", 1)
+    ex = whole["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    ex["allocationMode"] = "All"
+    del ex["count"]
+    c.post(RES + "/namespaces/default/resourceclaimtemplates", whole)
+    gang(c, "all", 1, "whole")
+    def all_done():
+        b = e2e.bound(c, "all")
+        cl = claims_of(c, "all-0")
+        res = ((cl[0].get("status") or {}).get("allocation") or {}).get("devices", {}).get(
+            "results", []) if cl else []
+        return b and len(res) == 8 and {r["pool"] for r in res} == {b[0]["spec"]["nodeName"]}
+    check("a claim with allocationMode All gets every GPU device of its pod's node",
+          wait_for(all_done, 30), s.text()[-800:])
     e2e.finish()
 
 

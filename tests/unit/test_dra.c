@@ -151,8 +151,8 @@ static void claims(void **state)
     kdra_claim_free(c);
     const char *bad[][3] = {
         {"{\"deviceClassName\":\"mig.nvidia.com\"}", "", "deviceClassName"},
-        {"{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"All\"}", "",
-         "allocationMode"},
+        {"{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"Some\"}", "",
+         "allocationMode: not ExactCount or All"},
         {"{\"deviceClassName\":\"gpu.nvidia.com\"}",
          ",\"constraints\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"numaNode\"}]",
          "spec.devices.constraints[0]: exactly one"},
@@ -160,6 +160,13 @@ static void claims(void **state)
          "\"expression\":\"device.driver in ['a']\"}}]}",
          "", "selectors[0].cel.expression: column"},
     };
+    /* allocationMode All: no count of its own, a node filter */
+    c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"All\"}", "");
+    assert_null(c->unsupported);
+    assert_true(c->all);
+    assert_int_equal(c->gpus, 0);
+    assert_true(kdra_claim_has_selectors(c));
+    kdra_claim_free(c);
     /* constraints: a node suits when any choice of its devices would */
     c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}",
               ",\"constraints\":[{\"matchAttribute\":\"resource.kubernetes.io/numaNode\"},"
