@@ -292,6 +292,10 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         LOG_WARN("kube", "podgroup skipped: error=%s", eb.msg);
         return 0;
     }
+    /* one PodGroup served as v1beta1 and v1alpha3 (1.37): written through v1beta1 */
+    const struct kpg *had = strmap_get(&c->pgs, key);
+    if (had && had->api == KPG_NATIVE_V1BETA1 && api == KPG_NATIVE_V1ALPHA3)
+        g->api = KPG_NATIVE_V1BETA1;
     void *old = NULL;
     if (strmap_put(&c->pgs, key, g, &old) != 0) {
         kobj_pg_free(g);

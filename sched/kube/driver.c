@@ -301,6 +301,9 @@ static void post_event(struct kdrv *d, const char *api_version, const char *kind
     const char *ev_ns = ns ? ns : "default";
     kobj_format_time(now, t, sizeof(t));
     snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
+    for (char *q = ev_name; *q; q++) /* a DNS subdomain: gang keys of 1.35 Workloads have ':' */
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '.' || *q == '-'))
+            *q = '-';
     cJSON *e = new_object("events.k8s.io/v1", "Event", ev_ns, ev_name, NULL);
     cJSON_AddStringToObject(e, "eventTime", t);
     cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");

@@ -1057,6 +1057,8 @@ class Store:
             if not isinstance(new, dict):
                 raise ApiError(422, "the patch did not produce an object")
             new.setdefault("metadata", {})
+            if res.gated:  # versions of one store: a patch through this version converts to it
+                new["apiVersion"] = res.api_version
             return 200, self.update(res, ns, name, new, sub=sub, verb="patch", q=q)
 
     def delete(self, res, ns, name, opts, q=None):

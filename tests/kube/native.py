@@ -121,7 +121,9 @@ def v1beta1(c, s):
     c.post(pg_path(v), q)
     for i in range(2):
         c.post(NS, pod("quota-%d" % i, 8, group="quota"))
-    cond = wait_for(lambda: condition(c, v, "quota", "PodGroupInitiallyScheduled"), 10)
+    cond = wait_for(lambda: "quota" in (condition(c, v, "quota", "PodGroupInitiallyScheduled")
+                                        or {}).get("message", "") and
+                    condition(c, v, "quota", "PodGroupInitiallyScheduled"), 15)
     check("[1.37] a gang over its queue's quota waits, the PodGroup saying so",
           cond and cond["status"] == "False" and "quota" in cond.get("message", "") and
           not bound(c, "quota-"), str(cond))
