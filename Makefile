@@ -104,7 +104,8 @@ $(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(BUILD)/gen/default_trace.o $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/gangctl: $(BUILD)/sched/cmd/gangctl.o $(LIB)
+GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c))
+$(BIN)/gangctl: $(GANGCTL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
