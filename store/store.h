@@ -347,8 +347,11 @@ struct store_decision {
     const char *reason; /* one line */
 };
 
-/* Appends decisions. Pruning by the retention settings happens at the end of the transaction
- * (store_commit, or right away outside one), in that same transaction. */
+/* Records decisions: a row per change of a gang's verdict. A decision equal to the gang's
+ * newest row (why and reason) is dropped; one with the same why and another reason replaces
+ * that row's reason (its cycle and ts_ms stay: when the gang began to wait for that why);
+ * otherwise a row is appended. Pruning by the retention settings happens at the end of the
+ * transaction (store_commit, or right away outside one), in that same transaction. */
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb);
 int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
                             struct sched_errbuf *eb);
@@ -357,6 +360,9 @@ typedef int store_decision_fn(void *ctx, const struct store_decision *d);
 /* Newest first, at most `limit` (0 = all); gang NULL = every gang. */
 int store_decision_list(struct store *st, const char *gang, uint32_t limit, store_decision_fn *fn,
                         void *ctx, struct sched_errbuf *eb);
+/* The newest row of every gang, by gang. */
+int store_decision_latest(struct store *st, store_decision_fn *fn, void *ctx,
+                          struct sched_errbuf *eb);
 
 /* ---- preemption records -------------------------------------------------------------------- */
 struct store_preemption {

@@ -50,7 +50,11 @@ struct job_rec {
     enum store_job_state state;
     int64_t submit_ms, admit_ms, start_ms, finish_ms;
     uint32_t preemptions, restarts;
-    uint32_t position; /* pending: 1-based position in its queue; else 0 */
+    uint32_t position;  /* pending: 1-based position in its queue; else 0 */
+    int why;            /* the newest decision's verdict (enum sched_why); -1 when none */
+    char *reason;       /* its text (kept current by the store), or NULL */
+    int64_t reason_ms;  /* when the job began to wait for that verdict */
+    int64_t requeue_ms; /* pending after a preemption: the last one's time; else STORE_NO_TIME */
 };
 
 struct place_rec {
@@ -315,6 +319,9 @@ static int load_job(void *ctx, const struct store_job *j)
         .finish_ms = j->finish_ms,
         .preemptions = j->preemptions,
         .restarts = j->restarts,
+        .why = -1,
+        .reason_ms = STORE_NO_TIME,
+        .requeue_ms = STORE_NO_TIME,
     };
     see_time(v, j->submit_ms);
     see_time(v, j->admit_ms);
@@ -401,6 +408,57 @@ static int latest_decision(void *ctx, const struct store_decision *d)
 {
     see_time(ctx, d->ts_ms);
     return 0;
+}
+
+static int cmp_job_gang(const void *a, const void *b)
+{
+    return strcmp((*(const struct job_rec *const *)a)->gang,
+                  (*(const struct job_rec *const *)b)->gang);
+}
+
+struct latest_ctx {
+    struct store_views *v;
+    struct job_rec **by_gang; /* the jobs sorted by gang */
+};
+
+/* The newest decision of a gang: its job's REASON. */
+static int latest_of_gang(void *ctx, const struct store_decision *d)
+{
+    struct latest_ctx *c = ctx;
+    struct job_rec key = {.gang = (char *)(uintptr_t)d->gang}, *kp = &key;
+    struct job_rec **hit =
+        c->v->n_jobs ? bsearch(&kp, c->by_gang, c->v->n_jobs, sizeof(*c->by_gang), cmp_job_gang)
+                     : NULL;
+    if (!hit || !d->reason)
+        return 0;
+    free((*hit)->reason);
+    (*hit)->reason = vdup(c->v, d->reason);
+    (*hit)->why = d->why;
+    (*hit)->reason_ms = d->ts_ms;
+    return c->v->oom ? SCHED_ENOMEM : 0;
+}
+
+/* Each job's newest decision, and the time of the last preemption of a job pending again. */
+static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
+{
+    if (v->n_jobs == 0)
+        return 0;
+    struct latest_ctx c = {v, malloc(v->n_jobs * sizeof(*c.by_gang))};
+    if (!c.by_gang)
+        return SCHED_ENOMEM;
+    for (size_t i = 0; i < v->n_jobs; i++)
+        c.by_gang[i] = &v->jobs[i];
+    qsort(c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
+    int err = store_decision_latest(v->st, latest_of_gang, &c, eb);
+    for (size_t i = 0; i < v->n_preempts && !err; i++) {
+        struct job_rec key = {.gang = v->preempts[i].victim}, *kp = &key;
+        struct job_rec **hit = bsearch(&kp, c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
+        if (hit && (*hit)->state == STORE_JOB_PENDING && v->preempts[i].ts_ms != STORE_NO_TIME &&
+            ((*hit)->requeue_ms == STORE_NO_TIME || v->preempts[i].ts_ms > (*hit)->requeue_ms))
+            (*hit)->requeue_ms = v->preempts[i].ts_ms;
+    }
+    free(c.by_gang);
+    return err;
 }
 
 static int cmp_queue(const void *a, const void *b)
@@ -509,6 +567,13 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         qsort(v->queues, v->n_queues, sizeof(*v->queues), cmp_queue);
     if (v->n_jobs > 1)
         qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
+    err = load_reasons(v, eb);
+    if (err) {
+        if (err == SCHED_ENOMEM)
+            sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
+        store_views_free(v);
+        return err;
+    }
     uint32_t pos = 0;
     for (size_t i = 0; i < v->n_jobs; i++) {
         struct job_rec *j = &v->jobs[i];
@@ -544,6 +609,7 @@ void store_views_free(struct store_views *v)
         free(v->jobs[i].gang);
         free(v->jobs[i].queue);
         free(v->jobs[i].flavor);
+        free(v->jobs[i].reason);
     }
     for (size_t i = 0; i < v->n_places; i++) {
         free(v->places[i].gang);
@@ -618,12 +684,64 @@ static const struct quota_rec *find_quota(const struct queue_rec *q, const char 
     return NULL;
 }
 
+/* Of queue o's quota on (flavor, resource): what it leaves to the cohort, its lendable part
+ * (nominal up to its lending limit) less what it uses beyond its unlent part (it uses that
+ * first); negative when o borrows. *unused: the same, at least 0. */
+static int64_t lendable(const struct store_views *v, const struct queue_rec *o,
+                        const struct quota_rec *r, int64_t *unused)
+{
+    const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
+    int64_t onom = oq ? oq->nominal : 0;
+    int64_t lend = oq && oq->lending_limit != STORE_NO_LIMIT && oq->lending_limit < onom
+                       ? oq->lending_limit
+                       : onom;
+    int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
+    int64_t beyond = sat_add(oused, -(onom - lend)); /* what o takes from its shared part */
+    int64_t u = lend - (beyond > 0 ? beyond : 0);
+    *unused = u > 0 ? u : 0;
+    return u;
+}
+
+/* How much of queue q's quota other queues of its cohort use now: the cohort's borrowed total,
+ * shared among the lenders in proportion to what each leaves unused (a borrower takes from the
+ * cohort, not from one queue). q can reclaim it (by preemption) up to its nominal quota. */
+static int64_t quota_lent(const struct store_views *v, const struct queue_rec *q,
+                          const struct quota_rec *r)
+{
+    if (!q->cohort)
+        return 0;
+    int64_t borrowed = 0, lenders = 0, mine = 0;
+    for (size_t i = 0; i < v->n_queues; i++) {
+        const struct queue_rec *o = &v->queues[i];
+        if (!str_eq(o->cohort, q->cohort))
+            continue;
+        const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
+        int64_t onom = oq ? oq->nominal : 0;
+        int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
+        if (oused > onom)
+            borrowed = sat_add(borrowed, oused - onom);
+        int64_t unused;
+        lendable(v, o, r, &unused);
+        lenders = sat_add(lenders, unused);
+        if (o == q)
+            mine = unused;
+    }
+    if (borrowed <= 0 || lenders <= 0 || mine <= 0)
+        return 0;
+    if (borrowed >= lenders)
+        return mine;
+    /* mine * borrowed / lenders without overflow: long double is exact for these magnitudes */
+    int64_t lent = (int64_t)((long double)mine * (long double)borrowed / (long double)lenders);
+    return lent < mine ? lent : mine;
+}
+
 /* What queue q could still take of (flavor, resource) now. Without a cohort: its unused nominal
  * quota. In a cohort: what the cohort's queues leave unused (each other queue lends at most its
- * lending limit, and uses its unlent part first), within q's own borrowing limit. The store does
- * not record nested cohorts, so queues are pooled by cohort name. */
+ * lending limit, and uses its unlent part first), plus what it lent (`lent`: others use it now,
+ * q can reclaim it), within q's own borrowing limit. The store does not record nested cohorts,
+ * so queues are pooled by cohort name. */
 static int64_t quota_available(const struct store_views *v, const struct queue_rec *q,
-                               const struct quota_rec *r, int64_t used)
+                               const struct quota_rec *r, int64_t used, int64_t lent)
 {
     int64_t own = sat_add(r->nominal, -used);
     if (!q->cohort)
@@ -631,19 +749,13 @@ static int64_t quota_available(const struct store_views *v, const struct queue_r
     int64_t cap = r->borrowing_limit == STORE_NO_LIMIT
                       ? INT64_MAX
                       : sat_add(sat_add(r->nominal, r->borrowing_limit), -used);
-    int64_t pool = own;
+    int64_t pool = sat_add(own, lent);
     for (size_t i = 0; i < v->n_queues; i++) {
         const struct queue_rec *o = &v->queues[i];
         if (o == q || !str_eq(o->cohort, q->cohort))
             continue;
-        const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
-        int64_t onom = oq ? oq->nominal : 0;
-        int64_t lend = oq && oq->lending_limit != STORE_NO_LIMIT && oq->lending_limit < onom
-                           ? oq->lending_limit
-                           : onom;
-        int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
-        int64_t beyond = sat_add(oused, -(onom - lend)); /* what o takes from the shared part */
-        pool = sat_add(pool, lend - (beyond > 0 ? beyond : 0));
+        int64_t unused;
+        pool = sat_add(pool, lendable(v, o, r, &unused));
     }
     int64_t avail = pool < cap ? pool : cap;
     return avail > 0 ? avail : 0;
@@ -651,7 +763,7 @@ static int64_t quota_available(const struct store_views *v, const struct queue_r
 
 struct quota_line {
     const char *flavor, *resource;
-    int64_t nominal, borrowing_limit, lending_limit, used, borrowed, available;
+    int64_t nominal, borrowing_limit, lending_limit, used, borrowed, lent, available;
     bool configured;
 };
 
@@ -669,6 +781,7 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
             return 0;
         }
         int64_t used = ledger_used(v, q->name, r->flavor, r->resource);
+        int64_t lent = quota_lent(v, q, r);
         ln[n++] = (struct quota_line){r->flavor,
                                       r->resource,
                                       r->nominal,
@@ -676,7 +789,8 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
                                       r->lending_limit,
                                       used,
                                       used > r->nominal ? used - r->nominal : 0,
-                                      quota_available(v, q, r, used),
+                                      lent,
+                                      quota_available(v, q, r, used, lent),
                                       true};
     }
     for (size_t i = 0; i < v->n_ledger; i++) {
@@ -687,8 +801,9 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
             free(ln);
             return 0;
         }
-        ln[n++] = (struct quota_line){l->flavor, l->resource, 0, STORE_NO_LIMIT, STORE_NO_LIMIT,
-                                      l->amount, l->amount,   0, false};
+        ln[n++] = (struct quota_line){
+            l->flavor, l->resource, 0, STORE_NO_LIMIT, STORE_NO_LIMIT, l->amount,
+            l->amount, 0,           0, false};
     }
     *out = ln;
     return n;
@@ -704,6 +819,7 @@ static void quota_line_json(struct store_views *v, cJSON *arr, const struct quot
     jopt(v, o, "lending_limit", l->lending_limit, STORE_NO_LIMIT);
     jint(v, o, "used", l->used);
     jint(v, o, "borrowed", l->borrowed);
+    jint(v, o, "lent", l->lent);
     jint(v, o, "available", l->available);
     jbool(v, o, "configured", l->configured);
 }
@@ -763,12 +879,14 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
     cJSON *jqs = jarr(v, doc, "queues");
     for (size_t i = 0; i < v->n_queues && !v->oom; i++) {
         const struct queue_rec *q = &v->queues[i];
-        int64_t borrowed = 0;
+        int64_t borrowed = 0, lent = 0;
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
+            if (is_gpu(ln[k].resource)) {
                 borrowed = sat_add(borrowed, ln[k].borrowed);
+                lent = sat_add(lent, ln[k].lent);
+            }
         free(ln);
         cJSON *o = jobj(v, jqs, NULL);
         jstr(v, o, "name", q->name);
@@ -780,6 +898,7 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jint(v, o, "nominal_gpus", queue_total(v, q, STORE_GPU, true));
         jint(v, o, "used_gpus", queue_total(v, q, STORE_GPU, false));
         jint(v, o, "borrowed_gpus", borrowed);
+        jint(v, o, "lent_gpus", lent);
         jint(v, o, "running", q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED]);
         jint(v, o, "pending", q->n_state[STORE_JOB_PENDING]);
         jint(v, o, "admitted", q->n_state[STORE_JOB_ADMITTED]);
@@ -793,7 +912,8 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
     return finish_doc(v, doc, out, eb);
 }
 
-/* Pending: how long it has waited so far; otherwise how long it waited before its first start. */
+/* How long it waited before its first start (or admission, or end); for a job still pending,
+ * the time since submission. */
 static int64_t job_wait(const struct store_views *v, const struct job_rec *j)
 {
     if (j->submit_ms == STORE_NO_TIME)
@@ -805,6 +925,57 @@ static int64_t job_wait(const struct store_views *v, const struct job_rec *j)
     if (end == STORE_NO_TIME || end < j->submit_ms)
         return STORE_NO_TIME;
     return end - j->submit_ms;
+}
+
+/* A pending job's current wait: since its last preemption when it was preempted, else since
+ * its submission. STORE_NO_TIME for any other state. */
+static int64_t job_waiting(const struct store_views *v, const struct job_rec *j)
+{
+    int64_t from = j->requeue_ms != STORE_NO_TIME ? j->requeue_ms : j->submit_ms;
+    if (j->state != STORE_JOB_PENDING || from == STORE_NO_TIME || v->now_ms == STORE_NO_TIME ||
+        v->now_ms < from)
+        return STORE_NO_TIME;
+    return v->now_ms - from;
+}
+
+static const char *why_name(int why)
+{
+    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
+               ? sched_why_name((enum sched_why)why)
+               : "unknown";
+}
+
+/* Why a job is not running: a held or draining queue first (the scheduler does not offer its
+ * jobs, so the decision log has nothing newer), else the newest decision while pending. */
+static void job_reason_json(struct store_views *v, cJSON *o, const struct job_rec *j)
+{
+    const struct queue_rec *q = find_queue(v, j->queue);
+    const char *adm = q && q->admission ? q->admission : "open";
+    bool pending = j->state == STORE_JOB_PENDING;
+    if (pending && strcmp(adm, "open") != 0) {
+        char text[400];
+        snprintf(text, sizeof(text),
+                 strcmp(adm, "held") == 0
+                     ? "held: queue %.160s is held by an operator (gangctl queue resume %.160s)"
+                     : "draining: queue %.160s admits no new jobs while it drains (gangctl queue "
+                       "resume %.160s)",
+                 j->queue, j->queue);
+        jstr(v, o, "why", strcmp(adm, "held") == 0 ? "held" : "draining");
+        jstr(v, o, "reason", text);
+        jstr(v, o, "reason_since_ms", NULL);
+    } else if (pending && j->reason) {
+        jstr(v, o, "why", why_name(j->why));
+        jstr(v, o, "reason", j->reason);
+        /* a job pending again after a preemption waits for that reason since then */
+        jopt(v, o, "reason_since_ms",
+             j->requeue_ms != STORE_NO_TIME && j->requeue_ms > j->reason_ms ? j->requeue_ms
+                                                                            : j->reason_ms,
+             STORE_NO_TIME);
+    } else {
+        jstr(v, o, "why", NULL);
+        jstr(v, o, "reason", NULL);
+        jstr(v, o, "reason_since_ms", NULL);
+    }
 }
 
 static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
@@ -823,8 +994,11 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
     jopt(v, o, "start_ms", j->start_ms, STORE_NO_TIME);
     jopt(v, o, "finish_ms", j->finish_ms, STORE_NO_TIME);
     jopt(v, o, "wait_ms", job_wait(v, j), STORE_NO_TIME);
+    jopt(v, o, "waiting_ms", job_waiting(v, j), STORE_NO_TIME);
+    jopt(v, o, "requeued_ms", j->requeue_ms, STORE_NO_TIME);
     jint(v, o, "preemptions", j->preemptions);
     jint(v, o, "restarts", j->restarts);
+    job_reason_json(v, o, j);
     /* nodes and GPUs of its placed pods, in pod order */
     cJSON *nodes = jarr(v, o, "nodes");
     for (size_t i = 0; i < v->n_places; i++) {
@@ -854,13 +1028,6 @@ int store_view_jobs(struct store_views *v, const char *only, bool all, cJSON **o
         job_json(v, jobj(v, ja, NULL), j);
     }
     return finish_doc(v, doc, out, eb);
-}
-
-static const char *why_name(int why)
-{
-    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
-               ? sched_why_name((enum sched_why)why)
-               : "unknown";
 }
 
 struct dec_ctx {

@@ -22,11 +22,11 @@ static int show_quota(cJSON *doc)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"QUEUE",      "FLAVOR",   "RESOURCE", "NOMINAL",
-                                      "BORROW-LIM", "LEND-LIM", "USED",     "BORROWED",
-                                      "AVAILABLE",  "SHARE",    "COHORT",   "WEIGHT"};
+    static const char *const hdr[] = {"QUEUE",    "FLAVOR", "RESOURCE", "NOMINAL", "BORROW-LIM",
+                                      "LEND-LIM", "USED",   "BORROWED", "LENT",    "AVAILABLE",
+                                      "SHARE",    "COHORT", "WEIGHT"};
     struct table t;
-    tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 10, hdr, 0x3f8);
+    tbl_init(&t, out_fmt == OUT_WIDE ? 13 : 11, hdr, 0x7f8);
     EACH(q, jget(doc, "queues"))
     {
         const char *name = or_dash(gstr(q, "name"));
@@ -36,10 +36,10 @@ static int show_quota(cJSON *doc)
         const cJSON *quotas = jget(q, "quotas");
         if (cJSON_GetArraySize(quotas) == 0) { /* a queue without quotas or usage: one line */
             tbl_cell(&t, C_NONE, "%s", name);
-            for (int c = 1; c < 9; c++)
+            for (int c = 1; c < 10; c++)
                 tbl_cell(&t, C_NONE, "-");
             tbl_cell(&t, C_NONE, "%s", share);
-            if (t.ncol > 10) {
+            if (t.ncol > 11) {
                 tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
                 tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
             }
@@ -49,13 +49,15 @@ static int show_quota(cJSON *doc)
             const char *res = or_dash(gstr(l, "resource"));
             bool configured = gbool(l, "configured");
             int64_t borrowed = gint(l, "borrowed", 0), avail = gint(l, "available", 0);
-            char a[6][48];
+            int64_t lent = gint(l, "lent", 0);
+            char a[7][48];
             fmt_amount(a[0], sizeof(a[0]), res, gint(l, "nominal", 0));
             fmt_limit(a[1], sizeof(a[1]), res, gint(l, "borrowing_limit", STORE_NO_LIMIT));
             fmt_limit(a[2], sizeof(a[2]), res, gint(l, "lending_limit", STORE_NO_LIMIT));
             fmt_amount(a[3], sizeof(a[3]), res, gint(l, "used", 0));
             fmt_amount(a[4], sizeof(a[4]), res, borrowed);
             fmt_amount(a[5], sizeof(a[5]), res, avail);
+            fmt_amount(a[6], sizeof(a[6]), res, lent);
             tbl_cell(&t, C_NONE, "%s", name);
             tbl_cell(&t, C_NONE, "%s", or_dash(gstr(l, "flavor")));
             tbl_cell(&t, C_NONE, "%s", res);
@@ -64,9 +66,10 @@ static int show_quota(cJSON *doc)
             tbl_cell(&t, C_NONE, "%s", configured ? a[2] : "-");
             tbl_cell(&t, C_NONE, "%s", a[3]);
             tbl_cell(&t, borrowed > 0 ? C_YELLOW : C_NONE, "%s", a[4]);
+            tbl_cell(&t, lent > 0 ? C_CYAN : C_NONE, "%s", a[6]);
             tbl_cell(&t, avail == 0 ? C_RED : C_NONE, "%s", a[5]);
             tbl_cell(&t, C_NONE, "%s", share);
-            if (t.ncol > 10) {
+            if (t.ncol > 11) {
                 tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
                 tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
             }
@@ -81,11 +84,11 @@ static int show_queues(cJSON *doc)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"QUEUE",    "COHORT",  "WEIGHT",  "PRIORITY", "NOMINAL",
-                                      "USED",     "RUNNING", "PENDING", "BORROWED", "ADMITTED",
-                                      "FINISHED", "FAILED",  "SHARE"};
+    static const char *const hdr[] = {"QUEUE",   "STATE",    "COHORT",   "WEIGHT",  "PRIORITY",
+                                      "NOMINAL", "USED",     "RUNNING",  "PENDING", "BORROWED",
+                                      "LENT",    "ADMITTED", "FINISHED", "FAILED",  "SHARE"};
     struct table t;
-    tbl_init(&t, out_fmt == OUT_WIDE ? 13 : 8, hdr, 0x1ffc);
+    tbl_init(&t, out_fmt == OUT_WIDE ? 15 : 9, hdr, 0x7ff8);
     const cJSON *qs = jget(doc, "queues");
     EACH(q, qs)
     {
@@ -93,8 +96,10 @@ static int show_queues(cJSON *doc)
         long long nominal = (long long)gint(q, "nominal_gpus", 0);
         long long used = (long long)gint(q, "used_gpus", 0);
         long long pending = (long long)gint(q, "pending", 0);
+        const char *adm = gstr(q, "admission") ? gstr(q, "admission") : "open";
         tbl_cell(&t, configured ? C_NONE : C_DIM, "%s%s", or_dash(gstr(q, "name")),
                  configured ? "" : " (not configured)");
+        tbl_cell(&t, str_eq(adm, "open") ? C_NONE : C_RED, "%s", adm);
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
         tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "priority", 0));
@@ -102,8 +107,9 @@ static int show_queues(cJSON *doc)
         tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld GPU", used);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
         tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%lld", pending);
-        if (t.ncol > 8) {
+        if (t.ncol > 9) {
             tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "borrowed_gpus", 0));
+            tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "lent_gpus", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "admitted", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "finished", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "failed", 0));
@@ -132,23 +138,32 @@ static char *job_nodes(const cJSON *job)
     return s;
 }
 
+/* The jobs table. WAITING: a pending job's current wait (since submission, or since its last
+ * preemption); STARTED: the start of the current run (none while pending again); QUEUED (wide):
+ * the time from submission to the first start. REASON, last because it is free text: why a
+ * pending job waits (the newest decision, or its queue's hold). A column for the estimated
+ * start belongs before REASON. */
 static int show_jobs(cJSON *doc, const char *only, bool all)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"JOB",      "QUEUE",     "STATE",       "GPUS",
-                                      "POSITION", "WAITING",   "STARTED",     "FINISHED",
-                                      "FLAVOR",   "SUBMITTED", "PREEMPTIONS", "NODES"};
+    static const char *const hdr[] = {"JOB",     "QUEUE",   "STATE",    "GPUS",  "POSITION",
+                                      "WAITING", "STARTED", "FINISHED", "REASON"};
+    static const char *const whdr[] = {"JOB",         "QUEUE",   "STATE",    "GPUS",   "POSITION",
+                                       "WAITING",     "STARTED", "FINISHED", "FLAVOR", "SUBMITTED",
+                                       "PREEMPTIONS", "NODES",   "QUEUED",   "REASON"};
+    bool wide = out_fmt == OUT_WIDE;
     struct table t;
-    tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 8, hdr, 0x418);
+    tbl_init(&t, wide ? 14 : 9, wide ? whdr : hdr, wide ? 0x1418 : 0x18);
     const cJSON *jobs = jget(doc, "jobs");
     EACH(j, jobs)
     {
         const char *state = or_dash(gstr(j, "state"));
+        bool pending = str_eq(state, "pending");
         int64_t pos = gint(j, "position", 0);
-        char w[32], st[64], fin[64], sub[64];
-        fmt_dur(w, sizeof(w), gint(j, "wait_ms", STORE_NO_TIME));
-        fmt_time(st, sizeof(st), gint(j, "start_ms", STORE_NO_TIME));
+        char w[32], st[64], fin[64], sub[64], qd[32];
+        fmt_dur(w, sizeof(w), gint(j, "waiting_ms", STORE_NO_TIME));
+        fmt_time(st, sizeof(st), pending ? STORE_NO_TIME : gint(j, "start_ms", STORE_NO_TIME));
         fmt_time(fin, sizeof(fin), gint(j, "finish_ms", STORE_NO_TIME));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "job")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "queue")));
@@ -161,15 +176,18 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
         tbl_cell(&t, C_NONE, "%s", w);
         tbl_cell(&t, C_NONE, "%s", st);
         tbl_cell(&t, C_NONE, "%s", fin);
-        if (t.ncol > 8) {
+        if (wide) {
             fmt_time(sub, sizeof(sub), gint(j, "submit_ms", STORE_NO_TIME));
+            fmt_dur(qd, sizeof(qd), pending ? STORE_NO_TIME : gint(j, "wait_ms", STORE_NO_TIME));
             char *nodes = job_nodes(j);
             tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "flavor")));
             tbl_cell(&t, C_NONE, "%s", sub);
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(j, "preemptions", 0));
             tbl_cell(&t, C_NONE, "%s", *nodes ? nodes : "-");
+            tbl_cell(&t, C_NONE, "%s", qd);
             free(nodes);
         }
+        tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%s", or_dash(gstr(j, "reason")));
     }
     if (cJSON_GetArraySize(jobs) == 0)
         printf("no %sjobs%s%s\n", all ? "" : "pending or running ", only ? " in queue " : "",
@@ -184,26 +202,26 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
 
 /* ---- explain ------------------------------------------------------------------------------- */
 
-static int show_explain(cJSON *doc)
+/* The job's record: state, position, why it waits, times, preemptions. */
+static void explain_job(const cJSON *j)
 {
-    if (out_fmt >= OUT_JSON)
-        return emit_doc(doc);
-    const cJSON *j = jget(doc, "job");
     const char *state = or_dash(gstr(j, "state"));
-    const char *queue = or_dash(gstr(j, "queue"));
     const char *flavor = gstr(j, "flavor");
     bool pending = strcmp(state, "pending") == 0;
+    int64_t requeued = gint(j, "requeued_ms", STORE_NO_TIME);
     char b[6][64];
     fmt_time(b[0], sizeof(b[0]), gint(j, "submit_ms", STORE_NO_TIME));
     fmt_time(b[1], sizeof(b[1]), gint(j, "admit_ms", STORE_NO_TIME));
     fmt_time(b[2], sizeof(b[2]), gint(j, "start_ms", STORE_NO_TIME));
     fmt_time(b[3], sizeof(b[3]), gint(j, "finish_ms", STORE_NO_TIME));
-    fmt_dur(b[4], sizeof(b[4]), gint(j, "wait_ms", STORE_NO_TIME));
+    fmt_dur(b[4], sizeof(b[4]), gint(j, pending ? "waiting_ms" : "wait_ms", STORE_NO_TIME));
+    fmt_time(b[5], sizeof(b[5]), requeued);
     struct table t;
     tbl_init(&t, 1, NULL, 0);
     tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "job"))); /* control bytes made harmless */
-    tbl_cell(&t, C_NONE, "%s", queue);
+    tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "queue")));
     tbl_cell(&t, C_NONE, "%s", flavor ? flavor : "");
+    tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "reason")));
     printf("Job:          %s\n", t.cell[0]);
     printf("Queue:        %s\n", t.cell[1]);
     printf("State:        ");
@@ -214,16 +232,39 @@ static int show_explain(cJSON *doc)
     if (gint(j, "position", 0) > 0)
         printf("Position:     %lld in queue %s (submission order)\n",
                (long long)gint(j, "position", 0), t.cell[1]);
+    if (pending) {
+        char since[64];
+        fmt_time(since, sizeof(since), gint(j, "reason_since_ms", STORE_NO_TIME));
+        printf("Reason:       %s%s%s%s\n", t.cell[3], strcmp(since, "-") ? " (since " : "",
+               strcmp(since, "-") ? since : "", strcmp(since, "-") ? ")" : "");
+    }
     printf("GPUs:         %lld GPU%s%s\n", (long long)gint(j, "gpus", 0),
            flavor ? " on flavor " : "", t.cell[2]);
     tbl_free(&t);
     printf("Submitted:    %s\n", b[0]);
     printf("Admitted:     %s\n", b[1]);
-    printf("Started:      %s\n", b[2]);
+    if (pending && requeued != STORE_NO_TIME)
+        printf("Started:      %s (its first start; preempted at %s, pending again)\n", b[2], b[5]);
+    else
+        printf("Started:      %s\n", b[2]);
     printf("Finished:     %s\n", b[3]);
-    printf("%s %s\n", pending ? "Waiting:     " : "Waited:      ", b[4]);
+    if (pending)
+        printf("Waiting:      %s (since %s)\n", b[4],
+               requeued != STORE_NO_TIME ? "its last preemption" : "submission");
+    else
+        printf("Waited:       %s (from submission to its first start)\n", b[4]);
     printf("Preemptions:  %lld, restarts %lld\n", (long long)gint(j, "preemptions", 0),
            (long long)gint(j, "restarts", 0));
+}
+
+static int show_explain(cJSON *doc)
+{
+    if (out_fmt >= OUT_JSON)
+        return emit_doc(doc);
+    const cJSON *j = jget(doc, "job");
+    char b[6][64];
+    struct table t;
+    explain_job(j);
     char *nodes = job_nodes(j);
     if (*nodes)
         printf("Placed on:    %s\n", nodes);
@@ -245,7 +286,7 @@ static int show_explain(cJSON *doc)
                cJSON_GetArraySize(jget(r, "nodes")), b[0]);
     }
 
-    static const char *const dhdr[] = {"CYCLE", "TIME", "WHY", "REASON"};
+    static const char *const dhdr[] = {"CYCLE", "SINCE", "WHY", "REASON"};
     tbl_init(&t, 4, dhdr, 0x1);
     const cJSON *decs = jget(doc, "decisions");
     EACH(d, decs)

@@ -448,7 +448,8 @@ struct run {
     uint8_t *dirty;
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
-    uint8_t *last_why; /* last reason logged per job (why + 1; 0 = none) */
+    uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
+    uint32_t *last_reason; /* FNV-1a hash of the text of that reason */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -1669,8 +1670,17 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     return rc;
 }
 
-/* The decision log (one row per verdict: gangs examined and not started) and the preemption
- * records of one cycle. */
+/* FNV-1a of a reason's text: whether its figures changed since the last row. */
+static uint32_t reason_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The decision log (one row per verdict: gangs examined and not started; the store keeps a
+ * row per change of why, with the latest text) and the preemption records of one cycle. */
 static int db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
                             struct sched_errbuf *eb)
 {
@@ -1680,11 +1690,13 @@ static int db_cycle_records(struct run *r, const struct sched_result *res, int64
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
-        if (r->last_why[j] == why)
-            continue; /* the log records changes of reason, not every cycle's repeat */
-        r->last_why[j] = why;
         char reason[512];
         sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        uint32_t h = reason_hash(reason);
+        if (r->last_why[j] == why && r->last_reason[j] == h)
+            continue; /* the log records changes of reason (and of its figures), not repeats */
+        r->last_why[j] = why;
+        r->last_reason[j] = h;
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
                                    .ts_ms = now,
                                    .gang = in->jobs[res->verdicts[v].gang->id].id,
@@ -1782,8 +1794,10 @@ static int restore_why(void *ctx, const struct store_decision *d)
     struct why_ctx *w = ctx;
     struct job_key k = {.id = d->gang};
     const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
-    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255)
+    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+        w->r->last_reason[hit->j] = reason_hash(d->reason);
+    }
     return 0;
 }
 
@@ -2326,6 +2340,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
         r.node_dirty = calloc(nn, 1);
         r.last_why = calloc(nj, 1);
+        r.last_reason = calloc(nj, sizeof(*r.last_reason));
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -2334,7 +2349,9 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
         !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
         !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv) {
+        !r.runpos || !r.runv ||
+        (opt->db &&
+         (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2373,6 +2390,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
+    free(r.last_reason);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);

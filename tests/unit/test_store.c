@@ -606,7 +606,9 @@ static void test_full_disk(void **state)
     reason[sizeof(reason) - 1] = '\0';
     int err = 0;
     for (int i = 0; i < 1000 && !err; i++) {
-        struct store_decision d = {0, 100, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+        char gang[32]; /* one gang per row: the log keeps one row per gang and verdict */
+        snprintf(gang, sizeof(gang), "ns/full-%d", i);
+        struct store_decision d = {0, 100, i, gang, SCHED_WHY_RESOURCES, reason};
         err = store_decision_add(st, &d, &eb);
     }
     assert_int_equal(err, SCHED_EFULL);
@@ -625,8 +627,11 @@ static void test_full_disk(void **state)
     assert_int_equal(store_ledger_add(st, "q", "default", STORE_GPU, 0, &eb), 0);
     assert_int_equal(store_commit(st, &eb), 0);
     struct store_decision many[200];
-    for (int i = 0; i < 200; i++)
-        many[i] = (struct store_decision){0, 101, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+    static char many_gang[200][32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(many_gang[i], sizeof(many_gang[i]), "ns/many-%d", i);
+        many[i] = (struct store_decision){0, 101, i, many_gang[i], SCHED_WHY_RESOURCES, reason};
+    }
     assert_int_equal(store_decision_add_many(st, many, 200, &eb), SCHED_EFULL);
     assert_false(store_in_txn(st));
     int64_t after = 0;
@@ -791,9 +796,14 @@ static void test_decision_retention(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, &o);
     struct sched_errbuf eb = {{0}};
     struct store_decision d[50];
+    char gangs[50][16];
+    for (int i = 0; i < 50; i++)
+        snprintf(gangs[i], sizeof(gangs[i]), "ns/g%d", i);
+    /* 50 gangs whose verdict changes every cycle: 50 new rows per cycle */
     for (int c = 1; c <= 20; c++) {
         for (int i = 0; i < 50; i++)
-            d[i] = (struct store_decision){0, c, c * 1000 + i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+            d[i] = (struct store_decision){
+                0, c, c * 1000 + i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         assert_int_equal(store_commit(st, &eb), 0);
@@ -823,7 +833,8 @@ static void test_decision_retention(void **state)
     st = open_ok(f->db, 0, &o);
     for (int c = 30; c < 40; c++) {
         for (int i = 0; i < 50; i++)
-            d[i] = (struct store_decision){0, c, i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+            d[i] = (struct store_decision){
+                0, c, i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         /* completed bind journal entries are pruned with the same bound */
@@ -840,6 +851,76 @@ static void test_decision_retention(void **state)
     store_close(st);
     assert_int_equal(raw_int(f->db, "SELECT MIN(cycle) FROM decisions"), 37);
     assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM bind_journal"), 3);
+}
+
+/* ---- decision log: one row per change of verdict ----------------------------------------------
+ */
+
+struct dec_seen {
+    int n;
+    int64_t cycle, ts;
+    int why;
+    char reason[64];
+    char gangs[4][16];
+};
+
+static int dec_seen_fn(void *ctx, const struct store_decision *d)
+{
+    struct dec_seen *s = ctx;
+    if (s->n == 0) {
+        s->cycle = d->cycle;
+        s->ts = d->ts_ms;
+        s->why = d->why;
+        snprintf(s->reason, sizeof(s->reason), "%s", d->reason);
+    }
+    if (s->n < 4)
+        snprintf(s->gangs[s->n], sizeof(s->gangs[0]), "%s", d->gang);
+    s->n++;
+    return 0;
+}
+
+/* A driver that reports the same verdict every cycle (the daemon did: 26 rows in 25 s for one
+ * waiting gang) leaves one row; new figures replace its text and keep its time; a new verdict
+ * appends a row; store_decision_latest gives each gang's newest row. */
+static void test_decision_dedup(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    for (int c = 1; c <= 25; c++) {
+        struct store_decision d = {0, c, c * 1000, "ns/w", SCHED_WHY_QUOTA, "may still take 40"};
+        assert_int_equal(store_decision_add(st, &d, &eb), 0);
+    }
+    int64_t n = 0;
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    struct store_decision d2 = {0, 30, 30000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    assert_int_equal(store_decision_add(st, &d2, &eb), 0);
+    struct dec_seen s = {0};
+    assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.reason, "may still take 4"); /* current figures */
+    assert_int_equal(s.cycle, 1);                      /* since the first cycle of that verdict */
+    assert_int_equal(s.ts, 1000);
+    struct store_decision d3 = {0, 31, 31000, "ns/w", SCHED_WHY_RESOURCES, "no node fits"};
+    struct store_decision d4 = {0, 31, 31000, "ns/v", SCHED_WHY_QUOTA, "may still take 0"};
+    assert_int_equal(store_decision_add(st, &d3, &eb), 0);
+    assert_int_equal(store_decision_add(st, &d4, &eb), 0);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.why, SCHED_WHY_RESOURCES);
+    /* back to quota: a new row (a change of verdict), not the old one's text */
+    struct store_decision d5 = {0, 32, 32000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    assert_int_equal(store_decision_add(st, &d5, &eb), 0);
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 4);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_decision_latest(st, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.gangs[0], "ns/v");
+    assert_string_equal(s.gangs[1], "ns/w");
+    store_close(st);
 }
 
 /* ---- ledger check --------------------------------------------------------------------------- */
@@ -1243,6 +1324,7 @@ int main(void)
         T(test_full_disk),
         T(test_journal_round_trip),
         T(test_decision_retention),
+        T(test_decision_dedup),
         T(test_ledger_check),
         T(test_reservations),
         T(test_config_and_queues),
