@@ -749,6 +749,19 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     sim_input_workload(&in, &t, &a.workload);
+    if (a.explain_job) {
+        uint32_t j = 0;
+        while (j < in.n_jobs && strcmp(in.jobs[j].id, a.explain_job) != 0)
+            j++;
+        if (j == in.n_jobs) {
+            fprintf(stderr,
+                    "gangsched simulate: --explain: no job '%s' in the trace (%u jobs; the id is "
+                    "the trace's job id column, as in --jobs-out and gangctl jobs)\n",
+                    a.explain_job, in.n_jobs);
+            exit_code = 2;
+            goto out;
+        }
+    }
     if (a.outages_path && sim_outages_read(a.outages_path, c, &outages, &a.fail.n_outages, &eb)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;

@@ -408,7 +408,10 @@ struct run {
     uint32_t max_island; /* GPUs in the largest NVLink island of the cluster */
     struct sim_stats *st;
     size_t cap_series;
-    const char *explain_last;
+    /* --explain: the last line printed (without its time), repeated since and until when */
+    char explain_prev[640];
+    uint32_t explain_rep;
+    int64_t explain_from, explain_until;
     /* quota accounting, per config queue */
     uint32_t n_flavors;
     int64_t *usage;       /* [n_queues][n_flavors][RES_MAX]: requests of running gangs */
@@ -1327,6 +1330,32 @@ static void log_reservations(struct run *r, const struct sched_result *res, int6
     }
 }
 
+/* Prints the repeats of the last --explain line ("... x312 until t=...") and forgets it. */
+static void explain_flush(struct run *r)
+{
+    if (r->explain_rep > 0)
+        fprintf(stderr, "t=%.0fs policy=%s job=%s: ... x%u until t=%.0fs\n",
+                (double)r->explain_from / 1000.0, r->pol->name, r->opt->explain_job, r->explain_rep,
+                (double)r->explain_until / 1000.0);
+    r->explain_rep = 0;
+    r->explain_prev[0] = 0;
+}
+
+/* One --explain line: printed when it differs from the previous one, counted otherwise. */
+static void explain_line(struct run *r, int64_t now, const char *text)
+{
+    if (strcmp(text, r->explain_prev) == 0) {
+        if (r->explain_rep++ == 0)
+            r->explain_from = now;
+        r->explain_until = now;
+        return;
+    }
+    explain_flush(r);
+    fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
+            r->opt->explain_job, text);
+    snprintf(r->explain_prev, sizeof(r->explain_prev), "%s", text);
+}
+
 static void explain(struct run *r, const struct sched_result *res, int64_t now)
 {
     for (uint32_t v = 0; v < res->n_verdicts; v++) {
@@ -1335,14 +1364,13 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
             continue;
         char buf[512];
         sched_verdict_format(vd, r->in->cluster, r->in->config, buf, sizeof(buf));
-        fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
-                r->opt->explain_job, buf);
+        explain_line(r, now, buf);
     }
     for (uint32_t p = 0; p < res->n_placements; p++)
         if (strcmp(r->in->jobs[res->placements[p].gang->id].id, r->opt->explain_job) == 0) {
             const struct sched_placement *pl = &res->placements[p];
             const struct topo *t = &r->in->cluster->topo;
-            char terms[128] = "";
+            char terms[128] = "", line[400];
             size_t len = 0;
             for (uint32_t k = 0; k < pl->n_terms && len < sizeof(terms); k++) {
                 int w = snprintf(terms + len, sizeof(terms) - len, "%s%s %u",
@@ -1350,11 +1378,11 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
                                  (unsigned)pl->term_values[k]);
                 len += w > 0 ? (size_t)w : 0;
             }
-            fprintf(stderr, "t=%.0fs policy=%s job=%s: placed in %s %s%s\n", (double)now / 1000.0,
-                    r->pol->name, r->opt->explain_job,
-                    pl->level >= 0 ? t->levels[pl->level].name : "cluster",
-                    pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)",
-                    terms);
+            snprintf(line, sizeof(line), "placed in %s %s%s",
+                     pl->level >= 0 ? t->levels[pl->level].name : "cluster",
+                     pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)",
+                     terms);
+            explain_line(r, now, line);
         }
 }
 
@@ -2374,6 +2402,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         if (opt->events)
             ev_cluster(&r);
         rc = run_loop(&r, eb);
+        if (opt->explain_job)
+            explain_flush(&r);
     }
     if (rc == 0)
         LOG_INFO("sim", "policy %s: done, %llu cycles, %u started", pol->name,
