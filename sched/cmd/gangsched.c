@@ -74,6 +74,9 @@ static void usage_simulate(FILE *f)
           "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
           "                     checkpoint_interval column checkpoint every EVERY seconds\n"
           "                     (+-20% seeded jitter; default 3600:1800, 0:0 = never)\n"
+          "  --tolerate LIST    tolerations of every job without a tolerations column, as\n"
+          "                     kubectl taint writes them, ';'-separated (for the GPU operator's\n"
+          "                     taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)\n"
           "failures (seeded by --seed):\n"
           "  --node-mtbf HOURS  each node fails after an exponential time of this mean\n"
           "  --repair HOURS     how long a failed node stays down (default 4)\n"
@@ -120,6 +123,7 @@ struct sim_args {
     const char *events_path;
     const char *report_path;
     const char *explain_job;
+    const char *tolerate;
     bool progress;
     const char *db_path;
     bool resume;
@@ -331,6 +335,10 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
             if (!(v = flag_value(argc, argv, &i, "--explain")))
                 return 2;
             a->explain_job = v;
+        } else if (is_flag(arg, "--tolerate")) {
+            if (!(v = flag_value(argc, argv, &i, "--tolerate")))
+                return 2;
+            a->tolerate = v;
         } else {
             fprintf(stderr, "gangsched simulate: unknown argument '%s' (see --help)\n", arg);
             return 2;
@@ -374,6 +382,7 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "completed", s->completed);
     cJSON_AddNumberToObject(o, "started", s->started);
     cJSON_AddNumberToObject(o, "rejected", s->rejected);
+    cJSON_AddNumberToObject(o, "never_started", s->never_started);
     cJSON_AddNumberToObject(o, "mean_queue_s", s->mean_queue_s);
     cJSON_AddNumberToObject(o, "mean_wait_s", s->mean_wait_s);
     cJSON_AddNumberToObject(o, "p50_queue_s", s->p50_queue_s);
@@ -482,6 +491,7 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     } while (0)
     ROW_F("jobs completed", "%14u", s[i].completed);
     ROW_F("jobs rejected (never fit)", "%14u", s[i].rejected);
+    ROW_F("jobs never started", "%14u", s[i].never_started);
     ROW_D("mean queue time", s[i].mean_queue_s);
     ROW_D("mean wait (with re-waits)", s[i].mean_wait_s);
     ROW_D("p50 queue time", s[i].p50_queue_s);
@@ -558,6 +568,25 @@ static int write_report(const char *path, const char *title, const struct sim_st
 }
 
 /* ---- simulate ---------------------------------------------------------------------------- */
+
+/* Warns on stderr when some jobs fit no node at all (before the run: such jobs never start). */
+static void warn_unfit(const struct sim_input *in, const char *tolerate)
+{
+    struct sim_unfit u;
+    sim_input_unfit(in, &u);
+    if (u.jobs == 0)
+        return;
+    fprintf(stderr, "gangsched simulate: warning: %u of %u jobs fit no node (e.g. %s)", u.jobs,
+            in->n_jobs, u.example ? u.example : "?");
+    if (u.by_taint > 0 && u.taint[0])
+        fprintf(stderr,
+                "; %u of them only because of the taint %s on %u of %u nodes, which they do not "
+                "tolerate: add a tolerations column to the trace or --tolerate %s%s\n",
+                u.by_taint, u.taint, u.taint_nodes, in->cluster->n_nodes, u.taint,
+                tolerate ? " (in addition to the current --tolerate)" : "");
+    else
+        fputs("; their pods ask more than any node has\n", stderr);
+}
 
 /* One "PATH HASH" line per input file the run reads (config, NodeList, outages, traces, in
  * that order), HASH the FNV-1a of its bytes: --resume refuses a file changed since the crash.
@@ -749,6 +778,12 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     sim_input_workload(&in, &t, &a.workload);
+    if (sim_input_tolerations(&in, &t, a.tolerate, &eb) != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        exit_code = 2;
+        goto out;
+    }
+    warn_unfit(&in, a.tolerate);
     if (a.explain_job) {
         uint32_t j = 0;
         while (j < in.n_jobs && strcmp(in.jobs[j].id, a.explain_job) != 0)

@@ -306,6 +306,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
 
 void sim_input_free(struct sim_input *in)
 {
+    free(in->tolerations);
     config_free(in->owned_config);
     free(in->queues);
     free(in->jobs);
@@ -1441,6 +1442,9 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         if (r->status[j] == JOB_REJECTED)
             st->rejected++;
+        else if ((r->status[j] == JOB_PENDING || r->status[j] == JOB_FUTURE) &&
+                 r->n_evicted[j] == 0 && !(r->fail && r->attempts[j] > 0))
+            st->never_started++;
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
