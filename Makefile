@@ -67,8 +67,9 @@ deps:
 	  $$SUDO apt-get install -y $$missing || { $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; }; \
 	fi
 
-# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh; it is
-# installed only for the tests, and only when missing. The test fails (never skips) without it.
+# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh, and
+# chromium renders the HTML report in tests/sim/report_html.sh; they are installed only for the
+# tests, and only when missing. The tests fail (never skip) without them.
 test-deps:
 	@if ! command -v promtool >/dev/null; then \
 	  echo "installing promtool (Debian package prometheus) for the HTTP API test"; \
@@ -76,6 +77,13 @@ test-deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  $$SUDO apt-get install -y --no-install-recommends prometheus || \
 	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends prometheus; } || true; \
+	fi
+	@if ! command -v chromium >/dev/null; then \
+	  echo "installing chromium (Debian package) for the HTML report test"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y --no-install-recommends chromium || \
+	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; } || true; \
 	fi
 
 $(BUILD)/%.o: %.c

@@ -374,199 +374,6 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
 
 /* ---- output ------------------------------------------------------------------------------ */
 
-static cJSON *stats_json(const struct sim_stats *s)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", s->policy);
-    cJSON_AddNumberToObject(o, "jobs", s->jobs);
-    cJSON_AddNumberToObject(o, "completed", s->completed);
-    cJSON_AddNumberToObject(o, "started", s->started);
-    cJSON_AddNumberToObject(o, "rejected", s->rejected);
-    cJSON_AddNumberToObject(o, "never_started", s->never_started);
-    cJSON_AddNumberToObject(o, "mean_queue_s", s->mean_queue_s);
-    cJSON_AddNumberToObject(o, "mean_wait_s", s->mean_wait_s);
-    cJSON_AddNumberToObject(o, "p50_queue_s", s->p50_queue_s);
-    cJSON_AddNumberToObject(o, "p95_queue_s", s->p95_queue_s);
-    cJSON_AddNumberToObject(o, "p99_queue_s", s->p99_queue_s);
-    cJSON_AddNumberToObject(o, "mean_jct_s", s->mean_jct_s);
-    cJSON_AddNumberToObject(o, "p95_jct_s", s->p95_jct_s);
-    cJSON_AddNumberToObject(o, "gpu_utilization", s->gpu_utilization);
-    cJSON_AddNumberToObject(o, "makespan_s", s->makespan_s);
-    cJSON_AddNumberToObject(o, "tp_splits", (double)s->tp_splits);
-    cJSON_AddNumberToObject(o, "mean_racks_per_multinode_gang", s->mean_racks_per_multinode_gang);
-    cJSON_AddNumberToObject(o, "multinode_gangs", (double)s->multinode_gangs);
-    cJSON_AddNumberToObject(o, "preemptions", (double)s->preemptions);
-    cJSON_AddNumberToObject(o, "preempted_gangs", (double)s->preempted_gangs);
-    cJSON_AddNumberToObject(o, "gpu_hours_lost_to_preemption", s->gpu_hours_lost_to_preemption);
-    cJSON_AddNumberToObject(o, "checkpoint_requests", (double)s->checkpoint_requests);
-    cJSON_AddNumberToObject(o, "node_failures", (double)s->node_failures);
-    cJSON_AddNumberToObject(o, "failure_restarts", (double)s->failure_restarts);
-    cJSON_AddNumberToObject(o, "failed_jobs", (double)s->failed_jobs);
-    cJSON_AddNumberToObject(o, "quarantines", (double)s->quarantines);
-    cJSON_AddNumberToObject(o, "gpu_hours_lost_to_failures", s->gpu_hours_lost_to_failures);
-    cJSON_AddNumberToObject(o, "mean_recovery_s", s->mean_recovery_s);
-    cJSON_AddNumberToObject(o, "partial_gang_seconds", s->partial_gang_seconds);
-    cJSON *pp = cJSON_AddObjectToObject(o, "per_priority");
-    for (uint32_t k = 0; k < s->n_prio; k++) {
-        char key[16];
-        snprintf(key, sizeof(key), "%d", s->prio_values[k]);
-        cJSON *e = cJSON_AddObjectToObject(pp, key);
-        cJSON_AddNumberToObject(e, "jobs", s->prio_jobs[k]);
-        cJSON_AddNumberToObject(e, "mean_queue_s", s->prio_mean_queue_s[k]);
-        cJSON_AddNumberToObject(e, "mean_wait_s", s->prio_mean_wait_s[k]);
-    }
-    cJSON_AddNumberToObject(o, "quota_violations", (double)s->quota_violations);
-    cJSON_AddNumberToObject(o, "fragmentation", s->fragmentation);
-    cJSON_AddNumberToObject(o, "whole_node_wait_share", s->whole_node_wait_share);
-    cJSON_AddNumberToObject(o, "reclaim_wait_s", s->reclaim_wait_s);
-    cJSON_AddNumberToObject(o, "backfilled", (double)s->backfilled);
-    cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
-    cJSON_AddNumberToObject(o, "cycles", (double)s->cycles);
-    cJSON *pq = cJSON_AddObjectToObject(o, "per_queue");
-    for (uint32_t q = 0; q < s->n_queues; q++) {
-        cJSON *e = cJSON_AddObjectToObject(pq, s->per_queue[q].name);
-        cJSON_AddNumberToObject(e, "jobs", s->per_queue[q].jobs);
-        cJSON_AddNumberToObject(e, "mean_queue_s", s->per_queue[q].mean_queue_s);
-        cJSON_AddNumberToObject(e, "p95_queue_s", s->per_queue[q].p95_queue_s);
-        cJSON_AddNumberToObject(e, "gpu_hours", s->per_queue[q].gpu_hours);
-        cJSON_AddNumberToObject(e, "nominal_gpus", s->per_queue[q].nominal_gpus);
-        cJSON_AddNumberToObject(e, "max_usage_gpus", s->per_queue[q].max_usage_gpus);
-        cJSON_AddNumberToObject(e, "borrowed_gpu_hours", s->per_queue[q].borrowed_gpu_hours);
-        cJSON_AddNumberToObject(e, "lent_gpu_hours", s->per_queue[q].lent_gpu_hours);
-        cJSON_AddNumberToObject(e, "reclaim_wait_s", s->per_queue[q].reclaim_wait_s);
-    }
-    return o;
-}
-
-static void print_json(const struct sim_stats *s, int n)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON *arr = cJSON_AddArrayToObject(root, "policies");
-    for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, stats_json(&s[i]));
-    char *txt = cJSON_Print(root);
-    if (txt)
-        puts(txt);
-    free(txt);
-    cJSON_Delete(root);
-}
-
-static void dur(char *buf, size_t n, double s)
-{
-    if (s < 60)
-        snprintf(buf, n, "%.0fs", s);
-    else if (s < 3600)
-        snprintf(buf, n, "%.1fm", s / 60);
-    else if (s < 86400 * 2)
-        snprintf(buf, n, "%.2fh", s / 3600);
-    else
-        snprintf(buf, n, "%.2fd", s / 86400);
-}
-
-static void print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
-                        uint32_t nodes)
-{
-    printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
-           n ? s[0].jobs : 0);
-    printf("%-32s", "metric");
-    for (int i = 0; i < n; i++)
-        printf("%14s", s[i].policy);
-    putchar('\n');
-    char b[32];
-#define ROW_D(label, expr)                                                                         \
-    do {                                                                                           \
-        printf("%-32s", label);                                                                    \
-        for (int i = 0; i < n; i++) {                                                              \
-            dur(b, sizeof(b), (expr));                                                             \
-            printf("%14s", b);                                                                     \
-        }                                                                                          \
-        putchar('\n');                                                                             \
-    } while (0)
-#define ROW_F(label, fmt, expr)                                                                    \
-    do {                                                                                           \
-        printf("%-32s", label);                                                                    \
-        for (int i = 0; i < n; i++)                                                                \
-            printf(fmt, (expr));                                                                   \
-        putchar('\n');                                                                             \
-    } while (0)
-    ROW_F("jobs completed", "%14u", s[i].completed);
-    ROW_F("jobs rejected (never fit)", "%14u", s[i].rejected);
-    ROW_F("jobs never started", "%14u", s[i].never_started);
-    ROW_D("mean queue time", s[i].mean_queue_s);
-    ROW_D("mean wait (with re-waits)", s[i].mean_wait_s);
-    ROW_D("p50 queue time", s[i].p50_queue_s);
-    ROW_D("p95 queue time", s[i].p95_queue_s);
-    ROW_D("p99 queue time", s[i].p99_queue_s);
-    ROW_D("mean job completion time", s[i].mean_jct_s);
-    ROW_D("p95 job completion time", s[i].p95_jct_s);
-    ROW_F("GPU utilization", "%13.1f%%", 100.0 * s[i].gpu_utilization);
-    ROW_D("makespan", s[i].makespan_s);
-    ROW_F("tensor-parallel splits", "%14llu", (unsigned long long)s[i].tp_splits);
-    ROW_F("racks per multi-node gang", "%14.2f", s[i].mean_racks_per_multinode_gang);
-    ROW_F("fragmentation", "%13.1f%%", 100.0 * s[i].fragmentation);
-    ROW_F("whole-node gang waiting", "%13.1f%%", 100.0 * s[i].whole_node_wait_share);
-    ROW_F("backfilled gangs", "%14llu", (unsigned long long)s[i].backfilled);
-    ROW_F("preemptions (evictions)", "%14llu", (unsigned long long)s[i].preemptions);
-    ROW_F("GPU-hours lost to preemption", "%14.1f", s[i].gpu_hours_lost_to_preemption);
-    if (n > 0 && (s[0].node_failures || s[0].failure_restarts)) {
-        ROW_F("node failures", "%14llu", (unsigned long long)s[i].node_failures);
-        ROW_F("failure restarts", "%14llu", (unsigned long long)s[i].failure_restarts);
-        ROW_F("jobs failed (retries exhausted)", "%14llu", (unsigned long long)s[i].failed_jobs);
-        ROW_F("GPU-hours lost to failures", "%14.1f", s[i].gpu_hours_lost_to_failures);
-        ROW_D("mean recovery time", s[i].mean_recovery_s);
-        ROW_F("partial-gang seconds", "%14.0f", s[i].partial_gang_seconds);
-    }
-    ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
-    ROW_D("waited within nominal quota", s[i].reclaim_wait_s);
-    if (n > 0 && s[0].n_queues > 1) {
-        printf("\nmean queue time per queue\n");
-        for (uint32_t q = 0; q < s[0].n_queues; q++) {
-            char label[64];
-            snprintf(label, sizeof(label), "  %.20s (%u jobs)", s[0].per_queue[q].name,
-                     s[0].per_queue[q].jobs);
-            ROW_D(label, s[i].per_queue[q].mean_queue_s);
-        }
-    }
-#undef ROW_D
-#undef ROW_F
-}
-
-static int write_report(const char *path, const char *title, const struct sim_stats *s, int n)
-{
-    struct report_policy rp[MAX_POLICIES];
-    struct report_metric m[MAX_POLICIES][12];
-    for (int i = 0; i < n; i++) {
-        const struct sim_stats *x = &s[i];
-        struct report_metric *mm = m[i];
-        size_t k = 0;
-        mm[k++] = (struct report_metric){"completed", x->completed};
-        mm[k++] = (struct report_metric){"mean_queue_s", x->mean_queue_s};
-        mm[k++] = (struct report_metric){"p50_queue_s", x->p50_queue_s};
-        mm[k++] = (struct report_metric){"p95_queue_s", x->p95_queue_s};
-        mm[k++] = (struct report_metric){"p99_queue_s", x->p99_queue_s};
-        mm[k++] = (struct report_metric){"mean_jct_s", x->mean_jct_s};
-        mm[k++] = (struct report_metric){"gpu_utilization", x->gpu_utilization};
-        mm[k++] = (struct report_metric){"makespan_s", x->makespan_s};
-        mm[k++] = (struct report_metric){"tp_splits", (double)x->tp_splits};
-        mm[k++] = (struct report_metric){"mean_racks_per_multinode_gang",
-                                         x->mean_racks_per_multinode_gang};
-        mm[k++] = (struct report_metric){"fragmentation", x->fragmentation};
-        mm[k++] = (struct report_metric){"backfilled", (double)x->backfilled};
-        rp[i] = (struct report_policy){.name = x->policy,
-                                       .series = x->series,
-                                       .n_series = x->n_series,
-                                       .queue_s = x->queue_s,
-                                       .n_queue_s = x->n_queue_s,
-                                       .metrics = mm,
-                                       .n_metrics = k};
-    }
-    struct sched_errbuf eb = {{0}};
-    int rc = report_write_html(path, title, rp, (size_t)n, &eb);
-    if (rc != 0)
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-    return rc;
-}
-
 /* ---- simulate ---------------------------------------------------------------------------- */
 
 /* Warns on stderr when some jobs fit no node at all (before the run: such jobs never start). */
@@ -841,14 +648,16 @@ static int cmd_simulate(int argc, char **argv)
     }
     events = NULL;
     if (a.json)
-        print_json(stats, n_done);
+        sim_print_json(stats, n_done);
     else
-        print_table(stats, n_done, cluster_desc, c->total_gpus, c->n_nodes);
+        sim_print_table(stats, n_done, cluster_desc, c->total_gpus, c->n_nodes);
     if (a.report_path) {
         char title[256];
         snprintf(title, sizeof(title), "gangsched simulate: %s, %u jobs", cluster_desc, in.n_jobs);
-        if (write_report(a.report_path, title, stats, n_done) != 0)
+        if (sim_write_report(a.report_path, title, stats, n_done, c, &eb) != 0) {
+            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
             goto out;
+        }
     }
     exit_code = 0;
 out:

@@ -409,6 +409,7 @@ struct run {
     uint32_t max_island; /* GPUs in the largest NVLink island of the cluster */
     struct sim_stats *st;
     size_t cap_series;
+    size_t cap_queue_used; /* points st->queue_used holds */
     /* --explain: the last line printed (without its time), repeated since and until when */
     char explain_prev[640];
     uint32_t explain_rep;
@@ -806,10 +807,25 @@ static void release_job(struct run *r, uint32_t j)
         r->tearing[j] = 0; /* a teardown scheduled for this run no longer applies */
 }
 
+/* Ends the accounting of job j's current run at `now`: its busy time, and its GPU-seconds on
+ * each node (for the report's heat map). */
+static void account_run(struct run *r, uint32_t j, int64_t now)
+{
+    int64_t dt = now - r->run_start_ms[j];
+    r->busy_ms[j] += dt;
+    const struct gang *g = &r->in->jobs[j].gang;
+    if (!r->st->node_gpu_s || !r->assign[j] || dt <= 0)
+        return;
+    for (uint32_t k = 0; k < g->n_pods; k++)
+        if (r->assign[j][k].node < r->in->cluster->n_nodes)
+            r->st->node_gpu_s[r->assign[j][k].node] +=
+                (double)__builtin_popcount(r->assign[j][k].gpu_mask) * (double)dt / 1000.0;
+}
+
 static void finish(struct run *r, uint32_t j, int64_t now)
 {
     touch(r, j);
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     release_job(r, j);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
@@ -853,7 +869,7 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
                                                                        : r->overhead_ms[j]);
     r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost_ms / 3.6e6;
     r->remaining_ms[j] -= saved;
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     touch(r, j);
     release_job(r, j);
     r->gen[j]++;
@@ -949,7 +965,7 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
     if (!budget) /* a member died: the rest ran partially until now */
         r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
     r->remaining_ms[j] -= saved;
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     touch(r, j);
     /* the node of the member that failed to start (a failed start gets a strike there) */
     uint32_t node0 = r->assign[j] ? r->assign[j][budget ? failed_member(r, j) : 0].node : 0;
@@ -1294,6 +1310,21 @@ static int add_point(struct run *r, int64_t now, int64_t t0)
         st->series = p;
         r->cap_series = cap;
     }
+    uint32_t nq = r->in->n_queues;
+    if (st->n_series == 0 || st->n_series + 1 > r->cap_queue_used) {
+        size_t cap = r->cap_series;
+        double *u = realloc(st->queue_used, (cap * nq + 1) * sizeof(*u));
+        if (!u)
+            return SCHED_ENOMEM;
+        st->queue_used = u;
+        r->cap_queue_used = cap;
+    }
+    for (uint32_t q = 0; q < nq; q++) {
+        int64_t gpus = 0;
+        for (uint32_t f = 0; f < r->n_flavors; f++)
+            gpus += usage_at(r, q, f)[RES_GPU];
+        st->queue_used[st->n_series * nq + q] = (double)gpus;
+    }
     double total = (double)r->in->cluster->total_gpus;
     st->series[st->n_series++] = (struct report_point){
         .t_s = (double)(now - t0) / 1000.0,
@@ -1477,6 +1508,14 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     }
     memcpy(st->queue_s, q, nq * sizeof(double));
     st->n_queue_s = nq;
+    st->queue_of = malloc((nq + 1) * sizeof(*st->queue_of));
+    if (!st->queue_of) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    for (uint32_t j = 0, k = 0; j < in->n_jobs; j++) /* the same jobs, in the same order */
+        if (r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE)
+            st->queue_of[k++] = in->jobs[j].gang.queue;
     qsort(q, nq, sizeof(*q), cmp_double);
     qsort(jct, nj, sizeof(*jct), cmp_double);
     st->mean_queue_s = mean(q, nq);
@@ -2341,6 +2380,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.share = calloc(nq, sizeof(*r.share));
     r.reclaim_wait = calloc(nq, sizeof(*r.reclaim_wait));
     out->per_queue = calloc(nq, sizeof(*out->per_queue));
+    out->node_gpu_s = calloc(in->cluster->n_nodes + 1, sizeof(*out->node_gpu_s));
     size_t nn = in->cluster->n_nodes + 1;
     r.pods_on = calloc(nn, sizeof(*r.pods_on));
     r.unbounded = calloc(nn, sizeof(*r.unbounded));
@@ -2440,7 +2480,13 @@ void sim_stats_free(struct sim_stats *s)
     free(s->per_queue);
     free(s->series);
     free(s->queue_s);
+    free(s->queue_of);
+    free(s->queue_used);
+    free(s->node_gpu_s);
     s->per_queue = NULL;
     s->series = NULL;
     s->queue_s = NULL;
+    s->queue_of = NULL;
+    s->queue_used = NULL;
+    s->node_gpu_s = NULL;
 }

@@ -149,9 +149,23 @@ struct sim_stats {
     size_t n_series;
     double *queue_s; /* per started job */
     size_t n_queue_s;
+    uint32_t *queue_of; /* per queue_s entry: the job's queue (index into per_queue) */
+    double *queue_used; /* [n_series][n_queues]: nvidia.com/gpu admitted per queue at each
+                           series point, all flavors */
+    double *node_gpu_s; /* [cluster nodes]: GPU-seconds of the runs that ended on each node */
 };
 
 struct store;
+
+/* sched/sim/summary.c: the results, from one table of rows (label, JSON key, format). */
+/* The summary table on stdout: one column per policy, per-queue mean queue times. */
+void sim_print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
+                     uint32_t nodes);
+/* {"policies": [...]} on stdout. */
+void sim_print_json(const struct sim_stats *s, int n);
+/* The HTML report (sched/sim/report.h) of n policies' results on cluster c. */
+int sim_write_report(const char *path, const char *title, const struct sim_stats *s, int n,
+                     const struct cluster *c, struct sched_errbuf *eb);
 
 /* A planned node outage (--outages FILE: CSV node,down,up in seconds). */
 struct sim_outage {
