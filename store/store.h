@@ -166,6 +166,9 @@ int store_open(const char *path, unsigned flags, const struct store_opts *opts, 
  * Otherwise returns the open's error unchanged (eb untouched). */
 int store_set_aside(const char *path, int open_rc, char *aside, size_t cap,
                     struct sched_errbuf *eb);
+/* For commands without --rebuild-store (gangctl, serve, store check): replaces the store's
+ * "(use --rebuild-store)" hint in eb with `instead` (NULL or "": removes it). */
+void store_rebuild_hint(struct sched_errbuf *eb, const char *instead);
 /* Rolls back an open transaction (with a warning on stderr), finalizes the statements, closes
  * the connection (checkpointing the WAL) and frees the store. NULL is a no-op. */
 void store_close(struct store *st);

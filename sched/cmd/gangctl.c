@@ -66,6 +66,9 @@ static void usage(FILE *f)
             "  --token-file FILE      bearer token for --server (default: the token in\n"
             "                         $GANGSCHED_TOKEN)\n"
             "  -o, --output FMT       table (default), wide, json or yaml\n"
+            "  --no-headers           tables without their header line\n"
+            "  -w, --watch            run the command again every 2 s (--watch-interval S)\n"
+            "  --version              print the version\n"
             "  --no-color             no colour (default: colour on a terminal, unless "
             "$NO_COLOR)\n"
             "  -h, --help             this help; '%s COMMAND --help' for one command\n"
@@ -175,8 +178,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->pos[a->n_pos++] = arg;
             continue;
         }
-        const char *names[] = {"--db", "--server", "--token-file", "--output",
-                               "-o",   "--queue",  "-q",           "--limit"};
+        const char *names[] = {"--db",    "--server", "--token-file", "--output",        "-o",
+                               "--queue", "-q",       "--limit",      "--watch-interval"};
         int which = -1;
         for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])) && which < 0; k++)
             if (is_flag(arg, names[k]))
@@ -190,6 +193,12 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->all = true;
         } else if (strcmp(arg, "--no-color") == 0 || strcmp(arg, "--no-colour") == 0) {
             a->no_color = true;
+        } else if (strcmp(arg, "--no-headers") == 0) {
+            no_headers = true;
+        } else if (strcmp(arg, "-w") == 0 || strcmp(arg, "--watch") == 0) {
+            a->watch = true;
+        } else if (strcmp(arg, "--version") == 0) {
+            a->version = true;
         } else if (which >= 0) {
             const char *v = flag_value(argc, argv, &i, strlen(names[which]));
             if (!v || !*v)
@@ -222,13 +231,21 @@ static int parse_args(int argc, char **argv, struct args *a)
             case 6:
                 a->queue = v;
                 break;
-            default: {
+            case 7: {
                 char *end = NULL;
                 unsigned long n = strtoul(v, &end, 10);
                 if (*v < '0' || *v > '9' || *end || n > UINT32_MAX)
                     return usage_error("--limit needs a number, not", v);
                 a->limit = (uint32_t)n;
                 a->have_limit = true;
+                break;
+            }
+            default: {
+                char *end = NULL;
+                double sec = strtod(v, &end);
+                if (*v < '0' || *v > '9' || *end || !(sec >= 0.1 && sec <= 86400))
+                    return usage_error("--watch-interval needs seconds (0.1 to 86400), not", v);
+                a->watch_s = sec;
             }
             }
         } else {
@@ -271,6 +288,8 @@ static int offline(const char *path, const struct args *a)
     }
     int rc = 0;
     if (err) {
+        store_rebuild_hint(&eb, "the simulator or scheduler that writes it can start a new one: "
+                                "--rebuild-store");
         fprintf(stderr, "%s: %s\n", prog, eb.msg[0] ? eb.msg : sched_strerror(err));
         rc = err == SCHED_ENOENT && v ? EXIT_NOTFOUND : EXIT_USAGE;
     } else {
@@ -283,12 +302,19 @@ static int offline(const char *path, const struct args *a)
     return rc;
 }
 
+static int execute(const struct args *ap, const char *cmd);
+static int watch(const struct args *a, const char *cmd, int argc, char **argv);
+
 static int run(int argc, char **argv)
 {
     struct args a = {.limit = DEFAULT_LIMIT};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    if (a.version) {
+        printf("%s %s\n", prog, GANGSCHED_VERSION);
+        return 0;
+    }
     const char *cmd = a.n_pos > 0 ? a.pos[0] : NULL;
     if (cmd && strcmp(cmd, "help") == 0) {
         const struct cmd_help *h = a.n_pos > 1 ? find_help(a.pos[1]) : NULL;
@@ -362,7 +388,20 @@ static int run(int argc, char **argv)
     const char *nc = getenv("NO_COLOR");
     use_color = !a.no_color && (out_fmt == OUT_TABLE || out_fmt == OUT_WIDE) &&
                 isatty(STDOUT_FILENO) && !(nc && *nc);
+    if (!a.watch)
+        return execute(&a, cmd);
+    if (is_operator(cmd)) {
+        fprintf(stderr, "%s: --watch applies to the tenant commands, not '%s'\n", prog, cmd);
+        return EXIT_USAGE;
+    }
+    return watch(&a, cmd, argc, argv);
+}
 
+/* One tenant or operator command against the server or the database; flushes the output. */
+static int execute(const struct args *ap, const char *cmd)
+{
+    struct args a = *ap;
+    int rc;
     if (a.server) {
         if (strncmp(a.server, "http://", 7) != 0 && strncmp(a.server, "https://", 8) != 0) {
             fprintf(stderr, "%s: --server needs an http:// or https:// URL, not '%s'\n", prog,
@@ -391,6 +430,36 @@ static int run(int argc, char **argv)
         rc = EXIT_USAGE;
     }
     return rc;
+}
+
+/* --watch: the command again every --watch-interval seconds (default 2), under a line naming
+ * it and the time, the screen cleared first on a terminal, until interrupted. A usage error,
+ * an unreachable server or a refusal ends it at once (exit code as without --watch). */
+static int watch(const struct args *a, const char *cmd, int argc, char **argv)
+{
+    double every = a->watch_s > 0 ? a->watch_s : 2.0;
+    bool tty = isatty(STDOUT_FILENO);
+    for (unsigned long round = 0;; round++) {
+        if (tty)
+            fputs("\033[H\033[2J", stdout);
+        else if (round > 0)
+            putchar('\n');
+        char when[32] = "";
+        time_t now = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&now, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf("Every %gs: %s", every, prog);
+        for (int i = 1; i < argc; i++)
+            printf(" %s", argv[i]);
+        printf("   %s\n\n", when);
+        int rc = execute(a, cmd);
+        if (rc == EXIT_USAGE || rc == EXIT_DENIED)
+            return rc;
+        struct timespec ts = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
 }
 
 int main(int argc, char **argv)

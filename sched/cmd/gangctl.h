@@ -103,9 +103,9 @@ void print_now(const cJSON *doc);
 /* ---- the command line ---- */
 struct args {
     const char *db, *server, *token_file, *queue;
-    bool all, help, no_color, server_flag, have_limit, version;
+    bool all, help, no_color, server_flag, have_limit, version, watch;
     uint32_t limit;
-    double watch_s; /* --watch [SECONDS]: 0 = once */
+    double watch_s; /* --watch-interval SECONDS: 0 = the default, 2 s */
     const char *pos[8];
     int n_pos;
 };

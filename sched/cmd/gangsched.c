@@ -847,6 +847,32 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+static int store_usage(FILE *f, int code)
+{
+    fputs("usage: gangsched store check DB\n"
+          "\n"
+          "Checks a gangsched database read-only (also while a simulation or the scheduler\n"
+          "writes it): the schema, SQLite's integrity check, and that the usage ledger, jobs,\n"
+          "placements, bind journal and reservations agree (docs/store.md). Prints one line per\n"
+          "problem, or 'DB: consistent (...)'.\n"
+          "\n"
+          "exit: 0 consistent, 1 problems found, 2 cannot check (missing, corrupt, foreign or\n"
+          "newer file; usage)\n",
+          f);
+    return code;
+}
+
+static int cmd_store(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+            strcmp(argv[i], "help") == 0)
+            return store_usage(stdout, 0);
+    if (argc != 2 || strcmp(argv[0], "check") != 0)
+        return store_usage(stderr, 2);
+    return store_check_main(argv[1], stdout);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -860,13 +886,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "config") == 0)
         return cmd_config(argc - 2, argv + 2);
-    if (strcmp(cmd, "store") == 0) {
-        if (argc != 4 || strcmp(argv[2], "check") != 0) {
-            fputs("usage: gangsched store check DB\n", stderr);
-            return 2;
-        }
-        return store_check_main(argv[3], stdout);
-    }
+    if (strcmp(cmd, "store") == 0)
+        return cmd_store(argc - 2, argv + 2);
     if (strcmp(cmd, "serve") == 0)
         return http_serve_main(argc - 2, argv + 2);
     if (strcmp(cmd, "policies") == 0) {

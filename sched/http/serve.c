@@ -341,6 +341,8 @@ int http_serve_main(int argc, char **argv)
     struct serve sv = {0};
     struct sched_errbuf eb = {{0}};
     if (store_open(db, 0, NULL, &sv.rw, &eb) != 0) {
+        store_rebuild_hint(&eb, "gangsched run and simulate can start a new store: "
+                                "--rebuild-store");
         fprintf(stderr, "gangsched serve: %s\n", eb.msg);
         return 1;
     }

@@ -200,7 +200,25 @@ expect_fail "explain without a job" 2 "explain needs a job" -- "$CTL" --db "$TMP
 expect_fail "missing database" 2 "$TMP/none.db does not exist" -- "$CTL" --db "$TMP/none.db" queues
 printf 'garbage that is not SQLite: %0100d' 0 >"$TMP/bad.db"
 expect_fail "corrupt database" 2 "corrupt database $TMP/bad.db" -- "$CTL" --db "$TMP/bad.db" queues
+grep -q "use --rebuild-store" "$TMP/err" && bad "gangctl told to use --rebuild-store, a flag it lacks" ||
+    ok "no '--rebuild-store' advice to gangctl (names who has it)"
+expect_fail "store check: corrupt" 2 "simulator and the scheduler can start a new store" -- sh -c '"$1" store check "$2" >&2' sh "$GS" "$TMP/bad.db"
+"$GS" store --help >"$TMP/sh.txt" && grep -q '^usage: gangsched store check DB' "$TMP/sh.txt" && ok "store --help: exit 0" || bad "store --help"
+"$GS" store check --help >/dev/null && ok "store check --help: exit 0" || bad "store check --help"
+expect_fail "store without a subcommand" 2 "usage: gangsched store check DB" -- "$GS" store
 "$CTL" --help >"$TMP/h.txt" && grep -q '^usage: gangctl' "$TMP/h.txt" && ok "--help" || bad "--help"
+"$CTL" --version | grep -q '^gangctl [0-9]' && ok "--version" || bad "--version: $("$CTL" --version 2>&1)"
+"$BIN/kubectl-gang" --version | grep -q '^kubectl gang [0-9]' && ok "kubectl gang --version" || bad "kubectl gang --version"
+"$CTL" --db "$TMP/s.db" --no-headers queues >"$TMP/nh.txt"
+expect_eq "--no-headers: one row per queue" "$(wc -l <"$TMP/nh.txt" | tr -d ' ')" 2
+grep -q '^QUEUE' "$TMP/nh.txt" && bad "--no-headers printed a header" || ok "--no-headers: no header"
+timeout 3 "$CTL" --db "$TMP/s.db" -w --watch-interval 1 queues >"$TMP/w.txt"
+expect_eq "--watch: ran until stopped (timeout's exit)" "$?" 124
+n=$(grep -c '^QUEUE' "$TMP/w.txt")
+expect_cmp "--watch: the table again every second" "$n" ">=" 2
+grep -q '^Every 1s: gangctl --db .* queues   [0-9-]*T' "$TMP/w.txt" && ok "--watch: header line" || bad "--watch header: $(head -1 "$TMP/w.txt")"
+expect_fail "--watch on an operator command" 2 "applies to the tenant commands" -- "$CTL" --server http://127.0.0.1:1 -w queue hold prod
+expect_fail "--watch-interval 0" 2 "--watch-interval needs seconds" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
 "$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
 "$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
 expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"
