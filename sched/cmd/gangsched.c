@@ -679,28 +679,68 @@ out:
 }
 
 /* gangsched config check FILE: validate and print the queue tree; exit 0 valid, 1 invalid. */
+static int config_usage(FILE *f, int code)
+{
+    fputs("usage: gangsched config check FILE [--nodes FILE | --cluster SPEC]\n"
+          "       gangsched config import-kueue FILE...\n"
+          "\n"
+          "check: validates an operator configuration and prints its cohorts and queues with\n"
+          "their quotas, then each cohort's nominal quota with everything under it. With a\n"
+          "cluster (a NodeList, or a generated one as in simulate), warns for every flavor and\n"
+          "resource whose nominal quotas add up to more than its nodes have. Exit 0 when valid\n"
+          "(warnings included), 1 when not (the error names file:line:column and the key).\n"
+          "import-kueue: converts Kueue (ResourceFlavor, Cohort, ClusterQueue, LocalQueue;\n"
+          "kueue.x-k8s.io/v1beta1 and v1beta2) and Volcano (Queue) manifests to a gangsched\n"
+          "configuration on stdout, with a comment for anything it cannot map (docs/config.md).\n",
+          f);
+    return code;
+}
+
 static int cmd_config(int argc, char **argv)
 {
-    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
-        puts("usage: gangsched config check FILE\n\nValidates an operator configuration and "
-             "prints its cohorts and queues with their quotas. Exit status 0 when valid, 1 when "
-             "not (the error names file:line:column and the key).");
-        return 0;
-    }
-    if (argc != 2 || strcmp(argv[0], "check") != 0) {
-        fputs("usage: gangsched config check FILE\n", stderr);
-        return 2;
-    }
+    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0))
+        return config_usage(stdout, 0);
+    if (argc >= 2 && strcmp(argv[0], "import-kueue") == 0)
+        return config_import_main(argc - 1, argv + 1, stdout, stderr);
+    const char *nodes = NULL, *spec = NULL;
+    if (argc == 4 && strcmp(argv[2], "--nodes") == 0)
+        nodes = argv[3];
+    else if (argc == 4 && strcmp(argv[2], "--cluster") == 0)
+        spec = argv[3];
+    else if (argc != 2)
+        return config_usage(stderr, 2);
+    if (strcmp(argv[0], "check") != 0)
+        return config_usage(stderr, 2);
     struct sched_errbuf eb = {{0}};
     struct config *cfg = NULL;
     if (config_load_file(argv[1], &cfg, &eb) != 0) {
         fprintf(stderr, "%s\n", eb.msg);
         return 1;
     }
+    struct cluster *c = NULL;
+    if (nodes || spec) {
+        c = cluster_new();
+        int rc = !c      ? SCHED_ENOMEM
+                 : nodes ? nodes_load_file(c, nodes, &eb)
+                         : nodes_generate(c, spec, &eb);
+        if (rc == 0)
+            rc = cluster_finalize(c, cfg->n_levels ? cfg->level_names : NULL,
+                                  cfg->n_levels ? cfg->level_labels : NULL, cfg->n_levels, &eb);
+        if (rc != 0) {
+            fprintf(stderr, "gangsched config check: %s\n", c ? eb.msg : "out of memory");
+            cluster_free(c);
+            config_free(cfg);
+            return 1;
+        }
+    }
     printf("%s: valid\n", argv[1]);
     config_print_tree(cfg, stdout);
+    int w = config_print_totals(cfg, c, nodes ? nodes : spec, stdout);
+    if (w < 0)
+        fputs("gangsched config check: out of memory\n", stderr);
+    cluster_free(c);
     config_free(cfg);
-    return 0;
+    return w < 0 ? 1 : 0;
 }
 
 static void usage_run(FILE *f)
