@@ -376,6 +376,53 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
 
 /* ---- simulate ---------------------------------------------------------------------------- */
 
+static void warn_unfit(const struct sim_input *in, const char *tolerate);
+
+/* The table or JSON on stdout, then the --report page. Returns the exit code. */
+static int print_results(const struct sim_args *a, const struct sim_stats *stats, int n,
+                         const char *cluster_desc, const struct cluster *c, uint32_t n_jobs)
+{
+    if (a->json)
+        sim_print_json(stats, n);
+    else
+        sim_print_table(stats, n, cluster_desc, c->total_gpus, c->n_nodes);
+    if (a->report_path) {
+        char title[256];
+        struct sched_errbuf eb = {{0}};
+        snprintf(title, sizeof(title), "gangsched simulate: %s, %u jobs", cluster_desc, n_jobs);
+        if (sim_write_report(a->report_path, title, stats, n, c, &eb) != 0) {
+            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* After the input is built: the tolerations of --tolerate and the trace, a warning when some
+ * jobs fit no node, and the --explain id must be a job of the trace. 0, or the exit code. */
+static int prepare_jobs(struct sim_input *in, const struct trace *t, const struct sim_args *a)
+{
+    struct sched_errbuf eb = {{0}};
+    if (sim_input_tolerations(in, t, a->tolerate, &eb) != 0) {
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        return 2;
+    }
+    warn_unfit(in, a->tolerate);
+    if (a->explain_job) {
+        uint32_t j = 0;
+        while (j < in->n_jobs && strcmp(in->jobs[j].id, a->explain_job) != 0)
+            j++;
+        if (j == in->n_jobs) {
+            fprintf(stderr,
+                    "gangsched simulate: --explain: no job '%s' in the trace (%u jobs; the id is "
+                    "the trace's job id column, as in --jobs-out and gangctl jobs)\n",
+                    a->explain_job, in->n_jobs);
+            return 2;
+        }
+    }
+    return 0;
+}
+
 /* Warns on stderr when some jobs fit no node at all (before the run: such jobs never start). */
 static void warn_unfit(const struct sim_input *in, const char *tolerate)
 {
@@ -585,25 +632,9 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     sim_input_workload(&in, &t, &a.workload);
-    if (sim_input_tolerations(&in, &t, a.tolerate, &eb) != 0) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        exit_code = 2;
+    if ((exit_code = prepare_jobs(&in, &t, &a)) != 0)
         goto out;
-    }
-    warn_unfit(&in, a.tolerate);
-    if (a.explain_job) {
-        uint32_t j = 0;
-        while (j < in.n_jobs && strcmp(in.jobs[j].id, a.explain_job) != 0)
-            j++;
-        if (j == in.n_jobs) {
-            fprintf(stderr,
-                    "gangsched simulate: --explain: no job '%s' in the trace (%u jobs; the id is "
-                    "the trace's job id column, as in --jobs-out and gangctl jobs)\n",
-                    a.explain_job, in.n_jobs);
-            exit_code = 2;
-            goto out;
-        }
-    }
+    exit_code = 1;
     if (a.outages_path && sim_outages_read(a.outages_path, c, &outages, &a.fail.n_outages, &eb)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
@@ -647,19 +678,7 @@ static int cmd_simulate(int argc, char **argv)
         goto out;
     }
     events = NULL;
-    if (a.json)
-        sim_print_json(stats, n_done);
-    else
-        sim_print_table(stats, n_done, cluster_desc, c->total_gpus, c->n_nodes);
-    if (a.report_path) {
-        char title[256];
-        snprintf(title, sizeof(title), "gangsched simulate: %s, %u jobs", cluster_desc, in.n_jobs);
-        if (sim_write_report(a.report_path, title, stats, n_done, c, &eb) != 0) {
-            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-            goto out;
-        }
-    }
-    exit_code = 0;
+    exit_code = print_results(&a, stats, n_done, cluster_desc, c, in.n_jobs);
 out:
     if (events)
         fclose(events);
