@@ -1853,7 +1853,7 @@ static int start_metrics(struct kdrv *d)
     static const double cycle_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
     static const char *const result[] = {"result"}, *const outcome[] = {"outcome"},
-                             *const kind[] = {"kind"}, *const queue[] = {"queue"},
+                             *const kind[] = {"kind"}, *const queue[] = {"cluster_queue"},
                              *const reason[] = {"reason"};
     /* the daemon's families (docs/metrics.md), one row each */
     const struct {
@@ -1870,8 +1870,8 @@ static int start_metrics(struct kdrv *d)
         {"gangsched_kube_client_requests_total",
          "Kubernetes API requests by kind (sent, retries, errors, throttled)", HTTP_COUNTER, kind,
          &d->m_api},
-        {"gangsched_leader", "1 while this replica holds the Lease", HTTP_GAUGE, NULL,
-         &d->m_leader},
+        {"gangsched_leader", "1 while this replica schedules (holds the Lease, or runs alone)",
+         HTTP_GAUGE, NULL, &d->m_leader},
         {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
          HTTP_GAUGE, queue, &d->m_pending},
         {"gangsched_victim_gangs_evicted_total",
@@ -2023,6 +2023,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
             rc = kube_lease_new(d.client, &lo, on_lease, &d, &d.lease, eb);
         } else {
             d.leading = true;
+            http_metric_set(d.m_leader, NULL, 1); /* the only replica: it schedules */
         }
     }
     if (rc == 0) {
