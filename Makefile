@@ -1,7 +1,8 @@
 # gangsched build.
 #
 #   make            build bin/gangsched and bin/gangctl (gcc by default; CC=clang works too)
-#   make demo       install missing Debian packages, build, run the default simulation
+#   make demo       install missing Debian packages, build (quietly), run the default simulation
+#   make install    PREFIX=/usr/local: binaries, kubectl-gang, man pages, bash and zsh completion
 #   make test       install missing packages, build with gcc, compile-check with clang, run every test
 #   make san        the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      placement and replay benchmarks (ratios against a baseline in the same process),
@@ -45,7 +46,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run san bench preempt-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -133,9 +134,33 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+# Quiet: the build prints only warnings and errors, then the simulation's table.
 demo: deps
-	$(MAKE) all
+	@echo "building gangsched and gangctl (make all)..."
+	@$(MAKE) -s --no-print-directory all
 	$(BIN)/gangsched simulate
+
+# make install PREFIX=/usr/local (DESTDIR for staging): the binaries, the kubectl plugin link,
+# man pages made from the programs' own --help texts, and gangctl's bash and zsh completions.
+PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man/man1
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR) \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 755 $(BIN)/gangsched $(BIN)/gangctl $(DESTDIR)$(PREFIX)/bin/
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/bin/kubectl-gang
+	sh sched/cmd/manpage.sh gangsched "gang batch scheduler for GPU jobs on Kubernetes, and its simulator" \
+	  "$$($(BIN)/gangsched version | cut -d' ' -f2)" "$(BIN)/gangsched --help" \
+	  "simulate|$(BIN)/gangsched simulate --help" "run|$(BIN)/gangsched run --help" \
+	  "serve|$(BIN)/gangsched serve --help" "config|$(BIN)/gangsched config --help" \
+	  "store|$(BIN)/gangsched store --help" > $(DESTDIR)$(MANDIR)/gangsched.1
+	sh sched/cmd/manpage.sh gangctl "tenant and operator CLI of gangsched (also kubectl gang)" \
+	  "$$($(BIN)/gangctl --version | cut -d' ' -f2)" "$(BIN)/gangctl --help" \
+	  $(foreach c,quota queues jobs explain top reservations queue reserve checkpoint completion,"$(c)|$(BIN)/gangctl $(c) --help") \
+	  > $(DESTDIR)$(MANDIR)/gangctl.1
+	$(BIN)/gangctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gangctl
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kubectl-gang
+	$(BIN)/gangctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gangctl
 
 # The one command CI runs (.ci/run). Builds with gcc, proves the tree also builds warning-free
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.

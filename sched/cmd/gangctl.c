@@ -48,9 +48,11 @@ static void usage(FILE *f)
             "\n"
             "tenants (read a database offline with --db FILE):\n"
             "  quota [QUEUE]          quota per flavor and resource: nominal, limits, used,\n"
-            "                         borrowed, available; fair-share history\n"
-            "  queues                 queues with GPUs nominal and used, running and pending jobs\n"
-            "  jobs [-q QUEUE] [-A]   pending and running jobs (-A: all) with position in queue\n"
+            "                         borrowed, lent, available; fair-share history\n"
+            "  queues                 queues: state (open, held, draining), GPUs nominal and\n"
+            "                         used, running and pending jobs\n"
+            "  jobs [-q QUEUE] [-A]   pending and running jobs (-A: all): position in queue,\n"
+            "                         current wait, and the reason each pending job waits\n"
             "  explain JOB            a job, its decisions (newest first) and preemptions;\n"
             "                         JOB is NAMESPACE/PODGROUP, or the simulator's job id\n"
             "  top                    GPU usage by queue and by node\n"
@@ -59,6 +61,8 @@ static void usage(FILE *f)
             "  queue hold|resume|drain QUEUE\n"
             "  reserve add JOB NODE...  hold nodes for a waiting job; reserve delete ID\n"
             "  checkpoint NAMESPACE/PODGROUP\n"
+            "shell:\n"
+            "  completion bash|zsh    the completion script for gangctl and kubectl gang\n"
             "\n"
             "flags:\n"
             "  --db FILE              read this simulator or scheduler database (read-only)\n"
@@ -78,58 +82,66 @@ static void usage(FILE *f)
             prog, prog);
 }
 
-struct cmd_help {
-    const char *name, *synopsis, *text;
-};
-
-static const struct cmd_help helps[] = {
+const struct cmd_help gangctl_helps[] = {
     {"quota", "quota [QUEUE]",
+     "quota per flavor and resource: nominal, limits, used, borrowed, lent, available",
      "Per queue, flavor and resource: nominal quota, borrowing and lending limits (none =\n"
-     "unlimited), used (the usage ledger), borrowed = max(0, used - nominal), and available:\n"
+     "unlimited), used (the usage ledger), borrowed = max(0, used - nominal), lent (what\n"
+     "other queues of its cohort use of its quota now, which it can reclaim), and available:\n"
      "what the queue could still take now (its unused nominal quota; in a cohort, what the\n"
-     "cohort's queues leave unused within its borrowing limit). SHARE is the queue's decayed\n"
-     "historical fair share. -o wide adds cohort and weight. Exit 1 for an unknown queue.\n"},
-    {"queues", "queues",
-     "One line per queue: cohort, weight, priority, nominal and used GPUs, running (admitted\n"
-     "or running) and pending jobs. -o wide adds borrowed GPUs, admitted, finished and failed\n"
-     "jobs and the fair share. Queues only found in the ledger or the jobs (no longer in the\n"
+     "cohort's queues leave unused plus what it lent, within its borrowing limit). SHARE is\n"
+     "the queue's decayed historical fair share. -o wide adds cohort and weight. Exit 1 for\n"
+     "an unknown queue.\n"},
+    {"queues", "queues", "queues: state, GPUs nominal and used, running and pending jobs",
+     "One line per queue: state (open, held or draining: the operator's last applied action),\n"
+     "cohort, weight, priority, nominal and used GPUs, running (admitted or running) and\n"
+     "pending jobs. -o wide adds borrowed and lent GPUs, admitted, finished and failed jobs\n"
+     "and the fair share. Queues only found in the ledger or the jobs (no longer in the\n"
      "configuration) are marked \"not configured\".\n"},
-    {"jobs", "jobs [-q QUEUE] [-A]",
+    {"jobs", "jobs [-q QUEUE] [-A]", "jobs: position, current wait and why each pending job waits",
      "Pending and running jobs (-A, --all: every job), by queue. POSITION is a pending job's\n"
      "place in its queue in submission order (the database does not record priorities, so\n"
-     "the scheduler may admit in another order). WAITING is the time since submission for a\n"
-     "pending job, the time from submission to its start otherwise; \"now\" is the latest time in "
-     "the\n"
-     "database. -o wide adds flavor, submission time, preemptions and nodes.\n"},
-    {"explain", "explain JOB  [--limit N]",
+     "the scheduler may admit in another order). WAITING is a pending job's current wait\n"
+     "(since submission, or since its last preemption); STARTED the start of the current run.\n"
+     "REASON says why a pending job waits: its newest decision (with the scheduler's latest\n"
+     "figures), or its queue's hold. \"Now\" is the latest time in the database. -o wide adds\n"
+     "flavor, submission time, preemptions, nodes and QUEUED (submission to first start).\n"},
+    {"explain", "explain JOB  [--limit N]", "a job, its decisions (newest first) and preemptions",
      "A job's record (state, GPUs, times, position, placement, its queue's GPU quota while\n"
      "pending, reservations held for it), its scheduling decisions from the decision log,\n"
      "newest first (at most N, default 50; --limit 0 for all), and the preemptions where it\n"
      "was the victim or the preemptor. JOB is matched exactly: NAMESPACE/PODGROUP for the\n"
      "daemon, the trace's job id for the simulator. Exit 1 for an unknown job.\n"},
-    {"top", "top",
+    {"top", "top", "GPU usage by queue and by node",
      "GPUs in use per queue and flavor (the ledger), against nominal quota, and per node\n"
      "(GPUs, pods and jobs placed there, from the placements).\n"},
-    {"reservations", "reservations",
+    {"reservations", "reservations", "capacity held for waiting jobs",
      "Capacity held for waiting jobs: id, kind (starvation, preemptor, operator), job, nodes,\n"
      "creation, expiry and expected start. -o wide lists every node.\n"},
-    {"queue", "queue hold|resume|drain QUEUE",
+    {"queue", "queue hold|resume|drain QUEUE", "hold, resume or drain a queue (operator)",
      "Operator command (--server and a write token): hold stops admitting the queue's jobs,\n"
      "resume admits them again, drain stops admitting and lets running jobs finish. The\n"
      "scheduler records the request and applies it; exit 1 for an unknown queue.\n"},
     {"reserve", "reserve add JOB NODE... | reserve delete ID",
+     "hold nodes for a waiting job, or remove a reservation (operator)",
      "Operator command (--server and a write token): add holds the nodes for a waiting job\n"
      "(an operator reservation); delete removes reservation ID.\n"},
-    {"checkpoint", "checkpoint NAMESPACE/PODGROUP",
+    {"checkpoint", "checkpoint NAMESPACE/PODGROUP", "ask a job to checkpoint (operator)",
      "Operator command (--server and a write token): asks the job to checkpoint (the\n"
      "checkpoint handshake of docs/lifecycle.md). Exit 1 for an unknown job.\n"},
+    {"completion", "completion bash|zsh", "the shell completion script",
+     "Prints the completion script of the shell: commands, flags and their values, for\n"
+     "gangctl and kubectl-gang. bash: source <(gangctl completion bash); zsh: put it in a\n"
+     "directory of $fpath as _gangctl. make install puts both in place.\n"},
 };
+
+const size_t gangctl_n_helps = sizeof(gangctl_helps) / sizeof(gangctl_helps[0]);
 
 static const struct cmd_help *find_help(const char *cmd)
 {
-    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
-        if (strcmp(helps[i].name, cmd) == 0)
-            return &helps[i];
+    for (size_t i = 0; i < gangctl_n_helps; i++)
+        if (strcmp(gangctl_helps[i].name, cmd) == 0)
+            return &gangctl_helps[i];
     return NULL;
 }
 
@@ -336,6 +348,13 @@ static int run(int argc, char **argv)
     if (a.help) {
         usage_cmd(stdout, h);
         return 0;
+    }
+    if (strcmp(cmd, "completion") == 0) {
+        if (a.n_pos != 2)
+            return usage_error("completion needs a shell: bash or zsh", NULL);
+        return gangctl_completion(stdout, a.pos[1])
+                   ? usage_error("unknown shell (bash, zsh):", a.pos[1])
+                   : 0;
     }
     int max_pos = strcmp(cmd, "quota") == 0 || strcmp(cmd, "explain") == 0 ? 2
                   : strcmp(cmd, "queue") == 0                              ? 3

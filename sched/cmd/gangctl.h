@@ -110,6 +110,16 @@ struct args {
     int n_pos;
 };
 
+/* The commands' help: name, synopsis, text (gangctl COMMAND --help, the man page, the shell
+ * completions). */
+struct cmd_help {
+    const char *name, *synopsis, *summary, *text;
+};
+extern const struct cmd_help gangctl_helps[];
+extern const size_t gangctl_n_helps;
+/* gangctl_complete.c: the completion script of `shell` ("bash", "zsh") on f; -1 for another. */
+int gangctl_completion(FILE *f, const char *shell);
+
 /* Renders one tenant command's document (and frees it); returns the exit code. */
 int show(cJSON *doc, const char *cmd, const struct args *a);
 

@@ -45,7 +45,7 @@ static void usage_main(FILE *f)
           "commands:\n"
           "  run        the scheduler daemon against a Kubernetes API server\n"
           "  simulate   replay job traces on a simulated cluster with one or more policies\n"
-          "  config     check an operator configuration: gangsched config check FILE\n"
+          "  config     check an operator configuration (config check FILE), or convert Kueue and\n             Volcano queues (config import-kueue FILE...)\n"
           "  store      check a database: gangsched store check DB\n"
           "  serve      serve the HTTP API over a database: gangsched serve --db FILE ...\n"
           "  policies   list the scheduling policies\n"
