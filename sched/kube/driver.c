@@ -952,6 +952,26 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
     return rc;
 }
 
+/* A gang waiting in a queue (a verdict, or a held queue) has a job row, so that `gangctl jobs`
+ * lists it and `gangctl explain` finds it. */
+static int waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
+                           struct sched_errbuf *eb)
+{
+    struct store_job old;
+    if (store_job_get(d->db, key, &old, NULL) != SCHED_ENOENT)
+        return 0;
+    struct store_job j = {.gang = key,
+                          .gang_id = -1,
+                          .queue = queue,
+                          .gpus = g->gpus,
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = g->submit_ms,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME};
+    return store_job_upsert(d->db, &j, eb);
+}
+
 static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                         const struct sched_result *res, const struct config *cfg, int64_t now,
                         struct sched_errbuf *eb)
@@ -964,31 +984,15 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         const struct kgang *kg = &kb->gangs[vd->gang->id];
         char reason[512];
         sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
-        struct kstatus *st = strmap_get(&d->status, kg->key);
-        char full[600];
-        snprintf(full, sizeof(full), "Pending|%s|", sched_why_name(vd->why));
-        if (st && st->reason && strncmp(st->reason, full, strlen(full)) == 0)
-            continue; /* the log records changes of reason */
+        /* every cycle: the store keeps one row per change of verdict and its latest text */
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
         rc = store_decision_add(d->db, &dec, eb);
-        struct store_job old;
-        if (rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == SCHED_ENOENT) {
-            /* a waiting gang has a job row, so that `gangctl explain` finds it */
-            struct store_job j = {.gang = kg->key,
-                                  .gang_id = -1,
-                                  .queue = cfg->queues[vd->gang->queue].name,
-                                  .gpus = vd->gang->gpus,
-                                  .state = STORE_JOB_PENDING,
-                                  .submit_ms = vd->gang->submit_ms,
-                                  .admit_ms = STORE_NO_TIME,
-                                  .start_ms = STORE_NO_TIME,
-                                  .finish_ms = STORE_NO_TIME};
-            rc = store_job_upsert(d->db, &j, eb);
-        }
+        if (rc == 0)
+            rc = waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
@@ -1362,6 +1366,8 @@ static void run_cycle(struct kdrv *d)
                      "until 'gangctl queue resume %s'",
                      qn, qn);
             gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+            if (d->leading && waiting_job_row(d, kg->key, qn, kb.views[q].pending[i], &eb) != 0)
+                LOG_WARN(KDRV_MOD, "cannot record the job of gang %s: %s", kg->key, eb.msg);
         }
         if (held)
             kb.views[q].n_pending = 0;

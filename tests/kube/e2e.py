@@ -367,6 +367,15 @@ def main():
     check("a gang of a held queue waits with QueueHeld",
           cond and cond[0].get("reason") == "QueueHeld", json.dumps(cond))
     check("and is not bound", not bound(c, "heldjob"))
+    held_row = wait_for(lambda: "default/heldjob" in gangctl("--server", url, "jobs", "-q", "team-b")[1], 10)
+    rc, out = gangctl("--server", url, "jobs", "-q", "team-b")
+    check("gangctl jobs lists the gang of the held queue, REASON held",
+          held_row and re.search(r"default/heldjob .*pending .*held: queue team-b is held", out), out)
+    rc, out = gangctl("--server", url, "explain", "default/heldjob")
+    check("gangctl explain finds it (not 404) and says why", rc == 0 and "Reason:       held:" in out, out)
+    rc, out = gangctl("--server", url, "queues")
+    check("gangctl queues: STATE held, the gang counted as pending",
+          re.search(r"^team-b +held .* 1$", out, re.M), out)
     rc, out = gangctl("--server", url, "queue", "resume", "team-b", token=True)
     check("gangctl queue resume team-b", rc == 0, out)
     check("the gang is bound after the resume",
