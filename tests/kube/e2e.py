@@ -349,6 +349,16 @@ def main():
     check("gangctl jobs -A lists the bound gang", rc == 0 and "default/train" in out, out)
     rc, out = gangctl("--server", url, "explain", "default/huge")
     check("gangctl explain says why a gang waits", rc == 0 and "nvidia.com/gpu" in out, out)
+    rc, out = gangctl("--server", url, "explain", "default/huge", "-o", "json")
+    try:
+        doc = json.loads(out)
+        decs = doc["decisions"]
+    except (ValueError, KeyError):
+        doc, decs = {}, []
+    check("a gang waiting many cycles for one reason has one decision row, not one per cycle",
+          rc == 0 and doc.get("decisions_total") == 1 and len(decs) == 1, out[:600])
+    check("and jobs shows that reason", doc.get("job", {}).get("why") == decs[0]["why"] if decs else False,
+          out[:600])
     rc, out = gangctl("--server", url, "queue", "hold", "team-b")
     check("an operator write without a token is refused (exit 3)", rc == 3, out)
     rc, out = gangctl("--server", url, "queue", "hold", "team-b", token=True)
