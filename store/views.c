@@ -172,7 +172,9 @@ static int64_t lendable(const struct store_views *v, const struct queue_rec *o,
 
 /* How much of queue q's quota other queues of its cohort use now: the cohort's borrowed total,
  * shared among the lenders in proportion to what each leaves unused (a borrower takes from the
- * cohort, not from one queue). q can reclaim it (by preemption) up to its nominal quota. */
+ * cohort, not from one queue), whole units by largest remainder (ties: queue name), so that the
+ * lenders' shares add up to what the borrowers use. q can reclaim it (by preemption) up to its
+ * nominal quota. */
 static int64_t quota_lent(const struct store_views *v, const struct queue_rec *q,
                           const struct quota_rec *r)
 {
@@ -198,18 +200,37 @@ static int64_t quota_lent(const struct store_views *v, const struct queue_rec *q
         return 0;
     if (borrowed >= lenders)
         return mine;
-    /* mine * borrowed / lenders without overflow: long double is exact for these magnitudes */
-    int64_t lent = (int64_t)((long double)mine * (long double)borrowed / (long double)lenders);
-    return lent < mine ? lent : mine;
+    /* each lender's exact share is unused * borrowed / lenders: the floors, then one more unit
+     * for the largest remainders until the total is reached (long double: exact here) */
+    long double scale = (long double)borrowed / (long double)lenders;
+    int64_t base = (int64_t)((long double)mine * scale), given = 0;
+    long double frac = (long double)mine * scale - (long double)base;
+    uint32_t ahead = 0; /* lenders whose remainder ranks before q's */
+    for (size_t i = 0; i < v->n_queues; i++) {
+        const struct queue_rec *o = &v->queues[i];
+        if (!views_str_eq(o->cohort, q->cohort))
+            continue;
+        int64_t unused;
+        lendable(v, o, r, &unused);
+        if (unused <= 0)
+            continue;
+        int64_t ob = (int64_t)((long double)unused * scale);
+        long double of = (long double)unused * scale - (long double)ob;
+        given += ob;
+        if (o != q && (of > frac || (of == frac && strcmp(o->name, q->name) < 0)))
+            ahead++;
+    }
+    int64_t extra = borrowed - given; /* units left by the floors, one per lender at most */
+    return base + ((int64_t)ahead < extra ? 1 : 0);
 }
 
 /* What queue q could still take of (flavor, resource) now. Without a cohort: its unused nominal
  * quota. In a cohort: what the cohort's queues leave unused (each other queue lends at most its
- * lending limit, and uses its unlent part first), plus what it lent (`lent`: others use it now,
- * q can reclaim it), within q's own borrowing limit. The store does not record nested cohorts,
- * so queues are pooled by cohort name. */
+ * lending limit, and uses its unlent part first), and at least its own unused nominal quota
+ * (what others borrow of it they give back: reclaim), within q's own borrowing limit. The store
+ * does not record nested cohorts, so queues are pooled by cohort name. */
 static int64_t quota_available(const struct store_views *v, const struct queue_rec *q,
-                               const struct quota_rec *r, int64_t used, int64_t lent)
+                               const struct quota_rec *r, int64_t used)
 {
     int64_t own = sat_add(r->nominal, -used);
     if (!q->cohort)
@@ -217,7 +238,7 @@ static int64_t quota_available(const struct store_views *v, const struct queue_r
     int64_t cap = r->borrowing_limit == STORE_NO_LIMIT
                       ? INT64_MAX
                       : sat_add(sat_add(r->nominal, r->borrowing_limit), -used);
-    int64_t pool = sat_add(own, lent);
+    int64_t pool = own;
     for (size_t i = 0; i < v->n_queues; i++) {
         const struct queue_rec *o = &v->queues[i];
         if (o == q || !views_str_eq(o->cohort, q->cohort))
@@ -225,6 +246,8 @@ static int64_t quota_available(const struct store_views *v, const struct queue_r
         int64_t unused;
         pool = sat_add(pool, lendable(v, o, r, &unused));
     }
+    if (pool < own)
+        pool = own; /* its lent quota comes back */
     int64_t avail = pool < cap ? pool : cap;
     return avail > 0 ? avail : 0;
 }
@@ -258,7 +281,7 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
                                       used,
                                       used > r->nominal ? used - r->nominal : 0,
                                       lent,
-                                      quota_available(v, q, r, used, lent),
+                                      quota_available(v, q, r, used),
                                       true};
     }
     for (size_t i = 0; i < v->n_ledger; i++) {

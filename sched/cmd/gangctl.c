@@ -89,9 +89,9 @@ const struct cmd_help gangctl_helps[] = {
      "unlimited), used (the usage ledger), borrowed = max(0, used - nominal), lent (what\n"
      "other queues of its cohort use of its quota now, which it can reclaim), and available:\n"
      "what the queue could still take now (its unused nominal quota; in a cohort, what the\n"
-     "cohort's queues leave unused plus what it lent, within its borrowing limit). SHARE is\n"
-     "the queue's decayed historical fair share. -o wide adds cohort and weight. Exit 1 for\n"
-     "an unknown queue.\n"},
+     "cohort's queues leave unused, and at least its unused nominal quota, lent or not,\n"
+     "within its borrowing limit). SHARE is the queue's decayed historical fair share.\n"
+     "-o wide adds cohort and weight. Exit 1 for an unknown queue.\n"},
     {"queues", "queues", "queues: state, GPUs nominal and used, running and pending jobs",
      "One line per queue: state (open, held or draining: the operator's last applied action),\n"
      "cohort, weight, priority, nominal and used GPUs, running (admitted or running) and\n"

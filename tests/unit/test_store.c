@@ -14,6 +14,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <cjson/cJSON.h>
 // clang-format on
 
 #include <dirent.h>
@@ -31,6 +33,7 @@
 #include "config/config.h"
 #include "sched/core/cycle.h"
 #include "store/store.h"
+#include "store/views.h"
 
 struct fx {
     char dir[64];
@@ -923,6 +926,74 @@ static void test_decision_dedup(void **state)
     store_close(st);
 }
 
+/* ---- views: lent and available quota -------------------------------------------------------- */
+
+static const cJSON *quota_line(const cJSON *doc, const char *queue)
+{
+    const cJSON *q = NULL;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItem(doc, "queues"))
+    {
+        const cJSON *n = cJSON_GetObjectItem(q, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, queue) == 0)
+            return cJSON_GetArrayItem(cJSON_GetObjectItem(q, "quotas"), 0);
+    }
+    return NULL;
+}
+
+static int64_t qfield(const cJSON *doc, const char *queue, const char *key)
+{
+    const cJSON *l = quota_line(doc, queue);
+    assert_non_null(l);
+    const cJSON *v = cJSON_GetObjectItem(l, key);
+    assert_true(cJSON_IsNumber(v));
+    return (int64_t)v->valuedouble;
+}
+
+/* Cohort co: a (nominal 10, uses 2) and b (10, uses 4) lend, c (0, uses 9) borrows 9; d has no
+ * cohort. The 9 borrowed GPUs are a's and b's in proportion to what each leaves unused (8 and
+ * 6): 5.14 and 3.86, whole units by largest remainder: 5 and 4. Each can take back what it lent
+ * (available = its unused nominal), c can still take the 5 the cohort leaves free. */
+static void test_views_lent(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    const char *gpu = STORE_GPU;
+    struct store_quota q10 = {"default", gpu, 10, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_quota q0 = {"default", gpu, 0, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_quota q5 = {"default", gpu, 5, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_queue qs[] = {{"a", "co", 1, 0, &q10, 1},
+                               {"b", "co", 1, 0, &q10, 1},
+                               {"c", "co", 1, 0, &q0, 1},
+                               {"d", NULL, 1, 0, &q5, 1}};
+    const int64_t used[] = {2, 4, 9, 1};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(store_queue_put(st, &qs[i], &eb), 0);
+        assert_int_equal(store_ledger_set(st, qs[i].name, "default", gpu, used[i], &eb), 0);
+    }
+    struct store_views *v = NULL;
+    cJSON *doc = NULL;
+    assert_int_equal(store_views_load(st, &v, &eb), 0);
+    assert_int_equal(store_view_quota(v, NULL, &doc, &eb), 0);
+    assert_int_equal(qfield(doc, "a", "lent"), 5);
+    assert_int_equal(qfield(doc, "b", "lent"), 4);
+    assert_int_equal(qfield(doc, "c", "lent"), 0);
+    assert_int_equal(qfield(doc, "c", "borrowed"), 9);
+    assert_int_equal(qfield(doc, "a", "available"), 8);
+    assert_int_equal(qfield(doc, "b", "available"), 6);
+    assert_int_equal(qfield(doc, "c", "available"), 5);
+    assert_int_equal(qfield(doc, "d", "lent"), 0);
+    assert_int_equal(qfield(doc, "d", "available"), 4);
+    cJSON_Delete(doc);
+    doc = NULL;
+    assert_int_equal(store_view_queues(v, &doc, &eb), 0);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "queues"), 0);
+    assert_int_equal((int64_t)cJSON_GetObjectItem(first, "lent_gpus")->valuedouble, 5);
+    cJSON_Delete(doc);
+    store_views_free(v);
+    store_close(st);
+}
+
 /* ---- ledger check --------------------------------------------------------------------------- */
 
 static void test_ledger_check(void **state)
@@ -1325,6 +1396,7 @@ int main(void)
         T(test_journal_round_trip),
         T(test_decision_retention),
         T(test_decision_dedup),
+        T(test_views_lent),
         T(test_ledger_check),
         T(test_reservations),
         T(test_config_and_queues),
