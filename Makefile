@@ -141,7 +141,7 @@ demo: deps
 	$(BIN)/gangsched simulate
 
 # make install PREFIX=/usr/local (DESTDIR for staging): the binaries, the kubectl plugin link,
-# man pages made from the programs' own --help texts, and gangctl's bash and zsh completions.
+# man pages made from the programs' own --help texts, and bash and zsh completions.
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man/man1
 install: all
@@ -161,6 +161,8 @@ install: all
 	$(BIN)/gangctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gangctl
 	ln -sf gangctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kubectl-gang
 	$(BIN)/gangctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gangctl
+	$(BIN)/gangsched completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gangsched
+	$(BIN)/gangsched completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gangsched
 
 # The one command CI runs (.ci/run). Builds with gcc, proves the tree also builds warning-free
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.

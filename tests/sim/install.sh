@@ -7,7 +7,7 @@ mk -s install PREFIX="$P" BIN="$BIN" BUILD="$BUILD" >"$TMP/install.log" 2>&1 && 
     { bad "make install: $(tail -5 "$TMP/install.log")"; finish; }
 for f in bin/gangsched bin/gangctl bin/kubectl-gang share/man/man1/gangsched.1 share/man/man1/gangctl.1 \
     share/bash-completion/completions/gangctl share/bash-completion/completions/kubectl-gang \
-    share/zsh/site-functions/_gangctl; do
+    share/zsh/site-functions/_gangctl share/bash-completion/completions/gangsched share/zsh/site-functions/_gangsched; do
     [ -e "$P/$f" ] && ok "installed $f" || bad "missing $f"
 done
 "$P/bin/kubectl-gang" --version | grep -q '^kubectl gang [0-9]' && ok "kubectl-gang link" || bad "kubectl-gang link"
@@ -43,6 +43,14 @@ head -1 "$Z" | grep -q '^#compdef gangctl kubectl-gang$' && ok "zsh #compdef" ||
 if command -v zsh >/dev/null; then zsh -n "$Z" && ok "zsh syntax" || bad "zsh syntax"
 else bash -n "$Z" && ok "zsh script quoting (bash -n; zsh not installed)" || bad "zsh script quoting"; fi
 expect_fail "completion for another shell" 2 "unknown shell" -- "$BIN/gangctl" completion fish
+# gangsched's completion asks gangsched --help at completion time
+GB="$P/share/bash-completion/completions/gangsched"
+gcomp() { PATH="$P/bin:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gangsched; echo "${COMPREPLY[*]}"' sh "$GB" "$@"; }
+expect_eq "complete 'gangsched s'" "$(gcomp gangsched s)" "simulate store serve"
+expect_eq "complete 'gangsched simulate --tol'" "$(gcomp gangsched simulate --tol)" "--tolerate"
+expect_eq "complete 'gangsched config '" "$(gcomp gangsched config '')" "check import-kueue"
+expect_eq "complete 'gangsched simulate --policy '" "$(gcomp gangsched simulate --policy '')" "gangsched fifo ckpt-blind"
+bash -n "$P/share/zsh/site-functions/_gangsched" && ok "_gangsched quoting" || bad "_gangsched quoting"
 # make demo: no compiler lines, the simulation's table
 mk demo BIN="$TMP/demo-bin" BUILD="$BUILD" >"$TMP/demo.log" 2>&1 || bad "make demo failed: $(tail -5 "$TMP/demo.log")"
 grep -q -E '(^| )(gcc|cc|clang|ar|ln) ' "$TMP/demo.log" && bad "make demo printed build commands: $(grep -E '(gcc|cc|ar) ' "$TMP/demo.log" | head -2)" ||
