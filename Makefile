@@ -181,13 +181,12 @@ check-clang:
 	  $(MAKE) CC=clang BUILD=build/clang BIN=build/clang/bin all test-bins; \
 	else echo "clang not installed: skipping the clang build (gcc build done)"; fi
 
+SAN_OPT = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 san: deps test-deps
-	$(MAKE) BUILD=build/san BIN=build/san/bin \
-	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  all test-bins
+	$(MAKE) BUILD=build/san BIN=build/san/bin OPT="$(SAN_OPT)" all test-bins
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  BUILD=build/san BIN=build/san/bin GANGSCHED_SAN=1 sh tests/run.sh
+	  BUILD=build/san BIN=build/san/bin GANGSCHED_SAN=1 GANGSCHED_SAN_OPT="$(SAN_OPT)" sh tests/run.sh
 
 bench: deps
 	$(MAKE) all $(BUILD)/tests/bench

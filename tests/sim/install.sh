@@ -2,7 +2,14 @@
 # and zsh completions that name every command and flag; make demo builds quietly.
 . tests/sim/lib.inc
 P="$TMP/prefix"
-mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory "$@"; }
+# under `make san` (GANGSCHED_SAN_OPT), a relink needs the same compiler flags as the objects
+mk() {
+    if [ -n "${GANGSCHED_SAN_OPT:-}" ]; then
+        env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory OPT="$GANGSCHED_SAN_OPT" "$@"
+    else
+        env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory "$@"
+    fi
+}
 mk -s install PREFIX="$P" BIN="$BIN" BUILD="$BUILD" >"$TMP/install.log" 2>&1 && ok "make install" ||
     { bad "make install: $(tail -5 "$TMP/install.log")"; finish; }
 for f in bin/gangsched bin/gangctl bin/kubectl-gang share/man/man1/gangsched.1 share/man/man1/gangctl.1 \
