@@ -341,12 +341,16 @@ int store_placement_list(struct store *st, store_placement_fn *fn, void *ctx,
                          struct sched_errbuf *eb);
 
 /* ---- decision log -------------------------------------------------------------------------- */
+/* A driver's verdict for a gang it could not offer to the core (pods missing, no or unknown
+ * queue, invalid spec): the reason names which. */
+#define STORE_WHY_WAITING 100
+
 struct store_decision {
     int64_t id; /* assigned (ignored on add) */
     int64_t cycle;
     int64_t ts_ms;
     const char *gang;
-    int why;            /* enum sched_why */
+    int why;            /* enum sched_why, or STORE_WHY_WAITING */
     const char *reason; /* one line */
 };
 

@@ -431,6 +431,8 @@ static int64_t job_waiting(const struct store_views *v, const struct job_rec *j)
 
 static const char *why_name(int why)
 {
+    if (why == STORE_WHY_WAITING)
+        return "waiting";
     return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
                ? sched_why_name((enum sched_why)why)
                : "unknown";

@@ -428,12 +428,12 @@ struct builder {
     uint32_t n_flavors;
 };
 
-static int add_waiting(struct builder *b, const struct group *g, const char *reason,
-                       const char *message)
+static int add_waiting(struct builder *b, const struct group *g, const char *queue,
+                       const char *reason, const char *message)
 {
     struct kcache_build *o = b->out;
-    o->waiting[o->n_waiting++] =
-        (struct kwaiting){.key = g->key, .pg = g->pg, .reason = reason, .message = message};
+    o->waiting[o->n_waiting++] = (struct kwaiting){
+        .key = g->key, .pg = g->pg, .queue = queue, .reason = reason, .message = message};
     return message ? 0 : SCHED_ENOMEM;
 }
 
@@ -650,7 +650,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             if (pass == 0) {
                 uint32_t min = g->pg ? g->pg->min_member : 1;
                 if (g->named && !g->pg) {
-                    rc = add_waiting(&b, g, "PodGroupNotFound",
+                    rc = add_waiting(&b, g, qname, "PodGroupNotFound",
                                      arena_printf(a,
                                                   "pods name podgroup %s, which does not "
                                                   "exist (yet)",
@@ -660,7 +660,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     continue;
                 }
                 if (g->n_pending + g->n_bound_live < min) {
-                    rc = add_waiting(&b, g, "WaitingForPods",
+                    rc = add_waiting(&b, g, qname, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
                                                   g->n_pending + g->n_bound_live, min));
                     if (rc)
@@ -669,7 +669,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 }
                 if (!qname || q < 0) {
                     rc = add_waiting(
-                        &b, g, qname ? "UnknownQueue" : "NoQueue",
+                        &b, g, qname, qname ? "UnknownQueue" : "NoQueue",
                         qname ? arena_printf(a, "queue \"%s\" is not in the configuration", qname)
                               : arena_printf(a, "no queue label (gangsched.io/queue or "
                                                 "kueue.x-k8s.io/queue-name) and no default "
@@ -695,7 +695,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             rc = make_gang(&b, kg, g, members, n, (uint32_t)q, pass == 1, &why);
             if (rc == SCHED_EINVAL && pass == 0) {
                 memset(kg, 0, sizeof(*kg));
-                if ((rc = add_waiting(&b, g, "InvalidSpec", why)))
+                if ((rc = add_waiting(&b, g, qname, "InvalidSpec", why)))
                     goto done;
                 continue;
             }

@@ -952,13 +952,43 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
     return rc;
 }
 
+/* A gang not offered to the core (pods missing, no or unknown queue, invalid spec): a job row
+ * (its queue label, or "-"; GPUs unknown yet: 0) and a decision naming why, so that `gangctl
+ * jobs` lists it and `explain` finds it. The store keeps one decision row per change. */
+static int waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t now,
+                                struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int rc = 0;
+    if (store_job_get(d->db, w->key, &old, NULL) == SCHED_ENOENT) {
+        struct store_job j = {.gang = w->key,
+                              .gang_id = -1,
+                              .queue = w->queue ? w->queue : "-",
+                              .state = STORE_JOB_PENDING,
+                              .submit_ms = now,
+                              .admit_ms = STORE_NO_TIME,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = STORE_NO_TIME};
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    char text[600];
+    snprintf(text, sizeof(text), "waiting: %s (%s)", w->message ? w->message : "", w->reason);
+    struct store_decision dec = {
+        .cycle = d->cycle, .ts_ms = now, .gang = w->key, .why = STORE_WHY_WAITING, .reason = text};
+    return rc ? rc : store_decision_add(d->db, &dec, eb);
+}
+
 /* A gang waiting in a queue (a verdict, or a held queue) has a job row, so that `gangctl jobs`
- * lists it and `gangctl explain` finds it. */
+ * lists it and `gangctl explain` finds it; a placeholder row of a gang that waited for its pods
+ * (no GPUs known) takes its queue and GPUs once it has them. */
 static int waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
                            struct sched_errbuf *eb)
 {
     struct store_job old;
-    if (store_job_get(d->db, key, &old, NULL) != SCHED_ENOENT)
+    int got = store_job_get(d->db, key, &old, NULL);
+    if (got == 0 && !(old.state == STORE_JOB_PENDING && old.gpus == 0 && g->gpus > 0))
+        return 0;
+    if (got != 0 && got != SCHED_ENOENT)
         return 0;
     struct store_job j = {.gang = key,
                           .gang_id = -1,
@@ -1373,9 +1403,12 @@ static void run_cycle(struct kdrv *d)
             kb.views[q].n_pending = 0;
     }
     /* gangs that cannot be offered to the core */
-    for (uint32_t w = 0; w < kb.n_waiting; w++)
+    for (uint32_t w = 0; w < kb.n_waiting; w++) {
         gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
                     kb.waiting[w].reason, kb.waiting[w].message, false);
+        if (d->leading && waiting_gang_records(d, &kb.waiting[w], now, &eb) != 0)
+            LOG_WARN(KDRV_MOD, "cannot record waiting gang %s: %s", kb.waiting[w].key, eb.msg);
+    }
     /* preemptor holds: kept while their gang is pending and the hold has not ended */
     struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
     uint32_t n_hv = 0;

@@ -317,9 +317,18 @@ def main():
     check("a gang below minMember waits with WaitingForPods",
           cond and cond[0].get("reason") == "WaitingForPods" and
           "2 of minMember 3" in cond[0].get("message", ""), json.dumps(cond))
+    listed = wait_for(lambda: "default/partial" in gangctl("--server", a.url(), "jobs")[1], 10)
+    rc, out = gangctl("--server", a.url(), "jobs")
+    check("gangctl jobs lists the gang waiting for its pods, with the reason",
+          listed and re.search(r"default/partial .*pending .*waiting: 2 of minMember 3 pods exist "
+                               r"\(WaitingForPods\)", out), out)
     c.post("/api/v1/namespaces/default/pods", pod("partial-2", "partial", 1))
     check("and is bound once its third pod exists",
           wait_for(lambda: len(bound(c, "partial")) == 3, 20))
+    rc, out = gangctl("--server", a.url(), "jobs", "-o", "json")
+    row = [j for j in (json.loads(out).get("jobs", []) if rc == 0 else []) if j["job"] == "default/partial"]
+    check("its job row then has its GPUs and no reason",
+          row and row[0]["gpus"] == 3 and row[0]["why"] is None, out[:600])
 
     # 4. the Volcano API: membership by annotation, queue in the spec, status by PUT
     gang(c, "vc", 2, 2, volcano=True)
