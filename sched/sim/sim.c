@@ -454,7 +454,7 @@ struct run {
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
     uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
-    uint32_t *last_reason; /* FNV-1a hash of the text of that reason */
+    uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -1741,13 +1741,38 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     return rc;
 }
 
-/* FNV-1a of a reason's text: whether its figures changed since the last row. */
-static uint32_t reason_hash(const char *s)
+/* FNV-1a over a verdict's fields (everything sched_verdict_format prints, besides the static
+ * cluster and config): whether its text may have changed since the last row, without
+ * formatting it. Never 0 (0 = unknown, after a resume). */
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+    for (const unsigned char *c = p; n--; c++)
+        h = (h ^ *c) * 16777619u;
+    return h;
+}
+
+static uint32_t verdict_hash(const struct sched_verdict *v)
 {
     uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    int64_t f[] = {v->why,
+                   v->short_res,
+                   v->need,
+                   v->best_free,
+                   v->n_nodes,
+                   v->near_level,
+                   v->near_domain,
+                   (int64_t)v->near_pods,
+                   v->quota_res,
+                   v->quota_flavor,
+                   v->quota_need,
+                   v->quota_nominal,
+                   v->quota_used,
+                   v->quota_available,
+                   v->quota_potential,
+                   v->blocked_by ? (int64_t)v->blocked_by->id : -1};
+    h = fnv(h, f, sizeof(f));
+    h = fnv(h, v->filtered, sizeof(v->filtered));
+    return h ? h : 1;
 }
 
 /* The decision log (one row per verdict: gangs examined and not started; the store keeps a
@@ -1761,13 +1786,13 @@ static int db_cycle_records(struct run *r, const struct sched_result *res, int64
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
-        char reason[512];
-        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
-        uint32_t h = reason_hash(reason);
+        uint32_t h = verdict_hash(&res->verdicts[v]);
         if (r->last_why[j] == why && r->last_reason[j] == h)
             continue; /* the log records changes of reason (and of its figures), not repeats */
         r->last_why[j] = why;
         r->last_reason[j] = h;
+        char reason[512];
+        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
                                    .ts_ms = now,
                                    .gang = in->jobs[res->verdicts[v].gang->id].id,
@@ -1867,7 +1892,8 @@ static int restore_why(void *ctx, const struct store_decision *d)
     const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
     if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
-        w->r->last_reason[hit->j] = reason_hash(d->reason);
+        w->r->last_reason[hit->j] = 0; /* unknown: the next verdict is written, the store keeps
+                                          the row when its text is the same */
     }
     return 0;
 }
