@@ -87,8 +87,21 @@ struct kgang_binds {
 struct kstatus {
     char *reason;
     int64_t at_ms;
-    bool forced; /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    bool forced;     /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    uint32_t logged; /* hash of the last verdict written to the decision log (0: none) */
 };
+
+/* Another row was written for the gang (placed, torn down): its next verdict is new again. */
+static void forget_logged(struct kdrv *d, const char *gang);
+
+/* FNV-1a of a verdict and its text: whether the decision log already has it. Never 0. */
+static uint32_t verdict_key(int why, const char *text)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)why;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h ? h : 1;
+}
 
 struct kdrv {
     const struct kube_run_opts *o;
@@ -318,6 +331,13 @@ static void split_key(const char *key, char *ns, size_t nn, char *name, size_t n
 
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
  * written when the reason changes, else at most every status_every_s. */
+static void forget_logged(struct kdrv *d, const char *gang)
+{
+    struct kstatus *st = strmap_get(&d->status, gang);
+    if (st)
+        st->logged = 0;
+}
+
 static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
                         const char *phase, const char *type, const char *reason,
                         const char *message, bool force)
@@ -1014,7 +1034,16 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         const struct kgang *kg = &kb->gangs[vd->gang->id];
         char reason[512];
         sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
-        /* every cycle: the store keeps one row per change of verdict and its latest text */
+        /* the store keeps one row per change of verdict with its latest text; what it has
+         * already is not sent again (a store read per gang and cycle otherwise) */
+        struct kstatus *st = strmap_get(&d->status, kg->key);
+        if (!st && (st = calloc(1, sizeof(*st))) && strmap_put(&d->status, kg->key, st, NULL)) {
+            free(st);
+            st = NULL;
+        }
+        uint32_t h = verdict_key((int)vd->why, reason);
+        if (st && st->logged == h)
+            continue;
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
@@ -1023,6 +1052,8 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         rc = store_decision_add(d->db, &dec, eb);
         if (rc == 0)
             rc = waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
+        if (rc == 0 && st)
+            st->logged = h;
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
@@ -1075,6 +1106,7 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                                          .why = SCHED_WHY_PLACED,
                                          .reason = "placed"};
             rc = store_decision_add(d->db, &dec, eb);
+            forget_logged(d, kg->key);
         }
         if (rc == 0) {
             struct store_job j = {.gang = kg->key,
@@ -1267,6 +1299,7 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
                                  .reason = reason_text};
     if (rc == 0)
         rc = store_decision_add(d->db, &dec, eb);
+    forget_logged(d, kg->key);
     if (rc)
         return rc;
     char msg[1200];
