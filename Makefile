@@ -140,7 +140,8 @@ demo: deps
 	@$(MAKE) -s --no-print-directory all
 	$(BIN)/gangsched simulate
 
-# make install PREFIX=/usr/local (DESTDIR for staging): the binaries, the kubectl plugin link,
+# make install PREFIX=/usr/local (DESTDIR for staging): the binaries, the kubectl plugin link and
+# its completion link (kubectl_complete-gang, for kubectl gang <TAB>),
 # man pages made from the programs' own --help texts, and bash and zsh completions.
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man/man1
@@ -149,6 +150,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(BIN)/gangsched $(BIN)/gangctl $(DESTDIR)$(PREFIX)/bin/
 	ln -sf gangctl $(DESTDIR)$(PREFIX)/bin/kubectl-gang
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gang
 	sh sched/cmd/manpage.sh gangsched "gang batch scheduler for GPU jobs on Kubernetes, and its simulator" \
 	  "$$($(BIN)/gangsched version | cut -d' ' -f2)" "$(BIN)/gangsched --help" \
 	  "simulate|$(BIN)/gangsched simulate --help" "run|$(BIN)/gangsched run --help" \

@@ -487,5 +487,7 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "gangctl");
     if (strcmp(base, "kubectl-gang") == 0)
         prog = "kubectl gang";
+    if (strcmp(base, "kubectl_complete-gang") == 0)
+        return gangctl_complete_words(stdout, argc - 1, argv + 1);
     return run(argc, argv);
 }

@@ -119,6 +119,9 @@ extern const struct cmd_help gangctl_helps[];
 extern const size_t gangctl_n_helps;
 /* gangctl_complete.c: the completion script of `shell` ("bash", "zsh") on f; -1 for another. */
 int gangctl_completion(FILE *f, const char *shell);
+/* kubectl's plugin completion protocol: run as kubectl_complete-gang WORD... (the last one being
+ * completed); prints candidates and Cobra's directive line. Returns the exit code. */
+int gangctl_complete_words(FILE *f, int argc, char **argv);
 
 /* Renders one tenant command's document (and frees it); returns the exit code. */
 int show(cJSON *doc, const char *cmd, const struct args *a);

@@ -117,6 +117,57 @@ static void zsh(FILE *f)
           f);
 }
 
+/* kubectl's plugin completion (kubectl 1.26 and later): kubectl runs kubectl_complete-gang with
+ * the words typed after `kubectl gang`, the last one being the word to complete (maybe empty),
+ * and reads candidates, one per line ("word<TAB>description"), then Cobra's directive line
+ * (":4": no file names, ":0": the shell's default, file names). */
+int gangctl_complete_words(FILE *f, int argc, char **argv)
+{
+    const char *cur = argc > 0 ? argv[argc - 1] : "";
+    const char *prev = argc > 1 ? argv[argc - 2] : "";
+    const char *cmd = NULL;
+    for (int i = 0; i + 1 < argc && !cmd; i++)
+        for (size_t k = 0; k < gangctl_n_helps && !cmd; k++)
+            if (strcmp(argv[i], gangctl_helps[k].name) == 0)
+                cmd = gangctl_helps[k].name;
+    size_t n = strlen(cur);
+    for (size_t i = 0; i < N_FLAGS; i++)
+        if (strcmp(prev, flags[i].flag) == 0 && flags[i].value) {
+            if (strcmp(flags[i].value, "file") == 0) {
+                fputs(":0\n", f); /* file names */
+                return 0;
+            }
+            if (strcmp(flags[i].value, "format") == 0)
+                for (const char *const *w =
+                         (const char *const[]){"table", "wide", "json", "yaml", NULL};
+                     *w; w++)
+                    if (strncmp(*w, cur, n) == 0)
+                        fprintf(f, "%s\n", *w);
+            fputs(":4\n", f);
+            return 0;
+        }
+    if (cur[0] == '-') {
+        for (size_t i = 0; i < N_FLAGS; i++)
+            if (strncmp(flags[i].flag, cur, n) == 0)
+                fprintf(f, "%s\t%s\n", flags[i].flag, flags[i].help);
+    } else if (!cmd) {
+        for (size_t k = 0; k < gangctl_n_helps; k++)
+            if (strncmp(gangctl_helps[k].name, cur, n) == 0)
+                fprintf(f, "%s\t%s\n", gangctl_helps[k].name, gangctl_helps[k].summary);
+    } else {
+        static const char *const sub[][4] = {{"queue", "hold", "resume", "drain"},
+                                             {"reserve", "add", "delete", NULL},
+                                             {"completion", "bash", "zsh", NULL}};
+        for (size_t k = 0; k < sizeof(sub) / sizeof(sub[0]); k++)
+            if (strcmp(cmd, sub[k][0]) == 0 && strcmp(prev, cmd) == 0)
+                for (int w = 1; w < 4 && sub[k][w]; w++)
+                    if (strncmp(sub[k][w], cur, n) == 0)
+                        fprintf(f, "%s\n", sub[k][w]);
+    }
+    fputs(":4\n", f);
+    return 0;
+}
+
 int gangctl_completion(FILE *f, const char *shell)
 {
     if (strcmp(shell, "bash") == 0)

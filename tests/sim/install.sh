@@ -12,12 +12,21 @@ mk() {
 }
 mk -s install PREFIX="$P" BIN="$BIN" BUILD="$BUILD" >"$TMP/install.log" 2>&1 && ok "make install" ||
     { bad "make install: $(tail -5 "$TMP/install.log")"; finish; }
-for f in bin/gangsched bin/gangctl bin/kubectl-gang share/man/man1/gangsched.1 share/man/man1/gangctl.1 \
+for f in bin/gangsched bin/gangctl bin/kubectl-gang bin/kubectl_complete-gang share/man/man1/gangsched.1 share/man/man1/gangctl.1 \
     share/bash-completion/completions/gangctl share/bash-completion/completions/kubectl-gang \
     share/zsh/site-functions/_gangctl share/bash-completion/completions/gangsched share/zsh/site-functions/_gangsched; do
     [ -e "$P/$f" ] && ok "installed $f" || bad "missing $f"
 done
 "$P/bin/kubectl-gang" --version | grep -q '^kubectl gang [0-9]' && ok "kubectl-gang link" || bad "kubectl-gang link"
+# kubectl's plugin completion: the real kubectl asks kubectl_complete-gang
+if command -v kubectl >/dev/null; then
+    PATH="$P/bin:$PATH" kubectl __complete gang qu 2>/dev/null >"$TMP/kc.txt"
+    expect_eq "kubectl __complete gang qu" "$(cut -f1 "$TMP/kc.txt" | tr '\n' ' ')" "quota queues queue :4 "
+    PATH="$P/bin:$PATH" kubectl __complete gang jobs -o '' 2>/dev/null >"$TMP/kc2.txt"
+    expect_eq "kubectl __complete gang jobs -o" "$(tr '\n' ' ' <"$TMP/kc2.txt")" "table wide json yaml :4 "
+else
+    bad "kubectl not installed (make deps installs it)"
+fi
 "$P/bin/gangsched" version | grep -q '^gangsched [0-9]' && ok "installed gangsched runs" || bad "installed gangsched"
 # man pages: the --help texts, in roff
 M="$P/share/man/man1"
