@@ -21,8 +21,16 @@ has "$TMP/a.yaml" '"instance-type": "on-demand"' "ResourceFlavor nodeLabels"
 has "$TMP/a.yaml" "# ResourceFlavor spot: nodeTaints and tolerations are not mapped" "nodeTaints commented"
 has "$TMP/a.yaml" "# stopPolicy Hold: run 'gangctl queue hold team-b-cq'" "stopPolicy commented with the gangctl command"
 has "$TMP/a.yaml" "spec.flavorFungibility is not mapped (tests/data/kueue-v1beta1.yaml:" "unmapped field named with its line"
-has "$TMP/a.yaml" "# LocalQueue team-a/user-queue -> ClusterQueue team-a-cq: not mapped" "LocalQueue with another name commented"
-has "$TMP/a.yaml" "# LocalQueue team-b/team-b-cq: pods labelled kueue.x-k8s.io/queue-name: team-b-cq go to queue team-b-cq" "LocalQueue named like its ClusterQueue"
+python3 - "$TMP/a.yaml" <<'PY' && ok "LocalQueues -> localQueues of their ClusterQueue's queue" || bad "localQueues: $(grep -A1 localQueues "$TMP/a.yaml")"
+import sys
+text = open(sys.argv[1]).read()
+a = text.index('- name: "team-a-cq"'); b = text.index('- name: "team-b-cq"')
+assert '- "team-a/user-queue"' in text[a:b], "team-a-cq"
+assert '- "team-b/team-b-cq"' in text[b:], "team-b-cq"
+PY
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {namespace: x, name: lq}\nspec: {clusterQueue: elsewhere}\n' >"$TMP/lq.yaml"
+imp "$TMP/lq.yaml" >"$TMP/lq.out" && grep -q "# LocalQueue x/lq: its ClusterQueue elsewhere is not among the inputs" "$TMP/lq.out" &&
+    ok "a LocalQueue of a ClusterQueue not given: commented" || bad "lq without cq: $(cat "$TMP/lq.out")"
 grep -q "namespaceSelector" "$TMP/a.yaml" && bad "namespaceSelector {} commented (it matches all, as gangsched)" || ok "namespaceSelector {} needs no comment"
 # the nominal quotas survive: config check prints the same numbers
 grep -q 'nvidia.com/gpu@on-demand: nominal 16, lend <=4' "$TMP/a.chk" && ok "check shows the imported quota" || bad "check: $(grep gpu "$TMP/a.chk")"
