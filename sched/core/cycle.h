@@ -22,6 +22,7 @@
 
 struct sched_policy;
 struct config;
+struct place_base;
 
 /* Pending gangs of one queue, in the queue's own order (queue/queue.h keeps it). */
 struct sched_queue_view {
@@ -72,6 +73,11 @@ struct sched_snapshot {
      * good (place_reserve); they hold nothing by themselves */
     const struct sched_hold *reserve_hints;
     uint32_t n_reserve_hints;
+    /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
+     * builds it from `state` for every node. The driver touches a node in it after every change
+     * of its node_state; the cycle changes it in place and leaves it to be restored by the next
+     * cycle (a cache, not part of the decisions: with or without it they are the same). */
+    struct place_base *base;
 };
 
 /* Where one pod goes. */

@@ -17,6 +17,7 @@
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 #include "sched/core/model.h"
+#include "sched/core/place_base.h"
 
 struct place_undo {
     uint32_t node;
@@ -34,6 +35,7 @@ struct place_score {
 };
 
 struct place_state {
+    struct place_base *b; /* the per-node arrays below live there (see place_base.h) */
     const struct cluster *c;
     struct arena *arena;
     struct filter_env env;
@@ -65,11 +67,8 @@ struct place_state {
     uint64_t near_pods;
     const struct podset *limit_set[GANG_MAX_SETS];
     uint32_t limit[GANG_MAX_SETS];
-    /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */
-    int32_t bucket[NODE_MAX_GPUS + 1];
-    int32_t *next, *prev;
+    /* nodes with ok=1 bucketed by free GPU count: b->key, b->free_gpus, pb_iter_* */
     uint8_t *key;
-    int64_t free_gpus; /* over ok nodes */
     /* undo log of the gang being placed */
     struct place_undo *log;
     uint32_t n_log, cap_log;

@@ -20,6 +20,7 @@
 #include "sched/core/cycle.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
+#include "sched/core/place_base.h"
 #include "store/store.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -395,6 +396,7 @@ struct run {
     const struct sched_policy *pol;
     const struct sim_options *opt;
     struct node_state *state;
+    struct place_base *base; /* the core's placement state between cycles: touched per change */
     uint8_t *status;
     int64_t *start_ms, *end_ms;
     struct sched_assign **assign; /* per running job: its pods */
@@ -475,6 +477,13 @@ static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
 static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
 
+/* node_state[i] changed: the core's placement state re-reads it at the next cycle. */
+static void node_changed(struct run *r, uint32_t i)
+{
+    if (r->base)
+        place_base_touch(r->base, i);
+}
+
 static void update_release(struct run *r, uint32_t i)
 {
     struct node_state *ns = &r->state[i];
@@ -534,6 +543,7 @@ static void occupy(struct run *r, uint32_t j, const struct sched_assign *a, int6
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
             struct node_state *ns = &r->state[a[k].node];
+            node_changed(r, a[k].node);
             res_add(&ns->used, &g->sets[s].req);
             ns->gpu_used |= a[k].gpu_mask;
             r->pods_on[a[k].node]++;
@@ -784,6 +794,7 @@ static void release_job(struct run *r, uint32_t j)
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
             struct node_state *ns = &r->state[a[k].node];
+            node_changed(r, a[k].node);
             res_sub(&ns->used, &g->sets[s].req);
             ns->gpu_used &= ~a[k].gpu_mask;
             r->pods_on[a[k].node]--;
@@ -968,6 +979,7 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         }
         if (++r->strikes[node0] >= fl->strikes && !r->state[node0].quarantined) {
             r->state[node0].quarantined = true;
+            node_changed(r, node0);
             r->st->quarantines++;
             heap_push(r, now + fl->quarantine_ms, node0, FIN_UNQUARANTINE);
             ev_node(r, now, "quarantine", node0);
@@ -1008,6 +1020,7 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         if (r->state[i].not_ready)
             return;
         r->state[i].not_ready = true;
+        node_changed(r, i);
         r->st->node_failures++;
         ev_node(r, now, "node-down", i);
         for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
@@ -1030,9 +1043,11 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         if (r->state[i].not_ready)
             ev_node(r, now, "node-up", i);
         r->state[i].not_ready = false;
+        node_changed(r, i);
         return;
     case FIN_UNQUARANTINE:
         r->state[i].quarantined = false;
+        node_changed(r, i);
         r->strikes[i] = 0;
         ev_node(r, now, "unquarantine", i);
         return;
@@ -2090,7 +2105,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .holds = r->holds.view,
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
-                                  .n_reserve_hints = r->hints.n};
+                                  .n_reserve_hints = r->hints.n,
+                                  .base = r->base};
     struct sched_result res;
     arena_reset(arena);
     if (sched_cycle(&snap, arena, &res) != 0)
@@ -2280,6 +2296,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     size_t nj = in->n_jobs ? in->n_jobs : 1;
     struct run r = {.in = in, .pol = pol, .opt = opt, .st = out};
     r.state = calloc(in->cluster->n_nodes ? in->cluster->n_nodes : 1, sizeof(*r.state));
+    r.base = place_base_new(in->cluster);
     r.status = calloc(nj, 1);
     r.start_ms = calloc(nj, sizeof(*r.start_ms));
     r.end_ms = calloc(nj, sizeof(*r.end_ms));
@@ -2330,11 +2347,11 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
-    if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
-        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
-        !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
-        !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv) {
+    if (!r.state || !r.base || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues ||
+        !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
+        !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
+        !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
+        !r.runlist || !r.runpos || !r.runv) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2365,6 +2382,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         free(r.assign[j]);
     for (uint32_t q = 0; r.queues && q < in->n_queues; q++)
         queue_list_fini(&r.queues[q]);
+    place_base_free(r.base);
     free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
     free(r.queues), free(r.heap);
     free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
