@@ -131,6 +131,65 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     return true;
 }
 
+/* Groups the running gangs by queue, with each queue's lowest priority. */
+static int index_running(struct preempt_ctx *pc)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    uint32_t nq = snap->n_queues;
+    pc->queue_first = arena_calloc(pc->arena, nq + 2, sizeof(*pc->queue_first));
+    pc->min_prio = arena_alloc(pc->arena, (nq + 1) * sizeof(*pc->min_prio));
+    pc->by_queue = arena_alloc(pc->arena, (snap->n_running + 1) * sizeof(*pc->by_queue));
+    if (!pc->queue_first || !pc->min_prio || !pc->by_queue)
+        return SCHED_ENOMEM;
+    for (uint32_t v = 0; v <= nq; v++)
+        pc->min_prio[v] = INT32_MAX;
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        uint32_t v = snap->running[i].gang->queue < nq ? snap->running[i].gang->queue : nq;
+        pc->queue_first[v + 1]++;
+        if (snap->running[i].gang->priority < pc->min_prio[v])
+            pc->min_prio[v] = snap->running[i].gang->priority;
+    }
+    for (uint32_t v = 0; v <= nq; v++)
+        pc->queue_first[v + 1] += pc->queue_first[v];
+    uint32_t *at = arena_alloc(pc->arena, (nq + 1) * sizeof(*at));
+    if (!at)
+        return SCHED_ENOMEM;
+    memcpy(at, pc->queue_first, (nq + 1) * sizeof(*at));
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        uint32_t v = snap->running[i].gang->queue < nq ? snap->running[i].gang->queue : nq;
+        pc->by_queue[at[v]++] = i;
+    }
+    return 0;
+}
+
+/* true when allowed() rejects every running gang of queue v as a victim of g (queue q) for a
+ * reason that holds for the whole queue: its settings, or priorities all too high. */
+static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t v)
+{
+    const struct config *cfg = pc->snap->config;
+    if (v >= pc->snap->n_queues)
+        return false; /* unknown queue: let allowed() judge each */
+    enum config_within_queue within = CONFIG_PREEMPT_LOWER_PRIORITY;
+    enum config_reclaim reclaim = CONFIG_RECLAIM_ANY;
+    if (cfg && q < cfg->n_queues) {
+        within = cfg->queues[q].preemption.within_queue;
+        reclaim = cfg->queues[q].preemption.reclaim;
+    }
+    int32_t low = pc->min_prio[v];
+    if (v == q) {
+        if (within == CONFIG_PREEMPT_NEVER)
+            return true;
+        if (within == CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL)
+            return low > g->priority;
+        return low >= g->priority;
+    }
+    if (!pc->qt || reclaim == CONFIG_RECLAIM_NEVER)
+        return true;
+    if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && low >= g->priority)
+        return true;
+    return false;
+}
+
 /* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
 static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r)
 {
@@ -268,19 +327,27 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
     if (!cands || !chosen || !best || !trial || !best_trial)
         return SCHED_ENOMEM;
+    if (!pc->by_queue && index_running(pc) != 0)
+        return SCHED_ENOMEM;
     uint32_t n_cands = 0;
-    for (uint32_t i = 0; i < snap->n_running; i++) {
-        const struct sched_running *r = &snap->running[i];
-        enum sched_preempt_kind kind;
-        if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
+    for (uint32_t v = 0; v <= snap->n_queues; v++) {
+        if (skip_queue(pc, g, q, v))
             continue;
-        double cost = preempt_cost(r, snap->now_ms);
-        /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
-         * priority first, then most recently started */
-        double key = pol->checkpoint_aware ? cost + (double)r->gang->gpus * 1e-6
-                                           : (double)r->gang->priority * 1e15 - (double)r->start_ms;
-        cands[n_cands++] =
-            (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
+        for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
+            uint32_t i = pc->by_queue[x];
+            const struct sched_running *r = &snap->running[i];
+            enum sched_preempt_kind kind;
+            if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
+                continue;
+            double cost = preempt_cost(r, snap->now_ms);
+            /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
+             * priority first, then most recently started */
+            double key = pol->checkpoint_aware
+                             ? cost + (double)r->gang->gpus * 1e-6
+                             : (double)r->gang->priority * 1e15 - (double)r->start_ms;
+            cands[n_cands++] =
+                (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
+        }
     }
     if (n_cands == 0)
         return 0;

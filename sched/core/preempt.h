@@ -48,6 +48,12 @@ struct preempt_ctx {
     struct arena *arena;
     uint8_t *chosen;             /* [n_running]: already a victim this cycle */
     uint32_t *evicted_per_queue; /* [n_queues] */
+    /* the running gangs by queue (built at the first plan of the cycle): queue v's are
+     * by_queue[queue_first[v] .. queue_first[v + 1]), queue n_queues holds any other; min_prio
+     * is the lowest priority among them. A queue none of whose gangs could be a victim of the
+     * preemptor is skipped whole (same candidates, found without a scan of every gang). */
+    uint32_t *by_queue, *queue_first;
+    int32_t *min_prio;
 };
 
 int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
