@@ -318,6 +318,13 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     for (uint32_t h = 0; h < snap->n_holds; h++)
         if (snap->holds[h].gang->id == g->id)
             return 0; /* its victims are still leaving: wait for them, evict nobody else */
+    if (!pc->by_queue && index_running(pc) != 0)
+        return SCHED_ENOMEM;
+    bool any_queue = false;
+    for (uint32_t v = 0; v <= snap->n_queues && !any_queue; v++)
+        any_queue = pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v);
+    if (!any_queue)
+        return 0; /* no running gang could be a victim of g */
     struct res_vec need;
     gang_request(g, &need);
     struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
@@ -326,8 +333,6 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
     struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
     if (!cands || !chosen || !best || !trial || !best_trial)
-        return SCHED_ENOMEM;
-    if (!pc->by_queue && index_running(pc) != 0)
         return SCHED_ENOMEM;
     uint32_t n_cands = 0;
     for (uint32_t v = 0; v <= snap->n_queues; v++) {
