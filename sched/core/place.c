@@ -15,6 +15,7 @@
  */
 #include "sched/core/place.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/bits.h"
@@ -35,6 +36,8 @@ static void bucket_link(struct place_state *st, uint32_t i)
 {
     pb_link(st->b, i);
 }
+
+static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i);
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
                       struct arena *arena)
@@ -80,6 +83,8 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->max_alloc = b->max_alloc;
     st->ok_gpus = b->ok_gpus;
     memcpy(st->level_is_nodes, b->level_is_nodes, sizeof(st->level_is_nodes));
+    st->for_nodes.sorted = true;
+    st->res_nodes.sorted = true;
     st->cap_rel = 64;
     st->rel = arena_alloc(arena, st->cap_rel * sizeof(*st->rel));
     st->cap_log = 64;
@@ -91,6 +96,8 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             uint32_t i = snap->holds[h].nodes[k];
             if (i >= n || !st->ok[i])
                 continue;
+            if (!nodes_add(st, &st->for_nodes, i))
+                return SCHED_ENOMEM;
             pb_hold(b, i, snap->holds[h].gang);
             st->any_held_for = true;
         }
@@ -203,12 +210,54 @@ static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
             st->c->nodes[i].dom[st->only_level] == st->only_domain);
 }
 
+/* ---- nodes held this cycle --------------------------------------------------------------- */
+
+/* Adds node i to list l; false on out of memory. */
+static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 64;
+        uint32_t *v = arena_alloc(st->arena, cap * sizeof(*v));
+        if (!v)
+            return false;
+        if (l->n)
+            memcpy(v, l->v, l->n * sizeof(*v));
+        l->v = v;
+        l->cap = cap;
+    }
+    l->sorted = l->sorted && (l->n == 0 || l->v[l->n - 1] < i);
+    l->v[l->n++] = i;
+    return true;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The list in ascending order, each node once. */
+static void nodes_sort(struct place_nodes *l)
+{
+    if (l->sorted)
+        return;
+    qsort(l->v, l->n, sizeof(*l->v), cmp_u32);
+    uint32_t w = 0;
+    for (uint32_t k = 0; k < l->n; k++)
+        if (w == 0 || l->v[w - 1] != l->v[k])
+            l->v[w++] = l->v[k];
+    l->n = w;
+    l->sorted = true;
+}
+
 /* Makes the nodes a preemptor holds usable for it (on) or held again (off). */
 static void own_holds(struct place_state *st, const struct gang *g, bool on)
 {
     if (!st->any_held_for)
         return; /* no preemptor holds anything this cycle: skip the scan */
-    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+    nodes_sort(&st->for_nodes);
+    for (uint32_t k = 0; k < st->for_nodes.n; k++) {
+        uint32_t i = st->for_nodes.v[k];
         if (!st->held_for[i] || st->held_for[i]->id != g->id || st->ok[i] == on)
             continue; /* by id: g may be a per-flavor copy of the gang that holds */
         st->ok[i] = on;
@@ -728,6 +777,8 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
         if (i >= st->c->n_nodes)
             continue;
         pb_mark(st->b, i);
+        if (!st->held_for[i] && !nodes_add(st, &st->for_nodes, i))
+            continue; /* out of memory: the node stays usable by others */
         st->held_for[i] = g;
         st->any_held_for = true;
         if (st->ok[i]) {
@@ -739,9 +790,11 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
 
 bool place_has_hold(const struct place_state *st, const struct gang *g)
 {
-    for (uint32_t i = 0; i < st->c->n_nodes; i++)
+    for (uint32_t k = 0; k < st->for_nodes.n; k++) {
+        uint32_t i = st->for_nodes.v[k];
         if (st->held_for[i] && st->held_for[i]->id == g->id)
             return true;
+    }
     return false;
 }
 
@@ -977,6 +1030,8 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
             uint32_t i = nodes[k];
             bucket_unlink(st, i);
             st->ok[i] = 0;
+            if (!st->held[i] && !nodes_add(st, &st->res_nodes, i))
+                st->res_lost = true; /* out of memory: no backfill into held capacity */
             st->held[i] = 1;
         }
         return n_held;
@@ -995,7 +1050,11 @@ int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes
 
 void place_lift_holds(struct place_state *st, bool lift)
 {
-    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+    if (st->res_lost)
+        return;
+    nodes_sort(&st->res_nodes);
+    for (uint32_t k = 0; k < st->res_nodes.n; k++) {
+        uint32_t i = st->res_nodes.v[k];
         if (!st->held[i] || st->ok[i] == lift)
             continue;
         st->ok[i] = lift;

@@ -55,7 +55,15 @@ struct place_state {
     uint32_t cur_tp;              /* tp_size of the gang being placed (0 = whole pods) */
     const struct gang **held_for; /* preemptor holds: node usable only by this gang, or NULL */
     bool any_held_for;            /* some node is held for a preemptor this cycle */
-    int only_level;               /* trial placements inside one domain: level, -2 = anywhere */
+    /* the nodes with held_for set and those with held set this cycle, each visited in
+     * ascending order (what a scan of every node would do) without a scan of every node */
+    struct place_nodes {
+        uint32_t *v;
+        uint32_t n, cap;
+        bool sorted;
+    } for_nodes, res_nodes;
+    bool res_lost;  /* a held node could not be listed (out of memory): holds are never lifted */
+    int only_level; /* trial placements inside one domain: level, -2 = anywhere */
     uint32_t only_domain;
     struct place_undo *rel; /* released pods of would-be victims, for undo */
     uint32_t n_rel, cap_rel;
