@@ -190,6 +190,24 @@ static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint3
     return false;
 }
 
+/* Some queue with running gangs could supply a victim of g (queue q). */
+static bool any_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q)
+{
+    for (uint32_t v = 0; v <= pc->snap->n_queues; v++)
+        if (pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v))
+            return true;
+    return false;
+}
+
+bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
+{
+    if (!pc->snap->policy->preempt || pc->snap->n_running == 0 || g->n_pods == 0)
+        return true;
+    if (!pc->by_queue && index_running(pc) != 0)
+        return false; /* out of memory: the plan will say so */
+    return !any_queue(pc, g, q);
+}
+
 /* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
 static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r)
 {
@@ -320,10 +338,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
             return 0; /* its victims are still leaving: wait for them, evict nobody else */
     if (!pc->by_queue && index_running(pc) != 0)
         return SCHED_ENOMEM;
-    bool any_queue = false;
-    for (uint32_t v = 0; v <= snap->n_queues && !any_queue; v++)
-        any_queue = pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v);
-    if (!any_queue)
+    if (!any_queue(pc, g, q))
         return 0; /* no running gang could be a victim of g */
     struct res_vec need;
     gang_request(g, &need);

@@ -65,6 +65,11 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned);
 
+/* true when preempt_plan() would find no victim for any gang of queue q with g's priority (no
+ * preemption, nothing running, or no running gang's queue could supply one), so it would do
+ * nothing. */
+bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q);
+
 /* The cost model, exposed for the simulator's accounting and the tests. */
 double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms);
 double preempt_cost(const struct sched_running *r, int64_t now_ms);

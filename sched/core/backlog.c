@@ -1,0 +1,83 @@
+/* sched/core/backlog.c: equivalence classes of the pending gangs (see backlog.h). */
+#include "sched/core/backlog.h"
+
+#include <string.h>
+
+#include "sched/core/err.h"
+
+static uint64_t class_key(const struct gang *g, uint32_t q)
+{
+    /* splitmix64 finish over the three fields; 0 is reserved for empty slots */
+    uint64_t z = g->shape ^ ((uint64_t)q * 0x9E3779B97F4A7C15ull) ^
+                 ((uint64_t)(uint32_t)g->priority * 0xD1B54A32D192ED03ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+int backlog_init(struct backlog *bl, struct arena *a, bool on)
+{
+    memset(bl, 0, sizeof(*bl));
+    bl->arena = a;
+    bl->on = on;
+    if (!on)
+        return 0;
+    bl->cap = 64;
+    bl->slot = arena_calloc(a, bl->cap, sizeof(*bl->slot));
+    return bl->slot ? 0 : SCHED_ENOMEM;
+}
+
+static struct backlog_class *find(const struct backlog *bl, uint64_t key)
+{
+    uint32_t m = bl->cap - 1;
+    for (uint32_t i = (uint32_t)key & m;; i = (i + 1) & m)
+        if (bl->slot[i].key == key || bl->slot[i].key == 0)
+            return &bl->slot[i];
+}
+
+bool backlog_skip(const struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version,
+                  int64_t *verdict)
+{
+    if (!bl->on)
+        return false;
+    const struct backlog_class *c = find(bl, class_key(g, q));
+    if (c->key == 0 || !c->inert || c->version != version)
+        return false;
+    *verdict = c->verdict;
+    return true;
+}
+
+static int grow(struct backlog *bl)
+{
+    uint32_t cap = bl->cap * 2;
+    struct backlog_class *slot = arena_calloc(bl->arena, cap, sizeof(*slot));
+    if (!slot)
+        return SCHED_ENOMEM;
+    struct backlog old = *bl;
+    bl->slot = slot;
+    bl->cap = cap;
+    for (uint32_t i = 0; i < old.cap; i++)
+        if (old.slot[i].key)
+            *find(bl, old.slot[i].key) = old.slot[i];
+    return 0;
+}
+
+int backlog_note(struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version, bool inert,
+                 int64_t verdict)
+{
+    if (!bl->on)
+        return 0;
+    if (2 * (bl->n + 1) > bl->cap && grow(bl) != 0)
+        return SCHED_ENOMEM;
+    uint64_t key = class_key(g, q);
+    struct backlog_class *c = find(bl, key);
+    if (c->key == 0) {
+        c->key = key;
+        bl->n++;
+    }
+    c->version = version;
+    c->inert = inert;
+    c->verdict = verdict;
+    return 0;
+}

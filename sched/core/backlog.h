@@ -1,0 +1,56 @@
+/* sched/core/backlog.h: equivalence classes of the pending gangs within one cycle.
+ *
+ * Owns: the table that lets a cycle pass over a pending gang without trying it when the try
+ * could change nothing. A class is (queue, shape, priority): equal shapes get equal placement
+ * verdicts (gang.c), the queue and the need decide the quota check, and the queue and the
+ * priority decide whether the gang could preempt anyone.
+ *
+ * The rule (docs/simulator.md, "Scaling"): in pass 0, a gang is skipped when the last gang of
+ * its class that the cycle handled failed (resources, topology or held capacity: a verdict the
+ * cycle's same-shape memo repeats), could preempt nobody, held no capacity of its own, and
+ * nothing that decides the quota check has happened since (no placement, no preemption plan, no
+ * reservation: the cycle's version); or when that gang was refused by its queue's quota and
+ * nothing that decides the quota check has happened since. Such a gang would have got the
+ * memo's verdict (a copy when every gang gets one) or the same quota verdict (a copy with its
+ * own gang), no reservation (only the first gang of a shape reserves) and no victims, so the
+ * decisions and verdicts are the ones of a cycle that tries it. Skipped gangs still count in
+ * n_examined. Not used when the config has several flavors. A starving gang is never kept from its
+ * reservation: only the first gang of a shape reserves, and that gang is always tried.
+ *
+ * Must not touch: the gangs (read only), anything but its arena.
+ */
+#ifndef SCHED_CORE_BACKLOG_H
+#define SCHED_CORE_BACKLOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/model.h"
+
+struct backlog_class {
+    uint64_t key;     /* 0: empty slot */
+    uint64_t version; /* the cycle's version when the class was last handled */
+    bool inert;       /* its last handled gang failed in a way the memo repeats */
+    int64_t verdict;  /* the verdict a skipped gang gets a copy of (index), or -1 */
+};
+
+struct backlog {
+    struct arena *arena;
+    struct backlog_class *slot; /* open addressing, cap a power of two */
+    uint32_t cap, n;
+    bool on;
+};
+
+/* Empty table; `on` false disables every skip. 0 or SCHED_ENOMEM. */
+int backlog_init(struct backlog *bl, struct arena *a, bool on);
+/* true when g (queue q) may be skipped at this version; *verdict: the index of the verdict it
+ * gets a copy of (with its own gang), or -1 for none. */
+bool backlog_skip(const struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version,
+                  int64_t *verdict);
+/* Records how g (queue q), just handled at `version`, ended: inert or not, and the verdict a
+ * skipped gang of its class would get a copy of (-1: none). 0 or SCHED_ENOMEM. */
+int backlog_note(struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version, bool inert,
+                 int64_t verdict);
+
+#endif
