@@ -42,6 +42,14 @@ struct backlog {
     bool on;
 };
 
+/* How far ahead of the walk a gang's class fields are fetched into the cache. */
+#define BACKLOG_AHEAD 8
+static inline void backlog_prefetch(const struct gang *g)
+{
+    __builtin_prefetch(&g->shape);
+    __builtin_prefetch(&g->priority);
+}
+
 /* Empty table; `on` false disables every skip. 0 or SCHED_ENOMEM. */
 int backlog_init(struct backlog *bl, struct arena *a, bool on);
 /* true when g (queue q) may be skipped at this version; *verdict: the index of the verdict it

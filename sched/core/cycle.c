@@ -535,14 +535,15 @@ static uint64_t cycle_version(const struct cycle *cy)
 static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum attempt a,
                       enum sched_why why, uint32_t n_before)
 {
-    bool quota = why == SCHED_WHY_QUOTA || why == SCHED_WHY_QUOTA_NEVER;
+    bool quota = why == SCHED_WHY_QUOTA; /* quota-never rejects: always tried */
     bool memo =
         why == SCHED_WHY_RESOURCES || why == SCHED_WHY_TOPOLOGY || why == SCHED_WHY_RESERVED;
     bool inert = a == ATTEMPT_FAILED && (quota || memo) &&
                  !(cy->snap->n_holds > 0 && place_has_hold(&cy->st, g)) &&
                  preempt_none(&cy->pc, g, q);
     int64_t v = -1; /* quota: the same verdict again; memo: a copy only when every gang gets one */
-    if (inert && (quota || cy->snap->verdict_every_gang)) {
+    bool copy = cy->snap->verdict_every_gang || (quota && !cy->snap->tried_verdicts_only);
+    if (inert && copy) {
         inert =
             cy->out->n_verdicts > n_before && cy->out->verdicts[cy->out->n_verdicts - 1].gang == g;
         v = (int64_t)cy->out->n_verdicts - 1;
@@ -554,6 +555,9 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
 static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool *err)
 {
     int64_t v;
+    const struct sched_queue_view *qv = &cy->snap->queues[q];
+    if (cy->pos[q] + BACKLOG_AHEAD < qv->n_pending) /* gangs lie apart: fetch ahead of the walk */
+        backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]);
     if (!backlog_skip(&cy->bl, g, q, cycle_version(cy), &v))
         return false;
     if (v >= 0) {

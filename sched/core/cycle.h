@@ -64,6 +64,12 @@ struct sched_snapshot {
     const int64_t *usage;     /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
     const double *hist_share; /* [n_queues]: decayed historical share (queue_decay), or NULL */
     bool verdict_every_gang;  /* also a verdict for gangs skipped by the same-shape memo */
+    /* Verdicts only for the gangs the cycle tries: a gang passed over because its class was
+     * refused by the quota at an unchanged state (sched/core/backlog.h) gets none, as a gang
+     * passed over by the same-shape memo gets none. For drivers that use verdicts only to
+     * reject gangs that can never run (never-fits and quota-never are always tried). Ignored
+     * when verdict_every_gang is set. */
+    bool tried_verdicts_only;
     const struct sched_running *running; /* for preemption; may be NULL */
     uint32_t n_running;
     const struct sched_hold *holds; /* preemptor holds from earlier cycles */

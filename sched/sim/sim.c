@@ -2106,6 +2106,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
                                   .n_reserve_hints = r->hints.n,
+                                  /* verdicts serve only rejects unless explained or logged */
+                                  .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,
                                   .base = r->base};
     struct sched_result res;
     arena_reset(arena);
