@@ -8,7 +8,8 @@
 # figures in docs/simulator.md, the seven ITP tenants with config/examples/itp-tenants.yaml and
 # preemption, the topology and gang test traces, cluster07 on hgx:1000 and a 2,000-gang burst on
 # hgx:200 (tests/bench/gen_burst.py). Each case keeps the table or JSON on stdout, every event
-# (--events: each start with its nodes and GPUs) and the per-job CSV (--jobs-out).
+# (--events: each start with its nodes and GPUs), the per-job CSV (--jobs-out) and stderr (one
+# case explains a job: every verdict it got).
 # Run from the repository root after `make`; BIN overrides bin/.
 set -u
 mode=${1:-}
@@ -28,7 +29,7 @@ run() { # name, simulate args...
         --jobs-out "$out/$name.jobs" "$@" > "$out/$name.out" 2> "$out/$name.err"
     echo "exit $?" >> "$out/$name.out"
     if [ "$mode" = compare ]; then
-        for f in out events jobs; do
+        for f in out err events jobs; do
             if ! cmp -s "$dir/$name.$f" "$out/$name.$f"; then
                 echo "DIFF $name.$f"; fail=1
             fi
@@ -52,6 +53,8 @@ run failures --json --cluster hgx:64,pcie:16 --node-mtbf 200 --pod-start-failure
     --trace $itp/cluster02.csv
 run c07-1000 --json --cluster hgx:1000 --trace $itp/cluster07.csv
 run burst --json --cluster hgx:200 --trace "$out/burst2k.csv"
+run burst-explain --cluster hgx:200 --trace "$out/burst2k.csv" --policy gangsched \
+    --explain burst-01500
 run burst-nvl --json --cluster nvl72:4,hgx:100,pcie:40 --trace "$out/burst2k.csv"
 if [ "$mode" = compare ]; then
     [ $fail = 0 ] && echo "same decisions: every case identical" && rm -rf "$out"
