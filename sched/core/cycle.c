@@ -554,16 +554,33 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
 /* Skips g when its class allows it (backlog.h): true when skipped, *err on out of memory. */
 static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool *err)
 {
-    int64_t v;
     const struct sched_queue_view *qv = &cy->snap->queues[q];
-    if (cy->pos[q] + BACKLOG_AHEAD < qv->n_pending) /* gangs lie apart: fetch ahead of the walk */
-        backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]);
-    if (!backlog_skip(&cy->bl, g, q, cycle_version(cy), &v))
-        return false;
-    if (v >= 0) {
-        struct sched_verdict copy = cy->out->verdicts[v];
-        copy.gang = g;
-        *err = !add_verdict(cy, &copy);
+    uint64_t version = cycle_version(cy);
+    for (bool first = true;; first = false) {
+        int64_t v;
+        if (cy->pos[q] + BACKLOG_AHEAD < qv->n_pending) /* gangs lie apart: fetch ahead */
+            backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]);
+        if (!backlog_skip(&cy->bl, g, q, version, &v)) {
+            if (first)
+                return false;
+            cy->pos[q]--; /* g goes back: the queue's head again, taken by merge_take */
+            break;
+        }
+        if (!first)
+            cy->out->n_examined++;
+        if (v >= 0) {
+            struct sched_verdict copy = cy->out->verdicts[v];
+            copy.gang = g;
+            if (!add_verdict(cy, &copy)) {
+                *err = true;
+                return true;
+            }
+        }
+        /* Alone in the heap, the queue's next gang would be taken next: no heap round trip.
+         * Nothing changes while gangs are passed over, so the version holds. */
+        if (cy->n_heap > 0 || cy->pos[q] >= qv->n_pending)
+            break;
+        g = qv->pending[cy->pos[q]++];
     }
     merge_return(cy, q);
     return true;
