@@ -43,7 +43,7 @@ struct backlog {
 };
 
 /* How far ahead of the walk a gang's class fields are fetched into the cache. */
-#define BACKLOG_AHEAD 8
+#define BACKLOG_AHEAD 32
 static inline void backlog_prefetch(const struct gang *g)
 {
     __builtin_prefetch(&g->shape);

@@ -17,6 +17,7 @@
 #include "plugins/plugins.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
+#include "sched/core/bits.h"
 #include "sched/core/cycle.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
@@ -1286,7 +1287,7 @@ static double stranded_share(const struct run *r)
     const struct cluster *c = r->in->cluster;
     int64_t stranded = 0;
     for (uint32_t i = 0; i < c->n_nodes; i++) {
-        int64_t f = c->nodes[i].n_gpus - __builtin_popcount(r->state[i].gpu_used);
+        int64_t f = c->nodes[i].n_gpus - (int64_t)bits_popc32(r->state[i].gpu_used);
         if (f > 0 && f < c->nodes[i].n_gpus)
             stranded += f;
     }
