@@ -6,22 +6,24 @@
 #
 # Cases: the default run (table and --json), each bundled ITP trace on the cluster size of the
 # figures in docs/simulator.md, the seven ITP tenants with config/examples/itp-tenants.yaml and
-# preemption, the topology and gang test traces, cluster07 on hgx:1000 and a 2,000-gang burst on
-# hgx:200 (tests/bench/gen_burst.py). Each case keeps the table or JSON on stdout, every event
+# preemption, the topology, gang, preemption and failure test traces, cluster07 on hgx:1000 and a
+# 2,000-gang burst (bench_scale --burst-csv, tests/bench/scale.c) on two clusters. Each case keeps
+# the table or JSON on stdout, every event
 # (--events: each start with its nodes and GPUs), the per-job CSV (--jobs-out) and stderr (one
 # case explains a job: every verdict it got).
-# Run from the repository root after `make`; BIN overrides bin/.
+# Run from the repository root after `make all build/tests/bench_scale`; BIN overrides bin/.
 set -u
 mode=${1:-}
 dir=${2:-}
 [ "$mode" = record ] || [ "$mode" = compare ] || { echo "usage: $0 record|compare DIR" >&2; exit 2; }
 [ -n "$dir" ] || { echo "usage: $0 record|compare DIR" >&2; exit 2; }
 BIN=${BIN:-bin}
+BUILD=${BUILD:-build} # for tests/bench_scale, the burst generator (make build/tests/bench_scale)
 itp=sched/sim/data/itp
 out=$dir
 [ "$mode" = compare ] && out=$(mktemp -d)
 mkdir -p "$out"
-python3 tests/bench/gen_burst.py --gangs 2000 > "$out/burst2k.csv" || exit 1
+"$BUILD/tests/bench_scale" --burst-csv 2000 > "$out/burst2k.csv" || exit 1
 fail=0
 run() { # name, simulate args...
     name=$1; shift
