@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/backlog.h"
+
 int queue_cmp(const struct gang *a, const struct gang *b, bool by_priority)
 {
     if (by_priority && a->priority != b->priority)
@@ -25,6 +27,7 @@ void queue_list_init(struct queue_list *l, bool by_priority)
 void queue_list_fini(struct queue_list *l)
 {
     free(l->items);
+    free(l->keys);
     memset(l, 0, sizeof(*l));
 }
 
@@ -50,11 +53,17 @@ int queue_list_insert(struct queue_list *l, const struct gang *g)
         if (!items)
             return SCHED_ENOMEM;
         l->items = items;
+        uint64_t *keys = realloc(l->keys, cap * sizeof(*keys));
+        if (!keys)
+            return SCHED_ENOMEM;
+        l->keys = keys;
         l->cap = cap;
     }
     uint32_t at = lower_bound(l, g);
     memmove(&l->items[at + 1], &l->items[at], (l->n - at) * sizeof(*l->items));
+    memmove(&l->keys[at + 1], &l->keys[at], (l->n - at) * sizeof(*l->keys));
     l->items[at] = g;
+    l->keys[at] = backlog_gang_key(g);
     l->n++;
     return 0;
 }
@@ -65,6 +74,7 @@ bool queue_list_remove(struct queue_list *l, const struct gang *g)
     if (at >= l->n || l->items[at] != g)
         return false;
     memmove(&l->items[at], &l->items[at + 1], (l->n - at - 1) * sizeof(*l->items));
+    memmove(&l->keys[at], &l->keys[at + 1], (l->n - at - 1) * sizeof(*l->keys));
     l->n--;
     return true;
 }

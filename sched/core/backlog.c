@@ -5,15 +5,12 @@
 
 #include "sched/core/err.h"
 
-static uint64_t class_key(const struct gang *g, uint32_t q)
+static uint64_t class_key(uint64_t gkey, uint32_t q)
 {
-    /* splitmix64 finish over the three fields; 0 is reserved for empty slots */
-    uint64_t z = g->shape ^ ((uint64_t)q * 0x9E3779B97F4A7C15ull) ^
-                 ((uint64_t)(uint32_t)g->priority * 0xD1B54A32D192ED03ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return z ? z : 1;
+    uint64_t z = gkey ^ ((uint64_t)(q + 1) * 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 29)) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 32;
+    return z ? z : 1; /* 0 marks an empty slot */
 }
 
 int backlog_init(struct backlog *bl, struct arena *a, bool on)
@@ -36,12 +33,12 @@ static struct backlog_class *find(const struct backlog *bl, uint64_t key)
             return &bl->slot[i];
 }
 
-bool backlog_skip(const struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version,
+bool backlog_skip(const struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version,
                   int64_t *verdict)
 {
     if (!bl->on)
         return false;
-    const struct backlog_class *c = find(bl, class_key(g, q));
+    const struct backlog_class *c = find(bl, class_key(gkey, q));
     if (c->key == 0 || !c->inert || c->version != version)
         return false;
     *verdict = c->verdict;
@@ -63,14 +60,14 @@ static int grow(struct backlog *bl)
     return 0;
 }
 
-int backlog_note(struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version, bool inert,
+int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version, bool inert,
                  int64_t verdict)
 {
     if (!bl->on)
         return 0;
     if (2 * (bl->n + 1) > bl->cap && grow(bl) != 0)
         return SCHED_ENOMEM;
-    uint64_t key = class_key(g, q);
+    uint64_t key = class_key(gkey, q);
     struct backlog_class *c = find(bl, key);
     if (c->key == 0) {
         c->key = key;

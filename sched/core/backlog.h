@@ -42,6 +42,16 @@ struct backlog {
     bool on;
 };
 
+/* The part of a gang's class it carries itself (shape and priority; the queue is added by the
+ * cycle). Queue lists keep it next to each pending gang (queue/queue.h). */
+static inline uint64_t backlog_gang_key(const struct gang *g)
+{
+    uint64_t z = g->shape ^ ((uint64_t)(uint32_t)g->priority * 0xD1B54A32D192ED03ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* How far ahead of the walk a gang's class fields are fetched into the cache. */
 #define BACKLOG_AHEAD 32
 static inline void backlog_prefetch(const struct gang *g)
@@ -52,13 +62,13 @@ static inline void backlog_prefetch(const struct gang *g)
 
 /* Empty table; `on` false disables every skip. 0 or SCHED_ENOMEM. */
 int backlog_init(struct backlog *bl, struct arena *a, bool on);
-/* true when g (queue q) may be skipped at this version; *verdict: the index of the verdict it
- * gets a copy of (with its own gang), or -1 for none. */
-bool backlog_skip(const struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version,
+/* true when a gang of key gkey (backlog_gang_key) in queue q may be skipped at this version;
+ * *verdict: the index of the verdict it gets a copy of (with its own gang), or -1 for none. */
+bool backlog_skip(const struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version,
                   int64_t *verdict);
 /* Records how g (queue q), just handled at `version`, ended: inert or not, and the verdict a
  * skipped gang of its class would get a copy of (-1: none). 0 or SCHED_ENOMEM. */
-int backlog_note(struct backlog *bl, const struct gang *g, uint32_t q, uint64_t version, bool inert,
+int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version, bool inert,
                  int64_t verdict);
 
 #endif

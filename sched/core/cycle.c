@@ -529,6 +529,13 @@ static uint64_t cycle_version(const struct cycle *cy)
     return (uint64_t)cy->out->n_placements + cy->out->n_reservations;
 }
 
+/* The class key of the gang at position `at` of queue q: kept by the queue list, else computed. */
+static uint64_t gang_key(const struct cycle *cy, uint32_t q, uint32_t at)
+{
+    const struct sched_queue_view *qv = &cy->snap->queues[q];
+    return qv->class_keys ? qv->class_keys[at] : backlog_gang_key(qv->pending[at]);
+}
+
 /* Records how g ended in pass 0 (verdicts[n_before..] were added while handling it): a failure
  * the cycle would repeat, without effect, for every gang of its class makes the class
  * skippable, with the verdict such a gang would get. */
@@ -548,7 +555,7 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
             cy->out->n_verdicts > n_before && cy->out->verdicts[cy->out->n_verdicts - 1].gang == g;
         v = (int64_t)cy->out->n_verdicts - 1;
     }
-    return backlog_note(&cy->bl, g, q, cycle_version(cy), inert, v);
+    return backlog_note(&cy->bl, gang_key(cy, q, cy->pos[q] - 1), q, cycle_version(cy), inert, v);
 }
 
 /* Skips g when its class allows it (backlog.h): true when skipped, *err on out of memory. */
@@ -558,9 +565,9 @@ static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool 
     uint64_t version = cycle_version(cy);
     for (bool first = true;; first = false) {
         int64_t v;
-        if (cy->pos[q] + BACKLOG_AHEAD < qv->n_pending) /* gangs lie apart: fetch ahead */
-            backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]);
-        if (!backlog_skip(&cy->bl, g, q, version, &v)) {
+        if (!qv->class_keys && cy->pos[q] + BACKLOG_AHEAD < qv->n_pending)
+            backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]); /* gangs lie apart */
+        if (!backlog_skip(&cy->bl, gang_key(cy, q, cy->pos[q] - 1), q, version, &v)) {
             if (first)
                 return false;
             cy->pos[q]--; /* g goes back: the queue's head again, taken by merge_take */

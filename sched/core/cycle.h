@@ -29,6 +29,9 @@ struct sched_queue_view {
     const struct queue *queue;
     const struct gang *const *pending;
     uint32_t n_pending;
+    /* [n_pending] backlog_gang_key() of each pending gang (queue_list.keys), or NULL: the
+     * cycle then reads each gang's class from the gang */
+    const uint64_t *class_keys;
 };
 
 /* A running gang, for preemption. */

@@ -2086,8 +2086,10 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     const struct sim_input *in = r->in;
     const struct cluster *c = in->cluster;
     for (uint32_t q = 0; q < in->n_queues; q++)
-        views[q] = (struct sched_queue_view){
-            .queue = &in->queues[q], .pending = r->queues[q].items, .n_pending = r->queues[q].n};
+        views[q] = (struct sched_queue_view){.queue = &in->queues[q],
+                                             .pending = r->queues[q].items,
+                                             .n_pending = r->queues[q].n,
+                                             .class_keys = r->queues[q].keys};
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);
