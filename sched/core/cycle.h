@@ -3,8 +3,9 @@
  * Owns: one scheduling cycle. sched_cycle() takes a const snapshot (cluster, usage, queues with
  * their pending gangs in queue order, policy, the time) and returns decisions: placements
  * (pod -> node and GPU indices), reservations, and a structured verdict for every gang it looked
- * at. It performs no I/O, reads no clock, keeps no state between calls and allocates only from
- * the caller's arena: the same snapshot always gives the same decisions.
+ * at. It performs no I/O, reads no clock, keeps no state between calls (the placement base a
+ * driver may pass is a cache of the snapshot, see place_base.h) and allocates only from the
+ * caller's arena: the same snapshot always gives the same decisions.
  *
  * Invariant: a gang is placed whole (all n_pods pods) or not at all.
  *
