@@ -39,7 +39,7 @@ bool backlog_skip(const struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t 
     if (!bl->on)
         return false;
     const struct backlog_class *c = find(bl, class_key(gkey, q));
-    if (c->key == 0 || !c->inert || c->version != version)
+    if (c->key == 0 || !c->inert || c->pinned || c->version != version)
         return false;
     *verdict = c->verdict;
     return true;
@@ -60,19 +60,39 @@ static int grow(struct backlog *bl)
     return 0;
 }
 
-int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version, bool inert,
-                 int64_t verdict)
+/* The class record of (gkey, q), added when new; NULL on out of memory. */
+static struct backlog_class *slot_for(struct backlog *bl, uint64_t gkey, uint32_t q)
 {
-    if (!bl->on)
-        return 0;
     if (2 * (bl->n + 1) > bl->cap && grow(bl) != 0)
-        return SCHED_ENOMEM;
+        return NULL;
     uint64_t key = class_key(gkey, q);
     struct backlog_class *c = find(bl, key);
     if (c->key == 0) {
         c->key = key;
         bl->n++;
     }
+    return c;
+}
+
+int backlog_pin(struct backlog *bl, uint64_t gkey, uint32_t q)
+{
+    if (!bl->on)
+        return 0;
+    struct backlog_class *c = slot_for(bl, gkey, q);
+    if (!c)
+        return SCHED_ENOMEM;
+    c->pinned = true;
+    return 0;
+}
+
+int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version, bool inert,
+                 int64_t verdict)
+{
+    if (!bl->on)
+        return 0;
+    struct backlog_class *c = slot_for(bl, gkey, q);
+    if (!c)
+        return SCHED_ENOMEM;
     c->version = version;
     c->inert = inert;
     c->verdict = verdict;

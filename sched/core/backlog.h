@@ -9,7 +9,8 @@
  * its class that the cycle handled failed (resources, topology or held capacity: a verdict the
  * cycle's same-shape memo repeats), could preempt nobody, held no capacity of its own, and
  * nothing that decides the quota check has happened since (no placement, no preemption plan, no
- * reservation: the cycle's version); or when that gang was refused by its queue's quota and
+ * reservation: the cycle's version), and no gang of its class holds capacity for a preemptor;
+ * or when that gang was refused by its queue's quota and
  * nothing that decides the quota check has happened since. Such a gang would have got the
  * memo's verdict (a copy when every gang gets one) or the same quota verdict (a copy with its
  * own gang), no reservation (only the first gang of a shape reserves) and no victims, so the
@@ -33,6 +34,7 @@ struct backlog_class {
     uint64_t version; /* the cycle's version when the class was last handled */
     bool inert;       /* its last handled gang failed in a way the memo repeats */
     int64_t verdict;  /* the verdict a skipped gang gets a copy of (index), or -1 */
+    bool pinned;      /* some gang of the class holds capacity: never skipped this cycle */
 };
 
 struct backlog {
@@ -66,6 +68,9 @@ int backlog_init(struct backlog *bl, struct arena *a, bool on);
  * *verdict: the index of the verdict it gets a copy of (with its own gang), or -1 for none. */
 bool backlog_skip(const struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version,
                   int64_t *verdict);
+/* A gang of the class (gkey, q) holds capacity (a preemptor hold): none of the class is
+ * skipped in this cycle, since that gang may start where the others cannot. 0 or SCHED_ENOMEM. */
+int backlog_pin(struct backlog *bl, uint64_t gkey, uint32_t q);
 /* Records how g (queue q), just handled at `version`, ended: inert or not, and the verdict a
  * skipped gang of its class would get a copy of (-1: none). 0 or SCHED_ENOMEM. */
 int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version, bool inert,

@@ -517,7 +517,14 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
     cy->keys_ready = true;
-    return backlog_init(&cy->bl, arena, !cy->cfg || cy->cfg->n_flavors == 1);
+    if (backlog_init(&cy->bl, arena, !cy->cfg || cy->cfg->n_flavors == 1) != 0)
+        return SCHED_ENOMEM;
+    for (uint32_t h = 0; h < snap->n_holds; h++) { /* a gang with a hold is like no other */
+        const struct gang *g = snap->holds[h].gang;
+        if (backlog_pin(&cy->bl, backlog_gang_key(g), g->queue) != 0)
+            return SCHED_ENOMEM;
+    }
+    return 0;
 }
 
 /* ---- backlog classes (sched/core/backlog.h) --------------------------------------------- */

@@ -322,6 +322,42 @@ static void test_backlog_verdicts(void **unused)
     cluster_free(c);
 }
 
+/* A gang that holds capacity (a preemptor's) is tried even when an earlier gang of its class
+ * failed: it may use what the other could not. */
+static void test_backlog_hold_is_tried(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:2");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    state[1].gpu_used = 0xFF, state[1].used.v[RES_GPU] = 8; /* node 0 free, held for g1 */
+    struct gang gangs[2];
+    const struct gang *pending[2] = {&gangs[0], &gangs[1]};
+    make_gang(&gangs[0], 0, 1, 8, -1);
+    make_gang(&gangs[1], 1, 1, 8, -1);
+    uint32_t held = 0;
+    struct sched_hold hold = {.gang = &gangs[1], .nodes = &held, .n_nodes = 1};
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = 2};
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = c,
+                                  .state = state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .holds = &hold,
+                                  .n_holds = 1};
+    struct arena a;
+    arena_init(&a, 0);
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&snap, &a, &res), 0);
+    assert_int_equal(res.n_placements, 1);
+    assert_int_equal(res.placements[0].gang->id, 1);
+    assert_int_equal(res.placements[0].pods[0].node, 0);
+    arena_fini(&a);
+    free(state);
+    cluster_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_bucket_order),
         cmocka_unit_test(test_level_max),
         cmocka_unit_test(test_backlog_verdicts),
+        cmocka_unit_test(test_backlog_hold_is_tried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
