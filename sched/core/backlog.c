@@ -13,7 +13,7 @@ static uint64_t class_key(uint64_t gkey, uint32_t q)
     return z ? z : 1; /* 0 marks an empty slot */
 }
 
-int backlog_init(struct backlog *bl, struct arena *a, bool on)
+int backlog_init(struct backlog *bl, struct arena *a, bool on, uint32_t n_queues)
 {
     memset(bl, 0, sizeof(*bl));
     bl->arena = a;
@@ -22,7 +22,9 @@ int backlog_init(struct backlog *bl, struct arena *a, bool on)
         return 0;
     bl->cap = 64;
     bl->slot = arena_calloc(a, bl->cap, sizeof(*bl->slot));
-    return bl->slot ? 0 : SCHED_ENOMEM;
+    bl->queues = arena_calloc(a, n_queues + 1, sizeof(*bl->queues));
+    bl->n_queues = n_queues;
+    return bl->slot && bl->queues ? 0 : SCHED_ENOMEM;
 }
 
 static struct backlog_class *find(const struct backlog *bl, uint64_t key)
@@ -69,6 +71,7 @@ static struct backlog_class *slot_for(struct backlog *bl, uint64_t gkey, uint32_
     struct backlog_class *c = find(bl, key);
     if (c->key == 0) {
         c->key = key;
+        c->last = -1;
         bl->n++;
     }
     return c;
@@ -96,5 +99,52 @@ int backlog_note(struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version
     c->version = version;
     c->inert = inert;
     c->verdict = verdict;
+    bl->notes++;
     return 0;
+}
+
+/* Finds the queue's classes and each one's last position, from the end of the queue. */
+static int scan_queue(struct backlog *bl, uint32_t q, const uint64_t *keys, uint32_t n,
+                      uint32_t n_classes)
+{
+    struct backlog_queue *bq = &bl->queues[q];
+    bq->scanned = true;
+    bq->keys = arena_alloc(bl->arena, (n_classes + 1) * sizeof(*bq->keys));
+    if (!bq->keys)
+        return SCHED_ENOMEM;
+    for (uint32_t i = n; i-- > 0 && bq->n < n_classes;) {
+        struct backlog_class *c = slot_for(bl, keys[i], q);
+        if (!c)
+            return SCHED_ENOMEM;
+        if (c->last < 0) {
+            c->last = i;
+            bq->keys[bq->n++] = c->key;
+        }
+    }
+    bq->at_notes = UINT64_MAX;
+    return 0;
+}
+
+uint32_t backlog_rest(struct backlog *bl, uint32_t q, const uint64_t *keys, uint32_t n,
+                      uint32_t n_classes, uint32_t pos, uint64_t version)
+{
+    if (!bl->on || !keys || n_classes == 0 || q >= bl->n_queues || pos >= n)
+        return 0;
+    struct backlog_queue *bq = &bl->queues[q];
+    if (!bq->scanned && scan_queue(bl, q, keys, n, n_classes) != 0)
+        return 0; /* out of memory: walk on, one gang at a time */
+    if (bq->at_notes != bl->notes || bq->at_version != version) {
+        bq->limit = -1;
+        for (uint32_t k = 0; k < bq->n; k++) {
+            const struct backlog_class *c = find(bl, bq->keys[k]);
+            bool skip = c->inert && !c->pinned && c->version == version && c->verdict < 0;
+            if (!skip && c->last > bq->limit)
+                bq->limit = c->last;
+        }
+        if (bq->n < n_classes)
+            bq->limit = (int64_t)n; /* not every class found: assume the worst */
+        bq->at_notes = bl->notes;
+        bq->at_version = version;
+    }
+    return (int64_t)pos > bq->limit ? n - pos : 0;
 }

@@ -35,6 +35,17 @@ struct backlog_class {
     bool inert;       /* its last handled gang failed in a way the memo repeats */
     int64_t verdict;  /* the verdict a skipped gang gets a copy of (index), or -1 */
     bool pinned;      /* some gang of the class holds capacity: never skipped this cycle */
+    int64_t last;     /* position of the class's last gang in its queue (backlog_rest), or -1 */
+};
+
+/* Per queue, for backlog_rest: its classes (found from the end of the queue) and the last
+ * position of a gang that may not be passed over, cached while nothing was noted. */
+struct backlog_queue {
+    uint64_t *keys; /* class keys (class_key) of the queue's classes */
+    uint32_t n;
+    bool scanned;
+    uint64_t at_notes, at_version;
+    int64_t limit; /* last position of a class that may not be skipped now, -1: none */
 };
 
 struct backlog {
@@ -42,6 +53,9 @@ struct backlog {
     struct backlog_class *slot; /* open addressing, cap a power of two */
     uint32_t cap, n;
     bool on;
+    uint64_t notes; /* backlog_note calls: a change of some class's state */
+    struct backlog_queue *queues;
+    uint32_t n_queues;
 };
 
 /* The part of a gang's class it carries itself (shape and priority; the queue is added by the
@@ -62,8 +76,14 @@ static inline void backlog_prefetch(const struct gang *g)
     __builtin_prefetch(&g->priority);
 }
 
-/* Empty table; `on` false disables every skip. 0 or SCHED_ENOMEM. */
-int backlog_init(struct backlog *bl, struct arena *a, bool on);
+/* Empty table for n_queues queues; `on` false disables every skip. 0 or SCHED_ENOMEM. */
+int backlog_init(struct backlog *bl, struct arena *a, bool on, uint32_t n_queues);
+/* How many gangs of queue q from position `pos` on (of n pending, their class keys `keys`, with
+ * n_classes distinct ones) may all be passed over now without a verdict copy: n - pos when
+ * every class that still has a gang there may be, else 0. The classes are found once per cycle
+ * by a walk from the end of the queue that stops when all n_classes were seen. */
+uint32_t backlog_rest(struct backlog *bl, uint32_t q, const uint64_t *keys, uint32_t n,
+                      uint32_t n_classes, uint32_t pos, uint64_t version);
 /* true when a gang of key gkey (backlog_gang_key) in queue q may be skipped at this version;
  * *verdict: the index of the verdict it gets a copy of (with its own gang), or -1 for none. */
 bool backlog_skip(const struct backlog *bl, uint64_t gkey, uint32_t q, uint64_t version,

@@ -517,7 +517,7 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
     cy->keys_ready = true;
-    if (backlog_init(&cy->bl, arena, !cy->cfg || cy->cfg->n_flavors == 1) != 0)
+    if (backlog_init(&cy->bl, arena, !cy->cfg || cy->cfg->n_flavors == 1, snap->n_queues) != 0)
         return SCHED_ENOMEM;
     for (uint32_t h = 0; h < snap->n_holds; h++) { /* a gang with a hold is like no other */
         const struct gang *g = snap->holds[h].gang;
@@ -591,9 +591,17 @@ static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool 
             }
         }
         /* Alone in the heap, the queue's next gang would be taken next: no heap round trip.
-         * Nothing changes while gangs are passed over, so the version holds. */
+         * Nothing changes while gangs are passed over, so the version holds; when every class
+         * left in the queue may be passed over, so may the rest of the queue at once. */
         if (cy->n_heap > 0 || cy->pos[q] >= qv->n_pending)
             break;
+        uint32_t rest = backlog_rest(&cy->bl, q, qv->class_keys, qv->n_pending, qv->n_classes,
+                                     cy->pos[q], version);
+        if (rest > 0) {
+            cy->out->n_examined += rest;
+            cy->pos[q] += rest;
+            break;
+        }
         g = qv->pending[cy->pos[q]++];
     }
     merge_return(cy, q);

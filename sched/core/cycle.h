@@ -33,6 +33,7 @@ struct sched_queue_view {
     /* [n_pending] backlog_gang_key() of each pending gang (queue_list.keys), or NULL: the
      * cycle then reads each gang's class from the gang */
     const uint64_t *class_keys;
+    uint32_t n_classes; /* distinct class_keys (queue_list.n_classes), 0 = unknown */
 };
 
 /* A running gang, for preemption. */

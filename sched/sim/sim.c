@@ -2089,7 +2089,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
         views[q] = (struct sched_queue_view){.queue = &in->queues[q],
                                              .pending = r->queues[q].items,
                                              .n_pending = r->queues[q].n,
-                                             .class_keys = r->queues[q].keys};
+                                             .class_keys = r->queues[q].keys,
+                                             .n_classes = r->queues[q].n_classes};
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);

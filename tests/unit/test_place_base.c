@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "queue/queue.h"
+#include "sched/core/backlog.h"
 #include "sched/core/bits.h"
 #include "sched/core/cycle.h"
 #include "sched/core/place_base.h"
@@ -358,6 +359,80 @@ static void test_backlog_hold_is_tried(void **unused)
     cluster_free(c);
 }
 
+/* Queue lists count the distinct classes of their gangs as gangs come and go. */
+static void test_queue_class_counts(void **unused)
+{
+    (void)unused;
+    struct gang *gangs = calloc(300, sizeof(*gangs));
+    struct queue_list l;
+    queue_list_init(&l, false);
+    for (uint32_t j = 0; j < 300; j++) { /* 30 classes: pods 1..10 x GPUs 1, 2, 4 */
+        make_gang(&gangs[j], j, 1 + j % 10, (int64_t)1 << (j / 10 % 3), -1);
+        assert_int_equal(queue_list_insert(&l, &gangs[j]), 0);
+    }
+    assert_int_equal(l.n_classes, 30);
+    for (uint32_t k = 0; k < l.n; k++)
+        assert_true(l.keys[k] == backlog_gang_key(l.items[k]));
+    for (uint32_t j = 0; j < 300; j++) /* every class but pods 1 x GPU 1 (j % 30 == 0) leaves */
+        if (j % 30 != 0)
+            assert_true(queue_list_remove(&l, &gangs[j]));
+    assert_int_equal(l.n_classes, 1);
+    assert_int_equal(l.n, 10);
+    for (uint32_t j = 0; j < 300; j++)
+        if (j % 30 == 0)
+            assert_true(queue_list_remove(&l, &gangs[j]));
+    assert_int_equal(l.n_classes, 0);
+    assert_int_equal(queue_list_insert(&l, &gangs[7]), 0);
+    assert_int_equal(l.n_classes, 1);
+    queue_list_fini(&l);
+    free(gangs);
+}
+
+/* With the queue's class keys the cycle may pass over the rest of a queue at once: the same
+ * decisions and verdicts as gang by gang, every gang counted as examined. */
+static void test_backlog_rest_of_queue(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:4");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    for (uint32_t i = 1; i < c->n_nodes; i++) /* node 0 has 4 free GPUs */
+        state[i].gpu_used = 0xFF, state[i].used.v[RES_GPU] = 8;
+    state[0].gpu_used = 0x0F, state[0].used.v[RES_GPU] = 4;
+    struct gang *gangs = calloc(200, sizeof(*gangs));
+    struct queue_list l;
+    queue_list_init(&l, false);
+    for (uint32_t j = 0; j < 200; j++) { /* mostly too large; a 2-GPU gang now and then fits */
+        make_gang(&gangs[j], j, j % 3 == 0 ? 2 : 1, j % 50 == 49 ? 2 : 8, -1);
+        assert_int_equal(queue_list_insert(&l, &gangs[j]), 0);
+    }
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    struct sched_queue_view view = {.queue = &qu, .pending = l.items, .n_pending = l.n};
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = c,
+                                  .state = state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched")};
+    struct arena a, b;
+    arena_init(&a, 0);
+    arena_init(&b, 0);
+    struct sched_result walked, jumped;
+    assert_int_equal(sched_cycle(&snap, &a, &walked), 0);
+    view.class_keys = l.keys;
+    view.n_classes = l.n_classes;
+    assert_int_equal(sched_cycle(&snap, &b, &jumped), 0);
+    same_result(&walked, &jumped);
+    assert_int_equal(walked.n_placements, 2); /* two 2-GPU gangs on node 0's 4 free GPUs */
+    assert_int_equal(jumped.n_examined, 200);
+    assert_int_equal(walked.n_examined, 200);
+    arena_fini(&a);
+    arena_fini(&b);
+    queue_list_fini(&l);
+    free(gangs);
+    free(state);
+    cluster_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +441,8 @@ int main(void)
         cmocka_unit_test(test_level_max),
         cmocka_unit_test(test_backlog_verdicts),
         cmocka_unit_test(test_backlog_hold_is_tried),
+        cmocka_unit_test(test_queue_class_counts),
+        cmocka_unit_test(test_backlog_rest_of_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
