@@ -163,8 +163,11 @@ static int index_running(struct preempt_ctx *pc)
 }
 
 /* true when allowed() rejects every running gang of queue v as a victim of g (queue q) for a
- * reason that holds for the whole queue: its settings, or priorities all too high. */
-static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t v)
+ * reason that holds for the whole queue: its settings, priorities all too high, another cohort
+ * tree, or (nominal 0) g's queue would be beyond its nominal quota with g; nominal -1: not
+ * known (the flavor is not). */
+static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t v,
+                       int nominal)
 {
     const struct config *cfg = pc->snap->config;
     if (v >= pc->snap->n_queues)
@@ -187,16 +190,35 @@ static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint3
         return true;
     if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && low >= g->priority)
         return true;
-    return false;
+    if (!quota_same_tree(pc->qt, q, v))
+        return true; /* it borrowed from another cohort tree, not from ours */
+    /* beyond its nominal quota with g, the preemptor reclaims nothing; only fair share is left */
+    return nominal == 0 && !(cfg && q < cfg->n_queues && cfg->queues[q].preemption.fair_share);
 }
 
 /* Some queue with running gangs could supply a victim of g (queue q). */
-static bool any_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q)
+static bool any_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, int nominal)
 {
     for (uint32_t v = 0; v <= pc->snap->n_queues; v++)
-        if (pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v))
+        if (pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v, nominal))
             return true;
     return false;
+}
+
+/* Would queue q stay within its nominal quota on flavor f with `need` admitted (the reclaim
+ * condition of allowed())? 1 or 0; -1 without quotas. */
+static int within_nominal(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
+                          const struct res_vec *need)
+{
+    if (!pc->qt)
+        return -1;
+    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        if (need->v[res] > 0 &&
+            quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+            return 0;
+    }
+    return 1;
 }
 
 bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
@@ -205,7 +227,7 @@ bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
         return true;
     if (!pc->by_queue && index_running(pc) != 0)
         return false; /* out of memory: the plan will say so */
-    return !any_queue(pc, g, q);
+    return !any_queue(pc, g, q, -1);
 }
 
 /* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
@@ -338,10 +360,11 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
             return 0; /* its victims are still leaving: wait for them, evict nobody else */
     if (!pc->by_queue && index_running(pc) != 0)
         return SCHED_ENOMEM;
-    if (!any_queue(pc, g, q))
-        return 0; /* no running gang could be a victim of g */
     struct res_vec need;
     gang_request(g, &need);
+    int nominal = within_nominal(pc, q, f, &need);
+    if (!any_queue(pc, g, q, nominal))
+        return 0; /* no running gang could be a victim of g */
     struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
     uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
     uint32_t *best = arena_alloc(pc->arena, snap->n_running * sizeof(*best));
@@ -351,7 +374,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
         return SCHED_ENOMEM;
     uint32_t n_cands = 0;
     for (uint32_t v = 0; v <= snap->n_queues; v++) {
-        if (skip_queue(pc, g, q, v))
+        if (skip_queue(pc, g, q, v, nominal))
             continue;
         for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
             uint32_t i = pc->by_queue[x];
