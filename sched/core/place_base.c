@@ -60,6 +60,25 @@ static void layout(struct place_base *b, struct carve *cv)
     b->dom_capg = carve(cv, md, sizeof(*b->dom_capg));
 }
 
+/* Zeroes what is read before it is written (flags, buckets, domain sums, the per-node
+ * scratch of filters); the rest (free capacity, lists, search scratch) is written first. */
+static void zero_arrays(struct place_base *b)
+{
+    size_t n = b->n ? b->n : 1;
+    uint8_t *flags[] = {b->ok, b->held, b->soft, b->sok, b->lok, b->in_list};
+    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+        memset(flags[k], 0, n);
+    memset(b->held_for, 0, n * sizeof(*b->held_for));
+    memset(b->gpu_free, 0, n * sizeof(*b->gpu_free));
+    memset(b->elig, 0, n * GANG_MAX_SETS);
+    memset(b->bits, 0, (size_t)PB_KEYS * b->words * sizeof(*b->bits));
+    memset(b->summary, 0, (size_t)PB_KEYS * ((b->words + 63) / 64) * sizeof(*b->summary));
+    for (uint32_t l = 0; l < b->c->topo.n_levels; l++)
+        memset(b->dom_okg[l], 0,
+               (b->c->topo.levels[l].n_domains ? b->c->topo.levels[l].n_domains : 1) *
+                   sizeof(*b->dom_okg[l]));
+}
+
 /* The cluster's static facts and the "nothing synced yet" state: every node marked. */
 static void init_static(struct place_base *b)
 {
@@ -118,13 +137,13 @@ static struct place_base *base_make(const struct cluster *c, struct arena *a)
     char *block = a ? arena_alloc(a, size) : malloc(size);
     if (!block)
         return NULL;
-    memset(block, 0, size);
     struct place_base *b = (struct place_base *)(void *)block;
     *b = tmp;
     b->owned = a == NULL;
     cv.at = (char *)(((uintptr_t)(block + sizeof(*b)) + 15) & ~(uintptr_t)15);
     cv.used = 0;
     layout(b, &cv);
+    zero_arrays(b);
     init_static(b);
     return b;
 }
