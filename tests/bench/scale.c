@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "queue/queue.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 #include "sched/core/model.h"
@@ -322,9 +323,10 @@ static int steady_cycle(void)
     struct replay r;
     int rc = replay_init(&r, BURST_CLUSTER, NULL);
     struct node_state *state = rc == 0 ? calloc(r.c->n_nodes, sizeof(*state)) : NULL;
-    const struct gang **pending = rc == 0 ? calloc(r.in.n_jobs, sizeof(*pending)) : NULL;
+    struct queue_list pending; /* as the simulator keeps it: sorted, with class keys */
+    queue_list_init(&pending, false);
     struct place_base *base = rc == 0 ? place_base_new(r.c) : NULL;
-    if (rc == 0 && (!state || !pending || !base))
+    if (rc == 0 && (!state || !base))
         rc = SCHED_ENOMEM;
     double per_ms = 0;
     uint32_t examined = 0;
@@ -335,10 +337,14 @@ static int steady_cycle(void)
             state[i].gpu_used = n->n_gpus >= 32 ? UINT32_MAX : (1u << n->n_gpus) - 1u;
             state[i].release_ms = INT64_MAX;
         }
-        for (uint32_t j = 0; j < r.in.n_jobs; j++)
-            pending[j] = &r.in.jobs[j].gang;
+        for (uint32_t j = 0; rc == 0 && j < r.in.n_jobs; j++)
+            rc = queue_list_insert(&pending, &r.in.jobs[j].gang);
         struct queue qu = {.name = "burst", .priority = 0, .weight = 1.0};
-        struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = r.in.n_jobs};
+        struct sched_queue_view view = {.queue = &qu,
+                                        .pending = pending.items,
+                                        .n_pending = pending.n,
+                                        .class_keys = pending.keys,
+                                        .n_classes = pending.n_classes};
         struct sched_snapshot snap = {.now_ms = 200000,
                                       .cluster = r.c,
                                       .state = state,
@@ -367,7 +373,7 @@ static int steady_cycle(void)
         per_ms = 1e3 * t / STEADY_CYCLES;
     }
     place_base_free(base);
-    free(pending);
+    queue_list_fini(&pending);
     free(state);
     replay_fini(&r);
     if (rc != 0)
