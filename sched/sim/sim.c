@@ -444,6 +444,7 @@ struct run {
     uint32_t next_sub;
     int64_t t0, t_end, prev_t;
     double frag_w, frag_t, frag_now, frag_wait; /* frag_wait: time a whole-node gang waited */
+    int64_t stranded; /* free GPUs on partly used nodes, kept as pods start and end */
     bool whole_waiting;
     uint64_t events_done; /* submits, starts, finishes, evictions, rejects */
     uint32_t uncommitted; /* instants since the last store commit */
@@ -477,6 +478,14 @@ static void touch(struct run *r, uint32_t j)
 static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
 static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
+
+/* Free GPUs of node i when it is partly used (stranded: no whole-node gang can use them). */
+static int64_t stranded_on(const struct run *r, uint32_t i)
+{
+    int64_t n = r->in->cluster->nodes[i].n_gpus;
+    int64_t f = n - (int64_t)bits_popc32(r->state[i].gpu_used);
+    return f > 0 && f < n ? f : 0;
+}
 
 /* node_state[i] changed: the core's placement state re-reads it at the next cycle. */
 static void node_changed(struct run *r, uint32_t i)
@@ -546,7 +555,9 @@ static void occupy(struct run *r, uint32_t j, const struct sched_assign *a, int6
             struct node_state *ns = &r->state[a[k].node];
             node_changed(r, a[k].node);
             res_add(&ns->used, &g->sets[s].req);
+            r->stranded -= stranded_on(r, a[k].node);
             ns->gpu_used |= a[k].gpu_mask;
+            r->stranded += stranded_on(r, a[k].node);
             r->pods_on[a[k].node]++;
             if (g->max_runtime_ms <= 0)
                 r->unbounded[a[k].node]++;
@@ -797,7 +808,9 @@ static void release_job(struct run *r, uint32_t j)
             struct node_state *ns = &r->state[a[k].node];
             node_changed(r, a[k].node);
             res_sub(&ns->used, &g->sets[s].req);
+            r->stranded -= stranded_on(r, a[k].node);
             ns->gpu_used &= ~a[k].gpu_mask;
+            r->stranded += stranded_on(r, a[k].node);
             r->pods_on[a[k].node]--;
             if (g->max_runtime_ms <= 0)
                 r->unbounded[a[k].node]--;
@@ -1281,17 +1294,12 @@ static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
     }
 }
 
-/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs. */
+/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs (r->stranded is kept
+ * by occupy() and release_job(), so an instant does not count every node). */
 static double stranded_share(const struct run *r)
 {
     const struct cluster *c = r->in->cluster;
-    int64_t stranded = 0;
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        int64_t f = c->nodes[i].n_gpus - (int64_t)bits_popc32(r->state[i].gpu_used);
-        if (f > 0 && f < c->nodes[i].n_gpus)
-            stranded += f;
-    }
-    return c->total_gpus > 0 ? (double)stranded / (double)c->total_gpus : 0.0;
+    return c->total_gpus > 0 ? (double)r->stranded / (double)c->total_gpus : 0.0;
 }
 
 static int add_point(struct run *r, int64_t now, int64_t t0)
