@@ -1085,6 +1085,12 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     const struct podset *ps = &g->sets[s];
     int64_t best_per_res[RES_MAX] = {0};
     uint32_t short_count[RES_MAX] = {0};
+    const struct sched_filter *active[16]; /* the pod-level filters that can reject, in order */
+    size_t n_active = 0;
+    for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
+        if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
+            active[n_active++] = plugin_filters[f];
+    int n_res = res_count();
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         const struct node *nd = &c->nodes[i];
         int fid = -1;
@@ -1096,11 +1102,9 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             fid = FILTER_CORDONED;
         else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
             fid = FILTER_RESERVED;
-        for (size_t f = 0; fid < 0 && plugin_filters[f]; f++) {
-            const struct sched_filter *fl = plugin_filters[f];
-            if (!fl->node_only && fl->active(&st->env, g, ps) && !fl->pass(g, ps, nd))
-                fid = (int)fl->id;
-        }
+        for (size_t f = 0; fid < 0 && f < n_active; f++)
+            if (!active[f]->pass(g, ps, nd))
+                fid = (int)active[f]->id;
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
@@ -1109,7 +1113,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
         uint32_t mask = 0;
         if (r < 0 && ps->req.v[RES_GPU] > 0 && !pod_fits(st, ps, i, &mask))
             r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
-        for (int q = 0; q < res_count(); q++)
+        for (int q = 0; q < n_res; q++)
             if (st->free[i].v[q] > best_per_res[q])
                 best_per_res[q] = st->free[i].v[q];
         if (r >= 0) {
