@@ -345,6 +345,37 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
     return fits ? n : 0;
 }
 
+/* The running gangs that may be victims of g (queue q, flavor f), in victim order (sorted by a
+ * total order: the same list whatever order they are found in). Returns their count. */
+static uint32_t collect_cands(const struct preempt_ctx *pc, const struct gang *g, uint32_t q,
+                              uint32_t f, const struct res_vec *need, int nominal,
+                              struct cand *cands)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    uint32_t n_cands = 0;
+    for (uint32_t v = 0; v <= snap->n_queues; v++) {
+        if (skip_queue(pc, g, q, v, nominal))
+            continue;
+        for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
+            uint32_t i = pc->by_queue[x];
+            const struct sched_running *r = &snap->running[i];
+            enum sched_preempt_kind kind;
+            if (pc->chosen[i] || !allowed(pc, r, g, q, f, need, &kind))
+                continue;
+            double cost = preempt_cost(r, snap->now_ms);
+            /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
+             * priority first, then most recently started */
+            double key = snap->policy->checkpoint_aware
+                             ? cost + (double)r->gang->gpus * 1e-6
+                             : (double)r->gang->priority * 1e15 - (double)r->start_ms;
+            cands[n_cands++] =
+                (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
+        }
+    }
+    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
+    return n_cands;
+}
+
 int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned)
@@ -372,29 +403,9 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
     if (!cands || !chosen || !best || !trial || !best_trial)
         return SCHED_ENOMEM;
-    uint32_t n_cands = 0;
-    for (uint32_t v = 0; v <= snap->n_queues; v++) {
-        if (skip_queue(pc, g, q, v, nominal))
-            continue;
-        for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
-            uint32_t i = pc->by_queue[x];
-            const struct sched_running *r = &snap->running[i];
-            enum sched_preempt_kind kind;
-            if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
-                continue;
-            double cost = preempt_cost(r, snap->now_ms);
-            /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
-             * priority first, then most recently started */
-            double key = pol->checkpoint_aware
-                             ? cost + (double)r->gang->gpus * 1e-6
-                             : (double)r->gang->priority * 1e15 - (double)r->start_ms;
-            cands[n_cands++] =
-                (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
-        }
-    }
+    uint32_t n_cands = collect_cands(pc, g, q, f, &need, nominal, cands);
     if (n_cands == 0)
         return 0;
-    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
     uint32_t n_best = 0, best_domain = 0;
