@@ -48,6 +48,7 @@
 #define TARGET_RSS_MB    2048.0 /* hgx:100,000 */
 #define STEADY_CYCLES    20u
 #define SCALE_REPEATS    3 /* replays per size; the fastest counts (a shared machine) */
+#define BURST_REPEATS    2 /* burst replays per policy; the fastest counts */
 
 static const uint32_t scale_sizes[] = {1000, 5000, 20000, 50000, 100000};
 #define N_SIZES (sizeof(scale_sizes) / sizeof(scale_sizes[0]))
@@ -294,10 +295,14 @@ static int deep_backlog(void)
     struct replay r;
     double ours = 0, fifo = 0;
     int rc = replay_init(&r, BURST_CLUSTER, NULL);
-    if (rc == 0)
-        rc = replay_run(&r, "gangsched", &ours);
-    if (rc == 0)
-        rc = replay_run(&r, "fifo", &fifo);
+    for (int k = 0; rc == 0 && k < BURST_REPEATS; k++) { /* the fastest of each counts */
+        double a = 0, b = 0;
+        rc = replay_run(&r, "gangsched", &a);
+        if (rc == 0)
+            rc = replay_run(&r, "fifo", &b);
+        ours = k == 0 || a < ours ? a : ours;
+        fifo = k == 0 || b < fifo ? b : fifo;
+    }
     replay_fini(&r);
     if (rc != 0)
         return 1;
