@@ -603,6 +603,39 @@ static uint32_t collect_useful(struct place_state *st, const struct gang *g,
     return n_useful;
 }
 
+/* collect_useful(st, g, pod_slots) without a visit of every node: pod_slots is 0 on a node that
+ * is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod sets,
+ * so only the buckets from that count up are visited, in ascending node order. The slots of the
+ * nodes not visited are left as they were: only those of the useful nodes are read. */
+static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
+{
+    int64_t kmin = INT64_MAX;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (g->sets[s].req.v[RES_GPU] < kmin)
+            kmin = g->sets[s].req.v[RES_GPU];
+    if (kmin <= 0 || kmin > NODE_MAX_GPUS)
+        return collect_useful(st, g, pod_slots); /* GPU-less pods fit anywhere: every node */
+    struct place_base *b = st->b;
+    const struct cluster *c = st->c;
+    pb_cand_fill(b, (uint32_t)kmin);
+    uint32_t n_useful = 0;
+    for (uint32_t wi = 0; wi < b->words; wi++) {
+        for (uint64_t m = b->cand[wi]; m; m &= m - 1) {
+            uint32_t i = wi * 64 + bits_ctz64(m);
+            bool any = false;
+            for (uint32_t s = 0; s < g->n_sets; s++) {
+                uint32_t k = eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
+                st->slots[(size_t)s * c->n_nodes + i] = k;
+                any |= k > 0;
+            }
+            if (any)
+                st->useful[n_useful++] = i;
+        }
+        b->cand[wi] = 0;
+    }
+    return n_useful;
+}
+
 /* Levels worth searching for g, tightest first: skips levels whose largest domain has fewer
  * GPUs than the gang and levels that only repeat the node level. */
 static bool level_useful(const struct place_state *st, const struct gang *g, int l)
@@ -638,7 +671,7 @@ static int start_level(const struct place_state *st, const struct gang *g)
 static enum sched_why place_domains(struct place_state *st, const struct gang *g,
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
-    uint32_t n_useful = collect_useful(st, g, pod_slots);
+    uint32_t n_useful = collect_fitting(st, g);
     for (int l = start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */

@@ -46,6 +46,7 @@ static void layout(struct place_base *b, struct carve *cv)
     b->in_list = carve(cv, n, 1);
     b->bits = carve(cv, (size_t)PB_KEYS * b->words, sizeof(*b->bits));
     b->summary = carve(cv, (size_t)PB_KEYS * sw, sizeof(*b->summary));
+    b->cand = carve(cv, b->words, sizeof(*b->cand));
     for (uint32_t l = 0; l < c->topo.n_levels; l++)
         b->dom_okg[l] = carve(cv, c->topo.levels[l].n_domains, sizeof(int64_t));
     b->dirty = carve(cv, n, sizeof(*b->dirty));
@@ -73,6 +74,7 @@ static void zero_arrays(struct place_base *b)
     memset(b->elig, 0, n * GANG_MAX_SETS);
     memset(b->bits, 0, (size_t)PB_KEYS * b->words * sizeof(*b->bits));
     memset(b->summary, 0, (size_t)PB_KEYS * ((b->words + 63) / 64) * sizeof(*b->summary));
+    memset(b->cand, 0, b->words * sizeof(*b->cand));
     for (uint32_t l = 0; l < b->c->topo.n_levels; l++)
         memset(b->dom_okg[l], 0,
                (b->c->topo.levels[l].n_domains ? b->c->topo.levels[l].n_domains : 1) *
@@ -268,6 +270,21 @@ int32_t pb_iter_next(const struct place_base *b, uint32_t k, struct pb_iter *it)
     uint32_t i = wi * 64 + bits_ctz64(m);
     it->pos = i + 1;
     return (int32_t)i;
+}
+
+void pb_cand_fill(struct place_base *b, uint32_t kmin)
+{
+    uint32_t sw = swords(b);
+    for (uint32_t k = kmin; k < PB_KEYS; k++) {
+        const uint64_t *w = b->bits + (size_t)k * b->words, *s = b->summary + (size_t)k * sw;
+        for (uint32_t si = 0; si < sw; si++) /* only the non-empty words, through the summary */
+            for (uint64_t m = s[si]; m; m &= m - 1) {
+                uint32_t wi = si * 64 + bits_ctz64(m);
+                b->cand[wi] |= w[wi];
+            }
+        for (int32_t i = b->head[k]; i >= 0; i = b->next[i])
+            b->cand[(uint32_t)i / 64] |= UINT64_C(1) << ((uint32_t)i % 64);
+    }
 }
 
 /* ---- domain sums -------------------------------------------------------------------------- */

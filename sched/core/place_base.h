@@ -67,6 +67,7 @@ struct place_base {
     uint32_t words;    /* 64-bit words per bucket bitmap */
     uint64_t *bits;    /* [PB_KEYS][words] */
     uint64_t *summary; /* [PB_KEYS][(words + 63) / 64]: bit w = bits word w is not 0 */
+    uint64_t *cand;    /* [words] scratch: the nodes of some buckets, all 0 between uses */
     int64_t free_gpus; /* sum of key over linked nodes */
     int64_t ok_gpus;   /* GPUs of sok nodes */
     /* per level and domain: GPUs of lok nodes; each level's largest and how many reach it */
@@ -133,5 +134,7 @@ static inline void pb_iter_start(const struct place_base *b, uint32_t k, struct 
 }
 /* The next node of bucket k, or -1. */
 int32_t pb_iter_next(const struct place_base *b, uint32_t k, struct pb_iter *it);
+/* Marks in b->cand every linked node with at least kmin free GPUs (buckets kmin..32). */
+void pb_cand_fill(struct place_base *b, uint32_t kmin);
 
 #endif
