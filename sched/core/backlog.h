@@ -68,6 +68,9 @@ static inline uint64_t backlog_gang_key(const struct gang *g)
     return z ^ (z >> 31);
 }
 
+/* How often (in gangs passed over) the walk asks whether the rest of the queue may go at once. */
+#define BACKLOG_REST_EVERY 16
+
 /* How far ahead of the walk a gang's class fields are fetched into the cache. */
 #define BACKLOG_AHEAD 32
 static inline void backlog_prefetch(const struct gang *g)
