@@ -921,14 +921,14 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     cw = strmap_get(&claim_why, g->pending[m]->key);
                 if (cw) {
                     bool invalid = strstr(cw, "resourceclaim ") == cw;
-                    rc = add_waiting(&b, g, invalid ? "InvalidSpec" : "WaitingForResourceClaim",
+                    rc = add_waiting(&b, g, wq, invalid ? "InvalidSpec" : "WaitingForResourceClaim",
                                      arena_strdup(a, cw));
                     if (rc)
                         goto done;
                     continue;
                 }
                 if (g->foreign) {
-                    rc = add_waiting(&b, g, "SchedulerError",
+                    rc = add_waiting(&b, g, wq, "SchedulerError",
                                      arena_printf(a,
                                                   "all pods of pod group %s should have the same "
                                                   ".spec.schedulerName; pod %s has another: its "

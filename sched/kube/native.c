@@ -138,8 +138,8 @@ static struct kpg *new_pg(const char *key, const char *ns, const char *name, con
     g->rv = rv ? strdup(rv) : NULL;
     const cJSON *labels = get(meta, "labels");
     const char *q = cJSON_GetStringValue(get(labels, KOBJ_LABEL_QUEUE));
-    if (!q)
-        q = cJSON_GetStringValue(get(labels, KOBJ_LABEL_KUEUE_QUEUE));
+    if (!q && (q = cJSON_GetStringValue(get(labels, KOBJ_LABEL_KUEUE_QUEUE))))
+        g->queue_kueue = true; /* a Kueue LocalQueue of the namespace, as on other PodGroups */
     g->queue = q ? strdup(q) : NULL;
     const char *ct = cJSON_GetStringValue(get(meta, "creationTimestamp"));
     if (ct && kobj_time(ct, &g->created_ms) != 0)
