@@ -557,6 +557,10 @@ static int set_pragmas(struct store *st, const struct store_opts *opts, struct s
                       (st->flags & STORE_DURABLE) ? "PRAGMA synchronous = FULL"
                                                   : "PRAGMA synchronous = NORMAL",
                       eb);
+    /* The writer's statement journals (the undo record of one multi-row statement, truncated
+     * after it) stay in memory: spilled to a temporary file, they cost a write() per page. */
+    if (!err)
+        err = exec_pragma(st, "PRAGMA temp_store = MEMORY", eb);
     if (!err) {
         char sql[80];
         snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld",
