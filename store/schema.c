@@ -234,11 +234,11 @@ out_rollback:
 /* Multi-row writes (store__exec_rows): one statement writes STORE__ROWS rows, its parameters
  * row after row ("?" numbers them in order). The single-row statement is the same text with
  * one row. */
-#define STORE_ROWS_4(r)  r ", " r ", " r ", " r
-#define STORE_ROWS_32(r)                                                                           \
-    STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", "           \
-        STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r)
-#define META_ROW "(?, ?)"
+#define STORE_ROWS_4(r) r ", " r ", " r ", " r
+#define STORE_ROWS_16(r)                                                                           \
+    STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r)
+#define STORE_ROWS_32(r) STORE_ROWS_16(r) ", " STORE_ROWS_16(r)
+#define META_ROW         "(?, ?)"
 #define META_PUT(rows)                                                                             \
     "INSERT INTO meta(key, value) VALUES " rows                                                    \
     " ON CONFLICT(key) DO UPDATE SET value = excluded.value"

@@ -459,7 +459,7 @@ struct run {
     uint8_t *node_dirty;
     uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
     uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
-    uint8_t *db_placed;    /* per job: the store holds placements of it (it ran at its last write) */
+    uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -2529,8 +2529,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
         !r.runlist || !r.runpos || !r.runv ||
-        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why ||
-                     !r.last_reason || !r.db_placed))) {
+        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
+                     !r.db_placed))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
