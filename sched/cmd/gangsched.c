@@ -413,6 +413,12 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "backfilled", (double)s->backfilled);
     cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
     cJSON_AddNumberToObject(o, "cycles", (double)s->cycles);
+    cJSON_AddNumberToObject(o, "multinode_mean_queue_s", s->multinode_mean_queue_s);
+    cJSON_AddNumberToObject(o, "multinode_jobs", s->multinode_jobs);
+    cJSON_AddNumberToObject(o, "eta_median_rel_error", s->eta_median_rel_error);
+    cJSON_AddNumberToObject(o, "eta_p90_rel_error", s->eta_p90_rel_error);
+    cJSON_AddNumberToObject(o, "eta_waited", s->eta_waited);
+    cJSON_AddNumberToObject(o, "eta_covered", s->eta_covered);
     cJSON *pq = cJSON_AddObjectToObject(o, "per_queue");
     for (uint32_t q = 0; q < s->n_queues; q++) {
         cJSON *e = cJSON_AddObjectToObject(pq, s->per_queue[q].name);
@@ -425,6 +431,9 @@ static cJSON *stats_json(const struct sim_stats *s)
         cJSON_AddNumberToObject(e, "borrowed_gpu_hours", s->per_queue[q].borrowed_gpu_hours);
         cJSON_AddNumberToObject(e, "lent_gpu_hours", s->per_queue[q].lent_gpu_hours);
         cJSON_AddNumberToObject(e, "reclaim_wait_s", s->per_queue[q].reclaim_wait_s);
+        cJSON_AddNumberToObject(e, "multinode_mean_queue_s",
+                                s->per_queue[q].multinode_mean_queue_s);
+        cJSON_AddNumberToObject(e, "multinode_jobs", s->per_queue[q].multinode_jobs);
     }
     return o;
 }
@@ -487,6 +496,7 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     ROW_D("p50 queue time", s[i].p50_queue_s);
     ROW_D("p95 queue time", s[i].p95_queue_s);
     ROW_D("p99 queue time", s[i].p99_queue_s);
+    ROW_D("multi-node gangs' mean queue", s[i].multinode_mean_queue_s);
     ROW_D("mean job completion time", s[i].mean_jct_s);
     ROW_D("p95 job completion time", s[i].p95_jct_s);
     ROW_F("GPU utilization", "%13.1f%%", 100.0 * s[i].gpu_utilization);
@@ -508,6 +518,8 @@ static void print_table(const struct sim_stats *s, int n, const char *cluster, i
     }
     ROW_F("quota violations", "%14llu", (unsigned long long)s[i].quota_violations);
     ROW_D("waited within nominal quota", s[i].reclaim_wait_s);
+    ROW_F("start estimate error, median", "%13.0f%%", 100.0 * s[i].eta_median_rel_error);
+    ROW_F("start estimate error, p90", "%13.0f%%", 100.0 * s[i].eta_p90_rel_error);
     if (n > 0 && s[0].n_queues > 1) {
         printf("\nmean queue time per queue\n");
         for (uint32_t q = 0; q < s[0].n_queues; q++) {

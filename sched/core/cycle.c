@@ -8,9 +8,16 @@
  *      fate) or when a smaller unconstrained request already failed; else place it whole or not
  *      at all. A gang that waited past the policy's starvation limit and still does not fit
  *      holds a reservation: its nodes are taken out of this cycle's working state so that
- *      younger gangs cannot keep starving it. Under strict FIFO the first gang that cannot
- *      start ends the cycle.
- *   4. Return placements, reservations and verdicts, all in the caller's arena.
+ *      younger gangs cannot keep starving it. This holds whatever the wait is that capacity
+ *      can end: free nodes, or quota that running gangs will give back (with one queue, or
+ *      quota borrowed from the cohort, "no quota left" and "no GPUs left" are the same wait).
+ *      The reservation holds the nodes expected to free earliest (tightest domain on ties),
+ *      not the quota: holding both left capacity idle that the gang could not use. Only gangs
+ *      expected to end before the reservation's expected start may use its nodes. Under strict
+ *      FIFO the first gang that cannot start ends the cycle.
+ *   4. Plan an expected start for every gang that waits (eta.c).
+ *   5. Return placements, reservations, verdicts and expected starts, all in the caller's
+ *      arena.
  */
 #include "sched/core/cycle.h"
 
@@ -20,6 +27,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
+#include "sched/core/eta.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
@@ -64,7 +72,16 @@ struct cycle {
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
+    /* gangs examined and not placed, in order, with their reasons (for the start planner) */
+    struct eta_item *waiting;
+    uint32_t n_waiting;
 };
+
+/* Expected run time of g: its declared maximum, else the driver's estimate, 0 = unknown. */
+static int64_t est_of(const struct cycle *cy, const struct gang *g)
+{
+    return eta_runtime(cy->snap, g);
+}
 
 /* Growable arrays in the arena. */
 static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
@@ -234,14 +251,16 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_WHY_NEVER; /* out of memory: reported by the caller through n_verdicts */
-    /* A gang that declares a maximum run time ending before the reservations start may use the
-     * held capacity (backfill that cannot delay the starving gang). */
-    bool lift = g->max_runtime_ms > 0 && cy->out->n_reservations > 0 &&
-                cy->st.hold_until_ms != INT64_MAX &&
-                cy->snap->now_ms + g->max_runtime_ms <= cy->st.hold_until_ms;
-    /* a gang with capacity held for it is not like the others of its shape */
+    /* A gang expected to end (declared maximum run time, else estimate) before the
+     * reservations start may use the held capacity: backfill that does not delay the starving
+     * gang unless the estimate was wrong. */
+    int64_t rt = est_of(cy, g);
+    bool lift = rt > 0 && cy->out->n_reservations > 0 && cy->st.hold_until_ms != INT64_MAX &&
+                cy->snap->now_ms + rt <= cy->st.hold_until_ms;
+    /* a gang with capacity held for it is not like the others of its shape (nor is one that may
+     * use the reservations: estimates differ between gangs of one shape) */
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
-    int64_t seen = own ? -1 : memo_find(cy, gf->shape);
+    int64_t seen = own || lift ? -1 : memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
     if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && is_plain(gf) &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
@@ -320,8 +339,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     *vi = cy->out->n_verdicts - 1;
     if (why == SCHED_WHY_NEVER)
         return why;
-    if (own)
-        return v.why; /* its failure says nothing about gangs without its holds */
+    if (own || lift)
+        return v.why; /* its failure says nothing about gangs without its holds or lift */
     cy->memo = grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
     if (!cy->memo)
         return SCHED_WHY_NEVER;
@@ -336,6 +355,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     return v.why;
 }
 
+/* A starvation reservation for g (flavor f) when it has waited long enough: the nodes
+ * expected to free earliest, tightest domain on ties (place_reserve). */
 static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
 {
     struct sched_result *out = cy->out;
@@ -450,6 +471,9 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         bool planned = false;
         if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
+        /* quota that running gangs will give back: the starvation guard engages as for nodes */
+        if (!planned && qv.why == SCHED_WHY_QUOTA && maybe_reserve(cy, g, qv.quota_flavor) != 0)
+            return ATTEMPT_ERROR;
         return ATTEMPT_FAILED;
     }
     const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
@@ -507,8 +531,9 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     for (uint32_t q = 0; q < snap->n_queues; q++)
         total += snap->queues[q].n_pending;
     cy->deferred = arena_alloc(arena, total * sizeof(*cy->deferred));
+    cy->waiting = snap->plan_starts ? arena_alloc(arena, total * sizeof(*cy->waiting)) : NULL;
     if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->paused || !cy->held ||
-        !cy->deferred)
+        !cy->deferred || (snap->plan_starts && !cy->waiting))
         return SCHED_ENOMEM;
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
@@ -520,50 +545,68 @@ static bool strict_queue(const struct cycle *cy, uint32_t q)
     return cy->cfg && cy->cfg->queues[q].ordering == CONFIG_STRICT_FIFO;
 }
 
+static void note_waiting(struct cycle *cy, const struct gang *g, enum sched_why why)
+{
+    if (cy->waiting)
+        cy->waiting[cy->n_waiting++] = (struct eta_item){.gang = g, .why = why};
+}
+
+/* Passes 0 and 1; 0 or SCHED_ENOMEM. */
+static int cycle_run(struct cycle *cy)
+{
+    /* Pass 0: every queue in fair-share order, admitting within nominal quota only. */
+    const struct gang *g;
+    uint32_t q;
+    while ((g = merge_take(cy, &q)) != NULL) {
+        cy->out->n_examined++;
+        enum sched_why why = SCHED_WHY_PLACED;
+        enum attempt a = try_gang(cy, q, g, cy->cfg && !cy->pol->strict_fifo ? 0 : 1, &why);
+        if (a == ATTEMPT_ERROR)
+            return SCHED_ENOMEM;
+        if (a == ATTEMPT_DEFERRED) {
+            cy->deferred[cy->n_deferred++] = g;
+            if (strict_queue(cy, q))
+                cy->paused[q] = true; /* nothing of this queue passes its head in pass 0 */
+        }
+        if (a == ATTEMPT_FAILED) {
+            bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
+            note_waiting(cy, g, why);
+            if (waits && cy->pol->strict_fifo)
+                return 0; /* the baseline: the first gang that cannot start ends the cycle */
+            if (waits && strict_queue(cy, q))
+                cy->blocked[q] = true;
+        }
+        merge_return(cy, q);
+    }
+    /* Pass 1: the gangs that need to borrow, in the same order. */
+    for (uint32_t i = 0; i < cy->n_deferred; i++) {
+        g = cy->deferred[i];
+        q = g->queue;
+        if (cy->blocked[q])
+            continue;
+        enum sched_why why = SCHED_WHY_PLACED;
+        enum attempt a = try_gang(cy, q, g, 1, &why);
+        if (a == ATTEMPT_ERROR)
+            return SCHED_ENOMEM;
+        if (a == ATTEMPT_FAILED)
+            note_waiting(cy, g, why);
+        if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
+            strict_queue(cy, q))
+            cy->blocked[q] = true;
+    }
+    return 0;
+}
+
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
     memset(out, 0, sizeof(*out));
     struct cycle cy;
-    if (cycle_init(&cy, snap, arena, out) != 0)
+    if (cycle_init(&cy, snap, arena, out) != 0 || cycle_run(&cy) != 0)
         return SCHED_ENOMEM;
-    /* Pass 0: every queue in fair-share order, admitting within nominal quota only. */
-    const struct gang *g;
-    uint32_t q;
-    while ((g = merge_take(&cy, &q)) != NULL) {
-        out->n_examined++;
-        enum sched_why why = SCHED_WHY_PLACED;
-        enum attempt a = try_gang(&cy, q, g, cy.cfg && !cy.pol->strict_fifo ? 0 : 1, &why);
-        if (a == ATTEMPT_ERROR)
-            return SCHED_ENOMEM;
-        if (a == ATTEMPT_DEFERRED) {
-            cy.deferred[cy.n_deferred++] = g;
-            if (strict_queue(&cy, q))
-                cy.paused[q] = true; /* nothing of this queue passes its head in pass 0 */
-        }
-        if (a == ATTEMPT_FAILED) {
-            bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
-            if (waits && cy.pol->strict_fifo)
-                return 0; /* the baseline: the first gang that cannot start ends the cycle */
-            if (waits && strict_queue(&cy, q))
-                cy.blocked[q] = true;
-        }
-        merge_return(&cy, q);
-    }
-    /* Pass 1: the gangs that need to borrow, in the same order. */
-    for (uint32_t i = 0; i < cy.n_deferred; i++) {
-        g = cy.deferred[i];
-        q = g->queue;
-        if (cy.blocked[q])
-            continue;
-        enum sched_why why = SCHED_WHY_PLACED;
-        enum attempt a = try_gang(&cy, q, g, 1, &why);
-        if (a == ATTEMPT_ERROR)
-            return SCHED_ENOMEM;
-        if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
-            strict_queue(&cy, q))
-            cy.blocked[q] = true;
-    }
-    return 0;
+    if (!snap->plan_starts)
+        return 0;
+    struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
+    return eta_plan(&env, cy.waiting, cy.n_waiting);
 }
 
 const char *sched_why_name(enum sched_why why)

@@ -72,6 +72,13 @@ struct sched_snapshot {
      * good (place_reserve); they hold nothing by themselves */
     const struct sched_hold *reserve_hints;
     uint32_t n_reserve_hints;
+    /* expected run time per gang id (estimate.h: declared maximum, else learned from finished
+     * gangs), 0 = unknown; NULL or ids >= n_runtime_est: the declared maximum only. Used to let
+     * a gang backfill reserved capacity it will have left before the reservation starts, and by
+     * the start-time planner. node_state.release_ms carries the same estimates for what runs. */
+    const int64_t *runtime_est_ms;
+    uint32_t n_runtime_est;
+    bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
 };
 
 /* Where one pod goes. */
@@ -162,9 +169,26 @@ struct sched_reservation {
     bool preemptor;          /* held for a preemptor until its victims are gone */
     uint32_t *nodes;         /* nodes whose free capacity is held */
     uint32_t n_nodes;
-    int64_t expected_start_ms; /* when the held nodes will be free by declared maximum run
-                                  times, INT64_MAX when unknown; a gang whose declared maximum
-                                  run time ends before it may use the held capacity */
+    int64_t expected_start_ms; /* when the held nodes are expected free (node_state.release_ms:
+                                  declared maximum run times, else estimates), INT64_MAX when
+                                  unknown; a gang expected to end before it may use the held
+                                  capacity */
+};
+
+/* Expected start of a gang that waits (see eta.h). */
+enum sched_eta_kind {
+    SCHED_ETA_AT = 0,   /* start_ms is the expected start */
+    SCHED_ETA_QUOTA,    /* no estimate: capacity is there, the queue's quota is not */
+    SCHED_ETA_BEHIND,   /* no estimate: behind `ahead` gangs the planner did not look past */
+    SCHED_ETA_UNKNOWN,  /* no estimate: a run time it depends on is unknown */
+    SCHED_ETA_NEVER,    /* it can never start as it is */
+};
+
+struct sched_eta {
+    const struct gang *gang;
+    int64_t start_ms; /* SCHED_ETA_AT: expected start (>= the cycle's now), else INT64_MAX */
+    uint32_t ahead;   /* gangs planned ahead of it in this cycle */
+    enum sched_eta_kind kind;
 };
 
 struct sched_result {
@@ -177,6 +201,9 @@ struct sched_result {
     struct sched_eviction *evictions;
     uint32_t n_evictions;
     uint32_t n_examined; /* gangs examined (placed or not) */
+    struct sched_eta *etas; /* snapshot.plan_starts: one per gang examined and not placed, in the
+                               cycle's order */
+    uint32_t n_etas;
 };
 
 /* Runs one cycle. Everything in *out lives in `arena`. Returns 0 or SCHED_ENOMEM. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "plugins/plugins.h"
+#include "queue/estimate.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/cycle.h"
@@ -460,6 +461,13 @@ struct run {
     int64_t *strike_since;   /* per node: start of that window */
     uint64_t fail_rng;
     uint32_t n_backoff; /* jobs in JOB_BACKOFF */
+    /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
+     * run learns the same) and start-time estimates */
+    struct est_model est;
+    int64_t *rt_est;    /* per job: expected run time given to the core, 0 = unknown */
+    uint32_t *fin_now;  /* jobs finished in the current instant, not yet learned from */
+    uint32_t n_fin_now;
+    int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
 };
 
 static void touch(struct run *r, uint32_t j)
@@ -808,6 +816,7 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     release_job(r, j);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
+    r->fin_now[r->n_fin_now++] = j;
     if (r->opt->events) {
         ev_head(r, now, "finish", j);
         fputs("}\n", r->opt->events);
@@ -1393,6 +1402,8 @@ static double job_wait_s(const struct run *r, uint32_t j)
     return w > 0 ? (double)w / 1000.0 : 0.0;
 }
 
+#define ETA_WAITED_S 600.0 /* the start-time KPIs count gangs that waited longer (seconds) */
+
 static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted,
                      double frag_time, double frag_wait)
 {
@@ -1416,6 +1427,18 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         double wait_s = job_wait_s(r, j);
+        if (in->jobs[j].gang.gpus > in->cluster->max_node_gpus) {
+            st->multinode_jobs++;
+            st->multinode_mean_queue_s += queue_s;
+            st->per_queue[in->jobs[j].gang.queue].multinode_jobs++;
+            st->per_queue[in->jobs[j].gang.queue].multinode_mean_queue_s += queue_s;
+        }
+        if (queue_s > ETA_WAITED_S) {
+            st->eta_waited++;
+            if (r->eta_first[j] != INT64_MIN)
+                qq[st->eta_covered++] =
+                    fabs((double)(r->eta_first[j] - r->start_ms[j]) / 1000.0) / queue_s;
+        }
         q[nq++] = queue_s;
         wait_sum += wait_s;
         if (r->status[j] == JOB_DONE)
@@ -1434,6 +1457,11 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         prio_sum[k] += queue_s;
         prio_wait[k] += wait_s;
     }
+    qsort(qq, st->eta_covered, sizeof(*qq), cmp_double);
+    st->eta_median_rel_error = pct(qq, st->eta_covered, 0.50);
+    st->eta_p90_rel_error = pct(qq, st->eta_covered, 0.90);
+    if (st->multinode_jobs)
+        st->multinode_mean_queue_s /= st->multinode_jobs;
     st->jobs = in->n_jobs;
     st->started = (uint32_t)nq;
     st->completed = (uint32_t)nj;
@@ -1482,6 +1510,8 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);
+        if (ps->multinode_jobs)
+            ps->multinode_mean_queue_s /= ps->multinode_jobs;
         st->reclaim_wait_s += ps->reclaim_wait_s;
         ps->p95_queue_s = pct(qq, n, 0.95);
     }
@@ -1927,6 +1957,84 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
     return db_reconcile(r, eb);
 }
 
+/* ---- estimates ---------------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Learns the run times of the gangs that finished in this instant, in job id order. */
+static void learn(struct run *r)
+{
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_u32);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+static const int64_t *sort_end_ms; /* qsort context of cmp_by_end (single-threaded) */
+
+static int cmp_by_end(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t ex = sort_end_ms[x], ey = sort_end_ms[y];
+    return ex != ey ? (ex > ey) - (ex < ey) : (x > y) - (x < y);
+}
+
+/* After a resume: what an uninterrupted run had learned, in the same order. */
+static void relearn(struct run *r)
+{
+    r->n_fin_now = 0;
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        if (r->status[j] == JOB_DONE)
+            r->fin_now[r->n_fin_now++] = j;
+    sort_end_ms = r->end_ms;
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+/* Before a cycle: the expected run time of every pending gang, and each node's expected
+ * release (the latest expected end of what runs on it). */
+static void estimates(struct run *r, int64_t now)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        for (uint32_t k = 0; k < r->queues[q].n; k++) {
+            const struct gang *g = r->queues[q].items[k];
+            r->rt_est[g->id] = est_runtime(&r->est, g);
+        }
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        r->state[i].release_ms = 0;
+    for (uint32_t k = 0; k < r->n_run; k++) {
+        uint32_t j = r->runlist[k];
+        const struct gang *g = &in->jobs[j].gang;
+        int64_t end = est_end(&r->est, g, r->run_start_ms[j] + r->overhead_ms[j], now);
+        for (uint32_t x = 0; x < g->n_pods; x++) {
+            struct node_state *ns = &r->state[r->assign[j][x].node];
+            if (end > ns->release_ms)
+                ns->release_ms = end;
+        }
+    }
+}
+
+/* The first expected start the planner gave each waiting gang (for the accuracy KPIs). */
+static void note_etas(struct run *r, const struct sched_result *res)
+{
+    for (uint32_t k = 0; k < res->n_etas; k++) {
+        uint32_t j = res->etas[k].gang->id;
+        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT)
+            r->eta_first[j] = res->etas[k].start_ms;
+    }
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 static double wall_s(void)
@@ -2075,6 +2183,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);
+    estimates(r, now);
     hl_fill_view(&r->hints, in);
     struct sched_snapshot snap = {.now_ms = now,
                                   .cluster = c,
@@ -2090,13 +2199,17 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .holds = r->holds.view,
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
-                                  .n_reserve_hints = r->hints.n};
+                                  .n_reserve_hints = r->hints.n,
+                                  .runtime_est_ms = r->rt_est,
+                                  .n_runtime_est = in->n_jobs,
+                                  .plan_starts = true};
     struct sched_result res;
     arena_reset(arena);
     if (sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     r->st->cycles++;
     r->st->reservations += res.n_reservations;
+    note_etas(r, &res);
     /* this cycle's starvation reservations are the next cycle's hints */
     hl_clear(&r->hints);
     for (uint32_t k = 0; k < res.n_reservations; k++)
@@ -2172,9 +2285,11 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     int rc = 0;
     r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
     r->t_end = r->prev_t = r->t0;
-    if (r->opt->db && ((r->opt->resume && (rc = db_resume(r, eb)) != 0) ||
-                       (rc = store_begin(r->opt->db, eb)) != 0 ||
-                       (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0)) {
+    if (r->opt->db && r->opt->resume && (rc = db_resume(r, eb)) == 0)
+        relearn(r); /* what the crashed run had learned from its finishes */
+    if (rc != 0 || (r->opt->db && ((rc = store_begin(r->opt->db, eb)) != 0 ||
+                                   (rc = store_config_apply(r->opt->db, in->config, NULL, 0,
+                                                            eb)) != 0))) {
         arena_fini(&arena);
         free(views);
         return rc;
@@ -2216,6 +2331,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             }
             maybe_crash(r);
         }
+        learn(r);
         while (r->next_sub < in->n_jobs && in->jobs[r->next_sub].gang.submit_ms == now) {
             submit(r, r->next_sub++, now);
             maybe_crash(r);
@@ -2320,6 +2436,12 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.strike_since = calloc(nn, sizeof(*r.strike_since));
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
+    r.rt_est = calloc(nj, sizeof(*r.rt_est));
+    r.fin_now = calloc(nj, sizeof(*r.fin_now));
+    r.eta_first = malloc(nj * sizeof(*r.eta_first));
+    for (size_t j = 0; r.eta_first && j < nj; j++)
+        r.eta_first[j] = INT64_MIN;
+    int est_rc = est_init(&r.est, in->n_queues);
     r.evict_kind = calloc(nj, 1);
     if (opt->db) {
         r.dirty = calloc(nj, 1);
@@ -2334,7 +2456,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
         !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
         !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv) {
+        !r.runpos || !r.runv || !r.rt_est || !r.fin_now || !r.eta_first || est_rc != 0) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2373,6 +2495,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
+    free(r.rt_est), free(r.fin_now), free(r.eta_first);
+    est_free(&r.est);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);

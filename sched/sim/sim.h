@@ -74,6 +74,9 @@ struct sim_queue_stats {
     double lent_gpu_hours;     /* integral of its idle nominal GPUs used by borrowers */
     double reclaim_wait_s;     /* time its head gang waited within its nominal quota while
                                   other queues borrowed */
+    double multinode_mean_queue_s; /* mean queue time of its multi-node gangs (more GPUs than
+                                      the cluster's largest node) */
+    uint32_t multinode_jobs;
 };
 
 struct sim_stats {
@@ -119,6 +122,14 @@ struct sim_stats {
     uint64_t backfilled;          /* gangs started ahead of an older waiting gang */
     uint64_t reservations;        /* cycles in which a starving gang held capacity */
     uint64_t cycles;
+    double multinode_mean_queue_s; /* mean queue time of gangs with more GPUs than the
+                                      cluster's largest node */
+    uint32_t multinode_jobs;
+    /* start-time estimates: |first expected start - actual start| / actual queue time over the
+     * gangs that waited more than 10 minutes and got an expected start (eta_covered of
+     * eta_waited such gangs) */
+    double eta_median_rel_error, eta_p90_rel_error;
+    uint32_t eta_waited, eta_covered;
     struct sim_queue_stats *per_queue; /* [n_queues] */
     uint32_t n_queues;
     /* for the report */
