@@ -1946,6 +1946,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     d.pol = sched_policy_find(o->policy ? o->policy : "gangsched");
     if (!d.pol)
         return sched_fail(eb, SCHED_EINVAL, "--policy %s: unknown policy", o->policy);
+    if (d.pol->private_slices)
+        return sched_fail(eb, SCHED_EINVAL, "--policy %s: a simulator baseline only", o->policy);
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d.loop = uv_default_loop();

@@ -190,4 +190,12 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
             const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 void sim_stats_free(struct sim_stats *s);
 
+/* The private-cluster baseline (private.c): each queue alone, under `pol`, on a slice of the
+ * cluster the size of its nominal GPU quota; the runs merged into *out (policy "private";
+ * per_queue from each queue's own run; the start-time KPIs are not merged and stay 0). Events,
+ * --db and --jobs-out are not written for it. */
+int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
+                    const struct sim_options *opt, struct sim_stats *out,
+                    struct sched_errbuf *eb);
+
 #endif
