@@ -45,7 +45,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench preempt-figures fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -162,6 +162,11 @@ bench: deps
 # (SEEDS=1-64 by default; about 8 minutes on 2 cores).
 preempt-figures: all
 	BIN=$(BIN) python3 tests/bench/preempt_seeds.py --seeds $${SEEDS:-1-64}
+
+# The sharing-incentive figures of docs/simulator.md (issue 19): gangsched, fifo and private on
+# every scenario (about a minute on 2 cores).
+fairness-figures: all
+	BIN=$(BIN) python3 tests/bench/fairness.py
 
 # Kill-and-resume at hundreds of points (the CI test runs 20).
 soak: all $(TOOLS)

@@ -30,7 +30,6 @@ void est_free(struct est_model *m)
     m->rings = NULL;
 }
 
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -797,9 +797,9 @@ static int cmd_simulate(int argc, char **argv)
         opt.db_batch = (uint32_t)a.db_batch;
     }
     for (int p = 0; p < a.n_policies; p++) {
-        if ((a.policies[p]->private_slices ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)
-                                           : sim_run(&in, a.policies[p], &opt, &stats[p], &eb)) !=
-            0) {
+        if ((a.policies[p]->private_slices
+                 ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)
+                 : sim_run(&in, a.policies[p], &opt, &stats[p], &eb)) != 0) {
             fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
             goto out;
         }

@@ -177,11 +177,11 @@ struct sched_reservation {
 
 /* Expected start of a gang that waits (see eta.h). */
 enum sched_eta_kind {
-    SCHED_ETA_AT = 0,   /* start_ms is the expected start */
-    SCHED_ETA_QUOTA,    /* no estimate: capacity is there, the queue's quota is not */
-    SCHED_ETA_BEHIND,   /* no estimate: behind `ahead` gangs the planner did not look past */
-    SCHED_ETA_UNKNOWN,  /* no estimate: a run time it depends on is unknown */
-    SCHED_ETA_NEVER,    /* it can never start as it is */
+    SCHED_ETA_AT = 0,  /* start_ms is the expected start */
+    SCHED_ETA_QUOTA,   /* no estimate: capacity is there, the queue's quota is not */
+    SCHED_ETA_BEHIND,  /* no estimate: behind `ahead` gangs the planner did not look past */
+    SCHED_ETA_UNKNOWN, /* no estimate: a run time it depends on is unknown */
+    SCHED_ETA_NEVER,   /* it can never start as it is */
 };
 
 struct sched_eta {
@@ -200,7 +200,7 @@ struct sched_result {
     uint32_t n_reservations;
     struct sched_eviction *evictions;
     uint32_t n_evictions;
-    uint32_t n_examined; /* gangs examined (placed or not) */
+    uint32_t n_examined;    /* gangs examined (placed or not) */
     struct sched_eta *etas; /* snapshot.plan_starts: one per gang examined and not placed, in the
                                cycle's order */
     uint32_t n_etas;

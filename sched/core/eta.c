@@ -125,9 +125,8 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_ev)
         int64_t busy = (int64_t)c->nodes[i].n_gpus - p->base[i];
         if (busy > 0 && rel[i] != INT64_MAX)
             ev_insert(p->ev, &p->n_ev,
-                      (struct eta_ev){.t_ms = rel[i] > now ? rel[i] : now,
-                                      .node = i,
-                                      .gpus = (int32_t)busy});
+                      (struct eta_ev){
+                          .t_ms = rel[i] > now ? rel[i] : now, .node = i, .gpus = (int32_t)busy});
     }
     return 0;
 }
@@ -189,8 +188,7 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
     uint32_t planned = 0;
     for (uint32_t w = 0; w < n; w++) {
         struct sched_eta *e = &out->etas[out->n_etas++];
-        *e = (struct sched_eta){
-            .gang = waiting[w].gang, .start_ms = INT64_MAX, .ahead = planned};
+        *e = (struct sched_eta){.gang = waiting[w].gang, .start_ms = INT64_MAX, .ahead = planned};
         enum sched_why why = waiting[w].why;
         if (why == SCHED_WHY_NEVER || why == SCHED_WHY_QUOTA_NEVER || why == SCHED_WHY_NO_NODES) {
             e->kind = SCHED_ETA_NEVER;

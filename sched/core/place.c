@@ -1057,7 +1057,8 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         for (uint32_t k = 0; k < n_cand; k++) {
             int64_t t;
             uint32_t n = reserve_pick(st, g, l, cand[k], pick, &t);
-            if (n == 0 || (n_held > 0 && (t > best_start || (t == best_start && dfree[k] <= best_free))))
+            if (n == 0 ||
+                (n_held > 0 && (t > best_start || (t == best_start && dfree[k] <= best_free))))
                 continue;
             if (n_held > 0 && t == best_start && best_level != l)
                 continue; /* as early, but a wider level */

@@ -135,8 +135,7 @@ static void finish_stats(struct sim_stats *out, double total_gpus, double busy_g
 }
 
 int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
-                    const struct sim_options *opt, struct sim_stats *out,
-                    struct sched_errbuf *eb)
+                    const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb)
 {
     memset(out, 0, sizeof(*out));
     out->policy = "private";

@@ -464,8 +464,8 @@ struct run {
     /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
      * run learns the same) and start-time estimates */
     struct est_model est;
-    int64_t *rt_est;    /* per job: expected run time given to the core, 0 = unknown */
-    uint32_t *fin_now;  /* jobs finished in the current instant, not yet learned from */
+    int64_t *rt_est;   /* per job: expected run time given to the core, 0 = unknown */
+    uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
     uint32_t n_fin_now;
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
 };
@@ -2287,9 +2287,9 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     r->t_end = r->prev_t = r->t0;
     if (r->opt->db && r->opt->resume && (rc = db_resume(r, eb)) == 0)
         relearn(r); /* what the crashed run had learned from its finishes */
-    if (rc != 0 || (r->opt->db && ((rc = store_begin(r->opt->db, eb)) != 0 ||
-                                   (rc = store_config_apply(r->opt->db, in->config, NULL, 0,
-                                                            eb)) != 0))) {
+    if (rc != 0 ||
+        (r->opt->db && ((rc = store_begin(r->opt->db, eb)) != 0 ||
+                        (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0))) {
         arena_fini(&arena);
         free(views);
         return rc;

@@ -67,13 +67,13 @@ struct sim_queue_stats {
     uint32_t jobs;
     double mean_queue_s;
     double p95_queue_s;
-    double gpu_hours;          /* GPU-hours of work run */
-    double nominal_gpus;       /* nominal nvidia.com/gpu quota, all flavors */
-    double max_usage_gpus;     /* most GPUs admitted at once */
-    double borrowed_gpu_hours; /* integral of GPUs used above nominal */
-    double lent_gpu_hours;     /* integral of its idle nominal GPUs used by borrowers */
-    double reclaim_wait_s;     /* time its head gang waited within its nominal quota while
-                                  other queues borrowed */
+    double gpu_hours;              /* GPU-hours of work run */
+    double nominal_gpus;           /* nominal nvidia.com/gpu quota, all flavors */
+    double max_usage_gpus;         /* most GPUs admitted at once */
+    double borrowed_gpu_hours;     /* integral of GPUs used above nominal */
+    double lent_gpu_hours;         /* integral of its idle nominal GPUs used by borrowers */
+    double reclaim_wait_s;         /* time its head gang waited within its nominal quota while
+                                      other queues borrowed */
     double multinode_mean_queue_s; /* mean queue time of its multi-node gangs (more GPUs than
                                       the cluster's largest node) */
     uint32_t multinode_jobs;
@@ -195,7 +195,6 @@ void sim_stats_free(struct sim_stats *s);
  * per_queue from each queue's own run; the start-time KPIs are not merged and stay 0). Events,
  * --db and --jobs-out are not written for it. */
 int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
-                    const struct sim_options *opt, struct sim_stats *out,
-                    struct sched_errbuf *eb);
+                    const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 
 #endif

@@ -664,8 +664,8 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
 
 /* A cycle with a one-queue config (nominal = the cluster's GPUs, as the simulator generates
  * for one trace), run-time estimates per gang id, and the start planner on. */
-static const struct sched_result *cycle_quota(struct world *w, int64_t now_s,
-                                              const int64_t *est, struct config **cfg_out)
+static const struct sched_result *cycle_quota(struct world *w, int64_t now_s, const int64_t *est,
+                                              struct config **cfg_out)
 {
     char yaml[512];
     snprintf(yaml, sizeof(yaml),
