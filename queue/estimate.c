@@ -36,8 +36,11 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static const double quantiles[EST_KINDS] = {
+    [EST_SAFE] = EST_QUANTILE, [EST_TYPICAL] = EST_TYPICAL_QUANTILE};
+
 /* The quantile of the ring's values above `above` (nearest rank); 0 when there are none. */
-static int64_t quantile_above(const struct est_ring *r, int64_t above)
+static int64_t quantile_above(const struct est_ring *r, int64_t above, enum est_kind kind)
 {
     int64_t v[EST_RING];
     uint32_t n = 0;
@@ -47,7 +50,7 @@ static int64_t quantile_above(const struct est_ring *r, int64_t above)
     if (n == 0)
         return 0;
     qsort(v, n, sizeof(*v), cmp_i64);
-    uint32_t at = (uint32_t)(EST_QUANTILE * (double)n + 0.999999);
+    uint32_t at = (uint32_t)(quantiles[kind] * (double)n + 0.999999);
     return v[at > 0 ? at - 1 : 0];
 }
 
@@ -57,7 +60,8 @@ static void push(struct est_ring *r, int64_t v)
     r->next = (r->next + 1) % EST_RING;
     if (r->n < EST_RING)
         r->n++;
-    r->q = quantile_above(r, -1);
+    for (int k = 0; k < EST_KINDS; k++)
+        r->q[k] = quantile_above(r, -1, (enum est_kind)k);
 }
 
 void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms)
@@ -87,15 +91,16 @@ static const struct est_ring *best_ring(const struct est_model *m, const struct 
     return NULL;
 }
 
-int64_t est_runtime(const struct est_model *m, const struct gang *g)
+int64_t est_runtime(const struct est_model *m, const struct gang *g, enum est_kind kind)
 {
     if (g->max_runtime_ms > 0)
         return g->max_runtime_ms;
     const struct est_ring *r = best_ring(m, g);
-    return r ? (r->q > 0 ? r->q : 1) : 0;
+    return r ? (r->q[kind] > 0 ? r->q[kind] : 1) : 0;
 }
 
-int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms)
+int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms,
+                enum est_kind kind)
 {
     if (g->max_runtime_ms > 0)
         return start_ms + g->max_runtime_ms;
@@ -103,8 +108,8 @@ int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_m
     if (!r)
         return INT64_MAX;
     int64_t ran = now_ms > start_ms ? now_ms - start_ms : 0;
-    if (start_ms + r->q > now_ms)
-        return start_ms + r->q;
-    int64_t v = quantile_above(r, ran);
+    if (start_ms + r->q[kind] > now_ms)
+        return start_ms + r->q[kind];
+    int64_t v = quantile_above(r, ran, kind);
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
 }

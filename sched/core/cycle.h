@@ -50,6 +50,13 @@ struct sched_hold {
     uint32_t n_nodes;
 };
 
+/* GPUs of a running pod and when they are expected back (start planner). */
+struct sched_release {
+    uint32_t node;
+    uint32_t gpus;
+    int64_t t_ms; /* INT64_MAX: unknown */
+};
+
 struct sched_snapshot {
     int64_t now_ms;
     const struct cluster *cluster;
@@ -78,6 +85,15 @@ struct sched_snapshot {
      * the start-time planner. node_state.release_ms carries the same estimates for what runs. */
     const int64_t *runtime_est_ms;
     uint32_t n_runtime_est;
+    /* for the start planner only: typical run times per gang id (the median, where the above
+     * is a safe high quantile) and each node's typical release [cluster->n_nodes]; NULL = the
+     * safe ones */
+    const int64_t *runtime_typ_ms;
+    const int64_t *release_typ_ms;
+    /* for the start planner only: when the GPUs of running pods are typically given back, one
+     * entry per running pod; NULL = per node, all of its GPUs at release_typ_ms */
+    const struct sched_release *releases;
+    uint32_t n_releases;
     bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
 };
 

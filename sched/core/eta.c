@@ -9,7 +9,7 @@
 struct eta_ev {
     int64_t t_ms;  /* when the GPUs come back */
     uint32_t node; /* index into cluster->nodes */
-    int32_t gpus;  /* GPUs freed */
+    int32_t gpus;  /* GPUs freed (< 0: taken by a planned gang) */
 };
 
 int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g)
@@ -17,6 +17,14 @@ int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g)
     if (g->max_runtime_ms > 0)
         return g->max_runtime_ms;
     return snap->runtime_est_ms && g->id < snap->n_runtime_est ? snap->runtime_est_ms[g->id] : 0;
+}
+
+/* The planner's run time of g: typical where the driver gives one, else eta_runtime(). */
+static int64_t typ_runtime(const struct sched_snapshot *snap, const struct gang *g)
+{
+    if (g->max_runtime_ms <= 0 && snap->runtime_typ_ms && g->id < snap->n_runtime_est)
+        return snap->runtime_typ_ms[g->id];
+    return eta_runtime(snap, g);
 }
 
 static int popc(uint32_t x)
@@ -110,16 +118,38 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_ev)
         p->usable[i] = nd->ready && !nd->unschedulable && !snap->state[i].not_ready &&
                        !snap->state[i].quarantined;
         p->base[i] = popc(st->gpu_free[i]);
-        rel[i] = snap->state[i].release_ms;
+        rel[i] = snap->release_typ_ms ? snap->release_typ_ms[i] : snap->state[i].release_ms;
     }
     /* what this cycle started ends by its expected run time */
     for (uint32_t k = 0; k < env->out->n_placements; k++) {
         const struct sched_placement *pl = &env->out->placements[k];
-        int64_t rt = eta_runtime(snap, pl->gang);
+        int64_t rt = typ_runtime(snap, pl->gang);
         int64_t end = rt > 0 ? now + rt : INT64_MAX;
         for (uint32_t x = 0; x < pl->gang->n_pods; x++)
             if (end > rel[pl->pods[x].node])
                 rel[pl->pods[x].node] = end;
+    }
+    if (snap->releases) { /* per running pod, then this cycle's placements per node */
+        for (uint32_t k = 0; k < snap->n_releases; k++) {
+            const struct sched_release *x = &snap->releases[k];
+            if (x->node < c->n_nodes && x->t_ms != INT64_MAX)
+                ev_insert(p->ev, &p->n_ev,
+                          (struct eta_ev){.t_ms = x->t_ms > now ? x->t_ms : now,
+                                          .node = x->node,
+                                          .gpus = (int32_t)x->gpus});
+        }
+        for (uint32_t k = 0; k < env->out->n_placements; k++) {
+            const struct sched_placement *pl = &env->out->placements[k];
+            int64_t rt = typ_runtime(snap, pl->gang);
+            if (rt <= 0)
+                continue;
+            for (uint32_t x = 0; x < pl->gang->n_pods; x++)
+                ev_insert(p->ev, &p->n_ev,
+                          (struct eta_ev){.t_ms = now + rt,
+                                          .node = pl->pods[x].node,
+                                          .gpus = __builtin_popcount(pl->pods[x].gpu_mask)});
+        }
+        return 0;
     }
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         int64_t busy = (int64_t)c->nodes[i].n_gpus - p->base[i];
@@ -131,8 +161,20 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_ev)
     return 0;
 }
 
-/* Plans gang g (a waiting gang, not NEVER): its expected start, then its claims. */
-static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e)
+/* Does g hold a starvation reservation this cycle? */
+static bool holds_reservation(const struct sched_result *out, const struct gang *g)
+{
+    for (uint32_t k = 0; k < out->n_reservations; k++)
+        if (out->reservations[k].gang == g)
+            return true;
+    return false;
+}
+
+/* Plans gang g (a waiting gang, not NEVER): its expected start, then its claims. A gang that
+ * holds a reservation claims its GPUs from now on (nobody else may take them, as in the cycle);
+ * any other claims them from its expected start, so that gangs behind it may still be planned
+ * into the gap before it, as backfill does. */
+static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e, bool holds)
 {
     const struct gang *g = it->gang;
     int64_t now = p->snap->now_ms, k = pod_gpus(g);
@@ -152,7 +194,7 @@ static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta
     e->kind = SCHED_ETA_AT;
     e->start_ms = t;
     /* claim: the nodes with the most room at t, in node order, from now to its expected end */
-    int64_t rt = eta_runtime(p->snap, g), end = rt > 0 ? t + rt : INT64_MAX;
+    int64_t rt = typ_runtime(p->snap, g), end = rt > 0 ? t + rt : INT64_MAX;
     uint64_t left = g->n_pods;
     for (uint32_t i = 0; i < p->n_nodes && left > 0; i++) {
         if (!p->usable[i])
@@ -163,7 +205,12 @@ static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta
         if (take == 0)
             continue;
         left -= take;
-        p->base[i] -= (int64_t)take * k;
+        if (holds || t == now) {
+            p->base[i] -= (int64_t)take * k; /* held from now on */
+        } else {
+            ev_insert(p->ev, &p->n_ev,
+                      (struct eta_ev){.t_ms = t, .node = i, .gpus = -(int32_t)(take * k)});
+        }
         if (end != INT64_MAX)
             ev_insert(p->ev, &p->n_ev,
                       (struct eta_ev){.t_ms = end, .node = i, .gpus = (int32_t)(take * k)});
@@ -177,10 +224,12 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
     out->etas = arena_alloc(env->arena, (n + 1) * sizeof(*out->etas));
     if (!out->etas)
         return SCHED_ENOMEM;
-    uint32_t cap_ev = env->snap->cluster->n_nodes;
+    uint32_t cap_ev = env->snap->cluster->n_nodes + env->snap->n_releases;
+    for (uint32_t k = 0; k < out->n_placements; k++)
+        cap_ev += out->placements[k].gang->n_pods;
     for (uint32_t w = 0; w < n && w < ETA_MAX_PLANNED; w++) {
         uint32_t pods = waiting[w].gang->n_pods;
-        cap_ev += pods < env->snap->cluster->n_nodes ? pods : env->snap->cluster->n_nodes;
+        cap_ev += 2 * (pods < env->snap->cluster->n_nodes ? pods : env->snap->cluster->n_nodes);
     }
     struct plan p;
     if (plan_init(&p, env, cap_ev) != 0)
@@ -198,7 +247,7 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
             e->kind = SCHED_ETA_BEHIND;
             continue;
         }
-        plan_one(&p, &waiting[w], e);
+        plan_one(&p, &waiting[w], e, holds_reservation(out, waiting[w].gang));
         planned++;
     }
     return 0;

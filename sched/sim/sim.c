@@ -464,7 +464,11 @@ struct run {
     /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
      * run learns the same) and start-time estimates */
     struct est_model est;
-    int64_t *rt_est;   /* per job: expected run time given to the core, 0 = unknown */
+    int64_t *rt_est;            /* per job: expected run time given to the core, 0 = unknown */
+    int64_t *rt_typ;            /* per job: typical run time, for start estimates */
+    int64_t *rel_typ;           /* per node: typical release, for start estimates */
+    struct sched_release *rels; /* per running pod: typical release, for start estimates */
+    uint32_t n_rels, cap_rels;
     uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
     uint32_t n_fin_now;
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
@@ -2009,18 +2013,38 @@ static void estimates(struct run *r, int64_t now)
     for (uint32_t q = 0; q < in->n_queues; q++)
         for (uint32_t k = 0; k < r->queues[q].n; k++) {
             const struct gang *g = r->queues[q].items[k];
-            r->rt_est[g->id] = est_runtime(&r->est, g);
+            r->rt_est[g->id] = est_runtime(&r->est, g, EST_SAFE);
+            r->rt_typ[g->id] = est_runtime(&r->est, g, EST_TYPICAL);
         }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
-        r->state[i].release_ms = 0;
+        r->state[i].release_ms = r->rel_typ[i] = 0;
+    r->n_rels = 0;
     for (uint32_t k = 0; k < r->n_run; k++) {
         uint32_t j = r->runlist[k];
         const struct gang *g = &in->jobs[j].gang;
-        int64_t end = est_end(&r->est, g, r->run_start_ms[j] + r->overhead_ms[j], now);
+        int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
+        int64_t end = est_end(&r->est, g, from, now, EST_SAFE);
+        int64_t typ = est_end(&r->est, g, from, now, EST_TYPICAL);
         for (uint32_t x = 0; x < g->n_pods; x++) {
-            struct node_state *ns = &r->state[r->assign[j][x].node];
-            if (end > ns->release_ms)
-                ns->release_ms = end;
+            uint32_t i = r->assign[j][x].node;
+            if (r->n_rels == r->cap_rels) {
+                uint32_t cap = r->cap_rels ? 2 * r->cap_rels : 1024;
+                struct sched_release *nr = realloc(r->rels, cap * sizeof(*nr));
+                if (!nr) {
+                    r->oom = true;
+                    return;
+                }
+                r->rels = nr;
+                r->cap_rels = cap;
+            }
+            r->rels[r->n_rels++] = (struct sched_release){
+                .node = i,
+                .gpus = (uint32_t)__builtin_popcount(r->assign[j][x].gpu_mask),
+                .t_ms = typ};
+            if (end > r->state[i].release_ms)
+                r->state[i].release_ms = end;
+            if (typ > r->rel_typ[i])
+                r->rel_typ[i] = typ;
         }
     }
 }
@@ -2201,6 +2225,10 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .reserve_hints = r->hints.view,
                                   .n_reserve_hints = r->hints.n,
                                   .runtime_est_ms = r->rt_est,
+                                  .runtime_typ_ms = r->rt_typ,
+                                  .release_typ_ms = r->rel_typ,
+                                  .releases = r->rels,
+                                  .n_releases = r->n_rels,
                                   .n_runtime_est = in->n_jobs,
                                   .plan_starts = true};
     struct sched_result res;
@@ -2437,6 +2465,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
     r.rt_est = calloc(nj, sizeof(*r.rt_est));
+    r.rt_typ = calloc(nj, sizeof(*r.rt_typ));
+    r.rel_typ = calloc(nn, sizeof(*r.rel_typ));
     r.fin_now = calloc(nj, sizeof(*r.fin_now));
     r.eta_first = malloc(nj * sizeof(*r.eta_first));
     for (size_t j = 0; r.eta_first && j < nj; j++)
@@ -2456,7 +2486,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
         !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
         !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv || !r.rt_est || !r.fin_now || !r.eta_first || est_rc != 0) {
+        !r.runpos || !r.runv || !r.rt_est || !r.rt_typ || !r.rel_typ || !r.fin_now ||
+        !r.eta_first || est_rc != 0) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2495,7 +2526,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
-    free(r.rt_est), free(r.fin_now), free(r.eta_first);
+    free(r.rt_est), free(r.rt_typ), free(r.rel_typ), free(r.rels), free(r.fin_now),
+        free(r.eta_first);
     est_free(&r.est);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
