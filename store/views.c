@@ -168,8 +168,16 @@ static void jstr(struct store_views *v, cJSON *o, const char *key, const char *s
         v->oom = true;
 }
 
+/* Fractions are rounded to the 15 significant digits cJSON prints: the document read offline
+ * (gangctl --db) and the same document sent over HTTP and parsed again then hold equal numbers
+ * (cJSON's shortest form is only within an epsilon of the double). */
 static void jnum(struct store_views *v, cJSON *o, const char *key, double x)
 {
+    if (isfinite(x) && x != floor(x)) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%1.15g", x);
+        x = strtod(buf, NULL);
+    }
     if (!o || !(isfinite(x) ? cJSON_AddNumberToObject(o, key, x) : cJSON_AddNullToObject(o, key)))
         v->oom = true;
 }
