@@ -674,15 +674,31 @@ static char *job_nodes(const cJSON *job)
     return s;
 }
 
+/* The START cell for a job without an expected start: the planner's reason in one word. */
+static void eta_word(const char *note, char *buf, size_t n)
+{
+    unsigned behind;
+    if (!note)
+        return;
+    if (strstr(note, "quota"))
+        snprintf(buf, n, "quota");
+    else if (sscanf(note, "no estimate: behind %u", &behind) == 1)
+        snprintf(buf, n, "behind:%u", behind);
+    else if (strstr(note, "never"))
+        snprintf(buf, n, "never");
+    else
+        snprintf(buf, n, "unknown");
+}
+
 static int show_jobs(cJSON *doc, const char *only, bool all)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"JOB",      "QUEUE",     "STATE",       "GPUS",
-                                      "POSITION", "WAITING",   "STARTED",     "FINISHED",
-                                      "FLAVOR",   "SUBMITTED", "PREEMPTIONS", "NODES"};
+    static const char *const hdr[] = {"JOB",       "QUEUE",       "STATE",    "GPUS",  "POSITION",
+                                      "WAITING",   "STARTED",     "FINISHED", "START", "FLAVOR",
+                                      "SUBMITTED", "PREEMPTIONS", "NODES"};
     struct table t;
-    tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 8, hdr, 0x418);
+    tbl_init(&t, out_fmt == OUT_WIDE ? 13 : 9, hdr, 0x818);
     const cJSON *jobs = jget(doc, "jobs");
     EACH(j, jobs)
     {
@@ -703,7 +719,13 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
         tbl_cell(&t, C_NONE, "%s", w);
         tbl_cell(&t, C_NONE, "%s", st);
         tbl_cell(&t, C_NONE, "%s", fin);
-        if (t.ncol > 8) {
+        /* START: the expected start of a pending job (as squeue --start), else in one word why
+         * there is none (quota, behind:N, unknown, never) */
+        char eta[64];
+        fmt_time(eta, sizeof(eta), gint(j, "expected_start_ms", STORE_NO_TIME));
+        eta_word(gstr(j, "expected_start"), eta, sizeof(eta));
+        tbl_cell(&t, C_NONE, "%s", eta);
+        if (t.ncol > 9) {
             fmt_time(sub, sizeof(sub), gint(j, "submit_ms", STORE_NO_TIME));
             char *nodes = job_nodes(j);
             tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "flavor")));

@@ -282,7 +282,27 @@ int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n)
     case SCHED_ETA_UNKNOWN:
         return snprintf(buf, n, "no estimate: run times unknown");
     case SCHED_ETA_NEVER:
-        return snprintf(buf, n, "never (as it is)");
+        return snprintf(buf, n, "no estimate: never fits as it is");
     }
     return snprintf(buf, n, "no estimate");
+}
+
+const struct sched_eta *eta_find(const struct sched_result *res, const struct gang *g)
+{
+    for (uint32_t k = 0; k < res->n_etas; k++)
+        if (res->etas[k].gang == g)
+            return &res->etas[k];
+    return NULL;
+}
+
+void eta_for_log(const struct sched_result *res, const struct gang *g, int64_t now_ms, bool *has,
+                 int64_t *at_ms, char *note, size_t n)
+{
+    const struct sched_eta *e = eta_find(res, g);
+    *has = e != NULL;
+    *at_ms = e && e->kind == SCHED_ETA_AT ? e->start_ms : 0;
+    if (n > 0)
+        note[0] = 0;
+    if (e && e->kind != SCHED_ETA_AT)
+        eta_format(e, now_ms, note, n);
 }

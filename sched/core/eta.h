@@ -17,6 +17,8 @@
 #ifndef SCHED_CORE_ETA_H
 #define SCHED_CORE_ETA_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sched/core/arena.h"
@@ -44,7 +46,15 @@ int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g);
 /* Fills env->out->etas for the n waiting gangs, in order. 0 or SCHED_ENOMEM. */
 int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n);
 
-/* "in 2h 5m", "no estimate: waiting for quota", "no estimate: behind 300 gangs", ... into buf. */
+/* "in 2h05m", "no estimate: waiting for quota", "no estimate: behind 300 gangs", ... into buf. */
 int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n);
+
+/* The expected start of g in a cycle's result, or NULL (placed, or not planned). */
+const struct sched_eta *eta_find(const struct sched_result *res, const struct gang *g);
+
+/* For a decision log row: *has false when g has no entry; else *at_ms (SCHED_ETA_AT) or the
+ * reason there is none written to note (note[0] == 0 when there is a time). */
+void eta_for_log(const struct sched_result *res, const struct gang *g, int64_t now_ms, bool *has,
+                 int64_t *at_ms, char *note, size_t n);
 
 #endif

@@ -35,6 +35,7 @@
 #include "sched/core/annot.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
+#include "sched/core/eta.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
@@ -969,11 +970,14 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         snprintf(full, sizeof(full), "Pending|%s|", sched_why_name(vd->why));
         if (st && st->reason && strncmp(st->reason, full, strlen(full)) == 0)
             continue; /* the log records changes of reason */
+        char note[64];
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
+        eta_for_log(res, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
+        dec.eta = note[0] ? note : NULL;
         rc = store_decision_add(d->db, &dec, eb);
         struct store_job old;
         if (rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == SCHED_ENOENT) {
@@ -1406,6 +1410,7 @@ static void run_cycle(struct kdrv *d)
     struct sched_result res;
     d->cycle++;
     uint64_t t0 = uv_hrtime();
+    kb.snap.plan_starts = true; /* expected starts for the decision log */
     int crc = sched_cycle(&kb.snap, &d->arena, &res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {

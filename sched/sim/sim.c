@@ -19,6 +19,7 @@
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/cycle.h"
+#include "sched/core/eta.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "store/store.h"
@@ -450,6 +451,7 @@ struct run {
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
     uint8_t *last_why; /* last reason logged per job (why + 1; 0 = none) */
+    int64_t *last_eta; /* expected start last logged per job, INT64_MIN = none */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -1705,6 +1707,8 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
 
 /* The decision log (one row per verdict: gangs examined and not started) and the preemption
  * records of one cycle. */
+#define ETA_LOG_SLACK_MS (600 * 1000) /* an expected start moving less is not logged again */
+
 static int db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
                             struct sched_errbuf *eb)
 {
@@ -1714,16 +1718,27 @@ static int db_cycle_records(struct run *r, const struct sched_result *res, int64
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
-        if (r->last_why[j] == why)
-            continue; /* the log records changes of reason, not every cycle's repeat */
-        r->last_why[j] = why;
-        char reason[512];
-        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        char note[64];
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
                                    .ts_ms = now,
                                    .gang = in->jobs[res->verdicts[v].gang->id].id,
-                                   .why = (int)res->verdicts[v].why,
-                                   .reason = reason};
+                                   .why = (int)res->verdicts[v].why};
+        eta_for_log(res, res->verdicts[v].gang, now, &d.has_eta, &d.eta_ms, note, sizeof(note));
+        d.eta = note[0] ? note : NULL;
+        /* the log records changes of reason and of expected start (by more than 10 minutes and
+         * a quarter of the wait it announced), not every cycle's repeat */
+        int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN, last = r->last_eta[j];
+        int64_t slack = last != INT64_MIN && last - now > 4 * ETA_LOG_SLACK_MS ? (last - now) / 4
+                                                                               : ETA_LOG_SLACK_MS;
+        bool moved =
+            at != INT64_MIN && (last == INT64_MIN || at > last + slack || at < last - slack);
+        if (r->last_why[j] == why && !moved)
+            continue;
+        r->last_why[j] = why;
+        r->last_eta[j] = at;
+        char reason[512];
+        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        d.reason = reason;
         rc = store_decision_add(db, &d, eb);
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
@@ -1816,8 +1831,10 @@ static int restore_why(void *ctx, const struct store_decision *d)
     struct why_ctx *w = ctx;
     struct job_key k = {.id = d->gang};
     const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
-    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255)
+    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+        w->r->last_eta[hit->j] = d->has_eta && !d->eta ? d->eta_ms : INT64_MIN;
+    }
     return 0;
 }
 
@@ -2478,6 +2495,9 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
         r.node_dirty = calloc(nn, 1);
         r.last_why = calloc(nj, 1);
+        r.last_eta = malloc(nj * sizeof(*r.last_eta));
+        for (size_t j = 0; r.last_eta && j < nj; j++)
+            r.last_eta[j] = INT64_MIN;
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -2487,7 +2507,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
         !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
         !r.runpos || !r.runv || !r.rt_est || !r.rt_typ || !r.rel_typ || !r.fin_now ||
-        !r.eta_first || est_rc != 0) {
+        !r.eta_first || est_rc != 0 ||
+        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_eta))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2525,7 +2546,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
-    free(r.last_why);
+    free(r.last_why), free(r.last_eta);
     free(r.rt_est), free(r.rt_typ), free(r.rel_typ), free(r.rels), free(r.fin_now),
         free(r.eta_first);
     est_free(&r.est);

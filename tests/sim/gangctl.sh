@@ -63,7 +63,7 @@ expect_eq "explain: submit = --jobs-out" "$("$JGET" "$TMP/e.json" job/submit_ms)
 expect_eq "explain: start = --jobs-out" "$("$JGET" "$TMP/e.json" job/start_ms)" "$start"
 expect_eq "explain: state" "$("$JGET" "$TMP/e.json" job/state)" finished
 # a job that was preempted: its victim records
-victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0 { print $1; exit }')
+victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $12 > 0 { print $1; exit }')
 if [ -n "$victim" ]; then
     "$CTL" --db "$TMP/g.db" explain "$victim" >"$TMP/e.txt"
     grep -q "^Job: *$victim$" "$TMP/e.txt" && grep -q '^Preemptions ([1-9]' "$TMP/e.txt" &&
@@ -79,7 +79,7 @@ else
 fi
 evicted=$(awk -F, 'NR > 1 && $8 > 0' "$TMP/jobs.csv" | wc -l | tr -d ' ')
 expect_eq "preempted jobs (jobs -A -o wide) = evicted in --jobs-out" \
-    "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0' | wc -l | tr -d ' ')" "$evicted"
+    "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $12 > 0' | wc -l | tr -d ' ')" "$evicted"
 
 # ---- the stopped run: pending and running jobs, positions, top --------------------------------
 "$CTL" --db "$TMP/s.db" queues -o json >"$TMP/sq.json"
