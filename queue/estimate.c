@@ -30,38 +30,33 @@ void est_free(struct est_model *m)
     m->rings = NULL;
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* First index of the sorted values above `x`. */
+static uint32_t above(const struct est_ring *r, int64_t x)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static const double quantiles[EST_KINDS] = {
-    [EST_SAFE] = EST_QUANTILE, [EST_TYPICAL] = EST_TYPICAL_QUANTILE};
-
-/* The quantile of the ring's values above `above` (nearest rank); 0 when there are none. */
-static int64_t quantile_above(const struct est_ring *r, int64_t above, enum est_kind kind)
-{
-    int64_t v[EST_RING];
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < r->n; k++)
-        if (r->v[k] > above)
-            v[n++] = r->v[k];
-    if (n == 0)
-        return 0;
-    qsort(v, n, sizeof(*v), cmp_i64);
-    uint32_t at = (uint32_t)(quantiles[kind] * (double)n + 0.999999);
-    return v[at > 0 ? at - 1 : 0];
+    uint32_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (r->s[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static void push(struct est_ring *r, int64_t v)
 {
+    if (r->n == EST_RING) { /* the oldest value leaves the sorted copy */
+        uint32_t k = above(r, r->v[r->next] - 1);
+        memmove(r->s + k, r->s + k + 1, (r->n - k - 1) * sizeof(*r->s));
+        r->n--;
+    }
+    uint32_t k = above(r, v);
+    memmove(r->s + k + 1, r->s + k, (r->n - k) * sizeof(*r->s));
+    r->s[k] = v;
+    r->n++;
     r->v[r->next] = v;
     r->next = (r->next + 1) % EST_RING;
-    if (r->n < EST_RING)
-        r->n++;
-    for (int k = 0; k < EST_KINDS; k++)
-        r->q[k] = quantile_above(r, -1, (enum est_kind)k);
 }
 
 void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms)
@@ -72,6 +67,17 @@ void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runt
     push(ring(m, queue, s), runtime_ms);
     push(ring(m, queue, EST_SHAPES), runtime_ms);
     push(ring(m, m->n_queues, s), runtime_ms);
+}
+
+/* The quantile q (nearest rank) of the values above x; 0 when there are none. */
+static int64_t quantile_above(const struct est_ring *r, int64_t x, double q)
+{
+    uint32_t first = above(r, x), n = r->n - first;
+    if (n == 0)
+        return 0;
+    uint32_t at = (uint32_t)(q * (double)n + 0.999999);
+    at = at < 1 ? 1 : at > n ? n : at;
+    return r->s[first + at - 1];
 }
 
 /* The most specific ring with at least a few observations. */
@@ -91,16 +97,19 @@ static const struct est_ring *best_ring(const struct est_model *m, const struct 
     return NULL;
 }
 
-int64_t est_runtime(const struct est_model *m, const struct gang *g, enum est_kind kind)
+int64_t est_runtime(const struct est_model *m, const struct gang *g, double q)
 {
     if (g->max_runtime_ms > 0)
         return g->max_runtime_ms;
     const struct est_ring *r = best_ring(m, g);
-    return r ? (r->q[kind] > 0 ? r->q[kind] : 1) : 0;
+    if (!r)
+        return 0;
+    int64_t v = quantile_above(r, -1, q);
+    return v > 0 ? v : 1;
 }
 
 int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms,
-                enum est_kind kind)
+                double q)
 {
     if (g->max_runtime_ms > 0)
         return start_ms + g->max_runtime_ms;
@@ -108,8 +117,9 @@ int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_m
     if (!r)
         return INT64_MAX;
     int64_t ran = now_ms > start_ms ? now_ms - start_ms : 0;
-    if (start_ms + r->q[kind] > now_ms)
-        return start_ms + r->q[kind];
-    int64_t v = quantile_above(r, ran, kind);
+    int64_t v = quantile_above(r, -1, q);
+    if (v > ran)
+        return start_ms + v; /* not reached yet */
+    v = quantile_above(r, ran, q);
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
 }
