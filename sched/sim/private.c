@@ -157,6 +157,7 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
         }
         struct sim_input sub = *in;
         sub.owned_config = NULL;
+        sub.multinode_above = in->cluster->max_node_gpus; /* as in the shared runs */
         sub.n_jobs = 0;
         sub.jobs = jobs;
         for (uint32_t j = 0; j < in->n_jobs; j++)

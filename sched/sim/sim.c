@@ -1433,7 +1433,8 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         double wait_s = job_wait_s(r, j);
-        if (in->jobs[j].gang.gpus > in->cluster->max_node_gpus) {
+        int64_t above = in->multinode_above ? in->multinode_above : in->cluster->max_node_gpus;
+        if (in->jobs[j].gang.gpus > above) {
             st->multinode_jobs++;
             st->multinode_mean_queue_s += queue_s;
             st->per_queue[in->jobs[j].gang.queue].multinode_jobs++;

@@ -48,6 +48,8 @@ struct sim_input {
     uint32_t n_queues;
     const struct config *config; /* the operator's, or the generated default (owned) */
     struct config *owned_config;
+    int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the
+                                cluster's largest node (private.c: the shared cluster's) */
 };
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
