@@ -41,7 +41,8 @@ static int slice_cluster(const struct cluster *c, const struct config *cfg, int6
         if (partial)
             d->alloc.v[RES_GPU] = left;
         left -= partial ? left : src->n_gpus;
-        memcpy(labels, src->labels, src->n_labels * sizeof(*labels));
+        if (src->n_labels > 0) /* memcpy from NULL is undefined, even of 0 bytes */
+            memcpy(labels, src->labels, src->n_labels * sizeof(*labels));
         d->labels = labels;
         d->n_labels = src->n_labels;
         uint32_t na = 0;
@@ -50,7 +51,8 @@ static int slice_cluster(const struct cluster *c, const struct config *cfg, int6
                 ann[na++] = src->annotations[k];
         d->annotations = ann;
         d->n_annotations = na;
-        memcpy(taints, src->taints, src->n_taints * sizeof(*taints));
+        if (src->n_taints > 0)
+            memcpy(taints, src->taints, src->n_taints * sizeof(*taints));
         d->taints = taints;
         d->n_taints = src->n_taints;
         d->ready = src->ready;
@@ -120,7 +122,8 @@ static void finish_stats(struct sim_stats *out, double total_gpus, double busy_g
         sum += out->queue_s[k];
     out->mean_queue_s = out->mean_wait_s = n ? sum / (double)n : 0.0;
     if (v) {
-        memcpy(v, out->queue_s, n * sizeof(*v));
+        if (n > 0)
+            memcpy(v, out->queue_s, n * sizeof(*v));
         qsort(v, n, sizeof(*v), cmp_double);
         out->p50_queue_s = pct(v, n, 0.50);
         out->p95_queue_s = pct(v, n, 0.95);
