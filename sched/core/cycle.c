@@ -75,6 +75,12 @@ struct cycle {
     /* gangs examined and not placed, in order, with their reasons (for the start planner) */
     struct eta_item *waiting;
     uint32_t n_waiting;
+    /* per queue: a starving gang of the queue that waits for quota (its queue shares a cohort)
+     * and holds a reservation; the queue's younger gangs start only if expected to end before
+     * qhold_until (else they would keep using the quota it waits for) */
+    const struct gang **qhold;
+    int64_t *qhold_until;
+    bool *shares_cohort; /* some other queue is in the same quota tree */
 };
 
 /* Expected run time of g: its declared maximum, else the driver's estimate, 0 = unknown. */
@@ -357,7 +363,45 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
 
 /* A starvation reservation for g (flavor f) when it has waited long enough: the nodes
  * expected to free earliest, tightest domain on ties (place_reserve). */
-static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
+/* When queue q's running gangs, ending by their nodes' expected releases, will have given back
+ * `gpus` GPUs of quota: INT64_MAX when they never do (or an end is unknown); now when the
+ * snapshot has no running gangs to tell (the nodes' expected start stands alone). */
+static int64_t quota_back_at(struct cycle *cy, uint32_t q, int64_t gpus)
+{
+    const struct sched_snapshot *sn = cy->snap;
+    if (gpus <= 0 || !sn->running)
+        return sn->now_ms;
+    int64_t *end = arena_alloc(cy->arena, (sn->n_running + 1) * sizeof(*end));
+    int64_t *got = arena_alloc(cy->arena, (sn->n_running + 1) * sizeof(*got));
+    uint32_t n = 0;
+    if (!end || !got)
+        return INT64_MAX;
+    for (uint32_t k = 0; k < sn->n_running; k++) {
+        const struct sched_running *r = &sn->running[k];
+        if (r->gang->queue != q || r->evicting)
+            continue;
+        int64_t t = 0;
+        for (uint32_t x = 0; x < r->gang->n_pods; x++)
+            if (sn->state[r->pods[x].node].release_ms > t)
+                t = sn->state[r->pods[x].node].release_ms;
+        uint32_t at = n++; /* insertion by end: few gangs per queue wait at once */
+        while (at > 0 && end[at - 1] > t) {
+            end[at] = end[at - 1];
+            got[at] = got[at - 1];
+            at--;
+        }
+        end[at] = t;
+        got[at] = r->gang->gpus;
+    }
+    for (uint32_t k = 0; k < n && end[k] != INT64_MAX; k++)
+        if ((gpus -= got[k]) <= 0)
+            return end[k];
+    return INT64_MAX;
+}
+
+/* quota_wait: g waits for quota of which `deficit` GPUs must come back first (-1: unknown). */
+static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, bool quota_wait,
+                         int64_t deficit)
 {
     struct sched_result *out = cy->out;
     if (cy->starve_after_ms <= 0 || out->n_reservations >= cy->max_reservations ||
@@ -381,11 +425,41 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
         return SCHED_ENOMEM;
     memcpy(nodes, cy->held, n_held * sizeof(*nodes));
     int64_t start = place_expected_start(&cy->st, nodes, n_held);
+    if (quota_wait) { /* the nodes may be free before the quota is */
+        int64_t quota_at = deficit >= 0 ? quota_back_at(cy, g->queue, deficit) : INT64_MAX;
+        if (quota_at > start)
+            start = quota_at;
+    }
     out->reservations[out->n_reservations++] = (struct sched_reservation){
         .gang = g, .nodes = nodes, .n_nodes = n_held, .expected_start_ms = start};
     if (start < cy->st.hold_until_ms)
         cy->st.hold_until_ms = start;
+    if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {
+        cy->qhold[g->queue] = g; /* its queue's quota is what it waits for: hold it too */
+        cy->qhold_until[g->queue] = start;
+    }
     return 0;
+}
+
+/* A younger gang of a queue whose starving gang holds the queue's quota (maybe_reserve) waits,
+ * unless it is expected to end before that gang's reservation starts. true when it waits (its
+ * verdict `blocked` added). */
+static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bool *oom)
+{
+    *oom = false;
+    if (!cy->qhold || !cy->qhold[q] || cy->qhold[q] == g)
+        return false;
+    int64_t rt = est_of(cy, g), until = cy->qhold_until[q];
+    if (rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until)
+        return false; /* backfill: gone before it starts */
+    struct sched_verdict v = {.gang = g,
+                              .why = SCHED_WHY_BLOCKED,
+                              .short_res = -1,
+                              .quota_res = -1,
+                              .near_level = -2,
+                              .blocked_by = cy->qhold[q]};
+    *oom = !add_verdict(cy, &v);
+    return true;
 }
 
 /* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
@@ -407,6 +481,11 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                              enum sched_why *why_out)
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    bool oom;
+    if (held_by_queue(cy, q, g, &oom)) {
+        *why_out = SCHED_WHY_BLOCKED;
+        return oom ? ATTEMPT_ERROR : ATTEMPT_FAILED;
+    }
     struct res_vec need;
     gang_request(g, &need);
     struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
@@ -472,7 +551,9 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
         /* quota that running gangs will give back: the starvation guard engages as for nodes */
-        if (!planned && qv.why == SCHED_WHY_QUOTA && maybe_reserve(cy, g, qv.quota_flavor) != 0)
+        int64_t deficit = qv.quota_res == RES_GPU ? qv.quota_need - qv.quota_available : -1;
+        if (!planned && qv.why == SCHED_WHY_QUOTA &&
+            maybe_reserve(cy, g, qv.quota_flavor, true, deficit) != 0)
             return ATTEMPT_ERROR;
         return ATTEMPT_FAILED;
     }
@@ -492,7 +573,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         try_preempt(cy, q, g, first_flavor == UINT32_MAX ? 0 : first_flavor, &planned) != 0)
         return ATTEMPT_ERROR;
     if (!planned && pv->why != SCHED_WHY_NEVER && pv->gang == g &&
-        maybe_reserve(cy, g, first_flavor) != 0)
+        maybe_reserve(cy, g, first_flavor, false, 0) != 0)
         return ATTEMPT_ERROR;
     return ATTEMPT_FAILED;
 }
@@ -532,6 +613,16 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         total += snap->queues[q].n_pending;
     cy->deferred = arena_alloc(arena, total * sizeof(*cy->deferred));
     cy->waiting = snap->plan_starts ? arena_alloc(arena, total * sizeof(*cy->waiting)) : NULL;
+    if (cy->cfg && cy->starve_after_ms > 0) {
+        cy->qhold = arena_calloc(arena, nq, sizeof(*cy->qhold));
+        cy->qhold_until = arena_calloc(arena, nq, sizeof(*cy->qhold_until));
+        cy->shares_cohort = arena_calloc(arena, nq, sizeof(*cy->shares_cohort));
+        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort)
+            return SCHED_ENOMEM;
+        for (uint32_t a = 0; a < snap->n_queues; a++)
+            for (uint32_t b = 0; b < snap->n_queues && !cy->shares_cohort[a]; b++)
+                cy->shares_cohort[a] = a != b && quota_same_tree(&cy->qt, a, b);
+    }
     if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->paused || !cy->held ||
         !cy->deferred || (snap->plan_starts && !cy->waiting))
         return SCHED_ENOMEM;
@@ -686,6 +777,12 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             PUT(" (at most %s ever, borrowing included)", pot);
         else if (v->quota_used + v->quota_need <= v->quota_nominal)
             PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
+        return (int)at;
+    }
+    if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {
+        PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
+            "reservation (only gangs expected to end before it starts may pass)",
+            v->blocked_by->name ? v->blocked_by->name : "an older gang");
         return (int)at;
     }
     if (v->why == SCHED_WHY_NEVER) {

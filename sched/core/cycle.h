@@ -121,7 +121,8 @@ struct sched_placement {
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
 enum sched_why {
     SCHED_WHY_PLACED = 0,
-    SCHED_WHY_BLOCKED,     /* strict FIFO: an earlier gang in the queue waits */
+    SCHED_WHY_BLOCKED,     /* an earlier gang of the queue waits and holds it (blocked_by):
+                              it waits for the queue's quota with a starvation reservation */
     SCHED_WHY_RESOURCES,   /* not enough free capacity anywhere right now */
     SCHED_WHY_TOPOLOGY,    /* capacity exists, but not inside one required domain */
     SCHED_WHY_RESERVED,    /* capacity is held for an older starving gang */

@@ -775,6 +775,92 @@ static void test_reservation_earliest_and_estimated_backfill(void **unused)
 }
 
 /* Expected starts: a gang waits for the node's release, the next one for the first's end. */
+/* Two queues of one cohort: a starving gang of q0 waits for quota (q1 uses all it could
+ * borrow). Its reservation also holds q0's quota: a younger q0 gang that would run past the
+ * reservation's start waits (`blocked`), one that ends before it starts. */
+static void test_quota_wait_holds_the_queue(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:3");
+    use_gpus(w, 0, 0x0F); /* q0's running 4 GPUs, until 5000 s */
+    use_gpus(w, 1, 0xFF); /* q1's 8 GPUs, until 9000 s */
+    w->state[0].release_ms = 5000 * 1000;
+    w->state[1].release_ms = 9000 * 1000;
+    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+                       "cohorts:\n  - name: all\nqueues:\n"
+                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n"
+                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n";
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    int64_t usage[2 * RES_MAX] = {0};
+    usage[0 * RES_MAX + RES_GPU] = 4;
+    usage[1 * RES_MAX + RES_GPU] = 8;
+    struct gang *big = add_gang(w, 1, 8, 0);    /* q0: 4 + 8 > 8, nothing left to borrow */
+    struct gang *slow = add_gang(w, 1, 2, 10);  /* q0, estimated 2 h */
+    struct gang *quick = add_gang(w, 1, 2, 20); /* q0, estimated 100 s */
+    int64_t est[3] = {3600 * 1000, 7200 * 1000, 100 * 1000};
+    struct queue queues[2] = {{.name = "q0", .weight = 1}, {.name = "q1", .weight = 1}};
+    const struct gang *pending[3] = {big, slow, quick};
+    struct sched_queue_view views[2] = {{.queue = &queues[0], .pending = pending, .n_pending = 3},
+                                        {.queue = &queues[1], .pending = NULL, .n_pending = 0}};
+    /* what runs: q0's 4 GPUs on node 0, q1's 8 on node 1 (gangs of their own) */
+    struct gang *r0 = &w->gangs[w->n_gangs++], *r1 = &w->gangs[w->n_gangs++];
+    *r0 = *slow;
+    r0->queue = 0;
+    r0->sets[0].req.v[RES_GPU] = 4;
+    gang_finalize(r0);
+    r0->name = NULL; /* the copies own no name (free_names frees each gang's) */
+    r0->id = 3;
+    *r1 = *slow;
+    r1->name = NULL;
+    r1->id = 4;
+    r1->queue = 1;
+    r1->sets[0].req.v[RES_GPU] = 8;
+    gang_finalize(r1);
+    struct sched_assign a0 = {.node = 0, .gpu_mask = 0x0F}, a1 = {.node = 1, .gpu_mask = 0xFF};
+    struct sched_running running[2] = {
+        {.gang = r0, .pods = &a0, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true},
+        {.gang = r1, .pods = &a1, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true}};
+    struct sched_snapshot snap = {.now_ms = 3600 * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .running = running,
+                                  .n_running = 2,
+                                  .queues = views,
+                                  .n_queues = 2,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .config = cfg,
+                                  .usage = usage,
+                                  .runtime_est_ms = est,
+                                  .n_runtime_est = 3};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    const struct sched_result *r = &w->res;
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].expected_start_ms, 5000 * 1000);
+    assert_null(placement_of(r, slow));
+    assert_int_equal(verdict_of(r, slow)->why, SCHED_WHY_BLOCKED);
+    assert_ptr_equal(verdict_of(r, slow)->blocked_by, big);
+    char buf[256];
+    sched_verdict_format(verdict_of(r, slow), w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "g0"));
+    assert_non_null(placement_of(r, quick)); /* gone at 3700 s, before 5000 s */
+    /* not starving yet: no hold, the slow one starts */
+    snap.now_ms = 60 * 1000;
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    assert_int_equal(w->res.n_reservations, 0);
+    assert_non_null(placement_of(&w->res, slow));
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_start_estimates(void **unused)
 {
     (void)unused;
@@ -1160,6 +1246,7 @@ int main(void)
         cmocka_unit_test(test_guard_engages_on_quota_wait),
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
+        cmocka_unit_test(test_quota_wait_holds_the_queue),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
     };
