@@ -38,4 +38,6 @@ expect_fail "private cannot be persisted" 2 "cannot persist --policy private" --
     "$GS" simulate --no-progress --cluster hgx:2 --trace tests/data/trace-small.csv \
     --policy private --db "$TMP/x.db"
 "$GS" policies | grep -q "^private" && ok "policies lists private" || bad "policies lacks private"
+expect_fail "the daemon refuses private" 1 "a simulator baseline only" -- \
+    timeout 10 "$GS" run --policy private --config config/examples/itp-tenants.yaml --db "$TMP/d.db"
 finish
