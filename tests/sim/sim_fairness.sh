@@ -1,6 +1,6 @@
 # Issue 19 end to end: --policy private (each queue alone on a slice of its nominal quota, never
 # above it; with one queue the same as gangsched), the KPIs multinode_mean_queue_s (per policy and
-# per queue) and eta_*_rel_error in --json, and the refusal of --db with private.
+# per queue) and eta_*_rel_error in --json, and the refusals of private (--db, gangsched run).
 . tests/sim/lib.inc
 ARGS="--no-progress --json --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv"
 # shellcheck disable=SC2086
