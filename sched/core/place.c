@@ -1008,40 +1008,31 @@ static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l
                              uint32_t *nodes, int64_t *start)
 {
     const struct cluster *c = st->c;
-    uint32_t n_order = order_domain(st, l, d);
+    uint32_t n_order = order_domain(st, l, d), n_held = 0;
     uint64_t got[GANG_MAX_SETS] = {0};
-    uint32_t n_held = 0;
-    *start = 0;
-    for (;;) {
-        /* the useful node expected free earliest; most free now (last in order) on ties */
-        int64_t best_t = INT64_MAX;
-        uint32_t best_j = UINT32_MAX;
+    for (*start = 0;;) {
+        uint32_t best = UINT32_MAX; /* useful, expected free earliest; most free now (last) */
         for (uint32_t j = n_order; j-- > 0;) {
             uint32_t i = st->order[j];
-            if (i == UINT32_MAX)
-                continue;
             bool useful = false;
-            for (uint32_t s = 0; s < g->n_sets && !useful; s++)
+            for (uint32_t s = 0; i != UINT32_MAX && s < g->n_sets && !useful; s++)
                 useful = got[s] < g->sets[s].count && st->slots[(size_t)s * c->n_nodes + i] > 0;
-            if (useful && (best_j == UINT32_MAX || st->state[i].release_ms < best_t)) {
-                best_t = st->state[i].release_ms;
-                best_j = j;
-            }
+            if (useful && (best == UINT32_MAX ||
+                           st->state[i].release_ms < st->state[st->order[best]].release_ms))
+                best = j;
         }
-        if (best_j == UINT32_MAX)
+        if (best == UINT32_MAX)
             return 0;
-        uint32_t i = st->order[best_j];
-        st->order[best_j] = UINT32_MAX;
+        uint32_t i = st->order[best];
+        st->order[best] = UINT32_MAX;
         bool done = true;
         for (uint32_t s = 0; s < g->n_sets; s++) {
-            uint32_t k = st->slots[(size_t)s * c->n_nodes + i];
             if (got[s] < g->sets[s].count)
-                got[s] += k;
+                got[s] += st->slots[(size_t)s * c->n_nodes + i];
             done &= got[s] >= g->sets[s].count;
         }
         nodes[n_held++] = i;
-        if (best_t > *start)
-            *start = best_t;
+        *start = st->state[i].release_ms > *start ? st->state[i].release_ms : *start;
         if (done)
             return n_held;
     }
@@ -1052,42 +1043,35 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
 {
     const struct cluster *c = st->c;
     prepare_elig(st, g);
-    uint32_t n_useful = collect_useful(st, g, full_slots);
+    uint32_t n_useful = collect_useful(st, g, full_slots), n_held = 0;
     /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
      * expected release times); the tighter level on ties, then the most free GPUs now. */
     uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
-    if (!pick)
-        return 0;
-    uint32_t n_held = 0;
     int64_t best_start = INT64_MAX, best_free = -1;
     int best_level = -2;
-    for (int l = start_level(st, g); l >= -1; l--) {
+    for (int l = start_level(st, g); pick && l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required)
             break;
         if (!level_useful(st, g, l))
             continue;
-        uint32_t nt = sum_domains(st, g, l, n_useful);
-        uint32_t *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
-        uint32_t n_cand = 0;
+        uint32_t nt = sum_domains(st, g, l, n_useful), n_cand = 0;
+        struct cand {
+            uint32_t d;
+            int64_t free;
+        } *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
         for (uint32_t k = 0; cand && k < nt; k++)
             if (domain_holds(st, g, st->touched[k]))
-                cand[n_cand++] = st->touched[k];
-        int64_t *dfree = arena_alloc(st->arena, (n_cand + 1) * sizeof(*dfree));
-        for (uint32_t k = 0; dfree && k < n_cand; k++)
-            dfree[k] = st->dom_free[cand[k]];
+                cand[n_cand++] = (struct cand){st->touched[k], st->dom_free[st->touched[k]]};
         clear_domains(st, nt);
-        if (!cand || !dfree)
-            return 0;
-        for (uint32_t k = 0; k < n_cand; k++) {
+        for (uint32_t k = 0; cand && k < n_cand; k++) {
             int64_t t;
-            uint32_t n = reserve_pick(st, g, l, cand[k], pick, &t);
-            if (n == 0 ||
-                (n_held > 0 && (t > best_start || (t == best_start && dfree[k] <= best_free))))
-                continue;
-            if (n_held > 0 && t == best_start && best_level != l)
-                continue; /* as early, but a wider level */
+            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t);
+            if (n == 0 || (n_held > 0 &&
+                           (t > best_start ||
+                            (t == best_start && (best_level != l || cand[k].free <= best_free)))))
+                continue; /* later, or as early but wider or with fewer free GPUs now */
             best_start = t;
-            best_free = dfree[k];
+            best_free = cand[k].free;
             best_level = l;
             memcpy(nodes, pick, n * sizeof(*nodes));
             n_held = n;
