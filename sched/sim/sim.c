@@ -2116,6 +2116,31 @@ static void note_etas(struct run *r, const struct sched_result *res)
     }
 }
 
+/* The estimate and start-estimate arrays of a run (nj jobs, nn nodes); false on out of memory
+ * (estimates_free() releases whatever was allocated). */
+static bool estimates_alloc(struct run *r, size_t nj, size_t nn)
+{
+    r->rt_est = calloc(nj, sizeof(*r->rt_est));
+    r->rt_typ = calloc(nj, sizeof(*r->rt_typ));
+    r->rel_typ = calloc(nn, sizeof(*r->rel_typ));
+    r->fin_now = calloc(nj, sizeof(*r->fin_now));
+    r->eta_first = malloc(nj * sizeof(*r->eta_first));
+    r->last_eta = r->opt->db ? malloc(nj * sizeof(*r->last_eta)) : NULL;
+    for (size_t j = 0; r->eta_first && j < nj; j++)
+        r->eta_first[j] = INT64_MIN;
+    for (size_t j = 0; r->last_eta && j < nj; j++)
+        r->last_eta[j] = INT64_MIN;
+    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rel_typ &&
+           r->fin_now && r->eta_first && (!r->opt->db || r->last_eta);
+}
+
+static void estimates_free(struct run *r)
+{
+    free(r->rt_est), free(r->rt_typ), free(r->rel_typ), free(r->rels), free(r->fin_now);
+    free(r->eta_first), free(r->last_eta);
+    est_free(&r->est);
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 static double wall_s(void)
@@ -2528,23 +2553,13 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.strike_since = calloc(nn, sizeof(*r.strike_since));
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
-    r.rt_est = calloc(nj, sizeof(*r.rt_est));
-    r.rt_typ = calloc(nj, sizeof(*r.rt_typ));
-    r.rel_typ = calloc(nn, sizeof(*r.rel_typ));
-    r.fin_now = calloc(nj, sizeof(*r.fin_now));
-    r.eta_first = malloc(nj * sizeof(*r.eta_first));
-    for (size_t j = 0; r.eta_first && j < nj; j++)
-        r.eta_first[j] = INT64_MIN;
-    int est_rc = est_init(&r.est, in->n_queues);
+    bool est_ok = estimates_alloc(&r, nj, nn);
     r.evict_kind = calloc(nj, 1);
     if (opt->db) {
         r.dirty = calloc(nj, 1);
         r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
         r.node_dirty = calloc(nn, 1);
         r.last_why = calloc(nj, 1);
-        r.last_eta = malloc(nj * sizeof(*r.last_eta));
-        for (size_t j = 0; r.last_eta && j < nj; j++)
-            r.last_eta[j] = INT64_MIN;
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -2553,9 +2568,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
-        !r.runlist || !r.runpos || !r.runv || !r.rt_est || !r.rt_typ || !r.rel_typ || !r.fin_now ||
-        !r.eta_first || est_rc != 0 ||
-        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_eta))) {
+        !r.runlist || !r.runpos || !r.runv || !est_ok ||
+        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2594,10 +2608,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
-    free(r.last_why), free(r.last_eta);
-    free(r.rt_est), free(r.rt_typ), free(r.rel_typ), free(r.rels), free(r.fin_now),
-        free(r.eta_first);
-    est_free(&r.est);
+    free(r.last_why);
+    estimates_free(&r);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);
