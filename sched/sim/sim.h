@@ -50,7 +50,7 @@ struct sim_input {
     struct config *owned_config;
     int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the
                                 cluster's largest node (private.c: the shared cluster's) */
-    void *tolerations; /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
+    void *tolerations;       /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
 };
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
