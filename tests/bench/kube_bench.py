@@ -248,7 +248,8 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
     sched = subprocess.Popen(wrap + [os.path.join(args.bin, "gangsched"), "run", "--kubeconfig", kc,
                               "--config", cfg, "--db", os.path.join(d, "gangsched.db"),
                               "--leader-elect", "false", "--kube-qps", "20000",
-                              "--kube-burst", "20000", "--log-level", "warn"],
+                              "--kube-burst", "20000", "--log-level",
+                              os.environ.get("KBENCH_LOG_LEVEL", "warn")],
                              stdout=slog, stderr=slog)
     procs.append(sched)
     st = {}
