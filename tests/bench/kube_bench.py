@@ -247,7 +247,8 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
     wrap = os.environ.get("KBENCH_WRAP", "").split()  # e.g. "perf record -g -o FILE"
     sched = subprocess.Popen(wrap + [os.path.join(args.bin, "gangsched"), "run", "--kubeconfig", kc,
                               "--config", cfg, "--db", os.path.join(d, "gangsched.db"),
-                              "--leader-elect", "false", "--kube-qps", "20000",
+                              "--leader-elect", "false", "--listen", "127.0.0.1:0",
+                              "--kube-qps", "20000",
                               "--kube-burst", "20000", "--log-level",
                               os.environ.get("KBENCH_LOG_LEVEL", "warn")],
                              stdout=slog, stderr=slog)
