@@ -48,7 +48,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -208,6 +208,11 @@ preempt-figures: all
 perf-podgroup: all
 	BIN=$(BIN) python3 tests/bench/podgroup_perf.py --label $${LABEL:-integration-test} \
 	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD}
+
+# The sharing-incentive figures of docs/simulator.md (issue 19): gangsched, fifo and private on
+# every scenario (about a minute on 2 cores).
+fairness-figures: all
+	BIN=$(BIN) python3 tests/bench/fairness.py
 
 # Kill-and-resume at hundreds of points (the CI test runs 20), then the daemon's crash-and-fail-
 # over soak against the fake API server (KUBE_POINTS kill points, half on the same database,
