@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
+#include "sched/core/device.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
@@ -719,7 +720,8 @@ static int cmd_simulate(int argc, char **argv)
         fputs("gangsched simulate: out of memory\n", stderr);
         goto out;
     }
-    if (a.config_path && config_load_file(a.config_path, &cfg, &eb) != 0) {
+    if (a.config_path && (config_load_file(a.config_path, &cfg, &eb) != 0 ||
+                          config_apply_device(cfg, &eb) != 0)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
@@ -733,6 +735,9 @@ static int cmd_simulate(int argc, char **argv)
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
+    char nodev[512];
+    if (device_missing(c, nodev, sizeof(nodev)))
+        fprintf(stderr, "gangsched simulate: warning: %s: %s\n", cluster_desc, nodev);
     if (a.n_traces == 0) {
         rc = trace_parse(&t, DEFAULT_TRACE_NAME, (const char *)sim_default_trace,
                          (size_t)sim_default_trace_len, &eb);
@@ -838,6 +843,11 @@ static int cmd_config(int argc, char **argv)
     struct config *cfg = NULL;
     if (config_load_file(argv[1], &cfg, &eb) != 0) {
         fprintf(stderr, "%s\n", eb.msg);
+        return 1;
+    }
+    if (config_apply_device(cfg, &eb) != 0) {
+        fprintf(stderr, "%s\n", eb.msg);
+        config_free(cfg);
         return 1;
     }
     printf("%s: valid\n", argv[1]);

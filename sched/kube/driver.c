@@ -1969,6 +1969,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     }
     if (rc == 0)
         rc = config_watch_start(d.loop, o->config_path, on_config, &d, &d.cw, eb);
+    if (rc == 0)
+        rc = config_apply_device(config_watch_current(d.cw), eb);
     if (rc == 0 && !(d.cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     if (rc == 0)
