@@ -1967,7 +1967,7 @@ static int build_indices(struct ctx *x)
 
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
-    static const char *const keys[] = {"apiVersion", "kind",    "device",  "topology",
+    static const char *const keys[] = {"apiVersion", "kind",       "device",  "topology",
                                        "fairShare",  "starvation", "flavors", "cohorts",
                                        "queues",     "profiles",   NULL};
     struct config *c = x->c;

@@ -158,11 +158,11 @@ struct config_pool;
 
 struct config {
     /* read-only after load */
-    const char *path;  /* file it came from ("<buffer>" for buffers) */
-    uint64_t version;  /* FNV-1a hash of the file bytes: changes when content does */
+    const char *path;        /* file it came from ("<buffer>" for buffers) */
+    uint64_t version;        /* FNV-1a hash of the file bytes: changes when content does */
     const char *device;      /* the accelerator's resource name; default nvidia.com/gpu */
     const char *device_unit; /* its unit word; "" = the usual one (device_default_unit()) */
-    uint32_t n_levels; /* topology levels, widest first; 0 = built-in defaults */
+    uint32_t n_levels;       /* topology levels, widest first; 0 = built-in defaults */
     const char *level_names[TOPO_MAX_LEVELS - 1];
     const char *level_labels[TOPO_MAX_LEVELS - 1];
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */

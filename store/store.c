@@ -26,6 +26,7 @@
 
 #include "config/config.h"
 #include "sched/core/arena.h"
+#include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/res.h"
 #include "store/store_int.h"
@@ -986,6 +987,36 @@ static int config_queue(const struct config *cfg, uint32_t i, struct arena *a,
 
 _Static_assert(CONFIG_NO_LIMIT == STORE_NO_LIMIT, "the store keeps config's 'no limit' value");
 
+static void meta_copy(struct store *st, const char *key, char *out, size_t cap, const char *def)
+{
+    const char *v = NULL;
+    struct sched_errbuf eb;
+    if (store_meta_get(st, key, &v, &eb) != 0 || !v || !*v || strlen(v) >= cap)
+        v = def;
+    memcpy(out, v, strlen(v) + 1);
+}
+
+static void device_load(struct store *st)
+{
+    if (st->device_read)
+        return;
+    meta_copy(st, "device", st->device, sizeof(st->device), STORE_GPU);
+    meta_copy(st, "device_unit", st->unit, sizeof(st->unit), "GPU");
+    st->device_read = true;
+}
+
+const char *store_device(struct store *st)
+{
+    device_load(st);
+    return st->device;
+}
+
+const char *store_device_unit(struct store *st)
+{
+    device_load(st);
+    return st->unit;
+}
+
 int store_config_apply(struct store *st, const struct config *cfg, const char *text, size_t len,
                        struct sched_errbuf *eb)
 {
@@ -1017,6 +1048,13 @@ int store_config_apply(struct store *st, const struct config *cfg, const char *t
     char version[32];
     snprintf(version, sizeof(version), "%016" PRIx64, cfg->version);
     err = store_meta_put(st, "config_version", version, eb);
+    if (!err)
+        err = store_meta_put(st, "device", cfg->device, eb);
+    if (!err)
+        err = store_meta_put(
+            st, "device_unit",
+            *cfg->device_unit ? cfg->device_unit : device_default_unit(cfg->device), eb);
+    st->device_read = false;
     if (!err)
         err = store_meta_put(st, "config_path", cfg->path ? cfg->path : "", eb);
     if (!err) {

@@ -122,7 +122,7 @@ struct config;
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
 #define STORE_ALL_PODS       (-1)       /* store_journal_done(): every open intent of the gang */
-#define STORE_GPU            "nvidia.com/gpu"
+#define STORE_GPU            "nvidia.com/gpu" /* the accelerator when the config names none */
 
 /* Defaults of struct store_opts. */
 #define STORE_DEFAULT_RETAIN_CYCLES 10000
@@ -217,6 +217,12 @@ struct store_queue {
  * every row of queues and queue_quota with the config's queues (text: the YAML it was loaded
  * from, len bytes; NULL when not at hand). Ledger and fair_share rows of queues the new config
  * no longer has are kept: their jobs still hold what they hold. */
+/* The accelerator's resource name whose ledger rows are the jobs' GPUs (meta 'device', written
+ * by store_config_apply() from the config's device.resource; STORE_GPU when never written), and
+ * the word its counts are shown in ("GPU" by default). Valid until the store is closed. */
+const char *store_device(struct store *st);
+const char *store_device_unit(struct store *st);
+
 int store_config_apply(struct store *st, const struct config *cfg, const char *text, size_t len,
                        struct sched_errbuf *eb);
 /* Inserts or replaces one queue and all its quota rows. */

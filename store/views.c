@@ -131,9 +131,10 @@ static bool str_eq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-static bool is_gpu(const char *resource)
+/* The ledger rows of the accelerator (meta 'device'; nvidia.com/gpu by default). */
+static bool is_gpu(struct store_views *v, const char *resource)
 {
-    return str_eq(resource, STORE_GPU);
+    return str_eq(resource, store_device(v->st));
 }
 
 /* ---- JSON helpers: failures set v->oom, checked once per document ------------------------ */
@@ -469,6 +470,7 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         return sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
     v->st = st;
     v->now_ms = STORE_NO_TIME;
+    (void)store_device(st); /* read the device once, before any list borrows the scratch */
     int err = store_queue_list(st, load_queue, v, eb);
     if (!err)
         err = store_ledger_list(st, load_ledger, v, eb);
@@ -767,7 +769,7 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
+            if (is_gpu(v, ln[k].resource))
                 borrowed = sat_add(borrowed, ln[k].borrowed);
         free(ln);
         cJSON *o = jobj(v, jqs, NULL);
@@ -777,8 +779,8 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jint(v, o, "priority", q->priority);
         jbool(v, o, "configured", q->configured);
         jstr(v, o, "admission", q->admission ? q->admission : "open");
-        jint(v, o, "nominal_gpus", queue_total(v, q, STORE_GPU, true));
-        jint(v, o, "used_gpus", queue_total(v, q, STORE_GPU, false));
+        jint(v, o, "nominal_gpus", queue_total(v, q, store_device(v->st), true));
+        jint(v, o, "used_gpus", queue_total(v, q, store_device(v->st), false));
         jint(v, o, "borrowed_gpus", borrowed);
         jint(v, o, "running", q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED]);
         jint(v, o, "pending", q->n_state[STORE_JOB_PENDING]);
@@ -932,7 +934,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
+            if (is_gpu(v, ln[k].resource))
                 quota_line_json(v, jq, &ln[k]);
         free(ln);
     }
@@ -982,7 +984,7 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb)
     cJSON *jq = jarr(v, doc, "queues");
     for (size_t i = 0; i < v->n_ledger; i++) {
         const struct ledger_rec *l = &v->ledger[i];
-        if (!is_gpu(l->resource))
+        if (!is_gpu(v, l->resource))
             continue;
         total = sat_add(total, l->amount);
         const struct queue_rec *q = find_queue(v, l->queue);

@@ -17,6 +17,7 @@
  * Documents are read defensively (a server's answer is input): missing or mistyped fields print
  * as absent, text is made harmless for the terminal. docs/cli.md is the user's reference.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include <curl/curl.h>
 
 #include "sched/core/cycle.h"
+#include "sched/core/device.h"
 #include "sched/core/err.h"
 #include "sched/core/quantity.h"
 #include "store/store.h"
@@ -150,16 +152,22 @@ static const char *color_seq(enum color c)
 
 /* ---- human units -------------------------------------------------------------------------- */
 
+/* The accelerator of the database (meta 'device') and its unit word, set once it is open. */
+static char gpu_resource[320] = STORE_GPU;
+static char gpu_unit[DEVICE_UNIT_MAX] = "GPU";
+
+static char gpus_col[DEVICE_UNIT_MAX + 1] = "GPUS"; /* the unit's column header */
+
 static bool is_gpu(const char *resource)
 {
-    return str_eq(resource, STORE_GPU);
+    return str_eq(resource, gpu_resource);
 }
 
 /* A resource amount in base units, for humans: "64 GPU", "16Gi", "500m". */
 static void fmt_amount(char *buf, size_t n, const char *resource, int64_t v)
 {
     if (is_gpu(resource)) {
-        snprintf(buf, n, "%lld GPU", (long long)v);
+        snprintf(buf, n, "%lld %s", (long long)v, gpu_unit);
     } else if (str_eq(resource, "cpu")) {
         qty_format(v, 3, 0, buf, n);
     } else if (resource && (strcmp(resource, "memory") == 0 || strstr(resource, "storage") ||
@@ -640,12 +648,12 @@ static int show_queues(cJSON *doc)
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
         tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "priority", 0));
-        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
-        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld GPU", used);
+        tbl_cell(&t, C_NONE, "%lld %s", nominal, gpu_unit);
+        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld %s", used, gpu_unit);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
         tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%lld", pending);
         if (t.ncol > 8) {
-            tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "borrowed_gpus", 0));
+            tbl_cell(&t, C_NONE, "%lld %s", (long long)gint(q, "borrowed_gpus", 0), gpu_unit);
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "admitted", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "finished", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "failed", 0));
@@ -678,9 +686,9 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"JOB",      "QUEUE",     "STATE",       "GPUS",
-                                      "POSITION", "WAITING",   "STARTED",     "FINISHED",
-                                      "FLAVOR",   "SUBMITTED", "PREEMPTIONS", "NODES"};
+    const char *const hdr[] = {"JOB",      "QUEUE",     "STATE",       gpus_col,
+                               "POSITION", "WAITING",   "STARTED",     "FINISHED",
+                               "FLAVOR",   "SUBMITTED", "PREEMPTIONS", "NODES"};
     struct table t;
     tbl_init(&t, out_fmt == OUT_WIDE ? 12 : 8, hdr, 0x418);
     const cJSON *jobs = jget(doc, "jobs");
@@ -756,7 +764,7 @@ static int show_explain(cJSON *doc)
     if (gint(j, "position", 0) > 0)
         printf("Position:     %lld in queue %s (submission order)\n",
                (long long)gint(j, "position", 0), t.cell[1]);
-    printf("GPUs:         %lld GPU%s%s\n", (long long)gint(j, "gpus", 0),
+    printf("%ss:         %lld %s%s%s\n", gpu_unit, (long long)gint(j, "gpus", 0), gpu_unit,
            flavor ? " on flavor " : "", t.cell[2]);
     tbl_free(&t);
     printf("Submitted:    %s\n", b[0]);
@@ -809,8 +817,8 @@ static int show_explain(cJSON *doc)
         tbl_print(stdout, &t);
     tbl_free(&t);
 
-    static const char *const phdr[] = {"CYCLE", "TIME",       "ROLE", "OTHER JOB",
-                                       "GPUS",  "LOST GPU-H", "COST"};
+    const char *const phdr[] = {"CYCLE",  "TIME",       "ROLE", "OTHER JOB",
+                                gpus_col, "LOST GPU-H", "COST"};
     tbl_init(&t, 7, phdr, 0x71);
     const cJSON *pre = jget(doc, "preemptions");
     EACH(p, pre)
@@ -851,8 +859,8 @@ static int show_top(cJSON *doc)
         long long nominal = (long long)gint(q, "nominal_gpus", 0);
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "queue")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "flavor")));
-        tbl_cell(&t, C_NONE, "%lld GPU", used);
-        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
+        tbl_cell(&t, C_NONE, "%lld %s", used, gpu_unit);
+        tbl_cell(&t, C_NONE, "%lld %s", nominal, gpu_unit);
         if (nominal > 0)
             tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%.0f%%",
                      100.0 * (double)used / (double)nominal);
@@ -860,20 +868,21 @@ static int show_top(cJSON *doc)
             tbl_cell(&t, C_NONE, "-");
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
     }
-    printf("GPU usage by queue (ledger): %lld GPU in use\n", (long long)gint(doc, "used_gpus", 0));
+    printf("%s usage by queue (ledger): %lld %s in use\n", gpu_unit,
+           (long long)gint(doc, "used_gpus", 0), gpu_unit);
     if (t.n)
         tbl_print(stdout, &t);
     tbl_free(&t);
     const cJSON *nodes = jget(doc, "nodes");
     int n = cJSON_GetArraySize(nodes);
-    printf("\nGPU usage by node (placed pods): %lld GPU on %d node(s)\n",
-           (long long)gint(doc, "placed_gpus", 0), n);
-    static const char *const nhdr[] = {"NODE", "GPUS", "PODS", "JOBS"};
+    printf("\n%s usage by node (placed pods): %lld %s on %d node(s)\n", gpu_unit,
+           (long long)gint(doc, "placed_gpus", 0), gpu_unit, n);
+    const char *const nhdr[] = {"NODE", gpus_col, "PODS", "JOBS"};
     tbl_init(&t, 4, nhdr, 0xe);
     EACH(u, nodes)
     {
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(u, "node")));
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(u, "gpus", 0));
+        tbl_cell(&t, C_NONE, "%lld %s", (long long)gint(u, "gpus", 0), gpu_unit);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "pods", 0));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "jobs", 0));
     }
@@ -1431,8 +1440,15 @@ static int offline(const char *path, const struct args *a)
     struct store_views *v = NULL;
     cJSON *doc = NULL;
     int err = store_open(path, STORE_READONLY, NULL, &st, &eb);
-    if (!err)
+    if (!err) {
+        snprintf(gpu_resource, sizeof(gpu_resource), "%s", store_device(st));
+        snprintf(gpu_unit, sizeof(gpu_unit), "%s", store_device_unit(st));
+        size_t k = 0;
+        for (; gpu_unit[k] && k + 2 < sizeof(gpus_col); k++)
+            gpus_col[k] = (char)toupper((unsigned char)gpu_unit[k]);
+        memcpy(gpus_col + k, "S", 2);
         err = store_views_load(st, &v, &eb);
+    }
     if (!err) {
         if (strcmp(cmd, "quota") == 0)
             err = store_view_quota(v, arg, &doc, &eb);

@@ -433,6 +433,11 @@ static cJSON *stats_json(const struct sim_stats *s)
 static void print_json(const struct sim_stats *s, int n)
 {
     cJSON *root = cJSON_CreateObject();
+    if (!device_is_default()) { /* what every *gpu* figure counts, when not nvidia.com/gpu */
+        cJSON *d = cJSON_AddObjectToObject(root, "device");
+        cJSON_AddStringToObject(d, "resource", device_resource());
+        cJSON_AddStringToObject(d, "unit", device_unit());
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
     for (int i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, stats_json(&s[i]));
@@ -458,8 +463,13 @@ static void dur(char *buf, size_t n, double s)
 static void print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
                         uint32_t nodes)
 {
-    printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
-           n ? s[0].jobs : 0);
+    /* a configured accelerator is named; the default's line stays as it always was */
+    if (device_is_default())
+        printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
+               n ? s[0].jobs : 0);
+    else
+        printf("cluster %s: %u nodes, %lld %ss (%s); %u jobs\n\n", cluster, nodes, (long long)gpus,
+               device_unit(), device_resource(), n ? s[0].jobs : 0);
     printf("%-32s", "metric");
     for (int i = 0; i < n; i++)
         printf("%14s", s[i].policy);
@@ -720,8 +730,8 @@ static int cmd_simulate(int argc, char **argv)
         fputs("gangsched simulate: out of memory\n", stderr);
         goto out;
     }
-    if (a.config_path && (config_load_file(a.config_path, &cfg, &eb) != 0 ||
-                          config_apply_device(cfg, &eb) != 0)) {
+    if (a.config_path &&
+        (config_load_file(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }

@@ -23,7 +23,6 @@ enum res_id { RES_CPU = 0, RES_MEMORY = 1, RES_PODS = 2, RES_GPU = 3, RES_N_WELL
 
 #define RES_DEFAULT_DEVICE "nvidia.com/gpu"
 
-
 struct res_vec {
     int64_t v[RES_MAX]; /* indexed by resource id; base units (see above) */
 };

@@ -35,6 +35,7 @@
 #include "sched/core/annot.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
+#include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
@@ -91,6 +92,7 @@ struct kstatus {
 };
 
 struct kdrv {
+    bool warned_no_device; /* the "no node has the device" warning was logged for this state */
     const struct kube_run_opts *o;
     uv_loop_t *loop;
     uv_timer_t cycle_timer;
@@ -208,21 +210,21 @@ static int job_charge(struct kdrv *d, const char *gang, const char *queue, const
         j->seen = true;
         if (old) { /* charged already: replace, not add twice */
             struct kjob *o = old;
-            int rc = store_ledger_add(d->db, o->queue, o->flavor, STORE_GPU, -o->gpus, eb);
+            int rc = store_ledger_add(d->db, o->queue, o->flavor, device_resource(), -o->gpus, eb);
             kjob_free(o);
             if (rc)
                 return rc;
         }
         LOG_DEBUG(KDRV_MOD, "charged: gang=%s queue=%s flavor=%s gpus=%lld", gang, queue, j->flavor,
                   (long long)gpus);
-        return store_ledger_add(d->db, queue, j->flavor, STORE_GPU, gpus, eb);
+        return store_ledger_add(d->db, queue, j->flavor, device_resource(), gpus, eb);
     }
     struct kjob *j = strmap_del(&d->jobs, gang);
     if (!j)
         return 0;
     LOG_DEBUG(KDRV_MOD, "released: gang=%s queue=%s flavor=%s gpus=%lld", gang, j->queue, j->flavor,
               (long long)j->gpus);
-    int rc = store_ledger_add(d->db, j->queue, j->flavor, STORE_GPU, -j->gpus, eb);
+    int rc = store_ledger_add(d->db, j->queue, j->flavor, device_resource(), -j->gpus, eb);
     kjob_free(j);
     return rc;
 }
@@ -850,7 +852,7 @@ static void strlist_free(struct strlist *l)
 static int collect_ledger(void *ctx, const struct store_ledger_row *r)
 {
     struct strlist *l = ctx;
-    if (strcmp(r->resource, STORE_GPU) != 0 || r->amount == 0)
+    if (strcmp(r->resource, device_resource()) != 0 || r->amount == 0)
         return 0;
     int rc = strlist_add(l, r->queue);
     return rc ? rc : strlist_add(l, r->flavor);
@@ -864,7 +866,7 @@ static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
     if (rc == SCHED_ENOMEM)
         rc = sched_fail(eb, rc, "out of memory");
     for (uint32_t i = 0; rc == 0 && i + 1 < l.n; i += 2)
-        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], STORE_GPU, 0, eb);
+        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], device_resource(), 0, eb);
     strlist_free(&l);
     return rc;
 }
@@ -1258,6 +1260,17 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
 
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
  * that gave up kept out of the queues. */
+/* Once per change of state: warns when the nodes have none of the configured accelerator, naming
+ * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
+static void warn_no_device(struct kdrv *d, const struct cluster *c)
+{
+    char msg[512];
+    bool missing = device_missing(c, msg, sizeof(msg));
+    if (missing && !d->warned_no_device)
+        LOG_WARN(KDRV_MOD, "%s", msg);
+    d->warned_no_device = missing;
+}
+
 static int lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                           int64_t now, struct sched_errbuf *eb)
 {
@@ -1342,6 +1355,7 @@ static void run_cycle(struct kdrv *d)
                   rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
         return;
     }
+    warn_no_device(d, kb.snap.cluster);
     if (lifecycle_step(d, &kb, cfg, now, &eb) != 0) {
         config_watch_unpin(d->cw, cfg);
         fatal(d, eb.msg);
@@ -1894,6 +1908,17 @@ static int start_metrics(struct kdrv *d)
     }
     if (rc == 0)
         rc = http_metric_set(d->m_leader, NULL, 0);
+    /* which resource every *gpu* figure counts (device.resource of the config) */
+    static const char *const dev_labels[] = {"resource", "unit"};
+    struct http_metric *dev = NULL;
+    if (rc == 0)
+        rc = http_metric_add(d->metrics, "gangsched_device_info",
+                             "The accelerator resource the scheduler counts as GPUs, and its unit",
+                             HTTP_GAUGE, dev_labels, 2, NULL, 0, &dev);
+    if (rc == 0) {
+        const char *vals[] = {device_resource(), device_unit()};
+        rc = http_metric_set(dev, vals, 1);
+    }
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/cycle.h"
+#include "sched/core/device.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "store/store.h"
@@ -1609,8 +1610,8 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
         }
     for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
         for (uint32_t f = 0; rc == 0 && f < r->n_flavors; f++)
-            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name, STORE_GPU,
-                                  usage_at(r, q, f)[RES_GPU], eb);
+            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name,
+                                  device_resource(), usage_at(r, q, f)[RES_GPU], eb);
         if (rc == 0)
             rc = store_history_put(db, in->queues[q].name, r->hist[q], now, eb);
     }
@@ -1751,7 +1752,7 @@ static int db_reconcile(struct run *r, struct sched_errbuf *eb)
             rows[q * r->n_flavors + f] =
                 (struct store_ledger_row){.queue = in->queues[q].name,
                                           .flavor = in->config->flavors[f].name,
-                                          .resource = STORE_GPU,
+                                          .resource = device_resource(),
                                           .amount = usage_at(r, q, f)[RES_GPU]};
     if (rc == 0)
         rc = store_ledger_reconcile(db, rows, n, &n_diff, eb);
