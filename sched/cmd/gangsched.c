@@ -21,6 +21,7 @@
 #include "sched/http/server.h"
 #include "sched/kube/driver.h"
 #include "sched/sim/nodes.h"
+#include "sched/sim/openb.h"
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
@@ -70,6 +71,8 @@ static void usage_simulate(FILE *f)
           "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json'\n"
           "workload:\n"
           "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
+          "  --arrival fgd      the openb GPU-sharing workload with FGD's method (openb node\n"
+          "                     and pod CSVs; see 'gangsched simulate --arrival fgd --help')\n"
           "  --seed N           seed of every random choice below (default 1)\n"
           "  --high-priority F  give priority 10 to this fraction of jobs without a priority\n"
           "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
@@ -706,6 +709,9 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
 
 static int cmd_simulate(int argc, char **argv)
 {
+    for (int i = 0; i < argc; i++) /* the openb GPU-sharing workload: its own flags */
+        if (strcmp(argv[i], "--arrival") == 0)
+            return openb_main(argc, argv);
     struct sim_args a;
     int rc = parse_simulate(argc, argv, &a);
     if (rc != 0)
