@@ -12,6 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Weight of best fit next to FGD's growth of fragmentation (GPU milli): a node left entirely
+ * free of GPUs and cpu adds 2 x SHARE_FGD_PACK. FGD alone leaves many exact ties (CPU-only pods,
+ * whole-GPU pods on empty nodes) and near-ties; packing breaks them toward fuller nodes. On the
+ * openb default workload (seeds 42-51) it lifts the allocation at 100% arrived from 94.5% to
+ * 95.1% (docs/simulator.md). */
+#define SHARE_FGD_PACK 300.0
+
 struct share_memo {
     uint32_t version; /* node version + 1 it was computed at; 0 = never */
     uint32_t gpus;    /* best GPU choice */
@@ -197,6 +204,10 @@ struct share_choice share_choose(struct share_cluster *c, const struct share_pod
             if (!share_fits(n, p))
                 continue;
             s = pol == SHARE_FGD ? fgd_score(c, i, p, &gpus) : bestfit_score(n, p, &gpus);
+        }
+        if (pol == SHARE_FGD) { /* and the tighter node (best fit), weakly */
+            uint32_t unused;
+            s += SHARE_FGD_PACK * bestfit_score(n, p, &unused);
         }
         if (out.node < 0 || s < best) {
             best = s;
