@@ -120,7 +120,7 @@ static double bestfit_score(const struct share_node *n, const struct share_pod *
         for (uint8_t g = 0; g < n->n_gpus; g++)
             if (n->gpu_free[g] >= p->gpu_milli && (best < 0 || n->gpu_free[g] < n->gpu_free[best]))
                 best = g;
-        *gpus = 1u << best;
+        *gpus = best >= 0 ? 1u << (unsigned)best : 0;
     } else if (p->num_gpu > 0) {
         *gpus = lowest_whole(n, p->num_gpu);
     }
