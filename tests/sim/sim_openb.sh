@@ -5,7 +5,7 @@ N=tests/data/openb-nodes-excerpt.csv P=tests/data/openb-pods-excerpt.csv
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seeds 1-3 --json >"$TMP/o.json" 2>"$TMP/o.err" &&
     ok "openb run" || { bad "openb run failed"; cat "$TMP/o.err"; }
 expect_eq "workload" "$("$JGET" "$TMP/o.json" workload)" openb-pods-excerpt
-expect_eq "GPUs of the excerpt" "$("$JGET" "$TMP/o.json" total_gpus)" 98
+expect_eq "GPUs of the excerpt" "$("$JGET" "$TMP/o.json" total_gpus)" 100
 expect_eq "three seeds" "$("$JGET" "$TMP/o.json" seeds/2/seed)" 3
 expect_eq "policy fgd first" "$("$JGET" "$TMP/o.json" seeds/0/policies/0/name)" fgd
 expect_eq "curve point 130" "$("$JGET" "$TMP/o.json" seeds/0/policies/0/allocation_curve/130/0)" 130
