@@ -323,6 +323,67 @@ static void store_ledger_uses_the_device(void **unused)
     unlink(side);
 }
 
+/* MIG mixed strategy: whole GPUs and each MIG profile are separate pools of one node; a MIG gang
+ * gets slices and no GPU index, a GPU gang whole GPUs (several on one node: they are exclusive
+ * devices), and quota is per profile. */
+static void mig_mixed_pools(void **unused)
+{
+    (void)unused;
+    struct sched_errbuf eb = {{0}};
+    static const char yaml[] =
+        HDR "queues:\n"
+            "  - name: a\n    quota: {default: {nvidia.com/gpu: 8, "
+            "nvidia.com/mig-1g.10gb: 4}}\n"
+            "  - name: b\n    quota: {default: {nvidia.com/mig-1g.10gb: 8}}\n";
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    struct kcache *c = kcache_new("gangsched");
+    add_json(c, 0,
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"m1\",\"labels\":{"
+             "\"nvidia.com/mig.strategy\":\"mixed\"}},\"status\":{\"allocatable\":{"
+             "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"4\","
+             "\"nvidia.com/mig-1g.10gb\":\"14\"},"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    pg(c, "mg", 2, "b");
+    pod(c, "nvidia.com/mig-1g.10gb", "mg-0", "mg", 3, "");
+    pod(c, "nvidia.com/mig-1g.10gb", "mg-1", "mg", 3, "");
+    pg(c, "wg", 1, "a");
+    pod(c, "nvidia.com/gpu", "wg-0", "wg", 4, "");
+    pg(c, "mq", 1, "a");
+    pod(c, "nvidia.com/mig-1g.10gb", "mq-0", "mq", 6, "");
+    struct arena a;
+    arena_init(&a, 1 << 16);
+    struct kcache_build kb;
+    assert_int_equal(kcache_build(c, cfg, sched_policy_default(), 1000, &a, &kb, &eb), 0);
+    assert_int_equal(kb.snap.cluster->nodes[0].gpu_sharing, GPU_WHOLE);
+    assert_int_equal(kb.snap.cluster->nodes[0].n_gpus, 4);
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&kb.snap, &a, &res), 0);
+    bool mg = false, wg = false;
+    for (uint32_t i = 0; i < res.n_placements; i++) {
+        const struct sched_placement *p = &res.placements[i];
+        if (strcmp(p->gang->name, "ml/mg") == 0) {
+            mg = true;
+            assert_int_equal(p->pods[0].gpu_mask, 0); /* slices, no GPU index */
+            assert_int_equal(p->pods[1].gpu_mask, 0);
+        }
+        if (strcmp(p->gang->name, "ml/wg") == 0) {
+            wg = true;
+            assert_int_equal(p->pods[0].gpu_mask, 0xf); /* the four whole GPUs */
+        }
+    }
+    assert_true(mg && wg);
+    /* 6 slices for a queue whose profile quota is 4 */
+    assert_int_equal(res.n_verdicts, 1);
+    assert_string_equal(res.verdicts[0].gang->name, "ml/mq");
+    assert_true(res.verdicts[0].why == SCHED_WHY_QUOTA_NEVER ||
+                res.verdicts[0].why == SCHED_WHY_QUOTA);
+    assert_string_equal(res_name(res.verdicts[0].quota_res), "nvidia.com/mig-1g.10gb");
+    arena_fini(&a);
+    kcache_free(c);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +392,7 @@ int main(void)
         cmocka_unit_test(device_already_read_is_refused),
         cmocka_unit_test(cluster_without_device_is_named),
         cmocka_unit_test(store_ledger_uses_the_device),
+        cmocka_unit_test(mig_mixed_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

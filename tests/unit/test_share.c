@@ -101,7 +101,8 @@ static void fragmentation_measure(void **unused)
     (void)unused;
     struct share_node n = gpu_node(2);
     n.gpu_free[1] = 300;
-    struct share_type types[2] = {{.req = pod(1, 500), .freq = 0.5}, {.req = pod(2, 1000), .freq = 0.5}};
+    struct share_type types[2] = {{.req = pod(1, 500), .freq = 0.5},
+                                  {.req = pod(2, 1000), .freq = 0.5}};
     /* 500 fits GPU 0: GPU 1 (300) is lost to it; two whole GPUs do not fit: all 1300 lost */
     assert_true(fgd_node_frag(&n, types, 2) > 799.999 && fgd_node_frag(&n, types, 2) < 800.001);
     n.cpu_free = 0; /* nothing fits any more: everything free is lost */
@@ -239,7 +240,8 @@ static void openb_bad_input(void **unused)
         {"name,cpu\nx,1\n", ":1: not an openb node list (expected the header sn,cpu_milli,"},
         {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,2,T4\nn2,lots,1024,2,T4\n",
          ":3: column 'cpu_milli': 'lots' is not an integer"},
-        {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,33,T4\n", ":2: column 'gpu': 33 is above 32"},
+        {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,33,T4\n",
+         ":2: column 'gpu': 33 is above 32"},
         {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,2,\n", ":2: column 'model': empty"},
         {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,2\n", ":2: 4 fields, the header has 5"},
         {"sn,cpu_milli,memory_mib,gpu,model\n", ": no nodes"},
@@ -299,10 +301,8 @@ static void openb_bad_input(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shares_stay_on_one_gpu),
-        cmocka_unit_test(fragmentation_measure),
-        cmocka_unit_test(fgd_keeps_gpus_usable),
-        cmocka_unit_test(openb_excerpts_read),
+        cmocka_unit_test(shares_stay_on_one_gpu), cmocka_unit_test(fragmentation_measure),
+        cmocka_unit_test(fgd_keeps_gpus_usable),  cmocka_unit_test(openb_excerpts_read),
         cmocka_unit_test(openb_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
