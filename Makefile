@@ -45,7 +45,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench preempt-figures openb-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -162,6 +162,15 @@ bench: deps
 # (SEEDS=1-64 by default; about 8 minutes on 2 cores).
 preempt-figures: all
 	BIN=$(BIN) python3 tests/bench/preempt_seeds.py --seeds $${SEEDS:-1-64}
+
+# The openb figures of docs/simulator.md: FGD and best fit over seeds 42-51 beside the published
+# curves. OPENB=DIR holds the files as shipped (openb_node_list_gpu_node.csv,
+# openb_pod_list_default.csv, fgd_published_results.csv); about 30 s.
+openb-figures: all
+	@test -n "$(OPENB)" || { echo "usage: make openb-figures OPENB=DIR (the openb CSVs)"; exit 2; }
+	$(BIN)/gangsched simulate --nodes $(OPENB)/openb_node_list_gpu_node.csv \
+	    --trace $(OPENB)/openb_pod_list_default.csv --arrival fgd --seeds $${SEEDS:-42-51} \
+	    --published $(OPENB)/fgd_published_results.csv
 
 # Kill-and-resume at hundreds of points (the CI test runs 20).
 soak: all $(TOOLS)
