@@ -44,4 +44,17 @@ expect_eq "utilization as nvidia" "$("$JGET" "$TMP/amd.out" policies/0/gpu_utili
 "$GS" simulate --no-progress --nodes "$TMP/amd.json" --trace tests/data/trace-small.csv >"$TMP/w.out" 2>"$TMP/w.err"
 grep -q "no node of 5 has the device resource nvidia.com/gpu; extended resources the nodes have: amd.com/gpu" "$TMP/w.err" &&
     ok "warning names the resources found" || { bad "no-device warning"; cat "$TMP/w.err"; }
+# the store records the device: gangctl counts in its unit
+sed 's#nvidia.com/gpu"#huawei.com/Ascend910"#g' tests/data/nodes-small.json >"$TMP/asc.json"
+sed 's#amd.com/gpu#huawei.com/Ascend910#g' "$TMP/amd.yaml" >"$TMP/asc.yaml"
+"$GS" simulate --no-progress --config "$TMP/asc.yaml" --nodes "$TMP/asc.json" \
+    --trace tests/data/trace-small.csv --policy gangsched --db "$TMP/asc.db" >"$TMP/asc.out" 2>&1 ||
+    { bad "Ascend run with --db"; cat "$TMP/asc.out"; }
+grep -q "40 NPUs (huawei.com/Ascend910)" "$TMP/asc.out" && ok "header names the NPUs" || bad "header"
+"$BIN/gangctl" --db "$TMP/asc.db" queues | grep -q "40 NPU" && ok "gangctl queues in NPU" ||
+    bad "gangctl queues unit"
+"$BIN/gangctl" --db "$TMP/asc.db" quota trace-small | grep -q "huawei.com/Ascend910 *40 NPU" &&
+    ok "gangctl quota names the device" || bad "gangctl quota"
+"$BIN/gangctl" --db "$TMP/asc.db" jobs --all | head -1 | grep -q "NPUS" && ok "jobs column NPUS" ||
+    bad "jobs column"
 finish
