@@ -111,14 +111,18 @@ static void apply(struct share_node *n, const struct share_pod *p, uint32_t gpus
 }
 
 /* Best fit: the node left with the least free GPU and cpu (shares of each, summed); the GPU
- * left with the least free milli. Lower is better. */
-static double bestfit_score(const struct share_node *n, const struct share_pod *p, uint32_t *gpus)
+ * left with the least free milli. Lower is better. Spread (`spread`): the GPU with the most free
+ * milli; the caller negates the node term. */
+static double fit_score(const struct share_node *n, const struct share_pod *p, uint32_t *gpus,
+                        bool spread)
 {
     *gpus = 0;
     if (p->num_gpu == 1 && p->gpu_milli < SHARE_MILLI) {
         int best = -1;
         for (uint8_t g = 0; g < n->n_gpus; g++)
-            if (n->gpu_free[g] >= p->gpu_milli && (best < 0 || n->gpu_free[g] < n->gpu_free[best]))
+            if (n->gpu_free[g] >= p->gpu_milli &&
+                (best < 0 || (spread ? n->gpu_free[g] > n->gpu_free[best]
+                                     : n->gpu_free[g] < n->gpu_free[best])))
                 best = g;
         *gpus = best >= 0 ? 1u << (unsigned)best : 0;
     } else if (p->num_gpu > 0) {
@@ -131,6 +135,11 @@ static double bestfit_score(const struct share_node *n, const struct share_pod *
     double gshare = n->n_gpus ? (double)gfree / (double)(n->n_gpus * SHARE_MILLI) : 0.0;
     double cshare = n->cpu ? (double)(n->cpu_free - p->cpu) / (double)n->cpu : 0.0;
     return gshare + cshare;
+}
+
+static double bestfit_score(const struct share_node *n, const struct share_pod *p, uint32_t *gpus)
+{
+    return fit_score(n, p, gpus, false);
 }
 
 static double node_frag(struct share_cluster *c, uint32_t i)
@@ -203,7 +212,9 @@ struct share_choice share_choose(struct share_cluster *c, const struct share_pod
         } else {
             if (!share_fits(n, p))
                 continue;
-            s = pol == SHARE_FGD ? fgd_score(c, i, p, &gpus) : bestfit_score(n, p, &gpus);
+            s = pol == SHARE_FGD      ? fgd_score(c, i, p, &gpus)
+                : pol == SHARE_SPREAD ? -fit_score(n, p, &gpus, true)
+                                      : bestfit_score(n, p, &gpus);
         }
         if (pol == SHARE_FGD) { /* and the tighter node (best fit), weakly */
             uint32_t unused;

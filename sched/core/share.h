@@ -5,7 +5,8 @@
  * GPU thousandths), the placement of one pod onto a node and specific GPU indices, and the
  * policies that choose among feasible nodes: best fit (the node and GPU left with the least free
  * capacity) and FGD (the placement that least increases the expected fragmentation of the
- * cluster for the distribution of recent requests; plugins/score_fgd.c). A pod asking for a
+ * cluster for the distribution of recent requests; plugins/score_fgd.c), and spread (the
+ * emptiest node and GPU, HAMi's spread policies). A pod asking for a
  * fraction (gpu_milli < 1000) uses one GPU; a pod asking for n whole GPUs uses n GPUs that are
  * entirely free: shares never span devices.
  *
@@ -47,7 +48,9 @@ struct share_type {
     double freq; /* share of arrivals, sum 1 */
 };
 
-enum share_policy { SHARE_BESTFIT = 0, SHARE_FGD };
+/* HAMi's node-scheduler-policy and gpu-scheduler-policy: binpack is best fit (the fullest node,
+ * then the fullest GPU that fits), spread the emptiest node, then the emptiest GPU. */
+enum share_policy { SHARE_BESTFIT = 0, SHARE_FGD, SHARE_SPREAD };
 
 struct share_cluster {
     struct share_node *nodes;

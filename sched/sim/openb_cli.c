@@ -14,14 +14,14 @@
 struct openb_args {
     const char *nodes, *trace, *published;
     uint64_t seed_lo, seed_hi;
-    enum share_policy pols[2];
+    enum share_policy pols[3];
     int n_pols;
     bool json;
 };
 
 static const char *pol_name(enum share_policy p)
 {
-    return p == SHARE_FGD ? "fgd" : "bestfit";
+    return p == SHARE_FGD ? "fgd" : p == SHARE_SPREAD ? "spread" : "bestfit";
 }
 
 /* The published file's name of a policy. */
@@ -33,13 +33,14 @@ static const char *pol_published(enum share_policy p)
 static void usage(FILE *f)
 {
     fputs("usage: gangsched simulate --nodes NODES.csv --trace PODS.csv --arrival fgd\n"
-          "                          [--seed N | --seeds A-B] [--policy fgd|bestfit]...\n"
+          "                          [--seed N | --seeds A-B] [--policy fgd|bestfit|spread]...\n"
           "                          [--published fgd_published_results.csv] [--json]\n"
           "\n"
           "The openb GPU-sharing workload with FGD's method: every pod of PODS.csv in a seeded\n"
           "random order, then seeded random draws from it until the arrived GPU demand would\n"
           "pass 130% of the cluster's GPUs; no departures. Prints the GPU allocation ratio\n"
-          "against the arrived demand (0..130%) per policy (default fgd and bestfit), the mean\n"
+          "against the arrived demand (0..130%) per policy (fgd, bestfit alias binpack, spread;\n"
+          "default fgd and bestfit), the mean\n"
           "over --seeds, and the published curves of the same workload beside it.\n",
           f);
 }
@@ -125,14 +126,21 @@ static int parse(int argc, char **argv, struct openb_args *a)
             enum share_policy p;
             if (strcmp(v, "fgd") == 0)
                 p = SHARE_FGD;
-            else if (strcmp(v, "bestfit") == 0)
+            else if (strcmp(v, "bestfit") == 0 || strcmp(v, "binpack") == 0)
                 p = SHARE_BESTFIT;
+            else if (strcmp(v, "spread") == 0)
+                p = SHARE_SPREAD;
             else {
                 fprintf(stderr,
-                        "gangsched simulate: --policy %s: with --arrival fgd: fgd, bestfit\n", v);
+                        "gangsched simulate: --policy %s: with --arrival fgd: fgd, bestfit "
+                        "(binpack), spread\n",
+                        v);
                 return 2;
             }
-            if (a->n_pols < 2)
+            bool dup = false;
+            for (int k = 0; k < a->n_pols; k++)
+                dup |= a->pols[k] == p;
+            if (!dup)
                 a->pols[a->n_pols++] = p;
         } else {
             a->published = v;
@@ -212,8 +220,8 @@ static cJSON *curve_json(const double *curve)
 }
 
 struct openb_sums {
-    double mean[2][OPENB_CURVE_MAX + 1];
-    double at100[2][OPENB_MAX_SEEDS];
+    double mean[3][OPENB_CURVE_MAX + 1];
+    double at100[3][OPENB_MAX_SEEDS];
 };
 
 static void print_table(const struct openb_args *a, const struct openb_sums *s, int n_seeds,
@@ -351,7 +359,7 @@ int openb_main(int argc, char **argv)
                                 (double)(long long)(sums.mean[p][100] * 100 + 0.5) / 100);
         cJSON_AddItemToObject(o, "allocation_curve", curve_json(sums.mean[p]));
         int pi = a.pols[p] == SHARE_FGD ? 0 : 1;
-        if (have_pub[pi]) {
+        if (a.pols[p] != SHARE_SPREAD && have_pub[pi]) {
             cJSON_AddStringToObject(o, "published_policy", pol_published(a.pols[p]));
             cJSON_AddNumberToObject(o, "published_at_100", pub[pi][100]);
             cJSON_AddItemToObject(o, "published_curve", curve_json(pub[pi]));

@@ -96,6 +96,31 @@ static void shares_stay_on_one_gpu(void **unused)
     share_fini(&c);
 }
 
+/* HAMi's binpack and spread, per node and per GPU */
+static void binpack_and_spread(void **unused)
+{
+    (void)unused;
+    struct share_node nodes[2] = {gpu_node(2), gpu_node(2)};
+    nodes[0].gpu_free[0] = 300;
+    nodes[0].gpu_free[1] = 800;
+    struct share_cluster c = {.nodes = nodes, .n_nodes = 2};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(share_init(&c, NULL, 0, &eb), 0);
+    struct share_pod p = pod(1, 200);
+    struct share_choice bp = share_choose(&c, &p, SHARE_BESTFIT);
+    struct share_choice sp = share_choose(&c, &p, SHARE_SPREAD);
+    assert_int_equal(bp.node, 0); /* the fuller node, its fuller GPU */
+    assert_int_equal(bp.gpus, 0x1);
+    assert_int_equal(sp.node, 1); /* the emptier node */
+    nodes[1].gpu_free[0] = 100;   /* now node 1 is the fuller one */
+    nodes[1].gpu_free[1] = 100;
+    nodes[1].version++;
+    sp = share_choose(&c, &p, SHARE_SPREAD);
+    assert_int_equal(sp.node, 0);
+    assert_int_equal(sp.gpus, 0x2); /* the emptier GPU of it */
+    share_fini(&c);
+}
+
 static void fragmentation_measure(void **unused)
 {
     (void)unused;
@@ -301,9 +326,9 @@ static void openb_bad_input(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shares_stay_on_one_gpu), cmocka_unit_test(fragmentation_measure),
-        cmocka_unit_test(fgd_keeps_gpus_usable),  cmocka_unit_test(openb_excerpts_read),
-        cmocka_unit_test(openb_bad_input),
+        cmocka_unit_test(shares_stay_on_one_gpu), cmocka_unit_test(binpack_and_spread),
+        cmocka_unit_test(fragmentation_measure),  cmocka_unit_test(fgd_keeps_gpus_usable),
+        cmocka_unit_test(openb_excerpts_read),    cmocka_unit_test(openb_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
