@@ -49,6 +49,10 @@ static int csv_next(struct csv *c, struct sched_errbuf *eb)
                               c->line, OPENB_MAX_LINE - 2);
         while (len && (c->buf[len - 1] == '\n' || c->buf[len - 1] == '\r'))
             c->buf[--len] = '\0';
+        if (c->line == 1 && len >= 3 && memcmp(c->buf, "\xEF\xBB\xBF", 3) == 0) {
+            memmove(c->buf, c->buf + 3, len - 2); /* a UTF-8 byte order mark */
+            len -= 3;
+        }
         if (len == 0)
             continue;
         c->n = 0;
@@ -198,6 +202,27 @@ static int node_row(struct csv *c, struct openb_nodes *out, struct sched_errbuf 
     return 0;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Node names are unique (a sorted copy of the pointers). */
+static int check_unique(const char *path, const struct openb_nodes *n, struct sched_errbuf *eb)
+{
+    char **sorted = malloc(n->n * sizeof(*sorted));
+    if (!sorted)
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
+    memcpy(sorted, n->names, n->n * sizeof(*sorted));
+    qsort(sorted, n->n, sizeof(*sorted), name_cmp);
+    int rc = 0;
+    for (uint32_t i = 1; i < n->n && !rc; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            rc = sched_fail(eb, SCHED_EINVAL, "%s: node \"%.100s\" appears twice", path, sorted[i]);
+    free(sorted);
+    return rc;
+}
+
 int openb_nodes_read(const char *path, struct openb_nodes *out, struct sched_errbuf *eb)
 {
     memset(out, 0, sizeof(*out));
@@ -226,6 +251,8 @@ int openb_nodes_read(const char *path, struct openb_nodes *out, struct sched_err
         fclose(c.f);
     if (rc == 0 && out->n == 0)
         rc = sched_fail(eb, SCHED_EINVAL, "%s: no nodes", path);
+    if (rc == 0)
+        rc = check_unique(path, out, eb);
     if (rc)
         openb_nodes_free(out);
     return rc;

@@ -270,6 +270,8 @@ static void openb_bad_input(void **unused)
         {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,2,\n", ":2: column 'model': empty"},
         {"sn,cpu_milli,memory_mib,gpu,model\nn1,64000,1024,2\n", ":2: 4 fields, the header has 5"},
         {"sn,cpu_milli,memory_mib,gpu,model\n", ": no nodes"},
+        {"sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,0,\nn2,1,1,0,\nn1,1,1,0,\n",
+         ": node \"n1\" appears twice"},
     };
     for (size_t i = 0; i < sizeof(bad_nodes) / sizeof(bad_nodes[0]); i++) {
         write_tmp(path, bad_nodes[i].text);
@@ -278,6 +280,13 @@ static void openb_bad_input(void **unused)
             fail_msg("case %zu: got \"%s\", wanted \"%s\"", i, eb.msg, bad_nodes[i].want);
         unlink(path);
     }
+    /* a byte order mark and CRLF line ends are accepted */
+    write_tmp(path, "\xEF\xBB\xBFsn,cpu_milli,memory_mib,gpu,model\r\nn1,64000,1024,2,T4\r\n");
+    assert_int_equal(openb_nodes_read(path, &nodes, &eb), 0);
+    assert_int_equal(nodes.n, 1);
+    assert_int_equal(nodes.nodes[0].n_gpus, 2);
+    openb_nodes_free(&nodes);
+    unlink(path);
     assert_int_equal(openb_nodes_read(NODES_EXCERPT, &nodes, &eb), 0);
     static const char hdr[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
                               "creation_time,deletion_time,scheduled_time\n";
