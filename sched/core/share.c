@@ -191,7 +191,8 @@ struct share_choice share_choose(struct share_cluster *c, const struct share_pod
                                  enum share_policy pol)
 {
     struct share_choice out = {.node = -1, .gpus = 0};
-    bool memo = pol == SHARE_FGD && c->memo && p->type < c->n_types;
+    bool fgd = pol == SHARE_FGD || pol == SHARE_FGD_PLAIN;
+    bool memo = fgd && c->memo && p->type < c->n_types;
     double best = 0;
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         struct share_node *n = &c->nodes[i];
@@ -212,7 +213,7 @@ struct share_choice share_choose(struct share_cluster *c, const struct share_pod
         } else {
             if (!share_fits(n, p))
                 continue;
-            s = pol == SHARE_FGD      ? fgd_score(c, i, p, &gpus)
+            s = fgd                   ? fgd_score(c, i, p, &gpus)
                 : pol == SHARE_SPREAD ? -fit_score(n, p, &gpus, true)
                                       : bestfit_score(n, p, &gpus);
         }

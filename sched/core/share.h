@@ -50,7 +50,9 @@ struct share_type {
 
 /* HAMi's node-scheduler-policy and gpu-scheduler-policy: binpack is best fit (the fullest node,
  * then the fullest GPU that fits), spread the emptiest node, then the emptiest GPU. */
-enum share_policy { SHARE_BESTFIT = 0, SHARE_FGD, SHARE_SPREAD };
+/* FGD_PLAIN: FGD's growth of fragmentation alone, exact ties to the lower node index (the
+ * policy as published); FGD adds a weak best-fit term (share.c). */
+enum share_policy { SHARE_BESTFIT = 0, SHARE_FGD, SHARE_SPREAD, SHARE_FGD_PLAIN };
 
 struct share_cluster {
     struct share_node *nodes;

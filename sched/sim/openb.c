@@ -448,8 +448,8 @@ int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, co
     if (!c.nodes)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     memcpy(c.nodes, nodes->nodes, (size_t)nodes->n * sizeof(*c.nodes));
-    int rc = share_init(&c, pol == SHARE_FGD ? pods->types : NULL,
-                        pol == SHARE_FGD ? pods->n_types : 0, eb);
+    bool fgd = pol == SHARE_FGD || pol == SHARE_FGD_PLAIN;
+    int rc = share_init(&c, fgd ? pods->types : NULL, fgd ? pods->n_types : 0, eb);
     if (rc) {
         free(c.nodes);
         return rc;

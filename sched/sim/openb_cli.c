@@ -14,33 +14,36 @@
 struct openb_args {
     const char *nodes, *trace, *published;
     uint64_t seed_lo, seed_hi;
-    enum share_policy pols[3];
+    enum share_policy pols[4];
     int n_pols;
     bool json;
 };
 
 static const char *pol_name(enum share_policy p)
 {
-    return p == SHARE_FGD ? "fgd" : p == SHARE_SPREAD ? "spread" : "bestfit";
+    return p == SHARE_FGD         ? "fgd"
+           : p == SHARE_FGD_PLAIN ? "fgd-plain"
+           : p == SHARE_SPREAD    ? "spread"
+                                  : "bestfit";
 }
 
 /* The published file's name of a policy. */
 static const char *pol_published(enum share_policy p)
 {
-    return p == SHARE_FGD ? "06-FGD" : "05-BestFit";
+    return p == SHARE_FGD || p == SHARE_FGD_PLAIN ? "06-FGD" : "05-BestFit";
 }
 
 static void usage(FILE *f)
 {
     fputs("usage: gangsched simulate --nodes NODES.csv --trace PODS.csv --arrival fgd\n"
-          "                          [--seed N | --seeds A-B] [--policy fgd|bestfit|spread]...\n"
-          "                          [--published fgd_published_results.csv] [--json]\n"
+          "         [--seed N | --seeds A-B] [--policy fgd|fgd-plain|bestfit|spread]...\n"
+          "         [--published fgd_published_results.csv] [--json]\n"
           "\n"
           "The openb GPU-sharing workload with FGD's method: every pod of PODS.csv in a seeded\n"
           "random order, then seeded random draws from it until the arrived GPU demand would\n"
           "pass 130% of the cluster's GPUs; no departures. Prints the GPU allocation ratio\n"
-          "against the arrived demand (0..130%) per policy (fgd, bestfit alias binpack, spread;\n"
-          "default fgd and bestfit), the mean\n"
+          "against the arrived demand (0..130%) per policy (default fgd and bestfit; also\n"
+          "fgd-plain, FGD without our best-fit term, and spread; binpack = bestfit), the mean\n"
           "over --seeds, and the published curves of the same workload beside it.\n",
           f);
 }
@@ -130,10 +133,12 @@ static int parse(int argc, char **argv, struct openb_args *a)
                 p = SHARE_BESTFIT;
             else if (strcmp(v, "spread") == 0)
                 p = SHARE_SPREAD;
+            else if (strcmp(v, "fgd-plain") == 0)
+                p = SHARE_FGD_PLAIN;
             else {
                 fprintf(stderr,
-                        "gangsched simulate: --policy %s: with --arrival fgd: fgd, bestfit "
-                        "(binpack), spread\n",
+                        "gangsched simulate: --policy %s: with --arrival fgd: fgd, fgd-plain, "
+                        "bestfit (binpack), spread\n",
                         v);
                 return 2;
             }
@@ -220,8 +225,8 @@ static cJSON *curve_json(const double *curve)
 }
 
 struct openb_sums {
-    double mean[3][OPENB_CURVE_MAX + 1];
-    double at100[3][OPENB_MAX_SEEDS];
+    double mean[4][OPENB_CURVE_MAX + 1];
+    double at100[4][OPENB_MAX_SEEDS];
 };
 
 static void print_table(const struct openb_args *a, const struct openb_sums *s, int n_seeds,
@@ -358,7 +363,7 @@ int openb_main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "gpu_allocation_ratio_at_100",
                                 (double)(long long)(sums.mean[p][100] * 100 + 0.5) / 100);
         cJSON_AddItemToObject(o, "allocation_curve", curve_json(sums.mean[p]));
-        int pi = a.pols[p] == SHARE_FGD ? 0 : 1;
+        int pi = a.pols[p] == SHARE_FGD || a.pols[p] == SHARE_FGD_PLAIN ? 0 : 1;
         if (a.pols[p] != SHARE_SPREAD && have_pub[pi]) {
             cJSON_AddStringToObject(o, "published_policy", pol_published(a.pols[p]));
             cJSON_AddNumberToObject(o, "published_at_100", pub[pi][100]);

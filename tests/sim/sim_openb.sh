@@ -14,6 +14,9 @@ expect_cmp "fgd at 100% arrived" "$r" ">" 50
 expect_cmp "fgd at 100% arrived" "$r" "<=" 100
 r=$("$JGET" "$TMP/o.json" mean/1/gpu_allocation_ratio_at_100)
 expect_cmp "bestfit at 100% arrived" "$r" ">" 50
+"$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --policy fgd-plain --policy spread \
+    --json >"$TMP/p.json" && ok "fgd-plain and spread run" || bad "fgd-plain and spread"
+expect_eq "second policy spread" "$("$JGET" "$TMP/p.json" seeds/0/policies/1/name)" spread
 # same seed, same figures; the table names both policies
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --json >"$TMP/a.json"
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --json >"$TMP/b.json"

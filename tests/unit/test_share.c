@@ -153,6 +153,7 @@ static void fgd_keeps_gpus_usable(void **unused)
     small.type = 1; /* not a typical request: no memo */
     assert_int_equal(share_choose(&c, &small, SHARE_BESTFIT).node, 0);
     assert_int_equal(share_choose(&c, &small, SHARE_FGD).node, 1);
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD_PLAIN).node, 1);
     /* the memo gives the same answer and follows the node's changes */
     struct share_pod seven = types[0].req;
     struct share_choice ch = share_choose(&c, &seven, SHARE_FGD);
