@@ -749,6 +749,8 @@ static int cmd_simulate(int argc, char **argv)
                  : cluster_finalize(c, NULL, NULL, 0, &eb);
     if (rc != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        if (a.nodes_file && openb_sniff(a.nodes_file))
+            fputs("gangsched simulate: this is an openb node list: add --arrival fgd\n", stderr);
         goto out;
     }
     char nodev[512];
@@ -758,10 +760,14 @@ static int cmd_simulate(int argc, char **argv)
         rc = trace_parse(&t, DEFAULT_TRACE_NAME, (const char *)sim_default_trace,
                          (size_t)sim_default_trace_len, &eb);
     }
+    int bad_trace = -1;
     for (int i = 0; i < a.n_traces && rc == 0; i++)
-        rc = trace_read(&t, a.traces[i], &eb);
+        if ((rc = trace_read(&t, a.traces[i], &eb)) != 0)
+            bad_trace = i;
     if (rc != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        if (bad_trace >= 0 && openb_sniff(a.traces[bad_trace]))
+            fputs("gangsched simulate: this is an openb pod list: add --arrival fgd\n", stderr);
         goto out;
     }
     trace_sort(&t);

@@ -477,3 +477,17 @@ int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, co
     free(c.nodes);
     return 0;
 }
+
+bool openb_sniff(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char head[64] = "";
+    size_t n = fread(head, 1, sizeof(head) - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    const char *h = strncmp(head, "\xEF\xBB\xBF", 3) == 0 ? head + 3 : head;
+    return strncmp(h, "sn,cpu_milli,memory_mib,gpu,model", 33) == 0 ||
+           strncmp(h, "name,cpu_milli,memory_mib,num_gpu,gpu_milli", 43) == 0;
+}

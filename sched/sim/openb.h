@@ -62,6 +62,9 @@ int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, co
               uint32_t n_order, enum share_policy pol, struct openb_result *res,
               struct sched_errbuf *eb);
 
+/* true when the file starts with an openb node or pod list header (for hints elsewhere) */
+bool openb_sniff(const char *path);
+
 /* `gangsched simulate ... --arrival fgd`: returns the exit code. */
 int openb_main(int argc, char **argv);
 

@@ -27,6 +27,8 @@ grep -q "at 100% arrived:  fgd" "$TMP/t.txt" && grep -q "bestfit" "$TMP/t.txt" &
 expect_fail "arrival unknown" 2 "known arrivals: fgd" -- "$GS" simulate --arrival poisson --nodes $N --trace $P
 expect_fail "arrival without nodes" 2 "needs --nodes" -- "$GS" simulate --arrival fgd --trace $P
 expect_fail "bad seeds" 2 "expected A-B" -- "$GS" simulate --arrival fgd --nodes $N --trace $P --seeds 9-3
+expect_fail "openb nodes without --arrival" 1 "openb node list: add --arrival fgd" -- "$GS" simulate --no-progress --nodes $N
+expect_fail "openb pods without --arrival" 1 "openb pod list: add --arrival fgd" -- "$GS" simulate --no-progress --trace $P
 expect_fail "NodeList for openb" 1 "not an openb node list" -- "$GS" simulate --arrival fgd --nodes tests/data/trace-small.csv --trace $P
 
 # the accelerator renamed: the same run on amd.com/gpu nodes gives the same figures
