@@ -48,7 +48,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
 
-.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures openb-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures openb-figures fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -211,6 +211,11 @@ openb-figures: all
 	$(BIN)/gangsched simulate --nodes $(OPENB)/openb_node_list_gpu_node.csv \
 	    --trace $(OPENB)/openb_pod_list_default.csv --arrival fgd --seeds $${SEEDS:-42-51} \
 	    --published $(OPENB)/fgd_published_results.csv
+
+# The sharing-incentive figures of docs/simulator.md (issue 19): gangsched, fifo and private on
+# every scenario (about a minute on 2 cores).
+fairness-figures: all
+	BIN=$(BIN) python3 tests/bench/fairness.py
 
 # Kill-and-resume at hundreds of points (the CI test runs 20), then the daemon's crash-and-fail-
 # over soak against the fake API server (KUBE_POINTS kill points, half on the same database,

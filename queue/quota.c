@@ -243,7 +243,12 @@ double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const str
         int64_t denom = nominal > 0 ? nominal : pool;
         if (denom <= 0)
             continue;
-        double s = (double)used / (double)denom;
+        /* within nominal: the used part of it (0..1); above: 1 plus what it borrows over the
+         * root cohort's pool, so that borrowers compare by how much of the pool they take, not
+         * by how many times their own (maybe tiny) nominal they use */
+        double s = used > nominal && nominal > 0 && pool > 0
+                       ? 1.0 + (double)(used - nominal) / (double)pool
+                       : (double)used / (double)denom;
         if (s > best)
             best = s;
     }

@@ -86,7 +86,10 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
                   int sign);
 /* Dominant share of queue q: max over tracked resources of usage (plus `extra` when not NULL,
  * charged on flavor f) over the queue's nominal summed over flavors (or, when the nominal is 0,
- * over its root cohort's subtree quota). 0 when nothing is tracked. */
+ * over its root cohort's subtree quota); above a nonzero nominal, 1 plus the part above it over
+ * the root cohort's subtree quota (borrowers compare by how much of the shared pool they take,
+ * as Kueue's dominant resource share, so a small tenant borrowing a little is not ranked behind
+ * a large one borrowing much). 0 when nothing is tracked. */
 double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra);
 /* true when queues a and b are in the same cohort tree (same root). */
 bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b);

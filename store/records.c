@@ -478,11 +478,15 @@ int store_decision_add_many(struct store *st, const struct store_decision *d, ui
             rc = -found;
             break;
         }
+        bool at = d[i].has_eta && !d[i].eta;
         if (found && last_why == d[i].why) {
-            if (strcmp(last_reason, d[i].reason) == 0)
+            if (strcmp(last_reason, d[i].reason) == 0 && !d[i].has_eta)
                 continue;
             store__b_i64(st, STMT_DECISION_SET_REASON, 1, last_id, &rc);
             store__b_text(st, STMT_DECISION_SET_REASON, 2, d[i].reason, &rc);
+            store__b_opt(st, STMT_DECISION_SET_REASON, 3, at ? d[i].eta_ms : STORE_NO_TIME,
+                         STORE_NO_TIME, &rc);
+            store__b_text(st, STMT_DECISION_SET_REASON, 4, d[i].has_eta ? d[i].eta : NULL, &rc);
             rc = store__exec(st, STMT_DECISION_SET_REASON, rc, NULL);
             continue;
         }
@@ -491,6 +495,9 @@ int store_decision_add_many(struct store *st, const struct store_decision *d, ui
         store__b_text(st, STMT_DECISION_ADD, 3, d[i].gang, &rc);
         store__b_i64(st, STMT_DECISION_ADD, 4, d[i].why, &rc);
         store__b_text(st, STMT_DECISION_ADD, 5, d[i].reason, &rc);
+        store__b_opt(st, STMT_DECISION_ADD, 6, at ? d[i].eta_ms : STORE_NO_TIME, STORE_NO_TIME,
+                     &rc);
+        store__b_text(st, STMT_DECISION_ADD, 7, d[i].has_eta ? d[i].eta : NULL, &rc);
         rc = store__exec(st, STMT_DECISION_ADD, rc, NULL);
         st->prune_due = true;
     }
@@ -518,9 +525,15 @@ int store_decision_count(struct store *st, int64_t *n, struct sched_errbuf *eb)
 static int decision_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
 {
     const struct each *e = ctx;
-    struct store_decision d = {sqlite3_column_int64(s, 0),      sqlite3_column_int64(s, 1),
-                               sqlite3_column_int64(s, 2),      store__col_text(s, 3),
-                               (int)sqlite3_column_int64(s, 4), store__col_text(s, 5)};
+    struct store_decision d = {.id = sqlite3_column_int64(s, 0),
+                               .cycle = sqlite3_column_int64(s, 1),
+                               .ts_ms = sqlite3_column_int64(s, 2),
+                               .gang = store__col_text(s, 3),
+                               .why = (int)sqlite3_column_int64(s, 4),
+                               .reason = store__col_text(s, 5),
+                               .eta_ms = store__col_opt(s, 6, STORE_NO_TIME),
+                               .eta = store__col_text(s, 7)};
+    d.has_eta = d.eta_ms != STORE_NO_TIME || d.eta != NULL;
     if (!d.gang || !d.reason)
         return store__bad_row(st, eb, "decisions: row %" PRId64 " without gang or reason", d.id);
     return e->fn.decision(e->ctx, &d);

@@ -154,9 +154,14 @@ struct store__migration {
     const char *sql;  /* static text, run with sqlite3_exec */
 };
 
+/* Version 3: the expected start of a waiting gang in the decision log (issue 19). */
+static const char schema_v3[] = "ALTER TABLE decisions ADD COLUMN eta_ms INTEGER;\n"
+                                "ALTER TABLE decisions ADD COLUMN eta TEXT;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
+    {3, "expected starts in the decision log", schema_v3},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -309,8 +314,8 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_PLACEMENT_RELEASE] = "DELETE FROM placements WHERE gang = ?1",
     [STMT_PLACEMENT_LIST] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
                             "FROM placements ORDER BY gang, pod_index",
-    [STMT_DECISION_ADD] = "INSERT INTO decisions(cycle, ts_ms, gang, why, reason) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [STMT_DECISION_ADD] = "INSERT INTO decisions(cycle, ts_ms, gang, why, reason, eta_ms, eta) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     /* Rows are appended with rowid = max + 1 and pruned from the oldest end, so ids are
      * contiguous and "MAX(id) - M" keeps exactly M rows without counting them. */
     [STMT_DECISION_PRUNE_CYCLES] = "DELETE FROM decisions WHERE "
@@ -318,13 +323,15 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_DECISION_PRUNE_ROWS] = "DELETE FROM decisions WHERE "
                                  "id <= (SELECT MAX(id) FROM decisions) - ?1",
     [STMT_DECISION_COUNT] = "SELECT COUNT(*) FROM decisions",
-    [STMT_DECISION_LIST] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
+    [STMT_DECISION_LIST] = "SELECT id, cycle, ts_ms, gang, why, reason, eta_ms, eta FROM decisions "
                            "ORDER BY id DESC LIMIT ?1",
-    [STMT_DECISION_LIST_GANG] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
+    [STMT_DECISION_LIST_GANG] = "SELECT id, cycle, ts_ms, gang, why, reason, eta_ms, eta "
+                                "FROM decisions "
                                 "WHERE gang = ?1 ORDER BY id DESC LIMIT ?2",
     [STMT_DECISION_LAST_GANG] = "SELECT id, why, reason FROM decisions "
                                 "WHERE gang = ?1 ORDER BY id DESC LIMIT 1",
-    [STMT_DECISION_SET_REASON] = "UPDATE decisions SET reason = ?2 WHERE id = ?1",
+    [STMT_DECISION_SET_REASON] = "UPDATE decisions SET reason = ?2, eta_ms = ?3, eta = ?4 "
+                                 "WHERE id = ?1",
     /* the newest row of every gang (decisions_gang: one index seek per gang) */
     [STMT_DECISION_LATEST] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
                              "WHERE id IN (SELECT MAX(id) FROM decisions GROUP BY gang) "

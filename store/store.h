@@ -86,7 +86,8 @@
  *       at most one open intent per (gang, pod_index) (a partial unique index)
  *   placements(gang TEXT, pod_index INTEGER, pod TEXT, node TEXT, gpu_mask INTEGER,
  *              bound_ms INTEGER; PK(gang, pod_index))  -- pods bound now, from the journal
- *   decisions(id INTEGER PK, cycle INTEGER, ts_ms INTEGER, gang TEXT, why INTEGER, reason TEXT)
+ *   decisions(id INTEGER PK, cycle INTEGER, ts_ms INTEGER, gang TEXT, why INTEGER, reason TEXT,
+ *             eta_ms INTEGER NULL, eta TEXT NULL)  -- eta*: version 3, the expected start
  *       why: enum sched_why (stable codes); reason: sched_verdict_format() text; bounded by
  *       opts.retain_cycles and opts.retain_rows
  *   preemptions(id INTEGER PK, cycle INTEGER, ts_ms INTEGER, victim TEXT, preemptor TEXT,
@@ -117,7 +118,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 2          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 3          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -365,6 +366,12 @@ struct store_decision {
     const char *gang;
     int why;            /* enum sched_why, or STORE_WHY_WAITING */
     const char *reason; /* one line */
+    /* the gang's expected start when the row was written (sched/core/eta.h): has_eta false =
+     * none planned (rows before schema 3 too); else eta NULL and eta_ms the expected start, or
+     * eta the reason there is none ("no estimate: behind 300 gangs") */
+    bool has_eta;
+    int64_t eta_ms;
+    const char *eta;
 };
 
 /* Records decisions: a row per change of a gang's verdict. A decision equal to the gang's

@@ -52,8 +52,16 @@ static void jstr(struct store_views *v, cJSON *o, const char *key, const char *s
         v->oom = true;
 }
 
+/* Fractions are rounded to the 15 significant digits cJSON prints: the document read offline
+ * (gangctl --db) and the same document sent over HTTP and parsed again then hold equal numbers
+ * (cJSON's shortest form is only within an epsilon of the double). */
 static void jnum(struct store_views *v, cJSON *o, const char *key, double x)
 {
+    if (isfinite(x) && x != floor(x)) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%1.15g", x);
+        x = strtod(buf, NULL);
+    }
     if (!o || !(isfinite(x) ? cJSON_AddNumberToObject(o, key, x) : cJSON_AddNullToObject(o, key)))
         v->oom = true;
 }
@@ -418,6 +426,36 @@ static int64_t job_wait(const struct store_views *v, const struct job_rec *j)
     return end - j->submit_ms;
 }
 
+struct eta_ctx {
+    bool seen;
+    int64_t ms;
+    char note[96];
+};
+
+static int newest_eta(void *ctx, const struct store_decision *d)
+{
+    struct eta_ctx *e = ctx;
+    if (e->seen)
+        return 0;
+    e->seen = true;
+    e->ms = d->has_eta && !d->eta ? d->eta_ms : STORE_NO_TIME;
+    snprintf(e->note, sizeof(e->note), "%s", d->has_eta && d->eta ? d->eta : "");
+    return 0;
+}
+
+/* A pending job's expected start, as its newest decision row gave it (sched/core/eta.h):
+ * expected_start_ms, or expected_start "no estimate: ..." (both null when none was given). */
+static void job_eta(struct store_views *v, cJSON *o, const struct job_rec *j)
+{
+    struct eta_ctx e = {.ms = STORE_NO_TIME};
+    struct sched_errbuf eb = {{0}};
+    if (j->state == STORE_JOB_PENDING &&
+        store_decision_list(v->st, j->gang, 1, newest_eta, &e, &eb))
+        e = (struct eta_ctx){.ms = STORE_NO_TIME}; /* unreadable: shown as none */
+    jopt(v, o, "expected_start_ms", e.ms, STORE_NO_TIME);
+    jstr(v, o, "expected_start", e.note[0] ? e.note : NULL);
+}
+
 /* A pending job's current wait: since its last preemption when it was preempted, else since
  * its submission. STORE_NO_TIME for any other state. */
 static int64_t job_waiting(const struct store_views *v, const struct job_rec *j)
@@ -491,6 +529,7 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
     jopt(v, o, "requeued_ms", j->requeue_ms, STORE_NO_TIME);
     jint(v, o, "preemptions", j->preemptions);
     jint(v, o, "restarts", j->restarts);
+    job_eta(v, o, j);
     job_reason_json(v, o, j);
     /* nodes and GPUs of its placed pods, in pod order */
     cJSON *nodes = jarr(v, o, "nodes");
@@ -542,6 +581,9 @@ static int collect_decision(void *ctx, const struct store_decision *d)
     jstr(c->v, o, "why", why_name(d->why));
     jint(c->v, o, "why_code", d->why);
     jstr(c->v, o, "reason", d->reason ? d->reason : "");
+    jopt(c->v, o, "expected_start_ms", d->has_eta && !d->eta ? d->eta_ms : STORE_NO_TIME,
+         STORE_NO_TIME);
+    jstr(c->v, o, "expected_start", d->has_eta ? d->eta : NULL);
     return c->v->oom ? SCHED_ENOMEM : 0;
 }
 

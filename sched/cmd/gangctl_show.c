@@ -141,20 +141,36 @@ static char *job_nodes(const cJSON *job)
 /* The jobs table. WAITING: a pending job's current wait (since submission, or since its last
  * preemption); STARTED: the start of the current run (none while pending again); QUEUED (wide):
  * the time from submission to the first start. REASON, last because it is free text: why a
- * pending job waits (the newest decision, or its queue's hold). A column for the estimated
- * start belongs before REASON. */
+ * pending job waits (the newest decision, or its queue's hold). START, before it: a pending
+ * job's expected start (as squeue --start), else in one word why there is none (quota,
+ * behind:N, unknown, never). */
+static void eta_word(const char *note, char *buf, size_t n)
+{
+    unsigned behind;
+    if (!note)
+        return;
+    if (strstr(note, "quota"))
+        snprintf(buf, n, "quota");
+    else if (sscanf(note, "no estimate: behind %u", &behind) == 1)
+        snprintf(buf, n, "behind:%u", behind);
+    else if (strstr(note, "never"))
+        snprintf(buf, n, "never");
+    else
+        snprintf(buf, n, "unknown");
+}
+
 static int show_jobs(cJSON *doc, const char *only, bool all)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
     const char *const hdr[] = {"JOB",     "QUEUE",   "STATE",    gpus_col, "POSITION",
-                               "WAITING", "STARTED", "FINISHED", "REASON"};
+                               "WAITING", "STARTED", "FINISHED", "START",  "REASON"};
     const char *const whdr[] = {"JOB",         "QUEUE",   "STATE",    gpus_col, "POSITION",
                                 "WAITING",     "STARTED", "FINISHED", "FLAVOR", "SUBMITTED",
-                                "PREEMPTIONS", "NODES",   "QUEUED",   "REASON"};
+                                "PREEMPTIONS", "NODES",   "QUEUED",   "START",  "REASON"};
     bool wide = out_fmt == OUT_WIDE;
     struct table t;
-    tbl_init(&t, wide ? 14 : 9, wide ? whdr : hdr, wide ? 0x1418 : 0x18);
+    tbl_init(&t, wide ? 15 : 10, wide ? whdr : hdr, wide ? 0x1418 : 0x18);
     const cJSON *jobs = jget(doc, "jobs");
     EACH(j, jobs)
     {
@@ -187,6 +203,10 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
             tbl_cell(&t, C_NONE, "%s", qd);
             free(nodes);
         }
+        char eta[64];
+        fmt_time(eta, sizeof(eta), gint(j, "expected_start_ms", STORE_NO_TIME));
+        eta_word(gstr(j, "expected_start"), eta, sizeof(eta));
+        tbl_cell(&t, C_NONE, "%s", eta);
         tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%s", or_dash(gstr(j, "reason")));
     }
     if (cJSON_GetArraySize(jobs) == 0)

@@ -410,6 +410,11 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
         if (!a->db_path)
             a->policies[a->n_policies++] = sched_policy_find("fifo");
     }
+    for (int k = 0; a->db_path && k < a->n_policies; k++)
+        if (a->policies[k]->private_slices) {
+            fputs("gangsched simulate: --db cannot persist --policy private\n", stderr);
+            return 2;
+        }
     if (a->db_path && a->n_policies != 1) {
         fputs("gangsched simulate: --db persists one policy: give exactly one --policy\n", stderr);
         return 2;
@@ -736,7 +741,9 @@ static int cmd_simulate(int argc, char **argv)
         opt.db_batch = (uint32_t)a.db_batch;
     }
     for (int p = 0; p < a.n_policies; p++) {
-        if (sim_run(&in, a.policies[p], &opt, &stats[p], &eb) != 0) {
+        if ((a.policies[p]->private_slices
+                 ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)
+                 : sim_run(&in, a.policies[p], &opt, &stats[p], &eb)) != 0) {
             fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
             goto out;
         }

@@ -8,9 +8,16 @@
  *      fate) or when a smaller unconstrained request already failed; else place it whole or not
  *      at all. A gang that waited past the policy's starvation limit and still does not fit
  *      holds a reservation: its nodes are taken out of this cycle's working state so that
- *      younger gangs cannot keep starving it. Under strict FIFO the first gang that cannot
- *      start ends the cycle.
- *   4. Return placements, reservations and verdicts, all in the caller's arena.
+ *      younger gangs cannot keep starving it. This holds whatever the wait is that capacity
+ *      can end: free nodes, or quota that running gangs will give back (with one queue, or
+ *      quota borrowed from the cohort, "no quota left" and "no GPUs left" are the same wait).
+ *      The reservation holds the nodes expected to free earliest (tightest domain on ties),
+ *      not the quota: holding both left capacity idle that the gang could not use. Only gangs
+ *      expected to end before the reservation's expected start may use its nodes. Under strict
+ *      FIFO the first gang that cannot start ends the cycle.
+ *   4. Plan an expected start for every gang that waits (eta.c).
+ *   5. Return placements, reservations, verdicts and expected starts, all in the caller's
+ *      arena.
  */
 #include "sched/core/cycle.h"
 
@@ -22,6 +29,7 @@
 #include "queue/quota.h"
 #include "sched/core/backlog.h"
 #include "sched/core/device.h"
+#include "sched/core/eta.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
@@ -68,7 +76,22 @@ struct cycle {
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
+    /* gangs examined and not placed, in order, with their reasons (for the start planner) */
+    struct eta_item *waiting;
+    uint32_t n_waiting;
+    /* per queue: a starving gang of the queue that waits for quota (its queue shares a cohort)
+     * and holds a reservation; the queue's younger gangs start only if expected to end before
+     * qhold_until (else they would keep using the quota it waits for) */
+    const struct gang **qhold;
+    int64_t *qhold_until;
+    bool *shares_cohort; /* some other queue is in the same quota tree */
 };
+
+/* Expected run time of g: its declared maximum, else the driver's estimate, 0 = unknown. */
+static int64_t est_of(const struct cycle *cy, const struct gang *g)
+{
+    return eta_runtime(cy->snap, g);
+}
 
 /* Growable arrays in the arena. */
 static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
@@ -239,14 +262,16 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_WHY_NEVER; /* out of memory: reported by the caller through n_verdicts */
-    /* A gang that declares a maximum run time ending before the reservations start may use the
-     * held capacity (backfill that cannot delay the starving gang). */
-    bool lift = g->max_runtime_ms > 0 && cy->out->n_reservations > 0 &&
-                cy->st.hold_until_ms != INT64_MAX &&
-                cy->snap->now_ms + g->max_runtime_ms <= cy->st.hold_until_ms;
-    /* a gang with capacity held for it is not like the others of its shape */
+    /* A gang expected to end (declared maximum run time, else estimate) before the
+     * reservations start may use the held capacity: backfill that does not delay the starving
+     * gang unless the estimate was wrong. */
+    int64_t rt = est_of(cy, g);
+    bool lift = rt > 0 && cy->out->n_reservations > 0 && cy->st.hold_until_ms != INT64_MAX &&
+                cy->snap->now_ms + rt <= cy->st.hold_until_ms;
+    /* a gang with capacity held for it is not like the others of its shape (nor is one that may
+     * use the reservations: estimates differ between gangs of one shape) */
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
-    int64_t seen = own ? -1 : memo_find(cy, gf->shape);
+    int64_t seen = own || lift ? -1 : memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
     if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && is_plain(gf) &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
@@ -325,8 +350,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     *vi = cy->out->n_verdicts - 1;
     if (why == SCHED_WHY_NEVER)
         return why;
-    if (own)
-        return v.why; /* its failure says nothing about gangs without its holds */
+    if (own || lift)
+        return v.why; /* its failure says nothing about gangs without its holds or lift */
     cy->memo = grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
     if (!cy->memo)
         return SCHED_WHY_NEVER;
@@ -341,7 +366,47 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     return v.why;
 }
 
-static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
+/* A starvation reservation for g (flavor f) when it has waited long enough: the nodes
+ * expected to free earliest, tightest domain on ties (place_reserve). */
+/* When queue q's running gangs, ending by their nodes' expected releases, will have given back
+ * `gpus` GPUs of quota: INT64_MAX when they never do (or an end is unknown); now when the
+ * snapshot has no running gangs to tell (the nodes' expected start stands alone). */
+static int64_t quota_back_at(struct cycle *cy, uint32_t q, int64_t gpus)
+{
+    const struct sched_snapshot *sn = cy->snap;
+    if (gpus <= 0 || !sn->running)
+        return sn->now_ms;
+    int64_t *end = arena_alloc(cy->arena, (sn->n_running + 1) * sizeof(*end));
+    int64_t *got = arena_alloc(cy->arena, (sn->n_running + 1) * sizeof(*got));
+    uint32_t n = 0;
+    if (!end || !got)
+        return INT64_MAX;
+    for (uint32_t k = 0; k < sn->n_running; k++) {
+        const struct sched_running *r = &sn->running[k];
+        if (r->gang->queue != q || r->evicting)
+            continue;
+        int64_t t = 0;
+        for (uint32_t x = 0; x < r->gang->n_pods; x++)
+            if (sn->state[r->pods[x].node].release_ms > t)
+                t = sn->state[r->pods[x].node].release_ms;
+        uint32_t at = n++; /* insertion by end: few gangs per queue wait at once */
+        while (at > 0 && end[at - 1] > t) {
+            end[at] = end[at - 1];
+            got[at] = got[at - 1];
+            at--;
+        }
+        end[at] = t;
+        got[at] = r->gang->gpus;
+    }
+    for (uint32_t k = 0; k < n && end[k] != INT64_MAX; k++)
+        if ((gpus -= got[k]) <= 0)
+            return end[k];
+    return INT64_MAX;
+}
+
+/* quota_wait: g waits for quota of which `deficit` GPUs must come back first (-1: unknown). */
+static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, bool quota_wait,
+                         int64_t deficit)
 {
     struct sched_result *out = cy->out;
     if (cy->starve_after_ms <= 0 || out->n_reservations >= cy->max_reservations ||
@@ -365,11 +430,41 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f)
         return SCHED_ENOMEM;
     memcpy(nodes, cy->held, n_held * sizeof(*nodes));
     int64_t start = place_expected_start(&cy->st, nodes, n_held);
+    if (quota_wait) { /* the nodes may be free before the quota is */
+        int64_t quota_at = deficit >= 0 ? quota_back_at(cy, g->queue, deficit) : INT64_MAX;
+        if (quota_at > start)
+            start = quota_at;
+    }
     out->reservations[out->n_reservations++] = (struct sched_reservation){
         .gang = g, .nodes = nodes, .n_nodes = n_held, .expected_start_ms = start};
     if (start < cy->st.hold_until_ms)
         cy->st.hold_until_ms = start;
+    if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {
+        cy->qhold[g->queue] = g; /* its queue's quota is what it waits for: hold it too */
+        cy->qhold_until[g->queue] = start;
+    }
     return 0;
+}
+
+/* A younger gang of a queue whose starving gang holds the queue's quota (maybe_reserve) waits,
+ * unless it is expected to end before that gang's reservation starts. true when it waits (its
+ * verdict `blocked` added). */
+static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bool *oom)
+{
+    *oom = false;
+    if (!cy->qhold || !cy->qhold[q] || cy->qhold[q] == g)
+        return false;
+    int64_t rt = est_of(cy, g), until = cy->qhold_until[q];
+    if (rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until)
+        return false; /* backfill: gone before it starts */
+    struct sched_verdict v = {.gang = g,
+                              .why = SCHED_WHY_BLOCKED,
+                              .short_res = -1,
+                              .quota_res = -1,
+                              .near_level = -2,
+                              .blocked_by = cy->qhold[q]};
+    *oom = !add_verdict(cy, &v);
+    return true;
 }
 
 /* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
@@ -391,6 +486,11 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                              enum sched_why *why_out)
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    bool oom;
+    if (held_by_queue(cy, q, g, &oom)) {
+        *why_out = SCHED_WHY_BLOCKED;
+        return oom ? ATTEMPT_ERROR : ATTEMPT_FAILED;
+    }
     struct res_vec need;
     gang_request(g, &need);
     struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
@@ -455,6 +555,11 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         bool planned = false;
         if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
+        /* quota that running gangs will give back: the starvation guard engages as for nodes */
+        int64_t deficit = qv.quota_res == RES_GPU ? qv.quota_need - qv.quota_available : -1;
+        if (!planned && qv.why == SCHED_WHY_QUOTA &&
+            maybe_reserve(cy, g, qv.quota_flavor, true, deficit) != 0)
+            return ATTEMPT_ERROR;
         return ATTEMPT_FAILED;
     }
     const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
@@ -473,7 +578,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         try_preempt(cy, q, g, first_flavor == UINT32_MAX ? 0 : first_flavor, &planned) != 0)
         return ATTEMPT_ERROR;
     if (!planned && pv->why != SCHED_WHY_NEVER && pv->gang == g &&
-        maybe_reserve(cy, g, first_flavor) != 0)
+        maybe_reserve(cy, g, first_flavor, false, 0) != 0)
         return ATTEMPT_ERROR;
     return ATTEMPT_FAILED;
 }
@@ -512,8 +617,19 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     for (uint32_t q = 0; q < snap->n_queues; q++)
         total += snap->queues[q].n_pending;
     cy->deferred = arena_alloc(arena, total * sizeof(*cy->deferred));
+    cy->waiting = snap->plan_starts ? arena_alloc(arena, total * sizeof(*cy->waiting)) : NULL;
+    if (cy->cfg && cy->starve_after_ms > 0) {
+        cy->qhold = arena_calloc(arena, nq, sizeof(*cy->qhold));
+        cy->qhold_until = arena_calloc(arena, nq, sizeof(*cy->qhold_until));
+        cy->shares_cohort = arena_calloc(arena, nq, sizeof(*cy->shares_cohort));
+        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort)
+            return SCHED_ENOMEM;
+        for (uint32_t a = 0; a < snap->n_queues; a++)
+            for (uint32_t b = 0; b < snap->n_queues && !cy->shares_cohort[a]; b++)
+                cy->shares_cohort[a] = a != b && quota_same_tree(&cy->qt, a, b);
+    }
     if (!cy->pos || !cy->heap || !cy->key || !cy->blocked || !cy->paused || !cy->held ||
-        !cy->deferred)
+        !cy->deferred || (snap->plan_starts && !cy->waiting))
         return SCHED_ENOMEM;
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
@@ -566,6 +682,13 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
     return backlog_note(&cy->bl, gang_key(cy, q, cy->pos[q] - 1), q, cycle_version(cy), inert, v);
 }
 
+/* A gang that waits this cycle, for the start planner (in the cycle's order). */
+static void note_waiting(struct cycle *cy, const struct gang *g, enum sched_why why)
+{
+    if (cy->waiting)
+        cy->waiting[cy->n_waiting++] = (struct eta_item){.gang = g, .why = why};
+}
+
 /* Skips g when its class allows it (backlog.h): true when skipped, *err on out of memory. */
 static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool *err)
 {
@@ -591,6 +714,8 @@ static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool 
                 return true;
             }
         }
+        /* it waits as its class did (without a verdict to copy: for capacity) */
+        note_waiting(cy, g, v >= 0 ? cy->out->verdicts[v].why : SCHED_WHY_RESOURCES);
         /* Alone in the heap, the queue's next gang would be taken next: no heap round trip.
          * Nothing changes while gangs are passed over, so the version holds; when every class
          * left in the queue may be passed over, so may the rest of the queue at once. */
@@ -602,6 +727,9 @@ static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool 
                             : backlog_rest(&cy->bl, q, qv->class_keys, qv->n_pending, qv->n_classes,
                                            cy->pos[q], version);
         if (rest > 0) {
+            /* the planner plans at most ETA_MAX_PLANNED gangs: list no more than it could use */
+            for (uint32_t k = 0; cy->waiting && k < rest && cy->n_waiting < ETA_MAX_PLANNED; k++)
+                note_waiting(cy, qv->pending[cy->pos[q] + k], SCHED_WHY_RESOURCES);
             cy->out->n_examined += rest;
             cy->pos[q] += rest;
             break;
@@ -617,57 +745,69 @@ static bool strict_queue(const struct cycle *cy, uint32_t q)
     return cy->cfg && cy->cfg->queues[q].ordering == CONFIG_STRICT_FIFO;
 }
 
-int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
+/* Passes 0 and 1; 0 or SCHED_ENOMEM. */
+static int cycle_run(struct cycle *cy)
 {
-    memset(out, 0, sizeof(*out));
-    struct cycle cy;
-    if (cycle_init(&cy, snap, arena, out) != 0)
-        return SCHED_ENOMEM;
     /* Pass 0: every queue in fair-share order, admitting within nominal quota only. */
     const struct gang *g;
     uint32_t q;
-    while ((g = merge_take(&cy, &q)) != NULL) {
-        out->n_examined++;
+    while ((g = merge_take(cy, &q)) != NULL) {
+        cy->out->n_examined++;
         bool err = false;
-        if (skip_class(&cy, g, q, &err)) {
+        if (skip_class(cy, g, q, &err)) {
             if (err)
                 return SCHED_ENOMEM;
             continue;
         }
-        uint32_t n_before = out->n_verdicts;
+        uint32_t n_before = cy->out->n_verdicts;
         enum sched_why why = SCHED_WHY_PLACED;
-        enum attempt a = try_gang(&cy, q, g, cy.cfg && !cy.pol->strict_fifo ? 0 : 1, &why);
-        if (a == ATTEMPT_ERROR || note_class(&cy, g, q, a, why, n_before) != 0)
+        enum attempt a = try_gang(cy, q, g, cy->cfg && !cy->pol->strict_fifo ? 0 : 1, &why);
+        if (a == ATTEMPT_ERROR || note_class(cy, g, q, a, why, n_before) != 0)
             return SCHED_ENOMEM;
         if (a == ATTEMPT_DEFERRED) {
-            cy.deferred[cy.n_deferred++] = g;
-            if (strict_queue(&cy, q))
-                cy.paused[q] = true; /* nothing of this queue passes its head in pass 0 */
+            cy->deferred[cy->n_deferred++] = g;
+            if (strict_queue(cy, q))
+                cy->paused[q] = true; /* nothing of this queue passes its head in pass 0 */
         }
         if (a == ATTEMPT_FAILED) {
             bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
-            if (waits && cy.pol->strict_fifo)
+            note_waiting(cy, g, why);
+            if (waits && cy->pol->strict_fifo)
                 return 0; /* the baseline: the first gang that cannot start ends the cycle */
-            if (waits && strict_queue(&cy, q))
-                cy.blocked[q] = true;
+            if (waits && strict_queue(cy, q))
+                cy->blocked[q] = true;
         }
-        merge_return(&cy, q);
+        merge_return(cy, q);
     }
     /* Pass 1: the gangs that need to borrow, in the same order. */
-    for (uint32_t i = 0; i < cy.n_deferred; i++) {
-        g = cy.deferred[i];
+    for (uint32_t i = 0; i < cy->n_deferred; i++) {
+        g = cy->deferred[i];
         q = g->queue;
-        if (cy.blocked[q])
+        if (cy->blocked[q])
             continue;
         enum sched_why why = SCHED_WHY_PLACED;
-        enum attempt a = try_gang(&cy, q, g, 1, &why);
+        enum attempt a = try_gang(cy, q, g, 1, &why);
         if (a == ATTEMPT_ERROR)
             return SCHED_ENOMEM;
+        if (a == ATTEMPT_FAILED)
+            note_waiting(cy, g, why);
         if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
-            strict_queue(&cy, q))
-            cy.blocked[q] = true;
+            strict_queue(cy, q))
+            cy->blocked[q] = true;
     }
     return 0;
+}
+
+int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct cycle cy;
+    if (cycle_init(&cy, snap, arena, out) != 0 || cycle_run(&cy) != 0)
+        return SCHED_ENOMEM;
+    if (!snap->plan_starts)
+        return 0;
+    struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
+    return eta_plan(&env, cy.waiting, cy.n_waiting);
 }
 
 const char *sched_why_name(enum sched_why why)
@@ -748,6 +888,12 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             PUT(" (at most %s ever, borrowing included)", pot);
         else if (v->quota_used + v->quota_need <= v->quota_nominal)
             PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
+        return (int)at;
+    }
+    if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {
+        PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
+            "reservation (only gangs expected to end before it starts may pass)",
+            v->blocked_by->name ? v->blocked_by->name : "an older gang");
         return (int)at;
     }
     if (v->why == SCHED_WHY_NEVER) {

@@ -56,6 +56,13 @@ struct sched_hold {
     uint32_t n_nodes;
 };
 
+/* GPUs of a running pod and when they are expected back (start planner). */
+struct sched_release {
+    uint32_t node;
+    uint32_t gpus;
+    int64_t t_ms; /* INT64_MAX: unknown */
+};
+
 struct sched_snapshot {
     int64_t now_ms;
     const struct cluster *cluster;
@@ -84,6 +91,22 @@ struct sched_snapshot {
      * good (place_reserve); they hold nothing by themselves */
     const struct sched_hold *reserve_hints;
     uint32_t n_reserve_hints;
+    /* expected run time per gang id (estimate.h: declared maximum, else learned from finished
+     * gangs), 0 = unknown; NULL or ids >= n_runtime_est: the declared maximum only. Used to let
+     * a gang backfill reserved capacity it will have left before the reservation starts, and by
+     * the start-time planner. node_state.release_ms carries the same estimates for what runs. */
+    const int64_t *runtime_est_ms;
+    uint32_t n_runtime_est;
+    /* for the start planner only: typical run times per gang id (the median, where the above
+     * is a safe high quantile) and each node's typical release [cluster->n_nodes]; NULL = the
+     * safe ones */
+    const int64_t *runtime_typ_ms;
+    const int64_t *release_typ_ms;
+    /* for the start planner only: when the GPUs of running pods are typically given back, one
+     * entry per running pod; NULL = per node, all of its GPUs at release_typ_ms */
+    const struct sched_release *releases;
+    uint32_t n_releases;
+    bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
     /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
      * builds it from `state` for every node. The driver touches a node in it after every change
      * of its node_state; the cycle changes it in place and leaves it to be restored by the next
@@ -115,7 +138,8 @@ struct sched_placement {
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
 enum sched_why {
     SCHED_WHY_PLACED = 0,
-    SCHED_WHY_BLOCKED,     /* strict FIFO: an earlier gang in the queue waits */
+    SCHED_WHY_BLOCKED,     /* an earlier gang of the queue waits and holds it (blocked_by):
+                              it waits for the queue's quota with a starvation reservation */
     SCHED_WHY_RESOURCES,   /* not enough free capacity anywhere right now */
     SCHED_WHY_TOPOLOGY,    /* capacity exists, but not inside one required domain */
     SCHED_WHY_RESERVED,    /* capacity is held for an older starving gang */
@@ -179,9 +203,26 @@ struct sched_reservation {
     bool preemptor;          /* held for a preemptor until its victims are gone */
     uint32_t *nodes;         /* nodes whose free capacity is held */
     uint32_t n_nodes;
-    int64_t expected_start_ms; /* when the held nodes will be free by declared maximum run
-                                  times, INT64_MAX when unknown; a gang whose declared maximum
-                                  run time ends before it may use the held capacity */
+    int64_t expected_start_ms; /* when the held nodes are expected free (node_state.release_ms:
+                                  declared maximum run times, else estimates), INT64_MAX when
+                                  unknown; a gang expected to end before it may use the held
+                                  capacity */
+};
+
+/* Expected start of a gang that waits (see eta.h). */
+enum sched_eta_kind {
+    SCHED_ETA_AT = 0,  /* start_ms is the expected start */
+    SCHED_ETA_QUOTA,   /* no estimate: capacity is there, the queue's quota is not */
+    SCHED_ETA_BEHIND,  /* no estimate: behind `ahead` gangs the planner did not look past */
+    SCHED_ETA_UNKNOWN, /* no estimate: a run time it depends on is unknown */
+    SCHED_ETA_NEVER,   /* it can never start as it is */
+};
+
+struct sched_eta {
+    const struct gang *gang;
+    int64_t start_ms; /* SCHED_ETA_AT: expected start (>= the cycle's now), else INT64_MAX */
+    uint32_t ahead;   /* gangs planned ahead of it in this cycle */
+    enum sched_eta_kind kind;
 };
 
 struct sched_result {
@@ -193,7 +234,10 @@ struct sched_result {
     uint32_t n_reservations;
     struct sched_eviction *evictions;
     uint32_t n_evictions;
-    uint32_t n_examined; /* gangs examined (placed or not) */
+    uint32_t n_examined;    /* gangs examined (placed or not) */
+    struct sched_eta *etas; /* snapshot.plan_starts: one per gang examined and not placed, in the
+                               cycle's order */
+    uint32_t n_etas;
 };
 
 /* Runs one cycle. Everything in *out lives in `arena`. Returns 0 or SCHED_ENOMEM. */

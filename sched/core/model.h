@@ -131,8 +131,10 @@ int gpu_islands_parse(const char *s, uint8_t n_gpus, uint32_t *islands, uint8_t 
 struct node_state {
     struct res_vec used; /* sum of requests of pods bound to the node, every scheduler */
     uint32_t gpu_used;   /* GPU indices held */
-    int64_t release_ms;  /* when every pod on the node will have ended by its declared maximum
-                            run time: 0 when empty, INT64_MAX when some pod declares none */
+    int64_t release_ms;  /* when every pod on the node is expected to have ended: by its
+                            declared maximum run time, else the driver's estimate (see
+                            queue/estimate.h); 0 when empty, INT64_MAX when some pod's end is
+                            unknown */
     bool not_ready;      /* down right now (failed, or NotReady past its grace) */
     bool quarantined;    /* excluded after repeated start failures, for a cooling-off time */
 };

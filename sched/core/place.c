@@ -1001,75 +1001,101 @@ static bool hint_holds(const struct place_state *st, const struct gang *g, int l
     return n_hint > 0;
 }
 
+/* Nodes of domain d (level l) that hold g once running pods finish, expected free earliest
+ * first (ties: most free GPUs now), written to `nodes`; *start is when the last of them is
+ * expected free. Returns the count, 0 when the domain cannot hold g. */
+static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
+                             uint32_t *nodes, int64_t *start)
+{
+    const struct cluster *c = st->c;
+    uint32_t n_order = order_domain(st, l, d), n_held = 0;
+    uint64_t got[GANG_MAX_SETS] = {0};
+    for (*start = 0;;) {
+        uint32_t best = UINT32_MAX; /* useful, expected free earliest; most free now (last) */
+        for (uint32_t j = n_order; j-- > 0;) {
+            uint32_t i = st->order[j];
+            bool useful = false;
+            for (uint32_t s = 0; i != UINT32_MAX && s < g->n_sets && !useful; s++)
+                useful = got[s] < g->sets[s].count && st->slots[(size_t)s * c->n_nodes + i] > 0;
+            if (useful && (best == UINT32_MAX ||
+                           st->state[i].release_ms < st->state[st->order[best]].release_ms))
+                best = j;
+        }
+        if (best == UINT32_MAX)
+            return 0;
+        uint32_t i = st->order[best];
+        st->order[best] = UINT32_MAX;
+        bool done = true;
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            if (got[s] < g->sets[s].count)
+                got[s] += st->slots[(size_t)s * c->n_nodes + i];
+            done &= got[s] >= g->sets[s].count;
+        }
+        nodes[n_held++] = i;
+        *start = st->state[i].release_ms > *start ? st->state[i].release_ms : *start;
+        if (done)
+            return n_held;
+    }
+}
+
 uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
                        const uint32_t *hint, uint32_t n_hint)
 {
     const struct cluster *c = st->c;
     prepare_elig(st, g);
-    uint32_t n_useful = collect_useful(st, g, full_slots);
-    for (int l = start_level(st, g); l >= -1; l--) {
+    uint32_t n_useful = collect_useful(st, g, full_slots), n_held = 0;
+    /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
+     * expected release times); the tighter level on ties, then the most free GPUs now. */
+    uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
+    int64_t best_start = INT64_MAX, best_free = -1;
+    int best_level = -2;
+    for (int l = start_level(st, g); pick && l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required)
-            return 0;
+            break;
         if (!level_useful(st, g, l))
             continue;
-        uint32_t nt = sum_domains(st, g, l, n_useful);
-        int64_t best = -1;
-        for (uint32_t k = 0; k < nt; k++) {
-            uint32_t d = st->touched[k];
-            if (!domain_holds(st, g, d))
-                continue;
-            if (best >= 0) { /* most free GPUs now, ties to the lower domain id */
-                int64_t fd = st->dom_free[d], fb = st->dom_free[best];
-                if (fd < fb || (fd == fb && (int64_t)d > best))
-                    continue;
-            }
-            best = d;
-        }
+        uint32_t nt = sum_domains(st, g, l, n_useful), n_cand = 0;
+        struct cand {
+            uint32_t d;
+            int64_t free;
+        } *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
+        for (uint32_t k = 0; cand && k < nt; k++)
+            if (domain_holds(st, g, st->touched[k]))
+                cand[n_cand++] = (struct cand){st->touched[k], st->dom_free[st->touched[k]]};
         clear_domains(st, nt);
-        if (best < 0)
-            continue;
-        /* Most free first: the gang starts as soon as the fewest running pods finish. */
-        uint32_t n_order = order_domain(st, l, (uint32_t)best);
-        uint64_t got[GANG_MAX_SETS] = {0};
-        uint32_t n_held = 0;
-        for (uint32_t j = n_order; j-- > 0;) {
-            uint32_t i = st->order[j];
-            bool useful = false, done = true;
-            for (uint32_t s = 0; s < g->n_sets; s++) {
-                uint32_t k = st->slots[(size_t)s * c->n_nodes + i];
-                if (got[s] < g->sets[s].count && k > 0) {
-                    got[s] += k;
-                    useful = true;
-                }
-            }
-            if (!useful)
-                continue;
-            nodes[n_held++] = i;
-            for (uint32_t s = 0; s < g->n_sets; s++)
-                if (got[s] < g->sets[s].count)
-                    done = false;
-            if (done)
-                break;
+        for (uint32_t k = 0; cand && k < n_cand; k++) {
+            int64_t t;
+            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t);
+            if (n == 0 || (n_held > 0 &&
+                           (t > best_start ||
+                            (t == best_start && (best_level != l || cand[k].free <= best_free)))))
+                continue; /* later, or as early but wider or with fewer free GPUs now */
+            best_start = t;
+            best_free = cand[k].free;
+            best_level = l;
+            memcpy(nodes, pick, n * sizeof(*nodes));
+            n_held = n;
         }
-        /* Sticky: last cycle's nodes stay reserved while they are as tight (one domain of this
-         * level) and expected to be free no later than the new pick, so a waiting gang's
-         * reservation does not wander from node to node as pods come and go. */
-        if (n_held > 0 && hint_holds(st, g, l, hint, n_hint) &&
-            place_expected_start(st, hint, n_hint) <= place_expected_start(st, nodes, n_held)) {
-            memcpy(nodes, hint, n_hint * sizeof(*nodes));
-            n_held = n_hint;
-        }
-        for (uint32_t k = 0; k < n_held; k++) {
-            uint32_t i = nodes[k];
-            bucket_unlink(st, i);
-            st->ok[i] = 0;
-            if (!st->held[i] && !nodes_add(st, &st->res_nodes, i))
-                st->res_lost = true; /* out of memory: no backfill into held capacity */
-            st->held[i] = 1;
-        }
-        return n_held;
     }
-    return 0;
+    if (n_held == 0)
+        return 0;
+    /* Sticky: last cycle's nodes stay reserved while they still hold g inside one domain of the
+     * chosen level and are expected free no later than the new pick, so a waiting gang's
+     * reservation does not wander from node to node as pods come and go. */
+    if (hint_holds(st, g, best_level, hint, n_hint) &&
+        place_expected_start(st, hint, n_hint) <= best_start) {
+        memcpy(nodes, hint, n_hint * sizeof(*nodes));
+        n_held = n_hint;
+    }
+    for (uint32_t k = 0; k < n_held; k++) {
+        uint32_t i = nodes[k];
+        bucket_unlink(st, i);
+        st->ok[i] = 0;
+        if (!st->held[i] && !nodes_add(st, &st->res_nodes, i))
+            st->res_lost = true; /* out of memory: no backfill into held capacity */
+        st->held[i] = 1;
+    }
+    return n_held;
 }
 
 int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n)

@@ -46,8 +46,26 @@ static const struct sched_policy policy_ckpt_blind = {
     .max_evictions = 8,
 };
 
+/* The sharing-incentive baseline of the simulator: gangsched's rules, but every queue alone on
+ * a private cluster the size of its nominal quota. */
+static const struct sched_policy policy_private = {
+    .name = "private",
+    .summary = "simulator baseline: each queue alone on a cluster the size of its nominal quota",
+    .strict_fifo = false,
+    .by_priority = true,
+    .topology = true,
+    .starve_after_ms = 10 * 60 * 1000,
+    .max_reservations = 1,
+    .preempt = true,
+    .checkpoint_aware = true,
+    .benefit_factor = 1.0,
+    .order_bias_gpu_s = 2000.0,
+    .max_evictions = 8,
+    .private_slices = true,
+};
+
 const struct sched_policy *const sched_policies[] = {&policy_gangsched, &policy_fifo,
-                                                     &policy_ckpt_blind, NULL};
+                                                     &policy_ckpt_blind, &policy_private, NULL};
 
 const struct sched_policy *sched_policy_find(const char *name)
 {

@@ -29,6 +29,9 @@ struct sched_policy {
                                   are compared, so that near-equal victim sets are taken where
                                   placement packs (see docs/preemption.md); 0 = cost only */
     uint32_t max_evictions;    /* victim gangs per queue and cycle */
+    bool private_slices;       /* simulator only: each queue alone on a cluster the size of its
+                                  nominal quota (sched/sim/private.c), the other fields as
+                                  gangsched; the daemon refuses it */
 };
 
 /* NULL when unknown. */

@@ -36,6 +36,7 @@
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 #include "sched/core/device.h"
+#include "sched/core/eta.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
@@ -1438,11 +1439,14 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         uint32_t h = verdict_key((int)vd->why, reason);
         if (st && st->logged == h)
             continue;
+        char note[64];
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
+        eta_for_log(res, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
+        dec.eta = note[0] ? note : NULL;
         rc = store_decision_add(d->db, &dec, eb);
         if (rc == 0)
             rc = waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
@@ -1889,6 +1893,7 @@ static void run_cycle(struct kdrv *d)
     struct sched_result res;
     d->cycle++;
     uint64_t t0 = uv_hrtime();
+    kb.snap.plan_starts = true; /* expected starts for the decision log */
     int crc = sched_cycle(&kb.snap, &d->arena, &res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
@@ -2477,6 +2482,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     d.pol = sched_policy_find(o->policy ? o->policy : "gangsched");
     if (!d.pol)
         return sched_fail(eb, SCHED_EINVAL, "--policy %s: unknown policy", o->policy);
+    if (d.pol->private_slices)
+        return sched_fail(eb, SCHED_EINVAL, "--policy %s: a simulator baseline only", o->policy);
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d.loop = uv_default_loop();

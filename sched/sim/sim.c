@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include "plugins/plugins.h"
+#include "queue/estimate.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/bits.h"
 #include "sched/core/cycle.h"
 #include "sched/core/device.h"
+#include "sched/core/eta.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/place_base.h"
@@ -460,6 +462,7 @@ struct run {
     uint8_t *node_dirty;
     uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
     uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
+    int64_t *last_eta;     /* expected start last logged per job, INT64_MIN = none */
     uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
     /* failures */
     const struct sim_failures *fail;
@@ -472,6 +475,17 @@ struct run {
     int64_t *strike_since;   /* per node: start of that window */
     uint64_t fail_rng;
     uint32_t n_backoff; /* jobs in JOB_BACKOFF */
+    /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
+     * run learns the same) and start-time estimates */
+    struct est_model est;
+    int64_t *rt_est;            /* per job: expected run time given to the core, 0 = unknown */
+    int64_t *rt_typ;            /* per job: typical run time, for start estimates */
+    int64_t *rel_typ;           /* per node: typical release, for start estimates */
+    struct sched_release *rels; /* per running pod: typical release, for start estimates */
+    uint32_t n_rels, cap_rels;
+    uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
+    uint32_t n_fin_now;
+    int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
 };
 
 static void touch(struct run *r, uint32_t j)
@@ -856,6 +870,7 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     release_job(r, j);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
+    r->fin_now[r->n_fin_now++] = j;
     if (r->opt->events) {
         ev_head(r, now, "finish", j);
         fputs("}\n", r->opt->events);
@@ -1480,6 +1495,8 @@ static double job_wait_s(const struct run *r, uint32_t j)
     return w > 0 ? (double)w / 1000.0 : 0.0;
 }
 
+#define ETA_WAITED_S 600.0 /* the start-time KPIs count gangs that waited longer (seconds) */
+
 static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted,
                      double frag_time, double frag_wait)
 {
@@ -1506,6 +1523,19 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         double wait_s = job_wait_s(r, j);
+        int64_t above = in->multinode_above ? in->multinode_above : in->cluster->max_node_gpus;
+        if (in->jobs[j].gang.gpus > above) {
+            st->multinode_jobs++;
+            st->multinode_mean_queue_s += queue_s;
+            st->per_queue[in->jobs[j].gang.queue].multinode_jobs++;
+            st->per_queue[in->jobs[j].gang.queue].multinode_mean_queue_s += queue_s;
+        }
+        if (queue_s > ETA_WAITED_S) {
+            st->eta_waited++;
+            if (r->eta_first[j] != INT64_MIN)
+                qq[st->eta_covered++] =
+                    fabs((double)(r->eta_first[j] - r->start_ms[j]) / 1000.0) / queue_s;
+        }
         q[nq++] = queue_s;
         wait_sum += wait_s;
         if (r->status[j] == JOB_DONE)
@@ -1524,6 +1554,11 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         prio_sum[k] += queue_s;
         prio_wait[k] += wait_s;
     }
+    qsort(qq, st->eta_covered, sizeof(*qq), cmp_double);
+    st->eta_median_rel_error = pct(qq, st->eta_covered, 0.50);
+    st->eta_p90_rel_error = pct(qq, st->eta_covered, 0.90);
+    if (st->multinode_jobs)
+        st->multinode_mean_queue_s /= st->multinode_jobs;
     st->jobs = in->n_jobs;
     st->started = (uint32_t)nq;
     st->completed = (uint32_t)nj;
@@ -1580,6 +1615,8 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);
+        if (ps->multinode_jobs)
+            ps->multinode_mean_queue_s /= ps->multinode_jobs;
         st->reclaim_wait_s += ps->reclaim_wait_s;
         ps->p95_queue_s = pct(qq, n, 0.95);
     }
@@ -1807,6 +1844,8 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     return rc;
 }
 
+#define ETA_LOG_SLACK_MS (600 * 1000) /* an expected start moving less is not logged again */
+
 /* FNV-1a over a verdict's fields (everything sched_verdict_format prints, besides the static
  * cluster and config): whether its text may have changed since the last row, without
  * formatting it. Never 0 (0 = unknown, after a resume). */
@@ -1859,18 +1898,29 @@ static int db_cycle_records(struct run *r, const struct sched_result *res, int64
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
-        uint32_t h = verdict_hash(&res->verdicts[v]);
-        if (r->last_why[j] == why && r->last_reason[j] == h)
-            continue; /* the log records changes of reason (and of its figures), not repeats */
-        r->last_why[j] = why;
-        r->last_reason[j] = h;
-        char reason[512];
-        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        char note[64];
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
                                    .ts_ms = now,
                                    .gang = in->jobs[res->verdicts[v].gang->id].id,
-                                   .why = (int)res->verdicts[v].why,
-                                   .reason = reason};
+                                   .why = (int)res->verdicts[v].why};
+        eta_for_log(res, res->verdicts[v].gang, now, &d.has_eta, &d.eta_ms, note, sizeof(note));
+        d.eta = note[0] ? note : NULL;
+        /* the log records changes of reason (and of its figures) and of the expected start (by
+         * more than 10 minutes and a quarter of the wait it announced), not every repeat */
+        int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN, last = r->last_eta[j];
+        int64_t slack = last != INT64_MIN && last - now > 4 * ETA_LOG_SLACK_MS ? (last - now) / 4
+                                                                               : ETA_LOG_SLACK_MS;
+        bool moved =
+            at != INT64_MIN && (last == INT64_MIN || at > last + slack || at < last - slack);
+        uint32_t h = verdict_hash(&res->verdicts[v]);
+        if (r->last_why[j] == why && r->last_reason[j] == h && !moved)
+            continue;
+        r->last_why[j] = why;
+        r->last_reason[j] = h;
+        r->last_eta[j] = at;
+        char reason[512];
+        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        d.reason = reason;
         rc = store_decision_add(db, &d, eb);
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
@@ -1965,6 +2015,7 @@ static int restore_why(void *ctx, const struct store_decision *d)
     const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
     if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+        w->r->last_eta[hit->j] = d->has_eta && !d->eta ? d->eta_ms : INT64_MIN;
         w->r->last_reason[hit->j] = 0; /* unknown: the next verdict is written, the store keeps
                                           the row when its text is the same */
     }
@@ -2110,6 +2161,144 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
     if ((rc = db_restore_last_why(r, eb)) != 0)
         return rc;
     return db_reconcile(r, eb);
+}
+
+/* ---- estimates ---------------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Learns the run times of the gangs that finished in this instant, in job id order. */
+static void learn(struct run *r)
+{
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_u32);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+static const int64_t *sort_end_ms; /* qsort context of cmp_by_end (single-threaded) */
+
+static int cmp_by_end(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t ex = sort_end_ms[x], ey = sort_end_ms[y];
+    return ex != ey ? (ex > ey) - (ex < ey) : (x > y) - (x < y);
+}
+
+/* After a resume: what an uninterrupted run had learned, in the same order. */
+static void relearn(struct run *r)
+{
+    r->n_fin_now = 0;
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        if (r->status[j] == JOB_DONE)
+            r->fin_now[r->n_fin_now++] = j;
+    sort_end_ms = r->end_ms;
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+/* A fixed draw in (0, 1) per job (splitmix64 of its index): the quantile of its run time the
+ * start planner uses. One draw per job, not the median for all: a waiting gang starts at the
+ * k-th release among many running gangs, and the k-th of the medians is much later than the
+ * k-th of the run times themselves (the first of many releases comes early); drawn quantiles
+ * give the planner releases spread as the run times are. */
+static double draw(uint32_t j)
+{
+    uint64_t z = ((uint64_t)j + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* Before a cycle: the run time of every pending gang (safe, and drawn for the start planner),
+ * each node's expected release (the latest safe end of what runs on it) and each running pod's
+ * drawn end for the start planner. */
+static void estimates(struct run *r, int64_t now)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        for (uint32_t k = 0; k < r->queues[q].n; k++) {
+            const struct gang *g = r->queues[q].items[k];
+            r->rt_est[g->id] = est_runtime(&r->est, g, EST_QUANTILE);
+            r->rt_typ[g->id] = est_runtime(&r->est, g, draw(g->id));
+        }
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        r->state[i].release_ms = r->rel_typ[i] = 0;
+    r->n_rels = 0;
+    for (uint32_t k = 0; k < r->n_run; k++) {
+        uint32_t j = r->runlist[k];
+        const struct gang *g = &in->jobs[j].gang;
+        int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
+        int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
+        int64_t typ = est_end(&r->est, g, from, now, draw(j));
+        for (uint32_t x = 0; x < g->n_pods; x++) {
+            uint32_t i = r->assign[j][x].node;
+            if (r->n_rels == r->cap_rels) {
+                uint32_t cap = r->cap_rels ? 2 * r->cap_rels : 1024;
+                struct sched_release *nr = realloc(r->rels, cap * sizeof(*nr));
+                if (!nr) {
+                    r->oom = true;
+                    return;
+                }
+                r->rels = nr;
+                r->cap_rels = cap;
+            }
+            r->rels[r->n_rels++] = (struct sched_release){
+                .node = i,
+                .gpus = (uint32_t)__builtin_popcount(r->assign[j][x].gpu_mask),
+                .t_ms = typ};
+            if (end > r->state[i].release_ms)
+                r->state[i].release_ms = end;
+            if (typ > r->rel_typ[i])
+                r->rel_typ[i] = typ;
+        }
+    }
+}
+
+/* The first expected start the planner gave each waiting gang (for the accuracy KPIs). */
+static void note_etas(struct run *r, const struct sched_result *res)
+{
+    for (uint32_t k = 0; k < res->n_etas; k++) {
+        uint32_t j = res->etas[k].gang->id;
+        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT)
+            r->eta_first[j] = res->etas[k].start_ms;
+    }
+}
+
+/* The estimate and start-estimate arrays of a run (nj jobs, nn nodes); false on out of memory
+ * (estimates_free() releases whatever was allocated). */
+static bool estimates_alloc(struct run *r, size_t nj, size_t nn)
+{
+    r->rt_est = calloc(nj, sizeof(*r->rt_est));
+    r->rt_typ = calloc(nj, sizeof(*r->rt_typ));
+    r->rel_typ = calloc(nn, sizeof(*r->rel_typ));
+    r->fin_now = calloc(nj, sizeof(*r->fin_now));
+    r->eta_first = malloc(nj * sizeof(*r->eta_first));
+    r->last_eta = r->opt->db ? malloc(nj * sizeof(*r->last_eta)) : NULL;
+    for (size_t j = 0; r->eta_first && j < nj; j++)
+        r->eta_first[j] = INT64_MIN;
+    for (size_t j = 0; r->last_eta && j < nj; j++)
+        r->last_eta[j] = INT64_MIN;
+    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rel_typ &&
+           r->fin_now && r->eta_first && (!r->opt->db || r->last_eta);
+}
+
+static void estimates_free(struct run *r)
+{
+    free(r->rt_est), free(r->rt_typ), free(r->rel_typ), free(r->rels), free(r->fin_now);
+    free(r->eta_first), free(r->last_eta);
+    est_free(&r->est);
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
@@ -2263,6 +2452,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);
+    estimates(r, now);
     hl_fill_view(&r->hints, in);
     struct sched_snapshot snap = {.now_ms = now,
                                   .cluster = c,
@@ -2279,6 +2469,13 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
                                   .n_reserve_hints = r->hints.n,
+                                  .runtime_est_ms = r->rt_est,
+                                  .runtime_typ_ms = r->rt_typ,
+                                  .release_typ_ms = r->rel_typ,
+                                  .releases = r->rels,
+                                  .n_releases = r->n_rels,
+                                  .n_runtime_est = in->n_jobs,
+                                  .plan_starts = true,
                                   /* verdicts serve only rejects unless explained or logged */
                                   .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,
                                   .base = r->base};
@@ -2288,6 +2485,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     r->st->cycles++;
     r->st->reservations += res.n_reservations;
+    note_etas(r, &res);
     /* this cycle's starvation reservations are the next cycle's hints */
     hl_clear(&r->hints);
     for (uint32_t k = 0; k < res.n_reservations; k++)
@@ -2363,9 +2561,11 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     int rc = 0;
     r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
     r->t_end = r->prev_t = r->t0;
-    if (r->opt->db && ((r->opt->resume && (rc = db_resume(r, eb)) != 0) ||
-                       (rc = store_begin(r->opt->db, eb)) != 0 ||
-                       (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0)) {
+    if (r->opt->db && r->opt->resume && (rc = db_resume(r, eb)) == 0)
+        relearn(r); /* what the crashed run had learned from its finishes */
+    if (rc != 0 ||
+        (r->opt->db && ((rc = store_begin(r->opt->db, eb)) != 0 ||
+                        (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0))) {
         arena_fini(&arena);
         free(views);
         return rc;
@@ -2407,6 +2607,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
             }
             maybe_crash(r);
         }
+        learn(r);
         while (r->next_sub < in->n_jobs && in->jobs[r->next_sub].gang.submit_ms == now) {
             submit(r, r->next_sub++, now);
             maybe_crash(r);
@@ -2513,6 +2714,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.strike_since = calloc(nn, sizeof(*r.strike_since));
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
+    bool est_ok = estimates_alloc(&r, nj, nn);
     r.evict_kind = calloc(nj, 1);
     if (opt->db) {
         r.dirty = calloc(nj, 1);
@@ -2529,7 +2731,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
-        !r.runlist || !r.runpos || !r.runv ||
+        !r.runlist || !r.runpos || !r.runv || !est_ok ||
         (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
                      !r.db_placed))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
@@ -2574,6 +2776,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
     free(r.last_reason), free(r.db_placed);
+    estimates_free(&r);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);

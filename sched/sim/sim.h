@@ -48,7 +48,9 @@ struct sim_input {
     uint32_t n_queues;
     const struct config *config; /* the operator's, or the generated default (owned) */
     struct config *owned_config;
-    void *tolerations; /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
+    int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the
+                                cluster's largest node (private.c: the shared cluster's) */
+    void *tolerations;       /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
 };
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
@@ -88,13 +90,16 @@ struct sim_queue_stats {
     uint32_t jobs;
     double mean_queue_s;
     double p95_queue_s;
-    double gpu_hours;          /* GPU-hours of work run */
-    double nominal_gpus;       /* nominal nvidia.com/gpu quota, all flavors */
-    double max_usage_gpus;     /* most GPUs admitted at once */
-    double borrowed_gpu_hours; /* integral of GPUs used above nominal */
-    double lent_gpu_hours;     /* integral of its idle nominal GPUs used by borrowers */
-    double reclaim_wait_s;     /* time its head gang waited within its nominal quota while
-                                  other queues borrowed */
+    double gpu_hours;              /* GPU-hours of work run */
+    double nominal_gpus;           /* nominal nvidia.com/gpu quota, all flavors */
+    double max_usage_gpus;         /* most GPUs admitted at once */
+    double borrowed_gpu_hours;     /* integral of GPUs used above nominal */
+    double lent_gpu_hours;         /* integral of its idle nominal GPUs used by borrowers */
+    double reclaim_wait_s;         /* time its head gang waited within its nominal quota while
+                                      other queues borrowed */
+    double multinode_mean_queue_s; /* mean queue time of its multi-node gangs (more GPUs than
+                                      the cluster's largest node) */
+    uint32_t multinode_jobs;
 };
 
 struct sim_stats {
@@ -142,6 +147,14 @@ struct sim_stats {
     uint64_t backfilled;          /* gangs started ahead of an older waiting gang */
     uint64_t reservations;        /* cycles in which a starving gang held capacity */
     uint64_t cycles;
+    double multinode_mean_queue_s; /* mean queue time of gangs with more GPUs than the
+                                      cluster's largest node */
+    uint32_t multinode_jobs;
+    /* start-time estimates: |first expected start - actual start| / actual queue time over the
+     * gangs that waited more than 10 minutes and got an expected start (eta_covered of
+     * eta_waited such gangs) */
+    double eta_median_rel_error, eta_p90_rel_error;
+    uint32_t eta_waited, eta_covered;
     struct sim_queue_stats *per_queue; /* [n_queues] */
     uint32_t n_queues;
     /* for the report */
@@ -215,5 +228,12 @@ struct sim_options {
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,
             const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 void sim_stats_free(struct sim_stats *s);
+
+/* The private-cluster baseline (private.c): each queue alone, under `pol`, on a slice of the
+ * cluster the size of its nominal GPU quota; the runs merged into *out (policy "private";
+ * per_queue from each queue's own run; the start-time KPIs are not merged and stay 0). Events,
+ * --db and --jobs-out are not written for it. */
+int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
+                    const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 
 #endif

@@ -44,6 +44,8 @@ static const struct stat_row stat_rows[] = {
     ROW("p50 queue time", "p50_queue_s", F_DUR, T_DBL, p50_queue_s, false),
     ROW("p95 queue time", "p95_queue_s", F_DUR, T_DBL, p95_queue_s, false),
     ROW("p99 queue time", "p99_queue_s", F_DUR, T_DBL, p99_queue_s, false),
+    ROW("multi-node gangs' mean queue", "multinode_mean_queue_s", F_DUR, T_DBL,
+        multinode_mean_queue_s, false),
     ROW("mean job completion time", "mean_jct_s", F_DUR, T_DBL, mean_jct_s, false),
     ROW("p95 job completion time", "p95_jct_s", F_DUR, T_DBL, p95_jct_s, false),
     ROW("GPU utilization", "gpu_utilization", F_PCT, T_DBL, gpu_utilization, false),
@@ -67,6 +69,9 @@ static const struct stat_row stat_rows[] = {
     ROW("partial-gang seconds", "partial_gang_seconds", F_COUNT, T_DBL, partial_gang_seconds, true),
     ROW("quota violations", "quota_violations", F_COUNT, T_U64, quota_violations, false),
     ROW("waited within nominal quota", "reclaim_wait_s", F_DUR, T_DBL, reclaim_wait_s, false),
+    ROW("start estimate error, median", "eta_median_rel_error", F_PCT, T_DBL, eta_median_rel_error,
+        false),
+    ROW("start estimate error, p90", "eta_p90_rel_error", F_PCT, T_DBL, eta_p90_rel_error, false),
 };
 #define N_ROWS (sizeof(stat_rows) / sizeof(stat_rows[0]))
 
@@ -85,6 +90,9 @@ static const struct stat_row queue_rows[] = {
     QROW("GPU-hours borrowed", "borrowed_gpu_hours", F_F1, borrowed_gpu_hours),
     QROW("GPU-hours lent", "lent_gpu_hours", F_F1, lent_gpu_hours),
     QROW("waited within nominal quota", "reclaim_wait_s", F_DUR, reclaim_wait_s),
+    QROW("multi-node mean queue", "multinode_mean_queue_s", F_DUR, multinode_mean_queue_s),
+    {"multi-node gangs", "multinode_jobs", F_COUNT, T_U32,
+     offsetof(struct sim_queue_stats, multinode_jobs), 0},
 };
 #define N_QROWS (sizeof(queue_rows) / sizeof(queue_rows[0]))
 
@@ -123,6 +131,9 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "quarantines", (double)s->quarantines);
     cJSON_AddNumberToObject(o, "reservations", (double)s->reservations);
     cJSON_AddNumberToObject(o, "cycles", (double)s->cycles);
+    cJSON_AddNumberToObject(o, "multinode_jobs", s->multinode_jobs);
+    cJSON_AddNumberToObject(o, "eta_waited", s->eta_waited);
+    cJSON_AddNumberToObject(o, "eta_covered", s->eta_covered);
     cJSON *pp = cJSON_AddObjectToObject(o, "per_priority");
     for (uint32_t k = 0; k < s->n_prio; k++) {
         char key[16];

@@ -750,7 +750,7 @@ static int bench_store_cycle(struct table *t, const char *dir_tmp)
         snprintf(gangs[i], sizeof(gangs[i]), "ns/job-%05d", i);
         snprintf(reasons[i], sizeof(reasons[i]),
                  "resources: 2 pod(s), 16 GPU(s); 0/5000 nodes fit one pod: %d insufficient", i);
-        d[i] = (struct store_decision){0, 1, 1000, gangs[i], 2, reasons[i]};
+        d[i] = (struct store_decision){0, 1, 1000, gangs[i], 2, reasons[i], false, 0, NULL};
     }
     double fmt_s = wall_now() - fmt_t0, best = 1e9;
     int rc = 0;

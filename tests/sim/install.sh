@@ -65,7 +65,7 @@ gcomp() { PATH="$P/bin:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CW
 expect_eq "complete 'gangsched s'" "$(gcomp gangsched s)" "simulate store serve"
 expect_eq "complete 'gangsched simulate --tol'" "$(gcomp gangsched simulate --tol)" "--tolerate"
 expect_eq "complete 'gangsched config '" "$(gcomp gangsched config '')" "check import-kueue"
-expect_eq "complete 'gangsched simulate --policy '" "$(gcomp gangsched simulate --policy '')" "gangsched fifo ckpt-blind"
+expect_eq "complete 'gangsched simulate --policy '" "$(gcomp gangsched simulate --policy '')" "gangsched fifo ckpt-blind private"
 bash -n "$P/share/zsh/site-functions/_gangsched" && ok "_gangsched quoting" || bad "_gangsched quoting"
 # make demo: no compiler lines, the simulation's table
 mk demo BIN="$TMP/demo-bin" BUILD="$BUILD" >"$TMP/demo.log" 2>&1 || bad "make demo failed: $(tail -5 "$TMP/demo.log")"

@@ -21,6 +21,7 @@
 #include "plugins/plugins.h"
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
+#include "sched/core/eta.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
 
@@ -659,6 +660,246 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
     world_free(w);
 }
 
+/* ---- issue 19: the guard on quota waits, estimates, earliest-free reservations, starts ---- */
+
+/* A cycle with a one-queue config (nominal = the cluster's GPUs, as the simulator generates
+ * for one trace), run-time estimates per gang id, and the start planner on. */
+static const struct sched_result *cycle_quota(struct world *w, int64_t now_s, const int64_t *est,
+                                              struct config **cfg_out)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+             "cohorts:\n  - name: all\nqueues:\n  - name: q\n    cohort: all\n"
+             "    quota:\n      default:\n        nvidia.com/gpu: %lld\n",
+             (long long)w->c->total_gpus);
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    static int64_t usage[RES_MAX];
+    memset(usage, 0, sizeof(usage));
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        usage[RES_GPU] += w->state[i].used.v[RES_GPU];
+    struct queue_list l;
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    queue_list_init(&l, pol->by_priority);
+    for (uint32_t i = 0; i < w->n_gangs; i++)
+        assert_int_equal(queue_list_insert(&l, &w->gangs[i]), 0);
+    memcpy(w->pending, l.items, l.n * sizeof(*l.items));
+    w->view =
+        (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
+    queue_list_fini(&l);
+    struct sched_snapshot snap = {.now_ms = now_s * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = &w->view,
+                                  .n_queues = 1,
+                                  .policy = pol,
+                                  .config = cfg,
+                                  .usage = usage,
+                                  .runtime_est_ms = est,
+                                  .n_runtime_est = est ? w->n_gangs : 0,
+                                  .plan_starts = true};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    *cfg_out = cfg;
+    return &w->res;
+}
+
+static const struct sched_eta *eta_of(const struct sched_result *r, const struct gang *g)
+{
+    for (uint32_t i = 0; i < r->n_etas; i++)
+        if (r->etas[i].gang == g)
+            return &r->etas[i];
+    return NULL;
+}
+
+/* One queue owning the cluster: "no GPUs left" is a quota verdict, and the starvation guard
+ * must still engage (it returned on the quota verdict before). */
+static void test_guard_engages_on_quota_wait(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x0F);
+    use_gpus(w, 1, 0x0F);
+    for (uint32_t i = 0; i < 2; i++)
+        w->state[i].release_ms = INT64_MAX;
+    struct gang *big = add_gang(w, 2, 8, 0);   /* 16 GPUs: quota 8 of 16 left */
+    struct gang *small = add_gang(w, 1, 4, 1); /* fits quota and either node */
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota(w, 60, NULL, &cfg);
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_int_equal(r->n_reservations, 0); /* not starving yet: the small one backfills */
+    assert_non_null(placement_of(r, small));
+    config_free(cfg);
+    r = cycle_quota(w, 3600, NULL, &cfg);
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].n_nodes, 2);
+    assert_null(placement_of(r, small)); /* both nodes are held for the starving gang */
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
+/* The reservation goes to the node expected to free earliest, not the one with most free now;
+ * a gang estimated (not declared) to end before it may backfill it. */
+static void test_reservation_earliest_and_estimated_backfill(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x0F); /* 4 free, busy until 5000 s */
+    use_gpus(w, 1, 0x3F); /* 2 free, busy until 1000 s */
+    w->state[0].release_ms = 5000 * 1000;
+    w->state[1].release_ms = 1000 * 1000;
+    struct gang *big = add_gang(w, 1, 8, 0);
+    struct gang *quick = add_gang(w, 1, 2, 10); /* estimated 200 s: ends before 1000 s */
+    struct gang *slow = add_gang(w, 1, 2, 20);  /* estimated 2 h */
+    int64_t est[3] = {3600 * 1000, 200 * 1000, 7200 * 1000};
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota(w, 700, est, &cfg);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].nodes[0], 1);
+    assert_int_equal(r->reservations[0].expected_start_ms, 1000 * 1000);
+    const struct sched_placement *p = placement_of(r, quick);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 1); /* into the reserved node: it leaves in time */
+    p = placement_of(r, slow);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0); /* not into the reservation */
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
+/* Expected starts: a gang waits for the node's release, the next one for the first's end. */
+/* Two queues of one cohort: a starving gang of q0 waits for quota (q1 uses all it could
+ * borrow). Its reservation also holds q0's quota: a younger q0 gang that would run past the
+ * reservation's start waits (`blocked`), one that ends before it starts. */
+static void test_quota_wait_holds_the_queue(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:3");
+    use_gpus(w, 0, 0x0F); /* q0's running 4 GPUs, until 5000 s */
+    use_gpus(w, 1, 0xFF); /* q1's 8 GPUs, until 9000 s */
+    w->state[0].release_ms = 5000 * 1000;
+    w->state[1].release_ms = 9000 * 1000;
+    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+                       "cohorts:\n  - name: all\nqueues:\n"
+                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n"
+                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n";
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    int64_t usage[2 * RES_MAX] = {0};
+    usage[0 * RES_MAX + RES_GPU] = 4;
+    usage[1 * RES_MAX + RES_GPU] = 8;
+    struct gang *big = add_gang(w, 1, 8, 0);    /* q0: 4 + 8 > 8, nothing left to borrow */
+    struct gang *slow = add_gang(w, 1, 2, 10);  /* q0, estimated 2 h */
+    struct gang *quick = add_gang(w, 1, 2, 20); /* q0, estimated 100 s */
+    int64_t est[3] = {3600 * 1000, 7200 * 1000, 100 * 1000};
+    struct queue queues[2] = {{.name = "q0", .weight = 1}, {.name = "q1", .weight = 1}};
+    const struct gang *pending[3] = {big, slow, quick};
+    struct sched_queue_view views[2] = {{.queue = &queues[0], .pending = pending, .n_pending = 3},
+                                        {.queue = &queues[1], .pending = NULL, .n_pending = 0}};
+    /* what runs: q0's 4 GPUs on node 0, q1's 8 on node 1 (gangs of their own) */
+    struct gang *r0 = &w->gangs[w->n_gangs++], *r1 = &w->gangs[w->n_gangs++];
+    *r0 = *slow;
+    r0->queue = 0;
+    r0->sets[0].req.v[RES_GPU] = 4;
+    gang_finalize(r0);
+    r0->name = NULL; /* the copies own no name (free_names frees each gang's) */
+    r0->id = 3;
+    *r1 = *slow;
+    r1->name = NULL;
+    r1->id = 4;
+    r1->queue = 1;
+    r1->sets[0].req.v[RES_GPU] = 8;
+    gang_finalize(r1);
+    struct sched_assign a0 = {.node = 0, .gpu_mask = 0x0F}, a1 = {.node = 1, .gpu_mask = 0xFF};
+    struct sched_running running[2] = {
+        {.gang = r0, .pods = &a0, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true},
+        {.gang = r1, .pods = &a1, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true}};
+    struct sched_snapshot snap = {.now_ms = 3600 * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .running = running,
+                                  .n_running = 2,
+                                  .queues = views,
+                                  .n_queues = 2,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .config = cfg,
+                                  .usage = usage,
+                                  .runtime_est_ms = est,
+                                  .n_runtime_est = 3};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    const struct sched_result *r = &w->res;
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].expected_start_ms, 5000 * 1000);
+    assert_null(placement_of(r, slow));
+    assert_int_equal(verdict_of(r, slow)->why, SCHED_WHY_BLOCKED);
+    assert_ptr_equal(verdict_of(r, slow)->blocked_by, big);
+    char buf[256];
+    sched_verdict_format(verdict_of(r, slow), w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "g0"));
+    assert_non_null(placement_of(r, quick)); /* gone at 3700 s, before 5000 s */
+    /* not starving yet: no hold, the slow one starts */
+    snap.now_ms = 60 * 1000;
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    assert_int_equal(w->res.n_reservations, 0);
+    assert_non_null(placement_of(&w->res, slow));
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
+static void test_start_estimates(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:1");
+    use_gpus(w, 0, 0xFF);
+    w->state[0].release_ms = 1000 * 1000;
+    struct gang *a = add_gang(w, 1, 8, 0);
+    struct gang *b = add_gang(w, 1, 8, 1);
+    struct gang *c = add_gang(w, 1, 8, 2);
+    int64_t est[3] = {500 * 1000, 300 * 1000, 0}; /* c's run time is unknown */
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota(w, 100, est, &cfg);
+    const struct sched_eta *ea = eta_of(r, a), *eb_ = eta_of(r, b), *ec = eta_of(r, c);
+    assert_non_null(ea);
+    assert_non_null(eb_);
+    assert_non_null(ec);
+    assert_int_equal(ea->kind, SCHED_ETA_AT);
+    assert_int_equal(ea->start_ms, 1000 * 1000);
+    assert_int_equal(eb_->kind, SCHED_ETA_AT);
+    assert_int_equal(eb_->start_ms, 1500 * 1000);
+    assert_int_equal(eb_->ahead, 1);
+    assert_int_equal(ec->kind, SCHED_ETA_AT);
+    assert_int_equal(ec->start_ms, 1800 * 1000);
+    char buf[64];
+    eta_format(ea, 100 * 1000, buf, sizeof(buf));
+    assert_string_equal(buf, "in 15m");
+    struct sched_eta q = {.kind = SCHED_ETA_BEHIND, .ahead = 300};
+    eta_format(&q, 0, buf, sizeof(buf));
+    assert_string_equal(buf, "no estimate: behind 300 gangs");
+    config_free(cfg);
+    /* nothing is known of what runs: no estimate */
+    w->state[0].release_ms = INT64_MAX;
+    r = cycle_quota(w, 100, est, &cfg);
+    assert_int_equal(eta_of(r, a)->kind, SCHED_ETA_UNKNOWN);
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_tp_groups_inside_islands(void **unused)
 {
     (void)unused;
@@ -1002,6 +1243,10 @@ int main(void)
         cmocka_unit_test(test_near_miss_in_reason),
         cmocka_unit_test(test_tp_groups_regressions),
         cmocka_unit_test(test_priority_order_and_determinism),
+        cmocka_unit_test(test_guard_engages_on_quota_wait),
+        cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
+        cmocka_unit_test(test_start_estimates),
+        cmocka_unit_test(test_quota_wait_holds_the_queue),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
     };

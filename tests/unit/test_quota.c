@@ -199,6 +199,9 @@ static void test_share_and_decay(void **unused)
     assert_true(fabs(quota_share(&t, 0, 0, &four) - 0.5) < 1e-9);
     /* b has no nominal quota: its share is measured against the cohort's 8 */
     assert_true(fabs(quota_share(&t, 1, 0, &four) - 0.5) < 1e-9);
+    /* above its nominal: 1 plus the borrowed part over the cohort's pool (12 of 8: 1 + 4/8) */
+    struct res_vec twelve = gpus(12);
+    assert_true(fabs(quota_share(&t, 0, 0, &twelve) - 1.5) < 1e-9);
     /* decay: one half-life halves the weight of the past */
     double h = queue_decay(1.0, 0.0, 3600000, 3600000);
     assert_true(fabs(h - 0.5) < 1e-9);

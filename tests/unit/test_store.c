@@ -248,6 +248,26 @@ static int res_fn(void *ctx, const struct store_reservation *r)
     return 0;
 }
 
+struct eta_seen {
+    int n;
+    bool has[4];
+    int64_t ms[4];
+    char note[64];
+};
+
+static int seen_eta(void *ctx, const struct store_decision *d)
+{
+    struct eta_seen *e = ctx;
+    if (e->n < 4) {
+        e->has[e->n] = d->has_eta;
+        e->ms[e->n] = d->has_eta && !d->eta ? d->eta_ms : STORE_NO_TIME;
+        if (d->eta)
+            snprintf(e->note, sizeof(e->note), "%s", d->eta);
+    }
+    e->n++;
+    return 0;
+}
+
 static void test_create_and_reopen(void **state)
 {
     struct fx *f = *state;
@@ -271,8 +291,15 @@ static void test_create_and_reopen(void **state)
     int64_t rid = 0;
     assert_int_equal(store_reservation_put(st, &r, &rid, &eb), 0);
     assert_true(rid > 0);
-    struct store_decision d = {0, 1, 10, "ns/big", SCHED_WHY_RESOURCES, "needs 64 GPUs"};
+    struct store_decision d = {0,     1, 10,  "ns/big", SCHED_WHY_RESOURCES, "needs 64 GPUs",
+                               false, 0, NULL};
     assert_int_equal(store_decision_add(st, &d, &eb), 0);
+    /* schema 3: the expected start rides along (a time, or why there is none) */
+    struct store_decision de = {0, 1, 10, "ns/eta", SCHED_WHY_RESOURCES, "r", true, 7000, NULL};
+    assert_int_equal(store_decision_add(st, &de, &eb), 0);
+    de = (struct store_decision){
+        0, 2, 20, "ns/eta", SCHED_WHY_QUOTA, "q", true, 0, "no estimate: waiting for quota"};
+    assert_int_equal(store_decision_add(st, &de, &eb), 0);
     struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0};
     assert_int_equal(store_preemption_add(st, &p, &eb), 0);
     assert_int_equal(store_meta_put_i64(st, "sim_now_ms", 123456, &eb), 0);
@@ -291,6 +318,15 @@ static void test_create_and_reopen(void **state)
     assert_int_equal(store_meta_get_i64(st, "sim_now_ms", &now, &eb), 0);
     assert_int_equal(now, 123456);
     assert_int_equal(store_meta_get(st, "nope", &v, &eb), SCHED_ENOENT);
+
+    struct eta_seen es = {0};
+    assert_int_equal(store_decision_list(st, "ns/eta", 0, seen_eta, &es, &eb), 0);
+    assert_int_equal(es.n, 2);
+    assert_true(es.has[0] && es.ms[0] == STORE_NO_TIME); /* newest first: the note */
+    assert_string_equal(es.note, "no estimate: waiting for quota");
+    assert_true(es.has[1] && es.ms[1] == 7000);
+    assert_int_equal(store_decision_list(st, "ns/big", 0, seen_eta, &es, &eb), 0);
+    assert_false(es.has[2]); /* none given */
 
     struct store_job got;
     assert_int_equal(store_job_get(st, "ns/train-1", &got, &eb), 0);
@@ -330,7 +366,7 @@ static void test_create_and_reopen(void **state)
     assert_int_equal(n_placed(st), 2);
     int64_t nd = 0;
     assert_int_equal(store_decision_count(st, &nd, &eb), 0);
-    assert_int_equal(nd, 1);
+    assert_int_equal(nd, 3); /* the plain one and the two with expected starts */
     char *text = NULL;
     assert_int_equal(verify_text(st, &text), 0);
     free(text);
@@ -400,7 +436,7 @@ static void test_newer_version_refused(void **state)
     raw_sql(f->db, "PRAGMA user_version = 999;");
     size_t n;
     unsigned char *before = slurp(f->db, &n);
-    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (2)");
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (3)");
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
     same_bytes(before, n, f->db);
     free(before);
@@ -461,7 +497,7 @@ static void fill(const char *path)
         snprintf(reason, sizeof(reason), "needs %d nvidia.com/gpu per pod; 0/64 nodes fit", i);
         struct store_job j = job(gang, "q", i % 9, STORE_JOB_PENDING);
         assert_int_equal(store_job_upsert(st, &j, &eb), 0);
-        struct store_decision d = {0, i / 10, i, gang, SCHED_WHY_RESOURCES, reason};
+        struct store_decision d = {0, i / 10, i, gang, SCHED_WHY_RESOURCES, reason, false, 0, NULL};
         assert_int_equal(store_decision_add(st, &d, &eb), 0);
     }
     assert_int_equal(store_commit(st, &eb), 0);
@@ -611,7 +647,7 @@ static void test_full_disk(void **state)
     for (int i = 0; i < 1000 && !err; i++) {
         char gang[32]; /* one gang per row: the log keeps one row per gang and verdict */
         snprintf(gang, sizeof(gang), "ns/full-%d", i);
-        struct store_decision d = {0, 100, i, gang, SCHED_WHY_RESOURCES, reason};
+        struct store_decision d = {0, 100, i, gang, SCHED_WHY_RESOURCES, reason, false, 0, NULL};
         err = store_decision_add(st, &d, &eb);
     }
     assert_int_equal(err, SCHED_EFULL);
@@ -633,7 +669,8 @@ static void test_full_disk(void **state)
     static char many_gang[200][32];
     for (int i = 0; i < 200; i++) {
         snprintf(many_gang[i], sizeof(many_gang[i]), "ns/many-%d", i);
-        many[i] = (struct store_decision){0, 101, i, many_gang[i], SCHED_WHY_RESOURCES, reason};
+        many[i] = (struct store_decision){0,      101,   i, many_gang[i], SCHED_WHY_RESOURCES,
+                                          reason, false, 0, NULL};
     }
     assert_int_equal(store_decision_add_many(st, many, 200, &eb), SCHED_EFULL);
     assert_false(store_in_txn(st));
@@ -805,8 +842,15 @@ static void test_decision_retention(void **state)
     /* 50 gangs whose verdict changes every cycle: 50 new rows per cycle */
     for (int c = 1; c <= 20; c++) {
         for (int i = 0; i < 50; i++)
-            d[i] = (struct store_decision){
-                0, c, c * 1000 + i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
+            d[i] = (struct store_decision){0,
+                                           c,
+                                           c * 1000 + i,
+                                           gangs[i],
+                                           c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES,
+                                           "x",
+                                           false,
+                                           0,
+                                           NULL};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         assert_int_equal(store_commit(st, &eb), 0);
@@ -821,7 +865,8 @@ static void test_decision_retention(void **state)
     assert_int_equal(newest, 20);
     /* outside a transaction too */
     for (int i = 0; i < 30; i++) {
-        struct store_decision one = {0, 21, i, "ns/h", SCHED_WHY_BLOCKED, "blocked"};
+        struct store_decision one = {0,         21,    i, "ns/h", SCHED_WHY_BLOCKED,
+                                     "blocked", false, 0, NULL};
         assert_int_equal(store_decision_add(st, &one, &eb), 0);
     }
     assert_int_equal(store_decision_count(st, &n, &eb), 0);
@@ -837,7 +882,8 @@ static void test_decision_retention(void **state)
     for (int c = 30; c < 40; c++) {
         for (int i = 0; i < 50; i++)
             d[i] = (struct store_decision){
-                0, c, i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
+                0,   c,     i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES,
+                "x", false, 0, NULL};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         /* completed bind journal entries are pruned with the same bound */
@@ -891,13 +937,15 @@ static void test_decision_dedup(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     struct sched_errbuf eb = {{0}};
     for (int c = 1; c <= 25; c++) {
-        struct store_decision d = {0, c, c * 1000, "ns/w", SCHED_WHY_QUOTA, "may still take 40"};
+        struct store_decision d = {0,     c, c * 1000, "ns/w", SCHED_WHY_QUOTA, "may still take 40",
+                                   false, 0, NULL};
         assert_int_equal(store_decision_add(st, &d, &eb), 0);
     }
     int64_t n = 0;
     assert_int_equal(store_decision_count(st, &n, &eb), 0);
     assert_int_equal(n, 1);
-    struct store_decision d2 = {0, 30, 30000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    struct store_decision d2 = {0,     30, 30000, "ns/w", SCHED_WHY_QUOTA, "may still take 4",
+                                false, 0,  NULL};
     assert_int_equal(store_decision_add(st, &d2, &eb), 0);
     struct dec_seen s = {0};
     assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
@@ -905,8 +953,10 @@ static void test_decision_dedup(void **state)
     assert_string_equal(s.reason, "may still take 4"); /* current figures */
     assert_int_equal(s.cycle, 1);                      /* since the first cycle of that verdict */
     assert_int_equal(s.ts, 1000);
-    struct store_decision d3 = {0, 31, 31000, "ns/w", SCHED_WHY_RESOURCES, "no node fits"};
-    struct store_decision d4 = {0, 31, 31000, "ns/v", SCHED_WHY_QUOTA, "may still take 0"};
+    struct store_decision d3 = {0,     31, 31000, "ns/w", SCHED_WHY_RESOURCES, "no node fits",
+                                false, 0,  NULL};
+    struct store_decision d4 = {0,     31, 31000, "ns/v", SCHED_WHY_QUOTA, "may still take 0",
+                                false, 0,  NULL};
     assert_int_equal(store_decision_add(st, &d3, &eb), 0);
     assert_int_equal(store_decision_add(st, &d4, &eb), 0);
     memset(&s, 0, sizeof(s));
@@ -914,7 +964,8 @@ static void test_decision_dedup(void **state)
     assert_int_equal(s.n, 2);
     assert_int_equal(s.why, SCHED_WHY_RESOURCES);
     /* back to quota: a new row (a change of verdict), not the old one's text */
-    struct store_decision d5 = {0, 32, 32000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    struct store_decision d5 = {0,     32, 32000, "ns/w", SCHED_WHY_QUOTA, "may still take 4",
+                                false, 0,  NULL};
     assert_int_equal(store_decision_add(st, &d5, &eb), 0);
     assert_int_equal(store_decision_count(st, &n, &eb), 0);
     assert_int_equal(n, 4);
@@ -1376,7 +1427,10 @@ static void test_cycle_of_10000_decisions(void **state)
                                        gangs[i],
                                        SCHED_WHY_RESOURCES,
                                        "needs 8 nvidia.com/gpu per pod x 2 pods; 0/64 nodes fit: "
-                                       "60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"};
+                                       "60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned",
+                                       false,
+                                       0,
+                                       NULL};
     }
     assert_int_equal(store_begin(st, &eb), 0);
     assert_int_equal(store_decision_add_many(st, d, N, &eb), 0);

@@ -1,0 +1,125 @@
+/* queue/estimate.c: run-time estimates (see estimate.h). */
+#include "queue/estimate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t shape_of(int64_t gpus)
+{
+    uint32_t s = 0;
+    while (s + 1 < EST_SHAPES && ((int64_t)1 << s) < gpus)
+        s++;
+    return s;
+}
+
+static struct est_ring *ring(const struct est_model *m, uint32_t q, uint32_t s)
+{
+    return &m->rings[(size_t)q * (EST_SHAPES + 1) + s];
+}
+
+int est_init(struct est_model *m, uint32_t n_queues)
+{
+    m->n_queues = n_queues;
+    m->rings = calloc((size_t)(n_queues + 1) * (EST_SHAPES + 1), sizeof(*m->rings));
+    return m->rings ? 0 : SCHED_ENOMEM;
+}
+
+void est_free(struct est_model *m)
+{
+    free(m->rings);
+    m->rings = NULL;
+}
+
+/* First index of the sorted values above `x`. */
+static uint32_t above(const struct est_ring *r, int64_t x)
+{
+    uint32_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (r->s[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void push(struct est_ring *r, int64_t v)
+{
+    if (r->n == EST_RING) { /* the oldest value leaves the sorted copy */
+        uint32_t k = above(r, r->v[r->next] - 1);
+        memmove(r->s + k, r->s + k + 1, (r->n - k - 1) * sizeof(*r->s));
+        r->n--;
+    }
+    uint32_t k = above(r, v);
+    memmove(r->s + k + 1, r->s + k, (r->n - k) * sizeof(*r->s));
+    r->s[k] = v;
+    r->n++;
+    r->v[r->next] = v;
+    r->next = (r->next + 1) % EST_RING;
+}
+
+void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms)
+{
+    if (!m->rings || queue >= m->n_queues || runtime_ms < 0)
+        return;
+    uint32_t s = shape_of(gpus);
+    push(ring(m, queue, s), runtime_ms);
+    push(ring(m, queue, EST_SHAPES), runtime_ms);
+    push(ring(m, m->n_queues, s), runtime_ms);
+}
+
+/* The quantile q (nearest rank) of the values above x; 0 when there are none. */
+static int64_t quantile_above(const struct est_ring *r, int64_t x, double q)
+{
+    uint32_t first = above(r, x), n = r->n - first;
+    if (n == 0)
+        return 0;
+    uint32_t at = (uint32_t)(q * (double)n + 0.999999);
+    at = at < 1 ? 1 : at > n ? n : at;
+    return r->s[first + at - 1];
+}
+
+/* The most specific ring with at least a few observations. */
+static const struct est_ring *best_ring(const struct est_model *m, const struct gang *g)
+{
+    if (!m->rings)
+        return NULL;
+    uint32_t q = g->queue < m->n_queues ? g->queue : m->n_queues, s = shape_of(g->gpus);
+    const struct est_ring *cand[3] = {ring(m, q, s), ring(m, q, EST_SHAPES),
+                                      ring(m, m->n_queues, s)};
+    for (int k = 0; k < 3; k++)
+        if (cand[k]->n >= 4)
+            return cand[k];
+    for (int k = 0; k < 3; k++)
+        if (cand[k]->n > 0)
+            return cand[k];
+    return NULL;
+}
+
+int64_t est_runtime(const struct est_model *m, const struct gang *g, double q)
+{
+    if (g->max_runtime_ms > 0)
+        return g->max_runtime_ms;
+    const struct est_ring *r = best_ring(m, g);
+    if (!r)
+        return 0;
+    int64_t v = quantile_above(r, -1, q);
+    return v > 0 ? v : 1;
+}
+
+int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms,
+                double q)
+{
+    if (g->max_runtime_ms > 0)
+        return start_ms + g->max_runtime_ms;
+    const struct est_ring *r = best_ring(m, g);
+    if (!r)
+        return INT64_MAX;
+    int64_t ran = now_ms > start_ms ? now_ms - start_ms : 0;
+    int64_t v = quantile_above(r, -1, q);
+    if (v > ran)
+        return start_ms + v; /* not reached yet */
+    v = quantile_above(r, ran, q);
+    return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
+}

@@ -1,0 +1,58 @@
+/* queue/estimate.h: run-time estimates learned from finished gangs.
+ *
+ * Owns: per queue and gang shape (GPU count, rounded up to a power of two), a ring of the run
+ * times of the last EST_RING finished gangs (and the same values sorted), and the estimates a
+ * scheduler may use for a gang that did not declare gangsched.io/max-runtime: a quantile of the
+ * recent run times of the same queue and shape, else of the same queue, else of the same shape in
+ * every queue; for a running gang, of the run times longer than it has already run. The safe
+ * quantile (EST_QUANTILE, rarely exceeded) protects reservations; the driver picks others (the
+ * simulator gives each running gang a fixed draw for start-time estimates, see sim.c). A gang
+ * that declared a maximum run time is estimated by it. The estimator learns only what a real
+ * scheduler sees: the run time of a gang once it has finished (never a trace's duration ahead of
+ * time).
+ *
+ * Units: milliseconds. An estimate of 0 means "unknown" (nothing learned yet, nothing declared).
+ *
+ * Must not touch: gangs (read only), the cluster, the scheduling decisions, any I/O.
+ * Memory management: est_model owns its rings; est_free() releases them.
+ */
+#ifndef QUEUE_ESTIMATE_H
+#define QUEUE_ESTIMATE_H
+
+#include <stdint.h>
+
+#include "sched/core/model.h"
+
+#define EST_RING     64   /* run times remembered per (queue, shape) */
+#define EST_SHAPES   12   /* shape classes: 1, 2, 4, ... 2048+ GPUs */
+#define EST_QUANTILE 0.95 /* the safe quantile: reservations and backfill use it */
+
+struct est_ring {
+    int64_t v[EST_RING]; /* in arrival order (a ring) */
+    int64_t s[EST_RING]; /* the same values sorted ascending */
+    uint32_t n;          /* filled entries, <= EST_RING */
+    uint32_t next;       /* slot of the next observation */
+};
+
+struct est_model {
+    uint32_t n_queues;
+    struct est_ring *rings; /* [n_queues + 1][EST_SHAPES + 1]: shape EST_SHAPES is "any shape",
+                               queue n_queues is "any queue" */
+};
+
+/* 0 or SCHED_ENOMEM. */
+int est_init(struct est_model *m, uint32_t n_queues);
+void est_free(struct est_model *m);
+/* A gang of `queue` and `gpus` GPUs finished after running `runtime_ms`. */
+void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms);
+/* Run time of g from its start: its declared maximum, else the quantile q (0..1] of the learned
+ * run times, else 0 (unknown). */
+int64_t est_runtime(const struct est_model *m, const struct gang *g, double q);
+/* End of g started at start_ms, seen at now_ms: start plus the quantile q of the learned run
+ * times; once it has run longer, start plus the quantile q of the run times longer than it has
+ * already run (else twice what it has run); start plus its declared maximum when it has one;
+ * INT64_MAX when nothing is known. */
+int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms,
+                double q);
+
+#endif

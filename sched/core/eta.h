@@ -1,0 +1,60 @@
+/* sched/core/eta.h: expected start times of the gangs that wait (the answer to "when will my
+ * job start?", as `squeue --start`).
+ *
+ * Owns: the start planner run at the end of a cycle when the snapshot asks for it
+ * (plan_starts). It walks the waiting gangs in the cycle's own order and gives each the
+ * earliest time at which its pods fit, counting GPUs per node: a node's busy GPUs come back at
+ * its release_ms (declared maximum run times, else the driver's estimates), and every gang
+ * planned earlier claims the GPUs it will use from now until its expected end (expected start
+ * plus its expected run time). Topology and non-GPU resources are not modelled: the estimate is
+ * what GPU capacity allows. A gang gets no estimate when it waits for quota while the capacity
+ * is there, when a run time it depends on is unknown, when it never fits, or when it is behind
+ * the first ETA_MAX_PLANNED gangs of the cycle (then `ahead` says how many).
+ *
+ * Must not touch: the snapshot, the cycle's placement state (read only), anything outside the
+ * cycle's arena.
+ */
+#ifndef SCHED_CORE_ETA_H
+#define SCHED_CORE_ETA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+
+#define ETA_MAX_PLANNED 256 /* gangs planned per cycle; those behind get SCHED_ETA_BEHIND */
+
+struct place_state;
+
+struct eta_item {
+    const struct gang *gang;
+    enum sched_why why; /* its verdict this cycle */
+};
+
+struct eta_env {
+    const struct sched_snapshot *snap;
+    const struct place_state *st; /* the cycle's state after its placements and holds */
+    struct sched_result *out;     /* placements read, etas written */
+    struct arena *arena;
+};
+
+/* Expected run time of g: its declared maximum, else the snapshot's estimate, 0 = unknown. */
+int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g);
+
+/* Fills env->out->etas for the n waiting gangs, in order. 0 or SCHED_ENOMEM. */
+int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n);
+
+/* "in 2h05m", "no estimate: waiting for quota", "no estimate: behind 300 gangs", ... into buf. */
+int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n);
+
+/* The expected start of g in a cycle's result, or NULL (placed, or not planned). */
+const struct sched_eta *eta_find(const struct sched_result *res, const struct gang *g);
+
+/* For a decision log row: *has false when g has no entry; else *at_ms (SCHED_ETA_AT) or the
+ * reason there is none written to note (note[0] == 0 when there is a time). */
+void eta_for_log(const struct sched_result *res, const struct gang *g, int64_t now_ms, bool *has,
+                 int64_t *at_ms, char *note, size_t n);
+
+#endif

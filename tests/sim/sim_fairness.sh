@@ -1,0 +1,43 @@
+# Issue 19 end to end: --policy private (each queue alone on a slice of its nominal quota, never
+# above it; with one queue the same as gangsched), the KPIs multinode_mean_queue_s (per policy and
+# per queue) and eta_*_rel_error in --json, and the refusals of private (--db, gangsched run).
+. tests/sim/lib.inc
+ARGS="--no-progress --json --cluster hgx:4,pcie:2 --trace tests/data/trace-crash.csv"
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --policy gangsched --policy fifo --policy private >"$TMP/p.json" 2>"$TMP/p.err" ||
+    { bad "three policies: $(cat "$TMP/p.err")"; finish; }
+expect_eq "third policy" "$("$JGET" "$TMP/p.json" policies/2/name)" private
+for q in prod research; do
+    expect_eq "private $q: same jobs" "$("$JGET" "$TMP/p.json" policies/2/per_queue/$q/jobs)" \
+        "$("$JGET" "$TMP/p.json" policies/0/per_queue/$q/jobs)"
+    expect_eq "private $q: same nominal" "$("$JGET" "$TMP/p.json" policies/2/per_queue/$q/nominal_gpus)" \
+        "$("$JGET" "$TMP/p.json" policies/0/per_queue/$q/nominal_gpus)"
+    # alone on its slice a queue can never borrow
+    expect_cmp "private $q: at most its nominal" \
+        "$("$JGET" "$TMP/p.json" policies/2/per_queue/$q/max_usage_gpus)" "<=" \
+        "$("$JGET" "$TMP/p.json" policies/2/per_queue/$q/nominal_gpus)"
+    m=$("$JGET" "$TMP/p.json" policies/0/per_queue/$q/multinode_mean_queue_s)
+    expect_cmp "per_queue $q multinode_mean_queue_s" "$m" ">=" 0
+done
+for p in 0 1 2; do
+    expect_cmp "policy $p multinode_mean_queue_s" \
+        "$("$JGET" "$TMP/p.json" policies/$p/multinode_mean_queue_s)" ">=" 0
+done
+# the start-time KPIs: relative errors of the gangs that waited over 10 minutes and got one
+expect_cmp "eta_covered <= eta_waited" "$("$JGET" "$TMP/p.json" policies/0/eta_covered)" "<=" \
+    "$("$JGET" "$TMP/p.json" policies/0/eta_waited)"
+expect_cmp "gangsched gave estimates" "$("$JGET" "$TMP/p.json" policies/0/eta_covered)" ">" 0
+expect_cmp "eta_median_rel_error <= p90" "$("$JGET" "$TMP/p.json" policies/0/eta_median_rel_error)" \
+    "<=" "$("$JGET" "$TMP/p.json" policies/0/eta_p90_rel_error)"
+# one queue: its slice is the whole cluster, so private is gangsched
+"$GS" simulate --no-progress --json --cluster hgx:2 --trace tests/data/trace-small.csv \
+    --policy gangsched --policy private >"$TMP/one.json" || bad "one queue, private"
+expect_eq "one queue: private = gangsched (mean queue)" \
+    "$("$JGET" "$TMP/one.json" policies/1/mean_queue_s)" "$("$JGET" "$TMP/one.json" policies/0/mean_queue_s)"
+expect_fail "private cannot be persisted" 2 "cannot persist --policy private" -- \
+    "$GS" simulate --no-progress --cluster hgx:2 --trace tests/data/trace-small.csv \
+    --policy private --db "$TMP/x.db"
+"$GS" policies | grep -q "^private" && ok "policies lists private" || bad "policies lacks private"
+expect_fail "the daemon refuses private" 1 "a simulator baseline only" -- \
+    timeout 10 "$GS" run --policy private --config config/examples/itp-tenants.yaml --db "$TMP/d.db"
+finish

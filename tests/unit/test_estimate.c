@@ -1,0 +1,67 @@
+/* tests/unit/test_estimate.c: run-time estimates learned from finished gangs (queue/estimate.h):
+ * the declared maximum wins, the high quantile of the same queue and shape, the fallbacks, the
+ * ring forgetting old runs, and the estimate of a gang that ran past it. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <string.h>
+
+#include "queue/estimate.h"
+
+static struct gang gang_of(uint32_t queue, int64_t gpus)
+{
+    struct gang g;
+    memset(&g, 0, sizeof(g));
+    g.queue = queue;
+    g.gpus = gpus;
+    return g;
+}
+
+static void test_quantile_and_fallbacks(void **unused)
+{
+    (void)unused;
+    struct est_model m;
+    assert_int_equal(est_init(&m, 2), 0);
+    struct gang g = gang_of(0, 8), other = gang_of(1, 8), wide = gang_of(0, 64);
+    assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 0); /* nothing learned: unknown */
+    assert_true(est_end(&m, &g, 0, 10, EST_QUANTILE) == INT64_MAX);
+    for (int64_t k = 1; k <= 20; k++) /* 1..20 s for 8-GPU gangs of queue 0 */
+        est_observe(&m, 0, 8, k * 1000);
+    /* the 95th percentile (nearest rank) of 1..20 s is 19 s */
+    assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 19 * 1000);
+    /* queue 1 has learned nothing: the same shape of any queue */
+    assert_int_equal(est_runtime(&m, &other, EST_QUANTILE), 19 * 1000);
+    /* 64 GPUs never seen in queue 0: queue 0's runs of any shape */
+    assert_int_equal(est_runtime(&m, &wide, EST_QUANTILE), 19 * 1000);
+    /* a declaration wins */
+    g.max_runtime_ms = 5000;
+    assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 5000);
+    assert_int_equal(est_end(&m, &g, 100, 200, EST_QUANTILE), 5100);
+    g.max_runtime_ms = 0;
+    /* started at 0, seen at 10 s: ends at 19 s; seen at 19.5 s (past it): the quantile of the
+     * runs longer than 19.5 s (only 20 s) */
+    assert_int_equal(est_end(&m, &g, 0, 10 * 1000, EST_QUANTILE), 19 * 1000);
+    assert_int_equal(est_end(&m, &g, 0, 19500, EST_QUANTILE), 20 * 1000);
+    /* past every run seen: twice what it ran */
+    assert_int_equal(est_end(&m, &g, 0, 30 * 1000, EST_QUANTILE), 60 * 1000);
+    /* the typical estimate: the median (nearest rank) of 1..20 s */
+    assert_int_equal(est_runtime(&m, &g, 0.5), 10 * 1000);
+    /* the ring forgets: EST_RING runs of 100 s replace the old ones */
+    for (int k = 0; k < EST_RING; k++)
+        est_observe(&m, 0, 8, 100 * 1000);
+    assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 100 * 1000);
+    est_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantile_and_fallbacks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
