@@ -860,9 +860,10 @@ static void usage_run(FILE *f)
           "  --scheduler-name NAME  spec.schedulerName handled (default gangsched)\n"
           "  --policy NAME          scheduling policy (default gangsched; see 'policies')\n"
           "  --leader-elect BOOL    Lease-based leader election (default true)\n"
-          "  --lease-namespace NS   namespace of the Lease (default: the context's)\n"
+          "  --lease-namespace NS   namespace of the Lease (default: $POD_NAMESPACE, else the\n"
+          "                         context's)\n"
           "  --lease-name NAME      name of the Lease (default gangsched)\n"
-          "  --identity ID          holder identity (default HOSTNAME_PID)\n"
+          "  --identity ID          holder identity (default: $POD_NAME, else HOSTNAME_PID)\n"
           "  --cycle-ms N           minimum interval between cycles (default 100)\n"
           "  --kube-qps N           API requests per second (default 200)\n"
           "  --kube-burst N         API request burst (default 400)\n"
@@ -871,6 +872,8 @@ static void usage_run(FILE *f)
           "  --port-file FILE       write the HTTP port here once listening\n"
           "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
           "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
+          "  --http-max-conns, --http-probe-conns, --http-timeout, --http-write-timeout,\n"
+          "  --http-max-output      the HTTP API's limits (docs/api.md \"Limits\")\n"
           "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
           "                         and a new store started (default false: stop)\n"
           "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
@@ -888,6 +891,13 @@ static int cmd_run(int argc, char **argv)
     gethostname(host, sizeof(host) - 1);
     snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
     o.identity = identity;
+    /* In a pod (deploy/deployment.yaml, the downward API): the pod's name is the identity and
+     * its namespace the Lease's; --identity and --lease-namespace still win. */
+    const char *pod = getenv("POD_NAME"), *pod_ns = getenv("POD_NAMESPACE");
+    if (pod && *pod)
+        o.identity = pod;
+    if (pod_ns && *pod_ns)
+        o.lease_ns = pod_ns;
     log_threshold = LOG_LEVEL_INFO;
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i];
@@ -944,6 +954,13 @@ static int cmd_run(int argc, char **argv)
             o.token_file = v;
         } else if (strcmp(f, "--read-token-file") == 0) {
             o.read_token_file = v;
+        } else if (strncmp(f, "--http-", 7) == 0) {
+            struct sched_errbuf leb = {{0}};
+            if (http_limit_flag(&o.http, f, v, &leb) <= 0) {
+                fprintf(stderr, "gangsched run: %s\n",
+                        leb.msg[0] ? leb.msg : "unknown --http- flag");
+                return 2;
+            }
         } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
                    strcmp(f, "--kube-burst") == 0) {
             double x = strtod(v, &end);

@@ -310,6 +310,7 @@ static int serve_usage(FILE *f, int rc)
           "  --read-token-file FILE  bearer token reads need (the write token works too)\n"
           "  --port-file FILE        write the bound port there once listening\n",
           f);
+    fputs(http_limit_help, f);
     return rc;
 }
 
@@ -327,6 +328,16 @@ int http_serve_main(int argc, char **argv)
                                                                  : NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return serve_usage(stdout, 0);
+        struct sched_errbuf leb = {{0}};
+        int lf = i + 1 < argc ? http_limit_flag(&o.limits, a, argv[i + 1], &leb) : 0;
+        if (lf < 0) {
+            fprintf(stderr, "gangsched serve: %s\n", leb.msg);
+            return 2;
+        }
+        if (lf == 1) {
+            i++;
+            continue;
+        }
         if (!dst || i + 1 >= argc) {
             fprintf(stderr, "gangsched serve: %s '%s'\n",
                     dst ? "flag needs a value:" : "unknown flag", a);

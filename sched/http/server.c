@@ -2,7 +2,9 @@
  *
  * Owns: the listener and connections (libuv TCP), the request parser state around the
  * http-parser library, limits (16 KiB of headers: 431; 64 KiB of body: 413; a request must
- * arrive within the timeout: 408; max connections: 503), routing, bearer-token checks (token
+ * arrive within the timeout: 408; an answer must be taken within the write timeout, else the
+ * connection is closed; max connections: 503, with a reserve of probe-only connections for
+ * /healthz and /readyz; the largest answer), routing, bearer-token checks (token
  * files re-read when they change, constant-time comparison), JSON errors
  * {"error":{"code":N,"message":"..."}}, the worker-thread reads through store/views.h, and the
  * server's own metrics (requests by method and code).
@@ -81,7 +83,10 @@ struct http_server {
     uv_tcp_t listener;
     bool listening, stopping;
     int port;
-    uint32_t max_conns, timeout_ms, n_conns;
+    struct http_limits lim; /* every field set (defaults applied) */
+    uint32_t n_conns;       /* open connections, probe-only ones included */
+    uint32_t n_probe;       /* probe-only connections open */
+    unsigned n_reads;       /* reads queued on workers */
     struct conn *conns;
     unsigned pending; /* handles and work items not yet finished */
     struct http_provider prov;
@@ -107,8 +112,12 @@ static int server_init(struct http_server *s, const struct http_opts *o,
                        const struct http_provider *p, struct sched_errbuf *eb)
 {
     s->prov = *p;
-    s->max_conns = o->max_conns ? o->max_conns : HTTP_DEFAULT_CONNS;
-    s->timeout_ms = o->timeout_ms ? o->timeout_ms : HTTP_DEFAULT_TIMEOUT;
+    const struct http_limits *l = &o->limits;
+    s->lim.max_conns = l->max_conns ? l->max_conns : HTTP_DEFAULT_CONNS;
+    s->lim.probe_conns = l->probe_conns ? l->probe_conns : HTTP_DEFAULT_PROBES;
+    s->lim.timeout_ms = l->timeout_ms ? l->timeout_ms : HTTP_DEFAULT_TIMEOUT;
+    s->lim.write_timeout_ms = l->write_timeout_ms ? l->write_timeout_ms : HTTP_DEFAULT_WTIMEOUT;
+    s->lim.max_output = l->max_output ? l->max_output : HTTP_DEFAULT_OUTPUT;
     s->wtok.path = sdup(o->write_token_file);
     s->rtok.path = sdup(o->read_token_file);
     s->prov.store_path = NULL;
@@ -166,6 +175,50 @@ void http_server_free_detached(struct http_server *s)
 int http_server_port(const struct http_server *s)
 {
     return s ? s->port : 0;
+}
+
+unsigned http_server_conns(const struct http_server *s)
+{
+    return s ? s->n_conns : 0;
+}
+
+unsigned http_server_reads_in_flight(const struct http_server *s)
+{
+    return s ? s->n_reads : 0;
+}
+
+const char http_limit_help[] =
+    "  --http-max-conns N       connections served at once (default 1024); more get 503\n"
+    "  --http-probe-conns N     further connections kept for /healthz and /readyz only\n"
+    "                           (default 16)\n"
+    "  --http-timeout MS        a request must arrive within it, and an idle keep-alive\n"
+    "                           connection is closed after it (default 10000)\n"
+    "  --http-write-timeout MS  a client that does not take an answer within it is\n"
+    "                           disconnected (default 10000)\n"
+    "  --http-max-output BYTES  the largest answer one connection is sent (default 8388608);\n"
+    "                           list routes page with limit and continue\n";
+
+int http_limit_flag(struct http_limits *l, const char *flag, const char *value,
+                    struct sched_errbuf *eb)
+{
+    uint32_t *dst = strcmp(flag, "--http-max-conns") == 0       ? &l->max_conns
+                    : strcmp(flag, "--http-probe-conns") == 0   ? &l->probe_conns
+                    : strcmp(flag, "--http-timeout") == 0       ? &l->timeout_ms
+                    : strcmp(flag, "--http-write-timeout") == 0 ? &l->write_timeout_ms
+                    : strcmp(flag, "--http-max-output") == 0    ? &l->max_output
+                                                                : NULL;
+    if (!dst)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = value && *value >= '0' && *value <= '9' ? strtoull(value, &end, 10) : 0;
+    if (!end || *end || errno || v == 0 || v > UINT32_MAX ||
+        (dst == &l->max_conns && v > 1000000) || (dst == &l->max_output && v < 1024))
+        return sched_fail(eb, SCHED_EINVAL, "%s: '%s' is not a whole number in range%s", flag,
+                          value ? value : "",
+                          dst == &l->max_output ? " (1024 to 4294967295 bytes)" : "");
+    *dst = (uint32_t)v;
+    return 1;
 }
 
 /* ---- responses --------------------------------------------------------------------------------
@@ -764,13 +817,13 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
 
 struct reqp {
     http_parser p;
-    char url[HTTP_MAX_HEADER_BYTES + 1];
-    size_t url_len;
+    char *url; /* grown as needed, kept between requests (bounded by the header limit) */
+    size_t url_len, url_cap;
     char field[64];
     size_t field_len;
     bool in_value, value_is_auth;
-    char auth[HTTP_MAX_HEADER_BYTES + 1];
-    size_t auth_len;
+    char *auth;
+    size_t auth_len, auth_cap;
     bool have_auth;
     char *body;
     size_t body_len;
@@ -782,6 +835,25 @@ struct reqp {
 static struct reqp *RP(http_parser *p)
 {
     return (struct reqp *)p->data;
+}
+
+/* Appends at[0..n) to a NUL-terminated buffer grown as needed; false when out of memory. */
+static bool buf_append(char **buf, size_t *len, size_t *cap, const char *at, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *len + n + 1)
+            nc *= 2;
+        char *b = realloc(*buf, nc);
+        if (!b)
+            return false;
+        *buf = b;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, at, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return true;
 }
 
 static bool count_header(struct reqp *r, size_t n)
@@ -799,9 +871,10 @@ static int on_url(http_parser *p, const char *at, size_t n)
     struct reqp *r = RP(p);
     if (!count_header(r, n) || r->url_len + n > HTTP_MAX_HEADER_BYTES)
         return -1;
-    memcpy(r->url + r->url_len, at, n);
-    r->url_len += n;
-    r->url[r->url_len] = 0;
+    if (!buf_append(&r->url, &r->url_len, &r->url_cap, at, n)) {
+        r->error = 500;
+        return -1;
+    }
     return 0;
 }
 
@@ -839,10 +912,9 @@ static int on_value(http_parser *p, const char *at, size_t n)
             r->auth_len = 0;
         }
     }
-    if (r->value_is_auth) {
-        memcpy(r->auth + r->auth_len, at, n); /* bounded by count_header */
-        r->auth_len += n;
-        r->auth[r->auth_len] = 0;
+    if (r->value_is_auth && !buf_append(&r->auth, &r->auth_len, &r->auth_cap, at, n)) {
+        r->error = 500; /* bounded by count_header */
+        return -1;
     }
     return 0;
 }
@@ -901,7 +973,11 @@ static void reqp_reset(struct reqp *r)
     r->in_value = r->value_is_auth = r->have_auth = r->complete = r->keep_alive = false;
     r->body = NULL;
     r->error = 0;
-    r->url[0] = r->auth[0] = r->field[0] = 0;
+    if (r->url)
+        r->url[0] = 0;
+    if (r->auth)
+        r->auth[0] = 0;
+    r->field[0] = 0;
     http_parser_init(&r->p, HTTP_REQUEST);
     r->p.data = r;
 }
@@ -922,7 +998,7 @@ static size_t reqp_feed(struct reqp *r, const char *data, size_t len)
 static void fill_request(struct reqp *r, struct http_request *q, const char *peer)
 {
     q->method = http_method_str((enum http_method)r->p.method);
-    q->url = r->url;
+    q->url = r->url ? r->url : "";
     q->auth = r->have_auth ? r->auth : NULL;
     q->body = r->body ? r->body : "";
     q->body_len = r->body_len;
@@ -956,10 +1032,9 @@ static int answer_inline(struct http_server *s, const struct http_request *q)
 
 int http_feed_raw(struct http_server *s, const char *data, size_t len)
 {
-    struct reqp *r = malloc(sizeof(*r));
+    struct reqp *r = calloc(1, sizeof(*r));
     if (!r)
         return 500;
-    r->body = NULL;
     reqp_reset(r);
     reqp_feed(r, data, len);
     int st = 0;
@@ -971,6 +1046,8 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
         st = answer_inline(s, &q);
     }
     free(r->body);
+    free(r->url);
+    free(r->auth);
     free(r);
     return st;
 }
@@ -978,22 +1055,27 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
 /* ---- connections ------------------------------------------------------------------------------
  */
 
-#define IN_CAP (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
+#define IN_CAP  (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
+#define IN_MIN  4096 /* first input buffer; grown to IN_CAP as a request needs */
 
+/* A connection. Memory: the struct (about 1 KiB) and its input buffer, which exists only while
+ * bytes are waiting (IN_MIN, grown to IN_CAP), so an idle keep-alive connection costs ~1 KiB. */
 struct conn {
     uv_tcp_t tcp;
-    uv_timer_t timer;
+    uv_timer_t timer; /* request timeout, idle timeout, or write timeout while `writing` */
     struct http_server *srv;
     struct conn *next, **pprev;
     struct reqp rp;
-    char in[IN_CAP];
-    size_t in_len;
+    char *in;
+    size_t in_len, in_cap;
     char peer[64];
-    bool busy;    /* a request is being answered */
-    bool closing; /* close once the answer is written */
+    bool busy;       /* a request is being answered (read on a worker, or answer queued) */
+    bool writing;    /* an answer is queued and not yet taken by the kernel */
+    bool closing;    /* close once the answer is written */
     bool closed;
     bool reading;
-    int open; /* handles not closed yet + work in flight */
+    bool probe_only; /* beyond max_conns: answers /healthz and /readyz, once */
+    int open;        /* handles not closed yet + work in flight */
 };
 
 struct wreq {
@@ -1009,6 +1091,9 @@ static void conn_release(struct conn *c)
         return;
     struct http_server *s = c->srv;
     free(c->rp.body);
+    free(c->rp.url);
+    free(c->rp.auth);
+    free(c->in);
     free(c);
     s->pending--;
     if (s->stopping && s->pending == 0)
@@ -1029,6 +1114,8 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->pprev = c->pprev;
     c->srv->n_conns--;
+    if (c->probe_only)
+        c->srv->n_probe--;
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, on_closed);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -1044,25 +1131,40 @@ static void on_written(uv_write_t *w, int status)
     bool close_after = wr->close_after;
     free(wr);
     if (!c->closed) {
+        c->writing = false;
         if (status < 0 || close_after) {
             conn_close(c);
         } else {
             c->busy = false;
             reqp_reset(&c->rp);
-            uv_timer_again(&c->timer);
+            uv_timer_again(&c->timer); /* back to the request/idle timeout */
             conn_drain(c);
         }
     }
     conn_release(c);
 }
 
+static void on_timeout(uv_timer_t *t);
+
+/* Queues one answer; takes resp->body (freed here, set NULL). */
 static void conn_send(struct conn *c, struct http_response *resp, const char *method, bool close)
 {
-    count_request(c->srv, method, resp->status);
     if (c->closed) {
+        count_request(c->srv, method, resp->status);
         free(resp->body);
+        resp->body = NULL;
         return;
     }
+    if (resp->len > c->srv->lim.max_output) {
+        size_t len = resp->len;
+        free(resp->body);
+        memset(resp, 0, sizeof(*resp));
+        resp_error(resp, 500,
+                   "the answer (%zu bytes) is larger than this server sends on one connection "
+                   "(%u bytes, --http-max-output): page with limit and continue",
+                   len, c->srv->lim.max_output);
+    }
+    count_request(c->srv, method, resp->status);
     char head[512];
     int hn = snprintf(head, sizeof(head),
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -1078,6 +1180,7 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
     if (!buf) {
         free(wr);
         free(resp->body);
+        resp->body = NULL;
         conn_close(c);
         return;
     }
@@ -1097,7 +1200,12 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
         free(wr);
         c->open--;
         conn_close(c);
+        return;
     }
+    /* The client has write_timeout_ms to take the answer; then the idle/request timeout. */
+    c->writing = true;
+    uint32_t idle = c->probe_only ? HTTP_PROBE_TIMEOUT : c->srv->lim.timeout_ms;
+    uv_timer_start(&c->timer, on_timeout, c->srv->lim.write_timeout_ms, idle);
 }
 
 static void send_error(struct conn *c, int status, const char *msg)
@@ -1117,6 +1225,7 @@ static void work_done(uv_work_t *req, int status)
 {
     struct http_work *w = req->data;
     struct conn *c = w->conn;
+    w->srv->n_reads--;
     if (status != 0) {
         free(w->resp.body);
         memset(&w->resp, 0, sizeof(w->resp));
@@ -1124,16 +1233,31 @@ static void work_done(uv_work_t *req, int status)
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
-    bool close = !c->rp.keep_alive || w->srv->stopping;
+    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only;
     conn_send(c, &w->resp, w->method, close);
     http_work_free(w);
     conn_release(c);
+}
+
+/* Whether a request target is one of the probe routes (path /healthz or /readyz). */
+static bool is_probe(const char *url)
+{
+    size_t n = strcspn(url, "?#");
+    return (n == 8 && strncmp(url, "/healthz", 8) == 0) ||
+           (n == 7 && strncmp(url, "/readyz", 7) == 0);
 }
 
 static void dispatch(struct conn *c)
 {
     struct http_request q;
     fill_request(&c->rp, &q, c->peer);
+    if (c->probe_only && !is_probe(q.url)) {
+        struct http_response resp = {0};
+        resp_error(&resp, 503,
+                   "too many connections: this one answers only /healthz and /readyz");
+        conn_send(c, &resp, q.method, true);
+        return;
+    }
     struct http_response resp;
     struct http_work *w = NULL;
     if (http_route(c->srv, &q, &resp, &w) == 1) {
@@ -1148,17 +1272,30 @@ static void dispatch(struct conn *c)
             http_work_free(w);
             c->busy = false;
             send_error(c, 503, "cannot queue the request");
+            return;
         }
+        c->srv->n_reads++;
         return;
     }
-    conn_send(c, &resp, q.method, !c->rp.keep_alive);
+    conn_send(c, &resp, q.method, !c->rp.keep_alive || c->probe_only);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct conn *c = h->data;
     (void)suggested;
-    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(IN_CAP - c->in_len));
+    if (c->in_cap - c->in_len < IN_MIN / 4 && c->in_cap < IN_CAP) {
+        size_t nc = c->in_cap ? c->in_cap * 2 : IN_MIN;
+        if (nc > IN_CAP)
+            nc = IN_CAP;
+        char *b = realloc(c->in, nc);
+        if (b) {
+            c->in = b;
+            c->in_cap = nc;
+        }
+    }
+    /* a zero-length buffer makes libuv report UV_ENOBUFS: the connection is closed */
+    *buf = uv_buf_init(c->in ? c->in + c->in_len : NULL, (unsigned)(c->in_cap - c->in_len));
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
@@ -1204,6 +1341,11 @@ static void conn_drain(struct conn *c)
         conn_close(c);
         return;
     }
+    if (c->in_len == 0 && c->in_cap > IN_MIN) { /* keep idle connections small */
+        free(c->in);
+        c->in = NULL;
+        c->in_cap = 0;
+    }
     bool want = !c->busy && c->in_len < IN_CAP;
     if (want && !c->reading)
         c->reading = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0;
@@ -1216,7 +1358,11 @@ static void conn_drain(struct conn *c)
 static void on_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    if (c->busy)
+    if (c->writing) { /* the client does not read its answer */
+        conn_close(c);
+        return;
+    }
+    if (c->busy) /* a read on a worker: bounded by the server, not the client */
         return;
     if (c->in_len > 0 || c->rp.header_bytes > 0)
         send_error(c, 408, "request not received in time");
@@ -1260,11 +1406,18 @@ static void on_connection(uv_stream_t *ls, int status)
             uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
         snprintf(c->peer, sizeof(c->peer), "%s", ip);
     }
-    uv_timer_start(&c->timer, on_timeout, s->timeout_ms, s->timeout_ms);
-    if (s->n_conns > s->max_conns) {
-        send_error(c, 503, "too many connections");
-        return;
+    uint32_t served = s->n_conns - 1 - s->n_probe; /* before this one */
+    if (served >= s->lim.max_conns) {
+        if (s->n_probe >= s->lim.probe_conns) {
+            uv_timer_start(&c->timer, on_timeout, s->lim.timeout_ms, s->lim.timeout_ms);
+            send_error(c, 503, "too many connections");
+            return;
+        }
+        c->probe_only = true;
+        s->n_probe++;
     }
+    uint32_t t = c->probe_only ? HTTP_PROBE_TIMEOUT : s->lim.timeout_ms;
+    uv_timer_start(&c->timer, on_timeout, t, t);
     conn_drain(c);
 }
 

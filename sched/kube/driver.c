@@ -1995,7 +1995,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0 && o->listen && *o->listen) {
         struct http_opts ho = {.listen = o->listen,
                                .write_token_file = o->token_file,
-                               .read_token_file = o->read_token_file};
+                               .read_token_file = o->read_token_file,
+                               .limits = o->http};
         struct http_provider hp = {.ctx = &d,
                                    .store_path = o->db_path,
                                    .ready = http_ready,

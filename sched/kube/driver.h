@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "sched/core/err.h"
+#include "sched/http/server.h"
 
 struct kube_run_opts {
     const char *kubeconfig;      /* NULL: $KUBECONFIG, ~/.kube/config, then in-cluster */
@@ -38,6 +39,7 @@ struct kube_run_opts {
     const char *port_file;       /* the bound HTTP port is written here (with port 0), or NULL */
     const char *token_file;      /* bearer token for operator writes, or NULL (writes refused) */
     const char *read_token_file; /* bearer token for reads, or NULL (reads open) */
+    struct http_limits http;     /* the HTTP API's connection limits (0 fields: defaults) */
     bool rebuild_store;          /* a database the store calls corrupt or foreign is moved aside
                                     (FILE.broken-TIME) and a new one started; default false:
                                     the daemon stops with the store's message */
