@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "store/views.h"
@@ -188,7 +189,7 @@ unsigned http_server_reads_in_flight(const struct http_server *s)
 }
 
 const char http_limit_help[] =
-    "  --http-max-conns N       connections served at once (default 1024); more get 503\n"
+    "  --http-max-conns N       connections served at once (default 4096); more get 503\n"
     "  --http-probe-conns N     further connections kept for /healthz and /readyz only\n"
     "                           (default 16)\n"
     "  --http-timeout MS        a request must arrive within it, and an idle keep-alive\n"
@@ -1460,6 +1461,13 @@ int http_server_start(uv_loop_t *loop, const struct http_opts *o, const struct h
     if (err)
         return err;
     s->loop = loop;
+    /* room for every connection the limits allow, plus the program's own files */
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->lim.max_conns + s->lim.probe_conns + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     s->pending = 1;

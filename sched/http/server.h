@@ -31,7 +31,7 @@
 
 #define HTTP_MAX_HEADER_BYTES (16u << 10) /* request line and headers: more is 431 */
 #define HTTP_MAX_BODY_BYTES   (64u << 10) /* body: more is 413 */
-#define HTTP_DEFAULT_CONNS    1024
+#define HTTP_DEFAULT_CONNS    4096
 #define HTTP_DEFAULT_PROBES   16      /* connections kept for /healthz and /readyz */
 #define HTTP_DEFAULT_TIMEOUT  10000   /* ms a connection may take to send one request */
 #define HTTP_DEFAULT_WTIMEOUT 10000   /* ms a client may take to take one answer */
@@ -41,7 +41,8 @@
 /* Limits that bound what clients, hostile or slow, can hold (docs/api.md "Limits"). Each 0
  * field takes its default. */
 struct http_limits {
-    uint32_t max_conns;        /* connections served; HTTP_DEFAULT_CONNS */
+    uint32_t max_conns;        /* connections served; HTTP_DEFAULT_CONNS (the soft limit on open
+                                  files is raised toward it, up to the hard limit) */
     uint32_t probe_conns;      /* more connections, beyond max_conns, that answer only /healthz
                                   and /readyz (one request each); HTTP_DEFAULT_PROBES */
     uint32_t timeout_ms;       /* a request must arrive within it (408); an idle keep-alive
