@@ -693,6 +693,53 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     return 0;
 }
 
+/* An output file written whole or not at all: FILE.tmp-PID in the same directory, renamed to
+ * FILE once closed without error; removed otherwise. */
+struct outfile {
+    const char *path;
+    char tmp[4096];
+    FILE *f;
+};
+
+static int outfile_open(struct outfile *o, const char *path)
+{
+    o->path = path;
+    o->f = NULL;
+    if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", path, (long)getpid()) >=
+        (int)sizeof(o->tmp)) {
+        fprintf(stderr, "gangsched simulate: %s: path too long\n", path);
+        return -1;
+    }
+    if (!(o->f = fopen(o->tmp, "w"))) {
+        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ok: rename into place when every write succeeded; else (or on !ok) remove. Returns 0 when
+ * the file is in place, -1 with a message otherwise (nothing said when !ok). */
+static int outfile_close(struct outfile *o, bool ok)
+{
+    if (!o->f)
+        return ok ? 0 : -1;
+    bool good = ok && fflush(o->f) == 0 && !ferror(o->f) && fsync(fileno(o->f)) == 0;
+    int saved = errno;
+    good = fclose(o->f) == 0 && good;
+    if (good && rename(o->tmp, o->path) != 0) {
+        saved = errno;
+        good = false;
+    }
+    o->f = NULL;
+    if (good)
+        return 0;
+    remove(o->tmp);
+    if (ok)
+        fprintf(stderr, "gangsched simulate: writing %s: %s (nothing written)\n", o->path,
+                strerror(saved ? saved : EIO));
+    return -1;
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
     struct sim_args a;
@@ -707,11 +754,10 @@ static int cmd_simulate(int argc, char **argv)
     struct sim_input in = {0};
     struct config *cfg = NULL;
     struct store *db = NULL;
-    FILE *jobs_out = NULL;
+    struct outfile jobs_out = {0}, events = {0};
     struct sim_outage *outages = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
-    FILE *events = NULL;
     const char *cluster_desc = a.nodes_file     ? a.nodes_file
                                : a.cluster_spec ? a.cluster_spec
                                                 : DEFAULT_CLUSTER;
@@ -755,18 +801,7 @@ static int cmd_simulate(int argc, char **argv)
     }
     a.fail.outages = outages;
     a.fail.seed = a.workload.seed;
-    if (a.events_path && !(events = fopen(a.events_path, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
-                strerror(errno));
-        goto out;
-    }
-    struct sim_options opt = {
-        .events = events, .progress = a.progress, .explain_job = a.explain_job};
-    if (a.jobs_out && !(jobs_out = fopen(a.jobs_out, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", a.jobs_out, strerror(errno));
-        goto out;
-    }
-    opt.jobs_out = jobs_out;
+    struct sim_options opt = {.progress = a.progress, .explain_job = a.explain_job};
     if (a.failing)
         opt.failures = &a.fail;
     if (a.db_path) {
@@ -779,6 +814,13 @@ static int cmd_simulate(int argc, char **argv)
         opt.stop_after = a.stop_after;
         opt.db_batch = (uint32_t)a.db_batch;
     }
+    /* outputs only once every input and the database are accepted */
+    if (a.events_path && outfile_open(&events, a.events_path) != 0)
+        goto out;
+    if (a.jobs_out && outfile_open(&jobs_out, a.jobs_out) != 0)
+        goto out;
+    opt.events = events.f;
+    opt.jobs_out = jobs_out.f;
     for (int p = 0; p < a.n_policies; p++) {
         if (sim_run(&in, a.policies[p], &opt, &stats[p], &eb) != 0) {
             fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
@@ -786,12 +828,8 @@ static int cmd_simulate(int argc, char **argv)
         }
         n_done++;
     }
-    if (events && fclose(events) != 0) {
-        events = NULL;
-        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.events_path, strerror(errno));
+    if (outfile_close(&events, true) != 0 || outfile_close(&jobs_out, true) != 0)
         goto out;
-    }
-    events = NULL;
     if (a.json)
         print_json(stats, n_done);
     else
@@ -804,12 +842,8 @@ static int cmd_simulate(int argc, char **argv)
     }
     exit_code = 0;
 out:
-    if (events)
-        fclose(events);
-    if (jobs_out && fclose(jobs_out) != 0 && exit_code == 0) {
-        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.jobs_out, strerror(errno));
-        exit_code = 1;
-    }
+    outfile_close(&events, false);
+    outfile_close(&jobs_out, false);
     store_close(db);
     free(outages);
     for (int p = 0; p < n_done; p++)
@@ -1007,7 +1041,21 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+static int dispatch_command(int argc, char **argv);
+
+/* Every command's standard output is checked once it is done: a full disk or a closed pipe
+ * makes the command fail (exit 1) instead of reporting success over a truncated output. */
 int main(int argc, char **argv)
+{
+    int rc = dispatch_command(argc, argv);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "gangsched: writing standard output: %s\n", strerror(errno ? errno : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int dispatch_command(int argc, char **argv)
 {
     if (argc < 2) {
         usage_main(stderr);

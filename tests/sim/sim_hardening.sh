@@ -1,0 +1,81 @@
+# Outputs written whole or not at all, and inputs refused with their place (issue 21):
+# --events/--jobs-out never created for a refused --db and never left partial; a full stdout
+# fails the command; --jobs-out quotes CSV fields; duplicate job ids, non-UTF-8 ids, oversized
+# traces, nodes with more than 32 GPUs, duplicate node names and bad gpu-islands annotations
+# are refused naming file:line.
+. tests/sim/lib.inc
+T=tests/data/trace-small.csv
+# ---- outputs ------------------------------------------------------------------------------
+echo "not a database" >"$TMP/bad.db"
+expect_fail "refused --db" 1 "bad.db" -- "$GS" simulate --no-progress --policy fifo --cluster hgx:2 \
+    --trace $T --db "$TMP/bad.db" --events "$TMP/ev.jsonl" --jobs-out "$TMP/jobs.csv"
+[ ! -e "$TMP/ev.jsonl" ] && [ ! -e "$TMP/jobs.csv" ] && ok "no output files for a refused --db" ||
+    bad "a refused --db left output files: $(ls "$TMP")"
+ls "$TMP" | grep -q tmp- && bad "temporary files left: $(ls "$TMP")" || ok "no temporary files left"
+# a full disk, as a file-size limit (SIGXFSZ ignored: writes fail with EFBIG): exit 1, and
+# neither the output nor its temporary file is left (before: a partial file, exit 0)
+expect_fail "--events on a full disk" 1 "writing .*ev-full.jsonl" -- sh -c \
+    "trap '' XFSZ; ulimit -f 8; exec \"$GS\" simulate --no-progress --cluster hgx:2 --trace $T --events \"$TMP/ev-full.jsonl\""
+expect_fail "--jobs-out on a full disk" 1 "writing .*jobs-full.csv" -- sh -c \
+    "trap '' XFSZ; ulimit -f 1; exec \"$GS\" simulate --no-progress --cluster hgx:2 --trace $T --jobs-out \"$TMP/jobs-full.csv\""
+[ ! -e "$TMP/ev-full.jsonl" ] && [ ! -e "$TMP/jobs-full.csv" ] && ok "nothing left on a full disk" ||
+    bad "partial outputs left on a full disk"
+ls "$TMP" | grep -q tmp- && bad "temporary files left: $(ls "$TMP")" || ok "no temporary files left"
+# stdout on a full device: exit 1 with a message (before: exit 0)
+if [ -w /dev/full ]; then
+    expect_fail "table to /dev/full" 1 "writing standard output" -- sh -c \
+        "\"$GS\" simulate --no-progress --cluster hgx:2 --trace $T >/dev/full"
+    expect_fail "json to /dev/full" 1 "writing standard output" -- sh -c \
+        "\"$GS\" simulate --no-progress --json --cluster hgx:2 --trace $T >/dev/full"
+    expect_fail "policies to /dev/full" 1 "writing standard output" -- sh -c "\"$GS\" policies >/dev/full"
+else
+    bad "/dev/full not writable here"
+fi
+# a whole run: outputs appear with their final names only
+"$GS" simulate --no-progress --policy fifo --cluster hgx:2 --trace $T --events "$TMP/ev.jsonl" \
+    --jobs-out "$TMP/jobs.csv" >/dev/null 2>&1 && [ -s "$TMP/ev.jsonl" ] && [ -s "$TMP/jobs.csv" ] &&
+    ok "outputs written" || bad "outputs not written"
+# CSV quoting: an id with a comma and a quote stays in its column
+printf 'job_id,submission_time,duration,num_gpu\n"a,b ""x""",0,10,1\nplain,1,10,1\n' >"$TMP/q.csv"
+"$GS" simulate --no-progress --policy fifo --cluster hgx:1 --trace "$TMP/q.csv" \
+    --jobs-out "$TMP/q-jobs.csv" >/dev/null 2>&1 || bad "quoted-id run failed"
+grep -q '^"a,b ""x""",fifo,q,' "$TMP/q-jobs.csv" && ok "--jobs-out quotes an id with a comma" ||
+    bad "--jobs-out quoting: $(cat "$TMP/q-jobs.csv")"
+n=$(python3 -c 'import csv,sys; r=list(csv.reader(open(sys.argv[1]))); print(len({len(x) for x in r}), r[1][0])' "$TMP/q-jobs.csv")
+expect_eq "--jobs-out parses as CSV (one width, id intact)" "$n" '1 a,b "x"'
+# ---- inputs ---------------------------------------------------------------------------------
+printf 'job_id,submission_time,duration,num_gpu\na,0,10,1\nb,1,10,1\na,2,10,1\n' >"$TMP/dup.csv"
+expect_fail "duplicate job id" 1 "dup.csv:4: job id 'a' is already used at .*dup.csv:2" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/dup.csv"
+printf 'job_id,submission_time,duration,num_gpu\nz,0,10,1\n' >"$TMP/one.csv"
+expect_fail "duplicate job id across traces" 1 "one.csv:2: job id 'z' is already used at" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/one.csv" --trace "$TMP/one.csv"
+printf 'job_id,submission_time,duration,num_gpu\nbad\377id,0,10,1\n' >"$TMP/utf.csv"
+expect_fail "non-UTF-8 job id" 1 "utf.csv:2: column 'job_id': .* is not UTF-8 text" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/utf.csv" --events "$TMP/u.jsonl"
+[ ! -e "$TMP/u.jsonl" ] && ok "no events file for a refused trace" || bad "events file left"
+# a trace past the size limit is refused (1 GiB: read from a sparse file, not from memory)
+truncate -s 1100M "$TMP/huge.csv"
+expect_fail "oversized trace" 1 "larger than 1073741824 bytes" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/huge.csv"
+rm -f "$TMP/huge.csv"
+node() { # NAME GPUS [ANNOTATION]
+    printf -- '- metadata: {name: %s%s}\n  status: {allocatable: {nvidia.com/gpu: "%s"}}\n' \
+        "$1" "${3:+, annotations: {gangsched.io/gpu-islands: \"$3\"\}}" "$2"
+}
+{ echo "kind: NodeList"; echo "items:"; node a 8; node b 33; } >"$TMP/n33.yaml"
+expect_fail "33 GPUs" 1 'n33.yaml:6:[0-9]*: node "b": field status.allocatable: 33 GPUs; a node may have at most 32' -- \
+    "$GS" simulate --no-progress --nodes "$TMP/n33.yaml" --trace $T
+{ echo "kind: NodeList"; echo "items:"; node a 8; node b 8Ki; } >"$TMP/n8ki.yaml"
+expect_fail "8Ki GPUs" 1 'node "b": field status.allocatable: 8192 GPUs' -- \
+    "$GS" simulate --no-progress --nodes "$TMP/n8ki.yaml" --trace $T
+{ echo "kind: NodeList"; echo "items:"; node a 8; node b 8; node a 8; } >"$TMP/ndup.yaml"
+expect_fail "duplicate node name" 1 'ndup.yaml:7: node "a": duplicate node name (first at line 3)' -- \
+    "$GS" simulate --no-progress --nodes "$TMP/ndup.yaml" --trace $T
+python3 -c 'import json; print(json.dumps({"kind":"NodeList","items":[{"metadata":{"name":n},"status":{"allocatable":{"nvidia.com/gpu":"8"}}} for n in ("a","b","a")]}))' >"$TMP/ndup.json"
+expect_fail "duplicate node name (JSON)" 1 'ndup.json: node "a" (items\[2\]): duplicate node name (first at items\[0\])' -- \
+    "$GS" simulate --no-progress --nodes "$TMP/ndup.json" --trace $T
+{ echo "kind: NodeList"; echo "items:"; node a 8; node b 8 "0-3;4-9"; } >"$TMP/nisl.yaml"
+expect_fail "bad gpu-islands" 1 'nisl.yaml:5:[0-9]*: node "b": annotation gangsched.io/gpu-islands: .*GPU index 9 out of range' -- \
+    "$GS" simulate --no-progress --nodes "$TMP/nisl.yaml" --trace $T
+finish
