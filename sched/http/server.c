@@ -879,11 +879,27 @@ static int on_url(http_parser *p, const char *at, size_t n)
     return 0;
 }
 
+/* RFC 9110 tchar: the bytes a header name may hold. */
+static bool is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* A header name must be a token: "Transfer-Encoding : chunked" (a space before the colon) is
+ * refused with 400 as Go's net/http does since CVE-2019-16276 (golang/go#34540), the server
+ * Kubernetes' own API server is built on; a proxy that reads such a header differently could
+ * otherwise smuggle a request past it. */
 static int on_field(http_parser *p, const char *at, size_t n)
 {
     struct reqp *r = RP(p);
     if (!count_header(r, n))
         return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!is_tchar((unsigned char)at[i])) {
+            r->error = 400;
+            return -1;
+        }
     if (r->in_value) {
         r->in_value = false;
         r->field_len = 0;
