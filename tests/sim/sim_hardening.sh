@@ -78,4 +78,26 @@ expect_fail "duplicate node name (JSON)" 1 'ndup.json: node "a" (items\[2\]): du
 { echo "kind: NodeList"; echo "items:"; node a 8; node b 8 "0-3;4-9"; } >"$TMP/nisl.yaml"
 expect_fail "bad gpu-islands" 1 'nisl.yaml:5:[0-9]*: node "b": annotation gangsched.io/gpu-islands: .*GPU index 9 out of range' -- \
     "$GS" simulate --no-progress --nodes "$TMP/nisl.yaml" --trace $T
+# ---- cohort depth -----------------------------------------------------------------------------
+chain() { # N FILE: a chain of N cohorts, the queue trace-small at the bottom
+    { echo "apiVersion: gangsched.io/v1alpha1"; echo "kind: SchedulerConfig"; echo "cohorts:"
+      i=0
+      while [ $i -lt "$1" ]; do
+          echo "  - name: c$i"
+          [ $i -gt 0 ] && echo "    parent: c$((i - 1))"
+          [ $i -eq 0 ] && printf '    quota:\n      default:\n        nvidia.com/gpu: 64\n'
+          i=$((i + 1))
+      done
+      printf 'queues:\n  - name: trace-small\n    cohort: c%d\n' $(($1 - 1))
+      printf '    quota:\n      default:\n        nvidia.com/gpu: 8\n'; } >"$2"
+}
+chain 1000 "$TMP/deep.yaml"
+expect_fail "1,000-level cohort chain" 1 "deep.yaml:[0-9]*:[0-9]*: cohorts\[32\].parent: cohort 'c32' is 33 levels deep under root cohort 'c0' (at most 32)" -- \
+    "$GS" config check "$TMP/deep.yaml"
+chain 32 "$TMP/d32.yaml"
+"$GS" config check "$TMP/d32.yaml" >/dev/null 2>&1 && ok "32-level chain accepted" || bad "32-level chain refused"
+timeout 60 "$GS" simulate --no-progress --json --config "$TMP/d32.yaml" --cluster hgx:2 --trace $T \
+    >"$TMP/d32.json" 2>"$TMP/d32.err" || bad "32-level chain simulation: $(cat "$TMP/d32.err")"
+# as many jobs complete as without any quota (two never fit 16 GPUs)
+expect_eq "32-level chain: jobs completed" "$("$JGET" "$TMP/d32.json" policies/0/completed)" 17
 finish
