@@ -18,8 +18,11 @@ endif
 BUILD   ?= build
 BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
-DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
-           libsqlite3-dev libyaml-dev libcmocka-dev libhttp-parser-dev
+# What the build needs (deploy/Dockerfile's build stage installs exactly these: tests/sim/
+# deploy_image.sh checks it), then what the tests add.
+BUILD_DEBS := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
+              libsqlite3-dev libyaml-dev libhttp-parser-dev
+DEBS    := $(BUILD_DEBS) libcmocka-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
 TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
 
