@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -694,17 +695,29 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
 }
 
 /* An output file written whole or not at all: FILE.tmp-PID in the same directory, renamed to
- * FILE once closed without error; removed otherwise. */
+ * FILE once closed without error; removed otherwise. A path that exists and is not a regular
+ * file (a device such as /dev/stdout, a FIFO, a symbolic link) is written in place: renaming
+ * over it would replace the device or the link itself. */
 struct outfile {
     const char *path;
     char tmp[4096];
     FILE *f;
+    bool in_place;
 };
 
 static int outfile_open(struct outfile *o, const char *path)
 {
     o->path = path;
     o->f = NULL;
+    struct stat st;
+    o->in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (o->in_place) {
+        if (!(o->f = fopen(path, "w"))) {
+            fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", path, (long)getpid()) >=
         (int)sizeof(o->tmp)) {
         fprintf(stderr, "gangsched simulate: %s: path too long\n", path);
@@ -723,9 +736,17 @@ static int outfile_close(struct outfile *o, bool ok)
 {
     if (!o->f)
         return ok ? 0 : -1;
-    bool good = ok && fflush(o->f) == 0 && !ferror(o->f) && fsync(fileno(o->f)) == 0;
+    bool good = ok && fflush(o->f) == 0 && !ferror(o->f) &&
+                (o->in_place || fsync(fileno(o->f)) == 0);
     int saved = errno;
     good = fclose(o->f) == 0 && good;
+    if (o->in_place) {
+        o->f = NULL;
+        if (!good && ok)
+            fprintf(stderr, "gangsched simulate: writing %s: %s\n", o->path,
+                    strerror(saved ? saved : EIO));
+        return good ? 0 : -1;
+    }
     if (good && rename(o->tmp, o->path) != 0) {
         saved = errno;
         good = false;

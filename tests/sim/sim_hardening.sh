@@ -35,6 +35,19 @@ fi
 "$GS" simulate --no-progress --policy fifo --cluster hgx:2 --trace $T --events "$TMP/ev.jsonl" \
     --jobs-out "$TMP/jobs.csv" >/dev/null 2>&1 && [ -s "$TMP/ev.jsonl" ] && [ -s "$TMP/jobs.csv" ] &&
     ok "outputs written" || bad "outputs not written"
+# a path that is not a regular file is written in place, never renamed over: a symbolic link
+# stays a link (its target gets the output), a FIFO is read by its reader
+: >"$TMP/target.jsonl"
+ln -s target.jsonl "$TMP/link.jsonl"
+"$GS" simulate --no-progress --policy fifo --cluster hgx:2 --trace $T --events "$TMP/link.jsonl" \
+    >/dev/null 2>&1 && [ -L "$TMP/link.jsonl" ] && [ -s "$TMP/target.jsonl" ] &&
+    ok "--events through a symbolic link" || bad "--events through a symbolic link"
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" >"$TMP/from-fifo" &
+"$GS" simulate --no-progress --policy fifo --cluster hgx:2 --trace $T --events "$TMP/fifo" >/dev/null 2>&1
+wait
+[ -p "$TMP/fifo" ] && cmp -s "$TMP/from-fifo" "$TMP/ev.jsonl" && ok "--events to a FIFO" ||
+    bad "--events to a FIFO"
 # CSV quoting: an id with a comma and a quote stays in its column
 printf 'job_id,submission_time,duration,num_gpu\n"a,b ""x""",0,10,1\nplain,1,10,1\n' >"$TMP/q.csv"
 "$GS" simulate --no-progress --policy fifo --cluster hgx:1 --trace "$TMP/q.csv" \
