@@ -1074,6 +1074,11 @@ int sim_outages_read(const char *path, const struct cluster *c, struct sim_outag
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: line longer than %zu bytes", path, lineno,
+                            sizeof(line) - 2);
+            break;
+        }
         line[strcspn(line, "\r\n")] = 0;
         if (lineno == 1) {
             if (strcmp(line, "node,down,up") != 0)
