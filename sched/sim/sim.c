@@ -2225,7 +2225,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     if (r->fail)
         failures_init(r, r->t0);
     double last_progress = wall_s();
-    uint64_t iter = 0;
+    uint64_t iter = 0, instants = 0; /* instants simulated by this process */
     for (;;) {
         int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
         /* timed events of evicted runs are stale: they must not make an instant (a resumed
@@ -2236,6 +2236,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
         if (now == INT64_MAX || !work_left(r))
             break; /* (node failures go on forever: the run ends with its last job) */
+        instants++;
         /* fragmentation over [prev_t, now): the state set by the previous instant; the mean
          * runs over the time some whole-node gang waits (frag_wait), frag_t is the makespan */
         r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
@@ -2302,7 +2303,8 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         fprintf(stderr, "\r%-70s\r", "");
     arena_fini(&arena);
     free(views);
-    if (rc == 0 && r->opt->db)
+    /* --resume of a finished run changes nothing: no commit (commit_seq stays) */
+    if (rc == 0 && r->opt->db && (instants > 0 || !r->opt->resume))
         rc = db_commit_instant(r, r->prev_t, false, eb);
     else if (r->opt->db && store_in_txn(r->opt->db))
         store_rollback(r->opt->db);

@@ -91,6 +91,17 @@ expect_fail "duplicate node name (JSON)" 1 'ndup.json: node "a" (items\[2\]): du
 { echo "kind: NodeList"; echo "items:"; node a 8; node b 8 "0-3;4-9"; } >"$TMP/nisl.yaml"
 expect_fail "bad gpu-islands" 1 'nisl.yaml:5:[0-9]*: node "b": annotation gangsched.io/gpu-islands: .*GPU index 9 out of range' -- \
     "$GS" simulate --no-progress --nodes "$TMP/nisl.yaml" --trace $T
+# ---- --resume of a finished run changes nothing (before: commit_seq grew by one each time) --
+seq() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select value from meta where key=?", ("commit_seq",)).fetchone()[0])' "$1"; }
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:2 --trace $T --db "$TMP/r.db" >"$TMP/r1" 2>&1 ||
+    bad "run for --resume: $(cat "$TMP/r1")"
+s1=$(seq "$TMP/r.db")
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:2 --trace $T --db "$TMP/r.db" --resume >"$TMP/r2" 2>&1 ||
+    bad "--resume of a finished run: $(cat "$TMP/r2")"
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:2 --trace $T --db "$TMP/r.db" --resume >"$TMP/r3" 2>&1
+expect_eq "commit_seq after two --resume of a finished run" "$(seq "$TMP/r.db")" "$s1"
+cmp -s "$TMP/r1" "$TMP/r3" && ok "a resumed finished run prints the same results" || bad "results differ after --resume"
+"$GS" store check "$TMP/r.db" >/dev/null 2>&1 && ok "store check after --resume" || bad "store check after --resume"
 # ---- cohort depth -----------------------------------------------------------------------------
 chain() { # N FILE: a chain of N cohorts, the queue trace-small at the bottom
     { echo "apiVersion: gangsched.io/v1alpha1"; echo "kind: SchedulerConfig"; echo "cohorts:"
