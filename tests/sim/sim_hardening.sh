@@ -102,6 +102,24 @@ s1=$(seq "$TMP/r.db")
 expect_eq "commit_seq after two --resume of a finished run" "$(seq "$TMP/r.db")" "$s1"
 cmp -s "$TMP/r1" "$TMP/r3" && ok "a resumed finished run prints the same results" || bad "results differ after --resume"
 "$GS" store check "$TMP/r.db" >/dev/null 2>&1 && ok "store check after --resume" || bad "store check after --resume"
+# ---- --rebuild-store never moves a locked database aside (it is another writer's) ----------
+python3 - "$TMP/r.db" "$TMP/locked" <<'PY' &
+import sqlite3, sys, time, os
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+time.sleep(8)
+c.execute("ROLLBACK")
+PY
+LPID=$!
+i=0
+while [ ! -e "$TMP/locked" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+expect_fail "--rebuild-store on a locked database" 1 "locked by another writer" -- \
+    "$GS" simulate --no-progress --policy gangsched --cluster hgx:2 --trace $T --db "$TMP/r.db" --rebuild-store
+[ -f "$TMP/r.db" ] && ! ls "$TMP" | grep -q "r.db.broken" && ok "the locked database stays in place" ||
+    bad "the locked database was moved: $(ls "$TMP")"
+kill $LPID 2>/dev/null
+wait $LPID 2>/dev/null
 # ---- cohort depth -----------------------------------------------------------------------------
 chain() { # N FILE: a chain of N cohorts, the queue trace-small at the bottom
     { echo "apiVersion: gangsched.io/v1alpha1"; echo "kind: SchedulerConfig"; echo "cohorts:"
