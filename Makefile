@@ -25,6 +25,8 @@ BUILD_DEBS := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjso
 DEBS    := $(BUILD_DEBS) libcmocka-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
 TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
+# Python modules the tests import, each with its Debian package.
+TEST_PYMODS := yaml:python3-yaml
 
 WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wold-style-definition -Wformat=2 -Wvla -Wpointer-arith -Wwrite-strings -Wundef \
@@ -63,6 +65,8 @@ deps:
 	fi
 	@missing=""; for t in $(TEST_CMDS); do \
 	  command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	for t in $(TEST_PYMODS); do \
+	  python3 -c "import $${t%%:*}" 2>/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for tests/kube:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -92,8 +92,13 @@ struct http_server {
     unsigned pending; /* handles and work items not yet finished */
     struct http_provider prov;
     struct token wtok, rtok;
-    uv_mutex_t mu; /* guards ro (workers) */
+    uv_mutex_t mu; /* guards ro, views and views_version (workers) */
     struct store *ro;
+    /* The tables as last loaded, reused while the database's data_version stays the same: a
+     * read costs building its answer, not reloading the database, until the next commit. */
+    struct store_views *views;
+    int64_t views_version;
+    unsigned long long loads; /* views loaded so far (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;
 };
@@ -139,6 +144,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
 
 static void server_free(struct http_server *s)
 {
+    store_views_free(s->views);
     store_close(s->ro);
     uv_mutex_destroy(&s->mu);
     free(s->wtok.path);
@@ -300,7 +306,9 @@ struct http_work {
     enum view v;
     char *arg;
     bool all;
-    uint32_t limit;
+    uint32_t limit;      /* explain: decisions shown */
+    uint32_t page_limit; /* list routes: items per page, 0 = all */
+    char *cont;          /* list routes: the continue token, or NULL */
     /* connection bookkeeping (server.c) */
     uv_work_t req;
     struct conn *conn;
@@ -314,6 +322,7 @@ void http_work_free(struct http_work *w)
     if (!w)
         return;
     free(w->arg);
+    free(w->cont);
     free(w->resp.body);
     free(w);
 }
@@ -645,11 +654,22 @@ static int route(struct http_server *s, const struct http_request *r, const char
     }
     w->limit = 50;
     bool bad = false;
-    if (v == V_JOBS) {
-        w->arg = query_get(q, qn, "queue", &bad);
-        char *all = query_get(q, qn, "all", &bad);
-        w->all = all && (strcmp(all, "1") == 0 || strcmp(all, "true") == 0);
-        free(all);
+    if (v == V_JOBS || v == V_QUEUES || v == V_RESERVATIONS) {
+        if (v == V_JOBS) {
+            w->arg = query_get(q, qn, "queue", &bad);
+            char *all = query_get(q, qn, "all", &bad);
+            w->all = all && (strcmp(all, "1") == 0 || strcmp(all, "true") == 0);
+            free(all);
+        }
+        char *lim = query_get(q, qn, "limit", &bad);
+        if (lim) {
+            char *end = NULL;
+            unsigned long n = strtoul(lim, &end, 10);
+            bad = bad || *lim < '0' || *lim > '9' || *end || n == 0 || n > HTTP_MAX_PAGE;
+            w->page_limit = (uint32_t)n;
+        }
+        free(lim);
+        w->cont = query_get(q, qn, "continue", &bad);
     } else if (v == V_EXPLAIN) {
         char *lim = query_get(q, qn, "limit", &bad);
         if (lim) {
@@ -721,6 +741,108 @@ static void render_live(struct http_server *s, struct http_response *resp)
     }
 }
 
+/* The list and key field of a list route's document. */
+static bool page_fields(enum view v, const char **list, const char **key)
+{
+    *list = v == V_JOBS ? "jobs" : v == V_QUEUES ? "queues" : v == V_RESERVATIONS ? "reservations"
+                                                                                : NULL;
+    *key = v == V_JOBS ? "job" : v == V_QUEUES ? "name" : "id";
+    return *list != NULL;
+}
+
+/* An item's key as text (ids are numbers). */
+static void item_key(const cJSON *it, const char *key, char *out, size_t cap)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, key);
+    if (cJSON_IsString(k))
+        snprintf(out, cap, "%s", k->valuestring);
+    else if (cJSON_IsNumber(k))
+        snprintf(out, cap, "%.0f", k->valuedouble);
+    else
+        out[0] = 0;
+}
+
+/* Cuts a list route's document to one page (docs/api.md "Paging"): the items after the
+ * continue token, at most page_limit of them, and "continue" when more remain. The token is
+ * "OFFSET.HEXKEY": the next page starts after the item with that key, or at OFFSET when that
+ * item is gone. Returns 0, or 400 for a token this server did not make. */
+static int page(const struct http_work *w, cJSON *doc)
+{
+    const char *lname, *kname;
+    if (!page_fields(w->v, &lname, &kname) || (!w->page_limit && !w->cont))
+        return 0;
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, lname);
+    int n = cJSON_GetArraySize(list);
+    int start = 0;
+    if (w->cont) {
+        char *dot = NULL;
+        errno = 0;
+        long off = strtol(w->cont, &dot, 10);
+        size_t hl = dot && *dot == '.' ? strlen(dot + 1) : 1;
+        if (errno || off < 0 || off > INT32_MAX || !dot || *dot != '.' || hl % 2 || hl > 1024)
+            return 400;
+        char want[520], have[520];
+        for (size_t i = 0; i < hl / 2; i++) {
+            int hi = hexval(dot[1 + 2 * i]), lo = hexval(dot[2 + 2 * i]);
+            if (hi < 0 || lo < 0)
+                return 400;
+            want[i] = (char)(hi * 16 + lo);
+        }
+        want[hl / 2] = 0;
+        start = (int)(off < n ? off : n);
+        int i = 0;
+        for (const cJSON *it = list ? list->child : NULL; it; it = it->next, i++) {
+            item_key(it, kname, have, sizeof(have));
+            if (strcmp(have, want) == 0) {
+                start = i + 1;
+                break;
+            }
+        }
+    }
+    int end = w->page_limit && (int64_t)start + w->page_limit < n ? start + (int)w->page_limit : n;
+    for (int i = n - 1; i >= end; i--)
+        cJSON_DeleteItemFromArray(list, i);
+    for (int i = 0; i < start; i++)
+        cJSON_DeleteItemFromArray(list, 0);
+    if (end < n && end > start) {
+        char last[520], tok[1200];
+        item_key(cJSON_GetArrayItem(list, end - start - 1), kname, last, sizeof(last));
+        int k = snprintf(tok, sizeof(tok), "%d.", end);
+        for (size_t i = 0; last[i] && (size_t)k + 3 < sizeof(tok); i++)
+            k += snprintf(tok + k, sizeof(tok) - (size_t)k, "%02x", (unsigned char)last[i]);
+        cJSON_AddStringToObject(doc, "continue", tok);
+        cJSON_AddNumberToObject(doc, "remaining", n - end);
+    }
+    return 0;
+}
+
+/* Loads the views, or keeps the last ones when nothing was committed since; under s->mu. */
+static int views_get(struct http_server *s, struct sched_errbuf *eb)
+{
+    int64_t ver = 0;
+    int err = store_data_version(s->ro, &ver, eb);
+    if (err)
+        return err;
+    if (s->views && ver == s->views_version)
+        return 0;
+    store_views_free(s->views);
+    s->views = NULL;
+    err = store_views_load(s->ro, &s->views, eb);
+    if (!err) {
+        s->views_version = ver;
+        s->loads++;
+    }
+    return err;
+}
+
+unsigned long long http_server_loads(struct http_server *s)
+{
+    uv_mutex_lock(&s->mu);
+    unsigned long long n = s->loads;
+    uv_mutex_unlock(&s->mu);
+    return n;
+}
+
 void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
@@ -760,9 +882,9 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         resp->len = len;
         return;
     }
-    struct store_views *v = NULL;
     cJSON *doc = NULL;
-    err = store_views_load(s->ro, &v, &eb);
+    err = views_get(s, &eb);
+    struct store_views *v = s->views;
     if (!err) {
         switch (w->v) {
         case V_QUOTA:
@@ -789,12 +911,18 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
             break;
         }
     }
-    store_views_free(v);
     if (err && err != SCHED_ENOENT) { /* reopen next time: the file may have been replaced */
+        store_views_free(s->views);
+        s->views = NULL;
         store_close(s->ro);
         s->ro = NULL;
     }
     uv_mutex_unlock(&s->mu);
+    if (!err && page(w, doc) != 0) {
+        cJSON_Delete(doc);
+        resp_error(resp, 400, "continue: not a token of this server");
+        return;
+    }
     if (err) {
         /* messages name the server's file: say only what was not found */
         const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);

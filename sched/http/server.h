@@ -37,6 +37,7 @@
 #define HTTP_DEFAULT_WTIMEOUT 10000   /* ms a client may take to take one answer */
 #define HTTP_DEFAULT_OUTPUT   (8u << 20) /* bytes: the largest answer queued on one connection */
 #define HTTP_PROBE_TIMEOUT    2000    /* ms: the request timeout of a probe-only connection */
+#define HTTP_MAX_PAGE         10000   /* list routes: the largest ?limit= */
 
 /* Limits that bound what clients, hostile or slow, can hold (docs/api.md "Limits"). Each 0
  * field takes its default. */
@@ -114,6 +115,9 @@ void http_server_stop(struct http_server *s);
 /* For tests: connections open now (probe-only ones included), and reads queued on workers. */
 unsigned http_server_conns(const struct http_server *s);
 unsigned http_server_reads_in_flight(const struct http_server *s);
+/* For tests: how many times the server loaded the database's tables (it reloads only after a
+ * commit by another connection). */
+unsigned long long http_server_loads(struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
 

@@ -164,6 +164,57 @@ static void test_reads(void **state)
     free(body);
 }
 
+/* Reads reuse the loaded tables until another connection commits; list routes page with
+ * limit and continue. */
+static void test_cache_and_paging(void **state)
+{
+    struct fx *f = *state;
+    char *body = NULL;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(http_server_loads(f->s), 1); /* before: one whole load per request */
+    /* a commit elsewhere: the next read sees it (one more load) */
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
+    struct store_quota qq = {"default", STORE_GPU, 8, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    const char *names[] = {"q-a", "q-b", "q-c", "q-d"};
+    for (int i = 0; i < 4; i++) {
+        struct store_queue q = {names[i], NULL, 1, 0, &qq, 1};
+        assert_int_equal(store_queue_put(st, &q, &eb), 0);
+    }
+    store_close(st);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"q-d\""));
+    assert_null(strstr(body, "\"continue\""));
+    free(body);
+    assert_int_equal(http_server_loads(f->s), 2);
+    /* five queues (prod, q-a..q-d), two a page: three pages, then no token */
+    char url[600] = "/v1/queues?limit=2";
+    int seen = 0;
+    for (int pg = 0; pg < 3; pg++) {
+        assert_int_equal(call(f, "GET", url, "Bearer rtok", NULL, &body), 200);
+        cJSON *doc = cJSON_Parse(body);
+        free(body);
+        const cJSON *list = cJSON_GetObjectItem(doc, "queues");
+        const cJSON *cont = cJSON_GetObjectItem(doc, "continue");
+        seen += cJSON_GetArraySize(list);
+        assert_int_equal(cJSON_GetArraySize(list), pg < 2 ? 2 : 1);
+        if (pg < 2) {
+            assert_true(cJSON_IsString(cont));
+            snprintf(url, sizeof(url), "/v1/queues?limit=2&continue=%s", cont->valuestring);
+        } else {
+            assert_null(cont);
+        }
+        cJSON_Delete(doc);
+    }
+    assert_int_equal(seen, 5);
+    assert_int_equal(call(f, "GET", "/v1/queues?limit=0", "Bearer rtok", NULL, NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/queues?continue=zz", "Bearer rtok", NULL, NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/jobs?limit=1&all=1", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/reservations?limit=3", "Bearer rtok", NULL, NULL), 200);
+}
+
 static void test_auth(void **state)
 {
     struct fx *f = *state;
@@ -275,7 +326,7 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes), T(test_reads),  T(test_auth),
+        T(test_routes), T(test_reads),  T(test_cache_and_paging), T(test_auth),
         T(test_writes), T(test_limits), cmocka_unit_test(test_metrics_registry),
     };
 #undef T
