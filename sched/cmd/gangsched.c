@@ -927,6 +927,11 @@ static void usage_run(FILE *f)
           "  --port-file FILE       write the HTTP port here once listening\n"
           "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
           "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
+          "  --follow URL           while standby, copy the leader's store from its HTTP API\n"
+          "                         (GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
+          "                         takeover (docs/store.md \"Fail-over\")\n"
+          "  --follow-interval MS   between two copies (default 10000)\n"
+          "  --follow-token-file F  the read token for it (when reads need one)\n"
           "  --http-max-conns, --http-probe-conns, --http-timeout, --http-write-timeout,\n"
           "  --http-max-output      the HTTP API's limits (docs/api.md \"Limits\")\n"
           "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
@@ -1009,6 +1014,18 @@ static int cmd_run(int argc, char **argv)
             o.token_file = v;
         } else if (strcmp(f, "--read-token-file") == 0) {
             o.read_token_file = v;
+        } else if (strcmp(f, "--follow") == 0) {
+            o.follow_url = v;
+        } else if (strcmp(f, "--follow-token-file") == 0) {
+            o.follow_token_file = v;
+        } else if (strcmp(f, "--follow-interval") == 0) {
+            double x = strtod(v, &end);
+            if (!*v || *end || x < 100 || x > 3600000) {
+                fprintf(stderr, "gangsched run: --follow-interval %s: expected 100..3600000 ms\n",
+                        v);
+                return 2;
+            }
+            o.follow_ms = (uint32_t)x;
         } else if (strncmp(f, "--http-", 7) == 0) {
             struct sched_errbuf leb = {{0}};
             if (http_limit_flag(&o.http, f, v, &leb) <= 0) {

@@ -300,7 +300,17 @@ static void resp_error(struct http_response *r, int status, const char *fmt, ...
 /* ---- routing ----------------------------------------------------------------------------------
  */
 
-enum view { V_QUOTA, V_QUEUES, V_QUEUE, V_JOBS, V_EXPLAIN, V_TOP, V_RESERVATIONS, V_METRICS };
+enum view {
+    V_QUOTA,
+    V_QUEUES,
+    V_QUEUE,
+    V_JOBS,
+    V_EXPLAIN,
+    V_TOP,
+    V_RESERVATIONS,
+    V_METRICS,
+    V_SNAPSHOT
+};
 
 struct http_work {
     enum view v;
@@ -552,6 +562,10 @@ static int route(struct http_server *s, const struct http_request *r, const char
         if (!get)
             return method_not_allowed(resp, m, "GET");
         v = V_QUEUES;
+    } else if (strcmp(path, "/v1/store/snapshot") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        v = V_SNAPSHOT;
     } else if (strcmp(path, "/v1/quota") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
@@ -861,6 +875,26 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         resp_error(resp, 503, "database unavailable: %s", eb.msg);
         return;
     }
+    if (w->v == V_SNAPSHOT) { /* the whole database, for a following standby */
+        unsigned char *img = NULL;
+        size_t len = 0;
+        err = store_snapshot(s->ro, &img, &len, &eb);
+        char *body = err ? NULL : malloc(len);
+        if (body)
+            memcpy(body, img, len);
+        store_snapshot_free(img);
+        uv_mutex_unlock(&s->mu);
+        if (!body) {
+            resp_error(resp, 500, "snapshot: %s", err ? eb.msg : "out of memory");
+            return;
+        }
+        resp->status = 200;
+        resp->content_type = "application/vnd.sqlite3";
+        resp->body = body;
+        resp->len = len;
+        resp->unlimited = true;
+        return;
+    }
     if (w->v == V_METRICS) {
         struct http_metrics *m = http_metrics_new();
         err = m ? http_store_metrics(s->ro, m, &eb) : SCHED_ENOMEM;
@@ -907,6 +941,7 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
             break;
         case V_RESERVATIONS:
         case V_METRICS:
+        case V_SNAPSHOT:
             err = store_view_reservations(v, &doc, &eb);
             break;
         }
@@ -1300,7 +1335,7 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
         resp->body = NULL;
         return;
     }
-    if (resp->len > c->srv->lim.max_output) {
+    if (resp->len > c->srv->lim.max_output && !resp->unlimited) {
         size_t len = resp->len;
         free(resp->body);
         memset(resp, 0, sizeof(*resp));

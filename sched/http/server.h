@@ -138,6 +138,7 @@ struct http_response {
     char *body; /* malloc'd */
     size_t len;
     const char *allow; /* 405: the Allow header */
+    bool unlimited;    /* exempt from max_output (the store snapshot: bounded by the file) */
 };
 
 /* Routes and authorises one request. Returns 1 when the answer needs a store read (the server

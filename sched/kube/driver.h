@@ -40,6 +40,10 @@ struct kube_run_opts {
     const char *token_file;      /* bearer token for operator writes, or NULL (writes refused) */
     const char *read_token_file; /* bearer token for reads, or NULL (reads open) */
     struct http_limits http;     /* the HTTP API's connection limits (0 fields: defaults) */
+    const char *follow_url;      /* while standby, follow the leader's store from this API
+                                    (sched/http/follow.h), or NULL */
+    const char *follow_token_file; /* read token for it, or NULL */
+    uint32_t follow_ms;          /* between two fetches; 0: HTTP_FOLLOW_DEFAULT_MS */
     bool rebuild_store;          /* a database the store calls corrupt or foreign is moved aside
                                     (FILE.broken-TIME) and a new one started; default false:
                                     the daemon stops with the store's message */
