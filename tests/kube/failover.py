@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 
@@ -95,6 +96,23 @@ def main():
           wait_for(lambda: admission(cc.url(), "team-b") == "open", 20),
           str(admission(cc.url(), "team-b")))
     print("figures: replica without --follow after takeover %s" % json.dumps(figures(db_c)))
+    # in a pod: POD_NAME is the identity and POD_NAMESPACE the Lease's namespace (downward API)
+    cc.stop(signal.SIGKILL)
+    c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "sched-ns"}})
+    log = open(os.path.join(TMP, "sched-pod.log"), "w")
+    env = dict(os.environ, POD_NAME="gangsched-7d9f-x2k4q", POD_NAMESPACE="sched-ns")
+    p = subprocess.Popen([os.path.join(e2e.BIN, "gangsched"), "run", "--kubeconfig", kubeconfig,
+                          "--config", os.path.join(TMP, "config.yaml"), "--db",
+                          os.path.join(TMP, "d.db"), "--listen", ""], env=env, stdout=log,
+                         stderr=log)
+    e2e.procs.append(p)
+
+    def holder():
+        st, lease, _ = c.get("/apis/coordination.k8s.io/v1/namespaces/sched-ns/leases/gangsched")
+        return lease.get("spec", {}).get("holderIdentity") if st == 200 else None
+    check("POD_NAME and POD_NAMESPACE are the identity and the Lease's namespace",
+          wait_for(lambda: holder() == "gangsched-7d9f-x2k4q", 20), str(holder()))
     e2e.finish()
 
 
