@@ -1822,8 +1822,7 @@ static int resolve_tree(struct ctx *x)
             path_set(x, "cohorts", i, "parent");
             return fail(x, &x->owners[i].ref_mark,
                         "cohort '%s' is %u levels deep under root cohort '%s' (at most %d)",
-                        c->cohorts[i].name, dep[i], c->cohorts[root].name,
-                        CONFIG_MAX_COHORT_DEPTH);
+                        c->cohorts[i].name, dep[i], c->cohorts[root].name, CONFIG_MAX_COHORT_DEPTH);
         }
     return 0;
 }

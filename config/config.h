@@ -67,7 +67,7 @@
 #include "sched/core/model.h"
 #include "sched/core/res.h"
 
-#define CONFIG_NO_LIMIT INT64_MAX /* borrowingLimit / lendingLimit absent */
+#define CONFIG_NO_LIMIT         INT64_MAX /* borrowingLimit / lendingLimit absent */
 /* Cohort levels in one tree, its root cohort included (docs/config.md): quota checks walk from
  * a queue to its root, so the chain's length bounds their cost. */
 #define CONFIG_MAX_COHORT_DEPTH 32

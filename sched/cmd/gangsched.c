@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -736,8 +736,8 @@ static int outfile_close(struct outfile *o, bool ok)
 {
     if (!o->f)
         return ok ? 0 : -1;
-    bool good = ok && fflush(o->f) == 0 && !ferror(o->f) &&
-                (o->in_place || fsync(fileno(o->f)) == 0);
+    bool good =
+        ok && fflush(o->f) == 0 && !ferror(o->f) && (o->in_place || fsync(fileno(o->f)) == 0);
     int saved = errno;
     good = fclose(o->f) == 0 && good;
     if (o->in_place) {

@@ -1,7 +1,6 @@
 /* sched/http/follow.c: a standby following the leader's store; see follow.h. */
 #include "sched/http/follow.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +9,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "sched/core/log.h"
 #include "store/store.h"
@@ -177,9 +178,8 @@ static void on_tick(uv_timer_t *t)
         f->busy = false;
 }
 
-int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file,
-                      const char *db_path, uint32_t interval_ms, struct http_follow **out,
-                      struct sched_errbuf *eb)
+int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file, const char *db_path,
+                      uint32_t interval_ms, struct http_follow **out, struct sched_errbuf *eb)
 {
     if (!url || !*url || !db_path)
         return sched_fail(eb, SCHED_EINVAL, "--follow: a URL and --db are needed");

@@ -27,9 +27,8 @@ struct http_follow;
 
 /* url: the leader's API ("http://gangsched.gangsched-system.svc:8080": the Service routes only
  * to the ready replica, the leader); token_file: a read token, or NULL. */
-int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file,
-                      const char *db_path, uint32_t interval_ms, struct http_follow **out,
-                      struct sched_errbuf *eb);
+int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file, const char *db_path,
+                      uint32_t interval_ms, struct http_follow **out, struct sched_errbuf *eb);
 /* Stops fetching; the memory is freed once a fetch in flight ends (run the loop). NULL: no-op. */
 void http_follow_stop(struct http_follow *f);
 /* Snapshots fetched so far (tests, logs). */

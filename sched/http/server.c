@@ -758,8 +758,10 @@ static void render_live(struct http_server *s, struct http_response *resp)
 /* The list and key field of a list route's document. */
 static bool page_fields(enum view v, const char **list, const char **key)
 {
-    *list = v == V_JOBS ? "jobs" : v == V_QUEUES ? "queues" : v == V_RESERVATIONS ? "reservations"
-                                                                                : NULL;
+    *list = v == V_JOBS           ? "jobs"
+            : v == V_QUEUES       ? "queues"
+            : v == V_RESERVATIONS ? "reservations"
+                                  : NULL;
     *key = v == V_JOBS ? "job" : v == V_QUEUES ? "name" : "id";
     return *list != NULL;
 }
@@ -1235,8 +1237,8 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
 /* ---- connections ------------------------------------------------------------------------------
  */
 
-#define IN_CAP  (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
-#define IN_MIN  4096 /* first input buffer; grown to IN_CAP as a request needs */
+#define IN_CAP (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
+#define IN_MIN 4096 /* first input buffer; grown to IN_CAP as a request needs */
 
 /* A connection. Memory: the struct (about 1 KiB) and its input buffer, which exists only while
  * bytes are waiting (IN_MIN, grown to IN_CAP), so an idle keep-alive connection costs ~1 KiB. */
@@ -1249,9 +1251,9 @@ struct conn {
     char *in;
     size_t in_len, in_cap;
     char peer[64];
-    bool busy;       /* a request is being answered (read on a worker, or answer queued) */
-    bool writing;    /* an answer is queued and not yet taken by the kernel */
-    bool closing;    /* close once the answer is written */
+    bool busy;    /* a request is being answered (read on a worker, or answer queued) */
+    bool writing; /* an answer is queued and not yet taken by the kernel */
+    bool closing; /* close once the answer is written */
     bool closed;
     bool reading;
     bool probe_only; /* beyond max_conns: answers /healthz and /readyz, once */
@@ -1433,8 +1435,7 @@ static void dispatch(struct conn *c)
     fill_request(&c->rp, &q, c->peer);
     if (c->probe_only && !is_probe(q.url)) {
         struct http_response resp = {0};
-        resp_error(&resp, 503,
-                   "too many connections: this one answers only /healthz and /readyz");
+        resp_error(&resp, 503, "too many connections: this one answers only /healthz and /readyz");
         conn_send(c, &resp, q.method, true);
         return;
     }

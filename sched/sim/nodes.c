@@ -66,9 +66,9 @@ struct doc {
     long item;             /* its index in items[], or -1 */
     char num[64];          /* text of the last JSON number or boolean asked for */
     bool is_yaml;
-    bool strict;           /* a file: >32 GPUs, bad islands, duplicate names are refused here,
-                              with their place (the live cache leaves such nodes to the model) */
-    long *where;           /* per node added: its line (YAML) or items[] index (JSON) */
+    bool strict; /* a file: >32 GPUs, bad islands, duplicate names are refused here,
+                    with their place (the live cache leaves such nodes to the model) */
+    long *where; /* per node added: its line (YAML) or items[] index (JSON) */
     size_t n_where, cap_where;
 };
 
@@ -676,8 +676,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         uint32_t isl[NODE_MAX_ISLANDS];
         uint8_t n_isl = 0;
         struct sched_errbuf inner = {{0}};
-        if (gpu_islands_parse(tmp.annotations[i].value, (uint8_t)tmp.alloc.v[RES_GPU], isl,
-                              &n_isl, &inner) != 0)
+        if (gpu_islands_parse(tmp.annotations[i].value, (uint8_t)tmp.alloc.v[RES_GPU], isl, &n_isl,
+                              &inner) != 0)
             return fail_at(d, vget(d, ann_map, ANNOT_GPU_ISLANDS), SCHED_EINVAL,
                            "annotation %s: %s", ANNOT_GPU_ISLANDS, inner.msg);
     }
@@ -850,8 +850,8 @@ static int check_names(struct doc *d, uint32_t n0)
             (best < 0 || ix[i] < best)) {
             best = ix[i];
             first = ix[i - 1];
-            while (i + 1 < n && strcmp(d->c->nodes[n0 + ix[i + 1]].name,
-                                       d->c->nodes[n0 + ix[i]].name) == 0)
+            while (i + 1 < n &&
+                   strcmp(d->c->nodes[n0 + ix[i + 1]].name, d->c->nodes[n0 + ix[i]].name) == 0)
                 i++;
         }
     int rc = 0;
@@ -859,8 +859,8 @@ static int check_names(struct doc *d, uint32_t n0)
         const char *name = d->c->nodes[n0 + best].name;
         if (d->is_yaml)
             rc = sched_fail(d->eb, SCHED_EEXIST,
-                            "%s:%ld: node \"%s\": duplicate node name (first at line %ld)",
-                            d->file, d->where[best], name, d->where[first]);
+                            "%s:%ld: node \"%s\": duplicate node name (first at line %ld)", d->file,
+                            d->where[best], name, d->where[first]);
         else
             rc = sched_fail(d->eb, SCHED_EEXIST,
                             "%s: node \"%s\" (items[%ld]): duplicate node name (first at "

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/kube/client.h"
+
 #include "tests/fuzz/fuzz_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

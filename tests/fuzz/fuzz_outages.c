@@ -12,6 +12,7 @@
 #include "sched/core/model.h"
 #include "sched/sim/nodes.h"
 #include "sched/sim/sim.h"
+
 #include "tests/fuzz/fuzz_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

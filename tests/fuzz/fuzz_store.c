@@ -12,6 +12,7 @@
 
 #include "store/store.h"
 #include "store/views.h"
+
 #include "tests/fuzz/fuzz_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -170,7 +170,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nk; i++)
         ka_held += kf[i] >= 0;
     qsort(lat, (size_t)np, sizeof(double), cmp);
-    double p50 = np ? lat[np / 2] : 0, p99 = np ? lat[(np * 99) / 100 < np ? (np * 99) / 100 : np - 1] : 0;
+    double p50 = np ? lat[np / 2] : 0,
+           p99 = np ? lat[(np * 99) / 100 < np ? (np * 99) / 100 : np - 1] : 0;
     double mx = np ? lat[np - 1] : 0;
     printf("probes=%d failed=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f bound_ms=%.0f\n", np + pfail,
            pfail, p50, p99, mx, bound);

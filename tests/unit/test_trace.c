@@ -218,8 +218,7 @@ static void test_defaults(void **state)
     /* another file with the stem "trace": its derived id "trace:2" is taken (ids are the
      * store's keys), so it is refused naming both places, and nothing of it is kept */
     struct sched_errbuf eb;
-    assert_int_equal(parse(&t, NULL, "submission_time,duration,num_gpu\n1,2,3", &eb),
-                     SCHED_EEXIST);
+    assert_int_equal(parse(&t, NULL, "submission_time,duration,num_gpu\n1,2,3", &eb), SCHED_EEXIST);
     assert_string_equal(eb.msg,
                         "trace:2: job id 'trace:2' is already used at dir/:2 (ids must be unique)");
     parse_ok(&t, NULL, "submission_time,duration,num_gpu\n\n1,2,3");
