@@ -1,13 +1,12 @@
 /* sched/http/server.c: the HTTP API server; see server.h and docs/api.md.
  *
- * Owns: the listener and connections (libuv TCP), the request parser state around the
- * http-parser library, limits (16 KiB of headers: 431; 64 KiB of body: 413; a request must
- * arrive within the timeout: 408; an answer must be taken within the write timeout, else the
- * connection is closed; max connections: 503, with a reserve of probe-only connections for
- * /healthz and /readyz; the largest answer), routing, bearer-token checks (token
- * files re-read when they change, constant-time comparison), JSON errors
- * {"error":{"code":N,"message":"..."}}, the worker-thread reads through store/views.h, and the
- * server's own metrics (requests by method and code).
+ * Owns: the listener and connections (libuv TCP): one request answered at a time per
+ * connection, the request timeout (408), the write timeout (a client that does not take its
+ * answer is disconnected), max connections (503) with a reserve of probe-only connections for
+ * /healthz and /readyz, the largest answer; routing, bearer-token checks (token files re-read
+ * when they change, constant-time comparison), JSON errors {"error":{"code":N,"message":"..."}},
+ * and the server's own metrics (requests by method and code). The request parser is
+ * reqparse.c, the reads run on workers are reads.c, the limit flags limits.c.
  * Must not touch: the store's content, scheduling, other handles of the embedding loop.
  */
 #include "sched/http/server.h"
@@ -21,18 +20,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "sched/http/reqparse.h"
+#include "sched/http/server_int.h"
 #include "store/views.h"
 
 /* ---- tokens -----------------------------------------------------------------------------------
  */
-
-struct token {
-    char *path;
-    struct stat st; /* of the file when it was read */
-    bool have;
-    char value[1024];
-    size_t len;
-};
 
 /* Re-reads the file when its inode, size or mtime changed; false when it cannot be read or is
  * empty (then no request matches it). */
@@ -78,30 +71,6 @@ static bool token_match(const struct token *t, const char *given, size_t n)
  */
 
 struct conn;
-
-struct http_server {
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    bool listening, stopping;
-    int port;
-    struct http_limits lim; /* every field set (defaults applied) */
-    uint32_t n_conns;       /* open connections, probe-only ones included */
-    uint32_t n_probe;       /* probe-only connections open */
-    unsigned n_reads;       /* reads queued on workers */
-    struct conn *conns;
-    unsigned pending; /* handles and work items not yet finished */
-    struct http_provider prov;
-    struct token wtok, rtok;
-    uv_mutex_t mu; /* guards ro, views and views_version (workers) */
-    struct store *ro;
-    /* The tables as last loaded, reused while the database's data_version stays the same: a
-     * read costs building its answer, not reloading the database, until the next commit. */
-    struct store_views *views;
-    int64_t views_version;
-    unsigned long long loads; /* views loaded so far (tests) */
-    struct http_metrics *own;
-    struct http_metric *m_requests;
-};
 
 static char *sdup(const char *s)
 {
@@ -194,40 +163,6 @@ unsigned http_server_reads_in_flight(const struct http_server *s)
     return s ? s->n_reads : 0;
 }
 
-const char http_limit_help[] =
-    "  --http-max-conns N       connections served at once (default 4096); more get 503\n"
-    "  --http-probe-conns N     further connections kept for /healthz and /readyz only\n"
-    "                           (default 16)\n"
-    "  --http-timeout MS        a request must arrive within it, and an idle keep-alive\n"
-    "                           connection is closed after it (default 10000)\n"
-    "  --http-write-timeout MS  a client that does not take an answer within it is\n"
-    "                           disconnected (default 10000)\n"
-    "  --http-max-output BYTES  the largest answer one connection is sent (default 8388608);\n"
-    "                           list routes page with limit and continue\n";
-
-int http_limit_flag(struct http_limits *l, const char *flag, const char *value,
-                    struct sched_errbuf *eb)
-{
-    uint32_t *dst = strcmp(flag, "--http-max-conns") == 0       ? &l->max_conns
-                    : strcmp(flag, "--http-probe-conns") == 0   ? &l->probe_conns
-                    : strcmp(flag, "--http-timeout") == 0       ? &l->timeout_ms
-                    : strcmp(flag, "--http-write-timeout") == 0 ? &l->write_timeout_ms
-                    : strcmp(flag, "--http-max-output") == 0    ? &l->max_output
-                                                                : NULL;
-    if (!dst)
-        return 0;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = value && *value >= '0' && *value <= '9' ? strtoull(value, &end, 10) : 0;
-    if (!end || *end || errno || v == 0 || v > UINT32_MAX ||
-        (dst == &l->max_conns && v > 1000000) || (dst == &l->max_output && v < 1024))
-        return sched_fail(eb, SCHED_EINVAL, "%s: '%s' is not a whole number in range%s", flag,
-                          value ? value : "",
-                          dst == &l->max_output ? " (1024 to 4294967295 bytes)" : "");
-    *dst = (uint32_t)v;
-    return 1;
-}
-
 /* ---- responses --------------------------------------------------------------------------------
  */
 
@@ -264,7 +199,7 @@ static const char *reason(int status)
     return "Unknown";
 }
 
-static void resp_json(struct http_response *r, int status, cJSON *doc)
+void http__resp_json(struct http_response *r, int status, cJSON *doc)
 {
     r->status = status;
     r->content_type = "application/json";
@@ -278,9 +213,7 @@ static void resp_json(struct http_response *r, int status, cJSON *doc)
     r->len = r->body ? strlen(r->body) : 0;
 }
 
-static void resp_error(struct http_response *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void resp_error(struct http_response *r, int status, const char *fmt, ...)
+void http__resp_error(struct http_response *r, int status, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -293,39 +226,12 @@ static void resp_error(struct http_response *r, int status, const char *fmt, ...
         cJSON_AddNumberToObject(e, "code", status);
         cJSON_AddStringToObject(e, "message", msg);
     }
-    resp_json(r, status, doc);
+    http__resp_json(r, status, doc);
     r->status = status;
 }
 
 /* ---- routing ----------------------------------------------------------------------------------
  */
-
-enum view {
-    V_QUOTA,
-    V_QUEUES,
-    V_QUEUE,
-    V_JOBS,
-    V_EXPLAIN,
-    V_TOP,
-    V_RESERVATIONS,
-    V_METRICS,
-    V_SNAPSHOT
-};
-
-struct http_work {
-    enum view v;
-    char *arg;
-    bool all;
-    uint32_t limit;      /* explain: decisions shown */
-    uint32_t page_limit; /* list routes: items per page, 0 = all */
-    char *cont;          /* list routes: the continue token, or NULL */
-    /* connection bookkeeping (server.c) */
-    uv_work_t req;
-    struct conn *conn;
-    struct http_server *srv;
-    struct http_response resp;
-    char method[8];
-};
 
 void http_work_free(struct http_work *w)
 {
@@ -337,7 +243,7 @@ void http_work_free(struct http_work *w)
     free(w);
 }
 
-static int hexval(char c)
+int http__hexval(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -358,8 +264,8 @@ static char *pct_decode(const char *s, size_t n, bool plus_space)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+            int hi = i + 2 < n ? http__hexval(s[i + 1]) : -1;
+            int lo = i + 2 < n ? http__hexval(s[i + 2]) : -1;
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
                 free(d);
                 return NULL;
@@ -413,7 +319,8 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
     if (need == AUTH_READ && !s->rtok.path)
         return 0;
     if (need == AUTH_WRITE && !have_w) {
-        resp_error(resp, 403, "writes are disabled: the server has no write token configured");
+        http__resp_error(resp, 403,
+                         "writes are disabled: the server has no write token configured");
         return 403;
     }
     const char *tok = NULL;
@@ -427,7 +334,7 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
             n--;
     }
     if (!tok || n == 0) {
-        resp_error(resp, 401, "missing bearer token (Authorization: Bearer TOKEN)");
+        http__resp_error(resp, 401, "missing bearer token (Authorization: Bearer TOKEN)");
         return 401;
     }
     bool w = have_w && token_match(&s->wtok, tok, n);
@@ -435,16 +342,16 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
     if (w || (need == AUTH_READ && r))
         return 0;
     if (r) {
-        resp_error(resp, 403, "the read-only token cannot write");
+        http__resp_error(resp, 403, "the read-only token cannot write");
         return 403;
     }
-    resp_error(resp, 401, "invalid bearer token");
+    http__resp_error(resp, 401, "invalid bearer token");
     return 401;
 }
 
 static int method_not_allowed(struct http_response *resp, const char *method, const char *allow)
 {
-    resp_error(resp, 405, "method %s not allowed here (allowed: %s)", method, allow);
+    http__resp_error(resp, 405, "method %s not allowed here (allowed: %s)", method, allow);
     resp->allow = allow;
     return 0;
 }
@@ -453,7 +360,7 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
                     enum store_action_kind kind, const char *target, const char *detail)
 {
     if (!s->prov.write) {
-        resp_error(resp, 501, "this server takes no operator writes");
+        http__resp_error(resp, 501, "this server takes no operator writes");
         return 0;
     }
     struct http_write w = {kind, target, detail, r->peer};
@@ -462,10 +369,10 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
     int err = s->prov.write(s->prov.ctx, &w, &result, &eb);
     if (err) {
         int st = err == SCHED_ENOENT ? 404 : err == SCHED_EINVAL ? 400 : 500;
-        resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
+        http__resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
         return 0;
     }
-    resp_json(resp, 202, result ? result : cJSON_CreateObject());
+    http__resp_json(resp, 202, result ? result : cJSON_CreateObject());
     return 0;
 }
 
@@ -481,15 +388,15 @@ static int reserve(struct http_server *s, const struct http_request *r, struct h
         ok = ok && cJSON_IsString(n) && *n->valuestring;
     if (!ok) {
         cJSON_Delete(doc);
-        resp_error(resp, 400,
-                   "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
-                   "required");
+        http__resp_error(resp, 400,
+                         "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
+                         "required");
         return 0;
     }
     char *detail = cJSON_PrintUnformatted(doc);
     int rc = detail ? do_write(s, r, resp, STORE_ACT_RESERVE, job->valuestring, detail) : 0;
     if (!detail)
-        resp_error(resp, 500, "out of memory");
+        http__resp_error(resp, 500, "out of memory");
     free(detail);
     cJSON_Delete(doc);
     return rc;
@@ -535,7 +442,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
     if (strcmp(path, "/healthz") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
-        resp_json(resp, 200, cJSON_Parse("{\"status\":\"ok\"}"));
+        http__resp_json(resp, 200, cJSON_Parse("{\"status\":\"ok\"}"));
         return 0;
     }
     if (strcmp(path, "/readyz") == 0) {
@@ -543,10 +450,10 @@ static int route(struct http_server *s, const struct http_request *r, const char
             return method_not_allowed(resp, m, "GET");
         char why[256] = "not ready";
         if (s->prov.ready && !s->prov.ready(s->prov.ctx, why, sizeof(why))) {
-            resp_error(resp, 503, "not ready: %s", why);
+            http__resp_error(resp, 503, "not ready: %s", why);
             return 0;
         }
-        resp_json(resp, 200, cJSON_Parse("{\"status\":\"ready\"}"));
+        http__resp_json(resp, 200, cJSON_Parse("{\"status\":\"ready\"}"));
         return 0;
     }
     /* everything else is under authorisation */
@@ -590,7 +497,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
         errno = 0;
         long long id = strtoll(rest, &end, 10);
         if (*rest < '0' || *rest > '9' || *end || errno || id <= 0) {
-            resp_error(resp, 400, "reservation id must be a positive integer");
+            http__resp_error(resp, 400, "reservation id must be a positive integer");
             return 0;
         }
         if (authorise(s, r->auth, AUTH_WRITE, resp))
@@ -605,7 +512,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                        : strcmp(action, "drain") == 0  ? STORE_ACT_DRAIN
                                                        : -1;
             if (kind < 0 || slash == rest || strchr(action, '/')) {
-                resp_error(resp, 404, "no such route: %s %s", m, r->url);
+                http__resp_error(resp, 404, "no such route: %s %s", m, r->url);
                 return 0;
             }
             if (!post)
@@ -614,7 +521,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                 return 0;
             owned = malloc((size_t)(slash - rest) + 1);
             if (!owned) {
-                resp_error(resp, 500, "out of memory");
+                http__resp_error(resp, 500, "out of memory");
                 return 0;
             }
             memcpy(owned, rest, (size_t)(slash - rest));
@@ -638,7 +545,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                 return 0;
             owned = malloc(stem + 1);
             if (!owned) {
-                resp_error(resp, 500, "out of memory");
+                http__resp_error(resp, 500, "out of memory");
                 return 0;
             }
             memcpy(owned, rest, stem);
@@ -656,14 +563,14 @@ static int route(struct http_server *s, const struct http_request *r, const char
         v = V_TOP;
     }
     if (!found) {
-        resp_error(resp, 404, "no such route: %s %s", m, r->url);
+        http__resp_error(resp, 404, "no such route: %s %s", m, r->url);
         return 0;
     }
     if (authorise(s, r->auth, AUTH_READ, resp))
         return 0;
     struct http_work *w = new_work(v, arg);
     if (!w) {
-        resp_error(resp, 500, "out of memory");
+        http__resp_error(resp, 500, "out of memory");
         return 0;
     }
     w->limit = 50;
@@ -696,14 +603,14 @@ static int route(struct http_server *s, const struct http_request *r, const char
     }
     if (bad) {
         http_work_free(w);
-        resp_error(resp, 400, "bad query string: %.*s", (int)(qn > 200 ? 200 : qn), q);
+        http__resp_error(resp, 400, "bad query string: %.*s", (int)(qn > 200 ? 200 : qn), q);
         return 0;
     }
     if (v == V_METRICS && !s->prov.store_metrics) {
         w->v = V_METRICS;
     } else if (!s->prov.store_path) {
         http_work_free(w);
-        resp_error(resp, 503, "this server has no database to read");
+        http__resp_error(resp, 503, "this server has no database to read");
         return 0;
     }
     *work = w;
@@ -719,12 +626,12 @@ int http_route(struct http_server *s, const struct http_request *r, struct http_
     http_parser_url_init(&u);
     size_t n = strlen(r->url);
     if (n == 0 || http_parser_parse_url(r->url, n, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
-        resp_error(resp, 400, "malformed request target");
+        http__resp_error(resp, 400, "malformed request target");
         return 0;
     }
     char *path = pct_decode(r->url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, false);
     if (!path) {
-        resp_error(resp, 400, "malformed percent-escape in the path");
+        http__resp_error(resp, 400, "malformed percent-escape in the path");
         return 0;
     }
     const char *q = u.field_set & (1 << UF_QUERY) ? r->url + u.field_data[UF_QUERY].off : "";
@@ -751,440 +658,8 @@ static void render_live(struct http_server *s, struct http_response *resp)
     if (err) {
         free(resp->body);
         memset(resp, 0, sizeof(*resp));
-        resp_error(resp, 500, "rendering the metrics: out of memory");
+        http__resp_error(resp, 500, "rendering the metrics: out of memory");
     }
-}
-
-/* The list and key field of a list route's document. */
-static bool page_fields(enum view v, const char **list, const char **key)
-{
-    *list = v == V_JOBS           ? "jobs"
-            : v == V_QUEUES       ? "queues"
-            : v == V_RESERVATIONS ? "reservations"
-                                  : NULL;
-    *key = v == V_JOBS ? "job" : v == V_QUEUES ? "name" : "id";
-    return *list != NULL;
-}
-
-/* An item's key as text (ids are numbers). */
-static void item_key(const cJSON *it, const char *key, char *out, size_t cap)
-{
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, key);
-    if (cJSON_IsString(k))
-        snprintf(out, cap, "%s", k->valuestring);
-    else if (cJSON_IsNumber(k))
-        snprintf(out, cap, "%.0f", k->valuedouble);
-    else
-        out[0] = 0;
-}
-
-/* Cuts a list route's document to one page (docs/api.md "Paging"): the items after the
- * continue token, at most page_limit of them, and "continue" when more remain. The token is
- * "OFFSET.HEXKEY": the next page starts after the item with that key, or at OFFSET when that
- * item is gone. Returns 0, or 400 for a token this server did not make. */
-static int page(const struct http_work *w, cJSON *doc)
-{
-    const char *lname, *kname;
-    if (!page_fields(w->v, &lname, &kname) || (!w->page_limit && !w->cont))
-        return 0;
-    cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, lname);
-    int n = cJSON_GetArraySize(list);
-    int start = 0;
-    if (w->cont) {
-        char *dot = NULL;
-        errno = 0;
-        long off = strtol(w->cont, &dot, 10);
-        size_t hl = dot && *dot == '.' ? strlen(dot + 1) : 1;
-        if (errno || off < 0 || off > INT32_MAX || !dot || *dot != '.' || hl % 2 || hl > 1024)
-            return 400;
-        char want[520], have[520];
-        for (size_t i = 0; i < hl / 2; i++) {
-            int hi = hexval(dot[1 + 2 * i]), lo = hexval(dot[2 + 2 * i]);
-            if (hi < 0 || lo < 0)
-                return 400;
-            want[i] = (char)(hi * 16 + lo);
-        }
-        want[hl / 2] = 0;
-        start = (int)(off < n ? off : n);
-        int i = 0;
-        for (const cJSON *it = list ? list->child : NULL; it; it = it->next, i++) {
-            item_key(it, kname, have, sizeof(have));
-            if (strcmp(have, want) == 0) {
-                start = i + 1;
-                break;
-            }
-        }
-    }
-    int end = w->page_limit && (int64_t)start + w->page_limit < n ? start + (int)w->page_limit : n;
-    for (int i = n - 1; i >= end; i--)
-        cJSON_DeleteItemFromArray(list, i);
-    for (int i = 0; i < start; i++)
-        cJSON_DeleteItemFromArray(list, 0);
-    if (end < n && end > start) {
-        char last[520], tok[1200];
-        item_key(cJSON_GetArrayItem(list, end - start - 1), kname, last, sizeof(last));
-        int k = snprintf(tok, sizeof(tok), "%d.", end);
-        for (size_t i = 0; last[i] && (size_t)k + 3 < sizeof(tok); i++)
-            k += snprintf(tok + k, sizeof(tok) - (size_t)k, "%02x", (unsigned char)last[i]);
-        cJSON_AddStringToObject(doc, "continue", tok);
-        cJSON_AddNumberToObject(doc, "remaining", n - end);
-    }
-    return 0;
-}
-
-/* Loads the views, or keeps the last ones when nothing was committed since; under s->mu. */
-static int views_get(struct http_server *s, struct sched_errbuf *eb)
-{
-    int64_t ver = 0;
-    int err = store_data_version(s->ro, &ver, eb);
-    if (err)
-        return err;
-    if (s->views && ver == s->views_version)
-        return 0;
-    store_views_free(s->views);
-    s->views = NULL;
-    err = store_views_load(s->ro, &s->views, eb);
-    if (!err) {
-        s->views_version = ver;
-        s->loads++;
-    }
-    return err;
-}
-
-unsigned long long http_server_loads(struct http_server *s)
-{
-    uv_mutex_lock(&s->mu);
-    unsigned long long n = s->loads;
-    uv_mutex_unlock(&s->mu);
-    return n;
-}
-
-void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
-{
-    memset(resp, 0, sizeof(*resp));
-    struct sched_errbuf eb = {{0}};
-    if (w->v == V_METRICS && !s->prov.store_metrics) {
-        resp->status = 200;
-        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        return;
-    }
-    uv_mutex_lock(&s->mu);
-    int err = 0;
-    if (!s->ro)
-        err = store_open(s->prov.store_path, STORE_READONLY, NULL, &s->ro, &eb);
-    if (err) {
-        uv_mutex_unlock(&s->mu);
-        resp_error(resp, 503, "database unavailable: %s", eb.msg);
-        return;
-    }
-    if (w->v == V_SNAPSHOT) { /* the whole database, for a following standby */
-        unsigned char *img = NULL;
-        size_t len = 0;
-        err = store_snapshot(s->ro, &img, &len, &eb);
-        char *body = err ? NULL : malloc(len);
-        if (body)
-            memcpy(body, img, len);
-        store_snapshot_free(img);
-        uv_mutex_unlock(&s->mu);
-        if (!body) {
-            resp_error(resp, 500, "snapshot: %s", err ? eb.msg : "out of memory");
-            return;
-        }
-        resp->status = 200;
-        resp->content_type = "application/vnd.sqlite3";
-        resp->body = body;
-        resp->len = len;
-        resp->unlimited = true;
-        return;
-    }
-    if (w->v == V_METRICS) {
-        struct http_metrics *m = http_metrics_new();
-        err = m ? http_store_metrics(s->ro, m, &eb) : SCHED_ENOMEM;
-        char *buf = NULL;
-        size_t len = 0;
-        if (!err)
-            err = http_metrics_render(m, &buf, &len);
-        http_metrics_free(m);
-        uv_mutex_unlock(&s->mu);
-        if (err) {
-            free(buf);
-            resp_error(resp, 500, "metrics from the database: %s",
-                       eb.msg[0] ? eb.msg : sched_strerror(err));
-            return;
-        }
-        resp->status = 200;
-        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        resp->body = buf;
-        resp->len = len;
-        return;
-    }
-    cJSON *doc = NULL;
-    err = views_get(s, &eb);
-    struct store_views *v = s->views;
-    if (!err) {
-        switch (w->v) {
-        case V_QUOTA:
-            err = store_view_quota(v, NULL, &doc, &eb);
-            break;
-        case V_QUEUE:
-            err = store_view_quota(v, w->arg, &doc, &eb);
-            break;
-        case V_QUEUES:
-            err = store_view_queues(v, &doc, &eb);
-            break;
-        case V_JOBS:
-            err = store_view_jobs(v, w->arg && *w->arg ? w->arg : NULL, w->all, &doc, &eb);
-            break;
-        case V_EXPLAIN:
-            err = store_view_explain(v, w->arg, w->limit, &doc, &eb);
-            break;
-        case V_TOP:
-            err = store_view_top(v, &doc, &eb);
-            break;
-        case V_RESERVATIONS:
-        case V_METRICS:
-        case V_SNAPSHOT:
-            err = store_view_reservations(v, &doc, &eb);
-            break;
-        }
-    }
-    if (err && err != SCHED_ENOENT) { /* reopen next time: the file may have been replaced */
-        store_views_free(s->views);
-        s->views = NULL;
-        store_close(s->ro);
-        s->ro = NULL;
-    }
-    uv_mutex_unlock(&s->mu);
-    if (!err && page(w, doc) != 0) {
-        cJSON_Delete(doc);
-        resp_error(resp, 400, "continue: not a token of this server");
-        return;
-    }
-    if (err) {
-        /* messages name the server's file: say only what was not found */
-        const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);
-        if (err == SCHED_ENOENT) {
-            char clean[SCHED_ERRBUF];
-            snprintf(clean, sizeof(clean), "%s", msg);
-            char *in = strstr(clean, "' not found in ");
-            if (in)
-                in[strlen("' not found")] = 0;
-            resp_error(resp, 404, "%s", clean);
-        } else {
-            resp_error(resp, 500, "reading the database: %s", msg);
-        }
-        return;
-    }
-    resp_json(resp, 200, doc);
-}
-
-/* ---- raw bytes: the request parser --------------------------------------------------------------
- */
-
-struct reqp {
-    http_parser p;
-    char *url; /* grown as needed, kept between requests (bounded by the header limit) */
-    size_t url_len, url_cap;
-    char field[64];
-    size_t field_len;
-    bool in_value, value_is_auth;
-    char *auth;
-    size_t auth_len, auth_cap;
-    bool have_auth;
-    char *body;
-    size_t body_len;
-    size_t header_bytes;
-    int error; /* status to answer with when the parser stops */
-    bool complete, keep_alive;
-};
-
-static struct reqp *RP(http_parser *p)
-{
-    return (struct reqp *)p->data;
-}
-
-/* Appends at[0..n) to a NUL-terminated buffer grown as needed; false when out of memory. */
-static bool buf_append(char **buf, size_t *len, size_t *cap, const char *at, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 256;
-        while (nc < *len + n + 1)
-            nc *= 2;
-        char *b = realloc(*buf, nc);
-        if (!b)
-            return false;
-        *buf = b;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, at, n);
-    *len += n;
-    (*buf)[*len] = 0;
-    return true;
-}
-
-static bool count_header(struct reqp *r, size_t n)
-{
-    r->header_bytes += n;
-    if (r->header_bytes > HTTP_MAX_HEADER_BYTES) {
-        r->error = 431;
-        return false;
-    }
-    return true;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n) || r->url_len + n > HTTP_MAX_HEADER_BYTES)
-        return -1;
-    if (!buf_append(&r->url, &r->url_len, &r->url_cap, at, n)) {
-        r->error = 500;
-        return -1;
-    }
-    return 0;
-}
-
-/* RFC 9110 tchar: the bytes a header name may hold. */
-static bool is_tchar(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/* A header name must be a token: "Transfer-Encoding : chunked" (a space before the colon) is
- * refused with 400 as Go's net/http does since CVE-2019-16276 (golang/go#34540), the server
- * Kubernetes' own API server is built on; a proxy that reads such a header differently could
- * otherwise smuggle a request past it. */
-static int on_field(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n))
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if (!is_tchar((unsigned char)at[i])) {
-            r->error = 400;
-            return -1;
-        }
-    if (r->in_value) {
-        r->in_value = false;
-        r->field_len = 0;
-    }
-    size_t room = sizeof(r->field) - 1 - r->field_len;
-    size_t k = n < room ? n : room;
-    memcpy(r->field + r->field_len, at, k);
-    r->field_len += k;
-    r->field[r->field_len] = 0;
-    return 0;
-}
-
-static int on_value(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n))
-        return -1;
-    if (!r->in_value) {
-        r->in_value = true;
-        r->value_is_auth = strcasecmp(r->field, "authorization") == 0;
-        if (r->value_is_auth) {
-            if (r->have_auth) { /* two Authorization headers: ambiguous */
-                r->error = 400;
-                return -1;
-            }
-            r->have_auth = true;
-            r->auth_len = 0;
-        }
-    }
-    if (r->value_is_auth && !buf_append(&r->auth, &r->auth_len, &r->auth_cap, at, n)) {
-        r->error = 500; /* bounded by count_header */
-        return -1;
-    }
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    struct reqp *r = RP(p);
-    if (p->content_length != ULLONG_MAX && p->content_length > HTTP_MAX_BODY_BYTES) {
-        r->error = 413;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (r->body_len + n > HTTP_MAX_BODY_BYTES) {
-        r->error = 413;
-        return -1;
-    }
-    char *b = realloc(r->body, r->body_len + n + 1);
-    if (!b) {
-        r->error = 500;
-        return -1;
-    }
-    memcpy(b + r->body_len, at, n);
-    r->body = b;
-    r->body_len += n;
-    b[r->body_len] = 0;
-    return 0;
-}
-
-static int on_complete(http_parser *p)
-{
-    struct reqp *r = RP(p);
-    r->complete = true;
-    r->keep_alive = http_should_keep_alive(p) != 0;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings settings = {
-    .on_url = on_url,
-    .on_header_field = on_field,
-    .on_header_value = on_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_complete,
-};
-
-static void reqp_reset(struct reqp *r)
-{
-    free(r->body);
-    r->url_len = r->field_len = r->auth_len = r->body_len = r->header_bytes = 0;
-    r->in_value = r->value_is_auth = r->have_auth = r->complete = r->keep_alive = false;
-    r->body = NULL;
-    r->error = 0;
-    if (r->url)
-        r->url[0] = 0;
-    if (r->auth)
-        r->auth[0] = 0;
-    r->field[0] = 0;
-    http_parser_init(&r->p, HTTP_REQUEST);
-    r->p.data = r;
-}
-
-/* Feeds bytes; returns the number consumed. After it, r->complete (a whole request) or
- * r->error (the status to answer with before closing) may be set. */
-static size_t reqp_feed(struct reqp *r, const char *data, size_t len)
-{
-    size_t n = http_parser_execute(&r->p, &settings, data, len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&r->p);
-    if (r->complete)
-        return n;
-    if (e != HPE_OK && !r->error)
-        r->error = 400;
-    return n;
-}
-
-static void fill_request(struct reqp *r, struct http_request *q, const char *peer)
-{
-    q->method = http_method_str((enum http_method)r->p.method);
-    q->url = r->url ? r->url : "";
-    q->auth = r->have_auth ? r->auth : NULL;
-    q->body = r->body ? r->body : "";
-    q->body_len = r->body_len;
-    q->peer = peer;
 }
 
 static void count_request(struct http_server *s, const char *method, int status)
@@ -1224,12 +699,10 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
         st = r->error;
     } else if (r->complete) {
         struct http_request q;
-        fill_request(r, &q, "fuzz");
+        reqp_fill_request(r, &q, "fuzz");
         st = answer_inline(s, &q);
     }
-    free(r->body);
-    free(r->url);
-    free(r->auth);
+    reqp_free(r);
     free(r);
     return st;
 }
@@ -1272,9 +745,7 @@ static void conn_release(struct conn *c)
     if (--c->open > 0)
         return;
     struct http_server *s = c->srv;
-    free(c->rp.body);
-    free(c->rp.url);
-    free(c->rp.auth);
+    reqp_free(&c->rp);
     free(c->in);
     free(c);
     s->pending--;
@@ -1341,10 +812,11 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
         size_t len = resp->len;
         free(resp->body);
         memset(resp, 0, sizeof(*resp));
-        resp_error(resp, 500,
-                   "the answer (%zu bytes) is larger than this server sends on one connection "
-                   "(%u bytes, --http-max-output): page with limit and continue",
-                   len, c->srv->lim.max_output);
+        http__resp_error(
+            resp, 500,
+            "the answer (%zu bytes) is larger than this server sends on one connection "
+            "(%u bytes, --http-max-output): page with limit and continue",
+            len, c->srv->lim.max_output);
     }
     count_request(c->srv, method, resp->status);
     char head[512];
@@ -1393,7 +865,7 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
 static void send_error(struct conn *c, int status, const char *msg)
 {
     struct http_response resp = {0};
-    resp_error(&resp, status, "%s", msg);
+    http__resp_error(&resp, status, "%s", msg);
     conn_send(c, &resp, "unknown", true);
 }
 
@@ -1411,7 +883,7 @@ static void work_done(uv_work_t *req, int status)
     if (status != 0) {
         free(w->resp.body);
         memset(&w->resp, 0, sizeof(w->resp));
-        resp_error(&w->resp, 503, "the server is stopping");
+        http__resp_error(&w->resp, 503, "the server is stopping");
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
@@ -1432,10 +904,11 @@ static bool is_probe(const char *url)
 static void dispatch(struct conn *c)
 {
     struct http_request q;
-    fill_request(&c->rp, &q, c->peer);
+    reqp_fill_request(&c->rp, &q, c->peer);
     if (c->probe_only && !is_probe(q.url)) {
         struct http_response resp = {0};
-        resp_error(&resp, 503, "too many connections: this one answers only /healthz and /readyz");
+        http__resp_error(&resp, 503,
+                         "too many connections: this one answers only /healthz and /readyz");
         conn_send(c, &resp, q.method, true);
         return;
     }
