@@ -1,7 +1,8 @@
 # deploy/Dockerfile against the build (no container engine needed): the build stage installs
 # exactly the Makefile's BUILD_DEBS, and the runtime stage every Debian package that provides
 # a library bin/gangsched or bin/gangctl links directly (found with objdump, ldd and dpkg -S on
-# this Debian machine, the image's base release), libc6 aside (in the base image).
+# this Debian machine, the image's base release), libc6 aside (in the base image) and the
+# sanitizer runtimes of `make san`.
 . tests/sim/lib.inc
 DF=deploy/Dockerfile
 # the packages of the apt-get install in stage N (1: build, 2: runtime)
@@ -36,7 +37,7 @@ for b in "$BIN/gangsched" "$BIN/gangctl"; do
         [ -n "$pkg" ] || { bad "$b: no package owns $path"; continue; }
         echo "$pkg"
     done
-done | sort -u | grep -v '^libc6$' >"$TMP/linked"
+done | sort -u | grep -v -E '^(libc6|lib(asan|ubsan|lsan|tsan)[0-9]+)$' >"$TMP/linked"
 for p in $(cat "$TMP/linked"); do
     grep -qx "$p" "$TMP/runtime" && ok "runtime stage installs $p (linked)" ||
         bad "runtime stage lacks $p, which provides a library the binaries link"

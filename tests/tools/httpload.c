@@ -178,5 +178,17 @@ int main(int argc, char **argv)
     printf("hostile=%d held_at_end=%d reconnects_after_drop=%ld keepalive=%d held_at_end=%d "
            "answers=%ld lost=%ld seconds=%d\n",
            nh, held, reconnects, nk, ka_held, ka_answers, ka_lost, secs);
+    fflush(stdout);
+    for (int i = 0; i < nh; i++)
+        if (hf[i] >= 0)
+            close(hf[i]);
+    for (int i = 0; i < nk; i++)
+        if (kf[i] >= 0)
+            close(kf[i]);
+    free(hf);
+    free(kf);
+    free(kdue);
+    free(kwait);
+    free(lat);
     return pfail || ka_lost || np == 0 || mx > bound ? 1 : 0;
 }

@@ -52,7 +52,7 @@ static void make_db(struct fx *f)
     assert_int_equal(store_open(f->db, STORE_CREATE, NULL, &st, &eb), 0);
     struct store_quota qq = {"default", STORE_GPU, 8, STORE_NO_LIMIT, STORE_NO_LIMIT};
     for (int i = 0; i < 20; i++) {
-        char name[32];
+        char name[48];
         snprintf(name, sizeof(name), "queue-with-a-long-name-%02d", i);
         struct store_queue q = {name, NULL, 1, 0, &qq, 1};
         assert_int_equal(store_queue_put(st, &q, &eb), 0);
