@@ -96,13 +96,15 @@ static int views_get(struct http_server *s, struct sched_errbuf *eb)
     int err = store_data_version(s->ro, &ver, eb);
     if (err)
         return err;
-    if (s->views && ver == s->views_version)
+    uint64_t now = uv_hrtime() / 1000000;
+    if (s->views && (ver == s->views_version || now - s->views_ms < s->prov.max_stale_ms))
         return 0;
     store_views_free(s->views);
     s->views = NULL;
     err = store_views_load(s->ro, &s->views, eb);
     if (!err) {
         s->views_version = ver;
+        s->views_ms = now;
         s->loads++;
     }
     return err;

@@ -93,6 +93,10 @@ struct http_provider {
     struct http_metrics *metrics;
     /* Also render the families derived from the store (http_store_metrics), in a worker. */
     bool store_metrics;
+    /* Reads answer from the tables as loaded; after a commit by another connection they are
+     * reloaded at the next read, or (max_stale_ms > 0) not before they are that old: a writer
+     * committing every cycle then costs one reload per max_stale_ms, not one per read. */
+    uint32_t max_stale_ms;
     /* An operator write. Returns 0 with *result (a JSON object: "action", "message"; the server
      * answers 202 with it), or SCHED_ENOENT (404: unknown queue, job or reservation),
      * SCHED_EINVAL (400), another code (500), with a message in eb. NULL: writes answer 501. */

@@ -38,6 +38,7 @@ struct http_server {
      * read costs building its answer, not reloading the database, until the next commit. */
     struct store_views *views;
     int64_t views_version;
+    uint64_t views_ms;        /* uv_hrtime of the load, in ms */
     unsigned long long loads; /* views loaded so far (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;

@@ -2012,6 +2012,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
                                    .ready = http_ready,
                                    .metrics = d.metrics,
                                    .store_metrics = true,
+                                   .max_stale_ms = 1000, /* docs/api.md "Reads" */
                                    .write = http_write};
         rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
         if (rc == 0 && o->port_file)

@@ -211,6 +211,30 @@ static void test_cache_and_paging(void **state)
     assert_int_equal(seen, 5);
     assert_int_equal(call(f, "GET", "/v1/queues?limit=0", "Bearer rtok", NULL, NULL), 400);
     assert_int_equal(call(f, "GET", "/v1/queues?continue=zz", "Bearer rtok", NULL, NULL), 400);
+    /* with max_stale_ms, a commit elsewhere is seen only once the tables are that old */
+    struct http_opts o = {.listen = "127.0.0.1:0"};
+    struct http_provider p = {.store_path = f->db, .max_stale_ms = 600000};
+    struct http_server *s2 = NULL;
+    assert_int_equal(http_server_new_detached(&o, &p, &s2, &eb), 0);
+    struct http_request r = {"GET", "/v1/queues", NULL, "", 0, "t"};
+    struct http_response resp;
+    struct http_work *w = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(http_route(s2, &r, &resp, &w), 1);
+        http_request_work(s2, w, &resp);
+        http_work_free(w);
+        assert_int_equal(resp.status, 200);
+        assert_int_equal(strstr(resp.body, "\"q-e\"") != NULL, false);
+        free(resp.body);
+        if (i == 0) {
+            assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
+            struct store_queue q = {"q-e", NULL, 1, 0, &qq, 1};
+            assert_int_equal(store_queue_put(st, &q, &eb), 0);
+            store_close(st);
+        }
+    }
+    assert_int_equal(http_server_loads(s2), 1);
+    http_server_free_detached(s2);
     assert_int_equal(call(f, "GET", "/v1/jobs?limit=1&all=1", "Bearer rtok", NULL, NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/reservations?limit=3", "Bearer rtok", NULL, NULL), 200);
 }
