@@ -713,8 +713,10 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
 #define IN_CAP (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
 #define IN_MIN 4096 /* first input buffer; grown to IN_CAP as a request needs */
 
-/* A connection. Memory: the struct (about 1 KiB) and its input buffer, which exists only while
- * bytes are waiting (IN_MIN, grown to IN_CAP), so an idle keep-alive connection costs ~1 KiB. */
+/* A connection. Memory: the struct (under 1 KiB), the parser's URL and Authorization buffers
+ * (grown to what requests needed, usually a few hundred bytes) and its input buffer, which
+ * exists only while bytes are waiting (IN_MIN, grown to IN_CAP): an idle keep-alive connection
+ * costs about 1.5 KiB. */
 struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer; /* request timeout, idle timeout, or write timeout while `writing` */
@@ -995,7 +997,7 @@ static void conn_drain(struct conn *c)
         conn_close(c);
         return;
     }
-    if (c->in_len == 0 && c->in_cap > IN_MIN) { /* keep idle connections small */
+    if (c->in_len == 0 && c->in) { /* an idle connection keeps no input buffer */
         free(c->in);
         c->in = NULL;
         c->in_cap = 0;
