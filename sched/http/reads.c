@@ -97,8 +97,11 @@ static int views_get(struct http_server *s, struct sched_errbuf *eb)
     if (err)
         return err;
     uint64_t now = uv_hrtime() / 1000000;
-    if (s->views && (ver == s->views_version || now - s->views_ms < s->prov.max_stale_ms))
+    if (s->views && ver == s->views_version)
         return 0;
+    if (s->views && now - s->views_ms < s->prov.max_stale_ms && !atomic_load(&s->written))
+        return 0;
+    atomic_store(&s->written, false);
     store_views_free(s->views);
     s->views = NULL;
     err = store_views_load(s->ro, &s->views, eb);

@@ -87,6 +87,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
                        const struct http_provider *p, struct sched_errbuf *eb)
 {
     s->prov = *p;
+    atomic_init(&s->written, false);
     const struct http_limits *l = &o->limits;
     s->lim.max_conns = l->max_conns ? l->max_conns : HTTP_DEFAULT_CONNS;
     s->lim.probe_conns = l->probe_conns ? l->probe_conns : HTTP_DEFAULT_PROBES;
@@ -372,6 +373,7 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
         http__resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
         return 0;
     }
+    atomic_store(&s->written, true); /* read-your-writes: see server_int.h */
     http__resp_json(resp, 202, result ? result : cJSON_CreateObject());
     return 0;
 }

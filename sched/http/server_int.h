@@ -4,6 +4,7 @@
 #ifndef SCHED_HTTP_SERVER_INT_H
 #define SCHED_HTTP_SERVER_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,6 +40,8 @@ struct http_server {
     struct store_views *views;
     int64_t views_version;
     uint64_t views_ms;        /* uv_hrtime of the load, in ms */
+    atomic_bool written;      /* a write went through this server: the next read after a commit
+                                 reloads at once, whatever max_stale_ms (read-your-writes) */
     unsigned long long loads; /* views loaded so far (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;

@@ -212,8 +212,9 @@ static void test_cache_and_paging(void **state)
     assert_int_equal(call(f, "GET", "/v1/queues?limit=0", "Bearer rtok", NULL, NULL), 400);
     assert_int_equal(call(f, "GET", "/v1/queues?continue=zz", "Bearer rtok", NULL, NULL), 400);
     /* with max_stale_ms, a commit elsewhere is seen only once the tables are that old */
-    struct http_opts o = {.listen = "127.0.0.1:0"};
-    struct http_provider p = {.store_path = f->db, .max_stale_ms = 600000};
+    struct http_opts o = {.listen = "127.0.0.1:0", .write_token_file = f->w};
+    struct http_provider p = {
+        .ctx = f, .store_path = f->db, .max_stale_ms = 600000, .write = fake_write};
     struct http_server *s2 = NULL;
     assert_int_equal(http_server_new_detached(&o, &p, &s2, &eb), 0);
     struct http_request r = {"GET", "/v1/queues", NULL, "", 0, "t"};
@@ -234,6 +235,17 @@ static void test_cache_and_paging(void **state)
         }
     }
     assert_int_equal(http_server_loads(s2), 1);
+    /* but a write through this server is seen by the next read (read-your-writes) */
+    struct http_request wr = {"POST", "/v1/queues/prod/hold", "Bearer wtok", "", 0, "t"};
+    assert_int_equal(http_route(s2, &wr, &resp, &w), 0);
+    assert_int_equal(resp.status, 202);
+    free(resp.body);
+    assert_int_equal(http_route(s2, &r, &resp, &w), 1);
+    http_request_work(s2, w, &resp);
+    http_work_free(w);
+    assert_non_null(strstr(resp.body, "\"q-e\""));
+    free(resp.body);
+    assert_int_equal(http_server_loads(s2), 2);
     http_server_free_detached(s2);
     assert_int_equal(call(f, "GET", "/v1/jobs?limit=1&all=1", "Bearer rtok", NULL, NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/reservations?limit=3", "Bearer rtok", NULL, NULL), 200);
