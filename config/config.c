@@ -995,6 +995,31 @@ static yaml_node_t *seq_item(struct ctx *x, const yaml_node_t *s, size_t i)
     return node_at(x, s->data.sequence.items.start[i]);
 }
 
+/* A sequence of names (qualified: each "namespace/name") into a result-pool array. */
+static int get_names(struct ctx *x, const yaml_node_t *v, bool qualified, const char ***out,
+                     uint32_t *n)
+{
+    int rc = expect_sequence(x, v);
+    if (rc)
+        return rc;
+    size_t k = seq_len(v);
+    const char **arr = pool_array(x->pool, k ? k : 1, sizeof(*arr));
+    if (!arr)
+        return oom(x);
+    for (size_t i = 0; i < k && !rc; i++) {
+        const yaml_node_t *it = seq_item(x, v, i);
+        rc = get_name(x, it, &arr[i]);
+        const char *slash = rc ? NULL : strchr(arr[i], '/');
+        if (!rc && qualified && (!slash || slash == arr[i] || !slash[1] || strchr(slash + 1, '/')))
+            rc = fail(x, &it->start_mark, "\"%s\" is not NAMESPACE/NAME", arr[i]);
+        else if (!rc && !qualified && slash)
+            rc = fail(x, &it->start_mark, "\"%s\" is not a namespace name", arr[i]);
+    }
+    *out = arr;
+    *n = (uint32_t)k;
+    return rc;
+}
+
 /* ---- name tables ------------------------------------------------------------------------------
  */
 
@@ -1616,8 +1641,9 @@ static int parse_lifecycle(struct ctx *x, yaml_node_t *p, struct config_lifecycl
 
 static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
 {
-    static const char *const keys[] = {"name",    "cohort", "weight",     "priority",  "ordering",
-                                       "profile", "quota",  "preemption", "lifecycle", NULL};
+    static const char *const keys[] = {"name",      "cohort",     "weight",      "priority",
+                                       "ordering",  "profile",    "quota",       "preemption",
+                                       "lifecycle", "namespaces", "localQueues", NULL};
     static const char *const orderings[] = {"BestEffortFIFO", "StrictFIFO", NULL};
     struct config_queue *q = &x->c->queues[i];
     struct owner *o = &x->owners[x->c->n_cohorts + i];
@@ -1692,6 +1718,25 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     if (!rc && (v = map_opt(x, n, "lifecycle")) != NULL) {
         path_push(x, "lifecycle");
         rc = parse_lifecycle(x, v, &q->lifecycle);
+        path_pop(x);
+    }
+    if (!rc && (v = map_opt(x, n, "namespaces")) != NULL) {
+        path_push(x, "namespaces");
+        rc = get_names(x, v, false, &q->namespaces, &q->n_namespaces);
+        path_pop(x);
+    }
+    if (!rc && (v = map_opt(x, n, "localQueues")) != NULL) {
+        path_push(x, "localQueues");
+        rc = get_names(x, v, true, &q->local_queues, &q->n_local_queues);
+        for (uint32_t k = 0; !rc && k < q->n_local_queues; k++)
+            for (uint32_t j = 0; !rc && j <= i; j++) {
+                const struct config_queue *o2 = &x->c->queues[j];
+                for (uint32_t m = 0; !rc && m < (j == i ? k : o2->n_local_queues); m++)
+                    if (strcmp(o2->local_queues[m], q->local_queues[k]) == 0)
+                        rc = fail(x, &seq_item(x, v, k)->start_mark,
+                                  "LocalQueue \"%s\" is mapped twice (also to queue %s)",
+                                  q->local_queues[k], j == i ? q->name : o2->name);
+            }
         path_pop(x);
     }
     if (!rc && (v = map_opt(x, n, "quota")) != NULL) {
@@ -2177,6 +2222,30 @@ static int idx_find(const struct name_idx *t, uint32_t n, const char *name)
 int config_queue_index(const struct config *c, const char *name)
 {
     return c ? idx_find(c->pool->queue_idx, c->n_queues, name) : -1;
+}
+
+int config_local_queue(const struct config *c, const char *ns, const char *name)
+{
+    if (!c || !ns || !name)
+        return -1;
+    size_t nl = strlen(ns);
+    for (uint32_t q = 0; q < c->n_queues; q++)
+        for (uint32_t k = 0; k < c->queues[q].n_local_queues; k++) {
+            const char *lq = c->queues[q].local_queues[k];
+            if (strncmp(lq, ns, nl) == 0 && lq[nl] == '/' && strcmp(lq + nl + 1, name) == 0)
+                return (int)q;
+        }
+    return config_queue_index(c, name);
+}
+
+bool config_queue_admits(const struct config *c, uint32_t q, const char *ns)
+{
+    if (!c || q >= c->n_queues || c->queues[q].n_namespaces == 0)
+        return true;
+    for (uint32_t k = 0; k < c->queues[q].n_namespaces; k++)
+        if (ns && strcmp(c->queues[q].namespaces[k], ns) == 0)
+            return true;
+    return false;
 }
 
 int config_flavor_index(const struct config *c, const char *name)

@@ -142,6 +142,10 @@ struct config_queue {
     struct config_preemption preemption;
     struct config_lifecycle lifecycle;
     struct config_quota_set q;
+    const char **namespaces; /* namespaces that may submit to it; n_namespaces 0 = any */
+    uint32_t n_namespaces;
+    const char **local_queues; /* Kueue LocalQueues ("namespace/name") mapped to it */
+    uint32_t n_local_queues;
     uint32_t line, column;
 };
 
@@ -189,6 +193,11 @@ void config_free(struct config *c);
 
 /* Index lookups; -1 when absent. */
 int config_queue_index(const struct config *c, const char *name);
+/* The queue a Kueue LocalQueue (its namespace and name) maps to: the queue listing
+ * "namespace/name" in localQueues, else the queue of the same name; -1 when neither. */
+int config_local_queue(const struct config *c, const char *ns, const char *name);
+/* Whether namespace ns may submit to queue q (its namespaces list, empty = any). */
+bool config_queue_admits(const struct config *c, uint32_t q, const char *ns);
 int config_flavor_index(const struct config *c, const char *name);
 
 /* Gives g the scoring profile `name` (NULL: the queue's default profile): its weights and

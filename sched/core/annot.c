@@ -2,6 +2,7 @@
 #include "sched/core/annot.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,41 @@ int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotatio
         g->max_runtime_ms = max_runtime;
     if (profile)
         *profile = get(a, n, "gangsched.io/profile");
+    return 0;
+}
+
+/* The per-gang preemption annotations: one table, read for every running gang by both drivers'
+ * callers of annot_run. */
+static const struct {
+    const char *key;
+    bool is_bool; /* "true"/"false", else a duration */
+    size_t off;   /* into struct annot_run */
+} run_keys[] = {
+    {"gangsched.io/min-runtime", false, offsetof(struct annot_run, min_runtime_ms)},
+    {"gangsched.io/restart-cost", false, offsetof(struct annot_run, restart_cost_ms)},
+    {"gangsched.io/non-preemptible", true, offsetof(struct annot_run, non_preemptible)},
+};
+
+int annot_run(const struct kv *a, size_t n, struct annot_run *out, struct sched_errbuf *eb)
+{
+    struct annot_run r = *out;
+    for (size_t k = 0; k < sizeof(run_keys) / sizeof(run_keys[0]); k++) {
+        const char *v = get(a, n, run_keys[k].key);
+        if (!v)
+            continue;
+        char *field = (char *)&r + run_keys[k].off;
+        if (run_keys[k].is_bool) {
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+                return bad(eb, run_keys[k].key, v, "not true or false");
+            *(bool *)(void *)field = strcmp(v, "true") == 0;
+        } else {
+            int64_t ms;
+            if (annot_duration(v, &ms) != 0)
+                return bad(eb, run_keys[k].key, v, "not a duration such as 90m or 2h");
+            *(int64_t *)(void *)field = ms;
+        }
+    }
+    *out = r;
     return 0;
 }
 

@@ -19,12 +19,17 @@
  *   Volcano spec.networkTopology {mode: hard|soft, highestTierAllowed: N}: tier 1 is the tightest
  *     level above the node (NVLink clique or rack), tier N the Nth; passed here as the annotation
  *     form "volcano.sh/network-topology-mode" and "volcano.sh/network-topology-highest-tier".
+ *   gangsched.io/min-runtime: DURATION         never a preemption victim before start + this
+ *   gangsched.io/restart-cost: DURATION        work lost by a restart (preemption cost)
+ *   gangsched.io/non-preemptible: "true"       never a preemption victim
+ *     (the last three: annot_run, for running gangs; the queue's settings otherwise)
  * LEVEL is a level name of the cluster's topology ("rack", "block", ...) or "node". Our own
  * annotations win over the equivalents when both are given.
  */
 #ifndef SCHED_CORE_ANNOT_H
 #define SCHED_CORE_ANNOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +42,17 @@
  * *profile (may be NULL) receives the gangsched.io/profile value or NULL. */
 int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotations, size_t n,
                 const char **profile, struct sched_errbuf *eb);
+
+/* A running gang's preemption settings from its annotations (the table in annot.c); fields
+ * whose annotation is absent keep their value (the queue's). Returns 0 or SCHED_EINVAL with
+ * "annotation KEY: VALUE: problem" (out then unchanged). */
+struct annot_run {
+    int64_t min_runtime_ms;  /* protected from preemption until start + this */
+    int64_t restart_cost_ms; /* work lost by a restart, added to the preemption cost */
+    bool non_preemptible;    /* never a victim */
+};
+int annot_run(const struct kv *annotations, size_t n, struct annot_run *out,
+              struct sched_errbuf *eb);
 
 /* "0,1,2,3" for a GPU mask (gangsched.io/gpu-ids on a bound pod); returns the length written. */
 int annot_gpu_ids(uint32_t mask, char *buf, size_t n);

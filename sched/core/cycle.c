@@ -659,7 +659,13 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     for (int f = 0; f < FILTER_N; f++) {
         if (!v->filtered[f])
             continue;
-        if (f == FILTER_RESOURCES && v->short_res >= 0)
+        if (f == FILTER_RESOURCES && v->short_res == RES_GPU && v->best_free >= v->need)
+            /* enough GPUs free on a node, but not inside one NVLink island */
+            PUT("%s%u without %lld %s free in one NVLink island (best node has %lld free, split "
+                "across islands)",
+                sep, v->filtered[f], (long long)v->need, res_name(v->short_res),
+                (long long)v->best_free);
+        else if (f == FILTER_RESOURCES && v->short_res >= 0)
             PUT("%s%u insufficient %s (needs %lld, best node has %lld free)", sep, v->filtered[f],
                 res_name(v->short_res), (long long)v->need, (long long)v->best_free);
         else

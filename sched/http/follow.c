@@ -152,6 +152,8 @@ static void on_timer_closed(uv_handle_t *h)
         follow_free(f);
 }
 
+static void on_tick(uv_timer_t *t);
+
 static void fetched(uv_work_t *w, int status)
 {
     struct http_follow *f = w->data;
@@ -162,6 +164,9 @@ static void fetched(uv_work_t *w, int status)
                  f->bytes, (long long)f->seq, f->dst);
     } else if (status == 0) {
         LOG_WARN(FOLLOW_MOD, "following the leader's store failed: error=%s", f->msg);
+        /* behind a Service a fetch may reach the other standby (503): try again soon */
+        if (!f->stopping && f->interval_ms > 1000)
+            uv_timer_start(&f->timer, on_tick, 1000, f->interval_ms);
     }
     if (f->stopping && f->timer_closed)
         follow_free(f);

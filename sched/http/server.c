@@ -450,12 +450,15 @@ static int route(struct http_server *s, const struct http_request *r, const char
     if (strcmp(path, "/readyz") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
-        char why[256] = "not ready";
+        char why[256] = "";
         if (s->prov.ready && !s->prov.ready(s->prov.ctx, why, sizeof(why))) {
-            http__resp_error(resp, 503, "not ready: %s", why);
+            http__resp_error(resp, 503, "not ready: %s", why[0] ? why : "not ready");
             return 0;
         }
-        http__resp_json(resp, 200, cJSON_Parse("{\"status\":\"ready\"}"));
+        cJSON *ok = cJSON_Parse("{\"status\":\"ready\"}");
+        if (ok && why[0]) /* what the provider says about a ready state (the APIs in use) */
+            cJSON_AddStringToObject(ok, "detail", why);
+        http__resp_json(resp, 200, ok);
         return 0;
     }
     /* everything else is under authorisation */
@@ -474,6 +477,10 @@ static int route(struct http_server *s, const struct http_request *r, const char
     } else if (strcmp(path, "/v1/store/snapshot") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
+        if (s->prov.leading && !s->prov.leading(s->prov.ctx)) {
+            http__resp_error(resp, 503, "not the leader: only the leader serves its store");
+            return 0;
+        }
         v = V_SNAPSHOT;
     } else if (strcmp(path, "/v1/quota") == 0) {
         if (!get)

@@ -97,6 +97,10 @@ struct http_provider {
      * reloaded at the next read, or (max_stale_ms > 0) not before they are that old: a writer
      * committing every cycle then costs one reload per max_stale_ms, not one per read. */
     uint32_t max_stale_ms;
+    /* Whether this process leads (the daemon); NULL: always. Only a leader serves
+     * /v1/store/snapshot (a standby answers 503), so that a standby following the Service's
+     * address never copies another standby's file. */
+    bool (*leading)(void *ctx);
     /* An operator write. Returns 0 with *result (a JSON object: "action", "message"; the server
      * answers 202 with it), or SCHED_ENOENT (404: unknown queue, job or reservation),
      * SCHED_EINVAL (400), another code (500), with a message in eb. NULL: writes answer 501. */

@@ -23,6 +23,7 @@ struct kcache {
     struct strmap pods;    /* "ns/name" -> struct kpod* */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
+    struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
     bool nodes_dirty, dirty;
     struct cluster *cluster;
     struct strmap node_ix; /* node name -> index + 1 in cluster */
@@ -43,6 +44,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->pods);
     strmap_init(&c->pgs);
     strmap_init(&c->assumed);
+    strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
     c->nodes_dirty = c->dirty = true;
     return c;
@@ -70,6 +72,9 @@ void kcache_free(struct kcache *c)
         kobj_pg_free(v);
     for (size_t i = 0; strmap_next(&c->assumed, &i, &k, &v);)
         free_assume(v);
+    for (size_t i = 0; strmap_next(&c->deletes, &i, &k, &v);)
+        free(v);
+    strmap_fini(&c->deletes);
     strmap_fini(&c->nodes);
     strmap_fini(&c->pods);
     strmap_fini(&c->pgs);
@@ -146,6 +151,22 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
     return 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* resourceVersions are opaque; when both are decimal (etcd revisions, as client-go's assume
+ * cache also assumes) a smaller one is an older object. */
+static bool rv_older(const char *a, const char *b)
+{
+    if (!a || !b || !*a || !*b)
+        return false;
+    char *ea = NULL, *eb = NULL;
+    unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
+    return *ea == 0 && *eb == 0 && x < y;
+}
+
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
@@ -162,6 +183,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     if (deleted) {
         kobj_pod_free(strmap_del(&c->pods, key));
         free_assume(strmap_del(&c->assumed, key));
+        free(strmap_del(&c->deletes, key));
         return 0;
     }
     struct kpod *p = NULL;
@@ -174,7 +196,19 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "pod skipped: error=%s", eb.msg);
         return 0;
     }
-    if (p->node) /* the watch shows it bound: the assumption is over */
+    const struct kpod *had = strmap_get(&c->pods, key);
+    if (had && rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
+        /* an object read back from a write (kcache_pod_event with a response) is newer than
+         * a watch event still on its way: keep the newer one */
+        kobj_pod_free(p);
+        return 0;
+    }
+    const char *del_uid = strmap_get(&c->deletes, key);
+    if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
+        p->deleting = true; /* a delete sent counts as deleting at once */
+    else if (del_uid)
+        free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
+    if (p->node)                            /* the watch shows it bound: the assumption is over */
         free_assume(strmap_del(&c->assumed, key));
     if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
         free_assume(strmap_del(&c->assumed, key));
@@ -185,6 +219,38 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     }
     kobj_pod_free(old);
     return 0;
+}
+
+bool kcache_delete_sent(struct kcache *c, const char *pod_key)
+{
+    struct kpod *p = strmap_get(&c->pods, pod_key);
+    if (!p)
+        return false;
+    const char *uid = strmap_get(&c->deletes, pod_key);
+    if (uid && same_str(uid, p->uid ? p->uid : ""))
+        return false; /* sent already: a pod is deleted once */
+    char *copy = strdup(p->uid ? p->uid : "");
+    void *old = NULL;
+    if (!copy || strmap_put(&c->deletes, pod_key, copy, &old) != 0) {
+        free(copy);
+        return true; /* out of memory: send it anyway, unmarked */
+    }
+    free(old);
+    p->deleting = true;
+    c->dirty = true;
+    return true;
+}
+
+void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid)
+{
+    const char *had = strmap_get(&c->deletes, pod_key);
+    if (!had || !same_str(had, uid))
+        return;
+    free(strmap_del(&c->deletes, pod_key));
+    struct kpod *p = strmap_get(&c->pods, pod_key);
+    if (p && same_str(p->uid ? p->uid : "", uid))
+        p->deleting = p->del_ts;
+    c->dirty = true;
 }
 
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
@@ -266,6 +332,19 @@ uint32_t kcache_n_pods(const struct kcache *c)
 const struct kpod *kcache_pod(const struct kcache *c, const char *key)
 {
     return strmap_get(&c->pods, key);
+}
+
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p), void *ctx)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &k, &v);)
+        fn(ctx, v);
+}
+
+const char *kcache_node_uid(const struct kcache *c, const char *name)
+{
+    return kobj_str(strmap_get(&c->nodes, name), "metadata.uid");
 }
 
 const struct kpg *kcache_pg(const struct kcache *c, const char *key)
@@ -373,7 +452,9 @@ struct group {
     bool named; /* the pods name a PodGroup (else a lone pod) */
     struct kpod **pending, **bound;
     uint32_t n_pending, n_bound, cap_pending, cap_bound;
-    uint32_t n_bound_live; /* bound and not being deleted: they count toward minMember */
+    uint32_t n_bound_live;  /* bound and not being deleted: they count toward minMember */
+    uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
+    uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -400,16 +481,24 @@ static int cmp_pod(const void *a, const void *b)
     return strcmp((*(const struct kpod *const *)a)->name, (*(const struct kpod *const *)b)->name);
 }
 
-static const char *group_queue(const struct group *g, const struct config *cfg)
+/* The group's queue name; *kueue: it is a Kueue LocalQueue name (of the group's namespace). */
+static const char *group_queue(const struct group *g, const struct config *cfg, bool *kueue)
 {
-    if (g->pg && g->pg->queue)
+    *kueue = false;
+    if (g->pg && g->pg->queue) {
+        *kueue = g->pg->queue_kueue;
         return g->pg->queue;
+    }
     for (uint32_t i = 0; i < g->n_pending; i++)
-        if (g->pending[i]->queue)
+        if (g->pending[i]->queue) {
+            *kueue = g->pending[i]->queue_kueue;
             return g->pending[i]->queue;
+        }
     for (uint32_t i = 0; i < g->n_bound; i++)
-        if (g->bound[i]->queue)
+        if (g->bound[i]->queue) {
+            *kueue = g->bound[i]->queue_kueue;
             return g->bound[i]->queue;
+        }
     if (cfg && cfg->n_queues == 1)
         return cfg->queues[0].name;
     if (cfg && config_queue_index(cfg, "default") >= 0)
@@ -432,9 +521,58 @@ static int add_waiting(struct builder *b, const struct group *g, const char *rea
                        const char *message)
 {
     struct kcache_build *o = b->out;
-    o->waiting[o->n_waiting++] =
-        (struct kwaiting){.key = g->key, .pg = g->pg, .reason = reason, .message = message};
-    return message ? 0 : SCHED_ENOMEM;
+    struct kpod **pods = arena_calloc(b->a, g->n_pending + 1, sizeof(*pods));
+    if (!pods || !message)
+        return SCHED_ENOMEM;
+    if (g->n_pending)
+        memcpy(pods, g->pending, g->n_pending * sizeof(*pods));
+    o->waiting[o->n_waiting++] = (struct kwaiting){.key = g->key,
+                                                   .pg = g->pg,
+                                                   .reason = reason,
+                                                   .message = message,
+                                                   .pods = pods,
+                                                   .n_pods = g->n_pending};
+    return 0;
+}
+
+/* The annotations a pending gang's request is read from (sched/core/annot.h): its PodGroup's,
+ * Volcano's spec.networkTopology in the annotation form ({mode, highestTierAllowed}), then its
+ * first member's; the first occurrence of a key wins. */
+static int gang_annotations(const struct group *g, const struct kpod *first, struct arena *a,
+                            struct kv **out, uint32_t *n)
+{
+    struct kv *pa = NULL, *ma = NULL;
+    uint32_t np = 0, nm = 0;
+    if (g->pg && kobj_annotations(g->pg->obj, a, &pa, &np) != 0)
+        return SCHED_ENOMEM;
+    if (first && first->obj && kobj_annotations(first->obj, a, &ma, &nm) != 0)
+        return SCHED_ENOMEM;
+    const cJSON *nt = NULL;
+    if (g->pg && g->pg->api == KPG_VOLCANO)
+        nt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"),
+                                              "networkTopology");
+    struct kv *all = arena_calloc(a, np + nm + 3, sizeof(*all));
+    if (!all)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < np; i++)
+        all[k++] = pa[i];
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
+    if (cJSON_IsString(mode))
+        all[k++] =
+            (struct kv){.key = "volcano.sh/network-topology-mode", .value = mode->valuestring};
+    if (cJSON_IsNumber(tier)) {
+        char *t = arena_printf(a, "%d", tier->valueint);
+        if (!t)
+            return SCHED_ENOMEM;
+        all[k++] = (struct kv){.key = "volcano.sh/network-topology-highest-tier", .value = t};
+    }
+    for (uint32_t i = 0; i < nm; i++)
+        all[k++] = ma[i];
+    *out = all;
+    *n = k;
+    return 0;
 }
 
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
@@ -497,11 +635,14 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 if (!earlier)
                     kg->members[k++] = members[i];
             }
+    kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
     const char *profile = NULL;
-    if (g->pg && !running) {
+    if (!running) {
+        /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
+         * member's (a pod template carries Kueue's podset-* topology annotations) */
         struct kv *ann;
         uint32_t n_ann;
-        if (kobj_annotations(g->pg->obj, a, &ann, &n_ann) != 0)
+        if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
             return SCHED_ENOMEM;
         struct sched_errbuf eb;
         if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
@@ -617,8 +758,12 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             g->named = p->group != NULL;
             g->pg = p->group ? strmap_get(&c->pgs, p->group) : NULL;
         }
+        if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
+            g->kueue_total = p->group_total;
         if (bound && !p->deleting && !terminal)
             g->n_bound_live++;
+        else if (bound && !terminal)
+            g->n_bound_dying++;
         if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
                         : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
             goto done;
@@ -645,11 +790,17 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             if (n == 0)
                 continue;
             qsort(members, n, sizeof(*members), cmp_pod);
-            const char *qname = group_queue(g, cfg);
-            int q = qname && cfg ? config_queue_index(cfg, qname) : -1;
+            bool kueue;
+            const char *qname = group_queue(g, cfg, &kueue);
+            char gns[KOBJ_KEY_MAX];
+            const char *slash = strchr(g->key, '/');
+            snprintf(gns, sizeof(gns), "%.*s", slash ? (int)(slash - g->key) : 0, g->key);
+            int q = !qname || !cfg ? -1
+                    : kueue        ? config_local_queue(cfg, gns, qname)
+                                   : config_queue_index(cfg, qname);
             if (pass == 0) {
-                uint32_t min = g->pg ? g->pg->min_member : 1;
-                if (g->named && !g->pg) {
+                uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
+                if (g->named && !g->pg && !g->kueue_total) {
                     rc = add_waiting(&b, g, "PodGroupNotFound",
                                      arena_printf(a,
                                                   "pods name podgroup %s, which does not "
@@ -659,10 +810,55 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                         goto done;
                     continue;
                 }
+                /* bound and pending members are judged together: pending ones join bound
+                 * ones only when those make a whole gang already (an elastic gang grows);
+                 * below minMember the bound ones are torn down first (lifecycle.c) */
+                if (g->n_bound_live > 0 && g->n_bound_live < min) {
+                    rc = add_waiting(&b, g, "PartialGang",
+                                     arena_printf(a,
+                                                  "%u of minMember %u members are bound; they "
+                                                  "are deleted before the gang is placed "
+                                                  "again (a gang starts whole)",
+                                                  g->n_bound_live, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (g->n_bound_live == 0 && g->n_bound_dying > 0) {
+                    rc = add_waiting(&b, g, "WaitingForTeardown",
+                                     arena_printf(a,
+                                                  "%u member(s) of an earlier attempt are "
+                                                  "still terminating",
+                                                  g->n_bound_dying));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
                 if (g->n_pending + g->n_bound_live < min) {
                     rc = add_waiting(&b, g, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
                                                   g->n_pending + g->n_bound_live, min));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (kueue && q < 0) {
+                    rc = add_waiting(&b, g, "UnmappedLocalQueue",
+                                     arena_printf(a,
+                                                  "Kueue LocalQueue %s/%s is not mapped to a "
+                                                  "queue (queues[].localQueues in the "
+                                                  "configuration) and no queue has its name",
+                                                  gns, qname));
+                    if (rc)
+                        goto done;
+                    continue;
+                }
+                if (q >= 0 && !config_queue_admits(cfg, (uint32_t)q, gns)) {
+                    rc = add_waiting(&b, g, "NamespaceNotAllowed",
+                                     arena_printf(a,
+                                                  "namespace %s may not submit to queue %s "
+                                                  "(queues[].namespaces in the configuration)",
+                                                  gns, cfg->queues[q].name));
                     if (rc)
                         goto done;
                     continue;
@@ -782,14 +978,30 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 ckpt = ms;
         }
         const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
+        /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over
+         * the queue's; a bad value keeps the queue's (it was reported at admission) */
+        struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+                                  .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
+        if (kg->pg) {
+            struct kv *ann;
+            uint32_t n_ann;
+            struct sched_errbuf e2;
+            if (kobj_annotations(kg->pg->obj, a, &ann, &n_ann) != 0) {
+                rc = SCHED_ENOMEM;
+                goto done;
+            }
+            if (annot_run(ann, n_ann, &hints, &e2) != 0)
+                LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
+        }
         run[n_run++] = (struct sched_running){
             .gang = &kg->gang,
             .pods = as,
             .flavor = flavor,
             .start_ms = start,
             .last_checkpoint_ms = ckpt,
-            .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0,
-            .min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+            .restart_cost_ms = hints.restart_cost_ms,
+            .min_runtime_ms = hints.min_runtime_ms,
+            .non_preemptible = hints.non_preemptible,
             .evicting = false,
         };
         for (uint32_t m = 0; m < kg->gang.n_pods; m++)

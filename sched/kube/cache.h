@@ -1,11 +1,13 @@
 /* sched/kube/cache.h: the Kubernetes driver's view of the cluster, and the snapshot it hands the
  * core each cycle.
  *
- * Owns: the decoded nodes, pods and PodGroups (fed by informer events), the "assumed" pods
- * (binds sent, not yet seen bound in a watch event, as kube-scheduler assumes), and building a
+ * Owns: the decoded nodes, pods and PodGroups (fed by informer events and by the answers of
+ * the driver's writes), the "assumed" pods (binds sent, not yet seen bound in a watch event, as
+ * kube-scheduler assumes), the pods whose delete was sent (deleting at once), and building a
  * cycle's input from them: the cluster, per-node usage by every scheduler's pods, the pending
  * gangs of this scheduler per queue in queue order, the running gangs (for preemption) and the
- * quota usage per queue. A gang is offered to the core only when minMember pods exist.
+ * quota usage per queue. A gang is offered to the core only when minMember pods exist, and its
+ * pending members only when its bound members are none or a whole gang already.
  *
  * Must not touch: the network, the store, the configuration file. Everything a snapshot points
  * to lives in the snapshot's arena or in the cache, and stays valid until the next event is
@@ -36,14 +38,18 @@ struct kgang {
     uint32_t *nodes;       /* running gangs: node index of each member (UINT32_MAX: a node the
                               cluster does not have), else NULL */
     bool running;          /* bound members, no pending ones */
+    uint32_t min_member;   /* the PodGroup's minMember, Kueue's total count, or 1 */
 };
 
 /* A gang that cannot be offered to the core, and why (written to status and events). */
 struct kwaiting {
     const char *key;
     const struct kpg *pg;
-    const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec" */
+    const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec",
+                           "PartialGang", "WaitingForTeardown", "PodGroupNotFound" */
     const char *message;
+    struct kpod **pods; /* its pending members (they get the PodScheduled=False condition) */
+    uint32_t n_pods;
 };
 
 struct kcache_build {
@@ -67,6 +73,9 @@ void kcache_free(struct kcache *c);
  * object is logged with its name and dropped (a node: the node is treated as gone). Return 0,
  * or SCHED_ENOMEM. `deleted` removes. */
 int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted);
+/* kcache_pod_event also takes the answer of a write to a pod (a fence, a status patch, a
+ * read-back): a watch event older than what the cache holds (smaller resourceVersion, same uid)
+ * is then ignored. */
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
 
@@ -76,12 +85,24 @@ int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint3
                   uint32_t flavor);
 void kcache_unassume(struct kcache *c, const char *pod_key);
 
+/* A delete of the pod is about to be sent: from now on the pod counts as deleting (a delete
+ * sent counts at once, as an assumed bind counts as bound) until it is gone or another pod takes
+ * its name. false when a delete of this pod (same uid) was sent already, or the pod is unknown:
+ * send nothing (a pod is deleted once). kcache_delete_failed undoes the mark (the delete failed
+ * for a reason other than the pod being gone: it may be sent again). */
+bool kcache_delete_sent(struct kcache *c, const char *pod_key);
+void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid);
+
 /* Something changed since the last build (a cycle is worth running). */
 bool kcache_dirty(const struct kcache *c);
 uint32_t kcache_n_nodes(const struct kcache *c);
 uint32_t kcache_n_pods(const struct kcache *c);
 const struct kpod *kcache_pod(const struct kcache *c, const char *key);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+const char *kcache_node_uid(const struct kcache *c, const char *name); /* or NULL */
+/* Calls fn for every pod (fn must not change the cache). */
+void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),
+                     void *ctx);
 /* Index of a node in kcache_cluster(), or -1 (hash lookup). */
 int kcache_node_index(const struct kcache *c, const char *name);
 /* The current cluster (rebuilt at kcache_build when nodes changed), or NULL before any build. */

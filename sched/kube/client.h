@@ -164,7 +164,11 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
                       kube_informer_fn *fn, void *ctx, struct kube_informer **out,
                       struct sched_errbuf *eb);
 void kube_informer_free(struct kube_informer *inf);
-bool kube_informer_synced(const struct kube_informer *inf);    /* a list has completed */
+bool kube_informer_synced(const struct kube_informer *inf); /* a list has completed */
+/* The last list was 404 (a custom resource whose CRD is not installed): the informer counts as
+ * synced with no objects and lists again every few seconds, so a CRD installed later is picked
+ * up; a watch answered 404 (the CRD removed) relists. */
+bool kube_informer_absent(const struct kube_informer *inf);
 const char *kube_informer_rv(const struct kube_informer *inf); /* last resourceVersion seen */
 
 /* ---- leader election (coordination.k8s.io/v1 Lease) ------------------------------------------ */
@@ -193,6 +197,9 @@ struct kube_lease;
 int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_lease_fn *fn,
                    void *ctx, struct kube_lease **out, struct sched_errbuf *eb);
 bool kube_lease_leading(const struct kube_lease *l);
+/* spec.leaseTransitions of the Lease as last seen (after acquiring: this term's number; 0 when
+ * this process created the Lease, so nobody led before). */
+int64_t kube_lease_transitions(const struct kube_lease *l);
 /* Gives the lease up (PUT holderIdentity "", leaseDurationSeconds 1, keeping leaseTransitions)
  * when held, then calls done (also when not held, at once). */
 void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx);

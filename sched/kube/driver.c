@@ -69,6 +69,10 @@ struct kbind {
     char *pod_key, *ns, *name, *node;
     uint32_t index, gpu_mask;
     bool ok, done;
+    bool foreign;     /* 409: already bound to another node, by someone else */
+    bool unknown;     /* no definite answer (transport error, 5xx, 429 after retries): the
+                         Binding may still be applied by the server */
+    uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
 };
 
@@ -107,6 +111,9 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
+    bool fenced;             /* recovery sent its fences */
+    bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
+    uint32_t fences_left;    /* recovery fences not answered yet */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
@@ -126,11 +133,12 @@ struct kdrv {
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* gang lifecycle (sched/kube/lifecycle.h) */
     struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
-    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown */
+    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown or a
+                                rollback, (void *)2: evicted by a preemption */
     struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
     struct strmap node_down; /* node -> int64_t*: NotReady since */
     struct strmap strikes;   /* node -> struct kstrike* */
-    struct http_metric *m_teardowns, *m_quarantined;
+    struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
     uv_timer_t stats_timer;
     /* capacity freed by preemption, held for the preemptor until it starts (or the hold ends) */
     struct khold *holds;
@@ -276,16 +284,25 @@ static cJSON *new_object(const char *api_version, const char *kind, const char *
     return o;
 }
 
-/* events.k8s.io/v1 Event about an object (regarding). */
+/* events.k8s.io/v1 Event about an object (regarding, with its uid: kubectl describe selects a
+ * pod's or PodGroup's events by involvedObject.uid, which the API server fills from
+ * regarding.uid). ns NULL: a cluster-scoped object (a Node): the Event lives in "default", as
+ * client-go's recorder puts it, and regarding has no namespace. */
+static const char *pg_api_version(const struct kpg *pg)
+{
+    return pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
+}
+
 static void post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
-                       const char *name, const char *type, const char *reason, const char *action,
-                       const char *note)
+                       const char *name, const char *uid, const char *type, const char *reason,
+                       const char *action, const char *note, const struct kpg *related)
 {
     char t[40], ev_name[300], path[300];
     int64_t now = now_ms();
+    const char *ev_ns = ns ? ns : "default";
     kobj_format_time(now, t, sizeof(t));
     snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
-    cJSON *e = new_object("events.k8s.io/v1", "Event", ns, ev_name, NULL);
+    cJSON *e = new_object("events.k8s.io/v1", "Event", ev_ns, ev_name, NULL);
     cJSON_AddStringToObject(e, "eventTime", t);
     cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
     char inst[129];
@@ -300,9 +317,21 @@ static void post_event(struct kdrv *d, const char *api_version, const char *kind
     cJSON *reg = cJSON_AddObjectToObject(e, "regarding");
     cJSON_AddStringToObject(reg, "apiVersion", api_version);
     cJSON_AddStringToObject(reg, "kind", kind);
-    cJSON_AddStringToObject(reg, "namespace", ns);
+    if (ns)
+        cJSON_AddStringToObject(reg, "namespace", ns);
     cJSON_AddStringToObject(reg, "name", name);
-    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    if (uid && *uid)
+        cJSON_AddStringToObject(reg, "uid", uid);
+    if (related) {
+        cJSON *rel = cJSON_AddObjectToObject(e, "related");
+        cJSON_AddStringToObject(rel, "apiVersion", pg_api_version(related));
+        cJSON_AddStringToObject(rel, "kind", "PodGroup");
+        cJSON_AddStringToObject(rel, "namespace", related->ns);
+        cJSON_AddStringToObject(rel, "name", related->name);
+        if (related->uid)
+            cJSON_AddStringToObject(rel, "uid", related->uid);
+    }
+    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
     send_json(d, KUBE_POST, path, e, NULL, NULL);
 }
 
@@ -320,9 +349,36 @@ static void split_key(const char *key, char *ns, size_t nn, char *name, size_t n
 
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
  * written when the reason changes, else at most every status_every_s. */
-static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+static void on_xk8s_status(void *ctx, const struct kube_resp *r);
+
+/* RFC 3339 in seconds ("2025-01-01T12:00:00Z"): metav1.Time, the type of conditions'
+ * lastTransitionTime (MicroTime is for Events and Leases). */
+static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/* Returns whether it wrote (false: rate-limited). */
+static bool gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                            const char *phase, const char *type, const char *reason,
+                            const char *message, bool force, const struct kpg *related);
+
+static bool gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg,
                         const char *phase, const char *type, const char *reason,
                         const char *message, bool force)
+{
+    return gang_status_rel(d, gang_key, pg, phase, type, reason, message, force, NULL);
+}
+
+/* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
+ * Event), or NULL. */
+static bool gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                            const char *phase, const char *type, const char *reason,
+                            const char *message, bool force, const struct kpg *related)
 {
     int64_t now = now_ms();
     struct kstatus *st = strmap_get(&d->status, gang_key);
@@ -336,19 +392,22 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
             st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
         bool same_words = st->reason && strcmp(st->reason, full) == 0;
         if (same_words && now - st->at_ms < every_ms)
-            return;
+            return false;
         if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS)
-            return;
+            return false;
         /* the pods an outcome deleted make the gang wait for pods: that consequence does not
          * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
-        if (st->forced && strcmp(reason, "WaitingForPods") == 0 && now - st->at_ms < every_ms)
-            return;
+        bool consequence = strcmp(reason, "WaitingForPods") == 0 ||
+                           strcmp(reason, "WaitingForTeardown") == 0 ||
+                           strcmp(reason, "PartialGang") == 0;
+        if (st->forced && consequence && now - st->at_ms < every_ms)
+            return false;
     }
     if (!st) {
         st = calloc(1, sizeof(*st));
         if (!st || strmap_put(&d->status, gang_key, st, NULL) != 0) {
             free(st);
-            return;
+            return false;
         }
     }
     free(st->reason);
@@ -359,37 +418,55 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
     split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
     bool warn = strcmp(type, "Warning") == 0;
     if (!pg) { /* a gang of one: the event is about the pod */
-        post_event(d, "v1", "Pod", ns, name, type, reason, warn ? "Scheduling" : "Binding",
-                   message);
-        return;
+        const struct kpod *p = kcache_pod(d->cache, gang_key);
+        post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
+                   warn ? "Scheduling" : "Binding", message, related);
+        return true;
     }
-    const char *api_version =
-        pg->api == KPG_XK8S ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.volcano.sh/v1beta1";
-    post_event(d, api_version, "PodGroup", pg->ns, pg->name, type, reason,
-               warn ? "Scheduling" : "Binding", message);
+    post_event(d, pg_api_version(pg), "PodGroup", pg->ns, pg->name, pg->uid, type, reason,
+               warn ? "Scheduling" : "Binding", message, related);
     char t[40];
     kobj_format_time(now, t, sizeof(t));
-    cJSON *cond = cJSON_CreateObject();
-    cJSON_AddStringToObject(cond, "type", "Scheduled");
-    cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
-    cJSON_AddStringToObject(cond, "reason", reason);
-    cJSON_AddStringToObject(cond, "message", message);
-    cJSON_AddStringToObject(cond, "lastTransitionTime", t);
     cJSON *status = cJSON_CreateObject();
-    cJSON_AddStringToObject(
-        status, "phase", pg->api == KPG_XK8S || strcmp(phase, "Running") == 0 ? phase : "Pending");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
     char path[600];
     if (pg->api == KPG_XK8S) {
+        /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
+         * only while the installed CRD keeps them (deploy/crds declares them, the upstream CRD
+         * does not and a server prunes them silently: seen in the answer, then not sent) */
+        cJSON_AddStringToObject(status, "phase", phase);
+        const cJSON *pst = cJSON_GetObjectItemCaseSensitive(pg->obj, "status");
+        if (!cJSON_GetObjectItemCaseSensitive(pst, "scheduleStartTime"))
+            cJSON_AddStringToObject(status, "scheduleStartTime", kdrv_rfc3339(now, t, sizeof(t)));
+        if (!d->xk8s_no_conditions) {
+            kobj_format_time(now, t, sizeof(t));
+            cJSON *cond = cJSON_CreateObject();
+            cJSON_AddStringToObject(cond, "type", "Scheduled");
+            cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
+            cJSON_AddStringToObject(cond, "reason", reason);
+            cJSON_AddStringToObject(cond, "message", message);
+            cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        }
         cJSON *body = cJSON_CreateObject();
         cJSON_AddItemToObject(body, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
-        send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+        send_json(d, KUBE_PATCH_MERGE, path, body, d->xk8s_no_conditions ? NULL : on_xk8s_status,
+                  d);
     } else {
-        /* Volcano's PodGroup has no status subresource: PUT the object we last saw (a 409 on a
-         * stale resourceVersion just waits for the next write) */
+        /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
+         * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
+        cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
+        cJSON_AddStringToObject(cond, "status", "True");
+        cJSON_AddStringToObject(cond, "reason", reason);
+        cJSON_AddStringToObject(cond, "message", message);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
+         * just waits for the next write) */
         cJSON *obj = cJSON_Duplicate(pg->obj, 1);
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
         cJSON_AddItemToObject(obj, "status", status);
@@ -398,20 +475,214 @@ static void gang_status(struct kdrv *d, const char *gang_key, const struct kpg *
                  pg->name);
         send_json(d, KUBE_PUT, path, obj, NULL, NULL);
     }
+    return true;
+}
+
+/* The answer of a scheduler-plugins status write that carried conditions: when they are not in
+ * it, the installed CRD does not declare them (the upstream one): they are not sent again. */
+static void on_xk8s_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") &&
+        !d->xk8s_no_conditions) {
+        d->xk8s_no_conditions = true;
+        LOG_WARN(KDRV_MOD,
+                 "the installed scheduler-plugins PodGroup CRD does not keep status.conditions "
+                 "(the API server pruned them): PodGroups get phase and scheduleStartTime only; "
+                 "the reasons are on the pods' PodScheduled condition and in Events (install "
+                 "deploy/crds to have them on the PodGroup too)");
+    }
+    cJSON_Delete(obj);
+}
+
+/* The answer of a pod status write: the cache takes the newer pod (its resourceVersion is what
+ * the next Binding must carry). */
+static void on_pod_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+        fatal(d, "out of memory in the pod cache");
+    cJSON_Delete(obj);
+}
+
+/* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
+ * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
+ * status was written (rate-limited there) or the pod has no such condition yet, and only when
+ * its message differs. */
+static void pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
+                               const char *reason, const char *message)
+{
+    char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
+    snprintf(msg, sizeof(msg), "%s: %s", reason, message);
+    kdrv_rfc3339(now_ms(), t, sizeof(t));
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kpod *p = pods[i];
+        if (p->node || p->deleting || (!wrote && p->sched_msg) ||
+            (p->sched_msg && strcmp(p->sched_msg, msg) == 0))
+            continue;
+        cJSON *body = cJSON_CreateObject();
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", "PodScheduled");
+        cJSON_AddStringToObject(cond, "status", "False");
+        cJSON_AddStringToObject(cond, "reason", "Unschedulable");
+        cJSON_AddStringToObject(cond, "message", msg);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+        cJSON_AddItemToArray(
+            cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
+        send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d);
+    }
 }
 
 /* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
 
+/* A delete in flight: which pod (and uid) it was about. */
+struct kdel {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    char uid[128];
+};
+
+static void on_deleted(void *ctx, const struct kube_resp *r)
+{
+    struct kdel *x = ctx;
+    /* 404: gone already; 409: the uid precondition failed, so the pod of that uid is gone and
+     * another took its name (a StatefulSet's replacement is not ours to delete) */
+    if ((r->status < 200 || r->status >= 300) && r->status != 404 && r->status != 409) {
+        LOG_WARN(KDRV_MOD, "delete failed: pod=%s status=%d error=%s (sent again if still needed)",
+                 x->key, r->status, r->error ? r->error : "");
+        kcache_delete_failed(x->d->cache, x->key, x->uid);
+    }
+    free(x);
+}
+
+/* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
+ * as deleting (kcache_delete_sent). */
 static void delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why)
 {
     char path[600];
+    struct kdel *x = calloc(1, sizeof(*x));
+    if (!x || kobj_key(ns, name, x->key, sizeof(x->key)) != 0) {
+        free(x);
+        return;
+    }
+    const struct kpod *p = kcache_pod(d->cache, x->key);
+    if (!p || !kcache_delete_sent(d->cache, x->key)) {
+        free(x); /* gone, or deleted once already */
+        return;
+    }
+    x->d = d;
+    snprintf(x->uid, sizeof(x->uid), "%s", p->uid ? p->uid : "");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "kind", "DeleteOptions");
     cJSON_AddStringToObject(body, "apiVersion", "v1");
     cJSON_AddStringToObject(body, "propagationPolicy", "Background");
+    if (p->uid)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", p->uid);
     LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
-    send_json(d, KUBE_DELETE, path, body, NULL, NULL);
+    send_json(d, KUBE_DELETE, path, body, on_deleted, x);
+}
+
+/* ---- fences: the read-back that ends a Binding's uncertainty ----------------------------------
+ *
+ * Every Binding carries the pod's resourceVersion as a precondition, which the API server checks
+ * when it applies the write, however late (BindingREST: a GuaranteedUpdate with preconditions).
+ * A fence is a write to the pod (the annotation gangsched.io/bind-fence): it changes the
+ * resourceVersion, so a Binding sent before it can never apply after it, and its answer is the
+ * pod as it is at that point: bound (a Binding got there first: a late bind, accounted for) or
+ * not (and then never by an old Binding). */
+struct kfence {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    bool recovery; /* recovery waits for every fence; else a rolled-back member to settle */
+    uint32_t tries;
+};
+
+static void send_fence(struct kfence *f);
+
+static void on_fenced(void *ctx, const struct kube_resp *r)
+{
+    struct kfence *f = ctx;
+    struct kdrv *d = f->d;
+    bool done = true;
+    if (r->status >= 200 && r->status < 300) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, f->key);
+        if (p && p->node) {
+            LOG_WARN(KDRV_MOD, "a Binding was applied late: pod=%s node=%s", f->key, p->node);
+            if (!f->recovery) { /* a member of a rolled-back gang: it goes too */
+                char ns[256], name[256];
+                snprintf(ns, sizeof(ns), "%s", p->ns);
+                snprintf(name, sizeof(name), "%s", p->name);
+                delete_pod(d, ns, name, "bound late, after its gang was rolled back");
+            }
+        } else {
+            kcache_unassume(d->cache, f->key);
+        }
+    } else if (r->status == 404) {
+        kcache_unassume(d->cache, f->key);
+    } else if (++f->tries < 5 && !d->stopping) {
+        LOG_WARN(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (sent again)", f->key,
+                 r->status, r->error ? r->error : "");
+        done = false;
+    } else {
+        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key, r->status,
+                  r->error ? r->error : "");
+        if (!f->recovery)
+            kcache_unassume(d->cache, f->key);
+    }
+    if (!done) {
+        send_fence(f);
+        return;
+    }
+    if (f->recovery && d->fences_left > 0)
+        d->fences_left--;
+    free(f);
+}
+
+static void send_fence(struct kfence *f)
+{
+    char path[KOBJ_KEY_MAX + 40], val[300], t[40];
+    struct kdrv *d = f->d;
+    const char *slash = strchr(f->key, '/'); /* keys are "ns/name" (kobj_key) */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
+             slash ? (int)(slash - f->key) : 0, f->key, slash ? slash + 1 : f->key);
+    kobj_format_time(now_ms(), t, sizeof(t));
+    snprintf(val, sizeof(val), "%s %s", d->o->identity ? d->o->identity : "gangsched", t);
+    cJSON *body = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
+    cJSON_AddStringToObject(ann, KOBJ_ANNOT_BIND_FENCE, val);
+    send_json(d, KUBE_PATCH_MERGE, path, body, on_fenced, f);
+}
+
+static void fence_pod(struct kdrv *d, const char *key, bool recovery)
+{
+    struct kfence *f = calloc(1, sizeof(*f));
+    if (!f) {
+        LOG_ERROR(KDRV_MOD, "out of memory fencing %s", key);
+        return;
+    }
+    f->d = d;
+    f->recovery = recovery;
+    snprintf(f->key, sizeof(f->key), "%s", key);
+    if (recovery)
+        d->fences_left++;
+    send_fence(f);
 }
 
 /* An eviction in flight: the pod, for the delete fallback. */
@@ -571,10 +842,19 @@ static void binds_finished(struct kdrv *d)
                  "deleted and the gang is scheduled again",
                  gb->n_failed, gb->n_pods, first_err);
         LOG_WARN(KDRV_MOD, "gang bind failed: gang=%s error=%s", gb->gang, msg);
+        /* whole-gang rollback: the members bound (by us, or by someone else first) are deleted
+         * and stay assumed until the watch shows them bound; a Binding without a definite
+         * answer may still land: the pod stays assumed until a fence says how it ended */
         for (uint32_t i = 0; i < gb->n_pods; i++) {
-            if (gb->pods[i].ok)
-                delete_pod(d, gb->pods[i].ns, gb->pods[i].name, "partial gang rolled back");
-            kcache_unassume(d->cache, gb->pods[i].pod_key);
+            struct kbind *b = &gb->pods[i];
+            if (b->ok || b->foreign)
+                delete_pod(d, b->ns, b->name,
+                           b->ok ? "partial gang rolled back"
+                                 : "bound elsewhere by someone else: its gang is rolled back");
+            if (b->unknown)
+                fence_pod(d, b->pod_key, false);
+            else if (!b->ok)
+                kcache_unassume(d->cache, b->pod_key);
         }
         /* its members' deletion is the rollback, not a failure for the lifecycle */
         strmap_put(&d->tearing, gb->gang, (void *)1, NULL);
@@ -592,30 +872,88 @@ static void binds_finished(struct kdrv *d)
         schedule_cycle(d, d->o->cycle_ms);
 }
 
-static void on_bind(void *ctx, const struct kube_resp *r)
+static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+
+/* One bind has its outcome (b->ok, foreign, unknown; why: the error when it failed). */
+static void bind_done(struct kbind *b, const char *why)
 {
-    struct kbind *b = ctx;
     struct kgang_binds *gb = b->gb;
     struct kdrv *d = gb->d;
     b->done = true;
-    if (r->status >= 200 && r->status < 300) {
-        b->ok = true;
-    } else if (r->status == 409 && r->error) {
-        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose */
-        char want[600];
-        snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
-        b->ok = strstr(r->error, want) != NULL;
-    }
     if (!b->ok) {
-        char buf[600];
-        snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
-                 r->error ? r->error : "no response");
-        b->error = strdup(buf);
+        b->error = strdup(why);
         gb->n_failed++;
     }
     gb->n_done++;
     if (--d->binds_left == 0)
         binds_finished(d);
+}
+
+/* The pod read back after its Binding's resourceVersion precondition failed: something wrote
+ * it since our snapshot (our own status write, a label, or another scheduler's Binding). */
+static void on_bind_reread(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
+    char buf[700];
+    if (r->status == 200) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+        if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
+            b->foreign = true;
+            snprintf(buf, sizeof(buf),
+                     "pod %s: bound to node \"%s\" by someone else before our Binding", b->pod_key,
+                     p->node);
+            bind_done(b, buf);
+            return;
+        }
+        if (p && !p->deleting && !d->stopping) { /* still ours to bind: with its new version */
+            send_bind(d, b, b->gb->flavor);
+            return;
+        }
+        snprintf(buf, sizeof(buf), "pod %s: deleted or replaced before its Binding", b->pod_key);
+        bind_done(b, buf);
+        return;
+    }
+    b->unknown = r->status != 404;
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d reading it back: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
+}
+
+static void on_bind(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
+    if (r->status >= 200 && r->status < 300) {
+        b->ok = true;
+    } else if (r->status == 409 && r->error) {
+        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose (a retry
+         * of a Binding that went through); another node: someone else bound it */
+        char want[600];
+        snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
+        b->ok = strstr(r->error, want) != NULL;
+        b->foreign = !b->ok && strstr(r->error, "already assigned to node") != NULL;
+        if (!b->ok && !b->foreign && b->rereads < 3 &&
+            strstr(r->error, "Precondition failed: ResourceVersion")) {
+            /* the pod changed since our snapshot: read it back and decide (a leader deposed
+             * meanwhile has exited: the renew deadline is shorter than the lease) */
+            char path[KOBJ_KEY_MAX + 40];
+            b->rereads++;
+            snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
+            if (kube_request(d->client, KUBE_GET, path, NULL, 0, 0, on_bind_reread, b) == 0)
+                return;
+        }
+    }
+    if (!b->ok && (r->status == 0 || r->status == 429 || r->status >= 500))
+        b->unknown = true; /* the server may still apply it: fenced at the rollback */
+    char buf[600];
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
 }
 
 static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
@@ -627,6 +965,8 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     if (p && p->uid)
         cJSON_AddStringToObject(meta, "uid", p->uid);
+    if (p && p->rv) /* checked when applied: a fence (or any write) since makes it fail */
+        cJSON_AddStringToObject(meta, "resourceVersion", p->rv);
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     annot_gpu_ids(b->gpu_mask, ids, sizeof(ids));
     if (b->gpu_mask)
@@ -658,14 +998,12 @@ static int recover_intent(void *ctx, const struct store_intent *in)
     struct kdrv *d = ctx;
     uint32_t on_target = 0;
     for (uint32_t i = 0; i < in->n_pods; i++) {
-        char key[600];
-        snprintf(key, sizeof(key), "%s", in->pods[i].name);
-        const struct kpod *p = kcache_pod(d->cache, key);
-        if (p && p->node && strcmp(p->node, in->pods[i].node) == 0)
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && p->node && !p->deleting && strcmp(p->node, in->pods[i].node) == 0)
             on_target++;
     }
     bool whole = on_target == in->n_pods;
-    if (!whole)
+    if (!whole) /* every member bound, wherever and by whoever, goes: the gang starts whole */
         for (uint32_t i = 0; i < in->n_pods; i++) {
             const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
             if (p && p->node) {
@@ -681,6 +1019,41 @@ static int recover_intent(void *ctx, const struct store_intent *in)
                               NULL);
 }
 
+/* The unbound pods of an open intent may still be bound by a Binding of the previous process:
+ * fenced before the intent is judged. */
+static int fence_intent(void *ctx, const struct store_intent *in)
+{
+    struct kdrv *d = ctx;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && !p->node && !p->deleting)
+            fence_pod(d, p->key, true);
+    }
+    return 0;
+}
+
+/* Without the previous leader's journal, any pending pod of ours may have a Binding in flight. */
+static void fence_pending(void *ctx, const struct kpod *p)
+{
+    struct kdrv *d = ctx;
+    if (p->ours && !p->node && !p->deleting && !p->gated && p->phase == KPOD_PENDING)
+        fence_pod(d, p->key, true);
+}
+
+#define KDRV_META_TERM "daemon.lease_term" /* the Lease term this database last led in */
+
+/* Whether this database's bind journal covers every Binding the previous leader may have sent:
+ * it led the term just before this one (a restart on the same database), or nobody led before
+ * (this process created the Lease), or there is no leader election. */
+static bool journal_complete(struct kdrv *d, int64_t term)
+{
+    if (!d->lease || term == 0)
+        return true;
+    int64_t last = -2;
+    if (store_meta_get_i64(d->db, KDRV_META_TERM, &last, NULL) != 0)
+        return false;
+    return last == term - 1 || last == term;
+}
 static store_action_fn replay_action;
 
 static store_reservation_fn load_operator_hold;
@@ -734,10 +1107,29 @@ static int open_store(struct kdrv *d)
     return rc;
 }
 
+/* Resolves what a previous leader left: first the fences (returns 1 while they are answered),
+ * then the open intents judged from the pods as read back. */
 static int recover(struct kdrv *d)
 {
     struct sched_errbuf eb;
+    int64_t term = d->lease ? kube_lease_transitions(d->lease) : 0;
+    if (!d->fenced) {
+        d->fenced = true;
+        bool complete = journal_complete(d, term);
+        if (store_journal_pending(d->db, fence_intent, d, &eb) != 0) {
+            fatal(d, eb.msg);
+            return -1;
+        }
+        if (!complete)
+            kcache_each_pod(d->cache, fence_pending, d);
+        LOG_INFO(KDRV_MOD, "recovery: term=%lld journal=%s fences=%u", (long long)term,
+                 complete ? "complete" : "of another leader", d->fences_left);
+    }
+    if (d->fences_left > 0)
+        return 1;
     int rc = store_begin(d->db, &eb);
+    if (rc == 0 && d->lease)
+        rc = store_meta_put_i64(d->db, KDRV_META_TERM, term, &eb);
     if (rc == 0)
         rc = store_journal_pending(d->db, recover_intent, d, &eb);
     if (rc == 0)
@@ -1026,7 +1418,7 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
             rc = job_charge(d, victim, NULL, NULL, 0, -1, eb);
         if (rc == 0)
             rc = store_placement_release(d->db, victim, NULL, eb);
-        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)1, NULL) != 0)
+        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)2, NULL) != 0) /* 2: evicted */
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
         free(strmap_del(&d->bound_at, victim));
     }
@@ -1085,8 +1477,9 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
 static int64_t bound_at_cb(void *ctx, const char *gang)
 {
     struct kdrv *d = ctx;
-    if (strmap_get(&d->tearing, gang))
-        return INT64_MIN;
+    void *tv = strmap_get(&d->tearing, gang);
+    if (tv) /* evicted (preemption: PodDisruptionBudgets decide when), or torn down */
+        return tv == (void *)2 ? KLIFE_EVICTING : KLIFE_TEARING;
     int64_t *t = strmap_get(&d->bound_at, gang);
     if (t)
         return *t;
@@ -1173,7 +1566,8 @@ static void strike(struct kdrv *d, const char *node, int64_t now)
              "minutes",
              KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
     LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
-    post_event(d, "v1", "Node", "default", node, "Warning", "Quarantined", "Scheduling", note);
+    post_event(d, "v1", "Node", NULL, node, kcache_node_uid(d->cache, node), "Warning",
+               "Quarantined", "Scheduling", note, NULL);
 }
 
 /* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges
@@ -1369,15 +1763,19 @@ static void run_cycle(struct kdrv *d)
                      "queue %s is held by an operator: nothing is admitted "
                      "until 'gangctl queue resume %s'",
                      qn, qn);
-            gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+            bool w = gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
+            pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "QueueHeld", msg);
         }
         if (held)
             kb.views[q].n_pending = 0;
     }
     /* gangs that cannot be offered to the core */
-    for (uint32_t w = 0; w < kb.n_waiting; w++)
-        gang_status(d, kb.waiting[w].key, kb.waiting[w].pg, "Pending", "Warning",
-                    kb.waiting[w].reason, kb.waiting[w].message, false);
+    for (uint32_t w = 0; w < kb.n_waiting; w++) {
+        const struct kwaiting *kw = &kb.waiting[w];
+        bool wrote =
+            gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason, kw->message, false);
+        pods_unschedulable(d, kw->pods, kw->n_pods, wrote, kw->reason, kw->message);
+    }
     /* preemptor holds: kept while their gang is pending and the hold has not ended */
     struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
     uint32_t n_hv = 0;
@@ -1430,7 +1828,8 @@ static void run_cycle(struct kdrv *d)
         const struct kgang *kg = &kb.gangs[res.verdicts[v].gang->id];
         char msg[512];
         sched_verdict_format(&res.verdicts[v], kb.snap.cluster, cfg, msg, sizeof(msg));
-        gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
+        bool w = gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
+        pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);
     }
     /* preemption: every member of each victim gang, through the Eviction API */
     for (uint32_t e = 0; e < res.n_evictions; e++) {
@@ -1447,7 +1846,8 @@ static void run_cycle(struct kdrv *d)
                               : res.evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
                                                                                   : "priority"};
         http_metric_add_value(d->m_evictions, kind, 1);
-        gang_status(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true);
+        gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg, true,
+                        by->pg);
     }
     for (uint32_t r = 0; r < res.n_reservations; r++) {
         const struct sched_reservation *rv = &res.reservations[r];
@@ -1668,6 +2068,37 @@ static void on_config(void *data, const struct config *fresh, const struct confi
 
 /* ---- HTTP API: readiness, operator writes, metrics ------------------------------------------ */
 
+/* The PodGroup APIs: which informer reads which, and whether the server serves it. */
+static const char *const kdrv_pg_api[] = {"scheduling.x-k8s.io/v1alpha1",
+                                          "scheduling.volcano.sh/v1beta1"};
+#define KDRV_INF_PG 3 /* index of the first PodGroup informer in d->inf */
+
+/* "podgroup APIs in use: scheduling.x-k8s.io/v1alpha1; not served: ..." into buf. */
+static void pg_apis(const struct kdrv *d, char *buf, size_t n)
+{
+    size_t off = (size_t)snprintf(buf, n, "podgroup APIs in use:");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && off < n)
+            off += (size_t)snprintf(buf + off, n - off, "; not served:");
+        int k = 0;
+        for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
+            bool absent = kube_informer_absent(d->inf[KDRV_INF_PG + i]);
+            if (absent == (pass == 1) && off < n)
+                off +=
+                    (size_t)snprintf(buf + off, n - off, "%s %s", k++ ? "," : "", kdrv_pg_api[i]);
+        }
+        if (k == 0 && off < n)
+            off += (size_t)snprintf(buf + off, n - off, " none");
+    }
+}
+
+/* Only the leader serves its store to a following standby (sched/http/follow.h). */
+static bool http_leading(void *ctx)
+{
+    const struct kdrv *d = ctx;
+    return d->leading && d->db != NULL;
+}
+
 static bool http_ready(void *ctx, char *why, size_t n)
 {
     struct kdrv *d = ctx;
@@ -1680,6 +2111,7 @@ static bool http_ready(void *ctx, char *why, size_t n)
         snprintf(why, n, "holds the Lease but has not started leading yet");
         return false;
     }
+    pg_apis(d, why, n);
     return true;
 }
 
@@ -1864,7 +2296,7 @@ static int start_metrics(struct kdrv *d)
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
     static const char *const result[] = {"result"}, *const outcome[] = {"outcome"},
                              *const kind[] = {"kind"}, *const queue[] = {"queue"},
-                             *const reason[] = {"reason"};
+                             *const reason[] = {"reason"}, *const api[] = {"api"};
     /* the daemon's families (docs/metrics.md), one row each */
     const struct {
         const char *name, *help;
@@ -1894,6 +2326,10 @@ static int start_metrics(struct kdrv *d)
          reason, &d->m_teardowns},
         {"gangsched_nodes_quarantined", "Nodes excluded after repeated failed gang starts",
          HTTP_GAUGE, NULL, &d->m_quarantined},
+        {"gangsched_podgroup_api_served",
+         "1 while the API server serves this PodGroup API (its CRD is installed) and the daemon "
+         "watches it, 0 while it answers 404",
+         HTTP_GAUGE, api, &d->m_pg_api},
     };
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof(fams) / sizeof(fams[0]); i++) {
@@ -1930,6 +2366,12 @@ static void on_stats_timer(uv_timer_t *t)
 {
     struct kdrv *d = t->data;
     update_client_metrics(d);
+    for (uint32_t i = 0; i < 2 && KDRV_INF_PG + i < d->n_inf; i++) {
+        const char *lbl[] = {kdrv_pg_api[i]};
+        const struct kube_informer *inf = d->inf[KDRV_INF_PG + i];
+        http_metric_set(d->m_pg_api, lbl,
+                        kube_informer_synced(inf) && !kube_informer_absent(inf) ? 1 : 0);
+    }
     if (d->leading && !d->stopping && d->n_binds == 0) {
         d->force = true;
         schedule_cycle(d, 0);
@@ -2013,6 +2455,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
                                    .metrics = d.metrics,
                                    .store_metrics = true,
                                    .max_stale_ms = 1000, /* docs/api.md "Reads" */
+                                   .leading = http_leading,
                                    .write = http_write};
         rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
         if (rc == 0 && o->port_file)

@@ -1,10 +1,12 @@
 /* sched/kube/driver.h: the Kubernetes driver: `gangsched run`.
  *
  * Owns: the daemon's libuv loop and everything on it: informers feeding the cache, leader
- * election, the cycle timer, the binder (bind journal intent, parallel Binding requests, whole-
- * gang rollback), PodGroup status and Events, preemption evictions, crash recovery from the bind
- * journal, configuration hot reload, and a clean SIGTERM/SIGINT shutdown (in-flight binds are
- * finished, the Lease is released).
+ * election, the cycle timer, the binder (bind journal intent, parallel Binding requests with the
+ * pod's uid and resourceVersion as preconditions, whole-gang rollback, fences that end a
+ * Binding's doubt), PodGroup status, the pods' PodScheduled condition and Events, deletes (once
+ * per pod, with its uid), preemption evictions, crash and fail-over recovery (fences, then the
+ * bind journal), configuration hot reload, and a clean SIGTERM/SIGINT shutdown (in-flight binds
+ * are finished, the Lease is released).
  *
  * Must not touch: scheduling decisions (the core makes them), SQL (store/ does it), HTTP
  * details (sched/kube/client.c does them). Only the leader writes: a standby keeps its caches

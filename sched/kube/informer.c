@@ -23,7 +23,8 @@
 #define WATCH_MAX_OBJECT ((size_t)64 << 20)
 #define BACKOFF_MIN_MS   800
 #define BACKOFF_MAX_MS   30000
-#define REWATCH_MS       100 /* after a watch that ended cleanly */
+#define ABSENT_RETRY_MS  5000 /* a resource the API does not serve is listed again this often */
+#define REWATCH_MS       100  /* after a watch that ended cleanly */
 
 /* ---- framer ---------------------------------------------------------------------------------- */
 
@@ -225,6 +226,7 @@ struct kube_informer {
     char *cont;     /* continue token of the list in progress */
     uint32_t gen;   /* list generation: entries not seen by the current list are gone */
     bool synced;    /* a list has completed */
+    bool absent;    /* the last list was 404: the resource is not served (a CRD not installed) */
     bool relist;    /* the watch saw an ERROR 410 */
     bool got_event; /* the current watch delivered something */
     uint64_t backoff_ms;
@@ -487,7 +489,9 @@ static void list_complete(struct kube_informer *inf)
     inf->synced = true;
     inf->backoff_ms = 0;
     emit(inf, KUBE_SYNCED, NULL);
-    if (!inf->dead)
+    if (!inf->dead && inf->absent) /* not served: looked for again, it may be installed later */
+        schedule(inf, NEXT_LIST, ABSENT_RETRY_MS);
+    else if (!inf->dead)
         start_watch(inf);
 }
 
@@ -509,6 +513,19 @@ static void on_list(void *ctx, const struct kube_resp *r)
         inf_leave(inf);
         return;
     }
+    if (r->status == 404 && !inf->cont) {
+        /* the API does not serve this resource (a CustomResourceDefinition not installed, or
+         * removed): an empty list, in sync; the objects known are gone */
+        if (!inf->absent)
+            LOG_INFO("kube",
+                     "list %s: not served (HTTP 404): treated as empty, listed again "
+                     "every %d s",
+                     inf->path, ABSENT_RETRY_MS / 1000);
+        inf->absent = true;
+        list_complete(inf);
+        inf_leave(inf);
+        return;
+    }
     if (r->status != 200) {
         LOG_WARN("kube", "list %s: %s (HTTP %d, %u attempts)", inf->path,
                  r->error ? r->error : "failed", r->status, r->attempts);
@@ -516,6 +533,9 @@ static void on_list(void *ctx, const struct kube_resp *r)
         inf_leave(inf);
         return;
     }
+    if (inf->absent)
+        LOG_INFO("kube", "list %s: served now", inf->path);
+    inf->absent = false;
     cJSON *j = cJSON_ParseWithLength(r->body, r->len);
     const cJSON *items = j ? cJSON_GetObjectItemCaseSensitive(j, "items") : NULL;
     const cJSON *meta = j ? cJSON_GetObjectItemCaseSensitive(j, "metadata") : NULL;
@@ -629,7 +649,7 @@ static void on_watch_done(void *ctx, const struct kube_resp *r)
     struct kube_client_stats *st = kube_client_counters(inf->c);
     if (inf->got_event)
         inf->backoff_ms = 0;
-    if (inf->relist || r->status == 410) {
+    if (inf->relist || r->status == 410 || r->status == 404) { /* 404: the CRD went away */
         inf->relist = false;
         st->relists++;
         free(inf->cont);
@@ -715,6 +735,11 @@ void kube_informer_free(struct kube_informer *inf)
     uv_timer_stop(&inf->timer);
     if (inf->depth == 0)
         inf_release(inf);
+}
+
+bool kube_informer_absent(const struct kube_informer *inf)
+{
+    return inf && inf->absent;
 }
 
 bool kube_informer_synced(const struct kube_informer *inf)

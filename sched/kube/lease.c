@@ -366,6 +366,12 @@ int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_
     return 0;
 }
 
+int64_t kube_lease_transitions(const struct kube_lease *l)
+{
+    return (int64_t)spec_num(cJSON_GetObjectItemCaseSensitive(l->last, "spec"), "leaseTransitions",
+                             0);
+}
+
 bool kube_lease_leading(const struct kube_lease *l)
 {
     return l && l->leading;

@@ -79,7 +79,7 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
         uint32_t max_restarts;
         bool spread;
         settings(kg, cfg, &start_timeout, &max_restarts, &grace, &spread);
-        uint32_t min = kg->pg ? kg->pg->min_member : 1;
+        uint32_t min = kg->min_member ? kg->min_member : 1;
         uint32_t live = 0, started = 0;
         const struct kpod *failed = NULL, *not_started = NULL, *on_lost_node = NULL;
         const struct kpod **lost = arena_calloc(a, kg->gang.n_pods, sizeof(*lost));
@@ -111,14 +111,22 @@ int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t
                 not_started = p;
         }
         int64_t since = bound_ms ? bound_ms(ctx, kg->key) : now_ms;
-        if (since == INT64_MIN)
-            continue; /* being torn down already */
+        if (since == KLIFE_EVICTING || (since == KLIFE_TEARING && live == 0))
+            continue; /* being evicted, or torn down with every member on its way out */
         struct klife_action *act = &acts[n];
         char msg[900];
         act->gang = kg;
         act->max_restarts = max_restarts;
         act->whole = true;
-        if (failed) {
+        if (since == KLIFE_TEARING) {
+            /* members bound after its rollback or teardown began (a Binding applied late, or
+             * another scheduler's): they go too, the gang starts whole or not at all */
+            act->reason = KLIFE_MEMBER_LOST;
+            snprintf(msg, sizeof(msg),
+                     "%u member(s) bound after the gang was rolled back or torn down (a "
+                     "Binding applied late, or another scheduler's)",
+                     live);
+        } else if (failed) {
             act->reason = KLIFE_MEMBER_FAILED;
             act->own = true;
             snprintf(msg, sizeof(msg), "member %s failed (%s)", failed->key,

@@ -51,9 +51,12 @@ struct klife_action {
 };
 
 /* Times the driver keeps: when a gang's binds completed (first seen running after a restart;
- * INT64_MIN: being torn down, skip it), and for each node of the build's cluster since when it
- * is NotReady (0: ready). */
+ * KLIFE_TEARING: being torn down: a member still live was bound after it began and is torn
+ * down too; KLIFE_EVICTING: a preemption evicts it, PodDisruptionBudgets decide when: skip), and
+ * for each node of the build's cluster since when it is NotReady (0: ready). */
 typedef int64_t klife_bound_fn(void *ctx, const char *gang_key);
+#define KLIFE_TEARING  INT64_MIN       /* bound_ms: being deleted (teardown, rollback) */
+#define KLIFE_EVICTING (INT64_MIN + 1) /* bound_ms: being evicted (preemption): left alone */
 
 /* One action per gang that must be torn down (or lose members) now. */
 int klife_check(const struct kcache_build *kb, const struct config *cfg, int64_t now_ms,

@@ -291,11 +291,13 @@ void kobj_pod_free(struct kpod *p)
     free(p->ns);
     free(p->name);
     free(p->uid);
+    free(p->rv);
     free(p->node);
     free(p->group);
     free(p->queue);
     free(p->flavor);
     free(p->why);
+    free(p->sched_msg);
     cJSON_Delete(p->obj);
     free(p);
 }
@@ -356,11 +358,13 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     p->ns = strdup(ns);
     p->name = strdup(name);
     p->uid = dup_or_null(map_str(meta, "uid"));
+    p->rv = dup_or_null(map_str(meta, "resourceVersion"));
     const char *node = map_str(spec, "nodeName");
     p->node = node && *node ? strdup(node) : NULL;
     const char *sn = map_str(spec, "schedulerName");
     p->ours = sn && scheduler && strcmp(sn, scheduler) == 0;
     p->deleting = get(meta, "deletionTimestamp") && !cJSON_IsNull(get(meta, "deletionTimestamp"));
+    p->del_ts = p->deleting;
     const cJSON *gates = get(spec, "schedulingGates");
     p->gated = cJSON_IsArray(gates) && cJSON_GetArraySize(gates) > 0;
     const cJSON *prio = get(spec, "priority");
@@ -385,6 +389,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         const char *t = map_str(c, "type"), *s = map_str(c, "status");
         if (t && s && strcmp(t, "Ready") == 0)
             p->ready = strcmp(s, "True") == 0;
+        if (t && s && strcmp(t, "PodScheduled") == 0 && strcmp(s, "False") == 0 && !p->sched_msg)
+            p->sched_msg = strdup(map_str(c, "message") ? map_str(c, "message") : "");
         const char *lt = map_str(c, "lastTransitionTime");
         if (t && s && lt && strcmp(t, "PodScheduled") == 0 && strcmp(s, "True") == 0 &&
             kobj_time(lt, &scheduled_ms) != 0)
@@ -411,6 +417,21 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         grp = map_str(ann, KOBJ_ANNOT_KUBE_GROUP);
     if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
+    const char *kg = map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
+    if (!grp && kg && *kg) { /* Kueue's plain-pod group: no PodGroup object, a total count */
+        const char *tc = map_str(ann, KOBJ_ANNOT_KUEUE_TOTAL);
+        char *end = NULL;
+        long total = tc ? strtol(tc, &end, 10) : -1;
+        if (!tc || !end || *end || end == tc || total < 1 || total > 100000) {
+            rc = sched_fail(eb, SCHED_EINVAL,
+                            "pod %s: label %s needs the annotation %s, a count >= 1 (got "
+                            "\"%.32s\")",
+                            key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
+            goto fail;
+        }
+        p->group_total = (uint32_t)total;
+        grp = kg;
+    }
     if (grp && *grp) {
         char gkey[KOBJ_KEY_MAX];
         if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0) {
@@ -423,8 +444,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         p->group = strdup(gkey);
     }
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
-    if (!q)
-        q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE);
+    if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
+        p->queue_kueue = true;
     if (!q)
         q = map_str(ann, KOBJ_ANNOT_VOLCANO_Q);
     p->queue = dup_or_null(q);
@@ -671,8 +692,8 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
     g->min_member = mm && mm->valuedouble >= 1 ? (uint32_t)mm->valuedouble : 1;
     const cJSON *labels = get(meta, "labels");
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
-    if (!q)
-        q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE);
+    if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
+        g->queue_kueue = true;
     if (!q && api == KPG_VOLCANO)
         q = map_str(spec, "queue");
     g->queue = dup_or_null(q);

@@ -4,9 +4,12 @@
  * Owns: the records and every string in them; which fields are read and how they are checked;
  * the membership and queue conventions users already have:
  *   gang:  label scheduling.x-k8s.io/pod-group (scheduler-plugins PodGroup),
- *          annotation scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano);
- *          a pod without a group is a gang of one.
- *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name, else annotation
+ *          annotation scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano),
+ *          label kueue.x-k8s.io/pod-group-name with the annotation
+ *          kueue.x-k8s.io/pod-group-total-count (Kueue's plain-pod groups: no PodGroup object,
+ *          minMember = the total count); a pod without a group is a gang of one.
+ *   queue: label gangsched.io/queue, else label kueue.x-k8s.io/queue-name (a Kueue LocalQueue
+ *          of the namespace: the configuration maps it to a queue), else annotation
  *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
  *          for its pods.
  * Nodes are decoded by sched/sim/nodes.c (nodes_add_object), the same reader as NodeList files.
@@ -35,12 +38,15 @@
 #define KOBJ_LABEL_XK8S_GROUP   "scheduling.x-k8s.io/pod-group"
 #define KOBJ_ANNOT_KUBE_GROUP   "scheduling.k8s.io/group-name"
 #define KOBJ_ANNOT_VOLCANO_GRP  "scheduling.volcano.sh/group-name"
+#define KOBJ_LABEL_KUEUE_GROUP  "kueue.x-k8s.io/pod-group-name"
+#define KOBJ_ANNOT_KUEUE_TOTAL  "kueue.x-k8s.io/pod-group-total-count"
 #define KOBJ_ANNOT_GPU_IDS      "gangsched.io/gpu-ids"
 #define KOBJ_ANNOT_FLAVOR       "gangsched.io/flavor"
 #define KOBJ_ANNOT_LAST_CKPT    "gangsched.io/last-checkpoint"
 #define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
 #define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
+#define KOBJ_ANNOT_BIND_FENCE   "gangsched.io/bind-fence" /* written to end a Binding's doubt */
 
 #define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
 #define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
@@ -54,14 +60,18 @@ enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, K
 struct kpod {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid;
-    char *node;    /* spec.nodeName, NULL when unbound */
-    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
-    char *queue;   /* the pod's own queue label or annotation, NULL when none */
-    char *flavor;  /* gangsched.io/flavor written at binding, or NULL */
-    bool ours;     /* spec.schedulerName is this scheduler's name */
-    bool deleting; /* metadata.deletionTimestamp set */
-    bool gated;    /* spec.schedulingGates not empty: cannot be bound yet */
-    bool ready;    /* condition Ready=True */
+    char *rv;             /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    char *node;           /* spec.nodeName, NULL when unbound */
+    char *group;          /* gang key "namespace/podgroup", NULL: a gang of one */
+    uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
+    char *queue;          /* the pod's own queue label or annotation, NULL when none */
+    bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
+    bool ours;            /* spec.schedulerName is this scheduler's name */
+    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool del_ts;          /* metadata.deletionTimestamp set (what the API says) */
+    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
+    bool ready;           /* condition Ready=True */
     enum kpod_phase phase;
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
@@ -71,6 +81,7 @@ struct kpod {
     char *why;          /* the pod's own words when it is not starting or has failed: status
                            reason/message, or a container's waiting or terminated state
                            ("container main: CrashLoopBackOff: back-off 5m0s"), or NULL */
+    char *sched_msg;    /* message of its condition PodScheduled=False, or NULL */
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
     cJSON *obj; /* the whole object when unbound and ours (its placement constraints), else NULL */
@@ -97,6 +108,7 @@ struct kpg {
     enum kpg_api api;
     uint32_t min_member; /* >= 1 (Volcano allows 0: read as 1) */
     char *queue;         /* gangsched.io/queue label, Kueue label, or Volcano spec.queue */
+    bool queue_kueue;    /* queue is Kueue's label (a LocalQueue of the namespace) */
     char *priority_class;
     int64_t created_ms;
     cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */

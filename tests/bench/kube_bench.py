@@ -185,7 +185,8 @@ def run_case(args, tmp, label, loads, expect_binds, timeout):
     port_file = os.path.join(d, "port")
     kc = os.path.join(d, "kubeconfig")
     cmd = [sys.executable, FAKE, "--plain", "--port", "0", "--port-file", port_file,
-           "--kubeconfig-out", kc, "--bookmark-interval", "60"]
+           "--kubeconfig-out", kc, "--bookmark-interval", "60",
+           "--load", os.path.join(ROOT, "deploy", "crds", "scheduling.x-k8s.io_podgroups.yaml")]
     for path in loads:
         cmd += ["--load", path]
     flog = open(os.path.join(d, "fake.log"), "w")

@@ -11,6 +11,7 @@ Usage: apicheck.py KUBECONFIG
 """
 
 import sys
+import threading
 import time
 
 from kclient import Client
@@ -386,8 +387,94 @@ def main(kc):
     check("a chunked request body is accepted", r.status == 201, r.status)
     conn.close()
 
+    crd_checks(c, kc)
     print(f"{failures} check(s) failed" if failures else "all checks passed")
     return 1 if failures else 0
+
+
+def crd(path):
+    import yaml
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def crd_checks(c, kc):
+    """Custom resources served only while their CRD is installed; structural pruning;
+    Bindings held and applied late; a pod bound by someone else first."""
+    # after the reset no CRD is installed: 404 for the group, and discovery does not list it
+    code, _, _ = c.get(PG)
+    check("podgroups are 404 while no CRD serves them", code == 404, code)
+    _, groups, _ = c.get("/apis")
+    names = [g["name"] for g in groups.get("groups", [])]
+    check("discovery does not list an uninstalled group", "scheduling.x-k8s.io" not in names,
+          names)
+    code, _, _ = c.get("/apis/scheduling.x-k8s.io")
+    check("/apis/GROUP of an uninstalled group is 404", code == 404, code)
+    up = crd("deploy/crds/scheduling.x-k8s.io_podgroups.yaml")
+    # the upstream shape: deploy/crds adds status.conditions, scheduler-plugins' CRD has none
+    up["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"][
+        "properties"].pop("conditions")
+    code, _, _ = c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", up)
+    check("installing the scheduler-plugins CRD (upstream shape)", code == 201, code)
+    _, groups, _ = c.get("/apis")
+    check("then discovery lists it", "scheduling.x-k8s.io" in
+          [g["name"] for g in groups.get("groups", [])], groups)
+    code, _, _ = c.get(VPG)
+    check("and Volcano's, not installed, stays 404", code == 404, code)
+    code, g, _ = c.post(PG, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                             "metadata": {"name": "pr"},
+                             "spec": {"minMember": 2, "bogus": 1}})
+    check("create prunes a spec field the schema does not declare", code == 201 and
+          "bogus" not in g["spec"] and g["spec"]["minMember"] == 2, g)
+    code, g, _ = c.patch(f"{PG}/pr/status", {"status": {
+        "phase": "Pending", "conditions": [{"type": "Scheduled", "status": "False"}]}},
+        "application/merge-patch+json")
+    check("a status write keeps the declared phase and prunes undeclared conditions (200)",
+          code == 200 and g["status"] == {"phase": "Pending"}, (code, g))
+    _, s, _ = c.get("/_fake/stats")
+    check("what was pruned is reported", any(".status.conditions" in x and "pr" in x
+                                             for x in s.get("pruned_fields", [])),
+          s.get("pruned_fields"))
+    code, _, _ = c.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                          "podgroups.scheduling.x-k8s.io")
+    check("deleting the CRD", code == 200, code)
+    code, _, _ = c.get(f"{PG}/pr")
+    check("takes its objects and its paths away", code == 404, code)
+
+    # a Binding held by the server and applied late, after its client gave up
+    c.post(f"{NS}/pods", pod("late"))
+    _, p0, _ = c.get(f"{NS}/pods/late")
+    c.post("/_fake/faults", {"type": "hold", "path": "/pods/late/binding"})
+    b = binding("late", "node-1")
+    b["metadata"]["resourceVersion"] = p0["metadata"]["resourceVersion"]
+    out = {}
+
+    def send():
+        c2 = Client(kc, timeout=30)
+        out["r"] = c2.post(f"{NS}/pods/late/binding", b)
+    t = threading.Thread(target=send)
+    t.start()
+    check("a held Binding is waiting", wait_for(lambda: c.get("/_fake/held")[1].get("held") == 1))
+    check("and not applied yet", not c.get(f"{NS}/pods/late")[1]["spec"].get("nodeName"))
+    c.patch(f"{NS}/pods/late", {"metadata": {"annotations": {"fence": "1"}}},
+            "application/merge-patch+json")
+    c.post("/_fake/release", {})
+    t.join(10)
+    code, st = out.get("r", (0, {}, None))[:2]
+    check("released after a write to the pod, its resourceVersion precondition fails (409)",
+          code == 409 and "Precondition failed: ResourceVersion in precondition" in
+          st.get("message", ""), (code, st))
+    c.post("/_fake/faults", {"type": "hold", "ms": 300, "path": "/pods/late/binding"})
+    code, st, _ = c.post(f"{NS}/pods/late/binding", binding("late", "node-1"))
+    check("a hold with ms applies the Binding after that time", code == 201, (code, st))
+
+    # another scheduler binds the pod between our decision and our Binding
+    c.post(f"{NS}/pods", pod("raced"))
+    c.post("/_fake/faults", {"type": "foreign-bind", "node": "node-7",
+                             "path": "/pods/raced/binding"})
+    code, st, _ = c.post(f"{NS}/pods/raced/binding", binding("raced", "node-1"))
+    check("foreign-bind: 409 already assigned to the other node", code == 409 and
+          'pod raced is already assigned to node "node-7"' in st.get("message", ""), st)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,8 @@ def main():
           wait_for(lambda: b.text().count("followed the leader's store") >= n0 + 2, 10),
           b.text()[-400:])
     check("the standby stays standby", not b.leading())
+    check("a standby does not serve its store (503: only the leader does)",
+          e2e.http_get(b.url() + "/v1/store/snapshot")[0] == 503)
     a.stop(signal.SIGKILL)
     at_kill = figures(db_a)
     check("the standby takes over", wait_for(b.leading, 40), b.text()[-400:])

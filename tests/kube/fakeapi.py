@@ -10,7 +10,9 @@ bearer-token authentication; an optional simulated kubelet; fault injection and 
 /_fake/. Listens on 127.0.0.1 only.
 
 Must not: talk to anything but loopback clients, or pretend to validate objects against
-schemas (it checks names, namespaces, kinds and a few rules the scheduler depends on).
+schemas (it checks names, namespaces, kinds and a few rules the scheduler depends on; custom
+objects are pruned by their CRD's structural schema, as kube-apiserver does, not validated).
+Custom resources are served only while a test has installed their CRD.
 
 Usage and the fault API: docs/test-api-server.md.
 """
@@ -102,6 +104,13 @@ RESOURCES = [
 ]
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+# The served versions of the installed CustomResourceDefinitions: (group, plural) ->
+# {version: openAPIV3Schema or None}. A resource of RESOURCES marked crd=True is served (its
+# paths, discovery, OpenAPI) only while a CRD for it is stored with that version served, as
+# kube-apiserver's apiextensions handler serves only established CRDs: before, and after the
+# CRD is deleted, its paths are 404 and discovery does not list them. Kept by refresh_crds.
+CRDS = {}
 DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"]
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # generateName suffixes, as the real server's
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -499,7 +508,17 @@ class Stats:
                       "binds": 0, "bind_conflicts": 0, "conflicts": 0, "already_exists": 0,
                       "evictions": 0, "evictions_blocked": 0, "watches_started": 0,
                       "watches_active": 0, "watch_events": 0, "watch_expired": 0,
-                      "faults_fired": 0, "first_bind_time": None, "last_bind_time": None}
+                      "faults_fired": 0, "first_bind_time": None, "last_bind_time": None,
+                      "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0,
+                      "bound_pods": 0, "pod_deletes": 0, "pod_deletes_uid": 0}
+            self.bound_uids = set()
+
+    def pruned(self, what, fields):
+        """Fields dropped by structural pruning: counted, the last 100 kept ("OBJ: .a.b")."""
+        with self.lock:
+            self.c["pruned"] += len(fields)
+            self.c["pruned_fields"].extend(f"{what}: {f}" for f in fields)
+            del self.c["pruned_fields"][:-100]
 
     def add(self, name, n=1):
         with self.lock:
@@ -512,12 +531,15 @@ class Stats:
             key = f"{verb} {what}"
             self.c["by_resource"][key] = self.c["by_resource"].get(key, 0) + 1
 
-    def bound(self):
-        """A pod was bound: counts it and keeps the wall-clock time (Unix seconds) of the first
-        and the last bind, for benchmarks."""
+    def bound(self, uid):
+        """A pod was bound: counts it (and the distinct pods bound, by uid) and keeps the
+        wall-clock time (Unix seconds) of the first and the last bind, for benchmarks."""
         t = time.time()
         with self.lock:
             self.c["binds"] += 1
+            if uid not in self.bound_uids:
+                self.bound_uids.add(uid)
+                self.c["bound_pods"] += 1
             if self.c["first_bind_time"] is None:
                 self.c["first_bind_time"] = t
             self.c["last_bind_time"] = t
@@ -532,7 +554,8 @@ class Stats:
             return json.loads(json.dumps(self.c))
 
 
-FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "conflict"}
+FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "conflict", "hold",
+               "foreign-bind"}
 FAULT_NUM = {"code": int, "count": int, "retryAfter": int, "ms": int, "afterEvents": int,
              "afterSeconds": float}
 
@@ -646,6 +669,7 @@ class Store:
             self.rv = getattr(self, "rv", 0)
             self.history, self.history_rvs = [], []
             self.compacted = self.rv  # watches from an older version get 410
+            refresh_crds(self.objects[CRD_KEY])
             self.expire_watches()
             for ns in DEFAULT_NAMESPACES:
                 self.create(BY_KEY[("", "namespaces")], None,
@@ -686,9 +710,22 @@ class Store:
             del self.history_rvs[:cut]
         self.last_rv[res.key] = self.rv
         self.conds[res.key].notify_all()
+        if res.key == CRD_KEY:
+            self._crds_changed()
         if self.kubelet and res.key == ("", "pods"):
             self.kubelet.notice(obj, etype)
         return entry
+
+    def _crds_changed(self):
+        """A CRD was written: what is served changes; the objects of a CRD that is gone are
+        deleted, as the real server's finalizer does (caller holds the lock)."""
+        before = set(CRDS)
+        refresh_crds(self.objects[CRD_KEY])
+        for r in RESOURCES:
+            if r.crd and r.key in before and r.key not in CRDS:
+                for (ns, name) in list(self.objects[r.key]):
+                    obj = json.loads(self.objects[r.key][(ns, name)].raw)
+                    self._commit(r, ns, name, "DELETED", obj, None)
 
     def compact(self):
         with self.lock:
@@ -817,10 +854,40 @@ class Store:
             meta["creationTimestamp"] = now_time()
             meta["generation"] = 1
             prepare_create(res, body)
+            prune_object(res, body, self.stats)
             if q.get("dryRun"):
                 body["metadata"]["resourceVersion"] = str(self.rv)
                 return dumps(body)
-            return self._commit(res, ns, name, "ADDED", body, None).raw
+            entry = self._commit(res, ns, name, "ADDED", body, None)
+            if res.key == ("events.k8s.io", "events"):
+                self._core_event_view(body)
+            return entry.raw
+
+    def _core_event_view(self, ev):
+        """kube-apiserver stores one Event and serves it through core/v1 and events.k8s.io/v1
+        (pkg/apis/core and events.k8s.io/v1 conversions: regarding -> involvedObject, note ->
+        message, reportingController -> reportingComponent and source.component,
+        deprecatedCount -> count). Here the two APIs have two tables, so an events.k8s.io Event
+        is also stored, converted, in core/v1: `kubectl describe`, which reads core/v1 events by
+        involvedObject.uid, then shows it. Caller holds the lock."""
+        core = BY_KEY[("", "events")]
+        m = ev["metadata"]
+        if (m["namespace"], m["name"]) in self.objects[core.key]:
+            return
+        obj = {"apiVersion": "v1", "kind": "Event",
+               "metadata": {k: v for k, v in m.items() if k != "resourceVersion"},
+               "involvedObject": ev.get("regarding") or {}, "reason": ev.get("reason"),
+               "message": ev.get("note"), "type": ev.get("type"), "action": ev.get("action"),
+               "eventTime": ev.get("eventTime"),
+               "reportingComponent": ev.get("reportingController"),
+               "reportingInstance": ev.get("reportingInstance"),
+               "source": {"component": ev.get("reportingController")},
+               "count": ev.get("deprecatedCount") or 1,
+               "firstTimestamp": ev.get("deprecatedFirstTimestamp"),
+               "lastTimestamp": ev.get("deprecatedLastTimestamp")}
+        if ev.get("related"):
+            obj["related"] = ev["related"]
+        self._commit(core, m["namespace"], m["name"], "ADDED", obj, None)
 
     def _check_kind(self, res, body):
         kind, av = body.get("kind"), body.get("apiVersion")
@@ -875,6 +942,7 @@ class Store:
                 if spec_of(new) != spec_of(cur):
                     m["generation"] = cur["metadata"].get("generation", 1) + 1
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            prune_object(res, new, self.stats)
             check_update(res, cur, new)
             if new == cur or q.get("dryRun"):
                 return dumps(new)  # a no-op write keeps the resourceVersion
@@ -926,7 +994,15 @@ class Store:
         q = q or {}
         with self.lock:
             cur = self._get(res, ns, name).obj
+            # DeleteOptions.preconditions, as the generic registry's Delete checks them
+            # (storage.Preconditions.Check): a 409 Conflict worded "Precondition failed: UID in
+            # precondition: A, UID in object meta: B"; a pod replaced under the same name (a
+            # StatefulSet's) is then not deleted in its predecessor's place
             pre = opts.get("preconditions") or {}
+            if res.key == ("", "pods") and not q.get("dryRun"):
+                self.stats.add("pod_deletes")
+                if pre.get("uid"):
+                    self.stats.add("pod_deletes_uid")
             if pre.get("uid") and pre["uid"] != cur["metadata"]["uid"]:
                 self.stats.add("conflicts")
                 raise conflict(res, name, f"Precondition failed: UID in precondition: "
@@ -1012,7 +1088,12 @@ class Store:
                        f"meta: {cur['metadata']['uid']}")
             elif meta.get("resourceVersion") and meta["resourceVersion"] != \
                     cur["metadata"]["resourceVersion"]:
-                why = MODIFIED_MSG
+                # the Binding's uid and resourceVersion are the preconditions of the pod's
+                # GuaranteedUpdate (BindingREST.setPodNodeAndMetadata), checked when the write
+                # is applied, however late; storage.Preconditions.Check words the failure so
+                why = (f"Precondition failed: ResourceVersion in precondition: "
+                       f"{meta['resourceVersion']}, ResourceVersion in object meta: "
+                       f"{cur['metadata']['resourceVersion']}")
             elif cur["metadata"].get("deletionTimestamp"):
                 why = f"pod {name} is being deleted, cannot be assigned to a host"
             elif dig(cur, "spec.nodeName"):
@@ -1032,8 +1113,23 @@ class Store:
             st.pop("nominatedNodeName", None)
             set_condition(st, "PodScheduled", "True")
             self._commit(pods, ns, name, "MODIFIED", new, cur)
-            self.stats.bound()
+            self.stats.bound(cur["metadata"]["uid"])
         return success_status(201)
+
+    def foreign_bind(self, ns, name, node):
+        """Another scheduler binds the pod to node first (fault foreign-bind): what a racing
+        kube-scheduler or a second gangsched leader does between our decision and our
+        Binding."""
+        pods = BY_KEY[("", "pods")]
+        with self.lock:
+            e = self.objects[pods.key].get((ns, name))
+            if e is None or dig(e.obj, "spec.nodeName"):
+                return
+            new = json.loads(e.raw)
+            new["spec"]["nodeName"] = node
+            set_condition(new.setdefault("status", {}), "PodScheduled", "True")
+            self._commit(pods, ns, name, "MODIFIED", new, e.obj)
+            self.stats.add("foreign_binds")
 
     def evict(self, ns, name, body):
         pods = BY_KEY[("", "pods")]
@@ -1124,8 +1220,78 @@ class Store:
                     self.objects[res.key][(m.get("namespace") if res.namespaced else None,
                                            m["name"])] = Entry(obj)
             self.rv = int(data["rv"])
+            refresh_crds(self.objects[CRD_KEY])
             self.history, self.history_rvs = [], []
             self.compacted = self.rv
+
+
+def refresh_crds(table):
+    """Recomputes CRDS from the stored CRD objects (caller holds the store lock)."""
+    CRDS.clear()
+    for e in table.values():
+        spec = e.obj.get("spec") or {}
+        group, plural = spec.get("group"), dig(spec, "names.plural")
+        if not group or not plural or e.obj["metadata"].get("deletionTimestamp"):
+            continue
+        CRDS[(group, plural)] = {v["name"]: dig(v, "schema.openAPIV3Schema")
+                                 for v in spec.get("versions") or []
+                                 if isinstance(v, dict) and v.get("name") and
+                                 v.get("served", True)}
+
+
+def served(res):
+    """A built-in resource always; a custom one while its CRD serves this version."""
+    return not res.crd or res.version in CRDS.get(res.key, {})
+
+
+def prune(obj, schema, path, out):
+    """Structural pruning as kube-apiserver's apiextensions does it (structural/pruning): a
+    field the schema does not declare is dropped, unless the object's schema has
+    x-kubernetes-preserve-unknown-fields: true or additionalProperties; arrays prune their
+    items; x-kubernetes-embedded-resource keeps apiVersion, kind and metadata. The dropped
+    paths are appended to out. At the root apiVersion, kind and metadata are never pruned."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(obj, dict):
+        props = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        keep_all = schema.get("x-kubernetes-preserve-unknown-fields") is True
+        for k in list(obj):
+            if path == "" and k in ("apiVersion", "kind", "metadata"):
+                continue
+            if schema.get("x-kubernetes-embedded-resource") and k in ("apiVersion", "kind",
+                                                                       "metadata"):
+                continue
+            if k in props:
+                prune(obj[k], props[k], f"{path}.{k}", out)
+            elif isinstance(addl, dict):
+                prune(obj[k], addl, f"{path}.{k}", out)
+            elif addl is True or keep_all:
+                continue
+            else:
+                del obj[k]
+                out.append(f"{path}.{k}")
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, x in enumerate(obj):
+            prune(x, schema["items"], f"{path}[{i}]", out)
+
+
+def prune_object(res, obj, stats):
+    """Prunes a custom object by its CRD's schema for res.version; logs what was dropped (a
+    real server drops it silently with a 200)."""
+    if not res.crd:
+        return
+    schema = CRDS.get(res.key, {}).get(res.version)
+    if not isinstance(schema, dict):
+        return
+    out = []
+    prune(obj, schema, "", out)
+    if out:
+        m = obj.get("metadata") or {}
+        what = f"{res.qualified} {m.get('namespace') or ''}/{m.get('name') or ''}"
+        sys.stderr.write(f"fakeapi: pruned unknown fields of {what}: {', '.join(out)}\n")
+        sys.stderr.flush()
+        stats.pruned(what, out)
 
 
 def find_kind(api_version, kind):
@@ -1389,22 +1555,20 @@ MAIN_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "u
 
 
 def group_versions():
+    """The served group-versions, in table order (custom ones only while their CRD is)."""
     seen = []
     for r in RESOURCES:
-        if (r.group, r.version) not in seen:
+        if served(r) and (r.group, r.version) not in seen:
             seen.append((r.group, r.version))
     return seen
 
 
-GROUP_VERSIONS = group_versions()
-GV_SET = set(GROUP_VERSIONS)
-GROUPS = {g for g, _ in GROUP_VERSIONS}
 
 
 def resource_list(group, version):
     out = []
     for r in RESOURCES:
-        if (r.group, r.version) != (group, version):
+        if (r.group, r.version) != (group, version) or not served(r):
             continue
         e = {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
              "kind": r.kind, "verbs": MAIN_VERBS}
@@ -1650,14 +1814,14 @@ class Handler(BaseHTTPRequestHandler):
                 group, version, rest = "", parts[1], parts[2:]
             elif parts[0] == "apis" and len(parts) >= 2:
                 if len(parts) == 2:
-                    if parts[1] not in GROUPS:
+                    if parts[1] not in {g for g, _ in group_versions()}:
                         raise ApiError(404, "the server could not find the requested resource")
                     return self.send_obj(200, dict(api_group(parts[1]), kind="APIGroup",
                                                    apiVersion="v1"))
                 group, version, rest = parts[1], parts[2], parts[3:]
             else:
                 raise ApiError(404, "the server could not find the requested resource")
-            if (group, version) not in GV_SET:
+            if (group, version) not in group_versions():
                 raise ApiError(404, "the server could not find the requested resource")
             if not rest:
                 return self.send_obj(200, resource_list(group, version))
@@ -1686,7 +1850,7 @@ class Handler(BaseHTTPRequestHandler):
             self.faults("create", path)
             return self.send_obj(201, app.store.bind(ns, name, body))
         res = BY_PATH.get((group, version, plural))
-        if res is None:
+        if res is None or not served(res):
             raise ApiError(404, "the server could not find the requested resource")
         if res.namespaced and name is not None and ns is None:
             raise ApiError(404, "the server could not find the requested resource")
@@ -1706,6 +1870,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, f"the server does not allow this method on {sub}")
             body = self.json_body(raw)
             if sub == "binding":
+                fb = app.faults.take("foreign-bind", verb, path)
+                if fb:
+                    store.foreign_bind(ns, name, fb.get("node") or "elsewhere")
+                self.hold(verb, path)
                 return self.send_obj(201, store.bind(ns, name, body))
             return self.send_obj(201, store.evict(ns, name, body))
         if method == "GET":
@@ -1733,6 +1901,25 @@ class Handler(BaseHTTPRequestHandler):
                 code, out = store.delete(res, ns, name, opts, q)
                 return self.send_bytes(code, out)
             return self.send_obj(200, store.delete_collection(res, ns, q, opts))
+
+    def hold(self, verb, path):
+        """Fault hold: the request waits, unanswered, until POST /_fake/release (or its ms pass),
+        then is applied as if it had just arrived, whether or not its client is still there:
+        a real API server finishes a write whose client went away (the etcd transaction does
+        not depend on the connection), so a leader killed with Bindings in flight can see them
+        land after its successor started."""
+        app = self.server.app
+        h = app.faults.take("hold", verb, path)
+        if not h:
+            return
+        app.stats.add("held")
+        with app.held:
+            app.n_held += 1
+            end = time.monotonic() + h["ms"] / 1000.0 if h.get("ms") else None
+            gen = app.release_gen
+            while app.release_gen == gen and (end is None or time.monotonic() < end):
+                app.held.wait(None if end is None else max(0.01, end - time.monotonic()))
+            app.n_held -= 1
 
     def faults(self, verb, path):
         app = self.server.app
@@ -1967,6 +2154,15 @@ class Handler(BaseHTTPRequestHandler):
             if only in ("", "stats"):
                 app.stats.reset()
             return self.send_obj(200, {"reset": only or "all"})
+        if path == "/_fake/release" and method == "POST":
+            with app.held:
+                n = app.n_held
+                app.release_gen += 1
+                app.held.notify_all()
+            return self.send_obj(200, {"released": n})
+        if path == "/_fake/held" and method == "GET":
+            with app.held:
+                return self.send_obj(200, {"held": app.n_held})
         if path == "/_fake/compact" and method == "POST":
             app.store.compact()
             return self.send_obj(200, {"compacted": app.store.compacted})
@@ -2051,14 +2247,31 @@ class App:
     pass
 
 
-def load_objects(store, path):
+def read_documents(path):
+    """The objects of a JSON file (an object or a List), or of a YAML file (several documents,
+    e.g. deploy/crds/*.yaml; needs the yaml module, the only use of a non-stdlib module)."""
     with open(path) as f:
-        data = json.load(f)
-    items = data.get("items", []) if data.get("kind", "").endswith("List") else [data]
-    for obj in items:
-        if data.get("kind", "").endswith("List") and "kind" not in obj:
-            obj["kind"] = data["kind"][:-4]
-            obj.setdefault("apiVersion", data.get("apiVersion", "v1"))
+        text = f.read()
+    try:
+        docs = [json.loads(text)]
+    except ValueError:
+        import yaml  # noqa: PLC0415 (optional: only YAML files need it)
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    out = []
+    for data in docs:
+        if data.get("kind", "").endswith("List"):
+            for obj in data.get("items", []):
+                if "kind" not in obj:
+                    obj["kind"] = data["kind"][:-4]
+                    obj.setdefault("apiVersion", data.get("apiVersion", "v1"))
+                out.append(obj)
+        else:
+            out.append(data)
+    return out
+
+
+def load_objects(store, path):
+    for obj in read_documents(path):
         res = find_kind(obj.get("apiVersion"), obj.get("kind"))
         if res is None:
             sys.exit(f"fakeapi: {path}: unknown kind {obj.get('apiVersion')}/{obj.get('kind')}")
@@ -2066,7 +2279,12 @@ def load_objects(store, path):
         for k in ("uid", "resourceVersion", "creationTimestamp"):
             meta.pop(k, None)
         status = obj.get("status")
-        store.create(res, meta.get("namespace", "default") if res.namespaced else None, obj)
+        try:
+            store.create(res, meta.get("namespace", "default") if res.namespaced else None, obj)
+        except ApiError as e:
+            if e.code != 409:  # kept from an earlier run (--state-dir): fine
+                sys.exit(f"fakeapi: {path}: {e.message}")
+            continue
         if status is not None and res.status:
             with store.lock:
                 ns = meta.get("namespace") if res.namespaced else None
@@ -2097,7 +2315,8 @@ def main():
     ap.add_argument("--watch-timeout", type=float, default=1800.0,
                     help="watch length when the client gives no timeoutSeconds")
     ap.add_argument("--load", action="append", default=[],
-                    help="JSON object or List (e.g. kubectl get nodes -o json) to create at start")
+                    help="JSON object or List (e.g. kubectl get nodes -o json), or YAML documents "
+                         "(a CRD of deploy/crds/), to create at start")
     ap.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = ap.parse_args()
     if not args.plain and not args.token:
@@ -2110,6 +2329,7 @@ def main():
     app.watch_timeout = args.watch_timeout
     app.stats = Stats()
     app.faults = Faults(app.stats)
+    app.held, app.n_held, app.release_gen = threading.Condition(), 0, 0
     if args.faults:
         try:
             app.faults.add(parse_fault_spec(args.faults))

@@ -162,6 +162,11 @@ def main():
                 e["regarding"]["name"] == "gpu-4"]
     ev = wait_for(quarantined, 40, step=0.5)
     check("three failed starts on gpu-4 quarantine it (an Event on the node)", ev)
+    if ev:
+        _, nd, _ = c.get("/api/v1/nodes/gpu-4")
+        reg = ev[0]["regarding"]
+        check("the Node Event names the cluster-scoped node without a namespace, with its uid",
+              "namespace" not in reg and reg.get("uid") == nd["metadata"]["uid"], json.dumps(reg))
     def waits_quarantined():
         ensure_pods(c, "flaky", 1, 1, annotations=stuck,
                     selector={"kubernetes.io/hostname": "gpu-4"})

@@ -60,6 +60,11 @@ def main():
     ev = wait_for(lambda: [e for e in events_for(c, "low") if e["reason"] == "Preempted"], 15)
     check("the victim gets a Preempted event naming the preemptor",
           ev and "default/high" in ev[0]["note"], str([e["note"] for e in events_for(c, "low")]))
+    _, hpg, _ = c.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/high")
+    check("its related object is the preemptor's PodGroup, with its uid",
+          ev and ev[0].get("related", {}).get("name") == "high" and
+          ev[0]["related"].get("uid") == hpg.get("metadata", {}).get("uid"),
+          json.dumps(ev[0].get("related") if ev else None))
     st, stats, _ = c.get("/_fake/stats")
     check("its members are evicted through the Eviction API",
           wait_for(lambda: c.get("/_fake/stats")[1].get("evictions", 0) >= 2, 10),

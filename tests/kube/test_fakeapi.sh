@@ -2,7 +2,8 @@
 # tests/kube/test_fakeapi.sh: wire-level checks of the fake API server (tests/kube/apicheck.py)
 # over TLS with a token, with the simulated kubelet, a 200-event watch history and fast bookmarks.
 . tests/kube/lib.inc
-start_fake --kubelet --kubelet-delay 0.2 --grace-cap 1 --history 200 --bookmark-interval 0.5
+start_fake --kubelet --kubelet-delay 0.2 --grace-cap 1 --history 200 --bookmark-interval 0.5 \
+    --load deploy/crds/scheduling.x-k8s.io_podgroups.yaml --load deploy/crds/scheduling.volcano.sh_podgroups.yaml
 if timeout 120 python3 tests/kube/apicheck.py "$KUBECONFIG"; then
     ok "apicheck"
 else

@@ -16,7 +16,12 @@ K version -o json >"$OUT" 2>&1
 expect_eq "server version seen by kubectl" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["serverVersion"]["gitVersion"])' "$OUT" 2>&1)" v1.32.0
 K api-resources >"$OUT" 2>&1
-expect_eq "api-resources lists both PodGroup APIs" \
+expect_eq "api-resources lists no PodGroup API before the CRDs are installed" \
+    "$(grep -c '^podgroups ' "$OUT")" 0
+K apply -f deploy/crds/ >"$OUT" 2>&1
+expect_eq "kubectl apply -f deploy/crds/" "$(grep -c ' created$' "$OUT")" 2
+K api-resources >"$OUT" 2>&1
+expect_eq "then api-resources lists both PodGroup APIs" \
     "$(grep -c '^podgroups .*scheduling\.\(x-k8s\.io\|volcano\.sh\)' "$OUT")" 2
 
 # get nodes / pods as JSON
@@ -123,8 +128,9 @@ expect_fail "the deleted pod is gone" 1 NotFound -- K get pod worker-0
 
 # the deploy/ kustomization and the examples
 K apply -k deploy/ >"$OUT" 2>&1
-expect_eq "kubectl apply -k deploy/: objects created" "$(grep -c ' created$' "$OUT")" \
-    "$(K kustomize deploy/ | grep -c '^kind: ')"
+expect_eq "kubectl apply -k deploy/: objects created (the CRDs were applied above)" \
+    "$(grep -c ' created$' "$OUT")" \
+    "$(K kustomize deploy/ | grep '^kind: ' | grep -vc CustomResourceDefinition)"
 K apply -k deploy/ >"$OUT" 2>&1
 expect_eq "kubectl apply -k deploy/ again: all unchanged" "$(grep -vc ' unchanged$' "$OUT")" 0
 expect_eq "Deployment has two replicas" \

@@ -338,7 +338,12 @@ static const struct bad bad_configs[] = {
     {H "queues:\n  - name: \"a\\0b\"\n", "4:11: ", "queues[0].name: the string contains a NUL"},
     {H Q1 "    color: red\n", "5:5: ",
      "queues[0].color: unknown key (allowed: name, cohort, weight, priority, ordering, profile, "
-     "quota, preemption, lifecycle)"},
+     "quota, preemption, lifecycle, namespaces, localQueues)"},
+    {H Q1 "    localQueues: [team-a]\n",
+     "5:19: ", "queues[0].localQueues: \"team-a\" is not NAMESPACE/NAME"},
+    {H Q1 "    namespaces: [a/b]\n", "5:18: ", "queues[0].namespaces: \"a/b\" is not a namespace"},
+    {H "queues:\n  - name: a\n    localQueues: [ns/q]\n  - name: b\n    localQueues: [ns/q]\n",
+     "7:19: ", "queues[1].localQueues: LocalQueue \"ns/q\" is mapped twice (also to queue a)"},
     {H "fairShare: 24h\n", "3:12: ", "fairShare: expected a mapping, got the string \"24h\""},
     /* duplicate names */
     {H "queues:\n  - name: a\n  - name: b\n  - name: a\n",

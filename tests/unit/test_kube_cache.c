@@ -156,6 +156,107 @@ static void gang_waits_for_min_member(void **state)
     assert_int_equal(res.placements[0].pods[0].gpu_mask, 0xff);
 }
 
+/* What a crash, a late Binding or a foreign one leaves: bound and pending members of one gang
+ * are judged together (issue 14, defect 1). */
+static void partial_gangs_wait_for_their_teardown(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "g", 4, "team-a");
+    pod(f->c, "g-0", "g", "", 1, "", "n1", "");
+    pod(f->c, "g-1", "g", "", 1, "", "n1", "");
+    pod(f->c, "g-2", "g", "", 1, "", "", "");
+    pod(f->c, "g-3", "g", "", 1, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    /* 2 bound of minMember 4: the pending two are not offered, the bound two run (alone) */
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "PartialGang");
+    assert_non_null(strstr(kb.waiting[0].message, "2 of minMember 4"));
+    assert_int_equal(kb.waiting[0].n_pods, 2);
+    assert_int_equal(kb.n_gangs, 1);
+    assert_int_equal(kb.gangs[0].min_member, 4);
+    /* a delete sent counts at once: the two go (once each), the pending wait for them */
+    assert_true(kcache_delete_sent(f->c, "ml/g-0"));
+    assert_true(kcache_delete_sent(f->c, "ml/g-1"));
+    assert_false(kcache_delete_sent(f->c, "ml/g-0"));
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_string_equal(kb.waiting[0].reason, "WaitingForTeardown");
+    /* the watch brings a later version of g-0, still without its deletionTimestamp: the mark
+     * holds (same uid) */
+    pod(f->c, "g-0", "g", "", 1, "", "n1", "\"x\":\"y\"");
+    build(f, &kb);
+    assert_string_equal(kb.waiting[0].reason, "WaitingForTeardown");
+    /* a failed delete undoes the mark: g-1 counts again */
+    kcache_delete_failed(f->c, "ml/g-1", "u-g-1");
+    build(f, &kb);
+    assert_string_equal(kb.waiting[0].reason, "PartialGang");
+    /* once the old members are gone, the pending ones are offered when they make minMember */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g-0\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, true), 0);
+    cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "name"), "g-1");
+    assert_int_equal(kcache_pod_event(f->c, o, true), 0);
+    cJSON_Delete(o);
+    pod(f->c, "g-4", "g", "", 1, "", "", "");
+    pod(f->c, "g-5", "g", "", 1, "", "", "");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 4);
+}
+
+/* An elastic gang: pending members join bound ones that are a whole gang already. */
+static void elastic_gangs_grow(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "e", 2, "team-a");
+    pod(f->c, "e-0", "e", "", 1, "", "n1", "");
+    pod(f->c, "e-1", "e", "", 1, "", "n1", "");
+    pod(f->c, "e-2", "e", "", 1, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 1);
+    assert_int_equal(kb.n_waiting, 0);
+}
+
+/* Kueue's plain-pod groups: a label and a total count, no PodGroup (defect 8). */
+static void kueue_plain_pod_groups(void **state)
+{
+    struct fx *f = *state;
+    const char *ann = "\"kueue.x-k8s.io/pod-group-total-count\":\"2\"";
+    char buf[1200];
+    for (int i = 0; i < 2; i++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"k-%d\",\"uid\":\"u-k-%d\","
+                 "\"labels\":{\"kueue.x-k8s.io/pod-group-name\":\"k\","
+                 "\"kueue.x-k8s.io/queue-name\":\"team-b\"},\"annotations\":{%s}},"
+                 "\"spec\":{\"schedulerName\":\"gangsched\",\"containers\":[{\"name\":\"c\","
+                 "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+                 "\"status\":{\"phase\":\"Pending\"}}",
+                 i, i, ann);
+        add_json(f->c, 1, buf);
+        struct kcache_build kb;
+        build(f, &kb);
+        if (i == 0) {
+            assert_int_equal(kb.n_pending, 0);
+            assert_string_equal(kb.waiting[0].reason, "WaitingForPods");
+            assert_non_null(strstr(kb.waiting[0].message, "1 of minMember 2"));
+        } else {
+            assert_int_equal(kb.n_pending, 1);
+            assert_int_equal(kb.gangs[0].gang.n_pods, 2);
+            assert_string_equal(kb.gangs[0].key, "ml/k");
+            assert_int_equal(kb.snap.queues[1].n_pending, 1); /* LocalQueue team-b: same name */
+        }
+    }
+    /* a group label without a count is refused, naming the pod */
+    add_json(f->c, 1,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"bad\",\"labels\":{"
+             "\"kueue.x-k8s.io/pod-group-name\":\"k2\"}},\"spec\":{\"schedulerName\":"
+             "\"gangsched\",\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(kcache_pod(f->c, "ml/bad"));
+}
+
 static void other_schedulers_pods_use_capacity(void **state)
 {
     struct fx *f = *state;
@@ -328,6 +429,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(gang_waits_for_min_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(partial_gangs_wait_for_their_teardown, setup, teardown),
+        cmocka_unit_test_setup_teardown(elastic_gangs_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(kueue_plain_pod_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(other_schedulers_pods_use_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
         cmocka_unit_test_setup_teardown(volcano_membership_and_unknown_queue, setup, teardown),

@@ -232,8 +232,15 @@ static void completing_and_tearing_gangs_are_left_alone(void **state)
     struct klife_action *acts;
     assert_int_equal(check_at(f, 10, &acts), 0);
     member(f->c, "g", 0, "n1", "Failed", false, "");
-    f->bound_ms = INT64_MIN; /* the driver is tearing it down already */
+    f->bound_ms = INT64_MIN; /* the driver is tearing it down already: its deletes were sent */
+    assert_true(kcache_delete_sent(f->c, "ml/g-1"));
+    assert_false(kcache_delete_sent(f->c, "ml/g-1")); /* a pod is deleted once */
     assert_int_equal(check_at(f, 10, &acts), 0);
+    /* a member bound after the teardown began (a late Binding) goes too */
+    member(f->c, "g", 2, "n3", "Pending", false, "");
+    assert_int_equal(check_at(f, 10, &acts), 1);
+    assert_int_equal(acts[0].reason, KLIFE_MEMBER_LOST);
+    assert_true(acts[0].whole);
 }
 
 static void inference_replaces_only_the_lost_replica(void **state)
