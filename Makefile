@@ -5,7 +5,9 @@
 #   make test       install missing packages, build with gcc, compile-check with clang, run every test
 #   make san        the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      placement and replay benchmarks (ratios against a baseline in the same process),
+#                   the scaling curve, deep backlog and steady cycle (tests/bench/scale.c),
 #                   then `gangsched run` against the fake API server (tests/bench/kube_bench.py)
+#   make scale-doc  the scaling curve as a table in docs/simulator.md
 #   make soak       kill-and-resume the simulator at hundreds of points
 #   make lint       clang-format check and cppcheck
 #   make fuzz       libFuzzer harnesses (clang), a short run each
@@ -50,7 +52,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
-.PHONY: all deps test-deps demo test test-run san bench preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo test test-run san bench scale-doc preempt-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -161,8 +163,9 @@ san: deps test-deps
 	  BUILD=build/san BIN=build/san/bin GANGSCHED_SAN=1 sh tests/run.sh
 
 bench: deps
-	$(MAKE) all $(BUILD)/tests/bench
+	$(MAKE) all $(BUILD)/tests/bench $(BUILD)/tests/bench_scale
 	$(BUILD)/tests/bench
+	$(BUILD)/tests/bench_scale
 	BIN=$(BIN) timeout 1200 python3 tests/bench/kube_bench.py
 
 # The preemption figures of docs/preemption.md: gangsched against ckpt-blind over many seeds
@@ -180,6 +183,15 @@ soak: all $(TOOLS)
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# The scaling curve, deep backlog and steady cycle (issue 16); `make scale-doc` writes the curve
+# into docs/simulator.md.
+$(BUILD)/tests/bench_scale: tests/bench/scale.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+scale-doc: all $(BUILD)/tests/bench_scale
+	BUILD=$(BUILD) python3 tests/bench/scale_doc.py
 
 SRC_ALL = $(shell find sched queue store plugins config tests -name '*.[ch]')
 

@@ -6,6 +6,7 @@
  * as device plugins do by default; it is the baseline the simulator compares against.
  */
 #include "plugins/plugins.h"
+#include "sched/core/bits.h"
 
 static uint32_t lowest_bits(uint32_t mask, uint32_t count)
 {
@@ -23,7 +24,7 @@ uint32_t gpu_max_island(const struct node *n)
 {
     uint32_t m = 0;
     for (uint32_t i = 0; i < n->n_islands; i++) {
-        uint32_t s = (uint32_t)__builtin_popcount(n->islands[i]);
+        uint32_t s = bits_popc32(n->islands[i]);
         if (s > m)
             m = s;
     }
@@ -34,7 +35,7 @@ uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint
 {
     if (count == 0)
         return 0;
-    if ((uint32_t)__builtin_popcount(free_mask) < count)
+    if (bits_popc32(free_mask) < count)
         return 0;
     if (island_limit == 0)
         return lowest_bits(free_mask, count);
@@ -42,7 +43,7 @@ uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint
         int best = -1;
         uint32_t best_free = 0;
         for (uint32_t i = 0; i < n->n_islands; i++) {
-            uint32_t f = (uint32_t)__builtin_popcount(free_mask & n->islands[i]);
+            uint32_t f = bits_popc32(free_mask & n->islands[i]);
             if (f >= count && (best < 0 || f < best_free)) {
                 best = (int)i;
                 best_free = f;
@@ -58,7 +59,7 @@ uint32_t gpu_pick(const struct node *n, uint32_t free_mask, uint32_t count, uint
         for (uint32_t i = 0; i < n->n_islands; i++) {
             if (used & (1u << i))
                 continue;
-            uint32_t f = (uint32_t)__builtin_popcount(free_mask & n->islands[i]);
+            uint32_t f = bits_popc32(free_mask & n->islands[i]);
             if (f > best_free) {
                 best = (int)i;
                 best_free = f;
@@ -78,12 +79,12 @@ uint32_t gpu_slots(const struct node *n, uint32_t free_mask, uint32_t count, uin
 {
     if (count == 0)
         return UINT32_MAX;
-    uint32_t total = (uint32_t)__builtin_popcount(free_mask);
+    uint32_t total = bits_popc32(free_mask);
     if (island_limit == 0 || count > island_limit)
         return total / count;
     uint32_t slots = 0;
     for (uint32_t i = 0; i < n->n_islands; i++)
-        slots += (uint32_t)__builtin_popcount(free_mask & n->islands[i]) / count;
+        slots += bits_popc32(free_mask & n->islands[i]) / count;
     return slots;
 }
 
@@ -101,7 +102,7 @@ bool gpu_tp_split(const struct node *n, uint32_t mask, uint32_t tp)
     if (tp <= 1)
         return false;
     for (uint32_t i = 0; i < n->n_islands; i++)
-        if ((uint32_t)__builtin_popcount(mask & n->islands[i]) % tp != 0)
+        if (bits_popc32(mask & n->islands[i]) % tp != 0)
             return true;
     return false;
 }
@@ -118,7 +119,7 @@ uint32_t gpu_pick_groups(const struct node *n, uint32_t free_mask, uint32_t coun
         for (uint32_t i = 0; i < n->n_islands; i++) {
             if (used & (1u << i))
                 continue;
-            uint32_t f = (uint32_t)__builtin_popcount(free_mask & n->islands[i]);
+            uint32_t f = bits_popc32(free_mask & n->islands[i]);
             uint32_t take = f / tp * tp;
             if (take > left)
                 take = left / tp * tp;
@@ -146,7 +147,7 @@ uint32_t gpu_slots_groups(const struct node *n, uint32_t free_mask, uint32_t cou
         return UINT32_MAX;
     uint32_t groups = 0;
     for (uint32_t i = 0; i < n->n_islands; i++)
-        groups += (uint32_t)__builtin_popcount(free_mask & n->islands[i]) / tp;
+        groups += bits_popc32(free_mask & n->islands[i]) / tp;
     return groups / ((count + tp - 1) / tp);
 }
 

@@ -8,7 +8,7 @@
  * Fair share between queues is applied by the cycle when it merges the queues' heads.
  *
  * Must not touch: gangs (borrowed, never modified), the cluster, any I/O.
- * Memory management: a queue_list owns its pointer array, not the gangs.
+ * Memory management: a queue_list owns its pointer and key arrays, not the gangs.
  */
 #ifndef QUEUE_QUEUE_H
 #define QUEUE_QUEUE_H
@@ -23,6 +23,15 @@ int queue_cmp(const struct gang *a, const struct gang *b, bool by_priority);
 
 struct queue_list {
     const struct gang **items; /* sorted by queue_cmp */
+    uint64_t *keys;            /* parallel to items: backlog_gang_key() of each (the cycle reads
+                                  a gang's class without touching the gang) */
+    /* members per class key (open addressing, a power of two slots; count 0 = free or left by
+     * the last member): n_classes is the number of distinct classes in the list */
+    struct queue_class_count {
+        uint64_t key;
+        uint32_t count;
+    } * classes;
+    uint32_t class_cap, class_used, n_classes;
     uint32_t n;
     uint32_t cap;
     bool by_priority;

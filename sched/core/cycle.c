@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
+#include "sched/core/backlog.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
@@ -61,6 +62,8 @@ struct cycle {
     int32_t fail_verdict;
     uint32_t cap_p, cap_v, cap_r, cap_e;
     struct preempt_ctx pc;
+    struct backlog bl; /* classes of pending gangs: skips that change nothing (backlog.h) */
+    bool keys_ready;   /* cycle_init is done: a queue alone in the heap needs no key */
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
@@ -163,7 +166,8 @@ static void merge_return(struct cycle *cy, uint32_t q)
 {
     if (cy->blocked[q] || cy->paused[q] || cy->pos[q] >= cy->snap->queues[q].n_pending)
         return;
-    compute_key(cy, q);
+    if (cy->n_heap > 0 || !cy->keys_ready) /* alone in the heap, its key is never compared */
+        compute_key(cy, q);
     cy->heap[cy->n_heap] = q;
     sift_up(cy, cy->n_heap++);
 }
@@ -512,7 +516,99 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         return SCHED_ENOMEM;
     for (uint32_t q = 0; q < snap->n_queues; q++)
         merge_return(cy, q);
+    cy->keys_ready = true;
+    if (backlog_init(&cy->bl, arena, !cy->cfg || cy->cfg->n_flavors == 1, snap->n_queues) != 0)
+        return SCHED_ENOMEM;
+    for (uint32_t h = 0; h < snap->n_holds; h++) { /* a gang with a hold is like no other */
+        const struct gang *g = snap->holds[h].gang;
+        if (backlog_pin(&cy->bl, backlog_gang_key(g), g->queue) != 0)
+            return SCHED_ENOMEM;
+    }
     return 0;
+}
+
+/* ---- backlog classes (sched/core/backlog.h) --------------------------------------------- */
+
+/* What decides the quota check and the working state's holds: changes with every placement,
+ * preemption plan and reservation of this cycle. */
+static uint64_t cycle_version(const struct cycle *cy)
+{
+    return (uint64_t)cy->out->n_placements + cy->out->n_reservations;
+}
+
+/* The class key of the gang at position `at` of queue q: kept by the queue list, else computed. */
+static uint64_t gang_key(const struct cycle *cy, uint32_t q, uint32_t at)
+{
+    const struct sched_queue_view *qv = &cy->snap->queues[q];
+    return qv->class_keys ? qv->class_keys[at] : backlog_gang_key(qv->pending[at]);
+}
+
+/* Records how g ended in pass 0 (verdicts[n_before..] were added while handling it): a failure
+ * the cycle would repeat, without effect, for every gang of its class makes the class
+ * skippable, with the verdict such a gang would get. */
+static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum attempt a,
+                      enum sched_why why, uint32_t n_before)
+{
+    bool quota = why == SCHED_WHY_QUOTA; /* quota-never rejects: always tried */
+    bool memo =
+        why == SCHED_WHY_RESOURCES || why == SCHED_WHY_TOPOLOGY || why == SCHED_WHY_RESERVED;
+    bool inert = a == ATTEMPT_FAILED && (quota || memo) &&
+                 !(cy->snap->n_holds > 0 && place_has_hold(&cy->st, g)) &&
+                 preempt_none(&cy->pc, g, q);
+    int64_t v = -1; /* quota: the same verdict again; memo: a copy only when every gang gets one */
+    bool copy = cy->snap->verdict_every_gang || (quota && !cy->snap->tried_verdicts_only);
+    if (inert && copy) {
+        inert =
+            cy->out->n_verdicts > n_before && cy->out->verdicts[cy->out->n_verdicts - 1].gang == g;
+        v = (int64_t)cy->out->n_verdicts - 1;
+    }
+    return backlog_note(&cy->bl, gang_key(cy, q, cy->pos[q] - 1), q, cycle_version(cy), inert, v);
+}
+
+/* Skips g when its class allows it (backlog.h): true when skipped, *err on out of memory. */
+static bool skip_class(struct cycle *cy, const struct gang *g, uint32_t q, bool *err)
+{
+    const struct sched_queue_view *qv = &cy->snap->queues[q];
+    uint64_t version = cycle_version(cy);
+    for (bool first = true;; first = false) {
+        int64_t v;
+        if (!qv->class_keys && cy->pos[q] + BACKLOG_AHEAD < qv->n_pending)
+            backlog_prefetch(qv->pending[cy->pos[q] + BACKLOG_AHEAD]); /* gangs lie apart */
+        if (!backlog_skip(&cy->bl, gang_key(cy, q, cy->pos[q] - 1), q, version, &v)) {
+            if (first)
+                return false;
+            cy->pos[q]--; /* g goes back: the queue's head again, taken by merge_take */
+            break;
+        }
+        if (!first)
+            cy->out->n_examined++;
+        if (v >= 0) {
+            struct sched_verdict copy = cy->out->verdicts[v];
+            copy.gang = g;
+            if (!add_verdict(cy, &copy)) {
+                *err = true;
+                return true;
+            }
+        }
+        /* Alone in the heap, the queue's next gang would be taken next: no heap round trip.
+         * Nothing changes while gangs are passed over, so the version holds; when every class
+         * left in the queue may be passed over, so may the rest of the queue at once. */
+        if (cy->n_heap > 0 || cy->pos[q] >= qv->n_pending)
+            break;
+        /* asked every BACKLOG_REST_EVERY gangs: the answer is right whenever it is asked */
+        uint32_t rest = cy->pos[q] % BACKLOG_REST_EVERY
+                            ? 0
+                            : backlog_rest(&cy->bl, q, qv->class_keys, qv->n_pending, qv->n_classes,
+                                           cy->pos[q], version);
+        if (rest > 0) {
+            cy->out->n_examined += rest;
+            cy->pos[q] += rest;
+            break;
+        }
+        g = qv->pending[cy->pos[q]++];
+    }
+    merge_return(cy, q);
+    return true;
 }
 
 static bool strict_queue(const struct cycle *cy, uint32_t q)
@@ -531,9 +627,16 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
     uint32_t q;
     while ((g = merge_take(&cy, &q)) != NULL) {
         out->n_examined++;
+        bool err = false;
+        if (skip_class(&cy, g, q, &err)) {
+            if (err)
+                return SCHED_ENOMEM;
+            continue;
+        }
+        uint32_t n_before = out->n_verdicts;
         enum sched_why why = SCHED_WHY_PLACED;
         enum attempt a = try_gang(&cy, q, g, cy.cfg && !cy.pol->strict_fifo ? 0 : 1, &why);
-        if (a == ATTEMPT_ERROR)
+        if (a == ATTEMPT_ERROR || note_class(&cy, g, q, a, why, n_before) != 0)
             return SCHED_ENOMEM;
         if (a == ATTEMPT_DEFERRED) {
             cy.deferred[cy.n_deferred++] = g;

@@ -3,8 +3,9 @@
  * Owns: one scheduling cycle. sched_cycle() takes a const snapshot (cluster, usage, queues with
  * their pending gangs in queue order, policy, the time) and returns decisions: placements
  * (pod -> node and GPU indices), reservations, and a structured verdict for every gang it looked
- * at. It performs no I/O, reads no clock, keeps no state between calls and allocates only from
- * the caller's arena: the same snapshot always gives the same decisions.
+ * at. It performs no I/O, reads no clock, keeps no state between calls (the placement base a
+ * driver may pass is a cache of the snapshot, see place_base.h) and allocates only from the
+ * caller's arena: the same snapshot always gives the same decisions.
  *
  * Invariant: a gang is placed whole (all n_pods pods) or not at all.
  *
@@ -22,12 +23,17 @@
 
 struct sched_policy;
 struct config;
+struct place_base;
 
 /* Pending gangs of one queue, in the queue's own order (queue/queue.h keeps it). */
 struct sched_queue_view {
     const struct queue *queue;
     const struct gang *const *pending;
     uint32_t n_pending;
+    /* [n_pending] backlog_gang_key() of each pending gang (queue_list.keys), or NULL: the
+     * cycle then reads each gang's class from the gang */
+    const uint64_t *class_keys;
+    uint32_t n_classes; /* distinct class_keys (queue_list.n_classes), 0 = unknown */
 };
 
 /* A running gang, for preemption. */
@@ -63,6 +69,12 @@ struct sched_snapshot {
     const int64_t *usage;     /* [n_queues][config->n_flavors][RES_MAX]: admitted requests */
     const double *hist_share; /* [n_queues]: decayed historical share (queue_decay), or NULL */
     bool verdict_every_gang;  /* also a verdict for gangs skipped by the same-shape memo */
+    /* Verdicts only for the gangs the cycle tries: a gang passed over because its class was
+     * refused by the quota at an unchanged state (sched/core/backlog.h) gets none, as a gang
+     * passed over by the same-shape memo gets none. For drivers that use verdicts only to
+     * reject gangs that can never run (never-fits and quota-never are always tried). Ignored
+     * when verdict_every_gang is set. */
+    bool tried_verdicts_only;
     const struct sched_running *running; /* for preemption; may be NULL */
     uint32_t n_running;
     const struct sched_hold *holds; /* preemptor holds from earlier cycles */
@@ -72,6 +84,11 @@ struct sched_snapshot {
      * good (place_reserve); they hold nothing by themselves */
     const struct sched_hold *reserve_hints;
     uint32_t n_reserve_hints;
+    /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
+     * builds it from `state` for every node. The driver touches a node in it after every change
+     * of its node_state; the cycle changes it in place and leaves it to be restored by the next
+     * cycle (a cache, not part of the decisions: with or without it they are the same). */
+    struct place_base *base;
 };
 
 /* Where one pod goes. */

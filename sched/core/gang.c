@@ -64,7 +64,8 @@ void gang_finalize(struct gang *g)
 void gang_request(const struct gang *g, struct res_vec *need)
 {
     memset(need, 0, sizeof(*need));
+    int n_res = res_count();
     for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
-        for (int r = 0; r < res_count(); r++)
+        for (int r = 0; r < n_res; r++)
             need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
 }

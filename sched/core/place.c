@@ -15,41 +15,29 @@
  */
 #include "sched/core/place.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/bits.h"
 #include "sched/core/policy.h"
-
-#define NO_KEY 0xFFu
 
 static uint32_t popc(uint32_t m)
 {
-    return (uint32_t)__builtin_popcount(m);
+    return bits_popc32(m);
 }
 
+/* Bucket moves mark the node (restored at the next sync) and keep b->free_gpus. */
 static void bucket_unlink(struct place_state *st, uint32_t i)
 {
-    if (st->key[i] == NO_KEY)
-        return;
-    int32_t p = st->prev[i], nx = st->next[i];
-    if (p >= 0)
-        st->next[p] = nx;
-    else
-        st->bucket[st->key[i]] = nx;
-    if (nx >= 0)
-        st->prev[nx] = p;
-    st->key[i] = NO_KEY;
+    pb_unlink(st->b, i);
 }
 
 static void bucket_link(struct place_state *st, uint32_t i)
 {
-    uint8_t k = (uint8_t)popc(st->gpu_free[i]);
-    st->key[i] = k;
-    st->prev[i] = -1;
-    st->next[i] = st->bucket[k];
-    if (st->bucket[k] >= 0)
-        st->prev[st->bucket[k]] = (int32_t)i;
-    st->bucket[k] = (int32_t)i;
+    pb_link(st->b, i);
 }
+
+static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i);
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
                       struct arena *arena)
@@ -57,104 +45,63 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     const struct cluster *c = snap->cluster;
     uint32_t n = c->n_nodes;
     memset(st, 0, sizeof(*st));
+    struct place_base *b = snap->base;
+    if (!b || b->c != c || b->n != n) /* no base, or one of another cluster: build one now */
+        b = place_base_in_arena(c, arena);
+    if (!b)
+        return SCHED_ENOMEM;
+    place_base_sync(b, snap->state);
+    st->b = b;
     st->c = c;
     st->arena = arena;
     st->topology = snap->policy->topology;
-    filter_env_init(&st->env, c);
-    st->max_domains = n ? n : 1;
-    for (uint32_t l = 0; l < c->topo.n_levels; l++)
-        if (c->topo.levels[l].n_domains > st->max_domains)
-            st->max_domains = c->topo.levels[l].n_domains;
-    size_t nn = n ? n : 1;
-    st->free = arena_alloc(arena, nn * sizeof(*st->free));
-    st->gpu_free = arena_alloc(arena, nn * sizeof(*st->gpu_free));
-    st->ok = arena_calloc(arena, nn, 1);
-    st->held = arena_calloc(arena, nn, 1);
-    st->soft = arena_calloc(arena, nn, 1);
-    st->held_for = arena_calloc(arena, nn, sizeof(*st->held_for));
+    st->env = b->env;
+    st->max_domains = b->max_domains;
+    st->free = b->free;
+    st->gpu_free = b->gpu_free;
+    st->ok = b->ok;
+    st->held = b->held;
+    st->soft = b->soft;
+    st->held_for = b->held_for;
+    st->key = b->key;
+    st->elig = b->elig;
+    st->slots = b->slots;
+    st->order = b->order;
+    st->useful = b->useful;
+    st->touched = b->touched;
+    st->dom_cap = b->dom_cap;
+    st->dom_free = b->dom_free;
+    st->dom_capg = b->dom_capg;
     st->only_level = -2;
-    st->cap_rel = 64;
-    st->rel = arena_alloc(arena, st->cap_rel * sizeof(*st->rel));
     st->near_level = -2;
     st->state = snap->state;
     st->hold_until_ms = INT64_MAX;
-    st->elig = arena_calloc(arena, nn * GANG_MAX_SETS, 1);
-    st->next = arena_alloc(arena, nn * sizeof(*st->next));
-    st->prev = arena_alloc(arena, nn * sizeof(*st->prev));
-    st->key = arena_alloc(arena, nn);
-    st->slots = arena_alloc(arena, nn * GANG_MAX_SETS * sizeof(*st->slots));
-    st->order = arena_alloc(arena, nn * sizeof(*st->order));
-    st->useful = arena_alloc(arena, nn * sizeof(*st->useful));
-    st->touched = arena_alloc(arena, st->max_domains * sizeof(*st->touched));
-    st->dom_cap = arena_alloc(arena, st->max_domains * GANG_MAX_SETS * sizeof(*st->dom_cap));
-    st->dom_free = arena_alloc(arena, st->max_domains * sizeof(*st->dom_free));
-    st->dom_capg = arena_alloc(arena, st->max_domains * sizeof(*st->dom_capg));
-    st->node_norm = 1;
+    st->has_soft = b->has_soft;
+    st->island_limit = st->topology ? b->max_island : 0;
+    st->node_norm = b->node_norm;
+    st->static_gpus = b->static_gpus;
+    st->max_alloc = b->max_alloc;
+    st->ok_gpus = b->ok_gpus;
+    memcpy(st->level_is_nodes, b->level_is_nodes, sizeof(st->level_is_nodes));
+    st->for_nodes.sorted = true;
+    st->res_nodes.sorted = true;
+    st->cap_rel = 64;
+    st->rel = arena_alloc(arena, st->cap_rel * sizeof(*st->rel));
     st->cap_log = 64;
     st->log = arena_alloc(arena, st->cap_log * sizeof(*st->log));
-    if (!st->free || !st->gpu_free || !st->ok || !st->elig || !st->next || !st->prev || !st->key ||
-        !st->slots || !st->order || !st->dom_cap || !st->dom_free || !st->log || !st->useful ||
-        !st->touched || !st->dom_capg)
+    if (!st->rel || !st->log)
         return SCHED_ENOMEM;
-    for (uint32_t b = 0; b <= NODE_MAX_GPUS; b++)
-        st->bucket[b] = -1;
-    for (uint32_t i = n; i-- > 0;) { /* pushed in reverse: lists start at the lowest index */
-        const struct node *nd = &c->nodes[i];
-        st->free[i] = nd->alloc;
-        res_sub(&st->free[i], &snap->state[i].used);
-        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-        st->gpu_free[i] = all & ~snap->state[i].gpu_used;
-        st->key[i] = NO_KEY;
-        bool ok = true;
-        for (size_t f = 0; plugin_filters[f]; f++)
-            if (plugin_filters[f]->node_only && !plugin_filters[f]->pass(NULL, NULL, nd))
-                ok = false;
-        for (uint32_t t = 0; t < nd->n_taints; t++)
-            if (nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE)
-                st->has_soft = true;
-        if (st->topology && gpu_max_island(nd) > st->island_limit)
-            st->island_limit = gpu_max_island(nd);
-        if (nd->n_gpus > st->node_norm)
-            st->node_norm = nd->n_gpus;
-        if (ok) { /* what could ever fit: a node down for now still counts */
-            st->static_gpus += nd->n_gpus;
-            for (int r = 0; r < res_count(); r++)
-                if (nd->alloc.v[r] > st->max_alloc.v[r])
-                    st->max_alloc.v[r] = nd->alloc.v[r];
-        }
-        if (snap->state[i].not_ready || snap->state[i].quarantined)
-            ok = false; /* the node's live health, from the driver */
-        st->ok[i] = ok;
-        if (!ok)
-            continue;
-        st->ok_gpus += nd->n_gpus;
-        bucket_link(st, i);
-        st->free_gpus += popc(st->gpu_free[i]);
-    }
     for (uint32_t h = 0; h < snap->n_holds; h++) /* capacity freed for a preemptor */
         for (uint32_t k = 0; k < snap->holds[h].n_nodes; k++) {
             uint32_t i = snap->holds[h].nodes[k];
             if (i >= n || !st->ok[i])
                 continue;
-            st->held_for[i] = snap->holds[h].gang;
+            if (!nodes_add(st, &st->for_nodes, i))
+                return SCHED_ENOMEM;
+            pb_hold(b, i, snap->holds[h].gang);
             st->any_held_for = true;
-            bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
-            st->ok[i] = 0;
         }
-    for (uint32_t l = 0; l < c->topo.n_levels; l++) {
-        const struct topo_level *lv = &c->topo.levels[l];
-        st->level_is_nodes[l] = lv->n_domains == n && l + 1 < c->topo.n_levels;
-        memset(st->dom_free, 0, (size_t)lv->n_domains * sizeof(*st->dom_free));
-        for (uint32_t i = 0; i < n; i++)
-            if (st->ok[i])
-                st->dom_free[c->nodes[i].dom[l]] += c->nodes[i].n_gpus;
-        for (uint32_t d = 0; d < lv->n_domains; d++)
-            if (st->dom_free[d] > st->level_max_gpus[l])
-                st->level_max_gpus[l] = st->dom_free[d];
-    }
-    for (uint32_t d = 0; d < st->max_domains; d++)
-        st->dom_free[d] = -1; /* unvisited: see sum_domains() */
+    pb_level_max(b, st->level_max_gpus);
     return 0;
 }
 
@@ -263,21 +210,61 @@ static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
             st->c->nodes[i].dom[st->only_level] == st->only_domain);
 }
 
+/* ---- nodes held this cycle --------------------------------------------------------------- */
+
+/* Adds node i to list l; false on out of memory. */
+static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 64;
+        uint32_t *v = arena_alloc(st->arena, cap * sizeof(*v));
+        if (!v)
+            return false;
+        if (l->n)
+            memcpy(v, l->v, l->n * sizeof(*v));
+        l->v = v;
+        l->cap = cap;
+    }
+    l->sorted = l->sorted && (l->n == 0 || l->v[l->n - 1] < i);
+    l->v[l->n++] = i;
+    return true;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The list in ascending order, each node once. */
+static void nodes_sort(struct place_nodes *l)
+{
+    if (l->sorted)
+        return;
+    qsort(l->v, l->n, sizeof(*l->v), cmp_u32);
+    uint32_t w = 0;
+    for (uint32_t k = 0; k < l->n; k++)
+        if (w == 0 || l->v[w - 1] != l->v[k])
+            l->v[w++] = l->v[k];
+    l->n = w;
+    l->sorted = true;
+}
+
 /* Makes the nodes a preemptor holds usable for it (on) or held again (off). */
 static void own_holds(struct place_state *st, const struct gang *g, bool on)
 {
     if (!st->any_held_for)
         return; /* no preemptor holds anything this cycle: skip the scan */
-    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+    nodes_sort(&st->for_nodes);
+    for (uint32_t k = 0; k < st->for_nodes.n; k++) {
+        uint32_t i = st->for_nodes.v[k];
         if (!st->held_for[i] || st->held_for[i]->id != g->id || st->ok[i] == on)
             continue; /* by id: g may be a per-flavor copy of the gang that holds */
         st->ok[i] = on;
         if (on) {
             bucket_link(st, i);
-            st->free_gpus += popc(st->gpu_free[i]);
         } else {
             bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
         }
     }
 }
@@ -338,12 +325,12 @@ static bool apply(struct place_state *st, uint32_t i, uint32_t mask, const struc
         st->cap_log = cap;
     }
     st->log[st->n_log++] = (struct place_undo){.node = i, .gpu_mask = mask, .req = req};
+    pb_mark(st->b, i);
     res_sub(&st->free[i], req);
     st->gpu_free[i] &= ~mask;
     if (st->ok[i]) {
         bucket_unlink(st, i);
         bucket_link(st, i);
-        st->free_gpus -= popc(mask);
     }
     return true;
 }
@@ -357,7 +344,6 @@ static void rollback(struct place_state *st)
         if (st->ok[u->node]) {
             bucket_unlink(st, u->node);
             bucket_link(st, u->node);
-            st->free_gpus += popc(u->gpu_mask);
         }
     }
 }
@@ -398,7 +384,9 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
                 int64_t k = st->key_order[step];
                 if (k < gpus)
                     continue;
-                for (int32_t i = st->bucket[k]; i >= 0; i = st->next[i])
+                struct pb_iter it;
+                pb_iter_start(st->b, (uint32_t)k, &it);
+                for (int32_t i; (i = pb_iter_next(st->b, (uint32_t)k, &it)) >= 0;)
                     if ((pass == 1 || !st->soft[i]) && eligible(st, 0, (uint32_t)i) &&
                         pod_fits(st, ps, (uint32_t)i, &mask)) {
                         out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
@@ -615,6 +603,39 @@ static uint32_t collect_useful(struct place_state *st, const struct gang *g,
     return n_useful;
 }
 
+/* collect_useful(st, g, pod_slots) without a visit of every node: pod_slots is 0 on a node that
+ * is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod sets,
+ * so only the buckets from that count up are visited, in ascending node order. The slots of the
+ * nodes not visited are left as they were: only those of the useful nodes are read. */
+static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
+{
+    int64_t kmin = INT64_MAX;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (g->sets[s].req.v[RES_GPU] < kmin)
+            kmin = g->sets[s].req.v[RES_GPU];
+    if (kmin <= 0 || kmin > NODE_MAX_GPUS)
+        return collect_useful(st, g, pod_slots); /* GPU-less pods fit anywhere: every node */
+    struct place_base *b = st->b;
+    const struct cluster *c = st->c;
+    pb_cand_fill(b, (uint32_t)kmin);
+    uint32_t n_useful = 0;
+    for (uint32_t wi = 0; wi < b->words; wi++) {
+        for (uint64_t m = b->cand[wi]; m; m &= m - 1) {
+            uint32_t i = wi * 64 + bits_ctz64(m);
+            bool any = false;
+            for (uint32_t s = 0; s < g->n_sets; s++) {
+                uint32_t k = eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
+                st->slots[(size_t)s * c->n_nodes + i] = k;
+                any |= k > 0;
+            }
+            if (any)
+                st->useful[n_useful++] = i;
+        }
+        b->cand[wi] = 0;
+    }
+    return n_useful;
+}
+
 /* Levels worth searching for g, tightest first: skips levels whose largest domain has fewer
  * GPUs than the gang and levels that only repeat the node level. */
 static bool level_useful(const struct place_state *st, const struct gang *g, int l)
@@ -650,7 +671,7 @@ static int start_level(const struct place_state *st, const struct gang *g)
 static enum sched_why place_domains(struct place_state *st, const struct gang *g,
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
-    uint32_t n_useful = collect_useful(st, g, pod_slots);
+    uint32_t n_useful = collect_fitting(st, g);
     for (int l = start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
@@ -737,7 +758,7 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
     *domain = 0;
     if (g->n_pods == 0)
         return SCHED_WHY_PLACED;
-    if (g->gpus > st->free_gpus)
+    if (g->gpus > st->b->free_gpus)
         return SCHED_WHY_RESOURCES;
     prepare_elig(st, g);
     enum sched_why why;
@@ -788,11 +809,13 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
         uint32_t i = nodes[k];
         if (i >= st->c->n_nodes)
             continue;
+        pb_mark(st->b, i);
+        if (!st->held_for[i] && !nodes_add(st, &st->for_nodes, i))
+            continue; /* out of memory: the node stays usable by others */
         st->held_for[i] = g;
         st->any_held_for = true;
         if (st->ok[i]) {
             bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
             st->ok[i] = 0;
         }
     }
@@ -800,9 +823,11 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
 
 bool place_has_hold(const struct place_state *st, const struct gang *g)
 {
-    for (uint32_t i = 0; i < st->c->n_nodes; i++)
+    for (uint32_t k = 0; k < st->for_nodes.n; k++) {
+        uint32_t i = st->for_nodes.v[k];
         if (st->held_for[i] && st->held_for[i]->id == g->id)
             return true;
+    }
     return false;
 }
 
@@ -826,12 +851,12 @@ bool place_release(struct place_state *st, const struct sched_running *r)
                 continue;
             st->rel[st->n_rel++] = (struct place_undo){
                 .node = i, .gpu_mask = r->pods[k].gpu_mask, .req = &g->sets[s].req};
+            pb_mark(st->b, i);
             res_add(&st->free[i], &g->sets[s].req);
             st->gpu_free[i] |= r->pods[k].gpu_mask;
             if (st->ok[i]) {
                 bucket_unlink(st, i);
                 bucket_link(st, i);
-                st->free_gpus += popc(r->pods[k].gpu_mask);
             }
         }
     return true;
@@ -846,7 +871,6 @@ void place_release_undo(struct place_state *st, uint32_t mark)
         if (st->ok[u->node]) {
             bucket_unlink(st, u->node);
             bucket_link(st, u->node);
-            st->free_gpus -= popc(u->gpu_mask);
         }
     }
 }
@@ -1038,8 +1062,9 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         for (uint32_t k = 0; k < n_held; k++) {
             uint32_t i = nodes[k];
             bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
             st->ok[i] = 0;
+            if (!st->held[i] && !nodes_add(st, &st->res_nodes, i))
+                st->res_lost = true; /* out of memory: no backfill into held capacity */
             st->held[i] = 1;
         }
         return n_held;
@@ -1058,16 +1083,18 @@ int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes
 
 void place_lift_holds(struct place_state *st, bool lift)
 {
-    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+    if (st->res_lost)
+        return;
+    nodes_sort(&st->res_nodes);
+    for (uint32_t k = 0; k < st->res_nodes.n; k++) {
+        uint32_t i = st->res_nodes.v[k];
         if (!st->held[i] || st->ok[i] == lift)
             continue;
         st->ok[i] = lift;
         if (lift) {
             bucket_link(st, i);
-            st->free_gpus += popc(st->gpu_free[i]);
         } else {
             bucket_unlink(st, i);
-            st->free_gpus -= popc(st->gpu_free[i]);
         }
     }
 }
@@ -1091,6 +1118,12 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     const struct podset *ps = &g->sets[s];
     int64_t best_per_res[RES_MAX] = {0};
     uint32_t short_count[RES_MAX] = {0};
+    const struct sched_filter *active[16]; /* the pod-level filters that can reject, in order */
+    size_t n_active = 0;
+    for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
+        if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
+            active[n_active++] = plugin_filters[f];
+    int n_res = res_count();
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         const struct node *nd = &c->nodes[i];
         int fid = -1;
@@ -1102,11 +1135,9 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             fid = FILTER_CORDONED;
         else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
             fid = FILTER_RESERVED;
-        for (size_t f = 0; fid < 0 && plugin_filters[f]; f++) {
-            const struct sched_filter *fl = plugin_filters[f];
-            if (!fl->node_only && fl->active(&st->env, g, ps) && !fl->pass(g, ps, nd))
-                fid = (int)fl->id;
-        }
+        for (size_t f = 0; fid < 0 && f < n_active; f++)
+            if (!active[f]->pass(g, ps, nd))
+                fid = (int)active[f]->id;
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
@@ -1115,7 +1146,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
         uint32_t mask = 0;
         if (r < 0 && ps->req.v[RES_GPU] > 0 && !pod_fits(st, ps, i, &mask))
             r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
-        for (int q = 0; q < res_count(); q++)
+        for (int q = 0; q < n_res; q++)
             if (st->free[i].v[q] > best_per_res[q])
                 best_per_res[q] = st->free[i].v[q];
         if (r >= 0) {

@@ -17,6 +17,7 @@
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 #include "sched/core/model.h"
+#include "sched/core/place_base.h"
 
 struct place_undo {
     uint32_t node;
@@ -34,6 +35,7 @@ struct place_score {
 };
 
 struct place_state {
+    struct place_base *b; /* the per-node arrays below live there (see place_base.h) */
     const struct cluster *c;
     struct arena *arena;
     struct filter_env env;
@@ -53,7 +55,15 @@ struct place_state {
     uint32_t cur_tp;              /* tp_size of the gang being placed (0 = whole pods) */
     const struct gang **held_for; /* preemptor holds: node usable only by this gang, or NULL */
     bool any_held_for;            /* some node is held for a preemptor this cycle */
-    int only_level;               /* trial placements inside one domain: level, -2 = anywhere */
+    /* the nodes with held_for set and those with held set this cycle, each visited in
+     * ascending order (what a scan of every node would do) without a scan of every node */
+    struct place_nodes {
+        uint32_t *v;
+        uint32_t n, cap;
+        bool sorted;
+    } for_nodes, res_nodes;
+    bool res_lost;  /* a held node could not be listed (out of memory): holds are never lifted */
+    int only_level; /* trial placements inside one domain: level, -2 = anywhere */
     uint32_t only_domain;
     struct place_undo *rel; /* released pods of would-be victims, for undo */
     uint32_t n_rel, cap_rel;
@@ -65,11 +75,8 @@ struct place_state {
     uint64_t near_pods;
     const struct podset *limit_set[GANG_MAX_SETS];
     uint32_t limit[GANG_MAX_SETS];
-    /* nodes with ok=1 bucketed by free GPU count; LIFO lists (the node touched last is first) */
-    int32_t bucket[NODE_MAX_GPUS + 1];
-    int32_t *next, *prev;
+    /* nodes with ok=1 bucketed by free GPU count: b->key, b->free_gpus, pb_iter_* */
     uint8_t *key;
-    int64_t free_gpus; /* over ok nodes */
     /* undo log of the gang being placed */
     struct place_undo *log;
     uint32_t n_log, cap_log;

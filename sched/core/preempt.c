@@ -131,6 +131,105 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     return true;
 }
 
+/* Groups the running gangs by queue, with each queue's lowest priority. */
+static int index_running(struct preempt_ctx *pc)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    uint32_t nq = snap->n_queues;
+    pc->queue_first = arena_calloc(pc->arena, nq + 2, sizeof(*pc->queue_first));
+    pc->min_prio = arena_alloc(pc->arena, (nq + 1) * sizeof(*pc->min_prio));
+    pc->by_queue = arena_alloc(pc->arena, (snap->n_running + 1) * sizeof(*pc->by_queue));
+    if (!pc->queue_first || !pc->min_prio || !pc->by_queue)
+        return SCHED_ENOMEM;
+    for (uint32_t v = 0; v <= nq; v++)
+        pc->min_prio[v] = INT32_MAX;
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        uint32_t v = snap->running[i].gang->queue < nq ? snap->running[i].gang->queue : nq;
+        pc->queue_first[v + 1]++;
+        if (snap->running[i].gang->priority < pc->min_prio[v])
+            pc->min_prio[v] = snap->running[i].gang->priority;
+    }
+    for (uint32_t v = 0; v <= nq; v++)
+        pc->queue_first[v + 1] += pc->queue_first[v];
+    uint32_t *at = arena_alloc(pc->arena, (nq + 1) * sizeof(*at));
+    if (!at)
+        return SCHED_ENOMEM;
+    memcpy(at, pc->queue_first, (nq + 1) * sizeof(*at));
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        uint32_t v = snap->running[i].gang->queue < nq ? snap->running[i].gang->queue : nq;
+        pc->by_queue[at[v]++] = i;
+    }
+    return 0;
+}
+
+/* true when allowed() rejects every running gang of queue v as a victim of g (queue q) for a
+ * reason that holds for the whole queue: its settings, priorities all too high, another cohort
+ * tree, or (nominal 0) g's queue would be beyond its nominal quota with g; nominal -1: not
+ * known (the flavor is not). */
+static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t v,
+                       int nominal)
+{
+    const struct config *cfg = pc->snap->config;
+    if (v >= pc->snap->n_queues)
+        return false; /* unknown queue: let allowed() judge each */
+    enum config_within_queue within = CONFIG_PREEMPT_LOWER_PRIORITY;
+    enum config_reclaim reclaim = CONFIG_RECLAIM_ANY;
+    if (cfg && q < cfg->n_queues) {
+        within = cfg->queues[q].preemption.within_queue;
+        reclaim = cfg->queues[q].preemption.reclaim;
+    }
+    int32_t low = pc->min_prio[v];
+    if (v == q) {
+        if (within == CONFIG_PREEMPT_NEVER)
+            return true;
+        if (within == CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL)
+            return low > g->priority;
+        return low >= g->priority;
+    }
+    if (!pc->qt || reclaim == CONFIG_RECLAIM_NEVER)
+        return true;
+    if (reclaim == CONFIG_RECLAIM_LOWER_PRIORITY && low >= g->priority)
+        return true;
+    if (!quota_same_tree(pc->qt, q, v))
+        return true; /* it borrowed from another cohort tree, not from ours */
+    /* beyond its nominal quota with g, the preemptor reclaims nothing; only fair share is left */
+    return nominal == 0 && !(cfg && q < cfg->n_queues && cfg->queues[q].preemption.fair_share);
+}
+
+/* Some queue with running gangs could supply a victim of g (queue q). */
+static bool any_queue(const struct preempt_ctx *pc, const struct gang *g, uint32_t q, int nominal)
+{
+    for (uint32_t v = 0; v <= pc->snap->n_queues; v++)
+        if (pc->queue_first[v + 1] > pc->queue_first[v] && !skip_queue(pc, g, q, v, nominal))
+            return true;
+    return false;
+}
+
+/* Would queue q stay within its nominal quota on flavor f with `need` admitted (the reclaim
+ * condition of allowed())? 1 or 0; -1 without quotas. */
+static int within_nominal(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
+                          const struct res_vec *need)
+{
+    if (!pc->qt)
+        return -1;
+    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        if (need->v[res] > 0 &&
+            quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+            return 0;
+    }
+    return 1;
+}
+
+bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
+{
+    if (!pc->snap->policy->preempt || pc->snap->n_running == 0 || g->n_pods == 0)
+        return true;
+    if (!pc->by_queue && index_running(pc) != 0)
+        return false; /* out of memory: the plan will say so */
+    return !any_queue(pc, g, q, -1);
+}
+
 /* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
 static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r)
 {
@@ -246,6 +345,37 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
     return fits ? n : 0;
 }
 
+/* The running gangs that may be victims of g (queue q, flavor f), in victim order (sorted by a
+ * total order: the same list whatever order they are found in). Returns their count. */
+static uint32_t collect_cands(const struct preempt_ctx *pc, const struct gang *g, uint32_t q,
+                              uint32_t f, const struct res_vec *need, int nominal,
+                              struct cand *cands)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    uint32_t n_cands = 0;
+    for (uint32_t v = 0; v <= snap->n_queues; v++) {
+        if (skip_queue(pc, g, q, v, nominal))
+            continue;
+        for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
+            uint32_t i = pc->by_queue[x];
+            const struct sched_running *r = &snap->running[i];
+            enum sched_preempt_kind kind;
+            if (pc->chosen[i] || !allowed(pc, r, g, q, f, need, &kind))
+                continue;
+            double cost = preempt_cost(r, snap->now_ms);
+            /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
+             * priority first, then most recently started */
+            double key = snap->policy->checkpoint_aware
+                             ? cost + (double)r->gang->gpus * 1e-6
+                             : (double)r->gang->priority * 1e15 - (double)r->start_ms;
+            cands[n_cands++] =
+                (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
+        }
+    }
+    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
+    return n_cands;
+}
+
 int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned)
@@ -259,8 +389,13 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     for (uint32_t h = 0; h < snap->n_holds; h++)
         if (snap->holds[h].gang->id == g->id)
             return 0; /* its victims are still leaving: wait for them, evict nobody else */
+    if (!pc->by_queue && index_running(pc) != 0)
+        return SCHED_ENOMEM;
     struct res_vec need;
     gang_request(g, &need);
+    int nominal = within_nominal(pc, q, f, &need);
+    if (!any_queue(pc, g, q, nominal))
+        return 0; /* no running gang could be a victim of g */
     struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
     uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
     uint32_t *best = arena_alloc(pc->arena, snap->n_running * sizeof(*best));
@@ -268,23 +403,9 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
     if (!cands || !chosen || !best || !trial || !best_trial)
         return SCHED_ENOMEM;
-    uint32_t n_cands = 0;
-    for (uint32_t i = 0; i < snap->n_running; i++) {
-        const struct sched_running *r = &snap->running[i];
-        enum sched_preempt_kind kind;
-        if (pc->chosen[i] || !allowed(pc, r, g, q, f, &need, &kind))
-            continue;
-        double cost = preempt_cost(r, snap->now_ms);
-        /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
-         * priority first, then most recently started */
-        double key = pol->checkpoint_aware ? cost + (double)r->gang->gpus * 1e-6
-                                           : (double)r->gang->priority * 1e15 - (double)r->start_ms;
-        cands[n_cands++] =
-            (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
-    }
+    uint32_t n_cands = collect_cands(pc, g, q, f, &need, nominal, cands);
     if (n_cands == 0)
         return 0;
-    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
     uint32_t n_best = 0, best_domain = 0;

@@ -48,6 +48,12 @@ struct preempt_ctx {
     struct arena *arena;
     uint8_t *chosen;             /* [n_running]: already a victim this cycle */
     uint32_t *evicted_per_queue; /* [n_queues] */
+    /* the running gangs by queue (built at the first plan of the cycle): queue v's are
+     * by_queue[queue_first[v] .. queue_first[v + 1]), queue n_queues holds any other; min_prio
+     * is the lowest priority among them. A queue none of whose gangs could be a victim of the
+     * preemptor is skipped whole (same candidates, found without a scan of every gang). */
+    uint32_t *by_queue, *queue_first;
+    int32_t *min_prio;
 };
 
 int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
@@ -58,6 +64,11 @@ int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
 int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned);
+
+/* true when preempt_plan() would find no victim for any gang of queue q with g's priority (no
+ * preemption, nothing running, or no running gang's queue could supply one), so it would do
+ * nothing. */
+bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q);
 
 /* The cost model, exposed for the simulator's accounting and the tests. */
 double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms);

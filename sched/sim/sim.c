@@ -17,9 +17,11 @@
 #include "plugins/plugins.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
+#include "sched/core/bits.h"
 #include "sched/core/cycle.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
+#include "sched/core/place_base.h"
 #include "store/store.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -395,6 +397,7 @@ struct run {
     const struct sched_policy *pol;
     const struct sim_options *opt;
     struct node_state *state;
+    struct place_base *base; /* the core's placement state between cycles: touched per change */
     uint8_t *status;
     int64_t *start_ms, *end_ms;
     struct sched_assign **assign; /* per running job: its pods */
@@ -441,6 +444,7 @@ struct run {
     uint32_t next_sub;
     int64_t t0, t_end, prev_t;
     double frag_w, frag_t, frag_now, frag_wait; /* frag_wait: time a whole-node gang waited */
+    int64_t stranded; /* free GPUs on partly used nodes, kept as pods start and end */
     bool whole_waiting;
     uint64_t events_done; /* submits, starts, finishes, evictions, rejects */
     uint32_t uncommitted; /* instants since the last store commit */
@@ -474,6 +478,21 @@ static void touch(struct run *r, uint32_t j)
 static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
 static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
+
+/* Free GPUs of node i when it is partly used (stranded: no whole-node gang can use them). */
+static int64_t stranded_on(const struct run *r, uint32_t i)
+{
+    int64_t n = r->in->cluster->nodes[i].n_gpus;
+    int64_t f = n - (int64_t)bits_popc32(r->state[i].gpu_used);
+    return f > 0 && f < n ? f : 0;
+}
+
+/* node_state[i] changed: the core's placement state re-reads it at the next cycle. */
+static void node_changed(struct run *r, uint32_t i)
+{
+    if (r->base)
+        place_base_touch(r->base, i);
+}
 
 static void update_release(struct run *r, uint32_t i)
 {
@@ -534,8 +553,11 @@ static void occupy(struct run *r, uint32_t j, const struct sched_assign *a, int6
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
             struct node_state *ns = &r->state[a[k].node];
+            node_changed(r, a[k].node);
             res_add(&ns->used, &g->sets[s].req);
+            r->stranded -= stranded_on(r, a[k].node);
             ns->gpu_used |= a[k].gpu_mask;
+            r->stranded += stranded_on(r, a[k].node);
             r->pods_on[a[k].node]++;
             if (g->max_runtime_ms <= 0)
                 r->unbounded[a[k].node]++;
@@ -790,8 +812,11 @@ static void release_job(struct run *r, uint32_t j)
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
             struct node_state *ns = &r->state[a[k].node];
+            node_changed(r, a[k].node);
             res_sub(&ns->used, &g->sets[s].req);
+            r->stranded -= stranded_on(r, a[k].node);
             ns->gpu_used &= ~a[k].gpu_mask;
+            r->stranded += stranded_on(r, a[k].node);
             r->pods_on[a[k].node]--;
             if (g->max_runtime_ms <= 0)
                 r->unbounded[a[k].node]--;
@@ -974,6 +999,7 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         }
         if (++r->strikes[node0] >= fl->strikes && !r->state[node0].quarantined) {
             r->state[node0].quarantined = true;
+            node_changed(r, node0);
             r->st->quarantines++;
             heap_push(r, now + fl->quarantine_ms, node0, FIN_UNQUARANTINE);
             ev_node(r, now, "quarantine", node0);
@@ -1014,6 +1040,7 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         if (r->state[i].not_ready)
             return;
         r->state[i].not_ready = true;
+        node_changed(r, i);
         r->st->node_failures++;
         ev_node(r, now, "node-down", i);
         for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
@@ -1036,9 +1063,11 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         if (r->state[i].not_ready)
             ev_node(r, now, "node-up", i);
         r->state[i].not_ready = false;
+        node_changed(r, i);
         return;
     case FIN_UNQUARANTINE:
         r->state[i].quarantined = false;
+        node_changed(r, i);
         r->strikes[i] = 0;
         ev_node(r, now, "unquarantine", i);
         return;
@@ -1276,17 +1305,12 @@ static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
     }
 }
 
-/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs. */
+/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs (r->stranded is kept
+ * by occupy() and release_job(), so an instant does not count every node). */
 static double stranded_share(const struct run *r)
 {
     const struct cluster *c = r->in->cluster;
-    int64_t stranded = 0;
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        int64_t f = c->nodes[i].n_gpus - __builtin_popcount(r->state[i].gpu_used);
-        if (f > 0 && f < c->nodes[i].n_gpus)
-            stranded += f;
-    }
-    return c->total_gpus > 0 ? (double)stranded / (double)c->total_gpus : 0.0;
+    return c->total_gpus > 0 ? (double)r->stranded / (double)c->total_gpus : 0.0;
 }
 
 static int add_point(struct run *r, int64_t now, int64_t t0)
@@ -2081,8 +2105,11 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     const struct sim_input *in = r->in;
     const struct cluster *c = in->cluster;
     for (uint32_t q = 0; q < in->n_queues; q++)
-        views[q] = (struct sched_queue_view){
-            .queue = &in->queues[q], .pending = r->queues[q].items, .n_pending = r->queues[q].n};
+        views[q] = (struct sched_queue_view){.queue = &in->queues[q],
+                                             .pending = r->queues[q].items,
+                                             .n_pending = r->queues[q].n,
+                                             .class_keys = r->queues[q].keys,
+                                             .n_classes = r->queues[q].n_classes};
     uint32_t n_holds = 0;
     if (r->pol->preempt)
         build_views(r, now, &n_holds);
@@ -2101,7 +2128,10 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .holds = r->holds.view,
                                   .n_holds = n_holds,
                                   .reserve_hints = r->hints.view,
-                                  .n_reserve_hints = r->hints.n};
+                                  .n_reserve_hints = r->hints.n,
+                                  /* verdicts serve only rejects unless explained or logged */
+                                  .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,
+                                  .base = r->base};
     struct sched_result res;
     arena_reset(arena);
     if (sched_cycle(&snap, arena, &res) != 0)
@@ -2325,6 +2355,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     size_t nj = in->n_jobs ? in->n_jobs : 1;
     struct run r = {.in = in, .pol = pol, .opt = opt, .st = out};
     r.state = calloc(in->cluster->n_nodes ? in->cluster->n_nodes : 1, sizeof(*r.state));
+    r.base = place_base_new(in->cluster);
     r.status = calloc(nj, 1);
     r.start_ms = calloc(nj, sizeof(*r.start_ms));
     r.end_ms = calloc(nj, sizeof(*r.end_ms));
@@ -2375,11 +2406,11 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
-    if (!r.state || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
-        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
-        !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
-        !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv) {
+    if (!r.state || !r.base || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues ||
+        !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
+        !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
+        !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
+        !r.runlist || !r.runpos || !r.runv) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2410,6 +2441,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         free(r.assign[j]);
     for (uint32_t q = 0; r.queues && q < in->n_queues; q++)
         queue_list_fini(&r.queues[q]);
+    place_base_free(r.base);
     free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
     free(r.queues), free(r.heap);
     free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);

@@ -1,0 +1,448 @@
+/* tests/unit/test_place_base.c: placement state kept between cycles and backlog classes.
+ *
+ * The property that matters: a cycle on a base kept between cycles (nodes touched as their
+ * usage changes) decides exactly what a cycle on a state built from scratch decides. Checked by
+ * running both on the same snapshots through a seeded random life (gangs placed and ended, nodes
+ * down and up, preemptor holds, reservations), then the pieces: bucket order, the per-level
+ * largest domain, and the backlog classes' verdicts.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/queue.h"
+#include "sched/core/backlog.h"
+#include "sched/core/bits.h"
+#include "sched/core/cycle.h"
+#include "sched/core/place_base.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+
+#define N_GANGS 48
+
+struct life {
+    struct cluster *c;
+    struct node_state *state;
+    struct place_base *base;
+    struct gang gangs[N_GANGS];
+    struct sched_assign pods[N_GANGS][16];
+    bool running[N_GANGS];
+    struct arena a, b;
+    uint64_t rng;
+};
+
+static uint64_t rnd(struct life *l)
+{
+    uint64_t x = l->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    l->rng = x;
+    return x;
+}
+
+static struct cluster *make_cluster(const char *spec)
+{
+    struct sched_errbuf eb = {{0}};
+    struct cluster *c = cluster_new();
+    assert_int_equal(nodes_generate(c, spec, &eb), 0);
+    assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
+    return c;
+}
+
+static void make_gang(struct gang *g, uint32_t id, uint32_t pods, int64_t gpus, int8_t req)
+{
+    memset(g, 0, sizeof(*g));
+    g->id = id;
+    g->name = "g";
+    g->submit_ms = (int64_t)id * 1000;
+    g->n_sets = 1;
+    g->sets[0].count = pods;
+    g->sets[0].req.v[RES_GPU] = gpus;
+    g->sets[0].req.v[RES_CPU] = 1000;
+    g->sets[0].req.v[RES_MEMORY] = INT64_C(1) << 30;
+    g->sets[0].req.v[RES_PODS] = 1;
+    g->topo_required = req;
+    g->topo_preferred = -1;
+    g->slice_level = -1;
+    gang_finalize(g);
+    g->min_member = g->n_pods;
+}
+
+/* Usage of one pod of g on node a.node: add (sign 1) or take away (-1); the base hears of it. */
+static void use(struct life *l, const struct gang *g, const struct sched_assign *a, int sign)
+{
+    struct node_state *s = &l->state[a->node];
+    if (sign > 0) {
+        res_add(&s->used, &g->sets[0].req);
+        s->gpu_used |= a->gpu_mask;
+    } else {
+        res_sub(&s->used, &g->sets[0].req);
+        s->gpu_used &= ~a->gpu_mask;
+    }
+    place_base_touch(l->base, a->node);
+}
+
+static void same_result(const struct sched_result *x, const struct sched_result *y)
+{
+    assert_int_equal(x->n_placements, y->n_placements);
+    for (uint32_t p = 0; p < x->n_placements; p++) {
+        const struct sched_placement *a = &x->placements[p], *b = &y->placements[p];
+        assert_int_equal(a->gang->id, b->gang->id);
+        assert_int_equal(a->level, b->level);
+        assert_int_equal(a->domain, b->domain);
+        for (uint32_t k = 0; k < a->gang->n_pods; k++) {
+            assert_int_equal(a->pods[k].node, b->pods[k].node);
+            assert_int_equal(a->pods[k].gpu_mask, b->pods[k].gpu_mask);
+        }
+    }
+    assert_int_equal(x->n_verdicts, y->n_verdicts);
+    for (uint32_t v = 0; v < x->n_verdicts; v++) {
+        assert_int_equal(x->verdicts[v].gang->id, y->verdicts[v].gang->id);
+        assert_int_equal(x->verdicts[v].why, y->verdicts[v].why);
+        assert_memory_equal(x->verdicts[v].filtered, y->verdicts[v].filtered,
+                            sizeof(x->verdicts[v].filtered));
+    }
+    assert_int_equal(x->n_reservations, y->n_reservations);
+    for (uint32_t r = 0; r < x->n_reservations; r++) {
+        assert_int_equal(x->reservations[r].n_nodes, y->reservations[r].n_nodes);
+        assert_memory_equal(x->reservations[r].nodes, y->reservations[r].nodes,
+                            x->reservations[r].n_nodes * sizeof(uint32_t));
+    }
+}
+
+/* 60 cycles of a random life, each decided twice: on the kept base and from scratch. */
+static void test_base_decides_as_scratch(void **unused)
+{
+    (void)unused;
+    struct life *l = calloc(1, sizeof(*l));
+    l->rng = 0x9E3779B97F4A7C15ull;
+    l->c = make_cluster("hgx:24,nvl72:1,pcie:8");
+    l->state = calloc(l->c->n_nodes, sizeof(*l->state));
+    l->base = place_base_new(l->c);
+    assert_non_null(l->base);
+    arena_init(&l->a, 0);
+    arena_init(&l->b, 0);
+    static const uint32_t pods[] = {1, 1, 2, 4, 8, 3, 16};
+    static const int64_t gpus[] = {1, 2, 4, 8, 8, 8};
+    for (uint32_t j = 0; j < N_GANGS; j++) {
+        uint32_t p = pods[rnd(l) % 7];
+        int8_t req = rnd(l) % 5 == 0 ? 2 : -1; /* some must fit one rack */
+        make_gang(&l->gangs[j], j, p, gpus[rnd(l) % 6], req);
+    }
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    uint32_t placed = 0, reserved = 0;
+    for (int cyc = 0; cyc < 60; cyc++) {
+        const struct gang *pending[N_GANGS];
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < N_GANGS; j++)
+            if (!l->running[j])
+                pending[n++] = &l->gangs[j];
+        /* a preemptor hold on a few nodes now and then */
+        uint32_t hold_nodes[3] = {(uint32_t)(rnd(l) % l->c->n_nodes),
+                                  (uint32_t)(rnd(l) % l->c->n_nodes), 0};
+        struct sched_hold hold = {.gang = pending[0], .nodes = hold_nodes, .n_nodes = 2};
+        struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
+        struct sched_snapshot snap = {.now_ms = INT64_C(3600000) * (cyc + 1),
+                                      .cluster = l->c,
+                                      .state = l->state,
+                                      .queues = &view,
+                                      .n_queues = 1,
+                                      .policy = pol,
+                                      .holds = &hold,
+                                      .n_holds = n > 0 && cyc % 3 == 0 ? 1 : 0};
+        struct sched_result with, without;
+        arena_reset(&l->a);
+        arena_reset(&l->b);
+        snap.base = l->base;
+        assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
+        snap.base = NULL;
+        assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
+        same_result(&with, &without);
+        placed += with.n_placements;
+        reserved += with.n_reservations;
+        for (uint32_t p = 0; p < with.n_placements; p++) { /* the driver starts them */
+            const struct gang *g = with.placements[p].gang;
+            l->running[g->id] = true;
+            for (uint32_t k = 0; k < g->n_pods; k++) {
+                l->pods[g->id][k] = with.placements[p].pods[k];
+                use(l, g, &l->pods[g->id][k], +1);
+            }
+        }
+        for (uint32_t j = 0; j < N_GANGS; j++) /* some end */
+            if (l->running[j] && rnd(l) % 3 == 0) {
+                l->running[j] = false;
+                for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
+                    use(l, &l->gangs[j], &l->pods[j][k], -1);
+            }
+        uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes); /* a node goes down or comes back */
+        l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
+        place_base_touch(l->base, i);
+    }
+    assert_true(placed > 20); /* the life did place gangs and reserve capacity */
+    assert_true(reserved > 0);
+    arena_fini(&l->a);
+    arena_fini(&l->b);
+    place_base_free(l->base);
+    free(l->state);
+    cluster_free(l->c);
+    free(l);
+}
+
+/* After a sync every bucket lists its nodes by ascending index; linked nodes come first, most
+ * recent first; the next sync restores the order. */
+static void test_bucket_order(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:300");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    struct place_base *b = place_base_new(c);
+    uint64_t r = 12345;
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        state[i].gpu_used = (uint32_t)(r & 0xFF);
+    }
+    place_base_sync(b, state);
+    int64_t free_gpus = 0;
+    for (uint32_t k = 0; k < PB_KEYS; k++) {
+        struct pb_iter it;
+        pb_iter_start(b, k, &it);
+        int32_t last = -1;
+        for (int32_t i; (i = pb_iter_next(b, k, &it)) >= 0; last = i) {
+            assert_true(i > last);
+            assert_int_equal(bits_popc32(b->gpu_free[i]), k);
+            free_gpus += k;
+        }
+    }
+    assert_int_equal(free_gpus, b->free_gpus);
+    /* nodes 7 and 290 change in the cycle: they head their new bucket, 290 first */
+    b->gpu_free[7] = 0xFF;
+    b->gpu_free[290] = 0xFF;
+    pb_unlink(b, 7);
+    pb_link(b, 7);
+    pb_unlink(b, 290);
+    pb_link(b, 290);
+    struct pb_iter it;
+    pb_iter_start(b, 8, &it);
+    assert_int_equal(pb_iter_next(b, 8, &it), 290);
+    assert_int_equal(pb_iter_next(b, 8, &it), 7);
+    int32_t next = pb_iter_next(b, 8, &it);
+    assert_true(next < 0 || (next != 7 && next != 290));
+    place_base_sync(b, state); /* both restored from their usage */
+    assert_int_equal(b->gpu_free[7], 0xFFu & ~state[7].gpu_used);
+    assert_int_equal(b->free_gpus, free_gpus);
+    place_base_free(b);
+    free(state);
+    cluster_free(c);
+}
+
+/* The largest domain per level, kept by deltas, equals a count from scratch. */
+static void test_level_max(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:64,nvl72:2");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    struct place_base *b = place_base_new(c);
+    uint64_t r = 777;
+    for (int step = 0; step < 200; step++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        uint32_t i = (uint32_t)(r % c->n_nodes);
+        state[i].not_ready = !state[i].not_ready;
+        place_base_touch(b, i);
+        place_base_sync(b, state);
+        int64_t got[TOPO_MAX_LEVELS];
+        pb_level_max(b, got);
+        for (uint32_t lv = 0; lv < c->topo.n_levels; lv++) {
+            int64_t *sum = calloc(c->topo.levels[lv].n_domains, sizeof(*sum)), max = 0;
+            for (uint32_t n = 0; n < c->n_nodes; n++)
+                if (!state[n].not_ready)
+                    sum[c->nodes[n].dom[lv]] += c->nodes[n].n_gpus;
+            for (uint32_t d = 0; d < c->topo.levels[lv].n_domains; d++)
+                max = sum[d] > max ? sum[d] : max;
+            assert_int_equal(got[lv], max);
+            free(sum);
+        }
+    }
+    place_base_free(b);
+    free(state);
+    cluster_free(c);
+}
+
+/* 20 gangs of two shapes (2 pods x 4 GPUs, 1 pod x 8 GPUs) on a full cluster: all examined; a
+ * verdict per gang when asked, else one per shape (the ones tried). */
+static void test_backlog_verdicts(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:2");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    for (uint32_t i = 0; i < c->n_nodes; i++)
+        state[i].gpu_used = 0xFF, state[i].used.v[RES_GPU] = 8;
+    struct gang *gangs = calloc(20, sizeof(*gangs));
+    const struct gang *pending[20];
+    for (uint32_t j = 0; j < 20; j++) {
+        make_gang(&gangs[j], j, j % 2 ? 1 : 2, j % 2 ? 8 : 4, -1); /* neither dominates */
+        pending[j] = &gangs[j];
+    }
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = 20};
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = c,
+                                  .state = state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched")};
+    struct arena a;
+    arena_init(&a, 0);
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&snap, &a, &res), 0);
+    assert_int_equal(res.n_examined, 20);
+    assert_int_equal(res.n_placements, 0);
+    assert_int_equal(res.n_verdicts, 2);
+    assert_int_equal(res.verdicts[0].gang->id, 0);
+    assert_int_equal(res.verdicts[1].gang->id, 1);
+    snap.verdict_every_gang = true;
+    arena_reset(&a);
+    assert_int_equal(sched_cycle(&snap, &a, &res), 0);
+    assert_int_equal(res.n_verdicts, 20);
+    for (uint32_t v = 0; v < 20; v++) {
+        assert_int_equal(res.verdicts[v].gang->id, v);
+        assert_int_equal(res.verdicts[v].why, SCHED_WHY_RESOURCES);
+    }
+    arena_fini(&a);
+    free(gangs);
+    free(state);
+    cluster_free(c);
+}
+
+/* A gang that holds capacity (a preemptor's) is tried even when an earlier gang of its class
+ * failed: it may use what the other could not. */
+static void test_backlog_hold_is_tried(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:2");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    state[1].gpu_used = 0xFF, state[1].used.v[RES_GPU] = 8; /* node 0 free, held for g1 */
+    struct gang gangs[2];
+    const struct gang *pending[2] = {&gangs[0], &gangs[1]};
+    make_gang(&gangs[0], 0, 1, 8, -1);
+    make_gang(&gangs[1], 1, 1, 8, -1);
+    uint32_t held = 0;
+    struct sched_hold hold = {.gang = &gangs[1], .nodes = &held, .n_nodes = 1};
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = 2};
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = c,
+                                  .state = state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .holds = &hold,
+                                  .n_holds = 1};
+    struct arena a;
+    arena_init(&a, 0);
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&snap, &a, &res), 0);
+    assert_int_equal(res.n_placements, 1);
+    assert_int_equal(res.placements[0].gang->id, 1);
+    assert_int_equal(res.placements[0].pods[0].node, 0);
+    arena_fini(&a);
+    free(state);
+    cluster_free(c);
+}
+
+/* Queue lists count the distinct classes of their gangs as gangs come and go. */
+static void test_queue_class_counts(void **unused)
+{
+    (void)unused;
+    struct gang *gangs = calloc(300, sizeof(*gangs));
+    struct queue_list l;
+    queue_list_init(&l, false);
+    for (uint32_t j = 0; j < 300; j++) { /* 30 classes: pods 1..10 x GPUs 1, 2, 4 */
+        make_gang(&gangs[j], j, 1 + j % 10, (int64_t)1 << (j / 10 % 3), -1);
+        assert_int_equal(queue_list_insert(&l, &gangs[j]), 0);
+    }
+    assert_int_equal(l.n_classes, 30);
+    for (uint32_t k = 0; k < l.n; k++)
+        assert_true(l.keys[k] == backlog_gang_key(l.items[k]));
+    for (uint32_t j = 0; j < 300; j++) /* every class but pods 1 x GPU 1 (j % 30 == 0) leaves */
+        if (j % 30 != 0)
+            assert_true(queue_list_remove(&l, &gangs[j]));
+    assert_int_equal(l.n_classes, 1);
+    assert_int_equal(l.n, 10);
+    for (uint32_t j = 0; j < 300; j++)
+        if (j % 30 == 0)
+            assert_true(queue_list_remove(&l, &gangs[j]));
+    assert_int_equal(l.n_classes, 0);
+    assert_int_equal(queue_list_insert(&l, &gangs[7]), 0);
+    assert_int_equal(l.n_classes, 1);
+    queue_list_fini(&l);
+    free(gangs);
+}
+
+/* With the queue's class keys the cycle may pass over the rest of a queue at once: the same
+ * decisions and verdicts as gang by gang, every gang counted as examined. */
+static void test_backlog_rest_of_queue(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:4");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    for (uint32_t i = 1; i < c->n_nodes; i++) /* node 0 has 4 free GPUs */
+        state[i].gpu_used = 0xFF, state[i].used.v[RES_GPU] = 8;
+    state[0].gpu_used = 0x0F, state[0].used.v[RES_GPU] = 4;
+    struct gang *gangs = calloc(200, sizeof(*gangs));
+    struct queue_list l;
+    queue_list_init(&l, false);
+    for (uint32_t j = 0; j < 200; j++) { /* mostly too large; a 2-GPU gang now and then fits */
+        make_gang(&gangs[j], j, j % 3 == 0 ? 2 : 1, j % 50 == 49 ? 2 : 8, -1);
+        assert_int_equal(queue_list_insert(&l, &gangs[j]), 0);
+    }
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    struct sched_queue_view view = {.queue = &qu, .pending = l.items, .n_pending = l.n};
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = c,
+                                  .state = state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched")};
+    struct arena a, b;
+    arena_init(&a, 0);
+    arena_init(&b, 0);
+    struct sched_result walked, jumped;
+    assert_int_equal(sched_cycle(&snap, &a, &walked), 0);
+    view.class_keys = l.keys;
+    view.n_classes = l.n_classes;
+    assert_int_equal(sched_cycle(&snap, &b, &jumped), 0);
+    same_result(&walked, &jumped);
+    assert_int_equal(walked.n_placements, 2); /* two 2-GPU gangs on node 0's 4 free GPUs */
+    assert_int_equal(jumped.n_examined, 200);
+    assert_int_equal(walked.n_examined, 200);
+    arena_fini(&a);
+    arena_fini(&b);
+    queue_list_fini(&l);
+    free(gangs);
+    free(state);
+    cluster_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_base_decides_as_scratch),
+        cmocka_unit_test(test_bucket_order),
+        cmocka_unit_test(test_level_max),
+        cmocka_unit_test(test_backlog_verdicts),
+        cmocka_unit_test(test_backlog_hold_is_tried),
+        cmocka_unit_test(test_queue_class_counts),
+        cmocka_unit_test(test_backlog_rest_of_queue),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
