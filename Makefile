@@ -1,7 +1,8 @@
 # gangsched build.
 #
 #   make            build bin/gangsched and bin/gangctl (gcc by default; CC=clang works too)
-#   make demo       install missing Debian packages, build, run the default simulation
+#   make demo       install missing Debian packages, build (quietly), run the default simulation
+#   make install    PREFIX=/usr/local: binaries, kubectl-gang, man pages, bash and zsh completion
 #   make test       install missing packages, build with gcc, compile-check with clang, run every test
 #   make san        the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      placement and replay benchmarks (ratios against a baseline in the same process),
@@ -52,7 +53,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
-.PHONY: all deps test-deps demo test test-run san bench scale-doc preempt-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -76,8 +77,9 @@ deps:
 	  $$SUDO apt-get install -y $$missing || { $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; }; \
 	fi
 
-# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh; it is
-# installed only for the tests, and only when missing. The test fails (never skips) without it.
+# promtool (Debian package prometheus, ~100 MB) checks /metrics in tests/sim/http_api.sh, and
+# chromium renders the HTML report in tests/sim/report_html.sh; they are installed only for the
+# tests, and only when missing. The tests fail (never skip) without them.
 test-deps:
 	@if ! command -v promtool >/dev/null; then \
 	  echo "installing promtool (Debian package prometheus) for the HTTP API test"; \
@@ -85,6 +87,13 @@ test-deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  $$SUDO apt-get install -y --no-install-recommends prometheus || \
 	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends prometheus; } || true; \
+	fi
+	@if ! command -v chromium >/dev/null; then \
+	  echo "installing chromium (Debian package) for the HTML report test"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y --no-install-recommends chromium || \
+	    { $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; } || true; \
 	fi
 
 $(BUILD)/%.o: %.c
@@ -113,7 +122,8 @@ $(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(BUILD)/gen/default_trace.o $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/gangctl: $(BUILD)/sched/cmd/gangctl.o $(LIB)
+GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c))
+$(BIN)/gangctl: $(GANGCTL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -133,9 +143,37 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+# Quiet: the build prints only warnings and errors, then the simulation's table.
 demo: deps
-	$(MAKE) all
+	@echo "building gangsched and gangctl (make all)..."
+	@$(MAKE) -s --no-print-directory all
 	$(BIN)/gangsched simulate
+
+# make install PREFIX=/usr/local (DESTDIR for staging): the binaries, the kubectl plugin link and
+# its completion link (kubectl_complete-gang, for kubectl gang <TAB>),
+# man pages made from the programs' own --help texts, and bash and zsh completions.
+PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man/man1
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR) \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 755 $(BIN)/gangsched $(BIN)/gangctl $(DESTDIR)$(PREFIX)/bin/
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/bin/kubectl-gang
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gang
+	sh sched/cmd/manpage.sh gangsched "gang batch scheduler for GPU jobs on Kubernetes, and its simulator" \
+	  "$$($(BIN)/gangsched version | cut -d' ' -f2)" "$(BIN)/gangsched --help" \
+	  "simulate|$(BIN)/gangsched simulate --help" "run|$(BIN)/gangsched run --help" \
+	  "serve|$(BIN)/gangsched serve --help" "config|$(BIN)/gangsched config --help" \
+	  "store|$(BIN)/gangsched store --help" > $(DESTDIR)$(MANDIR)/gangsched.1
+	sh sched/cmd/manpage.sh gangctl "tenant and operator CLI of gangsched (also kubectl gang)" \
+	  "$$($(BIN)/gangctl --version | cut -d' ' -f2)" "$(BIN)/gangctl --help" \
+	  $(foreach c,quota queues jobs explain top reservations queue reserve checkpoint completion,"$(c)|$(BIN)/gangctl $(c) --help") \
+	  > $(DESTDIR)$(MANDIR)/gangctl.1
+	$(BIN)/gangctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gangctl
+	ln -sf gangctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/kubectl-gang
+	$(BIN)/gangctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gangctl
+	$(BIN)/gangsched completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gangsched
+	$(BIN)/gangsched completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gangsched
 
 # The one command CI runs (.ci/run). Builds with gcc, proves the tree also builds warning-free
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
@@ -154,13 +192,12 @@ check-clang:
 	  $(MAKE) CC=clang BUILD=build/clang BIN=build/clang/bin all test-bins; \
 	else echo "clang not installed: skipping the clang build (gcc build done)"; fi
 
+SAN_OPT = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 san: deps test-deps
-	$(MAKE) BUILD=build/san BIN=build/san/bin \
-	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  all test-bins
+	$(MAKE) BUILD=build/san BIN=build/san/bin OPT="$(SAN_OPT)" all test-bins
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  BUILD=build/san BIN=build/san/bin GANGSCHED_SAN=1 sh tests/run.sh
+	  BUILD=build/san BIN=build/san/bin GANGSCHED_SAN=1 GANGSCHED_SAN_OPT="$(SAN_OPT)" sh tests/run.sh
 
 bench: deps
 	$(MAKE) all $(BUILD)/tests/bench $(BUILD)/tests/bench_scale

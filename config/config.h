@@ -211,4 +211,16 @@ const struct config_quota *config_quota_get(const struct config *c,
 /* Prints the tree of cohorts and queues with their quotas (for `gangsched config check`). */
 void config_print_tree(const struct config *c, FILE *f);
 
+struct cluster;
+/* config/totals.c: prints each cohort's nominal quota with everything under it and the total
+ * of all queues, per flavor and resource; given a cluster (else NULL), warns for each flavor and
+ * resource whose nominal quotas exceed what its nodes have (named `cluster_name`). Returns the
+ * number of warnings, -1 when out of memory. */
+int config_print_totals(const struct config *c, const struct cluster *cl, const char *cluster_name,
+                        FILE *out);
+/* config/import.c: `gangsched config import-kueue FILE...`: Kueue (ResourceFlavor, Cohort,
+ * ClusterQueue, LocalQueue; v1beta1, v1beta2) and Volcano (Queue) manifests to a configuration
+ * on `out`, comments for what it cannot map; errors on `err`. Returns the exit code. */
+int config_import_main(int argc, char **argv, FILE *out, FILE *err);
+
 #endif

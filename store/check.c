@@ -198,6 +198,8 @@ int store_check(const char *path, FILE *out)
     struct store *st = NULL;
     int err = store_open(path, STORE_READONLY, NULL, &st, &eb);
     if (err) {
+        store_rebuild_hint(&eb, "the simulator and the scheduler can start a new store: "
+                                "--rebuild-store");
         if (out)
             fprintf(out, "%s\n", eb.msg);
         return err;
@@ -205,6 +207,8 @@ int store_check(const char *path, FILE *out)
     struct finding f = {out, st->path, 0};
     err = verify(st, &f, &eb);
     if (out) {
+        store_rebuild_hint(&eb, "the simulator and the scheduler can start a new store: "
+                                "--rebuild-store");
         if (err)
             fprintf(out, "%s\n", eb.msg);
         else if (f.n)

@@ -418,6 +418,43 @@ int store_reservation_list(struct store *st, store_reservation_fn *fn, void *ctx
 
 /* ---- decision log -------------------------------------------------------------------------- */
 
+/* The newest row of `gang`: 1 with *id, *why and the reason copied into the scratch buffer
+ * (*reason), 0 when the gang has none, or a negative SQLite result. */
+static int decision_last(struct store *st, const char *gang, int64_t *id, int *why,
+                         const char **reason)
+{
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_DECISION_LAST_GANG, 1, gang, &rc);
+    sqlite3_stmt *s = store__s(st, STMT_DECISION_LAST_GANG);
+    int found = 0;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *text = store__col_text(s, 2);
+        size_t n = text ? strlen(text) + 1 : 1;
+        char *copy = store__scratch(st, n);
+        if (!copy) {
+            rc = SQLITE_NOMEM;
+        } else {
+            memcpy(copy, text ? text : "", n);
+            *id = sqlite3_column_int64(s, 0);
+            *why = (int)sqlite3_column_int64(s, 1);
+            *reason = copy;
+            found = 1;
+            rc = SQLITE_OK;
+        }
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    store__done(st, STMT_DECISION_LAST_GANG);
+    return rc == SQLITE_OK ? found : -(rc ? rc : 1);
+}
+
+/* Each decision is compared with the gang's newest row: the same verdict with the same text is
+ * not written again; the same verdict with new text (new figures: "may still take 4") replaces
+ * that row's text, keeping its cycle and time (when the gang began to wait for that reason, as
+ * a Kubernetes condition keeps its lastTransitionTime); any other verdict appends a row. So the
+ * log holds the changes of reason, each with current figures, however often a driver reports. */
 int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
                             struct sched_errbuf *eb)
 {
@@ -433,14 +470,30 @@ int store_decision_add_many(struct store *st, const struct store_decision *d, ui
         return err;
     int rc = SQLITE_OK;
     for (uint32_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        int64_t last_id = 0;
+        int last_why = -1;
+        const char *last_reason = NULL;
+        int found = decision_last(st, d[i].gang, &last_id, &last_why, &last_reason);
+        if (found < 0) {
+            rc = -found;
+            break;
+        }
+        if (found && last_why == d[i].why) {
+            if (strcmp(last_reason, d[i].reason) == 0)
+                continue;
+            store__b_i64(st, STMT_DECISION_SET_REASON, 1, last_id, &rc);
+            store__b_text(st, STMT_DECISION_SET_REASON, 2, d[i].reason, &rc);
+            rc = store__exec(st, STMT_DECISION_SET_REASON, rc, NULL);
+            continue;
+        }
         store__b_i64(st, STMT_DECISION_ADD, 1, d[i].cycle, &rc);
         store__b_i64(st, STMT_DECISION_ADD, 2, d[i].ts_ms, &rc);
         store__b_text(st, STMT_DECISION_ADD, 3, d[i].gang, &rc);
         store__b_i64(st, STMT_DECISION_ADD, 4, d[i].why, &rc);
         store__b_text(st, STMT_DECISION_ADD, 5, d[i].reason, &rc);
         rc = store__exec(st, STMT_DECISION_ADD, rc, NULL);
+        st->prune_due = true;
     }
-    st->prune_due = true;
     return store__wend(st, own, rc, "writing the decision log", eb);
 }
 
@@ -483,6 +536,14 @@ int store_decision_list(struct store *st, const char *gang, uint32_t limit, stor
     store__b_i64(st, id, gang ? 2 : 1, limit ? (int64_t)limit : -1, &rc);
     struct each e = {.fn.decision = fn, .ctx = ctx};
     return store__each(st, id, rc, "the decision log", decision_row, &e, eb);
+}
+
+int store_decision_latest(struct store *st, store_decision_fn *fn, void *ctx,
+                          struct sched_errbuf *eb)
+{
+    struct each e = {.fn.decision = fn, .ctx = ctx};
+    return store__each(st, STMT_DECISION_LATEST, SQLITE_OK, "the decision log", decision_row, &e,
+                       eb);
 }
 
 /* ---- preemptions --------------------------------------------------------------------------- */

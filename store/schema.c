@@ -301,6 +301,13 @@ const char *const store__stmt_sql[STMT_N] = {
                            "ORDER BY id DESC LIMIT ?1",
     [STMT_DECISION_LIST_GANG] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
                                 "WHERE gang = ?1 ORDER BY id DESC LIMIT ?2",
+    [STMT_DECISION_LAST_GANG] = "SELECT id, why, reason FROM decisions "
+                                "WHERE gang = ?1 ORDER BY id DESC LIMIT 1",
+    [STMT_DECISION_SET_REASON] = "UPDATE decisions SET reason = ?2 WHERE id = ?1",
+    /* the newest row of every gang (decisions_gang: one index seek per gang) */
+    [STMT_DECISION_LATEST] = "SELECT id, cycle, ts_ms, gang, why, reason FROM decisions "
+                             "WHERE id IN (SELECT MAX(id) FROM decisions GROUP BY gang) "
+                             "ORDER BY gang",
     [STMT_PREEMPT_ADD] = "INSERT INTO preemptions(cycle, ts_ms, victim, preemptor, gpus, "
                          "lost_work_gpu_s, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost "

@@ -119,6 +119,19 @@ int store__exec(struct store *st, enum store__stmt id, int rc, int *changes)
     return rc;
 }
 
+void store_rebuild_hint(struct sched_errbuf *eb, const char *instead)
+{
+    static const char hint[] = " (use --rebuild-store)";
+    char *at = eb ? strstr(eb->msg, hint) : NULL;
+    if (!at)
+        return;
+    char rest[sizeof(eb->msg)];
+    snprintf(rest, sizeof(rest), "%s", at + sizeof(hint) - 1);
+    size_t used = (size_t)(at - eb->msg);
+    snprintf(at, sizeof(eb->msg) - used, "%s%s%s%s", instead && *instead ? " (" : "",
+             instead && *instead ? instead : "", instead && *instead ? ")" : "", rest);
+}
+
 int store_set_aside(const char *path, int open_rc, char *aside, size_t cap, struct sched_errbuf *eb)
 {
     if (open_rc == 0 || !strstr(eb->msg, "--rebuild-store"))

@@ -166,6 +166,9 @@ int store_open(const char *path, unsigned flags, const struct store_opts *opts, 
  * Otherwise returns the open's error unchanged (eb untouched). */
 int store_set_aside(const char *path, int open_rc, char *aside, size_t cap,
                     struct sched_errbuf *eb);
+/* For commands without --rebuild-store (gangctl, serve, store check): replaces the store's
+ * "(use --rebuild-store)" hint in eb with `instead` (NULL or "": removes it). */
+void store_rebuild_hint(struct sched_errbuf *eb, const char *instead);
 /* Rolls back an open transaction (with a warning on stderr), finalizes the statements, closes
  * the connection (checkpointing the WAL) and frees the store. NULL is a no-op. */
 void store_close(struct store *st);
@@ -347,17 +350,24 @@ int store_placement_list(struct store *st, store_placement_fn *fn, void *ctx,
                          struct sched_errbuf *eb);
 
 /* ---- decision log -------------------------------------------------------------------------- */
+/* A driver's verdict for a gang it could not offer to the core (pods missing, no or unknown
+ * queue, invalid spec): the reason names which. */
+#define STORE_WHY_WAITING 100
+
 struct store_decision {
     int64_t id; /* assigned (ignored on add) */
     int64_t cycle;
     int64_t ts_ms;
     const char *gang;
-    int why;            /* enum sched_why */
+    int why;            /* enum sched_why, or STORE_WHY_WAITING */
     const char *reason; /* one line */
 };
 
-/* Appends decisions. Pruning by the retention settings happens at the end of the transaction
- * (store_commit, or right away outside one), in that same transaction. */
+/* Records decisions: a row per change of a gang's verdict. A decision equal to the gang's
+ * newest row (why and reason) is dropped; one with the same why and another reason replaces
+ * that row's reason (its cycle and ts_ms stay: when the gang began to wait for that why);
+ * otherwise a row is appended. Pruning by the retention settings happens at the end of the
+ * transaction (store_commit, or right away outside one), in that same transaction. */
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb);
 int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
                             struct sched_errbuf *eb);
@@ -366,6 +376,9 @@ typedef int store_decision_fn(void *ctx, const struct store_decision *d);
 /* Newest first, at most `limit` (0 = all); gang NULL = every gang. */
 int store_decision_list(struct store *st, const char *gang, uint32_t limit, store_decision_fn *fn,
                         void *ctx, struct sched_errbuf *eb);
+/* The newest row of every gang, by gang. */
+int store_decision_latest(struct store *st, store_decision_fn *fn, void *ctx,
+                          struct sched_errbuf *eb);
 
 /* ---- preemption records -------------------------------------------------------------------- */
 struct store_preemption {

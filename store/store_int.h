@@ -57,6 +57,9 @@
     XX(DECISION_COUNT)                                                                             \
     XX(DECISION_LIST)                                                                              \
     XX(DECISION_LIST_GANG)                                                                         \
+    XX(DECISION_LAST_GANG)                                                                         \
+    XX(DECISION_SET_REASON)                                                                        \
+    XX(DECISION_LATEST)                                                                            \
     XX(PREEMPT_ADD)                                                                                \
     XX(PREEMPT_LIST)                                                                               \
     XX(JOB_UPSERT)                                                                                 \

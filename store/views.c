@@ -1,10 +1,9 @@
 /* store/views.c: the tenant views of a store (quota, queues, jobs, explain, top, reservations)
  * as cJSON documents; see store/views.h.
  *
- * Owns: the in-memory copy of the tables a view needs (validated: states, ranges, NULL strings;
- * odd content is skipped, never trusted for sizes or indices), the derived figures, and the
- * documents. Moved here from gangctl so that the HTTP API serves exactly what `gangctl --db`
- * prints.
+ * Owns: the derived figures (quota lines with borrowed, lent and available amounts, waits,
+ * reasons, GPU use per node) and the documents, from the records store/views_load.c read. Used
+ * by gangctl offline and by the HTTP API, so both serve the same bytes.
  *
  * Must not touch: the database's content (list functions only), formatting for humans, HTTP.
  * Out of memory is reported (SCHED_ENOMEM), never fatal: the daemon embeds this code.
@@ -19,122 +18,7 @@
 
 #include "sched/core/cycle.h"
 #include "store/store.h"
-
-struct quota_rec {
-    char *flavor, *resource;
-    int64_t nominal, borrowing_limit, lending_limit;
-};
-
-struct queue_rec {
-    char *name, *cohort;
-    double weight;
-    int32_t priority;
-    bool configured; /* in the applied configuration (else only in the ledger, jobs or history) */
-    struct quota_rec *quotas;
-    size_t n_quotas;
-    bool has_share;
-    double share;
-    int64_t share_ms;
-    uint32_t n_state[5];   /* jobs per enum store_job_state */
-    const char *admission; /* "open", "held" or "draining": the last applied operator action */
-};
-
-struct ledger_rec {
-    char *queue, *flavor, *resource;
-    int64_t amount;
-};
-
-struct job_rec {
-    char *gang, *queue, *flavor;
-    int64_t gang_id, gpus;
-    enum store_job_state state;
-    int64_t submit_ms, admit_ms, start_ms, finish_ms;
-    uint32_t preemptions, restarts;
-    uint32_t position; /* pending: 1-based position in its queue; else 0 */
-};
-
-struct place_rec {
-    char *gang, *pod, *node;
-    uint32_t pod_index, gpu_mask;
-    int64_t bound_ms;
-};
-
-struct resv_rec {
-    int64_t id;
-    enum store_res_kind kind;
-    char *gang;
-    char **nodes;
-    uint32_t n_nodes;
-    int64_t created_ms, expires_ms, expected_start_ms;
-};
-
-struct preempt_rec {
-    int64_t cycle, ts_ms, gpus;
-    char *victim, *preemptor;
-    double lost_work_gpu_s, cost;
-};
-
-struct store_views {
-    struct store *st;
-    bool oom; /* an allocation failed: the load or the document is incomplete */
-    struct queue_rec *queues;
-    size_t n_queues, cap_queues;
-    struct ledger_rec *ledger;
-    size_t n_ledger, cap_ledger;
-    struct job_rec *jobs;
-    size_t n_jobs, cap_jobs;
-    struct place_rec *places;
-    size_t n_places, cap_places;
-    struct resv_rec *resvs;
-    size_t n_resvs, cap_resvs;
-    struct preempt_rec *preempts;
-    size_t n_preempts, cap_preempts;
-    int64_t now_ms; /* the latest time found in the database; STORE_NO_TIME when none */
-};
-
-/* ---- memory ---------------------------------------------------------------------------------- */
-
-static char *vdup(struct store_views *v, const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (!d) {
-        v->oom = true;
-        return NULL;
-    }
-    memcpy(d, s, n);
-    return d;
-}
-
-/* Grows *p (elements of size sz) so that index n fits; false (and v->oom) when it cannot. */
-static bool vgrow(struct store_views *v, void **p, size_t *cap, size_t n, size_t sz)
-{
-    if (n < *cap)
-        return true;
-    size_t c = *cap ? *cap * 2 : 16;
-    while (c <= n)
-        c *= 2;
-    void *q = c <= SIZE_MAX / sz ? realloc(*p, c * sz) : NULL;
-    if (!q) {
-        v->oom = true;
-        return false;
-    }
-    *p = q;
-    *cap = c;
-    return true;
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-    return a && b && strcmp(a, b) == 0;
-}
-
-static bool is_gpu(const char *resource)
-{
-    return str_eq(resource, STORE_GPU);
-}
+#include "store/views_int.h"
 
 /* ---- JSON helpers: failures set v->oom, checked once per document ------------------------ */
 
@@ -217,358 +101,6 @@ static int finish_doc(struct store_views *v, cJSON *doc, cJSON **out, struct sch
     return 0;
 }
 
-/* ---- loading --------------------------------------------------------------------------------- */
-
-static void see_time(struct store_views *v, int64_t t)
-{
-    if (t != STORE_NO_TIME && (v->now_ms == STORE_NO_TIME || t > v->now_ms))
-        v->now_ms = t;
-}
-
-static struct queue_rec *find_queue(const struct store_views *v, const char *name)
-{
-    for (size_t i = 0; i < v->n_queues; i++)
-        if (str_eq(v->queues[i].name, name))
-            return &v->queues[i];
-    return NULL;
-}
-
-/* The queue `name`, added as "not configured" when the config does not have it; NULL on OOM. */
-static struct queue_rec *queue_ref(struct store_views *v, const char *name)
-{
-    struct queue_rec *q = find_queue(v, name);
-    if (q)
-        return q;
-    if (!vgrow(v, (void **)&v->queues, &v->cap_queues, v->n_queues, sizeof(*v->queues)))
-        return NULL;
-    char *copy = vdup(v, name);
-    if (!copy)
-        return NULL;
-    q = &v->queues[v->n_queues++];
-    memset(q, 0, sizeof(*q));
-    q->name = copy;
-    q->weight = 1;
-    return q;
-}
-
-static int load_queue(void *ctx, const struct store_queue *sq)
-{
-    struct store_views *v = ctx;
-    if (!sq->name || find_queue(v, sq->name))
-        return 0;
-    struct queue_rec *q = queue_ref(v, sq->name);
-    if (!q)
-        return SCHED_ENOMEM;
-    q->cohort = vdup(v, sq->cohort);
-    q->weight = sq->weight;
-    q->priority = sq->priority;
-    q->configured = true;
-    if (sq->n_quotas > 0 && sq->quotas) {
-        q->quotas = calloc(sq->n_quotas, sizeof(*q->quotas));
-        if (!q->quotas)
-            return SCHED_ENOMEM;
-        for (uint32_t i = 0; i < sq->n_quotas; i++) {
-            const struct store_quota *sqq = &sq->quotas[i];
-            if (!sqq->flavor || !sqq->resource || sqq->nominal < 0)
-                continue;
-            struct quota_rec *r = &q->quotas[q->n_quotas++];
-            r->flavor = vdup(v, sqq->flavor);
-            r->resource = vdup(v, sqq->resource);
-            r->nominal = sqq->nominal;
-            r->borrowing_limit = sqq->borrowing_limit < 0 ? STORE_NO_LIMIT : sqq->borrowing_limit;
-            r->lending_limit = sqq->lending_limit < 0 ? STORE_NO_LIMIT : sqq->lending_limit;
-        }
-    }
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_ledger(void *ctx, const struct store_ledger_row *r)
-{
-    struct store_views *v = ctx;
-    if (!r->queue || !r->flavor || !r->resource || r->amount < 0)
-        return 0;
-    if (!vgrow(v, (void **)&v->ledger, &v->cap_ledger, v->n_ledger, sizeof(*v->ledger)))
-        return SCHED_ENOMEM;
-    v->ledger[v->n_ledger++] =
-        (struct ledger_rec){vdup(v, r->queue), vdup(v, r->flavor), vdup(v, r->resource), r->amount};
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_job(void *ctx, const struct store_job *j)
-{
-    struct store_views *v = ctx;
-    if (!j->gang || !j->queue || (unsigned)j->state > STORE_JOB_FAILED)
-        return 0;
-    if (!vgrow(v, (void **)&v->jobs, &v->cap_jobs, v->n_jobs, sizeof(*v->jobs)))
-        return SCHED_ENOMEM;
-    struct job_rec *r = &v->jobs[v->n_jobs++];
-    *r = (struct job_rec){
-        .gang = vdup(v, j->gang),
-        .queue = vdup(v, j->queue),
-        .flavor = vdup(v, j->flavor),
-        .gang_id = j->gang_id,
-        .gpus = j->gpus < 0 ? 0 : j->gpus,
-        .state = j->state,
-        .submit_ms = j->submit_ms,
-        .admit_ms = j->admit_ms,
-        .start_ms = j->start_ms,
-        .finish_ms = j->finish_ms,
-        .preemptions = j->preemptions,
-        .restarts = j->restarts,
-    };
-    see_time(v, j->submit_ms);
-    see_time(v, j->admit_ms);
-    see_time(v, j->start_ms);
-    see_time(v, j->finish_ms);
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_place(void *ctx, const struct store_placement *p)
-{
-    struct store_views *v = ctx;
-    if (!p->gang || !p->node)
-        return 0;
-    if (!vgrow(v, (void **)&v->places, &v->cap_places, v->n_places, sizeof(*v->places)))
-        return SCHED_ENOMEM;
-    v->places[v->n_places++] = (struct place_rec){vdup(v, p->gang), vdup(v, p->pod ? p->pod : ""),
-                                                  vdup(v, p->node), p->pod_index,
-                                                  p->gpu_mask,      p->bound_ms};
-    see_time(v, p->bound_ms);
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_resv(void *ctx, const struct store_reservation *r)
-{
-    struct store_views *v = ctx;
-    if (!r->gang || (unsigned)r->kind > STORE_RES_OPERATOR)
-        return 0;
-    if (!vgrow(v, (void **)&v->resvs, &v->cap_resvs, v->n_resvs, sizeof(*v->resvs)))
-        return SCHED_ENOMEM;
-    struct resv_rec *x = &v->resvs[v->n_resvs++];
-    *x = (struct resv_rec){.id = r->id,
-                           .kind = r->kind,
-                           .gang = vdup(v, r->gang),
-                           .created_ms = r->created_ms,
-                           .expires_ms = r->expires_ms,
-                           .expected_start_ms = r->expected_start_ms};
-    if (r->nodes && r->n_nodes > 0) {
-        x->nodes = calloc(r->n_nodes, sizeof(*x->nodes));
-        if (!x->nodes)
-            return SCHED_ENOMEM;
-        for (uint32_t i = 0; i < r->n_nodes; i++)
-            if (r->nodes[i])
-                x->nodes[x->n_nodes++] = vdup(v, r->nodes[i]);
-    }
-    see_time(v, r->created_ms);
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_preempt(void *ctx, const struct store_preemption *p)
-{
-    struct store_views *v = ctx;
-    if (!p->victim || !p->preemptor)
-        return 0;
-    if (!vgrow(v, (void **)&v->preempts, &v->cap_preempts, v->n_preempts, sizeof(*v->preempts)))
-        return SCHED_ENOMEM;
-    v->preempts[v->n_preempts++] =
-        (struct preempt_rec){p->cycle,
-                             p->ts_ms,
-                             p->gpus,
-                             vdup(v, p->victim),
-                             vdup(v, p->preemptor),
-                             isfinite(p->lost_work_gpu_s) ? p->lost_work_gpu_s : 0,
-                             isfinite(p->cost) ? p->cost : 0};
-    see_time(v, p->ts_ms);
-    return v->oom ? SCHED_ENOMEM : 0;
-}
-
-static int load_history(void *ctx, const char *queue, double share, int64_t updated_ms)
-{
-    struct store_views *v = ctx;
-    if (!queue || !isfinite(share) || share < 0)
-        return 0;
-    struct queue_rec *q = queue_ref(v, queue);
-    if (!q)
-        return SCHED_ENOMEM;
-    q->has_share = true;
-    q->share = share;
-    q->share_ms = updated_ms;
-    see_time(v, updated_ms);
-    return 0;
-}
-
-static int latest_decision(void *ctx, const struct store_decision *d)
-{
-    see_time(ctx, d->ts_ms);
-    return 0;
-}
-
-static int cmp_queue(const void *a, const void *b)
-{
-    return strcmp(((const struct queue_rec *)a)->name, ((const struct queue_rec *)b)->name);
-}
-
-static int state_rank(enum store_job_state s)
-{
-    switch (s) {
-    case STORE_JOB_PENDING:
-        return 0;
-    case STORE_JOB_ADMITTED:
-        return 1;
-    case STORE_JOB_RUNNING:
-        return 2;
-    case STORE_JOB_FINISHED:
-        return 3;
-    case STORE_JOB_FAILED:
-        return 4;
-    }
-    return 5;
-}
-
-/* Queue, then pending (in queue order: submission time, then name), admitted, running,
- * finished, failed; each by submission time, then name. */
-static int cmp_job(const void *a, const void *b)
-{
-    const struct job_rec *x = a, *y = b;
-    int c = strcmp(x->queue, y->queue);
-    if (c)
-        return c;
-    c = state_rank(x->state) - state_rank(y->state);
-    if (c)
-        return c;
-    if (x->submit_ms != y->submit_ms)
-        return x->submit_ms < y->submit_ms ? -1 : 1;
-    return strcmp(x->gang, y->gang);
-}
-
-int64_t store_views_now(const struct store_views *v)
-{
-    return v ? v->now_ms : STORE_NO_TIME;
-}
-
-/* Applied hold, drain and resume actions, oldest first: the last one per queue wins. */
-static int load_action(void *ctx, const struct store_action *a)
-{
-    struct store_views *v = ctx;
-    if (a->state != STORE_ACTION_APPLIED || !a->target)
-        return 0;
-    const char *st = a->kind == STORE_ACT_HOLD     ? "held"
-                     : a->kind == STORE_ACT_DRAIN  ? "draining"
-                     : a->kind == STORE_ACT_RESUME ? "open"
-                                                   : NULL;
-    struct queue_rec *q = st ? find_queue(v, a->target) : NULL;
-    if (q)
-        q->admission = st;
-    return 0;
-}
-
-int store_views_load(struct store *st, struct store_views **out, struct sched_errbuf *eb)
-{
-    struct store_views *v = calloc(1, sizeof(*v));
-    if (!v)
-        return sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
-    v->st = st;
-    v->now_ms = STORE_NO_TIME;
-    int err = store_queue_list(st, load_queue, v, eb);
-    if (!err)
-        err = store_ledger_list(st, load_ledger, v, eb);
-    if (!err)
-        err = store_job_list(st, load_job, v, eb);
-    if (!err)
-        err = store_placement_list(st, load_place, v, eb);
-    if (!err)
-        err = store_reservation_list(st, load_resv, v, eb);
-    if (!err)
-        err = store_preemption_list(st, load_preempt, v, eb);
-    if (!err)
-        err = store_history_list(st, load_history, v, eb);
-    if (!err)
-        err = store_decision_list(st, NULL, 1, latest_decision, v, eb);
-    if (!err)
-        err = store_action_list(st, false, load_action, v, eb);
-    for (size_t i = 0; i < v->n_ledger && !err; i++)
-        if (v->ledger[i].queue && !queue_ref(v, v->ledger[i].queue))
-            err = SCHED_ENOMEM;
-    for (size_t i = 0; i < v->n_jobs && !err; i++) {
-        struct job_rec *j = &v->jobs[i];
-        struct queue_rec *q = j->queue && j->gang ? queue_ref(v, j->queue) : NULL;
-        if (!q)
-            err = SCHED_ENOMEM;
-        else
-            q->n_state[j->state]++;
-    }
-    if (!err && v->oom)
-        err = SCHED_ENOMEM;
-    if (err) {
-        if (err == SCHED_ENOMEM)
-            sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
-        store_views_free(v);
-        return err;
-    }
-    if (v->n_queues > 1)
-        qsort(v->queues, v->n_queues, sizeof(*v->queues), cmp_queue);
-    if (v->n_jobs > 1)
-        qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
-    uint32_t pos = 0;
-    for (size_t i = 0; i < v->n_jobs; i++) {
-        struct job_rec *j = &v->jobs[i];
-        if (i == 0 || strcmp(j->queue, v->jobs[i - 1].queue) != 0)
-            pos = 0;
-        if (j->state == STORE_JOB_PENDING)
-            j->position = ++pos;
-    }
-    *out = v;
-    return 0;
-}
-
-void store_views_free(struct store_views *v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->n_queues; i++) {
-        struct queue_rec *q = &v->queues[i];
-        for (size_t k = 0; k < q->n_quotas; k++) {
-            free(q->quotas[k].flavor);
-            free(q->quotas[k].resource);
-        }
-        free(q->quotas);
-        free(q->name);
-        free(q->cohort);
-    }
-    for (size_t i = 0; i < v->n_ledger; i++) {
-        free(v->ledger[i].queue);
-        free(v->ledger[i].flavor);
-        free(v->ledger[i].resource);
-    }
-    for (size_t i = 0; i < v->n_jobs; i++) {
-        free(v->jobs[i].gang);
-        free(v->jobs[i].queue);
-        free(v->jobs[i].flavor);
-    }
-    for (size_t i = 0; i < v->n_places; i++) {
-        free(v->places[i].gang);
-        free(v->places[i].pod);
-        free(v->places[i].node);
-    }
-    for (size_t i = 0; i < v->n_resvs; i++) {
-        for (uint32_t k = 0; k < v->resvs[i].n_nodes; k++)
-            free(v->resvs[i].nodes[k]);
-        free(v->resvs[i].nodes);
-        free(v->resvs[i].gang);
-    }
-    for (size_t i = 0; i < v->n_preempts; i++) {
-        free(v->preempts[i].victim);
-        free(v->preempts[i].preemptor);
-    }
-    free(v->queues);
-    free(v->ledger);
-    free(v->jobs);
-    free(v->places);
-    free(v->resvs);
-    free(v->preempts);
-    free(v);
-}
-
 /* ---- derived figures ------------------------------------------------------------------------- */
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -585,8 +117,8 @@ static int64_t ledger_used(const struct store_views *v, const char *queue, const
 {
     for (size_t i = 0; i < v->n_ledger; i++) {
         const struct ledger_rec *l = &v->ledger[i];
-        if (str_eq(l->queue, queue) && (!flavor || str_eq(l->flavor, flavor)) &&
-            str_eq(l->resource, resource))
+        if (views_str_eq(l->queue, queue) && (!flavor || views_str_eq(l->flavor, flavor)) &&
+            views_str_eq(l->resource, resource))
             return l->amount;
     }
     return 0;
@@ -599,12 +131,13 @@ static int64_t queue_total(const struct store_views *v, const struct queue_rec *
     int64_t sum = 0;
     if (nominal) {
         for (size_t k = 0; k < q->n_quotas; k++)
-            if (str_eq(q->quotas[k].resource, resource))
+            if (views_str_eq(q->quotas[k].resource, resource))
                 sum = sat_add(sum, q->quotas[k].nominal);
         return sum;
     }
     for (size_t i = 0; i < v->n_ledger; i++)
-        if (str_eq(v->ledger[i].queue, q->name) && str_eq(v->ledger[i].resource, resource))
+        if (views_str_eq(v->ledger[i].queue, q->name) &&
+            views_str_eq(v->ledger[i].resource, resource))
             sum = sat_add(sum, v->ledger[i].amount);
     return sum;
 }
@@ -613,15 +146,89 @@ static const struct quota_rec *find_quota(const struct queue_rec *q, const char 
                                           const char *resource)
 {
     for (size_t k = 0; k < q->n_quotas; k++)
-        if (str_eq(q->quotas[k].flavor, flavor) && str_eq(q->quotas[k].resource, resource))
+        if (views_str_eq(q->quotas[k].flavor, flavor) &&
+            views_str_eq(q->quotas[k].resource, resource))
             return &q->quotas[k];
     return NULL;
 }
 
+/* Of queue o's quota on (flavor, resource): what it leaves to the cohort, its lendable part
+ * (nominal up to its lending limit) less what it uses beyond its unlent part (it uses that
+ * first); negative when o borrows. *unused: the same, at least 0. */
+static int64_t lendable(const struct store_views *v, const struct queue_rec *o,
+                        const struct quota_rec *r, int64_t *unused)
+{
+    const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
+    int64_t onom = oq ? oq->nominal : 0;
+    int64_t lend = oq && oq->lending_limit != STORE_NO_LIMIT && oq->lending_limit < onom
+                       ? oq->lending_limit
+                       : onom;
+    int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
+    int64_t beyond = sat_add(oused, -(onom - lend)); /* what o takes from its shared part */
+    int64_t u = lend - (beyond > 0 ? beyond : 0);
+    *unused = u > 0 ? u : 0;
+    return u;
+}
+
+/* How much of queue q's quota other queues of its cohort use now: the cohort's borrowed total,
+ * shared among the lenders in proportion to what each leaves unused (a borrower takes from the
+ * cohort, not from one queue), whole units by largest remainder (ties: queue name), so that the
+ * lenders' shares add up to what the borrowers use. q can reclaim it (by preemption) up to its
+ * nominal quota. */
+static int64_t quota_lent(const struct store_views *v, const struct queue_rec *q,
+                          const struct quota_rec *r)
+{
+    if (!q->cohort)
+        return 0;
+    int64_t borrowed = 0, lenders = 0, mine = 0;
+    for (size_t i = 0; i < v->n_queues; i++) {
+        const struct queue_rec *o = &v->queues[i];
+        if (!views_str_eq(o->cohort, q->cohort))
+            continue;
+        const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
+        int64_t onom = oq ? oq->nominal : 0;
+        int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
+        if (oused > onom)
+            borrowed = sat_add(borrowed, oused - onom);
+        int64_t unused;
+        lendable(v, o, r, &unused);
+        lenders = sat_add(lenders, unused);
+        if (o == q)
+            mine = unused;
+    }
+    if (borrowed <= 0 || lenders <= 0 || mine <= 0)
+        return 0;
+    if (borrowed >= lenders)
+        return mine;
+    /* each lender's exact share is unused * borrowed / lenders: the floors, then one more unit
+     * for the largest remainders until the total is reached (long double: exact here) */
+    long double scale = (long double)borrowed / (long double)lenders;
+    int64_t base = (int64_t)((long double)mine * scale), given = 0;
+    long double frac = (long double)mine * scale - (long double)base;
+    uint32_t ahead = 0; /* lenders whose remainder ranks before q's */
+    for (size_t i = 0; i < v->n_queues; i++) {
+        const struct queue_rec *o = &v->queues[i];
+        if (!views_str_eq(o->cohort, q->cohort))
+            continue;
+        int64_t unused;
+        lendable(v, o, r, &unused);
+        if (unused <= 0)
+            continue;
+        int64_t ob = (int64_t)((long double)unused * scale);
+        long double of = (long double)unused * scale - (long double)ob;
+        given += ob;
+        if (o != q && (of > frac || (of == frac && strcmp(o->name, q->name) < 0)))
+            ahead++;
+    }
+    int64_t extra = borrowed - given; /* units left by the floors, one per lender at most */
+    return base + ((int64_t)ahead < extra ? 1 : 0);
+}
+
 /* What queue q could still take of (flavor, resource) now. Without a cohort: its unused nominal
  * quota. In a cohort: what the cohort's queues leave unused (each other queue lends at most its
- * lending limit, and uses its unlent part first), within q's own borrowing limit. The store does
- * not record nested cohorts, so queues are pooled by cohort name. */
+ * lending limit, and uses its unlent part first), and at least its own unused nominal quota
+ * (what others borrow of it they give back: reclaim), within q's own borrowing limit. The store
+ * does not record nested cohorts, so queues are pooled by cohort name. */
 static int64_t quota_available(const struct store_views *v, const struct queue_rec *q,
                                const struct quota_rec *r, int64_t used)
 {
@@ -634,24 +241,20 @@ static int64_t quota_available(const struct store_views *v, const struct queue_r
     int64_t pool = own;
     for (size_t i = 0; i < v->n_queues; i++) {
         const struct queue_rec *o = &v->queues[i];
-        if (o == q || !str_eq(o->cohort, q->cohort))
+        if (o == q || !views_str_eq(o->cohort, q->cohort))
             continue;
-        const struct quota_rec *oq = find_quota(o, r->flavor, r->resource);
-        int64_t onom = oq ? oq->nominal : 0;
-        int64_t lend = oq && oq->lending_limit != STORE_NO_LIMIT && oq->lending_limit < onom
-                           ? oq->lending_limit
-                           : onom;
-        int64_t oused = ledger_used(v, o->name, r->flavor, r->resource);
-        int64_t beyond = sat_add(oused, -(onom - lend)); /* what o takes from the shared part */
-        pool = sat_add(pool, lend - (beyond > 0 ? beyond : 0));
+        int64_t unused;
+        pool = sat_add(pool, lendable(v, o, r, &unused));
     }
+    if (pool < own)
+        pool = own; /* its lent quota comes back */
     int64_t avail = pool < cap ? pool : cap;
     return avail > 0 ? avail : 0;
 }
 
 struct quota_line {
     const char *flavor, *resource;
-    int64_t nominal, borrowing_limit, lending_limit, used, borrowed, available;
+    int64_t nominal, borrowing_limit, lending_limit, used, borrowed, lent, available;
     bool configured;
 };
 
@@ -664,11 +267,12 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
     *out = NULL;
     for (size_t k = 0; k < q->n_quotas; k++) {
         const struct quota_rec *r = &q->quotas[k];
-        if (!vgrow(v, (void **)&ln, &cap, n, sizeof(*ln))) {
+        if (!views_vgrow(v, (void **)&ln, &cap, n, sizeof(*ln))) {
             free(ln);
             return 0;
         }
         int64_t used = ledger_used(v, q->name, r->flavor, r->resource);
+        int64_t lent = quota_lent(v, q, r);
         ln[n++] = (struct quota_line){r->flavor,
                                       r->resource,
                                       r->nominal,
@@ -676,19 +280,21 @@ static size_t quota_lines(struct store_views *v, const struct queue_rec *q, stru
                                       r->lending_limit,
                                       used,
                                       used > r->nominal ? used - r->nominal : 0,
+                                      lent,
                                       quota_available(v, q, r, used),
                                       true};
     }
     for (size_t i = 0; i < v->n_ledger; i++) {
         const struct ledger_rec *l = &v->ledger[i];
-        if (!str_eq(l->queue, q->name) || find_quota(q, l->flavor, l->resource))
+        if (!views_str_eq(l->queue, q->name) || find_quota(q, l->flavor, l->resource))
             continue;
-        if (!vgrow(v, (void **)&ln, &cap, n, sizeof(*ln))) {
+        if (!views_vgrow(v, (void **)&ln, &cap, n, sizeof(*ln))) {
             free(ln);
             return 0;
         }
-        ln[n++] = (struct quota_line){l->flavor, l->resource, 0, STORE_NO_LIMIT, STORE_NO_LIMIT,
-                                      l->amount, l->amount,   0, false};
+        ln[n++] = (struct quota_line){
+            l->flavor, l->resource, 0, STORE_NO_LIMIT, STORE_NO_LIMIT, l->amount,
+            l->amount, 0,           0, false};
     }
     *out = ln;
     return n;
@@ -704,6 +310,7 @@ static void quota_line_json(struct store_views *v, cJSON *arr, const struct quot
     jopt(v, o, "lending_limit", l->lending_limit, STORE_NO_LIMIT);
     jint(v, o, "used", l->used);
     jint(v, o, "borrowed", l->borrowed);
+    jint(v, o, "lent", l->lent);
     jint(v, o, "available", l->available);
     jbool(v, o, "configured", l->configured);
 }
@@ -726,7 +333,7 @@ static cJSON *new_doc(struct store_views *v)
 
 int store_view_quota(struct store_views *v, const char *only, cJSON **out, struct sched_errbuf *eb)
 {
-    if (only && !find_queue(v, only))
+    if (only && !views_find_queue(v, only))
         return not_found_queue(v, only, eb);
     cJSON *doc = new_doc(v);
     cJSON *jqs = jarr(v, doc, "queues");
@@ -763,12 +370,14 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
     cJSON *jqs = jarr(v, doc, "queues");
     for (size_t i = 0; i < v->n_queues && !v->oom; i++) {
         const struct queue_rec *q = &v->queues[i];
-        int64_t borrowed = 0;
+        int64_t borrowed = 0, lent = 0;
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
+            if (views_is_gpu(ln[k].resource)) {
                 borrowed = sat_add(borrowed, ln[k].borrowed);
+                lent = sat_add(lent, ln[k].lent);
+            }
         free(ln);
         cJSON *o = jobj(v, jqs, NULL);
         jstr(v, o, "name", q->name);
@@ -780,6 +389,7 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jint(v, o, "nominal_gpus", queue_total(v, q, STORE_GPU, true));
         jint(v, o, "used_gpus", queue_total(v, q, STORE_GPU, false));
         jint(v, o, "borrowed_gpus", borrowed);
+        jint(v, o, "lent_gpus", lent);
         jint(v, o, "running", q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED]);
         jint(v, o, "pending", q->n_state[STORE_JOB_PENDING]);
         jint(v, o, "admitted", q->n_state[STORE_JOB_ADMITTED]);
@@ -793,7 +403,8 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
     return finish_doc(v, doc, out, eb);
 }
 
-/* Pending: how long it has waited so far; otherwise how long it waited before its first start. */
+/* How long it waited before its first start (or admission, or end); for a job still pending,
+ * the time since submission. */
 static int64_t job_wait(const struct store_views *v, const struct job_rec *j)
 {
     if (j->submit_ms == STORE_NO_TIME)
@@ -805,6 +416,59 @@ static int64_t job_wait(const struct store_views *v, const struct job_rec *j)
     if (end == STORE_NO_TIME || end < j->submit_ms)
         return STORE_NO_TIME;
     return end - j->submit_ms;
+}
+
+/* A pending job's current wait: since its last preemption when it was preempted, else since
+ * its submission. STORE_NO_TIME for any other state. */
+static int64_t job_waiting(const struct store_views *v, const struct job_rec *j)
+{
+    int64_t from = j->requeue_ms != STORE_NO_TIME ? j->requeue_ms : j->submit_ms;
+    if (j->state != STORE_JOB_PENDING || from == STORE_NO_TIME || v->now_ms == STORE_NO_TIME ||
+        v->now_ms < from)
+        return STORE_NO_TIME;
+    return v->now_ms - from;
+}
+
+static const char *why_name(int why)
+{
+    if (why == STORE_WHY_WAITING)
+        return "waiting";
+    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
+               ? sched_why_name((enum sched_why)why)
+               : "unknown";
+}
+
+/* Why a job is not running: a held or draining queue first (the scheduler does not offer its
+ * jobs, so the decision log has nothing newer), else the newest decision while pending. */
+static void job_reason_json(struct store_views *v, cJSON *o, const struct job_rec *j)
+{
+    const struct queue_rec *q = views_find_queue(v, j->queue);
+    const char *adm = q && q->admission ? q->admission : "open";
+    bool pending = j->state == STORE_JOB_PENDING;
+    if (pending && strcmp(adm, "open") != 0) {
+        char text[400];
+        snprintf(text, sizeof(text),
+                 strcmp(adm, "held") == 0
+                     ? "held: queue %.160s is held by an operator (gangctl queue resume %.160s)"
+                     : "draining: queue %.160s admits no new jobs while it drains (gangctl queue "
+                       "resume %.160s)",
+                 j->queue, j->queue);
+        jstr(v, o, "why", strcmp(adm, "held") == 0 ? "held" : "draining");
+        jstr(v, o, "reason", text);
+        jstr(v, o, "reason_since_ms", NULL);
+    } else if (pending && j->reason) {
+        jstr(v, o, "why", why_name(j->why));
+        jstr(v, o, "reason", j->reason);
+        /* a job pending again after a preemption waits for that reason since then */
+        jopt(v, o, "reason_since_ms",
+             j->requeue_ms != STORE_NO_TIME && j->requeue_ms > j->reason_ms ? j->requeue_ms
+                                                                            : j->reason_ms,
+             STORE_NO_TIME);
+    } else {
+        jstr(v, o, "why", NULL);
+        jstr(v, o, "reason", NULL);
+        jstr(v, o, "reason_since_ms", NULL);
+    }
 }
 
 static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
@@ -823,13 +487,16 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
     jopt(v, o, "start_ms", j->start_ms, STORE_NO_TIME);
     jopt(v, o, "finish_ms", j->finish_ms, STORE_NO_TIME);
     jopt(v, o, "wait_ms", job_wait(v, j), STORE_NO_TIME);
+    jopt(v, o, "waiting_ms", job_waiting(v, j), STORE_NO_TIME);
+    jopt(v, o, "requeued_ms", j->requeue_ms, STORE_NO_TIME);
     jint(v, o, "preemptions", j->preemptions);
     jint(v, o, "restarts", j->restarts);
+    job_reason_json(v, o, j);
     /* nodes and GPUs of its placed pods, in pod order */
     cJSON *nodes = jarr(v, o, "nodes");
     for (size_t i = 0; i < v->n_places; i++) {
         const struct place_rec *p = &v->places[i];
-        if (!str_eq(p->gang, j->gang))
+        if (!views_str_eq(p->gang, j->gang))
             continue;
         cJSON *n = jobj(v, nodes, NULL);
         jstr(v, n, "node", p->node);
@@ -840,7 +507,7 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
 int store_view_jobs(struct store_views *v, const char *only, bool all, cJSON **out,
                     struct sched_errbuf *eb)
 {
-    if (only && !find_queue(v, only))
+    if (only && !views_find_queue(v, only))
         return not_found_queue(v, only, eb);
     cJSON *doc = new_doc(v);
     cJSON *ja = jarr(v, doc, "jobs");
@@ -854,13 +521,6 @@ int store_view_jobs(struct store_views *v, const char *only, bool all, cJSON **o
         job_json(v, jobj(v, ja, NULL), j);
     }
     return finish_doc(v, doc, out, eb);
-}
-
-static const char *why_name(int why)
-{
-    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
-               ? sched_why_name((enum sched_why)why)
-               : "unknown";
 }
 
 struct dec_ctx {
@@ -890,7 +550,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
 {
     const struct job_rec *j = NULL;
     for (size_t i = 0; i < v->n_jobs && !j; i++)
-        if (str_eq(v->jobs[i].gang, name))
+        if (views_str_eq(v->jobs[i].gang, name))
             j = &v->jobs[i];
     if (!j) {
         char q[160];
@@ -902,7 +562,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
     cJSON *jp = jarr(v, doc, "placements");
     for (size_t i = 0; i < v->n_places; i++) {
         const struct place_rec *p = &v->places[i];
-        if (!str_eq(p->gang, j->gang))
+        if (!views_str_eq(p->gang, j->gang))
             continue;
         cJSON *o = jobj(v, jp, NULL);
         jint(v, o, "pod_index", p->pod_index);
@@ -915,7 +575,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
     cJSON *jr = jarr(v, doc, "reservations");
     for (size_t i = 0; i < v->n_resvs; i++) {
         const struct resv_rec *r = &v->resvs[i];
-        if (!str_eq(r->gang, j->gang))
+        if (!views_str_eq(r->gang, j->gang))
             continue;
         cJSON *o = jobj(v, jr, NULL);
         jint(v, o, "id", r->id);
@@ -927,12 +587,13 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
     }
     /* while pending: its queue's GPU quota, what stands between it and admission */
     cJSON *jq = jarr(v, doc, "queue_quota");
-    const struct queue_rec *q = j->state == STORE_JOB_PENDING ? find_queue(v, j->queue) : NULL;
+    const struct queue_rec *q =
+        j->state == STORE_JOB_PENDING ? views_find_queue(v, j->queue) : NULL;
     if (q) {
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (is_gpu(ln[k].resource))
+            if (views_is_gpu(ln[k].resource))
                 quota_line_json(v, jq, &ln[k]);
         free(ln);
     }
@@ -982,14 +643,15 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb)
     cJSON *jq = jarr(v, doc, "queues");
     for (size_t i = 0; i < v->n_ledger; i++) {
         const struct ledger_rec *l = &v->ledger[i];
-        if (!is_gpu(l->resource))
+        if (!views_is_gpu(l->resource))
             continue;
         total = sat_add(total, l->amount);
-        const struct queue_rec *q = find_queue(v, l->queue);
+        const struct queue_rec *q = views_find_queue(v, l->queue);
         const struct quota_rec *r = q ? find_quota(q, l->flavor, l->resource) : NULL;
         uint32_t running = 0;
         for (size_t k = 0; k < v->n_jobs; k++)
-            if (str_eq(v->jobs[k].queue, l->queue) && str_eq(v->jobs[k].flavor, l->flavor) &&
+            if (views_str_eq(v->jobs[k].queue, l->queue) &&
+                views_str_eq(v->jobs[k].flavor, l->flavor) &&
                 (v->jobs[k].state == STORE_JOB_RUNNING || v->jobs[k].state == STORE_JOB_ADMITTED))
                 running++;
         cJSON *o = jobj(v, jq, NULL);
@@ -1009,14 +671,14 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb)
             if (strcmp(nu[k].node, p->node) == 0)
                 u = &nu[k];
         if (!u) {
-            if (!vgrow(v, (void **)&nu, &cap, n, sizeof(*nu)))
+            if (!views_vgrow(v, (void **)&nu, &cap, n, sizeof(*nu)))
                 break;
             u = &nu[n++];
             *u = (struct node_use){p->node, 0, 0, 0, NULL};
         }
         u->gpus += __builtin_popcount(p->gpu_mask);
         u->pods++;
-        if (!str_eq(u->last_gang, p->gang)) {
+        if (!views_str_eq(u->last_gang, p->gang)) {
             u->jobs++;
             u->last_gang = p->gang;
         }

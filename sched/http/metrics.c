@@ -6,12 +6,15 @@
  */
 #include "sched/http/metrics.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 struct series {
     struct series *next;
@@ -36,7 +39,7 @@ struct http_metrics {
     struct http_metric *first, *last;
 };
 
-static char *dup(const char *s)
+static char *mdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
@@ -111,12 +114,12 @@ int http_metric_add(struct http_metrics *m, const char *name, const char *help,
     struct http_metric *f = calloc(1, sizeof(*f));
     if (!f)
         return SCHED_ENOMEM;
-    f->name = dup(name);
-    f->help = dup(help ? help : "");
+    f->name = mdup(name);
+    f->help = mdup(help ? help : "");
     f->type = type;
     bool oom = !f->name || !f->help;
     for (uint32_t i = 0; i < n_labels; i++) {
-        f->labels[i] = dup(labels[i]);
+        f->labels[i] = mdup(labels[i]);
         oom = oom || !f->labels[i];
     }
     f->n_labels = n_labels;
@@ -157,7 +160,7 @@ static struct series *find_series(struct http_metric *f, const char *const *valu
         return NULL;
     }
     for (uint32_t i = 0; i < f->n_labels; i++)
-        if (!(s->values[i] = dup(values[i]))) {
+        if (!(s->values[i] = mdup(values[i]))) {
             for (uint32_t k = 0; k < i; k++)
                 free(s->values[k]);
             free(s);
@@ -338,4 +341,101 @@ int http_metrics_render(const struct http_metrics *m, char **buf, size_t *len)
     *buf = o.p;
     *len = o.n;
     return 0;
+}
+
+/* ---- build and process ------------------------------------------------------------------------
+ * The families every Prometheus client library exports: gangsched_build_info, and process_*
+ * from /proc (Linux; left out elsewhere), read when the page is rendered. */
+
+#ifndef GANGSCHED_VERSION
+#define GANGSCHED_VERSION "0.1.0"
+#endif
+
+/* Fields 14 (utime), 15 (stime), 22 (starttime), 23 (vsize), 24 (rss) of /proc/self/stat. */
+static bool proc_stat(double *cpu_s, double *start_s, double *vsize, double *rss)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long ut, st, start, vs;
+    long long rs;
+    if (!p || sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
+                     "%*d %llu %llu %lld",
+                     &ut, &st, &start, &vs, &rs) != 5)
+        return false;
+    long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    double boot = 0;
+    f = fopen("/proc/stat", "r");
+    for (char line[256]; f && fgets(line, sizeof(line), f);)
+        if (sscanf(line, "btime %lf", &boot) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (hz <= 0 || page <= 0 || boot <= 0)
+        return false;
+    *cpu_s = (double)(ut + st) / (double)hz;
+    *start_s = boot + (double)start / (double)hz;
+    *vsize = (double)vs;
+    *rss = (double)rs * (double)page;
+    return true;
+}
+
+static double open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    double n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory stream's own descriptor */
+}
+
+int http_metrics_process(struct http_metrics *m)
+{
+    static const char *const ver[] = {"version"};
+    static const char *const val[] = {GANGSCHED_VERSION};
+    struct http_metric *f = NULL;
+    int err = http_metric_add(m, "gangsched_build_info",
+                              "1, labelled with the version of the running gangsched", HTTP_GAUGE,
+                              ver, 1, NULL, 0, &f);
+    if (!err)
+        err = http_metric_set(f, val, 1);
+    double cpu, start, vsize, rss, fds = open_fds();
+    if (err || !proc_stat(&cpu, &start, &vsize, &rss))
+        return err;
+    struct rlimit rl;
+    const struct {
+        const char *name, *help;
+        enum http_metric_type type;
+        double v;
+    } rows[] = {
+        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds",
+         HTTP_COUNTER, cpu},
+        {"process_start_time_seconds", "Start time of the process since unix epoch in seconds",
+         HTTP_GAUGE, start},
+        {"process_virtual_memory_bytes", "Virtual memory size in bytes", HTTP_GAUGE, vsize},
+        {"process_resident_memory_bytes", "Resident memory size in bytes", HTTP_GAUGE, rss},
+        {"process_open_fds", "Number of open file descriptors", HTTP_GAUGE, fds},
+        {"process_max_fds", "Maximum number of open file descriptors", HTTP_GAUGE,
+         getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur
+                                                                            : -1},
+    };
+    for (size_t i = 0; !err && i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (rows[i].v < 0)
+            continue;
+        err = http_metric_add(m, rows[i].name, rows[i].help, rows[i].type, NULL, 0, NULL, 0, &f);
+        if (!err && rows[i].type == HTTP_COUNTER)
+            err = http_metric_add_value(f, NULL, rows[i].v);
+        else if (!err)
+            err = http_metric_set(f, NULL, rows[i].v);
+    }
+    return err;
 }

@@ -46,4 +46,9 @@ int http_metric_observe(struct http_metric *f, const char *const *values, double
  * string of *len bytes, NUL-terminated; *buf may be NULL to start). */
 int http_metrics_render(const struct http_metrics *m, char **buf, size_t *len);
 
+/* Registers and sets, in `m`, gangsched_build_info{version} and the process_* families of the
+ * Prometheus client libraries (CPU seconds, start time, memory, file descriptors; read from
+ * /proc, left out where it is missing). Call once per rendering, on a fresh registry. */
+int http_metrics_process(struct http_metrics *m);
+
 #endif

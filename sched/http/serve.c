@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/res.h"
 #include "sched/http/server.h"
 
 /* ---- metrics from a store ---------------------------------------------------------------------
@@ -20,13 +21,35 @@
 
 struct mctx {
     struct http_metrics *m;
-    struct http_metric *jobs, *wait, *admitted, *evicted, *preempted, *lost, *nominal, *used,
-        *share;
+    struct http_metric *jobs, *wait, *admitted, *evicted, *preempted, *lost, *nominal, *borrow,
+        *lend, *used, *share;
     /* victim -> queue, from the jobs */
     char **gang, **queue;
     size_t n, cap;
+    /* queue -> cohort, from the queues ("" without one) */
+    char **qname, **qcohort;
+    size_t nq, capq;
     int err;
 };
+
+/* A quantity in base units (cores, bytes, GPUs), as Prometheus wants: the store keeps cpu in
+ * thousandths. */
+static double base_units(const char *resource, int64_t v)
+{
+    int r = res_lookup(resource);
+    double div = 1;
+    for (int k = r >= 0 ? res_scale(r) : 0; k > 0; k--)
+        div *= 10;
+    return (double)v / div;
+}
+
+static const char *cohort_of(const struct mctx *c, const char *queue)
+{
+    for (size_t i = 0; i < c->nq; i++)
+        if (strcmp(c->qname[i], queue) == 0)
+            return c->qcohort[i];
+    return "";
+}
 
 static const char *queue_of(const struct mctx *c, const char *gang)
 {
@@ -51,8 +74,8 @@ static int m_job(void *ctx, const struct store_job *j)
         if (!err)
             err = http_metric_add_value(c->admitted, q, 1);
     }
-    const char *pre[] = {j->queue, "preempted"};
-    const char *fail[] = {j->queue, "failure"};
+    const char *pre[] = {j->queue, "Preempted"};
+    const char *fail[] = {j->queue, "Failure"};
     if (!err && j->preemptions)
         err = http_metric_add_value(c->evicted, pre, j->preemptions);
     if (!err && j->restarts)
@@ -95,9 +118,34 @@ static int m_preempt(void *ctx, const struct store_preemption *p)
 static int m_queue(void *ctx, const struct store_queue *q)
 {
     struct mctx *c = ctx;
+    if (c->nq == c->capq) {
+        size_t nc = c->capq ? c->capq * 2 : 16;
+        char **a = realloc(c->qname, nc * sizeof(*a));
+        if (a)
+            c->qname = a;
+        char **b = a ? realloc(c->qcohort, nc * sizeof(*b)) : NULL;
+        if (b)
+            c->qcohort = b;
+        if (!a || !b)
+            return SCHED_ENOMEM;
+        c->capq = nc;
+    }
+    c->qname[c->nq] = strdup(q->name);
+    c->qcohort[c->nq] = strdup(q->cohort ? q->cohort : "");
+    if (!c->qname[c->nq] || !c->qcohort[c->nq]) {
+        free(c->qname[c->nq]);
+        free(c->qcohort[c->nq]);
+        return SCHED_ENOMEM;
+    }
+    c->nq++;
     for (uint32_t i = 0; i < q->n_quotas; i++) {
-        const char *l[] = {q->name, q->quotas[i].flavor, q->quotas[i].resource};
-        int err = http_metric_set(c->nominal, l, (double)q->quotas[i].nominal);
+        const struct store_quota *sq = &q->quotas[i];
+        const char *l[] = {q->cohort ? q->cohort : "", q->name, sq->flavor, sq->resource};
+        int err = http_metric_set(c->nominal, l, base_units(sq->resource, sq->nominal));
+        if (!err && sq->borrowing_limit >= 0 && sq->borrowing_limit != STORE_NO_LIMIT)
+            err = http_metric_set(c->borrow, l, base_units(sq->resource, sq->borrowing_limit));
+        if (!err && sq->lending_limit >= 0 && sq->lending_limit != STORE_NO_LIMIT)
+            err = http_metric_set(c->lend, l, base_units(sq->resource, sq->lending_limit));
         if (err)
             return err;
     }
@@ -107,8 +155,8 @@ static int m_queue(void *ctx, const struct store_queue *q)
 static int m_ledger(void *ctx, const struct store_ledger_row *r)
 {
     struct mctx *c = ctx;
-    const char *l[] = {r->queue, r->flavor, r->resource};
-    return http_metric_set(c->used, l, (double)r->amount);
+    const char *l[] = {cohort_of(c, r->queue), r->queue, r->flavor, r->resource};
+    return http_metric_set(c->used, l, base_units(r->resource, r->amount));
 }
 
 static int m_share(void *ctx, const char *queue, double share, int64_t updated_ms)
@@ -119,49 +167,61 @@ static int m_share(void *ctx, const char *queue, double share, int64_t updated_m
     return isfinite(share) ? http_metric_set(c->share, l, share) : 0;
 }
 
+/* The families of a database, named and labelled as Kueue's where the concept is the same
+ * (kueue_cluster_queue_nominal_quota -> gangsched_cluster_queue_nominal_quota, label
+ * cluster_queue), quantities in base units; docs/metrics.md. */
 int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_errbuf *eb)
 {
     static const double wait_buckets[] = {1,   5,    15,   30,   60,    120,   300,
                                           600, 1800, 3600, 7200, 14400, 43200, 86400};
-    static const char *const q[] = {"queue"};
-    static const char *const qs[] = {"queue", "state"};
-    static const char *const qr[] = {"queue", "reason"};
-    static const char *const qfr[] = {"queue", "flavor", "resource"};
+    static const char *const q[] = {"cluster_queue"};
+    static const char *const qs[] = {"cluster_queue", "state"};
+    static const char *const qr[] = {"cluster_queue", "reason"};
+    static const char *const cqfr[] = {"cohort", "cluster_queue", "flavor", "resource"};
     struct mctx c = {.m = m};
-    int err = http_metric_add(m, "gangsched_jobs", "Jobs in the database by queue and state",
-                              HTTP_GAUGE, qs, 2, NULL, 0, &c.jobs);
-    if (!err)
-        err = http_metric_add(m, "gangsched_admission_wait_seconds",
-                              "Time from submission to admission of admitted jobs, per queue",
-                              HTTP_HISTOGRAM, q, 1, wait_buckets, 14, &c.wait);
-    if (!err)
-        err = http_metric_add(m, "gangsched_admitted_total", "Jobs admitted, per queue",
-                              HTTP_COUNTER, q, 1, NULL, 0, &c.admitted);
-    if (!err)
-        err = http_metric_add(m, "gangsched_evictions_total",
-                              "Evictions of running jobs, per queue and reason (preempted, "
-                              "failure)",
-                              HTTP_COUNTER, qr, 2, NULL, 0, &c.evicted);
-    if (!err)
-        err = http_metric_add(m, "gangsched_preemptions_total",
-                              "Preemptions, per queue of the victim", HTTP_COUNTER, q, 1, NULL, 0,
-                              &c.preempted);
-    if (!err)
-        err = http_metric_add(m, "gangsched_preemption_lost_gpu_seconds_total",
-                              "GPU-seconds of work lost to preemption, per queue of the victim",
-                              HTTP_COUNTER, q, 1, NULL, 0, &c.lost);
-    if (!err)
-        err = http_metric_add(m, "gangsched_quota_nominal",
-                              "Nominal quota per queue, flavor and resource (base units)",
-                              HTTP_GAUGE, qfr, 3, NULL, 0, &c.nominal);
-    if (!err)
-        err = http_metric_add(m, "gangsched_quota_used",
-                              "Usage admitted per queue, flavor and resource (base units)",
-                              HTTP_GAUGE, qfr, 3, NULL, 0, &c.used);
-    if (!err)
-        err = http_metric_add(m, "gangsched_queue_share",
-                              "Decayed historical fair share of the queue", HTTP_GAUGE, q, 1, NULL,
-                              0, &c.share);
+    const struct {
+        const char *name, *help;
+        enum http_metric_type type;
+        const char *const *labels;
+        uint32_t n_labels;
+        struct http_metric **out;
+    } fams[] = {
+        {"gangsched_jobs", "Jobs in the database by queue and state", HTTP_GAUGE, qs, 2, &c.jobs},
+        {"gangsched_admission_wait_time_seconds",
+         "Time from submission to admission of admitted jobs, per queue", HTTP_HISTOGRAM, q, 1,
+         &c.wait},
+        {"gangsched_admitted_workloads_total", "Jobs admitted, per queue", HTTP_COUNTER, q, 1,
+         &c.admitted},
+        {"gangsched_evicted_workloads_total",
+         "Evictions of running jobs, per queue and reason (Preempted, Failure)", HTTP_COUNTER, qr,
+         2, &c.evicted},
+        {"gangsched_preemptions_total", "Preemptions, per queue of the victim", HTTP_COUNTER, q, 1,
+         &c.preempted},
+        {"gangsched_preemption_lost_gpu_seconds_total",
+         "GPU-seconds of work lost to preemption, per queue of the victim", HTTP_COUNTER, q, 1,
+         &c.lost},
+        {"gangsched_cluster_queue_nominal_quota",
+         "Nominal quota per queue, flavor and resource (base units: cores, bytes, GPUs)",
+         HTTP_GAUGE, cqfr, 4, &c.nominal},
+        {"gangsched_cluster_queue_borrowing_limit",
+         "Borrowing limit per queue, flavor and resource, when one is set (base units)", HTTP_GAUGE,
+         cqfr, 4, &c.borrow},
+        {"gangsched_cluster_queue_lending_limit",
+         "Lending limit per queue, flavor and resource, when one is set (base units)", HTTP_GAUGE,
+         cqfr, 4, &c.lend},
+        {"gangsched_cluster_queue_resource_usage",
+         "Usage admitted per queue, flavor and resource (base units)", HTTP_GAUGE, cqfr, 4,
+         &c.used},
+        {"gangsched_queue_share", "Decayed historical fair share of the queue", HTTP_GAUGE, q, 1,
+         &c.share},
+    };
+    int err = http_metrics_process(m);
+    for (size_t i = 0; !err && i < sizeof(fams) / sizeof(fams[0]); i++) {
+        bool hist = fams[i].type == HTTP_HISTOGRAM;
+        err = http_metric_add(m, fams[i].name, fams[i].help, fams[i].type, fams[i].labels,
+                              fams[i].n_labels, hist ? wait_buckets : NULL, hist ? 14 : 0,
+                              fams[i].out);
+    }
     if (err)
         return sched_fail(eb, err, "metrics: cannot register the store families");
     err = store_job_list(st, m_job, &c, eb);
@@ -177,8 +237,11 @@ int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_er
         free(c.gang[i]);
         free(c.queue[i]);
     }
-    free(c.gang);
-    free(c.queue);
+    for (size_t i = 0; i < c.nq; i++) {
+        free(c.qname[i]);
+        free(c.qcohort[i]);
+    }
+    free(c.gang), free(c.queue), free(c.qname), free(c.qcohort);
     if (err && !eb->msg[0])
         sched_fail(eb, err, "metrics from %s: %s", store_path(st), sched_strerror(err));
     return err;
@@ -365,6 +428,8 @@ int http_serve_main(int argc, char **argv)
     struct serve sv = {0};
     struct sched_errbuf eb = {{0}};
     if (store_open(db, 0, NULL, &sv.rw, &eb) != 0) {
+        store_rebuild_hint(&eb, "gangsched run and simulate can start a new store: "
+                                "--rebuild-store");
         fprintf(stderr, "gangsched serve: %s\n", eb.msg);
         return 1;
     }

@@ -517,8 +517,8 @@ struct builder {
     uint32_t n_flavors;
 };
 
-static int add_waiting(struct builder *b, const struct group *g, const char *reason,
-                       const char *message)
+static int add_waiting(struct builder *b, const struct group *g, const char *queue,
+                       const char *reason, const char *message)
 {
     struct kcache_build *o = b->out;
     struct kpod **pods = arena_calloc(b->a, g->n_pending + 1, sizeof(*pods));
@@ -528,6 +528,7 @@ static int add_waiting(struct builder *b, const struct group *g, const char *rea
         memcpy(pods, g->pending, g->n_pending * sizeof(*pods));
     o->waiting[o->n_waiting++] = (struct kwaiting){.key = g->key,
                                                    .pg = g->pg,
+                                                   .queue = queue,
                                                    .reason = reason,
                                                    .message = message,
                                                    .pods = pods,
@@ -798,10 +799,12 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             int q = !qname || !cfg ? -1
                     : kueue        ? config_local_queue(cfg, gns, qname)
                                    : config_queue_index(cfg, qname);
+            /* the queue a waiting gang's job row names: the configuration's, else its label */
+            const char *wq = q >= 0 && cfg ? cfg->queues[q].name : qname;
             if (pass == 0) {
                 uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
                 if (g->named && !g->pg && !g->kueue_total) {
-                    rc = add_waiting(&b, g, "PodGroupNotFound",
+                    rc = add_waiting(&b, g, wq, "PodGroupNotFound",
                                      arena_printf(a,
                                                   "pods name podgroup %s, which does not "
                                                   "exist (yet)",
@@ -814,7 +817,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                  * ones only when those make a whole gang already (an elastic gang grows);
                  * below minMember the bound ones are torn down first (lifecycle.c) */
                 if (g->n_bound_live > 0 && g->n_bound_live < min) {
-                    rc = add_waiting(&b, g, "PartialGang",
+                    rc = add_waiting(&b, g, wq, "PartialGang",
                                      arena_printf(a,
                                                   "%u of minMember %u members are bound; they "
                                                   "are deleted before the gang is placed "
@@ -825,7 +828,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     continue;
                 }
                 if (g->n_bound_live == 0 && g->n_bound_dying > 0) {
-                    rc = add_waiting(&b, g, "WaitingForTeardown",
+                    rc = add_waiting(&b, g, wq, "WaitingForTeardown",
                                      arena_printf(a,
                                                   "%u member(s) of an earlier attempt are "
                                                   "still terminating",
@@ -835,7 +838,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     continue;
                 }
                 if (g->n_pending + g->n_bound_live < min) {
-                    rc = add_waiting(&b, g, "WaitingForPods",
+                    rc = add_waiting(&b, g, wq, "WaitingForPods",
                                      arena_printf(a, "%u of minMember %u pods exist",
                                                   g->n_pending + g->n_bound_live, min));
                     if (rc)
@@ -843,7 +846,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     continue;
                 }
                 if (kueue && q < 0) {
-                    rc = add_waiting(&b, g, "UnmappedLocalQueue",
+                    rc = add_waiting(&b, g, wq, "UnmappedLocalQueue",
                                      arena_printf(a,
                                                   "Kueue LocalQueue %s/%s is not mapped to a "
                                                   "queue (queues[].localQueues in the "
@@ -854,7 +857,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                     continue;
                 }
                 if (q >= 0 && !config_queue_admits(cfg, (uint32_t)q, gns)) {
-                    rc = add_waiting(&b, g, "NamespaceNotAllowed",
+                    rc = add_waiting(&b, g, wq, "NamespaceNotAllowed",
                                      arena_printf(a,
                                                   "namespace %s may not submit to queue %s "
                                                   "(queues[].namespaces in the configuration)",
@@ -865,7 +868,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 }
                 if (!qname || q < 0) {
                     rc = add_waiting(
-                        &b, g, qname ? "UnknownQueue" : "NoQueue",
+                        &b, g, wq, qname ? "UnknownQueue" : "NoQueue",
                         qname ? arena_printf(a, "queue \"%s\" is not in the configuration", qname)
                               : arena_printf(a, "no queue label (gangsched.io/queue or "
                                                 "kueue.x-k8s.io/queue-name) and no default "
@@ -891,7 +894,7 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             rc = make_gang(&b, kg, g, members, n, (uint32_t)q, pass == 1, &why);
             if (rc == SCHED_EINVAL && pass == 0) {
                 memset(kg, 0, sizeof(*kg));
-                if ((rc = add_waiting(&b, g, "InvalidSpec", why)))
+                if ((rc = add_waiting(&b, g, wq, "InvalidSpec", why)))
                     goto done;
                 continue;
             }

@@ -45,6 +45,7 @@ struct kgang {
 struct kwaiting {
     const char *key;
     const struct kpg *pg;
+    const char *queue;  /* its queue label, NULL when it has none */
     const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec",
                            "PartialGang", "WaitingForTeardown", "PodGroupNotFound" */
     const char *message;

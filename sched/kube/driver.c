@@ -92,8 +92,21 @@ struct kgang_binds {
 struct kstatus {
     char *reason;
     int64_t at_ms;
-    bool forced; /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    bool forced;     /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    uint32_t logged; /* hash of the last verdict written to the decision log (0: none) */
 };
+
+/* Another row was written for the gang (placed, torn down): its next verdict is new again. */
+static void forget_logged(struct kdrv *d, const char *gang);
+
+/* FNV-1a of a verdict and its text: whether the decision log already has it. Never 0. */
+static uint32_t verdict_key(int why, const char *text)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)why;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h ? h : 1;
+}
 
 struct kdrv {
     const struct kube_run_opts *o;
@@ -349,6 +362,13 @@ static void split_key(const char *key, char *ns, size_t nn, char *name, size_t n
 
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
  * written when the reason changes, else at most every status_every_s. */
+static void forget_logged(struct kdrv *d, const char *gang)
+{
+    struct kstatus *st = strmap_get(&d->status, gang);
+    if (st)
+        st->logged = 0;
+}
+
 static void on_xk8s_status(void *ctx, const struct kube_resp *r);
 
 /* RFC 3339 in seconds ("2025-01-01T12:00:00Z"): metav1.Time, the type of conditions'
@@ -1352,6 +1372,56 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
     return rc;
 }
 
+/* A gang not offered to the core (pods missing, no or unknown queue, invalid spec): a job row
+ * (its queue label, or "-"; GPUs unknown yet: 0) and a decision naming why, so that `gangctl
+ * jobs` lists it and `explain` finds it. The store keeps one decision row per change. */
+static int waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t now,
+                                struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int rc = 0;
+    if (store_job_get(d->db, w->key, &old, NULL) == SCHED_ENOENT) {
+        struct store_job j = {.gang = w->key,
+                              .gang_id = -1,
+                              .queue = w->queue ? w->queue : "-",
+                              .state = STORE_JOB_PENDING,
+                              .submit_ms = now,
+                              .admit_ms = STORE_NO_TIME,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = STORE_NO_TIME};
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    char text[600];
+    snprintf(text, sizeof(text), "waiting: %s (%s)", w->message ? w->message : "", w->reason);
+    struct store_decision dec = {
+        .cycle = d->cycle, .ts_ms = now, .gang = w->key, .why = STORE_WHY_WAITING, .reason = text};
+    return rc ? rc : store_decision_add(d->db, &dec, eb);
+}
+
+/* A gang waiting in a queue (a verdict, or a held queue) has a job row, so that `gangctl jobs`
+ * lists it and `gangctl explain` finds it; a placeholder row of a gang that waited for its pods
+ * (no GPUs known) takes its queue and GPUs once it has them. */
+static int waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
+                           struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int got = store_job_get(d->db, key, &old, NULL);
+    if (got == 0 && !(old.state == STORE_JOB_PENDING && old.gpus == 0 && g->gpus > 0))
+        return 0;
+    if (got != 0 && got != SCHED_ENOENT)
+        return 0;
+    struct store_job j = {.gang = key,
+                          .gang_id = -1,
+                          .queue = queue,
+                          .gpus = g->gpus,
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = g->submit_ms,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME};
+    return store_job_upsert(d->db, &j, eb);
+}
+
 static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                         const struct sched_result *res, const struct config *cfg, int64_t now,
                         struct sched_errbuf *eb)
@@ -1364,31 +1434,26 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
         const struct kgang *kg = &kb->gangs[vd->gang->id];
         char reason[512];
         sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
+        /* the store keeps one row per change of verdict with its latest text; what it has
+         * already is not sent again (a store read per gang and cycle otherwise) */
         struct kstatus *st = strmap_get(&d->status, kg->key);
-        char full[600];
-        snprintf(full, sizeof(full), "Pending|%s|", sched_why_name(vd->why));
-        if (st && st->reason && strncmp(st->reason, full, strlen(full)) == 0)
-            continue; /* the log records changes of reason */
+        if (!st && (st = calloc(1, sizeof(*st))) && strmap_put(&d->status, kg->key, st, NULL)) {
+            free(st);
+            st = NULL;
+        }
+        uint32_t h = verdict_key((int)vd->why, reason);
+        if (st && st->logged == h)
+            continue;
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
         rc = store_decision_add(d->db, &dec, eb);
-        struct store_job old;
-        if (rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == SCHED_ENOENT) {
-            /* a waiting gang has a job row, so that `gangctl explain` finds it */
-            struct store_job j = {.gang = kg->key,
-                                  .gang_id = -1,
-                                  .queue = cfg->queues[vd->gang->queue].name,
-                                  .gpus = vd->gang->gpus,
-                                  .state = STORE_JOB_PENDING,
-                                  .submit_ms = vd->gang->submit_ms,
-                                  .admit_ms = STORE_NO_TIME,
-                                  .start_ms = STORE_NO_TIME,
-                                  .finish_ms = STORE_NO_TIME};
-            rc = store_job_upsert(d->db, &j, eb);
-        }
+        if (rc == 0)
+            rc = waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
+        if (rc == 0 && st)
+            st->logged = h;
     }
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
@@ -1441,6 +1506,7 @@ static int record_cycle(struct kdrv *d, const struct kcache_build *kb,
                                          .why = SCHED_WHY_PLACED,
                                          .reason = "placed"};
             rc = store_decision_add(d->db, &dec, eb);
+            forget_logged(d, kg->key);
         }
         if (rc == 0) {
             struct store_job j = {.gang = kg->key,
@@ -1635,6 +1701,7 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
                                  .reason = reason_text};
     if (rc == 0)
         rc = store_decision_add(d->db, &dec, eb);
+    forget_logged(d, kg->key);
     if (rc)
         return rc;
     char msg[1200];
@@ -1765,6 +1832,8 @@ static void run_cycle(struct kdrv *d)
                      qn, qn);
             bool w = gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
             pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "QueueHeld", msg);
+            if (d->leading && waiting_job_row(d, kg->key, qn, kb.views[q].pending[i], &eb) != 0)
+                LOG_WARN(KDRV_MOD, "cannot record the job of gang %s: %s", kg->key, eb.msg);
         }
         if (held)
             kb.views[q].n_pending = 0;
@@ -1775,6 +1844,8 @@ static void run_cycle(struct kdrv *d)
         bool wrote =
             gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason, kw->message, false);
         pods_unschedulable(d, kw->pods, kw->n_pods, wrote, kw->reason, kw->message);
+        if (d->leading && waiting_gang_records(d, kw, now, &eb) != 0)
+            LOG_WARN(KDRV_MOD, "cannot record waiting gang %s: %s", kw->key, eb.msg);
     }
     /* preemptor holds: kept while their gang is pending and the hold has not ended */
     struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
@@ -2295,7 +2366,7 @@ static int start_metrics(struct kdrv *d)
     static const double cycle_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
     static const char *const result[] = {"result"}, *const outcome[] = {"outcome"},
-                             *const kind[] = {"kind"}, *const queue[] = {"queue"},
+                             *const kind[] = {"kind"}, *const queue[] = {"cluster_queue"},
                              *const reason[] = {"reason"}, *const api[] = {"api"};
     /* the daemon's families (docs/metrics.md), one row each */
     const struct {
@@ -2312,8 +2383,8 @@ static int start_metrics(struct kdrv *d)
         {"gangsched_kube_client_requests_total",
          "Kubernetes API requests by kind (sent, retries, errors, throttled)", HTTP_COUNTER, kind,
          &d->m_api},
-        {"gangsched_leader", "1 while this replica holds the Lease", HTTP_GAUGE, NULL,
-         &d->m_leader},
+        {"gangsched_leader", "1 while this replica schedules (holds the Lease, or runs alone)",
+         HTTP_GAUGE, NULL, &d->m_leader},
         {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
          HTTP_GAUGE, queue, &d->m_pending},
         {"gangsched_victim_gangs_evicted_total",
@@ -2485,6 +2556,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
             rc = kube_lease_new(d.client, &lo, on_lease, &d, &d.lease, eb);
         } else {
             d.leading = true;
+            http_metric_set(d.m_leader, NULL, 1); /* the only replica: it schedules */
         }
     }
     if (rc == 0) {

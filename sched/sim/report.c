@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/sim/report_fmt.h"
+
 /* Chart geometry, in SVG user units. */
 #define CHART_W       960.0
 #define PLOT_L        78.0 /* left margin: y tick labels and the y axis title */
@@ -34,8 +36,14 @@ static const char *const palette[N_PALETTE] = {
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 };
-/* After the palette wraps around, lines are told apart by dashes. */
+/* Policies alternate solid, dashed and dotted lines (and colours), so that two equal series stay
+ * visible on top of each other. */
 static const char *const dashes[3] = {"", "7 4", "2 3"};
+
+static const char *dash_of(size_t i)
+{
+    return dashes[(i + i / N_PALETTE) % 3];
+}
 
 static const char css[] =
     "body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;"
@@ -50,6 +58,15 @@ static const char css[] =
     "tbody th{text-align:left;font-weight:normal;font-family:ui-monospace,Menlo,Consolas,"
     "monospace;font-size:.9em}\n"
     "td .h{color:#777;font-size:.88em;margin-left:4px}\n"
+    "th .k{color:#999;font-size:.8em;margin-left:6px}\n"
+    ".wide{overflow-x:auto}\n"
+    "table.qt{font-size:.85em}\n"
+    "table.qt td .h{display:block;margin:0}\n"
+    "h3{font-size:1em;margin:20px 0 2px}\n"
+    "svg .area{stroke:none}\n"
+    "svg .nominal{stroke:#444;stroke-width:1.2;stroke-dasharray:4 3;fill:none}\n"
+    "svg .cell{stroke:#fff;stroke-width:2}\n"
+    "svg .cl{font-size:10px;fill:#111}\n"
     ".sw{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:6px;"
     "vertical-align:-.05em}\n"
     "svg{max-width:100%;height:auto;display:block}\n"
@@ -62,217 +79,12 @@ static const char css[] =
     "svg .nodata{fill:#999;font-size:15px}\n"
     "footer{margin:32px 0 8px;color:#888;font-size:.85em}\n";
 
-/* ---- HTML escaping ------------------------------------------------------------------------- */
-
-/* Writes s[0..n) with the five HTML-significant characters escaped; control characters (other
- * than tab and newline) become U+FFFD so that hostile names cannot produce an invalid page. */
-static void esc_n(FILE *f, const char *s, size_t n)
-{
-    const char *run = s;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *rep = NULL;
-        switch (c) {
-        case '&':
-            rep = "&amp;";
-            break;
-        case '<':
-            rep = "&lt;";
-            break;
-        case '>':
-            rep = "&gt;";
-            break;
-        case '"':
-            rep = "&quot;";
-            break;
-        case '\'':
-            rep = "&#39;";
-            break;
-        default:
-            if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
-                rep = "\xEF\xBF\xBD";
-            break;
-        }
-        if (rep) {
-            fwrite(run, 1, (size_t)(s + i - run), f);
-            fputs(rep, f);
-            run = s + i + 1;
-        }
-    }
-    fwrite(run, 1, (size_t)(s + n - run), f);
-}
-
-static void esc(FILE *f, const char *s)
-{
-    if (s)
-        esc_n(f, s, strlen(s));
-}
-
-/* Number of UTF-8 characters (lead bytes) in s. */
-static size_t utf8_len(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
-/* Byte offset just past the first `chars` UTF-8 characters of s. */
-static size_t utf8_prefix(const char *s, size_t chars)
-{
-    size_t i = 0, seen = 0;
-    for (; s[i]; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (seen == chars)
-                break;
-            seen++;
-        }
-    }
-    return i;
-}
-
 static void esc_policy_name(FILE *f, const struct report_policy *p, size_t i)
 {
     if (p->name && p->name[0])
-        esc(f, p->name);
+        rep_esc(f, p->name);
     else
         fprintf(f, "policy %zu", i + 1);
-}
-
-/* ---- number formatting --------------------------------------------------------------------- */
-
-static int lower_contains(const char *hay, const char *needle)
-{
-    size_t nl = strlen(needle);
-    for (; *hay; hay++) {
-        size_t k = 0;
-        while (k < nl && hay[k]) {
-            char c = hay[k];
-            if (c >= 'A' && c <= 'Z')
-                c = (char)(c - 'A' + 'a');
-            if (c != needle[k])
-                break;
-            k++;
-        }
-        if (k == nl)
-            return 1;
-    }
-    return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* "%.*f" with thousands separators in the integer part. */
-static void fmt_grouped(char *buf, size_t size, double v, int decimals)
-{
-    char raw[64];
-    if (fabs(v) >= 1e15) {
-        snprintf(buf, size, "%.4g", v);
-        return;
-    }
-    snprintf(raw, sizeof(raw), "%.*f", decimals, v);
-    const char *digits = raw[0] == '-' ? raw + 1 : raw;
-    size_t int_len = strcspn(digits, ".");
-    size_t o = 0;
-    if (digits != raw && o + 1 < size)
-        buf[o++] = '-';
-    for (size_t i = 0; digits[i] && o + 1 < size; i++) {
-        if (i > 0 && i < int_len && (int_len - i) % 3 == 0 && o + 2 < size)
-            buf[o++] = ',';
-        buf[o++] = digits[i];
-    }
-    buf[o] = '\0';
-}
-
-/* Human duration: "850ms", "42s", "12m 05s", "1h 02m", "3d 04h". */
-static void fmt_duration(char *buf, size_t size, double s)
-{
-    const char *sign = s < 0 ? "-" : "";
-    s = fabs(s);
-    if (s < 0.9995) {
-        snprintf(buf, size, "%s%.0fms", sign, s * 1000.0);
-        return;
-    }
-    if (s >= 1e12) {
-        snprintf(buf, size, "%s%.3gd", sign, s / 86400.0);
-        return;
-    }
-    long long r = llround(s);
-    if (r < 60)
-        snprintf(buf, size, "%s%llds", sign, r);
-    else if (r < 3600)
-        snprintf(buf, size, "%s%lldm %02llds", sign, r / 60, r % 60);
-    else if (r < 86400)
-        snprintf(buf, size, "%s%lldh %02lldm", sign, r / 3600, r % 3600 / 60);
-    else
-        snprintf(buf, size, "%s%lldd %02lldh", sign, r / 86400, r % 86400 / 3600);
-}
-
-static void fmt_plain(char *buf, size_t size, double v)
-{
-    if (v == floor(v) && fabs(v) < 1e15)
-        fmt_grouped(buf, size, v, 0);
-    else if (fabs(v) >= 1000)
-        fmt_grouped(buf, size, v, 1);
-    else
-        snprintf(buf, size, "%.4g", v);
-}
-
-/* Writes one table cell's content for metric `name` with value v. */
-static void put_metric_value(FILE *f, const char *name, double v)
-{
-    char num[80], human[48];
-    if (isnan(v)) {
-        fputs("n/a", f);
-        return;
-    }
-    if (isinf(v)) {
-        fputs(v > 0 ? "&#8734;" : "-&#8734;", f);
-        return;
-    }
-    if (lower_contains(name, "utilization") || lower_contains(name, "utilisation")) {
-        snprintf(num, sizeof(num), "%.1f%%", v * 100.0);
-        fputs(num, f);
-        return;
-    }
-    double secs = -1;
-    const char *unit = NULL;
-    if (ends_with(name, "_ms")) {
-        secs = v / 1000.0;
-        unit = "ms";
-    } else if (ends_with(name, "_s") || ends_with(name, "_sec") || ends_with(name, "_secs") ||
-               ends_with(name, "_seconds") || lower_contains(name, "_s_")) {
-        secs = v;
-        unit = "s";
-    }
-    if (unit) {
-        fmt_grouped(num, sizeof(num), v, fabs(v) < 100 ? 1 : 0);
-        fprintf(f, "%s&#8239;%s", num, unit);
-        if (fabs(secs) >= 60) {
-            fmt_duration(human, sizeof(human), secs);
-            fprintf(f, "<span class=\"h\">(%s)</span>", human);
-        }
-        return;
-    }
-    fmt_plain(num, sizeof(num), v);
-    fputs(num, f);
-}
-
-/* Tick label: integers without decimals, otherwise up to 6 significant digits. */
-static void fmt_tick(char *buf, size_t size, double v, const char *suffix)
-{
-    if (fabs(v) < 1e-9)
-        v = 0;
-    if (fabs(v - round(v)) < 1e-9 * (fabs(v) > 1 ? fabs(v) : 1))
-        fmt_grouped(buf, size, round(v), 0);
-    else
-        snprintf(buf, size, "%.6g", v);
-    size_t n = strlen(buf);
-    snprintf(buf + n, size - n, "%s", suffix);
 }
 
 /* ---- summary table ------------------------------------------------------------------------- */
@@ -306,6 +118,19 @@ static const struct report_metric *find_metric(const struct report_policy *p, co
     return NULL;
 }
 
+/* A metric's row header: its label, and its JSON key in grey (for readers of --json). */
+static void put_metric_label(FILE *f, const struct report_metric *m)
+{
+    if (m->label && m->label[0] && strcmp(m->label, m->name) != 0) {
+        rep_esc(f, m->label);
+        fputs(" <span class=\"k\">", f);
+        rep_esc(f, m->name);
+        fputs("</span>", f);
+    } else {
+        rep_esc(f, m->name);
+    }
+}
+
 static void put_table(FILE *f, const struct report_policy *p, size_t n)
 {
     size_t rows = 0;
@@ -332,13 +157,13 @@ static void put_table(FILE *f, const struct report_policy *p, size_t n)
                 continue;
             rows++;
             fputs("<tr><th scope=\"row\">", f);
-            esc(f, name);
+            put_metric_label(f, &p[pi].metrics[mi]);
             fputs("</th>", f);
             for (size_t k = 0; k < n; k++) {
                 const struct report_metric *m = find_metric(&p[k], name);
                 fputs("<td>", f);
                 if (m)
-                    put_metric_value(f, name, m->value);
+                    rep_put_metric_value(f, name, m->value);
                 else
                     fputs("&#8211;", f);
                 fputs("</td>", f);
@@ -369,7 +194,7 @@ struct frame {
     struct axis x, y;
 };
 
-enum chart_kind { CHART_UTIL, CHART_QUEUED, CHART_CDF };
+enum chart_kind { CHART_UTIL, CHART_QUEUED, CHART_CDF, CHART_QUEUE_USED };
 
 static double plot_w(void)
 {
@@ -436,7 +261,7 @@ static void axis_linear(struct axis *a, double lo, double hi, double unit, int i
     a->n_ticks = 0;
     for (double k = k0; k <= k1 + 0.5; k++) {
         a->tick[a->n_ticks] = k * step * unit;
-        fmt_tick(a->label[a->n_ticks], sizeof(a->label[0]), k * step, suffix);
+        rep_fmt_tick(a->label[a->n_ticks], sizeof(a->label[0]), k * step, suffix);
         a->n_ticks++;
     }
 }
@@ -496,7 +321,7 @@ static size_t legend(FILE *f, const struct report_policy *p, size_t n, enum char
     char suffix[48];
     for (size_t i = 0; i < n; i++) {
         const char *name = name_or_default(&p[i]);
-        size_t chars = utf8_len(name);
+        size_t chars = rep_utf8_len(name);
         int cut = chars > LEG_MAX_CHARS;
         legend_suffix(suffix, sizeof(suffix), &p[i], kind);
         double w = 30 + LEG_CHAR_W * (double)((cut ? LEG_MAX_CHARS + 1 : chars) + strlen(suffix));
@@ -506,7 +331,7 @@ static size_t legend(FILE *f, const struct report_policy *p, size_t n, enum char
         }
         if (f) {
             double y = LEG_TOP + LEG_ROW * (double)row + LEG_ROW / 2;
-            const char *dash = dashes[(i / N_PALETTE) % 3];
+            const char *dash = dash_of(i);
             fprintf(f,
                     "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                     "stroke-width=\"3\"%s%s%s/>",
@@ -516,14 +341,14 @@ static size_t legend(FILE *f, const struct report_policy *p, size_t n, enum char
             if (!(p[i].name && p[i].name[0]))
                 fprintf(f, "policy %zu", i + 1);
             else if (cut) {
-                esc_n(f, name, utf8_prefix(name, LEG_MAX_CHARS));
+                rep_esc_n(f, name, rep_utf8_prefix(name, LEG_MAX_CHARS));
                 fputs("\xE2\x80\xA6", f);
             } else
-                esc(f, name);
-            esc(f, suffix);
+                rep_esc(f, name);
+            rep_esc(f, suffix);
             if (cut) {
                 fputs("<title>", f);
-                esc(f, name);
+                rep_esc(f, name);
                 fputs("</title>", f);
             }
             fputs("</text>\n", f);
@@ -540,7 +365,9 @@ static void chart_begin(FILE *f, const struct frame *fr, const char *title,
     double bottom = fr->top + PLOT_H, right = CHART_W - PLOT_R;
     fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n",
             CHART_W, h, CHART_W, h);
-    fprintf(f, "<title>%s</title>\n", title);
+    fputs("<title>", f);
+    rep_esc(f, title);
+    fputs("</title>\n", f);
     legend(f, p, n, kind);
     /* Grid lines and tick labels. */
     for (size_t i = 0; i < fr->y.n_ticks; i++) {
@@ -582,7 +409,7 @@ static void chart_end(FILE *f, const struct frame *fr, int any_data)
 
 static void path_begin(FILE *f, size_t i)
 {
-    const char *dash = dashes[(i / N_PALETTE) % 3];
+    const char *dash = dash_of(i);
     fprintf(f, "<path class=\"line\" stroke=\"%s\"", palette[i % N_PALETTE]);
     if (dash[0])
         fprintf(f, " stroke-dasharray=\"%s\"", dash);
@@ -605,27 +432,44 @@ static void step_to(struct stepper *s, double xv, double yv)
         fprintf(s->f, "H%.1fV%.1f", x, y);
 }
 
-static double series_value(const struct report_point *pt, enum chart_kind kind)
+/* What a time chart draws: a field of the series, or one queue's GPUs in use. */
+struct source {
+    enum chart_kind kind;
+    size_t queue; /* CHART_QUEUE_USED */
+};
+
+static double series_value(const struct report_policy *p, size_t i, struct source src)
 {
-    return kind == CHART_UTIL ? pt->util : pt->queued;
+    if (src.kind == CHART_QUEUE_USED)
+        return p->queue_used[i * p->n_queues + src.queue];
+    return src.kind == CHART_UTIL ? p->series[i].util : p->series[i].queued;
 }
 
 /* Draws one policy's time series; long series keep the maximum and the last point of each of
- * N_BUCKETS time buckets over [t_lo, t_hi]. */
+ * N_BUCKETS time buckets over [t_lo, t_hi]. `area` closes the line down to the x axis and fills
+ * it (the caller sets the fill and any clip path in `attrs`). */
 static void time_series_path(FILE *f, const struct frame *fr, const struct report_policy *p,
-                             size_t pi, enum chart_kind kind, double t_lo, double t_hi)
+                             size_t pi, struct source src, double t_lo, double t_hi,
+                             const char *attrs)
 {
     const struct report_point *s = p->series;
     size_t n = s ? p->n_series : 0;
     struct stepper st = {f, fr, 0};
-    if (n == 0)
+    if (n == 0 || (src.kind == CHART_QUEUE_USED && (!p->queue_used || src.queue >= p->n_queues)))
         return;
-    path_begin(f, pi);
+    if (attrs)
+        fprintf(f, "<path class=\"area\" %s d=\"", attrs);
+    else
+        path_begin(f, pi);
+    double x0 = NAN;
     if (n <= MAX_POINTS) {
         for (size_t i = 0; i < n; i++) {
-            double v = series_value(&s[i], kind);
-            if (isfinite(s[i].t_s) && isfinite(v))
+            double v = series_value(p, i, src);
+            if (isfinite(s[i].t_s) && isfinite(v)) {
+                if (isnan(x0))
+                    x0 = s[i].t_s;
                 step_to(&st, s[i].t_s, v);
+            }
         }
     } else {
         double span = t_hi > t_lo ? t_hi - t_lo : 1;
@@ -636,7 +480,7 @@ static void time_series_path(FILE *f, const struct frame *fr, const struct repor
             long b = -1;
             double v = 0;
             if (i < n) {
-                v = series_value(&s[i], kind);
+                v = series_value(p, i, src);
                 if (!isfinite(s[i].t_s) || !isfinite(v))
                     continue;
                 double u = (s[i].t_s - t_lo) / span * N_BUCKETS;
@@ -651,15 +495,19 @@ static void time_series_path(FILE *f, const struct frame *fr, const struct repor
                 }
             }
             if (cur >= 0) { /* flush the finished bucket, in time order */
+                if (isnan(x0))
+                    x0 = s[imax].t_s;
                 step_to(&st, s[imax].t_s, vmax);
                 if (ilast != imax)
-                    step_to(&st, s[ilast].t_s, series_value(&s[ilast], kind));
+                    step_to(&st, s[ilast].t_s, series_value(p, ilast, src));
             }
             cur = b;
             imax = ilast = i;
             vmax = v;
         }
     }
+    if (attrs && st.emitted)
+        fprintf(f, "V%.1fH%.1fZ", fr->top + PLOT_H, px_x(fr, x0));
     fputs("\"/>\n", f);
 }
 
@@ -756,7 +604,7 @@ static void put_time_charts(FILE *f, const struct report_policy *p, size_t n)
     snprintf(fr.y.title, sizeof(fr.y.title), "GPU utilisation");
     chart_begin(f, &fr, "GPU utilisation over time", p, n, CHART_UTIL);
     for (size_t i = 0; i < n; i++)
-        time_series_path(f, &fr, &p[i], i, CHART_UTIL, t_lo, t_hi);
+        time_series_path(f, &fr, &p[i], i, (struct source){CHART_UTIL, 0}, t_lo, t_hi, NULL);
     chart_end(f, &fr, any);
 
     fputs("<h2>Gangs waiting over time</h2>\n<p class=\"note\">Gangs submitted but not yet "
@@ -766,7 +614,7 @@ static void put_time_charts(FILE *f, const struct report_policy *p, size_t n)
     snprintf(fr.y.title, sizeof(fr.y.title), "gangs waiting");
     chart_begin(f, &fr, "Gangs waiting over time", p, n, CHART_QUEUED);
     for (size_t i = 0; i < n; i++)
-        time_series_path(f, &fr, &p[i], i, CHART_QUEUED, t_lo, t_hi);
+        time_series_path(f, &fr, &p[i], i, (struct source){CHART_QUEUED, 0}, t_lo, t_hi, NULL);
     chart_end(f, &fr, any);
 }
 
@@ -823,6 +671,222 @@ static int put_cdf_chart(FILE *f, const struct report_policy *p, size_t n, const
     return 0;
 }
 
+/* ---- per queue ------------------------------------------------------------------------------ */
+
+#define MAX_QUEUE_CHARTS 32 /* queues with charts; the table lists every queue */
+
+/* The table of every queue's figures: a row per queue and policy. */
+static void put_queue_table(FILE *f, const struct report_policy *p, size_t n, size_t nq)
+{
+    const struct report_queue *q0 = &p[0].queues[0];
+    fputs("<div class=\"wide\"><table class=\"qt\">\n<thead><tr><th scope=\"col\" "
+          "style=\"text-align:left\">queue</th>"
+          "<th scope=\"col\" style=\"text-align:left\">policy</th>",
+          f);
+    for (size_t k = 0; k < q0->n_metrics; k++) {
+        fputs("<th scope=\"col\">", f);
+        rep_esc(f, q0->metrics[k].label ? q0->metrics[k].label : q0->metrics[k].name);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead>\n<tbody>\n", f);
+    for (size_t q = 0; q < nq; q++)
+        for (size_t i = 0; i < n; i++) {
+            const struct report_queue *rq = &p[i].queues[q];
+            fputs("<tr class=\"queue\"><th scope=\"row\">", f);
+            rep_esc(f, rq->name);
+            fputs("</th><td style=\"text-align:left\">", f);
+            put_swatch(f, i);
+            esc_policy_name(f, &p[i], i);
+            fputs("</td>", f);
+            for (size_t k = 0; k < q0->n_metrics; k++) {
+                fputs("<td>", f);
+                if (k < rq->n_metrics)
+                    rep_put_metric_value(f, rq->metrics[k].name, rq->metrics[k].value);
+                fputs("</td>", f);
+            }
+            fputs("</tr>\n", f);
+        }
+    fputs("</tbody>\n</table></div>\n", f);
+}
+
+/* One queue's GPUs in use over time for every policy, against its nominal quota; the first
+ * policy's use above nominal (borrowing) is shaded. */
+static void put_queue_usage(FILE *f, const struct report_policy *p, size_t n, size_t q, double t_lo,
+                            double t_hi)
+{
+    double top = p[0].queues[q].nominal_gpus;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; p[i].queue_used && k < p[i].n_series; k++)
+            if (p[i].queue_used[k * p[i].n_queues + q] > top)
+                top = p[i].queue_used[k * p[i].n_queues + q];
+    struct frame fr;
+    fr.top = frame_top(p, n, CHART_QUEUE_USED);
+    time_axis(&fr.x, t_lo, t_hi);
+    axis_linear(&fr.y, 0, top > 0 ? top * 1.05 : 1, 1, 1, 5, "");
+    snprintf(fr.y.title, sizeof(fr.y.title), "GPUs in use");
+    char title[200];
+    snprintf(title, sizeof(title), "GPUs of queue %.150s over time", p[0].queues[q].name);
+    chart_begin(f, &fr, title, p, n, CHART_QUEUE_USED);
+    double ynom = px_y(&fr, p[0].queues[q].nominal_gpus);
+    fprintf(f,
+            "<clipPath id=\"borrow%zu\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\"/></clipPath>\n",
+            q, PLOT_L, fr.top, plot_w(), ynom - fr.top);
+    char attrs[160];
+    snprintf(attrs, sizeof(attrs),
+             "fill=\"%s\" fill-opacity=\"0.22\" clip-path=\"url(#borrow%zu)\"", palette[0], q);
+    time_series_path(f, &fr, &p[0], 0, (struct source){CHART_QUEUE_USED, q}, t_lo, t_hi, attrs);
+    for (size_t i = 0; i < n; i++)
+        time_series_path(f, &fr, &p[i], i, (struct source){CHART_QUEUE_USED, q}, t_lo, t_hi, NULL);
+    fprintf(f, "<line class=\"nominal\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", PLOT_L,
+            ynom, CHART_W - PLOT_R, ynom);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">nominal ", CHART_W - PLOT_R - 4,
+            ynom - 5);
+    char num[40];
+    rep_fmt_grouped(num, sizeof(num), p[0].queues[q].nominal_gpus, 0);
+    fprintf(f, "%s</text>\n", num);
+    chart_end(f, &fr, p[0].n_series > 0);
+}
+
+/* One queue's queue-time CDF for every policy. */
+static void put_queue_cdf(FILE *f, const struct report_policy *p, size_t n, size_t q, double *buf)
+{
+    double q_max = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; p[i].queue_of && k < p[i].n_queue_s; k++)
+            if (p[i].queue_of[k] == q && isfinite(p[i].queue_s[k]) && p[i].queue_s[k] > q_max)
+                q_max = p[i].queue_s[k];
+    struct frame fr;
+    fr.top = frame_top(p, n, CHART_QUEUE_USED);
+    axis_log_duration(&fr.x, q_max);
+    axis_linear(&fr.y, 0, 1, 1, 0, 5, "");
+    snprintf(fr.y.title, sizeof(fr.y.title), "share of jobs started");
+    char title[200];
+    snprintf(title, sizeof(title), "Queue time CDF of queue %.150s", p[0].queues[q].name);
+    chart_begin(f, &fr, title, p, n, CHART_QUEUE_USED);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t m = 0;
+        for (size_t k = 0; p[i].queue_of && k < p[i].n_queue_s; k++)
+            if (p[i].queue_of[k] == q && !isnan(p[i].queue_s[k]))
+                buf[m++] = p[i].queue_s[k];
+        if (m > 1)
+            qsort(buf, m, sizeof(*buf), cmp_double);
+        any |= m > 0;
+        cdf_path(f, &fr, buf, m, i);
+    }
+    chart_end(f, &fr, any);
+}
+
+static int put_queues(FILE *f, const struct report_policy *p, size_t n, const char *path,
+                      struct sched_errbuf *eb)
+{
+    size_t nq = n ? p[0].n_queues : 0, most = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].n_queues != nq || !p[i].queues)
+            nq = 0;
+        if (p[i].n_queue_s > most)
+            most = p[i].n_queue_s;
+    }
+    if (nq == 0)
+        return 0;
+    double *buf = malloc((most + 1) * sizeof(*buf));
+    if (!buf)
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
+    fputs("<h2>Queues</h2>\n<p class=\"note\">Each queue's figures under every policy. "
+          "Borrowed: GPU-hours used above its nominal quota (from other queues of its cohort); "
+          "lent: GPU-hours of its idle nominal quota that others used.</p>\n",
+          f);
+    put_queue_table(f, p, n, nq);
+    double t_lo = 0, t_hi = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; p[i].series && k < p[i].n_series; k++)
+            if (isfinite(p[i].series[k].t_s) && p[i].series[k].t_s > t_hi)
+                t_hi = p[i].series[k].t_s;
+    if (!(t_hi > t_lo))
+        t_hi = t_lo + 60;
+    for (size_t q = 0; q < nq && q < MAX_QUEUE_CHARTS; q++) {
+        fputs("<h3 class=\"queue\">Queue ", f);
+        rep_esc(f, p[0].queues[q].name);
+        fputs("</h3>\n<p class=\"note\">GPUs in use against the nominal quota (dashed); the "
+              "shaded part is borrowed, which explains waits at a borrowing limit. Then its "
+              "queue-time distribution.</p>\n",
+              f);
+        put_queue_usage(f, p, n, q, t_lo, t_hi);
+        put_queue_cdf(f, p, n, q, buf);
+    }
+    if (nq > MAX_QUEUE_CHARTS)
+        fprintf(f, "<p class=\"note\">Charts for the first %d of %zu queues.</p>\n",
+                MAX_QUEUE_CHARTS, nq);
+    free(buf);
+    return 0;
+}
+
+/* ---- placement heat map ------------------------------------------------------------------------
+ */
+
+#define CELL      34.0
+#define CELLS_ROW 24
+
+/* White to dark blue by a share 0..1. */
+static void heat_color(char *buf, size_t n, double u)
+{
+    if (!(u >= 0))
+        u = 0;
+    if (u > 1)
+        u = 1;
+    int r = (int)lround(247 - u * (247 - 8)), g = (int)lround(251 - u * (251 - 48)),
+        b = (int)lround(255 - u * (255 - 107));
+    snprintf(buf, n, "#%02x%02x%02x", r, g, b);
+}
+
+static void put_racks(FILE *f, const struct report_policy *p, size_t n)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < n; i++)
+        any += p[i].racks && p[i].n_racks > 0;
+    if (!any)
+        return;
+    fputs("<h2>Placement by rack</h2>\n<p class=\"note\">Share of each rack's GPU time that "
+          "ran pods, one cell per rack (darker is busier; hover for the figures). Even colours "
+          "mean placement spread the load; pale racks next to dark ones mean stranded or "
+          "fragmented capacity.</p>\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i].racks || p[i].n_racks == 0)
+            continue;
+        size_t nr = p[i].n_racks, cols = nr < CELLS_ROW ? nr : CELLS_ROW;
+        size_t rows = (nr + cols - 1) / cols;
+        double w = (double)cols * CELL + 2, h = (double)rows * CELL + 2;
+        fputs("<h3>", f);
+        put_swatch(f, i);
+        esc_policy_name(f, &p[i], i);
+        fprintf(f,
+                "</h3>\n<svg class=\"heat\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+                "height=\"%.0f\" role=\"img\"><title>GPU use by rack</title>\n",
+                w, h, w, h);
+        for (size_t k = 0; k < nr; k++) {
+            const struct report_rack *r = &p[i].racks[k];
+            double u = r->gpus > 0 && p[i].span_s > 0 ? r->gpu_s / (r->gpus * p[i].span_s) : 0;
+            char color[16];
+            heat_color(color, sizeof(color), u);
+            double x = 1 + (double)(k % cols) * CELL, y = 1 + (double)(k / cols) * CELL;
+            fprintf(f,
+                    "<rect class=\"cell\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+                    "fill=\"%s\"><title>",
+                    x, y, CELL, CELL, color);
+            rep_esc(f, r->name);
+            fprintf(f, ": %.1f%% of %.0f GPUs busy (%.0f GPU-hours)</title></rect>", 100 * u,
+                    r->gpus, r->gpu_s / 3600);
+            fprintf(f,
+                    "<text class=\"cl\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                    "dy=\".35em\"%s>%.0f</text>\n",
+                    x + CELL / 2, y + CELL / 2, u > 0.55 ? " style=\"fill:#fff\"" : "", 100 * u);
+        }
+        fputs("</svg>\n", f);
+    }
+}
+
 /* ---- page ---------------------------------------------------------------------------------- */
 
 int report_write_html(const char *path, const char *title, const struct report_policy *p, size_t n,
@@ -843,9 +907,9 @@ int report_write_html(const char *path, const char *title, const struct report_p
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
           f);
-    esc(f, title);
+    rep_esc(f, title);
     fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", css);
-    esc(f, title);
+    rep_esc(f, title);
     fprintf(f, "</h1>\n<p class=\"note\">%zu polic%s compared: ", n, n == 1 ? "y" : "ies");
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -858,6 +922,10 @@ int report_write_html(const char *path, const char *title, const struct report_p
     put_table(f, p, n);
     put_time_charts(f, p, n);
     int rc = put_cdf_chart(f, p, n, path, eb);
+    if (rc == 0)
+        rc = put_queues(f, p, n, path, eb);
+    if (rc == 0)
+        put_racks(f, p, n);
     fputs("<footer>Generated by the gangsched simulator.</footer>\n</body>\n</html>\n", f);
 
     int werr = 0;

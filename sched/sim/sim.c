@@ -308,6 +308,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
 
 void sim_input_free(struct sim_input *in)
 {
+    free(in->tolerations);
     config_free(in->owned_config);
     free(in->queues);
     free(in->jobs);
@@ -411,7 +412,11 @@ struct run {
     uint32_t max_island; /* GPUs in the largest NVLink island of the cluster */
     struct sim_stats *st;
     size_t cap_series;
-    const char *explain_last;
+    size_t cap_queue_used; /* points st->queue_used holds */
+    /* --explain: the last line printed (without its time), repeated since and until when */
+    char explain_prev[640];
+    uint32_t explain_rep;
+    int64_t explain_from, explain_until;
     /* quota accounting, per config queue */
     uint32_t n_flavors;
     int64_t *usage;       /* [n_queues][n_flavors][RES_MAX]: requests of running gangs */
@@ -452,7 +457,8 @@ struct run {
     uint8_t *dirty;
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
-    uint8_t *last_why; /* last reason logged per job (why + 1; 0 = none) */
+    uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
+    uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -832,10 +838,25 @@ static void release_job(struct run *r, uint32_t j)
         r->tearing[j] = 0; /* a teardown scheduled for this run no longer applies */
 }
 
+/* Ends the accounting of job j's current run at `now`: its busy time, and its GPU-seconds on
+ * each node (for the report's heat map). */
+static void account_run(struct run *r, uint32_t j, int64_t now)
+{
+    int64_t dt = now - r->run_start_ms[j];
+    r->busy_ms[j] += dt;
+    const struct gang *g = &r->in->jobs[j].gang;
+    if (!r->st->node_gpu_s || !r->assign[j] || dt <= 0)
+        return;
+    for (uint32_t k = 0; k < g->n_pods; k++)
+        if (r->assign[j][k].node < r->in->cluster->n_nodes)
+            r->st->node_gpu_s[r->assign[j][k].node] +=
+                (double)__builtin_popcount(r->assign[j][k].gpu_mask) * (double)dt / 1000.0;
+}
+
 static void finish(struct run *r, uint32_t j, int64_t now)
 {
     touch(r, j);
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     release_job(r, j);
     r->status[j] = JOB_DONE;
     r->end_ms[j] = now;
@@ -879,7 +900,7 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
                                                                        : r->overhead_ms[j]);
     r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost_ms / 3.6e6;
     r->remaining_ms[j] -= saved;
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     touch(r, j);
     release_job(r, j);
     r->gen[j]++;
@@ -975,7 +996,7 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
     if (!budget) /* a member died: the rest ran partially until now */
         r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
     r->remaining_ms[j] -= saved;
-    r->busy_ms[j] += now - r->run_start_ms[j];
+    account_run(r, j, now);
     touch(r, j);
     /* the node of the member that failed to start (a failed start gets a strike there) */
     uint32_t node0 = r->assign[j] ? r->assign[j][budget ? failed_member(r, j) : 0].node : 0;
@@ -1324,6 +1345,21 @@ static int add_point(struct run *r, int64_t now, int64_t t0)
         st->series = p;
         r->cap_series = cap;
     }
+    uint32_t nq = r->in->n_queues;
+    if (st->n_series == 0 || st->n_series + 1 > r->cap_queue_used) {
+        size_t cap = r->cap_series;
+        double *u = realloc(st->queue_used, (cap * nq + 1) * sizeof(*u));
+        if (!u)
+            return SCHED_ENOMEM;
+        st->queue_used = u;
+        r->cap_queue_used = cap;
+    }
+    for (uint32_t q = 0; q < nq; q++) {
+        int64_t gpus = 0;
+        for (uint32_t f = 0; f < r->n_flavors; f++)
+            gpus += usage_at(r, q, f)[RES_GPU];
+        st->queue_used[st->n_series * nq + q] = (double)gpus;
+    }
     double total = (double)r->in->cluster->total_gpus;
     st->series[st->n_series++] = (struct report_point){
         .t_s = (double)(now - t0) / 1000.0,
@@ -1361,6 +1397,32 @@ static void log_reservations(struct run *r, const struct sched_result *res, int6
     }
 }
 
+/* Prints the repeats of the last --explain line ("... x312 until t=...") and forgets it. */
+static void explain_flush(struct run *r)
+{
+    if (r->explain_rep > 0)
+        fprintf(stderr, "t=%.0fs policy=%s job=%s: ... x%u until t=%.0fs\n",
+                (double)r->explain_from / 1000.0, r->pol->name, r->opt->explain_job, r->explain_rep,
+                (double)r->explain_until / 1000.0);
+    r->explain_rep = 0;
+    r->explain_prev[0] = 0;
+}
+
+/* One --explain line: printed when it differs from the previous one, counted otherwise. */
+static void explain_line(struct run *r, int64_t now, const char *text)
+{
+    if (strcmp(text, r->explain_prev) == 0) {
+        if (r->explain_rep++ == 0)
+            r->explain_from = now;
+        r->explain_until = now;
+        return;
+    }
+    explain_flush(r);
+    fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
+            r->opt->explain_job, text);
+    snprintf(r->explain_prev, sizeof(r->explain_prev), "%s", text);
+}
+
 static void explain(struct run *r, const struct sched_result *res, int64_t now)
 {
     for (uint32_t v = 0; v < res->n_verdicts; v++) {
@@ -1369,14 +1431,13 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
             continue;
         char buf[512];
         sched_verdict_format(vd, r->in->cluster, r->in->config, buf, sizeof(buf));
-        fprintf(stderr, "t=%.0fs policy=%s job=%s: %s\n", (double)now / 1000.0, r->pol->name,
-                r->opt->explain_job, buf);
+        explain_line(r, now, buf);
     }
     for (uint32_t p = 0; p < res->n_placements; p++)
         if (strcmp(r->in->jobs[res->placements[p].gang->id].id, r->opt->explain_job) == 0) {
             const struct sched_placement *pl = &res->placements[p];
             const struct topo *t = &r->in->cluster->topo;
-            char terms[128] = "";
+            char terms[128] = "", line[400];
             size_t len = 0;
             for (uint32_t k = 0; k < pl->n_terms && len < sizeof(terms); k++) {
                 int w = snprintf(terms + len, sizeof(terms) - len, "%s%s %u",
@@ -1384,11 +1445,11 @@ static void explain(struct run *r, const struct sched_result *res, int64_t now)
                                  (unsigned)pl->term_values[k]);
                 len += w > 0 ? (size_t)w : 0;
             }
-            fprintf(stderr, "t=%.0fs policy=%s job=%s: placed in %s %s%s\n", (double)now / 1000.0,
-                    r->pol->name, r->opt->explain_job,
-                    pl->level >= 0 ? t->levels[pl->level].name : "cluster",
-                    pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)",
-                    terms);
+            snprintf(line, sizeof(line), "placed in %s %s%s",
+                     pl->level >= 0 ? t->levels[pl->level].name : "cluster",
+                     pl->level >= 0 ? t->levels[pl->level].domain_names[pl->domain] : "(spans)",
+                     terms);
+            explain_line(r, now, line);
         }
 }
 
@@ -1447,6 +1508,9 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         if (r->status[j] == JOB_REJECTED)
             st->rejected++;
+        else if ((r->status[j] == JOB_PENDING || r->status[j] == JOB_FUTURE) &&
+                 r->n_evicted[j] == 0 && !(r->fail && r->attempts[j] > 0))
+            st->never_started++;
         if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
@@ -1479,6 +1543,14 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     }
     memcpy(st->queue_s, q, nq * sizeof(double));
     st->n_queue_s = nq;
+    st->queue_of = malloc((nq + 1) * sizeof(*st->queue_of));
+    if (!st->queue_of) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    for (uint32_t j = 0, k = 0; j < in->n_jobs; j++) /* the same jobs, in the same order */
+        if (r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE)
+            st->queue_of[k++] = in->jobs[j].gang.queue;
     qsort(q, nq, sizeof(*q), cmp_double);
     qsort(jct, nj, sizeof(*jct), cmp_double);
     st->mean_queue_s = mean(q, nq);
@@ -1704,8 +1776,42 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     return rc;
 }
 
-/* The decision log (one row per verdict: gangs examined and not started) and the preemption
- * records of one cycle. */
+/* FNV-1a over a verdict's fields (everything sched_verdict_format prints, besides the static
+ * cluster and config): whether its text may have changed since the last row, without
+ * formatting it. Never 0 (0 = unknown, after a resume). */
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+    for (const unsigned char *c = p; n--; c++)
+        h = (h ^ *c) * 16777619u;
+    return h;
+}
+
+static uint32_t verdict_hash(const struct sched_verdict *v)
+{
+    uint32_t h = 2166136261u;
+    int64_t f[] = {v->why,
+                   v->short_res,
+                   v->need,
+                   v->best_free,
+                   v->n_nodes,
+                   v->near_level,
+                   v->near_domain,
+                   (int64_t)v->near_pods,
+                   v->quota_res,
+                   v->quota_flavor,
+                   v->quota_need,
+                   v->quota_nominal,
+                   v->quota_used,
+                   v->quota_available,
+                   v->quota_potential,
+                   v->blocked_by ? (int64_t)v->blocked_by->id : -1};
+    h = fnv(h, f, sizeof(f));
+    h = fnv(h, v->filtered, sizeof(v->filtered));
+    return h ? h : 1;
+}
+
+/* The decision log (one row per verdict: gangs examined and not started; the store keeps a
+ * row per change of why, with the latest text) and the preemption records of one cycle. */
 static int db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
                             struct sched_errbuf *eb)
 {
@@ -1715,9 +1821,11 @@ static int db_cycle_records(struct run *r, const struct sched_result *res, int64
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
-        if (r->last_why[j] == why)
-            continue; /* the log records changes of reason, not every cycle's repeat */
+        uint32_t h = verdict_hash(&res->verdicts[v]);
+        if (r->last_why[j] == why && r->last_reason[j] == h)
+            continue; /* the log records changes of reason (and of its figures), not repeats */
         r->last_why[j] = why;
+        r->last_reason[j] = h;
         char reason[512];
         sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
@@ -1817,8 +1925,11 @@ static int restore_why(void *ctx, const struct store_decision *d)
     struct why_ctx *w = ctx;
     struct job_key k = {.id = d->gang};
     const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
-    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255)
+    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+        w->r->last_reason[hit->j] = 0; /* unknown: the next verdict is written, the store keeps
+                                          the row when its text is the same */
+    }
     return 0;
 }
 
@@ -2371,6 +2482,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.share = calloc(nq, sizeof(*r.share));
     r.reclaim_wait = calloc(nq, sizeof(*r.reclaim_wait));
     out->per_queue = calloc(nq, sizeof(*out->per_queue));
+    out->node_gpu_s = calloc(in->cluster->n_nodes + 1, sizeof(*out->node_gpu_s));
     size_t nn = in->cluster->n_nodes + 1;
     r.pods_on = calloc(nn, sizeof(*r.pods_on));
     r.unbounded = calloc(nn, sizeof(*r.unbounded));
@@ -2402,6 +2514,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
         r.node_dirty = calloc(nn, 1);
         r.last_why = calloc(nj, 1);
+        r.last_reason = calloc(nj, sizeof(*r.last_reason));
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -2410,7 +2523,9 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
-        !r.runlist || !r.runpos || !r.runv) {
+        !r.runlist || !r.runpos || !r.runv ||
+        (opt->db &&
+         (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2433,6 +2548,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         if (opt->events)
             ev_cluster(&r);
         rc = run_loop(&r, eb);
+        if (opt->explain_job)
+            explain_flush(&r);
     }
     if (rc == 0)
         LOG_INFO("sim", "policy %s: done, %llu cycles, %u started", pol->name,
@@ -2450,6 +2567,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
+    free(r.last_reason);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);
@@ -2465,7 +2583,13 @@ void sim_stats_free(struct sim_stats *s)
     free(s->per_queue);
     free(s->series);
     free(s->queue_s);
+    free(s->queue_of);
+    free(s->queue_used);
+    free(s->node_gpu_s);
     s->per_queue = NULL;
     s->series = NULL;
     s->queue_s = NULL;
+    s->queue_of = NULL;
+    s->queue_used = NULL;
+    s->node_gpu_s = NULL;
 }

@@ -48,6 +48,7 @@ struct sim_input {
     uint32_t n_queues;
     const struct config *config; /* the operator's, or the generated default (owned) */
     struct config *owned_config;
+    void *tolerations; /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
 };
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
@@ -61,6 +62,26 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
 void sim_input_free(struct sim_input *in);
 /* Applies the workload knobs to the jobs of a built input. */
 void sim_input_workload(struct sim_input *in, const struct trace *t, const struct sim_workload *w);
+
+/* sched/sim/tolerate.c. Gives every pod of each job the tolerations of its trace row's
+ * tolerations column, else `defaults` (--tolerate; NULL = none). The syntax is kubectl taint's,
+ * entries separated by ';': KEY=VALUE:EFFECT (Equal), KEY:EFFECT or KEY (Exists), an omitted
+ * effect matches every effect, "*" tolerates every taint. Errors name the trace line and column,
+ * or "--tolerate". Call once, after sim_input_build. */
+int sim_input_tolerations(struct sim_input *in, const struct trace *t, const char *defaults,
+                          struct sched_errbuf *eb);
+/* Jobs that no node can ever hold: one of their pods fits no node by its GPUs, CPU and memory
+ * and its tolerations of the nodes' NoSchedule and NoExecute taints (node selectors aside).
+ * `taint` receives the untolerated taint found on most nodes ("nvidia.com/gpu=present:
+ * NoSchedule", empty when capacity alone is the cause), `taint_nodes` how many nodes carry it. */
+struct sim_unfit {
+    uint32_t jobs;       /* jobs that fit no node */
+    uint32_t by_taint;   /* of those, jobs that would fit if taints were ignored */
+    const char *example; /* one such job's id */
+    char taint[256];
+    uint32_t taint_nodes;
+};
+void sim_input_unfit(const struct sim_input *in, struct sim_unfit *out);
 
 struct sim_queue_stats {
     const char *name;
@@ -81,7 +102,9 @@ struct sim_stats {
     uint32_t jobs;      /* in the input */
     uint32_t completed; /* finished */
     uint32_t started;
-    uint32_t rejected; /* can never fit the cluster */
+    uint32_t rejected;      /* can never fit the cluster */
+    uint32_t never_started; /* submitted, not rejected, and still waiting for a first start at
+                               the end (no node can hold them, or the trace ended first) */
     double mean_queue_s, p50_queue_s, p95_queue_s, p99_queue_s;
     double mean_wait_s; /* all time without GPUs from submission on, re-waits after evictions
                            and failures included (see job_wait_s in sim.c) */
@@ -126,9 +149,23 @@ struct sim_stats {
     size_t n_series;
     double *queue_s; /* per started job */
     size_t n_queue_s;
+    uint32_t *queue_of; /* per queue_s entry: the job's queue (index into per_queue) */
+    double *queue_used; /* [n_series][n_queues]: nvidia.com/gpu admitted per queue at each
+                           series point, all flavors */
+    double *node_gpu_s; /* [cluster nodes]: GPU-seconds of the runs that ended on each node */
 };
 
 struct store;
+
+/* sched/sim/summary.c: the results, from one table of rows (label, JSON key, format). */
+/* The summary table on stdout: one column per policy, per-queue mean queue times. */
+void sim_print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
+                     uint32_t nodes);
+/* {"policies": [...]} on stdout. */
+void sim_print_json(const struct sim_stats *s, int n);
+/* The HTML report (sched/sim/report.h) of n policies' results on cluster c. */
+int sim_write_report(const char *path, const char *title, const struct sim_stats *s, int n,
+                     const struct cluster *c, struct sched_errbuf *eb);
 
 /* A planned node outage (--outages FILE: CSV node,down,up in seconds). */
 struct sim_outage {

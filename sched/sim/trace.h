@@ -6,7 +6,9 @@
  * max_runtime (seconds), and the topology requests topology-required, topology-preferred
  * (level names), tp-size (GPUs per tensor-parallel group), slice-size (pods per slice) and
  * slice-topology (level name), profile (scoring profile name), checkpoint_interval and
- * restart_cost (seconds). Unknown columns are ignored.
+ * restart_cost (seconds), tolerations (the pods' tolerations, kept as text and read by
+ * sched/sim/tolerate.c: "nvidia.com/gpu=present:NoSchedule;spot:NoExecute"). Unknown columns
+ * are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
  * 'duration': 'x1' is not a number".
@@ -47,6 +49,7 @@ struct trace_job {
     const char *topology_preferred; /* level name, NULL when absent */
     const char *slice_topology;     /* level each slice must fit in, NULL when absent */
     const char *profile;            /* scoring profile name, NULL = the queue's */
+    const char *tolerations;        /* tolerations column, NULL when absent or empty */
     int64_t checkpoint_interval_ms; /* checkpoint_interval: 0 = never checkpoints */
     bool has_checkpoint_interval;   /* the column had a value (else the simulator's default) */
     bool has_restart_cost;          /* the restart_cost cell is not empty (else the queue's

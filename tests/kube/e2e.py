@@ -325,9 +325,18 @@ def main():
     check("a gang below minMember waits with WaitingForPods",
           cond and cond[0].get("reason") == "WaitingForPods" and
           "2 of minMember 3" in cond[0].get("message", ""), json.dumps(cond))
+    listed = wait_for(lambda: "default/partial" in gangctl("--server", a.url(), "jobs")[1], 10)
+    rc, out = gangctl("--server", a.url(), "jobs")
+    check("gangctl jobs lists the gang waiting for its pods, with the reason",
+          listed and re.search(r"default/partial .*pending .*waiting: 2 of minMember 3 pods exist "
+                               r"\(WaitingForPods\)", out), out)
     c.post("/api/v1/namespaces/default/pods", pod("partial-2", "partial", 1))
     check("and is bound once its third pod exists",
           wait_for(lambda: len(bound(c, "partial")) == 3, 20))
+    rc, out = gangctl("--server", a.url(), "jobs", "-o", "json")
+    row = [j for j in (json.loads(out).get("jobs", []) if rc == 0 else []) if j["job"] == "default/partial"]
+    check("its job row then has its GPUs and no reason",
+          row and row[0]["gpus"] == 3 and row[0]["why"] is None, out[:600])
 
     # 4. the Volcano API: membership by annotation, queue in the spec, status by PUT
     gang(c, "vc", 2, 2, volcano=True)
@@ -357,6 +366,16 @@ def main():
     check("gangctl jobs -A lists the bound gang", rc == 0 and "default/train" in out, out)
     rc, out = gangctl("--server", url, "explain", "default/huge")
     check("gangctl explain says why a gang waits", rc == 0 and "nvidia.com/gpu" in out, out)
+    rc, out = gangctl("--server", url, "explain", "default/huge", "-o", "json")
+    try:
+        doc = json.loads(out)
+        decs = doc["decisions"]
+    except (ValueError, KeyError):
+        doc, decs = {}, []
+    check("a gang waiting many cycles for one reason has one decision row, not one per cycle",
+          rc == 0 and doc.get("decisions_total") == 1 and len(decs) == 1, out[:600])
+    check("and jobs shows that reason", doc.get("job", {}).get("why") == decs[0]["why"] if decs else False,
+          out[:600])
     rc, out = gangctl("--server", url, "queue", "hold", "team-b")
     check("an operator write without a token is refused (exit 3)", rc == 3, out)
     rc, out = gangctl("--server", url, "queue", "hold", "team-b", token=True)
@@ -375,6 +394,15 @@ def main():
     check("a gang of a held queue waits with QueueHeld",
           cond and cond[0].get("reason") == "QueueHeld", json.dumps(cond))
     check("and is not bound", not bound(c, "heldjob"))
+    held_row = wait_for(lambda: "default/heldjob" in gangctl("--server", url, "jobs", "-q", "team-b")[1], 10)
+    rc, out = gangctl("--server", url, "jobs", "-q", "team-b")
+    check("gangctl jobs lists the gang of the held queue, REASON held",
+          held_row and re.search(r"default/heldjob .*pending .*held: queue team-b is held", out), out)
+    rc, out = gangctl("--server", url, "explain", "default/heldjob")
+    check("gangctl explain finds it (not 404) and says why", rc == 0 and "Reason:       held:" in out, out)
+    rc, out = gangctl("--server", url, "queues")
+    check("gangctl queues: STATE held, the gang counted as pending",
+          re.search(r"^team-b +held .* 1$", out, re.M), out)
     rc, out = gangctl("--server", url, "queue", "resume", "team-b", token=True)
     check("gangctl queue resume team-b", rc == 0, out)
     check("the gang is bound after the resume",

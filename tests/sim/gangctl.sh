@@ -21,11 +21,11 @@ rows() { tail -n +2 "$1" | grep -c .; }
 
 # ---- queues and quota on the finished run ------------------------------------------------------
 "$CTL" --db "$TMP/g.db" queues >"$TMP/q.txt" && ok "queues runs" || bad "queues failed"
-grep -q '^QUEUE *COHORT *WEIGHT *PRIORITY *NOMINAL *USED *RUNNING *PENDING$' "$TMP/q.txt" &&
+grep -q '^QUEUE *STATE *COHORT *WEIGHT *PRIORITY *NOMINAL *USED *RUNNING *PENDING$' "$TMP/q.txt" &&
     ok "queues header" || bad "queues header: $(head -1 "$TMP/q.txt")"
 for q in prod research; do
     nominal=$("$JGET" "$TMP/sim.json" "policies/0/per_queue/$q/nominal_gpus")
-    grep -q "^$q  *all  *1  *0  *$nominal GPU  *0 GPU  *0  *0$" "$TMP/q.txt" &&
+    grep -q "^$q  *open  *all  *1  *0  *$nominal GPU  *0 GPU  *0  *0$" "$TMP/q.txt" &&
         ok "queues: $q nominal $nominal GPU, idle at the end" || bad "queues $q: $(grep "^$q" "$TMP/q.txt")"
     "$CTL" --db "$TMP/g.db" -o json queues >"$TMP/q.json"
     i=0; [ "$q" = research ] && i=1
@@ -39,7 +39,7 @@ for q in prod research; do
     expect_eq "$q: jobs -A -q rows" "$(rows "$TMP/jq.txt")" "$done"
 done
 "$CTL" --db "$TMP/g.db" quota >"$TMP/quota.txt"
-grep -q '^prod  *default  *nvidia.com/gpu  *33 GPU  *none  *none  *0 GPU  *0 GPU  *48 GPU' "$TMP/quota.txt" &&
+grep -q '^prod  *default  *nvidia.com/gpu  *33 GPU  *none  *none  *0 GPU  *0 GPU  *0 GPU  *48 GPU' "$TMP/quota.txt" &&
     ok "quota: prod 33 GPU nominal, could take the whole idle cohort (48 GPU)" ||
     bad "quota table: $(cat "$TMP/quota.txt")"
 "$CTL" --db "$TMP/g.db" quota research -o json >"$TMP/quota.json"
@@ -64,6 +64,8 @@ expect_eq "explain: start = --jobs-out" "$("$JGET" "$TMP/e.json" job/start_ms)" 
 expect_eq "explain: state" "$("$JGET" "$TMP/e.json" job/state)" finished
 # a job that was preempted: its victim records
 victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0 { print $1; exit }')
+"$CTL" --db "$TMP/g.db" jobs -A -o wide | head -1 | grep -q 'PREEMPTIONS  *NODES  *QUEUED  *REASON$' &&
+    ok "jobs -o wide header" || bad "jobs -o wide header: $("$CTL" --db "$TMP/g.db" jobs -A -o wide | head -1)"
 if [ -n "$victim" ]; then
     "$CTL" --db "$TMP/g.db" explain "$victim" >"$TMP/e.txt"
     grep -q "^Job: *$victim$" "$TMP/e.txt" && grep -q '^Preemptions ([1-9]' "$TMP/e.txt" &&
@@ -111,19 +113,67 @@ grep -q "^GPU usage by queue (ledger): $used GPU in use" "$TMP/top.txt" && grep 
 "$CTL" --db "$TMP/s.db" reservations -o json >"$TMP/r.json"
 "$JGET" "$TMP/r.json" reservations >/dev/null && ok "reservations json" || bad "reservations json"
 
+# ---- why each job waits: REASON, held queues, lent quota, a preempted job's current wait ------
+"$CTL" --db "$TMP/s.db" explain "$p1" -o json >"$TMP/r1e.json"
+reason=$("$JGET" "$TMP/sj.json" jobs/0/reason)
+expect_eq "jobs: reason = explain's newest decision" "$reason" "$("$JGET" "$TMP/r1e.json" decisions/0/reason)"
+awk 'NR == 2' "$TMP/sj.txt" | grep -q -F "   $reason" && ok "jobs table: REASON column" ||
+    bad "REASON column: $(head -2 "$TMP/sj.txt")"
+head -1 "$TMP/sj.txt" | grep -q 'FINISHED  *REASON$' && ok "jobs header ends with REASON" || bad "jobs header: $(head -1 "$TMP/sj.txt")"
+# the text is current: its figures are the ledger's now, not the first cycle's
+used=$("$JGET" "$TMP/sq.json" queues/0/used_gpus)
+echo "$reason" | grep -q "used $used," && ok "reason figures current (used $used)" || bad "stale reason: '$reason', used $used"
+grep -q "^Reason: *quota: " "$TMP/pe.txt" && ok "explain: Reason line" || bad "explain: no Reason line"
+# lent quota: research lends what prod borrows, and can take it back
+"$CTL" --db "$TMP/s.db" quota research -o json >"$TMP/lq.json"
+borrowed=$("$JGET" "$TMP/sq.json" queues/0/borrowed_gpus)
+expect_cmp "stopped run: prod borrows" "$borrowed" ">" 0
+expect_eq "research LENT = prod's borrowed" "$("$JGET" "$TMP/lq.json" queues/0/quotas/0/lent)" "$borrowed"
+expect_eq "research AVAILABLE includes the lent quota (nominal - used)" \
+    "$("$JGET" "$TMP/lq.json" queues/0/quotas/0/available)" \
+    "$(($("$JGET" "$TMP/lq.json" queues/0/quotas/0/nominal) - $("$JGET" "$TMP/lq.json" queues/0/quotas/0/used)))"
+"$CTL" --db "$TMP/s.db" quota | grep -q "^research .* $borrowed GPU  *[0-9]* GPU  *[0-9.]*$" &&
+    ok "quota table: LENT column" || bad "quota table: $("$CTL" --db "$TMP/s.db" quota)"
+# a job pending again after a preemption: its current wait, no STARTED
+"$CTL" --db "$TMP/s.db" jobs -A -o json >"$TMP/sa.json"
+rq=$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+for j in d['jobs']:
+    if j['state'] == 'pending' and j['requeued_ms'] is not None:
+        print(j['job'], j['waiting_ms'], j['requeued_ms'], d['now_ms']); break" "$TMP/sa.json")
+if [ -n "$rq" ]; then
+    set -- $rq
+    expect_eq "requeued job: waiting = now - last preemption" "$2" "$(($4 - $3))"
+    "$CTL" --db "$TMP/s.db" jobs -A | awk -v j="$1" '$1 == j { print $7 }' | grep -q '^-$' &&
+        ok "requeued job: STARTED '-'" || bad "requeued job shows a start"
+    "$CTL" --db "$TMP/s.db" explain "$1" | grep -q '^Waiting: .*(since its last preemption)' &&
+        ok "explain: waiting since the last preemption" || bad "explain requeued: $("$CTL" --db "$TMP/s.db" explain "$1" | head -14)"
+else
+    bad "no pending job with a preemption in the stopped run"
+fi
+# a held queue: STATE column, and its pending jobs say why
+cp "$TMP/s.db" "$TMP/h.db"; [ -f "$TMP/s.db-wal" ] && cp "$TMP/s.db-wal" "$TMP/h.db-wal"
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(\"INSERT INTO operator_actions(ts_ms, kind, target, state, done_ms) VALUES (1, 'hold', 'prod', 'applied', 1)\"); c.commit()" "$TMP/h.db"
+"$CTL" --db "$TMP/h.db" queues | grep -q '^prod  *held  *all ' && ok "queues: STATE held" || bad "queues state: $("$CTL" --db "$TMP/h.db" queues)"
+"$CTL" --db "$TMP/h.db" jobs -q prod -o json >"$TMP/hj.json"
+expect_eq "held queue: job why" "$("$JGET" "$TMP/hj.json" jobs/0/why)" held
+"$CTL" --db "$TMP/h.db" explain "$p1" | grep -q "^Reason: *held: queue prod is held by an operator" &&
+    ok "explain: held queue reason" || bad "explain held: $("$CTL" --db "$TMP/h.db" explain "$p1" | head -6)"
+
 # ---- output formats ----------------------------------------------------------------------------
 "$CTL" --db "$TMP/s.db" queues -o yaml >"$TMP/q.yaml"
-grep -q '^queues:$' "$TMP/q.yaml" && grep -q '^  - name: prod$' "$TMP/q.yaml" &&
-    grep -q '^    cohort: all$' "$TMP/q.yaml" && ok "yaml output" || bad "yaml: $(head -5 "$TMP/q.yaml")"
+grep -q '^queues:$' "$TMP/q.yaml" && grep -q '^- name: prod$' "$TMP/q.yaml" &&
+    grep -q '^  cohort: all$' "$TMP/q.yaml" && ok "yaml output" || bad "yaml: $(head -5 "$TMP/q.yaml")"
 "$CTL" --db "$TMP/s.db" explain "$p1" -o yaml >"$TMP/e.yaml"
 grep -q "^  job: \"$p1\"$\|^  job: $p1$" "$TMP/e.yaml" && ok "yaml: job id" || bad "yaml explain: $(head -3 "$TMP/e.yaml")"
 if grep -q '^ *reason: ' "$TMP/e.yaml"; then
-    grep '^ *reason: ' "$TMP/e.yaml" | grep -v -q '^ *reason: "' && bad "yaml: reason with ': ' not quoted" ||
+    grep '^ *reason: ' "$TMP/e.yaml" | grep -v -q "^ *reason: [\"']" && bad "yaml: reason with ': ' not quoted" ||
         ok "yaml: reasons quoted"
 fi
-"$CTL" --db "$TMP/s.db" queues -o wide | head -1 | grep -q 'BORROWED  *ADMITTED  *FINISHED  *FAILED  *SHARE$' &&
+"$CTL" --db "$TMP/s.db" queues -o wide | head -1 | grep -q 'BORROWED  *LENT  *ADMITTED  *FINISHED  *FAILED  *SHARE$' &&
     ok "queues -o wide: more columns" || bad "queues -o wide header"
-"$CTL" --db "$TMP/s.db" jobs -o wide | head -1 | grep -q 'NODES$' && ok "jobs -o wide: nodes" || bad "jobs -o wide header"
+"$CTL" --db "$TMP/s.db" jobs -o wide | head -1 | grep -q 'NODES  *QUEUED  *REASON$' && ok "jobs -o wide: nodes" || bad "jobs -o wide header"
 "$CTL" --db "$TMP/s.db" quota >"$TMP/c.txt"
 grep -q "$(printf '\033')" "$TMP/c.txt" && bad "colour in piped output" || ok "no colour when not a terminal"
 "$BIN/kubectl-gang" --db "$TMP/s.db" quota >"$TMP/k.txt"
@@ -150,7 +200,25 @@ expect_fail "explain without a job" 2 "explain needs a job" -- "$CTL" --db "$TMP
 expect_fail "missing database" 2 "$TMP/none.db does not exist" -- "$CTL" --db "$TMP/none.db" queues
 printf 'garbage that is not SQLite: %0100d' 0 >"$TMP/bad.db"
 expect_fail "corrupt database" 2 "corrupt database $TMP/bad.db" -- "$CTL" --db "$TMP/bad.db" queues
+grep -q "use --rebuild-store" "$TMP/err" && bad "gangctl told to use --rebuild-store, a flag it lacks" ||
+    ok "no '--rebuild-store' advice to gangctl (names who has it)"
+expect_fail "store check: corrupt" 2 "simulator and the scheduler can start a new store" -- sh -c '"$1" store check "$2" >&2' sh "$GS" "$TMP/bad.db"
+"$GS" store --help >"$TMP/sh.txt" && grep -q '^usage: gangsched store check DB' "$TMP/sh.txt" && ok "store --help: exit 0" || bad "store --help"
+"$GS" store check --help >/dev/null && ok "store check --help: exit 0" || bad "store check --help"
+expect_fail "store without a subcommand" 2 "usage: gangsched store check DB" -- "$GS" store
 "$CTL" --help >"$TMP/h.txt" && grep -q '^usage: gangctl' "$TMP/h.txt" && ok "--help" || bad "--help"
+"$CTL" --version | grep -q '^gangctl [0-9]' && ok "--version" || bad "--version: $("$CTL" --version 2>&1)"
+"$BIN/kubectl-gang" --version | grep -q '^kubectl gang [0-9]' && ok "kubectl gang --version" || bad "kubectl gang --version"
+"$CTL" --db "$TMP/s.db" --no-headers queues >"$TMP/nh.txt"
+expect_eq "--no-headers: one row per queue" "$(wc -l <"$TMP/nh.txt" | tr -d ' ')" 2
+grep -q '^QUEUE' "$TMP/nh.txt" && bad "--no-headers printed a header" || ok "--no-headers: no header"
+timeout 3 "$CTL" --db "$TMP/s.db" -w --watch-interval 1 queues >"$TMP/w.txt"
+expect_eq "--watch: ran until stopped (timeout's exit)" "$?" 124
+n=$(grep -c '^QUEUE' "$TMP/w.txt")
+expect_cmp "--watch: the table again every second" "$n" ">=" 2
+grep -q '^Every 1s: gangctl --db .* queues   [0-9-]*T' "$TMP/w.txt" && ok "--watch: header line" || bad "--watch header: $(head -1 "$TMP/w.txt")"
+expect_fail "--watch on an operator command" 2 "applies to the tenant commands" -- "$CTL" --server http://127.0.0.1:1 -w queue hold prod
+expect_fail "--watch-interval 0" 2 "--watch-interval needs seconds" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
 "$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
 "$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
 expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"

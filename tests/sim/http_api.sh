@@ -12,6 +12,14 @@ ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data
 "$GS" simulate $ARGS --db "$TMP/s.db" --stop-after-events 1500 --db-batch 16 >/dev/null 2>&1
 [ -s "$TMP/s.db" ] || { bad "simulation wrote no database"; finish; }
 # a stopped run leaves its last commits in the WAL: copy it along
+# a cpu quota and usage (the store keeps millicores; /metrics must say cores), in the database
+# the offline and the remote answers both read
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=10)
+c.execute(\"INSERT OR REPLACE INTO queue_quota VALUES ('prod', 'default', 'cpu', 4000, 2500, NULL)\")
+c.execute(\"INSERT OR REPLACE INTO ledger VALUES ('prod', 'default', 'cpu', 1500)\")
+c.commit()" "$TMP/s.db"
 cp "$TMP/s.db" "$TMP/served.db"
 [ -f "$TMP/s.db-wal" ] && cp "$TMP/s.db-wal" "$TMP/served.db-wal"
 echo "write-secret" >"$TMP/w.tok"
@@ -138,10 +146,25 @@ sys.stdout.write(urllib.request.urlopen(req, timeout=20).read().decode())
 PY
 promtool check metrics <"$TMP/metrics.txt" >"$TMP/promtool.txt" 2>&1 && ok "promtool check metrics" ||
     bad "promtool: $(cat "$TMP/promtool.txt")"
-for m in gangsched_admission_wait_seconds_bucket gangsched_jobs gangsched_quota_used gangsched_quota_nominal \
-    gangsched_queue_share gangsched_http_requests_total; do
+for m in gangsched_admission_wait_time_seconds_bucket gangsched_jobs gangsched_cluster_queue_resource_usage \
+    gangsched_cluster_queue_nominal_quota gangsched_queue_share gangsched_http_requests_total \
+    gangsched_build_info gangsched_admitted_workloads_total; do
     grep -q "^$m{" "$TMP/metrics.txt" && ok "metric $m" || bad "metric $m missing"
 done
+# Kueue's labels (cohort, cluster_queue) and Prometheus' base units: cpu in cores (4 per GPU here)
+grep -q '^gangsched_cluster_queue_nominal_quota{cohort="all",cluster_queue="prod",flavor="default",resource="nvidia.com/gpu"} ' "$TMP/metrics.txt" &&
+    ok "nominal quota: cohort and cluster_queue labels" || bad "nominal labels: $(grep nominal_quota "$TMP/metrics.txt" | head -2)"
+# the cpu quota and usage added to the database before it was served
+cp "$TMP/metrics.txt" "$TMP/metrics2.txt"
+cpu_l='{cohort="all",cluster_queue="prod",flavor="default",resource="cpu"}'
+grep -q -F "gangsched_cluster_queue_nominal_quota$cpu_l 4" "$TMP/metrics2.txt" && ok "cpu nominal in cores (4)" || bad "cpu nominal: $(grep -F "$cpu_l" "$TMP/metrics2.txt")"
+grep -q -F "gangsched_cluster_queue_borrowing_limit$cpu_l 2.5" "$TMP/metrics2.txt" && ok "borrowing limit gauge (2.5 cores)" || bad "borrowing limit"
+grep -q -F "gangsched_cluster_queue_resource_usage$cpu_l 1.5" "$TMP/metrics2.txt" && ok "cpu usage in cores (1.5)" || bad "cpu usage"
+grep -q -F "gangsched_cluster_queue_lending_limit$cpu_l" "$TMP/metrics2.txt" && bad "a lending limit gauge without a limit" || ok "no lending limit gauge when unlimited"
+for m in process_start_time_seconds process_cpu_seconds_total process_resident_memory_bytes process_open_fds; do
+    grep -q "^$m [0-9]" "$TMP/metrics.txt" && ok "metric $m" || bad "metric $m missing"
+done
+grep -q '^gangsched_build_info{version="[0-9.]*"} 1$' "$TMP/metrics.txt" && ok "build_info" || bad "build_info"
 grep -q '^gangsched_http_requests_total{method="GET",code="401"}' "$TMP/metrics.txt" && ok "401s counted" || bad "401s not counted"
 
 # ---- shutdown ---------------------------------------------------------------------------------------

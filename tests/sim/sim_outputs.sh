@@ -10,6 +10,13 @@ grep -q "<script" "$TMP/r.html" && bad "report must not need scripts" || ok "rep
 grep -q "job=big-1: placed" "$TMP/explain" && ok "explain shows the placement" || bad "explain lacks placement"
 grep -E -q "job=big-1: (resources|quota)" "$TMP/explain" && ok "explain shows why it waited" ||
     { bad "explain lacks a waiting reason"; cat "$TMP/explain"; }
+# repeats collapse into one line; no line follows an identical one
+grep -q "job=big-1: \.\.\. x[0-9]* until t=[0-9]*s$" "$TMP/explain" && ok "explain: repeats collapsed" ||
+    bad "explain: no collapsed repeats: $(head -5 "$TMP/explain")"
+dups=$(sed 's/^t=[0-9]*s //' "$TMP/explain" | uniq -d | wc -l | tr -d ' ')
+expect_eq "explain: consecutive identical lines" "$dups" 0
+expect_fail "--explain an unknown job" 2 "no job 'nope' in the trace" -- \
+    "$GS" simulate --no-progress --cluster hgx:2 --trace tests/data/trace-gangs.csv --explain nope
 "$GS" version | grep -q "^gangsched " && ok "version" || bad "version"
 # a trace file named all.csv makes a queue "all": the generated cohort takes another name
 head -n 20 tests/data/trace-small.csv >"$TMP/all.csv"

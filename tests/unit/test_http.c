@@ -160,7 +160,9 @@ static void test_reads(void **state)
     assert_int_equal(call(f, "GET", "/v1/top", "Bearer rtok", NULL, NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/reservations", "Bearer rtok", NULL, NULL), 200);
     assert_int_equal(call(f, "GET", "/metrics", "Bearer rtok", NULL, &body), 200);
-    assert_non_null(strstr(body, "gangsched_jobs{queue=\"prod\",state=\"pending\"} 1"));
+    assert_non_null(strstr(body, "gangsched_jobs{cluster_queue=\"prod\",state=\"pending\"} 1"));
+    assert_non_null(strstr(body, "gangsched_build_info{version=\""));
+    assert_non_null(strstr(body, "\nprocess_start_time_seconds "));
     free(body);
 }
 

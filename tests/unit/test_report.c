@@ -19,6 +19,13 @@
 
 #include "sched/sim/report.h"
 
+/* A policy without the optional per-queue and rack data. */
+#define POL(nm, s, ns, q, nq, m, nmet)                                                             \
+    {                                                                                              \
+        .name = (nm), .series = (s), .n_series = (ns), .queue_s = (q), .n_queue_s = (nq),          \
+        .metrics = (m), .n_metrics = (nmet)                                                        \
+    }
+
 /* A temp file path under $TMPDIR (or /tmp); the file exists and is empty. */
 static void temp_path(char *buf, size_t size)
 {
@@ -95,22 +102,22 @@ static const struct report_point series_b[] = {
 static const double queue_a[] = {0, 0.5, 3, 45, 400, 3720};
 static const double queue_b[] = {12, 7, 90000};
 static const struct report_metric metrics_a[] = {
-    {"mean_queue_s", 3720},
-    {"gpu_utilization", 0.8523},
-    {"jobs_started", 1234},
+    {"mean_queue_s", 3720, NULL},
+    {"gpu_utilization", 0.8523, NULL},
+    {"jobs_started", 1234, NULL},
 };
 static const struct report_metric metrics_b[] = {
-    {"mean_queue_s", 42.5},
-    {"gpu_utilization", 0.5},
-    {"only_in_b", 1.5},
+    {"mean_queue_s", 42.5, NULL},
+    {"gpu_utilization", 0.5, NULL},
+    {"only_in_b", 1.5, NULL},
 };
 
 static void test_two_policies(void **state)
 {
     (void)state;
     const struct report_policy p[2] = {
-        {"fifo", series_a, 5, queue_a, 6, metrics_a, 3},
-        {"a<b&c", series_b, 4, queue_b, 3, metrics_b, 3},
+        POL("fifo", series_a, 5, queue_a, 6, metrics_a, 3),
+        POL("a<b&c", series_b, 4, queue_b, 3, metrics_b, 3),
     };
     char *page = render("cluster <x> & trace \"y\"", p, 2, NULL);
     assert_page_shape(page);
@@ -136,8 +143,8 @@ static void test_zero_points(void **state)
 {
     (void)state;
     const struct report_policy p[2] = {
-        {"empty", NULL, 0, NULL, 0, NULL, 0},
-        {"", series_a, 0, queue_a, 0, metrics_a, 0},
+        POL("empty", NULL, 0, NULL, 0, NULL, 0),
+        POL("", series_a, 0, queue_a, 0, metrics_a, 0),
     };
     char *page = render(NULL, p, 2, NULL);
     assert_page_shape(page);
@@ -150,7 +157,7 @@ static void test_zero_points(void **state)
     assert_page_shape(page);
     free(page);
 
-    const struct report_policy one = {"solo", series_a, 1, queue_a, 1, metrics_a, 1};
+    const struct report_policy one = POL("solo", series_a, 1, queue_a, 1, metrics_a, 1);
     page = render("one point", &one, 1, NULL);
     assert_page_shape(page);
     assert_non_null(strstr(page, "solo"));
@@ -175,8 +182,8 @@ static void test_downsampling(void **state)
     for (size_t i = 0; i < Q; i++)
         q[i] = (double)((i * 7919) % 20000);
     const struct report_policy p[2] = {
-        {"big-a", s, N, q, Q, NULL, 0},
-        {"big-b", s, N, q, Q, NULL, 0},
+        POL("big-a", s, N, q, Q, NULL, 0),
+        POL("big-b", s, N, q, Q, NULL, 0),
     };
     size_t len = 0;
     char *page = render("big", p, 2, &len);
@@ -192,7 +199,7 @@ static void test_downsampling(void **state)
 static void test_unwritable_path(void **state)
 {
     (void)state;
-    const struct report_policy p = {"fifo", series_a, 5, queue_a, 6, metrics_a, 3};
+    const struct report_policy p = POL("fifo", series_a, 5, queue_a, 6, metrics_a, 3);
     struct sched_errbuf eb = {{0}};
     int rc = report_write_html("/nonexistent-dir/x.html", "t", &p, 1, &eb);
     assert_int_equal(rc, SCHED_EIO);

@@ -14,6 +14,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <cjson/cJSON.h>
 // clang-format on
 
 #include <dirent.h>
@@ -31,6 +33,7 @@
 #include "config/config.h"
 #include "sched/core/cycle.h"
 #include "store/store.h"
+#include "store/views.h"
 
 struct fx {
     char dir[64];
@@ -606,7 +609,9 @@ static void test_full_disk(void **state)
     reason[sizeof(reason) - 1] = '\0';
     int err = 0;
     for (int i = 0; i < 1000 && !err; i++) {
-        struct store_decision d = {0, 100, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+        char gang[32]; /* one gang per row: the log keeps one row per gang and verdict */
+        snprintf(gang, sizeof(gang), "ns/full-%d", i);
+        struct store_decision d = {0, 100, i, gang, SCHED_WHY_RESOURCES, reason};
         err = store_decision_add(st, &d, &eb);
     }
     assert_int_equal(err, SCHED_EFULL);
@@ -625,8 +630,11 @@ static void test_full_disk(void **state)
     assert_int_equal(store_ledger_add(st, "q", "default", STORE_GPU, 0, &eb), 0);
     assert_int_equal(store_commit(st, &eb), 0);
     struct store_decision many[200];
-    for (int i = 0; i < 200; i++)
-        many[i] = (struct store_decision){0, 101, i, "ns/full", SCHED_WHY_RESOURCES, reason};
+    static char many_gang[200][32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(many_gang[i], sizeof(many_gang[i]), "ns/many-%d", i);
+        many[i] = (struct store_decision){0, 101, i, many_gang[i], SCHED_WHY_RESOURCES, reason};
+    }
     assert_int_equal(store_decision_add_many(st, many, 200, &eb), SCHED_EFULL);
     assert_false(store_in_txn(st));
     int64_t after = 0;
@@ -791,9 +799,14 @@ static void test_decision_retention(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, &o);
     struct sched_errbuf eb = {{0}};
     struct store_decision d[50];
+    char gangs[50][16];
+    for (int i = 0; i < 50; i++)
+        snprintf(gangs[i], sizeof(gangs[i]), "ns/g%d", i);
+    /* 50 gangs whose verdict changes every cycle: 50 new rows per cycle */
     for (int c = 1; c <= 20; c++) {
         for (int i = 0; i < 50; i++)
-            d[i] = (struct store_decision){0, c, c * 1000 + i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+            d[i] = (struct store_decision){
+                0, c, c * 1000 + i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         assert_int_equal(store_commit(st, &eb), 0);
@@ -823,7 +836,8 @@ static void test_decision_retention(void **state)
     st = open_ok(f->db, 0, &o);
     for (int c = 30; c < 40; c++) {
         for (int i = 0; i < 50; i++)
-            d[i] = (struct store_decision){0, c, i, "ns/g", SCHED_WHY_QUOTA, "quota"};
+            d[i] = (struct store_decision){
+                0, c, i, gangs[i], c % 2 ? SCHED_WHY_QUOTA : SCHED_WHY_RESOURCES, "x"};
         assert_int_equal(store_begin(st, &eb), 0);
         assert_int_equal(store_decision_add_many(st, d, 50, &eb), 0);
         /* completed bind journal entries are pruned with the same bound */
@@ -840,6 +854,144 @@ static void test_decision_retention(void **state)
     store_close(st);
     assert_int_equal(raw_int(f->db, "SELECT MIN(cycle) FROM decisions"), 37);
     assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM bind_journal"), 3);
+}
+
+/* ---- decision log: one row per change of verdict ----------------------------------------------
+ */
+
+struct dec_seen {
+    int n;
+    int64_t cycle, ts;
+    int why;
+    char reason[64];
+    char gangs[4][16];
+};
+
+static int dec_seen_fn(void *ctx, const struct store_decision *d)
+{
+    struct dec_seen *s = ctx;
+    if (s->n == 0) {
+        s->cycle = d->cycle;
+        s->ts = d->ts_ms;
+        s->why = d->why;
+        snprintf(s->reason, sizeof(s->reason), "%s", d->reason);
+    }
+    if (s->n < 4)
+        snprintf(s->gangs[s->n], sizeof(s->gangs[0]), "%s", d->gang);
+    s->n++;
+    return 0;
+}
+
+/* A driver that reports the same verdict every cycle (the daemon did: 26 rows in 25 s for one
+ * waiting gang) leaves one row; new figures replace its text and keep its time; a new verdict
+ * appends a row; store_decision_latest gives each gang's newest row. */
+static void test_decision_dedup(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    for (int c = 1; c <= 25; c++) {
+        struct store_decision d = {0, c, c * 1000, "ns/w", SCHED_WHY_QUOTA, "may still take 40"};
+        assert_int_equal(store_decision_add(st, &d, &eb), 0);
+    }
+    int64_t n = 0;
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    struct store_decision d2 = {0, 30, 30000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    assert_int_equal(store_decision_add(st, &d2, &eb), 0);
+    struct dec_seen s = {0};
+    assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.reason, "may still take 4"); /* current figures */
+    assert_int_equal(s.cycle, 1);                      /* since the first cycle of that verdict */
+    assert_int_equal(s.ts, 1000);
+    struct store_decision d3 = {0, 31, 31000, "ns/w", SCHED_WHY_RESOURCES, "no node fits"};
+    struct store_decision d4 = {0, 31, 31000, "ns/v", SCHED_WHY_QUOTA, "may still take 0"};
+    assert_int_equal(store_decision_add(st, &d3, &eb), 0);
+    assert_int_equal(store_decision_add(st, &d4, &eb), 0);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.why, SCHED_WHY_RESOURCES);
+    /* back to quota: a new row (a change of verdict), not the old one's text */
+    struct store_decision d5 = {0, 32, 32000, "ns/w", SCHED_WHY_QUOTA, "may still take 4"};
+    assert_int_equal(store_decision_add(st, &d5, &eb), 0);
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 4);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_decision_latest(st, dec_seen_fn, &s, &eb), 0);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.gangs[0], "ns/v");
+    assert_string_equal(s.gangs[1], "ns/w");
+    store_close(st);
+}
+
+/* ---- views: lent and available quota -------------------------------------------------------- */
+
+static const cJSON *quota_line(const cJSON *doc, const char *queue)
+{
+    const cJSON *q = NULL;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItem(doc, "queues"))
+    {
+        const cJSON *n = cJSON_GetObjectItem(q, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, queue) == 0)
+            return cJSON_GetArrayItem(cJSON_GetObjectItem(q, "quotas"), 0);
+    }
+    return NULL;
+}
+
+static int64_t qfield(const cJSON *doc, const char *queue, const char *key)
+{
+    const cJSON *l = quota_line(doc, queue);
+    assert_non_null(l);
+    const cJSON *v = cJSON_GetObjectItem(l, key);
+    assert_true(cJSON_IsNumber(v));
+    return (int64_t)v->valuedouble;
+}
+
+/* Cohort co: a (nominal 10, uses 2) and b (10, uses 4) lend, c (0, uses 9) borrows 9; d has no
+ * cohort. The 9 borrowed GPUs are a's and b's in proportion to what each leaves unused (8 and
+ * 6): 5.14 and 3.86, whole units by largest remainder: 5 and 4. Each can take back what it lent
+ * (available = its unused nominal), c can still take the 5 the cohort leaves free. */
+static void test_views_lent(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    const char *gpu = STORE_GPU;
+    struct store_quota q10 = {"default", gpu, 10, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_quota q0 = {"default", gpu, 0, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_quota q5 = {"default", gpu, 5, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    struct store_queue qs[] = {{"a", "co", 1, 0, &q10, 1},
+                               {"b", "co", 1, 0, &q10, 1},
+                               {"c", "co", 1, 0, &q0, 1},
+                               {"d", NULL, 1, 0, &q5, 1}};
+    const int64_t used[] = {2, 4, 9, 1};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(store_queue_put(st, &qs[i], &eb), 0);
+        assert_int_equal(store_ledger_set(st, qs[i].name, "default", gpu, used[i], &eb), 0);
+    }
+    struct store_views *v = NULL;
+    cJSON *doc = NULL;
+    assert_int_equal(store_views_load(st, &v, &eb), 0);
+    assert_int_equal(store_view_quota(v, NULL, &doc, &eb), 0);
+    assert_int_equal(qfield(doc, "a", "lent"), 5);
+    assert_int_equal(qfield(doc, "b", "lent"), 4);
+    assert_int_equal(qfield(doc, "c", "lent"), 0);
+    assert_int_equal(qfield(doc, "c", "borrowed"), 9);
+    assert_int_equal(qfield(doc, "a", "available"), 8);
+    assert_int_equal(qfield(doc, "b", "available"), 6);
+    assert_int_equal(qfield(doc, "c", "available"), 5);
+    assert_int_equal(qfield(doc, "d", "lent"), 0);
+    assert_int_equal(qfield(doc, "d", "available"), 4);
+    cJSON_Delete(doc);
+    doc = NULL;
+    assert_int_equal(store_view_queues(v, &doc, &eb), 0);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "queues"), 0);
+    assert_int_equal((int64_t)cJSON_GetObjectItem(first, "lent_gpus")->valuedouble, 5);
+    cJSON_Delete(doc);
+    store_views_free(v);
+    store_close(st);
 }
 
 /* ---- ledger check --------------------------------------------------------------------------- */
@@ -1243,6 +1395,8 @@ int main(void)
         T(test_full_disk),
         T(test_journal_round_trip),
         T(test_decision_retention),
+        T(test_decision_dedup),
+        T(test_views_lent),
         T(test_ledger_check),
         T(test_reservations),
         T(test_config_and_queues),

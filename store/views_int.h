@@ -1,0 +1,101 @@
+/* store/views_int.h: what the two halves of the views share (internal to store/): the records
+ * store_views_load copies out of the database (store/views_load.c) and the helpers both halves
+ * use; store/views.c derives the figures and builds the documents.
+ *
+ * Must not touch: anything outside store/views*.c.
+ */
+#ifndef STORE_VIEWS_INT_H
+#define STORE_VIEWS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "store/views.h"
+
+struct quota_rec {
+    char *flavor, *resource;
+    int64_t nominal, borrowing_limit, lending_limit;
+};
+
+struct queue_rec {
+    char *name, *cohort;
+    double weight;
+    int32_t priority;
+    bool configured; /* in the applied configuration (else only in the ledger, jobs or history) */
+    struct quota_rec *quotas;
+    size_t n_quotas;
+    bool has_share;
+    double share;
+    int64_t share_ms;
+    uint32_t n_state[5];   /* jobs per enum store_job_state */
+    const char *admission; /* "open", "held" or "draining": the last applied operator action */
+};
+
+struct ledger_rec {
+    char *queue, *flavor, *resource;
+    int64_t amount;
+};
+
+struct job_rec {
+    char *gang, *queue, *flavor;
+    int64_t gang_id, gpus;
+    enum store_job_state state;
+    int64_t submit_ms, admit_ms, start_ms, finish_ms;
+    uint32_t preemptions, restarts;
+    uint32_t position;  /* pending: 1-based position in its queue; else 0 */
+    int why;            /* the newest decision's verdict (enum sched_why); -1 when none */
+    char *reason;       /* its text (kept current by the store), or NULL */
+    int64_t reason_ms;  /* when the job began to wait for that verdict */
+    int64_t requeue_ms; /* pending after a preemption: the last one's time; else STORE_NO_TIME */
+};
+
+struct place_rec {
+    char *gang, *pod, *node;
+    uint32_t pod_index, gpu_mask;
+    int64_t bound_ms;
+};
+
+struct resv_rec {
+    int64_t id;
+    enum store_res_kind kind;
+    char *gang;
+    char **nodes;
+    uint32_t n_nodes;
+    int64_t created_ms, expires_ms, expected_start_ms;
+};
+
+struct preempt_rec {
+    int64_t cycle, ts_ms, gpus;
+    char *victim, *preemptor;
+    double lost_work_gpu_s, cost;
+};
+
+struct store_views {
+    struct store *st;
+    bool oom; /* an allocation failed: the load or the document is incomplete */
+    struct queue_rec *queues;
+    size_t n_queues, cap_queues;
+    struct ledger_rec *ledger;
+    size_t n_ledger, cap_ledger;
+    struct job_rec *jobs;
+    size_t n_jobs, cap_jobs;
+    struct place_rec *places;
+    size_t n_places, cap_places;
+    struct resv_rec *resvs;
+    size_t n_resvs, cap_resvs;
+    struct preempt_rec *preempts;
+    size_t n_preempts, cap_preempts;
+    int64_t now_ms; /* the latest time found in the database; STORE_NO_TIME when none */
+};
+
+/* Memory: failures set v->oom (checked once per load or document), never fatal. */
+char *views_vdup(struct store_views *v, const char *s);
+/* Grows *p (elements of size sz) so that index n fits; false (and v->oom) when it cannot. */
+bool views_vgrow(struct store_views *v, void **p, size_t *cap, size_t n, size_t sz);
+bool views_str_eq(const char *a, const char *b);
+bool views_is_gpu(const char *resource);
+struct queue_rec *views_find_queue(const struct store_views *v, const char *name);
+
+#endif
