@@ -2525,7 +2525,6 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
                                    .ready = http_ready,
                                    .metrics = d.metrics,
                                    .store_metrics = true,
-                                   .max_stale_ms = 1000, /* docs/api.md "Reads" */
                                    .leading = http_leading,
                                    .write = http_write};
         rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
