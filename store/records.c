@@ -605,35 +605,53 @@ const char *store_job_state_name(enum store_job_state s)
     return (unsigned)s < (unsigned)N_JOB_STATES ? job_states[s] : NULL;
 }
 
-int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb)
+static int job_valid(struct store *st, const struct store_job *j, struct sched_errbuf *eb)
 {
     int err = need(st, j && j->gang && j->queue && store_job_state_name(j->state) && j->gpus >= 0,
                    "job: gang, queue, a known state and gpus >= 0 required", eb);
     if (!err && !j->flavor && (j->state == STORE_JOB_ADMITTED || j->state == STORE_JOB_RUNNING))
         err = sched_fail(eb, SCHED_EINVAL, "database %s: job %s is %s but names no flavor",
                          st->path, j->gang, store_job_state_name(j->state));
-    if (err)
-        return err;
+    return err;
+}
+
+static void bind_job(struct store *st, enum store__stmt id, int base, uint32_t i, const void *rows,
+                     int *rc)
+{
+    const struct store_job *j = (const struct store_job *)rows + i;
+    store__b_text(st, id, base + 1, j->gang, rc);
+    store__b_opt(st, id, base + 2, j->gang_id < 0 ? -1 : j->gang_id, -1, rc);
+    store__b_text(st, id, base + 3, j->queue, rc);
+    store__b_text(st, id, base + 4, j->flavor, rc);
+    store__b_i64(st, id, base + 5, j->gpus, rc);
+    store__b_text(st, id, base + 6, store_job_state_name(j->state), rc);
+    store__b_i64(st, id, base + 7, j->submit_ms, rc);
+    store__b_opt(st, id, base + 8, j->admit_ms, STORE_NO_TIME, rc);
+    store__b_opt(st, id, base + 9, j->start_ms, STORE_NO_TIME, rc);
+    store__b_opt(st, id, base + 10, j->finish_ms, STORE_NO_TIME, rc);
+    store__b_i64(st, id, base + 11, j->preemptions, rc);
+    store__b_i64(st, id, base + 12, j->restarts, rc);
+}
+
+int store_job_upsert_many(struct store *st, const struct store_job *j, uint32_t n,
+                          struct sched_errbuf *eb)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int err = job_valid(st, j ? j + i : NULL, eb);
+        if (err)
+            return err;
+    }
     bool own;
-    err = store__wbegin(st, &own, eb);
+    int err = store__wbegin(st, &own, eb);
     if (err)
         return err;
-    enum store__stmt id = STMT_JOB_UPSERT;
-    int rc = SQLITE_OK;
-    store__b_text(st, id, 1, j->gang, &rc);
-    store__b_opt(st, id, 2, j->gang_id < 0 ? -1 : j->gang_id, -1, &rc);
-    store__b_text(st, id, 3, j->queue, &rc);
-    store__b_text(st, id, 4, j->flavor, &rc);
-    store__b_i64(st, id, 5, j->gpus, &rc);
-    store__b_text(st, id, 6, store_job_state_name(j->state), &rc);
-    store__b_i64(st, id, 7, j->submit_ms, &rc);
-    store__b_opt(st, id, 8, j->admit_ms, STORE_NO_TIME, &rc);
-    store__b_opt(st, id, 9, j->start_ms, STORE_NO_TIME, &rc);
-    store__b_opt(st, id, 10, j->finish_ms, STORE_NO_TIME, &rc);
-    store__b_i64(st, id, 11, j->preemptions, &rc);
-    store__b_i64(st, id, 12, j->restarts, &rc);
-    rc = store__exec(st, id, rc, NULL);
+    int rc = store__exec_rows(st, STMT_JOB_UPSERT, STMT_JOB_UPSERT_MANY, n, bind_job, j);
     return store__wend(st, own, rc, "writing a job", eb);
+}
+
+int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb)
+{
+    return store_job_upsert_many(st, j, 1, eb);
 }
 
 /* Decodes a row of JOB_GET / JOB_LIST (strings borrowed from the statement). */

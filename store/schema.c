@@ -231,6 +231,27 @@ out_rollback:
     return err;
 }
 
+/* Multi-row writes (store__exec_rows): one statement writes STORE__ROWS rows, its parameters
+ * row after row ("?" numbers them in order). The single-row statement is the same text with
+ * one row. */
+#define STORE_ROWS_4(r) r ", " r ", " r ", " r
+#define STORE_ROWS_16(r)                                                                           \
+    STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r) ", " STORE_ROWS_4(r)
+#define STORE_ROWS_32(r) STORE_ROWS_16(r) ", " STORE_ROWS_16(r)
+#define META_ROW         "(?, ?)"
+#define META_PUT(rows)                                                                             \
+    "INSERT INTO meta(key, value) VALUES " rows                                                    \
+    " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+#define JOB_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define JOB_UPSERT(rows)                                                                           \
+    "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "            \
+    "start_ms, finish_ms, preemptions, restarts) "                                                 \
+    "VALUES " rows " ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, "                 \
+    "queue = excluded.queue, flavor = excluded.flavor, gpus = excluded.gpus, "                     \
+    "state = excluded.state, submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, "       \
+    "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, "                               \
+    "preemptions = excluded.preemptions, restarts = excluded.restarts"
+
 /* The statements. Conventions: ?1.. in column order; times NULL when absent. */
 const char *const store__stmt_sql[STMT_N] = {
     [STMT_BEGIN] = "BEGIN IMMEDIATE",
@@ -238,8 +259,8 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_COMMIT] = "COMMIT",
     [STMT_ROLLBACK] = "ROLLBACK",
     [STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
-    [STMT_META_PUT] = "INSERT INTO meta(key, value) VALUES (?1, ?2) "
-                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [STMT_META_PUT] = META_PUT(META_ROW),
+    [STMT_META_PUT_MANY] = META_PUT(STORE_ROWS_32(META_ROW)),
     [STMT_QUEUE_DELETE_ALL] = "DELETE FROM queues",
     [STMT_QUEUE_DELETE] = "DELETE FROM queues WHERE name = ?1",
     [STMT_QUEUE_PUT] = "INSERT INTO queues(name, cohort, weight, priority) VALUES (?1, ?2, ?3, ?4) "
@@ -312,15 +333,8 @@ const char *const store__stmt_sql[STMT_N] = {
                          "lost_work_gpu_s, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost "
                           "FROM preemptions ORDER BY id",
-    [STMT_JOB_UPSERT] =
-        "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-        "start_ms, finish_ms, preemptions, restarts) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
-        "ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, queue = excluded.queue, "
-        "flavor = excluded.flavor, gpus = excluded.gpus, state = excluded.state, "
-        "submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, "
-        "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, "
-        "preemptions = excluded.preemptions, restarts = excluded.restarts",
+    [STMT_JOB_UPSERT] = JOB_UPSERT(JOB_ROW),
+    [STMT_JOB_UPSERT_MANY] = JOB_UPSERT(STORE_ROWS_32(JOB_ROW)),
     [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
                      "start_ms, finish_ms, preemptions, restarts FROM jobs WHERE gang = ?1",
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "

@@ -119,6 +119,24 @@ int store__exec(struct store *st, enum store__stmt id, int rc, int *changes)
     return rc;
 }
 
+int store__exec_rows(struct store *st, enum store__stmt one, enum store__stmt many, uint32_t n,
+                     store__bind_row *bind, const void *rows)
+{
+    int per_row = sqlite3_bind_parameter_count(st->stmt[one]);
+    int rc = SQLITE_OK;
+    uint32_t i = 0;
+    for (; rc == SQLITE_OK && n - i >= STORE__ROWS; i += STORE__ROWS) {
+        for (uint32_t k = 0; k < STORE__ROWS; k++)
+            bind(st, many, (int)k * per_row, i + k, rows, &rc);
+        rc = store__exec(st, many, rc, NULL);
+    }
+    for (; rc == SQLITE_OK && i < n; i++) {
+        bind(st, one, 0, i, rows, &rc);
+        rc = store__exec(st, one, rc, NULL);
+    }
+    return rc;
+}
+
 void store_rebuild_hint(struct sched_errbuf *eb, const char *instead)
 {
     static const char hint[] = " (use --rebuild-store)";
@@ -581,6 +599,10 @@ static int set_pragmas(struct store *st, const struct store_opts *opts, struct s
                       (st->flags & STORE_DURABLE) ? "PRAGMA synchronous = FULL"
                                                   : "PRAGMA synchronous = NORMAL",
                       eb);
+    /* The writer's statement journals (the undo record of one multi-row statement, truncated
+     * after it) stay in memory: spilled to a temporary file, they cost a write() per page. */
+    if (!err)
+        err = exec_pragma(st, "PRAGMA temp_store = MEMORY", eb);
     if (!err) {
         char sql[80];
         snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld",
@@ -601,6 +623,12 @@ static int set_pragmas(struct store *st, const struct store_opts *opts, struct s
     return err;
 }
 
+/* The multi-row statements and their single-row forms (store__exec_rows). */
+static const enum store__stmt multi_row[][2] = {
+    {STMT_META_PUT, STMT_META_PUT_MANY},
+    {STMT_JOB_UPSERT, STMT_JOB_UPSERT_MANY},
+};
+
 static int prepare_all(struct store *st, struct sched_errbuf *eb)
 {
     for (int i = 0; i < STMT_N; i++) {
@@ -613,6 +641,13 @@ static int prepare_all(struct store *st, struct sched_errbuf *eb)
                               "corrupt database %s: its tables do not match schema version %d "
                               "(%s) (use --rebuild-store)",
                               st->path, st->schema_version, sqlite3_errmsg(st->db));
+    }
+    for (size_t k = 0; k < sizeof(multi_row) / sizeof(multi_row[0]); k++) {
+        int one = sqlite3_bind_parameter_count(st->stmt[multi_row[k][0]]);
+        int many = sqlite3_bind_parameter_count(st->stmt[multi_row[k][1]]);
+        if (one < 1 || many != STORE__ROWS * one)
+            return sched_fail(eb, SCHED_EINVAL, "store: statement %d binds %d parameters, not %d",
+                              (int)multi_row[k][1], many, STORE__ROWS * one);
     }
     return 0;
 }
@@ -854,20 +889,33 @@ void store_close(struct store *st)
 
 /* ---- meta ---------------------------------------------------------------------------------- */
 
-int store_meta_put(struct store *st, const char *key, const char *value, struct sched_errbuf *eb)
+static void bind_kv(struct store *st, enum store__stmt id, int base, uint32_t i, const void *rows,
+                    int *rc)
 {
-    if (!key || !value)
-        return sched_fail(eb, SCHED_EINVAL, "database %s: meta key and value are required",
-                          st->path);
+    const struct store_kv *kv = (const struct store_kv *)rows + i;
+    store__b_text(st, id, base + 1, kv->key, rc);
+    store__b_text(st, id, base + 2, kv->value, rc);
+}
+
+int store_meta_put_many(struct store *st, const struct store_kv *kv, uint32_t n,
+                        struct sched_errbuf *eb)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!kv || !kv[i].key || !kv[i].value)
+            return sched_fail(eb, SCHED_EINVAL, "database %s: meta key and value are required",
+                              st->path);
     bool own;
     int err = store__wbegin(st, &own, eb);
     if (err)
         return err;
-    int rc = SQLITE_OK;
-    store__b_text(st, STMT_META_PUT, 1, key, &rc);
-    store__b_text(st, STMT_META_PUT, 2, value, &rc);
-    rc = store__exec(st, STMT_META_PUT, rc, NULL);
+    int rc = store__exec_rows(st, STMT_META_PUT, STMT_META_PUT_MANY, n, bind_kv, kv);
     return store__wend(st, own, rc, "writing meta", eb);
+}
+
+int store_meta_put(struct store *st, const char *key, const char *value, struct sched_errbuf *eb)
+{
+    struct store_kv kv = {key, value};
+    return store_meta_put_many(st, &kv, 1, eb);
 }
 
 int store_meta_get(struct store *st, const char *key, const char **value, struct sched_errbuf *eb)

@@ -202,6 +202,13 @@ void store_snapshot_free(unsigned char *img);
 
 /* ---- meta ---------------------------------------------------------------------------------- */
 int store_meta_put(struct store *st, const char *key, const char *value, struct sched_errbuf *eb);
+struct store_kv {
+    const char *key, *value;
+};
+/* n store_meta_put()s in one call, all or none (in the caller's transaction: a failure rolls
+ * it back). Much cheaper per row for many rows: the store writes them several per statement. */
+int store_meta_put_many(struct store *st, const struct store_kv *kv, uint32_t n,
+                        struct sched_errbuf *eb);
 /* *value is borrowed until the next call on the store; SCHED_ENOENT when absent. */
 int store_meta_get(struct store *st, const char *key, const char **value, struct sched_errbuf *eb);
 int store_meta_put_i64(struct store *st, const char *key, int64_t value, struct sched_errbuf *eb);
@@ -421,6 +428,10 @@ struct store_job {
 };
 
 int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb);
+/* n store_job_upsert()s in one call, all or none, several rows per statement (as
+ * store_meta_put_many). Every job is validated before any is written. */
+int store_job_upsert_many(struct store *st, const struct store_job *j, uint32_t n,
+                          struct sched_errbuf *eb);
 /* Strings in *out are borrowed until the next call on the store; SCHED_ENOENT when absent. */
 int store_job_get(struct store *st, const char *gang, struct store_job *out,
                   struct sched_errbuf *eb);

@@ -26,6 +26,7 @@
     XX(ROLLBACK)                                                                                   \
     XX(META_GET)                                                                                   \
     XX(META_PUT)                                                                                   \
+    XX(META_PUT_MANY)                                                                              \
     XX(QUEUE_DELETE_ALL)                                                                           \
     XX(QUEUE_DELETE)                                                                               \
     XX(QUEUE_PUT)                                                                                  \
@@ -63,6 +64,7 @@
     XX(PREEMPT_ADD)                                                                                \
     XX(PREEMPT_LIST)                                                                               \
     XX(JOB_UPSERT)                                                                                 \
+    XX(JOB_UPSERT_MANY)                                                                            \
     XX(JOB_GET)                                                                                    \
     XX(JOB_LIST)                                                                                   \
     XX(HIST_PUT)                                                                                   \
@@ -131,6 +133,16 @@ int store__wfinish(struct store *st, bool own, int err, struct sched_errbuf *eb)
  * bindings; *changes (may be NULL) receives the rows changed. `rc` is the result of binding:
  * when it is an error the statement is only reset. Returns the SQLite result. */
 int store__exec(struct store *st, enum store__stmt id, int rc, int *changes);
+/* Rows per execution of a *_MANY statement (schema.c: STORE_ROWS_32). */
+#define STORE__ROWS 32
+/* Binds row `i` of the caller's rows to statement `id`, its parameters from base + 1 on. */
+typedef void store__bind_row(struct store *st, enum store__stmt id, int base, uint32_t i,
+                             const void *rows, int *rc);
+/* Writes n rows: STORE__ROWS at a time through `many` (the rows of statement `one`, repeated),
+ * the rest one at a time through `one`. Stops at the first error and returns its SQLite result
+ * (SQLITE_OK when all were written). */
+int store__exec_rows(struct store *st, enum store__stmt one, enum store__stmt many, uint32_t n,
+                     store__bind_row *bind, const void *rows);
 /* Resets and unbinds a statement after a query. */
 void store__done(struct store *st, enum store__stmt id);
 /* One row of a list query: decodes the row under s (a malformed one is store__bad_row) and

@@ -459,6 +459,7 @@ struct run {
     uint8_t *node_dirty;
     uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
     uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
+    uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
     /* failures */
     const struct sim_failures *fail;
     uint8_t *tearing;        /* per job: teardown scheduled */
@@ -1629,20 +1630,37 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
     return buf;
 }
 
-static int db_job(struct run *r, uint32_t j, int64_t now, struct sched_errbuf *eb)
+/* Jobs per group of store writes: their "j:<id>" meta rows and jobs rows go to the store in one
+ * call each (it writes several rows per statement, far cheaper than a call per row). */
+#define DB_JOB_GROUP 128
+
+struct db_group {
+    uint32_t n;
+    struct store_kv kv[DB_JOB_GROUP];
+    struct store_job sj[DB_JOB_GROUP];
+    char key[DB_JOB_GROUP][16];
+    char val[DB_JOB_GROUP][64 + 24 * 64];
+};
+
+/* Job j into the group (its meta row and jobs row, written by db_group_flush), and its KPI rows
+ * of the bind journal and placements at once: placements follow the run (release when the store
+ * holds some, then a fresh intent and bind when it runs). */
+static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
+                  struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
     const struct sim_job *job = &r->in->jobs[j];
     const struct gang *g = &job->gang;
-    char key[32], val[64 + 24 * 64];
-    snprintf(key, sizeof(key), "j:%u", j);
     if (g->n_pods > 64)
         return sched_fail(eb, SCHED_ERANGE, "job %s: more than 64 pods cannot be persisted",
                           job->id);
-    int rc = store_meta_put(db, key, fmt_job(r, j, val, sizeof(val)), eb);
-    /* the KPI rows: placements follow the run (release, then a fresh intent and bind) */
-    if (rc == 0)
+    uint32_t at = gr->n++;
+    snprintf(gr->key[at], sizeof(gr->key[at]), "j:%u", j);
+    gr->kv[at] = (struct store_kv){gr->key[at], fmt_job(r, j, gr->val[at], sizeof(gr->val[at]))};
+    int rc = 0;
+    if (r->db_placed[j]) /* a no-op otherwise: skipped */
         rc = store_placement_release(db, job->id, NULL, eb);
+    r->db_placed[j] = 0;
     if (rc == 0 && r->status[j] == JOB_RUNNING) {
         struct store_pod pods[64];
         char names[64][24];
@@ -1656,29 +1674,52 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct sched_errbuf *e
         rc = store_journal_intent(db, job->id, (int64_t)r->st->cycles, now, pods, g->n_pods, eb);
         if (rc == 0)
             rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+        r->db_placed[j] = 1;
     }
-    if (rc == 0) {
-        enum store_job_state state = r->status[j] == JOB_RUNNING    ? STORE_JOB_RUNNING
-                                     : r->status[j] == JOB_DONE     ? STORE_JOB_FINISHED
-                                     : r->status[j] == JOB_REJECTED ? STORE_JOB_FAILED
-                                                                    : STORE_JOB_PENDING;
-        bool started =
-            r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE || r->n_evicted[j] > 0;
-        struct store_job sj = {
-            .gang = job->id,
-            .gang_id = j,
-            .queue = r->in->queues[g->queue].name,
-            .flavor = r->in->config->flavors[r->job_flavor[j]].name,
-            .gpus = g->gpus,
-            .state = state,
-            .submit_ms = g->submit_ms,
-            .admit_ms = started ? r->start_ms[j] : STORE_NO_TIME,
-            .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
-            .finish_ms = r->status[j] == JOB_DONE ? r->end_ms[j] : STORE_NO_TIME,
-            .preemptions = r->n_evicted[j],
-        };
-        rc = store_job_upsert(db, &sj, eb);
+    enum store_job_state state = r->status[j] == JOB_RUNNING    ? STORE_JOB_RUNNING
+                                 : r->status[j] == JOB_DONE     ? STORE_JOB_FINISHED
+                                 : r->status[j] == JOB_REJECTED ? STORE_JOB_FAILED
+                                                                : STORE_JOB_PENDING;
+    bool started = r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE || r->n_evicted[j] > 0;
+    gr->sj[at] = (struct store_job){
+        .gang = job->id,
+        .gang_id = j,
+        .queue = r->in->queues[g->queue].name,
+        .flavor = r->in->config->flavors[r->job_flavor[j]].name,
+        .gpus = g->gpus,
+        .state = state,
+        .submit_ms = g->submit_ms,
+        .admit_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+        .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+        .finish_ms = r->status[j] == JOB_DONE ? r->end_ms[j] : STORE_NO_TIME,
+        .preemptions = r->n_evicted[j],
+    };
+    return rc;
+}
+
+static int db_group_flush(struct run *r, struct db_group *gr, struct sched_errbuf *eb)
+{
+    int rc = store_meta_put_many(r->opt->db, gr->kv, gr->n, eb);
+    if (rc == 0)
+        rc = store_job_upsert_many(r->opt->db, gr->sj, gr->n, eb);
+    gr->n = 0;
+    return rc;
+}
+
+/* The jobs that changed during the batch, a group at a time. */
+static int db_jobs(struct run *r, int64_t now, struct sched_errbuf *eb)
+{
+    struct db_group *gr = malloc(sizeof(*gr));
+    if (!gr)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    gr->n = 0;
+    int rc = 0;
+    for (uint32_t k = 0; rc == 0 && k < r->n_dirty; k++) {
+        rc = db_job(r, r->dirty_list[k], now, gr, eb);
+        if (rc == 0 && (gr->n == DB_JOB_GROUP || k + 1 == r->n_dirty))
+            rc = db_group_flush(r, gr, eb);
     }
+    free(gr);
     return rc;
 }
 
@@ -1705,8 +1746,8 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
     const struct sim_input *in = r->in;
     struct sim_stats *st = r->st;
     int rc = store_in_txn(db) ? 0 : store_begin(db, eb);
-    for (uint32_t k = 0; rc == 0 && k < r->n_dirty; k++)
-        rc = db_job(r, r->dirty_list[k], now, eb);
+    if (rc == 0)
+        rc = db_jobs(r, now, eb);
     for (uint32_t i = 0; rc == 0 && i < in->cluster->n_nodes; i++)
         if (r->node_dirty[i]) {
             char key[32], val[32];
@@ -1781,7 +1822,14 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
  * formatting it. Never 0 (0 = unknown, after a resume). */
 static uint32_t fnv(uint32_t h, const void *p, size_t n)
 {
-    for (const unsigned char *c = p; n--; c++)
+    /* a word (4 bytes) per step: every pending gang's verdict is hashed every cycle */
+    const unsigned char *c = p;
+    for (; n >= 4; n -= 4, c += 4) {
+        uint32_t w;
+        memcpy(&w, c, 4);
+        h = (h ^ w) * 16777619u;
+    }
+    for (; n; n--, c++)
         h = (h ^ *c) * 16777619u;
     return h;
 }
@@ -2028,6 +2076,7 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
         r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
         r->job_flavor[j] = flavor;
+        r->db_placed[j] = status == JOB_RUNNING; /* as db_job() left the store */
         if (status == JOB_PENDING) {
             if (queue_list_insert(&r->queues[g->queue], g) != 0)
                 return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -2515,6 +2564,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.node_dirty = calloc(nn, 1);
         r.last_why = calloc(nj, 1);
         r.last_reason = calloc(nj, sizeof(*r.last_reason));
+        r.db_placed = calloc(nj, 1);
     }
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
@@ -2524,8 +2574,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
         !r.runlist || !r.runpos || !r.runv ||
-        (opt->db &&
-         (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason))) {
+        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
+                     !r.db_placed))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         for (uint32_t j = 0; j < in->n_jobs; j++)
@@ -2567,7 +2617,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
     free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
     free(r.last_why);
-    free(r.last_reason);
+    free(r.last_reason), free(r.db_placed);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
     hl_free(&r.holds);

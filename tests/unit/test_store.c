@@ -1208,6 +1208,69 @@ static void test_transactions(void **state)
     store_close(NULL);
 }
 
+/* store_meta_put_many and store_job_upsert_many write several rows per statement (full groups of
+ * 32, the rest one by one): every row lands exactly as the single-row calls write it, a second
+ * write updates, and one invalid row writes nothing at all. */
+static void test_many_rows(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    enum { N = 75 }; /* two full statements of 32 rows and 11 single rows */
+    static char names[N][16], vals[N][16];
+    struct store_kv kv[N];
+    struct store_job jobs[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "g%02d", i);
+        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+        kv[i] = (struct store_kv){names[i], vals[i]};
+        jobs[i] = job(names[i], "q", i, i % 2 ? STORE_JOB_RUNNING : STORE_JOB_PENDING);
+    }
+    assert_int_equal(store_begin(st, &eb), 0);
+    assert_int_equal(store_meta_put_many(st, kv, N, &eb), 0);
+    assert_int_equal(store_job_upsert_many(st, jobs, N, &eb), 0);
+    assert_int_equal(store_commit(st, &eb), 0);
+    /* again, changed: every row is updated in place */
+    for (int i = 0; i < N; i++) {
+        snprintf(vals[i], sizeof(vals[i]), "w%d", i);
+        jobs[i].state = STORE_JOB_FINISHED;
+        jobs[i].finish_ms = 9000 + i;
+    }
+    assert_int_equal(store_meta_put_many(st, kv, N, &eb), 0); /* outside a transaction too */
+    assert_int_equal(store_job_upsert_many(st, jobs, N, &eb), 0);
+    for (int i = 0; i < N; i++) {
+        const char *v = NULL;
+        assert_int_equal(store_meta_get(st, names[i], &v, &eb), 0);
+        assert_string_equal(v, vals[i]);
+        struct store_job got;
+        assert_int_equal(store_job_get(st, names[i], &got, &eb), 0);
+        assert_int_equal(got.gpus, i);
+        assert_int_equal(got.state, STORE_JOB_FINISHED);
+        assert_int_equal(got.finish_ms, 9000 + i);
+        assert_int_equal(got.start_ms, i % 2 ? 2500 : STORE_NO_TIME);
+    }
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM jobs"), N);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM meta WHERE key LIKE 'g%'"), N);
+    /* one bad row (the last, after two full statements): nothing of the call is written */
+    jobs[N - 1].gpus = -1;
+    jobs[0].state = STORE_JOB_FAILED;
+    assert_int_equal(store_job_upsert_many(st, jobs, N, &eb), SCHED_EINVAL);
+    struct store_job got;
+    assert_int_equal(store_job_get(st, names[0], &got, &eb), 0);
+    assert_int_equal(got.state, STORE_JOB_FINISHED);
+    kv[N - 1].value = NULL;
+    kv[0].value = "lost";
+    assert_int_equal(store_meta_put_many(st, kv, N, &eb), SCHED_EINVAL);
+    const char *v = NULL;
+    assert_int_equal(store_meta_get(st, names[0], &v, &eb), 0);
+    assert_string_equal(v, "w0");
+    assert_int_equal(store_meta_put_many(st, kv, 0, &eb), 0);
+    assert_int_equal(store_job_upsert_many(st, NULL, 0, &eb), 0);
+    assert_int_equal(store_job_upsert_many(st, NULL, 1, &eb), SCHED_EINVAL);
+    assert_int_equal(store_verify(st, NULL, &eb), 0);
+    store_close(st);
+}
+
 /* Rows are validated when read, never asserted on: a row that bypassed the CHECK constraints
  * (written by another program) is reported as corruption, and so is the file at the next open. */
 static void test_tampered_rows(void **state)
@@ -1401,6 +1464,7 @@ int main(void)
         T(test_reservations),
         T(test_config_and_queues),
         T(test_transactions),
+        T(test_many_rows),
         T(test_second_writer_locked),
         T(test_tampered_rows),
         T(test_statements_reused),
