@@ -234,6 +234,13 @@ struct kube_informer {
     struct kube_framer fr;
     int depth;
     bool dead;
+    /* A parsed list page whose successor is already requested: applied on the loop's next turn
+     * (the apply handle), or first thing when the next response arrives, so the server makes
+     * page N+1 while page N is decoded (in order: a page is never applied after its successor).
+     * Owned here; freed by inf_release. */
+    cJSON *held;
+    uv_idle_t apply;
+    int open_handles; /* timer and apply: the informer is freed when both are closed */
 };
 
 static void inf_release(struct kube_informer *inf);
@@ -495,11 +502,61 @@ static void list_complete(struct kube_informer *inf)
         start_watch(inf);
 }
 
+/* Emits the items of one list page (a parsed list object). */
+static void apply_items(struct kube_informer *inf, const cJSON *items)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items)
+    {
+        char key[512];
+        const cJSON *m;
+        if (!obj_key(inf, it, "list item", key, sizeof(key), &m))
+            continue;
+        bool known;
+        if (!remember(inf, key, m, &known)) {
+            LOG_ERROR("kube", "list %s: out of memory", inf->path);
+            continue;
+        }
+        emit(inf, known ? KUBE_MODIFIED : KUBE_ADDED, it);
+        if (inf->dead)
+            break;
+    }
+}
+
+/* Applies the held page, if any. */
+static void flush_held(struct kube_informer *inf)
+{
+    cJSON *j = inf->held;
+    if (!j)
+        return;
+    inf->held = NULL;
+    uv_idle_stop(&inf->apply);
+    if (!inf->dead)
+        apply_items(inf, cJSON_GetObjectItemCaseSensitive(j, "items"));
+    cJSON_Delete(j);
+}
+
+static void on_apply(uv_idle_t *h)
+{
+    struct kube_informer *inf = h->data;
+    uv_idle_stop(h);
+    if (inf->dead)
+        return;
+    inf_enter(inf);
+    flush_held(inf);
+    inf_leave(inf);
+}
+
 static void on_list(void *ctx, const struct kube_resp *r)
 {
     struct kube_informer *inf = ctx;
     inf->req = NULL;
     inf_enter(inf);
+    flush_held(inf);
+    if (inf->dead) {
+        inf_leave(inf);
+        return;
+    }
     if (r->status == 410 || (r->status != 200 && inf->cont)) {
         LOG_INFO("kube", "list %s: %s: starting the list again", inf->path,
                  r->error ? r->error : "expired");
@@ -548,32 +605,20 @@ static void on_list(void *ctx, const struct kube_resp *r)
         inf_leave(inf);
         return;
     }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, items)
-    {
-        char key[512];
-        const cJSON *m;
-        if (!obj_key(inf, it, "list item", key, sizeof(key), &m))
-            continue;
-        bool known;
-        if (!remember(inf, key, m, &known)) {
-            LOG_ERROR("kube", "list %s: out of memory", inf->path);
-            continue;
-        }
-        emit(inf, known ? KUBE_MODIFIED : KUBE_ADDED, it);
-        if (inf->dead)
-            break;
+    const char *cont = str_at(meta, "continue");
+    free(inf->cont);
+    inf->cont = cont && *cont ? strdup(cont) : NULL;
+    if (inf->cont) { /* the next page first; this one on the loop's next turn */
+        start_list(inf);
+        inf->held = j;
+        uv_idle_start(&inf->apply, on_apply);
+        inf_leave(inf);
+        return;
     }
+    apply_items(inf, items);
     if (!inf->dead) {
-        const char *cont = str_at(meta, "continue");
-        free(inf->cont);
-        inf->cont = cont && *cont ? strdup(cont) : NULL;
-        if (inf->cont) {
-            start_list(inf);
-        } else {
-            set_rv(inf, str_at(meta, "resourceVersion"));
-            list_complete(inf);
-        }
+        set_rv(inf, str_at(meta, "resourceVersion"));
+        list_complete(inf);
     }
     cJSON_Delete(j);
     inf_leave(inf);
@@ -701,6 +746,9 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
     }
     uv_timer_init(kube_client_loop(c), &inf->timer);
     inf->timer.data = inf;
+    uv_idle_init(kube_client_loop(c), &inf->apply);
+    inf->apply.data = inf;
+    inf->open_handles = 2;
     start_list(inf);
     *out = inf;
     return 0;
@@ -708,7 +756,9 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
 
 static void on_inf_closed(uv_handle_t *h)
 {
-    free(h->data);
+    struct kube_informer *inf = h->data;
+    if (--inf->open_handles == 0)
+        free(inf);
 }
 
 static void inf_release(struct kube_informer *inf)
@@ -720,7 +770,10 @@ static void inf_release(struct kube_informer *inf)
     free(inf->lsel);
     free(inf->rv);
     free(inf->cont);
+    cJSON_Delete(inf->held);
+    inf->held = NULL;
     uv_close((uv_handle_t *)&inf->timer, on_inf_closed);
+    uv_close((uv_handle_t *)&inf->apply, on_inf_closed);
 }
 
 void kube_informer_free(struct kube_informer *inf)

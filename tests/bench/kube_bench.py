@@ -3,19 +3,25 @@
 
 Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
   1. start-up: 5,000 HGX nodes and 50,000 running pods of other schedulers already stored in the
-     fake server (`--load`, so creating them is not measured), plus 100 pending gangs of 8 pods;
+     fake server (`--preload`, so creating them is not measured), plus 100 pending gangs of 8 pods;
      the time from starting `gangsched run` to the first bind the server records. Target < 3 s.
   2. throughput: 5,000 HGX nodes and 20,000 pending pods in 2,500 gangs of 8 (1 GPU each),
      preloaded; sustained pods bound per second = (pods - 1) / (last bind - first bind).
      Target >= 2,000 pods/s.
   3. (informational) the same 20,000 pods with the 50,000 running pods also present.
+  4. scale (issue 16): case 1 on 50,000 HGX nodes with 500,000 running pods (10x both): start to
+     first bind, target < 10 s; peak RSS of `gangsched run` (VmHWM), target < 2 GiB; the growth
+     of both against case 1 (its RSS is printed too).
+Nodes and running pods are stored with fakeapi.py --preload (as if the server had restarted on a
+full cluster: no create per object, so loading 500,000 pods takes seconds, not minutes); the
+server's list pages are its stored objects' JSON bytes joined, so listing costs it little.
 The fake server runs in `--plain` mode; both processes share the machine's cores, so the CPU
 seconds of each (from /proc, user + system) are printed too: the scheduler's CPU per bind shows
 what it could do against a faster server. Rows are printed like tests/bench/bench.c's (value,
 target, PASS/MISS, ratio against the target); a missed target prints MISS and the script still
 exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times out).
 
-Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed] [--keep]
+Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed|scale] [--keep]
   KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler.
 Not a unit test: run by `make bench` only.
 """
@@ -45,6 +51,11 @@ GANG_SIZE = 8
 STARTUP_GANGS = 100
 
 TARGET_FIRST_BIND_S = 3.0
+# Issue 16: the daemon on a 50,000-node cluster with 500,000 running pods.
+BIG_NODES = 50000
+BIG_PODS = 500000
+TARGET_BIG_FIRST_BIND_S = 10.0
+TARGET_BIG_RSS_MB = 2048.0
 TARGET_PODS_PER_S = 2000.0
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -72,14 +83,14 @@ def zone_name(z):
     return "zone-" + letters
 
 
-def nodes():
+def nodes(n_nodes=NODES):
     """HGX nodes as sched/sim/nodes.c generates them (hgx:5000): 8 H100s, racks of 8 nodes,
     blocks of 4 racks, zones of 32 blocks."""
     out = []
-    for i in range(NODES):
+    for i in range(n_nodes):
         rack = i // NODES_PER_RACK
         block = rack // RACKS_PER_BLOCK
-        name = "hgx-%04d" % i
+        name = "hgx-%05d" % i
         res = {"cpu": "192", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"}
         out.append({"apiVersion": "v1", "kind": "Node",
                     "metadata": {"name": name, "labels": {
@@ -95,20 +106,20 @@ def nodes():
     return out
 
 
-def existing_pods():
+def existing_pods(n_nodes=NODES, n_pods=EXISTING_PODS):
     """Running pods of another scheduler, 10 per node: 1 CPU and 4 GiB each, the first two on
     every node also 1 GPU (2 of 8 GPUs used, 10 of 110 pods, 10 of 192 CPUs)."""
     out = []
-    per_node = EXISTING_PODS // NODES
-    for i in range(EXISTING_PODS):
+    per_node = n_pods // n_nodes
+    for i in range(n_pods):
         n, k = i // per_node, i % per_node
         lim = {"cpu": "1", "memory": "4Gi"}
         if k < 2:
             lim["nvidia.com/gpu"] = "1"
         out.append({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "other-%05d" % i, "namespace": "default",
+                    "metadata": {"name": "other-%06d" % i, "namespace": "default",
                                  "labels": {"app": "other"}},
-                    "spec": {"schedulerName": "default-scheduler", "nodeName": "hgx-%04d" % n,
+                    "spec": {"schedulerName": "default-scheduler", "nodeName": "hgx-%05d" % n,
                              "restartPolicy": "Always",
                              "containers": [{"name": "main", "image": "svc",
                                              "resources": {"requests": dict(lim),
@@ -139,8 +150,26 @@ def gangs(n_gangs):
 
 
 def write_list(path, items):
+    """A v1 List of items, written one item at a time (500,000 pods are never all in memory)."""
     with open(path, "w") as f:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+        f.write('{"apiVersion": "v1", "kind": "List", "items": [')
+        for i, obj in enumerate(items):
+            if i:
+                f.write(",\n")
+            json.dump(obj, f, separators=(",", ":"))
+        f.write("]}\n")
+
+
+def rss_peak_mb(pid):
+    """The peak resident set (VmHWM) of a live process in MiB."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return float("nan")
 
 
 def cpu_s(pid):
@@ -177,9 +206,10 @@ class Failed(Exception):
     pass
 
 
-def run_case(args, tmp, label, loads, expect_binds, timeout):
-    """Starts the fake server with `loads`, then the scheduler; waits for expect_binds binds.
-    Returns a dict of measurements."""
+def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
+    """Starts the fake server with `preloads` (nodes and pods stored as if already in etcd, see
+    fakeapi.py --preload) and `loads` (created), then the scheduler; waits for expect_binds
+    binds. Returns a dict of measurements."""
     d = os.path.join(tmp, label)
     os.makedirs(d)
     port_file = os.path.join(d, "port")
@@ -187,6 +217,8 @@ def run_case(args, tmp, label, loads, expect_binds, timeout):
     cmd = [sys.executable, FAKE, "--plain", "--port", "0", "--port-file", port_file,
            "--kubeconfig-out", kc, "--bookmark-interval", "60",
            "--load", os.path.join(ROOT, "deploy", "crds", "scheduling.x-k8s.io_podgroups.yaml")]
+    for path in preloads:
+        cmd += ["--preload", path]
     for path in loads:
         cmd += ["--load", path]
     flog = open(os.path.join(d, "fake.log"), "w")
@@ -215,8 +247,10 @@ def run_case(args, tmp, label, loads, expect_binds, timeout):
     wrap = os.environ.get("KBENCH_WRAP", "").split()  # e.g. "perf record -g -o FILE"
     sched = subprocess.Popen(wrap + [os.path.join(args.bin, "gangsched"), "run", "--kubeconfig", kc,
                               "--config", cfg, "--db", os.path.join(d, "gangsched.db"),
-                              "--leader-elect", "false", "--kube-qps", "20000",
-                              "--kube-burst", "20000", "--log-level", "warn"],
+                              "--leader-elect", "false", "--listen", "127.0.0.1:0",
+                              "--kube-qps", "20000",
+                              "--kube-burst", "20000", "--log-level",
+                              os.environ.get("KBENCH_LOG_LEVEL", "warn")],
                              stdout=slog, stderr=slog)
     procs.append(sched)
     st = {}
@@ -242,6 +276,7 @@ def run_case(args, tmp, label, loads, expect_binds, timeout):
         raise Failed("%s: %d of %d bound after %d s" % (label, st["binds"], expect_binds,
                                                          timeout))
     sched_cpu, fake_cpu = cpu_s(sched.pid), cpu_s(fake.pid) - fake_cpu0
+    rss_mb = rss_peak_mb(sched.pid)
     stop(sched)
     stop(fake)
     first, lastb = st["first_bind_time"], st["last_bind_time"]
@@ -249,6 +284,7 @@ def run_case(args, tmp, label, loads, expect_binds, timeout):
     return {"load_s": load_s, "first_bind_s": first - t0, "bind_span_s": lastb - first,
             "binds": n, "pods_per_s": (n - 1) / (lastb - first) if lastb > first else 0.0,
             "sched_cpu_s": sched_cpu, "fake_cpu_s": fake_cpu, "wall_s": lastb - t0,
+            "rss_mb": rss_mb,
             "requests": st["requests"], "by_resource": st["by_resource"]}
 
 
@@ -260,7 +296,7 @@ def row(name, value, target, ok, ratio):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("BIN", "bin"))
-    ap.add_argument("--only", choices=["startup", "throughput", "mixed"])
+    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale"])
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="gangsched-kbench-")
@@ -269,9 +305,12 @@ def main():
         sys.stderr.write("kube bench: generating objects in %s\n" % tmp)
         f_nodes, f_other = os.path.join(tmp, "nodes.json"), os.path.join(tmp, "other.json")
         f_gangs, f_few = os.path.join(tmp, "gangs.json"), os.path.join(tmp, "few.json")
-        write_list(f_nodes, nodes())
-        write_list(f_other, existing_pods())
-        write_list(f_gangs, gangs(GANGS))
+        f_big_nodes, f_big_other = (os.path.join(tmp, "nodes-big.json"),
+                                    os.path.join(tmp, "other-big.json"))
+        if args.only != "scale":
+            write_list(f_nodes, nodes())
+            write_list(f_other, existing_pods())
+            write_list(f_gangs, gangs(GANGS))
         write_list(f_few, gangs(STARTUP_GANGS))
         print("gangsched kube bench: %d CPU(s) online, fake API server --plain on loopback; "
               "CPU = user+system s of each process" % os.cpu_count())
@@ -279,42 +318,39 @@ def main():
                                               "ratio"))
         cases = []
         if args.only in (None, "startup"):
-            cases.append(("startup", [f_nodes, f_other, f_few], STARTUP_GANGS * GANG_SIZE))
+            cases.append(("startup", [f_nodes, f_other], [f_few], STARTUP_GANGS * GANG_SIZE))
         if args.only in (None, "throughput"):
-            cases.append(("throughput", [f_nodes, f_gangs], GANGS * GANG_SIZE))
+            cases.append(("throughput", [f_nodes], [f_gangs], GANGS * GANG_SIZE))
         if args.only in (None, "mixed"):
-            cases.append(("mixed", [f_nodes, f_other, f_gangs], GANGS * GANG_SIZE))
-        for label, loads, expect in cases:
+            cases.append(("mixed", [f_nodes, f_other], [f_gangs], GANGS * GANG_SIZE))
+        if args.only in (None, "scale"):
+            cases.append(("scale", [f_big_nodes, f_big_other], [f_few],
+                          STARTUP_GANGS * GANG_SIZE))
+        results = {}
+        for label, preloads, loads, expect in cases:
+            if label == "scale":
+                sys.stderr.write("kube bench: generating %d nodes and %d pods\n" %
+                                 (BIG_NODES, BIG_PODS))
+                write_list(f_big_nodes, nodes(BIG_NODES))
+                write_list(f_big_other, existing_pods(BIG_NODES, BIG_PODS))
             sys.stderr.write("kube bench: %s (loading the fake server)\n" % label)
             try:
-                r = run_case(args, tmp, label, loads, expect, 300)
+                r = run_case(args, tmp, label, preloads, loads, expect, 600)
             except Failed as e:
                 fail = True
                 row("%s: FAILED" % label, str(e)[:60], "-", False, "-")
                 continue
-            per_bind_ms = 1000.0 * r["sched_cpu_s"] / max(1, r["binds"])
-            if label == "startup":
-                row("7a start to first bind, %d nodes, %d pods listed" % (NODES, EXISTING_PODS),
-                    "%.2f s" % r["first_bind_s"], "< %.0f s" % TARGET_FIRST_BIND_S,
-                    r["first_bind_s"] < TARGET_FIRST_BIND_S,
-                    "%.2fx target" % (r["first_bind_s"] / TARGET_FIRST_BIND_S))
-            else:
-                name = "7b pods bound/s, %d gangs x %d on %d nodes" % (GANGS, GANG_SIZE, NODES)
-                if label == "mixed":
-                    name = "  same, %d other pods running (info)" % EXISTING_PODS
-                row(name, "%.0f pods/s" % r["pods_per_s"], ">= %.0f" % TARGET_PODS_PER_S,
-                    r["pods_per_s"] >= TARGET_PODS_PER_S if label == "throughput" else None,
-                    "%.2fx target (%.2f s span)" % (r["pods_per_s"] / TARGET_PODS_PER_S,
-                                                    r["bind_span_s"]))
-                row("    first bind after", "%.2f s" % r["first_bind_s"], "-", None, "-")
-            row("    CPU gangsched run / fake server",
-                "%.2f / %.2f s" % (r["sched_cpu_s"], r["fake_cpu_s"]), "-", None,
-                "%.3f ms gangsched CPU/bind" % per_bind_ms)
-            row("    API requests (all kinds)", "%d" % r["requests"], "-", None,
-                "%.2f per bind" % (r["requests"] / max(1, r["binds"])))
+            results[label] = r
+            report(label, r)
             if args.keep:
                 sys.stderr.write("kube bench: %s by resource: %s\n" %
                                  (label, json.dumps(r["by_resource"])))
+        if "startup" in results and "scale" in results:
+            a, b = results["startup"], results["scale"]
+            row("16 growth 50,000 : 5,000 nodes, first bind / RSS",
+                "%.1fx / %.1fx" % (b["first_bind_s"] / a["first_bind_s"],
+                                   b["rss_mb"] / a["rss_mb"]), "-", None,
+                "10x the nodes and pods")
     finally:
         for p in reversed(procs):
             if p.poll() is None:
@@ -325,6 +361,39 @@ def main():
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     return 1 if fail else 0
+
+
+def report(label, r):
+    """The rows of one case."""
+    per_bind_ms = 1000.0 * r["sched_cpu_s"] / max(1, r["binds"])
+    if label == "startup":
+        row("7a start to first bind, %d nodes, %d pods listed" % (NODES, EXISTING_PODS),
+            "%.2f s" % r["first_bind_s"], "< %.0f s" % TARGET_FIRST_BIND_S,
+            r["first_bind_s"] < TARGET_FIRST_BIND_S,
+            "%.2fx target" % (r["first_bind_s"] / TARGET_FIRST_BIND_S))
+        row("    peak RSS of gangsched run", "%.0f MiB" % r["rss_mb"], "-", None, "-")
+    elif label == "scale":
+        row("16 start to first bind, %d nodes, %d pods listed" % (BIG_NODES, BIG_PODS),
+            "%.2f s" % r["first_bind_s"], "< %.0f s" % TARGET_BIG_FIRST_BIND_S,
+            r["first_bind_s"] < TARGET_BIG_FIRST_BIND_S,
+            "%.2fx target" % (r["first_bind_s"] / TARGET_BIG_FIRST_BIND_S))
+        row("16 peak RSS of gangsched run, same", "%.0f MiB" % r["rss_mb"],
+            "< %.0f MiB" % TARGET_BIG_RSS_MB, r["rss_mb"] < TARGET_BIG_RSS_MB,
+            "%.2fx target" % (r["rss_mb"] / TARGET_BIG_RSS_MB))
+    else:
+        name = "7b pods bound/s, %d gangs x %d on %d nodes" % (GANGS, GANG_SIZE, NODES)
+        if label == "mixed":
+            name = "  same, %d other pods running (info)" % EXISTING_PODS
+        row(name, "%.0f pods/s" % r["pods_per_s"], ">= %.0f" % TARGET_PODS_PER_S,
+            r["pods_per_s"] >= TARGET_PODS_PER_S if label == "throughput" else None,
+            "%.2fx target (%.2f s span)" % (r["pods_per_s"] / TARGET_PODS_PER_S,
+                                            r["bind_span_s"]))
+        row("    first bind after", "%.2f s" % r["first_bind_s"], "-", None, "-")
+    row("    CPU gangsched run / fake server",
+        "%.2f / %.2f s" % (r["sched_cpu_s"], r["fake_cpu_s"]), "-", None,
+        "%.3f ms gangsched CPU/bind" % per_bind_ms)
+    row("    API requests (all kinds)", "%d" % r["requests"], "-", None,
+        "%.2f per bind" % (r["requests"] / max(1, r["binds"])))
 
 
 if __name__ == "__main__":
