@@ -21,10 +21,15 @@ endif
 BUILD   ?= build
 BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
-DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
-           libsqlite3-dev libyaml-dev libcmocka-dev libhttp-parser-dev
+# What the build needs (deploy/Dockerfile's build stage installs exactly these: tests/sim/
+# deploy_image.sh checks it), then what the tests add.
+BUILD_DEBS := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
+              libsqlite3-dev libyaml-dev libhttp-parser-dev
+DEBS    := $(BUILD_DEBS) libcmocka-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
 TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
+# Python modules the tests import, each with its Debian package.
+TEST_PYMODS := yaml:python3-yaml
 
 WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wold-style-definition -Wformat=2 -Wvla -Wpointer-arith -Wwrite-strings -Wundef \
@@ -46,7 +51,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
-TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
+TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
 .PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures openb-figures fairness-figures soak lint fuzz clean format check-clang
 
@@ -63,6 +68,8 @@ deps:
 	fi
 	@missing=""; for t in $(TEST_CMDS); do \
 	  command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	for t in $(TEST_PYMODS); do \
+	  python3 -c "import $${t%%:*}" 2>/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for tests/kube:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

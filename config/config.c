@@ -1898,6 +1898,34 @@ static int resolve_tree(struct ctx *x)
         for (k = (int32_t)i; k >= 0 && st[k] == 1; k = c->cohorts[k].parent)
             st[k] = 2;
     }
+    /* depth (levels from the root, the root being 1), each cohort once: a chain walked up to
+     * the first cohort whose depth is known, then filled in on the way back */
+    uint32_t *dep = pool_array(x->tmp, nc ? nc : 1, sizeof(*dep));
+    uint32_t *walk = pool_array(x->tmp, nc ? nc : 1, sizeof(*walk));
+    if (!dep || !walk)
+        return oom(x);
+    memset(dep, 0, (nc ? nc : 1) * sizeof(*dep));
+    for (uint32_t i = 0; i < nc; i++) {
+        uint32_t wn = 0;
+        int32_t k = (int32_t)i;
+        while (k >= 0 && dep[k] == 0) {
+            walk[wn++] = (uint32_t)k;
+            k = c->cohorts[k].parent;
+        }
+        uint32_t dk = k >= 0 ? dep[k] : 0;
+        while (wn > 0)
+            dep[walk[--wn]] = ++dk;
+    }
+    for (uint32_t i = 0; i < nc; i++)
+        if (dep[i] > CONFIG_MAX_COHORT_DEPTH) {
+            int32_t root = (int32_t)i;
+            while (c->cohorts[root].parent >= 0)
+                root = c->cohorts[root].parent;
+            path_set(x, "cohorts", i, "parent");
+            return fail(x, &x->owners[i].ref_mark,
+                        "cohort '%s' is %u levels deep under root cohort '%s' (at most %d)",
+                        c->cohorts[i].name, dep[i], c->cohorts[root].name, CONFIG_MAX_COHORT_DEPTH);
+        }
     return 0;
 }
 

@@ -70,7 +70,10 @@
 #include "sched/core/model.h"
 #include "sched/core/res.h"
 
-#define CONFIG_NO_LIMIT INT64_MAX /* borrowingLimit / lendingLimit absent */
+#define CONFIG_NO_LIMIT         INT64_MAX /* borrowingLimit / lendingLimit absent */
+/* Cohort levels in one tree, its root cohort included (docs/config.md): quota checks walk from
+ * a queue to its root, so the chain's length bounds their cost. */
+#define CONFIG_MAX_COHORT_DEPTH 32
 
 /* Quota of one (flavor, resource) pair, base units (res.h). */
 struct config_quota {

@@ -383,6 +383,35 @@ int64_t store_commit_seq(const struct store *st)
     return st->seq;
 }
 
+int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA data_version", -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? 0 : store__sql_fail(st, rc, "reading the data version", eb);
+}
+
+int store_snapshot(struct store *st, unsigned char **out, size_t *len, struct sched_errbuf *eb)
+{
+    sqlite3_int64 n = 0;
+    unsigned char *img = sqlite3_serialize(st->db, "main", &n, 0);
+    if (!img || n < 100)
+        return sched_fail(eb, img ? SCHED_EIO : SCHED_ENOMEM, "snapshot of %s: %s", st->path,
+                          img ? "database too short" : sqlite3_errmsg(st->db));
+    *out = img;
+    *len = (size_t)n;
+    return 0;
+}
+
+void store_snapshot_free(unsigned char *img)
+{
+    sqlite3_free(img);
+}
+
 const char *store_path(const struct store *st)
 {
     return st->path;

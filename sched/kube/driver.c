@@ -40,6 +40,7 @@
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
+#include "sched/http/follow.h"
 #include "sched/http/metrics.h"
 #include "sched/http/server.h"
 #include "sched/kube/cache.h"
@@ -140,6 +141,7 @@ struct kdrv {
     struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
     struct http_server *http;
+    struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
     struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
         *m_held;
@@ -1094,7 +1096,13 @@ static int open_store(struct kdrv *d)
     struct store_opts so;
     store_opts_default(&so);
     so.writer_id = d->o->identity;
-    int rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+    char adopted[600];
+    int rc = http_follow_adopt(d->o->db_path, adopted, sizeof(adopted), &eb); /* fail-over */
+    if (rc == 1)
+        LOG_INFO(KDRV_MOD, "%s", adopted);
+    else if (rc < 0)
+        LOG_WARN(KDRV_MOD, "the followed store is not adopted: error=%s", eb.msg);
+    rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
     if (rc != 0 && d->o->rebuild_store) {
         /* the cluster is the truth: what is lost is the operators' holds and reservations, the
          * retry budgets spent and the decision history; said loudly, the old file kept */
@@ -2100,6 +2108,8 @@ static void on_lease(void *ctx, bool leading)
     struct kdrv *d = ctx;
     if (leading) {
         LOG_INFO(KDRV_MOD, "became leader: identity=%s", d->o->identity);
+        http_follow_stop(d->follow); /* the store it followed is adopted when opened */
+        d->follow = NULL;
         d->leading = true;
         d->recovered = false;
         d->jobs_synced = false;
@@ -2170,6 +2180,13 @@ static void pg_apis(const struct kdrv *d, char *buf, size_t n)
         if (k == 0 && off < n)
             off += (size_t)snprintf(buf + off, n - off, " none");
     }
+}
+
+/* Only the leader serves its store to a following standby (sched/http/follow.h). */
+static bool http_leading(void *ctx)
+{
+    const struct kdrv *d = ctx;
+    return d->leading && d->db != NULL;
 }
 
 static bool http_ready(void *ctx, char *why, size_t n)
@@ -2535,18 +2552,27 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0 && o->listen && *o->listen) {
         struct http_opts ho = {.listen = o->listen,
                                .write_token_file = o->token_file,
-                               .read_token_file = o->read_token_file};
+                               .read_token_file = o->read_token_file,
+                               .limits = o->http};
         struct http_provider hp = {.ctx = &d,
                                    .store_path = o->db_path,
                                    .ready = http_ready,
                                    .metrics = d.metrics,
                                    .store_metrics = true,
+                                   .leading = http_leading,
                                    .write = http_write};
         rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
         if (rc == 0 && o->port_file)
             rc = http_server_write_port(d.http, o->port_file, eb);
         if (rc == 0)
             LOG_INFO(KDRV_MOD, "HTTP API listening: port=%d", http_server_port(d.http));
+    }
+    if (rc == 0 && o->follow_url && *o->follow_url && !d.leading) {
+        rc = http_follow_start(d.loop, o->follow_url, o->follow_token_file, o->db_path,
+                               o->follow_ms, &d.follow, eb);
+        if (rc == 0)
+            LOG_INFO(KDRV_MOD, "following the leader's store: url=%s every_ms=%u", o->follow_url,
+                     o->follow_ms ? o->follow_ms : HTTP_FOLLOW_DEFAULT_MS);
     }
     if (rc == 0)
         uv_timer_start(&d.stats_timer, on_stats_timer, 1000, 1000);
@@ -2584,6 +2610,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     uv_close((uv_handle_t *)&d.stats_timer, close_cb);
     if (d.http)
         http_server_stop(d.http);
+    http_follow_stop(d.follow);
     uv_close((uv_handle_t *)&d.sigterm, close_cb);
     uv_close((uv_handle_t *)&d.sigint, close_cb);
     uv_run(d.loop, UV_RUN_DEFAULT);
