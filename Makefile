@@ -21,10 +21,15 @@ endif
 BUILD   ?= build
 BIN     ?= bin
 PKGS    := libuv libcurl libcjson sqlite3 yaml-0.1
-DEBS    := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
-           libsqlite3-dev libyaml-dev libcmocka-dev libhttp-parser-dev
+# What the build needs (deploy/Dockerfile's build stage installs exactly these: tests/sim/
+# deploy_image.sh checks it), then what the tests add.
+BUILD_DEBS := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev \
+              libsqlite3-dev libyaml-dev libhttp-parser-dev
+DEBS    := $(BUILD_DEBS) libcmocka-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
 TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
+# Python modules the tests import, each with its Debian package.
+TEST_PYMODS := yaml:python3-yaml
 
 WARN    := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wold-style-definition -Wformat=2 -Wvla -Wpointer-arith -Wwrite-strings -Wundef \
@@ -46,9 +51,9 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
-TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe
+TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
-.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup fairness-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup openb-figures fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -63,6 +68,8 @@ deps:
 	fi
 	@missing=""; for t in $(TEST_CMDS); do \
 	  command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
+	for t in $(TEST_PYMODS); do \
+	  python3 -c "import $${t%%:*}" 2>/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for tests/kube:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -208,6 +215,15 @@ preempt-figures: all
 perf-podgroup: all
 	BIN=$(BIN) python3 tests/bench/podgroup_perf.py --label $${LABEL:-integration-test} \
 	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD}
+
+# The openb figures of docs/simulator.md: FGD and best fit over seeds 42-51 beside the published
+# curves. OPENB=DIR holds the files as shipped (openb_node_list_gpu_node.csv,
+# openb_pod_list_default.csv, fgd_published_results.csv); about 30 s.
+openb-figures: all
+	@test -n "$(OPENB)" || { echo "usage: make openb-figures OPENB=DIR (the openb CSVs)"; exit 2; }
+	$(BIN)/gangsched simulate --nodes $(OPENB)/openb_node_list_gpu_node.csv \
+	    --trace $(OPENB)/openb_pod_list_default.csv --arrival fgd --seeds $${SEEDS:-42-51} \
+	    --published $(OPENB)/fgd_published_results.csv
 
 # The sharing-incentive figures of docs/simulator.md (issue 19): gangsched, fifo and private on
 # every scenario (about a minute on 2 cores).

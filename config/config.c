@@ -30,6 +30,7 @@
 #include <yaml.h>
 
 #include "plugins/plugins.h"
+#include "sched/core/device.h"
 #include "sched/core/hash.h"
 #include "sched/core/quantity.h"
 
@@ -1188,6 +1189,50 @@ static int parse_starvation(struct ctx *x, yaml_node_t *s)
     return rc;
 }
 
+static int parse_device(struct ctx *x, yaml_node_t *d)
+{
+    static const char *const keys[] = {"resource", "unit", NULL};
+    int rc = expect_mapping(x, d);
+    if (!rc)
+        rc = check_map(x, d, keys);
+    yaml_node_t *v = rc ? NULL : map_get(x, d, "resource");
+    if (!rc && !v)
+        return missing(x, d, "resource", " (the accelerator's resource name, e.g. amd.com/gpu)");
+    if (v) {
+        path_push(x, "resource");
+        const char *name = NULL;
+        rc = get_name(x, v, &name);
+        if (!rc) {
+            struct sched_errbuf reb;
+            /* the same rules as any resource name; renaming the slot is left to the driver */
+            if (res_check_name(name, &reb) != 0)
+                rc = fail(x, &v->start_mark, "%s", reb.msg);
+            else
+                x->c->device = name;
+        }
+        path_pop(x);
+    }
+    v = rc ? NULL : map_opt(x, d, "unit");
+    if (v) {
+        path_push(x, "unit");
+        const char *s;
+        size_t len;
+        rc = get_text(x, v, &s, &len);
+        bool ok = !rc && len > 0 && len < DEVICE_UNIT_MAX;
+        for (size_t i = 0; ok && i < len; i++)
+            ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z');
+        if (!rc && !ok) {
+            char e[ESC_CAP];
+            rc = fail(x, &v->start_mark, "unit \"%s\": expected 1 to %d letters (GPU, NPU, TPU)",
+                      esc(s, len, e, sizeof(e)), DEVICE_UNIT_MAX - 1);
+        }
+        if (!rc && !(x->c->device_unit = pool_strndup(x->pool, s, len)))
+            rc = oom(x);
+        path_pop(x);
+    }
+    return rc;
+}
+
 static int kv_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
@@ -1389,7 +1434,19 @@ static int parse_profiles(struct ctx *x, yaml_node_t *pl)
 /* Resource id of `name`, or -1 - i for the i-th pending (not yet interned) name. */
 static int resolve_res(struct ctx *x, const yaml_node_t *k, const char *name, int *code)
 {
+    if (strcmp(name, x->c->device) == 0) {
+        *code = RES_GPU;
+        return 0;
+    }
     int id = res_lookup(name);
+    if (id == RES_GPU) {
+        char e[ESC_CAP], d[ESC_CAP];
+        return fail(x, &k->start_mark,
+                    "\"%s\" is not the device of this config (device.resource is \"%s\"); a "
+                    "quota of the accelerator is written under the device's name",
+                    esc(name, strlen(name), e, sizeof(e)),
+                    esc(x->c->device, strlen(x->c->device), d, sizeof(d)));
+    }
     if (id >= 0) {
         *code = id;
         return 0;
@@ -1841,6 +1898,34 @@ static int resolve_tree(struct ctx *x)
         for (k = (int32_t)i; k >= 0 && st[k] == 1; k = c->cohorts[k].parent)
             st[k] = 2;
     }
+    /* depth (levels from the root, the root being 1), each cohort once: a chain walked up to
+     * the first cohort whose depth is known, then filled in on the way back */
+    uint32_t *dep = pool_array(x->tmp, nc ? nc : 1, sizeof(*dep));
+    uint32_t *walk = pool_array(x->tmp, nc ? nc : 1, sizeof(*walk));
+    if (!dep || !walk)
+        return oom(x);
+    memset(dep, 0, (nc ? nc : 1) * sizeof(*dep));
+    for (uint32_t i = 0; i < nc; i++) {
+        uint32_t wn = 0;
+        int32_t k = (int32_t)i;
+        while (k >= 0 && dep[k] == 0) {
+            walk[wn++] = (uint32_t)k;
+            k = c->cohorts[k].parent;
+        }
+        uint32_t dk = k >= 0 ? dep[k] : 0;
+        while (wn > 0)
+            dep[walk[--wn]] = ++dk;
+    }
+    for (uint32_t i = 0; i < nc; i++)
+        if (dep[i] > CONFIG_MAX_COHORT_DEPTH) {
+            int32_t root = (int32_t)i;
+            while (c->cohorts[root].parent >= 0)
+                root = c->cohorts[root].parent;
+            path_set(x, "cohorts", i, "parent");
+            return fail(x, &x->owners[i].ref_mark,
+                        "cohort '%s' is %u levels deep under root cohort '%s' (at most %d)",
+                        c->cohorts[i].name, dep[i], c->cohorts[root].name, CONFIG_MAX_COHORT_DEPTH);
+        }
     return 0;
 }
 
@@ -1955,9 +2040,9 @@ static int build_indices(struct ctx *x)
 
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
-    static const char *const keys[] = {"apiVersion", "kind",    "topology", "fairShare",
-                                       "starvation", "flavors", "cohorts",  "queues",
-                                       "profiles",   NULL};
+    static const char *const keys[] = {"apiVersion", "kind",       "device",  "topology",
+                                       "fairShare",  "starvation", "flavors", "cohorts",
+                                       "queues",     "profiles",   NULL};
     struct config *c = x->c;
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];
@@ -1996,6 +2081,13 @@ static int load_root(struct ctx *x, yaml_node_t *root)
     if (rc)
         return rc;
     yaml_node_t *v;
+    if ((v = map_opt(x, root, "device")) != NULL) {
+        path_push(x, "device");
+        rc = parse_device(x, v);
+        path_pop(x);
+        if (rc)
+            return rc;
+    }
     if ((v = map_opt(x, root, "topology")) != NULL) {
         path_push(x, "topology");
         rc = parse_topology(x, v);
@@ -2092,6 +2184,8 @@ int config_load_buffer(const char *name, const char *data, size_t len, struct co
     c->fair_half_life_ms = 24LL * 3600000;
     c->starve_after_ms = 10LL * 60000;
     c->max_reservations = 1;
+    c->device = RES_DEFAULT_DEVICE;
+    c->device_unit = "";
 
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -2191,6 +2285,16 @@ static int idx_find(const struct name_idx *t, uint32_t n, const char *name)
     return -1;
 }
 
+int config_apply_device(const struct config *c, struct sched_errbuf *eb)
+{
+    if (!c)
+        return 0;
+    int rc = device_configure(c->device, c->device_unit, eb);
+    if (rc)
+        return sched_fail(eb, rc, "%s: device: %s", c->path, eb->msg);
+    return 0;
+}
+
 int config_queue_index(const struct config *c, const char *name)
 {
     return c ? idx_find(c->pool->queue_idx, c->n_queues, name) : -1;
@@ -2287,6 +2391,12 @@ static void print_indent(FILE *f, uint32_t depth)
     fprintf(f, "%*s", (int)(2 + 2 * d), "");
 }
 
+/* The config's name of resource r: the accelerator slot under the config's device name. */
+static const char *quota_res_name(const struct config *c, int r)
+{
+    return r == RES_GPU ? c->device : res_name(r);
+}
+
 static void print_quotas(const struct config *c, const struct config_quota_set *qs, uint32_t depth,
                          FILE *f)
 {
@@ -2295,7 +2405,7 @@ static void print_quotas(const struct config *c, const struct config_quota_set *
     for (uint32_t fl = 0; fl < c->n_flavors; fl++) {
         for (int r = 0; r < nres; r++) {
             if (config_quota_get(c, qs, fl, r)) {
-                int w = (int)(strlen(res_name(r)) + 1 + strlen(c->flavors[fl].name));
+                int w = (int)(strlen(quota_res_name(c, r)) + 1 + strlen(c->flavors[fl].name));
                 width = w > width ? w : width;
             }
         }
@@ -2308,7 +2418,7 @@ static void print_quotas(const struct config *c, const struct config_quota_set *
             if (!q)
                 continue;
             char key[600], a[64];
-            snprintf(key, sizeof(key), "%s@%s:", res_name(r), c->flavors[fl].name);
+            snprintf(key, sizeof(key), "%s@%s:", quota_res_name(c, r), c->flavors[fl].name);
             print_indent(f, depth + 2);
             fmt_qty(q->nominal, r, a, sizeof(a));
             fprintf(f, "%-*s nominal %s", width + 1, key, a);

@@ -18,6 +18,9 @@
  *
  *   apiVersion: gangsched.io/v1alpha1
  *   kind: SchedulerConfig
+ *   device:                          # the accelerator (default nvidia.com/gpu, unit GPU)
+ *     resource: huawei.com/Ascend910 # its quota is written under this name; fixed until restart
+ *     unit: NPU                      # the word its counts are shown in
  *   topology:
  *     levels: [{name: zone, label: topology.kubernetes.io/zone}, ...]   # widest first
  *   fairShare:
@@ -67,7 +70,10 @@
 #include "sched/core/model.h"
 #include "sched/core/res.h"
 
-#define CONFIG_NO_LIMIT INT64_MAX /* borrowingLimit / lendingLimit absent */
+#define CONFIG_NO_LIMIT         INT64_MAX /* borrowingLimit / lendingLimit absent */
+/* Cohort levels in one tree, its root cohort included (docs/config.md): quota checks walk from
+ * a queue to its root, so the chain's length bounds their cost. */
+#define CONFIG_MAX_COHORT_DEPTH 32
 
 /* Quota of one (flavor, resource) pair, base units (res.h). */
 struct config_quota {
@@ -159,9 +165,11 @@ struct config_pool;
 
 struct config {
     /* read-only after load */
-    const char *path;  /* file it came from ("<buffer>" for buffers) */
-    uint64_t version;  /* FNV-1a hash of the file bytes: changes when content does */
-    uint32_t n_levels; /* topology levels, widest first; 0 = built-in defaults */
+    const char *path;        /* file it came from ("<buffer>" for buffers) */
+    uint64_t version;        /* FNV-1a hash of the file bytes: changes when content does */
+    const char *device;      /* the accelerator's resource name; default nvidia.com/gpu */
+    const char *device_unit; /* its unit word; "" = the usual one (device_default_unit()) */
+    uint32_t n_levels;       /* topology levels, widest first; 0 = built-in defaults */
     const char *level_names[TOPO_MAX_LEVELS - 1];
     const char *level_labels[TOPO_MAX_LEVELS - 1];
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
@@ -187,6 +195,10 @@ int config_load_file(const char *path, struct config **out, struct sched_errbuf 
 int config_load_buffer(const char *name, const char *data, size_t len, struct config **out,
                        struct sched_errbuf *eb);
 void config_free(struct config *c);
+
+/* Makes the config's device the process's accelerator (device_configure()); call once after
+ * the first load, before reading nodes or pods. */
+int config_apply_device(const struct config *c, struct sched_errbuf *eb);
 
 /* Index lookups; -1 when absent. */
 int config_queue_index(const struct config *c, const char *name);

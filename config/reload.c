@@ -225,6 +225,16 @@ static int do_reload(struct config_watch *w, const char *why)
         config_free(fresh);
         return unchanged(w, why);
     }
+    if (strcmp(fresh->device, w->cur->c->device) != 0 ||
+        strcmp(fresh->device_unit, w->cur->c->device_unit) != 0) {
+        /* the accelerator names a resource slot every cached pod and node already uses */
+        snprintf(eb.msg, sizeof(eb.msg),
+                 "%s: device: the accelerator changed from %s to %s; it takes effect only at a "
+                 "restart",
+                 w->path, w->cur->c->device, fresh->device);
+        config_free(fresh);
+        return reject(w, SCHED_EINVAL, h, why, eb.msg);
+    }
     struct cw_conf *e = calloc(1, sizeof(*e));
     if (!e) {
         config_free(fresh);

@@ -27,15 +27,6 @@ static int64_t max0(int64_t x)
     return x > 0 ? x : 0;
 }
 
-/* Depth of a node: 0 for roots. The config guarantees the cohort tree has no cycle. */
-static uint32_t depth(const struct quota_tree *t, uint32_t n)
-{
-    uint32_t d = 0;
-    for (int32_t p = t->parent[n]; p >= 0 && d <= t->n_nodes; p = t->parent[p])
-        d++;
-    return d;
-}
-
 int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
                 struct arena *a)
 {
@@ -97,18 +88,37 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
             for (uint32_t f = 0; f < t->n_flavors; f++)
                 t->queue_uses_flavor[q * t->n_flavors + f] = 1;
     }
-    /* Bottom-up: deepest nodes first (queues are below their cohort). */
+    /* Bottom-up: deepest nodes first (queues are below their cohort). Depths are found in
+     * one pass (each node's chain is walked only up to the first node already known), then
+     * the nodes are bucketed by depth: O(nodes), whatever the tree's shape. */
+    uint32_t *dep = arena_calloc(a, t->n_nodes + 1, sizeof(*dep)); /* depth + 1; 0: unknown */
+    uint32_t *walk = arena_alloc(a, (t->n_nodes + 1) * sizeof(*walk));
+    if (!dep || !walk)
+        return SCHED_ENOMEM;
     uint32_t maxd = 0;
     for (uint32_t n = 0; n < t->n_nodes; n++) {
-        uint32_t d = depth(t, n);
-        if (d > maxd)
-            maxd = d;
+        uint32_t w = 0;
+        int32_t p = (int32_t)n;
+        while (p >= 0 && dep[p] == 0 && w <= t->n_nodes) { /* the config has no cycle */
+            walk[w++] = (uint32_t)p;
+            p = t->parent[p];
+        }
+        uint32_t d = p >= 0 ? dep[p] : 0;
+        while (w > 0)
+            dep[walk[--w]] = ++d;
+        if (dep[n] > maxd)
+            maxd = dep[n];
     }
-    uint32_t n_order = 0;
-    for (uint32_t d = maxd + 1; d-- > 0;)
-        for (uint32_t n = 0; n < t->n_nodes; n++)
-            if (depth(t, n) == d)
-                order[n_order++] = n;
+    uint32_t *first = arena_calloc(a, maxd + 2, sizeof(*first)); /* counting sort, deepest first */
+    if (!first)
+        return SCHED_ENOMEM;
+    for (uint32_t n = 0; n < t->n_nodes; n++)
+        first[maxd - dep[n] + 1]++;
+    for (uint32_t d = 1; d <= maxd + 1; d++)
+        first[d] += first[d - 1];
+    uint32_t n_order = t->n_nodes;
+    for (uint32_t n = 0; n < t->n_nodes; n++)
+        order[first[maxd - dep[n]]++] = n;
     for (uint32_t f = 0; f < t->n_flavors; f++)
         for (uint32_t k = 0; k < t->n_tracked; k++) {
             for (uint32_t n = 0; n < t->n_nodes; n++) {

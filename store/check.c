@@ -67,12 +67,13 @@ static int check_integrity(struct store *st, struct finding *f, struct sched_err
 static int check_ledger(struct store *st, struct finding *f, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = store__s(st, STMT_CHECK_LEDGER);
-    int rc = sqlite3_bind_text(s, 1, STORE_GPU, -1, SQLITE_STATIC);
+    const char *dev = store_device(st); /* before the statement: it reads meta */
+    int rc = sqlite3_bind_text(s, 1, dev, -1, SQLITE_STATIC);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         report(f,
                "ledger mismatch: queue=%s flavor=%s %s: ledger %" PRId64
                ", admitted and running jobs %" PRId64,
-               txt(s, 0), txt(s, 1), STORE_GPU, (int64_t)sqlite3_column_int64(s, 2),
+               txt(s, 0), txt(s, 1), dev, (int64_t)sqlite3_column_int64(s, 2),
                (int64_t)sqlite3_column_int64(s, 3));
         rc = SQLITE_OK;
     }

@@ -26,6 +26,7 @@
 
 #include "config/config.h"
 #include "sched/core/arena.h"
+#include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/res.h"
 #include "store/store_int.h"
@@ -380,6 +381,35 @@ bool store_in_txn(const struct store *st)
 int64_t store_commit_seq(const struct store *st)
 {
     return st->seq;
+}
+
+int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA data_version", -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? 0 : store__sql_fail(st, rc, "reading the data version", eb);
+}
+
+int store_snapshot(struct store *st, unsigned char **out, size_t *len, struct sched_errbuf *eb)
+{
+    sqlite3_int64 n = 0;
+    unsigned char *img = sqlite3_serialize(st->db, "main", &n, 0);
+    if (!img || n < 100)
+        return sched_fail(eb, img ? SCHED_EIO : SCHED_ENOMEM, "snapshot of %s: %s", st->path,
+                          img ? "database too short" : sqlite3_errmsg(st->db));
+    *out = img;
+    *len = (size_t)n;
+    return 0;
+}
+
+void store_snapshot_free(unsigned char *img)
+{
+    sqlite3_free(img);
 }
 
 const char *store_path(const struct store *st)
@@ -1047,6 +1077,36 @@ static int config_queue(const struct config *cfg, uint32_t i, struct arena *a,
 
 _Static_assert(CONFIG_NO_LIMIT == STORE_NO_LIMIT, "the store keeps config's 'no limit' value");
 
+static void meta_copy(struct store *st, const char *key, char *out, size_t cap, const char *def)
+{
+    const char *v = NULL;
+    struct sched_errbuf eb;
+    if (store_meta_get(st, key, &v, &eb) != 0 || !v || !*v || strlen(v) >= cap)
+        v = def;
+    memcpy(out, v, strlen(v) + 1);
+}
+
+static void device_load(struct store *st)
+{
+    if (st->device_read)
+        return;
+    meta_copy(st, "device", st->device, sizeof(st->device), STORE_GPU);
+    meta_copy(st, "device_unit", st->unit, sizeof(st->unit), "GPU");
+    st->device_read = true;
+}
+
+const char *store_device(struct store *st)
+{
+    device_load(st);
+    return st->device;
+}
+
+const char *store_device_unit(struct store *st)
+{
+    device_load(st);
+    return st->unit;
+}
+
 int store_config_apply(struct store *st, const struct config *cfg, const char *text, size_t len,
                        struct sched_errbuf *eb)
 {
@@ -1078,6 +1138,13 @@ int store_config_apply(struct store *st, const struct config *cfg, const char *t
     char version[32];
     snprintf(version, sizeof(version), "%016" PRIx64, cfg->version);
     err = store_meta_put(st, "config_version", version, eb);
+    if (!err)
+        err = store_meta_put(st, "device", cfg->device, eb);
+    if (!err)
+        err = store_meta_put(
+            st, "device_unit",
+            *cfg->device_unit ? cfg->device_unit : device_default_unit(cfg->device), eb);
+    st->device_read = false;
     if (!err)
         err = store_meta_put(st, "config_path", cfg->path ? cfg->path : "", eb);
     if (!err) {

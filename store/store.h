@@ -123,7 +123,7 @@ struct config;
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
 #define STORE_ALL_PODS       (-1)       /* store_journal_done(): every open intent of the gang */
-#define STORE_GPU            "nvidia.com/gpu"
+#define STORE_GPU            "nvidia.com/gpu" /* the accelerator when the config names none */
 
 /* Defaults of struct store_opts. */
 #define STORE_DEFAULT_RETAIN_CYCLES 10000
@@ -187,6 +187,15 @@ void store_rollback(struct store *st);
 bool store_in_txn(const struct store *st);
 /* Cycle commits so far (meta commit_seq). */
 int64_t store_commit_seq(const struct store *st);
+/* SQLite's PRAGMA data_version of this connection: it changes when another connection (another
+ * process included) has committed since the last call, so a reader can keep what it loaded
+ * while the value stays the same. */
+int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb);
+/* A consistent copy of the whole database (every committed page, as one SQLite file image),
+ * for a standby that follows the leader (docs/store.md "Fail-over"). *out is freed with
+ * store_snapshot_free. */
+int store_snapshot(struct store *st, unsigned char **out, size_t *len, struct sched_errbuf *eb);
+void store_snapshot_free(unsigned char *img);
 
 /* Callbacks of the list functions return 0 to continue; any other value stops the iteration
  * and is returned by the list function. They must not call the store, except where a list
@@ -228,6 +237,12 @@ struct store_queue {
  * every row of queues and queue_quota with the config's queues (text: the YAML it was loaded
  * from, len bytes; NULL when not at hand). Ledger and fair_share rows of queues the new config
  * no longer has are kept: their jobs still hold what they hold. */
+/* The accelerator's resource name whose ledger rows are the jobs' GPUs (meta 'device', written
+ * by store_config_apply() from the config's device.resource; STORE_GPU when never written), and
+ * the word its counts are shown in ("GPU" by default). Valid until the store is closed. */
+const char *store_device(struct store *st);
+const char *store_device_unit(struct store *st);
+
 int store_config_apply(struct store *st, const struct config *cfg, const char *text, size_t len,
                        struct sched_errbuf *eb);
 /* Inserts or replaces one queue and all its quota rows. */

@@ -110,7 +110,10 @@ struct store {
     int64_t seq;    /* committed cycle transactions (meta commit_seq) */
     uint32_t retain_cycles;
     uint32_t retain_rows;
-    char *scratch; /* strings returned by *_get functions */
+    char device[320]; /* the accelerator's resource name (meta 'device'), once read */
+    char unit[16];    /* its unit word (meta 'device_unit') */
+    bool device_read; /* device and unit hold the meta values (or the defaults) */
+    char *scratch;    /* strings returned by *_get functions */
     size_t scratch_cap;
 };
 

@@ -382,7 +382,7 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (views_is_gpu(ln[k].resource)) {
+            if (views_is_gpu(v, ln[k].resource)) {
                 borrowed = sat_add(borrowed, ln[k].borrowed);
                 lent = sat_add(lent, ln[k].lent);
             }
@@ -394,8 +394,8 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jint(v, o, "priority", q->priority);
         jbool(v, o, "configured", q->configured);
         jstr(v, o, "admission", q->admission ? q->admission : "open");
-        jint(v, o, "nominal_gpus", queue_total(v, q, STORE_GPU, true));
-        jint(v, o, "used_gpus", queue_total(v, q, STORE_GPU, false));
+        jint(v, o, "nominal_gpus", queue_total(v, q, store_device(v->st), true));
+        jint(v, o, "used_gpus", queue_total(v, q, store_device(v->st), false));
         jint(v, o, "borrowed_gpus", borrowed);
         jint(v, o, "lent_gpus", lent);
         jint(v, o, "running", q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED]);
@@ -635,7 +635,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
         struct quota_line *ln = NULL;
         size_t n = quota_lines(v, q, &ln);
         for (size_t k = 0; k < n; k++)
-            if (views_is_gpu(ln[k].resource))
+            if (views_is_gpu(v, ln[k].resource))
                 quota_line_json(v, jq, &ln[k]);
         free(ln);
     }
@@ -685,7 +685,7 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb)
     cJSON *jq = jarr(v, doc, "queues");
     for (size_t i = 0; i < v->n_ledger; i++) {
         const struct ledger_rec *l = &v->ledger[i];
-        if (!views_is_gpu(l->resource))
+        if (!views_is_gpu(v, l->resource))
             continue;
         total = sat_add(total, l->amount);
         const struct queue_rec *q = views_find_queue(v, l->queue);

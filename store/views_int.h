@@ -95,7 +95,7 @@ char *views_vdup(struct store_views *v, const char *s);
 /* Grows *p (elements of size sz) so that index n fits; false (and v->oom) when it cannot. */
 bool views_vgrow(struct store_views *v, void **p, size_t *cap, size_t n, size_t sz);
 bool views_str_eq(const char *a, const char *b);
-bool views_is_gpu(const char *resource);
+bool views_is_gpu(struct store_views *v, const char *resource);
 struct queue_rec *views_find_queue(const struct store_views *v, const char *name);
 
 #endif

@@ -54,9 +54,10 @@ bool views_str_eq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-bool views_is_gpu(const char *resource)
+/* The ledger rows of the accelerator (meta 'device'; nvidia.com/gpu by default). */
+bool views_is_gpu(struct store_views *v, const char *resource)
 {
-    return views_str_eq(resource, STORE_GPU);
+    return views_str_eq(resource, store_device(v->st));
 }
 
 /* ---- loading --------------------------------------------------------------------------------- */
@@ -369,6 +370,7 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         return sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
     v->st = st;
     v->now_ms = STORE_NO_TIME;
+    (void)store_device(st); /* read the device once, before any list borrows the scratch */
     int err = store_queue_list(st, load_queue, v, eb);
     if (!err)
         err = store_ledger_list(st, load_ledger, v, eb);

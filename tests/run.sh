@@ -69,6 +69,11 @@ run_scripts() {
 # Scenario scripts driving bin/gangsched.
 run_scripts "" tests/sim/*.sh
 # Tests against the fake Kubernetes API server (tests/kube/fakeapi.py), the real kubectl included.
+# The fake server logs every request to $FAKEAPI_REQUEST_LOG; test_rbac.sh (last) checks the
+# requests gangsched made against deploy/rbac.yaml.
+FAKEAPI_REQUEST_LOG=$(mktemp)
+export FAKEAPI_REQUEST_LOG
+trap 'rm -f "$log" "$FAKEAPI_REQUEST_LOG"' EXIT
 run_scripts kube/ tests/kube/test_*.sh
 
 echo

@@ -282,8 +282,10 @@ static int offline(const char *path, const struct args *a)
     struct store_views *v = NULL;
     cJSON *doc = NULL;
     int err = store_open(path, STORE_READONLY, NULL, &st, &eb);
-    if (!err)
+    if (!err) {
+        set_device(store_device(st), store_device_unit(st));
         err = store_views_load(st, &v, &eb);
+    }
     if (!err) {
         if (strcmp(cmd, "quota") == 0)
             err = store_view_quota(v, arg, &doc, &eb);

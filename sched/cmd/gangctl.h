@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "sched/core/device.h"
+
 #define EXIT_NOTFOUND 1
 #define EXIT_USAGE    2
 #define EXIT_DENIED   3  /* 401 or 403 from the server */
@@ -53,6 +55,12 @@ const char *color_seq(enum color c);
 enum color state_color(const char *state);
 
 /* ---- human units ---- */
+/* The database's accelerator (store_device()): its resource name, unit word ("GPU", "NPU") and
+ * column header ("GPUS", "NPUS"); set_device() once the database is open. */
+extern char gpu_resource[320];
+extern char gpu_unit[DEVICE_UNIT_MAX];
+extern char gpus_col[DEVICE_UNIT_MAX + 1];
+void set_device(const char *resource, const char *unit);
 bool is_gpu(const char *resource);
 /* A resource amount in base units, for humans: "64 GPU", "16Gi", "500m". */
 void fmt_amount(char *buf, size_t n, const char *resource, int64_t v);

@@ -103,13 +103,13 @@ static int show_queues(cJSON *doc)
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "cohort")));
         tbl_cell(&t, C_NONE, "%g", gnum(q, "weight", 1));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "priority", 0));
-        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
-        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld GPU", used);
+        tbl_cell(&t, C_NONE, "%lld %s", nominal, gpu_unit);
+        tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%lld %s", used, gpu_unit);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
         tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%lld", pending);
         if (t.ncol > 9) {
-            tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "borrowed_gpus", 0));
-            tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(q, "lent_gpus", 0));
+            tbl_cell(&t, C_NONE, "%lld %s", (long long)gint(q, "borrowed_gpus", 0), gpu_unit);
+            tbl_cell(&t, C_NONE, "%lld %s", (long long)gint(q, "lent_gpus", 0), gpu_unit);
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "admitted", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "finished", 0));
             tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "failed", 0));
@@ -163,11 +163,11 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
 {
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
-    static const char *const hdr[] = {"JOB",     "QUEUE",   "STATE",    "GPUS",  "POSITION",
-                                      "WAITING", "STARTED", "FINISHED", "START", "REASON"};
-    static const char *const whdr[] = {"JOB",         "QUEUE",   "STATE",    "GPUS",   "POSITION",
-                                       "WAITING",     "STARTED", "FINISHED", "FLAVOR", "SUBMITTED",
-                                       "PREEMPTIONS", "NODES",   "QUEUED",   "START",  "REASON"};
+    const char *const hdr[] = {"JOB",     "QUEUE",   "STATE",    gpus_col, "POSITION",
+                               "WAITING", "STARTED", "FINISHED", "START",  "REASON"};
+    const char *const whdr[] = {"JOB",         "QUEUE",   "STATE",    gpus_col, "POSITION",
+                                "WAITING",     "STARTED", "FINISHED", "FLAVOR", "SUBMITTED",
+                                "PREEMPTIONS", "NODES",   "QUEUED",   "START",  "REASON"};
     bool wide = out_fmt == OUT_WIDE;
     struct table t;
     tbl_init(&t, wide ? 15 : 10, wide ? whdr : hdr, wide ? 0x1418 : 0x18);
@@ -258,7 +258,7 @@ static void explain_job(const cJSON *j)
         printf("Reason:       %s%s%s%s\n", t.cell[3], strcmp(since, "-") ? " (since " : "",
                strcmp(since, "-") ? since : "", strcmp(since, "-") ? ")" : "");
     }
-    printf("GPUs:         %lld GPU%s%s\n", (long long)gint(j, "gpus", 0),
+    printf("%ss:         %lld %s%s%s\n", gpu_unit, (long long)gint(j, "gpus", 0), gpu_unit,
            flavor ? " on flavor " : "", t.cell[2]);
     tbl_free(&t);
     printf("Submitted:    %s\n", b[0]);
@@ -328,8 +328,8 @@ static int show_explain(cJSON *doc)
         tbl_print(stdout, &t);
     tbl_free(&t);
 
-    static const char *const phdr[] = {"CYCLE", "TIME",       "ROLE", "OTHER JOB",
-                                       "GPUS",  "LOST GPU-H", "COST"};
+    const char *const phdr[] = {"CYCLE",  "TIME",       "ROLE", "OTHER JOB",
+                                gpus_col, "LOST GPU-H", "COST"};
     tbl_init(&t, 7, phdr, 0x71);
     const cJSON *pre = jget(doc, "preemptions");
     EACH(p, pre)
@@ -370,8 +370,8 @@ static int show_top(cJSON *doc)
         long long nominal = (long long)gint(q, "nominal_gpus", 0);
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "queue")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(q, "flavor")));
-        tbl_cell(&t, C_NONE, "%lld GPU", used);
-        tbl_cell(&t, C_NONE, "%lld GPU", nominal);
+        tbl_cell(&t, C_NONE, "%lld %s", used, gpu_unit);
+        tbl_cell(&t, C_NONE, "%lld %s", nominal, gpu_unit);
         if (nominal > 0)
             tbl_cell(&t, used > nominal ? C_YELLOW : C_NONE, "%.0f%%",
                      100.0 * (double)used / (double)nominal);
@@ -379,20 +379,21 @@ static int show_top(cJSON *doc)
             tbl_cell(&t, C_NONE, "-");
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(q, "running", 0));
     }
-    printf("GPU usage by queue (ledger): %lld GPU in use\n", (long long)gint(doc, "used_gpus", 0));
+    printf("%s usage by queue (ledger): %lld %s in use\n", gpu_unit,
+           (long long)gint(doc, "used_gpus", 0), gpu_unit);
     if (t.n)
         tbl_print(stdout, &t);
     tbl_free(&t);
     const cJSON *nodes = jget(doc, "nodes");
     int n = cJSON_GetArraySize(nodes);
-    printf("\nGPU usage by node (placed pods): %lld GPU on %d node(s)\n",
-           (long long)gint(doc, "placed_gpus", 0), n);
-    static const char *const nhdr[] = {"NODE", "GPUS", "PODS", "JOBS"};
+    printf("\n%s usage by node (placed pods): %lld %s on %d node(s)\n", gpu_unit,
+           (long long)gint(doc, "placed_gpus", 0), gpu_unit, n);
+    const char *const nhdr[] = {"NODE", gpus_col, "PODS", "JOBS"};
     tbl_init(&t, 4, nhdr, 0xe);
     EACH(u, nodes)
     {
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(u, "node")));
-        tbl_cell(&t, C_NONE, "%lld GPU", (long long)gint(u, "gpus", 0));
+        tbl_cell(&t, C_NONE, "%lld %s", (long long)gint(u, "gpus", 0), gpu_unit);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "pods", 0));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(u, "jobs", 0));
     }

@@ -4,6 +4,7 @@
  * Owns: the output settings (format, colour, headers) and how every value is printed.
  * Must not touch: the database, the network, the command line.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -124,16 +125,31 @@ const char *color_seq(enum color c)
 
 /* ---- human units -------------------------------------------------------------------------- */
 
+/* The accelerator of the database (meta 'device'), its unit word and column header. */
+char gpu_resource[320] = STORE_GPU;
+char gpu_unit[DEVICE_UNIT_MAX] = "GPU";
+char gpus_col[DEVICE_UNIT_MAX + 1] = "GPUS";
+
+void set_device(const char *resource, const char *unit)
+{
+    snprintf(gpu_resource, sizeof(gpu_resource), "%s", resource);
+    snprintf(gpu_unit, sizeof(gpu_unit), "%s", unit);
+    size_t k = 0;
+    for (; gpu_unit[k] && k + 2 < sizeof(gpus_col); k++)
+        gpus_col[k] = (char)toupper((unsigned char)gpu_unit[k]);
+    memcpy(gpus_col + k, "S", 2);
+}
+
 bool is_gpu(const char *resource)
 {
-    return str_eq(resource, STORE_GPU);
+    return str_eq(resource, gpu_resource);
 }
 
 /* A resource amount in base units, for humans: "64 GPU", "16Gi", "500m". */
 void fmt_amount(char *buf, size_t n, const char *resource, int64_t v)
 {
     if (is_gpu(resource)) {
-        snprintf(buf, n, "%lld GPU", (long long)v);
+        snprintf(buf, n, "%lld %s", (long long)v, gpu_unit);
     } else if (str_eq(resource, "cpu")) {
         qty_format(v, 3, 0, buf, n);
     } else if (resource && (strcmp(resource, "memory") == 0 || strstr(resource, "storage") ||

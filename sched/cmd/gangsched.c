@@ -8,18 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
+#include "sched/core/device.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/http/server.h"
 #include "sched/kube/driver.h"
 #include "sched/sim/nodes.h"
+#include "sched/sim/openb.h"
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
@@ -125,6 +128,8 @@ static void usage_simulate(FILE *f)
           "                     nvidia.com/gpu, else its gpu.nvidia.com devices)\n"
           "workload:\n"
           "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
+          "  --arrival fgd      the openb GPU-sharing workload with FGD's method (openb node\n"
+          "                     and pod CSVs; see 'gangsched simulate --arrival fgd --help')\n"
           "  --seed N           seed of every random choice below (default 1)\n"
           "  --high-priority F  give priority 10 to this fraction of jobs without a priority\n"
           "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
@@ -644,8 +649,78 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     return 0;
 }
 
+/* An output file written whole or not at all: FILE.tmp-PID in the same directory, renamed to
+ * FILE once closed without error; removed otherwise. A path that exists and is not a regular
+ * file (a device such as /dev/stdout, a FIFO, a symbolic link) is written in place: renaming
+ * over it would replace the device or the link itself. */
+struct outfile {
+    const char *path;
+    char tmp[4096];
+    FILE *f;
+    bool in_place;
+};
+
+static int outfile_open(struct outfile *o, const char *path)
+{
+    o->path = path;
+    o->f = NULL;
+    struct stat st;
+    o->in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (o->in_place) {
+        if (!(o->f = fopen(path, "w"))) {
+            fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", path, (long)getpid()) >=
+        (int)sizeof(o->tmp)) {
+        fprintf(stderr, "gangsched simulate: %s: path too long\n", path);
+        return -1;
+    }
+    if (!(o->f = fopen(o->tmp, "w"))) {
+        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ok: rename into place when every write succeeded; else (or on !ok) remove. Returns 0 when
+ * the file is in place, -1 with a message otherwise (nothing said when !ok). */
+static int outfile_close(struct outfile *o, bool ok)
+{
+    if (!o->f)
+        return ok ? 0 : -1;
+    bool good =
+        ok && fflush(o->f) == 0 && !ferror(o->f) && (o->in_place || fsync(fileno(o->f)) == 0);
+    int saved = errno;
+    good = fclose(o->f) == 0 && good;
+    if (o->in_place) {
+        o->f = NULL;
+        if (!good && ok)
+            fprintf(stderr, "gangsched simulate: writing %s: %s\n", o->path,
+                    strerror(saved ? saved : EIO));
+        return good ? 0 : -1;
+    }
+    if (good && rename(o->tmp, o->path) != 0) {
+        saved = errno;
+        good = false;
+    }
+    o->f = NULL;
+    if (good)
+        return 0;
+    remove(o->tmp);
+    if (ok)
+        fprintf(stderr, "gangsched simulate: writing %s: %s (nothing written)\n", o->path,
+                strerror(saved ? saved : EIO));
+    return -1;
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
+    for (int i = 0; i < argc; i++) /* the openb GPU-sharing workload: its own flags */
+        if (strcmp(argv[i], "--arrival") == 0)
+            return openb_main(argc, argv);
     struct sim_args a;
     int rc = parse_simulate(argc, argv, &a);
     if (rc != 0)
@@ -658,11 +733,10 @@ static int cmd_simulate(int argc, char **argv)
     struct sim_input in = {0};
     struct config *cfg = NULL;
     struct store *db = NULL;
-    FILE *jobs_out = NULL;
+    struct outfile jobs_out = {0}, events = {0};
     struct sim_outage *outages = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
-    FILE *events = NULL;
     const char *cluster_desc = a.nodes_file     ? a.nodes_file
                                : a.cluster_spec ? a.cluster_spec
                                                 : DEFAULT_CLUSTER;
@@ -670,7 +744,8 @@ static int cmd_simulate(int argc, char **argv)
         fputs("gangsched simulate: out of memory\n", stderr);
         goto out;
     }
-    if (a.config_path && config_load_file(a.config_path, &cfg, &eb) != 0) {
+    if (a.config_path &&
+        (config_load_file(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
@@ -684,16 +759,25 @@ static int cmd_simulate(int argc, char **argv)
                  : cluster_finalize(c, NULL, NULL, 0, &eb);
     if (rc != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        if (a.nodes_file && openb_sniff(a.nodes_file))
+            fputs("gangsched simulate: this is an openb node list: add --arrival fgd\n", stderr);
         goto out;
     }
+    char nodev[512];
+    if (device_missing(c, nodev, sizeof(nodev)))
+        fprintf(stderr, "gangsched simulate: warning: %s: %s\n", cluster_desc, nodev);
     if (a.n_traces == 0) {
         rc = trace_parse(&t, DEFAULT_TRACE_NAME, (const char *)sim_default_trace,
                          (size_t)sim_default_trace_len, &eb);
     }
+    int bad_trace = -1;
     for (int i = 0; i < a.n_traces && rc == 0; i++)
-        rc = trace_read(&t, a.traces[i], &eb);
+        if ((rc = trace_read(&t, a.traces[i], &eb)) != 0)
+            bad_trace = i;
     if (rc != 0) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+        if (bad_trace >= 0 && openb_sniff(a.traces[bad_trace]))
+            fputs("gangsched simulate: this is an openb pod list: add --arrival fgd\n", stderr);
         goto out;
     }
     trace_sort(&t);
@@ -711,18 +795,7 @@ static int cmd_simulate(int argc, char **argv)
     }
     a.fail.outages = outages;
     a.fail.seed = a.workload.seed;
-    if (a.events_path && !(events = fopen(a.events_path, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write events file %s: %s\n", a.events_path,
-                strerror(errno));
-        goto out;
-    }
-    struct sim_options opt = {
-        .events = events, .progress = a.progress, .explain_job = a.explain_job};
-    if (a.jobs_out && !(jobs_out = fopen(a.jobs_out, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", a.jobs_out, strerror(errno));
-        goto out;
-    }
-    opt.jobs_out = jobs_out;
+    struct sim_options opt = {.progress = a.progress, .explain_job = a.explain_job};
     if (a.failing)
         opt.failures = &a.fail;
     if (a.db_path) {
@@ -735,6 +808,13 @@ static int cmd_simulate(int argc, char **argv)
         opt.stop_after = a.stop_after;
         opt.db_batch = (uint32_t)a.db_batch;
     }
+    /* outputs only once every input and the database are accepted */
+    if (a.events_path && outfile_open(&events, a.events_path) != 0)
+        goto out;
+    if (a.jobs_out && outfile_open(&jobs_out, a.jobs_out) != 0)
+        goto out;
+    opt.events = events.f;
+    opt.jobs_out = jobs_out.f;
     for (int p = 0; p < a.n_policies; p++) {
         if ((a.policies[p]->private_slices
                  ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)
@@ -744,20 +824,12 @@ static int cmd_simulate(int argc, char **argv)
         }
         n_done++;
     }
-    if (events && fclose(events) != 0) {
-        events = NULL;
-        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.events_path, strerror(errno));
+    if (outfile_close(&events, true) != 0 || outfile_close(&jobs_out, true) != 0)
         goto out;
-    }
-    events = NULL;
     exit_code = print_results(&a, stats, n_done, cluster_desc, c, in.n_jobs);
 out:
-    if (events)
-        fclose(events);
-    if (jobs_out && fclose(jobs_out) != 0 && exit_code == 0) {
-        fprintf(stderr, "gangsched simulate: writing %s: %s\n", a.jobs_out, strerror(errno));
-        exit_code = 1;
-    }
+    outfile_close(&events, false);
+    outfile_close(&jobs_out, false);
     store_close(db);
     free(outages);
     for (int p = 0; p < n_done; p++)
@@ -808,6 +880,11 @@ static int cmd_config(int argc, char **argv)
         fprintf(stderr, "%s\n", eb.msg);
         return 1;
     }
+    if (config_apply_device(cfg, &eb) != 0) {
+        fprintf(stderr, "%s\n", eb.msg);
+        config_free(cfg);
+        return 1;
+    }
     struct cluster *c = NULL;
     if (nodes || spec) {
         c = cluster_new();
@@ -848,9 +925,10 @@ static void usage_run(FILE *f)
           "  --scheduler-name NAME  spec.schedulerName handled (default gangsched)\n"
           "  --policy NAME          scheduling policy (default gangsched; see 'policies')\n"
           "  --leader-elect BOOL    Lease-based leader election (default true)\n"
-          "  --lease-namespace NS   namespace of the Lease (default: the context's)\n"
+          "  --lease-namespace NS   namespace of the Lease (default: $POD_NAMESPACE, else the\n"
+          "                         context's)\n"
           "  --lease-name NAME      name of the Lease (default gangsched)\n"
-          "  --identity ID          holder identity (default HOSTNAME_PID)\n"
+          "  --identity ID          holder identity (default: $POD_NAME, else HOSTNAME_PID)\n"
           "  --cycle-ms N           minimum interval between cycles (default 100)\n"
           "  --kube-qps N           API requests per second (default 200)\n"
           "  --kube-burst N         API request burst (default 400)\n"
@@ -859,6 +937,13 @@ static void usage_run(FILE *f)
           "  --port-file FILE       write the HTTP port here once listening\n"
           "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
           "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
+          "  --follow URL           while standby, copy the leader's store from its HTTP API\n"
+          "                         (GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
+          "                         takeover (docs/store.md \"Fail-over\")\n"
+          "  --follow-interval MS   between two copies (default 10000)\n"
+          "  --follow-token-file F  the read token for it (when reads need one)\n"
+          "  --http-max-conns, --http-probe-conns, --http-timeout, --http-write-timeout,\n"
+          "  --http-max-output      the HTTP API's limits (docs/api.md \"Limits\")\n"
           "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
           "                         and a new store started (default false: stop)\n"
           "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
@@ -876,6 +961,13 @@ static int cmd_run(int argc, char **argv)
     gethostname(host, sizeof(host) - 1);
     snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
     o.identity = identity;
+    /* In a pod (deploy/deployment.yaml, the downward API): the pod's name is the identity and
+     * its namespace the Lease's; --identity and --lease-namespace still win. */
+    const char *pod = getenv("POD_NAME"), *pod_ns = getenv("POD_NAMESPACE");
+    if (pod && *pod)
+        o.identity = pod;
+    if (pod_ns && *pod_ns)
+        o.lease_ns = pod_ns;
     log_threshold = LOG_LEVEL_INFO;
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i];
@@ -932,6 +1024,25 @@ static int cmd_run(int argc, char **argv)
             o.token_file = v;
         } else if (strcmp(f, "--read-token-file") == 0) {
             o.read_token_file = v;
+        } else if (strcmp(f, "--follow") == 0) {
+            o.follow_url = v;
+        } else if (strcmp(f, "--follow-token-file") == 0) {
+            o.follow_token_file = v;
+        } else if (strcmp(f, "--follow-interval") == 0) {
+            double x = strtod(v, &end);
+            if (!*v || *end || x < 100 || x > 3600000) {
+                fprintf(stderr, "gangsched run: --follow-interval %s: expected 100..3600000 ms\n",
+                        v);
+                return 2;
+            }
+            o.follow_ms = (uint32_t)x;
+        } else if (strncmp(f, "--http-", 7) == 0) {
+            struct sched_errbuf leb = {{0}};
+            if (http_limit_flag(&o.http, f, v, &leb) <= 0) {
+                fprintf(stderr, "gangsched run: %s\n",
+                        leb.msg[0] ? leb.msg : "unknown --http- flag");
+                return 2;
+            }
         } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
                    strcmp(f, "--kube-burst") == 0) {
             double x = strtod(v, &end);
@@ -1004,7 +1115,21 @@ static int cmd_store(int argc, char **argv)
     return store_check_main(argv[1], stdout);
 }
 
+static int dispatch_command(int argc, char **argv);
+
+/* Every command's standard output is checked once it is done: a full disk or a closed pipe
+ * makes the command fail (exit 1) instead of reporting success over a truncated output. */
 int main(int argc, char **argv)
+{
+    int rc = dispatch_command(argc, argv);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "gangsched: writing standard output: %s\n", strerror(errno ? errno : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int dispatch_command(int argc, char **argv)
 {
     if (argc < 2) {
         usage_main(stderr);

@@ -389,8 +389,12 @@ static bool label_is_int_above_one(const char *v)
 
 static enum gpu_sharing detect_sharing(const struct node *n)
 {
+    /* "single": every GPU is cut into equal MIG slices that nvidia.com/gpu then counts.
+     * "mixed": nvidia.com/gpu counts only the GPUs without MIG, whole devices; the slices are
+     * their own resources (nvidia.com/mig-<profile>), separate pools that never give a GPU
+     * index, so a MIG gang never gets a whole GPU and a GPU gang never gets a slice. */
     const char *mig = node_label(n, "nvidia.com/mig.strategy");
-    if (mig && strcmp(mig, "none") != 0)
+    if (mig && strcmp(mig, "none") != 0 && strcmp(mig, "mixed") != 0)
         return GPU_MIG;
     const char *product = node_label(n, "nvidia.com/gpu.product");
     if (product) {

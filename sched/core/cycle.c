@@ -28,6 +28,7 @@
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/backlog.h"
+#include "sched/core/device.h"
 #include "sched/core/eta.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
@@ -867,7 +868,8 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
         if (k_ > 0)                                                                                \
             at += (size_t)k_;                                                                      \
     } while (0)
-    PUT("%s: %u pod(s), %lld GPU(s)", sched_why_name(v->why), g->n_pods, (long long)g->gpus);
+    PUT("%s: %u pod(s), %lld %s(s)", sched_why_name(v->why), g->n_pods, (long long)g->gpus,
+        device_unit());
     if (v->why == SCHED_WHY_QUOTA || v->why == SCHED_WHY_QUOTA_NEVER) {
         char need[32], nom[32], used[32], avail[32], pot[32];
         int r = v->quota_res;

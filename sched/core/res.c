@@ -27,7 +27,7 @@ static struct {
         [RES_CPU] = "cpu",
         [RES_MEMORY] = "memory",
         [RES_PODS] = "pods",
-        [RES_GPU] = "nvidia.com/gpu",
+        [RES_GPU] = RES_DEFAULT_DEVICE,
     },
 };
 
@@ -148,6 +148,39 @@ const char *res_name(int id)
     if (id < 0 || id >= res_table.n)
         return "?";
     return res_table.names[id];
+}
+
+int res_check_name(const char *name, struct sched_errbuf *eb)
+{
+    if (!name)
+        return sched_fail(eb, SCHED_EINVAL, "invalid resource name: no string");
+    const char *why = check_name(name);
+    if (!why)
+        return 0;
+    char q[RES_QUOTE];
+    sched_quote(name, strlen(name), q, sizeof(q));
+    return sched_fail(eb, SCHED_EINVAL, "invalid resource name \"%s\": %s", q, why);
+}
+
+int res_set_device(const char *name, struct sched_errbuf *eb)
+{
+    if (!name)
+        return sched_fail(eb, SCHED_EINVAL, "invalid device resource name: no string");
+    int found = res_lookup(name);
+    if (found == RES_GPU)
+        return 0;
+    char q[RES_QUOTE];
+    sched_quote(name, strlen(name), q, sizeof(q));
+    if (found >= 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "device resource \"%s\" is already known as an ordinary resource; the "
+                          "device must be configured before input that uses it is read",
+                          q);
+    const char *why = check_name(name);
+    if (why)
+        return sched_fail(eb, SCHED_EINVAL, "invalid device resource name \"%s\": %s", q, why);
+    memcpy(res_table.names[RES_GPU], name, strlen(name) + 1);
+    return 0;
 }
 
 int res_count(void)

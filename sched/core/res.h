@@ -17,8 +17,11 @@
 
 #define RES_MAX 32 /* distinct resource names per process */
 
-/* Pre-interned ids, always present. */
+/* Pre-interned ids, always present. RES_GPU is the accelerator: its name is nvidia.com/gpu
+ * unless the configuration names another device resource (sched/core/device.h). */
 enum res_id { RES_CPU = 0, RES_MEMORY = 1, RES_PODS = 2, RES_GPU = 3, RES_N_WELLKNOWN = 4 };
+
+#define RES_DEFAULT_DEVICE "nvidia.com/gpu"
 
 struct res_vec {
     int64_t v[RES_MAX]; /* indexed by resource id; base units (see above) */
@@ -29,6 +32,13 @@ struct res_vec {
 int res_intern(const char *name, int *id, struct sched_errbuf *eb);
 int res_lookup(const char *name); /* id, or -1 when the name was never interned */
 const char *res_name(int id);
+/* Renames the accelerator slot RES_GPU to `name` (a no-op when it already has that name). The
+ * previous name is forgotten (read later, it becomes an ordinary resource). SCHED_EINVAL for an
+ * invalid name or one already interned as another resource (the accelerator must be named before
+ * any input that uses it is read). Drivers call it once, right after loading the config. */
+/* 0 when `name` is a valid Kubernetes resource name, else SCHED_EINVAL with the reason. */
+int res_check_name(const char *name, struct sched_errbuf *eb);
+int res_set_device(const char *name, struct sched_errbuf *eb);
 int res_count(void); /* ids in use are 0 .. res_count()-1 */
 /* The power-of-ten scale values of this resource are stored at: 3 for cpu, 0 otherwise. */
 int res_scale(int id);

@@ -371,14 +371,18 @@ static int serve_usage(FILE *f, int rc)
           "  --token-file FILE       bearer token for writes (re-read when it changes); without\n"
           "                          it writes are refused\n"
           "  --read-token-file FILE  bearer token reads need (the write token works too)\n"
-          "  --port-file FILE        write the bound port there once listening\n",
+          "  --port-file FILE        write the bound port there once listening\n"
+          "  --max-stale MS          after a commit elsewhere, keep answering from the tables\n"
+          "                          as loaded for up to MS (default 0: reload at once)\n",
           f);
+    fputs(http_limit_help, f);
     return rc;
 }
 
 int http_serve_main(int argc, char **argv)
 {
     const char *db = NULL, *port_file = NULL;
+    long max_stale = 0;
     struct http_opts o = {.listen = "127.0.0.1:8080"};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -390,6 +394,26 @@ int http_serve_main(int argc, char **argv)
                                                                  : NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return serve_usage(stdout, 0);
+        if (strcmp(a, "--max-stale") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            max_stale = strtol(argv[++i], &end, 10);
+            if (!*argv[i] || *end || max_stale < 0 || max_stale > 3600000) {
+                fprintf(stderr, "gangsched serve: --max-stale '%s': expected 0..3600000 ms\n",
+                        argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        struct sched_errbuf leb = {{0}};
+        int lf = i + 1 < argc ? http_limit_flag(&o.limits, a, argv[i + 1], &leb) : 0;
+        if (lf < 0) {
+            fprintf(stderr, "gangsched serve: %s\n", leb.msg);
+            return 2;
+        }
+        if (lf == 1) {
+            i++;
+            continue;
+        }
         if (!dst || i + 1 >= argc) {
             fprintf(stderr, "gangsched serve: %s '%s'\n",
                     dst ? "flag needs a value:" : "unknown flag", a);
@@ -410,8 +434,11 @@ int http_serve_main(int argc, char **argv)
         return 1;
     }
     uv_loop_t *loop = uv_default_loop();
-    struct http_provider p = {
-        .ctx = &sv, .store_path = db, .store_metrics = true, .write = serve_write};
+    struct http_provider p = {.ctx = &sv,
+                              .store_path = db,
+                              .store_metrics = true,
+                              .max_stale_ms = (uint32_t)max_stale,
+                              .write = serve_write};
     if (http_server_start(loop, &o, &p, &sv.srv, &eb) != 0) {
         fprintf(stderr, "gangsched serve: %s\n", eb.msg);
         uv_run(loop, UV_RUN_DEFAULT);

@@ -1,11 +1,12 @@
 /* sched/http/server.c: the HTTP API server; see server.h and docs/api.md.
  *
- * Owns: the listener and connections (libuv TCP), the request parser state around the
- * http-parser library, limits (16 KiB of headers: 431; 64 KiB of body: 413; a request must
- * arrive within the timeout: 408; max connections: 503), routing, bearer-token checks (token
- * files re-read when they change, constant-time comparison), JSON errors
- * {"error":{"code":N,"message":"..."}}, the worker-thread reads through store/views.h, and the
- * server's own metrics (requests by method and code).
+ * Owns: the listener and connections (libuv TCP): one request answered at a time per
+ * connection, the request timeout (408), the write timeout (a client that does not take its
+ * answer is disconnected), max connections (503) with a reserve of probe-only connections for
+ * /healthz and /readyz, the largest answer; routing, bearer-token checks (token files re-read
+ * when they change, constant-time comparison), JSON errors {"error":{"code":N,"message":"..."}},
+ * and the server's own metrics (requests by method and code). The request parser is
+ * reqparse.c, the reads run on workers are reads.c, the limit flags limits.c.
  * Must not touch: the store's content, scheduling, other handles of the embedding loop.
  */
 #include "sched/http/server.h"
@@ -16,20 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "sched/http/reqparse.h"
+#include "sched/http/server_int.h"
 #include "store/views.h"
 
 /* ---- tokens -----------------------------------------------------------------------------------
  */
-
-struct token {
-    char *path;
-    struct stat st; /* of the file when it was read */
-    bool have;
-    char value[1024];
-    size_t len;
-};
 
 /* Re-reads the file when its inode, size or mtime changed; false when it cannot be read or is
  * empty (then no request matches it). */
@@ -76,22 +72,6 @@ static bool token_match(const struct token *t, const char *given, size_t n)
 
 struct conn;
 
-struct http_server {
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    bool listening, stopping;
-    int port;
-    uint32_t max_conns, timeout_ms, n_conns;
-    struct conn *conns;
-    unsigned pending; /* handles and work items not yet finished */
-    struct http_provider prov;
-    struct token wtok, rtok;
-    uv_mutex_t mu; /* guards ro (workers) */
-    struct store *ro;
-    struct http_metrics *own;
-    struct http_metric *m_requests;
-};
-
 static char *sdup(const char *s)
 {
     if (!s)
@@ -107,8 +87,13 @@ static int server_init(struct http_server *s, const struct http_opts *o,
                        const struct http_provider *p, struct sched_errbuf *eb)
 {
     s->prov = *p;
-    s->max_conns = o->max_conns ? o->max_conns : HTTP_DEFAULT_CONNS;
-    s->timeout_ms = o->timeout_ms ? o->timeout_ms : HTTP_DEFAULT_TIMEOUT;
+    atomic_init(&s->written, false);
+    const struct http_limits *l = &o->limits;
+    s->lim.max_conns = l->max_conns ? l->max_conns : HTTP_DEFAULT_CONNS;
+    s->lim.probe_conns = l->probe_conns ? l->probe_conns : HTTP_DEFAULT_PROBES;
+    s->lim.timeout_ms = l->timeout_ms ? l->timeout_ms : HTTP_DEFAULT_TIMEOUT;
+    s->lim.write_timeout_ms = l->write_timeout_ms ? l->write_timeout_ms : HTTP_DEFAULT_WTIMEOUT;
+    s->lim.max_output = l->max_output ? l->max_output : HTTP_DEFAULT_OUTPUT;
     s->wtok.path = sdup(o->write_token_file);
     s->rtok.path = sdup(o->read_token_file);
     s->prov.store_path = NULL;
@@ -129,6 +114,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
 
 static void server_free(struct http_server *s)
 {
+    store_views_free(s->views);
     store_close(s->ro);
     uv_mutex_destroy(&s->mu);
     free(s->wtok.path);
@@ -168,6 +154,16 @@ int http_server_port(const struct http_server *s)
     return s ? s->port : 0;
 }
 
+unsigned http_server_conns(const struct http_server *s)
+{
+    return s ? s->n_conns : 0;
+}
+
+unsigned http_server_reads_in_flight(const struct http_server *s)
+{
+    return s ? s->n_reads : 0;
+}
+
 /* ---- responses --------------------------------------------------------------------------------
  */
 
@@ -204,7 +200,7 @@ static const char *reason(int status)
     return "Unknown";
 }
 
-static void resp_json(struct http_response *r, int status, cJSON *doc)
+void http__resp_json(struct http_response *r, int status, cJSON *doc)
 {
     r->status = status;
     r->content_type = "application/json";
@@ -218,9 +214,7 @@ static void resp_json(struct http_response *r, int status, cJSON *doc)
     r->len = r->body ? strlen(r->body) : 0;
 }
 
-static void resp_error(struct http_response *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void resp_error(struct http_response *r, int status, const char *fmt, ...)
+void http__resp_error(struct http_response *r, int status, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -233,38 +227,24 @@ static void resp_error(struct http_response *r, int status, const char *fmt, ...
         cJSON_AddNumberToObject(e, "code", status);
         cJSON_AddStringToObject(e, "message", msg);
     }
-    resp_json(r, status, doc);
+    http__resp_json(r, status, doc);
     r->status = status;
 }
 
 /* ---- routing ----------------------------------------------------------------------------------
  */
 
-enum view { V_QUOTA, V_QUEUES, V_QUEUE, V_JOBS, V_EXPLAIN, V_TOP, V_RESERVATIONS, V_METRICS };
-
-struct http_work {
-    enum view v;
-    char *arg;
-    bool all;
-    uint32_t limit;
-    /* connection bookkeeping (server.c) */
-    uv_work_t req;
-    struct conn *conn;
-    struct http_server *srv;
-    struct http_response resp;
-    char method[8];
-};
-
 void http_work_free(struct http_work *w)
 {
     if (!w)
         return;
     free(w->arg);
+    free(w->cont);
     free(w->resp.body);
     free(w);
 }
 
-static int hexval(char c)
+int http__hexval(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -285,8 +265,8 @@ static char *pct_decode(const char *s, size_t n, bool plus_space)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+            int hi = i + 2 < n ? http__hexval(s[i + 1]) : -1;
+            int lo = i + 2 < n ? http__hexval(s[i + 2]) : -1;
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
                 free(d);
                 return NULL;
@@ -340,7 +320,8 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
     if (need == AUTH_READ && !s->rtok.path)
         return 0;
     if (need == AUTH_WRITE && !have_w) {
-        resp_error(resp, 403, "writes are disabled: the server has no write token configured");
+        http__resp_error(resp, 403,
+                         "writes are disabled: the server has no write token configured");
         return 403;
     }
     const char *tok = NULL;
@@ -354,7 +335,7 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
             n--;
     }
     if (!tok || n == 0) {
-        resp_error(resp, 401, "missing bearer token (Authorization: Bearer TOKEN)");
+        http__resp_error(resp, 401, "missing bearer token (Authorization: Bearer TOKEN)");
         return 401;
     }
     bool w = have_w && token_match(&s->wtok, tok, n);
@@ -362,16 +343,16 @@ static int authorise(struct http_server *s, const char *auth, enum auth_need nee
     if (w || (need == AUTH_READ && r))
         return 0;
     if (r) {
-        resp_error(resp, 403, "the read-only token cannot write");
+        http__resp_error(resp, 403, "the read-only token cannot write");
         return 403;
     }
-    resp_error(resp, 401, "invalid bearer token");
+    http__resp_error(resp, 401, "invalid bearer token");
     return 401;
 }
 
 static int method_not_allowed(struct http_response *resp, const char *method, const char *allow)
 {
-    resp_error(resp, 405, "method %s not allowed here (allowed: %s)", method, allow);
+    http__resp_error(resp, 405, "method %s not allowed here (allowed: %s)", method, allow);
     resp->allow = allow;
     return 0;
 }
@@ -380,7 +361,7 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
                     enum store_action_kind kind, const char *target, const char *detail)
 {
     if (!s->prov.write) {
-        resp_error(resp, 501, "this server takes no operator writes");
+        http__resp_error(resp, 501, "this server takes no operator writes");
         return 0;
     }
     struct http_write w = {kind, target, detail, r->peer};
@@ -389,10 +370,11 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
     int err = s->prov.write(s->prov.ctx, &w, &result, &eb);
     if (err) {
         int st = err == SCHED_ENOENT ? 404 : err == SCHED_EINVAL ? 400 : 500;
-        resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
+        http__resp_error(resp, st, "%s", eb.msg[0] ? eb.msg : sched_strerror(err));
         return 0;
     }
-    resp_json(resp, 202, result ? result : cJSON_CreateObject());
+    atomic_store(&s->written, true); /* read-your-writes: see server_int.h */
+    http__resp_json(resp, 202, result ? result : cJSON_CreateObject());
     return 0;
 }
 
@@ -408,15 +390,15 @@ static int reserve(struct http_server *s, const struct http_request *r, struct h
         ok = ok && cJSON_IsString(n) && *n->valuestring;
     if (!ok) {
         cJSON_Delete(doc);
-        resp_error(resp, 400,
-                   "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
-                   "required");
+        http__resp_error(resp, 400,
+                         "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
+                         "required");
         return 0;
     }
     char *detail = cJSON_PrintUnformatted(doc);
     int rc = detail ? do_write(s, r, resp, STORE_ACT_RESERVE, job->valuestring, detail) : 0;
     if (!detail)
-        resp_error(resp, 500, "out of memory");
+        http__resp_error(resp, 500, "out of memory");
     free(detail);
     cJSON_Delete(doc);
     return rc;
@@ -462,7 +444,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
     if (strcmp(path, "/healthz") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
-        resp_json(resp, 200, cJSON_Parse("{\"status\":\"ok\"}"));
+        http__resp_json(resp, 200, cJSON_Parse("{\"status\":\"ok\"}"));
         return 0;
     }
     if (strcmp(path, "/readyz") == 0) {
@@ -470,13 +452,13 @@ static int route(struct http_server *s, const struct http_request *r, const char
             return method_not_allowed(resp, m, "GET");
         char why[256] = "";
         if (s->prov.ready && !s->prov.ready(s->prov.ctx, why, sizeof(why))) {
-            resp_error(resp, 503, "not ready: %s", why[0] ? why : "not ready");
+            http__resp_error(resp, 503, "not ready: %s", why[0] ? why : "not ready");
             return 0;
         }
         cJSON *ok = cJSON_Parse("{\"status\":\"ready\"}");
         if (ok && why[0]) /* what the provider says about a ready state (the APIs in use) */
             cJSON_AddStringToObject(ok, "detail", why);
-        resp_json(resp, 200, ok);
+        http__resp_json(resp, 200, ok);
         return 0;
     }
     /* everything else is under authorisation */
@@ -492,6 +474,14 @@ static int route(struct http_server *s, const struct http_request *r, const char
         if (!get)
             return method_not_allowed(resp, m, "GET");
         v = V_QUEUES;
+    } else if (strcmp(path, "/v1/store/snapshot") == 0) {
+        if (!get)
+            return method_not_allowed(resp, m, "GET");
+        if (s->prov.leading && !s->prov.leading(s->prov.ctx)) {
+            http__resp_error(resp, 503, "not the leader: only the leader serves its store");
+            return 0;
+        }
+        v = V_SNAPSHOT;
     } else if (strcmp(path, "/v1/quota") == 0) {
         if (!get)
             return method_not_allowed(resp, m, "GET");
@@ -516,7 +506,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
         errno = 0;
         long long id = strtoll(rest, &end, 10);
         if (*rest < '0' || *rest > '9' || *end || errno || id <= 0) {
-            resp_error(resp, 400, "reservation id must be a positive integer");
+            http__resp_error(resp, 400, "reservation id must be a positive integer");
             return 0;
         }
         if (authorise(s, r->auth, AUTH_WRITE, resp))
@@ -531,7 +521,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                        : strcmp(action, "drain") == 0  ? STORE_ACT_DRAIN
                                                        : -1;
             if (kind < 0 || slash == rest || strchr(action, '/')) {
-                resp_error(resp, 404, "no such route: %s %s", m, r->url);
+                http__resp_error(resp, 404, "no such route: %s %s", m, r->url);
                 return 0;
             }
             if (!post)
@@ -540,7 +530,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                 return 0;
             owned = malloc((size_t)(slash - rest) + 1);
             if (!owned) {
-                resp_error(resp, 500, "out of memory");
+                http__resp_error(resp, 500, "out of memory");
                 return 0;
             }
             memcpy(owned, rest, (size_t)(slash - rest));
@@ -564,7 +554,7 @@ static int route(struct http_server *s, const struct http_request *r, const char
                 return 0;
             owned = malloc(stem + 1);
             if (!owned) {
-                resp_error(resp, 500, "out of memory");
+                http__resp_error(resp, 500, "out of memory");
                 return 0;
             }
             memcpy(owned, rest, stem);
@@ -582,23 +572,34 @@ static int route(struct http_server *s, const struct http_request *r, const char
         v = V_TOP;
     }
     if (!found) {
-        resp_error(resp, 404, "no such route: %s %s", m, r->url);
+        http__resp_error(resp, 404, "no such route: %s %s", m, r->url);
         return 0;
     }
     if (authorise(s, r->auth, AUTH_READ, resp))
         return 0;
     struct http_work *w = new_work(v, arg);
     if (!w) {
-        resp_error(resp, 500, "out of memory");
+        http__resp_error(resp, 500, "out of memory");
         return 0;
     }
     w->limit = 50;
     bool bad = false;
-    if (v == V_JOBS) {
-        w->arg = query_get(q, qn, "queue", &bad);
-        char *all = query_get(q, qn, "all", &bad);
-        w->all = all && (strcmp(all, "1") == 0 || strcmp(all, "true") == 0);
-        free(all);
+    if (v == V_JOBS || v == V_QUEUES || v == V_RESERVATIONS) {
+        if (v == V_JOBS) {
+            w->arg = query_get(q, qn, "queue", &bad);
+            char *all = query_get(q, qn, "all", &bad);
+            w->all = all && (strcmp(all, "1") == 0 || strcmp(all, "true") == 0);
+            free(all);
+        }
+        char *lim = query_get(q, qn, "limit", &bad);
+        if (lim) {
+            char *end = NULL;
+            unsigned long n = strtoul(lim, &end, 10);
+            bad = bad || *lim < '0' || *lim > '9' || *end || n == 0 || n > HTTP_MAX_PAGE;
+            w->page_limit = (uint32_t)n;
+        }
+        free(lim);
+        w->cont = query_get(q, qn, "continue", &bad);
     } else if (v == V_EXPLAIN) {
         char *lim = query_get(q, qn, "limit", &bad);
         if (lim) {
@@ -611,14 +612,14 @@ static int route(struct http_server *s, const struct http_request *r, const char
     }
     if (bad) {
         http_work_free(w);
-        resp_error(resp, 400, "bad query string: %.*s", (int)(qn > 200 ? 200 : qn), q);
+        http__resp_error(resp, 400, "bad query string: %.*s", (int)(qn > 200 ? 200 : qn), q);
         return 0;
     }
     if (v == V_METRICS && !s->prov.store_metrics) {
         w->v = V_METRICS;
     } else if (!s->prov.store_path) {
         http_work_free(w);
-        resp_error(resp, 503, "this server has no database to read");
+        http__resp_error(resp, 503, "this server has no database to read");
         return 0;
     }
     *work = w;
@@ -634,12 +635,12 @@ int http_route(struct http_server *s, const struct http_request *r, struct http_
     http_parser_url_init(&u);
     size_t n = strlen(r->url);
     if (n == 0 || http_parser_parse_url(r->url, n, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
-        resp_error(resp, 400, "malformed request target");
+        http__resp_error(resp, 400, "malformed request target");
         return 0;
     }
     char *path = pct_decode(r->url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, false);
     if (!path) {
-        resp_error(resp, 400, "malformed percent-escape in the path");
+        http__resp_error(resp, 400, "malformed percent-escape in the path");
         return 0;
     }
     const char *q = u.field_set & (1 << UF_QUERY) ? r->url + u.field_data[UF_QUERY].off : "";
@@ -666,270 +667,8 @@ static void render_live(struct http_server *s, struct http_response *resp)
     if (err) {
         free(resp->body);
         memset(resp, 0, sizeof(*resp));
-        resp_error(resp, 500, "rendering the metrics: out of memory");
+        http__resp_error(resp, 500, "rendering the metrics: out of memory");
     }
-}
-
-void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
-{
-    memset(resp, 0, sizeof(*resp));
-    struct sched_errbuf eb = {{0}};
-    if (w->v == V_METRICS && !s->prov.store_metrics) {
-        resp->status = 200;
-        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        return;
-    }
-    uv_mutex_lock(&s->mu);
-    int err = 0;
-    if (!s->ro)
-        err = store_open(s->prov.store_path, STORE_READONLY, NULL, &s->ro, &eb);
-    if (err) {
-        uv_mutex_unlock(&s->mu);
-        resp_error(resp, 503, "database unavailable: %s", eb.msg);
-        return;
-    }
-    if (w->v == V_METRICS) {
-        struct http_metrics *m = http_metrics_new();
-        err = m ? http_store_metrics(s->ro, m, &eb) : SCHED_ENOMEM;
-        char *buf = NULL;
-        size_t len = 0;
-        if (!err)
-            err = http_metrics_render(m, &buf, &len);
-        http_metrics_free(m);
-        uv_mutex_unlock(&s->mu);
-        if (err) {
-            free(buf);
-            resp_error(resp, 500, "metrics from the database: %s",
-                       eb.msg[0] ? eb.msg : sched_strerror(err));
-            return;
-        }
-        resp->status = 200;
-        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        resp->body = buf;
-        resp->len = len;
-        return;
-    }
-    struct store_views *v = NULL;
-    cJSON *doc = NULL;
-    err = store_views_load(s->ro, &v, &eb);
-    if (!err) {
-        switch (w->v) {
-        case V_QUOTA:
-            err = store_view_quota(v, NULL, &doc, &eb);
-            break;
-        case V_QUEUE:
-            err = store_view_quota(v, w->arg, &doc, &eb);
-            break;
-        case V_QUEUES:
-            err = store_view_queues(v, &doc, &eb);
-            break;
-        case V_JOBS:
-            err = store_view_jobs(v, w->arg && *w->arg ? w->arg : NULL, w->all, &doc, &eb);
-            break;
-        case V_EXPLAIN:
-            err = store_view_explain(v, w->arg, w->limit, &doc, &eb);
-            break;
-        case V_TOP:
-            err = store_view_top(v, &doc, &eb);
-            break;
-        case V_RESERVATIONS:
-        case V_METRICS:
-            err = store_view_reservations(v, &doc, &eb);
-            break;
-        }
-    }
-    store_views_free(v);
-    if (err && err != SCHED_ENOENT) { /* reopen next time: the file may have been replaced */
-        store_close(s->ro);
-        s->ro = NULL;
-    }
-    uv_mutex_unlock(&s->mu);
-    if (err) {
-        /* messages name the server's file: say only what was not found */
-        const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);
-        if (err == SCHED_ENOENT) {
-            char clean[SCHED_ERRBUF];
-            snprintf(clean, sizeof(clean), "%s", msg);
-            char *in = strstr(clean, "' not found in ");
-            if (in)
-                in[strlen("' not found")] = 0;
-            resp_error(resp, 404, "%s", clean);
-        } else {
-            resp_error(resp, 500, "reading the database: %s", msg);
-        }
-        return;
-    }
-    resp_json(resp, 200, doc);
-}
-
-/* ---- raw bytes: the request parser --------------------------------------------------------------
- */
-
-struct reqp {
-    http_parser p;
-    char url[HTTP_MAX_HEADER_BYTES + 1];
-    size_t url_len;
-    char field[64];
-    size_t field_len;
-    bool in_value, value_is_auth;
-    char auth[HTTP_MAX_HEADER_BYTES + 1];
-    size_t auth_len;
-    bool have_auth;
-    char *body;
-    size_t body_len;
-    size_t header_bytes;
-    int error; /* status to answer with when the parser stops */
-    bool complete, keep_alive;
-};
-
-static struct reqp *RP(http_parser *p)
-{
-    return (struct reqp *)p->data;
-}
-
-static bool count_header(struct reqp *r, size_t n)
-{
-    r->header_bytes += n;
-    if (r->header_bytes > HTTP_MAX_HEADER_BYTES) {
-        r->error = 431;
-        return false;
-    }
-    return true;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n) || r->url_len + n > HTTP_MAX_HEADER_BYTES)
-        return -1;
-    memcpy(r->url + r->url_len, at, n);
-    r->url_len += n;
-    r->url[r->url_len] = 0;
-    return 0;
-}
-
-static int on_field(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n))
-        return -1;
-    if (r->in_value) {
-        r->in_value = false;
-        r->field_len = 0;
-    }
-    size_t room = sizeof(r->field) - 1 - r->field_len;
-    size_t k = n < room ? n : room;
-    memcpy(r->field + r->field_len, at, k);
-    r->field_len += k;
-    r->field[r->field_len] = 0;
-    return 0;
-}
-
-static int on_value(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (!count_header(r, n))
-        return -1;
-    if (!r->in_value) {
-        r->in_value = true;
-        r->value_is_auth = strcasecmp(r->field, "authorization") == 0;
-        if (r->value_is_auth) {
-            if (r->have_auth) { /* two Authorization headers: ambiguous */
-                r->error = 400;
-                return -1;
-            }
-            r->have_auth = true;
-            r->auth_len = 0;
-        }
-    }
-    if (r->value_is_auth) {
-        memcpy(r->auth + r->auth_len, at, n); /* bounded by count_header */
-        r->auth_len += n;
-        r->auth[r->auth_len] = 0;
-    }
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    struct reqp *r = RP(p);
-    if (p->content_length != ULLONG_MAX && p->content_length > HTTP_MAX_BODY_BYTES) {
-        r->error = 413;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    struct reqp *r = RP(p);
-    if (r->body_len + n > HTTP_MAX_BODY_BYTES) {
-        r->error = 413;
-        return -1;
-    }
-    char *b = realloc(r->body, r->body_len + n + 1);
-    if (!b) {
-        r->error = 500;
-        return -1;
-    }
-    memcpy(b + r->body_len, at, n);
-    r->body = b;
-    r->body_len += n;
-    b[r->body_len] = 0;
-    return 0;
-}
-
-static int on_complete(http_parser *p)
-{
-    struct reqp *r = RP(p);
-    r->complete = true;
-    r->keep_alive = http_should_keep_alive(p) != 0;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings settings = {
-    .on_url = on_url,
-    .on_header_field = on_field,
-    .on_header_value = on_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_complete,
-};
-
-static void reqp_reset(struct reqp *r)
-{
-    free(r->body);
-    r->url_len = r->field_len = r->auth_len = r->body_len = r->header_bytes = 0;
-    r->in_value = r->value_is_auth = r->have_auth = r->complete = r->keep_alive = false;
-    r->body = NULL;
-    r->error = 0;
-    r->url[0] = r->auth[0] = r->field[0] = 0;
-    http_parser_init(&r->p, HTTP_REQUEST);
-    r->p.data = r;
-}
-
-/* Feeds bytes; returns the number consumed. After it, r->complete (a whole request) or
- * r->error (the status to answer with before closing) may be set. */
-static size_t reqp_feed(struct reqp *r, const char *data, size_t len)
-{
-    size_t n = http_parser_execute(&r->p, &settings, data, len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&r->p);
-    if (r->complete)
-        return n;
-    if (e != HPE_OK && !r->error)
-        r->error = 400;
-    return n;
-}
-
-static void fill_request(struct reqp *r, struct http_request *q, const char *peer)
-{
-    q->method = http_method_str((enum http_method)r->p.method);
-    q->url = r->url;
-    q->auth = r->have_auth ? r->auth : NULL;
-    q->body = r->body ? r->body : "";
-    q->body_len = r->body_len;
-    q->peer = peer;
 }
 
 static void count_request(struct http_server *s, const char *method, int status)
@@ -959,10 +698,9 @@ static int answer_inline(struct http_server *s, const struct http_request *q)
 
 int http_feed_raw(struct http_server *s, const char *data, size_t len)
 {
-    struct reqp *r = malloc(sizeof(*r));
+    struct reqp *r = calloc(1, sizeof(*r));
     if (!r)
         return 500;
-    r->body = NULL;
     reqp_reset(r);
     reqp_feed(r, data, len);
     int st = 0;
@@ -970,10 +708,10 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
         st = r->error;
     } else if (r->complete) {
         struct http_request q;
-        fill_request(r, &q, "fuzz");
+        reqp_fill_request(r, &q, "fuzz");
         st = answer_inline(s, &q);
     }
-    free(r->body);
+    reqp_free(r);
     free(r);
     return st;
 }
@@ -982,21 +720,28 @@ int http_feed_raw(struct http_server *s, const char *data, size_t len)
  */
 
 #define IN_CAP (HTTP_MAX_HEADER_BYTES + HTTP_MAX_BODY_BYTES + 4096)
+#define IN_MIN 4096 /* first input buffer; grown to IN_CAP as a request needs */
 
+/* A connection. Memory: the struct (under 1 KiB), the parser's URL and Authorization buffers
+ * (grown to what requests needed, usually a few hundred bytes) and its input buffer, which
+ * exists only while bytes are waiting (IN_MIN, grown to IN_CAP): an idle keep-alive connection
+ * costs about 1.5 KiB. */
 struct conn {
     uv_tcp_t tcp;
-    uv_timer_t timer;
+    uv_timer_t timer; /* request timeout, idle timeout, or write timeout while `writing` */
     struct http_server *srv;
     struct conn *next, **pprev;
     struct reqp rp;
-    char in[IN_CAP];
-    size_t in_len;
+    char *in;
+    size_t in_len, in_cap;
     char peer[64];
-    bool busy;    /* a request is being answered */
+    bool busy;    /* a request is being answered (read on a worker, or answer queued) */
+    bool writing; /* an answer is queued and not yet taken by the kernel */
     bool closing; /* close once the answer is written */
     bool closed;
     bool reading;
-    int open; /* handles not closed yet + work in flight */
+    bool probe_only; /* beyond max_conns: answers /healthz and /readyz, once */
+    int open;        /* handles not closed yet + work in flight */
 };
 
 struct wreq {
@@ -1011,7 +756,8 @@ static void conn_release(struct conn *c)
     if (--c->open > 0)
         return;
     struct http_server *s = c->srv;
-    free(c->rp.body);
+    reqp_free(&c->rp);
+    free(c->in);
     free(c);
     s->pending--;
     if (s->stopping && s->pending == 0)
@@ -1032,6 +778,8 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->pprev = c->pprev;
     c->srv->n_conns--;
+    if (c->probe_only)
+        c->srv->n_probe--;
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, on_closed);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -1047,25 +795,41 @@ static void on_written(uv_write_t *w, int status)
     bool close_after = wr->close_after;
     free(wr);
     if (!c->closed) {
+        c->writing = false;
         if (status < 0 || close_after) {
             conn_close(c);
         } else {
             c->busy = false;
             reqp_reset(&c->rp);
-            uv_timer_again(&c->timer);
+            uv_timer_again(&c->timer); /* back to the request/idle timeout */
             conn_drain(c);
         }
     }
     conn_release(c);
 }
 
+static void on_timeout(uv_timer_t *t);
+
+/* Queues one answer; takes resp->body (freed here, set NULL). */
 static void conn_send(struct conn *c, struct http_response *resp, const char *method, bool close)
 {
-    count_request(c->srv, method, resp->status);
     if (c->closed) {
+        count_request(c->srv, method, resp->status);
         free(resp->body);
+        resp->body = NULL;
         return;
     }
+    if (resp->len > c->srv->lim.max_output && !resp->unlimited) {
+        size_t len = resp->len;
+        free(resp->body);
+        memset(resp, 0, sizeof(*resp));
+        http__resp_error(
+            resp, 500,
+            "the answer (%zu bytes) is larger than this server sends on one connection "
+            "(%u bytes, --http-max-output): page with limit and continue",
+            len, c->srv->lim.max_output);
+    }
+    count_request(c->srv, method, resp->status);
     char head[512];
     int hn = snprintf(head, sizeof(head),
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -1081,6 +845,7 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
     if (!buf) {
         free(wr);
         free(resp->body);
+        resp->body = NULL;
         conn_close(c);
         return;
     }
@@ -1100,13 +865,18 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
         free(wr);
         c->open--;
         conn_close(c);
+        return;
     }
+    /* The client has write_timeout_ms to take the answer; then the idle/request timeout. */
+    c->writing = true;
+    uint32_t idle = c->probe_only ? HTTP_PROBE_TIMEOUT : c->srv->lim.timeout_ms;
+    uv_timer_start(&c->timer, on_timeout, c->srv->lim.write_timeout_ms, idle);
 }
 
 static void send_error(struct conn *c, int status, const char *msg)
 {
     struct http_response resp = {0};
-    resp_error(&resp, status, "%s", msg);
+    http__resp_error(&resp, status, "%s", msg);
     conn_send(c, &resp, "unknown", true);
 }
 
@@ -1120,23 +890,39 @@ static void work_done(uv_work_t *req, int status)
 {
     struct http_work *w = req->data;
     struct conn *c = w->conn;
+    w->srv->n_reads--;
     if (status != 0) {
         free(w->resp.body);
         memset(&w->resp, 0, sizeof(w->resp));
-        resp_error(&w->resp, 503, "the server is stopping");
+        http__resp_error(&w->resp, 503, "the server is stopping");
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
-    bool close = !c->rp.keep_alive || w->srv->stopping;
+    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only;
     conn_send(c, &w->resp, w->method, close);
     http_work_free(w);
     conn_release(c);
 }
 
+/* Whether a request target is one of the probe routes (path /healthz or /readyz). */
+static bool is_probe(const char *url)
+{
+    size_t n = strcspn(url, "?#");
+    return (n == 8 && strncmp(url, "/healthz", 8) == 0) ||
+           (n == 7 && strncmp(url, "/readyz", 7) == 0);
+}
+
 static void dispatch(struct conn *c)
 {
     struct http_request q;
-    fill_request(&c->rp, &q, c->peer);
+    reqp_fill_request(&c->rp, &q, c->peer);
+    if (c->probe_only && !is_probe(q.url)) {
+        struct http_response resp = {0};
+        http__resp_error(&resp, 503,
+                         "too many connections: this one answers only /healthz and /readyz");
+        conn_send(c, &resp, q.method, true);
+        return;
+    }
     struct http_response resp;
     struct http_work *w = NULL;
     if (http_route(c->srv, &q, &resp, &w) == 1) {
@@ -1151,17 +937,30 @@ static void dispatch(struct conn *c)
             http_work_free(w);
             c->busy = false;
             send_error(c, 503, "cannot queue the request");
+            return;
         }
+        c->srv->n_reads++;
         return;
     }
-    conn_send(c, &resp, q.method, !c->rp.keep_alive);
+    conn_send(c, &resp, q.method, !c->rp.keep_alive || c->probe_only);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct conn *c = h->data;
     (void)suggested;
-    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(IN_CAP - c->in_len));
+    if (c->in_cap - c->in_len < IN_MIN / 4 && c->in_cap < IN_CAP) {
+        size_t nc = c->in_cap ? c->in_cap * 2 : IN_MIN;
+        if (nc > IN_CAP)
+            nc = IN_CAP;
+        char *b = realloc(c->in, nc);
+        if (b) {
+            c->in = b;
+            c->in_cap = nc;
+        }
+    }
+    /* a zero-length buffer makes libuv report UV_ENOBUFS: the connection is closed */
+    *buf = uv_buf_init(c->in ? c->in + c->in_len : NULL, (unsigned)(c->in_cap - c->in_len));
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
@@ -1207,6 +1006,11 @@ static void conn_drain(struct conn *c)
         conn_close(c);
         return;
     }
+    if (c->in_len == 0 && c->in) { /* an idle connection keeps no input buffer */
+        free(c->in);
+        c->in = NULL;
+        c->in_cap = 0;
+    }
     bool want = !c->busy && c->in_len < IN_CAP;
     if (want && !c->reading)
         c->reading = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0;
@@ -1219,7 +1023,11 @@ static void conn_drain(struct conn *c)
 static void on_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    if (c->busy)
+    if (c->writing) { /* the client does not read its answer */
+        conn_close(c);
+        return;
+    }
+    if (c->busy) /* a read on a worker: bounded by the server, not the client */
         return;
     if (c->in_len > 0 || c->rp.header_bytes > 0)
         send_error(c, 408, "request not received in time");
@@ -1263,11 +1071,18 @@ static void on_connection(uv_stream_t *ls, int status)
             uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
         snprintf(c->peer, sizeof(c->peer), "%s", ip);
     }
-    uv_timer_start(&c->timer, on_timeout, s->timeout_ms, s->timeout_ms);
-    if (s->n_conns > s->max_conns) {
-        send_error(c, 503, "too many connections");
-        return;
+    uint32_t served = s->n_conns - 1 - s->n_probe; /* before this one */
+    if (served >= s->lim.max_conns) {
+        if (s->n_probe >= s->lim.probe_conns) {
+            uv_timer_start(&c->timer, on_timeout, s->lim.timeout_ms, s->lim.timeout_ms);
+            send_error(c, 503, "too many connections");
+            return;
+        }
+        c->probe_only = true;
+        s->n_probe++;
     }
+    uint32_t t = c->probe_only ? HTTP_PROBE_TIMEOUT : s->lim.timeout_ms;
+    uv_timer_start(&c->timer, on_timeout, t, t);
     conn_drain(c);
 }
 
@@ -1310,6 +1125,13 @@ int http_server_start(uv_loop_t *loop, const struct http_opts *o, const struct h
     if (err)
         return err;
     s->loop = loop;
+    /* room for every connection the limits allow, plus the program's own files */
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->lim.max_conns + s->lim.probe_conns + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     s->pending = 1;

@@ -31,8 +31,37 @@
 
 #define HTTP_MAX_HEADER_BYTES (16u << 10) /* request line and headers: more is 431 */
 #define HTTP_MAX_BODY_BYTES   (64u << 10) /* body: more is 413 */
-#define HTTP_DEFAULT_CONNS    64
-#define HTTP_DEFAULT_TIMEOUT  10000 /* ms a connection may take to send one request */
+#define HTTP_DEFAULT_CONNS    4096
+#define HTTP_DEFAULT_PROBES   16         /* connections kept for /healthz and /readyz */
+#define HTTP_DEFAULT_TIMEOUT  10000      /* ms a connection may take to send one request */
+#define HTTP_DEFAULT_WTIMEOUT 10000      /* ms a client may take to take one answer */
+#define HTTP_DEFAULT_OUTPUT   (8u << 20) /* bytes: the largest answer queued on one connection */
+#define HTTP_PROBE_TIMEOUT    2000       /* ms: the request timeout of a probe-only connection */
+#define HTTP_MAX_PAGE         10000      /* list routes: the largest ?limit= */
+
+/* Limits that bound what clients, hostile or slow, can hold (docs/api.md "Limits"). Each 0
+ * field takes its default. */
+struct http_limits {
+    uint32_t max_conns;        /* connections served; HTTP_DEFAULT_CONNS (the soft limit on open
+                                  files is raised toward it, up to the hard limit) */
+    uint32_t probe_conns;      /* more connections, beyond max_conns, that answer only /healthz
+                                  and /readyz (one request each); HTTP_DEFAULT_PROBES */
+    uint32_t timeout_ms;       /* a request must arrive within it (408); an idle keep-alive
+                                  connection is closed after it; HTTP_DEFAULT_TIMEOUT */
+    uint32_t write_timeout_ms; /* an answer not taken by the client within it closes the
+                                  connection; HTTP_DEFAULT_WTIMEOUT */
+    uint32_t max_output;       /* bytes: a larger answer is refused (500, "page with limit and
+                                  continue"); HTTP_DEFAULT_OUTPUT */
+};
+
+/* Parses one limit flag (--http-max-conns, --http-probe-conns, --http-timeout,
+ * --http-write-timeout: milliseconds; --http-max-output: bytes) into l. Returns 1 when `flag`
+ * is one of them and `value` is valid, 0 when `flag` is not a limit flag, SCHED_EINVAL with a
+ * message naming the flag for a bad value. */
+int http_limit_flag(struct http_limits *l, const char *flag, const char *value,
+                    struct sched_errbuf *eb);
+/* The flags' help text, for usage messages. */
+extern const char http_limit_help[];
 
 struct http_opts {
     const char *listen;           /* "HOST:PORT" (IPv4 or [IPv6]); port 0 picks a free one */
@@ -40,8 +69,7 @@ struct http_opts {
                                      NULL: writes are refused (403) */
     const char *read_token_file;  /* NULL: reads need no token; else reads need this token or
                                      the write token */
-    uint32_t max_conns;           /* 0: HTTP_DEFAULT_CONNS; more connections get 503 */
-    uint32_t timeout_ms;          /* 0: HTTP_DEFAULT_TIMEOUT */
+    struct http_limits limits;
 };
 
 /* One operator write, validated by the server (kind, target); detail is the request's JSON
@@ -65,6 +93,14 @@ struct http_provider {
     struct http_metrics *metrics;
     /* Also render the families derived from the store (http_store_metrics), in a worker. */
     bool store_metrics;
+    /* Reads answer from the tables as loaded; after a commit by another connection they are
+     * reloaded at the next read, or (max_stale_ms > 0) not before they are that old: a writer
+     * committing every cycle then costs one reload per max_stale_ms, not one per read. */
+    uint32_t max_stale_ms;
+    /* Whether this process leads (the daemon); NULL: always. Only a leader serves
+     * /v1/store/snapshot (a standby answers 503), so that a standby following the Service's
+     * address never copies another standby's file. */
+    bool (*leading)(void *ctx);
     /* An operator write. Returns 0 with *result (a JSON object: "action", "message"; the server
      * answers 202 with it), or SCHED_ENOENT (404: unknown queue, job or reservation),
      * SCHED_EINVAL (400), another code (500), with a message in eb. NULL: writes answer 501. */
@@ -83,6 +119,13 @@ int http_server_write_port(const struct http_server *s, const char *path, struct
 /* Closes the listener and every connection; the memory is freed once libuv has closed the
  * handles and finished the server's work (run the loop until it has). NULL is a no-op. */
 void http_server_stop(struct http_server *s);
+
+/* For tests: connections open now (probe-only ones included), and reads queued on workers. */
+unsigned http_server_conns(const struct http_server *s);
+unsigned http_server_reads_in_flight(const struct http_server *s);
+/* For tests: how many times the server loaded the database's tables (it reloads only after a
+ * commit by another connection). */
+unsigned long long http_server_loads(struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
 
@@ -103,6 +146,7 @@ struct http_response {
     char *body; /* malloc'd */
     size_t len;
     const char *allow; /* 405: the Allow header */
+    bool unlimited;    /* exempt from max_output (the store snapshot: bounded by the file) */
 };
 
 /* Routes and authorises one request. Returns 1 when the answer needs a store read (the server

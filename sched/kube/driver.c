@@ -35,10 +35,12 @@
 #include "sched/core/annot.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
+#include "sched/core/device.h"
 #include "sched/core/eta.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
+#include "sched/http/follow.h"
 #include "sched/http/metrics.h"
 #include "sched/http/server.h"
 #include "sched/kube/cache.h"
@@ -110,6 +112,7 @@ static uint32_t verdict_key(int why, const char *text)
 }
 
 struct kdrv {
+    bool warned_no_device; /* the "no node has the device" warning was logged for this state */
     const struct kube_run_opts *o;
     uv_loop_t *loop;
     uv_timer_t cycle_timer;
@@ -139,6 +142,7 @@ struct kdrv {
     struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
     struct http_server *http;
+    struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
     struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
         *m_held;
@@ -231,21 +235,21 @@ static int job_charge(struct kdrv *d, const char *gang, const char *queue, const
         j->seen = true;
         if (old) { /* charged already: replace, not add twice */
             struct kjob *o = old;
-            int rc = store_ledger_add(d->db, o->queue, o->flavor, STORE_GPU, -o->gpus, eb);
+            int rc = store_ledger_add(d->db, o->queue, o->flavor, device_resource(), -o->gpus, eb);
             kjob_free(o);
             if (rc)
                 return rc;
         }
         LOG_DEBUG(KDRV_MOD, "charged: gang=%s queue=%s flavor=%s gpus=%lld", gang, queue, j->flavor,
                   (long long)gpus);
-        return store_ledger_add(d->db, queue, j->flavor, STORE_GPU, gpus, eb);
+        return store_ledger_add(d->db, queue, j->flavor, device_resource(), gpus, eb);
     }
     struct kjob *j = strmap_del(&d->jobs, gang);
     if (!j)
         return 0;
     LOG_DEBUG(KDRV_MOD, "released: gang=%s queue=%s flavor=%s gpus=%lld", gang, j->queue, j->flavor,
               (long long)j->gpus);
-    int rc = store_ledger_add(d->db, j->queue, j->flavor, STORE_GPU, -j->gpus, eb);
+    int rc = store_ledger_add(d->db, j->queue, j->flavor, device_resource(), -j->gpus, eb);
     kjob_free(j);
     return rc;
 }
@@ -1281,7 +1285,13 @@ static int open_store(struct kdrv *d)
     struct store_opts so;
     store_opts_default(&so);
     so.writer_id = d->o->identity;
-    int rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+    char adopted[600];
+    int rc = http_follow_adopt(d->o->db_path, adopted, sizeof(adopted), &eb); /* fail-over */
+    if (rc == 1)
+        LOG_INFO(KDRV_MOD, "%s", adopted);
+    else if (rc < 0)
+        LOG_WARN(KDRV_MOD, "the followed store is not adopted: error=%s", eb.msg);
+    rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
     if (rc != 0 && d->o->rebuild_store) {
         /* the cluster is the truth: what is lost is the operators' holds and reservations, the
          * retry budgets spent and the decision history; said loudly, the old file kept */
@@ -1452,7 +1462,7 @@ static void strlist_free(struct strlist *l)
 static int collect_ledger(void *ctx, const struct store_ledger_row *r)
 {
     struct strlist *l = ctx;
-    if (strcmp(r->resource, STORE_GPU) != 0 || r->amount == 0)
+    if (strcmp(r->resource, device_resource()) != 0 || r->amount == 0)
         return 0;
     int rc = strlist_add(l, r->queue);
     return rc ? rc : strlist_add(l, r->flavor);
@@ -1466,7 +1476,7 @@ static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
     if (rc == SCHED_ENOMEM)
         rc = sched_fail(eb, rc, "out of memory");
     for (uint32_t i = 0; rc == 0 && i + 1 < l.n; i += 2)
-        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], STORE_GPU, 0, eb);
+        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], device_resource(), 0, eb);
     strlist_free(&l);
     return rc;
 }
@@ -1912,6 +1922,17 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
 
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
  * that gave up kept out of the queues. */
+/* Once per change of state: warns when the nodes have none of the configured accelerator, naming
+ * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
+static void warn_no_device(struct kdrv *d, const struct cluster *c)
+{
+    char msg[512];
+    bool missing = device_missing(c, msg, sizeof(msg));
+    if (missing && !d->warned_no_device)
+        LOG_WARN(KDRV_MOD, "%s", msg);
+    d->warned_no_device = missing;
+}
+
 static int lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                           int64_t now, struct sched_errbuf *eb)
 {
@@ -1996,6 +2017,7 @@ static void run_cycle(struct kdrv *d)
                   rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
         return;
     }
+    warn_no_device(d, kb.snap.cluster);
     if (lifecycle_step(d, &kb, cfg, now, &eb) != 0) {
         config_watch_unpin(d->cw, cfg);
         fatal(d, eb.msg);
@@ -2320,6 +2342,8 @@ static void on_lease(void *ctx, bool leading)
     struct kdrv *d = ctx;
     if (leading) {
         LOG_INFO(KDRV_MOD, "became leader: identity=%s", d->o->identity);
+        http_follow_stop(d->follow); /* the store it followed is adopted when opened */
+        d->follow = NULL;
         d->leading = true;
         d->recovered = false;
         d->jobs_synced = false;
@@ -2390,6 +2414,13 @@ static void pg_apis(const struct kdrv *d, char *buf, size_t n)
         if (k == 0 && off < n)
             off += (size_t)snprintf(buf + off, n - off, " none");
     }
+}
+
+/* Only the leader serves its store to a following standby (sched/http/follow.h). */
+static bool http_leading(void *ctx)
+{
+    const struct kdrv *d = ctx;
+    return d->leading && d->db != NULL;
 }
 
 static bool http_ready(void *ctx, char *why, size_t n)
@@ -2631,6 +2662,17 @@ static int start_metrics(struct kdrv *d)
     }
     if (rc == 0)
         rc = http_metric_set(d->m_leader, NULL, 0);
+    /* which resource every *gpu* figure counts (device.resource of the config) */
+    static const char *const dev_labels[] = {"resource", "unit"};
+    struct http_metric *dev = NULL;
+    if (rc == 0)
+        rc = http_metric_add(d->metrics, "gangsched_device_info",
+                             "The accelerator resource the scheduler counts as GPUs, and its unit",
+                             HTTP_GAUGE, dev_labels, 2, NULL, 0, &dev);
+    if (rc == 0) {
+        const char *vals[] = {device_resource(), device_unit()};
+        rc = http_metric_set(dev, vals, 1);
+    }
     return rc;
 }
 
@@ -2714,6 +2756,8 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     }
     if (rc == 0)
         rc = config_watch_start(d.loop, o->config_path, on_config, &d, &d.cw, eb);
+    if (rc == 0)
+        rc = config_apply_device(config_watch_current(d.cw), eb);
     if (rc == 0 && !(d.cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     if (rc == 0)
@@ -2762,18 +2806,27 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     if (rc == 0 && o->listen && *o->listen) {
         struct http_opts ho = {.listen = o->listen,
                                .write_token_file = o->token_file,
-                               .read_token_file = o->read_token_file};
+                               .read_token_file = o->read_token_file,
+                               .limits = o->http};
         struct http_provider hp = {.ctx = &d,
                                    .store_path = o->db_path,
                                    .ready = http_ready,
                                    .metrics = d.metrics,
                                    .store_metrics = true,
+                                   .leading = http_leading,
                                    .write = http_write};
         rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
         if (rc == 0 && o->port_file)
             rc = http_server_write_port(d.http, o->port_file, eb);
         if (rc == 0)
             LOG_INFO(KDRV_MOD, "HTTP API listening: port=%d", http_server_port(d.http));
+    }
+    if (rc == 0 && o->follow_url && *o->follow_url && !d.leading) {
+        rc = http_follow_start(d.loop, o->follow_url, o->follow_token_file, o->db_path,
+                               o->follow_ms, &d.follow, eb);
+        if (rc == 0)
+            LOG_INFO(KDRV_MOD, "following the leader's store: url=%s every_ms=%u", o->follow_url,
+                     o->follow_ms ? o->follow_ms : HTTP_FOLLOW_DEFAULT_MS);
     }
     if (rc == 0)
         uv_timer_start(&d.stats_timer, on_stats_timer, 1000, 1000);
@@ -2811,6 +2864,7 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
     uv_close((uv_handle_t *)&d.stats_timer, close_cb);
     if (d.http)
         http_server_stop(d.http);
+    http_follow_stop(d.follow);
     uv_close((uv_handle_t *)&d.sigterm, close_cb);
     uv_close((uv_handle_t *)&d.sigint, close_cb);
     uv_run(d.loop, UV_RUN_DEFAULT);

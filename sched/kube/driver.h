@@ -19,33 +19,39 @@
 #include <stdint.h>
 
 #include "sched/core/err.h"
+#include "sched/http/server.h"
 
 struct kube_run_opts {
-    const char *kubeconfig;      /* NULL: $KUBECONFIG, ~/.kube/config, then in-cluster */
-    const char *config_path;     /* operator YAML (required) */
-    const char *db_path;         /* SQLite database (required) */
-    const char *scheduler;       /* spec.schedulerName handled; default "gangsched" */
-    const char *policy;          /* default "gangsched" */
-    bool leader_elect;           /* default true */
-    const char *lease_ns;        /* default: the kubeconfig context's namespace */
-    const char *lease_name;      /* default "gangsched" */
-    const char *identity;        /* default "HOSTNAME_PID" */
-    uint32_t cycle_ms;           /* minimum interval between cycles; default 100 */
-    double qps;                  /* API client rate; default 200 */
-    uint32_t burst;              /* default 400 */
-    uint32_t status_every_s;     /* an unchanged "unschedulable" status/event is rewritten at most
-                                    this often per gang; default 60 */
-    const char *listen;          /* HTTP API, /metrics, /healthz, /readyz ("HOST:PORT"); default
-                                    "0.0.0.0:8080"; NULL or "" = none */
-    const char *port_file;       /* the bound HTTP port is written here (with port 0), or NULL */
-    const char *token_file;      /* bearer token for operator writes, or NULL (writes refused) */
-    const char *read_token_file; /* bearer token for reads, or NULL (reads open) */
-    bool rebuild_store;          /* a database the store calls corrupt or foreign is moved aside
-                                    (FILE.broken-TIME) and a new one started; default false:
-                                    the daemon stops with the store's message */
-    bool evict_fallback_delete;  /* delete a victim whose eviction stays blocked (429 from a
-                                    PodDisruptionBudget) after the client's retries; default
-                                    false: the eviction is tried again at a later cycle */
+    const char *kubeconfig;        /* NULL: $KUBECONFIG, ~/.kube/config, then in-cluster */
+    const char *config_path;       /* operator YAML (required) */
+    const char *db_path;           /* SQLite database (required) */
+    const char *scheduler;         /* spec.schedulerName handled; default "gangsched" */
+    const char *policy;            /* default "gangsched" */
+    bool leader_elect;             /* default true */
+    const char *lease_ns;          /* default: the kubeconfig context's namespace */
+    const char *lease_name;        /* default "gangsched" */
+    const char *identity;          /* default "HOSTNAME_PID" */
+    uint32_t cycle_ms;             /* minimum interval between cycles; default 100 */
+    double qps;                    /* API client rate; default 200 */
+    uint32_t burst;                /* default 400 */
+    uint32_t status_every_s;       /* an unchanged "unschedulable" status/event is rewritten at most
+                                      this often per gang; default 60 */
+    const char *listen;            /* HTTP API, /metrics, /healthz, /readyz ("HOST:PORT"); default
+                                      "0.0.0.0:8080"; NULL or "" = none */
+    const char *port_file;         /* the bound HTTP port is written here (with port 0), or NULL */
+    const char *token_file;        /* bearer token for operator writes, or NULL (writes refused) */
+    const char *read_token_file;   /* bearer token for reads, or NULL (reads open) */
+    struct http_limits http;       /* the HTTP API's connection limits (0 fields: defaults) */
+    const char *follow_url;        /* while standby, follow the leader's store from this API
+                                      (sched/http/follow.h), or NULL */
+    const char *follow_token_file; /* read token for it, or NULL */
+    uint32_t follow_ms;            /* between two fetches; 0: HTTP_FOLLOW_DEFAULT_MS */
+    bool rebuild_store;            /* a database the store calls corrupt or foreign is moved aside
+                                      (FILE.broken-TIME) and a new one started; default false:
+                                      the daemon stops with the store's message */
+    bool evict_fallback_delete;    /* delete a victim whose eviction stays blocked (429 from a
+                                      PodDisruptionBudget) after the client's retries; default
+                                      false: the eviction is tried again at a later cycle */
 };
 
 void kube_run_opts_default(struct kube_run_opts *o);

@@ -2,7 +2,7 @@
  *
  * Owns: reading `kubectl get nodes -o yaml|json` output (YAML through libyaml's document API,
  * JSON through cJSON) behind one small read-only view, strict type checks with located error
- * messages, and the "hgx:N,nvl72:N,pcie:N" generator.
+ * messages. The "hgx:N,nvl72:N,pcie:N" generator is nodegen.c.
  * Must not touch: scheduling state, cluster_finalize() (callers finalize), node internals
  * beyond filling fresh nodes. Nodes are added to the caller's cluster; on error every node added
  * by the failing call is removed again (strings stay in the pool until cluster_free()).
@@ -66,6 +66,11 @@ struct doc {
     const char *node_name; /* node being read, once known */
     long item;             /* its index in items[], or -1 */
     char num[64];          /* text of the last JSON number or boolean asked for */
+    bool is_yaml;
+    bool strict; /* a file: >32 GPUs, bad islands, duplicate names are refused here,
+                    with their place (the live cache leaves such nodes to the model) */
+    long *where; /* per node added: its line (YAML) or items[] index (JSON) */
+    size_t n_where, cap_where;
 };
 
 static bool yaml_plain_is(const char *s, const char *const *words)
@@ -621,6 +626,7 @@ static int load_node(struct doc *d, struct val v, bool in_list)
     if ((rc = get_coll(d, meta, "annotations", "metadata.annotations", VK_MAP, &m)) ||
         (rc = read_kv(d, m, "metadata.annotations", &tmp.annotations, &tmp.n_annotations)))
         return rc;
+    struct val ann_map = m;
 
     struct val spec, status;
     if ((rc = get_coll(d, v, "spec", "spec", VK_MAP, &spec)))
@@ -642,11 +648,21 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         if ((rc = get_coll(d, status, "allocatable", "status.allocatable", VK_MAP, &m)) ||
             (rc = read_resources(d, m, "status.allocatable", &tmp.alloc)))
             return rc;
+        if (d->strict && tmp.alloc.v[RES_GPU] > NODE_MAX_GPUS)
+            return fail_at(d, m, SCHED_ERANGE,
+                           "field status.allocatable: %lld GPUs; a node may have at most %d "
+                           "(GPU sets are 32-bit masks)",
+                           (long long)tmp.alloc.v[RES_GPU], NODE_MAX_GPUS);
         struct res_vec cap;
         memset(&cap, 0, sizeof(cap));
         if ((rc = get_coll(d, status, "capacity", "status.capacity", VK_MAP, &m)) ||
             (rc = read_resources(d, m, "status.capacity", &cap)))
             return rc;
+        if (d->strict && cap.v[RES_GPU] > NODE_MAX_GPUS)
+            return fail_at(d, m, SCHED_ERANGE,
+                           "field status.capacity: %lld GPUs; a node may have at most %d "
+                           "(GPU sets are 32-bit masks)",
+                           (long long)cap.v[RES_GPU], NODE_MAX_GPUS);
         /* devices the kubelet no longer offers: capacity above allocatable */
         tmp.gpu_capacity =
             (uint8_t)(cap.v[RES_GPU] > NODE_MAX_GPUS ? NODE_MAX_GPUS : cap.v[RES_GPU]);
@@ -655,6 +671,28 @@ static int load_node(struct doc *d, struct val v, bool in_list)
             return rc;
     }
 
+    for (uint32_t i = 0; d->strict && i < tmp.n_annotations && tmp.alloc.v[RES_GPU] > 0; i++) {
+        if (strcmp(tmp.annotations[i].key, ANNOT_GPU_ISLANDS) != 0)
+            continue;
+        uint32_t isl[NODE_MAX_ISLANDS];
+        uint8_t n_isl = 0;
+        struct sched_errbuf inner = {{0}};
+        if (gpu_islands_parse(tmp.annotations[i].value, (uint8_t)tmp.alloc.v[RES_GPU], isl, &n_isl,
+                              &inner) != 0)
+            return fail_at(d, vget(d, ann_map, ANNOT_GPU_ISLANDS), SCHED_EINVAL,
+                           "annotation %s: %s", ANNOT_GPU_ISLANDS, inner.msg);
+    }
+    if (d->strict) {
+        if (d->n_where == d->cap_where) {
+            size_t nc = d->cap_where ? d->cap_where * 2 : 64;
+            long *w = realloc(d->where, nc * sizeof(*w));
+            if (!w)
+                return fail_nomem(d, v);
+            d->where = w;
+            d->cap_where = nc;
+        }
+        d->where[d->n_where++] = v.y ? (long)v.y->start_mark.line + 1 : d->item;
+    }
     struct node *n = cluster_add_node(d->c, name);
     if (!n)
         return fail_nomem(d, v);
@@ -833,6 +871,7 @@ static int load_yaml(struct doc *d, const char *data, size_t len)
         }
         docs++;
         d->yd = &ydoc;
+        d->is_yaml = true;
         struct val v = {root, NULL};
         rc = load_root(d, v);
         d->yd = NULL;
@@ -843,6 +882,57 @@ static int load_yaml(struct doc *d, const char *data, size_t len)
     yaml_parser_delete(&parser);
     if (!rc && docs == 0)
         rc = sched_fail(d->eb, SCHED_EINVAL, "%s: no YAML document", d->file);
+    return rc;
+}
+
+static const struct cluster *sort_c;
+static uint32_t sort_n0;
+
+static int cmp_node_name(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int k = strcmp(sort_c->nodes[sort_n0 + x].name, sort_c->nodes[sort_n0 + y].name);
+    return k ? k : (x > y) - (x < y);
+}
+
+/* Two nodes of one file with the same name: refused at the second, naming the first. */
+static int check_names(struct doc *d, uint32_t n0)
+{
+    uint32_t n = d->c->n_nodes - n0;
+    if (n < 2 || d->n_where != n)
+        return 0;
+    uint32_t *ix = malloc(n * sizeof(*ix));
+    if (!ix)
+        return sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);
+    for (uint32_t i = 0; i < n; i++)
+        ix[i] = i;
+    sort_c = d->c;
+    sort_n0 = n0;
+    qsort(ix, n, sizeof(*ix), cmp_node_name);
+    int64_t best = -1, first = -1;
+    for (uint32_t i = 1; i < n; i++)
+        if (strcmp(d->c->nodes[n0 + ix[i]].name, d->c->nodes[n0 + ix[i - 1]].name) == 0 &&
+            (best < 0 || ix[i] < best)) {
+            best = ix[i];
+            first = ix[i - 1];
+            while (i + 1 < n &&
+                   strcmp(d->c->nodes[n0 + ix[i + 1]].name, d->c->nodes[n0 + ix[i]].name) == 0)
+                i++;
+        }
+    int rc = 0;
+    if (best >= 0) {
+        const char *name = d->c->nodes[n0 + best].name;
+        if (d->is_yaml)
+            rc = sched_fail(d->eb, SCHED_EEXIST,
+                            "%s:%ld: node \"%s\": duplicate node name (first at line %ld)", d->file,
+                            d->where[best], name, d->where[first]);
+        else
+            rc = sched_fail(d->eb, SCHED_EEXIST,
+                            "%s: node \"%s\" (items[%ld]): duplicate node name (first at "
+                            "items[%ld])",
+                            d->file, name, d->where[best], d->where[first]);
+    }
+    free(ix);
     return rc;
 }
 
@@ -868,8 +958,12 @@ int nodes_load_buffer(struct cluster *c, const char *name, const char *data, siz
     d.c = c;
     d.eb = eb;
     d.item = -1;
+    d.strict = true;
     uint32_t n0 = c->n_nodes;
     int rc = data[i] == '{' ? load_json(&d, data, len) : load_yaml(&d, data, len);
+    if (!rc)
+        rc = check_names(&d, n0);
+    free(d.where);
     if (rc)
         c->n_nodes = n0;
     return rc;

@@ -20,6 +20,7 @@
 #include "queue/quota.h"
 #include "sched/core/bits.h"
 #include "sched/core/cycle.h"
+#include "sched/core/device.h"
 #include "sched/core/eta.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
@@ -654,17 +655,23 @@ static struct fin heap_pop(struct run *r)
 
 /* ---- event log --------------------------------------------------------------------------- */
 
+/* A JSON string; bytes that are not UTF-8 (the trace reader refuses them in ids; names from
+ * elsewhere may hold them) become U+FFFD, so every line stays valid JSON. */
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
+    while (*s) {
         unsigned char ch = (unsigned char)*s;
+        size_t n = trace_utf8_seq((const unsigned char *)s);
         if (ch == '"' || ch == '\\')
             fprintf(f, "\\%c", ch);
         else if (ch < 0x20)
             fprintf(f, "\\u%04x", ch);
+        else if (n == 0)
+            fputs("\\ufffd", f);
         else
-            fputc(ch, f);
+            fwrite(s, 1, n, f);
+        s += n ? n : 1;
     }
     fputc('"', f);
 }
@@ -1134,6 +1141,11 @@ int sim_outages_read(const char *path, const struct cluster *c, struct sim_outag
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = sched_fail(eb, SCHED_EINVAL, "%s:%u: line longer than %zu bytes", path, lineno,
+                            sizeof(line) - 2);
+            break;
+        }
         line[strcspn(line, "\r\n")] = 0;
         if (lineno == 1) {
             if (strcmp(line, "node,down,up") != 0)
@@ -1783,8 +1795,8 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
         }
     for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
         for (uint32_t f = 0; rc == 0 && f < r->n_flavors; f++)
-            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name, STORE_GPU,
-                                  usage_at(r, q, f)[RES_GPU], eb);
+            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name,
+                                  device_resource(), usage_at(r, q, f)[RES_GPU], eb);
         if (rc == 0)
             rc = store_history_put(db, in->queues[q].name, r->hist[q], now, eb);
     }
@@ -1981,7 +1993,7 @@ static int db_reconcile(struct run *r, struct sched_errbuf *eb)
             rows[q * r->n_flavors + f] =
                 (struct store_ledger_row){.queue = in->queues[q].name,
                                           .flavor = in->config->flavors[f].name,
-                                          .resource = STORE_GPU,
+                                          .resource = device_resource(),
                                           .amount = usage_at(r, q, f)[RES_GPU]};
     if (rc == 0)
         rc = store_ledger_reconcile(db, rows, n, &n_diff, eb);
@@ -2522,6 +2534,23 @@ static void maybe_crash(const struct run *r)
         _exit(75);
 }
 
+/* One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote, CR
+ * or LF; as is otherwise. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 static int write_jobs(const struct run *r, FILE *f)
 {
     const struct sim_input *in = r->in;
@@ -2530,8 +2559,12 @@ static int write_jobs(const struct run *r, FILE *f)
                    "placement\n");
     for (uint32_t j = 0; j < in->n_jobs; j++) {
         const char *state = r->status[j] == JOB_DONE ? "" : "-";
-        fprintf(f, "%s,%s,%s,%d,%.3f,", in->jobs[j].id, r->pol->name,
-                in->queues[in->jobs[j].gang.queue].name, in->jobs[j].gang.priority,
+        csv_field(f, in->jobs[j].id);
+        fputc(',', f);
+        csv_field(f, r->pol->name);
+        fputc(',', f);
+        csv_field(f, in->queues[in->jobs[j].gang.queue].name);
+        fprintf(f, ",%d,%.3f,", in->jobs[j].gang.priority,
                 (double)in->jobs[j].gang.submit_ms / 1000.0);
         if (r->status[j] == JOB_DONE || r->status[j] == JOB_RUNNING || r->n_evicted[j] > 0)
             fprintf(f, "%.3f,", (double)r->start_ms[j] / 1000.0);
@@ -2541,9 +2574,20 @@ static int write_jobs(const struct run *r, FILE *f)
             fprintf(f, "%.3f,%u,", (double)r->end_ms[j] / 1000.0, r->n_evicted[j]);
         else
             fprintf(f, "%s,%u,", state, r->n_evicted[j]);
+        char *place = NULL;
+        size_t place_len = 0;
+        FILE *pf = open_memstream(&place, &place_len);
+        if (!pf)
+            return SCHED_ENOMEM;
         for (uint32_t k = 0; r->assign[j] && k < in->jobs[j].gang.n_pods; k++)
-            fprintf(f, "%s%s:%x", k ? ";" : "", in->cluster->nodes[r->assign[j][k].node].name,
+            fprintf(pf, "%s%s:%x", k ? ";" : "", in->cluster->nodes[r->assign[j][k].node].name,
                     r->assign[j][k].gpu_mask);
+        if (fclose(pf) != 0) {
+            free(place);
+            return SCHED_ENOMEM;
+        }
+        csv_field(f, place);
+        free(place);
         fputc('\n', f);
     }
     return ferror(f) ? SCHED_EIO : 0;
@@ -2572,7 +2616,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     if (r->fail)
         failures_init(r, r->t0);
     double last_progress = wall_s();
-    uint64_t iter = 0;
+    uint64_t iter = 0, instants = 0; /* instants simulated by this process */
     for (;;) {
         int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
         /* timed events of evicted runs are stale: they must not make an instant (a resumed
@@ -2583,6 +2627,7 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         int64_t now = t_sub < t_fin ? t_sub : t_fin;
         if (now == INT64_MAX || !work_left(r))
             break; /* (node failures go on forever: the run ends with its last job) */
+        instants++;
         /* fragmentation over [prev_t, now): the state set by the previous instant; the mean
          * runs over the time some whole-node gang waits (frag_wait), frag_t is the makespan */
         r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
@@ -2650,7 +2695,8 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
         fprintf(stderr, "\r%-70s\r", "");
     arena_fini(&arena);
     free(views);
-    if (rc == 0 && r->opt->db)
+    /* --resume of a finished run changes nothing: no commit (commit_seq stays) */
+    if (rc == 0 && r->opt->db && (instants > 0 || !r->opt->resume))
         rc = db_commit_instant(r, r->prev_t, false, eb);
     else if (r->opt->db && store_in_txn(r->opt->db))
         store_rollback(r->opt->db);

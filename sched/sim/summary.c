@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sched/core/device.h"
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
 
@@ -155,6 +156,11 @@ static cJSON *stats_json(const struct sim_stats *s)
 void sim_print_json(const struct sim_stats *s, int n)
 {
     cJSON *root = cJSON_CreateObject();
+    if (!device_is_default()) { /* what every *gpu* figure counts, when not nvidia.com/gpu */
+        cJSON *d = cJSON_AddObjectToObject(root, "device");
+        cJSON_AddStringToObject(d, "resource", device_resource());
+        cJSON_AddStringToObject(d, "unit", device_unit());
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
     for (int i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, stats_json(&s[i]));
@@ -205,8 +211,13 @@ static void cell(enum row_fmt fmt, double v)
 void sim_print_table(const struct sim_stats *s, int n, const char *cluster, int64_t gpus,
                      uint32_t nodes)
 {
-    printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
-           n ? s[0].jobs : 0);
+    /* a configured accelerator is named; the default's line stays as it always was */
+    if (device_is_default())
+        printf("cluster %s: %u nodes, %lld GPUs; %u jobs\n\n", cluster, nodes, (long long)gpus,
+               n ? s[0].jobs : 0);
+    else
+        printf("cluster %s: %u nodes, %lld %ss (%s); %u jobs\n\n", cluster, nodes, (long long)gpus,
+               device_unit(), device_resource(), n ? s[0].jobs : 0);
     printf("%-32s", "metric");
     for (int i = 0; i < n; i++)
         printf("%14s", s[i].policy);

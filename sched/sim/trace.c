@@ -570,6 +570,8 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
         j.id = default_id(ps);
     if (!j.id)
         return fail_at(ps, SCHED_ENOMEM, "out of memory");
+    if (c >= 0 && ps->row[c].n > 0 && !trace_utf8_valid(j.id))
+        return fail_value(ps, SCHED_EINVAL, (size_t)c, "UTF-8 text");
 
     c = ps->col[COL_QUEUE];
     if (c >= 0 && ps->row[c].n > 0) {
@@ -699,6 +701,86 @@ static int parse_lines(struct parser *ps, const char *data, size_t len)
     return 0;
 }
 
+size_t trace_utf8_seq(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+               : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+               : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                              : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
+        (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+        return 0; /* overlong forms, surrogates, past U+10FFFF */
+    return n;
+}
+
+bool trace_utf8_valid(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = trace_utf8_seq(p);
+        if (!n)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+static const struct trace *ids_t;
+
+static int cmp_id(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int k = strcmp(ids_t->jobs[x].id, ids_t->jobs[y].id);
+    return k ? k : (x > y) - (x < y);
+}
+
+/* Job ids are the store's keys: two rows with one id (in this file, or this file and an earlier
+ * one) are refused at the later row, naming the first. */
+static int check_ids(const struct trace *t, size_t first_new, const char *name,
+                     struct sched_errbuf *eb)
+{
+    size_t n = t->n_jobs;
+    if (n - first_new == 0 || n < 2)
+        return 0;
+    size_t *ix = malloc(n * sizeof(*ix));
+    if (!ix)
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", name);
+    for (size_t i = 0; i < n; i++)
+        ix[i] = i;
+    ids_t = t;
+    qsort(ix, n, sizeof(*ix), cmp_id);
+    size_t best = SIZE_MAX, first = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(t->jobs[ix[i]].id, t->jobs[ix[i - 1]].id) != 0)
+            continue;
+        size_t g = i - 1; /* the group's first row (lowest index: earliest file and line) */
+        while (i < n && strcmp(t->jobs[ix[i]].id, t->jobs[ix[g]].id) == 0) {
+            if (ix[i] >= first_new && ix[i] < best) {
+                best = ix[i];
+                first = ix[g];
+            }
+            i++;
+        }
+    }
+    int rc = 0;
+    if (best != SIZE_MAX) {
+        char q[160];
+        sched_quote(t->jobs[best].id, strlen(t->jobs[best].id), q, sizeof(q));
+        const struct trace_job *a = &t->jobs[first];
+        const char *afile = a->file < t->n_files ? t->files[a->file] : name;
+        rc = sched_fail(eb, SCHED_EEXIST,
+                        "%s:%" PRIu32 ": job id '%s' is already used at %s:%" PRIu32
+                        " (ids must be unique)",
+                        name, t->jobs[best].line, q, afile, a->line);
+    }
+    free(ix);
+    return rc;
+}
+
 int trace_parse(struct trace *t, const char *name, const char *data, size_t len,
                 struct sched_errbuf *eb)
 {
@@ -762,6 +844,8 @@ int trace_parse(struct trace *t, const char *name, const char *data, size_t len,
 
     rc = parse_lines(&ps, data, len);
     free(ps.block);
+    if (!rc)
+        rc = check_ids(t, old_jobs, name, eb);
     if (rc)
         goto fail;
     t->files[t->n_files++] = fname;
@@ -785,6 +869,11 @@ static int read_all(const char *path, char **out, size_t *out_len, struct sched_
     }
     struct stat st;
     size_t cap = 64 * 1024;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > TRACE_MAX_FILE) {
+        close(fd);
+        return sched_fail(eb, SCHED_ERANGE, "%s: larger than %llu bytes (a trace's limit)", path,
+                          (unsigned long long)TRACE_MAX_FILE);
+    }
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
         (uintmax_t)st.st_size < SIZE_MAX - 1)
         cap = (size_t)st.st_size + 1; /* +1: EOF is seen without growing */
@@ -794,9 +883,19 @@ static int read_all(const char *path, char **out, size_t *out_len, struct sched_
         close(fd);
         return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
     }
+    if (cap > TRACE_MAX_FILE + 1)
+        cap = TRACE_MAX_FILE + 1;
     for (;;) {
+        if (len > TRACE_MAX_FILE) {
+            free(buf);
+            close(fd);
+            return sched_fail(eb, SCHED_ERANGE, "%s: larger than %llu bytes (a trace's limit)",
+                              path, (unsigned long long)TRACE_MAX_FILE);
+        }
         if (len == cap) {
             size_t ncap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+            if (ncap > TRACE_MAX_FILE + 1)
+                ncap = TRACE_MAX_FILE + 1;
             char *nbuf = ncap > cap ? realloc(buf, ncap) : NULL;
             if (!nbuf) {
                 free(buf);

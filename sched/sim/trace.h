@@ -72,6 +72,9 @@ struct trace {
     struct trace_pool *pool; /* private: string storage */
 };
 
+/* The largest trace file read (bytes): larger ones are refused before they fill memory. */
+#define TRACE_MAX_FILE ((size_t)1 << 30)
+
 void trace_init(struct trace *t);
 void trace_free(struct trace *t);
 /* Reads one file and appends its rows. On error nothing from that file is kept. */
@@ -79,6 +82,10 @@ int trace_read(struct trace *t, const char *path, struct sched_errbuf *eb);
 /* Same on a memory buffer; `name` is used in messages and for the default queue (stem). */
 int trace_parse(struct trace *t, const char *name, const char *data, size_t len,
                 struct sched_errbuf *eb);
+/* The length (1 to 4) of the well-formed UTF-8 sequence at s, 0 when s holds none there;
+ * whether a NUL-terminated string is all UTF-8. Job ids must be (--events is JSON). */
+size_t trace_utf8_seq(const unsigned char *s);
+bool trace_utf8_valid(const char *s);
 /* Stable sort of all jobs by submit time (then file, then line). */
 void trace_sort(struct trace *t);
 

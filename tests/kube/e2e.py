@@ -410,6 +410,19 @@ def main():
     rc, out = gangctl("--server", url, "queue", "hold", "nosuchqueue", token=True)
     check("holding an unknown queue: exit 1 and says so", rc == 1 and "nosuchqueue" in out, out)
 
+    # operator checkpoint requests: the daemon patches the annotation onto the PodGroup, of
+    # either API (the patch verbs of deploy/rbac.yaml; tests/kube/test_rbac.sh)
+    def ckpt_requested(name, volcano):
+        path, _ = podgroup(name, 1, volcano=volcano)
+        st, obj, _ = c.get(path + "/" + name)
+        ann = (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
+        return "gangsched.io/checkpoint-requested" in ann
+    for name, volcano in (("train", False), ("vc", True)):
+        rc, out = gangctl("--server", url, "checkpoint", "default/" + name, token=True)
+        check("gangctl checkpoint default/%s" % name, rc == 0, out)
+        check("the checkpoint request is annotated on PodGroup %s" % name,
+              wait_for(lambda: ckpt_requested(name, volcano), 10))
+
     # hot reload: a bad file is rejected and the scheduler keeps running; a good one applies
     cfg_path = os.path.join(TMP, "config.yaml")
     with open(cfg_path + ".tmp", "w") as f:

@@ -165,6 +165,16 @@ class ApiError(Exception):
         return s
 
 
+
+# $FAKEAPI_REQUEST_LOG: every request appended there as "METHOD TARGET USER-AGENT" (one line,
+# tab-separated), e.g. for tests/kube/rbac_check.py, which compares the requests gangsched made
+# with deploy/rbac.yaml. Generic: no knowledge of who reads it.
+def log_request(method, target, agent):
+    path = os.environ.get("FAKEAPI_REQUEST_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("%s\t%s\t%s\n" % (method, target, agent.replace("\t", " ")))
+
 def not_found(res, name):
     return ApiError(404, f'{res.qualified} "{name}" not found',
                     details={"name": name, "group": res.group, "kind": res.plural})
@@ -1868,6 +1878,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         app = self.server.app
+        log_request(method, self.path, self.headers.get("user-agent", ""))
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         q = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}

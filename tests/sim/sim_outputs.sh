@@ -20,7 +20,7 @@ expect_fail "--explain an unknown job" 2 "no job 'nope' in the trace" -- \
 "$GS" version | grep -q "^gangsched " && ok "version" || bad "version"
 # a trace file named all.csv makes a queue "all": the generated cohort takes another name
 head -n 20 tests/data/trace-small.csv >"$TMP/all.csv"
-cp "$TMP/all.csv" "$TMP/b.csv"
+sed 's/^a0/b0/' "$TMP/all.csv" >"$TMP/b.csv" # same jobs, other ids (ids are unique)
 "$GS" simulate --no-progress --json --trace "$TMP/all.csv" --trace "$TMP/b.csv" >"$TMP/all.json" 2>"$TMP/all.err" &&
     ok "a queue called all" || bad "a queue called all: $(cat "$TMP/all.err")"
 expect_eq "queue all: every job completes" "$("$JGET" "$TMP/all.json" policies/0/per_queue/all/jobs)" 19

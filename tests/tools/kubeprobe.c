@@ -190,6 +190,8 @@ int main(int argc, char **argv)
     struct kube_client_opts o;
     kube_client_opts_default(&o);
     o.timeout_ms = 10000;
+    o.user_agent =
+        "kubeprobe (gangsched test tool)"; /* not the daemon's: tests/kube/rbac_check.py */
     if (kube_client_new(loop, auth, &o, &client, &eb) != 0) {
         fprintf(stderr, "kubeprobe: %s\n", eb.msg);
         return 2;

@@ -383,8 +383,9 @@ static void test_sharing(void **state)
     add(c, "shared-word", 8, (const char *const[]){"nvidia.com/gpu.product=SHARED", NULL});
     struct sched_errbuf eb = {{0}};
     assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
+    /* MIG mixed: nvidia.com/gpu counts the GPUs without MIG, whole devices */
     const enum gpu_sharing want[] = {GPU_WHOLE, GPU_TIME_SLICED, GPU_TIME_SLICED, GPU_WHOLE,
-                                     GPU_MIG,   GPU_MIG,         GPU_WHOLE,       GPU_WHOLE};
+                                     GPU_MIG,   GPU_WHOLE,       GPU_WHOLE,       GPU_WHOLE};
     for (uint32_t i = 0; i < c->n_nodes; i++)
         if (c->nodes[i].gpu_sharing != want[i])
             fail_msg("%s: sharing %d, want %d", c->nodes[i].name, (int)c->nodes[i].gpu_sharing,

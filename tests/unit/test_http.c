@@ -166,6 +166,93 @@ static void test_reads(void **state)
     free(body);
 }
 
+/* Reads reuse the loaded tables until another connection commits; list routes page with
+ * limit and continue. */
+static void test_cache_and_paging(void **state)
+{
+    struct fx *f = *state;
+    char *body = NULL;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(http_server_loads(f->s), 1); /* before: one whole load per request */
+    /* a commit elsewhere: the next read sees it (one more load) */
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
+    struct store_quota qq = {"default", STORE_GPU, 8, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    const char *names[] = {"q-a", "q-b", "q-c", "q-d"};
+    for (int i = 0; i < 4; i++) {
+        struct store_queue q = {names[i], NULL, 1, 0, &qq, 1};
+        assert_int_equal(store_queue_put(st, &q, &eb), 0);
+    }
+    store_close(st);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 200);
+    assert_non_null(strstr(body, "\"q-d\""));
+    assert_null(strstr(body, "\"continue\""));
+    free(body);
+    assert_int_equal(http_server_loads(f->s), 2);
+    /* five queues (prod, q-a..q-d), two a page: three pages, then no token */
+    char url[600] = "/v1/queues?limit=2";
+    int seen = 0;
+    for (int pg = 0; pg < 3; pg++) {
+        assert_int_equal(call(f, "GET", url, "Bearer rtok", NULL, &body), 200);
+        cJSON *doc = cJSON_Parse(body);
+        free(body);
+        const cJSON *list = cJSON_GetObjectItem(doc, "queues");
+        const cJSON *cont = cJSON_GetObjectItem(doc, "continue");
+        seen += cJSON_GetArraySize(list);
+        assert_int_equal(cJSON_GetArraySize(list), pg < 2 ? 2 : 1);
+        if (pg < 2) {
+            assert_true(cJSON_IsString(cont));
+            snprintf(url, sizeof(url), "/v1/queues?limit=2&continue=%s", cont->valuestring);
+        } else {
+            assert_null(cont);
+        }
+        cJSON_Delete(doc);
+    }
+    assert_int_equal(seen, 5);
+    assert_int_equal(call(f, "GET", "/v1/queues?limit=0", "Bearer rtok", NULL, NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/queues?continue=zz", "Bearer rtok", NULL, NULL), 400);
+    /* with max_stale_ms, a commit elsewhere is seen only once the tables are that old */
+    struct http_opts o = {.listen = "127.0.0.1:0", .write_token_file = f->w};
+    struct http_provider p = {
+        .ctx = f, .store_path = f->db, .max_stale_ms = 600000, .write = fake_write};
+    struct http_server *s2 = NULL;
+    assert_int_equal(http_server_new_detached(&o, &p, &s2, &eb), 0);
+    struct http_request r = {"GET", "/v1/queues", NULL, "", 0, "t"};
+    struct http_response resp;
+    struct http_work *w = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(http_route(s2, &r, &resp, &w), 1);
+        http_request_work(s2, w, &resp);
+        http_work_free(w);
+        assert_int_equal(resp.status, 200);
+        assert_int_equal(strstr(resp.body, "\"q-e\"") != NULL, false);
+        free(resp.body);
+        if (i == 0) {
+            assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
+            struct store_queue q = {"q-e", NULL, 1, 0, &qq, 1};
+            assert_int_equal(store_queue_put(st, &q, &eb), 0);
+            store_close(st);
+        }
+    }
+    assert_int_equal(http_server_loads(s2), 1);
+    /* but a write through this server is seen by the next read (read-your-writes) */
+    struct http_request wr = {"POST", "/v1/queues/prod/hold", "Bearer wtok", "", 0, "t"};
+    assert_int_equal(http_route(s2, &wr, &resp, &w), 0);
+    assert_int_equal(resp.status, 202);
+    free(resp.body);
+    assert_int_equal(http_route(s2, &r, &resp, &w), 1);
+    http_request_work(s2, w, &resp);
+    http_work_free(w);
+    assert_non_null(strstr(resp.body, "\"q-e\""));
+    free(resp.body);
+    assert_int_equal(http_server_loads(s2), 2);
+    http_server_free_detached(s2);
+    assert_int_equal(call(f, "GET", "/v1/jobs?limit=1&all=1", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/reservations?limit=3", "Bearer rtok", NULL, NULL), 200);
+}
+
 static void test_auth(void **state)
 {
     struct fx *f = *state;
@@ -213,6 +300,15 @@ static void test_writes(void **state)
 static void test_limits(void **state)
 {
     struct fx *f = *state;
+    /* a header name that is not a token (a space or tab before the colon) is 400, as Go's
+     * net/http answers since CVE-2019-16276; the body is never read as chunked */
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n"
+                            "0\r\n\r\n"),
+                     400);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello"), 400);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nX-A\t: b\r\n\r\n"), 400);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nX(A): b\r\n\r\n"), 400);
+    assert_int_equal(raw(f, "GET /healthz HTTP/1.1\r\nX-Ok_1.b~: b\r\n\r\n"), 200);
     size_t n = 20000;
     char *big = malloc(n + 100);
     assert_non_null(big);
@@ -268,8 +364,13 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes), T(test_reads),  T(test_auth),
-        T(test_writes), T(test_limits), cmocka_unit_test(test_metrics_registry),
+        T(test_routes),
+        T(test_reads),
+        T(test_cache_and_paging),
+        T(test_auth),
+        T(test_writes),
+        T(test_limits),
+        cmocka_unit_test(test_metrics_registry),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

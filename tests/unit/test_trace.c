@@ -215,7 +215,13 @@ static void test_defaults(void **state)
     parse_ok(&t, "noext", "submission_time,duration,num_gpu\n1,2,3");
     parse_ok(&t, "dir.d/.hidden", "submission_time,duration,num_gpu\n1,2,3");
     parse_ok(&t, "dir/", "submission_time,duration,num_gpu\n1,2,3");
-    parse_ok(&t, NULL, "submission_time,duration,num_gpu\n1,2,3");
+    /* another file with the stem "trace": its derived id "trace:2" is taken (ids are the
+     * store's keys), so it is refused naming both places, and nothing of it is kept */
+    struct sched_errbuf eb;
+    assert_int_equal(parse(&t, NULL, "submission_time,duration,num_gpu\n1,2,3", &eb), SCHED_EEXIST);
+    assert_string_equal(eb.msg,
+                        "trace:2: job id 'trace:2' is already used at dir/:2 (ids must be unique)");
+    parse_ok(&t, NULL, "submission_time,duration,num_gpu\n\n1,2,3");
     assert_int_equal(t.n_jobs, 7);
     assert_string_equal(t.jobs[0].id, "cluster07:2");
     assert_string_equal(t.jobs[0].queue, "cluster07");
@@ -227,9 +233,39 @@ static void test_defaults(void **state)
     assert_string_equal(t.jobs[5].queue, "trace");
     assert_string_equal(t.jobs[5].id, "trace:2");
     assert_string_equal(t.jobs[6].queue, "trace");
+    assert_string_equal(t.jobs[6].id, "trace:3");
     assert_int_equal(t.n_files, 6);
     assert_string_equal(t.files[0], "/data/itp/cluster07.csv");
     assert_int_equal(t.jobs[6].file, 5);
+    trace_free(&t);
+}
+
+/* Duplicate ids (the store's keys) are refused at the later row with both places; ids that
+ * are not UTF-8 are refused at their row (--events is JSON). */
+static void test_duplicate_ids(void **state)
+{
+    (void)state;
+    struct trace t;
+    trace_init(&t);
+    struct sched_errbuf eb;
+    assert_int_equal(parse(&t, "a.csv", ITP "x,0,1,1\ny,0,1,1\nx,1,1,1\ny,2,1,1\n", &eb),
+                     SCHED_EEXIST);
+    assert_string_equal(eb.msg, "a.csv:4: job id 'x' is already used at a.csv:2 (ids must be "
+                                "unique)");
+    assert_int_equal(t.n_jobs, 0);
+    parse_ok(&t, "b.csv", ITP "x,0,1,1\n");
+    assert_int_equal(parse(&t, "c.csv", ITP "w,0,1,1\nx,0,1,1\n", &eb), SCHED_EEXIST);
+    assert_string_equal(eb.msg, "c.csv:3: job id 'x' is already used at b.csv:2 (ids must be "
+                                "unique)");
+    assert_int_equal(t.n_jobs, 1);
+    assert_int_equal(parse(&t, "d.csv", ITP "ok\xc3\xa9,0,1,1\nbad\xc3,0,1,1\n", &eb),
+                     SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "d.csv:3: column 'job_id': "));
+    assert_non_null(strstr(eb.msg, "is not UTF-8 text"));
+    assert_true(trace_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+    assert_false(trace_utf8_valid("\xc0\xaf"));     /* overlong '/' */
+    assert_false(trace_utf8_valid("\xed\xa0\x80")); /* a surrogate */
+    assert_false(trace_utf8_valid("\xf4\x90\x80\x80"));
     trace_free(&t);
 }
 
@@ -540,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_quoted_fields),
         cmocka_unit_test(test_decimals),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_duplicate_ids),
         cmocka_unit_test(test_header_only),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_error_without_errbuf),

@@ -1,0 +1,264 @@
+/* sched/http/follow.c: a standby following the leader's store; see follow.h. */
+#include "sched/http/follow.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "sched/core/log.h"
+#include "store/store.h"
+
+#define FOLLOW_MOD "follow"
+
+struct http_follow {
+    uv_loop_t *loop;
+    uv_timer_t timer;
+    uv_work_t work;
+    char *url, *token_file, *db, *tmp, *dst;
+    uint32_t interval_ms;
+    bool busy, stopping, timer_closed;
+    uint64_t count;
+    /* the last fetch's outcome, logged on the loop */
+    int rc;
+    char msg[SCHED_ERRBUF];
+    size_t bytes;
+    int64_t seq;
+};
+
+static char *cat(const char *a, const char *b)
+{
+    size_t n = strlen(a), k = strlen(b);
+    char *s = malloc(n + k + 1);
+    if (s) {
+        memcpy(s, a, n);
+        memcpy(s + n, b, k + 1);
+    }
+    return s;
+}
+
+static void drop_side_files(const char *path)
+{
+    char side[4200];
+    if (strlen(path) + 5 > sizeof(side))
+        return;
+    size_t n = strlen(path);
+    memcpy(side, path, n);
+    memcpy(side + n, "-wal", 5);
+    unlink(side);
+    memcpy(side + n, "-shm", 5);
+    unlink(side);
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+    return fwrite(p, size, n, ctx) == n ? size * n : 0;
+}
+
+/* Worker thread: one fetch into tmp, checked, renamed to dst. */
+static void fetch(uv_work_t *w)
+{
+    struct http_follow *f = w->data;
+    struct sched_errbuf eb = {{0}};
+    f->rc = 0;
+    f->msg[0] = 0;
+    f->bytes = 0;
+    char *url = cat(f->url, "/v1/store/snapshot");
+    FILE *out = url ? fopen(f->tmp, "wb") : NULL;
+    CURL *c = out ? curl_easy_init() : NULL;
+    if (!c) {
+        f->rc = sched_fail(&eb, SCHED_EIO, "cannot fetch into %s: %s", f->tmp, strerror(errno));
+        goto done;
+    }
+    struct curl_slist *h = NULL;
+    char auth[1100] = "";
+    if (f->token_file) {
+        FILE *t = fopen(f->token_file, "r");
+        char tok[1024] = "";
+        if (t) {
+            if (fgets(tok, sizeof(tok), t))
+                tok[strcspn(tok, "\r\n")] = 0;
+            fclose(t);
+        }
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "gangsched-follow");
+    CURLcode cc = curl_easy_perform(c);
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    bool wrote = fflush(out) == 0 && !ferror(out) && fsync(fileno(out)) == 0;
+    wrote = fclose(out) == 0 && wrote;
+    out = NULL;
+    if (cc != CURLE_OK || code != 200 || !wrote) {
+        f->rc = sched_fail(&eb, SCHED_EIO, "GET %s: %s", url,
+                           cc != CURLE_OK ? curl_easy_strerror(cc)
+                           : code != 200  ? "not 200 (not the leader, or no database yet)"
+                                          : "cannot write the copy");
+        goto done;
+    }
+    /* a database this binary reads, whole: else the last good copy stays */
+    struct store *st = NULL;
+    f->rc = store_open(f->tmp, STORE_READONLY, NULL, &st, &eb);
+    if (f->rc == 0) {
+        f->seq = store_commit_seq(st);
+        store_close(st);
+    }
+    drop_side_files(f->tmp);
+    struct stat sb;
+    if (f->rc == 0 && stat(f->tmp, &sb) == 0)
+        f->bytes = (size_t)sb.st_size;
+    if (f->rc == 0 && rename(f->tmp, f->dst) != 0)
+        f->rc = sched_fail(&eb, SCHED_EIO, "cannot rename %s: %s", f->tmp, strerror(errno));
+done:
+    if (out)
+        fclose(out);
+    if (f->rc != 0)
+        unlink(f->tmp);
+    free(url);
+    snprintf(f->msg, sizeof(f->msg), "%s", eb.msg);
+}
+
+static void follow_free(struct http_follow *f)
+{
+    free(f->url);
+    free(f->token_file);
+    free(f->db);
+    free(f->tmp);
+    free(f->dst);
+    free(f);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    struct http_follow *f = h->data;
+    f->timer_closed = true;
+    if (!f->busy)
+        follow_free(f);
+}
+
+static void on_tick(uv_timer_t *t);
+
+static void fetched(uv_work_t *w, int status)
+{
+    struct http_follow *f = w->data;
+    f->busy = false;
+    if (status == 0 && f->rc == 0) {
+        f->count++;
+        LOG_INFO(FOLLOW_MOD, "followed the leader's store: bytes=%zu commit_seq=%lld file=%s",
+                 f->bytes, (long long)f->seq, f->dst);
+    } else if (status == 0) {
+        LOG_WARN(FOLLOW_MOD, "following the leader's store failed: error=%s", f->msg);
+        /* behind a Service a fetch may reach the other standby (503): try again soon */
+        if (!f->stopping && f->interval_ms > 1000)
+            uv_timer_start(&f->timer, on_tick, 1000, f->interval_ms);
+    }
+    if (f->stopping && f->timer_closed)
+        follow_free(f);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct http_follow *f = t->data;
+    if (f->busy || f->stopping)
+        return;
+    f->busy = true;
+    f->work.data = f;
+    if (uv_queue_work(f->loop, &f->work, fetch, fetched) != 0)
+        f->busy = false;
+}
+
+int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file, const char *db_path,
+                      uint32_t interval_ms, struct http_follow **out, struct sched_errbuf *eb)
+{
+    if (!url || !*url || !db_path)
+        return sched_fail(eb, SCHED_EINVAL, "--follow: a URL and --db are needed");
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return sched_fail(eb, SCHED_EINVAL, "--follow %s: not an http:// or https:// URL", url);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return sched_fail(eb, SCHED_EIO, "--follow: curl_global_init failed");
+    struct http_follow *f = calloc(1, sizeof(*f));
+    if (!f)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    f->loop = loop;
+    f->interval_ms = interval_ms ? interval_ms : HTTP_FOLLOW_DEFAULT_MS;
+    f->url = cat(url, "");
+    f->token_file = token_file ? cat(token_file, "") : NULL;
+    f->db = cat(db_path, "");
+    f->dst = cat(db_path, ".follow");
+    char sfx[40];
+    snprintf(sfx, sizeof(sfx), ".follow.tmp-%ld", (long)getpid());
+    f->tmp = cat(db_path, sfx);
+    if (!f->url || (token_file && !f->token_file) || !f->db || !f->dst || !f->tmp) {
+        follow_free(f);
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
+    size_t n = strlen(f->url);
+    while (n > 0 && f->url[n - 1] == '/')
+        f->url[--n] = 0;
+    uv_timer_init(loop, &f->timer);
+    f->timer.data = f;
+    uv_timer_start(&f->timer, on_tick, 0, f->interval_ms);
+    *out = f;
+    return 0;
+}
+
+void http_follow_stop(struct http_follow *f)
+{
+    if (!f || f->stopping)
+        return;
+    f->stopping = true;
+    uv_timer_stop(&f->timer);
+    uv_close((uv_handle_t *)&f->timer, on_timer_closed);
+}
+
+uint64_t http_follow_count(const struct http_follow *f)
+{
+    return f ? f->count : 0;
+}
+
+static bool newer(const struct stat *a, const struct stat *b)
+{
+    return a->st_mtim.tv_sec > b->st_mtim.tv_sec ||
+           (a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec > b->st_mtim.tv_nsec);
+}
+
+int http_follow_adopt(const char *db_path, char *what, size_t cap, struct sched_errbuf *eb)
+{
+    char fol[4200], wal[4200];
+    snprintf(fol, sizeof(fol), "%s.follow", db_path);
+    snprintf(wal, sizeof(wal), "%s-wal", db_path);
+    struct stat fs, ds, ws;
+    if (stat(fol, &fs) != 0)
+        return 0;
+    if ((stat(db_path, &ds) == 0 && !newer(&fs, &ds)) || (stat(wal, &ws) == 0 && !newer(&fs, &ws)))
+        return 0; /* written here since: ours is newer */
+    struct store *st = NULL;
+    int rc = store_open(fol, STORE_READONLY, NULL, &st, eb);
+    int64_t seq = rc == 0 ? store_commit_seq(st) : 0;
+    store_close(st);
+    drop_side_files(fol);
+    if (rc != 0)
+        return rc;
+    drop_side_files(db_path);
+    if (rename(fol, db_path) != 0)
+        return sched_fail(eb, SCHED_EIO, "cannot adopt %s: %s", fol, strerror(errno));
+    snprintf(what, cap, "adopted the followed store: file=%s commit_seq=%lld age_s=%lld", fol,
+             (long long)seq, (long long)(time(NULL) - fs.st_mtim.tv_sec));
+    return 1;
+}

@@ -1,0 +1,85 @@
+/* sched/http/server_int.h: what the HTTP server's files share (server.c: connections, routing,
+ * answers; reads.c: the reads run on workers). Not for other modules.
+ */
+#ifndef SCHED_HTTP_SERVER_INT_H
+#define SCHED_HTTP_SERVER_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "sched/http/server.h"
+#include "store/views.h"
+
+struct token {
+    char *path;
+    struct stat st; /* of the file when it was read */
+    bool have;
+    char value[1024];
+    size_t len;
+};
+
+struct http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    bool listening, stopping;
+    int port;
+    struct http_limits lim; /* every field set (defaults applied) */
+    uint32_t n_conns;       /* open connections, probe-only ones included */
+    uint32_t n_probe;       /* probe-only connections open */
+    unsigned n_reads;       /* reads queued on workers */
+    struct conn *conns;
+    unsigned pending; /* handles and work items not yet finished */
+    struct http_provider prov;
+    struct token wtok, rtok;
+    uv_mutex_t mu; /* guards ro, views and views_version (workers) */
+    struct store *ro;
+    /* The tables as last loaded, reused while the database's data_version stays the same: a
+     * read costs building its answer, not reloading the database, until the next commit. */
+    struct store_views *views;
+    int64_t views_version;
+    uint64_t views_ms;        /* uv_hrtime of the load, in ms */
+    atomic_bool written;      /* a write went through this server: the next read after a commit
+                                 reloads at once, whatever max_stale_ms (read-your-writes) */
+    unsigned long long loads; /* views loaded so far (tests) */
+    struct http_metrics *own;
+    struct http_metric *m_requests;
+};
+
+enum view {
+    V_QUOTA,
+    V_QUEUES,
+    V_QUEUE,
+    V_JOBS,
+    V_EXPLAIN,
+    V_TOP,
+    V_RESERVATIONS,
+    V_METRICS,
+    V_SNAPSHOT
+};
+
+struct http_work {
+    enum view v;
+    char *arg;
+    bool all;
+    uint32_t limit;      /* explain: decisions shown */
+    uint32_t page_limit; /* list routes: items per page, 0 = all */
+    char *cont;          /* list routes: the continue token, or NULL */
+    /* connection bookkeeping (server.c) */
+    uv_work_t req;
+    struct conn *conn;
+    struct http_server *srv;
+    struct http_response resp;
+    char method[8];
+};
+
+/* A JSON answer (doc is consumed; 500 when it is NULL); an error answer
+ * {"error":{"code","message"}}. */
+void http__resp_json(struct http_response *r, int status, cJSON *doc);
+void http__resp_error(struct http_response *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The value of a hex digit, -1 for another character. */
+int http__hexval(char c);
+
+#endif
