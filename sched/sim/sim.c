@@ -488,13 +488,19 @@ struct run {
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
 };
 
-static void touch(struct run *r, uint32_t j)
+/* Job j's state changed: its "j:<id>" row is written at the next store batch (with --db). */
+static void mark_dirty(struct run *r, uint32_t j)
 {
-    r->events_done++;
     if (!r->dirty || r->dirty[j])
         return;
     r->dirty[j] = 1;
     r->dirty_list[r->n_dirty++] = j;
+}
+
+static void touch(struct run *r, uint32_t j)
+{
+    r->events_done++;
+    mark_dirty(r, j);
 }
 
 static void drop_holds(struct run *r, uint32_t j);
@@ -1656,12 +1662,12 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
 static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
 {
     const struct gang *g = &r->in->jobs[j].gang;
-    size_t at = (size_t)snprintf(buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %u",
-                                 r->status[j], (long long)r->start_ms[j], (long long)r->end_ms[j],
-                                 (long long)r->remaining_ms[j], (long long)r->run_start_ms[j],
-                                 (long long)r->overhead_ms[j], (long long)r->busy_ms[j], r->gen[j],
-                                 r->n_evicted[j], r->evicting[j], (long long)r->evict_at[j],
-                                 r->evict_kind[j], r->job_flavor[j], r->assign[j] ? g->n_pods : 0);
+    size_t at = (size_t)snprintf(
+        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u", r->status[j],
+        (long long)r->start_ms[j], (long long)r->end_ms[j], (long long)r->remaining_ms[j],
+        (long long)r->run_start_ms[j], (long long)r->overhead_ms[j], (long long)r->busy_ms[j],
+        r->gen[j], r->n_evicted[j], r->evicting[j], (long long)r->evict_at[j], r->evict_kind[j],
+        r->job_flavor[j], (long long)r->eta_first[j], r->assign[j] ? g->n_pods : 0);
     for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
         at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
                                r->assign[j][k].gpu_mask);
@@ -2116,18 +2122,18 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
             return rc;
         const struct gang *g = &in->jobs[j].gang;
         unsigned status, gen, nev, evicting, ekind, flavor, npods;
-        long long start, end, rem, rstart, over, busy, eat;
+        long long start, end, rem, rstart, over, busy, eat, eta;
         int off = 0;
-        if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %u%n", &status,
+        if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
                    &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
-                   &flavor, &npods, &off) != 14 ||
+                   &flavor, &eta, &npods, &off) != 15 ||
             status > JOB_REJECTED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
             return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
         r->status[j] = (uint8_t)status, r->start_ms[j] = start, r->end_ms[j] = end;
         r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
         r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
         r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
-        r->job_flavor[j] = flavor;
+        r->job_flavor[j] = flavor, r->eta_first[j] = eta;
         r->db_placed[j] = status == JOB_RUNNING; /* as db_job() left the store */
         if (status == JOB_PENDING) {
             if (queue_list_insert(&r->queues[g->queue], g) != 0)
@@ -2282,8 +2288,10 @@ static void note_etas(struct run *r, const struct sched_result *res)
 {
     for (uint32_t k = 0; k < res->n_etas; k++) {
         uint32_t j = res->etas[k].gang->id;
-        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT)
+        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT) {
             r->eta_first[j] = res->etas[k].start_ms;
+            mark_dirty(r, j); /* persisted in its "j:<id>" row, so --resume keeps the KPI */
+        }
     }
 }
 
