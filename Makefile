@@ -118,11 +118,13 @@ $(BUILD)/gen/default_trace.c: sched/sim/data/itp-default.csv
 	  echo '0x00};'; \
 	  echo "const unsigned long sim_default_trace_len = $$(wc -c < $<);"; } > $@
 
-$(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(BUILD)/gen/default_trace.o $(LIB)
+# The commands' flag parser (sched/cmd/flags.c), linked by both commands and its unit test.
+CMD_FLAGS := $(BUILD)/sched/cmd/flags.o
+$(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(CMD_FLAGS) $(BUILD)/gen/default_trace.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c))
+GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c)) $(CMD_FLAGS)
 $(BIN)/gangctl: $(GANGCTL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -134,6 +136,10 @@ $(BIN)/kubectl-gang: $(BIN)/gangctl
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) $(TESTLIBS)
+
+$(BUILD)/tests/test_flags: tests/unit/test_flags.c $(CMD_FLAGS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(CMD_FLAGS) $(LIB) $(LDLIBS) $(TESTLIBS)
 
 $(BUILD)/tests/fuzz_%_replay: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "config/config.h"
+#include "sched/cmd/flags.h"
 #include "sched/core/device.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
@@ -111,66 +112,6 @@ static int cmd_completion(int argc, char **argv)
     return 2;
 }
 
-static void usage_simulate(FILE *f)
-{
-    fputs("usage: gangsched simulate [FLAGS]\n"
-          "\n"
-          "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
-          "scheduling core as the daemon. Without flags: a bundled 14-day excerpt of the\n"
-          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER
-          ", policies gangsched and fifo.\n"
-          "\n"
-          "cluster (one of):\n"
-          "  --cluster SPEC     generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined\n"
-          "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
-          "                     List of Nodes and ResourceSlices ('kubectl get\n"
-          "                     nodes,resourceslices'); repeatable (a node's GPUs: its\n"
-          "                     nvidia.com/gpu, else its gpu.nvidia.com devices)\n"
-          "workload:\n"
-          "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
-          "  --arrival fgd      the openb GPU-sharing workload with FGD's method (openb node\n"
-          "                     and pod CSVs; see 'gangsched simulate --arrival fgd --help')\n"
-          "  --seed N           seed of every random choice below (default 1)\n"
-          "  --high-priority F  give priority 10 to this fraction of jobs without a priority\n"
-          "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
-          "                     checkpoint_interval column checkpoint every EVERY seconds\n"
-          "                     (+-20% seeded jitter; default 3600:1800, 0:0 = never)\n"
-          "  --tolerate LIST    tolerations of every job without a tolerations column, as\n"
-          "                     kubectl taint writes them, ';'-separated (for the GPU operator's\n"
-          "                     taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)\n"
-          "failures (seeded by --seed):\n"
-          "  --node-mtbf HOURS  each node fails after an exponential time of this mean\n"
-          "  --repair HOURS     how long a failed node stays down (default 4)\n"
-          "  --outages FILE     planned outages, CSV node,down,up (seconds)\n"
-          "  --pod-start-failure-rate P  probability that a gang's start fails\n"
-          "  --max-restarts N   retry budget for failed starts (default 3)\n"
-          "  --failure-grace S  a gang that lost a member is torn down after S s (default 30)\n"
-          "  --start-timeout S  a start that never becomes ready is torn down after S s (300)\n"
-          "queues:\n"
-          "  --config FILE      operator configuration (queues, quotas, cohorts; see "
-          "docs/config.md);\n"
-          "                     without it each trace queue gets a nominal GPU quota proportional\n"
-          "                     to its GPU-hours in one cohort\n"
-          "policies and output:\n"
-          "  --policy NAME      policy to run (repeatable; default: gangsched and fifo)\n"
-          "  --json             print one JSON object instead of tables\n"
-          "  --events FILE      write every event as JSON Lines\n"
-          "  --report FILE      write a self-contained HTML report with charts\n"
-          "  --explain JOB      print every scheduling verdict for one job id on stderr\n"
-          "  --jobs-out FILE    write every job's result (start, finish, placement) as CSV\n"
-          "persistence (one policy):\n"
-          "  --db FILE          persist the run in a SQLite store, a transaction per batch of\n"
-          "                     instants (docs/store.md)\n"
-          "  --resume           continue the simulation saved in --db after a crash\n"
-          "  --db-batch N       simulated instants per transaction (default 4096)\n"
-          "  --rebuild-store    when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
-          "                     and start a new one (the simulation restarts from its inputs)\n"
-          "  --stop-after-events N  end abruptly after N events, as a crash would (for tests)\n"
-          "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
-          "  -v, --verbose      log at info level\n",
-          f);
-}
-
 struct sim_args {
     struct sim_workload workload;
     const char *config_path;
@@ -187,231 +128,189 @@ struct sim_args {
     const char *report_path;
     const char *explain_job;
     const char *tolerate;
-    bool progress;
+    bool progress, no_progress, verbose, help;
     const char *db_path;
     bool resume;
     unsigned long long stop_after;
     const char *jobs_out;
-    unsigned long db_batch;
+    uint64_t db_batch;
     bool rebuild_store;
     struct sim_failures fail;
     bool failing;
     const char *outages_path;
 };
 
-/* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
-static const char *flag_value(int argc, char **argv, int *i, const char *name)
+/* --policy NAME: a known policy, at most MAX_POLICIES of them. */
+static int policy_flag(const char *v, void *dst, char *err, size_t n)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (a[n] == '=')
-        return a + n + 1;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "gangsched simulate: flag %s needs a value\n", name);
-        return NULL;
+    struct sim_args *a = dst;
+    const struct sched_policy *p = sched_policy_find(v);
+    if (!p) {
+        int at = snprintf(err, n, "unknown policy '%s' (known:", v);
+        for (size_t k = 0; sched_policies[k] && at > 0 && (size_t)at < n; k++)
+            at += snprintf(err + at, n - (size_t)at, " %s", sched_policies[k]->name);
+        if (at > 0 && (size_t)at < n)
+            snprintf(err + at, n - (size_t)at, ")");
+        return -1;
     }
-    return argv[++*i];
+    if (a->n_policies == MAX_POLICIES) {
+        snprintf(err, n, "at most %d --policy flags", MAX_POLICIES);
+        return -1;
+    }
+    a->policies[a->n_policies++] = p;
+    return 0;
 }
 
-static bool is_flag(const char *arg, const char *name)
+/* --checkpoint-default MIN:EVERY, in seconds. */
+static int ckpt_flag(const char *v, void *dst, char *err, size_t n)
 {
-    size_t n = strlen(name);
-    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+    struct sim_workload *w = dst;
+    char *end;
+    unsigned long long min_s = strtoull(v, &end, 10), every_s = 0;
+    if (end != v && *end == ':')
+        every_s = strtoull(end + 1, &end, 10);
+    if (*end || !strchr(v, ':') || min_s > 1000000000ull || every_s > 1000000000ull) {
+        snprintf(err, n, "--checkpoint-default '%s' is not MIN:EVERY (seconds)", v);
+        return -1;
+    }
+    w->ckpt_min_duration_ms = (int64_t)min_s * 1000;
+    w->ckpt_interval_ms = (int64_t)every_s * 1000;
+    return 0;
 }
 
-/* Returns 0, or the exit code to leave with. */
-static int parse_simulate(int argc, char **argv, struct sim_args *a)
+/* --arrival NAME is read before the table (the openb workload has its own flags): only the
+ * "--arrival=NAME" spelling reaches here. */
+static int arrival_flag(const char *v, void *dst, char *err, size_t n)
 {
-    memset(a, 0, sizeof(*a));
-    a->progress = isatty(STDERR_FILENO);
-    a->fail = (struct sim_failures){.repair_h = 4.0,
-                                    .detect_ms = 30000,
-                                    .start_timeout_ms = 300000,
-                                    .backoff_ms = 60000,
-                                    .max_restarts = 3,
-                                    .strikes = 3,
-                                    .strike_window_ms = 3600000,
-                                    .quarantine_ms = 1800000};
-    a->workload = (struct sim_workload){
-        .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *v = NULL;
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage_simulate(stdout);
-            return -1;
-        } else if (strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(arg, "--no-progress") == 0) {
-            a->progress = false;
-        } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
-            log_threshold = LOG_LEVEL_INFO;
-        } else if (is_flag(arg, "--cluster")) {
-            if (!(v = flag_value(argc, argv, &i, "--cluster")))
-                return 2;
-            a->cluster_spec = v;
-        } else if (is_flag(arg, "--seed")) {
-            if (!(v = flag_value(argc, argv, &i, "--seed")))
-                return 2;
-            char *end;
-            unsigned long long x = strtoull(v, &end, 10);
-            if (!*v || *end) {
-                fprintf(stderr, "gangsched simulate: --seed '%s' is not a number\n", v);
-                return 2;
-            }
-            a->workload.seed = x;
-        } else if (is_flag(arg, "--high-priority")) {
-            if (!(v = flag_value(argc, argv, &i, "--high-priority")))
-                return 2;
-            char *end;
-            double x = strtod(v, &end);
-            if (!*v || *end || !(x >= 0 && x <= 1)) {
-                fprintf(stderr, "gangsched simulate: --high-priority '%s' is not in 0..1\n", v);
-                return 2;
-            }
-            a->workload.high_priority_fraction = x;
-        } else if (is_flag(arg, "--checkpoint-default")) {
-            if (!(v = flag_value(argc, argv, &i, "--checkpoint-default")))
-                return 2;
-            char *end;
-            unsigned long long min_s = strtoull(v, &end, 10), every_s = 0;
-            if (end != v && *end == ':')
-                every_s = strtoull(end + 1, &end, 10);
-            if (*end || !strchr(v, ':') || min_s > 1000000000ull || every_s > 1000000000ull) {
-                fprintf(stderr,
-                        "gangsched simulate: --checkpoint-default '%s' is not MIN:EVERY "
-                        "(seconds)\n",
-                        v);
-                return 2;
-            }
-            a->workload.ckpt_min_duration_ms = (int64_t)min_s * 1000;
-            a->workload.ckpt_interval_ms = (int64_t)every_s * 1000;
-        } else if (is_flag(arg, "--config")) {
-            if (!(v = flag_value(argc, argv, &i, "--config")))
-                return 2;
-            a->config_path = v;
-        } else if (is_flag(arg, "--nodes")) {
-            if (!(v = flag_value(argc, argv, &i, "--nodes")))
-                return 2;
-            if (a->n_nodes_files == MAX_TRACES) {
-                fprintf(stderr, "gangsched simulate: --nodes: at most %d files\n", MAX_TRACES);
-                return 2;
-            }
-            a->nodes_file = a->nodes_file ? a->nodes_file : v;
-            a->nodes_files[a->n_nodes_files++] = v;
-        } else if (is_flag(arg, "--trace")) {
-            if (!(v = flag_value(argc, argv, &i, "--trace")))
-                return 2;
-            if (a->n_traces == MAX_TRACES) {
-                fprintf(stderr, "gangsched simulate: at most %d --trace files\n", MAX_TRACES);
-                return 2;
-            }
-            a->traces[a->n_traces++] = v;
-        } else if (is_flag(arg, "--policy")) {
-            if (!(v = flag_value(argc, argv, &i, "--policy")))
-                return 2;
-            const struct sched_policy *p = sched_policy_find(v);
-            if (!p) {
-                fprintf(stderr, "gangsched simulate: unknown policy '%s' (known:", v);
-                for (size_t k = 0; sched_policies[k]; k++)
-                    fprintf(stderr, " %s", sched_policies[k]->name);
-                fputs(")\n", stderr);
-                return 2;
-            }
-            if (a->n_policies == MAX_POLICIES) {
-                fprintf(stderr, "gangsched simulate: at most %d --policy flags\n", MAX_POLICIES);
-                return 2;
-            }
-            a->policies[a->n_policies++] = p;
-        } else if (is_flag(arg, "--events")) {
-            if (!(v = flag_value(argc, argv, &i, "--events")))
-                return 2;
-            a->events_path = v;
-        } else if (is_flag(arg, "--report")) {
-            if (!(v = flag_value(argc, argv, &i, "--report")))
-                return 2;
-            a->report_path = v;
-        } else if (is_flag(arg, "--db")) {
-            if (!(v = flag_value(argc, argv, &i, "--db")))
-                return 2;
-            a->db_path = v;
-        } else if (is_flag(arg, "--node-mtbf") || is_flag(arg, "--repair") ||
-                   is_flag(arg, "--pod-start-failure-rate") || is_flag(arg, "--failure-grace") ||
-                   is_flag(arg, "--start-timeout") || is_flag(arg, "--max-restarts")) {
-            const char *name = arg;
-            char flag[32];
-            snprintf(flag, sizeof(flag), "%.*s", (int)strcspn(arg, "="), arg);
-            if (!(v = flag_value(argc, argv, &i, flag)))
-                return 2;
-            char *end;
-            double x = strtod(v, &end);
-            bool rate = strcmp(flag, "--pod-start-failure-rate") == 0;
-            if (!*v || *end || !(x >= 0) || x > 1e9 || (rate && x > 1)) {
-                fprintf(stderr, "gangsched simulate: %s '%s' is not a %s\n", flag, v,
-                        rate ? "probability in 0..1" : "non-negative number");
-                return 2;
-            }
-            (void)name;
-            a->failing = true;
-            if (strcmp(flag, "--node-mtbf") == 0)
-                a->fail.node_mtbf_h = x;
-            else if (strcmp(flag, "--repair") == 0)
-                a->fail.repair_h = x;
-            else if (rate)
-                a->fail.pod_start_failure_rate = x;
-            else if (strcmp(flag, "--failure-grace") == 0)
-                a->fail.detect_ms = (int64_t)(x * 1000);
-            else if (strcmp(flag, "--start-timeout") == 0)
-                a->fail.start_timeout_ms = (int64_t)(x * 1000);
-            else
-                a->fail.max_restarts = (uint32_t)x;
-        } else if (is_flag(arg, "--outages")) {
-            if (!(v = flag_value(argc, argv, &i, "--outages")))
-                return 2;
-            a->outages_path = v;
-            a->failing = true;
-        } else if (is_flag(arg, "--db-batch")) {
-            if (!(v = flag_value(argc, argv, &i, "--db-batch")))
-                return 2;
-            char *end;
-            a->db_batch = strtoul(v, &end, 10);
-            if (!*v || *end || a->db_batch == 0 || a->db_batch > 1000000) {
-                fprintf(stderr, "gangsched simulate: --db-batch '%s' is not in 1..1000000\n", v);
-                return 2;
-            }
-        } else if (strcmp(arg, "--rebuild-store") == 0) {
-            a->rebuild_store = true;
-        } else if (strcmp(arg, "--resume") == 0) {
-            a->resume = true;
-        } else if (is_flag(arg, "--jobs-out")) {
-            if (!(v = flag_value(argc, argv, &i, "--jobs-out")))
-                return 2;
-            a->jobs_out = v;
-        } else if (is_flag(arg, "--stop-after-events")) {
-            if (!(v = flag_value(argc, argv, &i, "--stop-after-events")))
-                return 2;
-            char *end;
-            a->stop_after = strtoull(v, &end, 10);
-            if (!*v || *end || a->stop_after == 0) {
-                fprintf(stderr,
-                        "gangsched simulate: --stop-after-events '%s' is not a positive "
-                        "number\n",
-                        v);
-                return 2;
-            }
-        } else if (is_flag(arg, "--explain")) {
-            if (!(v = flag_value(argc, argv, &i, "--explain")))
-                return 2;
-            a->explain_job = v;
-        } else if (is_flag(arg, "--tolerate")) {
-            if (!(v = flag_value(argc, argv, &i, "--tolerate")))
-                return 2;
-            a->tolerate = v;
-        } else {
-            fprintf(stderr, "gangsched simulate: unknown argument '%s' (see --help)\n", arg);
-            return 2;
-        }
-    }
+    (void)dst;
+    snprintf(err, n, "write --arrival %s as two words (the openb workload has its own flags)", v);
+    return -1;
+}
+
+/* The flags of `gangsched simulate`, their destinations in a. */
+static void simulate_flags(struct sim_args *a, struct flag *t, size_t cap)
+{
+    static const double big = 1e9;
+    const struct flag rows[] = {
+        FLAGS_SECTION("cluster (one of):"),
+        {.name = "--cluster", .kind = FLAG_STRING, .dst = &a->cluster_spec, .arg = "SPEC",
+         .help = "generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined"},
+        {.name = "--nodes", .kind = FLAG_REPEATED, .dst = a->nodes_files, .count = &a->n_nodes_files,
+         .max_count = MAX_TRACES, .arg = "FILE",
+         .help = "a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
+                 "List of Nodes and ResourceSlices ('kubectl get\n"
+                 "nodes,resourceslices'); repeatable (a node's GPUs: its\n"
+                 "nvidia.com/gpu, else its gpu.nvidia.com devices)"},
+        FLAGS_SECTION("workload:"),
+        {.name = "--trace", .kind = FLAG_REPEATED, .dst = a->traces, .count = &a->n_traces,
+         .max_count = MAX_TRACES, .arg = "FILE",
+         .help = "CSV trace (repeatable; each file is a queue named after it)"},
+        {.name = "--arrival", .kind = FLAG_FUNC, .fn = arrival_flag, .arg = "fgd",
+         .help = "the openb GPU-sharing workload with FGD's method (openb node\n"
+                 "and pod CSVs; see 'gangsched simulate --arrival fgd --help')"},
+        {.name = "--seed", .kind = FLAG_INT, .dst = &a->workload.seed,
+         .size = sizeof(a->workload.seed), .imax = UINT64_MAX, .arg = "N",
+         .help = "seed of every random choice below (default 1)"},
+        {.name = "--high-priority", .kind = FLAG_DOUBLE, .dst = &a->workload.high_priority_fraction,
+         .max = 1, .arg = "F", .help = "give priority 10 to this fraction of jobs without a priority"},
+        {.name = "--checkpoint-default", .kind = FLAG_FUNC, .fn = ckpt_flag, .dst = &a->workload,
+         .arg = "MIN:EVERY",
+         .help = "jobs of at least MIN seconds without a\n"
+                 "checkpoint_interval column checkpoint every EVERY seconds\n"
+                 "(+-20% seeded jitter; default 3600:1800, 0:0 = never)"},
+        {.name = "--tolerate", .kind = FLAG_STRING, .dst = &a->tolerate, .arg = "LIST",
+         .help = "tolerations of every job without a tolerations column, as\n"
+                 "kubectl taint writes them, ';'-separated (for the GPU operator's\n"
+                 "taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)"},
+        FLAGS_SECTION("failures (seeded by --seed):"),
+        {.name = "--node-mtbf", .kind = FLAG_DOUBLE, .dst = &a->fail.node_mtbf_h, .max = big,
+         .unit = "hours", .given = &a->failing, .arg = "HOURS",
+         .help = "each node fails after an exponential time of this mean"},
+        {.name = "--repair", .kind = FLAG_DOUBLE, .dst = &a->fail.repair_h, .max = big,
+         .unit = "hours", .given = &a->failing, .arg = "HOURS",
+         .help = "how long a failed node stays down (default 4)"},
+        {.name = "--outages", .kind = FLAG_STRING, .dst = &a->outages_path, .given = &a->failing,
+         .arg = "FILE", .help = "planned outages, CSV node,down,up (seconds)"},
+        {.name = "--pod-start-failure-rate", .kind = FLAG_DOUBLE,
+         .dst = &a->fail.pod_start_failure_rate, .max = 1, .given = &a->failing, .arg = "P",
+         .help = "probability that a gang's start fails"},
+        {.name = "--max-restarts", .kind = FLAG_INT, .dst = &a->fail.max_restarts,
+         .size = sizeof(a->fail.max_restarts), .imax = 1000000000, .given = &a->failing,
+         .arg = "N", .help = "retry budget for failed starts (default 3)"},
+        {.name = "--failure-grace", .kind = FLAG_DURATION, .dst = &a->fail.detect_ms,
+         .size = sizeof(a->fail.detect_ms), .unit_ms = 1000, .unit = "s", .max = big,
+         .given = &a->failing, .arg = "S",
+         .help = "a gang that lost a member is torn down after S s (default 30)"},
+        {.name = "--start-timeout", .kind = FLAG_DURATION, .dst = &a->fail.start_timeout_ms,
+         .size = sizeof(a->fail.start_timeout_ms), .unit_ms = 1000, .unit = "s", .max = big,
+         .given = &a->failing, .arg = "S",
+         .help = "a start that never becomes ready is torn down after S s (300)"},
+        FLAGS_SECTION("queues:"),
+        {.name = "--config", .kind = FLAG_STRING, .dst = &a->config_path, .arg = "FILE",
+         .help = "operator configuration (queues, quotas, cohorts; see docs/config.md);\n"
+                 "without it each trace queue gets a nominal GPU quota proportional\n"
+                 "to its GPU-hours in one cohort"},
+        FLAGS_SECTION("policies and output:"),
+        {.name = "--policy", .kind = FLAG_FUNC, .fn = policy_flag, .dst = a, .arg = "NAME",
+         .help = "policy to run (repeatable; default: gangsched and fifo)"},
+        {.name = "--json", .kind = FLAG_BOOL, .dst = &a->json,
+         .help = "print one JSON object instead of tables"},
+        {.name = "--events", .kind = FLAG_STRING, .dst = &a->events_path, .arg = "FILE",
+         .help = "write every event as JSON Lines"},
+        {.name = "--report", .kind = FLAG_STRING, .dst = &a->report_path, .arg = "FILE",
+         .help = "write a self-contained HTML report with charts"},
+        {.name = "--explain", .kind = FLAG_STRING, .dst = &a->explain_job, .arg = "JOB",
+         .help = "print every scheduling verdict for one job id on stderr"},
+        {.name = "--jobs-out", .kind = FLAG_STRING, .dst = &a->jobs_out, .arg = "FILE",
+         .help = "write every job's result (start, finish, placement) as CSV"},
+        FLAGS_SECTION("persistence (one policy):"),
+        {.name = "--db", .kind = FLAG_STRING, .dst = &a->db_path, .arg = "FILE",
+         .help = "persist the run in a SQLite store, a transaction per batch of\n"
+                 "instants (docs/store.md)"},
+        {.name = "--resume", .kind = FLAG_BOOL, .dst = &a->resume,
+         .help = "continue the simulation saved in --db after a crash"},
+        {.name = "--db-batch", .kind = FLAG_INT, .dst = &a->db_batch, .size = sizeof(a->db_batch),
+         .imin = 1, .imax = 1000000, .arg = "N",
+         .help = "simulated instants per transaction (default 4096)"},
+        {.name = "--rebuild-store", .kind = FLAG_BOOL, .dst = &a->rebuild_store,
+         .help = "when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
+                 "and start a new one (the simulation restarts from its inputs)"},
+        {.name = "--stop-after-events", .kind = FLAG_INT, .dst = &a->stop_after,
+         .size = sizeof(a->stop_after), .imin = 1, .imax = UINT64_MAX, .arg = "N",
+         .help = "end abruptly after N events, as a crash would (for tests)"},
+        {.name = "--no-progress", .kind = FLAG_BOOL, .dst = &a->no_progress,
+         .help = "no progress line on stderr (default: shown on a terminal)"},
+        {.name = "--verbose", .short_name = 'v', .kind = FLAG_BOOL, .dst = &a->verbose,
+         .help = "log at info level"},
+        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &a->help,
+         .attrs = FLAG_STOP, .help = "this help"},
+        FLAGS_END,
+    };
+    size_t n = sizeof(rows) / sizeof(rows[0]);
+    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
+}
+
+#define SIM_FLAGS 48 /* rows of simulate_flags(), ends included */
+
+static void usage_simulate(FILE *f)
+{
+    struct sim_args a;
+    struct flag t[SIM_FLAGS];
+    simulate_flags(&a, t, SIM_FLAGS);
+    fputs("usage: gangsched simulate [FLAGS]\n"
+          "\n"
+          "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
+          "scheduling core as the daemon. Without flags: a bundled 14-day excerpt of the\n"
+          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER
+          ", policies gangsched and fifo.\n"
+          "\n",
+          f);
+    flags_help(f, t, 21);
+}
+
+/* Checks of flags against each other. Returns 0, or the exit code. */
+static int check_simulate(struct sim_args *a)
+{
     if (a->cluster_spec && a->nodes_file) {
         fputs("gangsched simulate: give --cluster or --nodes, not both\n", stderr);
         return 2;
@@ -443,6 +342,39 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
         return 2;
     }
     return 0;
+}
+
+/* Returns 0, -1 after --help, or the exit code to leave with. */
+static int parse_simulate(int argc, char **argv, struct sim_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->fail = (struct sim_failures){.repair_h = 4.0,
+                                    .detect_ms = 30000,
+                                    .start_timeout_ms = 300000,
+                                    .backoff_ms = 60000,
+                                    .max_restarts = 3,
+                                    .strikes = 3,
+                                    .strike_window_ms = 3600000,
+                                    .quarantine_ms = 1800000};
+    a->workload = (struct sim_workload){
+        .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
+    struct flag t[SIM_FLAGS];
+    simulate_flags(a, t, SIM_FLAGS);
+    char err[512];
+    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "gangsched simulate: %s (see --help)\n", err);
+        return 2;
+    }
+    if (a->help) {
+        usage_simulate(stdout);
+        return -1;
+    }
+    a->progress = isatty(STDERR_FILENO) && !a->no_progress;
+    if (a->verbose)
+        log_threshold = LOG_LEVEL_INFO;
+    a->nodes_file = a->n_nodes_files ? a->nodes_files[0] : NULL;
+    return check_simulate(a);
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -569,6 +501,13 @@ static void changed_file(const char *saved, const char *now, char *out, size_t c
     while (len > 0 && line[len - 1] != ' ')
         len--; /* drop the hash */
     snprintf(out, cap, "%.*s", len > 0 ? (int)len - 1 : 0, line);
+}
+
+/* arg is --name or --name=VALUE. */
+static bool is_flag(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
 /* Opens the --db store and checks that a resumed run is the same simulation (every argument
@@ -911,182 +850,237 @@ static int cmd_config(int argc, char **argv)
     return w < 0 ? 1 : 0;
 }
 
+/* The HTTP API's limit flags (docs/api.md "Limits"), of run and serve; l: struct http_limits *. */
+#define HTTP_LIMIT_FLAGS(l)                                                                        \
+    {.name = "--http-max-conns", .kind = FLAG_INT, .dst = &(l)->max_conns,                         \
+     .size = sizeof((l)->max_conns), .imin = 1, .imax = 1000000, .arg = "N",                       \
+     .help = "connections served at once (default 4096); more get 503"},                          \
+        {.name = "--http-probe-conns", .kind = FLAG_INT, .dst = &(l)->probe_conns,                 \
+         .size = sizeof((l)->probe_conns), .imin = 1, .imax = UINT32_MAX, .arg = "N",              \
+         .help = "further connections kept for /healthz and /readyz only\n(default 16)"},          \
+        {.name = "--http-timeout", .kind = FLAG_DURATION, .dst = &(l)->timeout_ms,                 \
+         .size = sizeof((l)->timeout_ms), .unit_ms = 1, .unit = "ms", .min = 1,                    \
+         .max = UINT32_MAX, .arg = "MS",                                                           \
+         .help = "a request must arrive within it, and an idle keep-alive\n"                       \
+                 "connection is closed after it (default 10000)"},                                 \
+        {.name = "--http-write-timeout", .kind = FLAG_DURATION, .dst = &(l)->write_timeout_ms,     \
+         .size = sizeof((l)->write_timeout_ms), .unit_ms = 1, .unit = "ms", .min = 1,              \
+         .max = UINT32_MAX, .arg = "MS",                                                           \
+         .help = "a client that does not take an answer within it is\n"                           \
+                 "disconnected (default 10000)"},                                                  \
+    {                                                                                              \
+        .name = "--http-max-output", .kind = FLAG_INT, .dst = &(l)->max_output,                    \
+        .size = sizeof((l)->max_output), .imin = 1024, .imax = UINT32_MAX, .arg = "BYTES",         \
+        .help = "the largest answer one connection is sent (default 8388608);\n"                   \
+                "list routes page with limit and continue"                                         \
+    }
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+
+struct run_args {
+    struct kube_run_opts o;
+    bool help;
+    int log_level;
+};
+
+#define RUN_FLAGS 32 /* rows of run_flags(), the end included */
+
+static void run_flags(struct run_args *r, struct flag *t, size_t cap)
+{
+    struct kube_run_opts *o = &r->o;
+    const struct flag rows[] = {
+        {.name = "--config", .kind = FLAG_STRING, .dst = &o->config_path, .arg = "FILE",
+         .help = "operator configuration (YAML; reloaded on change and SIGHUP)"},
+        {.name = "--db", .kind = FLAG_STRING, .dst = &o->db_path, .arg = "FILE",
+         .help = "SQLite database (created when missing)"},
+        {.name = "--kubeconfig", .kind = FLAG_STRING, .dst = &o->kubeconfig, .arg = "FILE",
+         .help = "kubeconfig to use"},
+        {.name = "--scheduler-name", .kind = FLAG_STRING, .dst = &o->scheduler, .arg = "NAME",
+         .help = "spec.schedulerName handled (default gangsched)"},
+        {.name = "--policy", .kind = FLAG_STRING, .dst = &o->policy, .arg = "NAME",
+         .help = "scheduling policy (default gangsched; see 'policies')"},
+        {.name = "--leader-elect", .kind = FLAG_BOOL, .dst = &o->leader_elect, .arg = "BOOL",
+         .help = "Lease-based leader election (default true)"},
+        {.name = "--lease-namespace", .kind = FLAG_STRING, .dst = &o->lease_ns, .arg = "NS",
+         .help = "namespace of the Lease (default: $POD_NAMESPACE, else the\ncontext's)"},
+        {.name = "--lease-name", .kind = FLAG_STRING, .dst = &o->lease_name, .arg = "NAME",
+         .help = "name of the Lease (default gangsched)"},
+        {.name = "--identity", .kind = FLAG_STRING, .dst = &o->identity, .arg = "ID",
+         .help = "holder identity (default: $POD_NAME, else HOSTNAME_PID)"},
+        {.name = "--cycle-ms", .kind = FLAG_DURATION, .dst = &o->cycle_ms,
+         .size = sizeof(o->cycle_ms), .unit_ms = 1, .unit = "ms", .min = 1, .max = 1e6,
+         .arg = "N", .help = "minimum interval between cycles (default 100)"},
+        {.name = "--kube-qps", .kind = FLAG_DOUBLE, .dst = &o->qps, .min = 1, .max = 1e6,
+         .arg = "N", .help = "API requests per second (default 200)"},
+        {.name = "--kube-burst", .kind = FLAG_INT, .dst = &o->burst, .size = sizeof(o->burst),
+         .imin = 1, .imax = 1000000, .arg = "N", .help = "API request burst (default 400)"},
+        {.name = "--listen", .kind = FLAG_STRING, .dst = &o->listen, .arg = "HOST:PORT",
+         .attrs = FLAG_EMPTY_OK,
+         .help = "HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
+                 "\"\" = none; port 0 picks a free one)"},
+        {.name = "--port-file", .kind = FLAG_STRING, .dst = &o->port_file, .arg = "FILE",
+         .help = "write the HTTP port here once listening"},
+        {.name = "--token-file", .kind = FLAG_STRING, .dst = &o->token_file, .arg = "FILE",
+         .help = "bearer token for operator writes (re-read when it changes)"},
+        {.name = "--read-token-file", .kind = FLAG_STRING, .dst = &o->read_token_file,
+         .arg = "FILE", .help = "bearer token required for reads (default: reads are open)"},
+        {.name = "--follow", .kind = FLAG_STRING, .dst = &o->follow_url, .arg = "URL",
+         .help = "while standby, copy the leader's store from its HTTP API\n"
+                 "(GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
+                 "takeover (docs/store.md \"Fail-over\")"},
+        {.name = "--follow-interval", .kind = FLAG_DURATION, .dst = &o->follow_ms,
+         .size = sizeof(o->follow_ms), .unit_ms = 1, .unit = "ms", .min = 100, .max = 3600000,
+         .arg = "MS", .help = "between two copies (default 10000)"},
+        {.name = "--follow-token-file", .kind = FLAG_STRING, .dst = &o->follow_token_file,
+         .arg = "F", .help = "the read token for it (when reads need one)"},
+        HTTP_LIMIT_FLAGS(&o->http),
+        {.name = "--rebuild-store", .kind = FLAG_BOOL, .dst = &o->rebuild_store, .arg = "BOOL",
+         .help = "a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
+                 "and a new store started (default false: stop)"},
+        {.name = "--evict-fallback-delete", .kind = FLAG_BOOL, .dst = &o->evict_fallback_delete,
+         .arg = "BOOL",
+         .help = "delete a preemption victim whose eviction a\n"
+                 "disruption budget keeps blocking (default false)"},
+        {.name = "--log-level", .kind = FLAG_ENUM, .dst = &r->log_level, .choices = log_levels,
+         .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
+        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &r->help,
+         .attrs = FLAG_STOP, .help = "this help"},
+        FLAGS_END,
+    };
+    size_t n = sizeof(rows) / sizeof(rows[0]);
+    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
+}
+
 static void usage_run(FILE *f)
 {
+    struct run_args r;
+    struct flag t[RUN_FLAGS];
+    run_flags(&r, t, RUN_FLAGS);
     fputs("usage: gangsched run --config FILE --db FILE [FLAGS]\n"
           "\n"
           "Schedules the pods whose spec.schedulerName is --scheduler-name, whole gangs at a\n"
           "time, through the Kubernetes API. Without --kubeconfig: $KUBECONFIG, ~/.kube/config,\n"
           "then the in-cluster service account.\n"
-          "\n"
-          "  --config FILE          operator configuration (YAML; reloaded on change and SIGHUP)\n"
-          "  --db FILE              SQLite database (created when missing)\n"
-          "  --kubeconfig FILE      kubeconfig to use\n"
-          "  --scheduler-name NAME  spec.schedulerName handled (default gangsched)\n"
-          "  --policy NAME          scheduling policy (default gangsched; see 'policies')\n"
-          "  --leader-elect BOOL    Lease-based leader election (default true)\n"
-          "  --lease-namespace NS   namespace of the Lease (default: $POD_NAMESPACE, else the\n"
-          "                         context's)\n"
-          "  --lease-name NAME      name of the Lease (default gangsched)\n"
-          "  --identity ID          holder identity (default: $POD_NAME, else HOSTNAME_PID)\n"
-          "  --cycle-ms N           minimum interval between cycles (default 100)\n"
-          "  --kube-qps N           API requests per second (default 200)\n"
-          "  --kube-burst N         API request burst (default 400)\n"
-          "  --listen HOST:PORT     HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
-          "                         \"\" = none; port 0 picks a free one)\n"
-          "  --port-file FILE       write the HTTP port here once listening\n"
-          "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
-          "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
-          "  --follow URL           while standby, copy the leader's store from its HTTP API\n"
-          "                         (GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
-          "                         takeover (docs/store.md \"Fail-over\")\n"
-          "  --follow-interval MS   between two copies (default 10000)\n"
-          "  --follow-token-file F  the read token for it (when reads need one)\n"
-          "  --http-max-conns, --http-probe-conns, --http-timeout, --http-write-timeout,\n"
-          "  --http-max-output      the HTTP API's limits (docs/api.md \"Limits\")\n"
-          "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
-          "                         and a new store started (default false: stop)\n"
-          "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
-          "                         disruption budget keeps blocking (default false)\n"
-          "  --log-level LEVEL      error, warn, info (default) or debug\n",
+          "\n",
           f);
+    flags_help(f, t, 25);
 }
 
 static int cmd_run(int argc, char **argv)
 {
-    struct kube_run_opts o;
-    kube_run_opts_default(&o);
+    struct run_args r = {.log_level = LOG_LEVEL_INFO};
+    kube_run_opts_default(&r.o);
     static char identity[300];
     char host[256] = "gangsched";
     gethostname(host, sizeof(host) - 1);
     snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
-    o.identity = identity;
+    r.o.identity = identity;
     /* In a pod (deploy/deployment.yaml, the downward API): the pod's name is the identity and
      * its namespace the Lease's; --identity and --lease-namespace still win. */
     const char *pod = getenv("POD_NAME"), *pod_ns = getenv("POD_NAMESPACE");
     if (pod && *pod)
-        o.identity = pod;
+        r.o.identity = pod;
     if (pod_ns && *pod_ns)
-        o.lease_ns = pod_ns;
-    log_threshold = LOG_LEVEL_INFO;
-    for (int i = 0; i < argc; i++) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
-            usage_run(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "gangsched run: %s: missing value (or unknown flag)\n", f);
-            return 2;
-        }
-        const char *v = argv[++i];
-        char *end = NULL;
-        if (strcmp(f, "--config") == 0) {
-            o.config_path = v;
-        } else if (strcmp(f, "--db") == 0) {
-            o.db_path = v;
-        } else if (strcmp(f, "--kubeconfig") == 0) {
-            o.kubeconfig = v;
-        } else if (strcmp(f, "--scheduler-name") == 0) {
-            o.scheduler = v;
-        } else if (strcmp(f, "--policy") == 0) {
-            o.policy = v;
-        } else if (strcmp(f, "--leader-elect") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr, "gangsched run: --leader-elect %s: expected true or false\n", v);
-                return 2;
-            }
-            o.leader_elect = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--rebuild-store") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr, "gangsched run: --rebuild-store %s: expected true or false\n", v);
-                return 2;
-            }
-            o.rebuild_store = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--evict-fallback-delete") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr,
-                        "gangsched run: --evict-fallback-delete %s: expected true or false\n", v);
-                return 2;
-            }
-            o.evict_fallback_delete = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--lease-namespace") == 0) {
-            o.lease_ns = v;
-        } else if (strcmp(f, "--lease-name") == 0) {
-            o.lease_name = v;
-        } else if (strcmp(f, "--identity") == 0) {
-            o.identity = v;
-        } else if (strcmp(f, "--listen") == 0) {
-            o.listen = v;
-        } else if (strcmp(f, "--port-file") == 0) {
-            o.port_file = v;
-        } else if (strcmp(f, "--token-file") == 0) {
-            o.token_file = v;
-        } else if (strcmp(f, "--read-token-file") == 0) {
-            o.read_token_file = v;
-        } else if (strcmp(f, "--follow") == 0) {
-            o.follow_url = v;
-        } else if (strcmp(f, "--follow-token-file") == 0) {
-            o.follow_token_file = v;
-        } else if (strcmp(f, "--follow-interval") == 0) {
-            double x = strtod(v, &end);
-            if (!*v || *end || x < 100 || x > 3600000) {
-                fprintf(stderr, "gangsched run: --follow-interval %s: expected 100..3600000 ms\n",
-                        v);
-                return 2;
-            }
-            o.follow_ms = (uint32_t)x;
-        } else if (strncmp(f, "--http-", 7) == 0) {
-            struct sched_errbuf leb = {{0}};
-            if (http_limit_flag(&o.http, f, v, &leb) <= 0) {
-                fprintf(stderr, "gangsched run: %s\n",
-                        leb.msg[0] ? leb.msg : "unknown --http- flag");
-                return 2;
-            }
-        } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
-                   strcmp(f, "--kube-burst") == 0) {
-            double x = strtod(v, &end);
-            if (!*v || *end || x < 1 || x > 1e6) {
-                fprintf(stderr, "gangsched run: %s %s: expected a number in 1..1000000\n", f, v);
-                return 2;
-            }
-            if (strcmp(f, "--cycle-ms") == 0)
-                o.cycle_ms = (uint32_t)x;
-            else if (strcmp(f, "--kube-qps") == 0)
-                o.qps = x;
-            else
-                o.burst = (uint32_t)x;
-        } else if (strcmp(f, "--log-level") == 0) {
-            static const char *const names[] = {"error", "warn", "info", "debug"};
-            int lv = -1;
-            for (int k = 0; k < 4; k++)
-                if (strcmp(v, names[k]) == 0)
-                    lv = k;
-            if (lv < 0) {
-                fprintf(stderr,
-                        "gangsched run: --log-level %s: expected error, warn, info or "
-                        "debug\n",
-                        v);
-                return 2;
-            }
-            log_threshold = (enum log_level)lv;
-        } else {
-            fprintf(stderr, "gangsched run: unknown flag %s\n", f);
-            usage_run(stderr);
-            return 2;
-        }
+        r.o.lease_ns = pod_ns;
+    struct flag t[RUN_FLAGS];
+    run_flags(&r, t, RUN_FLAGS);
+    char err[512];
+    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "gangsched run: %s (see --help)\n", err);
+        return 2;
     }
-    if (!o.config_path || !o.db_path) {
+    if (r.help) {
+        usage_run(stdout);
+        return 0;
+    }
+    log_threshold = (enum log_level)r.log_level;
+    if (!r.o.config_path || !r.o.db_path) {
         fputs("gangsched run: --config and --db are required\n", stderr);
         usage_run(stderr);
         return 2;
     }
     struct sched_errbuf eb = {{0}};
-    if (kube_run(&o, &eb) != 0) {
+    if (kube_run(&r.o, &eb) != 0) {
         fprintf(stderr, "gangsched run: %s\n", eb.msg);
         return 1;
     }
     return 0;
+}
+
+struct serve_args {
+    struct http_serve_opts o;
+    bool help;
+};
+
+#define SERVE_FLAGS 16 /* rows of serve_flags(), the end included */
+
+static void serve_flags(struct serve_args *s, struct flag *t, size_t cap)
+{
+    struct http_serve_opts *o = &s->o;
+    const struct flag rows[] = {
+        {.name = "--db", .kind = FLAG_STRING, .dst = &o->db, .arg = "FILE",
+         .help = "the database (a 'gangsched simulate --db' run; migrated to\n"
+                 "the current schema if older)"},
+        {.name = "--listen", .kind = FLAG_STRING, .dst = &o->http.listen, .arg = "HOST:PORT",
+         .attrs = FLAG_EMPTY_OK, .help = "default 127.0.0.1:8080; port 0 picks a free port"},
+        {.name = "--token-file", .kind = FLAG_STRING, .dst = &o->http.write_token_file,
+         .arg = "FILE",
+         .help = "bearer token for writes (re-read when it changes); without\n"
+                 "it writes are refused"},
+        {.name = "--read-token-file", .kind = FLAG_STRING, .dst = &o->http.read_token_file,
+         .arg = "FILE", .help = "bearer token reads need (the write token works too)"},
+        {.name = "--port-file", .kind = FLAG_STRING, .dst = &o->port_file, .arg = "FILE",
+         .help = "write the bound port there once listening"},
+        {.name = "--max-stale", .kind = FLAG_DURATION, .dst = &o->max_stale_ms,
+         .size = sizeof(o->max_stale_ms), .unit_ms = 1, .unit = "ms", .max = 3600000,
+         .arg = "MS",
+         .help = "after a commit elsewhere, keep answering from the tables\n"
+                 "as loaded for up to MS (default 0: reload at once)"},
+        HTTP_LIMIT_FLAGS(&o->http.limits),
+        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &s->help,
+         .attrs = FLAG_STOP, .help = "this help"},
+        FLAGS_END,
+    };
+    size_t n = sizeof(rows) / sizeof(rows[0]);
+    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
+}
+
+static int serve_usage(FILE *f, int rc)
+{
+    struct serve_args s;
+    struct flag t[SERVE_FLAGS];
+    serve_flags(&s, t, SERVE_FLAGS);
+    fputs("usage: gangsched serve --db FILE [--listen HOST:PORT] [--token-file FILE]\n"
+          "                       [--read-token-file FILE] [--port-file FILE]\n"
+          "\n"
+          "Serves the HTTP API (docs/api.md) over a database until SIGINT or SIGTERM: reads show\n"
+          "the file as it is now; operator writes are checked against it and recorded as\n"
+          "pending operator actions (docs/store.md) for a scheduler to apply.\n"
+          "\n",
+          f);
+    flags_help(f, t, 27);
+    return rc;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    struct serve_args s = {.o = {.http = {.listen = "127.0.0.1:8080"}}};
+    struct flag t[SERVE_FLAGS];
+    serve_flags(&s, t, SERVE_FLAGS);
+    char err[512];
+    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "gangsched serve: %s\n", err);
+        return serve_usage(stderr, 2);
+    }
+    if (s.help)
+        return serve_usage(stdout, 0);
+    if (!s.o.db) {
+        fputs("gangsched serve: --db FILE is required\n", stderr);
+        return serve_usage(stderr, 2);
+    }
+    return http_serve(&s.o);
 }
 
 static int store_usage(FILE *f, int code)
@@ -1145,7 +1139,7 @@ static int dispatch_command(int argc, char **argv)
     if (strcmp(cmd, "store") == 0)
         return cmd_store(argc - 2, argv + 2);
     if (strcmp(cmd, "serve") == 0)
-        return http_serve_main(argc - 2, argv + 2);
+        return cmd_serve(argc - 2, argv + 2);
     if (strcmp(cmd, "completion") == 0)
         return cmd_completion(argc - 2, argv + 2);
     if (strcmp(cmd, "policies") == 0) {

@@ -6,7 +6,8 @@
  * /healthz and /readyz, the largest answer; routing, bearer-token checks (token files re-read
  * when they change, constant-time comparison), JSON errors {"error":{"code":N,"message":"..."}},
  * and the server's own metrics (requests by method and code). The request parser is
- * reqparse.c, the reads run on workers are reads.c, the limit flags limits.c.
+ * reqparse.c, the reads run on workers are reads.c; the limit flags are read by the commands
+ * (sched/cmd/gangsched.c).
  * Must not touch: the store's content, scheduling, other handles of the embedding loop.
  */
 #include "sched/http/server.h"

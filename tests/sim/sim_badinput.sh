@@ -1,6 +1,6 @@
 # Bad input gets a clear error naming the place, and a non-zero exit (2 usage, 1 input).
 . tests/sim/lib.inc
-expect_fail "unknown flag" 2 "unknown argument '--bogus'" -- "$GS" simulate --bogus
+expect_fail "unknown flag" 2 "unknown flag '--bogus'" -- "$GS" simulate --bogus
 expect_fail "flag without value" 2 "needs a value" -- "$GS" simulate --trace
 expect_fail "unknown policy" 2 "unknown policy 'nope'" -- "$GS" simulate --policy nope
 expect_fail "cluster and nodes" 2 "not both" -- "$GS" simulate --cluster hgx:1 --nodes x.yaml
