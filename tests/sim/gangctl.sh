@@ -201,7 +201,7 @@ expect_fail "--server not a URL" 2 "needs an http:// or https:// URL" -- "$CTL" 
 expect_fail "--db and --server" 2 "not both" -- "$CTL" --db "$TMP/g.db" --server http://127.0.0.1:1 jobs
 expect_fail "no --db" 2 "use --db FILE" -- "$CTL" queues
 expect_fail "bad flag" 2 "unknown flag '--frob'" -- "$CTL" --db "$TMP/g.db" --frob queues
-expect_fail "bad output format" 2 "unknown output format" -- "$CTL" --db "$TMP/g.db" -o xml queues
+expect_fail "bad output format" 2 "-o 'xml': expected one of table, wide, json, yaml" -- "$CTL" --db "$TMP/g.db" -o xml queues
 expect_fail "-q on quota" 2 "applies to jobs only" -- "$CTL" --db "$TMP/g.db" quota -q prod
 expect_fail "--db without a value" 2 "needs a value" -- "$CTL" queues --db
 expect_fail "unknown command" 2 "unknown command 'frob'" -- "$CTL" --db "$TMP/g.db" frob
@@ -227,7 +227,7 @@ n=$(grep -c '^QUEUE' "$TMP/w.txt")
 expect_cmp "--watch: the table again every second" "$n" ">=" 2
 grep -q '^Every 1s: gangctl --db .* queues   [0-9-]*T' "$TMP/w.txt" && ok "--watch: header line" || bad "--watch header: $(head -1 "$TMP/w.txt")"
 expect_fail "--watch on an operator command" 2 "applies to the tenant commands" -- "$CTL" --server http://127.0.0.1:1 -w queue hold prod
-expect_fail "--watch-interval 0" 2 "--watch-interval needs seconds" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
+expect_fail "--watch-interval 0" 2 "--watch-interval '0': expected a duration" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
 "$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
 "$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
 expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"
