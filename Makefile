@@ -120,7 +120,8 @@ $(BUILD)/gen/default_trace.c: sched/sim/data/itp-default.csv
 
 # The commands' flag parser (sched/cmd/flags.c), linked by both commands and its unit test.
 CMD_FLAGS := $(BUILD)/sched/cmd/flags.o
-$(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(CMD_FLAGS) $(BUILD)/gen/default_trace.o $(LIB)
+GANGSCHED_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangsched*.c)) $(CMD_FLAGS)
+$(BIN)/gangsched: $(GANGSCHED_OBJ) $(BUILD)/gen/default_trace.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
