@@ -262,6 +262,24 @@ static int offline(const char *path, const struct args *a)
     return rc;
 }
 
+/* 0, or EXIT_USAGE with a message naming the error when standard output lost a write (a full
+ * disk, a closed pipe): a table or document cut short is never reported as a success. close:
+ * the last check, at exit. */
+static int check_stdout(bool close)
+{
+    errno = 0;
+    bool bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (close && fclose(stdout) != 0 && !bad) {
+        bad = true;
+        e = errno;
+    }
+    if (!bad)
+        return 0;
+    fprintf(stderr, "%s: writing standard output: %s\n", prog, e ? strerror(e) : "a write failed");
+    return EXIT_USAGE;
+}
+
 static int execute(const struct args *ap, const char *cmd);
 static int watch(const struct args *a, const char *cmd, int argc, char **argv);
 
@@ -392,11 +410,7 @@ static int execute(const struct args *ap, const char *cmd)
     } else {
         rc = offline(a.db, &a);
     }
-    if (fflush(stdout) != 0 && rc == 0) {
-        fprintf(stderr, "%s: cannot write the output\n", prog);
-        rc = EXIT_USAGE;
-    }
-    return rc;
+    return rc ? rc : check_stdout(false);
 }
 
 /* --watch: the command again every --watch-interval seconds (default 2), under a line naming
@@ -435,7 +449,8 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "gangctl");
     if (strcmp(base, "kubectl-gang") == 0)
         prog = "kubectl gang";
-    if (strcmp(base, "kubectl_complete-gang") == 0)
-        return gangctl_complete_words(stdout, argc - 1, argv + 1);
-    return run(argc, argv);
+    int rc = strcmp(base, "kubectl_complete-gang") == 0
+                 ? gangctl_complete_words(stdout, argc - 1, argv + 1)
+                 : run(argc, argv);
+    return rc ? rc : check_stdout(true); /* (a failed command has said why) */
 }

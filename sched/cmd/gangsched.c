@@ -434,8 +434,15 @@ static int dispatch_command(int argc, char **argv);
 int main(int argc, char **argv)
 {
     int rc = dispatch_command(argc, argv);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "gangsched: writing standard output: %s\n", strerror(errno ? errno : EIO));
+    errno = 0;
+    bool bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = true;
+        e = errno;
+    }
+    if (bad) {
+        fprintf(stderr, "gangsched: writing standard output: %s\n", e ? strerror(e) : "a write failed");
         return rc ? rc : 1;
     }
     return rc;

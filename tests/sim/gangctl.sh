@@ -230,5 +230,21 @@ expect_fail "--watch on an operator command" 2 "applies to the tenant commands" 
 expect_fail "--watch-interval 0" 2 "--watch-interval '0': expected a duration" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
 "$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
 "$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
+# flags: did you mean, given twice, --watch-interval with a unit
+expect_fail "flag misspelt" 2 "unknown flag '--outptu' (did you mean --output?)" -- "$CTL" --db "$TMP/g.db" --outptu json queues
+expect_fail "flag given twice" 2 "flag --db given twice" -- "$CTL" --db "$TMP/g.db" --db "$TMP/g.db" queues
+timeout 3 "$CTL" --db "$TMP/s.db" -w --watch-interval 1500ms queues >"$TMP/w2.txt"
+grep -q '^Every 1.5s: gangctl' "$TMP/w2.txt" && ok "--watch-interval 1500ms" || bad "--watch-interval 1500ms: $(head -1 "$TMP/w2.txt")"
+# a full standard output: a non-zero exit and the reason, never a silent success
+if [ -w /dev/full ]; then
+    expect_fail "table to /dev/full" 2 "writing standard output: No space left on device" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" queues >/dev/full"
+    expect_fail "json to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" -o json jobs -A >/dev/full"
+    expect_fail "yaml to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" -o yaml quota >/dev/full"
+    expect_fail "--help to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --help >/dev/full"
+    expect_fail "completion to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" completion bash >/dev/full"
+    expect_fail "--version to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --version >/dev/full"
+else
+    bad "/dev/full not writable here"
+fi
 expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"
 finish
