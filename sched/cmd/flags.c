@@ -95,28 +95,29 @@ static int unknown(const struct flag *flags, const char *arg, char *err, size_t 
     return fail(err, n, "unknown flag '%.*s'", (int)len, arg);
 }
 
-static int store_u(const struct flag *f, uint64_t v)
+static int store_u(const struct flag *f, void *dst, uint64_t v)
 {
     if (f->size == sizeof(uint32_t))
-        *(uint32_t *)f->dst = (uint32_t)v;
+        *(uint32_t *)dst = (uint32_t)v;
     else
-        *(uint64_t *)f->dst = v;
+        *(uint64_t *)dst = v;
     return 0;
 }
 
-/* Stores value v of flag f (named `as`, the spelling used); 0 or -1 with err. */
-static int set(const struct flag *f, const char *as, const char *v, char *err, size_t n)
+/* Stores value v of flag f (named `as`, the spelling used) in opts; 0 or -1 with err. */
+static int set(const struct flag *f, void *opts, const char *as, const char *v, char *err, size_t n)
 {
+    void *dst = (char *)opts + f->off;
     char *end = NULL;
     switch (f->kind) {
     case FLAG_BOOL:
         if (!v) {
-            *(bool *)f->dst = true;
+            *(bool *)dst = true;
             return 0;
         }
         if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
             return fail(err, n, "%s '%s': expected true or false", as, v);
-        *(bool *)f->dst = strcmp(v, "true") == 0;
+        *(bool *)dst = strcmp(v, "true") == 0;
         return 0;
     case FLAG_INT: {
         errno = 0;
@@ -128,37 +129,38 @@ static int set(const struct flag *f, const char *as, const char *v, char *err, s
             return fail(err, n, "%s '%s': expected a whole number from %llu to %llu", as, v,
                         (unsigned long long)f->imin, (unsigned long long)f->imax);
         }
-        return store_u(f, x);
+        return store_u(f, dst, x);
     }
     case FLAG_DOUBLE: {
         double x = strtod(v, &end);
         if (!*v || *end || !(x >= f->min && x <= f->max))
             return fail(err, n, "%s '%s': expected a number from %.15g to %.15g%s%s", as, v, f->min,
                         f->max, f->unit ? " " : "", f->unit ? f->unit : "");
-        *(double *)f->dst = x;
+        *(double *)dst = x;
         return 0;
     }
     case FLAG_DURATION: {
         double ms = 0;
         if (flags_duration(v, f->unit_ms, &ms) != 0 || !(ms >= f->min * f->unit_ms) ||
             !(ms <= f->max * f->unit_ms))
-            return fail(err, n,
-                        "%s '%s': expected a duration from %.15g to %.15g %s (a number, or with a unit: "
-                        "250ms, 90s, 10m, 2h)",
-                        as, v, f->min, f->max, f->unit ? f->unit : "");
+            return fail(
+                err, n,
+                "%s '%s': expected a duration from %.15g to %.15g %s (a number, or with a unit: "
+                "250ms, 90s, 10m, 2h)",
+                as, v, f->min, f->max, f->unit ? f->unit : "");
         if (f->size == sizeof(uint32_t))
-            *(uint32_t *)f->dst = (uint32_t)ms;
+            *(uint32_t *)dst = (uint32_t)ms;
         else
-            *(int64_t *)f->dst = (int64_t)ms;
+            *(int64_t *)dst = (int64_t)ms;
         return 0;
     }
     case FLAG_STRING:
-        *(const char **)f->dst = v;
+        *(const char **)dst = v;
         return 0;
     case FLAG_ENUM:
         for (int k = 0; f->choices[k]; k++)
             if (strcmp(v, f->choices[k]) == 0) {
-                *(int *)f->dst = k;
+                *(int *)dst = k;
                 return 0;
             }
         {
@@ -167,13 +169,15 @@ static int set(const struct flag *f, const char *as, const char *v, char *err, s
                 at += snprintf(err + at, n - (size_t)at, "%s %s", k ? "," : "", f->choices[k]);
         }
         return -1;
-    case FLAG_REPEATED:
-        if (*f->count >= f->max_count)
+    case FLAG_REPEATED: {
+        int *count = (int *)(void *)((char *)opts + f->count_off);
+        if (*count >= f->max_count)
             return fail(err, n, "%s: at most %d of them", as, f->max_count);
-        ((const char **)f->dst)[(*f->count)++] = v;
+        ((const char **)dst)[(*count)++] = v;
         return 0;
+    }
     case FLAG_FUNC:
-        return f->fn(v, f->dst, err, n);
+        return f->fn(v, opts, err, n);
     case FLAG_SECTION:
         break;
     }
@@ -230,7 +234,7 @@ int flags_parse(const struct flag_parse *p, int argc, char **argv, char *err, si
         if (f->short_name && arg[1] != '-')
             snprintf(as, sizeof(as), "-%c", f->short_name);
         size_t row = (size_t)(f - p->flags);
-        if (row < MAX_FLAGS && seen[row] && f->kind != FLAG_REPEATED)
+        if (row < MAX_FLAGS && seen[row] && f->kind != FLAG_REPEATED && !(f->attrs & FLAG_MANY))
             return fail(err, n, "flag %s given twice", as);
         if (row < MAX_FLAGS)
             seen[row] = true;
@@ -241,10 +245,10 @@ int flags_parse(const struct flag_parse *p, int argc, char **argv, char *err, si
         }
         if (v && !*v && !(f->attrs & FLAG_EMPTY_OK))
             return fail(err, n, "flag %s needs a value (not an empty one)", as);
-        if (set(f, as, v, err, n) != 0)
+        if (set(f, p->opts, as, v, err, n) != 0)
             return -1;
         if (f->given)
-            *f->given = true;
+            *(bool *)((char *)p->opts + f->given - 1) = true;
         if (f->attrs & FLAG_STOP)
             return 1;
     }

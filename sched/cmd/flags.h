@@ -1,8 +1,9 @@
 /* sched/cmd/flags.h: the table-driven flag parser of the commands (gangsched simulate, run,
  * serve; gangctl), and their --help from the same table.
  *
- * A command describes its flags once, as a table of struct flag (long name, short name, kind,
- * destination, help text); flags_parse() reads argv against it and flags_help() prints it. The
+ * A command describes its flags once, as a static table of struct flag (long name, short name,
+ * kind, destination: a member of the command's options struct, help text); flags_parse() reads
+ * argv against it into the options and flags_help() prints it. The
  * shell completions and the man pages are made from --help or from the same table.
  *
  * Accepted forms: --name VALUE, --name=VALUE, -x VALUE, -xVALUE (a short flag that takes a
@@ -37,13 +38,14 @@ enum flag_kind {
 #define FLAG_STOP     1u /* parsing stops after it (--help: no error for what follows) */
 #define FLAG_HIDDEN   2u /* accepted, not listed (an alias) */
 #define FLAG_EMPTY_OK 4u /* an empty value is a value ("--listen ''": none) */
+#define FLAG_MANY     8u /* may be given more than once (implied by FLAG_REPEATED) */
 
 struct flag {
     const char *name; /* "--seed"; NULL: a heading (help), or the end of the table (no help) */
     char short_name;  /* 'v' for -v, or 0 */
     enum flag_kind kind;
-    void *dst;
-    size_t size;      /* FLAG_INT, FLAG_DURATION: sizeof(*dst) */
+    size_t off;       /* the destination: its offset in the command's options (FLAG_AT) */
+    size_t size;      /* its size (FLAG_INT, FLAG_DURATION) */
     const char *arg;  /* the value's name in --help ("FILE", "N") */
     const char *help; /* '\n' separates lines */
     uint64_t imin, imax;
@@ -51,19 +53,33 @@ struct flag {
     double unit_ms;   /* FLAG_DURATION: ms per unit of a bare number */
     const char *unit; /* FLAG_DURATION, FLAG_DOUBLE: the unit's name in errors ("ms") */
     const char *const *choices;
-    int *count; /* FLAG_REPEATED */
+    size_t count_off; /* FLAG_REPEATED: offset of the int count of values (FLAG_COUNT) */
     int max_count;
-    int (*fn)(const char *value, void *dst, char *err, size_t n);
-    bool *given; /* set when the flag is given (several flags may share one) */
+    /* FLAG_FUNC: checks and stores value in the options; 0, or -1 with err. */
+    int (*fn)(const char *value, void *opts, char *err, size_t n);
+    size_t given; /* offset + 1 of a bool set when the flag is given (FLAG_GIVEN), or 0 */
     unsigned attrs;
 };
 
-#define FLAGS_END {.name = NULL, .help = NULL}
-#define FLAGS_SECTION(text) {.name = NULL, .kind = FLAG_SECTION, .help = (text)}
+/* The destination of a row: member of the options struct type. */
+#define FLAG_AT(type, member)    .off = offsetof(type, member), .size = sizeof(((type *)0)->member)
+#define FLAG_COUNT(type, member) .count_off = offsetof(type, member)
+#define FLAG_GIVEN(type, member) .given = offsetof(type, member) + 1
 
-/* What flags_parse reads besides flags: positional arguments (NULL pos: none accepted). */
+#define FLAGS_END                                                                                  \
+    {                                                                                              \
+        .name = NULL, .help = NULL                                                                 \
+    }
+#define FLAGS_SECTION(text)                                                                        \
+    {                                                                                              \
+        .name = NULL, .kind = FLAG_SECTION, .help = (text)                                         \
+    }
+
+/* What flags_parse reads: the table, the options its rows point into, and positional
+ * arguments (NULL pos: none accepted). */
 struct flag_parse {
     const struct flag *flags;
+    void *opts;
     const char **pos; /* positional arguments, in order, between the flags too; "--" ends flags */
     int max_pos;
     int *n_pos;

@@ -19,8 +19,6 @@
  */
 #include "sched/cmd/gangctl.h"
 
-#include "sched/cmd/flags.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -35,6 +33,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "sched/cmd/flags.h"
 #include "sched/core/cycle.h"
 #include "sched/core/err.h"
 #include "sched/core/quantity.h"
@@ -68,10 +67,7 @@ static void usage(FILE *f)
             "\n"
             "flags:\n",
             prog);
-    struct args a;
-    struct flag t[GANGCTL_FLAGS];
-    gangctl_flags(&a, t, GANGCTL_FLAGS);
-    flags_help(f, t, 25);
+    flags_help(f, gangctl_flags, 25);
     fputs("\nexit: 0 ok, 1 unknown queue or job, 2 usage error, server unreachable or not\n"
           "available, 3 refused by the server (401, 403)\n",
           f);
@@ -155,52 +151,95 @@ static int usage_error(const char *msg, const char *arg)
 
 static const char *const out_fmts[] = {"table", "wide", "json", "yaml", NULL};
 
-void gangctl_flags(struct args *a, struct flag *t, size_t cap)
-{
-    const struct flag rows[] = {
-        {.name = "--db", .kind = FLAG_STRING, .dst = &a->db, .arg = "FILE",
-         .help = "read this simulator or scheduler database (read-only)"},
-        {.name = "--server", .kind = FLAG_STRING, .dst = &a->server, .given = &a->server_flag,
-         .arg = "URL", .help = "the scheduler's HTTP API (default $GANGSCHED_SERVER)"},
-        {.name = "--token-file", .kind = FLAG_STRING, .dst = &a->token_file, .arg = "FILE",
-         .help = "bearer token for --server (default: $GANGSCHED_TOKEN)"},
-        {.name = "--output", .short_name = 'o', .kind = FLAG_ENUM, .dst = &a->out_fmt,
-         .choices = out_fmts, .arg = "FMT", .help = "table (default), wide, json or yaml"},
-        {.name = "--no-headers", .kind = FLAG_BOOL, .dst = &a->no_headers,
-         .help = "tables without their header line"},
-        {.name = "--queue", .short_name = 'q', .kind = FLAG_STRING, .dst = &a->queue,
-         .arg = "QUEUE", .help = "jobs: the jobs of this queue only"},
-        {.name = "--all", .short_name = 'A', .kind = FLAG_BOOL, .dst = &a->all,
-         .help = "jobs: every job, finished and failed included"},
-        {.name = "--all-jobs", .kind = FLAG_BOOL, .dst = &a->all, .attrs = FLAG_HIDDEN},
-        {.name = "--limit", .kind = FLAG_INT, .dst = &a->limit, .size = sizeof(a->limit),
-         .imax = UINT32_MAX, .given = &a->have_limit, .arg = "N",
-         .help = "explain: decisions shown (default 50; 0: all)"},
-        {.name = "--watch", .short_name = 'w', .kind = FLAG_BOOL, .dst = &a->watch,
-         .help = "run the command again every 2 s (--watch-interval S)"},
-        {.name = "--watch-interval", .kind = FLAG_DURATION, .dst = &a->watch_ms,
-         .size = sizeof(a->watch_ms), .unit_ms = 1000, .unit = "s", .min = 0.1, .max = 86400,
-         .arg = "S", .help = "seconds between two runs of --watch"},
-        {.name = "--version", .kind = FLAG_BOOL, .dst = &a->version, .help = "print the version"},
-        {.name = "--no-color", .kind = FLAG_BOOL, .dst = &a->no_color,
-         .help = "no colour (default: colour on a terminal, unless $NO_COLOR)"},
-        {.name = "--no-colour", .kind = FLAG_BOOL, .dst = &a->no_color, .attrs = FLAG_HIDDEN},
-        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &a->help,
-         .help = "this help; 'COMMAND --help' for one command"},
-        FLAGS_END,
-    };
-    size_t n = sizeof(rows) / sizeof(rows[0]);
-    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
-}
+/* gangctl's flags, into struct args: the parser, --help and the shell completions read it. */
+const struct flag gangctl_flags[] = {
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, db),
+     .arg = "FILE",
+     .help = "read this simulator or scheduler database (read-only)"},
+    {.name = "--server",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, server),
+     FLAG_GIVEN(struct args, server_flag),
+     .arg = "URL",
+     .help = "the scheduler's HTTP API (default $GANGSCHED_SERVER)"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, token_file),
+     .arg = "FILE",
+     .help = "bearer token for --server (default: $GANGSCHED_TOKEN)"},
+    {.name = "--output",
+     .short_name = 'o',
+     .kind = FLAG_ENUM,
+     FLAG_AT(struct args, out_fmt),
+     .choices = out_fmts,
+     .arg = "FMT",
+     .help = "table (default), wide, json or yaml"},
+    {.name = "--no-headers",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_headers),
+     .help = "tables without their header line"},
+    {.name = "--queue",
+     .short_name = 'q',
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, queue),
+     .arg = "QUEUE",
+     .help = "jobs: the jobs of this queue only"},
+    {.name = "--all",
+     .short_name = 'A',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, all),
+     .help = "jobs: every job, finished and failed included"},
+    {.name = "--all-jobs", .kind = FLAG_BOOL, FLAG_AT(struct args, all), .attrs = FLAG_HIDDEN},
+    {.name = "--limit",
+     .kind = FLAG_INT,
+     FLAG_AT(struct args, limit),
+     .imax = UINT32_MAX,
+     FLAG_GIVEN(struct args, have_limit),
+     .arg = "N",
+     .help = "explain: decisions shown (default 50; 0: all)"},
+    {.name = "--watch",
+     .short_name = 'w',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, watch),
+     .help = "run the command again every 2 s (--watch-interval S)"},
+    {.name = "--watch-interval",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct args, watch_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .min = 0.1,
+     .max = 86400,
+     .arg = "S",
+     .help = "seconds between two runs of --watch"},
+    {.name = "--version",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, version),
+     .help = "print the version"},
+    {.name = "--no-color",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_color),
+     .help = "no colour (default: colour on a terminal, unless $NO_COLOR)"},
+    {.name = "--no-colour",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_color),
+     .attrs = FLAG_HIDDEN},
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, help),
+     .help = "this help; 'COMMAND --help' for one command"},
+    FLAGS_END,
+};
 
 /* Returns 0, or an exit code. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    struct flag t[GANGCTL_FLAGS];
-    gangctl_flags(a, t, GANGCTL_FLAGS);
     a->out_fmt = out_fmt;
     char err[512];
-    struct flag_parse p = {.flags = t, .pos = a->pos, .max_pos = 8, .n_pos = &a->n_pos};
+    struct flag_parse p = {
+        .flags = gangctl_flags, .opts = a, .pos = a->pos, .max_pos = 8, .n_pos = &a->n_pos};
     if (flags_parse(&p, argc - 1, argv + 1, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s: %s\n", prog, err);
         fprintf(stderr, "run '%s --help' for usage\n", prog);

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sched/cmd/flags.h"
 #include "sched/core/device.h"
 
 #define EXIT_NOTFOUND 1
@@ -120,11 +121,9 @@ struct args {
     int n_pos;
 };
 
-/* The flags (sched/cmd/flags.h), their destinations in a: gangctl --help, the parser and the
- * shell completions read this one table. */
-struct flag;
-#define GANGCTL_FLAGS 24 /* rows, the end included */
-void gangctl_flags(struct args *a, struct flag *t, size_t cap);
+/* The flags (sched/cmd/flags.h), into struct args: gangctl --help, the parser and the shell
+ * completions read this one table. */
+extern const struct flag gangctl_flags[];
 
 /* The commands' help: name, synopsis, text (gangctl COMMAND --help, the man page, the shell
  * completions). */

@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sched/cmd/gangctl.h"
-
 #include "sched/cmd/flags.h"
+#include "sched/cmd/gangctl.h"
 
 /* One spelling of a flag of the table (long, or short as "-x"), and what its value is. */
 struct word {
@@ -22,11 +21,8 @@ struct word {
 /* Every spelling of every listed flag of gangctl_flags(), in table order; the count. */
 static size_t flag_words(struct word *w, size_t cap)
 {
-    struct args a;
-    struct flag t[GANGCTL_FLAGS];
-    gangctl_flags(&a, t, GANGCTL_FLAGS);
     size_t n = 0;
-    for (const struct flag *f = t; f->name && n + 2 <= cap; f++) {
+    for (const struct flag *f = gangctl_flags; f->name && n + 2 <= cap; f++) {
         if (f->attrs & FLAG_HIDDEN)
             continue;
         int v = f->kind == FLAG_ENUM                     ? V_ENUM

@@ -6,6 +6,8 @@
  * simulate is gangsched_sim.c. Scheduling itself is in the core; the daemon in sched/kube/, the
  * HTTP API in sched/http/.
  */
+#include "sched/cmd/gangsched.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,6 @@
 
 #include "config/config.h"
 #include "sched/cmd/flags.h"
-#include "sched/cmd/gangsched.h"
 #include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
@@ -26,7 +27,6 @@
 #ifndef GANGSCHED_VERSION
 #define GANGSCHED_VERSION "0.1.0"
 #endif
-
 
 static void usage_main(FILE *f)
 {
@@ -168,27 +168,50 @@ static int cmd_config(int argc, char **argv)
     return w < 0 ? 1 : 0;
 }
 
-/* The HTTP API's limit flags (docs/api.md "Limits"), of run and serve; l: struct http_limits *. */
-#define HTTP_LIMIT_FLAGS(l)                                                                        \
-    {.name = "--http-max-conns", .kind = FLAG_INT, .dst = &(l)->max_conns,                         \
-     .size = sizeof((l)->max_conns), .imin = 1, .imax = 1000000, .arg = "N",                       \
-     .help = "connections served at once (default 4096); more get 503"},                          \
-        {.name = "--http-probe-conns", .kind = FLAG_INT, .dst = &(l)->probe_conns,                 \
-         .size = sizeof((l)->probe_conns), .imin = 1, .imax = UINT32_MAX, .arg = "N",              \
+/* The HTTP API's limit flags (docs/api.md "Limits"), of run and serve: into member M
+ * (a struct http_limits) of options T. */
+#define HTTP_LIMIT_FLAGS(T, M)                                                                     \
+    {.name = "--http-max-conns",                                                                   \
+     .kind = FLAG_INT,                                                                             \
+     FLAG_AT(T, M.max_conns),                                                                      \
+                                                                                                   \
+     .imin = 1,                                                                                    \
+     .imax = 1000000,                                                                              \
+     .arg = "N",                                                                                   \
+     .help = "connections served at once (default 4096); more get 503"},                           \
+        {.name = "--http-probe-conns",                                                             \
+         .kind = FLAG_INT,                                                                         \
+         FLAG_AT(T, M.probe_conns),                                                                \
+                                                                                                   \
+         .imin = 1,                                                                                \
+         .imax = UINT32_MAX,                                                                       \
+         .arg = "N",                                                                               \
          .help = "further connections kept for /healthz and /readyz only\n(default 16)"},          \
-        {.name = "--http-timeout", .kind = FLAG_DURATION, .dst = &(l)->timeout_ms,                 \
-         .size = sizeof((l)->timeout_ms), .unit_ms = 1, .unit = "ms", .min = 1,                    \
-         .max = UINT32_MAX, .arg = "MS",                                                           \
+        {.name = "--http-timeout",                                                                 \
+         .kind = FLAG_DURATION,                                                                    \
+         FLAG_AT(T, M.timeout_ms),                                                                 \
+                                                                                                   \
+         .unit_ms = 1,                                                                             \
+         .unit = "ms",                                                                             \
+         .min = 1,                                                                                 \
+         .max = UINT32_MAX,                                                                        \
+         .arg = "MS",                                                                              \
          .help = "a request must arrive within it, and an idle keep-alive\n"                       \
                  "connection is closed after it (default 10000)"},                                 \
-        {.name = "--http-write-timeout", .kind = FLAG_DURATION, .dst = &(l)->write_timeout_ms,     \
-         .size = sizeof((l)->write_timeout_ms), .unit_ms = 1, .unit = "ms", .min = 1,              \
-         .max = UINT32_MAX, .arg = "MS",                                                           \
-         .help = "a client that does not take an answer within it is\n"                           \
+        {.name = "--http-write-timeout",                                                           \
+         .kind = FLAG_DURATION,                                                                    \
+         FLAG_AT(T, M.write_timeout_ms),                                                           \
+                                                                                                   \
+         .unit_ms = 1,                                                                             \
+         .unit = "ms",                                                                             \
+         .min = 1,                                                                                 \
+         .max = UINT32_MAX,                                                                        \
+         .arg = "MS",                                                                              \
+         .help = "a client that does not take an answer within it is\n"                            \
                  "disconnected (default 10000)"},                                                  \
     {                                                                                              \
-        .name = "--http-max-output", .kind = FLAG_INT, .dst = &(l)->max_output,                    \
-        .size = sizeof((l)->max_output), .imin = 1024, .imax = UINT32_MAX, .arg = "BYTES",         \
+        .name = "--http-max-output", .kind = FLAG_INT, FLAG_AT(T, M.max_output), .imin = 1024,     \
+        .imax = UINT32_MAX, .arg = "BYTES",                                                        \
         .help = "the largest answer one connection is sent (default 8388608);\n"                   \
                 "list routes page with limit and continue"                                         \
     }
@@ -201,79 +224,149 @@ struct run_args {
     int log_level;
 };
 
-#define RUN_FLAGS 32 /* rows of run_flags(), the end included */
-
-static void run_flags(struct run_args *r, struct flag *t, size_t cap)
-{
-    struct kube_run_opts *o = &r->o;
-    const struct flag rows[] = {
-        {.name = "--config", .kind = FLAG_STRING, .dst = &o->config_path, .arg = "FILE",
-         .help = "operator configuration (YAML; reloaded on change and SIGHUP)"},
-        {.name = "--db", .kind = FLAG_STRING, .dst = &o->db_path, .arg = "FILE",
-         .help = "SQLite database (created when missing)"},
-        {.name = "--kubeconfig", .kind = FLAG_STRING, .dst = &o->kubeconfig, .arg = "FILE",
-         .help = "kubeconfig to use"},
-        {.name = "--scheduler-name", .kind = FLAG_STRING, .dst = &o->scheduler, .arg = "NAME",
-         .help = "spec.schedulerName handled (default gangsched)"},
-        {.name = "--policy", .kind = FLAG_STRING, .dst = &o->policy, .arg = "NAME",
-         .help = "scheduling policy (default gangsched; see 'policies')"},
-        {.name = "--leader-elect", .kind = FLAG_BOOL, .dst = &o->leader_elect, .arg = "BOOL",
-         .help = "Lease-based leader election (default true)"},
-        {.name = "--lease-namespace", .kind = FLAG_STRING, .dst = &o->lease_ns, .arg = "NS",
-         .help = "namespace of the Lease (default: $POD_NAMESPACE, else the\ncontext's)"},
-        {.name = "--lease-name", .kind = FLAG_STRING, .dst = &o->lease_name, .arg = "NAME",
-         .help = "name of the Lease (default gangsched)"},
-        {.name = "--identity", .kind = FLAG_STRING, .dst = &o->identity, .arg = "ID",
-         .help = "holder identity (default: $POD_NAME, else HOSTNAME_PID)"},
-        {.name = "--cycle-ms", .kind = FLAG_DURATION, .dst = &o->cycle_ms,
-         .size = sizeof(o->cycle_ms), .unit_ms = 1, .unit = "ms", .min = 1, .max = 1e6,
-         .arg = "N", .help = "minimum interval between cycles (default 100)"},
-        {.name = "--kube-qps", .kind = FLAG_DOUBLE, .dst = &o->qps, .min = 1, .max = 1e6,
-         .arg = "N", .help = "API requests per second (default 200)"},
-        {.name = "--kube-burst", .kind = FLAG_INT, .dst = &o->burst, .size = sizeof(o->burst),
-         .imin = 1, .imax = 1000000, .arg = "N", .help = "API request burst (default 400)"},
-        {.name = "--listen", .kind = FLAG_STRING, .dst = &o->listen, .arg = "HOST:PORT",
-         .attrs = FLAG_EMPTY_OK,
-         .help = "HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
-                 "\"\" = none; port 0 picks a free one)"},
-        {.name = "--port-file", .kind = FLAG_STRING, .dst = &o->port_file, .arg = "FILE",
-         .help = "write the HTTP port here once listening"},
-        {.name = "--token-file", .kind = FLAG_STRING, .dst = &o->token_file, .arg = "FILE",
-         .help = "bearer token for operator writes (re-read when it changes)"},
-        {.name = "--read-token-file", .kind = FLAG_STRING, .dst = &o->read_token_file,
-         .arg = "FILE", .help = "bearer token required for reads (default: reads are open)"},
-        {.name = "--follow", .kind = FLAG_STRING, .dst = &o->follow_url, .arg = "URL",
-         .help = "while standby, copy the leader's store from its HTTP API\n"
-                 "(GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
-                 "takeover (docs/store.md \"Fail-over\")"},
-        {.name = "--follow-interval", .kind = FLAG_DURATION, .dst = &o->follow_ms,
-         .size = sizeof(o->follow_ms), .unit_ms = 1, .unit = "ms", .min = 100, .max = 3600000,
-         .arg = "MS", .help = "between two copies (default 10000)"},
-        {.name = "--follow-token-file", .kind = FLAG_STRING, .dst = &o->follow_token_file,
-         .arg = "F", .help = "the read token for it (when reads need one)"},
-        HTTP_LIMIT_FLAGS(&o->http),
-        {.name = "--rebuild-store", .kind = FLAG_BOOL, .dst = &o->rebuild_store, .arg = "BOOL",
-         .help = "a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
-                 "and a new store started (default false: stop)"},
-        {.name = "--evict-fallback-delete", .kind = FLAG_BOOL, .dst = &o->evict_fallback_delete,
-         .arg = "BOOL",
-         .help = "delete a preemption victim whose eviction a\n"
-                 "disruption budget keeps blocking (default false)"},
-        {.name = "--log-level", .kind = FLAG_ENUM, .dst = &r->log_level, .choices = log_levels,
-         .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
-        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &r->help,
-         .attrs = FLAG_STOP, .help = "this help"},
-        FLAGS_END,
-    };
-    size_t n = sizeof(rows) / sizeof(rows[0]);
-    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
-}
+/* The flags of `gangsched run`, into struct run_args. */
+static const struct flag run_flags[] = {
+    {.name = "--config",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.config_path),
+     .arg = "FILE",
+     .help = "operator configuration (YAML; reloaded on change and SIGHUP)"},
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.db_path),
+     .arg = "FILE",
+     .help = "SQLite database (created when missing)"},
+    {.name = "--kubeconfig",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.kubeconfig),
+     .arg = "FILE",
+     .help = "kubeconfig to use"},
+    {.name = "--scheduler-name",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.scheduler),
+     .arg = "NAME",
+     .help = "spec.schedulerName handled (default gangsched)"},
+    {.name = "--policy",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.policy),
+     .arg = "NAME",
+     .help = "scheduling policy (default gangsched; see 'policies')"},
+    {.name = "--leader-elect",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.leader_elect),
+     .arg = "BOOL",
+     .help = "Lease-based leader election (default true)"},
+    {.name = "--lease-namespace",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.lease_ns),
+     .arg = "NS",
+     .help = "namespace of the Lease (default: $POD_NAMESPACE, else the\ncontext's)"},
+    {.name = "--lease-name",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.lease_name),
+     .arg = "NAME",
+     .help = "name of the Lease (default gangsched)"},
+    {.name = "--identity",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.identity),
+     .arg = "ID",
+     .help = "holder identity (default: $POD_NAME, else HOSTNAME_PID)"},
+    {.name = "--cycle-ms",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct run_args, o.cycle_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 1,
+     .max = 1e6,
+     .arg = "N",
+     .help = "minimum interval between cycles (default 100)"},
+    {.name = "--kube-qps",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct run_args, o.qps),
+     .min = 1,
+     .max = 1e6,
+     .arg = "N",
+     .help = "API requests per second (default 200)"},
+    {.name = "--kube-burst",
+     .kind = FLAG_INT,
+     FLAG_AT(struct run_args, o.burst),
+     .imin = 1,
+     .imax = 1000000,
+     .arg = "N",
+     .help = "API request burst (default 400)"},
+    {.name = "--listen",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.listen),
+     .arg = "HOST:PORT",
+     .attrs = FLAG_EMPTY_OK,
+     .help = "HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
+             "\"\" = none; port 0 picks a free one)"},
+    {.name = "--port-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.port_file),
+     .arg = "FILE",
+     .help = "write the HTTP port here once listening"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.token_file),
+     .arg = "FILE",
+     .help = "bearer token for operator writes (re-read when it changes)"},
+    {.name = "--read-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.read_token_file),
+     .arg = "FILE",
+     .help = "bearer token required for reads (default: reads are open)"},
+    {.name = "--follow",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.follow_url),
+     .arg = "URL",
+     .help = "while standby, copy the leader's store from its HTTP API\n"
+             "(GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
+             "takeover (docs/store.md \"Fail-over\")"},
+    {.name = "--follow-interval",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct run_args, o.follow_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 100,
+     .max = 3600000,
+     .arg = "MS",
+     .help = "between two copies (default 10000)"},
+    {.name = "--follow-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.follow_token_file),
+     .arg = "F",
+     .help = "the read token for it (when reads need one)"},
+    HTTP_LIMIT_FLAGS(struct run_args, o.http),
+    {.name = "--rebuild-store",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.rebuild_store),
+     .arg = "BOOL",
+     .help = "a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
+             "and a new store started (default false: stop)"},
+    {.name = "--evict-fallback-delete",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.evict_fallback_delete),
+     .arg = "BOOL",
+     .help = "delete a preemption victim whose eviction a\n"
+             "disruption budget keeps blocking (default false)"},
+    {.name = "--log-level",
+     .kind = FLAG_ENUM,
+     FLAG_AT(struct run_args, log_level),
+     .choices = log_levels,
+     .arg = "LEVEL",
+     .help = "error, warn, info (default) or debug"},
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, help),
+     .attrs = FLAG_STOP,
+     .help = "this help"},
+    FLAGS_END,
+};
 
 static void usage_run(FILE *f)
 {
-    struct run_args r;
-    struct flag t[RUN_FLAGS];
-    run_flags(&r, t, RUN_FLAGS);
     fputs("usage: gangsched run --config FILE --db FILE [FLAGS]\n"
           "\n"
           "Schedules the pods whose spec.schedulerName is --scheduler-name, whole gangs at a\n"
@@ -281,7 +374,7 @@ static void usage_run(FILE *f)
           "then the in-cluster service account.\n"
           "\n",
           f);
-    flags_help(f, t, 25);
+    flags_help(f, run_flags, 25);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -300,10 +393,9 @@ static int cmd_run(int argc, char **argv)
         r.o.identity = pod;
     if (pod_ns && *pod_ns)
         r.o.lease_ns = pod_ns;
-    struct flag t[RUN_FLAGS];
-    run_flags(&r, t, RUN_FLAGS);
     char err[512];
-    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    int rc = flags_parse(&(struct flag_parse){.flags = run_flags, .opts = &r}, argc, argv, err,
+                         sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "gangsched run: %s (see --help)\n", err);
         return 2;
@@ -331,44 +423,57 @@ struct serve_args {
     bool help;
 };
 
-#define SERVE_FLAGS 16 /* rows of serve_flags(), the end included */
-
-static void serve_flags(struct serve_args *s, struct flag *t, size_t cap)
-{
-    struct http_serve_opts *o = &s->o;
-    const struct flag rows[] = {
-        {.name = "--db", .kind = FLAG_STRING, .dst = &o->db, .arg = "FILE",
-         .help = "the database (a 'gangsched simulate --db' run; migrated to\n"
-                 "the current schema if older)"},
-        {.name = "--listen", .kind = FLAG_STRING, .dst = &o->http.listen, .arg = "HOST:PORT",
-         .attrs = FLAG_EMPTY_OK, .help = "default 127.0.0.1:8080; port 0 picks a free port"},
-        {.name = "--token-file", .kind = FLAG_STRING, .dst = &o->http.write_token_file,
-         .arg = "FILE",
-         .help = "bearer token for writes (re-read when it changes); without\n"
-                 "it writes are refused"},
-        {.name = "--read-token-file", .kind = FLAG_STRING, .dst = &o->http.read_token_file,
-         .arg = "FILE", .help = "bearer token reads need (the write token works too)"},
-        {.name = "--port-file", .kind = FLAG_STRING, .dst = &o->port_file, .arg = "FILE",
-         .help = "write the bound port there once listening"},
-        {.name = "--max-stale", .kind = FLAG_DURATION, .dst = &o->max_stale_ms,
-         .size = sizeof(o->max_stale_ms), .unit_ms = 1, .unit = "ms", .max = 3600000,
-         .arg = "MS",
-         .help = "after a commit elsewhere, keep answering from the tables\n"
-                 "as loaded for up to MS (default 0: reload at once)"},
-        HTTP_LIMIT_FLAGS(&o->http.limits),
-        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &s->help,
-         .attrs = FLAG_STOP, .help = "this help"},
-        FLAGS_END,
-    };
-    size_t n = sizeof(rows) / sizeof(rows[0]);
-    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
-}
+/* The flags of `gangsched serve`, into struct serve_args. */
+static const struct flag serve_flags[] = {
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.db),
+     .arg = "FILE",
+     .help = "the database (a 'gangsched simulate --db' run; migrated to\n"
+             "the current schema if older)"},
+    {.name = "--listen",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.listen),
+     .arg = "HOST:PORT",
+     .attrs = FLAG_EMPTY_OK,
+     .help = "default 127.0.0.1:8080; port 0 picks a free port"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.write_token_file),
+     .arg = "FILE",
+     .help = "bearer token for writes (re-read when it changes); without\n"
+             "it writes are refused"},
+    {.name = "--read-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.read_token_file),
+     .arg = "FILE",
+     .help = "bearer token reads need (the write token works too)"},
+    {.name = "--port-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.port_file),
+     .arg = "FILE",
+     .help = "write the bound port there once listening"},
+    {.name = "--max-stale",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct serve_args, o.max_stale_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .max = 3600000,
+     .arg = "MS",
+     .help = "after a commit elsewhere, keep answering from the tables\n"
+             "as loaded for up to MS (default 0: reload at once)"},
+    HTTP_LIMIT_FLAGS(struct serve_args, o.http.limits),
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct serve_args, help),
+     .attrs = FLAG_STOP,
+     .help = "this help"},
+    FLAGS_END,
+};
 
 static int serve_usage(FILE *f, int rc)
 {
-    struct serve_args s;
-    struct flag t[SERVE_FLAGS];
-    serve_flags(&s, t, SERVE_FLAGS);
     fputs("usage: gangsched serve --db FILE [--listen HOST:PORT] [--token-file FILE]\n"
           "                       [--read-token-file FILE] [--port-file FILE]\n"
           "\n"
@@ -377,17 +482,16 @@ static int serve_usage(FILE *f, int rc)
           "pending operator actions (docs/store.md) for a scheduler to apply.\n"
           "\n",
           f);
-    flags_help(f, t, 27);
+    flags_help(f, serve_flags, 27);
     return rc;
 }
 
 static int cmd_serve(int argc, char **argv)
 {
     struct serve_args s = {.o = {.http = {.listen = "127.0.0.1:8080"}}};
-    struct flag t[SERVE_FLAGS];
-    serve_flags(&s, t, SERVE_FLAGS);
     char err[512];
-    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    int rc = flags_parse(&(struct flag_parse){.flags = serve_flags, .opts = &s}, argc, argv, err,
+                         sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "gangsched serve: %s\n", err);
         return serve_usage(stderr, 2);
@@ -442,7 +546,8 @@ int main(int argc, char **argv)
         e = errno;
     }
     if (bad) {
-        fprintf(stderr, "gangsched: writing standard output: %s\n", e ? strerror(e) : "a write failed");
+        fprintf(stderr, "gangsched: writing standard output: %s\n",
+                e ? strerror(e) : "a write failed");
         return rc ? rc : 1;
     }
     return rc;

@@ -63,9 +63,9 @@ struct sim_args {
 };
 
 /* --policy NAME: a known policy, at most MAX_POLICIES of them. */
-static int policy_flag(const char *v, void *dst, char *err, size_t n)
+static int policy_flag(const char *v, void *opts, char *err, size_t n)
 {
-    struct sim_args *a = dst;
+    struct sim_args *a = opts;
     const struct sched_policy *p = sched_policy_find(v);
     if (!p) {
         int at = snprintf(err, n, "unknown policy '%s' (known:", v);
@@ -84,9 +84,9 @@ static int policy_flag(const char *v, void *dst, char *err, size_t n)
 }
 
 /* --checkpoint-default MIN:EVERY, in seconds. */
-static int ckpt_flag(const char *v, void *dst, char *err, size_t n)
+static int ckpt_flag(const char *v, void *opts, char *err, size_t n)
 {
-    struct sim_workload *w = dst;
+    struct sim_workload *w = &((struct sim_args *)opts)->workload;
     char *end;
     unsigned long long min_s = strtoull(v, &end, 10), every_s = 0;
     if (end != v && *end == ':')
@@ -102,123 +102,217 @@ static int ckpt_flag(const char *v, void *dst, char *err, size_t n)
 
 /* --arrival NAME is read before the table (the openb workload has its own flags): only the
  * "--arrival=NAME" spelling reaches here. */
-static int arrival_flag(const char *v, void *dst, char *err, size_t n)
+static int arrival_flag(const char *v, void *opts, char *err, size_t n)
 {
-    (void)dst;
+    (void)opts;
     snprintf(err, n, "write --arrival %s as two words (the openb workload has its own flags)", v);
     return -1;
 }
 
-/* The flags of `gangsched simulate`, their destinations in a. */
-static void simulate_flags(struct sim_args *a, struct flag *t, size_t cap)
-{
-    static const double big = 1e9;
-    const struct flag rows[] = {
-        FLAGS_SECTION("cluster (one of):"),
-        {.name = "--cluster", .kind = FLAG_STRING, .dst = &a->cluster_spec, .arg = "SPEC",
-         .help = "generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined"},
-        {.name = "--nodes", .kind = FLAG_REPEATED, .dst = a->nodes_files, .count = &a->n_nodes_files,
-         .max_count = MAX_TRACES, .arg = "FILE",
-         .help = "a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
-                 "List of Nodes and ResourceSlices ('kubectl get\n"
-                 "nodes,resourceslices'); repeatable (a node's GPUs: its\n"
-                 "nvidia.com/gpu, else its gpu.nvidia.com devices)"},
-        FLAGS_SECTION("workload:"),
-        {.name = "--trace", .kind = FLAG_REPEATED, .dst = a->traces, .count = &a->n_traces,
-         .max_count = MAX_TRACES, .arg = "FILE",
-         .help = "CSV trace (repeatable; each file is a queue named after it)"},
-        {.name = "--arrival", .kind = FLAG_FUNC, .fn = arrival_flag, .arg = "fgd",
-         .help = "the openb GPU-sharing workload with FGD's method (openb node\n"
-                 "and pod CSVs; see 'gangsched simulate --arrival fgd --help')"},
-        {.name = "--seed", .kind = FLAG_INT, .dst = &a->workload.seed,
-         .size = sizeof(a->workload.seed), .imax = UINT64_MAX, .arg = "N",
-         .help = "seed of every random choice below (default 1)"},
-        {.name = "--high-priority", .kind = FLAG_DOUBLE, .dst = &a->workload.high_priority_fraction,
-         .max = 1, .arg = "F", .help = "give priority 10 to this fraction of jobs without a priority"},
-        {.name = "--checkpoint-default", .kind = FLAG_FUNC, .fn = ckpt_flag, .dst = &a->workload,
-         .arg = "MIN:EVERY",
-         .help = "jobs of at least MIN seconds without a\n"
-                 "checkpoint_interval column checkpoint every EVERY seconds\n"
-                 "(+-20% seeded jitter; default 3600:1800, 0:0 = never)"},
-        {.name = "--tolerate", .kind = FLAG_STRING, .dst = &a->tolerate, .arg = "LIST",
-         .help = "tolerations of every job without a tolerations column, as\n"
-                 "kubectl taint writes them, ';'-separated (for the GPU operator's\n"
-                 "taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)"},
-        FLAGS_SECTION("failures (seeded by --seed):"),
-        {.name = "--node-mtbf", .kind = FLAG_DOUBLE, .dst = &a->fail.node_mtbf_h, .max = big,
-         .unit = "hours", .given = &a->failing, .arg = "HOURS",
-         .help = "each node fails after an exponential time of this mean"},
-        {.name = "--repair", .kind = FLAG_DOUBLE, .dst = &a->fail.repair_h, .max = big,
-         .unit = "hours", .given = &a->failing, .arg = "HOURS",
-         .help = "how long a failed node stays down (default 4)"},
-        {.name = "--outages", .kind = FLAG_STRING, .dst = &a->outages_path, .given = &a->failing,
-         .arg = "FILE", .help = "planned outages, CSV node,down,up (seconds)"},
-        {.name = "--pod-start-failure-rate", .kind = FLAG_DOUBLE,
-         .dst = &a->fail.pod_start_failure_rate, .max = 1, .given = &a->failing, .arg = "P",
-         .help = "probability that a gang's start fails"},
-        {.name = "--max-restarts", .kind = FLAG_INT, .dst = &a->fail.max_restarts,
-         .size = sizeof(a->fail.max_restarts), .imax = 1000000000, .given = &a->failing,
-         .arg = "N", .help = "retry budget for failed starts (default 3)"},
-        {.name = "--failure-grace", .kind = FLAG_DURATION, .dst = &a->fail.detect_ms,
-         .size = sizeof(a->fail.detect_ms), .unit_ms = 1000, .unit = "s", .max = big,
-         .given = &a->failing, .arg = "S",
-         .help = "a gang that lost a member is torn down after S s (default 30)"},
-        {.name = "--start-timeout", .kind = FLAG_DURATION, .dst = &a->fail.start_timeout_ms,
-         .size = sizeof(a->fail.start_timeout_ms), .unit_ms = 1000, .unit = "s", .max = big,
-         .given = &a->failing, .arg = "S",
-         .help = "a start that never becomes ready is torn down after S s (300)"},
-        FLAGS_SECTION("queues:"),
-        {.name = "--config", .kind = FLAG_STRING, .dst = &a->config_path, .arg = "FILE",
-         .help = "operator configuration (queues, quotas, cohorts; see docs/config.md);\n"
-                 "without it each trace queue gets a nominal GPU quota proportional\n"
-                 "to its GPU-hours in one cohort"},
-        FLAGS_SECTION("policies and output:"),
-        {.name = "--policy", .kind = FLAG_FUNC, .fn = policy_flag, .dst = a, .arg = "NAME",
-         .help = "policy to run (repeatable; default: gangsched and fifo)"},
-        {.name = "--json", .kind = FLAG_BOOL, .dst = &a->json,
-         .help = "print one JSON object instead of tables"},
-        {.name = "--events", .kind = FLAG_STRING, .dst = &a->events_path, .arg = "FILE",
-         .help = "write every event as JSON Lines"},
-        {.name = "--report", .kind = FLAG_STRING, .dst = &a->report_path, .arg = "FILE",
-         .help = "write a self-contained HTML report with charts"},
-        {.name = "--explain", .kind = FLAG_STRING, .dst = &a->explain_job, .arg = "JOB",
-         .help = "print every scheduling verdict for one job id on stderr"},
-        {.name = "--jobs-out", .kind = FLAG_STRING, .dst = &a->jobs_out, .arg = "FILE",
-         .help = "write every job's result (start, finish, placement) as CSV"},
-        FLAGS_SECTION("persistence (one policy):"),
-        {.name = "--db", .kind = FLAG_STRING, .dst = &a->db_path, .arg = "FILE",
-         .help = "persist the run in a SQLite store, a transaction per batch of\n"
-                 "instants (docs/store.md)"},
-        {.name = "--resume", .kind = FLAG_BOOL, .dst = &a->resume,
-         .help = "continue the simulation saved in --db after a crash"},
-        {.name = "--db-batch", .kind = FLAG_INT, .dst = &a->db_batch, .size = sizeof(a->db_batch),
-         .imin = 1, .imax = 1000000, .arg = "N",
-         .help = "simulated instants per transaction (default 4096)"},
-        {.name = "--rebuild-store", .kind = FLAG_BOOL, .dst = &a->rebuild_store,
-         .help = "when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
-                 "and start a new one (the simulation restarts from its inputs)"},
-        {.name = "--stop-after-events", .kind = FLAG_INT, .dst = &a->stop_after,
-         .size = sizeof(a->stop_after), .imin = 1, .imax = UINT64_MAX, .arg = "N",
-         .help = "end abruptly after N events, as a crash would (for tests)"},
-        {.name = "--no-progress", .kind = FLAG_BOOL, .dst = &a->no_progress,
-         .help = "no progress line on stderr (default: shown on a terminal)"},
-        {.name = "--verbose", .short_name = 'v', .kind = FLAG_BOOL, .dst = &a->verbose,
-         .help = "log at info level"},
-        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &a->help,
-         .attrs = FLAG_STOP, .help = "this help"},
-        FLAGS_END,
-    };
-    size_t n = sizeof(rows) / sizeof(rows[0]);
-    memcpy(t, rows, (n < cap ? n : cap) * sizeof(rows[0]));
-}
+#define BIG 1e9 /* the failure flags' bound */
 
-#define SIM_FLAGS 48 /* rows of simulate_flags(), ends included */
+/* The flags of `gangsched simulate`, into struct sim_args. */
+static const struct flag sim_flags[] = {
+    FLAGS_SECTION("cluster (one of):"),
+    {.name = "--cluster",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, cluster_spec),
+     .arg = "SPEC",
+     .help = "generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined"},
+    {.name = "--nodes",
+     .kind = FLAG_REPEATED,
+     FLAG_AT(struct sim_args, nodes_files),
+     FLAG_COUNT(struct sim_args, n_nodes_files),
+     .max_count = MAX_TRACES,
+     .arg = "FILE",
+     .help = "a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
+             "List of Nodes and ResourceSlices ('kubectl get\n"
+             "nodes,resourceslices'); repeatable (a node's GPUs: its\n"
+             "nvidia.com/gpu, else its gpu.nvidia.com devices)"},
+    FLAGS_SECTION("workload:"),
+    {.name = "--trace",
+     .kind = FLAG_REPEATED,
+     FLAG_AT(struct sim_args, traces),
+     FLAG_COUNT(struct sim_args, n_traces),
+     .max_count = MAX_TRACES,
+     .arg = "FILE",
+     .help = "CSV trace (repeatable; each file is a queue named after it)"},
+    {.name = "--arrival",
+     .kind = FLAG_FUNC,
+     .fn = arrival_flag,
+     .arg = "fgd",
+     .help = "the openb GPU-sharing workload with FGD's method (openb node\n"
+             "and pod CSVs; see 'gangsched simulate --arrival fgd --help')"},
+    {.name = "--seed",
+     .kind = FLAG_INT,
+     FLAG_AT(struct sim_args, workload.seed),
+     .imax = UINT64_MAX,
+     .arg = "N",
+     .help = "seed of every random choice below (default 1)"},
+    {.name = "--high-priority",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct sim_args, workload.high_priority_fraction),
+     .max = 1,
+     .arg = "F",
+     .help = "give priority 10 to this fraction of jobs without a priority"},
+    {.name = "--checkpoint-default",
+     .kind = FLAG_FUNC,
+     .fn = ckpt_flag,
+     .arg = "MIN:EVERY",
+     .help = "jobs of at least MIN seconds without a\n"
+             "checkpoint_interval column checkpoint every EVERY seconds\n"
+             "(+-20% seeded jitter; default 3600:1800, 0:0 = never)"},
+    {.name = "--tolerate",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, tolerate),
+     .arg = "LIST",
+     .help = "tolerations of every job without a tolerations column, as\n"
+             "kubectl taint writes them, ';'-separated (for the GPU operator's\n"
+             "taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)"},
+    FLAGS_SECTION("failures (seeded by --seed):"),
+    {.name = "--node-mtbf",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct sim_args, fail.node_mtbf_h),
+     .max = BIG,
+     .unit = "hours",
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "HOURS",
+     .help = "each node fails after an exponential time of this mean"},
+    {.name = "--repair",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct sim_args, fail.repair_h),
+     .max = BIG,
+     .unit = "hours",
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "HOURS",
+     .help = "how long a failed node stays down (default 4)"},
+    {.name = "--outages",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, outages_path),
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "FILE",
+     .help = "planned outages, CSV node,down,up (seconds)"},
+    {.name = "--pod-start-failure-rate",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct sim_args, fail.pod_start_failure_rate),
+     .max = 1,
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "P",
+     .help = "probability that a gang's start fails"},
+    {.name = "--max-restarts",
+     .kind = FLAG_INT,
+     FLAG_AT(struct sim_args, fail.max_restarts),
+     .imax = 1000000000,
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "N",
+     .help = "retry budget for failed starts (default 3)"},
+    {.name = "--failure-grace",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct sim_args, fail.detect_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .max = BIG,
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "S",
+     .help = "a gang that lost a member is torn down after S s (default 30)"},
+    {.name = "--start-timeout",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct sim_args, fail.start_timeout_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .max = BIG,
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "S",
+     .help = "a start that never becomes ready is torn down after S s (300)"},
+    FLAGS_SECTION("queues:"),
+    {.name = "--config",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, config_path),
+     .arg = "FILE",
+     .help = "operator configuration (queues, quotas, cohorts; see docs/config.md);\n"
+             "without it each trace queue gets a nominal GPU quota proportional\n"
+             "to its GPU-hours in one cohort"},
+    FLAGS_SECTION("policies and output:"),
+    {.name = "--policy",
+     .kind = FLAG_FUNC,
+     .fn = policy_flag,
+     .arg = "NAME",
+     .attrs = FLAG_MANY,
+     .help = "policy to run (repeatable; default: gangsched and fifo)"},
+    {.name = "--json",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, json),
+     .help = "print one JSON object instead of tables"},
+    {.name = "--events",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, events_path),
+     .arg = "FILE",
+     .help = "write every event as JSON Lines"},
+    {.name = "--report",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, report_path),
+     .arg = "FILE",
+     .help = "write a self-contained HTML report with charts"},
+    {.name = "--explain",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, explain_job),
+     .arg = "JOB",
+     .help = "print every scheduling verdict for one job id on stderr"},
+    {.name = "--jobs-out",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, jobs_out),
+     .arg = "FILE",
+     .help = "write every job's result (start, finish, placement) as CSV"},
+    FLAGS_SECTION("persistence (one policy):"),
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct sim_args, db_path),
+     .arg = "FILE",
+     .help = "persist the run in a SQLite store, a transaction per batch of\n"
+             "instants (docs/store.md)"},
+    {.name = "--resume",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, resume),
+     .help = "continue the simulation saved in --db after a crash"},
+    {.name = "--db-batch",
+     .kind = FLAG_INT,
+     FLAG_AT(struct sim_args, db_batch),
+     .imin = 1,
+     .imax = 1000000,
+     .arg = "N",
+     .help = "simulated instants per transaction (default 4096)"},
+    {.name = "--rebuild-store",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, rebuild_store),
+     .help = "when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
+             "and start a new one (the simulation restarts from its inputs)"},
+    {.name = "--stop-after-events",
+     .kind = FLAG_INT,
+     FLAG_AT(struct sim_args, stop_after),
+     .imin = 1,
+     .imax = UINT64_MAX,
+     .arg = "N",
+     .help = "end abruptly after N events, as a crash would (for tests)"},
+    {.name = "--no-progress",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, no_progress),
+     .help = "no progress line on stderr (default: shown on a terminal)"},
+    {.name = "--verbose",
+     .short_name = 'v',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, verbose),
+     .help = "log at info level"},
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct sim_args, help),
+     .attrs = FLAG_STOP,
+     .help = "this help"},
+    FLAGS_END,
+};
 
 static void usage_simulate(FILE *f)
 {
-    struct sim_args a;
-    struct flag t[SIM_FLAGS];
-    simulate_flags(&a, t, SIM_FLAGS);
     fputs("usage: gangsched simulate [FLAGS]\n"
           "\n"
           "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
@@ -227,7 +321,7 @@ static void usage_simulate(FILE *f)
           ", policies gangsched and fifo.\n"
           "\n",
           f);
-    flags_help(f, t, 21);
+    flags_help(f, sim_flags, 21);
 }
 
 /* Checks of flags against each other. Returns 0, or the exit code. */
@@ -280,10 +374,9 @@ static int parse_simulate(int argc, char **argv, struct sim_args *a)
                                     .quarantine_ms = 1800000};
     a->workload = (struct sim_workload){
         .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
-    struct flag t[SIM_FLAGS];
-    simulate_flags(a, t, SIM_FLAGS);
     char err[512];
-    int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+    int rc = flags_parse(&(struct flag_parse){.flags = sim_flags, .opts = a}, argc, argv, err,
+                         sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "gangsched simulate: %s (see --help)\n", err);
         return 2;

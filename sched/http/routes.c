@@ -275,9 +275,9 @@ static bool match(const char *pat, const char *path, const char **cap, size_t *n
 struct route;
 /* A route's answer: fills resp and returns 0, or returns 1 with *work, a read for a worker.
  * arg: the pattern's wildcard (NUL-terminated), or NULL. */
-typedef int (*route_fn)(struct http_server *s, const struct http_request *r,
-                        const struct route *rt, const char *arg, const char *q, size_t qn,
-                        struct http_response *resp, struct http_work **work);
+typedef int (*route_fn)(struct http_server *s, const struct http_request *r, const struct route *rt,
+                        const char *arg, const char *q, size_t qn, struct http_response *resp,
+                        struct http_work **work);
 
 struct route {
     const char *method;
@@ -445,8 +445,7 @@ static const struct route routes[] = {
     {"POST", "/v1/queues/*/drain", AUTH_WRITE, "POST", NULL, r_write, STORE_ACT_DRAIN},
     {"GET", "/v1/queues/*", AUTH_READ, "GET", NULL, r_read, V_QUEUE},
     {"GET", "/v1/jobs", AUTH_READ, "GET", NULL, r_read, V_JOBS},
-    {"POST", "/v1/jobs/**/checkpoint", AUTH_WRITE, CKPT_ALLOW, NULL, r_write,
-     STORE_ACT_CHECKPOINT},
+    {"POST", "/v1/jobs/**/checkpoint", AUTH_WRITE, CKPT_ALLOW, NULL, r_write, STORE_ACT_CHECKPOINT},
     {"GET", "/v1/jobs/**", AUTH_READ, CKPT_ALLOW, NULL, r_read, V_EXPLAIN},
 };
 

@@ -159,8 +159,8 @@ int http_server_new_detached(const struct http_opts *o, const struct http_provid
                              struct http_server **out, struct sched_errbuf *eb);
 void http_server_free_detached(struct http_server *s);
 
-/* Fills `m` with the families derived from a store (store_metrics.c): admission wait-time histogram per queue,
- * admitted/evicted/preempted counters, quota usage and share gauges, GPU-hours lost to
+/* Fills `m` with the families derived from a store (store_metrics.c): admission wait-time histogram
+ * per queue, admitted/evicted/preempted counters, quota usage and share gauges, GPU-hours lost to
  * preemption (docs/metrics.md). */
 int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_errbuf *eb);
 

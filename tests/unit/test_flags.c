@@ -1,14 +1,16 @@
 /* tests/unit/test_flags.c: the commands' flag parser (sched/cmd/flags.c) as a table of argv in,
  * values or the exact error out; and --help made from the same table. */
-#include <setjmp.h>
+// clang-format off
 #include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
 #include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 #include "sched/cmd/flags.h"
 
@@ -28,52 +30,104 @@ struct vals {
 
 static const char *const fmts[] = {"table", "wide", "json", NULL};
 
-static int even_fn(const char *v, void *dst, char *err, size_t n)
+static int even_fn(const char *v, void *opts, char *err, size_t n)
 {
     if (strlen(v) % 2) {
         snprintf(err, n, "--even '%s': odd length", v);
         return -1;
     }
-    *(const char **)dst = v;
+    ((struct vals *)opts)->db = v;
     return 0;
 }
 
-#define N_ROWS 16
-
-static void table(struct vals *v, struct flag *t)
-{
-    const struct flag rows[N_ROWS] = {
-        FLAGS_SECTION("section:"),
-        {.name = "--db", .kind = FLAG_STRING, .dst = &v->db, .arg = "FILE", .help = "database"},
-        {.name = "--listen", .kind = FLAG_STRING, .dst = &v->listen, .attrs = FLAG_EMPTY_OK,
-         .arg = "ADDR", .help = "address\nsecond line"},
-        {.name = "--json", .kind = FLAG_BOOL, .dst = &v->json, .given = &v->given, .help = "json"},
-        {.name = "--leader-elect", .kind = FLAG_BOOL, .dst = &v->elect, .arg = "BOOL",
-         .help = "election"},
-        {.name = "--seed", .kind = FLAG_INT, .dst = &v->seed, .size = sizeof(v->seed),
-         .imax = UINT64_MAX, .arg = "N", .help = "seed"},
-        {.name = "--conns", .kind = FLAG_INT, .dst = &v->conns, .size = sizeof(v->conns),
-         .imin = 1, .imax = 1000, .arg = "N", .help = "connections"},
-        {.name = "--timeout", .kind = FLAG_DURATION, .dst = &v->timeout_ms,
-         .size = sizeof(v->timeout_ms), .unit_ms = 1, .unit = "ms", .min = 1, .max = 60000,
-         .arg = "MS", .help = "timeout"},
-        {.name = "--grace", .kind = FLAG_DURATION, .dst = &v->grace_ms, .size = sizeof(v->grace_ms),
-         .unit_ms = 1000, .unit = "s", .max = 1e9, .arg = "S", .help = "grace"},
-        {.name = "--fraction", .kind = FLAG_DOUBLE, .dst = &v->frac, .max = 1, .arg = "F",
-         .help = "fraction"},
-        {.name = "--output", .short_name = 'o', .kind = FLAG_ENUM, .dst = &v->fmt,
-         .choices = fmts, .arg = "FMT", .help = "format"},
-        {.name = "--trace", .kind = FLAG_REPEATED, .dst = v->traces, .count = &v->n_traces,
-         .max_count = 3, .arg = "FILE", .help = "trace"},
-        {.name = "--even", .kind = FLAG_FUNC, .fn = even_fn, .dst = &v->db, .arg = "S",
-         .help = "even"},
-        {.name = "--jsn", .kind = FLAG_BOOL, .dst = &v->json, .attrs = FLAG_HIDDEN},
-        {.name = "--help", .short_name = 'h', .kind = FLAG_BOOL, .dst = &v->help,
-         .attrs = FLAG_STOP, .help = "help"},
-        FLAGS_END,
-    };
-    memcpy(t, rows, sizeof(rows));
-}
+static const struct flag table[] = {
+    FLAGS_SECTION("section:"),
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct vals, db),
+     .arg = "FILE",
+     .help = "database"},
+    {.name = "--listen",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct vals, listen),
+     .attrs = FLAG_EMPTY_OK,
+     .arg = "ADDR",
+     .help = "address\nsecond line"},
+    {.name = "--json",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct vals, json),
+     FLAG_GIVEN(struct vals, given),
+     .help = "json"},
+    {.name = "--leader-elect",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct vals, elect),
+     .arg = "BOOL",
+     .help = "election"},
+    {.name = "--seed",
+     .kind = FLAG_INT,
+     FLAG_AT(struct vals, seed),
+     .imax = UINT64_MAX,
+     .arg = "N",
+     .help = "seed"},
+    {.name = "--conns",
+     .kind = FLAG_INT,
+     FLAG_AT(struct vals, conns),
+     .imin = 1,
+     .imax = 1000,
+     .arg = "N",
+     .help = "connections"},
+    {.name = "--timeout",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct vals, timeout_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 1,
+     .max = 60000,
+     .arg = "MS",
+     .help = "timeout"},
+    {.name = "--grace",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct vals, grace_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .max = 1e9,
+     .arg = "S",
+     .help = "grace"},
+    {.name = "--fraction",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct vals, frac),
+     .max = 1,
+     .arg = "F",
+     .help = "fraction"},
+    {.name = "--output",
+     .short_name = 'o',
+     .kind = FLAG_ENUM,
+     FLAG_AT(struct vals, fmt),
+     .choices = fmts,
+     .arg = "FMT",
+     .help = "format"},
+    {.name = "--trace",
+     .kind = FLAG_REPEATED,
+     FLAG_AT(struct vals, traces),
+     FLAG_COUNT(struct vals, n_traces),
+     .max_count = 3,
+     .arg = "FILE",
+     .help = "trace"},
+    {.name = "--even",
+     .kind = FLAG_FUNC,
+     .fn = even_fn,
+     .arg = "S",
+     .attrs = FLAG_MANY,
+     .help = "even"},
+    {.name = "--jsn", .kind = FLAG_BOOL, FLAG_AT(struct vals, json), .attrs = FLAG_HIDDEN},
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct vals, help),
+     .attrs = FLAG_STOP,
+     .help = "help"},
+    FLAGS_END,
+};
 
 struct tcase {
     const char *args; /* space-separated; "''" is an empty argument */
@@ -97,7 +151,8 @@ static const struct tcase cases[] = {
     {"--leader-elect", -1, "flag --leader-elect needs a value"},
     {"--leader-elect yes", -1, "--leader-elect 'yes': expected true or false"},
     {"--seed -1", -1, "--seed '-1': expected a whole number >= 0"},
-    {"--seed 99999999999999999999", -1, "--seed '99999999999999999999': expected a whole number >= 0"},
+    {"--seed 99999999999999999999", -1,
+     "--seed '99999999999999999999': expected a whole number >= 0"},
     {"--conns 0", -1, "--conns '0': expected a whole number from 1 to 1000"},
     {"--conns 1001", -1, "--conns '1001': expected a whole number from 1 to 1000"},
     {"--conns 1.5", -1, "--conns '1.5': expected a whole number from 1 to 1000"},
@@ -118,6 +173,7 @@ static const struct tcase cases[] = {
     {"-hx", -1, "unknown flag '-hx'"},
     {"--trace a --trace b --trace c --trace d", -1, "--trace: at most 3 of them"},
     {"--even abc", -1, "--even 'abc': odd length"},
+    {"--even ab --even abcd", 0, NULL}, /* FLAG_MANY */
     {"stray", -1, "unexpected argument 'stray'"},
     {"--help --frob", 1, NULL},
     {"--jsn", 0, NULL},
@@ -138,15 +194,14 @@ static void test_cases(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct vals v = {0};
-        struct flag t[N_ROWS];
-        table(&v, t);
         char buf[256], err[256] = "";
         char *argv[32];
         int argc = split(cases[i].args, buf, sizeof(buf), argv);
-        int rc = flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err));
+        int rc = flags_parse(&(struct flag_parse){.flags = table, .opts = &v}, argc, argv, err,
+                             sizeof(err));
         if (rc != cases[i].rc || (cases[i].err && strcmp(err, cases[i].err) != 0))
-            fail_msg("'%s': rc %d, error '%s'; want %d, '%s'", cases[i].args, rc, err,
-                     cases[i].rc, cases[i].err ? cases[i].err : "");
+            fail_msg("'%s': rc %d, error '%s'; want %d, '%s'", cases[i].args, rc, err, cases[i].rc,
+                     cases[i].err ? cases[i].err : "");
     }
 }
 
@@ -154,15 +209,14 @@ static void test_values(void **state)
 {
     (void)state;
     struct vals v = {.elect = true};
-    struct flag t[N_ROWS];
-    table(&v, t);
     char buf[256], err[256] = "";
     char *argv[32];
     int argc = split("a --db=x.db --leader-elect false --seed 18446744073709551615 --conns 7 "
                      "--timeout 250 --grace 1.5 --fraction 0.25 -ojson b --trace t1 --trace t2 "
                      "-- --json",
                      buf, sizeof(buf), argv);
-    struct flag_parse p = {.flags = t, .pos = v.pos, .max_pos = 4, .n_pos = &v.n_pos};
+    struct flag_parse p = {
+        .flags = table, .opts = &v, .pos = v.pos, .max_pos = 4, .n_pos = &v.n_pos};
     assert_int_equal(flags_parse(&p, argc, argv, err, sizeof(err)), 0);
     assert_string_equal(v.db, "x.db");
     assert_false(v.elect);
@@ -182,18 +236,18 @@ static void test_values(void **state)
     assert_string_equal(v.pos[2], "--json");
     /* durations with a unit; .given */
     struct vals w = {0};
-    table(&w, t);
     argc = split("--timeout 2s --grace 1m30s --json", buf, sizeof(buf), argv);
-    assert_int_equal(flags_parse(&(struct flag_parse){.flags = t}, argc, argv, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        flags_parse(&(struct flag_parse){.flags = table, .opts = &w}, argc, argv, err, sizeof(err)),
+        0);
     assert_int_equal(w.timeout_ms, 2000);
     assert_int_equal(w.grace_ms, 90000);
     assert_true(w.given);
     /* too many positional arguments */
     struct vals x = {0};
-    table(&x, t);
     argc = split("a b c d e", buf, sizeof(buf), argv);
-    p = (struct flag_parse){.flags = t, .pos = x.pos, .max_pos = 4, .n_pos = &x.n_pos};
+    p = (struct flag_parse){
+        .flags = table, .opts = &x, .pos = x.pos, .max_pos = 4, .n_pos = &x.n_pos};
     assert_int_equal(flags_parse(&p, argc, argv, err, sizeof(err)), -1);
     assert_string_equal(err, "too many arguments at 'e'");
 }
@@ -201,14 +255,11 @@ static void test_values(void **state)
 static void test_help(void **state)
 {
     (void)state;
-    struct vals v = {0};
-    struct flag t[N_ROWS];
-    table(&v, t);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
-    flags_help(f, t, 16);
+    flags_help(f, table, 16);
     fclose(f);
     assert_non_null(strstr(text, "section:\n  --db FILE     database\n"));
     assert_non_null(strstr(text, "  --listen ADDR  address\n                second line\n"));
