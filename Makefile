@@ -118,8 +118,8 @@ $(BUILD)/gen/default_trace.c: sched/sim/data/itp-default.csv
 	  echo '0x00};'; \
 	  echo "const unsigned long sim_default_trace_len = $$(wc -c < $<);"; } > $@
 
-# The commands' flag parser (sched/cmd/flags.c), linked by both commands and its unit test.
-CMD_FLAGS := $(BUILD)/sched/cmd/flags.o
+# What both commands share (the flag parser, the check of standard output), and the parser's test.
+CMD_FLAGS := $(BUILD)/sched/cmd/flags.o $(BUILD)/sched/cmd/stdout_check.o
 GANGSCHED_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangsched*.c)) $(CMD_FLAGS)
 $(BIN)/gangsched: $(GANGSCHED_OBJ) $(BUILD)/gen/default_trace.o $(LIB)
 	@mkdir -p $(dir $@)

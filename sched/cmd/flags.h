@@ -66,6 +66,12 @@ struct flag {
 #define FLAG_COUNT(type, member) .count_off = offsetof(type, member)
 #define FLAG_GIVEN(type, member) .given = offsetof(type, member) + 1
 
+/* -h, --help: sets the bool member and ends the parsing. */
+#define FLAGS_HELP(type, member)                                                                   \
+    {                                                                                              \
+        .name = "--help", .short_name = 'h', .kind = FLAG_BOOL, FLAG_AT(type, member),             \
+        .attrs = FLAG_STOP, .help = "this help"                                                    \
+    }
 #define FLAGS_END                                                                                  \
     {                                                                                              \
         .name = NULL, .help = NULL                                                                 \

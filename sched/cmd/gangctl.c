@@ -34,6 +34,7 @@
 #include <curl/curl.h>
 
 #include "sched/cmd/flags.h"
+#include "sched/cmd/stdout_check.h"
 #include "sched/core/cycle.h"
 #include "sched/core/err.h"
 #include "sched/core/quantity.h"
@@ -302,21 +303,10 @@ static int offline(const char *path, const struct args *a)
 }
 
 /* 0, or EXIT_USAGE with a message naming the error when standard output lost a write (a full
- * disk, a closed pipe): a table or document cut short is never reported as a success. close:
- * the last check, at exit. */
+ * disk): a table or document cut short is never reported as a success. close: at exit. */
 static int check_stdout(bool close)
 {
-    errno = 0;
-    bool bad = fflush(stdout) != 0 || ferror(stdout);
-    int e = errno;
-    if (close && fclose(stdout) != 0 && !bad) {
-        bad = true;
-        e = errno;
-    }
-    if (!bad)
-        return 0;
-    fprintf(stderr, "%s: writing standard output: %s\n", prog, e ? strerror(e) : "a write failed");
-    return EXIT_USAGE;
+    return stdout_check(prog, close) == 0 ? 0 : EXIT_USAGE;
 }
 
 static int execute(const struct args *ap, const char *cmd);

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "sched/cmd/flags.h"
+#include "sched/cmd/stdout_check.h"
 #include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
@@ -356,12 +357,7 @@ static const struct flag run_flags[] = {
      .choices = log_levels,
      .arg = "LEVEL",
      .help = "error, warn, info (default) or debug"},
-    {.name = "--help",
-     .short_name = 'h',
-     .kind = FLAG_BOOL,
-     FLAG_AT(struct run_args, help),
-     .attrs = FLAG_STOP,
-     .help = "this help"},
+    FLAGS_HELP(struct run_args, help),
     FLAGS_END,
 };
 
@@ -463,12 +459,7 @@ static const struct flag serve_flags[] = {
      .help = "after a commit elsewhere, keep answering from the tables\n"
              "as loaded for up to MS (default 0: reload at once)"},
     HTTP_LIMIT_FLAGS(struct serve_args, o.http.limits),
-    {.name = "--help",
-     .short_name = 'h',
-     .kind = FLAG_BOOL,
-     FLAG_AT(struct serve_args, help),
-     .attrs = FLAG_STOP,
-     .help = "this help"},
+    FLAGS_HELP(struct serve_args, help),
     FLAGS_END,
 };
 
@@ -538,18 +529,8 @@ static int dispatch_command(int argc, char **argv);
 int main(int argc, char **argv)
 {
     int rc = dispatch_command(argc, argv);
-    errno = 0;
-    bool bad = fflush(stdout) != 0 || ferror(stdout);
-    int e = errno;
-    if (fclose(stdout) != 0 && !bad) {
-        bad = true;
-        e = errno;
-    }
-    if (bad) {
-        fprintf(stderr, "gangsched: writing standard output: %s\n",
-                e ? strerror(e) : "a write failed");
+    if (stdout_check("gangsched", true) != 0)
         return rc ? rc : 1;
-    }
     return rc;
 }
 

@@ -302,12 +302,7 @@ static const struct flag sim_flags[] = {
      .kind = FLAG_BOOL,
      FLAG_AT(struct sim_args, verbose),
      .help = "log at info level"},
-    {.name = "--help",
-     .short_name = 'h',
-     .kind = FLAG_BOOL,
-     FLAG_AT(struct sim_args, help),
-     .attrs = FLAG_STOP,
-     .help = "this help"},
+    FLAGS_HELP(struct sim_args, help),
     FLAGS_END,
 };
 
