@@ -87,6 +87,7 @@ static void bash(FILE *f)
     fputs(") return ;;\n    esac\n    if [[ $cur == -* ]]; then\n        COMPREPLY=($(compgen "
           "-W \"",
           f);
+    fputc(' ', f);
     names(f, w, n, -1, " ");
     fputs("\" -- \"$cur\"))\n        return\n    fi\n"
           "    for ((i = 1; i < COMP_CWORD; i++)); do\n        case ${COMP_WORDS[i]} in\n        ",
