@@ -200,7 +200,7 @@ static const struct flag *find(const struct flag *flags, const char *arg, const 
         } else if (f->short_name && arg[1] == f->short_name) {
             if (arg[2] && !takes_value(f))
                 return NULL;
-            *inline_v = arg[2] ? arg + 2 : NULL;
+            *inline_v = arg[2] ? arg + 2 + (arg[2] == '=') : NULL; /* -oV, -o=V */
             return f;
         }
     }

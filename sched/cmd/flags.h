@@ -6,7 +6,7 @@
  * argv against it into the options and flags_help() prints it. The
  * shell completions and the man pages are made from --help or from the same table.
  *
- * Accepted forms: --name VALUE, --name=VALUE, -x VALUE, -xVALUE (a short flag that takes a
+ * Accepted forms: --name VALUE, --name=VALUE, -x VALUE, -xVALUE, -x=VALUE (a short flag that takes a
  * value), --name for a bool (or --name=true|false). Errors name the flag and the value: an
  * unknown flag (with "did you mean" when a flag is close), a missing or empty value, a value
  * out of range or not one of an enum's names, a flag given twice (repeated flags excepted).

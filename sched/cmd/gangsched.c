@@ -99,6 +99,54 @@ static int cmd_completion(int argc, char **argv)
     return 2;
 }
 
+/* `gangsched config check` and `store check`: two words, then flags. */
+struct check_args {
+    const char *pos[2];
+    int n_pos;
+    const char *nodes, *spec;
+    bool help;
+};
+
+static const struct flag config_flags[] = {
+    {.name = "--nodes",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct check_args, nodes),
+     .arg = "FILE",
+     .help = "the cluster: a NodeList (as simulate --nodes)"},
+    {.name = "--cluster",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct check_args, spec),
+     .arg = "SPEC",
+     .help = "the cluster: a generated one (as simulate --cluster)"},
+    FLAGS_HELP(struct check_args, help),
+    FLAGS_END,
+};
+
+static const struct flag store_flags[] = {
+    FLAGS_HELP(struct check_args, help),
+    FLAGS_END,
+};
+
+/* Reads `gangsched config|store check ARG [FLAGS]`. 0, -1 after --help, or the exit code 2
+ * after a message. */
+static int parse_check(const char *prog, const struct flag *flags, int argc, char **argv,
+                       struct check_args *c)
+{
+    char err[512];
+    struct flag_parse p = {
+        .flags = flags, .opts = c, .pos = c->pos, .max_pos = 2, .n_pos = &c->n_pos};
+    int rc = flags_parse(&p, argc, argv, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 2;
+    }
+    if (c->help || (c->n_pos >= 1 && strcmp(c->pos[0], "help") == 0))
+        return -1;
+    if (c->n_pos != 2 || strcmp(c->pos[0], "check") != 0)
+        return 2;
+    return 0;
+}
+
 /* gangsched config check FILE: validate and print the queue tree; exit 0 valid, 1 invalid. */
 static int config_usage(FILE *f, int code)
 {
@@ -112,29 +160,29 @@ static int config_usage(FILE *f, int code)
           "(warnings included), 1 when not (the error names file:line:column and the key).\n"
           "import-kueue: converts Kueue (ResourceFlavor, Cohort, ClusterQueue, LocalQueue;\n"
           "kueue.x-k8s.io/v1beta1 and v1beta2) and Volcano (Queue) manifests to a gangsched\n"
-          "configuration on stdout, with a comment for anything it cannot map (docs/config.md).\n",
+          "configuration on stdout, with a comment for anything it cannot map (docs/config.md).\n"
+          "\n",
           f);
+    flags_help(f, config_flags, 21);
     return code;
 }
 
 static int cmd_config(int argc, char **argv)
 {
-    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0))
-        return config_usage(stdout, 0);
     if (argc >= 2 && strcmp(argv[0], "import-kueue") == 0)
         return config_import_main(argc - 1, argv + 1, stdout, stderr);
-    const char *nodes = NULL, *spec = NULL;
-    if (argc == 4 && strcmp(argv[2], "--nodes") == 0)
-        nodes = argv[3];
-    else if (argc == 4 && strcmp(argv[2], "--cluster") == 0)
-        spec = argv[3];
-    else if (argc != 2)
-        return config_usage(stderr, 2);
-    if (strcmp(argv[0], "check") != 0)
-        return config_usage(stderr, 2);
+    struct check_args a = {0};
+    int rc = parse_check("gangsched config", config_flags, argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? config_usage(stdout, 0) : config_usage(stderr, 2);
+    if (a.nodes && a.spec) {
+        fputs("gangsched config check: give --nodes or --cluster, not both\n", stderr);
+        return 2;
+    }
+    const char *path = a.pos[1], *nodes = a.nodes, *spec = a.spec;
     struct sched_errbuf eb = {{0}};
     struct config *cfg = NULL;
-    if (config_load_file(argv[1], &cfg, &eb) != 0) {
+    if (config_load_file(path, &cfg, &eb) != 0) {
         fprintf(stderr, "%s\n", eb.msg);
         return 1;
     }
@@ -146,20 +194,20 @@ static int cmd_config(int argc, char **argv)
     struct cluster *c = NULL;
     if (nodes || spec) {
         c = cluster_new();
-        int rc = !c      ? SCHED_ENOMEM
-                 : nodes ? nodes_load_file(c, nodes, &eb)
-                         : nodes_generate(c, spec, &eb);
-        if (rc == 0)
-            rc = cluster_finalize(c, cfg->n_levels ? cfg->level_names : NULL,
-                                  cfg->n_levels ? cfg->level_labels : NULL, cfg->n_levels, &eb);
-        if (rc != 0) {
+        int err = !c      ? SCHED_ENOMEM
+                  : nodes ? nodes_load_file(c, nodes, &eb)
+                          : nodes_generate(c, spec, &eb);
+        if (err == 0)
+            err = cluster_finalize(c, cfg->n_levels ? cfg->level_names : NULL,
+                                   cfg->n_levels ? cfg->level_labels : NULL, cfg->n_levels, &eb);
+        if (err != 0) {
             fprintf(stderr, "gangsched config check: %s\n", c ? eb.msg : "out of memory");
             cluster_free(c);
             config_free(cfg);
             return 1;
         }
     }
-    printf("%s: valid\n", argv[1]);
+    printf("%s: valid\n", path);
     config_print_tree(cfg, stdout);
     int w = config_print_totals(cfg, c, nodes ? nodes : spec, stdout);
     if (w < 0)
@@ -506,20 +554,20 @@ static int store_usage(FILE *f, int code)
           "problem, or 'DB: consistent (...)'.\n"
           "\n"
           "exit: 0 consistent, 1 problems found, 2 cannot check (missing, corrupt, foreign or\n"
-          "newer file; usage)\n",
+          "newer file; usage)\n"
+          "\n",
           f);
+    flags_help(f, store_flags, 21);
     return code;
 }
 
 static int cmd_store(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
-            strcmp(argv[i], "help") == 0)
-            return store_usage(stdout, 0);
-    if (argc != 2 || strcmp(argv[0], "check") != 0)
-        return store_usage(stderr, 2);
-    return store_check_main(argv[1], stdout);
+    struct check_args a = {0};
+    int rc = parse_check("gangsched store", store_flags, argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? store_usage(stdout, 0) : store_usage(stderr, 2);
+    return store_check_main(a.pos[1], stdout);
 }
 
 static int dispatch_command(int argc, char **argv);

@@ -32,13 +32,17 @@ expect_fail "serve: limit out of range" 2 "--http-max-conns '2000000': expected 
 expect_fail "serve: stale out of range" 2 "--max-stale '2h': expected a duration from 0 to 3600000 ms" -- "$GS" serve --db x.db --max-stale 2h
 expect_fail "serve: unknown flag" 2 "unknown flag '--lsten' (did you mean --listen?)" -- "$GS" serve --db x.db --lsten :0
 expect_fail "serve: no --db" 2 "--db FILE is required" -- "$GS" serve --http-timeout 5s
+expect_fail "config: flags anywhere, not both" 2 "give --nodes or --cluster, not both" -- "$GS" config --nodes a.yaml check x.yaml --cluster hgx:1
+expect_fail "config: unknown flag" 2 "unknown flag '--node' (did you mean --nodes?)" -- "$GS" config check x.yaml --node a.yaml
+"$GS" config --cluster hgx:4 check config/examples/full.yaml >/dev/null && ok "config: --cluster before check" || bad "config --cluster before check"
+expect_fail "store: unknown flag" 2 "unknown flag '--fix'" -- "$GS" store check x.db --fix
 # --help is made from the same table as the parser: every flag it lists is accepted
-for c in simulate run serve; do
+for c in simulate run serve config store; do
     for f in $("$GS" $c --help | grep -o -e '^  \(-[a-z], \)\?--[a-z-]*' | grep -o -e '--[a-z-]*'); do
         "$GS" $c "$f" 2>&1 | grep -q "unknown flag" && bad "$c --help lists $f, which the parser refuses"
     done
 done
-ok "every flag of simulate, run and serve --help is known to the parser"
+ok "every flag of simulate, run, serve, config and store --help is known to the parser"
 # a full standard output: exit 1 and the reason
 if [ -w /dev/full ]; then
     expect_fail "--help to /dev/full" 1 "writing standard output: No space left on device" -- sh -c "\"$GS\" simulate --help >/dev/full"

@@ -170,6 +170,8 @@ static const struct tcase cases[] = {
     {"-o xml", -1, "-o 'xml': expected one of table, wide, json"},
     {"--output=xml", -1, "--output 'xml': expected one of table, wide, json"},
     {"-ox", -1, "-o 'x': expected one of table, wide, json"},
+    {"-o=x", -1, "-o 'x': expected one of table, wide, json"},
+    {"-o=json", 0, NULL},
     {"-hx", -1, "unknown flag '-hx'"},
     {"--trace a --trace b --trace c --trace d", -1, "--trace: at most 3 of them"},
     {"--even abc", -1, "--even 'abc': odd length"},
