@@ -3,13 +3,13 @@
  *
  * A command describes its flags once, as a static table of struct flag (long name, short name,
  * kind, destination: a member of the command's options struct, help text); flags_parse() reads
- * argv against it into the options and flags_help() prints it. The
- * shell completions and the man pages are made from --help or from the same table.
+ * argv against it into the options and flags_help() prints it. The shell completions and the
+ * man pages are made from --help or from the same table.
  *
- * Accepted forms: --name VALUE, --name=VALUE, -x VALUE, -xVALUE, -x=VALUE (a short flag that takes a
- * value), --name for a bool (or --name=true|false). Errors name the flag and the value: an
- * unknown flag (with "did you mean" when a flag is close), a missing or empty value, a value
- * out of range or not one of an enum's names, a flag given twice (repeated flags excepted).
+ * Accepted forms: --name VALUE, --name=VALUE; -x VALUE, -xVALUE, -x=VALUE (a short flag that
+ * takes a value); --name for a bool (or --name=true|false). Errors name the flag and the value:
+ * an unknown flag (with "did you mean" when a flag is close), a missing or empty value, a value
+ * out of range or not one of an enum's names, a flag given twice (repeatable flags excepted).
  *
  * Owns: argv reading and --help layout. Must not touch: what the values mean (the commands).
  */
