@@ -1,5 +1,6 @@
-/* sched/http/server_int.h: what the HTTP server's files share (server.c: connections, routing,
- * answers; reads.c: the reads run on workers). Not for other modules.
+/* sched/http/server_int.h: what the HTTP server's files share (server.c: connections and
+ * answers; routes.c: the route table and authorisation; reads.c: the reads run on workers).
+ * Not for other modules.
  */
 #ifndef SCHED_HTTP_SERVER_INT_H
 #define SCHED_HTTP_SERVER_INT_H
