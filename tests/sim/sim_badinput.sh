@@ -43,6 +43,16 @@ for c in simulate run serve config store; do
     done
 done
 ok "every flag of simulate, run, serve, config and store --help is known to the parser"
+# ... and every one is documented: simulate in simulator.md, run in daemon.md, serve in api.md
+for c in simulate:docs/simulator.md run:docs/daemon.md serve:docs/api.md; do
+    for f in $("$GS" ${c%%:*} --help | grep -o -e '^  \(-[a-z], \)\?--[a-z-]*' | grep -o -e '--[a-z-]*'); do
+        [ "$f" = --help ] || grep -q -e "\`$f[ \`]" "${c#*:}" || bad "${c#*:} does not document ${c%%:*} $f"
+    done
+done
+for f in $("$BIN/gangctl" --help | grep -o -e '^  \(-[a-zA-Z], \)\?--[a-z-]*' | grep -o -e '--[a-z-]*'); do
+    grep -q -e "\`$f[ \`]" docs/cli.md || bad "docs/cli.md does not document gangctl $f"
+done
+ok "docs list the flags of simulate, run, serve and gangctl"
 # a full standard output: exit 1 and the reason
 if [ -w /dev/full ]; then
     expect_fail "--help to /dev/full" 1 "writing standard output: No space left on device" -- sh -c "\"$GS\" simulate --help >/dev/full"
