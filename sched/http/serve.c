@@ -7,14 +7,12 @@
  * to apply).
  * Must not touch: the queues, jobs and reservations themselves (writes are requests only).
  */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "sched/core/res.h"
 #include "sched/http/server.h"
 
 /* ---- the serve command ------------------------------------------------------------------------
