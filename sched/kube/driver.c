@@ -14,11 +14,22 @@
  *      no partial gang survives), then PodGroup status and Events.
  * The next cycle starts only after step 5, so an intent is never open across two commits.
  *
+ * The driver's files: this one owns the loop (the cycle as named phases, the timers, watch
+ * callbacks, the Lease, signals, configuration reload, metrics and the HTTP API's readiness);
+ * driver_bind.c the binder, fences and recovery; driver_status.c PodGroup status, Events and pod
+ * conditions; driver_life.c deletes, evictions, node health, strikes and teardown;
+ * driver_record.c jobs, the ledger and the cycle's record; driver_ops.c operator actions and
+ * holds. driver_int.h holds struct kdrv and what one file calls in another. This file sends no
+ * request itself and writes to the store only the configuration of a reload: it orders the
+ * phases the others carry out.
+ *
  * Recovery (first cycle after becoming leader): open intents of a previous process are resolved
  * against the API's view: a gang whose pods are all on their intended nodes is recorded bound;
  * otherwise its bound members are deleted and the intents rolled back, and it is scheduled
  * again. Nothing is bound twice: a pod is only bound after its previous intent is closed.
  */
+#include "sched/kube/driver.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,44 +83,65 @@ const char *kdrv_flavor_name(const struct config *cfg, uint32_t f)
     return cfg && f < cfg->n_flavors ? cfg->flavors[f].name : NULL;
 }
 
-static void run_cycle(struct kdrv *d)
+/* One cycle's working state, on the stack of run_cycle: the configuration pinned for the
+ * cycle, the snapshot built from the cache and the core's result. */
+struct kcycle {
+    struct kdrv *d;
+    const struct config *cfg;
+    int64_t now; /* ms since the epoch, once per cycle */
+    struct kcache_build kb;
+    struct sched_result res;
+    struct sched_errbuf eb;
+};
+
+/* Whether a cycle runs now: leading, caches synced, no binds in flight, the store open and
+ * recovered, and something changed (or an operator action or reload asked for one). */
+static bool cycle_due(struct kdrv *d)
 {
     if (d->stopping || !d->leading || d->n_binds > 0 || !synced(d))
-        return;
+        return false;
     if (!d->db && kdrv_open_store(d) != 0)
-        return;
+        return false;
     if (!d->recovered && kdrv_recover(d) != 0)
-        return;
+        return false;
     if (!kcache_dirty(d->cache) && !d->force)
-        return;
+        return false;
     d->force = false;
-    const struct config *cfg = config_watch_pin(d->cw);
-    struct sched_errbuf eb;
-    int64_t now = kdrv_now_ms();
-    struct kcache_build kb;
+    return true;
+}
+
+/* The snapshot, then the lifecycle step on it. */
+static int cycle_build(struct kcycle *c)
+{
+    struct kdrv *d = c->d;
     arena_reset(&d->arena);
-    int rc = kcache_build(d->cache, cfg, d->pol, now, &d->arena, &kb, &eb);
+    int rc = kcache_build(d->cache, c->cfg, d->pol, c->now, &d->arena, &c->kb, &c->eb);
     if (rc != 0) {
-        config_watch_unpin(d->cw, cfg);
         LOG_ERROR(KDRV_MOD, "cannot build the cycle's input: error=%s",
-                  rc == SCHED_ENOMEM ? "out of memory" : eb.msg);
-        return;
+                  rc == SCHED_ENOMEM ? "out of memory" : c->eb.msg);
+        return -1;
     }
-    kdrv_warn_no_device(d, kb.snap.cluster);
-    if (kdrv_lifecycle_step(d, &kb, cfg, now, &eb) != 0) {
-        config_watch_unpin(d->cw, cfg);
-        kdrv_fatal(d, eb.msg);
-        return;
+    kdrv_warn_no_device(d, c->kb.snap.cluster);
+    if (kdrv_lifecycle_step(d, &c->kb, c->cfg, c->now, &c->eb) != 0) {
+        kdrv_fatal(d, c->eb.msg);
+        return -1;
     }
-    /* held and draining queues admit nothing (operator actions) */
-    for (uint32_t q = 0; q < kb.snap.n_queues; q++) {
-        const char *qn = cfg->queues[q].name;
+    return 0;
+}
+
+/* Held and draining queues admit nothing (operator actions); their gangs are told why. */
+static void cycle_held_queues(struct kcycle *c)
+{
+    struct kdrv *d = c->d;
+    struct kcache_build *kb = &c->kb;
+    for (uint32_t q = 0; q < kb->snap.n_queues; q++) {
+        const char *qn = c->cfg->queues[q].name;
         const char *lbl[] = {qn};
         bool held = strmap_get(&d->held, qn) != NULL;
-        http_metric_set(d->m_pending, lbl, kb.views[q].n_pending);
+        http_metric_set(d->m_pending, lbl, kb->views[q].n_pending);
         http_metric_set(d->m_held, lbl, held ? 1 : 0);
-        for (uint32_t i = 0; held && i < kb.views[q].n_pending; i++) {
-            const struct kgang *kg = &kb.gangs[kb.views[q].pending[i]->id];
+        for (uint32_t i = 0; held && i < kb->views[q].n_pending; i++) {
+            const struct kgang *kg = &kb->gangs[kb->views[q].pending[i]->id];
             char msg[400];
             snprintf(msg, sizeof(msg),
                      "queue %s is held by an operator: nothing is admitted "
@@ -119,196 +151,103 @@ static void run_cycle(struct kdrv *d)
                 kdrv_gang_status(d, kg->key, kg->pg, "Pending", "Warning", "QueueHeld", msg, false);
             kdrv_pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "QueueHeld", msg);
             if (d->leading &&
-                kdrv_waiting_job_row(d, kg->key, qn, kb.views[q].pending[i], &eb) != 0)
-                LOG_WARN(KDRV_MOD, "cannot record the job of gang %s: %s", kg->key, eb.msg);
+                kdrv_waiting_job_row(d, kg->key, qn, kb->views[q].pending[i], &c->eb) != 0)
+                LOG_WARN(KDRV_MOD, "cannot record the job of gang %s: %s", kg->key, c->eb.msg);
         }
         if (held)
-            kb.views[q].n_pending = 0;
+            kb->views[q].n_pending = 0;
     }
-    /* gangs that cannot be offered to the core */
-    for (uint32_t w = 0; w < kb.n_waiting; w++) {
-        const struct kwaiting *kw = &kb.waiting[w];
+}
+
+/* Gangs that cannot be offered to the core: their status, conditions and records say why. */
+static void cycle_waiting(struct kcycle *c)
+{
+    struct kdrv *d = c->d;
+    for (uint32_t w = 0; w < c->kb.n_waiting; w++) {
+        const struct kwaiting *kw = &c->kb.waiting[w];
         bool wrote = kdrv_gang_status(d, kw->key, kw->pg, "Pending", "Warning", kw->reason,
                                       kw->message, false);
         kdrv_pods_unschedulable(d, kw->pods, kw->n_pods, wrote, kw->reason, kw->message);
-        if (d->leading && kdrv_waiting_gang_records(d, kw, now, &eb) != 0)
-            LOG_WARN(KDRV_MOD, "cannot record waiting gang %s: %s", kw->key, eb.msg);
+        if (d->leading && kdrv_waiting_gang_records(d, kw, c->now, &c->eb) != 0)
+            LOG_WARN(KDRV_MOD, "cannot record waiting gang %s: %s", kw->key, c->eb.msg);
     }
-    /* preemptor holds: kept while their gang is pending and the hold has not ended */
-    struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
-    uint32_t n_hv = 0;
-    for (uint32_t h = 0; hv && h < d->n_holds;) {
-        struct khold *kh = &d->holds[h];
-        const struct gang *g = NULL;
-        for (uint32_t i = 0; i < kb.n_pending && !g; i++)
-            if (strcmp(kb.gangs[i].key, kh->gang) == 0)
-                g = &kb.gangs[i].gang;
-        if ((!g && kh->operator_id == 0) || kh->until_ms <= now) {
-            kdrv_khold_free(kh);
-            d->holds[h] = d->holds[--d->n_holds];
-            continue;
-        }
-        if (!g) { /* reserved ahead for a gang not pending yet: the nodes are held for nobody */
-            struct gang *ph = arena_calloc(&d->arena, 1, sizeof(*ph));
-            if (ph)
-                ph->id = UINT32_MAX;
-            g = ph;
-        }
-        uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
-        uint32_t nn = 0;
-        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++) {
-            int ix = kcache_node_index(d->cache, kh->nodes[k]);
-            if (ix >= 0)
-                nodes[nn++] = (uint32_t)ix;
-        }
-        if (nodes)
-            hv[n_hv++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
-        h++;
-    }
-    kb.snap.holds = hv;
-    kb.snap.n_holds = hv ? n_hv : 0;
-    struct sched_result res;
+}
+
+/* The core's decisions (pure), then their record in one store transaction. */
+static int cycle_decide(struct kcycle *c)
+{
+    struct kdrv *d = c->d;
     d->cycle++;
     uint64_t t0 = uv_hrtime();
-    kb.snap.plan_starts = true; /* expected starts for the decision log */
-    int crc = sched_cycle(&kb.snap, &d->arena, &res);
+    c->kb.snap.plan_starts = true; /* expected starts for the decision log */
+    int crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
-        config_watch_unpin(d->cw, cfg);
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
-        return;
+        return -1;
     }
-    if (kdrv_record_cycle(d, &kb, &res, cfg, now, &eb) != 0) {
-        config_watch_unpin(d->cw, cfg);
-        kdrv_fatal(d, eb.msg);
-        return;
+    if (kdrv_record_cycle(d, &c->kb, &c->res, c->cfg, c->now, &c->eb) != 0) {
+        kdrv_fatal(d, c->eb.msg);
+        return -1;
     }
-    for (uint32_t v = 0; v < res.n_verdicts; v++) {
-        const struct kgang *kg = &kb.gangs[res.verdicts[v].gang->id];
+    return 0;
+}
+
+/* Gangs the core could not place: status and conditions carry its verdict. */
+static void cycle_verdicts(struct kcycle *c)
+{
+    const struct sched_result *res = &c->res;
+    for (uint32_t v = 0; v < res->n_verdicts; v++) {
+        const struct kgang *kg = &c->kb.gangs[res->verdicts[v].gang->id];
         char msg[512];
-        sched_verdict_format(&res.verdicts[v], kb.snap.cluster, cfg, msg, sizeof(msg));
-        bool w =
-            kdrv_gang_status(d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg, false);
-        kdrv_pods_unschedulable(d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);
+        sched_verdict_format(&res->verdicts[v], c->kb.snap.cluster, c->cfg, msg, sizeof(msg));
+        bool w = kdrv_gang_status(c->d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg,
+                                  false);
+        kdrv_pods_unschedulable(c->d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);
     }
-    /* preemption: every member of each victim gang, through the Eviction API */
-    for (uint32_t e = 0; e < res.n_evictions; e++) {
-        const struct kgang *victim = &kb.gangs[res.evictions[e].victim->gang->id];
-        const struct kgang *by = &kb.gangs[res.evictions[e].preemptor->id];
+}
+
+/* Preemption: every member of each victim gang, through the Eviction API. */
+static void cycle_evictions(struct kcycle *c)
+{
+    struct kdrv *d = c->d;
+    const struct sched_result *res = &c->res;
+    for (uint32_t e = 0; e < res->n_evictions; e++) {
+        const struct kgang *victim = &c->kb.gangs[res->evictions[e].victim->gang->id];
+        const struct kgang *by = &c->kb.gangs[res->evictions[e].preemptor->id];
         char msg[600];
         snprintf(msg, sizeof(msg),
                  "preempted by %s (%.0f GPU-seconds of work since the last "
                  "checkpoint lost)",
-                 by->key, res.evictions[e].lost_gpu_s);
+                 by->key, res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
-        const char *kind[] = {res.evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
-                              : res.evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
-                                                                                  : "priority"};
+        const char *kind[] = {res->evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
+                              : res->evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
+                                                                                   : "priority"};
         http_metric_add_value(d->m_evictions, kind, 1);
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg,
                              true, by->pg);
     }
-    for (uint32_t r = 0; r < res.n_reservations; r++) {
-        const struct sched_reservation *rv = &res.reservations[r];
-        LOG_DEBUG(KDRV_MOD, "reservation: gang=%s preemptor=%d nodes=%u",
-                  kb.gangs[rv->gang->id].key, rv->preemptor, rv->n_nodes);
-        if (!rv->preemptor)
-            continue;
-        const char *key = kb.gangs[rv->gang->id].key;
-        uint32_t h = 0;
-        while (h < d->n_holds && strcmp(d->holds[h].gang, key) != 0)
-            h++;
-        if (h < d->n_holds)
-            continue; /* held already: keep the first hold's deadline */
-        struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
-        if (!nh)
-            break;
-        d->holds = nh;
-        struct khold *kh = &d->holds[d->n_holds];
-        memset(kh, 0, sizeof(*kh)); /* a preemptor's hold, not an operator's */
-        kh->gang = strdup(key);
-        kh->nodes = calloc(rv->n_nodes + 1, sizeof(*kh->nodes));
-        kh->n_nodes = 0;
-        kh->until_ms = now + KDRV_HOLD_MS;
-        if (!kh->gang || !kh->nodes) {
-            kdrv_khold_free(kh);
-            break;
+}
+
+/* One scheduling cycle (the steps at the top of this file), as named phases. */
+static void run_cycle(struct kdrv *d)
+{
+    if (!cycle_due(d))
+        return;
+    struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
+    if (cycle_build(&c) == 0) {
+        cycle_held_queues(&c);
+        cycle_waiting(&c);
+        kdrv_holds_offer(d, &c.kb, c.now);
+        if (cycle_decide(&c) == 0) {
+            cycle_verdicts(&c);
+            cycle_evictions(&c);
+            kdrv_holds_take(d, &c.kb, &c.res, c.now);
+            kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
-        for (uint32_t k = 0; k < rv->n_nodes; k++)
-            if ((kh->nodes[kh->n_nodes] = strdup(kb.snap.cluster->nodes[rv->nodes[k]].name)))
-                kh->n_nodes++;
-        d->n_holds++;
     }
-    /* binds */
-    if (res.n_placements > 0) {
-        d->binds = calloc(res.n_placements, sizeof(*d->binds));
-        if (!d->binds) {
-            config_watch_unpin(d->cw, cfg);
-            kdrv_fatal(d, "out of memory");
-            return;
-        }
-        d->n_binds = res.n_placements;
-        d->binds_left = 0;
-        for (uint32_t p = 0; p < res.n_placements; p++) {
-            const struct sched_placement *pl = &res.placements[p];
-            const struct kgang *kg = &kb.gangs[pl->gang->id];
-            struct kgang_binds *gb = &d->binds[p];
-            gb->d = d;
-            gb->gang = strdup(kg->key);
-            gb->queue = strdup(cfg->queues[pl->gang->queue].name);
-            const char *fl = kdrv_flavor_name(cfg, pl->flavor);
-            gb->flavor = fl ? strdup(fl) : NULL;
-            gb->gpus = pl->gang->gpus;
-            if (kg->pg) {
-                gb->pg_ns = strdup(kg->pg->ns);
-                gb->pg_name = strdup(kg->pg->name);
-                gb->api = kg->pg->api;
-            }
-            gb->n_pods = pl->gang->n_pods;
-            gb->pods = calloc(gb->n_pods, sizeof(*gb->pods));
-            const struct cluster *cl = kb.snap.cluster;
-            char summary[400];
-            int off = snprintf(summary, sizeof(summary), "%u pods placed", gb->n_pods);
-            if (pl->level >= 0 && (uint32_t)pl->level < cl->topo.n_levels)
-                off += snprintf(summary + off, sizeof(summary) - (size_t)off, " in %s %s",
-                                cl->topo.levels[pl->level].name,
-                                cl->topo.levels[pl->level].domain_names[pl->domain]);
-            if (pl->borrowing && off < (int)sizeof(summary))
-                snprintf(summary + off, sizeof(summary) - (size_t)off, " (borrowing quota)");
-            gb->summary = strdup(summary);
-            if (!gb->gang || !gb->queue || !gb->pods || !gb->summary) {
-                config_watch_unpin(d->cw, cfg);
-                kdrv_fatal(d, "out of memory");
-                return;
-            }
-            for (uint32_t i = 0; i < gb->n_pods; i++) {
-                const struct kpod *pod = kg->members[i];
-                struct kbind *b = &gb->pods[i];
-                b->gb = gb;
-                b->index = i;
-                b->pod_key = strdup(pod->key);
-                b->ns = strdup(pod->ns);
-                b->name = strdup(pod->name);
-                b->node = strdup(cl->nodes[pl->pods[i].node].name);
-                b->gpu_mask = pl->pods[i].gpu_mask;
-                if (!b->pod_key || !b->ns || !b->name || !b->node ||
-                    kcache_assume(d->cache, pod->key, b->node, b->gpu_mask, pl->flavor) != 0) {
-                    config_watch_unpin(d->cw, cfg);
-                    kdrv_fatal(d, "out of memory");
-                    return;
-                }
-                d->binds_left++;
-            }
-        }
-        /* send after every pod is assumed: a bind answering at once must not end the cycle
-         * while others are still being prepared */
-        uint32_t n_binds = d->n_binds;
-        struct kgang_binds *binds = d->binds;
-        for (uint32_t p = 0; p < n_binds; p++)
-            for (uint32_t i = 0; i < binds[p].n_pods; i++)
-                kdrv_send_claims_then_bind(d, &binds[p].pods[i], binds[p].flavor);
-    }
-    config_watch_unpin(d->cw, cfg);
+    config_watch_unpin(d->cw, c.cfg);
 }
 
 static void on_cycle_timer(uv_timer_t *t)
@@ -631,129 +570,206 @@ static void close_cb(uv_handle_t *h)
     (void)h;
 }
 
-int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
+/* The informers, in the order of d->inf (KDRV_INF_PG is the first PodGroup API): a path the
+ * server does not serve lists 404 and counts as synced and empty. The pods of this scheduler
+ * (spec.schedulerName, from the options) come third. */
+static const struct kdrv_watch {
+    const char *path;
+    const char *field_selector; /* NULL: none */
+    kube_informer_fn *fn;
+} kdrv_watches[] = {
+    {"/api/v1/nodes", NULL, on_node},
+    {"/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed", on_pod},
+    {"/api/v1/pods", NULL, on_own_pod}, /* field selector: spec.schedulerName=<scheduler> */
+    {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, on_pg_xk8s},
+    {"/apis/scheduling.volcano.sh/v1beta1/podgroups", NULL, on_pg_volcano},
+    /* Kubernetes' own groups, in enum kpg_api order; a version the server does not serve lists
+     * 404 and counts as synced and empty (1.36 serves v1alpha2, 1.37 v1beta1, 1.35 v1alpha1
+     * Workloads, each only with its gates on) */
+    {"/apis/scheduling.k8s.io/v1alpha2/podgroups", NULL, on_pg_native_a2},
+    {"/apis/scheduling.k8s.io/v1beta1/podgroups", NULL, on_pg_native_b1},
+    {"/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload},
+    /* 1.37's v1alpha3 (with CompositePodGroup): the same PodGroups as v1beta1 when both are
+     * served (one object, one key: the later event wins) */
+    {"/apis/scheduling.k8s.io/v1alpha3/podgroups", NULL, on_pg_native_a3},
+    /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
+    {"/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice},
+    {"/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim},
+};
+
+/* The options checked and the state initialised; nothing to tear down when it fails. */
+static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched_errbuf *eb)
 {
-    struct kdrv d;
-    memset(&d, 0, sizeof(d));
-    d.o = o;
-    d.pol = sched_policy_find(o->policy ? o->policy : "gangsched");
-    if (!d.pol)
+    memset(d, 0, sizeof(*d));
+    d->o = o;
+    d->pol = sched_policy_find(o->policy ? o->policy : "gangsched");
+    if (!d->pol)
         return sched_fail(eb, SCHED_EINVAL, "--policy %s: unknown policy", o->policy);
-    if (d.pol->private_slices)
+    if (d->pol->private_slices)
         return sched_fail(eb, SCHED_EINVAL, "--policy %s: a simulator baseline only", o->policy);
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
-    d.loop = uv_default_loop();
-    strmap_init(&d.status);
-    strmap_init(&d.jobs);
-    strmap_init(&d.held);
-    strmap_init(&d.bound_at);
-    strmap_init(&d.tearing);
-    strmap_init(&d.gave_up);
-    strmap_init(&d.node_down);
-    strmap_init(&d.strikes);
-    d.metrics = http_metrics_new();
-    arena_init(&d.arena, 1 << 20);
-    int rc = kube_auth_load(o->kubeconfig, &d.auth, eb);
+    d->loop = uv_default_loop();
+    struct strmap *maps[] = {&d->status,  &d->jobs,    &d->held,      &d->bound_at,
+                             &d->tearing, &d->gave_up, &d->node_down, &d->strikes};
+    for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
+        strmap_init(maps[m]);
+    d->metrics = http_metrics_new();
+    arena_init(&d->arena, 1 << 20);
+    return 0;
+}
+
+/* Credentials, the API client, the configuration (watched for reloads), the cache and its
+ * informers. */
+static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
+{
+    const struct kube_run_opts *o = d->o;
+    int rc = kube_auth_load(o->kubeconfig, &d->auth, eb);
     if (rc == 0) {
         struct kube_client_opts co;
         kube_client_opts_default(&co);
         co.qps = o->qps;
         co.burst = o->burst;
-        rc = kube_client_new(d.loop, d.auth, &co, &d.client, eb);
+        rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
     }
     if (rc == 0)
-        rc = config_watch_start(d.loop, o->config_path, on_config, &d, &d.cw, eb);
+        rc = config_watch_start(d->loop, o->config_path, on_config, d, &d->cw, eb);
     if (rc == 0)
-        rc = config_apply_device(config_watch_current(d.cw), eb);
-    if (rc == 0 && !(d.cache = kcache_new(o->scheduler)))
+        rc = config_apply_device(config_watch_current(d->cw), eb);
+    if (rc == 0 && !(d->cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    if (rc == 0)
-        rc = start_informer(&d, "/api/v1/nodes", NULL, on_node, eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
-                            on_pod, eb);
     char own_sel[300];
     snprintf(own_sel, sizeof(own_sel), "spec.schedulerName=%s", o->scheduler);
-    if (rc == 0)
-        rc = start_informer(&d, "/api/v1/pods", own_sel, on_own_pod, eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, on_pg_xk8s,
+    for (size_t i = 0; rc == 0 && i < sizeof(kdrv_watches) / sizeof(kdrv_watches[0]); i++) {
+        const struct kdrv_watch *w = &kdrv_watches[i];
+        rc = start_informer(d, w->path, w->fn == on_own_pod ? own_sel : w->field_selector, w->fn,
                             eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.volcano.sh/v1beta1/podgroups", NULL,
-                            on_pg_volcano, eb);
-    /* Kubernetes' own groups, in enum kpg_api order; a version the server does not serve lists
-     * 404 and counts as synced and empty (1.36 serves v1alpha2, 1.37 v1beta1, 1.35 v1alpha1
-     * Workloads, each only with its gates on) */
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha2/podgroups", NULL, on_pg_native_a2,
-                            eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1beta1/podgroups", NULL, on_pg_native_b1,
-                            eb);
-    if (rc == 0)
-        rc =
-            start_informer(&d, "/apis/scheduling.k8s.io/v1alpha1/workloads", NULL, on_workload, eb);
-    /* 1.37's v1alpha3 (with CompositePodGroup): the same PodGroups as v1beta1 when both are
-     * served (one object, one key: the later event wins) */
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/scheduling.k8s.io/v1alpha3/podgroups", NULL, on_pg_native_a3,
-                            eb);
-    /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice, eb);
-    if (rc == 0)
-        rc = start_informer(&d, "/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim, eb);
-    uv_timer_init(d.loop, &d.cycle_timer);
-    d.cycle_timer.data = &d;
-    uv_timer_init(d.loop, &d.stats_timer);
-    d.stats_timer.data = &d;
-    if (rc == 0 && (!d.metrics || start_metrics(&d) != 0))
-        rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    if (rc == 0 && o->listen && *o->listen) {
+    }
+    return rc;
+}
+
+/* Metrics, the HTTP API (when --listen) and, while standby, following the leader's store. */
+static int start_http(struct kdrv *d, struct sched_errbuf *eb)
+{
+    const struct kube_run_opts *o = d->o;
+    int rc = 0;
+    if (!d->metrics || start_metrics(d) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (o->listen && *o->listen) {
         struct http_opts ho = {.listen = o->listen,
                                .write_token_file = o->token_file,
                                .read_token_file = o->read_token_file,
                                .limits = o->http};
-        struct http_provider hp = {.ctx = &d,
+        struct http_provider hp = {.ctx = d,
                                    .store_path = o->db_path,
                                    .ready = http_ready,
-                                   .metrics = d.metrics,
+                                   .metrics = d->metrics,
                                    .store_metrics = true,
                                    .leading = http_leading,
                                    .write = kdrv_http_write};
-        rc = http_server_start(d.loop, &ho, &hp, &d.http, eb);
+        rc = http_server_start(d->loop, &ho, &hp, &d->http, eb);
         if (rc == 0 && o->port_file)
-            rc = http_server_write_port(d.http, o->port_file, eb);
+            rc = http_server_write_port(d->http, o->port_file, eb);
         if (rc == 0)
-            LOG_INFO(KDRV_MOD, "HTTP API listening: port=%d", http_server_port(d.http));
+            LOG_INFO(KDRV_MOD, "HTTP API listening: port=%d", http_server_port(d->http));
     }
-    if (rc == 0 && o->follow_url && *o->follow_url && !d.leading) {
-        rc = http_follow_start(d.loop, o->follow_url, o->follow_token_file, o->db_path,
-                               o->follow_ms, &d.follow, eb);
+    if (rc == 0 && o->follow_url && *o->follow_url && !d->leading) {
+        rc = http_follow_start(d->loop, o->follow_url, o->follow_token_file, o->db_path,
+                               o->follow_ms, &d->follow, eb);
         if (rc == 0)
             LOG_INFO(KDRV_MOD, "following the leader's store: url=%s every_ms=%u", o->follow_url,
                      o->follow_ms ? o->follow_ms : HTTP_FOLLOW_DEFAULT_MS);
     }
+    return rc;
+}
+
+/* Signals handled, then the Lease contended (or, without leader election, leading at once). */
+static int start_leading(struct kdrv *d, struct sched_errbuf *eb)
+{
+    const struct kube_run_opts *o = d->o;
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    if (o->leader_elect) {
+        struct kube_lease_opts lo = {.ns = o->lease_ns ? o->lease_ns : d->auth->namespace,
+                                     .name = o->lease_name,
+                                     .identity = o->identity};
+        return kube_lease_new(d->client, &lo, on_lease, d, &d->lease, eb);
+    }
+    d->leading = true;
+    http_metric_set(d->m_leader, NULL, 1); /* the only replica: it schedules */
+    return 0;
+}
+
+/* Every handle closed (the loop run until they are), then every structure freed. */
+static void kdrv_shutdown(struct kdrv *d)
+{
+    for (uint32_t i = 0; i < d->n_inf; i++)
+        kube_informer_free(d->inf[i]);
+    kube_lease_free(d->lease);
+    kube_client_free(d->client);
+    config_watch_stop(d->cw);
+    uv_close((uv_handle_t *)&d->cycle_timer, close_cb);
+    uv_close((uv_handle_t *)&d->stats_timer, close_cb);
+    if (d->http)
+        http_server_stop(d->http);
+    http_follow_stop(d->follow);
+    uv_close((uv_handle_t *)&d->sigterm, close_cb);
+    uv_close((uv_handle_t *)&d->sigint, close_cb);
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    uv_loop_close(d->loop);
+    for (uint32_t g = 0; g < d->n_binds; g++)
+        kdrv_gang_binds_free(&d->binds[g]);
+    free(d->binds);
+    for (uint32_t h = 0; h < d->n_holds; h++)
+        kdrv_khold_free(&d->holds[h]);
+    free(d->holds);
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->status, &i, &k, &v);) {
+        struct kstatus *st = v;
+        free(st->reason);
+        free(st);
+    }
+    strmap_fini(&d->status);
+    for (size_t i = 0; strmap_next(&d->jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&d->jobs);
+    strmap_fini(&d->held);
+    struct strmap *owned[] = {&d->bound_at, &d->node_down, &d->strikes};
+    for (int m = 0; m < 3; m++) {
+        for (size_t i = 0; strmap_next(owned[m], &i, &k, &v);)
+            free(v);
+        strmap_fini(owned[m]);
+    }
+    strmap_fini(&d->tearing);
+    strmap_fini(&d->gave_up);
+    store_close(d->db);
+    kcache_free(d->cache);
+    kube_auth_free(d->auth);
+    arena_fini(&d->arena);
+    http_metrics_free(d->metrics);
+}
+
+int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
+{
+    struct kdrv d;
+    int rc = kdrv_init(&d, o, eb);
+    if (rc != 0)
+        return rc;
+    rc = start_watching(&d, eb);
+    uv_timer_init(d.loop, &d.cycle_timer);
+    d.cycle_timer.data = &d;
+    uv_timer_init(d.loop, &d.stats_timer);
+    d.stats_timer.data = &d;
+    if (rc == 0)
+        rc = start_http(&d, eb);
     if (rc == 0)
         uv_timer_start(&d.stats_timer, on_stats_timer, 1000, 1000);
     uv_signal_init(d.loop, &d.sigterm);
     uv_signal_init(d.loop, &d.sigint);
     d.sigterm.data = d.sigint.data = &d;
-    if (rc == 0) {
-        uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-        uv_signal_start(&d.sigint, on_signal, SIGINT);
-        if (o->leader_elect) {
-            struct kube_lease_opts lo = {.ns = o->lease_ns ? o->lease_ns : d.auth->namespace,
-                                         .name = o->lease_name,
-                                         .identity = o->identity};
-            rc = kube_lease_new(d.client, &lo, on_lease, &d, &d.lease, eb);
-        } else {
-            d.leading = true;
-            http_metric_set(d.m_leader, NULL, 1); /* the only replica: it schedules */
-        }
-    }
+    if (rc == 0)
+        rc = start_leading(&d, eb);
     if (rc == 0) {
         LOG_INFO(KDRV_MOD, "started: server=%s scheduler=%s policy=%s db=%s", d.auth->server,
                  o->scheduler, d.pol->name, o->db_path);
@@ -762,51 +778,6 @@ int kube_run(const struct kube_run_opts *o, struct sched_errbuf *eb)
         if (d.failed)
             rc = sched_fail(eb, SCHED_EIO, "%s", d.fatal);
     }
-    /* teardown: every handle closed, the loop run until they are */
-    for (uint32_t i = 0; i < d.n_inf; i++)
-        kube_informer_free(d.inf[i]);
-    kube_lease_free(d.lease);
-    kube_client_free(d.client);
-    config_watch_stop(d.cw);
-    uv_close((uv_handle_t *)&d.cycle_timer, close_cb);
-    uv_close((uv_handle_t *)&d.stats_timer, close_cb);
-    if (d.http)
-        http_server_stop(d.http);
-    http_follow_stop(d.follow);
-    uv_close((uv_handle_t *)&d.sigterm, close_cb);
-    uv_close((uv_handle_t *)&d.sigint, close_cb);
-    uv_run(d.loop, UV_RUN_DEFAULT);
-    uv_loop_close(d.loop);
-    for (uint32_t g = 0; g < d.n_binds; g++)
-        kdrv_gang_binds_free(&d.binds[g]);
-    free(d.binds);
-    for (uint32_t h = 0; h < d.n_holds; h++)
-        kdrv_khold_free(&d.holds[h]);
-    free(d.holds);
-    const char *k;
-    void *v;
-    for (size_t i = 0; strmap_next(&d.status, &i, &k, &v);) {
-        struct kstatus *st = v;
-        free(st->reason);
-        free(st);
-    }
-    strmap_fini(&d.status);
-    for (size_t i = 0; strmap_next(&d.jobs, &i, &k, &v);)
-        kdrv_kjob_free(v);
-    strmap_fini(&d.jobs);
-    strmap_fini(&d.held);
-    struct strmap *owned[] = {&d.bound_at, &d.node_down, &d.strikes};
-    for (int m = 0; m < 3; m++) {
-        for (size_t i = 0; strmap_next(owned[m], &i, &k, &v);)
-            free(v);
-        strmap_fini(owned[m]);
-    }
-    strmap_fini(&d.tearing);
-    strmap_fini(&d.gave_up);
-    store_close(d.db);
-    kcache_free(d.cache);
-    kube_auth_free(d.auth);
-    arena_fini(&d.arena);
-    http_metrics_free(d.metrics);
+    kdrv_shutdown(&d);
     return rc;
 }

@@ -587,3 +587,80 @@ int kdrv_recover(struct kdrv *d)
     d->recovered = true;
     return 0;
 }
+
+/* The binds of one placed gang (gb, zeroed): copies of its keys, and every member assumed on
+ * its node in the cache. Returns -1 when out of memory. */
+static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const struct kcache_build *kb,
+                              const struct sched_placement *pl, const struct config *cfg)
+{
+    const struct kgang *kg = &kb->gangs[pl->gang->id];
+    gb->d = d;
+    gb->gang = strdup(kg->key);
+    gb->queue = strdup(cfg->queues[pl->gang->queue].name);
+    const char *fl = kdrv_flavor_name(cfg, pl->flavor);
+    gb->flavor = fl ? strdup(fl) : NULL;
+    gb->gpus = pl->gang->gpus;
+    if (kg->pg) {
+        gb->pg_ns = strdup(kg->pg->ns);
+        gb->pg_name = strdup(kg->pg->name);
+        gb->api = kg->pg->api;
+    }
+    gb->n_pods = pl->gang->n_pods;
+    gb->pods = calloc(gb->n_pods, sizeof(*gb->pods));
+    const struct cluster *cl = kb->snap.cluster;
+    char summary[400];
+    int off = snprintf(summary, sizeof(summary), "%u pods placed", gb->n_pods);
+    if (pl->level >= 0 && (uint32_t)pl->level < cl->topo.n_levels)
+        off += snprintf(summary + off, sizeof(summary) - (size_t)off, " in %s %s",
+                        cl->topo.levels[pl->level].name,
+                        cl->topo.levels[pl->level].domain_names[pl->domain]);
+    if (pl->borrowing && off < (int)sizeof(summary))
+        snprintf(summary + off, sizeof(summary) - (size_t)off, " (borrowing quota)");
+    gb->summary = strdup(summary);
+    if (!gb->gang || !gb->queue || !gb->pods || !gb->summary)
+        return -1;
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        const struct kpod *pod = kg->members[i];
+        struct kbind *b = &gb->pods[i];
+        b->gb = gb;
+        b->index = i;
+        b->pod_key = strdup(pod->key);
+        b->ns = strdup(pod->ns);
+        b->name = strdup(pod->name);
+        b->node = strdup(cl->nodes[pl->pods[i].node].name);
+        b->gpu_mask = pl->pods[i].gpu_mask;
+        if (!b->pod_key || !b->ns || !b->name || !b->node ||
+            kcache_assume(d->cache, pod->key, b->node, b->gpu_mask, pl->flavor) != 0)
+            return -1;
+        d->binds_left++;
+    }
+    return 0;
+}
+
+/* The cycle's binds (step 4 of driver.c): every member of every placed gang assumed in the cache,
+ * then sent. */
+void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg)
+{
+    if (res->n_placements == 0)
+        return;
+    d->binds = calloc(res->n_placements, sizeof(*d->binds));
+    if (!d->binds) {
+        kdrv_fatal(d, "out of memory");
+        return;
+    }
+    d->n_binds = res->n_placements;
+    d->binds_left = 0;
+    for (uint32_t p = 0; p < res->n_placements; p++)
+        if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0) {
+            kdrv_fatal(d, "out of memory");
+            return;
+        }
+    /* send after every pod is assumed: a bind answering at once must not end the cycle
+     * while others are still being prepared */
+    uint32_t n_binds = d->n_binds;
+    struct kgang_binds *binds = d->binds;
+    for (uint32_t p = 0; p < n_binds; p++)
+        for (uint32_t i = 0; i < binds[p].n_pods; i++)
+            kdrv_send_claims_then_bind(d, &binds[p].pods[i], binds[p].flavor);
+}

@@ -225,6 +225,11 @@ int kdrv_open_store(struct kdrv *d);
  * then the open intents judged from the pods as read back. */
 int kdrv_recover(struct kdrv *d);
 
+/* The cycle's binds (step 4 of driver.c): every member of every placed gang assumed in the cache,
+ * then sent. */
+void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg);
+
 /* ---- driver_life.c ---- */
 
 /* Evicts a victim gang's members; a native PodGroup gets DisruptionTarget=True reason
@@ -282,5 +287,14 @@ int kdrv_load_operator_hold(void *ctx, const struct store_reservation *r);
 int kdrv_http_write(void *ctx, const struct http_write *w, cJSON **result, struct sched_errbuf *eb);
 
 int kdrv_replay_action(void *ctx, const struct store_action *a);
+
+/* Preemptor holds offered to the core (kb->snap.holds): kept while their gang is pending and the
+ * hold has not ended; an operator's reservation is kept whether or not its gang is pending. */
+void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now);
+
+/* A preemptor the core reserved capacity for gets a hold on the freed nodes (the first hold's
+ * deadline is kept), KDRV_HOLD_MS at most. */
+void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                     int64_t now);
 
 #endif

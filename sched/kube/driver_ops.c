@@ -191,3 +191,79 @@ int kdrv_replay_action(void *ctx, const struct store_action *a)
         return apply_action(d, a->kind, a->target, NULL);
     return 0;
 }
+
+/* Preemptor holds offered to the core (kb->snap.holds): kept while their gang is pending and the
+ * hold has not ended; an operator's reservation is kept whether or not its gang is pending. */
+void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now)
+{
+    struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
+    uint32_t n_hv = 0;
+    for (uint32_t h = 0; hv && h < d->n_holds;) {
+        struct khold *kh = &d->holds[h];
+        const struct gang *g = NULL;
+        for (uint32_t i = 0; i < kb->n_pending && !g; i++)
+            if (strcmp(kb->gangs[i].key, kh->gang) == 0)
+                g = &kb->gangs[i].gang;
+        if ((!g && kh->operator_id == 0) || kh->until_ms <= now) {
+            kdrv_khold_free(kh);
+            d->holds[h] = d->holds[--d->n_holds];
+            continue;
+        }
+        if (!g) { /* reserved ahead for a gang not pending yet: the nodes are held for nobody */
+            struct gang *ph = arena_calloc(&d->arena, 1, sizeof(*ph));
+            if (ph)
+                ph->id = UINT32_MAX;
+            g = ph;
+        }
+        uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
+        uint32_t nn = 0;
+        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++) {
+            int ix = kcache_node_index(d->cache, kh->nodes[k]);
+            if (ix >= 0)
+                nodes[nn++] = (uint32_t)ix;
+        }
+        if (nodes)
+            hv[n_hv++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
+        h++;
+    }
+    kb->snap.holds = hv;
+    kb->snap.n_holds = hv ? n_hv : 0;
+}
+
+/* A preemptor the core reserved capacity for gets a hold on the freed nodes (the first hold's
+ * deadline is kept), KDRV_HOLD_MS at most. */
+void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                     int64_t now)
+{
+    for (uint32_t r = 0; r < res->n_reservations; r++) {
+        const struct sched_reservation *rv = &res->reservations[r];
+        LOG_DEBUG(KDRV_MOD, "reservation: gang=%s preemptor=%d nodes=%u",
+                  kb->gangs[rv->gang->id].key, rv->preemptor, rv->n_nodes);
+        if (!rv->preemptor)
+            continue;
+        const char *key = kb->gangs[rv->gang->id].key;
+        uint32_t h = 0;
+        while (h < d->n_holds && strcmp(d->holds[h].gang, key) != 0)
+            h++;
+        if (h < d->n_holds)
+            continue; /* held already: keep the first hold's deadline */
+        struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
+        if (!nh)
+            break;
+        d->holds = nh;
+        struct khold *kh = &d->holds[d->n_holds];
+        memset(kh, 0, sizeof(*kh)); /* a preemptor's hold, not an operator's */
+        kh->gang = strdup(key);
+        kh->nodes = calloc(rv->n_nodes + 1, sizeof(*kh->nodes));
+        kh->n_nodes = 0;
+        kh->until_ms = now + KDRV_HOLD_MS;
+        if (!kh->gang || !kh->nodes) {
+            kdrv_khold_free(kh);
+            break;
+        }
+        for (uint32_t k = 0; k < rv->n_nodes; k++)
+            if ((kh->nodes[kh->n_nodes] = strdup(kb->snap.cluster->nodes[rv->nodes[k]].name)))
+                kh->n_nodes++;
+        d->n_holds++;
+    }
+}
