@@ -14,7 +14,7 @@
 
 #include <yaml.h>
 
-#include "config/yaml_guard.h"
+#include "config/yaml_doc.h"
 #include "sched/kube/client.h"
 #include "sched/kube/wire.h"
 
@@ -359,7 +359,7 @@ static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const cha
  * returns 0. */
 static int parse_doc(struct kcfg *k, const char *data, size_t len)
 {
-    int rc = config_yaml_guard(k->file, data, len, CONFIG_YAML_MAX_DEPTH, k->eb);
+    int rc = ydoc_guard(k->file, data, len, YDOC_MAX_DEPTH, k->eb);
     if (rc)
         return rc;
     yaml_parser_t p;

@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 #include <yaml.h>
 
-#include "config/yaml_guard.h"
+#include "config/yaml_doc.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
 #include "sched/kube/dra.h"
@@ -844,7 +844,7 @@ static int load_json(struct doc *d, const char *data, size_t len)
 
 static int load_yaml(struct doc *d, const char *data, size_t len)
 {
-    int grc = config_yaml_guard(d->file, data, len, CONFIG_YAML_MAX_DEPTH, d->eb);
+    int grc = ydoc_guard(d->file, data, len, YDOC_MAX_DEPTH, d->eb);
     if (grc != 0)
         return grc;
     yaml_parser_t parser;
