@@ -107,6 +107,13 @@ void ydoc_close(struct ydoc *y)
     y->have_doc = y->have_parser = false;
 }
 
+void ydoc_take(struct ydoc *y, yaml_document_t *out)
+{
+    *out = y->doc;
+    memset(&y->doc, 0, sizeof(y->doc));
+    y->have_doc = false;
+}
+
 /* ---- plain scalars (YAML 1.2 core schema) ---------------------------------------------------- */
 
 static bool ydoc_word(const char *s, const char *const *words)
@@ -245,14 +252,19 @@ yaml_node_t *ydoc_node(struct ydoc *y, int index)
     return y->have_doc ? yaml_document_get_node(&y->doc, index) : NULL;
 }
 
-yaml_node_t *ydoc_get(struct ydoc *y, const yaml_node_t *m, const char *key)
+yaml_node_t *ydoc_doc_get(yaml_document_t *d, const yaml_node_t *m, const char *key)
 {
     if (!m || m->type != YAML_MAPPING_NODE)
         return NULL;
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++)
-        if (ydoc_key_is(ydoc_node(y, p->key), key))
-            return ydoc_node(y, p->value);
+        if (ydoc_key_is(yaml_document_get_node(d, p->key), key))
+            return yaml_document_get_node(d, p->value);
     return NULL;
+}
+
+yaml_node_t *ydoc_get(struct ydoc *y, const yaml_node_t *m, const char *key)
+{
+    return y->have_doc ? ydoc_doc_get(&y->doc, m, key) : NULL;
 }
 
 size_t ydoc_count(const yaml_node_t *n)

@@ -2,12 +2,12 @@
  *
  * Owns: how the project reads a YAML document with libyaml, for every YAML it reads (the
  * operator's configuration in config/, NodeLists in sched/sim/nodes.c, kubeconfig files in
- * sched/kube/auth.c): the nesting guard run before a document is built, loading one document
- * after another, syntax errors as "NAME:LINE:COLUMN: YAML syntax error: problem (context)", the
- * YAML 1.2 core-schema reading of plain scalars (null, booleans, numbers), typed access to
- * mappings and sequences, and "NAME:LINE:COLUMN: message" errors at a node.
- * Must not touch: what a document means (each reader checks its own schema), files (callers read
- * the bytes), anything outside the struct ydoc it is given.
+ * sched/kube/auth.c, Kueue and Volcano manifests in config/import.c): the nesting guard run before
+ * a document is built, loading one document after another, syntax errors as "NAME:LINE:COLUMN: YAML
+ * syntax error: problem (context)", the YAML 1.2 core-schema reading of plain scalars (null,
+ * booleans, numbers), typed access to mappings and sequences, and "NAME:LINE:COLUMN: message"
+ * errors at a node. Must not touch: what a document means (each reader checks its own schema),
+ * files (callers read the bytes), anything outside the struct ydoc it is given.
  *
  * Plain scalars: null is "", "~", "null", "Null", "NULL"; booleans are true/True/TRUE and
  * false/False/FALSE (not yes/no: YAML 1.2); numbers are [-+]digits, decimals with an exponent,
@@ -58,6 +58,9 @@ int ydoc_open(struct ydoc *y, const char *name, const char *data, size_t len, un
  * NULL at the end of the stream. 0, or the syntax error in eb. */
 int ydoc_next(struct ydoc *y, yaml_node_t **root);
 void ydoc_close(struct ydoc *y);
+/* Moves the current document to *out, for a reader that keeps several documents alive (the
+ * caller deletes it with yaml_document_delete); nodes of it stay where they are. */
+void ydoc_take(struct ydoc *y, yaml_document_t *out);
 
 /* What a node is. YDOC_NONE for NULL (an absent key). */
 enum ydoc_kind { YDOC_NONE = 0, YDOC_NULL, YDOC_BOOL, YDOC_NUM, YDOC_STR, YDOC_MAP, YDOC_SEQ };
@@ -84,6 +87,8 @@ yaml_node_t *ydoc_node(struct ydoc *y, int index);
 /* The value of `key` in mapping m (the first such key), or NULL when absent or m is not a
  * mapping. An explicit null is returned as the null node: ydoc_is_null() tells. */
 yaml_node_t *ydoc_get(struct ydoc *y, const yaml_node_t *m, const char *key);
+/* The same in a document taken with ydoc_take(). */
+yaml_node_t *ydoc_doc_get(yaml_document_t *d, const yaml_node_t *m, const char *key);
 /* Entries of a mapping or items of a sequence; 0 for anything else. */
 size_t ydoc_count(const yaml_node_t *n);
 /* Item i of sequence s (i < ydoc_count(s)). */
