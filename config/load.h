@@ -144,7 +144,8 @@ int cl_get_quantity(struct ctx *x, const yaml_node_t *n, int scale, int64_t *out
 int cl_check_map(struct ctx *x, yaml_node_t *m, const char *const *allowed);
 yaml_node_t *cl_map_opt(struct ctx *x, yaml_node_t *m, const char *key);
 int cl_missing(struct ctx *x, const yaml_node_t *m, const char *key, const char *extra);
-int cl_named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, struct owner *o);
+int cl_named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, const char **name,
+                   yaml_mark_t *mark);
 int cl_get_names(struct ctx *x, const yaml_node_t *v, bool qualified, const char ***out,
                  uint32_t *n);
 int cl_name_ent_cmp(const void *a, const void *b);

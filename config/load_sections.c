@@ -161,17 +161,8 @@ static int kv_cmp(const void *a, const void *b)
 static int parse_flavor(struct ctx *x, yaml_node_t *fn, struct config_flavor *f)
 {
     static const char *const keys[] = {"name", "nodeLabels", NULL};
-    int rc = cl_expect_mapping(x, fn);
-    if (!rc)
-        rc = cl_check_map(x, fn, keys);
-    yaml_node_t *name = rc ? NULL : cl_map_opt(x, fn, "name");
-    if (!rc && !name)
-        rc = cl_missing(x, fn, "name", "");
-    if (!rc) {
-        cl_path_push(x, "name");
-        rc = cl_get_name(x, name, &f->name);
-        cl_path_pop(x);
-    }
+    yaml_mark_t mark;
+    int rc = cl_named_entry(x, fn, keys, &f->name, &mark);
     yaml_node_t *labels = rc ? NULL : cl_map_opt(x, fn, "nodeLabels");
     if (!labels)
         return rc;
@@ -291,17 +282,8 @@ int cl_parse_profiles(struct ctx *x, yaml_node_t *pl)
         yaml_node_t *p = ydoc_item(x->y, pl, i);
         cl_path_set(x, "profiles", (long)i, NULL);
         struct config_profile prof = {NULL, {0}};
-        int rc = cl_expect_mapping(x, p);
-        if (!rc)
-            rc = cl_check_map(x, p, keys);
-        yaml_node_t *name = rc ? NULL : cl_map_opt(x, p, "name");
-        if (!rc && !name)
-            rc = cl_missing(x, p, "name", "");
-        if (!rc) {
-            cl_path_push(x, "name");
-            rc = cl_get_name(x, name, &prof.name);
-            cl_path_pop(x);
-        }
+        yaml_mark_t mark;
+        int rc = cl_named_entry(x, p, keys, &prof.name, &mark);
         yaml_node_t *w = rc ? NULL : cl_map_opt(x, p, "weights");
         if (w) {
             cl_path_push(x, "weights");
@@ -320,7 +302,7 @@ int cl_parse_profiles(struct ctx *x, yaml_node_t *pl)
         }
         if (rc)
             return rc;
-        ents[i] = (struct name_ent){prof.name, (uint32_t)i, 0, name->start_mark};
+        ents[i] = (struct name_ent){prof.name, (uint32_t)i, 0, mark};
         uint32_t slot = c->n_profiles;
         for (uint32_t b = 0; b < 2; b++) {
             if (strcmp(prof.name, c->profiles[b].name) == 0)

@@ -183,7 +183,7 @@ static int parse_cohort(struct ctx *x, yaml_node_t *n, uint32_t i)
     co->line = (uint32_t)n->start_mark.line + 1;
     co->column = (uint32_t)n->start_mark.column + 1;
     co->parent = -1;
-    int rc = cl_named_entry(x, n, keys, o);
+    int rc = cl_named_entry(x, n, keys, &o->name, &o->name_mark);
     if (rc)
         return rc;
     co->name = o->name;
@@ -291,7 +291,7 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     q->lifecycle.start_timeout_ms = CONFIG_DEFAULT_START_TIMEOUT_MS;
     q->lifecycle.max_restarts = CONFIG_DEFAULT_MAX_RESTARTS;
     q->lifecycle.failure_grace_ms = CONFIG_DEFAULT_FAILURE_GRACE_MS;
-    int rc = cl_named_entry(x, n, keys, o);
+    int rc = cl_named_entry(x, n, keys, &o->name, &o->name_mark);
     if (rc)
         return rc;
     q->name = o->name;

@@ -482,23 +482,24 @@ int cl_missing(struct ctx *x, const yaml_node_t *m, const char *key, const char 
     return rc;
 }
 
-/* A cohort or queue entry: a mapping with only `keys` and a required valid `name`, which goes
- * into o->name (and its position into o->name_mark). 0 or the error. */
-int cl_named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, struct owner *o)
+/* A named entry (flavor, profile, cohort, queue): a mapping with only `keys` and a required
+ * valid `name`, which goes into *name (and its position into *mark). 0 or the error. */
+int cl_named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, const char **name,
+                   yaml_mark_t *mark)
 {
     int rc = cl_expect_mapping(x, n);
     if (!rc)
         rc = cl_check_map(x, n, keys);
-    yaml_node_t *name = rc ? NULL : cl_map_opt(x, n, "name");
-    if (!rc && !name)
+    yaml_node_t *v = rc ? NULL : cl_map_opt(x, n, "name");
+    if (!rc && !v)
         rc = cl_missing(x, n, "name", "");
     if (!rc) {
         cl_path_push(x, "name");
-        rc = cl_get_name(x, name, &o->name);
+        rc = cl_get_name(x, v, name);
         cl_path_pop(x);
     }
     if (!rc)
-        o->name_mark = name->start_mark;
+        *mark = v->start_mark;
     return rc;
 }
 
