@@ -56,7 +56,8 @@ struct seg {
     long index;
 };
 
-/* A resource name the process has not interned yet (see the file comment). */
+/* A resource name the process has not interned yet (interned by load_tree.c once the whole
+ * file has validated). */
 struct pending_res {
     const char *name;
     yaml_mark_t mark;
