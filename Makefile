@@ -53,7 +53,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
-.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup openb-figures fairness-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run check-layers check-sizes san bench scale-doc preempt-figures perf-podgroup openb-figures fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -186,10 +186,27 @@ install: all
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
 test: deps test-deps
 	$(MAKE) all test-bins
+	$(MAKE) check-layers
 	$(MAKE) check-clang
 	$(MAKE) test-run
 
 test-bins: $(UNIT_BIN) $(FUZZ_RPL) $(TOOLS)
+
+# Layering (tests/tools/layers.py): the core, the engine and the drivers include only what their
+# layer may; then the core's and the engine's objects and the config model link alone (libc and
+# libm only), so neither needs libyaml, libuv, libcurl, SQLite, cJSON nor a driver.
+CORE_OBJ := $(filter $(BUILD)/sched/core/% $(BUILD)/sched/engine/% $(BUILD)/queue/% \
+                     $(BUILD)/plugins/%,$(LIB_OBJ)) $(BUILD)/config/model.o
+check-layers: $(CORE_OBJ)
+	python3 tests/tools/layers.py
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) -o $(BUILD)/tests/core_link tests/tools/core_link.c $(CORE_OBJ) -lm
+	@echo "check-layers: the core and the engine link without libyaml, libuv, libcurl, SQLite, cJSON"
+
+# The size rules of the style guide (tests/tools/sizes.py): files under 1,200 lines, functions
+# under 120. Not yet in make test.
+check-sizes:
+	python3 tests/tools/sizes.py
 
 test-run: test-bins
 	BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh
