@@ -9,10 +9,10 @@
 #include "sched/core/annot.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/k8s/nodes.h"
 #include "sched/kube/claims.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
-#include "sched/sim/nodes.h"
 
 struct kassume {
     char *node;
@@ -22,7 +22,7 @@ struct kassume {
 
 struct kcache {
     char *scheduler;
-    struct strmap nodes;   /* name -> cJSON* (a copy of the Node) */
+    struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
     struct strmap pods;    /* "ns/name" -> struct kpod* */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
@@ -73,7 +73,7 @@ void kcache_free(struct kcache *c)
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&c->nodes, &i, &k, &v);)
-        cJSON_Delete(v);
+        nodes_rec_free(v);
     for (size_t i = 0; strmap_next(&c->pods, &i, &k, &v);)
         kobj_pod_free(v);
     for (size_t i = 0; strmap_next(&c->pgs, &i, &k, &v);)
@@ -96,42 +96,6 @@ void kcache_free(struct kcache *c)
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *a, const char *b)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
-    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
-}
-
-static bool same_json(const cJSON *x, const cJSON *y)
-{
-    return (!x && !y) || (x && y && cJSON_Compare(x, y, 1));
-}
-
-/* Equal in everything a node contributes to scheduling: labels, annotations, spec, allocatable,
- * capacity and the statuses of its conditions (not their heartbeat times). */
-static bool node_same(const cJSON *a, const cJSON *b)
-{
-    if (!same_json(field(a, "metadata", "labels"), field(b, "metadata", "labels")) ||
-        !same_json(field(a, "metadata", "annotations"), field(b, "metadata", "annotations")) ||
-        !same_json(field(a, "spec", NULL), field(b, "spec", NULL)) ||
-        !same_json(field(a, "status", "allocatable"), field(b, "status", "allocatable")) ||
-        !same_json(field(a, "status", "capacity"), field(b, "status", "capacity")))
-        return false;
-    const cJSON *ca = field(a, "status", "conditions"), *cb = field(b, "status", "conditions");
-    int n = cJSON_GetArraySize(ca);
-    if (n != cJSON_GetArraySize(cb))
-        return false;
-    for (int k = 0; k < n; k++) {
-        const char *ta = kobj_str(cJSON_GetArrayItem(ca, k), "type");
-        const char *tb = kobj_str(cJSON_GetArrayItem(cb, k), "type");
-        const char *sa = kobj_str(cJSON_GetArrayItem(ca, k), "status");
-        const char *sb = kobj_str(cJSON_GetArrayItem(cb, k), "status");
-        if (!ta || !tb || !sa || !sb || strcmp(ta, tb) != 0 || strcmp(sa, sb) != 0)
-            return false;
-    }
-    return true;
-}
-
 int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     const char *name = kobj_str(obj, "metadata.name");
@@ -139,24 +103,32 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "node without metadata.name skipped");
         return 0;
     }
-    void *old = NULL;
-    if (deleted) {
-        old = strmap_del(&c->nodes, name);
-    } else {
-        cJSON *copy = cJSON_Duplicate(obj, 1);
-        if (!copy || strmap_put(&c->nodes, name, copy, &old) != 0) {
-            cJSON_Delete(copy);
-            return SCHED_ENOMEM;
-        }
-        /* a status heartbeat that changes nothing the scheduler reads is not a change */
-        if (old && node_same(old, copy)) {
-            cJSON_Delete(old);
-            return 0;
-        }
+    struct nodes_rec *r = NULL;
+    if (!deleted) {
+        char src[300];
+        snprintf(src, sizeof(src), "node %s", name);
+        struct sched_errbuf eb;
+        int rc = nodes_decode(obj, src, &r, &eb);
+        if (rc == SCHED_ENOMEM)
+            return rc;
+        if (rc) /* a node the scheduler cannot read is treated as gone */
+            LOG_WARN("kube", "node left out: error=%s", eb.msg);
     }
-    if (old || !deleted)
+    void *old = NULL;
+    if (!r)
+        old = strmap_del(&c->nodes, name);
+    else if (strmap_put(&c->nodes, name, r, &old) != 0) {
+        nodes_rec_free(r);
+        return SCHED_ENOMEM;
+    }
+    /* a status heartbeat that changes nothing the scheduler reads is not a change */
+    if (old && r && nodes_rec_same(old, r)) {
+        nodes_rec_free(old);
+        return 0;
+    }
+    if (old || r)
         c->nodes_dirty = c->dirty = true;
-    cJSON_Delete(old);
+    nodes_rec_free(old);
     return 0;
 }
 
@@ -384,7 +356,8 @@ void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct 
 
 const char *kcache_node_uid(const struct kcache *c, const char *name)
 {
-    return kobj_str(strmap_get(&c->nodes, name), "metadata.uid");
+    const struct nodes_rec *r = strmap_get(&c->nodes, name);
+    return r ? r->uid : NULL;
 }
 
 const struct kpg *kcache_pg(const struct kcache *c, const char *key)
@@ -404,8 +377,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Rebuilds the cluster from the node objects, sorted by name (the same nodes always give the
- * same indices). A node that fails to decode is left out, with a warning naming it. */
+/* Rebuilds the cluster from the decoded nodes, sorted by name (the same nodes always give the
+ * same indices). */
 static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
 {
     size_t n = c->nodes.n;
@@ -421,19 +394,12 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
     for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
         names[k++] = key;
     qsort(names, k, sizeof(*names), cmp_str);
-    for (size_t i = 0; i < k; i++) {
-        char src[300];
-        snprintf(src, sizeof(src), "node %s", names[i]);
-        struct sched_errbuf e2;
-        int rc = nodes_add_object(cl, strmap_get(&c->nodes, names[i]), src, &e2);
-        if (rc == SCHED_ENOMEM) {
+    for (size_t i = 0; i < k; i++)
+        if (nodes_rec_add(cl, strmap_get(&c->nodes, names[i])) != 0) {
             free(names);
             cluster_free(cl);
-            return rc;
+            return SCHED_ENOMEM;
         }
-        if (rc != 0)
-            LOG_WARN("kube", "node left out: error=%s", e2.msg);
-    }
     free(names);
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
         cluster_free(cl);
@@ -594,38 +560,27 @@ static int add_waiting(struct builder *b, const struct group *g, const char *que
 static int gang_annotations(const struct group *g, const struct kpod *first, struct arena *a,
                             struct kv **out, uint32_t *n)
 {
-    struct kv *pa = NULL, *ma = NULL;
-    uint32_t np = 0, nm = 0;
-    if (g->pg && kobj_annotations(g->pg->obj, a, &pa, &np) != 0)
-        return SCHED_ENOMEM;
-    if (first && first->obj && kobj_annotations(first->obj, a, &ma, &nm) != 0)
-        return SCHED_ENOMEM;
-    const cJSON *nt = NULL;
-    if (g->pg && g->pg->api == KPG_VOLCANO)
-        nt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"),
-                                              "networkTopology");
+    const struct kpg *pg = g->pg;
+    uint32_t np = pg ? pg->n_ann : 0, nm = first ? first->n_ann : 0;
     struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < np; i++)
-        all[k++] = pa[i];
-    if (g->pg && g->pg->topology_key) /* native: the constraint's node label as required level */
+        all[k++] = pg->ann[i];
+    if (pg && pg->topology_key) /* native: the constraint's node label as required level */
         all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-required-topology",
-                               .value = g->pg->topology_key};
-    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
-    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
-    if (cJSON_IsString(mode))
-        all[k++] =
-            (struct kv){.key = "volcano.sh/network-topology-mode", .value = mode->valuestring};
-    if (cJSON_IsNumber(tier)) {
-        char *t = arena_printf(a, "%d", tier->valueint);
+                               .value = pg->topology_key};
+    if (pg && pg->nt_mode)
+        all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode", .value = pg->nt_mode};
+    if (pg && pg->has_nt_tier) {
+        char *t = arena_printf(a, "%d", pg->nt_tier);
         if (!t)
             return SCHED_ENOMEM;
         all[k++] = (struct kv){.key = "volcano.sh/network-topology-highest-tier", .value = t};
     }
     for (uint32_t i = 0; i < nm; i++)
-        all[k++] = ma[i];
+        all[k++] = first->ann[i];
     *out = all;
     *n = k;
     return 0;
@@ -658,16 +613,12 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             }
             set_of[gg->n_sets] = i; /* first member of set s */
             struct podset *ps = &gg->sets[gg->n_sets++];
+            *ps = p->place; /* decoded with the pod (sched/kube/objects.h) */
+            ps->count = 0;
             ps->req = p->req;
-            if (p->obj) {
-                struct sched_errbuf eb;
-                int rc = kobj_podset(p->obj, p->key, a, ps, &eb);
-                if (rc == SCHED_ENOMEM)
-                    return rc;
-                if (rc) {
-                    *why = arena_strdup(a, eb.msg);
-                    return SCHED_EINVAL;
-                }
+            if (p->place_err) {
+                *why = p->place_err;
+                return SCHED_EINVAL;
             }
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
@@ -1102,31 +1053,18 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
                 for (int r = 0; r < RES_MAX; r++)
                     b.usage[((size_t)kg->gang.queue * b.n_flavors + flavor) * RES_MAX + r] +=
                         kg->members[m]->req.v[r];
-        int64_t ckpt = start;
-        if (kg->pg) {
-            const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(kg->pg->obj, "metadata"), "annotations");
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(ann, KOBJ_ANNOT_LAST_CKPT);
-            int64_t ms;
-            if (cJSON_IsString(t) && kobj_time(t->valuestring, &ms) == 0 && ms > ckpt)
-                ckpt = ms;
-        }
+        int64_t ckpt = start, ms;
+        const char *t = kobj_pg_annotation(kg->pg, KOBJ_ANNOT_LAST_CKPT);
+        if (t && kobj_time(t, &ms) == 0 && ms > ckpt)
+            ckpt = ms;
         const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
         /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over
          * the queue's; a bad value keeps the queue's (it was reported at admission) */
         struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
                                   .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
-        if (kg->pg) {
-            struct kv *ann;
-            uint32_t n_ann;
-            struct sched_errbuf e2;
-            if (kobj_annotations(kg->pg->obj, a, &ann, &n_ann) != 0) {
-                rc = SCHED_ENOMEM;
-                goto done;
-            }
-            if (annot_run(ann, n_ann, &hints, &e2) != 0)
-                LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
-        }
+        struct sched_errbuf e2;
+        if (kg->pg && annot_run(kg->pg->ann, kg->pg->n_ann, &hints, &e2) != 0)
+            LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
         run[n_run++] = (struct sched_running){
             .gang = &kg->gang,
             .pods = as,

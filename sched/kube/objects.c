@@ -110,28 +110,6 @@ void kobj_format_time(int64_t ms, char *buf, size_t n)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000) * 1000);
 }
 
-int kobj_annotations(const cJSON *o, struct arena *a, struct kv **out, uint32_t *n)
-{
-    const cJSON *m = get(get(o, "metadata"), "annotations");
-    uint32_t k = 0;
-    *out = NULL;
-    *n = 0;
-    if (!cJSON_IsObject(m))
-        return 0;
-    int count = cJSON_GetArraySize(m);
-    if (count <= 0)
-        return 0;
-    struct kv *v = arena_calloc(a, (size_t)count, sizeof(*v));
-    if (!v)
-        return SCHED_ENOMEM;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, m) if (cJSON_IsString(it) && it->string) v[k++] =
-        (struct kv){it->string, it->valuestring};
-    *out = v;
-    *n = k;
-    return 0;
-}
-
 /* ---- resource requests ----------------------------------------------------------------------- */
 
 /* Adds a requests map (and the limits that stand for absent requests of extended resources, as
@@ -289,6 +267,14 @@ static char *pod_why(const cJSON *status)
 
 /* ---- pods ------------------------------------------------------------------------------------ */
 
+static void free_mem(struct arena *mem)
+{
+    if (mem) {
+        arena_fini(mem);
+        free(mem);
+    }
+}
+
 void kobj_pod_free(struct kpod *p)
 {
     if (!p)
@@ -309,7 +295,7 @@ void kobj_pod_free(struct kpod *p)
         free(p->claims[i]);
     free(p->claims);
     free(p->claim_wait);
-    cJSON_Delete(p->obj);
+    free_mem(p->mem);
     free(p);
 }
 
@@ -351,23 +337,11 @@ static int meta_key(const cJSON *meta, const char *kind, const char **ns, const 
     return 0;
 }
 
-int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
-                    struct sched_errbuf *eb)
+/* What metadata and spec say of the pod beyond its group: uid, resourceVersion, node,
+ * scheduler, deletion, gates, priority, creation time. */
+static int pod_basics(const cJSON *meta, const cJSON *spec, const char *scheduler, struct kpod *p,
+                      struct sched_errbuf *eb)
 {
-    const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec"), *status = get(o, "status");
-    const char *ns, *name;
-    char key[KOBJ_KEY_MAX];
-    int rc = meta_key(meta, "pod", &ns, &name, key, eb);
-    if (rc)
-        return rc;
-    if (spec && !cJSON_IsObject(spec))
-        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
-    struct kpod *p = calloc(1, sizeof(*p));
-    if (!p)
-        return SCHED_ENOMEM;
-    p->key = strdup(key);
-    p->ns = strdup(ns);
-    p->name = strdup(name);
     p->uid = dup_or_null(map_str(meta, "uid"));
     p->rv = dup_or_null(map_str(meta, "resourceVersion"));
     const char *node = map_str(spec, "nodeName");
@@ -379,11 +353,20 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     const cJSON *gates = get(spec, "schedulingGates");
     p->gated = cJSON_IsArray(gates) && cJSON_GetArraySize(gates) > 0;
     const cJSON *prio = get(spec, "priority");
-    if (prio && !cJSON_IsNumber(prio)) {
-        rc = sched_fail(eb, SCHED_EINVAL, "pod %s: spec.priority: not an integer", key);
-        goto fail;
-    }
+    if (prio && !cJSON_IsNumber(prio))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.priority: not an integer", p->key);
     p->priority = prio ? (int32_t)prio->valuedouble : 0;
+    const char *ct = map_str(meta, "creationTimestamp");
+    if (ct && kobj_time(ct, &p->created_ms) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %s: metadata.creationTimestamp: \"%.64s\" is not RFC 3339", p->key,
+                          ct);
+    return 0;
+}
+
+/* Phase, readiness, the PodScheduled condition, the start of its run and its own words. */
+static void pod_status(const cJSON *status, struct kpod *p)
+{
     const char *phase = map_str(status, "phase");
     p->phase = !phase                            ? KPOD_PENDING
                : strcmp(phase, "Pending") == 0   ? KPOD_PENDING
@@ -414,49 +397,47 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     if (!st || kobj_time(st, &p->started_ms) != 0)
         p->started_ms = scheduled_ms;
     p->why = pod_why(status);
-    const char *ct = map_str(meta, "creationTimestamp");
-    if (ct && kobj_time(ct, &p->created_ms) != 0) {
-        rc = sched_fail(eb, SCHED_EINVAL,
-                        "pod %s: metadata.creationTimestamp: \"%.64s\" is not "
-                        "RFC 3339",
-                        key, ct);
-        goto fail;
-    }
-    const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
-    /* Kubernetes' own group fields win over the labels of the CRD APIs (sched/kube/native.c) */
-    if ((rc = knative_pod_group(spec, ns, key, p, eb)) != 0)
-        goto fail;
-    const char *grp = p->group ? NULL : map_str(labels, KOBJ_LABEL_XK8S_GROUP);
-    if (!grp && !p->group)
+}
+
+/* The group the pod names, if any (Kubernetes' own fields, then the CRD APIs' labels and
+ * annotations, then Kueue's plain-pod group). */
+static int pod_group(const cJSON *spec, const cJSON *labels, const cJSON *ann, const char *ns,
+                     struct kpod *p, struct sched_errbuf *eb)
+{
+    int rc = knative_pod_group(spec, ns, p->key, p, eb);
+    if (rc || p->group)
+        return rc;
+    const char *grp = map_str(labels, KOBJ_LABEL_XK8S_GROUP);
+    if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_KUBE_GROUP);
-    if (!grp && !p->group)
+    if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
-    const char *kg = p->group ? NULL : map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
+    const char *kg = map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
     if (!grp && kg && *kg) { /* Kueue's plain-pod group: no PodGroup object, a total count */
         const char *tc = map_str(ann, KOBJ_ANNOT_KUEUE_TOTAL);
         char *end = NULL;
         long total = tc ? strtol(tc, &end, 10) : -1;
-        if (!tc || !end || *end || end == tc || total < 1 || total > 100000) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: label %s needs the annotation %s, a count >= 1 (got "
-                            "\"%.32s\")",
-                            key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
-            goto fail;
-        }
+        if (!tc || !end || *end || end == tc || total < 1 || total > 100000)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: label %s needs the annotation %s, a count >= 1 (got "
+                              "\"%.32s\")",
+                              p->key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
         p->group_total = (uint32_t)total;
         grp = kg;
     }
-    if (grp && *grp) {
-        char gkey[KOBJ_KEY_MAX];
-        if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: pod group name \"%.64s\" is not a valid "
-                            "name",
-                            key, grp);
-            goto fail;
-        }
-        p->group = strdup(gkey);
-    }
+    if (!grp || !*grp)
+        return 0;
+    char gkey[KOBJ_KEY_MAX];
+    if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0)
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: pod group name \"%.64s\" is not a valid name",
+                          p->key, grp);
+    p->group = strdup(gkey);
+    return p->group ? 0 : SCHED_ENOMEM;
+}
+
+/* Queue, flavor and GPU indices from labels and annotations. */
+static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, struct sched_errbuf *eb)
+{
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
     if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
         p->queue_kueue = true;
@@ -465,40 +446,106 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     p->queue = dup_or_null(q);
     p->flavor = dup_or_null(map_str(ann, KOBJ_ANNOT_FLAVOR));
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
-    if (ids) {
-        if (parse_gpu_ids(ids, &p->gpu_mask) != 0) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: annotation %s: \"%.64s\" is not a list of "
-                            "GPU indices 0..31",
-                            p->key, KOBJ_ANNOT_GPU_IDS, ids);
-            goto fail;
-        }
-        p->has_gpu_ids = true;
+    if (!ids)
+        return 0;
+    if (parse_gpu_ids(ids, &p->gpu_mask) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %s: annotation %s: \"%.64s\" is not a list of GPU indices 0..31",
+                          p->key, KOBJ_ANNOT_GPU_IDS, ids);
+    p->has_gpu_ids = true;
+    return 0;
+}
+
+static int pod_place(const cJSON *o, struct kpod *p);
+
+int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
+                    struct sched_errbuf *eb)
+{
+    const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
+    const char *ns, *name;
+    char key[KOBJ_KEY_MAX];
+    int rc = meta_key(meta, "pod", &ns, &name, key, eb);
+    if (rc)
+        return rc;
+    if (spec && !cJSON_IsObject(spec))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
+    struct kpod *p = calloc(1, sizeof(*p));
+    if (!p)
+        return SCHED_ENOMEM;
+    if (!(p->key = strdup(key)) || !(p->ns = strdup(ns)) || !(p->name = strdup(name))) {
+        kobj_pod_free(p);
+        return SCHED_ENOMEM;
     }
-    if ((rc = pod_request(spec, p->key, &p->req, eb)) != 0)
-        goto fail;
-    p->gpus_own = p->req.v[RES_GPU];
-    if ((rc = kdra_pod_claims(o, ns, p, eb)) != 0)
-        goto fail;
-    if (!p->key || !p->ns || !p->name) {
-        rc = SCHED_ENOMEM;
-        goto fail;
+    const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
+    if ((rc = pod_basics(meta, spec, scheduler, p, eb)) == 0) {
+        pod_status(get(o, "status"), p);
+        rc = pod_group(spec, labels, ann, ns, p, eb);
     }
-    if (p->ours && !p->node) {
-        p->obj = cJSON_Duplicate(o, 1);
-        if (!p->obj) {
-            rc = SCHED_ENOMEM;
-            goto fail;
-        }
+    if (rc == 0)
+        rc = pod_marks(labels, ann, p, eb);
+    if (rc == 0 && (rc = pod_request(spec, p->key, &p->req, eb)) == 0)
+        p->gpus_own = p->req.v[RES_GPU];
+    if (rc == 0)
+        rc = kdra_pod_claims(o, ns, p, eb);
+    if (rc == 0 && p->ours && !p->node)
+        rc = pod_place(o, p);
+    if (rc) {
+        kobj_pod_free(p);
+        return rc;
     }
     *out = p;
     return 0;
-fail:
-    kobj_pod_free(p);
-    return rc;
 }
 
 /* ---- placement constraints ------------------------------------------------------------------- */
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
+}
+
+/* A map of strings copied into `a`, sorted by key. A value that is not a string is skipped, or
+ * refused when `where` names the field. */
+static int kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
+                   uint32_t *n, struct sched_errbuf *eb)
+{
+    *out = NULL;
+    *n = 0;
+    int count = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
+    if (count <= 0)
+        return 0;
+    struct kv *v = arena_calloc(a, (size_t)count, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, map)
+    {
+        if (!cJSON_IsString(it) || !it->string) {
+            if (where)
+                return sched_fail(eb, SCHED_EINVAL, "%s.%s: not a string", where,
+                                  it->string ? it->string : "?");
+            continue;
+        }
+        v[k].key = arena_strdup(a, it->string);
+        v[k].value = arena_strdup(a, it->valuestring);
+        if (!v[k].key || !v[k++].value)
+            return SCHED_ENOMEM;
+    }
+    qsort(v, k, sizeof(*v), cmp_kv);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* A copy of s in `a`; *ok is cleared when it cannot be made. NULL stays NULL. */
+static const char *adup(struct arena *a, const char *s, bool *ok)
+{
+    char *d = s ? arena_strdup(a, s) : NULL;
+    if (s && !d)
+        *ok = false;
+    return d;
+}
 
 static int strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n)
 {
@@ -517,153 +564,222 @@ static int strings(const cJSON *arr, struct arena *a, const char *const **out, u
     {
         if (!cJSON_IsString(it))
             return SCHED_EINVAL;
-        v[(*n)++] = it->valuestring;
+        if (!(v[(*n)++] = arena_strdup(a, it->valuestring)))
+            return SCHED_ENOMEM;
     }
     *out = v;
     return 0;
 }
 
-int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podset *ps,
-                struct sched_errbuf *eb)
+static int place_tolerations(const cJSON *tols, const char *key, struct arena *a, struct podset *ps,
+                             struct sched_errbuf *eb)
 {
-    const cJSON *spec = get(pod, "spec");
+    if (tols && !cJSON_IsArray(tols))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.tolerations: not a list", key);
+    int n = cJSON_GetArraySize(tols);
+    if (n <= 0)
+        return 0;
+    struct toleration *t = arena_calloc(a, (size_t)n, sizeof(*t));
+    if (!t)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    bool ok = true;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, tols)
+    {
+        const char *op = map_str(it, "operator"), *eff = map_str(it, "effect");
+        struct toleration *x = &t[k];
+        x->key = adup(a, map_str(it, "key"), &ok);
+        x->value = adup(a, map_str(it, "value") ? map_str(it, "value") : "", &ok);
+        x->op_exists = op && strcmp(op, "Exists") == 0;
+        if (op && !x->op_exists && strcmp(op, "Equal") != 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: spec.tolerations[%u].operator: \"%.32s\" is not Equal or "
+                              "Exists",
+                              key, k, op);
+        x->effect = !eff || !*eff                          ? -1
+                    : strcmp(eff, "NoSchedule") == 0       ? TAINT_NO_SCHEDULE
+                    : strcmp(eff, "PreferNoSchedule") == 0 ? TAINT_PREFER_NO_SCHEDULE
+                    : strcmp(eff, "NoExecute") == 0        ? TAINT_NO_EXECUTE
+                                                           : -2;
+        if (x->effect == -2)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: spec.tolerations[%u].effect: \"%.32s\" is not a taint "
+                              "effect",
+                              key, k, eff);
+        k++;
+    }
+    ps->tolerations = t;
+    ps->n_tolerations = k;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+/* One nodeSelectorTerm's matchExpressions. */
+static int place_term(const cJSON *term, const char *key, uint32_t k, struct arena *a,
+                      struct sel_term *st, struct sched_errbuf *eb)
+{
+    const cJSON *exprs = get(term, "matchExpressions");
+    int m = cJSON_GetArraySize(exprs);
+    struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    uint32_t j = 0;
+    bool ok = true;
+    const cJSON *e;
+    if (!cJSON_IsArray(exprs))
+        exprs = NULL;
+    cJSON_ArrayForEach(e, exprs)
+    {
+        const char *op = map_str(e, "operator");
+        r[j].key = adup(a, map_str(e, "key"), &ok);
+        int found = -1;
+        for (int o = 0; op && o < 6; o++)
+            if (strcmp(op, ops[o]) == 0)
+                found = o;
+        if (!r[j].key || found < 0)
+            return !ok ? SCHED_ENOMEM
+                       : sched_fail(eb, SCHED_EINVAL,
+                                    "pod %s: nodeSelectorTerms[%u].matchExpressions[%u]: needs a "
+                                    "key and an operator of In, NotIn, Exists, DoesNotExist, Gt, "
+                                    "Lt",
+                                    key, k, j);
+        r[j].op = (enum sel_op)found;
+        int rc = strings(get(e, "values"), a, &r[j].values, &r[j].n_values);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: nodeSelectorTerms[%u].matchExpressions[%u].values: not a "
+                              "list of strings",
+                              key, k, j);
+        if (rc)
+            return rc;
+        j++;
+    }
+    st->reqs = r;
+    st->n_reqs = j;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+/* The placement constraints of an unbound pod (nodeSelector, tolerations, required node
+ * affinity) into ps, copied into `a`. */
+static int place_decode(const cJSON *spec, const char *key, struct arena *a, struct podset *ps,
+                        struct sched_errbuf *eb)
+{
     const cJSON *sel = get(spec, "nodeSelector");
     if (sel && !cJSON_IsObject(sel))
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.nodeSelector: not an object", key);
-    int n = cJSON_GetArraySize(sel);
-    if (n > 0) {
-        struct kv *kv = arena_calloc(a, (size_t)n, sizeof(*kv));
-        if (!kv)
-            return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, sel)
-        {
-            if (!cJSON_IsString(it))
-                return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.nodeSelector.%s: not a string",
-                                  key, it->string);
-            kv[k++] = (struct kv){it->string, it->valuestring};
-        }
-        ps->node_selector = kv;
-        ps->n_node_selector = k;
-    }
-    const cJSON *tols = get(spec, "tolerations");
-    if (tols && !cJSON_IsArray(tols))
-        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.tolerations: not a list", key);
-    n = cJSON_GetArraySize(tols);
-    if (n > 0) {
-        struct toleration *t = arena_calloc(a, (size_t)n, sizeof(*t));
-        if (!t)
-            return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, tols)
-        {
-            const char *op = map_str(it, "operator"), *eff = map_str(it, "effect");
-            struct toleration *x = &t[k];
-            x->key = map_str(it, "key");
-            x->value = map_str(it, "value");
-            x->op_exists = op && strcmp(op, "Exists") == 0;
-            if (op && !x->op_exists && strcmp(op, "Equal") != 0)
-                return sched_fail(eb, SCHED_EINVAL,
-                                  "pod %s: spec.tolerations[%u].operator: \"%.32s\" is not Equal "
-                                  "or Exists",
-                                  key, k, op);
-            x->effect = !eff || !*eff                          ? -1
-                        : strcmp(eff, "NoSchedule") == 0       ? TAINT_NO_SCHEDULE
-                        : strcmp(eff, "PreferNoSchedule") == 0 ? TAINT_PREFER_NO_SCHEDULE
-                        : strcmp(eff, "NoExecute") == 0        ? TAINT_NO_EXECUTE
-                                                               : -2;
-            if (x->effect == -2)
-                return sched_fail(eb, SCHED_EINVAL,
-                                  "pod %s: spec.tolerations[%u].effect: "
-                                  "\"%.32s\" is not a taint effect",
-                                  key, k, eff);
-            if (!x->value)
-                x->value = "";
-            k++;
-        }
-        ps->tolerations = t;
-        ps->n_tolerations = k;
-    }
+    char where[KOBJ_KEY_MAX + 32];
+    snprintf(where, sizeof(where), "pod %s: spec.nodeSelector", key);
+    int rc = kv_copy(sel, where, a, &ps->node_selector, &ps->n_node_selector, eb);
+    if (rc == 0)
+        rc = place_tolerations(get(spec, "tolerations"), key, a, ps, eb);
+    if (rc)
+        return rc;
     const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
                                  "requiredDuringSchedulingIgnoredDuringExecution"),
                              "nodeSelectorTerms");
     if (terms && !cJSON_IsArray(terms))
         return sched_fail(eb, SCHED_EINVAL,
-                          "pod %s: spec.affinity.nodeAffinity: "
-                          "nodeSelectorTerms: not a list",
-                          key);
-    n = cJSON_GetArraySize(terms);
-    if (n > 0) {
-        struct sel_term *st = arena_calloc(a, (size_t)n, sizeof(*st));
-        if (!st)
+                          "pod %s: spec.affinity.nodeAffinity: nodeSelectorTerms: not a list", key);
+    int n = cJSON_GetArraySize(terms);
+    if (n <= 0)
+        return 0;
+    struct sel_term *st = arena_calloc(a, (size_t)n, sizeof(*st));
+    if (!st)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *term;
+    cJSON_ArrayForEach(term, terms)
+    {
+        if ((rc = place_term(term, key, k, a, &st[k], eb)) != 0)
+            return rc;
+        k++;
+    }
+    ps->affinity = st;
+    ps->n_affinity = k;
+    return 0;
+}
+
+/* What placing an unbound pod of ours reads, decoded now (the object is not kept): its
+ * constraints (a malformed one is kept as place_err: its gang waits with InvalidSpec), its
+ * annotations, the shape of its claims. */
+static int pod_place(const cJSON *o, struct kpod *p)
+{
+    if (!(p->mem = malloc(sizeof(*p->mem))))
+        return SCHED_ENOMEM;
+    arena_init(p->mem, 1024);
+    const cJSON *spec = get(o, "spec");
+    struct sched_errbuf eb;
+    int rc = place_decode(spec, p->key, p->mem, &p->place, &eb);
+    if (rc == SCHED_EINVAL) {
+        memset(&p->place, 0, sizeof(p->place));
+        if (!(p->place_err = arena_strdup(p->mem, eb.msg)))
             return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *term;
-        cJSON_ArrayForEach(term, terms)
-        {
-            const cJSON *exprs = get(term, "matchExpressions");
-            int m = cJSON_GetArraySize(exprs);
-            struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
-            if (!r)
-                return SCHED_ENOMEM;
-            uint32_t j = 0;
-            const cJSON *e;
-            if (!cJSON_IsArray(exprs))
-                exprs = NULL;
-            cJSON_ArrayForEach(e, exprs)
-            {
-                const char *op = map_str(e, "operator");
-                r[j].key = map_str(e, "key");
-                static const char *const ops[] = {"In",           "NotIn", "Exists",
-                                                  "DoesNotExist", "Gt",    "Lt"};
-                int found = -1;
-                for (int o = 0; op && o < 6; o++)
-                    if (strcmp(op, ops[o]) == 0)
-                        found = o;
-                if (!r[j].key || found < 0)
-                    return sched_fail(eb, SCHED_EINVAL,
-                                      "pod %s: nodeSelectorTerms[%u]."
-                                      "matchExpressions[%u]: needs a key and an operator of In, "
-                                      "NotIn, Exists, DoesNotExist, Gt, Lt",
-                                      key, k, j);
-                r[j].op = (enum sel_op)found;
-                if (strings(get(e, "values"), a, &r[j].values, &r[j].n_values) != 0)
-                    return sched_fail(eb, SCHED_EINVAL,
-                                      "pod %s: nodeSelectorTerms[%u]."
-                                      "matchExpressions[%u].values: not a list of strings",
-                                      key, k, j);
-                j++;
-            }
-            st[k].reqs = r;
-            st[k].n_reqs = j;
-            k++;
-        }
-        ps->affinity = st;
-        ps->n_affinity = k;
+    } else if (rc) {
+        return rc;
+    }
+    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, p->mem, &p->ann, &p->n_ann, NULL))
+        return SCHED_ENOMEM;
+    const cJSON *rcs = get(spec, "resourceClaims");
+    if (rcs && !cJSON_IsNull(rcs)) {
+        char *txt = cJSON_PrintUnformatted(rcs);
+        p->claim_shape = txt ? arena_strdup(p->mem, txt) : NULL;
+        cJSON_free(txt);
+        if (!p->claim_shape)
+            return SCHED_ENOMEM;
     }
     return 0;
 }
 
-static bool json_eq(const cJSON *a, const cJSON *b)
+static bool str_eq(const char *a, const char *b)
 {
-    if (!a && !b)
-        return true;
-    if (!a || !b)
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool kv_eq(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
+{
+    if (na != nb)
         return false;
-    return cJSON_Compare(a, b, 1);
+    for (uint32_t i = 0; i < na; i++)
+        if (strcmp(a[i].key, b[i].key) != 0 || strcmp(a[i].value, b[i].value) != 0)
+            return false;
+    return true;
+}
+
+static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_t n)
+{
+    for (uint32_t t = 0; t < n; t++) {
+        if (a[t].n_reqs != b[t].n_reqs)
+            return false;
+        for (uint32_t i = 0; i < a[t].n_reqs; i++) {
+            const struct sel_req *x = &a[t].reqs[i], *y = &b[t].reqs[i];
+            if (x->op != y->op || x->field != y->field || !str_eq(x->key, y->key) ||
+                x->n_values != y->n_values)
+                return false;
+            for (uint32_t v = 0; v < x->n_values; v++)
+                if (!str_eq(x->values[v], y->values[v]))
+                    return false;
+        }
+    }
+    return true;
 }
 
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
 {
-    if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority)
+    if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
+        !str_eq(a->place_err, b->place_err) || !str_eq(a->claim_shape, b->claim_shape))
         return false;
-    const cJSON *sa = get(a->obj, "spec"), *sb = get(b->obj, "spec");
-    return json_eq(get(sa, "nodeSelector"), get(sb, "nodeSelector")) &&
-           json_eq(get(sa, "tolerations"), get(sb, "tolerations")) &&
-           json_eq(get(sa, "affinity"), get(sb, "affinity")) &&
-           json_eq(get(sa, "resourceClaims"), get(sb, "resourceClaims")); /* same claim shape */
+    const struct podset *x = &a->place, *y = &b->place;
+    if (!kv_eq(x->node_selector, x->n_node_selector, y->node_selector, y->n_node_selector) ||
+        x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity)
+        return false;
+    for (uint32_t i = 0; i < x->n_tolerations; i++) {
+        const struct toleration *s = &x->tolerations[i], *t = &y->tolerations[i];
+        if (s->op_exists != t->op_exists || s->effect != t->effect || !str_eq(s->key, t->key) ||
+            !str_eq(s->value, t->value))
+            return false;
+    }
+    return terms_eq(x->affinity, y->affinity, x->n_affinity);
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */
@@ -680,8 +796,66 @@ void kobj_pg_free(struct kpg *g)
     free(g->queue);
     free(g->priority_class);
     free(g->topology_key);
-    cJSON_Delete(g->obj);
+    free_mem(g->mem);
     free(g);
+}
+
+/* status.conditions (type, status, lastTransitionTime) into g. */
+static int pg_conditions(const cJSON *conds, struct kpg *g)
+{
+    int n = cJSON_IsArray(conds) ? cJSON_GetArraySize(conds) : 0;
+    if (n <= 0)
+        return 0;
+    struct kpg_cond *v = arena_calloc(g->mem, (size_t)n, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    bool ok = true;
+    uint32_t k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds)
+    {
+        v[k].type = adup(g->mem, map_str(c, "type"), &ok);
+        v[k].status = adup(g->mem, map_str(c, "status"), &ok);
+        v[k++].last_transition = adup(g->mem, map_str(c, "lastTransitionTime"), &ok);
+    }
+    g->conds = v;
+    g->n_conds = k;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+int kobj_pg_keep(struct kpg *g, const cJSON *o)
+{
+    if (!g->mem) {
+        if (!(g->mem = malloc(sizeof(*g->mem))))
+            return SCHED_ENOMEM;
+        arena_init(g->mem, 1024);
+    }
+    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, g->mem, &g->ann, &g->n_ann, NULL))
+        return SCHED_ENOMEM;
+    const cJSON *spec = get(o, "spec"), *status = get(o, "status");
+    g->has_start_time = get(status, "scheduleStartTime") != NULL;
+    if (g->api == KPG_VOLCANO) {
+        const cJSON *nt = get(spec, "networkTopology"), *tier = get(nt, "highestTierAllowed");
+        bool ok = true;
+        g->nt_mode = adup(g->mem, map_str(nt, "mode"), &ok);
+        g->has_nt_tier = cJSON_IsNumber(tier);
+        g->nt_tier = g->has_nt_tier ? tier->valueint : 0;
+        char *txt = cJSON_PrintUnformatted(o);
+        g->raw = txt ? arena_strdup(g->mem, txt) : NULL;
+        cJSON_free(txt);
+        if (!ok || !g->raw)
+            return SCHED_ENOMEM;
+    }
+    return knative_is(g->api) ? pg_conditions(get(status, "conditions"), g) : 0;
+}
+
+const char *kobj_pg_annotation(const struct kpg *pg, const char *key)
+{
+    if (!pg || !pg->n_ann)
+        return NULL;
+    struct kv want = {key, NULL};
+    const struct kv *hit = bsearch(&want, pg->ann, pg->n_ann, sizeof(*pg->ann), cmp_kv);
+    return hit ? hit->value : NULL;
 }
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
@@ -727,8 +901,7 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
                           "3339",
                           key);
     }
-    g->obj = cJSON_Duplicate(o, 1);
-    if (!g->key || !g->ns || !g->name || !g->obj) {
+    if (!g->key || !g->ns || !g->name || kobj_pg_keep(g, o) != 0) {
         kobj_pg_free(g);
         return SCHED_ENOMEM;
     }
