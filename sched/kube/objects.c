@@ -11,9 +11,16 @@
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
 
+/* cJSON_GetObjectItemCaseSensitive (the first member of that name), comparing the first byte
+ * before calling strcmp: most members do not match, and a pod is read with ~50 lookups. */
 static const cJSON *get(const cJSON *o, const char *name)
 {
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+    if (!cJSON_IsObject(o))
+        return NULL;
+    for (const cJSON *c = o->child; c; c = c->next)
+        if (c->string && c->string[0] == name[0] && strcmp(c->string, name) == 0)
+            return c;
+    return NULL;
 }
 
 const char *kobj_str(const cJSON *o, const char *path)
@@ -56,15 +63,41 @@ int kobj_key(const char *ns, const char *name, char *buf, size_t n)
     return len < 0 || (size_t)len >= n ? SCHED_EINVAL : 0;
 }
 
+/* The n digits at s as a number, or -1. */
+static int digits(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Days from 1970-01-01 to year-month-day of the proleptic Gregorian calendar (a day past the
+ * month's end counts into the next month, as timegm does). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
 int kobj_time(const char *s, int64_t *ms)
 {
-    if (!s)
+    if (!s || strnlen(s, 20) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':')
         return SCHED_EINVAL;
-    int Y, M, D, h, m, sec, used = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &used) != 6 ||
-        used != 19 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+    int Y = digits(s, 4), M = digits(s + 5, 2), D = digits(s + 8, 2), h = digits(s + 11, 2),
+        m = digits(s + 14, 2), sec = digits(s + 17, 2);
+    if (Y < 0 || M < 1 || M > 12 || D < 1 || D > 31 || h < 0 || h > 23 || m < 0 || m > 59 ||
+        sec < 0 || sec > 60)
         return SCHED_EINVAL;
-    const char *p = s + used;
+    const char *p = s + 19;
     int64_t frac_ms = 0;
     if (*p == '.') {
         int64_t scale = 100;
@@ -80,8 +113,8 @@ int kobj_time(const char *s, int64_t *ms)
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
-        int oh, om, n2 = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n2) != 2 || n2 != 5 || oh > 23 || om > 59)
+        int oh = digits(p + 1, 2), om = p[1] && p[2] && p[3] == ':' ? digits(p + 4, 2) : -1;
+        if (oh < 0 || om < 0 || oh > 23 || om > 59)
             return SCHED_EINVAL;
         off_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
         p += 6;
@@ -90,14 +123,8 @@ int kobj_time(const char *s, int64_t *ms)
     }
     if (*p)
         return SCHED_EINVAL;
-    struct tm tm = {.tm_year = Y - 1900,
-                    .tm_mon = M - 1,
-                    .tm_mday = D,
-                    .tm_hour = h,
-                    .tm_min = m,
-                    .tm_sec = sec};
-    time_t t = timegm(&tm);
-    *ms = ((int64_t)t - off_s) * 1000 + frac_ms;
+    int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
+    *ms = (t - off_s) * 1000 + frac_ms;
     return 0;
 }
 

@@ -420,6 +420,21 @@ static void times_parse_and_format(void **state)
     assert_int_equal(ms, 1735729200250LL);
     assert_int_equal(kobj_time("2025-01-01 12:00:00", &ms), SCHED_EINVAL);
     assert_int_equal(kobj_time("2025-01-01T12:00:00", &ms), SCHED_EINVAL);
+    /* the calendar (leap days and seconds, before 1970, past 2100) and offsets */
+    assert_int_equal(kobj_time("2024-02-29T23:59:60Z", &ms), 0);
+    assert_int_equal(ms, 1709251200000LL);
+    assert_int_equal(kobj_time("1969-12-31T23:59:59Z", &ms), 0);
+    assert_int_equal(ms, -1000);
+    assert_int_equal(kobj_time("2025-01-01T12:00:00-05:30", &ms), 0);
+    assert_int_equal(ms, 1735752600000LL);
+    assert_int_equal(kobj_time("2100-02-29T00:00:00Z", &ms), 0); /* not a leap year: March 1 */
+    assert_int_equal(ms, 4107542400000LL);
+    const char *bad[] = {"2025-1-01T12:00:00Z",    "2025-01-01T12:00:00+0100",
+                         "2025-01-01T12:00:00.Z",  "2025-01-01T12:00:00Zx",
+                         "2025-13-01T12:00:00Z",   "2025-01-01T24:00:00Z",
+                         "2025-01-01T12:00:00+01", "+025-01-01T12:00:00Z"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(kobj_time(bad[i], &ms), SCHED_EINVAL);
     char buf[40];
     kobj_format_time(1735732800123LL, buf, sizeof(buf));
     assert_string_equal(buf, "2025-01-01T12:00:00.123000Z");
