@@ -565,7 +565,8 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
                             struct kv **out, uint32_t *n)
 {
     const struct kpg *pg = g->pg;
-    uint32_t np = pg ? pg->n_ann : 0, nm = first ? first->n_ann : 0;
+    const struct kpod_spec *fs = first ? first->spec : NULL;
+    uint32_t np = pg ? pg->n_ann : 0, nm = fs ? fs->n_ann : 0;
     struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
@@ -584,7 +585,7 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
         all[k++] = (struct kv){.key = "volcano.sh/network-topology-highest-tier", .value = t};
     }
     for (uint32_t i = 0; i < nm; i++)
-        all[k++] = first->ann[i];
+        all[k++] = fs->ann[i];
     *out = all;
     *n = k;
     return 0;
@@ -617,12 +618,19 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             }
             set_of[gg->n_sets] = i; /* first member of set s */
             struct podset *ps = &gg->sets[gg->n_sets++];
-            *ps = p->place; /* decoded with the pod (sched/kube/objects.h) */
-            ps->count = 0;
             ps->req = p->req;
-            if (p->place_err) {
-                *why = p->place_err;
+            const struct kpod_spec *sp = p->spec; /* decoded with the pod (objects.h) */
+            if (sp && sp->err) {
+                *why = sp->err;
                 return SCHED_EINVAL;
+            }
+            if (sp) {
+                ps->node_selector = sp->node_selector;
+                ps->n_node_selector = sp->n_node_selector;
+                ps->tolerations = sp->tolerations;
+                ps->n_tolerations = sp->n_tolerations;
+                ps->affinity = sp->affinity;
+                ps->n_affinity = sp->n_affinity;
             }
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)

@@ -322,7 +322,9 @@ void kobj_pod_free(struct kpod *p)
         free(p->claims[i]);
     free(p->claims);
     free(p->claim_wait);
-    free_mem(p->mem);
+    if (p->spec)
+        arena_fini(&p->spec->mem);
+    free(p->spec);
     free(p);
 }
 
@@ -732,27 +734,36 @@ static int place_decode(const cJSON *spec, const char *key, struct arena *a, str
  * annotations, the shape of its claims. */
 static int pod_place(const cJSON *o, struct kpod *p)
 {
-    if (!(p->mem = malloc(sizeof(*p->mem))))
+    struct kpod_spec *sp = p->spec = calloc(1, sizeof(*p->spec));
+    if (!sp)
         return SCHED_ENOMEM;
-    arena_init(p->mem, 1024);
+    arena_init(&sp->mem, 1024);
     const cJSON *spec = get(o, "spec");
     struct sched_errbuf eb;
-    int rc = place_decode(spec, p->key, p->mem, &p->place, &eb);
+    struct podset ps;
+    memset(&ps, 0, sizeof(ps));
+    int rc = place_decode(spec, p->key, &sp->mem, &ps, &eb);
     if (rc == SCHED_EINVAL) {
-        memset(&p->place, 0, sizeof(p->place));
-        if (!(p->place_err = arena_strdup(p->mem, eb.msg)))
+        memset(&ps, 0, sizeof(ps));
+        if (!(sp->err = arena_strdup(&sp->mem, eb.msg)))
             return SCHED_ENOMEM;
     } else if (rc) {
         return rc;
     }
-    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, p->mem, &p->ann, &p->n_ann, NULL))
+    sp->node_selector = ps.node_selector;
+    sp->n_node_selector = ps.n_node_selector;
+    sp->tolerations = ps.tolerations;
+    sp->n_tolerations = ps.n_tolerations;
+    sp->affinity = ps.affinity;
+    sp->n_affinity = ps.n_affinity;
+    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann, NULL))
         return SCHED_ENOMEM;
     const cJSON *rcs = get(spec, "resourceClaims");
     if (rcs && !cJSON_IsNull(rcs)) {
         char *txt = cJSON_PrintUnformatted(rcs);
-        p->claim_shape = txt ? arena_strdup(p->mem, txt) : NULL;
+        sp->claim_shape = txt ? arena_strdup(&sp->mem, txt) : NULL;
         cJSON_free(txt);
-        if (!p->claim_shape)
+        if (!sp->claim_shape)
             return SCHED_ENOMEM;
     }
     return 0;
@@ -793,10 +804,11 @@ static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_
 
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
 {
+    static const struct kpod_spec none;
+    const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;
     if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
-        !str_eq(a->place_err, b->place_err) || !str_eq(a->claim_shape, b->claim_shape))
+        !str_eq(x->err, y->err) || !str_eq(x->claim_shape, y->claim_shape))
         return false;
-    const struct podset *x = &a->place, *y = &b->place;
     if (!kv_eq(x->node_selector, x->n_node_selector, y->node_selector, y->n_node_selector) ||
         x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity)
         return false;

@@ -94,12 +94,21 @@ struct kpod {
     char *sched_msg;    /* message of its condition PodScheduled=False, or NULL */
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
-    /* unbound and ours (what placing it reads), else mem is NULL and the rest empty: */
-    struct arena *mem;   /* holds the arrays and strings below */
-    struct podset place; /* nodeSelector, tolerations, required node affinity (count, req unset) */
-    const char *place_err; /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the
-                              gang waits with InvalidSpec; NULL when they were read */
-    const struct kv *ann;  /* metadata.annotations, sorted by key */
+    struct kpod_spec *spec; /* unbound and ours: what placing it reads, else NULL */
+};
+
+/* What placing an unbound pod of ours reads, decoded when it arrives (every pointer into mem). */
+struct kpod_spec {
+    struct arena mem;
+    const struct kv *node_selector; /* sorted by key */
+    uint32_t n_node_selector;
+    const struct toleration *tolerations;
+    uint32_t n_tolerations;
+    const struct sel_term *affinity; /* required node affinity terms */
+    uint32_t n_affinity;
+    const char *err;      /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
+                             waits with InvalidSpec; NULL when they were read */
+    const struct kv *ann; /* metadata.annotations, sorted by key */
     uint32_t n_ann;
     const char *claim_shape; /* spec.resourceClaims as compact JSON (the pods of one template
                                 share it), or NULL */

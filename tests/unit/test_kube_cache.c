@@ -501,8 +501,9 @@ static void pod_specs_are_decoded_on_arrival(void **state)
     add_json(f->c, 1, buf);
     const struct kpod *p = kcache_pod(f->c, "ml/mix-0");
     assert_non_null(p);
-    assert_int_equal(p->n_ann, 1);
-    assert_string_equal(p->ann[0].value, "x");
+    assert_non_null(p->spec);
+    assert_int_equal(p->spec->n_ann, 1);
+    assert_string_equal(p->spec->ann[0].value, "x");
     struct kcache_build kb;
     build(f, &kb);
     assert_int_equal(kb.n_pending, 1);
