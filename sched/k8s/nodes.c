@@ -1130,7 +1130,7 @@ void nodes_rec_free(struct nodes_rec *r)
     }
 }
 
-static bool kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
+bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
 {
     if (na != nb)
         return false;
@@ -1146,8 +1146,8 @@ bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b)
     if (strcmp(x->name, y->name) != 0 || memcmp(&x->alloc, &y->alloc, sizeof(x->alloc)) != 0 ||
         x->ready != y->ready || x->unschedulable != y->unschedulable ||
         x->gpu_capacity != y->gpu_capacity || x->n_taints != y->n_taints ||
-        !kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
-        !kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
+        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
+        !nodes_kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
         return false;
     for (uint32_t i = 0; i < x->n_taints; i++)
         if (x->taints[i].effect != y->taints[i].effect ||

@@ -45,6 +45,9 @@ int nodes_decode(const cJSON *node, const char *source, struct nodes_rec **out,
 void nodes_rec_free(struct nodes_rec *r);
 /* Equal in everything the scheduler reads of a node (a heartbeat changes none of it). */
 bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b);
+/* Two key-value lists (labels, annotations, a nodeSelector) equal entry by entry: sorted lists
+ * are equal maps. */
+bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb);
 /* Appends a copy of r's node to `c` (strings in c's pool; not finalized). 0 or SCHED_ENOMEM. */
 int nodes_rec_add(struct cluster *c, const struct nodes_rec *r);
 

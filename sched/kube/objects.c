@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/k8s/nodes.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
@@ -774,16 +775,6 @@ static bool str_eq(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static bool kv_eq(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
-{
-    if (na != nb)
-        return false;
-    for (uint32_t i = 0; i < na; i++)
-        if (strcmp(a[i].key, b[i].key) != 0 || strcmp(a[i].value, b[i].value) != 0)
-            return false;
-    return true;
-}
-
 static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_t n)
 {
     for (uint32_t t = 0; t < n; t++) {
@@ -809,7 +800,8 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
     if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
         !str_eq(x->err, y->err) || !str_eq(x->claim_shape, y->claim_shape))
         return false;
-    if (!kv_eq(x->node_selector, x->n_node_selector, y->node_selector, y->n_node_selector) ||
+    if (!nodes_kv_same(x->node_selector, x->n_node_selector, y->node_selector,
+                       y->n_node_selector) ||
         x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity)
         return false;
     for (uint32_t i = 0; i < x->n_tolerations; i++) {
