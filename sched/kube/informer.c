@@ -517,10 +517,7 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
-/* The end of the JSON value that starts at s[i] (a string, an object or array, or a scalar), or
- * 0 when it does not end within n bytes. Brackets are counted, not matched: cJSON checks the
- * value itself when it is parsed. */
-static size_t value_end(const char *s, size_t n, size_t i)
+size_t kube_json_end(const char *s, size_t n, size_t i)
 {
     if (i >= n)
         return 0;
@@ -557,14 +554,7 @@ static size_t value_end(const char *s, size_t n, size_t i)
     return 0;
 }
 
-/* The members "metadata" and "items" of a list object (their JSON text, either may be absent);
- * false when the body is not a JSON object. */
-struct list_page {
-    const char *meta, *items;
-    size_t meta_len, items_len;
-};
-
-static bool list_scan(const char *s, size_t n, struct list_page *pg)
+bool kube_list_scan(const char *s, size_t n, struct kube_list_page *pg)
 {
     memset(pg, 0, sizeof(*pg));
     size_t i = skip_ws(s, n, 0);
@@ -574,7 +564,7 @@ static bool list_scan(const char *s, size_t n, struct list_page *pg)
     if (i < n && s[i] == '}')
         return true;
     for (;;) {
-        size_t ke = i < n && s[i] == '"' ? value_end(s, n, i) : 0;
+        size_t ke = i < n && s[i] == '"' ? kube_json_end(s, n, i) : 0;
         if (!ke)
             return false;
         const char *key = s + i + 1;
@@ -583,7 +573,7 @@ static bool list_scan(const char *s, size_t n, struct list_page *pg)
         if (i >= n || s[i] != ':')
             return false;
         i = skip_ws(s, n, i + 1);
-        size_t ve = value_end(s, n, i);
+        size_t ve = kube_json_end(s, n, i);
         if (!ve || ve == i)
             return false;
         if (kl == 8 && memcmp(key, "metadata", 8) == 0) {
@@ -608,7 +598,7 @@ static void apply_items(struct kube_informer *inf, const char *s, size_t n)
 {
     size_t i = skip_ws(s, n, 1); /* after '[' */
     while (i < n && s[i] != ']' && !inf->dead) {
-        size_t e = value_end(s, n, i);
+        size_t e = kube_json_end(s, n, i);
         if (!e)
             break;
         cJSON *it = cJSON_ParseWithLength(s + i, e - i);
@@ -700,9 +690,9 @@ static void on_list(void *ctx, const struct kube_resp *r)
     if (inf->absent)
         LOG_INFO("kube", "list %s: served now", inf->path);
     inf->absent = false;
-    struct list_page pg;
+    struct kube_list_page pg;
     cJSON *meta = NULL;
-    if (!list_scan(r->body, r->len, &pg) || !pg.meta ||
+    if (!kube_list_scan(r->body, r->len, &pg) || !pg.meta ||
         (pg.items && (pg.items[0] != '[' || pg.items[pg.items_len - 1] != ']')) ||
         !cJSON_IsObject(meta = cJSON_ParseWithLength(pg.meta, pg.meta_len))) {
         LOG_WARN("kube", "list %s: response is not a list object: retrying", inf->path);

@@ -1,6 +1,7 @@
-/* tests/unit/test_kube_cache.c: API objects into the Kubernetes driver's cache and a cycle's
- * input: gang membership of both PodGroup APIs, minMember, queues, usage of other schedulers'
- * pods, assumed binds, malformed objects; then the real core places what the cache built. */
+/* tests/unit/test_kube_cache.c: API objects (and the list pages they come in) into the
+ * Kubernetes driver's cache and a cycle's input: gang membership of both PodGroup APIs, minMember,
+ * queues, usage of other schedulers' pods, assumed binds, malformed objects; then the real core
+ * places what the cache built. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "sched/core/cycle.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
+#include "sched/kube/wire.h"
 
 static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
                                     "kind: SchedulerConfig\n"
@@ -553,6 +555,43 @@ static void podgroups_keep_what_is_read(void **state)
     kobj_pg_free(g);
 }
 
+/* The list-page scanner the informers use (sched/kube/wire.h): members found whatever their
+ * order, strings with escaped quotes and brackets skipped, a body that is not an object or ends
+ * early refused; each item's text ends where its value does. */
+static void list_pages_are_scanned(void **state)
+{
+    (void)state;
+    struct kube_list_page pg;
+    const char *s = " {\"kind\":\"PodList\",\"items\" : [{\"metadata\":{\"name\":\"a\\\"]}\"}},"
+                    " {\"metadata\":{\"name\":\"b\"}}],\"metadata\":{\"continue\":\"x}\"},"
+                    "\"n\":-1.5e3,\"t\":true} ";
+    assert_true(kube_list_scan(s, strlen(s), &pg));
+    assert_non_null(pg.meta);
+    cJSON *m = cJSON_ParseWithLength(pg.meta, pg.meta_len);
+    assert_non_null(m);
+    assert_string_equal(kobj_str(m, "continue"), "x}");
+    cJSON_Delete(m);
+    assert_non_null(pg.items);
+    assert_int_equal(pg.items[0], '[');
+    assert_int_equal(pg.items[pg.items_len - 1], ']');
+    size_t e = kube_json_end(pg.items, pg.items_len, 1);
+    cJSON *first = cJSON_ParseWithLength(pg.items + 1, e - 1);
+    assert_non_null(first);
+    assert_string_equal(kobj_str(first, "metadata.name"), "a\"]}");
+    cJSON_Delete(first);
+    assert_true(kube_list_scan("{}", 2, &pg));
+    assert_null(pg.meta);
+    assert_null(pg.items);
+    const char *bad[] = {"[1]", "{\"items\":[1,2}", "{\"metadata\":{}", "{\"a\" 1}",
+                         "",    "{\"a\":\"open}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(kube_list_scan(bad[i], strlen(bad[i]), &pg));
+    assert_int_equal(kube_json_end("\"ab\\\"c\"x", 8, 0), 7);
+    assert_int_equal(kube_json_end("123,", 4, 0), 3);
+    assert_int_equal(kube_json_end("[[1],{\"]\":2}]", 13, 0), 13);
+    assert_int_equal(kube_json_end("[[1]", 4, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,6 +608,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
+        cmocka_unit_test(list_pages_are_scanned),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };
