@@ -1,4 +1,5 @@
-/* tests/unit/test_nodes.c: NodeList loading and the cluster generator (sched/sim/nodes.c).
+/* tests/unit/test_nodes.c: NodeList loading and the cluster generator (sched/k8s/nodes.c,
+ * sched/sim/nodegen.c).
  *
  * Owns: tests of nodes_generate() shorthands, of nodes_load_file()/nodes_load_buffer() on
  * tests/data/nodes-small.{yaml,json} (the same cluster, as kubectl prints it) and of located

@@ -1,13 +1,13 @@
-/* sched/sim/nodes.c: simulated clusters from NodeLists and generator shorthands (see nodes.h).
+/* sched/k8s/nodes.c: Nodes from NodeList files and from API objects (see nodes.h).
  *
  * Owns: reading `kubectl get nodes -o yaml|json` output (YAML through config/yaml_doc.h,
  * JSON through cJSON) behind one small read-only view, strict type checks with located error
- * messages. The "hgx:N,nvl72:N,pcie:N" generator is nodegen.c.
+ * messages; the daemon's node records (one Node object decoded once, copied into each cluster).
  * Must not touch: scheduling state, cluster_finalize() (callers finalize), node internals
  * beyond filling fresh nodes. Nodes are added to the caller's cluster; on error every node added
  * by the failing call is removed again (strings stay in the pool until cluster_free()).
  */
-#include "sched/sim/nodes.h"
+#include "sched/k8s/nodes.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,7 +23,7 @@
 #include "config/yaml_doc.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
-#include "sched/kube/dra.h"
+#include "sched/k8s/slice.h"
 
 #define NODES_MAX_FILE (1024L * 1024 * 1024) /* refuse inputs larger than 1 GiB */
 
@@ -674,7 +674,7 @@ static int load_slice(struct doc *d, struct val v)
     if (!o)
         return fail_nomem(d, v);
     struct sched_errbuf inner;
-    int rc = kdra_slice_put(d->c->dra, o, NULL, &inner);
+    int rc = k8s_slice_put(d->c->dra, o, NULL, &inner);
     cJSON_Delete(o);
     return rc ? fail_at(d, v, rc, "%s", inner.msg) : 0;
 }
@@ -868,25 +868,6 @@ int nodes_load_buffer(struct cluster *c, const char *name, const char *data, siz
     return rc;
 }
 
-int nodes_add_object(struct cluster *c, const cJSON *node, const char *source,
-                     struct sched_errbuf *eb)
-{
-    if (!c || !node)
-        return sched_fail(eb, SCHED_EINVAL, "%s: no node", source ? source : "<input>");
-    struct doc d;
-    memset(&d, 0, sizeof(d));
-    d.file = source ? source : "<input>";
-    d.c = c;
-    d.eb = eb;
-    d.item = -1;
-    uint32_t n0 = c->n_nodes;
-    struct val v = {NULL, node};
-    int rc = load_node(&d, v, false);
-    if (rc)
-        c->n_nodes = n0;
-    return rc;
-}
-
 int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb)
 {
     if (!path)
@@ -929,4 +910,162 @@ int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb
         rc = nodes_load_buffer(c, path, buf, len, eb);
     free(buf);
     return rc;
+}
+
+/* ---- one Node object, kept by the daemon's cache ------------------------------------------- */
+
+static size_t rounded(size_t n)
+{
+    return (n + 15u) & ~(size_t)15u;
+}
+
+static size_t kv_bytes(const struct kv *kv, uint32_t n)
+{
+    size_t b = rounded(n * sizeof(*kv));
+    for (uint32_t i = 0; i < n; i++)
+        b += rounded(strlen(kv[i].key) + 1) + rounded(strlen(kv[i].value) + 1);
+    return b;
+}
+
+/* Where node_copy puts what it copies: a record's arena or a cluster's pool. */
+typedef void *alloc_fn(void *ctx, size_t n);
+
+static void *in_arena(void *ctx, size_t n)
+{
+    return arena_alloc(ctx, n);
+}
+
+static void *in_pool(void *ctx, size_t n)
+{
+    return cluster_alloc(ctx, n);
+}
+
+static const char *dup_in(alloc_fn *fn, void *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = fn(ctx, n);
+    return d ? memcpy(d, s, n) : NULL;
+}
+
+static bool kv_copy(alloc_fn *fn, void *ctx, const struct kv *kv, uint32_t n, const struct kv **out)
+{
+    struct kv *v = n ? fn(ctx, n * sizeof(*v)) : NULL;
+    for (uint32_t i = 0; v && i < n; i++)
+        if (!(v[i].key = dup_in(fn, ctx, kv[i].key)) ||
+            !(v[i].value = dup_in(fn, ctx, kv[i].value)))
+            return false;
+    *out = v;
+    return v || n == 0;
+}
+
+/* Node `src` into dst, its labels, annotations and taints copied (not its name). */
+static bool node_copy(alloc_fn *fn, void *ctx, const struct node *src, struct node *dst)
+{
+    *dst = *src;
+    struct taint *t = src->n_taints ? fn(ctx, src->n_taints * sizeof(*t)) : NULL;
+    if (src->n_taints && !t)
+        return false;
+    for (uint32_t i = 0; i < src->n_taints; i++) {
+        t[i] = src->taints[i];
+        if (!(t[i].key = dup_in(fn, ctx, src->taints[i].key)) ||
+            !(t[i].value = dup_in(fn, ctx, src->taints[i].value)))
+            return false;
+    }
+    dst->taints = t;
+    return kv_copy(fn, ctx, src->labels, src->n_labels, &dst->labels) &&
+           kv_copy(fn, ctx, src->annotations, src->n_annotations, &dst->annotations);
+}
+
+int nodes_decode(const cJSON *node, const char *source, struct nodes_rec **out,
+                 struct sched_errbuf *eb)
+{
+    *out = NULL;
+    struct cluster *tmp = cluster_new(); /* the reader fills a cluster: one node, then dropped */
+    struct nodes_rec *r = calloc(1, sizeof(*r));
+    if (!tmp || !r) {
+        cluster_free(tmp);
+        free(r);
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", source ? source : "node");
+    }
+    struct doc d;
+    memset(&d, 0, sizeof(d));
+    d.file = source ? source : "<input>";
+    d.c = tmp;
+    d.eb = eb;
+    d.item = -1;
+    struct val v = {NULL, node};
+    int rc = node ? load_node(&d, v, false) : sched_fail(eb, SCHED_EINVAL, "%s: no node", d.file);
+    if (rc == 0) {
+        const struct node *n = &tmp->nodes[0];
+        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(node, "metadata"), "uid"));
+        size_t bytes = rounded(strlen(n->name) + 1) + (uid ? rounded(strlen(uid) + 1) : 0) +
+                       kv_bytes(n->labels, n->n_labels) +
+                       kv_bytes(n->annotations, n->n_annotations) +
+                       rounded(n->n_taints * sizeof(struct taint));
+        for (uint32_t i = 0; i < n->n_taints; i++)
+            bytes +=
+                rounded(strlen(n->taints[i].key) + 1) + rounded(strlen(n->taints[i].value) + 1);
+        arena_init(&r->mem, bytes); /* one chunk holds it all */
+        if (!node_copy(in_arena, &r->mem, n, &r->node) ||
+            !(r->node.name = arena_strdup(&r->mem, n->name)) ||
+            (uid && !(r->uid = arena_strdup(&r->mem, uid))))
+            rc = sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", d.file);
+    }
+    cluster_free(tmp);
+    if (rc) {
+        nodes_rec_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void nodes_rec_free(struct nodes_rec *r)
+{
+    if (r) {
+        arena_fini(&r->mem);
+        free(r);
+    }
+}
+
+bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
+{
+    if (na != nb)
+        return false;
+    for (uint32_t i = 0; i < na; i++)
+        if (strcmp(a[i].key, b[i].key) != 0 || strcmp(a[i].value, b[i].value) != 0)
+            return false;
+    return true;
+}
+
+bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b)
+{
+    const struct node *x = &a->node, *y = &b->node;
+    if (strcmp(x->name, y->name) != 0 || memcmp(&x->alloc, &y->alloc, sizeof(x->alloc)) != 0 ||
+        x->ready != y->ready || x->unschedulable != y->unschedulable ||
+        x->gpu_capacity != y->gpu_capacity || x->n_taints != y->n_taints ||
+        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
+        !nodes_kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
+        return false;
+    for (uint32_t i = 0; i < x->n_taints; i++)
+        if (x->taints[i].effect != y->taints[i].effect ||
+            strcmp(x->taints[i].key, y->taints[i].key) != 0 ||
+            strcmp(x->taints[i].value, y->taints[i].value) != 0)
+            return false;
+    return true;
+}
+
+int nodes_rec_add(struct cluster *c, const struct nodes_rec *r)
+{
+    struct node tmp;
+    if (!node_copy(in_pool, c, &r->node, &tmp))
+        return SCHED_ENOMEM;
+    struct node *n = cluster_add_node(c, r->node.name);
+    if (!n)
+        return SCHED_ENOMEM;
+    const char *keep = n->name;
+    *n = tmp;
+    n->name = keep;
+    return 0;
 }
