@@ -142,6 +142,15 @@ static struct eng_node *node_at(struct eng *e, uint32_t n)
     return &e->nodes[n];
 }
 
+int eng_reserve(struct eng *e, uint32_t n_gangs, uint32_t n_nodes)
+{
+    if (n_gangs > 0 && grow((void **)&e->jobs, &e->cap_jobs, n_gangs - 1, sizeof(*e->jobs)) != 0)
+        return SCHED_ENOMEM;
+    if (n_nodes > 0 && grow((void **)&e->nodes, &e->cap_nodes, n_nodes - 1, sizeof(*e->nodes)) != 0)
+        return SCHED_ENOMEM;
+    return 0;
+}
+
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
 struct eng_job eng_job(const struct eng *e, uint32_t g)

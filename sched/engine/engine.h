@@ -132,6 +132,9 @@ struct eng;
 struct eng *eng_new(const struct eng_limits *limits);
 void eng_free(struct eng *e);
 const struct eng_limits *eng_limits(const struct eng *e);
+/* Room for gang ids < n_gangs and node ids < n_nodes at once (a driver that knows its sizes, the
+ * simulator): later calls on those ids allocate nothing for them. 0 or SCHED_ENOMEM. */
+int eng_reserve(struct eng *e, uint32_t n_gangs, uint32_t n_nodes);
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 

@@ -25,6 +25,7 @@
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/place_base.h"
+#include "sched/engine/engine.h"
 #include "store/store.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -382,20 +383,6 @@ struct fin {
     enum fin_kind kind;
 };
 
-struct hold {
-    uint32_t job;
-    uint32_t *nodes;
-    uint32_t n_nodes;
-    int64_t until_ms;
-};
-
-/* Node lists per job (preemptor holds, reservation hints) and their view for the snapshot. */
-struct hold_list {
-    struct hold *v;
-    struct sched_hold *view;
-    uint32_t n, cap;
-};
-
 struct run {
     const struct sim_input *in;
     const struct sched_policy *pol;
@@ -446,8 +433,7 @@ struct run {
     uint32_t *runlist, *runpos; /* running jobs (swap-remove set) */
     uint32_t n_run;
     struct sched_running *runv; /* snapshot view, rebuilt per cycle */
-    struct hold_list holds;     /* preemptor holds (exclusive capacity, until_ms) */
-    struct hold_list hints;     /* last cycle's starvation reservations (sticky hints) */
+    struct eng *eng;            /* state between cycles (sched/engine): preemptor holds and hints */
     /* loop state (persisted with the jobs so that a run resumes exactly) */
     uint32_t next_sub;
     int64_t t0, t_end, prev_t;
@@ -503,7 +489,6 @@ static void touch(struct run *r, uint32_t j)
     mark_dirty(r, j);
 }
 
-static void drop_holds(struct run *r, uint32_t j);
 static void submit(struct run *r, uint32_t j, int64_t now);
 static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
 
@@ -755,7 +740,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     r->overhead_ms[j] = restart ? r->in->jobs[j].restart_cost_ms : 0;
     r->runpos[j] = r->n_run;
     r->runlist[r->n_run++] = j;
-    drop_holds(r, j);
+    eng_hold_drop(r->eng, j);
     struct sched_assign *a = malloc((g->n_pods ? g->n_pods : 1) * sizeof(*a));
     if (!a)
         return SCHED_ENOMEM;
@@ -1207,92 +1192,26 @@ int sim_outages_read(const char *path, const struct cluster *c, struct sim_outag
     return rc;
 }
 
-/* ---- preemptor holds and reservation hints ------------------------------------------------ */
-
-static void hl_drop(struct hold_list *hl, uint32_t j)
-{
-    for (uint32_t h = 0; h < hl->n;)
-        if (hl->v[h].job == j) {
-            free(hl->v[h].nodes);
-            hl->v[h] = hl->v[--hl->n];
-        } else {
-            h++;
-        }
-}
-
-static void hl_clear(struct hold_list *hl)
-{
-    for (uint32_t h = 0; h < hl->n; h++)
-        free(hl->v[h].nodes);
-    hl->n = 0;
-}
-
-static void hl_free(struct hold_list *hl)
-{
-    hl_clear(hl);
-    free(hl->v), free(hl->view);
-}
-
-/* Adds (replaces) job j's entry; 0 or SCHED_ENOMEM. */
-static int hl_add(struct hold_list *hl, uint32_t j, const uint32_t *nodes, uint32_t n,
-                  int64_t until_ms)
-{
-    hl_drop(hl, j);
-    if (hl->n == hl->cap) {
-        uint32_t cap = hl->cap ? hl->cap * 2 : 8;
-        struct hold *h = realloc(hl->v, cap * sizeof(*h));
-        if (h)
-            hl->v = h;
-        struct sched_hold *hv = realloc(hl->view, cap * sizeof(*hv));
-        if (hv)
-            hl->view = hv;
-        if (!h || !hv)
-            return SCHED_ENOMEM;
-        hl->cap = cap;
-    }
-    uint32_t *copy = malloc((n + 1) * sizeof(*copy));
-    if (!copy)
-        return SCHED_ENOMEM;
-    memcpy(copy, nodes, n * sizeof(*copy));
-    hl->v[hl->n++] = (struct hold){.job = j, .nodes = copy, .n_nodes = n, .until_ms = until_ms};
-    return 0;
-}
-
-static void drop_holds(struct run *r, uint32_t j)
-{
-    hl_drop(&r->holds, j);
-}
-
-static int add_hold(struct run *r, const struct sched_reservation *rv, int64_t now)
-{
-    return hl_add(&r->holds, rv->gang->id, rv->nodes, rv->n_nodes, now + 600000);
-}
-
-/* Points hl->view at the entries, for the snapshot. */
-static void hl_fill_view(struct hold_list *hl, const struct sim_input *in)
-{
-    for (uint32_t h = 0; h < hl->n; h++)
-        hl->view[h] = (struct sched_hold){.gang = &in->jobs[hl->v[h].job].gang,
-                                          .nodes = hl->v[h].nodes,
-                                          .n_nodes = hl->v[h].n_nodes};
-}
+/* ---- preemptor holds and reservation hints (kept by the engine) ------------------------ */
 
 /* "N job until n_nodes node... ..." for the store; 0 or an error. */
-static int hl_put(struct store *db, const char *key, const struct hold_list *hl,
+static int hl_put(struct store *db, const char *key, const struct eng *e, enum eng_hold_list l,
                   struct sched_errbuf *eb)
 {
     size_t cap = 64, at = 0;
-    for (uint32_t h = 0; h < hl->n; h++)
-        cap += 48 + 12 * (size_t)hl->v[h].n_nodes;
+    uint32_t n = eng_hold_count(e, l);
+    for (uint32_t h = 0; h < n; h++)
+        cap += 48 + 12 * (size_t)eng_hold_at(e, l, h)->n_nodes;
     char *buf = malloc(cap);
     if (!buf)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    at += (size_t)snprintf(buf, cap, "%u", hl->n);
-    for (uint32_t h = 0; h < hl->n; h++) {
-        at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", hl->v[h].job,
-                               (long long)hl->v[h].until_ms, hl->v[h].n_nodes);
-        for (uint32_t k = 0; k < hl->v[h].n_nodes; k++)
-            at += (size_t)snprintf(buf + at, cap - at, " %u", hl->v[h].nodes[k]);
+    at += (size_t)snprintf(buf, cap, "%u", n);
+    for (uint32_t h = 0; h < n; h++) {
+        const struct eng_hold *eh = eng_hold_at(e, l, h);
+        at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", eh->gang, (long long)eh->until_ms,
+                               eh->n_nodes);
+        for (uint32_t k = 0; k < eh->n_nodes; k++)
+            at += (size_t)snprintf(buf + at, cap - at, " %u", eh->nodes[k]);
     }
     int rc = store_meta_put(db, key, buf, eb);
     free(buf);
@@ -1301,8 +1220,8 @@ static int hl_put(struct store *db, const char *key, const struct hold_list *hl,
 
 /* The inverse of hl_put; an absent key is an empty list unless `required`. 0 or an error
  * naming the key. */
-static int hl_get(struct store *db, const char *key, bool required, struct hold_list *hl,
-                  uint32_t n_jobs, uint32_t n_nodes, struct sched_errbuf *eb)
+static int hl_get(struct store *db, const char *key, bool required, struct eng *e,
+                  enum eng_hold_list l, uint32_t n_jobs, uint32_t n_nodes, struct sched_errbuf *eb)
 {
     const char *text;
     int rc = store_meta_get(db, key, &text, eb);
@@ -1327,7 +1246,7 @@ static int hl_get(struct store *db, const char *key, bool required, struct hold_
             ok &= x < n_nodes;
             nodes[k] = (uint32_t)x;
         }
-        rc = ok ? hl_add(hl, (uint32_t)job, nodes, (uint32_t)n, until) : SCHED_EINVAL;
+        rc = ok ? eng_hold_put(e, l, (uint32_t)job, nodes, (uint32_t)n, until) : SCHED_EINVAL;
         free(nodes);
         if (rc != 0)
             return sched_fail(
@@ -1845,9 +1764,9 @@ static int db_commit_instant(struct run *r, int64_t now, bool reopen, struct sch
         free(v);
     }
     if (rc == 0)
-        rc = hl_put(db, "sim:holds", &r->holds, eb);
+        rc = hl_put(db, "sim:holds", r->eng, ENG_HOLDS, eb);
     if (rc == 0)
-        rc = hl_put(db, "sim:hints", &r->hints, eb);
+        rc = hl_put(db, "sim:hints", r->eng, ENG_HINTS, eb);
     if (rc == 0)
         rc = store_commit(db, eb);
     else
@@ -2172,8 +2091,8 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
     /* preemptor holds (always written) and reservation hints */
     uint32_t nn = in->cluster->n_nodes;
-    if ((rc = hl_get(db, "sim:holds", true, &r->holds, in->n_jobs, nn, eb)) != 0 ||
-        (rc = hl_get(db, "sim:hints", false, &r->hints, in->n_jobs, nn, eb)) != 0)
+    if ((rc = hl_get(db, "sim:holds", true, r->eng, ENG_HOLDS, in->n_jobs, nn, eb)) != 0 ||
+        (rc = hl_get(db, "sim:hints", false, r->eng, ENG_HINTS, in->n_jobs, nn, eb)) != 0)
         return rc;
     if ((rc = db_restore_last_why(r, eb)) != 0)
         return rc;
@@ -2381,8 +2300,8 @@ static int quota_observe(struct run *r)
     return 0;
 }
 
-/* The running jobs and preemptor holds as the core sees them. */
-static void build_views(struct run *r, int64_t now, uint32_t *n_holds)
+/* The running jobs as the core sees them. */
+static void build_views(struct run *r, int64_t now)
 {
     const struct sim_input *in = r->in;
     for (uint32_t k = 0; k < r->n_run; k++) {
@@ -2399,17 +2318,16 @@ static void build_views(struct run *r, int64_t now, uint32_t *n_holds)
             .evicting = r->evicting[j] != 0,
         };
     }
-    struct hold_list *hl = &r->holds;
-    for (uint32_t h = 0; h < hl->n;) {
-        if (hl->v[h].until_ms <= now || r->status[hl->v[h].job] != JOB_PENDING) {
-            free(hl->v[h].nodes); /* expired, or its gang started or left */
-            hl->v[h] = hl->v[--hl->n];
-            continue;
-        }
-        h++;
-    }
-    hl_fill_view(hl, in);
-    *n_holds = hl->n;
+}
+
+/* The engine's ids are the simulator's (job and node indices): the core's gang of job g. */
+static const struct gang *core_gang(void *ctx, uint32_t g, bool *pending)
+{
+    const struct run *r = ctx;
+    if (g >= r->in->n_jobs)
+        return NULL;
+    *pending = r->status[g] == JOB_PENDING;
+    return &r->in->jobs[g].gang;
 }
 
 /* Evictions decided by the core: at once, or after a checkpoint when the victim's queue asks
@@ -2451,10 +2369,8 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
             (*evicted)++;
         }
     }
-    for (uint32_t k = 0; k < res->n_reservations; k++)
-        if (res->reservations[k].preemptor && add_hold(r, &res->reservations[k], now) != 0)
-            return SCHED_ENOMEM;
-    return 0;
+    /* the preemptors hold what their victims free */
+    return eng_cycle_holds(r->eng, res, NULL, now);
 }
 
 static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena *arena,
@@ -2468,11 +2384,9 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                              .n_pending = r->queues[q].n,
                                              .class_keys = r->queues[q].keys,
                                              .n_classes = r->queues[q].n_classes};
-    uint32_t n_holds = 0;
     if (r->pol->preempt)
-        build_views(r, now, &n_holds);
+        build_views(r, now);
     estimates(r, now);
-    hl_fill_view(&r->hints, in);
     struct sched_snapshot snap = {.now_ms = now,
                                   .cluster = c,
                                   .state = r->state,
@@ -2484,10 +2398,6 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .hist_share = r->hist,
                                   .running = r->pol->preempt ? r->runv : NULL,
                                   .n_running = r->pol->preempt ? r->n_run : 0,
-                                  .holds = r->holds.view,
-                                  .n_holds = n_holds,
-                                  .reserve_hints = r->hints.view,
-                                  .n_reserve_hints = r->hints.n,
                                   .runtime_est_ms = r->rt_est,
                                   .runtime_typ_ms = r->rt_typ,
                                   .release_typ_ms = r->rel_typ,
@@ -2500,18 +2410,16 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
                                   .base = r->base};
     struct sched_result res;
     arena_reset(arena);
-    if (sched_cycle(&snap, arena, &res) != 0)
+    struct eng_ids ids = {.ctx = r, .core_gang = core_gang};
+    if (eng_holds_view(r->eng, now, &ids, arena, &snap) != 0 ||
+        sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     r->st->cycles++;
     r->st->reservations += res.n_reservations;
     note_etas(r, &res);
     /* this cycle's starvation reservations are the next cycle's hints */
-    hl_clear(&r->hints);
-    for (uint32_t k = 0; k < res.n_reservations; k++)
-        if (!res.reservations[k].preemptor &&
-            hl_add(&r->hints, res.reservations[k].gang->id, res.reservations[k].nodes,
-                   res.reservations[k].n_nodes, 0) != 0)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (eng_cycle_hints(r->eng, &res, NULL) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     if (r->opt->events)
         log_reservations(r, &res, now);
     if (r->opt->explain_job)
@@ -2767,6 +2675,11 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         r.strike_since = calloc(nn, sizeof(*r.strike_since));
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
+    r.eng = eng_new(NULL);
+    if (r.eng && eng_reserve(r.eng, (uint32_t)nj, (uint32_t)nn) != 0) {
+        eng_free(r.eng);
+        r.eng = NULL;
+    }
     bool est_ok = estimates_alloc(&r, nj, nn);
     r.evict_kind = calloc(nj, 1);
     if (opt->db) {
@@ -2784,7 +2697,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
         !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
         !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
         !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
-        !r.runlist || !r.runpos || !r.runv || !est_ok ||
+        !r.runlist || !r.runpos || !r.runv || !est_ok || !r.eng ||
         (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
                      !r.db_placed))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
@@ -2832,8 +2745,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     estimates_free(&r);
     free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
     free(r.fail_at), free(r.strikes), free(r.strike_since);
-    hl_free(&r.holds);
-    hl_free(&r.hints);
+    eng_free(r.eng);
     arena_fini(&r.qarena);
     if (rc != 0)
         sim_stats_free(out);

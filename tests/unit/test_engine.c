@@ -599,7 +599,7 @@ static int seq_engine(void)
         return SCHED_ENOMEM;
     struct eng_effects fx = {0};
     uint32_t nodes[] = {1, 2, 3};
-    int rc = 0;
+    int rc = eng_reserve(e, 100, 10);
     for (uint32_t g = 0; rc == 0 && g < 200; g += 50)
         rc = eng_job_bound(e, g, 0);
     for (uint32_t k = 0; rc == 0 && k < 3; k++)
