@@ -26,6 +26,7 @@
 #include "sched/core/log.h"
 #include "sched/core/place_base.h"
 #include "sched/engine/engine.h"
+#include "sched/engine/life.h"
 #include "store/store.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -352,15 +353,6 @@ void sim_input_workload(struct sim_input *in, const struct trace *t, const struc
 
 /* ---- run state --------------------------------------------------------------------------- */
 
-enum job_status {
-    JOB_FUTURE = 0,
-    JOB_PENDING,
-    JOB_RUNNING,
-    JOB_DONE,
-    JOB_REJECTED, /* never fits, or failed: retry budget exhausted */
-    JOB_BACKOFF,  /* waiting out a retry delay before it queues again */
-};
-
 enum fin_kind {
     FIN_FINISH = 0, /* a run ends */
     FIN_EVICT,      /* eviction after an answered checkpoint request */
@@ -389,7 +381,6 @@ struct run {
     const struct sim_options *opt;
     struct node_state *state;
     struct place_base *base; /* the core's placement state between cycles: touched per change */
-    uint8_t *status;
     int64_t *start_ms, *end_ms;
     struct sched_assign **assign; /* per running job: its pods */
     struct queue_list *queues;
@@ -452,15 +443,19 @@ struct run {
     uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
     /* failures */
     const struct sim_failures *fail;
-    uint8_t *tearing;        /* per job: teardown scheduled */
-    uint8_t *tear_budget;    /* per job: the teardown consumes the retry budget */
-    uint32_t *restarts_used; /* per job: failed starts so far */
-    uint32_t *attempts;      /* per job: starts so far (seeds the start-failure draw) */
-    int64_t *fail_at;        /* per job: when it broke (for recovery time), 0 = not broken */
-    uint32_t *strikes;       /* per node: failed starts in the current window */
-    int64_t *strike_since;   /* per node: start of that window */
+    /* a failure injected into a run is checked by the engine's lifecycle rules when the driver
+     * would see it (start timeout, NotReady grace); strikes, quarantine, retry budget and
+     * backoff are the engine's */
+    uint8_t *broken;       /* per job: a failure happened, its check is scheduled */
+    uint8_t *broken_start; /* per job: the failure is a start that never becomes ready */
+    uint32_t *lost_node;   /* per job: else the node a member was lost with */
+    uint32_t *attempts;    /* per job: starts so far (seeds the start-failure draw) */
+    int64_t *fail_at;      /* per job: when it broke (for recovery time), 0 = not broken */
+    int64_t *down_at;      /* per node: scratch NotReady-since of one check, 0 otherwise */
+    struct arena life_arena;
+    struct eng_effects fx;
     uint64_t fail_rng;
-    uint32_t n_backoff; /* jobs in JOB_BACKOFF */
+    uint32_t n_backoff; /* jobs in ENG_JOB_BACKOFF */
     /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
      * run learns the same) and start-time estimates */
     struct est_model est;
@@ -473,6 +468,12 @@ struct run {
     uint32_t n_fin_now;
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
 };
+
+/* Job j's state: the engine's job table (sched/engine/engine.h). */
+static enum eng_state jst(const struct run *r, uint32_t j)
+{
+    return eng_job_state(r->eng, j);
+}
 
 /* Job j's state changed: its "j:<id>" row is written at the next store batch (with --db). */
 static void mark_dirty(struct run *r, uint32_t j)
@@ -490,7 +491,8 @@ static void touch(struct run *r, uint32_t j)
 }
 
 static void submit(struct run *r, uint32_t j, int64_t now);
-static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now);
+static void break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t node,
+                       int64_t now);
 
 /* Free GPUs of node i when it is partly used (stranded: no whole-node gang can use them). */
 static int64_t stranded_on(const struct run *r, uint32_t i)
@@ -704,7 +706,7 @@ static void submit(struct run *r, uint32_t j, int64_t now)
 {
     const struct gang *g = &r->in->jobs[j].gang;
     touch(r, j);
-    r->status[j] = JOB_PENDING;
+    eng_job_submit(r->eng, j);
     if (queue_list_insert(&r->queues[g->queue], g) != 0)
         return; /* out of memory: sim_run detects it through n_pending mismatch */
     r->n_pending++;
@@ -732,7 +734,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     const struct cluster *c = r->in->cluster;
     unqueue(r, j);
     touch(r, j);
-    r->status[j] = JOB_RUNNING;
+    eng_job_bound(r->eng, j, now); /* its preemptor holds end */
     bool restart = r->n_evicted[j] > 0 || (r->fail && r->attempts[j] > 0);
     if (!restart)
         r->start_ms[j] = now; /* queue time counts to the first start */
@@ -740,7 +742,6 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     r->overhead_ms[j] = restart ? r->in->jobs[j].restart_cost_ms : 0;
     r->runpos[j] = r->n_run;
     r->runlist[r->n_run++] = j;
-    eng_hold_drop(r->eng, j);
     struct sched_assign *a = malloc((g->n_pods ? g->n_pods : 1) * sizeof(*a));
     if (!a)
         return SCHED_ENOMEM;
@@ -759,7 +760,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
         r->attempts[j]++;
         doomed = start_fails(r, j);
         if (doomed) /* it never becomes ready: no finish, a teardown at the start timeout */
-            break_gang(r, j, now + r->fail->start_timeout_ms, true, now);
+            break_gang(r, j, now + r->fail->start_timeout_ms, true, UINT32_MAX, now);
     }
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
@@ -841,8 +842,8 @@ static void release_job(struct run *r, uint32_t j)
     r->runlist[at] = last;
     r->runpos[last] = at;
     r->evicting[j] = 0;
-    if (r->tearing)
-        r->tearing[j] = 0; /* a teardown scheduled for this run no longer applies */
+    if (r->broken)
+        r->broken[j] = 0; /* a check scheduled for this run no longer applies */
 }
 
 /* Ends the accounting of job j's current run at `now`: its busy time, and its GPU-seconds on
@@ -865,7 +866,7 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     touch(r, j);
     account_run(r, j, now);
     release_job(r, j);
-    r->status[j] = JOB_DONE;
+    eng_job_finish(r->eng, j);
     r->end_ms[j] = now;
     r->fin_now[r->n_fin_now++] = j;
     if (r->opt->events) {
@@ -943,9 +944,9 @@ static bool fin_stale(const struct run *r, const struct fin *f)
     case FIN_OUTAGE:
         return false;
     case FIN_RESUBMIT:
-        return f->gen != r->gen[f->job] || r->status[f->job] != JOB_BACKOFF;
+        return f->gen != r->gen[f->job] || jst(r, f->job) != ENG_JOB_BACKOFF;
     default:
-        return f->gen != r->gen[f->job] || r->status[f->job] != JOB_RUNNING;
+        return f->gen != r->gen[f->job] || jst(r, f->job) != ENG_JOB_RUNNING;
     }
 }
 
@@ -973,26 +974,67 @@ static void ev_node(const struct run *r, int64_t now, const char *type, uint32_t
     fputs("}\n", f);
 }
 
-/* A running gang broke (a member is gone or never started): after the detection grace (or the
- * start timeout) the scheduler tears down every member. */
-static void break_gang(struct run *r, uint32_t j, int64_t at, bool budget, int64_t now)
+/* A running gang broke: a member never becomes ready (start), or one was lost with its node.
+ * The engine's lifecycle rules see it when the daemon would: at the start timeout, or when the
+ * node has been NotReady for the grace. */
+static void break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t node,
+                       int64_t now)
 {
-    if (r->tearing[j])
+    if (r->broken[j])
         return;
-    r->tearing[j] = 1;
-    r->tear_budget[j] = budget;
+    r->broken[j] = 1;
+    r->broken_start[j] = start;
+    r->lost_node[j] = node;
     r->fail_at[j] = now;
     heap_push(r, at, j, FIN_TEARDOWN);
 }
 
-static void teardown(struct run *r, uint32_t j, int64_t now)
+/* The facts of broken job j for the lifecycle rules (sched/engine/life.h): a failed start has
+ * one member that never becomes ready (failed_member); a lost member is on a node NotReady
+ * since the loss (the simulator's pods die with their node, whether it comes back or not).
+ * *act: the rule's action, NULL when none applies. */
+static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_action **act)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    struct arena *a = &r->life_arena;
+    arena_reset(a);
+    struct eng_member *m = arena_calloc(a, g->n_pods + 1, sizeof(*m));
+    if (!m)
+        return SCHED_ENOMEM;
+    uint32_t bad = r->broken_start[j] ? failed_member(r, j) : UINT32_MAX;
+    for (uint32_t k = 0; k < g->n_pods; k++)
+        m[k] = (struct eng_member){.node = r->assign[j][k].node,
+                                   .phase = k == bad ? ENG_POD_PENDING : ENG_POD_RUNNING,
+                                   .ready = k != bad};
+    uint32_t lost = r->broken_start[j] ? UINT32_MAX : r->lost_node[j];
+    uint32_t n_nodes = r->in->cluster->n_nodes;
+    if (lost < n_nodes)
+        r->down_at[lost] = r->fail_at[j];
+    struct eng_gang_facts gf = {.gang = j,
+                                .members = m,
+                                .n_members = g->n_pods,
+                                .min_member = g->min_member,
+                                .start_timeout_ms = r->fail->start_timeout_ms,
+                                .grace_ms = r->fail->detect_ms,
+                                .max_restarts = r->fail->max_restarts,
+                                .spread = false}; /* whole gangs only: see docs/engine.md */
+    uint32_t n;
+    int rc = eng_life_check(r->eng, &gf, 1, now, r->down_at, n_nodes, a, act, &n);
+    if (lost < n_nodes)
+        r->down_at[lost] = 0;
+    if (rc == 0 && n == 0)
+        *act = NULL;
+    return rc;
+}
+
+/* Every member of broken job j goes at once: the statistics of the lost run, its nodes freed,
+ * event `evict`. `own`: a failed start (no work was done), else a member was lost. */
+static void tear_down(struct run *r, uint32_t j, bool own, int64_t now)
 {
     const struct sim_job *job = &r->in->jobs[j];
-    const struct sim_failures *fl = r->fail;
-    bool budget = r->tear_budget[j];
     /* work since the last checkpoint is lost (a failed start did no work at all) */
     int64_t done = now - r->run_start_ms[j] - r->overhead_ms[j];
-    if (done < 0 || budget)
+    if (done < 0 || own)
         done = 0;
     if (done > r->remaining_ms[j])
         done = r->remaining_ms[j];
@@ -1001,55 +1043,88 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         saved = done;
     double lost_ms = (double)(now - r->run_start_ms[j]) - (double)saved;
     r->st->gpu_hours_lost_to_failures += (double)job->gang.gpus * lost_ms / 3.6e6;
-    if (!budget) /* a member died: the rest ran partially until now */
+    if (!own) /* a member died: the rest ran partially until now */
         r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
     r->remaining_ms[j] -= saved;
     account_run(r, j, now);
     touch(r, j);
-    /* the node of the member that failed to start (a failed start gets a strike there) */
-    uint32_t node0 = r->assign[j] ? r->assign[j][budget ? failed_member(r, j) : 0].node : 0;
     release_job(r, j);
     r->gen[j]++;
-    r->tearing[j] = 0;
     r->st->failure_restarts++;
     if (r->opt->events) {
         ev_head(r, now, "evict", j);
         fputs(",\"reason\":", r->opt->events);
-        json_str(r->opt->events, budget ? "start failure: a member never became ready"
-                                        : "node failure: the gang lost a member");
+        json_str(r->opt->events, own ? "start failure: a member never became ready"
+                                     : "node failure: the gang lost a member");
         fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
                 (double)job->gang.gpus * lost_ms / 1000.0);
     }
-    if (budget) {
-        /* a strike for the node where the member failed (node0); quarantine after too many */
-        if (now - r->strike_since[node0] > fl->strike_window_ms) {
-            r->strike_since[node0] = now;
-            r->strikes[node0] = 0;
+}
+
+/* Carries out one of the engine's effects. */
+static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
+{
+    switch (f->kind) {
+    case ENG_FX_TEARDOWN: /* whole: the simulator has no partial replacement */
+        tear_down(r, f->gang, f->own, now);
+        if (eng_job_gone(r->eng, f->gang, now, &r->fx) != 0)
+            r->oom = true;
+        return;
+    case ENG_FX_QUARANTINE:
+        r->state[f->node].quarantined = true;
+        node_changed(r, f->node);
+        r->st->quarantines++;
+        heap_push(r, f->t_ms, f->node, FIN_UNQUARANTINE);
+        ev_node(r, now, "quarantine", f->node);
+        return;
+    case ENG_FX_RELEASE:
+        r->state[f->node].quarantined = false;
+        node_changed(r, f->node);
+        ev_node(r, now, "unquarantine", f->node);
+        return;
+    case ENG_FX_GIVE_UP:
+        r->st->failed_jobs++;
+        r->fail_at[f->gang] = 0;
+        if (r->opt->events) {
+            ev_head(r, now, "reject", f->gang);
+            fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
         }
-        if (++r->strikes[node0] >= fl->strikes && !r->state[node0].quarantined) {
-            r->state[node0].quarantined = true;
-            node_changed(r, node0);
-            r->st->quarantines++;
-            heap_push(r, now + fl->quarantine_ms, node0, FIN_UNQUARANTINE);
-            ev_node(r, now, "quarantine", node0);
+        return;
+    case ENG_FX_REQUEUE:
+        if (f->t_ms > now) { /* after the backoff */
+            r->n_backoff++;
+            heap_push(r, f->t_ms, f->gang, FIN_RESUBMIT);
+        } else { /* node failures do not use the retry budget: back in line at once */
+            submit(r, f->gang, now);
         }
-        if (++r->restarts_used[j] > fl->max_restarts) {
-            r->status[j] = JOB_REJECTED;
-            r->st->failed_jobs++;
-            r->fail_at[j] = 0;
-            if (r->opt->events) {
-                ev_head(r, now, "reject", j);
-                fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
-            }
-            return;
-        }
-        r->status[j] = JOB_BACKOFF;
-        r->n_backoff++;
-        uint32_t doublings = r->restarts_used[j] - 1 < 20 ? r->restarts_used[j] - 1 : 20;
-        heap_push(r, now + fl->backoff_ms * ((int64_t)1 << doublings), j, FIN_RESUBMIT);
         return;
     }
-    submit(r, j, now); /* node failures do not use the retry budget: back in line at once */
+}
+
+/* Effects in order; carrying one out may add more (a teardown's requeue). */
+static void on_effects(struct run *r, int64_t now)
+{
+    if (r->fx.oom)
+        r->oom = true;
+    for (uint32_t k = 0; k < r->fx.n; k++) {
+        struct eng_effect f = r->fx.v[k];
+        on_effect(r, &f, now);
+    }
+    eng_effects_clear(&r->fx);
+}
+
+/* The check of broken job j: the engine's rule and its effects. */
+static void teardown(struct run *r, uint32_t j, int64_t now)
+{
+    struct eng_life_action *act = NULL;
+    eng_effects_clear(&r->fx);
+    if (check_broken(r, j, now, &act) != 0 ||
+        (act && eng_life_apply(r->eng, act, now, &r->fx) != 0)) {
+        r->oom = true;
+        return;
+    }
+    r->broken[j] = 0;
+    on_effects(r, now);
 }
 
 static void failure_event(struct run *r, const struct fin *f, int64_t now)
@@ -1062,6 +1137,7 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         return;
     case FIN_RESUBMIT:
         r->n_backoff--;
+        eng_job_retry(r->eng, i);
         submit(r, i, now);
         return;
     case FIN_NODE_DOWN:
@@ -1077,7 +1153,7 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
             const struct gang *g = &r->in->jobs[j].gang;
             for (uint32_t p = 0; p < g->n_pods; p++)
                 if (r->assign[j][p].node == i) {
-                    break_gang(r, j, now + fl->detect_ms, false, now);
+                    break_gang(r, j, now + fl->detect_ms, false, i, now);
                     break;
                 }
         }
@@ -1095,10 +1171,9 @@ static void failure_event(struct run *r, const struct fin *f, int64_t now)
         node_changed(r, i);
         return;
     case FIN_UNQUARANTINE:
-        r->state[i].quarantined = false;
-        node_changed(r, i);
-        r->strikes[i] = 0;
-        ev_node(r, now, "unquarantine", i);
+        eng_effects_clear(&r->fx);
+        eng_release_due(r->eng, i, now, &r->fx);
+        on_effects(r, now);
         return;
     default:
         return;
@@ -1259,7 +1334,7 @@ static void reject(struct run *r, uint32_t j, int64_t now, const char *why)
 {
     touch(r, j);
     unqueue(r, j);
-    r->status[j] = JOB_REJECTED;
+    eng_job_reject(r->eng, j);
     if (r->opt->events) {
         ev_head(r, now, "reject", j);
         fputs(",\"reason\":", r->opt->events);
@@ -1426,7 +1501,7 @@ static double mean(const double *v, size_t n)
  * time alone would not see that an evicted job waits again. */
 static double job_wait_s(const struct run *r, uint32_t j)
 {
-    int64_t until = r->status[j] == JOB_DONE ? r->end_ms[j] : r->run_start_ms[j];
+    int64_t until = jst(r, j) == ENG_JOB_FINISHED ? r->end_ms[j] : r->run_start_ms[j];
     int64_t w = until - r->in->jobs[j].gang.submit_ms - r->busy_ms[j];
     return w > 0 ? (double)w / 1000.0 : 0.0;
 }
@@ -1450,12 +1525,12 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
     /* queue time and wait per job priority (at most 8 distinct values reported) */
     double prio_sum[8] = {0}, prio_wait[8] = {0};
     for (uint32_t j = 0; j < in->n_jobs; j++) {
-        if (r->status[j] == JOB_REJECTED)
+        if (jst(r, j) == ENG_JOB_FAILED)
             st->rejected++;
-        else if ((r->status[j] == JOB_PENDING || r->status[j] == JOB_FUTURE) &&
+        else if ((jst(r, j) == ENG_JOB_PENDING || jst(r, j) == ENG_JOB_NONE) &&
                  r->n_evicted[j] == 0 && !(r->fail && r->attempts[j] > 0))
             st->never_started++;
-        if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
+        if (jst(r, j) != ENG_JOB_RUNNING && jst(r, j) != ENG_JOB_FINISHED)
             continue;
         double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         double wait_s = job_wait_s(r, j);
@@ -1474,7 +1549,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         }
         q[nq++] = queue_s;
         wait_sum += wait_s;
-        if (r->status[j] == JOB_DONE)
+        if (jst(r, j) == ENG_JOB_FINISHED)
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
         busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
         int32_t p = in->jobs[j].gang.priority;
@@ -1511,7 +1586,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
         return SCHED_ENOMEM;
     }
     for (uint32_t j = 0, k = 0; j < in->n_jobs; j++) /* the same jobs, in the same order */
-        if (r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE)
+        if (jst(r, j) == ENG_JOB_RUNNING || jst(r, j) == ENG_JOB_FINISHED)
             st->queue_of[k++] = in->jobs[j].gang.queue;
     qsort(q, nq, sizeof(*q), cmp_double);
     qsort(jct, nj, sizeof(*jct), cmp_double);
@@ -1544,7 +1619,7 @@ static int summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weigh
             if (in->jobs[j].gang.queue != k)
                 continue;
             ps->jobs++;
-            if (r->status[j] != JOB_RUNNING && r->status[j] != JOB_DONE)
+            if (jst(r, j) != ENG_JOB_RUNNING && jst(r, j) != ENG_JOB_FINISHED)
                 continue;
             qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
             ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
@@ -1582,7 +1657,7 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
 {
     const struct gang *g = &r->in->jobs[j].gang;
     size_t at = (size_t)snprintf(
-        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u", r->status[j],
+        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u", jst(r, j),
         (long long)r->start_ms[j], (long long)r->end_ms[j], (long long)r->remaining_ms[j],
         (long long)r->run_start_ms[j], (long long)r->overhead_ms[j], (long long)r->busy_ms[j],
         r->gen[j], r->n_evicted[j], r->evicting[j], (long long)r->evict_at[j], r->evict_kind[j],
@@ -1624,7 +1699,7 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
     if (r->db_placed[j]) /* a no-op otherwise: skipped */
         rc = store_placement_release(db, job->id, NULL, eb);
     r->db_placed[j] = 0;
-    if (rc == 0 && r->status[j] == JOB_RUNNING) {
+    if (rc == 0 && jst(r, j) == ENG_JOB_RUNNING) {
         struct store_pod pods[64];
         char names[64][24];
         for (uint32_t k = 0; k < g->n_pods; k++) {
@@ -1639,11 +1714,12 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
             rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
         r->db_placed[j] = 1;
     }
-    enum store_job_state state = r->status[j] == JOB_RUNNING    ? STORE_JOB_RUNNING
-                                 : r->status[j] == JOB_DONE     ? STORE_JOB_FINISHED
-                                 : r->status[j] == JOB_REJECTED ? STORE_JOB_FAILED
-                                                                : STORE_JOB_PENDING;
-    bool started = r->status[j] == JOB_RUNNING || r->status[j] == JOB_DONE || r->n_evicted[j] > 0;
+    enum store_job_state state = jst(r, j) == ENG_JOB_RUNNING    ? STORE_JOB_RUNNING
+                                 : jst(r, j) == ENG_JOB_FINISHED ? STORE_JOB_FINISHED
+                                 : jst(r, j) == ENG_JOB_FAILED   ? STORE_JOB_FAILED
+                                                                 : STORE_JOB_PENDING;
+    bool started =
+        jst(r, j) == ENG_JOB_RUNNING || jst(r, j) == ENG_JOB_FINISHED || r->n_evicted[j] > 0;
     gr->sj[at] = (struct store_job){
         .gang = job->id,
         .gang_id = j,
@@ -1654,7 +1730,7 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
         .submit_ms = g->submit_ms,
         .admit_ms = started ? r->start_ms[j] : STORE_NO_TIME,
         .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
-        .finish_ms = r->status[j] == JOB_DONE ? r->end_ms[j] : STORE_NO_TIME,
+        .finish_ms = jst(r, j) == ENG_JOB_FINISHED ? r->end_ms[j] : STORE_NO_TIME,
         .preemptions = r->n_evicted[j],
     };
     return rc;
@@ -2046,15 +2122,16 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
         if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
                    &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
                    &flavor, &eta, &npods, &off) != 15 ||
-            status > JOB_REJECTED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
+            status > ENG_JOB_FAILED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
             return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
-        r->status[j] = (uint8_t)status, r->start_ms[j] = start, r->end_ms[j] = end;
+        eng_job_restore(r->eng, j, (enum eng_state)status, 0);
+        r->start_ms[j] = start, r->end_ms[j] = end;
         r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
         r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
         r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
         r->job_flavor[j] = flavor, r->eta_first[j] = eta;
-        r->db_placed[j] = status == JOB_RUNNING; /* as db_job() left the store */
-        if (status == JOB_PENDING) {
+        r->db_placed[j] = status == ENG_JOB_RUNNING; /* as db_job() left the store */
+        if (status == ENG_JOB_PENDING) {
             if (queue_list_insert(&r->queues[g->queue], g) != 0)
                 return sched_fail(eb, SCHED_ENOMEM, "out of memory");
             r->n_pending++;
@@ -2078,7 +2155,7 @@ static int db_resume(struct run *r, struct sched_errbuf *eb)
             p += used;
         }
         r->assign[j] = a;
-        if (status != JOB_RUNNING)
+        if (status != ENG_JOB_RUNNING)
             continue;
         occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
         r->runpos[j] = r->n_run;
@@ -2132,7 +2209,7 @@ static void relearn(struct run *r)
 {
     r->n_fin_now = 0;
     for (uint32_t j = 0; j < r->in->n_jobs; j++)
-        if (r->status[j] == JOB_DONE)
+        if (jst(r, j) == ENG_JOB_FINISHED)
             r->fin_now[r->n_fin_now++] = j;
     sort_end_ms = r->end_ms;
     qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
@@ -2326,7 +2403,7 @@ static const struct gang *core_gang(void *ctx, uint32_t g, bool *pending)
     const struct run *r = ctx;
     if (g >= r->in->n_jobs)
         return NULL;
-    *pending = r->status[g] == JOB_PENDING;
+    *pending = jst(r, g) == ENG_JOB_PENDING;
     return &r->in->jobs[g].gang;
 }
 
@@ -2339,7 +2416,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
     for (uint32_t e = 0; e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
         uint32_t j = ev->victim->gang->id;
-        if (r->status[j] != JOB_RUNNING || r->evicting[j])
+        if (jst(r, j) != ENG_JOB_RUNNING || r->evicting[j])
             continue;
         int64_t grace = in->config->queues[in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
         char reason[160];
@@ -2435,7 +2512,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     for (uint32_t v = 0; v < res.n_verdicts; v++)
         if ((res.verdicts[v].why == SCHED_WHY_NEVER ||
              res.verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
-            r->status[res.verdicts[v].gang->id] == JOB_PENDING) {
+            jst(r, res.verdicts[v].gang->id) == ENG_JOB_PENDING) {
             char buf[256];
             sched_verdict_format(&res.verdicts[v], c, in->config, buf, sizeof(buf));
             reject(r, res.verdicts[v].gang->id, now, buf);
@@ -2474,7 +2551,7 @@ static int write_jobs(const struct run *r, FILE *f)
         fprintf(f, "job_id,policy,queue,priority,submit_s,first_start_s,finish_s,evictions,"
                    "placement\n");
     for (uint32_t j = 0; j < in->n_jobs; j++) {
-        const char *state = r->status[j] == JOB_DONE ? "" : "-";
+        const char *state = jst(r, j) == ENG_JOB_FINISHED ? "" : "-";
         csv_field(f, in->jobs[j].id);
         fputc(',', f);
         csv_field(f, r->pol->name);
@@ -2482,11 +2559,11 @@ static int write_jobs(const struct run *r, FILE *f)
         csv_field(f, in->queues[in->jobs[j].gang.queue].name);
         fprintf(f, ",%d,%.3f,", in->jobs[j].gang.priority,
                 (double)in->jobs[j].gang.submit_ms / 1000.0);
-        if (r->status[j] == JOB_DONE || r->status[j] == JOB_RUNNING || r->n_evicted[j] > 0)
+        if (jst(r, j) == ENG_JOB_FINISHED || jst(r, j) == ENG_JOB_RUNNING || r->n_evicted[j] > 0)
             fprintf(f, "%.3f,", (double)r->start_ms[j] / 1000.0);
         else
             fputs(",", f);
-        if (r->status[j] == JOB_DONE)
+        if (jst(r, j) == ENG_JOB_FINISHED)
             fprintf(f, "%.3f,%u,", (double)r->end_ms[j] / 1000.0, r->n_evicted[j]);
         else
             fprintf(f, "%s,%u,", state, r->n_evicted[j]);
@@ -2634,7 +2711,6 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     struct run r = {.in = in, .pol = pol, .opt = opt, .st = out};
     r.state = calloc(in->cluster->n_nodes ? in->cluster->n_nodes : 1, sizeof(*r.state));
     r.base = place_base_new(in->cluster);
-    r.status = calloc(nj, 1);
     r.start_ms = calloc(nj, sizeof(*r.start_ms));
     r.end_ms = calloc(nj, sizeof(*r.end_ms));
     r.assign = calloc(nj, sizeof(*r.assign));
@@ -2666,16 +2742,24 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     r.runv = calloc(nj, sizeof(*r.runv));
     r.fail = opt->failures;
     if (r.fail) {
-        r.tearing = calloc(nj, 1);
-        r.tear_budget = calloc(nj, 1);
-        r.restarts_used = calloc(nj, sizeof(*r.restarts_used));
+        r.broken = calloc(nj, 1);
+        r.broken_start = calloc(nj, 1);
+        r.lost_node = calloc(nj, sizeof(*r.lost_node));
         r.attempts = calloc(nj, sizeof(*r.attempts));
         r.fail_at = calloc(nj, sizeof(*r.fail_at));
-        r.strikes = calloc(nn, sizeof(*r.strikes));
-        r.strike_since = calloc(nn, sizeof(*r.strike_since));
+        r.down_at = calloc(nn, sizeof(*r.down_at));
     }
     r.evict_at = calloc(nj, sizeof(*r.evict_at));
-    r.eng = eng_new(NULL);
+    struct eng_limits lim;
+    eng_limits_default(&lim);
+    if (r.fail) /* the failure flags (defaults: the engine's) */
+        lim = (struct eng_limits){.strikes = r.fail->strikes,
+                                  .strike_window_ms = r.fail->strike_window_ms,
+                                  .quarantine_ms = r.fail->quarantine_ms,
+                                  .hold_ms = lim.hold_ms,
+                                  .backoff_ms = r.fail->backoff_ms};
+    r.eng = eng_new(&lim);
+    arena_init(&r.life_arena, 4096);
     if (r.eng && eng_reserve(r.eng, (uint32_t)nj, (uint32_t)nn) != 0) {
         eng_free(r.eng);
         r.eng = NULL;
@@ -2693,11 +2777,13 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     out->n_queues = in->n_queues;
     arena_init(&r.qarena, 16 * 1024);
     int rc;
-    if (!r.state || !r.base || !r.status || !r.start_ms || !r.end_ms || !r.assign || !r.queues ||
-        !r.heap || !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait ||
-        !out->per_queue || !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms ||
-        !r.run_start_ms || !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting ||
-        !r.runlist || !r.runpos || !r.runv || !est_ok || !r.eng ||
+    if (!r.state || !r.base || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
+        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
+        !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
+        !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
+        !r.runpos || !r.runv || !est_ok || !r.eng ||
+        (r.fail && (!r.broken || !r.broken_start || !r.lost_node || !r.attempts || !r.fail_at ||
+                    !r.down_at)) ||
         (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
                      !r.db_placed))) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
@@ -2733,7 +2819,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     for (uint32_t q = 0; r.queues && q < in->n_queues; q++)
         queue_list_fini(&r.queues[q]);
     place_base_free(r.base);
-    free(r.state), free(r.status), free(r.start_ms), free(r.end_ms), free(r.assign);
+    free(r.state), free(r.start_ms), free(r.end_ms), free(r.assign);
     free(r.queues), free(r.heap);
     free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
     free(r.pods_on), free(r.unbounded), free(r.bounded_max);
@@ -2743,8 +2829,10 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     free(r.last_why);
     free(r.last_reason), free(r.db_placed);
     estimates_free(&r);
-    free(r.tearing), free(r.tear_budget), free(r.restarts_used), free(r.attempts);
-    free(r.fail_at), free(r.strikes), free(r.strike_since);
+    free(r.broken), free(r.broken_start), free(r.lost_node), free(r.attempts);
+    free(r.fail_at), free(r.down_at);
+    arena_fini(&r.life_arena);
+    eng_effects_free(&r.fx);
     eng_free(r.eng);
     arena_fini(&r.qarena);
     if (rc != 0)
