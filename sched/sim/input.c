@@ -159,6 +159,48 @@ static void pod_request(struct res_vec *req, int64_t gpus)
     req->v[RES_PODS] = 1;
 }
 
+/* The gang's pod sets from the trace row: gpus_per_pod wins; else `pods` pods as even as
+ * possible (the first ones one GPU larger); else whole nodes of the largest node size
+ * (node_gpus GPUs). */
+static void pod_sets(struct gang *g, const struct trace_job *tj, int64_t node_gpus)
+{
+    int64_t gpus = tj->num_gpu;
+    int64_t gpp = tj->gpus_per_pod > 0 ? tj->gpus_per_pod
+                  : tj->pods > 0       ? gpus / tj->pods
+                                       : (gpus < node_gpus ? gpus : node_gpus);
+    if (gpus == 0) {
+        g->n_sets = 1;
+        g->sets[0].count = tj->pods > 0 ? (uint32_t)tj->pods : 1;
+        pod_request(&g->sets[0].req, 0);
+    } else if (tj->pods > 0 && tj->gpus_per_pod <= 0 && gpus >= tj->pods) {
+        int64_t big = gpus % tj->pods; /* pods with gpp + 1 GPUs */
+        g->n_sets = 0;
+        if (big > 0) {
+            g->sets[g->n_sets].count = (uint32_t)big;
+            pod_request(&g->sets[g->n_sets].req, gpp + 1);
+            g->n_sets++;
+        }
+        g->sets[g->n_sets].count = (uint32_t)(tj->pods - big);
+        pod_request(&g->sets[g->n_sets].req, gpp);
+        g->n_sets++;
+    } else {
+        if (gpp <= 0)
+            gpp = 1;
+        int64_t full = gpus / gpp, rest = gpus % gpp;
+        g->n_sets = 0;
+        if (full > 0) {
+            g->sets[g->n_sets].count = (uint32_t)full;
+            pod_request(&g->sets[g->n_sets].req, gpp);
+            g->n_sets++;
+        }
+        if (rest > 0) {
+            g->sets[g->n_sets].count = 1;
+            pod_request(&g->sets[g->n_sets].req, rest);
+            g->n_sets++;
+        }
+    }
+}
+
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
                     const struct config *cfg, struct sched_errbuf *eb)
 {
@@ -232,43 +274,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
             sim_input_free(in);
             return rc;
         }
-        int64_t gpus = tj->num_gpu;
-        /* gpus_per_pod wins; else `pods` pods as even as possible (the first ones one GPU
-         * larger); else whole nodes of the largest node size */
-        int64_t gpp = tj->gpus_per_pod > 0 ? tj->gpus_per_pod
-                      : tj->pods > 0       ? gpus / tj->pods
-                                           : (gpus < node_gpus ? gpus : node_gpus);
-        if (gpus == 0) {
-            g->n_sets = 1;
-            g->sets[0].count = tj->pods > 0 ? (uint32_t)tj->pods : 1;
-            pod_request(&g->sets[0].req, 0);
-        } else if (tj->pods > 0 && tj->gpus_per_pod <= 0 && gpus >= tj->pods) {
-            int64_t big = gpus % tj->pods; /* pods with gpp + 1 GPUs */
-            g->n_sets = 0;
-            if (big > 0) {
-                g->sets[g->n_sets].count = (uint32_t)big;
-                pod_request(&g->sets[g->n_sets].req, gpp + 1);
-                g->n_sets++;
-            }
-            g->sets[g->n_sets].count = (uint32_t)(tj->pods - big);
-            pod_request(&g->sets[g->n_sets].req, gpp);
-            g->n_sets++;
-        } else {
-            if (gpp <= 0)
-                gpp = 1;
-            int64_t full = gpus / gpp, rest = gpus % gpp;
-            g->n_sets = 0;
-            if (full > 0) {
-                g->sets[g->n_sets].count = (uint32_t)full;
-                pod_request(&g->sets[g->n_sets].req, gpp);
-                g->n_sets++;
-            }
-            if (rest > 0) {
-                g->sets[g->n_sets].count = 1;
-                pod_request(&g->sets[g->n_sets].req, rest);
-                g->n_sets++;
-            }
-        }
+        pod_sets(g, tj, node_gpus);
         /* A tensor-parallel group larger than a pod: its pods must share an NVLink domain. */
         int64_t pod_gpus = g->n_sets ? g->sets[0].req.v[RES_GPU] : 0;
         if (g->tp_size > 0 && pod_gpus > 0 && g->tp_size > pod_gpus && g->slice_size == 0) {

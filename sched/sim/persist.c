@@ -477,6 +477,37 @@ static int db_restore_last_why(struct run *r, struct sched_errbuf *eb)
     return rc;
 }
 
+/* The placement of job j from its "j:<id>" row (the text after its fields) and, when it runs,
+ * its pods back on their nodes with its timed events. */
+static int resume_run(struct run *r, uint32_t j, const char *key, const char *p, bool evicting,
+                      struct sched_errbuf *eb)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
+    if (!a)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < g->n_pods; k++) {
+        unsigned node, mask;
+        int used = 0;
+        if (sscanf(p, " %u:%u%n", &node, &mask, &used) != 2 || node >= r->in->cluster->n_nodes) {
+            free(a);
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: bad placement", key);
+        }
+        a[k] = (struct sched_assign){.node = node, .gpu_mask = mask};
+        p += used;
+    }
+    r->assign[j] = a;
+    if (sim_state(r, j) != ENG_JOB_RUNNING)
+        return 0;
+    sim_occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
+    r->runpos[j] = r->n_run;
+    r->runlist[r->n_run++] = j;
+    sim_heap_push(r, r->run_start_ms[j] + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
+    if (evicting)
+        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+    return 0;
+}
+
 int sim_db_resume(struct run *r, struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
@@ -564,31 +595,8 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
             if (sim_whole_node(r, g))
                 r->n_pending_whole++;
         }
-        if (npods == 0)
-            continue;
-        struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
-        if (!a)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        const char *p = text + off;
-        for (uint32_t k = 0; k < g->n_pods; k++) {
-            unsigned node, mask;
-            int used = 0;
-            if (sscanf(p, " %u:%u%n", &node, &mask, &used) != 2 || node >= in->cluster->n_nodes) {
-                free(a);
-                return sched_fail(eb, SCHED_EINVAL, "database: meta %s: bad placement", key);
-            }
-            a[k] = (struct sched_assign){.node = node, .gpu_mask = mask};
-            p += used;
-        }
-        r->assign[j] = a;
-        if (status != ENG_JOB_RUNNING)
-            continue;
-        sim_occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
-        r->runpos[j] = r->n_run;
-        r->runlist[r->n_run++] = j;
-        sim_heap_push(r, rstart + over + rem, j, FIN_FINISH);
-        if (evicting)
-            sim_heap_push(r, eat, j, (enum fin_kind)ekind);
+        if (npods > 0 && (rc = resume_run(r, j, key, text + off, evicting != 0, eb)) != 0)
+            return rc;
     }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];

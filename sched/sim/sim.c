@@ -685,107 +685,152 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     return rc;
 }
 
+/* The engine of a run: the failure flags' limits (their defaults are the engine's), room for
+ * every job and node. */
+static struct eng *run_engine(const struct sim_failures *fl, size_t nj, size_t nn)
+{
+    struct eng_limits lim;
+    eng_limits_default(&lim);
+    if (fl)
+        lim = (struct eng_limits){.strikes = fl->strikes,
+                                  .strike_window_ms = fl->strike_window_ms,
+                                  .quarantine_ms = fl->quarantine_ms,
+                                  .hold_ms = lim.hold_ms,
+                                  .backoff_ms = fl->backoff_ms};
+    struct eng *e = eng_new(&lim);
+    if (e && eng_reserve(e, (uint32_t)nj, (uint32_t)nn) != 0) {
+        eng_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* Every array of a run; false when one could not be allocated (run_free() frees the rest). */
+static bool run_alloc(struct run *r)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *out = r->st;
+    size_t nj = in->n_jobs ? in->n_jobs : 1, nq = in->n_queues + 1, nn = in->cluster->n_nodes + 1;
+    r->state = calloc(nn, sizeof(*r->state));
+    r->base = place_base_new(in->cluster);
+    r->start_ms = calloc(nj, sizeof(*r->start_ms));
+    r->end_ms = calloc(nj, sizeof(*r->end_ms));
+    r->assign = calloc(nj, sizeof(*r->assign));
+    r->queues = calloc(nq, sizeof(*r->queues));
+    r->cap_heap = (uint32_t)nj + 16;
+    r->heap = calloc(r->cap_heap, sizeof(*r->heap));
+    r->n_flavors = in->config->n_flavors;
+    r->usage = calloc(nq * r->n_flavors * RES_MAX, sizeof(*r->usage));
+    r->job_flavor = calloc(nj, sizeof(*r->job_flavor));
+    r->hist = calloc(nq, sizeof(*r->hist));
+    r->share = calloc(nq, sizeof(*r->share));
+    r->reclaim_wait = calloc(nq, sizeof(*r->reclaim_wait));
+    out->per_queue = calloc(nq, sizeof(*out->per_queue));
+    out->node_gpu_s = calloc(nn, sizeof(*out->node_gpu_s));
+    r->pods_on = calloc(nn, sizeof(*r->pods_on));
+    r->unbounded = calloc(nn, sizeof(*r->unbounded));
+    r->bounded_max = calloc(nn, sizeof(*r->bounded_max));
+    r->remaining_ms = calloc(nj, sizeof(*r->remaining_ms));
+    r->run_start_ms = calloc(nj, sizeof(*r->run_start_ms));
+    r->overhead_ms = calloc(nj, sizeof(*r->overhead_ms));
+    r->busy_ms = calloc(nj, sizeof(*r->busy_ms));
+    r->gen = calloc(nj, sizeof(*r->gen));
+    r->n_evicted = calloc(nj, sizeof(*r->n_evicted));
+    r->evicting = calloc(nj, 1);
+    r->evict_at = calloc(nj, sizeof(*r->evict_at));
+    r->evict_kind = calloc(nj, 1);
+    r->runlist = calloc(nj, sizeof(*r->runlist));
+    r->runpos = calloc(nj, sizeof(*r->runpos));
+    r->runv = calloc(nj, sizeof(*r->runv));
+    if (r->fail) {
+        r->broken = calloc(nj, 1);
+        r->broken_start = calloc(nj, 1);
+        r->lost_node = calloc(nj, sizeof(*r->lost_node));
+        r->attempts = calloc(nj, sizeof(*r->attempts));
+        r->fail_at = calloc(nj, sizeof(*r->fail_at));
+        r->down_at = calloc(nn, sizeof(*r->down_at));
+    }
+    r->eng = run_engine(r->fail, nj, nn);
+    bool est_ok = sim_estimates_alloc(r, nj, nn);
+    if (r->opt->db) {
+        r->dirty = calloc(nj, 1);
+        r->dirty_list = calloc(nj, sizeof(*r->dirty_list));
+        r->node_dirty = calloc(nn, 1);
+        r->last_why = calloc(nj, 1);
+        r->last_reason = calloc(nj, sizeof(*r->last_reason));
+        r->db_placed = calloc(nj, 1);
+    }
+    return r->state && r->base && r->start_ms && r->end_ms && r->assign && r->queues && r->heap &&
+           r->usage && r->job_flavor && r->hist && r->share && r->reclaim_wait && out->per_queue &&
+           out->node_gpu_s && r->pods_on && r->unbounded && r->bounded_max && r->remaining_ms &&
+           r->run_start_ms && r->overhead_ms && r->busy_ms && r->gen && r->n_evicted &&
+           r->evicting && r->evict_at && r->evict_kind && r->runlist && r->runpos && r->runv &&
+           est_ok && r->eng &&
+           (!r->fail || (r->broken && r->broken_start && r->lost_node && r->attempts &&
+                         r->fail_at && r->down_at)) &&
+           (!r->opt->db || (r->dirty && r->dirty_list && r->node_dirty && r->last_why &&
+                            r->last_reason && r->db_placed));
+}
+
+/* The starting values: every job's work, the queues' nominal GPUs, the largest island. */
+static void run_init(struct run *r)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t j = 0; j < in->n_jobs; j++)
+        r->remaining_ms[j] = in->jobs[j].duration_ms;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        const struct config_queue *cq = &in->config->queues[q];
+        for (uint32_t f = 0; f < r->n_flavors; f++) {
+            const struct config_quota *qu = config_quota_get(in->config, &cq->q, f, RES_GPU);
+            if (qu)
+                r->st->per_queue[q].nominal_gpus += (double)qu->nominal;
+        }
+    }
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        queue_list_init(&r->queues[q], r->pol->by_priority);
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        if (gpu_max_island(&in->cluster->nodes[i]) > r->max_island)
+            r->max_island = gpu_max_island(&in->cluster->nodes[i]);
+}
+
+static void run_free(struct run *r)
+{
+    for (uint32_t j = 0; r->assign && j < r->in->n_jobs; j++)
+        free(r->assign[j]);
+    for (uint32_t q = 0; r->queues && q < r->in->n_queues; q++)
+        queue_list_fini(&r->queues[q]);
+    place_base_free(r->base);
+    free(r->state), free(r->start_ms), free(r->end_ms), free(r->assign);
+    free(r->queues), free(r->heap);
+    free(r->usage), free(r->job_flavor), free(r->hist), free(r->share), free(r->reclaim_wait);
+    free(r->pods_on), free(r->unbounded), free(r->bounded_max);
+    free(r->remaining_ms), free(r->run_start_ms), free(r->overhead_ms), free(r->gen);
+    free(r->busy_ms), free(r->n_evicted), free(r->evicting), free(r->runlist), free(r->runpos);
+    free(r->runv), free(r->evict_at), free(r->evict_kind), free(r->dirty), free(r->dirty_list);
+    free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
+    sim_estimates_free(r);
+    free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);
+    free(r->fail_at), free(r->down_at);
+    arena_fini(&r->life_arena);
+    eng_effects_free(&r->fx);
+    eng_free(r->eng);
+    arena_fini(&r->qarena);
+}
+
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,
             const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb)
 {
     memset(out, 0, sizeof(*out));
     out->policy = pol->name;
-    size_t nj = in->n_jobs ? in->n_jobs : 1;
-    struct run r = {.in = in, .pol = pol, .opt = opt, .st = out};
-    r.state = calloc(in->cluster->n_nodes ? in->cluster->n_nodes : 1, sizeof(*r.state));
-    r.base = place_base_new(in->cluster);
-    r.start_ms = calloc(nj, sizeof(*r.start_ms));
-    r.end_ms = calloc(nj, sizeof(*r.end_ms));
-    r.assign = calloc(nj, sizeof(*r.assign));
-    r.queues = calloc(in->n_queues + 1, sizeof(*r.queues));
-    r.cap_heap = (uint32_t)nj + 16;
-    r.heap = calloc(r.cap_heap, sizeof(*r.heap));
-    r.n_flavors = in->config->n_flavors;
-    size_t nq = in->n_queues + 1;
-    r.usage = calloc(nq * r.n_flavors * RES_MAX, sizeof(*r.usage));
-    r.job_flavor = calloc(nj, sizeof(*r.job_flavor));
-    r.hist = calloc(nq, sizeof(*r.hist));
-    r.share = calloc(nq, sizeof(*r.share));
-    r.reclaim_wait = calloc(nq, sizeof(*r.reclaim_wait));
-    out->per_queue = calloc(nq, sizeof(*out->per_queue));
-    out->node_gpu_s = calloc(in->cluster->n_nodes + 1, sizeof(*out->node_gpu_s));
-    size_t nn = in->cluster->n_nodes + 1;
-    r.pods_on = calloc(nn, sizeof(*r.pods_on));
-    r.unbounded = calloc(nn, sizeof(*r.unbounded));
-    r.bounded_max = calloc(nn, sizeof(*r.bounded_max));
-    r.remaining_ms = calloc(nj, sizeof(*r.remaining_ms));
-    r.run_start_ms = calloc(nj, sizeof(*r.run_start_ms));
-    r.overhead_ms = calloc(nj, sizeof(*r.overhead_ms));
-    r.busy_ms = calloc(nj, sizeof(*r.busy_ms));
-    r.gen = calloc(nj, sizeof(*r.gen));
-    r.n_evicted = calloc(nj, sizeof(*r.n_evicted));
-    r.evicting = calloc(nj, 1);
-    r.runlist = calloc(nj, sizeof(*r.runlist));
-    r.runpos = calloc(nj, sizeof(*r.runpos));
-    r.runv = calloc(nj, sizeof(*r.runv));
-    r.fail = opt->failures;
-    if (r.fail) {
-        r.broken = calloc(nj, 1);
-        r.broken_start = calloc(nj, 1);
-        r.lost_node = calloc(nj, sizeof(*r.lost_node));
-        r.attempts = calloc(nj, sizeof(*r.attempts));
-        r.fail_at = calloc(nj, sizeof(*r.fail_at));
-        r.down_at = calloc(nn, sizeof(*r.down_at));
-    }
-    r.evict_at = calloc(nj, sizeof(*r.evict_at));
-    struct eng_limits lim;
-    eng_limits_default(&lim);
-    if (r.fail) /* the failure flags (defaults: the engine's) */
-        lim = (struct eng_limits){.strikes = r.fail->strikes,
-                                  .strike_window_ms = r.fail->strike_window_ms,
-                                  .quarantine_ms = r.fail->quarantine_ms,
-                                  .hold_ms = lim.hold_ms,
-                                  .backoff_ms = r.fail->backoff_ms};
-    r.eng = eng_new(&lim);
-    arena_init(&r.life_arena, 4096);
-    if (r.eng && eng_reserve(r.eng, (uint32_t)nj, (uint32_t)nn) != 0) {
-        eng_free(r.eng);
-        r.eng = NULL;
-    }
-    bool est_ok = sim_estimates_alloc(&r, nj, nn);
-    r.evict_kind = calloc(nj, 1);
-    if (opt->db) {
-        r.dirty = calloc(nj, 1);
-        r.dirty_list = calloc(nj, sizeof(*r.dirty_list));
-        r.node_dirty = calloc(nn, 1);
-        r.last_why = calloc(nj, 1);
-        r.last_reason = calloc(nj, sizeof(*r.last_reason));
-        r.db_placed = calloc(nj, 1);
-    }
     out->n_queues = in->n_queues;
+    struct run r = {.in = in, .pol = pol, .opt = opt, .st = out, .fail = opt->failures};
     arena_init(&r.qarena, 16 * 1024);
+    arena_init(&r.life_arena, 4096);
     int rc;
-    if (!r.state || !r.base || !r.start_ms || !r.end_ms || !r.assign || !r.queues || !r.heap ||
-        !r.usage || !r.job_flavor || !r.hist || !r.share || !r.reclaim_wait || !out->per_queue ||
-        !r.pods_on || !r.unbounded || !r.bounded_max || !r.remaining_ms || !r.run_start_ms ||
-        !r.overhead_ms || !r.busy_ms || !r.gen || !r.n_evicted || !r.evicting || !r.runlist ||
-        !r.runpos || !r.runv || !est_ok || !r.eng ||
-        (r.fail && (!r.broken || !r.broken_start || !r.lost_node || !r.attempts || !r.fail_at ||
-                    !r.down_at)) ||
-        (opt->db && (!r.dirty || !r.dirty_list || !r.node_dirty || !r.last_why || !r.last_reason ||
-                     !r.db_placed))) {
+    if (!run_alloc(&r)) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
-        for (uint32_t j = 0; j < in->n_jobs; j++)
-            r.remaining_ms[j] = in->jobs[j].duration_ms;
-        for (uint32_t q = 0; q < in->n_queues; q++) {
-            const struct config_queue *cq = &in->config->queues[q];
-            for (uint32_t f = 0; f < r.n_flavors; f++) {
-                const struct config_quota *qu = config_quota_get(in->config, &cq->q, f, RES_GPU);
-                if (qu)
-                    out->per_queue[q].nominal_gpus += (double)qu->nominal;
-            }
-        }
-        for (uint32_t q = 0; q < in->n_queues; q++)
-            queue_list_init(&r.queues[q], pol->by_priority);
-        for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
-            if (gpu_max_island(&in->cluster->nodes[i]) > r.max_island)
-                r.max_island = gpu_max_island(&in->cluster->nodes[i]);
+        run_init(&r);
         LOG_INFO("sim", "policy %s: %u jobs on %u nodes", pol->name, in->n_jobs,
                  in->cluster->n_nodes);
         if (opt->events)
@@ -797,27 +842,7 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     if (rc == 0)
         LOG_INFO("sim", "policy %s: done, %llu cycles, %u started", pol->name,
                  (unsigned long long)out->cycles, out->started);
-    for (uint32_t j = 0; r.assign && j < in->n_jobs; j++)
-        free(r.assign[j]);
-    for (uint32_t q = 0; r.queues && q < in->n_queues; q++)
-        queue_list_fini(&r.queues[q]);
-    place_base_free(r.base);
-    free(r.state), free(r.start_ms), free(r.end_ms), free(r.assign);
-    free(r.queues), free(r.heap);
-    free(r.usage), free(r.job_flavor), free(r.hist), free(r.share), free(r.reclaim_wait);
-    free(r.pods_on), free(r.unbounded), free(r.bounded_max);
-    free(r.remaining_ms), free(r.run_start_ms), free(r.overhead_ms), free(r.gen), free(r.busy_ms);
-    free(r.n_evicted), free(r.evicting), free(r.runlist), free(r.runpos), free(r.runv);
-    free(r.evict_at), free(r.evict_kind), free(r.dirty), free(r.dirty_list), free(r.node_dirty);
-    free(r.last_why);
-    free(r.last_reason), free(r.db_placed);
-    sim_estimates_free(&r);
-    free(r.broken), free(r.broken_start), free(r.lost_node), free(r.attempts);
-    free(r.fail_at), free(r.down_at);
-    arena_fini(&r.life_arena);
-    eng_effects_free(&r.fx);
-    eng_free(r.eng);
-    arena_fini(&r.qarena);
+    run_free(&r);
     if (rc != 0)
         sim_stats_free(out);
     return rc;

@@ -83,6 +83,33 @@ static double job_wait_s(const struct run *r, uint32_t j)
 
 #define ETA_WAITED_S 600.0 /* the start-time KPIs count gangs that waited longer (seconds) */
 
+/* The per-queue results (qq: room for every job, scratch). */
+static void per_queue(struct run *r, double *qq)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    for (uint32_t k = 0; k < in->n_queues; k++) {
+        struct sim_queue_stats *ps = &st->per_queue[k];
+        size_t n = 0;
+        ps->name = in->queues[k].name;
+        for (uint32_t j = 0; j < in->n_jobs; j++) {
+            if (in->jobs[j].gang.queue != k)
+                continue;
+            ps->jobs++;
+            if (sim_state(r, j) != ENG_JOB_RUNNING && sim_state(r, j) != ENG_JOB_FINISHED)
+                continue;
+            qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+            ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
+        }
+        qsort(qq, n, sizeof(*qq), cmp_double);
+        ps->mean_queue_s = mean(qq, n);
+        if (ps->multinode_jobs)
+            ps->multinode_mean_queue_s /= ps->multinode_jobs;
+        st->reclaim_wait_s += ps->reclaim_wait_s;
+        ps->p95_queue_s = pct(qq, n, 0.95);
+    }
+}
+
 int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted, double frag_time,
                   double frag_wait)
 {
@@ -186,26 +213,7 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
     st->fragmentation = frag_wait > 0 ? frag_weighted / frag_wait : 0.0;
     st->whole_node_wait_share = frag_time > 0 ? frag_wait / frag_time : 0.0;
     st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
-    for (uint32_t k = 0; k < in->n_queues; k++) {
-        struct sim_queue_stats *ps = &st->per_queue[k];
-        size_t n = 0;
-        ps->name = in->queues[k].name;
-        for (uint32_t j = 0; j < in->n_jobs; j++) {
-            if (in->jobs[j].gang.queue != k)
-                continue;
-            ps->jobs++;
-            if (sim_state(r, j) != ENG_JOB_RUNNING && sim_state(r, j) != ENG_JOB_FINISHED)
-                continue;
-            qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-            ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
-        }
-        qsort(qq, n, sizeof(*qq), cmp_double);
-        ps->mean_queue_s = mean(qq, n);
-        if (ps->multinode_jobs)
-            ps->multinode_mean_queue_s /= ps->multinode_jobs;
-        st->reclaim_wait_s += ps->reclaim_wait_s;
-        ps->p95_queue_s = pct(qq, n, 0.95);
-    }
+    per_queue(r, qq);
     free(q), free(jct), free(qq);
     return 0;
 }

@@ -272,6 +272,18 @@ static void test_rules(void **state)
     }
 }
 
+/* Gang 1 of two members m[], minMember 2, start timeout 60 s, grace 30 s. */
+static struct eng_gang_facts two(const struct eng_member *m, uint32_t max_restarts)
+{
+    return (struct eng_gang_facts){.gang = 1,
+                                   .members = m,
+                                   .n_members = 2,
+                                   .min_member = 2,
+                                   .start_timeout_ms = 60 * S,
+                                   .grace_ms = 30 * S,
+                                   .max_restarts = max_restarts};
+}
+
 /* An action carried out: the job is torn down, its budget used, its strike counted; the same
  * facts at the next step leave it alone (every member on its way out). */
 static void test_apply(void **state)
@@ -281,13 +293,7 @@ static void test_apply(void **state)
     assert_non_null(e);
     assert_int_equal(eng_job_bound(e, 1, 0), 0);
     struct eng_member m[] = {RUN(0), WAIT(5)};
-    struct eng_gang_facts gf = {.gang = 1,
-                                .members = m,
-                                .n_members = 2,
-                                .min_member = 2,
-                                .start_timeout_ms = 60 * S,
-                                .grace_ms = 30 * S,
-                                .max_restarts = 0};
+    struct eng_gang_facts gf = two(m, 0);
     struct arena a;
     arena_init(&a, 4096);
     struct eng_life_action *acts;
@@ -320,13 +326,7 @@ static void test_engine_node_health(void **state)
     assert_non_null(e);
     assert_int_equal(eng_job_bound(e, 1, 0), 0);
     struct eng_member m[] = {RUN(0), RUN(4)};
-    struct eng_gang_facts gf = {.gang = 1,
-                                .members = m,
-                                .n_members = 2,
-                                .min_member = 2,
-                                .start_timeout_ms = 60 * S,
-                                .grace_ms = 30 * S,
-                                .max_restarts = 3};
+    struct eng_gang_facts gf = two(m, 3);
     struct arena a;
     arena_init(&a, 4096);
     struct eng_life_action *acts;
