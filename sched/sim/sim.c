@@ -492,11 +492,11 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
     return eng_cycle_holds(r->eng, res, NULL, now);
 }
 
-static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena *arena,
-                     int64_t now, uint32_t *evicted, struct sched_errbuf *eb)
+/* What the core sees: the queues, the running gangs (with preemption), the estimates. */
+static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
+                     struct sched_snapshot *snap)
 {
     const struct sim_input *in = r->in;
-    const struct cluster *c = in->cluster;
     for (uint32_t q = 0; q < in->n_queues; q++)
         views[q] = (struct sched_queue_view){.queue = &in->queues[q],
                                              .pending = r->queues[q].items,
@@ -506,60 +506,85 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     if (r->pol->preempt)
         build_views(r, now);
     sim_estimates(r, now);
-    struct sched_snapshot snap = {.now_ms = now,
-                                  .cluster = c,
-                                  .state = r->state,
-                                  .queues = views,
-                                  .n_queues = in->n_queues,
-                                  .policy = r->pol,
-                                  .config = in->config,
-                                  .usage = r->usage,
-                                  .hist_share = r->hist,
-                                  .running = r->pol->preempt ? r->runv : NULL,
-                                  .n_running = r->pol->preempt ? r->n_run : 0,
-                                  .runtime_est_ms = r->rt_est,
-                                  .runtime_typ_ms = r->rt_typ,
-                                  .release_typ_ms = r->rel_typ,
-                                  .releases = r->rels,
-                                  .n_releases = r->n_rels,
-                                  .n_runtime_est = in->n_jobs,
-                                  .plan_starts = true,
-                                  /* verdicts serve only rejects unless explained or logged */
-                                  .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,
-                                  .base = r->base};
+    *snap = (struct sched_snapshot){.now_ms = now,
+                                    .cluster = in->cluster,
+                                    .state = r->state,
+                                    .queues = views,
+                                    .n_queues = in->n_queues,
+                                    .policy = r->pol,
+                                    .config = in->config,
+                                    .usage = r->usage,
+                                    .hist_share = r->hist,
+                                    .running = r->pol->preempt ? r->runv : NULL,
+                                    .n_running = r->pol->preempt ? r->n_run : 0,
+                                    .runtime_est_ms = r->rt_est,
+                                    .runtime_typ_ms = r->rt_typ,
+                                    .release_typ_ms = r->rel_typ,
+                                    .releases = r->rels,
+                                    .n_releases = r->n_rels,
+                                    .n_runtime_est = in->n_jobs,
+                                    .plan_starts = true,
+                                    /* verdicts serve only rejects unless explained or logged */
+                                    .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,
+                                    .base = r->base};
+}
+
+/* What the cycle decided, kept: its hints for the next cycle, the event log, --explain, the
+ * decision log. */
+static int record(struct run *r, const struct sched_result *res, int64_t now,
+                  struct sched_errbuf *eb)
+{
+    r->st->cycles++;
+    r->st->reservations += res->n_reservations;
+    sim_note_etas(r, res);
+    /* this cycle's starvation reservations are the next cycle's hints */
+    if (eng_cycle_hints(r->eng, res, NULL) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (r->opt->events)
+        sim_log_reservations(r, res, now);
+    if (r->opt->explain_job)
+        sim_explain(r, res, now);
+    if (r->opt->db && sim_db_cycle_records(r, res, now, eb) != 0)
+        return -1;
+    return 0;
+}
+
+/* What the cycle decided, carried out: evictions first (their victims' sched_running views
+ * point into this cycle's state) and the preemptors' holds, starts, rejects. */
+static int carry_out(struct run *r, const struct sched_result *res, int64_t now, uint32_t *evicted,
+                     struct sched_errbuf *eb)
+{
+    if (apply_evictions(r, res, now, evicted) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t p = 0; p < res->n_placements; p++)
+        if (start(r, &res->placements[p], now) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory starting a job");
+    for (uint32_t v = 0; v < res->n_verdicts; v++)
+        if ((res->verdicts[v].why == SCHED_WHY_NEVER ||
+             res->verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
+            sim_state(r, res->verdicts[v].gang->id) == ENG_JOB_PENDING) {
+            char buf[256];
+            sched_verdict_format(&res->verdicts[v], r->in->cluster, r->in->config, buf,
+                                 sizeof(buf));
+            reject(r, res->verdicts[v].gang->id, now, buf);
+        }
+    return 0;
+}
+
+/* One scheduling cycle: snapshot, the engine's holds and hints, the core, record, carry out. */
+static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena *arena,
+                     int64_t now, uint32_t *evicted, struct sched_errbuf *eb)
+{
+    struct sched_snapshot snap;
     struct sched_result res;
+    snapshot(r, views, now, &snap);
     arena_reset(arena);
     struct eng_ids ids = {.ctx = r, .core_gang = core_gang};
     if (eng_holds_view(r->eng, now, &ids, arena, &snap) != 0 ||
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
-    r->st->cycles++;
-    r->st->reservations += res.n_reservations;
-    sim_note_etas(r, &res);
-    /* this cycle's starvation reservations are the next cycle's hints */
-    if (eng_cycle_hints(r->eng, &res, NULL) != 0)
-        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    if (r->opt->events)
-        sim_log_reservations(r, &res, now);
-    if (r->opt->explain_job)
-        sim_explain(r, &res, now);
-    if (r->opt->db && sim_db_cycle_records(r, &res, now, eb) != 0)
-        return -1;
-    /* evictions first: their victims' sched_running views point into this cycle's state */
-    if (apply_evictions(r, &res, now, evicted) != 0)
-        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    for (uint32_t p = 0; p < res.n_placements; p++)
-        if (start(r, &res.placements[p], now) != 0)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory starting a job");
-    for (uint32_t v = 0; v < res.n_verdicts; v++)
-        if ((res.verdicts[v].why == SCHED_WHY_NEVER ||
-             res.verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
-            sim_state(r, res.verdicts[v].gang->id) == ENG_JOB_PENDING) {
-            char buf[256];
-            sched_verdict_format(&res.verdicts[v], c, in->config, buf, sizeof(buf));
-            reject(r, res.verdicts[v].gang->id, now, buf);
-        }
-    return 0;
+    int rc = record(r, &res, now, eb);
+    return rc != 0 ? rc : carry_out(r, &res, now, evicted, eb);
 }
 
 /* A crash on purpose (--stop-after-events): no cleanup, no flush, no commit. */
@@ -569,108 +594,116 @@ static void maybe_crash(const struct run *r)
         _exit(75);
 }
 
-static int run_loop(struct run *r, struct sched_errbuf *eb)
+/* The next instant with an arrival or a timed event, INT64_MAX when the run is over. Timed
+ * events of evicted runs are stale: they must not make an instant (a resumed run does not have
+ * them). */
+static int64_t next_instant(struct run *r)
 {
     const struct sim_input *in = r->in;
-    struct arena arena;
-    arena_init(&arena, 256 * 1024);
-    struct sched_queue_view *views = calloc(in->n_queues + 1, sizeof(*views));
-    if (!views)
+    int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
+    while (r->n_heap && fin_stale(r, &r->heap[0]))
+        heap_pop(r);
+    int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
+    int64_t now = t_sub < t_fin ? t_sub : t_fin;
+    return work_left(r) ? now : INT64_MAX; /* node failures go on forever: not work */
+}
+
+/* KPIs over [prev_t, now), from the state the previous instant set: fragmentation (the mean
+ * runs over the time some whole-node gang waits, frag_wait; frag_t is the makespan), quota. */
+static void integrate(struct run *r, int64_t now)
+{
+    r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
+    r->frag_t += (double)(now - r->prev_t);
+    r->frag_wait += r->whole_waiting ? (double)(now - r->prev_t) : 0.0;
+    sim_quota_integrate(r, now - r->prev_t);
+    r->prev_t = now;
+}
+
+/* The timed events of the instant: finishes, evictions, failures. */
+static void timed_events(struct run *r, int64_t now)
+{
+    while (r->n_heap && r->heap[0].t_ms == now) {
+        struct fin f = heap_pop(r);
+        if (fin_stale(r, &f))
+            continue; /* the run it belonged to was evicted */
+        if (f.kind >= FIN_TEARDOWN) {
+            sim_failure_event(r, &f, now);
+        } else if (f.kind == FIN_FINISH) {
+            finish(r, f.job, now);
+            r->t_end = now;
+        } else if (f.kind == FIN_EVICT) {
+            evict(r, f.job, now, "preempted after a requested checkpoint", true);
+        } else {
+            evict(r, f.job, now, "preempted: no checkpoint within the grace", false);
+        }
+        maybe_crash(r);
+    }
+}
+
+static void arrivals(struct run *r, int64_t now)
+{
+    while (r->next_sub < r->in->n_jobs && r->in->jobs[r->next_sub].gang.submit_ms == now) {
+        sim_submit(r, r->next_sub++, now);
+        maybe_crash(r);
+    }
+}
+
+/* A cycle; again at the same instant when it evicted (the preemptors start at once). */
+static int cycles(struct run *r, struct sched_queue_view *views, struct arena *arena, int64_t now,
+                  struct sched_errbuf *eb)
+{
+    int rc = 0;
+    for (int again = 0; again < 3 && r->n_pending > 0 && rc == 0; again++) {
+        uint32_t evicted = 0;
+        rc = one_cycle(r, views, arena, now, &evicted, eb);
+        maybe_crash(r);
+        if (evicted == 0)
+            break;
+    }
+    if (rc == 0 && r->oom)
+        rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    return rc;
+}
+
+/* After the instant: quota metrics, the state the next interval is integrated over, a series
+ * point, and with --db one transaction per batch of instants (a resume restarts after the
+ * last one). */
+static int observe(struct run *r, int64_t now, struct sched_errbuf *eb)
+{
+    if (sim_quota_observe(r) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    r->whole_waiting = r->n_pending_whole > 0;
+    r->frag_now = r->whole_waiting ? sim_stranded_share(r) : 0.0;
+    int rc = sim_add_point(r, now, r->t0);
+    if (rc != 0)
+        return sched_fail(eb, rc, "out of memory");
+    if (r->opt->db &&
+        ++r->uncommitted >= (r->opt->db_batch ? r->opt->db_batch : DB_BATCH_INSTANTS)) {
+        r->uncommitted = 0;
+        return sim_db_commit_instant(r, now, true, eb);
+    }
+    return 0;
+}
+
+/* Before the first instant: a resumed run's state, the store's transaction, the failures. */
+static int run_begin(struct run *r, struct sched_errbuf *eb)
+{
+    const struct sim_input *in = r->in;
     int rc = 0;
     r->t0 = in->n_jobs ? in->jobs[0].gang.submit_ms : 0;
     r->t_end = r->prev_t = r->t0;
     if (r->opt->db && r->opt->resume && (rc = sim_db_resume(r, eb)) == 0)
         sim_relearn(r); /* what the crashed run had learned from its finishes */
-    if (rc != 0 ||
-        (r->opt->db && ((rc = store_begin(r->opt->db, eb)) != 0 ||
-                        (rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb)) != 0))) {
-        arena_fini(&arena);
-        free(views);
-        return rc;
-    }
-    if (r->fail)
+    if (rc == 0 && r->opt->db && (rc = store_begin(r->opt->db, eb)) == 0)
+        rc = store_config_apply(r->opt->db, in->config, NULL, 0, eb);
+    if (rc == 0 && r->fail)
         sim_failures_init(r, r->t0);
-    double last_progress = wall_s();
-    uint64_t iter = 0, instants = 0; /* instants simulated by this process */
-    for (;;) {
-        int64_t t_sub = r->next_sub < in->n_jobs ? in->jobs[r->next_sub].gang.submit_ms : INT64_MAX;
-        /* timed events of evicted runs are stale: they must not make an instant (a resumed
-         * run does not have them) */
-        while (r->n_heap && fin_stale(r, &r->heap[0]))
-            heap_pop(r);
-        int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
-        int64_t now = t_sub < t_fin ? t_sub : t_fin;
-        if (now == INT64_MAX || !work_left(r))
-            break; /* (node failures go on forever: the run ends with its last job) */
-        instants++;
-        /* fragmentation over [prev_t, now): the state set by the previous instant; the mean
-         * runs over the time some whole-node gang waits (frag_wait), frag_t is the makespan */
-        r->frag_w += r->whole_waiting ? r->frag_now * (double)(now - r->prev_t) : 0.0;
-        r->frag_t += (double)(now - r->prev_t);
-        r->frag_wait += r->whole_waiting ? (double)(now - r->prev_t) : 0.0;
-        sim_quota_integrate(r, now - r->prev_t);
-        r->prev_t = now;
-        while (r->n_heap && r->heap[0].t_ms == now) {
-            struct fin f = heap_pop(r);
-            if (fin_stale(r, &f))
-                continue; /* the run it belonged to was evicted */
-            if (f.kind >= FIN_TEARDOWN) {
-                sim_failure_event(r, &f, now);
-            } else if (f.kind == FIN_FINISH) {
-                finish(r, f.job, now);
-                r->t_end = now;
-            } else if (f.kind == FIN_EVICT) {
-                evict(r, f.job, now, "preempted after a requested checkpoint", true);
-            } else {
-                evict(r, f.job, now, "preempted: no checkpoint within the grace", false);
-            }
-            maybe_crash(r);
-        }
-        sim_learn(r);
-        while (r->next_sub < in->n_jobs && in->jobs[r->next_sub].gang.submit_ms == now) {
-            sim_submit(r, r->next_sub++, now);
-            maybe_crash(r);
-        }
-        /* a cycle; again at the same instant when it evicted (the preemptors start at once) */
-        for (int again = 0; again < 3 && r->n_pending > 0 && rc == 0; again++) {
-            uint32_t evicted = 0;
-            rc = one_cycle(r, views, &arena, now, &evicted, eb);
-            maybe_crash(r);
-            if (evicted == 0)
-                break;
-        }
-        if (rc == 0 && r->oom)
-            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        if (rc != 0)
-            break;
-        if (sim_quota_observe(r) != 0) {
-            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-            break;
-        }
-        r->whole_waiting = r->n_pending_whole > 0;
-        r->frag_now = r->whole_waiting ? sim_stranded_share(r) : 0.0;
-        if ((rc = sim_add_point(r, now, r->t0)) != 0) {
-            sched_fail(eb, rc, "out of memory");
-            break;
-        }
-        /* one transaction per batch of instants (a resume restarts after the last one) */
-        if (r->opt->db &&
-            ++r->uncommitted >= (r->opt->db_batch ? r->opt->db_batch : DB_BATCH_INSTANTS)) {
-            r->uncommitted = 0;
-            if ((rc = sim_db_commit_instant(r, now, true, eb)) != 0)
-                break;
-        }
-        if (r->opt->progress && (++iter & 1023) == 0 && wall_s() - last_progress > 0.5) {
-            last_progress = wall_s();
-            fprintf(stderr, "\r%-10s day %6.1f  submitted %u/%u  pending %u   ", r->pol->name,
-                    (double)(now - r->t0) / 8.64e7, r->next_sub, in->n_jobs, r->n_pending);
-        }
-    }
-    if (r->opt->progress)
-        fprintf(stderr, "\r%-70s\r", "");
-    arena_fini(&arena);
-    free(views);
+    return rc;
+}
+
+/* After the last instant: the last commit, the KPIs, the per-job CSV. */
+static int run_end(struct run *r, int rc, uint64_t instants, struct sched_errbuf *eb)
+{
     /* --resume of a finished run changes nothing: no commit (commit_seq stays) */
     if (rc == 0 && r->opt->db && (instants > 0 || !r->opt->resume))
         rc = sim_db_commit_instant(r, r->prev_t, false, eb);
@@ -683,6 +716,44 @@ static int run_loop(struct run *r, struct sched_errbuf *eb)
     if (rc != 0 && !eb->msg[0])
         sched_fail(eb, rc, "out of memory");
     return rc;
+}
+
+static void progress(const struct run *r, int64_t now, uint64_t iter, double *last)
+{
+    if (!r->opt->progress || (iter & 1023) != 0 || wall_s() - *last <= 0.5)
+        return;
+    *last = wall_s();
+    fprintf(stderr, "\r%-10s day %6.1f  submitted %u/%u  pending %u   ", r->pol->name,
+            (double)(now - r->t0) / 8.64e7, r->next_sub, r->in->n_jobs, r->n_pending);
+}
+
+/* The loop: each instant is a list of phases. */
+static int run_loop(struct run *r, struct sched_errbuf *eb)
+{
+    struct arena arena;
+    arena_init(&arena, 256 * 1024);
+    struct sched_queue_view *views = calloc(r->in->n_queues + 1, sizeof(*views));
+    int rc = views ? run_begin(r, eb) : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    double last_progress = wall_s();
+    uint64_t instants = 0; /* instants simulated by this process */
+    int64_t now;
+    while (rc == 0 && (now = next_instant(r)) != INT64_MAX) {
+        instants++;
+        integrate(r, now);
+        timed_events(r, now);
+        sim_learn(r);
+        arrivals(r, now);
+        if ((rc = cycles(r, views, &arena, now, eb)) == 0)
+            rc = observe(r, now, eb);
+        progress(r, now, instants, &last_progress);
+    }
+    if (r->opt->progress)
+        fprintf(stderr, "\r%-70s\r", "");
+    arena_fini(&arena);
+    if (!views)
+        return rc;
+    free(views);
+    return run_end(r, rc, instants, eb);
 }
 
 /* The engine of a run: the failure flags' limits (their defaults are the engine's), room for
