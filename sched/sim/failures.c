@@ -96,7 +96,7 @@ static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_
 
 /* Every member of broken job j goes at once: the statistics of the lost run, its nodes freed,
  * event `evict`. `own`: a failed start (no work was done), else a member was lost. */
-static void tear_down(struct run *r, uint32_t j, bool own, int64_t now)
+void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now)
 {
     const struct sim_job *job = &r->in->jobs[j];
     /* work since the last checkpoint is lost (a failed start did no work at all) */
@@ -128,58 +128,6 @@ static void tear_down(struct run *r, uint32_t j, bool own, int64_t now)
     }
 }
 
-/* Carries out one of the engine's effects. */
-static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
-{
-    switch (f->kind) {
-    case ENG_FX_TEARDOWN: /* whole: the simulator has no partial replacement */
-        tear_down(r, f->gang, f->own, now);
-        if (eng_job_gone(r->eng, f->gang, now, &r->fx) != 0)
-            r->oom = true;
-        return;
-    case ENG_FX_QUARANTINE:
-        r->state[f->node].quarantined = true;
-        sim_node_changed(r, f->node);
-        r->st->quarantines++;
-        sim_heap_push(r, f->t_ms, f->node, FIN_UNQUARANTINE);
-        sim_ev_node(r, now, "quarantine", f->node);
-        return;
-    case ENG_FX_RELEASE:
-        r->state[f->node].quarantined = false;
-        sim_node_changed(r, f->node);
-        sim_ev_node(r, now, "unquarantine", f->node);
-        return;
-    case ENG_FX_GIVE_UP:
-        r->st->failed_jobs++;
-        r->fail_at[f->gang] = 0;
-        if (r->opt->events) {
-            sim_ev_head(r, now, "reject", f->gang);
-            fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
-        }
-        return;
-    case ENG_FX_REQUEUE:
-        if (f->t_ms > now) { /* after the backoff */
-            r->n_backoff++;
-            sim_heap_push(r, f->t_ms, f->gang, FIN_RESUBMIT);
-        } else { /* node failures do not use the retry budget: back in line at once */
-            sim_submit(r, f->gang, now);
-        }
-        return;
-    }
-}
-
-/* Effects in order; carrying one out may add more (a teardown's requeue). */
-static void on_effects(struct run *r, int64_t now)
-{
-    if (r->fx.oom)
-        r->oom = true;
-    for (uint32_t k = 0; k < r->fx.n; k++) {
-        struct eng_effect f = r->fx.v[k];
-        on_effect(r, &f, now);
-    }
-    eng_effects_clear(&r->fx);
-}
-
 /* The check of broken job j: the engine's rule and its effects. */
 static void teardown(struct run *r, uint32_t j, int64_t now)
 {
@@ -191,7 +139,7 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         return;
     }
     r->broken[j] = 0;
-    on_effects(r, now);
+    sim_on_effects(r, now);
 }
 
 void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
@@ -240,7 +188,7 @@ void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
     case FIN_UNQUARANTINE:
         eng_effects_clear(&r->fx);
         eng_release_due(r->eng, i, now, &r->fx);
-        on_effects(r, now);
+        sim_on_effects(r, now);
         return;
     default:
         return;

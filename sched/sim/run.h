@@ -180,6 +180,8 @@ void sim_release_job(struct run *r, uint32_t j);
 void sim_account_run(struct run *r, uint32_t j, int64_t now);
 int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t);
 
+void sim_on_effects(struct run *r, int64_t now);
+
 /* input.c */
 double sim_rng_unit(uint64_t *x);
 
@@ -197,6 +199,8 @@ bool sim_start_fails(const struct run *r, uint32_t j);
 void sim_break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t node, int64_t now);
 void sim_failure_event(struct run *r, const struct fin *f, int64_t now);
 void sim_failures_init(struct run *r, int64_t t0);
+
+void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now);
 
 /* persist.c */
 int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_errbuf *eb);

@@ -338,6 +338,61 @@ static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
     return saved > 0 ? r->run_start_ms[j] + r->overhead_ms[j] + saved : r->run_start_ms[j];
 }
 
+/* ---- the engine's effects ------------------------------------------------------------- */
+
+/* Carries out one of the engine's effects. */
+static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
+{
+    switch (f->kind) {
+    case ENG_FX_TEARDOWN: /* whole: the simulator has no partial replacement */
+        sim_tear_down(r, f->gang, f->own, now);
+        if (eng_job_gone(r->eng, f->gang, now, &r->fx) != 0)
+            r->oom = true;
+        return;
+    case ENG_FX_QUARANTINE:
+        r->state[f->node].quarantined = true;
+        sim_node_changed(r, f->node);
+        r->st->quarantines++;
+        sim_heap_push(r, f->t_ms, f->node, FIN_UNQUARANTINE);
+        sim_ev_node(r, now, "quarantine", f->node);
+        return;
+    case ENG_FX_RELEASE:
+        r->state[f->node].quarantined = false;
+        sim_node_changed(r, f->node);
+        sim_ev_node(r, now, "unquarantine", f->node);
+        return;
+    case ENG_FX_GIVE_UP:
+        r->st->failed_jobs++;
+        r->fail_at[f->gang] = 0;
+        if (r->opt->events) {
+            sim_ev_head(r, now, "reject", f->gang);
+            fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
+        }
+        return;
+    case ENG_FX_REQUEUE:
+        if (f->t_ms > now) { /* after the backoff */
+            r->n_backoff++;
+            sim_heap_push(r, f->t_ms, f->gang, FIN_RESUBMIT);
+        } else { /* node failures do not use the retry budget: back in line at once */
+            sim_submit(r, f->gang, now);
+        }
+        return;
+    }
+}
+
+/* The engine's effects in r->fx, carried out in order (carrying one out may add more: a
+ * teardown's requeue), then cleared. */
+void sim_on_effects(struct run *r, int64_t now)
+{
+    if (r->fx.oom)
+        r->oom = true;
+    for (uint32_t k = 0; k < r->fx.n; k++) {
+        struct eng_effect f = r->fx.v[k];
+        on_effect(r, &f, now);
+    }
+    eng_effects_clear(&r->fx);
+}
+
 /* Evicts a running job at `now`: work since its last checkpoint is lost, it goes back to its
  * queue with its original submission time. `checkpointed` = it saved everything just now. */
 static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bool checkpointed)
@@ -370,7 +425,13 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
         fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
                 (double)job->gang.gpus * (double)lost_ms / 1000.0);
     }
-    sim_submit(r, j, now); /* back to its queue, original submission time kept */
+    /* the engine's job state: torn down by a preemption, gone at once, requeued now (back to its
+     * queue, original submission time kept) */
+    eng_job_evict(r->eng, j);
+    eng_effects_clear(&r->fx);
+    if (eng_job_gone(r->eng, j, now, &r->fx) != 0)
+        r->oom = true;
+    sim_on_effects(r, now);
 }
 
 /* ---- failures ------------------------------------------------------------------------------ */
