@@ -169,6 +169,8 @@ static int set_state(struct eng *e, uint32_t g, enum eng_state s)
     struct eng_job *j = job_at(e, g);
     if (!j)
         return SCHED_ENOMEM;
+    if (s != j->state)
+        j->bound_ms = 0; /* the binding time belongs to one run */
     j->state = (uint8_t)s;
     if (s != ENG_JOB_TEARING)
         j->evicting = j->own = j->give_up = false;

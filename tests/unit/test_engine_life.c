@@ -18,7 +18,7 @@
 
 #define S 1000
 
-enum setup { BOUND0, TEARING, EVICTING, UNKNOWN };
+enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP };
 
 #define RUN(node)                                                                                  \
     {                                                                                              \
@@ -167,6 +167,16 @@ static const struct life_case cases[] = {
      600 * S,
      "",
      NULL},
+    {"gave up, bound again by someone: stays failed, times out from the first sight",
+     {WAIT(1)},
+     1,
+     1,
+     false,
+     GAVE_UP,
+     {0},
+     600 * S,
+     "",
+     NULL},
     {"inference: only the lost replica",
      {RUN(0), RUN(1), RUN(3)},
      3,
@@ -231,8 +241,10 @@ static void test_rules(void **state)
         const struct life_case *lc = &cases[c];
         struct eng *e = eng_new(NULL);
         assert_non_null(e);
-        if (lc->setup != UNKNOWN)
+        if (lc->setup != UNKNOWN && lc->setup != GAVE_UP)
             assert_int_equal(eng_job_bound(e, 7, 0), 0);
+        if (lc->setup == GAVE_UP)
+            assert_int_equal(eng_job_reject(e, 7), 0);
         if (lc->setup == TEARING)
             assert_int_equal(eng_job_bind_refused(e, 7), 0);
         if (lc->setup == EVICTING)
@@ -259,8 +271,9 @@ static void test_rules(void **state)
             fail_msg("%s: message '%s' lacks '%s'", lc->name, acts[0].message, lc->msg);
         if (n == 1)
             assert_int_equal(acts[0].max_restarts, 2);
-        if (lc->setup == UNKNOWN) { /* recorded as bound now: times out a timeout later */
-            assert_int_equal(eng_job_state(e, 7), ENG_JOB_RUNNING);
+        if (lc->setup == UNKNOWN || lc->setup == GAVE_UP) { /* bound now: times out later */
+            assert_int_equal(eng_job_state(e, 7),
+                             lc->setup == GAVE_UP ? ENG_JOB_FAILED : ENG_JOB_RUNNING);
             assert_int_equal(eng_job(e, 7).bound_ms, lc->now);
             assert_int_equal(
                 eng_life_check(e, &gf, 1, lc->now + 60 * S, lc->down, 4, &a, &acts, &n), 0);
