@@ -83,11 +83,12 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
 {
     const struct gang *g = &r->in->jobs[j].gang;
     size_t at = (size_t)snprintf(
-        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u", sim_state(r, j),
-        (long long)r->start_ms[j], (long long)r->end_ms[j], (long long)r->remaining_ms[j],
-        (long long)r->run_start_ms[j], (long long)r->overhead_ms[j], (long long)r->busy_ms[j],
-        r->gen[j], r->n_evicted[j], r->evicting[j], (long long)r->evict_at[j], r->evict_kind[j],
-        r->job_flavor[j], (long long)r->eta_first[j], r->assign[j] ? g->n_pods : 0);
+        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u",
+        (unsigned)sim_state(r, j), (long long)r->start_ms[j], (long long)r->end_ms[j],
+        (long long)r->remaining_ms[j], (long long)r->run_start_ms[j], (long long)r->overhead_ms[j],
+        (long long)r->busy_ms[j], r->gen[j], r->n_evicted[j], r->evicting[j],
+        (long long)r->evict_at[j], r->evict_kind[j], r->job_flavor[j], (long long)r->eta_first[j],
+        r->assign[j] ? g->n_pods : 0);
     for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
         at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
                                r->assign[j][k].gpu_mask);
