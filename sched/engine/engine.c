@@ -170,7 +170,7 @@ static int set_state(struct eng *e, uint32_t g, enum eng_state s)
     if (!j)
         return SCHED_ENOMEM;
     if (s != j->state)
-        j->bound_ms = 0; /* the binding time belongs to one run */
+        j->bound_ms = ENG_UNKNOWN_MS; /* the binding time belongs to one run */
     j->state = (uint8_t)s;
     if (s != ENG_JOB_TEARING)
         j->evicting = j->own = j->give_up = false;
@@ -279,6 +279,7 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
     if (g >= e->cap_jobs || e->jobs[g].state != ENG_JOB_TEARING)
         return 0;
     struct eng_job *j = &e->jobs[g];
+    j->bound_ms = ENG_UNKNOWN_MS; /* its run is over */
     if (j->give_up) {
         j->state = ENG_JOB_FAILED;
         j->own = j->give_up = j->evicting = false;

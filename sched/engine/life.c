@@ -119,10 +119,11 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         if (j.state == ENG_JOB_FAILED || j.state == ENG_JOB_FINISHED) {
             /* bound again after it ended (by someone else): its state stays, the start timeout
              * counts from the first sight */
-            if (j.bound_ms == 0)
+            if (j.bound_ms == ENG_UNKNOWN_MS)
                 e->jobs[gf->gang].bound_ms = j.bound_ms = now;
-        } else if (!tearing && j.state != ENG_JOB_RUNNING) {
-            /* first seen bound (before this process led): the start timeout counts from now */
+        } else if (!tearing && (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
+            /* first seen bound (before this process led, or restored as running): the start
+             * timeout counts from now */
             if (eng_job_bound(e, gf->gang, now) != 0)
                 return SCHED_ENOMEM;
             j.bound_ms = now;

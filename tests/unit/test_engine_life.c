@@ -18,7 +18,7 @@
 
 #define S 1000
 
-enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP };
+enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP, RESTORED };
 
 #define RUN(node)                                                                                  \
     {                                                                                              \
@@ -167,6 +167,16 @@ static const struct life_case cases[] = {
      600 * S,
      "",
      NULL},
+    {"restored as running: the start timeout counts from the first check",
+     {WAIT(1)},
+     1,
+     1,
+     false,
+     RESTORED,
+     {0},
+     600 * S,
+     "",
+     NULL},
     {"gave up, bound again by someone: stays failed, times out from the first sight",
      {WAIT(1)},
      1,
@@ -241,8 +251,10 @@ static void test_rules(void **state)
         const struct life_case *lc = &cases[c];
         struct eng *e = eng_new(NULL);
         assert_non_null(e);
-        if (lc->setup != UNKNOWN && lc->setup != GAVE_UP)
+        if (lc->setup != UNKNOWN && lc->setup != GAVE_UP && lc->setup != RESTORED)
             assert_int_equal(eng_job_bound(e, 7, 0), 0);
+        if (lc->setup == RESTORED)
+            assert_int_equal(eng_job_restore(e, 7, ENG_JOB_RUNNING, 1), 0);
         if (lc->setup == GAVE_UP)
             assert_int_equal(eng_job_reject(e, 7), 0);
         if (lc->setup == TEARING)
@@ -271,7 +283,8 @@ static void test_rules(void **state)
             fail_msg("%s: message '%s' lacks '%s'", lc->name, acts[0].message, lc->msg);
         if (n == 1)
             assert_int_equal(acts[0].max_restarts, 2);
-        if (lc->setup == UNKNOWN || lc->setup == GAVE_UP) { /* bound now: times out later */
+        if (lc->setup == UNKNOWN || lc->setup == GAVE_UP || lc->setup == RESTORED) {
+            /* recorded as bound now: times out a timeout later */
             assert_int_equal(eng_job_state(e, 7),
                              lc->setup == GAVE_UP ? ENG_JOB_FAILED : ENG_JOB_RUNNING);
             assert_int_equal(eng_job(e, 7).bound_ms, lc->now);
