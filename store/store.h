@@ -118,7 +118,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 3          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 4          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */

@@ -436,7 +436,7 @@ static void test_newer_version_refused(void **state)
     raw_sql(f->db, "PRAGMA user_version = 999;");
     size_t n;
     unsigned char *before = slurp(f->db, &n);
-    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (3)");
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (4)");
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
     same_bytes(before, n, f->db);
     free(before);
