@@ -606,8 +606,8 @@ static int preemption_row(struct store *st, sqlite3_stmt *s, void *ctx, struct s
     return e->fn.preemption(e->ctx, &p);
 }
 
-int store__preemption_query(struct store *st, enum store__stmt id, int rc,
-                            store_preemption_fn *fn, void *ctx, struct sched_errbuf *eb)
+int store__preemption_query(struct store *st, enum store__stmt id, int rc, store_preemption_fn *fn,
+                            void *ctx, struct sched_errbuf *eb)
 {
     struct each e = {.fn.preemption = fn, .ctx = ctx};
     return store__each(st, id, rc, "preemption records", preemption_row, &e, eb);

@@ -158,22 +158,22 @@ struct store__migration {
 static const char schema_v3[] = "ALTER TABLE decisions ADD COLUMN eta_ms INTEGER;\n"
                                 "ALTER TABLE decisions ADD COLUMN eta TEXT;\n";
 
-/* A job state's rank in the read order (pending, admitted, running, finished, failed): the
- * expression of the index jobs_list, spelled the same in every query that should use it. */
-#define JOB_RANK                                                                                   \
-    "(CASE state WHEN 'pending' THEN 0 WHEN 'admitted' THEN 1 WHEN 'running' THEN 2 "             \
-    "WHEN 'finished' THEN 3 ELSE 4 END)"
 /* A job's latest time: the expression of the index jobs_latest. */
 #define JOB_LATEST                                                                                 \
-    "max(submit_ms, coalesce(admit_ms, submit_ms), coalesce(start_ms, submit_ms), "               \
+    "max(submit_ms, coalesce(admit_ms, submit_ms), coalesce(start_ms, submit_ms), "                \
     "coalesce(finish_ms, submit_ms))"
 
 /* Version 4: what the HTTP API's per-route reads need (store/views_query.c): jobs in read order
- * (a page is an index range), each job's latest time (the documents' now_ms in one seek), jobs
- * per queue and state kept by triggers (a queue's counts without reading its jobs), and the
- * preemptions of one gang. */
+ * (state_rank; a page is an index range), each job's latest time (the documents' now_ms in one
+ * seek), jobs per queue and state kept by triggers (a queue's counts without reading its jobs), and
+ * the preemptions of one gang. */
 static const char schema_v4[] =
-    "CREATE INDEX jobs_list ON jobs(queue, " JOB_RANK ", submit_ms, gang);\n"
+    /* a job state's rank in the read order: a column (virtual), not an expression in the index,
+     * so that the row-value ranges of the paged queries are index ranges */
+    "ALTER TABLE jobs ADD COLUMN state_rank INTEGER GENERATED ALWAYS AS (CASE state "
+    "WHEN 'pending' THEN 0 WHEN 'admitted' THEN 1 WHEN 'running' THEN 2 WHEN 'finished' THEN 3 "
+    "ELSE 4 END) VIRTUAL;\n"
+    "CREATE INDEX jobs_list ON jobs(queue, state_rank, submit_ms, gang);\n"
     "CREATE INDEX jobs_latest ON jobs(" JOB_LATEST ");\n"
     "CREATE INDEX preemptions_victim ON preemptions(victim, ts_ms);\n"
     "CREATE INDEX preemptions_preemptor ON preemptions(preemptor);\n"
@@ -400,28 +400,27 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_ACTION_LIST] = "SELECT id, ts_ms, kind, target, detail, actor, state, done_ms, note "
                          "FROM operator_actions WHERE (?1 = 0 OR state = 'pending') ORDER BY id",
     /* the API's per-route reads (store/views_query.c) */
-    [STMT_VIEW_NOW] =
-        "SELECT max(coalesce((SELECT max(" JOB_LATEST ") FROM jobs), ?1), "
-        "coalesce((SELECT max(bound_ms) FROM placements), ?1), "
-        "coalesce((SELECT max(created_ms) FROM reservations), ?1), "
-        "coalesce((SELECT max(ts_ms) FROM preemptions), ?1), "
-        "coalesce((SELECT max(updated_ms) FROM fair_share), ?1), "
-        "coalesce((SELECT ts_ms FROM decisions ORDER BY id DESC LIMIT 1), ?1))",
+    [STMT_VIEW_NOW] = "SELECT max(coalesce((SELECT max(" JOB_LATEST ") FROM jobs), ?1), "
+                      "coalesce((SELECT max(bound_ms) FROM placements), ?1), "
+                      "coalesce((SELECT max(created_ms) FROM reservations), ?1), "
+                      "coalesce((SELECT max(ts_ms) FROM preemptions), ?1), "
+                      "coalesce((SELECT max(updated_ms) FROM fair_share), ?1), "
+                      "coalesce((SELECT ts_ms FROM decisions ORDER BY id DESC LIMIT 1), ?1))",
     [STMT_VIEW_COUNTS] = "SELECT queue, state, n FROM job_counts WHERE n > 0",
-    /* jobs in read order after the key (?3..?6; ?3 NULL: from the start), of one queue (?1)
-     * or all, every state (?2 = 1) or pending, admitted and running */
+    /* a queue's jobs in read order after the key (?3, ?4, ?5), of rank ?2 at most (2: pending,
+     * admitted and running; 4: every state): an index range of jobs_list */
     [STMT_VIEW_JOBS] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                       "start_ms, finish_ms, preemptions, restarts, " JOB_RANK " FROM jobs "
-                       "WHERE (?1 IS NULL OR queue = ?1) AND (?2 OR " JOB_RANK " < 3) AND "
-                       "(?3 IS NULL OR (queue, " JOB_RANK ", submit_ms, gang) > (?3, ?4, ?5, ?6)) "
-                       "ORDER BY queue, " JOB_RANK ", submit_ms, gang LIMIT ?7",
-    [STMT_VIEW_JOBS_LEFT] = "SELECT COUNT(*) FROM jobs "
-                            "WHERE (?1 IS NULL OR queue = ?1) AND (?2 OR " JOB_RANK " < 3) AND "
-                            "(queue, " JOB_RANK ", submit_ms, gang) > (?3, ?4, ?5, ?6)",
+                       "start_ms, finish_ms, preemptions, restarts FROM jobs "
+                       "WHERE queue = ?1 AND state_rank <= ?2 AND "
+                       "(state_rank, submit_ms, gang) > (?3, ?4, ?5) "
+                       "ORDER BY state_rank, submit_ms, gang LIMIT ?6",
+    /* a queue's jobs of one rank after the key */
+    [STMT_VIEW_JOBS_LEFT] = "SELECT COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank = ?2 "
+                            "AND (submit_ms, gang) > (?3, ?4)",
     /* pending jobs of a queue ahead of (submit_ms, gang) */
-    [STMT_VIEW_AHEAD] = "SELECT COUNT(*) FROM jobs WHERE queue = ?1 AND " JOB_RANK " = 0 AND "
+    [STMT_VIEW_AHEAD] = "SELECT COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank = 0 AND "
                         "(submit_ms, gang) < (?2, ?3)",
-    [STMT_VIEW_RUNNING] = "SELECT flavor, COUNT(*) FROM jobs WHERE queue = ?1 AND " JOB_RANK
+    [STMT_VIEW_RUNNING] = "SELECT flavor, COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank"
                           " IN (1, 2) GROUP BY flavor ORDER BY flavor",
     [STMT_VIEW_LAST_DECISION] = "SELECT why, reason, ts_ms FROM decisions WHERE gang = ?1 "
                                 "ORDER BY id DESC LIMIT 1",

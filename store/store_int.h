@@ -201,8 +201,8 @@ int store__placement_query(struct store *st, enum store__stmt id, int rc, store_
                            void *ctx, struct sched_errbuf *eb);
 int store__reservation_query(struct store *st, enum store__stmt id, int rc,
                              store_reservation_fn *fn, void *ctx, struct sched_errbuf *eb);
-int store__preemption_query(struct store *st, enum store__stmt id, int rc,
-                            store_preemption_fn *fn, void *ctx, struct sched_errbuf *eb);
+int store__preemption_query(struct store *st, enum store__stmt id, int rc, store_preemption_fn *fn,
+                            void *ctx, struct sched_errbuf *eb);
 
 /* Prunes the decision log and completed journal entries by the retention settings (inside the
  * current transaction). Returns the SQLite result. */

@@ -117,7 +117,8 @@ static int one_i64(struct store *st, enum store__stmt id, int rc, int64_t *out, 
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_type(s, 0) == SQLITE_NULL ? STORE_NO_TIME : sqlite3_column_int64(s, 0);
+        *out =
+            sqlite3_column_type(s, 0) == SQLITE_NULL ? STORE_NO_TIME : sqlite3_column_int64(s, 0);
         rc = SQLITE_OK;
     }
     int err = rc == SQLITE_OK || rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, what, eb);
@@ -175,13 +176,6 @@ static int load_base(struct store_views *v, struct sched_errbuf *eb)
 }
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
-
-static int job_rank(enum store_job_state s)
-{
-    return s == STORE_JOB_PENDING ? 0 : s == STORE_JOB_ADMITTED ? 1 : s == STORE_JOB_RUNNING ? 2
-           : s == STORE_JOB_FINISHED                            ? 3
-                                                                : 4;
-}
 
 static int last_decision(struct store_views *v, struct job_rec *j, struct sched_errbuf *eb)
 {
@@ -245,55 +239,81 @@ static int extras_all(struct store_views *v, struct sched_errbuf *eb)
     return err;
 }
 
+/* A queue's jobs this read shows (from its counts). The state_rank of a job is its enum
+ * store_job_state (pending 0 ... failed 4), so a rank indexes n_state. */
+static int64_t jobs_wanted(const struct queue_rec *q, int max_rank, int from_rank)
+{
+    int64_t n = 0;
+    for (int r = from_rank; r <= max_rank; r++)
+        n += q->n_state[r];
+    return n;
+}
+
+/* How many jobs follow `last` in read order (its queue's after it, then later queues'). */
+static int jobs_left(struct store_views *v, const struct store_read *rq, const struct job_rec *last,
+                     int max_rank, int64_t *left, struct sched_errbuf *eb)
+{
+    struct store *st = v->st;
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_VIEW_JOBS_LEFT, 1, last->queue, &rc);
+    store__b_i64(st, STMT_VIEW_JOBS_LEFT, 2, (int64_t)last->state, &rc);
+    store__b_i64(st, STMT_VIEW_JOBS_LEFT, 3, last->submit_ms, &rc);
+    store__b_text(st, STMT_VIEW_JOBS_LEFT, 4, last->gang, &rc);
+    int err = one_i64(st, STMT_VIEW_JOBS_LEFT, rc, left, "counting jobs", eb);
+    for (size_t i = 0; i < v->n_queues && !err; i++) {
+        const struct queue_rec *q = &v->queues[i];
+        int c = strcmp(q->name, last->queue);
+        if (c == 0)
+            *left += jobs_wanted(q, max_rank, (int)last->state + 1);
+        else if (c > 0 && !rq->queue)
+            *left += jobs_wanted(q, max_rank, 0);
+    }
+    return err;
+}
+
+/* One page of jobs: queue after queue (by name), each an index range of jobs_list. */
 static int read_jobs(struct store_views *v, const struct store_read *rq, cJSON **out,
                      struct sched_errbuf *eb)
 {
     struct store *st = v->st;
-    enum store__stmt id = STMT_VIEW_JOBS;
     struct key k;
     int64_t rank = 0, submit = 0;
     int err = 0;
     if (rq->cont && ((err = key_decode(rq->cont, 'j', 4, &k, eb)) != 0 ||
                      !parse_i64(k.field[1], &rank) || !parse_i64(k.field[2], &submit)))
         return err ? err : bad_token(eb);
-    int rc = SQLITE_OK;
-    if (rq->queue)
-        store__b_text(st, id, 1, rq->queue, &rc);
-    store__b_i64(st, id, 2, rq->all, &rc);
-    if (rq->cont) {
-        store__b_text(st, id, 3, k.field[0], &rc);
-        store__b_i64(st, id, 4, rank, &rc);
-        store__b_i64(st, id, 5, submit, &rc);
-        store__b_text(st, id, 6, k.field[3], &rc);
+    int max_rank = rq->all ? STORE_JOB_FAILED : STORE_JOB_RUNNING;
+    int64_t room = rq->limit ? (int64_t)rq->limit : INT64_MAX;
+    for (size_t i = 0; i < v->n_queues && !err && room > 0; i++) {
+        const struct queue_rec *q = &v->queues[i];
+        int c = rq->cont ? strcmp(q->name, k.field[0]) : 1;
+        if ((rq->queue && strcmp(q->name, rq->queue) != 0) || c < 0 || !jobs_wanted(q, max_rank, 0))
+            continue;
+        int rc = SQLITE_OK;
+        size_t before = v->n_jobs;
+        store__b_text(st, STMT_VIEW_JOBS, 1, q->name, &rc);
+        store__b_i64(st, STMT_VIEW_JOBS, 2, max_rank, &rc);
+        store__b_i64(st, STMT_VIEW_JOBS, 3, c == 0 ? rank : -1, &rc);
+        store__b_i64(st, STMT_VIEW_JOBS, 4, c == 0 ? submit : INT64_MIN, &rc);
+        store__b_text(st, STMT_VIEW_JOBS, 5, c == 0 ? k.field[3] : "", &rc);
+        store__b_i64(st, STMT_VIEW_JOBS, 6, room == INT64_MAX ? -1 : room, &rc);
+        err = store__job_query(st, STMT_VIEW_JOBS, rc, views_load_job, v, eb);
+        room -= (int64_t)(v->n_jobs - before);
     }
-    store__b_i64(st, id, 7, rq->limit ? (int64_t)rq->limit : -1, &rc);
-    err = store__job_query(st, id, rc, views_load_job, v, eb);
     if (!err)
         err = extras_all(v, eb);
     if (!err)
         err = store_view_jobs(v, rq->queue, rq->all, out, eb);
     if (err || !rq->limit || v->n_jobs < rq->limit)
         return err;
-    /* a full page: how many follow the last item */
     const struct job_rec *last = &v->jobs[v->n_jobs - 1];
-    char rs[8], ss[24];
-    snprintf(rs, sizeof(rs), "%d", job_rank(last->state));
-    snprintf(ss, sizeof(ss), "%" PRId64, last->submit_ms);
     int64_t left = 0;
-    rc = SQLITE_OK;
-    id = STMT_VIEW_JOBS_LEFT;
-    if (rq->queue)
-        store__b_text(st, id, 1, rq->queue, &rc);
-    store__b_i64(st, id, 2, rq->all, &rc);
-    store__b_text(st, id, 3, last->queue, &rc);
-    store__b_i64(st, id, 4, job_rank(last->state), &rc);
-    store__b_i64(st, id, 5, last->submit_ms, &rc);
-    store__b_text(st, id, 6, last->gang, &rc);
-    err = one_i64(st, id, rc, &left, "counting jobs", eb);
+    err = jobs_left(v, rq, last, max_rank, &left, eb);
+    char rs[8], ss[24];
+    snprintf(rs, sizeof(rs), "%d", (int)last->state);
+    snprintf(ss, sizeof(ss), "%" PRId64, last->submit_ms);
     const char *f[] = {last->queue, rs, ss, last->gang};
-    if (!err && left > 0)
-        err = add_continue(*out, 'j', f, 4, left, eb);
-    return err;
+    return !err && left > 0 ? add_continue(*out, 'j', f, 4, left, eb) : err;
 }
 
 static int read_explain(struct store_views *v, const struct store_read *rq, cJSON **out,

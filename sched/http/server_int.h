@@ -43,7 +43,7 @@ struct http_server {
     bool readers_ready; /* the readers' mutexes exist */
     unsigned next_reader;
     struct http_reader {
-        uv_mutex_t mu;   /* held while a read uses st */
+        uv_mutex_t mu;    /* held while a read uses st */
         struct store *st; /* opened at its first read; closed after an error (reopened) */
     } readers[HTTP_READERS];
     atomic_bool written; /* a write went through this server (reads query the database anew each
