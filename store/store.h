@@ -105,6 +105,12 @@
  *       requests of operators (the HTTP API's writes) for the scheduler to apply: target is the
  *       queue, the job, or the reservation id; detail is the caller's JSON text (reserve: the
  *       nodes)
+ * Version 4 adds (for the HTTP API's per-route reads, store/views_query.c):
+ *   jobs.state_rank INTEGER (virtual: pending 0 .. failed 4), indexes jobs_list(queue,
+ *   state_rank, submit_ms, gang), jobs_latest (a job's latest time), preemptions_victim(victim,
+ *   ts_ms), preemptions_preemptor(preemptor);
+ *   job_counts(queue TEXT, state TEXT, n INTEGER; PK(queue, state)) -- jobs per queue and
+ *       state, kept by triggers on jobs
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H

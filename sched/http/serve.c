@@ -372,8 +372,8 @@ static int serve_usage(FILE *f, int rc)
           "                          it writes are refused\n"
           "  --read-token-file FILE  bearer token reads need (the write token works too)\n"
           "  --port-file FILE        write the bound port there once listening\n"
-          "  --max-stale MS          after a commit elsewhere, keep answering from the tables\n"
-          "                          as loaded for up to MS (default 0: reload at once)\n",
+          "  --max-stale MS          accepted, no effect: every read queries the database\n"
+          "                          and shows the last commit\n",
           f);
     fputs(http_limit_help, f);
     return rc;
