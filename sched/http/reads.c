@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sched/http/server_int.h"
 
@@ -120,8 +121,17 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         return;
     }
     int err = 0;
-    if (!r->st)
+    struct stat sb;
+    bool found = s->prov.store_path && stat(s->prov.store_path, &sb) == 0;
+    if (r->st && (!found || sb.st_dev != r->dev || sb.st_ino != r->ino)) {
+        store_close(r->st); /* the path names another file now: read that one */
+        r->st = NULL;
+    }
+    if (!r->st) {
         err = store_open(s->prov.store_path, STORE_READONLY, NULL, &r->st, &eb);
+        r->dev = found ? sb.st_dev : 0;
+        r->ino = found ? sb.st_ino : 0;
+    }
     if (err) {
         uv_mutex_unlock(&r->mu);
         http__resp_error(resp, 503, "database unavailable: %s", eb.msg);

@@ -45,6 +45,8 @@ struct http_server {
     struct http_reader {
         uv_mutex_t mu;    /* held while a read uses st */
         struct store *st; /* opened at its first read; closed after an error (reopened) */
+        dev_t dev;        /* the file st has open: reopened when the path names another one */
+        ino_t ino;        /* (a standby's adopted snapshot renamed over it, --rebuild-store) */
     } readers[HTTP_READERS];
     atomic_bool written; /* a write went through this server (reads query the database anew each
                             time, so they see it without this) */

@@ -253,6 +253,56 @@ static void test_cache_and_paging(void **state)
     assert_int_equal(call(f, "GET", "/v1/reservations?limit=3", "Bearer rtok", NULL, NULL), 200);
 }
 
+/* Reads /v1/queues from a detached server; the body (caller frees). */
+static char *queues_of(struct http_server *s)
+{
+    struct http_request r = {"GET", "/v1/queues", NULL, "", 0, "t"};
+    struct http_response resp;
+    struct http_work *w = NULL;
+    assert_int_equal(http_route(s, &r, &resp, &w), 1);
+    http_request_work(s, w, &resp);
+    http_work_free(w);
+    assert_int_equal(resp.status, 200);
+    return resp.body;
+}
+
+/* A database file replaced under the server (a standby adopting the leader's snapshot renames
+ * it over the old one) is read at the next request, not the old file its connections hold. */
+static void test_replaced_file(void **state)
+{
+    struct fx *f = *state;
+    char live[200], next[200];
+    snprintf(live, sizeof(live), "%s/live.db", f->dir);
+    snprintf(next, sizeof(next), "%s/next.db", f->dir);
+    struct sched_errbuf eb = {{0}};
+    struct store_quota qq = {"default", STORE_GPU, 8, STORE_NO_LIMIT, STORE_NO_LIMIT};
+    const char *paths[] = {live, next}, *names[] = {"q-old", "q-new"};
+    for (int i = 0; i < 2; i++) {
+        struct store *st = NULL;
+        assert_int_equal(store_open(paths[i], STORE_CREATE, NULL, &st, &eb), 0);
+        struct store_queue q = {names[i], NULL, 1, 0, &qq, 1};
+        assert_int_equal(store_queue_put(st, &q, &eb), 0);
+        store_close(st);
+    }
+    struct http_opts o = {.listen = "127.0.0.1:0"};
+    struct http_provider p = {.ctx = f, .store_path = live};
+    struct http_server *s = NULL;
+    assert_int_equal(http_server_new_detached(&o, &p, &s, &eb), 0);
+    for (int i = 0; i < 8; i++) { /* every reader connection opens the old file */
+        char *body = queues_of(s);
+        assert_non_null(strstr(body, "\"q-old\""));
+        free(body);
+    }
+    assert_int_equal(rename(next, live), 0);
+    for (int i = 0; i < 8; i++) {
+        char *body = queues_of(s);
+        assert_non_null(strstr(body, "\"q-new\""));
+        assert_null(strstr(body, "\"q-old\""));
+        free(body);
+    }
+    http_server_free_detached(s);
+}
+
 static void test_auth(void **state)
 {
     struct fx *f = *state;
@@ -367,6 +417,7 @@ int main(void)
         T(test_routes),
         T(test_reads),
         T(test_cache_and_paging),
+        T(test_replaced_file),
         T(test_auth),
         T(test_writes),
         T(test_limits),
