@@ -564,7 +564,7 @@ static int inspect(struct store *st, int *version, struct sched_errbuf *eb)
                           "(%d): run a newer gangsched, or start a new database with "
                           "--rebuild-store",
                           st->path, (long long)uv, STORE_SCHEMA_VERSION);
-    err = quick_check(st, eb);
+    err = (st->flags & STORE_CHECKED) ? 0 : quick_check(st, eb);
     if (err)
         return err;
     *version = (int)uv;
@@ -753,11 +753,14 @@ int store_open(const char *path, unsigned flags, const struct store_opts *opts, 
 {
     if (!path || !*path || !out)
         return sched_fail(eb, SCHED_EINVAL, "store_open: no database path");
-    if (flags & ~(unsigned)(STORE_CREATE | STORE_READONLY | STORE_DURABLE))
+    if (flags & ~(unsigned)(STORE_CREATE | STORE_READONLY | STORE_DURABLE | STORE_CHECKED))
         return sched_fail(eb, SCHED_EINVAL, "store_open %s: unknown flags 0x%x", path, flags);
     if ((flags & STORE_READONLY) && (flags & (STORE_CREATE | STORE_DURABLE)))
         return sched_fail(eb, SCHED_EINVAL,
                           "store_open %s: STORE_READONLY excludes STORE_CREATE and STORE_DURABLE",
+                          path);
+    if ((flags & STORE_CHECKED) && !(flags & STORE_READONLY))
+        return sched_fail(eb, SCHED_EINVAL, "store_open %s: STORE_CHECKED needs STORE_READONLY",
                           path);
     struct store_opts defaults;
     if (!opts) {

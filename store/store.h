@@ -141,6 +141,8 @@ enum store_flags {
     STORE_CREATE = 1 << 0,   /* create PATH when it does not exist (or is an empty file) */
     STORE_READONLY = 1 << 1, /* never write; refuses a database that would need migrating */
     STORE_DURABLE = 1 << 2,  /* synchronous=FULL: sync the WAL at every commit */
+    STORE_CHECKED = 1 << 3,  /* with STORE_READONLY: the caller opened this same file before
+                                (a pool of readers): skip PRAGMA quick_check, O(file size) */
 };
 
 struct store_opts {

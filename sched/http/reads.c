@@ -128,9 +128,20 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         r->st = NULL;
     }
     if (!r->st) {
-        err = store_open(s->prov.store_path, STORE_READONLY, NULL, &r->st, &eb);
+        /* the whole-file check once per file, not once per reader */
+        uv_mutex_lock(&s->mu);
+        bool checked = found && sb.st_ino == s->checked_ino && sb.st_dev == s->checked_dev;
+        uv_mutex_unlock(&s->mu);
+        err = store_open(s->prov.store_path, STORE_READONLY | (checked ? STORE_CHECKED : 0), NULL,
+                         &r->st, &eb);
         r->dev = found ? sb.st_dev : 0;
         r->ino = found ? sb.st_ino : 0;
+        if (!err && found && !checked) {
+            uv_mutex_lock(&s->mu);
+            s->checked_dev = sb.st_dev;
+            s->checked_ino = sb.st_ino;
+            uv_mutex_unlock(&s->mu);
+        }
     }
     if (err) {
         uv_mutex_unlock(&r->mu);

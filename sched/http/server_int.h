@@ -41,6 +41,8 @@ struct http_server {
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
     bool readers_ready; /* the readers' mutexes exist */
+    dev_t checked_dev;  /* the file a reader opened with every check (PRAGMA quick_check) */
+    ino_t checked_ino;  /* the other readers open it STORE_CHECKED; 0: none yet */
     unsigned next_reader;
     struct http_reader {
         uv_mutex_t mu;    /* held while a read uses st */

@@ -519,6 +519,14 @@ static void test_corrupt_pages(void **state)
     spit(f->db, b, n);
     open_fails(f->db, 0, SCHED_EIO, "corrupt database", "(use --rebuild-store)");
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "corrupt database", NULL);
+    /* STORE_CHECKED (a pool's second reader of a file already checked) skips quick_check */
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    if (store_open(f->db, STORE_READONLY | STORE_CHECKED, NULL, &st, &eb) == 0)
+        store_close(st);
+    else
+        assert_null(strstr(eb.msg, "quick_check"));
+    open_fails(f->db, STORE_CHECKED, SCHED_EINVAL, "STORE_CHECKED needs STORE_READONLY", NULL);
     same_bytes(b, n, f->db);
     FILE *devnull = fopen("/dev/null", "w");
     assert_int_equal(store_check_main(f->db, devnull), 2);
