@@ -110,6 +110,11 @@ int views_cmp_queue(const void *a, const void *b);
 bool views_add_running(struct store_views *v, const char *queue, const char *flavor, uint32_t n);
 uint32_t views_running(const struct store_views *v, const char *queue, const char *flavor);
 
+/* The queues with their quotas, the ledger, the fair-share history, the applied operator actions
+ * (in that order: an action names a queue read before it) and a queue for every ledger row:
+ * where both loads start. */
+int views_load_queues(struct store_views *v, struct sched_errbuf *eb);
+
 /* Row callbacks of the store's list functions that copy a row into the views (ctx: the views);
  * odd rows are skipped. store/views_load.c reads whole tables through them, store/views_query.c
  * the rows one route needs. */

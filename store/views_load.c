@@ -386,6 +386,23 @@ int views_load_action(void *ctx, const struct store_action *a)
     return 0;
 }
 
+int views_load_queues(struct store_views *v, struct sched_errbuf *eb)
+{
+    struct store *st = v->st;
+    (void)store_device(st); /* read the device once, before any list borrows the scratch */
+    int err = store_queue_list(st, views_load_queue, v, eb);
+    if (!err)
+        err = store_ledger_list(st, views_load_ledger, v, eb);
+    if (!err)
+        err = store_history_list(st, views_load_history, v, eb);
+    if (!err)
+        err = store_action_list(st, false, views_load_action, v, eb);
+    for (size_t i = 0; i < v->n_ledger && !err; i++)
+        if (v->ledger[i].queue && !views_queue_ref(v, v->ledger[i].queue))
+            err = SCHED_ENOMEM;
+    return err;
+}
+
 int store_views_load(struct store *st, struct store_views **out, struct sched_errbuf *eb)
 {
     struct store_views *v = calloc(1, sizeof(*v));
@@ -393,10 +410,7 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         return sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
     v->st = st;
     v->now_ms = STORE_NO_TIME;
-    (void)store_device(st); /* read the device once, before any list borrows the scratch */
-    int err = store_queue_list(st, views_load_queue, v, eb);
-    if (!err)
-        err = store_ledger_list(st, views_load_ledger, v, eb);
+    int err = views_load_queues(v, eb);
     if (!err)
         err = store_job_list(st, views_load_job, v, eb);
     if (!err)
@@ -406,14 +420,7 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
     if (!err)
         err = store_preemption_list(st, views_load_preempt, v, eb);
     if (!err)
-        err = store_history_list(st, views_load_history, v, eb);
-    if (!err)
         err = store_decision_list(st, NULL, 1, latest_decision, v, eb);
-    if (!err)
-        err = store_action_list(st, false, views_load_action, v, eb);
-    for (size_t i = 0; i < v->n_ledger && !err; i++)
-        if (v->ledger[i].queue && !views_queue_ref(v, v->ledger[i].queue))
-            err = SCHED_ENOMEM;
     for (size_t i = 0; i < v->n_jobs && !err; i++) {
         struct job_rec *j = &v->jobs[i];
         struct queue_rec *q = j->queue && j->gang ? views_queue_ref(v, j->queue) : NULL;

@@ -154,20 +154,10 @@ static int load_counts(struct store_views *v, struct sched_errbuf *eb)
 static int load_base(struct store_views *v, struct sched_errbuf *eb)
 {
     struct store *st = v->st;
-    (void)store_device(st); /* read the device once, before any list borrows the scratch */
     int rc = sqlite3_bind_int64(store__s(st, STMT_VIEW_NOW), 1, STORE_NO_TIME);
     int err = one_i64(st, STMT_VIEW_NOW, rc, &v->now_ms, "reading the latest time", eb);
     if (!err)
-        err = store_queue_list(st, views_load_queue, v, eb);
-    if (!err)
-        err = store_ledger_list(st, views_load_ledger, v, eb);
-    if (!err)
-        err = store_history_list(st, views_load_history, v, eb);
-    if (!err)
-        err = store_action_list(st, false, views_load_action, v, eb);
-    for (size_t i = 0; i < v->n_ledger && !err; i++)
-        if (!views_queue_ref(v, v->ledger[i].queue))
-            err = SCHED_ENOMEM;
+        err = views_load_queues(v, eb);
     if (!err)
         err = load_counts(v, eb);
     if (!err && v->n_queues > 1)
