@@ -378,18 +378,6 @@ int64_t store_commit_seq(const struct store *st)
     return st->seq;
 }
 
-int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb)
-{
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, "PRAGMA data_version", -1, &s, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        *out = sqlite3_column_int64(s, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(s);
-    return rc == SQLITE_OK ? 0 : store__sql_fail(st, rc, "reading the data version", eb);
-}
-
 int store_snapshot(struct store *st, unsigned char **out, size_t *len, struct sched_errbuf *eb)
 {
     sqlite3_int64 n = 0;

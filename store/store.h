@@ -195,10 +195,6 @@ void store_rollback(struct store *st);
 bool store_in_txn(const struct store *st);
 /* Cycle commits so far (meta commit_seq). */
 int64_t store_commit_seq(const struct store *st);
-/* SQLite's PRAGMA data_version of this connection: it changes when another connection (another
- * process included) has committed since the last call, so a reader can keep what it loaded
- * while the value stays the same. */
-int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb);
 /* A consistent copy of the whole database (every committed page, as one SQLite file image),
  * for a standby that follows the leader (docs/store.md "Fail-over"). *out is freed with
  * store_snapshot_free. */
