@@ -504,8 +504,8 @@ static const struct flag serve_flags[] = {
      .unit = "ms",
      .max = 3600000,
      .arg = "MS",
-     .help = "after a commit elsewhere, keep answering from the tables\n"
-             "as loaded for up to MS (default 0: reload at once)"},
+     .help = "accepted, no effect: every read queries the database\n"
+             "and shows the last commit"},
     HTTP_LIMIT_FLAGS(struct serve_args, o.http.limits),
     FLAGS_HELP(struct serve_args, help),
     FLAGS_END,

@@ -72,8 +72,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
 
 static void server_free(struct http_server *s)
 {
-    store_views_free(s->views);
-    store_close(s->ro);
+    http__readers_free(s);
     uv_mutex_destroy(&s->mu);
     free(s->wtok.path);
     free(s->rtok.path);

@@ -84,9 +84,8 @@ struct http_provider {
     struct http_metrics *metrics;
     /* Also render the families derived from the store (http_store_metrics), in a worker. */
     bool store_metrics;
-    /* Reads answer from the tables as loaded; after a commit by another connection they are
-     * reloaded at the next read, or (max_stale_ms > 0) not before they are that old: a writer
-     * committing every cycle then costs one reload per max_stale_ms, not one per read. */
+    /* Unused: every read queries the database (per route, on a read-only connection), so it
+     * always shows the last commit. Kept so that `serve --max-stale` is still accepted. */
     uint32_t max_stale_ms;
     /* Whether this process leads (the daemon); NULL: always. Only a leader serves
      * /v1/store/snapshot (a standby answers 503), so that a standby following the Service's
@@ -114,8 +113,7 @@ void http_server_stop(struct http_server *s);
 /* For tests: connections open now (probe-only ones included), and reads queued on workers. */
 unsigned http_server_conns(const struct http_server *s);
 unsigned http_server_reads_in_flight(const struct http_server *s);
-/* For tests: how many times the server loaded the database's tables (it reloads only after a
- * commit by another connection). */
+/* For tests: how many reads the server ran against the database. */
 unsigned long long http_server_loads(struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
