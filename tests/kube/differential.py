@@ -15,6 +15,7 @@ A decision is one line of text:
   evict GANG preempted               a victim of preemption
   teardown GANG node-failure|start-failure|member-failed|member-lost
   failed GANG                        the retry budget is exhausted
+  quarantine NODE                    a node excluded after repeated failed starts
   reject GANG                        never fits (the simulator only; the daemon keeps waiting)
 
 Usage: python3 tests/kube/differential.py [SCENARIO]        the test (BIN: the binaries)
@@ -212,6 +213,8 @@ def sim_decisions(sc, tl, events):
         elif typ == "evict":
             kind, why = sim_reason(e["reason"])
             out[k].append("%s %s %s" % (kind, job, why))
+        elif typ == "quarantine":
+            out[k].append("quarantine %s" % e["node"])
         elif typ == "reject":
             out[k].append(("failed %s" if e["reason"].startswith("failed:") else "reject %s")
                           % job)
@@ -292,7 +295,7 @@ class Recorder:
             for e in items.get("items", []):
                 uid = e["metadata"]["uid"]
                 reg = e.get("regarding") or {}
-                if uid in self.events or reg.get("kind") != "PodGroup":
+                if uid in self.events or reg.get("kind") not in ("PodGroup", "Node"):
                     continue
                 reason = e.get("reason")
                 if reason == "RetryBudgetExhausted":
@@ -423,6 +426,8 @@ def daemon_decisions(sc, rec, ctl):
             out[k].append("failed %s" % name)
         elif reason in EVENT_DECISION:
             out[k].append(EVENT_DECISION[reason] % name)
+        elif reason == "Quarantined":  # an Event on the Node
+            out[k].append("quarantine %s" % name)
     return out
 
 
