@@ -258,6 +258,11 @@ class Recorder:
         while not self.stop:
             w = self.c.watch("/api/v1/pods?watch=1&allowWatchBookmarks=false&resourceVersion="
                              + rv, timeout=120)
+            if w.status != 200:  # 410 Gone: start again from a fresh list of every pod
+                w.close()
+                rv = "0"
+                time.sleep(0.2)
+                continue
             while not self.stop:
                 ev = w.next()
                 if ev is None:
