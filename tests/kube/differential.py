@@ -360,30 +360,31 @@ class Controller:
             if name not in self.finished and not by.get(name):
                 self.create_pods(name)
 
+    def running(self, name):
+        """The gang's bound members that are not being deleted, by name."""
+        return sorted((p for p in self.pods().get(name, []) if p["spec"].get("nodeName") and
+                       not p["metadata"].get("deletionTimestamp")),
+                      key=lambda p: p["metadata"]["name"])
+
+    def terminate(self, pod, phase, code, reason):
+        """The pod's container ended (what the kubelet writes)."""
+        self.c.patch(POD_PATH + "/" + pod["metadata"]["name"] + "/status", {"status": {
+            "phase": phase, "containerStatuses": [{
+                "name": "main", "ready": False, "restartCount": 0, "image": "trainer",
+                "imageID": "", "state": {"terminated": {"exitCode": code, "reason": reason}}}]}},
+            "application/merge-patch+json")
+
     def finish(self, name):
         self.finished.add(name)
-        for p in self.pods().get(name, []):
-            if not p["spec"].get("nodeName") or p["metadata"].get("deletionTimestamp"):
-                continue
-            self.c.patch(POD_PATH + "/" + p["metadata"]["name"] + "/status", {"status": {
-                "phase": "Succeeded", "containerStatuses": [{
-                    "name": "main", "ready": False, "restartCount": 0, "image": "trainer",
-                    "imageID": "", "state": {"terminated": {"exitCode": 0,
-                                                            "reason": "Completed"}}}]}},
-                "application/merge-patch+json")
+        for p in self.running(name):
+            self.terminate(p, "Succeeded", 0, "Completed")
 
     def member_fail(self, name):
         """The first bound member of the gang exits 137 (OOMKilled) while running."""
-        for p in sorted(self.pods().get(name, []), key=lambda p: p["metadata"]["name"]):
-            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
-                self.c.patch(POD_PATH + "/" + p["metadata"]["name"] + "/status", {"status": {
-                    "phase": "Failed", "containerStatuses": [{
-                        "name": "main", "ready": False, "restartCount": 0, "image": "trainer",
-                        "imageID": "", "state": {"terminated": {"exitCode": 137,
-                                                                "reason": "OOMKilled"}}}]}},
-                    "application/merge-patch+json")
-                return
-        raise RuntimeError("member_fail %s: no bound member" % name)
+        live = self.running(name)
+        if not live:
+            raise RuntimeError("member_fail %s: no bound member" % name)
+        self.terminate(live[0], "Failed", 137, "OOMKilled")
 
     def node_ready(self, name, ready):
         st, node, _ = self.c.get("/api/v1/nodes/" + name)
