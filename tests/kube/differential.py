@@ -95,6 +95,7 @@ class Scenario:
                     g = dict(act, step=k, finish=None)
                     g.setdefault("priority", 0)
                     g.setdefault("fail_starts", 0)
+                    g.setdefault("restart_cost", 0)
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -158,12 +159,12 @@ def sim_files(sc, tl, d):
     with open(os.path.join(d, "trace.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["job_id", "submission_time", "duration", "num_gpu", "gpus_per_pod",
-                    "priority", "checkpoint_interval", "queue"])
+                    "priority", "checkpoint_interval", "restart_cost", "queue"])
         for name, g in sc.gangs.items():
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
-                        g["priority"], 0, sc.queue])
+                        g["priority"], 0, g["restart_cost"], sc.queue])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
         for node, t0, t1 in outages:
@@ -340,7 +341,11 @@ class Controller:
             self.inc_of[obj["metadata"]["uid"]] = (name, inc)
 
     def arrive(self, name):
-        _, pg = e2e.podgroup(name, self.sc.gangs[name]["pods"], queue=self.sc.queue)
+        g = self.sc.gangs[name]
+        _, pg = e2e.podgroup(name, g["pods"], queue=self.sc.queue)
+        if g["restart_cost"]:
+            pg["metadata"]["annotations"] = {"gangsched.io/restart-cost":
+                                             "%ds" % g["restart_cost"]}
         st, obj, _ = self.c.post(PG_PATH, pg)
         if st != 201:
             raise RuntimeError("creating PodGroup %s: %s %s" % (name, st, obj))
