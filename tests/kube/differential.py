@@ -81,8 +81,9 @@ class Scenario:
         self.expected = doc.get("expected_differences") or []
         cfg = yaml.safe_load(self.config)
         queues = cfg.get("queues") or []
-        if len(queues) != 1:
-            raise ValueError("%s: the scenario's config must have exactly one queue" % path)
+        if not queues or any(q.get("lifecycle") != queues[0].get("lifecycle") for q in queues):
+            # the simulator takes one value of each for every queue (its failure flags)
+            raise ValueError("%s: the config needs queues, all with the same lifecycle" % path)
         self.queue = queues[0]["name"]
         life = queues[0].get("lifecycle") or {}
         self.start_timeout = duration_s(life.get("startTimeout", "300s"))
@@ -96,6 +97,7 @@ class Scenario:
                     g.setdefault("priority", 0)
                     g.setdefault("fail_starts", 0)
                     g.setdefault("restart_cost", 0)
+                    g.setdefault("queue", self.queue)
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -164,7 +166,7 @@ def sim_files(sc, tl, d):
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
-                        g["priority"], 0, g["restart_cost"], sc.queue])
+                        g["priority"], 0, g["restart_cost"], g["queue"]])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
         for node, t0, t1 in outages:
@@ -342,7 +344,7 @@ class Controller:
 
     def arrive(self, name):
         g = self.sc.gangs[name]
-        _, pg = e2e.podgroup(name, g["pods"], queue=self.sc.queue)
+        _, pg = e2e.podgroup(name, g["pods"], queue=g["queue"])
         if g["restart_cost"]:
             pg["metadata"]["annotations"] = {"gangsched.io/restart-cost":
                                              "%ds" % g["restart_cost"]}
