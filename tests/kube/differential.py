@@ -507,7 +507,7 @@ def run_daemon(sc):
             rec.poll_events()
             with rec.lock:
                 quiet = time.time() - rec.last_change
-            if time.time() - t0 >= low and quiet >= 1.2:
+            if time.time() - t0 >= low and quiet >= 1.0:
                 break
         ok("daemon step %d (%s) settled after %.1f s" % (k, step["name"], time.time() - t0))
     check("the scheduler is still running", s.p.poll() is None)
