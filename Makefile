@@ -42,7 +42,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
 TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every module directory is compiled into one static library; commands and tests link it.
-LIB_DIRS := sched/core sched/sim sched/kube sched/http queue plugins config store
+LIB_DIRS := sched/core sched/engine sched/sim sched/kube sched/http queue plugins config store
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libgangsched.a

@@ -376,40 +376,35 @@ static uint32_t collect_cands(const struct preempt_ctx *pc, const struct gang *g
     return n_cands;
 }
 
-int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
-                 struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
-                 bool *planned)
+/* The cheapest victim set of one gang over the candidate domains, and its placement. */
+struct plan {
+    uint32_t n;                 /* victims chosen (0: no domain works) */
+    uint32_t *best;             /* [n]: indexes into cands */
+    struct sched_assign *trial; /* [g->n_pods]: the placement the preemptor will hold */
+    double cost;                /* the victims' cost (preempt_cost, summed) */
+};
+
+/* Tries each target domain that has victims (or room, when only quota is missing) and keeps the
+ * plan of least score: its cost plus the domain's place in the placement order, within
+ * order_bias_gpu_s. The blind baseline stops at the first domain that works. */
+static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                     const struct res_vec *need, const struct cand *cands, uint32_t n_cands,
+                     struct plan *pl)
 {
     const struct sched_snapshot *snap = pc->snap;
     const struct sched_policy *pol = snap->policy;
     struct place_state *st = pc->st;
-    *planned = false;
-    if (!pol->preempt || snap->n_running == 0 || g->n_pods == 0)
-        return 0;
-    for (uint32_t h = 0; h < snap->n_holds; h++)
-        if (snap->holds[h].gang->id == g->id)
-            return 0; /* its victims are still leaving: wait for them, evict nobody else */
-    if (!pc->by_queue && index_running(pc) != 0)
-        return SCHED_ENOMEM;
-    struct res_vec need;
-    gang_request(g, &need);
-    int nominal = within_nominal(pc, q, f, &need);
-    if (!any_queue(pc, g, q, nominal))
-        return 0; /* no running gang could be a victim of g */
-    struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
     uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
-    uint32_t *best = arena_alloc(pc->arena, snap->n_running * sizeof(*best));
     struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
-    struct sched_assign *best_trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
-    if (!cands || !chosen || !best || !trial || !best_trial)
+    pl->best = arena_alloc(pc->arena, snap->n_running * sizeof(*pl->best));
+    pl->trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*pl->trial));
+    pl->n = 0;
+    pl->cost = 0;
+    if (!chosen || !trial || !pl->best || !pl->trial)
         return SCHED_ENOMEM;
-    uint32_t n_cands = collect_cands(pc, g, q, f, &need, nominal, cands);
-    if (n_cands == 0)
-        return 0;
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
-    uint32_t n_best = 0, best_domain = 0;
-    double best_cost = 0, best_score = 0;
+    double best_score = 0;
     for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
         bool any = false;
         for (uint32_t c = 0; c < n_cands && !any; c++)
@@ -420,52 +415,72 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
             continue;
         tried++;
         double cost;
-        uint32_t n =
-            plan_domain(pc, g, q, f, &need, level, d, cands, n_cands, chosen, trial, &cost);
+        uint32_t n = plan_domain(pc, g, q, f, need, level, d, cands, n_cands, chosen, trial, &cost);
         /* the domain's place in the placement engine's order weighs in, within the bias:
          * preemption then packs where placement packs (docs/preemption.md, "Where") */
         double score = cost + pol->order_bias_gpu_s * (double)d / (double)n_domains;
-        if (n == 0 || (n_best > 0 && score >= best_score))
+        if (n == 0 || (pl->n > 0 && score >= best_score))
             continue;
-        n_best = n;
-        best_cost = cost;
+        pl->n = n;
+        pl->cost = cost;
         best_score = score;
-        best_domain = d;
-        memcpy(best, chosen, n * sizeof(*best));
-        memcpy(best_trial, trial, g->n_pods * sizeof(*trial));
+        memcpy(pl->best, chosen, n * sizeof(*pl->best));
+        memcpy(pl->trial, trial, g->n_pods * sizeof(*trial));
         if (!pol->checkpoint_aware)
             break; /* the blind baseline takes the first domain that works */
     }
-    (void)best_domain;
-    if (n_best == 0)
-        return 0;
+    return 0;
+}
+
+/* Whether evicting by priority pays: a gang that outranks its victims is worth at least
+ * PREEMPT_MIN_WAIT_S of waiting; its benefit (GPUs x wait x priority bonus) must reach
+ * benefit_factor times the victims' cost. Reclaims always pay. */
+static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const struct cand *cands,
+                     const struct plan *pl)
+{
+    const struct sched_snapshot *snap = pc->snap;
     bool priority_kind = false;
-    for (uint32_t j = 0; j < n_best; j++)
-        priority_kind |= cands[best[j]].kind == SCHED_PREEMPT_PRIORITY;
-    if (priority_kind && pol->benefit_factor > 0) {
-        double wait_s = (double)(snap->now_ms - g->submit_ms) / 1000.0;
-        int32_t p = g->priority > 0 ? g->priority : 0;
-        /* a gang that outranks its victims is worth at least PREEMPT_MIN_WAIT_S of waiting */
-        double benefit = (double)g->gpus *
-                         (wait_s > PREEMPT_MIN_WAIT_S ? wait_s : PREEMPT_MIN_WAIT_S) *
-                         (1.0 + 0.1 * (double)p);
-        if (benefit < pol->benefit_factor * best_cost)
-            return 0;
-    }
-    /* Commit the plan: evictions, and a hold on the preemptor's trial placement. */
-    for (uint32_t j = 0; j < n_best; j++) {
-        const struct cand *c = &cands[best[j]];
+    for (uint32_t j = 0; j < pl->n; j++)
+        priority_kind |= cands[pl->best[j]].kind == SCHED_PREEMPT_PRIORITY;
+    if (!priority_kind || snap->policy->benefit_factor <= 0)
+        return true;
+    double wait_s = (double)(snap->now_ms - g->submit_ms) / 1000.0;
+    int32_t p = g->priority > 0 ? g->priority : 0;
+    double benefit = (double)g->gpus * (wait_s > PREEMPT_MIN_WAIT_S ? wait_s : PREEMPT_MIN_WAIT_S) *
+                     (1.0 + 0.1 * (double)p);
+    return benefit >= snap->policy->benefit_factor * pl->cost;
+}
+
+/* Appends one element to an arena array that doubles when full (cap 0: starts at 16). */
+static void *grow(struct arena *a, void *v, uint32_t n, uint32_t *cap, size_t size)
+{
+    if (n < *cap)
+        return v;
+    uint32_t c = *cap ? *cap * 2 : 16;
+    void *nv = arena_alloc(a, c * size);
+    if (!nv)
+        return NULL;
+    if (v)
+        memcpy(nv, v, n * size);
+    *cap = c;
+    return nv;
+}
+
+/* Commits a plan: its evictions, and a hold on the preemptor's trial placement. */
+static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                       const struct res_vec *need, const struct cand *cands, const struct plan *pl,
+                       struct sched_result *out, uint32_t *cap_evictions,
+                       uint32_t *cap_reservations)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    for (uint32_t j = 0; j < pl->n; j++) {
+        const struct cand *c = &cands[pl->best[j]];
         const struct sched_running *r = &snap->running[c->idx];
-        if (out->n_evictions == *cap_evictions) {
-            uint32_t cap = *cap_evictions ? *cap_evictions * 2 : 16;
-            struct sched_eviction *e = arena_alloc(pc->arena, cap * sizeof(*e));
-            if (!e)
-                return SCHED_ENOMEM;
-            if (out->evictions)
-                memcpy(e, out->evictions, out->n_evictions * sizeof(*e));
-            out->evictions = e;
-            *cap_evictions = cap;
-        }
+        struct sched_eviction *e =
+            grow(pc->arena, out->evictions, out->n_evictions, cap_evictions, sizeof(*e));
+        if (!e)
+            return SCHED_ENOMEM;
+        out->evictions = e;
         out->evictions[out->n_evictions++] =
             (struct sched_eviction){.victim = r,
                                     .preemptor = g,
@@ -482,35 +497,62 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     for (uint32_t k = 0; k < g->n_pods; k++) {
         bool dup = false;
         for (uint32_t j = 0; j < n_nodes && !dup; j++)
-            dup = nodes[j] == best_trial[k].node;
+            dup = nodes[j] == pl->trial[k].node;
         if (!dup)
-            nodes[n_nodes++] = best_trial[k].node;
+            nodes[n_nodes++] = pl->trial[k].node;
     }
     /* The rest of this cycle sees the plan: the victims' quota is on its way back and the
      * preemptor's is spoken for (so a second reclaim cannot take a queue below its nominal),
      * and the nodes the preemptor will use are held for it (so no other gang, and no other
      * preemptor, counts on the same capacity). */
-    for (uint32_t j = 0; j < n_best; j++)
-        charge_victim(pc, &snap->running[cands[best[j]].idx], -1);
+    for (uint32_t j = 0; j < pl->n; j++)
+        charge_victim(pc, &snap->running[cands[pl->best[j]].idx], -1);
     if (pc->qt)
-        quota_charge(pc->qt, q, f, &need, +1);
-    place_hold_for(st, g, nodes, n_nodes);
-    if (out->n_reservations == *cap_reservations) {
-        uint32_t cap = *cap_reservations ? *cap_reservations * 2 : 16;
-        struct sched_reservation *rv = arena_alloc(pc->arena, cap * sizeof(*rv));
-        if (!rv)
-            return SCHED_ENOMEM;
-        if (out->reservations)
-            memcpy(rv, out->reservations, out->n_reservations * sizeof(*rv));
-        out->reservations = rv;
-        *cap_reservations = cap;
-    }
+        quota_charge(pc->qt, q, f, need, +1);
+    place_hold_for(pc->st, g, nodes, n_nodes);
+    struct sched_reservation *rv =
+        grow(pc->arena, out->reservations, out->n_reservations, cap_reservations, sizeof(*rv));
+    if (!rv)
+        return SCHED_ENOMEM;
+    out->reservations = rv;
     out->reservations[out->n_reservations++] =
         (struct sched_reservation){.gang = g,
                                    .preemptor = true,
                                    .nodes = nodes,
                                    .n_nodes = n_nodes,
                                    .expected_start_ms = snap->now_ms};
-    *planned = true;
     return 0;
+}
+
+int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                 struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
+                 bool *planned)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    *planned = false;
+    if (!snap->policy->preempt || snap->n_running == 0 || g->n_pods == 0)
+        return 0;
+    for (uint32_t h = 0; h < snap->n_holds; h++)
+        if (snap->holds[h].gang->id == g->id)
+            return 0; /* its victims are still leaving: wait for them, evict nobody else */
+    if (!pc->by_queue && index_running(pc) != 0)
+        return SCHED_ENOMEM;
+    struct res_vec need;
+    gang_request(g, &need);
+    int nominal = within_nominal(pc, q, f, &need);
+    if (!any_queue(pc, g, q, nominal))
+        return 0; /* no running gang could be a victim of g */
+    struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
+    if (!cands)
+        return SCHED_ENOMEM;
+    uint32_t n_cands = collect_cands(pc, g, q, f, &need, nominal, cands);
+    if (n_cands == 0)
+        return 0;
+    struct plan pl;
+    int rc = best_plan(pc, g, q, f, &need, cands, n_cands, &pl);
+    if (rc != 0 || pl.n == 0 || !worth_it(pc, g, cands, &pl))
+        return rc;
+    rc = commit_plan(pc, g, q, f, &need, cands, &pl, out, cap_evictions, cap_reservations);
+    *planned = rc == 0;
+    return rc;
 }

@@ -1,0 +1,391 @@
+/* sched/engine/engine.c: jobs, retry budget, strikes and quarantine (see engine.h). */
+#include "sched/engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/err.h"
+#include "sched/engine/engine_int.h"
+
+static eng_realloc_fn *realloc_hook;
+
+void eng_set_realloc(eng_realloc_fn *fn)
+{
+    realloc_hook = fn;
+}
+
+void *eng_realloc(void *p, size_t n)
+{
+    return realloc_hook ? realloc_hook(p, n) : realloc(p, n);
+}
+
+void eng_limits_default(struct eng_limits *l)
+{
+    *l = (struct eng_limits){.strikes = ENG_STRIKES,
+                             .strike_window_ms = ENG_STRIKE_WINDOW_MS,
+                             .quarantine_ms = ENG_QUARANTINE_MS,
+                             .hold_ms = ENG_HOLD_MS,
+                             .backoff_ms = ENG_BACKOFF_MS};
+}
+
+const char *eng_state_name(enum eng_state s)
+{
+    static const char *const names[] = {"None",    "Pending",  "Running", "Finished", "Failed",
+                                        "Backoff", "Admitted", "Binding", "Tearing"};
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "Unknown";
+}
+
+const char *eng_reason_name(enum eng_reason r)
+{
+    static const char *const names[] = {"StartTimeout", "MemberFailed", "NodeLost",
+                                        "MemberLost",   "BindRefused",  "Evicted"};
+    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "Unknown";
+}
+
+/* ---- effects ------------------------------------------------------------------------------ */
+
+void eng_effects_clear(struct eng_effects *fx)
+{
+    fx->n = 0;
+    fx->oom = false;
+}
+
+void eng_effects_free(struct eng_effects *fx)
+{
+    free(fx->v);
+    memset(fx, 0, sizeof(*fx));
+}
+
+void eng_emit(struct eng_effects *fx, const struct eng_effect *ef)
+{
+    if (!fx)
+        return;
+    if (fx->n == fx->cap) {
+        uint32_t cap = fx->cap ? fx->cap * 2 : 8;
+        struct eng_effect *v = eng_realloc(fx->v, cap * sizeof(*v));
+        if (!v) {
+            fx->oom = true;
+            return;
+        }
+        fx->v = v;
+        fx->cap = cap;
+    }
+    fx->v[fx->n++] = *ef;
+}
+
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+struct eng *eng_new(const struct eng_limits *limits)
+{
+    struct eng *e = eng_realloc(NULL, sizeof(*e));
+    if (!e)
+        return NULL;
+    memset(e, 0, sizeof(*e));
+    if (limits)
+        e->lim = *limits;
+    else
+        eng_limits_default(&e->lim);
+    return e;
+}
+
+void eng_free(struct eng *e)
+{
+    if (!e)
+        return;
+    for (int l = 0; l < 2; l++) {
+        for (uint32_t h = 0; h < e->holds[l].n; h++)
+            free(e->holds[l].v[h].nodes);
+        free(e->holds[l].v);
+    }
+    free(e->jobs);
+    free(e->nodes);
+    free(e);
+}
+
+const struct eng_limits *eng_limits(const struct eng *e)
+{
+    return &e->lim;
+}
+
+/* Grows a zero-filled table of `size`-byte records to hold index i: 0 or SCHED_ENOMEM. */
+static int grow(void **v, uint32_t *cap, uint32_t i, size_t size)
+{
+    if (i < *cap)
+        return 0;
+    if (i == UINT32_MAX)
+        return SCHED_EINVAL;
+    uint32_t nc = *cap ? *cap : 64;
+    while (nc <= i)
+        nc = nc > UINT32_MAX / 2 ? UINT32_MAX : nc * 2;
+    void *nv = eng_realloc(*v, (size_t)nc * size);
+    if (!nv)
+        return SCHED_ENOMEM;
+    memset((char *)nv + (size_t)*cap * size, 0, (size_t)(nc - *cap) * size);
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
+static struct eng_job *job_at(struct eng *e, uint32_t g)
+{
+    if (grow((void **)&e->jobs, &e->cap_jobs, g, sizeof(*e->jobs)) != 0)
+        return NULL;
+    return &e->jobs[g];
+}
+
+static struct eng_node *node_at(struct eng *e, uint32_t n)
+{
+    if (grow((void **)&e->nodes, &e->cap_nodes, n, sizeof(*e->nodes)) != 0)
+        return NULL;
+    if (n >= e->n_nodes)
+        e->n_nodes = n + 1;
+    return &e->nodes[n];
+}
+
+/* ---- jobs ----------------------------------------------------------------------------------- */
+
+struct eng_job eng_job(const struct eng *e, uint32_t g)
+{
+    struct eng_job none = {0};
+    return g < e->cap_jobs ? e->jobs[g] : none;
+}
+
+enum eng_state eng_job_state(const struct eng *e, uint32_t g)
+{
+    return g < e->cap_jobs ? (enum eng_state)e->jobs[g].state : ENG_JOB_NONE;
+}
+
+static int set_state(struct eng *e, uint32_t g, enum eng_state s)
+{
+    struct eng_job *j = job_at(e, g);
+    if (!j)
+        return SCHED_ENOMEM;
+    j->state = (uint8_t)s;
+    if (s != ENG_JOB_TEARING)
+        j->evicting = j->own = j->give_up = false;
+    return 0;
+}
+
+int eng_job_submit(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_PENDING);
+}
+
+int eng_job_admit(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_ADMITTED);
+}
+
+int eng_job_binding(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_BINDING);
+}
+
+int eng_job_bound(struct eng *e, uint32_t g, int64_t bound_ms)
+{
+    int rc = set_state(e, g, ENG_JOB_RUNNING);
+    if (rc == 0) {
+        e->jobs[g].bound_ms = bound_ms;
+        eng_hold_drop(e, g);
+    }
+    return rc;
+}
+
+int eng_job_finish(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_FINISHED);
+}
+
+int eng_job_reject(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_FAILED);
+}
+
+int eng_job_evict(struct eng *e, uint32_t g)
+{
+    int rc = set_state(e, g, ENG_JOB_TEARING);
+    if (rc == 0)
+        e->jobs[g].evicting = true;
+    return rc;
+}
+
+int eng_job_bind_refused(struct eng *e, uint32_t g)
+{
+    return set_state(e, g, ENG_JOB_TEARING);
+}
+
+int eng_job_restore(struct eng *e, uint32_t g, enum eng_state s, uint32_t restarts)
+{
+    int rc = set_state(e, g, s);
+    if (rc == 0)
+        e->jobs[g].restarts = restarts;
+    return rc;
+}
+
+int eng_job_broken(struct eng *e, uint32_t g, enum eng_reason why, bool own, bool whole,
+                   uint32_t max_restarts, uint32_t strike_node, int64_t now, struct eng_effects *fx)
+{
+    struct eng_job *j = job_at(e, g);
+    if (!j)
+        return SCHED_ENOMEM;
+    if (whole && j->state != ENG_JOB_TEARING) { /* torn down again: the first verdict stands */
+        j->state = ENG_JOB_TEARING;
+        j->evicting = false;
+        j->own = own;
+        if (own)
+            j->restarts++;
+        j->give_up = own && j->restarts > max_restarts;
+    }
+    eng_emit(fx, &(struct eng_effect){.kind = ENG_FX_TEARDOWN,
+                                      .gang = g,
+                                      .node = ENG_NONE,
+                                      .t_ms = now,
+                                      .reason = why,
+                                      .own = own,
+                                      .whole = whole,
+                                      .restarts = j->restarts,
+                                      .max_restarts = max_restarts});
+    if (strike_node != ENG_NONE) {
+        int rc = eng_strike(e, strike_node, now, fx);
+        if (rc != 0)
+            return rc;
+        j = &e->jobs[g];
+    }
+    if (whole && j->give_up)
+        eng_emit(fx, &(struct eng_effect){.kind = ENG_FX_GIVE_UP,
+                                          .gang = g,
+                                          .node = ENG_NONE,
+                                          .t_ms = now,
+                                          .reason = why,
+                                          .own = own,
+                                          .restarts = j->restarts,
+                                          .max_restarts = max_restarts});
+    return fx && fx->oom ? SCHED_ENOMEM : 0;
+}
+
+int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
+{
+    if (g >= e->cap_jobs || e->jobs[g].state != ENG_JOB_TEARING)
+        return 0;
+    struct eng_job *j = &e->jobs[g];
+    if (j->give_up) {
+        j->state = ENG_JOB_FAILED;
+        j->own = j->give_up = j->evicting = false;
+        return 0;
+    }
+    int64_t at = now;
+    if (j->own && e->lim.backoff_ms > 0) {
+        uint32_t d = j->restarts > 0 ? j->restarts - 1 : 0;
+        if (d > ENG_BACKOFF_DOUBLINGS)
+            d = ENG_BACKOFF_DOUBLINGS;
+        at = now + e->lim.backoff_ms * ((int64_t)1 << d);
+    }
+    j->state = at > now ? ENG_JOB_BACKOFF : ENG_JOB_PENDING;
+    j->retry_at_ms = at > now ? at : 0;
+    j->own = j->give_up = j->evicting = false;
+    eng_emit(fx, &(struct eng_effect){.kind = ENG_FX_REQUEUE,
+                                      .gang = g,
+                                      .node = ENG_NONE,
+                                      .t_ms = at,
+                                      .restarts = j->restarts});
+    return fx && fx->oom ? SCHED_ENOMEM : 0;
+}
+
+int eng_job_retry(struct eng *e, uint32_t g)
+{
+    if (g < e->cap_jobs && e->jobs[g].state == ENG_JOB_BACKOFF) {
+        e->jobs[g].state = ENG_JOB_PENDING;
+        e->jobs[g].retry_at_ms = 0;
+    }
+    return 0;
+}
+
+bool eng_job_schedulable(const struct eng *e, uint32_t g)
+{
+    enum eng_state s = eng_job_state(e, g);
+    return s != ENG_JOB_FAILED && s != ENG_JOB_BACKOFF && s != ENG_JOB_TEARING;
+}
+
+uint32_t eng_job_bound_id(const struct eng *e)
+{
+    return e->cap_jobs;
+}
+
+/* ---- strikes and quarantine ------------------------------------------------------------------ */
+
+int eng_strike(struct eng *e, uint32_t n, int64_t now, struct eng_effects *fx)
+{
+    struct eng_node *st = node_at(e, n);
+    if (!st)
+        return SCHED_ENOMEM;
+    if (st->until_ms > now)
+        return 0; /* quarantined already: the strike does not count */
+    if (st->strikes == 0 || now - st->window_start_ms > e->lim.strike_window_ms) {
+        st->strikes = 0;
+        st->window_start_ms = now;
+    }
+    if (++st->strikes < e->lim.strikes)
+        return 0;
+    st->strikes = 0;
+    st->until_ms = now + e->lim.quarantine_ms;
+    st->released = false;
+    eng_emit(fx, &(struct eng_effect){
+                     .kind = ENG_FX_QUARANTINE, .gang = ENG_NONE, .node = n, .t_ms = st->until_ms});
+    return fx && fx->oom ? SCHED_ENOMEM : 0;
+}
+
+bool eng_quarantined(const struct eng *e, uint32_t n, int64_t now)
+{
+    return n < e->n_nodes && e->nodes[n].until_ms > now;
+}
+
+int64_t eng_quarantine_until(const struct eng *e, uint32_t n)
+{
+    return n < e->n_nodes ? e->nodes[n].until_ms : 0;
+}
+
+void eng_release_due(struct eng *e, uint32_t n, int64_t now, struct eng_effects *fx)
+{
+    if (n >= e->n_nodes)
+        return;
+    struct eng_node *st = &e->nodes[n];
+    if (st->until_ms == 0 || st->until_ms > now || st->released)
+        return;
+    st->released = true;
+    eng_emit(
+        fx, &(struct eng_effect){.kind = ENG_FX_RELEASE, .gang = ENG_NONE, .node = n, .t_ms = now});
+}
+
+void eng_tick(struct eng *e, int64_t now, struct eng_effects *fx)
+{
+    for (uint32_t n = 0; n < e->n_nodes; n++)
+        eng_release_due(e, n, now, fx);
+    for (uint32_t g = 0; g < e->cap_jobs; g++)
+        if (e->jobs[g].state == ENG_JOB_BACKOFF && e->jobs[g].retry_at_ms <= now) {
+            eng_job_retry(e, g);
+            eng_emit(fx, &(struct eng_effect){.kind = ENG_FX_REQUEUE,
+                                              .gang = g,
+                                              .node = ENG_NONE,
+                                              .t_ms = now,
+                                              .restarts = e->jobs[g].restarts});
+        }
+}
+
+int eng_node_ready(struct eng *e, uint32_t n, bool ready, int64_t now)
+{
+    if (ready && n >= e->n_nodes)
+        return 0;
+    struct eng_node *st = node_at(e, n);
+    if (!st)
+        return SCHED_ENOMEM;
+    if (ready)
+        st->down_since = 0;
+    else if (st->down_since == 0)
+        st->down_since = now > 0 ? now : 1;
+    return 0;
+}
+
+int64_t eng_node_down_since(const struct eng *e, uint32_t n)
+{
+    return n < e->n_nodes ? e->nodes[n].down_since : 0;
+}

@@ -1,0 +1,152 @@
+/* sched/engine/life.c: the lifecycle rules over neutral member facts (see life.h). */
+#include "sched/engine/life.h"
+
+#include <stdio.h>
+
+#include "sched/core/err.h"
+
+/* What the members say: live and started counts, the first failed member, the first member on a
+ * node NotReady past the grace, the first live member not started, and the lost ones. */
+struct tally {
+    uint32_t live, started, n_lost;
+    const struct eng_member *failed, *on_lost_node, *not_started;
+    uint32_t *lost;
+    bool completing;
+};
+
+static void tally(const struct eng *e, const struct eng_gang_facts *gf, int64_t now,
+                  const int64_t *down, uint32_t n_nodes, struct tally *t)
+{
+    for (uint32_t m = 0; m < gf->n_members; m++) {
+        const struct eng_member *p = &gf->members[m];
+        if (p->gone)
+            continue; /* on its way out: neither live nor a new failure */
+        if (p->phase == ENG_POD_SUCCEEDED) {
+            t->completing = true; /* its members end on their own */
+            return;
+        }
+        if (p->phase == ENG_POD_FAILED) {
+            t->failed = t->failed ? t->failed : p;
+            t->lost[t->n_lost++] = m;
+            continue;
+        }
+        int64_t since = !down               ? eng_node_down_since(e, p->node)
+                        : p->node < n_nodes ? down[p->node]
+                                            : 0;
+        if (since > 0 && now - since >= gf->grace_ms) {
+            t->on_lost_node = t->on_lost_node ? t->on_lost_node : p;
+            t->lost[t->n_lost++] = m;
+            continue;
+        }
+        t->live++;
+        if (p->phase == ENG_POD_RUNNING && p->ready)
+            t->started++;
+        else if (!t->not_started)
+            t->not_started = p;
+    }
+}
+
+static const char * or (const char *s, const char *dflt)
+{
+    return s ? s : dflt;
+}
+
+/* The rule that applies (false: none), its message in msg. */
+static bool decide(const struct eng_gang_facts *gf, const struct tally *t, int64_t since,
+                   bool tearing, int64_t now, struct eng_life_action *act, char *msg, size_t n)
+{
+    uint32_t min = gf->min_member ? gf->min_member : 1;
+    act->strike_node = ENG_NONE;
+    if (tearing) {
+        /* members bound after its rollback or teardown began (a Binding applied late, or
+         * another scheduler's): they go too, the gang starts whole or not at all */
+        act->reason = ENG_MEMBER_LOST;
+        snprintf(msg, n,
+                 "%u member(s) bound after the gang was rolled back or torn down (a "
+                 "Binding applied late, or another scheduler's)",
+                 t->live);
+    } else if (t->failed) {
+        act->reason = ENG_MEMBER_FAILED;
+        act->own = true;
+        snprintf(msg, n, "member %s failed (%s)", or (t->failed->name, "?"),
+                 or (t->failed->why, "phase Failed"));
+    } else if (t->on_lost_node) {
+        act->reason = ENG_NODE_LOST;
+        snprintf(msg, n, "member %s is on node %s, NotReady for more than %llds",
+                 or (t->on_lost_node->name, "?"), or (t->on_lost_node->node_name, "?"),
+                 (long long)(gf->grace_ms / 1000));
+    } else if (t->live < min && t->live > 0) { /* none live: the gang is going away whole */
+        act->reason = ENG_MEMBER_LOST;
+        snprintf(msg, n, "%u of minMember %u members left (deleted or evicted)", t->live, min);
+    } else if (t->started < t->live && now - since >= gf->start_timeout_ms) {
+        act->reason = ENG_START_TIMEOUT;
+        act->own = true;
+        act->strike_node = t->not_started ? t->not_started->node : ENG_NONE;
+        snprintf(msg, n, "%u of %u members not running and ready %llds after binding; %s: %s",
+                 t->live - t->started, t->live, (long long)(gf->start_timeout_ms / 1000),
+                 t->not_started ? or (t->not_started->name, "?") : "?",
+                 t->not_started ? or (t->not_started->why, "not ready") : "not ready");
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n_gangs, int64_t now,
+                   const int64_t *node_down_since, uint32_t n_nodes, struct arena *a,
+                   struct eng_life_action **out, uint32_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    struct eng_life_action *acts = arena_calloc(a, n_gangs + 1, sizeof(*acts));
+    if (!acts)
+        return SCHED_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t g = 0; g < n_gangs; g++) {
+        const struct eng_gang_facts *gf = &gangs[g];
+        struct tally t = {0};
+        t.lost = arena_calloc(a, gf->n_members + 1, sizeof(*t.lost));
+        if (!t.lost)
+            return SCHED_ENOMEM;
+        tally(e, gf, now, node_down_since, n_nodes, &t);
+        if (t.completing)
+            continue;
+        struct eng_job j = eng_job(e, gf->gang);
+        bool tearing = j.state == ENG_JOB_TEARING;
+        if ((tearing && j.evicting) || (tearing && t.live == 0))
+            continue; /* being evicted, or torn down with every member on its way out */
+        if (!tearing && j.state != ENG_JOB_RUNNING) {
+            /* first seen bound (before this process led): the start timeout counts from now */
+            if (eng_job_bound(e, gf->gang, now) != 0)
+                return SCHED_ENOMEM;
+            j.bound_ms = now;
+        }
+        struct eng_life_action *act = &acts[n];
+        char msg[900];
+        *act = (struct eng_life_action){
+            .gang = gf->gang, .whole = true, .max_restarts = gf->max_restarts};
+        if (!decide(gf, &t, j.bound_ms, tearing, now, act, msg, sizeof(msg)))
+            continue;
+        uint32_t min = gf->min_member ? gf->min_member : 1;
+        if (gf->spread && act->reason != ENG_START_TIMEOUT && !tearing && t.live >= min &&
+            t.n_lost > 0) {
+            act->whole = false;
+            act->lost = t.lost;
+            act->n_lost = t.n_lost;
+        }
+        act->message = arena_strdup(a, msg);
+        if (!act->message)
+            return SCHED_ENOMEM;
+        n++;
+    }
+    *out = acts;
+    *n_out = n;
+    return 0;
+}
+
+int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now,
+                   struct eng_effects *fx)
+{
+    return eng_job_broken(e, act->gang, act->reason, act->own, act->whole, act->max_restarts,
+                          act->strike_node, now, fx);
+}

@@ -1,0 +1,353 @@
+/* tests/unit/test_engine_life.c: the lifecycle rules over neutral member facts
+ * (sched/engine/life.h) as a table: members and node health in, the action out (reason, own
+ * failure, whole or lost members, strike node, message). Start timeout, failed members, NotReady
+ * nodes past the grace, members lost below minMember, elastic and inference gangs, completing
+ * gangs, gangs being torn down or evicted, gangs first seen running; then an action applied. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/engine/life.h"
+
+#define S 1000
+
+enum setup { BOUND0, TEARING, EVICTING, UNKNOWN };
+
+#define RUN(node)                                                                                  \
+    {                                                                                              \
+        node, ENG_POD_RUNNING, true, false, "ml/p", "node", NULL                                   \
+    }
+#define WAIT(node)                                                                                 \
+    {                                                                                              \
+        node, ENG_POD_PENDING, false, false, "ml/w", "node", "ImagePullBackOff: no"                \
+    }
+#define FAIL(node)                                                                                 \
+    {                                                                                              \
+        node, ENG_POD_FAILED, false, false, "ml/f", "node", "OOMKilled"                            \
+    }
+#define GONE(node)                                                                                 \
+    {                                                                                              \
+        node, ENG_POD_RUNNING, true, true, "ml/g", "node", NULL                                    \
+    }
+#define DONE(node)                                                                                 \
+    {                                                                                              \
+        node, ENG_POD_SUCCEEDED, false, false, "ml/d", "node", NULL                                \
+    }
+
+struct life_case {
+    const char *name;
+    struct eng_member m[4];
+    uint32_t n, min;
+    bool spread;
+    enum setup setup;
+    int64_t down[4]; /* NotReady since, per node (0: ready) */
+    int64_t now;
+    const char *want; /* "" = no action */
+    const char *msg;  /* a part of the message, or NULL */
+};
+
+static const struct life_case cases[] = {
+    {"all running and ready", {RUN(0), RUN(1)}, 2, 2, false, BOUND0, {0}, 600 * S, "", NULL},
+    {"start timeout: own, a strike on the member that did not start",
+     {RUN(0), WAIT(2)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0},
+     60 * S,
+     "StartTimeout own whole strike=n2",
+     "1 of 2 members not running and ready 60s after binding; ml/w: ImagePullBackOff: no"},
+    {"within the start timeout", {RUN(0), WAIT(2)}, 2, 2, false, BOUND0, {0}, 59 * S, "", NULL},
+    {"a failed member: own",
+     {RUN(0), FAIL(1)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "MemberFailed own whole",
+     "member ml/f failed (OOMKilled)"},
+    {"node NotReady past the grace: not own",
+     {RUN(0), RUN(3)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0, 0, 0, 100 * S},
+     130 * S,
+     "NodeLost whole",
+     "NotReady for more than 30s"},
+    {"node NotReady within the grace",
+     {RUN(0), RUN(3)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0, 0, 0, 100 * S},
+     129 * S,
+     "",
+     NULL},
+    {"members lost below minMember",
+     {RUN(0), GONE(1), GONE(2)},
+     3,
+     2,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "MemberLost whole",
+     "1 of minMember 2 members left"},
+    {"elastic gang above minMember goes on",
+     {RUN(0), RUN(1), GONE(2)},
+     3,
+     2,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "",
+     NULL},
+    {"no live member: going away whole, left alone",
+     {GONE(0), GONE(1)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0},
+     600 * S,
+     "",
+     NULL},
+    {"a succeeded member: completing, left alone",
+     {DONE(0), FAIL(1)},
+     2,
+     2,
+     false,
+     BOUND0,
+     {0},
+     600 * S,
+     "",
+     NULL},
+    {"torn down, members bound late: they go too",
+     {RUN(0)},
+     1,
+     2,
+     false,
+     TEARING,
+     {0},
+     1,
+     "MemberLost whole",
+     "bound after the gang was rolled back"},
+    {"torn down, none live: left alone", {GONE(0)}, 1, 1, false, TEARING, {0}, 1, "", NULL},
+    {"being evicted: left alone",
+     {FAIL(0), WAIT(1)},
+     2,
+     2,
+     false,
+     EVICTING,
+     {0},
+     600 * S,
+     "",
+     NULL},
+    {"first seen running: the start timeout counts from now",
+     {WAIT(1)},
+     1,
+     1,
+     false,
+     UNKNOWN,
+     {0},
+     600 * S,
+     "",
+     NULL},
+    {"inference: only the lost replica",
+     {RUN(0), RUN(1), RUN(3)},
+     3,
+     2,
+     true,
+     BOUND0,
+     {0, 0, 0, 1 * S},
+     60 * S,
+     "NodeLost lost=[2]",
+     NULL},
+    {"inference: a failed replica, own",
+     {RUN(0), FAIL(1), RUN(2)},
+     3,
+     2,
+     true,
+     BOUND0,
+     {0},
+     1,
+     "MemberFailed own lost=[1]",
+     NULL},
+    {"inference below minMember: whole",
+     {RUN(0), RUN(3)},
+     2,
+     2,
+     true,
+     BOUND0,
+     {0, 0, 0, 1 * S},
+     60 * S,
+     "NodeLost whole",
+     NULL},
+    {"inference start timeout: whole",
+     {RUN(0), WAIT(1)},
+     2,
+     1,
+     true,
+     BOUND0,
+     {0},
+     60 * S,
+     "StartTimeout own whole strike=n1",
+     NULL},
+};
+
+static void render(const struct eng_life_action *a, char *buf, size_t n)
+{
+    int at = snprintf(buf, n, "%s%s", eng_reason_name(a->reason), a->own ? " own" : "");
+    if (a->whole)
+        at += snprintf(buf + at, n - (size_t)at, " whole");
+    else {
+        at += snprintf(buf + at, n - (size_t)at, " lost=[");
+        for (uint32_t k = 0; k < a->n_lost; k++)
+            at += snprintf(buf + at, n - (size_t)at, "%s%u", k ? "," : "", a->lost[k]);
+        at += snprintf(buf + at, n - (size_t)at, "]");
+    }
+    if (a->strike_node != ENG_NONE)
+        snprintf(buf + at, n - (size_t)at, " strike=n%u", a->strike_node);
+}
+
+static void test_rules(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct life_case *lc = &cases[c];
+        struct eng *e = eng_new(NULL);
+        assert_non_null(e);
+        if (lc->setup != UNKNOWN)
+            assert_int_equal(eng_job_bound(e, 7, 0), 0);
+        if (lc->setup == TEARING)
+            assert_int_equal(eng_job_bind_refused(e, 7), 0);
+        if (lc->setup == EVICTING)
+            assert_int_equal(eng_job_evict(e, 7), 0);
+        struct eng_gang_facts gf = {.gang = 7,
+                                    .members = lc->m,
+                                    .n_members = lc->n,
+                                    .min_member = lc->min,
+                                    .start_timeout_ms = 60 * S,
+                                    .grace_ms = 30 * S,
+                                    .max_restarts = 2,
+                                    .spread = lc->spread};
+        struct arena a;
+        arena_init(&a, 4096);
+        struct eng_life_action *acts;
+        uint32_t n;
+        assert_int_equal(eng_life_check(e, &gf, 1, lc->now, lc->down, 4, &a, &acts, &n), 0);
+        char got[256] = "";
+        if (n == 1)
+            render(&acts[0], got, sizeof(got));
+        if (n > 1 || strcmp(got, lc->want) != 0)
+            fail_msg("%s: '%s' (%u actions), want '%s'", lc->name, got, n, lc->want);
+        if (lc->msg && !strstr(acts[0].message, lc->msg))
+            fail_msg("%s: message '%s' lacks '%s'", lc->name, acts[0].message, lc->msg);
+        if (n == 1)
+            assert_int_equal(acts[0].max_restarts, 2);
+        if (lc->setup == UNKNOWN) { /* recorded as bound now: times out a timeout later */
+            assert_int_equal(eng_job_state(e, 7), ENG_JOB_RUNNING);
+            assert_int_equal(eng_job(e, 7).bound_ms, lc->now);
+            assert_int_equal(
+                eng_life_check(e, &gf, 1, lc->now + 60 * S, lc->down, 4, &a, &acts, &n), 0);
+            assert_int_equal(n, 1);
+            assert_int_equal(acts[0].reason, ENG_START_TIMEOUT);
+        }
+        arena_fini(&a);
+        eng_free(e);
+    }
+}
+
+/* An action carried out: the job is torn down, its budget used, its strike counted; the same
+ * facts at the next step leave it alone (every member on its way out). */
+static void test_apply(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    assert_int_equal(eng_job_bound(e, 1, 0), 0);
+    struct eng_member m[] = {RUN(0), WAIT(5)};
+    struct eng_gang_facts gf = {.gang = 1,
+                                .members = m,
+                                .n_members = 2,
+                                .min_member = 2,
+                                .start_timeout_ms = 60 * S,
+                                .grace_ms = 30 * S,
+                                .max_restarts = 0};
+    struct arena a;
+    arena_init(&a, 4096);
+    struct eng_life_action *acts;
+    uint32_t n;
+    assert_int_equal(eng_life_check(e, &gf, 1, 60 * S, NULL, 0, &a, &acts, &n), 0);
+    assert_int_equal(n, 1);
+    struct eng_effects fx = {0};
+    assert_int_equal(eng_life_apply(e, &acts[0], 60 * S, &fx), 0);
+    assert_int_equal(fx.n, 2); /* the teardown and the give-up (max_restarts 0) */
+    assert_int_equal(fx.v[0].kind, ENG_FX_TEARDOWN);
+    assert_int_equal(fx.v[1].kind, ENG_FX_GIVE_UP);
+    assert_int_equal(eng_job_state(e, 1), ENG_JOB_TEARING);
+    m[0].gone = m[1].gone = true;
+    assert_int_equal(eng_life_check(e, &gf, 1, 61 * S, NULL, 0, &a, &acts, &n), 0);
+    assert_int_equal(n, 0);
+    eng_effects_clear(&fx);
+    assert_int_equal(eng_job_gone(e, 1, 62 * S, &fx), 0);
+    assert_int_equal(fx.n, 0);
+    assert_int_equal(eng_job_state(e, 1), ENG_JOB_FAILED);
+    eng_effects_free(&fx);
+    arena_fini(&a);
+    eng_free(e);
+}
+
+/* Without a NotReady array the engine's own node record counts (eng_node_ready). */
+static void test_engine_node_health(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    assert_int_equal(eng_job_bound(e, 1, 0), 0);
+    struct eng_member m[] = {RUN(0), RUN(4)};
+    struct eng_gang_facts gf = {.gang = 1,
+                                .members = m,
+                                .n_members = 2,
+                                .min_member = 2,
+                                .start_timeout_ms = 60 * S,
+                                .grace_ms = 30 * S,
+                                .max_restarts = 3};
+    struct arena a;
+    arena_init(&a, 4096);
+    struct eng_life_action *acts;
+    uint32_t n;
+    assert_int_equal(eng_node_ready(e, 4, false, 100 * S), 0);
+    assert_int_equal(eng_life_check(e, &gf, 1, 129 * S, NULL, 0, &a, &acts, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(eng_life_check(e, &gf, 1, 130 * S, NULL, 0, &a, &acts, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(acts[0].reason, ENG_NODE_LOST);
+    assert_false(acts[0].own);
+    arena_fini(&a);
+    eng_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_engine_node_health),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
