@@ -283,17 +283,16 @@ class Recorder:
         node = (obj.get("spec") or {}).get("nodeName")
         ids = (meta.get("annotations") or {}).get("gangsched.io/gpu-ids", "")
         with self.lock:
+            # any write to a pod (created, bound, started, deleted) means the step is not over
+            self.last_change = time.time()
             if node and uid not in self.bound:
                 self.bound[uid] = [self.step, node, ids]
-                self.last_change = time.time()
-            elif node and self.bound[uid][2] != ids:
+            elif node:
                 self.bound[uid][2] = ids
-                self.last_change = time.time()
             # a graceful deletion shows its deletionTimestamp first; a pod that is not running
             # (terminal, or never bound) goes at once
             if (gone or meta.get("deletionTimestamp")) and uid not in self.deleted:
                 self.deleted[uid] = self.step
-                self.last_change = time.time()
 
     def poll_events(self):
         st, items, _ = self.c.get("/apis/events.k8s.io/v1/namespaces/%s/events" % NS)
