@@ -1,0 +1,666 @@
+/* sched/kube/driver_bind.c: the binder of the Kubernetes driver (see driver.c for the cycle).
+ *
+ * Owns: the binds of a cycle (a pod's ResourceClaims written, then its Binding; rereads after a
+ * conflict; bind_done and binds_finished closing the cycle's intents in one transaction, with
+ * the rollback of a gang with a failed member), the fences that end a Binding's doubt, opening
+ * the store, and recovery of a previous process's open bind intents.
+ *
+ * Must not touch: scheduling decisions, the cycle's order (driver.c), status text
+ * (driver_status.c), the lifecycle rules (driver_life.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+/* ---- fences: the read-back that ends a Binding's uncertainty ----------------------------------
+ *
+ * Every Binding carries the pod's resourceVersion as a precondition, which the API server checks
+ * when it applies the write, however late (BindingREST: a GuaranteedUpdate with preconditions).
+ * A fence is a write to the pod (the annotation gangsched.io/bind-fence): it changes the
+ * resourceVersion, so a Binding sent before it can never apply after it, and its answer is the
+ * pod as it is at that point: bound (a Binding got there first: a late bind, accounted for) or
+ * not (and then never by an old Binding). */
+struct kfence {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    bool recovery; /* recovery waits for every fence; else a rolled-back member to settle */
+    uint32_t tries;
+};
+
+static void send_fence(struct kfence *f);
+
+static void on_fenced(void *ctx, const struct kube_resp *r)
+{
+    struct kfence *f = ctx;
+    struct kdrv *d = f->d;
+    bool done = true;
+    if (r->status >= 200 && r->status < 300) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            kdrv_fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, f->key);
+        if (p && p->node) {
+            LOG_WARN(KDRV_MOD, "a Binding was applied late: pod=%s node=%s", f->key, p->node);
+            if (!f->recovery) { /* a member of a rolled-back gang: it goes too */
+                char ns[256], name[256];
+                snprintf(ns, sizeof(ns), "%s", p->ns);
+                snprintf(name, sizeof(name), "%s", p->name);
+                kdrv_delete_pod(d, ns, name, "bound late, after its gang was rolled back");
+            }
+        } else {
+            kcache_unassume(d->cache, f->key);
+        }
+    } else if (r->status == 404) {
+        kcache_unassume(d->cache, f->key);
+    } else if (++f->tries < 5 && !d->stopping) {
+        LOG_WARN(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (sent again)", f->key,
+                 r->status, r->error ? r->error : "");
+        done = false;
+    } else {
+        LOG_ERROR(KDRV_MOD, "fence failed: pod=%s status=%d error=%s (given up)", f->key, r->status,
+                  r->error ? r->error : "");
+        if (!f->recovery)
+            kcache_unassume(d->cache, f->key);
+    }
+    if (!done) {
+        send_fence(f);
+        return;
+    }
+    if (f->recovery && d->fences_left > 0)
+        d->fences_left--;
+    free(f);
+}
+
+static void send_fence(struct kfence *f)
+{
+    char path[KOBJ_KEY_MAX + 40], val[300], t[40];
+    struct kdrv *d = f->d;
+    const char *slash = strchr(f->key, '/'); /* keys are "ns/name" (kobj_key) */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
+             slash ? (int)(slash - f->key) : 0, f->key, slash ? slash + 1 : f->key);
+    kobj_format_time(kdrv_now_ms(), t, sizeof(t));
+    snprintf(val, sizeof(val), "%s %s", d->o->identity ? d->o->identity : "gangsched", t);
+    cJSON *body = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
+    cJSON_AddStringToObject(ann, KOBJ_ANNOT_BIND_FENCE, val);
+    kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, on_fenced, f);
+}
+
+static void fence_pod(struct kdrv *d, const char *key, bool recovery)
+{
+    struct kfence *f = calloc(1, sizeof(*f));
+    if (!f) {
+        LOG_ERROR(KDRV_MOD, "out of memory fencing %s", key);
+        return;
+    }
+    f->d = d;
+    f->recovery = recovery;
+    snprintf(f->key, sizeof(f->key), "%s", key);
+    if (recovery)
+        d->fences_left++;
+    send_fence(f);
+}
+
+/* ---- binding ----------------------------------------------------------------------------------
+ */
+
+void kdrv_gang_binds_free(struct kgang_binds *gb)
+{
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        free(gb->pods[i].pod_key);
+        free(gb->pods[i].ns);
+        free(gb->pods[i].name);
+        free(gb->pods[i].node);
+        free(gb->pods[i].error);
+    }
+    free(gb->pods);
+    free(gb->gang);
+    free(gb->pg_ns);
+    free(gb->pg_name);
+    free(gb->queue);
+    free(gb->flavor);
+    free(gb->summary);
+}
+
+/* Every bind of the cycle has answered: close the intents in one transaction, roll back gangs
+ * with a failed member, then status and events. */
+static void binds_finished(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    int64_t now = kdrv_now_ms();
+    int rc = store_begin(d->db, &eb);
+    for (uint32_t g = 0; rc == 0 && g < d->n_binds; g++) {
+        struct kgang_binds *gb = &d->binds[g];
+        bool ok = gb->n_failed == 0;
+        rc = store_journal_done(d->db, gb->gang, STORE_ALL_PODS,
+                                ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
+        if (rc == 0) {
+            struct store_job j = {.gang = gb->gang,
+                                  .gang_id = -1,
+                                  .queue = gb->queue,
+                                  .flavor = gb->flavor,
+                                  .gpus = gb->gpus,
+                                  .state = ok ? STORE_JOB_RUNNING : STORE_JOB_PENDING,
+                                  .submit_ms = now,
+                                  .admit_ms = ok ? now : STORE_NO_TIME,
+                                  .start_ms = ok ? now : STORE_NO_TIME,
+                                  .finish_ms = STORE_NO_TIME};
+            struct store_job old;
+            if (store_job_get(d->db, gb->gang, &old, NULL) == 0) {
+                j.submit_ms = old.submit_ms;
+                j.preemptions = old.preemptions;
+                j.restarts = old.restarts;
+                if (!ok)
+                    j.flavor = NULL;
+            }
+            if (!ok)
+                j.flavor = NULL;
+            rc = store_job_upsert(d->db, &j, &eb);
+        }
+        if (rc == 0 && !ok)
+            rc = kdrv_job_charge(d, gb->gang, NULL, NULL, 0, -1, &eb);
+    }
+    if (rc == 0)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        store_rollback(d->db);
+        kdrv_fatal(d, eb.msg); /* the journal must stay true: stop rather than guess */
+        return;
+    }
+    for (uint32_t g = 0; g < d->n_binds; g++) {
+        struct kgang_binds *gb = &d->binds[g];
+        const struct kpg *pg = NULL;
+        if (gb->pg_ns) {
+            char key[600];
+            snprintf(key, sizeof(key), "%s/%s", gb->pg_ns, gb->pg_name);
+            pg = kcache_pg(d->cache, key);
+        }
+        const char *bound_lbl[] = {"bound"}, *failed_lbl[] = {"failed"};
+        http_metric_add_value(d->m_binds, bound_lbl, gb->n_pods - gb->n_failed);
+        http_metric_add_value(d->m_binds, failed_lbl, gb->n_failed);
+        const char *outcome[] = {gb->n_failed == 0 ? "bound" : "rolled_back"};
+        http_metric_add_value(d->m_gangs, outcome, 1);
+        if (gb->n_failed == 0) {
+            kdrv_set_bound_at(d, gb->gang, now);
+            LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
+            kdrv_gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
+            continue;
+        }
+        const char *first_err = "";
+        for (uint32_t i = 0; i < gb->n_pods; i++)
+            if (!gb->pods[i].ok && gb->pods[i].error) {
+                first_err = gb->pods[i].error;
+                break;
+            }
+        char msg[700];
+        snprintf(msg, sizeof(msg),
+                 "%u of %u pods could not be bound (%s); the bound ones are "
+                 "deleted and the gang is scheduled again",
+                 gb->n_failed, gb->n_pods, first_err);
+        LOG_WARN(KDRV_MOD, "gang bind failed: gang=%s error=%s", gb->gang, msg);
+        /* whole-gang rollback: the members bound (by us, or by someone else first) are deleted
+         * and stay assumed until the watch shows them bound; a Binding without a definite
+         * answer may still land: the pod stays assumed until a fence says how it ended */
+        for (uint32_t i = 0; i < gb->n_pods; i++) {
+            struct kbind *b = &gb->pods[i];
+            if (b->ok || b->foreign)
+                kdrv_delete_pod(d, b->ns, b->name,
+                                b->ok ? "partial gang rolled back"
+                                      : "bound elsewhere by someone else: its gang is rolled back");
+            if (b->unknown)
+                fence_pod(d, b->pod_key, false);
+            else if (!b->ok)
+                kcache_unassume(d->cache, b->pod_key);
+        }
+        /* its members' deletion is the rollback, not a failure for the lifecycle */
+        strmap_put(&d->tearing, gb->gang, (void *)1, NULL);
+        free(strmap_del(&d->bound_at, gb->gang));
+        kdrv_gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
+    }
+    for (uint32_t g = 0; g < d->n_binds; g++)
+        kdrv_gang_binds_free(&d->binds[g]);
+    free(d->binds);
+    d->binds = NULL;
+    d->n_binds = 0;
+    if (d->stopping)
+        uv_stop(d->loop);
+    else
+        kdrv_schedule_cycle(d, d->o->cycle_ms);
+}
+
+static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+
+/* One bind has its outcome (b->ok, foreign, unknown; why: the error when it failed). */
+static void bind_done(struct kbind *b, const char *why)
+{
+    struct kgang_binds *gb = b->gb;
+    struct kdrv *d = gb->d;
+    b->done = true;
+    if (!b->ok) {
+        b->error = strdup(why);
+        gb->n_failed++;
+    }
+    gb->n_done++;
+    if (--d->binds_left == 0)
+        binds_finished(d);
+}
+
+/* The pod read back after its Binding's resourceVersion precondition failed: something wrote
+ * it since our snapshot (our own status write, a label, or another scheduler's Binding). */
+static void on_bind_reread(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
+    char buf[700];
+    if (r->status == 200) {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            kdrv_fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+        const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+        if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
+            b->foreign = true;
+            snprintf(buf, sizeof(buf),
+                     "pod %s: bound to node \"%s\" by someone else before our Binding", b->pod_key,
+                     p->node);
+            bind_done(b, buf);
+            return;
+        }
+        if (p && !p->deleting && !d->stopping) { /* still ours to bind: with its new version */
+            send_bind(d, b, b->gb->flavor);
+            return;
+        }
+        snprintf(buf, sizeof(buf), "pod %s: deleted or replaced before its Binding", b->pod_key);
+        bind_done(b, buf);
+        return;
+    }
+    b->unknown = r->status != 404;
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d reading it back: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
+}
+
+static void on_bind(void *ctx, const struct kube_resp *r)
+{
+    struct kbind *b = ctx;
+    struct kdrv *d = b->gb->d;
+    if (r->status >= 200 && r->status < 300) {
+        b->ok = true;
+    } else if (r->status == 409 && r->error) {
+        /* "pod X is already assigned to node \"N\"": fine when N is the node we chose (a retry
+         * of a Binding that went through); another node: someone else bound it */
+        char want[600];
+        snprintf(want, sizeof(want), "already assigned to node \"%s\"", b->node);
+        b->ok = strstr(r->error, want) != NULL;
+        b->foreign = !b->ok && strstr(r->error, "already assigned to node") != NULL;
+        if (!b->ok && !b->foreign && b->rereads < 3 &&
+            strstr(r->error, "Precondition failed: ResourceVersion")) {
+            /* the pod changed since our snapshot: read it back and decide (a leader deposed
+             * meanwhile has exited: the renew deadline is shorter than the lease) */
+            char path[KOBJ_KEY_MAX + 40];
+            b->rereads++;
+            snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
+            if (kube_request(d->client, KUBE_GET, path, NULL, 0, 0, on_bind_reread, b) == 0)
+                return;
+        }
+    }
+    if (!b->ok && (r->status == 0 || r->status == 429 || r->status >= 500))
+        b->unknown = true; /* the server may still apply it: fenced at the rollback */
+    char buf[600];
+    snprintf(buf, sizeof(buf), "pod %s: HTTP %d: %s", b->pod_key, r->status,
+             r->error ? r->error : "no response");
+    bind_done(b, buf);
+}
+
+static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
+{
+    char path[600], ids[160];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
+    cJSON *meta;
+    cJSON *body = kdrv_new_object("v1", "Binding", b->ns, b->name, &meta);
+    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+    if (p && p->uid)
+        cJSON_AddStringToObject(meta, "uid", p->uid);
+    if (p && p->rv) /* checked when applied: a fence (or any write) since makes it fail */
+        cJSON_AddStringToObject(meta, "resourceVersion", p->rv);
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    annot_gpu_ids(b->gpu_mask, ids, sizeof(ids));
+    if (b->gpu_mask)
+        cJSON_AddStringToObject(ann, KOBJ_ANNOT_GPU_IDS, ids);
+    if (flavor)
+        cJSON_AddStringToObject(ann, KOBJ_ANNOT_FLAVOR, flavor);
+    cJSON *target = cJSON_AddObjectToObject(body, "target");
+    cJSON_AddStringToObject(target, "apiVersion", "v1");
+    cJSON_AddStringToObject(target, "kind", "Node");
+    cJSON_AddStringToObject(target, "name", b->node);
+    char *s = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    /* retried on 5xx and 429: a bind that landed but whose answer was lost comes back as 409
+     * "already assigned" to this node, which on_bind counts as bound */
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_bind, b)) {
+        struct kube_resp r = {.status = 0, .body = "", .error = "out of memory"};
+        free(s);
+        on_bind(b, &r);
+        return;
+    }
+    free(s);
+}
+
+/* ---- DRA: a pod's ResourceClaims allocated before its Binding (sched/kube/dra.h) ---------- */
+
+/* The claim writes of one pod in flight; its Binding follows when all succeeded. */
+struct kclaim_writes {
+    struct kbind *b;
+    char *flavor;
+    uint32_t left, failed;
+    char *error;
+};
+
+static void on_claim_written(void *ctx, const struct kube_resp *r)
+{
+    struct kclaim_writes *w = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        w->failed++;
+        if (!w->error) {
+            char buf[600];
+            snprintf(buf, sizeof(buf), "pod %s: ResourceClaim allocation: HTTP %d: %s",
+                     w->b->pod_key, r->status, r->error ? r->error : "no response");
+            w->error = strdup(buf);
+        }
+    }
+    if (--w->left > 0)
+        return;
+    struct kbind *b = w->b;
+    if (w->failed == 0) /* allocation and reservedFor written: now the Binding */
+        send_bind(b->gb->d, b, w->flavor);
+    else
+        bind_done(b, w->error ? w->error : "ResourceClaim allocation failed");
+    free(w->flavor);
+    free(w->error);
+    free(w);
+}
+
+/* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
+ * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs
+ * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
+ * at once. A failed write fails the bind (the gang rolls back whole). */
+void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
+{
+    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+    if (!p || p->n_claims == 0) {
+        send_bind(d, b, flavor);
+        return;
+    }
+    const char *dev[32], *drv[32], *pool[32];
+    uint32_t n = 0;
+    for (uint32_t g = 0; g < 32; g++)
+        if (b->gpu_mask & (1u << g)) {
+            dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
+            if (!dev[n]) {
+                char buf[600];
+                snprintf(buf, sizeof(buf), "pod %s: GPU %u of node %s is not a DRA device",
+                         b->pod_key, g, b->node);
+                bind_done(b, buf);
+                return;
+            }
+            n++;
+        }
+    struct kclaim_writes *w = calloc(1, sizeof(*w));
+    if (!w || (flavor && !(w->flavor = strdup(flavor)))) {
+        free(w);
+        bind_done(b, "out of memory");
+        return;
+    }
+    w->b = b;
+    w->left = p->n_claims;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
+        uint32_t take = cl ? cl->all ? n - at : (uint32_t)cl->gpus : 0; /* All: the rest */
+        cJSON *body = cl && at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
+                                                                   pool + at, take, p->name, p->uid)
+                                           : NULL;
+        at += take;
+        char path[KOBJ_KEY_MAX + 80];
+        snprintf(path, sizeof(path),
+                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
+                 cl ? cl->name : "");
+        if (!body) {
+            struct kube_resp r = {
+                .status = 0, .body = "", .error = "claim unknown or too few devices"};
+            on_claim_written(w, &r);
+            continue;
+        }
+        kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, on_claim_written, w);
+    }
+}
+
+/* ---- recovery ----------------------------------------------------------------------------------
+ */
+
+static int recover_intent(void *ctx, const struct store_intent *in)
+{
+    struct kdrv *d = ctx;
+    uint32_t on_target = 0;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && p->node && !p->deleting && strcmp(p->node, in->pods[i].node) == 0)
+            on_target++;
+    }
+    bool whole = on_target == in->n_pods;
+    if (!whole) /* every member bound, wherever and by whoever, goes: the gang starts whole */
+        for (uint32_t i = 0; i < in->n_pods; i++) {
+            const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+            if (p && p->node) {
+                char ns[256], name[256];
+                kdrv_split_key(in->pods[i].name, ns, sizeof(ns), name, sizeof(name));
+                kdrv_delete_pod(d, ns, name, "partial gang found at recovery");
+            }
+        }
+    LOG_INFO(KDRV_MOD, "recovered bind intent: gang=%s pods=%u bound=%u outcome=%s", in->gang,
+             in->n_pods, on_target, whole ? "bound" : "rolled-back");
+    return store_journal_done(d->db, in->gang, STORE_ALL_PODS,
+                              whole ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, kdrv_now_ms(),
+                              NULL, NULL);
+}
+
+/* The unbound pods of an open intent may still be bound by a Binding of the previous process:
+ * fenced before the intent is judged. */
+static int fence_intent(void *ctx, const struct store_intent *in)
+{
+    struct kdrv *d = ctx;
+    for (uint32_t i = 0; i < in->n_pods; i++) {
+        const struct kpod *p = kcache_pod(d->cache, in->pods[i].name);
+        if (p && !p->node && !p->deleting)
+            fence_pod(d, p->key, true);
+    }
+    return 0;
+}
+
+/* Without the previous leader's journal, any pending pod of ours may have a Binding in flight. */
+static void fence_pending(void *ctx, const struct kpod *p)
+{
+    struct kdrv *d = ctx;
+    if (p->ours && !p->node && !p->deleting && !p->gated && p->phase == KPOD_PENDING)
+        fence_pod(d, p->key, true);
+}
+
+#define KDRV_META_TERM "daemon.lease_term" /* the Lease term this database last led in */
+
+/* Whether this database's bind journal covers every Binding the previous leader may have sent:
+ * it led the term just before this one (a restart on the same database), or nobody led before
+ * (this process created the Lease), or there is no leader election. */
+static bool journal_complete(struct kdrv *d, int64_t term)
+{
+    if (!d->lease || term == 0)
+        return true;
+    int64_t last = -2;
+    if (store_meta_get_i64(d->db, KDRV_META_TERM, &last, NULL) != 0)
+        return false;
+    return last == term - 1 || last == term;
+}
+
+static int load_gave_up(void *ctx, const struct store_job *j)
+{
+    struct kdrv *d = ctx;
+    if (j->state == STORE_JOB_FAILED && strmap_put(&d->gave_up, j->gang, (void *)1, NULL) != 0)
+        return SCHED_ENOMEM;
+    return 0;
+}
+
+/* The database is opened by the leader only (standbys never write). */
+int kdrv_open_store(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    struct store_opts so;
+    store_opts_default(&so);
+    so.writer_id = d->o->identity;
+    char adopted[600];
+    int rc = http_follow_adopt(d->o->db_path, adopted, sizeof(adopted), &eb); /* fail-over */
+    if (rc == 1)
+        LOG_INFO(KDRV_MOD, "%s", adopted);
+    else if (rc < 0)
+        LOG_WARN(KDRV_MOD, "the followed store is not adopted: error=%s", eb.msg);
+    rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+    if (rc != 0 && d->o->rebuild_store) {
+        /* the cluster is the truth: what is lost is the operators' holds and reservations, the
+         * retry budgets spent and the decision history; said loudly, the old file kept */
+        char aside[4200];
+        if (store_set_aside(d->o->db_path, rc, aside, sizeof(aside), &eb) == 0) {
+            LOG_WARN(KDRV_MOD, "database rebuilt: error=%s kept_as=%s", eb.msg, aside);
+            rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
+        }
+    }
+    if (rc == 0) {
+        rc = store_config_apply(d->db, config_watch_current(d->cw), NULL, 0, &eb);
+        if (rc == 0) /* the operators' holds survive a restart or a new leader */
+            rc = store_action_list(d->db, false, kdrv_replay_action, d, &eb);
+        if (rc == 0) /* and so do the gangs that used up their retry budget */
+            rc = store_job_list(d->db, load_gave_up, d, &eb);
+        if (rc == 0) /* and the operators' reservations */
+            rc = store_reservation_list(d->db, kdrv_load_operator_hold, d, &eb);
+        if (rc != 0) {
+            store_close(d->db);
+            d->db = NULL;
+        }
+    }
+    if (rc != 0)
+        kdrv_fatal(d, eb.msg);
+    return rc;
+}
+
+/* Resolves what a previous leader left: first the fences (returns 1 while they are answered),
+ * then the open intents judged from the pods as read back. */
+int kdrv_recover(struct kdrv *d)
+{
+    struct sched_errbuf eb;
+    int64_t term = d->lease ? kube_lease_transitions(d->lease) : 0;
+    if (!d->fenced) {
+        d->fenced = true;
+        bool complete = journal_complete(d, term);
+        if (store_journal_pending(d->db, fence_intent, d, &eb) != 0) {
+            kdrv_fatal(d, eb.msg);
+            return -1;
+        }
+        if (!complete)
+            kcache_each_pod(d->cache, fence_pending, d);
+        LOG_INFO(KDRV_MOD, "recovery: term=%lld journal=%s fences=%u", (long long)term,
+                 complete ? "complete" : "of another leader", d->fences_left);
+    }
+    if (d->fences_left > 0)
+        return 1;
+    int rc = store_begin(d->db, &eb);
+    if (rc == 0 && d->lease)
+        rc = store_meta_put_i64(d->db, KDRV_META_TERM, term, &eb);
+    if (rc == 0)
+        rc = store_journal_pending(d->db, recover_intent, d, &eb);
+    if (rc == 0)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        store_rollback(d->db);
+        kdrv_fatal(d, eb.msg);
+        return rc;
+    }
+    d->recovered = true;
+    return 0;
+}
+
+/* The binds of one placed gang (gb, zeroed): copies of its keys, and every member assumed on
+ * its node in the cache. Returns -1 when out of memory. */
+static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const struct kcache_build *kb,
+                              const struct sched_placement *pl, const struct config *cfg)
+{
+    const struct kgang *kg = &kb->gangs[pl->gang->id];
+    gb->d = d;
+    gb->gang = strdup(kg->key);
+    gb->queue = strdup(cfg->queues[pl->gang->queue].name);
+    const char *fl = kdrv_flavor_name(cfg, pl->flavor);
+    gb->flavor = fl ? strdup(fl) : NULL;
+    gb->gpus = pl->gang->gpus;
+    if (kg->pg) {
+        gb->pg_ns = strdup(kg->pg->ns);
+        gb->pg_name = strdup(kg->pg->name);
+        gb->api = kg->pg->api;
+    }
+    gb->n_pods = pl->gang->n_pods;
+    gb->pods = calloc(gb->n_pods, sizeof(*gb->pods));
+    const struct cluster *cl = kb->snap.cluster;
+    char summary[400];
+    int off = snprintf(summary, sizeof(summary), "%u pods placed", gb->n_pods);
+    if (pl->level >= 0 && (uint32_t)pl->level < cl->topo.n_levels)
+        off += snprintf(summary + off, sizeof(summary) - (size_t)off, " in %s %s",
+                        cl->topo.levels[pl->level].name,
+                        cl->topo.levels[pl->level].domain_names[pl->domain]);
+    if (pl->borrowing && off < (int)sizeof(summary))
+        snprintf(summary + off, sizeof(summary) - (size_t)off, " (borrowing quota)");
+    gb->summary = strdup(summary);
+    if (!gb->gang || !gb->queue || !gb->pods || !gb->summary)
+        return -1;
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        const struct kpod *pod = kg->members[i];
+        struct kbind *b = &gb->pods[i];
+        b->gb = gb;
+        b->index = i;
+        b->pod_key = strdup(pod->key);
+        b->ns = strdup(pod->ns);
+        b->name = strdup(pod->name);
+        b->node = strdup(cl->nodes[pl->pods[i].node].name);
+        b->gpu_mask = pl->pods[i].gpu_mask;
+        if (!b->pod_key || !b->ns || !b->name || !b->node ||
+            kcache_assume(d->cache, pod->key, b->node, b->gpu_mask, pl->flavor) != 0)
+            return -1;
+        d->binds_left++;
+    }
+    return 0;
+}
+
+/* The cycle's binds (step 4 of driver.c): every member of every placed gang assumed in the cache,
+ * then sent. */
+void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg)
+{
+    if (res->n_placements == 0)
+        return;
+    d->binds = calloc(res->n_placements, sizeof(*d->binds));
+    if (!d->binds) {
+        kdrv_fatal(d, "out of memory");
+        return;
+    }
+    d->n_binds = res->n_placements;
+    d->binds_left = 0;
+    for (uint32_t p = 0; p < res->n_placements; p++)
+        if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0) {
+            kdrv_fatal(d, "out of memory");
+            return;
+        }
+    /* send after every pod is assumed: a bind answering at once must not end the cycle
+     * while others are still being prepared */
+    uint32_t n_binds = d->n_binds;
+    struct kgang_binds *binds = d->binds;
+    for (uint32_t p = 0; p < n_binds; p++)
+        for (uint32_t i = 0; i < binds[p].n_pods; i++)
+            kdrv_send_claims_then_bind(d, &binds[p].pods[i], binds[p].flavor);
+}

@@ -1,0 +1,300 @@
+/* sched/kube/driver_int.h: internals shared by the files of the Kubernetes driver (driver.c,
+ * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c); not a public
+ * interface: nothing outside these files includes it.
+ *
+ * Owns: struct kdrv (the daemon's state on the loop), the binds of a cycle, and the functions
+ * one of these files calls in another (each under the name of its file).
+ *
+ * Must not touch: anything driver.h says the driver must not touch.
+ */
+#ifndef SCHED_KUBE_DRIVER_INT_H
+#define SCHED_KUBE_DRIVER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "config/reload.h"
+#include "sched/core/annot.h"
+#include "sched/core/arena.h"
+#include "sched/core/cycle.h"
+#include "sched/core/device.h"
+#include "sched/core/eta.h"
+#include "sched/core/log.h"
+#include "sched/core/policy.h"
+#include "sched/core/strmap.h"
+#include "sched/http/follow.h"
+#include "sched/http/metrics.h"
+#include "sched/http/server.h"
+#include "sched/kube/cache.h"
+#include "sched/kube/client.h"
+#include "sched/kube/driver.h"
+#include "sched/kube/lifecycle.h"
+#include "sched/kube/native.h"
+#include "store/store.h"
+
+#define KDRV_MOD           "kube"
+#define KDRV_STATUS_MIN_MS 5000 /* a gang's status changes at most this often for one reason */
+
+/* One pod bind in flight. */
+struct kbind {
+    struct kgang_binds *gb;
+    char *pod_key, *ns, *name, *node;
+    uint32_t index, gpu_mask;
+    bool ok, done;
+    bool foreign;     /* 409: already bound to another node, by someone else */
+    bool unknown;     /* no definite answer (transport error, 5xx, 429 after retries): the
+                         Binding may still be applied by the server */
+    uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
+    char *error;
+};
+
+/* The binds of one placed gang. */
+struct kgang_binds {
+    struct kdrv *d;
+    char *gang, *pg_ns, *pg_name; /* pg_* NULL for a gang of one */
+    enum kpg_api api;
+    struct kbind *pods;
+    uint32_t n_pods, n_done, n_failed;
+    int64_t gpus;
+    char *queue, *flavor;
+    char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
+};
+
+/* What was last written about a gang (status and events are rate-limited). */
+struct kstatus {
+    char *reason;
+    int64_t at_ms;
+    bool forced;     /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    uint32_t logged; /* hash of the last verdict written to the decision log (0: none) */
+};
+
+struct kdrv {
+    bool warned_no_device; /* the "no node has the device" warning was logged for this state */
+    const struct kube_run_opts *o;
+    uv_loop_t *loop;
+    uv_timer_t cycle_timer;
+    uv_signal_t sigterm, sigint;
+    struct kube_auth *auth;
+    struct kube_client *client;
+    struct kube_informer *inf[3 + KPG_N_API + 2];
+    uint32_t n_inf;
+    struct kube_lease *lease;
+    struct config_watch *cw;
+    struct store *db;
+    struct kcache *cache;
+    const struct sched_policy *pol;
+    struct arena arena;
+    bool leading, recovered, stopping, failed;
+    bool fenced;             /* recovery sent its fences */
+    bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
+    uint32_t fences_left;    /* recovery fences not answered yet */
+    char fatal[SCHED_ERRBUF];
+    int64_t cycle;
+    /* binds of the current cycle */
+    struct kgang_binds *binds;
+    uint32_t n_binds, binds_left;
+    struct strmap status; /* gang -> struct kstatus* */
+    struct strmap jobs;   /* gang -> struct kjob*: admitted or running, charged to the ledger */
+    bool jobs_synced;     /* the jobs and the ledger were reconciled with the cluster */
+    struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
+    /* HTTP API and metrics */
+    struct http_server *http;
+    struct http_follow *follow; /* while standby with --follow */
+    struct http_metrics *metrics;
+    struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
+        *m_held;
+    uint64_t api_seen[4];
+    bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
+    /* gang lifecycle (sched/kube/lifecycle.h) */
+    struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
+    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown or a
+                                rollback, (void *)2: evicted by a preemption */
+    struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
+    struct strmap node_down; /* node -> int64_t*: NotReady since */
+    struct strmap strikes;   /* node -> struct kstrike* */
+    struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
+    uv_timer_t stats_timer;
+    /* capacity freed by preemption, held for the preemptor until it starts (or the hold ends) */
+    struct khold *holds;
+    uint32_t n_holds;
+};
+
+#define KDRV_HOLD_MS (10 * 60 * 1000) /* a preemptor's hold lasts at most this long */
+
+struct khold {
+    char *gang;
+    char **nodes;
+    uint32_t n_nodes;
+    int64_t until_ms;
+    int64_t operator_id; /* > 0: an operator's reservation (store id): kept whether or not its
+                            gang is pending, until deleted or expired */
+};
+
+#define KDRV_RESERVE_MS (24 * 60 * 60 * 1000) /* default lifetime of an operator reservation */
+
+/* Failed starts on a node: KDRV_STRIKES within KDRV_STRIKE_WINDOW_MS quarantine it for
+ * KDRV_QUARANTINE_MS (the simulator's values, docs/lifecycle.md). */
+#define KDRV_STRIKES          3
+#define KDRV_STRIKE_WINDOW_MS (60 * 60 * 1000)
+#define KDRV_QUARANTINE_MS    (30 * 60 * 1000)
+
+struct kstrike {
+    uint32_t n;
+    int64_t window_start_ms;
+    int64_t until_ms; /* quarantined until, 0 = not */
+};
+
+/* A gang charged to the ledger (admitted, binds in flight, or running). */
+struct kjob {
+    int64_t gpus;
+    char *queue, *flavor;
+    bool seen; /* running in the current cycle's input */
+};
+
+/* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */
+struct strlist {
+    char **v;
+    uint32_t n, cap;
+};
+
+/* ---- driver.c: the loop ---- */
+
+int64_t kdrv_now_ms(void);
+
+void kdrv_fatal(struct kdrv *d, const char *msg);
+
+const char *kdrv_flavor_name(const struct config *cfg, uint32_t f);
+
+void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms);
+
+/* ---- driver_status.c ---- */
+
+void kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                    kube_resp_fn *fn, void *ctx);
+
+/* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
+ * its metadata for more fields. */
+cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns, const char *name,
+                       cJSON **meta);
+
+void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const char *uid, const char *type, const char *reason,
+                     const char *action, const char *note, const struct kpg *related);
+
+void kdrv_split_key(const char *key, char *ns, size_t nn, char *name, size_t n);
+
+/* Another row was written for the gang (placed, torn down): its next verdict is new again. */
+void kdrv_forget_logged(struct kdrv *d, const char *gang);
+
+/* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
+ * written when the reason changes, else at most every status_every_s.
+ * Returns whether it wrote (false: rate-limited). */
+bool kdrv_gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg, const char *phase,
+                      const char *type, const char *reason, const char *message, bool force);
+
+/* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
+ * Event), or NULL. */
+bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                          const char *phase, const char *type, const char *reason,
+                          const char *message, bool force, const struct kpg *related);
+
+/* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
+ * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
+ * status was written (rate-limited there) or the pod has no such condition yet, and only when
+ * its message differs. */
+void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
+                             const char *reason, const char *message);
+
+/* ---- driver_bind.c ---- */
+
+void kdrv_gang_binds_free(struct kgang_binds *gb);
+
+/* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
+ * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs
+ * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
+ * at once. A failed write fails the bind (the gang rolls back whole). */
+void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+
+/* The database is opened by the leader only (standbys never write). */
+int kdrv_open_store(struct kdrv *d);
+
+/* Resolves what a previous leader left: first the fences (returns 1 while they are answered),
+ * then the open intents judged from the pods as read back. */
+int kdrv_recover(struct kdrv *d);
+
+/* The cycle's binds (step 4 of driver.c): every member of every placed gang assumed in the cache,
+ * then sent. */
+void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg);
+
+/* ---- driver_life.c ---- */
+
+/* Evicts a victim gang's members; a native PodGroup gets DisruptionTarget=True reason
+ * PreemptionByScheduler first. */
+void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *message);
+
+/* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
+ * as deleting (kcache_delete_sent). */
+void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why);
+
+void kdrv_set_bound_at(struct kdrv *d, const char *gang, int64_t at);
+
+/* Once per change of state: warns when the nodes have none of the configured accelerator, naming
+ * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
+void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c);
+
+/* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
+ * that gave up kept out of the queues. */
+int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
+                        int64_t now, struct sched_errbuf *eb);
+
+/* ---- driver_record.c ---- */
+
+void kdrv_kjob_free(struct kjob *j);
+
+/* Charges (sign +1) or releases (-1) a job's GPUs in the ledger and tracks it in d->jobs. */
+int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
+                    int64_t gpus, int sign, struct sched_errbuf *eb);
+
+int kdrv_strlist_add(struct strlist *l, const char *str);
+
+void kdrv_strlist_free(struct strlist *l);
+
+/* A gang not offered to the core (pods missing, no or unknown queue, invalid spec): a job row
+ * (its queue label, or "-"; GPUs unknown yet: 0) and a decision naming why, so that `gangctl
+ * jobs` lists it and `explain` finds it. The store keeps one decision row per change. */
+int kdrv_waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t now,
+                              struct sched_errbuf *eb);
+
+/* A gang waiting in a queue (a verdict, or a held queue) has a job row, so that `gangctl jobs`
+ * lists it and `gangctl explain` finds it; a placeholder row of a gang that waited for its pods
+ * (no GPUs known) takes its queue and GPUs once it has them. */
+int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
+                         struct sched_errbuf *eb);
+
+int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg, int64_t now, struct sched_errbuf *eb);
+
+/* ---- driver_ops.c ---- */
+
+void kdrv_khold_free(struct khold *h);
+
+int kdrv_load_operator_hold(void *ctx, const struct store_reservation *r);
+
+int kdrv_http_write(void *ctx, const struct http_write *w, cJSON **result, struct sched_errbuf *eb);
+
+int kdrv_replay_action(void *ctx, const struct store_action *a);
+
+/* Preemptor holds offered to the core (kb->snap.holds): kept while their gang is pending and the
+ * hold has not ended; an operator's reservation is kept whether or not its gang is pending. */
+void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now);
+
+/* A preemptor the core reserved capacity for gets a hold on the freed nodes (the first hold's
+ * deadline is kept), KDRV_HOLD_MS at most. */
+void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                     int64_t now);
+
+#endif

@@ -1,0 +1,454 @@
+/* sched/kube/driver_life.c: gang lifecycle of the Kubernetes driver.
+ *
+ * Owns: deletes (once per pod, with its uid), preemption evictions (DisruptionTarget condition,
+ * the Eviction API, the delete fallback), when a gang's binds completed (d->bound_at), node
+ * health (NotReady since, d->node_down), strikes and quarantine (d->strikes), teardown of broken
+ * gangs with the retry budget (d->tearing, d->gave_up), and the cycle's lifecycle step
+ * (sched/kube/lifecycle.h decides; this file carries it out).
+ *
+ * Must not touch: the binder's in-flight state, the ledger (except through kdrv_job_charge),
+ * scheduling decisions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+/* A victim gang's members, evicted once its PodGroup carries DisruptionTarget (the order
+ * kube-scheduler keeps: the condition before the eviction). */
+struct kvictim {
+    struct kdrv *d;
+    char **ns, **name;
+    uint32_t n;
+};
+
+static void evict_pod(struct kdrv *d, const char *ns, const char *name);
+
+static void on_disruption_target(void *ctx, const struct kube_resp *r)
+{
+    struct kvictim *v = ctx;
+    if (r->status < 200 || r->status >= 300)
+        LOG_WARN(KDRV_MOD, "DisruptionTarget not written (evicting anyway): status=%d pod=%s/%s",
+                 r->status, v->n ? v->ns[0] : "", v->n ? v->name[0] : "");
+    for (uint32_t i = 0; i < v->n; i++) {
+        evict_pod(v->d, v->ns[i], v->name[i]);
+        free(v->ns[i]);
+        free(v->name[i]);
+    }
+    free(v->ns);
+    free(v->name);
+    free(v);
+}
+
+/* Evicts a victim gang's members; a native PodGroup gets DisruptionTarget=True reason
+ * PreemptionByScheduler first. */
+void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *message)
+{
+    const struct kpg *pg = victim->pg;
+    cJSON *body = pg && knative_sched_condition(pg->api)
+                      ? knative_condition_patch(pg, "DisruptionTarget", true,
+                                                "PreemptionByScheduler", message, kdrv_now_ms())
+                      : NULL;
+    struct kvictim *v = body ? calloc(1, sizeof(*v)) : NULL;
+    if (v) {
+        v->d = d;
+        v->ns = calloc(victim->gang.n_pods + 1, sizeof(char *));
+        v->name = calloc(victim->gang.n_pods + 1, sizeof(char *));
+        for (uint32_t m = 0; v->ns && v->name && m < victim->gang.n_pods; m++) {
+            v->ns[v->n] = strdup(victim->members[m]->ns);
+            v->name[v->n] = strdup(victim->members[m]->name);
+            if (v->ns[v->n] && v->name[v->n])
+                v->n++;
+        }
+    }
+    if (!v || !v->ns || !v->name || v->n != victim->gang.n_pods) {
+        if (v) {
+            for (uint32_t i = 0; i < v->n; i++) {
+                free(v->ns[i]);
+                free(v->name[i]);
+            }
+            free(v->ns);
+            free(v->name);
+            free(v);
+        }
+        cJSON_Delete(body);
+        for (uint32_t m = 0; m < victim->gang.n_pods; m++)
+            evict_pod(d, victim->members[m]->ns, victim->members[m]->name);
+        return;
+    }
+    char path[700];
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
+             knative_api_version(pg->api), pg->ns, pg->name);
+    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
+}
+
+/* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
+
+/* A delete in flight: which pod (and uid) it was about. */
+struct kdel {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+    char uid[128];
+};
+
+static void on_deleted(void *ctx, const struct kube_resp *r)
+{
+    struct kdel *x = ctx;
+    /* 404: gone already; 409: the uid precondition failed, so the pod of that uid is gone and
+     * another took its name (a StatefulSet's replacement is not ours to delete) */
+    if ((r->status < 200 || r->status >= 300) && r->status != 404 && r->status != 409) {
+        LOG_WARN(KDRV_MOD, "delete failed: pod=%s status=%d error=%s (sent again if still needed)",
+                 x->key, r->status, r->error ? r->error : "");
+        kcache_delete_failed(x->d->cache, x->key, x->uid);
+    }
+    free(x);
+}
+
+/* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
+ * as deleting (kcache_delete_sent). */
+void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why)
+{
+    char path[600];
+    struct kdel *x = calloc(1, sizeof(*x));
+    if (!x || kobj_key(ns, name, x->key, sizeof(x->key)) != 0) {
+        free(x);
+        return;
+    }
+    const struct kpod *p = kcache_pod(d->cache, x->key);
+    if (!p || !kcache_delete_sent(d->cache, x->key)) {
+        free(x); /* gone, or deleted once already */
+        return;
+    }
+    x->d = d;
+    snprintf(x->uid, sizeof(x->uid), "%s", p->uid ? p->uid : "");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "kind", "DeleteOptions");
+    cJSON_AddStringToObject(body, "apiVersion", "v1");
+    cJSON_AddStringToObject(body, "propagationPolicy", "Background");
+    if (p->uid)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", p->uid);
+    LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
+    kdrv_send_json(d, KUBE_DELETE, path, body, on_deleted, x);
+}
+
+/* An eviction in flight: the pod, for the delete fallback. */
+struct kevict {
+    struct kdrv *d;
+    char ns[254], name[254];
+};
+
+static void on_evicted(void *ctx, const struct kube_resp *r)
+{
+    struct kevict *ev = ctx;
+    struct kdrv *d = ev->d;
+    if (r->status >= 200 && r->status < 300) {
+        free(ev);
+        return;
+    }
+    if (r->status == 404) { /* gone already */
+        free(ev);
+        return;
+    }
+    if (r->status == 429 && d->o->evict_fallback_delete) {
+        LOG_WARN(KDRV_MOD, "eviction still blocked after retries, deleting: pod=%s/%s error=%s",
+                 ev->ns, ev->name, r->error ? r->error : "");
+        kdrv_delete_pod(d, ev->ns, ev->name, "eviction blocked by a disruption budget");
+    } else {
+        LOG_WARN(KDRV_MOD,
+                 "eviction failed: pod=%s/%s status=%d error=%s (retried at a later "
+                 "cycle)",
+                 ev->ns, ev->name, r->status, r->error ? r->error : "");
+    }
+    free(ev);
+}
+
+/* Eviction API (PodDisruptionBudgets respected; the client retries 429 with its Retry-After).
+ * When it stays blocked and --evict-fallback-delete is set, the pod is deleted (its termination
+ * grace period is honoured by the kubelet). */
+static void evict_pod(struct kdrv *d, const char *ns, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
+    cJSON *body = kdrv_new_object("policy/v1", "Eviction", ns, name, NULL);
+    struct kevict *ev = calloc(1, sizeof(*ev));
+    if (!ev) {
+        cJSON_Delete(body);
+        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
+        return;
+    }
+    ev->d = d;
+    snprintf(ev->ns, sizeof(ev->ns), "%s", ns);
+    snprintf(ev->name, sizeof(ev->name), "%s", name);
+    char *s = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_evicted, ev) != 0) {
+        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
+        free(ev);
+    }
+    free(s);
+}
+
+/* ---- gang lifecycle: start watchdog, broken gangs, node health --------------------------------
+ */
+
+static int64_t bound_at_cb(void *ctx, const char *gang)
+{
+    struct kdrv *d = ctx;
+    void *tv = strmap_get(&d->tearing, gang);
+    if (tv) /* evicted (preemption: PodDisruptionBudgets decide when), or torn down */
+        return tv == (void *)2 ? KLIFE_EVICTING : KLIFE_TEARING;
+    int64_t *t = strmap_get(&d->bound_at, gang);
+    if (t)
+        return *t;
+    /* first seen running (bound before this process led): the start timeout counts from now */
+    t = malloc(sizeof(*t));
+    if (!t)
+        return kdrv_now_ms();
+    *t = kdrv_now_ms();
+    if (strmap_put(&d->bound_at, gang, t, NULL) != 0) {
+        free(t);
+        return kdrv_now_ms();
+    }
+    return *t;
+}
+
+void kdrv_set_bound_at(struct kdrv *d, const char *gang, int64_t at)
+{
+    int64_t *t = malloc(sizeof(*t));
+    void *old = NULL;
+    if (t) {
+        *t = at;
+        if (strmap_put(&d->bound_at, gang, t, &old) != 0)
+            free(t);
+    }
+    free(old);
+}
+
+/* NotReady-since per node of the build's cluster (0 = ready), and quarantine flags. */
+static int64_t *node_health(struct kdrv *d, struct kcache_build *kb, int64_t now)
+{
+    const struct cluster *cl = kb->snap.cluster;
+    int64_t *down = arena_calloc(&d->arena, cl->n_nodes ? cl->n_nodes : 1, sizeof(*down));
+    if (!down)
+        return NULL;
+    uint32_t quarantined = 0;
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        const char *name = cl->nodes[i].name;
+        int64_t *since = strmap_get(&d->node_down, name);
+        if (!cl->nodes[i].ready) {
+            if (!since && (since = malloc(sizeof(*since))) != NULL) {
+                *since = now;
+                if (strmap_put(&d->node_down, name, since, NULL) != 0) {
+                    free(since);
+                    since = NULL;
+                }
+            }
+            down[i] = since ? *since : now;
+        } else if (since) {
+            free(strmap_del(&d->node_down, name));
+        }
+        struct kstrike *st = strmap_get(&d->strikes, name);
+        if (st && st->until_ms > now) {
+            kb->state[i].quarantined = true;
+            quarantined++;
+        }
+    }
+    http_metric_set(d->m_quarantined, NULL, quarantined);
+    return down;
+}
+
+static void strike(struct kdrv *d, const char *node, int64_t now)
+{
+    struct kstrike *st = strmap_get(&d->strikes, node);
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st || strmap_put(&d->strikes, node, st, NULL) != 0) {
+            free(st);
+            return;
+        }
+    }
+    if (st->until_ms > now)
+        return; /* quarantined already */
+    if (st->n == 0 || now - st->window_start_ms > KDRV_STRIKE_WINDOW_MS) {
+        st->n = 0;
+        st->window_start_ms = now;
+    }
+    if (++st->n < KDRV_STRIKES)
+        return;
+    st->n = 0;
+    st->until_ms = now + KDRV_QUARANTINE_MS;
+    char note[300];
+    snprintf(note, sizeof(note),
+             "%d failed gang starts within %d minutes: no new pods for %d "
+             "minutes",
+             KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
+    LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
+    kdrv_post_event(d, "v1", "Node", NULL, node, kcache_node_uid(d->cache, node), "Warning",
+                    "Quarantined", "Scheduling", note, NULL);
+}
+
+/* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges
+ * its own failures to its retry budget and records the outcome. Inside a store transaction. */
+static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
+                    struct sched_errbuf *eb)
+{
+    const struct kgang *kg = act->gang;
+    const char *reason = klife_reason_name(act->reason);
+    const char *lbl[] = {reason};
+    http_metric_add_value(d->m_teardowns, lbl, 1);
+    LOG_WARN(KDRV_MOD, "gang broken: gang=%s reason=%s whole=%d why=%s", kg->key, reason,
+             act->whole, act->message);
+    if (!act->whole) {
+        for (uint32_t i = 0; i < act->n_lost; i++)
+            kdrv_delete_pod(d, act->lost[i]->ns, act->lost[i]->name, reason);
+        char msg[1000];
+        snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on",
+                 act->message, act->n_lost);
+        kdrv_gang_status(d, kg->key, kg->pg, "Running", "Warning", reason, msg, true);
+        return 0;
+    }
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+        if (!kg->members[m]->deleting)
+            kdrv_delete_pod(d, kg->members[m]->ns, kg->members[m]->name, reason);
+    if (strmap_put(&d->tearing, kg->key, (void *)1, NULL) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    free(strmap_del(&d->bound_at, kg->key));
+    struct store_job old;
+    uint32_t restarts = 0, preemptions = 0;
+    int64_t submit = kg->gang.submit_ms;
+    if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
+        restarts = old.restarts;
+        preemptions = old.preemptions;
+        submit = old.submit_ms;
+    }
+    if (act->own)
+        restarts++;
+    bool exhausted = act->own && restarts > act->max_restarts;
+    const struct config *cfg = config_watch_current(d->cw);
+    struct store_job j = {.gang = kg->key,
+                          .gang_id = -1,
+                          .queue = cfg && kg->gang.queue < cfg->n_queues
+                                       ? cfg->queues[kg->gang.queue].name
+                                       : "unknown",
+                          .gpus = kg->gang.gpus,
+                          .state = exhausted ? STORE_JOB_FAILED : STORE_JOB_PENDING,
+                          .submit_ms = submit,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = exhausted ? now : STORE_NO_TIME,
+                          .preemptions = preemptions,
+                          .restarts = restarts};
+    int rc = kdrv_job_charge(d, kg->key, NULL, NULL, 0, -1, eb);
+    if (rc == 0)
+        rc = store_placement_release(d->db, kg->key, NULL, eb);
+    if (rc == 0)
+        rc = store_job_upsert(d->db, &j, eb);
+    char reason_text[1100];
+    snprintf(reason_text, sizeof(reason_text), "%s: %s", reason, act->message);
+    struct store_decision dec = {.cycle = d->cycle,
+                                 .ts_ms = now,
+                                 .gang = kg->key,
+                                 .why = SCHED_WHY_RESOURCES,
+                                 .reason = reason_text};
+    if (rc == 0)
+        rc = store_decision_add(d->db, &dec, eb);
+    kdrv_forget_logged(d, kg->key);
+    if (rc)
+        return rc;
+    char msg[1200];
+    if (exhausted) {
+        if (strmap_put(&d->gave_up, kg->key, (void *)1, NULL) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        snprintf(msg, sizeof(msg),
+                 "failed %u times, more than maxRestarts %u (last: %s: %s); "
+                 "'gangctl explain %s' lists every failure",
+                 restarts, act->max_restarts, reason, act->message, kg->key);
+        kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted", msg,
+                         true);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "%s; every member is deleted and the gang is scheduled "
+                 "again with its place in line (restart %u of %u allowed)",
+                 act->message, restarts, act->max_restarts);
+        kdrv_gang_status(d, kg->key, kg->pg, "Pending", "Warning", reason, msg, true);
+    }
+    if (act->strike_node)
+        strike(d, act->strike_node, now);
+    return 0;
+}
+
+/* Once per change of state: warns when the nodes have none of the configured accelerator, naming
+ * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
+void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
+{
+    char msg[512];
+    bool missing = device_missing(c, msg, sizeof(msg));
+    if (missing && !d->warned_no_device)
+        LOG_WARN(KDRV_MOD, "%s", msg);
+    d->warned_no_device = missing;
+}
+
+/* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
+ * that gave up kept out of the queues. */
+int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
+                        int64_t now, struct sched_errbuf *eb)
+{
+    /* teardowns are over once none of the gang's members is bound any more */
+    struct strmap running;
+    strmap_init(&running);
+    for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++)
+        if (strmap_put(&running, kb->gangs[g].key, (void *)1, NULL) != 0) {
+            strmap_fini(&running);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+    const char *k;
+    struct strlist over = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && strmap_next(&d->tearing, &i, &k, NULL);)
+        if (!strmap_get(&running, k))
+            rc = kdrv_strlist_add(&over, k);
+    for (uint32_t i = 0; i < over.n; i++)
+        strmap_del(&d->tearing, over.v[i]);
+    kdrv_strlist_free(&over);
+    strmap_fini(&running);
+    if (rc)
+        return sched_fail(eb, rc, "out of memory");
+    int64_t *down = node_health(d, kb, now);
+    if (!down)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    struct klife_action *acts;
+    uint32_t n;
+    rc = klife_check(kb, cfg, now, bound_at_cb, d, down, &d->arena, &acts, &n);
+    if (rc)
+        return sched_fail(eb, rc, "out of memory");
+    if (n > 0) {
+        rc = store_begin(d->db, eb);
+        for (uint32_t i = 0; rc == 0 && i < n; i++)
+            rc = teardown(d, &acts[i], now, eb);
+        if (rc == 0)
+            rc = store_commit(d->db, eb);
+        if (rc) {
+            store_rollback(d->db);
+            return rc;
+        }
+    }
+    for (uint32_t q = 0; q < kb->snap.n_queues; q++) {
+        struct sched_queue_view *v = &kb->views[q];
+        uint32_t keep = 0;
+        for (uint32_t i = 0; i < v->n_pending; i++) {
+            const struct kgang *kg = &kb->gangs[v->pending[i]->id];
+            if (strmap_get(&d->gave_up, kg->key)) {
+                kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted",
+                                 "the gang used up its retry budget; delete and recreate it to try "
+                                 "again",
+                                 false);
+                continue;
+            }
+            ((const struct gang **)v->pending)[keep++] = v->pending[i];
+        }
+        v->n_pending = keep;
+    }
+    return 0;
+}

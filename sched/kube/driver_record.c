@@ -1,0 +1,422 @@
+/* sched/kube/driver_record.c: what the Kubernetes driver persists about jobs and cycles.
+ *
+ * Owns: the jobs charged to the ledger (d->jobs, struct kjob), adopting running gangs at the
+ * first cycle, reconciling jobs and ledger with the cluster (sync_jobs, job_finished), the
+ * waiting rows of gangs not offered to the core, and the one transaction that records a cycle
+ * (decisions, verdicts once each, preemptions, job rows, bind intents).
+ *
+ * Must not touch: the API server (it sends no request), the binds once sent (driver_bind.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+/* FNV-1a of a verdict and its text: whether the decision log already has it. Never 0. */
+static uint32_t verdict_key(int why, const char *text)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)why;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h ? h : 1;
+}
+
+void kdrv_kjob_free(struct kjob *j)
+{
+    if (j) {
+        free(j->queue);
+        free(j->flavor);
+        free(j);
+    }
+}
+
+/* Charges (sign +1) or releases (-1) a job's GPUs in the ledger and tracks it in d->jobs. */
+int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
+                    int64_t gpus, int sign, struct sched_errbuf *eb)
+{
+    if (sign > 0) {
+        struct kjob *j = calloc(1, sizeof(*j));
+        void *old = NULL;
+        if (!j || !(j->queue = strdup(queue)) ||
+            !(j->flavor = strdup(flavor ? flavor : "default")) ||
+            strmap_put(&d->jobs, gang, j, &old) != 0) {
+            kdrv_kjob_free(j);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+        j->gpus = gpus;
+        j->seen = true;
+        if (old) { /* charged already: replace, not add twice */
+            struct kjob *o = old;
+            int rc = store_ledger_add(d->db, o->queue, o->flavor, device_resource(), -o->gpus, eb);
+            kdrv_kjob_free(o);
+            if (rc)
+                return rc;
+        }
+        LOG_DEBUG(KDRV_MOD, "charged: gang=%s queue=%s flavor=%s gpus=%lld", gang, queue, j->flavor,
+                  (long long)gpus);
+        return store_ledger_add(d->db, queue, j->flavor, device_resource(), gpus, eb);
+    }
+    struct kjob *j = strmap_del(&d->jobs, gang);
+    if (!j)
+        return 0;
+    LOG_DEBUG(KDRV_MOD, "released: gang=%s queue=%s flavor=%s gpus=%lld", gang, j->queue, j->flavor,
+              (long long)j->gpus);
+    int rc = store_ledger_add(d->db, j->queue, j->flavor, device_resource(), -j->gpus, eb);
+    kdrv_kjob_free(j);
+    return rc;
+}
+
+/* Records a running gang the store does not know as running (bound by an earlier leader, or
+ * before a crash): its job row and its placed pods. */
+static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kcache_build *kb,
+                         const struct config *cfg, int64_t now, struct sched_errbuf *eb)
+{
+    const struct sched_running *r = NULL;
+    for (uint32_t i = 0; i < kb->snap.n_running; i++)
+        if (kb->snap.running[i].gang == &kg->gang)
+            r = &kb->snap.running[i];
+    uint32_t flavor = r ? r->flavor : 0;
+    struct store_job old;
+    bool known = store_job_get(d->db, kg->key, &old, NULL) == 0 && old.state == STORE_JOB_RUNNING;
+    int rc = 0;
+    if (!known) {
+        struct store_pod *pods = arena_calloc(&d->arena, kg->gang.n_pods, sizeof(*pods));
+        if (!pods)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < kg->gang.n_pods; i++) {
+            const struct kpod *p = kg->members[i];
+            pods[i] = (struct store_pod){.index = i,
+                                         .name = p->key,
+                                         .node = p->node ? p->node : "",
+                                         .gpu_mask = p->gpu_mask};
+        }
+        rc = store_journal_done(d->db, kg->key, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, now, NULL,
+                                eb);
+        if (rc == 0)
+            rc = store_placement_release(d->db, kg->key, NULL, eb);
+        if (rc == 0)
+            rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, kg->gang.n_pods, eb);
+        if (rc == 0)
+            rc =
+                store_journal_done(d->db, kg->key, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+        struct store_job j = {.gang = kg->key,
+                              .gang_id = -1,
+                              .queue = cfg->queues[kg->gang.queue].name,
+                              .flavor = kdrv_flavor_name(cfg, flavor),
+                              .gpus = kg->gang.gpus,
+                              .state = STORE_JOB_RUNNING,
+                              .submit_ms = kg->gang.submit_ms,
+                              .admit_ms = now,
+                              .start_ms = now,
+                              .finish_ms = STORE_NO_TIME};
+        struct store_job prev;
+        if (store_job_get(d->db, kg->key, &prev, NULL) == 0) {
+            j.preemptions = prev.preemptions;
+            j.restarts = prev.restarts;
+        }
+        if (rc == 0)
+            rc = store_job_upsert(d->db, &j, eb);
+    }
+    if (rc == 0)
+        rc = kdrv_job_charge(d, kg->key, cfg->queues[kg->gang.queue].name,
+                             kdrv_flavor_name(cfg, flavor), kg->gang.gpus, +1, eb);
+    return rc;
+}
+
+int kdrv_strlist_add(struct strlist *l, const char *str)
+{
+    if (l->n == l->cap) {
+        uint32_t nc = l->cap ? l->cap * 2 : 16;
+        char **nv = realloc(l->v, nc * sizeof(*nv));
+        if (!nv)
+            return SCHED_ENOMEM;
+        l->v = nv;
+        l->cap = nc;
+    }
+    if (!(l->v[l->n] = strdup(str)))
+        return SCHED_ENOMEM;
+    l->n++;
+    return 0;
+}
+
+void kdrv_strlist_free(struct strlist *l)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* GPU ledger rows with an amount, as queue and flavor pairs. */
+static int collect_ledger(void *ctx, const struct store_ledger_row *r)
+{
+    struct strlist *l = ctx;
+    if (strcmp(r->resource, device_resource()) != 0 || r->amount == 0)
+        return 0;
+    int rc = kdrv_strlist_add(l, r->queue);
+    return rc ? rc : kdrv_strlist_add(l, r->flavor);
+}
+
+/* Sets every GPU ledger row to 0 (the first cycle as leader recharges what runs). */
+static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
+{
+    struct strlist l = {0};
+    int rc = store_ledger_list(d->db, collect_ledger, &l, eb);
+    if (rc == SCHED_ENOMEM)
+        rc = sched_fail(eb, rc, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i + 1 < l.n; i += 2)
+        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], device_resource(), 0, eb);
+    kdrv_strlist_free(&l);
+    return rc;
+}
+
+struct stale_ctx {
+    struct kdrv *d;
+    struct strlist gangs;
+};
+
+static int collect_stale(void *ctx, const struct store_job *j)
+{
+    struct stale_ctx *sc = ctx;
+    if (j->state != STORE_JOB_ADMITTED && j->state != STORE_JOB_RUNNING)
+        return 0;
+    if (strmap_get(&sc->d->jobs, j->gang))
+        return 0;
+    return kdrv_strlist_add(&sc->gangs, j->gang);
+}
+
+static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int rc = store_job_get(d->db, gang, &old, eb);
+    if (rc == 0) {
+        struct store_job j = old;
+        char *g = strdup(gang), *q = strdup(old.queue);
+        if (!g || !q) {
+            free(g);
+            free(q);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+        j.gang = g;
+        j.queue = q;
+        j.flavor = NULL;
+        j.state = STORE_JOB_FINISHED;
+        j.finish_ms = now;
+        rc = store_job_upsert(d->db, &j, eb);
+        free(g);
+        free(q);
+    } else if (rc == SCHED_ENOENT) {
+        rc = 0;
+    }
+    if (rc == 0)
+        rc = store_placement_release(d->db, gang, NULL, eb);
+    if (rc == 0)
+        rc = kdrv_job_charge(d, gang, NULL, NULL, 0, -1, eb);
+    return rc;
+}
+
+/* Keeps the jobs and the GPU ledger equal to the cluster: running gangs of the cycle's input are
+ * charged, gangs no longer running (finished, deleted, evicted) are released. The first cycle
+ * as leader reconciles whatever an earlier process left. Runs inside the cycle's transaction. */
+static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct config *cfg,
+                     int64_t now, struct sched_errbuf *eb)
+{
+    int rc = 0;
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->jobs, &i, &k, &v);)
+        ((struct kjob *)v)->seen = false;
+    if (!d->jobs_synced) /* start from an empty ledger: every running gang is charged below */
+        rc = zero_ledger(d, eb);
+    for (uint32_t g = kb->n_pending; rc == 0 && g < kb->n_gangs; g++) {
+        const struct kgang *kg = &kb->gangs[g];
+        struct kjob *j = strmap_get(&d->jobs, kg->key);
+        if (j)
+            j->seen = true;
+        else if (!strmap_get(&d->tearing, kg->key)) /* a teardown released it already */
+            rc = adopt_running(d, kg, kb, cfg, now, eb);
+    }
+    /* gangs charged but no longer running */
+    struct stale_ctx sc = {.d = d};
+    for (size_t i = 0; rc == 0 && strmap_next(&d->jobs, &i, &k, &v);)
+        if (!((struct kjob *)v)->seen && kdrv_strlist_add(&sc.gangs, k) != 0)
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0 && !d->jobs_synced) /* rows of an earlier process that are not running now */
+        rc = store_job_list(d->db, collect_stale, &sc, eb);
+    if (rc == SCHED_ENOMEM)
+        rc = sched_fail(eb, rc, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < sc.gangs.n; i++)
+        rc = job_finished(d, sc.gangs.v[i], now, eb);
+    kdrv_strlist_free(&sc.gangs);
+    if (rc == 0)
+        d->jobs_synced = true;
+    return rc;
+}
+
+/* A gang not offered to the core (pods missing, no or unknown queue, invalid spec): a job row
+ * (its queue label, or "-"; GPUs unknown yet: 0) and a decision naming why, so that `gangctl
+ * jobs` lists it and `explain` finds it. The store keeps one decision row per change. */
+int kdrv_waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t now,
+                              struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int rc = 0;
+    if (store_job_get(d->db, w->key, &old, NULL) == SCHED_ENOENT) {
+        struct store_job j = {.gang = w->key,
+                              .gang_id = -1,
+                              .queue = w->queue ? w->queue : "-",
+                              .state = STORE_JOB_PENDING,
+                              .submit_ms = now,
+                              .admit_ms = STORE_NO_TIME,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = STORE_NO_TIME};
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    char text[600];
+    snprintf(text, sizeof(text), "waiting: %s (%s)", w->message ? w->message : "", w->reason);
+    struct store_decision dec = {
+        .cycle = d->cycle, .ts_ms = now, .gang = w->key, .why = STORE_WHY_WAITING, .reason = text};
+    return rc ? rc : store_decision_add(d->db, &dec, eb);
+}
+
+/* A gang waiting in a queue (a verdict, or a held queue) has a job row, so that `gangctl jobs`
+ * lists it and `gangctl explain` finds it; a placeholder row of a gang that waited for its pods
+ * (no GPUs known) takes its queue and GPUs once it has them. */
+int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
+                         struct sched_errbuf *eb)
+{
+    struct store_job old;
+    int got = store_job_get(d->db, key, &old, NULL);
+    if (got == 0 && !(old.state == STORE_JOB_PENDING && old.gpus == 0 && g->gpus > 0))
+        return 0;
+    if (got != 0 && got != SCHED_ENOENT)
+        return 0;
+    struct store_job j = {.gang = key,
+                          .gang_id = -1,
+                          .queue = queue,
+                          .gpus = g->gpus,
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = g->submit_ms,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME};
+    return store_job_upsert(d->db, &j, eb);
+}
+
+int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg, int64_t now, struct sched_errbuf *eb)
+{
+    int rc = store_begin(d->db, eb);
+    if (rc == 0)
+        rc = sync_jobs(d, kb, cfg, now, eb);
+    for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
+        const struct sched_verdict *vd = &res->verdicts[v];
+        const struct kgang *kg = &kb->gangs[vd->gang->id];
+        char reason[512];
+        sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
+        /* the store keeps one row per change of verdict with its latest text; what it has
+         * already is not sent again (a store read per gang and cycle otherwise) */
+        struct kstatus *st = strmap_get(&d->status, kg->key);
+        if (!st && (st = calloc(1, sizeof(*st))) && strmap_put(&d->status, kg->key, st, NULL)) {
+            free(st);
+            st = NULL;
+        }
+        uint32_t h = verdict_key((int)vd->why, reason);
+        if (st && st->logged == h)
+            continue;
+        char note[64];
+        struct store_decision dec = {.cycle = d->cycle,
+                                     .ts_ms = now,
+                                     .gang = kg->key,
+                                     .why = (int)vd->why,
+                                     .reason = reason};
+        eta_for_log(res, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
+        dec.eta = note[0] ? note : NULL;
+        rc = store_decision_add(d->db, &dec, eb);
+        if (rc == 0)
+            rc = kdrv_waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
+        if (rc == 0 && st)
+            st->logged = h;
+    }
+    for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
+        const struct sched_eviction *ev = &res->evictions[e];
+        struct store_preemption p = {.cycle = d->cycle,
+                                     .ts_ms = now,
+                                     .victim = kb->gangs[ev->victim->gang->id].key,
+                                     .preemptor = kb->gangs[ev->preemptor->id].key,
+                                     .gpus = ev->victim->gang->gpus,
+                                     .lost_work_gpu_s = ev->lost_gpu_s,
+                                     .cost = ev->cost};
+        rc = store_preemption_add(d->db, &p, eb);
+        /* the victim goes back to pending (a preemption never counts against its retry budget)
+         * and its members' deletion is not a failure the lifecycle should act on */
+        const char *victim = kb->gangs[ev->victim->gang->id].key;
+        struct store_job old;
+        if (rc == 0 && store_job_get(d->db, victim, &old, NULL) == 0) {
+            struct store_job j = old;
+            j.gang = victim;
+            j.queue = cfg->queues[ev->victim->gang->queue].name;
+            j.flavor = NULL;
+            j.state = STORE_JOB_PENDING;
+            j.admit_ms = j.start_ms = STORE_NO_TIME;
+            j.preemptions = old.preemptions + 1;
+            rc = store_job_upsert(d->db, &j, eb);
+        }
+        if (rc == 0)
+            rc = kdrv_job_charge(d, victim, NULL, NULL, 0, -1, eb);
+        if (rc == 0)
+            rc = store_placement_release(d->db, victim, NULL, eb);
+        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)2, NULL) != 0) /* 2: evicted */
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        free(strmap_del(&d->bound_at, victim));
+    }
+    for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++) {
+        const struct sched_placement *pl = &res->placements[p];
+        const struct kgang *kg = &kb->gangs[pl->gang->id];
+        struct store_pod *pods = arena_calloc(&d->arena, pl->gang->n_pods, sizeof(*pods));
+        if (!pods)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < pl->gang->n_pods; i++)
+            pods[i] = (struct store_pod){.index = i,
+                                         .name = kg->members[i]->key,
+                                         .node = kb->snap.cluster->nodes[pl->pods[i].node].name,
+                                         .gpu_mask = pl->pods[i].gpu_mask};
+        rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, pl->gang->n_pods, eb);
+        if (rc == 0) {
+            struct store_decision dec = {.cycle = d->cycle,
+                                         .ts_ms = now,
+                                         .gang = kg->key,
+                                         .why = SCHED_WHY_PLACED,
+                                         .reason = "placed"};
+            rc = store_decision_add(d->db, &dec, eb);
+            kdrv_forget_logged(d, kg->key);
+        }
+        if (rc == 0) {
+            struct store_job j = {.gang = kg->key,
+                                  .gang_id = -1,
+                                  .queue = cfg->queues[pl->gang->queue].name,
+                                  .flavor = kdrv_flavor_name(cfg, pl->flavor),
+                                  .gpus = pl->gang->gpus,
+                                  .state = STORE_JOB_ADMITTED,
+                                  .submit_ms = pl->gang->submit_ms,
+                                  .admit_ms = now,
+                                  .start_ms = STORE_NO_TIME,
+                                  .finish_ms = STORE_NO_TIME};
+            struct store_job old; /* a restart keeps its counters */
+            if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
+                j.preemptions = old.preemptions;
+                j.restarts = old.restarts;
+            }
+            rc = store_job_upsert(d->db, &j, eb);
+        }
+        if (rc == 0)
+            rc = kdrv_job_charge(d, kg->key, cfg->queues[pl->gang->queue].name,
+                                 kdrv_flavor_name(cfg, pl->flavor), pl->gang->gpus, +1, eb);
+    }
+    if (rc == 0)
+        rc = store_commit(d->db, eb);
+    if (rc != 0)
+        store_rollback(d->db);
+    return rc;
+}

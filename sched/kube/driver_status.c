@@ -1,0 +1,346 @@
+/* sched/kube/driver_status.c: status and Events of the Kubernetes driver.
+ *
+ * Owns: the JSON request helpers (send_json, new_object), Events, PodGroup status for every
+ * PodGroup API (scheduler-plugins, Volcano, native scheduling.k8s.io), its rate limit per gang
+ * and reason (struct kstatus in d->status), and the pods' PodScheduled=False condition.
+ *
+ * Must not touch: the store's tables, binds, deletes and evictions (driver_bind.c,
+ * driver_life.c); it only writes what it is told.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+/* ---- JSON request helpers ------------------------------------------------------------------- */
+
+static void ignore_resp(void *ctx, const struct kube_resp *r)
+{
+    const char *what = ctx;
+    if (r->status < 200 || r->status >= 300)
+        LOG_WARN(KDRV_MOD, "request failed: what=%s status=%d error=%s", what ? what : "",
+                 r->status, r->error ? r->error : "");
+}
+
+void kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                    kube_resp_fn *fn, void *ctx)
+{
+    char *s = body ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    if (kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
+                     fn ? ctx : (void *)"") != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
+    free(s);
+}
+
+/* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
+ * its metadata for more fields. */
+cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns, const char *name,
+                       cJSON **meta)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", api_version);
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON *m = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", ns);
+    if (meta)
+        *meta = m;
+    return o;
+}
+
+/* events.k8s.io/v1 Event about an object (regarding, with its uid: kubectl describe selects a
+ * pod's or PodGroup's events by involvedObject.uid, which the API server fills from
+ * regarding.uid). ns NULL: a cluster-scoped object (a Node): the Event lives in "default", as
+ * client-go's recorder puts it, and regarding has no namespace. */
+static const char *pg_api_version(const struct kpg *pg)
+{
+    return knative_api_version(pg->api); /* every PodGroup API (sched/kube/native.c's table) */
+}
+
+void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const char *uid, const char *type, const char *reason,
+                     const char *action, const char *note, const struct kpg *related)
+{
+    char t[40], ev_name[300], path[300];
+    int64_t now = kdrv_now_ms();
+    const char *ev_ns = ns ? ns : "default";
+    kobj_format_time(now, t, sizeof(t));
+    snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
+    for (char *q = ev_name; *q; q++) /* a DNS subdomain: gang keys of 1.35 Workloads have ':' */
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '.' || *q == '-'))
+            *q = '-';
+    cJSON *e = kdrv_new_object("events.k8s.io/v1", "Event", ev_ns, ev_name, NULL);
+    cJSON_AddStringToObject(e, "eventTime", t);
+    cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
+    char inst[129];
+    snprintf(inst, sizeof(inst), "%s", d->o->identity ? d->o->identity : "gangsched");
+    cJSON_AddStringToObject(e, "reportingInstance", inst);
+    cJSON_AddStringToObject(e, "action", action);
+    cJSON_AddStringToObject(e, "reason", reason);
+    cJSON_AddStringToObject(e, "type", type);
+    char n2[1024];
+    snprintf(n2, sizeof(n2), "%s", note);
+    cJSON_AddStringToObject(e, "note", n2);
+    cJSON *reg = cJSON_AddObjectToObject(e, "regarding");
+    cJSON_AddStringToObject(reg, "apiVersion", api_version);
+    cJSON_AddStringToObject(reg, "kind", kind);
+    if (ns)
+        cJSON_AddStringToObject(reg, "namespace", ns);
+    cJSON_AddStringToObject(reg, "name", name);
+    if (uid && *uid)
+        cJSON_AddStringToObject(reg, "uid", uid);
+    if (related) {
+        cJSON *rel = cJSON_AddObjectToObject(e, "related");
+        cJSON_AddStringToObject(rel, "apiVersion", pg_api_version(related));
+        cJSON_AddStringToObject(rel, "kind", knative_kind(related->api));
+        cJSON_AddStringToObject(rel, "namespace", related->ns);
+        cJSON_AddStringToObject(rel, "name", related->name);
+        if (related->uid)
+            cJSON_AddStringToObject(rel, "uid", related->uid);
+    }
+    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
+    kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL);
+}
+
+void kdrv_split_key(const char *key, char *ns, size_t nn, char *name, size_t n)
+{
+    const char *slash = strchr(key, '/');
+    if (!slash) {
+        snprintf(ns, nn, "default");
+        snprintf(name, n, "%s", key);
+        return;
+    }
+    snprintf(ns, nn, "%.*s", (int)(slash - key), key);
+    snprintf(name, n, "%s", slash + 1);
+}
+
+/* Another row was written for the gang (placed, torn down): its next verdict is new again. */
+void kdrv_forget_logged(struct kdrv *d, const char *gang)
+{
+    struct kstatus *st = strmap_get(&d->status, gang);
+    if (st)
+        st->logged = 0;
+}
+
+static void on_xk8s_status(void *ctx, const struct kube_resp *r);
+
+/* RFC 3339 in seconds ("2025-01-01T12:00:00Z"): metav1.Time, the type of conditions'
+ * lastTransitionTime (MicroTime is for Events and Leases). */
+static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/* ---- native scheduling.k8s.io groups (sched/kube/native.h) --------------------------------- */
+
+/* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
+ * a strategic merge patch on its status subresource (conditions merge by type): True/Scheduled
+ * once its gang is bound, else False with Unschedulable or SchedulerError and the gang's
+ * reason; never again once True. 1.35 Workloads have no status: Events only. */
+static void native_status(struct kdrv *d, const struct kpg *pg, bool ok, const char *reason,
+                          const char *message)
+{
+    const char *ct = knative_sched_condition(pg->api);
+    char msg[700];
+    snprintf(msg, sizeof(msg), "%s: %s", reason, message);
+    cJSON *body =
+        ct ? knative_condition_patch(pg, ct, ok, ok ? "Scheduled" : knative_reason(reason),
+                                     ok ? message : msg, kdrv_now_ms())
+           : NULL;
+    if (!body)
+        return;
+    char path[700];
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
+             knative_api_version(pg->api), pg->ns, pg->name);
+    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
+}
+
+/* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
+ * written when the reason changes, else at most every status_every_s.
+ * Returns whether it wrote (false: rate-limited). */
+bool kdrv_gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg, const char *phase,
+                      const char *type, const char *reason, const char *message, bool force)
+{
+    return kdrv_gang_status_rel(d, gang_key, pg, phase, type, reason, message, force, NULL);
+}
+
+/* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
+ * Event), or NULL. */
+bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg *pg,
+                          const char *phase, const char *type, const char *reason,
+                          const char *message, bool force, const struct kpg *related)
+{
+    int64_t now = kdrv_now_ms();
+    struct kstatus *st = strmap_get(&d->status, gang_key);
+    char full[600];
+    snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
+    int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
+    if (st && !force) {
+        /* the same words at most every status_every_s; the same reason with new numbers
+         * ("2 of minMember 3 pods exist") at most every KDRV_STATUS_MIN_MS */
+        bool same_reason =
+            st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
+        bool same_words = st->reason && strcmp(st->reason, full) == 0;
+        if (same_words && now - st->at_ms < every_ms)
+            return false;
+        if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS)
+            return false;
+        /* the pods an outcome deleted make the gang wait for pods: that consequence does not
+         * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
+        bool consequence = strcmp(reason, "WaitingForPods") == 0 ||
+                           strcmp(reason, "WaitingForTeardown") == 0 ||
+                           strcmp(reason, "PartialGang") == 0;
+        if (st->forced && consequence && now - st->at_ms < every_ms)
+            return false;
+    }
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st || strmap_put(&d->status, gang_key, st, NULL) != 0) {
+            free(st);
+            return false;
+        }
+    }
+    free(st->reason);
+    st->reason = strdup(full);
+    st->at_ms = now;
+    st->forced = force;
+    char ns[256], name[256];
+    kdrv_split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
+    bool warn = strcmp(type, "Warning") == 0;
+    if (!pg) { /* a gang of one: the event is about the pod */
+        const struct kpod *p = kcache_pod(d->cache, gang_key);
+        kdrv_post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
+                        warn ? "Scheduling" : "Binding", message, related);
+        return true;
+    }
+    kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
+                    pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
+    if (knative_is(pg->api)) {
+        native_status(d, pg, !warn, reason, message);
+        return true;
+    }
+    char t[40];
+    kobj_format_time(now, t, sizeof(t));
+    cJSON *status = cJSON_CreateObject();
+    char path[600];
+    if (pg->api == KPG_XK8S) {
+        /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
+         * only while the installed CRD keeps them (deploy/crds declares them, the upstream CRD
+         * does not and a server prunes them silently: seen in the answer, then not sent) */
+        cJSON_AddStringToObject(status, "phase", phase);
+        const cJSON *pst = cJSON_GetObjectItemCaseSensitive(pg->obj, "status");
+        if (!cJSON_GetObjectItemCaseSensitive(pst, "scheduleStartTime"))
+            cJSON_AddStringToObject(status, "scheduleStartTime", kdrv_rfc3339(now, t, sizeof(t)));
+        if (!d->xk8s_no_conditions) {
+            kobj_format_time(now, t, sizeof(t));
+            cJSON *cond = cJSON_CreateObject();
+            cJSON_AddStringToObject(cond, "type", "Scheduled");
+            cJSON_AddStringToObject(cond, "status", warn ? "False" : "True");
+            cJSON_AddStringToObject(cond, "reason", reason);
+            cJSON_AddStringToObject(cond, "message", message);
+            cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        }
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddItemToObject(body, "status", status);
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
+                 pg->name);
+        kdrv_send_json(d, KUBE_PATCH_MERGE, path, body,
+                       d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
+    } else {
+        /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
+         * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
+        cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
+        cJSON_AddStringToObject(cond, "status", "True");
+        cJSON_AddStringToObject(cond, "reason", reason);
+        cJSON_AddStringToObject(cond, "message", message);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+        /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
+         * just waits for the next write) */
+        cJSON *obj = cJSON_Duplicate(pg->obj, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        cJSON_AddItemToObject(obj, "status", status);
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s", pg->ns,
+                 pg->name);
+        kdrv_send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+    }
+    return true;
+}
+
+/* The answer of a scheduler-plugins status write that carried conditions: when they are not in
+ * it, the installed CRD does not declare them (the upstream one): they are not sent again. */
+static void on_xk8s_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (obj && st && !cJSON_GetObjectItemCaseSensitive(st, "conditions") &&
+        !d->xk8s_no_conditions) {
+        d->xk8s_no_conditions = true;
+        LOG_WARN(KDRV_MOD,
+                 "the installed scheduler-plugins PodGroup CRD does not keep status.conditions "
+                 "(the API server pruned them): PodGroups get phase and scheduleStartTime only; "
+                 "the reasons are on the pods' PodScheduled condition and in Events (install "
+                 "deploy/crds to have them on the PodGroup too)");
+    }
+    cJSON_Delete(obj);
+}
+
+/* The answer of a pod status write: the cache takes the newer pod (its resourceVersion is what
+ * the next Binding must carry). */
+static void on_pod_status(void *ctx, const struct kube_resp *r)
+{
+    struct kdrv *d = ctx;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+        return;
+    }
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+        kdrv_fatal(d, "out of memory in the pod cache");
+    cJSON_Delete(obj);
+}
+
+/* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
+ * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
+ * status was written (rate-limited there) or the pod has no such condition yet, and only when
+ * its message differs. */
+void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
+                             const char *reason, const char *message)
+{
+    char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
+    snprintf(msg, sizeof(msg), "%s: %s", reason, message);
+    kdrv_rfc3339(kdrv_now_ms(), t, sizeof(t));
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kpod *p = pods[i];
+        if (p->node || p->deleting || (!wrote && p->sched_msg) ||
+            (p->sched_msg && strcmp(p->sched_msg, msg) == 0))
+            continue;
+        cJSON *body = cJSON_CreateObject();
+        cJSON *cond = cJSON_CreateObject();
+        cJSON_AddStringToObject(cond, "type", "PodScheduled");
+        cJSON_AddStringToObject(cond, "status", "False");
+        cJSON_AddStringToObject(cond, "reason", "Unschedulable");
+        cJSON_AddStringToObject(cond, "message", msg);
+        cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+        cJSON_AddItemToArray(
+            cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
+        kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d);
+    }
+}
