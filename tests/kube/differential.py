@@ -16,6 +16,7 @@ A decision is one line of text:
   teardown GANG node-failure|start-failure|member-failed|member-lost
   failed GANG                        the retry budget is exhausted
   quarantine NODE                    a node excluded after repeated failed starts
+  checkpoint-request GANG            a victim asked to checkpoint before its eviction
   reject GANG                        never fits (the simulator only; the daemon keeps waiting)
 
 Usage: python3 tests/kube/differential.py [SCENARIO]        the test (BIN: the binaries)
@@ -219,6 +220,8 @@ def sim_decisions(sc, tl, events):
             out[k].append("%s %s %s" % (kind, job, why))
         elif typ == "quarantine":
             out[k].append("quarantine %s" % e["node"])
+        elif typ == "checkpoint-request":
+            out[k].append("checkpoint-request %s" % job)
         elif typ == "reject":
             out[k].append(("failed %s" if e["reason"].startswith("failed:") else "reject %s")
                           % job)
@@ -254,6 +257,8 @@ class Recorder:
         self.bound = {}     # pod uid -> [step, node, gpu ids]
         self.deleted = {}   # pod uid -> step its deletion began
         self.events = {}    # event uid -> (step, reason, PodGroup name)
+        self.ckpt = {}      # PodGroup name -> gangsched.io/checkpoint-requested value seen
+        self.ckpt_steps = []  # (step, PodGroup name), one per new request
         self.stop = False
         threading.Thread(target=self.watch, daemon=True).start()
 
@@ -294,6 +299,21 @@ class Recorder:
             # (terminal, or never bound) goes at once
             if (gone or meta.get("deletionTimestamp")) and uid not in self.deleted:
                 self.deleted[uid] = self.step
+
+    def poll_podgroups(self):
+        """A checkpoint request is an annotation the scheduler writes on the PodGroup."""
+        st, items, _ = self.c.get(PG_PATH)
+        if st != 200:
+            return
+        with self.lock:
+            for pg in items.get("items", []):
+                name = pg["metadata"]["name"]
+                v = (pg["metadata"].get("annotations") or {}).get(
+                    "gangsched.io/checkpoint-requested")
+                if v and self.ckpt.get(name) != v:
+                    self.ckpt[name] = v
+                    self.ckpt_steps.append((self.step, name))
+                    self.last_change = time.time()
 
     def poll_events(self):
         st, items, _ = self.c.get("/apis/events.k8s.io/v1/namespaces/%s/events" % NS)
@@ -441,6 +461,8 @@ def daemon_decisions(sc, rec, ctl):
             out[k].append(EVENT_DECISION[reason] % name)
         elif reason == "Quarantined":  # an Event on the Node
             out[k].append("quarantine %s" % name)
+    for k, name in rec.ckpt_steps:
+        out[k].append("checkpoint-request %s" % name)
     return out
 
 
@@ -505,6 +527,7 @@ def run_daemon(sc):
             time.sleep(0.2)
             ctl.tick()
             rec.poll_events()
+            rec.poll_podgroups()
             with rec.lock:
                 quiet = time.time() - rec.last_change
             if time.time() - t0 >= low and quiet >= 1.0:
