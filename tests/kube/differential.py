@@ -99,6 +99,7 @@ class Scenario:
                     g.setdefault("fail_starts", 0)
                     g.setdefault("restart_cost", 0)
                     g.setdefault("queue", self.queue)
+                    g.setdefault("topology_required", "")
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -163,12 +164,14 @@ def sim_files(sc, tl, d):
     with open(os.path.join(d, "trace.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["job_id", "submission_time", "duration", "num_gpu", "gpus_per_pod",
-                    "priority", "checkpoint_interval", "restart_cost", "queue"])
+                    "priority", "checkpoint_interval", "restart_cost", "queue",
+                    "topology-required"])
         for name, g in sc.gangs.items():
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
-                        g["priority"], 0, g["restart_cost"], g["queue"]])
+                        g["priority"], 0, g["restart_cost"], g["queue"],
+                        g["topology_required"]])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
         for node, t0, t1 in outages:
@@ -365,9 +368,13 @@ class Controller:
     def arrive(self, name):
         g = self.sc.gangs[name]
         _, pg = e2e.podgroup(name, g["pods"], queue=g["queue"])
+        ann = {}
         if g["restart_cost"]:
-            pg["metadata"]["annotations"] = {"gangsched.io/restart-cost":
-                                             "%ds" % g["restart_cost"]}
+            ann["gangsched.io/restart-cost"] = "%ds" % g["restart_cost"]
+        if g["topology_required"]:
+            ann["gangsched.io/topology-required"] = g["topology_required"]
+        if ann:
+            pg["metadata"]["annotations"] = ann
         st, obj, _ = self.c.post(PG_PATH, pg)
         if st != 201:
             raise RuntimeError("creating PodGroup %s: %s %s" % (name, st, obj))
