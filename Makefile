@@ -186,7 +186,7 @@ install: all
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
 test: deps test-deps
 	$(MAKE) all test-bins
-	$(MAKE) check-layers
+	$(MAKE) check-layers check-sizes
 	$(MAKE) check-clang
 	$(MAKE) test-run
 
@@ -204,7 +204,7 @@ check-layers: $(CORE_OBJ)
 	@echo "check-layers: the core and the engine link without libyaml, libuv, libcurl, SQLite, cJSON"
 
 # The size rules of the style guide (tests/tools/sizes.py): files under 1,200 lines, functions
-# under 120. Not yet in make test.
+# under 120 (sched/, queue/, plugins/, config/, store/; tests and generated data aside).
 check-sizes:
 	python3 tests/tools/sizes.py
 
