@@ -505,9 +505,9 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes),          T(test_route_table), T(test_reads),
+        T(test_routes),           T(test_route_table),   T(test_reads),
         T(test_cache_and_paging), T(test_replaced_file), T(test_auth),
-        T(test_writes),          T(test_limits),      cmocka_unit_test(test_metrics_registry),
+        T(test_writes),           T(test_limits),        cmocka_unit_test(test_metrics_registry),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
