@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "config/yaml_doc.h"
+#include "sched/core/log.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
 #include "sched/k8s/slice.h"
@@ -1016,6 +1017,17 @@ int nodes_decode(const cJSON *node, const char *source, struct nodes_rec **out,
     if (rc) {
         nodes_rec_free(r);
         return rc;
+    }
+    /* A live node is never refused (a file is: see load_node): one with more GPUs than a mask
+     * indexes is offered with NODE_MAX_GPUS of them, said once per decode (once per change of
+     * the node: the cache keeps the record). */
+    int64_t gpus = r->node.alloc.v[RES_GPU];
+    if (gpus > NODE_MAX_GPUS) {
+        LOG_WARN("nodes",
+                 "%s: %s %lld is more than the %d per node the scheduler can place on: only %d "
+                 "are used",
+                 d.file, res_name(RES_GPU), (long long)gpus, NODE_MAX_GPUS, NODE_MAX_GPUS);
+        r->node.alloc.v[RES_GPU] = NODE_MAX_GPUS;
     }
     *out = r;
     return 0;

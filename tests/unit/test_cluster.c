@@ -292,33 +292,16 @@ static void test_islands(void **state)
 static void test_too_many_gpus(void **state)
 {
     (void)state;
-    char path[] = "/tmp/gangsched-cluster-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    assert_true(saved >= 0 && dup2(fd, 2) == 2);
     struct cluster *c = cluster_new();
     add(c, "dgx-64", 64, NULL);
     add(c, "hgx-8", 8, NULL);
     struct sched_errbuf eb = {{0}};
-    int rc = cluster_finalize(c, NULL, NULL, 0, &eb);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    assert_int_equal(rc, 0);
+    assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
+    /* cut to what a mask indexes, so placement, quota and free counts agree (the readers warn
+     * or refuse before: test_nodes.c test_decode_too_many_gpus) */
     assert_int_equal(c->nodes[0].n_gpus, NODE_MAX_GPUS);
     assert_int_equal(c->nodes[0].alloc.v[RES_GPU], NODE_MAX_GPUS);
     assert_int_equal(c->nodes[1].alloc.v[RES_GPU], 8);
-    char log[1024] = "";
-    ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
-    close(fd);
-    unlink(path);
-    assert_true(n > 0);
-    log[n] = 0;
-    assert_non_null(strstr(log, "node dgx-64"));
-    assert_non_null(strstr(log, "nvidia.com/gpu 64"));
-    assert_null(strstr(log, "hgx-8"));
     cluster_free(c);
 }
 

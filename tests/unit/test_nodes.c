@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* cmocka.h needs these first, in this order. */
 /* clang-format off */
@@ -19,6 +20,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <cjson/cJSON.h>
 /* clang-format on */
 
 #include "sched/core/model.h"
@@ -600,6 +603,49 @@ static void test_bad_input(void **state)
     cluster_free(c);
 }
 
+/* A live node with more GPUs than a mask indexes is decoded (never refused: it exists) with
+ * NODE_MAX_GPUS of them and a warning naming it and the resource; a file refuses it. */
+static void test_decode_too_many_gpus(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"dgx-64\",\"uid\":\"u1\"},"
+                           "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"64\"}}}");
+    assert_non_null(o);
+    char path[] = "/tmp/gangsched-nodes-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0 && dup2(fd, 2) == 2);
+    struct nodes_rec *r = NULL;
+    struct sched_errbuf eb = {{0}};
+    int rc = nodes_decode(o, "node dgx-64", &r, &eb);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    assert_int_equal(r->node.alloc.v[RES_GPU], NODE_MAX_GPUS);
+    char log[1024] = "";
+    ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n > 0);
+    log[n] = 0;
+    assert_non_null(strstr(log, "node dgx-64"));
+    assert_non_null(strstr(log, "nvidia.com/gpu 64"));
+    nodes_rec_free(r);
+    cJSON_Delete(o);
+    /* the same node in a NodeList file is refused, with the field */
+    struct cluster *c = cluster_new();
+    const char *doc = "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: dgx-64}\n"
+                      "  status:\n    allocatable: {nvidia.com/gpu: \"64\"}\n";
+    memset(&eb, 0, sizeof(eb));
+    assert_int_not_equal(nodes_load_buffer(c, "big.yaml", doc, strlen(doc), &eb), 0);
+    assert_non_null(strstr(eb.msg, "big.yaml:"));
+    assert_non_null(strstr(eb.msg, "status.allocatable"));
+    cluster_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_yaml_json_identical),
         cmocka_unit_test(test_load_variants),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_decode_too_many_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
