@@ -6,7 +6,8 @@
 Layers, bottom up (docs/architecture.md):
   core     sched/core, queue, plugins, and the config model (config/model.[ch], config/internal.h):
            pure, no I/O. May include only the config model of config/, no driver, no engine, no
-           store, no I/O library (libuv, libcurl, SQLite, libyaml, cJSON, http-parser).
+           store, no I/O library (libuv, libcurl, SQLite, libyaml, cJSON, http-parser), and never
+           logs (sched/core/log.h is for drivers and commands; log.c itself aside).
   engine   sched/engine: state between cycles, no I/O. Same bans as the core, the engine itself
            allowed.
   drivers  sched/kube (the daemon) and sched/sim (the simulator): neither includes the other;
@@ -47,6 +48,9 @@ def rules_for(path):
         ]
     if core:
         out.append((re.compile(r"^sched/engine/"), "the core must not include the engine"))
+    if (core or engine) and path != "sched/core/log.c":
+        layer = "the core" if core else "the engine"
+        out.append((re.compile(r"^sched/core/log\.h$"), layer + " never logs (drivers and commands do)"))
     if path.startswith("sched/kube/"):
         out.append((re.compile(r"^sched/sim/"), "sched/kube must not include sched/sim"))
     if path.startswith("sched/sim/"):
