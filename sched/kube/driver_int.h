@@ -291,13 +291,12 @@ int kdrv_http_write(void *ctx, const struct http_write *w, cJSON **result, struc
 
 int kdrv_replay_action(void *ctx, const struct store_action *a);
 
-/* Holds offered to the core (kb->snap.holds, eng_holds_view): a preemptor's while its gang is
- * pending and the hold has not ended; an operator's reservation whether or not its gang is
- * pending. */
+/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints): the engine's
+ * view (eng_holds_view). */
 void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now);
 
-/* A preemptor the core reserved capacity for gets a hold on the freed nodes until
- * ENG_HOLD_MS after the latest cycle that reserved it (the engine's rule: eng_cycle_holds). */
+/* The cycle's reservations into the engine (eng_cycle_reservations): preemptors' holds until
+ * ENG_HOLD_MS after the latest cycle that reserved them, starvation reservations as hints. */
 void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                      int64_t now);
 

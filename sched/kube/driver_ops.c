@@ -173,24 +173,21 @@ int kdrv_replay_action(void *ctx, const struct store_action *a)
     return 0;
 }
 
-/* Holds offered to the core (kb->snap.holds): the engine's view (eng_holds_view), over the
- * cycle's id maps (kdrv_ids_build). */
+/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints): the engine's
+ * view (eng_holds_view), over the cycle's id maps (kdrv_ids_build). */
 void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now)
 {
-    kb->snap.holds = NULL;
-    kb->snap.n_holds = 0;
     if (!d->ids || eng_holds_view(d->eng, now, &d->ids->ids, &d->arena, &kb->snap) != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory offering the holds: none offered this cycle");
-        kb->snap.holds = NULL;
-        kb->snap.n_holds = 0;
+        kb->snap.holds = kb->snap.reserve_hints = NULL;
+        kb->snap.n_holds = kb->snap.n_reserve_hints = 0;
     }
-    /* the daemon gives no reservation hints (starvation reservations are not kept) */
-    kb->snap.reserve_hints = NULL;
-    kb->snap.n_reserve_hints = 0;
 }
 
-/* A preemptor the core reserved capacity for gets a hold on the freed nodes until ENG_HOLD_MS
- * after the latest cycle that reserved it (eng_cycle_holds). */
+/* The cycle's reservations into the engine (eng_cycle_reservations): a preemptor gets a hold on
+ * the freed nodes until ENG_HOLD_MS after the latest cycle that reserved it; the starvation
+ * reservations are the next cycle's hints (they keep a reservation on its nodes while those stay
+ * as good, as in the simulator). */
 void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                      int64_t now)
 {
@@ -198,6 +195,6 @@ void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct
         LOG_DEBUG(KDRV_MOD, "reservation: gang=%s preemptor=%d nodes=%u",
                   kb->gangs[res->reservations[r].gang->id].key, res->reservations[r].preemptor,
                   res->reservations[r].n_nodes);
-    if (d->ids && eng_cycle_holds(d->eng, res, &d->ids->ids, now) != 0)
-        LOG_ERROR(KDRV_MOD, "out of memory keeping the preemptors' holds");
+    if (d->ids && eng_cycle_reservations(d->eng, res, &d->ids->ids, now) != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory keeping the cycle's reservations");
 }
