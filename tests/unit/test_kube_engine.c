@@ -74,6 +74,8 @@ static int setup(void **state)
     arena_init(&f.d.arena, 1 << 16);
     if (!f.d.cache || kdrv_eng_init(&f.d) != 0)
         return -1;
+    node(f.d.cache, "n1");
+    node(f.d.cache, "n2");
     *state = &f;
     return 0;
 }
@@ -123,8 +125,6 @@ static void ids_are_stable_and_map_both_ways(void **state)
 {
     struct fx *f = *state;
     uint32_t early = kdrv_node_id(&f->d, "gone-node"); /* seen once (a reservation), never again */
-    node(f->d.cache, "n1");
-    node(f->d.cache, "n2");
     pod(f->d.cache, "a", "");
     pod(f->d.cache, "b", "n1");
     build(f);
@@ -155,8 +155,6 @@ static void ids_are_stable_and_map_both_ways(void **state)
 static void holds_offered_through_the_maps(void **state)
 {
     struct fx *f = *state;
-    node(f->d.cache, "n1");
-    node(f->d.cache, "n2");
     pod(f->d.cache, "a", "");
     pod(f->d.cache, "b", "n1");
     build(f);
@@ -195,8 +193,6 @@ static void holds_offered_through_the_maps(void **state)
 static void reservations_taken_as_holds_and_hints(void **state)
 {
     struct fx *f = *state;
-    node(f->d.cache, "n1");
-    node(f->d.cache, "n2");
     pod(f->d.cache, "p", "");
     pod(f->d.cache, "s", "");
     build(f);
