@@ -42,7 +42,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
 TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # Every module directory is compiled into one static library; commands and tests link it.
-LIB_DIRS := sched/core sched/engine sched/sim sched/kube sched/http queue plugins config store
+LIB_DIRS := sched/core sched/engine sched/k8s sched/sim sched/kube sched/http queue plugins config store
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libgangsched.a
@@ -53,7 +53,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_RPL := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/%_replay)
 TOOLS    := $(BUILD)/tests/evcheck $(BUILD)/tests/jget $(BUILD)/tests/kubeprobe $(BUILD)/tests/httpload
 
-.PHONY: all deps test-deps demo install test test-run san bench scale-doc preempt-figures perf-podgroup openb-figures fairness-figures soak lint fuzz clean format check-clang
+.PHONY: all deps test-deps demo install test test-run check-layers check-sizes san bench scale-doc preempt-figures perf-podgroup openb-figures fairness-figures soak lint fuzz clean format check-clang
 
 all: $(BIN)/gangsched $(BIN)/gangctl $(BIN)/kubectl-gang
 
@@ -118,11 +118,14 @@ $(BUILD)/gen/default_trace.c: sched/sim/data/itp-default.csv
 	  echo '0x00};'; \
 	  echo "const unsigned long sim_default_trace_len = $$(wc -c < $<);"; } > $@
 
-$(BIN)/gangsched: $(BUILD)/sched/cmd/gangsched.o $(BUILD)/gen/default_trace.o $(LIB)
+# What both commands share (the flag parser, the check of standard output), and the parser's test.
+CMD_FLAGS := $(BUILD)/sched/cmd/flags.o $(BUILD)/sched/cmd/stdout_check.o
+GANGSCHED_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangsched*.c)) $(CMD_FLAGS)
+$(BIN)/gangsched: $(GANGSCHED_OBJ) $(BUILD)/gen/default_trace.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c))
+GANGCTL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard sched/cmd/gangctl*.c)) $(CMD_FLAGS)
 $(BIN)/gangctl: $(GANGCTL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -134,6 +137,10 @@ $(BIN)/kubectl-gang: $(BIN)/gangctl
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LIB) $(LDLIBS) $(TESTLIBS)
+
+$(BUILD)/tests/test_flags: tests/unit/test_flags.c $(CMD_FLAGS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(CMD_FLAGS) $(LIB) $(LDLIBS) $(TESTLIBS)
 
 $(BUILD)/tests/fuzz_%_replay: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -179,10 +186,27 @@ install: all
 # with clang, then runs every unit test, fuzz-corpus replay and simulator scenario.
 test: deps test-deps
 	$(MAKE) all test-bins
+	$(MAKE) check-layers check-sizes
 	$(MAKE) check-clang
 	$(MAKE) test-run
 
 test-bins: $(UNIT_BIN) $(FUZZ_RPL) $(TOOLS)
+
+# Layering (tests/tools/layers.py): the core, the engine and the drivers include only what their
+# layer may; then the core's and the engine's objects and the config model link alone (libc and
+# libm only), so neither needs libyaml, libuv, libcurl, SQLite, cJSON nor a driver.
+CORE_OBJ := $(filter $(BUILD)/sched/core/% $(BUILD)/sched/engine/% $(BUILD)/queue/% \
+                     $(BUILD)/plugins/%,$(LIB_OBJ)) $(BUILD)/config/model.o
+check-layers: $(CORE_OBJ)
+	python3 tests/tools/layers.py
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) -o $(BUILD)/tests/core_link tests/tools/core_link.c $(CORE_OBJ) -lm
+	@echo "check-layers: the core and the engine link without libyaml, libuv, libcurl, SQLite, cJSON"
+
+# The size rules of the style guide (tests/tools/sizes.py): files under 1,200 lines, functions
+# under 120 (sched/, queue/, plugins/, config/, store/; tests and generated data aside).
+check-sizes:
+	python3 tests/tools/sizes.py
 
 test-run: test-bins
 	BUILD=$(BUILD) BIN=$(BIN) sh tests/run.sh

@@ -1,10 +1,8 @@
 /* config/config.h: the operator's configuration, parsed from YAML into an immutable struct.
  *
- * Owns: loading (libyaml), strict validation and the in-memory form of the scheduler
- * configuration: resource flavors, the tree of cohorts and queues with their quotas, fair-share
- * settings, the starvation guard, preemption knobs (used by the preemption issue), scoring
- * profiles (used by the placement issue) and topology levels. A loaded config is never modified;
- * a reload builds a new one and the driver swaps the pointer between cycles.
+ * Owns: loading (libyaml, config/load*.c) and strict validation of the scheduler configuration
+ * into the model of config/model.h (structs and pure accessors, which the core includes alone),
+ * its printouts (config/print.c, totals.c) and the Kueue/Volcano importer (import.c).
  *
  * Every error names the place: "FILE:LINE:COLUMN: queues[2].quota.h100.nvidia.com/gpu.nominal:
  * negative quantity "-4"". Loading never asserts on input and never leaves partial state.
@@ -61,132 +59,11 @@
 #ifndef CONFIG_CONFIG_H
 #define CONFIG_CONFIG_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
+#include "config/model.h"
 #include "sched/core/err.h"
-#include "sched/core/model.h"
-#include "sched/core/res.h"
-
-#define CONFIG_NO_LIMIT         INT64_MAX /* borrowingLimit / lendingLimit absent */
-/* Cohort levels in one tree, its root cohort included (docs/config.md): quota checks walk from
- * a queue to its root, so the chain's length bounds their cost. */
-#define CONFIG_MAX_COHORT_DEPTH 32
-
-/* Quota of one (flavor, resource) pair, base units (res.h). */
-struct config_quota {
-    int64_t nominal;         /* guaranteed; >= 0 */
-    int64_t borrowing_limit; /* how much above nominal may be borrowed; CONFIG_NO_LIMIT = any */
-    int64_t lending_limit;   /* how much of nominal others may borrow; CONFIG_NO_LIMIT = all;
-                                <= nominal on a queue; on a cohort it bounds what the whole
-                                subtree lends to the parent, so any value >= 0 */
-};
-
-struct config_flavor {
-    const char *name;
-    const struct kv *node_labels; /* nodes of the flavor carry all of these; none = every node */
-    uint32_t n_node_labels;
-};
-
-/* One node of the quota tree: a cohort or a queue. */
-struct config_quota_set {
-    /* quota[f][r] for flavor index f, resource id r; `has[f][r]` tells whether it was given.
-     * Never NULL after a load: nodes without a quota share one all-false table. */
-    struct config_quota *quota; /* [n_flavors * RES_MAX] */
-    bool *has;                  /* [n_flavors * RES_MAX] */
-};
-
-enum config_ordering { CONFIG_BEST_EFFORT_FIFO = 0, CONFIG_STRICT_FIFO };
-enum config_within_queue {
-    CONFIG_PREEMPT_NEVER = 0,
-    CONFIG_PREEMPT_LOWER_PRIORITY,
-    CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL,
-};
-enum config_reclaim { CONFIG_RECLAIM_NEVER = 0, CONFIG_RECLAIM_LOWER_PRIORITY, CONFIG_RECLAIM_ANY };
-
-struct config_preemption {
-    enum config_within_queue within_queue; /* default LowerPriority */
-    enum config_reclaim reclaim;           /* default Any */
-    bool fair_share;                       /* default false */
-    int64_t min_runtime_ms;                /* default 0 */
-    int64_t restart_cost_ms;               /* default 0 */
-    int64_t checkpoint_grace_ms;           /* default 0 (no handshake) */
-};
-
-/* What happens to a queue's gangs after they are bound (the daemon's start watchdog and
- * failure handling, docs/lifecycle.md); PodGroup annotations override per gang. */
-struct config_lifecycle {
-    int64_t start_timeout_ms; /* all members Running and Ready by then; default 5m */
-    uint32_t max_restarts;    /* the gang's own failures it may survive; default 3 */
-    int64_t failure_grace_ms; /* a member lost to a NotReady node breaks the gang after this
-                                 long; default 30s */
-};
-
-#define CONFIG_DEFAULT_START_TIMEOUT_MS (5 * 60 * 1000)
-#define CONFIG_DEFAULT_MAX_RESTARTS     3
-#define CONFIG_DEFAULT_FAILURE_GRACE_MS (30 * 1000)
-
-struct config_cohort {
-    const char *name;
-    int32_t parent; /* cohort index, or -1 for a root */
-    struct config_quota_set q;
-    uint32_t line, column; /* where it was declared, for messages */
-};
-
-struct config_queue {
-    const char *name;
-    int32_t cohort; /* cohort index, or -1 */
-    double weight;  /* > 0, default 1 */
-    int32_t priority;
-    enum config_ordering ordering;
-    int32_t profile; /* profile index, or -1 for the default */
-    struct config_preemption preemption;
-    struct config_lifecycle lifecycle;
-    struct config_quota_set q;
-    const char **namespaces; /* namespaces that may submit to it; n_namespaces 0 = any */
-    uint32_t n_namespaces;
-    const char **local_queues; /* Kueue LocalQueues ("namespace/name") mapped to it */
-    uint32_t n_local_queues;
-    uint32_t line, column;
-};
-
-/* Profile weights are indexed like plugin_scores (plugins/registry.c): the weight keys of a
- * profile are the names of the score terms listed there. The first three are these. */
-enum config_score_term { CONFIG_SCORE_BINPACK = 0, CONFIG_SCORE_TOPOLOGY, CONFIG_SCORE_SPREAD };
-
-struct config_profile {
-    const char *name;
-    double weights[SCORE_TERMS_MAX]; /* >= 0 each; terms not listed in the file are 0 */
-};
-
-struct config_pool;
-
-struct config {
-    /* read-only after load */
-    const char *path;        /* file it came from ("<buffer>" for buffers) */
-    uint64_t version;        /* FNV-1a hash of the file bytes: changes when content does */
-    const char *device;      /* the accelerator's resource name; default nvidia.com/gpu */
-    const char *device_unit; /* its unit word; "" = the usual one (device_default_unit()) */
-    uint32_t n_levels;       /* topology levels, widest first; 0 = built-in defaults */
-    const char *level_names[TOPO_MAX_LEVELS - 1];
-    const char *level_labels[TOPO_MAX_LEVELS - 1];
-    int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
-    int64_t starve_after_ms;       /* default 10m; 0 = no reservations */
-    uint32_t max_reservations;     /* default 1 */
-    struct config_flavor *flavors; /* at least one: a config without flavors gets "default" */
-    uint32_t n_flavors;
-    struct config_cohort *cohorts;
-    uint32_t n_cohorts;
-    struct config_queue *queues;
-    uint32_t n_queues;
-    struct config_profile *profiles; /* [0] "training", [1] "inference" (built-in or overridden),
-                                        then the other declared profiles in file order */
-    uint32_t n_profiles;
-    /* private */
-    struct config_pool *pool;
-};
 
 /* Reads and validates `path`. On error returns SCHED_EINVAL (or SCHED_EIO / SCHED_ENOMEM), with
  * "path:line:column: key: problem" in eb, and *out untouched. */
@@ -194,29 +71,6 @@ int config_load_file(const char *path, struct config **out, struct sched_errbuf 
 /* Same on a buffer; `name` replaces the path in messages. */
 int config_load_buffer(const char *name, const char *data, size_t len, struct config **out,
                        struct sched_errbuf *eb);
-void config_free(struct config *c);
-
-/* Makes the config's device the process's accelerator (device_configure()); call once after
- * the first load, before reading nodes or pods. */
-int config_apply_device(const struct config *c, struct sched_errbuf *eb);
-
-/* Index lookups; -1 when absent. */
-int config_queue_index(const struct config *c, const char *name);
-/* The queue a Kueue LocalQueue (its namespace and name) maps to: the queue listing
- * "namespace/name" in localQueues, else the queue of the same name; -1 when neither. */
-int config_local_queue(const struct config *c, const char *ns, const char *name);
-/* Whether namespace ns may submit to queue q (its namespaces list, empty = any). */
-bool config_queue_admits(const struct config *c, uint32_t q, const char *ns);
-int config_flavor_index(const struct config *c, const char *name);
-
-/* Gives g the scoring profile `name` (NULL: the queue's default profile): its weights and
- * whether it spreads. SCHED_ENOENT when no profile has that name (g unchanged). */
-int config_profile_apply(const struct config *c, uint32_t queue, const char *name, struct gang *g);
-
-/* Quota of queue/cohort set `qs` for (flavor f, resource r), or NULL when not given. */
-const struct config_quota *config_quota_get(const struct config *c,
-                                            const struct config_quota_set *qs, uint32_t f, int r);
-
 /* Prints the tree of cohorts and queues with their quotas (for `gangsched config check`). */
 void config_print_tree(const struct config *c, FILE *f);
 

@@ -39,6 +39,7 @@
 #include <yaml.h>
 
 #include "config/config.h"
+#include "config/yaml_doc.h"
 #include "sched/core/quantity.h"
 
 #define IMP_MAX 4096 /* objects of each kind */
@@ -128,15 +129,7 @@ static yaml_node_t *node(yaml_document_t *d, int id)
 
 static yaml_node_t *get(yaml_document_t *d, yaml_node_t *map, const char *key)
 {
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = node(d, p->key);
-        if (k && k->type == YAML_SCALAR_NODE && strcmp((char *)k->data.scalar.value, key) == 0)
-            return node(d, p->value);
-    }
-    return NULL;
+    return ydoc_doc_get(d, map, key);
 }
 
 static const char *str(yaml_node_t *n)
@@ -497,7 +490,10 @@ static int object(struct imp *m, yaml_document_t *d, yaml_node_t *obj)
     return 0;
 }
 
-static int read_file(struct imp *m, const char *path)
+#define IMP_MAX_BYTES ((size_t)64 << 20) /* one input file */
+
+/* The whole file into a malloc'd buffer; 0, or 1 with the message on m->err. */
+static int slurp_file(struct imp *m, const char *path, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -505,15 +501,46 @@ static int read_file(struct imp *m, const char *path)
                 strerror(errno));
         return 1;
     }
-    m->file = path;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        return m->oom = true, 1;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || cap > IMP_MAX_BYTES)
+            break;
+        char *g = realloc(buf, cap * 2);
+        if (!g)
+            free(buf);
+        buf = g;
+        cap *= 2;
     }
-    yaml_parser_set_input_file(&p, f);
-    int rc = 0;
-    for (;;) {
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return m->oom = true, 1;
+    if (bad || n > IMP_MAX_BYTES) {
+        fprintf(m->err, "gangsched config import-kueue: %s: %s\n", path,
+                bad ? "read error" : "larger than 64 MiB");
+        free(buf);
+        return 1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* Every document of one file (config/yaml_doc.h: nesting guard, syntax errors with
+ * file:line:column); the documents are kept, the objects point into them. */
+static int read_file(struct imp *m, const char *path)
+{
+    char *data;
+    size_t len;
+    if (slurp_file(m, path, &data, &len))
+        return 1;
+    m->file = path;
+    struct sched_errbuf eb = {{0}};
+    struct ydoc y;
+    int yrc = ydoc_open(&y, path, data, len, YDOC_MAX_DEPTH, &eb), rc = 0;
+    while (!yrc && !rc) {
         if (m->n_docs == m->cap_docs) {
             size_t c = m->cap_docs ? m->cap_docs * 2 : 8;
             yaml_document_t *nd = realloc(m->docs, c * sizeof(*nd));
@@ -523,27 +550,20 @@ static int read_file(struct imp *m, const char *path)
             }
             m->docs = nd, m->cap_docs = c;
         }
-        yaml_document_t *d = &m->docs[m->n_docs];
-        if (!yaml_parser_load(&p, d)) {
-            fprintf(m->err, "gangsched config import-kueue: %s:%lu:%lu: %s\n", path,
-                    (unsigned long)p.problem_mark.line + 1,
-                    (unsigned long)p.problem_mark.column + 1,
-                    p.problem ? p.problem : "invalid YAML");
-            rc = 1;
+        yaml_node_t *root;
+        if ((yrc = ydoc_next(&y, &root)) != 0 || !root)
             break;
-        }
-        yaml_node_t *root = yaml_document_get_root_node(d);
-        if (!root) {
-            yaml_document_delete(d);
-            break;
-        }
-        m->n_docs++; /* kept: the objects point into it */
-        if ((rc = object(m, d, root)) != 0)
-            break;
+        yaml_document_t *d = &m->docs[m->n_docs++];
+        ydoc_take(&y, d);
+        rc = object(m, d, root);
     }
-    yaml_parser_delete(&p);
-    fclose(f);
-    return rc || m->oom;
+    if (yrc == SCHED_ENOMEM)
+        m->oom = true;
+    else if (yrc)
+        fprintf(m->err, "gangsched config import-kueue: %s\n", eb.msg);
+    ydoc_close(&y);
+    free(data);
+    return rc || yrc || m->oom;
 }
 
 /* ---- writing --------------------------------------------------------------------------------- */

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "config/model.h"
 #include "sched/core/arena.h"
 #include "sched/core/res.h"
 

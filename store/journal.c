@@ -214,9 +214,15 @@ static int placement_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sc
     return e->fn(e->ctx, &p);
 }
 
+int store__placement_query(struct store *st, enum store__stmt id, int rc, store_placement_fn *fn,
+                           void *ctx, struct sched_errbuf *eb)
+{
+    struct placement_each e = {fn, ctx};
+    return store__each(st, id, rc, "placed pods", placement_row, &e, eb);
+}
+
 int store_placement_list(struct store *st, store_placement_fn *fn, void *ctx,
                          struct sched_errbuf *eb)
 {
-    struct placement_each e = {fn, ctx};
-    return store__each(st, STMT_PLACEMENT_LIST, SQLITE_OK, "placed pods", placement_row, &e, eb);
+    return store__placement_query(st, STMT_PLACEMENT_LIST, SQLITE_OK, fn, ctx, eb);
 }

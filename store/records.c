@@ -406,14 +406,20 @@ static int reservation_row(struct store *st, sqlite3_stmt *s, void *ctx, struct 
     return err ? err : re->e.fn.reservation(re->e.ctx, &r);
 }
 
-int store_reservation_list(struct store *st, store_reservation_fn *fn, void *ctx,
-                           struct sched_errbuf *eb)
+int store__reservation_query(struct store *st, enum store__stmt id, int rc,
+                             store_reservation_fn *fn, void *ctx, struct sched_errbuf *eb)
 {
     struct res_each re = {.e = {.fn.reservation = fn, .ctx = ctx}};
     arena_init(&re.a, 0);
-    int err = store__each(st, STMT_RES_LIST, SQLITE_OK, "reservations", reservation_row, &re, eb);
+    int err = store__each(st, id, rc, "reservations", reservation_row, &re, eb);
     arena_fini(&re.a);
     return err;
+}
+
+int store_reservation_list(struct store *st, store_reservation_fn *fn, void *ctx,
+                           struct sched_errbuf *eb)
+{
+    return store__reservation_query(st, STMT_RES_LIST, SQLITE_OK, fn, ctx, eb);
 }
 
 /* ---- decision log -------------------------------------------------------------------------- */
@@ -600,12 +606,17 @@ static int preemption_row(struct store *st, sqlite3_stmt *s, void *ctx, struct s
     return e->fn.preemption(e->ctx, &p);
 }
 
+int store__preemption_query(struct store *st, enum store__stmt id, int rc, store_preemption_fn *fn,
+                            void *ctx, struct sched_errbuf *eb)
+{
+    struct each e = {.fn.preemption = fn, .ctx = ctx};
+    return store__each(st, id, rc, "preemption records", preemption_row, &e, eb);
+}
+
 int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
                           struct sched_errbuf *eb)
 {
-    struct each e = {.fn.preemption = fn, .ctx = ctx};
-    return store__each(st, STMT_PREEMPT_LIST, SQLITE_OK, "preemption records", preemption_row, &e,
-                       eb);
+    return store__preemption_query(st, STMT_PREEMPT_LIST, SQLITE_OK, fn, ctx, eb);
 }
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
@@ -748,10 +759,16 @@ static int job_each(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_e
     return err ? err : e->fn.job(e->ctx, &j);
 }
 
-int store_job_list(struct store *st, store_job_fn *fn, void *ctx, struct sched_errbuf *eb)
+int store__job_query(struct store *st, enum store__stmt id, int rc, store_job_fn *fn, void *ctx,
+                     struct sched_errbuf *eb)
 {
     struct each e = {.fn.job = fn, .ctx = ctx};
-    return store__each(st, STMT_JOB_LIST, SQLITE_OK, "jobs", job_each, &e, eb);
+    return store__each(st, id, rc, "jobs", job_each, &e, eb);
+}
+
+int store_job_list(struct store *st, store_job_fn *fn, void *ctx, struct sched_errbuf *eb)
+{
+    return store__job_query(st, STMT_JOB_LIST, SQLITE_OK, fn, ctx, eb);
 }
 
 /* ---- fair-share history -------------------------------------------------------------------- */

@@ -158,10 +158,52 @@ struct store__migration {
 static const char schema_v3[] = "ALTER TABLE decisions ADD COLUMN eta_ms INTEGER;\n"
                                 "ALTER TABLE decisions ADD COLUMN eta TEXT;\n";
 
+/* A job's latest time: the expression of the index jobs_latest. */
+#define JOB_LATEST                                                                                 \
+    "max(submit_ms, coalesce(admit_ms, submit_ms), coalesce(start_ms, submit_ms), "                \
+    "coalesce(finish_ms, submit_ms))"
+
+/* Version 4: what the HTTP API's per-route reads need (store/views_query.c): jobs in read order
+ * (state_rank; a page is an index range), each job's latest time (the documents' now_ms in one
+ * seek), jobs per queue and state kept by triggers (a queue's counts without reading its jobs), and
+ * the preemptions of one gang. */
+static const char schema_v4[] =
+    /* a job state's rank in the read order: a column (virtual), not an expression in the index,
+     * so that the row-value ranges of the paged queries are index ranges */
+    "ALTER TABLE jobs ADD COLUMN state_rank INTEGER GENERATED ALWAYS AS (CASE state "
+    "WHEN 'pending' THEN 0 WHEN 'admitted' THEN 1 WHEN 'running' THEN 2 WHEN 'finished' THEN 3 "
+    "ELSE 4 END) VIRTUAL;\n"
+    "CREATE INDEX jobs_list ON jobs(queue, state_rank, submit_ms, gang);\n"
+    "CREATE INDEX jobs_latest ON jobs(" JOB_LATEST ");\n"
+    "CREATE INDEX preemptions_victim ON preemptions(victim, ts_ms);\n"
+    "CREATE INDEX preemptions_preemptor ON preemptions(preemptor);\n"
+    "CREATE TABLE job_counts (\n"
+    "  queue TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  n     INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (queue, state)\n"
+    ") WITHOUT ROWID;\n"
+    "INSERT INTO job_counts(queue, state, n) SELECT queue, state, COUNT(*) FROM jobs "
+    "GROUP BY queue, state;\n"
+    "CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs BEGIN\n"
+    "  INSERT INTO job_counts(queue, state, n) VALUES (new.queue, new.state, 1)\n"
+    "    ON CONFLICT(queue, state) DO UPDATE SET n = n + 1;\n"
+    "END;\n"
+    "CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN\n"
+    "  UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;\n"
+    "END;\n"
+    "CREATE TRIGGER jobs_count_update AFTER UPDATE OF queue, state ON jobs\n"
+    "  WHEN old.queue IS NOT new.queue OR old.state IS NOT new.state BEGIN\n"
+    "  UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;\n"
+    "  INSERT INTO job_counts(queue, state, n) VALUES (new.queue, new.state, 1)\n"
+    "    ON CONFLICT(queue, state) DO UPDATE SET n = n + 1;\n"
+    "END;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
     {3, "expected starts in the decision log", schema_v3},
+    {4, "indexes and job counts for the API's reads", schema_v4},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -357,6 +399,41 @@ const char *const store__stmt_sql[STMT_N] = {
                          "WHERE id = ?1 AND state = 'pending'",
     [STMT_ACTION_LIST] = "SELECT id, ts_ms, kind, target, detail, actor, state, done_ms, note "
                          "FROM operator_actions WHERE (?1 = 0 OR state = 'pending') ORDER BY id",
+    /* the API's per-route reads (store/views_query.c) */
+    [STMT_VIEW_NOW] = "SELECT max(coalesce((SELECT max(" JOB_LATEST ") FROM jobs), ?1), "
+                      "coalesce((SELECT max(bound_ms) FROM placements), ?1), "
+                      "coalesce((SELECT max(created_ms) FROM reservations), ?1), "
+                      "coalesce((SELECT max(ts_ms) FROM preemptions), ?1), "
+                      "coalesce((SELECT max(updated_ms) FROM fair_share), ?1), "
+                      "coalesce((SELECT ts_ms FROM decisions ORDER BY id DESC LIMIT 1), ?1))",
+    [STMT_VIEW_COUNTS] = "SELECT queue, state, n FROM job_counts WHERE n > 0",
+    /* a queue's jobs in read order after the key (?3, ?4, ?5), of rank ?2 at most (2: pending,
+     * admitted and running; 4: every state): an index range of jobs_list */
+    [STMT_VIEW_JOBS] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
+                       "start_ms, finish_ms, preemptions, restarts FROM jobs "
+                       "WHERE queue = ?1 AND state_rank <= ?2 AND "
+                       "(state_rank, submit_ms, gang) > (?3, ?4, ?5) "
+                       "ORDER BY state_rank, submit_ms, gang LIMIT ?6",
+    /* a queue's jobs of one rank after the key */
+    [STMT_VIEW_JOBS_LEFT] = "SELECT COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank = ?2 "
+                            "AND (submit_ms, gang) > (?3, ?4)",
+    /* pending jobs of a queue ahead of (submit_ms, gang) */
+    [STMT_VIEW_AHEAD] = "SELECT COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank = 0 AND "
+                        "(submit_ms, gang) < (?2, ?3)",
+    [STMT_VIEW_RUNNING] = "SELECT flavor, COUNT(*) FROM jobs WHERE queue = ?1 AND state_rank"
+                          " IN (1, 2) GROUP BY flavor ORDER BY flavor",
+    [STMT_VIEW_LAST_DECISION] = "SELECT why, reason, ts_ms FROM decisions WHERE gang = ?1 "
+                                "ORDER BY id DESC LIMIT 1",
+    [STMT_VIEW_REQUEUE] = "SELECT max(ts_ms) FROM preemptions WHERE victim = ?1",
+    [STMT_VIEW_PLACEMENTS] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
+                             "FROM placements WHERE gang = ?1 ORDER BY pod_index",
+    [STMT_VIEW_RESV] = "SELECT id, kind, gang, created_ms, expires_ms, expected_start_ms "
+                       "FROM reservations WHERE id > ?1 AND (?2 IS NULL OR gang = ?2) "
+                       "ORDER BY id LIMIT ?3",
+    [STMT_VIEW_RESV_LEFT] = "SELECT COUNT(*) FROM reservations WHERE id > ?1",
+    [STMT_VIEW_PREEMPTIONS] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, "
+                              "cost FROM preemptions WHERE victim = ?1 OR preemptor = ?1 "
+                              "ORDER BY id",
     /* store_verify */
     [STMT_CHECK_INTEGRITY] = "PRAGMA integrity_check(20)",
     [STMT_CHECK_FOREIGN] = "PRAGMA foreign_key_check",

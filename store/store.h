@@ -105,6 +105,12 @@
  *       requests of operators (the HTTP API's writes) for the scheduler to apply: target is the
  *       queue, the job, or the reservation id; detail is the caller's JSON text (reserve: the
  *       nodes)
+ * Version 4 adds (for the HTTP API's per-route reads, store/views_query.c):
+ *   jobs.state_rank INTEGER (virtual: pending 0 .. failed 4), indexes jobs_list(queue,
+ *   state_rank, submit_ms, gang), jobs_latest (a job's latest time), preemptions_victim(victim,
+ *   ts_ms), preemptions_preemptor(preemptor);
+ *   job_counts(queue TEXT, state TEXT, n INTEGER; PK(queue, state)) -- jobs per queue and
+ *       state, kept by triggers on jobs
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -118,7 +124,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 3          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 4          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -135,6 +141,8 @@ enum store_flags {
     STORE_CREATE = 1 << 0,   /* create PATH when it does not exist (or is an empty file) */
     STORE_READONLY = 1 << 1, /* never write; refuses a database that would need migrating */
     STORE_DURABLE = 1 << 2,  /* synchronous=FULL: sync the WAL at every commit */
+    STORE_CHECKED = 1 << 3,  /* with STORE_READONLY: the caller opened this same file before
+                                (a pool of readers): skip PRAGMA quick_check, O(file size) */
 };
 
 struct store_opts {
@@ -187,10 +195,6 @@ void store_rollback(struct store *st);
 bool store_in_txn(const struct store *st);
 /* Cycle commits so far (meta commit_seq). */
 int64_t store_commit_seq(const struct store *st);
-/* SQLite's PRAGMA data_version of this connection: it changes when another connection (another
- * process included) has committed since the last call, so a reader can keep what it loaded
- * while the value stays the same. */
-int store_data_version(struct store *st, int64_t *out, struct sched_errbuf *eb);
 /* A consistent copy of the whole database (every committed page, as one SQLite file image),
  * for a standby that follows the leader (docs/store.md "Fail-over"). *out is freed with
  * store_snapshot_free. */

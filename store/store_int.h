@@ -73,6 +73,18 @@
     XX(ACTION_ADD)                                                                                 \
     XX(ACTION_DONE)                                                                                \
     XX(ACTION_LIST)                                                                                \
+    XX(VIEW_NOW)                                                                                   \
+    XX(VIEW_COUNTS)                                                                                \
+    XX(VIEW_JOBS)                                                                                  \
+    XX(VIEW_JOBS_LEFT)                                                                             \
+    XX(VIEW_AHEAD)                                                                                 \
+    XX(VIEW_RUNNING)                                                                               \
+    XX(VIEW_LAST_DECISION)                                                                         \
+    XX(VIEW_REQUEUE)                                                                               \
+    XX(VIEW_PLACEMENTS)                                                                            \
+    XX(VIEW_RESV)                                                                                  \
+    XX(VIEW_RESV_LEFT)                                                                             \
+    XX(VIEW_PREEMPTIONS)                                                                           \
     XX(CHECK_INTEGRITY)                                                                            \
     XX(CHECK_FOREIGN)                                                                              \
     XX(CHECK_LEDGER)                                                                               \
@@ -180,6 +192,17 @@ int store__bad_row(struct store *st, struct sched_errbuf *eb, const char *fmt, .
 
 /* Grows the scratch buffer to n bytes; NULL on out of memory. */
 char *store__scratch(struct store *st, size_t n);
+
+/* The list functions' row readers over another query of the same columns (parameters bound
+ * already on statement `id`; `rc` the result of binding): store_job_list's, and so on. */
+int store__job_query(struct store *st, enum store__stmt id, int rc, store_job_fn *fn, void *ctx,
+                     struct sched_errbuf *eb);
+int store__placement_query(struct store *st, enum store__stmt id, int rc, store_placement_fn *fn,
+                           void *ctx, struct sched_errbuf *eb);
+int store__reservation_query(struct store *st, enum store__stmt id, int rc,
+                             store_reservation_fn *fn, void *ctx, struct sched_errbuf *eb);
+int store__preemption_query(struct store *st, enum store__stmt id, int rc, store_preemption_fn *fn,
+                            void *ctx, struct sched_errbuf *eb);
 
 /* Prunes the decision log and completed journal entries by the retention settings (inside the
  * current transaction). Returns the SQLite result. */

@@ -690,12 +690,7 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb)
         total = sat_add(total, l->amount);
         const struct queue_rec *q = views_find_queue(v, l->queue);
         const struct quota_rec *r = q ? find_quota(q, l->flavor, l->resource) : NULL;
-        uint32_t running = 0;
-        for (size_t k = 0; k < v->n_jobs; k++)
-            if (views_str_eq(v->jobs[k].queue, l->queue) &&
-                views_str_eq(v->jobs[k].flavor, l->flavor) &&
-                (v->jobs[k].state == STORE_JOB_RUNNING || v->jobs[k].state == STORE_JOB_ADMITTED))
-                running++;
+        uint32_t running = views_running(v, l->queue, l->flavor);
         cJSON *o = jobj(v, jq, NULL);
         jstr(v, o, "queue", l->queue);
         jstr(v, o, "flavor", l->flavor);

@@ -58,4 +58,31 @@ int store_view_top(struct store_views *v, cJSON **out, struct sched_errbuf *eb);
  *  expected_start_ms}]} */
 int store_view_reservations(struct store_views *v, cJSON **out, struct sched_errbuf *eb);
 
+/* One read of the HTTP API, answered from the rows its route needs (store/views_query.c)
+ * rather than from store_views_load's whole tables: the same documents, plus paging. */
+enum store_read_route {
+    STORE_READ_QUOTA,        /* store_view_quota (queue: one, NULL: every queue) */
+    STORE_READ_QUEUES,       /* store_view_queues, paged by name */
+    STORE_READ_JOBS,         /* store_view_jobs (queue, all), paged in read order */
+    STORE_READ_EXPLAIN,      /* store_view_explain (job, limit: decisions) */
+    STORE_READ_TOP,          /* store_view_top */
+    STORE_READ_RESERVATIONS, /* store_view_reservations, paged by id */
+};
+
+struct store_read {
+    enum store_read_route route;
+    const char *queue; /* QUOTA, JOBS: one queue, or NULL */
+    const char *job;   /* EXPLAIN */
+    bool all;          /* JOBS: every state */
+    uint32_t limit;    /* list routes: items a page (0 = all); EXPLAIN: decisions (0 = all) */
+    const char *cont;  /* list routes: the "continue" of the previous page, or NULL */
+};
+
+/* The route's document; on a list route with a limit, "continue" (an opaque token) and
+ * "remaining" (items after this page) when more follow. Runs in one read transaction of st (a
+ * STORE_READONLY connection serves). Errors: SCHED_ENOENT (unknown queue or job), SCHED_EINVAL
+ * ("continue: not a token of this server"), SCHED_ENOMEM, the store's. */
+int store_read_doc(struct store *st, const struct store_read *rq, cJSON **out,
+                   struct sched_errbuf *eb);
+
 #endif

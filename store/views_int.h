@@ -72,6 +72,11 @@ struct preempt_rec {
     double lost_work_gpu_s, cost;
 };
 
+struct run_rec {
+    char *queue, *flavor;
+    uint32_t n; /* admitted and running jobs */
+};
+
 struct store_views {
     struct store *st;
     bool oom; /* an allocation failed: the load or the document is incomplete */
@@ -87,6 +92,8 @@ struct store_views {
     size_t n_resvs, cap_resvs;
     struct preempt_rec *preempts;
     size_t n_preempts, cap_preempts;
+    struct run_rec *runs; /* per queue and flavor (top) */
+    size_t n_runs, cap_runs;
     int64_t now_ms; /* the latest time found in the database; STORE_NO_TIME when none */
 };
 
@@ -97,5 +104,27 @@ bool views_vgrow(struct store_views *v, void **p, size_t *cap, size_t n, size_t 
 bool views_str_eq(const char *a, const char *b);
 bool views_is_gpu(struct store_views *v, const char *resource);
 struct queue_rec *views_find_queue(const struct store_views *v, const char *name);
+/* The queue `name`, added as "not configured" when the config does not have it; NULL on OOM. */
+struct queue_rec *views_queue_ref(struct store_views *v, const char *name);
+int views_cmp_queue(const void *a, const void *b);
+bool views_add_running(struct store_views *v, const char *queue, const char *flavor, uint32_t n);
+uint32_t views_running(const struct store_views *v, const char *queue, const char *flavor);
+
+/* The queues with their quotas, the ledger, the fair-share history, the applied operator actions
+ * (in that order: an action names a queue read before it) and a queue for every ledger row:
+ * where both loads start. */
+int views_load_queues(struct store_views *v, struct sched_errbuf *eb);
+
+/* Row callbacks of the store's list functions that copy a row into the views (ctx: the views);
+ * odd rows are skipped. store/views_load.c reads whole tables through them, store/views_query.c
+ * the rows one route needs. */
+int views_load_queue(void *ctx, const struct store_queue *sq);
+int views_load_ledger(void *ctx, const struct store_ledger_row *r);
+int views_load_job(void *ctx, const struct store_job *j);
+int views_load_place(void *ctx, const struct store_placement *p);
+int views_load_resv(void *ctx, const struct store_reservation *r);
+int views_load_preempt(void *ctx, const struct store_preemption *p);
+int views_load_history(void *ctx, const char *queue, double share, int64_t updated_ms);
+int views_load_action(void *ctx, const struct store_action *a);
 
 #endif

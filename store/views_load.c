@@ -60,6 +60,29 @@ bool views_is_gpu(struct store_views *v, const char *resource)
     return views_str_eq(resource, store_device(v->st));
 }
 
+/* Adds n to the admitted and running jobs of (queue, flavor); false on out of memory. */
+bool views_add_running(struct store_views *v, const char *queue, const char *flavor, uint32_t n)
+{
+    for (size_t i = 0; i < v->n_runs; i++)
+        if (views_str_eq(v->runs[i].queue, queue) && views_str_eq(v->runs[i].flavor, flavor)) {
+            v->runs[i].n += n;
+            return true;
+        }
+    if (!views_vgrow(v, (void **)&v->runs, &v->cap_runs, v->n_runs, sizeof(*v->runs)))
+        return false;
+    struct run_rec *r = &v->runs[v->n_runs++];
+    *r = (struct run_rec){views_vdup(v, queue), views_vdup(v, flavor), n};
+    return !v->oom;
+}
+
+uint32_t views_running(const struct store_views *v, const char *queue, const char *flavor)
+{
+    for (size_t i = 0; i < v->n_runs; i++)
+        if (views_str_eq(v->runs[i].queue, queue) && views_str_eq(v->runs[i].flavor, flavor))
+            return v->runs[i].n;
+    return 0;
+}
+
 /* ---- loading --------------------------------------------------------------------------------- */
 
 static void see_time(struct store_views *v, int64_t t)
@@ -77,7 +100,7 @@ struct queue_rec *views_find_queue(const struct store_views *v, const char *name
 }
 
 /* The queue `name`, added as "not configured" when the config does not have it; NULL on OOM. */
-static struct queue_rec *queue_ref(struct store_views *v, const char *name)
+struct queue_rec *views_queue_ref(struct store_views *v, const char *name)
 {
     struct queue_rec *q = views_find_queue(v, name);
     if (q)
@@ -94,12 +117,12 @@ static struct queue_rec *queue_ref(struct store_views *v, const char *name)
     return q;
 }
 
-static int load_queue(void *ctx, const struct store_queue *sq)
+int views_load_queue(void *ctx, const struct store_queue *sq)
 {
     struct store_views *v = ctx;
     if (!sq->name || views_find_queue(v, sq->name))
         return 0;
-    struct queue_rec *q = queue_ref(v, sq->name);
+    struct queue_rec *q = views_queue_ref(v, sq->name);
     if (!q)
         return SCHED_ENOMEM;
     q->cohort = views_vdup(v, sq->cohort);
@@ -125,7 +148,7 @@ static int load_queue(void *ctx, const struct store_queue *sq)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_ledger(void *ctx, const struct store_ledger_row *r)
+int views_load_ledger(void *ctx, const struct store_ledger_row *r)
 {
     struct store_views *v = ctx;
     if (!r->queue || !r->flavor || !r->resource || r->amount < 0)
@@ -137,7 +160,7 @@ static int load_ledger(void *ctx, const struct store_ledger_row *r)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_job(void *ctx, const struct store_job *j)
+int views_load_job(void *ctx, const struct store_job *j)
 {
     struct store_views *v = ctx;
     if (!j->gang || !j->queue || (unsigned)j->state > STORE_JOB_FAILED)
@@ -169,7 +192,7 @@ static int load_job(void *ctx, const struct store_job *j)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_place(void *ctx, const struct store_placement *p)
+int views_load_place(void *ctx, const struct store_placement *p)
 {
     struct store_views *v = ctx;
     if (!p->gang || !p->node)
@@ -186,7 +209,7 @@ static int load_place(void *ctx, const struct store_placement *p)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_resv(void *ctx, const struct store_reservation *r)
+int views_load_resv(void *ctx, const struct store_reservation *r)
 {
     struct store_views *v = ctx;
     if (!r->gang || (unsigned)r->kind > STORE_RES_OPERATOR)
@@ -212,7 +235,7 @@ static int load_resv(void *ctx, const struct store_reservation *r)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_preempt(void *ctx, const struct store_preemption *p)
+int views_load_preempt(void *ctx, const struct store_preemption *p)
 {
     struct store_views *v = ctx;
     if (!p->victim || !p->preemptor)
@@ -232,12 +255,12 @@ static int load_preempt(void *ctx, const struct store_preemption *p)
     return v->oom ? SCHED_ENOMEM : 0;
 }
 
-static int load_history(void *ctx, const char *queue, double share, int64_t updated_ms)
+int views_load_history(void *ctx, const char *queue, double share, int64_t updated_ms)
 {
     struct store_views *v = ctx;
     if (!queue || !isfinite(share) || share < 0)
         return 0;
-    struct queue_rec *q = queue_ref(v, queue);
+    struct queue_rec *q = views_queue_ref(v, queue);
     if (!q)
         return SCHED_ENOMEM;
     q->has_share = true;
@@ -304,7 +327,7 @@ static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
     return err;
 }
 
-static int cmp_queue(const void *a, const void *b)
+int views_cmp_queue(const void *a, const void *b)
 {
     return strcmp(((const struct queue_rec *)a)->name, ((const struct queue_rec *)b)->name);
 }
@@ -348,7 +371,7 @@ int64_t store_views_now(const struct store_views *v)
 }
 
 /* Applied hold, drain and resume actions, oldest first: the last one per queue wins. */
-static int load_action(void *ctx, const struct store_action *a)
+int views_load_action(void *ctx, const struct store_action *a)
 {
     struct store_views *v = ctx;
     if (a->state != STORE_ACTION_APPLIED || !a->target)
@@ -363,6 +386,23 @@ static int load_action(void *ctx, const struct store_action *a)
     return 0;
 }
 
+int views_load_queues(struct store_views *v, struct sched_errbuf *eb)
+{
+    struct store *st = v->st;
+    (void)store_device(st); /* read the device once, before any list borrows the scratch */
+    int err = store_queue_list(st, views_load_queue, v, eb);
+    if (!err)
+        err = store_ledger_list(st, views_load_ledger, v, eb);
+    if (!err)
+        err = store_history_list(st, views_load_history, v, eb);
+    if (!err)
+        err = store_action_list(st, false, views_load_action, v, eb);
+    for (size_t i = 0; i < v->n_ledger && !err; i++)
+        if (v->ledger[i].queue && !views_queue_ref(v, v->ledger[i].queue))
+            err = SCHED_ENOMEM;
+    return err;
+}
+
 int store_views_load(struct store *st, struct store_views **out, struct sched_errbuf *eb)
 {
     struct store_views *v = calloc(1, sizeof(*v));
@@ -370,34 +410,27 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         return sched_fail(eb, SCHED_ENOMEM, "views of %s: out of memory", store_path(st));
     v->st = st;
     v->now_ms = STORE_NO_TIME;
-    (void)store_device(st); /* read the device once, before any list borrows the scratch */
-    int err = store_queue_list(st, load_queue, v, eb);
+    int err = views_load_queues(v, eb);
     if (!err)
-        err = store_ledger_list(st, load_ledger, v, eb);
+        err = store_job_list(st, views_load_job, v, eb);
     if (!err)
-        err = store_job_list(st, load_job, v, eb);
+        err = store_placement_list(st, views_load_place, v, eb);
     if (!err)
-        err = store_placement_list(st, load_place, v, eb);
+        err = store_reservation_list(st, views_load_resv, v, eb);
     if (!err)
-        err = store_reservation_list(st, load_resv, v, eb);
-    if (!err)
-        err = store_preemption_list(st, load_preempt, v, eb);
-    if (!err)
-        err = store_history_list(st, load_history, v, eb);
+        err = store_preemption_list(st, views_load_preempt, v, eb);
     if (!err)
         err = store_decision_list(st, NULL, 1, latest_decision, v, eb);
-    if (!err)
-        err = store_action_list(st, false, load_action, v, eb);
-    for (size_t i = 0; i < v->n_ledger && !err; i++)
-        if (v->ledger[i].queue && !queue_ref(v, v->ledger[i].queue))
-            err = SCHED_ENOMEM;
     for (size_t i = 0; i < v->n_jobs && !err; i++) {
         struct job_rec *j = &v->jobs[i];
-        struct queue_rec *q = j->queue && j->gang ? queue_ref(v, j->queue) : NULL;
+        struct queue_rec *q = j->queue && j->gang ? views_queue_ref(v, j->queue) : NULL;
         if (!q)
             err = SCHED_ENOMEM;
         else
             q->n_state[j->state]++;
+        if (!err && (j->state == STORE_JOB_ADMITTED || j->state == STORE_JOB_RUNNING) &&
+            !views_add_running(v, j->queue, j->flavor, 1))
+            err = SCHED_ENOMEM;
     }
     if (!err && v->oom)
         err = SCHED_ENOMEM;
@@ -408,7 +441,7 @@ int store_views_load(struct store *st, struct store_views **out, struct sched_er
         return err;
     }
     if (v->n_queues > 1)
-        qsort(v->queues, v->n_queues, sizeof(*v->queues), cmp_queue);
+        qsort(v->queues, v->n_queues, sizeof(*v->queues), views_cmp_queue);
     if (v->n_jobs > 1)
         qsort(v->jobs, v->n_jobs, sizeof(*v->jobs), cmp_job);
     err = load_reasons(v, eb);
@@ -470,6 +503,11 @@ void store_views_free(struct store_views *v)
         free(v->preempts[i].victim);
         free(v->preempts[i].preemptor);
     }
+    for (size_t i = 0; i < v->n_runs; i++) {
+        free(v->runs[i].queue);
+        free(v->runs[i].flavor);
+    }
+    free(v->runs);
     free(v->queues);
     free(v->ledger);
     free(v->jobs);

@@ -33,6 +33,8 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "sched/cmd/flags.h"
+#include "sched/cmd/stdout_check.h"
 #include "sched/core/cycle.h"
 #include "sched/core/err.h"
 #include "sched/core/quantity.h"
@@ -64,22 +66,12 @@ static void usage(FILE *f)
             "shell:\n"
             "  completion bash|zsh    the completion script for gangctl and kubectl gang\n"
             "\n"
-            "flags:\n"
-            "  --db FILE              read this simulator or scheduler database (read-only)\n"
-            "  --server URL           the scheduler's HTTP API (default $GANGSCHED_SERVER)\n"
-            "  --token-file FILE      bearer token for --server (default: the token in\n"
-            "                         $GANGSCHED_TOKEN)\n"
-            "  -o, --output FMT       table (default), wide, json or yaml\n"
-            "  --no-headers           tables without their header line\n"
-            "  -w, --watch            run the command again every 2 s (--watch-interval S)\n"
-            "  --version              print the version\n"
-            "  --no-color             no colour (default: colour on a terminal, unless "
-            "$NO_COLOR)\n"
-            "  -h, --help             this help; '%s COMMAND --help' for one command\n"
-            "\n"
-            "exit: 0 ok, 1 unknown queue or job, 2 usage error, server unreachable or not\n"
-            "available, 3 refused by the server (401, 403)\n",
-            prog, prog);
+            "flags:\n",
+            prog);
+    flags_help(f, gangctl_flags, 25);
+    fputs("\nexit: 0 ok, 1 unknown queue or job, 2 usage error, server unreachable or not\n"
+          "available, 3 refused by the server (401, 403)\n",
+          f);
 }
 
 const struct cmd_help gangctl_helps[] = {
@@ -158,112 +150,106 @@ static int usage_error(const char *msg, const char *arg)
     return EXIT_USAGE;
 }
 
-/* Value of "--flag VALUE", "--flag=VALUE" or "-oVALUE"; NULL when missing. */
-static const char *flag_value(int argc, char **argv, int *i, size_t name_len)
-{
-    const char *a = argv[*i];
-    if (a[name_len] == '=')
-        return a + name_len + 1;
-    if (a[name_len] && a[1] != '-') /* -ojson */
-        return a + name_len;
-    if (*i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
-}
+static const char *const out_fmts[] = {"table", "wide", "json", "yaml", NULL};
 
-static bool is_flag(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(arg, name, n) == 0 &&
-           (arg[n] == 0 || arg[n] == '=' || (name[1] != '-' && arg[n] != 0));
-}
+/* gangctl's flags, into struct args: the parser, --help and the shell completions read it. */
+const struct flag gangctl_flags[] = {
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, db),
+     .arg = "FILE",
+     .help = "read this simulator or scheduler database (read-only)"},
+    {.name = "--server",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, server),
+     FLAG_GIVEN(struct args, server_flag),
+     .arg = "URL",
+     .help = "the scheduler's HTTP API (default $GANGSCHED_SERVER)"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, token_file),
+     .arg = "FILE",
+     .help = "bearer token for --server (default: $GANGSCHED_TOKEN)"},
+    {.name = "--output",
+     .short_name = 'o',
+     .kind = FLAG_ENUM,
+     FLAG_AT(struct args, out_fmt),
+     .choices = out_fmts,
+     .arg = "FMT",
+     .help = "table (default), wide, json or yaml"},
+    {.name = "--no-headers",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_headers),
+     .help = "tables without their header line"},
+    {.name = "--queue",
+     .short_name = 'q',
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, queue),
+     .arg = "QUEUE",
+     .help = "jobs: the jobs of this queue only"},
+    {.name = "--all",
+     .short_name = 'A',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, all),
+     .help = "jobs: every job, finished and failed included"},
+    {.name = "--all-jobs", .kind = FLAG_BOOL, FLAG_AT(struct args, all), .attrs = FLAG_HIDDEN},
+    {.name = "--limit",
+     .kind = FLAG_INT,
+     FLAG_AT(struct args, limit),
+     .imax = UINT32_MAX,
+     FLAG_GIVEN(struct args, have_limit),
+     .arg = "N",
+     .help = "explain: decisions shown (default 50; 0: all)"},
+    {.name = "--watch",
+     .short_name = 'w',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, watch),
+     .help = "run the command again every 2 s (--watch-interval S)"},
+    {.name = "--watch-interval",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct args, watch_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .min = 0.1,
+     .max = 86400,
+     .arg = "S",
+     .help = "seconds between two runs of --watch"},
+    {.name = "--version",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, version),
+     .help = "print the version"},
+    {.name = "--no-color",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_color),
+     .help = "no colour (default: colour on a terminal, unless $NO_COLOR)"},
+    {.name = "--no-colour",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, no_color),
+     .attrs = FLAG_HIDDEN},
+    {.name = "--help",
+     .short_name = 'h',
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct args, help),
+     .help = "this help; 'COMMAND --help' for one command"},
+    FLAGS_END,
+};
 
 /* Returns 0, or an exit code. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    bool flags_done = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (flags_done || arg[0] != '-' || arg[1] == 0) {
-            if (a->n_pos >= (int)(sizeof(a->pos) / sizeof(a->pos[0])))
-                return usage_error("too many arguments at", arg);
-            a->pos[a->n_pos++] = arg;
-            continue;
-        }
-        const char *names[] = {"--db",    "--server", "--token-file", "--output",        "-o",
-                               "--queue", "-q",       "--limit",      "--watch-interval"};
-        int which = -1;
-        for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])) && which < 0; k++)
-            if (is_flag(arg, names[k]))
-                which = k;
-        if (strcmp(arg, "--") == 0) {
-            flags_done = true;
-        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            a->help = true;
-        } else if (strcmp(arg, "-A") == 0 || strcmp(arg, "--all") == 0 ||
-                   strcmp(arg, "--all-jobs") == 0) {
-            a->all = true;
-        } else if (strcmp(arg, "--no-color") == 0 || strcmp(arg, "--no-colour") == 0) {
-            a->no_color = true;
-        } else if (strcmp(arg, "--no-headers") == 0) {
-            no_headers = true;
-        } else if (strcmp(arg, "-w") == 0 || strcmp(arg, "--watch") == 0) {
-            a->watch = true;
-        } else if (strcmp(arg, "--version") == 0) {
-            a->version = true;
-        } else if (which >= 0) {
-            const char *v = flag_value(argc, argv, &i, strlen(names[which]));
-            if (!v || !*v)
-                return usage_error("flag needs a value:", names[which]);
-            switch (which) {
-            case 0:
-                a->db = v;
-                break;
-            case 1:
-                a->server = v;
-                a->server_flag = true;
-                break;
-            case 2:
-                a->token_file = v;
-                break;
-            case 3:
-            case 4:
-                if (strcmp(v, "json") == 0)
-                    out_fmt = OUT_JSON;
-                else if (strcmp(v, "yaml") == 0)
-                    out_fmt = OUT_YAML;
-                else if (strcmp(v, "wide") == 0)
-                    out_fmt = OUT_WIDE;
-                else if (strcmp(v, "table") == 0)
-                    out_fmt = OUT_TABLE;
-                else
-                    return usage_error("unknown output format (table, wide, json, yaml):", v);
-                break;
-            case 5:
-            case 6:
-                a->queue = v;
-                break;
-            case 7: {
-                char *end = NULL;
-                unsigned long n = strtoul(v, &end, 10);
-                if (*v < '0' || *v > '9' || *end || n > UINT32_MAX)
-                    return usage_error("--limit needs a number, not", v);
-                a->limit = (uint32_t)n;
-                a->have_limit = true;
-                break;
-            }
-            default: {
-                char *end = NULL;
-                double sec = strtod(v, &end);
-                if (*v < '0' || *v > '9' || *end || !(sec >= 0.1 && sec <= 86400))
-                    return usage_error("--watch-interval needs seconds (0.1 to 86400), not", v);
-                a->watch_s = sec;
-            }
-            }
-        } else {
-            return usage_error("unknown flag", arg);
-        }
+    a->out_fmt = out_fmt;
+    char err[512];
+    struct flag_parse p = {
+        .flags = gangctl_flags, .opts = a, .pos = a->pos, .max_pos = 8, .n_pos = &a->n_pos};
+    if (flags_parse(&p, argc - 1, argv + 1, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        fprintf(stderr, "run '%s --help' for usage\n", prog);
+        return EXIT_USAGE;
     }
+    out_fmt = (enum out_fmt)a->out_fmt;
+    no_headers = a->no_headers;
+    if (a->watch_ms > 0)
+        a->watch_s = (double)a->watch_ms / 1000.0;
     return 0;
 }
 
@@ -314,6 +300,13 @@ static int offline(const char *path, const struct args *a)
     store_views_free(v);
     store_close(st);
     return rc;
+}
+
+/* 0, or EXIT_USAGE with a message naming the error when standard output lost a write (a full
+ * disk): a table or document cut short is never reported as a success. close: at exit. */
+static int check_stdout(bool close)
+{
+    return stdout_check(prog, close) == 0 ? 0 : EXIT_USAGE;
 }
 
 static int execute(const struct args *ap, const char *cmd);
@@ -446,11 +439,7 @@ static int execute(const struct args *ap, const char *cmd)
     } else {
         rc = offline(a.db, &a);
     }
-    if (fflush(stdout) != 0 && rc == 0) {
-        fprintf(stderr, "%s: cannot write the output\n", prog);
-        rc = EXIT_USAGE;
-    }
-    return rc;
+    return rc ? rc : check_stdout(false);
 }
 
 /* --watch: the command again every --watch-interval seconds (default 2), under a line naming
@@ -489,7 +478,8 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "gangctl");
     if (strcmp(base, "kubectl-gang") == 0)
         prog = "kubectl gang";
-    if (strcmp(base, "kubectl_complete-gang") == 0)
-        return gangctl_complete_words(stdout, argc - 1, argv + 1);
-    return run(argc, argv);
+    int rc = strcmp(base, "kubectl_complete-gang") == 0
+                 ? gangctl_complete_words(stdout, argc - 1, argv + 1)
+                 : run(argc, argv);
+    return rc ? rc : check_stdout(true); /* (a failed command has said why) */
 }

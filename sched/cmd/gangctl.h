@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sched/cmd/flags.h"
 #include "sched/core/device.h"
 
 #define EXIT_NOTFOUND 1
@@ -111,12 +112,18 @@ void print_now(const cJSON *doc);
 /* ---- the command line ---- */
 struct args {
     const char *db, *server, *token_file, *queue;
-    bool all, help, no_color, server_flag, have_limit, version, watch;
+    bool all, help, no_color, server_flag, have_limit, version, watch, no_headers;
+    int out_fmt; /* -o: enum out_fmt */
     uint32_t limit;
-    double watch_s; /* --watch-interval SECONDS: 0 = the default, 2 s */
+    int64_t watch_ms; /* --watch-interval, in ms: 0 = the default, 2 s */
+    double watch_s;   /* the same in seconds */
     const char *pos[8];
     int n_pos;
 };
+
+/* The flags (sched/cmd/flags.h), into struct args: gangctl --help, the parser and the shell
+ * completions read this one table. */
+extern const struct flag gangctl_flags[];
 
 /* The commands' help: name, synopsis, text (gangctl COMMAND --help, the man page, the shell
  * completions). */

@@ -1,45 +1,33 @@
 /* sched/cmd/gangsched.c: the gangsched command (daemon and simulator front end).
  *
- * Owns: argument parsing, reading the simulator's inputs, printing results (table or JSON),
- * exit codes (0 success, 1 runtime or input error, 2 usage error). Scheduling itself is in the
- * core; the simulation loop in sched/sim/.
+ * Owns: the dispatch of the commands; the flags (tables of sched/cmd/flags.h: the parser and
+ * --help) of run and serve, and the arguments of config, store and completion; exit codes (0
+ * success, 1 runtime or input error, 2 usage error); the check of standard output at exit.
+ * simulate is gangsched_sim.c. Scheduling itself is in the core; the daemon in sched/kube/, the
+ * HTTP API in sched/http/.
  */
+#include "sched/cmd/gangsched.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "config/config.h"
+#include "sched/cmd/flags.h"
+#include "sched/cmd/stdout_check.h"
 #include "sched/core/device.h"
-#include "sched/core/hash.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/http/server.h"
 #include "sched/kube/driver.h"
 #include "sched/sim/nodes.h"
-#include "sched/sim/openb.h"
-#include "sched/sim/report.h"
-#include "sched/sim/sim.h"
-#include "sched/sim/trace.h"
 #include "store/store.h"
 
 #ifndef GANGSCHED_VERSION
 #define GANGSCHED_VERSION "0.1.0"
 #endif
-
-/* The bundled default workload (generated at build time from sched/sim/data/, see Makefile). */
-extern const unsigned char sim_default_trace[];
-extern const unsigned long sim_default_trace_len;
-
-#define DEFAULT_CLUSTER    "hgx:16,pcie:8"
-#define DEFAULT_TRACE_NAME "itp-default.csv"
-#define MAX_TRACES         64
-#define MAX_POLICIES       8
 
 static void usage_main(FILE *f)
 {
@@ -111,734 +99,52 @@ static int cmd_completion(int argc, char **argv)
     return 2;
 }
 
-static void usage_simulate(FILE *f)
-{
-    fputs("usage: gangsched simulate [FLAGS]\n"
-          "\n"
-          "Replays job traces on a simulated cluster with a virtual clock, through the same\n"
-          "scheduling core as the daemon. Without flags: a bundled 14-day excerpt of the\n"
-          "Microsoft ITP traces (MIT licence) on " DEFAULT_CLUSTER
-          ", policies gangsched and fifo.\n"
-          "\n"
-          "cluster (one of):\n"
-          "  --cluster SPEC     generated cluster: hgx:N, nvl72:N, pcie:N, comma-combined\n"
-          "  --nodes FILE       a NodeList as printed by 'kubectl get nodes -o yaml|json', or a\n"
-          "                     List of Nodes and ResourceSlices ('kubectl get\n"
-          "                     nodes,resourceslices'); repeatable (a node's GPUs: its\n"
-          "                     nvidia.com/gpu, else its gpu.nvidia.com devices)\n"
-          "workload:\n"
-          "  --trace FILE       CSV trace (repeatable; each file is a queue named after it)\n"
-          "  --arrival fgd      the openb GPU-sharing workload with FGD's method (openb node\n"
-          "                     and pod CSVs; see 'gangsched simulate --arrival fgd --help')\n"
-          "  --seed N           seed of every random choice below (default 1)\n"
-          "  --high-priority F  give priority 10 to this fraction of jobs without a priority\n"
-          "  --checkpoint-default MIN:EVERY  jobs of at least MIN seconds without a\n"
-          "                     checkpoint_interval column checkpoint every EVERY seconds\n"
-          "                     (+-20% seeded jitter; default 3600:1800, 0:0 = never)\n"
-          "  --tolerate LIST    tolerations of every job without a tolerations column, as\n"
-          "                     kubectl taint writes them, ';'-separated (for the GPU operator's\n"
-          "                     taint: nvidia.com/gpu=present:NoSchedule; '*' tolerates all)\n"
-          "failures (seeded by --seed):\n"
-          "  --node-mtbf HOURS  each node fails after an exponential time of this mean\n"
-          "  --repair HOURS     how long a failed node stays down (default 4)\n"
-          "  --outages FILE     planned outages, CSV node,down,up (seconds)\n"
-          "  --pod-start-failure-rate P  probability that a gang's start fails\n"
-          "  --max-restarts N   retry budget for failed starts (default 3)\n"
-          "  --failure-grace S  a gang that lost a member is torn down after S s (default 30)\n"
-          "  --start-timeout S  a start that never becomes ready is torn down after S s (300)\n"
-          "queues:\n"
-          "  --config FILE      operator configuration (queues, quotas, cohorts; see "
-          "docs/config.md);\n"
-          "                     without it each trace queue gets a nominal GPU quota proportional\n"
-          "                     to its GPU-hours in one cohort\n"
-          "policies and output:\n"
-          "  --policy NAME      policy to run (repeatable; default: gangsched and fifo)\n"
-          "  --json             print one JSON object instead of tables\n"
-          "  --events FILE      write every event as JSON Lines\n"
-          "  --report FILE      write a self-contained HTML report with charts\n"
-          "  --explain JOB      print every scheduling verdict for one job id on stderr\n"
-          "  --jobs-out FILE    write every job's result (start, finish, placement) as CSV\n"
-          "persistence (one policy):\n"
-          "  --db FILE          persist the run in a SQLite store, a transaction per batch of\n"
-          "                     instants (docs/store.md)\n"
-          "  --resume           continue the simulation saved in --db after a crash\n"
-          "  --db-batch N       simulated instants per transaction (default 4096)\n"
-          "  --rebuild-store    when --db is unreadable or corrupt, keep it as FILE.broken-TIME\n"
-          "                     and start a new one (the simulation restarts from its inputs)\n"
-          "  --stop-after-events N  end abruptly after N events, as a crash would (for tests)\n"
-          "  --no-progress      no progress line on stderr (default: shown on a terminal)\n"
-          "  -v, --verbose      log at info level\n",
-          f);
-}
-
-struct sim_args {
-    struct sim_workload workload;
-    const char *config_path;
-    const char *cluster_spec;
-    const char *nodes_file;              /* the first --nodes */
-    const char *nodes_files[MAX_TRACES]; /* every --nodes (Nodes and ResourceSlices) */
-    int n_nodes_files;
-    const char *traces[MAX_TRACES];
-    int n_traces;
-    const struct sched_policy *policies[MAX_POLICIES];
-    int n_policies;
-    bool json;
-    const char *events_path;
-    const char *report_path;
-    const char *explain_job;
-    const char *tolerate;
-    bool progress;
-    const char *db_path;
-    bool resume;
-    unsigned long long stop_after;
-    const char *jobs_out;
-    unsigned long db_batch;
-    bool rebuild_store;
-    struct sim_failures fail;
-    bool failing;
-    const char *outages_path;
+/* `gangsched config check` and `store check`: two words, then flags. */
+struct check_args {
+    const char *pos[2];
+    int n_pos;
+    const char *nodes, *spec;
+    bool help;
 };
 
-/* Flag value from "--flag VALUE" or "--flag=VALUE"; NULL (and a message) when missing. */
-static const char *flag_value(int argc, char **argv, int *i, const char *name)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (a[n] == '=')
-        return a + n + 1;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "gangsched simulate: flag %s needs a value\n", name);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static bool is_flag(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
-}
-
-/* Returns 0, or the exit code to leave with. */
-static int parse_simulate(int argc, char **argv, struct sim_args *a)
-{
-    memset(a, 0, sizeof(*a));
-    a->progress = isatty(STDERR_FILENO);
-    a->fail = (struct sim_failures){.repair_h = 4.0,
-                                    .detect_ms = 30000,
-                                    .start_timeout_ms = 300000,
-                                    .backoff_ms = 60000,
-                                    .max_restarts = 3,
-                                    .strikes = 3,
-                                    .strike_window_ms = 3600000,
-                                    .quarantine_ms = 1800000};
-    a->workload = (struct sim_workload){
-        .seed = 1, .ckpt_min_duration_ms = 3600 * 1000, .ckpt_interval_ms = 1800 * 1000};
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *v = NULL;
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage_simulate(stdout);
-            return -1;
-        } else if (strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(arg, "--no-progress") == 0) {
-            a->progress = false;
-        } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
-            log_threshold = LOG_LEVEL_INFO;
-        } else if (is_flag(arg, "--cluster")) {
-            if (!(v = flag_value(argc, argv, &i, "--cluster")))
-                return 2;
-            a->cluster_spec = v;
-        } else if (is_flag(arg, "--seed")) {
-            if (!(v = flag_value(argc, argv, &i, "--seed")))
-                return 2;
-            char *end;
-            unsigned long long x = strtoull(v, &end, 10);
-            if (!*v || *end) {
-                fprintf(stderr, "gangsched simulate: --seed '%s' is not a number\n", v);
-                return 2;
-            }
-            a->workload.seed = x;
-        } else if (is_flag(arg, "--high-priority")) {
-            if (!(v = flag_value(argc, argv, &i, "--high-priority")))
-                return 2;
-            char *end;
-            double x = strtod(v, &end);
-            if (!*v || *end || !(x >= 0 && x <= 1)) {
-                fprintf(stderr, "gangsched simulate: --high-priority '%s' is not in 0..1\n", v);
-                return 2;
-            }
-            a->workload.high_priority_fraction = x;
-        } else if (is_flag(arg, "--checkpoint-default")) {
-            if (!(v = flag_value(argc, argv, &i, "--checkpoint-default")))
-                return 2;
-            char *end;
-            unsigned long long min_s = strtoull(v, &end, 10), every_s = 0;
-            if (end != v && *end == ':')
-                every_s = strtoull(end + 1, &end, 10);
-            if (*end || !strchr(v, ':') || min_s > 1000000000ull || every_s > 1000000000ull) {
-                fprintf(stderr,
-                        "gangsched simulate: --checkpoint-default '%s' is not MIN:EVERY "
-                        "(seconds)\n",
-                        v);
-                return 2;
-            }
-            a->workload.ckpt_min_duration_ms = (int64_t)min_s * 1000;
-            a->workload.ckpt_interval_ms = (int64_t)every_s * 1000;
-        } else if (is_flag(arg, "--config")) {
-            if (!(v = flag_value(argc, argv, &i, "--config")))
-                return 2;
-            a->config_path = v;
-        } else if (is_flag(arg, "--nodes")) {
-            if (!(v = flag_value(argc, argv, &i, "--nodes")))
-                return 2;
-            if (a->n_nodes_files == MAX_TRACES) {
-                fprintf(stderr, "gangsched simulate: --nodes: at most %d files\n", MAX_TRACES);
-                return 2;
-            }
-            a->nodes_file = a->nodes_file ? a->nodes_file : v;
-            a->nodes_files[a->n_nodes_files++] = v;
-        } else if (is_flag(arg, "--trace")) {
-            if (!(v = flag_value(argc, argv, &i, "--trace")))
-                return 2;
-            if (a->n_traces == MAX_TRACES) {
-                fprintf(stderr, "gangsched simulate: at most %d --trace files\n", MAX_TRACES);
-                return 2;
-            }
-            a->traces[a->n_traces++] = v;
-        } else if (is_flag(arg, "--policy")) {
-            if (!(v = flag_value(argc, argv, &i, "--policy")))
-                return 2;
-            const struct sched_policy *p = sched_policy_find(v);
-            if (!p) {
-                fprintf(stderr, "gangsched simulate: unknown policy '%s' (known:", v);
-                for (size_t k = 0; sched_policies[k]; k++)
-                    fprintf(stderr, " %s", sched_policies[k]->name);
-                fputs(")\n", stderr);
-                return 2;
-            }
-            if (a->n_policies == MAX_POLICIES) {
-                fprintf(stderr, "gangsched simulate: at most %d --policy flags\n", MAX_POLICIES);
-                return 2;
-            }
-            a->policies[a->n_policies++] = p;
-        } else if (is_flag(arg, "--events")) {
-            if (!(v = flag_value(argc, argv, &i, "--events")))
-                return 2;
-            a->events_path = v;
-        } else if (is_flag(arg, "--report")) {
-            if (!(v = flag_value(argc, argv, &i, "--report")))
-                return 2;
-            a->report_path = v;
-        } else if (is_flag(arg, "--db")) {
-            if (!(v = flag_value(argc, argv, &i, "--db")))
-                return 2;
-            a->db_path = v;
-        } else if (is_flag(arg, "--node-mtbf") || is_flag(arg, "--repair") ||
-                   is_flag(arg, "--pod-start-failure-rate") || is_flag(arg, "--failure-grace") ||
-                   is_flag(arg, "--start-timeout") || is_flag(arg, "--max-restarts")) {
-            const char *name = arg;
-            char flag[32];
-            snprintf(flag, sizeof(flag), "%.*s", (int)strcspn(arg, "="), arg);
-            if (!(v = flag_value(argc, argv, &i, flag)))
-                return 2;
-            char *end;
-            double x = strtod(v, &end);
-            bool rate = strcmp(flag, "--pod-start-failure-rate") == 0;
-            if (!*v || *end || !(x >= 0) || x > 1e9 || (rate && x > 1)) {
-                fprintf(stderr, "gangsched simulate: %s '%s' is not a %s\n", flag, v,
-                        rate ? "probability in 0..1" : "non-negative number");
-                return 2;
-            }
-            (void)name;
-            a->failing = true;
-            if (strcmp(flag, "--node-mtbf") == 0)
-                a->fail.node_mtbf_h = x;
-            else if (strcmp(flag, "--repair") == 0)
-                a->fail.repair_h = x;
-            else if (rate)
-                a->fail.pod_start_failure_rate = x;
-            else if (strcmp(flag, "--failure-grace") == 0)
-                a->fail.detect_ms = (int64_t)(x * 1000);
-            else if (strcmp(flag, "--start-timeout") == 0)
-                a->fail.start_timeout_ms = (int64_t)(x * 1000);
-            else
-                a->fail.max_restarts = (uint32_t)x;
-        } else if (is_flag(arg, "--outages")) {
-            if (!(v = flag_value(argc, argv, &i, "--outages")))
-                return 2;
-            a->outages_path = v;
-            a->failing = true;
-        } else if (is_flag(arg, "--db-batch")) {
-            if (!(v = flag_value(argc, argv, &i, "--db-batch")))
-                return 2;
-            char *end;
-            a->db_batch = strtoul(v, &end, 10);
-            if (!*v || *end || a->db_batch == 0 || a->db_batch > 1000000) {
-                fprintf(stderr, "gangsched simulate: --db-batch '%s' is not in 1..1000000\n", v);
-                return 2;
-            }
-        } else if (strcmp(arg, "--rebuild-store") == 0) {
-            a->rebuild_store = true;
-        } else if (strcmp(arg, "--resume") == 0) {
-            a->resume = true;
-        } else if (is_flag(arg, "--jobs-out")) {
-            if (!(v = flag_value(argc, argv, &i, "--jobs-out")))
-                return 2;
-            a->jobs_out = v;
-        } else if (is_flag(arg, "--stop-after-events")) {
-            if (!(v = flag_value(argc, argv, &i, "--stop-after-events")))
-                return 2;
-            char *end;
-            a->stop_after = strtoull(v, &end, 10);
-            if (!*v || *end || a->stop_after == 0) {
-                fprintf(stderr,
-                        "gangsched simulate: --stop-after-events '%s' is not a positive "
-                        "number\n",
-                        v);
-                return 2;
-            }
-        } else if (is_flag(arg, "--explain")) {
-            if (!(v = flag_value(argc, argv, &i, "--explain")))
-                return 2;
-            a->explain_job = v;
-        } else if (is_flag(arg, "--tolerate")) {
-            if (!(v = flag_value(argc, argv, &i, "--tolerate")))
-                return 2;
-            a->tolerate = v;
-        } else {
-            fprintf(stderr, "gangsched simulate: unknown argument '%s' (see --help)\n", arg);
-            return 2;
-        }
-    }
-    if (a->cluster_spec && a->nodes_file) {
-        fputs("gangsched simulate: give --cluster or --nodes, not both\n", stderr);
-        return 2;
-    }
-    if (a->n_policies == 0) {
-        a->policies[a->n_policies++] = sched_policy_find("gangsched");
-        if (!a->db_path)
-            a->policies[a->n_policies++] = sched_policy_find("fifo");
-    }
-    for (int k = 0; a->db_path && k < a->n_policies; k++)
-        if (a->policies[k]->private_slices) {
-            fputs("gangsched simulate: --db cannot persist --policy private\n", stderr);
-            return 2;
-        }
-    if (a->db_path && a->n_policies != 1) {
-        fputs("gangsched simulate: --db persists one policy: give exactly one --policy\n", stderr);
-        return 2;
-    }
-    if (a->failing && a->db_path) {
-        fputs("gangsched simulate: failure injection cannot be combined with --db yet\n", stderr);
-        return 2;
-    }
-    if (a->resume && a->events_path) {
-        fputs("gangsched simulate: --events cannot continue a log across --resume\n", stderr);
-        return 2;
-    }
-    if ((a->resume || a->stop_after) && !a->db_path) {
-        fputs("gangsched simulate: --resume and --stop-after-events need --db\n", stderr);
-        return 2;
-    }
-    return 0;
-}
-
-/* ---- output ------------------------------------------------------------------------------ */
-
-/* ---- simulate ---------------------------------------------------------------------------- */
-
-static void warn_unfit(const struct sim_input *in, const char *tolerate);
-
-/* The table or JSON on stdout, then the --report page. Returns the exit code. */
-static int print_results(const struct sim_args *a, const struct sim_stats *stats, int n,
-                         const char *cluster_desc, const struct cluster *c, uint32_t n_jobs)
-{
-    if (a->json)
-        sim_print_json(stats, n);
-    else
-        sim_print_table(stats, n, cluster_desc, c->total_gpus, c->n_nodes);
-    if (a->report_path) {
-        char title[256];
-        struct sched_errbuf eb = {{0}};
-        snprintf(title, sizeof(title), "gangsched simulate: %s, %u jobs", cluster_desc, n_jobs);
-        if (sim_write_report(a->report_path, title, stats, n, c, &eb) != 0) {
-            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* After the input is built: the tolerations of --tolerate and the trace, a warning when some
- * jobs fit no node, and the --explain id must be a job of the trace. 0, or the exit code. */
-static int prepare_jobs(struct sim_input *in, const struct trace *t, const struct sim_args *a)
-{
-    struct sched_errbuf eb = {{0}};
-    if (sim_input_tolerations(in, t, a->tolerate, &eb) != 0) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        return 2;
-    }
-    warn_unfit(in, a->tolerate);
-    if (a->explain_job) {
-        uint32_t j = 0;
-        while (j < in->n_jobs && strcmp(in->jobs[j].id, a->explain_job) != 0)
-            j++;
-        if (j == in->n_jobs) {
-            fprintf(stderr,
-                    "gangsched simulate: --explain: no job '%s' in the trace (%u jobs; the id is "
-                    "the trace's job id column, as in --jobs-out and gangctl jobs)\n",
-                    a->explain_job, in->n_jobs);
-            return 2;
-        }
-    }
-    return 0;
-}
-
-/* Warns on stderr when some jobs fit no node at all (before the run: such jobs never start). */
-static void warn_unfit(const struct sim_input *in, const char *tolerate)
-{
-    struct sim_unfit u;
-    sim_input_unfit(in, &u);
-    if (u.jobs == 0)
-        return;
-    fprintf(stderr, "gangsched simulate: warning: %u of %u jobs fit no node (e.g. %s)", u.jobs,
-            in->n_jobs, u.example ? u.example : "?");
-    if (u.by_taint > 0 && u.taint[0])
-        fprintf(stderr,
-                "; %u of them only because of the taint %s on %u of %u nodes, which they do not "
-                "tolerate: add a tolerations column to the trace or --tolerate %s%s\n",
-                u.by_taint, u.taint, u.taint_nodes, in->cluster->n_nodes, u.taint,
-                tolerate ? " (in addition to the current --tolerate)" : "");
-    else
-        fputs("; their pods ask more than any node has\n", stderr);
-}
-
-/* One "PATH HASH" line per input file the run reads (config, NodeList, outages, traces, in
- * that order), HASH the FNV-1a of its bytes: --resume refuses a file changed since the crash.
- * Returns 0 or SCHED_EIO (naming the file). */
-static int input_fingerprint(const struct sim_args *a, char *buf, size_t cap,
-                             struct sched_errbuf *eb)
-{
-    const char *files[2 * MAX_TRACES + 3];
-    int n = 0;
-    if (a->config_path)
-        files[n++] = a->config_path;
-    for (int i = 0; i < a->n_nodes_files; i++)
-        files[n++] = a->nodes_files[i];
-    if (a->outages_path)
-        files[n++] = a->outages_path;
-    for (int i = 0; i < a->n_traces; i++)
-        files[n++] = a->traces[i];
-    size_t at = 0;
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        FILE *f = fopen(files[i], "rb");
-        if (!f)
-            return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", files[i], strerror(errno));
-        uint64_t h = SCHED_HASH_INIT;
-        char chunk[65536];
-        size_t got;
-        while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
-            h = sched_hash(h, chunk, got);
-        bool failed = ferror(f) != 0;
-        fclose(f);
-        if (failed)
-            return sched_fail(eb, SCHED_EIO, "cannot read %s", files[i]);
-        int k = snprintf(buf + at, cap - at, "%s %016llx\n", files[i], (unsigned long long)h);
-        if (k < 0 || (size_t)k >= cap - at)
-            return sched_fail(eb, SCHED_EIO, "too many input files to fingerprint");
-        at += (size_t)k;
-    }
-    return 0;
-}
-
-/* The file named by the first line where two fingerprints differ. */
-static void changed_file(const char *saved, const char *now, char *out, size_t cap)
-{
-    while (*saved && *now) {
-        size_t ls = strcspn(saved, "\n"), ln = strcspn(now, "\n");
-        if (ls != ln || memcmp(saved, now, ls) != 0)
-            break;
-        saved += ls + (saved[ls] != 0);
-        now += ln + (now[ln] != 0);
-    }
-    const char *line = *now ? now : saved;
-    size_t len = strcspn(line, "\n");
-    while (len > 0 && line[len - 1] != ' ')
-        len--; /* drop the hash */
-    snprintf(out, cap, "%.*s", len > 0 ? (int)len - 1 : 0, line);
-}
-
-/* Opens the --db store and checks that a resumed run is the same simulation (every argument
- * that shapes the run, in order). */
-static int open_db(const struct sim_args *a, int argc, char **argv, struct store **out,
-                   struct sched_errbuf *eb)
-{
-    char args[4096];
-    size_t at = 0;
-    for (int i = 0; i < argc && at < sizeof(args); i++) {
-        const char *x = argv[i];
-        if (strcmp(x, "--resume") == 0 || strcmp(x, "--no-progress") == 0 ||
-            strcmp(x, "--json") == 0 || strcmp(x, "--rebuild-store") == 0)
-            continue;
-        if (is_flag(x, "--stop-after-events") || is_flag(x, "--jobs-out") ||
-            is_flag(x, "--report") || is_flag(x, "--events") || is_flag(x, "--explain")) {
-            if (!strchr(x, '='))
-                i++; /* and its value */
-            continue;
-        }
-        int k = snprintf(args + at, sizeof(args) - at, "%s%s", at ? " " : "", x);
-        if (k > 0)
-            at += (size_t)k;
-    }
-    char inputs[(MAX_TRACES + 3) * 1100];
-    int rc = input_fingerprint(a, inputs, sizeof(inputs), eb);
-    if (rc != 0)
-        return rc;
-    struct store_opts o;
-    store_opts_default(&o);
-    rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
-    /* only a file the store itself calls rebuildable (corrupt, foreign, newer): never one that
-     * is merely locked by another writer or unreadable for a passing reason */
-    if (rc != 0 && a->rebuild_store) {
-        /* never silently: the old file is kept next to the new one, and said so */
-        char aside[4200];
-        if (store_set_aside(a->db_path, rc, aside, sizeof(aside), eb) == 0) {
-            fprintf(stderr,
-                    "gangsched simulate: %s\ngangsched simulate: --rebuild-store: keeping it as %s "
-                    "and starting a new store\n",
-                    eb->msg, aside);
-            rc = store_open(a->db_path, STORE_CREATE, &o, out, eb);
-        }
-    }
-    if (rc != 0)
-        return rc;
-    const char *saved = NULL;
-    rc = store_meta_get(*out, "sim:args", &saved, eb);
-    if (rc == SCHED_ENOENT) { /* new, or killed before its first commit: start from the top */
-        rc = store_meta_put(*out, "sim:args", args, eb);
-        return rc != 0 ? rc : store_meta_put(*out, "sim:inputs", inputs, eb);
-    }
-    if (rc != 0)
-        return rc;
-    if (!a->resume)
-        return sched_fail(eb, SCHED_EEXIST,
-                          "%s already holds a simulation: add --resume, or use a new file",
-                          a->db_path);
-    if (strcmp(saved, args) != 0)
-        return sched_fail(eb, SCHED_EINVAL,
-                          "%s holds another simulation (saved: \"%s\"; now: \"%s\")", a->db_path,
-                          saved, args);
-    /* the same arguments: are the files they name still the same bytes? (a store written
-     * before fingerprints were kept gets them now) */
-    rc = store_meta_get(*out, "sim:inputs", &saved, eb);
-    if (rc == SCHED_ENOENT)
-        return store_meta_put(*out, "sim:inputs", inputs, eb);
-    if (rc != 0)
-        return rc;
-    if (strcmp(saved, inputs) != 0) {
-        char file[1024];
-        changed_file(saved, inputs, file, sizeof(file));
-        return sched_fail(eb, SCHED_EINVAL,
-                          "%s: input file %s changed since the run was saved: --resume needs the "
-                          "same inputs (use a new --db file for new ones)",
-                          a->db_path, file);
-    }
-    return 0;
-}
-
-/* An output file written whole or not at all: FILE.tmp-PID in the same directory, renamed to
- * FILE once closed without error; removed otherwise. A path that exists and is not a regular
- * file (a device such as /dev/stdout, a FIFO, a symbolic link) is written in place: renaming
- * over it would replace the device or the link itself. */
-struct outfile {
-    const char *path;
-    char tmp[4096];
-    FILE *f;
-    bool in_place;
+static const struct flag config_flags[] = {
+    {.name = "--nodes",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct check_args, nodes),
+     .arg = "FILE",
+     .help = "the cluster: a NodeList (as simulate --nodes)"},
+    {.name = "--cluster",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct check_args, spec),
+     .arg = "SPEC",
+     .help = "the cluster: a generated one (as simulate --cluster)"},
+    FLAGS_HELP(struct check_args, help),
+    FLAGS_END,
 };
 
-static int outfile_open(struct outfile *o, const char *path)
+static const struct flag store_flags[] = {
+    FLAGS_HELP(struct check_args, help),
+    FLAGS_END,
+};
+
+/* Reads `gangsched config|store check ARG [FLAGS]`. 0, -1 after --help, or the exit code 2
+ * after a message. */
+static int parse_check(const char *prog, const struct flag *flags, int argc, char **argv,
+                       struct check_args *c)
 {
-    o->path = path;
-    o->f = NULL;
-    struct stat st;
-    o->in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
-    if (o->in_place) {
-        if (!(o->f = fopen(path, "w"))) {
-            fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
-            return -1;
-        }
-        return 0;
+    char err[512];
+    struct flag_parse p = {
+        .flags = flags, .opts = c, .pos = c->pos, .max_pos = 2, .n_pos = &c->n_pos};
+    int rc = flags_parse(&p, argc, argv, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 2;
     }
-    if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", path, (long)getpid()) >=
-        (int)sizeof(o->tmp)) {
-        fprintf(stderr, "gangsched simulate: %s: path too long\n", path);
+    if (c->help || (c->n_pos >= 1 && strcmp(c->pos[0], "help") == 0))
         return -1;
-    }
-    if (!(o->f = fopen(o->tmp, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+    if (c->n_pos != 2 || strcmp(c->pos[0], "check") != 0)
+        return 2;
     return 0;
-}
-
-/* ok: rename into place when every write succeeded; else (or on !ok) remove. Returns 0 when
- * the file is in place, -1 with a message otherwise (nothing said when !ok). */
-static int outfile_close(struct outfile *o, bool ok)
-{
-    if (!o->f)
-        return ok ? 0 : -1;
-    bool good =
-        ok && fflush(o->f) == 0 && !ferror(o->f) && (o->in_place || fsync(fileno(o->f)) == 0);
-    int saved = errno;
-    good = fclose(o->f) == 0 && good;
-    if (o->in_place) {
-        o->f = NULL;
-        if (!good && ok)
-            fprintf(stderr, "gangsched simulate: writing %s: %s\n", o->path,
-                    strerror(saved ? saved : EIO));
-        return good ? 0 : -1;
-    }
-    if (good && rename(o->tmp, o->path) != 0) {
-        saved = errno;
-        good = false;
-    }
-    o->f = NULL;
-    if (good)
-        return 0;
-    remove(o->tmp);
-    if (ok)
-        fprintf(stderr, "gangsched simulate: writing %s: %s (nothing written)\n", o->path,
-                strerror(saved ? saved : EIO));
-    return -1;
-}
-
-static int cmd_simulate(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++) /* the openb GPU-sharing workload: its own flags */
-        if (strcmp(argv[i], "--arrival") == 0)
-            return openb_main(argc, argv);
-    struct sim_args a;
-    int rc = parse_simulate(argc, argv, &a);
-    if (rc != 0)
-        return rc < 0 ? 0 : rc;
-    struct sched_errbuf eb = {{0}};
-    int exit_code = 1;
-    struct cluster *c = cluster_new();
-    struct trace t;
-    trace_init(&t);
-    struct sim_input in = {0};
-    struct config *cfg = NULL;
-    struct store *db = NULL;
-    struct outfile jobs_out = {0}, events = {0};
-    struct sim_outage *outages = NULL;
-    struct sim_stats stats[MAX_POLICIES];
-    int n_done = 0;
-    const char *cluster_desc = a.nodes_file     ? a.nodes_file
-                               : a.cluster_spec ? a.cluster_spec
-                                                : DEFAULT_CLUSTER;
-    if (!c) {
-        fputs("gangsched simulate: out of memory\n", stderr);
-        goto out;
-    }
-    if (a.config_path &&
-        (config_load_file(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        goto out;
-    }
-    rc = a.nodes_file ? 0
-                      : nodes_generate(c, a.cluster_spec ? a.cluster_spec : DEFAULT_CLUSTER, &eb);
-    for (int i = 0; rc == 0 && i < a.n_nodes_files; i++) /* Nodes and ResourceSlices, any file */
-        rc = nodes_load_file(c, a.nodes_files[i], &eb);
-    if (rc == 0)
-        rc = cfg && cfg->n_levels > 0
-                 ? cluster_finalize(c, cfg->level_names, cfg->level_labels, cfg->n_levels, &eb)
-                 : cluster_finalize(c, NULL, NULL, 0, &eb);
-    if (rc != 0) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        if (a.nodes_file && openb_sniff(a.nodes_file))
-            fputs("gangsched simulate: this is an openb node list: add --arrival fgd\n", stderr);
-        goto out;
-    }
-    char nodev[512];
-    if (device_missing(c, nodev, sizeof(nodev)))
-        fprintf(stderr, "gangsched simulate: warning: %s: %s\n", cluster_desc, nodev);
-    if (a.n_traces == 0) {
-        rc = trace_parse(&t, DEFAULT_TRACE_NAME, (const char *)sim_default_trace,
-                         (size_t)sim_default_trace_len, &eb);
-    }
-    int bad_trace = -1;
-    for (int i = 0; i < a.n_traces && rc == 0; i++)
-        if ((rc = trace_read(&t, a.traces[i], &eb)) != 0)
-            bad_trace = i;
-    if (rc != 0) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        if (bad_trace >= 0 && openb_sniff(a.traces[bad_trace]))
-            fputs("gangsched simulate: this is an openb pod list: add --arrival fgd\n", stderr);
-        goto out;
-    }
-    trace_sort(&t);
-    if (sim_input_build(&in, &t, c, cfg, &eb) != 0) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        goto out;
-    }
-    sim_input_workload(&in, &t, &a.workload);
-    if ((exit_code = prepare_jobs(&in, &t, &a)) != 0)
-        goto out;
-    exit_code = 1;
-    if (a.outages_path && sim_outages_read(a.outages_path, c, &outages, &a.fail.n_outages, &eb)) {
-        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-        goto out;
-    }
-    a.fail.outages = outages;
-    a.fail.seed = a.workload.seed;
-    struct sim_options opt = {.progress = a.progress, .explain_job = a.explain_job};
-    if (a.failing)
-        opt.failures = &a.fail;
-    if (a.db_path) {
-        if (open_db(&a, argc, argv, &db, &eb) != 0) {
-            fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
-            goto out;
-        }
-        opt.db = db;
-        opt.resume = a.resume;
-        opt.stop_after = a.stop_after;
-        opt.db_batch = (uint32_t)a.db_batch;
-    }
-    /* outputs only once every input and the database are accepted */
-    if (a.events_path && outfile_open(&events, a.events_path) != 0)
-        goto out;
-    if (a.jobs_out && outfile_open(&jobs_out, a.jobs_out) != 0)
-        goto out;
-    opt.events = events.f;
-    opt.jobs_out = jobs_out.f;
-    for (int p = 0; p < a.n_policies; p++) {
-        if ((a.policies[p]->private_slices
-                 ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)
-                 : sim_run(&in, a.policies[p], &opt, &stats[p], &eb)) != 0) {
-            fprintf(stderr, "gangsched simulate: policy %s: %s\n", a.policies[p]->name, eb.msg);
-            goto out;
-        }
-        n_done++;
-    }
-    if (outfile_close(&events, true) != 0 || outfile_close(&jobs_out, true) != 0)
-        goto out;
-    exit_code = print_results(&a, stats, n_done, cluster_desc, c, in.n_jobs);
-out:
-    outfile_close(&events, false);
-    outfile_close(&jobs_out, false);
-    store_close(db);
-    free(outages);
-    for (int p = 0; p < n_done; p++)
-        sim_stats_free(&stats[p]);
-    sim_input_free(&in);
-    config_free(cfg);
-    trace_free(&t);
-    cluster_free(c);
-    return exit_code;
 }
 
 /* gangsched config check FILE: validate and print the queue tree; exit 0 valid, 1 invalid. */
@@ -854,29 +160,29 @@ static int config_usage(FILE *f, int code)
           "(warnings included), 1 when not (the error names file:line:column and the key).\n"
           "import-kueue: converts Kueue (ResourceFlavor, Cohort, ClusterQueue, LocalQueue;\n"
           "kueue.x-k8s.io/v1beta1 and v1beta2) and Volcano (Queue) manifests to a gangsched\n"
-          "configuration on stdout, with a comment for anything it cannot map (docs/config.md).\n",
+          "configuration on stdout, with a comment for anything it cannot map (docs/config.md).\n"
+          "\n",
           f);
+    flags_help(f, config_flags, 21);
     return code;
 }
 
 static int cmd_config(int argc, char **argv)
 {
-    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0))
-        return config_usage(stdout, 0);
     if (argc >= 2 && strcmp(argv[0], "import-kueue") == 0)
         return config_import_main(argc - 1, argv + 1, stdout, stderr);
-    const char *nodes = NULL, *spec = NULL;
-    if (argc == 4 && strcmp(argv[2], "--nodes") == 0)
-        nodes = argv[3];
-    else if (argc == 4 && strcmp(argv[2], "--cluster") == 0)
-        spec = argv[3];
-    else if (argc != 2)
-        return config_usage(stderr, 2);
-    if (strcmp(argv[0], "check") != 0)
-        return config_usage(stderr, 2);
+    struct check_args a = {0};
+    int rc = parse_check("gangsched config", config_flags, argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? config_usage(stdout, 0) : config_usage(stderr, 2);
+    if (a.nodes && a.spec) {
+        fputs("gangsched config check: give --nodes or --cluster, not both\n", stderr);
+        return 2;
+    }
+    const char *path = a.pos[1], *nodes = a.nodes, *spec = a.spec;
     struct sched_errbuf eb = {{0}};
     struct config *cfg = NULL;
-    if (config_load_file(argv[1], &cfg, &eb) != 0) {
+    if (config_load_file(path, &cfg, &eb) != 0) {
         fprintf(stderr, "%s\n", eb.msg);
         return 1;
     }
@@ -888,20 +194,20 @@ static int cmd_config(int argc, char **argv)
     struct cluster *c = NULL;
     if (nodes || spec) {
         c = cluster_new();
-        int rc = !c      ? SCHED_ENOMEM
-                 : nodes ? nodes_load_file(c, nodes, &eb)
-                         : nodes_generate(c, spec, &eb);
-        if (rc == 0)
-            rc = cluster_finalize(c, cfg->n_levels ? cfg->level_names : NULL,
-                                  cfg->n_levels ? cfg->level_labels : NULL, cfg->n_levels, &eb);
-        if (rc != 0) {
+        int err = !c      ? SCHED_ENOMEM
+                  : nodes ? nodes_load_file(c, nodes, &eb)
+                          : nodes_generate(c, spec, &eb);
+        if (err == 0)
+            err = cluster_finalize(c, cfg->n_levels ? cfg->level_names : NULL,
+                                   cfg->n_levels ? cfg->level_labels : NULL, cfg->n_levels, &eb);
+        if (err != 0) {
             fprintf(stderr, "gangsched config check: %s\n", c ? eb.msg : "out of memory");
             cluster_free(c);
             config_free(cfg);
             return 1;
         }
     }
-    printf("%s: valid\n", argv[1]);
+    printf("%s: valid\n", path);
     config_print_tree(cfg, stdout);
     int w = config_print_totals(cfg, c, nodes ? nodes : spec, stdout);
     if (w < 0)
@@ -911,6 +217,198 @@ static int cmd_config(int argc, char **argv)
     return w < 0 ? 1 : 0;
 }
 
+/* The HTTP API's limit flags (docs/api.md "Limits"), of run and serve: into member M
+ * (a struct http_limits) of options T. */
+#define HTTP_LIMIT_FLAGS(T, M)                                                                     \
+    {.name = "--http-max-conns",                                                                   \
+     .kind = FLAG_INT,                                                                             \
+     FLAG_AT(T, M.max_conns),                                                                      \
+                                                                                                   \
+     .imin = 1,                                                                                    \
+     .imax = 1000000,                                                                              \
+     .arg = "N",                                                                                   \
+     .help = "connections served at once (default 4096); more get 503"},                           \
+        {.name = "--http-probe-conns",                                                             \
+         .kind = FLAG_INT,                                                                         \
+         FLAG_AT(T, M.probe_conns),                                                                \
+                                                                                                   \
+         .imin = 1,                                                                                \
+         .imax = UINT32_MAX,                                                                       \
+         .arg = "N",                                                                               \
+         .help = "further connections kept for /healthz and /readyz only\n(default 16)"},          \
+        {.name = "--http-timeout",                                                                 \
+         .kind = FLAG_DURATION,                                                                    \
+         FLAG_AT(T, M.timeout_ms),                                                                 \
+                                                                                                   \
+         .unit_ms = 1,                                                                             \
+         .unit = "ms",                                                                             \
+         .min = 1,                                                                                 \
+         .max = UINT32_MAX,                                                                        \
+         .arg = "MS",                                                                              \
+         .help = "a request must arrive within it, and an idle keep-alive\n"                       \
+                 "connection is closed after it (default 10000)"},                                 \
+        {.name = "--http-write-timeout",                                                           \
+         .kind = FLAG_DURATION,                                                                    \
+         FLAG_AT(T, M.write_timeout_ms),                                                           \
+                                                                                                   \
+         .unit_ms = 1,                                                                             \
+         .unit = "ms",                                                                             \
+         .min = 1,                                                                                 \
+         .max = UINT32_MAX,                                                                        \
+         .arg = "MS",                                                                              \
+         .help = "a client that does not take an answer within it is\n"                            \
+                 "disconnected (default 10000)"},                                                  \
+    {                                                                                              \
+        .name = "--http-max-output", .kind = FLAG_INT, FLAG_AT(T, M.max_output), .imin = 1024,     \
+        .imax = UINT32_MAX, .arg = "BYTES",                                                        \
+        .help = "the largest answer one connection is sent (default 8388608);\n"                   \
+                "list routes page with limit and continue"                                         \
+    }
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+
+struct run_args {
+    struct kube_run_opts o;
+    bool help;
+    int log_level;
+};
+
+/* The flags of `gangsched run`, into struct run_args. */
+static const struct flag run_flags[] = {
+    {.name = "--config",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.config_path),
+     .arg = "FILE",
+     .help = "operator configuration (YAML; reloaded on change and SIGHUP)"},
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.db_path),
+     .arg = "FILE",
+     .help = "SQLite database (created when missing)"},
+    {.name = "--kubeconfig",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.kubeconfig),
+     .arg = "FILE",
+     .help = "kubeconfig to use"},
+    {.name = "--scheduler-name",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.scheduler),
+     .arg = "NAME",
+     .help = "spec.schedulerName handled (default gangsched)"},
+    {.name = "--policy",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.policy),
+     .arg = "NAME",
+     .help = "scheduling policy (default gangsched; see 'policies')"},
+    {.name = "--leader-elect",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.leader_elect),
+     .arg = "BOOL",
+     .help = "Lease-based leader election (default true)"},
+    {.name = "--lease-namespace",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.lease_ns),
+     .arg = "NS",
+     .help = "namespace of the Lease (default: $POD_NAMESPACE, else the\ncontext's)"},
+    {.name = "--lease-name",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.lease_name),
+     .arg = "NAME",
+     .help = "name of the Lease (default gangsched)"},
+    {.name = "--identity",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.identity),
+     .arg = "ID",
+     .help = "holder identity (default: $POD_NAME, else HOSTNAME_PID)"},
+    {.name = "--cycle-ms",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct run_args, o.cycle_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 1,
+     .max = 1e6,
+     .arg = "N",
+     .help = "minimum interval between cycles (default 100)"},
+    {.name = "--kube-qps",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct run_args, o.qps),
+     .min = 1,
+     .max = 1e6,
+     .arg = "N",
+     .help = "API requests per second (default 200)"},
+    {.name = "--kube-burst",
+     .kind = FLAG_INT,
+     FLAG_AT(struct run_args, o.burst),
+     .imin = 1,
+     .imax = 1000000,
+     .arg = "N",
+     .help = "API request burst (default 400)"},
+    {.name = "--listen",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.listen),
+     .arg = "HOST:PORT",
+     .attrs = FLAG_EMPTY_OK,
+     .help = "HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
+             "\"\" = none; port 0 picks a free one)"},
+    {.name = "--port-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.port_file),
+     .arg = "FILE",
+     .help = "write the HTTP port here once listening"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.token_file),
+     .arg = "FILE",
+     .help = "bearer token for operator writes (re-read when it changes)"},
+    {.name = "--read-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.read_token_file),
+     .arg = "FILE",
+     .help = "bearer token required for reads (default: reads are open)"},
+    {.name = "--follow",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.follow_url),
+     .arg = "URL",
+     .help = "while standby, copy the leader's store from its HTTP API\n"
+             "(GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
+             "takeover (docs/store.md \"Fail-over\")"},
+    {.name = "--follow-interval",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct run_args, o.follow_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 100,
+     .max = 3600000,
+     .arg = "MS",
+     .help = "between two copies (default 10000)"},
+    {.name = "--follow-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct run_args, o.follow_token_file),
+     .arg = "F",
+     .help = "the read token for it (when reads need one)"},
+    HTTP_LIMIT_FLAGS(struct run_args, o.http),
+    {.name = "--rebuild-store",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.rebuild_store),
+     .arg = "BOOL",
+     .help = "a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
+             "and a new store started (default false: stop)"},
+    {.name = "--evict-fallback-delete",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.evict_fallback_delete),
+     .arg = "BOOL",
+     .help = "delete a preemption victim whose eviction a\n"
+             "disruption budget keeps blocking (default false)"},
+    {.name = "--log-level",
+     .kind = FLAG_ENUM,
+     FLAG_AT(struct run_args, log_level),
+     .choices = log_levels,
+     .arg = "LEVEL",
+     .help = "error, warn, info (default) or debug"},
+    FLAGS_HELP(struct run_args, help),
+    FLAGS_END,
+};
+
 static void usage_run(FILE *f)
 {
     fputs("usage: gangsched run --config FILE --db FILE [FLAGS]\n"
@@ -918,175 +416,132 @@ static void usage_run(FILE *f)
           "Schedules the pods whose spec.schedulerName is --scheduler-name, whole gangs at a\n"
           "time, through the Kubernetes API. Without --kubeconfig: $KUBECONFIG, ~/.kube/config,\n"
           "then the in-cluster service account.\n"
-          "\n"
-          "  --config FILE          operator configuration (YAML; reloaded on change and SIGHUP)\n"
-          "  --db FILE              SQLite database (created when missing)\n"
-          "  --kubeconfig FILE      kubeconfig to use\n"
-          "  --scheduler-name NAME  spec.schedulerName handled (default gangsched)\n"
-          "  --policy NAME          scheduling policy (default gangsched; see 'policies')\n"
-          "  --leader-elect BOOL    Lease-based leader election (default true)\n"
-          "  --lease-namespace NS   namespace of the Lease (default: $POD_NAMESPACE, else the\n"
-          "                         context's)\n"
-          "  --lease-name NAME      name of the Lease (default gangsched)\n"
-          "  --identity ID          holder identity (default: $POD_NAME, else HOSTNAME_PID)\n"
-          "  --cycle-ms N           minimum interval between cycles (default 100)\n"
-          "  --kube-qps N           API requests per second (default 200)\n"
-          "  --kube-burst N         API request burst (default 400)\n"
-          "  --listen HOST:PORT     HTTP API, /metrics, /healthz, /readyz (default 0.0.0.0:8080;\n"
-          "                         \"\" = none; port 0 picks a free one)\n"
-          "  --port-file FILE       write the HTTP port here once listening\n"
-          "  --token-file FILE      bearer token for operator writes (re-read when it changes)\n"
-          "  --read-token-file FILE bearer token required for reads (default: reads are open)\n"
-          "  --follow URL           while standby, copy the leader's store from its HTTP API\n"
-          "                         (GET URL/v1/store/snapshot) to FILE.follow, adopted at\n"
-          "                         takeover (docs/store.md \"Fail-over\")\n"
-          "  --follow-interval MS   between two copies (default 10000)\n"
-          "  --follow-token-file F  the read token for it (when reads need one)\n"
-          "  --http-max-conns, --http-probe-conns, --http-timeout, --http-write-timeout,\n"
-          "  --http-max-output      the HTTP API's limits (docs/api.md \"Limits\")\n"
-          "  --rebuild-store BOOL   a corrupt or foreign --db file is kept as FILE.broken-TIME\n"
-          "                         and a new store started (default false: stop)\n"
-          "  --evict-fallback-delete BOOL  delete a preemption victim whose eviction a\n"
-          "                         disruption budget keeps blocking (default false)\n"
-          "  --log-level LEVEL      error, warn, info (default) or debug\n",
+          "\n",
           f);
+    flags_help(f, run_flags, 25);
 }
 
 static int cmd_run(int argc, char **argv)
 {
-    struct kube_run_opts o;
-    kube_run_opts_default(&o);
+    struct run_args r = {.log_level = LOG_LEVEL_INFO};
+    kube_run_opts_default(&r.o);
     static char identity[300];
     char host[256] = "gangsched";
     gethostname(host, sizeof(host) - 1);
     snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
-    o.identity = identity;
+    r.o.identity = identity;
     /* In a pod (deploy/deployment.yaml, the downward API): the pod's name is the identity and
      * its namespace the Lease's; --identity and --lease-namespace still win. */
     const char *pod = getenv("POD_NAME"), *pod_ns = getenv("POD_NAMESPACE");
     if (pod && *pod)
-        o.identity = pod;
+        r.o.identity = pod;
     if (pod_ns && *pod_ns)
-        o.lease_ns = pod_ns;
-    log_threshold = LOG_LEVEL_INFO;
-    for (int i = 0; i < argc; i++) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
-            usage_run(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "gangsched run: %s: missing value (or unknown flag)\n", f);
-            return 2;
-        }
-        const char *v = argv[++i];
-        char *end = NULL;
-        if (strcmp(f, "--config") == 0) {
-            o.config_path = v;
-        } else if (strcmp(f, "--db") == 0) {
-            o.db_path = v;
-        } else if (strcmp(f, "--kubeconfig") == 0) {
-            o.kubeconfig = v;
-        } else if (strcmp(f, "--scheduler-name") == 0) {
-            o.scheduler = v;
-        } else if (strcmp(f, "--policy") == 0) {
-            o.policy = v;
-        } else if (strcmp(f, "--leader-elect") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr, "gangsched run: --leader-elect %s: expected true or false\n", v);
-                return 2;
-            }
-            o.leader_elect = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--rebuild-store") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr, "gangsched run: --rebuild-store %s: expected true or false\n", v);
-                return 2;
-            }
-            o.rebuild_store = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--evict-fallback-delete") == 0) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-                fprintf(stderr,
-                        "gangsched run: --evict-fallback-delete %s: expected true or false\n", v);
-                return 2;
-            }
-            o.evict_fallback_delete = strcmp(v, "true") == 0;
-        } else if (strcmp(f, "--lease-namespace") == 0) {
-            o.lease_ns = v;
-        } else if (strcmp(f, "--lease-name") == 0) {
-            o.lease_name = v;
-        } else if (strcmp(f, "--identity") == 0) {
-            o.identity = v;
-        } else if (strcmp(f, "--listen") == 0) {
-            o.listen = v;
-        } else if (strcmp(f, "--port-file") == 0) {
-            o.port_file = v;
-        } else if (strcmp(f, "--token-file") == 0) {
-            o.token_file = v;
-        } else if (strcmp(f, "--read-token-file") == 0) {
-            o.read_token_file = v;
-        } else if (strcmp(f, "--follow") == 0) {
-            o.follow_url = v;
-        } else if (strcmp(f, "--follow-token-file") == 0) {
-            o.follow_token_file = v;
-        } else if (strcmp(f, "--follow-interval") == 0) {
-            double x = strtod(v, &end);
-            if (!*v || *end || x < 100 || x > 3600000) {
-                fprintf(stderr, "gangsched run: --follow-interval %s: expected 100..3600000 ms\n",
-                        v);
-                return 2;
-            }
-            o.follow_ms = (uint32_t)x;
-        } else if (strncmp(f, "--http-", 7) == 0) {
-            struct sched_errbuf leb = {{0}};
-            if (http_limit_flag(&o.http, f, v, &leb) <= 0) {
-                fprintf(stderr, "gangsched run: %s\n",
-                        leb.msg[0] ? leb.msg : "unknown --http- flag");
-                return 2;
-            }
-        } else if (strcmp(f, "--cycle-ms") == 0 || strcmp(f, "--kube-qps") == 0 ||
-                   strcmp(f, "--kube-burst") == 0) {
-            double x = strtod(v, &end);
-            if (!*v || *end || x < 1 || x > 1e6) {
-                fprintf(stderr, "gangsched run: %s %s: expected a number in 1..1000000\n", f, v);
-                return 2;
-            }
-            if (strcmp(f, "--cycle-ms") == 0)
-                o.cycle_ms = (uint32_t)x;
-            else if (strcmp(f, "--kube-qps") == 0)
-                o.qps = x;
-            else
-                o.burst = (uint32_t)x;
-        } else if (strcmp(f, "--log-level") == 0) {
-            static const char *const names[] = {"error", "warn", "info", "debug"};
-            int lv = -1;
-            for (int k = 0; k < 4; k++)
-                if (strcmp(v, names[k]) == 0)
-                    lv = k;
-            if (lv < 0) {
-                fprintf(stderr,
-                        "gangsched run: --log-level %s: expected error, warn, info or "
-                        "debug\n",
-                        v);
-                return 2;
-            }
-            log_threshold = (enum log_level)lv;
-        } else {
-            fprintf(stderr, "gangsched run: unknown flag %s\n", f);
-            usage_run(stderr);
-            return 2;
-        }
+        r.o.lease_ns = pod_ns;
+    char err[512];
+    int rc = flags_parse(&(struct flag_parse){.flags = run_flags, .opts = &r}, argc, argv, err,
+                         sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "gangsched run: %s (see --help)\n", err);
+        return 2;
     }
-    if (!o.config_path || !o.db_path) {
+    if (r.help) {
+        usage_run(stdout);
+        return 0;
+    }
+    log_threshold = (enum log_level)r.log_level;
+    if (!r.o.config_path || !r.o.db_path) {
         fputs("gangsched run: --config and --db are required\n", stderr);
         usage_run(stderr);
         return 2;
     }
     struct sched_errbuf eb = {{0}};
-    if (kube_run(&o, &eb) != 0) {
+    if (kube_run(&r.o, &eb) != 0) {
         fprintf(stderr, "gangsched run: %s\n", eb.msg);
         return 1;
     }
     return 0;
+}
+
+struct serve_args {
+    struct http_serve_opts o;
+    bool help;
+};
+
+/* The flags of `gangsched serve`, into struct serve_args. */
+static const struct flag serve_flags[] = {
+    {.name = "--db",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.db),
+     .arg = "FILE",
+     .help = "the database (a 'gangsched simulate --db' run; migrated to\n"
+             "the current schema if older)"},
+    {.name = "--listen",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.listen),
+     .arg = "HOST:PORT",
+     .attrs = FLAG_EMPTY_OK,
+     .help = "default 127.0.0.1:8080; port 0 picks a free port"},
+    {.name = "--token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.write_token_file),
+     .arg = "FILE",
+     .help = "bearer token for writes (re-read when it changes); without\n"
+             "it writes are refused"},
+    {.name = "--read-token-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.http.read_token_file),
+     .arg = "FILE",
+     .help = "bearer token reads need (the write token works too)"},
+    {.name = "--port-file",
+     .kind = FLAG_STRING,
+     FLAG_AT(struct serve_args, o.port_file),
+     .arg = "FILE",
+     .help = "write the bound port there once listening"},
+    {.name = "--max-stale",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct serve_args, o.max_stale_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .max = 3600000,
+     .arg = "MS",
+     .help = "accepted, no effect: every read queries the database\n"
+             "and shows the last commit"},
+    HTTP_LIMIT_FLAGS(struct serve_args, o.http.limits),
+    FLAGS_HELP(struct serve_args, help),
+    FLAGS_END,
+};
+
+static int serve_usage(FILE *f, int rc)
+{
+    fputs("usage: gangsched serve --db FILE [--listen HOST:PORT] [--token-file FILE]\n"
+          "                       [--read-token-file FILE] [--port-file FILE]\n"
+          "\n"
+          "Serves the HTTP API (docs/api.md) over a database until SIGINT or SIGTERM: reads show\n"
+          "the file as it is now; operator writes are checked against it and recorded as\n"
+          "pending operator actions (docs/store.md) for a scheduler to apply.\n"
+          "\n",
+          f);
+    flags_help(f, serve_flags, 27);
+    return rc;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    struct serve_args s = {.o = {.http = {.listen = "127.0.0.1:8080"}}};
+    char err[512];
+    int rc = flags_parse(&(struct flag_parse){.flags = serve_flags, .opts = &s}, argc, argv, err,
+                         sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "gangsched serve: %s\n", err);
+        return serve_usage(stderr, 2);
+    }
+    if (s.help)
+        return serve_usage(stdout, 0);
+    if (!s.o.db) {
+        fputs("gangsched serve: --db FILE is required\n", stderr);
+        return serve_usage(stderr, 2);
+    }
+    return http_serve(&s.o);
 }
 
 static int store_usage(FILE *f, int code)
@@ -1099,20 +554,20 @@ static int store_usage(FILE *f, int code)
           "problem, or 'DB: consistent (...)'.\n"
           "\n"
           "exit: 0 consistent, 1 problems found, 2 cannot check (missing, corrupt, foreign or\n"
-          "newer file; usage)\n",
+          "newer file; usage)\n"
+          "\n",
           f);
+    flags_help(f, store_flags, 21);
     return code;
 }
 
 static int cmd_store(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
-            strcmp(argv[i], "help") == 0)
-            return store_usage(stdout, 0);
-    if (argc != 2 || strcmp(argv[0], "check") != 0)
-        return store_usage(stderr, 2);
-    return store_check_main(argv[1], stdout);
+    struct check_args a = {0};
+    int rc = parse_check("gangsched store", store_flags, argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? store_usage(stdout, 0) : store_usage(stderr, 2);
+    return store_check_main(a.pos[1], stdout);
 }
 
 static int dispatch_command(int argc, char **argv);
@@ -1122,10 +577,8 @@ static int dispatch_command(int argc, char **argv);
 int main(int argc, char **argv)
 {
     int rc = dispatch_command(argc, argv);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "gangsched: writing standard output: %s\n", strerror(errno ? errno : EIO));
+    if (stdout_check("gangsched", true) != 0)
         return rc ? rc : 1;
-    }
     return rc;
 }
 
@@ -1137,7 +590,7 @@ static int dispatch_command(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "simulate") == 0)
-        return cmd_simulate(argc - 2, argv + 2);
+        return gangsched_simulate(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "config") == 0)
@@ -1145,7 +598,7 @@ static int dispatch_command(int argc, char **argv)
     if (strcmp(cmd, "store") == 0)
         return cmd_store(argc - 2, argv + 2);
     if (strcmp(cmd, "serve") == 0)
-        return http_serve_main(argc - 2, argv + 2);
+        return cmd_serve(argc - 2, argv + 2);
     if (strcmp(cmd, "completion") == 0)
         return cmd_completion(argc - 2, argv + 2);
     if (strcmp(cmd, "policies") == 0) {

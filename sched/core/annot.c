@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/duration.h"
+
 static const char *get(const struct kv *a, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
@@ -60,42 +62,15 @@ static int positive(const char *key, const char *v, uint32_t *out, struct sched_
 
 int annot_duration(const char *s, int64_t *ms)
 {
-    if (!s || !*s)
-        return SCHED_EINVAL;
-    int64_t total = 0;
-    const char *p = s;
-    bool any = false;
-    while (*p) {
-        if (*p < '0' || *p > '9')
-            return SCHED_EINVAL;
-        int64_t v = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (v > INT64_MAX / 10 - 10)
-                return SCHED_ERANGE;
-            v = v * 10 + (*p++ - '0');
-        }
-        int64_t unit;
-        if (strncmp(p, "ms", 2) == 0)
-            unit = 1, p += 2;
-        else if (*p == 's')
-            unit = 1000, p++;
-        else if (*p == 'm')
-            unit = 60000, p++;
-        else if (*p == 'h')
-            unit = 3600000, p++;
-        else if (*p == 'd')
-            unit = 86400000, p++;
-        else if (*p == 0 && !any)
-            unit = 1000; /* plain seconds */
-        else
-            return SCHED_EINVAL;
-        if (v > (INT64_MAX - total) / unit)
-            return SCHED_ERANGE;
-        total += v * unit;
-        any = true;
-    }
-    *ms = total;
-    return 0;
+    return s && dur_parse(s, strlen(s), ms) == NULL ? 0 : SCHED_EINVAL;
+}
+
+/* A duration annotation (duration.h's grammar): 0, or SCHED_EINVAL naming the annotation, the
+ * value, what is wrong and how to write it. */
+static int duration_of(const char *key, const char *v, int64_t *ms, struct sched_errbuf *eb)
+{
+    const char *why = dur_parse(v, strlen(v), ms);
+    return why ? bad(eb, key, v, why) : 0;
 }
 
 /* A level from our annotation (a name) or Kueue's (a label); -1 when neither is given. */
@@ -166,8 +141,9 @@ int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotatio
     if ((slice > 0) != (slice_level >= 0))
         return sched_fail(eb, SCHED_EINVAL,
                           "annotations: a slice size and a slice topology go together");
-    if ((v = get(a, n, "gangsched.io/max-runtime")) && annot_duration(v, &max_runtime) != 0)
-        return bad(eb, "gangsched.io/max-runtime", v, "not a duration such as 90m or 2h");
+    if ((v = get(a, n, "gangsched.io/max-runtime")) &&
+        (rc = duration_of("gangsched.io/max-runtime", v, &max_runtime, eb)))
+        return rc;
     g->topo_required = (int8_t)req;
     g->topo_preferred = (int8_t)pref;
     g->slice_level = (int8_t)slice_level;
@@ -206,8 +182,9 @@ int annot_run(const struct kv *a, size_t n, struct annot_run *out, struct sched_
             *(bool *)(void *)field = strcmp(v, "true") == 0;
         } else {
             int64_t ms;
-            if (annot_duration(v, &ms) != 0)
-                return bad(eb, run_keys[k].key, v, "not a duration such as 90m or 2h");
+            int rc = duration_of(run_keys[k].key, v, &ms, eb);
+            if (rc)
+                return rc;
             *(int64_t *)(void *)field = ms;
         }
     }

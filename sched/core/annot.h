@@ -11,6 +11,8 @@
  *   gangsched.io/slice-size: N                 pods per slice ...
  *   gangsched.io/slice-topology: LEVEL         ... each slice inside one domain of LEVEL
  *   gangsched.io/max-runtime: DURATION         declared maximum run time ("2h", "90m", "3600s")
+ * DURATION: sched/core/duration.h's grammar, the configuration's: a bare number other than 0
+ *   ("90") and units out of order ("30m1h") are refused with the fix in the message.
  *   gangsched.io/profile: NAME                 scoring profile (training packs, inference spreads)
  *   kueue.x-k8s.io/podset-required-topology: LABEL        the level whose node label is LABEL
  *   kueue.x-k8s.io/podset-preferred-topology: LABEL
@@ -61,7 +63,8 @@ int annot_gpu_ids(uint32_t mask, char *buf, size_t n);
  * level), or -1. */
 int annot_level_by_label(const struct topo *t, const char *label);
 
-/* Parses a duration ("90s", "10m", "2h", "1h30m", "1d", "250ms", plain seconds) into ms. */
+/* Parses a duration into ms: sched/core/duration.h's grammar ("90s", "10m", "2h", "1h30m",
+ * "1d", "250ms", "0"), the one the configuration uses. 0 or SCHED_EINVAL. */
 int annot_duration(const char *s, int64_t *ms);
 
 #endif

@@ -12,11 +12,13 @@
  * allocated from the pool never move and live until cluster_free().
  */
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/dra.h"
+#include "sched/core/log.h"
 #include "sched/core/model.h"
 
 /* ---- pool: chunked bump allocator, freed as a whole ------------------------------------------ */
@@ -407,6 +409,26 @@ static enum gpu_sharing detect_sharing(const struct node *n)
     return GPU_WHOLE;
 }
 
+/* A node with more GPUs than a mask indexes (NODE_MAX_GPUS; a 64-GPU node is unusual as one
+ * Kubernetes node, not impossible): the scheduler offers NODE_MAX_GPUS of them, its allocatable
+ * cut to match so that placement, quota and the free count agree, and says so, naming the node
+ * and the resource. The daemon rebuilds its cluster whenever a node changes, so the warning is
+ * logged for the first 16 such nodes and then every 1,000th time. */
+static void clamp_gpus(struct node *n)
+{
+    static atomic_ulong clamps;
+    int64_t g = n->alloc.v[RES_GPU];
+    if (g <= NODE_MAX_GPUS)
+        return;
+    unsigned long k = atomic_fetch_add(&clamps, 1);
+    if (k < 16 || k % 1000 == 0)
+        LOG_WARN("cluster",
+                 "node %s: %s %lld is more than the %d per node the scheduler can place on: "
+                 "only %d are used (clamp %lu)",
+                 n->name, res_name(RES_GPU), (long long)g, NODE_MAX_GPUS, NODE_MAX_GPUS, k + 1);
+    n->alloc.v[RES_GPU] = NODE_MAX_GPUS;
+}
+
 static int finalize_node(struct node *n, struct sched_errbuf *eb)
 {
     int rc = kv_sort(n, n->labels, n->n_labels, "label", eb);
@@ -418,8 +440,9 @@ static int finalize_node(struct node *n, struct sched_errbuf *eb)
     for (uint32_t i = 0; i < n->n_taints; i++)
         if (!n->taints || !n->taints[i].key || !n->taints[i].value)
             return sched_fail(eb, SCHED_EINVAL, "node \"%s\": taint %u is incomplete", n->name, i);
+    clamp_gpus(n);
     int64_t g = n->alloc.v[RES_GPU];
-    n->n_gpus = (uint8_t)(g <= 0 ? 0 : g > NODE_MAX_GPUS ? NODE_MAX_GPUS : g);
+    n->n_gpus = (uint8_t)(g <= 0 ? 0 : g);
     n->gpu_sharing = detect_sharing(n);
     memset(n->islands, 0, sizeof(n->islands));
     n->n_islands = 0;

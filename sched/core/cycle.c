@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/model.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/backlog.h"

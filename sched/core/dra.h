@@ -9,7 +9,7 @@
  * absent or "gpu" (MIG and VFIO devices of the same driver are not whole GPUs). Device names are
  * kept per node, sorted, so that GPU index i of a node is its i-th device name.
  *
- * Must not touch: JSON or YAML (the readers in sched/sim/nodes.c and sched/kube/dra.c decode
+ * Must not touch: JSON or YAML (the readers in sched/k8s/nodes.c and sched/k8s/slice.c decode
  * slices into dra_slice records), scheduling state. Pure data structure.
  */
 #ifndef SCHED_CORE_DRA_H

@@ -142,6 +142,15 @@ static struct eng_node *node_at(struct eng *e, uint32_t n)
     return &e->nodes[n];
 }
 
+int eng_reserve(struct eng *e, uint32_t n_gangs, uint32_t n_nodes)
+{
+    if (n_gangs > 0 && grow((void **)&e->jobs, &e->cap_jobs, n_gangs - 1, sizeof(*e->jobs)) != 0)
+        return SCHED_ENOMEM;
+    if (n_nodes > 0 && grow((void **)&e->nodes, &e->cap_nodes, n_nodes - 1, sizeof(*e->nodes)) != 0)
+        return SCHED_ENOMEM;
+    return 0;
+}
+
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
 struct eng_job eng_job(const struct eng *e, uint32_t g)
@@ -160,6 +169,8 @@ static int set_state(struct eng *e, uint32_t g, enum eng_state s)
     struct eng_job *j = job_at(e, g);
     if (!j)
         return SCHED_ENOMEM;
+    if (s != j->state)
+        j->bound_ms = ENG_UNKNOWN_MS; /* the binding time belongs to one run */
     j->state = (uint8_t)s;
     if (s != ENG_JOB_TEARING)
         j->evicting = j->own = j->give_up = false;
@@ -268,6 +279,7 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
     if (g >= e->cap_jobs || e->jobs[g].state != ENG_JOB_TEARING)
         return 0;
     struct eng_job *j = &e->jobs[g];
+    j->bound_ms = ENG_UNKNOWN_MS; /* its run is over */
     if (j->give_up) {
         j->state = ENG_JOB_FAILED;
         j->own = j->give_up = j->evicting = false;

@@ -36,7 +36,8 @@
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
 
-#define ENG_NONE UINT32_MAX /* no gang, no node */
+#define ENG_NONE       UINT32_MAX /* no gang, no node */
+#define ENG_UNKNOWN_MS INT64_MIN  /* a time not known */
 
 /* The one set of defaults (docs/lifecycle.md, docs/engine.md). */
 #define ENG_STRIKES           3                /* failed starts on a node ... */
@@ -95,7 +96,8 @@ struct eng_job {
     bool own;            /* TEARING after an own failure: requeued after a backoff */
     bool give_up;        /* TEARING after the budget ran out: FAILED once gone */
     uint32_t restarts;   /* own failures so far (the retry budget used) */
-    int64_t bound_ms;    /* RUNNING: when its binds completed (or it was first seen running) */
+    int64_t bound_ms;    /* RUNNING: when its binds completed (or it was first seen running);
+                            ENG_UNKNOWN_MS: not known yet (restored, or another state) */
     int64_t retry_at_ms; /* BACKOFF: when it queues again */
 };
 
@@ -132,6 +134,9 @@ struct eng;
 struct eng *eng_new(const struct eng_limits *limits);
 void eng_free(struct eng *e);
 const struct eng_limits *eng_limits(const struct eng *e);
+/* Room for gang ids < n_gangs and node ids < n_nodes at once (a driver that knows its sizes, the
+ * simulator): later calls on those ids allocate nothing for them. 0 or SCHED_ENOMEM. */
+int eng_reserve(struct eng *e, uint32_t n_gangs, uint32_t n_nodes);
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 

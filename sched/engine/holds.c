@@ -23,22 +23,28 @@ static void vec_drop(struct eng_hold_vec *hv, uint32_t g, bool any)
             h++;
 }
 
+/* Appends an entry; when `replace`, first drops g's entries as vec_drop(hv, g, any) (after the
+ * copy: nodes may point into an entry being dropped). */
 static int vec_add(struct eng_hold_vec *hv, uint32_t g, const uint32_t *nodes, uint32_t n,
-                   int64_t until_ms, int64_t operator_id)
+                   int64_t until_ms, int64_t operator_id, bool replace, bool any)
 {
-    if (hv->n == hv->cap) {
-        uint32_t cap = hv->cap ? hv->cap * 2 : 8;
-        struct eng_hold *v = eng_realloc(hv->v, cap * sizeof(*v));
-        if (!v)
-            return SCHED_ENOMEM;
-        hv->v = v;
-        hv->cap = cap;
-    }
     uint32_t *copy = eng_realloc(NULL, ((size_t)n + 1) * sizeof(*copy));
     if (!copy)
         return SCHED_ENOMEM;
     if (n)
         memcpy(copy, nodes, n * sizeof(*copy));
+    if (replace)
+        vec_drop(hv, g, any);
+    if (hv->n == hv->cap) {
+        uint32_t cap = hv->cap ? hv->cap * 2 : 8;
+        struct eng_hold *v = eng_realloc(hv->v, cap * sizeof(*v));
+        if (!v) {
+            free(copy);
+            return SCHED_ENOMEM;
+        }
+        hv->v = v;
+        hv->cap = cap;
+    }
     hv->v[hv->n++] = (struct eng_hold){
         .gang = g, .nodes = copy, .n_nodes = n, .until_ms = until_ms, .operator_id = operator_id};
     return 0;
@@ -47,9 +53,7 @@ static int vec_add(struct eng_hold_vec *hv, uint32_t g, const uint32_t *nodes, u
 int eng_hold_put(struct eng *e, enum eng_hold_list l, uint32_t g, const uint32_t *nodes, uint32_t n,
                  int64_t until_ms)
 {
-    struct eng_hold_vec *hv = &e->holds[l];
-    vec_drop(hv, g, l == ENG_HINTS);
-    return vec_add(hv, g, nodes, n, until_ms, 0);
+    return vec_add(&e->holds[l], g, nodes, n, until_ms, 0, true, l == ENG_HINTS);
 }
 
 int eng_hold_preemptor(struct eng *e, uint32_t g, const uint32_t *nodes, uint32_t n, int64_t now)
@@ -62,8 +66,14 @@ int eng_hold_operator(struct eng *e, int64_t id, uint32_t g, const uint32_t *nod
 {
     if (id <= 0)
         return SCHED_EINVAL;
-    eng_hold_operator_drop(e, id);
-    return vec_add(&e->holds[ENG_HOLDS], g, nodes, n, until_ms, id);
+    struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
+    int rc = vec_add(hv, g, nodes, n, until_ms, id, false, false);
+    for (uint32_t h = 0; rc == 0 && h + 1 < hv->n; h++)
+        if (hv->v[h].operator_id == id) { /* the same id again: the new entry replaces it */
+            vec_remove(hv, h);
+            break;
+        }
+    return rc;
 }
 
 int eng_hold_operator_drop(struct eng *e, int64_t id)
@@ -138,10 +148,15 @@ static int add_reservations(struct eng *e, const struct sched_result *res,
 
 int eng_cycle_hints(struct eng *e, const struct sched_result *res, const struct eng_ids *ids)
 {
-    struct eng_hold_vec *hv = &e->holds[ENG_HINTS];
-    while (hv->n > 0)
-        vec_remove(hv, hv->n - 1);
-    return add_reservations(e, res, ids, false, 0);
+    /* the new list is built before the old one is freed: the cycle's reservations may point
+     * at the nodes of the hints it was given */
+    struct eng_hold_vec old = e->holds[ENG_HINTS];
+    memset(&e->holds[ENG_HINTS], 0, sizeof(old));
+    int rc = add_reservations(e, res, ids, false, 0);
+    while (old.n > 0)
+        vec_remove(&old, old.n - 1);
+    free(old.v);
+    return rc;
 }
 
 int eng_cycle_holds(struct eng *e, const struct sched_result *res, const struct eng_ids *ids,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "sched/core/err.h"
+#include "sched/engine/engine_int.h"
 
 /* What the members say: live and started counts, the first failed member, the first member on a
  * node NotReady past the grace, the first live member not started, and the lost ones. */
@@ -115,8 +116,14 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         bool tearing = j.state == ENG_JOB_TEARING;
         if ((tearing && j.evicting) || (tearing && t.live == 0))
             continue; /* being evicted, or torn down with every member on its way out */
-        if (!tearing && j.state != ENG_JOB_RUNNING) {
-            /* first seen bound (before this process led): the start timeout counts from now */
+        if (j.state == ENG_JOB_FAILED || j.state == ENG_JOB_FINISHED) {
+            /* bound again after it ended (by someone else): its state stays, the start timeout
+             * counts from the first sight */
+            if (j.bound_ms == ENG_UNKNOWN_MS)
+                e->jobs[gf->gang].bound_ms = j.bound_ms = now;
+        } else if (!tearing && (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
+            /* first seen bound (before this process led, or restored as running): the start
+             * timeout counts from now */
             if (eng_job_bound(e, gf->gang, now) != 0)
                 return SCHED_ENOMEM;
             j.bound_ms = now;

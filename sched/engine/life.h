@@ -7,7 +7,8 @@
  * The daemon fills them from its cache, the simulator from its failure injection. The gang's
  * binding time and whether it is being torn down or evicted come from the engine's job table
  * (engine.h); a gang the engine does not know as bound (the daemon saw it running before it led)
- * is recorded as bound now, so its start timeout counts from now.
+ * is recorded as bound now, so its start timeout counts from now (a gang that ended, failed or
+ * finished, keeps its state and counts from its first sight).
  *
  * Rules, per bound gang with minMember m (first that applies):
  *   - a gang being evicted (preemption) is left alone; a gang being torn down with no live

@@ -1,7 +1,7 @@
-/* sched/http/reads.c: the HTTP API's reads, run on libuv worker threads: the store's tables
- * loaded once and kept while the database's data_version is unchanged, the views of
- * store/views.h, paging of the list routes (limit, continue), the store snapshot and the metrics
- * derived from the store. See server.h and docs/api.md ("Reads", "Paging").
+/* sched/http/reads.c: the HTTP API's reads, run on libuv worker threads, each on a read-only
+ * connection of its own (a small pool): the documents of store/views.h answered from the
+ * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
+ * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
@@ -9,108 +9,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sched/http/server_int.h"
 
-/* The list and key field of a list route's document. */
-static bool page_fields(enum view v, const char **list, const char **key)
+/* A reader connection for this read, its mutex held: a free one if any, else waits for one. */
+static struct http_reader *reader_get(struct http_server *s)
 {
-    *list = v == V_JOBS           ? "jobs"
-            : v == V_QUEUES       ? "queues"
-            : v == V_RESERVATIONS ? "reservations"
-                                  : NULL;
-    *key = v == V_JOBS ? "job" : v == V_QUEUES ? "name" : "id";
-    return *list != NULL;
-}
-
-/* An item's key as text (ids are numbers). */
-static void item_key(const cJSON *it, const char *key, char *out, size_t cap)
-{
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(it, key);
-    if (cJSON_IsString(k))
-        snprintf(out, cap, "%s", k->valuestring);
-    else if (cJSON_IsNumber(k))
-        snprintf(out, cap, "%.0f", k->valuedouble);
-    else
-        out[0] = 0;
-}
-
-/* Cuts a list route's document to one page (docs/api.md "Paging"): the items after the
- * continue token, at most page_limit of them, and "continue" when more remain. The token is
- * "OFFSET.HEXKEY": the next page starts after the item with that key, or at OFFSET when that
- * item is gone. Returns 0, or 400 for a token this server did not make. */
-static int page(const struct http_work *w, cJSON *doc)
-{
-    const char *lname, *kname;
-    if (!page_fields(w->v, &lname, &kname) || (!w->page_limit && !w->cont))
-        return 0;
-    cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, lname);
-    int n = cJSON_GetArraySize(list);
-    int start = 0;
-    if (w->cont) {
-        char *dot = NULL;
-        errno = 0;
-        long off = strtol(w->cont, &dot, 10);
-        size_t hl = dot && *dot == '.' ? strlen(dot + 1) : 1;
-        if (errno || off < 0 || off > INT32_MAX || !dot || *dot != '.' || hl % 2 || hl > 1024)
-            return 400;
-        char want[520], have[520];
-        for (size_t i = 0; i < hl / 2; i++) {
-            int hi = http__hexval(dot[1 + 2 * i]), lo = http__hexval(dot[2 + 2 * i]);
-            if (hi < 0 || lo < 0)
-                return 400;
-            want[i] = (char)(hi * 16 + lo);
+    uv_mutex_lock(&s->mu);
+    if (!s->readers_ready) {
+        int n = 0;
+        while (n < HTTP_READERS && uv_mutex_init(&s->readers[n].mu) == 0)
+            n++;
+        if (n < HTTP_READERS) { /* cannot happen on Linux; undo and read on slot 0 under mu */
+            while (n-- > 0)
+                uv_mutex_destroy(&s->readers[n].mu);
+            uv_mutex_unlock(&s->mu);
+            return NULL;
         }
-        want[hl / 2] = 0;
-        start = (int)(off < n ? off : n);
-        int i = 0;
-        for (const cJSON *it = list ? list->child : NULL; it; it = it->next, i++) {
-            item_key(it, kname, have, sizeof(have));
-            if (strcmp(have, want) == 0) {
-                start = i + 1;
-                break;
-            }
-        }
+        s->readers_ready = true;
     }
-    int end = w->page_limit && (int64_t)start + w->page_limit < n ? start + (int)w->page_limit : n;
-    for (int i = n - 1; i >= end; i--)
-        cJSON_DeleteItemFromArray(list, i);
-    for (int i = 0; i < start; i++)
-        cJSON_DeleteItemFromArray(list, 0);
-    if (end < n && end > start) {
-        char last[520], tok[1200];
-        item_key(cJSON_GetArrayItem(list, end - start - 1), kname, last, sizeof(last));
-        int k = snprintf(tok, sizeof(tok), "%d.", end);
-        for (size_t i = 0; last[i] && (size_t)k + 3 < sizeof(tok); i++)
-            k += snprintf(tok + k, sizeof(tok) - (size_t)k, "%02x", (unsigned char)last[i]);
-        cJSON_AddStringToObject(doc, "continue", tok);
-        cJSON_AddNumberToObject(doc, "remaining", n - end);
+    s->loads++;
+    unsigned start = s->next_reader++ % HTTP_READERS;
+    uv_mutex_unlock(&s->mu);
+    for (unsigned i = 0; i < HTTP_READERS; i++) {
+        struct http_reader *r = &s->readers[(start + i) % HTTP_READERS];
+        if (uv_mutex_trylock(&r->mu) == 0)
+            return r;
     }
-    return 0;
+    uv_mutex_lock(&s->readers[start].mu);
+    return &s->readers[start];
 }
 
-/* Loads the views, or keeps the last ones when nothing was committed since; under s->mu. */
-static int views_get(struct http_server *s, struct sched_errbuf *eb)
+void http__readers_free(struct http_server *s)
 {
-    int64_t ver = 0;
-    int err = store_data_version(s->ro, &ver, eb);
-    if (err)
-        return err;
-    uint64_t now = uv_hrtime() / 1000000;
-    if (s->views && ver == s->views_version)
-        return 0;
-    if (s->views && now - s->views_ms < s->prov.max_stale_ms && !atomic_load(&s->written))
-        return 0;
-    atomic_store(&s->written, false);
-    store_views_free(s->views);
-    s->views = NULL;
-    err = store_views_load(s->ro, &s->views, eb);
-    if (!err) {
-        s->views_version = ver;
-        s->views_ms = now;
-        s->loads++;
+    if (!s->readers_ready)
+        return;
+    for (int i = 0; i < HTTP_READERS; i++) {
+        store_close(s->readers[i].st);
+        s->readers[i].st = NULL;
+        uv_mutex_destroy(&s->readers[i].mu);
     }
-    return err;
+    s->readers_ready = false;
 }
 
 unsigned long long http_server_loads(struct http_server *s)
@@ -119,6 +59,51 @@ unsigned long long http_server_loads(struct http_server *s)
     unsigned long long n = s->loads;
     uv_mutex_unlock(&s->mu);
     return n;
+}
+
+/* The route's document, from its own queries (store_read_doc). */
+static int read_doc(struct store *st, const struct http_work *w, cJSON **doc,
+                    struct sched_errbuf *eb)
+{
+    struct store_read rq = {.limit = w->page_limit, .cont = w->cont};
+    switch (w->v) {
+    case V_QUOTA:
+        rq.route = STORE_READ_QUOTA;
+        break;
+    case V_QUEUE:
+        rq.route = STORE_READ_QUOTA;
+        rq.queue = w->arg;
+        break;
+    case V_QUEUES:
+        rq.route = STORE_READ_QUEUES;
+        break;
+    case V_JOBS:
+        rq.route = STORE_READ_JOBS;
+        rq.queue = w->arg && *w->arg ? w->arg : NULL;
+        rq.all = w->all;
+        break;
+    case V_EXPLAIN:
+        rq.route = STORE_READ_EXPLAIN;
+        rq.job = w->arg;
+        rq.limit = w->limit;
+        rq.cont = NULL;
+        break;
+    case V_TOP:
+        rq.route = STORE_READ_TOP;
+        break;
+    case V_RESERVATIONS:
+    case V_METRICS:
+    case V_SNAPSHOT:
+        rq.route = STORE_READ_RESERVATIONS;
+        break;
+    }
+    if (rq.route != STORE_READ_QUEUES && rq.route != STORE_READ_JOBS &&
+        rq.route != STORE_READ_RESERVATIONS) {
+        rq.cont = NULL; /* not a list route: limit and continue do not apply */
+        if (rq.route != STORE_READ_EXPLAIN)
+            rq.limit = 0;
+    }
+    return store_read_doc(st, &rq, doc, eb);
 }
 
 void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
@@ -130,24 +115,48 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         return;
     }
-    uv_mutex_lock(&s->mu);
+    struct http_reader *r = reader_get(s);
+    if (!r) {
+        http__resp_error(resp, 503, "database unavailable: cannot create a lock");
+        return;
+    }
     int err = 0;
-    if (!s->ro)
-        err = store_open(s->prov.store_path, STORE_READONLY, NULL, &s->ro, &eb);
-    if (err) {
+    struct stat sb;
+    bool found = s->prov.store_path && stat(s->prov.store_path, &sb) == 0;
+    if (r->st && (!found || sb.st_dev != r->dev || sb.st_ino != r->ino)) {
+        store_close(r->st); /* the path names another file now: read that one */
+        r->st = NULL;
+    }
+    if (!r->st) {
+        /* the whole-file check once per file, not once per reader */
+        uv_mutex_lock(&s->mu);
+        bool checked = found && sb.st_ino == s->checked_ino && sb.st_dev == s->checked_dev;
         uv_mutex_unlock(&s->mu);
+        err = store_open(s->prov.store_path, STORE_READONLY | (checked ? STORE_CHECKED : 0), NULL,
+                         &r->st, &eb);
+        r->dev = found ? sb.st_dev : 0;
+        r->ino = found ? sb.st_ino : 0;
+        if (!err && found && !checked) {
+            uv_mutex_lock(&s->mu);
+            s->checked_dev = sb.st_dev;
+            s->checked_ino = sb.st_ino;
+            uv_mutex_unlock(&s->mu);
+        }
+    }
+    if (err) {
+        uv_mutex_unlock(&r->mu);
         http__resp_error(resp, 503, "database unavailable: %s", eb.msg);
         return;
     }
     if (w->v == V_SNAPSHOT) { /* the whole database, for a following standby */
         unsigned char *img = NULL;
         size_t len = 0;
-        err = store_snapshot(s->ro, &img, &len, &eb);
+        err = store_snapshot(r->st, &img, &len, &eb);
         char *body = err ? NULL : malloc(len);
         if (body)
             memcpy(body, img, len);
         store_snapshot_free(img);
-        uv_mutex_unlock(&s->mu);
+        uv_mutex_unlock(&r->mu);
         if (!body) {
             http__resp_error(resp, 500, "snapshot: %s", err ? eb.msg : "out of memory");
             return;
@@ -161,13 +170,13 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
     }
     if (w->v == V_METRICS) {
         struct http_metrics *m = http_metrics_new();
-        err = m ? http_store_metrics(s->ro, m, &eb) : SCHED_ENOMEM;
+        err = m ? http_store_metrics(r->st, m, &eb) : SCHED_ENOMEM;
         char *buf = NULL;
         size_t len = 0;
         if (!err)
             err = http_metrics_render(m, &buf, &len);
         http_metrics_free(m);
-        uv_mutex_unlock(&s->mu);
+        uv_mutex_unlock(&r->mu);
         if (err) {
             free(buf);
             http__resp_error(resp, 500, "metrics from the database: %s",
@@ -181,47 +190,12 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         return;
     }
     cJSON *doc = NULL;
-    err = views_get(s, &eb);
-    struct store_views *v = s->views;
-    if (!err) {
-        switch (w->v) {
-        case V_QUOTA:
-            err = store_view_quota(v, NULL, &doc, &eb);
-            break;
-        case V_QUEUE:
-            err = store_view_quota(v, w->arg, &doc, &eb);
-            break;
-        case V_QUEUES:
-            err = store_view_queues(v, &doc, &eb);
-            break;
-        case V_JOBS:
-            err = store_view_jobs(v, w->arg && *w->arg ? w->arg : NULL, w->all, &doc, &eb);
-            break;
-        case V_EXPLAIN:
-            err = store_view_explain(v, w->arg, w->limit, &doc, &eb);
-            break;
-        case V_TOP:
-            err = store_view_top(v, &doc, &eb);
-            break;
-        case V_RESERVATIONS:
-        case V_METRICS:
-        case V_SNAPSHOT:
-            err = store_view_reservations(v, &doc, &eb);
-            break;
-        }
+    err = read_doc(r->st, w, &doc, &eb);
+    if (err && err != SCHED_ENOENT && err != SCHED_EINVAL) {
+        store_close(r->st); /* reopen next time: the file may have been replaced */
+        r->st = NULL;
     }
-    if (err && err != SCHED_ENOENT) { /* reopen next time: the file may have been replaced */
-        store_views_free(s->views);
-        s->views = NULL;
-        store_close(s->ro);
-        s->ro = NULL;
-    }
-    uv_mutex_unlock(&s->mu);
-    if (!err && page(w, doc) != 0) {
-        cJSON_Delete(doc);
-        http__resp_error(resp, 400, "continue: not a token of this server");
-        return;
-    }
+    uv_mutex_unlock(&r->mu);
     if (err) {
         /* messages name the server's file: say only what was not found */
         const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);
@@ -232,6 +206,8 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
             if (in)
                 in[strlen("' not found")] = 0;
             http__resp_error(resp, 404, "%s", clean);
+        } else if (err == SCHED_EINVAL) {
+            http__resp_error(resp, 400, "%s", msg);
         } else {
             http__resp_error(resp, 500, "reading the database: %s", msg);
         }

@@ -54,15 +54,6 @@ struct http_limits {
                                   continue"); HTTP_DEFAULT_OUTPUT */
 };
 
-/* Parses one limit flag (--http-max-conns, --http-probe-conns, --http-timeout,
- * --http-write-timeout: milliseconds; --http-max-output: bytes) into l. Returns 1 when `flag`
- * is one of them and `value` is valid, 0 when `flag` is not a limit flag, SCHED_EINVAL with a
- * message naming the flag for a bad value. */
-int http_limit_flag(struct http_limits *l, const char *flag, const char *value,
-                    struct sched_errbuf *eb);
-/* The flags' help text, for usage messages. */
-extern const char http_limit_help[];
-
 struct http_opts {
     const char *listen;           /* "HOST:PORT" (IPv4 or [IPv6]); port 0 picks a free one */
     const char *write_token_file; /* bearer token for writes, re-read when the file changes;
@@ -93,9 +84,8 @@ struct http_provider {
     struct http_metrics *metrics;
     /* Also render the families derived from the store (http_store_metrics), in a worker. */
     bool store_metrics;
-    /* Reads answer from the tables as loaded; after a commit by another connection they are
-     * reloaded at the next read, or (max_stale_ms > 0) not before they are that old: a writer
-     * committing every cycle then costs one reload per max_stale_ms, not one per read. */
+    /* Unused: every read queries the database (per route, on a read-only connection), so it
+     * always shows the last commit. Kept so that `serve --max-stale` is still accepted. */
     uint32_t max_stale_ms;
     /* Whether this process leads (the daemon); NULL: always. Only a leader serves
      * /v1/store/snapshot (a standby answers 503), so that a standby following the Service's
@@ -123,8 +113,7 @@ void http_server_stop(struct http_server *s);
 /* For tests: connections open now (probe-only ones included), and reads queued on workers. */
 unsigned http_server_conns(const struct http_server *s);
 unsigned http_server_reads_in_flight(const struct http_server *s);
-/* For tests: how many times the server loaded the database's tables (it reloads only after a
- * commit by another connection). */
+/* For tests: how many reads the server ran against the database. */
 unsigned long long http_server_loads(struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
@@ -168,13 +157,20 @@ int http_server_new_detached(const struct http_opts *o, const struct http_provid
                              struct http_server **out, struct sched_errbuf *eb);
 void http_server_free_detached(struct http_server *s);
 
-/* Fills `m` with the families derived from a store: admission wait-time histogram per queue,
- * admitted/evicted/preempted counters, quota usage and share gauges, GPU-hours lost to
+/* Fills `m` with the families derived from a store (store_metrics.c): admission wait-time histogram
+ * per queue, admitted/evicted/preempted counters, quota usage and share gauges, GPU-hours lost to
  * preemption (docs/metrics.md). */
 int http_store_metrics(struct store *st, struct http_metrics *m, struct sched_errbuf *eb);
 
-/* `gangsched serve --db FILE ...` (sched/http/serve.c): argv without the command words; returns
- * the exit code (0, 1 runtime error, 2 usage). */
-int http_serve_main(int argc, char **argv);
+/* `gangsched serve` (sched/http/serve.c; its flags: sched/cmd/gangsched.c): the API over the
+ * database db until SIGINT or SIGTERM. */
+struct http_serve_opts {
+    const char *db;        /* required */
+    const char *port_file; /* the bound port is written there, or NULL */
+    uint32_t max_stale_ms; /* answers from the tables as loaded up to this long after a commit */
+    struct http_opts http;
+};
+/* Returns the exit code: 0, 1 runtime error. */
+int http_serve(const struct http_serve_opts *o);
 
 #endif

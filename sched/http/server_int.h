@@ -1,5 +1,6 @@
-/* sched/http/server_int.h: what the HTTP server's files share (server.c: connections, routing,
- * answers; reads.c: the reads run on workers). Not for other modules.
+/* sched/http/server_int.h: what the HTTP server's files share (server.c: connections and
+ * answers; routes.c: the route table and authorisation; reads.c: the reads run on workers).
+ * Not for other modules.
  */
 #ifndef SCHED_HTTP_SERVER_INT_H
 #define SCHED_HTTP_SERVER_INT_H
@@ -11,6 +12,9 @@
 
 #include "sched/http/server.h"
 #include "store/views.h"
+
+/* Read-only connections for the API's reads: libuv's default thread pool size. */
+#define HTTP_READERS 4
 
 struct token {
     char *path;
@@ -33,16 +37,23 @@ struct http_server {
     unsigned pending; /* handles and work items not yet finished */
     struct http_provider prov;
     struct token wtok, rtok;
-    uv_mutex_t mu; /* guards ro, views and views_version (workers) */
-    struct store *ro;
-    /* The tables as last loaded, reused while the database's data_version stays the same: a
-     * read costs building its answer, not reloading the database, until the next commit. */
-    struct store_views *views;
-    int64_t views_version;
-    uint64_t views_ms;        /* uv_hrtime of the load, in ms */
-    atomic_bool written;      /* a write went through this server: the next read after a commit
-                                 reloads at once, whatever max_stale_ms (read-your-writes) */
-    unsigned long long loads; /* views loaded so far (tests) */
+    uv_mutex_t mu; /* guards readers_ready, next_reader and loads (held for microseconds) */
+    /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
+     * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
+     * other reads; each answers from the queries its route needs (store_read_doc). */
+    bool readers_ready; /* the readers' mutexes exist */
+    dev_t checked_dev;  /* the file a reader opened with every check (PRAGMA quick_check) */
+    ino_t checked_ino;  /* the other readers open it STORE_CHECKED; 0: none yet */
+    unsigned next_reader;
+    struct http_reader {
+        uv_mutex_t mu;    /* held while a read uses st */
+        struct store *st; /* opened at its first read; closed after an error (reopened) */
+        dev_t dev;        /* the file st has open: reopened when the path names another one */
+        ino_t ino;        /* (a standby's adopted snapshot renamed over it, --rebuild-store) */
+    } readers[HTTP_READERS];
+    atomic_bool written; /* a write went through this server (reads query the database anew each
+                            time, so they see it without this) */
+    unsigned long long loads; /* reads run against the database so far (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;
 };
@@ -79,6 +90,8 @@ struct http_work {
 void http__resp_json(struct http_response *r, int status, cJSON *doc);
 void http__resp_error(struct http_response *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Closes the readers' connections (server teardown; no read in flight). */
+void http__readers_free(struct http_server *s);
 /* The value of a hex digit, -1 for another character. */
 int http__hexval(char c);
 

@@ -14,7 +14,7 @@
 
 #include <yaml.h>
 
-#include "config/yaml_guard.h"
+#include "config/yaml_doc.h"
 #include "sched/kube/client.h"
 #include "sched/kube/wire.h"
 
@@ -172,41 +172,18 @@ void kube_auth_free(struct kube_auth *a)
 
 struct kcfg {
     const char *file;
-    char *dir; /* directory of file, for relative paths ("." when none) */
-    yaml_document_t doc;
+    char *dir;     /* directory of file, for relative paths ("." when none) */
+    struct ydoc y; /* its document (config/yaml_doc.h) */
+    yaml_node_t *root;
     struct sched_errbuf *eb;
     struct kube_auth *a;
 };
 
-static yaml_node_t *node(struct kcfg *k, int i)
-{
-    return yaml_document_get_node(&k->doc, i);
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-    if (!n)
-        return true;
-    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    const char *v = (const char *)n->data.scalar.value;
-    return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
-}
-
 /* The value of `key` in mapping m, or NULL (also for an explicit null). */
 static yaml_node_t *map_get(struct kcfg *k, yaml_node_t *m, const char *key)
 {
-    if (!m || m->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = node(k, p->key);
-        if (kn && kn->type == YAML_SCALAR_NODE &&
-            !strcmp((const char *)kn->data.scalar.value, key)) {
-            yaml_node_t *v = node(k, p->value);
-            return is_null(v) ? NULL : v;
-        }
-    }
-    return NULL;
+    yaml_node_t *v = ydoc_get(&k->y, m, key);
+    return ydoc_is_null(v) ? NULL : v;
 }
 
 __attribute__((format(printf, 3, 4))) static int kfail(struct kcfg *k, int err, const char *fmt,
@@ -220,6 +197,9 @@ __attribute__((format(printf, 3, 4))) static int kfail(struct kcfg *k, int err, 
     return sched_fail(k->eb, err, "kubeconfig %s: %s", k->file, msg);
 }
 
+/* "kubeconfig FILE:LINE:COLUMN: message" at node n. */
+#define kfail_at(k, n, err, ...) ydoc_fail(&(k)->y, (n), (err), "kubeconfig ", __VA_ARGS__)
+
 /* A scalar string value of `key` in m (NULL when absent); `field` names it in errors. */
 static int get_str(struct kcfg *k, yaml_node_t *m, const char *key, const char *field,
                    const char **out)
@@ -229,28 +209,21 @@ static int get_str(struct kcfg *k, yaml_node_t *m, const char *key, const char *
     if (!v)
         return 0;
     if (v->type != YAML_SCALAR_NODE)
-        return kfail(k, SCHED_EINVAL, "%s%s%s: expected a string (line %zu)", field,
-                     *field ? "." : "", key, v->start_mark.line + 1);
+        return kfail_at(k, v, SCHED_EINVAL, "%s%s%s: expected a string, got %s", field,
+                        *field ? "." : "", key, ydoc_kind_name(ydoc_kind(v)));
     *out = (const char *)v->data.scalar.value;
     return 0;
 }
 
 static int get_bool(struct kcfg *k, yaml_node_t *m, const char *key, const char *field, bool *out)
 {
-    const char *s;
-    int rc = get_str(k, m, key, field, &s);
-    if (rc || !s)
-        return rc;
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) {
-        *out = true;
-    } else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) {
-        *out = false;
-    } else {
-        char q[64];
-        sched_quote(s, strlen(s), q, sizeof(q));
-        return kfail(k, SCHED_EINVAL, "%s.%s: expected true or false, not \"%s\"", field, key, q);
-    }
-    return 0;
+    yaml_node_t *v = map_get(k, m, key);
+    if (!v || ydoc_bool(v, out) == 0)
+        return 0;
+    char q[64];
+    const char *s = v->type == YAML_SCALAR_NODE ? ydoc_text(v) : ydoc_kind_name(ydoc_kind(v));
+    sched_quote(s, strlen(s), q, sizeof(q));
+    return kfail_at(k, v, SCHED_EINVAL, "%s.%s: expected true or false, not \"%s\"", field, key, q);
 }
 
 /* The entry of a named list (clusters, users, contexts) called `name`: its inner mapping
@@ -262,25 +235,26 @@ static int find_named(struct kcfg *k, yaml_node_t *root, const char *list, const
     sched_quote(name, strlen(name), q, sizeof(q));
     yaml_node_t *seq = map_get(k, root, list);
     if (seq && seq->type != YAML_SEQUENCE_NODE)
-        return kfail(k, SCHED_EINVAL, "%s: expected a list (line %zu)", list,
-                     seq->start_mark.line + 1);
+        return kfail_at(k, seq, SCHED_EINVAL, "%s: expected a list, got %s", list,
+                        ydoc_kind_name(ydoc_kind(seq)));
     if (seq) {
         int i = 0;
         for (yaml_node_item_t *it = seq->data.sequence.items.start;
              it < seq->data.sequence.items.top; it++, i++) {
-            yaml_node_t *e = node(k, *it);
+            yaml_node_t *e = ydoc_node(&k->y, *it);
             const char *n = NULL;
             char field[64];
             snprintf(field, sizeof(field), "%s[%d]", list, i);
             if (!e || e->type != YAML_MAPPING_NODE)
-                return kfail(k, SCHED_EINVAL, "%s: expected a mapping", field);
+                return kfail_at(k, e, SCHED_EINVAL, "%s: expected a mapping", field);
             int rc = get_str(k, e, "name", field, &n);
             if (rc)
                 return rc;
             if (n && !strcmp(n, name)) {
                 yaml_node_t *in = map_get(k, e, inner);
                 if (!in || in->type != YAML_MAPPING_NODE)
-                    return kfail(k, SCHED_EINVAL, "%s.%s: missing or not a mapping", field, inner);
+                    return kfail_at(k, in ? in : e, SCHED_EINVAL, "%s.%s: missing or not a mapping",
+                                    field, inner);
                 *out = in;
                 *index = i;
                 return 0;
@@ -355,35 +329,23 @@ static int pem_pair(struct kcfg *k, yaml_node_t *m, const char *field, const cha
     return 0;
 }
 
-/* Parses k->file's text into k->doc (a mapping at the top); the caller deletes k->doc when this
- * returns 0. */
+/* Parses k->file's text into k->y (config/yaml_doc.h: nesting guard, syntax errors with
+ * file:line:column), its root a mapping in k->root; the caller closes k->y either way. */
 static int parse_doc(struct kcfg *k, const char *data, size_t len)
 {
-    int rc = config_yaml_guard(k->file, data, len, CONFIG_YAML_MAX_DEPTH, k->eb);
+    int rc = ydoc_open(&k->y, k->file, data, len, YDOC_MAX_DEPTH, k->eb);
+    if (!rc)
+        rc = ydoc_next(&k->y, &k->root);
+    if (rc == SCHED_EINVAL) { /* name the file as a kubeconfig, as every message here does */
+        char msg[SCHED_ERRBUF];
+        snprintf(msg, sizeof(msg), "%s", k->eb ? k->eb->msg : "");
+        return sched_fail(k->eb, rc, "kubeconfig %s", msg);
+    }
     if (rc)
         return rc;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return kfail(k, SCHED_ENOMEM, "out of memory");
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
-    if (!yaml_parser_load(&p, &k->doc)) {
-        size_t line = p.problem_mark.line + 1, col = p.problem_mark.column + 1;
-        rc = p.error == YAML_MEMORY_ERROR
-                 ? kfail(k, SCHED_ENOMEM, "out of memory")
-                 : sched_fail(k->eb, SCHED_EINVAL,
-                              "kubeconfig %s:%zu:%zu: YAML syntax error: %s%s%s%s", k->file, line,
-                              col, p.problem ? p.problem : "unknown problem", p.context ? " (" : "",
-                              p.context ? p.context : "", p.context ? ")" : "");
-        yaml_parser_delete(&p);
-        return rc;
-    }
-    yaml_parser_delete(&p);
-    yaml_node_t *root = yaml_document_get_root_node(&k->doc);
-    if (!root || root->type != YAML_MAPPING_NODE) {
-        yaml_document_delete(&k->doc);
+    if (!k->root || k->root->type != YAML_MAPPING_NODE)
         return kfail(k, SCHED_EINVAL,
                      "expected a mapping at the top (apiVersion: v1, kind: Config)");
-    }
     return 0;
 }
 
@@ -393,8 +355,7 @@ static int find_first(struct kcfg *ks, int n, const char *list, const char *inne
                       const char *why, struct kcfg **kout, yaml_node_t **out, int *index)
 {
     for (int i = 0; i < n; i++) {
-        int rc = find_named(&ks[i], yaml_document_get_root_node(&ks[i].doc), list, inner, name, why,
-                            out, index);
+        int rc = find_named(&ks[i], ks[i].root, list, inner, name, why, out, index);
         if (rc != SCHED_ENOENT) {
             *kout = &ks[i];
             return rc;
@@ -417,8 +378,7 @@ static int resolve(struct kcfg *ks, int n)
     struct kcfg *k = &ks[0], *kx, *kc, *ku = NULL;
     const char *cur = NULL;
     for (int i = 0; i < n && !(cur && *cur); i++) {
-        int rc =
-            get_str(&ks[i], yaml_document_get_root_node(&ks[i].doc), "current-context", "", &cur);
+        int rc = get_str(&ks[i], ks[i].root, "current-context", "", &cur);
         if (rc)
             return rc;
     }
@@ -513,7 +473,7 @@ static int load_files(const char *const *paths, int n, struct kube_auth **out,
 {
     struct kcfg ks[KUBECONFIG_MAX_FILES];
     struct kube_auth *a = calloc(1, sizeof(*a));
-    int parsed = 0, rc = a ? 0 : sched_fail(eb, SCHED_ENOMEM, "kubeconfig: out of memory");
+    int rc = a ? 0 : sched_fail(eb, SCHED_ENOMEM, "kubeconfig: out of memory");
     memset(ks, 0, sizeof(ks));
     for (int i = 0; i < n && !rc; i++) {
         const char *path = paths[i];
@@ -534,15 +494,14 @@ static int load_files(const char *const *paths, int n, struct kube_auth **out,
         k->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
         if (!k->dir)
             rc = sched_fail(eb, SCHED_ENOMEM, "kubeconfig %s: out of memory", path);
-        else if ((rc = parse_doc(k, data, len)) == 0)
-            parsed = i + 1;
+        else
+            rc = parse_doc(k, data, len);
         free(data);
     }
     if (!rc)
         rc = resolve(ks, n);
     for (int i = 0; i < n; i++) {
-        if (i < parsed)
-            yaml_document_delete(&ks[i].doc);
+        ydoc_close(&ks[i].y);
         free(ks[i].dir);
     }
     if (rc) {

@@ -9,10 +9,10 @@
 #include "sched/core/annot.h"
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
+#include "sched/k8s/nodes.h"
 #include "sched/kube/claims.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
-#include "sched/sim/nodes.h"
 
 struct kassume {
     char *node;
@@ -22,7 +22,7 @@ struct kassume {
 
 struct kcache {
     char *scheduler;
-    struct strmap nodes;   /* name -> cJSON* (a copy of the Node) */
+    struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
     struct strmap pods;    /* "ns/name" -> struct kpod* */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
@@ -73,7 +73,7 @@ void kcache_free(struct kcache *c)
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&c->nodes, &i, &k, &v);)
-        cJSON_Delete(v);
+        nodes_rec_free(v);
     for (size_t i = 0; strmap_next(&c->pods, &i, &k, &v);)
         kobj_pod_free(v);
     for (size_t i = 0; strmap_next(&c->pgs, &i, &k, &v);)
@@ -96,42 +96,6 @@ void kcache_free(struct kcache *c)
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-static const cJSON *field(const cJSON *o, const char *a, const char *b)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
-    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
-}
-
-static bool same_json(const cJSON *x, const cJSON *y)
-{
-    return (!x && !y) || (x && y && cJSON_Compare(x, y, 1));
-}
-
-/* Equal in everything a node contributes to scheduling: labels, annotations, spec, allocatable,
- * capacity and the statuses of its conditions (not their heartbeat times). */
-static bool node_same(const cJSON *a, const cJSON *b)
-{
-    if (!same_json(field(a, "metadata", "labels"), field(b, "metadata", "labels")) ||
-        !same_json(field(a, "metadata", "annotations"), field(b, "metadata", "annotations")) ||
-        !same_json(field(a, "spec", NULL), field(b, "spec", NULL)) ||
-        !same_json(field(a, "status", "allocatable"), field(b, "status", "allocatable")) ||
-        !same_json(field(a, "status", "capacity"), field(b, "status", "capacity")))
-        return false;
-    const cJSON *ca = field(a, "status", "conditions"), *cb = field(b, "status", "conditions");
-    int n = cJSON_GetArraySize(ca);
-    if (n != cJSON_GetArraySize(cb))
-        return false;
-    for (int k = 0; k < n; k++) {
-        const char *ta = kobj_str(cJSON_GetArrayItem(ca, k), "type");
-        const char *tb = kobj_str(cJSON_GetArrayItem(cb, k), "type");
-        const char *sa = kobj_str(cJSON_GetArrayItem(ca, k), "status");
-        const char *sb = kobj_str(cJSON_GetArrayItem(cb, k), "status");
-        if (!ta || !tb || !sa || !sb || strcmp(ta, tb) != 0 || strcmp(sa, sb) != 0)
-            return false;
-    }
-    return true;
-}
-
 int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     const char *name = kobj_str(obj, "metadata.name");
@@ -139,24 +103,32 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "node without metadata.name skipped");
         return 0;
     }
-    void *old = NULL;
-    if (deleted) {
-        old = strmap_del(&c->nodes, name);
-    } else {
-        cJSON *copy = cJSON_Duplicate(obj, 1);
-        if (!copy || strmap_put(&c->nodes, name, copy, &old) != 0) {
-            cJSON_Delete(copy);
-            return SCHED_ENOMEM;
-        }
-        /* a status heartbeat that changes nothing the scheduler reads is not a change */
-        if (old && node_same(old, copy)) {
-            cJSON_Delete(old);
-            return 0;
-        }
+    struct nodes_rec *r = NULL;
+    if (!deleted) {
+        char src[300];
+        snprintf(src, sizeof(src), "node %s", name);
+        struct sched_errbuf eb;
+        int rc = nodes_decode(obj, src, &r, &eb);
+        if (rc == SCHED_ENOMEM)
+            return rc;
+        if (rc) /* a node the scheduler cannot read is treated as gone */
+            LOG_WARN("kube", "node left out: error=%s", eb.msg);
     }
-    if (old || !deleted)
+    void *old = NULL;
+    if (!r)
+        old = strmap_del(&c->nodes, name);
+    else if (strmap_put(&c->nodes, name, r, &old) != 0) {
+        nodes_rec_free(r);
+        return SCHED_ENOMEM;
+    }
+    /* a status heartbeat that changes nothing the scheduler reads is not a change */
+    if (old && r && nodes_rec_same(old, r)) {
+        nodes_rec_free(old);
+        return 0;
+    }
+    if (old || r)
         c->nodes_dirty = c->dirty = true;
-    cJSON_Delete(old);
+    nodes_rec_free(old);
     return 0;
 }
 
@@ -384,7 +356,8 @@ void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct 
 
 const char *kcache_node_uid(const struct kcache *c, const char *name)
 {
-    return kobj_str(strmap_get(&c->nodes, name), "metadata.uid");
+    const struct nodes_rec *r = strmap_get(&c->nodes, name);
+    return r ? r->uid : NULL;
 }
 
 const struct kpg *kcache_pg(const struct kcache *c, const char *key)
@@ -404,8 +377,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Rebuilds the cluster from the node objects, sorted by name (the same nodes always give the
- * same indices). A node that fails to decode is left out, with a warning naming it. */
+/* Rebuilds the cluster from the decoded nodes, sorted by name (the same nodes always give the
+ * same indices). */
 static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
 {
     size_t n = c->nodes.n;
@@ -421,19 +394,12 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
     for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
         names[k++] = key;
     qsort(names, k, sizeof(*names), cmp_str);
-    for (size_t i = 0; i < k; i++) {
-        char src[300];
-        snprintf(src, sizeof(src), "node %s", names[i]);
-        struct sched_errbuf e2;
-        int rc = nodes_add_object(cl, strmap_get(&c->nodes, names[i]), src, &e2);
-        if (rc == SCHED_ENOMEM) {
+    for (size_t i = 0; i < k; i++)
+        if (nodes_rec_add(cl, strmap_get(&c->nodes, names[i])) != 0) {
             free(names);
             cluster_free(cl);
-            return rc;
+            return SCHED_ENOMEM;
         }
-        if (rc != 0)
-            LOG_WARN("kube", "node left out: error=%s", e2.msg);
-    }
     free(names);
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
         cluster_free(cl);
@@ -566,7 +532,11 @@ struct builder {
     struct kcache_build *out;
     struct node_state *state;
     int64_t *usage;
-    uint32_t n_flavors;
+    uint32_t n_flavors, n_queues;
+    int64_t now_ms;
+    struct strmap claim_why; /* pending pod key -> why its claims keep it from placement */
+    struct strmap groups;    /* group key -> struct group* */
+    struct strmap foreign;   /* native group key -> a pending member of another scheduler */
 };
 
 static int add_waiting(struct builder *b, const struct group *g, const char *queue,
@@ -594,38 +564,28 @@ static int add_waiting(struct builder *b, const struct group *g, const char *que
 static int gang_annotations(const struct group *g, const struct kpod *first, struct arena *a,
                             struct kv **out, uint32_t *n)
 {
-    struct kv *pa = NULL, *ma = NULL;
-    uint32_t np = 0, nm = 0;
-    if (g->pg && kobj_annotations(g->pg->obj, a, &pa, &np) != 0)
-        return SCHED_ENOMEM;
-    if (first && first->obj && kobj_annotations(first->obj, a, &ma, &nm) != 0)
-        return SCHED_ENOMEM;
-    const cJSON *nt = NULL;
-    if (g->pg && g->pg->api == KPG_VOLCANO)
-        nt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g->pg->obj, "spec"),
-                                              "networkTopology");
+    const struct kpg *pg = g->pg;
+    const struct kpod_spec *fs = first ? first->spec : NULL;
+    uint32_t np = pg ? pg->n_ann : 0, nm = fs ? fs->n_ann : 0;
     struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < np; i++)
-        all[k++] = pa[i];
-    if (g->pg && g->pg->topology_key) /* native: the constraint's node label as required level */
+        all[k++] = pg->ann[i];
+    if (pg && pg->topology_key) /* native: the constraint's node label as required level */
         all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-required-topology",
-                               .value = g->pg->topology_key};
-    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(nt, "mode");
-    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(nt, "highestTierAllowed");
-    if (cJSON_IsString(mode))
-        all[k++] =
-            (struct kv){.key = "volcano.sh/network-topology-mode", .value = mode->valuestring};
-    if (cJSON_IsNumber(tier)) {
-        char *t = arena_printf(a, "%d", tier->valueint);
+                               .value = pg->topology_key};
+    if (pg && pg->nt_mode)
+        all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode", .value = pg->nt_mode};
+    if (pg && pg->has_nt_tier) {
+        char *t = arena_printf(a, "%d", pg->nt_tier);
         if (!t)
             return SCHED_ENOMEM;
         all[k++] = (struct kv){.key = "volcano.sh/network-topology-highest-tier", .value = t};
     }
     for (uint32_t i = 0; i < nm; i++)
-        all[k++] = ma[i];
+        all[k++] = fs->ann[i];
     *out = all;
     *n = k;
     return 0;
@@ -659,15 +619,18 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             set_of[gg->n_sets] = i; /* first member of set s */
             struct podset *ps = &gg->sets[gg->n_sets++];
             ps->req = p->req;
-            if (p->obj) {
-                struct sched_errbuf eb;
-                int rc = kobj_podset(p->obj, p->key, a, ps, &eb);
-                if (rc == SCHED_ENOMEM)
-                    return rc;
-                if (rc) {
-                    *why = arena_strdup(a, eb.msg);
-                    return SCHED_EINVAL;
-                }
+            const struct kpod_spec *sp = p->spec; /* decoded with the pod (objects.h) */
+            if (sp && sp->err) {
+                *why = sp->err;
+                return SCHED_EINVAL;
+            }
+            if (sp) {
+                ps->node_selector = sp->node_selector;
+                ps->n_node_selector = sp->n_node_selector;
+                ps->tolerations = sp->tolerations;
+                ps->n_tolerations = sp->n_tolerations;
+                ps->affinity = sp->affinity;
+                ps->n_affinity = sp->n_affinity;
             }
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
@@ -778,10 +741,11 @@ static void account_usage(struct builder *b)
         }
 }
 
-int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,
-                 int64_t now_ms, struct arena *a, struct kcache_build *out, struct sched_errbuf *eb)
+/* The cluster, the per-node state and the usage array of a build. */
+static int build_start(struct builder *b, struct sched_errbuf *eb)
 {
-    memset(out, 0, sizeof(*out));
+    struct kcache *c = b->c;
+    const struct config *cfg = b->cfg;
     if (!c->cluster || c->nodes_dirty || (cfg ? cfg->version : 0) != c->cluster_cfg) {
         int rc = rebuild_cluster(c, cfg, eb);
         if (rc)
@@ -789,52 +753,46 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
     }
     c->dirty = false;
     const struct cluster *cl = c->cluster;
-    struct builder b = {.c = c, .cfg = cfg, .pol = pol, .a = a, .out = out};
-    b.n_flavors = cfg ? cfg->n_flavors : 1;
-    uint32_t n_queues = cfg ? cfg->n_queues : 0;
-    b.state = arena_calloc(a, cl->n_nodes ? cl->n_nodes : 1, sizeof(*b.state));
-    b.usage = arena_calloc(a, (size_t)(n_queues ? n_queues : 1) * b.n_flavors * RES_MAX,
-                           sizeof(*b.usage));
-    if (!b.state || !b.usage)
+    b->n_flavors = cfg ? cfg->n_flavors : 1;
+    b->n_queues = cfg ? cfg->n_queues : 0;
+    b->state = arena_calloc(b->a, cl->n_nodes ? cl->n_nodes : 1, sizeof(*b->state));
+    b->usage = arena_calloc(b->a, (size_t)(b->n_queues ? b->n_queues : 1) * b->n_flavors * RES_MAX,
+                            sizeof(*b->usage));
+    if (!b->state || !b->usage)
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < cl->n_nodes; i++)
-        b.state[i].release_ms = INT64_MAX; /* no declared run times in a real cluster */
-    /* ResourceClaims first: a pod's GPUs include its claims' (usage and placement) */
-    struct strmap claim_why; /* pending pod key -> why its claims keep it from placement */
-    strmap_init(&claim_why);
-    {
-        const char *pk;
-        void *pv;
-        for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
-            struct kpod *p = pv;
-            const char *cw =
-                p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, a) : NULL;
-            if (cw && p->ours && !p->node && strmap_put(&claim_why, pk, (void *)cw, NULL)) {
-                strmap_fini(&claim_why);
-                return SCHED_ENOMEM;
-            }
-        }
-    }
-    account_usage(&b);
-    for (uint32_t i = 0; i < cl->n_nodes; i++)
-        if (b.state[i].used.v[RES_PODS] == 0)
-            b.state[i].release_ms = 0;
+        b->state[i].release_ms = INT64_MAX; /* no declared run times in a real cluster */
+    return 0;
+}
 
-    /* groups of this scheduler's pods; native groups with a pending member of another
-     * scheduler (upstream: every pod of a group has the same schedulerName) */
-    struct strmap groups, foreign;
-    strmap_init(&groups);
-    strmap_init(&foreign);
-    int rc = 0;
+/* ResourceClaims first: a pod's GPUs include its claims' (usage and placement). */
+static int claim_demands(struct builder *b)
+{
+    struct kcache *c = b->c;
+    const char *pk;
+    void *pv;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
+        struct kpod *p = pv;
+        const char *cw =
+            p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
+        if (cw && p->ours && !p->node && strmap_put(&b->claim_why, pk, (void *)cw, NULL))
+            return SCHED_ENOMEM;
+    }
+    return 0;
+}
+
+/* Groups of this scheduler's pods; native groups with a pending member of another scheduler
+ * (upstream: every pod of a group has the same schedulerName). */
+static int group_pods(struct builder *b)
+{
+    struct kcache *c = b->c;
     const char *key;
     void *v;
     for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
         struct kpod *p = v;
         if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
-            !strmap_get(&foreign, p->group) && strmap_put(&foreign, p->group, p->name, NULL)) {
-            rc = SCHED_ENOMEM;
-            goto done;
-        }
+            !strmap_get(&b->foreign, p->group) && strmap_put(&b->foreign, p->group, p->name, NULL))
+            return SCHED_ENOMEM;
     }
     for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
         struct kpod *p = v;
@@ -851,16 +809,14 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group) : NULL;
         if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
             gk = p->key;
-        struct group *g = strmap_get(&groups, gk);
+        struct group *g = strmap_get(&b->groups, gk);
         if (!g) {
-            g = arena_calloc(a, 1, sizeof(*g));
-            if (!g || !(g->key = arena_strdup(a, gk)) || strmap_put(&groups, gk, g, NULL)) {
-                rc = SCHED_ENOMEM;
-                goto done;
-            }
+            g = arena_calloc(b->a, 1, sizeof(*g));
+            if (!g || !(g->key = arena_strdup(b->a, gk)) || strmap_put(&b->groups, gk, g, NULL))
+                return SCHED_ENOMEM;
             g->named = p->group != NULL && gk == p->group;
             g->pg = g->named ? pg : NULL;
-            g->foreign = g->named && p->native ? strmap_get(&foreign, gk) : NULL;
+            g->foreign = g->named && p->native ? strmap_get(&b->foreign, gk) : NULL;
         }
         if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
             g->kueue_total = p->group_total;
@@ -868,202 +824,198 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             g->n_bound_live++;
         else if (bound && !terminal)
             g->n_bound_dying++;
-        if ((rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
-                        : push(&g->pending, &g->n_pending, &g->cap_pending, p)))
-            goto done;
+        int rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
+                       : push(&g->pending, &g->n_pending, &g->cap_pending, p);
+        if (rc)
+            return rc;
     }
-    size_t n_groups = groups.n;
-    struct group **gv = arena_calloc(a, n_groups ? n_groups : 1, sizeof(*gv));
-    out->gangs = arena_calloc(a, n_groups * 2 + 1, sizeof(*out->gangs));
-    out->waiting = arena_calloc(a, n_groups + 1, sizeof(*out->waiting));
-    if (!gv || !out->gangs || !out->waiting) {
-        rc = SCHED_ENOMEM;
-        goto done;
+    return 0;
+}
+
+/* A group's queue: its name (label or default), whether it names a Kueue LocalQueue, the
+ * group's namespace, the configuration's index (-1: none) and the name a job row shows. */
+struct gqueue {
+    const char *name;
+    bool kueue;
+    char ns[KOBJ_KEY_MAX];
+    int q;
+    const char *shown;
+};
+
+static void queue_of(const struct builder *b, const struct group *g, struct gqueue *gq)
+{
+    const struct config *cfg = b->cfg;
+    gq->name = group_queue(g, cfg, &gq->kueue);
+    const char *slash = strchr(g->key, '/');
+    snprintf(gq->ns, sizeof(gq->ns), "%.*s", slash ? (int)(slash - g->key) : 0, g->key);
+    gq->q = !gq->name || !cfg ? -1
+            : gq->kueue       ? config_local_queue(cfg, gq->ns, gq->name)
+                              : config_queue_index(cfg, gq->name);
+    /* the queue a waiting gang's job row names: the configuration's, else its label */
+    gq->shown = gq->q >= 0 && cfg ? cfg->queues[gq->q].name : gq->name;
+}
+
+/* Why a pending group cannot be offered to the core (its reason; *msg from the arena, NULL out
+ * of memory), or NULL when it can. */
+static const char *why_waiting(struct builder *b, const struct group *g, const struct gqueue *gq,
+                               const char **msg)
+{
+    struct arena *a = b->a;
+    const struct config *cfg = b->cfg;
+    uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
+    /* native, scheduled once: a raised minCount never evicts running pods */
+    if (g->pg && g->pg->initially_scheduled && g->n_bound_live > 0 && g->n_bound_live < min)
+        min = g->n_bound_live;
+    const char *cw = NULL; /* a member's ResourceClaims (sched/kube/dra.h) */
+    for (uint32_t m = 0; m < g->n_pending && !cw; m++)
+        cw = strmap_get(&b->claim_why, g->pending[m]->key);
+    if (g->named && !g->pg && !g->kueue_total)
+        return *msg = arena_printf(a, "pods name podgroup %s, which does not exist (yet)", g->key),
+               "PodGroupNotFound";
+    if (cw)
+        return *msg = arena_strdup(a, cw),
+               strstr(cw, "resourceclaim ") == cw ? "InvalidSpec" : "WaitingForResourceClaim";
+    if (g->foreign)
+        return *msg = arena_printf(a,
+                                   "all pods of pod group %s should have the same "
+                                   ".spec.schedulerName; pod %s has another: its pods are left "
+                                   "alone",
+                                   g->key, g->foreign),
+               "SchedulerError";
+    /* bound and pending members are judged together: pending ones join bound ones only when
+     * those make a whole gang already (an elastic gang grows); below minMember the bound ones
+     * are torn down first (lifecycle.c) */
+    if (g->n_bound_live > 0 && g->n_bound_live < min)
+        return *msg = arena_printf(a,
+                                   "%u of minMember %u members are bound; they are deleted "
+                                   "before the gang is placed again (a gang starts whole)",
+                                   g->n_bound_live, min),
+               "PartialGang";
+    if (g->n_bound_live == 0 && g->n_bound_dying > 0)
+        return *msg = arena_printf(a, "%u member(s) of an earlier attempt are still terminating",
+                                   g->n_bound_dying),
+               "WaitingForTeardown";
+    if (g->n_pending + g->n_bound_live < min)
+        return *msg = arena_printf(a, "%u of minMember %u pods exist",
+                                   g->n_pending + g->n_bound_live, min),
+               "WaitingForPods";
+    if (gq->kueue && gq->q < 0)
+        return *msg = arena_printf(a,
+                                   "Kueue LocalQueue %s/%s is not mapped to a queue "
+                                   "(queues[].localQueues in the configuration) and no queue "
+                                   "has its name",
+                                   gq->ns, gq->name),
+               "UnmappedLocalQueue";
+    if (gq->q >= 0 && !config_queue_admits(cfg, (uint32_t)gq->q, gq->ns))
+        return *msg = arena_printf(a,
+                                   "namespace %s may not submit to queue %s (queues[].namespaces "
+                                   "in the configuration)",
+                                   gq->ns, cfg->queues[gq->q].name),
+               "NamespaceNotAllowed";
+    if (gq->name && gq->q < 0)
+        return *msg = arena_printf(a, "queue \"%s\" is not in the configuration", gq->name),
+               "UnknownQueue";
+    if (!gq->name)
+        return *msg = arena_printf(a, "no queue label (gangsched.io/queue or "
+                                      "kueue.x-k8s.io/queue-name) and no default queue"),
+               "NoQueue";
+    return NULL;
+}
+
+/* One group's gang (pending: pass 0, running: pass 1), or its waiting entry. */
+static int offer_group(struct builder *b, struct group *g, int pass)
+{
+    uint32_t n = pass == 0 ? g->n_pending : g->n_bound;
+    struct kpod **members = pass == 0 ? g->pending : g->bound;
+    if (n == 0)
+        return 0;
+    qsort(members, n, sizeof(*members), cmp_pod);
+    struct gqueue gq;
+    queue_of(b, g, &gq);
+    if (pass == 0) {
+        const char *msg = NULL, *reason = why_waiting(b, g, &gq, &msg);
+        if (reason)
+            return add_waiting(b, g, gq.shown, reason, msg);
+    } else {
+        bool done = true; /* every member Succeeded: the gang finished */
+        for (uint32_t m = 0; m < n && done; m++)
+            done = members[m]->phase == KPOD_SUCCEEDED;
+        if (done)
+            return 0;
     }
+    if (pass == 0 && g->pg && knative_is(g->pg->api))
+        n = g->n_bound_live == 0 ? (n < min_of(g) ? n : min_of(g)) : 1;
+    int q = gq.q;
+    if (pass == 1 && q < 0) {
+        q = 0; /* still charged somewhere: usage must not vanish with a config edit */
+        if (!b->cfg || b->cfg->n_queues == 0)
+            return 0;
+    }
+    struct kcache_build *out = b->out;
+    struct kgang *kg = &out->gangs[out->n_gangs];
+    const char *why = NULL;
+    int rc = make_gang(b, kg, g, members, n, (uint32_t)q, pass == 1, &why);
+    if (rc == SCHED_EINVAL) {
+        memset(kg, 0, sizeof(*kg));
+        return pass == 0 ? add_waiting(b, g, gq.shown, "InvalidSpec", why) : 0;
+    }
+    if (rc)
+        return rc;
+    kg->gang.id = out->n_gangs++;
+    if (pass == 0)
+        out->n_pending++;
+    return 0;
+}
+
+/* Pending gangs first (their ids index out->gangs), then running ones, groups by key. */
+static int offer_groups(struct builder *b)
+{
+    size_t n_groups = b->groups.n;
+    struct group **gv = arena_calloc(b->a, n_groups ? n_groups : 1, sizeof(*gv));
+    b->out->gangs = arena_calloc(b->a, n_groups * 2 + 1, sizeof(*b->out->gangs));
+    b->out->waiting = arena_calloc(b->a, n_groups + 1, sizeof(*b->out->waiting));
+    if (!gv || !b->out->gangs || !b->out->waiting)
+        return SCHED_ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; strmap_next(&groups, &i, &key, &v);)
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&b->groups, &i, &key, &v);)
         gv[k++] = v;
     qsort(gv, k, sizeof(*gv), cmp_group);
-
-    /* pending gangs first (their ids index out->gangs), then running ones */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < k; i++) {
-            struct group *g = gv[i];
-            uint32_t n = pass == 0 ? g->n_pending : g->n_bound;
-            struct kpod **members = pass == 0 ? g->pending : g->bound;
-            if (n == 0)
-                continue;
-            qsort(members, n, sizeof(*members), cmp_pod);
-            bool kueue;
-            const char *qname = group_queue(g, cfg, &kueue);
-            char gns[KOBJ_KEY_MAX];
-            const char *slash = strchr(g->key, '/');
-            snprintf(gns, sizeof(gns), "%.*s", slash ? (int)(slash - g->key) : 0, g->key);
-            int q = !qname || !cfg ? -1
-                    : kueue        ? config_local_queue(cfg, gns, qname)
-                                   : config_queue_index(cfg, qname);
-            /* the queue a waiting gang's job row names: the configuration's, else its label */
-            const char *wq = q >= 0 && cfg ? cfg->queues[q].name : qname;
-            if (pass == 0) {
-                uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
-                if (g->named && !g->pg && !g->kueue_total) {
-                    rc = add_waiting(&b, g, wq, "PodGroupNotFound",
-                                     arena_printf(a,
-                                                  "pods name podgroup %s, which does not "
-                                                  "exist (yet)",
-                                                  g->key));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                const char *cw = NULL; /* a member's ResourceClaims (sched/kube/dra.h) */
-                for (uint32_t m = 0; m < g->n_pending && !cw; m++)
-                    cw = strmap_get(&claim_why, g->pending[m]->key);
-                if (cw) {
-                    bool invalid = strstr(cw, "resourceclaim ") == cw;
-                    rc = add_waiting(&b, g, wq, invalid ? "InvalidSpec" : "WaitingForResourceClaim",
-                                     arena_strdup(a, cw));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (g->foreign) {
-                    rc = add_waiting(&b, g, wq, "SchedulerError",
-                                     arena_printf(a,
-                                                  "all pods of pod group %s should have the same "
-                                                  ".spec.schedulerName; pod %s has another: its "
-                                                  "pods are left alone",
-                                                  g->key, g->foreign));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                /* native, scheduled once: a raised minCount never evicts running pods */
-                if (g->pg && g->pg->initially_scheduled && g->n_bound_live > 0 &&
-                    g->n_bound_live < min)
-                    min = g->n_bound_live;
-                /* bound and pending members are judged together: pending ones join bound
-                 * ones only when those make a whole gang already (an elastic gang grows);
-                 * below minMember the bound ones are torn down first (lifecycle.c) */
-                if (g->n_bound_live > 0 && g->n_bound_live < min) {
-                    rc = add_waiting(&b, g, wq, "PartialGang",
-                                     arena_printf(a,
-                                                  "%u of minMember %u members are bound; they "
-                                                  "are deleted before the gang is placed "
-                                                  "again (a gang starts whole)",
-                                                  g->n_bound_live, min));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (g->n_bound_live == 0 && g->n_bound_dying > 0) {
-                    rc = add_waiting(&b, g, wq, "WaitingForTeardown",
-                                     arena_printf(a,
-                                                  "%u member(s) of an earlier attempt are "
-                                                  "still terminating",
-                                                  g->n_bound_dying));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (g->n_pending + g->n_bound_live < min) {
-                    rc = add_waiting(&b, g, wq, "WaitingForPods",
-                                     arena_printf(a, "%u of minMember %u pods exist",
-                                                  g->n_pending + g->n_bound_live, min));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (kueue && q < 0) {
-                    rc = add_waiting(&b, g, wq, "UnmappedLocalQueue",
-                                     arena_printf(a,
-                                                  "Kueue LocalQueue %s/%s is not mapped to a "
-                                                  "queue (queues[].localQueues in the "
-                                                  "configuration) and no queue has its name",
-                                                  gns, qname));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (q >= 0 && !config_queue_admits(cfg, (uint32_t)q, gns)) {
-                    rc = add_waiting(&b, g, wq, "NamespaceNotAllowed",
-                                     arena_printf(a,
-                                                  "namespace %s may not submit to queue %s "
-                                                  "(queues[].namespaces in the configuration)",
-                                                  gns, cfg->queues[q].name));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-                if (!qname || q < 0) {
-                    rc = add_waiting(
-                        &b, g, wq, qname ? "UnknownQueue" : "NoQueue",
-                        qname ? arena_printf(a, "queue \"%s\" is not in the configuration", qname)
-                              : arena_printf(a, "no queue label (gangsched.io/queue or "
-                                                "kueue.x-k8s.io/queue-name) and no default "
-                                                "queue"));
-                    if (rc)
-                        goto done;
-                    continue;
-                }
-            } else {
-                bool done = true; /* every member Succeeded: the gang finished */
-                for (uint32_t m = 0; m < n && done; m++)
-                    done = members[m]->phase == KPOD_SUCCEEDED;
-                if (done)
-                    continue;
-            }
-            if (pass == 0 && g->pg && knative_is(g->pg->api))
-                n = g->n_bound_live == 0 ? (n < min_of(g) ? n : min_of(g)) : 1;
-            if (pass == 1 && q < 0) {
-                q = 0; /* still charged somewhere: usage must not vanish with a config edit */
-                if (!cfg || cfg->n_queues == 0)
-                    continue;
-            }
-            struct kgang *kg = &out->gangs[out->n_gangs];
-            const char *why = NULL;
-            rc = make_gang(&b, kg, g, members, n, (uint32_t)q, pass == 1, &why);
-            if (rc == SCHED_EINVAL && pass == 0) {
-                memset(kg, 0, sizeof(*kg));
-                if ((rc = add_waiting(&b, g, wq, "InvalidSpec", why)))
-                    goto done;
-                continue;
-            }
-            if (rc == SCHED_EINVAL) {
-                memset(kg, 0, sizeof(*kg));
-                rc = 0;
-                continue;
-            }
+            int rc = offer_group(b, gv[i], pass);
             if (rc)
-                goto done;
-            kg->gang.id = out->n_gangs++;
-            if (pass == 0)
-                out->n_pending++;
+                return rc;
         }
+    return 0;
+}
 
-    /* queue views, usage and running gangs */
-    struct sched_queue_view *views = arena_calloc(a, n_queues ? n_queues : 1, sizeof(*views));
-    struct queue *queues = arena_calloc(a, n_queues ? n_queues : 1, sizeof(*queues));
-    struct sched_running *run = arena_calloc(a, out->n_gangs - out->n_pending + 1, sizeof(*run));
-    if (!views || !queues || !run) {
-        rc = SCHED_ENOMEM;
-        goto done;
-    }
-    bool by_prio = pol ? pol->by_priority : true;
-    for (uint32_t q = 0; q < n_queues; q++) {
+/* Each queue's pending gangs in queue order. */
+static int queue_views(struct builder *b, struct sched_queue_view **out_views)
+{
+    struct kcache_build *out = b->out;
+    const struct config *cfg = b->cfg;
+    uint32_t nq = b->n_queues;
+    struct sched_queue_view *views = arena_calloc(b->a, nq ? nq : 1, sizeof(*views));
+    struct queue *queues = arena_calloc(b->a, nq ? nq : 1, sizeof(*queues));
+    if (!views || !queues)
+        return SCHED_ENOMEM;
+    bool by_prio = b->pol ? b->pol->by_priority : true;
+    for (uint32_t q = 0; q < nq; q++) {
         queues[q] = (struct queue){.name = cfg->queues[q].name,
                                    .priority = cfg->queues[q].priority,
                                    .weight = cfg->queues[q].weight};
         struct queue_list l;
         queue_list_init(&l, by_prio);
+        int rc = 0;
         for (uint32_t i = 0; i < out->n_pending && rc == 0; i++)
             if (out->gangs[i].gang.queue == q)
                 rc = queue_list_insert(&l, &out->gangs[i].gang);
-        const struct gang **items = arena_calloc(a, l.n ? l.n : 1, sizeof(*items));
+        const struct gang **items = arena_calloc(b->a, l.n ? l.n : 1, sizeof(*items));
         if (rc || !items) {
             queue_list_fini(&l);
-            rc = SCHED_ENOMEM;
-            goto done;
+            return SCHED_ENOMEM;
         }
         if (l.n)
             memcpy(items, l.items, l.n * sizeof(*items));
@@ -1071,100 +1023,137 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
             (struct sched_queue_view){.queue = &queues[q], .pending = items, .n_pending = l.n};
         queue_list_fini(&l);
     }
-    uint32_t n_run = 0;
-    for (uint32_t i = out->n_pending; i < out->n_gangs; i++) {
-        struct kgang *kg = &out->gangs[i];
-        struct sched_assign *as = arena_calloc(a, kg->gang.n_pods, sizeof(*as));
-        kg->nodes = arena_calloc(a, kg->gang.n_pods, sizeof(*kg->nodes));
-        if (!as || !kg->nodes) {
-            rc = SCHED_ENOMEM;
-            goto done;
-        }
-        uint32_t flavor = 0;
-        int64_t start = INT64_MAX;
-        for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
-            const struct kpod *p = kg->members[m];
-            const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
-            int ix = kcache_node_index(c, p->node ? p->node : am ? am->node : "");
-            as[m].node = ix >= 0 ? (uint32_t)ix : 0;
-            kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
-            as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
-            if (m == 0 && ix >= 0)
-                flavor = am ? am->flavor : pod_flavor(cfg, p, &cl->nodes[ix]);
-            /* the run started when its first member did; a member bound but not yet started
-             * (no startTime, no PodScheduled time) starts now */
-            int64_t ps = p->started_ms > 0 ? p->started_ms : now_ms;
-            if (ps < start)
-                start = ps;
-        }
-        if (cfg && flavor < cfg->n_flavors)
-            for (uint32_t m = 0; m < kg->gang.n_pods; m++)
-                for (int r = 0; r < RES_MAX; r++)
-                    b.usage[((size_t)kg->gang.queue * b.n_flavors + flavor) * RES_MAX + r] +=
-                        kg->members[m]->req.v[r];
-        int64_t ckpt = start;
-        if (kg->pg) {
-            const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(kg->pg->obj, "metadata"), "annotations");
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(ann, KOBJ_ANNOT_LAST_CKPT);
-            int64_t ms;
-            if (cJSON_IsString(t) && kobj_time(t->valuestring, &ms) == 0 && ms > ckpt)
-                ckpt = ms;
-        }
-        const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
-        /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over
-         * the queue's; a bad value keeps the queue's (it was reported at admission) */
-        struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
-                                  .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
-        if (kg->pg) {
-            struct kv *ann;
-            uint32_t n_ann;
-            struct sched_errbuf e2;
-            if (kobj_annotations(kg->pg->obj, a, &ann, &n_ann) != 0) {
-                rc = SCHED_ENOMEM;
-                goto done;
-            }
-            if (annot_run(ann, n_ann, &hints, &e2) != 0)
-                LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
-        }
-        run[n_run++] = (struct sched_running){
-            .gang = &kg->gang,
-            .pods = as,
-            .flavor = flavor,
-            .start_ms = start,
-            .last_checkpoint_ms = ckpt,
-            .restart_cost_ms = hints.restart_cost_ms,
-            .min_runtime_ms = hints.min_runtime_ms,
-            .non_preemptible = hints.non_preemptible,
-            .evicting = false,
-        };
-        for (uint32_t m = 0; m < kg->gang.n_pods; m++)
-            if (kg->members[m]->deleting)
-                run[n_run - 1].evicting = true;
+    *out_views = views;
+    return 0;
+}
+
+/* A running gang for preemption: where its members are, its flavor (usage charged to its
+ * queue), when it started, its last checkpoint and its preemption hints. */
+static int running_gang(struct builder *b, struct kgang *kg, struct sched_running *run)
+{
+    struct kcache *c = b->c;
+    const struct config *cfg = b->cfg;
+    struct sched_assign *as = arena_calloc(b->a, kg->gang.n_pods, sizeof(*as));
+    kg->nodes = arena_calloc(b->a, kg->gang.n_pods, sizeof(*kg->nodes));
+    if (!as || !kg->nodes)
+        return SCHED_ENOMEM;
+    uint32_t flavor = 0;
+    int64_t start = INT64_MAX;
+    bool evicting = false;
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
+        const struct kpod *p = kg->members[m];
+        const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
+        int ix = kcache_node_index(c, p->node ? p->node : am ? am->node : "");
+        as[m].node = ix >= 0 ? (uint32_t)ix : 0;
+        kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
+        as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
+        if (m == 0 && ix >= 0)
+            flavor = am ? am->flavor : pod_flavor(cfg, p, &c->cluster->nodes[ix]);
+        /* the run started when its first member did; a member bound but not yet started (no
+         * startTime, no PodScheduled time) starts now */
+        int64_t ps = p->started_ms > 0 ? p->started_ms : b->now_ms;
+        if (ps < start)
+            start = ps;
+        evicting |= p->deleting;
     }
-    out->views = views;
-    out->state = b.state;
-    out->snap = (struct sched_snapshot){
-        .now_ms = now_ms,
-        .cluster = cl,
-        .state = b.state,
-        .queues = views,
-        .n_queues = n_queues,
-        .policy = pol,
-        .config = cfg,
-        .usage = b.usage,
-        .verdict_every_gang = true,
-        .running = pol && pol->preempt ? run : NULL,
-        .n_running = pol && pol->preempt ? n_run : 0,
+    if (cfg && flavor < cfg->n_flavors)
+        for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+            for (int r = 0; r < RES_MAX; r++)
+                b->usage[((size_t)kg->gang.queue * b->n_flavors + flavor) * RES_MAX + r] +=
+                    kg->members[m]->req.v[r];
+    int64_t ckpt = start, ms;
+    const char *t = kobj_pg_annotation(kg->pg, KOBJ_ANNOT_LAST_CKPT);
+    if (t && kobj_time(t, &ms) == 0 && ms > ckpt)
+        ckpt = ms;
+    const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
+    /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over the
+     * queue's; a bad value keeps the queue's (it was reported at admission) */
+    struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
+                              .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
+    struct sched_errbuf e2;
+    if (kg->pg && annot_run(kg->pg->ann, kg->pg->n_ann, &hints, &e2) != 0)
+        LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
+    *run = (struct sched_running){
+        .gang = &kg->gang,
+        .pods = as,
+        .flavor = flavor,
+        .start_ms = start,
+        .last_checkpoint_ms = ckpt,
+        .restart_cost_ms = hints.restart_cost_ms,
+        .min_runtime_ms = hints.min_runtime_ms,
+        .non_preemptible = hints.non_preemptible,
+        .evicting = evicting,
     };
-done:
-    for (size_t i = 0; strmap_next(&groups, &i, &key, &v);) {
+    return 0;
+}
+
+static void build_free(struct builder *b)
+{
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&b->groups, &i, &key, &v);) {
         struct group *g = v;
         free(g->pending);
         free(g->bound);
     }
-    strmap_fini(&groups);
-    strmap_fini(&foreign);
-    strmap_fini(&claim_why);
+    strmap_fini(&b->groups);
+    strmap_fini(&b->foreign);
+    strmap_fini(&b->claim_why);
+}
+
+/* The phases of a build, after build_start: claims, usage, groups, gangs, queues, running. */
+static int build_phases(struct builder *b)
+{
+    const struct cluster *cl = b->c->cluster;
+    struct kcache_build *out = b->out;
+    int rc = claim_demands(b);
+    if (rc)
+        return rc;
+    account_usage(b);
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (b->state[i].used.v[RES_PODS] == 0)
+            b->state[i].release_ms = 0;
+    struct sched_queue_view *views = NULL;
+    if ((rc = group_pods(b)) || (rc = offer_groups(b)) || (rc = queue_views(b, &views)))
+        return rc;
+    struct sched_running *run = arena_calloc(b->a, out->n_gangs - out->n_pending + 1, sizeof(*run));
+    if (!run)
+        return SCHED_ENOMEM;
+    uint32_t n_run = 0;
+    for (uint32_t i = out->n_pending; i < out->n_gangs; i++)
+        if ((rc = running_gang(b, &out->gangs[i], &run[n_run++])))
+            return rc;
+    const struct sched_policy *pol = b->pol;
+    out->views = views;
+    out->state = b->state;
+    out->snap = (struct sched_snapshot){
+        .now_ms = b->now_ms,
+        .cluster = cl,
+        .state = b->state,
+        .queues = views,
+        .n_queues = b->n_queues,
+        .policy = pol,
+        .config = b->cfg,
+        .usage = b->usage,
+        .verdict_every_gang = true,
+        .running = pol && pol->preempt ? run : NULL,
+        .n_running = pol && pol->preempt ? n_run : 0,
+    };
+    return 0;
+}
+
+int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,
+                 int64_t now_ms, struct arena *a, struct kcache_build *out, struct sched_errbuf *eb)
+{
+    memset(out, 0, sizeof(*out));
+    struct builder b = {.c = c, .cfg = cfg, .pol = pol, .a = a, .out = out, .now_ms = now_ms};
+    int rc = build_start(&b, eb);
+    if (rc)
+        return rc;
+    strmap_init(&b.claim_why);
+    strmap_init(&b.groups);
+    strmap_init(&b.foreign);
+    rc = build_phases(&b);
+    build_free(&b);
     return rc;
 }

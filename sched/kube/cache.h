@@ -2,12 +2,14 @@
  * core each cycle.
  *
  * Owns: the decoded nodes, pods and PodGroups (fed by informer events and by the answers of
- * the driver's writes), the "assumed" pods (binds sent, not yet seen bound in a watch event, as
- * kube-scheduler assumes), the pods whose delete was sent (deleting at once), and building a
- * cycle's input from them: the cluster, per-node usage by every scheduler's pods, the pending
- * gangs of this scheduler per queue in queue order, the running gangs (for preemption) and the
- * quota usage per queue. A gang is offered to the core only when minMember pods exist, and its
- * pending members only when its bound members are none or a whole gang already.
+ * the driver's writes; each object decoded once, when it arrives, into a record: node records of
+ * sched/k8s/nodes.h, pod and PodGroup records of objects.h; no JSON tree is kept), the "assumed"
+ * pods (binds sent, not yet seen bound in a watch event, as kube-scheduler assumes), the pods whose
+ * delete was sent (deleting at once), and building a cycle's input from them: the cluster, per-node
+ * usage by every scheduler's pods, the pending gangs of this scheduler per queue in queue order,
+ * the running gangs (for preemption) and the quota usage per queue. A gang is offered to the core
+ * only when minMember pods exist, and its pending members only when its bound members are none or a
+ * whole gang already.
  *
  * Must not touch: the network, the store, the configuration file. Everything a snapshot points
  * to lives in the snapshot's arena or in the cache, and stays valid until the next event is

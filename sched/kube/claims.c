@@ -53,7 +53,7 @@ int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     }
     struct sched_errbuf eb;
-    int rc = kdra_slice_put(c->dra, obj, NULL, &eb);
+    int rc = k8s_slice_put(c->dra, obj, NULL, &eb);
     if (rc == SCHED_EINVAL) { /* the slice's devices are not counted until it is fixed */
         LOG_WARN("kube", "resourceslice skipped: error=%s", eb.msg);
         dra_inv_remove(c->dra, name);

@@ -234,8 +234,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
          * only while the installed CRD keeps them (deploy/crds declares them, the upstream CRD
          * does not and a server prunes them silently: seen in the answer, then not sent) */
         cJSON_AddStringToObject(status, "phase", phase);
-        const cJSON *pst = cJSON_GetObjectItemCaseSensitive(pg->obj, "status");
-        if (!cJSON_GetObjectItemCaseSensitive(pst, "scheduleStartTime"))
+        if (!pg->has_start_time)
             cJSON_AddStringToObject(status, "scheduleStartTime", kdrv_rfc3339(now, t, sizeof(t)));
         if (!d->xk8s_no_conditions) {
             kobj_format_time(now, t, sizeof(t));
@@ -267,7 +266,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
         cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
         /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
          * just waits for the next write) */
-        cJSON *obj = cJSON_Duplicate(pg->obj, 1);
+        cJSON *obj = cJSON_Parse(pg->raw ? pg->raw : "{}");
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
         cJSON_AddItemToObject(obj, "status", status);
         snprintf(path, sizeof(path),

@@ -7,6 +7,11 @@
  *
  * Synthetic DELETED events (objects gone after a relist) carry a minimal object: metadata with
  * namespace (when namespaced), name, resourceVersion and uid as last seen.
+ *
+ * A list page is not parsed whole: its envelope is scanned for the members "metadata" (parsed:
+ * the continue token and resourceVersion) and "items" (kept as text); each item is then parsed,
+ * handed to the callback and freed before the next, so no tree of a whole page (500 pods) is
+ * ever built and the next page is asked for before any item is parsed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,11 +239,12 @@ struct kube_informer {
     struct kube_framer fr;
     int depth;
     bool dead;
-    /* A parsed list page whose successor is already requested: applied on the loop's next turn
-     * (the apply handle), or first thing when the next response arrives, so the server makes
-     * page N+1 while page N is decoded (in order: a page is never applied after its successor).
-     * Owned here; freed by inf_release. */
-    cJSON *held;
+    /* The items of a list page (the JSON text of its array) whose successor is already
+     * requested: applied on the loop's next turn (the apply handle), or first thing when the
+     * next response arrives, so the server makes page N+1 while page N is decoded (in order: a
+     * page is never applied after its successor). Owned here; freed by inf_release. */
+    char *held;
+    size_t held_len;
     uv_idle_t apply;
     int open_handles; /* timer and apply: the informer is freed when both are closed */
 };
@@ -502,38 +508,129 @@ static void list_complete(struct kube_informer *inf)
         start_watch(inf);
 }
 
-/* Emits the items of one list page (a parsed list object). */
-static void apply_items(struct kube_informer *inf, const cJSON *items)
+/* ---- list pages ------------------------------------------------------------------------------ */
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, items)
-    {
-        char key[512];
-        const cJSON *m;
-        if (!obj_key(inf, it, "list item", key, sizeof(key), &m))
-            continue;
-        bool known;
-        if (!remember(inf, key, m, &known)) {
-            LOG_ERROR("kube", "list %s: out of memory", inf->path);
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    return i;
+}
+
+size_t kube_json_end(const char *s, size_t n, size_t i)
+{
+    if (i >= n)
+        return 0;
+    if (s[i] == '"') {
+        for (i++; i < n; i++)
+            if (s[i] == '\\')
+                i++;
+            else if (s[i] == '"')
+                return i + 1;
+        return 0;
+    }
+    if (s[i] != '{' && s[i] != '[') {
+        while (i < n && s[i] && !strchr(",}] \t\r\n", s[i]))
+            i++;
+        return i;
+    }
+    unsigned depth = 0;
+    bool str = false;
+    for (; i < n; i++) {
+        char ch = s[i];
+        if (str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                str = false;
+        } else if (ch == '"') {
+            str = true;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+bool kube_list_scan(const char *s, size_t n, struct kube_list_page *pg)
+{
+    memset(pg, 0, sizeof(*pg));
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{')
+        return false;
+    i = skip_ws(s, n, i + 1);
+    if (i < n && s[i] == '}')
+        return true;
+    for (;;) {
+        size_t ke = i < n && s[i] == '"' ? kube_json_end(s, n, i) : 0;
+        if (!ke)
+            return false;
+        const char *key = s + i + 1;
+        size_t kl = ke - i - 2;
+        i = skip_ws(s, n, ke);
+        if (i >= n || s[i] != ':')
+            return false;
+        i = skip_ws(s, n, i + 1);
+        size_t ve = kube_json_end(s, n, i);
+        if (!ve || ve == i)
+            return false;
+        if (kl == 8 && memcmp(key, "metadata", 8) == 0) {
+            pg->meta = s + i;
+            pg->meta_len = ve - i;
+        } else if (kl == 5 && memcmp(key, "items", 5) == 0) {
+            pg->items = s + i;
+            pg->items_len = ve - i;
+        }
+        i = skip_ws(s, n, ve);
+        if (i < n && s[i] == ',') {
+            i = skip_ws(s, n, i + 1);
             continue;
         }
-        emit(inf, known ? KUBE_MODIFIED : KUBE_ADDED, it);
-        if (inf->dead)
+        return i < n && s[i] == '}';
+    }
+}
+
+/* Emits the items of one list page (the text of its items array), each parsed and freed in
+ * turn. */
+static void apply_items(struct kube_informer *inf, const char *s, size_t n)
+{
+    size_t i = skip_ws(s, n, 1); /* after '[' */
+    while (i < n && s[i] != ']' && !inf->dead) {
+        size_t e = kube_json_end(s, n, i);
+        if (!e)
             break;
+        cJSON *it = cJSON_ParseWithLength(s + i, e - i);
+        char key[512];
+        const cJSON *m;
+        bool known;
+        if (!it) {
+            LOG_WARN("kube", "list %s: list item is not JSON: skipped", inf->path);
+        } else if (obj_key(inf, it, "list item", key, sizeof(key), &m)) {
+            if (remember(inf, key, m, &known))
+                emit(inf, known ? KUBE_MODIFIED : KUBE_ADDED, it);
+            else
+                LOG_ERROR("kube", "list %s: out of memory", inf->path);
+        }
+        cJSON_Delete(it);
+        i = skip_ws(s, n, e);
+        if (i < n && s[i] == ',')
+            i = skip_ws(s, n, i + 1);
     }
 }
 
 /* Applies the held page, if any. */
 static void flush_held(struct kube_informer *inf)
 {
-    cJSON *j = inf->held;
-    if (!j)
+    char *items = inf->held;
+    if (!items)
         return;
     inf->held = NULL;
     uv_idle_stop(&inf->apply);
     if (!inf->dead)
-        apply_items(inf, cJSON_GetObjectItemCaseSensitive(j, "items"));
-    cJSON_Delete(j);
+        apply_items(inf, items, inf->held_len);
+    free(items);
 }
 
 static void on_apply(uv_idle_t *h)
@@ -593,12 +690,13 @@ static void on_list(void *ctx, const struct kube_resp *r)
     if (inf->absent)
         LOG_INFO("kube", "list %s: served now", inf->path);
     inf->absent = false;
-    cJSON *j = cJSON_ParseWithLength(r->body, r->len);
-    const cJSON *items = j ? cJSON_GetObjectItemCaseSensitive(j, "items") : NULL;
-    const cJSON *meta = j ? cJSON_GetObjectItemCaseSensitive(j, "metadata") : NULL;
-    if (!j || (items && !cJSON_IsArray(items)) || !cJSON_IsObject(meta)) {
+    struct kube_list_page pg;
+    cJSON *meta = NULL;
+    if (!kube_list_scan(r->body, r->len, &pg) || !pg.meta ||
+        (pg.items && (pg.items[0] != '[' || pg.items[pg.items_len - 1] != ']')) ||
+        !cJSON_IsObject(meta = cJSON_ParseWithLength(pg.meta, pg.meta_len))) {
         LOG_WARN("kube", "list %s: response is not a list object: retrying", inf->path);
-        cJSON_Delete(j);
+        cJSON_Delete(meta);
         free(inf->cont);
         inf->cont = NULL;
         schedule(inf, NEXT_LIST, next_backoff(inf));
@@ -610,17 +708,25 @@ static void on_list(void *ctx, const struct kube_resp *r)
     inf->cont = cont && *cont ? strdup(cont) : NULL;
     if (inf->cont) { /* the next page first; this one on the loop's next turn */
         start_list(inf);
-        inf->held = j;
-        uv_idle_start(&inf->apply, on_apply);
+        if (pg.items && (inf->held = malloc(pg.items_len + 1)) != NULL) {
+            memcpy(inf->held, pg.items, pg.items_len);
+            inf->held[pg.items_len] = '\0';
+            inf->held_len = pg.items_len;
+            uv_idle_start(&inf->apply, on_apply);
+        } else if (pg.items) { /* out of memory for the copy: applied now, still in order */
+            apply_items(inf, pg.items, pg.items_len);
+        }
+        cJSON_Delete(meta);
         inf_leave(inf);
         return;
     }
-    apply_items(inf, items);
+    if (pg.items)
+        apply_items(inf, pg.items, pg.items_len);
     if (!inf->dead) {
         set_rv(inf, str_at(meta, "resourceVersion"));
         list_complete(inf);
     }
-    cJSON_Delete(j);
+    cJSON_Delete(meta);
     inf_leave(inf);
 }
 
@@ -770,7 +876,7 @@ static void inf_release(struct kube_informer *inf)
     free(inf->lsel);
     free(inf->rv);
     free(inf->cont);
-    cJSON_Delete(inf->held);
+    free(inf->held);
     inf->held = NULL;
     uv_close((uv_handle_t *)&inf->timer, on_inf_closed);
     uv_close((uv_handle_t *)&inf->apply, on_inf_closed);

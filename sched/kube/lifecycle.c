@@ -9,12 +9,7 @@
 
 static const char *pg_annotation(const struct kpg *pg, const char *key)
 {
-    if (!pg)
-        return NULL;
-    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(pg->obj, "metadata"), "annotations");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return kobj_pg_annotation(pg, key);
 }
 
 /* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (a bad

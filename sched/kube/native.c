@@ -221,8 +221,8 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
         if (sc && t && s && strcmp(t, sc) == 0 && strcmp(s, "True") == 0)
             g->initially_scheduled = true;
     }
-    if (rc == 0 && !(g->obj = cJSON_Duplicate(o, 1)))
-        rc = SCHED_ENOMEM;
+    if (rc == 0)
+        rc = kobj_pg_keep(g, o);
     if (rc) {
         kobj_pg_free(g);
         return rc;
@@ -266,8 +266,8 @@ int knative_workload_decode(const cJSON *o, struct kpg ***out, uint32_t *n, stru
         char who[KOBJ_KEY_MAX + 16];
         snprintf(who, sizeof(who), "workload %s/%s", ns, name);
         rc = policy(get(pg, "policy"), who, what, v[i], eb);
-        if (rc == 0 && !(v[i]->obj = cJSON_Duplicate(o, 1)))
-            rc = SCHED_ENOMEM;
+        if (rc == 0)
+            rc = kobj_pg_keep(v[i], o);
     }
     if (rc) {
         for (int i = 0; i < count; i++)
@@ -295,17 +295,14 @@ cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
         return NULL;
     const char *want = ok ? "True" : "False";
     const char *ltt = NULL;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, get(get(pg->obj, "status"), "conditions"))
-    {
-        const char *t = cJSON_GetStringValue(get(c, "type"));
-        const char *s = cJSON_GetStringValue(get(c, "status"));
+    for (uint32_t i = 0; i < pg->n_conds; i++) {
+        const char *t = pg->conds[i].type, *s = pg->conds[i].status;
         if (!t || !s || strcmp(t, ctype) != 0)
             continue;
         if (strcmp(ctype, knative_sched_condition(pg->api)) == 0 && strcmp(s, "True") == 0)
             return NULL; /* terminal once True, never overwritten */
         if (strcmp(s, want) == 0)
-            ltt = cJSON_GetStringValue(get(c, "lastTransitionTime"));
+            ltt = pg->conds[i].last_transition;
     }
     char t[40];
     if (!ltt) {

@@ -6,14 +6,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/k8s/nodes.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
 
+/* cJSON_GetObjectItemCaseSensitive (the first member of that name), comparing the first byte
+ * before calling strcmp: most members do not match, and a pod is read with ~50 lookups. */
 static const cJSON *get(const cJSON *o, const char *name)
 {
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+    if (!cJSON_IsObject(o))
+        return NULL;
+    for (const cJSON *c = o->child; c; c = c->next)
+        if (c->string && c->string[0] == name[0] && strcmp(c->string, name) == 0)
+            return c;
+    return NULL;
 }
 
 const char *kobj_str(const cJSON *o, const char *path)
@@ -56,15 +64,41 @@ int kobj_key(const char *ns, const char *name, char *buf, size_t n)
     return len < 0 || (size_t)len >= n ? SCHED_EINVAL : 0;
 }
 
+/* The n digits at s as a number, or -1. */
+static int digits(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Days from 1970-01-01 to year-month-day of the proleptic Gregorian calendar (a day past the
+ * month's end counts into the next month, as timegm does). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
 int kobj_time(const char *s, int64_t *ms)
 {
-    if (!s)
+    if (!s || strnlen(s, 20) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':')
         return SCHED_EINVAL;
-    int Y, M, D, h, m, sec, used = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &used) != 6 ||
-        used != 19 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+    int Y = digits(s, 4), M = digits(s + 5, 2), D = digits(s + 8, 2), h = digits(s + 11, 2),
+        m = digits(s + 14, 2), sec = digits(s + 17, 2);
+    if (Y < 0 || M < 1 || M > 12 || D < 1 || D > 31 || h < 0 || h > 23 || m < 0 || m > 59 ||
+        sec < 0 || sec > 60)
         return SCHED_EINVAL;
-    const char *p = s + used;
+    const char *p = s + 19;
     int64_t frac_ms = 0;
     if (*p == '.') {
         int64_t scale = 100;
@@ -80,8 +114,8 @@ int kobj_time(const char *s, int64_t *ms)
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
-        int oh, om, n2 = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n2) != 2 || n2 != 5 || oh > 23 || om > 59)
+        int oh = digits(p + 1, 2), om = p[1] && p[2] && p[3] == ':' ? digits(p + 4, 2) : -1;
+        if (oh < 0 || om < 0 || oh > 23 || om > 59)
             return SCHED_EINVAL;
         off_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
         p += 6;
@@ -90,14 +124,8 @@ int kobj_time(const char *s, int64_t *ms)
     }
     if (*p)
         return SCHED_EINVAL;
-    struct tm tm = {.tm_year = Y - 1900,
-                    .tm_mon = M - 1,
-                    .tm_mday = D,
-                    .tm_hour = h,
-                    .tm_min = m,
-                    .tm_sec = sec};
-    time_t t = timegm(&tm);
-    *ms = ((int64_t)t - off_s) * 1000 + frac_ms;
+    int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
+    *ms = (t - off_s) * 1000 + frac_ms;
     return 0;
 }
 
@@ -108,28 +136,6 @@ void kobj_format_time(int64_t ms, char *buf, size_t n)
     gmtime_r(&t, &tm);
     snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000) * 1000);
-}
-
-int kobj_annotations(const cJSON *o, struct arena *a, struct kv **out, uint32_t *n)
-{
-    const cJSON *m = get(get(o, "metadata"), "annotations");
-    uint32_t k = 0;
-    *out = NULL;
-    *n = 0;
-    if (!cJSON_IsObject(m))
-        return 0;
-    int count = cJSON_GetArraySize(m);
-    if (count <= 0)
-        return 0;
-    struct kv *v = arena_calloc(a, (size_t)count, sizeof(*v));
-    if (!v)
-        return SCHED_ENOMEM;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, m) if (cJSON_IsString(it) && it->string) v[k++] =
-        (struct kv){it->string, it->valuestring};
-    *out = v;
-    *n = k;
-    return 0;
 }
 
 /* ---- resource requests ----------------------------------------------------------------------- */
@@ -289,6 +295,14 @@ static char *pod_why(const cJSON *status)
 
 /* ---- pods ------------------------------------------------------------------------------------ */
 
+static void free_mem(struct arena *mem)
+{
+    if (mem) {
+        arena_fini(mem);
+        free(mem);
+    }
+}
+
 void kobj_pod_free(struct kpod *p)
 {
     if (!p)
@@ -309,7 +323,9 @@ void kobj_pod_free(struct kpod *p)
         free(p->claims[i]);
     free(p->claims);
     free(p->claim_wait);
-    cJSON_Delete(p->obj);
+    if (p->spec)
+        arena_fini(&p->spec->mem);
+    free(p->spec);
     free(p);
 }
 
@@ -351,23 +367,11 @@ static int meta_key(const cJSON *meta, const char *kind, const char **ns, const 
     return 0;
 }
 
-int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
-                    struct sched_errbuf *eb)
+/* What metadata and spec say of the pod beyond its group: uid, resourceVersion, node,
+ * scheduler, deletion, gates, priority, creation time. */
+static int pod_basics(const cJSON *meta, const cJSON *spec, const char *scheduler, struct kpod *p,
+                      struct sched_errbuf *eb)
 {
-    const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec"), *status = get(o, "status");
-    const char *ns, *name;
-    char key[KOBJ_KEY_MAX];
-    int rc = meta_key(meta, "pod", &ns, &name, key, eb);
-    if (rc)
-        return rc;
-    if (spec && !cJSON_IsObject(spec))
-        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
-    struct kpod *p = calloc(1, sizeof(*p));
-    if (!p)
-        return SCHED_ENOMEM;
-    p->key = strdup(key);
-    p->ns = strdup(ns);
-    p->name = strdup(name);
     p->uid = dup_or_null(map_str(meta, "uid"));
     p->rv = dup_or_null(map_str(meta, "resourceVersion"));
     const char *node = map_str(spec, "nodeName");
@@ -379,11 +383,20 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     const cJSON *gates = get(spec, "schedulingGates");
     p->gated = cJSON_IsArray(gates) && cJSON_GetArraySize(gates) > 0;
     const cJSON *prio = get(spec, "priority");
-    if (prio && !cJSON_IsNumber(prio)) {
-        rc = sched_fail(eb, SCHED_EINVAL, "pod %s: spec.priority: not an integer", key);
-        goto fail;
-    }
+    if (prio && !cJSON_IsNumber(prio))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.priority: not an integer", p->key);
     p->priority = prio ? (int32_t)prio->valuedouble : 0;
+    const char *ct = map_str(meta, "creationTimestamp");
+    if (ct && kobj_time(ct, &p->created_ms) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %s: metadata.creationTimestamp: \"%.64s\" is not RFC 3339", p->key,
+                          ct);
+    return 0;
+}
+
+/* Phase, readiness, the PodScheduled condition, the start of its run and its own words. */
+static void pod_status(const cJSON *status, struct kpod *p)
+{
     const char *phase = map_str(status, "phase");
     p->phase = !phase                            ? KPOD_PENDING
                : strcmp(phase, "Pending") == 0   ? KPOD_PENDING
@@ -414,49 +427,47 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     if (!st || kobj_time(st, &p->started_ms) != 0)
         p->started_ms = scheduled_ms;
     p->why = pod_why(status);
-    const char *ct = map_str(meta, "creationTimestamp");
-    if (ct && kobj_time(ct, &p->created_ms) != 0) {
-        rc = sched_fail(eb, SCHED_EINVAL,
-                        "pod %s: metadata.creationTimestamp: \"%.64s\" is not "
-                        "RFC 3339",
-                        key, ct);
-        goto fail;
-    }
-    const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
-    /* Kubernetes' own group fields win over the labels of the CRD APIs (sched/kube/native.c) */
-    if ((rc = knative_pod_group(spec, ns, key, p, eb)) != 0)
-        goto fail;
-    const char *grp = p->group ? NULL : map_str(labels, KOBJ_LABEL_XK8S_GROUP);
-    if (!grp && !p->group)
+}
+
+/* The group the pod names, if any (Kubernetes' own fields, then the CRD APIs' labels and
+ * annotations, then Kueue's plain-pod group). */
+static int pod_group(const cJSON *spec, const cJSON *labels, const cJSON *ann, const char *ns,
+                     struct kpod *p, struct sched_errbuf *eb)
+{
+    int rc = knative_pod_group(spec, ns, p->key, p, eb);
+    if (rc || p->group)
+        return rc;
+    const char *grp = map_str(labels, KOBJ_LABEL_XK8S_GROUP);
+    if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_KUBE_GROUP);
-    if (!grp && !p->group)
+    if (!grp)
         grp = map_str(ann, KOBJ_ANNOT_VOLCANO_GRP);
-    const char *kg = p->group ? NULL : map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
+    const char *kg = map_str(labels, KOBJ_LABEL_KUEUE_GROUP);
     if (!grp && kg && *kg) { /* Kueue's plain-pod group: no PodGroup object, a total count */
         const char *tc = map_str(ann, KOBJ_ANNOT_KUEUE_TOTAL);
         char *end = NULL;
         long total = tc ? strtol(tc, &end, 10) : -1;
-        if (!tc || !end || *end || end == tc || total < 1 || total > 100000) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: label %s needs the annotation %s, a count >= 1 (got "
-                            "\"%.32s\")",
-                            key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
-            goto fail;
-        }
+        if (!tc || !end || *end || end == tc || total < 1 || total > 100000)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: label %s needs the annotation %s, a count >= 1 (got "
+                              "\"%.32s\")",
+                              p->key, KOBJ_LABEL_KUEUE_GROUP, KOBJ_ANNOT_KUEUE_TOTAL, tc ? tc : "");
         p->group_total = (uint32_t)total;
         grp = kg;
     }
-    if (grp && *grp) {
-        char gkey[KOBJ_KEY_MAX];
-        if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: pod group name \"%.64s\" is not a valid "
-                            "name",
-                            key, grp);
-            goto fail;
-        }
-        p->group = strdup(gkey);
-    }
+    if (!grp || !*grp)
+        return 0;
+    char gkey[KOBJ_KEY_MAX];
+    if (kobj_key(ns, grp, gkey, sizeof(gkey)) != 0)
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: pod group name \"%.64s\" is not a valid name",
+                          p->key, grp);
+    p->group = strdup(gkey);
+    return p->group ? 0 : SCHED_ENOMEM;
+}
+
+/* Queue, flavor and GPU indices from labels and annotations. */
+static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, struct sched_errbuf *eb)
+{
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
     if (!q && (q = map_str(labels, KOBJ_LABEL_KUEUE_QUEUE)) != NULL)
         p->queue_kueue = true;
@@ -465,40 +476,106 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     p->queue = dup_or_null(q);
     p->flavor = dup_or_null(map_str(ann, KOBJ_ANNOT_FLAVOR));
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
-    if (ids) {
-        if (parse_gpu_ids(ids, &p->gpu_mask) != 0) {
-            rc = sched_fail(eb, SCHED_EINVAL,
-                            "pod %s: annotation %s: \"%.64s\" is not a list of "
-                            "GPU indices 0..31",
-                            p->key, KOBJ_ANNOT_GPU_IDS, ids);
-            goto fail;
-        }
-        p->has_gpu_ids = true;
+    if (!ids)
+        return 0;
+    if (parse_gpu_ids(ids, &p->gpu_mask) != 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %s: annotation %s: \"%.64s\" is not a list of GPU indices 0..31",
+                          p->key, KOBJ_ANNOT_GPU_IDS, ids);
+    p->has_gpu_ids = true;
+    return 0;
+}
+
+static int pod_place(const cJSON *o, struct kpod *p);
+
+int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
+                    struct sched_errbuf *eb)
+{
+    const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
+    const char *ns, *name;
+    char key[KOBJ_KEY_MAX];
+    int rc = meta_key(meta, "pod", &ns, &name, key, eb);
+    if (rc)
+        return rc;
+    if (spec && !cJSON_IsObject(spec))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec: not an object", key);
+    struct kpod *p = calloc(1, sizeof(*p));
+    if (!p)
+        return SCHED_ENOMEM;
+    if (!(p->key = strdup(key)) || !(p->ns = strdup(ns)) || !(p->name = strdup(name))) {
+        kobj_pod_free(p);
+        return SCHED_ENOMEM;
     }
-    if ((rc = pod_request(spec, p->key, &p->req, eb)) != 0)
-        goto fail;
-    p->gpus_own = p->req.v[RES_GPU];
-    if ((rc = kdra_pod_claims(o, ns, p, eb)) != 0)
-        goto fail;
-    if (!p->key || !p->ns || !p->name) {
-        rc = SCHED_ENOMEM;
-        goto fail;
+    const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
+    if ((rc = pod_basics(meta, spec, scheduler, p, eb)) == 0) {
+        pod_status(get(o, "status"), p);
+        rc = pod_group(spec, labels, ann, ns, p, eb);
     }
-    if (p->ours && !p->node) {
-        p->obj = cJSON_Duplicate(o, 1);
-        if (!p->obj) {
-            rc = SCHED_ENOMEM;
-            goto fail;
-        }
+    if (rc == 0)
+        rc = pod_marks(labels, ann, p, eb);
+    if (rc == 0 && (rc = pod_request(spec, p->key, &p->req, eb)) == 0)
+        p->gpus_own = p->req.v[RES_GPU];
+    if (rc == 0)
+        rc = kdra_pod_claims(o, ns, p, eb);
+    if (rc == 0 && p->ours && !p->node)
+        rc = pod_place(o, p);
+    if (rc) {
+        kobj_pod_free(p);
+        return rc;
     }
     *out = p;
     return 0;
-fail:
-    kobj_pod_free(p);
-    return rc;
 }
 
 /* ---- placement constraints ------------------------------------------------------------------- */
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
+}
+
+/* A map of strings copied into `a`, sorted by key. A value that is not a string is skipped, or
+ * refused when `where` names the field. */
+static int kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
+                   uint32_t *n, struct sched_errbuf *eb)
+{
+    *out = NULL;
+    *n = 0;
+    int count = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
+    if (count <= 0)
+        return 0;
+    struct kv *v = arena_calloc(a, (size_t)count, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, map)
+    {
+        if (!cJSON_IsString(it) || !it->string) {
+            if (where)
+                return sched_fail(eb, SCHED_EINVAL, "%s.%s: not a string", where,
+                                  it->string ? it->string : "?");
+            continue;
+        }
+        v[k].key = arena_strdup(a, it->string);
+        v[k].value = arena_strdup(a, it->valuestring);
+        if (!v[k].key || !v[k++].value)
+            return SCHED_ENOMEM;
+    }
+    qsort(v, k, sizeof(*v), cmp_kv);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* A copy of s in `a`; *ok is cleared when it cannot be made. NULL stays NULL. */
+static const char *adup(struct arena *a, const char *s, bool *ok)
+{
+    char *d = s ? arena_strdup(a, s) : NULL;
+    if (s && !d)
+        *ok = false;
+    return d;
+}
 
 static int strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n)
 {
@@ -517,153 +594,223 @@ static int strings(const cJSON *arr, struct arena *a, const char *const **out, u
     {
         if (!cJSON_IsString(it))
             return SCHED_EINVAL;
-        v[(*n)++] = it->valuestring;
+        if (!(v[(*n)++] = arena_strdup(a, it->valuestring)))
+            return SCHED_ENOMEM;
     }
     *out = v;
     return 0;
 }
 
-int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podset *ps,
-                struct sched_errbuf *eb)
+static int place_tolerations(const cJSON *tols, const char *key, struct arena *a, struct podset *ps,
+                             struct sched_errbuf *eb)
 {
-    const cJSON *spec = get(pod, "spec");
+    if (tols && !cJSON_IsArray(tols))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.tolerations: not a list", key);
+    int n = cJSON_GetArraySize(tols);
+    if (n <= 0)
+        return 0;
+    struct toleration *t = arena_calloc(a, (size_t)n, sizeof(*t));
+    if (!t)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    bool ok = true;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, tols)
+    {
+        const char *op = map_str(it, "operator"), *eff = map_str(it, "effect");
+        struct toleration *x = &t[k];
+        x->key = adup(a, map_str(it, "key"), &ok);
+        x->value = adup(a, map_str(it, "value") ? map_str(it, "value") : "", &ok);
+        x->op_exists = op && strcmp(op, "Exists") == 0;
+        if (op && !x->op_exists && strcmp(op, "Equal") != 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: spec.tolerations[%u].operator: \"%.32s\" is not Equal or "
+                              "Exists",
+                              key, k, op);
+        x->effect = !eff || !*eff                          ? -1
+                    : strcmp(eff, "NoSchedule") == 0       ? TAINT_NO_SCHEDULE
+                    : strcmp(eff, "PreferNoSchedule") == 0 ? TAINT_PREFER_NO_SCHEDULE
+                    : strcmp(eff, "NoExecute") == 0        ? TAINT_NO_EXECUTE
+                                                           : -2;
+        if (x->effect == -2)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: spec.tolerations[%u].effect: \"%.32s\" is not a taint "
+                              "effect",
+                              key, k, eff);
+        k++;
+    }
+    ps->tolerations = t;
+    ps->n_tolerations = k;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+/* One nodeSelectorTerm's matchExpressions. */
+static int place_term(const cJSON *term, const char *key, uint32_t k, struct arena *a,
+                      struct sel_term *st, struct sched_errbuf *eb)
+{
+    const cJSON *exprs = get(term, "matchExpressions");
+    int m = cJSON_GetArraySize(exprs);
+    struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    uint32_t j = 0;
+    bool ok = true;
+    const cJSON *e;
+    if (!cJSON_IsArray(exprs))
+        exprs = NULL;
+    cJSON_ArrayForEach(e, exprs)
+    {
+        const char *op = map_str(e, "operator");
+        r[j].key = adup(a, map_str(e, "key"), &ok);
+        int found = -1;
+        for (int o = 0; op && o < 6; o++)
+            if (strcmp(op, ops[o]) == 0)
+                found = o;
+        if (!r[j].key || found < 0)
+            return !ok ? SCHED_ENOMEM
+                       : sched_fail(eb, SCHED_EINVAL,
+                                    "pod %s: nodeSelectorTerms[%u].matchExpressions[%u]: needs a "
+                                    "key and an operator of In, NotIn, Exists, DoesNotExist, Gt, "
+                                    "Lt",
+                                    key, k, j);
+        r[j].op = (enum sel_op)found;
+        int rc = strings(get(e, "values"), a, &r[j].values, &r[j].n_values);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "pod %s: nodeSelectorTerms[%u].matchExpressions[%u].values: not a "
+                              "list of strings",
+                              key, k, j);
+        if (rc)
+            return rc;
+        j++;
+    }
+    st->reqs = r;
+    st->n_reqs = j;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+/* The placement constraints of an unbound pod (nodeSelector, tolerations, required node
+ * affinity) into ps, copied into `a`. */
+static int place_decode(const cJSON *spec, const char *key, struct arena *a, struct podset *ps,
+                        struct sched_errbuf *eb)
+{
     const cJSON *sel = get(spec, "nodeSelector");
     if (sel && !cJSON_IsObject(sel))
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.nodeSelector: not an object", key);
-    int n = cJSON_GetArraySize(sel);
-    if (n > 0) {
-        struct kv *kv = arena_calloc(a, (size_t)n, sizeof(*kv));
-        if (!kv)
-            return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, sel)
-        {
-            if (!cJSON_IsString(it))
-                return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.nodeSelector.%s: not a string",
-                                  key, it->string);
-            kv[k++] = (struct kv){it->string, it->valuestring};
-        }
-        ps->node_selector = kv;
-        ps->n_node_selector = k;
-    }
-    const cJSON *tols = get(spec, "tolerations");
-    if (tols && !cJSON_IsArray(tols))
-        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.tolerations: not a list", key);
-    n = cJSON_GetArraySize(tols);
-    if (n > 0) {
-        struct toleration *t = arena_calloc(a, (size_t)n, sizeof(*t));
-        if (!t)
-            return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *it;
-        cJSON_ArrayForEach(it, tols)
-        {
-            const char *op = map_str(it, "operator"), *eff = map_str(it, "effect");
-            struct toleration *x = &t[k];
-            x->key = map_str(it, "key");
-            x->value = map_str(it, "value");
-            x->op_exists = op && strcmp(op, "Exists") == 0;
-            if (op && !x->op_exists && strcmp(op, "Equal") != 0)
-                return sched_fail(eb, SCHED_EINVAL,
-                                  "pod %s: spec.tolerations[%u].operator: \"%.32s\" is not Equal "
-                                  "or Exists",
-                                  key, k, op);
-            x->effect = !eff || !*eff                          ? -1
-                        : strcmp(eff, "NoSchedule") == 0       ? TAINT_NO_SCHEDULE
-                        : strcmp(eff, "PreferNoSchedule") == 0 ? TAINT_PREFER_NO_SCHEDULE
-                        : strcmp(eff, "NoExecute") == 0        ? TAINT_NO_EXECUTE
-                                                               : -2;
-            if (x->effect == -2)
-                return sched_fail(eb, SCHED_EINVAL,
-                                  "pod %s: spec.tolerations[%u].effect: "
-                                  "\"%.32s\" is not a taint effect",
-                                  key, k, eff);
-            if (!x->value)
-                x->value = "";
-            k++;
-        }
-        ps->tolerations = t;
-        ps->n_tolerations = k;
-    }
+    char where[KOBJ_KEY_MAX + 32];
+    snprintf(where, sizeof(where), "pod %s: spec.nodeSelector", key);
+    int rc = kv_copy(sel, where, a, &ps->node_selector, &ps->n_node_selector, eb);
+    if (rc == 0)
+        rc = place_tolerations(get(spec, "tolerations"), key, a, ps, eb);
+    if (rc)
+        return rc;
     const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
                                  "requiredDuringSchedulingIgnoredDuringExecution"),
                              "nodeSelectorTerms");
     if (terms && !cJSON_IsArray(terms))
         return sched_fail(eb, SCHED_EINVAL,
-                          "pod %s: spec.affinity.nodeAffinity: "
-                          "nodeSelectorTerms: not a list",
-                          key);
-    n = cJSON_GetArraySize(terms);
-    if (n > 0) {
-        struct sel_term *st = arena_calloc(a, (size_t)n, sizeof(*st));
-        if (!st)
+                          "pod %s: spec.affinity.nodeAffinity: nodeSelectorTerms: not a list", key);
+    int n = cJSON_GetArraySize(terms);
+    if (n <= 0)
+        return 0;
+    struct sel_term *st = arena_calloc(a, (size_t)n, sizeof(*st));
+    if (!st)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *term;
+    cJSON_ArrayForEach(term, terms)
+    {
+        if ((rc = place_term(term, key, k, a, &st[k], eb)) != 0)
+            return rc;
+        k++;
+    }
+    ps->affinity = st;
+    ps->n_affinity = k;
+    return 0;
+}
+
+/* What placing an unbound pod of ours reads, decoded now (the object is not kept): its
+ * constraints (a malformed one is kept as place_err: its gang waits with InvalidSpec), its
+ * annotations, the shape of its claims. */
+static int pod_place(const cJSON *o, struct kpod *p)
+{
+    struct kpod_spec *sp = p->spec = calloc(1, sizeof(*p->spec));
+    if (!sp)
+        return SCHED_ENOMEM;
+    arena_init(&sp->mem, 1024);
+    const cJSON *spec = get(o, "spec");
+    struct sched_errbuf eb;
+    struct podset ps;
+    memset(&ps, 0, sizeof(ps));
+    int rc = place_decode(spec, p->key, &sp->mem, &ps, &eb);
+    if (rc == SCHED_EINVAL) {
+        memset(&ps, 0, sizeof(ps));
+        if (!(sp->err = arena_strdup(&sp->mem, eb.msg)))
             return SCHED_ENOMEM;
-        uint32_t k = 0;
-        const cJSON *term;
-        cJSON_ArrayForEach(term, terms)
-        {
-            const cJSON *exprs = get(term, "matchExpressions");
-            int m = cJSON_GetArraySize(exprs);
-            struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
-            if (!r)
-                return SCHED_ENOMEM;
-            uint32_t j = 0;
-            const cJSON *e;
-            if (!cJSON_IsArray(exprs))
-                exprs = NULL;
-            cJSON_ArrayForEach(e, exprs)
-            {
-                const char *op = map_str(e, "operator");
-                r[j].key = map_str(e, "key");
-                static const char *const ops[] = {"In",           "NotIn", "Exists",
-                                                  "DoesNotExist", "Gt",    "Lt"};
-                int found = -1;
-                for (int o = 0; op && o < 6; o++)
-                    if (strcmp(op, ops[o]) == 0)
-                        found = o;
-                if (!r[j].key || found < 0)
-                    return sched_fail(eb, SCHED_EINVAL,
-                                      "pod %s: nodeSelectorTerms[%u]."
-                                      "matchExpressions[%u]: needs a key and an operator of In, "
-                                      "NotIn, Exists, DoesNotExist, Gt, Lt",
-                                      key, k, j);
-                r[j].op = (enum sel_op)found;
-                if (strings(get(e, "values"), a, &r[j].values, &r[j].n_values) != 0)
-                    return sched_fail(eb, SCHED_EINVAL,
-                                      "pod %s: nodeSelectorTerms[%u]."
-                                      "matchExpressions[%u].values: not a list of strings",
-                                      key, k, j);
-                j++;
-            }
-            st[k].reqs = r;
-            st[k].n_reqs = j;
-            k++;
-        }
-        ps->affinity = st;
-        ps->n_affinity = k;
+    } else if (rc) {
+        return rc;
+    }
+    sp->node_selector = ps.node_selector;
+    sp->n_node_selector = ps.n_node_selector;
+    sp->tolerations = ps.tolerations;
+    sp->n_tolerations = ps.n_tolerations;
+    sp->affinity = ps.affinity;
+    sp->n_affinity = ps.n_affinity;
+    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann, NULL))
+        return SCHED_ENOMEM;
+    const cJSON *rcs = get(spec, "resourceClaims");
+    if (rcs && !cJSON_IsNull(rcs)) {
+        char *txt = cJSON_PrintUnformatted(rcs);
+        sp->claim_shape = txt ? arena_strdup(&sp->mem, txt) : NULL;
+        cJSON_free(txt);
+        if (!sp->claim_shape)
+            return SCHED_ENOMEM;
     }
     return 0;
 }
 
-static bool json_eq(const cJSON *a, const cJSON *b)
+static bool str_eq(const char *a, const char *b)
 {
-    if (!a && !b)
-        return true;
-    if (!a || !b)
-        return false;
-    return cJSON_Compare(a, b, 1);
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_t n)
+{
+    for (uint32_t t = 0; t < n; t++) {
+        if (a[t].n_reqs != b[t].n_reqs)
+            return false;
+        for (uint32_t i = 0; i < a[t].n_reqs; i++) {
+            const struct sel_req *x = &a[t].reqs[i], *y = &b[t].reqs[i];
+            if (x->op != y->op || x->field != y->field || !str_eq(x->key, y->key) ||
+                x->n_values != y->n_values)
+                return false;
+            for (uint32_t v = 0; v < x->n_values; v++)
+                if (!str_eq(x->values[v], y->values[v]))
+                    return false;
+        }
+    }
+    return true;
 }
 
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
 {
-    if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority)
+    static const struct kpod_spec none;
+    const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;
+    if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
+        !str_eq(x->err, y->err) || !str_eq(x->claim_shape, y->claim_shape))
         return false;
-    const cJSON *sa = get(a->obj, "spec"), *sb = get(b->obj, "spec");
-    return json_eq(get(sa, "nodeSelector"), get(sb, "nodeSelector")) &&
-           json_eq(get(sa, "tolerations"), get(sb, "tolerations")) &&
-           json_eq(get(sa, "affinity"), get(sb, "affinity")) &&
-           json_eq(get(sa, "resourceClaims"), get(sb, "resourceClaims")); /* same claim shape */
+    if (!nodes_kv_same(x->node_selector, x->n_node_selector, y->node_selector,
+                       y->n_node_selector) ||
+        x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity)
+        return false;
+    for (uint32_t i = 0; i < x->n_tolerations; i++) {
+        const struct toleration *s = &x->tolerations[i], *t = &y->tolerations[i];
+        if (s->op_exists != t->op_exists || s->effect != t->effect || !str_eq(s->key, t->key) ||
+            !str_eq(s->value, t->value))
+            return false;
+    }
+    return terms_eq(x->affinity, y->affinity, x->n_affinity);
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */
@@ -680,8 +827,66 @@ void kobj_pg_free(struct kpg *g)
     free(g->queue);
     free(g->priority_class);
     free(g->topology_key);
-    cJSON_Delete(g->obj);
+    free_mem(g->mem);
     free(g);
+}
+
+/* status.conditions (type, status, lastTransitionTime) into g. */
+static int pg_conditions(const cJSON *conds, struct kpg *g)
+{
+    int n = cJSON_IsArray(conds) ? cJSON_GetArraySize(conds) : 0;
+    if (n <= 0)
+        return 0;
+    struct kpg_cond *v = arena_calloc(g->mem, (size_t)n, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    bool ok = true;
+    uint32_t k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds)
+    {
+        v[k].type = adup(g->mem, map_str(c, "type"), &ok);
+        v[k].status = adup(g->mem, map_str(c, "status"), &ok);
+        v[k++].last_transition = adup(g->mem, map_str(c, "lastTransitionTime"), &ok);
+    }
+    g->conds = v;
+    g->n_conds = k;
+    return ok ? 0 : SCHED_ENOMEM;
+}
+
+int kobj_pg_keep(struct kpg *g, const cJSON *o)
+{
+    if (!g->mem) {
+        if (!(g->mem = malloc(sizeof(*g->mem))))
+            return SCHED_ENOMEM;
+        arena_init(g->mem, 1024);
+    }
+    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, g->mem, &g->ann, &g->n_ann, NULL))
+        return SCHED_ENOMEM;
+    const cJSON *spec = get(o, "spec"), *status = get(o, "status");
+    g->has_start_time = get(status, "scheduleStartTime") != NULL;
+    if (g->api == KPG_VOLCANO) {
+        const cJSON *nt = get(spec, "networkTopology"), *tier = get(nt, "highestTierAllowed");
+        bool ok = true;
+        g->nt_mode = adup(g->mem, map_str(nt, "mode"), &ok);
+        g->has_nt_tier = cJSON_IsNumber(tier);
+        g->nt_tier = g->has_nt_tier ? tier->valueint : 0;
+        char *txt = cJSON_PrintUnformatted(o);
+        g->raw = txt ? arena_strdup(g->mem, txt) : NULL;
+        cJSON_free(txt);
+        if (!ok || !g->raw)
+            return SCHED_ENOMEM;
+    }
+    return knative_is(g->api) ? pg_conditions(get(status, "conditions"), g) : 0;
+}
+
+const char *kobj_pg_annotation(const struct kpg *pg, const char *key)
+{
+    if (!pg || !pg->n_ann)
+        return NULL;
+    struct kv want = {key, NULL};
+    const struct kv *hit = bsearch(&want, pg->ann, pg->n_ann, sizeof(*pg->ann), cmp_kv);
+    return hit ? hit->value : NULL;
 }
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
@@ -727,8 +932,7 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
                           "3339",
                           key);
     }
-    g->obj = cJSON_Duplicate(o, 1);
-    if (!g->key || !g->ns || !g->name || !g->obj) {
+    if (!g->key || !g->ns || !g->name || kobj_pg_keep(g, o) != 0) {
         kobj_pg_free(g);
         return SCHED_ENOMEM;
     }

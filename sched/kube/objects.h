@@ -12,7 +12,8 @@
  *          of the namespace: the configuration maps it to a queue), else annotation
  *          scheduling.volcano.sh/queue-name; a PodGroup's own label or Volcano spec.queue wins
  *          for its pods.
- * Nodes are decoded by sched/sim/nodes.c (nodes_add_object), the same reader as NodeList files.
+ * Nodes are decoded by sched/k8s/nodes.c (nodes_decode), the same reader as NodeList files.
+ * Every record is decoded once, when its object arrives, and keeps no cJSON tree.
  *
  * Must not touch: the cache, the network, the store. Pure functions of their input.
  * Errors: a malformed object is refused with SCHED_EINVAL and a message naming the object
@@ -93,7 +94,24 @@ struct kpod {
     char *sched_msg;    /* message of its condition PodScheduled=False, or NULL */
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
-    cJSON *obj; /* the whole object when unbound and ours (its placement constraints), else NULL */
+    struct kpod_spec *spec; /* unbound and ours: what placing it reads, else NULL */
+};
+
+/* What placing an unbound pod of ours reads, decoded when it arrives (every pointer into mem). */
+struct kpod_spec {
+    struct arena mem;
+    const struct kv *node_selector; /* sorted by key */
+    uint32_t n_node_selector;
+    const struct toleration *tolerations;
+    uint32_t n_tolerations;
+    const struct sel_term *affinity; /* required node affinity terms */
+    uint32_t n_affinity;
+    const char *err;      /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
+                             waits with InvalidSpec; NULL when they were read */
+    const struct kv *ann; /* metadata.annotations, sorted by key */
+    uint32_t n_ann;
+    const char *claim_shape; /* spec.resourceClaims as compact JSON (the pods of one template
+                                share it), or NULL */
 };
 
 /* Decodes a Pod. `scheduler` is this scheduler's name. */
@@ -101,12 +119,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb);
 void kobj_pod_free(struct kpod *p);
 
-/* The placement constraints of an unbound pod (nodeSelector, tolerations, required node
- * affinity) into ps (count and req are left to the caller). Strings point into `pod`, arrays
- * come from `a`: valid while both live. */
-int kobj_podset(const cJSON *pod, const char *key, struct arena *a, struct podset *ps,
-                struct sched_errbuf *eb);
-/* true when two unbound pods can share a pod set: same request and same constraints. */
+/* true when two unbound pods can share a pod set: same request, priority, constraints and
+ * claim shape. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b);
 
 /* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1 and v1alpha3);
@@ -131,7 +145,20 @@ struct kpg {
     bool queue_kueue;    /* queue is Kueue's label (a LocalQueue of the namespace) */
     char *priority_class;
     int64_t created_ms;
-    cJSON *obj; /* the whole object: annotations for the core, and a Volcano status PUT */
+    /* what later reads need of the object (kobj_pg_keep), strings and arrays in mem: */
+    struct arena *mem;
+    const struct kv *ann; /* metadata.annotations, sorted by key */
+    uint32_t n_ann;
+    const char *nt_mode; /* Volcano spec.networkTopology.mode, or NULL */
+    bool has_nt_tier;    /* Volcano spec.networkTopology.highestTierAllowed given: */
+    int32_t nt_tier;
+    bool has_start_time; /* scheduler-plugins status.scheduleStartTime set */
+    const char *raw;     /* Volcano: the object as last seen, compact JSON (its status is
+                            written by a PUT of the object), else NULL */
+    const struct kpg_cond {
+        const char *type, *status, *last_transition; /* status.conditions[] (native groups) */
+    } * conds;
+    uint32_t n_conds;
     /* native groups only (sched/kube/native.c) */
     bool basic;               /* schedulingPolicy basic: no gang, each pod placed alone */
     bool disrupt_all;         /* disruptionMode all ({all: {}}; v1alpha2 "PodGroup") */
@@ -144,9 +171,11 @@ struct kpg {
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);
 void kobj_pg_free(struct kpg *g);
+/* Fills g->mem and what it holds from the group's object o (any API). 0 or SCHED_ENOMEM. */
+int kobj_pg_keep(struct kpg *g, const cJSON *o);
+/* A PodGroup's annotation (binary search), or NULL; pg may be NULL. */
+const char *kobj_pg_annotation(const struct kpg *pg, const char *key);
 
-/* Annotations of an object as kv pairs from `a` (values point into o). */
-int kobj_annotations(const cJSON *o, struct arena *a, struct kv **out, uint32_t *n);
 /* A string field at a dotted path ("metadata.labels"), or NULL. */
 const char *kobj_str(const cJSON *o, const char *path);
 /* RFC 3339 ("2025-01-01T12:00:00Z", fractions and offsets accepted) to Unix ms; 0 or

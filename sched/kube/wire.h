@@ -1,9 +1,9 @@
 /* sched/kube/wire.h: internals shared by the files of the Kubernetes API client (auth.c,
  * client.c, informer.c, lease.c) and their tests; not for the rest of the daemon.
  *
- * Owns: base64 decoding, the watch-stream framer, the MicroTime formatter, percent-encoding of
- * query values, and the client's streaming-request and cancellation hooks used by informers and
- * leases. Must not touch: anything outside sched/kube.
+ * Owns: base64 decoding, the watch-stream framer, the list-page scanner, the MicroTime formatter,
+ * percent-encoding of query values, and the client's streaming-request and cancellation hooks used
+ * by informers and leases. Must not touch: anything outside sched/kube.
  */
 #ifndef SCHED_KUBE_WIRE_H
 #define SCHED_KUBE_WIRE_H
@@ -45,6 +45,23 @@ void kube_framer_free(struct kube_framer *f);
  * grows past max_obj (message in eb; the framer is reset), or SCHED_ENOMEM. */
 int kube_framer_feed(struct kube_framer *f, const char *data, size_t n, kube_frame_fn *fn,
                      void *ctx, struct sched_errbuf *eb);
+
+/* ---- list pages: the members of a list object found without parsing it ---------------------
+ */
+
+/* The text of the top-level members "metadata" and "items" of a list object (NULL, 0: absent). */
+struct kube_list_page {
+    const char *meta, *items;
+    size_t meta_len, items_len;
+};
+
+/* Finds them in the JSON object s[0..n); false when s is not an object (or ends early). Strings
+ * are skipped with their escapes; brackets are counted, not matched: cJSON checks each member
+ * when it is parsed. */
+bool kube_list_scan(const char *s, size_t n, struct kube_list_page *pg);
+/* The end (one past) of the JSON value that starts at s[i] (a string, an object or array, or a
+ * scalar), or 0 when it does not end within n bytes. */
+size_t kube_json_end(const char *s, size_t n, size_t i);
 
 /* ---- small text helpers ------------------------------------------------------------------------
  */

@@ -1,10 +1,12 @@
-/* tests/fuzz/fuzz_config.c: libFuzzer harness for the configuration loader (config/config.c).
+/* tests/fuzz/fuzz_config.c: libFuzzer harness for the configuration loader (config/load*.c).
  *
  * Owns: feeding each input to config_load_buffer, printing an accepted config to /dev/null with
  * config_print_tree, and checking the loader's promises: on error nothing is returned, the code
  * is SCHED_EINVAL (or SCHED_ENOMEM) and the message starts with the file name; on success every
  * index is in range, the cohort tree has no cycle, quotas are non-negative and a queue never lends
- * more than its nominal quota. Violations abort, so the fuzzer reports them.
+ * more than its nominal quota. The same bytes go to the duration grammar (sched/core/duration.h):
+ * an accepted duration is within 0..DUR_MAX_MS and reads back to itself once printed.
+ * Violations abort, so the fuzzer reports them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "sched/core/duration.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -65,9 +68,23 @@ static void check_config(const struct config *c)
     check(c->fair_half_life_ms >= 0 && c->starve_after_ms >= 0 && c->max_reservations <= 1000);
 }
 
+static void check_duration(const char *s, size_t n)
+{
+    int64_t ms = -1, again = -1;
+    if (dur_parse(s, n, &ms) != NULL) {
+        check(ms == -1);
+        return;
+    }
+    check(ms >= 0 && ms <= DUR_MAX_MS);
+    char buf[64];
+    dur_format(ms, buf, sizeof(buf));
+    check(dur_parse(buf, strlen(buf), &again) == NULL && again == ms);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static FILE *sink;
+    check_duration((const char *)data, size);
     if (!sink)
         sink = fopen("/dev/null", "w");
     struct config *c = NULL;

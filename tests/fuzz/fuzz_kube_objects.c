@@ -1,5 +1,6 @@
 /* tests/fuzz/fuzz_kube_objects.c: libFuzzer harness for the decoders of API objects
- * (sched/kube/objects.c, nodes_add_object) and the cache built from them (sched/kube/cache.c).
+ * (sched/kube/objects.c, sched/k8s/nodes.c nodes_decode) and the cache built from them
+ * (sched/kube/cache.c).
  *
  * Owns: parsing each input as JSON (as a watch event's object or a list item would be), feeding
  * it to the cache as a node, a pod, every kind of PodGroup (scheduler-plugins, Volcano,
@@ -56,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct kpg *g = NULL;
     if (kobj_pg_decode(obj, KPG_VOLCANO, &g, &eb) == 0) {
-        check(g->min_member >= 1 && g->key && g->obj);
+        check(g->min_member >= 1 && g->key && g->raw);
         kobj_pg_free(g);
     }
 

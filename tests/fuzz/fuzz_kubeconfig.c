@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_kubeconfig.c: libFuzzer harness for the kubeconfig reader
- * (sched/kube/client.c kube_auth_load; libyaml underneath).
+ * (sched/kube/auth.c kube_auth_load; config/yaml_doc.h and libyaml underneath).
  *
  * Owns: each input written as a kubeconfig file and loaded by path (no network: loading only
  * reads files), checking that an error names the kubeconfig and that an accepted one has a

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_nodes.c: libFuzzer harness for the Node / NodeList reader (sched/sim/nodes.c,
+/* tests/fuzz/fuzz_nodes.c: libFuzzer harness for the Node / NodeList reader (sched/k8s/nodes.c,
  * YAML and JSON) and the cluster model it feeds.
  *
  * Owns: loading each input into a fresh cluster, finalizing it when accepted, and checking the

@@ -1852,18 +1852,59 @@ class Handler(BaseHTTPRequestHandler):
     def send_obj(self, code, obj, headers=None):
         self.send_bytes(code, dumps(obj), headers=headers)
 
+    # Request bodies, read as kube-apiserver's Go net/http front reads them. A chunked body
+    # (Transfer-Encoding: chunked, any letter case) is decoded: hex sizes, chunk extensions
+    # after ";" ignored, trailer lines skipped, a Content-Length beside it ignored (RFC 9112
+    # 6.3). A chunk size that is not hex, chunk data not followed by CRLF, or a body cut short
+    # (the connection closed before the last chunk) fails the request: 400, and the connection
+    # is closed (net/http's chunked reader returns an error to the handler, never a partial
+    # body). Another transfer coding is 501 (net/http: "unsupported transfer encoding"). A body
+    # over 3 MiB is 413 "Request entity too large: limit is 3145728" (the API server's
+    # MaxRequestBodyBytes), chunked or not.
+    MAX_BODY = 3 * 1024 * 1024
+
+    def body_error(self, code, msg):
+        self.close_connection = True
+        return ApiError(code, msg)
+
+    def read_chunked(self):
+        data = bytearray()
+        while True:
+            line = self.rfile.readline(4096)
+            if not line.endswith(b"\n"):
+                raise self.body_error(400, "unexpected EOF in a chunked request body")
+            size = line.split(b";")[0].strip()
+            if not size or len(size) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size):
+                raise self.body_error(400, "invalid byte in chunk length")
+            n = int(size, 16)
+            if n == 0:
+                while True:  # trailers, up to the empty line
+                    t = self.rfile.readline(65537)
+                    if t in (b"\r\n", b"\n"):
+                        return bytes(data)
+                    if not t.endswith(b"\n"):
+                        raise self.body_error(400, "unexpected EOF in a chunked request body")
+            if len(data) + n > self.MAX_BODY:
+                raise self.body_error(413, "Request entity too large: limit is %d" % self.MAX_BODY)
+            part = self.rfile.read(n)
+            if len(part) < n:
+                raise self.body_error(400, "unexpected EOF in a chunked request body")
+            data += part
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise self.body_error(400, "malformed chunked encoding")
+
     def read_body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
+        te = self.headers.get("Transfer-Encoding")
+        if te is not None:
+            if te.strip().lower() != "chunked":
+                raise self.body_error(501, "unsupported transfer encoding: %r" % te)
+            return self.read_chunked()
+        cl = self.headers.get("Content-Length") or "0"
+        if not cl.isdigit():
+            raise self.body_error(400, "bad Content-Length %r" % cl)
+        n = int(cl)
+        if n > self.MAX_BODY:
+            raise self.body_error(413, "Request entity too large: limit is %d" % self.MAX_BODY)
         return self.rfile.read(n) if n else b""
 
     def json_body(self, raw):

@@ -201,7 +201,7 @@ expect_fail "--server not a URL" 2 "needs an http:// or https:// URL" -- "$CTL" 
 expect_fail "--db and --server" 2 "not both" -- "$CTL" --db "$TMP/g.db" --server http://127.0.0.1:1 jobs
 expect_fail "no --db" 2 "use --db FILE" -- "$CTL" queues
 expect_fail "bad flag" 2 "unknown flag '--frob'" -- "$CTL" --db "$TMP/g.db" --frob queues
-expect_fail "bad output format" 2 "unknown output format" -- "$CTL" --db "$TMP/g.db" -o xml queues
+expect_fail "bad output format" 2 "-o 'xml': expected one of table, wide, json, yaml" -- "$CTL" --db "$TMP/g.db" -o xml queues
 expect_fail "-q on quota" 2 "applies to jobs only" -- "$CTL" --db "$TMP/g.db" quota -q prod
 expect_fail "--db without a value" 2 "needs a value" -- "$CTL" queues --db
 expect_fail "unknown command" 2 "unknown command 'frob'" -- "$CTL" --db "$TMP/g.db" frob
@@ -227,8 +227,24 @@ n=$(grep -c '^QUEUE' "$TMP/w.txt")
 expect_cmp "--watch: the table again every second" "$n" ">=" 2
 grep -q '^Every 1s: gangctl --db .* queues   [0-9-]*T' "$TMP/w.txt" && ok "--watch: header line" || bad "--watch header: $(head -1 "$TMP/w.txt")"
 expect_fail "--watch on an operator command" 2 "applies to the tenant commands" -- "$CTL" --server http://127.0.0.1:1 -w queue hold prod
-expect_fail "--watch-interval 0" 2 "--watch-interval needs seconds" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
+expect_fail "--watch-interval 0" 2 "--watch-interval '0': expected a duration" -- "$CTL" --db "$TMP/s.db" -w --watch-interval 0 queues
 "$CTL" jobs --help >"$TMP/h.txt" && grep -q 'submission order' "$TMP/h.txt" && ok "jobs --help" || bad "jobs --help"
 "$CTL" >/dev/null 2>&1; expect_eq "no command: exit" "$?" 2
+# flags: did you mean, given twice, --watch-interval with a unit
+expect_fail "flag misspelt" 2 "unknown flag '--outptu' (did you mean --output?)" -- "$CTL" --db "$TMP/g.db" --outptu json queues
+expect_fail "flag given twice" 2 "flag --db given twice" -- "$CTL" --db "$TMP/g.db" --db "$TMP/g.db" queues
+timeout 3 "$CTL" --db "$TMP/s.db" -w --watch-interval 1500ms queues >"$TMP/w2.txt"
+grep -q '^Every 1.5s: gangctl' "$TMP/w2.txt" && ok "--watch-interval 1500ms" || bad "--watch-interval 1500ms: $(head -1 "$TMP/w2.txt")"
+# a full standard output: a non-zero exit and the reason, never a silent success
+if [ -w /dev/full ]; then
+    expect_fail "table to /dev/full" 2 "writing standard output: No space left on device" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" queues >/dev/full"
+    expect_fail "json to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" -o json jobs -A >/dev/full"
+    expect_fail "yaml to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --db \"$TMP/g.db\" -o yaml quota >/dev/full"
+    expect_fail "--help to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --help >/dev/full"
+    expect_fail "completion to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" completion bash >/dev/full"
+    expect_fail "--version to /dev/full" 2 "writing standard output" -- sh -c "\"$CTL\" --version >/dev/full"
+else
+    bad "/dev/full not writable here"
+fi
 expect_eq "database unchanged by gangctl" "$(cksum <"$TMP/g.db")" "$sum_before"
 finish

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/core/annot.h"
+#include "sched/core/duration.h"
 #include "sched/sim/nodes.h"
 
 static struct cluster *cl;
@@ -144,15 +145,103 @@ static void test_gpu_ids_and_durations(void **state)
     assert_string_equal(buf, "0");
     annot_gpu_ids(0, buf, sizeof(buf));
     assert_string_equal(buf, "");
+}
+
+/* The one duration grammar (sched/core/duration.h), as the configuration and the annotations
+ * read it. `why` NULL: accepted with value ms; else a fragment of the message. The last rows are
+ * the forms the annotation parser used to accept and the config rejected ("90", "30m1h"): both
+ * now reject them, with the fix in the message. */
+static const struct {
+    const char *in;
     int64_t ms;
-    assert_int_equal(annot_duration("90", &ms), 0);
-    assert_int_equal(ms, 90000);
-    assert_int_equal(annot_duration("1d2h3m4s5ms", &ms), 0);
-    assert_int_equal(ms, 86400000 + 7200000 + 180000 + 4000 + 5);
-    assert_int_not_equal(annot_duration("1h30", &ms), 0);
-    assert_int_not_equal(annot_duration("", &ms), 0);
-    assert_int_not_equal(annot_duration("-5s", &ms), 0);
-    assert_int_not_equal(annot_duration("99999999999999999999d", &ms), 0);
+    const char *why;
+} dur_cases[] = {
+    {"0", 0, NULL},
+    {"250ms", 250, NULL},
+    {"90s", 90000, NULL},
+    {"10m", 600000, NULL},
+    {"24h", 86400000, NULL},
+    {"1h30m", 5400000, NULL},
+    {"1d12h", 129600000, NULL},
+    {"1d2h3m4s5ms", 86400000 + 7200000 + 180000 + 4000 + 5, NULL},
+    {"0s", 0, NULL},
+    {"3650d", 3650LL * 86400000, NULL},
+    {"", 0, "empty duration"},
+    {"-5s", 0, "negative duration"},
+    {"1.5h", 0, "fractions are not supported: write 1h30m"},
+    {"5x", 0, "unknown unit"},
+    {"1h30", 0, "missing unit"},
+    {"soon", 0, "expected a number followed by a unit"},
+    {"3651d", 0, "duration too long"},
+    {"99999999999999999999d", 0, "duration too long"},
+    {"1h1h", 0, "units must appear once each"},
+    {"5us", 0, "unknown unit"},
+    {"90", 0, "missing unit: a bare number is not a duration, write 90s"},
+    {"30m1h", 0, "largest first (d, h, m, s, ms): write 1h30m, not 30m1h"},
+};
+
+static void test_duration_grammar(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(dur_cases) / sizeof(dur_cases[0]); i++) {
+        int64_t ms = -7;
+        const char *why = dur_parse(dur_cases[i].in, strlen(dur_cases[i].in), &ms);
+        if (!dur_cases[i].why) {
+            if (why)
+                fail_msg("\"%s\": %s", dur_cases[i].in, why);
+            assert_int_equal(ms, dur_cases[i].ms);
+            assert_int_equal(annot_duration(dur_cases[i].in, &ms), 0);
+            char back[64];
+            int64_t again = -1;
+            dur_format(ms, back, sizeof(back));
+            assert_null(dur_parse(back, strlen(back), &again));
+            assert_int_equal(again, ms);
+        } else {
+            if (!why || !strstr(why, dur_cases[i].why))
+                fail_msg("\"%s\": got %s", dur_cases[i].in, why ? why : "success");
+            assert_int_equal(ms, -7); /* untouched */
+            assert_int_equal(annot_duration(dur_cases[i].in, &ms), SCHED_EINVAL);
+        }
+    }
+    int64_t ms = 0;
+    assert_non_null(dur_parse("1s\0", 3, &ms)); /* an embedded NUL byte */
+    char buf[32];
+    assert_string_equal(dur_format(5400250, buf, sizeof(buf)), "1h30m250ms");
+    assert_string_equal(dur_format(0, buf, sizeof(buf)), "0");
+}
+
+/* A refused duration annotation names the annotation, the value and the fix. */
+static void test_duration_annotations(void **state)
+{
+    (void)state;
+    static const struct {
+        struct kv a;
+        const char *msg;
+    } cases[] = {
+        {{"gangsched.io/max-runtime", "90"},
+         "annotation gangsched.io/max-runtime: \"90\": missing unit: a bare number is not a "
+         "duration, write 90s for 90 seconds"},
+        {{"gangsched.io/max-runtime", "30m1h"},
+         "annotation gangsched.io/max-runtime: \"30m1h\": units must appear once each, largest "
+         "first (d, h, m, s, ms): write 1h30m, not 30m1h"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gang g;
+        memset(&g, 0, sizeof(g));
+        struct sched_errbuf eb = {{0}};
+        assert_int_equal(annot_apply(&g, &cl->topo, &cases[i].a, 1, NULL, &eb), SCHED_EINVAL);
+        assert_string_equal(eb.msg, cases[i].msg);
+    }
+    struct annot_run r = {.min_runtime_ms = 5, .restart_cost_ms = 6};
+    struct kv bad = {"gangsched.io/min-runtime", "600"};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(annot_run(&bad, 1, &r, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "annotation gangsched.io/min-runtime: \"600\": missing unit"));
+    assert_int_equal(r.min_runtime_ms, 5);
+    struct kv good[] = {{"gangsched.io/min-runtime", "1h30m"}, {"gangsched.io/restart-cost", "0"}};
+    assert_int_equal(annot_run(good, 2, &r, &eb), 0);
+    assert_int_equal(r.min_runtime_ms, 5400000);
+    assert_int_equal(r.restart_cost_ms, 0);
 }
 
 int main(void)
@@ -163,6 +252,8 @@ int main(void)
         cmocka_unit_test(test_volcano_tiers),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_gpu_ids_and_durations),
+        cmocka_unit_test(test_duration_grammar),
+        cmocka_unit_test(test_duration_annotations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

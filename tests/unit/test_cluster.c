@@ -2,11 +2,14 @@
  *
  * Owns: tests of the pool, node array, label lookup, NVLink island parsing, GPU sharing
  * detection and the topology domains with their CSR, on small hand-built clusters.
- * Must not touch: the resource table beyond the well-known ids, files on disk.
+ * Must not touch: the resource table beyond the well-known ids, files on disk (but one temporary
+ * file that catches stderr).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* cmocka.h needs these first, in this order. */
 /* clang-format off */
@@ -284,6 +287,41 @@ static void test_islands(void **state)
     cluster_free(c);
 }
 
+/* A node with more GPUs than the scheduler indexes (64, as one Kubernetes node) offers 32 and
+ * says so on stderr, naming the node and the resource; its allocatable matches what is used. */
+static void test_too_many_gpus(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gangsched-cluster-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0 && dup2(fd, 2) == 2);
+    struct cluster *c = cluster_new();
+    add(c, "dgx-64", 64, NULL);
+    add(c, "hgx-8", 8, NULL);
+    struct sched_errbuf eb = {{0}};
+    int rc = cluster_finalize(c, NULL, NULL, 0, &eb);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    assert_int_equal(c->nodes[0].n_gpus, NODE_MAX_GPUS);
+    assert_int_equal(c->nodes[0].alloc.v[RES_GPU], NODE_MAX_GPUS);
+    assert_int_equal(c->nodes[1].alloc.v[RES_GPU], 8);
+    char log[1024] = "";
+    ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+    close(fd);
+    unlink(path);
+    assert_true(n > 0);
+    log[n] = 0;
+    assert_non_null(strstr(log, "node dgx-64"));
+    assert_non_null(strstr(log, "nvidia.com/gpu 64"));
+    assert_null(strstr(log, "hgx-8"));
+    cluster_free(c);
+}
+
 static void test_islands_parse(void **state)
 {
     (void)state;
@@ -424,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_topology_defaults),
         cmocka_unit_test(test_levels_rejected),
         cmocka_unit_test(test_islands),
+        cmocka_unit_test(test_too_many_gpus),
         cmocka_unit_test(test_islands_parse),
         cmocka_unit_test(test_bad_island_annotation),
         cmocka_unit_test(test_duplicates),

@@ -1,4 +1,4 @@
-/* tests/unit/test_config.c: tests for the configuration loader (config/config.c).
+/* tests/unit/test_config.c: tests for the configuration loader (config/load*.c, model.c, print.c).
  *
  * Owns: a full valid configuration checked field by field (quotas in base units), the defaults
  * and the quota shorthand, a table of invalid configurations each checked for SCHED_EINVAL, its
@@ -441,6 +441,13 @@ static const struct bad bad_configs[] = {
     {H "starvation: {after: -5m}\n",
      "3:21: ", "starvation.after: invalid duration \"-5m\": negative duration"},
     {H "starvation: {after: 10}\n", "3:21: ", "invalid duration \"10\": missing unit"},
+    /* the forms annotations used to accept: one grammar (sched/core/duration.h) refuses both */
+    {H "starvation: {after: 90}\n", "3:21: ",
+     "starvation.after: invalid duration \"90\": missing unit: a bare number is not a duration, "
+     "write 90s for 90 seconds"},
+    {H "fairShare: {halfLife: 30m1h}\n", "3:23: ",
+     "fairShare.halfLife: invalid duration \"30m1h\": units must appear once each, largest first "
+     "(d, h, m, s, ms): write 1h30m, not 30m1h"},
     {H Q1 "    preemption: {minRuntime: 5x}\n",
      "5:30: ", "queues[0].preemption.minRuntime: invalid duration \"5x\": unknown unit"},
     {H Q1 "    preemption: {restartCost: 5m1h}\n", "5:31: ", "largest first"},

@@ -33,7 +33,7 @@ static void put(struct dra_inv *inv, const char *name, const char *node, const c
              name, driver, node, node, gen, count, devs);
     cJSON *o = cJSON_Parse(buf);
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(kdra_slice_put(inv, o, NULL, &eb), 0);
+    assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), 0);
     cJSON_Delete(o);
 }
 
@@ -105,7 +105,7 @@ static void malformed_slices(void **state)
                           "spec.devices[0].name"};
     for (int i = 0; i < 4; i++) {
         cJSON *o = cJSON_Parse(bad[i]);
-        assert_int_equal(kdra_slice_put(inv, o, NULL, &eb), SCHED_EINVAL);
+        assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), SCHED_EINVAL);
         assert_non_null(strstr(eb.msg, want[i]));
         cJSON_Delete(o);
     }

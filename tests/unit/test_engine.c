@@ -536,6 +536,68 @@ static void test_holds(void **state)
     }
 }
 
+/* The daemon's case: core ids (this cycle's indices) differ from engine ids both ways. */
+static uint32_t to_eng_gang(void *ctx, const struct gang *g)
+{
+    (void)ctx;
+    return g->id + 5; /* core gang 0 is engine gang 5 */
+}
+
+static uint32_t to_eng_node(void *ctx, uint32_t n)
+{
+    (void)ctx;
+    return n + 10; /* core node 1 is engine node 11 */
+}
+
+static const struct gang *from_eng_gang(void *ctx, uint32_t g, bool *pending)
+{
+    struct gang *core = ctx;
+    *pending = true;
+    return g == 5 ? core : NULL;
+}
+
+static uint32_t from_eng_node(void *ctx, uint32_t n)
+{
+    (void)ctx;
+    return n >= 10 && n != 12 ? n - 10 : ENG_NONE; /* engine node 12 left the cluster */
+}
+
+static void test_holds_mapped(void **state)
+{
+    (void)state;
+    struct gang core = {.id = 0};
+    uint32_t nodes[] = {1, 2, 3};
+    struct sched_reservation rv[] = {
+        {.gang = &core, .nodes = nodes, .n_nodes = 3, .preemptor = true},
+        {.gang = &core, .nodes = nodes, .n_nodes = 1, .preemptor = false},
+    };
+    struct sched_result res = {.reservations = rv, .n_reservations = 2};
+    struct eng_ids ids = {.ctx = &core,
+                          .gang = to_eng_gang,
+                          .node = to_eng_node,
+                          .core_gang = from_eng_gang,
+                          .core_node = from_eng_node};
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    assert_int_equal(eng_cycle_reservations(e, &res, &ids, 0), 0);
+    const struct eng_hold *h = eng_hold_at(e, ENG_HOLDS, 0);
+    assert_non_null(h);
+    assert_int_equal(h->gang, 5);
+    assert_int_equal(h->nodes[0], 11);
+    assert_int_equal(h->nodes[2], 13);
+    struct arena a;
+    arena_init(&a, 4096);
+    struct sched_snapshot snap = {0};
+    assert_int_equal(eng_holds_view(e, 1, &ids, &a, &snap), 0);
+    char holds[64], hints[64];
+    render_view(snap.holds, snap.n_holds, holds, sizeof(holds));
+    render_view(snap.reserve_hints, snap.n_reserve_hints, hints, sizeof(hints));
+    assert_string_equal(holds, "g0:[1,3]"); /* back in core ids, the gone node left out */
+    assert_string_equal(hints, "g0:[1]");
+    arena_fini(&a);
+    eng_free(e);
+}
+
 /* The persisted lists come back in order (the simulator's resume). */
 static void test_hold_put_order(void **state)
 {
@@ -599,7 +661,7 @@ static int seq_engine(void)
         return SCHED_ENOMEM;
     struct eng_effects fx = {0};
     uint32_t nodes[] = {1, 2, 3};
-    int rc = 0;
+    int rc = eng_reserve(e, 100, 10);
     for (uint32_t g = 0; rc == 0 && g < 200; g += 50)
         rc = eng_job_bound(e, g, 0);
     for (uint32_t k = 0; rc == 0 && k < 3; k++)
@@ -665,8 +727,9 @@ int main(void)
         cmocka_unit_test(test_jobs),           cmocka_unit_test(test_tick_backoff),
         cmocka_unit_test(test_node_ready),     cmocka_unit_test(test_strikes),
         cmocka_unit_test(test_broken_strikes), cmocka_unit_test(test_holds),
-        cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_names),
-        cmocka_unit_test(test_oom_engine),     cmocka_unit_test(test_oom_names),
+        cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_holds_mapped),
+        cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
+        cmocka_unit_test(test_oom_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

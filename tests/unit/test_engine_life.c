@@ -18,7 +18,7 @@
 
 #define S 1000
 
-enum setup { BOUND0, TEARING, EVICTING, UNKNOWN };
+enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP, RESTORED };
 
 #define RUN(node)                                                                                  \
     {                                                                                              \
@@ -167,6 +167,26 @@ static const struct life_case cases[] = {
      600 * S,
      "",
      NULL},
+    {"restored as running: the start timeout counts from the first check",
+     {WAIT(1)},
+     1,
+     1,
+     false,
+     RESTORED,
+     {0},
+     600 * S,
+     "",
+     NULL},
+    {"gave up, bound again by someone: stays failed, times out from the first sight",
+     {WAIT(1)},
+     1,
+     1,
+     false,
+     GAVE_UP,
+     {0},
+     600 * S,
+     "",
+     NULL},
     {"inference: only the lost replica",
      {RUN(0), RUN(1), RUN(3)},
      3,
@@ -231,8 +251,12 @@ static void test_rules(void **state)
         const struct life_case *lc = &cases[c];
         struct eng *e = eng_new(NULL);
         assert_non_null(e);
-        if (lc->setup != UNKNOWN)
+        if (lc->setup != UNKNOWN && lc->setup != GAVE_UP && lc->setup != RESTORED)
             assert_int_equal(eng_job_bound(e, 7, 0), 0);
+        if (lc->setup == RESTORED)
+            assert_int_equal(eng_job_restore(e, 7, ENG_JOB_RUNNING, 1), 0);
+        if (lc->setup == GAVE_UP)
+            assert_int_equal(eng_job_reject(e, 7), 0);
         if (lc->setup == TEARING)
             assert_int_equal(eng_job_bind_refused(e, 7), 0);
         if (lc->setup == EVICTING)
@@ -259,8 +283,10 @@ static void test_rules(void **state)
             fail_msg("%s: message '%s' lacks '%s'", lc->name, acts[0].message, lc->msg);
         if (n == 1)
             assert_int_equal(acts[0].max_restarts, 2);
-        if (lc->setup == UNKNOWN) { /* recorded as bound now: times out a timeout later */
-            assert_int_equal(eng_job_state(e, 7), ENG_JOB_RUNNING);
+        if (lc->setup == UNKNOWN || lc->setup == GAVE_UP || lc->setup == RESTORED) {
+            /* recorded as bound now: times out a timeout later */
+            assert_int_equal(eng_job_state(e, 7),
+                             lc->setup == GAVE_UP ? ENG_JOB_FAILED : ENG_JOB_RUNNING);
             assert_int_equal(eng_job(e, 7).bound_ms, lc->now);
             assert_int_equal(
                 eng_life_check(e, &gf, 1, lc->now + 60 * S, lc->down, 4, &a, &acts, &n), 0);
@@ -272,82 +298,92 @@ static void test_rules(void **state)
     }
 }
 
+/* Gang 1 of two members m[], minMember 2, start timeout 60 s, grace 30 s. */
+static struct eng_gang_facts two(const struct eng_member *m, uint32_t max_restarts)
+{
+    return (struct eng_gang_facts){.gang = 1,
+                                   .members = m,
+                                   .n_members = 2,
+                                   .min_member = 2,
+                                   .start_timeout_ms = 60 * S,
+                                   .grace_ms = 30 * S,
+                                   .max_restarts = max_restarts};
+}
+
+/* An engine with gang 1 bound at 0, and an arena. */
+struct fixture {
+    struct eng *e;
+    struct arena a;
+    struct eng_life_action *acts;
+};
+
+static int setup(void **state)
+{
+    static struct fixture f;
+    f.e = eng_new(NULL);
+    arena_init(&f.a, 4096);
+    *state = &f;
+    return f.e && eng_job_bound(f.e, 1, 0) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    arena_fini(&f->a);
+    eng_free(f->e);
+    return 0;
+}
+
+/* The actions for gang facts gf at now (the engine's node record); their count. */
+static uint32_t check(struct fixture *f, const struct eng_gang_facts *gf, int64_t now)
+{
+    uint32_t n;
+    assert_int_equal(eng_life_check(f->e, gf, 1, now, NULL, 0, &f->a, &f->acts, &n), 0);
+    return n;
+}
+
 /* An action carried out: the job is torn down, its budget used, its strike counted; the same
  * facts at the next step leave it alone (every member on its way out). */
 static void test_apply(void **state)
 {
-    (void)state;
-    struct eng *e = eng_new(NULL);
-    assert_non_null(e);
-    assert_int_equal(eng_job_bound(e, 1, 0), 0);
+    struct fixture *f = *state;
     struct eng_member m[] = {RUN(0), WAIT(5)};
-    struct eng_gang_facts gf = {.gang = 1,
-                                .members = m,
-                                .n_members = 2,
-                                .min_member = 2,
-                                .start_timeout_ms = 60 * S,
-                                .grace_ms = 30 * S,
-                                .max_restarts = 0};
-    struct arena a;
-    arena_init(&a, 4096);
-    struct eng_life_action *acts;
-    uint32_t n;
-    assert_int_equal(eng_life_check(e, &gf, 1, 60 * S, NULL, 0, &a, &acts, &n), 0);
-    assert_int_equal(n, 1);
+    struct eng_gang_facts gf = two(m, 0);
+    assert_int_equal(check(f, &gf, 60 * S), 1);
     struct eng_effects fx = {0};
-    assert_int_equal(eng_life_apply(e, &acts[0], 60 * S, &fx), 0);
+    assert_int_equal(eng_life_apply(f->e, &f->acts[0], 60 * S, &fx), 0);
     assert_int_equal(fx.n, 2); /* the teardown and the give-up (max_restarts 0) */
     assert_int_equal(fx.v[0].kind, ENG_FX_TEARDOWN);
     assert_int_equal(fx.v[1].kind, ENG_FX_GIVE_UP);
-    assert_int_equal(eng_job_state(e, 1), ENG_JOB_TEARING);
+    assert_int_equal(eng_job_state(f->e, 1), ENG_JOB_TEARING);
     m[0].gone = m[1].gone = true;
-    assert_int_equal(eng_life_check(e, &gf, 1, 61 * S, NULL, 0, &a, &acts, &n), 0);
-    assert_int_equal(n, 0);
+    assert_int_equal(check(f, &gf, 61 * S), 0);
     eng_effects_clear(&fx);
-    assert_int_equal(eng_job_gone(e, 1, 62 * S, &fx), 0);
+    assert_int_equal(eng_job_gone(f->e, 1, 62 * S, &fx), 0);
     assert_int_equal(fx.n, 0);
-    assert_int_equal(eng_job_state(e, 1), ENG_JOB_FAILED);
+    assert_int_equal(eng_job_state(f->e, 1), ENG_JOB_FAILED);
     eng_effects_free(&fx);
-    arena_fini(&a);
-    eng_free(e);
 }
 
 /* Without a NotReady array the engine's own node record counts (eng_node_ready). */
 static void test_engine_node_health(void **state)
 {
-    (void)state;
-    struct eng *e = eng_new(NULL);
-    assert_non_null(e);
-    assert_int_equal(eng_job_bound(e, 1, 0), 0);
+    struct fixture *f = *state;
     struct eng_member m[] = {RUN(0), RUN(4)};
-    struct eng_gang_facts gf = {.gang = 1,
-                                .members = m,
-                                .n_members = 2,
-                                .min_member = 2,
-                                .start_timeout_ms = 60 * S,
-                                .grace_ms = 30 * S,
-                                .max_restarts = 3};
-    struct arena a;
-    arena_init(&a, 4096);
-    struct eng_life_action *acts;
-    uint32_t n;
-    assert_int_equal(eng_node_ready(e, 4, false, 100 * S), 0);
-    assert_int_equal(eng_life_check(e, &gf, 1, 129 * S, NULL, 0, &a, &acts, &n), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(eng_life_check(e, &gf, 1, 130 * S, NULL, 0, &a, &acts, &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(acts[0].reason, ENG_NODE_LOST);
-    assert_false(acts[0].own);
-    arena_fini(&a);
-    eng_free(e);
+    struct eng_gang_facts gf = two(m, 3);
+    assert_int_equal(eng_node_ready(f->e, 4, false, 100 * S), 0);
+    assert_int_equal(check(f, &gf, 129 * S), 0);
+    assert_int_equal(check(f, &gf, 130 * S), 1);
+    assert_int_equal(f->acts[0].reason, ENG_NODE_LOST);
+    assert_false(f->acts[0].own);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
-        cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_engine_node_health),
+        cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

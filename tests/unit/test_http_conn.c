@@ -329,22 +329,6 @@ static void test_output_limit(void **state)
     stop(&f);
 }
 
-static void test_limit_flags(void **state)
-{
-    (void)state;
-    struct http_limits l = {0};
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(http_limit_flag(&l, "--http-max-conns", "2000", &eb), 1);
-    assert_int_equal(l.max_conns, 2000);
-    assert_int_equal(http_limit_flag(&l, "--http-write-timeout", "250", &eb), 1);
-    assert_int_equal(l.write_timeout_ms, 250);
-    assert_int_equal(http_limit_flag(&l, "--listen", "x", &eb), 0);
-    assert_int_equal(http_limit_flag(&l, "--http-timeout", "0", &eb), SCHED_EINVAL);
-    assert_non_null(strstr(eb.msg, "--http-timeout"));
-    assert_int_equal(http_limit_flag(&l, "--http-max-output", "12x", &eb), SCHED_EINVAL);
-    assert_int_equal(http_limit_flag(&l, "--http-probe-conns", "-1", &eb), SCHED_EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,7 +338,6 @@ int main(void)
         cmocka_unit_test(test_probe_reserve),
         cmocka_unit_test(test_keepalive_1000),
         cmocka_unit_test(test_output_limit),
-        cmocka_unit_test(test_limit_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

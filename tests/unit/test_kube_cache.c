@@ -1,6 +1,7 @@
-/* tests/unit/test_kube_cache.c: API objects into the Kubernetes driver's cache and a cycle's
- * input: gang membership of both PodGroup APIs, minMember, queues, usage of other schedulers'
- * pods, assumed binds, malformed objects; then the real core places what the cache built. */
+/* tests/unit/test_kube_cache.c: API objects (and the list pages they come in) into the
+ * Kubernetes driver's cache and a cycle's input: gang membership of both PodGroup APIs, minMember,
+ * queues, usage of other schedulers' pods, assumed binds, malformed objects; then the real core
+ * places what the cache built. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "sched/core/cycle.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
+#include "sched/kube/wire.h"
 
 static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
                                     "kind: SchedulerConfig\n"
@@ -420,9 +422,174 @@ static void times_parse_and_format(void **state)
     assert_int_equal(ms, 1735729200250LL);
     assert_int_equal(kobj_time("2025-01-01 12:00:00", &ms), SCHED_EINVAL);
     assert_int_equal(kobj_time("2025-01-01T12:00:00", &ms), SCHED_EINVAL);
+    /* the calendar (leap days and seconds, before 1970, past 2100) and offsets */
+    assert_int_equal(kobj_time("2024-02-29T23:59:60Z", &ms), 0);
+    assert_int_equal(ms, 1709251200000LL);
+    assert_int_equal(kobj_time("1969-12-31T23:59:59Z", &ms), 0);
+    assert_int_equal(ms, -1000);
+    assert_int_equal(kobj_time("2025-01-01T12:00:00-05:30", &ms), 0);
+    assert_int_equal(ms, 1735752600000LL);
+    assert_int_equal(kobj_time("2100-02-29T00:00:00Z", &ms), 0); /* not a leap year: March 1 */
+    assert_int_equal(ms, 4107542400000LL);
+    const char *bad[] = {"2025-1-01T12:00:00Z",    "2025-01-01T12:00:00+0100",
+                         "2025-01-01T12:00:00.Z",  "2025-01-01T12:00:00Zx",
+                         "2025-13-01T12:00:00Z",   "2025-01-01T24:00:00Z",
+                         "2025-01-01T12:00:00+01", "+025-01-01T12:00:00Z"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(kobj_time(bad[i], &ms), SCHED_EINVAL);
     char buf[40];
     kobj_format_time(1735732800123LL, buf, sizeof(buf));
     assert_string_equal(buf, "2025-01-01T12:00:00.123000Z");
+}
+
+#define NODE_N1                                                                                    \
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"uid\":\"u-%d\",\"labels\":{"               \
+    "\"network.topology.gangsched.io/rack\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":\"96\"," \
+    "\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":"     \
+    "\"Ready\",\"status\":\"True\",\"lastHeartbeatTime\":\"2026-01-01T00:00:0%dZ\"}]}}"
+
+/* A Node is decoded once, when its event arrives: a heartbeat that changes nothing the scheduler
+ * reads is no change, a label change is, and a node that cannot be read is treated as gone. */
+static void nodes_are_decoded_once(void **state)
+{
+    struct fx *f = *state;
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_false(kcache_dirty(f->c));
+    char buf[800];
+    snprintf(buf, sizeof(buf), NODE_N1, 7, "r1", 7);
+    add_json(f->c, 0, buf);
+    assert_false(kcache_dirty(f->c)); /* a heartbeat */
+    assert_string_equal(kcache_node_uid(f->c, "n1"), "u-7");
+    snprintf(buf, sizeof(buf), NODE_N1, 7, "r9", 8);
+    add_json(f->c, 0, buf);
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    int ix = kcache_node_index(f->c, "n1");
+    assert_true(ix >= 0);
+    assert_string_equal(
+        node_label(&kb.snap.cluster->nodes[ix], "network.topology.gangsched.io/rack"), "r9");
+    add_json(f->c, 0,
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n2\"},\"status\":{\"allocatable\":{"
+             "\"cpu\":\"lots\"}}}");
+    assert_int_equal(kcache_n_nodes(f->c), 2);
+    build(f, &kb);
+    assert_int_equal(kb.snap.cluster->n_nodes, 2);
+    assert_int_equal(kcache_node_index(f->c, "n2"), -1);
+}
+
+#define POD_MIX                                                                                    \
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"labels\":{"                             \
+    "\"scheduling.x-k8s.io/pod-group\":\"%s\"},\"annotations\":{\"note\":\"x\"}},"                 \
+    "\"spec\":{\"schedulerName\":\"gangsched\",%s,\"containers\":[{\"resources\":{"                \
+    "\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}"
+
+/* An unbound pod's nodeSelector, tolerations and annotations are read when it arrives (its JSON
+ * is freed at once): equal specs share a pod set whatever their key order, different ones do
+ * not, and a constraint that cannot be read makes the gang wait with InvalidSpec. */
+static void pod_specs_are_decoded_on_arrival(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "mix", 3, "team-a");
+    char buf[1000];
+    snprintf(buf, sizeof(buf), POD_MIX, "mix-0", "mix",
+             "\"nodeSelector\":{\"network.topology.gangsched.io/rack\":\"r1\",\"k\":\"v\"}");
+    add_json(f->c, 1, buf);
+    snprintf(buf, sizeof(buf), POD_MIX, "mix-1", "mix",
+             "\"nodeSelector\":{\"k\":\"v\",\"network.topology.gangsched.io/rack\":\"r1\"}");
+    add_json(f->c, 1, buf);
+    snprintf(buf, sizeof(buf), POD_MIX, "mix-2", "mix",
+             "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
+    add_json(f->c, 1, buf);
+    const struct kpod *p = kcache_pod(f->c, "ml/mix-0");
+    assert_non_null(p);
+    assert_non_null(p->spec);
+    assert_int_equal(p->spec->n_ann, 1);
+    assert_string_equal(p->spec->ann[0].value, "x");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    const struct gang *g = &kb.gangs[0].gang;
+    assert_int_equal(g->n_sets, 2);
+    assert_int_equal(g->sets[0].count, 2);
+    assert_int_equal(g->sets[0].n_node_selector, 2);
+    assert_string_equal(g->sets[0].node_selector[0].key, "k");
+    assert_int_equal(g->sets[1].count, 1);
+    assert_int_equal(g->sets[1].n_tolerations, 1);
+    assert_string_equal(g->sets[1].tolerations[0].key, "gpu");
+    snprintf(buf, sizeof(buf), POD_MIX, "bad-0", "bad",
+             "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Near\"}]");
+    add_json(f->c, 1, buf);
+    pg(f->c, "bad", 1, "team-a");
+    build(f, &kb);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "pod ml/bad-0: spec.tolerations[0].operator"));
+}
+
+/* What later reads need of a PodGroup is kept without its JSON tree: annotations (sorted, found
+ * by key), Volcano's networkTopology, and for Volcano (written by a PUT of the object) its text. */
+static void podgroups_keep_what_is_read(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+        "\"namespace\":\"ml\",\"name\":\"vj\",\"annotations\":{\"z\":\"1\","
+        "\"gangsched.io/max-restarts\":\"4\"}},\"spec\":{\"minMember\":2,\"networkTopology\":{"
+        "\"mode\":\"hard\",\"highestTierAllowed\":2}},\"status\":{\"phase\":\"Pending\"}}");
+    struct kpg *g = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kobj_pg_decode(o, KPG_VOLCANO, &g, &eb), 0);
+    cJSON_Delete(o);
+    assert_string_equal(kobj_pg_annotation(g, "gangsched.io/max-restarts"), "4");
+    assert_string_equal(kobj_pg_annotation(g, "z"), "1");
+    assert_null(kobj_pg_annotation(g, "y"));
+    assert_null(kobj_pg_annotation(NULL, "z"));
+    assert_string_equal(g->nt_mode, "hard");
+    assert_true(g->has_nt_tier);
+    assert_int_equal(g->nt_tier, 2);
+    cJSON *back = cJSON_Parse(g->raw);
+    assert_non_null(back);
+    assert_string_equal(kobj_str(back, "status.phase"), "Pending");
+    cJSON_Delete(back);
+    kobj_pg_free(g);
+}
+
+/* The list-page scanner the informers use (sched/kube/wire.h): members found whatever their
+ * order, strings with escaped quotes and brackets skipped, a body that is not an object or ends
+ * early refused; each item's text ends where its value does. */
+static void list_pages_are_scanned(void **state)
+{
+    (void)state;
+    struct kube_list_page pg;
+    const char *s = " {\"kind\":\"PodList\",\"items\" : [{\"metadata\":{\"name\":\"a\\\"]}\"}},"
+                    " {\"metadata\":{\"name\":\"b\"}}],\"metadata\":{\"continue\":\"x}\"},"
+                    "\"n\":-1.5e3,\"t\":true} ";
+    assert_true(kube_list_scan(s, strlen(s), &pg));
+    assert_non_null(pg.meta);
+    cJSON *m = cJSON_ParseWithLength(pg.meta, pg.meta_len);
+    assert_non_null(m);
+    assert_string_equal(kobj_str(m, "continue"), "x}");
+    cJSON_Delete(m);
+    assert_non_null(pg.items);
+    assert_int_equal(pg.items[0], '[');
+    assert_int_equal(pg.items[pg.items_len - 1], ']');
+    size_t e = kube_json_end(pg.items, pg.items_len, 1);
+    cJSON *first = cJSON_ParseWithLength(pg.items + 1, e - 1);
+    assert_non_null(first);
+    assert_string_equal(kobj_str(first, "metadata.name"), "a\"]}");
+    cJSON_Delete(first);
+    assert_true(kube_list_scan("{}", 2, &pg));
+    assert_null(pg.meta);
+    assert_null(pg.items);
+    const char *bad[] = {"[1]", "{\"items\":[1,2}", "{\"metadata\":{}", "{\"a\" 1}",
+                         "",    "{\"a\":\"open}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(kube_list_scan(bad[i], strlen(bad[i]), &pg));
+    assert_int_equal(kube_json_end("\"ab\\\"c\"x", 8, 0), 7);
+    assert_int_equal(kube_json_end("123,", 4, 0), 3);
+    assert_int_equal(kube_json_end("[[1],{\"]\":2}]", 13, 0), 13);
+    assert_int_equal(kube_json_end("[[1]", 4, 0), 0);
 }
 
 int main(void)
@@ -438,6 +605,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(malformed_objects_are_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(running_gangs_start_when_their_pods_started, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
+        cmocka_unit_test(podgroups_keep_what_is_read),
+        cmocka_unit_test(list_pages_are_scanned),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };

@@ -373,7 +373,8 @@ static void kubeconfig_errors(void **state)
                  "clusters: [{name: c, cluster: {server: 'https://h', insecure-skip-tls-verify: "
                  "maybe}}]\n"
                  "contexts: [{name: x, context: {cluster: c}}]\n",
-                 SCHED_EINVAL, (const char *const[]){"insecure-skip-tls-verify", "maybe", NULL});
+                 SCHED_EINVAL,
+                 (const char *const[]){"insecure-skip-tls-verify", "maybe", ":2:", NULL});
     /* a missing file */
     struct kube_auth *a = NULL;
     struct sched_errbuf eb;

@@ -1,4 +1,5 @@
-/* tests/unit/test_nodes.c: NodeList loading and the cluster generator (sched/sim/nodes.c).
+/* tests/unit/test_nodes.c: NodeList loading and the cluster generator (sched/k8s/nodes.c,
+ * sched/sim/nodegen.c).
  *
  * Owns: tests of nodes_generate() shorthands, of nodes_load_file()/nodes_load_buffer() on
  * tests/data/nodes-small.{yaml,json} (the same cluster, as kubectl prints it) and of located
@@ -491,7 +492,7 @@ static void test_bad_input(void **state)
         {"bad.yaml", "kind: Pod\nmetadata: {name: p}\n",
          "bad.yaml:1:7: field kind: \"Pod\" is not Node, ResourceSlice, NodeList or List"},
         {"bad.yaml", "metadata: {name: p}\n", "bad.yaml:1:1: field kind: missing"},
-        {"bad.yaml", "kind: Node\nmetadata:\n  name: [n1\n", "bad.yaml:4:1: invalid YAML"},
+        {"bad.yaml", "kind: Node\nmetadata:\n  name: [n1\n", "bad.yaml:4:1: YAML syntax error"},
         {"bad.yaml", "kind: List\nitems:\n- just-a-string\n",
          "bad.yaml:3:3: items[0]: expected a Node (a mapping), got a string"},
         {"bad.yaml", "kind: List\nitems: &a [*a]\n",

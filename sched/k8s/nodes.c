@@ -1,13 +1,13 @@
-/* sched/sim/nodes.c: simulated clusters from NodeLists and generator shorthands (see nodes.h).
+/* sched/k8s/nodes.c: Nodes from NodeList files and from API objects (see nodes.h).
  *
- * Owns: reading `kubectl get nodes -o yaml|json` output (YAML through libyaml's document API,
+ * Owns: reading `kubectl get nodes -o yaml|json` output (YAML through config/yaml_doc.h,
  * JSON through cJSON) behind one small read-only view, strict type checks with located error
- * messages. The "hgx:N,nvl72:N,pcie:N" generator is nodegen.c.
+ * messages; the daemon's node records (one Node object decoded once, copied into each cluster).
  * Must not touch: scheduling state, cluster_finalize() (callers finalize), node internals
  * beyond filling fresh nodes. Nodes are added to the caller's cluster; on error every node added
  * by the failing call is removed again (strings stay in the pool until cluster_free()).
  */
-#include "sched/sim/nodes.h"
+#include "sched/k8s/nodes.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,36 +20,29 @@
 #include <cjson/cJSON.h>
 #include <yaml.h>
 
-#include "config/yaml_guard.h"
+#include "config/yaml_doc.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
-#include "sched/kube/dra.h"
+#include "sched/k8s/slice.h"
 
 #define NODES_MAX_FILE (1024L * 1024 * 1024) /* refuse inputs larger than 1 GiB */
 
 /* ---- a read-only view over a libyaml document or a cJSON tree -------------------------------- */
 
-enum vkind { VK_NONE = 0, VK_NULL, VK_BOOL, VK_NUM, VK_STR, VK_MAP, VK_SEQ };
+/* The kinds of config/yaml_doc.h, for JSON values too. */
+enum vkind {
+    VK_NONE = YDOC_NONE,
+    VK_NULL = YDOC_NULL,
+    VK_BOOL = YDOC_BOOL,
+    VK_NUM = YDOC_NUM,
+    VK_STR = YDOC_STR,
+    VK_MAP = YDOC_MAP,
+    VK_SEQ = YDOC_SEQ,
+};
 
 static const char *vkind_name(enum vkind k)
 {
-    switch (k) {
-    case VK_NONE:
-        return "nothing";
-    case VK_NULL:
-        return "null";
-    case VK_BOOL:
-        return "a boolean";
-    case VK_NUM:
-        return "a number";
-    case VK_STR:
-        return "a string";
-    case VK_MAP:
-        return "a mapping";
-    case VK_SEQ:
-        return "a sequence";
-    }
-    return "?";
+    return ydoc_kind_name((enum ydoc_kind)k);
 }
 
 /* Exactly one of y and j is set for a present value; both NULL means absent. */
@@ -60,7 +53,7 @@ struct val {
 
 struct doc {
     const char *file;
-    yaml_document_t *yd; /* NULL when reading JSON */
+    struct ydoc *yd; /* NULL when reading JSON */
     struct cluster *c;
     struct sched_errbuf *eb;
     const char *node_name; /* node being read, once known */
@@ -73,93 +66,10 @@ struct doc {
     size_t n_where, cap_where;
 };
 
-static bool yaml_plain_is(const char *s, const char *const *words)
-{
-    for (; *words; words++)
-        if (strcmp(s, *words) == 0)
-            return true;
-    return false;
-}
-
-static bool is_digit(char ch)
-{
-    return ch >= '0' && ch <= '9';
-}
-
-static bool is_hex(char ch)
-{
-    return is_digit(ch) || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-}
-
-/* YAML 1.2 core schema numbers: [-+]digits, 0o.., 0x.., floats, .inf, .nan. */
-static bool yaml_plain_is_number(const char *s)
-{
-    static const char *const special[] = {".inf",  ".Inf",  ".INF",  "-.inf", "-.Inf",
-                                          "-.INF", "+.inf", "+.Inf", "+.INF", ".nan",
-                                          ".NaN",  ".NAN",  NULL};
-    if (yaml_plain_is(s, special))
-        return true;
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o') && s[2]) {
-        for (const char *p = s + 2; *p; p++)
-            if (s[1] == 'x' ? !is_hex(*p) : (*p < '0' || *p > '7'))
-                return false;
-        return true;
-    }
-    const char *p = s;
-    if (*p == '-' || *p == '+')
-        p++;
-    bool digits = false;
-    while (is_digit(*p)) {
-        p++;
-        digits = true;
-    }
-    if (*p == '.') {
-        p++;
-        while (is_digit(*p)) {
-            p++;
-            digits = true;
-        }
-    }
-    if (!digits)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '-' || *p == '+')
-            p++;
-        if (!is_digit(*p))
-            return false;
-        while (is_digit(*p))
-            p++;
-    }
-    return *p == '\0';
-}
-
-static const char *const yaml_nulls[] = {"", "~", "null", "Null", "NULL", NULL};
-static const char *const yaml_trues[] = {"true", "True", "TRUE", NULL};
-static const char *const yaml_falses[] = {"false", "False", "FALSE", NULL};
-
 static enum vkind vkind(struct val v)
 {
-    if (v.y) {
-        switch (v.y->type) {
-        case YAML_MAPPING_NODE:
-            return VK_MAP;
-        case YAML_SEQUENCE_NODE:
-            return VK_SEQ;
-        case YAML_SCALAR_NODE: {
-            if (v.y->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-                return VK_STR;
-            const char *s = (const char *)v.y->data.scalar.value;
-            if (yaml_plain_is(s, yaml_nulls))
-                return VK_NULL;
-            if (yaml_plain_is(s, yaml_trues) || yaml_plain_is(s, yaml_falses))
-                return VK_BOOL;
-            return yaml_plain_is_number(s) ? VK_NUM : VK_STR;
-        }
-        default:
-            return VK_NONE;
-        }
-    }
+    if (v.y)
+        return (enum vkind)ydoc_kind(v.y);
     if (v.j) {
         if (cJSON_IsObject(v.j))
             return VK_MAP;
@@ -175,6 +85,17 @@ static enum vkind vkind(struct val v)
             return VK_NULL;
     }
     return VK_NONE;
+}
+
+/* A value of kind VK_BOOL: whether it is true. */
+static bool vtrue(struct val v)
+{
+    bool b = false;
+    if (v.y)
+        (void)ydoc_bool(v.y, &b);
+    else
+        b = cJSON_IsTrue(v.j);
+    return b;
 }
 
 static bool absent_or_null(struct val v)
@@ -219,16 +140,14 @@ static const char *vtext(struct doc *d, struct val v)
 
 static struct val yval(const struct doc *d, int index)
 {
-    struct val v = {yaml_document_get_node(d->yd, index), NULL};
+    struct val v = {ydoc_node(d->yd, index), NULL};
     return v;
 }
 
 static size_t vcount(struct val v)
 {
-    if (v.y && v.y->type == YAML_MAPPING_NODE)
-        return (size_t)(v.y->data.mapping.pairs.top - v.y->data.mapping.pairs.start);
-    if (v.y && v.y->type == YAML_SEQUENCE_NODE)
-        return (size_t)(v.y->data.sequence.items.top - v.y->data.sequence.items.start);
+    if (v.y)
+        return ydoc_count(v.y);
     if (v.j && (cJSON_IsObject(v.j) || cJSON_IsArray(v.j)))
         return (size_t)cJSON_GetArraySize(v.j);
     return 0;
@@ -634,7 +553,7 @@ static int load_node(struct doc *d, struct val v, bool in_list)
     if (vkind(spec) == VK_MAP) {
         struct val u = vget(d, spec, "unschedulable");
         if (vkind(u) == VK_BOOL)
-            tmp.unschedulable = yaml_plain_is(vtext(d, u), yaml_trues);
+            tmp.unschedulable = vtrue(u);
         else if (!absent_or_null(u))
             return fail_type(d, u, "spec.unschedulable", "a boolean");
         if ((rc = get_coll(d, spec, "taints", "spec.taints", VK_SEQ, &m)) ||
@@ -738,7 +657,7 @@ static cJSON *val_json(struct doc *d, struct val v)
     case VK_NUM:
         return cJSON_CreateNumber(strtod(vtext(d, v), NULL));
     case VK_BOOL:
-        return cJSON_CreateBool(yaml_plain_is(vtext(d, v), yaml_trues));
+        return cJSON_CreateBool(vtrue(v));
     case VK_STR:
         return cJSON_CreateString(vtext(d, v) ? vtext(d, v) : "");
     default:
@@ -755,7 +674,7 @@ static int load_slice(struct doc *d, struct val v)
     if (!o)
         return fail_nomem(d, v);
     struct sched_errbuf inner;
-    int rc = kdra_slice_put(d->c->dra, o, NULL, &inner);
+    int rc = k8s_slice_put(d->c->dra, o, NULL, &inner);
     cJSON_Delete(o);
     return rc ? fail_at(d, v, rc, "%s", inner.msg) : 0;
 }
@@ -842,44 +761,24 @@ static int load_json(struct doc *d, const char *data, size_t len)
     return rc;
 }
 
+/* Every document of the stream (config/yaml_doc.h: nesting guard, syntax errors with
+ * file:line:column). */
 static int load_yaml(struct doc *d, const char *data, size_t len)
 {
-    int grc = config_yaml_guard(d->file, data, len, CONFIG_YAML_MAX_DEPTH, d->eb);
-    if (grc != 0)
-        return grc;
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser))
-        return sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    int rc = 0, docs = 0;
-    for (;;) {
-        yaml_document_t ydoc;
-        if (!yaml_parser_load(&parser, &ydoc)) {
-            if (parser.error == YAML_MEMORY_ERROR)
-                rc = sched_fail(d->eb, SCHED_ENOMEM, "%s: out of memory", d->file);
-            else
-                rc = sched_fail(d->eb, SCHED_EINVAL, "%s:%zu:%zu: invalid YAML: %s%s%s", d->file,
-                                parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                                parser.problem ? parser.problem : "syntax error",
-                                parser.context ? " " : "", parser.context ? parser.context : "");
+    struct ydoc y;
+    int rc = ydoc_open(&y, d->file, data, len, YDOC_MAX_DEPTH, d->eb), docs = 0;
+    while (!rc) {
+        yaml_node_t *root;
+        if ((rc = ydoc_next(&y, &root)) || !root)
             break;
-        }
-        yaml_node_t *root = yaml_document_get_root_node(&ydoc);
-        if (!root) {
-            yaml_document_delete(&ydoc);
-            break;
-        }
         docs++;
-        d->yd = &ydoc;
+        d->yd = &y;
         d->is_yaml = true;
         struct val v = {root, NULL};
         rc = load_root(d, v);
         d->yd = NULL;
-        yaml_document_delete(&ydoc);
-        if (rc)
-            break;
     }
-    yaml_parser_delete(&parser);
+    ydoc_close(&y);
     if (!rc && docs == 0)
         rc = sched_fail(d->eb, SCHED_EINVAL, "%s: no YAML document", d->file);
     return rc;
@@ -969,25 +868,6 @@ int nodes_load_buffer(struct cluster *c, const char *name, const char *data, siz
     return rc;
 }
 
-int nodes_add_object(struct cluster *c, const cJSON *node, const char *source,
-                     struct sched_errbuf *eb)
-{
-    if (!c || !node)
-        return sched_fail(eb, SCHED_EINVAL, "%s: no node", source ? source : "<input>");
-    struct doc d;
-    memset(&d, 0, sizeof(d));
-    d.file = source ? source : "<input>";
-    d.c = c;
-    d.eb = eb;
-    d.item = -1;
-    uint32_t n0 = c->n_nodes;
-    struct val v = {NULL, node};
-    int rc = load_node(&d, v, false);
-    if (rc)
-        c->n_nodes = n0;
-    return rc;
-}
-
 int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb)
 {
     if (!path)
@@ -1030,4 +910,162 @@ int nodes_load_file(struct cluster *c, const char *path, struct sched_errbuf *eb
         rc = nodes_load_buffer(c, path, buf, len, eb);
     free(buf);
     return rc;
+}
+
+/* ---- one Node object, kept by the daemon's cache ------------------------------------------- */
+
+static size_t rounded(size_t n)
+{
+    return (n + 15u) & ~(size_t)15u;
+}
+
+static size_t kv_bytes(const struct kv *kv, uint32_t n)
+{
+    size_t b = rounded(n * sizeof(*kv));
+    for (uint32_t i = 0; i < n; i++)
+        b += rounded(strlen(kv[i].key) + 1) + rounded(strlen(kv[i].value) + 1);
+    return b;
+}
+
+/* Where node_copy puts what it copies: a record's arena or a cluster's pool. */
+typedef void *alloc_fn(void *ctx, size_t n);
+
+static void *in_arena(void *ctx, size_t n)
+{
+    return arena_alloc(ctx, n);
+}
+
+static void *in_pool(void *ctx, size_t n)
+{
+    return cluster_alloc(ctx, n);
+}
+
+static const char *dup_in(alloc_fn *fn, void *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = fn(ctx, n);
+    return d ? memcpy(d, s, n) : NULL;
+}
+
+static bool kv_copy(alloc_fn *fn, void *ctx, const struct kv *kv, uint32_t n, const struct kv **out)
+{
+    struct kv *v = n ? fn(ctx, n * sizeof(*v)) : NULL;
+    for (uint32_t i = 0; v && i < n; i++)
+        if (!(v[i].key = dup_in(fn, ctx, kv[i].key)) ||
+            !(v[i].value = dup_in(fn, ctx, kv[i].value)))
+            return false;
+    *out = v;
+    return v || n == 0;
+}
+
+/* Node `src` into dst, its labels, annotations and taints copied (not its name). */
+static bool node_copy(alloc_fn *fn, void *ctx, const struct node *src, struct node *dst)
+{
+    *dst = *src;
+    struct taint *t = src->n_taints ? fn(ctx, src->n_taints * sizeof(*t)) : NULL;
+    if (src->n_taints && !t)
+        return false;
+    for (uint32_t i = 0; i < src->n_taints; i++) {
+        t[i] = src->taints[i];
+        if (!(t[i].key = dup_in(fn, ctx, src->taints[i].key)) ||
+            !(t[i].value = dup_in(fn, ctx, src->taints[i].value)))
+            return false;
+    }
+    dst->taints = t;
+    return kv_copy(fn, ctx, src->labels, src->n_labels, &dst->labels) &&
+           kv_copy(fn, ctx, src->annotations, src->n_annotations, &dst->annotations);
+}
+
+int nodes_decode(const cJSON *node, const char *source, struct nodes_rec **out,
+                 struct sched_errbuf *eb)
+{
+    *out = NULL;
+    struct cluster *tmp = cluster_new(); /* the reader fills a cluster: one node, then dropped */
+    struct nodes_rec *r = calloc(1, sizeof(*r));
+    if (!tmp || !r) {
+        cluster_free(tmp);
+        free(r);
+        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", source ? source : "node");
+    }
+    struct doc d;
+    memset(&d, 0, sizeof(d));
+    d.file = source ? source : "<input>";
+    d.c = tmp;
+    d.eb = eb;
+    d.item = -1;
+    struct val v = {NULL, node};
+    int rc = node ? load_node(&d, v, false) : sched_fail(eb, SCHED_EINVAL, "%s: no node", d.file);
+    if (rc == 0) {
+        const struct node *n = &tmp->nodes[0];
+        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(node, "metadata"), "uid"));
+        size_t bytes = rounded(strlen(n->name) + 1) + (uid ? rounded(strlen(uid) + 1) : 0) +
+                       kv_bytes(n->labels, n->n_labels) +
+                       kv_bytes(n->annotations, n->n_annotations) +
+                       rounded(n->n_taints * sizeof(struct taint));
+        for (uint32_t i = 0; i < n->n_taints; i++)
+            bytes +=
+                rounded(strlen(n->taints[i].key) + 1) + rounded(strlen(n->taints[i].value) + 1);
+        arena_init(&r->mem, bytes); /* one chunk holds it all */
+        if (!node_copy(in_arena, &r->mem, n, &r->node) ||
+            !(r->node.name = arena_strdup(&r->mem, n->name)) ||
+            (uid && !(r->uid = arena_strdup(&r->mem, uid))))
+            rc = sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", d.file);
+    }
+    cluster_free(tmp);
+    if (rc) {
+        nodes_rec_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void nodes_rec_free(struct nodes_rec *r)
+{
+    if (r) {
+        arena_fini(&r->mem);
+        free(r);
+    }
+}
+
+bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t nb)
+{
+    if (na != nb)
+        return false;
+    for (uint32_t i = 0; i < na; i++)
+        if (strcmp(a[i].key, b[i].key) != 0 || strcmp(a[i].value, b[i].value) != 0)
+            return false;
+    return true;
+}
+
+bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b)
+{
+    const struct node *x = &a->node, *y = &b->node;
+    if (strcmp(x->name, y->name) != 0 || memcmp(&x->alloc, &y->alloc, sizeof(x->alloc)) != 0 ||
+        x->ready != y->ready || x->unschedulable != y->unschedulable ||
+        x->gpu_capacity != y->gpu_capacity || x->n_taints != y->n_taints ||
+        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
+        !nodes_kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
+        return false;
+    for (uint32_t i = 0; i < x->n_taints; i++)
+        if (x->taints[i].effect != y->taints[i].effect ||
+            strcmp(x->taints[i].key, y->taints[i].key) != 0 ||
+            strcmp(x->taints[i].value, y->taints[i].value) != 0)
+            return false;
+    return true;
+}
+
+int nodes_rec_add(struct cluster *c, const struct nodes_rec *r)
+{
+    struct node tmp;
+    if (!node_copy(in_pool, c, &r->node, &tmp))
+        return SCHED_ENOMEM;
+    struct node *n = cluster_add_node(c, r->node.name);
+    if (!n)
+        return SCHED_ENOMEM;
+    const char *keep = n->name;
+    *n = tmp;
+    n->name = keep;
+    return 0;
 }

@@ -1,0 +1,26 @@
+/* sched/k8s/slice.h: a resource.k8s.io/v1 ResourceSlice (JSON) into the DRA inventory of
+ * sched/core/dra.h.
+ *
+ * Owns: which fields of a ResourceSlice are read (metadata.name, spec.driver, spec.nodeName,
+ * spec.pool{name, generation, resourceSliceCount}, spec.devices[]{name, attributes, capacity})
+ * and their checks. Used by the daemon's cache (informer events, sched/kube/claims.c) and by the
+ * NodeList reader (sched/k8s/nodes.c: Lists holding Nodes and ResourceSlices), so that a slice
+ * means the same in both drivers.
+ *
+ * Must not touch: the network, the caches of either driver. Errors name the slice and the field.
+ */
+#ifndef SCHED_K8S_SLICE_H
+#define SCHED_K8S_SLICE_H
+
+#include <cjson/cJSON.h>
+
+#include "sched/core/dra.h"
+#include "sched/core/err.h"
+
+/* Adds (or replaces) the slice in `inv`; GPU devices are those of `gpu_driver` (NULL:
+ * DRA_GPU_DRIVER) whose attribute "type" is absent or "gpu". 0, SCHED_EINVAL (inv unchanged),
+ * SCHED_ENOMEM. */
+int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
+                  struct sched_errbuf *eb);
+
+#endif

@@ -1,0 +1,143 @@
+/* sched/sim/estimates.c: run-time estimates learned from finishes and the start planner's inputs
+ * (see run.h). */
+#include "sched/sim/run.h"
+
+/* ---- estimates ---------------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Learns the run times of the gangs that finished in this instant, in job id order. */
+void sim_learn(struct run *r)
+{
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_u32);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+static const int64_t *sort_end_ms; /* qsort context of cmp_by_end (single-threaded) */
+
+static int cmp_by_end(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int64_t ex = sort_end_ms[x], ey = sort_end_ms[y];
+    return ex != ey ? (ex > ey) - (ex < ey) : (x > y) - (x < y);
+}
+
+/* After a resume: what an uninterrupted run had learned, in the same order. */
+void sim_relearn(struct run *r)
+{
+    r->n_fin_now = 0;
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        if (sim_state(r, j) == ENG_JOB_FINISHED)
+            r->fin_now[r->n_fin_now++] = j;
+    sort_end_ms = r->end_ms;
+    qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
+    for (uint32_t k = 0; k < r->n_fin_now; k++) {
+        const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+    }
+    r->n_fin_now = 0;
+}
+
+/* A fixed draw in (0, 1) per job (splitmix64 of its index): the quantile of its run time the
+ * start planner uses. One draw per job, not the median for all: a waiting gang starts at the
+ * k-th release among many running gangs, and the k-th of the medians is much later than the
+ * k-th of the run times themselves (the first of many releases comes early); drawn quantiles
+ * give the planner releases spread as the run times are. */
+static double draw(uint32_t j)
+{
+    uint64_t z = ((uint64_t)j + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* Before a cycle: the run time of every pending gang (safe, and drawn for the start planner),
+ * each node's expected release (the latest safe end of what runs on it) and each running pod's
+ * drawn end for the start planner. */
+void sim_estimates(struct run *r, int64_t now)
+{
+    const struct sim_input *in = r->in;
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        for (uint32_t k = 0; k < r->queues[q].n; k++) {
+            const struct gang *g = r->queues[q].items[k];
+            r->rt_est[g->id] = est_runtime(&r->est, g, EST_QUANTILE);
+            r->rt_typ[g->id] = est_runtime(&r->est, g, draw(g->id));
+        }
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        r->state[i].release_ms = r->rel_typ[i] = 0;
+    r->n_rels = 0;
+    for (uint32_t k = 0; k < r->n_run; k++) {
+        uint32_t j = r->runlist[k];
+        const struct gang *g = &in->jobs[j].gang;
+        int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
+        int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
+        int64_t typ = est_end(&r->est, g, from, now, draw(j));
+        for (uint32_t x = 0; x < g->n_pods; x++) {
+            uint32_t i = r->assign[j][x].node;
+            if (r->n_rels == r->cap_rels) {
+                uint32_t cap = r->cap_rels ? 2 * r->cap_rels : 1024;
+                struct sched_release *nr = realloc(r->rels, cap * sizeof(*nr));
+                if (!nr) {
+                    r->oom = true;
+                    return;
+                }
+                r->rels = nr;
+                r->cap_rels = cap;
+            }
+            r->rels[r->n_rels++] = (struct sched_release){
+                .node = i,
+                .gpus = (uint32_t)__builtin_popcount(r->assign[j][x].gpu_mask),
+                .t_ms = typ};
+            if (end > r->state[i].release_ms)
+                r->state[i].release_ms = end;
+            if (typ > r->rel_typ[i])
+                r->rel_typ[i] = typ;
+        }
+    }
+}
+
+/* The first expected start the planner gave each waiting gang (for the accuracy KPIs). */
+void sim_note_etas(struct run *r, const struct sched_result *res)
+{
+    for (uint32_t k = 0; k < res->n_etas; k++) {
+        uint32_t j = res->etas[k].gang->id;
+        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT) {
+            r->eta_first[j] = res->etas[k].start_ms;
+            sim_mark_dirty(r, j); /* persisted in its "j:<id>" row, so --resume keeps the KPI */
+        }
+    }
+}
+
+/* The estimate and start-estimate arrays of a run (nj jobs, nn nodes); false on out of memory
+ * (estimates_free() releases whatever was allocated). */
+bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn)
+{
+    r->rt_est = calloc(nj, sizeof(*r->rt_est));
+    r->rt_typ = calloc(nj, sizeof(*r->rt_typ));
+    r->rel_typ = calloc(nn, sizeof(*r->rel_typ));
+    r->fin_now = calloc(nj, sizeof(*r->fin_now));
+    r->eta_first = malloc(nj * sizeof(*r->eta_first));
+    r->last_eta = r->opt->db ? malloc(nj * sizeof(*r->last_eta)) : NULL;
+    for (size_t j = 0; r->eta_first && j < nj; j++)
+        r->eta_first[j] = INT64_MIN;
+    for (size_t j = 0; r->last_eta && j < nj; j++)
+        r->last_eta[j] = INT64_MIN;
+    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rel_typ &&
+           r->fin_now && r->eta_first && (!r->opt->db || r->last_eta);
+}
+
+void sim_estimates_free(struct run *r)
+{
+    free(r->rt_est), free(r->rt_typ), free(r->rel_typ), free(r->rels), free(r->fin_now);
+    free(r->eta_first), free(r->last_eta);
+    est_free(&r->est);
+}

@@ -1,0 +1,612 @@
+/* sched/sim/persist.c: --db: one store transaction per batch of instants, the decision log, resume
+ * (see run.h). */
+#include "sched/sim/run.h"
+
+/* ---- preemptor holds and reservation hints (kept by the engine) ------------------------ */
+
+/* "N job until n_nodes node... ..." for the store; 0 or an error. */
+static int hl_put(struct store *db, const char *key, const struct eng *e, enum eng_hold_list l,
+                  struct sched_errbuf *eb)
+{
+    size_t cap = 64, at = 0;
+    uint32_t n = eng_hold_count(e, l);
+    for (uint32_t h = 0; h < n; h++)
+        cap += 48 + 12 * (size_t)eng_hold_at(e, l, h)->n_nodes;
+    char *buf = malloc(cap);
+    if (!buf)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    at += (size_t)snprintf(buf, cap, "%u", n);
+    for (uint32_t h = 0; h < n; h++) {
+        const struct eng_hold *eh = eng_hold_at(e, l, h);
+        at += (size_t)snprintf(buf + at, cap - at, " %u %lld %u", eh->gang, (long long)eh->until_ms,
+                               eh->n_nodes);
+        for (uint32_t k = 0; k < eh->n_nodes; k++)
+            at += (size_t)snprintf(buf + at, cap - at, " %u", eh->nodes[k]);
+    }
+    int rc = store_meta_put(db, key, buf, eb);
+    free(buf);
+    return rc;
+}
+
+/* The inverse of hl_put; an absent key is an empty list unless `required`. 0 or an error
+ * naming the key. */
+static int hl_get(struct store *db, const char *key, bool required, struct eng *e,
+                  enum eng_hold_list l, uint32_t n_jobs, uint32_t n_nodes, struct sched_errbuf *eb)
+{
+    const char *text;
+    int rc = store_meta_get(db, key, &text, eb);
+    if (rc == SCHED_ENOENT && !required)
+        return 0;
+    if (rc != 0)
+        return rc;
+    char *end;
+    unsigned long nh = strtoul(text, &end, 10);
+    for (unsigned long h = 0; h < nh; h++) {
+        unsigned long job = strtoul(end, &end, 10);
+        long long until = strtoll(end, &end, 10);
+        unsigned long n = strtoul(end, &end, 10);
+        if (job >= n_jobs || n > n_nodes)
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
+        uint32_t *nodes = malloc((n + 1) * sizeof(*nodes));
+        if (!nodes)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        bool ok = true;
+        for (unsigned long k = 0; k < n; k++) {
+            unsigned long x = strtoul(end, &end, 10);
+            ok &= x < n_nodes;
+            nodes[k] = (uint32_t)x;
+        }
+        rc = ok ? eng_hold_put(e, l, (uint32_t)job, nodes, (uint32_t)n, until) : SCHED_EINVAL;
+        free(nodes);
+        if (rc != 0)
+            return sched_fail(
+                eb, rc, rc == SCHED_ENOMEM ? "out of memory" : "database: meta %s: bad node", key);
+    }
+    return 0;
+}
+/*
+ * One store transaction per batch of simulated instants (--db-batch), written after the
+ * cycles of the batch's last instant:
+ *   - the KPI tables of the store: jobs (store_job_upsert), the bind journal and placements
+ *     (an intent and its completion for every start, a release for every finish or eviction),
+ *     the usage ledger per queue and flavor, preemption records, fair-share history and the
+ *     decision log (verdicts of the instant);
+ *   - meta rows that make the run resumable exactly: "j:<id>" per job that changed (its whole
+ *     simulation state and placement), "n:<node>" per node whose release time changed, and
+ *     "sim:loop", "sim:stats", "sim:queues", "sim:holds" for the loop and the accumulators.
+ * A crash loses at most the batch in progress; --resume reloads the last committed instant and
+ * continues from the next one: the simulation is deterministic, so every job ends exactly as in
+ * an uninterrupted run.
+ */
+
+static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    size_t at = (size_t)snprintf(
+        buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u",
+        (unsigned)sim_state(r, j), (long long)r->start_ms[j], (long long)r->end_ms[j],
+        (long long)r->remaining_ms[j], (long long)r->run_start_ms[j], (long long)r->overhead_ms[j],
+        (long long)r->busy_ms[j], r->gen[j], r->n_evicted[j], r->evicting[j],
+        (long long)r->evict_at[j], r->evict_kind[j], r->job_flavor[j], (long long)r->eta_first[j],
+        r->assign[j] ? g->n_pods : 0);
+    for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
+        at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
+                               r->assign[j][k].gpu_mask);
+    return buf;
+}
+
+/* Jobs per group of store writes: their "j:<id>" meta rows and jobs rows go to the store in one
+ * call each (it writes several rows per statement, far cheaper than a call per row). */
+#define DB_JOB_GROUP 128
+
+struct db_group {
+    uint32_t n;
+    struct store_kv kv[DB_JOB_GROUP];
+    struct store_job sj[DB_JOB_GROUP];
+    char key[DB_JOB_GROUP][16];
+    char val[DB_JOB_GROUP][64 + 24 * 64];
+};
+
+/* Job j into the group (its meta row and jobs row, written by db_group_flush), and its KPI rows
+ * of the bind journal and placements at once: placements follow the run (release when the store
+ * holds some, then a fresh intent and bind when it runs). */
+static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
+                  struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_job *job = &r->in->jobs[j];
+    const struct gang *g = &job->gang;
+    if (g->n_pods > 64)
+        return sched_fail(eb, SCHED_ERANGE, "job %s: more than 64 pods cannot be persisted",
+                          job->id);
+    uint32_t at = gr->n++;
+    snprintf(gr->key[at], sizeof(gr->key[at]), "j:%u", j);
+    gr->kv[at] = (struct store_kv){gr->key[at], fmt_job(r, j, gr->val[at], sizeof(gr->val[at]))};
+    int rc = 0;
+    if (r->db_placed[j]) /* a no-op otherwise: skipped */
+        rc = store_placement_release(db, job->id, NULL, eb);
+    r->db_placed[j] = 0;
+    if (rc == 0 && sim_state(r, j) == ENG_JOB_RUNNING) {
+        struct store_pod pods[64];
+        char names[64][24];
+        for (uint32_t k = 0; k < g->n_pods; k++) {
+            snprintf(names[k], sizeof(names[k]), "pod-%u", k);
+            pods[k] = (struct store_pod){.index = k,
+                                         .name = names[k],
+                                         .node = r->in->cluster->nodes[r->assign[j][k].node].name,
+                                         .gpu_mask = r->assign[j][k].gpu_mask};
+        }
+        rc = store_journal_intent(db, job->id, (int64_t)r->st->cycles, now, pods, g->n_pods, eb);
+        if (rc == 0)
+            rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+        r->db_placed[j] = 1;
+    }
+    enum store_job_state state = sim_state(r, j) == ENG_JOB_RUNNING    ? STORE_JOB_RUNNING
+                                 : sim_state(r, j) == ENG_JOB_FINISHED ? STORE_JOB_FINISHED
+                                 : sim_state(r, j) == ENG_JOB_FAILED   ? STORE_JOB_FAILED
+                                                                       : STORE_JOB_PENDING;
+    bool started = sim_state(r, j) == ENG_JOB_RUNNING || sim_state(r, j) == ENG_JOB_FINISHED ||
+                   r->n_evicted[j] > 0;
+    gr->sj[at] = (struct store_job){
+        .gang = job->id,
+        .gang_id = j,
+        .queue = r->in->queues[g->queue].name,
+        .flavor = r->in->config->flavors[r->job_flavor[j]].name,
+        .gpus = g->gpus,
+        .state = state,
+        .submit_ms = g->submit_ms,
+        .admit_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+        .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
+        .finish_ms = sim_state(r, j) == ENG_JOB_FINISHED ? r->end_ms[j] : STORE_NO_TIME,
+        .preemptions = r->n_evicted[j],
+    };
+    return rc;
+}
+
+static int db_group_flush(struct run *r, struct db_group *gr, struct sched_errbuf *eb)
+{
+    int rc = store_meta_put_many(r->opt->db, gr->kv, gr->n, eb);
+    if (rc == 0)
+        rc = store_job_upsert_many(r->opt->db, gr->sj, gr->n, eb);
+    gr->n = 0;
+    return rc;
+}
+
+/* The jobs that changed during the batch, a group at a time. */
+static int db_jobs(struct run *r, int64_t now, struct sched_errbuf *eb)
+{
+    struct db_group *gr = malloc(sizeof(*gr));
+    if (!gr)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    gr->n = 0;
+    int rc = 0;
+    for (uint32_t k = 0; rc == 0 && k < r->n_dirty; k++) {
+        rc = db_job(r, r->dirty_list[k], now, gr, eb);
+        if (rc == 0 && (gr->n == DB_JOB_GROUP || k + 1 == r->n_dirty))
+            rc = db_group_flush(r, gr, eb);
+    }
+    free(gr);
+    return rc;
+}
+
+static int db_put_doubles(struct store *db, const char *key, const double *v, uint32_t n,
+                          struct sched_errbuf *eb)
+{
+    char *buf = malloc((size_t)n * 28 + 2);
+    if (!buf)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    size_t at = 0;
+    buf[0] = 0;
+    for (uint32_t k = 0; k < n; k++)
+        at += (size_t)sprintf(buf + at, k ? " %.17g" : "%.17g", v[k]);
+    int rc = store_meta_put(db, key, buf, eb);
+    free(buf);
+    return rc;
+}
+
+/* Everything the batch changed, then the commit; `reopen` begins the next batch's transaction
+ * (the cycles' decisions and preemption records go into it as they happen). */
+int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    int rc = store_in_txn(db) ? 0 : store_begin(db, eb);
+    if (rc == 0)
+        rc = db_jobs(r, now, eb);
+    for (uint32_t i = 0; rc == 0 && i < in->cluster->n_nodes; i++)
+        if (r->node_dirty[i]) {
+            char key[32], val[32];
+            snprintf(key, sizeof(key), "n:%u", i);
+            snprintf(val, sizeof(val), "%lld", (long long)r->bounded_max[i]);
+            rc = store_meta_put(db, key, val, eb);
+        }
+    for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
+        for (uint32_t f = 0; rc == 0 && f < r->n_flavors; f++)
+            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name,
+                                  device_resource(), sim_usage_at(r, q, f)[RES_GPU], eb);
+        if (rc == 0)
+            rc = store_history_put(db, in->queues[q].name, r->hist[q], now, eb);
+    }
+    if (rc == 0) {
+        char loop[512];
+        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu %.17g",
+                 r->next_sub, (long long)r->t0, (long long)r->t_end, (long long)r->prev_t,
+                 r->frag_w, r->frag_t, r->frag_now, r->whole_waiting,
+                 (unsigned long long)r->last_reservation, (unsigned long long)r->events_done,
+                 r->frag_wait);
+        rc = store_meta_put(db, "sim:loop", loop, eb);
+    }
+    if (rc == 0) {
+        double v[] = {(double)st->tp_splits,
+                      st->mean_racks_per_multinode_gang,
+                      (double)st->multinode_gangs,
+                      (double)st->preemptions,
+                      (double)st->preempted_gangs,
+                      st->gpu_hours_lost_to_preemption,
+                      (double)st->checkpoint_requests,
+                      (double)st->quota_violations,
+                      (double)st->backfilled,
+                      (double)st->reservations,
+                      (double)st->cycles};
+        rc = db_put_doubles(db, "sim:stats", v, sizeof(v) / sizeof(v[0]), eb);
+    }
+    if (rc == 0) {
+        uint32_t nq = in->n_queues, nv = 7 * nq;
+        double *v = malloc((nv + 1) * sizeof(*v));
+        if (!v)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        for (uint32_t q = 0; q < nq; q++) {
+            const struct sim_queue_stats *ps = &st->per_queue[q];
+            double *x = v + 7 * q;
+            x[0] = ps->max_usage_gpus, x[1] = ps->borrowed_gpu_hours, x[2] = ps->lent_gpu_hours;
+            x[3] = ps->reclaim_wait_s, x[4] = r->hist[q], x[5] = r->share[q];
+            x[6] = r->reclaim_wait[q];
+        }
+        rc = db_put_doubles(db, "sim:queues", v, nv, eb);
+        free(v);
+    }
+    if (rc == 0)
+        rc = hl_put(db, "sim:holds", r->eng, ENG_HOLDS, eb);
+    if (rc == 0)
+        rc = hl_put(db, "sim:hints", r->eng, ENG_HINTS, eb);
+    if (rc == 0)
+        rc = store_commit(db, eb);
+    else
+        store_rollback(db);
+    if (rc == 0 && reopen)
+        rc = store_begin(db, eb);
+    for (uint32_t k = 0; k < r->n_dirty; k++)
+        r->dirty[r->dirty_list[k]] = 0;
+    r->n_dirty = 0;
+    memset(r->node_dirty, 0, in->cluster->n_nodes);
+    return rc;
+}
+
+#define ETA_LOG_SLACK_MS (600 * 1000) /* an expected start moving less is not logged again */
+
+/* FNV-1a over a verdict's fields (everything sched_verdict_format prints, besides the static
+ * cluster and config): whether its text may have changed since the last row, without
+ * formatting it. Never 0 (0 = unknown, after a resume). */
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+    /* a word (4 bytes) per step: every pending gang's verdict is hashed every cycle */
+    const unsigned char *c = p;
+    for (; n >= 4; n -= 4, c += 4) {
+        uint32_t w;
+        memcpy(&w, c, 4);
+        h = (h ^ w) * 16777619u;
+    }
+    for (; n; n--, c++)
+        h = (h ^ *c) * 16777619u;
+    return h;
+}
+
+static uint32_t verdict_hash(const struct sched_verdict *v)
+{
+    uint32_t h = 2166136261u;
+    int64_t f[] = {v->why,
+                   v->short_res,
+                   v->need,
+                   v->best_free,
+                   v->n_nodes,
+                   v->near_level,
+                   v->near_domain,
+                   (int64_t)v->near_pods,
+                   v->quota_res,
+                   v->quota_flavor,
+                   v->quota_need,
+                   v->quota_nominal,
+                   v->quota_used,
+                   v->quota_available,
+                   v->quota_potential,
+                   v->blocked_by ? (int64_t)v->blocked_by->id : -1};
+    h = fnv(h, f, sizeof(f));
+    h = fnv(h, v->filtered, sizeof(v->filtered));
+    return h ? h : 1;
+}
+
+/* The decision log (one row per verdict: gangs examined and not started; the store keeps a
+ * row per change of why, with the latest text) and the preemption records of one cycle. */
+int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
+                         struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    int rc = 0;
+    for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
+        uint32_t j = res->verdicts[v].gang->id;
+        uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
+        char note[64];
+        struct store_decision d = {.cycle = (int64_t)r->st->cycles,
+                                   .ts_ms = now,
+                                   .gang = in->jobs[res->verdicts[v].gang->id].id,
+                                   .why = (int)res->verdicts[v].why};
+        eta_for_log(res, res->verdicts[v].gang, now, &d.has_eta, &d.eta_ms, note, sizeof(note));
+        d.eta = note[0] ? note : NULL;
+        /* the log records changes of reason (and of its figures) and of the expected start (by
+         * more than 10 minutes and a quarter of the wait it announced), not every repeat */
+        int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN, last = r->last_eta[j];
+        int64_t slack = last != INT64_MIN && last - now > 4 * ETA_LOG_SLACK_MS ? (last - now) / 4
+                                                                               : ETA_LOG_SLACK_MS;
+        bool moved =
+            at != INT64_MIN && (last == INT64_MIN || at > last + slack || at < last - slack);
+        uint32_t h = verdict_hash(&res->verdicts[v]);
+        if (r->last_why[j] == why && r->last_reason[j] == h && !moved)
+            continue;
+        r->last_why[j] = why;
+        r->last_reason[j] = h;
+        r->last_eta[j] = at;
+        char reason[512];
+        sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
+        d.reason = reason;
+        rc = store_decision_add(db, &d, eb);
+    }
+    for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
+        const struct sched_eviction *ev = &res->evictions[e];
+        struct store_preemption p = {.cycle = (int64_t)r->st->cycles,
+                                     .ts_ms = now,
+                                     .victim = in->jobs[ev->victim->gang->id].id,
+                                     .preemptor = in->jobs[ev->preemptor->id].id,
+                                     .gpus = ev->victim->gang->gpus,
+                                     .lost_work_gpu_s = ev->lost_gpu_s,
+                                     .cost = ev->cost};
+        rc = store_preemption_add(db, &p, eb);
+    }
+    return rc;
+}
+
+/* Reads "%.17g" numbers from a meta row into v (at most n). */
+static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t n,
+                          struct sched_errbuf *eb)
+{
+    const char *text;
+    int rc = store_meta_get(db, key, &text, eb);
+    if (rc != 0)
+        return rc;
+    char *end;
+    for (uint32_t k = 0; k < n; k++) {
+        v[k] = strtod(text, &end);
+        if (end == text)
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: expected %u numbers", key, n);
+        text = end;
+    }
+    return 0;
+}
+
+/* Recovery of the store itself: intents still open belong to binds that never completed (the
+ * simulator binds in the same transaction, so there are none unless the file was written by
+ * something else): they are rolled back. */
+static int rollback_intent(void *ctx, const struct store_intent *in)
+{
+    struct store *db = ctx;
+    LOG_WARN("store", "gang %s: %u bind intent(s) from cycle %lld never completed: rolled back",
+             in->gang, in->n_pods, (long long)in->cycle);
+    return store_journal_done(db, in->gang, STORE_ALL_PODS, STORE_BIND_ROLLED_BACK, in->intent_ms,
+                              NULL, NULL);
+}
+
+/* The ledger must equal what the running gangs hold; differences are corrected and logged. */
+static int db_reconcile(struct run *r, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    int rc = store_journal_pending(db, rollback_intent, db, eb);
+    uint32_t n = in->n_queues * r->n_flavors, n_diff = 0;
+    struct store_ledger_row *rows = calloc(n + 1, sizeof(*rows));
+    if (!rows)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t q = 0; q < in->n_queues; q++)
+        for (uint32_t f = 0; f < r->n_flavors; f++)
+            rows[q * r->n_flavors + f] =
+                (struct store_ledger_row){.queue = in->queues[q].name,
+                                          .flavor = in->config->flavors[f].name,
+                                          .resource = device_resource(),
+                                          .amount = sim_usage_at(r, q, f)[RES_GPU]};
+    if (rc == 0)
+        rc = store_ledger_reconcile(db, rows, n, &n_diff, eb);
+    free(rows);
+    if (rc == 0 && n_diff > 0)
+        LOG_WARN("store", "ledger differed from the running gangs in %u row(s): corrected", n_diff);
+    return rc;
+}
+
+/* Rebuilds the run from the last committed instant (see the comment above). */
+struct job_key {
+    const char *id;
+    uint32_t j;
+};
+
+static int cmp_job_key(const void *a, const void *b)
+{
+    return strcmp(((const struct job_key *)a)->id, ((const struct job_key *)b)->id);
+}
+
+struct why_ctx {
+    struct run *r;
+    const struct job_key *keys;
+};
+
+static int restore_why(void *ctx, const struct store_decision *d)
+{
+    struct why_ctx *w = ctx;
+    struct job_key k = {.id = d->gang};
+    const struct job_key *hit = bsearch(&k, w->keys, w->r->in->n_jobs, sizeof(k), cmp_job_key);
+    if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
+        w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
+        w->r->last_eta[hit->j] = d->has_eta && !d->eta ? d->eta_ms : INT64_MIN;
+        w->r->last_reason[hit->j] = 0; /* unknown: the next verdict is written, the store keeps
+                                          the row when its text is the same */
+    }
+    return 0;
+}
+
+/* The last reason logged per job, from the decision log itself, so that a resumed run logs
+ * the same changes of reason as an uninterrupted one (a job whose newest row the retention
+ * settings pruned is logged again at its next verdict). */
+static int db_restore_last_why(struct run *r, struct sched_errbuf *eb)
+{
+    struct job_key *keys = malloc((r->in->n_jobs + 1) * sizeof(*keys));
+    if (!keys)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        keys[j] = (struct job_key){.id = r->in->jobs[j].id, .j = j};
+    qsort(keys, r->in->n_jobs, sizeof(*keys), cmp_job_key);
+    struct why_ctx w = {.r = r, .keys = keys};
+    int rc = store_decision_list(r->opt->db, NULL, 0, restore_why, &w, eb);
+    free(keys);
+    return rc;
+}
+
+/* The placement of job j from its "j:<id>" row (the text after its fields) and, when it runs,
+ * its pods back on their nodes with its timed events. */
+static int resume_run(struct run *r, uint32_t j, const char *key, const char *p, bool evicting,
+                      struct sched_errbuf *eb)
+{
+    const struct gang *g = &r->in->jobs[j].gang;
+    struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
+    if (!a)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < g->n_pods; k++) {
+        unsigned node, mask;
+        int used = 0;
+        if (sscanf(p, " %u:%u%n", &node, &mask, &used) != 2 || node >= r->in->cluster->n_nodes) {
+            free(a);
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: bad placement", key);
+        }
+        a[k] = (struct sched_assign){.node = node, .gpu_mask = mask};
+        p += used;
+    }
+    r->assign[j] = a;
+    if (sim_state(r, j) != ENG_JOB_RUNNING)
+        return 0;
+    sim_occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
+    r->runpos[j] = r->n_run;
+    r->runlist[r->n_run++] = j;
+    sim_heap_push(r, r->run_start_ms[j] + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
+    if (evicting)
+        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+    return 0;
+}
+
+int sim_db_resume(struct run *r, struct sched_errbuf *eb)
+{
+    struct store *db = r->opt->db;
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    const char *text;
+    int rc = store_meta_get(db, "sim:loop", &text, eb);
+    if (rc == SCHED_ENOENT)
+        return 0; /* it crashed before its first commit: start from the beginning */
+    if (rc != 0)
+        return rc;
+    unsigned next_sub, whole;
+    long long t0, t_end, prev_t;
+    unsigned long long last_res, events;
+    if (sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu %lg", &next_sub, &t0, &t_end,
+               &prev_t, &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res, &events,
+               &r->frag_wait) != 11 ||
+        next_sub > in->n_jobs)
+        return sched_fail(eb, SCHED_EINVAL, "database: meta sim:loop is malformed");
+    r->next_sub = next_sub, r->t0 = t0, r->t_end = t_end, r->prev_t = prev_t;
+    r->whole_waiting = whole != 0, r->last_reservation = last_res, r->events_done = events;
+    double v[11];
+    if ((rc = db_get_doubles(db, "sim:stats", v, 11, eb)) != 0)
+        return rc;
+    st->tp_splits = (uint64_t)v[0], st->mean_racks_per_multinode_gang = v[1];
+    st->multinode_gangs = (uint64_t)v[2], st->preemptions = (uint64_t)v[3];
+    st->preempted_gangs = (uint64_t)v[4], st->gpu_hours_lost_to_preemption = v[5];
+    st->checkpoint_requests = (uint64_t)v[6], st->quota_violations = (uint64_t)v[7];
+    st->backfilled = (uint64_t)v[8], st->reservations = (uint64_t)v[9];
+    st->cycles = (uint64_t)v[10];
+    double *qv = malloc((7 * in->n_queues + 1) * sizeof(*qv));
+    if (!qv)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    rc = db_get_doubles(db, "sim:queues", qv, 7 * in->n_queues, eb);
+    for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
+        struct sim_queue_stats *ps = &st->per_queue[q];
+        const double *x = qv + 7 * q;
+        ps->max_usage_gpus = x[0], ps->borrowed_gpu_hours = x[1], ps->lent_gpu_hours = x[2];
+        ps->reclaim_wait_s = x[3], r->hist[q] = x[4], r->share[q] = x[5];
+        r->reclaim_wait[q] = x[6] != 0;
+    }
+    free(qv);
+    if (rc != 0)
+        return rc;
+    /* nodes' declared release times */
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "n:%u", i);
+        rc = store_meta_get(db, key, &text, eb);
+        if (rc == SCHED_ENOENT)
+            continue;
+        if (rc != 0)
+            return rc;
+        r->bounded_max[i] = strtoll(text, NULL, 10);
+    }
+    /* jobs: the ones never written are still in the future (or never started pending) */
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        char key[32];
+        snprintf(key, sizeof(key), "j:%u", j);
+        rc = store_meta_get(db, key, &text, eb);
+        if (rc == SCHED_ENOENT)
+            continue;
+        if (rc != 0)
+            return rc;
+        const struct gang *g = &in->jobs[j].gang;
+        unsigned status, gen, nev, evicting, ekind, flavor, npods;
+        long long start, end, rem, rstart, over, busy, eat, eta;
+        int off = 0;
+        if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
+                   &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
+                   &flavor, &eta, &npods, &off) != 15 ||
+            status > ENG_JOB_FAILED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
+        eng_job_restore(r->eng, j, (enum eng_state)status, 0);
+        r->start_ms[j] = start, r->end_ms[j] = end;
+        r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
+        r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
+        r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
+        r->job_flavor[j] = flavor, r->eta_first[j] = eta;
+        r->db_placed[j] = status == ENG_JOB_RUNNING; /* as db_job() left the store */
+        if (status == ENG_JOB_PENDING) {
+            if (queue_list_insert(&r->queues[g->queue], g) != 0)
+                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            r->n_pending++;
+            if (sim_whole_node(r, g))
+                r->n_pending_whole++;
+        }
+        if (npods > 0 && (rc = resume_run(r, j, key, text + off, evicting != 0, eb)) != 0)
+            return rc;
+    }
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+    /* preemptor holds (always written) and reservation hints */
+    uint32_t nn = in->cluster->n_nodes;
+    if ((rc = hl_get(db, "sim:holds", true, r->eng, ENG_HOLDS, in->n_jobs, nn, eb)) != 0 ||
+        (rc = hl_get(db, "sim:hints", false, r->eng, ENG_HINTS, in->n_jobs, nn, eb)) != 0)
+        return rc;
+    if ((rc = db_restore_last_why(r, eb)) != 0)
+        return rc;
+    return db_reconcile(r, eb);
+}

@@ -1,0 +1,228 @@
+/* sched/sim/run.h: the state of one simulated run (struct run), shared by the simulator's own
+ * files; private to sched/sim/ (no other module includes it).
+ *
+ * Files: sim.c (the loop, the transitions of jobs, the cycle), input.c (jobs from traces),
+ * events.c (event log, --explain), failures.c (failure injection), persist.c (--db), stats.c
+ * (KPIs, per-job CSV), estimates.c (run-time and start estimates). The rules between cycles
+ * (job states, retry budget, teardown, strikes, quarantine, holds) are the engine's
+ * (sched/engine/engine.h); struct run holds the engine, never a copy of its state.
+ * Must not touch: the trace, the cluster and the config it is given (read-only).
+ */
+#ifndef SCHED_SIM_RUN_H
+#define SCHED_SIM_RUN_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugins/plugins.h"
+#include "queue/estimate.h"
+#include "queue/queue.h"
+#include "queue/quota.h"
+#include "sched/core/bits.h"
+#include "sched/core/cycle.h"
+#include "sched/core/device.h"
+#include "sched/core/eta.h"
+#include "sched/core/hash.h"
+#include "sched/core/log.h"
+#include "sched/core/place_base.h"
+#include "sched/engine/engine.h"
+#include "sched/engine/life.h"
+#include "sched/sim/sim.h"
+#include "store/store.h"
+
+/* ---- run state --------------------------------------------------------------------------- */
+
+enum fin_kind {
+    FIN_FINISH = 0, /* a run ends */
+    FIN_EVICT,      /* eviction after an answered checkpoint request */
+    FIN_EVICT_LATE, /* eviction at the end of the grace, unanswered */
+    FIN_TEARDOWN,   /* a failed gang is torn down (job: the gang) */
+    FIN_RESUBMIT,   /* a gang's retry backoff ends */
+    FIN_NODE_DOWN,  /* job field: the node */
+    FIN_NODE_UP,
+    FIN_UNQUARANTINE,
+    FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
+};
+
+#define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
+
+/* A timed event of a running job; stale when its generation no longer matches the job's. */
+struct fin {
+    int64_t t_ms;
+    uint32_t job;
+    uint32_t gen;
+    enum fin_kind kind;
+};
+
+struct run {
+    const struct sim_input *in;
+    const struct sched_policy *pol;
+    const struct sim_options *opt;
+    struct node_state *state;
+    struct place_base *base; /* the core's placement state between cycles: touched per change */
+    int64_t *start_ms, *end_ms;
+    struct sched_assign **assign; /* per running job: its pods */
+    struct queue_list *queues;
+    struct fin *heap;
+    uint32_t n_heap, cap_heap;
+    bool oom; /* an allocation failed where no error could be returned */
+    uint32_t n_pending;
+    uint32_t n_pending_whole; /* pending gangs whose pods each need a whole node */
+    int64_t busy_gpus;
+    uint32_t max_island; /* GPUs in the largest NVLink island of the cluster */
+    struct sim_stats *st;
+    size_t cap_series;
+    size_t cap_queue_used; /* points st->queue_used holds */
+    /* --explain: the last line printed (without its time), repeated since and until when */
+    char explain_prev[640];
+    uint32_t explain_rep;
+    int64_t explain_from, explain_until;
+    /* quota accounting, per config queue */
+    uint32_t n_flavors;
+    int64_t *usage;       /* [n_queues][n_flavors][RES_MAX]: requests of running gangs */
+    uint32_t *job_flavor; /* flavor charged, per running job */
+    double *hist;         /* decayed share (queue_decay) */
+    double *share;        /* share after the last cycle */
+    bool *reclaim_wait;   /* head waits within nominal while others borrow (last cycle) */
+    struct arena qarena;  /* quota trees built by the simulator for its own metrics */
+    /* per node, for node_state.release_ms */
+    uint32_t *pods_on;         /* pods running */
+    uint32_t *unbounded;       /* pods without a declared maximum run time */
+    int64_t *bounded_max;      /* latest declared end among the others */
+    uint64_t last_reservation; /* hash of the last reservation logged */
+    /* preemption */
+    int64_t *remaining_ms;      /* work left per job */
+    int64_t *run_start_ms;      /* start of the current run */
+    int64_t *overhead_ms;       /* restart time of the current run */
+    int64_t *busy_ms;           /* time held GPUs over all finished or evicted runs */
+    uint32_t *gen;              /* bumped at every eviction: older timed events are stale */
+    uint32_t *n_evicted;        /* evictions per job */
+    uint8_t *evicting;          /* a checkpoint was requested, eviction scheduled */
+    int64_t *evict_at;          /* when (valid while evicting) */
+    uint8_t *evict_kind;        /* FIN_EVICT or FIN_EVICT_LATE */
+    uint32_t *runlist, *runpos; /* running jobs (swap-remove set) */
+    uint32_t n_run;
+    struct sched_running *runv; /* snapshot view, rebuilt per cycle */
+    struct eng *eng;            /* state between cycles (sched/engine): preemptor holds and hints */
+    /* loop state (persisted with the jobs so that a run resumes exactly) */
+    uint32_t next_sub;
+    int64_t t0, t_end, prev_t;
+    double frag_w, frag_t, frag_now, frag_wait; /* frag_wait: time a whole-node gang waited */
+    int64_t stranded; /* free GPUs on partly used nodes, kept as pods start and end */
+    bool whole_waiting;
+    uint64_t events_done; /* submits, starts, finishes, evictions, rejects */
+    uint32_t uncommitted; /* instants since the last store commit */
+    /* what changed during the current instant, for the store */
+    uint8_t *dirty;
+    uint32_t *dirty_list, n_dirty;
+    uint8_t *node_dirty;
+    uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
+    uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
+    int64_t *last_eta;     /* expected start last logged per job, INT64_MIN = none */
+    uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
+    /* failures */
+    const struct sim_failures *fail;
+    /* a failure injected into a run is checked by the engine's lifecycle rules when the driver
+     * would see it (start timeout, NotReady grace); strikes, quarantine, retry budget and
+     * backoff are the engine's */
+    uint8_t *broken;       /* per job: a failure happened, its check is scheduled */
+    uint8_t *broken_start; /* per job: the failure is a start that never becomes ready */
+    uint32_t *lost_node;   /* per job: else the node a member was lost with */
+    uint32_t *attempts;    /* per job: starts so far (seeds the start-failure draw) */
+    int64_t *fail_at;      /* per job: when it broke (for recovery time), 0 = not broken */
+    int64_t *down_at;      /* per node: scratch NotReady-since of one check, 0 otherwise */
+    struct arena life_arena;
+    struct eng_effects fx;
+    uint64_t fail_rng;
+    uint32_t n_backoff; /* jobs in ENG_JOB_BACKOFF */
+    /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
+     * run learns the same) and start-time estimates */
+    struct est_model est;
+    int64_t *rt_est;            /* per job: expected run time given to the core, 0 = unknown */
+    int64_t *rt_typ;            /* per job: typical run time, for start estimates */
+    int64_t *rel_typ;           /* per node: typical release, for start estimates */
+    struct sched_release *rels; /* per running pod: typical release, for start estimates */
+    uint32_t n_rels, cap_rels;
+    uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
+    uint32_t n_fin_now;
+    int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
+};
+
+/* Job j's state: the engine's job table (sched/engine/engine.h). */
+static inline enum eng_state sim_state(const struct run *r, uint32_t j)
+{
+    return eng_job_state(r->eng, j);
+}
+
+static inline int64_t *sim_usage_at(struct run *r, uint32_t q, uint32_t f)
+{
+    return r->usage + ((size_t)q * r->n_flavors + f) * RES_MAX;
+}
+
+/* ---- persistence (--db) ------------------------------------------------------------------ */
+
+#define DB_BATCH_INSTANTS 4096 /* instants per store transaction by default (--db-batch) */
+
+/* sim.c */
+void sim_mark_dirty(struct run *r, uint32_t j);
+void sim_touch(struct run *r, uint32_t j);
+void sim_node_changed(struct run *r, uint32_t i);
+void sim_occupy(struct run *r, uint32_t j, const struct sched_assign *a, int64_t now);
+int64_t sim_queue_gpus(struct run *r, uint32_t q);
+void sim_heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind);
+bool sim_whole_node(const struct run *r, const struct gang *g);
+void sim_submit(struct run *r, uint32_t j, int64_t now);
+void sim_release_job(struct run *r, uint32_t j);
+void sim_account_run(struct run *r, uint32_t j, int64_t now);
+int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t);
+
+void sim_on_effects(struct run *r, int64_t now);
+
+/* input.c */
+double sim_rng_unit(uint64_t *x);
+
+/* events.c */
+void sim_json_str(FILE *f, const char *s);
+void sim_ev_head(const struct run *r, int64_t t_ms, const char *type, uint32_t job);
+void sim_ev_cluster(const struct run *r);
+void sim_ev_node(const struct run *r, int64_t now, const char *type, uint32_t node);
+void sim_log_reservations(struct run *r, const struct sched_result *res, int64_t now);
+void sim_explain_flush(struct run *r);
+void sim_explain(struct run *r, const struct sched_result *res, int64_t now);
+
+/* failures.c */
+bool sim_start_fails(const struct run *r, uint32_t j);
+void sim_break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t node, int64_t now);
+void sim_failure_event(struct run *r, const struct fin *f, int64_t now);
+void sim_failures_init(struct run *r, int64_t t0);
+
+void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now);
+
+/* persist.c */
+int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_errbuf *eb);
+int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
+                         struct sched_errbuf *eb);
+int sim_db_resume(struct run *r, struct sched_errbuf *eb);
+
+/* stats.c */
+double sim_stranded_share(const struct run *r);
+int sim_add_point(struct run *r, int64_t now, int64_t t0);
+int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted, double frag_time,
+                  double frag_wait);
+void sim_quota_integrate(struct run *r, int64_t dt_ms);
+int sim_quota_observe(struct run *r);
+int sim_write_jobs(const struct run *r, FILE *f);
+
+/* estimates.c */
+void sim_learn(struct run *r);
+void sim_relearn(struct run *r);
+void sim_estimates(struct run *r, int64_t now);
+void sim_note_etas(struct run *r, const struct sched_result *res);
+bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn);
+void sim_estimates_free(struct run *r);
+
+#endif

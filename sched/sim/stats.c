@@ -1,0 +1,332 @@
+/* sched/sim/stats.c: the run's KPIs (summarize), the time series, quota metrics, the per-job CSV
+ * (see run.h). */
+#include "sched/sim/run.h"
+
+/* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs (r->stranded is kept
+ * by occupy() and release_job(), so an instant does not count every node). */
+double sim_stranded_share(const struct run *r)
+{
+    const struct cluster *c = r->in->cluster;
+    return c->total_gpus > 0 ? (double)r->stranded / (double)c->total_gpus : 0.0;
+}
+
+int sim_add_point(struct run *r, int64_t now, int64_t t0)
+{
+    struct sim_stats *st = r->st;
+    if (st->n_series == r->cap_series) {
+        size_t cap = r->cap_series ? r->cap_series * 2 : 1024;
+        struct report_point *p = realloc(st->series, cap * sizeof(*p));
+        if (!p)
+            return SCHED_ENOMEM;
+        st->series = p;
+        r->cap_series = cap;
+    }
+    uint32_t nq = r->in->n_queues;
+    if (st->n_series == 0 || st->n_series + 1 > r->cap_queue_used) {
+        size_t cap = r->cap_series;
+        double *u = realloc(st->queue_used, (cap * nq + 1) * sizeof(*u));
+        if (!u)
+            return SCHED_ENOMEM;
+        st->queue_used = u;
+        r->cap_queue_used = cap;
+    }
+    for (uint32_t q = 0; q < nq; q++) {
+        int64_t gpus = 0;
+        for (uint32_t f = 0; f < r->n_flavors; f++)
+            gpus += sim_usage_at(r, q, f)[RES_GPU];
+        st->queue_used[st->n_series * nq + q] = (double)gpus;
+    }
+    double total = (double)r->in->cluster->total_gpus;
+    st->series[st->n_series++] = (struct report_point){
+        .t_s = (double)(now - t0) / 1000.0,
+        .util = total > 0 ? (double)r->busy_gpus / total : 0.0,
+        .queued = (double)r->n_pending,
+    };
+    return 0;
+}
+
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double pct(const double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    size_t k = (size_t)ceil(p * (double)n);
+    return v[k > 0 ? k - 1 : 0];
+}
+
+static double mean(const double *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += v[i];
+    return n ? s / (double)n : 0.0;
+}
+
+/* Seconds job j has spent without its GPUs since submission: the first queue time plus every
+ * wait after an eviction or a failure (busy_ms holds the time of every run before the current
+ * one, or of all runs once it is done). The preemption figures use it, since the first queue
+ * time alone would not see that an evicted job waits again. */
+static double job_wait_s(const struct run *r, uint32_t j)
+{
+    int64_t until = sim_state(r, j) == ENG_JOB_FINISHED ? r->end_ms[j] : r->run_start_ms[j];
+    int64_t w = until - r->in->jobs[j].gang.submit_ms - r->busy_ms[j];
+    return w > 0 ? (double)w / 1000.0 : 0.0;
+}
+
+#define ETA_WAITED_S 600.0 /* the start-time KPIs count gangs that waited longer (seconds) */
+
+/* The per-queue results (qq: room for every job, scratch). */
+static void per_queue(struct run *r, double *qq)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    for (uint32_t k = 0; k < in->n_queues; k++) {
+        struct sim_queue_stats *ps = &st->per_queue[k];
+        size_t n = 0;
+        ps->name = in->queues[k].name;
+        for (uint32_t j = 0; j < in->n_jobs; j++) {
+            if (in->jobs[j].gang.queue != k)
+                continue;
+            ps->jobs++;
+            if (sim_state(r, j) != ENG_JOB_RUNNING && sim_state(r, j) != ENG_JOB_FINISHED)
+                continue;
+            qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+            ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
+        }
+        qsort(qq, n, sizeof(*qq), cmp_double);
+        ps->mean_queue_s = mean(qq, n);
+        if (ps->multinode_jobs)
+            ps->multinode_mean_queue_s /= ps->multinode_jobs;
+        st->reclaim_wait_s += ps->reclaim_wait_s;
+        ps->p95_queue_s = pct(qq, n, 0.95);
+    }
+}
+
+int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted, double frag_time,
+                  double frag_wait)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    double *q = malloc((in->n_jobs + 1) * sizeof(*q));
+    double *jct = malloc((in->n_jobs + 1) * sizeof(*jct));
+    double *qq = malloc((in->n_jobs + 1) * sizeof(*qq));
+    if (!q || !jct || !qq) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    size_t nq = 0, nj = 0;
+    double busy_gpu_s = 0, wait_sum = 0;
+    /* queue time and wait per job priority (at most 8 distinct values reported) */
+    double prio_sum[8] = {0}, prio_wait[8] = {0};
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        if (sim_state(r, j) == ENG_JOB_FAILED)
+            st->rejected++;
+        else if ((sim_state(r, j) == ENG_JOB_PENDING || sim_state(r, j) == ENG_JOB_NONE) &&
+                 r->n_evicted[j] == 0 && !(r->fail && r->attempts[j] > 0))
+            st->never_started++;
+        if (sim_state(r, j) != ENG_JOB_RUNNING && sim_state(r, j) != ENG_JOB_FINISHED)
+            continue;
+        double queue_s = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        double wait_s = job_wait_s(r, j);
+        int64_t above = in->multinode_above ? in->multinode_above : in->cluster->max_node_gpus;
+        if (in->jobs[j].gang.gpus > above) {
+            st->multinode_jobs++;
+            st->multinode_mean_queue_s += queue_s;
+            st->per_queue[in->jobs[j].gang.queue].multinode_jobs++;
+            st->per_queue[in->jobs[j].gang.queue].multinode_mean_queue_s += queue_s;
+        }
+        if (queue_s > ETA_WAITED_S) {
+            st->eta_waited++;
+            if (r->eta_first[j] != INT64_MIN)
+                qq[st->eta_covered++] =
+                    fabs((double)(r->eta_first[j] - r->start_ms[j]) / 1000.0) / queue_s;
+        }
+        q[nq++] = queue_s;
+        wait_sum += wait_s;
+        if (sim_state(r, j) == ENG_JOB_FINISHED)
+            jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
+        busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
+        int32_t p = in->jobs[j].gang.priority;
+        uint32_t k = 0;
+        while (k < st->n_prio && st->prio_values[k] != p)
+            k++;
+        if (k == st->n_prio) {
+            if (st->n_prio == 8)
+                continue;
+            st->prio_values[st->n_prio++] = p;
+        }
+        st->prio_jobs[k]++;
+        prio_sum[k] += queue_s;
+        prio_wait[k] += wait_s;
+    }
+    qsort(qq, st->eta_covered, sizeof(*qq), cmp_double);
+    st->eta_median_rel_error = pct(qq, st->eta_covered, 0.50);
+    st->eta_p90_rel_error = pct(qq, st->eta_covered, 0.90);
+    if (st->multinode_jobs)
+        st->multinode_mean_queue_s /= st->multinode_jobs;
+    st->jobs = in->n_jobs;
+    st->started = (uint32_t)nq;
+    st->completed = (uint32_t)nj;
+    st->queue_s = malloc((nq + 1) * sizeof(double));
+    if (!st->queue_s) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    memcpy(st->queue_s, q, nq * sizeof(double));
+    st->n_queue_s = nq;
+    st->queue_of = malloc((nq + 1) * sizeof(*st->queue_of));
+    if (!st->queue_of) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    for (uint32_t j = 0, k = 0; j < in->n_jobs; j++) /* the same jobs, in the same order */
+        if (sim_state(r, j) == ENG_JOB_RUNNING || sim_state(r, j) == ENG_JOB_FINISHED)
+            st->queue_of[k++] = in->jobs[j].gang.queue;
+    qsort(q, nq, sizeof(*q), cmp_double);
+    qsort(jct, nj, sizeof(*jct), cmp_double);
+    st->mean_queue_s = mean(q, nq);
+    st->mean_wait_s = nq ? wait_sum / (double)nq : 0.0;
+    st->p50_queue_s = pct(q, nq, 0.50);
+    st->p95_queue_s = pct(q, nq, 0.95);
+    st->p99_queue_s = pct(q, nq, 0.99);
+    st->mean_jct_s = mean(jct, nj);
+    for (uint32_t k = 0; k < st->n_prio; k++) {
+        st->prio_mean_queue_s[k] = prio_sum[k] / (double)st->prio_jobs[k];
+        st->prio_mean_wait_s[k] = prio_wait[k] / (double)st->prio_jobs[k];
+    }
+    st->p95_jct_s = pct(jct, nj, 0.95);
+    st->makespan_s = (double)(t_end - t0) / 1000.0;
+    double cap = (double)in->cluster->total_gpus * st->makespan_s;
+    st->gpu_utilization = cap > 0 ? busy_gpu_s / cap : 0.0;
+    if (st->multinode_gangs)
+        st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
+    /* the mean stranded share while a whole-node gang waits, and how much of the time one
+     * waits (their product is the time average over the makespan) */
+    st->fragmentation = frag_wait > 0 ? frag_weighted / frag_wait : 0.0;
+    st->whole_node_wait_share = frag_time > 0 ? frag_wait / frag_time : 0.0;
+    st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
+    per_queue(r, qq);
+    free(q), free(jct), free(qq);
+    return 0;
+}
+
+/* Integrates the quota metrics over [prev, now) from the state the last cycle left. */
+void sim_quota_integrate(struct run *r, int64_t dt_ms)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    double h = (double)dt_ms / 3.6e6, borrowed = 0, idle = 0;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        double u = (double)sim_queue_gpus(r, q), nom = st->per_queue[q].nominal_gpus;
+        borrowed += u > nom ? u - nom : 0;
+        idle += nom > u ? nom - u : 0;
+    }
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        struct sim_queue_stats *ps = &st->per_queue[q];
+        double u = (double)sim_queue_gpus(r, q), nom = ps->nominal_gpus;
+        ps->borrowed_gpu_hours += (u > nom ? u - nom : 0) * h;
+        if (idle > 0) /* borrowed GPUs attributed to lenders in proportion to their idle quota */
+            ps->lent_gpu_hours += borrowed * ((nom > u ? nom - u : 0) / idle) * h;
+        if (r->reclaim_wait[q])
+            ps->reclaim_wait_s += (double)dt_ms / 1000.0;
+        r->hist[q] = queue_decay(r->hist[q], r->share[q], dt_ms, in->config->fair_half_life_ms);
+    }
+}
+
+/* After a cycle: shares for the next interval, violations, reclaim waits. */
+int sim_quota_observe(struct run *r)
+{
+    const struct sim_input *in = r->in;
+    struct sim_stats *st = r->st;
+    struct quota_tree qt;
+    arena_reset(&r->qarena);
+    if (quota_build(&qt, in->config, r->usage, &r->qarena) != 0)
+        return SCHED_ENOMEM;
+    bool violated = false, anyone_borrows = false;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        double u = (double)sim_queue_gpus(r, q);
+        r->share[q] = quota_share(&qt, q, 0, NULL);
+        violated |= quota_violated(&qt, q);
+        anyone_borrows |= u > st->per_queue[q].nominal_gpus;
+        if (u > st->per_queue[q].max_usage_gpus)
+            st->per_queue[q].max_usage_gpus = u;
+    }
+    st->quota_violations += violated;
+    for (uint32_t q = 0; q < in->n_queues; q++) {
+        r->reclaim_wait[q] = false;
+        if (!anyone_borrows || r->queues[q].n == 0)
+            continue;
+        const struct gang *g = r->queues[q].items[0];
+        r->reclaim_wait[q] =
+            (double)(sim_queue_gpus(r, q) + g->gpus) <= st->per_queue[q].nominal_gpus;
+    }
+    return 0;
+}
+
+/* One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote, CR
+ * or LF; as is otherwise. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int sim_write_jobs(const struct run *r, FILE *f)
+{
+    const struct sim_input *in = r->in;
+    if (ftell(f) <= 0) /* one header, however many policies write */
+        fprintf(f, "job_id,policy,queue,priority,submit_s,first_start_s,finish_s,evictions,"
+                   "placement\n");
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        const char *state = sim_state(r, j) == ENG_JOB_FINISHED ? "" : "-";
+        csv_field(f, in->jobs[j].id);
+        fputc(',', f);
+        csv_field(f, r->pol->name);
+        fputc(',', f);
+        csv_field(f, in->queues[in->jobs[j].gang.queue].name);
+        fprintf(f, ",%d,%.3f,", in->jobs[j].gang.priority,
+                (double)in->jobs[j].gang.submit_ms / 1000.0);
+        if (sim_state(r, j) == ENG_JOB_FINISHED || sim_state(r, j) == ENG_JOB_RUNNING ||
+            r->n_evicted[j] > 0)
+            fprintf(f, "%.3f,", (double)r->start_ms[j] / 1000.0);
+        else
+            fputs(",", f);
+        if (sim_state(r, j) == ENG_JOB_FINISHED)
+            fprintf(f, "%.3f,%u,", (double)r->end_ms[j] / 1000.0, r->n_evicted[j]);
+        else
+            fprintf(f, "%s,%u,", state, r->n_evicted[j]);
+        char *place = NULL;
+        size_t place_len = 0;
+        FILE *pf = open_memstream(&place, &place_len);
+        if (!pf)
+            return SCHED_ENOMEM;
+        for (uint32_t k = 0; r->assign[j] && k < in->jobs[j].gang.n_pods; k++)
+            fprintf(pf, "%s%s:%x", k ? ";" : "", in->cluster->nodes[r->assign[j][k].node].name,
+                    r->assign[j][k].gpu_mask);
+        if (fclose(pf) != 0) {
+            free(place);
+            return SCHED_ENOMEM;
+        }
+        csv_field(f, place);
+        free(place);
+        fputc('\n', f);
+    }
+    return ferror(f) ? SCHED_EIO : 0;
+}
