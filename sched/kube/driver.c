@@ -17,7 +17,8 @@
  * The driver's files: this one owns the loop (the cycle as named phases, the timers, watch
  * callbacks, the Lease, signals, configuration reload, metrics and the HTTP API's readiness);
  * driver_bind.c the binder, fences and recovery; driver_status.c PodGroup status, Events and pod
- * conditions; driver_life.c deletes, evictions, node health, strikes and teardown;
+ * conditions; driver_life.c deletes, evictions and the lifecycle step (rules: the engine);
+ * driver_eng.c the engine's ids and node effects;
  * driver_record.c jobs, the ledger and the cycle's record; driver_ops.c operator actions and
  * holds. driver_int.h holds struct kdrv and what one file calls in another. This file sends no
  * request itself and writes to the store only the configuration of a reload: it orders the
@@ -247,6 +248,7 @@ static void run_cycle(struct kdrv *d)
             kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
     }
+    d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
 }
 
@@ -610,12 +612,17 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status,  &d->jobs,    &d->held,      &d->bound_at,
-                             &d->tearing, &d->gave_up, &d->node_down, &d->strikes};
+    struct strmap *maps[] = {&d->status, &d->jobs, &d->held};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();
     arena_init(&d->arena, 1 << 20);
+    if (kdrv_eng_init(d) != 0) {
+        kdrv_eng_fini(d);
+        arena_fini(&d->arena);
+        http_metrics_free(d->metrics);
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
     return 0;
 }
 
@@ -720,9 +727,6 @@ static void kdrv_shutdown(struct kdrv *d)
     for (uint32_t g = 0; g < d->n_binds; g++)
         kdrv_gang_binds_free(&d->binds[g]);
     free(d->binds);
-    for (uint32_t h = 0; h < d->n_holds; h++)
-        kdrv_khold_free(&d->holds[h]);
-    free(d->holds);
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&d->status, &i, &k, &v);) {
@@ -735,14 +739,7 @@ static void kdrv_shutdown(struct kdrv *d)
         kdrv_kjob_free(v);
     strmap_fini(&d->jobs);
     strmap_fini(&d->held);
-    struct strmap *owned[] = {&d->bound_at, &d->node_down, &d->strikes};
-    for (int m = 0; m < 3; m++) {
-        for (size_t i = 0; strmap_next(owned[m], &i, &k, &v);)
-            free(v);
-        strmap_fini(owned[m]);
-    }
-    strmap_fini(&d->tearing);
-    strmap_fini(&d->gave_up);
+    kdrv_eng_fini(d);
     store_close(d->db);
     kcache_free(d->cache);
     kube_auth_free(d->auth);

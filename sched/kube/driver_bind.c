@@ -184,7 +184,8 @@ static void binds_finished(struct kdrv *d)
         const char *outcome[] = {gb->n_failed == 0 ? "bound" : "rolled_back"};
         http_metric_add_value(d->m_gangs, outcome, 1);
         if (gb->n_failed == 0) {
-            kdrv_set_bound_at(d, gb->gang, now);
+            if (eng_job_bound(d->eng, kdrv_gang_id(d, gb->gang), now) != 0)
+                LOG_ERROR(KDRV_MOD, "out of memory recording gang %s bound", gb->gang);
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             kdrv_gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
             continue;
@@ -216,8 +217,8 @@ static void binds_finished(struct kdrv *d)
                 kcache_unassume(d->cache, b->pod_key);
         }
         /* its members' deletion is the rollback, not a failure for the lifecycle */
-        strmap_put(&d->tearing, gb->gang, (void *)1, NULL);
-        free(strmap_del(&d->bound_at, gb->gang));
+        if (eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
+            LOG_ERROR(KDRV_MOD, "out of memory recording gang %s rolled back", gb->gang);
         kdrv_gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
     }
     for (uint32_t g = 0; g < d->n_binds; g++)
@@ -506,9 +507,10 @@ static bool journal_complete(struct kdrv *d, int64_t term)
 static int load_gave_up(void *ctx, const struct store_job *j)
 {
     struct kdrv *d = ctx;
-    if (j->state == STORE_JOB_FAILED && strmap_put(&d->gave_up, j->gang, (void *)1, NULL) != 0)
-        return SCHED_ENOMEM;
-    return 0;
+    if (j->state != STORE_JOB_FAILED)
+        return 0;
+    uint32_t g = kdrv_gang_id(d, j->gang);
+    return g == ENG_NONE ? SCHED_ENOMEM : eng_job_restore(d->eng, g, ENG_JOB_FAILED, j->restarts);
 }
 
 /* The database is opened by the leader only (standbys never write). */
@@ -652,7 +654,8 @@ void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struc
     d->n_binds = res->n_placements;
     d->binds_left = 0;
     for (uint32_t p = 0; p < res->n_placements; p++)
-        if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0) {
+        if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0 ||
+            eng_job_binding(d->eng, kdrv_gang_id(d, d->binds[p].gang)) != 0) {
             kdrv_fatal(d, "out of memory");
             return;
         }

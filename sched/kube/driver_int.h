@@ -25,6 +25,9 @@
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
+#include "sched/engine/engine.h"
+#include "sched/engine/life.h"
+#include "sched/engine/names.h"
 #include "sched/http/follow.h"
 #include "sched/http/metrics.h"
 #include "sched/http/server.h"
@@ -108,43 +111,15 @@ struct kdrv {
         *m_held;
     uint64_t api_seen[4];
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
-    /* gang lifecycle (sched/kube/lifecycle.h) */
-    struct strmap bound_at;  /* gang -> int64_t*: when its binds completed (or first seen) */
-    struct strmap tearing;   /* gang -> (void *)1: members being deleted by a teardown or a
-                                rollback, (void *)2: evicted by a preemption */
-    struct strmap gave_up;   /* gang -> (void *)1: retry budget exhausted, never scheduled */
-    struct strmap node_down; /* node -> int64_t*: NotReady since */
-    struct strmap strikes;   /* node -> struct kstrike* */
+    /* the state between cycles (sched/engine/): job states, retry budgets, strikes and
+     * quarantine, node health, preemptor holds and operator reservations; gangs and nodes by
+     * engine id (interned names, never reused) */
+    struct eng *eng;
+    struct eng_names *gang_ids, *node_ids;
+    struct eng_effects fx; /* effects of the engine calls being carried out */
+    struct kids *ids;      /* the current cycle's id maps (in the arena), or NULL */
     struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
     uv_timer_t stats_timer;
-    /* capacity freed by preemption, held for the preemptor until it starts (or the hold ends) */
-    struct khold *holds;
-    uint32_t n_holds;
-};
-
-#define KDRV_HOLD_MS (10 * 60 * 1000) /* a preemptor's hold lasts at most this long */
-
-struct khold {
-    char *gang;
-    char **nodes;
-    uint32_t n_nodes;
-    int64_t until_ms;
-    int64_t operator_id; /* > 0: an operator's reservation (store id): kept whether or not its
-                            gang is pending, until deleted or expired */
-};
-
-#define KDRV_RESERVE_MS (24 * 60 * 60 * 1000) /* default lifetime of an operator reservation */
-
-/* Failed starts on a node: KDRV_STRIKES within KDRV_STRIKE_WINDOW_MS quarantine it for
- * KDRV_QUARANTINE_MS (the simulator's values, docs/lifecycle.md). */
-#define KDRV_STRIKES          3
-#define KDRV_STRIKE_WINDOW_MS (60 * 60 * 1000)
-#define KDRV_QUARANTINE_MS    (30 * 60 * 1000)
-
-struct kstrike {
-    uint32_t n;
-    int64_t window_start_ms;
-    int64_t until_ms; /* quarantined until, 0 = not */
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -159,6 +134,38 @@ struct strlist {
     char **v;
     uint32_t n, cap;
 };
+
+/* ---- driver_eng.c: the daemon's side of the engine ---- */
+
+/* The engine ids of this cycle's gangs and nodes, both ways (in d->arena, valid until its reset).
+ */
+struct kids {
+    struct kdrv *d;
+    const struct kcache_build *kb;
+    uint32_t *gang;      /* [kb->n_gangs]: engine gang id of kb->gangs[i] */
+    uint32_t *node;      /* [cluster n_nodes]: engine node id of cluster node i */
+    uint32_t *core_gang; /* [n_core_gang]: kb gang index of an engine gang id, or ENG_NONE */
+    uint32_t n_core_gang;
+    uint32_t *core_node; /* [n_core_node]: cluster index of an engine node id, or ENG_NONE */
+    uint32_t n_core_node;
+    struct eng_ids ids; /* callbacks over the maps above */
+};
+
+/* The engine, its name tables (the daemon's engine: no backoff, see docs/daemon.md). */
+int kdrv_eng_init(struct kdrv *d);
+void kdrv_eng_fini(struct kdrv *d);
+
+/* The engine id of a gang ("namespace/name") or node, interned at first sight (ENG_NONE: out of
+ * memory). */
+uint32_t kdrv_gang_id(struct kdrv *d, const char *key);
+uint32_t kdrv_node_id(struct kdrv *d, const char *name);
+
+/* Maps this cycle's gangs and nodes to engine ids (d->ids): 0 or SCHED_ENOMEM. */
+int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb);
+
+/* Carries out the engine's node effects in d->fx (quarantine: log, Event on the Node; release:
+ * log) and clears them. */
+void kdrv_node_effects(struct kdrv *d);
 
 /* ---- driver.c: the loop ---- */
 
@@ -240,8 +247,6 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
  * as deleting (kcache_delete_sent). */
 void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const char *why);
 
-void kdrv_set_bound_at(struct kdrv *d, const char *gang, int64_t at);
-
 /* Once per change of state: warns when the nodes have none of the configured accelerator, naming
  * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
 void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c);
@@ -280,20 +285,18 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
 
 /* ---- driver_ops.c ---- */
 
-void kdrv_khold_free(struct khold *h);
-
 int kdrv_load_operator_hold(void *ctx, const struct store_reservation *r);
 
 int kdrv_http_write(void *ctx, const struct http_write *w, cJSON **result, struct sched_errbuf *eb);
 
 int kdrv_replay_action(void *ctx, const struct store_action *a);
 
-/* Preemptor holds offered to the core (kb->snap.holds): kept while their gang is pending and the
- * hold has not ended; an operator's reservation is kept whether or not its gang is pending. */
+/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints): the engine's
+ * view (eng_holds_view). */
 void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now);
 
-/* A preemptor the core reserved capacity for gets a hold on the freed nodes (the first hold's
- * deadline is kept), KDRV_HOLD_MS at most. */
+/* The cycle's reservations into the engine (eng_cycle_reservations): preemptors' holds until
+ * ENG_HOLD_MS after the latest cycle that reserved them, starvation reservations as hints. */
 void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                      int64_t now);
 

@@ -1,10 +1,10 @@
 /* sched/kube/driver_life.c: gang lifecycle of the Kubernetes driver.
  *
  * Owns: deletes (once per pod, with its uid), preemption evictions (DisruptionTarget condition,
- * the Eviction API, the delete fallback), when a gang's binds completed (d->bound_at), node
- * health (NotReady since, d->node_down), strikes and quarantine (d->strikes), teardown of broken
- * gangs with the retry budget (d->tearing, d->gave_up), and the cycle's lifecycle step
- * (sched/kube/lifecycle.h decides; this file carries it out).
+ * the Eviction API, the delete fallback), and the cycle's lifecycle step: node health given to
+ * the engine, the engine's lifecycle rules on the facts sched/kube/lifecycle.h reads from the
+ * cache, and their verdicts carried out (deletes, job rows, decisions, status). The rules,
+ * job states, retry budget, strikes and quarantine are the engine's (sched/engine/).
  *
  * Must not touch: the binder's in-flight state, the ledger (except through kdrv_job_charge),
  * scheduling decisions.
@@ -193,139 +193,88 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
 /* ---- gang lifecycle: start watchdog, broken gangs, node health --------------------------------
  */
 
-static int64_t bound_at_cb(void *ctx, const char *gang)
-{
-    struct kdrv *d = ctx;
-    void *tv = strmap_get(&d->tearing, gang);
-    if (tv) /* evicted (preemption: PodDisruptionBudgets decide when), or torn down */
-        return tv == (void *)2 ? KLIFE_EVICTING : KLIFE_TEARING;
-    int64_t *t = strmap_get(&d->bound_at, gang);
-    if (t)
-        return *t;
-    /* first seen running (bound before this process led): the start timeout counts from now */
-    t = malloc(sizeof(*t));
-    if (!t)
-        return kdrv_now_ms();
-    *t = kdrv_now_ms();
-    if (strmap_put(&d->bound_at, gang, t, NULL) != 0) {
-        free(t);
-        return kdrv_now_ms();
-    }
-    return *t;
-}
-
-void kdrv_set_bound_at(struct kdrv *d, const char *gang, int64_t at)
-{
-    int64_t *t = malloc(sizeof(*t));
-    void *old = NULL;
-    if (t) {
-        *t = at;
-        if (strmap_put(&d->bound_at, gang, t, &old) != 0)
-            free(t);
-    }
-    free(old);
-}
-
-/* NotReady-since per node of the build's cluster (0 = ready), and quarantine flags. */
-static int64_t *node_health(struct kdrv *d, struct kcache_build *kb, int64_t now)
+/* Node health into the engine (NotReady since) and the snapshot (quarantined after failed
+ * starts, the engine's strikes), the quarantines that ended logged. */
+static void node_health(struct kdrv *d, struct kcache_build *kb, int64_t now)
 {
     const struct cluster *cl = kb->snap.cluster;
-    int64_t *down = arena_calloc(&d->arena, cl->n_nodes ? cl->n_nodes : 1, sizeof(*down));
-    if (!down)
-        return NULL;
     uint32_t quarantined = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
-        const char *name = cl->nodes[i].name;
-        int64_t *since = strmap_get(&d->node_down, name);
-        if (!cl->nodes[i].ready) {
-            if (!since && (since = malloc(sizeof(*since))) != NULL) {
-                *since = now;
-                if (strmap_put(&d->node_down, name, since, NULL) != 0) {
-                    free(since);
-                    since = NULL;
-                }
-            }
-            down[i] = since ? *since : now;
-        } else if (since) {
-            free(strmap_del(&d->node_down, name));
-        }
-        struct kstrike *st = strmap_get(&d->strikes, name);
-        if (st && st->until_ms > now) {
+        uint32_t n = d->ids->node[i];
+        if (eng_node_ready(d->eng, n, cl->nodes[i].ready, now) != 0)
+            LOG_ERROR(KDRV_MOD, "out of memory recording the health of node %s", cl->nodes[i].name);
+        if (eng_quarantined(d->eng, n, now)) {
             kb->state[i].quarantined = true;
             quarantined++;
         }
     }
+    eng_tick(d->eng, now, &d->fx);
+    kdrv_node_effects(d);
     http_metric_set(d->m_quarantined, NULL, quarantined);
-    return down;
 }
 
-static void strike(struct kdrv *d, const char *node, int64_t now)
+/* The budget the store kept (across restarts and leaders) given to the engine, which counts
+ * from it; old (may be NULL): the gang's job row. */
+static int restore_restarts(struct kdrv *d, uint32_t g, const struct store_job *old)
 {
-    struct kstrike *st = strmap_get(&d->strikes, node);
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        if (!st || strmap_put(&d->strikes, node, st, NULL) != 0) {
-            free(st);
-            return;
-        }
-    }
-    if (st->until_ms > now)
-        return; /* quarantined already */
-    if (st->n == 0 || now - st->window_start_ms > KDRV_STRIKE_WINDOW_MS) {
-        st->n = 0;
-        st->window_start_ms = now;
-    }
-    if (++st->n < KDRV_STRIKES)
-        return;
-    st->n = 0;
-    st->until_ms = now + KDRV_QUARANTINE_MS;
-    char note[300];
-    snprintf(note, sizeof(note),
-             "%d failed gang starts within %d minutes: no new pods for %d "
-             "minutes",
-             KDRV_STRIKES, KDRV_STRIKE_WINDOW_MS / 60000, KDRV_QUARANTINE_MS / 60000);
-    LOG_WARN(KDRV_MOD, "node quarantined: node=%s why=%s", node, note);
-    kdrv_post_event(d, "v1", "Node", NULL, node, kcache_node_uid(d->cache, node), "Warning",
-                    "Quarantined", "Scheduling", note, NULL);
+    struct eng_job j = eng_job(d->eng, g);
+    if (!old || old->restarts <= j.restarts)
+        return 0;
+    return eng_job_restore(d->eng, g, (enum eng_state)j.state, old->restarts);
 }
 
-/* Tears a broken gang down (or, for an inference gang, deletes only its lost members), charges
- * its own failures to its retry budget and records the outcome. Inside a store transaction. */
-static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
-                    struct sched_errbuf *eb)
+/* An inference gang loses only its lost members; the others go on. */
+static void replace_lost(struct kdrv *d, const struct kgang *kg, const struct eng_life_action *act,
+                         const char *reason)
 {
-    const struct kgang *kg = act->gang;
-    const char *reason = klife_reason_name(act->reason);
+    for (uint32_t i = 0; i < act->n_lost; i++) {
+        const struct kpod *p = act->lost[i] < kg->gang.n_pods ? kg->members[act->lost[i]] : NULL;
+        if (p)
+            kdrv_delete_pod(d, p->ns, p->name, reason);
+    }
+    char msg[1000];
+    snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on", act->message,
+             act->n_lost);
+    kdrv_gang_status(d, kg->key, kg->pg, "Running", "Warning", reason, msg, true);
+}
+
+/* Carries out one action of the engine's rules: the engine's verdict first (eng_life_apply:
+ * teardown, retry budget, strike, give up), then the deletes, the job row, the decision and the
+ * status, then the node effects (a quarantine's Event). Inside a store transaction. */
+static int teardown(struct kdrv *d, const struct klife *lf, const struct eng_life_action *act,
+                    int64_t now, struct sched_errbuf *eb)
+{
+    const struct kgang *kg = klife_gang(lf, act->gang);
+    if (!kg)
+        return 0;
+    const char *reason = eng_reason_name(act->reason);
     const char *lbl[] = {reason};
     http_metric_add_value(d->m_teardowns, lbl, 1);
     LOG_WARN(KDRV_MOD, "gang broken: gang=%s reason=%s whole=%d why=%s", kg->key, reason,
              act->whole, act->message);
+    struct store_job old;
+    bool have_old = store_job_get(d->db, kg->key, &old, NULL) == 0;
+    int rc = restore_restarts(d, act->gang, have_old ? &old : NULL);
+    eng_effects_clear(&d->fx);
+    if (rc == 0)
+        rc = eng_life_apply(d->eng, act, now, &d->fx);
+    if (rc)
+        return sched_fail(eb, rc, "out of memory");
     if (!act->whole) {
-        for (uint32_t i = 0; i < act->n_lost; i++)
-            kdrv_delete_pod(d, act->lost[i]->ns, act->lost[i]->name, reason);
-        char msg[1000];
-        snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on",
-                 act->message, act->n_lost);
-        kdrv_gang_status(d, kg->key, kg->pg, "Running", "Warning", reason, msg, true);
+        replace_lost(d, kg, act, reason);
+        kdrv_node_effects(d);
         return 0;
+    }
+    bool exhausted = false;
+    uint32_t restarts = 0;
+    for (uint32_t i = 0; i < d->fx.n; i++) {
+        if (d->fx.v[i].kind == ENG_FX_TEARDOWN)
+            restarts = d->fx.v[i].restarts;
+        exhausted = exhausted || d->fx.v[i].kind == ENG_FX_GIVE_UP;
     }
     for (uint32_t m = 0; m < kg->gang.n_pods; m++)
         if (!kg->members[m]->deleting)
             kdrv_delete_pod(d, kg->members[m]->ns, kg->members[m]->name, reason);
-    if (strmap_put(&d->tearing, kg->key, (void *)1, NULL) != 0)
-        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    free(strmap_del(&d->bound_at, kg->key));
-    struct store_job old;
-    uint32_t restarts = 0, preemptions = 0;
-    int64_t submit = kg->gang.submit_ms;
-    if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
-        restarts = old.restarts;
-        preemptions = old.preemptions;
-        submit = old.submit_ms;
-    }
-    if (act->own)
-        restarts++;
-    bool exhausted = act->own && restarts > act->max_restarts;
     const struct config *cfg = config_watch_current(d->cw);
     struct store_job j = {.gang = kg->key,
                           .gang_id = -1,
@@ -334,13 +283,13 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
                                        : "unknown",
                           .gpus = kg->gang.gpus,
                           .state = exhausted ? STORE_JOB_FAILED : STORE_JOB_PENDING,
-                          .submit_ms = submit,
+                          .submit_ms = have_old ? old.submit_ms : kg->gang.submit_ms,
                           .admit_ms = STORE_NO_TIME,
                           .start_ms = STORE_NO_TIME,
                           .finish_ms = exhausted ? now : STORE_NO_TIME,
-                          .preemptions = preemptions,
+                          .preemptions = have_old ? old.preemptions : 0,
                           .restarts = restarts};
-    int rc = kdrv_job_charge(d, kg->key, NULL, NULL, 0, -1, eb);
+    rc = kdrv_job_charge(d, kg->key, NULL, NULL, 0, -1, eb);
     if (rc == 0)
         rc = store_placement_release(d->db, kg->key, NULL, eb);
     if (rc == 0)
@@ -359,8 +308,6 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
         return rc;
     char msg[1200];
     if (exhausted) {
-        if (strmap_put(&d->gave_up, kg->key, (void *)1, NULL) != 0)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         snprintf(msg, sizeof(msg),
                  "failed %u times, more than maxRestarts %u (last: %s: %s); "
                  "'gangctl explain %s' lists every failure",
@@ -374,8 +321,7 @@ static int teardown(struct kdrv *d, const struct klife_action *act, int64_t now,
                  act->message, restarts, act->max_restarts);
         kdrv_gang_status(d, kg->key, kg->pg, "Pending", "Warning", reason, msg, true);
     }
-    if (act->strike_node)
-        strike(d, act->strike_node, now);
+    kdrv_node_effects(d);
     return 0;
 }
 
@@ -395,38 +341,32 @@ void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb)
 {
-    /* teardowns are over once none of the gang's members is bound any more */
-    struct strmap running;
-    strmap_init(&running);
-    for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++)
-        if (strmap_put(&running, kb->gangs[g].key, (void *)1, NULL) != 0) {
-            strmap_fini(&running);
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        }
-    const char *k;
-    struct strlist over = {0};
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && strmap_next(&d->tearing, &i, &k, NULL);)
-        if (!strmap_get(&running, k))
-            rc = kdrv_strlist_add(&over, k);
-    for (uint32_t i = 0; i < over.n; i++)
-        strmap_del(&d->tearing, over.v[i]);
-    kdrv_strlist_free(&over);
-    strmap_fini(&running);
-    if (rc)
-        return sched_fail(eb, rc, "out of memory");
-    int64_t *down = node_health(d, kb, now);
-    if (!down)
+    if (kdrv_ids_build(d, kb) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    struct klife_action *acts;
+    const struct kids *ids = d->ids;
+    /* teardowns are over once none of the gang's members is bound any more (eng_job_gone: back
+     * in line at once; FAILED when it gave up) */
+    uint32_t bound = eng_job_bound_id(d->eng);
+    eng_effects_clear(&d->fx);
+    for (uint32_t g = 0; g < bound; g++) {
+        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING)
+            continue;
+        uint32_t ix = g < ids->n_core_gang ? ids->core_gang[g] : ENG_NONE;
+        if ((ix < kb->n_pending || ix >= kb->n_gangs) && eng_job_gone(d->eng, g, now, &d->fx) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
+    eng_effects_clear(&d->fx); /* REQUEUE: the gang's pods are in its queue again */
+    node_health(d, kb, now);
+    struct klife lf;
+    struct eng_life_action *acts;
     uint32_t n;
-    rc = klife_check(kb, cfg, now, bound_at_cb, d, down, &d->arena, &acts, &n);
+    int rc = klife_check(d->eng, kb, cfg, d->gang_ids, d->node_ids, now, &d->arena, &lf, &acts, &n);
     if (rc)
         return sched_fail(eb, rc, "out of memory");
     if (n > 0) {
         rc = store_begin(d->db, eb);
         for (uint32_t i = 0; rc == 0 && i < n; i++)
-            rc = teardown(d, &acts[i], now, eb);
+            rc = teardown(d, &lf, &acts[i], now, eb);
         if (rc == 0)
             rc = store_commit(d->db, eb);
         if (rc) {
@@ -439,11 +379,14 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
         uint32_t keep = 0;
         for (uint32_t i = 0; i < v->n_pending; i++) {
             const struct kgang *kg = &kb->gangs[v->pending[i]->id];
-            if (strmap_get(&d->gave_up, kg->key)) {
-                kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted",
-                                 "the gang used up its retry budget; delete and recreate it to try "
-                                 "again",
-                                 false);
+            uint32_t g = ids->gang[v->pending[i]->id];
+            if (!eng_job_schedulable(d->eng, g)) { /* gave up (FAILED), or torn down */
+                if (eng_job_state(d->eng, g) == ENG_JOB_FAILED)
+                    kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning",
+                                     "RetryBudgetExhausted",
+                                     "the gang used up its retry budget; delete and recreate it "
+                                     "to try again",
+                                     false);
                 continue;
             }
             ((const struct gang **)v->pending)[keep++] = v->pending[i];

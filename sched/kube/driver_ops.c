@@ -1,8 +1,8 @@
 /* sched/kube/driver_ops.c: operator actions of the Kubernetes driver (the HTTP API's writes).
  *
- * Owns: holding, draining and resuming queues (d->held), operator reservations kept as holds
- * (struct khold in d->holds, with the preemptors' holds), recording each action in the store
- * and replaying them at start.
+ * Owns: holding, draining and resuming queues (d->held), operator reservations given to the
+ * engine's holds (eng_hold_operator; the preemptors' holds are the engine's too: the rule is in
+ * sched/engine/holds.c), recording each action in the store and replaying them at start.
  *
  * Must not touch: HTTP parsing and routing (sched/http/), the cycle (it only asks for one).
  */
@@ -11,14 +11,6 @@
 #include <string.h>
 
 #include "sched/kube/driver_int.h"
-
-void kdrv_khold_free(struct khold *h)
-{
-    for (uint32_t i = 0; i < h->n_nodes; i++)
-        free(h->nodes[i]);
-    free(h->nodes);
-    free(h->gang);
-}
 
 /* Applies one operator action (also replayed from the store when a leader starts). */
 static int apply_action(struct kdrv *d, enum store_action_kind kind, const char *target,
@@ -55,33 +47,27 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
     return sched_fail(eb, SCHED_EINVAL, "not an action applied here");
 }
 
-/* Adds an operator reservation's hold (id: its store id). */
+/* Adds an operator reservation's hold (id: its store id) to the engine. */
 static int add_operator_hold(struct kdrv *d, int64_t id, const char *gang, const char *const *nodes,
                              uint32_t n, int64_t until_ms)
 {
-    struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
-    if (!nh)
-        return SCHED_ENOMEM;
-    d->holds = nh;
-    struct khold *kh = &d->holds[d->n_holds];
-    memset(kh, 0, sizeof(*kh));
-    kh->gang = strdup(gang);
-    kh->nodes = calloc(n + 1, sizeof(*kh->nodes));
-    kh->until_ms = until_ms;
-    kh->operator_id = id;
-    if (!kh->gang || !kh->nodes) {
-        kdrv_khold_free(kh);
+    uint32_t g = kdrv_gang_id(d, gang);
+    uint32_t *ids = calloc(n + 1, sizeof(*ids));
+    if (g == ENG_NONE || !ids) {
+        free(ids);
         return SCHED_ENOMEM;
     }
+    uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
-        if ((kh->nodes[kh->n_nodes] = strdup(nodes[i])))
-            kh->n_nodes++;
-    d->n_holds++;
-    return 0;
+        if ((ids[k] = kdrv_node_id(d, nodes[i])) != ENG_NONE)
+            k++;
+    int rc = eng_hold_operator(d->eng, id, g, ids, k, until_ms);
+    free(ids);
+    return rc;
 }
 
 /* POST /v1/reservations: the nodes are held for the gang (only it may use their free capacity)
- * until deleted or KDRV_RESERVE_MS later; recorded in the store as an operator reservation. */
+ * until deleted or ENG_RESERVE_MS later; recorded in the store as an operator reservation. */
 static int operator_reserve(struct kdrv *d, const struct http_write *w, int64_t *id,
                             struct sched_errbuf *eb)
 {
@@ -106,7 +92,7 @@ static int operator_reserve(struct kdrv *d, const struct http_write *w, int64_t 
                                   .nodes = names,
                                   .n_nodes = k,
                                   .created_ms = now,
-                                  .expires_ms = now + KDRV_RESERVE_MS,
+                                  .expires_ms = now + ENG_RESERVE_MS,
                                   .expected_start_ms = STORE_NO_TIME};
     if (rc == 0)
         rc = store_reservation_put(d->db, &r, id, eb);
@@ -124,13 +110,8 @@ static int operator_unreserve(struct kdrv *d, const char *target, struct sched_e
     if (!*target || *end || id <= 0)
         return sched_fail(eb, SCHED_EINVAL, "reservation id '%.64s' is not a positive integer",
                           target);
-    uint32_t h = 0;
-    while (h < d->n_holds && d->holds[h].operator_id != id)
-        h++;
-    if (h == d->n_holds)
+    if (eng_hold_operator_drop(d->eng, id) != 0)
         return sched_fail(eb, SCHED_ENOENT, "reservation %lld not found", id);
-    kdrv_khold_free(&d->holds[h]);
-    d->holds[h] = d->holds[--d->n_holds];
     return store_reservation_delete(d->db, id, NULL, eb);
 }
 
@@ -192,78 +173,28 @@ int kdrv_replay_action(void *ctx, const struct store_action *a)
     return 0;
 }
 
-/* Preemptor holds offered to the core (kb->snap.holds): kept while their gang is pending and the
- * hold has not ended; an operator's reservation is kept whether or not its gang is pending. */
+/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints): the engine's
+ * view (eng_holds_view), over the cycle's id maps (kdrv_ids_build). */
 void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now)
 {
-    struct sched_hold *hv = arena_calloc(&d->arena, d->n_holds + 1, sizeof(*hv));
-    uint32_t n_hv = 0;
-    for (uint32_t h = 0; hv && h < d->n_holds;) {
-        struct khold *kh = &d->holds[h];
-        const struct gang *g = NULL;
-        for (uint32_t i = 0; i < kb->n_pending && !g; i++)
-            if (strcmp(kb->gangs[i].key, kh->gang) == 0)
-                g = &kb->gangs[i].gang;
-        if ((!g && kh->operator_id == 0) || kh->until_ms <= now) {
-            kdrv_khold_free(kh);
-            d->holds[h] = d->holds[--d->n_holds];
-            continue;
-        }
-        if (!g) { /* reserved ahead for a gang not pending yet: the nodes are held for nobody */
-            struct gang *ph = arena_calloc(&d->arena, 1, sizeof(*ph));
-            if (ph)
-                ph->id = UINT32_MAX;
-            g = ph;
-        }
-        uint32_t *nodes = arena_calloc(&d->arena, kh->n_nodes + 1, sizeof(*nodes));
-        uint32_t nn = 0;
-        for (uint32_t k = 0; nodes && k < kh->n_nodes; k++) {
-            int ix = kcache_node_index(d->cache, kh->nodes[k]);
-            if (ix >= 0)
-                nodes[nn++] = (uint32_t)ix;
-        }
-        if (nodes)
-            hv[n_hv++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
-        h++;
+    if (!d->ids || eng_holds_view(d->eng, now, &d->ids->ids, &d->arena, &kb->snap) != 0) {
+        LOG_ERROR(KDRV_MOD, "out of memory offering the holds: none offered this cycle");
+        kb->snap.holds = kb->snap.reserve_hints = NULL;
+        kb->snap.n_holds = kb->snap.n_reserve_hints = 0;
     }
-    kb->snap.holds = hv;
-    kb->snap.n_holds = hv ? n_hv : 0;
 }
 
-/* A preemptor the core reserved capacity for gets a hold on the freed nodes (the first hold's
- * deadline is kept), KDRV_HOLD_MS at most. */
+/* The cycle's reservations into the engine (eng_cycle_reservations): a preemptor gets a hold on
+ * the freed nodes until ENG_HOLD_MS after the latest cycle that reserved it; the starvation
+ * reservations are the next cycle's hints (they keep a reservation on its nodes while those stay
+ * as good, as in the simulator). */
 void kdrv_holds_take(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                      int64_t now)
 {
-    for (uint32_t r = 0; r < res->n_reservations; r++) {
-        const struct sched_reservation *rv = &res->reservations[r];
+    for (uint32_t r = 0; r < res->n_reservations; r++)
         LOG_DEBUG(KDRV_MOD, "reservation: gang=%s preemptor=%d nodes=%u",
-                  kb->gangs[rv->gang->id].key, rv->preemptor, rv->n_nodes);
-        if (!rv->preemptor)
-            continue;
-        const char *key = kb->gangs[rv->gang->id].key;
-        uint32_t h = 0;
-        while (h < d->n_holds && strcmp(d->holds[h].gang, key) != 0)
-            h++;
-        if (h < d->n_holds)
-            continue; /* held already: keep the first hold's deadline */
-        struct khold *nh = realloc(d->holds, (d->n_holds + 1) * sizeof(*nh));
-        if (!nh)
-            break;
-        d->holds = nh;
-        struct khold *kh = &d->holds[d->n_holds];
-        memset(kh, 0, sizeof(*kh)); /* a preemptor's hold, not an operator's */
-        kh->gang = strdup(key);
-        kh->nodes = calloc(rv->n_nodes + 1, sizeof(*kh->nodes));
-        kh->n_nodes = 0;
-        kh->until_ms = now + KDRV_HOLD_MS;
-        if (!kh->gang || !kh->nodes) {
-            kdrv_khold_free(kh);
-            break;
-        }
-        for (uint32_t k = 0; k < rv->n_nodes; k++)
-            if ((kh->nodes[kh->n_nodes] = strdup(kb->snap.cluster->nodes[rv->nodes[k]].name)))
-                kh->n_nodes++;
-        d->n_holds++;
-    }
+                  kb->gangs[res->reservations[r].gang->id].key, res->reservations[r].preemptor,
+                  res->reservations[r].n_nodes);
+    if (d->ids && eng_cycle_reservations(d->eng, res, &d->ids->ids, now) != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory keeping the cycle's reservations");
 }

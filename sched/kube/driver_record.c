@@ -213,6 +213,9 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
         rc = store_placement_release(d->db, gang, NULL, eb);
     if (rc == 0)
         rc = kdrv_job_charge(d, gang, NULL, NULL, 0, -1, eb);
+    uint32_t g = eng_names_find(d->gang_ids, gang); /* a row of an earlier process: unknown */
+    if (rc == 0 && g != ENG_NONE && eng_job_state(d->eng, g) == ENG_JOB_RUNNING)
+        rc = eng_job_finish(d->eng, g) == 0 ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
     return rc;
 }
 
@@ -234,7 +237,8 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         struct kjob *j = strmap_get(&d->jobs, kg->key);
         if (j)
             j->seen = true;
-        else if (!strmap_get(&d->tearing, kg->key)) /* a teardown released it already */
+        else if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) != ENG_JOB_TEARING)
+            /* not torn down (a teardown released it already) */
             rc = adopt_running(d, kg, kb, cfg, now, eb);
     }
     /* gangs charged but no longer running */
@@ -367,9 +371,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
             rc = kdrv_job_charge(d, victim, NULL, NULL, 0, -1, eb);
         if (rc == 0)
             rc = store_placement_release(d->db, victim, NULL, eb);
-        if (rc == 0 && strmap_put(&d->tearing, victim, (void *)2, NULL) != 0) /* 2: evicted */
+        if (rc == 0 && eng_job_evict(d->eng, kdrv_gang_id(d, victim)) != 0)
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        free(strmap_del(&d->bound_at, victim));
     }
     for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++) {
         const struct sched_placement *pl = &res->placements[p];

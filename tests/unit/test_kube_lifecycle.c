@@ -1,8 +1,11 @@
-/* tests/unit/test_kube_lifecycle.c: the daemon's start watchdog and broken-gang rules
- * (sched/kube/lifecycle.c) on gangs built by the cache from API objects: start timeout (with the
- * pod's own words and a strike), failed member, NotReady node past the grace, members lost below
- * minMember, completing gangs, gangs already being torn down, annotations over queue defaults,
- * inference gangs that replace only the lost replica. */
+/* tests/unit/test_kube_lifecycle.c: the daemon's adapter to the engine's lifecycle rules
+ * (sched/kube/lifecycle.c -> sched/engine/life.c) on gangs built by the cache from API objects:
+ * the facts it reads (phases, readiness, the pod's own words, nodes as engine ids, the queue's
+ * settings and the PodGroup's annotations over them, the inference profile), checked through
+ * the engine: start timeout (with the pod's own words and a strike on the right node), failed
+ * member, NotReady node past the grace, members lost below minMember, completing gangs, gangs
+ * already being torn down, inference gangs that replace only the lost replica. The rules
+ * themselves are tested as tables in test_engine_life.c. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 
 #include "config/config.h"
 #include "sched/core/policy.h"
+#include "sched/engine/engine.h"
 #include "sched/kube/lifecycle.h"
 
 static const char *const cfg_yaml =
@@ -30,8 +34,9 @@ struct fx {
     struct config *cfg;
     struct arena a;
     struct kcache_build kb;
-    int64_t bound_ms;
-    int64_t down[8];
+    struct eng *e;
+    struct eng_names *gangs, *nodes;
+    struct klife facts;
 };
 
 static void add(struct kcache *c, int kind, const char *json)
@@ -78,6 +83,11 @@ static int setup(void **state)
     if (config_load_buffer("t.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb) != 0)
         return -1;
     f.c = kcache_new("gangsched");
+    f.e = eng_new(NULL);
+    f.gangs = eng_names_new();
+    f.nodes = eng_names_new();
+    if (!f.c || !f.e || !f.gangs || !f.nodes)
+        return -1;
     arena_init(&f.a, 1 << 16);
     for (int i = 1; i <= 2; i++) {
         char buf[500];
@@ -96,26 +106,40 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
     kcache_free(f->c);
+    eng_free(f->e);
+    eng_names_free(f->gangs);
+    eng_names_free(f->nodes);
     config_free(f->cfg);
     arena_fini(&f->a);
     return 0;
 }
 
-static int64_t bound_cb(void *ctx, const char *gang)
+static uint32_t id_of(struct eng_names *t, const char *name)
 {
-    (void)gang;
-    return ((struct fx *)ctx)->bound_ms;
+    uint32_t id;
+    assert_int_equal(eng_names_id(t, name, &id), 0);
+    return id;
+}
+
+/* The engine knows gang ml/g as bound since bound_ms. */
+static void bound_at(struct fx *f, int64_t bound_ms)
+{
+    assert_int_equal(eng_job_bound(f->e, id_of(f->gangs, "ml/g"), bound_ms), 0);
 }
 
 /* Builds and checks at now_ms; returns the actions. */
-static uint32_t check_at(struct fx *f, int64_t now_ms, struct klife_action **acts)
+static uint32_t check_at(struct fx *f, int64_t now_ms, struct eng_life_action **acts)
 {
     struct sched_errbuf eb = {{0}};
     arena_reset(&f->a);
     assert_int_equal(kcache_build(f->c, f->cfg, sched_policy_default(), now_ms, &f->a, &f->kb, &eb),
                      0);
     uint32_t n = 0;
-    assert_int_equal(klife_check(&f->kb, f->cfg, now_ms, bound_cb, f, f->down, &f->a, acts, &n), 0);
+    assert_int_equal(
+        klife_check(f->e, &f->kb, f->cfg, f->gangs, f->nodes, now_ms, &f->a, &f->facts, acts, &n),
+        0);
+    for (uint32_t i = 0; i < n; i++) /* every action names a gang of the build */
+        assert_non_null(klife_gang(&f->facts, (*acts)[i].gang));
     return n;
 }
 
@@ -127,15 +151,15 @@ static void start_timeout_with_the_pods_words(void **state)
     member(f->c, "g", 1, "n2", "Pending", false,
            ",\"containerStatuses\":[{\"name\":\"main\",\"state\":{\"waiting\":{\"reason\":"
            "\"ErrImagePull\",\"message\":\"no such image\"}}}]");
-    f->bound_ms = 1000;
-    struct klife_action *acts;
+    bound_at(f, 1000);
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 1000 + 59999, &acts), 0); /* within the 60 s */
     assert_int_equal(check_at(f, 1000 + 60000, &acts), 1);
-    assert_int_equal(acts[0].reason, KLIFE_START_TIMEOUT);
+    assert_int_equal(acts[0].reason, ENG_START_TIMEOUT);
     assert_true(acts[0].own);
     assert_true(acts[0].whole);
     assert_int_equal(acts[0].max_restarts, 2);
-    assert_string_equal(acts[0].strike_node, "n2");
+    assert_string_equal(eng_names_name(f->nodes, acts[0].strike_node), "n2");
     assert_non_null(strstr(acts[0].message, "ErrImagePull: no such image"));
     assert_non_null(strstr(acts[0].message, "ml/g-1"));
 }
@@ -147,8 +171,8 @@ static void annotation_overrides_queue_default(void **state)
           "\"gangsched.io/start-timeout\":\"5s\",\"gangsched.io/max-restarts\":"
           "\"7\"");
     member(f->c, "g", 0, "n1", "Pending", false, "");
-    f->bound_ms = 0;
-    struct klife_action *acts;
+    bound_at(f, 0);
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 4999, &acts), 0);
     assert_int_equal(check_at(f, 5000, &acts), 1);
     assert_int_equal(acts[0].max_restarts, 7);
@@ -162,12 +186,12 @@ static void failed_member_is_the_jobs_own_failure(void **state)
     member(f->c, "g", 1, "n2", "Failed", false,
            ",\"containerStatuses\":[{\"name\":\"main\",\"state\":{\"terminated\":{\"exitCode\":"
            "137,\"reason\":\"OOMKilled\"}}}]");
-    struct klife_action *acts;
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 10, &acts), 1);
-    assert_int_equal(acts[0].reason, KLIFE_MEMBER_FAILED);
+    assert_int_equal(acts[0].reason, ENG_MEMBER_FAILED);
     assert_true(acts[0].own);
     assert_non_null(strstr(acts[0].message, "exit code 137: OOMKilled"));
-    assert_null(acts[0].strike_node);
+    assert_int_equal(acts[0].strike_node, ENG_NONE);
 }
 
 static void not_ready_node_after_the_grace_is_not_the_jobs_fault(void **state)
@@ -176,15 +200,13 @@ static void not_ready_node_after_the_grace_is_not_the_jobs_fault(void **state)
     group(f->c, "g", 2, "");
     member(f->c, "g", 0, "n1", "Running", true, "");
     member(f->c, "g", 1, "n2", "Running", true, "");
-    struct klife_action *acts;
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 100000, &acts), 0); /* healthy */
-    const struct cluster *cl = kcache_cluster(f->c);
-    for (uint32_t i = 0; i < cl->n_nodes; i++)
-        if (strcmp(cl->nodes[i].name, "n2") == 0)
-            f->down[i] = 80000;                      /* NotReady since 80 s */
+    /* NotReady since 80 s, on the node the adapter maps n2 to */
+    assert_int_equal(eng_node_ready(f->e, id_of(f->nodes, "n2"), false, 80000), 0);
     assert_int_equal(check_at(f, 109999, &acts), 0); /* 29.999 s < grace */
     assert_int_equal(check_at(f, 110000, &acts), 1);
-    assert_int_equal(acts[0].reason, KLIFE_NODE_LOST);
+    assert_int_equal(acts[0].reason, ENG_NODE_LOST);
     assert_false(acts[0].own);
     assert_non_null(strstr(acts[0].message, "n2"));
 }
@@ -195,9 +217,9 @@ static void members_lost_below_min_member(void **state)
     group(f->c, "g", 3, "");
     member(f->c, "g", 0, "n1", "Running", true, "");
     member(f->c, "g", 1, "n1", "Running", true, "");
-    struct klife_action *acts;
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 10, &acts), 1); /* the third was deleted by someone */
-    assert_int_equal(acts[0].reason, KLIFE_MEMBER_LOST);
+    assert_int_equal(acts[0].reason, ENG_MEMBER_LOST);
     assert_false(acts[0].own);
     /* every member being deleted (the user deleted the job): nothing left to tear down */
     cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g-0\","
@@ -229,17 +251,20 @@ static void completing_and_tearing_gangs_are_left_alone(void **state)
     group(f->c, "g", 2, "");
     member(f->c, "g", 0, "n1", "Succeeded", false, "");
     member(f->c, "g", 1, "n2", "Running", true, "");
-    struct klife_action *acts;
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 10, &acts), 0);
     member(f->c, "g", 0, "n1", "Failed", false, "");
-    f->bound_ms = INT64_MIN; /* the driver is tearing it down already: its deletes were sent */
+    /* the driver is tearing it down already (an earlier verdict): its deletes were sent */
+    assert_int_equal(eng_job_broken(f->e, id_of(f->gangs, "ml/g"), ENG_MEMBER_FAILED, true, true, 3,
+                                    ENG_NONE, 10, NULL),
+                     0);
     assert_true(kcache_delete_sent(f->c, "ml/g-1"));
     assert_false(kcache_delete_sent(f->c, "ml/g-1")); /* a pod is deleted once */
     assert_int_equal(check_at(f, 10, &acts), 0);
     /* a member bound after the teardown began (a late Binding) goes too */
     member(f->c, "g", 2, "n3", "Pending", false, "");
     assert_int_equal(check_at(f, 10, &acts), 1);
-    assert_int_equal(acts[0].reason, KLIFE_MEMBER_LOST);
+    assert_int_equal(acts[0].reason, ENG_MEMBER_LOST);
     assert_true(acts[0].whole);
 }
 
@@ -249,11 +274,12 @@ static void inference_replaces_only_the_lost_replica(void **state)
     group(f->c, "g", 2, "\"gangsched.io/profile\":\"inference\"");
     for (int i = 0; i < 3; i++)
         member(f->c, "g", i, i ? "n2" : "n1", i == 2 ? "Failed" : "Running", i != 2, "");
-    struct klife_action *acts;
+    struct eng_life_action *acts;
     assert_int_equal(check_at(f, 10, &acts), 1);
     assert_false(acts[0].whole);
     assert_int_equal(acts[0].n_lost, 1);
-    assert_string_equal(acts[0].lost[0]->name, "g-2");
+    const struct kgang *kg = klife_gang(&f->facts, acts[0].gang);
+    assert_string_equal(kg->members[acts[0].lost[0]]->name, "g-2");
 }
 
 int main(void)

@@ -1,0 +1,230 @@
+/* tests/unit/test_kube_engine.c: the daemon's side of the engine (sched/kube/driver_eng.c,
+ * kdrv_holds_offer and kdrv_holds_take in driver_ops.c) on a cycle's input built by the cache
+ * from API objects: names interned to engine ids that stay the same while objects come and go,
+ * the cycle's maps both ways (a node or gang not in this cycle maps to none), and the holds the
+ * core is offered through them: a preemptor's for its pending gang, an operator's for a gang not
+ * pending yet (held for nobody), on nodes of this cycle only, and the core's reservations taken
+ * back as holds and hints. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
+                                    "kind: SchedulerConfig\n"
+                                    "queues:\n"
+                                    "  - name: q\n";
+
+struct fx {
+    struct kdrv d;
+    struct config *cfg;
+    struct kcache_build kb;
+};
+
+static void add(struct kcache *c, int kind, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+static void node(struct kcache *c, const char *name)
+{
+    char buf[500];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
+             "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
+             "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             name);
+    add(c, 0, buf);
+}
+
+/* A gang of one (pod ml/name) in queue q, bound to node_name ("" = pending). */
+static void pod(struct kcache *c, const char *name, const char *node_name)
+{
+    char buf[900];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+             "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"}}",
+             name, name, node_name, *node_name ? "Running" : "Pending");
+    add(c, 1, buf);
+}
+
+static int setup(void **state)
+{
+    static struct fx f;
+    memset(&f, 0, sizeof(f));
+    struct sched_errbuf eb = {{0}};
+    if (config_load_buffer("t.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb) != 0)
+        return -1;
+    f.d.cache = kcache_new("gangsched");
+    arena_init(&f.d.arena, 1 << 16);
+    if (!f.d.cache || kdrv_eng_init(&f.d) != 0)
+        return -1;
+    node(f.d.cache, "n1");
+    node(f.d.cache, "n2");
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    kdrv_eng_fini(&f->d);
+    kcache_free(f->d.cache);
+    arena_fini(&f->d.arena);
+    config_free(f->cfg);
+    return 0;
+}
+
+/* The cycle's input and its id maps. */
+static void build(struct fx *f)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->d.arena);
+    assert_int_equal(
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), 1000, &f->d.arena, &f->kb, &eb),
+        0);
+    assert_int_equal(kdrv_ids_build(&f->d, &f->kb), 0);
+}
+
+/* The index of gang key in the build (fails when absent). */
+static uint32_t kb_gang(const struct fx *f, const char *key)
+{
+    for (uint32_t g = 0; g < f->kb.n_gangs; g++)
+        if (strcmp(f->kb.gangs[g].key, key) == 0)
+            return g;
+    fail_msg("gang %s not in the build", key);
+    return 0;
+}
+
+static uint32_t kb_node(const struct fx *f, const char *name)
+{
+    const struct cluster *cl = f->kb.snap.cluster;
+    for (uint32_t n = 0; n < cl->n_nodes; n++)
+        if (strcmp(cl->nodes[n].name, name) == 0)
+            return n;
+    fail_msg("node %s not in the build", name);
+    return 0;
+}
+
+static void ids_are_stable_and_map_both_ways(void **state)
+{
+    struct fx *f = *state;
+    uint32_t early = kdrv_node_id(&f->d, "gone-node"); /* seen once (a reservation), never again */
+    pod(f->d.cache, "a", "");
+    pod(f->d.cache, "b", "n1");
+    build(f);
+    const struct kids *k = f->d.ids;
+    assert_non_null(k);
+    for (uint32_t g = 0; g < f->kb.n_gangs; g++) {
+        assert_string_equal(eng_names_name(f->d.gang_ids, k->gang[g]), f->kb.gangs[g].key);
+        bool pending;
+        assert_ptr_equal(k->ids.core_gang(k->ids.ctx, k->gang[g], &pending), &f->kb.gangs[g].gang);
+        assert_int_equal(pending, g < f->kb.n_pending);
+        assert_int_equal(k->ids.gang(k->ids.ctx, &f->kb.gangs[g].gang), k->gang[g]);
+    }
+    for (uint32_t n = 0; n < f->kb.snap.cluster->n_nodes; n++) {
+        assert_string_equal(eng_names_name(f->d.node_ids, k->node[n]),
+                            f->kb.snap.cluster->nodes[n].name);
+        assert_int_equal(k->ids.core_node(k->ids.ctx, k->node[n]), n);
+        assert_int_equal(k->ids.node(k->ids.ctx, n), k->node[n]);
+    }
+    assert_int_equal(k->ids.core_node(k->ids.ctx, early), ENG_NONE); /* not in this cycle */
+    uint32_t a = k->gang[kb_gang(f, "ml/a")];
+    /* the gang goes and comes back: the same id */
+    pod(f->d.cache, "c", "");
+    build(f);
+    assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/a")], a);
+    assert_int_equal(kdrv_gang_id(&f->d, "ml/a"), a);
+}
+
+static void holds_offered_through_the_maps(void **state)
+{
+    struct fx *f = *state;
+    pod(f->d.cache, "a", "");
+    pod(f->d.cache, "b", "n1");
+    build(f);
+    uint32_t n2 = kdrv_node_id(&f->d, "n2"), gone = kdrv_node_id(&f->d, "n9");
+    uint32_t nodes[] = {n2, gone};
+    /* a preemptor's hold for pending ml/a, an operator's for ml/later (not pending yet) */
+    assert_int_equal(eng_hold_preemptor(f->d.eng, kdrv_gang_id(&f->d, "ml/a"), nodes, 2, 1000), 0);
+    assert_int_equal(
+        eng_hold_operator(f->d.eng, 7, kdrv_gang_id(&f->d, "ml/later"), nodes, 1, INT64_MAX), 0);
+    build(f); /* the maps are made after the names (ml/later, n9 interned since) */
+    kdrv_holds_offer(&f->d, &f->kb, 2000);
+    assert_int_equal(f->kb.snap.n_holds, 2);
+    uint32_t seen = 0;
+    for (uint32_t h = 0; h < f->kb.snap.n_holds; h++) {
+        const struct sched_hold *sh = &f->kb.snap.holds[h];
+        assert_int_equal(sh->n_nodes, 1); /* n9 is not in this cycle */
+        assert_int_equal(sh->nodes[0], kb_node(f, "n2"));
+        if (sh->gang->id == UINT32_MAX)
+            seen |= 1; /* the operator's: held for nobody while ml/later is not pending */
+        else if (sh->gang == &f->kb.gangs[kb_gang(f, "ml/a")].gang)
+            seen |= 2;
+    }
+    assert_int_equal(seen, 3);
+    /* the preemptor is bound: its hold ends; the operator's stays */
+    pod(f->d.cache, "a", "n2");
+    build(f);
+    kdrv_holds_offer(&f->d, &f->kb, 3000);
+    assert_int_equal(f->kb.snap.n_holds, 1);
+    assert_int_equal(f->kb.snap.holds[0].gang->id, UINT32_MAX);
+    /* deleted: nothing held */
+    assert_int_equal(eng_hold_operator_drop(f->d.eng, 7), 0);
+    kdrv_holds_offer(&f->d, &f->kb, 3000);
+    assert_int_equal(f->kb.snap.n_holds, 0);
+}
+
+static void reservations_taken_as_holds_and_hints(void **state)
+{
+    struct fx *f = *state;
+    pod(f->d.cache, "p", "");
+    pod(f->d.cache, "s", "");
+    build(f);
+    uint32_t p = kb_gang(f, "ml/p"), s = kb_gang(f, "ml/s");
+    uint32_t on_n2[] = {kb_node(f, "n2")}, on_n1[] = {kb_node(f, "n1")};
+    struct sched_reservation rv[] = {
+        {.gang = &f->kb.gangs[p].gang, .nodes = on_n2, .n_nodes = 1, .preemptor = true},
+        {.gang = &f->kb.gangs[s].gang, .nodes = on_n1, .n_nodes = 1},
+    };
+    struct sched_result res = {.reservations = rv, .n_reservations = 2};
+    kdrv_holds_take(&f->d, &f->kb, &res, 1000);
+    /* the next cycle: a node added before the others changes the core's indices */
+    node(f->d.cache, "n0");
+    build(f);
+    kdrv_holds_offer(&f->d, &f->kb, 2000);
+    assert_int_equal(f->kb.snap.n_holds, 1);
+    assert_ptr_equal(f->kb.snap.holds[0].gang, &f->kb.gangs[kb_gang(f, "ml/p")].gang);
+    assert_int_equal(f->kb.snap.holds[0].nodes[0], kb_node(f, "n2"));
+    assert_int_equal(f->kb.snap.n_reserve_hints, 1);
+    assert_ptr_equal(f->kb.snap.reserve_hints[0].gang, &f->kb.gangs[kb_gang(f, "ml/s")].gang);
+    assert_int_equal(f->kb.snap.reserve_hints[0].nodes[0], kb_node(f, "n1"));
+    /* the hold ends ENG_HOLD_MS after the cycle that reserved it */
+    kdrv_holds_offer(&f->d, &f->kb, 1000 + ENG_HOLD_MS);
+    assert_int_equal(f->kb.snap.n_holds, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(ids_are_stable_and_map_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(holds_offered_through_the_maps, setup, teardown),
+        cmocka_unit_test_setup_teardown(reservations_taken_as_holds_and_hints, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
