@@ -224,6 +224,17 @@ static const struct flag sim_flags[] = {
      FLAG_GIVEN(struct sim_args, failing),
      .arg = "S",
      .help = "a start that never becomes ready is torn down after S s (300)"},
+    {.name = "--restart-backoff",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct sim_args, fail.backoff_ms),
+     .unit_ms = 1000,
+     .unit = "s",
+     .max = BIG,
+     FLAG_GIVEN(struct sim_args, failing),
+     .arg = "S",
+     .help = "a gang torn down by its own failure queues again after S s x 2^(k-1)\n"
+             "(default 60): the workload controller's delay before it recreates\n"
+             "the pods (the daemon leaves it to the controller; 0: at once)"},
     FLAGS_SECTION("queues:"),
     {.name = "--config",
      .kind = FLAG_STRING,

@@ -181,7 +181,10 @@ def sim_files(sc, tl, d):
             "--outages", os.path.join(d, "outages.csv"), "--no-progress",
             "--start-timeout", "%g" % sc.start_timeout,
             "--failure-grace", "%g" % sc.failure_grace,
-            "--max-restarts", str(sc.max_restarts)]
+            "--max-restarts", str(sc.max_restarts),
+            # this script is the workload controller and recreates a torn-down gang's pods at
+            # once: the simulator models that controller's delay with --restart-backoff
+            "--restart-backoff", "0"]
 
 
 def run_sim(sc, tl, d, seed=None):
