@@ -598,6 +598,12 @@ static void on_connection(uv_stream_t *ls, int status)
         conn_close(c);
         return;
     }
+    /* A fixed send buffer (the kernel's autotuning grows it to megabytes): a client that sends
+     * requests and never reads its answers fills it after HTTP_SNDBUF bytes, the answers then
+     * queue in user space under the output limit and the write timeout, instead of the server
+     * spending a core writing megabytes into every such socket (docs/api.md "Limits"). */
+    int sndbuf = HTTP_SNDBUF;
+    (void)uv_send_buffer_size((uv_handle_t *)&c->tcp, &sndbuf);
     struct sockaddr_storage ss;
     int len = sizeof(ss);
     snprintf(c->peer, sizeof(c->peer), "unknown");

@@ -32,12 +32,13 @@
 #define HTTP_MAX_HEADER_BYTES (16u << 10) /* request line and headers: more is 431 */
 #define HTTP_MAX_BODY_BYTES   (64u << 10) /* body: more is 413 */
 #define HTTP_DEFAULT_CONNS    4096
-#define HTTP_DEFAULT_PROBES   16         /* connections kept for /healthz and /readyz */
-#define HTTP_DEFAULT_TIMEOUT  10000      /* ms a connection may take to send one request */
-#define HTTP_DEFAULT_WTIMEOUT 10000      /* ms a client may take to take one answer */
-#define HTTP_DEFAULT_OUTPUT   (8u << 20) /* bytes: the largest answer queued on one connection */
-#define HTTP_PROBE_TIMEOUT    2000       /* ms: the request timeout of a probe-only connection */
-#define HTTP_MAX_PAGE         10000      /* list routes: the largest ?limit= */
+#define HTTP_DEFAULT_PROBES   16          /* connections kept for /healthz and /readyz */
+#define HTTP_DEFAULT_TIMEOUT  10000       /* ms a connection may take to send one request */
+#define HTTP_DEFAULT_WTIMEOUT 10000       /* ms a client may take to take one answer */
+#define HTTP_DEFAULT_OUTPUT   (8u << 20)  /* bytes: the largest answer queued on one connection */
+#define HTTP_PROBE_TIMEOUT    2000        /* ms: the request timeout of a probe-only connection */
+#define HTTP_MAX_PAGE         10000       /* list routes: the largest ?limit= */
+#define HTTP_SNDBUF           (256 << 10) /* bytes: a connection's kernel send buffer */
 
 /* Limits that bound what clients, hostile or slow, can hold (docs/api.md "Limits"). Each 0
  * field takes its default. */
