@@ -223,6 +223,16 @@ static int check_unique(const char *path, const struct openb_nodes *n, struct sc
     return rc;
 }
 
+/* The next row, which must have n fields (the header's): 1, 0 at the end, or an error. */
+static int csv_row(struct csv *c, int n, const char *path, struct sched_errbuf *eb)
+{
+    int more = csv_next(c, eb);
+    if (more > 0 && c->n != n)
+        return sched_fail(eb, SCHED_EINVAL, "%s:%zu: %d fields, the header has %d", path, c->line,
+                          c->n, n);
+    return more;
+}
+
 int openb_nodes_read(const char *path, struct openb_nodes *out, struct sched_errbuf *eb)
 {
     memset(out, 0, sizeof(*out));
@@ -230,14 +240,9 @@ int openb_nodes_read(const char *path, struct openb_nodes *out, struct sched_err
     int rc = csv_open(&c, path, node_cols, 5, "node list", eb);
     size_t cap = 0, cap_names = 0;
     while (rc == 0) {
-        int more = csv_next(&c, eb);
+        int more = csv_row(&c, 5, path, eb);
         if (more <= 0) {
             rc = more;
-            break;
-        }
-        if (c.n != 5) {
-            rc = sched_fail(eb, SCHED_EINVAL, "%s:%zu: %d fields, the header has 5", path, c.line,
-                            c.n);
             break;
         }
         if (grow((void **)&out->nodes, &cap, out->n, sizeof(*out->nodes)) ||
@@ -348,14 +353,9 @@ int openb_pods_read(const char *path, const struct openb_nodes *nodes, struct op
     int rc = csv_open(&c, path, pod_cols, 11, "pod list", eb);
     size_t cap = 0, cap_names = 0;
     while (rc == 0) {
-        int more = csv_next(&c, eb);
+        int more = csv_row(&c, 11, path, eb);
         if (more <= 0) {
             rc = more;
-            break;
-        }
-        if (c.n != 11) {
-            rc = sched_fail(eb, SCHED_EINVAL, "%s:%zu: %d fields, the header has 11", path, c.line,
-                            c.n);
             break;
         }
         if (grow((void **)&out->pods, &cap, out->n, sizeof(*out->pods)) ||
