@@ -119,3 +119,17 @@ char *arena_printf(struct arena *a, const char *fmt, ...)
     va_end(ap);
     return p;
 }
+
+void *arena_grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return old;
+    uint32_t cap2 = *cap ? *cap * 2 : 16;
+    void *p = arena_alloc(a, (size_t)cap2 * elem);
+    if (!p)
+        return NULL;
+    if (old)
+        memcpy(p, old, (size_t)n * elem);
+    *cap = cap2;
+    return p;
+}

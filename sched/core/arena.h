@@ -9,6 +9,7 @@
 #define SCHED_CORE_ARENA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct arena_chunk;
 
@@ -27,6 +28,9 @@ void arena_reset(struct arena *a);
 void *arena_alloc(struct arena *a, size_t size);
 void *arena_calloc(struct arena *a, size_t n, size_t size);
 char *arena_strdup(struct arena *a, const char *s);
+/* A growable array in the arena: returns `old` while n < *cap, else a copy of its n elements in
+ * twice the room (16 at first), *cap updated; NULL when out of memory (old stays valid). */
+void *arena_grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem);
 char *arena_printf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

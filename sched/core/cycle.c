@@ -93,21 +93,6 @@ static int64_t est_of(const struct cycle *cy, const struct gang *g)
     return eta_runtime(cy->snap, g);
 }
 
-/* Growable arrays in the arena. */
-static void *grow(struct arena *a, void *old, uint32_t n, uint32_t *cap, size_t elem)
-{
-    if (n < *cap)
-        return old;
-    uint32_t cap2 = *cap ? *cap * 2 : 16;
-    void *p = arena_alloc(a, (size_t)cap2 * elem);
-    if (!p)
-        return NULL;
-    if (old)
-        memcpy(p, old, (size_t)n * elem);
-    *cap = cap2;
-    return p;
-}
-
 static const struct gang *head(const struct cycle *cy, uint32_t q)
 {
     return cy->snap->queues[q].pending[cy->pos[q]];
@@ -211,7 +196,7 @@ static struct sched_verdict *add_verdict(struct cycle *cy, const struct sched_ve
 {
     struct sched_result *out = cy->out;
     out->verdicts =
-        grow(cy->arena, out->verdicts, out->n_verdicts, &cy->cap_v, sizeof(*out->verdicts));
+        arena_grow(cy->arena, out->verdicts, out->n_verdicts, &cy->cap_v, sizeof(*out->verdicts));
     if (!out->verdicts)
         return NULL;
     out->verdicts[out->n_verdicts] = *v;
@@ -303,8 +288,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     }
     if (why == SCHED_WHY_PLACED) {
         struct sched_result *out = cy->out;
-        out->placements = grow(cy->arena, out->placements, out->n_placements, &cy->cap_p,
-                               sizeof(*out->placements));
+        out->placements = arena_grow(cy->arena, out->placements, out->n_placements, &cy->cap_p,
+                                     sizeof(*out->placements));
         if (!out->placements)
             return SCHED_WHY_NEVER;
         out->placements[out->n_placements++] = (struct sched_placement){
@@ -352,7 +337,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         return why;
     if (own || lift)
         return v.why; /* its failure says nothing about gangs without its holds or lift */
-    cy->memo = grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
+    cy->memo = arena_grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
     if (!cy->memo)
         return SCHED_WHY_NEVER;
     cy->memo[cy->n_memo++] = (struct memo){.shape = gf->shape, .verdict = (uint32_t)*vi};
@@ -423,8 +408,8 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
         place_reserve(&cy->st, gf, cy->held, hint ? hint->nodes : NULL, hint ? hint->n_nodes : 0);
     if (n_held == 0)
         return 0;
-    out->reservations = grow(cy->arena, out->reservations, out->n_reservations, &cy->cap_r,
-                             sizeof(*out->reservations));
+    out->reservations = arena_grow(cy->arena, out->reservations, out->n_reservations, &cy->cap_r,
+                                   sizeof(*out->reservations));
     uint32_t *nodes = arena_alloc(cy->arena, n_held * sizeof(*nodes));
     if (!out->reservations || !nodes)
         return SCHED_ENOMEM;

@@ -451,21 +451,6 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
     return benefit >= snap->policy->benefit_factor * pl->cost;
 }
 
-/* Appends one element to an arena array that doubles when full (cap 0: starts at 16). */
-static void *grow(struct arena *a, void *v, uint32_t n, uint32_t *cap, size_t size)
-{
-    if (n < *cap)
-        return v;
-    uint32_t c = *cap ? *cap * 2 : 16;
-    void *nv = arena_alloc(a, c * size);
-    if (!nv)
-        return NULL;
-    if (v)
-        memcpy(nv, v, n * size);
-    *cap = c;
-    return nv;
-}
-
 /* Commits a plan: its evictions, and a hold on the preemptor's trial placement. */
 static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                        const struct res_vec *need, const struct cand *cands, const struct plan *pl,
@@ -477,7 +462,7 @@ static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q,
         const struct cand *c = &cands[pl->best[j]];
         const struct sched_running *r = &snap->running[c->idx];
         struct sched_eviction *e =
-            grow(pc->arena, out->evictions, out->n_evictions, cap_evictions, sizeof(*e));
+            arena_grow(pc->arena, out->evictions, out->n_evictions, cap_evictions, sizeof(*e));
         if (!e)
             return SCHED_ENOMEM;
         out->evictions = e;
@@ -510,8 +495,8 @@ static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q,
     if (pc->qt)
         quota_charge(pc->qt, q, f, need, +1);
     place_hold_for(pc->st, g, nodes, n_nodes);
-    struct sched_reservation *rv =
-        grow(pc->arena, out->reservations, out->n_reservations, cap_reservations, sizeof(*rv));
+    struct sched_reservation *rv = arena_grow(pc->arena, out->reservations, out->n_reservations,
+                                              cap_reservations, sizeof(*rv));
     if (!rv)
         return SCHED_ENOMEM;
     out->reservations = rv;
