@@ -148,7 +148,8 @@ static bool rv_older(const char *a, const char *b)
     return *ea == 0 && *eb == 0 && x < y;
 }
 
-int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
+/* A deleted pod: its record, assumption and delete mark are dropped. */
+static int pod_gone(struct kcache *c, const cJSON *obj)
 {
     const char *ns = kobj_str(obj, "metadata.namespace"), *name = kobj_str(obj, "metadata.name");
     if (!name) {
@@ -161,12 +162,16 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         return 0;
     }
     c->dirty = true;
-    if (deleted) {
-        kobj_pod_free(strmap_del(&c->pods, key));
-        free_assume(strmap_del(&c->assumed, key));
-        free(strmap_del(&c->deletes, key));
-        return 0;
-    }
+    kobj_pod_free(strmap_del(&c->pods, key));
+    free_assume(strmap_del(&c->assumed, key));
+    free(strmap_del(&c->deletes, key));
+    return 0;
+}
+
+int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    if (deleted)
+        return pod_gone(c, obj);
     struct kpod *p = NULL;
     struct sched_errbuf eb;
     int rc = kobj_pod_decode(obj, c->scheduler, &p, &eb);
@@ -177,6 +182,8 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         LOG_WARN("kube", "pod skipped: error=%s", eb.msg);
         return 0;
     }
+    const char *key = p->key;
+    c->dirty = true;
     const struct kpod *had = strmap_get(&c->pods, key);
     if (had && rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
         /* an object read back from a write (kcache_pod_event with a response) is newer than

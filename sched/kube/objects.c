@@ -57,11 +57,14 @@ int kobj_key(const char *ns, const char *name, char *buf, size_t n)
         return SCHED_EINVAL;
     if (!ns || !*ns)
         ns = "default";
-    if (strlen(ns) > KOBJ_NAME_MAX || strlen(name) > KOBJ_NAME_MAX || strchr(ns, '/') ||
-        strchr(name, '/'))
+    size_t nl = strlen(ns), ml = strlen(name);
+    if (nl > KOBJ_NAME_MAX || ml > KOBJ_NAME_MAX || memchr(ns, '/', nl) || memchr(name, '/', ml) ||
+        nl + ml + 2 > n)
         return SCHED_EINVAL;
-    int len = snprintf(buf, n, "%s/%s", ns, name);
-    return len < 0 || (size_t)len >= n ? SCHED_EINVAL : 0;
+    memcpy(buf, ns, nl);
+    buf[nl] = '/';
+    memcpy(buf + nl + 1, name, ml + 1);
+    return 0;
 }
 
 /* The n digits at s as a number, or -1. */
@@ -307,9 +310,7 @@ void kobj_pod_free(struct kpod *p)
 {
     if (!p)
         return;
-    free(p->key);
-    free(p->ns);
-    free(p->name);
+    free(p->key); /* ns and name share its block */
     free(p->uid);
     free(p->rv);
     free(p->node);
@@ -502,10 +503,14 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     struct kpod *p = calloc(1, sizeof(*p));
     if (!p)
         return SCHED_ENOMEM;
-    if (!(p->key = strdup(key)) || !(p->ns = strdup(ns)) || !(p->name = strdup(name))) {
+    size_t kl = strlen(key) + 1, nl = strlen(ns) + 1; /* key, ns and name in one block */
+    if (!(p->key = malloc(kl + kl))) {
         kobj_pod_free(p);
         return SCHED_ENOMEM;
     }
+    memcpy(p->key, key, kl);
+    p->ns = memcpy(p->key + kl, ns, nl);
+    p->name = memcpy(p->key + kl + nl, name, kl - nl);
     const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations");
     if ((rc = pod_basics(meta, spec, scheduler, p, eb)) == 0) {
         pod_status(get(o, "status"), p);

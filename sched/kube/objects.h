@@ -59,8 +59,9 @@ int kobj_key(const char *ns, const char *name, char *buf, size_t n);
 enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, KPOD_UNKNOWN };
 
 struct kpod {
-    char *key; /* "namespace/name" */
-    char *ns, *name, *uid;
+    char *key;       /* "namespace/name" */
+    char *ns, *name; /* in key's block (freed with it) */
+    char *uid;
     char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
     char *node;    /* spec.nodeName, NULL when unbound */
     char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */

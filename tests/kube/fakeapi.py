@@ -657,11 +657,32 @@ class Faults:
 
 
 class Entry:
-    """A stored object: the dict (never mutated once stored) and its JSON bytes."""
-    __slots__ = ("obj", "raw")
+    """A stored object: the dict (never mutated once stored), its JSON bytes and the values of
+    its selectable fields read so far (spec -> value, filled on first use). kube-apiserver's
+    watch cache likewise keeps each object's field set beside it (storeElement.Fields, from the
+    resource's GetAttrs when stored), so a field selector costs a lookup per object, not a walk
+    of the object: in Python the walk was 5-7 µs a pod, seconds per list of 500,000."""
+    __slots__ = ("obj", "raw", "fv")
 
     def __init__(self, obj):
-        self.obj, self.raw = obj, dumps(obj)
+        self.obj, self.raw, self.fv = obj, dumps(obj), None
+
+    def field(self, spec):
+        fv = self.fv
+        if fv is None:
+            fv = self.fv = {}
+        v = fv.get(spec)
+        if v is None:
+            v = fv[spec] = field_value(self.obj, spec)
+        return v
+
+    def fields_match(self, reqs):
+        fv = self.fv or {}
+        for spec, eq, v in reqs:
+            x = fv.get(spec)
+            if ((self.field(spec) if x is None else x) == v) != eq:
+                return False
+        return True
 
 
 class Event:
@@ -875,7 +896,7 @@ class Store:
                 e = table[k]
                 if lsel and not labels_match(lsel, e.obj["metadata"].get("labels")):
                     continue
-                if fsel and not fields_match(fsel, e.obj):
+                if fsel and not e.fields_match(fsel):
                     continue
                 if limit and len(items) == limit:
                     more = hi - i  # an upper bound when selectors are given
@@ -2459,7 +2480,9 @@ def preload_objects(store, path):
                 obj["status"] = dict(obj.get("status") or {}, **status)
             store.rv += 1
             meta["resourceVersion"] = str(store.rv)
-            store.objects[res.key][(ns, name)] = Entry(obj)
+            e = store.objects[res.key][(ns, name)] = Entry(obj)
+            for spec in res.fields.values():  # the field set kept beside it (see Entry)
+                e.field(spec)
         store.sorted_keys = {}
         store.compacted = store.rv
         store.history, store.history_rvs = [], []
