@@ -547,38 +547,55 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
+/* One past the closing quote of the string whose text starts at s[i] (after its opening quote),
+ * or 0: the quote found by memchr ends it unless an odd run of backslashes precedes it (the byte
+ * before the text is the opening quote, so a run never reaches back past it). */
+static size_t str_end(const char *s, size_t n, size_t i)
+{
+    while (i < n) {
+        const char *q = memchr(s + i, '"', n - i);
+        if (!q)
+            return 0;
+        size_t j = (size_t)(q - s), k = j;
+        while (k > i && s[k - 1] == '\\')
+            k--;
+        if (((j - k) & 1) == 0)
+            return j + 1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* The bytes that matter between strings when skipping an object or array. */
+static const unsigned char json_punct[256] = {
+    ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+
 size_t kube_json_end(const char *s, size_t n, size_t i)
 {
     if (i >= n)
         return 0;
-    if (s[i] == '"') {
-        for (i++; i < n; i++)
-            if (s[i] == '\\')
-                i++;
-            else if (s[i] == '"')
-                return i + 1;
-        return 0;
-    }
+    if (s[i] == '"')
+        return str_end(s, n, i + 1);
     if (s[i] != '{' && s[i] != '[') {
         while (i < n && s[i] && !strchr(",}] \t\r\n", s[i]))
             i++;
         return i;
     }
     unsigned depth = 0;
-    bool str = false;
-    for (; i < n; i++) {
-        char ch = s[i];
-        if (str) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                str = false;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (!json_punct[ch]) {
+            i++;
         } else if (ch == '"') {
-            str = true;
+            if (!(i = str_end(s, n, i + 1)))
+                return 0;
         } else if (ch == '{' || ch == '[') {
             depth++;
-        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+            i++;
+        } else if (--depth == 0) {
             return i + 1;
+        } else {
+            i++;
         }
     }
     return 0;

@@ -590,6 +590,11 @@ static void list_pages_are_scanned(void **state)
     assert_int_equal(kube_json_end("123,", 4, 0), 3);
     assert_int_equal(kube_json_end("[[1],{\"]\":2}]", 13, 0), 13);
     assert_int_equal(kube_json_end("[[1]", 4, 0), 0);
+    /* runs of backslashes: an even run before a quote ends the string, an odd one escapes it */
+    assert_int_equal(kube_json_end("\"a\\\\\"x", 6, 0), 5);
+    assert_int_equal(kube_json_end("{\"k\":\"v\\\\\"}x", 12, 0), 11);
+    assert_int_equal(kube_json_end("[\"\\\\\\\"]\"]x", 10, 0), 9);
+    assert_int_equal(kube_json_end("\"\\\"", 3, 0), 0);
 }
 
 int main(void)
