@@ -397,7 +397,12 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     }
     const char *dev[32], *drv[32], *pool[32];
     uint32_t n = 0;
-    for (uint32_t g = 0; g < 32; g++)
+    bool gpu_claims = false; /* GPUs from claims (else device-plugin GPUs, e.g. with a channel) */
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
+        gpu_claims |= !cl || cl->gpus > 0 || cl->all;
+    }
+    for (uint32_t g = 0; g < 32 && gpu_claims; g++)
         if (b->gpu_mask & (1u << g)) {
             dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
             if (!dev[n]) {
