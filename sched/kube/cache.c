@@ -415,7 +415,7 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
         }
     free(names);
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
-        kcd_apply(kclaims_cd(c->dra), cl) < 0) {    /* IMEX channels (computedomain.h) */
+        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;
     }

@@ -111,20 +111,25 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
 
 /* A ComputeDomain channel claim: one channel device of the pod's node (computedomain.h); what
  * keeps it from placement, or NULL. */
-static const char *kclaims_channel(const struct kclaims *c, struct kpod *p,
-                                   const struct kclaim *x, struct arena *a)
+static const char *kclaims_channel(const struct kclaims *c, struct kpod *p, const struct kclaim *x,
+                                   struct arena *a)
 {
     int r = kcd_res();
     if (r < 0)
-        return arena_printf(a, "resourceclaim %s: ComputeDomain channels cannot be counted "
-                               "(resource table full)", x->key);
+        return arena_printf(a,
+                            "resourceclaim %s: ComputeDomain channels cannot be counted "
+                            "(resource table full)",
+                            x->key);
     p->req.v[r] += x->channels;
     if (!kcd_name(c->cd, x->domain))
-        return arena_printf(a, "waiting for ComputeDomain uid %s (ResourceClaim %s's channel "
-                               "config)", x->domain, x->key);
+        return arena_printf(a,
+                            "waiting for ComputeDomain uid %s (ResourceClaim %s's channel "
+                            "config)",
+                            x->domain, x->key);
     if (!kcd_in_namespace(c->cd, x->domain, x->ns))
-        return arena_printf(a, "resourceclaim %s: spec.devices.config: ComputeDomain %s is in "
-                               "another namespace (the driver refuses to prepare the channel)",
+        return arena_printf(a,
+                            "resourceclaim %s: spec.devices.config: ComputeDomain %s is in "
+                            "another namespace (the driver refuses to prepare the channel)",
                             x->key, kcd_name(c->cd, x->domain));
     return NULL;
 }

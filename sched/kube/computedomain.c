@@ -162,8 +162,8 @@ const char *kcd_config_domain(const cJSON *devices)
     return NULL;
 }
 
-int kcd_gang(const struct kclaims *c, const struct topo *t, struct kpod *const *members,
-             uint32_t n, struct gang *g, struct arena *a, const char **why)
+int kcd_gang(const struct kclaims *c, const struct topo *t, struct kpod *const *members, uint32_t n,
+             struct gang *g, struct arena *a, const char **why)
 {
     const char *domain = NULL;
     for (uint32_t i = 0; i < n && !domain; i++)

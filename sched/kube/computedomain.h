@@ -75,7 +75,7 @@ const char *kcd_config_domain(const cJSON *devices);
  * member's claims hold an IMEX channel, the gang's required topology level becomes the clique
  * level (the level labelled nvidia.com/gpu.clique), unless it already asks a narrower one. 0, or
  * SCHED_EINVAL with *why (an arena string) when no level uses the clique label. */
-int kcd_gang(const struct kclaims *c, const struct topo *t, struct kpod *const *members,
-             uint32_t n, struct gang *g, struct arena *a, const char **why);
+int kcd_gang(const struct kclaims *c, const struct topo *t, struct kpod *const *members, uint32_t n,
+             struct gang *g, struct arena *a, const char **why);
 
 #endif

@@ -327,8 +327,8 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
             cJSON_AddItemToArray(res, x);
         }
     const cJSON *e;
-    cJSON *cfg = c->config ? cJSON_AddArrayToObject(cJSON_GetObjectItem(alloc, "devices"), "config")
-                           : NULL;
+    cJSON *cfg =
+        c->config ? cJSON_AddArrayToObject(cJSON_GetObjectItem(alloc, "devices"), "config") : NULL;
     cJSON_ArrayForEach(e, c->config)
     {
         cJSON *x = cJSON_CreateObject();

@@ -429,12 +429,12 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
         bool chan = cl && cl->channels &&
                     (ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL;
-        cJSON *body = chan ? kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, p->name,
-                                                   p->uid)
-                      : cl && !cl->channels && at + take <= n
-                          ? kdra_claim_allocation(cl, b->node, dev + at, drv + at, pool + at, take,
-                                                  p->name, p->uid)
-                          : NULL;
+        cJSON *body =
+            chan ? kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, p->name, p->uid)
+            : cl && !cl->channels && at + take <= n
+                ? kdra_claim_allocation(cl, b->node, dev + at, drv + at, pool + at, take, p->name,
+                                        p->uid)
+                : NULL;
         at += take;
         char path[KOBJ_KEY_MAX + 80];
         snprintf(path, sizeof(path),
