@@ -196,18 +196,9 @@ def main():
           "(domainID) and reservedFor the pod", all(channel_ok(c, p, uid) for p in pods),
           str([claim_of(c, p["metadata"]["name"]) for p in pods])[:1200])
 
-    def first(path, pred):
-        w = c.watch(path + "?watch=1&resourceVersion=%s&timeoutSeconds=1" % rv0)
-        out = {}
-        for ev in w.all():
-            o = ev.get("object") or {}
-            name = pred(o)
-            if name and name not in out:
-                out[name] = int(o["metadata"]["resourceVersion"])
-        w.close()
-        return out
-    bind_rv = first(NS, lambda o: o["spec"].get("nodeName") and o["metadata"]["name"])
-    claim_rv = first(RES + "/namespaces/default/resourceclaims", lambda o: next(
+    bind_rv = e2e.first_rv(c, NS, rv0,
+                           lambda o: o["spec"].get("nodeName") and o["metadata"]["name"])
+    claim_rv = e2e.first_rv(c, RES + "/namespaces/default/resourceclaims", rv0, lambda o: next(
         (r["name"] for r in (o.get("status") or {}).get("reservedFor") or []), None))
     check("each channel claim was allocated before its pod's Binding",
           all(claim_rv.get(p["metadata"]["name"], 1 << 60) <
