@@ -604,8 +604,10 @@ static const struct kdrv_watch {
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     {"/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice},
     {"/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim},
-    /* NVIDIA's ComputeDomain CRD (multi-node NVLink): 404 while it is not installed */
+    /* NVIDIA's ComputeDomain CRD (multi-node NVLink): 404 while it is not installed; v1beta2
+     * is the newer driver's storage version (the fields read are the same in both) */
     {"/apis/resource.nvidia.com/v1beta1/computedomains", NULL, on_cd},
+    {"/apis/resource.nvidia.com/v1beta2/computedomains", NULL, on_cd},
 };
 
 /* The options checked and the state initialised; nothing to tear down when it fails. */
