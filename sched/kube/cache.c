@@ -11,6 +11,7 @@
 #include "sched/core/policy.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/claims.h"
+#include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
@@ -290,6 +291,12 @@ int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
     return kclaims_slice_event(c->dra, obj, deleted);
 }
 
+int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    c->dirty = true;
+    return kcd_event(kclaims_cd(c->dra), obj, deleted);
+}
+
 int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     c->dirty = true;
@@ -299,6 +306,12 @@ int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
 {
     return kclaims_get(c->dra, key);
+}
+
+const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
+                              const char **pool)
+{
+    return kcd_channel(kclaims_cd(c->dra), node, driver, pool);
 }
 
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
@@ -408,7 +421,8 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             return SCHED_ENOMEM;
         }
     free(names);
-    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
+    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
+        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;
     }
@@ -686,7 +700,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
         if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
             return SCHED_ENOMEM;
         struct sched_errbuf eb;
-        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
+        struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
+        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0 ||
+            (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0)) {
             *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
             return SCHED_EINVAL;
         }
@@ -698,6 +714,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                             g->key, profile);
         return SCHED_EINVAL;
     }
+    if (!running && kcd_gang(b->c->dra, &b->c->cluster->topo, members, n, gg, a, why) != 0)
+        return SCHED_EINVAL; /* a ComputeDomain gang: one NVLink clique (computedomain.h) */
     gang_finalize(gg);
     gg->min_member = gg->n_pods;
     return 0;
@@ -1074,7 +1092,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         ckpt = ms;
     const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
     /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over the
-     * queue's; a bad value keeps the queue's (it was reported at admission) */
+     * queue's; a bad value keeps the queue's (the gang was refused with it at admission) */
     struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
                               .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
     struct sched_errbuf e2;
