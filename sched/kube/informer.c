@@ -160,13 +160,39 @@ bool kube_query_escape(char *dst, size_t cap, const char *s)
 
 /* ---- known objects --------------------------------------------------------------------------- */
 
+#define KENT_RV_ROOM  24 /* bytes kept after the key for the resourceVersion (etcd's are decimal)  \
+                          */
+#define KENT_UID_ROOM 40 /* and for the uid (36 characters) */
+
 struct kent {
     struct kent *next;
     uint64_t h;
     uint32_t gen;
-    char *rv, *uid;
-    char key[]; /* "namespace/name" ("/name" for cluster-scoped objects) */
+    char *rv, *uid; /* in the rooms after the key when they fit, else on the heap */
+    char key[];     /* "namespace/name" ("/name" for cluster-scoped objects), its NUL, then
+                       KENT_RV_ROOM and KENT_UID_ROOM bytes: one allocation per object */
 };
+
+static char *kent_room(struct kent *e, bool uid)
+{
+    return e->key + strlen(e->key) + 1 + (uid ? KENT_RV_ROOM : 0);
+}
+
+/* *dst = v, in the room when it fits; false: out of memory (*dst unchanged). */
+static bool kent_set(char **dst, char *room, size_t cap, const char *v)
+{
+    if (*dst && strcmp(*dst, v) == 0)
+        return true;
+    size_t n = strlen(v) + 1;
+    char *d = n <= cap ? room : malloc(n);
+    if (!d)
+        return false;
+    if (*dst && *dst != room)
+        free(*dst);
+    memcpy(d, v, n);
+    *dst = d;
+    return true;
+}
 
 struct kmap {
     struct kent **b;
@@ -183,8 +209,10 @@ static struct kent **kmap_slot(struct kmap *m, const char *key, uint64_t h)
 
 static void kent_free(struct kent *e)
 {
-    free(e->rv);
-    free(e->uid);
+    if (e->rv != kent_room(e, false))
+        free(e->rv);
+    if (e->uid != kent_room(e, true))
+        free(e->uid);
     free(e);
 }
 
@@ -349,7 +377,7 @@ static bool remember(struct kube_informer *inf, const char *key, const cJSON *me
     *known = e != NULL;
     if (!e) {
         size_t kl = strlen(key);
-        e = calloc(1, sizeof(*e) + kl + 1);
+        e = calloc(1, sizeof(*e) + kl + 1 + KENT_RV_ROOM + KENT_UID_ROOM);
         if (!e)
             return false;
         memcpy(e->key, key, kl + 1);
@@ -359,14 +387,10 @@ static bool remember(struct kube_informer *inf, const char *key, const cJSON *me
     }
     e->gen = gen;
     const char *rv = str_at(meta, "resourceVersion"), *uid = str_at(meta, "uid");
-    if (rv && (!e->rv || strcmp(e->rv, rv))) {
-        free(e->rv);
-        e->rv = strdup(rv);
-    }
-    if (uid && (!e->uid || strcmp(e->uid, uid))) {
-        free(e->uid);
-        e->uid = strdup(uid);
-    }
+    if (rv)
+        kent_set(&e->rv, kent_room(e, false), KENT_RV_ROOM, rv);
+    if (uid)
+        kent_set(&e->uid, kent_room(e, true), KENT_UID_ROOM, uid);
     return true;
 }
 
