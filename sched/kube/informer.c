@@ -160,8 +160,7 @@ bool kube_query_escape(char *dst, size_t cap, const char *s)
 
 /* ---- known objects --------------------------------------------------------------------------- */
 
-#define KENT_RV_ROOM  24 /* bytes kept after the key for the resourceVersion (etcd's are decimal)  \
-                          */
+#define KENT_RV_ROOM  24 /* bytes kept after the key for the resourceVersion (decimal) */
 #define KENT_UID_ROOM 40 /* and for the uid (36 characters) */
 
 struct kent {
