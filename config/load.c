@@ -154,7 +154,7 @@ static int load_root(struct ctx *x, yaml_node_t *root)
 {
     static const char *const keys[] = {"apiVersion", "kind",       "device",  "topology",
                                        "fairShare",  "starvation", "flavors", "cohorts",
-                                       "queues",     "profiles",   NULL};
+                                       "queues",     "profiles",   "quotaMapping", NULL};
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];
         return cl_fail(x, &root->start_mark,
@@ -220,6 +220,8 @@ static int load_root(struct ctx *x, yaml_node_t *root)
         rc = cl_parse_profiles(x, cl_map_opt(x, root, "profiles"));
     if (!rc)
         rc = cl_parse_tree(x, cl_map_opt(x, root, "cohorts"), cl_map_opt(x, root, "queues"));
+    if (!rc)
+        rc = cl_parse_qmap(x, cl_map_opt(x, root, "quotaMapping"));
     return rc;
 }
 

@@ -164,5 +164,7 @@ int cl_parse_flavors(struct ctx *x, yaml_node_t *fl);
 int cl_parse_profiles(struct ctx *x, yaml_node_t *pl);
 /* load_tree.c: cohorts, queues and their quotas, then the resolved tree and lookup tables */
 int cl_parse_tree(struct ctx *x, yaml_node_t *cl, yaml_node_t *ql);
+/* load_qmap.c: quotaMapping (after the tree: a mapped source must have no quota); NULL = none */
+int cl_parse_qmap(struct ctx *x, yaml_node_t *seq);
 
 #endif

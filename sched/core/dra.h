@@ -22,6 +22,11 @@
 #include "sched/core/model.h"
 
 #define DRA_GPU_DRIVER "gpu.nvidia.com"
+/* The resource slot where the drivers count the devices of DeviceClass C that a pod claims,
+ * named PREFIX + C (Kubernetes' own name for a class's implicit extended resource), when the
+ * config's quotaMapping names the class (config_qmap); otherwise claims count only as the
+ * accelerator. */
+#define DRA_CLASS_RES_PREFIX "deviceclass.resource.kubernetes.io/"
 
 /* One ResourceSlice as the inventory needs it (strings borrowed for the call). */
 struct dra_slice {
