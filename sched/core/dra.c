@@ -29,6 +29,7 @@ struct dra_inv {
     struct strmap slices;  /* name -> struct dra_rec* */
     struct strmap by_node; /* node -> struct node_slices*, built on demand; empty when stale */
     bool indexed;
+    int class_res; /* dra_inv_set_class_res, -1 none */
 };
 
 struct dra_inv *dra_inv_new(void)
@@ -37,8 +38,15 @@ struct dra_inv *dra_inv_new(void)
     if (inv) {
         strmap_init(&inv->slices);
         strmap_init(&inv->by_node);
+        inv->class_res = -1;
     }
     return inv;
+}
+
+void dra_inv_set_class_res(struct dra_inv *inv, int res)
+{
+    if (inv)
+        inv->class_res = res >= 0 && res < RES_MAX && res != RES_GPU ? res : -1;
 }
 
 static void rec_free(struct dra_rec *r)
@@ -262,6 +270,8 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
         if (n == 0 || nd->alloc.v[RES_GPU] > 0)
             continue;
         nd->alloc.v[RES_GPU] = (int64_t)(n > NODE_MAX_GPUS ? NODE_MAX_GPUS : n);
+        if (inv->class_res >= 0)
+            nd->alloc.v[inv->class_res] = nd->alloc.v[RES_GPU];
         got++;
     }
     strmap_fini(&per_node);

@@ -50,6 +50,12 @@ int dra_inv_put(struct dra_inv *inv, const struct dra_slice *s);
 void dra_inv_remove(struct dra_inv *inv, const char *name);
 uint32_t dra_inv_n_slices(const struct dra_inv *inv);
 
+/* The resource slot (res.h id, or -1: none, the default) that dra_inv_apply fills with the same
+ * count as the accelerator: DRA_CLASS_RES_PREFIX + the GPU DeviceClass when the config's
+ * quotaMapping counts that class (a pod's claimed devices go there too, so only DRA nodes hold
+ * them). */
+void dra_inv_set_class_res(struct dra_inv *inv, int res);
+
 /* Sets alloc nvidia.com/gpu of every node of `c` (before cluster_finalize) that has none to the
  * GPU devices its complete newest pools publish (at most NODE_MAX_GPUS); returns how many nodes
  * got GPUs this way, or -1 out of memory. */

@@ -10,6 +10,7 @@
 struct kclaims {
     struct strmap claims; /* "ns/name" -> struct kclaim* */
     struct dra_inv *dra;  /* ResourceSlices */
+    int class_res;        /* kclaims_configure: the GPU class's quota slot, or -1 */
 };
 
 struct kclaims *kclaims_new(void)
@@ -18,6 +19,7 @@ struct kclaims *kclaims_new(void)
     if (!c)
         return NULL;
     strmap_init(&c->claims);
+    c->class_res = -1;
     if (!(c->dra = dra_inv_new())) {
         free(c);
         return NULL;
@@ -93,6 +95,15 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
     return 0;
 }
 
+void kclaims_configure(struct kclaims *c, const struct config *cfg)
+{
+    c->class_res = -1;
+    for (uint32_t i = 0; cfg && i < cfg->n_qmaps; i++)
+        if (cfg->qmaps[i].device_class && strcmp(cfg->qmaps[i].device_class, DRA_GPU_DRIVER) == 0)
+            c->class_res = cfg->qmaps[i].source;
+    dra_inv_set_class_res(c->dra, c->class_res);
+}
+
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
 {
     return strmap_get((struct strmap *)&c->claims, key);
@@ -102,6 +113,8 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
                            struct arena *a)
 {
     p->req.v[RES_GPU] = p->gpus_own;
+    if (c->class_res >= 0)
+        p->req.v[c->class_res] = 0;
     const char *why = p->claim_wait;
     uint32_t n_all = 0, n_gpu_claims = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
@@ -129,6 +142,8 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
                                      "hold the pod's only GPUs",
                                      p->key);
     }
+    if (c->class_res >= 0) /* the claimed devices, for quota (config_qmap) */
+        p->req.v[c->class_res] = p->req.v[RES_GPU] - p->gpus_own;
     return why;
 }
 

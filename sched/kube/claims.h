@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "config/model.h"
 #include "sched/core/arena.h"
 #include "sched/core/dra.h"
 #include "sched/core/model.h"
@@ -26,6 +27,11 @@ struct kclaims;
 struct kclaims *kclaims_new(void);
 void kclaims_free(struct kclaims *c);
 struct dra_inv *kclaims_inv(const struct kclaims *c);
+
+/* Reads the config's quotaMapping: when it counts the GPU DeviceClass (gpu.nvidia.com), a pod's
+ * claimed devices also go to that class's slot (DRA_CLASS_RES_PREFIX + class) and DRA nodes
+ * hold as many of it as GPUs; else the slot is unused. Call before each cluster rebuild. */
+void kclaims_configure(struct kclaims *c, const struct config *cfg);
 
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);
