@@ -8,6 +8,11 @@
  * A GPU device is one of the configured driver ("gpu.nvidia.com") whose attribute "type" is
  * absent or "gpu" (MIG and VFIO devices of the same driver are not whole GPUs). Device names are
  * kept per node, sorted, so that GPU index i of a node is its i-th device name.
+ * NVLink partitions: when every GPU device of a node carries an int attribute partition<N> (the
+ * id of the Fabric Manager partition of N GPUs holding it, as NVIDIA's driver names them), the
+ * largest such N below the node's GPU count splits the node into NVLink islands, one per id
+ * (written as the node's gangsched.io/gpu-islands annotation unless it has one), so the islands
+ * rule of cluster_finalize, tensor-parallel groups included, applies unchanged.
  *
  * Must not touch: JSON or YAML (the readers in sched/k8s/nodes.c and sched/k8s/slice.c decode
  * slices into dra_slice records), scheduling state. Pure data structure.

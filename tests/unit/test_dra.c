@@ -199,12 +199,81 @@ static void claims(void **state)
     }
 }
 
+/* A slice of n_dev GPUs where device i has partition<size> = i / size for each size in sizes
+ * (0-terminated), the way NVIDIA's driver publishes Fabric Manager partitions. */
+static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const int *sizes)
+{
+    char devs[6000] = "";
+    for (int i = 0; i < n_dev; i++) {
+        char attrs[400] = "\"type\":{\"string\":\"gpu\"}";
+        for (const int *z = sizes; *z; z++)
+            snprintf(attrs + strlen(attrs), sizeof(attrs) - strlen(attrs),
+                     ",\"%spartition%d\":{\"int\":%d}", *z == 2 ? "gpu.nvidia.com/" : "", *z,
+                     100 + i / *z);
+        snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs),
+                 "%s{\"name\":\"gpu-%d\",\"attributes\":{%s}}", i ? "," : "", i, attrs);
+    }
+    char buf[7000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s-s\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+             "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,"
+             "\"resourceSliceCount\":1},\"devices\":[%s]}}",
+             node, node, node, devs);
+    cJSON *o = cJSON_Parse(buf);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), 0);
+    cJSON_Delete(o);
+}
+
+/* NVLink partitions as islands: the largest partition size every device has, below the node's
+ * GPU count, groups the GPUs; a partition of the whole node (or none) leaves one island; an
+ * operator's gpu-islands annotation wins. */
+static void partitions_as_islands(void **state)
+{
+    (void)state;
+    struct dra_inv *inv = dra_inv_new();
+    static const int halves[] = {1, 2, 4, 0}, whole[] = {2, 4, 8, 0}, none[] = {0};
+    put_parts(inv, "p", 8, halves);
+    put_parts(inv, "w", 8, whole);
+    put_parts(inv, "n", 8, none);
+    put_parts(inv, "o", 8, halves);
+    struct cluster *c = cluster_new();
+    const char *names[] = {"n", "o", "p", "w"};
+    for (int i = 0; i < 4; i++) {
+        struct node *n = cluster_add_node(c, names[i]);
+        n->ready = true;
+        if (i == 1) {
+            struct kv *kv = cluster_alloc(c, sizeof(*kv));
+            *kv = (struct kv){ANNOT_GPU_ISLANDS, "0-1,2-7"};
+            n->annotations = kv;
+            n->n_annotations = 1;
+        }
+    }
+    c->dra = inv; /* cluster_finalize applies it, as for `simulate --nodes` */
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
+    const struct node *n = &c->nodes[0], *o = &c->nodes[1], *p = &c->nodes[2], *w = &c->nodes[3];
+    assert_int_equal(p->n_gpus, 8);
+    assert_int_equal(p->n_islands, 2);
+    assert_int_equal(p->islands[0], 0x0f);
+    assert_int_equal(p->islands[1], 0xf0);
+    assert_string_equal(node_annotation(p, ANNOT_GPU_ISLANDS), "0,1,2,3;4,5,6,7");
+    assert_int_equal(w->n_islands, 1);
+    assert_int_equal(w->islands[0], 0xff);
+    assert_null(node_annotation(w, ANNOT_GPU_ISLANDS));
+    assert_int_equal(n->n_islands, 1);
+    assert_int_equal(o->n_islands, 2); /* the operator's annotation */
+    assert_int_equal(o->islands[0], 0x03);
+    cluster_free(c); /* frees the inventory too */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inventory_rules),
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
+        cmocka_unit_test(partitions_as_islands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
