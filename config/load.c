@@ -152,8 +152,8 @@ int cl_prescan(struct ctx *x)
 
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
-    static const char *const keys[] = {"apiVersion", "kind",       "device",  "topology",
-                                       "fairShare",  "starvation", "flavors", "cohorts",
+    static const char *const keys[] = {"apiVersion", "kind",       "device",       "topology",
+                                       "fairShare",  "starvation", "flavors",      "cohorts",
                                        "queues",     "profiles",   "quotaMapping", NULL};
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];

@@ -113,8 +113,9 @@ static int read_entry(struct ctx *x, yaml_node_t *e, struct qm_raw *r)
         struct sched_errbuf reb;
         r->source_mark = m;
         if (k < 0 || (size_t)k >= sizeof(name) || res_check_name(name, &reb) != 0)
-            return cl_fail(x, &m, "DeviceClass name \"%s\" is too long or not a DNS label "
-                                  "(at most 63 characters: a-z, 0-9, '-', '.')",
+            return cl_fail(x, &m,
+                           "DeviceClass name \"%s\" is too long or not a DNS label "
+                           "(at most 63 characters: a-z, 0-9, '-', '.')",
                            r->device_class);
         if (!(r->source = config_pool_strndup(x->pool, name, (size_t)k)))
             return cl_oom(x);

@@ -68,7 +68,7 @@ static int64_t project(const struct quota_tree *t, const int64_t *v, uint32_t k)
     for (uint32_t i = 0; i < cfg->n_qmaps; i++)
         if (cfg->qmaps[i].device_class && r == RES_GPU)
             own -= v[cfg->qmaps[i].source]; /* claimed devices of the class count as its target */
-    int64_t q = sat_mul(own, t->scale[k]); /* linear: negative requests (removals) too */
+    int64_t q = sat_mul(own, t->scale[k]);  /* linear: negative requests (removals) too */
     for (uint32_t i = 0; i < cfg->n_qmaps; i++) {
         const struct config_qmap *m = &cfg->qmaps[i];
         if (m->target == r && v[m->source] != 0)

@@ -48,7 +48,7 @@ struct quota_tree {
     uint32_t n_tracked; /* resources with a quota somewhere */
     int tracked[RES_MAX];
     int64_t scale[RES_MAX]; /* [n_tracked]: quota units per base unit of tracked[k] (>= 1) */
-    int32_t *parent; /* [n_nodes]: node index or -1 */
+    int32_t *parent;        /* [n_nodes]: node index or -1 */
     /* [n_nodes][n_flavors][n_tracked] */
     int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
     bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */

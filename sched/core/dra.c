@@ -401,8 +401,8 @@ static int64_t part_id(const struct cel_device *d, uint32_t size)
 }
 
 /* Writes the node's islands annotation from its devices' partition<N> attributes: the largest N
- * that every GPU device of the node has, when smaller than the node, groups the devices by its value
- * (GPUs of one partition are NVLink-connected). Nothing when no such N, when the node already
+ * that every GPU device of the node has, when smaller than the node, groups the devices by its
+ * value (GPUs of one partition are NVLink-connected). Nothing when no such N, when the node already
  * has the annotation (the operator's word wins) or when the groups are not a partition of
  * the node's devices. 0, or -1 out of memory. */
 static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd)
@@ -438,7 +438,10 @@ static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd)
             if (!(done >> i & 1) && part_id(dev[i], best) == id) {
                 done |= 1u << i;
                 at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%u",
-                                       at == 0 ? "" : i == first ? ";" : ",", i);
+                                       at == 0      ? ""
+                                       : i == first ? ";"
+                                                    : ",",
+                                       i);
             }
         groups++;
     }

@@ -26,7 +26,7 @@
 #include "sched/core/cel.h"
 #include "sched/core/model.h"
 
-#define DRA_GPU_DRIVER "gpu.nvidia.com"
+#define DRA_GPU_DRIVER       "gpu.nvidia.com"
 /* The resource slot where the drivers count the devices of DeviceClass C that a pod claims,
  * named PREFIX + C (Kubernetes' own name for a class's implicit extended resource), when the
  * config's quotaMapping names the class (config_qmap); otherwise claims count only as the

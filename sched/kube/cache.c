@@ -401,7 +401,7 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             return SCHED_ENOMEM;
         }
     free(names);
-    kclaims_configure(c->dra, cfg); /* quotaMapping of the GPU DeviceClass */
+    kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;

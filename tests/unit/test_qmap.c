@@ -17,7 +17,7 @@
 #include "queue/quota.h"
 #include "sched/core/dra.h"
 
-#define HDR "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+#define HDR  "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
 #define MIG1 "nvidia.com/mig-1g.10gb"
 #define MIG3 "nvidia.com/mig-3g.40gb"
 
@@ -194,7 +194,8 @@ static void refusals_name_the_place(void **unused)
             "q.yaml:7:5: quotaMapping[0]: give exactly one of resource");
     refused(Q1 "  - {resource: a.com/x, deviceClass: c, quotaResource: nvidia.com/gpu}\n",
             "q.yaml:7:5: quotaMapping[0]: give exactly one of resource");
-    refused(Q1 "  - {resource: a.com/x}\n", "q.yaml:7:5: quotaMapping[0].quotaResource: missing required field");
+    refused(Q1 "  - {resource: a.com/x}\n",
+            "q.yaml:7:5: quotaMapping[0].quotaResource: missing required field");
     refused(Q1 "  - {resource: a.com/x, quotaResource: nvidia.com/gpu, weight: 1/0}\n",
             "q.yaml:7:64: quotaMapping[0].weight: weight \"1/0\": expected a number >= 0");
     refused(Q1 "  - {resource: a.com/x, quotaResource: nvidia.com/gpu, weight: -1}\n",
