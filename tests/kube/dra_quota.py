@@ -17,7 +17,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import dra  # noqa: E402
 import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
-from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -35,14 +34,7 @@ quotaMapping:
 
 
 def main():
-    kubeconfig = e2e.start_fake(crds=("xk8s",))
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(kubeconfig)
-    with open("tests/data/kwok-dra/device-class.yaml") as f:
-        c.post(dra.RES + "/deviceclasses", dra.yaml.safe_load(f))
+    kubeconfig, c = dra.start(CONFIG)
     for i, n in enumerate(("gpu-1", "gpu-2")):
         c.post("/api/v1/nodes", dra.dra_node(n, "r1"))
         c.post(dra.RES + "/resourceslices", dra.gpu_slice(n, "u%d" % i))
