@@ -168,6 +168,9 @@ int config_local_queue(const struct config *c, const char *ns, const char *name)
 /* Whether namespace ns may submit to queue q (its namespaces list, empty = any). */
 bool config_queue_admits(const struct config *c, uint32_t q, const char *ns);
 int config_flavor_index(const struct config *c, const char *name);
+/* The resource slot quotaMapping gives DeviceClass `device_class` (its config_qmap source), or -1
+ * when no entry names the class (c may be NULL). */
+int config_qmap_class(const struct config *c, const char *device_class);
 
 /* Gives g the scoring profile `name` (NULL: the queue's default profile): its weights and
  * whether it spreads. SCHED_ENOENT when no profile has that name (g unchanged). */

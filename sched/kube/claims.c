@@ -97,10 +97,7 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
 
 void kclaims_configure(struct kclaims *c, const struct config *cfg)
 {
-    c->class_res = -1;
-    for (uint32_t i = 0; cfg && i < cfg->n_qmaps; i++)
-        if (cfg->qmaps[i].device_class && strcmp(cfg->qmaps[i].device_class, DRA_GPU_DRIVER) == 0)
-            c->class_res = cfg->qmaps[i].source;
+    c->class_res = config_qmap_class(cfg, DRA_GPU_DRIVER);
     dra_inv_set_class_res(c->dra, c->class_res);
 }
 

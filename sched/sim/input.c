@@ -2,6 +2,8 @@
  * knobs) (see run.h). */
 #include "sched/sim/run.h"
 
+#include "sched/core/dra.h"
+
 #define CPU_PER_GPU_MILLI 4000
 #define MEM_PER_GPU_BYTES (32ll << 30)
 
@@ -178,6 +180,22 @@ static int row_resource(struct gang *g, const struct trace_job *tj, const struct
     return 0;
 }
 
+/* The GPU DeviceClass's slot when quotaMapping counts the class and every GPU node of the
+ * cluster has its GPUs from ResourceSlices: a job's GPUs are then devices it claims of that class
+ * and ask the slot too (sched/core/dra.h); else -1 (a mixed cluster: the device's GPUs). */
+static int dra_class_slot(const struct cluster *c, const struct config *cfg)
+{
+    int s = config_qmap_class(cfg, DRA_GPU_DRIVER);
+    bool any = false;
+    for (uint32_t i = 0; s >= 0 && i < c->n_nodes; i++)
+        if (c->nodes[i].n_gpus > 0) {
+            if (c->nodes[i].alloc.v[s] != c->nodes[i].alloc.v[RES_GPU])
+                return -1;
+            any = true;
+        }
+    return any ? s : -1;
+}
+
 /* The gang's pod sets from the trace row: gpus_per_pod wins; else `pods` pods as even as
  * possible (the first ones one GPU larger); else whole nodes of the largest node size
  * (node_gpus GPUs). */
@@ -232,6 +250,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         cfg = in->owned_config;
     }
     in->config = cfg;
+    int dra_class = dra_class_slot(c, cfg);
     in->n_queues = cfg->n_queues;
     in->queues = calloc(cfg->n_queues + 1, sizeof(*in->queues));
     in->jobs = calloc(t->n_jobs ? t->n_jobs : 1, sizeof(*in->jobs));
@@ -299,6 +318,8 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
             sim_input_free(in);
             return rrc;
         }
+        for (uint32_t s = 0; dra_class >= 0 && s < g->n_sets; s++)
+            g->sets[s].req.v[dra_class] = g->sets[s].req.v[RES_GPU];
         /* A tensor-parallel group larger than a pod: its pods must share an NVLink domain. */
         int64_t pod_gpus = g->n_sets ? g->sets[0].req.v[RES_GPU] : 0;
         if (g->tp_size > 0 && pod_gpus > 0 && g->tp_size > pod_gpus && g->slice_size == 0) {

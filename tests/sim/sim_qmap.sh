@@ -2,7 +2,8 @@
 # MIG node (14 x 1g.10gb, 4 x 3g.40gb) and a queue of 2 GPUs where a 1g slice counts 1/7 GPU
 # and a 3g slice 3/7. Jobs a (7 x 1g = 1 GPU), c (2 x 1g) and d (1 x 1g) start at once
 # (10/7 GPUs); b (3 x 3g = 9/7 GPUs) would make 19/7 > 2 and waits for them to end. Without
-# the mapping MIG slices have no quota, and all four start at once.
+# the mapping MIG slices have no quota, and all four start at once. Then quota per DeviceClass on
+# DRA-only nodes.
 . tests/sim/lib.inc
 cat >"$TMP/nodes.yaml" <<'YAML'
 apiVersion: v1
@@ -55,6 +56,28 @@ expect_eq "plain: b starts at once (no quota on MIG slices)" "$(start_of "$TMP/p
 # the slices never take a whole GPU: gpu-0 holds no pod of these jobs
 grep '"type":"start"' "$TMP/mapped.ev" | grep -q '"node":"gpu-0"' && bad "a MIG job landed on the GPU node" ||
     ok "MIG jobs only on the MIG node"
+# quota per DeviceClass: on DRA-only nodes a job's GPUs are claimed devices of gpu.nvidia.com;
+# mapped to example.com/dra-gpu (8), two 8-GPU jobs run one after the other although the
+# queue's nvidia.com/gpu quota (64) would take both
+cat >"$TMP/cls.yaml" <<'YAML'
+apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: t
+    quota: {default: {nvidia.com/gpu: 64, example.com/dra-gpu: 8}}
+quotaMapping:
+  - {deviceClass: gpu.nvidia.com, quotaResource: example.com/dra-gpu}
+YAML
+printf 'job_id,submission_time,duration,num_gpu,queue\nx,0,100,8,t\ny,0,100,8,t\n' >"$TMP/c.csv"
+"$GS" simulate --no-progress --json --policy gangsched --nodes tests/data/nodes-dra.yaml \
+    --config "$TMP/cls.yaml" --trace "$TMP/c.csv" --events "$TMP/cls.ev" >"$TMP/cls.out" ||
+    bad "simulate with a DeviceClass mapping failed"
+expect_eq "DeviceClass quota: y waits for x" "$(start_of "$TMP/cls.ev" y)" 100.000
+sed 's/example.com\/dra-gpu: 8/example.com\/dra-gpu: 16/' "$TMP/cls.yaml" >"$TMP/cls16.yaml"
+"$GS" simulate --no-progress --json --policy gangsched --nodes tests/data/nodes-dra.yaml \
+    --config "$TMP/cls16.yaml" --trace "$TMP/c.csv" --events "$TMP/cls16.ev" >/dev/null ||
+    bad "simulate with 16 example.com/dra-gpu failed"
+expect_eq "with 16 example.com/dra-gpu both start at once" "$(start_of "$TMP/cls16.ev" y)" 0.000
 # a bad resource cell names the file and line
 printf 'job_id,submission_time,duration,num_gpu,queue,resource\nz,0,1,1,t,not a name\n' >"$TMP/bad.csv"
 expect_fail "bad resource cell" 1 "bad.csv:2: column 'resource':" -- \
