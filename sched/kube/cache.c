@@ -684,6 +684,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
             return SCHED_EINVAL;
         }
+        for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
+            if (kclaims_shared(b->c->dra, members[i]))
+                gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);
     }
     if (b->cfg && !running && config_profile_apply(b->cfg, q, profile, gg) != 0) {
         *why = arena_printf(a,
@@ -772,6 +775,10 @@ static int claim_demands(struct builder *b)
     struct kcache *c = b->c;
     const char *pk;
     void *pv;
+    kclaims_consumers_reset(c->dra); /* shared claims: who uses each (claims.h) */
+    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);)
+        if (((struct kpod *)pv)->n_claims && kclaims_note_pod(c->dra, pv) != 0)
+            return SCHED_ENOMEM;
     for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
         struct kpod *p = pv;
         const char *cw =

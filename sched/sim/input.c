@@ -1,8 +1,7 @@
 /* sched/sim/input.c: jobs built from traces (sim_input_build, the default configuration, workload
  * knobs) (see run.h). */
-#include "sched/sim/run.h"
-
 #include "sched/core/dra.h"
+#include "sched/sim/run.h"
 
 #define CPU_PER_GPU_MILLI 4000
 #define MEM_PER_GPU_BYTES (32ll << 30)

@@ -12,6 +12,7 @@
 // clang-format on
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/model.h"
@@ -199,6 +200,43 @@ static void claims(void **state)
     }
 }
 
+/* A shared claim's write lists every consumer; 0 or more than 256 consumers are refused; a claim
+ * reserved only for some of the consumers is still free for them, not for others. */
+static void shared_claim_body(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
+    const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
+               *pool[] = {"n1", "n1"};
+    static const char *names[300], *uids[300];
+    char nb[300][16], ub[300][16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(nb[i], sizeof(nb[i]), "p-%d", i);
+        snprintf(ub[i], sizeof(ub[i]), "u-%d", i);
+        names[i] = nb[i];
+        uids[i] = ub[i];
+    }
+    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 3);
+    assert_non_null(b);
+    const cJSON *rf = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "reservedFor");
+    assert_int_equal(cJSON_GetArraySize(rf), 3);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rf, 2), "uid")),
+                        "u-2");
+    cJSON_Delete(b);
+    assert_non_null(b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 256));
+    cJSON_Delete(b);
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 257));
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 0));
+    assert_true(kdra_claim_free_for_all(c, uids, 3)); /* not allocated */
+    c->allocated = true;
+    c->reserved = calloc(2, sizeof(*c->reserved));
+    c->reserved[0] = strdup("u-1");
+    c->n_reserved = 1;
+    assert_true(kdra_claim_free_for_all(c, uids, 3));  /* reserved for one of them: ours */
+    assert_false(kdra_claim_free_for_all(c, uids, 1)); /* u-1 is not among u-0 */
+    kdra_claim_free(c);
+}
+
 /* A slice of n_dev GPUs where device i has partition<size> = i / size for each size in sizes
  * (0-terminated), the way NVIDIA's driver publishes Fabric Manager partitions. */
 static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const int *sizes)
@@ -274,6 +312,7 @@ int main(void)
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
         cmocka_unit_test(partitions_as_islands),
+        cmocka_unit_test(shared_claim_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
