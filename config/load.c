@@ -219,9 +219,11 @@ static int load_root(struct ctx *x, yaml_node_t *root)
     if (!rc)
         rc = cl_parse_profiles(x, cl_map_opt(x, root, "profiles"));
     if (!rc)
+        rc = cl_parse_qmap(x, cl_map_opt(x, root, "quotaMapping"));
+    if (!rc)
         rc = cl_parse_tree(x, cl_map_opt(x, root, "cohorts"), cl_map_opt(x, root, "queues"));
     if (!rc)
-        rc = cl_parse_qmap(x, cl_map_opt(x, root, "quotaMapping"));
+        rc = cl_qmap_intern(x);
     return rc;
 }
 

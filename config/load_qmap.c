@@ -2,8 +2,10 @@
  *
  * Owns: reading and checking the entries that make one resource (an extended resource such as
  * nvidia.com/mig-1g.10gb, or the devices of a DeviceClass) count against the quota of another
- * with a weight. Runs after the quota tree, so that it can refuse a mapped source that also has
- * a quota; resource names new to the process are interned only once every entry has validated.
+ * with a weight. Three steps, so that a rejected file interns no resource name (load_tree.c's
+ * rule): read and check the entries before the quota tree (cl_parse_qmap); refuse a mapped
+ * source that has a quota and count the slots once the tree's entries are read, before it
+ * interns its names (cl_qmap_check); intern after the tree (cl_qmap_intern).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -167,21 +169,6 @@ static int check_entry(struct ctx *x, const struct qm_raw *all, uint32_t i)
                            "another mapping (map each source to the final quota resource)",
                            cl_esc(r->source, strlen(r->source), a, sizeof(a)),
                            cl_esc(r->target, strlen(r->target), b, sizeof(b)));
-    int id = res_lookup(r->source);
-    const struct config *c = x->c;
-    for (uint32_t n = 0; id >= 0 && n < c->n_cohorts + c->n_queues; n++) {
-        bool q = n >= c->n_cohorts;
-        const struct config_quota_set *s = q ? &c->queues[n - c->n_cohorts].q : &c->cohorts[n].q;
-        for (uint32_t f = 0; f < c->n_flavors; f++)
-            if (s->has[f * RES_MAX + (uint32_t)id])
-                return cl_fail(x, &r->source_mark,
-                               "\"%s\" counts as \"%s\" here, so it cannot also have a quota (%s "
-                               "'%s' gives it one); remove one of the two",
-                               cl_esc(r->source, strlen(r->source), a, sizeof(a)),
-                               cl_esc(r->target, strlen(r->target), b, sizeof(b)),
-                               q ? "queue" : "cohort",
-                               q ? c->queues[n - c->n_cohorts].name : c->cohorts[n].name);
-    }
     int64_t scale = 1;
     for (uint32_t j = 0; j <= i; j++)
         if (strcmp(all[j].target, r->target) == 0)
@@ -218,8 +205,7 @@ int cl_parse_qmap(struct ctx *x, yaml_node_t *seq)
                      ydoc_count(seq), RES_MAX);
     uint32_t n = rc ? 0 : (uint32_t)ydoc_count(seq);
     struct qm_raw *raw = n ? config_pool_array(x->tmp, n, sizeof(*raw)) : NULL;
-    struct config_qmap *out = n ? config_pool_array(x->pool, n, sizeof(*out)) : NULL;
-    if (!rc && n && (!raw || !out))
+    if (!rc && n && !raw)
         rc = cl_oom(x);
     for (uint32_t i = 0; !rc && i < n; i++) {
         cl_path_index(x, i);
@@ -228,37 +214,80 @@ int cl_parse_qmap(struct ctx *x, yaml_node_t *seq)
             rc = check_entry(x, raw, i);
         cl_path_pop(x);
     }
-    int fresh = 0; /* names not interned yet: count them before interning any */
-    for (uint32_t i = 0; !rc && i < n; i++)
-        for (int side = 0; side < 2; side++) {
-            const char *nm = side ? raw[i].target : raw[i].source;
-            bool seen = is_device(x, nm) || res_lookup(nm) >= 0;
-            for (uint32_t j = 0; !seen && j < i * 2 + (uint32_t)side; j++)
-                seen = strcmp(j & 1 ? raw[j / 2].target : raw[j / 2].source, nm) == 0;
-            if (!seen && res_count() + ++fresh > RES_MAX) {
-                cl_path_index(x, i);
-                rc = cl_fail(x, &raw[i].mark,
-                             "too many resource names: \"%s\" would be name number %d, at most "
-                             "%d distinct resource names are supported",
-                             nm, res_count() + fresh, RES_MAX);
-                cl_path_pop(x);
-            }
-        }
-    for (uint32_t i = 0; !rc && i < n; i++) {
-        struct config_qmap *m = &out[i];
-        rc = intern(x, raw[i].source, &m->source);
-        if (!rc)
-            rc = intern(x, raw[i].target, &m->target);
-        m->num = raw[i].num;
-        m->den = raw[i].den;
-        m->device_class = raw[i].device_class;
-        m->line = (uint32_t)raw[i].mark.line + 1;
-        m->column = (uint32_t)raw[i].mark.column + 1;
-    }
-    if (!rc) {
-        x->c->qmaps = out;
-        x->c->n_qmaps = n;
-    }
     cl_path_pop(x);
+    x->qm = raw;
+    x->n_qm = rc ? 0 : n;
     return rc;
+}
+
+/* The name of quota entry e's resource (interned or pending). */
+static const char *qentry_name(const struct ctx *x, const struct qentry *e)
+{
+    return e->res >= 0 ? (e->res == RES_GPU ? x->c->device : res_name(e->res))
+                       : x->pending[-1 - e->res].name;
+}
+
+int cl_qmap_check(struct ctx *x)
+{
+    char a[ESC_CAP], b[ESC_CAP];
+    for (uint32_t i = 0; i < x->n_qm; i++) {
+        const struct qm_raw *r = &x->qm[i];
+        for (size_t k = 0; k < x->n_qe; k++) {
+            const struct qentry *e = &x->qe[k];
+            if (strcmp(qentry_name(x, e), r->source) != 0)
+                continue;
+            const struct owner *o = &x->owners[e->owner];
+            cl_path_set(x, "quotaMapping", (long)i, NULL);
+            return cl_fail(x, &r->source_mark,
+                           "\"%s\" counts as \"%s\" here, so it cannot also have a quota (%s "
+                           "'%s' gives it one); remove one of the two",
+                           cl_esc(r->source, strlen(r->source), a, sizeof(a)),
+                           cl_esc(r->target, strlen(r->target), b, sizeof(b)),
+                           o->is_queue ? "queue" : "cohort", o->name);
+        }
+    }
+    int fresh = 0; /* names neither interned nor pending in the tree */
+    for (uint32_t i = 0; i < x->n_qm * 2; i++) {
+        const char *nm = i & 1 ? x->qm[i / 2].target : x->qm[i / 2].source;
+        bool seen = is_device(x, nm) || res_lookup(nm) >= 0;
+        for (int k = 0; !seen && k < x->n_pending; k++)
+            seen = strcmp(x->pending[k].name, nm) == 0;
+        for (uint32_t j = 0; !seen && j < i; j++)
+            seen = strcmp(j & 1 ? x->qm[j / 2].target : x->qm[j / 2].source, nm) == 0;
+        if (!seen && res_count() + x->n_pending + ++fresh > RES_MAX) {
+            cl_path_set(x, "quotaMapping", (long)(i / 2), NULL);
+            return cl_fail(x, &x->qm[i / 2].mark,
+                           "too many resource names: \"%s\" would be name number %d, at most %d "
+                           "distinct resource names are supported",
+                           cl_esc(nm, strlen(nm), a, sizeof(a)), res_count() + x->n_pending + fresh,
+                           RES_MAX);
+        }
+    }
+    return 0;
+}
+
+int cl_qmap_intern(struct ctx *x)
+{
+    if (x->n_qm == 0)
+        return 0;
+    struct config_qmap *out = config_pool_array(x->pool, x->n_qm, sizeof(*out));
+    if (!out)
+        return cl_oom(x);
+    for (uint32_t i = 0; i < x->n_qm; i++) {
+        const struct qm_raw *r = &x->qm[i];
+        struct config_qmap *m = &out[i];
+        int rc = intern(x, r->source, &m->source);
+        if (!rc)
+            rc = intern(x, r->target, &m->target);
+        if (rc)
+            return rc;
+        m->num = r->num;
+        m->den = r->den;
+        m->device_class = r->device_class;
+        m->line = (uint32_t)r->mark.line + 1;
+        m->column = (uint32_t)r->mark.column + 1;
+    }
+    x->c->qmaps = out;
+    x->c->n_qmaps = x->n_qm;
+    return 0;
 }

@@ -226,6 +226,20 @@ static void refusals_name_the_place(void **unused)
     refused(Q1 "  resource: a.com/x\n", "q.yaml:7:3: quotaMapping: expected a sequence");
 }
 
+/* A rejected file interns no name: neither its quota's nor its mapping's. */
+static void rejected_file_interns_nothing(void **unused)
+{
+    (void)unused;
+    int before = res_count();
+    refused(HDR "queues:\n  - name: t\n    quota: {default: {fresh.io/src: 7, fresh.io/q: 1}}\n"
+                "quotaMapping:\n  - {resource: fresh.io/src, quotaResource: fresh.io/tgt}\n",
+            "q.yaml:7:16: quotaMapping[0]: \"fresh.io/src\" counts as \"fresh.io/tgt\" here");
+    assert_int_equal(res_count(), before);
+    assert_int_equal(res_lookup("fresh.io/src"), -1);
+    assert_int_equal(res_lookup("fresh.io/q"), -1);
+    assert_int_equal(res_lookup("fresh.io/tgt"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +248,7 @@ int main(void)
         cmocka_unit_test(no_mapping_changes_nothing),
         cmocka_unit_test(device_class_source),
         cmocka_unit_test(refusals_name_the_place),
+        cmocka_unit_test(rejected_file_interns_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
