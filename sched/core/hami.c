@@ -173,6 +173,18 @@ int hami_parse_register(const char *s, struct hami_reg *out, struct sched_errbuf
     return 0;
 }
 
+int hami_node_devices(const char *reg, struct sched_errbuf *eb)
+{
+    struct hami_reg r;
+    int rc = hami_parse_register(reg, &r, eb);
+    if (rc)
+        return rc;
+    int k = 0;
+    while (k < r.n && r.dev[k].healthy && !r.dev[k].mig)
+        k++;
+    return k;
+}
+
 void hami_reg_node(const struct hami_reg *r, struct gs_node *n)
 {
     memset(n, 0, sizeof(*n));

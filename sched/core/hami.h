@@ -70,6 +70,12 @@ struct hami_reg {
  * are sorted by index; two devices with one index or one UUID, more than NODE_MAX_GPUS devices,
  * a bad number or a missing field are SCHED_EINVAL naming the device and field. */
 int hami_parse_register(const char *s, struct hami_reg *out, struct sched_errbuf *eb);
+/* The devices a node with this register offers for whole-device placement: its devices up to
+ * the first unhealthy or MIG-mode one (device indices are register positions, so a device past a
+ * sick one cannot be offered without offering the sick one). HAMi's plugin advertises
+ * nvidia.com/gpu as devices x split count; this count replaces it. SCHED_EINVAL (message) when
+ * the register cannot be read. */
+int hami_node_devices(const char *reg, struct sched_errbuf *eb);
 /* Fills n's capacity from the register (usage zero); MIG-mode devices count as unhealthy. */
 void hami_reg_node(const struct hami_reg *r, struct gs_node *n);
 /* Position of the device with this UUID, or -1. */
