@@ -9,7 +9,9 @@ offered; a node whose register cannot be read offers none; a gang is bound whole
 gangsched.io/gpu-ids and HAMi's allocation (hami.io/vgpu-devices-to-allocate and
 hami.io/vgpu-devices-allocated naming the UUIDs of exactly those indices, each device whole:
 all its memory, 100 cores; hami.io/vgpu-node, hami.io/bind-phase allocating, hami.io/bind-time
-and hami.io/vgpu-time) written in the Binding; a pod on a plain node gets no HAMi annotation.
+and hami.io/vgpu-time) written in the Binding; a pod on a plain node gets no HAMi annotation; a pod asking for a HAMi
+share (nvidia.com/gpumem) waits, its PodScheduled condition naming the resource (shares are not
+placed by the gang scheduler).
 Bounded waits.
 """
 
@@ -131,6 +133,22 @@ def main():
           pl and "gangsched.io/gpu-ids" in pl[0]["metadata"]["annotations"] and
           not any(k.startswith("hami.io/") for k in pl[0]["metadata"]["annotations"]),
           str(pl and pl[0]["metadata"]["annotations"]))
+    # a HAMi share (gpumem) is not placed by the gang scheduler: it waits, saying which resource
+    share = pod("share-0", None, 1)
+    share["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] = "3000"
+    c.post(PODS, share)
+
+    def share_msg():
+        st, o, _ = c.get(PODS + "/share-0")
+        for cond in (o.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                return cond.get("message")
+        return None
+    msg = wait_for(share_msg, 15)
+    print("     its message: %s" % msg)
+    st, o, _ = c.get(PODS + "/share-0")
+    check("a pod asking nvidia.com/gpumem waits unbound, its PodScheduled message naming it",
+          not o["spec"].get("nodeName") and msg and "nvidia.com/gpumem" in msg, str(msg))
     e2e.finish()
 
 
