@@ -22,7 +22,6 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, pod, podgroup, wait_for  # noqa: E402
-from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -81,12 +80,7 @@ def check_hami(p, label):
 
 
 def main():
-    kubeconfig = e2e.start_fake()
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(kubeconfig)
+    kubeconfig, c = e2e.start_with_config(CONFIG)
     c.post("/api/v1/nodes", hami_node("h1", "r1", register("h1", [True] * 4)))
     # device 2 unhealthy: devices 0 and 1 offered
     c.post("/api/v1/nodes", hami_node("h2", "r1", register("h2", [True, True, False, True])))
