@@ -1087,14 +1087,28 @@ bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t
     return true;
 }
 
+/* The node annotations the scheduler reads (the islands, HAMi's register). Any other may change
+ * without a rebuild: HAMi rewrites hami.io/node-handshake-nvidia on every node every 15 to 30 s.
+ * A new reader of a node annotation adds its key here. */
+static const char *const read_annotations[] = {ANNOT_GPU_ISLANDS, HAMI_NODE_REGISTER};
+
+static bool annotations_same(const struct node *x, const struct node *y)
+{
+    for (size_t i = 0; i < sizeof(read_annotations) / sizeof(read_annotations[0]); i++) {
+        const char *a = node_kv(x, read_annotations[i]), *b = node_kv(y, read_annotations[i]);
+        if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+            return false;
+    }
+    return true;
+}
+
 bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b)
 {
     const struct node *x = &a->node, *y = &b->node;
     if (strcmp(x->name, y->name) != 0 || memcmp(&x->alloc, &y->alloc, sizeof(x->alloc)) != 0 ||
         x->ready != y->ready || x->unschedulable != y->unschedulable ||
         x->gpu_capacity != y->gpu_capacity || x->n_taints != y->n_taints ||
-        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
-        !nodes_kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
+        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) || !annotations_same(x, y))
         return false;
     for (uint32_t i = 0; i < x->n_taints; i++)
         if (x->taints[i].effect != y->taints[i].effect ||

@@ -3,7 +3,9 @@
  * are taken), device choice under binpack and spread, a pod's shares never spanning devices,
  * whole-gang placement with undo and node policies; HAMi's wire format on the examples of its
  * protocol document (register in both forms, allocations written and read back) and its
- * errors, device filters and policy words. */
+ * errors, device filters and policy words; a live Node with HAMi's register (devices, not
+ * nvidia.com/gpu's devices x split count; a handshake rewrite is not a change, a register change
+ * is). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +17,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "sched/core/gpushare.h"
 #include "sched/core/hami.h"
+#include "sched/core/res.h"
+#include "sched/k8s/nodes.h"
 
 /* HAMi's docs/develop/protocol.md example: two 32 GiB V100s, nine-field form. */
 #define V100_REG                                                                                   \
@@ -310,13 +316,64 @@ static void filters_and_policies(void **unused)
     assert_int_equal(hami_policy(NULL, &p, &eb), SCHED_EINVAL);
 }
 
+/* A live Node as HAMi's device plugin leaves it: nvidia.com/gpu 40 (4 devices, split 10). */
+static struct nodes_rec *hami_live(const char *reg, const char *handshake)
+{
+    char json[2048];
+    snprintf(json, sizeof(json),
+             "{\"metadata\":{\"name\":\"h1\",\"annotations\":{"
+             "\"hami.io/node-nvidia-register\":\"%s\","
+             "\"hami.io/node-handshake-nvidia\":\"%s\"}},"
+             "\"status\":{\"allocatable\":{\"cpu\":\"96\",\"nvidia.com/gpu\":\"40\"},"
+             "\"capacity\":{\"cpu\":\"96\",\"nvidia.com/gpu\":\"40\"},"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             reg, handshake);
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    struct nodes_rec *r = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(nodes_decode(o, "node h1", &r, &eb), 0);
+    cJSON_Delete(o);
+    return r;
+}
+
+static void live_node(void **unused)
+{
+    (void)unused;
+    const char *four = "GPU-a,10,32768,100,V100,0,true,0,hami-core:GPU-b,10,32768,100,V100,0,"
+                       "true,1,hami-core:GPU-c,10,32768,100,V100,0,true,2,hami-core:GPU-d,10,"
+                       "32768,100,V100,0,true,3,hami-core:";
+    const char *sick = "GPU-a,10,32768,100,V100,0,true,0,hami-core:GPU-b,10,32768,100,V100,0,"
+                       "true,1,hami-core:GPU-c,10,32768,100,V100,0,false,2,hami-core:GPU-d,10,"
+                       "32768,100,V100,0,true,3,hami-core:";
+    struct nodes_rec *a = hami_live(four, "Requesting_2026-01-01 00:00:00");
+    struct nodes_rec *b = hami_live(four, "Reported_2026-01-01 00:00:15");
+    struct nodes_rec *c = hami_live(sick, "Reported_2026-01-01 00:00:15");
+    struct nodes_rec *d = hami_live("GPU-a,10,lots,100,V100,0,true", "x");
+    assert_int_equal(a->node.alloc.v[RES_GPU], 4);
+    assert_int_equal(a->node.gpu_capacity, 4);
+    assert_int_equal(c->node.alloc.v[RES_GPU], 2);
+    assert_int_equal(d->node.alloc.v[RES_GPU], 0); /* unreadable: no device */
+    assert_true(nodes_rec_same(a, b));             /* only the handshake changed */
+    assert_false(nodes_rec_same(b, c));            /* the register changed */
+    nodes_rec_free(a);
+    nodes_rec_free(b);
+    nodes_rec_free(c);
+    nodes_rec_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(device_rule),           cmocka_unit_test(pick_binpack_spread),
-        cmocka_unit_test(gang_whole_or_nothing), cmocka_unit_test(gang_eligibility),
-        cmocka_unit_test(register_parsed),       cmocka_unit_test(register_errors),
-        cmocka_unit_test(allocation_round_trip), cmocka_unit_test(filters_and_policies),
+        cmocka_unit_test(device_rule),
+        cmocka_unit_test(pick_binpack_spread),
+        cmocka_unit_test(gang_whole_or_nothing),
+        cmocka_unit_test(gang_eligibility),
+        cmocka_unit_test(register_parsed),
+        cmocka_unit_test(register_errors),
+        cmocka_unit_test(allocation_round_trip),
+        cmocka_unit_test(filters_and_policies),
+        cmocka_unit_test(live_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
