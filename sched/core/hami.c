@@ -90,8 +90,8 @@ static int parse_dev(const struct hami_field *f, uint32_t nf, uint32_t pos, stru
 {
     int64_t v;
     memset(d, 0, sizeof(*d));
-    if (field_copy(f[0], d->uuid, sizeof(d->uuid)))
-        return bad(eb, "expected a UUID of 1 to 95 characters", pos, "uuid", f[0]);
+    if (field_copy(f[0], d->uuid, sizeof(d->uuid)) || memchr(f[0].s, ';', f[0].n))
+        return bad(eb, "expected a UUID of 1 to 95 characters other than ';'", pos, "uuid", f[0]);
     if (!field_int(f[1], 0, INT32_MAX, &v))
         return bad(eb, "expected a count 0 or more", pos, "split count", f[1]);
     d->split = (int32_t)v;

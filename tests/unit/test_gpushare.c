@@ -227,6 +227,9 @@ static void register_errors(void **unused)
         SCHED_EINVAL);
     assert_non_null(strstr(eb.msg, "two devices with index 3"));
     assert_int_equal(hami_parse_register(",10,1,1,T,0,true", &r, &eb), SCHED_EINVAL);
+    /* ';' ends a container in allocations: a UUID with one could not be written back */
+    assert_int_equal(hami_parse_register("GPU-a;b,10,1,1,T,0,true", &r, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "uuid \"GPU-a;b\""));
     assert_int_equal(hami_parse_register(NULL, &r, &eb), SCHED_EINVAL);
     char many[40 * 40] = "";
     for (int i = 0; i < 33; i++) {
