@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HAMI_FIELDS_OLD 7
 #define HAMI_FIELDS_NEW 9
@@ -37,10 +38,10 @@ static uint32_t split_fields(const char *item, size_t len, struct hami_field *f,
     return k;
 }
 
-/* Decimal integer in [lo, hi]. */
+/* Decimal integer in [lo, hi], at most 18 digits (no overflow). */
 static bool field_int(struct hami_field f, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (f.n == 0 || f.n > 19)
+    if (f.n == 0 || f.n > 18)
         return false;
     int64_t v = 0;
     size_t i = 0;
@@ -282,8 +283,9 @@ int hami_format_alloc(const struct hami_reg *r, const struct gs_node *n, const s
         for (uint32_t k = 0; k < ctr_devs[c]; k++, i++) {
             while (!(mask & (1u << i)))
                 i++;
-            int w = snprintf(buf + len, len < cap ? cap - len : 0, "%s,%s,%lld,%d:", r->dev[i].uuid,
-                             HAMI_TYPE_NVIDIA, (long long)gs_mem_need(&n->dev[i], q), (int)cores);
+            int w = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
+                             "%s,%s,%lld,%d:", r->dev[i].uuid, HAMI_TYPE_NVIDIA,
+                             (long long)gs_mem_need(&n->dev[i], q), (int)cores);
             len += w > 0 ? (size_t)w : 0;
         }
         if (len + 1 < cap)
