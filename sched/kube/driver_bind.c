@@ -337,8 +337,10 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     const struct cluster *cl = kcache_cluster(d->cache);
     int ni = kcache_node_index(d->cache, b->node);
     struct sched_errbuf eb = {{0}};
+    const struct kpod_spec *sp = p ? p->spec : NULL;
     if (khami_annotate(ann, cl && ni >= 0 ? &cl->nodes[ni] : NULL, b->gpu_mask,
-                       kdrv_now_ms() / 1000, &eb)) { /* HAMi's plugin could not find the devices */
+                       sp ? sp->gpu_ctrs : NULL, sp ? sp->n_gpu_ctrs : 0, kdrv_now_ms() / 1000,
+                       &eb)) { /* HAMi's plugin could not find the devices */
         cJSON_Delete(body);
         snprintf(path, sizeof(path), "pod %s: %s", b->pod_key, eb.msg);
         bind_done(b, path);

@@ -9,7 +9,7 @@ offered; a node whose register cannot be read offers none; a gang is bound whole
 gangsched.io/gpu-ids and HAMi's allocation (hami.io/vgpu-devices-to-allocate and
 hami.io/vgpu-devices-allocated naming the UUIDs of exactly those indices, each device whole:
 all its memory, 100 cores; hami.io/vgpu-node, hami.io/bind-phase allocating, hami.io/bind-time
-and hami.io/vgpu-time) written in the Binding; a pod on a plain node gets no HAMi annotation; a pod asking for a HAMi
+and hami.io/vgpu-time) written in the Binding, one entry per container; a pod on a plain node gets no HAMi annotation; a pod asking for a HAMi
 share (nvidia.com/gpumem) waits, its PodScheduled condition naming the resource (shares are not
 placed by the gang scheduler).
 Bounded waits.
@@ -127,6 +127,29 @@ def main():
           pl and "gangsched.io/gpu-ids" in pl[0]["metadata"]["annotations"] and
           not any(k.startswith("hami.io/") for k in pl[0]["metadata"]["annotations"]),
           str(pl and pl[0]["metadata"]["annotations"]))
+    # several containers: one allocation entry each, devices in index order (HAMi's plugin
+    # serves each container the next entry with devices and checks the count)
+    c.post("/api/v1/nodes", hami_node("h4", "r1", register("h4", [True] * 4)))
+    multi = pod("multi-0", None, 1)
+    main_ctr = multi["spec"]["containers"][0]
+    multi["spec"]["containers"] = [
+        {"name": "sidecar", "image": "proxy"}, main_ctr,
+        {"name": "second", "image": "trainer",
+         "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
+    c.post(PODS, multi)
+    check("a pod of three containers asking 1 + 2 devices is bound",
+          wait_for(lambda: bound(c, "multi"), 15), s.text()[-800:])
+    mb = bound(c, "multi")
+    if mb:
+        a = mb[0]["metadata"]["annotations"]
+        g = ids(mb[0])
+        want = ";%s,NVIDIA,32768,100:;%s,NVIDIA,32768,100:%s,NVIDIA,32768,100:;" % (
+            uuid("h4", g[0]), uuid("h4", g[1]), uuid("h4", g[2]))
+        check("its allocation has an entry per container: none, 1 device, 2 devices",
+              mb[0]["spec"]["nodeName"] == "h4" and
+              a.get("hami.io/vgpu-devices-to-allocate") == want,
+              "%r vs %r" % (a.get("hami.io/vgpu-devices-to-allocate"), want))
+
     # a HAMi share (gpumem) is not placed by the gang scheduler: it waits, saying which resource
     share = pod("share-0", None, 1)
     share["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] = "3000"
