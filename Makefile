@@ -240,13 +240,15 @@ perf-podgroup: all
 	BIN=$(BIN) python3 tests/bench/podgroup_perf.py --label $${LABEL:-integration-test} \
 	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD}
 
-# The openb figures of docs/simulator.md: FGD and best fit over seeds 42-51 beside the published
-# curves. OPENB=DIR holds the files as shipped (openb_node_list_gpu_node.csv,
-# openb_pod_list_default.csv, fgd_published_results.csv); about 30 s.
+# The openb figures of docs/simulator.md: our FGD and best fit, and FGD's simulator's two score
+# plugins as published, over seeds 42-51 beside the published curves. OPENB=DIR holds the files
+# as shipped (openb_node_list_gpu_node.csv, openb_pod_list_default.csv,
+# fgd_published_results.csv); about 20 s of CPU.
 openb-figures: all
 	@test -n "$(OPENB)" || { echo "usage: make openb-figures OPENB=DIR (the openb CSVs)"; exit 2; }
 	$(BIN)/gangsched simulate --nodes $(OPENB)/openb_node_list_gpu_node.csv \
 	    --trace $(OPENB)/openb_pod_list_default.csv --arrival fgd --seeds $${SEEDS:-42-51} \
+	    --policy fgd --policy fgd-plain --policy bestfit --policy bestfit-plain \
 	    --published $(OPENB)/fgd_published_results.csv
 
 # The sharing-incentive figures of docs/simulator.md (issue 19): gangsched, fifo and private on

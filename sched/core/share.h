@@ -49,19 +49,37 @@ struct share_type {
 };
 
 /* HAMi's node-scheduler-policy and gpu-scheduler-policy: binpack is best fit (the fullest node,
- * then the fullest GPU that fits), spread the emptiest node, then the emptiest GPU. */
-/* FGD_PLAIN: FGD's growth of fragmentation alone, exact ties to the lower node index (the
- * policy as published); FGD adds a weak best-fit term (share.c). */
-enum share_policy { SHARE_BESTFIT = 0, SHARE_FGD, SHARE_SPREAD, SHARE_FGD_PLAIN };
+ * then the fullest GPU that fits), spread the emptiest node, then the emptiest GPU.
+ * FGD: the least growth of fragmentation, exact, plus a soft preference for the earlier node
+ * (SHARE_FGD_ORDER in share.c).
+ * The _PLAIN policies are FGD's simulator's score plugins as published, to compare on the same
+ * arrivals: FGD_PLAIN scores a node int(100 x sigmoid(-growth / 1000)), BESTFIT_PLAIN
+ * int(100 x (1 - free cpu and GPU left, each over the largest node's, halved and summed)); both
+ * choose among the nodes of the highest integer score the one of the lowest `rank` (the
+ * scheduler of FGD's experiments: a Kubernetes scheduler whose selectHost takes, of the nodes of
+ * the highest score, the first by name, and the names begin with a seeded random permutation of
+ * the nodes: `rank`); FGD_PLAIN's GPU is the first of the highest score on the node. */
+enum share_policy {
+    SHARE_BESTFIT = 0,
+    SHARE_FGD,
+    SHARE_SPREAD,
+    SHARE_FGD_PLAIN,
+    SHARE_BESTFIT_PLAIN
+};
 
 struct share_cluster {
     struct share_node *nodes;
     uint32_t n_nodes;
-    const struct share_type *types; /* [n_types], for FGD */
+    const struct share_type *types; /* [n_types]: the typical requests of FGD's measure */
     uint32_t n_types;
-    int64_t gpu_milli_total; /* sum over nodes of n_gpus * 1000 */
+    uint32_t n_classes;   /* pods whose `type` is below it have their FGD scores memoised */
+    const uint32_t *rank; /* [n_nodes] or NULL: among equal scores the lower rank wins, else
+                           * the lower index */
+    int64_t max_cpu, max_gpu_milli; /* the largest node's (share_init), for BESTFIT_PLAIN */
+    int64_t gpu_milli_total;        /* sum over nodes of n_gpus * 1000 */
     int64_t gpu_milli_used;
-    /* FGD memo: [n_nodes][n_types] of the best placement of a type on a node at a version */
+    /* FGD memo: [n_nodes][n_classes + 1] of the best placement of a request class on a node at
+     * a version; the last column is the node's own fragmentation */
     struct share_memo *memo;
 };
 
@@ -71,9 +89,11 @@ struct share_choice {
     uint32_t gpus;
 };
 
-/* Prepares the FGD memo (types may be NULL for best fit). 0 or SCHED_ENOMEM. */
+/* Prepares the FGD memo for pods of `n_classes` classes (their `type`; requests of one class are
+ * equal), with the typical requests `types` for the measure (NULL and 0 for the other
+ * policies). 0 or SCHED_ENOMEM. */
 int share_init(struct share_cluster *c, const struct share_type *types, uint32_t n_types,
-               struct sched_errbuf *eb);
+               uint32_t n_classes, struct sched_errbuf *eb);
 void share_fini(struct share_cluster *c);
 
 /* Can node n host pod p at all (cpu, memory, model, GPUs)? */
@@ -85,8 +105,9 @@ struct share_choice share_choose(struct share_cluster *c, const struct share_pod
 void share_commit(struct share_cluster *c, const struct share_pod *p, struct share_choice ch);
 
 /* FGD (plugins/score_fgd.c): the expected GPU milli of node n that the typical pods could not
- * use, sum over types of freq x (all free GPU milli when the type does not fit the node, else the
- * free milli of GPUs too small for it). */
+ * use, sum over types of freq x (all free GPU milli when the type asks for no GPU or its cpu,
+ * model or GPUs do not fit the node, else the free milli of GPUs too small for it); memory is
+ * not part of it, as in FGD's simulator. */
 double fgd_node_frag(const struct share_node *n, const struct share_type *types, uint32_t n_types);
 
 #endif

@@ -6,6 +6,7 @@
 #include "sched/sim/openb.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,26 +323,65 @@ static bool same_req(const struct share_pod *a, const struct share_pod *b)
            a->gpu_milli == b->gpu_milli && a->models == b->models;
 }
 
-/* Distinct requests and their shares (FGD's typical pods); sets each pod's type. */
+/* FGD's key of a typical pod: cpu, GPU count, milli per GPU and model; no memory. */
+static bool same_typical(const struct share_pod *a, const struct share_pod *b)
+{
+    return a->cpu == b->cpu && a->num_gpu == b->num_gpu && a->gpu_milli == b->gpu_milli &&
+           a->models == b->models;
+}
+
+/* Typical pods in FGD's order: more pods first, then the larger request (cpu, milli, count,
+ * model), as the simulator's reversed sort of its TargetPodList. */
+static int typical_cmp(const void *x, const void *y)
+{
+    const struct share_type *a = x, *b = y;
+    if (a->freq != b->freq)
+        return a->freq > b->freq ? -1 : 1;
+    const struct share_pod *p = &a->req, *q = &b->req;
+    if (p->cpu != q->cpu)
+        return p->cpu > q->cpu ? -1 : 1;
+    if (p->gpu_milli != q->gpu_milli)
+        return p->gpu_milli > q->gpu_milli ? -1 : 1;
+    if (p->num_gpu != q->num_gpu)
+        return p->num_gpu > q->num_gpu ? -1 : 1;
+    return p->models == q->models ? 0 : p->models > q->models ? -1 : 1;
+}
+
+/* Request classes (equal requests; each pod's `type`) and FGD's typical pods (GetTypicalPods
+ * with the experiments' settings: CPU-only pods included, the most popular requests until they
+ * cover 95% of the pods, one at a time, their shares renormalised to sum 1). */
 static int build_types(struct openb_pods *p, struct sched_errbuf *eb)
 {
+    struct share_pod *cls = calloc(p->n ? p->n : 1, sizeof(*cls));
     p->types = calloc(p->n ? p->n : 1, sizeof(*p->types));
-    if (!p->types)
+    if (!cls || !p->types) {
+        free(cls);
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    for (uint32_t i = 0; i < p->n; i++) {
-        uint32_t t = 0;
-        while (t < p->n_types && !same_req(&p->types[t].req, &p->pods[i]))
-            t++;
-        if (t == p->n_types) {
-            p->types[t].req = p->pods[i];
-            p->types[t].req.type = t;
-            p->n_types++;
-        }
-        p->types[t].freq += 1.0;
-        p->pods[i].type = t;
     }
-    for (uint32_t t = 0; t < p->n_types; t++)
-        p->types[t].freq /= (double)p->n;
+    p->n_classes = 0;
+    p->n_types = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint32_t k = 0, t = 0;
+        while (k < p->n_classes && !same_req(&cls[k], &p->pods[i]))
+            k++;
+        if (k == p->n_classes)
+            cls[p->n_classes++] = p->pods[i];
+        p->pods[i].type = k;
+        while (t < p->n_types && !same_typical(&p->types[t].req, &p->pods[i]))
+            t++;
+        if (t == p->n_types)
+            p->types[p->n_types++].req = p->pods[i];
+        p->types[t].freq += 1.0; /* a count until normalised */
+    }
+    free(cls);
+    qsort(p->types, p->n_types, sizeof(*p->types), typical_cmp);
+    double cum = 0;
+    uint32_t n = 0;
+    while (n < p->n_types && cum < 95.0 * (double)p->n / 100.0) /* as FGD computes it */
+        cum += p->types[n++].freq;
+    p->n_types = n;
+    for (uint32_t t = 0; t < n; t++)
+        p->types[t].freq /= cum;
     return 0;
 }
 
@@ -437,26 +477,93 @@ int openb_arrivals(const struct openb_pods *p, int64_t gpu_milli_total, uint64_t
     return 0;
 }
 
+/* A seeded random permutation of n (FGD's simulator prefixes the node names with one; its
+ * scheduler breaks ties by name), on a stream apart from the arrivals'. */
+static uint32_t *node_ranks(uint32_t n, uint64_t seed)
+{
+    uint32_t *r = malloc((n ? n : 1) * sizeof(*r));
+    if (!r)
+        return NULL;
+    uint64_t s = seed ^ 0x6A09E667F3BCC909ULL;
+    for (uint32_t i = 0; i < n; i++)
+        r[i] = i;
+    for (uint32_t i = n; i > 1; i--) {
+        uint32_t j = rng_below(&s, i), t = r[i - 1];
+        r[i - 1] = r[j];
+        r[j] = t;
+    }
+    return r;
+}
+
+/* FGD's windows: sum and count of the allocated percentages per rounded arrived percentage,
+ * and the point value when the arrived demand first reached each percentage. */
+struct curve_acc {
+    double sum[OPENB_CURVE_MAX + 2];
+    uint32_t cnt[OPENB_CURVE_MAX + 2];
+    double first[OPENB_CURVE_MAX + 1];
+    int next; /* next whole percent whose first value is unset */
+};
+
+static void curve_add(struct curve_acc *a, double arrived_pct, double alloc_pct)
+{
+    double k = rint(arrived_pct); /* half to even, as Python's round() */
+    if (k >= 0 && k <= OPENB_CURVE_MAX + 1) {
+        a->sum[(int)k] += rint(alloc_pct * 100.0) / 100.0;
+        a->cnt[(int)k]++;
+    }
+    while (a->next <= OPENB_CURVE_MAX && arrived_pct >= a->next)
+        a->first[a->next++] = alloc_pct;
+}
+
+static void curve_finish(struct curve_acc *a, double alloc_pct, double *curve)
+{
+    for (; a->next <= OPENB_CURVE_MAX; a->next++) /* arrivals stop just short of 130% */
+        a->first[a->next] = alloc_pct;
+    for (int k = 0; k <= OPENB_CURVE_MAX; k++) {
+        double sum = a->sum[k];
+        uint32_t cnt = a->cnt[k];
+        if (cnt == 0) {
+            sum = (k > 0 ? a->sum[k - 1] : 0) + a->sum[k + 1];
+            cnt = (k > 0 ? a->cnt[k - 1] : 0) + a->cnt[k + 1];
+        }
+        curve[k] = cnt ? sum / cnt : a->first[k];
+    }
+}
+
 int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, const uint32_t *order,
-              uint32_t n_order, enum share_policy pol, struct openb_result *res,
+              uint32_t n_order, enum share_policy pol, uint64_t seed, struct openb_result *res,
               struct sched_errbuf *eb)
 {
     memset(res, 0, sizeof(*res));
     struct share_cluster c = {0};
     c.n_nodes = nodes->n;
     c.nodes = malloc((size_t)nodes->n * sizeof(*c.nodes));
-    if (!c.nodes)
+    struct curve_acc *acc = calloc(1, sizeof(*acc));
+    if (!c.nodes || !acc) {
+        free(c.nodes);
+        free(acc);
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
     memcpy(c.nodes, nodes->nodes, (size_t)nodes->n * sizeof(*c.nodes));
     bool fgd = pol == SHARE_FGD || pol == SHARE_FGD_PLAIN;
-    int rc = share_init(&c, fgd ? pods->types : NULL, fgd ? pods->n_types : 0, eb);
+    int rc = share_init(&c, fgd ? pods->types : NULL, fgd ? pods->n_types : 0, pods->n_classes, eb);
     if (rc) {
         free(c.nodes);
+        free(acc);
         return rc;
+    }
+    uint32_t *rank = NULL;
+    if (pol == SHARE_FGD_PLAIN || pol == SHARE_BESTFIT_PLAIN) {
+        if (!(rank = node_ranks(nodes->n, seed))) {
+            share_fini(&c);
+            free(c.nodes);
+            free(acc);
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        }
+        c.rank = rank;
     }
     double total = (double)c.gpu_milli_total;
     int64_t arrived = 0;
-    int k = 1; /* next whole percent to record; 0% is recorded empty */
     for (uint32_t i = 0; i < n_order; i++) {
         const struct share_pod *p = &pods->pods[order[i]];
         struct share_choice ch = share_choose(&c, p, pol);
@@ -468,11 +575,13 @@ int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, co
         }
         res->arrived++;
         arrived += pod_milli(p);
-        while (k <= OPENB_CURVE_MAX && total > 0 && (double)arrived * 100.0 >= (double)k * total)
-            res->curve[k++] = 100.0 * (double)c.gpu_milli_used / total;
+        if (total > 0)
+            curve_add(acc, 100.0 * (double)arrived / total,
+                      100.0 * (double)c.gpu_milli_used / total);
     }
-    for (; k <= OPENB_CURVE_MAX; k++) /* arrivals stop just short of 130% */
-        res->curve[k] = total > 0 ? 100.0 * (double)c.gpu_milli_used / total : 0.0;
+    curve_finish(acc, total > 0 ? 100.0 * (double)c.gpu_milli_used / total : 0.0, res->curve);
+    free(acc);
+    free(rank);
     share_fini(&c);
     free(c.nodes);
     return 0;

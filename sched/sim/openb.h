@@ -35,7 +35,8 @@ struct openb_pods {
     struct share_pod *pods;
     char **names;
     uint32_t n;
-    struct share_type *types; /* distinct requests with their share of the file */
+    uint32_t n_classes;       /* distinct requests: each pod's `type` indexes them */
+    struct share_type *types; /* FGD's typical pods with their shares (sum 1) */
     uint32_t n_types;
 };
 
@@ -52,14 +53,19 @@ void openb_pods_free(struct openb_pods *p);
 int openb_arrivals(const struct openb_pods *p, int64_t gpu_milli_total, uint64_t seed,
                    uint32_t **out, uint32_t *n_out, struct sched_errbuf *eb);
 
+/* curve[k]: FGD's analysis of the allocation: after each arrival, the allocated and the arrived
+ * GPU milli as percentages of capacity (allocated rounded to 0.01); curve[k] is the mean of the
+ * allocated over the arrivals whose arrived percentage rounds to k (half to even), else over
+ * those that round to k - 1 or k + 1, else (no arrival near k) the allocation when the arrived
+ * demand first reached k%. */
 struct openb_result {
-    double curve[OPENB_CURVE_MAX + 1]; /* allocated % of GPU capacity when arrived reached k% */
-    uint32_t arrived, placed, failed;  /* pods */
+    double curve[OPENB_CURVE_MAX + 1];
+    uint32_t arrived, placed, failed; /* pods */
 };
 
-/* Runs the arrivals on a fresh copy of the nodes under `pol`. */
+/* Runs the arrivals on a fresh copy of the nodes under `pol`; `seed` seeds its random ties. */
 int openb_run(const struct openb_nodes *nodes, const struct openb_pods *pods, const uint32_t *order,
-              uint32_t n_order, enum share_policy pol, struct openb_result *res,
+              uint32_t n_order, enum share_policy pol, uint64_t seed, struct openb_result *res,
               struct sched_errbuf *eb);
 
 /* true when the file starts with an openb node or pod list header (for hints elsewhere) */

@@ -10,21 +10,23 @@
 #include "sched/sim/openb.h"
 
 #define OPENB_MAX_SEEDS 1000
+#define OPENB_MAX_POLS  5
 
 struct openb_args {
     const char *nodes, *trace, *published;
     uint64_t seed_lo, seed_hi;
-    enum share_policy pols[4];
+    enum share_policy pols[OPENB_MAX_POLS];
     int n_pols;
     bool json;
 };
 
 static const char *pol_name(enum share_policy p)
 {
-    return p == SHARE_FGD         ? "fgd"
-           : p == SHARE_FGD_PLAIN ? "fgd-plain"
-           : p == SHARE_SPREAD    ? "spread"
-                                  : "bestfit";
+    return p == SHARE_FGD             ? "fgd"
+           : p == SHARE_FGD_PLAIN     ? "fgd-plain"
+           : p == SHARE_BESTFIT_PLAIN ? "bestfit-plain"
+           : p == SHARE_SPREAD        ? "spread"
+                                      : "bestfit";
 }
 
 /* The published file's name of a policy. */
@@ -36,15 +38,17 @@ static const char *pol_published(enum share_policy p)
 static void usage(FILE *f)
 {
     fputs("usage: gangsched simulate --nodes NODES.csv --trace PODS.csv --arrival fgd\n"
-          "         [--seed N | --seeds A-B] [--policy fgd|fgd-plain|bestfit|spread]...\n"
+          "         [--seed N | --seeds A-B]\n"
+          "         [--policy fgd|fgd-plain|bestfit|bestfit-plain|spread]...\n"
           "         [--published fgd_published_results.csv] [--json]\n"
           "\n"
           "The openb GPU-sharing workload with FGD's method: every pod of PODS.csv in a seeded\n"
           "random order, then seeded random draws from it until the arrived GPU demand would\n"
           "pass 130% of the cluster's GPUs; no departures. Prints the GPU allocation ratio\n"
           "against the arrived demand (0..130%) per policy (default fgd and bestfit; also\n"
-          "fgd-plain, FGD without our best-fit term, and spread; binpack = bestfit), the mean\n"
-          "over --seeds, and the published curves of the same workload beside it.\n",
+          "fgd-plain and bestfit-plain, the score plugins of FGD's simulator as published,\n"
+          "and spread; binpack = bestfit), the mean over --seeds, and the published curves\n"
+          "of the same workload beside it.\n",
           f);
 }
 
@@ -135,11 +139,14 @@ static int parse(int argc, char **argv, struct openb_args *a)
                 p = SHARE_SPREAD;
             else if (strcmp(v, "fgd-plain") == 0)
                 p = SHARE_FGD_PLAIN;
+            else if (strcmp(v, "bestfit-plain") == 0)
+                p = SHARE_BESTFIT_PLAIN;
             else {
-                fprintf(stderr,
-                        "gangsched simulate: --policy %s: with --arrival fgd: fgd, fgd-plain, "
-                        "bestfit (binpack), spread\n",
-                        v);
+                fprintf(
+                    stderr,
+                    "gangsched simulate: --policy %s: with --arrival fgd: fgd, fgd-plain, bestfit "
+                    "(binpack), bestfit-plain, spread\n",
+                    v);
                 return 2;
             }
             bool dup = false;
@@ -225,8 +232,8 @@ static cJSON *curve_json(const double *curve)
 }
 
 struct openb_sums {
-    double mean[4][OPENB_CURVE_MAX + 1];
-    double at100[4][OPENB_MAX_SEEDS];
+    double mean[OPENB_MAX_POLS][OPENB_CURVE_MAX + 1];
+    double at100[OPENB_MAX_POLS][OPENB_MAX_SEEDS];
 };
 
 static void print_table(const struct openb_args *a, const struct openb_sums *s, int n_seeds,
@@ -280,7 +287,7 @@ static int run_all(const struct openb_args *a, const struct openb_nodes *nodes,
         cJSON *pj = cJSON_AddArrayToObject(sj, "policies");
         for (int p = 0; p < a->n_pols && rc == 0; p++) {
             struct openb_result r;
-            rc = openb_run(nodes, pods, order, n_order, a->pols[p], &r, eb);
+            rc = openb_run(nodes, pods, order, n_order, a->pols[p], seed, &r, eb);
             if (rc)
                 break;
             for (int k = 0; k <= OPENB_CURVE_MAX; k++)

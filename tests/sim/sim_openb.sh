@@ -15,8 +15,18 @@ expect_cmp "fgd at 100% arrived" "$r" "<=" 100
 r=$("$JGET" "$TMP/o.json" mean/1/gpu_allocation_ratio_at_100)
 expect_cmp "bestfit at 100% arrived" "$r" ">" 50
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --policy fgd-plain --policy spread \
-    --json >"$TMP/p.json" && ok "fgd-plain and spread run" || bad "fgd-plain and spread"
+    --policy bestfit-plain --json >"$TMP/p.json" && ok "fgd-plain, spread, bestfit-plain run" ||
+    bad "fgd-plain, spread and bestfit-plain"
 expect_eq "second policy spread" "$("$JGET" "$TMP/p.json" seeds/0/policies/1/name)" spread
+expect_eq "third policy bestfit-plain" "$("$JGET" "$TMP/p.json" seeds/0/policies/2/name)" bestfit-plain
+# the published curves beside: bestfit-plain against 05-BestFit of a file with one row
+{ printf 'workload,sc_policy,tune,seed,total_gpus'; for k in $(seq 0 130); do printf ",%s" $k; done
+  printf '\nopenb-pods-excerpt,05-BestFit,1.3,42,100'; for k in $(seq 0 130); do printf ",%s" $((k > 90 ? 90 : k)); done
+  echo; } >"$TMP/pub.csv"
+"$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --policy bestfit-plain \
+    --published "$TMP/pub.csv" --json >"$TMP/q.json" && ok "published beside" || bad "published"
+expect_eq "published policy" "$("$JGET" "$TMP/q.json" mean/0/published_policy)" 05-BestFit
+expect_eq "published at 100" "$("$JGET" "$TMP/q.json" mean/0/published_at_100)" 90
 # same seed, same figures; the table names both policies
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --json >"$TMP/a.json"
 "$GS" simulate --nodes $N --trace $P --arrival fgd --seed 2 --json >"$TMP/b.json"

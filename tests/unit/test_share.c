@@ -45,7 +45,7 @@ static void shares_stay_on_one_gpu(void **unused)
     struct share_node nodes[1] = {gpu_node(2)};
     struct share_cluster c = {.nodes = nodes, .n_nodes = 1};
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(share_init(&c, NULL, 0, &eb), 0);
+    assert_int_equal(share_init(&c, NULL, 0, 0, &eb), 0);
     assert_int_equal(c.gpu_milli_total, 2000);
     struct share_pod half = pod(1, 500), big = pod(1, 600), whole = pod(1, 1000);
     struct share_choice ch = share_choose(&c, &half, SHARE_BESTFIT);
@@ -105,7 +105,7 @@ static void binpack_and_spread(void **unused)
     nodes[0].gpu_free[1] = 800;
     struct share_cluster c = {.nodes = nodes, .n_nodes = 2};
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(share_init(&c, NULL, 0, &eb), 0);
+    assert_int_equal(share_init(&c, NULL, 0, 0, &eb), 0);
     struct share_pod p = pod(1, 200);
     struct share_choice bp = share_choose(&c, &p, SHARE_BESTFIT);
     struct share_choice sp = share_choose(&c, &p, SHARE_SPREAD);
@@ -134,6 +134,15 @@ static void fragmentation_measure(void **unused)
     assert_true(fgd_node_frag(&n, types, 2) > 1299.999 && fgd_node_frag(&n, types, 2) < 1300.001);
     n.gpu_free[0] = n.gpu_free[1] = 0;
     assert_true(fgd_node_frag(&n, types, 2) == 0.0);
+    /* as in FGD's simulator: a request for no GPU leaves every free GPU idle, fit or not, and
+     * memory is not part of the measure */
+    struct share_node m = gpu_node(2);
+    m.gpu_free[1] = 300;
+    m.mem_free = 0;
+    struct share_type cpu_and_share[2] = {{.req = pod(0, 0), .freq = 0.5},
+                                          {.req = pod(1, 500), .freq = 0.5}};
+    double f = fgd_node_frag(&m, cpu_and_share, 2);
+    assert_true(f > 0.5 * 1300 + 0.5 * 300 - 0.001 && f < 0.5 * 1300 + 0.5 * 300 + 0.001);
 }
 
 static void fgd_keeps_gpus_usable(void **unused)
@@ -141,14 +150,17 @@ static void fgd_keeps_gpus_usable(void **unused)
     (void)unused;
     /* node 0 has 700 free, node 1 a whole free GPU; requests of 700 are what arrives. A 300
      * share: best fit fills node 0 (400 left, useless to 700s); FGD puts it on node 1, which
-     * keeps 700 free there and 700 on node 0 */
-    struct share_node nodes[2] = {gpu_node(1), gpu_node(1)};
+     * keeps 700 free there and 700 on node 0. Ten nodes (eight without GPUs): node 1's place in
+     * the order costs 3000 x 1/10 milli, less than the 400 it saves. */
+    struct share_node nodes[10];
+    for (int i = 0; i < 10; i++)
+        nodes[i] = gpu_node(i < 2 ? 1 : 0);
     nodes[0].gpu_free[0] = 700;
     struct share_type types[1] = {{.req = pod(1, 700), .freq = 1.0}};
     types[0].req.type = 0;
-    struct share_cluster c = {.nodes = nodes, .n_nodes = 2};
+    struct share_cluster c = {.nodes = nodes, .n_nodes = 10};
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(share_init(&c, types, 1, &eb), 0);
+    assert_int_equal(share_init(&c, types, 1, 1, &eb), 0);
     struct share_pod small = pod(1, 300);
     small.type = 1; /* not a typical request: no memo */
     assert_int_equal(share_choose(&c, &small, SHARE_BESTFIT).node, 0);
@@ -164,6 +176,60 @@ static void fgd_keeps_gpus_usable(void **unused)
     share_commit(&c, &seven, again);
     assert_int_equal(share_choose(&c, &seven, SHARE_FGD).node, -1);
     assert_int_equal(c.gpu_milli_used, 300 + 700 + 700);
+    share_fini(&c);
+    /* two nodes: the second place costs 1500 milli, more than the 400 saved: FGD packs node 0 */
+    nodes[0] = gpu_node(1);
+    nodes[0].gpu_free[0] = 700;
+    nodes[1] = gpu_node(1);
+    c.n_nodes = 2;
+    assert_int_equal(share_init(&c, types, 1, 2, &eb), 0); /* small is class 1: memoised */
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD).node, 0);
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD_PLAIN).node, 1); /* 40 against 50 */
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD).node, 0);       /* memo per policy */
+    share_fini(&c);
+}
+
+/* FGD's simulator's plugins as published: integer scores, ties by rank */
+static void published_plugins(void **unused)
+{
+    (void)unused;
+    /* best fit over the largest node's capacity, not each node's own: a 2-GPU node with both
+     * free against an 8-GPU, 128-core node with 2 GPUs free, for one whole GPU. Ours: the big
+     * node is left with 1/8 of its GPUs (fuller); FGD's: the small node has less left in
+     * absolute terms (1000 milli and 63 cores against 1000 and 127) */
+    struct share_node nodes[2] = {gpu_node(2), gpu_node(8)};
+    nodes[1].cpu = nodes[1].cpu_free = 128000;
+    for (int g = 2; g < 8; g++)
+        nodes[1].gpu_free[g] = 0;
+    struct share_cluster c = {.nodes = nodes, .n_nodes = 2};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(share_init(&c, NULL, 0, 0, &eb), 0);
+    struct share_pod one = pod(1, 1000);
+    assert_int_equal(share_choose(&c, &one, SHARE_BESTFIT).node, 1);
+    assert_int_equal(share_choose(&c, &one, SHARE_BESTFIT_PLAIN).node, 0);
+    /* equal integer scores: the lower rank */
+    nodes[1] = gpu_node(2);
+    share_fini(&c);
+    assert_int_equal(share_init(&c, NULL, 0, 0, &eb), 0);
+    assert_int_equal(share_choose(&c, &one, SHARE_BESTFIT_PLAIN).node, 0);
+    uint32_t rank[2] = {1, 0};
+    c.rank = rank;
+    assert_int_equal(share_choose(&c, &one, SHARE_BESTFIT_PLAIN).node, 1);
+    share_fini(&c);
+    /* FGD's integer score: growths of 0 and -15 milli both score 50 and tie; the exact growth
+     * tells them apart. Requests: 700 (5%) and 100 (95%); a 300 share on node 0 (all free)
+     * changes nothing, on node 1 (400 free) it shrinks what 700s cannot use from 400 to 100 */
+    struct share_type types[2] = {{.req = pod(1, 700), .freq = 0.05},
+                                  {.req = pod(1, 100), .freq = 0.95}};
+    nodes[0] = gpu_node(1);
+    nodes[1] = gpu_node(1);
+    nodes[1].gpu_free[0] = 400;
+    c.rank = NULL;
+    assert_int_equal(share_init(&c, types, 2, 0, &eb), 0);
+    struct share_pod small = pod(1, 300);
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD_PLAIN).node, 0);
+    c.rank = rank;
+    assert_int_equal(share_choose(&c, &small, SHARE_FGD_PLAIN).node, 1);
     share_fini(&c);
 }
 
@@ -225,9 +291,9 @@ static void openb_excerpts_read(void **unused)
     assert_true(demand > total * 130 / 100 - 8 * SHARE_MILLI);
 
     /* the curve: allocated never above arrived, never decreasing, all pods accounted */
-    for (int pol = SHARE_BESTFIT; pol <= SHARE_FGD; pol++) {
+    for (int pol = SHARE_BESTFIT; pol <= SHARE_BESTFIT_PLAIN; pol++) {
         struct openb_result r;
-        assert_int_equal(openb_run(&nodes, &pods, a, na, (enum share_policy)pol, &r, &eb), 0);
+        assert_int_equal(openb_run(&nodes, &pods, a, na, (enum share_policy)pol, 7, &r, &eb), 0);
         assert_int_equal(r.arrived, na);
         assert_int_equal(r.placed + r.failed, na);
         assert_true(r.failed > 0); /* 130% cannot all fit */
@@ -333,12 +399,83 @@ static void openb_bad_input(void **unused)
     openb_nodes_free(&nodes);
 }
 
+static const char pod_hdr[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                              "creation_time,deletion_time,scheduled_time\n";
+
+/* FGD's typical pods: the most popular requests (memory aside) until they cover 95% */
+static void typical_pods(void **unused)
+{
+    (void)unused;
+    struct sched_errbuf eb = {{0}};
+    struct openb_nodes nodes;
+    struct openb_pods pods;
+    char path[64], text[4096];
+    assert_int_equal(openb_nodes_read(NODES_EXCERPT, &nodes, &eb), 0);
+    for (int b = 1; b <= 2; b++) { /* 19 + 1: the rare one is left out; 18 + 2: it is in */
+        snprintf(text, sizeof(text), "%s", pod_hdr);
+        for (int i = 0; i < 20; i++) /* A pods differ in memory only: one typical pod */
+            snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                     i < 20 - b ? "a%d,4000,%d,1,500,,LS,Running,0,1,0\n"
+                                : "b%d,8000,%d,2,1000,,LS,Running,0,1,0\n",
+                     i, 1000 + i % 2);
+        write_tmp(path, text);
+        assert_int_equal(openb_pods_read(path, &nodes, &pods, &eb), 0);
+        unlink(path);
+        assert_int_equal(pods.n_classes, 3 + (b == 2)); /* memory makes classes */
+        assert_int_equal(pods.n_types, b);
+        assert_int_equal(pods.types[0].req.gpu_milli, 500);
+        if (b == 2)
+            assert_true(pods.types[1].freq > 0.0999 && pods.types[1].freq < 0.1001);
+        else
+            assert_true(pods.types[0].freq > 0.9999 && pods.types[0].freq < 1.0001);
+        assert_int_equal(pods.pods[0].type, 0);
+        assert_int_equal(pods.pods[1].type, 1);
+        openb_pods_free(&pods);
+    }
+    openb_nodes_free(&nodes);
+}
+
+/* The curve as FGD's analysis computes it: the mean over the arrivals whose arrived
+ * percentage rounds (half to even) to k, else over k - 1 and k + 1, else the allocation when
+ * the arrivals first reached k% */
+static void curve_windows(void **unused)
+{
+    (void)unused;
+    struct sched_errbuf eb = {{0}};
+    struct openb_nodes nodes;
+    struct openb_pods pods;
+    char path[64], text[600];
+    write_tmp(path, "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,10,T4\n");
+    assert_int_equal(openb_nodes_read(path, &nodes, &eb), 0);
+    unlink(path);
+    snprintf(text, sizeof(text), "%s%s", pod_hdr,
+             "s,1000,10,1,50,,LS,Running,0,1,0\nw,1000,10,1,1000,,LS,Running,0,1,0\n");
+    write_tmp(path, text);
+    assert_int_equal(openb_pods_read(path, &nodes, &pods, &eb), 0);
+    unlink(path);
+    uint32_t order[3] = {0, 1, 1}; /* arrived 0.5%, 10.5%, 20.5% of 10 GPUs; all placed */
+    struct openb_result r;
+    assert_int_equal(openb_run(&nodes, &pods, order, 3, SHARE_BESTFIT, 1, &r, &eb), 0);
+    assert_int_equal(r.placed, 3);
+    assert_true(r.curve[0] > 0.4999 && r.curve[0] < 0.5001);     /* 0.5 rounds to 0 */
+    assert_true(r.curve[1] > 0.4999 && r.curve[1] < 0.5001);     /* from window 0 */
+    assert_true(r.curve[10] > 10.4999 && r.curve[10] < 10.5001); /* 10.5 rounds to 10 */
+    assert_true(r.curve[11] > 10.4999 && r.curve[11] < 10.5001);
+    assert_true(r.curve[5] > 10.4999 && r.curve[5] < 10.5001); /* first reached 5% at 10.5 */
+    assert_true(r.curve[20] > 20.4999 && r.curve[20] < 20.5001);
+    assert_true(r.curve[130] > 20.4999 && r.curve[130] < 20.5001); /* the end */
+    openb_pods_free(&pods);
+    openb_nodes_free(&nodes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shares_stay_on_one_gpu), cmocka_unit_test(binpack_and_spread),
         cmocka_unit_test(fragmentation_measure),  cmocka_unit_test(fgd_keeps_gpus_usable),
         cmocka_unit_test(openb_excerpts_read),    cmocka_unit_test(openb_bad_input),
+        cmocka_unit_test(published_plugins),      cmocka_unit_test(curve_windows),
+        cmocka_unit_test(typical_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
