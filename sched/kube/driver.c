@@ -638,6 +638,7 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         kube_client_opts_default(&co);
         co.qps = o->qps;
         co.burst = o->burst;
+        co.max_inflight = o->max_inflight;
         rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
     }
     if (rc == 0)

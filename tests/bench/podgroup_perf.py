@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import yaml
 
@@ -186,7 +187,8 @@ class Env:
             wrap + [os.path.join(BIN, "gangsched"), "run", "--kubeconfig", self.kubeconfig, "--config",
              os.path.join(tmp, "config.yaml"), "--db", os.path.join(tmp, "g.db"),
              "--leader-elect", "false", "--cycle-ms", "20", "--listen", "127.0.0.1:0",
-             "--kube-qps", "5000", "--kube-burst", "5000"], stdout=self.slog, stderr=self.slog))
+             "--kube-qps", "5000", "--kube-burst", "5000", "--kube-max-inflight",
+             os.environ.get("KUBE_MAX_INFLIGHT", "16")], stdout=self.slog, stderr=self.slog))
 
     def stop_sched(self):
         p = self.procs.pop()
@@ -230,6 +232,20 @@ def cpu_snapshot(env, requests=True):
     return {"server": proc_cpu_s(env.procs[0].pid), "gangsched": proc_cpu_s(env.procs[-1].pid),
             "harness": ru.ru_utime + ru.ru_stime, "requests": st.get("by_resource") or {},
             "watch_events": st.get("watch_events", 0), "t": time.time()}
+
+
+def daemon_cycles(env):
+    """Cycles the daemon ran and the core's seconds in them (its /metrics, the port from its
+    log), or None."""
+    try:
+        with open(os.path.join(env.tmp, "gangsched.log")) as f:
+            port = re.findall(r"HTTP API listening: port=(\d+)", f.read())[-1]
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+            text = r.read().decode()
+    except (OSError, IndexError):
+        return None
+    got = dict(re.findall(r"^gangsched_cycle_duration_seconds_(count|sum) (\S+)$", text, re.M))
+    return {"count": int(float(got.get("count", 0))), "core_s": round(float(got.get("sum", 0)), 3)}
 
 
 def settle(env, quiet=3.0, timeout=60):
@@ -396,6 +412,7 @@ def run_workload(case, wl, base, env, record):
                 cpu2 = cpu_snapshot(env)
                 record["cpu_until_bound"] = cpu_report(cpu0, cpu1, total, PRECREATE)
                 record["cpu_until_quiet"] = cpu_report(cpu0, cpu2, total, PRECREATE)
+                record["cycles"] = daemon_cycles(env)
                 if len(phase) == 2:  # from the first bind to the last: the sampled span
                     phase[0]["requests"] = phase[1]["requests"] = {}
                     record["cpu_first_to_last_bind"] = cpu_report(phase[0], phase[1], total - 1,
