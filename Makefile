@@ -235,10 +235,12 @@ preempt-figures: all
 	BIN=$(BIN) python3 tests/bench/preempt_seeds.py --seeds $${SEEDS:-1-64}
 
 # kube-scheduler's scheduler_perf PodGroup scenarios replayed (docs/kubernetes.md); LABEL=performance
-# for the 5,000-node workloads, CASE= and WORKLOAD= to pick one
+# for the 5,000-node workloads, CASE= and WORKLOAD= to pick one, PRECREATE=1 for pods created
+# before the daemon starts, JSON=FILE for the records
 perf-podgroup: all
 	BIN=$(BIN) python3 tests/bench/podgroup_perf.py --label $${LABEL:-integration-test} \
-	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD}
+	  $${CASE:+--case $$CASE} $${WORKLOAD:+--workload $$WORKLOAD} $${PRECREATE:+--precreate} \
+	  $${JSON:+--json $$JSON}
 
 # The openb figures of docs/simulator.md: our FGD and best fit, and FGD's simulator's two score
 # plugins as published, over seeds 42-51 beside the published curves. OPENB=DIR holds the files

@@ -588,6 +588,7 @@ static const struct kdrv_watch {
     kube_informer_fn *fn;
 } kdrv_watches[] = {
     {"/api/v1/nodes", NULL, on_node},
+    /* and spec.schedulerName!=<scheduler>: on_pod also skips ours (a server that ignores it) */
     {"/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed", on_pod},
     {"/api/v1/pods", NULL, on_own_pod}, /* field selector: spec.schedulerName=<scheduler> */
     {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, on_pg_xk8s},
@@ -648,6 +649,7 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         kube_client_opts_default(&co);
         co.qps = o->qps;
         co.burst = o->burst;
+        co.max_inflight = o->max_inflight;
         rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
     }
     if (rc == 0)
@@ -656,12 +658,20 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         rc = config_apply_device(config_watch_current(d->cw), eb);
     if (rc == 0 && !(d->cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    char own_sel[300];
+    /* the other schedulers' pods are asked without ours: the server then sends each Binding
+     * of ours on one watch, not two (kube-apiserver filters by field before it serializes) */
+    char own_sel[300], other_sel[400];
     snprintf(own_sel, sizeof(own_sel), "spec.schedulerName=%s", o->scheduler);
     for (size_t i = 0; rc == 0 && i < sizeof(kdrv_watches) / sizeof(kdrv_watches[0]); i++) {
         const struct kdrv_watch *w = &kdrv_watches[i];
-        rc = start_informer(d, w->path, w->fn == on_own_pod ? own_sel : w->field_selector, w->fn,
-                            eb);
+        const char *sel = w->field_selector;
+        if (w->fn == on_own_pod)
+            sel = own_sel;
+        else if (w->fn == on_pod &&
+                 snprintf(other_sel, sizeof(other_sel), "%s,spec.schedulerName!=%s",
+                          w->field_selector, o->scheduler) < (int)sizeof(other_sel))
+            sel = other_sel;
+        rc = start_informer(d, w->path, sel, w->fn, eb);
     }
     return rc;
 }

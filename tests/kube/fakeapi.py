@@ -204,9 +204,18 @@ def dumps(obj):
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+_NOW_TEXT = (None, "")  # (Unix second, its RFC 3339 text): one format per second, not per call
+
+
 def now_time(delta=0.0):
-    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=delta)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _NOW_TEXT
+    sec = int(time.time() + delta)
+    last = _NOW_TEXT
+    if last[0] == sec:
+        return last[1]
+    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sec))
+    _NOW_TEXT = (sec, text)
+    return text
 
 
 def now_micro():
@@ -1212,11 +1221,19 @@ class Store:
                 self.stats.add("bind_conflicts")
                 self.stats.add("conflicts")
                 raise conflict(pods, name, why, sub="binding")
-            new = json.loads(e.raw)
+            # a new pod sharing the parts a Binding leaves alone with the stored one (stored
+            # objects are never mutated): the same JSON as a deep copy, without decoding it
+            new = dict(cur)
+            new["metadata"] = dict(cur["metadata"])
+            new["spec"] = dict(cur["spec"])
             new["spec"]["nodeName"] = target
             if meta.get("annotations"):
-                new["metadata"].setdefault("annotations", {}).update(meta["annotations"])
-            st = new.setdefault("status", {})
+                ann = new["metadata"]["annotations"] = dict(cur["metadata"].get("annotations")
+                                                            or {})
+                ann.update(meta["annotations"])
+            st = new["status"] = dict(cur.get("status") or {})
+            if "conditions" in st:
+                st["conditions"] = [dict(c) for c in st["conditions"]]
             st.pop("nominatedNodeName", None)
             set_condition(st, "PodScheduled", "True")
             self._commit(pods, ns, name, "MODIFIED", new, cur)
@@ -1995,7 +2012,8 @@ class Handler(BaseHTTPRequestHandler):
                 group, version, rest = parts[1], parts[2], parts[3:]
             else:
                 raise ApiError(404, "the server could not find the requested resource")
-            if (group, version) not in group_versions():
+            if not any(r.group == group and r.version == version and served(r)
+                       for r in RESOURCES):  # group_versions() without building the list
                 raise ApiError(404, "the server could not find the requested resource")
             if not rest:
                 return self.send_obj(200, resource_list(group, version))

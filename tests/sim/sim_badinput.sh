@@ -26,6 +26,7 @@ expect_fail "run: missing value" 2 "flag --config needs a value" -- "$GS" run --
 expect_fail "run: bad bool" 2 "--leader-elect 'yes': expected true or false" -- "$GS" run --leader-elect yes
 expect_fail "run: bad level" 2 "--log-level 'loud': expected one of error, warn, info, debug" -- "$GS" run --log-level loud
 expect_fail "run: cycle out of range" 2 "--cycle-ms '0': expected a duration from 1 to 1000000 ms" -- "$GS" run --cycle-ms 0
+expect_fail "run: in-flight limit out of range" 2 "--kube-max-inflight '0': expected a whole number from 1 to 100000" -- "$GS" run --kube-max-inflight 0
 expect_fail "run: required flags" 2 "--config and --db are required" -- "$GS" run --cycle-ms 50
 expect_fail "serve: limit flag" 2 "--http-max-output '12x': expected a whole number from 1024 to 4294967295" -- "$GS" serve --db x.db --http-max-output 12x
 expect_fail "serve: limit out of range" 2 "--http-max-conns '2000000': expected a whole number from 1 to 1000000" -- "$GS" serve --db x.db --http-max-conns 2000000
