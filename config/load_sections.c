@@ -87,7 +87,7 @@ int cl_parse_fair_share(struct ctx *x, yaml_node_t *f)
 
 int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
 {
-    static const char *const keys[] = {"after", "maxReservations", "strictAfter", NULL};
+    static const char *const keys[] = {"after", "maxReservations", NULL};
     int rc = cl_expect_mapping(x, s);
     if (!rc)
         rc = cl_check_map(x, s, keys);
@@ -95,12 +95,6 @@ int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
     if (v) {
         cl_path_push(x, "after");
         rc = cl_get_duration(x, v, &x->c->starve_after_ms);
-        cl_path_pop(x);
-    }
-    v = rc ? NULL : cl_map_opt(x, s, "strictAfter");
-    if (v) {
-        cl_path_push(x, "strictAfter");
-        rc = cl_get_duration(x, v, &x->c->starve_strict_ms);
         cl_path_pop(x);
     }
     v = rc ? NULL : cl_map_opt(x, s, "maxReservations");

@@ -126,9 +126,6 @@ struct config {
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
     int64_t starve_after_ms;       /* default 10m; 0 = no reservations */
     uint32_t max_reservations;     /* default 1 */
-    int64_t starve_strict_ms;      /* default 20m: a starving gang of a queue alone in its quota
-                                      tree that has waited this long lets no younger gang of its
-                                      queue pass, whatever its estimate; 0 = never */
     struct config_flavor *flavors; /* at least one: a config without flavors gets "default" */
     uint32_t n_flavors;
     struct config_cohort *cohorts;

@@ -13,11 +13,8 @@
  *      quota borrowed from the cohort, "no quota left" and "no GPUs left" are the same wait).
  *      The reservation holds the nodes expected to free earliest (tightest domain on ties),
  *      not the quota: holding both left capacity idle that the gang could not use. Only gangs
- *      expected to end before the reservation's expected start may use its nodes. The holder
- *      also holds its queue (held_by_queue) when what it waits for is the queue's own: quota,
- *      for a queue in a shared cohort; anything, for a queue alone in its quota tree (there the
- *      quota is the cluster and capacity and quota are one wait). Under strict FIFO the first
- *      gang that cannot start ends the cycle.
+ *      expected to end before the reservation's expected start may use its nodes. Under strict
+ *      FIFO the first gang that cannot start ends the cycle.
  *   4. Plan an expected start for every gang that waits (eta.c).
  *   5. Return placements, reservations, verdicts and expected starts, all in the caller's
  *      arena.
@@ -86,15 +83,12 @@ struct cycle {
     /* gangs examined and not placed, in order, with their reasons (for the start planner) */
     struct eta_item *waiting;
     uint32_t n_waiting;
-    /* per queue: a starving gang of the queue that holds a reservation and waits for what the
-     * queue's younger gangs would take (see maybe_reserve); they start only if expected to end
-     * before qhold_until, and, in a queue alone in its tree once the holder has waited
-     * strict_ms, not at all */
+    /* per queue: a starving gang of the queue that waits for quota (its queue shares a cohort)
+     * and holds a reservation; the queue's younger gangs start only if expected to end before
+     * qhold_until (else they would keep using the quota it waits for) */
     const struct gang **qhold;
     int64_t *qhold_until;
-    bool *qhold_quota;   /* the holder waits for quota (else for capacity) */
     bool *shares_cohort; /* some other queue is in the same quota tree */
-    int64_t strict_ms;   /* config starvation.strictAfter; 0 = never */
 };
 
 /* Expected run time of g: its declared maximum, else the driver's estimate, 0 = unknown. */
@@ -435,39 +429,30 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
     cy->n_starving++;
     if (start < cy->st.hold_until_ms)
         cy->st.hold_until_ms = start;
-    /* What it waits for is its queue's own: hold the queue too. In a shared cohort only quota
-     * is (capacity may come from other queues' gangs); alone, everything the queue runs on is. */
-    if (cy->qhold && !cy->qhold[g->queue] && (quota_wait || !cy->shares_cohort[g->queue])) {
-        cy->qhold[g->queue] = g;
+    if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {
+        cy->qhold[g->queue] = g; /* its queue's quota is what it waits for: hold it too */
         cy->qhold_until[g->queue] = start;
-        cy->qhold_quota[g->queue] = quota_wait;
     }
     return 0;
 }
 
-/* A younger gang of a queue whose starving gang holds the queue (maybe_reserve) waits, unless
- * it is expected to end before that gang's reservation starts. In a queue alone in its quota
- * tree, once the holder has waited strict_ms, it waits whatever its estimate: estimates are
- * learned, and passes that overran them are what kept the holder waiting so long (the
- * multi-node gangs of single-queue runs waited longer than under fifo without this). true when
- * it waits (its verdict `blocked` added). */
+/* A younger gang of a queue whose starving gang holds the queue's quota (maybe_reserve) waits,
+ * unless it is expected to end before that gang's reservation starts. true when it waits (its
+ * verdict `blocked` added). */
 static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bool *oom)
 {
     *oom = false;
     if (!cy->qhold || !cy->qhold[q] || cy->qhold[q] == g)
         return false;
     int64_t rt = est_of(cy, g), until = cy->qhold_until[q];
-    bool strict = !cy->shares_cohort[q] && cy->strict_ms > 0 &&
-                  cy->snap->now_ms - cy->qhold[q]->submit_ms >= cy->strict_ms;
-    if (!strict && rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until)
+    if (rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until)
         return false; /* backfill: gone before it starts */
     struct sched_verdict v = {.gang = g,
                               .why = SCHED_WHY_BLOCKED,
                               .short_res = -1,
                               .quota_res = -1,
                               .near_level = -2,
-                              .blocked_by = cy->qhold[q],
-                              .blocked_quota = cy->qhold_quota[q]};
+                              .blocked_by = cy->qhold[q]};
     *oom = !add_verdict(cy, &v);
     return true;
 }
@@ -604,7 +589,6 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     if (cy->cfg && cy->pol->starve_after_ms > 0) { /* the operator's setting wins */
         cy->starve_after_ms = cy->cfg->starve_after_ms;
         cy->max_reservations = cy->cfg->max_reservations;
-        cy->strict_ms = cy->cfg->starve_strict_ms;
     }
     if (place_state_build(&cy->st, snap, arena) != 0)
         return SCHED_ENOMEM;
@@ -627,9 +611,8 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     if (cy->cfg && cy->starve_after_ms > 0) {
         cy->qhold = arena_calloc(arena, nq, sizeof(*cy->qhold));
         cy->qhold_until = arena_calloc(arena, nq, sizeof(*cy->qhold_until));
-        cy->qhold_quota = arena_calloc(arena, nq, sizeof(*cy->qhold_quota));
         cy->shares_cohort = arena_calloc(arena, nq, sizeof(*cy->shares_cohort));
-        if (!cy->qhold || !cy->qhold_until || !cy->qhold_quota || !cy->shares_cohort)
+        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort)
             return SCHED_ENOMEM;
         for (uint32_t a = 0; a < snap->n_queues; a++)
             for (uint32_t b = 0; b < snap->n_queues && !cy->shares_cohort[a]; b++)
@@ -898,10 +881,9 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {
-        PUT("; behind %s of its queue, which waits for the queue's %s and holds a starvation "
+        PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
             "reservation (only gangs expected to end before it starts may pass)",
-            v->blocked_by->name ? v->blocked_by->name : "an older gang",
-            v->blocked_quota ? "quota" : "capacity");
+            v->blocked_by->name ? v->blocked_by->name : "an older gang");
         return (int)at;
     }
     if (v->why == SCHED_WHY_NEVER) {

@@ -173,8 +173,6 @@ struct sched_verdict {
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
     const struct gang *blocked_by; /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
-    bool blocked_quota;            /* SCHED_WHY_BLOCKED: blocked_by waits for quota (else for
-                                      capacity: a queue alone in its quota tree) */
     /* the domain that came closest: at near_level (-1 = cluster, -2 = none), near_pods of the
      * gang's pods fit in it now */
     int near_level;

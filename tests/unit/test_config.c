@@ -51,7 +51,7 @@ static const char full_yaml[] =
       "      label: network.topology.gangsched.io/rack\n"
       "fairShare:\n"
       "  halfLife: 1h30m\n"
-      "starvation: {after: 90s, maxReservations: 3, strictAfter: 1h}\n"
+      "starvation: {after: 90s, maxReservations: 3}\n"
       "flavors:\n"
       "  - name: h100\n"
       "    nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, pool: b}\n"
@@ -110,7 +110,6 @@ static void test_full(void **state)
     assert_int_equal(c->fair_half_life_ms, 5400000);
     assert_int_equal(c->starve_after_ms, 90000);
     assert_int_equal(c->max_reservations, 3);
-    assert_int_equal(c->starve_strict_ms, 3600 * 1000);
 
     assert_int_equal(c->n_flavors, 2);
     assert_string_equal(c->flavors[0].name, "h100");
@@ -211,7 +210,6 @@ static void test_defaults(void **state)
     assert_int_equal(c->fair_half_life_ms, 24LL * 3600 * 1000);
     assert_int_equal(c->starve_after_ms, 10 * 60 * 1000);
     assert_int_equal(c->max_reservations, 1);
-    assert_int_equal(c->starve_strict_ms, 20 * 60 * 1000);
     assert_int_equal(c->n_flavors, 1);
     assert_string_equal(c->flavors[0].name, "default");
     assert_int_equal(c->flavors[0].n_node_labels, 0);
@@ -443,8 +441,6 @@ static const struct bad bad_configs[] = {
     {H "starvation: {after: -5m}\n",
      "3:21: ", "starvation.after: invalid duration \"-5m\": negative duration"},
     {H "starvation: {after: 10}\n", "3:21: ", "invalid duration \"10\": missing unit"},
-    {H "starvation: {strictAfter: -1h}\n",
-     "3:27: ", "starvation.strictAfter: invalid duration \"-1h\": negative duration"},
     /* the forms annotations used to accept: one grammar (sched/core/duration.h) refuses both */
     {H "starvation: {after: 90}\n", "3:21: ",
      "starvation.after: invalid duration \"90\": missing unit: a bare number is not a duration, "
