@@ -156,37 +156,63 @@ int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotatio
     return 0;
 }
 
-/* The per-gang preemption annotations: one table, read for every running gang by both drivers'
- * callers of annot_run. */
+/* The per-gang run-time annotations: one table, read for every running gang by both drivers'
+ * callers of annot_run, and checked when a gang is admitted (a bad value is refused then). */
+enum run_kind { RUN_DURATION, RUN_POSITIVE_DURATION, RUN_BOOL, RUN_COUNT };
 static const struct {
     const char *key;
-    bool is_bool; /* "true"/"false", else a duration */
-    size_t off;   /* into struct annot_run */
+    enum run_kind kind;
+    size_t off; /* into struct annot_run */
 } run_keys[] = {
-    {"gangsched.io/min-runtime", false, offsetof(struct annot_run, min_runtime_ms)},
-    {"gangsched.io/restart-cost", false, offsetof(struct annot_run, restart_cost_ms)},
-    {"gangsched.io/non-preemptible", true, offsetof(struct annot_run, non_preemptible)},
+    {"gangsched.io/min-runtime", RUN_DURATION, offsetof(struct annot_run, min_runtime_ms)},
+    {"gangsched.io/restart-cost", RUN_DURATION, offsetof(struct annot_run, restart_cost_ms)},
+    {"gangsched.io/non-preemptible", RUN_BOOL, offsetof(struct annot_run, non_preemptible)},
+    {"gangsched.io/start-timeout", RUN_POSITIVE_DURATION,
+     offsetof(struct annot_run, start_timeout_ms)},
+    {"gangsched.io/max-restarts", RUN_COUNT, offsetof(struct annot_run, max_restarts)},
 };
+
+/* One value of run_keys[k] into field; 0 or SCHED_EINVAL naming the annotation. */
+static int run_value(size_t k, const char *v, char *field, struct sched_errbuf *eb)
+{
+    const char *key = run_keys[k].key;
+    int64_t ms;
+    int rc;
+    switch (run_keys[k].kind) {
+    case RUN_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return bad(eb, key, v, "not true or false");
+        *(bool *)(void *)field = strcmp(v, "true") == 0;
+        return 0;
+    case RUN_COUNT: {
+        char *end;
+        errno = 0;
+        unsigned long x = strtoul(v, &end, 10);
+        if (!*v || *end || errno || x > ANNOT_MAX_RESTARTS || *v == '-' || *v == '+')
+            return bad(eb, key, v, "not an integer in 0..1000");
+        *(uint32_t *)(void *)field = (uint32_t)x;
+        return 0;
+    }
+    case RUN_DURATION:
+    case RUN_POSITIVE_DURATION:
+        if ((rc = duration_of(key, v, &ms, eb)))
+            return rc;
+        if (ms == 0 && run_keys[k].kind == RUN_POSITIVE_DURATION)
+            return bad(eb, key, v, "must be longer than 0");
+        *(int64_t *)(void *)field = ms;
+        return 0;
+    }
+    return bad(eb, key, v, "unknown kind");
+}
 
 int annot_run(const struct kv *a, size_t n, struct annot_run *out, struct sched_errbuf *eb)
 {
     struct annot_run r = *out;
     for (size_t k = 0; k < sizeof(run_keys) / sizeof(run_keys[0]); k++) {
         const char *v = get(a, n, run_keys[k].key);
-        if (!v)
-            continue;
-        char *field = (char *)&r + run_keys[k].off;
-        if (run_keys[k].is_bool) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-                return bad(eb, run_keys[k].key, v, "not true or false");
-            *(bool *)(void *)field = strcmp(v, "true") == 0;
-        } else {
-            int64_t ms;
-            int rc = duration_of(run_keys[k].key, v, &ms, eb);
-            if (rc)
-                return rc;
-            *(int64_t *)(void *)field = ms;
-        }
+        int rc;
+        if (v && (rc = run_value(k, v, (char *)&r + run_keys[k].off, eb)))
+            return rc;
     }
     *out = r;
     return 0;

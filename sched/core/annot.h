@@ -24,7 +24,9 @@
  *   gangsched.io/min-runtime: DURATION         never a preemption victim before start + this
  *   gangsched.io/restart-cost: DURATION        work lost by a restart (preemption cost)
  *   gangsched.io/non-preemptible: "true"       never a preemption victim
- *     (the last three: annot_run, for running gangs; the queue's settings otherwise)
+ *   gangsched.io/start-timeout: DURATION       members must all run within this of the bind
+ *   gangsched.io/max-restarts: N               whole-gang restarts allowed (0..1000)
+ *     (the last five: annot_run; the queue's settings where absent)
  * LEVEL is a level name of the cluster's topology ("rack", "block", ...) or "node". Our own
  * annotations win over the equivalents when both are given.
  */
@@ -45,13 +47,17 @@
 int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotations, size_t n,
                 const char **profile, struct sched_errbuf *eb);
 
-/* A running gang's preemption settings from its annotations (the table in annot.c); fields
- * whose annotation is absent keep their value (the queue's). Returns 0 or SCHED_EINVAL with
- * "annotation KEY: VALUE: problem" (out then unchanged). */
+/* A gang's run-time settings from its annotations (the table in annot.c); fields whose
+ * annotation is absent keep their value (the queue's). Returns 0 or SCHED_EINVAL with
+ * "annotation KEY: VALUE: problem" (out then unchanged). The Kubernetes driver checks them when
+ * it admits a gang (a bad value is the gang's InvalidSpec) and reads them for running gangs. */
+#define ANNOT_MAX_RESTARTS 1000u
 struct annot_run {
-    int64_t min_runtime_ms;  /* protected from preemption until start + this */
-    int64_t restart_cost_ms; /* work lost by a restart, added to the preemption cost */
-    bool non_preemptible;    /* never a victim */
+    int64_t min_runtime_ms;   /* protected from preemption until start + this */
+    int64_t restart_cost_ms;  /* work lost by a restart, added to the preemption cost */
+    bool non_preemptible;     /* never a victim */
+    int64_t start_timeout_ms; /* members must all run within this of the bind (> 0) */
+    uint32_t max_restarts;    /* whole-gang restarts before the gang fails, 0..1000 */
 };
 int annot_run(const struct kv *annotations, size_t n, struct annot_run *out,
               struct sched_errbuf *eb);

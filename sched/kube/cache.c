@@ -679,7 +679,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
         if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
             return SCHED_ENOMEM;
         struct sched_errbuf eb;
-        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0) {
+        struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
+        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0 ||
+            (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0)) {
             *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
             return SCHED_EINVAL;
         }
@@ -1067,7 +1069,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         ckpt = ms;
     const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
     /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over the
-     * queue's; a bad value keeps the queue's (it was reported at admission) */
+     * queue's; a bad value keeps the queue's (the gang was refused with it at admission) */
     struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
                               .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
     struct sched_errbuf e2;

@@ -12,25 +12,23 @@ static const char *pg_annotation(const struct kpg *pg, const char *key)
     return kobj_pg_annotation(pg, key);
 }
 
-/* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (a bad
- * annotation keeps the queue's value: it was reported when the gang was admitted). */
+/* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (annot.c's
+ * table; a bad annotation keeps the queue's value: the gang was refused with it at admission). */
 static void settings(const struct kgang *kg, const struct config *cfg, int64_t *start_timeout,
                      uint32_t *max_restarts, int64_t *grace, bool *spread)
 {
     const struct config_lifecycle *lc =
         cfg && kg->gang.queue < cfg->n_queues ? &cfg->queues[kg->gang.queue].lifecycle : NULL;
-    *start_timeout = lc ? lc->start_timeout_ms : CONFIG_DEFAULT_START_TIMEOUT_MS;
-    *max_restarts = lc ? lc->max_restarts : CONFIG_DEFAULT_MAX_RESTARTS;
+    struct annot_run r = {
+        .start_timeout_ms = lc ? lc->start_timeout_ms : CONFIG_DEFAULT_START_TIMEOUT_MS,
+        .max_restarts = lc ? lc->max_restarts : CONFIG_DEFAULT_MAX_RESTARTS,
+    };
     *grace = lc ? lc->failure_grace_ms : CONFIG_DEFAULT_FAILURE_GRACE_MS;
-    const char *v = pg_annotation(kg->pg, "gangsched.io/start-timeout");
-    int64_t ms;
-    if (v && annot_duration(v, &ms) == 0 && ms > 0)
-        *start_timeout = ms;
-    v = pg_annotation(kg->pg, "gangsched.io/max-restarts");
-    char *end = NULL;
-    long n = v ? strtol(v, &end, 10) : -1;
-    if (v && end && !*end && n >= 0 && n <= 1000)
-        *max_restarts = (uint32_t)n;
+    struct sched_errbuf eb;
+    if (kg->pg)
+        (void)annot_run(kg->pg->ann, kg->pg->n_ann, &r, &eb);
+    *start_timeout = r.start_timeout_ms;
+    *max_restarts = r.max_restarts;
     struct gang g;
     memset(&g, 0, sizeof(g));
     *spread = false;

@@ -175,6 +175,17 @@ def main():
     cond = wait_for(waits_quarantined, 15, step=0.3)
     check("then the gang waits, and says the node is quarantined", cond,
           json.dumps(pg_status(c, "flaky")))
+    # 3. a bad lifecycle annotation is refused when the gang is admitted, naming the annotation
+    #    (it used to be ignored: the queue's value applied without a word)
+    path, body = podgroup("badann", 1, queue="team-b")
+    body["metadata"]["annotations"] = {"gangsched.io/max-restarts": "three"}
+    c.post(path, body)
+    ensure_pods(c, "badann", 1, 1)
+    ev = wait_for(lambda: [e for e in events_for(c, "badann") if e["reason"] == "InvalidSpec"],
+                  10)
+    check("a bad gangsched.io/max-restarts waits with InvalidSpec naming it",
+          ev and "gangsched.io/max-restarts" in ev[0]["note"] and "three" in ev[0]["note"]
+          and not bound(c, "badann"), str(ev))
     st, text = e2e.http_get(s.url() + "/metrics")
     check("/metrics counts teardowns and the quarantined node",
           "gangsched_gang_teardowns_total{reason=\"StartTimeout\"}" in text and

@@ -242,6 +242,32 @@ static void test_duration_annotations(void **state)
     assert_int_equal(annot_run(good, 2, &r, &eb), 0);
     assert_int_equal(r.min_runtime_ms, 5400000);
     assert_int_equal(r.restart_cost_ms, 0);
+    /* start-timeout and max-restarts: the lifecycle's overrides, refused when bad */
+    struct {
+        struct kv a;
+        const char *msg;
+    } life[] = {
+        {{"gangsched.io/start-timeout", "0"},
+         "annotation gangsched.io/start-timeout: \"0\": must be longer than 0"},
+        {{"gangsched.io/start-timeout", "10"}, "annotation gangsched.io/start-timeout: \"10\""},
+        {{"gangsched.io/max-restarts", "-1"},
+         "annotation gangsched.io/max-restarts: \"-1\": not an integer in 0..1000"},
+        {{"gangsched.io/max-restarts", "1001"},
+         "annotation gangsched.io/max-restarts: \"1001\": not an integer in 0..1000"},
+        {{"gangsched.io/max-restarts", "three"},
+         "annotation gangsched.io/max-restarts: \"three\": not an integer in 0..1000"},
+    };
+    r = (struct annot_run){.start_timeout_ms = 7, .max_restarts = 3};
+    for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++) {
+        assert_int_equal(annot_run(&life[i].a, 1, &r, &eb), SCHED_EINVAL);
+        assert_non_null(strstr(eb.msg, life[i].msg));
+        assert_int_equal(r.start_timeout_ms, 7);
+        assert_int_equal(r.max_restarts, 3);
+    }
+    struct kv ok[] = {{"gangsched.io/max-restarts", "0"}, {"gangsched.io/start-timeout", "5m"}};
+    assert_int_equal(annot_run(ok, 2, &r, &eb), 0);
+    assert_int_equal(r.max_restarts, 0);
+    assert_int_equal(r.start_timeout_ms, 300000);
 }
 
 int main(void)
