@@ -680,7 +680,8 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             clear_domains(st, nt);
             return whole ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
         }
-        if (!level_useful(st, g, l))
+        bool near_only = !level_useful(st, g, l); /* too small: the reason's nearest domain */
+        if (near_only && (l != g->topo_required || g->n_sets != 1 || st->level_is_nodes[l]))
             continue;
         if (g->spread && l >= 0 && l != g->topo_required && l != g->topo_preferred)
             continue; /* spreading: only the required or preferred level, or the whole cluster */
@@ -698,7 +699,7 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             }
         }
         int64_t norm = l >= 0 ? st->level_max_gpus[l] : st->ok_gpus;
-        for (int attempt = 0; attempt < TRIES_PER_LEVEL; attempt++) {
+        for (int attempt = 0; attempt < TRIES_PER_LEVEL && !near_only; attempt++) {
             int64_t best = -1, best_score = 0;
             struct score_in best_in = {0};
             for (uint32_t k = 0; k < nt; k++) {

@@ -14,14 +14,15 @@ static const cJSON *get(const cJSON *o, const char *name)
     return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
 }
 
-/* A device is a whole GPU: attributes.type absent, or {string: "gpu"}. */
-static bool whole_gpu(const cJSON *dev)
+/* A device of the kind wanted: attributes.type {string: type}; absent counts as "gpu" (a whole
+ * GPU of NVIDIA's driver has type gpu or none). */
+static bool of_type(const cJSON *dev, const char *type)
 {
     const cJSON *t = get(get(dev, "attributes"), "type");
     if (!t)
-        return true;
+        return strcmp(type, "gpu") == 0;
     const char *s = cJSON_GetStringValue(get(t, "string"));
-    return s && strcmp(s, "gpu") == 0;
+    return s && strcmp(s, type) == 0;
 }
 
 /* One device's attributes ({int|bool|string|version}; list types are left out) or capacities
@@ -80,6 +81,12 @@ static int device_values(const cJSON *map, bool caps, const char *where, struct 
 int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
                   struct sched_errbuf *eb)
 {
+    return k8s_slice_put_type(inv, slice, gpu_driver, "gpu", eb);
+}
+
+int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
+                       const char *type, struct sched_errbuf *eb)
+{
     const cJSON *meta = get(slice, "metadata"), *spec = get(slice, "spec");
     const char *name = cJSON_GetStringValue(get(meta, "name"));
     if (!name || !*name)
@@ -125,7 +132,7 @@ int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_drive
                             name, i);
             break;
         }
-        if (!gpu_driver_ok || !whole_gpu(dev))
+        if (!gpu_driver_ok || !of_type(dev, type))
             continue;
         char where[300];
         snprintf(where, sizeof(where), "resourceslice %s: spec.devices[%d].attributes", name, i);

@@ -22,5 +22,9 @@
  * SCHED_ENOMEM. */
 int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
                   struct sched_errbuf *eb);
+/* The same with the devices of `driver` whose attribute "type" is `type` (absent counts only
+ * for "gpu"): the IMEX channels of compute-domain.nvidia.com (type "channel") use it. */
+int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *driver,
+                       const char *type, struct sched_errbuf *eb);
 
 #endif

@@ -11,6 +11,7 @@
 #include "sched/core/policy.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/claims.h"
+#include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
 
@@ -283,6 +284,12 @@ int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
     return kclaims_slice_event(c->dra, obj, deleted);
 }
 
+int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    c->dirty = true;
+    return kcd_event(kclaims_cd(c->dra), obj, deleted);
+}
+
 int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     c->dirty = true;
@@ -292,6 +299,12 @@ int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted)
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
 {
     return kclaims_get(c->dra, key);
+}
+
+const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
+                              const char **pool)
+{
+    return kcd_channel(kclaims_cd(c->dra), node, driver, pool);
 }
 
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
@@ -401,7 +414,8 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             return SCHED_ENOMEM;
         }
     free(names);
-    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0) { /* DRA-only nodes' GPUs (core/dra.h) */
+    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
+        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
         cluster_free(cl);
         return SCHED_ENOMEM;
     }
@@ -693,6 +707,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                             g->key, profile);
         return SCHED_EINVAL;
     }
+    if (!running && kcd_gang(b->c->dra, &b->c->cluster->topo, members, n, gg, a, why) != 0)
+        return SCHED_EINVAL; /* a ComputeDomain gang: one NVLink clique (computedomain.h) */
     gang_finalize(gg);
     gg->min_member = gg->n_pods;
     return 0;

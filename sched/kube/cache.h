@@ -86,6 +86,10 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);
 /* A resource.k8s.io/v1 ResourceClaim: pods with claims request their GPUs (sched/kube/dra.h). */
 int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted);
+int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted); /* ComputeDomains */
+/* The IMEX channel device a ComputeDomain claim on `node` is given (computedomain.h), or NULL. */
+const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
+                              const char **pool);
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,

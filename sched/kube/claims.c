@@ -6,10 +6,12 @@
 
 #include "sched/core/log.h"
 #include "sched/core/strmap.h"
+#include "sched/kube/computedomain.h"
 
 struct kclaims {
     struct strmap claims; /* "ns/name" -> struct kclaim* */
     struct dra_inv *dra;  /* ResourceSlices */
+    struct kcd *cd;       /* ComputeDomains and their IMEX channels */
 };
 
 struct kclaims *kclaims_new(void)
@@ -18,7 +20,8 @@ struct kclaims *kclaims_new(void)
     if (!c)
         return NULL;
     strmap_init(&c->claims);
-    if (!(c->dra = dra_inv_new())) {
+    if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
+        dra_inv_free(c->dra);
         free(c);
         return NULL;
     }
@@ -35,6 +38,7 @@ void kclaims_free(struct kclaims *c)
         kdra_claim_free(v);
     strmap_fini(&c->claims);
     dra_inv_free(c->dra);
+    kcd_free(c->cd);
     free(c);
 }
 
@@ -43,11 +47,18 @@ struct dra_inv *kclaims_inv(const struct kclaims *c)
     return c->dra;
 }
 
+struct kcd *kclaims_cd(const struct kclaims *c)
+{
+    return c->cd;
+}
+
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
 {
     const char *name = kobj_str(obj, "metadata.name");
     if (!name)
         return 0;
+    if (kcd_slice_event(c->cd, obj, deleted) != 0) /* the ComputeDomain driver's channels */
+        return SCHED_ENOMEM;
     if (deleted) {
         dra_inv_remove(c->dra, name);
         return 0;
@@ -98,10 +109,38 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
     return strmap_get((struct strmap *)&c->claims, key);
 }
 
+/* A ComputeDomain channel claim: one channel device of the pod's node (computedomain.h); what
+ * keeps it from placement, or NULL. */
+static const char *kclaims_channel(const struct kclaims *c, struct kpod *p, const struct kclaim *x,
+                                   struct arena *a)
+{
+    int r = kcd_res();
+    if (r < 0)
+        return arena_printf(a,
+                            "resourceclaim %s: ComputeDomain channels cannot be counted "
+                            "(resource table full)",
+                            x->key);
+    p->req.v[r] += x->channels;
+    if (!kcd_name(c->cd, x->domain))
+        return arena_printf(a,
+                            "waiting for ComputeDomain uid %s (ResourceClaim %s's channel "
+                            "config)",
+                            x->domain, x->key);
+    if (!kcd_in_namespace(c->cd, x->domain, x->ns))
+        return arena_printf(a,
+                            "resourceclaim %s: spec.devices.config: ComputeDomain %s is in "
+                            "another namespace (the driver refuses to prepare the channel)",
+                            x->key, kcd_name(c->cd, x->domain));
+    return NULL;
+}
+
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a)
 {
     p->req.v[RES_GPU] = p->gpus_own;
+    int cr = res_lookup(KCD_RESOURCE); /* channels: counted again below */
+    if (cr >= 0)
+        p->req.v[cr] = 0;
     const char *why = p->claim_wait;
     uint32_t n_all = 0, n_gpu_claims = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
@@ -111,6 +150,8 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             continue;
         }
         p->req.v[RES_GPU] += x->gpus;
+        if (x->channels && !x->unsupported)
+            why = why ? why : kclaims_channel(c, p, x, a);
         n_all += x->all; /* every GPU of a node: added below */
         n_gpu_claims += x->gpus > 0 || x->all;
         if (x->unsupported)

@@ -26,6 +26,7 @@ struct kclaims;
 struct kclaims *kclaims_new(void);
 void kclaims_free(struct kclaims *c);
 struct dra_inv *kclaims_inv(const struct kclaims *c);
+struct kcd *kclaims_cd(const struct kclaims *c); /* ComputeDomains (computedomain.h) */
 
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);
@@ -36,7 +37,9 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
  * being placed (a claim missing, allocated to another consumer, or not allocatable by gangsched:
  * then the text starts "resourceclaim "), as an arena string, or NULL. A claim with
  * allocationMode All asks every GPU of a node: as many as the largest node has (nodes of that
- * size only, kclaims_node_filter), and must hold the pod's only GPUs. */
+ * size only, kclaims_node_filter), and must hold the pod's only GPUs. A ComputeDomain channel
+ * claim asks one KCD_RESOURCE of the node; its ComputeDomain must be known and in the claim's
+ * namespace (the driver refuses to prepare it otherwise). */
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a);
 

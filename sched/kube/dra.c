@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sched/core/quantity.h"
+#include "sched/kube/computedomain.h"
 
 static const cJSON *get(const cJSON *o, const char *name)
 {
@@ -41,6 +42,8 @@ void kdra_claim_free(struct kclaim *c)
     free(c->name);
     free(c->uid);
     free(c->unsupported);
+    free(c->domain);
+    cJSON_Delete(c->config);
     free(c);
 }
 
@@ -86,7 +89,22 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         const char *cls = cJSON_GetStringValue(get(ex, "deviceClassName"));
         const char *mode = cJSON_GetStringValue(get(ex, "allocationMode"));
         const cJSON *cnt = get(ex, "count");
-        if (!cls || strcmp(cls, gpu_class) != 0)
+        int cdk = kcd_class(cls); /* a ComputeDomain class (sched/kube/computedomain.h) */
+        if (cdk == 1 && (!mode || strcmp(mode, "ExactCount") == 0) &&
+            (!cnt || (cJSON_IsNumber(cnt) && cnt->valuedouble == 1)) && !get(ex, "selectors") &&
+            !cJSON_IsTrue(get(ex, "adminAccess"))) {
+            q->channel = true;
+            q->count = 1;
+            c->channels++;
+            continue;
+        }
+        if (cdk)
+            ok = refuse(c, field,
+                        cdk == 1 ? "exactly: a ComputeDomain channel is allocated as one device "
+                                   "(ExactCount, count 1, no selectors, no adminAccess)"
+                                 : "exactly.deviceClassName: the ComputeDomain daemon class is "
+                                   "claimed by the driver's own DaemonSet pods, not workloads");
+        else if (!cls || strcmp(cls, gpu_class) != 0)
             ok = refuse(c, field,
                         "exactly.deviceClassName: not the GPU DeviceClass gangsched "
                         "allocates");
@@ -141,6 +159,18 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
             return SCHED_ENOMEM;
         c->cons[c->n_cons++].distinct = d != NULL;
     }
+    if (ok && c->channels && (c->gpus || c->all))
+        ok = refuse(c, "spec.devices.requests",
+                    "a claim holds a ComputeDomain channel or GPUs, not both");
+    if (ok && c->channels && !(c->domain = (char *)kcd_config_domain(devices)))
+        ok = refuse(c, "spec.devices.config",
+                    "no opaque config of driver " KCD_DRIVER " with parameters.domainID (the "
+                    "ComputeDomain's uid)");
+    if (c->domain && !(c->domain = strdup(c->domain)))
+        return SCHED_ENOMEM;
+    const cJSON *cfg = get(devices, "config");
+    if (cJSON_GetArraySize(cfg) > 0 && !(c->config = cJSON_Duplicate(cfg, true)))
+        return SCHED_ENOMEM;
     return ok ? 0 : SCHED_ENOMEM;
 }
 
@@ -296,6 +326,18 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
             cJSON_AddStringToObject(x, "device", devices[k]);
             cJSON_AddItemToArray(res, x);
         }
+    const cJSON *e;
+    cJSON *cfg =
+        c->config ? cJSON_AddArrayToObject(cJSON_GetObjectItem(alloc, "devices"), "config") : NULL;
+    cJSON_ArrayForEach(e, c->config)
+    {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "source", "FromClaim");
+        for (const char *const *f = (const char *const[]){"requests", "opaque", NULL}; *f; f++)
+            if (get(e, *f))
+                cJSON_AddItemToObject(x, *f, cJSON_Duplicate(get(e, *f), true));
+        cJSON_AddItemToArray(cfg, x);
+    }
     cJSON *term = cJSON_CreateObject();
     cJSON *mf = cJSON_CreateObject();
     cJSON_AddStringToObject(mf, "key", "metadata.name");

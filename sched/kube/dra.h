@@ -29,6 +29,7 @@ struct kclaim_req {
     bool all;              /* allocationMode All: every GPU device of the node */
     struct cel_prog **sel; /* exactly.selectors[].cel.expression, compiled (sched/core/cel.h) */
     uint32_t n_sel;
+    bool channel; /* an IMEX channel of a ComputeDomain (sched/kube/computedomain.h) */
 };
 
 struct kclaim {
@@ -51,6 +52,9 @@ struct kclaim {
     uint32_t n_alloc;
     char **reserved; /* status.reservedFor[].uid */
     uint32_t n_reserved;
+    uint32_t channels; /* requests of an IMEX channel (a claim holds channels or GPUs) */
+    char *domain;      /* the ComputeDomain uid of its channel config (domainID), or NULL */
+    cJSON *config;     /* spec.devices.config, copied into status.allocation.devices.config */
 };
 
 int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
@@ -72,7 +76,9 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to the pod:
  * status.allocation.devices.results[] (request, driver, pool, device: devices taken in order,
- * count per request; an All request takes them all), status.allocation.nodeSelector (metadata.name
+ * count per request; an All request takes them all), status.allocation.devices.config (the
+ * claim's spec.devices.config entries with source FromClaim, as kube-scheduler copies them: the
+ * driver reads its opaque parameters there), status.allocation.nodeSelector (metadata.name
  * In [node]) and status.reservedFor [{resource: pods, name, uid}]. NULL out of memory. */
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,

@@ -397,7 +397,12 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     }
     const char *dev[32], *drv[32], *pool[32];
     uint32_t n = 0;
-    for (uint32_t g = 0; g < 32; g++)
+    bool gpu_claims = false; /* GPUs from claims (else device-plugin GPUs, e.g. with a channel) */
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
+        gpu_claims |= !cl || cl->gpus > 0 || cl->all;
+    }
+    for (uint32_t g = 0; g < 32 && gpu_claims; g++)
         if (b->gpu_mask & (1u << g)) {
             dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
             if (!dev[n]) {
@@ -421,9 +426,15 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
         uint32_t take = cl ? cl->all ? n - at : (uint32_t)cl->gpus : 0; /* All: the rest */
-        cJSON *body = cl && at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
-                                                                   pool + at, take, p->name, p->uid)
-                                           : NULL;
+        const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
+        bool chan = cl && cl->channels &&
+                    (ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL;
+        cJSON *body =
+            chan ? kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, p->name, p->uid)
+            : cl && !cl->channels && at + take <= n
+                ? kdra_claim_allocation(cl, b->node, dev + at, drv + at, pool + at, take, p->name,
+                                        p->uid)
+                : NULL;
         at += take;
         char path[KOBJ_KEY_MAX + 80];
         snprintf(path, sizeof(path),

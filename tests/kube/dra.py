@@ -127,19 +127,9 @@ def main():
     check("each pod's claim has status.allocation (8 devices of its node) and reservedFor the "
           "pod", good and len(devices) == 16, str([claims_of(c, p["metadata"]["name"])
                                                      for p in pods])[:800])
-    def first(path, pred):
-        """{pod name: resourceVersion of the first watch event since rv0 matching pred}"""
-        w = c.watch(path + "?watch=1&resourceVersion=%s&timeoutSeconds=1" % rv0)
-        out = {}
-        for ev in w.all():
-            o = ev.get("object") or {}
-            name = pred(o)
-            if name and name not in out:
-                out[name] = int(o["metadata"]["resourceVersion"])
-        w.close()
-        return out
-    bind_rv = first(NS, lambda o: o["spec"].get("nodeName") and o["metadata"]["name"])
-    claim_rv = first(RES + "/namespaces/default/resourceclaims", lambda o: next(
+    bind_rv = e2e.first_rv(c, NS, rv0,
+                           lambda o: o["spec"].get("nodeName") and o["metadata"]["name"])
+    claim_rv = e2e.first_rv(c, RES + "/namespaces/default/resourceclaims", rv0, lambda o: next(
         (r["name"] for r in (o.get("status") or {}).get("reservedFor") or []), None))
     check("each claim was allocated and reserved before its pod's Binding",
           all(p["metadata"]["name"] in claim_rv and claim_rv[p["metadata"]["name"]] <

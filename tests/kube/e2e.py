@@ -262,6 +262,20 @@ def events_for(c, name):
     return [e for e in items["items"] if e.get("regarding", {}).get("name") == name]
 
 
+def first_rv(c, path, rv0, pred):
+    """{name: resourceVersion of the first watch event on path since rv0 for which pred(object)
+    gives that name} (the order in which the server committed writes)."""
+    w = c.watch(path + "?watch=1&resourceVersion=%s&timeoutSeconds=1" % rv0)
+    out = {}
+    for ev in w.all():
+        o = ev.get("object") or {}
+        name = pred(o)
+        if name and name not in out:
+            out[name] = int(o["metadata"]["resourceVersion"])
+    w.close()
+    return out
+
+
 def rack_of(node_name):
     return {"gpu-1": "r1", "gpu-2": "r1", "gpu-3": "r2", "gpu-4": "r2"}.get(node_name)
 

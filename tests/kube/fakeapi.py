@@ -122,6 +122,11 @@ RESOURCES = [
         fields={"spec.nodeName": ("spec.nodeName", ""), "spec.driver": ("spec.driver", "")}),
     Res("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, status=True),
     Res("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
+    # NVIDIA's ComputeDomain (k8s-dra-driver-gpu, api/nvidia.com/resource/v1beta1): a CRD, so
+    # served only while a test has installed computedomains.resource.nvidia.com; status
+    # subresource as the upstream CRD declares (+kubebuilder:subresource:status).
+    Res("resource.nvidia.com", "v1beta1", "computedomains", "ComputeDomain", True, status=True,
+        crd=True),
     # ---- end issue 17 ---------------------------------------------------------------------------
 ]
 SERVED_GATED = set()  # "group/version" given with --serve-api

@@ -9,7 +9,7 @@ if [ -z "$FAKEAPI_REQUEST_LOG" ] || ! grep -q 'gangsched/' "$FAKEAPI_REQUEST_LOG
     FAKEAPI_REQUEST_LOG=$(mktemp)
     export FAKEAPI_REQUEST_LOG
     trap 'rm -f "$FAKEAPI_REQUEST_LOG"' EXIT
-    for t in e2e lifecycle preempt; do
+    for t in e2e lifecycle preempt computedomain; do
         timeout 300 python3 tests/kube/$t.py >/dev/null 2>&1 || { echo "FAIL tests/kube/$t.py"; exit 1; }
     done
 fi
