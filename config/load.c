@@ -152,9 +152,9 @@ int cl_prescan(struct ctx *x)
 
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
-    static const char *const keys[] = {"apiVersion", "kind",       "device",  "topology",
-                                       "fairShare",  "starvation", "flavors", "cohorts",
-                                       "queues",     "profiles",   NULL};
+    static const char *const keys[] = {"apiVersion", "kind",       "device",       "topology",
+                                       "fairShare",  "starvation", "flavors",      "cohorts",
+                                       "queues",     "profiles",   "quotaMapping", NULL};
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];
         return cl_fail(x, &root->start_mark,
@@ -219,7 +219,11 @@ static int load_root(struct ctx *x, yaml_node_t *root)
     if (!rc)
         rc = cl_parse_profiles(x, cl_map_opt(x, root, "profiles"));
     if (!rc)
+        rc = cl_parse_qmap(x, cl_map_opt(x, root, "quotaMapping"));
+    if (!rc)
         rc = cl_parse_tree(x, cl_map_opt(x, root, "cohorts"), cl_map_opt(x, root, "queues"));
+    if (!rc)
+        rc = cl_qmap_intern(x);
     return rc;
 }
 

@@ -85,6 +85,8 @@ struct qentry {
     struct config_quota q;
 };
 
+struct qm_raw;
+
 /* Name table entry used for duplicate checks and lookups during the load. */
 struct name_ent {
     const char *name;
@@ -112,6 +114,8 @@ struct ctx {
     int n_pending;
     struct qentry *qe; /* malloc'd, grows */
     size_t n_qe, cap_qe;
+    struct qm_raw *qm; /* quotaMapping entries as read (load_qmap.c), in tmp */
+    uint32_t n_qm;
 };
 
 __attribute__((format(printf, 2, 3))) void cl_sb_printf(struct sbuf *b, const char *fmt, ...);
@@ -164,5 +168,11 @@ int cl_parse_flavors(struct ctx *x, yaml_node_t *fl);
 int cl_parse_profiles(struct ctx *x, yaml_node_t *pl);
 /* load_tree.c: cohorts, queues and their quotas, then the resolved tree and lookup tables */
 int cl_parse_tree(struct ctx *x, yaml_node_t *cl, yaml_node_t *ql);
+/* load_qmap.c: quotaMapping, read before the tree (NULL = none); checked against the tree's
+ * quota entries before it interns its names (cl_qmap_check, from load_tree.c); interned after
+ * the tree (cl_qmap_intern). */
+int cl_parse_qmap(struct ctx *x, yaml_node_t *seq);
+int cl_qmap_check(struct ctx *x);
+int cl_qmap_intern(struct ctx *x);
 
 #endif

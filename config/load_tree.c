@@ -512,6 +512,9 @@ static int build_quotas(struct ctx *x)
 {
     struct config *c = x->c;
     int ids[RES_MAX];
+    int rc = cl_qmap_check(x); /* the last refusals, before any name is interned */
+    if (rc)
+        return rc;
     for (int i = 0; i < x->n_pending; i++) {
         struct pending_res *p = &x->pending[i];
         struct sched_errbuf reb;

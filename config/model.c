@@ -115,6 +115,14 @@ int config_apply_device(const struct config *c, struct sched_errbuf *eb)
     return 0;
 }
 
+int config_qmap_class(const struct config *c, const char *device_class)
+{
+    for (uint32_t i = 0; c && device_class && i < c->n_qmaps; i++)
+        if (c->qmaps[i].device_class && strcmp(c->qmaps[i].device_class, device_class) == 0)
+            return c->qmaps[i].source;
+    return -1;
+}
+
 int config_queue_index(const struct config *c, const char *name)
 {
     return c ? idx_find(c->pool->queue_idx, c->n_queues, name) : -1;

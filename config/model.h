@@ -112,6 +112,18 @@ struct config_profile {
     double weights[SCORE_TERMS_MAX]; /* >= 0 each; terms not listed in the file are 0 */
 };
 
+/* One quotaMapping entry: requests of `source` count against the quota of `target`, `num/den`
+ * units of the target (its base units, res.h) per base unit of the source. A mapped source has
+ * no quota of its own. A DeviceClass source (`device_class` set) is the slot where the drivers
+ * count the devices of that class a pod claims (sched/core/dra.h); those devices are also in the
+ * accelerator's count (placement needs them there), so quota takes them out of it. */
+struct config_qmap {
+    int source, target;       /* resource ids */
+    int64_t num, den;         /* weight, reduced; den >= 1 */
+    const char *device_class; /* the DeviceClass name, or NULL for a resource source */
+    uint32_t line, column;    /* where the entry was declared */
+};
+
 struct config_pool;
 
 struct config {
@@ -135,6 +147,8 @@ struct config {
     struct config_profile *profiles; /* [0] "training", [1] "inference" (built-in or overridden),
                                         then the other declared profiles in file order */
     uint32_t n_profiles;
+    const struct config_qmap *qmaps; /* quotaMapping, file order; none by default */
+    uint32_t n_qmaps;
     /* private */
     struct config_pool *pool;
 };
@@ -154,6 +168,9 @@ int config_local_queue(const struct config *c, const char *ns, const char *name)
 /* Whether namespace ns may submit to queue q (its namespaces list, empty = any). */
 bool config_queue_admits(const struct config *c, uint32_t q, const char *ns);
 int config_flavor_index(const struct config *c, const char *name);
+/* The resource slot quotaMapping gives DeviceClass `device_class` (its config_qmap source), or -1
+ * when no entry names the class (c may be NULL). */
+int config_qmap_class(const struct config *c, const char *device_class);
 
 /* Gives g the scoring profile `name` (NULL: the queue's default profile): its weights and
  * whether it spreads. SCHED_ENOENT when no profile has that name (g unchanged). */

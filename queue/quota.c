@@ -27,6 +27,75 @@ static int64_t max0(int64_t x)
     return x > 0 ? x : 0;
 }
 
+/* a * b, saturating at QUOTA_INF - 1 (QUOTA_INF itself stays). */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a == QUOTA_INF)
+        return QUOTA_INF;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? INT64_MIN + 1 : QUOTA_INF - 1;
+    return r;
+}
+
+/* ---- quotaMapping: one projection for requests and usage (see quota.h) ----------------------- */
+
+/* Scale of tracked resource r: the lcm of the denominators of the weights mapped to it. */
+static int64_t scale_of(const struct config *cfg, int r)
+{
+    int64_t s = 1;
+    for (uint32_t i = 0; i < cfg->n_qmaps; i++)
+        if (cfg->qmaps[i].target == r) {
+            int64_t a = s, b = cfg->qmaps[i].den;
+            while (b) {
+                int64_t t = a % b;
+                a = b;
+                b = t;
+            }
+            s = s / a * cfg->qmaps[i].den;
+        }
+    return s;
+}
+
+/* v (indexed by resource id, base units) projected on tracked resource k, in quota units. */
+static int64_t project(const struct quota_tree *t, const int64_t *v, uint32_t k)
+{
+    const struct config *cfg = t->cfg;
+    int r = t->tracked[k];
+    if (cfg->n_qmaps == 0)
+        return v[r];
+    int64_t own = v[r];
+    for (uint32_t i = 0; i < cfg->n_qmaps; i++)
+        if (cfg->qmaps[i].device_class && r == RES_GPU)
+            own -= v[cfg->qmaps[i].source]; /* claimed devices of the class count as its target */
+    int64_t q = sat_mul(own, t->scale[k]);  /* linear: negative requests (removals) too */
+    for (uint32_t i = 0; i < cfg->n_qmaps; i++) {
+        const struct config_qmap *m = &cfg->qmaps[i];
+        if (m->target == r && v[m->source] != 0)
+            q = sat_add(q, sat_mul(sat_mul(v[m->source], m->num), t->scale[k] / m->den));
+    }
+    return q;
+}
+
+/* Quota units back to base units, rounded up or down. */
+static int64_t unscale(const struct quota_tree *t, uint32_t k, int64_t x, bool up)
+{
+    int64_t s = t->scale[k];
+    if (s == 1 || x == QUOTA_INF)
+        return x;
+    if (x < 0)
+        return up ? x / s : -((-x + s - 1) / s);
+    return up ? x / s + (x % s != 0) : x / s;
+}
+
+int64_t quota_need_of(const struct quota_tree *t, const struct res_vec *need, int r)
+{
+    for (uint32_t k = 0; k < t->n_tracked; k++)
+        if (t->tracked[k] == r)
+            return project(t, need->v, k);
+    return 0;
+}
+
 int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
                 struct arena *a)
 {
@@ -41,6 +110,7 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
             for (int r = 0; r < RES_MAX; r++)
                 if (qs->has && qs->has[f * RES_MAX + (uint32_t)r] && !seen[r]) {
                     seen[r] = true;
+                    t->scale[t->n_tracked] = scale_of(cfg, r);
                     t->tracked[t->n_tracked++] = r;
                 }
     }
@@ -68,9 +138,9 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                 t->lend_limit[i] = QUOTA_INF;
                 const struct config_quota *q = config_quota_get(cfg, qs, f, t->tracked[k]);
                 if (q) {
-                    t->nominal[i] = q->nominal;
-                    t->borrow_limit[i] = q->borrowing_limit;
-                    t->lend_limit[i] = q->lending_limit;
+                    t->nominal[i] = sat_mul(q->nominal, t->scale[k]);
+                    t->borrow_limit[i] = sat_mul(q->borrowing_limit, t->scale[k]);
+                    t->lend_limit[i] = sat_mul(q->lending_limit, t->scale[k]);
                 }
             }
     }
@@ -126,8 +196,7 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                 t->subtree[i] = t->nominal[i];
                 if (n >= cfg->n_cohorts && usage) {
                     uint32_t q = n - cfg->n_cohorts;
-                    t->usage[i] =
-                        usage[((size_t)q * t->n_flavors + f) * RES_MAX + (size_t)t->tracked[k]];
+                    t->usage[i] = project(t, usage + ((size_t)q * t->n_flavors + f) * RES_MAX, k);
                 }
             }
             for (uint32_t j = 0; j < n_order; j++) { /* children before parents */
@@ -181,7 +250,7 @@ enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
     enum quota_fit fit = QUOTA_FITS;
     for (uint32_t k = 0; k < t->n_tracked; k++) {
         int r = t->tracked[k];
-        int64_t want = need->v[r];
+        int64_t want = project(t, need->v, k);
         if (want <= 0)
             continue;
         size_t i = at(t, n, f, k);
@@ -199,11 +268,13 @@ enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
                 *why = (struct quota_short){
                     .res = r,
                     .flavor = f,
-                    .need = want,
-                    .nominal = t->nominal[i],
-                    .used = t->usage[i],
-                    .available = this_fit == QUOTA_NEVER ? quota_available(t, n, f, k) : avail,
-                    .potential = this_fit == QUOTA_NEVER ? pot : quota_potential(t, n, f, k)};
+                    .need = unscale(t, k, want, true),
+                    .nominal = unscale(t, k, t->nominal[i], false),
+                    .used = unscale(t, k, t->usage[i], true),
+                    .available = unscale(
+                        t, k, this_fit == QUOTA_NEVER ? quota_available(t, n, f, k) : avail, false),
+                    .potential = unscale(
+                        t, k, this_fit == QUOTA_NEVER ? pot : quota_potential(t, n, f, k), false)};
         }
     }
     return fit;
@@ -213,7 +284,7 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
                   int sign)
 {
     for (uint32_t k = 0; k < t->n_tracked; k++) {
-        int64_t delta = sign * need->v[t->tracked[k]];
+        int64_t delta = sign * project(t, need->v, k);
         uint32_t n = quota_queue_node(t, q);
         while (delta != 0) {
             size_t i = at(t, n, f, k);
@@ -248,7 +319,7 @@ double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const str
             pool += t->subtree[at(t, root, g, k)];
         }
         if (extra)
-            used += extra->v[t->tracked[k]];
+            used += project(t, extra->v, k);
         (void)f;
         int64_t denom = nominal > 0 ? nominal : pool;
         if (denom <= 0)

@@ -20,6 +20,13 @@
  * is <= available(q). It borrows when usage + request > nominal. It can never fit when the
  * request is > potential(q). Resources no quota mentions are not limited.
  *
+ * quotaMapping (config_qmap): a request is first projected onto the tracked resources: a mapped
+ * source adds weight x its request to its target, and the devices of a mapped DeviceClass leave
+ * the accelerator's count for their target. A target with fractional weights keeps every figure
+ * of the tree in 1/scale units (scale = the lcm of its weights' denominators), so fractions add
+ * up exactly (7 slices of weight 1/7 are one GPU). Without a mapping every scale is 1 and the
+ * projection is the request itself.
+ *
  * Must not touch: the config (read-only), the cluster, I/O. Memory: everything in the arena.
  */
 #ifndef QUEUE_QUOTA_H
@@ -40,7 +47,8 @@ struct quota_tree {
     uint32_t n_flavors;
     uint32_t n_tracked; /* resources with a quota somewhere */
     int tracked[RES_MAX];
-    int32_t *parent; /* [n_nodes]: node index or -1 */
+    int64_t scale[RES_MAX]; /* [n_tracked]: quota units per base unit of tracked[k] (>= 1) */
+    int32_t *parent;        /* [n_nodes]: node index or -1 */
     /* [n_nodes][n_flavors][n_tracked] */
     int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
     bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */
@@ -67,7 +75,8 @@ enum quota_fit {
     QUOTA_NEVER,    /* above what the queue could ever get */
 };
 
-/* The limiting resource, for reasons. */
+/* The limiting resource, for reasons, in base units of `res` (with a fractional mapping: need and
+ * used rounded up, the others down). */
 struct quota_short {
     int res; /* resource id */
     uint32_t flavor;
@@ -93,7 +102,11 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
 double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra);
 /* true when queues a and b are in the same cohort tree (same root). */
 bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b);
-/* Queue q's usage and nominal quota of resource r on flavor f (0 when r has no quota). */
+/* `need` projected on tracked resource r (quotaMapping applied), in the unit of quota_used and
+ * quota_nominal; 0 when r is not tracked. */
+int64_t quota_need_of(const struct quota_tree *t, const struct res_vec *need, int r);
+/* Queue q's usage and nominal quota of resource r on flavor f (0 when r has no quota), in quota
+ * units: base units times the tracked resource's scale (1 without fractional mappings). */
 int64_t quota_used(const struct quota_tree *t, uint32_t q, uint32_t f, int r);
 int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r);
 /* Usage over nominal + borrowing limit on some (flavor, tracked resource): a violation. */

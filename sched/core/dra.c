@@ -1,6 +1,7 @@
 /* sched/core/dra.c: DRA GPU inventory (see dra.h). */
 #include "sched/core/dra.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ struct dra_inv {
     struct strmap slices;  /* name -> struct dra_rec* */
     struct strmap by_node; /* node -> struct node_slices*, built on demand; empty when stale */
     bool indexed;
+    int class_res; /* dra_inv_set_class_res, -1 none */
 };
 
 struct dra_inv *dra_inv_new(void)
@@ -37,8 +39,15 @@ struct dra_inv *dra_inv_new(void)
     if (inv) {
         strmap_init(&inv->slices);
         strmap_init(&inv->by_node);
+        inv->class_res = -1;
     }
     return inv;
+}
+
+void dra_inv_set_class_res(struct dra_inv *inv, int res)
+{
+    if (inv)
+        inv->class_res = res >= 0 && res < RES_MAX && res != RES_GPU ? res : -1;
 }
 
 static void rec_free(struct dra_rec *r)
@@ -237,6 +246,8 @@ static bool counts(const struct dra_rec *r, struct strmap *pools)
     return ps && ps->generation == r->generation && ps->seen >= ps->want;
 }
 
+static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd);
+
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
 {
     if (!inv || inv->slices.n == 0)
@@ -262,6 +273,10 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
         if (n == 0 || nd->alloc.v[RES_GPU] > 0)
             continue;
         nd->alloc.v[RES_GPU] = (int64_t)(n > NODE_MAX_GPUS ? NODE_MAX_GPUS : n);
+        if (inv->class_res >= 0)
+            nd->alloc.v[inv->class_res] = nd->alloc.v[RES_GPU];
+        if (node_islands((struct dra_inv *)inv, c, nd) != 0) /* the index is a cache */
+            rc = -1;
         got++;
     }
     strmap_fini(&per_node);
@@ -359,4 +374,87 @@ int dra_inv_index(const struct dra_inv *inv, const char *node, const char *pool,
         base += (int)r->n_gpus;
     }
     return -1;
+}
+
+/* ---- NVLink partitions as islands (see dra.h) ------------------------------------------------ */
+
+/* N of an int attribute "partition<N>" (unqualified or in the driver's domain), else 0. */
+static uint32_t part_size(const struct cel_attr *a, const char *driver)
+{
+    if (a->type != CEL_INT || (a->domain[0] && strcmp(a->domain, driver) != 0) ||
+        strncmp(a->name, "partition", 9) != 0)
+        return 0;
+    uint32_t n = 0;
+    const char *p = a->name + 9;
+    for (; *p >= '0' && *p <= '9' && n <= NODE_MAX_GPUS; p++)
+        n = n * 10 + (uint32_t)(*p - '0');
+    return *p || p == a->name + 9 || n < 2 || n > NODE_MAX_GPUS ? 0 : n;
+}
+
+/* Device i's partition<size> id, or -1 when it has none. */
+static int64_t part_id(const struct cel_device *d, uint32_t size)
+{
+    for (uint32_t k = 0; k < d->n_attrs; k++)
+        if (part_size(&d->attrs[k], d->driver) == size)
+            return d->attrs[k].i;
+    return -1;
+}
+
+/* Writes the node's islands annotation from its devices' partition<N> attributes: the largest N
+ * that every GPU device of the node has, when smaller than the node, groups the devices by its
+ * value (GPUs of one partition are NVLink-connected). Nothing when no such N, when the node already
+ * has the annotation (the operator's word wins) or when the groups are not a partition of
+ * the node's devices. 0, or -1 out of memory. */
+static int node_islands(struct dra_inv *inv, struct cluster *c, struct node *nd)
+{
+    uint32_t n = (uint32_t)nd->alloc.v[RES_GPU];
+    const struct cel_device *dev[NODE_MAX_GPUS];
+    for (uint32_t i = 0; i < nd->n_annotations; i++)
+        if (strcmp(nd->annotations[i].key, ANNOT_GPU_ISLANDS) == 0)
+            return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!dra_inv_device(inv, nd->name, i, NULL, NULL, &dev[i]))
+            return inv->indexed ? 0 : -1;
+    uint32_t best = 0;
+    for (uint32_t k = 0; n && k < dev[0]->n_attrs; k++) {
+        uint32_t sz = part_size(&dev[0]->attrs[k], dev[0]->driver);
+        bool all = sz > best;
+        for (uint32_t i = 1; all && i < n; i++)
+            all = part_id(dev[i], sz) >= 0;
+        if (all)
+            best = sz;
+    }
+    if (best == 0 || best >= n)
+        return 0; /* no partitions, or one spanning the node: one island */
+    char buf[NODE_MAX_GPUS * 4 + 8];
+    size_t at = 0;
+    uint32_t done = 0, groups = 0;
+    while (done != (n == 32 ? UINT32_MAX : (1u << n) - 1) && groups < NODE_MAX_ISLANDS) {
+        uint32_t first = 0;
+        while (done >> first & 1)
+            first++;
+        int64_t id = part_id(dev[first], best);
+        for (uint32_t i = first; i < n; i++)
+            if (!(done >> i & 1) && part_id(dev[i], best) == id) {
+                done |= 1u << i;
+                at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%u",
+                                       at == 0      ? ""
+                                       : i == first ? ";"
+                                                    : ",",
+                                       i);
+            }
+        groups++;
+    }
+    if (done != (n == 32 ? UINT32_MAX : (1u << n) - 1))
+        return 0; /* more groups than islands a node may have */
+    struct kv *kv = cluster_alloc(c, (nd->n_annotations + 1) * sizeof(*kv));
+    const char *v = cluster_strdup(c, buf);
+    if (!kv || !v)
+        return -1;
+    if (nd->n_annotations)
+        memcpy(kv, nd->annotations, nd->n_annotations * sizeof(*kv));
+    kv[nd->n_annotations] = (struct kv){ANNOT_GPU_ISLANDS, v};
+    nd->annotations = kv;
+    nd->n_annotations++;
+    return 0;
 }

@@ -8,6 +8,11 @@
  * A GPU device is one of the configured driver ("gpu.nvidia.com") whose attribute "type" is
  * absent or "gpu" (MIG and VFIO devices of the same driver are not whole GPUs). Device names are
  * kept per node, sorted, so that GPU index i of a node is its i-th device name.
+ * NVLink partitions: when every GPU device of a node carries an int attribute partition<N> (the
+ * id of the Fabric Manager partition of N GPUs holding it, as NVIDIA's driver names them), the
+ * largest such N below the node's GPU count splits the node into NVLink islands, one per id
+ * (written as the node's gangsched.io/gpu-islands annotation unless it has one), so the islands
+ * rule of cluster_finalize, tensor-parallel groups included, applies unchanged.
  *
  * Must not touch: JSON or YAML (the readers in sched/k8s/nodes.c and sched/k8s/slice.c decode
  * slices into dra_slice records), scheduling state. Pure data structure.
@@ -21,7 +26,12 @@
 #include "sched/core/cel.h"
 #include "sched/core/model.h"
 
-#define DRA_GPU_DRIVER "gpu.nvidia.com"
+#define DRA_GPU_DRIVER       "gpu.nvidia.com"
+/* The resource slot where the drivers count the devices of DeviceClass C that a pod claims,
+ * named PREFIX + C (Kubernetes' own name for a class's implicit extended resource), when the
+ * config's quotaMapping names the class (config_qmap); otherwise claims count only as the
+ * accelerator. */
+#define DRA_CLASS_RES_PREFIX "deviceclass.resource.kubernetes.io/"
 
 /* One ResourceSlice as the inventory needs it (strings borrowed for the call). */
 struct dra_slice {
@@ -44,6 +54,12 @@ void dra_inv_free(struct dra_inv *inv);
 int dra_inv_put(struct dra_inv *inv, const struct dra_slice *s);
 void dra_inv_remove(struct dra_inv *inv, const char *name);
 uint32_t dra_inv_n_slices(const struct dra_inv *inv);
+
+/* The resource slot (res.h id, or -1: none, the default) that dra_inv_apply fills with the same
+ * count as the accelerator: DRA_CLASS_RES_PREFIX + the GPU DeviceClass when the config's
+ * quotaMapping counts that class (a pod's claimed devices go there too, so only DRA nodes hold
+ * them). */
+void dra_inv_set_class_res(struct dra_inv *inv, int res);
 
 /* Sets alloc nvidia.com/gpu of every node of `c` (before cluster_finalize) that has none to the
  * GPU devices its complete newest pools publish (at most NODE_MAX_GPUS); returns how many nodes

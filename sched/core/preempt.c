@@ -105,8 +105,8 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     bool in_nominal = true;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
-        if (need->v[res] > 0 &&
-            quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+        int64_t want = quota_need_of(pc->qt, need, res);
+        if (want > 0 && quota_used(pc->qt, q, f, res) + want > quota_nominal(pc->qt, q, f, res))
             in_nominal = false;
     }
     if (in_nominal) {
@@ -214,8 +214,8 @@ static int within_nominal(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
         return -1;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
-        if (need->v[res] > 0 &&
-            quota_used(pc->qt, q, f, res) + need->v[res] > quota_nominal(pc->qt, q, f, res))
+        int64_t want = quota_need_of(pc->qt, need, res);
+        if (want > 0 && quota_used(pc->qt, q, f, res) + want > quota_nominal(pc->qt, q, f, res))
             return 0;
     }
     return 1;
@@ -238,9 +238,10 @@ static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_run
     gang_request(v, &vn);
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
-        if (vn.v[res] <= 0)
+        int64_t held = quota_need_of(pc->qt, &vn, res);
+        if (held <= 0)
             continue;
-        if (quota_used(pc->qt, v->queue, r->flavor, res) - vn.v[res] <
+        if (quota_used(pc->qt, v->queue, r->flavor, res) - held <
             quota_nominal(pc->qt, v->queue, r->flavor, res))
             return false;
     }

@@ -414,6 +414,7 @@ static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sc
             return SCHED_ENOMEM;
         }
     free(names);
+    kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
     if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
         kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
         cluster_free(cl);
@@ -699,6 +700,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
             return SCHED_EINVAL;
         }
+        for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
+            if (kclaims_shared(b->c->dra, members[i]))
+                gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);
     }
     if (b->cfg && !running && config_profile_apply(b->cfg, q, profile, gg) != 0) {
         *why = arena_printf(a,
@@ -789,6 +793,10 @@ static int claim_demands(struct builder *b)
     struct kcache *c = b->c;
     const char *pk;
     void *pv;
+    kclaims_consumers_reset(c->dra); /* shared claims: who uses each (claims.h) */
+    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);)
+        if (((struct kpod *)pv)->n_claims && kclaims_note_pod(c->dra, pv) != 0)
+            return SCHED_ENOMEM;
     for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
         struct kpod *p = pv;
         const char *cw =

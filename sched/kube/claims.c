@@ -8,10 +8,18 @@
 #include "sched/core/strmap.h"
 #include "sched/kube/computedomain.h"
 
+/* The pods that reference one claim, sorted by key: consumers[0] holds its devices. */
+struct kcons {
+    const struct kpod **v;
+    uint32_t n, cap;
+};
+
 struct kclaims {
-    struct strmap claims; /* "ns/name" -> struct kclaim* */
-    struct dra_inv *dra;  /* ResourceSlices */
-    struct kcd *cd;       /* ComputeDomains and their IMEX channels */
+    struct strmap claims;    /* "ns/name" -> struct kclaim* */
+    struct strmap consumers; /* claim key -> struct kcons*, noted at each build */
+    struct dra_inv *dra;     /* ResourceSlices */
+    struct kcd *cd;          /* ComputeDomains and their IMEX channels */
+    int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
 };
 
 struct kclaims *kclaims_new(void)
@@ -20,6 +28,8 @@ struct kclaims *kclaims_new(void)
     if (!c)
         return NULL;
     strmap_init(&c->claims);
+    strmap_init(&c->consumers);
+    c->class_res = -1;
     if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
         dra_inv_free(c->dra);
         free(c);
@@ -37,6 +47,8 @@ void kclaims_free(struct kclaims *c)
     for (size_t i = 0; strmap_next(&c->claims, &i, &k, &v);)
         kdra_claim_free(v);
     strmap_fini(&c->claims);
+    kclaims_consumers_reset(c);
+    strmap_fini(&c->consumers);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
     free(c);
@@ -104,6 +116,108 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
     return 0;
 }
 
+void kclaims_configure(struct kclaims *c, const struct config *cfg)
+{
+    c->class_res = config_qmap_class(cfg, DRA_GPU_DRIVER);
+    dra_inv_set_class_res(c->dra, c->class_res);
+}
+
+/* ---- shared claims ------------------------------------------------------------------------- */
+
+void kclaims_consumers_reset(struct kclaims *c)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->consumers, &i, &k, &v);) {
+        struct kcons *cs = v;
+        free(cs->v);
+        free(cs);
+    }
+    strmap_fini(&c->consumers);
+    strmap_init(&c->consumers);
+}
+
+int kclaims_note_pod(struct kclaims *c, const struct kpod *p)
+{
+    for (uint32_t i = 0; !p->deleting && i < p->n_claims; i++) {
+        struct kcons *cs = strmap_get(&c->consumers, p->claims[i]);
+        if (!cs && (!(cs = calloc(1, sizeof(*cs))) ||
+                    strmap_put(&c->consumers, p->claims[i], cs, NULL) != 0)) {
+            free(cs);
+            return SCHED_ENOMEM;
+        }
+        if (cs->n == cs->cap) {
+            uint32_t cap = cs->cap ? cs->cap * 2 : 4;
+            const struct kpod **v = realloc(cs->v, cap * sizeof(*v));
+            if (!v)
+                return SCHED_ENOMEM;
+            cs->v = v;
+            cs->cap = cap;
+        }
+        uint32_t at = cs->n++; /* sorted by key: insertion */
+        while (at > 0 && strcmp(cs->v[at - 1]->key, p->key) > 0) {
+            cs->v[at] = cs->v[at - 1];
+            at--;
+        }
+        cs->v[at] = p;
+    }
+    return 0;
+}
+
+/* The consumers of claim `key` noted at this build (n 0: none). */
+static const struct kpod *const *consumers(const struct kclaims *c, const char *key, uint32_t *n)
+{
+    const struct kcons *cs = strmap_get((struct strmap *)&c->consumers, key);
+    *n = cs ? cs->n : 0;
+    return cs ? cs->v : NULL;
+}
+
+bool kclaims_shared(const struct kclaims *c, const struct kpod *p)
+{
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        uint32_t n;
+        consumers(c, p->claims[i], &n);
+        if (n > 1)
+            return true;
+    }
+    return false;
+}
+
+/* Why pod p cannot use shared claim x (key) with its other consumers, or NULL: they must all be
+ * ours, of one gang, at most KDRA_MAX_CONSUMERS, the claim its only GPUs, and the claim free or
+ * reserved only for them. *holder: p holds the devices (the first consumer by key). */
+static const char *shared_why(const struct kclaims *c, const struct kpod *p, const char *key,
+                              const struct kclaim *x, bool *holder, struct arena *a)
+{
+    uint32_t n;
+    const struct kpod *const *v = consumers(c, key, &n);
+    *holder = n == 0 || v[0] == p;
+    if (n > KDRA_MAX_CONSUMERS)
+        return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
+                            key, n, KDRA_MAX_CONSUMERS);
+    const char **uids = arena_calloc(a, n + 1, sizeof(*uids));
+    if (!uids)
+        return "out of memory";
+    for (uint32_t i = 0; i < n; i++) {
+        if (!v[i]->ours || !v[i]->group || !p->group || strcmp(v[i]->group, p->group) != 0)
+            return arena_printf(a,
+                                "resourceclaim %s is shared by pods of several gangs or "
+                                "schedulers (%s and %s): gangsched allocates a shared claim for "
+                                "the pods of one gang",
+                                key, p->key, v[i]->key);
+        uids[i] = v[i]->uid;
+    }
+    if (p->n_claims > 1 || p->gpus_own > 0 || x->all)
+        return arena_printf(a,
+                            "resourceclaim %s: a claim shared by several pods must be their only "
+                            "GPUs (pod %s has others), and not allocationMode All",
+                            key, p->key);
+    if (!p->node && !kdra_claim_free_for_all(x, uids, n))
+        return arena_printf(a, "ResourceClaim %s is allocated to consumers outside gang %s", key,
+                            p->group);
+    return NULL;
+}
+
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key)
 {
     return strmap_get((struct strmap *)&c->claims, key);
@@ -141,12 +255,22 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
     int cr = res_lookup(KCD_RESOURCE); /* channels: counted again below */
     if (cr >= 0)
         p->req.v[cr] = 0;
+    if (c->class_res >= 0)
+        p->req.v[c->class_res] = 0;
     const char *why = p->claim_wait;
     uint32_t n_all = 0, n_gpu_claims = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
         if (!x) {
             why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
+            continue;
+        }
+        uint32_t users;
+        consumers(c, p->claims[i], &users);
+        bool holder = true;
+        const char *sw = users > 1 ? shared_why(c, p, p->claims[i], x, &holder, a) : NULL;
+        if (!holder) { /* a shared claim's devices count once: on its first consumer */
+            why = why ? why : sw;
             continue;
         }
         p->req.v[RES_GPU] += x->gpus;
@@ -156,7 +280,9 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
         n_gpu_claims += x->gpus > 0 || x->all;
         if (x->unsupported)
             why = why ? why : x->unsupported;
-        else if (!p->node && !kdra_claim_free_for(x, p->uid))
+        else if (sw)
+            why = why ? why : sw;
+        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid))
             why = why ? why
                       : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
                                      p->claims[i]);
@@ -170,6 +296,8 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
                                      "hold the pod's only GPUs",
                                      p->key);
     }
+    if (c->class_res >= 0) /* the claimed devices, for quota (config_qmap) */
+        p->req.v[c->class_res] = p->req.v[RES_GPU] - p->gpus_own;
     return why;
 }
 
@@ -230,6 +358,10 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
     int64_t n = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = strmap_get((struct strmap *)&c->claims, p->claims[i]);
+        uint32_t users;
+        const struct kpod *const *v = consumers(c, p->claims[i], &users);
+        if (users > 1 && v[0] != p)
+            continue; /* a shared claim's devices are its first consumer's */
         for (uint32_t k = 0; cl && k < cl->n_alloc; k++) {
             int g = dra_inv_index(c->dra, node, cl->alloc[k].pool, cl->alloc[k].device);
             if (g >= 0 && g < 32 && !(m & (1u << g))) {

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "config/model.h"
 #include "sched/core/arena.h"
 #include "sched/core/dra.h"
 #include "sched/core/model.h"
@@ -27,6 +28,20 @@ struct kclaims *kclaims_new(void);
 void kclaims_free(struct kclaims *c);
 struct dra_inv *kclaims_inv(const struct kclaims *c);
 struct kcd *kclaims_cd(const struct kclaims *c); /* ComputeDomains (computedomain.h) */
+
+/* Reads the config's quotaMapping: when it counts the GPU DeviceClass (gpu.nvidia.com), a pod's
+ * claimed devices also go to that class's slot (DRA_CLASS_RES_PREFIX + class) and DRA nodes
+ * hold as many of it as GPUs; else the slot is unused. Call before each cluster rebuild. */
+void kclaims_configure(struct kclaims *c, const struct config *cfg);
+
+/* Shared claims (a ResourceClaim named by several pods): each build notes every pod's claims
+ * first (reset, then note each pod not being deleted); a shared claim's devices then count on its
+ * first consumer by key only, the others ask none for it and the gang must sit on one node
+ * (kclaims_shared). Supported for the pods of one gang of ours, the claim being their only
+ * GPUs; anything else waits with a reason starting "resourceclaim ". */
+void kclaims_consumers_reset(struct kclaims *c);
+int kclaims_note_pod(struct kclaims *c, const struct kpod *p); /* 0 or SCHED_ENOMEM */
+bool kclaims_shared(const struct kclaims *c, const struct kpod *p);
 
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);

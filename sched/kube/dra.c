@@ -308,9 +308,22 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid)
     return c->n_reserved > 0 || !c->allocated;
 }
 
+bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n)
+{
+    for (uint32_t i = 0; i < c->n_reserved; i++) {
+        bool mine = false;
+        for (uint32_t k = 0; k < n && !mine; k++)
+            mine = uids[k] && strcmp(c->reserved[i], uids[k]) == 0;
+        if (!mine)
+            return false;
+    }
+    return c->n_reserved > 0 || !c->allocated;
+}
+
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
-                             uint32_t n_devices, const char *pod_name, const char *pod_uid)
+                             uint32_t n_devices, const char *const *names, const char *const *uids,
+                             uint32_t n_consumers)
 {
     cJSON *body = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(body, "status");
@@ -347,12 +360,16 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
     cJSON_AddItemToArray(
         cJSON_AddArrayToObject(cJSON_AddObjectToObject(alloc, "nodeSelector"), "nodeSelectorTerms"),
         term);
-    cJSON *who = cJSON_CreateObject();
-    cJSON_AddStringToObject(who, "resource", "pods");
-    cJSON_AddStringToObject(who, "name", pod_name);
-    cJSON_AddStringToObject(who, "uid", pod_uid ? pod_uid : "");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(st, "reservedFor"), who);
-    if (!cJSON_GetArraySize(res) || k != n_devices) {
+    cJSON *rf = cJSON_AddArrayToObject(st, "reservedFor");
+    for (uint32_t i = 0; i < n_consumers; i++) {
+        cJSON *who = cJSON_CreateObject();
+        cJSON_AddStringToObject(who, "resource", "pods");
+        cJSON_AddStringToObject(who, "name", names[i]);
+        cJSON_AddStringToObject(who, "uid", uids[i] ? uids[i] : "");
+        cJSON_AddItemToArray(rf, who);
+    }
+    if (!cJSON_GetArraySize(res) || k != n_devices || cJSON_GetArraySize(rf) != (int)n_consumers ||
+        n_consumers == 0 || n_consumers > KDRA_MAX_CONSUMERS) {
         cJSON_Delete(body);
         return NULL;
     }

@@ -74,15 +74,26 @@ bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *
  * one but that pod (our own earlier attempt). */
 bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
 
-/* The body of the resourceclaims/status write that allocates the claim on `node` to the pod:
- * status.allocation.devices.results[] (request, driver, pool, device: devices taken in order,
- * count per request; an All request takes them all), status.allocation.devices.config (the
+/* A claim shared by several pods (KEP-4381): status.reservedFor holds at most this many
+ * consumers (upstream's ResourceClaimReservedForMaxSize). */
+#define KDRA_MAX_CONSUMERS 256
+
+/* Whether every consumer the claim is reserved for is one of uids[n] (our earlier attempt for
+ * the same consumers), or it is not allocated. */
+bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n);
+
+/* The body of the resourceclaims/status write that allocates the claim on `node` to its
+ * consumers: status.allocation.devices.results[] (request, driver, pool, device: devices taken in
+ * order, count per request; an All request takes them all), status.allocation.devices.config (the
  * claim's spec.devices.config entries with source FromClaim, as kube-scheduler copies them: the
- * driver reads its opaque parameters there), status.allocation.nodeSelector (metadata.name
- * In [node]) and status.reservedFor [{resource: pods, name, uid}]. NULL out of memory. */
+ * driver reads its opaque parameters there), status.allocation.nodeSelector (metadata.name In
+ * [node]) and status.reservedFor [{resource: pods, name, uid}] listing the n_consumers pods (1 to
+ * KDRA_MAX_CONSUMERS; a shared claim lists them all, so that each consumer's write is the same).
+ * NULL out of memory or on bad counts. */
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
-                             uint32_t n_devices, const char *pod_name, const char *pod_uid);
+                             uint32_t n_devices, const char *const *names, const char *const *uids,
+                             uint32_t n_consumers);
 
 /* A pod's claims: spec.resourceClaims[]{name, resourceClaimName | resourceClaimTemplateName};
  * a template's claim is the one status.resourceClaimStatuses names (created by the resourceclaim

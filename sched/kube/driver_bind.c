@@ -384,10 +384,50 @@ static void on_claim_written(void *ctx, const struct kube_resp *r)
     free(w);
 }
 
+/* The DRA device names of GPUs `mask` of node (devices in index order); false when one is not a
+ * DRA device. */
+static bool mask_devices(struct kdrv *d, const char *node, uint32_t mask, const char **dev,
+                         const char **drv, const char **pool, uint32_t *n)
+{
+    *n = 0;
+    for (uint32_t g = 0; g < 32; g++)
+        if (mask & (1u << g)) {
+            dev[*n] = kcache_dra_device(d->cache, node, g, &drv[*n], &pool[*n]);
+            if (!dev[*n])
+                return false;
+            (*n)++;
+        }
+    return true;
+}
+
+/* The consumers of claim `key` among the gang's pods (names, uids; at most KDRA_MAX_CONSUMERS)
+ * and the bind of the first by key, which holds its devices (claims.h). */
+static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, const char *key,
+                               const char **names, const char **uids, const struct kbind **holder)
+{
+    uint32_t n = 0;
+    *holder = NULL;
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        const struct kpod *q = kcache_pod(d->cache, gb->pods[i].pod_key);
+        bool uses = false;
+        for (uint32_t k = 0; q && k < q->n_claims && !uses; k++)
+            uses = strcmp(q->claims[k], key) == 0;
+        if (!uses || n == KDRA_MAX_CONSUMERS)
+            continue;
+        names[n] = q->name;
+        uids[n++] = q->uid;
+        if (!*holder || strcmp(gb->pods[i].pod_key, (*holder)->pod_key) < 0)
+            *holder = &gb->pods[i];
+    }
+    return n;
+}
+
 /* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
  * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs
  * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
- * at once. A failed write fails the bind (the gang rolls back whole). */
+ * at once. A claim several pods of the gang share gets the devices of its first consumer and all
+ * of them in reservedFor, the same body from each consumer before its own Binding. A failed
+ * write fails the bind (the gang rolls back whole). */
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
@@ -402,21 +442,20 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
         gpu_claims |= !cl || cl->gpus > 0 || cl->all;
     }
-    for (uint32_t g = 0; g < 32 && gpu_claims; g++)
-        if (b->gpu_mask & (1u << g)) {
-            dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
-            if (!dev[n]) {
-                char buf[600];
-                snprintf(buf, sizeof(buf), "pod %s: GPU %u of node %s is not a DRA device",
-                         b->pod_key, g, b->node);
-                bind_done(b, buf);
-                return;
-            }
-            n++;
-        }
+    if (gpu_claims && !mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n)) {
+        char buf[600];
+        snprintf(buf, sizeof(buf), "pod %s: a GPU of node %s is not a DRA device", b->pod_key,
+                 b->node);
+        bind_done(b, buf);
+        return;
+    }
     struct kclaim_writes *w = calloc(1, sizeof(*w));
-    if (!w || (flavor && !(w->flavor = strdup(flavor)))) {
+    const char **names = calloc(KDRA_MAX_CONSUMERS, sizeof(*names));
+    const char **uids = calloc(KDRA_MAX_CONSUMERS, sizeof(*uids));
+    if (!w || !names || !uids || (flavor && !(w->flavor = strdup(flavor)))) {
         free(w);
+        free(names);
+        free(uids);
         bind_done(b, "out of memory");
         return;
     }
@@ -425,17 +464,30 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     uint32_t at = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        uint32_t take = cl ? cl->all ? n - at : (uint32_t)cl->gpus : 0; /* All: the rest */
+        const struct kbind *h = NULL;
+        uint32_t users = gang_consumers(d, b->gb, p->claims[i], names, uids, &h);
+        cJSON *body = NULL;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
-        bool chan = cl && cl->channels &&
-                    (ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL;
-        cJSON *body =
-            chan ? kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, p->name, p->uid)
-            : cl && !cl->channels && at + take <= n
-                ? kdra_claim_allocation(cl, b->node, dev + at, drv + at, pool + at, take, p->name,
-                                        p->uid)
-                : NULL;
-        at += take;
+        if (cl && cl->channels) {
+            names[0] = p->name;
+            uids[0] = p->uid;
+            if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
+                body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, names, uids, 1);
+        } else if (cl && users > 1) { /* shared: the holder's devices, every consumer reserved */
+            const char *hd[32], *hdrv[32], *hp[32];
+            uint32_t hn = 0;
+            if (strcmp(h->node, b->node) == 0 &&
+                mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
+                body = kdra_claim_allocation(cl, b->node, hd, hdrv, hp, hn, names, uids, users);
+        } else if (cl) {
+            uint32_t take = cl->all ? n - at : (uint32_t)cl->gpus; /* All: the rest */
+            names[0] = p->name;
+            uids[0] = p->uid;
+            body = at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
+                                                          pool + at, take, names, uids, 1)
+                                  : NULL;
+            at += take;
+        }
         char path[KOBJ_KEY_MAX + 80];
         snprintf(path, sizeof(path),
                  "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
@@ -448,6 +500,8 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         }
         kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, on_claim_written, w);
     }
+    free(names);
+    free(uids);
 }
 
 /* ---- recovery ----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /* sched/sim/input.c: jobs built from traces (sim_input_build, the default configuration, workload
  * knobs) (see run.h). */
+#include "sched/core/dra.h"
 #include "sched/sim/run.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -159,6 +160,41 @@ static void pod_request(struct res_vec *req, int64_t gpus)
     req->v[RES_PODS] = 1;
 }
 
+/* The `resource` column: num_gpu counts that resource (a MIG profile such as
+ * nvidia.com/mig-1g.10gb, a pool of its own) instead of the device. 0 or SCHED_EINVAL. */
+static int row_resource(struct gang *g, const struct trace_job *tj, const struct trace *t,
+                        struct sched_errbuf *eb)
+{
+    int id;
+    struct sched_errbuf reb;
+    if (strcmp(tj->resource, device_resource()) == 0)
+        return 0;
+    if (res_intern(tj->resource, &id, &reb) != 0)
+        return sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'resource': %s", t->files[tj->file],
+                          tj->line, reb.msg);
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        g->sets[s].req.v[id] = g->sets[s].req.v[RES_GPU];
+        g->sets[s].req.v[RES_GPU] = 0;
+    }
+    return 0;
+}
+
+/* The GPU DeviceClass's slot when quotaMapping counts the class and every GPU node of the
+ * cluster has its GPUs from ResourceSlices: a job's GPUs are then devices it claims of that class
+ * and ask the slot too (sched/core/dra.h); else -1 (a mixed cluster: the device's GPUs). */
+static int dra_class_slot(const struct cluster *c, const struct config *cfg)
+{
+    int s = config_qmap_class(cfg, DRA_GPU_DRIVER);
+    bool any = false;
+    for (uint32_t i = 0; s >= 0 && i < c->n_nodes; i++)
+        if (c->nodes[i].n_gpus > 0) {
+            if (c->nodes[i].alloc.v[s] != c->nodes[i].alloc.v[RES_GPU])
+                return -1;
+            any = true;
+        }
+    return any ? s : -1;
+}
+
 /* The gang's pod sets from the trace row: gpus_per_pod wins; else `pods` pods as even as
  * possible (the first ones one GPU larger); else whole nodes of the largest node size
  * (node_gpus GPUs). */
@@ -213,6 +249,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         cfg = in->owned_config;
     }
     in->config = cfg;
+    int dra_class = dra_class_slot(c, cfg);
     in->n_queues = cfg->n_queues;
     in->queues = calloc(cfg->n_queues + 1, sizeof(*in->queues));
     in->jobs = calloc(t->n_jobs ? t->n_jobs : 1, sizeof(*in->jobs));
@@ -275,6 +312,13 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
             return rc;
         }
         pod_sets(g, tj, node_gpus);
+        int rrc = tj->resource ? row_resource(g, tj, t, eb) : 0;
+        if (rrc != 0) {
+            sim_input_free(in);
+            return rrc;
+        }
+        for (uint32_t s = 0; dra_class >= 0 && s < g->n_sets; s++)
+            g->sets[s].req.v[dra_class] = g->sets[s].req.v[RES_GPU];
         /* A tensor-parallel group larger than a pod: its pods must share an NVLink domain. */
         int64_t pod_gpus = g->n_sets ? g->sets[0].req.v[RES_GPU] : 0;
         if (g->tp_size > 0 && pod_gpus > 0 && g->tp_size > pod_gpus && g->slice_size == 0) {

@@ -7,7 +7,8 @@
  * (level names), tp-size (GPUs per tensor-parallel group), slice-size (pods per slice) and
  * slice-topology (level name), profile (scoring profile name), checkpoint_interval and
  * restart_cost (seconds), tolerations (the pods' tolerations, kept as text and read by
- * sched/sim/tolerate.c: "nvidia.com/gpu=present:NoSchedule;spot:NoExecute"). Unknown columns
+ * sched/sim/tolerate.c: "nvidia.com/gpu=present:NoSchedule;spot:NoExecute"), resource (the
+ * resource num_gpu counts, e.g. nvidia.com/mig-1g.10gb; default the device). Unknown columns
  * are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
@@ -50,6 +51,7 @@ struct trace_job {
     const char *slice_topology;     /* level each slice must fit in, NULL when absent */
     const char *profile;            /* scoring profile name, NULL = the queue's */
     const char *tolerations;        /* tolerations column, NULL when absent or empty */
+    const char *resource;           /* what num_gpu counts, NULL = the device */
     int64_t checkpoint_interval_ms; /* checkpoint_interval: 0 = never checkpoints */
     bool has_checkpoint_interval;   /* the column had a value (else the simulator's default) */
     bool has_restart_cost;          /* the restart_cost cell is not empty (else the queue's

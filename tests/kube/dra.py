@@ -85,15 +85,22 @@ def claims_of(c, pod):
         o.get("name") == pod for o in x["metadata"].get("ownerReferences") or [])]
 
 
-def main():
+def start(config):
+    """A fake API server with kwok's DeviceClass and the scheduler's config written: (kubeconfig,
+    client)."""
     kubeconfig = e2e.start_fake(crds=("xk8s",))
     with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(CONFIG)
+        f.write(config)
     with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
         f.write("operator-secret\n")
     c = Client(kubeconfig)
     with open("tests/data/kwok-dra/device-class.yaml") as f:
         c.post(RES + "/deviceclasses", yaml.safe_load(f))
+    return kubeconfig, c
+
+
+def main():
+    kubeconfig, c = start(CONFIG)
     for i, (n, rack) in enumerate((("gpu-1", "r1"), ("gpu-2", "r1"), ("gpu-3", "r2"),
                                    ("gpu-4", "r2"))):
         c.post("/api/v1/nodes", dra_node(n, rack))

@@ -1519,6 +1519,21 @@ def check_event(res, ev):
 
 
 def check_update(res, cur, new):
+    if res.key == ("resource.k8s.io", "resourceclaims"):
+        # ValidateResourceClaimStatusUpdate (pkg/apis/resource/validation): reservedFor holds at
+        # most ResourceClaimReservedForMaxSize (256) consumers, each uid once, and needs an
+        # allocation (issue 17: shared claims)
+        st = new.get("status") or {}
+        rf = st.get("reservedFor") or []
+        name = cur["metadata"]["name"]
+        if len(rf) > 256:
+            raise invalid(res, name, "status.reservedFor",
+                          "Too many: %d: must have at most 256 items" % len(rf))
+        if len({r.get("uid") for r in rf}) != len(rf):
+            raise invalid(res, name, "status.reservedFor", "Duplicate value")
+        if rf and not st.get("allocation"):
+            raise invalid(res, name, "status.reservedFor",
+                          "Forbidden: may not be specified when `allocated` is not set")
     if res.key == ("", "pods"):
         if dig(new, "spec.nodeName") != dig(cur, "spec.nodeName"):
             raise invalid(res, cur["metadata"]["name"], "spec",

@@ -328,7 +328,7 @@ static const struct bad bad_configs[] = {
     /* keys and types */
     {H "queue: []\n", "3:1: ",
      "queue: unknown key (allowed: apiVersion, kind, device, topology, fairShare, starvation, "
-     "flavors, cohorts, queues, profiles)"},
+     "flavors, cohorts, queues, profiles, quotaMapping)"},
     {H "kind: SchedulerConfig\n", "3:1: ", "kind: duplicate key (first at line 2, column 1)"},
     {H "queues: {}\n", "3:9: ", "queues: expected a sequence, got a mapping"},
     {H "queues: [foo]\n", "3:10: ", "queues[0]: expected a mapping, got the string \"foo\""},

@@ -12,6 +12,7 @@
 // clang-format on
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/model.h"
@@ -199,12 +200,119 @@ static void claims(void **state)
     }
 }
 
+/* A shared claim's write lists every consumer; 0 or more than 256 consumers are refused; a claim
+ * reserved only for some of the consumers is still free for them, not for others. */
+static void shared_claim_body(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
+    const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
+               *pool[] = {"n1", "n1"};
+    static const char *names[300], *uids[300];
+    char nb[300][16], ub[300][16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(nb[i], sizeof(nb[i]), "p-%d", i);
+        snprintf(ub[i], sizeof(ub[i]), "u-%d", i);
+        names[i] = nb[i];
+        uids[i] = ub[i];
+    }
+    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 3);
+    assert_non_null(b);
+    const cJSON *rf = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "reservedFor");
+    assert_int_equal(cJSON_GetArraySize(rf), 3);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rf, 2), "uid")),
+                        "u-2");
+    cJSON_Delete(b);
+    assert_non_null(b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 256));
+    cJSON_Delete(b);
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 257));
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 0));
+    assert_true(kdra_claim_free_for_all(c, uids, 3)); /* not allocated */
+    c->allocated = true;
+    c->reserved = calloc(2, sizeof(*c->reserved));
+    c->reserved[0] = strdup("u-1");
+    c->n_reserved = 1;
+    assert_true(kdra_claim_free_for_all(c, uids, 3));  /* reserved for one of them: ours */
+    assert_false(kdra_claim_free_for_all(c, uids, 1)); /* u-1 is not among u-0 */
+    kdra_claim_free(c);
+}
+
+/* A slice of n_dev GPUs where device i has partition<size> = i / size for each size in sizes
+ * (0-terminated), the way NVIDIA's driver publishes Fabric Manager partitions. */
+static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const int *sizes)
+{
+    char devs[6000] = "";
+    for (int i = 0; i < n_dev; i++) {
+        char attrs[400] = "\"type\":{\"string\":\"gpu\"}";
+        for (const int *z = sizes; *z; z++)
+            snprintf(attrs + strlen(attrs), sizeof(attrs) - strlen(attrs),
+                     ",\"%spartition%d\":{\"int\":%d}", *z == 2 ? "gpu.nvidia.com/" : "", *z,
+                     100 + i / *z);
+        snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs),
+                 "%s{\"name\":\"gpu-%d\",\"attributes\":{%s}}", i ? "," : "", i, attrs);
+    }
+    char buf[7000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s-s\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+             "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,"
+             "\"resourceSliceCount\":1},\"devices\":[%s]}}",
+             node, node, node, devs);
+    cJSON *o = cJSON_Parse(buf);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), 0);
+    cJSON_Delete(o);
+}
+
+/* NVLink partitions as islands: the largest partition size every device has, below the node's
+ * GPU count, groups the GPUs; a partition of the whole node (or none) leaves one island; an
+ * operator's gpu-islands annotation wins. */
+static void partitions_as_islands(void **state)
+{
+    (void)state;
+    struct dra_inv *inv = dra_inv_new();
+    static const int halves[] = {1, 2, 4, 0}, whole[] = {2, 4, 8, 0}, none[] = {0};
+    put_parts(inv, "p", 8, halves);
+    put_parts(inv, "w", 8, whole);
+    put_parts(inv, "n", 8, none);
+    put_parts(inv, "o", 8, halves);
+    struct cluster *c = cluster_new();
+    const char *names[] = {"n", "o", "p", "w"};
+    for (int i = 0; i < 4; i++) {
+        struct node *n = cluster_add_node(c, names[i]);
+        n->ready = true;
+        if (i == 1) {
+            struct kv *kv = cluster_alloc(c, sizeof(*kv));
+            *kv = (struct kv){ANNOT_GPU_ISLANDS, "0-1,2-7"};
+            n->annotations = kv;
+            n->n_annotations = 1;
+        }
+    }
+    c->dra = inv; /* cluster_finalize applies it, as for `simulate --nodes` */
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(cluster_finalize(c, NULL, NULL, 0, &eb), 0);
+    const struct node *n = &c->nodes[0], *o = &c->nodes[1], *p = &c->nodes[2], *w = &c->nodes[3];
+    assert_int_equal(p->n_gpus, 8);
+    assert_int_equal(p->n_islands, 2);
+    assert_int_equal(p->islands[0], 0x0f);
+    assert_int_equal(p->islands[1], 0xf0);
+    assert_string_equal(node_annotation(p, ANNOT_GPU_ISLANDS), "0,1,2,3;4,5,6,7");
+    assert_int_equal(w->n_islands, 1);
+    assert_int_equal(w->islands[0], 0xff);
+    assert_null(node_annotation(w, ANNOT_GPU_ISLANDS));
+    assert_int_equal(n->n_islands, 1);
+    assert_int_equal(o->n_islands, 2); /* the operator's annotation */
+    assert_int_equal(o->islands[0], 0x03);
+    cluster_free(c); /* frees the inventory too */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inventory_rules),
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
+        cmocka_unit_test(partitions_as_islands),
+        cmocka_unit_test(shared_claim_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,99 @@
+"""tests/kube/dra_shared.py: a ResourceClaim shared by the pods of a gang (KEP-4381), with
+`gangsched run` on DRA-only nodes.
+
+Owns: issue 17's shared claims. A claim made directly (resourceClaimName, 4 GPUs) named by the
+three pods of one gang: the claim is allocated once, status.reservedFor lists all three pods,
+every pod lands on the node of the allocation's nodeSelector; the queue's quota counts its 4
+devices once (an 8-GPU gang still fits the 16-GPU quota); deleting consumers leaves the claim
+allocated to the others until the last one goes (the fake API server plays the resourceclaim
+controller); a claim named by pods of two gangs waits with InvalidSpec. Every wait is bounded.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import dra  # noqa: E402
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+CLAIMS = dra.RES + "/namespaces/default/resourceclaims"
+
+
+def claim(name, count):
+    c = dra.template(name, count)
+    c["kind"] = "ResourceClaim"
+    c["spec"] = c["spec"]["spec"]
+    return c
+
+
+def sharing_gang(c, name, n, claim_name):
+    path, pg = e2e.podgroup(name, n)
+    c.post(path, pg)
+    for i in range(n):
+        p = e2e.pod("%s-%d" % (name, i), name, 0)
+        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim_name}]
+        p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+        c.post(dra.NS, p)
+
+
+def status(c, name):
+    return c.get(CLAIMS + "/" + name)[1].get("status") or {}
+
+
+def main():
+    kubeconfig, c = dra.start(dra.CONFIG)
+    for i, (n, rack) in enumerate((("gpu-1", "r1"), ("gpu-2", "r1"), ("gpu-3", "r2"),
+                                   ("gpu-4", "r2"))):
+        c.post("/api/v1/nodes", dra.dra_node(n, rack))
+        c.post(dra.RES + "/resourceslices", dra.gpu_slice(n, "u%d" % i))
+    c.post(dra.RES + "/namespaces/default/resourceclaimtemplates", dra.template("eight", 8))
+    c.post(CLAIMS, claim("shared", 4))
+    s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "g.db"))
+    check("the scheduler becomes leader", wait_for(s.leading, 20))
+
+    sharing_gang(c, "sh", 3, "shared")
+    ok = wait_for(lambda: len(e2e.bound(c, "sh")) == 3, 20)
+    pods = e2e.bound(c, "sh")
+    nodes = {p["spec"]["nodeName"] for p in pods}
+    check("a gang whose 3 pods share one ResourceClaim is bound whole, on one node",
+          ok and len(nodes) == 1, "%s %s" % (nodes, s.text()[-1000:]))
+    st = status(c, "shared")
+    res = (st.get("allocation") or {}).get("devices", {}).get("results", [])
+    node = next(iter(nodes)) if nodes else None
+    sel = (st.get("allocation") or {}).get("nodeSelector", {}).get("nodeSelectorTerms", [])
+    check("the claim is allocated once: 4 devices of that node, its nodeSelector naming it",
+          len(res) == 4 and {r["pool"] for r in res} == {node} and len({r["device"] for r in res})
+          == 4 and sel and sel[0]["matchFields"][0]["values"] == [node], str(st)[:600])
+    want = sorted((p["metadata"]["name"], p["metadata"]["uid"]) for p in pods)
+    got = sorted((r.get("name"), r.get("uid")) for r in st.get("reservedFor") or [])
+    check("status.reservedFor lists every consumer pod", got == want, "%s %s" % (got, want))
+
+    dra.gang(c, "q", 1, "eight")
+    check("the shared devices count once against the quota: an 8-GPU gang fits 16 - 4",
+          wait_for(lambda: len(e2e.bound(c, "q")) == 1, 20), s.text()[-800:])
+
+    c.delete(dra.NS + "/sh-0")
+    check("a consumer gone: reservedFor lists the two others, the claim stays allocated",
+          wait_for(lambda: len(status(c, "shared").get("reservedFor") or []) == 2 and
+                   status(c, "shared").get("allocation"), 20), str(status(c, "shared"))[:400])
+    c.delete(dra.NS + "/sh-1")
+    c.delete(dra.NS + "/sh-2")
+    check("the last consumer gone: the claim is released",
+          wait_for(lambda: not status(c, "shared").get("reservedFor") and
+                   not status(c, "shared").get("allocation"), 20), str(status(c, "shared"))[:400])
+
+    sharing_gang(c, "x1", 1, "across")  # both pods first, so one cycle sees both consumers
+    sharing_gang(c, "x2", 1, "across")
+    e2e.time.sleep(0.5)
+    c.post(CLAIMS, claim("across", 2))
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "x1") if e["reason"] == "InvalidSpec"],
+                  20)
+    check("a claim shared by pods of two gangs waits with InvalidSpec naming both",
+          ok and "shared by pods of several gangs" in ok[0].get("note", ""), str(ok)[:400])
+    check("and neither is bound", not e2e.bound(c, "x1") and not e2e.bound(c, "x2"))
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
