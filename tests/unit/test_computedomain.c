@@ -60,7 +60,8 @@ static void channel_claims(void **state)
     assert_string_equal(c->domain, "cd-uid-1");
     /* the allocation: the channel device, and the claim's config as FromClaim */
     const char *dev[] = {"channel-0"}, *drv[] = {"compute-domain.nvidia.com"}, *pool[] = {"n1"};
-    cJSON *body = kdra_claim_allocation(c, "n1", dev, drv, pool, 1, "p", "pu");
+    const char *names[] = {"p"}, *uids[] = {"pu"};
+    cJSON *body = kdra_claim_allocation(c, "n1", dev, drv, pool, 1, names, uids, 1);
     assert_non_null(body);
     char *s = cJSON_PrintUnformatted(body);
     assert_non_null(strstr(s, "\"results\":[{\"request\":\"channel\",\"driver\":"
