@@ -44,7 +44,7 @@ static uint32_t above(const struct est_ring *r, int64_t x)
     return lo;
 }
 
-static void push(struct est_ring *r, int64_t v)
+static void push(struct est_ring *r, int64_t v, int64_t sub)
 {
     if (r->n == EST_RING) { /* the oldest value leaves the sorted copy */
         uint32_t k = above(r, r->v[r->next] - 1);
@@ -56,17 +56,19 @@ static void push(struct est_ring *r, int64_t v)
     r->s[k] = v;
     r->n++;
     r->v[r->next] = v;
+    r->sub[r->next] = sub;
     r->next = (r->next + 1) % EST_RING;
 }
 
-void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms)
+void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms,
+                 int64_t submit_ms)
 {
     if (!m->rings || queue >= m->n_queues || runtime_ms < 0)
         return;
     uint32_t s = shape_of(gpus);
-    push(ring(m, queue, s), runtime_ms);
-    push(ring(m, queue, EST_SHAPES), runtime_ms);
-    push(ring(m, m->n_queues, s), runtime_ms);
+    push(ring(m, queue, s), runtime_ms, submit_ms);
+    push(ring(m, queue, EST_SHAPES), runtime_ms, submit_ms);
+    push(ring(m, m->n_queues, s), runtime_ms, submit_ms);
 }
 
 /* The quantile q (nearest rank) of the values above x; 0 when there are none. */
@@ -121,5 +123,63 @@ int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_m
     if (v > ran)
         return start_ms + v; /* not reached yet */
     v = quantile_above(r, ran, q);
+    return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
+}
+
+/* The quantile u (nearest rank) of the n values of v[] (sorted in place); n > 0. */
+static int64_t quantile_of(int64_t *v, uint32_t n, double u)
+{
+    for (uint32_t a = 1; a < n; a++) /* insertion sort: n <= EST_RING */
+        for (uint32_t b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            int64_t t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    uint32_t at = (uint32_t)(u * (double)n + 0.999999);
+    at = at < 1 ? 1 : at > n ? n : at;
+    return v[at - 1];
+}
+
+/* The typical run time of g that has run ran_ms (-1: not started): the quantile u of the runs
+ * of its batch longer than that, else of the learned runs longer than that; 0 = none. */
+static int64_t typical(const struct est_model *m, const struct gang *g, int64_t ran_ms, double u)
+{
+    if (!m->rings)
+        return 0;
+    if (g->queue < m->n_queues) {
+        const struct est_ring *r = ring(m, g->queue, shape_of(g->gpus));
+        int64_t batch[EST_RING];
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < r->n; k++) {
+            int64_t d = r->sub[k] - g->submit_ms;
+            if (d <= EST_BATCH_MS && d >= -EST_BATCH_MS && r->v[k] > ran_ms)
+                batch[n++] = r->v[k];
+        }
+        if (n >= EST_BATCH_MIN)
+            return quantile_of(batch, n, u);
+    }
+    const struct est_ring *r = best_ring(m, g);
+    return r ? quantile_above(r, ran_ms, u) : 0;
+}
+
+int64_t est_typical_runtime(const struct est_model *m, const struct gang *g, double u)
+{
+    if (g->max_runtime_ms > 0)
+        return g->max_runtime_ms;
+    if (!best_ring(m, g))
+        return 0;
+    int64_t v = typical(m, g, -1, u);
+    return v > 0 ? v : 1;
+}
+
+int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t start_ms,
+                        int64_t now_ms, double u)
+{
+    if (g->max_runtime_ms > 0)
+        return start_ms + g->max_runtime_ms;
+    if (!best_ring(m, g))
+        return INT64_MAX;
+    int64_t ran = now_ms > start_ms ? now_ms - start_ms : 0;
+    int64_t v = typical(m, g, ran, u);
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
 }

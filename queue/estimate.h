@@ -5,9 +5,13 @@
  * scheduler may use for a gang that did not declare gangsched.io/max-runtime: a quantile of the
  * recent run times of the same queue and shape, else of the same queue, else of the same shape in
  * every queue; for a running gang, of the run times longer than it has already run. The safe
- * quantile (EST_QUANTILE, rarely exceeded) protects reservations; the driver picks others (the
- * simulator gives each running gang a fixed draw for start-time estimates, see sim.c). A gang
- * that declared a maximum run time is estimated by it. The estimator learns only what a real
+ * quantile (EST_QUANTILE, rarely exceeded) protects reservations and backfill (est_runtime,
+ * est_end). Start-time estimates use est_typical_*: a quantile the driver picks (the simulator
+ * gives each gang a fixed draw, see sched/sim/estimates.c) of the run times of its batch when
+ * enough of it has finished (gangs of the same queue and shape submitted within EST_BATCH_MS of
+ * it: a sweep or a job array, the nearest thing to a per-user estimate in traces without
+ * users), else of the same rings as above, always of the runs longer than it has already run.
+ * A gang that declared a maximum run time is estimated by it. The estimator learns only what a real
  * scheduler sees: the run time of a gang once it has finished (never a trace's duration ahead of
  * time).
  *
@@ -23,15 +27,18 @@
 
 #include "sched/core/model.h"
 
-#define EST_RING     64   /* run times remembered per (queue, shape) */
-#define EST_SHAPES   12   /* shape classes: 1, 2, 4, ... 2048+ GPUs */
-#define EST_QUANTILE 0.95 /* the safe quantile: reservations and backfill use it */
+#define EST_RING      64            /* run times remembered per (queue, shape) */
+#define EST_SHAPES    12            /* shape classes: 1, 2, 4, ... 2048+ GPUs */
+#define EST_QUANTILE  0.95          /* the safe quantile: reservations and backfill use it */
+#define EST_BATCH_MS  (3600 * 1000) /* a batch: submitted within an hour of each other */
+#define EST_BATCH_MIN 3             /* finished runs of its batch before a gang is judged by them */
 
 struct est_ring {
-    int64_t v[EST_RING]; /* in arrival order (a ring) */
-    int64_t s[EST_RING]; /* the same values sorted ascending */
-    uint32_t n;          /* filled entries, <= EST_RING */
-    uint32_t next;       /* slot of the next observation */
+    int64_t v[EST_RING];   /* in arrival order (a ring) */
+    int64_t s[EST_RING];   /* the same values sorted ascending */
+    int64_t sub[EST_RING]; /* submit time of v[k]'s gang, ms */
+    uint32_t n;            /* filled entries, <= EST_RING */
+    uint32_t next;         /* slot of the next observation */
 };
 
 struct est_model {
@@ -43,8 +50,10 @@ struct est_model {
 /* 0 or SCHED_ENOMEM. */
 int est_init(struct est_model *m, uint32_t n_queues);
 void est_free(struct est_model *m);
-/* A gang of `queue` and `gpus` GPUs finished after running `runtime_ms`. */
-void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms);
+/* A gang of `queue` and `gpus` GPUs, submitted at submit_ms, finished after running
+ * `runtime_ms`. */
+void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms,
+                 int64_t submit_ms);
 /* Run time of g from its start: its declared maximum, else the quantile q (0..1] of the learned
  * run times, else 0 (unknown). */
 int64_t est_runtime(const struct est_model *m, const struct gang *g, double q);
@@ -54,5 +63,15 @@ int64_t est_runtime(const struct est_model *m, const struct gang *g, double q);
  * INT64_MAX when nothing is known. */
 int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_ms, int64_t now_ms,
                 double q);
+
+/* For start-time estimates (not for decisions): g's run time from its start, the quantile u of
+ * its batch's run times, else of the learned ones; its declared maximum first; 0 = unknown. */
+int64_t est_typical_runtime(const struct est_model *m, const struct gang *g, double u);
+/* For start-time estimates: the end of g started at start_ms, seen at now_ms: start plus the
+ * quantile u of its batch's run times longer than it has run (at least EST_BATCH_MIN of them),
+ * else of the learned ones longer than it has run, else now plus what it has run; start plus its
+ * declared maximum when it has one; INT64_MAX when nothing is known. */
+int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t start_ms,
+                        int64_t now_ms, double u);
 
 #endif

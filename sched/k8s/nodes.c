@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "config/yaml_doc.h"
+#include "sched/core/hami.h"
 #include "sched/core/log.h"
 #include "sched/core/quantity.h"
 #include "sched/core/res.h"
@@ -510,6 +511,37 @@ static int read_conditions(struct doc *d, struct val seq, struct node *tmp)
     return 0;
 }
 
+/* The value of annotation `key` among a node's unsorted annotations, or NULL. */
+static const char *node_kv(const struct node *n, const char *key)
+{
+    for (uint32_t i = 0; i < n->n_annotations; i++)
+        if (strcmp(n->annotations[i].key, key) == 0)
+            return n->annotations[i].value;
+    return NULL;
+}
+
+/* HAMi's device plugin advertises nvidia.com/gpu as devices x split count and names the devices
+ * in hami.io/node-nvidia-register: the node offers those devices (sched/core/hami.h). A register
+ * that cannot be read: a file is refused; a live node offers no device, said once per decode. */
+static int hami_gpus(struct doc *d, struct val ann_map, struct node *n)
+{
+    const char *reg = node_kv(n, HAMI_NODE_REGISTER);
+    if (!reg || n->alloc.v[RES_GPU] <= 0)
+        return 0;
+    struct sched_errbuf eb = {{0}};
+    int k = hami_node_devices(reg, &eb);
+    if (k >= 0) {
+        n->alloc.v[RES_GPU] = k;
+        return 0;
+    }
+    if (d->strict)
+        return fail_at(d, vget(d, ann_map, HAMI_NODE_REGISTER), SCHED_EINVAL, "annotation %s",
+                       eb.msg);
+    LOG_WARN("nodes", "%s: %s: the node offers no %s", d->file, eb.msg, res_name(RES_GPU));
+    n->alloc.v[RES_GPU] = 0;
+    return 0;
+}
+
 static int load_node(struct doc *d, struct val v, bool in_list)
 {
     d->node_name = NULL;
@@ -568,6 +600,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         if ((rc = get_coll(d, status, "allocatable", "status.allocatable", VK_MAP, &m)) ||
             (rc = read_resources(d, m, "status.allocatable", &tmp.alloc)))
             return rc;
+        if ((rc = hami_gpus(d, ann_map, &tmp)))
+            return rc;
         if (d->strict && tmp.alloc.v[RES_GPU] > NODE_MAX_GPUS)
             return fail_at(d, m, SCHED_ERANGE,
                            "field status.allocatable: %lld GPUs; a node may have at most %d "
@@ -583,6 +617,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
                            "field status.capacity: %lld GPUs; a node may have at most %d "
                            "(GPU sets are 32-bit masks)",
                            (long long)cap.v[RES_GPU], NODE_MAX_GPUS);
+        if (cap.v[RES_GPU] > tmp.alloc.v[RES_GPU] && node_kv(&tmp, HAMI_NODE_REGISTER))
+            cap.v[RES_GPU] = tmp.alloc.v[RES_GPU]; /* HAMi: capacity counts virtual devices */
         /* devices the kubelet no longer offers: capacity above allocatable */
         tmp.gpu_capacity =
             (uint8_t)(cap.v[RES_GPU] > NODE_MAX_GPUS ? NODE_MAX_GPUS : cap.v[RES_GPU]);
@@ -1051,14 +1087,28 @@ bool nodes_kv_same(const struct kv *a, uint32_t na, const struct kv *b, uint32_t
     return true;
 }
 
+/* The node annotations the scheduler reads (the islands, HAMi's register). Any other may change
+ * without a rebuild: HAMi rewrites hami.io/node-handshake-nvidia on every node every 15 to 30 s.
+ * A new reader of a node annotation adds its key here. */
+static const char *const read_annotations[] = {ANNOT_GPU_ISLANDS, HAMI_NODE_REGISTER};
+
+static bool annotations_same(const struct node *x, const struct node *y)
+{
+    for (size_t i = 0; i < sizeof(read_annotations) / sizeof(read_annotations[0]); i++) {
+        const char *a = node_kv(x, read_annotations[i]), *b = node_kv(y, read_annotations[i]);
+        if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+            return false;
+    }
+    return true;
+}
+
 bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b)
 {
     const struct node *x = &a->node, *y = &b->node;
     if (strcmp(x->name, y->name) != 0 || memcmp(&x->alloc, &y->alloc, sizeof(x->alloc)) != 0 ||
         x->ready != y->ready || x->unschedulable != y->unschedulable ||
         x->gpu_capacity != y->gpu_capacity || x->n_taints != y->n_taints ||
-        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) ||
-        !nodes_kv_same(x->annotations, x->n_annotations, y->annotations, y->n_annotations))
+        !nodes_kv_same(x->labels, x->n_labels, y->labels, y->n_labels) || !annotations_same(x, y))
         return false;
     for (uint32_t i = 0; i < x->n_taints; i++)
         if (x->taints[i].effect != y->taints[i].effect ||

@@ -43,7 +43,8 @@ struct nodes_rec {
 int nodes_decode(const cJSON *node, const char *source, struct nodes_rec **out,
                  struct sched_errbuf *eb);
 void nodes_rec_free(struct nodes_rec *r);
-/* Equal in everything the scheduler reads of a node (a heartbeat changes none of it). */
+/* Equal in everything the scheduler reads of a node (a heartbeat changes none of it; of the
+ * annotations, only those it reads count). */
 bool nodes_rec_same(const struct nodes_rec *a, const struct nodes_rec *b);
 /* Two key-value lists (labels, annotations, a nodeSelector) equal entry by entry: sorted lists
  * are equal maps. */

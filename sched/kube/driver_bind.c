@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sched/kube/driver_int.h"
+#include "sched/kube/hami.h"
 
 /* ---- fences: the read-back that ends a Binding's uncertainty ----------------------------------
  *
@@ -333,6 +334,18 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         cJSON_AddStringToObject(ann, KOBJ_ANNOT_GPU_IDS, ids);
     if (flavor)
         cJSON_AddStringToObject(ann, KOBJ_ANNOT_FLAVOR, flavor);
+    const struct cluster *cl = kcache_cluster(d->cache);
+    int ni = kcache_node_index(d->cache, b->node);
+    struct sched_errbuf eb = {{0}};
+    const struct kpod_spec *sp = p ? p->spec : NULL;
+    if (khami_annotate(ann, cl && ni >= 0 ? &cl->nodes[ni] : NULL, b->gpu_mask,
+                       sp ? sp->gpu_ctrs : NULL, sp ? sp->n_gpu_ctrs : 0, kdrv_now_ms() / 1000,
+                       &eb)) { /* HAMi's plugin could not find the devices */
+        cJSON_Delete(body);
+        snprintf(path, sizeof(path), "pod %s: %s", b->pod_key, eb.msg);
+        bind_done(b, path);
+        return;
+    }
     cJSON *target = cJSON_AddObjectToObject(body, "target");
     cJSON_AddStringToObject(target, "apiVersion", "v1");
     cJSON_AddStringToObject(target, "kind", "Node");

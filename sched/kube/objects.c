@@ -730,6 +730,29 @@ static int place_decode(const cJSON *spec, const char *key, struct arena *a, str
     return 0;
 }
 
+/* The device count of each container (sched/kube/hami.h writes one allocation entry each). */
+static void gpu_containers(const cJSON *spec, struct kpod_spec *sp)
+{
+    const cJSON *cs = get(spec, "containers"), *c;
+    bool ok = cJSON_IsArray(cs) && cJSON_GetArraySize(cs) <= KOBJ_GPU_CTRS;
+    const cJSON *list = ok ? cs : NULL;
+    uint8_t n = 0;
+    cJSON_ArrayForEach(c, list)
+    {
+        struct res_vec one;
+        struct sched_errbuf eb;
+        memset(&one, 0, sizeof(one));
+        const cJSON *res = get(c, "resources");
+        if (add_requests(get(res, "requests"), get(res, "limits"), "", &one, &eb) ||
+            one.v[RES_GPU] > NODE_MAX_GPUS) {
+            ok = false;
+            break;
+        }
+        sp->gpu_ctrs[n++] = (uint8_t)one.v[RES_GPU];
+    }
+    sp->n_gpu_ctrs = ok ? n : 0;
+}
+
 /* What placing an unbound pod of ours reads, decoded now (the object is not kept): its
  * constraints (a malformed one is kept as place_err: its gang waits with InvalidSpec), its
  * annotations, the shape of its claims. */
@@ -759,6 +782,7 @@ static int pod_place(const cJSON *o, struct kpod *p)
     sp->n_affinity = ps.n_affinity;
     if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann, NULL))
         return SCHED_ENOMEM;
+    gpu_containers(spec, sp);
     const cJSON *rcs = get(spec, "resourceClaims");
     if (rcs && !cJSON_IsNull(rcs)) {
         char *txt = cJSON_PrintUnformatted(rcs);

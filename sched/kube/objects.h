@@ -42,6 +42,7 @@
 #define KOBJ_LABEL_KUEUE_GROUP  "kueue.x-k8s.io/pod-group-name"
 #define KOBJ_ANNOT_KUEUE_TOTAL  "kueue.x-k8s.io/pod-group-total-count"
 #define KOBJ_ANNOT_GPU_IDS      "gangsched.io/gpu-ids"
+#define KOBJ_GPU_CTRS           16 /* containers whose device counts are kept */
 #define KOBJ_ANNOT_FLAVOR       "gangsched.io/flavor"
 #define KOBJ_ANNOT_LAST_CKPT    "gangsched.io/last-checkpoint"
 #define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
@@ -112,6 +113,9 @@ struct kpod_spec {
     uint32_t n_ann;
     const char *claim_shape; /* spec.resourceClaims as compact JSON (the pods of one template
                                 share it), or NULL */
+    uint8_t gpu_ctrs[KOBJ_GPU_CTRS]; /* devices each of spec.containers asks, in order (HAMi's
+                                        allocation has one entry per container) */
+    uint8_t n_gpu_ctrs;              /* 0: unknown (more than KOBJ_GPU_CTRS containers) */
 };
 
 /* Decodes a Pod. `scheduler` is this scheduler's name. */

@@ -16,7 +16,7 @@ void sim_learn(struct run *r)
     qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_u32);
     for (uint32_t k = 0; k < r->n_fin_now; k++) {
         const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
-        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]], g->submit_ms);
     }
     r->n_fin_now = 0;
 }
@@ -41,7 +41,7 @@ void sim_relearn(struct run *r)
     qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
     for (uint32_t k = 0; k < r->n_fin_now; k++) {
         const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
-        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]]);
+        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]], g->submit_ms);
     }
     r->n_fin_now = 0;
 }
@@ -70,7 +70,7 @@ void sim_estimates(struct run *r, int64_t now)
         for (uint32_t k = 0; k < r->queues[q].n; k++) {
             const struct gang *g = r->queues[q].items[k];
             r->rt_est[g->id] = est_runtime(&r->est, g, EST_QUANTILE);
-            r->rt_typ[g->id] = est_runtime(&r->est, g, draw(g->id));
+            r->rt_typ[g->id] = est_typical_runtime(&r->est, g, draw(g->id));
         }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
         r->state[i].release_ms = r->rel_typ[i] = 0;
@@ -80,7 +80,7 @@ void sim_estimates(struct run *r, int64_t now)
         const struct gang *g = &in->jobs[j].gang;
         int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
         int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
-        int64_t typ = est_end(&r->est, g, from, now, draw(j));
+        int64_t typ = est_typical_end(&r->est, g, from, now, draw(j));
         for (uint32_t x = 0; x < g->n_pods; x++) {
             uint32_t i = r->assign[j][x].node;
             if (r->n_rels == r->cap_rels) {

@@ -96,6 +96,17 @@ def start_fake(grace_cap="0.5", crds=("xk8s", "volcano"), extra=()):
     return os.path.join(d, "kubeconfig")
 
 
+def start_with_config(config, **kw):
+    """start_fake(**kw), the scheduler config `config` and the operator token written to TMP;
+    returns a Client of the server."""
+    kubeconfig = start_fake(**kw)
+    with open(os.path.join(TMP, "config.yaml"), "w") as f:
+        f.write(config)
+    with open(os.path.join(TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    return kubeconfig, Client(kubeconfig)
+
+
 class Sched:
     """One `gangsched run` process with its own log; all share one database file."""
 

@@ -1,6 +1,7 @@
 /* tests/unit/test_estimate.c: run-time estimates learned from finished gangs (queue/estimate.h):
  * the declared maximum wins, the high quantile of the same queue and shape, the fallbacks, the
- * ring forgetting old runs, and the estimate of a gang that ran past it. */
+ * ring forgetting old runs, and the estimate of a gang that ran past it; the typical estimates of
+ * start times from a gang's batch. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,7 +32,7 @@ static void test_quantile_and_fallbacks(void **unused)
     assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 0); /* nothing learned: unknown */
     assert_true(est_end(&m, &g, 0, 10, EST_QUANTILE) == INT64_MAX);
     for (int64_t k = 1; k <= 20; k++) /* 1..20 s for 8-GPU gangs of queue 0 */
-        est_observe(&m, 0, 8, k * 1000);
+        est_observe(&m, 0, 8, k * 1000, 0);
     /* the 95th percentile (nearest rank) of 1..20 s is 19 s */
     assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 19 * 1000);
     /* queue 1 has learned nothing: the same shape of any queue */
@@ -53,8 +54,46 @@ static void test_quantile_and_fallbacks(void **unused)
     assert_int_equal(est_runtime(&m, &g, 0.5), 10 * 1000);
     /* the ring forgets: EST_RING runs of 100 s replace the old ones */
     for (int k = 0; k < EST_RING; k++)
-        est_observe(&m, 0, 8, 100 * 1000);
+        est_observe(&m, 0, 8, 100 * 1000, 0);
     assert_int_equal(est_runtime(&m, &g, EST_QUANTILE), 100 * 1000);
+    est_free(&m);
+}
+
+/* Start-time estimates judge a gang by its batch (same queue and shape, submitted within
+ * EST_BATCH_MS) once EST_BATCH_MIN of it finished; the safe estimates never do. */
+static void test_typical_batch(void **unused)
+{
+    (void)unused;
+    const int64_t h = 3600 * 1000;
+    struct est_model m;
+    assert_int_equal(est_init(&m, 1), 0);
+    struct gang g = gang_of(0, 8), lone = gang_of(0, 8);
+    g.submit_ms = 10 * h + 600 * 1000;
+    lone.submit_ms = 5 * h;
+    assert_int_equal(est_typical_runtime(&m, &g, 0.5), 0); /* nothing learned */
+    assert_true(est_typical_end(&m, &g, 0, 10, 0.5) == INT64_MAX);
+    for (int k = 0; k < 20; k++) /* an old batch of 100 s runs, submitted at 0 */
+        est_observe(&m, 0, 8, 100 * 1000, 0);
+    for (int k = 0; k < EST_BATCH_MIN - 1; k++) /* g's batch: 10 s runs, submitted at 10 h */
+        est_observe(&m, 0, 8, 10 * 1000, 10 * h);
+    /* too few of its batch yet: the median of every run learned */
+    assert_int_equal(est_typical_runtime(&m, &g, 0.5), 100 * 1000);
+    est_observe(&m, 0, 8, 10 * 1000, 10 * h);
+    assert_int_equal(est_typical_runtime(&m, &g, 0.5), 10 * 1000);
+    assert_int_equal(est_typical_end(&m, &g, 11 * h, 11 * h + 5000, 0.5), 11 * h + 10 * 1000);
+    /* ran past every run of its batch: the runs learned that were longer */
+    assert_int_equal(est_typical_end(&m, &g, 11 * h, 11 * h + 20 * 1000, 0.5), 11 * h + 100 * 1000);
+    /* past everything: twice what it ran */
+    assert_int_equal(est_typical_end(&m, &g, 11 * h, 11 * h + 200 * 1000, 0.5),
+                     11 * h + 400 * 1000);
+    /* a gang submitted hours from any batch, and the safe estimates, ignore batches */
+    assert_int_equal(est_typical_runtime(&m, &lone, 0.5), 100 * 1000);
+    assert_int_equal(est_runtime(&m, &g, 0.5), 100 * 1000);
+    assert_int_equal(est_runtime(&m, &g, 0.1), 10 * 1000);
+    /* a declaration wins */
+    g.max_runtime_ms = 7000;
+    assert_int_equal(est_typical_runtime(&m, &g, 0.5), 7000);
+    assert_int_equal(est_typical_end(&m, &g, 100, 200, 0.5), 7100);
     est_free(&m);
 }
 
@@ -62,6 +101,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantile_and_fallbacks),
+        cmocka_unit_test(test_typical_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
