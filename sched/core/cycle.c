@@ -76,6 +76,10 @@ struct cycle {
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
+    /* starvation reservations made this cycle: what max_reservations limits (a preemptor's
+     * hold on its victims' capacity is also a reservation in the result, but not one of these:
+     * counting it let every preemption plan take the starving gangs' only slot) */
+    uint32_t n_starving;
     /* gangs examined and not placed, in order, with their reasons (for the start planner) */
     struct eta_item *waiting;
     uint32_t n_waiting;
@@ -394,7 +398,7 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
                          int64_t deficit)
 {
     struct sched_result *out = cy->out;
-    if (cy->starve_after_ms <= 0 || out->n_reservations >= cy->max_reservations ||
+    if (cy->starve_after_ms <= 0 || cy->n_starving >= cy->max_reservations ||
         cy->snap->now_ms - g->submit_ms < cy->starve_after_ms)
         return 0;
     const struct gang *gf = on_flavor(cy, g, f);
@@ -422,6 +426,7 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
     }
     out->reservations[out->n_reservations++] = (struct sched_reservation){
         .gang = g, .nodes = nodes, .n_nodes = n_held, .expected_start_ms = start};
+    cy->n_starving++;
     if (start < cy->st.hold_until_ms)
         cy->st.hold_until_ms = start;
     if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {

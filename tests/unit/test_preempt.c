@@ -177,6 +177,35 @@ static void test_reclaim_stops_at_borrower_nominal(void **unused)
     world_free(w);
 }
 
+/* maxReservations (1) limits starvation reservations only: a preemptor's hold on its victims'
+ * capacity, planned earlier in the same cycle, does not take the starving gang's slot (it did,
+ * and borrowing multi-node gangs of the seven-tenant run went without one for hours). */
+static void test_preemptor_hold_leaves_the_starvation_slot(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *b1 = gang(w, 1, 1, 4, 0, 0), *b2 = gang(w, 1, 1, 4, 0, 0),
+                *b3 = gang(w, 1, 1, 4, 0, 0);
+    run(w, b1, n0, 0, 0);
+    run(w, b2, n0, 0, 0);
+    run(w, b3, n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 8, 0, 100); /* reclaims b3's node */
+    struct gang *b4 = gang(w, 1, 1, 8, 0, 50); /* b over its nominal: waits for quota */
+    const struct sched_result *r = cycle(w, "gangsched", 2000); /* b4 waited 1950 s > 10 min */
+    assert_int_equal(w->cfg->max_reservations, 1);
+    assert_true(evicted(r, b3));
+    uint32_t pre = 0, starving = 0;
+    for (uint32_t k = 0; k < r->n_reservations; k++) {
+        pre += r->reservations[k].preemptor && r->reservations[k].gang == a;
+        starving += !r->reservations[k].preemptor && r->reservations[k].gang == b4;
+    }
+    assert_int_equal(pre, 1);
+    assert_int_equal(starving, 1);
+    assert_int_equal(r->n_reservations, 2);
+    world_free(w);
+}
+
 static void test_reclaim_never_below_victim_nominal(void **unused)
 {
     (void)unused;
@@ -556,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_fair_share_preemption_one_way),
         cmocka_unit_test(test_two_reclaims_in_one_cycle_stay_bounded),
         cmocka_unit_test(test_preemptors_do_not_share_capacity),
+        cmocka_unit_test(test_preemptor_hold_leaves_the_starvation_slot),
         cmocka_unit_test(test_evicting_victims_are_waited_for),
         cmocka_unit_test(test_equal_priority_no_loop),
         cmocka_unit_test(test_reclaim_stays_in_its_cohort_tree),
