@@ -33,6 +33,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -579,6 +580,10 @@ def main():
                 finally:
                     env.close()
                 failed += rec["result"].startswith("FAIL")
+                if rec["result"].startswith("FAIL"):
+                    rec["logs"] = tmp  # kept for the failure's logs
+                else:
+                    shutil.rmtree(tmp, ignore_errors=True)
                 print(json.dumps(rec), flush=True)
                 results.append(rec)
     for rec in results:
