@@ -144,6 +144,7 @@ static void inventory_and_gang(void **state)
     assert_true(kcd_in_namespace(cd, "cd-uid-1", "ml"));
     assert_false(kcd_in_namespace(cd, "cd-uid-1", "m"));
     assert_false(kcd_in_namespace(cd, "other", "ml"));
+    cJSON_Delete(o);
 
     /* the gang rule: a member with a channel claim makes the clique the required level */
     o = claim_json("{\"deviceClassName\":\"compute-domain-default-channel.nvidia.com\"}", CFG);

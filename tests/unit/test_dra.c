@@ -229,6 +229,7 @@ static void shared_claim_body(void **state)
     assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 0));
     assert_true(kdra_claim_free_for_all(c, uids, 3)); /* not allocated */
     c->allocated = true;
+    free(c->reserved); /* the decoder's empty list */
     c->reserved = calloc(2, sizeof(*c->reserved));
     c->reserved[0] = strdup("u-1");
     c->n_reserved = 1;
