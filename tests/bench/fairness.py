@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """The sharing-incentive figures of docs/simulator.md (issue 19): every scenario run once with
-the policies gangsched, fifo and private; prints the overall table, the per-tenant table and
-which targets hold. Usage: BIN=bin python3 tests/bench/fairness.py [--markdown]"""
+the policies gangsched, fifo and private; prints the overall table, a per-tenant table for each
+multi-tenant scenario and which targets hold.
+Usage: BIN=bin python3 tests/bench/fairness.py [--markdown | --update-docs]
+--update-docs also writes the (plain) output into docs/simulator.md between its fairness.py
+markers, the whole file at once."""
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,19 +16,25 @@ BIN = os.environ.get("BIN", "bin")
 D = "sched/sim/data/itp"
 TENANTS = ["01", "02", "05", "07", "08", "09", "10"]
 # each dev trace alone on a cluster where fifo's mean queue is between 10 minutes and hours
-SCENARIOS = [("cluster01 alone", "hgx:16", None, ["01"]),
-             ("cluster02 alone", "hgx:24", None, ["02"]),
-             ("cluster05 alone", "hgx:8", None, ["05"]),
-             ("cluster07 alone", "hgx:64", None, ["07"]),
-             ("cluster08 alone", "hgx:16", None, ["08"]),
-             ("cluster09 alone", "hgx:8", None, ["09"]),
-             ("cluster10 alone", "hgx:4", None, ["10"]),
-             ("seven tenants", "hgx:96", "config/examples/itp-tenants.yaml", TENANTS)]
+TENANTS_YAML = "config/examples/itp-tenants.yaml"
+# (name, cluster, config, traces, extra flags); the last is same_decisions.sh's `tenants` case
+SCENARIOS = [("cluster01 alone", "hgx:16", None, ["01"], []),
+             ("cluster02 alone", "hgx:24", None, ["02"], []),
+             ("cluster05 alone", "hgx:8", None, ["05"], []),
+             ("cluster07 alone", "hgx:64", None, ["07"], []),
+             ("cluster08 alone", "hgx:16", None, ["08"], []),
+             ("cluster09 alone", "hgx:8", None, ["09"], []),
+             ("cluster10 alone", "hgx:4", None, ["10"], []),
+             ("seven tenants", "hgx:96", TENANTS_YAML, TENANTS, []),
+             ("seven tenants, a third at priority 10", "hgx:96", TENANTS_YAML, TENANTS,
+              ["--high-priority", "0.33"])]
+DOC = "docs/simulator.md"
+BEGIN, END = "<!-- fairness.py begin -->", "<!-- fairness.py end -->"
 POLICIES = ["gangsched", "fifo", "private"]
 
 
-def run(cluster, config, traces):
-    cmd = [f"{BIN}/gangsched", "simulate", "--cluster", cluster, "--json", "--no-progress"]
+def run(cluster, config, traces, extra):
+    cmd = [f"{BIN}/gangsched", "simulate", "--cluster", cluster, "--json", "--no-progress"] + extra
     if config:
         cmd += ["--config", config]
     for t in traces:
@@ -39,14 +50,34 @@ def h(s):
 
 
 def main():
-    md = "--markdown" in sys.argv
-    sep = "|" if md else " "
+    if "--markdown" in sys.argv and "--update-docs" in sys.argv:
+        sys.exit("fairness.py: --update-docs writes the plain tables; drop --markdown")
+    text = io.StringIO()
+    report(text, "--markdown" in sys.argv)
+    sys.stdout.write(text.getvalue())
+    if "--update-docs" in sys.argv:
+        with open(DOC, encoding="utf-8") as f:
+            doc = f.read()
+        if doc.count(BEGIN) != 1 or doc.count(END) != 1:
+            sys.exit(f"{DOC}: expected one {BEGIN} and one {END}")
+        block = f"{BEGIN}\n```\n{text.getvalue()}```\n{END}"
+        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, doc, flags=re.S)
+        tmp = DOC + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(doc)
+        os.replace(tmp, DOC)  # whole or not at all
+
+
+def report(out, md):
+    def say(x=""):
+        print(x, file=out)
+
     failures = []
     overall = ["scenario", "cluster", "mean g/f/p", "p95 g/f/p", "multi-node mean g/f",
                "util g/f", "quota viol.", "ETA err med/p90 (covered)"]
-    rows, qrows = [], []
-    for name, cluster, config, traces in SCENARIOS:
-        r = run(cluster, config, traces)
+    rows, qtables = [], []
+    for name, cluster, config, traces, extra in SCENARIOS:
+        r = run(cluster, config, traces, extra)
         g, f, p = r["gangsched"], r["fifo"], r["private"]
         rows.append([name, cluster,
                      f"{h(g['mean_queue_s'])} / {h(f['mean_queue_s'])} / {h(p['mean_queue_s'])}",
@@ -66,6 +97,8 @@ def main():
         if g["eta_median_rel_error"] >= 0.30:
             failures.append(f"{name}: ETA median error {100 * g['eta_median_rel_error']:.0f}%")
         if len(traces) > 1:
+            qrows = []
+            qtables.append((f"{name} on {cluster}", qrows))
             if g["mean_queue_s"] > 0.45 * f["mean_queue_s"]:
                 failures.append(f"{name}: mean {h(g['mean_queue_s'])} > 0.45x fifo")
             if g["p95_queue_s"] > 0.5 * f["p95_queue_s"]:
@@ -87,24 +120,25 @@ def main():
 
     def table(head, body):
         if md:
-            print("| " + " | ".join(head) + " |")
-            print("|" + "---|" * len(head))
+            say("| " + " | ".join(head) + " |")
+            say("|" + "---|" * len(head))
             for b in body:
-                print("| " + " | ".join(b) + " |")
+                say("| " + " | ".join(b) + " |")
         else:
             w = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
             for b in [head] + body:
-                print("  ".join(x.ljust(w[i]) for i, x in enumerate(b)))
-        print()
+                say("  ".join(x.ljust(w[i]) for i, x in enumerate(b)).rstrip())
+        say()
 
-    print("Overall (g = gangsched, f = fifo, p = private)\n")
+    say("Overall (g = gangsched, f = fifo, p = private)\n")
     table(overall, rows)
-    print("Per tenant, seven tenants on hgx:96 (shared / private / fifo)\n")
-    table(["queue", "jobs", "nominal GPUs", "mean queue", "p95 queue", "multi-node mean"], qrows)
-    print("Targets not met:" if failures else "All targets met.")
+    qhead = ["queue", "jobs", "nominal GPUs", "mean queue", "p95 queue", "multi-node mean"]
+    for title, qrows in qtables:
+        say(f"Per tenant, {title} (shared / private / fifo)\n")
+        table(qhead, qrows)
+    say("Targets not met:" if failures else "All targets met.")
     for x in failures:
-        print(f"- {x}")
-    del sep
+        say(f"- {x}")
 
 
 if __name__ == "__main__":
