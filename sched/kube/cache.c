@@ -10,30 +10,11 @@
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/k8s/nodes.h"
+#include "sched/kube/cache_int.h"
 #include "sched/kube/claims.h"
 #include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
-
-struct kassume {
-    char *node;
-    uint32_t gpu_mask;
-    uint32_t flavor;
-};
-
-struct kcache {
-    char *scheduler;
-    struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
-    struct strmap pods;    /* "ns/name" -> struct kpod* */
-    struct strmap pgs;     /* "ns/name" -> struct kpg* */
-    struct strmap assumed; /* "ns/name" -> struct kassume* */
-    struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
-    bool nodes_dirty, dirty;
-    struct cluster *cluster;
-    struct strmap node_ix; /* node name -> index + 1 in cluster */
-    uint64_t cluster_cfg;  /* config version the cluster's levels came from */
-    struct kclaims *dra;   /* ResourceSlices and ResourceClaims (sched/kube/claims.h) */
-};
 
 struct kcache *kcache_new(const char *scheduler)
 {
@@ -89,6 +70,7 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->pgs);
     strmap_fini(&c->assumed);
     strmap_fini(&c->node_ix);
+    kcache_base_free(c);
     cluster_free(c->cluster);
     kclaims_free(c->dra);
     free(c->scheduler);
@@ -385,74 +367,7 @@ const struct kpg *kcache_pg(const struct kcache *c, const char *key)
     return strmap_get(&c->pgs, key);
 }
 
-const struct cluster *kcache_cluster(const struct kcache *c)
-{
-    return c->cluster;
-}
-
 /* ---- building a cycle's input ---------------------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Rebuilds the cluster from the decoded nodes, sorted by name (the same nodes always give the
- * same indices). */
-static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
-{
-    size_t n = c->nodes.n;
-    const char **names = calloc(n ? n : 1, sizeof(*names));
-    struct cluster *cl = cluster_new();
-    if (!names || !cl) {
-        free(names);
-        cluster_free(cl);
-        return SCHED_ENOMEM;
-    }
-    size_t k = 0;
-    const char *key;
-    for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
-        names[k++] = key;
-    qsort(names, k, sizeof(*names), cmp_str);
-    for (size_t i = 0; i < k; i++)
-        if (nodes_rec_add(cl, strmap_get(&c->nodes, names[i])) != 0) {
-            free(names);
-            cluster_free(cl);
-            return SCHED_ENOMEM;
-        }
-    free(names);
-    kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
-    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
-        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
-        cluster_free(cl);
-        return SCHED_ENOMEM;
-    }
-    int rc = cluster_finalize(cl, cfg && cfg->n_levels ? cfg->level_names : NULL,
-                              cfg && cfg->n_levels ? cfg->level_labels : NULL,
-                              cfg ? cfg->n_levels : 0, eb);
-    if (rc != 0) {
-        cluster_free(cl);
-        return rc;
-    }
-    strmap_fini(&c->node_ix);
-    strmap_init(&c->node_ix);
-    for (uint32_t i = 0; i < cl->n_nodes; i++)
-        if (strmap_put(&c->node_ix, cl->nodes[i].name, (void *)(uintptr_t)(i + 1), NULL) != 0) {
-            cluster_free(cl);
-            return SCHED_ENOMEM;
-        }
-    cluster_free(c->cluster);
-    c->cluster = cl;
-    c->nodes_dirty = false;
-    c->cluster_cfg = cfg ? cfg->version : 0;
-    return 0;
-}
-
-int kcache_node_index(const struct kcache *c, const char *name)
-{
-    uintptr_t v = (uintptr_t)strmap_get(&c->node_ix, name);
-    return v ? (int)(v - 1) : -1;
-}
 
 /* The flavor a bound pod is charged to: its binding annotation, else the first flavor whose
  * node labels its node carries. */
@@ -776,7 +691,7 @@ static int build_start(struct builder *b, struct sched_errbuf *eb)
     struct kcache *c = b->c;
     const struct config *cfg = b->cfg;
     if (!c->cluster || c->nodes_dirty || (cfg ? cfg->version : 0) != c->cluster_cfg) {
-        int rc = rebuild_cluster(c, cfg, eb);
+        int rc = kcache_rebuild_cluster(c, cfg, eb);
         if (rc)
             return rc;
     }

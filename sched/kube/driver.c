@@ -105,10 +105,43 @@ static bool cycle_due(struct kdrv *d)
         return false;
     if (!d->recovered && kdrv_recover(d) != 0)
         return false;
-    if (!kcache_dirty(d->cache) && !d->force)
-        return false;
+    if (!kcache_dirty(d->cache) && !d->force) {
+        int64_t now = kdrv_now_ms();
+        if (d->o->full_cycles || (now < d->due_ms && now < d->later_ms))
+            return false;
+    }
     d->force = false;
     return true;
+}
+
+/* When the next cycle is due if nothing changes: the earliest of the timers that matter (the
+ * rest of the cycle's input only changes by an event, which marks the cache dirty):
+ *   - backoff expiry, quarantine end, hold and reservation expiry, start timeout, NotReady
+ *     grace: the engine's (eng_next_due);
+ *   - starvation threshold: a pending gang reaches starveAfter and may get a reservation;
+ *   - preemption re-check: KDRV_PREEMPT_RECHECK_MS while a gang is pending and a gang of ours
+ *     runs under a preempting policy;
+ *   - a status held back by its rate limit (driver_status.c), a failed delete or eviction to
+ *     send again a second later (driver_life.c): kdrv_cycle_at, d->later_ms.
+ * A cycle whose input could not be built is tried again a second later. */
+static int64_t cycle_next_due(const struct kcycle *c, bool built)
+{
+    const struct kdrv *d = c->d;
+    if (!built)
+        return c->now + 1000;
+    int64_t due = eng_next_due(d->eng, c->now);
+    int64_t starve = d->pol ? d->pol->starve_after_ms : 0;
+    if (c->cfg && starve > 0) /* the operator's setting wins (as in the core's cycle) */
+        starve = c->cfg->starve_after_ms;
+    for (uint32_t i = 0; starve > 0 && i < c->kb.n_pending; i++) {
+        int64_t t = c->kb.gangs[i].gang.submit_ms + starve;
+        if (t > c->now && t < due)
+            due = t;
+    }
+    if (d->pol && d->pol->preempt && c->kb.n_pending > 0 && c->kb.snap.n_running > 0 &&
+        c->now + KDRV_PREEMPT_RECHECK_MS < due)
+        due = c->now + KDRV_PREEMPT_RECHECK_MS;
+    return due;
 }
 
 /* The snapshot, then the lifecycle step on it. */
@@ -181,6 +214,8 @@ static int cycle_decide(struct kcycle *c)
     d->cycle++;
     uint64_t t0 = uv_hrtime();
     c->kb.snap.plan_starts = true; /* expected starts for the decision log */
+    if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
+        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     int crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
@@ -237,7 +272,9 @@ static void run_cycle(struct kdrv *d)
     if (!cycle_due(d))
         return;
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
-    if (cycle_build(&c) == 0) {
+    d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
+    bool built = cycle_build(&c) == 0;
+    if (built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_holds_offer(d, &c.kb, c.now);
@@ -248,6 +285,7 @@ static void run_cycle(struct kdrv *d)
             kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
     }
+    d->due_ms = cycle_next_due(&c, built);
     d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
 }
@@ -258,6 +296,12 @@ static void on_cycle_timer(uv_timer_t *t)
     run_cycle(d);
     if (d->n_binds == 0 && !d->stopping)
         kdrv_schedule_cycle(d, d->o->cycle_ms);
+}
+
+void kdrv_cycle_at(struct kdrv *d, int64_t at)
+{
+    if (at < d->later_ms)
+        d->later_ms = at;
 }
 
 void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms)
@@ -374,6 +418,7 @@ static void on_lease(void *ctx, bool leading)
         http_follow_stop(d->follow); /* the store it followed is adopted when opened */
         d->follow = NULL;
         d->leading = true;
+        d->force = true; /* the first cycle as leader, whatever changed */
         d->recovered = false;
         d->jobs_synced = false;
         http_metric_set(d->m_leader, NULL, 1);
@@ -549,8 +594,8 @@ static void update_client_metrics(struct kdrv *d)
     }
 }
 
-/* Every second: the client's counters, and a cycle even without changes, so that start
- * timeouts and failure graces are noticed when they pass. */
+/* Every second: the client's counters (and with --kube-full-cycles, a cycle even without
+ * changes: otherwise a cycle runs only on a change or a due timer, cycle_due). */
 static void on_stats_timer(uv_timer_t *t)
 {
     struct kdrv *d = t->data;
@@ -561,7 +606,7 @@ static void on_stats_timer(uv_timer_t *t)
         http_metric_set(d->m_pg_api, lbl,
                         kube_informer_synced(inf) && !kube_informer_absent(inf) ? 1 : 0);
     }
-    if (d->leading && !d->stopping && d->n_binds == 0) {
+    if (d->o->full_cycles && d->leading && !d->stopping && d->n_binds == 0) {
         d->force = true;
         kdrv_schedule_cycle(d, 0);
     }
@@ -615,6 +660,7 @@ static const struct kdrv_watch {
 static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched_errbuf *eb)
 {
     memset(d, 0, sizeof(*d));
+    d->due_ms = d->later_ms = INT64_MAX;
     d->o = o;
     d->pol = sched_policy_find(o->policy ? o->policy : "gangsched");
     if (!d->pol)

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "sched/core/cycle.h"
+#include "sched/core/place_base.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
 #include "sched/kube/wire.h"
@@ -301,6 +302,80 @@ static void assumed_pods_hold_their_node(void **state)
     kcache_unassume(f->c, "ml/solo");
     build(f, &kb);
     assert_int_equal(kb.n_pending, 1);
+}
+
+static uint32_t node_ix(const struct kcache_build *kb, const char *name)
+{
+    for (uint32_t i = 0; i < kb->snap.cluster->n_nodes; i++)
+        if (strcmp(kb->snap.cluster->nodes[i].name, name) == 0)
+            return i;
+    fail_msg("no node %s", name);
+    return 0;
+}
+
+/* The cycle with the kept placement state and the cycle that builds its own give the same
+ * placements (pod by pod: node and GPUs). */
+static void same_cycle(struct fx *f, struct kcache_build *kb)
+{
+    struct arena a1, a2;
+    arena_init(&a1, 1 << 16);
+    arena_init(&a2, 1 << 16);
+    struct sched_snapshot fresh = kb->snap;
+    fresh.base = NULL;
+    struct sched_result r1, r2;
+    assert_int_equal(sched_cycle(&fresh, &a1, &r1), 0);
+    assert_int_equal(kcache_base(f->c, kb), 0);
+    assert_non_null(kb->snap.base);
+    assert_int_equal(sched_cycle(&kb->snap, &a2, &r2), 0);
+    assert_int_equal(r1.n_placements, r2.n_placements);
+    assert_int_equal(r1.n_verdicts, r2.n_verdicts);
+    for (uint32_t p = 0; p < r1.n_placements; p++) {
+        assert_int_equal(r1.placements[p].gang->id, r2.placements[p].gang->id);
+        for (uint32_t k = 0; k < r1.placements[p].gang->n_pods; k++) {
+            assert_int_equal(r1.placements[p].pods[k].node, r2.placements[p].pods[k].node);
+            assert_int_equal(r1.placements[p].pods[k].gpu_mask, r2.placements[p].pods[k].gpu_mask);
+        }
+    }
+    arena_fini(&a1);
+    arena_fini(&a2);
+}
+
+/* The placement state kept between cycles (snapshot.c): one base per cluster, touched exactly
+ * for the nodes whose state changed since the last cycle (a pod started or ended there); a new
+ * node makes a new cluster and a new base; every cycle decides as one that builds its own. */
+static void kept_placement_state_follows_changes(void **state)
+{
+    struct fx *f = *state;
+    pod(f->c, "other", "", "", 4, "default-scheduler", "n1", "");
+    pod(f->c, "solo", "", "team-a", 6, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    same_cycle(f, &kb);
+    struct place_base *b = kb.snap.base;
+    uint64_t gen = b->generation;
+    build(f, &kb); /* nothing changed: the same base, nothing touched */
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_ptr_equal(kb.snap.base, b);
+    assert_int_equal(b->generation, gen);
+    pod(f->c, "other2", "", "", 2, "default-scheduler", "n3", ""); /* a pod started on n3 */
+    build(f, &kb);
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_int_equal(b->generation, gen + 1);
+    assert_true(b->is_dirty[node_ix(&kb, "n3")]);
+    same_cycle(f, &kb);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, true), 0); /* a pod ended on n1 */
+    cJSON_Delete(o);
+    gen = b->generation;
+    build(f, &kb);
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_int_equal(b->generation, gen + 1);
+    assert_true(b->is_dirty[node_ix(&kb, "n1")]);
+    same_cycle(f, &kb);
+    node(f->c, "n4", "r2", 8); /* a new node: a new cluster, a new base of 4 nodes */
+    build(f, &kb);
+    same_cycle(f, &kb);
+    assert_int_equal(kb.snap.base->n, 4);
 }
 
 /* A bound pod of ours with the given status members (JSON, after "phase"). */
@@ -614,6 +689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
+        cmocka_unit_test_setup_teardown(kept_placement_state_follows_changes, setup, teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };

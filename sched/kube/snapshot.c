@@ -1,0 +1,133 @@
+/* sched/kube/snapshot.c: the cluster the cache builds from its decoded nodes, and the placement
+ * state kept from one cycle to the next (see cache.h, cache_int.h).
+ *
+ * The cluster is rebuilt only when a node or the configuration changed. The placement state
+ * (sched/core/place_base.h) lives as long as one cluster: at each cycle the node_state the
+ * cache built is compared with the one the base last saw, node by node, and every node that
+ * differs (a pod started or ended on it, it went down or came back, a quarantine began or
+ * ended) is touched, so that the core restores only those (plus the nodes its last cycle
+ * changed). A new cluster gets a new base, synced whole at its first cycle.
+ *
+ * Must not touch: the network, the store, the configuration file.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/log.h"
+#include "sched/k8s/nodes.h"
+#include "sched/kube/cache_int.h"
+#include "sched/kube/claims.h"
+#include "sched/kube/computedomain.h"
+#include "sched/kube/dra.h"
+
+const struct cluster *kcache_cluster(const struct kcache *c)
+{
+    return c->cluster;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Rebuilds the cluster from the decoded nodes, sorted by name (the same nodes always give the
+ * same indices). */
+int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
+{
+    size_t n = c->nodes.n;
+    const char **names = calloc(n ? n : 1, sizeof(*names));
+    struct cluster *cl = cluster_new();
+    if (!names || !cl) {
+        free(names);
+        cluster_free(cl);
+        return SCHED_ENOMEM;
+    }
+    size_t k = 0;
+    const char *key;
+    for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
+        names[k++] = key;
+    qsort(names, k, sizeof(*names), cmp_str);
+    for (size_t i = 0; i < k; i++)
+        if (nodes_rec_add(cl, strmap_get(&c->nodes, names[i])) != 0) {
+            free(names);
+            cluster_free(cl);
+            return SCHED_ENOMEM;
+        }
+    free(names);
+    kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
+    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
+        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
+        cluster_free(cl);
+        return SCHED_ENOMEM;
+    }
+    int rc = cluster_finalize(cl, cfg && cfg->n_levels ? cfg->level_names : NULL,
+                              cfg && cfg->n_levels ? cfg->level_labels : NULL,
+                              cfg ? cfg->n_levels : 0, eb);
+    if (rc != 0) {
+        cluster_free(cl);
+        return rc;
+    }
+    strmap_fini(&c->node_ix);
+    strmap_init(&c->node_ix);
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (strmap_put(&c->node_ix, cl->nodes[i].name, (void *)(uintptr_t)(i + 1), NULL) != 0) {
+            cluster_free(cl);
+            return SCHED_ENOMEM;
+        }
+    cluster_free(c->cluster);
+    c->cluster = cl;
+    c->nodes_dirty = false;
+    c->cluster_cfg = cfg ? cfg->version : 0;
+    c->cluster_gen++;
+    return 0;
+}
+
+int kcache_node_index(const struct kcache *c, const char *name)
+{
+    uintptr_t v = (uintptr_t)strmap_get(&c->node_ix, name);
+    return v ? (int)(v - 1) : -1;
+}
+
+void kcache_base_free(struct kcache *c)
+{
+    place_base_free(c->base);
+    free(c->kept);
+    c->base = NULL;
+    c->kept = NULL;
+}
+
+static bool same_state(const struct node_state *a, const struct node_state *b)
+{
+    return a->gpu_used == b->gpu_used && a->release_ms == b->release_ms &&
+           a->not_ready == b->not_ready && a->quarantined == b->quarantined &&
+           memcmp(&a->used, &b->used, sizeof(a->used)) == 0;
+}
+
+int kcache_base(struct kcache *c, struct kcache_build *kb)
+{
+    const struct cluster *cl = kb->snap.cluster;
+    kb->snap.base = NULL;
+    if (!cl || cl != c->cluster)
+        return 0;
+    uint32_t n = cl->n_nodes;
+    if (!c->base || c->base_gen != c->cluster_gen) {
+        kcache_base_free(c);
+        c->base = place_base_new(cl); /* every node synced at its first cycle */
+        c->kept = malloc((n ? n : 1) * sizeof(*c->kept));
+        if (!c->base || !c->kept) {
+            kcache_base_free(c);
+            return SCHED_ENOMEM;
+        }
+        if (n)
+            memcpy(c->kept, kb->state, n * sizeof(*c->kept));
+        c->base_gen = c->cluster_gen;
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            if (!same_state(&c->kept[i], &kb->state[i])) {
+                place_base_touch(c->base, i);
+                c->kept[i] = kb->state[i];
+            }
+    }
+    kb->snap.base = c->base;
+    return 0;
+}
