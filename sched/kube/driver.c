@@ -54,6 +54,14 @@ void kube_run_opts_default(struct kube_run_opts *o)
     o->listen = "0.0.0.0:8080";
 }
 
+/* CPU seconds of the calling thread. */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int64_t kdrv_now_ms(void)
 {
     struct timespec ts;
@@ -271,6 +279,7 @@ static void run_cycle(struct kdrv *d)
 {
     if (!cycle_due(d))
         return;
+    double cpu0 = thread_cpu_s();
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
@@ -288,6 +297,7 @@ static void run_cycle(struct kdrv *d)
     d->due_ms = cycle_next_due(&c, built);
     d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
+    http_metric_observe(d->m_cycle_cpu, NULL, thread_cpu_s() - cpu0);
 }
 
 static void on_cycle_timer(uv_timer_t *t)
@@ -529,6 +539,10 @@ static int start_metrics(struct kdrv *d)
     } fams[] = {
         {"gangsched_cycle_duration_seconds", "Time the scheduling core took per cycle",
          HTTP_HISTOGRAM, NULL, &d->m_cycle},
+        {"gangsched_cycle_cpu_seconds",
+         "CPU time of the whole cycle on the event loop's thread (snapshot, lifecycle, core, "
+         "records, the requests it starts)",
+         HTTP_HISTOGRAM, NULL, &d->m_cycle_cpu},
         {"gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER, result, &d->m_binds},
         {"gangsched_gangs_bound_total", "Placed gangs by outcome of their binds", HTTP_COUNTER,
          outcome, &d->m_gangs},

@@ -111,8 +111,8 @@ struct kdrv {
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
-    struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
-        *m_held;
+    struct http_metric *m_cycle, *m_cycle_cpu, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending,
+        *m_evictions, *m_held;
     uint64_t api_seen[4];
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
