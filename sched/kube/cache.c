@@ -32,6 +32,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->assumed);
     strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
+    strmap_init(&c->use);
     c->nodes_dirty = c->dirty = true;
     if (!(c->dra = kclaims_new())) {
         kcache_free(c);
@@ -71,6 +72,7 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->assumed);
     strmap_fini(&c->node_ix);
     kcache_base_free(c);
+    kcache_use_free(c);
     cluster_free(c->cluster);
     kclaims_free(c->dra);
     free(c->scheduler);
@@ -145,6 +147,7 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
         return 0;
     }
     c->dirty = true;
+    kcache_use_pod(c, strmap_get(&c->pods, key), -1);
     kobj_pod_free(strmap_del(&c->pods, key));
     free_assume(strmap_del(&c->assumed, key));
     free(strmap_del(&c->deletes, key));
@@ -174,6 +177,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         kobj_pod_free(p);
         return 0;
     }
+    kcache_use_pod(c, had, -1); /* counted again below, as it is now */
     const char *del_uid = strmap_get(&c->deletes, key);
     if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
@@ -186,8 +190,10 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     void *old = NULL;
     if (strmap_put(&c->pods, key, p, &old) != 0) {
         kobj_pod_free(p);
+        c->use_all = true; /* had is uncounted and may have lost its assumption */
         return SCHED_ENOMEM;
     }
+    kcache_use_pod(c, p, 1);
     kobj_pod_free(old);
     return 0;
 }
@@ -312,19 +318,26 @@ int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint3
     }
     a->gpu_mask = gpu_mask;
     a->flavor = flavor;
+    const struct kpod *p = strmap_get(&c->pods, pod_key);
+    kcache_use_pod(c, p, -1);
     void *old = NULL;
     if (strmap_put(&c->assumed, pod_key, a, &old) != 0) {
         free_assume(a);
+        kcache_use_pod(c, p, 1);
         return SCHED_ENOMEM;
     }
     free_assume(old);
+    kcache_use_pod(c, p, 1);
     c->dirty = true;
     return 0;
 }
 
 void kcache_unassume(struct kcache *c, const char *pod_key)
 {
+    const struct kpod *p = strmap_get(&c->pods, pod_key);
+    kcache_use_pod(c, p, -1);
     free_assume(strmap_del(&c->assumed, pod_key));
+    kcache_use_pod(c, p, 1);
     c->dirty = true;
 }
 
@@ -640,49 +653,17 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     return 0;
 }
 
-/* Usage of every pod that holds a node: bound in the API, or assumed by us. GPU indices come
- * from gangsched.io/gpu-ids; pods without them (other schedulers') take the lowest free ones. */
-static void account_usage(struct builder *b)
+/* Usage of every pod that holds a node: bound in the API, or assumed by us (kept by deltas,
+ * snapshot.c). GPU indices come from gangsched.io/gpu-ids; pods without them (other
+ * schedulers') take the lowest free ones. */
+static int account_usage(struct builder *b)
 {
-    struct kcache *c = b->c;
-    const char *key;
-    void *v;
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
-            struct kpod *p = v;
-            if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
-                continue;
-            const char *node = p->node;
-            uint32_t mask = p->gpu_mask;
-            bool has_ids = p->has_gpu_ids;
-            struct kassume *as = node ? NULL : strmap_get(&c->assumed, key);
-            if (as) {
-                node = as->node;
-                mask = as->gpu_mask;
-                has_ids = true;
-            }
-            if (!node)
-                continue;
-            int ix = kcache_node_index(c, node);
-            if (ix < 0)
-                continue;
-            if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
-                has_ids = kclaims_mask(c->dra, p, node, &mask);
-            struct node_state *st = &b->state[ix];
-            if (pass == 0) {
-                res_add(&st->used, &p->req);
-                if (has_ids)
-                    st->gpu_used |= mask;
-            } else if (!has_ids && p->req.v[RES_GPU] > 0) {
-                int64_t want = p->req.v[RES_GPU];
-                const struct node *nd = &c->cluster->nodes[ix];
-                for (uint32_t g = 0; g < nd->n_gpus && want > 0; g++)
-                    if (!(st->gpu_used & (1u << g))) {
-                        st->gpu_used |= 1u << g;
-                        want--;
-                    }
-            }
-        }
+    const struct cluster *cl = b->c->cluster;
+    int64_t *anon = arena_calloc(b->a, cl->n_nodes ? cl->n_nodes : 1, sizeof(*anon));
+    if (!anon)
+        return SCHED_ENOMEM;
+    kcache_usage(b->c, b->state, anon);
+    return 0;
 }
 
 /* The cluster, the per-node state and the usage array of a build. */
@@ -1057,7 +1038,8 @@ static int build_phases(struct builder *b)
     int rc = claim_demands(b);
     if (rc)
         return rc;
-    account_usage(b);
+    if ((rc = account_usage(b)))
+        return rc;
     for (uint32_t i = 0; i < cl->n_nodes; i++)
         if (b->state[i].used.v[RES_PODS] == 0)
             b->state[i].release_ms = 0;

@@ -34,11 +34,36 @@ struct kcache {
     struct place_base *base;
     struct node_state *kept;
     uint64_t base_gen;
+    /* node usage kept by deltas (snapshot.c): node name -> struct knode_use*, every pod that
+     * holds a node (bound, or assumed) counted in it except the pods with ResourceClaims (their
+     * requests and GPUs depend on the claims at each build: counted then); use_ix[i] is the entry
+     * of cluster node i (NULL: no pod), valid while use_ix_gen == cluster_gen and !use_new */
+    struct strmap use;
+    struct knode_use **use_ix;
+    uint64_t use_ix_gen;
+    bool use_new; /* an entry was added since use_ix was made */
+    bool use_all; /* count every pod again at the next build (out of memory on the way) */
+};
+
+/* One node's usage by the pods that hold it (snapshot.c). */
+struct knode_use {
+    struct res_vec used; /* sum of the pods' requests */
+    uint32_t ids[32];    /* pods holding GPU index g by their GPU ids */
+    int64_t anon;        /* GPUs of pods without ids (another scheduler's): the lowest free */
 };
 
 /* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */
 int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb);
-/* Frees the kept placement state (snapshot.c). */
+/* Frees the kept placement state and usage (snapshot.c). */
 void kcache_base_free(struct kcache *c);
+/* Counts (sign +1) or uncounts (-1) pod p (may be NULL) in the usage of the node it holds, as
+ * the cache holds it now: call with -1 before any change to p's record or to its assumption,
+ * and with +1 after. */
+void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign);
+/* Per-node usage into state[cluster->n_nodes] (zeroed by the caller): the kept counts, then the
+ * pods with claims, then the GPUs of pods without ids (the lowest free indices, in this order:
+ * the same as taking them pod by pod). anon[n_nodes]: zeroed scratch. */
+void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon);
+void kcache_use_free(struct kcache *c);
 
 #endif

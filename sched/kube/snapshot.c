@@ -131,3 +131,145 @@ int kcache_base(struct kcache *c, struct kcache_build *kb)
     kb->snap.base = c->base;
     return 0;
 }
+
+/* ---- node usage kept by deltas -------------------------------------------------------------- */
+
+/* A pod whose usage is counted at each build: its claims decide its requests and GPUs. */
+static bool claim_pod(const struct kpod *p)
+{
+    return p->n_claims || p->claim_wait;
+}
+
+/* The node p holds (bound, else assumed) and its GPU ids; NULL when none. */
+static const char *held_node(const struct kcache *c, const struct kpod *p, uint32_t *mask,
+                             bool *has_ids)
+{
+    if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
+        return NULL;
+    *mask = p->gpu_mask;
+    *has_ids = p->has_gpu_ids;
+    if (p->node)
+        return p->node;
+    const struct kassume *as = strmap_get(&c->assumed, p->key);
+    if (!as)
+        return NULL;
+    *mask = as->gpu_mask;
+    *has_ids = true;
+    return as->node;
+}
+
+void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign)
+{
+    uint32_t mask = 0;
+    bool has_ids = false;
+    const char *node = p && !claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
+    if (!node || c->use_all)
+        return;
+    struct knode_use *u = strmap_get(&c->use, node);
+    if (!u && sign > 0) {
+        u = calloc(1, sizeof(*u));
+        if (!u || strmap_put(&c->use, node, u, NULL) != 0) {
+            free(u);
+            c->use_all = true; /* counted again from every pod at the next build */
+            return;
+        }
+        c->use_new = true;
+    }
+    if (!u) { /* uncounting a pod never counted: the counts are off, count again */
+        c->use_all = true;
+        return;
+    }
+    if (sign > 0)
+        res_add(&u->used, &p->req);
+    else
+        res_sub(&u->used, &p->req);
+    if (has_ids) {
+        for (uint32_t g = 0; g < 32; g++)
+            if (mask & (1u << g))
+                u->ids[g] += sign > 0 ? 1u : (uint32_t)-1;
+    } else if (p->req.v[RES_GPU] > 0) {
+        u->anon += sign > 0 ? p->req.v[RES_GPU] : -p->req.v[RES_GPU];
+    }
+}
+
+static void use_clear(struct kcache *c)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->use, &i, &k, &v);)
+        free(v);
+    strmap_fini(&c->use);
+    strmap_init(&c->use);
+    free(c->use_ix);
+    c->use_ix = NULL;
+    c->use_ix_gen = 0;
+}
+
+void kcache_use_free(struct kcache *c)
+{
+    use_clear(c);
+    strmap_fini(&c->use);
+}
+
+/* use_ix for the current cluster; false on out of memory (use_ix NULL). */
+static bool use_index(struct kcache *c)
+{
+    const struct cluster *cl = c->cluster;
+    if (c->use_ix && c->use_ix_gen == c->cluster_gen && !c->use_new)
+        return true;
+    free(c->use_ix);
+    c->use_ix = calloc(cl->n_nodes ? cl->n_nodes : 1, sizeof(*c->use_ix));
+    if (!c->use_ix)
+        return false;
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        c->use_ix[i] = strmap_get(&c->use, cl->nodes[i].name);
+    c->use_ix_gen = c->cluster_gen;
+    c->use_new = false;
+    return true;
+}
+
+void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
+{
+    const struct cluster *cl = c->cluster;
+    const char *key;
+    void *v;
+    if (c->use_all) { /* every pod counted again */
+        use_clear(c);
+        c->use_all = false;
+        for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);)
+            kcache_use_pod(c, v, 1);
+    }
+    bool ix = use_index(c);
+    for (uint32_t i = 0; i < cl->n_nodes; i++) {
+        const struct knode_use *u = ix ? c->use_ix[i] : strmap_get(&c->use, cl->nodes[i].name);
+        if (!u)
+            continue;
+        state[i].used = u->used;
+        for (uint32_t g = 0; g < 32; g++)
+            if (u->ids[g])
+                state[i].gpu_used |= 1u << g;
+        anon[i] = u->anon;
+    }
+    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+        const struct kpod *p = v;
+        uint32_t mask = 0;
+        bool has_ids = false;
+        const char *node = claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
+        int n = node ? kcache_node_index(c, node) : -1;
+        if (n < 0)
+            continue;
+        if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
+            has_ids = kclaims_mask(c->dra, p, node, &mask);
+        res_add(&state[n].used, &p->req);
+        if (has_ids)
+            state[n].gpu_used |= mask;
+        else if (p->req.v[RES_GPU] > 0)
+            anon[n] += p->req.v[RES_GPU];
+    }
+    for (uint32_t i = 0; i < cl->n_nodes; i++) /* pods without ids: the lowest free GPUs */
+        for (uint32_t g = 0; g < cl->nodes[i].n_gpus && anon[i] > 0; g++)
+            if (!(state[i].gpu_used & (1u << g))) {
+                state[i].gpu_used |= 1u << g;
+                anon[i]--;
+            }
+}

@@ -378,6 +378,80 @@ static void kept_placement_state_follows_changes(void **state)
     assert_int_equal(kb.snap.base->n, 4);
 }
 
+/* A pod of another scheduler on node_name in phase `phase`, asking for gpus GPUs. */
+static void other_pod(struct kcache *c, const char *name, const char *node_name, int gpus,
+                      const char *phase)
+{
+    char buf[800];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+             "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"%s\","
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"1\"}}}]},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             name, name, node_name, gpus, phase);
+    add_json(c, 1, buf);
+}
+
+static void gone(struct kcache *c, const char *name)
+{
+    char buf[200];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\"}}", name);
+    cJSON *o = cJSON_Parse(buf);
+    assert_int_equal(kcache_pod_event(c, o, true), 0);
+    cJSON_Delete(o);
+}
+
+/* Node usage kept by deltas (snapshot.c) equals a count from scratch: a cache that saw pods
+ * come, change phase, go, be assumed and unassumed builds the same per-node state as a fresh
+ * cache given only the final objects. */
+static void usage_kept_by_deltas_matches_a_fresh_count(void **state)
+{
+    struct fx *f = *state;
+    struct kcache_build kb;
+    build(f, &kb); /* a first build: counts kept from here on by events */
+    other_pod(f->c, "o1", "n1", 2, "Running");
+    pod(f->c, "mine", "", "team-a", 2, "", "n2", "\"gangsched.io/gpu-ids\":\"0,1\"");
+    pod(f->c, "solo", "", "team-a", 4, "", "", "");
+    assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0xf0, 0), 0);
+    build(f, &kb);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n3")].gpu_used, 0xf0);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n1")].gpu_used, 0x3);
+    kcache_unassume(f->c, "ml/solo");
+    assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0x0f, 0), 0);
+    other_pod(f->c, "o1", "n1", 2, "Succeeded"); /* ended: frees n1 */
+    gone(f->c, "mine");
+    other_pod(f->c, "o2", "n1", 3, "Running");
+    other_pod(f->c, "o3", "n3", 2, "Running"); /* no ids: the lowest GPUs solo leaves free */
+    build(f, &kb);
+    struct kcache *fresh = kcache_new("gangsched");
+    node(fresh, "n1", "r1", 8);
+    node(fresh, "n2", "r1", 8);
+    node(fresh, "n3", "r2", 8);
+    other_pod(fresh, "o1", "n1", 2, "Succeeded");
+    other_pod(fresh, "o2", "n1", 3, "Running");
+    other_pod(fresh, "o3", "n3", 2, "Running");
+    pod(fresh, "solo", "", "team-a", 4, "", "", "");
+    assert_int_equal(kcache_assume(fresh, "ml/solo", "n3", 0x0f, 0), 0);
+    struct arena a;
+    arena_init(&a, 1 << 16);
+    struct kcache_build kf;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kcache_build(fresh, f->cfg, sched_policy_default(), 1000, &a, &kf, &eb), 0);
+    for (uint32_t i = 0; i < 3; i++) {
+        const struct node_state *x = &kb.snap.state[i], *y = &kf.snap.state[i];
+        assert_string_equal(kb.snap.cluster->nodes[i].name, kf.snap.cluster->nodes[i].name);
+        assert_int_equal(x->gpu_used, y->gpu_used);
+        for (int r = 0; r < RES_MAX; r++)
+            assert_int_equal(x->used.v[r], y->used.v[r]);
+    }
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n1")].gpu_used, 0x7);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n2")].gpu_used, 0);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n3")].gpu_used, 0x3f);
+    arena_fini(&a);
+    kcache_free(fresh);
+}
+
 /* A bound pod of ours with the given status members (JSON, after "phase"). */
 static void bound_pod(struct kcache *c, const char *name, const char *node_name,
                       const char *status_extra)
@@ -690,6 +764,8 @@ int main(void)
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
         cmocka_unit_test_setup_teardown(kept_placement_state_follows_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(usage_kept_by_deltas_matches_a_fresh_count, setup,
+                                        teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };
