@@ -33,6 +33,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
     strmap_init(&c->use);
+    strmap_init(&c->hot);
     c->nodes_dirty = c->dirty = true;
     if (!(c->dra = kclaims_new())) {
         kcache_free(c);
@@ -148,6 +149,7 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
     }
     c->dirty = true;
     kcache_use_pod(c, strmap_get(&c->pods, key), -1);
+    kcache_hot_pod(c, key, NULL);
     kobj_pod_free(strmap_del(&c->pods, key));
     free_assume(strmap_del(&c->assumed, key));
     free(strmap_del(&c->deletes, key));
@@ -194,6 +196,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         return SCHED_ENOMEM;
     }
     kcache_use_pod(c, p, 1);
+    kcache_hot_pod(c, key, p);
     kobj_pod_free(old);
     return 0;
 }
@@ -696,11 +699,12 @@ static int claim_demands(struct builder *b)
     struct kcache *c = b->c;
     const char *pk;
     void *pv;
-    kclaims_consumers_reset(c->dra); /* shared claims: who uses each (claims.h) */
-    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);)
+    const struct strmap *hot = kcache_hot(c); /* the pods with claims among them */
+    kclaims_consumers_reset(c->dra);          /* shared claims: who uses each (claims.h) */
+    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);)
         if (((struct kpod *)pv)->n_claims && kclaims_note_pod(c->dra, pv) != 0)
             return SCHED_ENOMEM;
-    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
+    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);) {
         struct kpod *p = pv;
         const char *cw =
             p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
@@ -715,15 +719,16 @@ static int claim_demands(struct builder *b)
 static int group_pods(struct builder *b)
 {
     struct kcache *c = b->c;
+    const struct strmap *hot = kcache_hot(c); /* ours and native groups' among them */
     const char *key;
     void *v;
-    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
         struct kpod *p = v;
         if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
             !strmap_get(&b->foreign, p->group) && strmap_put(&b->foreign, p->group, p->name, NULL))
             return SCHED_ENOMEM;
     }
-    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
         struct kpod *p = v;
         bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
         if (!p->ours || (terminal && !p->node))

@@ -43,6 +43,11 @@ struct kcache {
     uint64_t use_ix_gen;
     bool use_new; /* an entry was added since use_ix was made */
     bool use_all; /* count every pod again at the next build (out of memory on the way) */
+    /* the pods a build walks (snapshot.c kcache_hot_pod): "ns/name" -> struct kpod*, the pods of
+     * this scheduler, the pods with ResourceClaims and the members of native PodGroups; the
+     * others (most of a big cluster: other schedulers' running pods) count only in the usage */
+    struct strmap hot;
+    bool hot_all; /* make `hot` again from every pod at the next build (out of memory) */
 };
 
 /* One node's usage by the pods that hold it (snapshot.c). */
@@ -65,5 +70,9 @@ void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign);
  * the same as taking them pod by pod). anon[n_nodes]: zeroed scratch. */
 void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon);
 void kcache_use_free(struct kcache *c);
+/* Pod p (the cache's record, or NULL: gone) of key in or out of the walked set. */
+void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p);
+/* The walked set, made again from every pod when it was lost to out of memory. */
+const struct strmap *kcache_hot(struct kcache *c);
 
 #endif

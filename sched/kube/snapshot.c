@@ -209,6 +209,31 @@ void kcache_use_free(struct kcache *c)
 {
     use_clear(c);
     strmap_fini(&c->use);
+    strmap_fini(&c->hot);
+}
+
+void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p)
+{
+    if (p && (p->ours || claim_pod(p) || (p->native && p->group))) {
+        if (strmap_put(&c->hot, key, p, NULL) != 0)
+            c->hot_all = true;
+    } else {
+        strmap_del(&c->hot, key);
+    }
+}
+
+const struct strmap *kcache_hot(struct kcache *c)
+{
+    if (c->hot_all) {
+        strmap_fini(&c->hot);
+        strmap_init(&c->hot);
+        c->hot_all = false;
+        const char *key;
+        void *v;
+        for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);)
+            kcache_hot_pod(c, key, v);
+    }
+    return &c->hot;
 }
 
 /* use_ix for the current cluster; false on out of memory (use_ix NULL). */
@@ -250,7 +275,8 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
                 state[i].gpu_used |= 1u << g;
         anon[i] = u->anon;
     }
-    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+    const struct strmap *hot = kcache_hot(c);
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
         const struct kpod *p = v;
         uint32_t mask = 0;
         bool has_ids = false;
