@@ -136,5 +136,8 @@ int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_
  * it) gets a new base. SCHED_ENOMEM leaves snap.base NULL: the cycle then builds its own (same
  * decisions, the cost of every node). */
 int kcache_base(struct kcache *c, struct kcache_build *kb);
+/* For comparison (--kube-full-cycles): each build counts the usage of every pod again and walks
+ * every pod, as before the usage and the walked set were kept by deltas. */
+void kcache_set_full(struct kcache *c, bool full);
 
 #endif

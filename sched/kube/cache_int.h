@@ -48,6 +48,7 @@ struct kcache {
      * others (most of a big cluster: other schedulers' running pods) count only in the usage */
     struct strmap hot;
     bool hot_all; /* make `hot` again from every pod at the next build (out of memory) */
+    bool full;    /* kcache_set_full: count every pod and walk every pod at each build */
 };
 
 /* One node's usage by the pods that hold it (snapshot.c). */

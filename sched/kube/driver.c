@@ -718,6 +718,8 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         rc = config_apply_device(config_watch_current(d->cw), eb);
     if (rc == 0 && !(d->cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0)
+        kcache_set_full(d->cache, o->full_cycles);
     /* the other schedulers' pods are asked without ours: the server then sends each Binding
      * of ours on one watch, not two (kube-apiserver filters by field before it serializes) */
     char own_sel[300], other_sel[400];

@@ -222,8 +222,15 @@ void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p)
     }
 }
 
+void kcache_set_full(struct kcache *c, bool full)
+{
+    c->full = full;
+}
+
 const struct strmap *kcache_hot(struct kcache *c)
 {
+    if (c->full)
+        return &c->pods;
     if (c->hot_all) {
         strmap_fini(&c->hot);
         strmap_init(&c->hot);
@@ -258,7 +265,7 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
     const struct cluster *cl = c->cluster;
     const char *key;
     void *v;
-    if (c->use_all) { /* every pod counted again */
+    if (c->use_all || c->full) { /* every pod counted again */
         use_clear(c);
         c->use_all = false;
         for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);)
