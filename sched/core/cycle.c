@@ -836,6 +836,7 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_RESOURCES] = "insufficient",
     [FILTER_RESERVED] = "reserved for another gang",
     [FILTER_QUARANTINED] = "quarantined after failed starts",
+    [FILTER_DEVICE_KIND] = "another accelerator kind",
 };
 
 static void qty(char *buf, size_t n, int res, int64_t v)
