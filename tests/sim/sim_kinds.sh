@@ -69,6 +69,18 @@ grep '"type":"start"' "$TMP/f.ev" | grep '"job":"[abc]"' | grep -q '"node":"npu'
 expect_eq "Ascend job on an Ascend node" "$(nodes_of "$TMP/f.ev" d)" '"node":"npu-0"'
 grep -q "32 GPUs (nvidia.com/gpu, huawei.com/Ascend910)" "$TMP/f.out" &&
     ok "header names both kinds" || { bad "header does not name both kinds"; head -3 "$TMP/f.out"; }
+# preemption: with every node busy, a high-priority Ascend job evicts an Ascend job, never an
+# NVIDIA one (freeing NVIDIA devices would not seat it)
+printf 'job_id,submission_time,duration,num_gpu,queue,resource,gpus_per_pod,priority\n' >"$TMP/p.csv"
+printf 'g1,0,7200,8,t,,8,0\ng2,0,7200,8,t,,8,0\n' >>"$TMP/p.csv"
+printf 'a1,0,7200,8,t,huawei.com/Ascend910,8,0\na2,0,7200,8,t,huawei.com/Ascend910,8,0\n' >>"$TMP/p.csv"
+printf 'hi,100,600,8,t,huawei.com/Ascend910,8,10\n' >>"$TMP/p.csv"
+"$GS" simulate --no-progress --policy gangsched --nodes "$TMP/nodes.yaml" --config "$TMP/free.yaml" \
+    --trace "$TMP/p.csv" --events "$TMP/p.ev" >/dev/null || bad "simulate with preemption failed"
+victims=$(grep '"type":"evict"' "$TMP/p.ev" | grep -o '"job":"[a-z0-9]*"' | sort -u | tr -d '\n')
+expect_eq "the high-priority Ascend job evicts one Ascend job" "$victims" '"job":"a1"'
+expect_eq "and starts at once on an Ascend node" "$(start_of "$TMP/p.ev" hi)/$(nodes_of "$TMP/p.ev" hi)" \
+    '100.000/"node":"npu-0"'
 # nodes with none of the configured devices: the warning names both and what the nodes have
 cat >"$TMP/amd.yaml" <<'YAML'
 apiVersion: v1
