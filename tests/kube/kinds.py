@@ -8,9 +8,10 @@ Checked: the Ascend gang (2 x 8) is bound on the two Ascend nodes with device in
 gangsched.io/gpu-ids; the NVIDIA gang on an NVIDIA node; a second NVIDIA gang waits on gpu's
 nvidia.com/gpu quota although an NVIDIA node is free; an NVIDIA gang in the Ascend-only queue is
 never bound and its event names nvidia.com/gpu; deleting the first NVIDIA gang lets the second
-start; the metrics name both kinds. Every wait is bounded.
+start; gangctl shows each queue's use under its kind's name; the metrics name both kinds. Every wait is bounded.
 """
 
+import json
 import os
 import sys
 
@@ -94,6 +95,21 @@ def main():
           ok and nodes_of(c, "nv2")[0] in ("gpu-1", "gpu-2"), s.text()[-800:])
     check("the Ascend gang is untouched", nodes_of(c, "asc") == ["npu-1", "npu-2"])
     check("the NVIDIA gang of the Ascend-only queue is still not bound", not e2e.bound(c, "wrong"))
+    rc, out = e2e.gangctl("--server", s.url(), "quota", "npu", "-o", "json")
+    try:
+        rows = json.loads(out)["queues"][0]["quotas"]
+    except (ValueError, KeyError, IndexError):
+        rows = []
+    check("gangctl quota: npu uses its 16 huawei.com/Ascend910, counted under that name",
+          rc == 0 and [(r["resource"], r["nominal"], r["used"]) for r in rows] ==
+          [(ASCEND, 16, 16)], out[:600])
+    rc, out = e2e.gangctl("--server", s.url(), "quota", "gpu", "-o", "json")
+    try:
+        rows = json.loads(out)["queues"][0]["quotas"]
+    except (ValueError, KeyError, IndexError):
+        rows = []
+    check("gangctl quota: gpu uses 8 nvidia.com/gpu", rc == 0 and
+          [(r["resource"], r["used"]) for r in rows] == [("nvidia.com/gpu", 8)], out[:600])
     st, body = e2e.http_get(s.url() + "/metrics")
     body = body.decode() if isinstance(body, bytes) else str(body)
     check("the metrics name both kinds",
