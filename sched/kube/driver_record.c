@@ -84,10 +84,7 @@ int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const c
 int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, const char *flavor,
                          const struct gang *g, struct sched_errbuf *eb)
 {
-    int kind = 0;
-    for (uint32_t s = 0; kind == 0 && s < g->n_sets; s++)
-        kind = res_kind_of(&g->sets[s].req);
-    return charge(d, key, queue, flavor, g->gpus, kind, +1, eb);
+    return charge(d, key, queue, flavor, g->gpus, gang_kind(g), +1, eb);
 }
 
 /* Records a running gang the store does not know as running (bound by an earlier leader, or

@@ -61,12 +61,17 @@ sed '/^queues:/,$d' "$TMP/cfg.yaml" >"$TMP/free.yaml"
 printf 'queues:\n  - name: t\n' >>"$TMP/free.yaml"
 printf 'job_id,submission_time,duration,num_gpu,queue,resource,gpus_per_pod\n' >"$TMP/f.csv"
 printf 'a,0,100,8,t,,8\nb,0,100,8,t,,8\nc,0,100,8,t,,8\nd,0,100,8,t,huawei.com/Ascend910,8\n' >>"$TMP/f.csv"
+printf 'big,0,100,16,t,huawei.com/Ascend910,16\n' >>"$TMP/f.csv"
 "$GS" simulate --no-progress --policy gangsched --nodes "$TMP/nodes.yaml" --config "$TMP/free.yaml" \
-    --trace "$TMP/f.csv" --events "$TMP/f.ev" >"$TMP/f.out" || bad "simulate without quota failed"
+    --trace "$TMP/f.csv" --events "$TMP/f.ev" >"$TMP/f.out" 2>"$TMP/f.err" || bad "simulate without quota failed"
 expect_eq "third NVIDIA job waits for an NVIDIA node" "$(start_of "$TMP/f.ev" c)" 100.000
 grep '"type":"start"' "$TMP/f.ev" | grep '"job":"[abc]"' | grep -q '"node":"npu' &&
     bad "an NVIDIA job landed on an Ascend node" || ok "NVIDIA jobs only on NVIDIA nodes"
 expect_eq "Ascend job on an Ascend node" "$(nodes_of "$TMP/f.ev" d)" '"node":"npu-0"'
+grep '"type":"reject".*"job":"big"' "$TMP/f.ev" |
+    grep -q '16 NPU(s); larger than the cluster can ever hold (huawei.com/Ascend910)' &&
+    ok "a 16-NPU pod is refused in NPUs, naming huawei.com/Ascend910" ||
+    { bad "the 16-NPU pod's reason"; grep '"job":"big"' "$TMP/f.ev"; }
 grep -q "32 GPUs (nvidia.com/gpu, huawei.com/Ascend910)" "$TMP/f.out" &&
     ok "header names both kinds" || { bad "header does not name both kinds"; head -3 "$TMP/f.out"; }
 # preemption: with every node busy, a high-priority Ascend job evicts an Ascend job, never an
