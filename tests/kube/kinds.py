@@ -13,6 +13,7 @@ start; gangctl shows each queue's use under its kind's name; the metrics name bo
 
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -116,6 +117,16 @@ def main():
           'gangsched_device_info{resource="nvidia.com/gpu",unit="GPU"} 1' in body and
           'gangsched_device_info{resource="huawei.com/Ascend910",unit="NPU"} 1' in body,
           "\n".join(ln for ln in body.splitlines() if "device_info" in ln))
+    db = os.path.join(e2e.TMP, "g.db")
+    r = subprocess.run([os.path.join(e2e.BIN, "gangsched"), "store", "check", db],
+                       capture_output=True, text=True, timeout=30)
+    check("store check: the ledger of both kinds matches the running jobs", r.returncode == 0,
+          r.stdout + r.stderr)
+    rc, out = e2e.gangctl("--db", db, "queues")
+    rows = {ln.split()[0]: ln for ln in out.splitlines()[1:] if ln.strip()}
+    check("gangctl queues offline counts the devices of every kind, in devices",
+          rc == 0 and rows.get("npu", "").split()[5:9] == ["16", "device", "16", "device"] and
+          rows.get("gpu", "").split()[5:9] == ["8", "device", "8", "device"], out[:600])
     e2e.finish()
 
 
