@@ -56,6 +56,19 @@ grep '"type":"reject".*"job":"x"' "$TMP/q.ev" | grep -q 'quota-never.*npu nvidia
     bad "NVIDIA job in the Ascend-only queue was not refused by quota"
 expect_eq "JSON names both kinds" "$("$JGET" "$TMP/q.out" device/kinds/1/resource)/$("$JGET" "$TMP/q.out" device/kinds/1/unit)" \
     "huawei.com/Ascend910/NPU"
+# --db: the ledger has each kind's use under its own name (stopped while both jobs run)
+printf 'job_id,submission_time,duration,num_gpu,queue,resource,gpus_per_pod\n' >"$TMP/l.csv"
+printf 'n1,0,1000000,16,npu,huawei.com/Ascend910,8\ng1,0,1000000,8,gpu,,8\n' >>"$TMP/l.csv"
+"$GS" simulate --no-progress --policy gangsched --nodes "$TMP/nodes.yaml" --config "$TMP/cfg.yaml" \
+    --trace "$TMP/l.csv" --db "$TMP/k.db" --db-batch 1 --stop-after-events 6 >/dev/null 2>&1
+"$BIN/gangctl" --db "$TMP/k.db" quota -o json >"$TMP/k.json" || bad "gangctl quota on the db failed"
+expect_eq "db: npu uses 16 huawei.com/Ascend910" \
+    "$("$JGET" "$TMP/k.json" queues/1/name) $("$JGET" "$TMP/k.json" queues/1/quotas/0/resource) $("$JGET" "$TMP/k.json" queues/1/quotas/0/used)" \
+    "npu huawei.com/Ascend910 16"
+expect_eq "db: gpu uses 8 nvidia.com/gpu" \
+    "$("$JGET" "$TMP/k.json" queues/0/name) $("$JGET" "$TMP/k.json" queues/0/quotas/0/resource) $("$JGET" "$TMP/k.json" queues/0/quotas/0/used)" \
+    "gpu nvidia.com/gpu 8"
+"$GS" store check "$TMP/k.db" >/dev/null && ok "db: store check passes" || bad "db: store check failed"
 # no quota: kinds still never share nodes
 sed '/^queues:/,$d' "$TMP/cfg.yaml" >"$TMP/free.yaml"
 printf 'queues:\n  - name: t\n' >>"$TMP/free.yaml"
