@@ -179,6 +179,11 @@ int cl_parse_devices(struct ctx *x, yaml_node_t *seq)
         if (i)
             *unit = "";
         rc = parse_one_device(x, item, res, unit);
+        if (!rc && i && strcmp(*res, RES_DEFAULT_DEVICE) == 0) /* the slot's name until applied */
+            rc = cl_fail(x, &item->start_mark,
+                         "%s, when listed, must be the first device (the accelerator slot starts "
+                         "under its name)",
+                         RES_DEFAULT_DEVICE);
         for (size_t j = 0; !rc && j < i; j++) {
             const char *other = j ? dv[j - 1].resource : x->c->device;
             if (strcmp(other, *res) == 0)

@@ -91,6 +91,8 @@ static void devices_refused(void **unused)
     refused(HDR "device: {resource: amd.com/gpu}\ndevices:\n  - {resource: amd.com/gpu}\n",
             "k.yaml:5:3: devices: both device and devices are given");
     refused(HDR "devices: []\n", "k.yaml:3:10: devices: 0 devices: expected 1 to 8");
+    refused(HDR "devices:\n  - {resource: amd.com/gpu}\n  - {resource: nvidia.com/gpu}\n",
+            "k.yaml:5:5: devices[1]: nvidia.com/gpu, when listed, must be the first device");
     refused(HDR "devices:\n  - {resource: cpu}\n",
             "k.yaml:4:16: devices[0].resource: \"cpu\" is not a device resource");
     refused(HDR "devices:\n  - {resource: amd.com/gpu, units: GPU}\n", "devices[0]");
