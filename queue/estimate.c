@@ -183,3 +183,12 @@ int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t
     int64_t v = typical(m, g, ran, u);
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
 }
+
+double est_draw(uint64_t id)
+{
+    uint64_t z = (id + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}

@@ -74,4 +74,11 @@ int64_t est_typical_runtime(const struct est_model *m, const struct gang *g, dou
 int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t start_ms,
                         int64_t now_ms, double u);
 
+/* A fixed draw in (0, 1) for the gang numbered id (splitmix64 of id + 1): the quantile u of its
+ * run time the start planner uses. One draw per gang, not the median for all: a waiting gang
+ * starts at the k-th release among many running gangs, and the k-th of the medians is much later
+ * than the k-th of the run times themselves (the first of many releases comes early); drawn
+ * quantiles give the planner releases spread as the run times are. */
+double est_draw(uint64_t id);
+
 #endif

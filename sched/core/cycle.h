@@ -97,9 +97,10 @@ struct sched_snapshot {
      * the start-time planner. node_state.release_ms carries the same estimates for what runs. */
     const int64_t *runtime_est_ms;
     uint32_t n_runtime_est;
-    /* for the start planner only: typical run times per gang id (the median, where the above
-     * is a safe high quantile) and each node's typical release [cluster->n_nodes]; NULL = the
-     * safe ones */
+    /* for the start planner only: typical run times per gang id (a best guess, e.g. the
+     * simulator's drawn quantile of queue/estimate.c's est_typical_runtime, where the above is
+     * a safe high quantile) and each node's typical release [cluster->n_nodes]; NULL = the safe
+     * ones */
     const int64_t *runtime_typ_ms;
     const int64_t *release_typ_ms;
     /* for the start planner only: when the GPUs of running pods are typically given back, one

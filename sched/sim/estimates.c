@@ -46,20 +46,6 @@ void sim_relearn(struct run *r)
     r->n_fin_now = 0;
 }
 
-/* A fixed draw in (0, 1) per job (splitmix64 of its index): the quantile of its run time the
- * start planner uses. One draw per job, not the median for all: a waiting gang starts at the
- * k-th release among many running gangs, and the k-th of the medians is much later than the
- * k-th of the run times themselves (the first of many releases comes early); drawn quantiles
- * give the planner releases spread as the run times are. */
-static double draw(uint32_t j)
-{
-    uint64_t z = ((uint64_t)j + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
-
 /* Before a cycle: the run time of every pending gang (safe, and drawn for the start planner),
  * each node's expected release (the latest safe end of what runs on it) and each running pod's
  * drawn end for the start planner. */
@@ -70,7 +56,7 @@ void sim_estimates(struct run *r, int64_t now)
         for (uint32_t k = 0; k < r->queues[q].n; k++) {
             const struct gang *g = r->queues[q].items[k];
             r->rt_est[g->id] = est_runtime(&r->est, g, EST_QUANTILE);
-            r->rt_typ[g->id] = est_typical_runtime(&r->est, g, draw(g->id));
+            r->rt_typ[g->id] = est_typical_runtime(&r->est, g, est_draw(g->id));
         }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
         r->state[i].release_ms = r->rel_typ[i] = 0;
@@ -80,7 +66,7 @@ void sim_estimates(struct run *r, int64_t now)
         const struct gang *g = &in->jobs[j].gang;
         int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
         int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
-        int64_t typ = est_typical_end(&r->est, g, from, now, draw(j));
+        int64_t typ = est_typical_end(&r->est, g, from, now, est_draw(j));
         for (uint32_t x = 0; x < g->n_pods; x++) {
             uint32_t i = r->assign[j][x].node;
             if (r->n_rels == r->cap_rels) {
