@@ -3,15 +3,85 @@
  * planner only (snapshot runtime_typ_ms, release_typ_ms, releases). The decisions' inputs
  * (runtime_est_ms, node_state.release_ms) stay "unknown": estimates change no decision.
  *
- * Owns: d->est and d->est_queues (the queue names of est's indices). The history lives in
- * memory: it starts empty with the process and again when a reload changes the queues.
+ * Owns: d->est and d->est_queues (the queue names of est's indices). The history is learned
+ * from the store's finished jobs at the first cycle (and again when a reload changes the
+ * queues), then from each gang as it finishes.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "queue/estimate.h"
 #include "sched/kube/driver_int.h"
 
-/* est's queues become cfg's; the history is kept while the queue names stay the same. */
+/* A finished run of the store: what est_observe() takes, with its queue's index. */
+struct past_run {
+    uint32_t queue;
+    int64_t gpus, start_ms, finish_ms, submit_ms;
+};
+
+struct past_runs {
+    const struct strlist *queues;
+    struct past_run *v;
+    uint32_t n, cap;
+};
+
+static int queue_of(const struct strlist *queues, const char *name)
+{
+    for (uint32_t q = 0; name && q < queues->n; q++)
+        if (strcmp(queues->v[q], name) == 0)
+            return (int)q;
+    return -1;
+}
+
+static int collect_run(void *ctx, const struct store_job *j)
+{
+    struct past_runs *pr = ctx;
+    int q = queue_of(pr->queues, j->queue);
+    if (j->state != STORE_JOB_FINISHED || q < 0 || j->start_ms == STORE_NO_TIME ||
+        j->finish_ms == STORE_NO_TIME || j->finish_ms < j->start_ms)
+        return 0;
+    if (pr->n == pr->cap) {
+        uint32_t cap = pr->cap ? 2 * pr->cap : 256;
+        struct past_run *v = realloc(pr->v, cap * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        pr->v = v;
+        pr->cap = cap;
+    }
+    pr->v[pr->n++] =
+        (struct past_run){(uint32_t)q, j->gpus, j->start_ms, j->finish_ms, j->submit_ms};
+    return 0;
+}
+
+static int cmp_finish(const void *a, const void *b)
+{
+    const struct past_run *x = a, *y = b;
+    return (x->finish_ms > y->finish_ms) - (x->finish_ms < y->finish_ms);
+}
+
+/* What the store's finished jobs teach, in the order they finished (the rings keep the last). A
+ * store that cannot be read leaves the history empty (estimates are not worth stopping for). */
+static int learn_store(struct kdrv *d)
+{
+    struct past_runs pr = {.queues = &d->est_queues};
+    struct sched_errbuf eb;
+    int rc = d->db ? store_job_list(d->db, collect_run, &pr, &eb) : 0;
+    if (rc == SCHED_ENOMEM) {
+        free(pr.v);
+        return rc;
+    }
+    if (rc != 0)
+        LOG_WARN("kube", "start estimates: cannot read the finished jobs: %s", eb.msg);
+    qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
+    for (uint32_t k = 0; rc == 0 && k < pr.n; k++)
+        est_observe(&d->est, pr.v[k].queue, pr.v[k].gpus, pr.v[k].finish_ms - pr.v[k].start_ms,
+                    pr.v[k].submit_ms);
+    free(pr.v);
+    return 0;
+}
+
+/* est's queues become cfg's; the history is kept while the queue names stay the same, else
+ * learned again from the store's finished jobs (also at the first cycle). */
 static int est_config(struct kdrv *d, const struct config *cfg)
 {
     uint32_t n = cfg ? cfg->n_queues : 0;
@@ -24,7 +94,8 @@ static int est_config(struct kdrv *d, const struct config *cfg)
     for (uint32_t q = 0; q < n; q++)
         if (kdrv_strlist_add(&d->est_queues, cfg->queues[q].name) != 0)
             return SCHED_ENOMEM;
-    return est_init(&d->est, n);
+    int rc = est_init(&d->est, n);
+    return rc ? rc : learn_store(d);
 }
 
 void kdrv_est_fini(struct kdrv *d)
@@ -38,11 +109,9 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
     if (j->state != STORE_JOB_RUNNING || j->start_ms == STORE_NO_TIME || now < j->start_ms ||
         !j->queue)
         return;
-    for (uint32_t q = 0; q < d->est_queues.n; q++)
-        if (strcmp(d->est_queues.v[q], j->queue) == 0) {
-            est_observe(&d->est, q, j->gpus, now - j->start_ms, j->submit_ms);
-            return;
-        }
+    int q = queue_of(&d->est_queues, j->queue);
+    if (q >= 0)
+        est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
 }
 
 /* The gang's fixed draw: of its key, so that it keeps it from cycle to cycle and across

@@ -3,8 +3,9 @@
 Owns: one scenario on one 8-GPU node: a gang waits behind a running one while nothing has
 finished (no estimate: "run times unknown"), the running gang ends by itself (its pod
 Succeeded, as the kubelet writes), and a gang that then waits has an expected start learned from
-that run (`gangctl jobs` START and `expected_start_ms`), as `squeue --start` answers. Built on
-tests/kube/e2e.py's helpers; every wait is bounded.
+that run (`gangctl jobs` START and `expected_start_ms`), as `squeue --start` answers; after a
+restart, from the finished jobs of the store. Built on tests/kube/e2e.py's helpers; every wait is
+bounded.
 """
 
 import json
@@ -84,6 +85,16 @@ def main():
     line = [x for x in out.splitlines() if "default/third" in x]
     check("gangctl jobs shows it in START (not unknown)",
           rc == 0 and line and " unknown " not in line[0], out)
+
+    # a new process learns the runs its store has seen finish
+    check("the scheduler stops", s.stop() == 0)
+    s2 = e2e.Sched(kubeconfig, "sched2", os.path.join(e2e.TMP, "gangsched.db"))
+    check("a new scheduler leads", wait_for(s2.leading, 30))
+    url = s2.url()
+    new_gang(c, "fourth", 8)
+    j = wait_for(lambda: (job(url, "fourth") or {}).get("expected_start_ms"), 15)
+    check("after a restart a new waiting gang has an expected start (the store's finished run)",
+          j is not None, json.dumps(job(url, "fourth")))
     e2e.finish()
 
 
