@@ -72,7 +72,8 @@ static int learn_store(struct kdrv *d)
     }
     if (rc != 0)
         LOG_WARN("kube", "start estimates: cannot read the finished jobs: %s", eb.msg);
-    qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
+    if (pr.n)
+        qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
     for (uint32_t k = 0; rc == 0 && k < pr.n; k++)
         est_observe(&d->est, pr.v[k].queue, pr.v[k].gpus, pr.v[k].finish_ms - pr.v[k].start_ms,
                     pr.v[k].submit_ms);
