@@ -97,11 +97,29 @@ static void test_typical_batch(void **unused)
     est_free(&m);
 }
 
+/* est_draw: the same draw for the same id (the daemon's gangs keep theirs between cycles), inside
+ * (0, 1), spread evenly (each tenth of (0, 1) gets about a tenth of 10,000 ids). */
+static void test_draw(void **unused)
+{
+    (void)unused;
+    uint32_t tenth[10] = {0};
+    for (uint64_t id = 0; id < 10000; id++) {
+        double u = est_draw(id);
+        assert_true(u > 0.0 && u < 1.0);
+        assert_true(u == est_draw(id));
+        tenth[(int)(u * 10)]++;
+    }
+    for (int k = 0; k < 10; k++)
+        assert_in_range(tenth[k], 900, 1100);
+    assert_true(est_draw(1) != est_draw(2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantile_and_fallbacks),
         cmocka_unit_test(test_typical_batch),
+        cmocka_unit_test(test_draw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
