@@ -34,11 +34,12 @@
 #define EST_BATCH_MIN 3             /* finished runs of its batch before a gang is judged by them */
 
 struct est_ring {
-    int64_t v[EST_RING];   /* in arrival order (a ring) */
-    int64_t s[EST_RING];   /* the same values sorted ascending */
-    int64_t sub[EST_RING]; /* submit time of v[k]'s gang, ms */
-    uint32_t n;            /* filled entries, <= EST_RING */
-    uint32_t next;         /* slot of the next observation */
+    int64_t v[EST_RING];    /* in arrival order (a ring) */
+    int64_t s[EST_RING];    /* the same values sorted ascending */
+    int64_t sub[EST_RING];  /* submit time of v[k]'s gang, ms */
+    int64_t ssub[EST_RING]; /* submit time of s[k]'s gang, ms (a batch comes out sorted) */
+    uint32_t n;             /* filled entries, <= EST_RING */
+    uint32_t next;          /* slot of the next observation */
 };
 
 struct est_model {
