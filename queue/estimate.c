@@ -46,10 +46,10 @@ static uint32_t above(const struct est_ring *r, int64_t x)
 
 static void push(struct est_ring *r, int64_t v, int64_t sub)
 {
-    if (r->n == EST_RING) { /* the oldest value leaves the sorted copy (with its submit time) */
+    if (r->n == EST_RING) {
+        /* the oldest value leaves the sorted copy, with its submit time: equal values keep
+         * their arrival order there (each goes after its equals), so it is the first of them */
         uint32_t k = above(r, r->v[r->next] - 1);
-        while (k + 1 < r->n && r->s[k + 1] == r->s[k] && r->ssub[k] != r->sub[r->next])
-            k++;
         memmove(r->s + k, r->s + k + 1, (r->n - k - 1) * sizeof(*r->s));
         memmove(r->ssub + k, r->ssub + k + 1, (r->n - k - 1) * sizeof(*r->ssub));
         r->n--;
