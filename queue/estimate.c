@@ -46,14 +46,19 @@ static uint32_t above(const struct est_ring *r, int64_t x)
 
 static void push(struct est_ring *r, int64_t v, int64_t sub)
 {
-    if (r->n == EST_RING) { /* the oldest value leaves the sorted copy */
+    if (r->n == EST_RING) {
+        /* the oldest value leaves the sorted copy, with its submit time: equal values keep
+         * their arrival order there (each goes after its equals), so it is the first of them */
         uint32_t k = above(r, r->v[r->next] - 1);
         memmove(r->s + k, r->s + k + 1, (r->n - k - 1) * sizeof(*r->s));
+        memmove(r->ssub + k, r->ssub + k + 1, (r->n - k - 1) * sizeof(*r->ssub));
         r->n--;
     }
     uint32_t k = above(r, v);
     memmove(r->s + k + 1, r->s + k, (r->n - k) * sizeof(*r->s));
+    memmove(r->ssub + k + 1, r->ssub + k, (r->n - k) * sizeof(*r->ssub));
     r->s[k] = v;
+    r->ssub[k] = sub;
     r->n++;
     r->v[r->next] = v;
     r->sub[r->next] = sub;
@@ -126,15 +131,9 @@ int64_t est_end(const struct est_model *m, const struct gang *g, int64_t start_m
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
 }
 
-/* The quantile u (nearest rank) of the n values of v[] (sorted in place); n > 0. */
-static int64_t quantile_of(int64_t *v, uint32_t n, double u)
+/* The quantile u (nearest rank) of the n values of v[], sorted ascending; n > 0. */
+static int64_t quantile_of(const int64_t *v, uint32_t n, double u)
 {
-    for (uint32_t a = 1; a < n; a++) /* insertion sort: n <= EST_RING */
-        for (uint32_t b = a; b > 0 && v[b] < v[b - 1]; b--) {
-            int64_t t = v[b];
-            v[b] = v[b - 1];
-            v[b - 1] = t;
-        }
     uint32_t at = (uint32_t)(u * (double)n + 0.999999);
     at = at < 1 ? 1 : at > n ? n : at;
     return v[at - 1];
@@ -150,10 +149,10 @@ static int64_t typical(const struct est_model *m, const struct gang *g, int64_t 
         const struct est_ring *r = ring(m, g->queue, shape_of(g->gpus));
         int64_t batch[EST_RING];
         uint32_t n = 0;
-        for (uint32_t k = 0; k < r->n; k++) {
-            int64_t d = r->sub[k] - g->submit_ms;
-            if (d <= EST_BATCH_MS && d >= -EST_BATCH_MS && r->v[k] > ran_ms)
-                batch[n++] = r->v[k];
+        for (uint32_t k = above(r, ran_ms); k < r->n; k++) { /* in ascending order */
+            int64_t d = r->ssub[k] - g->submit_ms;
+            if (d <= EST_BATCH_MS && d >= -EST_BATCH_MS)
+                batch[n++] = r->s[k];
         }
         if (n >= EST_BATCH_MIN)
             return quantile_of(batch, n, u);
@@ -182,4 +181,13 @@ int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t
     int64_t ran = now_ms > start_ms ? now_ms - start_ms : 0;
     int64_t v = typical(m, g, ran, u);
     return v > 0 ? start_ms + v : now_ms + (ran > 0 ? ran : 1);
+}
+
+double est_draw(uint64_t id)
+{
+    uint64_t z = (id + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
 }

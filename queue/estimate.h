@@ -34,11 +34,12 @@
 #define EST_BATCH_MIN 3             /* finished runs of its batch before a gang is judged by them */
 
 struct est_ring {
-    int64_t v[EST_RING];   /* in arrival order (a ring) */
-    int64_t s[EST_RING];   /* the same values sorted ascending */
-    int64_t sub[EST_RING]; /* submit time of v[k]'s gang, ms */
-    uint32_t n;            /* filled entries, <= EST_RING */
-    uint32_t next;         /* slot of the next observation */
+    int64_t v[EST_RING];    /* in arrival order (a ring) */
+    int64_t s[EST_RING];    /* the same values sorted ascending */
+    int64_t sub[EST_RING];  /* submit time of v[k]'s gang, ms */
+    int64_t ssub[EST_RING]; /* submit time of s[k]'s gang, ms (a batch comes out sorted) */
+    uint32_t n;             /* filled entries, <= EST_RING */
+    uint32_t next;          /* slot of the next observation */
 };
 
 struct est_model {
@@ -73,5 +74,12 @@ int64_t est_typical_runtime(const struct est_model *m, const struct gang *g, dou
  * declared maximum when it has one; INT64_MAX when nothing is known. */
 int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t start_ms,
                         int64_t now_ms, double u);
+
+/* A fixed draw in (0, 1) for the gang numbered id (splitmix64 of id + 1): the quantile u of its
+ * run time the start planner uses. One draw per gang, not the median for all: a waiting gang
+ * starts at the k-th release among many running gangs, and the k-th of the medians is much later
+ * than the k-th of the run times themselves (the first of many releases comes early); drawn
+ * quantiles give the planner releases spread as the run times are. */
+double est_draw(uint64_t id);
 
 #endif

@@ -224,7 +224,9 @@ static int cycle_decide(struct kcycle *c)
     c->kb.snap.plan_starts = true; /* expected starts for the decision log */
     if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
         LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
-    int crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
+    int crc = kdrv_est_plan(d, &c->kb, c->cfg, c->now);
+    if (crc == 0)
+        crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
@@ -825,6 +827,7 @@ static void kdrv_shutdown(struct kdrv *d)
     strmap_fini(&d->jobs);
     strmap_fini(&d->held);
     kdrv_eng_fini(d);
+    kdrv_est_fini(d);
     store_close(d->db);
     kcache_free(d->cache);
     kube_auth_free(d->auth);

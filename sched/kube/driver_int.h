@@ -1,5 +1,6 @@
 /* sched/kube/driver_int.h: internals shared by the files of the Kubernetes driver (driver.c,
- * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c); not a public
+ * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c, driver_est.c); not
+ * a public
  * interface: nothing outside these files includes it.
  *
  * Owns: struct kdrv (the daemon's state on the loop), the binds of a cycle, and the functions
@@ -17,6 +18,7 @@
 #include <uv.h>
 
 #include "config/reload.h"
+#include "queue/estimate.h"
 #include "sched/core/annot.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
@@ -78,6 +80,12 @@ struct kstatus {
     uint32_t logged; /* hash of the last verdict written to the decision log (0: none) */
 };
 
+/* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */
+struct strlist {
+    char **v;
+    uint32_t n, cap;
+};
+
 struct kdrv {
     bool warned_no_device; /* the "no node has the device" warning was logged for this state */
     const struct kube_run_opts *o;
@@ -128,6 +136,9 @@ struct kdrv {
     struct kids *ids;      /* the current cycle's id maps (in the arena), or NULL */
     struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
     uv_timer_t stats_timer;
+    /* run times learned from finished gangs, for the start planner only (driver_est.c) */
+    struct est_model est;
+    struct strlist est_queues; /* queue name of each of est's queue indices */
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -136,12 +147,6 @@ struct kjob {
     int kind; /* device kind (res.h): the ledger row is under that kind's resource name */
     char *queue, *flavor;
     bool seen; /* running in the current cycle's input */
-};
-
-/* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */
-struct strlist {
-    char **v;
-    uint32_t n, cap;
 };
 
 /* ---- driver_eng.c: the daemon's side of the engine ---- */
@@ -297,6 +302,16 @@ int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, con
 
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb);
+
+/* ---- driver_est.c ---- */
+
+/* A job that ended by itself (its row as it was while running) teaches its run time, now minus
+ * its start, to the estimates of its queue and shape. */
+void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
+/* The start planner's run times (kb->snap.runtime_typ_ms, release_typ_ms, releases) from what
+ * was learned; nothing a decision reads. 0 or SCHED_ENOMEM. */
+int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
+void kdrv_est_fini(struct kdrv *d);
 
 /* ---- driver_ops.c ---- */
 

@@ -214,6 +214,10 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
 {
     struct store_job old;
     int rc = store_job_get(d->db, gang, &old, eb);
+    uint32_t id = eng_names_find(d->gang_ids, gang); /* a row of an earlier process: unknown */
+    bool ran = id != ENG_NONE && eng_job_state(d->eng, id) == ENG_JOB_RUNNING;
+    if (rc == 0 && ran)
+        kdrv_est_learn(d, &old, now); /* ended by itself, not torn down by us */
     if (rc == 0) {
         struct store_job j = old;
         char *g = strdup(gang), *q = strdup(old.queue);
@@ -237,9 +241,8 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
         rc = store_placement_release(d->db, gang, NULL, eb);
     if (rc == 0)
         rc = kdrv_job_charge(d, gang, NULL, NULL, 0, -1, eb);
-    uint32_t g = eng_names_find(d->gang_ids, gang); /* a row of an earlier process: unknown */
-    if (rc == 0 && g != ENG_NONE && eng_job_state(d->eng, g) == ENG_JOB_RUNNING)
-        rc = eng_job_finish(d->eng, g) == 0 ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0 && ran)
+        rc = eng_job_finish(d->eng, id) == 0 ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
     return rc;
 }
 

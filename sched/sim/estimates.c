@@ -49,23 +49,6 @@ void sim_relearn(struct run *r)
     r->n_fin_now = 0;
 }
 
-/* A fixed draw in (0, 1) per job (splitmix64 of its index): the quantile of its run time the
- * start planner uses. One draw per job, not the median for all: a waiting gang starts at the
- * k-th release among many running gangs, and the k-th of the medians is much later than the
- * k-th of the run times themselves (the first of many releases comes early); drawn quantiles
- * give the planner releases spread as the run times are. */
-static double draw(uint32_t j)
-{
-    uint64_t z = ((uint64_t)j + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
-
-/* Before a cycle: the run time of every pending gang (safe, and drawn for the start planner),
- * each node's expected release (the latest safe end of what runs on it) and each running pod's
- * drawn end for the start planner. */
 /* sched_snapshot.runtime_src: a pending gang's estimates, computed on the cycle's first ask. */
 static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
 {
@@ -75,12 +58,15 @@ static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
         return 0;
     if (r->rt_want[j] == r->est_epoch && r->rt_done[j] != r->est_epoch) {
         r->rt_est[j] = est_runtime(&r->est, g, EST_QUANTILE);
-        r->rt_typ[j] = est_typical_runtime(&r->est, g, draw(j));
+        r->rt_typ[j] = est_typical_runtime(&r->est, g, est_draw(j));
         r->rt_done[j] = r->est_epoch;
     }
     return typical ? r->rt_typ[j] : r->rt_est[j];
 }
 
+/* Before a cycle: the pending gangs whose run times may be asked (runtime_of),
+ * each node's expected release (the latest safe end of what runs on it) and each running pod's
+ * drawn end for the start planner. */
 void sim_estimates(struct run *r, int64_t now)
 {
     const struct sim_input *in = r->in;
@@ -105,7 +91,7 @@ void sim_estimates(struct run *r, int64_t now)
         const struct gang *g = &in->jobs[j].gang;
         int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
         int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
-        int64_t typ = est_typical_end(&r->est, g, from, now, draw(j));
+        int64_t typ = est_typical_end(&r->est, g, from, now, est_draw(j));
         for (uint32_t x = 0; x < g->n_pods; x++) {
             uint32_t i = r->assign[j][x].node;
             if (r->n_rels == r->cap_rels) {

@@ -97,11 +97,71 @@ static void test_typical_batch(void **unused)
     est_free(&m);
 }
 
+/* The batch read from the sorted copy (values with their submit times) equals the batch of the
+ * ring's last EST_RING runs, also after old runs left it and with equal run times of different
+ * submit times. */
+static void test_batch_after_eviction(void **unused)
+{
+    (void)unused;
+    const int64_t h = 3600 * 1000;
+    struct est_model m;
+    assert_int_equal(est_init(&m, 1), 0);
+    int64_t val[300], sub[300];
+    for (int k = 0; k < 300; k++) {
+        val[k] = 1000 * (1 + (k * 7) % 3); /* 1,000, 2,000 or 3,000 ms */
+        sub[k] = (int64_t)k * h / 4;       /* four per hour */
+        est_observe(&m, 0, 8, val[k], sub[k]);
+        if (k < EST_RING + 10)
+            continue;
+        for (int probe = 0; probe < 3; probe++) {
+            struct gang g = gang_of(0, 8);
+            g.submit_ms = sub[k - probe * 20];
+            int64_t b[EST_RING];
+            uint32_t n = 0; /* the batch by brute force over the last EST_RING runs, sorted */
+            for (int x = k - EST_RING + 1; x <= k; x++)
+                if (sub[x] >= g.submit_ms - EST_BATCH_MS && sub[x] <= g.submit_ms + EST_BATCH_MS) {
+                    uint32_t at = n++;
+                    while (at > 0 && b[at - 1] > val[x]) {
+                        b[at] = b[at - 1];
+                        at--;
+                    }
+                    b[at] = val[x];
+                }
+            assert_true(n >= EST_BATCH_MIN);
+            for (int q = 1; q < 10; q++) {
+                uint32_t at = (uint32_t)(q / 10.0 * n + 0.999999);
+                at = at < 1 ? 1 : at > n ? n : at;
+                assert_int_equal(est_typical_runtime(&m, &g, q / 10.0), b[at - 1]);
+            }
+        }
+    }
+    est_free(&m);
+}
+
+/* est_draw: the same draw for the same id (the daemon's gangs keep theirs between cycles), inside
+ * (0, 1), spread evenly (each tenth of (0, 1) gets about a tenth of 10,000 ids). */
+static void test_draw(void **unused)
+{
+    (void)unused;
+    uint32_t tenth[10] = {0};
+    for (uint64_t id = 0; id < 10000; id++) {
+        double u = est_draw(id);
+        assert_true(u > 0.0 && u < 1.0);
+        assert_true(u == est_draw(id));
+        tenth[(int)(u * 10)]++;
+    }
+    for (int k = 0; k < 10; k++)
+        assert_in_range(tenth[k], 900, 1100);
+    assert_true(est_draw(1) != est_draw(2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantile_and_fallbacks),
         cmocka_unit_test(test_typical_batch),
+        cmocka_unit_test(test_batch_after_eviction),
+        cmocka_unit_test(test_draw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,177 @@
+/* sched/kube/driver_est.c: the daemon's run-time estimates for the start planner: learned from
+ * the gangs that ended by themselves (queue/estimate.c, as the simulator learns), given to the
+ * planner only (snapshot runtime_typ_ms, release_typ_ms, releases). The decisions' inputs
+ * (runtime_est_ms, node_state.release_ms) stay "unknown": estimates change no decision.
+ *
+ * Owns: d->est and d->est_queues (the queue names of est's indices). The history is learned
+ * from the store's finished jobs at the first cycle (and again when a reload changes the
+ * queues), then from each gang as it finishes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/estimate.h"
+#include "sched/kube/driver_int.h"
+
+/* A finished run of the store: what est_observe() takes, with its queue's index. */
+struct past_run {
+    uint32_t queue;
+    int64_t gpus, start_ms, finish_ms, submit_ms;
+};
+
+struct past_runs {
+    const struct strlist *queues;
+    struct past_run *v;
+    uint32_t n, cap;
+};
+
+static int queue_of(const struct strlist *queues, const char *name)
+{
+    for (uint32_t q = 0; name && q < queues->n; q++)
+        if (strcmp(queues->v[q], name) == 0)
+            return (int)q;
+    return -1;
+}
+
+static int collect_run(void *ctx, const struct store_job *j)
+{
+    struct past_runs *pr = ctx;
+    int q = queue_of(pr->queues, j->queue);
+    if (j->state != STORE_JOB_FINISHED || q < 0 || j->start_ms == STORE_NO_TIME ||
+        j->finish_ms == STORE_NO_TIME || j->finish_ms < j->start_ms)
+        return 0;
+    if (pr->n == pr->cap) {
+        uint32_t cap = pr->cap ? 2 * pr->cap : 256;
+        struct past_run *v = realloc(pr->v, cap * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        pr->v = v;
+        pr->cap = cap;
+    }
+    pr->v[pr->n++] =
+        (struct past_run){(uint32_t)q, j->gpus, j->start_ms, j->finish_ms, j->submit_ms};
+    return 0;
+}
+
+static int cmp_finish(const void *a, const void *b)
+{
+    const struct past_run *x = a, *y = b;
+    return (x->finish_ms > y->finish_ms) - (x->finish_ms < y->finish_ms);
+}
+
+/* What the store's finished jobs teach, in the order they finished (the rings keep the last). A
+ * store that cannot be read leaves the history empty (estimates are not worth stopping for). */
+static int learn_store(struct kdrv *d)
+{
+    struct past_runs pr = {.queues = &d->est_queues};
+    struct sched_errbuf eb;
+    int rc = d->db ? store_job_list(d->db, collect_run, &pr, &eb) : 0;
+    if (rc == SCHED_ENOMEM) {
+        free(pr.v);
+        return rc;
+    }
+    if (rc != 0)
+        LOG_WARN("kube", "start estimates: cannot read the finished jobs: %s", eb.msg);
+    if (pr.n)
+        qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
+    for (uint32_t k = 0; rc == 0 && k < pr.n; k++)
+        est_observe(&d->est, pr.v[k].queue, pr.v[k].gpus, pr.v[k].finish_ms - pr.v[k].start_ms,
+                    pr.v[k].submit_ms);
+    free(pr.v);
+    return 0;
+}
+
+/* est's queues become cfg's; the history is kept while the queue names stay the same, else
+ * learned again from the store's finished jobs (also at the first cycle). */
+static int est_config(struct kdrv *d, const struct config *cfg)
+{
+    uint32_t n = cfg ? cfg->n_queues : 0;
+    bool same = d->est.rings && d->est_queues.n == n;
+    for (uint32_t q = 0; same && q < n; q++)
+        same = strcmp(d->est_queues.v[q], cfg->queues[q].name) == 0;
+    if (same)
+        return 0;
+    kdrv_est_fini(d);
+    for (uint32_t q = 0; q < n; q++)
+        if (kdrv_strlist_add(&d->est_queues, cfg->queues[q].name) != 0)
+            return SCHED_ENOMEM;
+    int rc = est_init(&d->est, n);
+    return rc ? rc : learn_store(d);
+}
+
+void kdrv_est_fini(struct kdrv *d)
+{
+    est_free(&d->est);
+    kdrv_strlist_free(&d->est_queues);
+}
+
+void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
+{
+    if (j->state != STORE_JOB_RUNNING || j->start_ms == STORE_NO_TIME || now < j->start_ms ||
+        !j->queue)
+        return;
+    int q = queue_of(&d->est_queues, j->queue);
+    if (q >= 0)
+        est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
+}
+
+/* The gang's fixed draw: of its key, so that it keeps it from cycle to cycle and across
+ * restarts (FNV-1a, then est_draw's mixing). */
+static double draw_of(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *s = (const unsigned char *)key; *s; s++)
+        h = (h ^ *s) * 0x100000001b3ull;
+    return est_draw(h);
+}
+
+/* GPUs a running member holds: its GPU ids, else its request. */
+static uint32_t pod_gpus(const struct kpod *p)
+{
+    if (p->gpu_mask)
+        return (uint32_t)__builtin_popcount(p->gpu_mask);
+    int64_t v = p->req.v[RES_GPU];
+    return v > 0 && v <= 32 ? (uint32_t)v : 0;
+}
+
+int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now)
+{
+    if (est_config(d, cfg) != 0)
+        return SCHED_ENOMEM;
+    struct sched_snapshot *s = &kb->snap;
+    uint32_t nn = s->cluster->n_nodes, n_pods = 0;
+    for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++)
+        n_pods += kb->gangs[g].gang.n_pods;
+    int64_t *rt = arena_calloc(&d->arena, kb->n_gangs + 1, sizeof(*rt));
+    int64_t *rel = arena_calloc(&d->arena, nn + 1, sizeof(*rel));
+    struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
+    if (!rt || !rel || !rels)
+        return SCHED_ENOMEM;
+    for (uint32_t g = 0; g < kb->n_pending; g++)
+        rt[kb->gangs[g].gang.id] =
+            est_typical_runtime(&d->est, &kb->gangs[g].gang, draw_of(kb->gangs[g].key));
+    uint32_t n_rels = 0;
+    for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++) {
+        const struct kgang *kg = &kb->gangs[g];
+        int64_t start = now; /* the run started when its first member did (cache.c) */
+        for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+            if (kg->members[m]->started_ms > 0 && kg->members[m]->started_ms < start)
+                start = kg->members[m]->started_ms;
+        int64_t end = est_typical_end(&d->est, &kg->gang, start, now, draw_of(kg->key));
+        for (uint32_t m = 0; kg->nodes && m < kg->gang.n_pods; m++) {
+            uint32_t i = kg->nodes[m];
+            if (i >= nn)
+                continue;
+            rels[n_rels++] =
+                (struct sched_release){.node = i, .gpus = pod_gpus(kg->members[m]), .t_ms = end};
+            if (end > rel[i])
+                rel[i] = end;
+        }
+    }
+    s->runtime_typ_ms = rt;
+    s->n_runtime_est = kb->n_gangs;
+    s->release_typ_ms = rel;
+    s->releases = rels;
+    s->n_releases = n_rels;
+    return 0;
+}
