@@ -4,6 +4,9 @@
  * in this cycle, nodes held by reservations) and the placement algorithms: topology-blind first
  * fit (the baseline) and topology-aware best fit (tightest domain, fullest nodes, NVLink islands).
  * Every tentative assignment goes through an undo log: a gang is committed whole or rolled back.
+ * Files: place.c (working state, filters, the algorithms, undo log), place_reserve.c
+ * (reservations, lifting holds for backfill, never-fits, verdict counts), both through the
+ * helpers of place_internal.h; place_base.c (state kept between cycles).
  *
  * Must not touch: the snapshot (copied at build time), anything outside the cycle's arena.
  */
