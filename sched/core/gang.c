@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "sched/core/hami.h"
 #include "sched/core/hash.h"
 #include "sched/core/model.h"
 
@@ -28,6 +29,10 @@ void gang_finalize(struct gang *g)
     h = sched_hash(h, &g->slice_size, sizeof(g->slice_size));
     h = sched_hash(h, &g->slice_level, sizeof(g->slice_level));
     h = sched_hash(h, &g->spread, sizeof(g->spread));
+    if (g->share_node_pol || g->share_gpu_pol) { /* hashed only when set: shapes unchanged */
+        h = sched_hash(h, &g->share_node_pol, sizeof(g->share_node_pol));
+        h = sched_hash(h, &g->share_gpu_pol, sizeof(g->share_gpu_pol));
+    }
     if (g->weights) /* the profile's weights, by value (NULL: the built-in ones, from spread) */
         h = sched_hash(h, g->weights, sizeof(*g->weights) * SCORE_TERMS_MAX);
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
@@ -61,6 +66,22 @@ void gang_finalize(struct gang *g)
     g->shape = h;
 }
 
+/* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are
+ * asked per device: a pod of N devices holds N times its request (HAMi's ResourceQuota support
+ * and Kueue's HAMi resource transformation count it so). Ids cached per thread while the
+ * process's resource table keeps its size (it only grows). */
+static void share_ids(int *ids)
+{
+    static _Thread_local int n_seen = -1, cache[3];
+    if (n_seen != res_count()) {
+        n_seen = res_count();
+        cache[0] = res_lookup(HAMI_RES_MEM);
+        cache[1] = res_lookup(HAMI_RES_MEM_PCT);
+        cache[2] = res_lookup(HAMI_RES_CORES);
+    }
+    memcpy(ids, cache, sizeof(cache));
+}
+
 void gang_request(const struct gang *g, struct res_vec *need)
 {
     memset(need, 0, sizeof(*need));
@@ -68,4 +89,13 @@ void gang_request(const struct gang *g, struct res_vec *need)
     for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
         for (int r = 0; r < n_res; r++)
             need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
+    int ids[3];
+    share_ids(ids);
+    for (int k = 0; k < 3; k++)
+        for (uint32_t s = 0; ids[k] >= 0 && s < g->n_sets && s < GANG_MAX_SETS; s++) {
+            int64_t devs = g->sets[s].req.v[RES_GPU];
+            if (devs > 1) /* one share per device */
+                need->v[ids[k]] +=
+                    (int64_t)g->sets[s].count * (devs - 1) * g->sets[s].req.v[ids[k]];
+        }
 }

@@ -201,6 +201,9 @@ struct gang {
     bool spread;            /* profile spreads pods over nodes (inference) instead of packing */
     const double *weights;  /* score weights per term (plugins/registry.c order), the gang's
                                profile's; NULL = built-in (inference if spread, else training) */
+    uint8_t share_node_pol; /* GPU shares (HAMi's hami.io/node-scheduler-policy): 0 = the
+                               config's default, 1 + enum gs_policy (1 binpack, 2 spread) */
+    uint8_t share_gpu_pol;  /* the same for hami.io/gpu-scheduler-policy */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

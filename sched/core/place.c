@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/model.h"
 #include "sched/core/bits.h"
 #include "sched/core/place_internal.h"
 #include "sched/core/policy.h"
@@ -101,7 +102,13 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             st->any_held_for = true;
         }
     pb_level_max(b, st->level_max_gpus);
-    return 0;
+    st->share_node_default = GS_BINPACK; /* HAMi's defaults */
+    st->share_gpu_default = GS_SPREAD;
+    if (snap->config && snap->config->share_node_policy)
+        st->share_node_default = (enum gs_policy)(snap->config->share_node_policy - 1);
+    if (snap->config && snap->config->share_gpu_policy)
+        st->share_gpu_default = (enum gs_policy)(snap->config->share_gpu_policy - 1);
+    return place_share_build(st, snap);
 }
 
 /* ---- scores ------------------------------------------------------------------------------ */
@@ -336,6 +343,7 @@ static bool apply(struct place_state *st, uint32_t i, uint32_t mask, const struc
 
 static void rollback(struct place_state *st)
 {
+    place_share_rollback(st);
     while (st->n_log > 0) {
         const struct place_undo *u = &st->log[--st->n_log];
         res_add(&st->free[u->node], u->req);
@@ -345,6 +353,16 @@ static void rollback(struct place_state *st)
             bucket_link(st, u->node);
         }
     }
+}
+
+bool place_eligible(const struct place_state *st, uint32_t s, uint32_t i)
+{
+    return eligible(st, s, i);
+}
+
+bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct res_vec *req)
+{
+    return apply(st, i, mask, req);
 }
 
 /* ---- algorithms -------------------------------------------------------------------------- */
@@ -759,6 +777,17 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
     *domain = 0;
     if (g->n_pods == 0)
         return SCHED_WHY_PLACED;
+    if (place_is_share(st, g)) { /* GPU shares: HAMi's policies, any node with a register */
+        place_prepare_elig(st, g);
+        enum sched_why w = place_share(st, g, out);
+        if (w != SCHED_WHY_PLACED) {
+            rollback(st);
+        } else if (g->n_pods == 1) {
+            *level = (int)st->c->topo.n_levels - 1; /* one node */
+            *domain = out[0].node;
+        }
+        return w;
+    }
     if (g->gpus > st->b->free_gpus)
         return SCHED_WHY_RESOURCES;
     place_prepare_elig(st, g);
@@ -785,6 +814,7 @@ enum sched_why place_gang(struct place_state *st, const struct gang *g, struct s
     own_holds(st, g, true);
     enum sched_why why = place_try(st, g, out, level, domain);
     st->n_log = 0; /* committed */
+    st->n_gs_log = 0;
     own_holds(st, g, false);
     return why;
 }
@@ -835,6 +865,8 @@ bool place_has_hold(const struct place_state *st, const struct gang *g)
 bool place_release(struct place_state *st, const struct sched_running *r)
 {
     const struct gang *g = r->gang;
+    if (place_is_share(st, g))
+        return true; /* shares are not freed for a preemptor (place_share.c) */
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {

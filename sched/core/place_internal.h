@@ -40,6 +40,10 @@ uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
 bool place_level_useful(const struct place_state *st, const struct gang *g, int l);
 /* Domain d's sums (dom_cap) hold every pod set of g. */
 bool place_domain_holds(const struct place_state *st, const struct gang *g, uint32_t d);
+/* Node i passes the filters of pod set s of the gang being placed (and the trial's domain). */
+bool place_eligible(const struct place_state *st, uint32_t s, uint32_t i);
+/* Takes `req` and the GPUs of `mask` on node i, logged for rollback; false on out of memory. */
+bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct res_vec *req);
 /* The level the domain search starts at (the node level, or the gang's preferred level). */
 int place_start_level(const struct place_state *st, const struct gang *g);
 

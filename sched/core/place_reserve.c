@@ -15,6 +15,8 @@
 
 bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res)
 {
+    if (place_is_share(st, g))
+        return place_share_never_fits(st, g, short_res);
     if (g->gpus > st->static_gpus) {
         *short_res = RES_GPU;
         return true;
@@ -54,6 +56,8 @@ static bool slices_never_fit(const struct place_state *st, const struct gang *g)
 bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
 {
     const struct cluster *c = st->c;
+    if (place_is_share(st, g))
+        return place_share_never_fits_any_node(st, g, short_res);
     if (slices_never_fit(st, g)) {
         *short_res = RES_GPU;
         return true;
@@ -170,6 +174,8 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
                        const uint32_t *hint, uint32_t n_hint)
 {
     const struct cluster *c = st->c;
+    if (place_is_share(st, g))
+        return 0; /* no starvation reservations for GPU shares (place_share.c) */
     place_prepare_elig(st, g);
     uint32_t n_useful = place_collect_useful(st, g, full_slots), n_held = 0;
     /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
@@ -312,6 +318,10 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     for (int q = 0; q < res_count(); q++)
         if (short_count[q] > 0 && (worst < 0 || short_count[q] > short_count[worst]))
             worst = q;
+    if (place_is_share(st, g)) {
+        place_share_diagnose(st, g, v);
+        return;
+    }
     if (worst >= 0) {
         v->short_res = worst;
         v->need = ps->req.v[worst];

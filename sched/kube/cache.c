@@ -1171,6 +1171,8 @@ static int build_phases(struct builder *b)
         .verdict_every_gang = true,
         .running = pol && pol->preempt ? run : NULL,
         .n_running = pol && pol->preempt ? n_run : 0,
+        .shares = run, /* GPU shares: the devices' usage (sched/core/place_share.c) */
+        .n_shares = n_run,
     };
     return 0;
 }

@@ -5,6 +5,7 @@
  * and its placements start (a start at t finishes at t + duration). Time is integer
  * milliseconds, so runs are exact and repeatable.
  */
+#include "sched/core/hami.h"
 #include "sched/sim/run.h"
 
 /* Job j's state changed: its "j:<id>" row is written at the next store batch (with --db). */
@@ -564,7 +565,9 @@ static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
                                              .n_pending = r->queues[q].n,
                                              .class_keys = r->queues[q].keys,
                                              .n_classes = r->queues[q].n_classes};
-    if (r->pol->preempt)
+    /* GPU shares (HAMi) read the running gangs' devices: only once a share was asked for */
+    bool shares = res_lookup(HAMI_RES_MEM) >= 0 || res_lookup(HAMI_RES_CORES) >= 0;
+    if (r->pol->preempt || shares)
         build_views(r, now);
     sim_estimates(r, now);
     *snap = (struct sched_snapshot){.now_ms = now,
@@ -578,6 +581,8 @@ static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
                                     .hist_share = r->hist,
                                     .running = r->pol->preempt ? r->runv : NULL,
                                     .n_running = r->pol->preempt ? r->n_run : 0,
+                                    .shares = shares ? r->runv : NULL,
+                                    .n_shares = shares ? r->n_run : 0,
                                     .runtime_est_ms = r->rt_est,
                                     .runtime_typ_ms = r->rt_typ,
                                     .release_typ_ms = r->rel_typ,

@@ -154,11 +154,20 @@ static void gang_whole_or_nothing(void **unused)
     assert_int_equal(out[1].mask, 0x2);
 }
 
-static bool only_node1(void *ctx, uint32_t pod, uint32_t node)
+static uint32_t only_node1(void *ctx, uint32_t pod, uint32_t node)
 {
     (void)ctx;
     (void)pod;
-    return node == 1;
+    return node == 1 ? GS_ALL_DEVICES : 0;
+}
+
+/* Only device 1 of each node: the pod goes there even though binpack prefers device 0. */
+static uint32_t only_dev1(void *ctx, uint32_t pod, uint32_t node)
+{
+    (void)ctx;
+    (void)pod;
+    (void)node;
+    return 2u;
 }
 
 static void gang_eligibility(void **unused)
@@ -169,6 +178,12 @@ static void gang_eligibility(void **unused)
     struct gs_assign out[1];
     assert_true(gs_place_gang(nodes, 2, pods, 1, only_node1, NULL, GS_BINPACK, GS_BINPACK, out));
     assert_int_equal(out[0].node, 1);
+    struct gs_node two[1] = {node_of(2, 16000, 10)};
+    gs_take(&two[0], &pods[0], 1u, 1); /* device 0 is fuller: binpack's choice */
+    assert_true(gs_place_gang(two, 1, pods, 1, only_dev1, NULL, GS_BINPACK, GS_BINPACK, out));
+    assert_int_equal(out[0].mask, 2u);
+    assert_true(gs_place_gang(two, 1, pods, 1, NULL, NULL, GS_BINPACK, GS_BINPACK, out));
+    assert_int_equal(out[0].mask, 1u);
 }
 
 static void register_parsed(void **unused)
