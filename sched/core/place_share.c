@@ -146,9 +146,7 @@ int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
     st->gs_of = arena_alloc(st->arena, c->n_nodes * sizeof(*st->gs_of));
     st->gs = arena_alloc(st->arena, n_reg * sizeof(*st->gs));
     st->gs_node = arena_alloc(st->arena, n_reg * sizeof(*st->gs_node));
-    st->cap_gs_log = 16;
-    st->gs_log = arena_alloc(st->arena, st->cap_gs_log * sizeof(*st->gs_log));
-    if (!st->gs_of || !st->gs || !st->gs_node || !st->gs_log)
+    if (!st->gs_of || !st->gs || !st->gs_node)
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         const struct node *nd = &c->nodes[i];
@@ -195,15 +193,11 @@ static uint32_t share_eligible(void *ctx, uint32_t pod, uint32_t k)
 
 static bool log_share(struct place_state *st, uint32_t k, uint32_t mask, const struct gs_req *q)
 {
-    if (st->n_gs_log == st->cap_gs_log) {
-        uint32_t cap = st->cap_gs_log * 2;
-        struct place_gs_undo *log = arena_alloc(st->arena, cap * sizeof(*log));
-        if (!log)
-            return false;
-        memcpy(log, st->gs_log, st->n_gs_log * sizeof(*log));
-        st->gs_log = log;
-        st->cap_gs_log = cap;
-    }
+    struct place_gs_undo *log =
+        arena_grow(st->arena, st->gs_log, st->n_gs_log, &st->cap_gs_log, sizeof(*log));
+    if (!log)
+        return false;
+    st->gs_log = log;
     st->gs_log[st->n_gs_log++] = (struct place_gs_undo){.k = k, .mask = mask, .req = *q};
     return true;
 }

@@ -18,14 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, pod, wait_for  # noqa: E402
-from hami import hami_node, ids, register, uuid  # noqa: E402
-
-CONFIG = """apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-queues:
-  - name: q
-"""
-PODS = "/api/v1/namespaces/default/pods"
+from hami import CONFIG, PODS, hami_node, ids, register, uuid  # noqa: E402
 
 
 def share_pod(name, rack, mem, cores, policy=None):
