@@ -42,6 +42,9 @@ run "s1,0,100,1,1,8000,30" "s2,0,100,1,1,8000,30" "w,1,100,1,1,,"
 expect_eq "spread (HAMi's default): s1 on" "$(gpus_of s1)" "h1:0"
 expect_eq "spread: s2 on the other device" "$(gpus_of s2)" "h1:1"
 expect_eq "the whole-device job waits for a device without shares" "$(start_of w)" "100.000"
+# the same in one cycle: shares placed first hold both devices against the whole job behind them
+run "s1,0,100,1,1,8000,30" "s2,0,100,1,1,8000,30" "w,0,100,1,1,,"
+expect_eq "in one cycle, the whole-device job behind two spread shares waits" "$(start_of w)" "100.000"
 
 # 60% cores each: one share per device; the third (w) waits for one to end
 run "a,0,100,1,1,1000,60" "b,0,100,1,1,1000,60" "w,1,50,1,1,1000,60"
