@@ -82,20 +82,21 @@ static void share_ids(int *ids)
     memcpy(ids, cache, sizeof(cache));
 }
 
+void gang_pod_charge(const struct res_vec *req, int64_t pods, struct res_vec *acc)
+{
+    int n_res = res_count(), ids[3];
+    for (int r = 0; r < n_res; r++)
+        acc->v[r] += pods * req->v[r];
+    share_ids(ids);
+    int64_t devs = req->v[RES_GPU];
+    for (int k = 0; k < 3 && devs > 1; k++) /* one share per device */
+        if (ids[k] >= 0)
+            acc->v[ids[k]] += pods * (devs - 1) * req->v[ids[k]];
+}
+
 void gang_request(const struct gang *g, struct res_vec *need)
 {
     memset(need, 0, sizeof(*need));
-    int n_res = res_count();
     for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
-        for (int r = 0; r < n_res; r++)
-            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
-    int ids[3];
-    share_ids(ids);
-    for (int k = 0; k < 3; k++)
-        for (uint32_t s = 0; ids[k] >= 0 && s < g->n_sets && s < GANG_MAX_SETS; s++) {
-            int64_t devs = g->sets[s].req.v[RES_GPU];
-            if (devs > 1) /* one share per device */
-                need->v[ids[k]] +=
-                    (int64_t)g->sets[s].count * (devs - 1) * g->sets[s].req.v[ids[k]];
-        }
+        gang_pod_charge(&g->sets[s].req, g->sets[s].count, need);
 }

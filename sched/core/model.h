@@ -214,6 +214,10 @@ struct gang {
 void gang_finalize(struct gang *g);
 /* The gang's whole request: the sum over its pods (what quota charges). */
 void gang_request(const struct gang *g, struct res_vec *need);
+/* Adds what `pods` pods of request `req` charge to `acc`: the request, with HAMi's per-device
+ * share resources (nvidia.com/gpumem, gpumem-percentage, gpucores) once per device the pod
+ * takes (nvidia.com/gpu). gang_request is its sum over the pod sets. */
+void gang_pod_charge(const struct res_vec *req, int64_t pods, struct res_vec *acc);
 
 struct queue {
     const char *name;
