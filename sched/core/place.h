@@ -118,8 +118,8 @@ struct place_state {
      * count of a ready node; the policies of gangs that name none */
     int share_res[3];
     uint32_t n_gs;
-    uint32_t *gs_node;
-    int32_t *gs_of;
+    const uint32_t *gs_node;
+    const int32_t *gs_of;
     struct gs_node *gs;
     struct place_gs_undo {
         uint32_t k, mask;

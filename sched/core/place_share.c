@@ -24,6 +24,7 @@
  *
  * Must not touch: the snapshot (read only), nodes without a register (they take no shares).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/bits.h"
@@ -129,6 +130,56 @@ static void add_running(struct place_state *st, const struct sched_snapshot *sna
     }
 }
 
+/* The registers of the cluster, parsed once per place_base (the cluster never changes under
+ * it): capacity per registered node (usage zero), their node indices, each node's entry. */
+struct place_share_cache {
+    uint32_t n_gs, max_devs;
+    int64_t max_mem;
+    int32_t *gs_of;
+    uint32_t *gs_node;
+    struct gs_node *cap;
+};
+
+static struct place_share_cache *cache_build(const struct cluster *c, uint32_t n_reg,
+                                             struct arena *a)
+{
+    size_t bytes = sizeof(struct place_share_cache) + c->n_nodes * sizeof(int32_t) +
+                   n_reg * (sizeof(uint32_t) + sizeof(struct gs_node)) + 64;
+    char *m = a ? arena_alloc(a, bytes) : malloc(bytes);
+    if (!m)
+        return NULL;
+    struct place_share_cache *sc = (struct place_share_cache *)(void *)m;
+    memset(sc, 0, sizeof(*sc));
+    /* gs_node structs first after the header (8-byte aligned members), then the index arrays */
+    size_t at = (sizeof(*sc) + 15) & ~(size_t)15;
+    sc->cap = (struct gs_node *)(void *)(m + at);
+    sc->gs_node = (uint32_t *)(void *)(m + at + n_reg * sizeof(struct gs_node));
+    sc->gs_of = (int32_t *)(void *)(sc->gs_node + n_reg);
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        const struct node *nd = &c->nodes[i];
+        const char *reg_s = node_annotation(nd, HAMI_NODE_REGISTER);
+        sc->gs_of[i] = -1;
+        struct hami_reg reg;
+        struct sched_errbuf eb = {0};
+        if (!reg_s || hami_parse_register(reg_s, &reg, &eb) != 0)
+            continue; /* a bad register was reported when the node was read: no shares */
+        struct gs_node *n = &sc->cap[sc->n_gs];
+        hami_reg_node(&reg, n);
+        if (n->n_devs > nd->n_gpus) /* devices past the ones the node offers are not used */
+            n->n_devs = nd->n_gpus;
+        sc->gs_node[sc->n_gs] = i;
+        sc->gs_of[i] = (int32_t)sc->n_gs++;
+        if (!nd->ready || nd->unschedulable)
+            continue;
+        for (uint8_t d = 0; d < n->n_devs; d++)
+            if (n->dev[d].healthy && n->dev[d].mem_total > sc->max_mem)
+                sc->max_mem = n->dev[d].mem_total;
+        if (n->n_devs > sc->max_devs)
+            sc->max_devs = n->n_devs;
+    }
+    return sc;
+}
+
 int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
 {
     const struct cluster *c = st->c;
@@ -138,38 +189,27 @@ int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
     st->n_gs = 0;
     if (st->share_res[0] < 0 && st->share_res[1] < 0 && st->share_res[2] < 0)
         return 0; /* nothing ever asked for a share: no cost for plain clusters */
-    uint32_t n_reg = 0;
-    for (uint32_t i = 0; i < c->n_nodes; i++)
-        n_reg += node_annotation(&c->nodes[i], HAMI_NODE_REGISTER) != NULL;
-    if (n_reg == 0)
-        return 0;
-    st->gs_of = arena_alloc(st->arena, c->n_nodes * sizeof(*st->gs_of));
-    st->gs = arena_alloc(st->arena, n_reg * sizeof(*st->gs));
-    st->gs_node = arena_alloc(st->arena, n_reg * sizeof(*st->gs_node));
-    if (!st->gs_of || !st->gs || !st->gs_node)
-        return SCHED_ENOMEM;
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        const struct node *nd = &c->nodes[i];
-        const char *reg_s = node_annotation(nd, HAMI_NODE_REGISTER);
-        st->gs_of[i] = -1;
-        struct hami_reg reg;
-        struct sched_errbuf eb = {0};
-        if (!reg_s || hami_parse_register(reg_s, &reg, &eb) != 0)
-            continue; /* a bad register was reported when the node was read: no shares */
-        struct gs_node *n = &st->gs[st->n_gs];
-        hami_reg_node(&reg, n);
-        if (n->n_devs > nd->n_gpus) /* devices past the ones the node offers are not used */
-            n->n_devs = nd->n_gpus;
-        st->gs_node[st->n_gs] = i;
-        st->gs_of[i] = (int32_t)st->n_gs++;
-        if (!nd->ready || nd->unschedulable)
-            continue;
-        for (uint8_t d = 0; d < n->n_devs; d++)
-            if (n->dev[d].healthy && n->dev[d].mem_total > st->gs_max_mem)
-                st->gs_max_mem = n->dev[d].mem_total;
-        if (n->n_devs > st->gs_max_devs)
-            st->gs_max_devs = n->n_devs;
+    struct place_share_cache *sc = st->b->share_cache;
+    if (!sc) {
+        uint32_t n_reg = 0;
+        for (uint32_t i = 0; i < c->n_nodes; i++)
+            n_reg += node_annotation(&c->nodes[i], HAMI_NODE_REGISTER) != NULL;
+        sc = cache_build(c, n_reg, st->b->owned ? NULL : st->arena);
+        if (!sc)
+            return SCHED_ENOMEM;
+        st->b->share_cache = sc;
     }
+    if (sc->n_gs == 0)
+        return 0;
+    st->gs = arena_alloc(st->arena, sc->n_gs * sizeof(*st->gs));
+    if (!st->gs)
+        return SCHED_ENOMEM;
+    memcpy(st->gs, sc->cap, sc->n_gs * sizeof(*st->gs)); /* usage: rebuilt below */
+    st->n_gs = sc->n_gs;
+    st->gs_of = sc->gs_of;
+    st->gs_node = sc->gs_node;
+    st->gs_max_mem = sc->max_mem;
+    st->gs_max_devs = sc->max_devs;
     add_running(st, snap);
     return 0;
 }
