@@ -63,6 +63,12 @@ struct sched_release {
     int64_t t_ms; /* INT64_MAX: unknown */
 };
 
+/* Run-time estimates on demand (sched_snapshot.runtime_src). */
+struct sched_runtime_source {
+    int64_t (*est)(void *ctx, const struct gang *g, bool typical); /* ms, 0 = unknown */
+    void *ctx;
+};
+
 struct sched_snapshot {
     int64_t now_ms;
     const struct cluster *cluster;
@@ -102,15 +108,21 @@ struct sched_snapshot {
      * the start-time planner. node_state.release_ms carries the same estimates for what runs. */
     const int64_t *runtime_est_ms;
     uint32_t n_runtime_est;
-    /* for the start planner only: typical run times per gang id (the median, where the above
-     * is a safe high quantile) and each node's typical release [cluster->n_nodes]; NULL = the
-     * safe ones */
+    /* for the start planner only: typical run times per gang id (a quantile the driver picks,
+     * where the above is a safe high one) and each node's typical release [cluster->n_nodes];
+     * NULL = the safe ones */
     const int64_t *runtime_typ_ms;
     const int64_t *release_typ_ms;
     /* for the start planner only: when the GPUs of running pods are typically given back, one
      * entry per running pod; NULL = per node, all of its GPUs at release_typ_ms */
     const struct sched_release *releases;
     uint32_t n_releases;
+    /* Or, instead of the two arrays above, estimates computed when the cycle asks for them
+     * (a cycle asks for few of its pending gangs: those it tries, those it plans): NULL = the
+     * arrays. est(ctx, g, typical) answers what runtime_typ_ms[g->id] (typical) or
+     * runtime_est_ms[g->id] would hold; the answer must not change within a cycle (the driver
+     * may compute it on the first call and keep it). */
+    const struct sched_runtime_source *runtime_src;
     bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
     /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
      * builds it from `state` for every node. The driver touches a node in it after every change

@@ -9,7 +9,13 @@
  * plus its expected run time). Topology and non-GPU resources are not modelled: the estimate is
  * what GPU capacity allows. A gang gets no estimate when it waits for quota while the capacity
  * is there, when a run time it depends on is unknown, when it never fits, or when it is behind
- * the first ETA_MAX_PLANNED gangs of the cycle (then `ahead` says how many).
+ * the first ETA_MAX_PLANNED gangs of the cycle or the planner's work budget (ETA_MAX_STEPS) ran
+ * out before it (then `ahead` says how many gangs were planned before it).
+ *
+ * Cost per cycle: one pass over the nodes to set up (only when some gang waits), a sort of
+ * the releases, then per planned gang the events its walk passes (at most ETA_MAX_STEPS in
+ * all) and the nodes its claim takes; nothing else grows with the cluster. The plan is the same
+ * as a walk over every node per gang would give (tests/unit/test_cycle.c; same_decisions.sh).
  *
  * Must not touch: the snapshot, the cycle's placement state (read only), anything outside the
  * cycle's arena.
@@ -25,6 +31,11 @@
 #include "sched/core/cycle.h"
 
 #define ETA_MAX_PLANNED 256 /* gangs planned per cycle; those behind get SCHED_ETA_BEHIND */
+/* Events the planner's walks may pass per cycle (each gang's walk passes the releases and claims
+ * before its start): the gang whose walk would exceed it, and every gang behind, get
+ * SCHED_ETA_BEHIND. A deep backlog on a full cluster then costs a bounded time per cycle, as
+ * Slurm's backfill bounds its own (bf_max_job_test, bf_max_time). */
+#define ETA_MAX_STEPS   (1u << 18)
 
 struct place_state;
 

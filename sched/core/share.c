@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/bits.h"
+
 /* FGD's order term (GPU milli): node i of n adds SHARE_FGD_ORDER x i / n to its growth of
  * fragmentation, so that of two placements within that much of each other the earlier node
  * wins. FGD's measure is an estimate from the mix of requests; growths a few hundred milli
@@ -69,7 +71,7 @@ void share_fini(struct share_cluster *c)
 
 static int popc(uint32_t x)
 {
-    return __builtin_popcount(x);
+    return (int)bits_popc32(x);
 }
 
 /* Whole free GPUs of n, as a mask. */

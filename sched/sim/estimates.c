@@ -1,5 +1,8 @@
 /* sched/sim/estimates.c: run-time estimates learned from finishes and the start planner's inputs
  * (see run.h). */
+#include <string.h>
+
+#include "sched/core/bits.h"
 #include "sched/sim/run.h"
 
 /* ---- estimates ---------------------------------------------------------------------------- */
@@ -63,17 +66,39 @@ static double draw(uint32_t j)
 /* Before a cycle: the run time of every pending gang (safe, and drawn for the start planner),
  * each node's expected release (the latest safe end of what runs on it) and each running pod's
  * drawn end for the start planner. */
+/* sched_snapshot.runtime_src: a pending gang's estimates, computed on the cycle's first ask. */
+static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
+{
+    struct run *r = ctx;
+    uint32_t j = g->id;
+    if (j >= r->in->n_jobs)
+        return 0;
+    if (r->rt_want[j] == r->est_epoch && r->rt_done[j] != r->est_epoch) {
+        r->rt_est[j] = est_runtime(&r->est, g, EST_QUANTILE);
+        r->rt_typ[j] = est_typical_runtime(&r->est, g, draw(j));
+        r->rt_done[j] = r->est_epoch;
+    }
+    return typical ? r->rt_typ[j] : r->rt_est[j];
+}
+
 void sim_estimates(struct run *r, int64_t now)
 {
     const struct sim_input *in = r->in;
+    if (++r->est_epoch == 0) { /* wrapped: no stale stamp may match */
+        memset(r->rt_want, 0, in->n_jobs * sizeof(*r->rt_want));
+        memset(r->rt_done, 0, in->n_jobs * sizeof(*r->rt_done));
+        r->est_epoch = 1;
+    }
     for (uint32_t q = 0; q < in->n_queues; q++)
-        for (uint32_t k = 0; k < r->queues[q].n; k++) {
-            const struct gang *g = r->queues[q].items[k];
-            r->rt_est[g->id] = est_runtime(&r->est, g, EST_QUANTILE);
-            r->rt_typ[g->id] = est_typical_runtime(&r->est, g, draw(g->id));
-        }
-    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+        for (uint32_t k = 0; k < r->queues[q].n; k++)
+            r->rt_want[r->queues[q].items[k]->id] = r->est_epoch;
+    r->rt_src = (struct sched_runtime_source){.est = runtime_of, .ctx = r};
+    for (uint32_t k = 0; k < r->n_rel_nodes; k++) { /* every node that may be non-zero */
+        uint32_t i = r->rel_nodes[k];
         r->state[i].release_ms = r->rel_typ[i] = 0;
+        r->rel_listed[i] = 0;
+    }
+    r->n_rel_nodes = 0;
     r->n_rels = 0;
     for (uint32_t k = 0; k < r->n_run; k++) {
         uint32_t j = r->runlist[k];
@@ -94,14 +119,21 @@ void sim_estimates(struct run *r, int64_t now)
                 r->cap_rels = cap;
             }
             r->rels[r->n_rels++] = (struct sched_release){
-                .node = i,
-                .gpus = (uint32_t)__builtin_popcount(r->assign[j][x].gpu_mask),
-                .t_ms = typ};
+                .node = i, .gpus = bits_popc32(r->assign[j][x].gpu_mask), .t_ms = typ};
             if (end > r->state[i].release_ms)
                 r->state[i].release_ms = end;
             if (typ > r->rel_typ[i])
                 r->rel_typ[i] = typ;
+            sim_release_note(r, i);
         }
+    }
+}
+
+void sim_release_note(struct run *r, uint32_t i)
+{
+    if (!r->rel_listed[i]) {
+        r->rel_listed[i] = 1;
+        r->rel_nodes[r->n_rel_nodes++] = i;
     }
 }
 
@@ -123,7 +155,13 @@ bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn)
 {
     r->rt_est = calloc(nj, sizeof(*r->rt_est));
     r->rt_typ = calloc(nj, sizeof(*r->rt_typ));
+    r->rt_want = calloc(nj + 1, sizeof(*r->rt_want));
+    r->rt_done = calloc(nj + 1, sizeof(*r->rt_done));
+    r->est_epoch = 0;
     r->rel_typ = calloc(nn, sizeof(*r->rel_typ));
+    r->rel_nodes = malloc((nn + 1) * sizeof(*r->rel_nodes));
+    r->rel_listed = calloc(nn + 1, 1);
+    r->n_rel_nodes = 0;
     r->fin_now = calloc(nj, sizeof(*r->fin_now));
     r->eta_first = malloc(nj * sizeof(*r->eta_first));
     r->last_eta = r->opt->db ? malloc(nj * sizeof(*r->last_eta)) : NULL;
@@ -131,13 +169,15 @@ bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn)
         r->eta_first[j] = INT64_MIN;
     for (size_t j = 0; r->last_eta && j < nj; j++)
         r->last_eta[j] = INT64_MIN;
-    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rel_typ &&
-           r->fin_now && r->eta_first && (!r->opt->db || r->last_eta);
+    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rt_want &&
+           r->rt_done && r->rel_typ && r->rel_nodes && r->rel_listed && r->fin_now &&
+           r->eta_first && (!r->opt->db || r->last_eta);
 }
 
 void sim_estimates_free(struct run *r)
 {
     free(r->rt_est), free(r->rt_typ), free(r->rel_typ), free(r->rels), free(r->fin_now);
+    free(r->rel_nodes), free(r->rel_listed), free(r->rt_want), free(r->rt_done);
     free(r->eta_first), free(r->last_eta);
     est_free(&r->est);
 }

@@ -599,8 +599,11 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
         if (npods > 0 && (rc = resume_run(r, j, key, text + off, evicting != 0, eb)) != 0)
             return rc;
     }
-    for (uint32_t i = 0; i < in->cluster->n_nodes; i++)
+    for (uint32_t i = 0; i < in->cluster->n_nodes; i++) {
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+        if (r->state[i].release_ms != 0)
+            sim_release_note(r, i);
+    }
     /* preemptor holds (always written) and reservation hints */
     uint32_t nn = in->cluster->n_nodes;
     if ((rc = hl_get(db, "sim:holds", true, r->eng, ENG_HOLDS, in->n_jobs, nn, eb)) != 0 ||

@@ -142,11 +142,22 @@ struct run {
     /* run-time estimates (learned from finishes, in (instant, job id) order so that a resumed
      * run learns the same) and start-time estimates */
     struct est_model est;
-    int64_t *rt_est;            /* per job: expected run time given to the core, 0 = unknown */
-    int64_t *rt_typ;            /* per job: typical run time, for start estimates */
+    int64_t *rt_est; /* per job: expected run time given to the core, 0 = unknown */
+    int64_t *rt_typ; /* per job: typical run time, for start estimates */
+    /* rt_est and rt_typ of a pending gang are computed when the cycle first asks for them:
+     * rt_want[j] == est_epoch marks the gangs pending at this cycle's snapshot, rt_done[j] ==
+     * est_epoch those computed for it (a gang not pending keeps its last values) */
+    uint32_t *rt_want, *rt_done;
+    uint32_t est_epoch;
+    struct sched_runtime_source rt_src;
     int64_t *rel_typ;           /* per node: typical release, for start estimates */
     struct sched_release *rels; /* per running pod: typical release, for start estimates */
     uint32_t n_rels, cap_rels;
+    /* the nodes whose release_ms or rel_typ may be non-zero (each listed once): the next
+     * sim_estimates() resets only these, so its cost follows what runs, not the cluster */
+    uint32_t *rel_nodes;
+    uint8_t *rel_listed;
+    uint32_t n_rel_nodes;
     uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
     uint32_t n_fin_now;
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
@@ -221,6 +232,8 @@ int sim_write_jobs(const struct run *r, FILE *f);
 void sim_learn(struct run *r);
 void sim_relearn(struct run *r);
 void sim_estimates(struct run *r, int64_t now);
+/* Node i's release_ms or rel_typ was just set (to anything): the next sim_estimates() resets it. */
+void sim_release_note(struct run *r, uint32_t i);
 void sim_note_etas(struct run *r, const struct sched_result *res);
 bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn);
 void sim_estimates_free(struct run *r);

@@ -5,6 +5,7 @@
  * and its placements start (a start at t finishes at t + duration). Time is integer
  * milliseconds, so runs are exact and repeatable.
  */
+#include "sched/core/bits.h"
 #include "sched/core/hami.h"
 #include "sched/sim/run.h"
 
@@ -46,6 +47,7 @@ static void update_release(struct run *r, uint32_t i)
     if (r->pods_on[i] == 0)
         r->bounded_max[i] = 0; /* conservative while busy: ends only grow until it empties */
     ns->release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
+    sim_release_note(r, i);
 }
 
 static void charge(struct run *r, const struct gang *g, uint32_t f, int sign)
@@ -306,7 +308,7 @@ void sim_account_run(struct run *r, uint32_t j, int64_t now)
     for (uint32_t k = 0; k < g->n_pods; k++)
         if (r->assign[j][k].node < r->in->cluster->n_nodes)
             r->st->node_gpu_s[r->assign[j][k].node] +=
-                (double)__builtin_popcount(r->assign[j][k].gpu_mask) * (double)dt / 1000.0;
+                (double)bits_popc32(r->assign[j][k].gpu_mask) * (double)dt / 1000.0;
 }
 
 static void finish(struct run *r, uint32_t j, int64_t now)
@@ -583,12 +585,10 @@ static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
                                     .n_running = r->pol->preempt ? r->n_run : 0,
                                     .shares = shares ? r->runv : NULL,
                                     .n_shares = shares ? r->n_run : 0,
-                                    .runtime_est_ms = r->rt_est,
-                                    .runtime_typ_ms = r->rt_typ,
+                                    .runtime_src = &r->rt_src,
                                     .release_typ_ms = r->rel_typ,
                                     .releases = r->rels,
                                     .n_releases = r->n_rels,
-                                    .n_runtime_est = in->n_jobs,
                                     .plan_starts = true,
                                     /* verdicts serve only rejects unless explained or logged */
                                     .tried_verdicts_only = !r->opt->explain_job && !r->opt->db,

@@ -664,8 +664,26 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
 
 /* A cycle with a one-queue config (nominal = the cluster's GPUs, as the simulator generates
  * for one trace), run-time estimates per gang id, and the start planner on. */
+/* cycle_quota()'s extras: per-pod releases and estimates on demand (NULL: none). */
+struct cycle_extra {
+    const struct sched_release *rels;
+    uint32_t n_rels;
+    const struct sched_runtime_source *src;
+};
+
+static const struct sched_result *cycle_quota_x(struct world *w, int64_t now_s, const int64_t *est,
+                                                const struct cycle_extra *x,
+                                                struct config **cfg_out);
+
 static const struct sched_result *cycle_quota(struct world *w, int64_t now_s, const int64_t *est,
                                               struct config **cfg_out)
+{
+    return cycle_quota_x(w, now_s, est, NULL, cfg_out);
+}
+
+static const struct sched_result *cycle_quota_x(struct world *w, int64_t now_s, const int64_t *est,
+                                                const struct cycle_extra *x,
+                                                struct config **cfg_out)
 {
     char yaml[512];
     snprintf(yaml, sizeof(yaml),
@@ -699,6 +717,9 @@ static const struct sched_result *cycle_quota(struct world *w, int64_t now_s, co
                                   .usage = usage,
                                   .runtime_est_ms = est,
                                   .n_runtime_est = est ? w->n_gangs : 0,
+                                  .releases = x ? x->rels : NULL,
+                                  .n_releases = x ? x->n_rels : 0,
+                                  .runtime_src = x ? x->src : NULL,
                                   .plan_starts = true};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
@@ -896,6 +917,71 @@ static void test_start_estimates(void **unused)
     r = cycle_quota(w, 100, est, &cfg);
     assert_int_equal(eta_of(r, a)->kind, SCHED_ETA_UNKNOWN);
     config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
+/* sched_runtime_source of the tests: the run times of an array, calls counted. */
+struct est_src {
+    const int64_t *v;
+    uint32_t n, calls;
+};
+
+static int64_t est_src_get(void *ctx, const struct gang *g, bool typical)
+{
+    (void)typical;
+    struct est_src *e = ctx;
+    e->calls++;
+    return g->id < e->n ? e->v[g->id] : 0;
+}
+
+/* Estimates asked for on demand give the plan of the arrays; the planner's walks stop at
+ * ETA_MAX_STEPS events per cycle, and the gangs from there on are "behind" the planned ones. */
+static void test_start_estimates_on_demand_and_bounded(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:1");
+    use_gpus(w, 0, 0xFF);
+    w->state[0].release_ms = 1000 * 1000;
+    struct gang *a = add_gang(w, 1, 8, 0);
+    struct gang *b = add_gang(w, 1, 8, 1);
+    struct gang *c = add_gang(w, 1, 8, 2);
+    int64_t est[3] = {500 * 1000, 300 * 1000, 0};
+    struct est_src src = {.v = est, .n = 3};
+    struct sched_runtime_source rs = {.est = est_src_get, .ctx = &src};
+    struct cycle_extra x = {.src = &rs};
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota_x(w, 100, NULL, &x, &cfg);
+    assert_true(src.calls > 0);
+    assert_int_equal(eta_of(r, a)->start_ms, 1000 * 1000); /* as test_start_estimates */
+    assert_int_equal(eta_of(r, b)->start_ms, 1500 * 1000);
+    assert_int_equal(eta_of(r, c)->start_ms, 1800 * 1000);
+    config_free(cfg);
+    /* per-pod releases: the node's 8 GPUs at 150 s, then many events that free nothing */
+    uint32_t n = ETA_MAX_STEPS + 16;
+    struct sched_release *rels = calloc(n, sizeof(*rels));
+    assert_non_null(rels);
+    rels[0] = (struct sched_release){.node = 0, .gpus = 8, .t_ms = 150 * 1000};
+    for (uint32_t k = 1; k < n; k++)
+        rels[k] = (struct sched_release){.node = 0, .gpus = 0, .t_ms = 200 * 1000 + k};
+    x.rels = rels;
+    x.n_rels = 100; /* a short walk: b starts when a ends, at 150 s + 500 s */
+    r = cycle_quota_x(w, 100, NULL, &x, &cfg);
+    assert_int_equal(eta_of(r, a)->kind, SCHED_ETA_AT);
+    assert_int_equal(eta_of(r, a)->start_ms, 150 * 1000);
+    assert_int_equal(eta_of(r, b)->kind, SCHED_ETA_AT);
+    assert_int_equal(eta_of(r, b)->start_ms, 650 * 1000);
+    config_free(cfg);
+    x.n_rels = n; /* b's walk would pass more than ETA_MAX_STEPS events before 650 s */
+    r = cycle_quota_x(w, 100, NULL, &x, &cfg);
+    assert_int_equal(eta_of(r, a)->kind, SCHED_ETA_AT);
+    assert_int_equal(eta_of(r, a)->start_ms, 150 * 1000);
+    assert_int_equal(eta_of(r, b)->kind, SCHED_ETA_BEHIND);
+    assert_int_equal(eta_of(r, b)->ahead, 1);
+    assert_int_equal(eta_of(r, c)->kind, SCHED_ETA_BEHIND);
+    assert_int_equal(eta_of(r, c)->ahead, 1);
+    config_free(cfg);
+    free(rels);
     free_names(w);
     world_free(w);
 }
@@ -1246,6 +1332,7 @@ int main(void)
         cmocka_unit_test(test_guard_engages_on_quota_wait),
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
+        cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
