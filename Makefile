@@ -227,7 +227,7 @@ bench: deps
 	$(MAKE) all $(BUILD)/tests/bench $(BUILD)/tests/bench_scale
 	$(BUILD)/tests/bench
 	$(BUILD)/tests/bench_scale
-	BIN=$(BIN) timeout 1200 python3 tests/bench/kube_bench.py
+	BIN=$(BIN) timeout 1800 python3 tests/bench/kube_bench.py
 
 # The preemption figures of docs/preemption.md: gangsched against ckpt-blind over many seeds
 # (SEEDS=1-64 by default; about 8 minutes on 2 cores).

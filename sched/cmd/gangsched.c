@@ -406,6 +406,12 @@ static const struct flag run_flags[] = {
      .arg = "BOOL",
      .help = "delete a preemption victim whose eviction a\n"
              "disruption budget keeps blocking (default false)"},
+    {.name = "--kube-full-cycles",
+     .kind = FLAG_BOOL,
+     FLAG_AT(struct run_args, o.full_cycles),
+     .arg = "BOOL",
+     .help = "for comparison: rebuild the placement state of every\n"
+             "node each cycle and run a cycle every second (default false)"},
     {.name = "--log-level",
      .kind = FLAG_ENUM,
      FLAG_AT(struct run_args, log_level),

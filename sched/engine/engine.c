@@ -81,6 +81,7 @@ struct eng *eng_new(const struct eng_limits *limits)
     if (!e)
         return NULL;
     memset(e, 0, sizeof(*e));
+    e->life_due_ms = INT64_MAX;
     if (limits)
         e->lim = *limits;
     else
@@ -381,6 +382,23 @@ void eng_tick(struct eng *e, int64_t now, struct eng_effects *fx)
                                               .t_ms = now,
                                               .restarts = e->jobs[g].restarts});
         }
+}
+
+int64_t eng_next_due(const struct eng *e, int64_t now)
+{
+    int64_t due = e->life_due_ms > now ? e->life_due_ms : INT64_MAX;
+    for (uint32_t n = 0; n < e->n_nodes; n++)
+        if (e->nodes[n].until_ms > now && !e->nodes[n].released && e->nodes[n].until_ms < due)
+            due = e->nodes[n].until_ms; /* quarantine end */
+    for (uint32_t g = 0; g < e->cap_jobs; g++)
+        if (e->jobs[g].state == ENG_JOB_BACKOFF && e->jobs[g].retry_at_ms > now &&
+            e->jobs[g].retry_at_ms < due)
+            due = e->jobs[g].retry_at_ms; /* backoff expiry */
+    const struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
+    for (uint32_t h = 0; h < hv->n; h++)
+        if (hv->v[h].until_ms > now && hv->v[h].until_ms < due)
+            due = hv->v[h].until_ms; /* hold or reservation expiry (INT64_MAX: none) */
+    return due;
 }
 
 int eng_node_ready(struct eng *e, uint32_t n, bool ready, int64_t now)

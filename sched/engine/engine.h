@@ -196,6 +196,11 @@ void eng_release_due(struct eng *e, uint32_t n, int64_t now, struct eng_effects 
 /* A driver that polls, at each step: RELEASE for every node whose quarantine ended (in id
  * order), then REQUEUE for every job whose backoff ended (BACKOFF -> PENDING, in id order). */
 void eng_tick(struct eng *e, int64_t now, struct eng_effects *fx);
+/* The earliest time after now at which the engine's answers change with time alone: a
+ * quarantine ends, a backoff ends, a hold or reservation expires, or a rule of the last
+ * eng_life_check comes due (a start timeout, a NotReady grace). INT64_MAX: none. A driver that
+ * runs cycles only on changes runs one then (the daemon, docs/daemon.md). */
+int64_t eng_next_due(const struct eng *e, int64_t now);
 
 /* Node health, for the lifecycle rules (life.h): node n seen Ready or NotReady at now. The
  * NotReady-since time is the first NotReady sight after a Ready one. */

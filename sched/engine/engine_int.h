@@ -26,6 +26,8 @@ struct eng {
     struct eng_node *nodes; /* [cap_nodes], by engine node id; n_nodes: highest seen + 1 */
     uint32_t cap_nodes, n_nodes;
     struct eng_hold_vec holds[2]; /* enum eng_hold_list */
+    int64_t life_due_ms; /* the earliest time a verdict of the last eng_life_check changes with
+                            time alone (a start timeout, a NotReady grace); INT64_MAX: none */
 };
 
 void eng_emit(struct eng_effects *fx, const struct eng_effect *ef);

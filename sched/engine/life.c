@@ -13,7 +13,16 @@ struct tally {
     const struct eng_member *failed, *on_lost_node, *not_started;
     uint32_t *lost;
     bool completing;
+    int64_t due; /* the earliest time a rule comes due with time alone, INT64_MAX: none */
 };
+
+/* since + span when that is later than now and earlier than *due (no overflow). */
+static void due_at(int64_t *due, int64_t since, int64_t span, int64_t now)
+{
+    if (since != ENG_UNKNOWN_MS && span >= 0 && since <= INT64_MAX - span && since + span > now &&
+        since + span < *due)
+        *due = since + span;
+}
 
 static void tally(const struct eng *e, const struct eng_gang_facts *gf, int64_t now,
                   const int64_t *down, uint32_t n_nodes, struct tally *t)
@@ -34,6 +43,8 @@ static void tally(const struct eng *e, const struct eng_gang_facts *gf, int64_t 
         int64_t since = !down               ? eng_node_down_since(e, p->node)
                         : p->node < n_nodes ? down[p->node]
                                             : 0;
+        if (since > 0)                                 /* 0: ready */
+            due_at(&t->due, since, gf->grace_ms, now); /* NotReady grace */
         if (since > 0 && now - since >= gf->grace_ms) {
             t->on_lost_node = t->on_lost_node ? t->on_lost_node : p;
             t->lost[t->n_lost++] = m;
@@ -103,9 +114,10 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
     if (!acts)
         return SCHED_ENOMEM;
     uint32_t n = 0;
+    e->life_due_ms = INT64_MAX;
     for (uint32_t g = 0; g < n_gangs; g++) {
         const struct eng_gang_facts *gf = &gangs[g];
-        struct tally t = {0};
+        struct tally t = {.due = INT64_MAX};
         t.lost = arena_calloc(a, gf->n_members + 1, sizeof(*t.lost));
         if (!t.lost)
             return SCHED_ENOMEM;
@@ -132,6 +144,10 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         char msg[900];
         *act = (struct eng_life_action){
             .gang = gf->gang, .whole = true, .max_restarts = gf->max_restarts};
+        if (!tearing && t.started < t.live)
+            due_at(&t.due, j.bound_ms, gf->start_timeout_ms, now); /* start timeout */
+        if (t.due < e->life_due_ms)
+            e->life_due_ms = t.due;
         if (!decide(gf, &t, j.bound_ms, tearing, now, act, msg, sizeof(msg)))
             continue;
         uint32_t min = gf->min_member ? gf->min_member : 1;

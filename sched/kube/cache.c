@@ -10,30 +10,11 @@
 #include "sched/core/log.h"
 #include "sched/core/policy.h"
 #include "sched/k8s/nodes.h"
+#include "sched/kube/cache_int.h"
 #include "sched/kube/claims.h"
 #include "sched/kube/computedomain.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
-
-struct kassume {
-    char *node;
-    uint32_t gpu_mask;
-    uint32_t flavor;
-};
-
-struct kcache {
-    char *scheduler;
-    struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
-    struct strmap pods;    /* "ns/name" -> struct kpod* */
-    struct strmap pgs;     /* "ns/name" -> struct kpg* */
-    struct strmap assumed; /* "ns/name" -> struct kassume* */
-    struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
-    bool nodes_dirty, dirty;
-    struct cluster *cluster;
-    struct strmap node_ix; /* node name -> index + 1 in cluster */
-    uint64_t cluster_cfg;  /* config version the cluster's levels came from */
-    struct kclaims *dra;   /* ResourceSlices and ResourceClaims (sched/kube/claims.h) */
-};
 
 struct kcache *kcache_new(const char *scheduler)
 {
@@ -51,6 +32,8 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->assumed);
     strmap_init(&c->deletes);
     strmap_init(&c->node_ix);
+    strmap_init(&c->use);
+    strmap_init(&c->hot);
     c->nodes_dirty = c->dirty = true;
     if (!(c->dra = kclaims_new())) {
         kcache_free(c);
@@ -89,6 +72,8 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->pgs);
     strmap_fini(&c->assumed);
     strmap_fini(&c->node_ix);
+    kcache_base_free(c);
+    kcache_use_free(c);
     cluster_free(c->cluster);
     kclaims_free(c->dra);
     free(c->scheduler);
@@ -163,6 +148,8 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
         return 0;
     }
     c->dirty = true;
+    kcache_use_pod(c, strmap_get(&c->pods, key), -1);
+    kcache_hot_pod(c, key, NULL);
     kobj_pod_free(strmap_del(&c->pods, key));
     free_assume(strmap_del(&c->assumed, key));
     free(strmap_del(&c->deletes, key));
@@ -192,6 +179,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         kobj_pod_free(p);
         return 0;
     }
+    kcache_use_pod(c, had, -1); /* counted again below, as it is now */
     const char *del_uid = strmap_get(&c->deletes, key);
     if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
@@ -204,8 +192,11 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     void *old = NULL;
     if (strmap_put(&c->pods, key, p, &old) != 0) {
         kobj_pod_free(p);
+        c->use_all = true; /* had is uncounted and may have lost its assumption */
         return SCHED_ENOMEM;
     }
+    kcache_use_pod(c, p, 1);
+    kcache_hot_pod(c, key, p);
     kobj_pod_free(old);
     return 0;
 }
@@ -330,19 +321,26 @@ int kcache_assume(struct kcache *c, const char *pod_key, const char *node, uint3
     }
     a->gpu_mask = gpu_mask;
     a->flavor = flavor;
+    const struct kpod *p = strmap_get(&c->pods, pod_key);
+    kcache_use_pod(c, p, -1);
     void *old = NULL;
     if (strmap_put(&c->assumed, pod_key, a, &old) != 0) {
         free_assume(a);
+        kcache_use_pod(c, p, 1);
         return SCHED_ENOMEM;
     }
     free_assume(old);
+    kcache_use_pod(c, p, 1);
     c->dirty = true;
     return 0;
 }
 
 void kcache_unassume(struct kcache *c, const char *pod_key)
 {
+    const struct kpod *p = strmap_get(&c->pods, pod_key);
+    kcache_use_pod(c, p, -1);
     free_assume(strmap_del(&c->assumed, pod_key));
+    kcache_use_pod(c, p, 1);
     c->dirty = true;
 }
 
@@ -385,74 +383,7 @@ const struct kpg *kcache_pg(const struct kcache *c, const char *key)
     return strmap_get(&c->pgs, key);
 }
 
-const struct cluster *kcache_cluster(const struct kcache *c)
-{
-    return c->cluster;
-}
-
 /* ---- building a cycle's input ---------------------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Rebuilds the cluster from the decoded nodes, sorted by name (the same nodes always give the
- * same indices). */
-static int rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb)
-{
-    size_t n = c->nodes.n;
-    const char **names = calloc(n ? n : 1, sizeof(*names));
-    struct cluster *cl = cluster_new();
-    if (!names || !cl) {
-        free(names);
-        cluster_free(cl);
-        return SCHED_ENOMEM;
-    }
-    size_t k = 0;
-    const char *key;
-    for (size_t i = 0; strmap_next(&c->nodes, &i, &key, NULL);)
-        names[k++] = key;
-    qsort(names, k, sizeof(*names), cmp_str);
-    for (size_t i = 0; i < k; i++)
-        if (nodes_rec_add(cl, strmap_get(&c->nodes, names[i])) != 0) {
-            free(names);
-            cluster_free(cl);
-            return SCHED_ENOMEM;
-        }
-    free(names);
-    kclaims_configure(c->dra, cfg);                   /* quotaMapping of the GPU DeviceClass */
-    if (dra_inv_apply(kclaims_inv(c->dra), cl) < 0 || /* DRA-only nodes' GPUs (core/dra.h) */
-        kcd_apply(kclaims_cd(c->dra), cl) < 0) {      /* IMEX channels (computedomain.h) */
-        cluster_free(cl);
-        return SCHED_ENOMEM;
-    }
-    int rc = cluster_finalize(cl, cfg && cfg->n_levels ? cfg->level_names : NULL,
-                              cfg && cfg->n_levels ? cfg->level_labels : NULL,
-                              cfg ? cfg->n_levels : 0, eb);
-    if (rc != 0) {
-        cluster_free(cl);
-        return rc;
-    }
-    strmap_fini(&c->node_ix);
-    strmap_init(&c->node_ix);
-    for (uint32_t i = 0; i < cl->n_nodes; i++)
-        if (strmap_put(&c->node_ix, cl->nodes[i].name, (void *)(uintptr_t)(i + 1), NULL) != 0) {
-            cluster_free(cl);
-            return SCHED_ENOMEM;
-        }
-    cluster_free(c->cluster);
-    c->cluster = cl;
-    c->nodes_dirty = false;
-    c->cluster_cfg = cfg ? cfg->version : 0;
-    return 0;
-}
-
-int kcache_node_index(const struct kcache *c, const char *name)
-{
-    uintptr_t v = (uintptr_t)strmap_get(&c->node_ix, name);
-    return v ? (int)(v - 1) : -1;
-}
 
 /* The flavor a bound pod is charged to: its binding annotation, else the first flavor whose
  * node labels its node carries. */
@@ -725,49 +656,17 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     return 0;
 }
 
-/* Usage of every pod that holds a node: bound in the API, or assumed by us. GPU indices come
- * from gangsched.io/gpu-ids; pods without them (other schedulers') take the lowest free ones. */
-static void account_usage(struct builder *b)
+/* Usage of every pod that holds a node: bound in the API, or assumed by us (kept by deltas,
+ * snapshot.c). GPU indices come from gangsched.io/gpu-ids; pods without them (other
+ * schedulers') take the lowest free ones. */
+static int account_usage(struct builder *b)
 {
-    struct kcache *c = b->c;
-    const char *key;
-    void *v;
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
-            struct kpod *p = v;
-            if (p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED)
-                continue;
-            const char *node = p->node;
-            uint32_t mask = p->gpu_mask;
-            bool has_ids = p->has_gpu_ids;
-            struct kassume *as = node ? NULL : strmap_get(&c->assumed, key);
-            if (as) {
-                node = as->node;
-                mask = as->gpu_mask;
-                has_ids = true;
-            }
-            if (!node)
-                continue;
-            int ix = kcache_node_index(c, node);
-            if (ix < 0)
-                continue;
-            if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
-                has_ids = kclaims_mask(c->dra, p, node, &mask);
-            struct node_state *st = &b->state[ix];
-            if (pass == 0) {
-                res_add(&st->used, &p->req);
-                if (has_ids)
-                    st->gpu_used |= mask;
-            } else if (!has_ids && p->req.v[RES_GPU] > 0) {
-                int64_t want = p->req.v[RES_GPU];
-                const struct node *nd = &c->cluster->nodes[ix];
-                for (uint32_t g = 0; g < nd->n_gpus && want > 0; g++)
-                    if (!(st->gpu_used & (1u << g))) {
-                        st->gpu_used |= 1u << g;
-                        want--;
-                    }
-            }
-        }
+    const struct cluster *cl = b->c->cluster;
+    int64_t *anon = arena_calloc(b->a, cl->n_nodes ? cl->n_nodes : 1, sizeof(*anon));
+    if (!anon)
+        return SCHED_ENOMEM;
+    kcache_usage(b->c, b->state, anon);
+    return 0;
 }
 
 /* The cluster, the per-node state and the usage array of a build. */
@@ -776,7 +675,7 @@ static int build_start(struct builder *b, struct sched_errbuf *eb)
     struct kcache *c = b->c;
     const struct config *cfg = b->cfg;
     if (!c->cluster || c->nodes_dirty || (cfg ? cfg->version : 0) != c->cluster_cfg) {
-        int rc = rebuild_cluster(c, cfg, eb);
+        int rc = kcache_rebuild_cluster(c, cfg, eb);
         if (rc)
             return rc;
     }
@@ -800,11 +699,12 @@ static int claim_demands(struct builder *b)
     struct kcache *c = b->c;
     const char *pk;
     void *pv;
-    kclaims_consumers_reset(c->dra); /* shared claims: who uses each (claims.h) */
-    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);)
+    const struct strmap *hot = kcache_hot(c); /* the pods with claims among them */
+    kclaims_consumers_reset(c->dra);          /* shared claims: who uses each (claims.h) */
+    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);)
         if (((struct kpod *)pv)->n_claims && kclaims_note_pod(c->dra, pv) != 0)
             return SCHED_ENOMEM;
-    for (size_t i = 0; strmap_next(&c->pods, &i, &pk, &pv);) {
+    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);) {
         struct kpod *p = pv;
         const char *cw =
             p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
@@ -819,15 +719,16 @@ static int claim_demands(struct builder *b)
 static int group_pods(struct builder *b)
 {
     struct kcache *c = b->c;
+    const struct strmap *hot = kcache_hot(c); /* ours and native groups' among them */
     const char *key;
     void *v;
-    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
         struct kpod *p = v;
         if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
             !strmap_get(&b->foreign, p->group) && strmap_put(&b->foreign, p->group, p->name, NULL))
             return SCHED_ENOMEM;
     }
-    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
         struct kpod *p = v;
         bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
         if (!p->ours || (terminal && !p->node))
@@ -1144,7 +1045,8 @@ static int build_phases(struct builder *b)
     int rc = claim_demands(b);
     if (rc)
         return rc;
-    account_usage(b);
+    if ((rc = account_usage(b)))
+        return rc;
     for (uint32_t i = 0; i < cl->n_nodes; i++)
         if (b->state[i].used.v[RES_PODS] == 0)
             b->state[i].release_ms = 0;

@@ -130,5 +130,14 @@ const struct cluster *kcache_cluster(const struct kcache *c);
 int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,
                  int64_t now_ms, struct arena *a, struct kcache_build *out,
                  struct sched_errbuf *eb);
+/* Sets kb->snap.base to the placement state the cache keeps between cycles (place_base.h),
+ * touched for every node whose state in kb differs from the last cycle's; call it after the
+ * driver's last change to kb->state, just before the cycle. A new cluster (kcache_build rebuilt
+ * it) gets a new base. SCHED_ENOMEM leaves snap.base NULL: the cycle then builds its own (same
+ * decisions, the cost of every node). */
+int kcache_base(struct kcache *c, struct kcache_build *kb);
+/* For comparison (--kube-full-cycles): each build counts the usage of every pod again and walks
+ * every pod, as before the usage and the walked set were kept by deltas. */
+void kcache_set_full(struct kcache *c, bool full);
 
 #endif

@@ -54,6 +54,14 @@ void kube_run_opts_default(struct kube_run_opts *o)
     o->listen = "0.0.0.0:8080";
 }
 
+/* CPU seconds of the calling thread. */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int64_t kdrv_now_ms(void)
 {
     struct timespec ts;
@@ -105,10 +113,43 @@ static bool cycle_due(struct kdrv *d)
         return false;
     if (!d->recovered && kdrv_recover(d) != 0)
         return false;
-    if (!kcache_dirty(d->cache) && !d->force)
-        return false;
+    if (!kcache_dirty(d->cache) && !d->force) {
+        int64_t now = kdrv_now_ms();
+        if (d->o->full_cycles || (now < d->due_ms && now < d->later_ms))
+            return false;
+    }
     d->force = false;
     return true;
+}
+
+/* When the next cycle is due if nothing changes: the earliest of the timers that matter (the
+ * rest of the cycle's input only changes by an event, which marks the cache dirty):
+ *   - backoff expiry, quarantine end, hold and reservation expiry, start timeout, NotReady
+ *     grace: the engine's (eng_next_due);
+ *   - starvation threshold: a pending gang reaches starveAfter and may get a reservation;
+ *   - preemption re-check: KDRV_PREEMPT_RECHECK_MS while a gang is pending and a gang of ours
+ *     runs under a preempting policy;
+ *   - a status held back by its rate limit (driver_status.c), a failed delete or eviction to
+ *     send again a second later (driver_life.c): kdrv_cycle_at, d->later_ms.
+ * A cycle whose input could not be built is tried again a second later. */
+static int64_t cycle_next_due(const struct kcycle *c, bool built)
+{
+    const struct kdrv *d = c->d;
+    if (!built)
+        return c->now + 1000;
+    int64_t due = eng_next_due(d->eng, c->now);
+    int64_t starve = d->pol ? d->pol->starve_after_ms : 0;
+    if (c->cfg && starve > 0) /* the operator's setting wins (as in the core's cycle) */
+        starve = c->cfg->starve_after_ms;
+    for (uint32_t i = 0; starve > 0 && i < c->kb.n_pending; i++) {
+        int64_t t = c->kb.gangs[i].gang.submit_ms + starve;
+        if (t > c->now && t < due)
+            due = t;
+    }
+    if (d->pol && d->pol->preempt && c->kb.n_pending > 0 && c->kb.snap.n_running > 0 &&
+        c->now + KDRV_PREEMPT_RECHECK_MS < due)
+        due = c->now + KDRV_PREEMPT_RECHECK_MS;
+    return due;
 }
 
 /* The snapshot, then the lifecycle step on it. */
@@ -181,6 +222,8 @@ static int cycle_decide(struct kcycle *c)
     d->cycle++;
     uint64_t t0 = uv_hrtime();
     c->kb.snap.plan_starts = true; /* expected starts for the decision log */
+    if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
+        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     int crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
@@ -236,8 +279,11 @@ static void run_cycle(struct kdrv *d)
 {
     if (!cycle_due(d))
         return;
+    double cpu0 = thread_cpu_s();
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
-    if (cycle_build(&c) == 0) {
+    d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
+    bool built = cycle_build(&c) == 0;
+    if (built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_holds_offer(d, &c.kb, c.now);
@@ -248,8 +294,10 @@ static void run_cycle(struct kdrv *d)
             kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
     }
+    d->due_ms = cycle_next_due(&c, built);
     d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
+    http_metric_observe(d->m_cycle_cpu, NULL, thread_cpu_s() - cpu0);
 }
 
 static void on_cycle_timer(uv_timer_t *t)
@@ -258,6 +306,12 @@ static void on_cycle_timer(uv_timer_t *t)
     run_cycle(d);
     if (d->n_binds == 0 && !d->stopping)
         kdrv_schedule_cycle(d, d->o->cycle_ms);
+}
+
+void kdrv_cycle_at(struct kdrv *d, int64_t at)
+{
+    if (at < d->later_ms)
+        d->later_ms = at;
 }
 
 void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms)
@@ -374,6 +428,7 @@ static void on_lease(void *ctx, bool leading)
         http_follow_stop(d->follow); /* the store it followed is adopted when opened */
         d->follow = NULL;
         d->leading = true;
+        d->force = true; /* the first cycle as leader, whatever changed */
         d->recovered = false;
         d->jobs_synced = false;
         http_metric_set(d->m_leader, NULL, 1);
@@ -484,6 +539,10 @@ static int start_metrics(struct kdrv *d)
     } fams[] = {
         {"gangsched_cycle_duration_seconds", "Time the scheduling core took per cycle",
          HTTP_HISTOGRAM, NULL, &d->m_cycle},
+        {"gangsched_cycle_cpu_seconds",
+         "CPU time of the whole cycle on the event loop's thread (snapshot, lifecycle, core, "
+         "records, the requests it starts)",
+         HTTP_HISTOGRAM, NULL, &d->m_cycle_cpu},
         {"gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER, result, &d->m_binds},
         {"gangsched_gangs_bound_total", "Placed gangs by outcome of their binds", HTTP_COUNTER,
          outcome, &d->m_gangs},
@@ -549,8 +608,8 @@ static void update_client_metrics(struct kdrv *d)
     }
 }
 
-/* Every second: the client's counters, and a cycle even without changes, so that start
- * timeouts and failure graces are noticed when they pass. */
+/* Every second: the client's counters (and with --kube-full-cycles, a cycle even without
+ * changes: otherwise a cycle runs only on a change or a due timer, cycle_due). */
 static void on_stats_timer(uv_timer_t *t)
 {
     struct kdrv *d = t->data;
@@ -561,7 +620,7 @@ static void on_stats_timer(uv_timer_t *t)
         http_metric_set(d->m_pg_api, lbl,
                         kube_informer_synced(inf) && !kube_informer_absent(inf) ? 1 : 0);
     }
-    if (d->leading && !d->stopping && d->n_binds == 0) {
+    if (d->o->full_cycles && d->leading && !d->stopping && d->n_binds == 0) {
         d->force = true;
         kdrv_schedule_cycle(d, 0);
     }
@@ -615,6 +674,7 @@ static const struct kdrv_watch {
 static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched_errbuf *eb)
 {
     memset(d, 0, sizeof(*d));
+    d->due_ms = d->later_ms = INT64_MAX;
     d->o = o;
     d->pol = sched_policy_find(o->policy ? o->policy : "gangsched");
     if (!d->pol)
@@ -658,6 +718,8 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         rc = config_apply_device(config_watch_current(d->cw), eb);
     if (rc == 0 && !(d->cache = kcache_new(o->scheduler)))
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0)
+        kcache_set_full(d->cache, o->full_cycles);
     /* the other schedulers' pods are asked without ours: the server then sends each Binding
      * of ours on one watch, not two (kube-apiserver filters by field before it serializes) */
     char own_sel[300], other_sel[400];

@@ -53,6 +53,10 @@ struct kube_run_opts {
     bool evict_fallback_delete;    /* delete a victim whose eviction stays blocked (429 from a
                                       PodDisruptionBudget) after the client's retries; default
                                       false: the eviction is tried again at a later cycle */
+    bool full_cycles;              /* the pre-issue-16 cycle, for comparison (benchmarks): no
+                                      placement state, node usage or walked set kept between
+                                      cycles, and a cycle every second whether or not anything
+                                      changed; default false */
 };
 
 void kube_run_opts_default(struct kube_run_opts *o);

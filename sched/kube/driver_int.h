@@ -38,8 +38,12 @@
 #include "sched/kube/native.h"
 #include "store/store.h"
 
-#define KDRV_MOD           "kube"
-#define KDRV_STATUS_MIN_MS 5000 /* a gang's status changes at most this often for one reason */
+#define KDRV_MOD                "kube"
+#define KDRV_STATUS_MIN_MS      5000 /* a gang's status changes at most this often for one reason */
+/* While a gang waits and a gang of ours runs under a preempting policy, a cycle at least this
+ * often even without changes: whether evicting pays grows with the wait (preempt.c worth_it)
+ * and a victim's minimum run time ends (ms). */
+#define KDRV_PREEMPT_RECHECK_MS 1000
 
 /* One pod bind in flight. */
 struct kbind {
@@ -107,10 +111,14 @@ struct kdrv {
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
-    struct http_metric *m_cycle, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending, *m_evictions,
-        *m_held;
+    struct http_metric *m_cycle, *m_cycle_cpu, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending,
+        *m_evictions, *m_held;
     uint64_t api_seen[4];
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
+    /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
+     * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
+     * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
+    int64_t due_ms, later_ms;
     /* the state between cycles (sched/engine/): job states, retry budgets, strikes and
      * quarantine, node health, preemptor holds and operator reservations; gangs and nodes by
      * engine id (interned names, never reused) */
@@ -176,6 +184,9 @@ void kdrv_fatal(struct kdrv *d, const char *msg);
 const char *kdrv_flavor_name(const struct config *cfg, uint32_t f);
 
 void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms);
+/* A cycle is due at `at` (ms since the epoch) even if nothing changes: a status held back by
+ * its rate limit, a failed delete or eviction to send again (d->later_ms). */
+void kdrv_cycle_at(struct kdrv *d, int64_t at);
 
 /* ---- driver_status.c ---- */
 

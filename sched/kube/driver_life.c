@@ -101,6 +101,7 @@ static void on_deleted(void *ctx, const struct kube_resp *r)
         LOG_WARN(KDRV_MOD, "delete failed: pod=%s status=%d error=%s (sent again if still needed)",
                  x->key, r->status, r->error ? r->error : "");
         kcache_delete_failed(x->d->cache, x->key, x->uid);
+        kdrv_cycle_at(x->d, kdrv_now_ms() + 1000); /* sent again then if still needed */
     }
     free(x);
 }
@@ -160,6 +161,7 @@ static void on_evicted(void *ctx, const struct kube_resp *r)
                  "eviction failed: pod=%s/%s status=%d error=%s (retried at a later "
                  "cycle)",
                  ev->ns, ev->name, r->status, r->error ? r->error : "");
+        kdrv_cycle_at(d, kdrv_now_ms() + 1000); /* that cycle, even if nothing changes */
     }
     free(ev);
 }

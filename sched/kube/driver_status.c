@@ -188,16 +188,20 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
             st->reason && strncmp(st->reason, full, strlen(phase) + 1 + strlen(reason)) == 0;
         bool same_words = st->reason && strcmp(st->reason, full) == 0;
         if (same_words && now - st->at_ms < every_ms)
+            return false; /* a refresh of the same words: no timer (no cycle runs for it) */
+        if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS) {
+            kdrv_cycle_at(d, st->at_ms + KDRV_STATUS_MIN_MS); /* the new numbers then */
             return false;
-        if (same_reason && now - st->at_ms < KDRV_STATUS_MIN_MS)
-            return false;
+        }
         /* the pods an outcome deleted make the gang wait for pods: that consequence does not
          * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
         bool consequence = strcmp(reason, "WaitingForPods") == 0 ||
                            strcmp(reason, "WaitingForTeardown") == 0 ||
                            strcmp(reason, "PartialGang") == 0;
-        if (st->forced && consequence && now - st->at_ms < every_ms)
+        if (st->forced && consequence && now - st->at_ms < every_ms) {
+            kdrv_cycle_at(d, st->at_ms + every_ms); /* the consequence then */
             return false;
+        }
     }
     if (!st) {
         st = calloc(1, sizeof(*st));

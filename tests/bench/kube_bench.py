@@ -12,6 +12,15 @@ Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
   4. scale (issue 16): case 1 on 50,000 HGX nodes with 500,000 running pods (10x both): start to
      first bind, target < 10 s; peak RSS of `gangsched run` (VmHWM), target < 2 GiB; the growth
      of both against case 1 (its RSS is printed too).
+  5. idle (issue 16): 50,000 HGX nodes, 500,000 running pods and one gang that cannot fit (it
+     waits, with its reason, every cycle); one fake server, the scheduler run twice on it: first
+     with --kube-full-cycles (the baseline: the snapshot and placement state rebuilt for every
+     node each cycle, a cycle forced every second), then as built. Per run: the scheduler's CPU
+     per minute (from /proc) and its cycles per minute while nothing changes (a 20 s window after
+     its first cycle), and the CPU of a cycle after one change (a running pod deleted; the
+     daemon's gangsched_cycle_cpu_seconds over the cycles of the next 1.5 s, 5 changes).
+     Printed with the ratio baseline : built. KBENCH_IDLE_NODES=5000 runs it at 5,000 nodes and
+     50,000 pods.
 Nodes and running pods are stored with fakeapi.py --preload (as if the server had restarted on a
 full cluster: no create per object, so loading 500,000 pods takes seconds, not minutes); the
 server's list pages are its stored objects' JSON bytes joined, so listing costs it little.
@@ -21,7 +30,8 @@ what it could do against a faster server. Rows are printed like tests/bench/benc
 target, PASS/MISS, ratio against the target); a missed target prints MISS and the script still
 exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times out).
 
-Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed|scale] [--keep]
+Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed|scale|idle]
+       [--keep]
   KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler.
 Not a unit test: run by `make bench` only.
 """
@@ -299,7 +309,7 @@ def row(name, value, target, ok, ratio):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("BIN", "bin"))
-    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale"])
+    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale", "idle"])
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="gangsched-kbench-")
@@ -314,7 +324,8 @@ def main():
             write_list(f_nodes, nodes())
             write_list(f_other, existing_pods())
             write_list(f_gangs, gangs(GANGS))
-        write_list(f_few, gangs(STARTUP_GANGS))
+        if args.only != "idle":
+            write_list(f_few, gangs(STARTUP_GANGS))
         print("gangsched kube bench: %d CPU(s) online, fake API server --plain on loopback; "
               "CPU = user+system s of each process" % os.cpu_count())
         print("%-56s %-24s %-10s %-6s %s" % ("measurement", "value", "target", "result",
@@ -348,6 +359,12 @@ def main():
             if args.keep:
                 sys.stderr.write("kube bench: %s by resource: %s\n" %
                                  (label, json.dumps(r["by_resource"])))
+        if args.only in (None, "idle"):
+            try:
+                idle_case(args, tmp, (f_big_nodes, f_big_other))
+            except Failed as e:
+                fail = True
+                row("idle: FAILED", str(e)[:60], "-", False, "-")
         if "startup" in results and "scale" in results:
             a, b = results["startup"], results["scale"]
             row("16 growth 50,000 : 5,000 nodes, first bind / RSS",
@@ -364,6 +381,133 @@ def main():
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     return 1 if fail else 0
+
+
+IDLE_WINDOW_S = 20.0
+IDLE_CHANGES = 5
+IDLE_CHANGE_WINDOW_S = 1.5
+
+
+def http(port, method, path, timeout=30):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read()
+
+
+def cycle_metrics(port):
+    """(cycles run, CPU seconds of all of them) from the scheduler's /metrics
+    (gangsched_cycle_cpu_seconds); (0, 0.0) while /metrics does not answer (503 until the caches
+    have synced)."""
+    try:
+        text = http(port, "GET", "/metrics").decode()
+    except OSError:
+        return 0, 0.0
+    n, s = 0, 0.0
+    for line in text.splitlines():
+        if line.startswith("gangsched_cycle_cpu_seconds_count"):
+            n = int(float(line.split()[-1]))
+        elif line.startswith("gangsched_cycle_cpu_seconds_sum"):
+            s = float(line.split()[-1])
+    return n, s
+
+
+def idle_run(args, d, kc, api_port, label, extra, first_pod):
+    """One scheduler run of the idle case; returns (process CPU s per minute while nothing
+    changes, cycles per minute meanwhile, CPU s of a cycle after a change)."""
+    cfg = os.path.join(d, "config.yaml")
+    pf = os.path.join(d, "port-%s" % label)
+    log = open(os.path.join(d, "sched-%s.log" % label), "w")
+    sched = subprocess.Popen([os.path.join(args.bin, "gangsched"), "run", "--kubeconfig", kc,
+                              "--config", cfg, "--db", os.path.join(d, "%s.db" % label),
+                              "--leader-elect", "false", "--listen", "127.0.0.1:0",
+                              "--port-file", pf, "--kube-qps", "20000", "--kube-burst", "20000",
+                              "--log-level", "warn"] + extra, stdout=log, stderr=log)
+    procs.append(sched)
+    try:
+        if not wait_for(lambda: os.path.exists(pf) and os.path.getsize(pf) > 0, 60, 0.1):
+            raise Failed("idle %s: no HTTP port" % label)
+        with open(pf) as f:
+            port = int(f.read())
+        if not wait_for(lambda: sched.poll() is None and cycle_metrics(port)[0] >= 1, 300, 0.2):
+            raise Failed("idle %s: no cycle within 300 s" % label)
+        time.sleep(3)
+        n0 = cycle_metrics(port)[0]
+        c0, t0 = cpu_s(sched.pid), time.time()
+        time.sleep(IDLE_WINDOW_S)
+        span = time.time() - t0
+        idle_rate = (cpu_s(sched.pid) - c0) / span
+        idle_cycles = (cycle_metrics(port)[0] - n0) * 60.0 / span
+        cycles, cpu = 0, 0.0
+        for k in range(IDLE_CHANGES):
+            n0, s0 = cycle_metrics(port)
+            t0 = time.time()
+            http(api_port, "DELETE", "/api/v1/namespaces/default/pods/other-%06d" % (first_pod + k))
+            if not wait_for(lambda: cycle_metrics(port)[0] > n0, 30, 0.05):
+                raise Failed("idle %s: no cycle after a change" % label)
+            time.sleep(max(0.0, t0 + IDLE_CHANGE_WINDOW_S - time.time()))
+            n1, s1 = cycle_metrics(port)
+            cycles, cpu = cycles + n1 - n0, cpu + s1 - s0
+        if sched.poll() is not None:
+            raise Failed("idle %s: gangsched run exited" % label)
+        return idle_rate * 60.0, idle_cycles, cpu / max(1, cycles)
+    finally:
+        stop(sched)
+
+
+def idle_case(args, tmp, big_files):
+    """big_files: the scale case's nodes and pods files (reused at 50,000 nodes when written)."""
+    n_nodes = int(os.environ.get("KBENCH_IDLE_NODES", BIG_NODES))
+    n_pods = n_nodes * 10
+    d = os.path.join(tmp, "idle")
+    os.makedirs(d)
+    f_nodes, f_other = os.path.join(d, "nodes.json"), os.path.join(d, "other.json")
+    f_wait = os.path.join(d, "wait.json")
+    if n_nodes == BIG_NODES and all(os.path.exists(f) for f in big_files):
+        f_nodes, f_other = big_files
+    else:
+        sys.stderr.write("kube bench: idle, generating %d nodes and %d pods\n" %
+                         (n_nodes, n_pods))
+        write_list(f_nodes, nodes(n_nodes))
+        write_list(f_other, existing_pods(n_nodes, n_pods))
+    wait = gangs(1)  # one gang of 8 pods of 9 GPUs: no 8-GPU node fits one, it waits
+    for o in wait:
+        if o["kind"] == "Pod":
+            o["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "9"
+    write_list(f_wait, wait)
+    port_file, kc = os.path.join(d, "port"), os.path.join(d, "kubeconfig")
+    cmd = [sys.executable, FAKE, "--plain", "--port", "0", "--port-file", port_file,
+           "--kubeconfig-out", kc, "--bookmark-interval", "60",
+           "--load", os.path.join(ROOT, "deploy", "crds", "scheduling.x-k8s.io_podgroups.yaml"),
+           "--preload", f_nodes, "--preload", f_other, "--load", f_wait]
+    flog = open(os.path.join(d, "fake.log"), "w")
+    fake = subprocess.Popen(cmd, stdout=flog, stderr=flog)
+    procs.append(fake)
+    try:
+        if not wait_for(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0,
+                        600, 0.1):
+            raise Failed("idle: the fake API server did not start")
+        with open(port_file) as f:
+            api_port = int(f.read())
+        with open(os.path.join(d, "config.yaml"), "w") as f:
+            f.write(CONFIG)
+        modes = [("baseline", ["--kube-full-cycles", "true"]), ("built", [])]
+        if os.environ.get("KBENCH_IDLE_MODES") == "built":  # a binary without the baseline flag
+            modes = modes[1:]
+        out = {}
+        for i, (label, extra) in enumerate(modes):
+            out[label] = idle_run(args, d, kc, api_port, label, extra, i * 1000)
+            row("16 idle %s, %d nodes: CPU/min, cycles/min" % (label, n_nodes),
+                "%.2f s / %.0f" % (out[label][0], out[label][1]), "-", None, "nothing changes")
+            row("16   %s: CPU of a cycle after one change" % label,
+                "%.1f ms" % (1000 * out[label][2]), "-", None, "one pod deleted, mean of %d" %
+                IDLE_CHANGES)
+        if len(out) == 2:
+            a, b = out["baseline"], out["built"]
+            row("16 idle ratio baseline : built, CPU/min / cycle",
+                "%.0fx / %.1fx" % (a[0] / max(b[0], 1e-3), a[2] / max(b[2], 1e-6)), "-", None,
+                "same fake server, same cluster")
+    finally:
+        stop(fake)
 
 
 def report(label, r):

@@ -378,12 +378,57 @@ static void test_engine_node_health(void **state)
     assert_false(f->acts[0].own);
 }
 
+/* eng_next_due: when the engine's answers change with time alone (the daemon runs a cycle then,
+ * and no other without a change): the start timeout and the NotReady grace of the last check,
+ * a backoff's end, a quarantine's end, a hold's expiry; the earliest of them, none once past. */
+static void test_next_due(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(eng_next_due(f->e, 0), INT64_MAX); /* nothing checked yet */
+    struct eng_member m[] = {RUN(0), WAIT(4)};
+    struct eng_gang_facts gf = two(m, 3);
+    assert_int_equal(check(f, &gf, 10 * S), 0);
+    assert_int_equal(eng_next_due(f->e, 10 * S), 60 * S); /* the start timeout (bound at 0) */
+    assert_int_equal(eng_node_ready(f->e, 4, false, 20 * S), 0);
+    assert_int_equal(check(f, &gf, 25 * S), 0);
+    assert_int_equal(eng_next_due(f->e, 25 * S), 50 * S); /* the grace first (since 20 s) */
+    struct eng_member up[] = {RUN(0), RUN(4)};
+    gf = two(up, 3);
+    assert_int_equal(eng_node_ready(f->e, 4, true, 26 * S), 0);
+    assert_int_equal(check(f, &gf, 26 * S), 0);
+    assert_int_equal(eng_next_due(f->e, 26 * S), INT64_MAX); /* all started: no rule waits */
+    /* gang 2 fails on its own with a node strike: backoff and (strikes) quarantine ends */
+    struct eng_effects fx = {0};
+    assert_int_equal(eng_job_bound(f->e, 2, 0), 0);
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(eng_strike(f->e, 9, 30 * S + k, &fx), 0);
+    int64_t q = eng_quarantine_until(f->e, 9);
+    assert_true(q > 30 * S);
+    assert_int_equal(eng_next_due(f->e, 31 * S), q);
+    assert_int_equal(
+        eng_job_broken(f->e, 2, ENG_START_TIMEOUT, true, true, 3, ENG_NONE, 40 * S, &fx), 0);
+    assert_int_equal(eng_job_gone(f->e, 2, 40 * S, &fx), 0);
+    struct eng_job j = eng_job(f->e, 2);
+    assert_int_equal(j.state, ENG_JOB_BACKOFF);
+    int64_t want = j.retry_at_ms < q ? j.retry_at_ms : q;
+    assert_int_equal(eng_next_due(f->e, 41 * S), want);
+    uint32_t nodes[] = {3};
+    assert_int_equal(eng_hold_preemptor(f->e, 5, nodes, 1, 42 * S), 0);
+    int64_t hold = 42 * S + ENG_HOLD_MS;
+    assert_int_equal(eng_next_due(f->e, 42 * S), hold < want ? hold : want);
+    /* once every time passed: none */
+    int64_t late = (q > j.retry_at_ms ? q : j.retry_at_ms) + hold;
+    assert_int_equal(eng_next_due(f->e, late), INT64_MAX);
+    eng_effects_free(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "sched/core/cycle.h"
+#include "sched/core/place_base.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
 #include "sched/kube/wire.h"
@@ -301,6 +302,154 @@ static void assumed_pods_hold_their_node(void **state)
     kcache_unassume(f->c, "ml/solo");
     build(f, &kb);
     assert_int_equal(kb.n_pending, 1);
+}
+
+static uint32_t node_ix(const struct kcache_build *kb, const char *name)
+{
+    for (uint32_t i = 0; i < kb->snap.cluster->n_nodes; i++)
+        if (strcmp(kb->snap.cluster->nodes[i].name, name) == 0)
+            return i;
+    fail_msg("no node %s", name);
+    return 0;
+}
+
+/* The cycle with the kept placement state and the cycle that builds its own give the same
+ * placements (pod by pod: node and GPUs). */
+static void same_cycle(struct fx *f, struct kcache_build *kb)
+{
+    struct arena a1, a2;
+    arena_init(&a1, 1 << 16);
+    arena_init(&a2, 1 << 16);
+    struct sched_snapshot fresh = kb->snap;
+    fresh.base = NULL;
+    struct sched_result r1, r2;
+    assert_int_equal(sched_cycle(&fresh, &a1, &r1), 0);
+    assert_int_equal(kcache_base(f->c, kb), 0);
+    assert_non_null(kb->snap.base);
+    assert_int_equal(sched_cycle(&kb->snap, &a2, &r2), 0);
+    assert_int_equal(r1.n_placements, r2.n_placements);
+    assert_int_equal(r1.n_verdicts, r2.n_verdicts);
+    for (uint32_t p = 0; p < r1.n_placements; p++) {
+        assert_int_equal(r1.placements[p].gang->id, r2.placements[p].gang->id);
+        for (uint32_t k = 0; k < r1.placements[p].gang->n_pods; k++) {
+            assert_int_equal(r1.placements[p].pods[k].node, r2.placements[p].pods[k].node);
+            assert_int_equal(r1.placements[p].pods[k].gpu_mask, r2.placements[p].pods[k].gpu_mask);
+        }
+    }
+    arena_fini(&a1);
+    arena_fini(&a2);
+}
+
+/* The placement state kept between cycles (snapshot.c): one base per cluster, touched exactly
+ * for the nodes whose state changed since the last cycle (a pod started or ended there); a new
+ * node makes a new cluster and a new base; every cycle decides as one that builds its own. */
+static void kept_placement_state_follows_changes(void **state)
+{
+    struct fx *f = *state;
+    pod(f->c, "other", "", "", 4, "default-scheduler", "n1", "");
+    pod(f->c, "solo", "", "team-a", 6, "", "", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    same_cycle(f, &kb);
+    struct place_base *b = kb.snap.base;
+    uint64_t gen = b->generation;
+    build(f, &kb); /* nothing changed: the same base, nothing touched */
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_ptr_equal(kb.snap.base, b);
+    assert_int_equal(b->generation, gen);
+    pod(f->c, "other2", "", "", 2, "default-scheduler", "n3", ""); /* a pod started on n3 */
+    build(f, &kb);
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_int_equal(b->generation, gen + 1);
+    assert_true(b->is_dirty[node_ix(&kb, "n3")]);
+    same_cycle(f, &kb);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, true), 0); /* a pod ended on n1 */
+    cJSON_Delete(o);
+    gen = b->generation;
+    build(f, &kb);
+    assert_int_equal(kcache_base(f->c, &kb), 0);
+    assert_int_equal(b->generation, gen + 1);
+    assert_true(b->is_dirty[node_ix(&kb, "n1")]);
+    same_cycle(f, &kb);
+    node(f->c, "n4", "r2", 8); /* a new node: a new cluster, a new base of 4 nodes */
+    build(f, &kb);
+    same_cycle(f, &kb);
+    assert_int_equal(kb.snap.base->n, 4);
+}
+
+/* A pod of another scheduler on node_name in phase `phase`, asking for gpus GPUs. */
+static void other_pod(struct kcache *c, const char *name, const char *node_name, int gpus,
+                      const char *phase)
+{
+    char buf[800];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+             "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"%s\","
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"1\"}}}]},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             name, name, node_name, gpus, phase);
+    add_json(c, 1, buf);
+}
+
+static void gone(struct kcache *c, const char *name)
+{
+    char buf[200];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\"}}", name);
+    cJSON *o = cJSON_Parse(buf);
+    assert_int_equal(kcache_pod_event(c, o, true), 0);
+    cJSON_Delete(o);
+}
+
+/* Node usage kept by deltas (snapshot.c) equals a count from scratch: a cache that saw pods
+ * come, change phase, go, be assumed and unassumed builds the same per-node state as a fresh
+ * cache given only the final objects. */
+static void usage_kept_by_deltas_matches_a_fresh_count(void **state)
+{
+    struct fx *f = *state;
+    struct kcache_build kb;
+    build(f, &kb); /* a first build: counts kept from here on by events */
+    other_pod(f->c, "o1", "n1", 2, "Running");
+    pod(f->c, "mine", "", "team-a", 2, "", "n2", "\"gangsched.io/gpu-ids\":\"0,1\"");
+    pod(f->c, "solo", "", "team-a", 4, "", "", "");
+    assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0xf0, 0), 0);
+    build(f, &kb);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n3")].gpu_used, 0xf0);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n1")].gpu_used, 0x3);
+    kcache_unassume(f->c, "ml/solo");
+    assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0x0f, 0), 0);
+    other_pod(f->c, "o1", "n1", 2, "Succeeded"); /* ended: frees n1 */
+    gone(f->c, "mine");
+    other_pod(f->c, "o2", "n1", 3, "Running");
+    other_pod(f->c, "o3", "n3", 2, "Running"); /* no ids: the lowest GPUs solo leaves free */
+    build(f, &kb);
+    struct kcache *fresh = kcache_new("gangsched");
+    node(fresh, "n1", "r1", 8);
+    node(fresh, "n2", "r1", 8);
+    node(fresh, "n3", "r2", 8);
+    other_pod(fresh, "o1", "n1", 2, "Succeeded");
+    other_pod(fresh, "o2", "n1", 3, "Running");
+    other_pod(fresh, "o3", "n3", 2, "Running");
+    pod(fresh, "solo", "", "team-a", 4, "", "", "");
+    assert_int_equal(kcache_assume(fresh, "ml/solo", "n3", 0x0f, 0), 0);
+    struct arena a;
+    arena_init(&a, 1 << 16);
+    struct kcache_build kf;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kcache_build(fresh, f->cfg, sched_policy_default(), 1000, &a, &kf, &eb), 0);
+    for (uint32_t i = 0; i < 3; i++) {
+        const struct node_state *x = &kb.snap.state[i], *y = &kf.snap.state[i];
+        assert_string_equal(kb.snap.cluster->nodes[i].name, kf.snap.cluster->nodes[i].name);
+        assert_int_equal(x->gpu_used, y->gpu_used);
+        for (int r = 0; r < RES_MAX; r++)
+            assert_int_equal(x->used.v[r], y->used.v[r]);
+    }
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n1")].gpu_used, 0x7);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n2")].gpu_used, 0);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n3")].gpu_used, 0x3f);
+    arena_fini(&a);
+    kcache_free(fresh);
 }
 
 /* A bound pod of ours with the given status members (JSON, after "phase"). */
@@ -614,6 +763,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
+        cmocka_unit_test_setup_teardown(kept_placement_state_follows_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(usage_kept_by_deltas_matches_a_fresh_count, setup,
+                                        teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(times_parse_and_format),
     };

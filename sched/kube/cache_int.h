@@ -1,0 +1,79 @@
+/* sched/kube/cache_int.h: the cache's own record, shared by cache.c (events and the cycle's
+ * input) and snapshot.c (the cluster and the placement state kept between cycles). Private to
+ * those two files.
+ *
+ * Must not touch: anything outside the cache.
+ */
+#ifndef SCHED_KUBE_CACHE_INT_H
+#define SCHED_KUBE_CACHE_INT_H
+
+#include "sched/core/place_base.h"
+#include "sched/kube/cache.h"
+
+struct kassume {
+    char *node;
+    uint32_t gpu_mask;
+    uint32_t flavor;
+};
+
+struct kcache {
+    char *scheduler;
+    struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
+    struct strmap pods;    /* "ns/name" -> struct kpod* */
+    struct strmap pgs;     /* "ns/name" -> struct kpg* */
+    struct strmap assumed; /* "ns/name" -> struct kassume* */
+    struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
+    bool nodes_dirty, dirty;
+    struct cluster *cluster;
+    struct strmap node_ix; /* node name -> index + 1 in cluster */
+    uint64_t cluster_cfg;  /* config version the cluster's levels came from */
+    uint64_t cluster_gen;  /* bumped by every rebuild of the cluster */
+    struct kclaims *dra;   /* ResourceSlices and ResourceClaims (sched/kube/claims.h) */
+    /* kept between cycles (snapshot.c): the placement state of cluster generation base_gen and
+     * the node_state each of its nodes was last synced from ([cluster->n_nodes]) */
+    struct place_base *base;
+    struct node_state *kept;
+    uint64_t base_gen;
+    /* node usage kept by deltas (snapshot.c): node name -> struct knode_use*, every pod that
+     * holds a node (bound, or assumed) counted in it except the pods with ResourceClaims (their
+     * requests and GPUs depend on the claims at each build: counted then); use_ix[i] is the entry
+     * of cluster node i (NULL: no pod), valid while use_ix_gen == cluster_gen and !use_new */
+    struct strmap use;
+    struct knode_use **use_ix;
+    uint64_t use_ix_gen;
+    bool use_new; /* an entry was added since use_ix was made */
+    bool use_all; /* count every pod again at the next build (out of memory on the way) */
+    /* the pods a build walks (snapshot.c kcache_hot_pod): "ns/name" -> struct kpod*, the pods of
+     * this scheduler, the pods with ResourceClaims and the members of native PodGroups; the
+     * others (most of a big cluster: other schedulers' running pods) count only in the usage */
+    struct strmap hot;
+    bool hot_all; /* make `hot` again from every pod at the next build (out of memory) */
+    bool full;    /* kcache_set_full: count every pod and walk every pod at each build */
+};
+
+/* One node's usage by the pods that hold it (snapshot.c). */
+struct knode_use {
+    struct res_vec used; /* sum of the pods' requests */
+    uint32_t ids[32];    /* pods holding GPU index g by their GPU ids */
+    int64_t anon;        /* GPUs of pods without ids (another scheduler's): the lowest free */
+};
+
+/* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */
+int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb);
+/* Frees the kept placement state and usage (snapshot.c). */
+void kcache_base_free(struct kcache *c);
+/* Counts (sign +1) or uncounts (-1) pod p (may be NULL) in the usage of the node it holds, as
+ * the cache holds it now: call with -1 before any change to p's record or to its assumption,
+ * and with +1 after. */
+void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign);
+/* Per-node usage into state[cluster->n_nodes] (zeroed by the caller): the kept counts, then the
+ * pods with claims, then the GPUs of pods without ids (the lowest free indices, in this order:
+ * the same as taking them pod by pod). anon[n_nodes]: zeroed scratch. */
+void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon);
+void kcache_use_free(struct kcache *c);
+/* Pod p (the cache's record, or NULL: gone) of key in or out of the walked set. */
+void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p);
+/* The walked set, made again from every pod when it was lost to out of memory. */
+const struct strmap *kcache_hot(struct kcache *c);
+
+#endif
