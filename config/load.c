@@ -153,8 +153,8 @@ int cl_prescan(struct ctx *x)
 static int load_root(struct ctx *x, yaml_node_t *root)
 {
     static const char *const keys[] = {
-        "apiVersion", "kind",   "device",   "topology",     "fairShare", "starvation", "flavors",
-        "cohorts",    "queues", "profiles", "quotaMapping", "hami",      NULL};
+        "apiVersion", "kind",    "device", "devices",  "topology",     "fairShare", "starvation",
+        "flavors",    "cohorts", "queues", "profiles", "quotaMapping", "hami",      NULL};
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];
         return cl_fail(x, &root->start_mark,
@@ -195,6 +195,16 @@ static int load_root(struct ctx *x, yaml_node_t *root)
     if ((v = cl_map_opt(x, root, "device")) != NULL) {
         cl_path_push(x, "device");
         rc = cl_parse_device(x, v);
+        cl_path_pop(x);
+        if (rc)
+            return rc;
+    }
+    if ((v = cl_map_opt(x, root, "devices")) != NULL) {
+        cl_path_push(x, "devices");
+        rc = cl_map_opt(x, root, "device")
+                 ? cl_fail(x, &v->start_mark,
+                           "both device and devices are given: list every device under devices")
+                 : cl_parse_devices(x, v);
         cl_path_pop(x);
         if (rc)
             return rc;

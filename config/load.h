@@ -161,6 +161,8 @@ int cl_prescan(struct ctx *x);
 
 /* load_sections.c: the sections before the quota tree */
 int cl_parse_device(struct ctx *x, yaml_node_t *d);
+/* `devices:`: the first entry is the device (config.device), the others config.kinds. */
+int cl_parse_devices(struct ctx *x, yaml_node_t *seq);
 int cl_parse_topology(struct ctx *x, yaml_node_t *t);
 int cl_parse_fair_share(struct ctx *x, yaml_node_t *f);
 int cl_parse_starvation(struct ctx *x, yaml_node_t *s);

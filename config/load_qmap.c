@@ -147,12 +147,18 @@ static bool is_device(const struct ctx *x, const char *name)
     return strcmp(name, x->c->device) == 0;
 }
 
+/* Any accelerator of the config (the device or another kind of `devices:`). */
+static bool is_any_device(const struct ctx *x, const char *name)
+{
+    return config_device_kind(x->c, name) >= 0;
+}
+
 /* The checks across entries and against the quota tree. */
 static int check_entry(struct ctx *x, const struct qm_raw *all, uint32_t i)
 {
     const struct qm_raw *r = &all[i];
     char a[ESC_CAP], b[ESC_CAP];
-    if (is_device(x, r->source))
+    if (is_any_device(x, r->source))
         return cl_fail(x, &r->source_mark,
                        "\"%s\" is the device of this config: it counts as itself; map the "
                        "devices of a DeviceClass or another resource to it",

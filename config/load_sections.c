@@ -133,7 +133,8 @@ int cl_parse_hami(struct ctx *x, yaml_node_t *h)
     return rc;
 }
 
-int cl_parse_device(struct ctx *x, yaml_node_t *d)
+/* One device mapping {resource, unit} into *res and *unit. */
+static int parse_one_device(struct ctx *x, yaml_node_t *d, const char **res, const char **unit)
 {
     static const char *const keys[] = {"resource", "unit", NULL};
     int rc = cl_expect_mapping(x, d);
@@ -148,11 +149,14 @@ int cl_parse_device(struct ctx *x, yaml_node_t *d)
         rc = cl_get_name(x, v, &name);
         if (!rc) {
             struct sched_errbuf reb;
+            int known = res_lookup(name);
             /* the same rules as any resource name; renaming the slot is left to the driver */
             if (res_check_name(name, &reb) != 0)
                 rc = cl_fail(x, &v->start_mark, "%s", reb.msg);
+            else if (known >= 0 && known < RES_N_WELLKNOWN && known != RES_GPU)
+                rc = cl_fail(x, &v->start_mark, "\"%s\" is not a device resource", name);
             else
-                x->c->device = name;
+                *res = name;
         }
         cl_path_pop(x);
     }
@@ -170,9 +174,51 @@ int cl_parse_device(struct ctx *x, yaml_node_t *d)
             rc = cl_fail(x, &v->start_mark, "unit \"%s\": expected 1 to %d letters (GPU, NPU, TPU)",
                          cl_esc(s, len, e, sizeof(e)), DEVICE_UNIT_MAX - 1);
         }
-        if (!rc && !(x->c->device_unit = config_pool_strndup(x->pool, s, len)))
+        if (!rc && !(*unit = config_pool_strndup(x->pool, s, len)))
             rc = cl_oom(x);
         cl_path_pop(x);
+    }
+    return rc;
+}
+
+int cl_parse_device(struct ctx *x, yaml_node_t *d)
+{
+    return parse_one_device(x, d, &x->c->device, &x->c->device_unit);
+}
+
+int cl_parse_devices(struct ctx *x, yaml_node_t *seq)
+{
+    int rc = cl_expect_sequence(x, seq);
+    size_t n = rc ? 0 : ydoc_count(seq);
+    if (!rc && (n == 0 || n > RES_KINDS_MAX))
+        return cl_fail(x, &seq->start_mark, "%zu devices: expected 1 to %d", n, RES_KINDS_MAX);
+    struct config_device *dv = n > 1 ? config_pool_array(x->pool, n - 1, sizeof(*dv)) : NULL;
+    if (n > 1 && !dv)
+        return cl_oom(x);
+    for (size_t i = 0; !rc && i < n; i++) {
+        yaml_node_t *item = ydoc_item(x->y, seq, i);
+        cl_path_index(x, (long)i);
+        const char **res = i ? &dv[i - 1].resource : &x->c->device;
+        const char **unit = i ? &dv[i - 1].unit : &x->c->device_unit;
+        if (i)
+            *unit = "";
+        rc = parse_one_device(x, item, res, unit);
+        if (!rc && i && strcmp(*res, RES_DEFAULT_DEVICE) == 0) /* the slot's name until applied */
+            rc = cl_fail(x, &item->start_mark,
+                         "%s, when listed, must be the first device (the accelerator slot starts "
+                         "under its name)",
+                         RES_DEFAULT_DEVICE);
+        for (size_t j = 0; !rc && j < i; j++) {
+            const char *other = j ? dv[j - 1].resource : x->c->device;
+            if (strcmp(other, *res) == 0)
+                rc = cl_fail(x, &item->start_mark, "device \"%s\" is listed twice (first at [%zu])",
+                             *res, j);
+        }
+        cl_path_pop(x);
+    }
+    if (!rc) {
+        x->c->kinds = dv;
+        x->c->n_kinds = (uint32_t)(n - 1);
     }
     return rc;
 }

@@ -112,7 +112,27 @@ int config_apply_device(const struct config *c, struct sched_errbuf *eb)
     int rc = device_configure(c->device, c->device_unit, eb);
     if (rc)
         return sched_fail(eb, rc, "%s: device: %s", c->path, eb->msg);
+    const char *names[RES_KINDS_MAX], *units[RES_KINDS_MAX];
+    for (uint32_t k = 0; k < c->n_kinds && k < RES_KINDS_MAX; k++) {
+        names[k] = c->kinds[k].resource;
+        units[k] = c->kinds[k].unit;
+    }
+    rc = device_set_kinds(names, units, (int)c->n_kinds, eb);
+    if (rc)
+        return sched_fail(eb, rc, "%s: devices: %s", c->path, eb->msg);
     return 0;
+}
+
+int config_device_kind(const struct config *c, const char *name)
+{
+    if (!c || !name)
+        return -1;
+    if (strcmp(name, c->device) == 0)
+        return 0;
+    for (uint32_t k = 0; k < c->n_kinds; k++)
+        if (strcmp(name, c->kinds[k].resource) == 0)
+            return (int)k + 1;
+    return -1;
 }
 
 int config_qmap_class(const struct config *c, const char *device_class)

@@ -124,6 +124,12 @@ struct config_qmap {
     uint32_t line, column;    /* where the entry was declared */
 };
 
+/* One more accelerator kind of a `devices:` list. */
+struct config_device {
+    const char *resource; /* e.g. amd.com/gpu */
+    const char *unit;     /* "" = the usual one */
+};
+
 struct config_pool;
 
 struct config {
@@ -132,7 +138,11 @@ struct config {
     uint64_t version;        /* FNV-1a hash of the file bytes: changes when content does */
     const char *device;      /* the accelerator's resource name; default nvidia.com/gpu */
     const char *device_unit; /* its unit word; "" = the usual one (device_default_unit()) */
-    uint32_t n_levels;       /* topology levels, widest first; 0 = built-in defaults */
+    /* `devices:` entries after the first: other accelerator kinds (res.h "device kinds"), each
+     * counted in the accelerator slot on its own nodes and under its own name in quota */
+    const struct config_device *kinds;
+    uint32_t n_kinds;
+    uint32_t n_levels; /* topology levels, widest first; 0 = built-in defaults */
     const char *level_names[TOPO_MAX_LEVELS - 1];
     const char *level_labels[TOPO_MAX_LEVELS - 1];
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
@@ -162,6 +172,9 @@ void config_free(struct config *c);
 /* Makes the config's device the process's accelerator (device_configure()); call once after
  * the first load, before reading nodes or pods. */
 int config_apply_device(const struct config *c, struct sched_errbuf *eb);
+
+/* The device kind named `name`: 0 for the device, k for kinds[k - 1], -1 for none. */
+int config_device_kind(const struct config *c, const char *name);
 
 /* Index lookups; -1 when absent. */
 int config_queue_index(const struct config *c, const char *name);

@@ -195,6 +195,19 @@ static int unchanged(struct config_watch *w, const char *why)
     return 1;
 }
 
+/* Same accelerators, same order and units: a reload may not re-slot what the cache counted. */
+static bool same_devices(const struct config *a, const struct config *b)
+{
+    if (strcmp(a->device, b->device) != 0 || strcmp(a->device_unit, b->device_unit) != 0 ||
+        a->n_kinds != b->n_kinds)
+        return false;
+    for (uint32_t k = 0; k < a->n_kinds; k++)
+        if (strcmp(a->kinds[k].resource, b->kinds[k].resource) != 0 ||
+            strcmp(a->kinds[k].unit, b->kinds[k].unit) != 0)
+            return false;
+    return true;
+}
+
 static int do_reload(struct config_watch *w, const char *why)
 {
     if (w->stopping || w->in_apply)
@@ -225,13 +238,13 @@ static int do_reload(struct config_watch *w, const char *why)
         config_free(fresh);
         return unchanged(w, why);
     }
-    if (strcmp(fresh->device, w->cur->c->device) != 0 ||
-        strcmp(fresh->device_unit, w->cur->c->device_unit) != 0) {
+    if (!same_devices(fresh, w->cur->c)) {
         /* the accelerator names a resource slot every cached pod and node already uses */
         snprintf(eb.msg, sizeof(eb.msg),
-                 "%s: device: the accelerator changed from %s to %s; it takes effect only at a "
+                 "%s: device: the accelerators changed (%s, %u more before; %s, %u more now): "
+                 "every cached pod and node is counted by kind, so it takes effect only at a "
                  "restart",
-                 w->path, w->cur->c->device, fresh->device);
+                 w->path, w->cur->c->device, w->cur->c->n_kinds, fresh->device, fresh->n_kinds);
         config_free(fresh);
         return reject(w, SCHED_EINVAL, h, why, eb.msg);
     }

@@ -49,6 +49,7 @@ extern const struct sched_filter plugin_node_affinity;
 extern const struct sched_filter plugin_gpu_health;
 extern const struct sched_filter plugin_taints;
 extern const struct sched_filter plugin_gpu_sharing;
+extern const struct sched_filter plugin_device_kind;
 
 void filter_env_init(struct filter_env *env, const struct cluster *c);
 

@@ -5,8 +5,9 @@
 #include "plugins/plugins.h"
 
 const struct sched_filter *const plugin_filters[] = {
-    &plugin_node_ready, &plugin_cordon,      &plugin_node_selector, &plugin_node_affinity,
-    &plugin_taints,     &plugin_gpu_sharing, &plugin_gpu_health,    NULL,
+    &plugin_node_ready,    &plugin_cordon,      &plugin_node_selector,
+    &plugin_node_affinity, &plugin_taints,      &plugin_gpu_sharing,
+    &plugin_gpu_health,    &plugin_device_kind, NULL,
 };
 
 /* binpack, topology, spread first: their indices are CONFIG_SCORE_BINPACK, _TOPOLOGY, _SPREAD. */

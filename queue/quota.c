@@ -62,9 +62,11 @@ static int64_t project(const struct quota_tree *t, const int64_t *v, uint32_t k)
 {
     const struct config *cfg = t->cfg;
     int r = t->tracked[k];
-    if (cfg->n_qmaps == 0)
-        return v[r];
     int64_t own = v[r];
+    for (int d = 1; r == RES_GPU && d < res_kind_count(); d++)
+        own -= v[res_kind_res(d)]; /* another kind's devices count under that kind's name */
+    if (cfg->n_qmaps == 0)
+        return own;
     for (uint32_t i = 0; i < cfg->n_qmaps; i++)
         if (cfg->qmaps[i].device_class && r == RES_GPU)
             own -= v[cfg->qmaps[i].source]; /* claimed devices of the class count as its target */
@@ -96,13 +98,9 @@ int64_t quota_need_of(const struct quota_tree *t, const struct res_vec *need, in
     return 0;
 }
 
-int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
-                struct arena *a)
+/* The tracked resources: those some cohort or queue has a quota of, in resource order. */
+static void collect_tracked(struct quota_tree *t, const struct config *cfg)
 {
-    memset(t, 0, sizeof(*t));
-    t->cfg = cfg;
-    t->n_nodes = cfg->n_cohorts + cfg->n_queues;
-    t->n_flavors = cfg->n_flavors;
     bool seen[RES_MAX] = {false};
     for (uint32_t n = 0; n < t->n_nodes; n++) {
         const struct config_quota_set *qs = qset(cfg, n);
@@ -114,6 +112,29 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                     t->tracked[t->n_tracked++] = r;
                 }
     }
+    /* Several device kinds: when one has a quota, every kind is tracked, so that a queue with
+     * quota for amd.com/gpu only cannot run NVIDIA gangs for free (nominal 0 of those). */
+    bool any_kind = false;
+    for (int d = 0; d < res_kind_count(); d++)
+        any_kind = any_kind || seen[res_kind_res(d)];
+    for (int d = 0; any_kind && d < res_kind_count(); d++) {
+        int r = res_kind_res(d);
+        if (!seen[r]) {
+            seen[r] = true;
+            t->scale[t->n_tracked] = scale_of(cfg, r);
+            t->tracked[t->n_tracked++] = r;
+        }
+    }
+}
+
+int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
+                struct arena *a)
+{
+    memset(t, 0, sizeof(*t));
+    t->cfg = cfg;
+    t->n_nodes = cfg->n_cohorts + cfg->n_queues;
+    t->n_flavors = cfg->n_flavors;
+    collect_tracked(t, cfg);
     size_t cells = (size_t)t->n_nodes * t->n_flavors * (t->n_tracked ? t->n_tracked : 1);
     t->parent = arena_alloc(a, (t->n_nodes + 1) * sizeof(*t->parent));
     t->nominal = arena_calloc(a, cells, sizeof(int64_t));

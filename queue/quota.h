@@ -27,6 +27,11 @@
  * up exactly (7 slices of weight 1/7 are one GPU). Without a mapping every scale is 1 and the
  * projection is the request itself.
  *
+ * Device kinds (`devices:`, res.h): a pod of another kind (amd.com/gpu next to nvidia.com/gpu)
+ * has its count under the kind's own resource and mirrored in the accelerator slot; the slot's
+ * projection leaves those out, so each kind counts under its own name. When any kind has a quota
+ * every kind is tracked: a queue without quota of a kind has nominal 0 of it.
+ *
  * Must not touch: the config (read-only), the cluster, I/O. Memory: everything in the arena.
  */
 #ifndef QUEUE_QUOTA_H

@@ -69,6 +69,8 @@ static int check_ledger(struct store *st, struct finding *f, struct sched_errbuf
     sqlite3_stmt *s = store__s(st, STMT_CHECK_LEDGER);
     const char *dev = store_device(st); /* before the statement: it reads meta */
     int rc = sqlite3_bind_text(s, 1, dev, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) /* several device kinds: every kind's rows (meta 'device_kinds') */
+        rc = sqlite3_bind_text(s, 2, st->kinds, -1, SQLITE_STATIC);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         report(f,
                "ledger mismatch: queue=%s flavor=%s %s: ledger %" PRId64

@@ -225,6 +225,7 @@ static void device_load(struct store *st)
         return;
     meta_copy(st, "device", st->device, sizeof(st->device), STORE_GPU);
     meta_copy(st, "device_unit", st->unit, sizeof(st->unit), "GPU");
+    meta_copy(st, "device_kinds", st->kinds, sizeof(st->kinds), "");
     st->device_read = true;
 }
 
@@ -232,6 +233,24 @@ const char *store_device(struct store *st)
 {
     device_load(st);
     return st->device;
+}
+
+bool store_is_device(struct store *st, const char *resource)
+{
+    device_load(st);
+    if (!resource)
+        return false;
+    if (strcmp(resource, st->device) == 0)
+        return true;
+    size_t n = strlen(resource);
+    for (const char *p = st->kinds; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && memcmp(p, resource, n) == 0)
+            return true;
+        p += len + (end != NULL);
+    }
+    return false;
 }
 
 const char *store_device_unit(struct store *st)
@@ -273,10 +292,21 @@ int store_config_apply(struct store *st, const struct config *cfg, const char *t
     err = store_meta_put(st, "config_version", version, eb);
     if (!err)
         err = store_meta_put(st, "device", cfg->device, eb);
+    /* several kinds: the device figures count all of them, in "device"s */
     if (!err)
-        err = store_meta_put(
-            st, "device_unit",
-            *cfg->device_unit ? cfg->device_unit : device_default_unit(cfg->device), eb);
+        err = store_meta_put(st, "device_unit",
+                             cfg->n_kinds        ? "device"
+                             : *cfg->device_unit ? cfg->device_unit
+                                                 : device_default_unit(cfg->device),
+                             eb);
+    char kinds[sizeof(st->kinds)];
+    size_t at = 0;
+    kinds[0] = '\0';
+    for (uint32_t k = 0; cfg->n_kinds && k <= cfg->n_kinds && at < sizeof(kinds); k++)
+        at += (size_t)snprintf(kinds + at, sizeof(kinds) - at, "%s%s", k ? "," : "",
+                               k ? cfg->kinds[k - 1].resource : cfg->device);
+    if (!err)
+        err = store_meta_put(st, "device_kinds", kinds, eb);
     st->device_read = false;
     if (!err)
         err = store_meta_put(st, "config_path", cfg->path ? cfg->path : "", eb);

@@ -440,6 +440,7 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_CHECK_LEDGER] = "SELECT queue, flavor, SUM(l), SUM(j) FROM ("
                           "  SELECT queue, flavor, amount AS l, 0 AS j FROM ledger "
                           "  WHERE resource = ?1"
+                          "     OR instr(',' || ?2 || ',', ',' || resource || ',') > 0"
                           "  UNION ALL"
                           "  SELECT queue, flavor, 0, gpus FROM jobs "
                           "  WHERE state IN ('admitted', 'running')"

@@ -246,6 +246,9 @@ struct store_queue {
  * the word its counts are shown in ("GPU" by default). Valid until the store is closed. */
 const char *store_device(struct store *st);
 const char *store_device_unit(struct store *st);
+/* true for the device and, with several kinds (config devices:, meta 'device_kinds'), for each
+ * kind: the ledger rows the device figures count. */
+bool store_is_device(struct store *st, const char *resource);
 
 int store_config_apply(struct store *st, const struct config *cfg, const char *text, size_t len,
                        struct sched_errbuf *eb);

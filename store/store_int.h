@@ -125,6 +125,7 @@ struct store {
     char device[320]; /* the accelerator's resource name (meta 'device'), once read */
     char unit[16];    /* its unit word (meta 'device_unit') */
     bool device_read; /* device and unit hold the meta values (or the defaults) */
+    char kinds[2600]; /* every device kind, comma-separated (meta 'device_kinds'), "" for one */
     char *scratch;    /* strings returned by *_get functions */
     size_t scratch_cap;
 };

@@ -132,20 +132,19 @@ static int64_t ledger_used(const struct store_views *v, const char *queue, const
     return 0;
 }
 
-/* Sum over flavors of the queue's ledger (or nominal quota) for one resource. */
-static int64_t queue_total(const struct store_views *v, const struct queue_rec *q,
-                           const char *resource, bool nominal)
+/* Sum over flavors and device kinds of the queue's ledger (or nominal quota) of devices. */
+static int64_t queue_total(const struct store_views *v, const struct queue_rec *q, bool nominal)
 {
     int64_t sum = 0;
     if (nominal) {
         for (size_t k = 0; k < q->n_quotas; k++)
-            if (views_str_eq(q->quotas[k].resource, resource))
+            if (store_is_device(v->st, q->quotas[k].resource))
                 sum = sat_add(sum, q->quotas[k].nominal);
         return sum;
     }
     for (size_t i = 0; i < v->n_ledger; i++)
         if (views_str_eq(v->ledger[i].queue, q->name) &&
-            views_str_eq(v->ledger[i].resource, resource))
+            store_is_device(v->st, v->ledger[i].resource))
             sum = sat_add(sum, v->ledger[i].amount);
     return sum;
 }
@@ -394,8 +393,8 @@ int store_view_queues(struct store_views *v, cJSON **out, struct sched_errbuf *e
         jint(v, o, "priority", q->priority);
         jbool(v, o, "configured", q->configured);
         jstr(v, o, "admission", q->admission ? q->admission : "open");
-        jint(v, o, "nominal_gpus", queue_total(v, q, store_device(v->st), true));
-        jint(v, o, "used_gpus", queue_total(v, q, store_device(v->st), false));
+        jint(v, o, "nominal_gpus", queue_total(v, q, true));
+        jint(v, o, "used_gpus", queue_total(v, q, false));
         jint(v, o, "borrowed_gpus", borrowed);
         jint(v, o, "lent_gpus", lent);
         jint(v, o, "running", q->n_state[STORE_JOB_RUNNING] + q->n_state[STORE_JOB_ADMITTED]);

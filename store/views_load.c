@@ -57,7 +57,7 @@ bool views_str_eq(const char *a, const char *b)
 /* The ledger rows of the accelerator (meta 'device'; nvidia.com/gpu by default). */
 bool views_is_gpu(struct store_views *v, const char *resource)
 {
-    return views_str_eq(resource, store_device(v->st));
+    return store_is_device(v->st, resource);
 }
 
 /* Adds n to the admitted and running jobs of (queue, flavor); false on out of memory. */

@@ -837,6 +837,7 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_RESOURCES] = "insufficient",
     [FILTER_RESERVED] = "reserved for another gang",
     [FILTER_QUARANTINED] = "quarantined after failed starts",
+    [FILTER_DEVICE_KIND] = "another accelerator kind",
 };
 
 static void qty(char *buf, size_t n, int res, int64_t v)
@@ -852,6 +853,9 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n)
 {
     const struct gang *g = v->gang;
+    /* the accelerator slot under the gang's own device kind's name */
+    const char *short_name =
+        res_name(v->short_res == RES_GPU && g ? res_kind_res(gang_kind(g)) : v->short_res);
     size_t at = 0;
 #define PUT(...)                                                                                   \
     do {                                                                                           \
@@ -860,7 +864,7 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             at += (size_t)k_;                                                                      \
     } while (0)
     PUT("%s: %u pod(s), %lld %s(s)", sched_why_name(v->why), g->n_pods, (long long)g->gpus,
-        device_unit());
+        device_kind_unit(gang_kind(g)));
     if (v->why == SCHED_WHY_QUOTA || v->why == SCHED_WHY_QUOTA_NEVER) {
         char need[32], nom[32], used[32], avail[32], pot[32];
         int r = v->quota_res;
@@ -890,7 +894,7 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     if (v->why == SCHED_WHY_NEVER) {
         PUT("; larger than the cluster can ever hold");
         if (v->short_res >= 0)
-            PUT(" (%s)", res_name(v->short_res));
+            PUT(" (%s)", short_name);
         return (int)at;
     }
     uint32_t fitting = v->n_nodes;
@@ -905,11 +909,10 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             /* enough GPUs free on a node, but not inside one NVLink island */
             PUT("%s%u without %lld %s free in one NVLink island (best node has %lld free, split "
                 "across islands)",
-                sep, v->filtered[f], (long long)v->need, res_name(v->short_res),
-                (long long)v->best_free);
+                sep, v->filtered[f], (long long)v->need, short_name, (long long)v->best_free);
         else if (f == FILTER_RESOURCES && v->short_res >= 0)
             PUT("%s%u insufficient %s (needs %lld, best node has %lld free)", sep, v->filtered[f],
-                res_name(v->short_res), (long long)v->need, (long long)v->best_free);
+                short_name, (long long)v->need, (long long)v->best_free);
         else
             PUT("%s%u %s", sep, v->filtered[f], filter_names[f]);
         sep = ", ";

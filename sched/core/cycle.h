@@ -178,6 +178,7 @@ enum sched_filter_id {
     FILTER_RESOURCES,
     FILTER_RESERVED,
     FILTER_QUARANTINED,
+    FILTER_DEVICE_KIND, /* a node of another accelerator kind (plugins/device_kind.c) */
     FILTER_N
 };
 

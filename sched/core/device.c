@@ -55,7 +55,38 @@ const char *device_unit(void)
 
 bool device_is_default(void)
 {
-    return strcmp(res_name(RES_GPU), RES_DEFAULT_DEVICE) == 0;
+    return strcmp(res_name(RES_GPU), RES_DEFAULT_DEVICE) == 0 && res_kind_count() == 1;
+}
+
+static char kind_units[RES_KINDS_MAX][DEVICE_UNIT_MAX];
+
+int device_set_kinds(const char *const *names, const char *const *units, int n,
+                     struct sched_errbuf *eb)
+{
+    int rc = res_set_kinds(names, n, eb);
+    for (int k = 0; !rc && k < n; k++) {
+        const char *u = units && units[k] && *units[k] ? units[k] : device_default_unit(names[k]);
+        snprintf(kind_units[k + 1], DEVICE_UNIT_MAX, "%s", u);
+    }
+    return rc;
+}
+
+const char *device_kind_unit(int k)
+{
+    if (k == 0)
+        return device_unit_word;
+    return k > 0 && k < res_kind_count() ? kind_units[k] : "GPU";
+}
+
+const char *device_resources(void)
+{
+    static char buf[RES_KINDS_MAX * 320];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < res_kind_count() && len < sizeof(buf); k++)
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", k ? ", " : "",
+                                res_name(res_kind_res(k)));
+    return buf;
 }
 
 /* Resources a device could be: extended resources other than storage and huge pages. */
@@ -80,7 +111,7 @@ bool device_missing(const struct cluster *c, char *buf, size_t cap)
     size_t len = (size_t)snprintf(buf, cap,
                                   "no node of %u has the device resource %s; extended resources "
                                   "the nodes have: ",
-                                  c->n_nodes, res_name(RES_GPU));
+                                  c->n_nodes, device_resources());
     int found = 0;
     for (int r = 0; r < res_count() && len < cap; r++) {
         if (!seen[r] || !could_be_device(r))

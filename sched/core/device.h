@@ -28,8 +28,15 @@ const char *device_resource(void); /* res_name(RES_GPU) */
 const char *device_unit(void);     /* "GPU" unless configured */
 /* The usual unit word of a resource name ("GPU" when unknown). */
 const char *device_default_unit(const char *resource);
-/* true when `resource` is the default (nvidia.com/gpu): outputs that existed before devices were
- * configurable then stay exactly as they were. */
+/* The other accelerator kinds (res_set_kinds()) and their unit words (NULL or "" = the usual). */
+int device_set_kinds(const char *const *names, const char *const *units, int n,
+                     struct sched_errbuf *eb);
+/* Unit word of kind k (0 = the device's), "GPU" out of range. */
+const char *device_kind_unit(int k);
+/* Every accelerator counted in the slot: "nvidia.com/gpu" or "nvidia.com/gpu, amd.com/gpu". */
+const char *device_resources(void);
+/* true when `resource` is the default (nvidia.com/gpu) and the only kind: outputs that existed
+ * before devices were configurable then stay exactly as they were. */
 bool device_is_default(void);
 
 /* When `c` has nodes but none with the device, writes a warning naming the device and the

@@ -94,6 +94,14 @@ void gang_pod_charge(const struct res_vec *req, int64_t pods, struct res_vec *ac
             acc->v[ids[k]] += pods * (devs - 1) * req->v[ids[k]];
 }
 
+int gang_kind(const struct gang *g)
+{
+    int kind = 0;
+    for (uint32_t s = 0; kind == 0 && s < g->n_sets && s < GANG_MAX_SETS; s++)
+        kind = res_kind_of(&g->sets[s].req);
+    return kind;
+}
+
 void gang_request(const struct gang *g, struct res_vec *need)
 {
     memset(need, 0, sizeof(*need));

@@ -212,6 +212,9 @@ struct gang {
 
 /* Computes n_pods, gpus and shape; call after filling the gang. */
 void gang_finalize(struct gang *g);
+/* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
+ * 0 (the device, or no devices). */
+int gang_kind(const struct gang *g);
 /* The gang's whole request: the sum over its pods (what quota charges). */
 void gang_request(const struct gang *g, struct res_vec *need);
 /* Adds what `pods` pods of request `req` charge to `acc`: the request, with HAMi's per-device

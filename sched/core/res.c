@@ -183,6 +183,72 @@ int res_set_device(const char *name, struct sched_errbuf *eb)
     return 0;
 }
 
+static struct {
+    int n;                  /* kinds after the device */
+    int ids[RES_KINDS_MAX]; /* [1..n]: resource ids; [0] = RES_GPU */
+} res_kinds = {0, {RES_GPU}};
+
+int res_set_kinds(const char *const *names, int n, struct sched_errbuf *eb)
+{
+    if (n < 0 || n >= RES_KINDS_MAX)
+        return sched_fail(eb, SCHED_EINVAL, "%d device kinds: at most %d", n + 1, RES_KINDS_MAX);
+    int ids[RES_KINDS_MAX] = {RES_GPU};
+    for (int k = 0; k < n; k++) {
+        int id;
+        int rc = res_intern(names[k], &id, eb);
+        if (rc)
+            return rc;
+        if (id < RES_N_WELLKNOWN) {
+            char q[RES_QUOTE];
+            sched_quote(names[k], strlen(names[k]), q, sizeof(q));
+            return sched_fail(eb, SCHED_EINVAL, "device \"%s\": %s", q,
+                              id == RES_GPU ? "listed twice" : "not a device resource");
+        }
+        for (int j = 1; j <= k; j++)
+            if (ids[j] == id)
+                return sched_fail(eb, SCHED_EINVAL, "device \"%s\" listed twice", names[k]);
+        ids[k + 1] = id;
+    }
+    memcpy(res_kinds.ids, ids, sizeof(ids));
+    res_kinds.n = n;
+    return 0;
+}
+
+int res_kind_count(void)
+{
+    return 1 + res_kinds.n;
+}
+
+int res_kind_res(int kind)
+{
+    return kind >= 0 && kind <= res_kinds.n ? res_kinds.ids[kind] : -1;
+}
+
+int res_kind_of(const struct res_vec *v)
+{
+    for (int k = 1; k <= res_kinds.n; k++)
+        if (v->v[res_kinds.ids[k]] > 0)
+            return k;
+    return 0;
+}
+
+int res_kinds_fold(struct res_vec *v, struct sched_errbuf *eb)
+{
+    int found = v->v[RES_GPU] > 0 ? 0 : -1;
+    for (int k = 1; k <= res_kinds.n; k++) {
+        if (v->v[res_kinds.ids[k]] <= 0)
+            continue;
+        if (found >= 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "both %s and %s: one kind of accelerator per pod and per node",
+                              res_name(res_kinds.ids[found]), res_name(res_kinds.ids[k]));
+        found = k;
+    }
+    if (found > 0)
+        v->v[RES_GPU] = v->v[res_kinds.ids[found]];
+    return 0;
+}
+
 int res_count(void)
 {
     return res_table.n;

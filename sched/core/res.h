@@ -40,6 +40,26 @@ const char *res_name(int id);
 int res_check_name(const char *name, struct sched_errbuf *eb);
 int res_set_device(const char *name, struct sched_errbuf *eb);
 int res_count(void); /* ids in use are 0 .. res_count()-1 */
+
+/* Device kinds: several accelerator resources in one cluster (the config's `devices:` list).
+ * Kind 0 is the device itself (the resource RES_GPU is named after); kinds 1.. are the others
+ * (amd.com/gpu next to nvidia.com/gpu). A pod or node of kind k > 0 keeps its count under the
+ * kind's own resource id (so that fits and quota see the kind) and has the same count mirrored
+ * into RES_GPU (so that device indices, islands, TP groups and fragmentation apply unchanged).
+ * A node of kind k offers RES_GPU only to pods of kind k (plugins/device_kind.c); quota counts
+ * kind 0 as RES_GPU minus the other kinds (queue/quota.c). With one kind nothing changes. */
+#define RES_KINDS_MAX 8 /* kinds per process, the device included */
+/* Sets kinds 1..n to `names` (interned; a well-known name or the device's is SCHED_EINVAL).
+ * Replaces any earlier list. Drivers call it once, with res_set_device(), before reading input. */
+int res_set_kinds(const char *const *names, int n, struct sched_errbuf *eb);
+int res_kind_count(void);   /* 1 + the other kinds */
+int res_kind_res(int kind); /* resource id of kind `kind` (RES_GPU for 0), -1 out of range */
+/* The kind `v` asks for or offers: the first kind k > 0 with a positive count, else 0. */
+int res_kind_of(const struct res_vec *v);
+/* Mirrors the count of a kind k > 0 into RES_GPU. Call once per vector, where a reader has
+ * filled it from resource names. SCHED_EINVAL (message names both) when v has counts of two
+ * kinds: a pod or node has one kind of accelerator. */
+int res_kinds_fold(struct res_vec *v, struct sched_errbuf *eb);
 /* The power-of-ten scale values of this resource are stored at: 3 for cpu, 0 otherwise. */
 int res_scale(int id);
 

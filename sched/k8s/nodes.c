@@ -476,6 +476,16 @@ static int read_resources(struct doc *d, struct val m, const char *field, struct
     return 0;
 }
 
+/* Another accelerator kind's count (amd.com/gpu next to nvidia.com/gpu) into the accelerator
+ * slot too (res.h "device kinds"). */
+static int fold_kinds(struct doc *d, struct val m, const char *field, struct res_vec *v)
+{
+    struct sched_errbuf inner;
+    if (res_kinds_fold(v, &inner) != 0)
+        return fail_at(d, m, SCHED_EINVAL, "field %s: %s", field, inner.msg);
+    return 0;
+}
+
 static int read_conditions(struct doc *d, struct val seq, struct node *tmp)
 {
     struct iter it = viter(seq);
@@ -598,7 +608,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         return rc;
     if (vkind(status) == VK_MAP) {
         if ((rc = get_coll(d, status, "allocatable", "status.allocatable", VK_MAP, &m)) ||
-            (rc = read_resources(d, m, "status.allocatable", &tmp.alloc)))
+            (rc = read_resources(d, m, "status.allocatable", &tmp.alloc)) ||
+            (rc = fold_kinds(d, m, "status.allocatable", &tmp.alloc)))
             return rc;
         if ((rc = hami_gpus(d, ann_map, &tmp)))
             return rc;
@@ -610,7 +621,8 @@ static int load_node(struct doc *d, struct val v, bool in_list)
         struct res_vec cap;
         memset(&cap, 0, sizeof(cap));
         if ((rc = get_coll(d, status, "capacity", "status.capacity", VK_MAP, &m)) ||
-            (rc = read_resources(d, m, "status.capacity", &cap)))
+            (rc = read_resources(d, m, "status.capacity", &cap)) ||
+            (rc = fold_kinds(d, m, "status.capacity", &cap)))
             return rc;
         if (d->strict && cap.v[RES_GPU] > NODE_MAX_GPUS)
             return fail_at(d, m, SCHED_ERANGE,

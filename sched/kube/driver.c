@@ -585,8 +585,10 @@ static int start_metrics(struct kdrv *d)
                              "The accelerator resource the scheduler counts as GPUs, and its unit",
                              HTTP_GAUGE, dev_labels, 2, NULL, 0, &dev);
     if (rc == 0) {
-        const char *vals[] = {device_resource(), device_unit()};
-        rc = http_metric_set(dev, vals, 1);
+        for (int k = 0; rc == 0 && k < res_kind_count(); k++) { /* one series per kind */
+            const char *vals[] = {res_name(res_kind_res(k)), device_kind_unit(k)};
+            rc = http_metric_set(dev, vals, 1);
+        }
     }
     return rc;
 }

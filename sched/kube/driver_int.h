@@ -133,6 +133,7 @@ struct kdrv {
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
 struct kjob {
     int64_t gpus;
+    int kind; /* device kind (res.h): the ledger row is under that kind's resource name */
     char *queue, *flavor;
     bool seen; /* running in the current cycle's input */
 };
@@ -274,6 +275,9 @@ void kdrv_kjob_free(struct kjob *j);
 /* Charges (sign +1) or releases (-1) a job's GPUs in the ledger and tracks it in d->jobs. */
 int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
                     int64_t gpus, int sign, struct sched_errbuf *eb);
+/* Charges gang g's devices under its device kind's resource name (res.h "device kinds"). */
+int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, const char *flavor,
+                         const struct gang *g, struct sched_errbuf *eb);
 
 int kdrv_strlist_add(struct strlist *l, const char *str);
 

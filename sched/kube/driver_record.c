@@ -31,9 +31,16 @@ void kdrv_kjob_free(struct kjob *j)
     }
 }
 
-/* Charges (sign +1) or releases (-1) a job's GPUs in the ledger and tracks it in d->jobs. */
-int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
-                    int64_t gpus, int sign, struct sched_errbuf *eb)
+/* The ledger's resource name of device kind k: the device's for kind 0. */
+static const char *kind_res(int k)
+{
+    return k > 0 ? res_name(res_kind_res(k)) : device_resource();
+}
+
+/* Charges (sign +1) or releases (-1) a job's devices of kind `kind` in the ledger and tracks it
+ * in d->jobs. */
+static int charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
+                  int64_t gpus, int kind, int sign, struct sched_errbuf *eb)
 {
     if (sign > 0) {
         struct kjob *j = calloc(1, sizeof(*j));
@@ -45,26 +52,39 @@ int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const c
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         }
         j->gpus = gpus;
+        j->kind = kind;
         j->seen = true;
         if (old) { /* charged already: replace, not add twice */
             struct kjob *o = old;
-            int rc = store_ledger_add(d->db, o->queue, o->flavor, device_resource(), -o->gpus, eb);
+            int rc = store_ledger_add(d->db, o->queue, o->flavor, kind_res(o->kind), -o->gpus, eb);
             kdrv_kjob_free(o);
             if (rc)
                 return rc;
         }
         LOG_DEBUG(KDRV_MOD, "charged: gang=%s queue=%s flavor=%s gpus=%lld", gang, queue, j->flavor,
                   (long long)gpus);
-        return store_ledger_add(d->db, queue, j->flavor, device_resource(), gpus, eb);
+        return store_ledger_add(d->db, queue, j->flavor, kind_res(kind), gpus, eb);
     }
     struct kjob *j = strmap_del(&d->jobs, gang);
     if (!j)
         return 0;
     LOG_DEBUG(KDRV_MOD, "released: gang=%s queue=%s flavor=%s gpus=%lld", gang, j->queue, j->flavor,
               (long long)j->gpus);
-    int rc = store_ledger_add(d->db, j->queue, j->flavor, device_resource(), -j->gpus, eb);
+    int rc = store_ledger_add(d->db, j->queue, j->flavor, kind_res(j->kind), -j->gpus, eb);
     kdrv_kjob_free(j);
     return rc;
+}
+
+int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const char *flavor,
+                    int64_t gpus, int sign, struct sched_errbuf *eb)
+{
+    return charge(d, gang, queue, flavor, gpus, 0, sign, eb);
+}
+
+int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, const char *flavor,
+                         const struct gang *g, struct sched_errbuf *eb)
+{
+    return charge(d, key, queue, flavor, g->gpus, gang_kind(g), +1, eb);
 }
 
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
@@ -119,8 +139,8 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kc
             rc = store_job_upsert(d->db, &j, eb);
     }
     if (rc == 0)
-        rc = kdrv_job_charge(d, kg->key, cfg->queues[kg->gang.queue].name,
-                             kdrv_flavor_name(cfg, flavor), kg->gang.gpus, +1, eb);
+        rc = kdrv_job_charge_gang(d, kg->key, cfg->queues[kg->gang.queue].name,
+                                  kdrv_flavor_name(cfg, flavor), &kg->gang, eb);
     return rc;
 }
 
@@ -148,14 +168,18 @@ void kdrv_strlist_free(struct strlist *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* GPU ledger rows with an amount, as queue and flavor pairs. */
+/* Device ledger rows (every kind) with an amount, as queue, flavor and resource triples. */
 static int collect_ledger(void *ctx, const struct store_ledger_row *r)
 {
     struct strlist *l = ctx;
-    if (strcmp(r->resource, device_resource()) != 0 || r->amount == 0)
+    bool dev = false;
+    for (int k = 0; k < res_kind_count(); k++)
+        dev = dev || strcmp(r->resource, kind_res(k)) == 0;
+    if (!dev || r->amount == 0)
         return 0;
     int rc = kdrv_strlist_add(l, r->queue);
-    return rc ? rc : kdrv_strlist_add(l, r->flavor);
+    rc = rc ? rc : kdrv_strlist_add(l, r->flavor);
+    return rc ? rc : kdrv_strlist_add(l, r->resource);
 }
 
 /* Sets every GPU ledger row to 0 (the first cycle as leader recharges what runs). */
@@ -165,8 +189,8 @@ static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
     int rc = store_ledger_list(d->db, collect_ledger, &l, eb);
     if (rc == SCHED_ENOMEM)
         rc = sched_fail(eb, rc, "out of memory");
-    for (uint32_t i = 0; rc == 0 && i + 1 < l.n; i += 2)
-        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], device_resource(), 0, eb);
+    for (uint32_t i = 0; rc == 0 && i + 2 < l.n; i += 3)
+        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], l.v[i + 2], 0, eb);
     kdrv_strlist_free(&l);
     return rc;
 }
@@ -414,8 +438,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
             rc = store_job_upsert(d->db, &j, eb);
         }
         if (rc == 0)
-            rc = kdrv_job_charge(d, kg->key, cfg->queues[pl->gang->queue].name,
-                                 kdrv_flavor_name(cfg, pl->flavor), pl->gang->gpus, +1, eb);
+            rc = kdrv_job_charge_gang(d, kg->key, cfg->queues[pl->gang->queue].name,
+                                      kdrv_flavor_name(cfg, pl->flavor), pl->gang, eb);
     }
     if (rc == 0)
         rc = store_commit(d->db, eb);

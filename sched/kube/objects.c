@@ -249,6 +249,9 @@ static int pod_request(const cJSON *spec, const char *key, struct res_vec *out,
             return rc;
     }
     out->v[RES_PODS] += 1;
+    struct sched_errbuf ke; /* another accelerator kind counts in the accelerator slot too */
+    if (res_kinds_fold(out, &ke) != 0)
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: resources: %s", key, ke.msg);
     return 0;
 }
 

@@ -162,7 +162,9 @@ static void pod_request(struct res_vec *req, int64_t gpus)
 }
 
 /* The `resource` column: num_gpu counts that resource (a MIG profile such as
- * nvidia.com/mig-1g.10gb, a pool of its own) instead of the device. 0 or SCHED_EINVAL. */
+ * nvidia.com/mig-1g.10gb, a pool of its own) instead of the device, or, when it names another
+ * device kind of the config's `devices:` (amd.com/gpu), devices of that kind (res.h). 0 or
+ * SCHED_EINVAL. */
 static int row_resource(struct gang *g, const struct trace_job *tj, const struct trace *t,
                         struct sched_errbuf *eb)
 {
@@ -173,9 +175,13 @@ static int row_resource(struct gang *g, const struct trace_job *tj, const struct
     if (res_intern(tj->resource, &id, &reb) != 0)
         return sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'resource': %s", t->files[tj->file],
                           tj->line, reb.msg);
+    bool kind = false; /* another accelerator kind of `devices:`: counted in the slot too */
+    for (int k = 1; k < res_kind_count(); k++)
+        kind = kind || res_kind_res(k) == id;
     for (uint32_t s = 0; s < g->n_sets; s++) {
         g->sets[s].req.v[id] = g->sets[s].req.v[RES_GPU];
-        g->sets[s].req.v[RES_GPU] = 0;
+        if (!kind)
+            g->sets[s].req.v[RES_GPU] = 0;
     }
     return 0;
 }

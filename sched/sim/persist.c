@@ -5,6 +5,18 @@
 /* ---- preemptor holds and reservation hints (kept by the engine) ------------------------ */
 
 /* "N job until n_nodes node... ..." for the store; 0 or an error. */
+/* Devices of kind k (res.h "device kinds") in usage vector u: kind 0 is the accelerator slot
+ * less the other kinds, which also count under their own names. */
+static int64_t kind_usage(const int64_t *u, int k)
+{
+    if (k > 0)
+        return u[res_kind_res(k)];
+    int64_t own = u[RES_GPU];
+    for (int d = 1; d < res_kind_count(); d++)
+        own -= u[res_kind_res(d)];
+    return own;
+}
+
 static int hl_put(struct store *db, const char *key, const struct eng *e, enum eng_hold_list l,
                   struct sched_errbuf *eb)
 {
@@ -223,8 +235,10 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
         }
     for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
         for (uint32_t f = 0; rc == 0 && f < r->n_flavors; f++)
-            rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name,
-                                  device_resource(), sim_usage_at(r, q, f)[RES_GPU], eb);
+            for (int k = 0; rc == 0 && k < res_kind_count(); k++)
+                rc = store_ledger_set(db, in->queues[q].name, in->config->flavors[f].name,
+                                      res_name(res_kind_res(k)),
+                                      kind_usage(sim_usage_at(r, q, f), k), eb);
         if (rc == 0)
             rc = store_history_put(db, in->queues[q].name, r->hist[q], now, eb);
     }
@@ -412,17 +426,19 @@ static int db_reconcile(struct run *r, struct sched_errbuf *eb)
     struct store *db = r->opt->db;
     const struct sim_input *in = r->in;
     int rc = store_journal_pending(db, rollback_intent, db, eb);
-    uint32_t n = in->n_queues * r->n_flavors, n_diff = 0;
+    uint32_t nk = (uint32_t)res_kind_count();
+    uint32_t n = in->n_queues * r->n_flavors * nk, n_diff = 0;
     struct store_ledger_row *rows = calloc(n + 1, sizeof(*rows));
     if (!rows)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     for (uint32_t q = 0; q < in->n_queues; q++)
         for (uint32_t f = 0; f < r->n_flavors; f++)
-            rows[q * r->n_flavors + f] =
-                (struct store_ledger_row){.queue = in->queues[q].name,
-                                          .flavor = in->config->flavors[f].name,
-                                          .resource = device_resource(),
-                                          .amount = sim_usage_at(r, q, f)[RES_GPU]};
+            for (uint32_t k = 0; k < nk; k++)
+                rows[(q * r->n_flavors + f) * nk + k] =
+                    (struct store_ledger_row){.queue = in->queues[q].name,
+                                              .flavor = in->config->flavors[f].name,
+                                              .resource = res_name(res_kind_res((int)k)),
+                                              .amount = kind_usage(sim_usage_at(r, q, f), (int)k)};
     if (rc == 0)
         rc = store_ledger_reconcile(db, rows, n, &n_diff, eb);
     free(rows);

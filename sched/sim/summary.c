@@ -160,6 +160,13 @@ void sim_print_json(const struct sim_stats *s, int n)
         cJSON *d = cJSON_AddObjectToObject(root, "device");
         cJSON_AddStringToObject(d, "resource", device_resource());
         cJSON_AddStringToObject(d, "unit", device_unit());
+        cJSON *kinds = res_kind_count() > 1 ? cJSON_AddArrayToObject(d, "kinds") : NULL;
+        for (int k = 0; kinds && k < res_kind_count(); k++) { /* every kind the slot counts */
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "resource", res_name(res_kind_res(k)));
+            cJSON_AddStringToObject(o, "unit", device_kind_unit(k));
+            cJSON_AddItemToArray(kinds, o);
+        }
     }
     cJSON *arr = cJSON_AddArrayToObject(root, "policies");
     for (int i = 0; i < n; i++)
@@ -217,7 +224,7 @@ void sim_print_table(const struct sim_stats *s, int n, const char *cluster, int6
                n ? s[0].jobs : 0);
     else
         printf("cluster %s: %u nodes, %lld %ss (%s); %u jobs\n\n", cluster, nodes, (long long)gpus,
-               device_unit(), device_resource(), n ? s[0].jobs : 0);
+               device_unit(), device_resources(), n ? s[0].jobs : 0);
     printf("%-32s", "metric");
     for (int i = 0; i < n; i++)
         printf("%14s", s[i].policy);

@@ -334,7 +334,8 @@ static const struct bad bad_configs[] = {
     {"apiVersion: gangsched.io/v1alpha1\n", "1:1: ", "kind: missing required field"},
     /* keys and types */
     {H "queue: []\n", "3:1: ",
-     "queue: unknown key (allowed: apiVersion, kind, device, topology, fairShare, starvation, "
+     "queue: unknown key (allowed: apiVersion, kind, device, devices, topology, fairShare, "
+     "starvation, "
      "flavors, cohorts, queues, profiles, quotaMapping, hami)"},
     {H "kind: SchedulerConfig\n", "3:1: ", "kind: duplicate key (first at line 2, column 1)"},
     {H "queues: {}\n", "3:9: ", "queues: expected a sequence, got a mapping"},

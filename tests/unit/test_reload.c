@@ -324,6 +324,26 @@ static void test_invalid_rejected_then_valid_applied(void **state)
     assert_string_equal(config_watch_last_error(f->w), "");
 }
 
+/* A change of the accelerator kinds (devices:) would re-slot every cached pod: refused, the
+ * running config stays, and the message says it takes effect at a restart. */
+static void test_devices_change_refused(void **state)
+{
+    struct fx *f = *state;
+    start_watch(f);
+    const struct config *before = config_watch_current(f->w);
+    write_file(f->path, HDR "devices:\n  - {resource: nvidia.com/gpu}\n"
+                            "  - {resource: huawei.com/Ascend910}\n"
+                            "queues:\n  - name: beta\n");
+    assert_true(config_watch_reload(f->w) < 0);
+    assert_ptr_equal(config_watch_current(f->w), before);
+    const char *msg = config_watch_last_error(f->w);
+    if (!strstr(msg, "the accelerators changed (nvidia.com/gpu, 0 more before; nvidia.com/gpu, 1 "
+                     "more now)") ||
+        !strstr(msg, "only at a restart"))
+        fail_msg("unexpected message \"%s\"", msg);
+    assert_int_equal(f->calls, 0);
+}
+
 static void test_sighup_reloads(void **state)
 {
     struct fx *f = *state;
@@ -458,6 +478,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_rejected_then_valid_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sighup_reloads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unchanged_is_noop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_change_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pin_keeps_old_alive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_file_and_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_inside_callback, setup, teardown),
