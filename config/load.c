@@ -154,7 +154,7 @@ static int load_root(struct ctx *x, yaml_node_t *root)
 {
     static const char *const keys[] = {
         "apiVersion", "kind",    "device", "devices",  "topology",     "fairShare", "starvation",
-        "flavors",    "cohorts", "queues", "profiles", "quotaMapping", NULL};
+        "flavors",    "cohorts", "queues", "profiles", "quotaMapping", "hami",      NULL};
     if (root->type != YAML_MAPPING_NODE) {
         char d[ESC_CAP + 32];
         return cl_fail(x, &root->start_mark,
@@ -222,6 +222,11 @@ static int load_root(struct ctx *x, yaml_node_t *root)
     if (!rc && (v = cl_map_opt(x, root, "starvation")) != NULL) {
         cl_path_push(x, "starvation");
         rc = cl_parse_starvation(x, v);
+        cl_path_pop(x);
+    }
+    if (!rc && (v = cl_map_opt(x, root, "hami")) != NULL) {
+        cl_path_push(x, "hami");
+        rc = cl_parse_hami(x, v);
         cl_path_pop(x);
     }
     if (!rc)

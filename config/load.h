@@ -166,6 +166,7 @@ int cl_parse_devices(struct ctx *x, yaml_node_t *seq);
 int cl_parse_topology(struct ctx *x, yaml_node_t *t);
 int cl_parse_fair_share(struct ctx *x, yaml_node_t *f);
 int cl_parse_starvation(struct ctx *x, yaml_node_t *s);
+int cl_parse_hami(struct ctx *x, yaml_node_t *h);
 int cl_parse_flavors(struct ctx *x, yaml_node_t *fl);
 int cl_parse_profiles(struct ctx *x, yaml_node_t *pl);
 /* load_tree.c: cohorts, queues and their quotas, then the resolved tree and lookup tables */

@@ -109,6 +109,30 @@ int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
     return rc;
 }
 
+/* hami: {nodeSchedulerPolicy, gpuSchedulerPolicy}: binpack or spread, HAMi's settings of the
+ * same names; stored as 1 + enum gs_policy (0 = HAMi's defaults, binpack and spread). */
+int cl_parse_hami(struct ctx *x, yaml_node_t *h)
+{
+    static const char *const keys[] = {"nodeSchedulerPolicy", "gpuSchedulerPolicy", NULL};
+    static const char *const words[] = {"binpack", "spread", NULL};
+    uint8_t *dst[] = {&x->c->share_node_policy, &x->c->share_gpu_policy};
+    int rc = cl_expect_mapping(x, h);
+    if (!rc)
+        rc = cl_check_map(x, h, keys);
+    for (int k = 0; !rc && k < 2; k++) {
+        yaml_node_t *v = cl_map_opt(x, h, keys[k]);
+        if (!v)
+            continue;
+        int w = 0;
+        cl_path_push(x, keys[k]);
+        rc = cl_get_enum(x, v, words, &w);
+        cl_path_pop(x);
+        if (!rc)
+            *dst[k] = (uint8_t)(w + 1);
+    }
+    return rc;
+}
+
 /* One device mapping {resource, unit} into *res and *unit. */
 static int parse_one_device(struct ctx *x, yaml_node_t *d, const char **res, const char **unit)
 {

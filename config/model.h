@@ -148,6 +148,9 @@ struct config {
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
     int64_t starve_after_ms;       /* default 10m; 0 = no reservations */
     uint32_t max_reservations;     /* default 1 */
+    uint8_t share_node_policy;     /* hami.nodeSchedulerPolicy: 0 = binpack (HAMi's default),
+                                      else 1 + enum gs_policy (1 binpack, 2 spread) */
+    uint8_t share_gpu_policy;      /* hami.gpuSchedulerPolicy: 0 = spread, else as above */
     struct config_flavor *flavors; /* at least one: a config without flavors gets "default" */
     uint32_t n_flavors;
     struct config_cohort *cohorts;

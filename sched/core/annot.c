@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/core/duration.h"
+#include "sched/core/hami.h"
 
 static const char *get(const struct kv *a, size_t n, const char *key)
 {
@@ -144,6 +145,19 @@ int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotatio
     if ((v = get(a, n, "gangsched.io/max-runtime")) &&
         (rc = duration_of("gangsched.io/max-runtime", v, &max_runtime, eb)))
         return rc;
+    /* HAMi's per-pod policies for GPU shares (sched/core/place_share.c) */
+    enum gs_policy pol[2];
+    const char *pk[2] = {HAMI_NODE_POLICY, HAMI_GPU_POLICY};
+    uint8_t pv[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        if ((v = get(a, n, pk[k]))) {
+            struct sched_errbuf peb;
+            if (hami_policy(v, &pol[k], &peb) != 0)
+                return bad(eb, pk[k], v, "not binpack or spread");
+            pv[k] = (uint8_t)(pol[k] + 1);
+        }
+    g->share_node_pol = pv[0];
+    g->share_gpu_pol = pv[1];
     g->topo_required = (int8_t)req;
     g->topo_preferred = (int8_t)pref;
     g->slice_level = (int8_t)slice_level;

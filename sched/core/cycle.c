@@ -262,7 +262,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
     int64_t seen = own || lift ? -1 : memo_find(cy, gf->shape);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && is_plain(gf) &&
+    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf); /* shares: no dominance */
+    if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && plain &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
           gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
@@ -345,7 +346,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     if (!cy->memo)
         return SCHED_WHY_NEVER;
     cy->memo[cy->n_memo++] = (struct memo){.shape = gf->shape, .verdict = (uint32_t)*vi};
-    if (single_flavor && is_plain(gf) &&
+    if (single_flavor && plain &&
         (!cy->fail_req ||
          (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
         cy->fail_req = &g->sets[0].req; /* smaller in every way: dominates more */

@@ -90,6 +90,11 @@ struct sched_snapshot {
     bool tried_verdicts_only;
     const struct sched_running *running; /* for preemption; may be NULL */
     uint32_t n_running;
+    /* running gangs, for the per-device usage of shared GPUs (HAMi: pods asking for
+     * nvidia.com/gpumem or gpucores, sched/core/place_share.c); the core reads only the gangs
+     * that hold shares, their pods' gpu_mask naming the devices. NULL = no share runs. */
+    const struct sched_running *shares;
+    uint32_t n_shares;
     const struct sched_hold *holds; /* preemptor holds from earlier cycles */
     uint32_t n_holds;
     /* the starvation reservations of the previous cycle (sched_result.reservations without

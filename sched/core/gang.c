@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "sched/core/hami.h"
 #include "sched/core/hash.h"
 #include "sched/core/model.h"
 
@@ -28,6 +29,10 @@ void gang_finalize(struct gang *g)
     h = sched_hash(h, &g->slice_size, sizeof(g->slice_size));
     h = sched_hash(h, &g->slice_level, sizeof(g->slice_level));
     h = sched_hash(h, &g->spread, sizeof(g->spread));
+    if (g->share_node_pol || g->share_gpu_pol) { /* hashed only when set: shapes unchanged */
+        h = sched_hash(h, &g->share_node_pol, sizeof(g->share_node_pol));
+        h = sched_hash(h, &g->share_gpu_pol, sizeof(g->share_gpu_pol));
+    }
     if (g->weights) /* the profile's weights, by value (NULL: the built-in ones, from spread) */
         h = sched_hash(h, g->weights, sizeof(*g->weights) * SCORE_TERMS_MAX);
     for (uint32_t i = 0; i < g->n_sets && i < GANG_MAX_SETS; i++) {
@@ -61,6 +66,34 @@ void gang_finalize(struct gang *g)
     g->shape = h;
 }
 
+/* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are
+ * asked per device: a pod of N devices holds N times its request (HAMi's ResourceQuota support
+ * and Kueue's HAMi resource transformation count it so). Ids cached per thread while the
+ * process's resource table keeps its size (it only grows). */
+static void share_ids(int *ids)
+{
+    static _Thread_local int n_seen = -1, cache[3];
+    if (n_seen != res_count()) {
+        n_seen = res_count();
+        cache[0] = res_lookup(HAMI_RES_MEM);
+        cache[1] = res_lookup(HAMI_RES_MEM_PCT);
+        cache[2] = res_lookup(HAMI_RES_CORES);
+    }
+    memcpy(ids, cache, sizeof(cache));
+}
+
+void gang_pod_charge(const struct res_vec *req, int64_t pods, struct res_vec *acc)
+{
+    int n_res = res_count(), ids[3];
+    for (int r = 0; r < n_res; r++)
+        acc->v[r] += pods * req->v[r];
+    share_ids(ids);
+    int64_t devs = req->v[RES_GPU];
+    for (int k = 0; k < 3 && devs > 1; k++) /* one share per device */
+        if (ids[k] >= 0)
+            acc->v[ids[k]] += pods * (devs - 1) * req->v[ids[k]];
+}
+
 int gang_kind(const struct gang *g)
 {
     int kind = 0;
@@ -72,8 +105,6 @@ int gang_kind(const struct gang *g)
 void gang_request(const struct gang *g, struct res_vec *need)
 {
     memset(need, 0, sizeof(*need));
-    int n_res = res_count();
     for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
-        for (int r = 0; r < n_res; r++)
-            need->v[r] += (int64_t)g->sets[s].count * g->sets[s].req.v[r];
+        gang_pod_charge(&g->sets[s].req, g->sets[s].count, need);
 }

@@ -124,9 +124,11 @@ static int32_t choose_node(const struct gs_node *nodes, uint32_t n_nodes, const 
     int32_t best = -1;
     double best_score = 0.0;
     for (uint32_t i = 0; i < n_nodes; i++) {
-        if (eligible && !eligible(ctx, p, i))
+        struct gs_req rr = *r;
+        rr.allowed &= eligible ? eligible(ctx, p, i) : GS_ALL_DEVICES;
+        if (!rr.allowed)
             continue;
-        uint32_t m = gs_pick(&nodes[i], r, gpu_pol);
+        uint32_t m = gs_pick(&nodes[i], &rr, gpu_pol);
         if (!m)
             continue;
         double s = gs_node_score(&nodes[i], r);

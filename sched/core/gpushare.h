@@ -88,8 +88,10 @@ struct gs_assign {
     uint32_t mask;
 };
 
-/* May pod p go to node i at all (selectors, taints, cpu and memory)? NULL = every node. */
-typedef bool (*gs_eligible_fn)(void *ctx, uint32_t pod, uint32_t node);
+/* The devices of node i pod p may use (bit i = device i), 0 when the pod may not go there at all
+ * (selectors, taints, cpu and memory, devices held whole by other pods). NULL = every device of
+ * every node. */
+typedef uint32_t (*gs_eligible_fn)(void *ctx, uint32_t pod, uint32_t node);
 
 /* Places every pod of a gang or none: pods in order, each on the node `node_pol` prefers among
  * those where gs_pick finds devices (ties to the lower index), its devices chosen by `gpu_pol`,

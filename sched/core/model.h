@@ -201,6 +201,9 @@ struct gang {
     bool spread;            /* profile spreads pods over nodes (inference) instead of packing */
     const double *weights;  /* score weights per term (plugins/registry.c order), the gang's
                                profile's; NULL = built-in (inference if spread, else training) */
+    uint8_t share_node_pol; /* GPU shares (HAMi's hami.io/node-scheduler-policy): 0 = the
+                               config's default, 1 + enum gs_policy (1 binpack, 2 spread) */
+    uint8_t share_gpu_pol;  /* the same for hami.io/gpu-scheduler-policy */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
@@ -214,6 +217,10 @@ void gang_finalize(struct gang *g);
 int gang_kind(const struct gang *g);
 /* The gang's whole request: the sum over its pods (what quota charges). */
 void gang_request(const struct gang *g, struct res_vec *need);
+/* Adds what `pods` pods of request `req` charge to `acc`: the request, with HAMi's per-device
+ * share resources (nvidia.com/gpumem, gpumem-percentage, gpucores) once per device the pod
+ * takes (nvidia.com/gpu). gang_request is its sum over the pod sets. */
+void gang_pod_charge(const struct res_vec *req, int64_t pods, struct res_vec *acc);
 
 struct queue {
     const char *name;

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/model.h"
 #include "sched/core/bits.h"
+#include "sched/core/place_internal.h"
 #include "sched/core/policy.h"
 
 static uint32_t popc(uint32_t m)
@@ -36,8 +38,6 @@ static void bucket_link(struct place_state *st, uint32_t i)
 {
     pb_link(st->b, i);
 }
-
-static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i);
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
                       struct arena *arena)
@@ -96,13 +96,19 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
             uint32_t i = snap->holds[h].nodes[k];
             if (i >= n || !st->ok[i])
                 continue;
-            if (!nodes_add(st, &st->for_nodes, i))
+            if (!place_nodes_add(st, &st->for_nodes, i))
                 return SCHED_ENOMEM;
             pb_hold(b, i, snap->holds[h].gang);
             st->any_held_for = true;
         }
     pb_level_max(b, st->level_max_gpus);
-    return 0;
+    st->share_node_default = GS_BINPACK; /* HAMi's defaults */
+    st->share_gpu_default = GS_SPREAD;
+    if (snap->config && snap->config->share_node_policy)
+        st->share_node_default = (enum gs_policy)(snap->config->share_node_policy - 1);
+    if (snap->config && snap->config->share_gpu_policy)
+        st->share_gpu_default = (enum gs_policy)(snap->config->share_gpu_policy - 1);
+    return place_share_build(st, snap);
 }
 
 /* ---- scores ------------------------------------------------------------------------------ */
@@ -148,7 +154,7 @@ static void record_top(struct place_state *st, const struct score_in *in)
 
 /* ---- filters per pod set ---------------------------------------------------------------- */
 
-static void prepare_elig(struct place_state *st, const struct gang *g)
+void place_prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
     st->cur_tp = st->topology ? g->tp_size : 0;
@@ -195,7 +201,7 @@ static void prepare_elig(struct place_state *st, const struct gang *g)
 }
 
 /* The island limit that applies to pod set `ps` of the gang being placed. */
-static uint32_t set_limit(const struct place_state *st, const struct podset *ps)
+uint32_t place_set_limit(const struct place_state *st, const struct podset *ps)
 {
     for (uint32_t s = 0; s < GANG_MAX_SETS; s++)
         if (st->limit_set[s] == ps)
@@ -213,7 +219,7 @@ static bool eligible(const struct place_state *st, uint32_t s, uint32_t i)
 /* ---- nodes held this cycle --------------------------------------------------------------- */
 
 /* Adds node i to list l; false on out of memory. */
-static bool nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i)
+bool place_nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i)
 {
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 64;
@@ -237,7 +243,7 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* The list in ascending order, each node once. */
-static void nodes_sort(struct place_nodes *l)
+void place_nodes_sort(struct place_nodes *l)
 {
     if (l->sorted)
         return;
@@ -255,7 +261,7 @@ static void own_holds(struct place_state *st, const struct gang *g, bool on)
 {
     if (!st->any_held_for)
         return; /* no preemptor holds anything this cycle: skip the scan */
-    nodes_sort(&st->for_nodes);
+    place_nodes_sort(&st->for_nodes);
     for (uint32_t k = 0; k < st->for_nodes.n; k++) {
         uint32_t i = st->for_nodes.v[k];
         if (!st->held_for[i] || st->held_for[i]->id != g->id || st->ok[i] == on)
@@ -270,8 +276,8 @@ static void own_holds(struct place_state *st, const struct gang *g, bool on)
 }
 
 /* GPUs for one pod of `ps` on node i now, or false. */
-static bool pod_fits(const struct place_state *st, const struct podset *ps, uint32_t i,
-                     uint32_t *mask)
+bool place_pod_fits(const struct place_state *st, const struct podset *ps, uint32_t i,
+                    uint32_t *mask)
 {
     if (!res_fits(&ps->req, &st->free[i]))
         return false;
@@ -281,7 +287,7 @@ static bool pod_fits(const struct place_state *st, const struct podset *ps, uint
         return true;
     }
     *mask = plugin_reserve->pick(&st->c->nodes[i], st->gpu_free[i], (uint32_t)gpus, st->cur_tp,
-                                 set_limit(st, ps));
+                                 place_set_limit(st, ps));
     return *mask != 0;
 }
 
@@ -304,7 +310,7 @@ static uint32_t pod_slots(const struct place_state *st, const struct podset *ps,
     if (gpus > 0) {
         const struct node *nd = &st->c->nodes[i];
         uint32_t k = plugin_reserve->slots(nd, st->gpu_free[i], (uint32_t)gpus, st->cur_tp,
-                                           set_limit(st, ps));
+                                           place_set_limit(st, ps));
         if (k < best)
             best = k;
     }
@@ -337,6 +343,7 @@ static bool apply(struct place_state *st, uint32_t i, uint32_t mask, const struc
 
 static void rollback(struct place_state *st)
 {
+    place_share_rollback(st);
     while (st->n_log > 0) {
         const struct place_undo *u = &st->log[--st->n_log];
         res_add(&st->free[u->node], u->req);
@@ -346,6 +353,16 @@ static void rollback(struct place_state *st)
             bucket_link(st, u->node);
         }
     }
+}
+
+bool place_eligible(const struct place_state *st, uint32_t s, uint32_t i)
+{
+    return eligible(st, s, i);
+}
+
+bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct res_vec *req)
+{
+    return apply(st, i, mask, req);
 }
 
 /* ---- algorithms -------------------------------------------------------------------------- */
@@ -359,7 +376,7 @@ static bool place_first_fit(struct place_state *st, const struct gang *g, struct
         uint32_t i = 0;
         for (uint32_t p = 0; p < ps->count; p++) {
             uint32_t mask = 0;
-            while (i < st->c->n_nodes && !(eligible(st, s, i) && pod_fits(st, ps, i, &mask)))
+            while (i < st->c->n_nodes && !(eligible(st, s, i) && place_pod_fits(st, ps, i, &mask)))
                 i++;
             if (i == st->c->n_nodes || !apply(st, i, mask, &ps->req))
                 return false;
@@ -388,7 +405,7 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
                 pb_iter_start(st->b, (uint32_t)k, &it);
                 for (int32_t i; (i = pb_iter_next(st->b, (uint32_t)k, &it)) >= 0;)
                     if ((pass == 1 || !st->soft[i]) && eligible(st, 0, (uint32_t)i) &&
-                        pod_fits(st, ps, (uint32_t)i, &mask)) {
+                        place_pod_fits(st, ps, (uint32_t)i, &mask)) {
                         out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
                         struct score_in in = node_in(st, k, gpus);
                         record_top(st, &in);
@@ -400,7 +417,7 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
     for (int pass = 0; pass < 3; pass++)
         for (uint32_t i = 0; i < st->c->n_nodes; i++)
             if ((pass == 2 || (st->c->nodes[i].n_gpus == 0 && (pass == 1 || !st->soft[i]))) &&
-                eligible(st, 0, i) && pod_fits(st, ps, i, &mask)) {
+                eligible(st, 0, i) && place_pod_fits(st, ps, i, &mask)) {
                 out[0] = (struct sched_assign){.node = i, .gpu_mask = 0};
                 return apply(st, i, 0, &ps->req);
             }
@@ -410,7 +427,7 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
 /* Nodes of a domain (or the cluster when level < 0) in score order (training: fullest first),
  * untolerated PreferNoSchedule nodes after all others: counting sort on the rank of their free
  * GPU count, ties by node index. Returns the count written to st->order. */
-static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
+uint32_t place_order_domain(struct place_state *st, int level, uint32_t d)
 {
     const struct topo *t = &st->c->topo;
     const uint32_t *idx = NULL;
@@ -440,7 +457,8 @@ static uint32_t order_domain(struct place_state *st, int level, uint32_t d)
 }
 
 /* Spread (inference): pods on as many distinct nodes as possible, one pod per node per round, in
- * the score order of order_domain (inference: emptiest first; PreferNoSchedule nodes last). */
+ * the score order of place_order_domain (inference: emptiest first; PreferNoSchedule nodes last).
+ */
 static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n_order,
                         struct sched_assign *out)
 {
@@ -453,7 +471,7 @@ static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n
                 return false; /* a whole round without a fit */
             uint32_t i = st->order[j], mask = 0;
             j = (j + 1) % (n_order ? n_order : 1);
-            if (!(eligible(st, s, i) && pod_fits(st, ps, i, &mask))) {
+            if (!(eligible(st, s, i) && place_pod_fits(st, ps, i, &mask))) {
                 misses++;
                 continue;
             }
@@ -477,7 +495,7 @@ static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t 
         for (uint32_t p = 0; p < ps->count; p++) {
             uint32_t mask = 0;
             while (j < n_order &&
-                   !(eligible(st, s, st->order[j]) && pod_fits(st, ps, st->order[j], &mask)))
+                   !(eligible(st, s, st->order[j]) && place_pod_fits(st, ps, st->order[j], &mask)))
                 j++;
             if (j == n_order || !apply(st, st->order[j], mask, &ps->req))
                 return false;
@@ -532,13 +550,13 @@ static bool fill_slices(struct place_state *st, const struct gang *g, int level,
         }
         if (best < 0)
             return false;
-        uint32_t n_order = order_domain(st, sl, (uint32_t)best);
+        uint32_t n_order = place_order_domain(st, sl, (uint32_t)best);
         uint32_t j = 0;
         for (uint32_t p = 0; p < want; p++) {
             uint32_t mask = 0;
             while (j < n_order &&
                    !(in_domain(st, st->order[j], level, d) && eligible(st, 0, st->order[j]) &&
-                     pod_fits(st, ps, st->order[j], &mask)))
+                     place_pod_fits(st, ps, st->order[j], &mask)))
                 j++;
             if (j == n_order || !apply(st, st->order[j], mask, &ps->req))
                 return false;
@@ -552,8 +570,8 @@ static bool fill_slices(struct place_state *st, const struct gang *g, int level,
  * dom_free (free GPUs of useful nodes) and dom_capg (their GPUs) for the touched domains, listed
  * in st->touched.
  * Returns the number of touched domains. */
-static uint32_t sum_domains(struct place_state *st, const struct gang *g, int level,
-                            uint32_t n_useful)
+uint32_t place_sum_domains(struct place_state *st, const struct gang *g, int level,
+                           uint32_t n_useful)
 {
     const struct cluster *c = st->c;
     uint32_t nt = 0;
@@ -576,7 +594,7 @@ static uint32_t sum_domains(struct place_state *st, const struct gang *g, int le
 }
 
 /* Marks the touched domains unvisited again (dom_free = -1), for the next pass. */
-static void clear_domains(struct place_state *st, uint32_t nt)
+void place_clear_domains(struct place_state *st, uint32_t nt)
 {
     for (uint32_t k = 0; k < nt; k++)
         st->dom_free[st->touched[k]] = -1;
@@ -584,9 +602,9 @@ static void clear_domains(struct place_state *st, uint32_t nt)
 
 /* Computes slots of every eligible node for g into st->slots (using `slots_fn`) and lists the
  * nodes with at least one slot in st->useful; returns their count. */
-static uint32_t collect_useful(struct place_state *st, const struct gang *g,
-                               uint32_t (*slots_fn)(const struct place_state *,
-                                                    const struct podset *, uint32_t))
+uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
+                              uint32_t (*slots_fn)(const struct place_state *,
+                                                   const struct podset *, uint32_t))
 {
     const struct cluster *c = st->c;
     uint32_t n_useful = 0;
@@ -603,8 +621,8 @@ static uint32_t collect_useful(struct place_state *st, const struct gang *g,
     return n_useful;
 }
 
-/* collect_useful(st, g, pod_slots) without a visit of every node: pod_slots is 0 on a node that
- * is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod sets,
+/* place_collect_useful(st, g, pod_slots) without a visit of every node: pod_slots is 0 on a node
+ * that is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod sets,
  * so only the buckets from that count up are visited, in ascending node order. The slots of the
  * nodes not visited are left as they were: only those of the useful nodes are read. */
 static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
@@ -614,7 +632,7 @@ static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
         if (g->sets[s].req.v[RES_GPU] < kmin)
             kmin = g->sets[s].req.v[RES_GPU];
     if (kmin <= 0 || kmin > NODE_MAX_GPUS)
-        return collect_useful(st, g, pod_slots); /* GPU-less pods fit anywhere: every node */
+        return place_collect_useful(st, g, pod_slots); /* GPU-less pods fit anywhere: every node */
     struct place_base *b = st->b;
     const struct cluster *c = st->c;
     pb_cand_fill(b, (uint32_t)kmin);
@@ -638,7 +656,7 @@ static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
 
 /* Levels worth searching for g, tightest first: skips levels whose largest domain has fewer
  * GPUs than the gang and levels that only repeat the node level. */
-static bool level_useful(const struct place_state *st, const struct gang *g, int l)
+bool place_level_useful(const struct place_state *st, const struct gang *g, int l)
 {
     if (l < 0)
         return true;
@@ -647,7 +665,7 @@ static bool level_useful(const struct place_state *st, const struct gang *g, int
     return st->level_max_gpus[l] >= g->gpus;
 }
 
-static bool domain_holds(const struct place_state *st, const struct gang *g, uint32_t d)
+bool place_domain_holds(const struct place_state *st, const struct gang *g, uint32_t d)
 {
     for (uint32_t s = 0; s < g->n_sets; s++)
         if (st->dom_cap[(size_t)d * GANG_MAX_SETS + s] < g->sets[s].count)
@@ -660,7 +678,7 @@ static bool domain_holds(const struct place_state *st, const struct gang *g, uin
 /* The level the domain search starts at: the tightest (node), or the gang's preferred level
  * (gangsched.io/topology-preferred and its Kueue and Volcano equivalents), from which it widens
  * one level at a time. A preferred level tighter than a required one changes nothing. */
-static int start_level(const struct place_state *st, const struct gang *g)
+int place_start_level(const struct place_state *st, const struct gang *g)
 {
     int l = (int)st->c->topo.n_levels - 1;
     if (st->topology && g->topo_preferred >= 0 && g->topo_preferred < l)
@@ -672,20 +690,20 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
     uint32_t n_useful = collect_fitting(st, g);
-    for (int l = start_level(st, g); l >= -1; l--) {
+    for (int l = place_start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
-            uint32_t nt = sum_domains(st, g, -1, n_useful);
-            bool whole = nt > 0 && domain_holds(st, g, 0);
-            clear_domains(st, nt);
+            uint32_t nt = place_sum_domains(st, g, -1, n_useful);
+            bool whole = nt > 0 && place_domain_holds(st, g, 0);
+            place_clear_domains(st, nt);
             return whole ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
         }
-        bool near_only = !level_useful(st, g, l); /* too small: the reason's nearest domain */
+        bool near_only = !place_level_useful(st, g, l); /* too small: the reason's nearest domain */
         if (near_only && (l != g->topo_required || g->n_sets != 1 || st->level_is_nodes[l]))
             continue;
         if (g->spread && l >= 0 && l != g->topo_required && l != g->topo_preferred)
             continue; /* spreading: only the required or preferred level, or the whole cluster */
-        uint32_t nt = sum_domains(st, g, l, n_useful);
+        uint32_t nt = place_sum_domains(st, g, l, n_useful);
         if (g->n_sets == 1 && (l == g->topo_required || l == -1)) { /* remember the near miss */
             for (uint32_t k = 0; k < nt; k++) {
                 uint64_t cap = st->dom_cap[(size_t)st->touched[k] * GANG_MAX_SETS];
@@ -704,7 +722,7 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             struct score_in best_in = {0};
             for (uint32_t k = 0; k < nt; k++) {
                 uint32_t d = st->touched[k];
-                if (st->dom_free[d] == INT64_MAX || !domain_holds(st, g, d))
+                if (st->dom_free[d] == INT64_MAX || !place_domain_holds(st, g, d))
                     continue;
                 struct score_in in = {.free_gpus = st->dom_free[d],
                                       .cap_gpus = st->dom_capg[d],
@@ -731,12 +749,12 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                     break; /* no retry at this level: try the next wider one */
                 }
             } else if (g->spread) {
-                filled = fill_spread(st, g, order_domain(st, l, (uint32_t)best), out);
+                filled = fill_spread(st, g, place_order_domain(st, l, (uint32_t)best), out);
             } else {
-                filled = fill_ordered(st, g, order_domain(st, l, (uint32_t)best), out);
+                filled = fill_ordered(st, g, place_order_domain(st, l, (uint32_t)best), out);
             }
             if (filled) {
-                clear_domains(st, nt);
+                place_clear_domains(st, nt);
                 *level = l;
                 *domain = l >= 0 ? (uint32_t)best : 0;
                 return SCHED_WHY_PLACED;
@@ -744,7 +762,7 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             rollback(st);
             st->dom_free[best] = INT64_MAX; /* tried: skip it on the next attempt */
         }
-        clear_domains(st, nt);
+        place_clear_domains(st, nt);
     }
     return SCHED_WHY_RESOURCES;
 }
@@ -759,9 +777,20 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
     *domain = 0;
     if (g->n_pods == 0)
         return SCHED_WHY_PLACED;
+    if (place_is_share(st, g)) { /* GPU shares: HAMi's policies, any node with a register */
+        place_prepare_elig(st, g);
+        enum sched_why w = place_share(st, g, out);
+        if (w != SCHED_WHY_PLACED) {
+            rollback(st);
+        } else if (g->n_pods == 1) {
+            *level = (int)st->c->topo.n_levels - 1; /* one node */
+            *domain = out[0].node;
+        }
+        return w;
+    }
     if (g->gpus > st->b->free_gpus)
         return SCHED_WHY_RESOURCES;
-    prepare_elig(st, g);
+    place_prepare_elig(st, g);
     enum sched_why why;
     if (!st->topology) {
         why = place_first_fit(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
@@ -785,6 +814,7 @@ enum sched_why place_gang(struct place_state *st, const struct gang *g, struct s
     own_holds(st, g, true);
     enum sched_why why = place_try(st, g, out, level, domain);
     st->n_log = 0; /* committed */
+    st->n_gs_log = 0;
     own_holds(st, g, false);
     return why;
 }
@@ -811,7 +841,7 @@ void place_hold_for(struct place_state *st, const struct gang *g, const uint32_t
         if (i >= st->c->n_nodes)
             continue;
         pb_mark(st->b, i);
-        if (!st->held_for[i] && !nodes_add(st, &st->for_nodes, i))
+        if (!st->held_for[i] && !place_nodes_add(st, &st->for_nodes, i))
             continue; /* out of memory: the node stays usable by others */
         st->held_for[i] = g;
         st->any_held_for = true;
@@ -835,6 +865,8 @@ bool place_has_hold(const struct place_state *st, const struct gang *g)
 bool place_release(struct place_state *st, const struct sched_running *r)
 {
     const struct gang *g = r->gang;
+    if (place_is_share(st, g))
+        return true; /* shares are not freed for a preemptor (place_share.c) */
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
@@ -885,314 +917,4 @@ bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct s
     rollback(st);
     place_lift_holds(st, false);
     return why == SCHED_WHY_PLACED;
-}
-
-bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res)
-{
-    if (g->gpus > st->static_gpus) {
-        *short_res = RES_GPU;
-        return true;
-    }
-    for (uint32_t s = 0; s < g->n_sets; s++) {
-        int r = res_first_short(&g->sets[s].req, &st->max_alloc);
-        if (r >= 0) {
-            *short_res = r;
-            return true;
-        }
-    }
-    return false;
-}
-
-static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
-
-/* Slices: some domain of the slice level must hold a whole slice when empty. */
-static bool slices_never_fit(const struct place_state *st, const struct gang *g)
-{
-    if (g->slice_size == 0 || g->slice_level < 0 || g->n_sets != 1)
-        return false;
-    const struct topo_level *lv = &st->c->topo.levels[g->slice_level];
-    for (uint32_t d = 0; d < lv->n_domains; d++) {
-        uint64_t cap = 0;
-        for (uint32_t k = lv->domain_first[d]; k < lv->domain_first[d + 1]; k++) {
-            uint32_t i = lv->node_index[k];
-            const struct node *nd = &st->c->nodes[i];
-            if (nd->ready && !nd->unschedulable)
-                cap += full_slots(st, &g->sets[0], i);
-        }
-        if (cap >= g->slice_size)
-            return false;
-    }
-    return true;
-}
-
-bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
-{
-    const struct cluster *c = st->c;
-    if (slices_never_fit(st, g)) {
-        *short_res = RES_GPU;
-        return true;
-    }
-    for (uint32_t s = 0; s < g->n_sets; s++) {
-        const struct podset *ps = &g->sets[s];
-        bool any = false;
-        int64_t gpus = ps->req.v[RES_GPU];
-        for (uint32_t i = 0; i < c->n_nodes && !any; i++) {
-            const struct node *nd = &c->nodes[i];
-            if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
-                continue;
-            uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-            uint32_t tp = st->topology ? g->tp_size : 0;
-            any = gpus <= 0 ||
-                  plugin_reserve->pick(nd, all, (uint32_t)gpus, tp, set_limit(st, ps)) != 0;
-        }
-        if (!any) {
-            *short_res = gpus > 0 ? RES_GPU : -1;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* ---- reservations ------------------------------------------------------------------------ */
-
-/* Pods of `ps` an empty node i could take. */
-static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
-{
-    const struct node *nd = &st->c->nodes[i];
-    uint64_t best = UINT32_MAX;
-    for (int r = 0; r < res_count(); r++) {
-        int64_t need = ps->req.v[r];
-        if (need <= 0 || r == RES_GPU)
-            continue;
-        uint64_t k = nd->alloc.v[r] <= 0 ? 0 : (uint64_t)(nd->alloc.v[r] / need);
-        if (k < best)
-            best = k;
-    }
-    int64_t gpus = ps->req.v[RES_GPU];
-    if (gpus > 0) {
-        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
-        uint32_t k = plugin_reserve->slots(nd, all, (uint32_t)gpus, st->cur_tp, set_limit(st, ps));
-        if (k < best)
-            best = k;
-    }
-    return (uint32_t)best;
-}
-
-/* Does the hint (last cycle's reservation of g) still hold g once its running pods finish,
- * inside one domain of level l (l < 0: anywhere), on nodes nobody else holds? */
-static bool hint_holds(const struct place_state *st, const struct gang *g, int l,
-                       const uint32_t *hint, uint32_t n_hint)
-{
-    const struct cluster *c = st->c;
-    uint64_t got[GANG_MAX_SETS] = {0};
-    for (uint32_t k = 0; k < n_hint; k++) {
-        uint32_t i = hint[k];
-        if (i >= c->n_nodes || !st->ok[i] ||
-            (l >= 0 && c->nodes[i].dom[l] != c->nodes[hint[0]].dom[l]))
-            return false;
-        for (uint32_t j = 0; j < k; j++)
-            if (hint[j] == i)
-                return false; /* a node twice: not a reservation this cycle wrote */
-        for (uint32_t s = 0; s < g->n_sets; s++)
-            got[s] += st->slots[(size_t)s * c->n_nodes + i];
-    }
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        if (got[s] < g->sets[s].count)
-            return false;
-    return n_hint > 0;
-}
-
-/* Nodes of domain d (level l) that hold g once running pods finish, expected free earliest
- * first (ties: most free GPUs now), written to `nodes`; *start is when the last of them is
- * expected free. Returns the count, 0 when the domain cannot hold g. */
-static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
-                             uint32_t *nodes, int64_t *start)
-{
-    const struct cluster *c = st->c;
-    uint32_t n_order = order_domain(st, l, d), n_held = 0;
-    uint64_t got[GANG_MAX_SETS] = {0};
-    for (*start = 0;;) {
-        uint32_t best = UINT32_MAX; /* useful, expected free earliest; most free now (last) */
-        for (uint32_t j = n_order; j-- > 0;) {
-            uint32_t i = st->order[j];
-            bool useful = false;
-            for (uint32_t s = 0; i != UINT32_MAX && s < g->n_sets && !useful; s++)
-                useful = got[s] < g->sets[s].count && st->slots[(size_t)s * c->n_nodes + i] > 0;
-            if (useful && (best == UINT32_MAX ||
-                           st->state[i].release_ms < st->state[st->order[best]].release_ms))
-                best = j;
-        }
-        if (best == UINT32_MAX)
-            return 0;
-        uint32_t i = st->order[best];
-        st->order[best] = UINT32_MAX;
-        bool done = true;
-        for (uint32_t s = 0; s < g->n_sets; s++) {
-            if (got[s] < g->sets[s].count)
-                got[s] += st->slots[(size_t)s * c->n_nodes + i];
-            done &= got[s] >= g->sets[s].count;
-        }
-        nodes[n_held++] = i;
-        *start = st->state[i].release_ms > *start ? st->state[i].release_ms : *start;
-        if (done)
-            return n_held;
-    }
-}
-
-uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
-                       const uint32_t *hint, uint32_t n_hint)
-{
-    const struct cluster *c = st->c;
-    prepare_elig(st, g);
-    uint32_t n_useful = collect_useful(st, g, full_slots), n_held = 0;
-    /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
-     * expected release times); the tighter level on ties, then the most free GPUs now. */
-    uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
-    int64_t best_start = INT64_MAX, best_free = -1;
-    int best_level = -2;
-    for (int l = start_level(st, g); pick && l >= -1; l--) {
-        if (g->topo_required >= 0 && l < g->topo_required)
-            break;
-        if (!level_useful(st, g, l))
-            continue;
-        uint32_t nt = sum_domains(st, g, l, n_useful), n_cand = 0;
-        struct cand {
-            uint32_t d;
-            int64_t free;
-        } *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
-        for (uint32_t k = 0; cand && k < nt; k++)
-            if (domain_holds(st, g, st->touched[k]))
-                cand[n_cand++] = (struct cand){st->touched[k], st->dom_free[st->touched[k]]};
-        clear_domains(st, nt);
-        for (uint32_t k = 0; cand && k < n_cand; k++) {
-            int64_t t;
-            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t);
-            if (n == 0 || (n_held > 0 &&
-                           (t > best_start ||
-                            (t == best_start && (best_level != l || cand[k].free <= best_free)))))
-                continue; /* later, or as early but wider or with fewer free GPUs now */
-            best_start = t;
-            best_free = cand[k].free;
-            best_level = l;
-            memcpy(nodes, pick, n * sizeof(*nodes));
-            n_held = n;
-        }
-    }
-    if (n_held == 0)
-        return 0;
-    /* Sticky: last cycle's nodes stay reserved while they still hold g inside one domain of the
-     * chosen level and are expected free no later than the new pick, so a waiting gang's
-     * reservation does not wander from node to node as pods come and go. */
-    if (hint_holds(st, g, best_level, hint, n_hint) &&
-        place_expected_start(st, hint, n_hint) <= best_start) {
-        memcpy(nodes, hint, n_hint * sizeof(*nodes));
-        n_held = n_hint;
-    }
-    for (uint32_t k = 0; k < n_held; k++) {
-        uint32_t i = nodes[k];
-        bucket_unlink(st, i);
-        st->ok[i] = 0;
-        if (!st->held[i] && !nodes_add(st, &st->res_nodes, i))
-            st->res_lost = true; /* out of memory: no backfill into held capacity */
-        st->held[i] = 1;
-    }
-    return n_held;
-}
-
-int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n)
-{
-    int64_t t = 0;
-    for (uint32_t k = 0; k < n; k++)
-        if (st->state[nodes[k]].release_ms > t)
-            t = st->state[nodes[k]].release_ms;
-    return t;
-}
-
-void place_lift_holds(struct place_state *st, bool lift)
-{
-    if (st->res_lost)
-        return;
-    nodes_sort(&st->res_nodes);
-    for (uint32_t k = 0; k < st->res_nodes.n; k++) {
-        uint32_t i = st->res_nodes.v[k];
-        if (!st->held[i] || st->ok[i] == lift)
-            continue;
-        st->ok[i] = lift;
-        if (lift) {
-            bucket_link(st, i);
-        } else {
-            bucket_unlink(st, i);
-        }
-    }
-}
-
-/* ---- explanations ------------------------------------------------------------------------ */
-
-void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v)
-{
-    const struct cluster *c = st->c;
-    memset(v->filtered, 0, sizeof(v->filtered));
-    v->n_nodes = c->n_nodes;
-    v->short_res = -1;
-    v->need = 0;
-    v->best_free = 0;
-    if (g->n_sets == 0)
-        return;
-    uint32_t s = 0; /* the most demanding pod set: most GPUs per pod */
-    for (uint32_t k = 1; k < g->n_sets; k++)
-        if (g->sets[k].req.v[RES_GPU] > g->sets[s].req.v[RES_GPU])
-            s = k;
-    const struct podset *ps = &g->sets[s];
-    int64_t best_per_res[RES_MAX] = {0};
-    uint32_t short_count[RES_MAX] = {0};
-    const struct sched_filter *active[16]; /* the pod-level filters that can reject, in order */
-    size_t n_active = 0;
-    for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
-        if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
-            active[n_active++] = plugin_filters[f];
-    int n_res = res_count();
-    for (uint32_t i = 0; i < c->n_nodes; i++) {
-        const struct node *nd = &c->nodes[i];
-        int fid = -1;
-        if (!nd->ready || st->state[i].not_ready)
-            fid = FILTER_NOT_READY;
-        else if (st->state[i].quarantined)
-            fid = FILTER_QUARANTINED;
-        else if (nd->unschedulable)
-            fid = FILTER_CORDONED;
-        else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
-            fid = FILTER_RESERVED;
-        for (size_t f = 0; fid < 0 && f < n_active; f++)
-            if (!active[f]->pass(g, ps, nd))
-                fid = (int)active[f]->id;
-        if (fid >= 0) {
-            v->filtered[fid]++;
-            continue;
-        }
-        int r = res_first_short(&ps->req, &st->free[i]);
-        uint32_t mask = 0;
-        if (r < 0 && ps->req.v[RES_GPU] > 0 && !pod_fits(st, ps, i, &mask))
-            r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
-        for (int q = 0; q < n_res; q++)
-            if (st->free[i].v[q] > best_per_res[q])
-                best_per_res[q] = st->free[i].v[q];
-        if (r >= 0) {
-            v->filtered[FILTER_RESOURCES]++;
-            short_count[r]++;
-        }
-    }
-    int worst = -1;
-    for (int q = 0; q < res_count(); q++)
-        if (short_count[q] > 0 && (worst < 0 || short_count[q] > short_count[worst]))
-            worst = q;
-    if (worst >= 0) {
-        v->short_res = worst;
-        v->need = ps->req.v[worst];
-        v->best_free = worst == RES_GPU ? 0 : best_per_res[worst];
-        if (worst == RES_GPU) {
-            for (uint32_t i = 0; i < c->n_nodes; i++)
-                if (st->ok[i] && popc(st->gpu_free[i]) > v->best_free)
-                    v->best_free = popc(st->gpu_free[i]);
-        }
-    }
 }

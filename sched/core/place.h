@@ -4,6 +4,9 @@
  * in this cycle, nodes held by reservations) and the placement algorithms: topology-blind first
  * fit (the baseline) and topology-aware best fit (tightest domain, fullest nodes, NVLink islands).
  * Every tentative assignment goes through an undo log: a gang is committed whole or rolled back.
+ * Files: place.c (working state, filters, the algorithms, undo log), place_reserve.c
+ * (reservations, lifting holds for backfill, never-fits, verdict counts), both through the
+ * helpers of place_internal.h; place_base.c (state kept between cycles).
  *
  * Must not touch: the snapshot (copied at build time), anything outside the cycle's arena.
  */
@@ -16,6 +19,7 @@
 #include "plugins/plugins.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
+#include "sched/core/gpushare.h"
 #include "sched/core/model.h"
 #include "sched/core/place_base.h"
 
@@ -107,6 +111,24 @@ struct place_state {
     /* static capacity (ready, schedulable nodes) for "never fits" */
     struct res_vec max_alloc; /* per resource, the largest node */
     int64_t static_gpus;
+    /* GPU shares (place_share.c): ids of nvidia.com/gpumem, gpumem-percentage, gpucores (-1:
+     * never named); the n_gs nodes with a HAMi register (gs_node: their node index, ascending;
+     * gs_of: a node's entry or -1), their per-device capacity and usage (MiB, percent, pods);
+     * the undo log of the share gang being placed; the largest device memory (MiB) and device
+     * count of a ready node; the policies of gangs that name none */
+    int share_res[3];
+    uint32_t n_gs;
+    const uint32_t *gs_node;
+    const int32_t *gs_of;
+    struct gs_node *gs;
+    struct place_gs_undo {
+        uint32_t k, mask;
+        struct gs_req req;
+    } * gs_log;
+    uint32_t n_gs_log, cap_gs_log;
+    int64_t gs_max_mem;
+    uint32_t gs_max_devs;
+    enum gs_policy share_node_default, share_gpu_default;
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
@@ -163,6 +185,19 @@ bool place_has_hold(const struct place_state *st, const struct gang *g);
  * unchanged. `out` is scratch of g->n_pods entries and holds the trial placement on success. */
 bool place_trial(struct place_state *st, const struct gang *g, int level, uint32_t d,
                  struct sched_assign *out);
+
+/* GPU shares (HAMi, place_share.c). place_is_share: g's pods ask for nvidia.com/gpumem,
+ * gpumem-percentage or gpucores and some node has a HAMi register. The others are used by
+ * place.c and place_reserve.c for such gangs (placement, undo, never-fits, wait reason). */
+bool place_is_share(const struct place_state *st, const struct gang *g);
+int place_share_build(struct place_state *st, const struct sched_snapshot *snap);
+enum sched_why place_share(struct place_state *st, const struct gang *g, struct sched_assign *out);
+void place_share_rollback(struct place_state *st);
+bool place_share_never_fits(const struct place_state *st, const struct gang *g, int *short_res);
+bool place_share_never_fits_any_node(const struct place_state *st, const struct gang *g,
+                                     int *short_res);
+void place_share_diagnose(const struct place_state *st, const struct gang *g,
+                          struct sched_verdict *v);
 
 /* Fills the filter and resource counts of a verdict for g (called on failure only). */
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v);

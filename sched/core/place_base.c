@@ -162,8 +162,10 @@ struct place_base *place_base_in_arena(const struct cluster *c, struct arena *a)
 
 void place_base_free(struct place_base *b)
 {
-    if (b && b->owned)
+    if (b && b->owned) {
+        free(b->share_cache);
         free(b);
+    }
 }
 
 void place_base_touch(struct place_base *b, uint32_t i)

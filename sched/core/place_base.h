@@ -88,6 +88,9 @@ struct place_base {
     uint64_t *dom_cap; /* [max_domains][GANG_MAX_SETS] */
     int64_t *dom_free; /* [max_domains], -1 between searches */
     int64_t *dom_capg; /* [max_domains] */
+    /* the cluster's HAMi registers parsed once (place_share.c), NULL until a share is asked;
+     * malloc'd when owned (freed by place_base_free), else in the arena */
+    struct place_share_cache *share_cache;
 };
 
 /* A base for cluster c, every node to be synced at the first cycle; NULL on out of memory. */

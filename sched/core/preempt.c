@@ -73,6 +73,8 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     const struct gang *v = r->gang;
     if (r->non_preemptible || r->evicting || snap->now_ms < r->start_ms + r->min_runtime_ms)
         return false;
+    if (place_is_share(pc->st, v))
+        return false; /* GPU shares free nothing in a trial (place_release): never a victim */
     if (pc->evicted_per_queue[v->queue] >= snap->policy->max_evictions)
         return false;
     const struct config *cfg = snap->config;

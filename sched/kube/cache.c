@@ -990,11 +990,13 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
             start = ps;
         evicting |= p->deleting;
     }
-    if (cfg && flavor < cfg->n_flavors)
+    if (cfg && flavor < cfg->n_flavors) {
+        struct res_vec need = {{0}}; /* as admission charged it (gang_request) */
         for (uint32_t m = 0; m < kg->gang.n_pods; m++)
-            for (int r = 0; r < RES_MAX; r++)
-                b->usage[((size_t)kg->gang.queue * b->n_flavors + flavor) * RES_MAX + r] +=
-                    kg->members[m]->req.v[r];
+            gang_pod_charge(&kg->members[m]->req, 1, &need);
+        for (int r = 0; r < RES_MAX; r++)
+            b->usage[((size_t)kg->gang.queue * b->n_flavors + flavor) * RES_MAX + r] += need.v[r];
+    }
     int64_t ckpt = start, ms;
     const char *t = kobj_pg_annotation(kg->pg, KOBJ_ANNOT_LAST_CKPT);
     if (t && kobj_time(t, &ms) == 0 && ms > ckpt)
@@ -1073,6 +1075,8 @@ static int build_phases(struct builder *b)
         .verdict_every_gang = true,
         .running = pol && pol->preempt ? run : NULL,
         .n_running = pol && pol->preempt ? n_run : 0,
+        .shares = run, /* GPU shares: the devices' usage (sched/core/place_share.c) */
+        .n_shares = n_run,
     };
     return 0;
 }

@@ -338,7 +338,7 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     int ni = kcache_node_index(d->cache, b->node);
     struct sched_errbuf eb = {{0}};
     const struct kpod_spec *sp = p ? p->spec : NULL;
-    if (khami_annotate(ann, cl && ni >= 0 ? &cl->nodes[ni] : NULL, b->gpu_mask,
+    if (khami_annotate(ann, cl && ni >= 0 ? &cl->nodes[ni] : NULL, b->gpu_mask, p ? &p->req : NULL,
                        sp ? sp->gpu_ctrs : NULL, sp ? sp->n_gpu_ctrs : 0, kdrv_now_ms() / 1000,
                        &eb)) { /* HAMi's plugin could not find the devices */
         cJSON_Delete(body);

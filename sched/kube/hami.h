@@ -22,13 +22,16 @@
 #include "sched/core/model.h"
 
 /* When node nd carries HAMi's register and the pod holds devices (mask, bit i = register position
- * i), adds HAMi's annotations to `ann` (the Binding's metadata.annotations): each device whole to
- * the pod (all its memory, 100 cores: the core placed the pod on exclusive devices), an entry per
+ * i), adds HAMi's annotations to `ann` (the Binding's metadata.annotations): the pod's share of
+ * each device from its request `req` (nvidia.com/gpumem MiB or gpumem-percentage, and gpucores
+ * percent, per device, as HAMi reads a container's request), or each device whole (all its
+ * memory, 100 cores) when it asks none of them or req is NULL, an entry per
  * container with ctr_devs[c] of the devices in index order (n_ctrs 0, or counts that do not add
  * up to the mask, as when init containers ask for devices: one entry with them all). now_s: Unix
  * seconds. Returns 0 (also when nothing applies), or SCHED_EINVAL /
  * SCHED_ENOMEM with the reason (the register changed under the cache, a device past it). */
-int khami_annotate(cJSON *ann, const struct node *nd, uint32_t mask, const uint8_t *ctr_devs,
-                   uint32_t n_ctrs, int64_t now_s, struct sched_errbuf *eb);
+int khami_annotate(cJSON *ann, const struct node *nd, uint32_t mask, const struct res_vec *req,
+                   const uint8_t *ctr_devs, uint32_t n_ctrs, int64_t now_s,
+                   struct sched_errbuf *eb);
 
 #endif

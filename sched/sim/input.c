@@ -1,6 +1,7 @@
 /* sched/sim/input.c: jobs built from traces (sim_input_build, the default configuration, workload
  * knobs) (see run.h). */
 #include "sched/core/dra.h"
+#include "sched/core/hami.h"
 #include "sched/sim/run.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -185,6 +186,31 @@ static int row_resource(struct gang *g, const struct trace_job *tj, const struct
     return 0;
 }
 
+/* The gpumem and gpucores columns: each pod shares its devices (gpus_per_pod, default 1) in
+ * HAMi's model, asking nvidia.com/gpumem MiB and nvidia.com/gpucores percent of each device, as a
+ * pod spec does (sched/core/place_share.c places it). 0 or SCHED_EINVAL. */
+static int row_share(struct gang *g, const struct trace_job *tj, const struct trace *t,
+                     struct sched_errbuf *eb)
+{
+    int mem = -1, cores = -1;
+    struct sched_errbuf reb;
+    if ((tj->gpumem_mib > 0 && res_intern(HAMI_RES_MEM, &mem, &reb) != 0) ||
+        (tj->gpucores > 0 && res_intern(HAMI_RES_CORES, &cores, &reb) != 0))
+        return sched_fail(eb, SCHED_EINVAL, "%s:%u: column 'gpumem'/'gpucores': %s",
+                          t->files[tj->file], tj->line, reb.msg);
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        if (g->sets[s].req.v[RES_GPU] <= 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "%s:%u: job %s: gpumem/gpucores share GPUs: num_gpu must be >= 1",
+                              t->files[tj->file], tj->line, tj->id);
+        if (mem >= 0)
+            g->sets[s].req.v[mem] = tj->gpumem_mib;
+        if (cores >= 0)
+            g->sets[s].req.v[cores] = tj->gpucores;
+    }
+    return 0;
+}
+
 /* The GPU DeviceClass's slot when quotaMapping counts the class and every GPU node of the
  * cluster has its GPUs from ResourceSlices: a job's GPUs are then devices it claims of that class
  * and ask the slot too (sched/core/dra.h); else -1 (a mixed cluster: the device's GPUs). */
@@ -319,6 +345,8 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         }
         pod_sets(g, tj, node_gpus);
         int rrc = tj->resource ? row_resource(g, tj, t, eb) : 0;
+        if (rrc == 0 && (tj->gpumem_mib > 0 || tj->gpucores > 0))
+            rrc = row_share(g, tj, t, eb);
         if (rrc != 0) {
             sim_input_free(in);
             return rrc;

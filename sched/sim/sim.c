@@ -6,6 +6,7 @@
  * milliseconds, so runs are exact and repeatable.
  */
 #include "sched/core/bits.h"
+#include "sched/core/hami.h"
 #include "sched/sim/run.h"
 
 /* Job j's state changed: its "j:<id>" row is written at the next store batch (with --db). */
@@ -566,7 +567,9 @@ static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
                                              .n_pending = r->queues[q].n,
                                              .class_keys = r->queues[q].keys,
                                              .n_classes = r->queues[q].n_classes};
-    if (r->pol->preempt)
+    /* GPU shares (HAMi) read the running gangs' devices: only once a share was asked for */
+    bool shares = res_lookup(HAMI_RES_MEM) >= 0 || res_lookup(HAMI_RES_CORES) >= 0;
+    if (r->pol->preempt || shares)
         build_views(r, now);
     sim_estimates(r, now);
     *snap = (struct sched_snapshot){.now_ms = now,
@@ -580,6 +583,8 @@ static void snapshot(struct run *r, struct sched_queue_view *views, int64_t now,
                                     .hist_share = r->hist,
                                     .running = r->pol->preempt ? r->runv : NULL,
                                     .n_running = r->pol->preempt ? r->n_run : 0,
+                                    .shares = shares ? r->runv : NULL,
+                                    .n_shares = shares ? r->n_run : 0,
                                     .runtime_src = &r->rt_src,
                                     .release_typ_ms = r->rel_typ,
                                     .releases = r->rels,

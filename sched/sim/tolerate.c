@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugins/plugins.h"
+#include "sched/core/hami.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
 
@@ -143,8 +144,11 @@ static bool hard(const struct taint *tn)
 /* Whether a pod of `ps` fits node n by capacity, and by its taints too when `taints`. */
 static bool fits(const struct podset *ps, const struct node *n, bool taints)
 {
+    /* GPU shares (HAMi) are held by a registered node's devices, not its allocatable */
+    bool hami = node_annotation(n, HAMI_NODE_REGISTER) != NULL;
+    int mem = res_lookup(HAMI_RES_MEM), cores = res_lookup(HAMI_RES_CORES);
     for (int r = 0; r < res_count(); r++)
-        if (ps->req.v[r] > n->alloc.v[r])
+        if (ps->req.v[r] > n->alloc.v[r] && !(hami && (r == mem || r == cores)))
             return false;
     if (ps->req.v[RES_GPU] > n->n_gpus)
         return false;

@@ -156,6 +156,8 @@ enum col {
     COL_RESTART_COST,
     COL_TOLERATIONS,
     COL_RESOURCE,
+    COL_GPUMEM,
+    COL_GPUCORES,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
@@ -181,6 +183,8 @@ static const char *const col_names[COL_COUNT] = {
     "restart_cost",
     "tolerations",
     "resource",
+    "gpumem",
+    "gpucores",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
@@ -552,6 +556,12 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
     if ((rc = get_int(ps, COL_SLICE_SIZE, 1, MAX_POD, &v)))
         return rc;
     j.slice_size = (int32_t)v;
+    if ((rc = get_int(ps, COL_GPUMEM, 1, 1ll << 40, &v)))
+        return rc;
+    j.gpumem_mib = v;
+    if ((rc = get_int(ps, COL_GPUCORES, 0, 100, &v)))
+        return rc;
+    j.gpucores = (int32_t)v;
 
     struct trace_pool *pool = ps->t->pool;
     size_t len;

@@ -8,8 +8,10 @@
  * slice-topology (level name), profile (scoring profile name), checkpoint_interval and
  * restart_cost (seconds), tolerations (the pods' tolerations, kept as text and read by
  * sched/sim/tolerate.c: "nvidia.com/gpu=present:NoSchedule;spot:NoExecute"), resource (the
- * resource num_gpu counts, e.g. nvidia.com/mig-1g.10gb; default the device). Unknown columns
- * are ignored.
+ * resource num_gpu counts, e.g. nvidia.com/mig-1g.10gb; default the device), gpumem and
+ * gpucores (GPU shares in HAMi's model: each pod's gpus_per_pod devices, default 1, each shared
+ * with gpumem MiB of memory and gpucores percent of the cores; placed on nodes with a
+ * hami.io/node-nvidia-register annotation). Unknown columns are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
  * 'duration': 'x1' is not a number".
@@ -59,6 +61,10 @@ struct trace_job {
     int64_t restart_cost_ms;        /* restart_cost: time lost at each restart */
     int32_t tp_size;                /* GPUs per tensor-parallel group, 0 when absent */
     int32_t slice_size;             /* pods per slice, 0 when absent */
+    int64_t gpumem_mib;             /* gpumem: MiB of each device a pod shares (HAMi's
+                                       nvidia.com/gpumem), 0 when absent */
+    int32_t gpucores;               /* gpucores: percent of each device's cores (HAMi's
+                                       nvidia.com/gpucores, 0..100), 0 when absent */
     uint32_t line;                  /* 1-based line in its file */
     uint16_t file;                  /* index of the file it came from, in read order */
 };

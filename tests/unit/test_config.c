@@ -224,11 +224,18 @@ static void test_defaults(void **state)
                 c->profiles[1].weights[2] == 10);
     config_free(c);
 
+    c = load_ok(H "hami: {nodeSchedulerPolicy: spread, gpuSchedulerPolicy: binpack}\n");
+    assert_int_equal(c->share_node_policy, 2); /* 1 + GS_SPREAD */
+    assert_int_equal(c->share_gpu_policy, 1);  /* 1 + GS_BINPACK */
+    config_free(c);
+
     c = load_ok(H "fairShare: {halfLife: 0}\nstarvation: {after: \"0\", maxReservations: 0}\n"
                   "queues:\n  - name: q\n    cohort: ~\n    quota:\n");
     assert_int_equal(c->fair_half_life_ms, 0);
     assert_int_equal(c->starve_after_ms, 0);
     assert_int_equal(c->max_reservations, 0);
+    assert_int_equal(c->share_node_policy, 0); /* HAMi's defaults */
+    assert_int_equal(c->share_gpu_policy, 0);
     const struct config_queue *q = &c->queues[0];
     assert_int_equal(q->cohort, -1);
     assert_true(q->weight == 1.0);
@@ -329,7 +336,7 @@ static const struct bad bad_configs[] = {
     {H "queue: []\n", "3:1: ",
      "queue: unknown key (allowed: apiVersion, kind, device, devices, topology, fairShare, "
      "starvation, "
-     "flavors, cohorts, queues, profiles, quotaMapping)"},
+     "flavors, cohorts, queues, profiles, quotaMapping, hami)"},
     {H "kind: SchedulerConfig\n", "3:1: ", "kind: duplicate key (first at line 2, column 1)"},
     {H "queues: {}\n", "3:9: ", "queues: expected a sequence, got a mapping"},
     {H "queues: [foo]\n", "3:10: ", "queues[0]: expected a mapping, got the string \"foo\""},
@@ -462,6 +469,9 @@ static const struct bad bad_configs[] = {
     {H "starvation: {maxReservations: 1001}\n",
      "3:31: ", "starvation.maxReservations: must be an integer in 0..1000, got 1001"},
     {H "starvation: {maxReservations: -1}\n", "3:31: ", "must be an integer in 0..1000"},
+    {H "hami: {gpuSchedulerPolicy: tight}\n",
+     "3:28: ", "hami.gpuSchedulerPolicy: invalid value \"tight\" (allowed: binpack, spread)"},
+    {H "hami: {nodePolicy: spread}\n", "3:8: ", "hami.nodePolicy: unknown key"},
     /* topology */
     {H "topology:\n  levels: [{name: a, label: a}, {name: b, label: b}, {name: c, label: c}, "
        "{name: d, label: d}, {name: e, label: e}, {name: f, label: f}, {name: g, label: g}, "

@@ -154,11 +154,20 @@ static void gang_whole_or_nothing(void **unused)
     assert_int_equal(out[1].mask, 0x2);
 }
 
-static bool only_node1(void *ctx, uint32_t pod, uint32_t node)
+static uint32_t only_node1(void *ctx, uint32_t pod, uint32_t node)
 {
     (void)ctx;
     (void)pod;
-    return node == 1;
+    return node == 1 ? GS_ALL_DEVICES : 0;
+}
+
+/* Only device 1 of each node: the pod goes there even though binpack prefers device 0. */
+static uint32_t only_dev1(void *ctx, uint32_t pod, uint32_t node)
+{
+    (void)ctx;
+    (void)pod;
+    (void)node;
+    return 2u;
 }
 
 static void gang_eligibility(void **unused)
@@ -169,6 +178,12 @@ static void gang_eligibility(void **unused)
     struct gs_assign out[1];
     assert_true(gs_place_gang(nodes, 2, pods, 1, only_node1, NULL, GS_BINPACK, GS_BINPACK, out));
     assert_int_equal(out[0].node, 1);
+    struct gs_node two[1] = {node_of(2, 16000, 10)};
+    gs_take(&two[0], &pods[0], 1u, 1); /* device 0 is fuller: binpack's choice */
+    assert_true(gs_place_gang(two, 1, pods, 1, only_dev1, NULL, GS_BINPACK, GS_BINPACK, out));
+    assert_int_equal(out[0].mask, 2u);
+    assert_true(gs_place_gang(two, 1, pods, 1, NULL, NULL, GS_BINPACK, GS_BINPACK, out));
+    assert_int_equal(out[0].mask, 1u);
 }
 
 static void register_parsed(void **unused)
@@ -365,6 +380,32 @@ static void live_node(void **unused)
     nodes_rec_free(d);
 }
 
+/* Quota charge of shares: per device (HAMi's ResourceQuota, Kueue's HAMi transformation). */
+static void charge_per_device(void **unused)
+{
+    (void)unused;
+    int mem, cores;
+    assert_int_equal(res_intern(HAMI_RES_MEM, &mem, NULL), 0);
+    assert_int_equal(res_intern(HAMI_RES_CORES, &cores, NULL), 0);
+    struct gang g = {.n_sets = 2};
+    g.sets[0].count = 3;
+    g.sets[0].req.v[RES_GPU] = 2;
+    g.sets[0].req.v[mem] = 4000;
+    g.sets[0].req.v[cores] = 25;
+    g.sets[0].req.v[RES_CPU] = 1000;
+    g.sets[1].count = 1;
+    g.sets[1].req.v[mem] = 1000; /* no device named: one share */
+    struct res_vec need;
+    gang_request(&g, &need);
+    assert_int_equal(need.v[mem], 3 * 2 * 4000 + 1000);
+    assert_int_equal(need.v[cores], 3 * 2 * 25);
+    assert_int_equal(need.v[RES_GPU], 6);
+    assert_int_equal(need.v[RES_CPU], 3000); /* other resources per pod, as always */
+    struct res_vec one = {{0}};
+    gang_pod_charge(&g.sets[0].req, 1, &one);
+    assert_int_equal(one.v[mem], 8000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +418,7 @@ int main(void)
         cmocka_unit_test(allocation_round_trip),
         cmocka_unit_test(filters_and_policies),
         cmocka_unit_test(live_node),
+        cmocka_unit_test(charge_per_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,50 @@
+/* sched/core/place_internal.h: helpers shared by the files of placement (place.c, which owns
+ * them, and place_reserve.c). Not for any other module: everything here works on the cycle's
+ * working state (struct place_state, place.h) and its scratch arrays.
+ *
+ * Must not touch: anything outside place_state; callers outside sched/core/place*.c use place.h.
+ */
+#ifndef SCHED_CORE_PLACE_INTERNAL_H
+#define SCHED_CORE_PLACE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/place.h"
+
+/* Per pod set of g: the active pod-level filters' verdict per node (st->elig), the island limit,
+ * the score weights and the node ranking for the gang's pod size. */
+void place_prepare_elig(struct place_state *st, const struct gang *g);
+/* The island limit that applies to pod set `ps` of the gang being placed. */
+uint32_t place_set_limit(const struct place_state *st, const struct podset *ps);
+/* Adds node i to list l (false on out of memory); place_nodes_sort: ascending, each node once. */
+bool place_nodes_add(struct place_state *st, struct place_nodes *l, uint32_t i);
+void place_nodes_sort(struct place_nodes *l);
+/* GPUs for one pod of `ps` on node i now (*mask), or false. */
+bool place_pod_fits(const struct place_state *st, const struct podset *ps, uint32_t i,
+                    uint32_t *mask);
+/* Nodes of domain d of `level` (the cluster when level < 0) in score order into st->order;
+ * returns their count. */
+uint32_t place_order_domain(struct place_state *st, int level, uint32_t d);
+/* Per-domain sums over st->useful (dom_cap, dom_free, dom_capg), the touched domains listed in
+ * st->touched; returns their count. place_clear_domains marks them unvisited again. */
+uint32_t place_sum_domains(struct place_state *st, const struct gang *g, int level,
+                           uint32_t n_useful);
+void place_clear_domains(struct place_state *st, uint32_t nt);
+/* Slots of every eligible node for g into st->slots, by `slots_fn`; the nodes with a slot in
+ * st->useful; returns their count. */
+uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
+                              uint32_t (*slots_fn)(const struct place_state *,
+                                                   const struct podset *, uint32_t));
+/* Level l is worth searching for g (large enough, not a repeat of the node level). */
+bool place_level_useful(const struct place_state *st, const struct gang *g, int l);
+/* Domain d's sums (dom_cap) hold every pod set of g. */
+bool place_domain_holds(const struct place_state *st, const struct gang *g, uint32_t d);
+/* Node i passes the filters of pod set s of the gang being placed (and the trial's domain). */
+bool place_eligible(const struct place_state *st, uint32_t s, uint32_t i);
+/* Takes `req` and the GPUs of `mask` on node i, logged for rollback; false on out of memory. */
+bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct res_vec *req);
+/* The level the domain search starts at (the node level, or the gang's preferred level). */
+int place_start_level(const struct place_state *st, const struct gang *g);
+
+#endif

@@ -1,0 +1,335 @@
+/* sched/core/place_reserve.c: reservations and explanations of whole-gang placement (see
+ * place.h): where a starving gang is held capacity once running pods finish (place_reserve, with
+ * its sticky hint), the lifting of those holds for backfill, "never fits" on an empty cluster, and
+ * the per-filter counts of a failed placement's verdict.
+ *
+ * Reads the working state through the helpers of place_internal.h; the placement algorithms
+ * themselves (first fit, one pod, domain search, undo log) stay in place.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/bits.h"
+#include "sched/core/place.h"
+#include "sched/core/place_internal.h"
+
+bool place_never_fits(const struct place_state *st, const struct gang *g, int *short_res)
+{
+    if (place_is_share(st, g))
+        return place_share_never_fits(st, g, short_res);
+    if (g->gpus > st->static_gpus) {
+        *short_res = RES_GPU;
+        return true;
+    }
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        int r = res_first_short(&g->sets[s].req, &st->max_alloc);
+        if (r >= 0) {
+            *short_res = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
+
+/* Slices: some domain of the slice level must hold a whole slice when empty. */
+static bool slices_never_fit(const struct place_state *st, const struct gang *g)
+{
+    if (g->slice_size == 0 || g->slice_level < 0 || g->n_sets != 1)
+        return false;
+    const struct topo_level *lv = &st->c->topo.levels[g->slice_level];
+    for (uint32_t d = 0; d < lv->n_domains; d++) {
+        uint64_t cap = 0;
+        for (uint32_t k = lv->domain_first[d]; k < lv->domain_first[d + 1]; k++) {
+            uint32_t i = lv->node_index[k];
+            const struct node *nd = &st->c->nodes[i];
+            if (nd->ready && !nd->unschedulable)
+                cap += full_slots(st, &g->sets[0], i);
+        }
+        if (cap >= g->slice_size)
+            return false;
+    }
+    return true;
+}
+
+bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
+{
+    const struct cluster *c = st->c;
+    if (place_is_share(st, g))
+        return place_share_never_fits_any_node(st, g, short_res);
+    if (slices_never_fit(st, g)) {
+        *short_res = RES_GPU;
+        return true;
+    }
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        bool any = false;
+        int64_t gpus = ps->req.v[RES_GPU];
+        for (uint32_t i = 0; i < c->n_nodes && !any; i++) {
+            const struct node *nd = &c->nodes[i];
+            if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
+                continue;
+            uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+            uint32_t tp = st->topology ? g->tp_size : 0;
+            any = gpus <= 0 ||
+                  plugin_reserve->pick(nd, all, (uint32_t)gpus, tp, place_set_limit(st, ps)) != 0;
+        }
+        if (!any) {
+            *short_res = gpus > 0 ? RES_GPU : -1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- reservations ------------------------------------------------------------------------ */
+
+/* Pods of `ps` an empty node i could take. */
+static uint32_t full_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
+{
+    const struct node *nd = &st->c->nodes[i];
+    uint64_t best = UINT32_MAX;
+    for (int r = 0; r < res_count(); r++) {
+        int64_t need = ps->req.v[r];
+        if (need <= 0 || r == RES_GPU)
+            continue;
+        uint64_t k = nd->alloc.v[r] <= 0 ? 0 : (uint64_t)(nd->alloc.v[r] / need);
+        if (k < best)
+            best = k;
+    }
+    int64_t gpus = ps->req.v[RES_GPU];
+    if (gpus > 0) {
+        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+        uint32_t k =
+            plugin_reserve->slots(nd, all, (uint32_t)gpus, st->cur_tp, place_set_limit(st, ps));
+        if (k < best)
+            best = k;
+    }
+    return (uint32_t)best;
+}
+
+/* Does the hint (last cycle's reservation of g) still hold g once its running pods finish,
+ * inside one domain of level l (l < 0: anywhere), on nodes nobody else holds? */
+static bool hint_holds(const struct place_state *st, const struct gang *g, int l,
+                       const uint32_t *hint, uint32_t n_hint)
+{
+    const struct cluster *c = st->c;
+    uint64_t got[GANG_MAX_SETS] = {0};
+    for (uint32_t k = 0; k < n_hint; k++) {
+        uint32_t i = hint[k];
+        if (i >= c->n_nodes || !st->ok[i] ||
+            (l >= 0 && c->nodes[i].dom[l] != c->nodes[hint[0]].dom[l]))
+            return false;
+        for (uint32_t j = 0; j < k; j++)
+            if (hint[j] == i)
+                return false; /* a node twice: not a reservation this cycle wrote */
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            got[s] += st->slots[(size_t)s * c->n_nodes + i];
+    }
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (got[s] < g->sets[s].count)
+            return false;
+    return n_hint > 0;
+}
+
+/* Nodes of domain d (level l) that hold g once running pods finish, expected free earliest
+ * first (ties: most free GPUs now), written to `nodes`; *start is when the last of them is
+ * expected free. Returns the count, 0 when the domain cannot hold g. */
+static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
+                             uint32_t *nodes, int64_t *start)
+{
+    const struct cluster *c = st->c;
+    uint32_t n_order = place_order_domain(st, l, d), n_held = 0;
+    uint64_t got[GANG_MAX_SETS] = {0};
+    for (*start = 0;;) {
+        uint32_t best = UINT32_MAX; /* useful, expected free earliest; most free now (last) */
+        for (uint32_t j = n_order; j-- > 0;) {
+            uint32_t i = st->order[j];
+            bool useful = false;
+            for (uint32_t s = 0; i != UINT32_MAX && s < g->n_sets && !useful; s++)
+                useful = got[s] < g->sets[s].count && st->slots[(size_t)s * c->n_nodes + i] > 0;
+            if (useful && (best == UINT32_MAX ||
+                           st->state[i].release_ms < st->state[st->order[best]].release_ms))
+                best = j;
+        }
+        if (best == UINT32_MAX)
+            return 0;
+        uint32_t i = st->order[best];
+        st->order[best] = UINT32_MAX;
+        bool done = true;
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            if (got[s] < g->sets[s].count)
+                got[s] += st->slots[(size_t)s * c->n_nodes + i];
+            done &= got[s] >= g->sets[s].count;
+        }
+        nodes[n_held++] = i;
+        *start = st->state[i].release_ms > *start ? st->state[i].release_ms : *start;
+        if (done)
+            return n_held;
+    }
+}
+
+uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
+                       const uint32_t *hint, uint32_t n_hint)
+{
+    const struct cluster *c = st->c;
+    if (place_is_share(st, g))
+        return 0; /* no starvation reservations for GPU shares (place_share.c) */
+    place_prepare_elig(st, g);
+    uint32_t n_useful = place_collect_useful(st, g, full_slots), n_held = 0;
+    /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
+     * expected release times); the tighter level on ties, then the most free GPUs now. */
+    uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
+    int64_t best_start = INT64_MAX, best_free = -1;
+    int best_level = -2;
+    for (int l = place_start_level(st, g); pick && l >= -1; l--) {
+        if (g->topo_required >= 0 && l < g->topo_required)
+            break;
+        if (!place_level_useful(st, g, l))
+            continue;
+        uint32_t nt = place_sum_domains(st, g, l, n_useful), n_cand = 0;
+        struct cand {
+            uint32_t d;
+            int64_t free;
+        } *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
+        for (uint32_t k = 0; cand && k < nt; k++)
+            if (place_domain_holds(st, g, st->touched[k]))
+                cand[n_cand++] = (struct cand){st->touched[k], st->dom_free[st->touched[k]]};
+        place_clear_domains(st, nt);
+        for (uint32_t k = 0; cand && k < n_cand; k++) {
+            int64_t t;
+            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t);
+            if (n == 0 || (n_held > 0 &&
+                           (t > best_start ||
+                            (t == best_start && (best_level != l || cand[k].free <= best_free)))))
+                continue; /* later, or as early but wider or with fewer free GPUs now */
+            best_start = t;
+            best_free = cand[k].free;
+            best_level = l;
+            memcpy(nodes, pick, n * sizeof(*nodes));
+            n_held = n;
+        }
+    }
+    if (n_held == 0)
+        return 0;
+    /* Sticky: last cycle's nodes stay reserved while they still hold g inside one domain of the
+     * chosen level and are expected free no later than the new pick, so a waiting gang's
+     * reservation does not wander from node to node as pods come and go. */
+    if (hint_holds(st, g, best_level, hint, n_hint) &&
+        place_expected_start(st, hint, n_hint) <= best_start) {
+        memcpy(nodes, hint, n_hint * sizeof(*nodes));
+        n_held = n_hint;
+    }
+    for (uint32_t k = 0; k < n_held; k++) {
+        uint32_t i = nodes[k];
+        pb_unlink(st->b, i);
+        st->ok[i] = 0;
+        if (!st->held[i] && !place_nodes_add(st, &st->res_nodes, i))
+            st->res_lost = true; /* out of memory: no backfill into held capacity */
+        st->held[i] = 1;
+    }
+    return n_held;
+}
+
+int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n)
+{
+    int64_t t = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (st->state[nodes[k]].release_ms > t)
+            t = st->state[nodes[k]].release_ms;
+    return t;
+}
+
+void place_lift_holds(struct place_state *st, bool lift)
+{
+    if (st->res_lost)
+        return;
+    place_nodes_sort(&st->res_nodes);
+    for (uint32_t k = 0; k < st->res_nodes.n; k++) {
+        uint32_t i = st->res_nodes.v[k];
+        if (!st->held[i] || st->ok[i] == lift)
+            continue;
+        st->ok[i] = lift;
+        if (lift) {
+            pb_link(st->b, i);
+        } else {
+            pb_unlink(st->b, i);
+        }
+    }
+}
+
+/* ---- explanations ------------------------------------------------------------------------ */
+
+void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v)
+{
+    const struct cluster *c = st->c;
+    memset(v->filtered, 0, sizeof(v->filtered));
+    v->n_nodes = c->n_nodes;
+    v->short_res = -1;
+    v->need = 0;
+    v->best_free = 0;
+    if (g->n_sets == 0)
+        return;
+    uint32_t s = 0; /* the most demanding pod set: most GPUs per pod */
+    for (uint32_t k = 1; k < g->n_sets; k++)
+        if (g->sets[k].req.v[RES_GPU] > g->sets[s].req.v[RES_GPU])
+            s = k;
+    const struct podset *ps = &g->sets[s];
+    int64_t best_per_res[RES_MAX] = {0};
+    uint32_t short_count[RES_MAX] = {0};
+    const struct sched_filter *active[16]; /* the pod-level filters that can reject, in order */
+    size_t n_active = 0;
+    for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
+        if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
+            active[n_active++] = plugin_filters[f];
+    int n_res = res_count();
+    for (uint32_t i = 0; i < c->n_nodes; i++) {
+        const struct node *nd = &c->nodes[i];
+        int fid = -1;
+        if (!nd->ready || st->state[i].not_ready)
+            fid = FILTER_NOT_READY;
+        else if (st->state[i].quarantined)
+            fid = FILTER_QUARANTINED;
+        else if (nd->unschedulable)
+            fid = FILTER_CORDONED;
+        else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
+            fid = FILTER_RESERVED;
+        for (size_t f = 0; fid < 0 && f < n_active; f++)
+            if (!active[f]->pass(g, ps, nd))
+                fid = (int)active[f]->id;
+        if (fid >= 0) {
+            v->filtered[fid]++;
+            continue;
+        }
+        int r = res_first_short(&ps->req, &st->free[i]);
+        uint32_t mask = 0;
+        if (r < 0 && ps->req.v[RES_GPU] > 0 && !place_pod_fits(st, ps, i, &mask))
+            r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
+        for (int q = 0; q < n_res; q++)
+            if (st->free[i].v[q] > best_per_res[q])
+                best_per_res[q] = st->free[i].v[q];
+        if (r >= 0) {
+            v->filtered[FILTER_RESOURCES]++;
+            short_count[r]++;
+        }
+    }
+    int worst = -1;
+    for (int q = 0; q < res_count(); q++)
+        if (short_count[q] > 0 && (worst < 0 || short_count[q] > short_count[worst]))
+            worst = q;
+    if (place_is_share(st, g)) {
+        place_share_diagnose(st, g, v);
+        return;
+    }
+    if (worst >= 0) {
+        v->short_res = worst;
+        v->need = ps->req.v[worst];
+        v->best_free = worst == RES_GPU ? 0 : best_per_res[worst];
+        if (worst == RES_GPU) {
+            for (uint32_t i = 0; i < c->n_nodes; i++)
+                if (st->ok[i] && bits_popc32(st->gpu_free[i]) > v->best_free)
+                    v->best_free = bits_popc32(st->gpu_free[i]);
+        }
+    }
+}
