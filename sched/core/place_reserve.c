@@ -133,34 +133,56 @@ static bool hint_holds(const struct place_state *st, const struct gang *g, int l
     return n_hint > 0;
 }
 
+/* A node of the domain being picked from: its expected release and its position in the
+ * domain's score order. */
+struct rpick {
+    int64_t release_ms;
+    uint32_t j;
+};
+
+/* Expected free earliest first; ties: the later in score order (the more free GPUs now). */
+static int cmp_rpick(const void *a, const void *b)
+{
+    const struct rpick *x = a, *y = b;
+    if (x->release_ms != y->release_ms)
+        return (x->release_ms > y->release_ms) - (x->release_ms < y->release_ms);
+    return (x->j < y->j) - (x->j > y->j);
+}
+
+static bool pick_useful(const struct place_state *st, const struct gang *g, const uint64_t *got,
+                        uint32_t i)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (got[s] < g->sets[s].count && st->slots[(size_t)s * st->c->n_nodes + i] > 0)
+            return true;
+    return false;
+}
+
 /* Nodes of domain d (level l) that hold g once running pods finish, expected free earliest
  * first (ties: most free GPUs now), written to `nodes`; *start is when the last of them is
- * expected free. Returns the count, 0 when the domain cannot hold g. */
+ * expected free. Returns the count, 0 when the domain cannot hold g. `by` is scratch of
+ * st->c->n_nodes entries. A node stops being useful only when the sets it has slots for are
+ * filled, never becomes useful again, so one pass over the useful nodes sorted once takes the
+ * same nodes as choosing the earliest useful node again after every pick: O(m log m) for a
+ * domain of m useful nodes instead of O(m x picks). */
 static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
-                             uint32_t *nodes, int64_t *start)
+                             uint32_t *nodes, int64_t *start, struct rpick *by)
 {
-    const struct cluster *c = st->c;
-    uint32_t n_order = place_order_domain(st, l, d), n_held = 0;
+    uint32_t n_order = place_order_domain(st, l, d), n_by = 0, n_held = 0;
     uint64_t got[GANG_MAX_SETS] = {0};
-    for (*start = 0;;) {
-        uint32_t best = UINT32_MAX; /* useful, expected free earliest; most free now (last) */
-        for (uint32_t j = n_order; j-- > 0;) {
-            uint32_t i = st->order[j];
-            bool useful = false;
-            for (uint32_t s = 0; i != UINT32_MAX && s < g->n_sets && !useful; s++)
-                useful = got[s] < g->sets[s].count && st->slots[(size_t)s * c->n_nodes + i] > 0;
-            if (useful && (best == UINT32_MAX ||
-                           st->state[i].release_ms < st->state[st->order[best]].release_ms))
-                best = j;
-        }
-        if (best == UINT32_MAX)
-            return 0;
-        uint32_t i = st->order[best];
-        st->order[best] = UINT32_MAX;
+    for (uint32_t j = 0; j < n_order; j++)
+        if (pick_useful(st, g, got, st->order[j]))
+            by[n_by++] = (struct rpick){st->state[st->order[j]].release_ms, j};
+    qsort(by, n_by, sizeof(*by), cmp_rpick);
+    *start = 0;
+    for (uint32_t k = 0; k < n_by; k++) {
+        uint32_t i = st->order[by[k].j];
+        if (!pick_useful(st, g, got, i))
+            continue;
         bool done = true;
         for (uint32_t s = 0; s < g->n_sets; s++) {
             if (got[s] < g->sets[s].count)
-                got[s] += st->slots[(size_t)s * c->n_nodes + i];
+                got[s] += st->slots[(size_t)s * st->c->n_nodes + i];
             done &= got[s] >= g->sets[s].count;
         }
         nodes[n_held++] = i;
@@ -168,6 +190,7 @@ static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l
         if (done)
             return n_held;
     }
+    return 0;
 }
 
 uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
@@ -181,9 +204,10 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
     /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
      * expected release times); the tighter level on ties, then the most free GPUs now. */
     uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
+    struct rpick *by = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*by));
     int64_t best_start = INT64_MAX, best_free = -1;
     int best_level = -2;
-    for (int l = place_start_level(st, g); pick && l >= -1; l--) {
+    for (int l = place_start_level(st, g); pick && by && l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required)
             break;
         if (!place_level_useful(st, g, l))
@@ -199,7 +223,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         place_clear_domains(st, nt);
         for (uint32_t k = 0; cand && k < n_cand; k++) {
             int64_t t;
-            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t);
+            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t, by);
             if (n == 0 || (n_held > 0 &&
                            (t > best_start ||
                             (t == best_start && (best_level != l || cand[k].free <= best_free)))))
