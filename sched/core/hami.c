@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sched/core/bits.h"
+
 #define HAMI_FIELDS_OLD 7
 #define HAMI_FIELDS_NEW 9
 
@@ -272,10 +274,11 @@ int hami_format_alloc(const struct hami_reg *r, const struct gs_node *n, const s
     uint32_t total = 0;
     for (uint32_t c = 0; c < n_ctrs; c++)
         total += ctr_devs[c];
-    if (total != (uint32_t)__builtin_popcount(mask) || (r->n < 32 && (mask >> r->n)))
+    uint32_t chosen = bits_popc32(mask);
+    if (total != chosen || (r->n < 32 && (mask >> r->n)))
         return sched_fail(eb, SCHED_EINVAL,
-                          "allocation: containers ask for %u devices, %d chosen on a node of %u",
-                          total, __builtin_popcount(mask), (unsigned)r->n);
+                          "allocation: containers ask for %u devices, %u chosen on a node of %u",
+                          total, chosen, (unsigned)r->n);
     size_t len = 0;
     uint8_t i = 0;
     int32_t cores = q->cores > GS_CORES_FULL ? GS_CORES_FULL : q->cores;

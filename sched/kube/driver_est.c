@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "queue/estimate.h"
+#include "sched/core/bits.h"
 #include "sched/kube/driver_int.h"
 
 /* A finished run of the store: what est_observe() takes, with its queue's index. */
@@ -129,7 +130,7 @@ static double draw_of(const char *key)
 static uint32_t pod_gpus(const struct kpod *p)
 {
     if (p->gpu_mask)
-        return (uint32_t)__builtin_popcount(p->gpu_mask);
+        return bits_popc32(p->gpu_mask);
     int64_t v = p->req.v[RES_GPU];
     return v > 0 && v <= 32 ? (uint32_t)v : 0;
 }

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "sched/core/bits.h"
 #include "sched/core/gpushare.h"
 #include "sched/core/hami.h"
 
@@ -37,7 +38,7 @@ int khami_annotate(cJSON *ann, const struct node *nd, uint32_t mask, const struc
         return rc;
     struct gs_node gn;
     hami_reg_node(&reg, &gn);
-    uint32_t devs = (uint32_t)__builtin_popcount(mask);
+    uint32_t devs = bits_popc32(mask);
     struct gs_req share = pod_share(req, devs);
     uint32_t ctrs[KHAMI_CTRS], n = 0, sum = 0;
     for (; n < n_ctrs && n < KHAMI_CTRS; n++)
