@@ -18,7 +18,7 @@ struct eta_ev {
  * event up to a time before it looks at the count. */
 struct eta_evs {
     struct eta_ev *v;
-    uint32_t n, cap;
+    uint32_t n; /* the arrays hold what eta_plan() counted for them */
 };
 
 int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g)
@@ -204,8 +204,6 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
     p->rel.v = arena_alloc(a, (cap_rel + 1) * sizeof(*p->rel.v));
     p->claim.v = arena_alloc(a, (cap_claim + 1) * sizeof(*p->claim.v));
     p->mine = arena_alloc(a, (cap_claim + 1) * sizeof(*p->mine));
-    p->rel.cap = cap_rel;
-    p->claim.cap = cap_claim;
     if (!p->usable || !p->base || !p->bits || !p->stamp || !p->fw || !p->touched || !p->tbits ||
         !rel || !p->rel.v || !p->claim.v || !p->mine)
         return SCHED_ENOMEM;
