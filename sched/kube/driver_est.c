@@ -1,7 +1,9 @@
 /* sched/kube/driver_est.c: the daemon's run-time estimates for the start planner: learned from
  * the gangs that ended by themselves (queue/estimate.c, as the simulator learns), given to the
- * planner only (snapshot runtime_typ_ms, release_typ_ms, releases). The decisions' inputs
- * (runtime_est_ms, node_state.release_ms) stay "unknown": estimates change no decision.
+ * planner only (snapshot runtime_src's typical answers, release_typ_ms, releases). The
+ * decisions' inputs (runtime_src's safe answers, node_state.release_ms) stay "unknown":
+ * estimates change no decision. A pending gang's estimate is computed when the cycle asks for
+ * it, so a cycle's cost follows the gangs it plans, not the backlog.
  *
  * Owns: d->est and d->est_queues (the queue names of est's indices). The history is learned
  * from the store's finished jobs at the first cycle (and again when a reload changes the
@@ -135,6 +137,34 @@ static uint32_t pod_gpus(const struct kpod *p)
     return v > 0 && v <= 32 ? (uint32_t)v : 0;
 }
 
+/* sched_snapshot.runtime_src of a cycle: the typical run time of a pending gang, computed on the
+ * cycle's first ask (the planner asks for the gangs it plans, not for the whole backlog). The
+ * safe estimate stays unknown (0): estimates change no decision. In d->arena. */
+struct est_src {
+    struct sched_runtime_source src;
+    struct kdrv *d; /* d->est, d->est_computed */
+    const struct kgang *gangs; /* kb->gangs: gang ids index them, pending ones first */
+    uint32_t n_pending;
+    int64_t *typ;   /* [n_pending], valid where done has the bit */
+    uint64_t *done; /* [(n_pending + 63) / 64] */
+};
+
+static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
+{
+    struct est_src *es = ctx;
+    uint32_t id = g->id;
+    if (!typical || id >= es->n_pending) /* a running gang: its release is in snap.releases */
+        return 0;
+    uint64_t bit = 1ull << (id % 64);
+    if (!(es->done[id / 64] & bit)) {
+        const struct kgang *kg = &es->gangs[id];
+        es->typ[id] = est_typical_runtime(&es->d->est, &kg->gang, draw_of(kg->key));
+        es->done[id / 64] |= bit;
+        es->d->est_computed++;
+    }
+    return es->typ[id];
+}
+
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now)
 {
     if (est_config(d, cfg) != 0)
@@ -143,14 +173,20 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
     uint32_t nn = s->cluster->n_nodes, n_pods = 0;
     for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++)
         n_pods += kb->gangs[g].gang.n_pods;
-    int64_t *rt = arena_calloc(&d->arena, kb->n_gangs + 1, sizeof(*rt));
+    struct est_src *es = arena_calloc(&d->arena, 1, sizeof(*es));
     int64_t *rel = arena_calloc(&d->arena, nn + 1, sizeof(*rel));
     struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
-    if (!rt || !rel || !rels)
+    if (!es || !rel || !rels)
         return SCHED_ENOMEM;
-    for (uint32_t g = 0; g < kb->n_pending; g++)
-        rt[kb->gangs[g].gang.id] =
-            est_typical_runtime(&d->est, &kb->gangs[g].gang, draw_of(kb->gangs[g].key));
+    *es = (struct est_src){.src = {.est = runtime_of, .ctx = es},
+                           .d = d,
+                           .gangs = kb->gangs,
+                           .n_pending = kb->n_pending,
+                           .typ = arena_alloc(&d->arena, (kb->n_pending + 1) * sizeof(*es->typ)),
+                           .done = arena_calloc(&d->arena, kb->n_pending / 64 + 1, sizeof(uint64_t))};
+    if (!es->typ || !es->done)
+        return SCHED_ENOMEM;
+    d->est_computed = 0;
     uint32_t n_rels = 0;
     for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++) {
         const struct kgang *kg = &kb->gangs[g];
@@ -169,8 +205,7 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
                 rel[i] = end;
         }
     }
-    s->runtime_typ_ms = rt;
-    s->n_runtime_est = kb->n_gangs;
+    s->runtime_src = &es->src;
     s->release_typ_ms = rel;
     s->releases = rels;
     s->n_releases = n_rels;

@@ -139,6 +139,7 @@ struct kdrv {
     /* run times learned from finished gangs, for the start planner only (driver_est.c) */
     struct est_model est;
     struct strlist est_queues; /* queue name of each of est's queue indices */
+    uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -308,7 +309,7 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
 /* A job that ended by itself (its row as it was while running) teaches its run time, now minus
  * its start, to the estimates of its queue and shape. */
 void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
-/* The start planner's run times (kb->snap.runtime_typ_ms, release_typ_ms, releases) from what
+/* The start planner's run times (kb->snap.runtime_src, release_typ_ms, releases) from what
  * was learned; nothing a decision reads. 0 or SCHED_ENOMEM. */
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
 void kdrv_est_fini(struct kdrv *d);

@@ -1,0 +1,228 @@
+/* tests/unit/test_kube_est.c: the daemon's run-time estimates for the start planner
+ * (sched/kube/driver_est.c) on a cycle's input built by the cache from API objects: a full
+ * cluster and a backlog of waiting gangs, run times learned from finished gangs. The estimates
+ * are given on demand (sched_snapshot.runtime_src): the cycle asks for the gangs it plans, not
+ * for the whole backlog, and the expected starts are the same as with every pending gang's
+ * estimate computed before the cycle. The CPU time of both ways is printed (not asserted: speed
+ * is checked by benchmarks). */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched/kube/driver_int.h"
+
+static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
+                                    "kind: SchedulerConfig\n"
+                                    "queues:\n"
+                                    "  - name: q\n";
+
+#define N_NODES 4
+#define HOUR_MS 3600000
+#define T0_MS 1767225600000 /* 2026-01-01T00:00:00Z */
+
+struct fx {
+    struct kdrv d;
+    struct config *cfg;
+    struct kcache_build kb;
+};
+
+static void add(struct kcache *c, int kind, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+static void node(struct kcache *c, const char *name)
+{
+    char buf[500];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
+             "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
+             "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             name);
+    add(c, 0, buf);
+}
+
+/* A gang of one (pod ml/name, 8 GPUs) in queue q, bound to node_name ("" = pending). */
+static void pod(struct kcache *c, const char *name, const char *node_name)
+{
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+             "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
+             name, name, node_name, *node_name ? "Running" : "Pending",
+             *node_name ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
+    add(c, 1, buf);
+}
+
+/* Every node runs a gang; n_pending gangs wait; two hours learned for queue q. */
+static void fixture(struct fx *f, uint32_t n_pending)
+{
+    memset(f, 0, sizeof(*f));
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(config_load_buffer("t.yaml", cfg_yaml, strlen(cfg_yaml), &f->cfg, &eb), 0);
+    f->d.cache = kcache_new("gangsched");
+    assert_non_null(f->d.cache);
+    arena_init(&f->d.arena, 1 << 16);
+    char name[32], nn[32];
+    for (int i = 0; i < N_NODES; i++) {
+        snprintf(nn, sizeof(nn), "n%d", i);
+        snprintf(name, sizeof(name), "run-%d", i);
+        node(f->d.cache, nn);
+        pod(f->d.cache, name, nn);
+    }
+    for (uint32_t k = 0; k < n_pending; k++) {
+        snprintf(name, sizeof(name), "wait-%05u", k);
+        pod(f->d.cache, name, "");
+    }
+}
+
+static void fixture_free(struct fx *f)
+{
+    kdrv_est_fini(&f->d);
+    kcache_free(f->d.cache);
+    arena_fini(&f->d.arena);
+    config_free(f->cfg);
+}
+
+static void build(struct fx *f, int64_t now)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->d.arena);
+    assert_int_equal(
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
+    f->kb.snap.plan_starts = true;
+}
+
+/* Runs of two hours, ended by themselves, as driver_record.c reports them. */
+static void learn(struct fx *f, int n)
+{
+    build(f, T0_MS);
+    assert_int_equal(kdrv_est_plan(&f->d, &f->kb, f->cfg, T0_MS), 0); /* the model's queues */
+    for (int k = 0; k < n; k++) {
+        struct store_job j = {.gang = "ml/old",
+                              .queue = "q",
+                              .gpus = 8,
+                              .state = STORE_JOB_RUNNING,
+                              .submit_ms = T0_MS - HOUR_MS / 2, /* the waiting gangs' batch */
+                              .start_ms = T0_MS - 4 * HOUR_MS};
+        kdrv_est_learn(&f->d, &j, T0_MS - 2 * HOUR_MS);
+    }
+}
+
+static double cpu_s(void) /* the process's CPU time (user + system), in seconds */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_eta(const void *a, const void *b)
+{
+    const struct sched_eta *x = a, *y = b;
+    return (x->gang->id > y->gang->id) - (x->gang->id < y->gang->id);
+}
+
+/* One cycle at now: its expected starts, by gang id, into out[] (a copy: the arena is reset
+ * after); eager: as before on-demand estimates, every pending gang's typical run time computed
+ * before the cycle and given as an array. *cpu: the CPU time of the estimates and the cycle. */
+static uint32_t cycle_etas(struct fx *f, int64_t now, bool eager, struct sched_eta *out,
+                           uint32_t cap, double *cpu)
+{
+    build(f, now);
+    double t0 = cpu_s();
+    assert_int_equal(kdrv_est_plan(&f->d, &f->kb, f->cfg, now), 0);
+    if (eager) {
+        const struct sched_runtime_source *src = f->kb.snap.runtime_src;
+        int64_t *typ = arena_calloc(&f->d.arena, f->kb.n_gangs, sizeof(*typ));
+        assert_non_null(typ);
+        for (uint32_t g = 0; g < f->kb.n_pending; g++)
+            typ[g] = src->est(src->ctx, &f->kb.gangs[g].gang, true);
+        f->kb.snap.runtime_src = NULL;
+        f->kb.snap.runtime_typ_ms = typ;
+        f->kb.snap.n_runtime_est = f->kb.n_gangs;
+    } else {
+        assert_int_equal(f->d.est_computed, 0); /* nothing computed before the cycle asks */
+    }
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&f->kb.snap, &f->d.arena, &res), 0);
+    *cpu = cpu_s() - t0;
+    assert_true(res.n_etas <= cap);
+    memcpy(out, res.etas, res.n_etas * sizeof(*out));
+    qsort(out, res.n_etas, sizeof(*out), cmp_eta);
+    return res.n_etas;
+}
+
+static void on_demand_asks_few_and_plans_the_same(void **state)
+{
+    (void)state;
+    enum { N = 10000, REPS = 3 };
+    static struct fx f;
+    static struct sched_eta lazy[N + N_NODES], eager[N + N_NODES];
+    fixture(&f, N);
+    learn(&f, EST_RING);
+    int64_t now = T0_MS + HOUR_MS;
+    double cpu_lazy = 1e9, cpu_eager = 1e9, cpu;
+    uint32_t n_lazy = 0, n_eager = 0, asked = 0;
+    for (int rep = 0; rep < REPS; rep++) { /* the least CPU of each way */
+        n_lazy = cycle_etas(&f, now, false, lazy, N + N_NODES, &cpu);
+        cpu_lazy = cpu < cpu_lazy ? cpu : cpu_lazy;
+        asked = f.d.est_computed;
+        n_eager = cycle_etas(&f, now, true, eager, N + N_NODES, &cpu);
+        cpu_eager = cpu < cpu_eager ? cpu : cpu_eager;
+    }
+    assert_int_equal(f.kb.n_pending, N);
+    assert_true(asked > 0);     /* the planner asked for the gangs it planned */
+    assert_true(asked < N / 4); /* and not for the backlog */
+    assert_true(n_lazy > 0);
+    assert_int_equal(n_lazy, n_eager);
+    for (uint32_t k = 0; k < n_lazy; k++) {
+        assert_int_equal(lazy[k].gang->id, eager[k].gang->id);
+        assert_int_equal(lazy[k].kind, eager[k].kind);
+        assert_int_equal(lazy[k].start_ms, eager[k].start_ms);
+    }
+
+    /* the answers: the learned two hours for a pending gang; a running gang's end is in the
+     * releases, and the safe estimate (what decisions read) stays unknown */
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    const struct sched_runtime_source *src = f.kb.snap.runtime_src;
+    assert_non_null(src);
+    const struct gang *waiting = &f.kb.gangs[0].gang, *running = &f.kb.gangs[N].gang;
+    assert_false(f.kb.gangs[0].running);
+    assert_true(f.kb.gangs[N].running);
+    assert_int_equal(src->est(src->ctx, waiting, true), 2 * HOUR_MS);
+    assert_int_equal(src->est(src->ctx, waiting, true), 2 * HOUR_MS); /* kept */
+    assert_int_equal(f.d.est_computed, 1);
+    assert_int_equal(src->est(src->ctx, waiting, false), 0);
+    assert_int_equal(src->est(src->ctx, running, true), 0);
+    assert_int_equal(f.kb.snap.n_releases, N_NODES);
+    assert_int_equal(f.kb.snap.releases[0].t_ms, T0_MS + 2 * HOUR_MS);
+    printf("# %u pending gangs, %u estimates asked; CPU of the estimates and the cycle (least of "
+           "%d): on demand %.2f ms, all before the cycle %.2f ms\n",
+           N, asked, REPS, cpu_lazy * 1e3, cpu_eager * 1e3);
+    fixture_free(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(on_demand_asks_few_and_plans_the_same),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
