@@ -142,7 +142,7 @@ static uint32_t pod_gpus(const struct kpod *p)
  * safe estimate stays unknown (0): estimates change no decision. In d->arena. */
 struct est_src {
     struct sched_runtime_source src;
-    struct kdrv *d; /* d->est, d->est_computed */
+    struct kdrv *d;            /* d->est, d->est_computed */
     const struct kgang *gangs; /* kb->gangs: gang ids index them, pending ones first */
     uint32_t n_pending;
     int64_t *typ;   /* [n_pending], valid where done has the bit */
@@ -178,12 +178,13 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
     struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
     if (!es || !rel || !rels)
         return SCHED_ENOMEM;
-    *es = (struct est_src){.src = {.est = runtime_of, .ctx = es},
-                           .d = d,
-                           .gangs = kb->gangs,
-                           .n_pending = kb->n_pending,
-                           .typ = arena_alloc(&d->arena, (kb->n_pending + 1) * sizeof(*es->typ)),
-                           .done = arena_calloc(&d->arena, kb->n_pending / 64 + 1, sizeof(uint64_t))};
+    *es =
+        (struct est_src){.src = {.est = runtime_of, .ctx = es},
+                         .d = d,
+                         .gangs = kb->gangs,
+                         .n_pending = kb->n_pending,
+                         .typ = arena_alloc(&d->arena, (kb->n_pending + 1) * sizeof(*es->typ)),
+                         .done = arena_calloc(&d->arena, kb->n_pending / 64 + 1, sizeof(uint64_t))};
     if (!es->typ || !es->done)
         return SCHED_ENOMEM;
     d->est_computed = 0;

@@ -27,7 +27,7 @@ static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
 
 #define N_NODES 4
 #define HOUR_MS 3600000
-#define T0_MS 1767225600000 /* 2026-01-01T00:00:00Z */
+#define T0_MS   1767225600000 /* 2026-01-01T00:00:00Z */
 
 struct fx {
     struct kdrv d;
