@@ -544,6 +544,48 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     return 0;
 }
 
+/* The gang's annotations (annot.c) applied to gg; *profile: its gangsched.io/profile. A running
+ * gang gets only its declared run time (gangsched.io/max-runtime: when the start planner expects
+ * its GPUs back, driver_est.c); the rest was applied when it was placed. SCHED_EINVAL with *why,
+ * or SCHED_ENOMEM. */
+static int gang_annots(struct builder *b, const struct group *g, struct gang *gg,
+                       struct kpod **members, uint32_t n, bool running, const char **profile,
+                       const char **why)
+{
+    struct arena *a = b->a;
+    if (!running && g->pg && g->pg->topology_key &&
+        annot_level_by_label(&b->c->cluster->topo, g->pg->topology_key) < 0) {
+        *why = arena_printf(a,
+                            "podgroup %s: spec.schedulingConstraints.topology[0].key: \"%s\" is "
+                            "not the node label of a configured topology level",
+                            g->key, g->pg->topology_key);
+        return SCHED_EINVAL;
+    }
+    /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
+     * member's (a pod template carries Kueue's podset-* topology annotations) */
+    struct kv *ann;
+    uint32_t n_ann;
+    if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
+        return SCHED_ENOMEM;
+    struct sched_errbuf eb;
+    if (running) { /* a value refused at admission: none */
+        struct gang scratch = *gg;
+        if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, NULL, &eb) == 0)
+            gg->max_runtime_ms = scratch.max_runtime_ms;
+        return 0;
+    }
+    struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
+    if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, profile, &eb) != 0 ||
+        (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0)) {
+        *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
+        return SCHED_EINVAL;
+    }
+    for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
+        if (kclaims_shared(b->c->dra, members[i]))
+            gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);
+    return 0;
+}
+
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
@@ -616,32 +658,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     if (running && g->pg && g->pg->initially_scheduled && kg->min_member > n)
         kg->min_member = n; /* native: a raised minCount applies to future cycles only */
     const char *profile = NULL;
-    if (!running && g->pg && g->pg->topology_key &&
-        annot_level_by_label(&b->c->cluster->topo, g->pg->topology_key) < 0) {
-        *why = arena_printf(a,
-                            "podgroup %s: spec.schedulingConstraints.topology[0].key: \"%s\" is "
-                            "not the node label of a configured topology level",
-                            g->key, g->pg->topology_key);
-        return SCHED_EINVAL;
-    }
-    if (!running) {
-        /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
-         * member's (a pod template carries Kueue's podset-* topology annotations) */
-        struct kv *ann;
-        uint32_t n_ann;
-        if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
-            return SCHED_ENOMEM;
-        struct sched_errbuf eb;
-        struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
-        if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, &profile, &eb) != 0 ||
-            (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0)) {
-            *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
-            return SCHED_EINVAL;
-        }
-        for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
-            if (kclaims_shared(b->c->dra, members[i]))
-                gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);
-    }
+    int rc = gang_annots(b, g, gg, members, n, running, &profile, why);
+    if (rc)
+        return rc;
     if (b->cfg && !running && config_profile_apply(b->cfg, q, profile, gg) != 0) {
         *why = arena_printf(a,
                             "podgroup %s: annotation gangsched.io/profile: unknown profile "
