@@ -510,6 +510,17 @@ int store_decision_add_many(struct store *st, const struct store_decision *d, ui
     return store__wend(st, own, rc, "writing the decision log", eb);
 }
 
+bool store_decision_eta_moved(int64_t last_ms, int64_t at_ms, int64_t now_ms)
+{
+    if (at_ms == INT64_MIN)
+        return false;
+    if (last_ms == INT64_MIN)
+        return true;
+    int64_t slack =
+        last_ms - now_ms > 4 * STORE_ETA_SLACK_MS ? (last_ms - now_ms) / 4 : STORE_ETA_SLACK_MS;
+    return at_ms > last_ms + slack || at_ms < last_ms - slack;
+}
+
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb)
 {
     return store_decision_add_many(st, d, d ? 1 : 0, eb);

@@ -396,6 +396,14 @@ struct store_decision {
  * otherwise a row is appended. Pruning by the retention settings happens at the end of the
  * transaction (store_commit, or right away outside one), in that same transaction. */
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb);
+/* When a driver sends a decision again whose verdict has not changed: when its expected start
+ * (ms, INT64_MIN: none) moved from the one of the gang's newest row (last_ms, INT64_MIN: none
+ * written) by more than STORE_ETA_SLACK_MS and by more than a quarter of the wait that row
+ * announced (last_ms - now_ms), or a first expected start appeared. Both drivers ask it before
+ * sending an unchanged verdict, so the log holds the moves of the expected start that matter and
+ * not every repeat. */
+#define STORE_ETA_SLACK_MS (600 * 1000)
+bool store_decision_eta_moved(int64_t last_ms, int64_t at_ms, int64_t now_ms);
 int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
                             struct sched_errbuf *eb);
 int store_decision_count(struct store *st, int64_t *n, struct sched_errbuf *eb);

@@ -76,8 +76,9 @@ struct kgang_binds {
 struct kstatus {
     char *reason;
     int64_t at_ms;
-    bool forced;     /* an outcome (bind failure, teardown, preemption), not a waiting reason */
-    uint32_t logged; /* hash of the last verdict written to the decision log (0: none) */
+    bool forced;        /* an outcome (bind failure, teardown, preemption), not a waiting reason */
+    uint32_t logged;    /* hash of the last verdict written to the decision log (0: none) */
+    int64_t logged_eta; /* the expected start written with it (ms; INT64_MIN: none) */
 };
 
 /* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */

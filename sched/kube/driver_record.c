@@ -335,41 +335,64 @@ int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, con
     return store_job_upsert(d->db, &j, eb);
 }
 
-int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
-                      const struct config *cfg, int64_t now, struct sched_errbuf *eb)
+/* The decision log of a cycle's verdicts (gangs examined and not placed) and their job rows. */
+static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
+                           const struct sched_result *res, const struct config *cfg, int64_t now,
+                           struct sched_errbuf *eb)
 {
-    int rc = store_begin(d->db, eb);
-    if (rc == 0)
-        rc = sync_jobs(d, kb, cfg, now, eb);
+    /* each gang's expected start, by gang id */
+    struct sched_eta **eta_of = arena_calloc(&d->arena, kb->n_gangs + 1, sizeof(*eta_of));
+    int rc = eta_of ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t k = 0; rc == 0 && k < res->n_etas; k++)
+        if (res->etas[k].gang->id < kb->n_gangs)
+            eta_of[res->etas[k].gang->id] = &res->etas[k];
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         const struct sched_verdict *vd = &res->verdicts[v];
         const struct kgang *kg = &kb->gangs[vd->gang->id];
         char reason[512];
         sched_verdict_format(vd, kb->snap.cluster, cfg, reason, sizeof(reason));
         /* the store keeps one row per change of verdict with its latest text; what it has
-         * already is not sent again (a store read per gang and cycle otherwise) */
+         * already is not sent again (a store read per gang and cycle otherwise), unless the
+         * expected start moved (store_decision_eta_moved, the simulator's rule) */
         struct kstatus *st = strmap_get(&d->status, kg->key);
         if (!st && (st = calloc(1, sizeof(*st))) && strmap_put(&d->status, kg->key, st, NULL)) {
             free(st);
             st = NULL;
         }
-        uint32_t h = verdict_key((int)vd->why, reason);
-        if (st && st->logged == h)
-            continue;
         char note[64];
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
-        eta_for_log(res, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
+        /* its expected start (eta_for_log on a result of that one, not a search of them all) */
+        struct sched_eta *e = eta_of[vd->gang->id];
+        struct sched_result one = {.etas = e, .n_etas = e ? 1 : 0};
+        eta_for_log(&one, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
         dec.eta = note[0] ? note : NULL;
+        int64_t at = dec.has_eta && !dec.eta ? dec.eta_ms : INT64_MIN;
+        uint32_t h = verdict_key((int)vd->why, reason);
+        if (st && st->logged == h && !store_decision_eta_moved(st->logged_eta, at, now))
+            continue;
         rc = store_decision_add(d->db, &dec, eb);
         if (rc == 0)
             rc = kdrv_waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
-        if (rc == 0 && st)
+        if (rc == 0 && st) {
             st->logged = h;
+            st->logged_eta = at;
+        }
     }
+    return rc;
+}
+
+int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                      const struct config *cfg, int64_t now, struct sched_errbuf *eb)
+{
+    int rc = store_begin(d->db, eb);
+    if (rc == 0)
+        rc = sync_jobs(d, kb, cfg, now, eb);
+    if (rc == 0)
+        rc = record_verdicts(d, kb, res, cfg, now, eb);
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
         struct store_preemption p = {.cycle = d->cycle,

@@ -297,8 +297,6 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
     return rc;
 }
 
-#define ETA_LOG_SLACK_MS (600 * 1000) /* an expected start moving less is not logged again */
-
 /* FNV-1a over a verdict's fields (everything sched_verdict_format prints, besides the static
  * cluster and config): whether its text may have changed since the last row, without
  * formatting it. Never 0 (0 = unknown, after a resume). */
@@ -358,13 +356,10 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
                                    .why = (int)res->verdicts[v].why};
         eta_for_log(res, res->verdicts[v].gang, now, &d.has_eta, &d.eta_ms, note, sizeof(note));
         d.eta = note[0] ? note : NULL;
-        /* the log records changes of reason (and of its figures) and of the expected start (by
-         * more than 10 minutes and a quarter of the wait it announced), not every repeat */
-        int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN, last = r->last_eta[j];
-        int64_t slack = last != INT64_MIN && last - now > 4 * ETA_LOG_SLACK_MS ? (last - now) / 4
-                                                                               : ETA_LOG_SLACK_MS;
-        bool moved =
-            at != INT64_MIN && (last == INT64_MIN || at > last + slack || at < last - slack);
+        /* the log records changes of reason (and of its figures) and of the expected start
+         * (store_decision_eta_moved), not every repeat */
+        int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN;
+        bool moved = store_decision_eta_moved(r->last_eta[j], at, now);
         uint32_t h = verdict_hash(&res->verdicts[v]);
         if (r->last_why[j] == why && r->last_reason[j] == h && !moved)
             continue;

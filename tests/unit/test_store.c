@@ -1681,11 +1681,34 @@ static void test_operator_actions(void **state)
     store_close(st);
 }
 
+/* store_decision_eta_moved: the rule both drivers use to write an unchanged verdict again. */
+static void test_decision_eta_moved(void **state)
+{
+    (void)state;
+    const int64_t now = 1000000000, min = 60 * 1000;
+    assert_false(store_decision_eta_moved(INT64_MIN, INT64_MIN, now)); /* none, still none */
+    assert_true(store_decision_eta_moved(INT64_MIN, now + min, now));  /* a first one */
+    assert_false(store_decision_eta_moved(now + min, INT64_MIN, now)); /* gone: not a move */
+    /* a wait of 20 minutes announced: the slack is 10 minutes */
+    assert_false(store_decision_eta_moved(now + 20 * min, now + 30 * min, now));
+    assert_true(store_decision_eta_moved(now + 20 * min, now + 30 * min + 1, now));
+    assert_false(store_decision_eta_moved(now + 20 * min, now + 10 * min, now));
+    assert_true(store_decision_eta_moved(now + 20 * min, now + 10 * min - 1, now));
+    /* a wait of 2 hours announced: a quarter of it, 30 minutes */
+    assert_false(store_decision_eta_moved(now + 120 * min, now + 145 * min, now));
+    assert_true(store_decision_eta_moved(now + 120 * min, now + 151 * min, now));
+    assert_false(store_decision_eta_moved(now + 120 * min, now + 90 * min, now));
+    assert_true(store_decision_eta_moved(now + 120 * min, now + 89 * min, now));
+    /* an announced start already past: 10 minutes */
+    assert_true(store_decision_eta_moved(now - 30 * min, now, now));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_create_and_reopen),
+        T(test_decision_eta_moved),
         T(test_missing_file),
         T(test_migrate_v0),
         T(test_newer_version_refused),
