@@ -230,7 +230,10 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
         j.queue = q;
         j.flavor = NULL;
         j.state = STORE_JOB_FINISHED;
-        j.finish_ms = now;
+        /* a run this process did not see running (left RUNNING by an earlier process, ended
+         * while none ran): when it ended is not known, and now is not it (the estimates would
+         * learn the downtime as run time, driver_est.c) */
+        j.finish_ms = old.state == STORE_JOB_RUNNING && !ran ? STORE_NO_TIME : now;
         rc = store_job_upsert(d->db, &j, eb);
         free(g);
         free(q);
