@@ -981,8 +981,12 @@ static int queue_views(struct builder *b, struct sched_queue_view **out_views)
 }
 
 /* A running gang for preemption: where its members are, its flavor (usage charged to its
- * queue), when it started, its last checkpoint and its preemption hints. */
-static int running_gang(struct builder *b, struct kgang *kg, struct sched_running *run)
+ * queue), when it started, its last checkpoint and its preemption hints. *placed: every member
+ * is on a node of the cluster; else (a node not seen yet, or gone) the gang is charged to its
+ * quota but stays out of preemption and of the GPU shares' usage until its nodes are known: a
+ * victim or a share on a node that is not where it runs would free or take capacity there. */
+static int running_gang(struct builder *b, struct kgang *kg, struct sched_running *run,
+                        bool *placed)
 {
     struct kcache *c = b->c;
     const struct config *cfg = b->cfg;
@@ -992,16 +996,18 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         return SCHED_ENOMEM;
     uint32_t flavor = 0;
     int64_t start = INT64_MAX;
-    bool evicting = false;
+    bool evicting = false, flavored = false;
+    *placed = true;
     for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
         const struct kpod *p = kg->members[m];
         const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
         int ix = kcache_node_index(c, p->node ? p->node : am ? am->node : "");
-        as[m].node = ix >= 0 ? (uint32_t)ix : 0;
-        kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
+        *placed = *placed && ix >= 0;
+        as[m].node = kg->nodes[m] = ix >= 0 ? (uint32_t)ix : UINT32_MAX;
         as[m].gpu_mask = am ? am->gpu_mask : p->gpu_mask;
-        if (m == 0 && ix >= 0)
+        if (!flavored && ix >= 0) /* the first member on a known node */
             flavor = am ? am->flavor : pod_flavor(cfg, p, &c->cluster->nodes[ix]);
+        flavored = flavored || ix >= 0;
         /* the run started when its first member did; a member bound but not yet started (no
          * startTime, no PodScheduled time) starts now */
         int64_t ps = p->started_ms > 0 ? p->started_ms : b->now_ms;
@@ -1076,9 +1082,12 @@ static int build_phases(struct builder *b)
     if (!run)
         return SCHED_ENOMEM;
     uint32_t n_run = 0;
-    for (uint32_t i = out->n_pending; i < out->n_gangs; i++)
-        if ((rc = running_gang(b, &out->gangs[i], &run[n_run++])))
+    for (uint32_t i = out->n_pending; i < out->n_gangs; i++) {
+        bool placed;
+        if ((rc = running_gang(b, &out->gangs[i], &run[n_run], &placed)))
             return rc;
+        n_run += placed; /* a gang on a node the cluster does not have: not offered */
+    }
     const struct sched_policy *pol = b->pol;
     out->views = views;
     out->state = b->state;

@@ -498,6 +498,39 @@ static void running_gangs_start_when_their_pods_started(void **state)
     assert_true(run_start(&kb, "ml/unknown") == kb.snap.now_ms); /* counted from now */
 }
 
+/* A running gang with a member on a node the cache does not have (not seen yet, or gone) is
+ * charged to its quota but offered neither as a preemption victim nor as GPU shares until its
+ * node is known: its members must not be taken for pods of another node. */
+static void running_gang_on_an_unknown_node_is_kept_out(void **state)
+{
+    struct fx *f = *state;
+    bound_pod(f->c, "lost", "ghost", "");
+    bound_pod(f->c, "here", "n1", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.snap.n_shares, 1);
+    assert_string_equal(kb.snap.shares[0].gang->name, "ml/here");
+    assert_int_equal(kb.snap.shares[0].pods[0].node, node_ix(&kb, "n1"));
+    bool seen = false;
+    for (uint32_t g = kb.n_pending; g < kb.n_gangs; g++)
+        if (strcmp(kb.gangs[g].key, "ml/lost") == 0) {
+            seen = true;
+            assert_int_equal(kb.gangs[g].nodes[0], UINT32_MAX);
+        }
+    assert_true(seen);
+    size_t q = 0; /* team-a: both charged */
+    assert_int_equal(kb.snap.usage[(q * f->cfg->n_flavors + 0) * RES_MAX + RES_GPU], 2);
+    assert_int_equal(kb.snap.state[node_ix(&kb, "n1")].used.v[RES_GPU], 1); /* "here" only */
+
+    node(f->c, "ghost", "r2", 8); /* its node appears */
+    build(f, &kb);
+    assert_int_equal(kb.snap.n_shares, 2);
+    for (uint32_t i = 0; i < kb.snap.n_shares; i++)
+        assert_int_equal(
+            kb.snap.shares[i].pods[0].node,
+            node_ix(&kb, strcmp(kb.snap.shares[i].gang->name, "ml/lost") == 0 ? "ghost" : "n1"));
+}
+
 static void volcano_membership_and_unknown_queue(void **state)
 {
     struct fx *f = *state;
@@ -757,6 +790,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
         cmocka_unit_test_setup_teardown(volcano_membership_and_unknown_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_objects_are_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(running_gang_on_an_unknown_node_is_kept_out, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(running_gangs_start_when_their_pods_started, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
