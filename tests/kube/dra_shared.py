@@ -27,14 +27,30 @@ def claim(name, count):
     return c
 
 
-def sharing_gang(c, name, n, claim_name, min_member=None):
+def sharing_gang(c, name, n, claim_name, min_member=None, pods_first=False):
+    """A gang of n pods naming claim_name. pods_first: the pods, then (once the scheduler has
+    seen every one of them waiting for their PodGroup) the PodGroup, so that the gang is whole
+    in the first cycle that may place it, whatever the load: with minMember below n, a cycle
+    that saw only minMember of them would place those alone."""
     path, pg = e2e.podgroup(name, min_member or n)
-    c.post(path, pg)
+    if not pods_first:
+        c.post(path, pg)
     for i in range(n):
         p = e2e.pod("%s-%d" % (name, i), name, 0)
         p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim_name}]
         p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
         c.post(dra.NS, p)
+    if pods_first:
+        check("the scheduler sees the %d pods of %s waiting for their PodGroup" % (n, name),
+              wait_for(lambda: all(not_scheduled(c, "%s-%d" % (name, i)) for i in range(n)), 30))
+        c.post(path, pg)
+
+
+def not_scheduled(c, pod_name):
+    """Whether the scheduler wrote PodScheduled=False on the pod (it has it in its cache)."""
+    st, p, _ = c.get(dra.NS + "/" + pod_name)
+    conds = (p.get("status") or {}).get("conditions") or [] if st == 200 else []
+    return any(x.get("type") == "PodScheduled" and x.get("status") == "False" for x in conds)
 
 
 def status(c, name):
@@ -53,8 +69,8 @@ def main():
     check("the scheduler becomes leader", wait_for(s.leading, 20))
 
     # minMember 2: one consumer may go without the gang being torn down (the next check reads
-    # the claim after one is deleted; with minMember 3 the teardown raced it)
-    sharing_gang(c, "sh", 3, "shared", min_member=2)
+    # the claim after one is deleted; with minMember 3 the teardown raced it); its pods first
+    sharing_gang(c, "sh", 3, "shared", min_member=2, pods_first=True)
     ok = wait_for(lambda: len(e2e.bound(c, "sh")) == 3, 20)
     pods = e2e.bound(c, "sh")
     nodes = {p["spec"]["nodeName"] for p in pods}

@@ -4,4 +4,4 @@
 # restart charged to the victim).
 BIN=${BIN:-bin}
 export BIN
-exec timeout 120 python3 tests/kube/preempt.py
+exec timeout 300 python3 tests/kube/preempt.py
