@@ -336,7 +336,9 @@ def main():
 
     # 2. a gang that cannot fit stays unbound with a readable reason
     gang(c, "huge", 2, 16)
-    cond = wait_for(lambda: pg_status(c, "huge").get("conditions"), 10)
+    # a cycle may see it before its second pod (WaitingForPods): wait for the reason it keeps
+    cond = wait_for(lambda: [x for x in pg_status(c, "huge").get("conditions", [])
+                             if x.get("reason") == "Unschedulable"], 30)
     msg = cond[0].get("message", "") if cond else ""
     check("a gang that cannot fit has condition Unschedulable",
           cond and cond[0].get("reason") == "Unschedulable", json.dumps(cond))
