@@ -196,6 +196,27 @@ int store_placement_release(struct store *st, const char *gang, uint32_t *n,
     return err;
 }
 
+int store_placement_next(struct store *st, const char *gang, uint32_t *next,
+                         struct sched_errbuf *eb)
+{
+    if (!gang)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: gang required", st->path);
+    int rc = SQLITE_OK, err = 0;
+    store__b_text(st, STMT_PLACEMENT_NEXT, 1, gang, &rc);
+    sqlite3_stmt *s = store__s(st, STMT_PLACEMENT_NEXT);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    if (rc != SQLITE_ROW)
+        err = store__sql_fail(st, rc, "reading placed pods", eb);
+    else if (v < 0 || v > INT32_MAX)
+        err = store__bad_row(st, eb, "placements: a pod index of \"%.80s\" is malformed", gang);
+    else
+        *next = (uint32_t)v;
+    store__done(st, STMT_PLACEMENT_NEXT);
+    return err;
+}
+
 struct placement_each {
     store_placement_fn *fn;
     void *ctx;

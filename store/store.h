@@ -365,6 +365,10 @@ struct store_placement {
 /* Forgets the placed pods of a gang (it finished, failed or was preempted). */
 int store_placement_release(struct store *st, const char *gang, uint32_t *n,
                             struct sched_errbuf *eb);
+/* The first pod index after the gang's placed pods (0 when none): where the pods of an elastic
+ * gang's later members are numbered, after those already bound. */
+int store_placement_next(struct store *st, const char *gang, uint32_t *next,
+                         struct sched_errbuf *eb);
 typedef int store_placement_fn(void *ctx, const struct store_placement *p);
 /* By gang, then pod index. */
 int store_placement_list(struct store *st, store_placement_fn *fn, void *ctx,

@@ -52,6 +52,7 @@
     XX(JOURNAL_PRUNE_ROWS)                                                                         \
     XX(PLACEMENT_RELEASE)                                                                          \
     XX(PLACEMENT_LIST)                                                                             \
+    XX(PLACEMENT_NEXT)                                                                             \
     XX(DECISION_ADD)                                                                               \
     XX(DECISION_PRUNE_CYCLES)                                                                      \
     XX(DECISION_PRUNE_ROWS)                                                                        \

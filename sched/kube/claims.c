@@ -306,12 +306,15 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
 {
     const struct kclaim *sel[8];
     uint32_t n_sel = 0;
+    const char *pin = NULL; /* a claim allocated to others that the pod joins: its node */
     for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
         if (x && kdra_claim_has_selectors(x))
             sel[n_sel++] = x;
+        if (x && x->alloc_node && kdra_claim_joins(x, p->uid))
+            pin = x->alloc_node;
     }
-    if (n_sel == 0)
+    if (n_sel == 0 && !pin)
         return 0;
     bool all = false;
     for (uint32_t s = 0; s < n_sel; s++)
@@ -322,7 +325,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool ok = nd->n_gpus > 0 && (!all || nd->n_gpus == cl->max_node_gpus);
+        bool ok = nd->n_gpus > 0 && (!all || nd->n_gpus == cl->max_node_gpus) &&
+                  (!pin || strcmp(nd->name, pin) == 0);
         const struct cel_device *devs[NODE_MAX_GPUS];
         for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
             ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];

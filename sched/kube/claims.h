@@ -59,9 +59,10 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
                            struct arena *a);
 
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
- * them whatever GPUs are picked there (kdra_claim_node_ok): a matchFields requirement
- * (metadata.name In [...]) ANDed into each of ps's required node affinity terms. 0 or
- * SCHED_ENOMEM. */
+ * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod joining a claim allocated
+ * to others (kdra_claim_joins: a later member of an elastic gang) only to that claim's node: a
+ * matchFields requirement (metadata.name In [...]) ANDed into each of ps's required node
+ * affinity terms. 0 or SCHED_ENOMEM. */
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps);
 

@@ -32,6 +32,7 @@ void kdra_claim_free(struct kclaim *c)
         free(c->alloc[i].device);
     }
     free(c->alloc);
+    free(c->alloc_node);
     for (uint32_t i = 0; i < c->n_cons; i++)
         free(c->cons[i].attr);
     free(c->cons);
@@ -219,6 +220,17 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
         if (!(d->pool = strdup(pool)) || !(d->device = strdup(dev)))
             rc = SCHED_ENOMEM;
     }
+    /* the node of an allocation like ours: one term, one matchFields metadata.name In [node] */
+    const cJSON *terms = get(get(get(st, "allocation"), "nodeSelector"), "nodeSelectorTerms");
+    const cJSON *mf = get(cJSON_GetArrayItem(terms, 0), "matchFields");
+    const cJSON *f0 = cJSON_GetArrayItem(mf, 0), *vals = get(f0, "values");
+    const char *key = cJSON_GetStringValue(get(f0, "key")),
+               *op = cJSON_GetStringValue(get(f0, "operator"));
+    const char *node = cJSON_GetStringValue(cJSON_GetArrayItem(vals, 0));
+    if (rc == 0 && cJSON_GetArraySize(terms) == 1 && cJSON_GetArraySize(mf) == 1 &&
+        cJSON_GetArraySize(vals) == 1 && key && op && node && strcmp(key, "metadata.name") == 0 &&
+        strcmp(op, "In") == 0 && !(c->alloc_node = strdup(node)))
+        rc = SCHED_ENOMEM;
     for (int i = 0; rc == 0 && i < nr; i++) {
         const char *u = cJSON_GetStringValue(get(cJSON_GetArrayItem(rf, i), "uid"));
         if (u && !(c->reserved[c->n_reserved++] = strdup(u)))
@@ -306,6 +318,41 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid)
         if (!uid || strcmp(c->reserved[i], uid) != 0)
             return false;
     return c->n_reserved > 0 || !c->allocated;
+}
+
+bool kdra_claim_joins(const struct kclaim *c, const char *uid)
+{
+    if (!c->allocated || c->n_reserved == 0 || !uid)
+        return false;
+    for (uint32_t i = 0; i < c->n_reserved; i++)
+        if (strcmp(c->reserved[i], uid) == 0)
+            return false;
+    return true;
+}
+
+cJSON *kdra_claim_join(const char *name, const char *uid)
+{
+    cJSON *ref = cJSON_CreateObject();
+    if (!ref || !cJSON_AddStringToObject(ref, "resource", "pods") ||
+        !cJSON_AddStringToObject(ref, "name", name) || !cJSON_AddStringToObject(ref, "uid", uid)) {
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    cJSON *op = cJSON_CreateObject();
+    if (!op || !cJSON_AddItemToObject(op, "value", ref)) { /* on failure ref is not op's */
+        cJSON_Delete(op);
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    cJSON *ops = cJSON_CreateArray();
+    if (!ops || !cJSON_AddStringToObject(op, "op", "add") ||
+        !cJSON_AddStringToObject(op, "path", "/status/reservedFor/-") ||
+        !cJSON_AddItemToArray(ops, op)) {
+        cJSON_Delete(ops);
+        cJSON_Delete(op);
+        return NULL;
+    }
+    return ops;
 }
 
 bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n)

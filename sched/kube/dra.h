@@ -50,7 +50,9 @@ struct kclaim {
         char *pool, *device;
     } * alloc;
     uint32_t n_alloc;
-    char **reserved; /* status.reservedFor[].uid */
+    char *alloc_node; /* status.allocation.nodeSelector: the node of a matchFields metadata.name
+                         In [one node] term (how gangsched allocates), else NULL */
+    char **reserved;  /* status.reservedFor[].uid */
     uint32_t n_reserved;
     uint32_t channels; /* requests of an IMEX channel (a claim holds channels or GPUs) */
     char *domain;      /* the ComputeDomain uid of its channel config (domainID), or NULL */
@@ -81,6 +83,14 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
 /* Whether every consumer the claim is reserved for is one of uids[n] (our earlier attempt for
  * the same consumers), or it is not allocated. */
 bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n);
+
+/* A consumer joining a claim that is already allocated (a member of an elastic gang that came
+ * after the others, sharing their claim): whether it is allocated and reserved for someone, not
+ * yet for `uid`; and the body of the write that adds it, a JSON patch (application/json-patch+json)
+ * appending {resource: pods, name, uid} to status.reservedFor, as kube-scheduler's PreBind adds a
+ * pod to an allocated claim. NULL out of memory. */
+bool kdra_claim_joins(const struct kclaim *c, const char *uid);
+cJSON *kdra_claim_join(const char *name, const char *uid);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to its
  * consumers: status.allocation.devices.results[] (request, driver, pool, device: devices taken in

@@ -135,16 +135,18 @@ static void binds_finished(struct kdrv *d)
     int rc = store_begin(d->db, &eb);
     for (uint32_t g = 0; rc == 0 && g < d->n_binds; g++) {
         struct kgang_binds *gb = &d->binds[g];
-        bool ok = gb->n_failed == 0;
+        bool ok = gb->n_failed == 0, joins = gb->run_gpus > 0; /* elastic: others run */
         rc = store_journal_done(d->db, gb->gang, STORE_ALL_PODS,
                                 ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
         if (rc == 0) {
             struct store_job j = {.gang = gb->gang,
                                   .gang_id = -1,
                                   .queue = gb->queue,
-                                  .flavor = gb->flavor,
-                                  .gpus = gb->gpus,
-                                  .state = ok ? STORE_JOB_RUNNING : STORE_JOB_PENDING,
+                                  .flavor = ok || joins ? gb->flavor : NULL,
+                                  .gpus = ok      ? gb->gpus
+                                          : joins ? gb->run_gpus
+                                                  : gb->gpus,
+                                  .state = ok || joins ? STORE_JOB_RUNNING : STORE_JOB_PENDING,
                                   .submit_ms = now,
                                   .admit_ms = ok ? now : STORE_NO_TIME,
                                   .start_ms = ok ? now : STORE_NO_TIME,
@@ -154,15 +156,16 @@ static void binds_finished(struct kdrv *d)
                 j.submit_ms = old.submit_ms;
                 j.preemptions = old.preemptions;
                 j.restarts = old.restarts;
-                if (!ok)
-                    j.flavor = NULL;
+                if (joins) { /* the run goes on from its start */
+                    j.admit_ms = old.admit_ms;
+                    j.start_ms = old.start_ms;
+                }
             }
-            if (!ok)
-                j.flavor = NULL;
             rc = store_job_upsert(d->db, &j, &eb);
         }
-        if (rc == 0 && !ok)
-            rc = kdrv_job_charge(d, gb->gang, NULL, NULL, 0, -1, &eb);
+        if (rc == 0 && !ok) /* a join that failed: those that run stay charged */
+            rc = joins ? kdrv_job_recharge(d, gb->gang, gb->run_gpus, &eb)
+                       : kdrv_job_charge(d, gb->gang, NULL, NULL, 0, -1, &eb);
     }
     if (rc == 0)
         rc = store_commit(d->db, &eb);
@@ -480,8 +483,13 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         const struct kbind *h = NULL;
         uint32_t users = gang_consumers(d, b->gb, p->claims[i], names, uids, &h);
         cJSON *body = NULL;
+        enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
-        if (cl && cl->channels) {
+        if (cl && users == 1 && kdra_claim_joins(cl, p->uid)) {
+            /* joins the gang's claim, allocated when the others were bound (elastic) */
+            body = kdra_claim_join(p->name, p->uid);
+            how = KUBE_PATCH_JSON;
+        } else if (cl && cl->channels) {
             names[0] = p->name;
             uids[0] = p->uid;
             if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
@@ -511,7 +519,7 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
             on_claim_written(w, &r);
             continue;
         }
-        kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, on_claim_written, w);
+        kdrv_send_json(d, how, path, body, on_claim_written, w);
     }
     free(names);
     free(uids);
@@ -679,7 +687,9 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     gb->queue = strdup(cfg->queues[pl->gang->queue].name);
     const char *fl = kdrv_flavor_name(cfg, pl->flavor);
     gb->flavor = fl ? strdup(fl) : NULL;
-    gb->gpus = pl->gang->gpus;
+    const struct kgang *run = kdrv_running_part(kb, kg); /* elastic: members join it */
+    gb->run_gpus = run ? run->gang.gpus : 0;
+    gb->gpus = pl->gang->gpus + gb->run_gpus;
     if (kg->pg) {
         gb->pg_ns = strdup(kg->pg->ns);
         gb->pg_name = strdup(kg->pg->name);

@@ -67,7 +67,8 @@ struct kgang_binds {
     enum kpg_api api;
     struct kbind *pods;
     uint32_t n_pods, n_done, n_failed;
-    int64_t gpus;
+    int64_t gpus;     /* the job's after the binds: with run_gpus */
+    int64_t run_gpus; /* members joining a running elastic gang: its GPUs so far, else 0 */
     char *queue, *flavor;
     char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
 };
@@ -285,6 +286,12 @@ int kdrv_job_charge(struct kdrv *d, const char *gang, const char *queue, const c
 /* Charges gang g's devices under its device kind's resource name (res.h "device kinds"). */
 int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, const char *flavor,
                          const struct gang *g, struct sched_errbuf *eb);
+/* A charged job's GPUs become gpus (same queue, flavor and kind): an elastic gang whose later
+ * members' binds failed keeps the charge of those that run. 0 when it is not charged. */
+int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
+/* An elastic gang: kg's members join bound ones of the same group (cache.c offers them as a
+ * pending gang of their own, with the same key); the running part in kb, or NULL. */
+const struct kgang *kdrv_running_part(const struct kcache_build *kb, const struct kgang *kg);
 
 int kdrv_strlist_add(struct strlist *l, const char *str);
 

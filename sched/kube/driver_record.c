@@ -87,6 +87,27 @@ int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, con
     return charge(d, key, queue, flavor, g->gpus, gang_kind(g), +1, eb);
 }
 
+int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb)
+{
+    const struct kjob *j = strmap_get(&d->jobs, gang);
+    if (!j)
+        return 0;
+    char *queue = strdup(j->queue), *flavor = strdup(j->flavor);
+    int rc = queue && flavor ? charge(d, gang, queue, flavor, gpus, j->kind, +1, eb)
+                             : sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    free(queue);
+    free(flavor);
+    return rc;
+}
+
+const struct kgang *kdrv_running_part(const struct kcache_build *kb, const struct kgang *kg)
+{
+    for (uint32_t g = kb->n_pending; !kg->running && g < kb->n_gangs; g++)
+        if (strcmp(kb->gangs[g].key, kg->key) == 0)
+            return &kb->gangs[g];
+    return NULL;
+}
+
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
  * before a crash): its job row and its placed pods. */
 static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kcache_build *kb,
@@ -388,6 +409,61 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
     return rc;
 }
 
+/* A placement's bind intents, decision, job row and charge. The members of an elastic gang that
+ * join running ones are numbered after its placed pods, and its job stays running with their
+ * GPUs added (charged whole); otherwise the job is admitted with the gang's GPUs. */
+static int record_placement(struct kdrv *d, const struct kcache_build *kb,
+                            const struct sched_placement *pl, const struct config *cfg, int64_t now,
+                            struct sched_errbuf *eb)
+{
+    const struct kgang *kg = &kb->gangs[pl->gang->id], *run = kdrv_running_part(kb, kg);
+    struct store_pod *pods = arena_calloc(&d->arena, pl->gang->n_pods, sizeof(*pods));
+    if (!pods)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    uint32_t base = 0;
+    int rc = store_placement_next(d->db, kg->key, &base, eb);
+    for (uint32_t i = 0; rc == 0 && i < pl->gang->n_pods; i++)
+        pods[i] = (struct store_pod){.index = base + i,
+                                     .name = kg->members[i]->key,
+                                     .node = kb->snap.cluster->nodes[pl->pods[i].node].name,
+                                     .gpu_mask = pl->pods[i].gpu_mask};
+    if (rc == 0)
+        rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, pl->gang->n_pods, eb);
+    if (rc == 0) {
+        struct store_decision dec = {.cycle = d->cycle,
+                                     .ts_ms = now,
+                                     .gang = kg->key,
+                                     .why = SCHED_WHY_PLACED,
+                                     .reason = "placed"};
+        rc = store_decision_add(d->db, &dec, eb);
+        kdrv_forget_logged(d, kg->key);
+    }
+    struct gang whole = *pl->gang; /* what the job holds once bound */
+    whole.gpus += run ? run->gang.gpus : 0;
+    struct store_job old; /* a restart keeps its counters, a join its start */
+    bool had = rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == 0;
+    bool joins = run && had && old.state == STORE_JOB_RUNNING;
+    if (rc == 0) {
+        struct store_job j = {.gang = kg->key,
+                              .gang_id = -1,
+                              .queue = cfg->queues[pl->gang->queue].name,
+                              .flavor = kdrv_flavor_name(cfg, pl->flavor),
+                              .gpus = whole.gpus,
+                              .state = joins ? STORE_JOB_RUNNING : STORE_JOB_ADMITTED,
+                              .submit_ms = joins ? old.submit_ms : pl->gang->submit_ms,
+                              .admit_ms = joins ? old.admit_ms : now,
+                              .start_ms = joins ? old.start_ms : STORE_NO_TIME,
+                              .finish_ms = STORE_NO_TIME,
+                              .preemptions = had ? old.preemptions : 0,
+                              .restarts = had ? old.restarts : 0};
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    if (rc == 0)
+        rc = kdrv_job_charge_gang(d, kg->key, cfg->queues[pl->gang->queue].name,
+                                  kdrv_flavor_name(cfg, pl->flavor), &whole, eb);
+    return rc;
+}
+
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb)
 {
@@ -427,49 +503,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
         if (rc == 0 && eng_job_evict(d->eng, kdrv_gang_id(d, victim)) != 0)
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
-    for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++) {
-        const struct sched_placement *pl = &res->placements[p];
-        const struct kgang *kg = &kb->gangs[pl->gang->id];
-        struct store_pod *pods = arena_calloc(&d->arena, pl->gang->n_pods, sizeof(*pods));
-        if (!pods)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-        for (uint32_t i = 0; i < pl->gang->n_pods; i++)
-            pods[i] = (struct store_pod){.index = i,
-                                         .name = kg->members[i]->key,
-                                         .node = kb->snap.cluster->nodes[pl->pods[i].node].name,
-                                         .gpu_mask = pl->pods[i].gpu_mask};
-        rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, pl->gang->n_pods, eb);
-        if (rc == 0) {
-            struct store_decision dec = {.cycle = d->cycle,
-                                         .ts_ms = now,
-                                         .gang = kg->key,
-                                         .why = SCHED_WHY_PLACED,
-                                         .reason = "placed"};
-            rc = store_decision_add(d->db, &dec, eb);
-            kdrv_forget_logged(d, kg->key);
-        }
-        if (rc == 0) {
-            struct store_job j = {.gang = kg->key,
-                                  .gang_id = -1,
-                                  .queue = cfg->queues[pl->gang->queue].name,
-                                  .flavor = kdrv_flavor_name(cfg, pl->flavor),
-                                  .gpus = pl->gang->gpus,
-                                  .state = STORE_JOB_ADMITTED,
-                                  .submit_ms = pl->gang->submit_ms,
-                                  .admit_ms = now,
-                                  .start_ms = STORE_NO_TIME,
-                                  .finish_ms = STORE_NO_TIME};
-            struct store_job old; /* a restart keeps its counters */
-            if (store_job_get(d->db, kg->key, &old, NULL) == 0) {
-                j.preemptions = old.preemptions;
-                j.restarts = old.restarts;
-            }
-            rc = store_job_upsert(d->db, &j, eb);
-        }
-        if (rc == 0)
-            rc = kdrv_job_charge_gang(d, kg->key, cfg->queues[pl->gang->queue].name,
-                                      kdrv_flavor_name(cfg, pl->flavor), pl->gang, eb);
-    }
+    for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++)
+        rc = record_placement(d, kb, &res->placements[p], cfg, now, eb);
     if (rc == 0)
         rc = store_commit(d->db, eb);
     if (rc != 0)

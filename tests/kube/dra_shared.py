@@ -6,7 +6,9 @@ three pods of one gang: the claim is allocated once, status.reservedFor lists al
 every pod lands on the node of the allocation's nodeSelector; the queue's quota counts its 4
 devices once (an 8-GPU gang still fits the 16-GPU quota); deleting consumers leaves the claim
 allocated to the others until the last one goes (the fake API server plays the resourceclaim
-controller); a claim named by pods of two gangs waits with InvalidSpec. Every wait is bounded.
+controller); a claim named by pods of two gangs waits with InvalidSpec; a member of an elastic
+gang that comes after the others are bound joins their allocated claim (status.reservedFor gets
+it, as kube-scheduler's PreBind adds a pod to an allocated claim). Every wait is bounded.
 """
 
 import os
@@ -36,14 +38,18 @@ def sharing_gang(c, name, n, claim_name, min_member=None, pods_first=False):
     if not pods_first:
         c.post(path, pg)
     for i in range(n):
-        p = e2e.pod("%s-%d" % (name, i), name, 0)
-        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim_name}]
-        p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
-        c.post(dra.NS, p)
+        claim_pod(c, "%s-%d" % (name, i), name, claim_name)
     if pods_first:
         check("the scheduler sees the %d pods of %s waiting for their PodGroup" % (n, name),
               wait_for(lambda: all(not_scheduled(c, "%s-%d" % (name, i)) for i in range(n)), 30))
         c.post(path, pg)
+
+
+def claim_pod(c, pod_name, group, claim_name):
+    p = e2e.pod(pod_name, group, 0)
+    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim_name}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    c.post(dra.NS, p)
 
 
 def not_scheduled(c, pod_name):
@@ -110,6 +116,24 @@ def main():
     check("a claim shared by pods of two gangs waits with InvalidSpec naming both",
           ok and "shared by pods of several gangs" in ok[0].get("note", ""), str(ok)[:400])
     check("and neither is bound", not e2e.bound(c, "x1") and not e2e.bound(c, "x2"))
+
+    # an elastic gang: a member that comes after the others are bound joins their claim
+    c.post(CLAIMS, claim("late", 2))
+    sharing_gang(c, "el", 2, "late")
+    check("a gang of two sharing a claim is bound", wait_for(lambda: len(e2e.bound(c, "el")) == 2,
+                                                             60))
+    claim_pod(c, "el-2", "el", "late")
+
+    def joined():
+        pods = e2e.bound(c, "el")
+        uids = {r.get("uid") for r in status(c, "late").get("reservedFor") or []}
+        return (len(pods) == 3 and len({p["spec"]["nodeName"] for p in pods}) == 1 and
+                uids == {p["metadata"]["uid"] for p in pods})
+    check("a third member joins it: bound on the claim's node, added to reservedFor",
+          wait_for(joined, 60), "pods %s, reservedFor %s" % (
+              [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in e2e.bound(c, "el")],
+              [r.get("name") for r in status(c, "late").get("reservedFor") or []]))
+    check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
 

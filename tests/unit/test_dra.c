@@ -238,6 +238,43 @@ static void shared_claim_body(void **state)
     kdra_claim_free(c);
 }
 
+/* A claim allocated by us (status written by kdra_claim_allocation) decodes with its node; a pod
+ * not in its reservedFor joins it with a JSON patch appending it there. */
+static void joining_an_allocated_claim(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
+    const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
+               *pool[] = {"n1", "n1"}, *names[] = {"p-0", "p-1"}, *uids[] = {"u-0", "u-1"};
+    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 2);
+    assert_non_null(b);
+    kdra_claim_free(c);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{"
+                           "\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                           "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}}}");
+    assert_non_null(o);
+    cJSON_AddItemToObject(o, "status", cJSON_DetachItemFromObject(b, "status"));
+    cJSON_Delete(b);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
+    cJSON_Delete(o);
+    assert_true(c->allocated);
+    assert_string_equal(c->alloc_node, "n1");
+    assert_false(kdra_claim_joins(c, "u-1")); /* reserved for it already */
+    assert_true(kdra_claim_joins(c, "u-2"));
+    cJSON *j = kdra_claim_join("p-2", "u-2");
+    char *text = cJSON_PrintUnformatted(j);
+    assert_string_equal(text, "[{\"value\":{\"resource\":\"pods\",\"name\":\"p-2\",\"uid\":"
+                              "\"u-2\"},\"op\":\"add\",\"path\":\"/status/reservedFor/-\"}]");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    kdra_claim_free(c);
+    struct kclaim *fresh = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
+    assert_null(fresh->alloc_node);
+    assert_false(kdra_claim_joins(fresh, "u-2")); /* not allocated: allocated, not joined */
+    kdra_claim_free(fresh);
+}
+
 /* A slice of n_dev GPUs where device i has partition<size> = i / size for each size in sizes
  * (0-terminated), the way NVIDIA's driver publishes Fabric Manager partitions. */
 static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const int *sizes)
@@ -314,6 +351,7 @@ int main(void)
         cmocka_unit_test(claims),
         cmocka_unit_test(partitions_as_islands),
         cmocka_unit_test(shared_claim_body),
+        cmocka_unit_test(joining_an_allocated_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
