@@ -169,6 +169,18 @@ def gangctl(*args, token=False):
     return r.returncode, r.stdout + r.stderr
 
 
+def job(url, name, every=False):
+    """The job row of default/NAME in `gangctl jobs -o json` (every: --all, finished ones too),
+    or None."""
+    rc, out = gangctl("--server", url, "jobs", "-o", "json", *(["--all"] if every else []))
+    if rc != 0:
+        return None
+    for j in json.loads(out).get("jobs", []):
+        if j.get("job") == "default/" + name:
+            return j
+    return None
+
+
 def finish():
     for p in reversed(procs):  # schedulers first, so that they can release the Lease
         if p.poll() is None:

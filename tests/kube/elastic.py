@@ -16,21 +16,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, gangctl, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, job, podgroup, pod, wait_for  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
   - name: team-a
 """
-
-
-def job(url, name):
-    rc, out = gangctl("--server", url, "jobs", "-o", "json")
-    for j in json.loads(out).get("jobs", []) if rc == 0 else []:
-        if j.get("job") == "default/" + name:
-            return j
-    return None
 
 
 def main():

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, gangctl, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, gangctl, job, podgroup, pod, wait_for  # noqa: E402
 from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -28,17 +28,6 @@ queues:
 def new_gang(c, name, gpus):
     c.post(*podgroup(name, 1))
     c.post("/api/v1/namespaces/default/pods", pod(name + "-0", name, gpus))
-
-
-def job(url, name):
-    """The job row of default/NAME in `gangctl jobs -o json`, or None."""
-    rc, out = gangctl("--server", url, "jobs", "-o", "json")
-    if rc != 0:
-        return None
-    for j in json.loads(out).get("jobs", []):
-        if j.get("job") == "default/" + name:
-            return j
-    return None
 
 
 def succeed(c, name):

@@ -17,26 +17,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, gangctl, http_get, podgroup, pod, wait_for  # noqa: E402
-
-CONFIG = """apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-queues:
-  - name: team-a
-"""
+from e2e import bound, check, http_get, job, podgroup, pod, wait_for  # noqa: E402
+from eta import CONFIG  # noqa: E402
 
 PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
-
-
-def job(url, name):
-    """The job row of default/NAME in `gangctl jobs -o json`, or None."""
-    rc, out = gangctl("--server", url, "jobs", "-o", "json")
-    if rc != 0:
-        return None
-    for j in json.loads(out).get("jobs", []):
-        if j.get("job") == "default/" + name:
-            return j
-    return None
 
 
 def cycles(url):

@@ -17,35 +17,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, gangctl, podgroup, pod, wait_for  # noqa: E402
-from eta import succeed  # noqa: E402
-
-CONFIG = """apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-queues:
-  - name: team-a
-"""
+from e2e import bound, check, gangctl, wait_for  # noqa: E402
+from eta import CONFIG, new_gang, succeed  # noqa: E402
 
 
 def job(url, name):
-    """The job row of default/NAME in `gangctl jobs --all -o json` (finished ones too), or None."""
-    rc, out = gangctl("--server", url, "jobs", "--all", "-o", "json")
-    if rc != 0:
-        return None
-    for j in json.loads(out).get("jobs", []):
-        if j.get("job") == "default/" + name:
-            return j
-    return None
+    return e2e.job(url, name, every=True)  # finished ones too
 
 
 def phase(c, name):
     st, p, _ = c.get("/api/v1/namespaces/default/pods/" + name)
     return p.get("status", {}).get("phase") if st == 200 else None
-
-
-def new_gang(c, name, gpus):
-    c.post(*podgroup(name, 1))
-    c.post("/api/v1/namespaces/default/pods", pod(name + "-0", name, gpus))
 
 
 def main():
