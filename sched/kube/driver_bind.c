@@ -135,7 +135,7 @@ static void binds_finished(struct kdrv *d)
     int rc = store_begin(d->db, &eb);
     for (uint32_t g = 0; rc == 0 && g < d->n_binds; g++) {
         struct kgang_binds *gb = &d->binds[g];
-        bool ok = gb->n_failed == 0, joins = gb->run_gpus > 0; /* elastic: others run */
+        bool ok = gb->n_failed == 0, joins = gb->joins; /* elastic: others run */
         rc = store_journal_done(d->db, gb->gang, STORE_ALL_PODS,
                                 ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
         if (rc == 0) {
@@ -688,6 +688,7 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     const char *fl = kdrv_flavor_name(cfg, pl->flavor);
     gb->flavor = fl ? strdup(fl) : NULL;
     const struct kgang *run = kdrv_running_part(kb, kg); /* elastic: members join it */
+    gb->joins = run != NULL;
     gb->run_gpus = run ? run->gang.gpus : 0;
     gb->gpus = pl->gang->gpus + gb->run_gpus;
     if (kg->pg) {

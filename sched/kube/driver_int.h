@@ -68,7 +68,8 @@ struct kgang_binds {
     struct kbind *pods;
     uint32_t n_pods, n_done, n_failed;
     int64_t gpus;     /* the job's after the binds: with run_gpus */
-    int64_t run_gpus; /* members joining a running elastic gang: its GPUs so far, else 0 */
+    bool joins;       /* its members join a running elastic gang of the same key */
+    int64_t run_gpus; /* then the running members' GPUs, else 0 */
     char *queue, *flavor;
     char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
 };
