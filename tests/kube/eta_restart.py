@@ -6,8 +6,8 @@ Succeeds (what the kubelet writes) while none runs; a new scheduler finds its jo
 `running` and the gang gone: the row becomes `finished` without a finish time (the end was not
 seen; the time it was noticed would count the downtime as run time). A gang then waits behind a
 running one: with nothing learned, its expected start is "run times unknown", in that process
-and in the next one (which learns the store's finished jobs at its first cycle). Every wait is
-bounded.
+and in the next one (which learns the store's finished jobs at its first cycle). A gang that
+process found running and then saw end keeps its finish time. Every wait is bounded.
 """
 
 import json
@@ -78,6 +78,14 @@ def main():
     j = wait_for(lambda: (job(url, "waits") or {}).get("expected_start"), 15)
     check("the store's finished jobs teach nothing either: run times unknown",
           j and "run times unknown" in j, json.dumps(job(url, "waits")))
+    # a gang this process found running and then saw end keeps its finish time
+    check("the busy gang runs under the third scheduler",
+          wait_for(lambda: (job(url, "busy") or {}).get("state") == "running", 30))
+    succeed(c, "busy-0")
+    row = wait_for(lambda: (job(url, "busy") or {}).get("state") == "finished" and
+                   job(url, "busy"), 30) or job(url, "busy")
+    check("a run whose end this process saw is finished with its finish time",
+          row and row.get("finish_ms") is not None, json.dumps(row))
     e2e.finish()
 
 
