@@ -55,11 +55,6 @@ static int64_t typ_runtime(const struct sched_snapshot *snap, const struct gang 
     return eta_runtime(snap, g);
 }
 
-static int64_t slots_of(int64_t free, int64_t k)
-{
-    return free > 0 ? free / k : 0;
-}
-
 #define PLAN_KEYS   (NODE_MAX_GPUS + 1) /* a usable node's GPUs free now: 0..NODE_MAX_GPUS */
 #define ETA_CURSORS 16                  /* walk states kept per plan (<= 16: a uint16 mask) */
 
@@ -95,6 +90,7 @@ struct plan {
                         < 0) */
     uint64_t *bits;  /* [PLAN_KEYS][words]: usable nodes by base, for base 1..NODE_MAX_GPUS */
     uint64_t hist[PLAN_KEYS]; /* usable nodes per base (1..NODE_MAX_GPUS) */
+    int64_t vmax; /* no usable node's base is above it (bases only go down within a plan) */
     uint16_t *mask;           /* [n_nodes]: the cursors holding the node in their fw */
     struct cursor cur[ETA_CURSORS];
     uint32_t n_cur;
@@ -321,6 +317,8 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
             p->base[i] = b;
         rel[i] = snap->release_typ_ms ? snap->release_typ_ms[i] : snap->state[i].release_ms;
     }
+    for (p->vmax = PLAN_KEYS - 1; p->vmax > 0 && p->hist[p->vmax] == 0; p->vmax--)
+        ;
     /* what this cycle started ends by its expected run time */
     for (uint32_t k = 0; k < env->out->n_placements; k++) {
         const struct sched_placement *pl = &env->out->placements[k];
@@ -404,7 +402,7 @@ static uint32_t room_next(const struct plan *p, struct room_iter *it)
         if (++it->w >= p->words)
             return UINT32_MAX;
         uint64_t m = it->c->tbits[it->w];
-        for (int64_t v = it->c->k; v < PLAN_KEYS; v++)
+        for (int64_t v = it->c->k; v <= p->vmax; v++)
             m |= p->bits[(size_t)v * p->words + it->w];
         it->m = m;
     }
@@ -455,7 +453,7 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
     uint32_t first = p->n_take;
     struct room_iter ri = {.c = c, .w = UINT32_MAX};
     for (uint32_t i; left > 0 && (i = room_next(p, &ri)) != UINT32_MAX;) {
-        uint64_t take = (uint64_t)slots_of(free_of(p, c, i), k);
+        uint64_t take = slots_tab(c->tab, free_of(p, c, i), k);
         if (take > left)
             take = left;
         if (take == 0)
