@@ -39,8 +39,8 @@
  * gang behind, get SCHED_ETA_BEHIND. A deep backlog on a full cluster then costs a bounded time
  * per cycle, as Slurm's backfill bounds its own (bf_max_job_test, bf_max_time). On the bundled
  * ITP traces a cycle's walks pass at most 2^11 events, so only bursts of thousands of gangs
- * reach it. */
-#define ETA_MAX_STEPS   (1u << 15)
+ * reach it (the 10,000-gang burst of bench_scale plans about 45 gangs a cycle). */
+#define ETA_MAX_STEPS   (1u << 13)
 
 struct place_state;
 

@@ -306,7 +306,7 @@ void place_lift_holds(struct place_state *st, bool lift)
 /* ---- explanations ------------------------------------------------------------------------ */
 
 /* The filter that rejects node i for pod set ps of g (FILTER_*), or -1 when none does. */
-static int diag_filter(const struct place_state *st, const struct gang *g, const struct podset *ps,
+static inline int diag_filter(const struct place_state *st, const struct gang *g, const struct podset *ps,
                        const struct sched_filter *const *active, size_t n_active, uint32_t i)
 {
     const struct node *nd = &st->c->nodes[i];
@@ -354,7 +354,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             v->filtered[fid]++;
             continue;
         }
-        int r = res_first_short(&ps->req, &st->free[i]);
+        int r = res_first_short(&ps->req, &st->free[i]); /* the first short in resource order */
         uint32_t mask = 0;
         if (r < 0 && ps->req.v[RES_GPU] > 0 && !place_pod_fits(st, ps, i, &mask))
             r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
