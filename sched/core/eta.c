@@ -68,12 +68,12 @@ struct cursor {
     int64_t k;
     uint64_t n;
     int64_t t;
-    uint32_t xr, xc; /* events applied: rel.v[0..xr), grp[0..xc) */
-    uint64_t slots;  /* pods of k GPUs that its state holds */
-    uint32_t id;     /* its bit in plan.mask */
-    uint64_t used;   /* plan.clock at its last use (the least recent is reused) */
-    int32_t *fw;     /* [n_nodes]: free GPUs of the nodes it touched (mask bit set) */
-    uint64_t *tbits; /* [words]: the nodes it touched */
+    uint32_t xr, xc;        /* events applied: rel.v[0..xr), grp[0..xc) */
+    uint64_t slots;         /* pods of k GPUs that its state holds */
+    uint32_t id;            /* its bit in plan.mask */
+    uint64_t used;          /* plan.clock at its last use (the least recent is reused) */
+    int32_t *fw;            /* [n_nodes]: free GPUs of the nodes it touched (mask bit set) */
+    uint64_t *tbits;        /* [words]: the nodes it touched */
     uint8_t tab[PLAN_KEYS]; /* tab[v] = v / k */
 };
 
@@ -90,8 +90,8 @@ struct plan {
                         < 0) */
     uint64_t *bits;  /* [PLAN_KEYS][words]: usable nodes by base, for base 1..NODE_MAX_GPUS */
     uint64_t hist[PLAN_KEYS]; /* usable nodes per base (1..NODE_MAX_GPUS) */
-    int64_t vmax; /* no usable node's base is above it (bases only go down within a plan) */
-    uint16_t *mask;           /* [n_nodes]: the cursors holding the node in their fw */
+    int64_t vmax;   /* no usable node's base is above it (bases only go down within a plan) */
+    uint16_t *mask; /* [n_nodes]: the cursors holding the node in their fw */
     struct cursor cur[ETA_CURSORS];
     uint32_t n_cur;
     uint64_t clock;
@@ -99,8 +99,8 @@ struct plan {
     /* fail_n[k]: the fewest pods of k GPUs found never to fit in this plan (UINT64_MAX: none).
      * Claims only take capacity, so a gang of at least as many such pods never fits either. */
     uint64_t fail_n[PLAN_KEYS];
-    struct eta_evs rel;    /* running pods' and this cycle's placements' releases */
-    struct eta_grp *grp;   /* planned gangs' claims by time */
+    struct eta_evs rel;  /* running pods' and this cycle's placements' releases */
+    struct eta_grp *grp; /* planned gangs' claims by time */
     uint32_t n_grp;
     struct eta_take *take; /* the nodes of every claim */
     uint32_t n_take;
@@ -174,7 +174,7 @@ static void cursor_reset(struct plan *p, struct cursor *c, int64_t k, uint64_t n
 {
     for (uint32_t w = 0; w < p->words; w++) {
         for (uint64_t m = c->tbits[w]; m; m &= m - 1)
-            p->mask[w * 64 + bits_ctz64(m)] &= (uint16_t)~(1u << c->id);
+            p->mask[w * 64 + bits_ctz64(m)] &= (uint16_t) ~(1u << c->id);
         c->tbits[w] = 0;
     }
     c->k = k, c->n = n, c->t = p->snap->now_ms, c->xr = c->xc = 0, c->slots = 0;
@@ -282,8 +282,7 @@ static int64_t pod_gpus(const struct gang *g)
     return k;
 }
 
-static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel,
-                     uint32_t cap_take)
+static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel, uint32_t cap_take)
 {
     const struct sched_snapshot *snap = env->snap;
     const struct cluster *c = snap->cluster;
@@ -302,8 +301,7 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
     p->rel.v = arena_alloc(a, (cap_rel + 1) * sizeof(*p->rel.v));
     p->grp = arena_alloc(a, (2 * ETA_MAX_PLANNED + 1) * sizeof(*p->grp));
     p->take = arena_alloc(a, (cap_take + 1) * sizeof(*p->take));
-    if (!p->usable || !p->base || !p->bits || !p->mask || !rel || !p->rel.v || !p->grp ||
-        !p->take)
+    if (!p->usable || !p->base || !p->bits || !p->mask || !rel || !p->rel.v || !p->grp || !p->take)
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < nn; i++) {
         const struct node *nd = &c->nodes[i];

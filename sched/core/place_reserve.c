@@ -306,8 +306,9 @@ void place_lift_holds(struct place_state *st, bool lift)
 /* ---- explanations ------------------------------------------------------------------------ */
 
 /* The filter that rejects node i for pod set ps of g (FILTER_*), or -1 when none does. */
-static inline int diag_filter(const struct place_state *st, const struct gang *g, const struct podset *ps,
-                       const struct sched_filter *const *active, size_t n_active, uint32_t i)
+static inline int diag_filter(const struct place_state *st, const struct gang *g,
+                              const struct podset *ps, const struct sched_filter *const *active,
+                              size_t n_active, uint32_t i)
 {
     const struct node *nd = &st->c->nodes[i];
     if (!nd->ready || st->state[i].not_ready)
@@ -381,7 +382,6 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     }
     /* the most of it free on a node no filter rejects (a second pass: GPUs are the usual case) */
     for (uint32_t i = 0; i < c->n_nodes; i++)
-        if (st->free[i].v[worst] > v->best_free &&
-            diag_filter(st, g, ps, active, n_active, i) < 0)
+        if (st->free[i].v[worst] > v->best_free && diag_filter(st, g, ps, active, n_active, i) < 0)
             v->best_free = st->free[i].v[worst];
 }

@@ -1036,8 +1036,8 @@ static void ref_plan(struct world *w, const struct sched_result *r, const int64_
     }
     for (uint32_t i = 0; i < nn; i++)
         if (w->c->nodes[i].n_gpus - base[i] > 0)
-            ev[n_ev++] = (struct ref_ev){rel[i] > now ? rel[i] : now, i,
-                                         w->c->nodes[i].n_gpus - base[i]};
+            ev[n_ev++] =
+                (struct ref_ev){rel[i] > now ? rel[i] : now, i, w->c->nodes[i].n_gpus - base[i]};
     for (uint32_t e = 0; e < r->n_etas; e++) {
         const struct gang *g = r->etas[e].gang;
         int64_t k = g->sets[0].req.v[RES_GPU], t = INT64_MAX;
