@@ -21,6 +21,21 @@ struct eta_evs {
     uint32_t n; /* the arrays hold what eta_plan() counted for them */
 };
 
+/* A planned gang's GPUs on one node. */
+struct eta_take {
+    uint32_t node;
+    int32_t gpus;
+};
+
+/* One time of a planned gang's claim: its takes[first..first + n) are taken (sign -1, at its
+ * expected start) or given back (+1, at its expected end). A gang has at most two, so keeping
+ * them sorted costs the planned gangs, not their pods. */
+struct eta_grp {
+    int64_t t_ms;
+    uint32_t first, n;
+    int32_t sign;
+};
+
 int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g)
 {
     if (g->max_runtime_ms > 0)
@@ -40,18 +55,33 @@ static int64_t typ_runtime(const struct sched_snapshot *snap, const struct gang 
     return eta_runtime(snap, g);
 }
 
-static int64_t slots_of(int64_t free, int64_t k)
-{
-    return free > 0 ? free / k : 0;
-}
+#define PLAN_KEYS   (NODE_MAX_GPUS + 1) /* a usable node's GPUs free now: 0..NODE_MAX_GPUS */
+#define ETA_CURSORS 16                  /* walk states kept per plan (<= 16: a uint16 mask) */
 
-#define PLAN_KEYS (NODE_MAX_GPUS + 1) /* a usable node's GPUs free now: 0..NODE_MAX_GPUS */
+/* A walk's state, kept for the whole plan. It stands at time t with every event up to t applied
+ * (or at now with none, when xr + xc == 0) and counts the slots for pods of k GPUs there.
+ * Invariant: every earlier state it passed held fewer than n such slots, and stays so: a planned
+ * gang's claim only ever takes capacity. So a gang of n' >= n pods of k GPUs cannot start
+ * before t, and its walk goes on from here instead of from now: within one plan a cursor passes
+ * each event once. Claims at or before t are applied to it as they are made. */
+struct cursor {
+    int64_t k;
+    uint64_t n;
+    int64_t t;
+    uint32_t xr, xc;        /* events applied: rel.v[0..xr), grp[0..xc) */
+    uint64_t slots;         /* pods of k GPUs that its state holds */
+    uint32_t id;            /* its bit in plan.mask */
+    uint64_t used;          /* plan.clock at its last use (the least recent is reused) */
+    int32_t *fw;            /* [n_nodes]: free GPUs of the nodes it touched (mask bit set) */
+    uint64_t *tbits;        /* [words]: the nodes it touched */
+    uint8_t tab[PLAN_KEYS]; /* tab[v] = v / k */
+};
 
-/* The plan of one cycle. Its cost per planned gang follows the events its walk passes and the
- * nodes its claim takes, not the cluster: the count of slots at the start of a walk comes from
- * a histogram of the nodes' free GPUs, the nodes a walk changes are kept aside (stamp, fw), and
- * a claim finds the nodes with room in index order through bitmaps per free count. Only
- * plan_init() visits every node, once per cycle. */
+/* The plan of one cycle. Its cost follows the events its cursors pass and the nodes its claims
+ * take, not the cluster: a new cursor's slot count comes from a histogram of the nodes' free
+ * GPUs, the nodes a cursor changed are kept aside (mask, fw), and a claim finds the nodes with
+ * room in index order through bitmaps per free count. Only plan_init() visits every node, once
+ * per cycle. */
 struct plan {
     const struct sched_snapshot *snap;
     uint32_t n_nodes, words;
@@ -60,35 +90,74 @@ struct plan {
                         < 0) */
     uint64_t *bits;  /* [PLAN_KEYS][words]: usable nodes by base, for base 1..NODE_MAX_GPUS */
     uint64_t hist[PLAN_KEYS]; /* usable nodes per base (1..NODE_MAX_GPUS) */
-    /* the last walk (earliest()): node i's GPUs free at its time are fw[i] when stamp[i] ==
-     * walk, else base[i]; touched lists those nodes */
-    uint32_t walk;
-    uint32_t *stamp;
-    int64_t *fw;
-    uint32_t *touched;
-    uint32_t n_touched;
-    uint64_t steps;  /* events passed by the walks of this plan (<= ETA_MAX_STEPS) */
-    uint64_t *tbits; /* [words]: the touched nodes */
+    int64_t vmax;   /* no usable node's base is above it (bases only go down within a plan) */
+    uint16_t *mask; /* [n_nodes]: the cursors holding the node in their fw */
+    struct cursor cur[ETA_CURSORS];
+    uint32_t n_cur;
+    uint64_t clock;
+    uint64_t steps; /* events passed by the cursors of this plan (<= ETA_MAX_STEPS) */
     /* fail_n[k]: the fewest pods of k GPUs found never to fit in this plan (UINT64_MAX: none).
      * Claims only take capacity, so a gang of at least as many such pods never fits either. */
     uint64_t fail_n[PLAN_KEYS];
-    struct eta_evs rel;   /* running pods' and this cycle's placements' releases */
-    struct eta_evs claim; /* planned gangs' claims (taken, given back) */
-    struct eta_ev *mine;  /* scratch: the claims of the gang being planned */
+    struct eta_evs rel;  /* running pods' and this cycle's placements' releases */
+    struct eta_grp *grp; /* planned gangs' claims by time */
+    uint32_t n_grp;
+    struct eta_take *take; /* the nodes of every claim */
+    uint32_t n_take;
+    struct arena *arena;
 };
 
-/* By time only: the walk's results do not depend on the order of events of one time. */
+/* By time only: a walk's results do not depend on the order of events of one time. */
 static int cmp_ev(const void *a, const void *b)
 {
     const struct eta_ev *x = a, *y = b;
     return (x->t_ms > y->t_ms) - (x->t_ms < y->t_ms);
 }
 
-/* Node i's base becomes v (usable nodes only): its histogram and bitmap entry follow. */
+/* Pods of k GPUs that f free GPUs hold, by table (tab[v] = v / k for 0 <= v < PLAN_KEYS). */
+static inline uint64_t slots_tab(const uint8_t *tab, int64_t f, int64_t k)
+{
+    return f <= 0 ? 0 : f < PLAN_KEYS ? tab[f] : (uint64_t)(f / k);
+}
+
+static inline bool touched(const struct plan *p, const struct cursor *c, uint32_t i)
+{
+    return (p->mask[i] >> c->id) & 1u;
+}
+
+static inline int64_t free_of(const struct plan *p, const struct cursor *c, uint32_t i)
+{
+    return touched(p, c, i) ? c->fw[i] : p->base[i];
+}
+
+/* Node i's free GPUs in cursor c change by d (usable nodes only): its slots follow. */
+static void cursor_add(struct plan *p, struct cursor *c, uint32_t i, int64_t d)
+{
+    if (!touched(p, c, i)) {
+        p->mask[i] |= (uint16_t)(1u << c->id);
+        c->fw[i] = (int32_t)p->base[i];
+        c->tbits[i / 64] |= 1ull << (i % 64);
+    }
+    c->slots -= slots_tab(c->tab, c->fw[i], c->k);
+    c->fw[i] += (int32_t)d;
+    c->slots += slots_tab(c->tab, c->fw[i], c->k);
+}
+
+/* Node i's base becomes v (usable nodes only), from now on: its histogram and bitmap entry and
+ * every cursor's state follow. */
 static void set_base(struct plan *p, uint32_t i, int64_t v)
 {
     int64_t old = p->base[i];
     uint64_t bit = 1ull << (i % 64);
+    for (uint32_t x = 0; x < p->n_cur; x++) {
+        struct cursor *c = &p->cur[x];
+        if (touched(p, c, i)) {
+            cursor_add(p, c, i, v - old);
+        } else {
+            c->slots -= slots_tab(c->tab, old, c->k);
+            c->slots += slots_tab(c->tab, v, c->k);
+        }
+    }
     if (old >= 1 && old < PLAN_KEYS) {
         p->hist[old]--;
         p->bits[(size_t)old * p->words + i / 64] &= ~bit;
@@ -100,75 +169,107 @@ static void set_base(struct plan *p, uint32_t i, int64_t v)
     p->base[i] = v;
 }
 
-static int64_t free_at_walk(const struct plan *p, uint32_t i)
+/* Cursor c starts afresh at now, for n pods of k GPUs. */
+static void cursor_reset(struct plan *p, struct cursor *c, int64_t k, uint64_t n)
 {
-    return p->stamp[i] == p->walk ? p->fw[i] : p->base[i];
-}
-
-/* Pods of k GPUs that f free GPUs hold, by table (tab[v] = v / k for 0 <= v < PLAN_KEYS). */
-static inline uint64_t slots_tab(const uint8_t *tab, int64_t f, int64_t k)
-{
-    return f <= 0 ? 0 : f < PLAN_KEYS ? tab[f] : (uint64_t)(f / k);
-}
-
-/* Applies one event to the walk (k GPUs per pod, tab its slot table): *slots follows. */
-static inline void walk_apply(struct plan *p, const struct eta_ev *e, const uint8_t *tab, int64_t k,
-                              uint64_t *slots)
-{
-    uint32_t i = e->node;
-    if (!p->usable[i])
-        return;
-    if (p->stamp[i] != p->walk) {
-        p->stamp[i] = p->walk;
-        p->fw[i] = p->base[i];
-        p->touched[p->n_touched++] = i;
-        p->tbits[i / 64] |= 1ull << (i % 64);
+    for (uint32_t w = 0; w < p->words; w++) {
+        for (uint64_t m = c->tbits[w]; m; m &= m - 1)
+            p->mask[w * 64 + bits_ctz64(m)] &= (uint16_t) ~(1u << c->id);
+        c->tbits[w] = 0;
     }
-    *slots -= slots_tab(tab, p->fw[i], k);
-    p->fw[i] += e->gpus;
-    *slots += slots_tab(tab, p->fw[i], k);
+    c->k = k, c->n = n, c->t = p->snap->now_ms, c->xr = c->xc = 0, c->slots = 0;
+    for (int64_t v = 0; v < PLAN_KEYS; v++) {
+        c->tab[v] = (uint8_t)(v / k);
+        c->slots += p->hist[v] * c->tab[v];
+    }
+}
+
+/* A copy of cursor `from` as a new cursor for n pods (a cursor for fewer pods stays valid). */
+static void cursor_fork(struct plan *p, const struct cursor *from, struct cursor *c, uint64_t n)
+{
+    cursor_reset(p, c, from->k, n);
+    c->t = from->t, c->xr = from->xr, c->xc = from->xc, c->slots = from->slots;
+    for (uint32_t w = 0; w < p->words; w++) {
+        c->tbits[w] = from->tbits[w];
+        for (uint64_t m = from->tbits[w]; m; m &= m - 1) {
+            uint32_t i = w * 64 + bits_ctz64(m);
+            p->mask[i] |= (uint16_t)(1u << c->id);
+            c->fw[i] = from->fw[i];
+        }
+    }
+}
+
+/* A cursor for n pods of k GPUs: the one of the same k for the most pods up to n (relabelled
+ * for n, or copied while there is room), else a new one (the least recently used is reused).
+ * NULL: out of memory. */
+static struct cursor *cursor_for(struct plan *p, int64_t k, uint64_t n)
+{
+    struct cursor *best = NULL, *lru = NULL;
+    for (uint32_t x = 0; x < p->n_cur; x++) {
+        struct cursor *c = &p->cur[x];
+        if (c->k == k && c->n <= n && (!best || c->n > best->n))
+            best = c;
+        if (!lru || c->used < lru->used)
+            lru = c;
+    }
+    struct cursor *c = best;
+    if (!best || (best->n != n && p->n_cur < ETA_CURSORS)) {
+        if (p->n_cur < ETA_CURSORS) {
+            c = &p->cur[p->n_cur];
+            *c = (struct cursor){.id = p->n_cur};
+            c->fw = arena_alloc(p->arena, (p->n_nodes + 1) * sizeof(*c->fw));
+            c->tbits = arena_calloc(p->arena, p->words + 1, sizeof(*c->tbits));
+            if (!c->fw || !c->tbits)
+                return NULL;
+            p->n_cur++;
+        } else {
+            c = lru;
+        }
+        if (best)
+            cursor_fork(p, best, c, n);
+        else
+            cursor_reset(p, c, k, n);
+    }
+    c->n = n;
+    c->used = ++p->clock;
+    return c;
+}
+
+/* Applies claim group x to cursor c (claims are on usable nodes only). */
+static void grp_apply(struct plan *p, struct cursor *c, const struct eta_grp *x)
+{
+    for (uint32_t j = x->first; j < x->first + x->n; j++)
+        cursor_add(p, c, p->take[j].node, x->sign * p->take[j].gpus);
+    p->steps += x->n;
 }
 
 #define ETA_OVER_BUDGET INT64_MIN /* earliest(): the plan's step budget ran out */
 
-/* Earliest time at which n pods of k GPUs fit; leaves the walk's free counts at that time.
- * INT64_MAX: never (some capacity it needs has an unknown end); ETA_OVER_BUDGET: the walk would
- * pass more events than the plan has left. */
-static int64_t earliest(struct plan *p, int64_t k, uint64_t n, int64_t now)
+/* Earliest time at which n pods of k GPUs fit, from cursor c (which stays there). INT64_MAX:
+ * never (some capacity it needs has an unknown end); ETA_OVER_BUDGET: the plan's events to pass
+ * ran out first. */
+static int64_t earliest(struct plan *p, struct cursor *c, uint64_t n, int64_t now)
 {
-    if (++p->walk == 0) { /* wrapped: no stale stamp may match */
-        memset(p->stamp, 0, p->n_nodes * sizeof(*p->stamp));
-        p->walk = 1;
-    }
-    for (uint32_t x = 0; x < p->n_touched; x++)
-        p->tbits[p->touched[x] / 64] = 0;
-    p->n_touched = 0;
-    uint64_t slots = 0;
-    uint8_t tab[PLAN_KEYS];
-    for (int64_t v = 0; v < PLAN_KEYS; v++) {
-        tab[v] = (uint8_t)(v / k);
-        slots += p->hist[v] * tab[v];
-    }
-    int64_t t = now;
-    uint32_t xr = 0, xc = 0;
-    while (slots < n && (xr < p->rel.n || xc < p->claim.n)) {
-        if (p->steps + xr + xc >= ETA_MAX_STEPS) {
-            p->steps = ETA_MAX_STEPS;
+    const struct eta_evs *rel = &p->rel;
+    while (c->slots < n && (c->xr < rel->n || c->xc < p->n_grp)) {
+        if (p->steps >= ETA_MAX_STEPS)
             return ETA_OVER_BUDGET;
-        }
         int64_t next = INT64_MAX;
-        if (xr < p->rel.n)
-            next = p->rel.v[xr].t_ms;
-        if (xc < p->claim.n && p->claim.v[xc].t_ms < next)
-            next = p->claim.v[xc].t_ms;
-        t = next > now ? next : now;
-        for (; xr < p->rel.n && p->rel.v[xr].t_ms <= t; xr++)
-            walk_apply(p, &p->rel.v[xr], tab, k, &slots);
-        for (; xc < p->claim.n && p->claim.v[xc].t_ms <= t; xc++)
-            walk_apply(p, &p->claim.v[xc], tab, k, &slots);
+        if (c->xr < rel->n)
+            next = rel->v[c->xr].t_ms;
+        if (c->xc < p->n_grp && p->grp[c->xc].t_ms < next)
+            next = p->grp[c->xc].t_ms;
+        int64_t t = next > now ? next : now;
+        uint32_t xr0 = c->xr;
+        for (; c->xr < rel->n && rel->v[c->xr].t_ms <= t; c->xr++)
+            if (p->usable[rel->v[c->xr].node])
+                cursor_add(p, c, rel->v[c->xr].node, rel->v[c->xr].gpus);
+        p->steps += c->xr - xr0;
+        for (; c->xc < p->n_grp && p->grp[c->xc].t_ms <= t; c->xc++)
+            grp_apply(p, c, &p->grp[c->xc]);
+        c->t = t;
     }
-    p->steps += xr + xc;
-    return slots >= n ? t : INT64_MAX;
+    return c->slots >= n ? c->t : INT64_MAX;
 }
 
 /* The gang's GPUs per pod (the largest pod set's) and pods. */
@@ -181,8 +282,7 @@ static int64_t pod_gpus(const struct gang *g)
     return k;
 }
 
-static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel,
-                     uint32_t cap_claim)
+static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel, uint32_t cap_take)
 {
     const struct sched_snapshot *snap = env->snap;
     const struct cluster *c = snap->cluster;
@@ -190,22 +290,18 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
     struct arena *a = env->arena;
     int64_t now = snap->now_ms;
     uint32_t nn = c->n_nodes;
-    *p = (struct plan){.snap = snap, .n_nodes = nn, .words = (nn + 63) / 64};
+    *p = (struct plan){.snap = snap, .n_nodes = nn, .words = (nn + 63) / 64, .arena = a};
     p->usable = arena_alloc(a, nn + 1);
     p->base = arena_alloc(a, (nn + 1) * sizeof(*p->base));
     p->bits = arena_calloc(a, (size_t)PLAN_KEYS * p->words + 1, sizeof(*p->bits));
-    p->stamp = arena_calloc(a, nn + 1, sizeof(*p->stamp));
-    p->fw = arena_alloc(a, (nn + 1) * sizeof(*p->fw));
-    p->touched = arena_alloc(a, (nn + 1) * sizeof(*p->touched));
-    p->tbits = arena_calloc(a, p->words + 1, sizeof(*p->tbits));
+    p->mask = arena_calloc(a, nn + 1, sizeof(*p->mask));
     for (int k = 0; k < PLAN_KEYS; k++)
         p->fail_n[k] = UINT64_MAX;
     int64_t *rel = arena_alloc(a, (nn + 1) * sizeof(*rel));
     p->rel.v = arena_alloc(a, (cap_rel + 1) * sizeof(*p->rel.v));
-    p->claim.v = arena_alloc(a, (cap_claim + 1) * sizeof(*p->claim.v));
-    p->mine = arena_alloc(a, (cap_claim + 1) * sizeof(*p->mine));
-    if (!p->usable || !p->base || !p->bits || !p->stamp || !p->fw || !p->touched || !p->tbits ||
-        !rel || !p->rel.v || !p->claim.v || !p->mine)
+    p->grp = arena_alloc(a, (2 * ETA_MAX_PLANNED + 1) * sizeof(*p->grp));
+    p->take = arena_alloc(a, (cap_take + 1) * sizeof(*p->take));
+    if (!p->usable || !p->base || !p->bits || !p->mask || !rel || !p->rel.v || !p->grp || !p->take)
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < nn; i++) {
         const struct node *nd = &c->nodes[i];
@@ -219,6 +315,8 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
             p->base[i] = b;
         rel[i] = snap->release_typ_ms ? snap->release_typ_ms[i] : snap->state[i].release_ms;
     }
+    for (p->vmax = PLAN_KEYS - 1; p->vmax > 0 && p->hist[p->vmax] == 0; p->vmax--)
+        ;
     /* what this cycle started ends by its expected run time */
     for (uint32_t k = 0; k < env->out->n_placements; k++) {
         const struct sched_placement *pl = &env->out->placements[k];
@@ -268,27 +366,31 @@ static bool holds_reservation(const struct sched_result *out, const struct gang 
     return false;
 }
 
-/* Merges the gang's m claims (sorted here) into the sorted claim list. */
-static void claims_merge(struct plan *p, uint32_t m)
+/* Adds claim group x to the sorted groups (after those of its time); a cursor that stands at
+ * or after its time has it applied at once. */
+static void grp_add(struct plan *p, struct eta_grp x)
 {
-    qsort(p->mine, m, sizeof(*p->mine), cmp_ev);
-    struct eta_evs *c = &p->claim;
-    uint32_t a = c->n, b = m, w = c->n + m;
-    while (b > 0) { /* from the back, in place */
-        if (a > 0 && c->v[a - 1].t_ms > p->mine[b - 1].t_ms)
-            c->v[--w] = c->v[--a];
-        else
-            c->v[--w] = p->mine[--b];
+    for (uint32_t k = 0; k < p->n_cur; k++) {
+        struct cursor *c = &p->cur[k];
+        if (c->xr + c->xc > 0 && x.t_ms <= c->t) { /* (at now before any event: all later) */
+            grp_apply(p, c, &x);
+            c->xc++; /* it lands before every group the cursor has not passed */
+        }
     }
-    c->n += m;
+    uint32_t at = p->n_grp;
+    while (at > 0 && p->grp[at - 1].t_ms > x.t_ms)
+        at--;
+    memmove(p->grp + at + 1, p->grp + at, (p->n_grp - at) * sizeof(*p->grp));
+    p->grp[at] = x;
+    p->n_grp++;
 }
 
-/* The nodes that may have room for a pod of k GPUs at the walk's time, in index order: those
- * the walk changed and the others whose base is at least k (bitmaps). */
+/* The nodes that may have room for a pod of k GPUs in cursor c's state, in index order: those
+ * it changed and the others whose base is at least k (bitmaps). */
 struct room_iter {
+    const struct cursor *c;
     uint32_t w; /* bitmap word */
     uint64_t m; /* its bits not yet returned */
-    int64_t k;
 };
 
 /* The next candidate node, or UINT32_MAX. */
@@ -297,8 +399,8 @@ static uint32_t room_next(const struct plan *p, struct room_iter *it)
     while (it->m == 0) {
         if (++it->w >= p->words)
             return UINT32_MAX;
-        uint64_t m = p->tbits[it->w];
-        for (int64_t v = it->k; v < PLAN_KEYS; v++)
+        uint64_t m = it->c->tbits[it->w];
+        for (int64_t v = it->c->k; v <= p->vmax; v++)
             m |= p->bits[(size_t)v * p->words + it->w];
         it->m = m;
     }
@@ -311,39 +413,45 @@ static uint32_t room_next(const struct plan *p, struct room_iter *it)
  * holds a reservation claims its GPUs from now on (nobody else may take them, as in the cycle);
  * any other claims them from its expected start, so that gangs behind it may still be planned
  * into the gap before it, as backfill does. */
-static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e, bool holds)
+static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e, bool holds)
 {
     const struct gang *g = it->gang;
     int64_t now = p->snap->now_ms, k = pod_gpus(g);
     if (k <= 0) {
         e->kind = SCHED_ETA_UNKNOWN; /* waits for something the planner does not count */
-        return;
+        return 0;
     }
     bool memo = k < PLAN_KEYS;
-    int64_t t = memo && g->n_pods >= p->fail_n[k] ? INT64_MAX : earliest(p, k, g->n_pods, now);
+    struct cursor *c = NULL;
+    int64_t t = INT64_MAX;
+    if (!memo || g->n_pods < p->fail_n[k]) {
+        if (!(c = cursor_for(p, k, g->n_pods)))
+            return SCHED_ENOMEM;
+        t = earliest(p, c, g->n_pods, now);
+    }
     if (t == ETA_OVER_BUDGET) {
         e->kind = SCHED_ETA_BEHIND;
-        return;
+        return 0;
     }
     if (t == INT64_MAX) {
         if (memo && g->n_pods < p->fail_n[k])
             p->fail_n[k] = g->n_pods;
         e->kind = SCHED_ETA_UNKNOWN;
-        return;
+        return 0;
     }
     if (t == now && (it->why == SCHED_WHY_QUOTA)) {
         e->kind = SCHED_ETA_QUOTA; /* the GPUs are there, its quota is not */
-        return;
+        return 0;
     }
     e->kind = SCHED_ETA_AT;
     e->start_ms = t;
     /* claim: the nodes with room at t, in node order, from now to its expected end */
     int64_t rt = typ_runtime(p->snap, g), end = rt > 0 ? t + rt : INT64_MAX;
     uint64_t left = g->n_pods;
-    uint32_t m = 0;
-    struct room_iter ri = {.w = UINT32_MAX, .k = k};
+    uint32_t first = p->n_take;
+    struct room_iter ri = {.c = c, .w = UINT32_MAX};
     for (uint32_t i; left > 0 && (i = room_next(p, &ri)) != UINT32_MAX;) {
-        uint64_t take = (uint64_t)slots_of(free_at_walk(p, i), k);
+        uint64_t take = slots_tab(c->tab, free_of(p, c, i), k);
         if (take > left)
             take = left;
         if (take == 0)
@@ -352,12 +460,20 @@ static void plan_one(struct plan *p, const struct eta_item *it, struct sched_eta
         int32_t gpus = (int32_t)(take * (uint64_t)k);
         if (holds || t == now)
             set_base(p, i, p->base[i] - gpus); /* held from now on */
-        else
-            p->mine[m++] = (struct eta_ev){.t_ms = t, .node = i, .gpus = -gpus};
-        if (end != INT64_MAX)
-            p->mine[m++] = (struct eta_ev){.t_ms = end, .node = i, .gpus = gpus};
+        p->take[p->n_take++] = (struct eta_take){i, gpus};
     }
-    claims_merge(p, m);
+    uint32_t n_take = p->n_take - first;
+    if (!holds && t != now)
+        grp_add(p, (struct eta_grp){t, first, n_take, -1});
+    if (end != INT64_MAX)
+        grp_add(p, (struct eta_grp){end, first, n_take, +1});
+    return 0;
+}
+
+/* May a gang waiting for this reason ever start as it is? */
+static bool eta_plannable(enum sched_why why)
+{
+    return why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER && why != SCHED_WHY_NO_NODES;
 }
 
 int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n)
@@ -370,22 +486,24 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
     if (n == 0)
         return 0; /* nothing waits: no plan (its set-up costs the cluster's size) */
     uint32_t nn = env->snap->cluster->n_nodes;
-    uint32_t cap_rel = nn + env->snap->n_releases, cap_claim = 0;
+    uint32_t cap_rel = nn + env->snap->n_releases, cap_take = 0;
     for (uint32_t k = 0; k < out->n_placements; k++)
         cap_rel += out->placements[k].gang->n_pods;
-    for (uint32_t w = 0; w < n && w < ETA_MAX_PLANNED; w++) {
+    for (uint32_t w = 0, m = 0; w < n && m < ETA_MAX_PLANNED; w++) {
+        if (!eta_plannable(waiting[w].why))
+            continue; /* the gangs planned: the first ETA_MAX_PLANNED plannable ones at most */
         uint32_t pods = waiting[w].gang->n_pods;
-        cap_claim += 2 * (pods < nn ? pods : nn);
+        cap_take += pods < nn ? pods : nn;
+        m++;
     }
     struct plan p;
-    if (plan_init(&p, env, cap_rel, cap_claim) != 0)
+    if (plan_init(&p, env, cap_rel, cap_take) != 0)
         return SCHED_ENOMEM;
     uint32_t planned = 0;
     for (uint32_t w = 0; w < n; w++) {
         struct sched_eta *e = &out->etas[out->n_etas++];
         *e = (struct sched_eta){.gang = waiting[w].gang, .start_ms = INT64_MAX, .ahead = planned};
-        enum sched_why why = waiting[w].why;
-        if (why == SCHED_WHY_NEVER || why == SCHED_WHY_QUOTA_NEVER || why == SCHED_WHY_NO_NODES) {
+        if (!eta_plannable(waiting[w].why)) {
             e->kind = SCHED_ETA_NEVER;
             continue;
         }
@@ -393,7 +511,8 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
             e->kind = SCHED_ETA_BEHIND;
             continue;
         }
-        plan_one(&p, &waiting[w], e, holds_reservation(out, waiting[w].gang));
+        if (plan_one(&p, &waiting[w], e, holds_reservation(out, waiting[w].gang)) != 0)
+            return SCHED_ENOMEM;
         if (e->kind != SCHED_ETA_BEHIND)
             planned++;
     }

@@ -13,9 +13,13 @@
  * out before it (then `ahead` says how many gangs were planned before it).
  *
  * Cost per cycle: one pass over the nodes to set up (only when some gang waits), a sort of
- * the releases, then per planned gang the events its walk passes (at most ETA_MAX_STEPS in
- * all) and the nodes its claim takes; nothing else grows with the cluster. The plan is the same
- * as a walk over every node per gang would give (tests/unit/test_cycle.c; same_decisions.sh).
+ * the releases, then the events its walks pass (at most ETA_MAX_STEPS in all) and the nodes the
+ * claims take; nothing else grows with the cluster. A walk is not restarted from now for each
+ * gang: up to ETA_CURSORS walk states (per pod size and count) are kept for the whole plan and
+ * go on from where they stand, because a claim only ever takes capacity, so a gang of at least
+ * as many pods of one size cannot start before the last such gang could. The plan is the same
+ * as walking every node from now for each gang (test_start_estimates_match_reference in
+ * tests/unit/test_cycle.c; same_decisions.sh).
  *
  * Must not touch: the snapshot, the cycle's placement state (read only), anything outside the
  * cycle's arena.
@@ -31,11 +35,12 @@
 #include "sched/core/cycle.h"
 
 #define ETA_MAX_PLANNED 256 /* gangs planned per cycle; those behind get SCHED_ETA_BEHIND */
-/* Events the planner's walks may pass per cycle (each gang's walk passes the releases and claims
- * before its start): the gang whose walk would exceed it, and every gang behind, get
- * SCHED_ETA_BEHIND. A deep backlog on a full cluster then costs a bounded time per cycle, as
- * Slurm's backfill bounds its own (bf_max_job_test, bf_max_time). */
-#define ETA_MAX_STEPS   (1u << 18)
+/* Events the planner's walks may pass per cycle: the gang whose walk would exceed it, and every
+ * gang behind, get SCHED_ETA_BEHIND. A deep backlog on a full cluster then costs a bounded time
+ * per cycle, as Slurm's backfill bounds its own (bf_max_job_test, bf_max_time). On the bundled
+ * ITP traces a cycle's walks pass at most 2^11 events, so only bursts of thousands of gangs
+ * reach it (the 10,000-gang burst of bench_scale plans about 45 gangs a cycle). */
+#define ETA_MAX_STEPS   (1u << 13)
 
 struct place_state;
 

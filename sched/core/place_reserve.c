@@ -140,13 +140,29 @@ struct rpick {
     uint32_t j;
 };
 
-/* Expected free earliest first; ties: the later in score order (the more free GPUs now). */
-static int cmp_rpick(const void *a, const void *b)
+/* Expected free earliest first; ties: the later in score order (the more free GPUs now). A total
+ * order (j differs), so any way of taking the least first takes the same nodes. */
+static bool rpick_before(const struct rpick *x, const struct rpick *y)
 {
-    const struct rpick *x = a, *y = b;
-    if (x->release_ms != y->release_ms)
-        return (x->release_ms > y->release_ms) - (x->release_ms < y->release_ms);
-    return (x->j < y->j) - (x->j > y->j);
+    return x->release_ms != y->release_ms ? x->release_ms < y->release_ms : x->j > y->j;
+}
+
+/* Restores the min-heap order of h[0..n) below position k. */
+static void rpick_sift(struct rpick *h, uint32_t n, uint32_t k)
+{
+    for (;;) {
+        uint32_t l = 2 * k + 1, m = k;
+        if (l < n && rpick_before(&h[l], &h[m]))
+            m = l;
+        if (l + 1 < n && rpick_before(&h[l + 1], &h[m]))
+            m = l + 1;
+        if (m == k)
+            return;
+        struct rpick t = h[k];
+        h[k] = h[m];
+        h[m] = t;
+        k = m;
+    }
 }
 
 static bool pick_useful(const struct place_state *st, const struct gang *g, const uint64_t *got,
@@ -162,9 +178,9 @@ static bool pick_useful(const struct place_state *st, const struct gang *g, cons
  * first (ties: most free GPUs now), written to `nodes`; *start is when the last of them is
  * expected free. Returns the count, 0 when the domain cannot hold g. `by` is scratch of
  * st->c->n_nodes entries. A node stops being useful only when the sets it has slots for are
- * filled, never becomes useful again, so one pass over the useful nodes sorted once takes the
- * same nodes as choosing the earliest useful node again after every pick: O(m log m) for a
- * domain of m useful nodes instead of O(m x picks). */
+ * filled, never becomes useful again, so taking the useful nodes earliest first from one heap
+ * takes the same nodes as choosing the earliest useful node again after every pick: O(m +
+ * picks log m) for a domain of m useful nodes instead of O(m x picks). */
 static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
                              uint32_t *nodes, int64_t *start, struct rpick *by)
 {
@@ -173,10 +189,14 @@ static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l
     for (uint32_t j = 0; j < n_order; j++)
         if (pick_useful(st, g, got, st->order[j]))
             by[n_by++] = (struct rpick){st->state[st->order[j]].release_ms, j};
-    qsort(by, n_by, sizeof(*by), cmp_rpick);
+    /* a heap, not a sort: a gang takes few of a large domain's nodes */
+    for (uint32_t k = n_by / 2; k-- > 0;)
+        rpick_sift(by, n_by, k);
     *start = 0;
-    for (uint32_t k = 0; k < n_by; k++) {
-        uint32_t i = st->order[by[k].j];
+    while (n_by > 0) {
+        uint32_t i = st->order[by[0].j];
+        by[0] = by[--n_by];
+        rpick_sift(by, n_by, 0);
         if (!pick_useful(st, g, got, i))
             continue;
         bool done = true;
@@ -285,6 +305,26 @@ void place_lift_holds(struct place_state *st, bool lift)
 
 /* ---- explanations ------------------------------------------------------------------------ */
 
+/* The filter that rejects node i for pod set ps of g (FILTER_*), or -1 when none does. */
+static inline int diag_filter(const struct place_state *st, const struct gang *g,
+                              const struct podset *ps, const struct sched_filter *const *active,
+                              size_t n_active, uint32_t i)
+{
+    const struct node *nd = &st->c->nodes[i];
+    if (!nd->ready || st->state[i].not_ready)
+        return FILTER_NOT_READY;
+    if (st->state[i].quarantined)
+        return FILTER_QUARANTINED;
+    if (nd->unschedulable)
+        return FILTER_CORDONED;
+    if (!st->ok[i] && (st->held[i] || st->held_for[i]))
+        return FILTER_RESERVED;
+    for (size_t f = 0; f < n_active; f++)
+        if (!active[f]->pass(g, ps, nd))
+            return (int)active[f]->id;
+    return -1;
+}
+
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v)
 {
     const struct cluster *c = st->c;
@@ -300,39 +340,25 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
         if (g->sets[k].req.v[RES_GPU] > g->sets[s].req.v[RES_GPU])
             s = k;
     const struct podset *ps = &g->sets[s];
-    int64_t best_per_res[RES_MAX] = {0};
     uint32_t short_count[RES_MAX] = {0};
     const struct sched_filter *active[16]; /* the pod-level filters that can reject, in order */
     size_t n_active = 0;
     for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
         if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
             active[n_active++] = plugin_filters[f];
-    int n_res = res_count();
+    int64_t best_gpus = 0; /* most free GPUs of a node that may take pods (st->ok) */
     for (uint32_t i = 0; i < c->n_nodes; i++) {
-        const struct node *nd = &c->nodes[i];
-        int fid = -1;
-        if (!nd->ready || st->state[i].not_ready)
-            fid = FILTER_NOT_READY;
-        else if (st->state[i].quarantined)
-            fid = FILTER_QUARANTINED;
-        else if (nd->unschedulable)
-            fid = FILTER_CORDONED;
-        else if (!st->ok[i] && (st->held[i] || st->held_for[i]))
-            fid = FILTER_RESERVED;
-        for (size_t f = 0; fid < 0 && f < n_active; f++)
-            if (!active[f]->pass(g, ps, nd))
-                fid = (int)active[f]->id;
+        if (st->ok[i] && bits_popc32(st->gpu_free[i]) > best_gpus)
+            best_gpus = bits_popc32(st->gpu_free[i]);
+        int fid = diag_filter(st, g, ps, active, n_active, i);
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
         }
-        int r = res_first_short(&ps->req, &st->free[i]);
+        int r = res_first_short(&ps->req, &st->free[i]); /* the first short in resource order */
         uint32_t mask = 0;
         if (r < 0 && ps->req.v[RES_GPU] > 0 && !place_pod_fits(st, ps, i, &mask))
             r = RES_GPU; /* enough GPUs in number, but not inside one NVLink island */
-        for (int q = 0; q < n_res; q++)
-            if (st->free[i].v[q] > best_per_res[q])
-                best_per_res[q] = st->free[i].v[q];
         if (r >= 0) {
             v->filtered[FILTER_RESOURCES]++;
             short_count[r]++;
@@ -346,14 +372,16 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
         place_share_diagnose(st, g, v);
         return;
     }
-    if (worst >= 0) {
-        v->short_res = worst;
-        v->need = ps->req.v[worst];
-        v->best_free = worst == RES_GPU ? 0 : best_per_res[worst];
-        if (worst == RES_GPU) {
-            for (uint32_t i = 0; i < c->n_nodes; i++)
-                if (st->ok[i] && bits_popc32(st->gpu_free[i]) > v->best_free)
-                    v->best_free = bits_popc32(st->gpu_free[i]);
-        }
+    if (worst < 0)
+        return;
+    v->short_res = worst;
+    v->need = ps->req.v[worst];
+    if (worst == RES_GPU) {
+        v->best_free = best_gpus;
+        return;
     }
+    /* the most of it free on a node no filter rejects (a second pass: GPUs are the usual case) */
+    for (uint32_t i = 0; i < c->n_nodes; i++)
+        if (st->free[i].v[worst] > v->best_free && diag_filter(st, g, ps, active, n_active, i) < 0)
+            v->best_free = st->free[i].v[worst];
 }

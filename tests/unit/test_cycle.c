@@ -986,6 +986,149 @@ static void test_start_estimates_on_demand_and_bounded(void **unused)
     world_free(w);
 }
 
+/* The planner's expected starts as the planner's rules state them (eta.h), computed the plain
+ * way: for each waiting gang in the cycle's order, every node's free GPUs at now and at every
+ * later event time, the first time its pods fit, then its claim on the nodes with room in node
+ * order. The planner keeps walk states between gangs (cursors); this is the reference it must
+ * equal. Per-node releases (no per-pod list), no reservations. */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+struct ref_ev {
+    int64_t t;
+    uint32_t node;
+    int64_t gpus;
+};
+
+static int64_t ref_free(const int64_t *base, const struct ref_ev *ev, uint32_t n_ev, uint32_t i,
+                        int64_t t, bool none)
+{
+    int64_t f = base[i];
+    for (uint32_t e = 0; !none && e < n_ev; e++)
+        if (ev[e].node == i && ev[e].t <= t)
+            f += ev[e].gpus;
+    return f;
+}
+
+static void ref_plan(struct world *w, const struct sched_result *r, const int64_t *est, int64_t now,
+                     int64_t *want_t, int *want_kind)
+{
+    uint32_t nn = w->c->n_nodes, n_ev = 0;
+    int64_t base[64], rel[64];
+    struct ref_ev ev[64 + 4 * 32 * 8];
+    for (uint32_t i = 0; i < nn; i++) {
+        base[i] = w->c->nodes[i].n_gpus - __builtin_popcount(w->state[i].gpu_used);
+        rel[i] = w->state[i].release_ms;
+    }
+    for (uint32_t k = 0; k < r->n_placements; k++) {
+        const struct sched_placement *pl = &r->placements[k];
+        for (uint32_t x = 0; x < pl->gang->n_pods; x++) {
+            uint32_t i = pl->pods[x].node;
+            base[i] -= __builtin_popcount(pl->pods[x].gpu_mask);
+            if (now + est[pl->gang->id] > rel[i])
+                rel[i] = now + est[pl->gang->id];
+        }
+    }
+    for (uint32_t i = 0; i < nn; i++)
+        if (w->c->nodes[i].n_gpus - base[i] > 0)
+            ev[n_ev++] =
+                (struct ref_ev){rel[i] > now ? rel[i] : now, i, w->c->nodes[i].n_gpus - base[i]};
+    for (uint32_t e = 0; e < r->n_etas; e++) {
+        const struct gang *g = r->etas[e].gang;
+        int64_t k = g->sets[0].req.v[RES_GPU], t = INT64_MAX;
+        want_kind[g->id] = SCHED_ETA_UNKNOWN;
+        /* now before any event, then every event time in order */
+        for (int64_t cand = now, none = 1;; none = 0) {
+            uint64_t slots = 0;
+            for (uint32_t i = 0; i < nn; i++) {
+                int64_t f = ref_free(base, ev, n_ev, i, cand, none);
+                slots += f > 0 ? (uint64_t)(f / k) : 0;
+            }
+            if (slots >= g->n_pods) {
+                t = cand;
+                break;
+            }
+            int64_t next = INT64_MAX;
+            for (uint32_t x = 0; x < n_ev; x++)
+                if ((ev[x].t > cand || (none && ev[x].t == cand)) && ev[x].t < next)
+                    next = ev[x].t;
+            if (next == INT64_MAX)
+                break;
+            cand = next;
+        }
+        if (t == INT64_MAX)
+            continue;
+        const struct sched_verdict *v = verdict_of(r, g);
+        if (t == now && v && v->why == SCHED_WHY_QUOTA) {
+            want_kind[g->id] = SCHED_ETA_QUOTA;
+            continue;
+        }
+        want_kind[g->id] = SCHED_ETA_AT;
+        want_t[g->id] = t;
+        uint64_t left = g->n_pods;
+        int64_t fr[64];
+        for (uint32_t i = 0; i < nn; i++)
+            fr[i] = ref_free(base, ev, n_ev, i, t, false);
+        for (uint32_t i = 0; i < nn && left > 0; i++) {
+            uint64_t take = fr[i] > 0 ? (uint64_t)(fr[i] / k) : 0;
+            take = take < left ? take : left;
+            if (take == 0)
+                continue;
+            left -= take;
+            int64_t gpus = (int64_t)take * k;
+            if (t == now)
+                base[i] -= gpus;
+            else
+                ev[n_ev++] = (struct ref_ev){t, i, -gpus};
+            ev[n_ev++] = (struct ref_ev){t + est[g->id], i, gpus};
+        }
+    }
+}
+
+static void test_start_estimates_match_reference(void **unused)
+{
+    (void)unused;
+    uint64_t seed = 0x5eed;
+    for (int round = 0; round < 200; round++) {
+        struct world *w = world_new("hgx:6");
+        for (uint32_t i = 0; i < w->c->n_nodes; i++) {
+            use_gpus(w, i, (uint32_t)(rnd(&seed) & 0xFF));
+            w->state[i].release_ms = (int64_t)(200 + rnd(&seed) % 4000) * 1000;
+        }
+        static const int64_t sizes[] = {1, 2, 4, 8};
+        int64_t est[32];
+        uint32_t n = 8 + (uint32_t)(rnd(&seed) % 22);
+        for (uint32_t j = 0; j < n; j++) {
+            add_gang(w, 1 + (uint32_t)(rnd(&seed) % 6), sizes[rnd(&seed) % 4], (int64_t)j);
+            est[j] = (int64_t)(100 + rnd(&seed) % 3000) * 1000;
+        }
+        struct config *cfg;
+        const struct sched_result *r = cycle_quota(w, 100, est, &cfg);
+        int64_t want_t[32];
+        int want_kind[32];
+        for (uint32_t j = 0; j < n; j++)
+            want_kind[j] = -1;
+        ref_plan(w, r, est, 100 * 1000, want_t, want_kind);
+        for (uint32_t e = 0; e < r->n_etas; e++) {
+            const struct sched_eta *got = &r->etas[e];
+            uint32_t id = got->gang->id;
+            if (got->kind == SCHED_ETA_NEVER)
+                continue; /* the cycle's verdict, not the walk's */
+            assert_int_equal(got->kind, want_kind[id]);
+            if (got->kind == SCHED_ETA_AT)
+                assert_int_equal(got->start_ms, want_t[id]);
+        }
+        config_free(cfg);
+        free_names(w);
+        world_free(w);
+    }
+}
+
 static void test_tp_groups_inside_islands(void **unused)
 {
     (void)unused;
@@ -1333,6 +1476,7 @@ int main(void)
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
+        cmocka_unit_test(test_start_estimates_match_reference),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
