@@ -553,18 +553,23 @@ int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n)
     return snprintf(buf, n, "no estimate");
 }
 
-const struct sched_eta *eta_find(const struct sched_result *res, const struct gang *g)
+void eta_index(const struct sched_result *res, const struct sched_eta **by_id, uint32_t n)
 {
     for (uint32_t k = 0; k < res->n_etas; k++)
-        if (res->etas[k].gang == g)
-            return &res->etas[k];
-    return NULL;
+        if (res->etas[k].gang->id < n)
+            by_id[res->etas[k].gang->id] = &res->etas[k];
 }
 
-void eta_for_log(const struct sched_result *res, const struct gang *g, int64_t now_ms, bool *has,
-                 int64_t *at_ms, char *note, size_t n)
+void eta_unindex(const struct sched_result *res, const struct sched_eta **by_id, uint32_t n)
 {
-    const struct sched_eta *e = eta_find(res, g);
+    for (uint32_t k = 0; k < res->n_etas; k++)
+        if (res->etas[k].gang->id < n)
+            by_id[res->etas[k].gang->id] = NULL;
+}
+
+void eta_for_log(const struct sched_eta *e, int64_t now_ms, bool *has, int64_t *at_ms, char *note,
+                 size_t n)
+{
     *has = e != NULL;
     *at_ms = e && e->kind == SCHED_ETA_AT ? e->start_ms : 0;
     if (n > 0)

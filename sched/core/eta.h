@@ -65,12 +65,17 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
 /* "in 2h05m", "no estimate: waiting for quota", "no estimate: behind 300 gangs", ... into buf. */
 int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n);
 
-/* The expected start of g in a cycle's result, or NULL (placed, or not planned). */
-const struct sched_eta *eta_find(const struct sched_result *res, const struct gang *g);
+/* The expected starts of a cycle's result by gang id: by_id[g->id] = its entry for every gang
+ * of res->etas with an id below n. by_id is the driver's array of n entries, all NULL before;
+ * eta_unindex() makes the same entries NULL again, so one array serves every cycle at the cost
+ * of the cycle's estimates, not of the ids. */
+void eta_index(const struct sched_result *res, const struct sched_eta **by_id, uint32_t n);
+void eta_unindex(const struct sched_result *res, const struct sched_eta **by_id, uint32_t n);
 
-/* For a decision log row: *has false when g has no entry; else *at_ms (SCHED_ETA_AT) or the
- * reason there is none written to note (note[0] == 0 when there is a time). */
-void eta_for_log(const struct sched_result *res, const struct gang *g, int64_t now_ms, bool *has,
-                 int64_t *at_ms, char *note, size_t n);
+/* For a decision log row of a gang whose entry is e (NULL: placed, or not planned): *has false
+ * without one; else *at_ms (SCHED_ETA_AT) or the reason there is none written to note (note[0]
+ * == 0 when there is a time). */
+void eta_for_log(const struct sched_eta *e, int64_t now_ms, bool *has, int64_t *at_ms, char *note,
+                 size_t n);
 
 #endif

@@ -365,11 +365,10 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
                            struct sched_errbuf *eb)
 {
     /* each gang's expected start, by gang id */
-    struct sched_eta **eta_of = arena_calloc(&d->arena, kb->n_gangs + 1, sizeof(*eta_of));
+    const struct sched_eta **eta_of = arena_calloc(&d->arena, kb->n_gangs + 1, sizeof(*eta_of));
     int rc = eta_of ? 0 : sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    for (uint32_t k = 0; rc == 0 && k < res->n_etas; k++)
-        if (res->etas[k].gang->id < kb->n_gangs)
-            eta_of[res->etas[k].gang->id] = &res->etas[k];
+    if (eta_of)
+        eta_index(res, eta_of, kb->n_gangs);
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         const struct sched_verdict *vd = &res->verdicts[v];
         const struct kgang *kg = &kb->gangs[vd->gang->id];
@@ -389,10 +388,7 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
                                      .gang = kg->key,
                                      .why = (int)vd->why,
                                      .reason = reason};
-        /* its expected start (eta_for_log on a result of that one, not a search of them all) */
-        struct sched_eta *e = eta_of[vd->gang->id];
-        struct sched_result one = {.etas = e, .n_etas = e ? 1 : 0};
-        eta_for_log(&one, vd->gang, now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
+        eta_for_log(eta_of[vd->gang->id], now, &dec.has_eta, &dec.eta_ms, note, sizeof(note));
         dec.eta = note[0] ? note : NULL;
         int64_t at = dec.has_eta && !dec.eta ? dec.eta_ms : INT64_MIN;
         uint32_t h = verdict_key((int)vd->why, reason);

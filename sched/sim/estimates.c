@@ -151,19 +151,20 @@ bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn)
     r->fin_now = calloc(nj, sizeof(*r->fin_now));
     r->eta_first = malloc(nj * sizeof(*r->eta_first));
     r->last_eta = r->opt->db ? malloc(nj * sizeof(*r->last_eta)) : NULL;
+    r->eta_of = r->opt->db ? calloc(nj + 1, sizeof(*r->eta_of)) : NULL;
     for (size_t j = 0; r->eta_first && j < nj; j++)
         r->eta_first[j] = INT64_MIN;
     for (size_t j = 0; r->last_eta && j < nj; j++)
         r->last_eta[j] = INT64_MIN;
     return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rt_want &&
            r->rt_done && r->rel_typ && r->rel_nodes && r->rel_listed && r->fin_now &&
-           r->eta_first && (!r->opt->db || r->last_eta);
+           r->eta_first && (!r->opt->db || (r->last_eta && r->eta_of));
 }
 
 void sim_estimates_free(struct run *r)
 {
     free(r->rt_est), free(r->rt_typ), free(r->rel_typ), free(r->rels), free(r->fin_now);
     free(r->rel_nodes), free(r->rel_listed), free(r->rt_want), free(r->rt_done);
-    free(r->eta_first), free(r->last_eta);
+    free(r->eta_first), free(r->last_eta), free(r->eta_of);
     est_free(&r->est);
 }

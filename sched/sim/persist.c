@@ -346,6 +346,7 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
     struct store *db = r->opt->db;
     const struct sim_input *in = r->in;
     int rc = 0;
+    eta_index(res, r->eta_of, in->n_jobs); /* each gang's expected start, by job index */
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
@@ -354,7 +355,7 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
                                    .ts_ms = now,
                                    .gang = in->jobs[res->verdicts[v].gang->id].id,
                                    .why = (int)res->verdicts[v].why};
-        eta_for_log(res, res->verdicts[v].gang, now, &d.has_eta, &d.eta_ms, note, sizeof(note));
+        eta_for_log(r->eta_of[j], now, &d.has_eta, &d.eta_ms, note, sizeof(note));
         d.eta = note[0] ? note : NULL;
         /* the log records changes of reason (and of its figures) and of the expected start
          * (store_decision_eta_moved), not every repeat */
@@ -371,6 +372,7 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
         d.reason = reason;
         rc = store_decision_add(db, &d, eb);
     }
+    eta_unindex(res, r->eta_of, in->n_jobs);
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
         struct store_preemption p = {.cycle = (int64_t)r->st->cycles,
