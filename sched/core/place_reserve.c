@@ -348,9 +348,16 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             active[n_active++] = plugin_filters[f];
     int64_t best_gpus = 0; /* most free GPUs of a node that may take pods (st->ok) */
     for (uint32_t i = 0; i < c->n_nodes; i++) {
-        if (st->ok[i] && bits_popc32(st->gpu_free[i]) > best_gpus)
-            best_gpus = bits_popc32(st->gpu_free[i]);
-        int fid = diag_filter(st, g, ps, active, n_active, i);
+        int fid = -1;
+        if (st->ok[i]) { /* ready, up, schedulable and not held (place_base.h): pod filters only */
+            int64_t gpus = bits_popc32(st->gpu_free[i]);
+            best_gpus = gpus > best_gpus ? gpus : best_gpus;
+            for (size_t f = 0; fid < 0 && f < n_active; f++)
+                if (!active[f]->pass(g, ps, &c->nodes[i]))
+                    fid = (int)active[f]->id;
+        } else {
+            fid = diag_filter(st, g, ps, active, n_active, i);
+        }
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
