@@ -18,50 +18,12 @@
 
 #include "sched/kube/driver_int.h"
 
+#include "tests/unit/kube_fx.h"
+
 static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
                                     "kind: SchedulerConfig\n"
                                     "queues:\n"
                                     "  - name: q\n";
-
-struct fx {
-    struct kdrv d;
-    struct config *cfg;
-    struct kcache_build kb;
-};
-
-static void add(struct kcache *c, int kind, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
-    assert_int_equal(rc, 0);
-    cJSON_Delete(o);
-}
-
-static void node(struct kcache *c, const char *name)
-{
-    char buf[500];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
-             "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
-             "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-             name);
-    add(c, 0, buf);
-}
-
-/* A gang of one (pod ml/name) in queue q, bound to node_name ("" = pending). */
-static void pod(struct kcache *c, const char *name, const char *node_name)
-{
-    char buf[900];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
-             "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
-             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
-             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"}}",
-             name, name, node_name, *node_name ? "Running" : "Pending");
-    add(c, 1, buf);
-}
 
 static int setup(void **state)
 {
@@ -74,8 +36,8 @@ static int setup(void **state)
     arena_init(&f.d.arena, 1 << 16);
     if (!f.d.cache || kdrv_eng_init(&f.d) != 0)
         return -1;
-    node(f.d.cache, "n1");
-    node(f.d.cache, "n2");
+    fx_node(f.d.cache, "n1");
+    fx_node(f.d.cache, "n2");
     *state = &f;
     return 0;
 }
@@ -125,8 +87,8 @@ static void ids_are_stable_and_map_both_ways(void **state)
 {
     struct fx *f = *state;
     uint32_t early = kdrv_node_id(&f->d, "gone-node"); /* seen once (a reservation), never again */
-    pod(f->d.cache, "a", "");
-    pod(f->d.cache, "b", "n1");
+    fx_pod(f->d.cache, "a", "", false);
+    fx_pod(f->d.cache, "b", "n1", false);
     build(f);
     const struct kids *k = f->d.ids;
     assert_non_null(k);
@@ -146,7 +108,7 @@ static void ids_are_stable_and_map_both_ways(void **state)
     assert_int_equal(k->ids.core_node(k->ids.ctx, early), ENG_NONE); /* not in this cycle */
     uint32_t a = k->gang[kb_gang(f, "ml/a")];
     /* the gang goes and comes back: the same id */
-    pod(f->d.cache, "c", "");
+    fx_pod(f->d.cache, "c", "", false);
     build(f);
     assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/a")], a);
     assert_int_equal(kdrv_gang_id(&f->d, "ml/a"), a);
@@ -155,8 +117,8 @@ static void ids_are_stable_and_map_both_ways(void **state)
 static void holds_offered_through_the_maps(void **state)
 {
     struct fx *f = *state;
-    pod(f->d.cache, "a", "");
-    pod(f->d.cache, "b", "n1");
+    fx_pod(f->d.cache, "a", "", false);
+    fx_pod(f->d.cache, "b", "n1", false);
     build(f);
     uint32_t n2 = kdrv_node_id(&f->d, "n2"), gone = kdrv_node_id(&f->d, "n9");
     uint32_t nodes[] = {n2, gone};
@@ -179,7 +141,7 @@ static void holds_offered_through_the_maps(void **state)
     }
     assert_int_equal(seen, 3);
     /* the preemptor is bound: its hold ends; the operator's stays */
-    pod(f->d.cache, "a", "n2");
+    fx_pod(f->d.cache, "a", "n2", false);
     build(f);
     kdrv_holds_offer(&f->d, &f->kb, 3000);
     assert_int_equal(f->kb.snap.n_holds, 1);
@@ -193,8 +155,8 @@ static void holds_offered_through_the_maps(void **state)
 static void reservations_taken_as_holds_and_hints(void **state)
 {
     struct fx *f = *state;
-    pod(f->d.cache, "p", "");
-    pod(f->d.cache, "s", "");
+    fx_pod(f->d.cache, "p", "", false);
+    fx_pod(f->d.cache, "s", "", false);
     build(f);
     uint32_t p = kb_gang(f, "ml/p"), s = kb_gang(f, "ml/s");
     uint32_t on_n2[] = {kb_node(f, "n2")}, on_n1[] = {kb_node(f, "n1")};
@@ -205,7 +167,7 @@ static void reservations_taken_as_holds_and_hints(void **state)
     struct sched_result res = {.reservations = rv, .n_reservations = 2};
     kdrv_holds_take(&f->d, &f->kb, &res, 1000);
     /* the next cycle: a node added before the others changes the core's indices */
-    node(f->d.cache, "n0");
+    fx_node(f->d.cache, "n0");
     build(f);
     kdrv_holds_offer(&f->d, &f->kb, 2000);
     assert_int_equal(f->kb.snap.n_holds, 1);

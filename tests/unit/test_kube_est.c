@@ -20,6 +20,8 @@
 
 #include "sched/kube/driver_int.h"
 
+#include "tests/unit/kube_fx.h"
+
 static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
                                     "kind: SchedulerConfig\n"
                                     "queues:\n"
@@ -28,47 +30,6 @@ static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
 #define N_NODES 4
 #define HOUR_MS 3600000
 #define T0_MS   1767225600000 /* 2026-01-01T00:00:00Z */
-
-struct fx {
-    struct kdrv d;
-    struct config *cfg;
-    struct kcache_build kb;
-};
-
-static void add(struct kcache *c, int kind, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
-    assert_int_equal(rc, 0);
-    cJSON_Delete(o);
-}
-
-static void node(struct kcache *c, const char *name)
-{
-    char buf[500];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
-             "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
-             "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-             name);
-    add(c, 0, buf);
-}
-
-/* A gang of one (pod ml/name, 8 GPUs) in queue q, bound to node_name ("" = pending). */
-static void pod(struct kcache *c, const char *name, const char *node_name)
-{
-    char buf[1000];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
-             "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
-             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
-             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
-             name, name, node_name, *node_name ? "Running" : "Pending",
-             *node_name ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
-    add(c, 1, buf);
-}
 
 /* Every node runs a gang; n_pending gangs wait; two hours learned for queue q. */
 static void fixture(struct fx *f, uint32_t n_pending)
@@ -83,12 +44,12 @@ static void fixture(struct fx *f, uint32_t n_pending)
     for (int i = 0; i < N_NODES; i++) {
         snprintf(nn, sizeof(nn), "n%d", i);
         snprintf(name, sizeof(name), "run-%d", i);
-        node(f->d.cache, nn);
-        pod(f->d.cache, name, nn);
+        fx_node(f->d.cache, nn);
+        fx_pod(f->d.cache, name, nn, true);
     }
     for (uint32_t k = 0; k < n_pending; k++) {
         snprintf(name, sizeof(name), "wait-%05u", k);
-        pod(f->d.cache, name, "");
+        fx_pod(f->d.cache, name, "", true);
     }
 }
 

@@ -1,0 +1,54 @@
+/* tests/unit/kube_fx.h: API objects fed to the daemon's cache, shared by the unit tests of the
+ * daemon's driver (test_kube_engine.c, test_kube_est.c). Include after cmocka.h and
+ * sched/kube/driver_int.h. */
+#ifndef TESTS_UNIT_KUBE_FX_H
+#define TESTS_UNIT_KUBE_FX_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct fx {
+    struct kdrv d;
+    struct config *cfg;
+    struct kcache_build kb;
+};
+
+/* One watch event (kind 0: node, 1: pod) of the JSON object, applied to the cache. */
+static inline void fx_add(struct kcache *c, int kind, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+/* A ready node of 8 GPUs. */
+static inline void fx_node(struct kcache *c, const char *name)
+{
+    char buf[500];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
+             "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
+             "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+             name);
+    fx_add(c, 0, buf);
+}
+
+/* A gang of one (pod ml/name, 8 GPUs) in queue q, bound to node_name ("" = pending); a bound
+ * one with a startTime when `started`. */
+static inline void fx_pod(struct kcache *c, const char *name, const char *node_name, bool started)
+{
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+             "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
+             name, name, node_name, *node_name ? "Running" : "Pending",
+             started && *node_name ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
+    fx_add(c, 1, buf);
+}
+
+#endif
