@@ -11,7 +11,7 @@
 struct eta_ev {
     int64_t t_ms;  /* when the GPUs come back */
     uint32_t node; /* index into cluster->nodes */
-    int32_t gpus;  /* GPUs freed (< 0: taken by a planned gang) */
+    int32_t gpus;  /* GPUs freed (planned gangs' claims are eta_grp, below) */
 };
 
 /* Events sorted by time. Within one time their order does not matter: a walk applies every

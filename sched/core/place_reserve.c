@@ -311,14 +311,16 @@ static inline int diag_filter(const struct place_state *st, const struct gang *g
                               size_t n_active, uint32_t i)
 {
     const struct node *nd = &st->c->nodes[i];
-    if (!nd->ready || st->state[i].not_ready)
-        return FILTER_NOT_READY;
-    if (st->state[i].quarantined)
-        return FILTER_QUARANTINED;
-    if (nd->unschedulable)
-        return FILTER_CORDONED;
-    if (!st->ok[i] && (st->held[i] || st->held_for[i]))
-        return FILTER_RESERVED;
+    if (!st->ok[i]) { /* ok: ready, up, schedulable and not held (place_base.h) */
+        if (!nd->ready || st->state[i].not_ready)
+            return FILTER_NOT_READY;
+        if (st->state[i].quarantined)
+            return FILTER_QUARANTINED;
+        if (nd->unschedulable)
+            return FILTER_CORDONED;
+        if (st->held[i] || st->held_for[i])
+            return FILTER_RESERVED;
+    }
     for (size_t f = 0; f < n_active; f++)
         if (!active[f]->pass(g, ps, nd))
             return (int)active[f]->id;
@@ -348,16 +350,11 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             active[n_active++] = plugin_filters[f];
     int64_t best_gpus = 0; /* most free GPUs of a node that may take pods (st->ok) */
     for (uint32_t i = 0; i < c->n_nodes; i++) {
-        int fid = -1;
-        if (st->ok[i]) { /* ready, up, schedulable and not held (place_base.h): pod filters only */
+        if (st->ok[i]) {
             int64_t gpus = bits_popc32(st->gpu_free[i]);
             best_gpus = gpus > best_gpus ? gpus : best_gpus;
-            for (size_t f = 0; fid < 0 && f < n_active; f++)
-                if (!active[f]->pass(g, ps, &c->nodes[i]))
-                    fid = (int)active[f]->id;
-        } else {
-            fid = diag_filter(st, g, ps, active, n_active, i);
         }
+        int fid = diag_filter(st, g, ps, active, n_active, i);
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
