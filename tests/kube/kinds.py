@@ -21,17 +21,9 @@ import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
 ASCEND = "huawei.com/Ascend910"
-CONFIG = """apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-devices:
-  - {resource: nvidia.com/gpu}
-  - {resource: huawei.com/Ascend910}
-queues:
-  - name: npu
-    quota: {default: {huawei.com/Ascend910: 16}}
-  - name: gpu
-    quota: {default: {nvidia.com/gpu: 8}}
-"""
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "config", "examples",
+                       "two-kinds.yaml"), encoding="utf-8") as _f:
+    CONFIG = _f.read()  # the example both this test and tests/sim/sim_kinds.sh run
 
 
 def ascend_node(name):

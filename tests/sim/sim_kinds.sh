@@ -27,18 +27,7 @@ items:
   metadata: {name: npu-1}
   status: {allocatable: {cpu: "192", memory: 1024Gi, pods: "110", huawei.com/Ascend910: "8"}}
 YAML
-cat >"$TMP/cfg.yaml" <<'YAML'
-apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-devices:
-  - {resource: nvidia.com/gpu}
-  - {resource: huawei.com/Ascend910}
-queues:
-  - name: npu
-    quota: {default: {huawei.com/Ascend910: 16}}
-  - name: gpu
-    quota: {default: {nvidia.com/gpu: 8}}
-YAML
+cp config/examples/two-kinds.yaml "$TMP/cfg.yaml"
 printf 'job_id,submission_time,duration,num_gpu,queue,resource,gpus_per_pod\n' >"$TMP/t.csv"
 printf 'n1,0,100,16,npu,huawei.com/Ascend910,8\ng1,0,100,8,gpu,,8\n' >>"$TMP/t.csv"
 printf 'g2,0,100,8,gpu,,8\nx,0,100,8,npu,,8\n' >>"$TMP/t.csv"

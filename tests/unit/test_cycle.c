@@ -882,15 +882,23 @@ static void test_quota_wait_holds_the_queue(void **unused)
     world_free(w);
 }
 
-static void test_start_estimates(void **unused)
+/* One full 8-GPU node whose GPUs come back at 1,000 s, and three 8-GPU gangs waiting for it. */
+static struct world *three_waiting(struct gang **a, struct gang **b, struct gang **c)
 {
-    (void)unused;
     struct world *w = world_new("hgx:1");
     use_gpus(w, 0, 0xFF);
     w->state[0].release_ms = 1000 * 1000;
-    struct gang *a = add_gang(w, 1, 8, 0);
-    struct gang *b = add_gang(w, 1, 8, 1);
-    struct gang *c = add_gang(w, 1, 8, 2);
+    *a = add_gang(w, 1, 8, 0);
+    *b = add_gang(w, 1, 8, 1);
+    *c = add_gang(w, 1, 8, 2);
+    return w;
+}
+
+static void test_start_estimates(void **unused)
+{
+    (void)unused;
+    struct gang *a, *b, *c;
+    struct world *w = three_waiting(&a, &b, &c);
     int64_t est[3] = {500 * 1000, 300 * 1000, 0}; /* c's run time is unknown */
     struct config *cfg;
     const struct sched_result *r = cycle_quota(w, 100, est, &cfg);
@@ -940,12 +948,8 @@ static int64_t est_src_get(void *ctx, const struct gang *g, bool typical)
 static void test_start_estimates_on_demand_and_bounded(void **unused)
 {
     (void)unused;
-    struct world *w = world_new("hgx:1");
-    use_gpus(w, 0, 0xFF);
-    w->state[0].release_ms = 1000 * 1000;
-    struct gang *a = add_gang(w, 1, 8, 0);
-    struct gang *b = add_gang(w, 1, 8, 1);
-    struct gang *c = add_gang(w, 1, 8, 2);
+    struct gang *a, *b, *c;
+    struct world *w = three_waiting(&a, &b, &c);
     int64_t est[3] = {500 * 1000, 300 * 1000, 0};
     struct est_src src = {.v = est, .n = 3};
     struct sched_runtime_source rs = {.est = est_src_get, .ctx = &src};
