@@ -87,8 +87,9 @@ bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, ui
 /* A consumer joining a claim that is already allocated (a member of an elastic gang that came
  * after the others, sharing their claim): whether it is allocated and reserved for someone, not
  * yet for `uid`; and the body of the write that adds it, a JSON patch (application/json-patch+json)
- * appending {resource: pods, name, uid} to status.reservedFor, as kube-scheduler's PreBind adds a
- * pod to an allocated claim. NULL out of memory. */
+ * appending {resource: pods, name, uid} to status.reservedFor. kube-scheduler's PreBind adds a
+ * pod to an allocated claim with an UpdateStatus retried on conflict; the patch needs no
+ * resourceVersion, and leaves the allocation (immutable once set) alone. NULL out of memory. */
 bool kdra_claim_joins(const struct kclaim *c, const char *uid);
 cJSON *kdra_claim_join(const char *name, const char *uid);
 

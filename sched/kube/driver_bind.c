@@ -485,8 +485,10 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
-        if (cl && users == 1 && kdra_claim_joins(cl, p->uid)) {
-            /* joins the gang's claim, allocated when the others were bound (elastic) */
+        if (cl && kdra_claim_joins(cl, p->uid)) {
+            /* joins the gang's claim, allocated when the others were bound (elastic): each
+             * joining pod appends itself, however many join in this bind (the allocation is
+             * immutable once set) */
             body = kdra_claim_join(p->name, p->uid);
             how = KUBE_PATCH_JSON;
         } else if (cl && cl->channels) {

@@ -6,9 +6,10 @@ three pods of one gang: the claim is allocated once, status.reservedFor lists al
 every pod lands on the node of the allocation's nodeSelector; the queue's quota counts its 4
 devices once (an 8-GPU gang still fits the 16-GPU quota); deleting consumers leaves the claim
 allocated to the others until the last one goes (the fake API server plays the resourceclaim
-controller); a claim named by pods of two gangs waits with InvalidSpec; a member of an elastic
-gang that comes after the others are bound joins their allocated claim (status.reservedFor gets
-it, as kube-scheduler's PreBind adds a pod to an allocated claim). Every wait is bounded.
+controller); a claim named by pods of two gangs waits with InvalidSpec; members of an elastic
+gang that come after the others are bound join their allocated claim, one or two at a time
+(status.reservedFor gets each; the allocation, immutable once set, is not written again).
+Every wait is bounded.
 """
 
 import os
@@ -122,14 +123,17 @@ def main():
     sharing_gang(c, "el", 2, "late")
     check("a gang of two sharing a claim is bound", wait_for(lambda: len(e2e.bound(c, "el")) == 2,
                                                              60))
+    # two more members at once (one bind when a cycle sees both): each appends itself to
+    # reservedFor; the allocation, immutable once set, is left as it is
     claim_pod(c, "el-2", "el", "late")
+    claim_pod(c, "el-3", "el", "late")
 
     def joined():
         pods = e2e.bound(c, "el")
         uids = {r.get("uid") for r in status(c, "late").get("reservedFor") or []}
-        return (len(pods) == 3 and len({p["spec"]["nodeName"] for p in pods}) == 1 and
+        return (len(pods) == 4 and len({p["spec"]["nodeName"] for p in pods}) == 1 and
                 uids == {p["metadata"]["uid"] for p in pods})
-    check("a third member joins it: bound on the claim's node, added to reservedFor",
+    check("two more members join it: bound on the claim's node, added to reservedFor",
           wait_for(joined, 60), "pods %s, reservedFor %s" % (
               [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in e2e.bound(c, "el")],
               [r.get("name") for r in status(c, "late").get("reservedFor") or []]))

@@ -1559,11 +1559,20 @@ def check_event(res, ev):
 def check_update(res, cur, new):
     if res.key == ("resource.k8s.io", "resourceclaims"):
         # ValidateResourceClaimStatusUpdate (pkg/apis/resource/validation): reservedFor holds at
-        # most ResourceClaimReservedForMaxSize (256) consumers, each uid once, and needs an
-        # allocation (issue 17: shared claims)
+        # most ResourceClaimReservedForMaxSize (256) consumers, each uid once, each with its
+        # resource, name and uid, and needs an allocation; a populated allocation is immutable
+        # (ValidateImmutableField on status.allocation when old and new are both set)
         st = new.get("status") or {}
         rf = st.get("reservedFor") or []
         name = cur["metadata"]["name"]
+        old_alloc = (cur.get("status") or {}).get("allocation")
+        if old_alloc and st.get("allocation") and st["allocation"] != old_alloc:
+            raise invalid(res, name, "status.allocation", "Invalid value: field is immutable")
+        for i, r in enumerate(rf):
+            for f in ("resource", "name", "uid"):
+                if not r.get(f):
+                    raise invalid(res, name, "status.reservedFor[%d].%s" % (i, f),
+                                  "Required value")
         if len(rf) > 256:
             raise invalid(res, name, "status.reservedFor",
                           "Too many: %d: must have at most 256 items" % len(rf))
