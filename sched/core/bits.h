@@ -13,6 +13,12 @@
 
 #include <stdint.h>
 
+/* The mask of GPUs 0..n-1 of a node (all 32 bits from n = 32 on). */
+static inline uint32_t bits_low32(uint32_t n)
+{
+    return n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1u;
+}
+
 static inline uint32_t bits_popc32(uint32_t m)
 {
 #if defined(__POPCNT__)

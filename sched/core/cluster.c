@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/bits.h"
 #include "sched/core/dra.h"
 #include "sched/core/model.h"
 
@@ -207,11 +208,6 @@ static bool read_index(const char **p, uint32_t *out)
     return true;
 }
 
-static uint32_t all_gpus_mask(uint32_t n_gpus)
-{
-    return n_gpus >= 32 ? UINT32_MAX : (UINT32_C(1) << n_gpus) - 1;
-}
-
 /* Two forms: "0-3,4-7" (each comma-separated item, a range or one index, is an island) and
  * "0,1,2,3;4,5,6,7" (islands separated by ';', members by ','; ranges allowed in members). */
 int gpu_islands_parse(const char *s, uint8_t n_gpus, uint32_t *islands, uint8_t *n_islands,
@@ -286,7 +282,7 @@ int gpu_islands_parse(const char *s, uint8_t n_gpus, uint32_t *islands, uint8_t 
         return sched_fail(eb, SCHED_EINVAL, "gpu islands \"%s\": unexpected '%c' at offset %zu", s,
                           *p, (size_t)(p - s));
     }
-    uint32_t missing = all_gpus_mask(n_gpus) & ~seen;
+    uint32_t missing = bits_low32(n_gpus) & ~seen;
     if (missing) {
         uint32_t first = 0;
         while (!(missing & (UINT32_C(1) << first)))
@@ -445,7 +441,7 @@ static int finalize_node(struct node *n, struct sched_errbuf *eb)
             return sched_fail(eb, SCHED_EINVAL, "node \"%s\": annotation %s: %s", n->name,
                               ANNOT_GPU_ISLANDS, inner.msg);
     } else {
-        n->islands[0] = all_gpus_mask(n->n_gpus);
+        n->islands[0] = bits_low32(n->n_gpus);
         n->n_islands = 1;
     }
     return 0;

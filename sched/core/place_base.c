@@ -353,7 +353,7 @@ void place_base_sync(struct place_base *b, const struct node_state *state)
         unlink_raw(b, i);
         b->free[i] = nd->alloc;
         res_sub(&b->free[i], &state[i].used);
-        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+        uint32_t all = bits_low32(nd->n_gpus);
         b->gpu_free[i] = all & ~state[i].gpu_used;
         b->held[i] = 0;
         b->held_for[i] = NULL;

@@ -70,7 +70,7 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
             const struct node *nd = &c->nodes[i];
             if (!nd->ready || nd->unschedulable || !res_fits(&ps->req, &nd->alloc))
                 continue;
-            uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+            uint32_t all = bits_low32(nd->n_gpus);
             uint32_t tp = st->topology ? g->tp_size : 0;
             any = gpus <= 0 ||
                   plugin_reserve->pick(nd, all, (uint32_t)gpus, tp, place_set_limit(st, ps)) != 0;
@@ -100,7 +100,7 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     }
     int64_t gpus = ps->req.v[RES_GPU];
     if (gpus > 0) {
-        uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : ((1u << nd->n_gpus) - 1u);
+        uint32_t all = bits_low32(nd->n_gpus);
         uint32_t k =
             plugin_reserve->slots(nd, all, (uint32_t)gpus, st->cur_tp, place_set_limit(st, ps));
         if (k < best)

@@ -71,11 +71,6 @@ static void plain_req(const struct place_state *st, const struct podset *ps, str
             out->v[st->share_res[k]] = 0;
 }
 
-static uint32_t dev_mask(uint8_t n)
-{
-    return n >= 32 ? UINT32_MAX : (1u << n) - 1u;
-}
-
 /* Devices of gs entry k that hold some share. */
 static uint32_t shared_devs(const struct gs_node *n)
 {
@@ -110,7 +105,7 @@ static void add_running(struct place_state *st, const struct sched_snapshot *sna
                 if (st->gs_of[i] < 0)
                     continue;
                 struct gs_node *n = &st->gs[st->gs_of[i]];
-                gs_take(n, &q, run->pods[k].gpu_mask & dev_mask(n->n_devs), 1);
+                gs_take(n, &q, run->pods[k].gpu_mask & bits_low32(n->n_devs), 1);
                 st->free[i].v[RES_GPU] += g->sets[s].req.v[RES_GPU];
             }
         }
@@ -358,7 +353,7 @@ void place_share_diagnose(const struct place_state *st, const struct gang *g,
         uint32_t i = st->gs_node[k];
         if (!st->ok[i])
             continue;
-        uint32_t usable = (st->gpu_free[i] | shared_devs(n)) & dev_mask(n->n_devs);
+        uint32_t usable = (st->gpu_free[i] | shared_devs(n)) & bits_low32(n->n_devs);
         for (uint8_t d = 0; d < n->n_devs; d++) {
             const struct gs_dev *dv = &n->dev[d];
             if (!(usable & (1u << d)) || !dv->healthy)
