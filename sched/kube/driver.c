@@ -3,9 +3,11 @@
  * One cycle, on the loop thread:
  *   1. kcache_build: the snapshot (cluster, usage of every scheduler's pods, pending gangs with
  *      minMember pods present, running gangs);
- *   2. sched_cycle: decisions (pure);
- *   3. one store transaction: decisions that changed, preemption records, job rows and the bind
- *      intents of every placed pod; committed (synchronous=FULL) before any request is sent;
+ *   2. sched_cycle: decisions (pure), with each queue's fair-share history integrated up to now
+ *      (driver_fair.c);
+ *   3. one store transaction: decisions that changed, preemption records, job rows, the bind
+ *      intents of every placed pod and, when due, the fair-share history; committed with
+ *      synchronous=FULL before any request is sent;
  *   4. the binds: every member of every placed gang in parallel (POST pods/NAME/binding with the
  *      GPU ids and the flavor as annotations, merged into the pod); a pod found already bound
  *      to the chosen node counts as bound;
@@ -20,9 +22,9 @@
  * conditions; driver_life.c deletes, evictions and the lifecycle step (rules: the engine);
  * driver_eng.c the engine's ids and node effects;
  * driver_record.c jobs, the ledger and the cycle's record; driver_ops.c operator actions and
- * holds. driver_int.h holds struct kdrv and what one file calls in another. This file sends no
- * request itself and writes to the store only the configuration of a reload: it orders the
- * phases the others carry out.
+ * holds; driver_fair.c the fair-share history. driver_int.h holds struct kdrv and what one file
+ * calls in another. This file sends no request itself and writes to the store only the
+ * configuration of a reload: it orders the phases the others carry out.
  *
  * Recovery (first cycle after becoming leader): open intents of a previous process are resolved
  * against the API's view: a gang whose pods are all on their intended nodes is recorded bound;
@@ -225,6 +227,8 @@ static int cycle_decide(struct kcycle *c)
     if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
         LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     int crc = kdrv_est_plan(d, &c->kb, c->cfg, c->now);
+    if (crc == 0)
+        crc = kdrv_fair_offer(d, &c->kb, c->cfg, c->now);
     if (crc == 0)
         crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
@@ -828,6 +832,7 @@ static void kdrv_shutdown(struct kdrv *d)
     strmap_fini(&d->held);
     kdrv_eng_fini(d);
     kdrv_est_fini(d);
+    eng_fair_free(d->fair);
     store_close(d->db);
     kcache_free(d->cache);
     kube_auth_free(d->auth);

@@ -1,7 +1,6 @@
 /* sched/kube/driver_int.h: internals shared by the files of the Kubernetes driver (driver.c,
- * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c, driver_est.c); not
- * a public
- * interface: nothing outside these files includes it.
+ * driver_bind.c, driver_status.c, driver_life.c, driver_record.c, driver_ops.c, driver_est.c,
+ * driver_fair.c); not a public interface: nothing outside these files includes it.
  *
  * Owns: struct kdrv (the daemon's state on the loop), the binds of a cycle, and the functions
  * one of these files calls in another (each under the name of its file).
@@ -28,6 +27,7 @@
 #include "sched/core/policy.h"
 #include "sched/core/strmap.h"
 #include "sched/engine/engine.h"
+#include "sched/engine/fair.h"
 #include "sched/engine/life.h"
 #include "sched/engine/names.h"
 #include "sched/http/follow.h"
@@ -143,6 +143,11 @@ struct kdrv {
     struct est_model est;
     struct strlist est_queues; /* queue name of each of est's queue indices */
     uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
+    /* the fair-share history by queue name (driver_fair.c), restored from the store once;
+     * its rows last written at fair_written_ms */
+    struct eng_fair *fair;
+    bool fair_restored, fair_written;
+    int64_t fair_written_ms;
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -322,6 +327,16 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
  * was learned; nothing a decision reads. 0 or SCHED_ENOMEM. */
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
 void kdrv_est_fini(struct kdrv *d);
+
+/* ---- driver_fair.c ---- */
+
+/* Before the core: the fair-share history (restored from the store at the first cycle with it
+ * open) integrated up to now, offered as kb->snap.hist_share. 0 or SCHED_ENOMEM. */
+int kdrv_fair_offer(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
+/* In the cycle's transaction, after the core: the share of the usage the decisions leave (held
+ * until the next cycle), and the history's rows written when due. */
+int kdrv_fair_record(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
+                     const struct config *cfg, int64_t now, struct sched_errbuf *eb);
 
 /* ---- driver_ops.c ---- */
 

@@ -502,6 +502,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
     for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++)
         rc = record_placement(d, kb, &res->placements[p], cfg, now, eb);
     if (rc == 0)
+        rc = kdrv_fair_record(d, kb, res, cfg, now, eb);
+    if (rc == 0)
         rc = store_commit(d->db, eb);
     if (rc != 0)
         store_rollback(d->db);

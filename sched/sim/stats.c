@@ -1,5 +1,6 @@
 /* sched/sim/stats.c: the run's KPIs (summarize), the time series, quota metrics, the per-job CSV
  * (see run.h). */
+#include "sched/engine/fair.h"
 #include "sched/sim/run.h"
 
 /* Free GPUs stranded on partly used nodes, as a share of the cluster's GPUs (r->stranded is kept
@@ -250,10 +251,10 @@ int sim_quota_observe(struct run *r)
     arena_reset(&r->qarena);
     if (quota_build(&qt, in->config, r->usage, &r->qarena) != 0)
         return SCHED_ENOMEM;
+    eng_fair_observe(&qt, r->share); /* the rule the daemon keeps too (sched/engine/fair.h) */
     bool violated = false, anyone_borrows = false;
     for (uint32_t q = 0; q < in->n_queues; q++) {
         double u = (double)sim_queue_gpus(r, q);
-        r->share[q] = quota_share(&qt, q, 0, NULL);
         violated |= quota_violated(&qt, q);
         anyone_borrows |= u > st->per_queue[q].nominal_gpus;
         if (u > st->per_queue[q].max_usage_gpus)
