@@ -20,10 +20,16 @@
 
 #define KDRV_FAIR_WRITE_MS 10000 /* the fair_share rows are written at most this often */
 
+struct restoring {
+    struct kdrv *d;
+    uint32_t n; /* rows restored */
+};
+
 static int restore_row(void *ctx, const char *queue, double share, int64_t updated_ms)
 {
-    struct kdrv *d = ctx;
-    int rc = eng_fair_restore(d->fair, queue, share, updated_ms);
+    struct restoring *r = ctx;
+    int rc = eng_fair_restore(r->d->fair, queue, share, updated_ms);
+    r->n += rc == 0;
     return rc == SCHED_EINVAL ? 0 : rc; /* the store checks the rows: none is refused here */
 }
 
@@ -33,9 +39,10 @@ static int fair_restore(struct kdrv *d)
 {
     struct sched_errbuf eb = {0};
     d->fair_restored = true;
-    int rc = store_history_list(d->db, restore_row, d, &eb);
+    struct restoring r = {.d = d};
+    int rc = store_history_list(d->db, restore_row, &r, &eb);
     if (rc == 0) {
-        LOG_INFO(KDRV_MOD, "fair-share history restored from the store");
+        LOG_INFO(KDRV_MOD, "fair-share history restored: queues=%u", r.n);
         return 0;
     }
     LOG_WARN(KDRV_MOD,

@@ -7,7 +7,9 @@ the HTTP API (sched/http/follow.c). The leader schedules a gang and takes operat
 queue held), then is killed with SIGKILL; the standby takes over with the followed store and
 must still hold the queue. Then that leader is killed too, and a replica WITHOUT --follow takes
 over on a fresh file: the hold and the history are gone, as they were for every fail-over
-before. Prints the figures (commit_seq, decisions, actions, history rows) of each store.
+before. The fair-share history goes across the fail-over with the followed store and goes on
+from where the old leader left it. Prints the figures (commit_seq, decisions, actions, history
+rows) of each store.
 
 Run by tests/kube/test_failover.sh; "ok ..." / "FAIL ..." lines; exit 1 on any failure.
 """
@@ -40,6 +42,18 @@ def figures(db):
         return f
     except sqlite3.Error as exc:
         return {"error": str(exc)}
+
+
+def history(db, queue):
+    """(share, updated_ms) of the queue's fair_share row, or None."""
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+        row = con.execute("select share, updated_ms from fair_share where queue = ?",
+                          (queue,)).fetchone()
+        con.close()
+        return row
+    except sqlite3.Error:
+        return None
 
 
 def admission(url, queue):
@@ -90,6 +104,17 @@ def main():
     check("the new leader's store has the old leader's history",
           adopted.get("actions", 0) >= at_kill.get("actions", 0)
           and adopted.get("jobs", 0) >= at_kill.get("jobs", 0), json.dumps(adopted))
+    # the fair-share history: the old leader wrote a row per queue; the new one restores them
+    # and integrates the time since with what it sees running (train, half of team-a's quota),
+    # so its first rows are above 0 where a replica on an empty file starts at 0
+    check("the old leader wrote the fair-share history", at_kill.get("fair_share", 0) >= 2,
+          json.dumps(at_kill))
+    check("the new leader restores it",
+          wait_for(lambda: "fair-share history restored: queues=%d" % at_kill.get("fair_share")
+                   in b.text(), 20), b.text()[-600:])
+    check("and integrates the fail-over's gap with what runs (team-a's history > 0)",
+          wait_for(lambda: (history(db_b, "team-a") or (0, 0))[0] > 0, 20),
+          str(history(db_b, "team-a")))
     # before: a replica without --follow takes over on its own (empty) file
     b.stop(signal.SIGKILL)
     cc = Sched(kubeconfig, "sched-c", db_c)
@@ -97,6 +122,9 @@ def main():
     check("it starts with the hold lost (the old behaviour)",
           wait_for(lambda: admission(cc.url(), "team-b") == "open", 20),
           str(admission(cc.url(), "team-b")))
+    check("it starts without fair-share history (team-a's row at 0)",
+          wait_for(lambda: history(db_c, "team-a") is not None, 20)
+          and history(db_c, "team-a")[0] == 0, str(history(db_c, "team-a")))
     print("figures: replica without --follow after takeover %s" % json.dumps(figures(db_c)))
     # in a pod: POD_NAME is the identity and POD_NAMESPACE the Lease's namespace (downward API)
     cc.stop(signal.SIGKILL)
