@@ -8,9 +8,9 @@
  *   - after the cycle's decisions, the share of the usage they leave taken (the snapshot's usage
  *     plus what the cycle placed), which holds until the next cycle;
  *   - written back in the cycle's store transaction, one row per configured queue, at most every
- *     KDRV_FAIR_WRITE_MS (and at the first cycle of the process). A restart loses no history: the
- *     interval since the last write is integrated as a gap (fair.h), with the share of the usage
- *     the first cycle sees.
+ *     KDRV_FAIR_WRITE_MS (and at the first cycle of the process). After a restart the interval
+ *     since the last write is integrated as a gap (fair.h), with the share of the usage the
+ *     first cycle sees: what is lost is the detail of the shares over that interval.
  * Queues the configuration no longer has keep their rows and their history as they were.
  */
 #include <string.h>
@@ -37,7 +37,7 @@ static int restore_row(void *ctx, const char *queue, double share, int64_t updat
  * every queue then starts without one, said in a warning. */
 static int fair_restore(struct kdrv *d)
 {
-    struct sched_errbuf eb = {0};
+    struct sched_errbuf eb = {{0}};
     d->fair_restored = true;
     struct restoring r = {.d = d};
     int rc = store_history_list(d->db, restore_row, &r, &eb);

@@ -1,6 +1,6 @@
 /* tests/unit/kube_fx.h: API objects fed to the daemon's cache, shared by the unit tests of the
- * daemon's driver (test_kube_engine.c, test_kube_est.c). Include after cmocka.h and
- * sched/kube/driver_int.h. */
+ * daemon's driver (test_kube_engine.c, test_kube_est.c, test_kube_fair.c). Include after cmocka.h
+ * and sched/kube/driver_int.h. */
 #ifndef TESTS_UNIT_KUBE_FX_H
 #define TESTS_UNIT_KUBE_FX_H
 
