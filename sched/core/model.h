@@ -208,9 +208,11 @@ struct gang {
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
     uint64_t shape; /* hash of every placement-relevant field: equal shapes, equal fate */
+    bool share;     /* some pod set asks for a GPU share (HAMi: nvidia.com/gpumem,
+                       gpumem-percentage or gpucores above 0; sched/core/place_share.c) */
 };
 
-/* Computes n_pods, gpus and shape; call after filling the gang. */
+/* Computes n_pods, gpus, shape and share; call after filling the gang. */
 void gang_finalize(struct gang *g);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */

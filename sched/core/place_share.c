@@ -34,17 +34,6 @@
 
 enum { SH_MEM = 0, SH_MEM_PCT = 1, SH_CORES = 2 };
 
-bool place_is_share(const struct place_state *st, const struct gang *g)
-{
-    if (st->n_gs == 0)
-        return false;
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (int k = 0; k < 3; k++)
-            if (st->share_res[k] >= 0 && g->sets[s].req.v[st->share_res[k]] > 0)
-                return true;
-    return false;
-}
-
 /* One pod of `ps` as a device request. */
 static struct gs_req share_req(const struct place_state *st, const struct podset *ps)
 {
