@@ -113,7 +113,8 @@ struct place_state {
     int64_t static_gpus;
     /* GPU shares (place_share.c): ids of nvidia.com/gpumem, gpumem-percentage, gpucores (-1:
      * never named); the n_gs nodes with a HAMi register (gs_node: their node index, ascending;
-     * gs_of: a node's entry or -1), their per-device capacity and usage (MiB, percent, pods);
+     * gs_of: a node's entry or -1), their per-device capacity and usage (MiB, percent, pods;
+     * kept in the base between cycles);
      * the undo log of the share gang being placed; the largest device memory (MiB) and device
      * count of a ready node; the policies of gangs that name none */
     int share_res[3];

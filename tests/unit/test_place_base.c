@@ -245,6 +245,51 @@ static void test_bucket_order(void **unused)
     cluster_free(c);
 }
 
+/* Nodes charged with GPU shares at the sync (pb_link_shared, in ascending order as
+ * place_share.c charges them) come after the nodes linked during the cycle and before the
+ * bitmap, the last charged first: the order of a build that links them (LIFO) at every cycle.
+ * The next sync leaves them where they are unless they were marked. */
+static void test_shared_set_order(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:300");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    struct place_base *b = place_base_new(c);
+    for (uint32_t i = 0; i < c->n_nodes; i++)
+        state[i].gpu_used = 0x0F; /* every node in bucket 4 */
+    place_base_sync(b, state);
+    static const uint32_t shared[] = {3, 64, 200, 299};
+    for (uint32_t k = 0; k < 4; k++)
+        pb_link_shared(b, shared[k]);
+    b->gpu_free[7] = 0xF0; /* changed in the cycle: heads the bucket */
+    pb_unlink(b, 7);
+    pb_link(b, 7);
+    static const int32_t want[] = {7, 299, 200, 64, 3, 0, 1, 2, 4, 5, 6, 8};
+    struct pb_iter it;
+    pb_iter_start(b, 4, &it);
+    for (uint32_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+        assert_int_equal(pb_iter_next(b, 4, &it), want[k]);
+    uint32_t seen = 12;
+    while (pb_iter_next(b, 4, &it) >= 0)
+        seen++;
+    assert_int_equal(seen, c->n_nodes);
+    pb_cand_fill(b, 4); /* every linked node is a candidate, the shared ones included */
+    for (uint32_t k = 0; k < 4; k++)
+        assert_true(b->cand[shared[k] / 64] >> (shared[k] % 64) & 1);
+    for (uint32_t w = 0; w < b->words; w++)
+        b->cand[w] = 0;
+    place_base_touch(b, 200); /* the driver changed node 200: restored into the bitmap */
+    place_base_sync(b, state);
+    static const int32_t after[] = {299, 64, 3, 0, 1, 2, 4};
+    pb_iter_start(b, 4, &it);
+    for (uint32_t k = 0; k < sizeof(after) / sizeof(after[0]); k++)
+        assert_int_equal(pb_iter_next(b, 4, &it), after[k]);
+    assert_int_equal(b->free_gpus, 4 * (int64_t)c->n_nodes);
+    place_base_free(b);
+    free(state);
+    cluster_free(c);
+}
+
 /* The largest domain per level, kept by deltas, equals a count from scratch. */
 static void test_level_max(void **unused)
 {
@@ -438,6 +483,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_decides_as_scratch),
         cmocka_unit_test(test_bucket_order),
+        cmocka_unit_test(test_shared_set_order),
         cmocka_unit_test(test_level_max),
         cmocka_unit_test(test_backlog_verdicts),
         cmocka_unit_test(test_backlog_hold_is_tried),
