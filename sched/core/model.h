@@ -62,6 +62,8 @@ struct node {
     uint8_t n_gpus;       /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
     uint8_t gpu_capacity; /* status.capacity GPUs; above n_gpus = unhealthy devices (0: unknown) */
     uint8_t n_islands;    /* >= 1 when n_gpus > 0 */
+    uint8_t kind;         /* device kind of alloc (res.h "device kinds"; kinds are configured
+                             before nodes are read), set by cluster_finalize */
     uint32_t islands[NODE_MAX_ISLANDS]; /* disjoint GPU masks, union = all GPUs */
     uint32_t dom[TOPO_MAX_LEVELS];      /* domain id at each topology level */
 };
