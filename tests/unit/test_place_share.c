@@ -29,6 +29,8 @@
 #include "sched/core/policy.h"
 #include "sched/k8s/nodes.h"
 
+#include "tests/unit/place_fx.h"
+
 #define N_GANGS 40
 #define N_REG   10 /* registered nodes h0..h9 (8 devices); then p0, p1 without a register */
 
@@ -88,12 +90,7 @@ struct life {
 
 static uint64_t rnd(struct life *l)
 {
-    uint64_t x = l->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    l->rng = x;
-    return x;
+    return pfx_rnd(&l->rng);
 }
 
 /* kind 0: a share gang (1 or 2 pods of 1 or 2 devices, gpumem or gpumem-percentage, gpucores);
@@ -129,19 +126,9 @@ static void make_gang(struct life *l, struct gang *g, uint32_t id, int kind)
     g->min_member = g->n_pods;
 }
 
-/* The driver's usage of one pod of g (as the simulator counts it: the whole request, the share
- * resources and nvidia.com/gpu per pod included, and the devices named): add or take away. */
 static void use(struct life *l, const struct gang *g, const struct sched_assign *a, int sign)
 {
-    struct node_state *s = &l->state[a->node];
-    if (sign > 0) {
-        res_add(&s->used, &g->sets[0].req);
-        s->gpu_used |= a->gpu_mask;
-    } else {
-        res_sub(&s->used, &g->sets[0].req);
-        s->gpu_used &= ~a->gpu_mask;
-    }
-    place_base_touch(l->base, a->node);
+    pfx_use(l->state, l->base, g, a, sign);
 }
 
 static void start(struct life *l, const struct sched_result *res)
@@ -170,30 +157,6 @@ static void list_runs(struct life *l)
     for (uint32_t j = 0; j < N_GANGS; j++)
         if (l->running[j])
             l->runs[l->n_runs++] = (struct sched_running){.gang = &l->gangs[j], .pods = l->pods[j]};
-}
-
-static void same_result(const struct sched_result *x, const struct sched_result *y)
-{
-    assert_int_equal(x->n_placements, y->n_placements);
-    for (uint32_t p = 0; p < x->n_placements; p++) {
-        const struct sched_placement *a = &x->placements[p], *b = &y->placements[p];
-        assert_int_equal(a->gang->id, b->gang->id);
-        assert_int_equal(a->level, b->level);
-        assert_int_equal(a->domain, b->domain);
-        for (uint32_t k = 0; k < a->gang->n_pods; k++) {
-            assert_int_equal(a->pods[k].node, b->pods[k].node);
-            assert_int_equal(a->pods[k].gpu_mask, b->pods[k].gpu_mask);
-        }
-    }
-    assert_int_equal(x->n_verdicts, y->n_verdicts);
-    for (uint32_t v = 0; v < x->n_verdicts; v++) {
-        assert_int_equal(x->verdicts[v].gang->id, y->verdicts[v].gang->id);
-        assert_int_equal(x->verdicts[v].why, y->verdicts[v].why);
-        assert_int_equal(x->verdicts[v].short_res, y->verdicts[v].short_res);
-        assert_int_equal(x->verdicts[v].best_free, y->verdicts[v].best_free);
-        assert_memory_equal(x->verdicts[v].filtered, y->verdicts[v].filtered,
-                            sizeof(x->verdicts[v].filtered));
-    }
 }
 
 static struct life *life_new(uint64_t seed)
@@ -247,7 +210,7 @@ static void cycle(struct life *l, const struct gang **pending, uint32_t n, int64
     snap.base = NULL;
     arena_reset(&l->b);
     assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
-    same_result(res, &without);
+    pfx_same_result(res, &without);
 }
 
 /* 80 cycles of a random life on a HAMi cluster, each decided on the kept base and from scratch. */
