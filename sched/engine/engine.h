@@ -99,6 +99,14 @@ struct eng_job {
     int64_t bound_ms;    /* RUNNING: when its binds completed (or it was first seen running);
                             ENG_UNKNOWN_MS: not known yet (restored, or another state) */
     int64_t retry_at_ms; /* BACKOFF: when it queues again */
+    /* PENDING: the expected start its first starvation reservation of this wait announced
+     * (eng_job_reserved); 0: none yet, or not pending */
+    int64_t reserve_first_ms;
+    /* ADMITTED, BINDING, RUNNING: backfill on probation (sched/core/cycle.h): started while
+     * gang probation_for held the cycle's earliest reservation, it promised to be gone by
+     * probation_until_ms, that gang's reserve_first_ms. 0 and ENG_NONE: not on probation */
+    int64_t probation_until_ms;
+    uint32_t probation_for;
 };
 
 enum eng_effect_kind {
@@ -157,6 +165,13 @@ int eng_job_reject(struct eng *e, uint32_t g);
 int eng_job_evict(struct eng *e, uint32_t g);
 /* A bind was refused: the gang is rolled back, TEARING (not its own failure). */
 int eng_job_bind_refused(struct eng *e, uint32_t g);
+/* Pending gang g holds a starvation reservation expected to start at expected_start_ms: the
+ * first one of its wait is kept as reserve_first_ms (its promise to backfill). */
+int eng_job_reserved(struct eng *e, uint32_t g, int64_t expected_start_ms);
+/* Gang g (ADMITTED, BINDING or RUNNING) was placed with sched_placement.probation_for = for_g:
+ * it is on probation until for_g's reserve_first_ms (none when for_g has none). Cleared when
+ * the run ends (any state but ADMITTED, BINDING, RUNNING). */
+int eng_job_probation(struct eng *e, uint32_t g, uint32_t for_g);
 /* Restores what a driver persisted (daemon: the store's restarts; simulator: its resume). */
 int eng_job_restore(struct eng *e, uint32_t g, enum eng_state s, uint32_t restarts);
 

@@ -139,6 +139,8 @@ static int add_reservations(struct eng *e, const struct sched_result *res,
         uint32_t g = gang_id(ids, rv->gang);
         int rc = preemptors ? eng_hold_preemptor(e, g, nodes, rv->n_nodes, now)
                             : eng_hold_put(e, ENG_HINTS, g, nodes, rv->n_nodes, 0);
+        if (rc == 0 && !preemptors)
+            rc = eng_job_reserved(e, g, rv->expected_start_ms);
         free(buf);
         if (rc != 0)
             return rc;

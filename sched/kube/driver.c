@@ -267,9 +267,7 @@ static void cycle_evictions(struct kcycle *c)
                  "checkpoint lost)",
                  by->key, res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
-        const char *kind[] = {res->evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
-                              : res->evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
-                                                                                   : "priority"};
+        const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
         http_metric_add_value(d->m_evictions, kind, 1);
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg,
                              true, by->pg);

@@ -185,6 +185,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     unqueue(r, j);
     sim_touch(r, j);
     eng_job_bound(r->eng, j, now); /* its preemptor holds end */
+    if (p->probation_for && eng_job_probation(r->eng, j, p->probation_for->id) != 0)
+        return SCHED_ENOMEM;
     bool restart = r->n_evicted[j] > 0 || (r->fail && r->attempts[j] > 0);
     if (!restart)
         r->start_ms[j] = now; /* queue time counts to the first start */
@@ -490,6 +492,7 @@ static void build_views(struct run *r, int64_t now)
     for (uint32_t k = 0; k < r->n_run; k++) {
         uint32_t j = r->runlist[k];
         const struct config_queue *cq = &in->config->queues[in->jobs[j].gang.queue];
+        struct eng_job ej = eng_job(r->eng, j); /* probation: the engine's rule */
         r->runv[k] = (struct sched_running){
             .gang = &in->jobs[j].gang,
             .pods = r->assign[j],
@@ -499,6 +502,8 @@ static void build_views(struct run *r, int64_t now)
             .restart_cost_ms = in->jobs[j].restart_cost_ms,
             .min_runtime_ms = cq->preemption.min_runtime_ms,
             .evicting = r->evicting[j] != 0,
+            .probation_until_ms = ej.probation_until_ms,
+            .probation_for = ej.probation_until_ms > 0 ? &in->jobs[ej.probation_for].gang : NULL,
         };
     }
 }
@@ -529,6 +534,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         snprintf(reason, sizeof(reason), "%s by %s",
                  ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
                  : ev->kind == SCHED_PREEMPT_FAIR_SHARE ? "fair-share preempted"
+                 : ev->kind == SCHED_PREEMPT_OVERDUE    ? "overdue backfill evicted"
                                                         : "preempted",
                  in->jobs[ev->preemptor->id].id);
         if (grace > 0) {
