@@ -189,8 +189,7 @@ int eng_job_reserved(struct eng *e, uint32_t g, int64_t expected_start_ms)
     struct eng_job *j = job_at(e, g);
     if (!j)
         return SCHED_ENOMEM;
-    if (j->state == ENG_JOB_PENDING && j->reserve_first_ms == 0 && expected_start_ms > 0 &&
-        expected_start_ms != INT64_MAX)
+    if (j->reserve_first_ms == 0 && expected_start_ms > 0 && expected_start_ms != INT64_MAX)
         j->reserve_first_ms = expected_start_ms;
     return 0;
 }

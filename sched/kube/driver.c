@@ -222,9 +222,10 @@ static int cycle_decide(struct kcycle *c)
     d->cycle++;
     uint64_t t0 = uv_hrtime();
     c->kb.snap.plan_starts = true; /* expected starts for the decision log */
-    if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
-        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
+    /* the estimates first: the nodes' expected releases are part of the state the base keeps */
     int crc = kdrv_est_plan(d, &c->kb, c->cfg, c->now);
+    if (crc == 0 && !d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
+        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     if (crc == 0)
         crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);

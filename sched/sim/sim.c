@@ -492,7 +492,6 @@ static void build_views(struct run *r, int64_t now)
     for (uint32_t k = 0; k < r->n_run; k++) {
         uint32_t j = r->runlist[k];
         const struct config_queue *cq = &in->config->queues[in->jobs[j].gang.queue];
-        struct eng_job ej = eng_job(r->eng, j); /* probation: the engine's rule */
         r->runv[k] = (struct sched_running){
             .gang = &in->jobs[j].gang,
             .pods = r->assign[j],
@@ -502,8 +501,6 @@ static void build_views(struct run *r, int64_t now)
             .restart_cost_ms = in->jobs[j].restart_cost_ms,
             .min_runtime_ms = cq->preemption.min_runtime_ms,
             .evicting = r->evicting[j] != 0,
-            .probation_until_ms = ej.probation_until_ms,
-            .probation_for = ej.probation_until_ms > 0 ? &in->jobs[ej.probation_for].gang : NULL,
         };
     }
 }
@@ -652,6 +649,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     snapshot(r, views, now, &snap);
     arena_reset(arena);
     struct eng_ids ids = {.ctx = r, .core_gang = core_gang};
+    if (snap.running)
+        eng_probation_view(r->eng, &ids, r->runv, r->n_run);
     if (eng_holds_view(r->eng, now, &ids, arena, &snap) != 0 ||
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
