@@ -264,8 +264,11 @@ static void cycle_evictions(struct kcycle *c)
         const struct kgang *by = &c->kb.gangs[res->evictions[e].preemptor->id];
         char msg[600];
         snprintf(msg, sizeof(msg),
-                 "preempted by %s (%.0f GPU-seconds of work since the last "
-                 "checkpoint lost)",
+                 "%s by %s (%.0f GPU-seconds of work since the last checkpoint lost)",
+                 res->evictions[e].kind == SCHED_PREEMPT_OVERDUE
+                     ? "backfilled on the promise to end before its reservation; overran it, "
+                       "evicted"
+                     : "preempted",
                  by->key, res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
         const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
