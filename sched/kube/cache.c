@@ -572,6 +572,10 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
         struct gang scratch = *gg;
         if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, NULL, &eb) == 0)
             gg->max_runtime_ms = scratch.max_runtime_ms;
+        /* a bound pod keeps no annotations (objects.h): the first member's own declaration,
+         * under the PodGroup's as while it was pending */
+        if (gg->max_runtime_ms <= 0 && members[0]->max_runtime_s)
+            gg->max_runtime_ms = (int64_t)members[0]->max_runtime_s * 1000;
         return 0;
     }
     struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
