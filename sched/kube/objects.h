@@ -74,20 +74,20 @@ struct kpod {
     char **claims; /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
                       status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t n_claims;
-    uint32_t max_runtime_s; /* bound and ours: its gangsched.io/max-runtime in seconds (rounded
-                               up; 0: none or unreadable), which a running gang of one keeps
-                               (spec, which holds it while pending, is gone once bound) */
-    char *claim_wait;       /* a template's claim not created yet: what it waits for, or NULL */
-    int64_t gpus_own;       /* GPUs its containers request (req adds its claims' at each build) */
-    uint32_t group_total;   /* Kueue plain-pod group: its total count (minMember), else 0 */
-    char *queue;            /* the pod's own queue label or annotation, NULL when none */
-    bool queue_kueue; /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
-    char *flavor;     /* gangsched.io/flavor written at binding, or NULL */
-    bool ours;        /* spec.schedulerName is this scheduler's name */
-    bool deleting;    /* metadata.deletionTimestamp set, or a delete of this uid was sent */
-    bool del_ts;      /* metadata.deletionTimestamp set (what the API says) */
-    bool gated;       /* spec.schedulingGates not empty: cannot be bound yet */
-    bool ready;       /* condition Ready=True */
+    /* bound and ours: its gangsched.io/max-runtime in seconds, rounded up (0: none or not
+     * readable), which its running gang keeps (spec, which holds it while pending, is gone) */
+    uint32_t max_runtime_s;
+    char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
+    int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
+    uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
+    char *queue;          /* the pod's own queue label or annotation, NULL when none */
+    bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
+    bool ours;            /* spec.schedulerName is this scheduler's name */
+    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool del_ts;          /* metadata.deletionTimestamp set (what the API says) */
+    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
+    bool ready;           /* condition Ready=True */
     enum kpod_phase phase;
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
