@@ -419,6 +419,8 @@ struct group {
     uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
     uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
     const char *foreign;    /* native group: a pending member with another schedulerName */
+    /* its pending gang in this build (offered in pass 0), or NULL */
+    struct kgang *pending_gang;
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -919,8 +921,12 @@ static int offer_group(struct builder *b, struct group *g, int pass)
     if (rc)
         return rc;
     kg->gang.id = out->n_gangs++;
-    if (pass == 0)
+    if (pass == 0) {
         out->n_pending++;
+        g->pending_gang = kg;
+    } else if (g->pending_gang) { /* elastic: its new members join this one */
+        g->pending_gang->run = kg;
+    }
     return 0;
 }
 

@@ -303,10 +303,6 @@ int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, con
 /* A charged job's GPUs become gpus (same queue, flavor and kind): an elastic gang whose later
  * members' binds failed keeps the charge of those that run. 0 when it is not charged. */
 int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
-/* An elastic gang: kg's members join bound ones of the same group (cache.c offers them as a
- * pending gang of their own, with the same key); the running part in kb, or NULL. */
-const struct kgang *kdrv_running_part(const struct kcache_build *kb, const struct kgang *kg);
-
 int kdrv_strlist_add(struct strlist *l, const char *str);
 
 void kdrv_strlist_free(struct strlist *l);
