@@ -101,14 +101,11 @@ int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sch
 }
 
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
- * before a crash): its job row and its placed pods. */
-static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kcache_build *kb,
+ * before a crash): its job row and its placed pods. r: its entry in the snapshot's running
+ * gangs (its flavor), or NULL. */
+static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sched_running *r,
                          const struct config *cfg, int64_t now, struct sched_errbuf *eb)
 {
-    const struct sched_running *r = NULL;
-    for (uint32_t i = 0; i < kb->snap.n_running; i++)
-        if (kb->snap.running[i].gang == &kg->gang)
-            r = &kb->snap.running[i];
     uint32_t flavor = r ? r->flavor : 0;
     struct store_job old;
     bool known = store_job_get(d->db, kg->key, &old, NULL) == 0 && old.state == STORE_JOB_RUNNING;
@@ -278,14 +275,24 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         ((struct kjob *)v)->seen = false;
     if (!d->jobs_synced) /* start from an empty ledger: every running gang is charged below */
         rc = zero_ledger(d, eb);
+    const struct sched_running **run_of = NULL; /* by gang id, made for the first adoption */
     for (uint32_t g = kb->n_pending; rc == 0 && g < kb->n_gangs; g++) {
         const struct kgang *kg = &kb->gangs[g];
         struct kjob *j = strmap_get(&d->jobs, kg->key);
-        if (j)
+        if (j) {
             j->seen = true;
-        else if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) != ENG_JOB_TEARING)
-            /* not torn down (a teardown released it already) */
-            rc = adopt_running(d, kg, kb, cfg, now, eb);
+            continue;
+        }
+        if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) == ENG_JOB_TEARING)
+            continue; /* a teardown released it already */
+        if (!run_of) {
+            if (!(run_of = arena_calloc(&d->arena, kb->n_gangs, sizeof(*run_of))))
+                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < kb->snap.n_running; i++)
+                if (kb->snap.running[i].gang->id < kb->n_gangs)
+                    run_of[kb->snap.running[i].gang->id] = &kb->snap.running[i];
+        }
+        rc = adopt_running(d, kg, run_of[kg->gang.id], cfg, now, eb);
     }
     /* gangs charged but no longer running */
     struct stale_ctx sc = {.d = d};
