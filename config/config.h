@@ -26,6 +26,8 @@
  *   starvation:
  *     after: 10m                     # a gang waiting longer holds a reservation; "0" = never
  *     maxReservations: 1
+ *     probationMinGpus: 17           # such a starving gang may evict its queue's backfill
+ *                                    # that overran its promise; 0 = never
  *   flavors:
  *     - name: h100
  *       nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}

@@ -282,6 +282,7 @@ int config_load_buffer(const char *name, const char *data, size_t len, struct co
     c->fair_half_life_ms = 24LL * 3600000;
     c->starve_after_ms = 10LL * 60000;
     c->max_reservations = 1;
+    c->probation_min_gpus = CONFIG_PROBATION_MIN_GPUS;
     c->device = RES_DEFAULT_DEVICE;
     c->device_unit = "";
 

@@ -25,14 +25,15 @@
 #define CONFIG_API_VERSION "gangsched.io/v1alpha1"
 #define CONFIG_KIND        "SchedulerConfig"
 
-#define CONFIG_MAX_BYTES       ((size_t)4 << 20) /* file size limit */
-#define CONFIG_MAX_FLAVORS     256
-#define CONFIG_MAX_QUOTA_CELLS ((size_t)1 << 22) /* flavors x RES_MAX x nodes with a quota */
-#define CONFIG_MAX_WEIGHT      1e6
-#define CONFIG_MAX_QTY         ((int64_t)1 << 62)
-#define CONFIG_MAX_RESERVE     1000
-#define CONFIG_NAME_MAX        253
-#define CONFIG_MAX_LEVELS      (TOPO_MAX_LEVELS - 1)
+#define CONFIG_MAX_BYTES          ((size_t)4 << 20) /* file size limit */
+#define CONFIG_MAX_FLAVORS        256
+#define CONFIG_MAX_QUOTA_CELLS    ((size_t)1 << 22) /* flavors x RES_MAX x nodes with a quota */
+#define CONFIG_MAX_WEIGHT         1e6
+#define CONFIG_MAX_QTY            ((int64_t)1 << 62)
+#define CONFIG_MAX_RESERVE        1000
+#define CONFIG_MAX_PROBATION_GPUS 1000000 /* starvation.probationMinGpus */
+#define CONFIG_NAME_MAX           253
+#define CONFIG_MAX_LEVELS         (TOPO_MAX_LEVELS - 1)
 
 #define CONFIG_MAX_DEPTH 32 /* nesting of YAML collections (the schema needs 7) */
 

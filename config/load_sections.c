@@ -87,7 +87,7 @@ int cl_parse_fair_share(struct ctx *x, yaml_node_t *f)
 
 int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
 {
-    static const char *const keys[] = {"after", "maxReservations", NULL};
+    static const char *const keys[] = {"after", "maxReservations", "probationMinGpus", NULL};
     int rc = cl_expect_mapping(x, s);
     if (!rc)
         rc = cl_check_map(x, s, keys);
@@ -104,6 +104,15 @@ int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
         rc = cl_get_int(x, v, 0, CONFIG_MAX_RESERVE, &m);
         if (!rc)
             x->c->max_reservations = (uint32_t)m;
+        cl_path_pop(x);
+    }
+    v = rc ? NULL : cl_map_opt(x, s, "probationMinGpus");
+    if (v) {
+        long long m;
+        cl_path_push(x, "probationMinGpus");
+        rc = cl_get_int(x, v, 0, CONFIG_MAX_PROBATION_GPUS, &m);
+        if (!rc)
+            x->c->probation_min_gpus = (uint32_t)m;
         cl_path_pop(x);
     }
     return rc;

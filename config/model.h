@@ -18,6 +18,11 @@
 #include <stdint.h>
 
 #include "sched/core/err.h"
+
+/* The default of starvation.probationMinGpus (docs/preemption.md, "Backfill on probation"):
+ * more than two 8-GPU nodes. Measured: with 9 to 16, 16-GPU gangs of cluster02 evict and its
+ * multi-node gangs wait longer than under fifo (docs/simulator.md). */
+#define CONFIG_PROBATION_MIN_GPUS 17
 #include "sched/core/model.h"
 #include "sched/core/res.h"
 
@@ -148,6 +153,9 @@ struct config {
     int64_t fair_half_life_ms;     /* default 24h; 0 = no history */
     int64_t starve_after_ms;       /* default 10m; 0 = no reservations */
     uint32_t max_reservations;     /* default 1 */
+    uint32_t probation_min_gpus;   /* starvation.probationMinGpus: a starving gang of at least
+                                      this many GPUs may evict overdue backfill (policy.h);
+                                      default CONFIG_PROBATION_MIN_GPUS; 0 = never */
     uint8_t share_node_policy;     /* hami.nodeSchedulerPolicy: 0 = binpack (HAMi's default),
                                       else 1 + enum gs_policy (1 binpack, 2 spread) */
     uint8_t share_gpu_policy;      /* hami.gpuSchedulerPolicy: 0 = spread, else as above */

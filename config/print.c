@@ -124,9 +124,12 @@ void config_print_tree(const struct config *c, FILE *f)
     uint32_t nc = c->n_cohorts;
     char a[48], b[48];
     fprintf(f, "config %s (version %016llx)\n", c->path, (unsigned long long)c->version);
-    fprintf(f, "  fairShare.halfLife %s, starvation.after %s, maxReservations %u\n",
+    fprintf(f,
+            "  fairShare.halfLife %s, starvation.after %s, maxReservations %u, "
+            "probationMinGpus %u\n",
             dur_format(c->fair_half_life_ms, a, sizeof(a)),
-            dur_format(c->starve_after_ms, b, sizeof(b)), c->max_reservations);
+            dur_format(c->starve_after_ms, b, sizeof(b)), c->max_reservations,
+            c->probation_min_gpus);
     fprintf(f, "topology:");
     if (c->n_levels == 0)
         fprintf(f, " built-in levels");

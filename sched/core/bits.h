@@ -1,8 +1,8 @@
 /* sched/core/bits.h: bit counting and scanning for GPU masks and node bitmaps.
  *
- * Owns: popcount and find-first-set compiled to a few instructions on every target. GCC and
- * clang turn __builtin_popcount into a call to libgcc's __popcountdi2 unless the target has a
- * popcount instruction (-mpopcnt); the SWAR form below is branch-free, about a dozen
+ * Owns: popcount and find-first-set (and -last-set) compiled to a few instructions on every target.
+ * GCC and clang turn __builtin_popcount into a call to libgcc's __popcountdi2 unless the target has
+ * a popcount instruction (-mpopcnt); the SWAR form below is branch-free, about a dozen
  * instructions, and exact everywhere. Trailing-zero counts compile to one instruction (BSF or
  * TZCNT on x86, RBIT+CLZ on Arm) without any target flag; callers never pass 0.
  *
@@ -35,6 +35,12 @@ static inline uint32_t bits_popc32(uint32_t m)
 static inline uint32_t bits_ctz64(uint64_t w)
 {
     return (uint32_t)__builtin_ctzll(w);
+}
+
+/* Index of the highest set bit; w != 0. */
+static inline uint32_t bits_top64(uint64_t w)
+{
+    return 63u - (uint32_t)__builtin_clzll(w);
 }
 
 #endif

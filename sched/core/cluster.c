@@ -604,6 +604,7 @@ int cluster_finalize(struct cluster *c, const char *const *level_names,
         rc = finalize_node(n, eb);
         if (rc)
             return rc;
+        n->kind = (uint8_t)res_kind_of(&n->alloc); /* once: the device-kind filter reads it */
         memset(n->dom, 0, sizeof(n->dom));
         c->total_gpus += n->n_gpus;
         if (n->n_gpus > c->max_node_gpus)

@@ -76,6 +76,7 @@ struct cycle {
     uint32_t *held;
     int64_t starve_after_ms;
     uint32_t max_reservations;
+    const struct gang *hold_gang; /* the starving gang of the earliest reservation so far */
     /* starvation reservations made this cycle: what max_reservations limits (a preemptor's
      * hold on its victims' capacity is also a reservation in the result, but not one of these:
      * counting it let every preemption plan take the starving gangs' only slot) */
@@ -307,6 +308,10 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             .backfilled = cy->n_memo > 0,
         };
         struct sched_placement *pl = &out->placements[out->n_placements - 1];
+        /* started while a reservation is held: on probation, if its gang may ever evict */
+        if (cy->hold_gang && cy->pc.probation_min_gpus > 0 &&
+            cy->hold_gang->gpus >= cy->pc.probation_min_gpus)
+            pl->probation_for = cy->hold_gang;
         pl->n_terms = cy->st.top.n;
         for (uint32_t k = 0; k < cy->st.top.n && k < 3; k++) {
             pl->terms[k] = cy->st.top.term[k];
@@ -428,8 +433,10 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
     out->reservations[out->n_reservations++] = (struct sched_reservation){
         .gang = g, .nodes = nodes, .n_nodes = n_held, .expected_start_ms = start};
     cy->n_starving++;
-    if (start < cy->st.hold_until_ms)
+    if (start < cy->st.hold_until_ms) {
         cy->st.hold_until_ms = start;
+        cy->hold_gang = g;
+    }
     if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {
         cy->qhold[g->queue] = g; /* its queue's quota is what it waits for: hold it too */
         cy->qhold_until[g->queue] = start;
@@ -587,9 +594,12 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     cy->fail_pods = UINT32_MAX;
     cy->starve_after_ms = cy->pol->starve_after_ms;
     cy->max_reservations = cy->pol->max_reservations;
+    uint32_t probation_min_gpus = cy->pol->probation_min_gpus;
     if (cy->cfg && cy->pol->starve_after_ms > 0) { /* the operator's setting wins */
         cy->starve_after_ms = cy->cfg->starve_after_ms;
         cy->max_reservations = cy->cfg->max_reservations;
+        if (probation_min_gpus > 0)
+            probation_min_gpus = cy->cfg->probation_min_gpus;
     }
     if (place_state_build(&cy->st, snap, arena) != 0)
         return SCHED_ENOMEM;
@@ -597,6 +607,8 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         return SCHED_ENOMEM;
     if (preempt_ctx_init(&cy->pc, snap, &cy->st, cy->cfg ? &cy->qt : NULL, arena) != 0)
         return SCHED_ENOMEM;
+    cy->pc.starve_after_ms = cy->starve_after_ms;
+    cy->pc.probation_min_gpus = cy->starve_after_ms > 0 ? probation_min_gpus : 0;
     uint32_t nq = snap->n_queues + 1;
     cy->pos = arena_calloc(arena, nq, sizeof(*cy->pos));
     cy->heap = arena_alloc(arena, nq * sizeof(*cy->heap));
@@ -799,6 +811,21 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
         return 0;
     struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
     return eta_plan(&env, cy.waiting, cy.n_waiting);
+}
+
+const char *sched_preempt_kind_name(enum sched_preempt_kind kind)
+{
+    switch (kind) {
+    case SCHED_PREEMPT_PRIORITY:
+        return "priority";
+    case SCHED_PREEMPT_RECLAIM:
+        return "reclaim";
+    case SCHED_PREEMPT_FAIR_SHARE:
+        return "fair_share";
+    case SCHED_PREEMPT_OVERDUE:
+        return "overdue";
+    }
+    return "unknown";
 }
 
 const char *sched_why_name(enum sched_why why)

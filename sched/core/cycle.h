@@ -47,6 +47,12 @@ struct sched_running {
     int64_t min_runtime_ms;     /* protected from preemption until start + this */
     bool non_preemptible;       /* never a victim */
     bool evicting;              /* eviction already under way */
+    /* backfill on probation: started while probation_for held a starvation reservation, it
+     * promised to be gone by probation_until_ms (that reservation's first expected start);
+     * once the promise is broken, probation_for may evict it (SCHED_PREEMPT_OVERDUE). 0 and
+     * NULL: not on probation (or that gang is not in this cycle) */
+    int64_t probation_until_ms;
+    const struct gang *probation_for;
 };
 
 /* Capacity a preemptor holds across cycles (freed by its victims): only that gang may use it. */
@@ -145,6 +151,9 @@ struct sched_placement {
     bool borrowing;            /* admitted with quota lent by other queues */
     uint32_t domain;           /* domain at `level` */
     bool backfilled;           /* placed ahead of an older gang that still waits */
+    /* started while this gang held the cycle's earliest starvation reservation: on probation
+     * (sched_running.probation_for; the driver's engine gives the promised end) or NULL */
+    const struct gang *probation_for;
     /* why this node or domain won: its largest weighted score terms, largest first (term index
      * into plugin_scores, raw value 0..1000); n_terms 0 under first fit */
     uint8_t n_terms;
@@ -206,6 +215,8 @@ enum sched_preempt_kind {
     SCHED_PREEMPT_PRIORITY = 0, /* a higher-priority gang of the same queue */
     SCHED_PREEMPT_RECLAIM,      /* a queue below its nominal quota takes back what was lent */
     SCHED_PREEMPT_FAIR_SHARE,   /* between borrowing queues, toward equal weighted shares */
+    SCHED_PREEMPT_OVERDUE,      /* backfill on probation that overran its promise, by the
+                                   starving gang it promised to */
 };
 
 struct sched_eviction {
@@ -266,5 +277,7 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n);
 const char *sched_why_name(enum sched_why why);
+/* "priority", "reclaim", "fair_share", "overdue": the metric label and log word of a kind. */
+const char *sched_preempt_kind_name(enum sched_preempt_kind kind);
 
 #endif

@@ -1,4 +1,4 @@
-/* sched/core/gang.c: derived fields of a gang (pod count, GPU total, shape hash).
+/* sched/core/gang.c: derived fields of a gang (pod count, GPU total, shape hash, share flag).
  *
  * Owns: gang_finalize(). The shape hash covers every field that decides where a gang can go, so
  * two gangs with equal shapes get equal placement verdicts within one cycle (the core's
@@ -10,6 +10,8 @@
 #include "sched/core/hash.h"
 #include "sched/core/model.h"
 
+static void share_ids(int *ids);
+
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
     return s ? sched_hash(h, s, strlen(s) + 1) : sched_hash(h, "\xff", 1);
@@ -18,8 +20,11 @@ static uint64_t fnv_str(uint64_t h, const char *s)
 void gang_finalize(struct gang *g)
 {
     uint64_t h = SCHED_HASH_INIT;
+    int ids[3];
+    share_ids(ids);
     g->n_pods = 0;
     g->gpus = 0;
+    g->share = false;
     h = sched_hash(h, &g->n_sets, sizeof(g->n_sets));
     h = sched_hash(h, &g->topo_required, sizeof(g->topo_required));
     h = sched_hash(h, &g->topo_preferred, sizeof(g->topo_preferred));
@@ -39,6 +44,8 @@ void gang_finalize(struct gang *g)
         const struct podset *ps = &g->sets[i];
         g->n_pods += ps->count;
         g->gpus += (int64_t)ps->count * ps->req.v[RES_GPU];
+        for (int k = 0; k < 3; k++)
+            g->share |= ids[k] >= 0 && ps->req.v[ids[k]] > 0;
         h = sched_hash(h, &ps->count, sizeof(ps->count));
         h = sched_hash(h, ps->req.v, sizeof(ps->req.v[0]) * (size_t)res_count());
         for (uint32_t k = 0; k < ps->n_node_selector; k++) {

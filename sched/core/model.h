@@ -62,6 +62,8 @@ struct node {
     uint8_t n_gpus;       /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
     uint8_t gpu_capacity; /* status.capacity GPUs; above n_gpus = unhealthy devices (0: unknown) */
     uint8_t n_islands;    /* >= 1 when n_gpus > 0 */
+    uint8_t kind;         /* device kind of alloc (res.h "device kinds"; kinds are configured
+                             before nodes are read), set by cluster_finalize */
     uint32_t islands[NODE_MAX_ISLANDS]; /* disjoint GPU masks, union = all GPUs */
     uint32_t dom[TOPO_MAX_LEVELS];      /* domain id at each topology level */
 };
@@ -208,9 +210,11 @@ struct gang {
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
     uint64_t shape; /* hash of every placement-relevant field: equal shapes, equal fate */
+    bool share;     /* some pod set asks for a GPU share (HAMi: nvidia.com/gpumem,
+                       gpumem-percentage or gpucores above 0; sched/core/place_share.c) */
 };
 
-/* Computes n_pods, gpus and shape; call after filling the gang. */
+/* Computes n_pods, gpus, shape and share; call after filling the gang. */
 void gang_finalize(struct gang *g);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */

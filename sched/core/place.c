@@ -83,6 +83,10 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->max_alloc = b->max_alloc;
     st->ok_gpus = b->ok_gpus;
     memcpy(st->level_is_nodes, b->level_is_nodes, sizeof(st->level_is_nodes));
+    /* GPU shares: charged on the nodes the sync restored, before anything else marks a node */
+    int rc = place_share_build(st, snap);
+    if (rc != 0)
+        return rc;
     st->for_nodes.sorted = true;
     st->res_nodes.sorted = true;
     st->cap_rel = 64;
@@ -108,7 +112,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
         st->share_node_default = (enum gs_policy)(snap->config->share_node_policy - 1);
     if (snap->config && snap->config->share_gpu_policy)
         st->share_gpu_default = (enum gs_policy)(snap->config->share_gpu_policy - 1);
-    return place_share_build(st, snap);
+    return 0;
 }
 
 /* ---- scores ------------------------------------------------------------------------------ */

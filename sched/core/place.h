@@ -113,7 +113,8 @@ struct place_state {
     int64_t static_gpus;
     /* GPU shares (place_share.c): ids of nvidia.com/gpumem, gpumem-percentage, gpucores (-1:
      * never named); the n_gs nodes with a HAMi register (gs_node: their node index, ascending;
-     * gs_of: a node's entry or -1), their per-device capacity and usage (MiB, percent, pods);
+     * gs_of: a node's entry or -1), their per-device capacity and usage (MiB, percent, pods;
+     * kept in the base between cycles);
      * the undo log of the share gang being placed; the largest device memory (MiB) and device
      * count of a ready node; the policies of gangs that name none */
     int share_res[3];
@@ -187,9 +188,13 @@ bool place_trial(struct place_state *st, const struct gang *g, int level, uint32
                  struct sched_assign *out);
 
 /* GPU shares (HAMi, place_share.c). place_is_share: g's pods ask for nvidia.com/gpumem,
- * gpumem-percentage or gpucores and some node has a HAMi register. The others are used by
- * place.c and place_reserve.c for such gangs (placement, undo, never-fits, wait reason). */
-bool place_is_share(const struct place_state *st, const struct gang *g);
+ * gpumem-percentage or gpucores (g->share, set by gang_finalize) and some node has a HAMi
+ * register. The others are used by place.c and place_reserve.c for such gangs (placement,
+ * undo, never-fits, wait reason). */
+static inline bool place_is_share(const struct place_state *st, const struct gang *g)
+{
+    return st->n_gs > 0 && g->share;
+}
 int place_share_build(struct place_state *st, const struct sched_snapshot *snap);
 enum sched_why place_share(struct place_state *st, const struct gang *g, struct sched_assign *out);
 void place_share_rollback(struct place_state *st);

@@ -44,8 +44,11 @@ static void layout(struct place_base *b, struct carve *cv)
     b->next = carve(cv, n, sizeof(*b->next));
     b->prev = carve(cv, n, sizeof(*b->prev));
     b->in_list = carve(cv, n, 1);
+    b->in_sh = carve(cv, n, 1);
     b->bits = carve(cv, (size_t)PB_KEYS * b->words, sizeof(*b->bits));
     b->summary = carve(cv, (size_t)PB_KEYS * sw, sizeof(*b->summary));
+    b->sh_bits = carve(cv, (size_t)PB_KEYS * b->words, sizeof(*b->sh_bits));
+    b->sh_summary = carve(cv, (size_t)PB_KEYS * sw, sizeof(*b->sh_summary));
     b->cand = carve(cv, b->words, sizeof(*b->cand));
     for (uint32_t l = 0; l < c->topo.n_levels; l++)
         b->dom_okg[l] = carve(cv, c->topo.levels[l].n_domains, sizeof(int64_t));
@@ -66,7 +69,7 @@ static void layout(struct place_base *b, struct carve *cv)
 static void zero_arrays(struct place_base *b)
 {
     size_t n = b->n ? b->n : 1;
-    uint8_t *flags[] = {b->ok, b->held, b->soft, b->sok, b->lok, b->in_list};
+    uint8_t *flags[] = {b->ok, b->held, b->soft, b->sok, b->lok, b->in_list, b->in_sh};
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
         memset(flags[k], 0, n);
     memset(b->held_for, 0, n * sizeof(*b->held_for));
@@ -74,6 +77,8 @@ static void zero_arrays(struct place_base *b)
     memset(b->elig, 0, n * GANG_MAX_SETS);
     memset(b->bits, 0, (size_t)PB_KEYS * b->words * sizeof(*b->bits));
     memset(b->summary, 0, (size_t)PB_KEYS * ((b->words + 63) / 64) * sizeof(*b->summary));
+    memset(b->sh_bits, 0, (size_t)PB_KEYS * b->words * sizeof(*b->sh_bits));
+    memset(b->sh_summary, 0, (size_t)PB_KEYS * ((b->words + 63) / 64) * sizeof(*b->sh_summary));
     memset(b->cand, 0, b->words * sizeof(*b->cand));
     for (uint32_t l = 0; l < b->c->topo.n_levels; l++)
         memset(b->dom_okg[l], 0,
@@ -183,19 +188,23 @@ static uint32_t swords(const struct place_base *b)
     return (b->words + 63) / 64;
 }
 
-static void bits_set(struct place_base *b, uint32_t k, uint32_t i)
+/* Node i into (out of) bucket k of a bitmap: the buckets' bitmaps (bits, summary) or their
+ * shared sets (sh_bits, sh_summary). */
+static void bits_set(struct place_base *b, uint64_t *bits, uint64_t *summary, uint32_t k,
+                     uint32_t i)
 {
-    uint64_t *w = b->bits + (size_t)k * b->words;
+    uint64_t *w = bits + (size_t)k * b->words;
     w[i / 64] |= UINT64_C(1) << (i % 64);
-    b->summary[(size_t)k * swords(b) + i / 4096] |= UINT64_C(1) << (i / 64 % 64);
+    summary[(size_t)k * swords(b) + i / 4096] |= UINT64_C(1) << (i / 64 % 64);
 }
 
-static void bits_clear(struct place_base *b, uint32_t k, uint32_t i)
+static void bits_clear(struct place_base *b, uint64_t *bits, uint64_t *summary, uint32_t k,
+                       uint32_t i)
 {
-    uint64_t *w = b->bits + (size_t)k * b->words;
+    uint64_t *w = bits + (size_t)k * b->words;
     w[i / 64] &= ~(UINT64_C(1) << (i % 64));
     if (w[i / 64] == 0)
-        b->summary[(size_t)k * swords(b) + i / 4096] &= ~(UINT64_C(1) << (i / 64 % 64));
+        summary[(size_t)k * swords(b) + i / 4096] &= ~(UINT64_C(1) << (i / 64 % 64));
 }
 
 /* Out of the bucket, without marking (the sync uses it). */
@@ -213,8 +222,11 @@ static void unlink_raw(struct place_base *b, uint32_t i)
         if (nx >= 0)
             b->prev[nx] = p;
         b->in_list[i] = 0;
+    } else if (b->in_sh[i]) {
+        bits_clear(b, b->sh_bits, b->sh_summary, k, i);
+        b->in_sh[i] = 0;
     } else {
-        bits_clear(b, k, i);
+        bits_clear(b, b->bits, b->summary, k, i);
     }
     b->free_gpus -= k;
     b->key[i] = PB_NO_KEY;
@@ -240,15 +252,58 @@ void pb_link(struct place_base *b, uint32_t i)
     b->free_gpus += k;
 }
 
+void pb_link_shared(struct place_base *b, uint32_t i)
+{
+    unlink_raw(b, i);
+    uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);
+    b->key[i] = k;
+    b->in_sh[i] = 1;
+    bits_set(b, b->sh_bits, b->sh_summary, k, i);
+    b->free_gpus += k;
+}
+
+/* The highest node of bitmap (w, s) below `below`, or -1. */
+static int32_t bits_prev(const uint64_t *w, const uint64_t *s, uint32_t below)
+{
+    if (below == 0)
+        return -1;
+    uint32_t at = below - 1, wi = at / 64;
+    uint64_t m = w[wi] & (~UINT64_C(0) >> (63 - at % 64));
+    if (!m) { /* the previous non-empty word, through the summary */
+        if (wi == 0)
+            return -1;
+        uint32_t from = wi - 1, si = from / 64;
+        uint64_t sm = s[si] & (~UINT64_C(0) >> (63 - from % 64));
+        while (!sm) {
+            if (si == 0)
+                return -1;
+            sm = s[--si];
+        }
+        wi = si * 64 + bits_top64(sm);
+        m = w[wi];
+    }
+    return (int32_t)(wi * 64 + bits_top64(m));
+}
+
 int32_t pb_iter_next(const struct place_base *b, uint32_t k, struct pb_iter *it)
 {
-    if (!it->in_bits) {
+    if (it->phase == 0) {
         if (it->list >= 0) {
             int32_t i = it->list;
             it->list = b->next[i];
             return i;
         }
-        it->in_bits = true;
+        it->phase = 1;
+    }
+    if (it->phase == 1) {
+        int32_t i = bits_prev(b->sh_bits + (size_t)k * b->words,
+                              b->sh_summary + (size_t)k * swords(b), it->pos);
+        if (i >= 0) {
+            it->pos = (uint32_t)i;
+            return i;
+        }
+        it->phase = 2;
+        it->pos = 0;
     }
     if (it->pos >= b->n)
         return -1;
@@ -278,12 +333,15 @@ void pb_cand_fill(struct place_base *b, uint32_t kmin)
 {
     uint32_t sw = swords(b);
     for (uint32_t k = kmin; k < PB_KEYS; k++) {
-        const uint64_t *w = b->bits + (size_t)k * b->words, *s = b->summary + (size_t)k * sw;
-        for (uint32_t si = 0; si < sw; si++) /* only the non-empty words, through the summary */
-            for (uint64_t m = s[si]; m; m &= m - 1) {
-                uint32_t wi = si * 64 + bits_ctz64(m);
-                b->cand[wi] |= w[wi];
-            }
+        for (int set = 0; set < 2; set++) { /* the bitmap and the shared set */
+            const uint64_t *w = (set ? b->sh_bits : b->bits) + (size_t)k * b->words;
+            const uint64_t *s = (set ? b->sh_summary : b->summary) + (size_t)k * sw;
+            for (uint32_t si = 0; si < sw; si++) /* only the non-empty words, by the summary */
+                for (uint64_t m = s[si]; m; m &= m - 1) {
+                    uint32_t wi = si * 64 + bits_ctz64(m);
+                    b->cand[wi] |= w[wi];
+                }
+        }
         for (int32_t i = b->head[k]; i >= 0; i = b->next[i])
             b->cand[(uint32_t)i / 64] |= UINT64_C(1) << ((uint32_t)i % 64);
     }
@@ -368,11 +426,12 @@ void place_base_sync(struct place_base *b, const struct node_state *state)
             uint8_t key = (uint8_t)bits_popc32(b->gpu_free[i]);
             b->key[i] = key;
             b->in_list[i] = 0;
-            bits_set(b, key, i);
+            bits_set(b, b->bits, b->summary, key, i);
             b->free_gpus += key;
         }
         b->is_dirty[i] = 0;
     }
+    b->n_synced = b->n_dirty; /* b->dirty keeps them until the next mark (pb_synced) */
     b->n_dirty = 0;
     for (uint32_t k = 0; k < PB_KEYS; k++)
         b->head[k] = -1; /* every node of a list was marked, so it is in a bitmap again */

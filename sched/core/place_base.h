@@ -16,8 +16,16 @@
  * every bucket's list of nodes linked during the cycle is empty; free_gpus is the sum of the
  * bucket keys of ok nodes; dom_free[] of the scratch is -1 everywhere.
  * Bucket order (what a one-pod gang's search sees): the nodes linked during the current cycle,
- * most recent first, then the others by ascending node index, exactly the order of a state built
- * from scratch at the start of the cycle.
+ * most recent first, then the nodes of the shared set by descending node index, then the others
+ * by ascending node index, exactly the order of a state built from scratch at the start of the
+ * cycle.
+ *
+ * GPU shares (place_share.c): a node's running shares change its state beyond its node_state
+ * (the devices they hold leave gpu_free and count one GPU each). That charge is made when the
+ * sync restores the node (place_share_build, on the nodes the sync listed: pb_synced) and kept
+ * with the node until it is next marked: a node holding shares sits in the bucket's shared set,
+ * which the sync leaves alone, not in its bitmap. The shares on a node change only with its
+ * node_state (a share pod starts or ends), so the driver's touch is what recharges them.
  *
  * Drivers: create one per cluster with place_base_new(), call place_base_touch(node) after
  * every change of that node's node_state (pods started or ended, down, up, quarantined), pass
@@ -60,13 +68,16 @@ struct place_base {
     const struct gang **held_for;
     uint8_t *sok; /* counted in ok_gpus: ok by the node_state (before holds) */
     uint8_t *lok; /* counted in the domain sums: sok and not held for a preemptor */
-    /* buckets: per key a list of nodes linked this cycle (LIFO) and a bitmap of the others */
+    /* buckets: per key a list of nodes linked this cycle (LIFO), a bitmap of the nodes holding
+     * GPU shares charged at an earlier sync (the shared set) and a bitmap of the others */
     int32_t head[PB_KEYS];
     int32_t *next, *prev;
     uint8_t *in_list;
-    uint32_t words;    /* 64-bit words per bucket bitmap */
-    uint64_t *bits;    /* [PB_KEYS][words] */
-    uint64_t *summary; /* [PB_KEYS][(words + 63) / 64]: bit w = bits word w is not 0 */
+    uint8_t *in_sh;                 /* node is in its bucket's shared set */
+    uint32_t words;                 /* 64-bit words per bucket bitmap */
+    uint64_t *bits;                 /* [PB_KEYS][words] */
+    uint64_t *summary;              /* [PB_KEYS][(words + 63) / 64]: bit w = bits word w is not 0 */
+    uint64_t *sh_bits, *sh_summary; /* the shared sets, laid out as bits and summary */
     uint64_t *cand;    /* [words] scratch: the nodes of some buckets, all 0 between uses */
     int64_t free_gpus; /* sum of key over linked nodes */
     int64_t ok_gpus;   /* GPUs of sok nodes */
@@ -79,6 +90,7 @@ struct place_base {
     uint32_t *dirty;
     uint8_t *is_dirty;
     uint32_t n_dirty;
+    uint32_t n_synced;   /* nodes restored by the last sync: pb_synced */
     uint64_t generation; /* bumped by every place_base_touch: the cluster's usage generation */
     /* scratch of one cycle's searches */
     uint8_t *elig;   /* [GANG_MAX_SETS][n] */
@@ -105,6 +117,12 @@ void place_base_touch(struct place_base *b, uint32_t i);
 
 /* Restores every marked node from `state` (see the invariants above). */
 void place_base_sync(struct place_base *b, const struct node_state *state);
+/* The nodes the last sync restored (*n of them), valid until the next pb_mark. */
+static inline const uint32_t *pb_synced(const struct place_base *b, uint32_t *n)
+{
+    *n = b->n_synced;
+    return b->dirty;
+}
 /* Node i changed in this cycle: restored at the next sync. */
 static inline void pb_mark(struct place_base *b, uint32_t i)
 {
@@ -117,23 +135,27 @@ static inline void pb_mark(struct place_base *b, uint32_t i)
 void pb_unlink(struct place_base *b, uint32_t i);
 /* Puts node i at the head of the list of bucket popcount(gpu_free[i]). */
 void pb_link(struct place_base *b, uint32_t i);
+/* Node i (ok, just restored by the sync) holds GPU shares charged on top of its node_state:
+ * into the shared set of bucket popcount(gpu_free[i]), without a mark, so that it keeps that
+ * state until the driver touches it or a cycle changes it. */
+void pb_link_shared(struct place_base *b, uint32_t i);
 /* Node i is held for a preemptor this cycle (ok nodes only): out of the buckets and of the
  * domain sums until the next sync. */
 void pb_hold(struct place_base *b, uint32_t i, const struct gang *g);
 /* Each level's largest domain in GPUs of lok nodes (recomputed where stale). */
 void pb_level_max(struct place_base *b, int64_t *out);
 
-/* Walks bucket k in order: the list, then the bitmap. */
+/* Walks bucket k in order: the list, the shared set downwards, then the bitmap upwards. */
 struct pb_iter {
     int32_t list;
-    uint32_t pos;
-    bool in_bits;
+    uint32_t pos; /* the shared set: below pos; the bitmap: from pos */
+    uint8_t phase;
 };
 static inline void pb_iter_start(const struct place_base *b, uint32_t k, struct pb_iter *it)
 {
     it->list = b->head[k];
-    it->pos = 0;
-    it->in_bits = false;
+    it->pos = b->n;
+    it->phase = 0;
 }
 /* The next node of bucket k, or -1. */
 int32_t pb_iter_next(const struct place_base *b, uint32_t k, struct pb_iter *it);

@@ -348,9 +348,12 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     for (size_t f = 0; plugin_filters[f] && n_active < 16; f++)
         if (!plugin_filters[f]->node_only && plugin_filters[f]->active(&st->env, g, ps))
             active[n_active++] = plugin_filters[f];
+    /* a share gang's wait is told by its devices (place_share_diagnose): of the scan, only the
+     * count of nodes without room for a pod is kept (the verdict's reason reads it) */
+    bool share = place_is_share(st, g);
     int64_t best_gpus = 0; /* most free GPUs of a node that may take pods (st->ok) */
     for (uint32_t i = 0; i < c->n_nodes; i++) {
-        if (st->ok[i]) {
+        if (st->ok[i] && !share) {
             int64_t gpus = bits_popc32(st->gpu_free[i]);
             best_gpus = gpus > best_gpus ? gpus : best_gpus;
         }
@@ -368,14 +371,14 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             short_count[r]++;
         }
     }
+    if (share) {
+        place_share_diagnose(st, g, v);
+        return;
+    }
     int worst = -1;
     for (int q = 0; q < res_count(); q++)
         if (short_count[q] > 0 && (worst < 0 || short_count[q] > short_count[worst]))
             worst = q;
-    if (place_is_share(st, g)) {
-        place_share_diagnose(st, g, v);
-        return;
-    }
     if (worst < 0)
         return;
     v->short_res = worst;

@@ -4,9 +4,12 @@
  * nvidia.com/gpucores: each pod takes nvidia.com/gpu devices (1 when it names none, as HAMi's
  * webhook defaults it), each holding one share of gpumem MiB (or the percentage of the device's
  * memory; neither = the whole memory) and gpucores percent. Devices and their capacity are the
- * node's HAMi register (hami.io/node-nvidia-register); usage is rebuilt every cycle from the
- * running share gangs of the snapshot (their pods' devices, sched_snapshot.shares) plus this
- * cycle's placements, so it is kept between cycles by what runs, not by a table of its own.
+ * node's HAMi register (hami.io/node-nvidia-register); a node's usage is charged from the
+ * running share gangs of the snapshot (their pods' devices, sched_snapshot.shares) when the
+ * sync of the placement base restores the node (place_base.h), kept with the base until the
+ * node is next marked, and changed in place by this cycle's placements. So a cycle charges the
+ * shares of the nodes that changed, not of every node holding one: the shares on a node change
+ * only with its node_state, which the driver touches.
  *
  * Rules kept here:
  *  - a device holding any share is out of gpu_free (no whole-device pod takes it) and counts one
@@ -33,17 +36,6 @@
 #include "sched/core/place_internal.h"
 
 enum { SH_MEM = 0, SH_MEM_PCT = 1, SH_CORES = 2 };
-
-bool place_is_share(const struct place_state *st, const struct gang *g)
-{
-    if (st->n_gs == 0)
-        return false;
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        for (int k = 0; k < 3; k++)
-            if (st->share_res[k] >= 0 && g->sets[s].req.v[st->share_res[k]] > 0)
-                return true;
-    return false;
-}
 
 /* One pod of `ps` as a device request. */
 static struct gs_req share_req(const struct place_state *st, const struct podset *ps)
@@ -81,65 +73,23 @@ static uint32_t shared_devs(const struct gs_node *n)
     return m;
 }
 
-/* Adds the running share pods' usage; takes their devices out of gpu_free. */
-static void add_running(struct place_state *st, const struct sched_snapshot *snap)
-{
-    for (uint32_t r = 0; r < snap->n_shares; r++) {
-        const struct sched_running *run = &snap->shares[r];
-        const struct gang *g = run->gang;
-        if (!place_is_share(st, g))
-            continue;
-        uint32_t k = 0;
-        for (uint32_t s = 0; s < g->n_sets; s++) {
-            struct gs_req q = share_req(st, &g->sets[s]);
-            for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
-                uint32_t i = run->pods[k].node;
-                if (i >= st->c->n_nodes)
-                    continue;
-                /* the driver counted the share resources against the node (no node has them:
-                 * given back) and the pod's nvidia.com/gpu (counted per device below) */
-                pb_mark(st->b, i);
-                for (int x = 0; x < 3; x++)
-                    if (st->share_res[x] >= 0)
-                        st->free[i].v[st->share_res[x]] += g->sets[s].req.v[st->share_res[x]];
-                if (st->gs_of[i] < 0)
-                    continue;
-                struct gs_node *n = &st->gs[st->gs_of[i]];
-                gs_take(n, &q, run->pods[k].gpu_mask & bits_low32(n->n_devs), 1);
-                st->free[i].v[RES_GPU] += g->sets[s].req.v[RES_GPU];
-            }
-        }
-    }
-    for (uint32_t k = 0; k < st->n_gs; k++) {
-        uint32_t sh = shared_devs(&st->gs[k]);
-        if (!sh)
-            continue;
-        uint32_t i = st->gs_node[k];
-        pb_mark(st->b, i);
-        st->free[i].v[RES_GPU] -= bits_popc32(sh);
-        st->gpu_free[i] &= ~sh;
-        if (st->ok[i]) {
-            pb_unlink(st->b, i);
-            pb_link(st->b, i);
-        }
-    }
-}
-
 /* The registers of the cluster, parsed once per place_base (the cluster never changes under
- * it): capacity per registered node (usage zero), their node indices, each node's entry. */
+ * it): capacity per registered node (usage zero), their node indices, each node's entry; the
+ * usage kept between cycles (st->gs); per node, scratch flags of the nodes being charged. */
 struct place_share_cache {
     uint32_t n_gs, max_devs;
     int64_t max_mem;
     int32_t *gs_of;
     uint32_t *gs_node;
-    struct gs_node *cap;
+    struct gs_node *cap, *use;
+    uint8_t *fresh;
 };
 
 static struct place_share_cache *cache_build(const struct cluster *c, uint32_t n_reg,
                                              struct arena *a)
 {
-    size_t bytes = sizeof(struct place_share_cache) + c->n_nodes * sizeof(int32_t) +
-                   n_reg * (sizeof(uint32_t) + sizeof(struct gs_node)) + 64;
+    size_t bytes = sizeof(struct place_share_cache) + c->n_nodes * (sizeof(int32_t) + 1) +
+                   n_reg * (sizeof(uint32_t) + 2 * sizeof(struct gs_node)) + 64;
     char *m = a ? arena_alloc(a, bytes) : malloc(bytes);
     if (!m)
         return NULL;
@@ -148,8 +98,11 @@ static struct place_share_cache *cache_build(const struct cluster *c, uint32_t n
     /* gs_node structs first after the header (8-byte aligned members), then the index arrays */
     size_t at = (sizeof(*sc) + 15) & ~(size_t)15;
     sc->cap = (struct gs_node *)(void *)(m + at);
-    sc->gs_node = (uint32_t *)(void *)(m + at + n_reg * sizeof(struct gs_node));
+    sc->use = sc->cap + n_reg;
+    sc->gs_node = (uint32_t *)(void *)(sc->use + n_reg);
     sc->gs_of = (int32_t *)(void *)(sc->gs_node + n_reg);
+    sc->fresh = (uint8_t *)(sc->gs_of + c->n_nodes);
+    memset(sc->fresh, 0, c->n_nodes);
     for (uint32_t i = 0; i < c->n_nodes; i++) {
         const struct node *nd = &c->nodes[i];
         const char *reg_s = node_annotation(nd, HAMI_NODE_REGISTER);
@@ -175,6 +128,65 @@ static struct place_share_cache *cache_build(const struct cluster *c, uint32_t n
     return sc;
 }
 
+/* Node of the k-th entry of the nodes being charged: the list, or every node when NULL. */
+static uint32_t charged_node(const uint32_t *nodes, uint32_t k)
+{
+    return nodes ? nodes[k] : k;
+}
+
+/* Charges the running share pods on the n nodes of `nodes` (NULL: every node), which the sync
+ * has just restored from their node_state: their devices' usage, the share resources the driver
+ * counted against the node given back (no node has them), each device holding a share one GPU
+ * (the driver counted nvidia.com/gpu per pod) and out of gpu_free; nodes that may take pods
+ * into their bucket's shared set. Nothing is marked: the charge stays until the node is. */
+static void charge_running(struct place_state *st, const struct sched_snapshot *snap,
+                           const uint32_t *nodes, uint32_t n)
+{
+    struct place_share_cache *sc = st->b->share_cache;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = charged_node(nodes, k);
+        sc->fresh[i] = 1;
+        if (st->gs_of[i] >= 0) /* usage rebuilt from what runs */
+            st->gs[st->gs_of[i]] = sc->cap[st->gs_of[i]];
+    }
+    for (uint32_t r = 0; r < snap->n_shares; r++) {
+        const struct sched_running *run = &snap->shares[r];
+        const struct gang *g = run->gang;
+        if (!place_is_share(st, g))
+            continue;
+        uint32_t k = 0;
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            struct gs_req q = {0}; /* the set's device request, made for its first charged pod */
+            for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
+                uint32_t i = run->pods[k].node;
+                if (i >= st->c->n_nodes || !sc->fresh[i])
+                    continue;
+                if (q.devs == 0)
+                    q = share_req(st, &g->sets[s]);
+                for (int x = 0; x < 3; x++)
+                    if (st->share_res[x] >= 0)
+                        st->free[i].v[st->share_res[x]] += g->sets[s].req.v[st->share_res[x]];
+                if (st->gs_of[i] < 0)
+                    continue;
+                struct gs_node *gn = &st->gs[st->gs_of[i]];
+                gs_take(gn, &q, run->pods[k].gpu_mask & bits_low32(gn->n_devs), 1);
+                st->free[i].v[RES_GPU] += g->sets[s].req.v[RES_GPU];
+            }
+        }
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = charged_node(nodes, k);
+        sc->fresh[i] = 0;
+        uint32_t sh = st->gs_of[i] >= 0 ? shared_devs(&st->gs[st->gs_of[i]]) : 0;
+        if (!sh)
+            continue;
+        st->free[i].v[RES_GPU] -= bits_popc32(sh);
+        st->gpu_free[i] &= ~sh;
+        if (st->ok[i])
+            pb_link_shared(st->b, i);
+    }
+}
+
 int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
 {
     const struct cluster *c = st->c;
@@ -185,7 +197,8 @@ int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
     if (st->share_res[0] < 0 && st->share_res[1] < 0 && st->share_res[2] < 0)
         return 0; /* nothing ever asked for a share: no cost for plain clusters */
     struct place_share_cache *sc = st->b->share_cache;
-    if (!sc) {
+    bool first = !sc; /* no node was charged yet: every node is as the sync left it */
+    if (first) {
         uint32_t n_reg = 0;
         for (uint32_t i = 0; i < c->n_nodes; i++)
             n_reg += node_annotation(&c->nodes[i], HAMI_NODE_REGISTER) != NULL;
@@ -196,16 +209,18 @@ int place_share_build(struct place_state *st, const struct sched_snapshot *snap)
     }
     if (sc->n_gs == 0)
         return 0;
-    st->gs = arena_alloc(st->arena, sc->n_gs * sizeof(*st->gs));
-    if (!st->gs)
-        return SCHED_ENOMEM;
-    memcpy(st->gs, sc->cap, sc->n_gs * sizeof(*st->gs)); /* usage: rebuilt below */
+    st->gs = sc->use;
     st->n_gs = sc->n_gs;
     st->gs_of = sc->gs_of;
     st->gs_node = sc->gs_node;
     st->gs_max_mem = sc->max_mem;
     st->gs_max_devs = sc->max_devs;
-    add_running(st, snap);
+    uint32_t n_synced;
+    const uint32_t *synced = pb_synced(st->b, &n_synced);
+    if (first)
+        charge_running(st, snap, NULL, c->n_nodes);
+    else if (n_synced > 0)
+        charge_running(st, snap, synced, n_synced);
     return 0;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "config/model.h"
+
 /* The baseline: what a gang-aware but topology-blind scheduler does (Volcano's gang plugin with
  * strict FIFO, no backfill). */
 static const struct sched_policy policy_fifo = {
@@ -29,6 +31,7 @@ static const struct sched_policy policy_gangsched = {
     .benefit_factor = 1.0,
     .order_bias_gpu_s = 2000.0,
     .max_evictions = 8,
+    .probation_min_gpus = CONFIG_PROBATION_MIN_GPUS,
 };
 
 /* The checkpoint-blind comparison: the same rules, victims chosen as Kueue does. */
@@ -44,6 +47,7 @@ static const struct sched_policy policy_ckpt_blind = {
     .checkpoint_aware = false,
     .benefit_factor = 0.0,
     .max_evictions = 8,
+    .probation_min_gpus = CONFIG_PROBATION_MIN_GPUS,
 };
 
 /* The sharing-incentive baseline of the simulator: gangsched's rules, but every queue alone on
@@ -61,6 +65,7 @@ static const struct sched_policy policy_private = {
     .benefit_factor = 1.0,
     .order_bias_gpu_s = 2000.0,
     .max_evictions = 8,
+    .probation_min_gpus = CONFIG_PROBATION_MIN_GPUS,
     .private_slices = true,
 };
 

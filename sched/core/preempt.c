@@ -64,6 +64,30 @@ static bool victim_borrows(const struct preempt_ctx *pc, const struct sched_runn
     return false;
 }
 
+/* Backfill on probation: may g evict the gangs that promised to be gone by its reservation's
+ * first expected start and overran it? Only a gang that starves (waited starve_after_ms), holds
+ * a starvation reservation and has at least probation_min_gpus GPUs. */
+static bool overdue_preemptor(const struct preempt_ctx *pc, const struct gang *g)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    if (!pc->any_overdue || pc->probation_min_gpus == 0 || g->gpus < pc->probation_min_gpus ||
+        snap->now_ms - g->submit_ms < pc->starve_after_ms)
+        return false;
+    for (uint32_t h = 0; h < snap->n_reserve_hints; h++)
+        if (snap->reserve_hints[h].gang->id == g->id)
+            return true;
+    return false;
+}
+
+/* r is on probation for g (same queue, flavor f) and its promise has passed. */
+static bool overdue_for(const struct preempt_ctx *pc, const struct sched_running *r,
+                        const struct gang *g, uint32_t f)
+{
+    return r->probation_for && r->probation_for->id == g->id && r->probation_until_ms > 0 &&
+           pc->snap->now_ms >= r->probation_until_ms && r->gang->queue == g->queue &&
+           (!pc->snap->config || r->flavor == f);
+}
+
 /* May running gang r be a victim of g (queue q)? Sets its kind. */
 static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
                     const struct gang *g, uint32_t q, uint32_t f, const struct res_vec *need,
@@ -77,6 +101,10 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
         return false; /* GPU shares free nothing in a trial (place_release): never a victim */
     if (pc->evicted_per_queue[v->queue] >= snap->policy->max_evictions)
         return false;
+    if (overdue_for(pc, r, g, f) && overdue_preemptor(pc, g)) {
+        *kind = SCHED_PREEMPT_OVERDUE;
+        return true;
+    }
     const struct config *cfg = snap->config;
     enum config_within_queue within = CONFIG_PREEMPT_LOWER_PRIORITY;
     enum config_reclaim reclaim = CONFIG_RECLAIM_ANY;
@@ -150,6 +178,8 @@ static int index_running(struct preempt_ctx *pc)
         pc->queue_first[v + 1]++;
         if (snap->running[i].gang->priority < pc->min_prio[v])
             pc->min_prio[v] = snap->running[i].gang->priority;
+        pc->any_overdue |= snap->running[i].probation_until_ms > 0 &&
+                           snap->now_ms >= snap->running[i].probation_until_ms;
     }
     for (uint32_t v = 0; v <= nq; v++)
         pc->queue_first[v + 1] += pc->queue_first[v];
@@ -181,6 +211,8 @@ static bool skip_queue(const struct preempt_ctx *pc, const struct gang *g, uint3
         reclaim = cfg->queues[q].preemption.reclaim;
     }
     int32_t low = pc->min_prio[v];
+    if (v == q && overdue_preemptor(pc, g))
+        return false; /* overdue backfill of its own queue may be a victim (allowed()) */
     if (v == q) {
         if (within == CONFIG_PREEMPT_NEVER)
             return true;
@@ -308,7 +340,8 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
             const struct sched_running *r = &run[cands[c].idx];
             if (has_pod_in(st, r, level, d) != (pass == 0))
                 continue;
-            if (cands[c].kind != SCHED_PREEMPT_PRIORITY && !reclaim_bounded(pc, r))
+            if (cands[c].kind != SCHED_PREEMPT_PRIORITY && cands[c].kind != SCHED_PREEMPT_OVERDUE &&
+                !reclaim_bounded(pc, r))
                 continue;
             if (!place_release(st, r))
                 break;
@@ -387,6 +420,38 @@ struct plan {
     double cost;                /* the victims' cost (preempt_cost, summed) */
 };
 
+/* When no domain of the target level can be cleared: overdue backfill alone (victims of kind
+ * SCHED_PREEMPT_OVERDUE), freed anywhere in the cluster, as a gang without a required level may
+ * span domains. Fills pl (indexes into cands) or leaves pl->n 0. */
+static int overdue_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                        const struct res_vec *need, const struct cand *cands, uint32_t n_cands,
+                        uint32_t *chosen, struct sched_assign *trial, struct plan *pl)
+{
+    struct cand *od = NULL;
+    uint32_t n_od = 0;
+    for (uint32_t c = 0; c < n_cands; c++) {
+        if (cands[c].kind != SCHED_PREEMPT_OVERDUE)
+            continue;
+        if (!od && !(od = arena_alloc(pc->arena, n_cands * sizeof(*od))))
+            return SCHED_ENOMEM;
+        od[n_od++] = cands[c]; /* still in victim order */
+    }
+    double cost;
+    uint32_t n = n_od ? plan_domain(pc, g, q, f, need, -1, 0, od, n_od, chosen, trial, &cost) : 0;
+    for (uint32_t j = 0; j < n; j++) { /* back to indexes into cands */
+        uint32_t c = 0;
+        while (cands[c].idx != od[chosen[j]].idx)
+            c++;
+        pl->best[j] = c;
+    }
+    if (n > 0) {
+        pl->n = n;
+        pl->cost = cost;
+        memcpy(pl->trial, trial, g->n_pods * sizeof(*trial));
+    }
+    return 0;
+}
+
 /* Tries each target domain that has victims (or room, when only quota is missing) and keeps the
  * plan of least score: its cost plus the domain's place in the placement order, within
  * order_bias_gpu_s. The blind baseline stops at the first domain that works. */
@@ -432,6 +497,8 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
         if (!pol->checkpoint_aware)
             break; /* the blind baseline takes the first domain that works */
     }
+    if (pl->n == 0 && level >= 0 && g->topo_required < 0)
+        return overdue_plan(pc, g, q, f, need, cands, n_cands, chosen, trial, pl);
     return 0;
 }
 

@@ -11,6 +11,13 @@
  *              weighted share without the victim; also bounded by the victim's nominal quota.
  *              Strict inequalities both ways cannot hold, so two queues never preempt each other
  *              back and forth.
+ *   overdue  - backfill on probation (cycle.h, sched_running.probation_for): a gang of the same
+ *              queue started while the preemptor held the cycle's earliest starvation
+ *              reservation, which promised to be gone by that reservation's first expected
+ *              start and has overrun it; only for a preemptor that still starves, holds its
+ *              reservation and has at least probation_min_gpus GPUs. When no domain of the
+ *              target level can be cleared, overdue victims alone are freed across the cluster.
+ *              Like reclaim, it needs no benefit: the victim broke its promise.
  * Never victims: non-preemptible gangs, gangs inside their minimum run time, gangs already
  * being evicted.
  *
@@ -54,6 +61,12 @@ struct preempt_ctx {
      * preemptor is skipped whole (same candidates, found without a scan of every gang). */
     uint32_t *by_queue, *queue_first;
     int32_t *min_prio;
+    bool any_overdue; /* some running gang's probation promise has passed (index_running) */
+    /* backfill on probation (the cycle's settings): a gang that waited starve_after_ms, holds a
+     * starvation reservation and has at least probation_min_gpus GPUs (0: never) may evict the
+     * gangs of its queue started on probation for it whose promise has passed */
+    int64_t starve_after_ms;
+    uint32_t probation_min_gpus;
 };
 
 int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,

@@ -175,6 +175,33 @@ static int set_state(struct eng *e, uint32_t g, enum eng_state s)
     j->state = (uint8_t)s;
     if (s != ENG_JOB_TEARING)
         j->evicting = j->own = j->give_up = false;
+    if (s != ENG_JOB_PENDING)
+        j->reserve_first_ms = 0; /* it left its queue: a later wait makes a new promise */
+    if (s != ENG_JOB_ADMITTED && s != ENG_JOB_BINDING && s != ENG_JOB_RUNNING) {
+        j->probation_until_ms = 0; /* the probation belongs to one run */
+        j->probation_for = ENG_NONE;
+    }
+    return 0;
+}
+
+int eng_job_reserved(struct eng *e, uint32_t g, int64_t expected_start_ms)
+{
+    struct eng_job *j = job_at(e, g);
+    if (!j)
+        return SCHED_ENOMEM;
+    if (j->reserve_first_ms == 0 && expected_start_ms > 0 && expected_start_ms != INT64_MAX)
+        j->reserve_first_ms = expected_start_ms;
+    return 0;
+}
+
+int eng_job_probation(struct eng *e, uint32_t g, uint32_t for_g)
+{
+    struct eng_job *j = job_at(e, g);
+    if (!j)
+        return SCHED_ENOMEM;
+    int64_t until = for_g < e->cap_jobs ? e->jobs[for_g].reserve_first_ms : 0;
+    j->probation_until_ms = until;
+    j->probation_for = until > 0 ? for_g : ENG_NONE;
     return 0;
 }
 

@@ -99,6 +99,16 @@ struct eng_job {
     int64_t bound_ms;    /* RUNNING: when its binds completed (or it was first seen running);
                             ENG_UNKNOWN_MS: not known yet (restored, or another state) */
     int64_t retry_at_ms; /* BACKOFF: when it queues again */
+    /* waiting: the expected start its first starvation reservation of this wait announced
+     * (eng_job_reserved); 0: none yet. Cleared by any state but PENDING (a driver that does
+     * not report submissions, the daemon, leaves a waiting gang in NONE) */
+    int64_t reserve_first_ms;
+    /* ADMITTED, BINDING, RUNNING: backfill on probation (sched/core/cycle.h): started while
+     * gang probation_for held the cycle's earliest reservation, it promised to be gone by
+     * probation_until_ms, that gang's reserve_first_ms. probation_until_ms 0: not on
+     * probation (probation_for is then meaningless) */
+    int64_t probation_until_ms;
+    uint32_t probation_for;
 };
 
 enum eng_effect_kind {
@@ -157,6 +167,13 @@ int eng_job_reject(struct eng *e, uint32_t g);
 int eng_job_evict(struct eng *e, uint32_t g);
 /* A bind was refused: the gang is rolled back, TEARING (not its own failure). */
 int eng_job_bind_refused(struct eng *e, uint32_t g);
+/* Waiting gang g holds a starvation reservation expected to start at expected_start_ms: the
+ * first one of its wait is kept as reserve_first_ms (its promise to backfill). */
+int eng_job_reserved(struct eng *e, uint32_t g, int64_t expected_start_ms);
+/* Gang g (ADMITTED, BINDING or RUNNING) was placed with sched_placement.probation_for = for_g:
+ * it is on probation until for_g's reserve_first_ms (none when for_g has none). Cleared when
+ * the run ends (any state but ADMITTED, BINDING, RUNNING). */
+int eng_job_probation(struct eng *e, uint32_t g, uint32_t for_g);
 /* Restores what a driver persisted (daemon: the store's restarts; simulator: its resume). */
 int eng_job_restore(struct eng *e, uint32_t g, enum eng_state s, uint32_t restarts);
 
@@ -255,6 +272,11 @@ struct eng_ids {
 
 int eng_cycle_reservations(struct eng *e, const struct sched_result *res, const struct eng_ids *ids,
                            int64_t now);
+/* Backfill on probation, the core's view: each running gang's promise (probation_until_ms,
+ * probation_for) from its engine record (eng_job_probation), the gang it promised to mapped to
+ * this cycle's core gang (not on probation when that gang is not in the cycle). */
+void eng_probation_view(const struct eng *e, const struct eng_ids *ids, struct sched_running *run,
+                        uint32_t n);
 /* Hints only (the cycle's starvation reservations), without the preemptors' holds. */
 int eng_cycle_hints(struct eng *e, const struct sched_result *res, const struct eng_ids *ids);
 /* Preemptors' holds only. */

@@ -139,6 +139,8 @@ static int add_reservations(struct eng *e, const struct sched_result *res,
         uint32_t g = gang_id(ids, rv->gang);
         int rc = preemptors ? eng_hold_preemptor(e, g, nodes, rv->n_nodes, now)
                             : eng_hold_put(e, ENG_HINTS, g, nodes, rv->n_nodes, 0);
+        if (rc == 0 && !preemptors)
+            rc = eng_job_reserved(e, g, rv->expected_start_ms);
         free(buf);
         if (rc != 0)
             return rc;
@@ -178,6 +180,19 @@ static const struct gang *core_gang(const struct eng_ids *ids, uint32_t g, bool 
 {
     *pending = false;
     return ids && ids->core_gang ? ids->core_gang(ids->ctx, g, pending) : NULL;
+}
+
+void eng_probation_view(const struct eng *e, const struct eng_ids *ids, struct sched_running *run,
+                        uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct eng_job j = eng_job(e, gang_id(ids, run[i].gang));
+        bool pending;
+        const struct gang *to =
+            j.probation_until_ms > 0 ? core_gang(ids, j.probation_for, &pending) : NULL;
+        run[i].probation_until_ms = to ? j.probation_until_ms : 0;
+        run[i].probation_for = to;
+    }
 }
 
 void eng_holds_expire(struct eng *e, int64_t now, const struct eng_ids *ids)

@@ -714,7 +714,7 @@ static int build_start(struct builder *b, struct sched_errbuf *eb)
     if (!b->state || !b->usage)
         return SCHED_ENOMEM;
     for (uint32_t i = 0; i < cl->n_nodes; i++)
-        b->state[i].release_ms = INT64_MAX; /* no declared run times in a real cluster */
+        b->state[i].release_ms = INT64_MAX; /* unknown until the estimates (driver_est.c) */
     return 0;
 }
 
@@ -1101,6 +1101,8 @@ static int build_phases(struct builder *b)
     const struct sched_policy *pol = b->pol;
     out->views = views;
     out->state = b->state;
+    out->running = run;
+    out->n_running = n_run;
     out->snap = (struct sched_snapshot){
         .now_ms = b->now_ms,
         .cluster = cl,

@@ -63,7 +63,9 @@ struct kcache_build {
     struct sched_snapshot snap;
     struct sched_queue_view *views; /* = snap.queues, writable: the driver may hold a queue */
     struct node_state *state;       /* = snap.state, writable: the driver sets node health */
-    struct kgang *gangs;            /* [n_gangs] pending ones first, then running ones */
+    struct sched_running *running;  /* = snap.shares, writable: the driver sets probation */
+    uint32_t n_running;
+    struct kgang *gangs; /* [n_gangs] pending ones first, then running ones */
     uint32_t n_gangs;
     uint32_t n_pending;
     struct kwaiting *waiting;

@@ -223,9 +223,10 @@ static int cycle_decide(struct kcycle *c)
     d->cycle++;
     uint64_t t0 = uv_hrtime();
     c->kb.snap.plan_starts = true; /* expected starts for the decision log */
-    if (!d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
-        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
+    /* the estimates first: the nodes' expected releases are part of the state the base keeps */
     int crc = kdrv_est_plan(d, &c->kb, c->cfg, c->now);
+    if (crc == 0 && !d->o->full_cycles && kcache_base(d->cache, &c->kb) != 0)
+        LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     if (crc == 0)
         crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
@@ -264,13 +265,14 @@ static void cycle_evictions(struct kcycle *c)
         const struct kgang *by = &c->kb.gangs[res->evictions[e].preemptor->id];
         char msg[600];
         snprintf(msg, sizeof(msg),
-                 "preempted by %s (%.0f GPU-seconds of work since the last "
-                 "checkpoint lost)",
+                 "%s by %s (%.0f GPU-seconds of work since the last checkpoint lost)",
+                 res->evictions[e].kind == SCHED_PREEMPT_OVERDUE
+                     ? "backfilled on the promise to end before its reservation; overran it, "
+                       "evicted"
+                     : "preempted",
                  by->key, res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
-        const char *kind[] = {res->evictions[e].kind == SCHED_PREEMPT_RECLAIM      ? "reclaim"
-                              : res->evictions[e].kind == SCHED_PREEMPT_FAIR_SHARE ? "fair_share"
-                                                                                   : "priority"};
+        const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
         http_metric_add_value(d->m_evictions, kind, 1);
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg,
                              true, by->pg);

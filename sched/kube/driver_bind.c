@@ -744,12 +744,16 @@ void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struc
     }
     d->n_binds = res->n_placements;
     d->binds_left = 0;
-    for (uint32_t p = 0; p < res->n_placements; p++)
+    for (uint32_t p = 0; p < res->n_placements; p++) {
+        const struct gang *to = res->placements[p].probation_for; /* backfill on probation */
+        uint32_t id = 0;
         if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0 ||
-            eng_job_binding(d->eng, kdrv_gang_id(d, d->binds[p].gang)) != 0) {
+            eng_job_binding(d->eng, id = kdrv_gang_id(d, d->binds[p].gang)) != 0 ||
+            (to && eng_job_probation(d->eng, id, kdrv_gang_id(d, kb->gangs[to->id].key)) != 0)) {
             kdrv_fatal(d, "out of memory");
             return;
         }
+    }
     /* send after every pod is assumed: a bind answering at once must not end the cycle
      * while others are still being prepared */
     uint32_t n_binds = d->n_binds;

@@ -1,9 +1,14 @@
-/* sched/kube/driver_est.c: the daemon's run-time estimates for the start planner: learned from
- * the gangs that ended by themselves (queue/estimate.c, as the simulator learns), given to the
- * planner only (snapshot runtime_src's typical answers, release_typ_ms, releases). The
- * decisions' inputs (runtime_src's safe answers, node_state.release_ms) stay "unknown":
- * estimates change no decision. A pending gang's estimate is computed when the cycle asks for
- * it, so a cycle's cost follows the gangs it plans, not the backlog.
+/* sched/kube/driver_est.c: the daemon's run-time estimates, learned from the gangs that ended by
+ * themselves (queue/estimate.c, as the simulator learns), given to the cycle as the simulator
+ * gives them (sched/sim/estimates.c):
+ *   - decisions (starvation reservations, backfill into them, the queue hold, backfill on
+ *     probation): the safe estimates, runtime_src's safe answer for a pending gang
+ *     (EST_QUANTILE) and node_state.release_ms, the latest safe end of the gangs on a node
+ *     (INT64_MAX while one of them has no estimate, or GPUs on it are held by pods of no gang of
+ *     ours: their end is not known; pods without GPUs, DaemonSets, do not count);
+ *   - the start planner: the typical answers (release_typ_ms, releases).
+ * A pending gang's estimates are computed when the cycle asks for them, so a cycle's cost
+ * follows the gangs it tries and plans, not the backlog.
  *
  * Owns: d->est and d->est_queues (the queue names of est's indices). The history is learned
  * from the store's finished jobs at the first cycle (and again when a reload changes the
@@ -137,32 +142,47 @@ static uint32_t pod_gpus(const struct kpod *p)
     return v > 0 && v <= 32 ? (uint32_t)v : 0;
 }
 
-/* sched_snapshot.runtime_src of a cycle: the typical run time of a pending gang, computed on the
- * cycle's first ask (the planner asks for the gangs it plans, not for the whole backlog). The
- * safe estimate stays unknown (0): estimates change no decision. In d->arena. */
+/* sched_snapshot.runtime_src of a cycle: the safe and typical run times of a pending gang,
+ * computed on the cycle's first ask (the cycle asks for the gangs it tries and plans, not for
+ * the whole backlog). In d->arena. */
 struct est_src {
     struct sched_runtime_source src;
     struct kdrv *d;            /* d->est, d->est_computed */
     const struct kgang *gangs; /* kb->gangs: gang ids index them, pending ones first */
     uint32_t n_pending;
-    int64_t *typ;   /* [n_pending], valid where done has the bit */
-    uint64_t *done; /* [(n_pending + 63) / 64] */
+    int64_t *safe, *typ; /* [n_pending], valid where done has the bit */
+    uint64_t *done;      /* [(n_pending + 63) / 64] */
 };
 
 static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
 {
     struct est_src *es = ctx;
     uint32_t id = g->id;
-    if (!typical || id >= es->n_pending) /* a running gang: its release is in snap.releases */
+    if (id >= es->n_pending) /* a running gang: its end is in release_ms and snap.releases */
         return 0;
     uint64_t bit = 1ull << (id % 64);
     if (!(es->done[id / 64] & bit)) {
         const struct kgang *kg = &es->gangs[id];
+        es->safe[id] = est_runtime(&es->d->est, &kg->gang, EST_QUANTILE);
         es->typ[id] = est_typical_runtime(&es->d->est, &kg->gang, draw_of(kg->key));
         es->done[id / 64] |= bit;
         es->d->est_computed++;
     }
-    return es->typ[id];
+    return typical ? es->typ[id] : es->safe[id];
+}
+
+/* Each node's release_ms from the safe ends of our gangs on it (safe[i]; ours[i]: the GPUs our
+ * gangs hold there): INT64_MAX where other GPUs are held too (pods of no gang of ours, whose
+ * end is not known); 0 stays 0 (an empty node). */
+static void set_releases(struct node_state *state, uint32_t nn, const int64_t *safe,
+                         const uint32_t *ours)
+{
+    for (uint32_t i = 0; i < nn; i++) {
+        if (state[i].release_ms == 0)
+            continue;
+        state[i].release_ms =
+            (uint32_t)bits_popc32(state[i].gpu_used) > ours[i] ? INT64_MAX : safe[i];
+    }
 }
 
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now)
@@ -175,17 +195,20 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
         n_pods += kb->gangs[g].gang.n_pods;
     struct est_src *es = arena_calloc(&d->arena, 1, sizeof(*es));
     int64_t *rel = arena_calloc(&d->arena, nn + 1, sizeof(*rel));
+    int64_t *safe = arena_calloc(&d->arena, nn + 1, sizeof(*safe));
+    uint32_t *ours = arena_calloc(&d->arena, nn + 1, sizeof(*ours));
     struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
-    if (!es || !rel || !rels)
+    if (!es || !rel || !safe || !ours || !rels)
         return SCHED_ENOMEM;
     *es =
         (struct est_src){.src = {.est = runtime_of, .ctx = es},
                          .d = d,
                          .gangs = kb->gangs,
                          .n_pending = kb->n_pending,
+                         .safe = arena_alloc(&d->arena, (kb->n_pending + 1) * sizeof(*es->safe)),
                          .typ = arena_alloc(&d->arena, (kb->n_pending + 1) * sizeof(*es->typ)),
                          .done = arena_calloc(&d->arena, kb->n_pending / 64 + 1, sizeof(uint64_t))};
-    if (!es->typ || !es->done)
+    if (!es->safe || !es->typ || !es->done)
         return SCHED_ENOMEM;
     d->est_computed = 0;
     uint32_t n_rels = 0;
@@ -196,16 +219,21 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
             if (kg->members[m]->started_ms > 0 && kg->members[m]->started_ms < start)
                 start = kg->members[m]->started_ms;
         int64_t end = est_typical_end(&d->est, &kg->gang, start, now, draw_of(kg->key));
+        int64_t end_safe = est_end(&d->est, &kg->gang, start, now, EST_QUANTILE);
         for (uint32_t m = 0; kg->nodes && m < kg->gang.n_pods; m++) {
             uint32_t i = kg->nodes[m];
             if (i >= nn)
                 continue;
-            rels[n_rels++] =
-                (struct sched_release){.node = i, .gpus = pod_gpus(kg->members[m]), .t_ms = end};
+            uint32_t gpus = pod_gpus(kg->members[m]);
+            rels[n_rels++] = (struct sched_release){.node = i, .gpus = gpus, .t_ms = end};
             if (end > rel[i])
                 rel[i] = end;
+            if (end_safe > safe[i])
+                safe[i] = end_safe;
+            ours[i] += gpus;
         }
     }
+    set_releases(kb->state, nn, safe, ours);
     s->runtime_src = &es->src;
     s->release_typ_ms = rel;
     s->releases = rels;

@@ -327,8 +327,10 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
 /* A job that ended by itself (its row as it was while running) teaches its run time, now minus
  * its start, to the estimates of its queue and shape. */
 void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
-/* The start planner's run times (kb->snap.runtime_src, release_typ_ms, releases) from what
- * was learned; nothing a decision reads. 0 or SCHED_ENOMEM. */
+/* The cycle's run times from what was learned, as the simulator gives them: the safe ones for
+ * decisions (kb->snap.runtime_src's safe answers, kb->state's release_ms) and the typical ones
+ * for the start planner (runtime_src's typical answers, release_typ_ms, releases). Before
+ * kcache_base: the releases are part of the node state it compares. 0 or SCHED_ENOMEM. */
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
 void kdrv_est_fini(struct kdrv *d);
 

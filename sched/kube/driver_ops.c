@@ -173,10 +173,13 @@ int kdrv_replay_action(void *ctx, const struct store_action *a)
     return 0;
 }
 
-/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints): the engine's
- * view (eng_holds_view), over the cycle's id maps (kdrv_ids_build). */
+/* Holds and reservation hints offered to the core (kb->snap.holds, reserve_hints), and the
+ * running gangs' probation: the engine's view (eng_holds_view, eng_probation_view), over the
+ * cycle's id maps (kdrv_ids_build). */
 void kdrv_holds_offer(struct kdrv *d, struct kcache_build *kb, int64_t now)
 {
+    if (d->ids && kb->snap.running)
+        eng_probation_view(d->eng, &d->ids->ids, kb->running, kb->n_running);
     if (!d->ids || eng_holds_view(d->eng, now, &d->ids->ids, &d->arena, &kb->snap) != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory offering the holds: none offered this cycle");
         kb->snap.holds = kb->snap.reserve_hints = NULL;

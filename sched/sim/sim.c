@@ -185,6 +185,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     unqueue(r, j);
     sim_touch(r, j);
     eng_job_bound(r->eng, j, now); /* its preemptor holds end */
+    if (p->probation_for && eng_job_probation(r->eng, j, p->probation_for->id) != 0)
+        return SCHED_ENOMEM;
     bool restart = r->n_evicted[j] > 0 || (r->fail && r->attempts[j] > 0);
     if (!restart)
         r->start_ms[j] = now; /* queue time counts to the first start */
@@ -529,6 +531,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         snprintf(reason, sizeof(reason), "%s by %s",
                  ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
                  : ev->kind == SCHED_PREEMPT_FAIR_SHARE ? "fair-share preempted"
+                 : ev->kind == SCHED_PREEMPT_OVERDUE    ? "overdue backfill evicted"
                                                         : "preempted",
                  in->jobs[ev->preemptor->id].id);
         if (grace > 0) {
@@ -646,6 +649,8 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     snapshot(r, views, now, &snap);
     arena_reset(arena);
     struct eng_ids ids = {.ctx = r, .core_gang = core_gang};
+    if (snap.running)
+        eng_probation_view(r->eng, &ids, r->runv, r->n_run);
     if (eng_holds_view(r->eng, now, &ids, arena, &snap) != 0 ||
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");

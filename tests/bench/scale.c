@@ -9,11 +9,16 @@
  *      submitted in the first 100 s, 1 to 24 hours each) on hgx:1,000, gangsched against fifo.
  *   9. steady cycle: 10,000 pending gangs of those shapes on a full hgx:1,000 and nothing changed
  *      since the last cycle: CPU time of one cycle.
+ *  10. steady cycle with GPU shares: the same backlog on 1,000 nodes of 8 devices registered by
+ *      HAMi, every device holding two running shares (16,000 share pods), against the same nodes
+ *      without registers, full of whole-device pods, in the same process: the ratio of one
+ *      cycle's CPU time (the shares are charged when a node changes, not at every cycle).
  * Every figure is CPU time of the process (or child) doing the work; the targets are ratios
  * against a baseline of the same run, except the steady cycle and the RSS (absolute).
  *
  * Usage: bench_scale [--markdown] [ITP_DATA_DIR]  (default sched/sim/data/itp)
  *        bench_scale --burst-csv N [SEED]      prints the burst trace (N gangs) as CSV
+ *        bench_scale --steady                  only 9 and 10
  * --markdown prints the scaling curve as a Markdown table (tests/bench/scale_doc.py puts it in
  * docs/simulator.md).
  *
@@ -32,9 +37,11 @@
 #include "queue/queue.h"
 #include "sched/core/arena.h"
 #include "sched/core/cycle.h"
+#include "sched/core/hami.h"
 #include "sched/core/model.h"
 #include "sched/core/place_base.h"
 #include "sched/core/policy.h"
+#include "sched/k8s/nodes.h"
 #include "sched/sim/nodes.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
@@ -46,6 +53,11 @@
 #define TARGET_BACKLOG_X 5.0    /* gangsched within 5x of fifo */
 #define TARGET_STEADY_MS 5.0    /* one cycle, 10,000 pending, nothing changed */
 #define TARGET_RSS_MB    2048.0 /* hgx:100,000 */
+#define TARGET_SHARE_X   1.5    /* steady cycle, HAMi cluster within 1.5x of a plain one */
+#define SHARE_NODES      1000u
+#define SHARES_PER_DEV   2u
+#define SHARE_CYCLES     200u /* steady cycles per measure of 10 (each about 0.05 ms) */
+#define SHARE_REPEATS    3    /* measures of each; the fastest counts */
 #define STEADY_CYCLES    20u
 #define SCALE_REPEATS    3 /* replays per size; the fastest counts (a shared machine) */
 #define BURST_REPEATS    2 /* burst replays per policy; the fastest counts */
@@ -319,6 +331,53 @@ static int deep_backlog(void)
 /* ---- 9. steady cycle --------------------------------------------------------------------------
  */
 
+/* CPU ms of one of `cycles` cycles over the burst's gangs pending (a queue as the simulator
+ * keeps it) on a base kept between cycles, nothing changed since the first cycle (not counted);
+ * the gangs examined in *examined. Fails when a cycle places a gang. */
+static int steady_ms(struct replay *r, struct sched_snapshot *snap, uint32_t cycles, double *per_ms,
+                     uint32_t *examined)
+{
+    struct queue_list pending;
+    queue_list_init(&pending, false);
+    struct place_base *base = place_base_new(snap->cluster);
+    int rc = base ? 0 : SCHED_ENOMEM;
+    for (uint32_t j = 0; rc == 0 && j < r->in.n_jobs; j++)
+        rc = queue_list_insert(&pending, &r->in.jobs[j].gang);
+    struct queue qu = {.name = "burst", .priority = 0, .weight = 1.0};
+    struct sched_queue_view view = {.queue = &qu,
+                                    .pending = pending.items,
+                                    .n_pending = pending.n,
+                                    .class_keys = pending.keys,
+                                    .n_classes = pending.n_classes};
+    snap->now_ms = 200000;
+    snap->queues = &view;
+    snap->n_queues = 1;
+    snap->policy = sched_policy_find("gangsched");
+    snap->base = base;
+    snap->tried_verdicts_only = true;
+    struct arena a;
+    arena_init(&a, 0);
+    double t = 0;
+    for (uint32_t k = 0; rc == 0 && k <= cycles; k++) {
+        struct sched_result res;
+        arena_reset(&a);
+        double t0 = cpu_seconds();
+        rc = sched_cycle(snap, &a, &res);
+        if (k > 0) /* the first cycle syncs every node: not steady */
+            t += cpu_seconds() - t0;
+        *examined = res.n_examined;
+        if (rc == 0 && res.n_placements > 0) {
+            fprintf(stderr, "bench_scale: the steady cycle placed a gang\n");
+            rc = 1;
+        }
+    }
+    arena_fini(&a);
+    *per_ms = 1e3 * t / cycles;
+    place_base_free(base);
+    queue_list_fini(&pending);
+    return rc;
+}
+
 /* Every node full, the burst's gangs pending, a base kept between cycles: the second and later
  * cycles see nothing new. */
 static int steady_cycle(void)
@@ -328,10 +387,7 @@ static int steady_cycle(void)
     struct replay r;
     int rc = replay_init(&r, BURST_CLUSTER, NULL);
     struct node_state *state = rc == 0 ? calloc(r.c->n_nodes, sizeof(*state)) : NULL;
-    struct queue_list pending; /* as the simulator keeps it: sorted, with class keys */
-    queue_list_init(&pending, false);
-    struct place_base *base = rc == 0 ? place_base_new(r.c) : NULL;
-    if (rc == 0 && (!state || !base))
+    if (rc == 0 && !state)
         rc = SCHED_ENOMEM;
     double per_ms = 0;
     uint32_t examined = 0;
@@ -342,43 +398,9 @@ static int steady_cycle(void)
             state[i].gpu_used = n->n_gpus >= 32 ? UINT32_MAX : (1u << n->n_gpus) - 1u;
             state[i].release_ms = INT64_MAX;
         }
-        for (uint32_t j = 0; rc == 0 && j < r.in.n_jobs; j++)
-            rc = queue_list_insert(&pending, &r.in.jobs[j].gang);
-        struct queue qu = {.name = "burst", .priority = 0, .weight = 1.0};
-        struct sched_queue_view view = {.queue = &qu,
-                                        .pending = pending.items,
-                                        .n_pending = pending.n,
-                                        .class_keys = pending.keys,
-                                        .n_classes = pending.n_classes};
-        struct sched_snapshot snap = {.now_ms = 200000,
-                                      .cluster = r.c,
-                                      .state = state,
-                                      .queues = &view,
-                                      .n_queues = 1,
-                                      .policy = sched_policy_find("gangsched"),
-                                      .base = base,
-                                      .tried_verdicts_only = true};
-        struct arena a;
-        arena_init(&a, 0);
-        double t = 0;
-        for (uint32_t k = 0; rc == 0 && k <= STEADY_CYCLES; k++) {
-            struct sched_result res;
-            arena_reset(&a);
-            double t0 = cpu_seconds();
-            rc = sched_cycle(&snap, &a, &res);
-            if (k > 0) /* the first cycle syncs every node: not steady */
-                t += cpu_seconds() - t0;
-            examined = res.n_examined;
-            if (rc == 0 && res.n_placements > 0) {
-                fprintf(stderr, "bench_scale: the steady cycle placed a gang\n");
-                rc = 1;
-            }
-        }
-        arena_fini(&a);
-        per_ms = 1e3 * t / STEADY_CYCLES;
+        struct sched_snapshot snap = {.cluster = r.c, .state = state};
+        rc = steady_ms(&r, &snap, STEADY_CYCLES, &per_ms, &examined);
     }
-    place_base_free(base);
-    queue_list_fini(&pending);
     free(state);
     replay_fini(&r);
     if (rc != 0)
@@ -388,6 +410,133 @@ static int steady_cycle(void)
     snprintf(value, sizeof(value), "%.3f ms CPU", per_ms);
     snprintf(rt, sizeof(rt), "%.0f ns per pending gang", 1e6 * per_ms / (examined ? examined : 1));
     print_row(name, value, "< 5 ms", per_ms < TARGET_STEADY_MS ? "PASS" : "MISS", rt);
+    return 0;
+}
+
+/* ---- 10. steady cycle with GPU shares ------------------------------------------------------ */
+
+/* SHARE_NODES nodes of 8 GPUs in racks of 8, each with HAMi's register of its 8 devices (32 GiB,
+ * split 10) when `registered`. */
+static struct cluster *share_cluster(bool registered)
+{
+    size_t cap = (size_t)SHARE_NODES * 1024 + 64, at = 0;
+    char *yaml = malloc(cap);
+    struct cluster *c = cluster_new();
+    struct sched_errbuf eb = {{0}};
+    int rc = yaml && c ? 0 : SCHED_ENOMEM;
+    if (rc == 0)
+        at = (size_t)snprintf(yaml, cap, "kind: NodeList\nitems:\n");
+    for (uint32_t i = 0; rc == 0 && i < SHARE_NODES; i++) {
+        char reg[640] = "";
+        size_t n = 0;
+        for (uint32_t d = 0; registered && d < 8; d++)
+            n += (size_t)snprintf(reg + n, sizeof(reg) - n,
+                                  "GPU-%u-%u,10,32768,100,NVIDIA-H100,0,true,%u,hami-core:", i, d,
+                                  d);
+        at += (size_t)snprintf(
+            yaml + at, cap - at,
+            "- metadata: {name: n%u, labels: {network.topology.gangsched.io/rack: r%u}%s%s%s}\n"
+            "  status: {allocatable: {cpu: \"96\", memory: \"1000Gi\", pods: \"110\", "
+            "nvidia.com/gpu: \"8\"}}\n",
+            i, i / 8, registered ? ", annotations: {" HAMI_NODE_REGISTER ": \"" : "", reg,
+            registered ? "\"}" : "");
+    }
+    if (rc == 0)
+        rc = nodes_load_buffer(c, "share-nodes.yaml", yaml, at, &eb);
+    if (rc == 0)
+        rc = cluster_finalize(c, NULL, NULL, 0, &eb);
+    free(yaml);
+    if (rc != 0) {
+        fprintf(stderr, "bench_scale: share cluster: %s\n", eb.msg[0] ? eb.msg : "out of memory");
+        cluster_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The steady cycle of the burst's backlog on the share cluster: plain (every GPU held whole)
+ * or registered (every device holding SHARES_PER_DEV running share pods of 16,000 MiB and 50%
+ * of its cores, as the simulator counts them: the whole request per pod against the node). */
+static int share_steady(struct replay *r, bool registered, double *per_ms, uint32_t *n_shares)
+{
+    struct cluster *c = share_cluster(registered);
+    uint32_t n_run = registered ? SHARE_NODES * 8 * SHARES_PER_DEV : 0;
+    struct node_state *state = c ? calloc(c->n_nodes, sizeof(*state)) : NULL;
+    struct gang *gangs = calloc(n_run ? n_run : 1, sizeof(*gangs));
+    struct sched_assign *pods = calloc(n_run ? n_run : 1, sizeof(*pods));
+    struct sched_running *runs = calloc(n_run ? n_run : 1, sizeof(*runs));
+    int id_mem = res_lookup(HAMI_RES_MEM), id_cores = res_lookup(HAMI_RES_CORES);
+    int rc = state && gangs && pods && runs && id_mem >= 0 && id_cores >= 0 ? 0 : SCHED_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < c->n_nodes; i++) {
+        state[i].release_ms = INT64_MAX;
+        state[i].gpu_used = 0xFF;
+        if (!registered)
+            state[i].used = c->nodes[i].alloc;
+    }
+    for (uint32_t k = 0; rc == 0 && k < n_run; k++) {
+        struct gang *g = &gangs[k];
+        g->id = r->in.n_jobs + k;
+        g->name = "share";
+        g->n_sets = 1;
+        g->sets[0].count = 1;
+        struct res_vec *q = &g->sets[0].req;
+        q->v[RES_GPU] = 1;
+        q->v[RES_CPU] = 1000;
+        q->v[RES_MEMORY] = INT64_C(1) << 30;
+        q->v[RES_PODS] = 1;
+        q->v[id_mem] = 16000;
+        q->v[id_cores] = 50;
+        g->topo_required = g->topo_preferred = g->slice_level = -1;
+        gang_finalize(g);
+        g->min_member = 1;
+        uint32_t node = k / (8 * SHARES_PER_DEV), dev = k / SHARES_PER_DEV % 8;
+        pods[k] = (struct sched_assign){.node = node, .gpu_mask = 1u << dev};
+        runs[k] = (struct sched_running){.gang = g, .pods = &pods[k]};
+        res_add(&state[node].used, q);
+    }
+    *n_shares = n_run;
+    if (rc == 0) {
+        struct sched_snapshot snap = {
+            .cluster = c, .state = state, .shares = n_run ? runs : NULL, .n_shares = n_run};
+        for (int k = 0; rc == 0 && k < SHARE_REPEATS; k++) { /* the fastest counts */
+            double ms = 0;
+            rc = steady_ms(r, &snap, SHARE_CYCLES, &ms, &(uint32_t){0});
+            *per_ms = k == 0 || ms < *per_ms ? ms : *per_ms;
+        }
+    }
+    free(runs);
+    free(pods);
+    free(gangs);
+    free(state);
+    cluster_free(c);
+    return rc;
+}
+
+static int steady_shares(void)
+{
+    fprintf(stderr, "bench_scale: 10. steady cycle, %u pending, %u HAMi nodes full of shares\n",
+            BURST_GANGS, SHARE_NODES);
+    struct sched_errbuf eb = {{0}};
+    int id; /* the share resources named before both measures: resource vectors of one length */
+    if (res_intern(HAMI_RES_MEM, &id, &eb) != 0 || res_intern(HAMI_RES_CORES, &id, &eb) != 0)
+        return 1;
+    struct replay r;
+    int rc = replay_init(&r, BURST_CLUSTER, NULL);
+    double plain = 0, hami = 0;
+    uint32_t n_shares = 0, none = 0;
+    if (rc == 0)
+        rc = share_steady(&r, false, &plain, &none);
+    if (rc == 0)
+        rc = share_steady(&r, true, &hami, &n_shares);
+    replay_fini(&r);
+    if (rc != 0)
+        return 1;
+    char name[64], value[32], rt[64];
+    double x = ratio(hami, plain);
+    snprintf(name, sizeof(name), "10 steady cycle, %u shares running", n_shares);
+    snprintf(value, sizeof(value), "%.3f ms CPU", hami);
+    snprintf(rt, sizeof(rt), "%.2fx plain (%.3f ms)", x, plain);
+    print_row(name, value, "<= 1.5x", x <= TARGET_SHARE_X ? "PASS" : "MISS", rt);
     return 0;
 }
 
@@ -409,6 +558,10 @@ int main(int argc, char **argv)
         free(csv);
         return ok ? 0 : 1;
     }
+    if (argc > 1 && strcmp(argv[1], "--steady") == 0) {
+        print_row("measurement", "value", "target", "result", "ratio");
+        return steady_cycle() != 0 || steady_shares() != 0;
+    }
     bool markdown = argc > 1 && strcmp(argv[1], "--markdown") == 0;
     const char *dir = argc > 1 + markdown ? argv[1 + markdown] : DEFAULT_ITP_DIR;
     struct point pts[N_SIZES];
@@ -422,7 +575,7 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN));
     print_row("measurement", "value", "target", "result", "ratio");
     report_curve(pts);
-    if (deep_backlog() != 0 || steady_cycle() != 0)
+    if (deep_backlog() != 0 || steady_cycle() != 0 || steady_shares() != 0)
         return 1;
     return 0;
 }

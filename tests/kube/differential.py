@@ -100,6 +100,7 @@ class Scenario:
                     g.setdefault("restart_cost", 0)
                     g.setdefault("queue", self.queue)
                     g.setdefault("topology_required", "")
+                    g.setdefault("max_runtime", 0)
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -165,13 +166,13 @@ def sim_files(sc, tl, d):
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["job_id", "submission_time", "duration", "num_gpu", "gpus_per_pod",
                     "priority", "checkpoint_interval", "restart_cost", "queue",
-                    "topology-required"])
+                    "topology-required", "max_runtime"])
         for name, g in sc.gangs.items():
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
                         g["priority"], 0, g["restart_cost"], g["queue"],
-                        g["topology_required"]])
+                        g["topology_required"], g["max_runtime"] or ""])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
         for node, t0, t1 in outages:
@@ -376,6 +377,8 @@ class Controller:
             ann["gangsched.io/restart-cost"] = "%ds" % g["restart_cost"]
         if g["topology_required"]:
             ann["gangsched.io/topology-required"] = g["topology_required"]
+        if g["max_runtime"]:
+            ann["gangsched.io/max-runtime"] = "%ds" % g["max_runtime"]
         if ann:
             pg["metadata"]["annotations"] = ann
         st, obj, _ = self.c.post(PG_PATH, pg)

@@ -51,7 +51,7 @@ static const char full_yaml[] =
       "      label: network.topology.gangsched.io/rack\n"
       "fairShare:\n"
       "  halfLife: 1h30m\n"
-      "starvation: {after: 90s, maxReservations: 3}\n"
+      "starvation: {after: 90s, maxReservations: 3, probationMinGpus: 64}\n"
       "flavors:\n"
       "  - name: h100\n"
       "    nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, pool: b}\n"
@@ -110,6 +110,7 @@ static void test_full(void **state)
     assert_int_equal(c->fair_half_life_ms, 5400000);
     assert_int_equal(c->starve_after_ms, 90000);
     assert_int_equal(c->max_reservations, 3);
+    assert_int_equal(c->probation_min_gpus, 64);
 
     assert_int_equal(c->n_flavors, 2);
     assert_string_equal(c->flavors[0].name, "h100");
@@ -210,6 +211,7 @@ static void test_defaults(void **state)
     assert_int_equal(c->fair_half_life_ms, 24LL * 3600 * 1000);
     assert_int_equal(c->starve_after_ms, 10 * 60 * 1000);
     assert_int_equal(c->max_reservations, 1);
+    assert_int_equal(c->probation_min_gpus, CONFIG_PROBATION_MIN_GPUS);
     assert_int_equal(c->n_flavors, 1);
     assert_string_equal(c->flavors[0].name, "default");
     assert_int_equal(c->flavors[0].n_node_labels, 0);
@@ -469,6 +471,11 @@ static const struct bad bad_configs[] = {
     {H "starvation: {maxReservations: 1001}\n",
      "3:31: ", "starvation.maxReservations: must be an integer in 0..1000, got 1001"},
     {H "starvation: {maxReservations: -1}\n", "3:31: ", "must be an integer in 0..1000"},
+    {H "starvation: {probationMinGpus: 8.5}\n",
+     "3:32: ", "starvation.probationMinGpus: expected an integer, got the number 8.5"},
+    {H "starvation: {probationMinGpus: 1000001}\n",
+     "3:32: ", "starvation.probationMinGpus: must be an integer in 0..1000000, got 1000001"},
+    {H "starvation: {probationMinGpu: 8}\n", "3:14: ", "probationMinGpu"},
     {H "hami: {gpuSchedulerPolicy: tight}\n",
      "3:28: ", "hami.gpuSchedulerPolicy: invalid value \"tight\" (allowed: binpack, spread)"},
     {H "hami: {nodePolicy: spread}\n", "3:8: ", "hami.nodePolicy: unknown key"},

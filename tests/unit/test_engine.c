@@ -646,6 +646,55 @@ static void test_names(void **state)
 
 static int fail_at, n_alloc;
 
+/* Backfill on probation: a waiting gang's first reservation of a wait is its promise; a gang
+ * placed on probation for it takes that promise, keeps it while it runs, and loses it when the
+ * run ends; the core sees it mapped to the cycle's gangs (eng_probation_view). */
+static void test_probation(void **state)
+{
+    (void)state;
+    struct world w = {0};
+    for (uint32_t g = 0; g < 8; g++)
+        w.gangs[g].id = g, w.pend[g] = true;
+    struct eng_ids ids = {.ctx = &w, .core_gang = w_gang};
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    uint32_t n[] = {1};
+    struct sched_reservation rv = {.gang = &w.gangs[1], .nodes = n, .n_nodes = 1,
+                                   .expected_start_ms = INT64_MAX};
+    struct sched_result res = {.reservations = &rv, .n_reservations = 1};
+    assert_int_equal(eng_job_submit(e, 1), 0);
+    assert_int_equal(eng_cycle_reservations(e, &res, &ids, 0), 0);
+    assert_int_equal(eng_job(e, 1).reserve_first_ms, 0); /* an unknown start promises nothing */
+    rv.expected_start_ms = 5 * H;
+    assert_int_equal(eng_cycle_reservations(e, &res, &ids, MN), 0);
+    rv.expected_start_ms = 7 * H; /* it moved: the first one stays the promise */
+    assert_int_equal(eng_cycle_reservations(e, &res, &ids, 2 * MN), 0);
+    assert_int_equal(eng_job(e, 1).reserve_first_ms, 5 * H);
+
+    assert_int_equal(eng_job_bound(e, 2, 3 * MN), 0);
+    assert_int_equal(eng_job_probation(e, 2, 1), 0);
+    assert_int_equal(eng_job_probation(e, 3, 4), 0); /* gang 4 holds no reservation */
+    assert_int_equal(eng_job(e, 2).probation_until_ms, 5 * H);
+    assert_int_equal(eng_job(e, 2).probation_for, 1);
+    assert_int_equal(eng_job(e, 3).probation_until_ms, 0);
+
+    struct sched_running run[2] = {{.gang = &w.gangs[2]}, {.gang = &w.gangs[3]}};
+    eng_probation_view(e, &ids, run, 2);
+    assert_int_equal(run[0].probation_until_ms, 5 * H);
+    assert_ptr_equal(run[0].probation_for, &w.gangs[1]);
+    assert_int_equal(run[1].probation_until_ms, 0);
+    assert_null(run[1].probation_for);
+
+    assert_int_equal(eng_job_bound(e, 1, 4 * MN), 0); /* the starving gang started */
+    assert_int_equal(eng_job(e, 1).reserve_first_ms, 0);
+    assert_int_equal(eng_job(e, 2).probation_until_ms, 5 * H); /* kept while it runs */
+    assert_int_equal(eng_job_evict(e, 2), 0);                  /* its run ends */
+    assert_int_equal(eng_job(e, 2).probation_until_ms, 0);
+    eng_probation_view(e, &ids, run, 1);
+    assert_null(run[0].probation_for);
+    eng_free(e);
+}
+
 static void *failing_realloc(void *p, size_t n)
 {
     if (++n_alloc == fail_at)
@@ -729,7 +778,7 @@ int main(void)
         cmocka_unit_test(test_broken_strikes), cmocka_unit_test(test_holds),
         cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_holds_mapped),
         cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
-        cmocka_unit_test(test_oom_names),
+        cmocka_unit_test(test_oom_names),      cmocka_unit_test(test_probation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,17 +124,24 @@ static void fold_mirrors_one_kind(void **unused)
     config_free(c);
 }
 
+/* The filter on the nodes of a finalized cluster: each node's kind is found once, by
+ * cluster_finalize (node.kind), and an NVIDIA pod never gets an Ascend node nor the reverse. */
 static void filter_keeps_kinds_apart(void **unused)
 {
     (void)unused;
     struct config *c = mixed();
     int asc = res_lookup(ASCEND);
-    struct node nv, npu;
-    memset(&nv, 0, sizeof(nv));
-    memset(&npu, 0, sizeof(npu));
-    nv.alloc.v[RES_GPU] = 8;
-    npu.alloc.v[RES_GPU] = 8;
-    npu.alloc.v[asc] = 8;
+    struct cluster *cl = cluster_new();
+    struct node *n0 = cluster_add_node(cl, "nv");
+    n0->alloc.v[RES_GPU] = 8;
+    struct node *n1 = cluster_add_node(cl, "npu"); /* cluster_add_node may move the nodes */
+    n1->alloc.v[RES_GPU] = 8;
+    n1->alloc.v[asc] = 8;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(cluster_finalize(cl, NULL, NULL, 0, &eb), 0);
+    const struct node *nv = &cl->nodes[0], *npu = &cl->nodes[1];
+    assert_int_equal(nv->kind, 0);
+    assert_int_equal(npu->kind, 1);
     struct podset ps_nv, ps_npu, ps_cpu;
     memset(&ps_nv, 0, sizeof(ps_nv));
     memset(&ps_npu, 0, sizeof(ps_npu));
@@ -150,10 +157,11 @@ static void filter_keeps_kinds_apart(void **unused)
     memset(&env, 0, sizeof(env));
     assert_true(f->active(&env, &g, &ps_nv));
     assert_false(f->active(&env, &g, &ps_cpu)); /* CPU pods go anywhere */
-    assert_true(f->pass(&g, &ps_nv, &nv));
-    assert_false(f->pass(&g, &ps_nv, &npu)); /* an NVIDIA pod never gets an Ascend device */
-    assert_true(f->pass(&g, &ps_npu, &npu));
-    assert_false(f->pass(&g, &ps_npu, &nv));
+    assert_true(f->pass(&g, &ps_nv, nv));
+    assert_false(f->pass(&g, &ps_nv, npu)); /* an NVIDIA pod never gets an Ascend device */
+    assert_true(f->pass(&g, &ps_npu, npu));
+    assert_false(f->pass(&g, &ps_npu, nv));
+    cluster_free(cl);
     config_free(c);
 }
 

@@ -158,8 +158,9 @@ static void on_demand_asks_few_and_plans_the_same(void **state)
         assert_int_equal(lazy[k].start_ms, eager[k].start_ms);
     }
 
-    /* the answers: the learned two hours for a pending gang; a running gang's end is in the
-     * releases, and the safe estimate (what decisions read) stays unknown */
+    /* the answers: the learned two hours for a pending gang, typical and safe (what decisions
+     * read, as in the simulator); a running gang's end is in the releases and in its node's
+     * release_ms */
     build(&f, now);
     assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
     const struct sched_runtime_source *src = f.kb.snap.runtime_src;
@@ -170,10 +171,11 @@ static void on_demand_asks_few_and_plans_the_same(void **state)
     assert_int_equal(src->est(src->ctx, waiting, true), 2 * HOUR_MS);
     assert_int_equal(src->est(src->ctx, waiting, true), 2 * HOUR_MS); /* kept */
     assert_int_equal(f.d.est_computed, 1);
-    assert_int_equal(src->est(src->ctx, waiting, false), 0);
+    assert_int_equal(src->est(src->ctx, waiting, false), 2 * HOUR_MS);
     assert_int_equal(src->est(src->ctx, running, true), 0);
     assert_int_equal(f.kb.snap.n_releases, N_NODES);
     assert_int_equal(f.kb.snap.releases[0].t_ms, T0_MS + 2 * HOUR_MS);
+    assert_int_equal(f.kb.state[f.kb.gangs[N].nodes[0]].release_ms, T0_MS + 2 * HOUR_MS);
     printf("# %u pending gangs, %u estimates asked; CPU of the estimates and the cycle (least of "
            "%d): on demand %.2f ms, all before the cycle %.2f ms\n",
            N, asked, REPS, cpu_lazy * 1e3, cpu_eager * 1e3);

@@ -26,6 +26,8 @@
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
 
+#include "tests/unit/place_fx.h"
+
 #define N_GANGS 48
 
 struct life {
@@ -41,12 +43,7 @@ struct life {
 
 static uint64_t rnd(struct life *l)
 {
-    uint64_t x = l->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    l->rng = x;
-    return x;
+    return pfx_rnd(&l->rng);
 }
 
 static struct cluster *make_cluster(const char *spec)
@@ -77,46 +74,9 @@ static void make_gang(struct gang *g, uint32_t id, uint32_t pods, int64_t gpus, 
     g->min_member = g->n_pods;
 }
 
-/* Usage of one pod of g on node a.node: add (sign 1) or take away (-1); the base hears of it. */
 static void use(struct life *l, const struct gang *g, const struct sched_assign *a, int sign)
 {
-    struct node_state *s = &l->state[a->node];
-    if (sign > 0) {
-        res_add(&s->used, &g->sets[0].req);
-        s->gpu_used |= a->gpu_mask;
-    } else {
-        res_sub(&s->used, &g->sets[0].req);
-        s->gpu_used &= ~a->gpu_mask;
-    }
-    place_base_touch(l->base, a->node);
-}
-
-static void same_result(const struct sched_result *x, const struct sched_result *y)
-{
-    assert_int_equal(x->n_placements, y->n_placements);
-    for (uint32_t p = 0; p < x->n_placements; p++) {
-        const struct sched_placement *a = &x->placements[p], *b = &y->placements[p];
-        assert_int_equal(a->gang->id, b->gang->id);
-        assert_int_equal(a->level, b->level);
-        assert_int_equal(a->domain, b->domain);
-        for (uint32_t k = 0; k < a->gang->n_pods; k++) {
-            assert_int_equal(a->pods[k].node, b->pods[k].node);
-            assert_int_equal(a->pods[k].gpu_mask, b->pods[k].gpu_mask);
-        }
-    }
-    assert_int_equal(x->n_verdicts, y->n_verdicts);
-    for (uint32_t v = 0; v < x->n_verdicts; v++) {
-        assert_int_equal(x->verdicts[v].gang->id, y->verdicts[v].gang->id);
-        assert_int_equal(x->verdicts[v].why, y->verdicts[v].why);
-        assert_memory_equal(x->verdicts[v].filtered, y->verdicts[v].filtered,
-                            sizeof(x->verdicts[v].filtered));
-    }
-    assert_int_equal(x->n_reservations, y->n_reservations);
-    for (uint32_t r = 0; r < x->n_reservations; r++) {
-        assert_int_equal(x->reservations[r].n_nodes, y->reservations[r].n_nodes);
-        assert_memory_equal(x->reservations[r].nodes, y->reservations[r].nodes,
-                            x->reservations[r].n_nodes * sizeof(uint32_t));
-    }
+    pfx_use(l->state, l->base, g, a, sign);
 }
 
 /* 60 cycles of a random life, each decided twice: on the kept base and from scratch. */
@@ -167,7 +127,7 @@ static void test_base_decides_as_scratch(void **unused)
         assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
         snap.base = NULL;
         assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
-        same_result(&with, &without);
+        pfx_same_result(&with, &without);
         placed += with.n_placements;
         reserved += with.n_reservations;
         for (uint32_t p = 0; p < with.n_placements; p++) { /* the driver starts them */
@@ -240,6 +200,51 @@ static void test_bucket_order(void **unused)
     place_base_sync(b, state); /* both restored from their usage */
     assert_int_equal(b->gpu_free[7], 0xFFu & ~state[7].gpu_used);
     assert_int_equal(b->free_gpus, free_gpus);
+    place_base_free(b);
+    free(state);
+    cluster_free(c);
+}
+
+/* Nodes charged with GPU shares at the sync (pb_link_shared, in ascending order as
+ * place_share.c charges them) come after the nodes linked during the cycle and before the
+ * bitmap, the last charged first: the order of a build that links them (LIFO) at every cycle.
+ * The next sync leaves them where they are unless they were marked. */
+static void test_shared_set_order(void **unused)
+{
+    (void)unused;
+    struct cluster *c = make_cluster("hgx:300");
+    struct node_state *state = calloc(c->n_nodes, sizeof(*state));
+    struct place_base *b = place_base_new(c);
+    for (uint32_t i = 0; i < c->n_nodes; i++)
+        state[i].gpu_used = 0x0F; /* every node in bucket 4 */
+    place_base_sync(b, state);
+    static const uint32_t shared[] = {3, 64, 200, 299};
+    for (uint32_t k = 0; k < 4; k++)
+        pb_link_shared(b, shared[k]);
+    b->gpu_free[7] = 0xF0; /* changed in the cycle: heads the bucket */
+    pb_unlink(b, 7);
+    pb_link(b, 7);
+    static const int32_t want[] = {7, 299, 200, 64, 3, 0, 1, 2, 4, 5, 6, 8};
+    struct pb_iter it;
+    pb_iter_start(b, 4, &it);
+    for (uint32_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+        assert_int_equal(pb_iter_next(b, 4, &it), want[k]);
+    uint32_t seen = 12;
+    while (pb_iter_next(b, 4, &it) >= 0)
+        seen++;
+    assert_int_equal(seen, c->n_nodes);
+    pb_cand_fill(b, 4); /* every linked node is a candidate, the shared ones included */
+    for (uint32_t k = 0; k < 4; k++)
+        assert_true(b->cand[shared[k] / 64] >> (shared[k] % 64) & 1);
+    for (uint32_t w = 0; w < b->words; w++)
+        b->cand[w] = 0;
+    place_base_touch(b, 200); /* the driver changed node 200: restored into the bitmap */
+    place_base_sync(b, state);
+    static const int32_t after[] = {299, 64, 3, 0, 1, 2, 4};
+    pb_iter_start(b, 4, &it);
+    for (uint32_t k = 0; k < sizeof(after) / sizeof(after[0]); k++)
+        assert_int_equal(pb_iter_next(b, 4, &it), after[k]);
+    assert_int_equal(b->free_gpus, 4 * (int64_t)c->n_nodes);
     place_base_free(b);
     free(state);
     cluster_free(c);
@@ -421,7 +426,7 @@ static void test_backlog_rest_of_queue(void **unused)
     view.class_keys = l.keys;
     view.n_classes = l.n_classes;
     assert_int_equal(sched_cycle(&snap, &b, &jumped), 0);
-    same_result(&walked, &jumped);
+    pfx_same_result(&walked, &jumped);
     assert_int_equal(walked.n_placements, 2); /* two 2-GPU gangs on node 0's 4 free GPUs */
     assert_int_equal(jumped.n_examined, 200);
     assert_int_equal(walked.n_examined, 200);
@@ -438,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_decides_as_scratch),
         cmocka_unit_test(test_bucket_order),
+        cmocka_unit_test(test_shared_set_order),
         cmocka_unit_test(test_level_max),
         cmocka_unit_test(test_backlog_verdicts),
         cmocka_unit_test(test_backlog_hold_is_tried),

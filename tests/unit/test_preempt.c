@@ -8,6 +8,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +29,19 @@ struct world {
     struct cluster *c;
     struct node_state *state;
     struct config *cfg;
-    struct gang gangs[16];
-    struct sched_assign pods[16][8];
-    struct sched_running running[16];
+    struct gang gangs[32];
+    struct sched_assign pods[32][8];
+    struct sched_running running[32];
     uint32_t n_running;
     uint32_t n;
     struct queue queues[3];
-    const struct gang *pending[3][16];
+    const struct gang *pending[3][32];
     struct sched_queue_view views[3];
     int64_t usage[3 * RES_MAX];
     struct arena arena;
     struct sched_result res;
+    const struct sched_hold *hints; /* the last cycle's starvation reservations */
+    uint32_t n_hints;
 };
 
 static struct world *world(const char *spec, const char *yaml)
@@ -135,7 +138,9 @@ static const struct sched_result *cycle(struct world *w, const char *policy, int
                                   .config = w->cfg,
                                   .usage = w->usage,
                                   .running = w->running,
-                                  .n_running = w->n_running};
+                                  .n_running = w->n_running,
+                                  .reserve_hints = w->hints,
+                                  .n_reserve_hints = w->n_hints};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;
@@ -573,6 +578,144 @@ static void test_order_bias_within_bound(void **unused)
     assert_true(evicts_node0(b_s - 10, b_s));            /* cheaper and first: node 0 */
 }
 
+/* Backfill on probation. One queue on four 8-GPU nodes: x runs on node 0, s on node 1 on
+ * probation for big (24 GPUs, waiting since 0 and holding a reservation) until 1,000 s; nodes 2
+ * and 3 are free. `until`, `for_big`, `hint`, `big_submit_s` and `now_s` vary one at a time. */
+#define ONE_QUEUE(min) HDR "starvation: {probationMinGpus: " min "}\nqueues:\n  - name: a\n"
+struct overdue_case {
+    const char *yaml;
+    int64_t until_s, big_submit_s, now_s;
+    bool for_big, hint;
+};
+
+static const struct sched_result *overdue_world(struct world **wp, const struct overdue_case *oc,
+                                                struct gang **big, struct gang **s)
+{
+    struct world *w = *wp = world("hgx:4", oc->yaml);
+    uint32_t n0[] = {0}, n1[] = {1}, held[] = {1, 2, 3};
+    struct gang *x = gang(w, 0, 1, 8, 0, 0);
+    *big = gang(w, 0, 3, 8, 0, oc->big_submit_s);
+    struct gang *other = gang(w, 0, 3, 8, 0, oc->big_submit_s + 1);
+    *s = gang(w, 0, 1, 8, 0, 10);
+    run(w, x, n0, 0, 0);
+    struct sched_running *r = run(w, *s, n1, 100, 100);
+    r->probation_until_ms = oc->until_s * 1000;
+    r->probation_for = oc->for_big ? *big : other;
+    static struct sched_hold hint;
+    hint = (struct sched_hold){.gang = *big, .nodes = held, .n_nodes = 3};
+    w->hints = oc->hint ? &hint : NULL;
+    w->n_hints = oc->hint ? 1 : 0;
+    return cycle(w, "gangsched", oc->now_s);
+}
+
+static void test_overdue_backfill_evicted_by_its_starving_gang(void **unused)
+{
+    (void)unused;
+    struct world *w;
+    struct gang *big, *s;
+    struct overdue_case oc = {ONE_QUEUE("17"), 1000, 0, 2000, true, true};
+    const struct sched_result *r = overdue_world(&w, &oc, &big, &s);
+    assert_int_equal(r->n_evictions, 1);
+    assert_ptr_equal(r->evictions[0].victim->gang, s);
+    assert_ptr_equal(r->evictions[0].preemptor, big);
+    assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_OVERDUE);
+    assert_string_equal(sched_preempt_kind_name(r->evictions[0].kind), "overdue");
+    world_free(w);
+}
+
+/* Each condition alone keeps the backfill running: its promise not yet due, a promise to
+ * another gang, no reservation held, a preemptor that does not starve yet, one below
+ * probationMinGpus, and the rule turned off. */
+static void test_overdue_backfill_kept_otherwise(void **unused)
+{
+    (void)unused;
+    static const struct overdue_case cases[] = {
+        {ONE_QUEUE("17"), 2500, 0, 2000, true, true},     /* not due */
+        {ONE_QUEUE("17"), 1000, 0, 2000, false, true},    /* promised to another */
+        {ONE_QUEUE("17"), 1000, 0, 2000, true, false},    /* no reservation held */
+        {ONE_QUEUE("17"), 1000, 1500, 2000, true, true},  /* waited 500 s < 10 min */
+        {ONE_QUEUE("25"), 1000, 0, 2000, true, true},     /* 24 GPUs < 25 */
+        {ONE_QUEUE("0"), 1000, 0, 2000, true, true},      /* off */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct world *w;
+        struct gang *big, *s;
+        const struct sched_result *r = overdue_world(&w, &cases[k], &big, &s);
+        for (uint32_t e = 0; e < r->n_evictions; e++)
+            fail_msg("case %zu: %s evicted", k, sched_preempt_kind_name(r->evictions[e].kind));
+        world_free(w);
+    }
+}
+
+/* A gang placed while a starving gang of 17+ GPUs holds the cycle's earliest reservation, on
+ * the estimate that it ends before that reservation's start, is placed on probation for it;
+ * below probationMinGpus it is not (that gang could never evict it). */
+static void test_backfill_placed_on_probation(void **unused)
+{
+    (void)unused;
+    const char *mins[] = {"17", "25"};
+    for (int k = 0; k < 2; k++) {
+        char yaml[256];
+        snprintf(yaml, sizeof(yaml), ONE_QUEUE("%s"), mins[k]);
+        struct world *w = world("hgx:4", yaml);
+        uint32_t n0[] = {0}, n1[] = {1};
+        struct gang *x1 = gang(w, 0, 1, 8, 0, 0), *x2 = gang(w, 0, 1, 8, 0, 0);
+        run(w, x1, n0, 0, 0);
+        run(w, x2, n1, 0, 0);
+        for (uint32_t i = 0; i < 4; i++)
+            w->state[i].release_ms = i < 2 ? 3600 * 1000 : 0; /* x1, x2 declared to 1 h */
+        struct gang *big = gang(w, 0, 3, 8, 0, 0);
+        struct gang *s = gang(w, 0, 1, 8, 0, 1900);
+        s->max_runtime_ms = 600 * 1000; /* ends at 2,500 s, before the reservation's start */
+        const struct sched_result *r = cycle(w, "gangsched", 2000);
+        assert_int_equal(r->n_reservations, 1);
+        assert_ptr_equal(r->reservations[0].gang, big);
+        assert_int_equal(r->reservations[0].expected_start_ms, 3600 * 1000);
+        assert_int_equal(r->n_placements, 1);
+        assert_ptr_equal(r->placements[0].gang, s);
+        if (k == 0)
+            assert_ptr_equal(r->placements[0].probation_for, big);
+        else
+            assert_null(r->placements[0].probation_for);
+        world_free(w);
+    }
+}
+
+/* A 64-GPU gang (one rack's worth) whose overdue backfill is spread over both racks, half of
+ * each: no rack can be cleared, so the overdue gangs alone are evicted across the cluster. */
+static void test_overdue_backfill_across_racks(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:16", ONE_QUEUE("17"));
+    struct gang *big = gang(w, 0, 8, 8, 0, 0);
+    static struct sched_hold hint;
+    static uint32_t held[8];
+    for (uint32_t i = 0; i < 16; i++) {
+        uint32_t node[] = {i};
+        bool overdue = (i % 8) >= 4; /* nodes 4-7 of rack 0 and 12-15 of rack 1 */
+        struct sched_running *r = run(w, gang(w, 0, 1, 8, 0, 10), node, 100, 100);
+        if (overdue) {
+            r->probation_until_ms = 1000 * 1000;
+            r->probation_for = big;
+            held[i / 2 % 8] = i;
+        }
+    }
+    hint = (struct sched_hold){.gang = big, .nodes = held, .n_nodes = 8};
+    w->hints = &hint;
+    w->n_hints = 1;
+    const struct sched_result *r = cycle(w, "gangsched", 2000);
+    assert_int_equal(r->n_evictions, 8);
+    uint32_t racks[2] = {0, 0};
+    for (uint32_t e = 0; e < r->n_evictions; e++) {
+        assert_int_equal(r->evictions[e].kind, SCHED_PREEMPT_OVERDUE);
+        assert_ptr_equal(r->evictions[e].preemptor, big);
+        racks[r->evictions[e].victim->pods[0].node / 8]++;
+    }
+    assert_int_equal(racks[0], 4);
+    assert_int_equal(racks[1], 4);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +735,10 @@ int main(void)
         cmocka_unit_test(test_quota_freed_outside_the_domain),
         cmocka_unit_test(test_holds_keep_freed_capacity),
         cmocka_unit_test(test_order_bias_within_bound),
+        cmocka_unit_test(test_overdue_backfill_evicted_by_its_starving_gang),
+        cmocka_unit_test(test_overdue_backfill_kept_otherwise),
+        cmocka_unit_test(test_backfill_placed_on_probation),
+        cmocka_unit_test(test_overdue_backfill_across_racks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
