@@ -659,8 +659,8 @@ static void test_probation(void **state)
     struct eng *e = eng_new(NULL);
     assert_non_null(e);
     uint32_t n[] = {1};
-    struct sched_reservation rv = {.gang = &w.gangs[1], .nodes = n, .n_nodes = 1,
-                                   .expected_start_ms = INT64_MAX};
+    struct sched_reservation rv = {
+        .gang = &w.gangs[1], .nodes = n, .n_nodes = 1, .expected_start_ms = INT64_MAX};
     struct sched_result res = {.reservations = &rv, .n_reservations = 1};
     assert_int_equal(eng_job_submit(e, 1), 0);
     assert_int_equal(eng_cycle_reservations(e, &res, &ids, 0), 0);
