@@ -4,7 +4,7 @@
  * are given on demand (sched_snapshot.runtime_src): the cycle asks for the gangs it plans, not
  * for the whole backlog, and the expected starts are the same as with every pending gang's
  * estimate computed before the cycle. The CPU time of both ways is printed (not asserted: speed
- * is checked by benchmarks). */
+ * is checked by benchmarks). A gang of one keeps the run time its pod declares once bound. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,10 +182,68 @@ static void on_demand_asks_few_and_plans_the_same(void **state)
     fixture_free(&f);
 }
 
+static const struct kgang *gang_by_key(const struct fx *f, const char *key)
+{
+    for (uint32_t g = 0; g < f->kb.n_gangs; g++)
+        if (strcmp(f->kb.gangs[g].key, key) == 0)
+            return &f->kb.gangs[g];
+    fail_msg("no gang %s", key);
+    return NULL;
+}
+
+/* A gang of one that declares gangsched.io/max-runtime on its pod only (no PodGroup) keeps it
+ * once bound: the planner expects its GPUs back at its start + 30 minutes, not at the two hours
+ * learned for its queue, as it planned its start with 30 minutes while it waited. */
+static void pod_max_runtime_kept_once_bound(void **state)
+{
+    (void)state;
+    static struct fx f;
+    const char *ann = "\"gangsched.io/max-runtime\":\"30m\"";
+    fixture(&f, 0);
+    learn(&f, EST_RING);
+    int64_t now = T0_MS + HOUR_MS / 4;
+    fx_pod_ann(f.d.cache, "short", "", false, ann);
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    const struct kgang *kg = gang_by_key(&f, "ml/short");
+    assert_false(kg->running);
+    assert_int_equal(kg->gang.max_runtime_ms, HOUR_MS / 2);
+    const struct sched_runtime_source *src = f.kb.snap.runtime_src;
+    assert_int_equal(src->est(src->ctx, &kg->gang, true), HOUR_MS / 2);
+
+    fx_node(f.d.cache, "n-short");
+    fx_pod_ann(f.d.cache, "short", "n-short", true, ann); /* bound, started at T0 */
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    kg = gang_by_key(&f, "ml/short");
+    assert_true(kg->running);
+    assert_int_equal(kg->gang.max_runtime_ms, HOUR_MS / 2);
+    int node = kcache_node_index(f.d.cache, "n-short");
+    assert_true(node >= 0);
+    uint32_t seen = 0;
+    for (uint32_t r = 0; r < f.kb.snap.n_releases; r++) {
+        const struct sched_release *rel = &f.kb.snap.releases[r];
+        assert_int_equal(rel->t_ms,
+                         rel->node == (uint32_t)node ? T0_MS + HOUR_MS / 2 : T0_MS + 2 * HOUR_MS);
+        seen += rel->node == (uint32_t)node;
+    }
+    assert_int_equal(seen, 1);
+    assert_int_equal(f.kb.snap.release_typ_ms[node], T0_MS + HOUR_MS / 2);
+
+    /* a value that cannot be read is none (it was refused when the gang was admitted) */
+    fx_pod_ann(f.d.cache, "short", "n-short", true, "\"gangsched.io/max-runtime\":\"90\"");
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    assert_int_equal(gang_by_key(&f, "ml/short")->gang.max_runtime_ms, 0);
+    assert_int_equal(f.kb.snap.release_typ_ms[node], T0_MS + 2 * HOUR_MS);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(on_demand_asks_few_and_plans_the_same),
+        cmocka_unit_test(pod_max_runtime_kept_once_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
