@@ -146,6 +146,14 @@ struct kdrv {
     struct est_model est;
     struct strlist est_queues; /* queue name of each of est's queue indices */
     uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
+    /* each running gang's expected end, kept while what it depends on stays (driver_est.c) */
+    struct strmap est_ends; /* gang -> struct est_end* */
+    uint64_t est_gen;       /* changes whenever est learns or is made again */
+    uint64_t est_plans;     /* kdrv_est_plan calls (the ends not used by the last one age) */
+    uint32_t est_ended;     /* running gangs whose end the last plan computed (not kept) */
+    int64_t *est_cuts;      /* every run time est holds, sorted, distinct (of est_cuts_gen) */
+    uint32_t n_est_cuts;
+    uint64_t est_cuts_gen; /* est_gen the cuts were taken at; 0: none */
     /* the fair-share history by queue name (driver_fair.c), restored from the store once;
      * its rows last written at fair_written_ms */
     struct eng_fair *fair;
@@ -337,6 +345,8 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
  * for the start planner (runtime_src's typical answers, release_typ_ms, releases). Before
  * kcache_base: the releases are part of the node state it compares. 0 or SCHED_ENOMEM. */
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
+/* Forgets the running gangs' kept ends (each is computed again at the next plan). */
+void kdrv_est_ends_clear(struct kdrv *d);
 void kdrv_est_fini(struct kdrv *d);
 
 /* ---- driver_fair.c ---- */
