@@ -40,8 +40,10 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
     int64_t grace = cfg && victim->gang.queue < cfg->n_queues
                         ? cfg->queues[victim->gang.queue].preemption.checkpoint_grace_ms
                         : 0;
-    if (grace <= 0 || !victim->pg)
-        return false; /* no handshake asked for, or no PodGroup to ask it on: evicted at once */
+    /* no handshake asked for, or no PodGroup to ask it on (a gang of one pod; Kubernetes' own
+     * PodGroups: deploy/rbac.yaml grants no patch on them): evicted at once */
+    if (grace <= 0 || !victim->pg || knative_is(victim->pg->api))
+        return false;
     uint32_t g = kdrv_gang_id(d, victim->key);
     if (g == ENG_NONE ||
         eng_job_ckpt_request(d->eng, g, kdrv_gang_id(d, by->key), now, now + grace) != 0)
