@@ -3,7 +3,8 @@
  * One cycle, on the loop thread:
  *   1. kcache_build: the snapshot (cluster, usage of every scheduler's pods, pending gangs with
  *      minMember pods present, running gangs);
- *   2. sched_cycle: decisions (pure);
+ *   2. sched_cycle: decisions (pure); the engine keeps the cycle's reservations (holds, hints,
+ *      the promises of backfill on probation);
  *   3. one store transaction: decisions that changed, preemption records, job rows and the bind
  *      intents of every placed pod; committed (synchronous=FULL) before any request is sent;
  *   4. the binds: every member of every placed gang in parallel (POST pods/NAME/binding with the
@@ -233,6 +234,9 @@ static int cycle_decide(struct kcycle *c)
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return -1;
     }
+    /* the engine takes the reservations before the record: a placement on probation is
+     * recorded with its promise, the first expected start the engine keeps */
+    kdrv_holds_take(d, &c->kb, &c->res, c->now);
     if (kdrv_record_cycle(d, &c->kb, &c->res, c->cfg, c->now, &c->eb) != 0) {
         kdrv_fatal(d, c->eb.msg);
         return -1;
@@ -298,7 +302,6 @@ static void run_cycle(struct kdrv *d)
         if (cycle_decide(&c) == 0) {
             cycle_verdicts(&c);
             cycle_evictions(&c);
-            kdrv_holds_take(d, &c.kb, &c.res, c.now);
             kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
     }

@@ -405,6 +405,27 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
     return rc;
 }
 
+/* The reason of a placement's decision: "placed", or for backfill on probation its promise (the
+ * first expected start of the reservation it was backfilled ahead of, which the engine keeps:
+ * docs/preemption.md, "Backfill on probation"). In buf. */
+static const char *placed_reason(struct kdrv *d, const struct kcache_build *kb,
+                                 const struct sched_placement *pl, char *buf, size_t n)
+{
+    if (!pl->probation_for)
+        return "placed";
+    const char *to = kb->gangs[pl->probation_for->id].key;
+    int64_t until = eng_job(d->eng, kdrv_gang_id(d, to)).reserve_first_ms;
+    if (until <= 0)
+        return "placed";
+    char t[48];
+    kobj_format_time(until, t, sizeof(t));
+    snprintf(buf, n,
+             "placed on probation: backfilled ahead of %s's reservation on the promise to end "
+             "by %s; after that, %s may evict it",
+             to, t, to);
+    return buf;
+}
+
 /* A placement's bind intents, decision, job row and charge. The members of an elastic gang that
  * join running ones are numbered after its placed pods, and its job stays running with their
  * GPUs added (charged whole); otherwise the job is admitted with the gang's GPUs. */
@@ -426,11 +447,12 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
     if (rc == 0)
         rc = store_journal_intent(d->db, kg->key, d->cycle, now, pods, pl->gang->n_pods, eb);
     if (rc == 0) {
+        char why[640];
         struct store_decision dec = {.cycle = d->cycle,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = SCHED_WHY_PLACED,
-                                     .reason = "placed"};
+                                     .reason = placed_reason(d, kb, pl, why, sizeof(why))};
         rc = store_decision_add(d->db, &dec, eb);
         kdrv_forget_logged(d, kg->key);
     }

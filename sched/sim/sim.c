@@ -264,7 +264,14 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
                 }
             fputs("]}", f);
         }
-        fputs("]}\n", f);
+        fputc(']', f);
+        struct eng_job ej = eng_job(r->eng, j);
+        if (ej.probation_until_ms > 0) { /* backfill on probation: its promise */
+            fprintf(f, ",\"probation_until\":%.3f,\"probation_for\":",
+                    (double)ej.probation_until_ms / 1000.0);
+            sim_json_str(f, r->in->jobs[ej.probation_for].id);
+        }
+        fputs("}\n", f);
     }
     return 0;
 }

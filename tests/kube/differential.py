@@ -35,6 +35,7 @@ import math
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -84,6 +85,7 @@ class Scenario:
         self.config = doc["config"]
         self.steps = doc["steps"]
         self.expected = doc.get("expected_differences") or []
+        self.daemon_log = doc.get("daemon_decision_log") or []
         cfg = yaml.safe_load(self.config)
         queues = cfg.get("queues") or []
         if not queues or any(q.get("lifecycle") != queues[0].get("lifecycle") for q in queues):
@@ -591,7 +593,26 @@ def run_daemon(sc):
                if d.startswith("evict "))
     check("every preempted member went through the Eviction API (%d)" % want, evicted == want,
           "%d evictions" % evicted)
+    check_decision_log(sc, os.path.join(e2e.TMP, "gangsched.db"))
     return decided, tl
+
+
+def check_decision_log(sc, db):
+    """The scenario's daemon_decision_log entries ({gang, contains}): some row of the daemon's
+    decision log (the store's decisions table, what gangctl and the HTTP API show) for that
+    gang has a reason containing the text."""
+    if not sc.daemon_log:
+        return
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        for want in sc.daemon_log:
+            reasons = [r[0] for r in con.execute(
+                "SELECT reason FROM decisions WHERE gang = ? ORDER BY id",
+                ("%s/%s" % (NS, want["gang"]),))]
+            check("the decision log of %s says %r" % (want["gang"], want["contains"]),
+                  any(want["contains"] in (r or "") for r in reasons), "rows: %s" % reasons)
+    finally:
+        con.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -630,12 +630,12 @@ static void test_overdue_backfill_kept_otherwise(void **unused)
 {
     (void)unused;
     static const struct overdue_case cases[] = {
-        {ONE_QUEUE("17"), 2500, 0, 2000, true, true},     /* not due */
-        {ONE_QUEUE("17"), 1000, 0, 2000, false, true},    /* promised to another */
-        {ONE_QUEUE("17"), 1000, 0, 2000, true, false},    /* no reservation held */
-        {ONE_QUEUE("17"), 1000, 1500, 2000, true, true},  /* waited 500 s < 10 min */
-        {ONE_QUEUE("25"), 1000, 0, 2000, true, true},     /* 24 GPUs < 25 */
-        {ONE_QUEUE("0"), 1000, 0, 2000, true, true},      /* off */
+        {ONE_QUEUE("17"), 2500, 0, 2000, true, true},    /* not due */
+        {ONE_QUEUE("17"), 1000, 0, 2000, false, true},   /* promised to another */
+        {ONE_QUEUE("17"), 1000, 0, 2000, true, false},   /* no reservation held */
+        {ONE_QUEUE("17"), 1000, 1500, 2000, true, true}, /* waited 500 s < 10 min */
+        {ONE_QUEUE("25"), 1000, 0, 2000, true, true},    /* 24 GPUs < 25 */
+        {ONE_QUEUE("0"), 1000, 0, 2000, true, true},     /* off */
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         struct world *w;
