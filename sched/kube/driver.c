@@ -565,8 +565,8 @@ static int start_metrics(struct kdrv *d)
         {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
          HTTP_GAUGE, queue, &d->m_pending},
         {"gangsched_victim_gangs_evicted_total",
-         "Preemption victim gangs this process evicted, by kind of preemption", HTTP_COUNTER,
-         reason, &d->m_evictions},
+         "Preemption victim gangs this process evicted (counted when decided), by kind",
+         HTTP_COUNTER, reason, &d->m_evictions},
         {"gangsched_checkpoint_handshakes_total",
          "Checkpoint handshakes of preemption over, by outcome (answered: the victim checkpointed "
          "after the request; timeout: the grace ended first)",
