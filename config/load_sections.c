@@ -85,6 +85,22 @@ int cl_parse_fair_share(struct ctx *x, yaml_node_t *f)
     return rc;
 }
 
+/* s's optional integer `key` in lo..hi into *dst (left as it is when absent). */
+static int opt_u32(struct ctx *x, yaml_node_t *s, const char *key, long long lo, long long hi,
+                   uint32_t *dst)
+{
+    yaml_node_t *v = cl_map_opt(x, s, key);
+    if (!v)
+        return 0;
+    long long m;
+    cl_path_push(x, key);
+    int rc = cl_get_int(x, v, lo, hi, &m);
+    if (!rc)
+        *dst = (uint32_t)m;
+    cl_path_pop(x);
+    return rc;
+}
+
 int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
 {
     static const char *const keys[] = {"after", "maxReservations", "probationMinGpus", NULL};
@@ -97,24 +113,11 @@ int cl_parse_starvation(struct ctx *x, yaml_node_t *s)
         rc = cl_get_duration(x, v, &x->c->starve_after_ms);
         cl_path_pop(x);
     }
-    v = rc ? NULL : cl_map_opt(x, s, "maxReservations");
-    if (v) {
-        long long m;
-        cl_path_push(x, "maxReservations");
-        rc = cl_get_int(x, v, 0, CONFIG_MAX_RESERVE, &m);
-        if (!rc)
-            x->c->max_reservations = (uint32_t)m;
-        cl_path_pop(x);
-    }
-    v = rc ? NULL : cl_map_opt(x, s, "probationMinGpus");
-    if (v) {
-        long long m;
-        cl_path_push(x, "probationMinGpus");
-        rc = cl_get_int(x, v, 0, CONFIG_MAX_PROBATION_GPUS, &m);
-        if (!rc)
-            x->c->probation_min_gpus = (uint32_t)m;
-        cl_path_pop(x);
-    }
+    if (!rc)
+        rc = opt_u32(x, s, "maxReservations", 0, CONFIG_MAX_RESERVE, &x->c->max_reservations);
+    if (!rc)
+        rc = opt_u32(x, s, "probationMinGpus", 0, CONFIG_MAX_PROBATION_GPUS,
+                     &x->c->probation_min_gpus);
     return rc;
 }
 

@@ -308,9 +308,10 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             .backfilled = cy->n_memo > 0,
         };
         struct sched_placement *pl = &out->placements[out->n_placements - 1];
-        /* started while a reservation is held: on probation, if its gang may ever evict */
+        /* started while a reservation is held: on probation, if that gang may ever evict it
+         * (one of its own queue, preempt.c) */
         if (cy->hold_gang && cy->pc.probation_min_gpus > 0 &&
-            cy->hold_gang->gpus >= cy->pc.probation_min_gpus)
+            cy->hold_gang->gpus >= cy->pc.probation_min_gpus && cy->hold_gang->queue == g->queue)
             pl->probation_for = cy->hold_gang;
         pl->n_terms = cy->st.top.n;
         for (uint32_t k = 0; k < cy->st.top.n && k < 3; k++) {

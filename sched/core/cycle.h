@@ -151,8 +151,9 @@ struct sched_placement {
     bool borrowing;            /* admitted with quota lent by other queues */
     uint32_t domain;           /* domain at `level` */
     bool backfilled;           /* placed ahead of an older gang that still waits */
-    /* started while this gang held the cycle's earliest starvation reservation: on probation
-     * (sched_running.probation_for; the driver's engine gives the promised end) or NULL */
+    /* started while this gang of its queue held the cycle's earliest starvation reservation:
+     * on probation (sched_running.probation_for; the driver's engine gives the promised end)
+     * or NULL */
     const struct gang *probation_for;
     /* why this node or domain won: its largest weighted score terms, largest first (term index
      * into plugin_scores, raw value 0..1000); n_terms 0 under first fit */

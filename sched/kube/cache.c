@@ -419,6 +419,8 @@ struct group {
     uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
     uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
     const char *foreign;    /* native group: a pending member with another schedulerName */
+    /* its pending gang in this build (offered in pass 0), or NULL */
+    struct kgang *pending_gang;
 };
 
 static int push(struct kpod ***v, uint32_t *n, uint32_t *cap, struct kpod *p)
@@ -572,6 +574,10 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
         struct gang scratch = *gg;
         if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, NULL, &eb) == 0)
             gg->max_runtime_ms = scratch.max_runtime_ms;
+        /* a bound pod keeps no annotations (objects.h): the first member's own declaration,
+         * under the PodGroup's as while it was pending */
+        if (gg->max_runtime_ms <= 0 && members[0]->max_runtime_s)
+            gg->max_runtime_ms = (int64_t)members[0]->max_runtime_s * 1000;
         return 0;
     }
     struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
@@ -915,8 +921,12 @@ static int offer_group(struct builder *b, struct group *g, int pass)
     if (rc)
         return rc;
     kg->gang.id = out->n_gangs++;
-    if (pass == 0)
+    if (pass == 0) {
         out->n_pending++;
+        g->pending_gang = kg;
+    } else if (g->pending_gang) { /* elastic: its new members join this one */
+        g->pending_gang->run = kg;
+    }
     return 0;
 }
 

@@ -42,6 +42,9 @@ struct kgang {
                               cluster does not have), else NULL */
     bool running;          /* bound members, no pending ones */
     uint32_t min_member;   /* the PodGroup's minMember, Kueue's total count, or 1 */
+    /* pending gangs: the running gang of the same key, else NULL (an elastic gang: its new
+     * members, offered as a pending gang of their own, join that one) */
+    const struct kgang *run;
 };
 
 /* A gang that cannot be offered to the core, and why (written to status and events). */

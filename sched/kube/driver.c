@@ -130,8 +130,9 @@ static bool cycle_due(struct kdrv *d)
  *   - starvation threshold: a pending gang reaches starveAfter and may get a reservation;
  *   - preemption re-check: KDRV_PREEMPT_RECHECK_MS while a gang is pending and a gang of ours
  *     runs under a preempting policy;
- *   - a status held back by its rate limit (driver_status.c), a failed delete or eviction to
- *     send again a second later (driver_life.c): kdrv_cycle_at, d->later_ms.
+ *   - a status held back by its rate limit, a native scheduled condition owed (driver_status.c),
+ *     a failed delete or eviction to send again a second later (driver_life.c): kdrv_cycle_at,
+ *     d->later_ms.
  * A cycle whose input could not be built is tried again a second later. */
 static int64_t cycle_next_due(const struct kcycle *c, bool built)
 {
@@ -294,6 +295,7 @@ static void run_cycle(struct kdrv *d)
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
+    kdrv_owed_status(d, c.now);
     if (built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);
@@ -701,7 +703,7 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status, &d->jobs, &d->held};
+    struct strmap *maps[] = {&d->status, &d->owed, &d->jobs, &d->held};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();
@@ -829,12 +831,7 @@ static void kdrv_shutdown(struct kdrv *d)
     free(d->binds);
     const char *k;
     void *v;
-    for (size_t i = 0; strmap_next(&d->status, &i, &k, &v);) {
-        struct kstatus *st = v;
-        free(st->reason);
-        free(st);
-    }
-    strmap_fini(&d->status);
+    kdrv_status_fini(d);
     for (size_t i = 0; strmap_next(&d->jobs, &i, &k, &v);)
         kdrv_kjob_free(v);
     strmap_fini(&d->jobs);

@@ -689,7 +689,7 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     gb->queue = strdup(cfg->queues[pl->gang->queue].name);
     const char *fl = kdrv_flavor_name(cfg, pl->flavor);
     gb->flavor = fl ? strdup(fl) : NULL;
-    const struct kgang *run = kdrv_running_part(kb, kg); /* elastic: members join it */
+    const struct kgang *run = kg->run; /* elastic: members join it */
     gb->joins = run != NULL;
     gb->run_gpus = run ? run->gang.gpus : 0;
     gb->gpus = pl->gang->gpus + gb->run_gpus;

@@ -12,7 +12,10 @@
  *
  * Owns: d->est and d->est_queues (the queue names of est's indices). The history is learned
  * from the store's finished jobs at the first cycle (and again when a reload changes the
- * queues), then from each gang as it finishes.
+ * queues), then from each gang as it finishes. And d->est_ends: each running gang's expected
+ * ends (typical and safe), kept from cycle to cycle while nothing it depends on changes
+ * (est_end_valid), so that a cycle computes the ends of the gangs that changed, not of every
+ * running gang.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,13 +107,30 @@ static int est_config(struct kdrv *d, const struct config *cfg)
         if (kdrv_strlist_add(&d->est_queues, cfg->queues[q].name) != 0)
             return SCHED_ENOMEM;
     int rc = est_init(&d->est, n);
-    return rc ? rc : learn_store(d);
+    rc = rc ? rc : learn_store(d);
+    d->est_gen++; /* what was kept of the old model is no longer valid */
+    return rc;
+}
+
+void kdrv_est_ends_clear(struct kdrv *d)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->est_ends, &i, &k, &v);)
+        free(v);
+    strmap_fini(&d->est_ends);
 }
 
 void kdrv_est_fini(struct kdrv *d)
 {
     est_free(&d->est);
     kdrv_strlist_free(&d->est_queues);
+    kdrv_est_ends_clear(d);
+    free(d->est_cuts);
+    d->est_cuts = NULL;
+    d->n_est_cuts = 0;
+    d->est_cuts_gen = 0;
+    d->est_gen++;
 }
 
 void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
@@ -119,8 +139,10 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
         !j->queue)
         return;
     int q = queue_of(&d->est_queues, j->queue);
-    if (q >= 0)
+    if (q >= 0) {
         est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
+        d->est_gen++;
+    }
 }
 
 /* The gang's fixed draw: of its key, so that it keeps it from cycle to cycle and across
@@ -140,6 +162,144 @@ static uint32_t pod_gpus(const struct kpod *p)
         return bits_popc32(p->gpu_mask);
     int64_t v = p->req.v[RES_GPU];
     return v > 0 && v <= 32 ? (uint32_t)v : 0;
+}
+
+/* ---- the running gangs' expected ends, kept ------------------------------------------------ */
+
+/* A running gang's expected ends as est_typical_end and est_end (safe) gave them, and what they
+ * were computed from. Each end depends on the model (est_gen), on the gang's draw (its key), queue,
+ * GPUs, submit time and declared run time, on its start, and on the time only through how long it
+ * has run (`ran`): est_typical_end is start plus a quantile of learned run times longer than `ran`
+ * (estimate.h), which stays the same until `ran` reaches the next learned run time above it
+ * (est_cuts); or now plus `ran` when no learned run is longer, which moves with every cycle. */
+struct est_end {
+    int64_t start, submit, max_runtime, gpus;
+    uint32_t queue;
+    uint64_t gen;     /* d->est_gen it was computed at */
+    int64_t end;      /* the typical expected end (ms; INT64_MAX: unknown) */
+    int64_t safe;     /* the safe one (EST_QUANTILE), what decisions read */
+    int64_t until_ms; /* valid at a time before this */
+    uint64_t used;    /* d->est_plans of the last plan that used it */
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* d->est_cuts: every run time the model holds (any ring), sorted, distinct. A superset of the
+ * ones a gang's estimate reads: a kept end is computed again too often, never too late. */
+static int est_cuts(struct kdrv *d)
+{
+    if (d->est_cuts_gen == d->est_gen && d->est_cuts)
+        return 0;
+    size_t n_rings = d->est.rings ? (size_t)(d->est.n_queues + 1) * (EST_SHAPES + 1) : 0, n = 0;
+    for (size_t r = 0; r < n_rings; r++)
+        n += d->est.rings[r].n;
+    int64_t *v = realloc(d->est_cuts, (n + 1) * sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    d->est_cuts = v;
+    n = 0;
+    for (size_t r = 0; r < n_rings; r++) {
+        memcpy(v + n, d->est.rings[r].s, d->est.rings[r].n * sizeof(*v));
+        n += d->est.rings[r].n;
+    }
+    qsort(v, n, sizeof(*v), cmp_i64);
+    uint32_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1])
+            v[k++] = v[i];
+    d->n_est_cuts = k;
+    d->est_cuts_gen = d->est_gen;
+    return 0;
+}
+
+/* Until when end (computed at now) holds. */
+static int64_t est_end_until(const struct kdrv *d, const struct gang *g, int64_t start, int64_t now,
+                             int64_t end)
+{
+    if (g->max_runtime_ms > 0 || end == INT64_MAX) /* declared; or nothing learned */
+        return INT64_MAX;
+    int64_t ran = now > start ? now - start : 0;
+    if (end == now + (ran > 0 ? ran : 1)) /* ran longer than every learned run (or looks so) */
+        return now + 1;
+    uint32_t lo = 0, hi = d->n_est_cuts; /* the first learned run time above ran */
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (d->est_cuts[mid] <= ran)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < d->n_est_cuts ? start + d->est_cuts[lo] : now + 1;
+}
+
+/* Until when both ends hold: the earlier of the two. */
+static int64_t valid_until(const struct kdrv *d, const struct gang *g, int64_t start, int64_t now,
+                           int64_t end, int64_t safe)
+{
+    int64_t a = est_end_until(d, g, start, now, end), b = est_end_until(d, g, start, now, safe);
+    return a < b ? a : b;
+}
+
+static bool est_end_valid(const struct est_end *e, const struct kdrv *d, const struct gang *g,
+                          int64_t start, int64_t now)
+{
+    return e->gen == d->est_gen && e->start == start && e->submit == g->submit_ms &&
+           e->max_runtime == g->max_runtime_ms && e->gpus == g->gpus && e->queue == g->queue &&
+           now < e->until_ms;
+}
+
+/* The typical expected end of running gang kg started at start, and its safe one in *safe:
+ * kept, or computed and kept. */
+static int64_t running_end(struct kdrv *d, const struct kgang *kg, int64_t start, int64_t now,
+                           int64_t *safe)
+{
+    const struct gang *g = &kg->gang;
+    struct est_end *e = strmap_get(&d->est_ends, kg->key);
+    if (e && est_end_valid(e, d, g, start, now)) {
+        e->used = d->est_plans;
+        *safe = e->safe;
+        return e->end;
+    }
+    int64_t end = est_typical_end(&d->est, g, start, now, draw_of(kg->key));
+    *safe = est_end(&d->est, g, start, now, EST_QUANTILE);
+    d->est_ended++;
+    if (!e && (!(e = calloc(1, sizeof(*e))) || strmap_put(&d->est_ends, kg->key, e, NULL) != 0)) {
+        free(e);
+        return end; /* out of memory: computed every cycle */
+    }
+    *e = (struct est_end){.start = start,
+                          .submit = g->submit_ms,
+                          .max_runtime = g->max_runtime_ms,
+                          .gpus = g->gpus,
+                          .queue = g->queue,
+                          .gen = d->est_gen,
+                          .end = end,
+                          .safe = *safe,
+                          .until_ms = est_cuts(d) == 0 ? valid_until(d, g, start, now, end, *safe)
+                                                       : now + 1,
+                          .used = d->est_plans};
+    return end;
+}
+
+/* Drops the kept ends of gangs that no longer run (not used by this plan), once they are more
+ * than the running gangs: the map stays in proportion, at a cost spread over the plans. */
+static void est_ends_age(struct kdrv *d, uint32_t n_running)
+{
+    if (d->est_ends.n <= 2 * (size_t)n_running + 64)
+        return;
+    struct strlist old = {0};
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->est_ends, &i, &k, &v);)
+        if (((struct est_end *)v)->used != d->est_plans && kdrv_strlist_add(&old, k) != 0)
+            break; /* out of memory: the rest another time */
+    for (uint32_t i = 0; i < old.n; i++)
+        free(strmap_del(&d->est_ends, old.v[i]));
+    kdrv_strlist_free(&old);
 }
 
 /* sched_snapshot.runtime_src of a cycle: the safe and typical run times of a pending gang,
@@ -211,6 +371,8 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
     if (!es->safe || !es->typ || !es->done)
         return SCHED_ENOMEM;
     d->est_computed = 0;
+    d->est_ended = 0;
+    d->est_plans++;
     uint32_t n_rels = 0;
     for (uint32_t g = kb->n_pending; g < kb->n_gangs; g++) {
         const struct kgang *kg = &kb->gangs[g];
@@ -218,8 +380,7 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
         for (uint32_t m = 0; m < kg->gang.n_pods; m++)
             if (kg->members[m]->started_ms > 0 && kg->members[m]->started_ms < start)
                 start = kg->members[m]->started_ms;
-        int64_t end = est_typical_end(&d->est, &kg->gang, start, now, draw_of(kg->key));
-        int64_t end_safe = est_end(&d->est, &kg->gang, start, now, EST_QUANTILE);
+        int64_t end_safe, end = running_end(d, kg, start, now, &end_safe);
         for (uint32_t m = 0; kg->nodes && m < kg->gang.n_pods; m++) {
             uint32_t i = kg->nodes[m];
             if (i >= nn)
@@ -234,6 +395,7 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
         }
     }
     set_releases(kb->state, nn, safe, ours);
+    est_ends_age(d, kb->n_gangs - kb->n_pending);
     s->runtime_src = &es->src;
     s->release_typ_ms = rel;
     s->releases = rels;

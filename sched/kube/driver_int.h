@@ -42,6 +42,8 @@
 
 #define KDRV_MOD                "kube"
 #define KDRV_STATUS_MIN_MS      5000 /* a gang's status changes at most this often for one reason */
+#define KDRV_OWED_SEEN_MS       2000 /* a written scheduled condition shows in the watch by then */
+#define KDRV_OWED_TRIES         8    /* sends of one scheduled condition before giving up */
 /* While a gang waits and a gang of ours runs under a preempting policy, a cycle at least this
  * often even without changes: whether evicting pays grows with the wait (preempt.c worth_it)
  * and a victim's minimum run time ends (ms). */
@@ -115,6 +117,7 @@ struct kdrv {
     struct kgang_binds *binds;
     uint32_t n_binds, binds_left;
     struct strmap status; /* gang -> struct kstatus* */
+    struct strmap owed;   /* gang -> struct kowed*: a native scheduled condition not seen yet */
     struct strmap jobs;   /* gang -> struct kjob*: admitted or running, charged to the ledger */
     bool jobs_synced;     /* the jobs and the ledger were reconciled with the cluster */
     struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
@@ -144,6 +147,14 @@ struct kdrv {
     struct est_model est;
     struct strlist est_queues; /* queue name of each of est's queue indices */
     uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
+    /* each running gang's expected end, kept while what it depends on stays (driver_est.c) */
+    struct strmap est_ends; /* gang -> struct est_end* */
+    uint64_t est_gen;       /* changes whenever est learns or is made again */
+    uint64_t est_plans;     /* kdrv_est_plan calls (the ends not used by the last one age) */
+    uint32_t est_ended;     /* running gangs whose end the last plan computed (not kept) */
+    int64_t *est_cuts;      /* every run time est holds, sorted, distinct (of est_cuts_gen) */
+    uint32_t n_est_cuts;
+    uint64_t est_cuts_gen; /* est_gen the cuts were taken at; 0: none */
 };
 
 /* A gang charged to the ledger (admitted, binds in flight, or running). */
@@ -246,6 +257,16 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                           const char *phase, const char *type, const char *reason,
                           const char *message, bool force, const struct kpg *related);
 
+/* The native PodGroups' scheduled conditions (True) written but not yet seen in the watch
+ * (d->owed): each is sent again while the watch does not show it, after a failed write
+ * (backoff from 1 s) or KDRV_OWED_SEEN_MS after a write that succeeded (another write may have
+ * overwritten it), at most KDRV_OWED_TRIES times; dropped once seen or its PodGroup is gone.
+ * Called by each cycle; arms kdrv_cycle_at for the next send. */
+void kdrv_owed_status(struct kdrv *d, int64_t now);
+
+/* Frees d->status and d->owed (the driver's end). */
+void kdrv_status_fini(struct kdrv *d);
+
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
  * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
  * status was written (rate-limited there) or the pod has no such condition yet, and only when
@@ -307,10 +328,6 @@ int kdrv_job_charge_gang(struct kdrv *d, const char *key, const char *queue, con
 /* A charged job's GPUs become gpus (same queue, flavor and kind): an elastic gang whose later
  * members' binds failed keeps the charge of those that run. 0 when it is not charged. */
 int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
-/* An elastic gang: kg's members join bound ones of the same group (cache.c offers them as a
- * pending gang of their own, with the same key); the running part in kb, or NULL. */
-const struct kgang *kdrv_running_part(const struct kcache_build *kb, const struct kgang *kg);
-
 int kdrv_strlist_add(struct strlist *l, const char *str);
 
 void kdrv_strlist_free(struct strlist *l);
@@ -340,6 +357,8 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
  * for the start planner (runtime_src's typical answers, release_typ_ms, releases). Before
  * kcache_base: the releases are part of the node state it compares. 0 or SCHED_ENOMEM. */
 int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
+/* Forgets the running gangs' kept ends (each is computed again at the next plan). */
+void kdrv_est_ends_clear(struct kdrv *d);
 void kdrv_est_fini(struct kdrv *d);
 
 /* ---- driver_ops.c ---- */

@@ -100,23 +100,12 @@ int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sch
     return rc;
 }
 
-const struct kgang *kdrv_running_part(const struct kcache_build *kb, const struct kgang *kg)
-{
-    for (uint32_t g = kb->n_pending; !kg->running && g < kb->n_gangs; g++)
-        if (strcmp(kb->gangs[g].key, kg->key) == 0)
-            return &kb->gangs[g];
-    return NULL;
-}
-
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
- * before a crash): its job row and its placed pods. */
-static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct kcache_build *kb,
+ * before a crash): its job row and its placed pods. r: its entry in the snapshot's running
+ * gangs (its flavor), or NULL. */
+static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sched_running *r,
                          const struct config *cfg, int64_t now, struct sched_errbuf *eb)
 {
-    const struct sched_running *r = NULL;
-    for (uint32_t i = 0; i < kb->snap.n_running; i++)
-        if (kb->snap.running[i].gang == &kg->gang)
-            r = &kb->snap.running[i];
     uint32_t flavor = r ? r->flavor : 0;
     struct store_job old;
     bool known = store_job_get(d->db, kg->key, &old, NULL) == 0 && old.state == STORE_JOB_RUNNING;
@@ -189,30 +178,33 @@ void kdrv_strlist_free(struct strlist *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* Device ledger rows (every kind) with an amount, as queue, flavor and resource triples. */
+struct ledger_rows {
+    struct store *db;
+    struct strlist l;
+};
+
+/* Device ledger rows (every kind: store_is_device, the store's rule) with an amount, as queue,
+ * flavor and resource triples. */
 static int collect_ledger(void *ctx, const struct store_ledger_row *r)
 {
-    struct strlist *l = ctx;
-    bool dev = false;
-    for (int k = 0; k < res_kind_count(); k++)
-        dev = dev || strcmp(r->resource, kind_res(k)) == 0;
-    if (!dev || r->amount == 0)
+    struct ledger_rows *lr = ctx;
+    if (r->amount == 0 || !store_is_device(lr->db, r->resource))
         return 0;
-    int rc = kdrv_strlist_add(l, r->queue);
-    rc = rc ? rc : kdrv_strlist_add(l, r->flavor);
-    return rc ? rc : kdrv_strlist_add(l, r->resource);
+    int rc = kdrv_strlist_add(&lr->l, r->queue);
+    rc = rc ? rc : kdrv_strlist_add(&lr->l, r->flavor);
+    return rc ? rc : kdrv_strlist_add(&lr->l, r->resource);
 }
 
 /* Sets every GPU ledger row to 0 (the first cycle as leader recharges what runs). */
 static int zero_ledger(struct kdrv *d, struct sched_errbuf *eb)
 {
-    struct strlist l = {0};
-    int rc = store_ledger_list(d->db, collect_ledger, &l, eb);
+    struct ledger_rows lr = {.db = d->db};
+    int rc = store_ledger_list(d->db, collect_ledger, &lr, eb);
     if (rc == SCHED_ENOMEM)
         rc = sched_fail(eb, rc, "out of memory");
-    for (uint32_t i = 0; rc == 0 && i + 2 < l.n; i += 3)
-        rc = store_ledger_set(d->db, l.v[i], l.v[i + 1], l.v[i + 2], 0, eb);
-    kdrv_strlist_free(&l);
+    for (uint32_t i = 0; rc == 0 && i + 2 < lr.l.n; i += 3)
+        rc = store_ledger_set(d->db, lr.l.v[i], lr.l.v[i + 1], lr.l.v[i + 2], 0, eb);
+    kdrv_strlist_free(&lr.l);
     return rc;
 }
 
@@ -283,14 +275,24 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         ((struct kjob *)v)->seen = false;
     if (!d->jobs_synced) /* start from an empty ledger: every running gang is charged below */
         rc = zero_ledger(d, eb);
+    const struct sched_running **run_of = NULL; /* by gang id, made for the first adoption */
     for (uint32_t g = kb->n_pending; rc == 0 && g < kb->n_gangs; g++) {
         const struct kgang *kg = &kb->gangs[g];
         struct kjob *j = strmap_get(&d->jobs, kg->key);
-        if (j)
+        if (j) {
             j->seen = true;
-        else if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) != ENG_JOB_TEARING)
-            /* not torn down (a teardown released it already) */
-            rc = adopt_running(d, kg, kb, cfg, now, eb);
+            continue;
+        }
+        if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) == ENG_JOB_TEARING)
+            continue; /* a teardown released it already */
+        if (!run_of) {
+            if (!(run_of = arena_calloc(&d->arena, kb->n_gangs, sizeof(*run_of))))
+                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < kb->snap.n_running; i++)
+                if (kb->snap.running[i].gang->id < kb->n_gangs)
+                    run_of[kb->snap.running[i].gang->id] = &kb->snap.running[i];
+        }
+        rc = adopt_running(d, kg, run_of[kg->gang.id], cfg, now, eb);
     }
     /* gangs charged but no longer running */
     struct stale_ctx sc = {.d = d};
@@ -433,12 +435,14 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
                             const struct sched_placement *pl, const struct config *cfg, int64_t now,
                             struct sched_errbuf *eb)
 {
-    const struct kgang *kg = &kb->gangs[pl->gang->id], *run = kdrv_running_part(kb, kg);
+    const struct kgang *kg = &kb->gangs[pl->gang->id], *run = kg->run;
     struct store_pod *pods = arena_calloc(&d->arena, pl->gang->n_pods, sizeof(*pods));
     if (!pods)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    /* pods placed before: only a gang that runs in kb has any (sync_jobs, earlier in this
+     * transaction, released the others'): no query for the others (base 0) */
     uint32_t base = 0;
-    int rc = store_placement_next(d->db, kg->key, &base, eb);
+    int rc = run ? store_placement_next(d->db, kg->key, &base, eb) : 0;
     for (uint32_t i = 0; rc == 0 && i < pl->gang->n_pods; i++)
         pods[i] = (struct store_pod){.index = base + i,
                                      .name = kg->members[i]->key,

@@ -2,7 +2,8 @@
  *
  * Owns: the JSON request helpers (send_json, new_object), Events, PodGroup status for every
  * PodGroup API (scheduler-plugins, Volcano, native scheduling.k8s.io), its rate limit per gang
- * and reason (struct kstatus in d->status), and the pods' PodScheduled=False condition.
+ * and reason (struct kstatus in d->status), the native scheduled conditions owed until seen
+ * (struct kowed in d->owed), and the pods' PodScheduled=False condition.
  *
  * Must not touch: the store's tables, binds, deletes and evictions (driver_bind.c,
  * driver_life.c); it only writes what it is told.
@@ -139,25 +140,183 @@ static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
 
 /* ---- native scheduling.k8s.io groups (sched/kube/native.h) --------------------------------- */
 
-/* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
- * a strategic merge patch on its status subresource (conditions merge by type): True/Scheduled
- * once its gang is bound, else False with Unschedulable or SchedulerError and the gang's
- * reason; never again once True. 1.35 Workloads have no status: Events only. */
-static void native_status(struct kdrv *d, const struct kpg *pg, bool ok, const char *reason,
-                          const char *message)
+/* A native PodGroup's scheduled condition True written and not yet seen in the watch
+ * (d->owed, by gang key; kdrv_owed_status). */
+struct kowed {
+    char *pg;         /* the PodGroup's cache key "ns/name" */
+    char *uid;        /* its uid: a PodGroup created again under the name is another */
+    char *message;    /* the condition's message */
+    int64_t since_ms; /* the first send: the condition's lastTransitionTime */
+    int64_t retry_ms; /* sent again then unless the watch shows it */
+    uint32_t tries;   /* sends so far */
+    bool inflight;
+};
+
+/* A send in flight: the gang it is for (the entry may be gone when the answer comes). */
+struct owed_req {
+    struct kdrv *d;
+    char gang[];
+};
+
+static void owed_free(struct kowed *o)
+{
+    if (!o)
+        return;
+    free(o->pg);
+    free(o->uid);
+    free(o->message);
+    free(o);
+}
+
+static void native_status_path(const struct kpg *pg, char *path, size_t n)
+{
+    snprintf(path, n, "/apis/%s/namespaces/%s/podgroups/%s/status", knative_api_version(pg->api),
+             pg->ns, pg->name);
+}
+
+static void on_owed(void *ctx, const struct kube_resp *r)
+{
+    struct owed_req *x = ctx;
+    struct kdrv *d = x->d;
+    struct kowed *o = strmap_get(&d->owed, x->gang);
+    bool ok = r->status >= 200 && r->status < 300;
+    if (!o) {
+        if (!ok)
+            ignore_resp(NULL, r);
+        free(x);
+        return;
+    }
+    o->inflight = false;
+    int64_t now = kdrv_now_ms(), wait = KDRV_OWED_SEEN_MS;
+    if (!ok) { /* 1 s, 2 s, 4 s, ... 16 s */
+        wait = 1000LL << (o->tries > 5 ? 4 : o->tries - 1);
+        LOG_WARN(KDRV_MOD,
+                 "podgroup status write failed: gang=%s status=%d error=%s (sent again in %lld "
+                 "ms)",
+                 x->gang, r->status, r->error ? r->error : "", (long long)wait);
+    }
+    o->retry_ms = now + wait;
+    kdrv_cycle_at(d, o->retry_ms);
+    free(x);
+}
+
+/* Sends o's condition True (nothing when the cache shows it True already). */
+static void owed_send(struct kdrv *d, const char *gang, struct kowed *o, const struct kpg *pg)
 {
     const char *ct = knative_sched_condition(pg->api);
+    cJSON *body =
+        ct ? knative_condition_patch(pg, ct, true, "Scheduled", o->message, o->since_ms) : NULL;
+    size_t n = strlen(gang) + 1;
+    struct owed_req *x = body ? malloc(sizeof(*x) + n) : NULL;
+    if (!x) {
+        cJSON_Delete(body);
+        return;
+    }
+    x->d = d;
+    memcpy(x->gang, gang, n);
+    o->tries++;
+    o->inflight = true;
+    char path[700];
+    native_status_path(pg, path, sizeof(path));
+    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_owed, x);
+}
+
+/* The gang is bound: its PodGroup's condition True is owed until the watch shows it. */
+static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg,
+                          const char *message)
+{
+    struct kowed *o = strmap_get(&d->owed, gang);
+    char key[KOBJ_KEY_MAX];
+    if (!o) {
+        if (kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0)
+            return;
+        o = calloc(1, sizeof(*o));
+        if (!o || !(o->pg = strdup(key)) || !(o->uid = strdup(pg->uid ? pg->uid : "")) ||
+            strmap_put(&d->owed, gang, o, NULL) != 0) {
+            owed_free(o);
+            LOG_ERROR(KDRV_MOD, "out of memory recording the status of gang %s", gang);
+            return;
+        }
+        o->since_ms = kdrv_now_ms();
+    }
+    char *m = strdup(message ? message : "");
+    if (m) {
+        free(o->message);
+        o->message = m;
+    }
+    if (!o->inflight && o->message)
+        owed_send(d, gang, o, pg);
+}
+
+void kdrv_owed_status(struct kdrv *d, int64_t now)
+{
+    struct strlist done = {0};
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->owed, &i, &k, &v);) {
+        struct kowed *o = v;
+        const struct kpg *pg = kcache_pg(d->cache, o->pg);
+        bool over = !pg || pg->initially_scheduled || strcmp(pg->uid ? pg->uid : "", o->uid) != 0;
+        if (!over && o->inflight)
+            continue;
+        if (!over && now >= o->retry_ms && o->tries >= KDRV_OWED_TRIES) {
+            LOG_WARN(KDRV_MOD,
+                     "podgroup status: the scheduled condition of gang %s was written %u times "
+                     "and never seen in the watch: given up",
+                     k, o->tries);
+            over = true;
+        }
+        if (over)
+            kdrv_strlist_add(&done, k); /* out of memory: looked at again next cycle */
+        else if (now >= o->retry_ms)
+            owed_send(d, k, o, pg);
+        else
+            kdrv_cycle_at(d, o->retry_ms);
+    }
+    for (uint32_t i = 0; i < done.n; i++)
+        owed_free(strmap_del(&d->owed, done.v[i]));
+    kdrv_strlist_free(&done);
+}
+
+void kdrv_status_fini(struct kdrv *d)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->status, &i, &k, &v);) {
+        struct kstatus *st = v;
+        free(st->reason);
+        free(st);
+    }
+    strmap_fini(&d->status);
+    for (size_t i = 0; strmap_next(&d->owed, &i, &k, &v);)
+        owed_free(v);
+    strmap_fini(&d->owed);
+}
+
+/* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
+ * a strategic merge patch on its status subresource (conditions merge by type): True/Scheduled
+ * once its gang is bound (owed until the watch shows it: sent again after a failure or an
+ * overwrite, kdrv_owed_status), else False with Unschedulable or SchedulerError and the gang's
+ * reason; never again once True, nor while a True is owed. 1.35 Workloads have no status:
+ * Events only. */
+static void native_status(struct kdrv *d, const char *gang, const struct kpg *pg, bool ok,
+                          const char *reason, const char *message)
+{
+    const char *ct = knative_sched_condition(pg->api);
+    if (!ct || strmap_get(&d->owed, gang))
+        return;
+    if (ok) {
+        owe_scheduled(d, gang, pg, message);
+        return;
+    }
     char msg[700];
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
     cJSON *body =
-        ct ? knative_condition_patch(pg, ct, ok, ok ? "Scheduled" : knative_reason(reason),
-                                     ok ? message : msg, kdrv_now_ms())
-           : NULL;
+        knative_condition_patch(pg, ct, false, knative_reason(reason), msg, kdrv_now_ms());
     if (!body)
         return;
     char path[700];
-    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
-             knative_api_version(pg->api), pg->ns, pg->name);
+    native_status_path(pg, path, sizeof(path));
     kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
 }
 
@@ -226,7 +385,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
                     pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
     if (knative_is(pg->api)) {
-        native_status(d, pg, !warn, reason, message);
+        native_status(d, gang_key, pg, !warn, reason, message);
         return true;
     }
     char t[40];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/duration.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
@@ -479,6 +480,10 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
         q = map_str(ann, KOBJ_ANNOT_VOLCANO_Q);
     p->queue = dup_or_null(q);
     p->flavor = dup_or_null(map_str(ann, KOBJ_ANNOT_FLAVOR));
+    const char *mr = p->ours && p->node ? map_str(ann, KOBJ_ANNOT_MAX_RUNTIME) : NULL;
+    int64_t mr_ms = 0; /* a bad value was refused when the gang was admitted: none */
+    if (mr && !dur_parse(mr, strlen(mr), &mr_ms) && mr_ms > 0)
+        p->max_runtime_s = (uint32_t)((mr_ms + 999) / 1000); /* DUR_MAX_MS fits */
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
     if (!ids)
         return 0;

@@ -49,6 +49,7 @@
 #define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
 #define KOBJ_ANNOT_BIND_FENCE   "gangsched.io/bind-fence" /* written to end a Binding's doubt */
+#define KOBJ_ANNOT_MAX_RUNTIME  "gangsched.io/max-runtime"
 
 #define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
 #define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
@@ -73,6 +74,9 @@ struct kpod {
     char **claims; /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
                       status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t n_claims;
+    /* bound and ours: its gangsched.io/max-runtime in seconds, rounded up (0: none or not
+     * readable), which its running gang keeps (spec, which holds it while pending, is gone) */
+    uint32_t max_runtime_s;
     char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
     int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */

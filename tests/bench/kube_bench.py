@@ -21,6 +21,10 @@ Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
      daemon's gangsched_cycle_cpu_seconds over the cycles of the next 1.5 s, 5 changes).
      Printed with the ratio baseline : built. KBENCH_IDLE_NODES=5000 runs it at 5,000 nodes and
      50,000 pods.
+  6. ours (informational): case 2's 2,500 gangs while 20,000 gangs of one pod of ours already
+     run (4 per node, 1 GPU each, preloaded bound): what grows with the gangs the daemon runs
+     (adopting them at its first cycle, each placement and each cycle beside them). The
+     scheduler's CPU per bind is the figure to compare between builds.
 Nodes and running pods are stored with fakeapi.py --preload (as if the server had restarted on a
 full cluster: no create per object, so loading 500,000 pods takes seconds, not minutes); the
 server's list pages are its stored objects' JSON bytes joined, so listing costs it little.
@@ -30,8 +34,8 @@ what it could do against a faster server. Rows are printed like tests/bench/benc
 target, PASS/MISS, ratio against the target); a missed target prints MISS and the script still
 exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times out).
 
-Usage: python3 tests/bench/kube_bench.py [--bin bin] [--only startup|throughput|mixed|scale|idle]
-       [--keep]
+Usage: python3 tests/bench/kube_bench.py [--bin bin]
+       [--only startup|throughput|mixed|scale|idle|ours] [--keep]
   KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler.
 Not a unit test: run by `make bench` only.
 """
@@ -135,6 +139,28 @@ def existing_pods(n_nodes=NODES, n_pods=EXISTING_PODS):
                                              "resources": {"requests": dict(lim),
                                                            "limits": dict(lim)}}]},
                     "status": {"phase": "Running",
+                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    return out
+
+
+OURS_RUNNING = 20000
+
+
+def our_running_pods(n_nodes=NODES, n_pods=OURS_RUNNING):
+    """Running gangs of one pod of ours (queue bench, 1 GPU), n_pods // n_nodes per node, started
+    an hour ago."""
+    out = []
+    per_node = n_pods // n_nodes
+    for i in range(n_pods):
+        out.append({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "run-%06d" % i, "namespace": "default",
+                                 "labels": {"gangsched.io/queue": "bench"},
+                                 "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "spec": {"schedulerName": "gangsched", "nodeName": "hgx-%05d" % (i // per_node),
+                             "restartPolicy": "Never",
+                             "containers": [{"name": "main", "image": "trainer",
+                                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+                    "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
                                "conditions": [{"type": "Ready", "status": "True"}]}})
     return out
 
@@ -309,7 +335,7 @@ def row(name, value, target, ok, ratio):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("BIN", "bin"))
-    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale", "idle"])
+    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale", "idle", "ours"])
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="gangsched-kbench-")
@@ -320,10 +346,13 @@ def main():
         f_gangs, f_few = os.path.join(tmp, "gangs.json"), os.path.join(tmp, "few.json")
         f_big_nodes, f_big_other = (os.path.join(tmp, "nodes-big.json"),
                                     os.path.join(tmp, "other-big.json"))
+        f_ours = os.path.join(tmp, "ours.json")
         if args.only != "scale":
             write_list(f_nodes, nodes())
             write_list(f_other, existing_pods())
             write_list(f_gangs, gangs(GANGS))
+        if args.only in (None, "ours"):
+            write_list(f_ours, our_running_pods())
         if args.only != "idle":
             write_list(f_few, gangs(STARTUP_GANGS))
         print("gangsched kube bench: %d CPU(s) online, fake API server --plain on loopback; "
@@ -337,6 +366,8 @@ def main():
             cases.append(("throughput", [f_nodes], [f_gangs], GANGS * GANG_SIZE))
         if args.only in (None, "mixed"):
             cases.append(("mixed", [f_nodes, f_other], [f_gangs], GANGS * GANG_SIZE))
+        if args.only in (None, "ours"):
+            cases.append(("ours", [f_nodes, f_ours], [f_gangs], GANGS * GANG_SIZE))
         if args.only in (None, "scale"):
             cases.append(("scale", [f_big_nodes, f_big_other], [f_few],
                           STARTUP_GANGS * GANG_SIZE))
@@ -531,6 +562,8 @@ def report(label, r):
         name = "7b pods bound/s, %d gangs x %d on %d nodes" % (GANGS, GANG_SIZE, NODES)
         if label == "mixed":
             name = "  same, %d other pods running (info)" % EXISTING_PODS
+        elif label == "ours":
+            name = "  same, %d gangs of ours running (info)" % OURS_RUNNING
         row(name, "%.0f pods/s" % r["pods_per_s"], ">= %.0f" % TARGET_PODS_PER_S,
             r["pods_per_s"] >= TARGET_PODS_PER_S if label == "throughput" else None,
             "%.2fx target (%.2f s span)" % (r["pods_per_s"] / TARGET_PODS_PER_S,

@@ -63,6 +63,55 @@ def phase(c, name):
     return p.get("status", {}).get("phase") if code == 200 else None
 
 
+def json_patch_checks(c):
+    """RFC 6902 as kube-apiserver applies it (evanphx/json-patch v4 behind handlers/patch.go):
+    an index out of range or an unknown op is 422 Invalid with a fixed message, the object
+    untouched; never clamped, never 400."""
+    jp = "application/json-patch+json"
+    fin = "/metadata/finalizers"
+    code, g, _ = c.patch(f"{PG}/g1", [{"op": "add", "path": fin, "value": ["a.io/x", "a.io/y"]}],
+                         jp)
+    check("JSON patch add of a list", code == 200 and
+          g["metadata"].get("finalizers") == ["a.io/x", "a.io/y"], g)
+    rv = g["metadata"]["resourceVersion"]
+    invalid = "the server rejected our request due to an error in our request"
+    for label, ops in (("add past the end", [{"op": "add", "path": f"{fin}/3", "value": "z"}]),
+                       ("add before the start", [{"op": "add", "path": f"{fin}/-4", "value": "z"}]),
+                       ("remove past the end", [{"op": "remove", "path": f"{fin}/2"}]),
+                       ("replace past the end", [{"op": "replace", "path": f"{fin}/2",
+                                                  "value": "z"}]),
+                       ("a non-numeric index", [{"op": "add", "path": f"{fin}/x", "value": "z"}]),
+                       ("an unknown op", [{"op": "merge", "path": fin, "value": []}]),
+                       ("an op without op", [{"path": fin, "value": []}]),
+                       ("a path under a missing member", [{"op": "add", "path": "/spec/x/y",
+                                                           "value": 1}])):
+        code, st, _ = c.patch(f"{PG}/g1", ops, jp)
+        check(f"JSON patch with {label} is 422 Invalid", code == 422 and
+              st.get("reason") == "Invalid" and st.get("message") == invalid, (code, st))
+    _, g, _ = c.get(f"{PG}/g1")
+    check("a refused JSON patch leaves the object as it was",
+          g["metadata"]["resourceVersion"] == rv and
+          g["metadata"]["finalizers"] == ["a.io/x", "a.io/y"], g["metadata"])
+    code, g, _ = c.patch(f"{PG}/g1", [{"op": "add", "path": f"{fin}/2", "value": "a.io/z"},
+                                      {"op": "replace", "path": f"{fin}/-1", "value": "a.io/w"},
+                                      {"op": "add", "path": f"{fin}/-1", "value": "a.io/v"},
+                                      {"op": "remove", "path": f"{fin}/-4"}], jp)
+    check("JSON patch: index len appends, negative indices count from the end",
+          code == 200 and g["metadata"]["finalizers"] == ["a.io/y", "a.io/w", "a.io/v"], g)
+    code, g, _ = c.patch(f"{PG}/g1", [{"op": "replace", "path": "/spec/scheduleTimeoutSeconds",
+                                       "value": 30}], jp)
+    check("JSON patch replace of a missing member sets it (json-patch v4)",
+          code == 200 and g["spec"].get("scheduleTimeoutSeconds") == 30, (code, g))
+    code, st, _ = c.patch(f"{PG}/g1", {"op": "remove", "path": fin}, jp)
+    check("a JSON patch body that is not a list is 400 BadRequest",
+          code == 400 and st.get("reason") == "BadRequest", (code, st))
+    code, st, _ = c.patch(f"{PG}/g1", [{"op": "test", "path": "/spec/minMember", "value": 3}]
+                          * 10001, jp)
+    check("a JSON patch of more than 10,000 operations is 413", code == 413, code)
+    code, g, _ = c.patch(f"{PG}/g1", [{"op": "remove", "path": fin}], jp)
+    check("JSON patch remove of a member", code == 200 and "finalizers" not in g["metadata"], g)
+
+
 def main(kc):
     c = Client(kc)
     anon = Client(kc, token="")
@@ -208,6 +257,7 @@ def main(kc):
     code, st, _ = c.patch(f"{PG}/g1", [{"op": "test", "path": "/spec/minMember", "value": 2}],
                           "application/json-patch+json")
     check("JSON patch whose test fails is 422", code == 422, code)
+    json_patch_checks(c)
     code, st, _ = c.patch(f"{PG}/g1", {"spec": {"minMember": 4}},
                           "application/strategic-merge-patch+json")
     check("strategic merge patch on a CRD is 415", code == 415, code)
@@ -272,8 +322,9 @@ def main(kc):
     check("the watch sent BOOKMARKs", any(e["type"] == "BOOKMARK" for e in evs))
     check("the watch ended cleanly at timeoutSeconds", w.ended and not w.broken)
 
-    # 410: old versions really expire (history 200)
-    for i in range(120):
+    # 410: old versions really expire (history 200, trimmed to 200 when it passes 250: 251
+    # writes after rv always trim past it, whatever was written before)
+    for i in range(130):
         c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"n": str(i)}}},
                 "application/merge-patch+json")
         c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"m": str(i)}}},

@@ -151,7 +151,8 @@ ANNOT_EXIT = "fake.gangsched.io/exit-code"
 
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
            405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
-           415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
+           413: "RequestEntityTooLarge", 415: "UnsupportedMediaType", 422: "Invalid",
+           429: "TooManyRequests",
            500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
 
 
@@ -457,78 +458,164 @@ def reorder(field, items, order):
     return ranked
 
 
+# JSON patch (RFC 6902) as kube-apiserver applies it. handlers/patch.go (applyJSPatch) decodes
+# the body with gopkg.in/evanphx/json-patch.v4 (v4.12.0; Kubernetes stays on v4 on purpose,
+# hack/unwanted-dependencies.json) and:
+# - a body that is not a JSON list of objects: 400 BadRequest (DecodePatch);
+# - more than 10,000 operations: 413 RequestEntityTooLarge (maxJSONPatchOperations);
+# - any error of Patch.Apply: NewGenericServerResponse(422, ...) with isUnexpectedResponse
+#   false, i.e. 422, reason Invalid, the fixed message below and empty details: the library's
+#   own text does not reach the client (we print it on stderr for whoever debugs a test).
+# The library's rules, copied here:
+# - an unknown or missing "op" is an error ("Unexpected kind"), so 422 like the rest;
+# - an array index is what strconv.Atoi reads (an optional sign and decimal digits);
+#   SupportNegativeIndices is on: a negative index counts from the end. add takes 0..len or
+#   "-" (append) or -(len+1)..-1; get, remove, replace, test, move and copy take
+#   -len..len-1. Anything else is refused, never clamped (Python's list.insert clamps);
+# - a missing object member: remove refuses; replace sets it (v4's partialDoc.get never fails,
+#   so replace works as add: the RFC says it must fail, v5 does, v4 does not, and Kubernetes
+#   keeps v4 for exactly that); test passes only when the value is null; copy copies null;
+#   move refuses (its remove fails);
+# - an op without "value" uses null; the empty path may be replaced (by an object) or tested;
+# - a path not starting with "/": v4 silently drops its first segment; we refuse it (422), as
+#   a client sending one has a bug.
+JSON_PATCH_MSG = "the server rejected our request due to an error in our request"
+JSON_PATCH_MAX_OPS = 10000
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+class _PatchFailed(Exception):
+    pass
+
+
 def pointer(path):
     if path == "":
         return []
-    if not path.startswith("/"):
-        raise ApiError(422, f"invalid JSON pointer {path!r}")
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise _PatchFailed(f"invalid JSON pointer {path!r}")
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
+def _index(key, n):
+    """an array index by evanphx's rules for an array of n elements (n+1 for add)."""
+    if not _ATOI.fullmatch(key):
+        raise _PatchFailed(f"value was not a proper array index: {key!r}")
+    idx = int(key)
+    if idx < 0:
+        idx += n
+    if not 0 <= idx < n:
+        raise _PatchFailed(f"Unable to access invalid index: {key}")
+    return idx
+
+
+def _json_kind(v):
+    """the JSON type name encoding/json's UnmarshalTypeError gives."""
+    if isinstance(v, bool):
+        return "bool"
+    return {dict: "object", list: "array", str: "string"}.get(type(v), "number")
+
+
+def _json_equal(a, b):
+    """JSON equality: true is not 1, and 1 is not 1.0 (v4 compares a scalar's bytes)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
 def json_patch(doc, ops):
-    if not isinstance(ops, list):
-        raise ApiError(400, "json patch must be a list of operations")
-    doc = copy.deepcopy(doc)
+    if ops is None:  # encoding/json reads null into a nil (empty) Patch
+        ops = []
+    bad = ops if not isinstance(ops, list) else \
+        next((o for o in ops if o is not None and not isinstance(o, dict)), None)
+    if bad is not None or not isinstance(ops, list):
+        raise ApiError(400, f"json: cannot unmarshal {_json_kind(bad)} into Go value of type "
+                            f"jsonpatch.{'Patch' if bad is ops else 'Operation'}")
+    if len(ops) > JSON_PATCH_MAX_OPS:
+        raise ApiError(413, f"Request entity too large: The allowed maximum operations in a "
+                            f"JSON patch is {JSON_PATCH_MAX_OPS}, got {len(ops)}")
+    root = [copy.deepcopy(doc)]  # a box, so that replacing the empty path is one assignment
 
     def parent(path):
+        """the container holding path's last segment, and that segment."""
         parts = pointer(path)
         if not parts:
-            raise ApiError(422, "cannot operate on the whole document")
-        node = doc
+            raise _PatchFailed("doc is missing path: \"\"")
+        node = root[0]
         for p in parts[:-1]:
-            node = node[int(p)] if isinstance(node, list) else node[p]
+            if isinstance(node, list):
+                node = node[_index(p, len(node))]
+            elif isinstance(node, dict) and p in node:
+                node = node[p]
+            else:
+                raise _PatchFailed(f"doc is missing path: {path}")
+            if not isinstance(node, (dict, list)):
+                raise _PatchFailed(f"doc is missing path: {path}")
         return node, parts[-1]
 
     def get(path):
-        node = doc
-        for p in pointer(path):
-            node = node[int(p)] if isinstance(node, list) else node[p]
-        return node
+        if path == "":
+            return root[0]
+        node, last = parent(path)
+        if isinstance(node, list):
+            return node[_index(last, len(node))]
+        return node.get(last)  # a missing member reads as null
 
     def add(path, value):
         node, last = parent(path)
         if isinstance(node, list):
-            node.insert(len(node) if last == "-" else int(last), value)
+            node.insert(len(node) if last == "-" else _index(last, len(node) + 1), value)
         else:
             node[last] = value
 
     def remove(path):
         node, last = parent(path)
         if isinstance(node, list):
-            return node.pop(int(last))
+            return node.pop(_index(last, len(node)))
+        if last not in node:
+            raise _PatchFailed(f"Unable to remove nonexistent key: {last}")
         return node.pop(last)
 
+    def replace(path, value):
+        if path == "":
+            if not isinstance(value, (dict, list)):
+                raise _PatchFailed("replace operation value must be object or array")
+            root[0] = value
+            return
+        node, last = parent(path)
+        if isinstance(node, list):
+            node[_index(last, len(node))] = value
+        else:
+            node[last] = value  # v4: a missing member is set, not refused
+
     for op in ops:
+        op = op or {}
+        kind, path, value = op.get("op"), op.get("path"), copy.deepcopy(op.get("value"))
         try:
-            kind, path = op["op"], op["path"]
+            if path is None and kind in ("add", "remove", "replace", "move", "copy", "test"):
+                raise _PatchFailed("operation missing path field")
             if kind == "add":
-                add(path, copy.deepcopy(op["value"]))
+                add(path, value)
             elif kind == "remove":
                 remove(path)
             elif kind == "replace":
-                node, last = parent(path)
-                if isinstance(node, list):
-                    node[int(last)] = copy.deepcopy(op["value"])
-                else:
-                    if last not in node:
-                        raise KeyError(last)
-                    node[last] = copy.deepcopy(op["value"])
+                replace(path, value)
             elif kind == "move":
-                add(path, remove(op["from"]))
+                add(path, remove(op.get("from")))
             elif kind == "copy":
-                add(path, copy.deepcopy(get(op["from"])))
+                add(path, copy.deepcopy(get(op.get("from"))))
             elif kind == "test":
-                if get(path) != op["value"]:
-                    raise ApiError(422, f"the server rejected our request due to an error in "
-                                        f"our request: testing value {path} failed")
+                if not _json_equal(get(path), value):
+                    raise _PatchFailed(f"testing value {path} failed")
             else:
-                raise ApiError(400, f"unknown json patch operation {kind!r}")
-        except ApiError:
-            raise
-        except (KeyError, IndexError, ValueError, TypeError) as e:
-            raise ApiError(422, f"the server rejected our request due to an error in our "
-                                f"request: json patch {op.get('op')} {op.get('path')}: {e!r}")
-    return doc
+                raise _PatchFailed(f"Unexpected kind: {kind if isinstance(kind, str) else '?'}")
+        except (_PatchFailed, TypeError) as e:
+            sys.stderr.write(f"fakeapi: json patch {kind} {path}: {e}\n")
+            raise ApiError(422, JSON_PATCH_MSG, details={})
+    return root[0]
 
 # --------------------------------------------------------------------------------------------
 # Counters and fault injection.

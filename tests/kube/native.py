@@ -214,6 +214,24 @@ def v1alpha3(c, s):
     check("[1.37 v1alpha3 only] its PodGroup has PodGroupInitiallyScheduled=True",
           cond and cond["status"] == "True", str(cond))
 
+    # the condition True is written once, when the gang is bound: a write that fails (here a
+    # 409, which the client does not retry) is sent again until the watch shows it. The pods
+    # first, so that the PodGroup's first status write is the True one.
+    for i in range(2):
+        c.post(NS, pod("lost-%d" % i, 8, group="lost"))
+    e2e.time.sleep(0.5)
+    c.post("/_fake/faults", {"type": "conflict", "verb": "patch", "path": "/podgroups/lost",
+                             "count": 1})
+    c.post(pg_path(v), podgroup(v, "lost", 2))
+    check("[1.37 v1alpha3 only] a gang whose condition write fails is bound whole",
+          wait_for(lambda: len(bound(c, "lost-")) == 2, 20), s.text()[-800:])
+    cond = wait_for(lambda: (condition(c, v, "lost", "PodGroupInitiallyScheduled") or {})
+                    .get("status") == "True", 10)
+    check("[1.37 v1alpha3 only] its failed PodGroupInitiallyScheduled=True write is sent again",
+          cond and "podgroup status write failed: gang=default/lost status=409" in s.text(),
+          s.text()[-800:])
+    c.delete("/_fake/faults")
+
 
 def v1alpha1(c, s):
     wl = {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",

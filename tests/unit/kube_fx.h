@@ -36,19 +36,26 @@ static inline void fx_node(struct kcache *c, const char *name)
 }
 
 /* A gang of one (pod ml/name, 8 GPUs) in queue q, bound to node_name ("" = pending); a bound
- * one with a startTime when `started`. */
-static inline void fx_pod(struct kcache *c, const char *name, const char *node_name, bool started)
+ * one with a startTime when `started`; ann: its metadata.annotations as JSON members
+ * ("\"k\":\"v\"", or ""). */
+static inline void fx_pod_ann(struct kcache *c, const char *name, const char *node_name,
+                              bool started, const char *ann)
 {
-    char buf[1000];
+    char buf[1200];
     snprintf(buf, sizeof(buf),
              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{%s},\"labels\":{"
              "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
              "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
              "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
-             name, name, node_name, *node_name ? "Running" : "Pending",
+             name, name, ann, node_name, *node_name ? "Running" : "Pending",
              started && *node_name ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
     fx_add(c, 1, buf);
+}
+
+static inline void fx_pod(struct kcache *c, const char *name, const char *node_name, bool started)
+{
+    fx_pod_ann(c, name, node_name, started, "");
 }
 
 #endif

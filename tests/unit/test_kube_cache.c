@@ -221,6 +221,19 @@ static void elastic_gangs_grow(void **state)
     assert_int_equal(kb.n_pending, 1);
     assert_int_equal(kb.gangs[0].gang.n_pods, 1);
     assert_int_equal(kb.n_waiting, 0);
+    /* the pending part knows its running part (the driver numbers the joiners after it) */
+    assert_int_equal(kb.n_gangs, 2);
+    assert_true(kb.gangs[1].running);
+    assert_ptr_equal(kb.gangs[0].run, &kb.gangs[1]);
+    assert_null(kb.gangs[1].run);
+    pod(f->c, "f-0", "", "team-a", 1, "", "", ""); /* a gang of one: no running part */
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 2);
+    for (uint32_t g = 0; g < kb.n_pending; g++)
+        if (strcmp(kb.gangs[g].key, "ml/f-0") == 0)
+            assert_null(kb.gangs[g].run);
+        else
+            assert_ptr_equal(kb.gangs[g].run, &kb.gangs[kb.n_pending]);
 }
 
 /* Kueue's plain-pod groups: a label and a total count, no PodGroup (defect 8). */

@@ -4,7 +4,7 @@
  * are given on demand (sched_snapshot.runtime_src): the cycle asks for the gangs it plans, not
  * for the whole backlog, and the expected starts are the same as with every pending gang's
  * estimate computed before the cycle. The CPU time of both ways is printed (not asserted: speed
- * is checked by benchmarks). */
+ * is checked by benchmarks). A gang of one keeps the run time its pod declares once bound. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,10 +182,181 @@ static void on_demand_asks_few_and_plans_the_same(void **state)
     fixture_free(&f);
 }
 
+static const struct kgang *gang_by_key(const struct fx *f, const char *key)
+{
+    for (uint32_t g = 0; g < f->kb.n_gangs; g++)
+        if (strcmp(f->kb.gangs[g].key, key) == 0)
+            return &f->kb.gangs[g];
+    fail_msg("no gang %s", key);
+    return NULL;
+}
+
+/* A gang of one that declares gangsched.io/max-runtime on its pod only (no PodGroup) keeps it
+ * once bound: the planner expects its GPUs back at its start + 30 minutes, not at the two hours
+ * learned for its queue, as it planned its start with 30 minutes while it waited. */
+static void pod_max_runtime_kept_once_bound(void **state)
+{
+    (void)state;
+    static struct fx f;
+    const char *ann = "\"gangsched.io/max-runtime\":\"30m\"";
+    fixture(&f, 0);
+    learn(&f, EST_RING);
+    int64_t now = T0_MS + HOUR_MS / 4;
+    fx_pod_ann(f.d.cache, "short", "", false, ann);
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    const struct kgang *kg = gang_by_key(&f, "ml/short");
+    assert_false(kg->running);
+    assert_int_equal(kg->gang.max_runtime_ms, HOUR_MS / 2);
+    const struct sched_runtime_source *src = f.kb.snap.runtime_src;
+    assert_int_equal(src->est(src->ctx, &kg->gang, true), HOUR_MS / 2);
+
+    fx_node(f.d.cache, "n-short");
+    fx_pod_ann(f.d.cache, "short", "n-short", true, ann); /* bound, started at T0 */
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    kg = gang_by_key(&f, "ml/short");
+    assert_true(kg->running);
+    assert_int_equal(kg->gang.max_runtime_ms, HOUR_MS / 2);
+    int node = kcache_node_index(f.d.cache, "n-short");
+    assert_true(node >= 0);
+    uint32_t seen = 0;
+    for (uint32_t r = 0; r < f.kb.snap.n_releases; r++) {
+        const struct sched_release *rel = &f.kb.snap.releases[r];
+        assert_int_equal(rel->t_ms,
+                         rel->node == (uint32_t)node ? T0_MS + HOUR_MS / 2 : T0_MS + 2 * HOUR_MS);
+        seen += rel->node == (uint32_t)node;
+    }
+    assert_int_equal(seen, 1);
+    assert_int_equal(f.kb.snap.release_typ_ms[node], T0_MS + HOUR_MS / 2);
+
+    /* a value that cannot be read is none (it was refused when the gang was admitted) */
+    fx_pod_ann(f.d.cache, "short", "n-short", true, "\"gangsched.io/max-runtime\":\"90\"");
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    assert_int_equal(gang_by_key(&f, "ml/short")->gang.max_runtime_ms, 0);
+    assert_int_equal(f.kb.snap.release_typ_ms[node], T0_MS + 2 * HOUR_MS);
+    fixture_free(&f);
+}
+
+/* A running gang of one (pod ml/name, 8 GPUs, queue q) on node, started at start_ms. */
+static void run_pod(struct kcache *c, const char *name, const char *node, int64_t start_ms,
+                    const char *ann)
+{
+    char t[40], buf[1200];
+    time_t sec = (time_t)(start_ms / 1000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(
+        buf, sizeof(buf),
+        "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+        "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{%s},\"labels\":{"
+        "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+        "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+        "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}",
+        name, name, ann, node, t);
+    fx_add(c, 1, buf);
+}
+
+/* One run of d_min minutes, submitted at T0 (the running gangs' batch), ended at end_ms. */
+static void learn_run(struct kdrv *d, int64_t d_min, int64_t end_ms)
+{
+    struct store_job j = {.gang = "ml/done",
+                          .queue = "q",
+                          .gpus = 8,
+                          .state = STORE_JOB_RUNNING,
+                          .submit_ms = T0_MS,
+                          .start_ms = end_ms - d_min * 60000};
+    kdrv_est_learn(d, &j, end_ms);
+}
+
+/* The running gangs' expected ends are kept from cycle to cycle (driver_est.c) and give the
+ * releases computed anew: over six hours in steps of 7 minutes, as gangs run past learned run
+ * times and past all of them, runs are learned, a gang declares its run time and a start
+ * changes. At the same time again, or a second later while no gang ran past a learned run,
+ * no end is computed. */
+static void kept_ends_match_computed(void **state)
+{
+    (void)state;
+    enum { N_RUN = 24 };
+    static struct fx f;
+    static struct kdrv fresh; /* the same cache and model, its kept ends dropped every step */
+    fixture(&f, 0);
+    fresh.cache = f.d.cache;
+    arena_init(&fresh.arena, 1 << 16);
+    char name[32], node[32];
+    for (int i = 0; i < N_RUN; i++) { /* started 0 to 115 minutes before T0 */
+        snprintf(name, sizeof(name), "r-%02d", i);
+        snprintf(node, sizeof(node), "m%02d", i);
+        fx_node(f.d.cache, node);
+        run_pod(f.d.cache, name, node, T0_MS - i * 5 * 60000,
+                i == 5 ? "\"gangsched.io/max-runtime\":\"3h\"" : "");
+    }
+    build(&f, T0_MS);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, T0_MS), 0);
+    assert_int_equal(kdrv_est_plan(&fresh, &f.kb, f.cfg, T0_MS), 0);
+    for (int k = 1; k <= 12; k++) { /* learned runs of 20 min to 4 h */
+        learn_run(&f.d, 20 * k, T0_MS);
+        learn_run(&fresh, 20 * k, T0_MS);
+    }
+    static struct sched_release kept[N_RUN + N_NODES + 1];
+    static int64_t kept_release[N_RUN + N_NODES + 1];
+    uint32_t n_running = 0, quiet_steps = 0;
+    for (int step = 0; step <= 6 * 60 / 7; step++) {
+        int64_t now = T0_MS + (int64_t)step * 7 * 60000 + 1000;
+        if (step % 10 == 9) { /* a new run learned */
+            learn_run(&f.d, 37 + step, now);
+            learn_run(&fresh, 37 + step, now);
+        }
+        if (step == 20) /* a gang's start changes (its pod was replaced) */
+            run_pod(f.d.cache, "r-03", "m03", now - 30 * 60000, "");
+        build(&f, now);
+        n_running = f.kb.n_gangs - f.kb.n_pending;
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+        uint32_t n = f.kb.snap.n_releases;
+        assert_true(n <= N_RUN + N_NODES);
+        memcpy(kept, f.kb.snap.releases, n * sizeof(*kept));
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0); /* the same time again */
+        assert_int_equal(f.d.est_ended, 0);
+        if (now < T0_MS + 2 * HOUR_MS) { /* a second later: no gang ran past a learned run
+                                            (each ends on a whole minute) nor past all of them */
+            assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now + 1000), 0);
+            assert_int_equal(f.d.est_ended, 0);
+            quiet_steps++;
+        }
+        build(&f, now);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+        uint32_t nn = f.kb.snap.cluster->n_nodes;
+        assert_true(nn <= N_RUN + N_NODES);
+        for (uint32_t i = 0; i < nn; i++) /* the safe ends decisions read, kept */
+            kept_release[i] = f.kb.state[i].release_ms;
+        build(&f, now);
+        kdrv_est_ends_clear(&fresh);
+        assert_int_equal(kdrv_est_plan(&fresh, &f.kb, f.cfg, now), 0);
+        for (uint32_t i = 0; i < nn; i++)
+            assert_int_equal(kept_release[i], f.kb.state[i].release_ms);
+        assert_int_equal(fresh.est_ended, n_running);
+        assert_int_equal(f.kb.snap.n_releases, n);
+        for (uint32_t r = 0; r < n; r++) {
+            assert_int_equal(kept[r].node, f.kb.snap.releases[r].node);
+            assert_int_equal(kept[r].gpus, f.kb.snap.releases[r].gpus);
+            assert_int_equal(kept[r].t_ms, f.kb.snap.releases[r].t_ms);
+        }
+    }
+    assert_int_equal(n_running, N_RUN + N_NODES);
+    assert_true(quiet_steps > 10);
+    kdrv_est_fini(&fresh);
+    arena_fini(&fresh.arena);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(on_demand_asks_few_and_plans_the_same),
+        cmocka_unit_test(pod_max_runtime_kept_once_bound),
+        cmocka_unit_test(kept_ends_match_computed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

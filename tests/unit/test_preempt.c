@@ -681,6 +681,31 @@ static void test_backfill_placed_on_probation(void **unused)
     }
 }
 
+/* The same with s in another queue (and x1, x2 in it, so that big's queue goes first): s is not
+ * on probation, since big could never evict a gang of another queue. */
+static void test_backfill_of_another_queue_not_on_probation(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:4", HDR "starvation: {probationMinGpus: 17}\nqueues:\n"
+                                         "  - name: a\n  - name: b\n");
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *x1 = gang(w, 1, 1, 8, 0, 0), *x2 = gang(w, 1, 1, 8, 0, 0);
+    run(w, x1, n0, 0, 0);
+    run(w, x2, n1, 0, 0);
+    for (uint32_t i = 0; i < 4; i++)
+        w->state[i].release_ms = i < 2 ? 3600 * 1000 : 0;
+    struct gang *big = gang(w, 0, 3, 8, 0, 0);
+    struct gang *s = gang(w, 1, 1, 8, 0, 1900);
+    s->max_runtime_ms = 600 * 1000;
+    const struct sched_result *r = cycle(w, "gangsched", 2000);
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->n_placements, 1);
+    assert_ptr_equal(r->placements[0].gang, s);
+    assert_null(r->placements[0].probation_for);
+    world_free(w);
+}
+
 /* A 64-GPU gang (one rack's worth) whose overdue backfill is spread over both racks, half of
  * each: no rack can be cleared, so the overdue gangs alone are evicted across the cluster. */
 static void test_overdue_backfill_across_racks(void **unused)
@@ -738,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_overdue_backfill_evicted_by_its_starving_gang),
         cmocka_unit_test(test_overdue_backfill_kept_otherwise),
         cmocka_unit_test(test_backfill_placed_on_probation),
+        cmocka_unit_test(test_backfill_of_another_queue_not_on_probation),
         cmocka_unit_test(test_overdue_backfill_across_racks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
