@@ -181,6 +181,8 @@ static int set_state(struct eng *e, uint32_t g, enum eng_state s)
         j->probation_until_ms = 0; /* the probation belongs to one run */
         j->probation_for = ENG_NONE;
     }
+    if (s != ENG_JOB_TEARING)
+        j->ckpt_asked_ms = j->ckpt_until_ms = 0; /* the handshake belongs to one eviction */
     return 0;
 }
 
@@ -248,6 +250,31 @@ int eng_job_evict(struct eng *e, uint32_t g)
     return rc;
 }
 
+int eng_job_ckpt_request(struct eng *e, uint32_t g, uint32_t by, int64_t asked_ms, int64_t until_ms)
+{
+    if (g >= e->cap_jobs || e->jobs[g].state != ENG_JOB_TEARING || !e->jobs[g].evicting ||
+        until_ms <= asked_ms)
+        return SCHED_EINVAL;
+    struct eng_job *j = &e->jobs[g];
+    j->ckpt_asked_ms = asked_ms;
+    j->ckpt_until_ms = until_ms;
+    j->ckpt_by = by;
+    return 0;
+}
+
+enum eng_ckpt eng_job_ckpt_check(struct eng *e, uint32_t g, int64_t last_ckpt_ms, int64_t now)
+{
+    if (g >= e->cap_jobs || e->jobs[g].state != ENG_JOB_TEARING || e->jobs[g].ckpt_until_ms == 0)
+        return ENG_CKPT_NONE;
+    struct eng_job *j = &e->jobs[g];
+    enum eng_ckpt v = last_ckpt_ms > j->ckpt_asked_ms ? ENG_CKPT_ANSWERED
+                      : now >= j->ckpt_until_ms       ? ENG_CKPT_TIMEOUT
+                                                      : ENG_CKPT_WAIT;
+    if (v != ENG_CKPT_WAIT)
+        j->ckpt_until_ms = 0; /* over: the eviction is the driver's now */
+    return v;
+}
+
 int eng_job_bind_refused(struct eng *e, uint32_t g)
 {
     return set_state(e, g, ENG_JOB_TEARING);
@@ -311,6 +338,7 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
     if (j->give_up) {
         j->state = ENG_JOB_FAILED;
         j->own = j->give_up = j->evicting = false;
+        j->ckpt_asked_ms = j->ckpt_until_ms = 0;
         return 0;
     }
     int64_t at = now;
@@ -323,6 +351,7 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
     j->state = at > now ? ENG_JOB_BACKOFF : ENG_JOB_PENDING;
     j->retry_at_ms = at > now ? at : 0;
     j->own = j->give_up = j->evicting = false;
+    j->ckpt_asked_ms = j->ckpt_until_ms = 0;
     eng_emit(fx, &(struct eng_effect){.kind = ENG_FX_REQUEUE,
                                       .gang = g,
                                       .node = ENG_NONE,
@@ -421,6 +450,9 @@ int64_t eng_next_due(const struct eng *e, int64_t now)
         if (e->jobs[g].state == ENG_JOB_BACKOFF && e->jobs[g].retry_at_ms > now &&
             e->jobs[g].retry_at_ms < due)
             due = e->jobs[g].retry_at_ms; /* backoff expiry */
+        else if (e->jobs[g].state == ENG_JOB_TEARING && e->jobs[g].ckpt_until_ms > now &&
+                 e->jobs[g].ckpt_until_ms < due)
+            due = e->jobs[g].ckpt_until_ms; /* a checkpoint handshake's grace ends */
     const struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
     for (uint32_t h = 0; h < hv->n; h++)
         if (hv->v[h].until_ms > now && hv->v[h].until_ms < due)

@@ -109,6 +109,12 @@ struct eng_job {
      * probation (probation_for is then meaningless) */
     int64_t probation_until_ms;
     uint32_t probation_for;
+    /* TEARING (evicting): the checkpoint handshake of a preemption (docs/preemption.md), asked
+     * at ckpt_asked_ms by preemptor ckpt_by: its members stay until its last checkpoint is
+     * after ckpt_asked_ms or until ckpt_until_ms (eng_job_ckpt_check). ckpt_until_ms 0: none
+     * under way (never asked, or over: the eviction was given). Cleared with any other state */
+    int64_t ckpt_asked_ms, ckpt_until_ms;
+    uint32_t ckpt_by;
 };
 
 enum eng_effect_kind {
@@ -165,6 +171,25 @@ int eng_job_finish(struct eng *e, uint32_t g); /* -> FINISHED */
 int eng_job_reject(struct eng *e, uint32_t g);
 /* A preemption evicts it: TEARING (evicting) until eng_job_gone(). */
 int eng_job_evict(struct eng *e, uint32_t g);
+/* The checkpoint handshake: victim g of a preemption by gang `by`, TEARING (evicting) after
+ * eng_job_evict, was asked to checkpoint at asked_ms; its eviction waits until it answers or
+ * until until_ms (> asked_ms). 0, SCHED_ENOMEM, or SCHED_EINVAL (g not evicting, or
+ * until_ms <= asked_ms). */
+int eng_job_ckpt_request(struct eng *e, uint32_t g, uint32_t by, int64_t asked_ms,
+                         int64_t until_ms);
+
+enum eng_ckpt {
+    ENG_CKPT_NONE = 0, /* no handshake under way for the gang */
+    ENG_CKPT_WAIT,     /* under way: not answered, grace not over (its members stay) */
+    ENG_CKPT_ANSWERED, /* its last checkpoint is after the request: evict now */
+    ENG_CKPT_TIMEOUT,  /* no checkpoint by the end of the grace: evict now */
+};
+
+/* The handshake of g at now, given its last checkpoint (ms; the start of its run when it has
+ * none). ANSWERED and TIMEOUT end the handshake (the driver evicts; g stays TEARING, evicting,
+ * until eng_job_gone), so each is returned once. */
+enum eng_ckpt eng_job_ckpt_check(struct eng *e, uint32_t g, int64_t last_ckpt_ms, int64_t now);
+
 /* A bind was refused: the gang is rolled back, TEARING (not its own failure). */
 int eng_job_bind_refused(struct eng *e, uint32_t g);
 /* Waiting gang g holds a starvation reservation expected to start at expected_start_ms: the
@@ -214,7 +239,8 @@ void eng_release_due(struct eng *e, uint32_t n, int64_t now, struct eng_effects 
  * order), then REQUEUE for every job whose backoff ended (BACKOFF -> PENDING, in id order). */
 void eng_tick(struct eng *e, int64_t now, struct eng_effects *fx);
 /* The earliest time after now at which the engine's answers change with time alone: a
- * quarantine ends, a backoff ends, a hold or reservation expires, or a rule of the last
+ * quarantine ends, a backoff ends, a hold or reservation expires, a checkpoint handshake's
+ * grace ends (eng_job_ckpt_request), or a rule of the last
  * eng_life_check comes due (a start timeout, a NotReady grace). INT64_MAX: none. A driver that
  * runs cycles only on changes runs one then (the daemon, docs/daemon.md). */
 int64_t eng_next_due(const struct eng *e, int64_t now);

@@ -263,7 +263,8 @@ static void cycle_verdicts(struct kcycle *c)
     }
 }
 
-/* Preemption: every member of each victim gang, through the Eviction API. */
+/* Preemption: every member of each victim gang, through the Eviction API; at once, or after
+ * the checkpoint handshake when the victim's queue asks for one (driver_ckpt.c). */
 static void cycle_evictions(struct kcycle *c)
 {
     struct kdrv *d = c->d;
@@ -271,6 +272,10 @@ static void cycle_evictions(struct kcycle *c)
     for (uint32_t e = 0; e < res->n_evictions; e++) {
         const struct kgang *victim = &c->kb.gangs[res->evictions[e].victim->gang->id];
         const struct kgang *by = &c->kb.gangs[res->evictions[e].preemptor->id];
+        const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
+        http_metric_add_value(d->m_evictions, kind, 1);
+        if (kdrv_ckpt_request(d, victim, by, c->cfg, c->now))
+            continue;
         char msg[600];
         snprintf(msg, sizeof(msg),
                  "%s by %s (%.0f GPU-seconds of work since the last checkpoint lost)",
@@ -280,8 +285,6 @@ static void cycle_evictions(struct kcycle *c)
                      : "preempted",
                  by->key, res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
-        const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
-        http_metric_add_value(d->m_evictions, kind, 1);
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg,
                              true, by->pg);
     }
@@ -300,6 +303,7 @@ static void run_cycle(struct kdrv *d)
     if (built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);
+        kdrv_ckpt_step(d, &c.kb, c.now);
         kdrv_holds_offer(d, &c.kb, c.now);
         if (cycle_decide(&c) == 0) {
             cycle_verdicts(&c);
@@ -567,8 +571,12 @@ static int start_metrics(struct kdrv *d)
         {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
          HTTP_GAUGE, queue, &d->m_pending},
         {"gangsched_victim_gangs_evicted_total",
-         "Preemption victim gangs this process evicted, by kind of preemption", HTTP_COUNTER,
-         reason, &d->m_evictions},
+         "Preemption victim gangs this process evicted (counted when decided), by kind",
+         HTTP_COUNTER, reason, &d->m_evictions},
+        {"gangsched_checkpoint_handshakes_total",
+         "Checkpoint handshakes of preemption over, by outcome (answered: the victim checkpointed "
+         "after the request; timeout: the grace ended first)",
+         HTTP_COUNTER, outcome, &d->m_ckpt},
         {"gangsched_queue_held", "1 while an operator holds or drains the queue", HTTP_GAUGE, queue,
          &d->m_held},
         {"gangsched_gang_teardowns_total",

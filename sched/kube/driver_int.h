@@ -141,6 +141,7 @@ struct kdrv {
     struct eng_effects fx; /* effects of the engine calls being carried out */
     struct kids *ids;      /* the current cycle's id maps (in the arena), or NULL */
     struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
+    struct http_metric *m_ckpt; /* checkpoint handshakes over, by outcome (driver_ckpt.c) */
     uv_timer_t stats_timer;
     /* run times learned from finished gangs, for the start planner only (driver_est.c) */
     struct est_model est;
@@ -213,6 +214,22 @@ void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms);
 /* A cycle is due at `at` (ms since the epoch) even if nothing changes: a status held back by
  * its rate limit, a failed delete or eviction to send again (d->later_ms). */
 void kdrv_cycle_at(struct kdrv *d, int64_t at);
+
+/* ---- driver_ckpt.c ---- */
+
+#define KDRV_ANNOT_CKPT_ASKED "gangsched.io/checkpoint-requested" /* RFC 3339 */
+#define KDRV_ANNOT_CKPT_UNTIL "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
+
+/* Writes the request (and, until_ms > 0, the deadline of a preemption) on a PodGroup. */
+void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* A victim of the core: when its queue has a checkpointGrace and it has a PodGroup, it is asked
+ * to checkpoint (the engine's handshake, the annotations, status and Event) and true is
+ * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */
+bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
+                       const struct config *cfg, int64_t now);
+/* Before the decisions: handshakes answered or over evicted, the victims still waiting marked
+ * evicting in kb->running; after a restart, handshakes resumed from the annotations. */
+void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 
 /* ---- driver_status.c ---- */
 

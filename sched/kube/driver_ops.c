@@ -29,15 +29,7 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
         const struct kpg *pg = kcache_pg(d->cache, target);
         if (!pg)
             return sched_fail(eb, SCHED_ENOENT, "podgroup %s not found", target);
-        char t[40], path[700];
-        kobj_format_time(kdrv_now_ms(), t, sizeof(t));
-        cJSON *body = cJSON_CreateObject();
-        cJSON *ann =
-            cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
-        cJSON_AddStringToObject(ann, "gangsched.io/checkpoint-requested", t);
-        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", knative_api_version(pg->api),
-                 pg->ns, knative_plural(pg->api), pg->name);
-        kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+        kdrv_ckpt_annotate(d, pg, kdrv_now_ms(), 0);
         return 0;
     }
     case STORE_ACT_RESERVE:

@@ -29,6 +29,7 @@ Every wait is bounded; processes are killed on exit.
 import atexit
 import collections
 import csv
+import datetime
 import json
 import math
 import os
@@ -55,6 +56,9 @@ GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PG_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups" % NS
 POD_PATH = "/api/v1/namespaces/%s/pods" % NS
 FAR = 10 ** 7  # seconds: the run time of a job that the scenario never finishes
+# seconds a job that checkpoints takes to answer a checkpoint request, as the simulator assumes
+# (sched/sim/run.h CKPT_WRITE_MS); it answers only when its queue's grace is at least that long
+CKPT_WRITE_S = 30.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +92,8 @@ class Scenario:
             # the simulator takes one value of each for every queue (its failure flags)
             raise ValueError("%s: the config needs queues, all with the same lifecycle" % path)
         self.queue = queues[0]["name"]
+        self.ckpt_grace = {q["name"]: duration_s((q.get("preemption") or {}).get(
+            "checkpointGrace", "0s")) for q in queues}
         life = queues[0].get("lifecycle") or {}
         self.start_timeout = duration_s(life.get("startTimeout", "300s"))
         self.failure_grace = duration_s(life.get("failureGrace", "30s"))
@@ -103,6 +109,7 @@ class Scenario:
                     g.setdefault("queue", self.queue)
                     g.setdefault("topology_required", "")
                     g.setdefault("max_runtime", 0)
+                    g.setdefault("checkpoint_interval", 0)
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -173,7 +180,7 @@ def sim_files(sc, tl, d):
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
-                        g["priority"], 0, g["restart_cost"], g["queue"],
+                        g["priority"], g["checkpoint_interval"], g["restart_cost"], g["queue"],
                         g["topology_required"], g["max_runtime"] or ""])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
@@ -353,6 +360,8 @@ class Controller:
         self.live = {}       # gang -> incarnation number of its current pods
         self.finished = set()
         self.inc_of = {}     # pod uid -> (gang, incarnation)
+        self.answered = 0    # checkpoint requests of rec.ckpt_steps looked at
+        self.answer_client = None  # the answering timers' own client (set by run_daemon)
 
     def create_pods(self, name):
         g = self.sc.gangs[name]
@@ -387,6 +396,29 @@ class Controller:
         if st != 201:
             raise RuntimeError("creating PodGroup %s: %s %s" % (name, st, obj))
         self.create_pods(name)
+
+    def answer(self, rec):
+        """A gang with a checkpoint interval answers each checkpoint request CKPT_WRITE_S after
+        it, when its queue's grace is that long (the simulator's assumption): it sets
+        gangsched.io/last-checkpoint to that time, as a job's sidecar would."""
+        with rec.lock:
+            new = rec.ckpt_steps[self.answered:]
+            asked = {name: rec.ckpt[name] for _, name in new}
+        self.answered += len(new)
+        for _, name in new:
+            g = self.sc.gangs.get(name)
+            if not g or g["checkpoint_interval"] <= 0 or \
+                    self.sc.ckpt_grace.get(g["queue"], 0) < CKPT_WRITE_S:
+                continue
+            t = datetime.datetime.strptime(asked[name], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp() + CKPT_WRITE_S
+            when = datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ")
+            body = {"metadata": {"annotations": {"gangsched.io/last-checkpoint": when}}}
+            timer = threading.Timer(max(0.0, t - time.time()), self.answer_client.patch,
+                                    (PG_PATH + "/" + name, body, "application/merge-patch+json"))
+            timer.daemon = True
+            timer.start()
 
     def pods(self):
         st, items, _ = self.c.get(POD_PATH)
@@ -513,6 +545,7 @@ def run_daemon(sc):
     check("the scheduler leads", wait_for(s.leading, 20))
     rec = Recorder(Client(kubeconfig, timeout=120))
     ctl = Controller(sc, c)
+    ctl.answer_client = Client(kubeconfig)
     tl = Timeline(sc)
     evictions0 = c.get("/_fake/stats")[1].get("evictions", 0)
     origin = time.time()
@@ -538,11 +571,13 @@ def run_daemon(sc):
             elif "wait" in act:
                 time.sleep(float(act["wait"]))
         low = settle_min(sc, step)
-        while time.time() - t0 < 15:
+        t1 = time.time()  # the actions are applied (a wait included): at most 15 s to settle
+        while time.time() - t1 < 15:
             time.sleep(0.2)
             ctl.tick()
             rec.poll_events()
             rec.poll_podgroups()
+            ctl.answer(rec)
             with rec.lock:
                 quiet = time.time() - rec.last_change
             if time.time() - t0 >= low and quiet >= 1.0:

@@ -758,6 +758,57 @@ static void oom_loop(int (*seq)(void))
     assert_true(failures > 3); /* the loop did reach allocations past the constructor */
 }
 
+/* The checkpoint handshake of a preemption (docs/preemption.md): a victim asked at 1000 with a
+ * grace to 4000 waits (and wakes the driver at 4000 through eng_next_due) until its last
+ * checkpoint is after the request (answered) or the grace ends (timeout); each verdict once;
+ * the handshake ends with the eviction (gone, requeued) and is refused for a gang not evicting. */
+static void test_ckpt_handshake(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    struct eng_effects fx = {0};
+    /* not evicting: no handshake */
+    assert_int_equal(eng_job_bound(e, 1, 0), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 1, 2, 1000, 4000), SCHED_EINVAL);
+    assert_int_equal(eng_job_ckpt_check(e, 1, 5000, 5000), ENG_CKPT_NONE);
+    assert_int_equal(eng_job_ckpt_request(e, 99, 2, 1000, 4000), SCHED_EINVAL);
+    /* answered: a checkpoint at the request time is not an answer, one after it is */
+    assert_int_equal(eng_job_evict(e, 1), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 1, 2, 1000, 1000), SCHED_EINVAL); /* no grace */
+    assert_int_equal(eng_job_ckpt_request(e, 1, 2, 1000, 4000), 0);
+    assert_int_equal(eng_job(e, 1).ckpt_by, 2);
+    assert_int_equal(eng_next_due(e, 1000), 4000);
+    assert_int_equal(eng_job_ckpt_check(e, 1, 500, 1500), ENG_CKPT_WAIT);
+    assert_int_equal(eng_job_ckpt_check(e, 1, 1000, 2000), ENG_CKPT_WAIT);
+    assert_int_equal(eng_job_ckpt_check(e, 1, 1001, 2000), ENG_CKPT_ANSWERED);
+    assert_int_equal(eng_job_ckpt_check(e, 1, 1001, 2000), ENG_CKPT_NONE); /* once */
+    assert_int_equal(eng_next_due(e, 2000), INT64_MAX);
+    assert_int_equal(eng_job_state(e, 1), ENG_JOB_TEARING);
+    assert_true(eng_job(e, 1).evicting);
+    assert_int_equal(eng_job_gone(e, 1, 2500, &fx), 0);
+    assert_int_equal(eng_job_state(e, 1), ENG_JOB_PENDING);
+    /* timeout: no answer by the end of the grace */
+    assert_int_equal(eng_job_bound(e, 3, 0), 0);
+    assert_int_equal(eng_job_evict(e, 3), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 3, ENG_NONE, 1000, 4000), 0);
+    assert_int_equal(eng_job_ckpt_check(e, 3, 0, 3999), ENG_CKPT_WAIT);
+    assert_int_equal(eng_next_due(e, 3999), 4000);
+    assert_int_equal(eng_job_ckpt_check(e, 3, 0, 4000), ENG_CKPT_TIMEOUT);
+    assert_int_equal(eng_job_ckpt_check(e, 3, 5000, 5000), ENG_CKPT_NONE);
+    /* a victim that leaves during its handshake (its members ended by themselves) ends it; a
+     * later run is not in a handshake */
+    assert_int_equal(eng_job_bound(e, 4, 0), 0);
+    assert_int_equal(eng_job_evict(e, 4), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 4, 1, 1000, 4000), 0);
+    assert_int_equal(eng_job_gone(e, 4, 1500, &fx), 0);
+    assert_int_equal(eng_next_due(e, 1500), INT64_MAX);
+    assert_int_equal(eng_job_bound(e, 4, 2000), 0);
+    assert_int_equal(eng_job_ckpt_check(e, 4, 0, 9000), ENG_CKPT_NONE);
+    eng_effects_free(&fx);
+    eng_free(e);
+}
+
 static void test_oom_engine(void **state)
 {
     (void)state;
@@ -779,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_holds_mapped),
         cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
         cmocka_unit_test(test_oom_names),      cmocka_unit_test(test_probation),
+        cmocka_unit_test(test_ckpt_handshake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,162 @@
+"""tests/kube/checkpoint.py: the checkpoint handshake of preemption by `gangsched run` against
+the fake API server (docs/preemption.md, docs/daemon.md "Preemption").
+
+Owns: one 8-GPU node, a queue with `checkpointGrace`. (1) A victim that answers: the daemon
+writes gangsched.io/checkpoint-requested and gangsched.io/checkpoint-deadline (request + grace)
+on its PodGroup with a CheckpointRequested Event, leaves it running and the preemptor unbound
+while it has not answered, and evicts it through the Eviction API as soon as its
+gangsched.io/last-checkpoint is after the request (long before the grace ends); the preemptor
+is bound. (2) A restart during a handshake: the new process resumes it from the annotations and
+evicts the victim that never answers at the deadline, not before. (3) An operator's
+`checkpoint` action (a request without a deadline) evicts nothing. Bounded waits.
+"""
+
+import datetime
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import bound, check, events_for, pod, podgroup, wait_for  # noqa: E402
+from kclient import Client  # noqa: E402
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: q
+    preemption: {withinQueue: LowerPriority, checkpointGrace: %s}
+"""
+PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
+WAIT = 60
+
+
+def gang(c, name, priority):
+    c.post(*podgroup(name, 1, queue="q"))
+    body = pod(name + "-0", name, 8)
+    body["spec"]["priority"] = priority
+    body["spec"]["terminationGracePeriodSeconds"] = 0
+    c.post("/api/v1/namespaces/default/pods", body)
+
+
+def annotations(c, name):
+    st, obj, _ = c.get(PG + name)
+    return (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
+
+
+def rfc3339(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def running(c, name):
+    return [p for p in bound(c, name) if p.get("status", {}).get("phase") == "Running"]
+
+
+def evictions(c):
+    return c.get("/_fake/stats")[1].get("evictions", 0)
+
+
+def main():
+    kubeconfig = e2e.start_fake()
+    cfg = os.path.join(e2e.TMP, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG % "60s")
+    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    c = Client(kubeconfig)
+    c.post("/api/v1/nodes", e2e.node("gpu-1", "r1"))
+    db = os.path.join(e2e.TMP, "gangsched.db")
+    s = e2e.Sched(kubeconfig, "sched", db)
+    check("the scheduler leads", wait_for(s.leading, 20))
+
+    # (1) a victim that answers
+    gang(c, "low", 0)
+    check("the victim runs", wait_for(lambda: running(c, "low"), WAIT))
+    ev0 = evictions(c)
+    gang(c, "high", 100)
+    ann = wait_for(lambda: annotations(c, "low").get("gangsched.io/checkpoint-deadline") and
+                   annotations(c, "low"), WAIT) or {}
+    asked = ann.get("gangsched.io/checkpoint-requested")
+    until = ann.get("gangsched.io/checkpoint-deadline")
+    check("the victim's PodGroup carries the request and its deadline (request + 60 s)",
+          asked and until and abs(parse(until) - parse(asked) - 60) < 0.01, str(ann))
+    check("a CheckpointRequested Event names the preemptor",
+          wait_for(lambda: [e for e in events_for(c, "low")
+                            if e["reason"] == "CheckpointRequested" and "default/high" in
+                            e["note"]], WAIT), str([e["reason"] for e in events_for(c, "low")]))
+    check("while it has not answered, it runs and the preemptor waits",
+          not wait_for(lambda: evictions(c) > ev0 or bound(c, "high"), 2.0) and
+          running(c, "low"))
+    t_answer = time.time()
+    c.patch(PG + "low", {"metadata": {"annotations": {
+        "gangsched.io/last-checkpoint": rfc3339(parse(asked) + 0.5)}}},
+        "application/merge-patch+json")
+    check("once its last checkpoint is after the request, it is evicted through the Eviction API",
+          wait_for(lambda: evictions(c) > ev0, WAIT))
+    check("... well before the grace ends (%.1f s after the answer)" % (time.time() - t_answer),
+          time.time() - t_answer < 30)
+    check("its Preempted Event says it checkpointed",
+          wait_for(lambda: [e for e in events_for(c, "low") if e["reason"] == "Preempted" and
+                            "after a requested checkpoint" in e["note"]], WAIT),
+          str([e.get("note") for e in events_for(c, "low")]))
+    check("the preemptor is bound", wait_for(lambda: bound(c, "high"), WAIT))
+    st, text = e2e.http_get(s.url() + "/metrics")
+    check("the metric counts an answered handshake",
+          'gangsched_checkpoint_handshakes_total{outcome="answered"} 1' in text,
+          "\n".join(l for l in text.splitlines() if "checkpoint" in l))
+
+    # (2) a restart during a handshake: resumed from the annotations, evicted at the deadline
+    for name in ("low", "high"):
+        c.delete("/api/v1/namespaces/default/pods/%s-0" % name, {"gracePeriodSeconds": 0})
+        c.delete(PG + name)
+    check("the node is free again", wait_for(lambda: not bound(c, "low") and
+                                             not bound(c, "high"), WAIT))
+    s.stop()
+    with open(cfg, "w") as f:
+        f.write(CONFIG % "8s")
+    s = e2e.Sched(kubeconfig, "sched2", db)
+    check("a scheduler with an 8 s grace leads", wait_for(s.leading, 30))
+    gang(c, "old", 0)
+    check("the second victim runs", wait_for(lambda: running(c, "old"), WAIT))
+    ev0 = evictions(c)
+    gang(c, "new", 100)
+    ann = wait_for(lambda: annotations(c, "old").get("gangsched.io/checkpoint-deadline") and
+                   annotations(c, "old"), WAIT) or {}
+    until = parse(ann.get("gangsched.io/checkpoint-deadline", rfc3339(0)))
+    s.stop()
+    s = e2e.Sched(kubeconfig, "sched3", db)
+    check("a new process leads during the handshake", wait_for(s.leading, 30))
+    check("it resumes the handshake from the annotations",
+          wait_for(lambda: "checkpoint handshake resumed: gang=default/old" in s.text(), WAIT))
+    check("the victim is not evicted before its deadline",
+          not wait_for(lambda: evictions(c) > ev0, max(0.0, until - time.time() - 1.0)))
+    check("it is evicted at the deadline", wait_for(lambda: evictions(c) > ev0, WAIT))
+    check("... not before it (%.2f s after)" % (time.time() - until), time.time() >= until - 0.5)
+    check("its Preempted Event says it did not checkpoint",
+          wait_for(lambda: [e for e in events_for(c, "old") if e["reason"] == "Preempted" and
+                            "no checkpoint within the grace" in e["note"]], WAIT),
+          str([e.get("note") for e in events_for(c, "old")]))
+    check("the preemptor is bound", wait_for(lambda: bound(c, "new"), WAIT))
+
+    # (3) an operator's checkpoint request evicts nothing
+    ev0 = evictions(c)
+    rc, out = e2e.gangctl("--server", s.url(), "checkpoint", "default/new", token=True)
+    check("the operator's checkpoint action is accepted", rc == 0, out)
+    check("the request is written, without a deadline",
+          wait_for(lambda: annotations(c, "new").get("gangsched.io/checkpoint-requested"), WAIT)
+          and "gangsched.io/checkpoint-deadline" not in annotations(c, "new"),
+          str(annotations(c, "new")))
+    check("and nothing is evicted",
+          not wait_for(lambda: evictions(c) > ev0, 3.0) and bound(c, "new"))
+    check("the scheduler is still running", s.p.poll() is None)
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
