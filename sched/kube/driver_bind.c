@@ -617,7 +617,8 @@ int kdrv_open_store(struct kdrv *d)
     rc = store_open(d->o->db_path, STORE_CREATE | STORE_DURABLE, &so, &d->db, &eb);
     if (rc != 0 && d->o->rebuild_store) {
         /* the cluster is the truth: what is lost is the operators' holds and reservations, the
-         * retry budgets spent and the decision history; said loudly, the old file kept */
+         * retry budgets spent, the decision history and the fair-share history; said loudly, the
+         * old file kept */
         char aside[4200];
         if (store_set_aside(d->o->db_path, rc, aside, sizeof(aside), &eb) == 0) {
             LOG_WARN(KDRV_MOD, "database rebuilt: error=%s kept_as=%s", eb.msg, aside);
