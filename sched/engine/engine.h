@@ -276,6 +276,10 @@ int eng_hold_operator_drop(struct eng *e, int64_t id);
 /* Puts an entry back as persisted (resume): replaces g's entry of the list. */
 int eng_hold_put(struct eng *e, enum eng_hold_list l, uint32_t g, const uint32_t *nodes, uint32_t n,
                  int64_t until_ms);
+/* g's victims leave only at until_ms (a checkpoint handshake): its preemptor hold lasts at
+ * least until until_ms + limits.hold_ms, so that no second victim is taken for it meanwhile.
+ * No hold: nothing. Returns 0. */
+int eng_hold_extend(struct eng *e, uint32_t g, int64_t until_ms);
 /* Drops g's preemptor holds (it started, or left). */
 void eng_hold_drop(struct eng *e, uint32_t g);
 

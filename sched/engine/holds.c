@@ -102,6 +102,16 @@ const struct eng_hold *eng_hold_at(const struct eng *e, enum eng_hold_list l, ui
     return i < e->holds[l].n ? &e->holds[l].v[i] : NULL;
 }
 
+int eng_hold_extend(struct eng *e, uint32_t g, int64_t until_ms)
+{
+    struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
+    int64_t want = until_ms > INT64_MAX - e->lim.hold_ms ? INT64_MAX : until_ms + e->lim.hold_ms;
+    for (uint32_t h = 0; h < hv->n; h++)
+        if (hv->v[h].gang == g && hv->v[h].operator_id == 0 && hv->v[h].until_ms < want)
+            hv->v[h].until_ms = want;
+    return 0;
+}
+
 /* ---- the cycle's reservations --------------------------------------------------------------- */
 
 static uint32_t gang_id(const struct eng_ids *ids, const struct gang *g)

@@ -45,9 +45,10 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
     if (grace <= 0 || !victim->pg || knative_is(victim->pg->api))
         return false;
     uint32_t g = kdrv_gang_id(d, victim->key);
-    if (g == ENG_NONE ||
-        eng_job_ckpt_request(d->eng, g, kdrv_gang_id(d, by->key), now, now + grace) != 0)
+    uint32_t pre = kdrv_gang_id(d, by->key);
+    if (g == ENG_NONE || eng_job_ckpt_request(d->eng, g, pre, now, now + grace) != 0)
         return false;
+    eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
     kdrv_ckpt_annotate(d, victim->pg, now, now + grace);
     char msg[700];
     snprintf(msg, sizeof(msg),

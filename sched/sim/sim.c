@@ -562,8 +562,14 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
             (*evicted)++;
         }
     }
-    /* the preemptors hold what their victims free */
-    return eng_cycle_holds(r->eng, res, NULL, now);
+    /* the preemptors hold what their victims free, until those in a handshake are gone */
+    int rc = eng_cycle_holds(r->eng, res, NULL, now);
+    for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
+        uint32_t j = res->evictions[e].victim->gang->id;
+        if (r->evicting[j] && r->evict_at[j] > now)
+            rc = eng_hold_extend(r->eng, res->evictions[e].preemptor->id, r->evict_at[j]);
+    }
+    return rc;
 }
 
 /* What the core sees: the queues, the running gangs (with preemption), the estimates. */

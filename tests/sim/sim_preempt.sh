@@ -14,6 +14,14 @@ grep '"type":"evict"' "$TMP/h.jsonl" | grep '"job":"low-nockpt"' |
     grep -q 'no checkpoint within the grace' && ok "no answer: evicted after the grace" ||
     bad "the silent job was not evicted at the end of the grace"
 expect_eq "all completed" "$("$JGET" "$TMP/h.json" policies/0/completed)" 4
+# 1b. a grace longer than the preemptor's 10-minute hold: the hold lasts as long as its victim's
+#     handshake, so the cycle at 1,700 s (small arrives) takes no second victim for high-1
+sed 's/checkpointGrace: 2m/checkpointGrace: 20m/' tests/data/preempt-handshake.yaml >"$TMP/long.yaml"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 \
+    --trace tests/data/trace-handshake-long.csv --config "$TMP/long.yaml" \
+    --events "$TMP/l.jsonl" >"$TMP/l.json" || bad "long-grace run failed"
+expect_eq "long grace: one victim asked" "$(grep -c '"type":"checkpoint-request"' "$TMP/l.jsonl")" 1
+expect_eq "long grace: one victim evicted" "$(grep -c '"type":"evict"' "$TMP/l.jsonl")" 1
 # 2. no handshake: evicted at once, losing the work since the last periodic checkpoint
 printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - name: team\n    quota:\n      default:\n        nvidia.com/gpu: 16\n' >"$TMP/c.yaml"
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 \

@@ -695,6 +695,27 @@ static void test_probation(void **state)
     eng_free(e);
 }
 
+/* A preemptor's hold lasts while its victims are in a checkpoint handshake (eng_hold_extend):
+ * past hold_ms it is kept until the victims' deadline plus hold_ms, never shortened. */
+static void test_hold_extend(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    uint32_t n[] = {1};
+    assert_int_equal(eng_hold_preemptor(e, 1, n, 1, 0), 0);
+    assert_int_equal(eng_hold_at(e, ENG_HOLDS, 0)->until_ms, ENG_HOLD_MS);
+    assert_int_equal(eng_hold_extend(e, 1, 20 * MN), 0);
+    assert_int_equal(eng_hold_at(e, ENG_HOLDS, 0)->until_ms, 20 * MN + ENG_HOLD_MS);
+    assert_int_equal(eng_hold_extend(e, 1, MN), 0); /* never shortened */
+    assert_int_equal(eng_hold_at(e, ENG_HOLDS, 0)->until_ms, 20 * MN + ENG_HOLD_MS);
+    assert_int_equal(eng_hold_extend(e, 2, 20 * MN), 0); /* no hold of gang 2: nothing */
+    assert_int_equal(eng_hold_count(e, ENG_HOLDS), 1);
+    assert_int_equal(eng_hold_extend(e, 1, INT64_MAX), 0); /* no overflow */
+    assert_int_equal(eng_hold_at(e, ENG_HOLDS, 0)->until_ms, INT64_MAX);
+    eng_free(e);
+}
+
 static void *failing_realloc(void *p, size_t n)
 {
     if (++n_alloc == fail_at)
@@ -830,7 +851,7 @@ int main(void)
         cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_holds_mapped),
         cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
         cmocka_unit_test(test_oom_names),      cmocka_unit_test(test_probation),
-        cmocka_unit_test(test_ckpt_handshake),
+        cmocka_unit_test(test_hold_extend),    cmocka_unit_test(test_ckpt_handshake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
