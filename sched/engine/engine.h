@@ -304,7 +304,9 @@ int eng_cycle_reservations(struct eng *e, const struct sched_result *res, const 
                            int64_t now);
 /* Backfill on probation, the core's view: each running gang's promise (probation_until_ms,
  * probation_for) from its engine record (eng_job_probation), the gang it promised to mapped to
- * this cycle's core gang (not on probation when that gang is not in the cycle). */
+ * this cycle's core gang. A promise binds only for the wait it was made in: not on probation
+ * when that gang is not in the cycle, started, or waits again (its reserve_first_ms is no
+ * longer the promise). */
 void eng_probation_view(const struct eng *e, const struct eng_ids *ids, struct sched_running *run,
                         uint32_t n);
 /* Hints only (the cycle's starvation reservations), without the preemptors' holds. */

@@ -198,8 +198,11 @@ void eng_probation_view(const struct eng *e, const struct eng_ids *ids, struct s
     for (uint32_t i = 0; i < n; i++) {
         struct eng_job j = eng_job(e, gang_id(ids, run[i].gang));
         bool pending;
-        const struct gang *to =
-            j.probation_until_ms > 0 ? core_gang(ids, j.probation_for, &pending) : NULL;
+        /* a promise binds for the wait it was made in: while that gang still waits with the
+         * same first reservation (it started, or waits again with another: void) */
+        bool same_wait = j.probation_until_ms > 0 &&
+                         eng_job(e, j.probation_for).reserve_first_ms == j.probation_until_ms;
+        const struct gang *to = same_wait ? core_gang(ids, j.probation_for, &pending) : NULL;
         run[i].probation_until_ms = to ? j.probation_until_ms : 0;
         run[i].probation_for = to;
     }

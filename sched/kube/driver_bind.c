@@ -746,7 +746,10 @@ void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struc
     d->n_binds = res->n_placements;
     d->binds_left = 0;
     for (uint32_t p = 0; p < res->n_placements; p++) {
-        const struct gang *to = res->placements[p].probation_for; /* backfill on probation */
+        /* backfill on probation; not the growth of an elastic gang, which shares its running
+         * part's engine id (its members that ran before promised nothing) */
+        const struct gang *to =
+            kb->gangs[res->placements[p].gang->id].run ? NULL : res->placements[p].probation_for;
         uint32_t id = 0;
         if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0 ||
             eng_job_binding(d->eng, id = kdrv_gang_id(d, d->binds[p].gang)) != 0 ||

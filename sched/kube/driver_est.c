@@ -385,7 +385,10 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
             uint32_t i = kg->nodes[m];
             if (i >= nn)
                 continue;
-            uint32_t gpus = pod_gpus(kg->members[m]);
+            const struct kpod *mp = kg->members[m];
+            /* a member that ended holds no GPU (gpu_used does not count it either) */
+            uint32_t gpus =
+                mp->phase == KPOD_SUCCEEDED || mp->phase == KPOD_FAILED ? 0 : pod_gpus(mp);
             rels[n_rels++] = (struct sched_release){.node = i, .gpus = gpus, .t_ms = end};
             if (end > rel[i])
                 rel[i] = end;

@@ -413,7 +413,7 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
 static const char *placed_reason(struct kdrv *d, const struct kcache_build *kb,
                                  const struct sched_placement *pl, char *buf, size_t n)
 {
-    if (!pl->probation_for)
+    if (!pl->probation_for || kb->gangs[pl->gang->id].run) /* elastic growth: see binds */
         return "placed";
     const char *to = kb->gangs[pl->probation_for->id].key;
     int64_t until = eng_job(d->eng, kdrv_gang_id(d, to)).reserve_first_ms;

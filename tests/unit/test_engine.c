@@ -688,7 +688,16 @@ static void test_probation(void **state)
     assert_int_equal(eng_job_bound(e, 1, 4 * MN), 0); /* the starving gang started */
     assert_int_equal(eng_job(e, 1).reserve_first_ms, 0);
     assert_int_equal(eng_job(e, 2).probation_until_ms, 5 * H); /* kept while it runs */
-    assert_int_equal(eng_job_evict(e, 2), 0);                  /* its run ends */
+    eng_probation_view(e, &ids, run, 1); /* but void: the wait it was made in is over */
+    assert_null(run[0].probation_for);
+    assert_int_equal(eng_job_submit(e, 1), 0); /* it waits again, with another reservation */
+    rv.expected_start_ms = 9 * H;
+    assert_int_equal(eng_cycle_reservations(e, &res, &ids, 5 * MN), 0);
+    assert_int_equal(eng_job(e, 1).reserve_first_ms, 9 * H);
+    eng_probation_view(e, &ids, run, 1); /* an old promise binds nothing in a new wait */
+    assert_null(run[0].probation_for);
+    assert_int_equal(run[0].probation_until_ms, 0);
+    assert_int_equal(eng_job_evict(e, 2), 0); /* its run ends */
     assert_int_equal(eng_job(e, 2).probation_until_ms, 0);
     eng_probation_view(e, &ids, run, 1);
     assert_null(run[0].probation_for);
