@@ -63,16 +63,23 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
 }
 
 /* After a restart: a running gang whose PodGroup carries a request made during its current run
- * and a deadline after it, not being evicted, is in a handshake again (until that deadline). */
+ * and a deadline after it, not being evicted, is in a handshake again (until that deadline, at
+ * most its queue's checkpointGrace after the request: an annotation edited by hand gives no
+ * longer grace; a queue without a grace now: none). */
 static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
-                  const struct sched_running *run)
+                  const struct sched_running *run, const struct config *cfg)
 {
     int64_t asked, until;
+    int64_t grace = cfg && kg->gang.queue < cfg->n_queues
+                        ? cfg->queues[kg->gang.queue].preemption.checkpoint_grace_ms
+                        : 0;
     const char *a = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_ASKED) : NULL;
     const char *u = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_UNTIL) : NULL;
-    if (!a || !u || kobj_time(a, &asked) != 0 || kobj_time(u, &until) != 0 ||
+    if (grace <= 0 || !a || !u || kobj_time(a, &asked) != 0 || kobj_time(u, &until) != 0 ||
         asked < run->start_ms || until <= asked)
         return;
+    if (until - asked > grace)
+        until = asked + grace;
     if (eng_job_evict(d->eng, g) != 0 || eng_job_ckpt_request(d->eng, g, ENG_NONE, asked, until))
         LOG_ERROR(KDRV_MOD, "out of memory resuming the checkpoint handshake of %s", kg->key);
     else
@@ -110,7 +117,7 @@ void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
         if (g == ENG_NONE)
             continue;
         if (eng_job_state(d->eng, g) != ENG_JOB_TEARING && !run->evicting)
-            adopt(d, g, kg, run);
+            adopt(d, g, kg, run, kb->snap.config);
         enum eng_ckpt v = eng_job_ckpt_check(d->eng, g, run->last_checkpoint_ms, now);
         if (v == ENG_CKPT_ANSWERED || v == ENG_CKPT_TIMEOUT)
             evict_now(d, g, kg, v == ENG_CKPT_ANSWERED);
