@@ -62,6 +62,18 @@ def evictions(c):
     return c.get("/_fake/stats")[1].get("evictions", 0)
 
 
+def preempt(c, victim, preemptor, label):
+    """victim (priority 0) runs, then preemptor (priority 100) arrives: the evictions before
+    it, and the victim's annotations once they carry a checkpoint deadline ({} if never)."""
+    gang(c, victim, 0)
+    check(label, wait_for(lambda: running(c, victim), WAIT))
+    ev0 = evictions(c)
+    gang(c, preemptor, 100)
+    ann = wait_for(lambda: annotations(c, victim).get("gangsched.io/checkpoint-deadline") and
+                   annotations(c, victim), WAIT) or {}
+    return ev0, ann
+
+
 def main():
     kubeconfig = e2e.start_fake()
     cfg = os.path.join(e2e.TMP, "config.yaml")
@@ -76,12 +88,7 @@ def main():
     check("the scheduler leads", wait_for(s.leading, 20))
 
     # (1) a victim that answers
-    gang(c, "low", 0)
-    check("the victim runs", wait_for(lambda: running(c, "low"), WAIT))
-    ev0 = evictions(c)
-    gang(c, "high", 100)
-    ann = wait_for(lambda: annotations(c, "low").get("gangsched.io/checkpoint-deadline") and
-                   annotations(c, "low"), WAIT) or {}
+    ev0, ann = preempt(c, "low", "high", "the victim runs")
     asked = ann.get("gangsched.io/checkpoint-requested")
     until = ann.get("gangsched.io/checkpoint-deadline")
     check("the victim's PodGroup carries the request and its deadline (request + 60 s)",
@@ -122,12 +129,7 @@ def main():
         f.write(CONFIG % "8s")
     s = e2e.Sched(kubeconfig, "sched2", db)
     check("a scheduler with an 8 s grace leads", wait_for(s.leading, 30))
-    gang(c, "old", 0)
-    check("the second victim runs", wait_for(lambda: running(c, "old"), WAIT))
-    ev0 = evictions(c)
-    gang(c, "new", 100)
-    ann = wait_for(lambda: annotations(c, "old").get("gangsched.io/checkpoint-deadline") and
-                   annotations(c, "old"), WAIT) or {}
+    ev0, ann = preempt(c, "old", "new", "the second victim runs")
     until = parse(ann.get("gangsched.io/checkpoint-deadline", rfc3339(0)))
     s.stop()
     s = e2e.Sched(kubeconfig, "sched3", db)
