@@ -152,12 +152,13 @@ struct kdrv {
     uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
     /* each running gang's expected end, kept while what it depends on stays (driver_est.c) */
     struct strmap est_ends; /* gang -> struct est_end* */
-    uint64_t est_gen;       /* changes whenever est learns or is made again */
-    uint64_t est_plans;     /* kdrv_est_plan calls (the ends not used by the last one age) */
-    uint32_t est_ended;     /* running gangs whose end the last plan computed (not kept) */
-    int64_t *est_cuts;      /* every run time est holds, sorted, distinct (of est_cuts_gen) */
-    uint32_t n_est_cuts;
-    uint64_t est_cuts_gen; /* est_gen the cuts were taken at; 0: none */
+    uint64_t est_gen;       /* changes whenever est is made again (a start, a reload) */
+    /* [est rings]: the value of est_obs when each ring of est last learned (0: not since it
+     * was made); NULL when out of memory (then est_gen changes at every run learned) */
+    uint64_t *est_ring_gen;
+    uint64_t est_obs;   /* runs learned so far (never reset) */
+    uint64_t est_plans; /* kdrv_est_plan calls (the ends not used by the last one age) */
+    uint32_t est_ended; /* running gangs whose end the last plan computed (not kept) */
     /* the fair-share history by queue name (driver_fair.c), restored from the store once;
      * its rows last written at fair_written_ms */
     struct eng_fair *fair;
