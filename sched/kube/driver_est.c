@@ -328,17 +328,25 @@ static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
     return typical ? es->typ[id] : es->safe[id];
 }
 
-/* Each node's release_ms from the safe ends of our gangs on it (safe[i]; ours[i]: the GPUs our
- * gangs hold there): INT64_MAX where other GPUs are held too (pods of no gang of ours, whose
- * end is not known); 0 stays 0 (an empty node). */
+/* What our running gangs hold on a node: the GPU ids of their members (a GPU two shares hold
+ * counts once), and the GPUs of members without ids (the cache gives those the lowest free
+ * indices, as it does every pod without ids). */
+struct est_ours {
+    uint32_t mask;
+    uint32_t anon;
+};
+
+/* Each node's release_ms from the safe ends of our gangs on it (safe[i], ours[i]): INT64_MAX
+ * where GPUs are held by pods of no gang of ours (whose end is not known): GPUs in use outside
+ * our members' ids, more than our members without ids can hold; 0 stays 0 (an empty node). */
 static void set_releases(struct node_state *state, uint32_t nn, const int64_t *safe,
-                         const uint32_t *ours)
+                         const struct est_ours *ours)
 {
     for (uint32_t i = 0; i < nn; i++) {
         if (state[i].release_ms == 0)
             continue;
-        state[i].release_ms =
-            (uint32_t)bits_popc32(state[i].gpu_used) > ours[i] ? INT64_MAX : safe[i];
+        uint32_t other = (uint32_t)bits_popc32(state[i].gpu_used & ~ours[i].mask);
+        state[i].release_ms = other > ours[i].anon ? INT64_MAX : safe[i];
     }
 }
 
@@ -353,7 +361,7 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
     struct est_src *es = arena_calloc(&d->arena, 1, sizeof(*es));
     int64_t *rel = arena_calloc(&d->arena, nn + 1, sizeof(*rel));
     int64_t *safe = arena_calloc(&d->arena, nn + 1, sizeof(*safe));
-    uint32_t *ours = arena_calloc(&d->arena, nn + 1, sizeof(*ours));
+    struct est_ours *ours = arena_calloc(&d->arena, nn + 1, sizeof(*ours));
     struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
     if (!es || !rel || !safe || !ours || !rels)
         return SCHED_ENOMEM;
@@ -391,7 +399,10 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
                 rel[i] = end;
             if (end_safe > safe[i])
                 safe[i] = end_safe;
-            ours[i] += gpus;
+            if (gpus && mp->gpu_mask)
+                ours[i].mask |= mp->gpu_mask;
+            else
+                ours[i].anon += gpus;
         }
     }
     set_releases(kb->state, nn, safe, ours);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/bits.h"
 #include "sched/kube/driver_int.h"
 
 #include "tests/unit/kube_fx.h"
@@ -358,6 +359,46 @@ static void kept_ends_match_computed(void **state)
     fixture_free(&f);
 }
 
+static uint32_t node_ix(const struct fx *f, const char *name)
+{
+    const struct cluster *cl = f->kb.snap.cluster;
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (strcmp(cl->nodes[i].name, name) == 0)
+            return i;
+    fail_msg("node %s not in the build", name);
+    return 0;
+}
+
+/* A node's release: two shares of one GPU are one GPU of ours, so another scheduler's pod on a
+ * second GPU makes the node's end unknown (counted per pod, 2 GPUs of ours covered both GPUs in
+ * use); a node with only our shares ends when they do. */
+static void shares_of_one_gpu_count_once(void **state)
+{
+    (void)state;
+    static struct fx f;
+    fixture(&f, 0);
+    const char *one_h = "\"gangsched.io/gpu-ids\":\"0\",\"gangsched.io/max-runtime\":\"1h\"";
+    fx_node(f.d.cache, "h1");
+    fx_node(f.d.cache, "h2");
+    run_pod_in(f.d.cache, "s1", "h1", T0_MS, one_h, "q", 1);
+    run_pod_in(f.d.cache, "s2", "h1", T0_MS, one_h, "q", 1);
+    fx_add(f.d.cache, 1,
+           "{\"metadata\":{\"namespace\":\"other\",\"name\":\"f1\",\"uid\":\"u-f1\"},\"spec\":{"
+           "\"schedulerName\":\"default-scheduler\",\"nodeName\":\"h1\",\"containers\":[{\"name\":"
+           "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":"
+           "\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}}");
+    run_pod_in(f.d.cache, "s3", "h2", T0_MS, one_h, "q", 1);
+    run_pod_in(f.d.cache, "s4", "h2", T0_MS, one_h, "q", 1);
+    int64_t now = T0_MS + 60000;
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    uint32_t h1 = node_ix(&f, "h1"), h2 = node_ix(&f, "h2");
+    assert_int_equal(bits_popc32(f.kb.state[h1].gpu_used), 2);
+    assert_true(f.kb.state[h1].release_ms == INT64_MAX); /* the foreign pod's end is unknown */
+    assert_int_equal(f.kb.state[h2].release_ms, T0_MS + HOUR_MS);
+    fixture_free(&f);
+}
+
 /* Busy rings: R_QUEUES queues x R_SHAPES shapes, k running gangs of each (one per node), every
  * ring with learned runs; a run is learned into one ring per cycle (a finish per cycle, as in a
  * busy cluster). Only the gangs whose estimates read that ring have their ends computed again,
@@ -474,6 +515,7 @@ int main(void)
         cmocka_unit_test(pod_max_runtime_kept_once_bound),
         cmocka_unit_test(kept_ends_match_computed),
         cmocka_unit_test(a_run_learned_recomputes_its_ring_only),
+        cmocka_unit_test(shares_of_one_gpu_count_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
