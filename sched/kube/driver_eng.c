@@ -131,13 +131,16 @@ static int gang_seen(struct kdrv *d, uint32_t id, const char *key, const struct 
     return 0;
 }
 
-/* Whether gang id may be forgotten at now: gone long enough, nothing of ours on it. */
+/* Whether gang id may be forgotten at now: gone long enough, nothing of ours on it. A PodGroup
+ * without pods (a gang that gave up, its pods deleted) is not gone: its record stays. */
 static bool gang_forgettable(struct kdrv *d, uint32_t id, const char *key, int64_t now)
 {
-    struct kgang_seen *s = id < d->cap_gang_seen ? &d->gang_seen[id] : NULL;
-    if (s && s->seen_ms == 0)
+    if (seen_room(d, id) != 0)
+        return false;
+    struct kgang_seen *s = &d->gang_seen[id];
+    if (s->seen_ms == 0 || kcache_pg(d->cache, key))
         s->seen_ms = now; /* interned without being in a cycle (a reservation, a restored row) */
-    if (!s || now - s->seen_ms < KDRV_GANG_FORGET_MS)
+    if (now - s->seen_ms < KDRV_GANG_FORGET_MS)
         return false;
     if (eng_job_state(d->eng, id) == ENG_JOB_TEARING || strmap_get(&d->jobs, key))
         return false;

@@ -297,6 +297,20 @@ static void gangs_gone_are_forgotten(void **state)
     assert_int_not_equal(eng_names_find(f->d.gang_ids, "ml/reserved"), ENG_NONE);
     assert_int_equal(eng_names_find(f->d.gang_ids, "ml/job-1"), ENG_NONE);
     assert_int_not_equal(eng_names_find(f->d.gang_ids, "ml/job-1999"), ENG_NONE);
+    /* a PodGroup whose pods are gone (a gang that gave up) keeps its record */
+    pg_event(f->d.cache, "kept", "uid-k", 0);
+    pg_event(f->d.cache, "kept", "uid-k", 1);
+    build_at(f, t);
+    uint32_t kept = f->d.ids->gang[kb_gang(f, "ml/kept")];
+    assert_int_equal(eng_job_reject(f->d.eng, kept), 0);
+    pg_event(f->d.cache, "kept", "uid-k", 3);
+    for (int i = 0; i < 30; i++) {
+        t += 60 * 1000;
+        build_at(f, t);
+        kdrv_gangs_sweep(&f->d, t);
+    }
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/kept"), kept);
+    assert_int_equal(eng_job_state(f->d.eng, kept), ENG_JOB_FAILED);
     kdrv_status_fini(&f->d);
 }
 
