@@ -124,6 +124,18 @@ static const struct est_ring *best_ring(const struct est_model *m, const struct 
     return NULL;
 }
 
+int64_t est_next_run(const struct est_model *m, const uint32_t *idx, uint32_t n, int64_t x)
+{
+    int64_t next = INT64_MAX;
+    for (uint32_t k = 0; m->rings && k < n; k++) {
+        const struct est_ring *r = &m->rings[idx[k]];
+        uint32_t i = above(r, x);
+        if (i < r->n && r->s[i] < next)
+            next = r->s[i];
+    }
+    return next;
+}
+
 uint32_t est_rings_read(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS])
 {
     if (!m->rings)

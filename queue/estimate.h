@@ -61,6 +61,8 @@ uint32_t est_rings_observed(const struct est_model *m, uint32_t queue, int64_t g
  * changes (est_observe into another ring does not), g's estimates stay the same. Returns how
  * many (1 to EST_READS), 0 without a model. */
 uint32_t est_rings_read(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS]);
+/* The least run time above x learned in rings idx[0..n) (INT64_MAX: none). */
+int64_t est_next_run(const struct est_model *m, const uint32_t *idx, uint32_t n, int64_t x);
 void est_free(struct est_model *m);
 /* A gang of `queue` and `gpus` GPUs, submitted at submit_ms, finished after running
  * `runtime_ms`. */

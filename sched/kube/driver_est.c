@@ -205,27 +205,6 @@ static uint64_t rings_gen(const struct kdrv *d, const struct est_end *e)
     return g;
 }
 
-/* The first learned run time above ran in the rings e reads (INT64_MAX: none). A superset of the
- * run times the gang's estimate reads: a kept end is computed again too often, never too late. */
-static int64_t next_cut(const struct kdrv *d, const struct est_end *e, int64_t ran)
-{
-    int64_t cut = INT64_MAX;
-    for (uint32_t k = 0; k < e->n_ring; k++) {
-        const struct est_ring *r = &d->est.rings[e->ring[k]];
-        uint32_t lo = 0, hi = r->n;
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (r->s[mid] <= ran)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < r->n && r->s[lo] < cut)
-            cut = r->s[lo];
-    }
-    return cut;
-}
-
 /* Until when end (computed at now) holds. */
 static int64_t est_end_until(const struct kdrv *d, const struct est_end *e, int64_t now,
                              int64_t end)
@@ -235,7 +214,9 @@ static int64_t est_end_until(const struct kdrv *d, const struct est_end *e, int6
     int64_t ran = now > e->start ? now - e->start : 0;
     if (end == now + (ran > 0 ? ran : 1)) /* ran longer than every learned run (or looks so) */
         return now + 1;
-    int64_t cut = next_cut(d, e, ran);
+    /* the next run time learned in the rings e reads: a superset of the ones its estimate
+     * reads (a kept end is computed again too often, never too late) */
+    int64_t cut = est_next_run(&d->est, e->ring, e->n_ring, ran);
     return cut < INT64_MAX ? e->start + cut : now + 1;
 }
 
