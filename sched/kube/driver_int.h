@@ -135,7 +135,7 @@ struct kdrv {
     int64_t due_ms, later_ms;
     /* the state between cycles (sched/engine/): job states, retry budgets, strikes and
      * quarantine, node health, preemptor holds and operator reservations; gangs and nodes by
-     * engine id (interned names, never reused) */
+     * engine id (interned names; a gang's id is reused only once it is forgotten, driver_eng.c) */
     struct eng *eng;
     struct eng_names *gang_ids, *node_ids;
     struct kgang_seen *gang_seen; /* [cap_gang_seen], by engine gang id (driver_eng.c) */

@@ -4,7 +4,9 @@
  * the cycle's maps both ways (a node or gang not in this cycle maps to none), and the holds the
  * core is offered through them: a preemptor's for its pending gang, an operator's for a gang not
  * pending yet (held for nobody), on nodes of this cycle only, and the core's reservations taken
- * back as holds and hints. */
+ * back as holds and hints. A name's record belongs to one object: a PodGroup created again under
+ * the name (another uid, or another creation time than a restored row's) starts afresh, and
+ * gangs gone for KDRV_GANG_FORGET_MS are forgotten (not a PodGroup without pods). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
