@@ -402,9 +402,10 @@ static void shares_of_one_gpu_count_once(void **state)
 /* Busy rings: R_QUEUES queues x R_SHAPES shapes, k running gangs of each (one per node), every
  * ring with learned runs; a run is learned into one ring per cycle (a finish per cycle, as in a
  * busy cluster). Only the gangs whose estimates read that ring have their ends computed again,
- * and the kept ends give the releases computed anew. GANGSCHED_EST_GANGS=k (default 4) sizes it
- * for a measurement (docs/daemon.md: k = 625, 20,000 running gangs, under callgrind): then the
- * ends computed are printed, not checked, and nothing is computed anew to compare. */
+ * and the kept ends give the releases computed anew. GANGSCHED_EST_GANGS=k (default 4) makes it
+ * a measurement (docs/daemon.md: k = 625, 20,000 running gangs, valgrind --tool=callgrind
+ * --toggle-collect='step_plan*'): 20 cycles a second apart, each after a run learned
+ * (GANGSCHED_EST_QUIET set: none), the ends computed printed, not checked. */
 enum { R_QUEUES = 8, R_SHAPES = 4 };
 
 static void learn_ring(struct kdrv *d, int q, int gpus, int64_t d_min, int64_t end_ms)
@@ -432,7 +433,7 @@ static void a_run_learned_recomputes_its_ring_only(void **state)
     (void)state;
     const char *env = getenv("GANGSCHED_EST_GANGS");
     int k = env && atoi(env) > 0 ? atoi(env) : 4;
-    bool measure = env != NULL;
+    bool measure = env != NULL, quiet = measure && getenv("GANGSCHED_EST_QUIET");
     static struct fx f;
     static struct kdrv fresh;
     memset(&f, 0, sizeof(f));
@@ -470,18 +471,27 @@ static void a_run_learned_recomputes_its_ring_only(void **state)
             }
     uint64_t ended = 0;
     int steps = measure ? 20 : 2 * R_QUEUES * R_SHAPES;
+    if (measure) { /* the ends of the model just learned, before the measured cycles */
+        build(&f, T0_MS);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, T0_MS), 0);
+    }
     for (int step = 0; step < steps; step++) {
         int64_t now = T0_MS + (int64_t)step * 1000 + 500;
-        build(&f, now);
-        assert_int_equal(step_plan(&f, now), 0); /* time's changes first */
         int q = step % R_QUEUES, sh = (step / R_QUEUES) % R_SHAPES;
+        if (measure) { /* a cycle a second, a gang finished since the last (none: quiet) */
+            if (!quiet)
+                learn_ring(&f.d, q, 1 << sh, 90 + step, now);
+            build(&f, now);
+            assert_int_equal(step_plan(&f, now), 0);
+            ended += f.d.est_ended;
+            continue;
+        }
+        build(&f, now);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0); /* time's changes first */
         learn_ring(&f.d, q, 1 << sh, 90 + step, now); /* a gang of that ring finished */
         learn_ring(&fresh, q, 1 << sh, 90 + step, now);
         build(&f, now);
-        assert_int_equal(step_plan(&f, now), 0);
-        ended += f.d.est_ended;
-        if (measure)
-            continue;
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
         assert_int_equal(f.d.est_ended, k); /* the ring's own gangs, not all of them */
         uint32_t n = f.kb.snap.n_releases, nn = f.kb.snap.cluster->n_nodes;
         static struct sched_release kept[R_QUEUES * R_SHAPES * 8];
@@ -501,8 +511,8 @@ static void a_run_learned_recomputes_its_ring_only(void **state)
             assert_int_equal(kept_release[i], f.kb.state[i].release_ms);
     }
     if (measure)
-        printf("running gangs %u, a run learned per cycle: %.1f ends computed per cycle\n", n_gangs,
-               (double)ended / steps);
+        printf("running gangs %u, %s: %.1f ends computed per cycle\n", n_gangs,
+               quiet ? "nothing learned" : "a run learned per cycle", (double)ended / steps);
     kdrv_est_fini(&fresh);
     arena_fini(&fresh.arena);
     fixture_free(&f);
