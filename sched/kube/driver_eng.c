@@ -4,8 +4,8 @@
  * interned to engine ids), which object a gang's id belongs to (its PodGroup's uid: another one
  * under the same name is a new gang, with a fresh record) and when each gang was last seen (a
  * gang gone for KDRV_GANG_FORGET_MS is forgotten and its id reused; node ids are never reused),
- * the cycle's id maps between engine ids and the
- * cycle's input (kb gang index, cluster node index), the callbacks the engine reads them through
+ * the cycle's id maps between engine ids and the cycle's input (kb gang index, cluster node
+ * index), the callbacks the engine reads them through
  * (struct eng_ids), and the node effects (quarantine, release) carried out as logs and Events.
  *
  * Must not touch: the rules between cycles (they are the engine's), the store, the binder.
@@ -56,8 +56,7 @@ uint32_t kdrv_node_id(struct kdrv *d, const char *name)
     return name && eng_names_id(d->node_ids, name, &id) == 0 ? id : ENG_NONE;
 }
 
-/* ---- which object a gang's id belongs to ------------------------------------------------------
- */
+/* ---- which object a gang's id belongs to -------------------------------------------------- */
 
 /* What the driver keeps by gang name besides the engine's record: the status written (its rate
  * limit and the decision log's last verdict, driver_status.c). */
@@ -139,7 +138,8 @@ static bool gang_forgettable(struct kdrv *d, uint32_t id, const char *key, int64
         return false;
     struct kgang_seen *s = &d->gang_seen[id];
     if (s->seen_ms == 0 || kcache_pg(d->cache, key))
-        s->seen_ms = now; /* interned without being in a cycle (a reservation, a restored row) */
+        s->seen_ms = now; /* not in a cycle yet (a reservation, a restored row), or its
+                             PodGroup is there without pods */
     if (now - s->seen_ms < KDRV_GANG_FORGET_MS)
         return false;
     if (eng_job_state(d->eng, id) == ENG_JOB_TEARING || strmap_get(&d->jobs, key))
