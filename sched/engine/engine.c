@@ -385,7 +385,7 @@ bool eng_forgotten(const struct eng_forget *f, uint32_t g)
     if (g == ENG_NONE)
         return false;
     if (f->mark)
-        return (f->mark[g / 8] >> (g % 8)) & 1u;
+        return g <= f->bound && ((f->mark[g / 8] >> (g % 8)) & 1u);
     for (uint32_t i = 0; i < f->n; i++)
         if (f->ids[i] == g)
             return true;
@@ -394,20 +394,23 @@ bool eng_forgotten(const struct eng_forget *f, uint32_t g)
 
 void eng_jobs_forget(struct eng *e, const uint32_t *g, uint32_t n)
 {
-    if (n == 0 || e->cap_jobs == 0)
-        return;
-    uint8_t *mark = n > 1 ? eng_realloc(NULL, e->cap_jobs / 8 + 1) : NULL;
-    struct eng_forget f = {.mark = mark, .ids = g, .n = n};
+    uint32_t bound = 0; /* the largest id forgotten: the mask holds bits 0..bound */
+    for (uint32_t i = 0; i < n; i++)
+        if (g[i] != ENG_NONE && g[i] > bound)
+            bound = g[i];
+    uint8_t *mark = n > 1 ? eng_realloc(NULL, (size_t)bound / 8 + 1) : NULL;
+    struct eng_forget f = {.mark = mark, .bound = bound, .ids = g, .n = n};
     if (mark)
-        memset(mark, 0, e->cap_jobs / 8 + 1);
+        memset(mark, 0, (size_t)bound / 8 + 1);
     for (uint32_t i = 0; i < n; i++) {
-        if (g[i] >= e->cap_jobs)
+        if (g[i] == ENG_NONE)
             continue;
-        e->jobs[g[i]] = (struct eng_job){0}; /* as an id never seen */
         if (mark)
             mark[g[i] / 8] |= (uint8_t)(1u << (g[i] % 8));
+        if (g[i] < e->cap_jobs)
+            e->jobs[g[i]] = (struct eng_job){0}; /* as an id never seen */
     }
-    for (uint32_t j = 0; j < e->cap_jobs; j++) {
+    for (uint32_t j = 0; n && j < e->cap_jobs; j++) {
         struct eng_job *r = &e->jobs[j];
         if (r->probation_until_ms && eng_forgotten(&f, r->probation_for)) {
             r->probation_until_ms = 0;
@@ -416,7 +419,8 @@ void eng_jobs_forget(struct eng *e, const uint32_t *g, uint32_t n)
         if (r->ckpt_until_ms && eng_forgotten(&f, r->ckpt_by))
             r->ckpt_by = ENG_NONE;
     }
-    eng_holds_forget(e, &f);
+    if (n)
+        eng_holds_forget(e, &f);
     free(mark);
 }
 

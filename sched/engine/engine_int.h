@@ -32,10 +32,13 @@ struct eng {
 
 void eng_emit(struct eng_effects *fx, const struct eng_effect *ef);
 
-/* Whether gang g is among the forgotten ones of eng_jobs_forget: bit g of mark, or (mark NULL)
- * one of ids[0..n). */
+/* Whether gang g is among the forgotten ones of eng_jobs_forget: bit g of mark (bits 0..bound,
+ * bound the largest forgotten id; ids above it are not forgotten), or (mark NULL) one of
+ * ids[0..n). A forgotten id may lie past the engine's records (a preemptor hold or a handshake
+ * names a gang that never had one). */
 struct eng_forget {
     const uint8_t *mark;
+    uint32_t bound;
     const uint32_t *ids;
     uint32_t n;
 };
