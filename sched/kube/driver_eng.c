@@ -8,7 +8,8 @@
  * index), the callbacks the engine reads them through
  * (struct eng_ids), and the node effects (quarantine, release) carried out as logs and Events.
  *
- * Must not touch: the rules between cycles (they are the engine's), the store, the binder.
+ * Must not touch: the rules between cycles (they are the engine's), the store (a record renewed
+ * or forgotten restarts its job row's counts through kdrv_job_fresh), the binder.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,12 +72,13 @@ static void forget_status(struct kdrv *d, const char *key)
 /* Gang id's name now belongs to another object (its PodGroup deleted and created again): what was
  * kept of the old one is dropped. */
 static void gang_renew(struct kdrv *d, uint32_t id, const char *key, const char *old_uid,
-                       const char *uid)
+                       const struct kpg *pg)
 {
-    LOG_INFO(KDRV_MOD, "gang created again under the same name: gang=%s uid=%s was=%s", key, uid,
-             old_uid);
+    LOG_INFO(KDRV_MOD, "gang created again under the same name: gang=%s uid=%s was=%s", key,
+             pg->uid, old_uid);
     eng_jobs_forget(d->eng, &id, 1);
     forget_status(d, key);
+    (void)kdrv_job_fresh(d, key, pg->created_ms ? pg->created_ms : -1); /* logs its failure */
 }
 
 /* Room for gang id in d->gang_seen: 0 or SCHED_ENOMEM. */
@@ -123,7 +125,7 @@ static int gang_seen(struct kdrv *d, uint32_t id, const char *key, const struct 
     bool restored_other = !s->uid && s->restored_submit_ms && pg->created_ms &&
                           pg->created_ms != s->restored_submit_ms;
     if (s->uid || restored_other)
-        gang_renew(d, id, key, s->uid ? s->uid : "(restored)", uid);
+        gang_renew(d, id, key, s->uid ? s->uid : "(restored)", pg);
     s->restored_submit_ms = 0;
     free(s->uid);
     s->uid = copy;
@@ -175,6 +177,7 @@ void kdrv_gangs_sweep(struct kdrv *d, int64_t now)
     for (uint32_t i = 0; i < n; i++) {
         const char *key = eng_names_name(d->gang_ids, gone[i]);
         forget_status(d, key);
+        (void)kdrv_job_fresh(d, key, -1); /* a gang of its name later counts anew */
         struct kgang_seen *s = &d->gang_seen[gone[i]];
         free(s->uid);
         *s = (struct kgang_seen){0};

@@ -224,6 +224,10 @@ int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms);
  * without an operator reservation are forgotten (engine record, name, id). Call after the
  * lifecycle step (a gang tearing down is gone by then). */
 void kdrv_gangs_sweep(struct kdrv *d, int64_t now);
+/* Gang key's store job row starts afresh for a new object of its name (renewed or forgotten
+ * record): restarts and preemptions 0 (restore_restarts and the admissions copy them from the
+ * row), submitted at submit_ms (< 0: kept). Logs a failure; 0 or its code (driver_life.c). */
+int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms);
 
 /* Carries out the engine's node effects in d->fx (quarantine: log, Event on the Node; release:
  * log) and clears them. */

@@ -215,6 +215,37 @@ static void node_health(struct kdrv *d, struct kcache_build *kb, int64_t now)
     http_metric_set(d->m_quarantined, NULL, quarantined);
 }
 
+int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
+{
+    struct store_job old;
+    struct sched_errbuf eb = {0};
+    int rc = d->db ? store_job_get(d->db, key, &old, &eb) : SCHED_ENOENT; /* tests: no store */
+    if (rc == SCHED_ENOENT)
+        return 0;
+    if (rc == 0 && old.restarts == 0 && old.preemptions == 0 &&
+        (submit_ms < 0 || old.submit_ms == submit_ms))
+        return 0;
+    char *queue = rc == 0 && old.queue ? strdup(old.queue) : NULL; /* borrowed until the next */
+    char *flavor = rc == 0 && old.flavor ? strdup(old.flavor) : NULL;
+    if (rc == 0 && ((old.queue && !queue) || (old.flavor && !flavor)))
+        rc = sched_fail(&eb, SCHED_ENOMEM, "out of memory");
+    if (rc == 0) {
+        struct store_job j = old;
+        j.queue = queue;
+        j.flavor = flavor;
+        j.restarts = j.preemptions = 0;
+        if (submit_ms >= 0)
+            j.submit_ms = submit_ms;
+        rc = store_job_upsert(d->db, &j, &eb);
+    }
+    free(queue);
+    free(flavor);
+    if (rc)
+        LOG_WARN(KDRV_MOD, "job row of gang %s not started afresh (it keeps its counts): %s", key,
+                 eb.msg);
+    return rc;
+}
+
 /* The budget the store kept (across restarts and leaders) given to the engine, which counts
  * from it; old (may be NULL): the gang's job row. */
 static int restore_restarts(struct kdrv *d, uint32_t g, const struct store_job *old)

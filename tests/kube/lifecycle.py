@@ -116,9 +116,24 @@ def main():
         c.delete("/api/v1/namespaces/default/pods/stuck-%d" % i, {"gracePeriodSeconds": 0})
     c.delete(pg_path)
     wait_for(lambda: not pods_of(c, "stuck") and c.get(pg_path)[0] == 404, 10)
-    new_gang(c, "stuck", 2, 1, selector=pin1)
+    # its first start fails again: the retry budget is its own (the store's job row of the old
+    # gang, 2 restarts, is not carried over: maxRestarts 1 allows one restart). On gpu-2: a third
+    # failed start on gpu-1 would quarantine it (strikes)
+    pin2 = {"kubernetes.io/hostname": "gpu-2"}
+    timeouts = len([e for e in events_for(c, "stuck") if e["reason"] == "StartTimeout"])
+    new_gang(c, "stuck", 2, 1, annotations=stuck, selector=pin2)
     check("a PodGroup deleted and created again under its name is scheduled afresh",
           wait_for(lambda: len(bound(c, "stuck")) == 2, 15), json.dumps(pg_status(c, "stuck")))
+    ev = wait_for(lambda: len([e for e in events_for(c, "stuck")
+                               if e["reason"] == "StartTimeout"]) > timeouts, 15)
+    check("the recreated gang's first start times out", ev, str(reasons(c, "stuck")))
+    wait_for(lambda: not bound(c, "stuck"), 10)
+    def again():
+        ensure_pods(c, "stuck", 2, 1, annotations=stuck, selector=pin2)
+        return len(bound(c, "stuck")) == 2
+    check("and it is restarted (one restart of its own budget), not Failed at once",
+          wait_for(again, 15, step=0.3) and pg_status(c, "stuck").get("phase") != "Failed",
+          json.dumps(pg_status(c, "stuck")))
     for i in range(2):
         c.delete("/api/v1/namespaces/default/pods/stuck-%d" % i, {"gracePeriodSeconds": 0})
     c.delete(pg_path)
