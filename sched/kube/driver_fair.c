@@ -13,15 +13,21 @@
  *     first cycle sees: what is lost is the detail of the shares over that interval.
  * Queues the configuration no longer has keep their rows and their history as they were.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "sched/engine/fair.h"
 #include "sched/kube/driver_int.h"
 
 #define KDRV_FAIR_WRITE_MS 10000 /* the fair_share rows are written at most this often */
+/* A row's updated_ms may lie this far past the restoring cycle's clock (ms): two leaders'
+ * clocks a little apart. Later, it is a bad row (it would freeze the queue's history: nothing is
+ * integrated before that time, and the row is written back with it). */
+#define KDRV_FAIR_SKEW_MS  60000
 
 struct restoring {
     struct kdrv *d;
+    int64_t now;         /* the restoring cycle's time (ms) */
     uint32_t n, dropped; /* rows restored, rows refused */
 };
 
@@ -31,6 +37,12 @@ static int restore_row(void *ctx, const char *queue, double share, int64_t updat
                        const char *bad)
 {
     struct restoring *r = ctx;
+    char late[96];
+    if (!bad && updated_ms > r->now + KDRV_FAIR_SKEW_MS) {
+        snprintf(late, sizeof(late), "updated_ms: %lld is later than now (%lld)",
+                 (long long)updated_ms, (long long)r->now);
+        bad = late;
+    }
     int rc = bad ? SCHED_EINVAL : eng_fair_restore(r->d->fair, queue, share, updated_ms);
     if (rc == SCHED_EINVAL) {
         r->dropped++;
@@ -47,11 +59,11 @@ static int restore_row(void *ctx, const char *queue, double share, int64_t updat
 
 /* The history the store keeps. A table that cannot be read costs the history, not the daemon:
  * every queue then starts without one, said in a warning. */
-static int fair_restore(struct kdrv *d)
+static int fair_restore(struct kdrv *d, int64_t now)
 {
     struct sched_errbuf eb = {{0}};
     d->fair_restored = true;
-    struct restoring r = {.d = d};
+    struct restoring r = {.d = d, .now = now};
     int rc = store_history_scan(d->db, restore_row, &r, &eb);
     if (rc == 0) {
         LOG_INFO(KDRV_MOD, "fair-share history restored: queues=%u dropped=%u", r.n, r.dropped);
@@ -71,7 +83,7 @@ int kdrv_fair_offer(struct kdrv *d, struct kcache_build *kb, const struct config
         return 0;
     if (!d->fair && !(d->fair = eng_fair_new()))
         return SCHED_ENOMEM;
-    if (!d->fair_restored && d->db && fair_restore(d) != 0)
+    if (!d->fair_restored && d->db && fair_restore(d, now) != 0)
         return SCHED_ENOMEM;
     double *hist = arena_calloc(&d->arena, cfg->n_queues, sizeof(*hist));
     if (!hist || eng_fair_advance(d->fair, cfg, kb->snap.usage, &d->arena, now, hist) != 0)

@@ -315,6 +315,25 @@ static void test_corrupt_time(void **state)
         fail_msg("the error does not name the row and field: %s", log);
 }
 
+/* A row written at a time later than now (a clock set back, a row edited) would freeze its
+ * queue's history (nothing is integrated before that time, and the row is written back with it):
+ * it is a bad row like the others. */
+static void test_future_time(void **state)
+{
+    struct world *w = *state;
+    integrate(w);
+    char sql[128];
+    snprintf(sql, sizeof(sql), "UPDATE fair_share SET updated_ms = %lld WHERE queue = 'qa'",
+             (long long)(T0_MS + 100 * HOUR_MS));
+    spoil(w, sql);
+    char log[4096];
+    cycle_logged(w, T0_MS + 3 * HOUR_MS, false, log, sizeof(log));
+    assert_near(hist_of(w, "qa"), 0, 0);
+    assert_near(hist_of(w, "qb"), queue_decay(0.5, 0, HOUR_MS, HOUR_MS), 1e-12);
+    if (!strstr(log, "queue qa") || !strstr(log, "field=updated_ms") || !strstr(log, "later"))
+        fail_msg("the error does not name the row, the field and the time: %s", log);
+}
+
 static void test_half_life_zero(void **state)
 {
     struct world *w = *state;
@@ -431,6 +450,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reload, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_future_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_life_zero, setup, teardown),
         cmocka_unit_test(test_engine_oom),
