@@ -154,6 +154,25 @@ static bool gang_forgettable(struct kdrv *d, uint32_t id, const char *key, int64
     return true;
 }
 
+/* The status entries of gangs that only ever waited (no engine id: the sweep above never sees
+ * them), not asked for in KDRV_GANG_FORGET_MS: their objects are gone. */
+static void status_sweep(struct kdrv *d, int64_t now)
+{
+    struct strlist old = {0};
+    size_t i = 0;
+    const char *key;
+    void *v;
+    while (strmap_next(&d->status, &i, &key, &v)) {
+        const struct kstatus *st = v;
+        if (now - st->seen_ms >= KDRV_GANG_FORGET_MS &&
+            eng_names_find(d->gang_ids, key) == ENG_NONE && kdrv_strlist_add(&old, key) != 0)
+            break; /* out of memory: the others at the next sweep */
+    }
+    for (uint32_t k = 0; k < old.n; k++)
+        forget_status(d, old.v[k]);
+    kdrv_strlist_free(&old);
+}
+
 void kdrv_gangs_sweep(struct kdrv *d, int64_t now)
 {
     if (d->gang_swept_ms != 0 && now - d->gang_swept_ms < 60 * 1000)
@@ -187,6 +206,7 @@ void kdrv_gangs_sweep(struct kdrv *d, int64_t now)
     if (dropped < n) /* the id keeps its name (a zero record): the next sweep drops it */
         LOG_WARN(KDRV_MOD, "out of memory forgetting %u gangs gone", n - dropped);
     free(gone);
+    status_sweep(d, now);
 }
 
 /* ---- the cycle's id maps ------------------------------------------------------------------- */
@@ -246,6 +266,9 @@ int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb, int64_t now)
         uint32_t id = eng_names_find(d->gang_ids, kb->waiting[w].key);
         if (id != ENG_NONE && gang_seen(d, id, kb->waiting[w].key, kb->waiting[w].pg, now) != 0)
             return SCHED_ENOMEM;
+        struct kstatus *st = strmap_get(&d->status, kb->waiting[w].key);
+        if (st && st->seen_ms < now)
+            st->seen_ms = now;
     }
     for (uint32_t n = 0; n < cl->n_nodes; n++)
         if ((k->node[n] = kdrv_node_id(d, cl->nodes[n].name)) == ENG_NONE)

@@ -83,6 +83,8 @@ struct kstatus {
     bool forced;        /* an outcome (bind failure, teardown, preemption), not a waiting reason */
     uint32_t logged;    /* hash of the last verdict written to the decision log (0: none) */
     int64_t logged_eta; /* the expected start written with it (ms; INT64_MIN: none) */
+    int64_t seen_ms;    /* last asked for (a status call; a waiting gang in a cycle): the entry
+                           of a gang without an engine id is dropped KDRV_GANG_FORGET_MS later */
 };
 
 /* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */

@@ -337,6 +337,8 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
 {
     int64_t now = kdrv_now_ms();
     struct kstatus *st = strmap_get(&d->status, gang_key);
+    if (st)
+        st->seen_ms = now;
     char full[600];
     snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
     int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
@@ -371,7 +373,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     }
     free(st->reason);
     st->reason = strdup(full);
-    st->at_ms = now;
+    st->at_ms = st->seen_ms = now;
     st->forced = force;
     char ns[256], name[256];
     kdrv_split_key(gang_key, ns, sizeof(ns), name, sizeof(name));

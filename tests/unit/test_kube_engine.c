@@ -316,6 +316,33 @@ static void gangs_gone_are_forgotten(void **state)
     kdrv_status_fini(&f->d);
 }
 
+/* The status entry of a gang that only ever waited (no engine id) goes KDRV_GANG_FORGET_MS
+ * after it was last asked for; a waiting gang's recent one and a gang with an id's stay. */
+static void waited_status_forgotten(void **state)
+{
+    struct fx *f = *state;
+    const int64_t t = 1000;
+    const char *keys[] = {"ml/waited", "ml/recent", "ml/named"};
+    const int64_t seen[] = {t, t + KDRV_GANG_FORGET_MS, t};
+    for (int i = 0; i < 3; i++) {
+        struct kstatus *st = calloc(1, sizeof(*st));
+        assert_non_null(st);
+        st->seen_ms = seen[i];
+        assert_int_equal(strmap_put(&f->d.status, keys[i], st, NULL), 0);
+    }
+    uint32_t id = kdrv_gang_id(&f->d, "ml/named"); /* its entry goes with its record */
+    assert_int_not_equal(id, ENG_NONE);
+    assert_int_equal(eng_job_submit(f->d.eng, id), 0);
+    kdrv_gangs_sweep(&f->d, t + KDRV_GANG_FORGET_MS - 1); /* not yet */
+    assert_non_null(strmap_get(&f->d.status, "ml/waited"));
+    f->d.gang_swept_ms = 0;
+    kdrv_gangs_sweep(&f->d, t + KDRV_GANG_FORGET_MS);
+    assert_null(strmap_get(&f->d.status, "ml/waited"));
+    assert_non_null(strmap_get(&f->d.status, "ml/recent"));
+    assert_non_null(strmap_get(&f->d.status, "ml/named"));
+    kdrv_status_fini(&f->d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +352,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(same_name_new_podgroup_starts_afresh, setup, teardown),
         cmocka_unit_test_setup_teardown(gangs_gone_are_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(restored_record_kept_for_its_own_podgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(waited_status_forgotten, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
