@@ -592,10 +592,17 @@ static bool journal_complete(struct kdrv *d, int64_t term)
     return last == term - 1 || last == term;
 }
 
+bool kdrv_job_gave_up(const struct store_job *j)
+{
+    /* a gang gives up only once its restarts exceed maxRestarts (>= 0): a FAILED row with none
+     * is one whose gang was forgotten (kdrv_job_fresh) */
+    return j->state == STORE_JOB_FAILED && j->restarts > 0;
+}
+
 static int load_gave_up(void *ctx, const struct store_job *j)
 {
     struct kdrv *d = ctx;
-    if (j->state != STORE_JOB_FAILED)
+    if (!kdrv_job_gave_up(j))
         return 0;
     uint32_t g = kdrv_gang_id(d, j->gang);
     if (g == ENG_NONE || kdrv_gang_restored(d, g, j->submit_ms) != 0)

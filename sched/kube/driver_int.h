@@ -230,6 +230,10 @@ void kdrv_gangs_sweep(struct kdrv *d, int64_t now);
  * record): restarts and preemptions 0 (restore_restarts and the admissions copy them from the
  * row), submitted at submit_ms (< 0: kept). Logs a failure; 0 or its code (driver_life.c). */
 int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms);
+/* Whether job row j restores a gang that gave up (FAILED) when the store is opened: not the row
+ * of a gang forgotten since (its counts 0), so a gang gone for KDRV_GANG_FORGET_MS stays
+ * forgotten across a restart (driver_bind.c). */
+bool kdrv_job_gave_up(const struct store_job *j);
 
 /* Carries out the engine's node effects in d->fx (quarantine: log, Event on the Node; release:
  * log) and clears them. */

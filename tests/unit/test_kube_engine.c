@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sched/kube/driver_int.h"
 
@@ -343,6 +344,61 @@ static void waited_status_forgotten(void **state)
     kdrv_status_fini(&f->d);
 }
 
+/* A gang forgotten leaves its store job row with no counts (a later gang of its name starts
+ * with a whole budget, H1), and a Failed row so left is not restored as Failed at the next start
+ * (the gang stays forgotten across a restart); a Failed gang still about keeps its row. */
+static void forgotten_row_starts_afresh(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%.60s/kengXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    const char *keys[] = {"ml/gone", "ml/kept"};
+    for (int i = 0; i < 2; i++) {
+        struct store_job j = {.gang = keys[i],
+                              .gang_id = -1,
+                              .queue = "q",
+                              .state = STORE_JOB_FAILED,
+                              .submit_ms = 500,
+                              .admit_ms = STORE_NO_TIME,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = 900,
+                              .preemptions = 1,
+                              .restarts = 2};
+        assert_int_equal(store_job_upsert(f->d.db, &j, &eb), 0);
+        assert_true(kdrv_job_gave_up(&j));
+        uint32_t id = kdrv_gang_id(&f->d, keys[i]);
+        assert_int_equal(eng_job_restore(f->d.eng, id, ENG_JOB_FAILED, 2), 0);
+    }
+    pg_event(f->d.cache, "kept", "uid-k", 0); /* a PodGroup without pods: still about */
+    kdrv_gangs_sweep(&f->d, 1000);
+    f->d.gang_swept_ms = 0;
+    kdrv_gangs_sweep(&f->d, 1000 + KDRV_GANG_FORGET_MS);
+    struct store_job r;
+    assert_int_equal(store_job_get(f->d.db, "ml/gone", &r, &eb), 0);
+    assert_int_equal(r.restarts, 0);
+    assert_int_equal(r.preemptions, 0);
+    assert_int_equal(r.state, STORE_JOB_FAILED); /* its history for gangctl */
+    assert_false(kdrv_job_gave_up(&r));
+    assert_int_equal(store_job_get(f->d.db, "ml/kept", &r, &eb), 0);
+    assert_int_equal(r.restarts, 2);
+    assert_true(kdrv_job_gave_up(&r));
+    store_close(f->d.db);
+    f->d.db = NULL;
+    unlink(path);
+    char side[200];
+    snprintf(side, sizeof(side), "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-shm", path);
+    unlink(side);
+    rmdir(dir);
+    kdrv_status_fini(&f->d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +409,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(gangs_gone_are_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(restored_record_kept_for_its_own_podgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(waited_status_forgotten, setup, teardown),
+        cmocka_unit_test_setup_teardown(forgotten_row_starts_afresh, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
