@@ -249,6 +249,19 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         LOG_WARN("kube", "%s with an invalid name skipped", "podgroup");
         return 0;
     }
+    /* two APIs' PodGroups of one namespace/name (scheduler-plugins' and Volcano's): the one
+     * seen first owns the name while it exists, the other is refused (its record would flip at
+     * each event); the same object through two versions (one uid) is one group */
+    const struct kpg *own = strmap_get(&c->pgs, key);
+    const char *uid = kobj_str(obj, "metadata.uid");
+    if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0) {
+        if (!deleted)
+            LOG_WARN("kube",
+                     "podgroup refused: %s %s has the name of %s %s (uid %s), which gangsched "
+                     "follows while it exists",
+                     knative_api_version(api), key, knative_api_version(own->api), key, own->uid);
+        return 0;
+    }
     c->dirty = true;
     if (deleted) {
         kobj_pg_free(strmap_del(&c->pgs, key));

@@ -191,7 +191,16 @@ static void reservations_taken_as_holds_and_hints(void **state)
 
 /* PodGroup ml/name (uid given, minMember 1) and its pod ml/name-0, pending (kind 2 deletes the
  * PodGroup, 3 the pod). */
+static void pg_event_api(struct kcache *c, const char *name, const char *uid, int kind,
+                         enum kpg_api api);
+
 static void pg_event(struct kcache *c, const char *name, const char *uid, int kind)
+{
+    pg_event_api(c, name, uid, kind, KPG_XK8S);
+}
+
+static void pg_event_api(struct kcache *c, const char *name, const char *uid, int kind,
+                         enum kpg_api api)
 {
     char buf[800];
     if (kind == 0 || kind == 2)
@@ -211,7 +220,7 @@ static void pg_event(struct kcache *c, const char *name, const char *uid, int ki
     cJSON *o = cJSON_Parse(buf);
     assert_non_null(o);
     bool del = kind >= 2;
-    int rc = kind % 2 == 0 ? kcache_pg_event(c, o, KPG_XK8S, del) : kcache_pod_event(c, o, del);
+    int rc = kind % 2 == 0 ? kcache_pg_event(c, o, api, del) : kcache_pod_event(c, o, del);
     assert_int_equal(rc, 0);
     cJSON_Delete(o);
 }
@@ -399,6 +408,36 @@ static void forgotten_row_starts_afresh(void **state)
     kdrv_status_fini(&f->d);
 }
 
+/* Two APIs' PodGroups under one namespace/name (scheduler-plugins' and Volcano's): the first
+ * owns the name while it exists, the other's events (updates, its delete) change nothing, so the
+ * record does not flip (budget, holds kept); once the first is deleted the other's next event
+ * takes the name, as a new gang. */
+static void two_apis_one_name_stable(void **state)
+{
+    struct fx *f = *state;
+    pg_event(f->d.cache, "g", "uid-x", 0);
+    pg_event(f->d.cache, "g", "uid-x", 1);
+    build(f);
+    uint32_t g = f->d.ids->gang[kb_gang(f, "ml/g")];
+    assert_int_equal(eng_job_reject(f->d.eng, g), 0);
+    for (int i = 0; i < 3; i++) {
+        pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO); /* refused */
+        build_at(f, 2000 + i);
+        assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-x");
+        pg_event(f->d.cache, "g", "uid-x", 0); /* the owner's own update */
+        build_at(f, 3000 + i);
+        assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED); /* kept */
+    }
+    pg_event_api(f->d.cache, "g", "uid-v", 2, KPG_VOLCANO); /* the other's delete */
+    assert_non_null(kcache_pg(f->d.cache, "ml/g"));
+    pg_event(f->d.cache, "g", "uid-x", 2); /* the owner's delete */
+    pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO);
+    build_at(f, 5000);
+    assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-v");
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE); /* a new gang */
+    kdrv_status_fini(&f->d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +449,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(restored_record_kept_for_its_own_podgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(waited_status_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(forgotten_row_starts_afresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_apis_one_name_stable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
