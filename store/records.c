@@ -630,6 +630,14 @@ int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
     return store__preemption_query(st, STMT_PREEMPT_LIST, SQLITE_OK, fn, ctx, eb);
 }
 
+int store_preemption_list_of(struct store *st, const char *gang, store_preemption_fn *fn, void *ctx,
+                             struct sched_errbuf *eb)
+{
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_VIEW_PREEMPTIONS, 1, gang, &rc);
+    return store__preemption_query(st, STMT_VIEW_PREEMPTIONS, rc, fn, ctx, eb);
+}
+
 /* ---- jobs ---------------------------------------------------------------------------------- */
 
 static const char *const job_states[] = {"pending", "admitted", "running", "finished", "failed"};

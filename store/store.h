@@ -436,6 +436,9 @@ typedef int store_preemption_fn(void *ctx, const struct store_preemption *p);
 /* In insertion order. */
 int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
                           struct sched_errbuf *eb);
+/* The rows where gang is the victim or the preemptor, in insertion order. */
+int store_preemption_list_of(struct store *st, const char *gang, store_preemption_fn *fn, void *ctx,
+                             struct sched_errbuf *eb);
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
 enum store_job_state {

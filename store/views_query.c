@@ -330,12 +330,8 @@ static int read_explain(struct store_views *v, const struct store_read *rq, cJSO
         err = store__reservation_query(st, STMT_VIEW_RESV, rc, views_load_resv, v, eb);
     else
         store__done(st, STMT_VIEW_RESV);
-    rc = SQLITE_OK;
-    store__b_text(st, STMT_VIEW_PREEMPTIONS, 1, rq->job, &rc);
     if (!err)
-        err = store__preemption_query(st, STMT_VIEW_PREEMPTIONS, rc, views_load_preempt, v, eb);
-    else
-        store__done(st, STMT_VIEW_PREEMPTIONS);
+        err = store_preemption_list_of(st, rq->job, views_load_preempt, v, eb);
     return err ? err : store_view_explain(v, rq->job, rq->limit, out, eb);
 }
 
