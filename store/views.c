@@ -656,6 +656,8 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
         jint(v, o, "cycle", p->cycle);
         jopt(v, o, "ts_ms", p->ts_ms, STORE_NO_TIME);
         jstr(v, o, "role", victim ? "victim" : "preemptor");
+        if (p->kind) /* absent: not recorded (a row older than schema version 5) */
+            jstr(v, o, "kind", p->kind);
         jstr(v, o, "victim", p->victim);
         jstr(v, o, "preemptor", p->preemptor);
         jint(v, o, "gpus", p->gpus);

@@ -70,6 +70,7 @@ struct preempt_rec {
     int64_t cycle, ts_ms, gpus;
     char *victim, *preemptor;
     double lost_work_gpu_s, cost;
+    char *kind; /* NULL: not recorded (a row older than schema version 5) */
 };
 
 struct run_rec {

@@ -250,7 +250,8 @@ int views_load_preempt(void *ctx, const struct store_preemption *p)
                              views_vdup(v, p->victim),
                              views_vdup(v, p->preemptor),
                              isfinite(p->lost_work_gpu_s) ? p->lost_work_gpu_s : 0,
-                             isfinite(p->cost) ? p->cost : 0};
+                             isfinite(p->cost) ? p->cost : 0,
+                             p->kind ? views_vdup(v, p->kind) : NULL};
     see_time(v, p->ts_ms);
     return v->oom ? SCHED_ENOMEM : 0;
 }

@@ -502,7 +502,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
                                      .preemptor = kb->gangs[ev->preemptor->id].key,
                                      .gpus = ev->victim->gang->gpus,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
-                                     .cost = ev->cost};
+                                     .cost = ev->cost,
+                                     .kind = sched_preempt_kind_name(ev->kind)};
         rc = store_preemption_add(d->db, &p, eb);
         /* the victim goes back to pending (a preemption never counts against its retry budget)
          * and its members' deletion is not a failure the lifecycle should act on */

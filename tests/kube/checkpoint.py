@@ -6,7 +6,8 @@ answers: the daemon writes gangsched.io/checkpoint-requested and gangsched.io/ch
 (request + grace) on its PodGroup with a CheckpointRequested Event, sending the write again when
 the API server refuses it, leaves the victim running and the preemptor unbound while it has not
 answered, and evicts it through the Eviction API as soon as its gangsched.io/last-checkpoint is
-after the request (long before the grace ends); the preemptor is bound. (2) A restart during a
+after the request (long before the grace ends); the preemptor is bound; `gangctl explain` shows
+the preemption's kind. (2) A restart during a
 handshake: the new process resumes it from the annotations, restores the preemptor's hold (no
 second victim is taken for it meanwhile, and the freed node is its) and evicts the victim that
 never answers at the deadline, not before. (3) An operator's `checkpoint` action (a request
@@ -138,6 +139,10 @@ def main():
     check("the metric counts an answered handshake",
           'gangsched_checkpoint_handshakes_total{outcome="answered"} 1' in text,
           "\n".join(l for l in text.splitlines() if "checkpoint" in l))
+    rc, out = e2e.gangctl("--server", s.url(), "explain", "default/low")
+    check("gangctl explain says why the victim was evicted (KIND priority)",
+          rc == 0 and any(l.split()[2:4] == ["victim", "priority"] for l in out.splitlines()
+                          if len(l.split()) > 4), out)
 
     # (2) a restart during a handshake: resumed from the annotations, the preemptor's hold
     # restored, evicted at the deadline. A second node runs "other" (priority 50, which the

@@ -300,7 +300,7 @@ static void test_create_and_reopen(void **state)
     de = (struct store_decision){
         0, 2, 20, "ns/eta", SCHED_WHY_QUOTA, "q", true, 0, "no estimate: waiting for quota"};
     assert_int_equal(store_decision_add(st, &de, &eb), 0);
-    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0};
+    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0, "priority"};
     assert_int_equal(store_preemption_add(st, &p, &eb), 0);
     assert_int_equal(store_meta_put_i64(st, "sim_now_ms", 123456, &eb), 0);
     assert_int_equal(store_commit(st, &eb), 0);
@@ -436,7 +436,9 @@ static void test_newer_version_refused(void **state)
     raw_sql(f->db, "PRAGMA user_version = 999;");
     size_t n;
     unsigned char *before = slurp(f->db, &n);
-    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (4)");
+    char knows[64];
+    snprintf(knows, sizeof(knows), "newer than this binary knows (%d)", STORE_SCHEMA_VERSION);
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", knows);
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
     same_bytes(before, n, f->db);
     free(before);
@@ -1041,7 +1043,7 @@ static void fill_reads(struct store *st)
         }
     }
     assert_int_equal(store_ledger_set(st, "prod", "default", STORE_GPU, 5, &eb), 0);
-    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5};
+    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5, "reclaim"};
     assert_int_equal(store_preemption_add(st, &pr, &eb), 0);
     const char *nodes[] = {"node-9"};
     for (int i = 0; i < 3; i++) {

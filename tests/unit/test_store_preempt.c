@@ -1,0 +1,240 @@
+/* tests/unit/test_store_preempt.c: the kind of each preemption in the store (schema version 5):
+ * written and read back, shown in the explain document (gangctl explain, GET /v1/jobs/NS/NAME)
+ * by both reads (store_views_load and the HTTP API's per-route read); an unknown or missing kind
+ * refused with a message naming the victim; a version 4 database (made by hand from a current
+ * one) migrated on open, its old rows without a kind; a version 4 database whose preemptions
+ * table is damaged refused with a message naming the migration, its file left at version 4.
+ *
+ * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/views.h"
+
+struct fx {
+    char dir[64];
+    char db[128];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-storepre-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        char p[160];
+        snprintf(p, sizeof(p), "%s%s", f->db, suffix[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static struct store *open_ok(const char *path)
+{
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    if (store_open(path, STORE_CREATE, NULL, &st, &eb) != 0)
+        fail_msg("store_open %s: %s", path, eb.msg);
+    return st;
+}
+
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static int64_t raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return v;
+}
+
+/* A pending job row for gang, so that explain finds it. */
+static void add_job(struct store *st, const char *gang)
+{
+    struct store_job j = {
+        gang,          1, "q", NULL, 8, STORE_JOB_PENDING, 1000, STORE_NO_TIME, STORE_NO_TIME,
+        STORE_NO_TIME, 1, 0};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+}
+
+static void add_preemption(struct store *st, int64_t ts, const char *victim, const char *by,
+                           const char *kind)
+{
+    struct store_preemption p = {1, ts, victim, by, 8, 36.0, 1.0, kind};
+    struct sched_errbuf eb = {{0}};
+    if (store_preemption_add(st, &p, &eb) != 0)
+        fail_msg("store_preemption_add %s: %s", victim, eb.msg);
+}
+
+struct kinds {
+    char kind[4][16];
+    int n;
+};
+
+static int collect_kind(void *ctx, const struct store_preemption *p)
+{
+    struct kinds *k = ctx;
+    if (k->n < 4)
+        snprintf(k->kind[k->n++], sizeof(k->kind[0]), "%s", p->kind ? p->kind : "(null)");
+    return 0;
+}
+
+/* The kinds of the explain document's preemptions of job, "-" where absent, comma-separated;
+ * by the whole-table views (view = 1) or the per-route read (view = 0). */
+static void explain_kinds(struct store *st, const char *job, bool view, char *buf, size_t n)
+{
+    struct sched_errbuf eb = {{0}};
+    cJSON *doc = NULL;
+    struct store_views *v = NULL;
+    if (view) {
+        assert_int_equal(store_views_load(st, &v, &eb), 0);
+        assert_int_equal(store_view_explain(v, job, 0, &doc, &eb), 0);
+    } else {
+        struct store_read rq = {.route = STORE_READ_EXPLAIN, .job = job};
+        if (store_read_doc(st, &rq, &doc, &eb) != 0)
+            fail_msg("store_read_doc %s: %s", job, eb.msg);
+    }
+    buf[0] = '\0';
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "preemptions"))
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "kind");
+        size_t at = strlen(buf);
+        snprintf(buf + at, n - at, "%s%s", at ? "," : "", cJSON_IsString(k) ? k->valuestring : "-");
+    }
+    cJSON_Delete(doc);
+    store_views_free(v);
+}
+
+static void test_kind_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    add_job(st, "ns/v");
+    add_preemption(st, 10, "ns/v", "ns/big", "overdue");
+    add_preemption(st, 20, "ns/v", "ns/prod", "reclaim");
+    struct sched_errbuf eb = {{0}};
+    struct kinds k = {0};
+    assert_int_equal(store_preemption_list(st, collect_kind, &k, &eb), 0);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(k.kind[0], "overdue");
+    assert_string_equal(k.kind[1], "reclaim");
+    char buf[128];
+    explain_kinds(st, "ns/v", true, buf, sizeof(buf));
+    assert_string_equal(buf, "overdue,reclaim");
+    explain_kinds(st, "ns/v", false, buf, sizeof(buf));
+    assert_string_equal(buf, "overdue,reclaim");
+
+    /* a kind the core does not have, or none: refused, naming the victim; nothing written */
+    struct store_preemption bad = {1, 30, "ns/w", "ns/big", 8, 0, 0, "eviction"};
+    assert_int_equal(store_preemption_add(st, &bad, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "ns/w"));
+    assert_non_null(strstr(eb.msg, "\"eviction\""));
+    bad.kind = NULL;
+    assert_int_equal(store_preemption_add(st, &bad, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "(none)"));
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions"), 2);
+}
+
+/* A current database turned into a version 4 one by hand: the kind column dropped. */
+static void make_v4(const char *path)
+{
+    raw_sql(path, "ALTER TABLE preemptions DROP COLUMN kind; PRAGMA user_version = 4;");
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+}
+
+static void test_migrate_v4(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    add_job(st, "ns/old");
+    add_preemption(st, 10, "ns/old", "ns/big", "priority");
+    store_close(st);
+    make_v4(f->db);
+
+    st = open_ok(f->db); /* migrated on open */
+    assert_int_equal(store_schema_version(st), 5);
+    char buf[128];
+    explain_kinds(st, "ns/old", true, buf, sizeof(buf));
+    assert_string_equal(buf, "-"); /* the old row: not recorded */
+    add_preemption(st, 20, "ns/old", "ns/big", "fair_share");
+    explain_kinds(st, "ns/old", false, buf, sizeof(buf));
+    assert_string_equal(buf, "-,fair_share");
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE kind IS NULL"), 1);
+}
+
+static void test_migrate_damaged(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    store_close(st);
+    make_v4(f->db);
+    /* damaged by another program: a version 4 database without its preemptions table */
+    raw_sql(f->db, "DROP TABLE preemptions;");
+    st = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), SCHED_EIO);
+    assert_null(st);
+    if (!strstr(eb.msg, f->db) || !strstr(eb.msg, "from version 4 to 5") ||
+        !strstr(eb.msg, "the kind of each preemption") || !strstr(eb.msg, "preemptions"))
+        fail_msg("unclear message: %s", eb.msg);
+    /* the migration's transaction rolled back: still version 4, nothing added */
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(
+        raw_int(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'preemptions'"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_kind_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_damaged, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
