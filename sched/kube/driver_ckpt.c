@@ -55,20 +55,53 @@ void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, 
     kdrv_owe_ckpt(d, pg, asked_ms, until_ms);
 }
 
+static int64_t grace_of(const struct kgang *kg, const struct config *cfg)
+{
+    return cfg && kg->gang.queue < cfg->n_queues
+               ? cfg->queues[kg->gang.queue].preemption.checkpoint_grace_ms
+               : 0;
+}
+
+bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg)
+{
+    /* no handshake asked for, or no PodGroup to ask it on (a gang of one pod; Kubernetes' own
+     * PodGroups: deploy/rbac.yaml grants no patch on them): evicted at once */
+    return grace_of(victim, cfg) > 0 && victim->pg && !knative_is(victim->pg->api);
+}
+
+/* The victim leaves now: its job row pending, uncharged (kdrv_record_evicted) in a transaction
+ * of its own (the cycle's is over, or not begun). A store that cannot be written stops the
+ * daemon, as the cycle's record does. */
+static void record_left(struct kdrv *d, const struct kgang *kg, const struct config *cfg)
+{
+    struct sched_errbuf eb = {{0}};
+    const char *queue =
+        cfg && kg->gang.queue < cfg->n_queues ? cfg->queues[kg->gang.queue].name : NULL;
+    int rc = d->db ? store_begin(d->db, &eb) : 0;
+    if (rc == 0 && d->db)
+        rc = kdrv_record_evicted(d, kg->key, queue, &eb);
+    if (rc == 0 && d->db)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        if (d->db)
+            store_rollback(d->db);
+        kdrv_fatal(d, eb.msg);
+    }
+}
+
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
                        const struct config *cfg, int64_t now)
 {
-    int64_t grace = cfg && victim->gang.queue < cfg->n_queues
-                        ? cfg->queues[victim->gang.queue].preemption.checkpoint_grace_ms
-                        : 0;
-    /* no handshake asked for, or no PodGroup to ask it on (a gang of one pod; Kubernetes' own
-     * PodGroups: deploy/rbac.yaml grants no patch on them): evicted at once */
-    if (grace <= 0 || !victim->pg || knative_is(victim->pg->api))
+    if (!kdrv_ckpt_asks(victim, cfg))
         return false;
+    int64_t grace = grace_of(victim, cfg);
     uint32_t g = kdrv_gang_id(d, victim->key);
     uint32_t pre = kdrv_gang_id(d, by->key);
-    if (g == ENG_NONE || eng_job_ckpt_request(d->eng, g, pre, now, now + grace) != 0)
+    if (g == ENG_NONE || eng_job_ckpt_request(d->eng, g, pre, now, now + grace) != 0) {
+        LOG_ERROR(KDRV_MOD, "out of memory asking %s to checkpoint: evicted at once", victim->key);
+        record_left(d, victim, cfg); /* the cycle's record left it running, to be asked */
         return false;
+    }
     eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
     kdrv_ckpt_annotate(d, victim->pg, now, now + grace);
     char msg[700];
@@ -140,9 +173,7 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
                   const struct sched_running *run, const struct config *cfg)
 {
     int64_t asked, until;
-    int64_t grace = cfg && kg->gang.queue < cfg->n_queues
-                        ? cfg->queues[kg->gang.queue].preemption.checkpoint_grace_ms
-                        : 0;
+    int64_t grace = grace_of(kg, cfg);
     const char *a = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_ASKED) : NULL;
     const char *u = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_UNTIL) : NULL;
     if (grace <= 0 || !a || !u || kobj_time(a, &asked) != 0 || kobj_time(u, &until) != 0 ||
@@ -169,9 +200,11 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
 }
 
 /* Handshake over: every member through the Eviction API, status and metrics as an immediate
- * preemption has them. */
-static void evict_now(struct kdrv *d, uint32_t g, const struct kgang *kg, bool answered)
+ * preemption has them; its job row pending again, its charge released (it ran until now). */
+static void evict_now(struct kdrv *d, uint32_t g, const struct kgang *kg, bool answered,
+                      const struct config *cfg)
 {
+    record_left(d, kg, cfg);
     const char *by = eng_names_name(d->gang_ids, eng_job(d->eng, g).ckpt_by);
     char msg[600];
     snprintf(msg, sizeof(msg), "%s%s%s",
@@ -201,7 +234,7 @@ void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
             adopt(d, g, kg, run, kb->snap.config);
         enum eng_ckpt v = eng_job_ckpt_check(d->eng, g, run->last_checkpoint_ms, now);
         if (v == ENG_CKPT_ANSWERED || v == ENG_CKPT_TIMEOUT)
-            evict_now(d, g, kg, v == ENG_CKPT_ANSWERED);
+            evict_now(d, g, kg, v == ENG_CKPT_ANSWERED, kb->snap.config);
         if (v != ENG_CKPT_NONE)
             run->evicting = true; /* the core picks it no more; its preemptor keeps its hold */
     }

@@ -230,6 +230,9 @@ cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms);
 /* Whether that write needs no more sends: pg shows it (or a later request), or, a preemption's
  * request, its handshake is over (the engine's). */
 bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
+ * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
+bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg);
 /* A victim of the core: when its queue has a checkpointGrace and it has a PodGroup, it is asked
  * to checkpoint (the engine's handshake, the annotations, status and Event) and true is
  * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */
@@ -365,6 +368,12 @@ int kdrv_waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t 
  * (no GPUs known) takes its queue and GPUs once it has them. */
 int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
                          struct sched_errbuf *eb);
+
+/* Victim gang `victim` leaves (evicted at once, or at the end of its checkpoint handshake): its
+ * job row back to pending with one more preemption (under queue, NULL: its row's), its charge
+ * and placements released. Inside a store transaction. */
+int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
+                        struct sched_errbuf *eb);
 
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb);

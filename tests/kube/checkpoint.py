@@ -4,8 +4,8 @@ the fake API server (docs/preemption.md, docs/daemon.md "Preemption").
 Owns: one 8-GPU node (two from case 2), a queue with `checkpointGrace`. (1) A victim that
 answers: the daemon writes gangsched.io/checkpoint-requested and gangsched.io/checkpoint-deadline
 (request + grace) on its PodGroup with a CheckpointRequested Event, sending the write again when
-the API server refuses it, leaves the victim running and the preemptor unbound while it has not
-answered, and evicts it through the Eviction API as soon as its gangsched.io/last-checkpoint is
+the API server refuses it, leaves the victim running (and so in `gangctl jobs`, charged to its
+queue) and the preemptor unbound while it has not answered, and evicts it through the Eviction API as soon as its gangsched.io/last-checkpoint is
 after the request (long before the grace ends); the preemptor is bound; `gangctl explain` shows
 the preemption's kind. (2) A restart during a
 handshake: the new process resumes it from the annotations, restores the preemptor's hold (no
@@ -22,6 +22,7 @@ denial is a 4xx as well, and neither is retried by the daemon's HTTP client (4xx
 """
 
 import datetime
+import json
 import os
 import sys
 import time
@@ -75,6 +76,13 @@ def evictions(c):
     return c.get("/_fake/stats")[1].get("evictions", 0)
 
 
+def queue_used(url):
+    """GPUs charged to queue q (`gangctl queues`: the ledger), or None."""
+    rc, out = e2e.gangctl("--server", url, "queues", "-o", "json")
+    qs = [q for q in json.loads(out).get("queues", []) if q.get("name") == "q"] if rc == 0 else []
+    return qs[0].get("used_gpus") if qs else None
+
+
 def preempt(c, victim, preemptor, label, before=None):
     """victim (priority 0) runs, then (after before(), if given) preemptor (priority 100)
     arrives: the evictions before it, and the victim's annotations once they carry a checkpoint
@@ -122,6 +130,10 @@ def main():
     check("while it has not answered, it runs and the preemptor waits",
           not wait_for(lambda: evictions(c) > ev0 or bound(c, "high"), 2.0) and
           running(c, "low"))
+    row = e2e.job(s.url(), "low") or {}
+    check("... and gangctl shows it running, not yet preempted, its GPUs charged to its queue",
+          row.get("state") == "running" and row.get("preemptions") == 0 and
+          queue_used(s.url()) == 8, "%s used=%s" % (row, queue_used(s.url())))
     t_answer = time.time()
     c.patch(PG + "low", {"metadata": {"annotations": {
         "gangsched.io/last-checkpoint": rfc3339(parse(asked) + 0.5)}}},
@@ -135,6 +147,10 @@ def main():
                             "after a requested checkpoint" in e["note"]], WAIT),
           str([e.get("note") for e in events_for(c, "low")]))
     check("the preemptor is bound", wait_for(lambda: bound(c, "high"), WAIT))
+    check("once evicted, gangctl shows the victim pending, preempted once",
+          wait_for(lambda: (e2e.job(s.url(), "low") or {}).get("state") == "pending" and
+                   (e2e.job(s.url(), "low") or {}).get("preemptions") == 1, WAIT),
+          str(e2e.job(s.url(), "low")))
     st, text = e2e.http_get(s.url() + "/metrics")
     check("the metric counts an answered handshake",
           'gangsched_checkpoint_handshakes_total{outcome="answered"} 1' in text,
