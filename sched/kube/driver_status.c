@@ -298,13 +298,16 @@ void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64
     struct kowed *o = owed_entry(d, KOWED_CKPT, pg->key, pg);
     if (!o)
         return;
+    char *uid = strcmp(o->uid, pg->uid ? pg->uid : "") != 0 ? strdup(pg->uid ? pg->uid : "") : NULL;
+    if (uid) { /* an entry left for a PodGroup of the name deleted since */
+        free(o->uid);
+        o->uid = uid;
+    }
     o->since_ms = asked_ms; /* a new request replaces the one owed */
     o->until_ms = until_ms;
     o->tries = 0;
     if (!o->inflight) /* else sent again after the answer unless the watch shows it */
         owed_send(d, pg->key, o, pg);
-    else
-        o->retry_ms = 0;
 }
 
 /* Whether o is done with: its PodGroup gone or another, the watch shows it, or (a request of a
