@@ -17,77 +17,12 @@
 #include <cjson/cJSON.h>
 // clang-format on
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
 #include <sqlite3.h>
 
 #include "store/store.h"
 #include "store/views.h"
 
-struct fx {
-    char dir[64];
-    char db[128];
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-storepre-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-        char p[160];
-        snprintf(p, sizeof(p), "%s%s", f->db, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
-
-static struct store *open_ok(const char *path)
-{
-    struct store *st = NULL;
-    struct sched_errbuf eb = {{0}};
-    if (store_open(path, STORE_CREATE, NULL, &st, &eb) != 0)
-        fail_msg("store_open %s: %s", path, eb.msg);
-    return st;
-}
-
-static void raw_sql(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    assert_int_equal(sqlite3_close(db), SQLITE_OK);
-}
-
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return v;
-}
+#include "tests/unit/store_fx.h"
 
 /* A pending job row for gang, so that explain finds it. */
 static void add_job(struct store *st, const char *gang)
@@ -151,7 +86,7 @@ static void explain_kinds(struct store *st, const char *job, bool view, char *bu
 static void test_kind_round_trip(void **state)
 {
     struct fx *f = *state;
-    struct store *st = open_ok(f->db);
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     add_job(st, "ns/v");
     add_preemption(st, 10, "ns/v", "ns/big", "overdue");
     add_preemption(st, 20, "ns/v", "ns/prod", "reclaim");
@@ -189,13 +124,13 @@ static void make_v4(const char *path)
 static void test_migrate_v4(void **state)
 {
     struct fx *f = *state;
-    struct store *st = open_ok(f->db);
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     add_job(st, "ns/old");
     add_preemption(st, 10, "ns/old", "ns/big", "priority");
     store_close(st);
     make_v4(f->db);
 
-    st = open_ok(f->db); /* migrated on open */
+    st = open_ok(f->db, STORE_CREATE, NULL); /* migrated on open */
     assert_int_equal(store_schema_version(st), 5);
     char buf[128];
     explain_kinds(st, "ns/old", true, buf, sizeof(buf));
@@ -211,18 +146,13 @@ static void test_migrate_v4(void **state)
 static void test_migrate_damaged(void **state)
 {
     struct fx *f = *state;
-    struct store *st = open_ok(f->db);
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     store_close(st);
     make_v4(f->db);
     /* damaged by another program: a version 4 database without its preemptions table */
     raw_sql(f->db, "DROP TABLE preemptions;");
-    st = NULL;
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), SCHED_EIO);
-    assert_null(st);
-    if (!strstr(eb.msg, f->db) || !strstr(eb.msg, "from version 4 to 5") ||
-        !strstr(eb.msg, "the kind of each preemption") || !strstr(eb.msg, "preemptions"))
-        fail_msg("unclear message: %s", eb.msg);
+    open_fails(f->db, 0, SCHED_EIO, "from version 4 to 5 (the kind of each preemption)",
+               "no such table: preemptions");
     /* the migration's transaction rolled back: still version 4, nothing added */
     assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
     assert_int_equal(
