@@ -503,6 +503,7 @@ void store_views_free(struct store_views *v)
     for (size_t i = 0; i < v->n_preempts; i++) {
         free(v->preempts[i].victim);
         free(v->preempts[i].preemptor);
+        free(v->preempts[i].kind);
     }
     for (size_t i = 0; i < v->n_runs; i++) {
         free(v->runs[i].queue);
