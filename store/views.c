@@ -501,6 +501,14 @@ static void job_reason_json(struct store_views *v, cJSON *o, const struct job_re
              j->requeue_ms != STORE_NO_TIME && j->requeue_ms > j->reason_ms ? j->requeue_ms
                                                                             : j->reason_ms,
              STORE_NO_TIME);
+    } else if (j->state == STORE_JOB_RUNNING && j->evict_ms != STORE_NO_TIME) {
+        /* preempted during this run and still running: its eviction waits for its checkpoint
+         * handshake (docs/preemption.md) */
+        jstr(v, o, "why", "checkpointing");
+        jstr(v, o, "reason",
+             "checkpointing: preempted and asked to checkpoint; evicted once it has (its "
+             "gangsched.io/last-checkpoint after the request) or when its grace ends");
+        jopt(v, o, "reason_since_ms", j->evict_ms, STORE_NO_TIME);
     } else {
         jstr(v, o, "why", NULL);
         jstr(v, o, "reason", NULL);

@@ -131,9 +131,11 @@ def main():
           not wait_for(lambda: evictions(c) > ev0 or bound(c, "high"), 2.0) and
           running(c, "low"))
     row = e2e.job(s.url(), "low") or {}
-    check("... and gangctl shows it running, not yet preempted, its GPUs charged to its queue",
-          row.get("state") == "running" and row.get("preemptions") == 0 and
-          queue_used(s.url()) == 8, "%s used=%s" % (row, queue_used(s.url())))
+    check("... and gangctl shows it running (why: checkpointing), not yet preempted, its GPUs "
+          "charged to its queue",
+          row.get("state") == "running" and row.get("why") == "checkpointing" and
+          row.get("preemptions") == 0 and queue_used(s.url()) == 8,
+          "%s used=%s" % (row, queue_used(s.url())))
     t_answer = time.time()
     c.patch(PG + "low", {"metadata": {"annotations": {
         "gangsched.io/last-checkpoint": rfc3339(parse(asked) + 0.5)}}},

@@ -3,7 +3,9 @@
  * by both reads (store_views_load and the HTTP API's per-route read); an unknown or missing kind
  * refused with a message naming the victim; a version 4 database (made by hand from a current
  * one) migrated on open, its old rows without a kind; a version 4 database whose preemptions
- * table is damaged refused with a message naming the migration, its file left at version 4.
+ * table is damaged refused with a message naming the migration, its file left at version 4; a
+ * running job preempted during its run (its eviction waits for a checkpoint handshake) shown as
+ * checkpointing by both reads.
  *
  * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
  */
@@ -159,12 +161,72 @@ static void test_migrate_damaged(void **state)
         raw_int(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'preemptions'"), 0);
 }
 
+/* The jobs document's why of job (both reads must agree), or "-". */
+static void job_why(struct store *st, const char *job, char *buf, size_t n)
+{
+    struct sched_errbuf eb = {{0}};
+    char got[2][64];
+    for (int view = 0; view < 2; view++) {
+        cJSON *doc = NULL;
+        struct store_views *v = NULL;
+        if (view) {
+            assert_int_equal(store_views_load(st, &v, &eb), 0);
+            assert_int_equal(store_view_jobs(v, NULL, true, &doc, &eb), 0);
+        } else {
+            struct store_read rq = {.route = STORE_READ_JOBS, .all = true};
+            assert_int_equal(store_read_doc(st, &rq, &doc, &eb), 0);
+        }
+        snprintf(got[view], sizeof(got[view]), "-");
+        const cJSON *j;
+        cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "jobs"))
+        {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "job");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(j, "why");
+            if (cJSON_IsString(name) && strcmp(name->valuestring, job) == 0 && cJSON_IsString(why))
+                snprintf(got[view], sizeof(got[view]), "%s", why->valuestring);
+        }
+        cJSON_Delete(doc);
+        store_views_free(v);
+    }
+    assert_string_equal(got[0], got[1]);
+    snprintf(buf, n, "%s", got[0]);
+}
+
+/* A running job preempted during its run (a checkpoint handshake: the daemon keeps it running
+ * until its eviction) says it is checkpointing; one preempted in an earlier run does not. */
+static void test_running_victim_checkpointing(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = {"ns/v", 1,    "q",  "default",     8, STORE_JOB_RUNNING,
+                          1000,   2000, 2000, STORE_NO_TIME, 1, 0};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    add_preemption(st, 1500, "ns/v", "ns/big", "priority"); /* before this run started */
+    char buf[64];
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    add_preemption(st, 2500, "ns/v", "ns/big", "overdue"); /* during it */
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_equal(buf, "checkpointing");
+    /* evicted: pending again, its wait since that preemption */
+    j.state = STORE_JOB_PENDING;
+    j.flavor = NULL;
+    j.admit_ms = j.start_ms = STORE_NO_TIME;
+    j.preemptions = 2;
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_not_equal(buf, "checkpointing");
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kind_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_damaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_running_victim_checkpointing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
