@@ -471,8 +471,8 @@ static int pod_group(const cJSON *spec, const cJSON *labels, const cJSON *ann, c
     return p->group ? 0 : SCHED_ENOMEM;
 }
 
-/* A bound pod's own preemption settings (annot_run's keys among its annotations; the pod keeps
- * no annotations once bound). A bad value was refused when its gang was admitted: none. */
+/* A bound pod's own run settings (annot_run's keys among its annotations; the pod keeps no
+ * annotations once bound). A bad value was refused when its gang was admitted: none. */
 static int pod_run_hints(const cJSON *ann, struct kpod *p)
 {
     int count = cJSON_IsObject(ann) ? cJSON_GetArraySize(ann) : 0;
@@ -488,11 +488,16 @@ static int pod_run_hints(const cJSON *ann, struct kpod *p)
         if (cJSON_IsString(it) && it->string)
             v[n++] = (struct kv){.key = it->string, .value = it->valuestring};
     }
-    struct annot_run r = {.min_runtime_ms = -1, .restart_cost_ms = -1};
+    struct annot_run r = {.min_runtime_ms = -1,
+                          .restart_cost_ms = -1,
+                          .start_timeout_ms = -1,
+                          .max_restarts = UINT32_MAX};
     struct sched_errbuf eb;
     if (annot_run(v, n, &r, &eb) == 0) {
         p->min_runtime_ms = r.min_runtime_ms;
         p->restart_cost_ms = r.restart_cost_ms;
+        p->start_timeout_ms = r.start_timeout_ms;
+        p->max_restarts = r.max_restarts;
         p->non_preemptible = r.non_preemptible;
     }
     free(v);
@@ -513,7 +518,8 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
     int64_t mr_ms = 0; /* a bad value was refused when the gang was admitted: none */
     if (mr && !dur_parse(mr, strlen(mr), &mr_ms) && mr_ms > 0)
         p->max_runtime_s = (uint32_t)((mr_ms + 999) / 1000); /* DUR_MAX_MS fits */
-    p->min_runtime_ms = p->restart_cost_ms = -1;
+    p->min_runtime_ms = p->restart_cost_ms = p->start_timeout_ms = -1;
+    p->max_restarts = UINT32_MAX;
     if (p->ours && p->node && pod_run_hints(ann, p) != 0)
         return SCHED_ENOMEM;
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
