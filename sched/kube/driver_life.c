@@ -80,7 +80,7 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
     char path[700];
     snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
              knative_api_version(pg->api), pg->ns, pg->name);
-    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
+    kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
 }
 
 /* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
@@ -131,7 +131,7 @@ void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const cha
     if (p->uid)
         cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", p->uid);
     LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
-    kdrv_send_json(d, KUBE_DELETE, path, body, on_deleted, x);
+    kdrv_send_or_fail(d, KUBE_DELETE, path, body, on_deleted, x);
 }
 
 /* An eviction in flight: the pod, for the delete fallback. */
@@ -183,13 +183,7 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
     ev->d = d;
     snprintf(ev->ns, sizeof(ev->ns), "%s", ns);
     snprintf(ev->name, sizeof(ev->name), "%s", name);
-    char *s = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
-    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_evicted, ev) != 0) {
-        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
-        free(ev);
-    }
-    free(s);
+    kdrv_send_or_fail(d, KUBE_POST, path, body, on_evicted, ev); /* failed: again a second later */
 }
 
 /* ---- gang lifecycle: start watchdog, broken gangs, node health --------------------------------
