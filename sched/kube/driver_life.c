@@ -341,12 +341,13 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;
     /* teardowns are over once none of the gang's members is bound any more (eng_job_gone: back
-     * in line at once; FAILED when it gave up) */
+     * in line at once; FAILED when it gave up); not a victim in its checkpoint grace, which has
+     * not been evicted: if it ends, it finished (sync_jobs, driver_record.c) */
     uint32_t bound = eng_job_bound_id(d->eng);
     eng_effects_clear(&d->fx);
     for (uint32_t g = 0; g < bound; g++) {
-        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING)
-            continue;
+        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING || eng_job(d->eng, g).ckpt_until_ms)
+            continue; /* a victim asked to checkpoint runs: one that ends ends as a run does */
         uint32_t ix = g < ids->n_core_gang ? ids->core_gang[g] : ENG_NONE;
         if ((ix < kb->n_pending || ix >= kb->n_gangs) && eng_job_gone(d->eng, g, now, &d->fx) != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
