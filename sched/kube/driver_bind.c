@@ -87,7 +87,7 @@ static void send_fence(struct kfence *f)
     cJSON *body = cJSON_CreateObject();
     cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
     cJSON_AddStringToObject(ann, KOBJ_ANNOT_BIND_FENCE, val);
-    kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, on_fenced, f);
+    kdrv_send_or_fail(d, KUBE_PATCH_MERGE, path, body, on_fenced, f);
 }
 
 static void fence_pod(struct kdrv *d, const char *key, bool recovery)
@@ -521,7 +521,7 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
             on_claim_written(w, &r);
             continue;
         }
-        kdrv_send_json(d, how, path, body, on_claim_written, w);
+        kdrv_send_or_fail(d, how, path, body, on_claim_written, w);
     }
     free(names);
     free(uids);

@@ -282,10 +282,15 @@ void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 
 /* ---- driver_status.c ---- */
 
-/* Sends body (freed) to path; fn(ctx) gets the answer. SCHED_ENOMEM: nothing was queued and fn
- * is never called (ctx is the caller's). */
+/* Sends body (freed) to path; fn(ctx) gets the answer. SCHED_ENOMEM: nothing was queued (nor
+ * is a request ever sent without a body it could not write) and fn is never called (ctx is the
+ * caller's). */
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx);
+/* kdrv_send_json; when nothing could be queued (or the body not written: a request is never
+ * sent without it) fn(ctx) runs at once with status 0, as for a failed request. */
+void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                       kube_resp_fn *fn, void *ctx);
 
 /* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
  * its metadata for more fields. */

@@ -80,7 +80,7 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
     char path[700];
     snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
              knative_api_version(pg->api), pg->ns, pg->name);
-    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
+    kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
 }
 
 /* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
@@ -131,7 +131,7 @@ void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const cha
     if (p->uid)
         cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", p->uid);
     LOG_INFO(KDRV_MOD, "deleting pod: pod=%s/%s why=%s", ns, name, why);
-    kdrv_send_json(d, KUBE_DELETE, path, body, on_deleted, x);
+    kdrv_send_or_fail(d, KUBE_DELETE, path, body, on_deleted, x);
 }
 
 /* An eviction in flight: the pod, for the delete fallback. */
@@ -183,13 +183,7 @@ static void evict_pod(struct kdrv *d, const char *ns, const char *name)
     ev->d = d;
     snprintf(ev->ns, sizeof(ev->ns), "%s", ns);
     snprintf(ev->name, sizeof(ev->name), "%s", name);
-    char *s = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
-    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_evicted, ev) != 0) {
-        LOG_ERROR(KDRV_MOD, "out of memory evicting %s/%s", ns, name);
-        free(ev);
-    }
-    free(s);
+    kdrv_send_or_fail(d, KUBE_POST, path, body, on_evicted, ev); /* failed: again a second later */
 }
 
 /* ---- gang lifecycle: start watchdog, broken gangs, node health --------------------------------
@@ -378,12 +372,13 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;
     /* teardowns are over once none of the gang's members is bound any more (eng_job_gone: back
-     * in line at once; FAILED when it gave up) */
+     * in line at once; FAILED when it gave up); not a victim in its checkpoint grace, which has
+     * not been evicted: if it ends, it finished (sync_jobs, driver_record.c) */
     uint32_t bound = eng_job_bound_id(d->eng);
     eng_effects_clear(&d->fx);
     for (uint32_t g = 0; g < bound; g++) {
-        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING)
-            continue;
+        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING || eng_job(d->eng, g).ckpt_until_ms)
+            continue; /* a victim asked to checkpoint runs: one that ends ends as a run does */
         uint32_t ix = g < ids->n_core_gang ? ids->core_gang[g] : ENG_NONE;
         if ((ix < kb->n_pending || ix >= kb->n_gangs) && eng_job_gone(d->eng, g, now, &d->fx) != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");

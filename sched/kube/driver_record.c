@@ -228,7 +228,11 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
     struct store_job old;
     int rc = store_job_get(d->db, gang, &old, eb);
     uint32_t id = eng_names_find(d->gang_ids, gang); /* a row of an earlier process: unknown */
-    bool ran = id != ENG_NONE && eng_job_state(d->eng, id) == ENG_JOB_RUNNING;
+    struct eng_job ej = eng_job(d->eng, id);
+    /* a victim asked to checkpoint runs until it is evicted: one that ends in its grace finished
+     * (its finish time, no preemption counted: kdrv_record_evicted never ran for it) */
+    bool ran = id != ENG_NONE && (ej.state == ENG_JOB_RUNNING ||
+                                  (ej.state == ENG_JOB_TEARING && ej.ckpt_until_ms != 0));
     if (rc == 0 && ran)
         kdrv_est_learn(d, &old, now); /* ended by itself, not torn down by us */
     if (rc == 0) {

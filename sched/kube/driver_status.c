@@ -30,12 +30,27 @@ int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *
 {
     char *s = body ? cJSON_PrintUnformatted(body) : NULL;
     cJSON_Delete(body);
+    if (body && !s) { /* never sent without its body (a delete's uid precondition) */
+        LOG_ERROR(KDRV_MOD, "out of memory writing a request's body: path=%s", path);
+        return SCHED_ENOMEM;
+    }
     int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
                           fn ? ctx : (void *)"");
     if (rc != 0)
         LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
     free(s);
     return rc;
+}
+
+/* kdrv_send_json whose failure to queue is answered like an API failure: fn runs at once with
+ * status 0, so the caller's retry (its timer, its tries) takes over. */
+void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                       kube_resp_fn *fn, void *ctx)
+{
+    if (kdrv_send_json(d, m, path, body, fn, ctx) != 0) {
+        struct kube_resp r = {.status = 0, .body = "", .error = "not queued (out of memory)"};
+        fn(ctx, &r);
+    }
 }
 
 /* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets

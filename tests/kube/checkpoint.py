@@ -12,7 +12,9 @@ handshake: the new process resumes it from the annotations, restores the preempt
 second victim is taken for it meanwhile, and the freed node is its) and evicts the victim that
 never answers at the deadline, not before. (3) An operator's `checkpoint` action (a request
 without a deadline) evicts nothing. (4) Annotations written by hand on a running gang while the
-daemon leads start no handshake (they are read at the first cycle as leader only). Bounded waits.
+daemon leads start no handshake (they are read at the first cycle as leader only). (5) A victim
+whose job ends by itself during its grace is finished at its end, its preemption not counted,
+and nothing is evicted. Bounded waits.
 
 Test-server behaviour relied on (tests/kube/fakeapi.py): the refused annotation write of case 1
 is an injected 409 Conflict on the PodGroup's merge patch, which kube-apiserver answers when its
@@ -226,6 +228,28 @@ def main():
     check("annotations written by hand during its tenure evict nothing",
           not wait_for(lambda: evictions(c) > ev0, 5.0) and running(c, "other") and
           "checkpoint handshake resumed: gang=default/other" not in s.text())
+    # (5) a victim whose job ends by itself during its grace: finished at that time, its
+    # preemption not counted (it was never evicted), the preemptor bound on the node it freed
+    ev0 = evictions(c)
+    gang(c, "top", 200)
+    check("the lowest gang is asked to checkpoint for the new one",
+          wait_for(lambda: [e for e in events_for(c, "other")
+                            if e["reason"] == "CheckpointRequested" and "default/top" in
+                            e["note"]], WAIT), str([e["reason"] for e in events_for(c, "other")]))
+    t_end = time.time()
+    c.patch("/api/v1/namespaces/default/pods/other-0/status", {"status": {
+        "phase": "Succeeded", "containerStatuses": [{
+            "name": "main", "ready": False, "restartCount": 0, "image": "trainer", "imageID": "",
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}},
+        "application/merge-patch+json")
+    row = wait_for(lambda: (lambda j: j if j and j.get("state") == "finished" else None)(
+        e2e.job(s.url(), "other", every=True)), WAIT) or e2e.job(s.url(), "other", every=True)
+    fin = (row or {}).get("finish_ms")
+    check("the victim that ended in its grace is finished, at its end, not preempted",
+          row and row.get("state") == "finished" and isinstance(fin, int) and
+          abs(fin / 1000.0 - t_end) < 10 and row.get("preemptions") == 0, str(row))
+    check("... nothing was evicted and the preemptor is bound",
+          wait_for(lambda: bound(c, "top"), WAIT) and evictions(c) == ev0)
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
