@@ -204,10 +204,10 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     sim_occupy(r, j, a, now);
     bool doomed = false;
     if (r->fail) {
-        if (r->fail_at[j] > 0) { /* it broke earlier: running again now */
+        if (r->fail_at[j] >= 0) { /* it broke earlier: running again now */
             r->st->recovery_sum_s += (double)(now - r->fail_at[j]) / 1000.0;
             r->st->recoveries++;
-            r->fail_at[j] = 0;
+            r->fail_at[j] = -1;
         }
         r->attempts[j]++;
         doomed = sim_start_fails(r, j);
@@ -375,7 +375,7 @@ static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
         return;
     case ENG_FX_GIVE_UP:
         r->st->failed_jobs++;
-        r->fail_at[f->gang] = 0;
+        r->fail_at[f->gang] = -1;
         if (r->opt->events) {
             sim_ev_head(r, now, "reject", f->gang);
             fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
@@ -689,7 +689,8 @@ static int64_t next_instant(struct run *r)
         heap_pop(r);
     int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
     int64_t now = t_sub < t_fin ? t_sub : t_fin;
-    return work_left(r) ? now : INT64_MAX; /* node failures go on forever: not work */
+    /* node failures go on forever: not work */
+    return work_left(r) && !(r->fail && sim_failures_only(r)) ? now : INT64_MAX;
 }
 
 /* KPIs over [prev_t, now), from the state the previous instant set: fragmentation (the mean
