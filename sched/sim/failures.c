@@ -143,6 +143,34 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
     sim_on_effects(r, now);
 }
 
+/* Node i goes down (it was up): every running gang with a member on it breaks. */
+static void node_down(struct run *r, uint32_t i, int64_t now)
+{
+    r->state[i].not_ready = true;
+    sim_node_changed(r, i);
+    r->st->node_failures++;
+    sim_ev_node(r, now, "node-down", i);
+    for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
+        uint32_t j = r->runlist[k];
+        const struct gang *g = &r->in->jobs[j].gang;
+        for (uint32_t p = 0; p < g->n_pods; p++)
+            if (r->assign[j][p].node == i) {
+                sim_break_gang(r, j, now + r->fail->detect_ms, false, i, now);
+                break;
+            }
+    }
+}
+
+/* One of the holds of node i ends (an outage's end, a repair): up when none is left. */
+static void node_release(struct run *r, uint32_t i, int64_t now)
+{
+    if (r->held_down[i] > 0 && --r->held_down[i] == 0 && r->state[i].not_ready) {
+        sim_ev_node(r, now, "node-up", i);
+        r->state[i].not_ready = false;
+        sim_node_changed(r, i);
+    }
+}
+
 void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
 {
     const struct sim_failures *fl = r->fail;
@@ -156,39 +184,28 @@ void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
         eng_job_retry(r->eng, i);
         sim_submit(r, i, now);
         return;
+    case FIN_OUTAGE: /* it holds the node down until its end, whatever else happens */
+        if (r->held_down[i]++ == 0)
+            node_down(r, i, now);
+        return;
     case FIN_NODE_DOWN:
-    case FIN_OUTAGE:
-        if (r->state[i].not_ready) { /* down already (an outage): its next random failure */
-            if (f->kind == FIN_NODE_DOWN)
-                sim_heap_push(r, now + next_failure_ms(r), i, FIN_NODE_DOWN);
+        if (r->held_down[i] > 0) { /* in an outage: skipped, its next failure drawn */
+            sim_heap_push(r, now + next_failure_ms(r), i, FIN_NODE_DOWN);
             return;
         }
-        r->state[i].not_ready = true;
-        sim_node_changed(r, i);
-        r->st->node_failures++;
-        sim_ev_node(r, now, "node-down", i);
-        for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
-            uint32_t j = r->runlist[k];
-            const struct gang *g = &r->in->jobs[j].gang;
-            for (uint32_t p = 0; p < g->n_pods; p++)
-                if (r->assign[j][p].node == i) {
-                    sim_break_gang(r, j, now + fl->detect_ms, false, i, now);
-                    break;
-                }
-        }
+        r->held_down[i] = 1;
+        node_down(r, i, now);
         /* repaired, then its next failure; the run ends without them once they are all that
-         * can happen (sim_failures_only) */
-        if (f->kind == FIN_NODE_DOWN && fl->node_mtbf_h > 0 && fl->repair_h > 0) {
+         * can happen (sim_failures_only). --repair 0: never repaired */
+        if (fl->repair_h > 0) {
             int64_t up = now + (int64_t)(fl->repair_h * 3.6e6);
-            sim_heap_push(r, up, i, FIN_NODE_UP);
+            sim_heap_push(r, up, i, FIN_REPAIR);
             sim_heap_push(r, up + next_failure_ms(r), i, FIN_NODE_DOWN);
         }
         return;
     case FIN_NODE_UP:
-        if (r->state[i].not_ready)
-            sim_ev_node(r, now, "node-up", i);
-        r->state[i].not_ready = false;
-        sim_node_changed(r, i);
+    case FIN_REPAIR:
+        node_release(r, i, now);
         return;
     case FIN_UNQUARANTINE:
         eng_effects_clear(&r->fx);
@@ -210,8 +227,8 @@ bool sim_failures_only(const struct run *r)
     if (r->next_sub < r->in->n_jobs || r->n_run > 0 || r->n_backoff > 0)
         return false;
     for (uint32_t k = 0; k < r->n_heap; k++)
-        if (r->heap[k].kind == FIN_NODE_UP || r->heap[k].kind == FIN_OUTAGE ||
-            r->heap[k].kind == FIN_UNQUARANTINE)
+        if (r->heap[k].kind == FIN_NODE_UP || r->heap[k].kind == FIN_REPAIR ||
+            r->heap[k].kind == FIN_OUTAGE || r->heap[k].kind == FIN_UNQUARANTINE)
             return false;
     return true;
 }

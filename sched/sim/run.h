@@ -46,6 +46,7 @@ enum fin_kind {
     FIN_NODE_UP,
     FIN_UNQUARANTINE,
     FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
+    FIN_REPAIR, /* a randomly failed node is repaired */
 };
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
@@ -137,6 +138,8 @@ struct run {
     uint32_t *attempts;    /* per job: starts so far (seeds the start-failure draw) */
     int64_t *fail_at;      /* per job: when it broke (for recovery time), -1 = not broken */
     int64_t *down_at;      /* per node: scratch NotReady-since of one check, 0 otherwise */
+    uint32_t *held_down;   /* per node: outages in progress + 1 while a random failure holds it
+                              down (not_ready while > 0) */
     struct arena life_arena;
     struct eng_effects fx;
     uint64_t fail_rng;

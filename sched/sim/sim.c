@@ -105,7 +105,7 @@ void sim_heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind)
     }
     uint32_t i = r->n_heap++;
     bool node_event = kind == FIN_NODE_DOWN || kind == FIN_NODE_UP || kind == FIN_UNQUARANTINE ||
-                      kind == FIN_OUTAGE;
+                      kind == FIN_OUTAGE || kind == FIN_REPAIR;
     r->heap[i] =
         (struct fin){.t_ms = t, .job = job, .gen = node_event ? 0 : r->gen[job], .kind = kind};
     while (i > 0) {
@@ -462,6 +462,7 @@ static bool fin_stale(const struct run *r, const struct fin *f)
     case FIN_NODE_UP:
     case FIN_UNQUARANTINE:
     case FIN_OUTAGE:
+    case FIN_REPAIR:
         return false;
     case FIN_RESUBMIT:
         return f->gen != r->gen[f->job] || sim_state(r, f->job) != ENG_JOB_BACKOFF;
@@ -905,6 +906,7 @@ static bool run_alloc(struct run *r)
         r->attempts = calloc(nj, sizeof(*r->attempts));
         r->fail_at = calloc(nj, sizeof(*r->fail_at));
         r->down_at = calloc(nn, sizeof(*r->down_at));
+        r->held_down = calloc(nn, sizeof(*r->held_down));
     }
     r->eng = run_engine(r->fail, nj, nn);
     bool est_ok = sim_estimates_alloc(r, nj, nn);
@@ -923,7 +925,7 @@ static bool run_alloc(struct run *r)
            r->evicting && r->evict_at && r->evict_kind && r->runlist && r->runpos && r->runv &&
            est_ok && r->eng &&
            (!r->fail || (r->broken && r->broken_start && r->lost_node && r->attempts &&
-                         r->fail_at && r->down_at)) &&
+                         r->fail_at && r->down_at && r->held_down)) &&
            (!r->opt->db || (r->dirty && r->dirty_list && r->node_dirty && r->last_why &&
                             r->last_reason && r->db_placed));
 }
@@ -966,7 +968,7 @@ static void run_free(struct run *r)
     free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
     sim_estimates_free(r);
     free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);
-    free(r->fail_at), free(r->down_at);
+    free(r->fail_at), free(r->down_at), free(r->held_down);
     arena_fini(&r->life_arena);
     eng_effects_free(&r->fx);
     eng_free(r->eng);

@@ -89,6 +89,15 @@ printf 'node,down,up\nhgx-0000,0,10000\n' >"$TMP/po-out.csv"
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/po.csv" \
     --outages "$TMP/po-out.csv" --node-mtbf 1 --repair 0.01 --seed 1 >"$TMP/po.json" || bad "outage+mtbf run failed"
 expect_cmp "random failures go on after an outage" "$("$JGET" "$TMP/po.json" policies/0/node_failures)" ">" 1
+# a node is down while an outage or a random failure holds it: the repair of a random failure
+# (25 s + 1 h) that falls in an outage (600 s to 20,000 s) does not end the outage (it did)
+printf 'node,down,up\nhgx-0000,600,20000\n' >"$TMP/ho-out.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/po.csv" \
+    --outages "$TMP/ho-out.csv" --node-mtbf 0.01 --repair 1 --seed 1 --events "$TMP/ho.ev" >/dev/null ||
+    bad "repair-in-outage run failed"
+expect_eq "the first node-up is the outage's end" \
+    "$(grep -o '"t":[0-9.]*,"type":"node-up"' "$TMP/ho.ev" | head -1 | sed 's/"t":\([0-9.]*\),.*/\1/')" 20000.000
+"$EVCHECK" "$TMP/ho.ev" >/dev/null && ok "repair-in-outage event log checks" || bad "repair-in-outage log check failed"
 expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
     "$GS" simulate --no-progress --policy gangsched --node-mtbf 5 --db "$TMP/x.db"
 printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
