@@ -98,6 +98,28 @@ printf 'node,down,up\nhgx-0000,600,20000\n' >"$TMP/ho-out.csv"
 expect_eq "the first node-up is the outage's end" \
     "$(grep -o '"t":[0-9.]*,"type":"node-up"' "$TMP/ho.ev" | head -1 | sed 's/"t":\([0-9.]*\),.*/\1/')" 20000.000
 "$EVCHECK" "$TMP/ho.ev" >/dev/null && ok "repair-in-outage event log checks" || bad "repair-in-outage log check failed"
+# a gang preempted while broken (its node failed at 100 s, preempted at 120 s within the 60 s
+# grace) is watched afresh on its next run: its node's next failure (400 s) tears it down at 460 s
+printf 'job_id,submission_time,duration,num_gpu,priority\nlow,0,1000,8,0\nhigh,120,100,8,10\n' >"$TMP/pb.csv"
+printf 'node,down,up\nhgx-0000,100,101\nhgx-0000,400,401\n' >"$TMP/pb-out.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/pb.csv" \
+    --outages "$TMP/pb-out.csv" --failure-grace 60 --events "$TMP/pb.ev" >/dev/null || bad "preempted-broken run failed"
+expect_eq "a preempted broken gang is torn down by its next failure" \
+    "$(grep '"job":"low"' "$TMP/pb.ev" | grep -c '"t":460.000,"type":"evict".*node failure')" 1
+# a restart after a failure pays the restart cost and keeps the first start: failure at 10 s,
+# teardown at 15 s, 50 s restart cost + 100 s of work again: finish at 165 s, first start 0
+printf 'job_id,submission_time,duration,num_gpu,restart_cost\nj,0,100,8,50\n' >"$TMP/rc.csv"
+printf 'node,down,up\nhgx-0000,10,11\n' >"$TMP/rc-out.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$TMP/rc.csv" \
+    --outages "$TMP/rc-out.csv" --failure-grace 5 --jobs-out "$TMP/rc.jobs" >/dev/null || bad "restart-cost run failed"
+expect_eq "restart cost paid, first start kept" "$(sed -n 2p "$TMP/rc.jobs" | cut -d, -f6,7)" "0.000,165.000"
+# an outage keeps its own end with --node-mtbf too (no random repair 1 h after its start)
+printf 'job_id,submission_time,duration,num_gpu\nj,0,20000,8\n' >"$TMP/oe.csv"
+printf 'node,down,up\nhgx-0000,100,10000\n' >"$TMP/oe-out.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 --trace "$TMP/oe.csv" \
+    --outages "$TMP/oe-out.csv" --node-mtbf 100000 --repair 1 --events "$TMP/oe.ev" >/dev/null || bad "outage-end run failed"
+expect_eq "the outage's node comes back at its end only" \
+    "$(grep '"type":"node-up"' "$TMP/oe.ev" | grep -o '"t":[0-9.]*' | tr '\n' ' ')" '"t":10000.000 '
 expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
     "$GS" simulate --no-progress --policy gangsched --node-mtbf 5 --db "$TMP/x.db"
 printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
