@@ -233,9 +233,9 @@ static const struct flag sim_flags[] = {
      .max = BIG,
      FLAG_GIVEN(struct sim_args, failing),
      .arg = "S",
-     .help = "a gang torn down by its own failure queues again after S s x 2^(k-1)\n"
-             "(default 60): the workload controller's delay before it recreates\n"
-             "the pods (the daemon leaves it to the controller; 0: at once)"},
+     .help = "a gang torn down by its own failure queues again after S s x 2^(k-1),\n"
+             "at most 1 h (default 60): the workload controller's delay before it\n"
+             "recreates the pods (the daemon leaves it to the controller; 0: at once)"},
     FLAGS_SECTION("queues:"),
     {.name = "--config",
      .kind = FLAG_STRING,

@@ -342,11 +342,12 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
         return 0;
     }
     int64_t at = now;
-    if (j->own && e->lim.backoff_ms > 0) {
-        uint32_t d = j->restarts > 0 ? j->restarts - 1 : 0;
-        if (d > ENG_BACKOFF_DOUBLINGS)
-            d = ENG_BACKOFF_DOUBLINGS;
-        at = now + e->lim.backoff_ms * ((int64_t)1 << d);
+    if (j->own && e->lim.backoff_ms > 0) { /* backoff_ms * 2^(restarts-1), capped: no overflow */
+        int64_t delay = e->lim.backoff_ms;
+        int64_t cap = delay > ENG_BACKOFF_MAX_MS ? delay : ENG_BACKOFF_MAX_MS;
+        for (uint32_t k = 1; k < j->restarts && delay < cap; k++)
+            delay *= 2;
+        at = now + (delay < cap ? delay : cap);
     }
     j->state = at > now ? ENG_JOB_BACKOFF : ENG_JOB_PENDING;
     j->retry_at_ms = at > now ? at : 0;

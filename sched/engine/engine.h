@@ -8,7 +8,7 @@
  *     tearing (members being deleted), backoff (waiting out a retry delay) and failed (retry
  *     budget exhausted: gave up, never scheduled again);
  *   - the retry budget (restarts used against the gang's max_restarts) and the backoff
- *     (limits.backoff_ms doubled per restart used, at most 2^20 times);
+ *     (limits.backoff_ms doubled per restart used, up to ENG_BACKOFF_MAX_MS or backoff_ms);
  *   - node strikes and quarantine: limits.strikes failed starts on a node within
  *     limits.strike_window_ms exclude it from new pods for limits.quarantine_ms;
  *   - preemptor holds (capacity freed by victims, exclusive to the preemptor until
@@ -41,14 +41,14 @@
 #define ENG_UNKNOWN_MS INT64_MIN  /* a time not known */
 
 /* The one set of defaults (docs/lifecycle.md, docs/engine.md). */
-#define ENG_STRIKES           3                /* failed starts on a node ... */
-#define ENG_STRIKE_WINDOW_MS  (60 * 60 * 1000) /* ... within this window ... */
-#define ENG_QUARANTINE_MS     (30 * 60 * 1000) /* ... exclude it this long */
-#define ENG_HOLD_MS           (10 * 60 * 1000) /* a preemptor hold after its last reservation */
-#define ENG_RESERVE_MS        (24 * 60 * 60 * 1000) /* default operator reservation lifetime */
-#define ENG_BACKOFF_MS        (60 * 1000)           /* first retry delay after an own failure */
-#define ENG_BACKOFF_DOUBLINGS 20                    /* the delay doubles at most this many times */
-#define ENG_MAX_RESTARTS      3                     /* default retry budget (own failures) */
+#define ENG_STRIKES          3                     /* failed starts on a node ... */
+#define ENG_STRIKE_WINDOW_MS (60 * 60 * 1000)      /* ... within this window ... */
+#define ENG_QUARANTINE_MS    (30 * 60 * 1000)      /* ... exclude it this long */
+#define ENG_HOLD_MS          (10 * 60 * 1000)      /* a preemptor hold after its last reservation */
+#define ENG_RESERVE_MS       (24 * 60 * 60 * 1000) /* default operator reservation lifetime */
+#define ENG_BACKOFF_MS       (60 * 1000)           /* first retry delay after an own failure */
+#define ENG_BACKOFF_MAX_MS   (60 * 60 * 1000)      /* ... doubled per failure up to this */
+#define ENG_MAX_RESTARTS     3                     /* default retry budget (own failures) */
 
 struct eng_limits {
     uint32_t strikes;

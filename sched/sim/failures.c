@@ -75,8 +75,8 @@ static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_
                                    .ready = k != bad};
     uint32_t lost = r->broken_start[j] ? UINT32_MAX : r->lost_node[j];
     uint32_t n_nodes = r->in->cluster->n_nodes;
-    if (lost < n_nodes)
-        r->down_at[lost] = r->fail_at[j];
+    if (lost < n_nodes) /* the engine's NotReady-since: 0 is "ready" */
+        r->down_at[lost] = r->fail_at[j] > 0 ? r->fail_at[j] : 1;
     struct eng_gang_facts gf = {.gang = j,
                                 .members = m,
                                 .n_members = g->n_pods,
@@ -105,7 +105,8 @@ void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now)
         done = 0;
     if (done > r->remaining_ms[j])
         done = r->remaining_ms[j];
-    int64_t saved = sim_saved_work(r, j, now);
+    /* the last checkpoint before the member was lost: the survivors' later ones are not whole */
+    int64_t saved = sim_saved_work(r, j, own ? now : r->fail_at[j]);
     if (saved > done)
         saved = done;
     double lost_ms = (double)(now - r->run_start_ms[j]) - (double)saved;
@@ -142,6 +143,34 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
     sim_on_effects(r, now);
 }
 
+/* Node i goes down (it was up): every running gang with a member on it breaks. */
+static void node_down(struct run *r, uint32_t i, int64_t now)
+{
+    r->state[i].not_ready = true;
+    sim_node_changed(r, i);
+    r->st->node_failures++;
+    sim_ev_node(r, now, "node-down", i);
+    for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
+        uint32_t j = r->runlist[k];
+        const struct gang *g = &r->in->jobs[j].gang;
+        for (uint32_t p = 0; p < g->n_pods; p++)
+            if (r->assign[j][p].node == i) {
+                sim_break_gang(r, j, now + r->fail->detect_ms, false, i, now);
+                break;
+            }
+    }
+}
+
+/* One of the holds of node i ends (an outage's end, a repair): up when none is left. */
+static void node_release(struct run *r, uint32_t i, int64_t now)
+{
+    if (r->held_down[i] > 0 && --r->held_down[i] == 0 && r->state[i].not_ready) {
+        sim_ev_node(r, now, "node-up", i);
+        r->state[i].not_ready = false;
+        sim_node_changed(r, i);
+    }
+}
+
 void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
 {
     const struct sim_failures *fl = r->fail;
@@ -155,35 +184,28 @@ void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
         eng_job_retry(r->eng, i);
         sim_submit(r, i, now);
         return;
+    case FIN_OUTAGE: /* it holds the node down until its end, whatever else happens */
+        if (r->held_down[i]++ == 0)
+            node_down(r, i, now);
+        return;
     case FIN_NODE_DOWN:
-    case FIN_OUTAGE:
-        if (r->state[i].not_ready)
+        if (r->held_down[i] > 0) { /* in an outage: skipped, its next failure drawn */
+            sim_heap_push(r, now + next_failure_ms(r), i, FIN_NODE_DOWN);
             return;
-        r->state[i].not_ready = true;
-        sim_node_changed(r, i);
-        r->st->node_failures++;
-        sim_ev_node(r, now, "node-down", i);
-        for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
-            uint32_t j = r->runlist[k];
-            const struct gang *g = &r->in->jobs[j].gang;
-            for (uint32_t p = 0; p < g->n_pods; p++)
-                if (r->assign[j][p].node == i) {
-                    sim_break_gang(r, j, now + fl->detect_ms, false, i, now);
-                    break;
-                }
         }
-        if (f->kind == FIN_NODE_DOWN && fl->node_mtbf_h > 0 && fl->repair_h > 0 &&
-            (r->next_sub < r->in->n_jobs || r->n_run > 0 || r->n_backoff > 0)) {
+        r->held_down[i] = 1;
+        node_down(r, i, now);
+        /* repaired, then its next failure; the run ends without them once they are all that
+         * can happen (sim_failures_only). --repair 0: never repaired */
+        if (fl->repair_h > 0) {
             int64_t up = now + (int64_t)(fl->repair_h * 3.6e6);
-            sim_heap_push(r, up, i, FIN_NODE_UP);
+            sim_heap_push(r, up, i, FIN_REPAIR);
             sim_heap_push(r, up + next_failure_ms(r), i, FIN_NODE_DOWN);
         }
         return;
     case FIN_NODE_UP:
-        if (r->state[i].not_ready)
-            sim_ev_node(r, now, "node-up", i);
-        r->state[i].not_ready = false;
-        sim_node_changed(r, i);
+    case FIN_REPAIR:
+        node_release(r, i, now);
         return;
     case FIN_UNQUARANTINE:
         eng_effects_clear(&r->fx);
@@ -195,10 +217,28 @@ void sim_failure_event(struct run *r, const struct fin *f, int64_t now)
     }
 }
 
+/* Whether random node failures are all that is left to happen: nothing arrives, runs or backs
+ * off, and no node is waiting for its repair, the end of its outage or of its quarantine. The
+ * gangs still waiting were examined by the last cycle with every node that will ever be up again
+ * up, so they wait for good (the run without failures ends there too); a random failure and its
+ * repair would only bring the run back to this state. */
+bool sim_failures_only(const struct run *r)
+{
+    if (r->next_sub < r->in->n_jobs || r->n_run > 0 || r->n_backoff > 0)
+        return false;
+    for (uint32_t k = 0; k < r->n_heap; k++)
+        if (r->heap[k].kind == FIN_NODE_UP || r->heap[k].kind == FIN_REPAIR ||
+            r->heap[k].kind == FIN_OUTAGE || r->heap[k].kind == FIN_UNQUARANTINE)
+            return false;
+    return true;
+}
+
 /* Seeds the failure schedule: random node failures and the planned outages. */
 void sim_failures_init(struct run *r, int64_t t0)
 {
     const struct sim_failures *fl = r->fail;
+    for (uint32_t j = 0; j < r->in->n_jobs; j++)
+        r->fail_at[j] = -1; /* not broken */
     r->fail_rng = fl->seed ? fl->seed * 0x9E3779B97F4A7C15ull + 1 : 0x2545F4914F6CDD1Dull;
     if (fl->node_mtbf_h > 0)
         for (uint32_t i = 0; i < r->in->cluster->n_nodes; i++)

@@ -46,6 +46,7 @@ enum fin_kind {
     FIN_NODE_UP,
     FIN_UNQUARANTINE,
     FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
+    FIN_REPAIR, /* a randomly failed node is repaired */
 };
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
@@ -135,8 +136,10 @@ struct run {
     uint8_t *broken_start; /* per job: the failure is a start that never becomes ready */
     uint32_t *lost_node;   /* per job: else the node a member was lost with */
     uint32_t *attempts;    /* per job: starts so far (seeds the start-failure draw) */
-    int64_t *fail_at;      /* per job: when it broke (for recovery time), 0 = not broken */
+    int64_t *fail_at;      /* per job: when it broke (for recovery time), -1 = not broken */
     int64_t *down_at;      /* per node: scratch NotReady-since of one check, 0 otherwise */
+    uint32_t *held_down;   /* per node: outages in progress + 1 while a random failure holds it
+                              down (not_ready while > 0) */
     struct arena life_arena;
     struct eng_effects fx;
     uint64_t fail_rng;
@@ -212,6 +215,7 @@ bool sim_start_fails(const struct run *r, uint32_t j);
 void sim_break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t node, int64_t now);
 void sim_failure_event(struct run *r, const struct fin *f, int64_t now);
 void sim_failures_init(struct run *r, int64_t t0);
+bool sim_failures_only(const struct run *r);
 
 void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now);
 

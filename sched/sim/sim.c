@@ -105,7 +105,7 @@ void sim_heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind)
     }
     uint32_t i = r->n_heap++;
     bool node_event = kind == FIN_NODE_DOWN || kind == FIN_NODE_UP || kind == FIN_UNQUARANTINE ||
-                      kind == FIN_OUTAGE;
+                      kind == FIN_OUTAGE || kind == FIN_REPAIR;
     r->heap[i] =
         (struct fin){.t_ms = t, .job = job, .gen = node_event ? 0 : r->gen[job], .kind = kind};
     while (i > 0) {
@@ -204,10 +204,10 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     sim_occupy(r, j, a, now);
     bool doomed = false;
     if (r->fail) {
-        if (r->fail_at[j] > 0) { /* it broke earlier: running again now */
+        if (r->fail_at[j] >= 0) { /* it broke earlier: running again now */
             r->st->recovery_sum_s += (double)(now - r->fail_at[j]) / 1000.0;
             r->st->recoveries++;
-            r->fail_at[j] = 0;
+            r->fail_at[j] = -1;
         }
         r->attempts[j]++;
         doomed = sim_start_fails(r, j);
@@ -375,7 +375,7 @@ static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
         return;
     case ENG_FX_GIVE_UP:
         r->st->failed_jobs++;
-        r->fail_at[f->gang] = 0;
+        r->fail_at[f->gang] = -1;
         if (r->opt->events) {
             sim_ev_head(r, now, "reject", f->gang);
             fputs(",\"reason\":\"failed: retry budget exhausted\"}\n", r->opt->events);
@@ -462,6 +462,7 @@ static bool fin_stale(const struct run *r, const struct fin *f)
     case FIN_NODE_UP:
     case FIN_UNQUARANTINE:
     case FIN_OUTAGE:
+    case FIN_REPAIR:
         return false;
     case FIN_RESUBMIT:
         return f->gen != r->gen[f->job] || sim_state(r, f->job) != ENG_JOB_BACKOFF;
@@ -689,7 +690,8 @@ static int64_t next_instant(struct run *r)
         heap_pop(r);
     int64_t t_fin = r->n_heap ? r->heap[0].t_ms : INT64_MAX;
     int64_t now = t_sub < t_fin ? t_sub : t_fin;
-    return work_left(r) ? now : INT64_MAX; /* node failures go on forever: not work */
+    /* node failures go on forever: not work */
+    return work_left(r) && !(r->fail && sim_failures_only(r)) ? now : INT64_MAX;
 }
 
 /* KPIs over [prev_t, now), from the state the previous instant set: fragmentation (the mean
@@ -904,6 +906,7 @@ static bool run_alloc(struct run *r)
         r->attempts = calloc(nj, sizeof(*r->attempts));
         r->fail_at = calloc(nj, sizeof(*r->fail_at));
         r->down_at = calloc(nn, sizeof(*r->down_at));
+        r->held_down = calloc(nn, sizeof(*r->held_down));
     }
     r->eng = run_engine(r->fail, nj, nn);
     bool est_ok = sim_estimates_alloc(r, nj, nn);
@@ -922,7 +925,7 @@ static bool run_alloc(struct run *r)
            r->evicting && r->evict_at && r->evict_kind && r->runlist && r->runpos && r->runv &&
            est_ok && r->eng &&
            (!r->fail || (r->broken && r->broken_start && r->lost_node && r->attempts &&
-                         r->fail_at && r->down_at)) &&
+                         r->fail_at && r->down_at && r->held_down)) &&
            (!r->opt->db || (r->dirty && r->dirty_list && r->node_dirty && r->last_why &&
                             r->last_reason && r->db_placed));
 }
@@ -965,7 +968,7 @@ static void run_free(struct run *r)
     free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
     sim_estimates_free(r);
     free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);
-    free(r->fail_at), free(r->down_at);
+    free(r->fail_at), free(r->down_at), free(r->held_down);
     arena_fini(&r->life_arena);
     eng_effects_free(&r->fx);
     eng_free(r->eng);

@@ -422,6 +422,50 @@ static void test_next_due(void **state)
     eng_effects_free(&fx);
 }
 
+/* The retry delay after the k-th own failure: backoff_ms * 2^(k-1), never longer than
+ * ENG_BACKOFF_MAX_MS (Kueue's backoffMaxSeconds default) unless backoff_ms itself is; no overflow
+ * however many restarts (it doubled 20 times: retries two years apart, and it overflowed without
+ * the cap). */
+static void test_backoff_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t base;
+        uint32_t k;
+        int64_t want;
+    } delays[] = {
+        {60 * S, 1, 60 * S},
+        {60 * S, 3, 240 * S},
+        {60 * S, 6, 1920 * S},
+        {60 * S, 7, ENG_BACKOFF_MAX_MS},
+        {60 * S, 200, ENG_BACKOFF_MAX_MS},
+        {1 * S, 1000000, ENG_BACKOFF_MAX_MS},
+        {2 * ENG_BACKOFF_MAX_MS, 40, 2 * ENG_BACKOFF_MAX_MS},
+        {INT64_MAX / 4, 64, INT64_MAX / 4},
+    };
+    for (size_t c = 0; c < sizeof(delays) / sizeof(delays[0]); c++) {
+        struct eng_limits lim;
+        eng_limits_default(&lim);
+        lim.backoff_ms = delays[c].base;
+        struct eng *e = eng_new(&lim);
+        assert_non_null(e);
+        struct eng_effects fx = {0};
+        uint32_t k = delays[c].k;
+        assert_int_equal(eng_job_restore(e, 1, ENG_JOB_RUNNING, k - 1), 0);
+        assert_int_equal(eng_job_broken(e, 1, ENG_START_TIMEOUT, true, true, UINT32_MAX - 1,
+                                        ENG_NONE, 10 * S, &fx),
+                         0);
+        assert_int_equal(eng_job_gone(e, 1, 10 * S, &fx), 0);
+        struct eng_job j = eng_job(e, 1);
+        if (j.state != ENG_JOB_BACKOFF || j.retry_at_ms - 10 * S != delays[c].want)
+            fail_msg("base %lld, failure %u: %s, delay %lld, want %lld", (long long)delays[c].base,
+                     k, eng_state_name(j.state), (long long)(j.retry_at_ms - 10 * S),
+                     (long long)delays[c].want);
+        eng_effects_free(&fx);
+        eng_free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +473,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
+        cmocka_unit_test(test_backoff_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
