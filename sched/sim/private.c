@@ -70,73 +70,6 @@ static int slice_cluster(const struct cluster *c, const struct config *cfg, int6
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    size_t k = (size_t)(p * (double)n + 0.999999);
-    return v[k > 0 ? k - 1 : 0];
-}
-
-/* Adds the run of queue q (alone) into the merged statistics. */
-static int merge(struct sim_stats *out, const struct sim_stats *one, uint32_t q, double gpus,
-                 double *busy_gpu_s, double *jct_sum)
-{
-    out->jobs += one->jobs;
-    out->completed += one->completed;
-    out->started += one->started;
-    out->rejected += one->rejected;
-    out->per_queue[q] = one->per_queue[q];
-    out->multinode_mean_queue_s += one->multinode_mean_queue_s * one->multinode_jobs;
-    out->multinode_jobs += one->multinode_jobs;
-    out->quota_violations += one->quota_violations;
-    out->backfilled += one->backfilled;
-    out->reservations += one->reservations;
-    out->cycles += one->cycles;
-    out->preemptions += one->preemptions;
-    *busy_gpu_s += one->gpu_utilization * gpus * one->makespan_s;
-    *jct_sum += one->mean_jct_s * one->completed;
-    if (one->makespan_s > out->makespan_s)
-        out->makespan_s = one->makespan_s;
-    double *qs = realloc(out->queue_s, (out->n_queue_s + one->n_queue_s + 1) * sizeof(*qs));
-    if (!qs)
-        return SCHED_ENOMEM;
-    out->queue_s = qs;
-    memcpy(qs + out->n_queue_s, one->queue_s, one->n_queue_s * sizeof(*qs));
-    out->n_queue_s += one->n_queue_s;
-    return 0;
-}
-
-static void finish_stats(struct sim_stats *out, double total_gpus, double busy_gpu_s,
-                         double jct_sum)
-{
-    size_t n = out->n_queue_s;
-    double *v = malloc((n + 1) * sizeof(*v)), sum = 0;
-    for (size_t k = 0; k < n; k++)
-        sum += out->queue_s[k];
-    out->mean_queue_s = out->mean_wait_s = n ? sum / (double)n : 0.0;
-    if (v) {
-        if (n > 0)
-            memcpy(v, out->queue_s, n * sizeof(*v));
-        qsort(v, n, sizeof(*v), cmp_double);
-        out->p50_queue_s = pct(v, n, 0.50);
-        out->p95_queue_s = pct(v, n, 0.95);
-        out->p99_queue_s = pct(v, n, 0.99);
-        free(v);
-    }
-    if (out->multinode_jobs)
-        out->multinode_mean_queue_s /= out->multinode_jobs;
-    out->mean_jct_s = out->completed ? jct_sum / out->completed : 0.0;
-    double cap = total_gpus * out->makespan_s;
-    out->gpu_utilization = cap > 0 ? busy_gpu_s / cap : 0.0;
-}
-
 int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
                     const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb)
 {
@@ -148,8 +81,9 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
     int rc = 0;
     if (!out->per_queue || !jobs)
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    double busy = 0, jct = 0, total_gpus = 0;
-    struct sim_options o = {.progress = opt->progress, .failures = opt->failures};
+    struct sim_merge m = {.acc = out};
+    struct sim_options o = {
+        .progress = opt->progress, .failures = opt->failures, .jobs_out = opt->jobs_out};
     for (uint32_t q = 0; q < in->n_queues && rc == 0; q++) {
         int64_t gpus = 0;
         for (uint32_t f = 0; f < in->config->n_flavors; f++) {
@@ -183,13 +117,12 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
         if ((rc = slice_cluster(in->cluster, in->config, gpus, &c, eb)) != 0)
             break;
         sub.cluster = c;
-        total_gpus += (double)c->total_gpus;
         struct sim_stats one;
         LOG_INFO("sim", "private: queue %s alone on %u nodes, %lld GPUs", in->queues[q].name,
                  c->n_nodes, (long long)c->total_gpus);
         rc = sim_run(&sub, pol, &o, &one, eb);
         if (rc == 0) {
-            if (merge(out, &one, q, (double)c->total_gpus, &busy, &jct) != 0)
+            if (sim_stats_merge(&m, &one, q, (double)c->total_gpus) != 0)
                 rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
             sim_stats_free(&one);
         }
@@ -200,6 +133,9 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
         sim_stats_free(out);
         return rc;
     }
-    finish_stats(out, total_gpus, busy, jct);
+    if ((rc = sim_stats_merged(&m)) != 0) {
+        sim_stats_free(out);
+        return sched_fail(eb, rc, "out of memory");
+    }
     return 0;
 }

@@ -1017,6 +1017,10 @@ void sim_stats_free(struct sim_stats *s)
     free(s->queue_of);
     free(s->queue_used);
     free(s->node_gpu_s);
+    free(s->jct_s);
+    free(s->eta_err);
+    s->jct_s = NULL;
+    s->eta_err = NULL;
     s->per_queue = NULL;
     s->series = NULL;
     s->queue_s = NULL;

@@ -166,6 +166,11 @@ struct sim_stats {
     double *queue_used; /* [n_series][n_queues]: nvidia.com/gpu admitted per queue at each
                            series point, all flavors */
     double *node_gpu_s; /* [cluster nodes]: GPU-seconds of the runs that ended on each node */
+    /* samples and integrals kept so that runs of disjoint jobs can be merged (private.c) */
+    double *jct_s;   /* completion time of each finished job, seconds, sorted */
+    size_t n_jct_s;  /* = completed */
+    double *eta_err; /* the eta_covered relative start-time errors, sorted */
+    double frag_weighted_s, frag_time_s, frag_wait_s; /* see sim_summarize(), milliseconds */
 };
 
 struct store;
@@ -228,11 +233,24 @@ struct sim_options {
 int sim_run(const struct sim_input *in, const struct sched_policy *pol,
             const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 void sim_stats_free(struct sim_stats *s);
+/* Merging runs of disjoint jobs on disjoint nodes (stats.c, for private.c): sim_stats_merge()
+ * adds `one`, run on `gpus` GPUs, into m->acc (zeroed, per_queue allocated; one's per_queue
+ * entry q is copied; until sim_stats_merged() the means in acc hold sums); sim_stats_merged()
+ * turns them into means, percentiles and shares. Utilisation is the busy GPU-seconds over (all
+ * runs' GPUs x the longest makespan); fragmentation and the whole-node wait share are over the
+ * runs' time, every other figure over all jobs. 0 or SCHED_ENOMEM. */
+struct sim_merge {
+    struct sim_stats *acc;
+    double gpus, busy_gpu_s; /* GPUs of all runs; their busy GPU-seconds */
+};
+int sim_stats_merge(struct sim_merge *m, const struct sim_stats *one, uint32_t q, double gpus);
+int sim_stats_merged(struct sim_merge *m);
 
 /* The private-cluster baseline (private.c): each queue alone, under `pol`, on a slice of the
  * cluster the size of its nominal GPU quota; the runs merged into *out (policy "private";
- * per_queue from each queue's own run; the start-time KPIs are not merged and stay 0). Events,
- * --db and --jobs-out are not written for it. */
+ * per_queue from each queue's own run; every other figure over all runs, see
+ * sim_stats_merge()). --jobs-out gets each job's row from its queue's run; events and --db are
+ * not written for it. */
 int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
                     const struct sim_options *opt, struct sim_stats *out, struct sched_errbuf *eb);
 

@@ -171,6 +171,12 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
     qsort(qq, st->eta_covered, sizeof(*qq), cmp_double);
     st->eta_median_rel_error = pct(qq, st->eta_covered, 0.50);
     st->eta_p90_rel_error = pct(qq, st->eta_covered, 0.90);
+    st->eta_err = malloc((st->eta_covered + 1) * sizeof(*qq));
+    if (!st->eta_err) {
+        free(q), free(jct), free(qq);
+        return SCHED_ENOMEM;
+    }
+    memcpy(st->eta_err, qq, st->eta_covered * sizeof(*qq));
     if (st->multinode_jobs)
         st->multinode_mean_queue_s /= st->multinode_jobs;
     st->jobs = in->n_jobs;
@@ -211,11 +217,128 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
         st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
     /* the mean stranded share while a whole-node gang waits, and how much of the time one
      * waits (their product is the time average over the makespan) */
+    st->frag_weighted_s = frag_weighted, st->frag_time_s = frag_time, st->frag_wait_s = frag_wait;
     st->fragmentation = frag_wait > 0 ? frag_weighted / frag_wait : 0.0;
     st->whole_node_wait_share = frag_time > 0 ? frag_wait / frag_time : 0.0;
     st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
     per_queue(r, qq);
-    free(q), free(jct), free(qq);
+    st->jct_s = jct; /* sorted */
+    st->n_jct_s = nj;
+    free(q), free(qq);
+    return 0;
+}
+
+/* *dst (n_dst entries) grown by src's n entries; 0 or SCHED_ENOMEM. */
+static int append(void **dst, size_t n_dst, const void *src, size_t n, size_t size)
+{
+    void *p = realloc(*dst, (n_dst + n + 1) * size);
+    if (!p)
+        return SCHED_ENOMEM;
+    *dst = p;
+    if (n > 0)
+        memcpy((char *)p + n_dst * size, src, n * size);
+    return 0;
+}
+
+/* The counters that simply add up. */
+static void merge_counts(struct sim_stats *a, const struct sim_stats *o)
+{
+    a->jobs += o->jobs, a->completed += o->completed, a->started += o->started;
+    a->rejected += o->rejected, a->never_started += o->never_started;
+    a->tp_splits += o->tp_splits, a->multinode_gangs += o->multinode_gangs;
+    a->preemptions += o->preemptions, a->preempted_gangs += o->preempted_gangs;
+    a->gpu_hours_lost_to_preemption += o->gpu_hours_lost_to_preemption;
+    a->checkpoint_requests += o->checkpoint_requests;
+    a->node_failures += o->node_failures, a->failure_restarts += o->failure_restarts;
+    a->failed_jobs += o->failed_jobs, a->quarantines += o->quarantines;
+    a->gpu_hours_lost_to_failures += o->gpu_hours_lost_to_failures;
+    a->partial_gang_seconds += o->partial_gang_seconds;
+    a->recovery_sum_s += o->recovery_sum_s, a->recoveries += o->recoveries;
+    a->quota_violations += o->quota_violations, a->reclaim_wait_s += o->reclaim_wait_s;
+    a->backfilled += o->backfilled, a->reservations += o->reservations, a->cycles += o->cycles;
+    a->multinode_jobs += o->multinode_jobs;
+    a->eta_waited += o->eta_waited, a->eta_covered += o->eta_covered;
+    a->frag_weighted_s += o->frag_weighted_s, a->frag_time_s += o->frag_time_s;
+    a->frag_wait_s += o->frag_wait_s;
+    if (o->makespan_s > a->makespan_s)
+        a->makespan_s = o->makespan_s;
+}
+
+int sim_stats_merge(struct sim_merge *m, const struct sim_stats *o, uint32_t q, double gpus)
+{
+    struct sim_stats *a = m->acc;
+    size_t nq = a->n_queue_s, nj = a->n_jct_s, ne = a->eta_covered;
+    if (append((void **)&a->queue_s, nq, o->queue_s, o->n_queue_s, sizeof(double)) != 0 ||
+        append((void **)&a->queue_of, nq, o->queue_of, o->n_queue_s, sizeof(uint32_t)) != 0 ||
+        append((void **)&a->jct_s, nj, o->jct_s, o->n_jct_s, sizeof(double)) != 0 ||
+        append((void **)&a->eta_err, ne, o->eta_err, o->eta_covered, sizeof(double)) != 0)
+        return SCHED_ENOMEM;
+    a->n_queue_s += o->n_queue_s, a->n_jct_s += o->n_jct_s;
+    merge_counts(a, o);
+    a->per_queue[q] = o->per_queue[q];
+    /* means as sums until sim_stats_merged() */
+    a->mean_wait_s += o->mean_wait_s * (double)o->started;
+    a->mean_jct_s += o->mean_jct_s * (double)o->completed;
+    a->mean_racks_per_multinode_gang +=
+        o->mean_racks_per_multinode_gang * (double)o->multinode_gangs;
+    a->multinode_mean_queue_s += o->multinode_mean_queue_s * (double)o->multinode_jobs;
+    for (uint32_t k = 0; k < o->n_prio; k++) {
+        uint32_t i = 0;
+        while (i < a->n_prio && a->prio_values[i] != o->prio_values[k])
+            i++;
+        if (i == a->n_prio) {
+            if (a->n_prio == 8)
+                continue; /* as sim_summarize: at most 8 distinct priorities reported */
+            a->prio_values[a->n_prio++] = o->prio_values[k];
+        }
+        a->prio_jobs[i] += o->prio_jobs[k];
+        a->prio_mean_queue_s[i] += o->prio_mean_queue_s[k] * (double)o->prio_jobs[k];
+        a->prio_mean_wait_s[i] += o->prio_mean_wait_s[k] * (double)o->prio_jobs[k];
+    }
+    m->gpus += gpus;
+    m->busy_gpu_s += o->gpu_utilization * gpus * o->makespan_s;
+    return 0;
+}
+
+static double per(double sum, double n)
+{
+    return n > 0 ? sum / n : 0.0;
+}
+
+int sim_stats_merged(struct sim_merge *m)
+{
+    struct sim_stats *a = m->acc;
+    a->mean_wait_s = per(a->mean_wait_s, a->started);
+    a->mean_jct_s = per(a->mean_jct_s, a->completed);
+    a->mean_racks_per_multinode_gang =
+        per(a->mean_racks_per_multinode_gang, (double)a->multinode_gangs);
+    a->multinode_mean_queue_s = per(a->multinode_mean_queue_s, a->multinode_jobs);
+    for (uint32_t k = 0; k < a->n_prio; k++) {
+        a->prio_mean_queue_s[k] = per(a->prio_mean_queue_s[k], a->prio_jobs[k]);
+        a->prio_mean_wait_s[k] = per(a->prio_mean_wait_s[k], a->prio_jobs[k]);
+    }
+    a->mean_recovery_s = per(a->recovery_sum_s, (double)a->recoveries);
+    a->fragmentation = per(a->frag_weighted_s, a->frag_wait_s);
+    a->whole_node_wait_share = per(a->frag_wait_s, a->frag_time_s);
+    a->gpu_utilization = per(m->busy_gpu_s, m->gpus * a->makespan_s);
+    /* percentiles over every run's samples (queue_s keeps its order: queue_of matches it) */
+    size_t n = a->n_queue_s;
+    double *v = malloc((n + 1) * sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    a->mean_queue_s = mean(a->queue_s, n);
+    if (n > 0)
+        memcpy(v, a->queue_s, n * sizeof(*v));
+    qsort(v, n, sizeof(*v), cmp_double);
+    a->p50_queue_s = pct(v, n, 0.50);
+    a->p95_queue_s = pct(v, n, 0.95);
+    a->p99_queue_s = pct(v, n, 0.99);
+    free(v);
+    qsort(a->jct_s, a->n_jct_s, sizeof(double), cmp_double);
+    a->p95_jct_s = pct(a->jct_s, a->n_jct_s, 0.95);
+    qsort(a->eta_err, a->eta_covered, sizeof(double), cmp_double);
+    a->eta_median_rel_error = pct(a->eta_err, a->eta_covered, 0.50);
+    a->eta_p90_rel_error = pct(a->eta_err, a->eta_covered, 0.90);
     return 0;
 }
 

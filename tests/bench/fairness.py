@@ -2,9 +2,11 @@
 """The sharing-incentive figures of docs/simulator.md (issue 19): every scenario run once with
 the policies gangsched, fifo and private; prints the overall table, a per-tenant table for each
 multi-tenant scenario and which targets hold.
-Usage: BIN=bin python3 tests/bench/fairness.py [--markdown | --update-docs]
+Usage: BIN=bin python3 tests/bench/fairness.py [--markdown | --update-docs | --check]
 --update-docs also writes the (plain) output into docs/simulator.md between its fairness.py
-markers, the whole file at once."""
+markers, the whole file at once; --check prints nothing but a diff and exits 1 when that block is
+out of date (tests/sim/figures.sh runs it on every make test)."""
+import difflib
 import io
 import json
 import os
@@ -52,16 +54,25 @@ def h(s):
 def main():
     if "--markdown" in sys.argv and "--update-docs" in sys.argv:
         sys.exit("fairness.py: --update-docs writes the plain tables; drop --markdown")
+    check = "--check" in sys.argv
     text = io.StringIO()
     report(text, "--markdown" in sys.argv)
-    sys.stdout.write(text.getvalue())
-    if "--update-docs" in sys.argv:
+    if not check:
+        sys.stdout.write(text.getvalue())
+    if "--update-docs" in sys.argv or check:
         with open(DOC, encoding="utf-8") as f:
-            doc = f.read()
-        if doc.count(BEGIN) != 1 or doc.count(END) != 1:
+            old = f.read()
+        if old.count(BEGIN) != 1 or old.count(END) != 1:
             sys.exit(f"{DOC}: expected one {BEGIN} and one {END}")
         block = f"{BEGIN}\n```\n{text.getvalue()}```\n{END}"
-        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, doc, flags=re.S)
+        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, old, flags=re.S)
+        if check:
+            if doc == old:
+                return 0
+            sys.stdout.writelines(difflib.unified_diff(
+                old.splitlines(True), doc.splitlines(True), DOC, DOC + " (generated)"))
+            print("fairness.py: out of date; run 'python3 tests/bench/fairness.py --update-docs'")
+            return 1
         tmp = DOC + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(doc)
@@ -142,4 +153,4 @@ def report(out, md):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

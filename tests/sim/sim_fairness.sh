@@ -34,6 +34,25 @@ expect_cmp "eta_median_rel_error <= p90" "$("$JGET" "$TMP/p.json" policies/0/eta
     --policy gangsched --policy private >"$TMP/one.json" || bad "one queue, private"
 expect_eq "one queue: private = gangsched (mean queue)" \
     "$("$JGET" "$TMP/one.json" policies/1/mean_queue_s)" "$("$JGET" "$TMP/one.json" policies/0/mean_queue_s)"
+# ... in every figure: merging one run must change none (p95 JCT, racks, fragmentation, start
+# estimates were once left at 0)
+python3 - "$TMP/one.json" <<'PY' && ok "one queue: every figure of private is gangsched's" ||
+import json, sys
+g, p = json.load(open(sys.argv[1]))["policies"]
+diff = [k for k in g if k not in ("name", "series") and g[k] != p.get(k)]
+if diff:
+    sys.exit("differ: " + ", ".join("%s %r/%r" % (k, g[k], p.get(k)) for k in diff))
+PY
+    bad "one queue: private differs from gangsched"
+# two queues: the merged figures are over both runs, and --jobs-out has each job's row
+# shellcheck disable=SC2086
+"$GS" simulate $ARGS --policy private --jobs-out "$TMP/jobs.csv" >"$TMP/pj.json" ||
+    bad "private --jobs-out"
+expect_eq "private --jobs-out: a row per job" "$(grep -c ',private,' "$TMP/jobs.csv")" \
+    "$("$JGET" "$TMP/pj.json" policies/0/jobs)"
+expect_cmp "private: p95 completion time" "$("$JGET" "$TMP/pj.json" policies/0/p95_jct_s)" ">" 0
+expect_cmp "private: start estimates covered" "$("$JGET" "$TMP/pj.json" policies/0/eta_covered)" \
+    "<=" "$("$JGET" "$TMP/pj.json" policies/0/eta_waited)"
 expect_fail "private cannot be persisted" 2 "cannot persist --policy private" -- \
     "$GS" simulate --no-progress --cluster hgx:2 --trace tests/data/trace-small.csv \
     --policy private --db "$TMP/x.db"
