@@ -79,4 +79,37 @@ expect_fail "gpucores above 100" 1 "bad.csv:2: column 'gpucores'" -- \
 printf 'job_id,submission_time,duration,num_gpu,gpumem\nx,0,10,0,1000\n' >"$TMP/bad.csv"
 expect_fail "a share of no device" 1 "bad.csv:2: job x: gpumem/gpucores share GPUs" -- \
     "$GS" simulate --no-progress --nodes "$TMP/n.yaml" --trace "$TMP/bad.csv"
+
+# backfill on probation (docs/preemption.md): four nodes of 8 registered devices; x1 and x2
+# declare 12 s, x3 holds half of h3, and big (24 devices) starves with a reservation on h1, h2
+# and h4. A share started meanwhile on h3 gets no promise (evicting it frees no whole device big
+# could use); a whole-device job of the same queue started after it does.
+{ echo "kind: NodeList"; echo "items:"
+  for n in 1 2 3 4; do
+      reg=""
+      for d in 0 1 2 3 4 5 6 7; do reg="$reg$(dev "$n$d" "$d")"; done
+      printf -- '- metadata: {name: h%s, annotations: {hami.io/node-nvidia-register: "%s"}}\n' "$n" "$reg"
+      printf -- '  status: {allocatable: {cpu: "96", memory: "1000Gi", pods: "110", nvidia.com/gpu: "80"}}\n'
+  done
+} >"$TMP/n4.yaml"
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nstarvation: {after: 2s, probationMinGpus: 17}\nqueues:\n  - name: q\n' >"$TMP/p.yaml"
+{ echo "job_id,submission_time,duration,num_gpu,gpus_per_pod,pods,max_runtime,gpumem,queue"
+  echo "x1,0,100,8,8,1,12,,q"; echo "x2,0,100,8,8,1,12,,q"; echo "x3,0,1000,4,4,1,1000,,q"
+  echo "big,1,50,24,8,3,,,q"; echo "s,4,1000,1,1,1,1,8000,q"; echo "w,5,1000,1,1,1,1,,q"
+} >"$TMP/p.csv"
+"$GS" simulate --no-progress --nodes "$TMP/n4.yaml" --trace "$TMP/p.csv" --config "$TMP/p.yaml" \
+    --policy gangsched --events "$TMP/pev" >/dev/null 2>"$TMP/err" || bad "simulate failed: $(cat "$TMP/err")"
+grep -q '"type":"reserve".*"job":"big".*"expected_start":12.000' "$TMP/pev" &&
+    ok "probation: big holds a reservation expected at 12 s" || bad "probation: big reserved nothing"
+s_start=$(grep '"type":"start".*"job":"s"' "$TMP/pev")
+w_start=$(grep '"type":"start".*"job":"w"' "$TMP/pev")
+case "$s_start" in
+*'"t":4.000'*probation*) bad "probation: the share s was put on probation: $s_start" ;;
+*'"t":4.000'*) ok "probation: the share s starts at 4 s without a promise" ;;
+*) bad "probation: s did not start at 4 s: $s_start" ;;
+esac
+case "$w_start" in
+*'"probation_until":12.000,"probation_for":"big"'*) ok "probation: the whole-device w is on probation for big" ;;
+*) bad "probation: w is not on probation: $w_start" ;;
+esac
 finish
