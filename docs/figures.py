@@ -17,7 +17,7 @@ import tempfile
 
 BIN = os.environ.get("BIN", "bin")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILES = ["README.md", "docs/cli.md", "docs/simulator.md"]
+FILES = ["README.md", "docs/cli.md", "docs/simulator.md", "docs/preemption.md"]
 
 # The stopped simulation the gangctl examples read (jobs still pending and running).
 STOPPED = ["--no-progress", "--policy", "gangsched", "--cluster", "hgx:4,pcie:2", "--trace",
@@ -207,7 +207,26 @@ def sim_placement(_):
     return "\n".join(out) + "\n"
 
 
-BLOCKS = {"demo-table": demo_table, "gangctl-examples": gangctl_examples,
+def preempt_seed1(_):
+    """docs/preemption.md: the three policies on the seven tenants, a third at priority 10."""
+    args = (["--cluster", "hgx:96", "--config", "config/examples/itp-tenants.yaml",
+             "--high-priority", "0.33"] + traces(SEVEN))
+    pols = sim_json(args + ["--policy", "gangsched", "--policy", "ckpt-blind", "--policy", "fifo"])
+    out = ["```sh", cmd_line(args + ["--policy", "gangsched", "--policy", "ckpt-blind",
+                                     "--policy", "fifo"]), "```", "",
+           "| policy | evictions | GPU-hours lost to preemption | mean queue, priority 10 | "
+           "mean wait, priority 10 | mean wait, priority 0 | mean wait, all | quota violations |",
+           "|---|---|---|---|---|---|---|---|"]
+    for p in pols["policies"]:
+        hi, lo = p["per_priority"].get("10", {}), p["per_priority"].get("0", {})
+        out.append("| %s | {:,} | %.1f | %.1f s | %.1f s | %.1f s | %.1f s | %d |".format(
+            p["preemptions"]) % (p["name"], p["gpu_hours_lost_to_preemption"],
+                                 hi.get("mean_queue_s", 0), hi.get("mean_wait_s", 0),
+                                 lo.get("mean_wait_s", 0), p["mean_wait_s"], p["quota_violations"]))
+    return "\n".join(out) + "\n"
+
+
+BLOCKS = {"demo-table": demo_table, "preempt-seed1": preempt_seed1, "gangctl-examples": gangctl_examples,
           "sim-default": sim_default, "sim-cluster07": sim_cluster07, "sim-hgx128": sim_hgx128,
           "sim-tenants": sim_tenants, "sim-placement": sim_placement}
 

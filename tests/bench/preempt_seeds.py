@@ -9,13 +9,17 @@ jobs, so only the mean over many seeds says which policy is ahead.
 
     make preempt-figures                      # seeds 1..64, every core
     python3 tests/bench/preempt_seeds.py --seeds 1-8 --jobs 2
+    python3 tests/bench/preempt_seeds.py --update-docs   # also rewrites docs/preemption.md's block
 
-Not part of `make test` (64 seeds x 2 policies take about 8 minutes on 2 cores).
+Not part of `make test` (64 seeds x 2 policies take about 8 minutes on 2 cores). --update-docs
+writes the per-seed table of the first 8 seeds and the summary, with the commit measured, between
+docs/preemption.md's `preempt_seeds.py begin` and `end` markers (the whole file at once).
 """
 import argparse
 import concurrent.futures
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -67,6 +71,8 @@ def main():
     ap.add_argument("--seeds", default="1-64", help="seeds: N, N-M, comma-separated")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at a time")
     ap.add_argument("--bin", default=os.environ.get("BIN", "bin") + "/gangsched")
+    ap.add_argument("--update-docs", action="store_true",
+                    help=f"also write the figures into {DOC} (with the commit measured)")
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)
     if not os.access(args.bin, os.X_OK):
@@ -91,6 +97,59 @@ def main():
     if ratios:
         print(f"GPU-hours lost, gangsched / ckpt-blind: {100 * min(ratios):.0f}% to "
               f"{100 * max(ratios):.0f}% (mean {100 * statistics.mean(ratios):.0f}%)")
+    if args.update_docs:
+        update_docs(markdown(seeds, res, col, ratios))
+
+
+DOC = "docs/preemption.md"
+BEGIN, END = "<!-- preempt_seeds.py begin -->", "<!-- preempt_seeds.py end -->"
+
+
+def markdown(seeds, res, col, ratios):
+    """The docs block: the first 8 seeds one by one, then the paired summary."""
+    head = seeds[:8]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    rows = [f"Measured by `tests/bench/preempt_seeds.py --update-docs` at commit `{commit}`, "
+            f"seeds {seeds[0]} to {seeds[-1]}.", "",
+            "| seed | " + " | ".join(str(s) for s in head) + " |",
+            "|---|" + "---|" * len(head)]
+    for label, key in (("mean queue priority 10, gangsched", "gangsched"),
+                       ("mean queue priority 10, ckpt-blind", "ckpt-blind")):
+        rows.append(f"| {label} | " + " | ".join(f"{res[(s, key)]['queue10']:.2f}" for s in head)
+                    + " |")
+    rows.append("| GPU-hours lost, gangsched / ckpt-blind | " + " | ".join(
+        f"{100 * res[(s, 'gangsched')]['lost'] / res[(s, 'ckpt-blind')]['lost']:.0f}%"
+        if res[(s, "ckpt-blind")]["lost"] else "-" for s in head) + " |")
+    rows += ["", f"| {len(seeds)} seeds | gangsched | ckpt-blind | difference | s.e. | "
+             "gangsched behind on |", "|---|---|---|---|---|---|"]
+    for label, key, unit in (("mean queue, priority 10", "queue10", " s"),
+                             ("mean wait, priority 10", "wait10", " s"),
+                             ("mean wait, priority 0", "wait0", " s")):
+        a, b = col[key]
+        d = [x - y for x, y in zip(a, b)]
+        se = statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else float("nan")
+        rows.append(f"| {label} | {statistics.mean(a):.2f}{unit} | {statistics.mean(b):.2f}{unit} "
+                    f"| {statistics.mean(d):+.2f}{unit} | {se:.2f}{unit} | "
+                    f"{sum(1 for x in d if x > 0)} of {len(d)} seeds |")
+    if ratios:
+        rows.append(f"| GPU-hours lost to preemption | {100 * min(ratios):.0f}% to "
+                    f"{100 * max(ratios):.0f}% of ckpt-blind's (mean "
+                    f"{100 * statistics.mean(ratios):.0f}%) | | | | |")
+    return "\n".join(rows) + "\n"
+
+
+def update_docs(block):
+    with open(DOC, encoding="utf-8") as f:
+        doc = f.read()
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1:
+        sys.exit(f"preempt_seeds.py: {DOC}: expected one {BEGIN} and one {END}")
+    doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END),
+                 lambda _: f"{BEGIN}\n{block}{END}", doc, flags=re.S)
+    with open(DOC + ".tmp", "w", encoding="utf-8") as f:
+        f.write(doc)
+    os.replace(DOC + ".tmp", DOC)  # whole or not at all
+    print(f"preempt_seeds.py: rewrote {DOC}")
 
 
 if __name__ == "__main__":
