@@ -65,15 +65,26 @@ static void push(struct est_ring *r, int64_t v, int64_t sub)
     r->next = (r->next + 1) % EST_RING;
 }
 
+uint32_t est_rings_observed(const struct est_model *m, uint32_t queue, int64_t gpus,
+                            uint32_t idx[EST_READS])
+{
+    if (!m->rings || queue >= m->n_queues)
+        return 0;
+    uint32_t s = shape_of(gpus);
+    idx[0] = queue * (EST_SHAPES + 1) + s;
+    idx[1] = queue * (EST_SHAPES + 1) + EST_SHAPES;
+    idx[2] = m->n_queues * (EST_SHAPES + 1) + s;
+    return EST_READS;
+}
+
 void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms,
                  int64_t submit_ms)
 {
-    if (!m->rings || queue >= m->n_queues || runtime_ms < 0)
+    uint32_t idx[EST_READS];
+    if (runtime_ms < 0 || est_rings_observed(m, queue, gpus, idx) == 0)
         return;
-    uint32_t s = shape_of(gpus);
-    push(ring(m, queue, s), runtime_ms, submit_ms);
-    push(ring(m, queue, EST_SHAPES), runtime_ms, submit_ms);
-    push(ring(m, m->n_queues, s), runtime_ms, submit_ms);
+    for (int k = 0; k < EST_READS; k++)
+        push(&m->rings[idx[k]], runtime_ms, submit_ms);
 }
 
 /* The quantile q (nearest rank) of the values above x; 0 when there are none. */
@@ -87,21 +98,53 @@ static int64_t quantile_above(const struct est_ring *r, int64_t x, double q)
     return r->s[first + at - 1];
 }
 
+/* g's candidate rings, most specific first (indices into m->rings): its queue and shape, its
+ * queue, its shape in every queue. */
+static void candidates(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS])
+{
+    uint32_t q = g->queue < m->n_queues ? g->queue : m->n_queues, s = shape_of(g->gpus);
+    idx[0] = q * (EST_SHAPES + 1) + s;
+    idx[1] = q * (EST_SHAPES + 1) + EST_SHAPES;
+    idx[2] = m->n_queues * (EST_SHAPES + 1) + s;
+}
+
 /* The most specific ring with at least a few observations. */
 static const struct est_ring *best_ring(const struct est_model *m, const struct gang *g)
 {
     if (!m->rings)
         return NULL;
-    uint32_t q = g->queue < m->n_queues ? g->queue : m->n_queues, s = shape_of(g->gpus);
-    const struct est_ring *cand[3] = {ring(m, q, s), ring(m, q, EST_SHAPES),
-                                      ring(m, m->n_queues, s)};
-    for (int k = 0; k < 3; k++)
-        if (cand[k]->n >= 4)
-            return cand[k];
-    for (int k = 0; k < 3; k++)
-        if (cand[k]->n > 0)
-            return cand[k];
+    uint32_t idx[EST_READS];
+    candidates(m, g, idx);
+    for (int k = 0; k < EST_READS; k++)
+        if (m->rings[idx[k]].n >= 4)
+            return &m->rings[idx[k]];
+    for (int k = 0; k < EST_READS; k++)
+        if (m->rings[idx[k]].n > 0)
+            return &m->rings[idx[k]];
     return NULL;
+}
+
+int64_t est_next_run(const struct est_model *m, const uint32_t *idx, uint32_t n, int64_t x)
+{
+    int64_t next = INT64_MAX;
+    for (uint32_t k = 0; m->rings && k < n; k++) {
+        const struct est_ring *r = &m->rings[idx[k]];
+        uint32_t i = above(r, x);
+        if (i < r->n && r->s[i] < next)
+            next = r->s[i];
+    }
+    return next;
+}
+
+uint32_t est_rings_read(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS])
+{
+    if (!m->rings)
+        return 0;
+    candidates(m, g, idx);
+    for (uint32_t k = 0; k < EST_READS; k++)
+        if (m->rings[idx[k]].n >= 4)
+            return k + 1; /* best_ring: the first with a few; the ones before it decide that */
+    return EST_READS;
 }
 
 int64_t est_runtime(const struct est_model *m, const struct gang *g, double q)

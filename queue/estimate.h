@@ -48,8 +48,21 @@ struct est_model {
                                queue n_queues is "any queue" */
 };
 
+#define EST_READS 3 /* rings an observation goes into; rings a gang's estimates may read */
+
 /* 0 or SCHED_ENOMEM. */
 int est_init(struct est_model *m, uint32_t n_queues);
+/* The rings (indices into m->rings) an observation of a gang of `queue` and `gpus` GPUs goes
+ * into: EST_READS of them, or 0 (not learned: no model, or no such queue). */
+uint32_t est_rings_observed(const struct est_model *m, uint32_t queue, int64_t gpus,
+                            uint32_t idx[EST_READS]);
+/* The rings every estimate of g (est_runtime, est_end, est_typical_*) depends on, indices into
+ * m->rings: the ones read and the ones whose count decides which is read. While none of them
+ * changes (est_observe into another ring does not), g's estimates stay the same. Returns how
+ * many (1 to EST_READS), 0 without a model. */
+uint32_t est_rings_read(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS]);
+/* The least run time above x learned in rings idx[0..n) (INT64_MAX: none). */
+int64_t est_next_run(const struct est_model *m, const uint32_t *idx, uint32_t n, int64_t x);
 void est_free(struct est_model *m);
 /* A gang of `queue` and `gpus` GPUs, submitted at submit_ms, finished after running
  * `runtime_ms`. */

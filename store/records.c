@@ -847,3 +847,36 @@ int store_history_list(struct store *st, store_history_fn *fn, void *ctx, struct
     struct each e = {.fn.history = fn, .ctx = ctx};
     return store__each(st, STMT_HIST_LIST, SQLITE_OK, "fair-share history", history_row, &e, eb);
 }
+
+struct history_scan {
+    store_history_row_fn *fn;
+    void *ctx;
+};
+
+static int history_scan_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    (void)st;
+    (void)eb;
+    const struct history_scan *h = ctx;
+    const char *q = store__col_text(s, 0);
+    int ts = sqlite3_column_type(s, 1);
+    double v = sqlite3_column_double(s, 1);
+    char bad[96] = "";
+    if (!q)
+        snprintf(bad, sizeof(bad), "queue: missing");
+    else if (ts != SQLITE_FLOAT && ts != SQLITE_INTEGER)
+        snprintf(bad, sizeof(bad), "share: not a number");
+    else if (!isfinite(v) || v < 0)
+        snprintf(bad, sizeof(bad), "share: %g is not a finite number >= 0", v);
+    else if (sqlite3_column_type(s, 2) != SQLITE_INTEGER)
+        snprintf(bad, sizeof(bad), "updated_ms: not an integer");
+    return h->fn(h->ctx, q, v, sqlite3_column_int64(s, 2), bad[0] ? bad : NULL);
+}
+
+int store_history_scan(struct store *st, store_history_row_fn *fn, void *ctx,
+                       struct sched_errbuf *eb)
+{
+    struct history_scan h = {fn, ctx};
+    return store__each(st, STMT_HIST_LIST, SQLITE_OK, "fair-share history", history_scan_row, &h,
+                       eb);
+}

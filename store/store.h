@@ -480,6 +480,14 @@ int store_history_get(struct store *st, const char *queue, double *share, int64_
                       struct sched_errbuf *eb);
 typedef int store_history_fn(void *ctx, const char *queue, double share, int64_t updated_ms);
 int store_history_list(struct store *st, store_history_fn *fn, void *ctx, struct sched_errbuf *eb);
+/* Every row, the bad ones too (a reader that keeps the good ones and reports the others): bad is
+ * NULL for a good row, else the field and what is wrong with it ("share: -1 is not a finite
+ * number >= 0", "updated_ms: not an integer"; queue is then still the row's key, or NULL). By
+ * queue. An error only when the table cannot be read. */
+typedef int store_history_row_fn(void *ctx, const char *queue, double share, int64_t updated_ms,
+                                 const char *bad);
+int store_history_scan(struct store *st, store_history_row_fn *fn, void *ctx,
+                       struct sched_errbuf *eb);
 
 /* ---- operator actions (schema version 2) -------------------------------------------------- */
 enum store_action_kind {

@@ -396,6 +396,46 @@ uint32_t eng_job_bound_id(const struct eng *e)
     return e->cap_jobs;
 }
 
+bool eng_forgotten(const struct eng_forget *f, uint32_t g)
+{
+    if (g == ENG_NONE)
+        return false;
+    if (f->mark)
+        return (f->mark[g / 8] >> (g % 8)) & 1u;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->ids[i] == g)
+            return true;
+    return false;
+}
+
+void eng_jobs_forget(struct eng *e, const uint32_t *g, uint32_t n)
+{
+    if (n == 0 || e->cap_jobs == 0)
+        return;
+    uint8_t *mark = n > 1 ? eng_realloc(NULL, e->cap_jobs / 8 + 1) : NULL;
+    struct eng_forget f = {.mark = mark, .ids = g, .n = n};
+    if (mark)
+        memset(mark, 0, e->cap_jobs / 8 + 1);
+    for (uint32_t i = 0; i < n; i++) {
+        if (g[i] >= e->cap_jobs)
+            continue;
+        e->jobs[g[i]] = (struct eng_job){0}; /* as an id never seen */
+        if (mark)
+            mark[g[i] / 8] |= (uint8_t)(1u << (g[i] % 8));
+    }
+    for (uint32_t j = 0; j < e->cap_jobs; j++) {
+        struct eng_job *r = &e->jobs[j];
+        if (r->probation_until_ms && eng_forgotten(&f, r->probation_for)) {
+            r->probation_until_ms = 0;
+            r->probation_for = 0;
+        }
+        if (r->ckpt_until_ms && eng_forgotten(&f, r->ckpt_by))
+            r->ckpt_by = ENG_NONE;
+    }
+    eng_holds_forget(e, &f);
+    free(mark);
+}
+
 /* ---- strikes and quarantine ------------------------------------------------------------------ */
 
 int eng_strike(struct eng *e, uint32_t n, int64_t now, struct eng_effects *fx)

@@ -2,7 +2,8 @@
  * (the simulator, sched/sim/, and the daemon, sched/kube/). See docs/engine.md.
  *
  * Owns, over engine ids (dense uint32_t per gang and per node; the simulator uses its job and node
- * indices, the daemon interns names with sched/engine/names.h and never reuses an id):
+ * indices, the daemon interns names with sched/engine/names.h and reuses a gang's id only after
+ * eng_jobs_forget):
  *   - the job state machine: none -> pending -> admitted -> binding -> running -> finished, with
  *     tearing (members being deleted), backoff (waiting out a retry delay) and failed (retry
  *     budget exhausted: gave up, never scheduled again);
@@ -227,6 +228,15 @@ int eng_job_retry(struct eng *e, uint32_t g);
 bool eng_job_schedulable(const struct eng *e, uint32_t g);
 /* Ids below this bound may have a record (iterate 0..bound to find TEARING or BACKOFF jobs). */
 uint32_t eng_job_bound_id(const struct eng *e);
+/* Gangs g[0..n) are gone for good (or their id now names another gang: the daemon's PodGroup
+ * deleted and created again under the same name): each record becomes that of an id never seen
+ * (eng_job: state NONE, no
+ * restarts, no starvation reservation, probation or checkpoint handshake), their preemptor holds
+ * and reservation hints are dropped, and what other records say of them is cleared (a promise
+ * made to one of them: off probation; a handshake asked by one: ckpt_by ENG_NONE). Operator
+ * reservations stay (an operator reserves for a name). Ids out of range: ignored. Allocates at
+ * most a bit per id, and does without it (slower) when out of memory. */
+void eng_jobs_forget(struct eng *e, const uint32_t *g, uint32_t n);
 
 /* ---- strikes and quarantine --------------------------------------------------------------- */
 

@@ -32,4 +32,15 @@ struct eng {
 
 void eng_emit(struct eng_effects *fx, const struct eng_effect *ef);
 
+/* Whether gang g is among the forgotten ones of eng_jobs_forget: bit g of mark, or (mark NULL)
+ * one of ids[0..n). */
+struct eng_forget {
+    const uint8_t *mark;
+    const uint32_t *ids;
+    uint32_t n;
+};
+bool eng_forgotten(const struct eng_forget *f, uint32_t g);
+/* Drops the preemptor holds and the hints of the forgotten gangs (holds.c). */
+void eng_holds_forget(struct eng *e, const struct eng_forget *f);
+
 #endif

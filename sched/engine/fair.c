@@ -126,10 +126,10 @@ int eng_fair_advance(struct eng_fair *f, const struct config *cfg, const int64_t
 int eng_fair_take(struct eng_fair *f, const struct config *cfg, const int64_t *usage,
                   struct arena *a)
 {
+    f->gen++; /* first: a take that fails leaves every queue not taken a gap */
     double *share = arena_calloc(a, cfg->n_queues + 1, sizeof(*share));
     if (!share || shares_of(cfg, usage, a, share) != 0)
         return SCHED_ENOMEM;
-    f->gen++;
     for (uint32_t q = 0; q < cfg->n_queues; q++) {
         struct fair_rec *r = rec_of(f, cfg->queues[q].name);
         if (!r)
@@ -138,6 +138,11 @@ int eng_fair_take(struct eng_fair *f, const struct config *cfg, const int64_t *u
         r->seen = f->gen;
     }
     return 0;
+}
+
+void eng_fair_skip(struct eng_fair *f)
+{
+    f->gen++;
 }
 
 bool eng_fair_find(const struct eng_fair *f, const char *queue, double *hist, int64_t *at_ms)

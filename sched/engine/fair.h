@@ -58,9 +58,15 @@ int eng_fair_advance(struct eng_fair *f, const struct config *cfg, const int64_t
                      struct arena *a, int64_t now, double *hist);
 
 /* After the cycle's decisions: each queue of cfg keeps the share of `usage` (the same layout:
- * what runs and what the cycle admitted) until the next eng_fair_advance. 0 or SCHED_ENOMEM. */
+ * what runs and what the cycle admitted) until the next eng_fair_advance. 0 or SCHED_ENOMEM (then
+ * the queues not taken are integrated as after a gap, as with eng_fair_skip). */
 int eng_fair_take(struct eng_fair *f, const struct config *cfg, const int64_t *usage,
                   struct arena *a);
+
+/* No observation after this cycle (the driver could not take one: out of memory): the next
+ * eng_fair_advance integrates every queue's interval as after a gap, with the share of the
+ * usage it sees. eng_fair_take failing does the same. */
+void eng_fair_skip(struct eng_fair *f);
 
 /* Queue's history and the time it was integrated up to; false when the queue has none. */
 bool eng_fair_find(const struct eng_fair *f, const char *queue, double *hist, int64_t *at_ms);

@@ -92,6 +92,18 @@ void eng_hold_drop(struct eng *e, uint32_t g)
     vec_drop(&e->holds[ENG_HOLDS], g, false);
 }
 
+void eng_holds_forget(struct eng *e, const struct eng_forget *f)
+{
+    for (int l = ENG_HOLDS; l <= ENG_HINTS; l++) {
+        struct eng_hold_vec *hv = &e->holds[l];
+        for (uint32_t h = 0; h < hv->n;)
+            if (hv->v[h].operator_id == 0 && eng_forgotten(f, hv->v[h].gang))
+                vec_remove(hv, h);
+            else
+                h++;
+    }
+}
+
 uint32_t eng_hold_count(const struct eng *e, enum eng_hold_list l)
 {
     return e->holds[l].n;

@@ -1,7 +1,9 @@
-/* sched/engine/names.c: the interning table (see names.h): open addressing on FNV-1a, load at
- * most 1/2, names copied once. */
+/* sched/engine/names.c: the interning table (see names.h): open addressing on FNV-1a with linear
+ * probing, load at most 1/2, names copied once; a dropped name leaves its slot by backward shift
+ * (no tombstones) and its id on a free list, taken again before a new id is given. */
 #include "sched/engine/names.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +12,11 @@
 #include "sched/engine/engine.h"
 
 struct eng_names {
-    char **names;   /* [n]: by id */
+    char **names;   /* [n]: by id, NULL for a dropped id */
     uint32_t *slot; /* [cap_slot]: id + 1, 0 = empty */
     uint32_t n, cap_names, cap_slot;
+    uint32_t *free_ids; /* [n_free]: dropped ids, the last one given first */
+    uint32_t n_free, cap_free;
 };
 
 struct eng_names *eng_names_new(void)
@@ -39,6 +43,7 @@ void eng_names_free(struct eng_names *t)
         free(t->names[i]);
     free(t->names);
     free(t->slot);
+    free(t->free_ids);
     free(t);
 }
 
@@ -64,6 +69,8 @@ static int rehash(struct eng_names *t)
         return SCHED_ENOMEM;
     memset(slot, 0, cap * sizeof(*slot));
     for (uint32_t i = 0; i < t->n; i++) {
+        if (!t->names[i])
+            continue;
         uint32_t s = (uint32_t)hash_of(t->names[i]) & (cap - 1);
         while (slot[s])
             s = (s + 1) & (cap - 1);
@@ -83,14 +90,14 @@ int eng_names_id(struct eng_names *t, const char *name, uint32_t *id)
         *id = t->slot[s] - 1;
         return 0;
     }
-    if (t->n == UINT32_MAX - 1)
+    if (t->n_free == 0 && t->n == UINT32_MAX - 1)
         return SCHED_ERANGE;
-    if ((t->n + 1) * 2 > t->cap_slot) {
+    if ((t->n - t->n_free + 1) * 2 > t->cap_slot) {
         if (rehash(t) != 0)
             return SCHED_ENOMEM;
         s = probe(t, name, h);
     }
-    if (t->n == t->cap_names) {
+    if (t->n_free == 0 && t->n == t->cap_names) {
         uint32_t cap = t->cap_names ? t->cap_names * 2 : 32;
         char **v = eng_realloc(t->names, cap * sizeof(*v));
         if (!v)
@@ -103,9 +110,41 @@ int eng_names_id(struct eng_names *t, const char *name, uint32_t *id)
     if (!copy)
         return SCHED_ENOMEM;
     memcpy(copy, name, len);
-    t->names[t->n] = copy;
-    t->slot[s] = ++t->n;
-    *id = t->n - 1;
+    uint32_t i = t->n_free ? t->free_ids[--t->n_free] : t->n++;
+    t->names[i] = copy;
+    t->slot[s] = i + 1;
+    *id = i;
+    return 0;
+}
+
+int eng_names_drop(struct eng_names *t, uint32_t id)
+{
+    if (id >= t->n || !t->names[id])
+        return 0;
+    if (t->n_free == t->cap_free) {
+        uint32_t cap = t->cap_free ? t->cap_free * 2 : 32;
+        uint32_t *v = eng_realloc(t->free_ids, cap * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        t->free_ids = v;
+        t->cap_free = cap;
+    }
+    uint32_t mask = t->cap_slot - 1, hole = probe(t, t->names[id], hash_of(t->names[id]));
+    free(t->names[id]);
+    t->names[id] = NULL;
+    t->free_ids[t->n_free++] = id;
+    t->slot[hole] = 0;
+    /* backward shift: an entry after the hole moves into it unless its home slot lies
+     * cyclically in (hole, its slot], so that every name stays reachable from its home */
+    for (uint32_t j = (hole + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)hash_of(t->names[t->slot[j] - 1]) & mask;
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays)
+            continue;
+        t->slot[hole] = t->slot[j];
+        t->slot[j] = 0;
+        hole = j;
+    }
     return 0;
 }
 
@@ -123,4 +162,9 @@ const char *eng_names_name(const struct eng_names *t, uint32_t id)
 uint32_t eng_names_count(const struct eng_names *t)
 {
     return t->n;
+}
+
+uint32_t eng_names_live(const struct eng_names *t)
+{
+    return t->n - t->n_free;
 }

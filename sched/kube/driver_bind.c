@@ -598,7 +598,9 @@ static int load_gave_up(void *ctx, const struct store_job *j)
     if (j->state != STORE_JOB_FAILED)
         return 0;
     uint32_t g = kdrv_gang_id(d, j->gang);
-    return g == ENG_NONE ? SCHED_ENOMEM : eng_job_restore(d->eng, g, ENG_JOB_FAILED, j->restarts);
+    if (g == ENG_NONE || kdrv_gang_restored(d, g, j->submit_ms) != 0)
+        return SCHED_ENOMEM;
+    return eng_job_restore(d->eng, g, ENG_JOB_FAILED, j->restarts);
 }
 
 /* The database is opened by the leader only (standbys never write). */

@@ -1,8 +1,11 @@
 /* sched/kube/driver_eng.c: the daemon's side of the engine (sched/engine/).
  *
  * Owns: the engine of the daemon and its name tables (gangs by "namespace/name", nodes by name,
- * interned to engine ids that are never reused), the cycle's id maps between engine ids and the
- * cycle's input (kb gang index, cluster node index), the callbacks the engine reads them through
+ * interned to engine ids), which object a gang's id belongs to (its PodGroup's uid: another one
+ * under the same name is a new gang, with a fresh record) and when each gang was last seen (a
+ * gang gone for KDRV_GANG_FORGET_MS is forgotten and its id reused; node ids are never reused),
+ * the cycle's id maps between engine ids and the cycle's input (kb gang index, cluster node
+ * index), the callbacks the engine reads them through
  * (struct eng_ids), and the node effects (quarantine, release) carried out as logs and Events.
  *
  * Must not touch: the rules between cycles (they are the engine's), the store, the binder.
@@ -28,6 +31,11 @@ int kdrv_eng_init(struct kdrv *d)
 
 void kdrv_eng_fini(struct kdrv *d)
 {
+    for (uint32_t i = 0; i < d->cap_gang_seen; i++)
+        free(d->gang_seen[i].uid);
+    free(d->gang_seen);
+    d->gang_seen = NULL;
+    d->cap_gang_seen = 0;
     eng_free(d->eng);
     eng_names_free(d->gang_ids);
     eng_names_free(d->node_ids);
@@ -46,6 +54,136 @@ uint32_t kdrv_node_id(struct kdrv *d, const char *name)
 {
     uint32_t id;
     return name && eng_names_id(d->node_ids, name, &id) == 0 ? id : ENG_NONE;
+}
+
+/* ---- which object a gang's id belongs to -------------------------------------------------- */
+
+/* What the driver keeps by gang name besides the engine's record: the status written (its rate
+ * limit and the decision log's last verdict, driver_status.c). */
+static void forget_status(struct kdrv *d, const char *key)
+{
+    struct kstatus *st = strmap_del(&d->status, key);
+    if (st)
+        free(st->reason);
+    free(st);
+}
+
+/* Gang id's name now belongs to another object (its PodGroup deleted and created again): what was
+ * kept of the old one is dropped. */
+static void gang_renew(struct kdrv *d, uint32_t id, const char *key, const char *old_uid,
+                       const char *uid)
+{
+    LOG_INFO(KDRV_MOD, "gang created again under the same name: gang=%s uid=%s was=%s", key, uid,
+             old_uid);
+    eng_jobs_forget(d->eng, &id, 1);
+    forget_status(d, key);
+}
+
+/* Room for gang id in d->gang_seen: 0 or SCHED_ENOMEM. */
+static int seen_room(struct kdrv *d, uint32_t id)
+{
+    if (id >= d->cap_gang_seen) {
+        uint32_t cap = d->cap_gang_seen ? d->cap_gang_seen : 64;
+        while (cap <= id)
+            cap *= 2;
+        struct kgang_seen *v = realloc(d->gang_seen, (size_t)cap * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        memset(v + d->cap_gang_seen, 0, (size_t)(cap - d->cap_gang_seen) * sizeof(*v));
+        d->gang_seen = v;
+        d->cap_gang_seen = cap;
+    }
+    return 0;
+}
+
+int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms)
+{
+    if (seen_room(d, id) != 0)
+        return SCHED_ENOMEM;
+    d->gang_seen[id].restored_submit_ms = submit_ms;
+    return 0;
+}
+
+/* Gang id (key) seen at now, with its PodGroup (NULL: none seen). 0 or SCHED_ENOMEM. */
+static int gang_seen(struct kdrv *d, uint32_t id, const char *key, const struct kpg *pg,
+                     int64_t now)
+{
+    if (seen_room(d, id) != 0)
+        return SCHED_ENOMEM;
+    struct kgang_seen *s = &d->gang_seen[id];
+    s->seen_ms = now;
+    const char *uid = pg && pg->uid && *pg->uid ? pg->uid : NULL;
+    if (!uid || (s->uid && strcmp(s->uid, uid) == 0))
+        return 0;
+    char *copy = strdup(uid);
+    if (!copy)
+        return SCHED_ENOMEM;
+    /* a first uid is the record's own (pods seen before their PodGroup), unless the record was
+     * restored for a PodGroup created at another time */
+    bool restored_other = !s->uid && s->restored_submit_ms && pg->created_ms &&
+                          pg->created_ms != s->restored_submit_ms;
+    if (s->uid || restored_other)
+        gang_renew(d, id, key, s->uid ? s->uid : "(restored)", uid);
+    s->restored_submit_ms = 0;
+    free(s->uid);
+    s->uid = copy;
+    return 0;
+}
+
+/* Whether gang id may be forgotten at now: gone long enough, nothing of ours on it. A PodGroup
+ * without pods (a gang that gave up, its pods deleted) is not gone: its record stays. */
+static bool gang_forgettable(struct kdrv *d, uint32_t id, const char *key, int64_t now)
+{
+    if (seen_room(d, id) != 0)
+        return false;
+    struct kgang_seen *s = &d->gang_seen[id];
+    if (s->seen_ms == 0 || kcache_pg(d->cache, key))
+        s->seen_ms = now; /* not in a cycle yet (a reservation, a restored row), or its
+                             PodGroup is there without pods */
+    if (now - s->seen_ms < KDRV_GANG_FORGET_MS)
+        return false;
+    if (eng_job_state(d->eng, id) == ENG_JOB_TEARING || strmap_get(&d->jobs, key))
+        return false;
+    for (uint32_t h = 0; h < eng_hold_count(d->eng, ENG_HOLDS); h++) {
+        const struct eng_hold *eh = eng_hold_at(d->eng, ENG_HOLDS, h);
+        if (eh->operator_id > 0 && eh->gang == id)
+            return false;
+    }
+    return true;
+}
+
+void kdrv_gangs_sweep(struct kdrv *d, int64_t now)
+{
+    if (d->gang_swept_ms != 0 && now - d->gang_swept_ms < 60 * 1000)
+        return;
+    d->gang_swept_ms = now;
+    uint32_t bound = eng_names_count(d->gang_ids), n = 0;
+    uint32_t *gone = NULL;
+    for (uint32_t id = 0; id < bound; id++) {
+        const char *key = eng_names_name(d->gang_ids, id);
+        if (!key || !gang_forgettable(d, id, key, now))
+            continue;
+        if (!gone && !(gone = malloc((size_t)bound * sizeof(*gone)))) {
+            LOG_WARN(KDRV_MOD,
+                     "out of memory forgetting the gangs gone: kept until the next sweep");
+            return;
+        }
+        gone[n++] = id;
+    }
+    eng_jobs_forget(d->eng, gone, n);
+    uint32_t dropped = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *key = eng_names_name(d->gang_ids, gone[i]);
+        forget_status(d, key);
+        struct kgang_seen *s = &d->gang_seen[gone[i]];
+        free(s->uid);
+        *s = (struct kgang_seen){0};
+        if (eng_names_drop(d->gang_ids, gone[i]) == 0)
+            dropped++;
+    }
+    if (dropped < n) /* the id keeps its name (a zero record): the next sweep drops it */
+        LOG_WARN(KDRV_MOD, "out of memory forgetting %u gangs gone", n - dropped);
+    free(gone);
 }
 
 /* ---- the cycle's id maps ------------------------------------------------------------------- */
@@ -85,7 +223,7 @@ static uint32_t *none_map(struct arena *a, uint32_t n)
     return m;
 }
 
-int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb)
+int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb, int64_t now)
 {
     const struct cluster *cl = kb->snap.cluster;
     struct kids *k = arena_calloc(&d->arena, 1, sizeof(*k));
@@ -98,8 +236,14 @@ int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb)
     if (!k->gang || !k->node)
         return SCHED_ENOMEM;
     for (uint32_t g = 0; g < kb->n_gangs; g++)
-        if ((k->gang[g] = kdrv_gang_id(d, kb->gangs[g].key)) == ENG_NONE)
+        if ((k->gang[g] = kdrv_gang_id(d, kb->gangs[g].key)) == ENG_NONE ||
+            gang_seen(d, k->gang[g], kb->gangs[g].key, kb->gangs[g].pg, now) != 0)
             return SCHED_ENOMEM;
+    for (uint32_t w = 0; w < kb->n_waiting; w++) {
+        uint32_t id = eng_names_find(d->gang_ids, kb->waiting[w].key);
+        if (id != ENG_NONE && gang_seen(d, id, kb->waiting[w].key, kb->waiting[w].pg, now) != 0)
+            return SCHED_ENOMEM;
+    }
     for (uint32_t n = 0; n < cl->n_nodes; n++)
         if ((k->node[n] = kdrv_node_id(d, cl->nodes[n].name)) == ENG_NONE)
             return SCHED_ENOMEM;

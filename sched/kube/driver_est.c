@@ -15,7 +15,8 @@
  * queues), then from each gang as it finishes. And d->est_ends: each running gang's expected
  * ends (typical and safe), kept from cycle to cycle while nothing it depends on changes
  * (est_end_valid), so that a cycle computes the ends of the gangs that changed, not of every
- * running gang.
+ * running gang; a run learned changes only the ends of the gangs whose estimates read the rings
+ * it went into (d->est_ring_gen), not every one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,8 @@ static int est_config(struct kdrv *d, const struct config *cfg)
         if (kdrv_strlist_add(&d->est_queues, cfg->queues[q].name) != 0)
             return SCHED_ENOMEM;
     int rc = est_init(&d->est, n);
+    if (rc == 0) /* out of memory here: every learned run invalidates every kept end */
+        d->est_ring_gen = calloc((size_t)(n + 1) * (EST_SHAPES + 1), sizeof(*d->est_ring_gen));
     rc = rc ? rc : learn_store(d);
     d->est_gen++; /* what was kept of the old model is no longer valid */
     return rc;
@@ -126,10 +129,8 @@ void kdrv_est_fini(struct kdrv *d)
     est_free(&d->est);
     kdrv_strlist_free(&d->est_queues);
     kdrv_est_ends_clear(d);
-    free(d->est_cuts);
-    d->est_cuts = NULL;
-    d->n_est_cuts = 0;
-    d->est_cuts_gen = 0;
+    free(d->est_ring_gen);
+    d->est_ring_gen = NULL;
     d->est_gen++;
 }
 
@@ -139,10 +140,17 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
         !j->queue)
         return;
     int q = queue_of(&d->est_queues, j->queue);
-    if (q >= 0) {
-        est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
+    uint32_t idx[EST_READS],
+        n = q >= 0 ? est_rings_observed(&d->est, (uint32_t)q, j->gpus, idx) : 0;
+    if (n == 0)
+        return;
+    est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
+    /* only the kept ends that read these rings are computed again (est_rings_read) */
+    d->est_obs++;
+    for (uint32_t k = 0; d->est_ring_gen && k < n; k++)
+        d->est_ring_gen[idx[k]] = d->est_obs;
+    if (!d->est_ring_gen)
         d->est_gen++;
-    }
 }
 
 /* The gang's fixed draw: of its key, so that it keeps it from cycle to cycle and across
@@ -167,81 +175,49 @@ static uint32_t pod_gpus(const struct kpod *p)
 /* ---- the running gangs' expected ends, kept ------------------------------------------------ */
 
 /* A running gang's expected ends as est_typical_end and est_end (safe) gave them, and what they
- * were computed from. Each end depends on the model (est_gen), on the gang's draw (its key), queue,
- * GPUs, submit time and declared run time, on its start, and on the time only through how long it
- * has run (`ran`): est_typical_end is start plus a quantile of learned run times longer than `ran`
- * (estimate.h), which stays the same until `ran` reaches the next learned run time above it
- * (est_cuts); or now plus `ran` when no learned run is longer, which moves with every cycle. */
+ * were computed from. Each end depends on the model (est_gen) and on the rings of it the gang's
+ * estimates read (est_rings_read: ring[], their latest change in ring_gen), on the gang's draw
+ * (its key), queue, GPUs, submit time and declared run time, on its start, and on the time only
+ * through how long it has run (`ran`): est_typical_end is start plus a quantile of learned run
+ * times longer than `ran` (estimate.h), which stays the same until `ran` reaches the next run
+ * time above it in those rings; or now plus `ran` when no learned run is longer, which moves
+ * with every cycle. A run learned into another ring (another queue and shape) keeps it. */
 struct est_end {
     int64_t start, submit, max_runtime, gpus;
     uint32_t queue;
-    uint64_t gen;     /* d->est_gen it was computed at */
-    int64_t end;      /* the typical expected end (ms; INT64_MAX: unknown) */
-    int64_t safe;     /* the safe one (EST_QUANTILE), what decisions read */
-    int64_t until_ms; /* valid at a time before this */
-    uint64_t used;    /* d->est_plans of the last plan that used it */
+    uint64_t gen;             /* d->est_gen it was computed at */
+    uint32_t ring[EST_READS]; /* the rings its estimates read, n_ring of them */
+    uint32_t n_ring;
+    uint64_t ring_gen; /* the latest d->est_ring_gen of those rings when computed */
+    int64_t end;       /* the typical expected end (ms; INT64_MAX: unknown) */
+    int64_t safe;      /* the safe one (EST_QUANTILE), what decisions read */
+    int64_t until_ms;  /* valid at a time before this */
+    uint64_t used;     /* d->est_plans of the last plan that used it */
 };
 
-static int cmp_i64(const void *a, const void *b)
+/* The latest change of the rings e reads (0 when nothing is known of them). */
+static uint64_t rings_gen(const struct kdrv *d, const struct est_end *e)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* d->est_cuts: every run time the model holds (any ring), sorted, distinct. A superset of the
- * ones a gang's estimate reads: a kept end is computed again too often, never too late. */
-static int est_cuts(struct kdrv *d)
-{
-    if (d->est_cuts_gen == d->est_gen && d->est_cuts)
-        return 0;
-    size_t n_rings = d->est.rings ? (size_t)(d->est.n_queues + 1) * (EST_SHAPES + 1) : 0, n = 0;
-    for (size_t r = 0; r < n_rings; r++)
-        n += d->est.rings[r].n;
-    int64_t *v = realloc(d->est_cuts, (n + 1) * sizeof(*v));
-    if (!v)
-        return SCHED_ENOMEM;
-    d->est_cuts = v;
-    n = 0;
-    for (size_t r = 0; r < n_rings; r++) {
-        memcpy(v + n, d->est.rings[r].s, d->est.rings[r].n * sizeof(*v));
-        n += d->est.rings[r].n;
-    }
-    qsort(v, n, sizeof(*v), cmp_i64);
-    uint32_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || v[i] != v[k - 1])
-            v[k++] = v[i];
-    d->n_est_cuts = k;
-    d->est_cuts_gen = d->est_gen;
-    return 0;
+    uint64_t g = 0;
+    for (uint32_t k = 0; d->est_ring_gen && k < e->n_ring; k++)
+        if (d->est_ring_gen[e->ring[k]] > g)
+            g = d->est_ring_gen[e->ring[k]];
+    return g;
 }
 
 /* Until when end (computed at now) holds. */
-static int64_t est_end_until(const struct kdrv *d, const struct gang *g, int64_t start, int64_t now,
+static int64_t est_end_until(const struct kdrv *d, const struct est_end *e, int64_t now,
                              int64_t end)
 {
-    if (g->max_runtime_ms > 0 || end == INT64_MAX) /* declared; or nothing learned */
+    if (e->max_runtime > 0 || end == INT64_MAX) /* declared; or nothing learned */
         return INT64_MAX;
-    int64_t ran = now > start ? now - start : 0;
+    int64_t ran = now > e->start ? now - e->start : 0;
     if (end == now + (ran > 0 ? ran : 1)) /* ran longer than every learned run (or looks so) */
         return now + 1;
-    uint32_t lo = 0, hi = d->n_est_cuts; /* the first learned run time above ran */
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (d->est_cuts[mid] <= ran)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < d->n_est_cuts ? start + d->est_cuts[lo] : now + 1;
-}
-
-/* Until when both ends hold: the earlier of the two. */
-static int64_t valid_until(const struct kdrv *d, const struct gang *g, int64_t start, int64_t now,
-                           int64_t end, int64_t safe)
-{
-    int64_t a = est_end_until(d, g, start, now, end), b = est_end_until(d, g, start, now, safe);
-    return a < b ? a : b;
+    /* the next run time learned in the rings e reads: a superset of the ones its estimate
+     * reads (a kept end is computed again too often, never too late) */
+    int64_t cut = est_next_run(&d->est, e->ring, e->n_ring, ran);
+    return cut < INT64_MAX ? e->start + cut : now + 1;
 }
 
 static bool est_end_valid(const struct est_end *e, const struct kdrv *d, const struct gang *g,
@@ -249,7 +225,7 @@ static bool est_end_valid(const struct est_end *e, const struct kdrv *d, const s
 {
     return e->gen == d->est_gen && e->start == start && e->submit == g->submit_ms &&
            e->max_runtime == g->max_runtime_ms && e->gpus == g->gpus && e->queue == g->queue &&
-           now < e->until_ms;
+           now < e->until_ms && e->ring_gen == rings_gen(d, e);
 }
 
 /* The typical expected end of running gang kg started at start, and its safe one in *safe:
@@ -279,9 +255,11 @@ static int64_t running_end(struct kdrv *d, const struct kgang *kg, int64_t start
                           .gen = d->est_gen,
                           .end = end,
                           .safe = *safe,
-                          .until_ms = est_cuts(d) == 0 ? valid_until(d, g, start, now, end, *safe)
-                                                       : now + 1,
                           .used = d->est_plans};
+    e->n_ring = est_rings_read(&d->est, g, e->ring);
+    e->ring_gen = rings_gen(d, e);
+    int64_t a = est_end_until(d, e, now, end), b = est_end_until(d, e, now, *safe);
+    e->until_ms = a < b ? a : b; /* until when both hold */
     return end;
 }
 
@@ -331,17 +309,25 @@ static int64_t runtime_of(void *ctx, const struct gang *g, bool typical)
     return typical ? es->typ[id] : es->safe[id];
 }
 
-/* Each node's release_ms from the safe ends of our gangs on it (safe[i]; ours[i]: the GPUs our
- * gangs hold there): INT64_MAX where other GPUs are held too (pods of no gang of ours, whose
- * end is not known); 0 stays 0 (an empty node). */
+/* What our running gangs hold on a node: the GPU ids of their members (a GPU two shares hold
+ * counts once), and the GPUs of members without ids (the cache gives those the lowest free
+ * indices, as it does every pod without ids). */
+struct est_ours {
+    uint32_t mask;
+    uint32_t anon;
+};
+
+/* Each node's release_ms from the safe ends of our gangs on it (safe[i], ours[i]): INT64_MAX
+ * where GPUs are held by pods of no gang of ours (whose end is not known): GPUs in use outside
+ * our members' ids, more than our members without ids can hold; 0 stays 0 (an empty node). */
 static void set_releases(struct node_state *state, uint32_t nn, const int64_t *safe,
-                         const uint32_t *ours)
+                         const struct est_ours *ours)
 {
     for (uint32_t i = 0; i < nn; i++) {
         if (state[i].release_ms == 0)
             continue;
-        state[i].release_ms =
-            (uint32_t)bits_popc32(state[i].gpu_used) > ours[i] ? INT64_MAX : safe[i];
+        uint32_t other = (uint32_t)bits_popc32(state[i].gpu_used & ~ours[i].mask);
+        state[i].release_ms = other > ours[i].anon ? INT64_MAX : safe[i];
     }
 }
 
@@ -356,7 +342,7 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
     struct est_src *es = arena_calloc(&d->arena, 1, sizeof(*es));
     int64_t *rel = arena_calloc(&d->arena, nn + 1, sizeof(*rel));
     int64_t *safe = arena_calloc(&d->arena, nn + 1, sizeof(*safe));
-    uint32_t *ours = arena_calloc(&d->arena, nn + 1, sizeof(*ours));
+    struct est_ours *ours = arena_calloc(&d->arena, nn + 1, sizeof(*ours));
     struct sched_release *rels = arena_calloc(&d->arena, n_pods + 1, sizeof(*rels));
     if (!es || !rel || !safe || !ours || !rels)
         return SCHED_ENOMEM;
@@ -394,7 +380,10 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
                 rel[i] = end;
             if (end_safe > safe[i])
                 safe[i] = end_safe;
-            ours[i] += gpus;
+            if (gpus && mp->gpu_mask)
+                ours[i].mask |= mp->gpu_mask;
+            else
+                ours[i].anon += gpus;
         }
     }
     set_releases(kb->state, nn, safe, ours);

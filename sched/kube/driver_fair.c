@@ -22,15 +22,27 @@
 
 struct restoring {
     struct kdrv *d;
-    uint32_t n; /* rows restored */
+    uint32_t n, dropped; /* rows restored, rows refused */
 };
 
-static int restore_row(void *ctx, const char *queue, double share, int64_t updated_ms)
+/* A row that cannot be read costs that queue's history only: an error naming the queue and the
+ * field, the queue starts without history, the others are restored. */
+static int restore_row(void *ctx, const char *queue, double share, int64_t updated_ms,
+                       const char *bad)
 {
     struct restoring *r = ctx;
-    int rc = eng_fair_restore(r->d->fair, queue, share, updated_ms);
+    int rc = bad ? SCHED_EINVAL : eng_fair_restore(r->d->fair, queue, share, updated_ms);
+    if (rc == SCHED_EINVAL) {
+        r->dropped++;
+        LOG_ERROR(KDRV_MOD,
+                  "fair-share history: the row of queue %s in %s is dropped, the queue starts "
+                  "without history: table=fair_share field=%s",
+                  queue ? queue : "(none)", store_path(r->d->db),
+                  bad ? bad : "share: not a finite number >= 0");
+        return 0;
+    }
     r->n += rc == 0;
-    return rc == SCHED_EINVAL ? 0 : rc; /* the store checks the rows: none is refused here */
+    return rc;
 }
 
 /* The history the store keeps. A table that cannot be read costs the history, not the daemon:
@@ -40,9 +52,9 @@ static int fair_restore(struct kdrv *d)
     struct sched_errbuf eb = {{0}};
     d->fair_restored = true;
     struct restoring r = {.d = d};
-    int rc = store_history_list(d->db, restore_row, &r, &eb);
+    int rc = store_history_scan(d->db, restore_row, &r, &eb);
     if (rc == 0) {
-        LOG_INFO(KDRV_MOD, "fair-share history restored: queues=%u", r.n);
+        LOG_INFO(KDRV_MOD, "fair-share history restored: queues=%u dropped=%u", r.n, r.dropped);
         return 0;
     }
     LOG_WARN(KDRV_MOD,
@@ -97,8 +109,14 @@ int kdrv_fair_record(struct kdrv *d, const struct kcache_build *kb, const struct
     if (!d->fair || !kb->snap.hist_share)
         return 0; /* no queues offered (or no configuration): nothing to integrate */
     const int64_t *after = usage_after(d, kb, res, cfg);
-    if (!after || eng_fair_take(d->fair, cfg, after, &d->arena) != 0)
-        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (!after || eng_fair_take(d->fair, cfg, after, &d->arena) != 0) {
+        /* the cycle's decisions stand: only this observation is lost */
+        if (!after)
+            eng_fair_skip(d->fair);
+        LOG_ERROR(KDRV_MOD, "fair-share history: out of memory taking the shares this cycle "
+                            "leaves; not recorded, the next cycle integrates the interval with "
+                            "the usage it sees");
+    }
     if (d->fair_written && now < d->fair_written_ms + KDRV_FAIR_WRITE_MS)
         return 0;
     int rc = 0;

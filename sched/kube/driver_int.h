@@ -135,9 +135,12 @@ struct kdrv {
     int64_t due_ms, later_ms;
     /* the state between cycles (sched/engine/): job states, retry budgets, strikes and
      * quarantine, node health, preemptor holds and operator reservations; gangs and nodes by
-     * engine id (interned names, never reused) */
+     * engine id (interned names; a gang's id is reused only once it is forgotten, driver_eng.c) */
     struct eng *eng;
     struct eng_names *gang_ids, *node_ids;
+    struct kgang_seen *gang_seen; /* [cap_gang_seen], by engine gang id (driver_eng.c) */
+    uint32_t cap_gang_seen;
+    int64_t gang_swept_ms; /* the last sweep of gangs gone (kdrv_gangs_sweep) */
     struct eng_effects fx; /* effects of the engine calls being carried out */
     struct kids *ids;      /* the current cycle's id maps (in the arena), or NULL */
     struct http_metric *m_teardowns, *m_quarantined, *m_pg_api;
@@ -149,12 +152,13 @@ struct kdrv {
     uint32_t est_computed;     /* pending gangs whose estimate the last cycle asked for */
     /* each running gang's expected end, kept while what it depends on stays (driver_est.c) */
     struct strmap est_ends; /* gang -> struct est_end* */
-    uint64_t est_gen;       /* changes whenever est learns or is made again */
-    uint64_t est_plans;     /* kdrv_est_plan calls (the ends not used by the last one age) */
-    uint32_t est_ended;     /* running gangs whose end the last plan computed (not kept) */
-    int64_t *est_cuts;      /* every run time est holds, sorted, distinct (of est_cuts_gen) */
-    uint32_t n_est_cuts;
-    uint64_t est_cuts_gen; /* est_gen the cuts were taken at; 0: none */
+    uint64_t est_gen;       /* changes whenever est is made again (a start, a reload) */
+    /* [est rings]: the value of est_obs when each ring of est last learned (0: not since it
+     * was made); NULL when out of memory (then est_gen changes at every run learned) */
+    uint64_t *est_ring_gen;
+    uint64_t est_obs;   /* runs learned so far (never reset) */
+    uint64_t est_plans; /* kdrv_est_plan calls (the ends not used by the last one age) */
+    uint32_t est_ended; /* running gangs whose end the last plan computed (not kept) */
     /* the fair-share history by queue name (driver_fair.c), restored from the store once;
      * its rows last written at fair_written_ms */
     struct eng_fair *fair;
@@ -187,6 +191,19 @@ struct kids {
     struct eng_ids ids; /* callbacks over the maps above */
 };
 
+/* A gang's engine id belongs to one object: a name whose PodGroup was deleted and created again
+ * (another uid) starts with a fresh record, and a name gone from the cluster (no PodGroup, no
+ * pod, no waiting entry) for KDRV_GANG_FORGET_MS is forgotten, its id given to a later name. */
+#define KDRV_GANG_FORGET_MS (10 * 60 * 1000)
+struct kgang_seen {
+    char *uid;       /* its PodGroup's metadata.uid as last seen, NULL: none seen yet */
+    int64_t seen_ms; /* the last cycle it was in the cache (ms since the epoch) */
+    /* a record restored from the store (which keeps no uid): its gang's submission time, the
+     * PodGroup's creationTimestamp (ms); a PodGroup created at another time is another one.
+     * 0: not restored */
+    int64_t restored_submit_ms;
+};
+
 /* The engine, its name tables (the daemon's engine: no backoff, see docs/daemon.md). */
 int kdrv_eng_init(struct kdrv *d);
 void kdrv_eng_fini(struct kdrv *d);
@@ -196,8 +213,18 @@ void kdrv_eng_fini(struct kdrv *d);
 uint32_t kdrv_gang_id(struct kdrv *d, const char *key);
 uint32_t kdrv_node_id(struct kdrv *d, const char *name);
 
-/* Maps this cycle's gangs and nodes to engine ids (d->ids): 0 or SCHED_ENOMEM. */
-int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb);
+/* Maps this cycle's gangs and nodes to engine ids (d->ids), each gang (and each waiting one)
+ * seen at now; a gang whose PodGroup has another uid than its record's gets a fresh record
+ * (kdrv_gang_renew). 0 or SCHED_ENOMEM. */
+int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb, int64_t now);
+/* Gang id's record was restored from a store row of the gang submitted at submit_ms (its
+ * PodGroup's creation time): a PodGroup of that name created at another time gets a fresh record
+ * at first sight. 0 or SCHED_ENOMEM. */
+int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms);
+/* At most once a minute: the gangs not seen for KDRV_GANG_FORGET_MS, not charged (d->jobs) and
+ * without an operator reservation are forgotten (engine record, name, id). Call after the
+ * lifecycle step (a gang tearing down is gone by then). */
+void kdrv_gangs_sweep(struct kdrv *d, int64_t now);
 
 /* Carries out the engine's node effects in d->fx (quarantine: log, Event on the Node; release:
  * log) and clears them. */

@@ -343,7 +343,7 @@ void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb)
 {
-    if (kdrv_ids_build(d, kb) != 0)
+    if (kdrv_ids_build(d, kb, now) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;
     /* teardowns are over once none of the gang's members is bound any more (eng_job_gone: back
@@ -359,6 +359,7 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
     eng_effects_clear(&d->fx); /* REQUEUE: the gang's pods are in its queue again */
+    kdrv_gangs_sweep(d, now);
     node_health(d, kb, now);
     struct klife lf;
     struct eng_life_action *acts;

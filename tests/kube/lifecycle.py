@@ -109,6 +109,21 @@ def main():
     check("a failed gang's new pods are not scheduled", len(pods_of(c, "stuck")) == 2 and
           not bound(c, "stuck"))
 
+    # 2b. "delete and recreate it to try again": a PodGroup created again under the same name is
+    # a new gang (another uid), with a fresh retry budget, not the old one's Failed record
+    pg_path = podgroup("stuck", 2)[0] + "/stuck"
+    for i in range(2):
+        c.delete("/api/v1/namespaces/default/pods/stuck-%d" % i, {"gracePeriodSeconds": 0})
+    c.delete(pg_path)
+    wait_for(lambda: not pods_of(c, "stuck") and c.get(pg_path)[0] == 404, 10)
+    new_gang(c, "stuck", 2, 1, selector=pin1)
+    check("a PodGroup deleted and created again under its name is scheduled afresh",
+          wait_for(lambda: len(bound(c, "stuck")) == 2, 15), json.dumps(pg_status(c, "stuck")))
+    for i in range(2):
+        c.delete("/api/v1/namespaces/default/pods/stuck-%d" % i, {"gracePeriodSeconds": 0})
+    c.delete(pg_path)
+    wait_for(lambda: not pods_of(c, "stuck"), 10)
+
     # 3. a member fails while running: whole-gang restart
     new_gang(c, "mf", 2, 1)
     check("gang mf runs", wait_for(lambda: all(p.get("status", {}).get("phase") == "Running"

@@ -770,6 +770,17 @@ static int seq_names(void)
     }
     if (rc == 0 && (eng_names_count(t) != 100 || eng_names_find(t, "node-42") != 42))
         rc = SCHED_EINVAL;
+    for (uint32_t i = 10; rc == 0 && i < 20; i++) /* dropped ids are given again */
+        rc = eng_names_drop(t, i);
+    for (uint32_t i = 0; rc == 0 && i < 10; i++) {
+        snprintf(name, sizeof(name), "again-%u", i);
+        rc = eng_names_id(t, name, &id);
+        if (rc == 0 && (id < 10 || id >= 20))
+            rc = SCHED_EINVAL;
+    }
+    if (rc == 0 && (eng_names_count(t) != 100 || eng_names_find(t, "node-15") != ENG_NONE ||
+                    eng_names_find(t, "node-42") != 42))
+        rc = SCHED_EINVAL;
     eng_names_free(t);
     return rc;
 }
@@ -851,6 +862,128 @@ static void test_oom_names(void **state)
     oom_loop(seq_names);
 }
 
+/* A gang forgotten (gone for good, or its name taken by a new object) leaves nothing behind: its
+ * record is that of an id never seen, its preemptor hold and hint are gone, a promise made to it
+ * and a handshake it asked for no longer name it; an operator's reservation for it stays. */
+static void test_jobs_forget(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    struct eng_effects fx = {0};
+    uint32_t nodes[] = {4, 5};
+    /* gang 1: waited with a reservation, preempted (a hold), gave up once */
+    assert_int_equal(eng_job_submit(e, 1), 0);
+    assert_int_equal(eng_job_reserved(e, 1, 5000), 0);
+    assert_int_equal(eng_hold_preemptor(e, 1, nodes, 2, 0), 0);
+    assert_int_equal(eng_hold_put(e, ENG_HINTS, 1, nodes, 1, 0), 0);
+    assert_int_equal(eng_hold_operator(e, 9, 1, nodes + 1, 1, INT64_MAX), 0);
+    assert_int_equal(eng_hold_put(e, ENG_HINTS, 6, nodes, 1, 0), 0);
+    /* gang 2 backfilled on probation for 1; gang 3 a victim in a handshake asked by 1 */
+    assert_int_equal(eng_job_bound(e, 2, 100), 0);
+    assert_int_equal(eng_job_probation(e, 2, 1), 0);
+    assert_int_equal(eng_job(e, 2).probation_until_ms, 5000);
+    assert_int_equal(eng_job_bound(e, 3, 100), 0);
+    assert_int_equal(eng_job_evict(e, 3), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 3, 1, 200, 900), 0);
+    /* gang 7 gave up */
+    assert_int_equal(eng_job_bound(e, 7, 0), 0);
+    assert_int_equal(eng_job_broken(e, 7, ENG_MEMBER_FAILED, true, true, 0, ENG_NONE, 10, &fx), 0);
+    assert_int_equal(eng_job_gone(e, 7, 20, &fx), 0);
+    assert_int_equal(eng_job_state(e, 7), ENG_JOB_FAILED);
+
+    uint32_t one[] = {1};
+    eng_jobs_forget(e, one, 1);
+    struct eng_job r = eng_job(e, 1); /* as an id never seen (eng_job(e, 1000)) */
+    assert_int_equal(r.state, ENG_JOB_NONE);
+    assert_false(r.evicting || r.own || r.give_up);
+    assert_int_equal(r.restarts, 0);
+    assert_int_equal(r.bound_ms, 0);
+    assert_int_equal(r.retry_at_ms, 0);
+    assert_int_equal(r.reserve_first_ms, 0);
+    assert_int_equal(r.probation_until_ms, 0);
+    assert_int_equal(r.probation_for, 0);
+    assert_int_equal(r.ckpt_asked_ms, 0);
+    assert_int_equal(r.ckpt_until_ms, 0);
+    assert_int_equal(r.ckpt_by, 0);
+    assert_int_equal(eng_job(e, 2).probation_until_ms, 0); /* the promise was to gang 1 */
+    assert_int_equal(eng_job_state(e, 2), ENG_JOB_RUNNING);
+    assert_int_equal(eng_job(e, 3).ckpt_by, ENG_NONE); /* the handshake goes on, for nobody */
+    assert_int_equal(eng_job(e, 3).ckpt_until_ms, 900);
+    assert_int_equal(eng_hold_count(e, ENG_HOLDS), 1);
+    assert_int_equal(eng_hold_at(e, ENG_HOLDS, 0)->operator_id, 9); /* the operator's stays */
+    assert_int_equal(eng_hold_count(e, ENG_HINTS), 1);
+    assert_int_equal(eng_hold_at(e, ENG_HINTS, 0)->gang, 6);
+
+    /* several at once (the daemon's sweep), ids out of range ignored */
+    uint32_t many[] = {7, 6, 3, 123456};
+    eng_jobs_forget(e, many, 4);
+    assert_int_equal(eng_job_state(e, 7), ENG_JOB_NONE); /* a new gang of its name may run */
+    assert_true(eng_job_schedulable(e, 7));
+    assert_int_equal(eng_job(e, 7).restarts, 0);
+    assert_int_equal(eng_job_state(e, 3), ENG_JOB_NONE);
+    assert_int_equal(eng_hold_count(e, ENG_HINTS), 0);
+    assert_int_equal(eng_job_state(e, 2), ENG_JOB_RUNNING);
+    eng_effects_free(&fx);
+    eng_free(e);
+}
+
+/* Names dropped leave the table and give their ids again: a window of live names, each found,
+ * the dropped ones never; N create/delete cycles of short gangs keep the table and the engine
+ * at the window's size. */
+static void test_names_churn(void **state)
+{
+    (void)state;
+    enum { WINDOW = 500, CYCLES = 200000 };
+    struct eng_names *t = eng_names_new();
+    struct eng *e = eng_new(NULL);
+    assert_non_null(t);
+    assert_non_null(e);
+    static uint32_t live[WINDOW];
+    char name[64];
+    for (uint32_t i = 0; i < CYCLES; i++) {
+        snprintf(name, sizeof(name), "ns/gang-%u", i);
+        uint32_t id;
+        assert_int_equal(eng_names_id(t, name, &id), 0);
+        assert_int_equal(eng_job_bound(e, id, i), 0);
+        assert_int_equal(eng_job_finish(e, id), 0);
+        if (i >= WINDOW) { /* the gang created WINDOW cycles ago is deleted */
+            uint32_t old = live[i % WINDOW];
+            eng_jobs_forget(e, &old, 1);
+            assert_int_equal(eng_names_drop(t, old), 0);
+            assert_null(eng_names_name(t, old));
+        }
+        live[i % WINDOW] = id;
+        if (i % 9973 == 0 && i >= WINDOW) {
+            for (uint32_t k = i - WINDOW + 1; k <= i; k++) {
+                snprintf(name, sizeof(name), "ns/gang-%u", k);
+                uint32_t found = eng_names_find(t, name);
+                assert_int_not_equal(found, ENG_NONE);
+                assert_string_equal(eng_names_name(t, found), name);
+            }
+            for (uint32_t k = i - WINDOW - 50; k <= i - WINDOW; k++) {
+                snprintf(name, sizeof(name), "ns/gang-%u", k);
+                assert_int_equal(eng_names_find(t, name), ENG_NONE);
+            }
+        }
+    }
+    assert_int_equal(eng_names_live(t), WINDOW);
+    assert_true(eng_names_count(t) <= WINDOW + 1);  /* ids given again, never new ones */
+    assert_true(eng_job_bound_id(e) <= 2 * WINDOW); /* the engine's table: the window's size */
+    /* a name dropped and interned again gets a fresh (zero) record */
+    uint32_t a, b;
+    assert_int_equal(eng_names_id(t, "ns/again", &a), 0);
+    assert_int_equal(eng_job_reject(e, a), 0);
+    eng_jobs_forget(e, &a, 1);
+    assert_int_equal(eng_names_drop(t, a), 0);
+    assert_int_equal(eng_names_drop(t, a), 0); /* twice: nothing */
+    assert_int_equal(eng_names_id(t, "ns/again", &b), 0);
+    assert_int_equal(b, a);
+    assert_int_equal(eng_job_state(e, b), ENG_JOB_NONE);
+    eng_names_free(t);
+    eng_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -861,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
         cmocka_unit_test(test_oom_names),      cmocka_unit_test(test_probation),
         cmocka_unit_test(test_hold_extend),    cmocka_unit_test(test_ckpt_handshake),
+        cmocka_unit_test(test_jobs_forget),    cmocka_unit_test(test_names_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * the cycle's maps both ways (a node or gang not in this cycle maps to none), and the holds the
  * core is offered through them: a preemptor's for its pending gang, an operator's for a gang not
  * pending yet (held for nobody), on nodes of this cycle only, and the core's reservations taken
- * back as holds and hints. */
+ * back as holds and hints. A name's record belongs to one object: a PodGroup created again under
+ * the name (another uid, or another creation time than a restored row's) starts afresh, and
+ * gangs gone for KDRV_GANG_FORGET_MS are forgotten (not a PodGroup without pods). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 // clang-format on
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/kube/driver_int.h"
@@ -52,15 +55,19 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The cycle's input and its id maps. */
-static void build(struct fx *f)
+/* The cycle's input and its id maps, at now. */
+static void build_at(struct fx *f, int64_t now)
 {
     struct sched_errbuf eb = {{0}};
     arena_reset(&f->d.arena);
     assert_int_equal(
-        kcache_build(f->d.cache, f->cfg, sched_policy_default(), 1000, &f->d.arena, &f->kb, &eb),
-        0);
-    assert_int_equal(kdrv_ids_build(&f->d, &f->kb), 0);
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
+    assert_int_equal(kdrv_ids_build(&f->d, &f->kb, now), 0);
+}
+
+static void build(struct fx *f)
+{
+    build_at(f, 1000);
 }
 
 /* The index of gang key in the build (fails when absent). */
@@ -233,6 +240,134 @@ static void elastic_gang_is_its_pending_part(void **state)
     assert_ptr_equal(f->kb.running[r].probation_for, &f->kb.gangs[pend].gang);
 }
 
+/* PodGroup ml/name (uid given, minMember 1) and its pod ml/name-0, pending (kind 2 deletes the
+ * PodGroup, 3 the pod). */
+static void pg_event(struct kcache *c, const char *name, const char *uid, int kind)
+{
+    char buf[800];
+    if (kind == 0 || kind == 2)
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"%s\",\"labels\":"
+                 "{\"gangsched.io/queue\":\"q\"},\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+                 "\"spec\":{\"minMember\":1}}",
+                 name, uid);
+    else
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s-0\",\"uid\":\"p-%s\","
+                 "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\",\"gangsched.io/queue\":"
+                 "\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"containers\":[{\"name\":"
+                 "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{"
+                 "\"phase\":\"Pending\"}}",
+                 name, uid, name);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    bool del = kind >= 2;
+    int rc = kind % 2 == 0 ? kcache_pg_event(c, o, KPG_XK8S, del) : kcache_pod_event(c, o, del);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+/* A PodGroup deleted and created again under its name is a new gang: it does not inherit the
+ * old one's record (gave up, a preemptor's hold, its status written); the same object seen again
+ * keeps it. */
+static void same_name_new_podgroup_starts_afresh(void **state)
+{
+    struct fx *f = *state;
+    pg_event(f->d.cache, "g", "uid-1", 0);
+    pg_event(f->d.cache, "g", "uid-1", 1);
+    build(f);
+    uint32_t g = f->d.ids->gang[kb_gang(f, "ml/g")];
+    uint32_t nodes[] = {kdrv_node_id(&f->d, "n1")};
+    assert_int_equal(eng_job_reject(f->d.eng, g), 0); /* as a gang that gave up */
+    assert_int_equal(eng_hold_preemptor(f->d.eng, g, nodes, 1, 1000), 0);
+    struct kstatus *st = calloc(1, sizeof(*st));
+    assert_non_null(st);
+    assert_int_equal(strmap_put(&f->d.status, "ml/g", st, NULL), 0);
+    build_at(f, 2000); /* the same PodGroup: the same record */
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
+    pg_event(f->d.cache, "g", "uid-1", 2);
+    build_at(f, 3000); /* its pod waits for a PodGroup: still the same */
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
+    pg_event(f->d.cache, "g", "uid-2", 0);
+    build_at(f, 4000);
+    assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/g")], g); /* the name keeps its id */
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE);
+    assert_true(eng_job_schedulable(f->d.eng, g));
+    assert_int_equal(eng_hold_count(f->d.eng, ENG_HOLDS), 0);
+    assert_null(strmap_get(&f->d.status, "ml/g"));
+    kdrv_status_fini(&f->d);
+}
+
+/* After a restart the store's rows (no uid) restore gangs that gave up: the PodGroup created
+ * when the row's gang was submitted keeps the record, one created at another time is new. */
+static void restored_record_kept_for_its_own_podgroup(void **state)
+{
+    struct fx *f = *state;
+    const int64_t created = 1767225600000; /* 2026-01-01T00:00:00Z */
+    uint32_t same = kdrv_gang_id(&f->d, "ml/same"), other = kdrv_gang_id(&f->d, "ml/other");
+    assert_int_equal(eng_job_restore(f->d.eng, same, ENG_JOB_FAILED, 4), 0);
+    assert_int_equal(kdrv_gang_restored(&f->d, same, created), 0);
+    assert_int_equal(eng_job_restore(f->d.eng, other, ENG_JOB_FAILED, 4), 0);
+    assert_int_equal(kdrv_gang_restored(&f->d, other, created - 60 * 1000), 0);
+    pg_event(f->d.cache, "same", "uid-s", 0);
+    pg_event(f->d.cache, "same", "uid-s", 1);
+    pg_event(f->d.cache, "other", "uid-o", 0);
+    pg_event(f->d.cache, "other", "uid-o", 1);
+    build(f);
+    assert_int_equal(eng_job_state(f->d.eng, same), ENG_JOB_FAILED);
+    assert_int_equal(eng_job(f->d.eng, same).restarts, 4);
+    assert_int_equal(eng_job_state(f->d.eng, other), ENG_JOB_NONE);
+    assert_int_equal(eng_job(f->d.eng, other).restarts, 0);
+    kdrv_status_fini(&f->d);
+}
+
+/* Gangs gone for KDRV_GANG_FORGET_MS are forgotten (name, record, id given again), unless
+ * charged or reserved for by an operator; N create/delete cycles keep the tables flat. */
+static void gangs_gone_are_forgotten(void **state)
+{
+    struct fx *f = *state;
+    int64_t t = 1000;
+    kdrv_gangs_sweep(&f->d, t);
+    uint32_t held = kdrv_gang_id(&f->d, "ml/reserved");
+    assert_int_equal(eng_hold_operator(f->d.eng, 3, held, NULL, 0, INT64_MAX), 0);
+    for (int i = 0; i < 2000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "job-%d", i);
+        pg_event(f->d.cache, name, name, 0);
+        pg_event(f->d.cache, name, name, 1);
+        t += 30 * 1000;
+        build_at(f, t);
+        char key[40];
+        snprintf(key, sizeof(key), "ml/%s", name);
+        assert_int_equal(eng_job_reject(f->d.eng, f->d.ids->gang[kb_gang(f, key)]), 0);
+        pg_event(f->d.cache, name, name, 3);
+        pg_event(f->d.cache, name, name, 2);
+        kdrv_gangs_sweep(&f->d, t);
+    }
+    /* at one gang per 30 s, about 20 of them within KDRV_GANG_FORGET_MS, plus a minute */
+    assert_true(eng_names_live(f->d.gang_ids) <= 25);
+    assert_true(eng_names_count(f->d.gang_ids) <= 40);
+    assert_true(eng_job_bound_id(f->d.eng) <= 64);
+    assert_int_not_equal(eng_names_find(f->d.gang_ids, "ml/reserved"), ENG_NONE);
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/job-1"), ENG_NONE);
+    assert_int_not_equal(eng_names_find(f->d.gang_ids, "ml/job-1999"), ENG_NONE);
+    /* a PodGroup whose pods are gone (a gang that gave up) keeps its record */
+    pg_event(f->d.cache, "kept", "uid-k", 0);
+    pg_event(f->d.cache, "kept", "uid-k", 1);
+    build_at(f, t);
+    uint32_t kept = f->d.ids->gang[kb_gang(f, "ml/kept")];
+    assert_int_equal(eng_job_reject(f->d.eng, kept), 0);
+    pg_event(f->d.cache, "kept", "uid-k", 3);
+    for (int i = 0; i < 30; i++) {
+        t += 60 * 1000;
+        build_at(f, t);
+        kdrv_gangs_sweep(&f->d, t);
+    }
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/kept"), kept);
+    assert_int_equal(eng_job_state(f->d.eng, kept), ENG_JOB_FAILED);
+    kdrv_status_fini(&f->d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +375,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(holds_offered_through_the_maps, setup, teardown),
         cmocka_unit_test_setup_teardown(reservations_taken_as_holds_and_hints, setup, teardown),
         cmocka_unit_test_setup_teardown(elastic_gang_is_its_pending_part, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_name_new_podgroup_starts_afresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(gangs_gone_are_forgotten, setup, teardown),
+        cmocka_unit_test_setup_teardown(restored_record_kept_for_its_own_podgroup, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/bits.h"
 #include "sched/kube/driver_int.h"
 
 #include "tests/unit/kube_fx.h"
@@ -239,9 +240,9 @@ static void pod_max_runtime_kept_once_bound(void **state)
     fixture_free(&f);
 }
 
-/* A running gang of one (pod ml/name, 8 GPUs, queue q) on node, started at start_ms. */
-static void run_pod(struct kcache *c, const char *name, const char *node, int64_t start_ms,
-                    const char *ann)
+/* A running gang of one (pod ml/name of `gpus` GPUs in `queue`) on node, started at start_ms. */
+static void run_pod_in(struct kcache *c, const char *name, const char *node, int64_t start_ms,
+                       const char *ann, const char *queue, int gpus)
 {
     char t[40], buf[1200];
     time_t sec = (time_t)(start_ms / 1000);
@@ -252,11 +253,18 @@ static void run_pod(struct kcache *c, const char *name, const char *node, int64_
         buf, sizeof(buf),
         "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
         "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{%s},\"labels\":{"
-        "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+        "\"gangsched.io/queue\":\"%s\"}},\"spec\":{\"schedulerName\":\"gangsched\","
         "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
-        "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}",
-        name, name, ann, node, t);
+        "\"nvidia.com/gpu\":\"%d\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}",
+        name, name, ann, queue, node, gpus, t);
     fx_add(c, 1, buf);
+}
+
+/* A running gang of one (pod ml/name, 8 GPUs, queue q) on node, started at start_ms. */
+static void run_pod(struct kcache *c, const char *name, const char *node, int64_t start_ms,
+                    const char *ann)
+{
+    run_pod_in(c, name, node, start_ms, ann, "q", 8);
 }
 
 /* One run of d_min minutes, submitted at T0 (the running gangs' batch), ended at end_ms. */
@@ -351,12 +359,173 @@ static void kept_ends_match_computed(void **state)
     fixture_free(&f);
 }
 
+static uint32_t node_ix(const struct fx *f, const char *name)
+{
+    const struct cluster *cl = f->kb.snap.cluster;
+    for (uint32_t i = 0; i < cl->n_nodes; i++)
+        if (strcmp(cl->nodes[i].name, name) == 0)
+            return i;
+    fail_msg("node %s not in the build", name);
+    return 0;
+}
+
+/* A node's release: two shares of one GPU are one GPU of ours, so another scheduler's pod on a
+ * second GPU makes the node's end unknown (counted per pod, 2 GPUs of ours covered both GPUs in
+ * use); a node with only our shares ends when they do. */
+static void shares_of_one_gpu_count_once(void **state)
+{
+    (void)state;
+    static struct fx f;
+    fixture(&f, 0);
+    const char *one_h = "\"gangsched.io/gpu-ids\":\"0\",\"gangsched.io/max-runtime\":\"1h\"";
+    fx_node(f.d.cache, "h1");
+    fx_node(f.d.cache, "h2");
+    run_pod_in(f.d.cache, "s1", "h1", T0_MS, one_h, "q", 1);
+    run_pod_in(f.d.cache, "s2", "h1", T0_MS, one_h, "q", 1);
+    fx_add(f.d.cache, 1,
+           "{\"metadata\":{\"namespace\":\"other\",\"name\":\"f1\",\"uid\":\"u-f1\"},\"spec\":{"
+           "\"schedulerName\":\"default-scheduler\",\"nodeName\":\"h1\",\"containers\":[{\"name\":"
+           "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":"
+           "\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}}");
+    run_pod_in(f.d.cache, "s3", "h2", T0_MS, one_h, "q", 1);
+    run_pod_in(f.d.cache, "s4", "h2", T0_MS, one_h, "q", 1);
+    int64_t now = T0_MS + 60000;
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    uint32_t h1 = node_ix(&f, "h1"), h2 = node_ix(&f, "h2");
+    assert_int_equal(bits_popc32(f.kb.state[h1].gpu_used), 2);
+    assert_true(f.kb.state[h1].release_ms == INT64_MAX); /* the foreign pod's end is unknown */
+    assert_int_equal(f.kb.state[h2].release_ms, T0_MS + HOUR_MS);
+    fixture_free(&f);
+}
+
+/* Busy rings: R_QUEUES queues x R_SHAPES shapes, k running gangs of each (one per node), every
+ * ring with learned runs; a run is learned into one ring per cycle (a finish per cycle, as in a
+ * busy cluster). Only the gangs whose estimates read that ring have their ends computed again,
+ * and the kept ends give the releases computed anew. GANGSCHED_EST_GANGS=k (default 4) makes it
+ * a measurement (docs/daemon.md: k = 625, 20,000 running gangs, valgrind --tool=callgrind
+ * --toggle-collect='step_plan*'): 20 cycles a second apart, each after a run learned
+ * (GANGSCHED_EST_QUIET set: none), the ends computed printed, not checked. */
+enum { R_QUEUES = 8, R_SHAPES = 4 };
+
+static void learn_ring(struct kdrv *d, int q, int gpus, int64_t d_min, int64_t end_ms)
+{
+    char queue[8];
+    snprintf(queue, sizeof(queue), "q%d", q);
+    struct store_job j = {.gang = "ml/done",
+                          .queue = queue,
+                          .gpus = gpus,
+                          .state = STORE_JOB_RUNNING,
+                          .submit_ms = T0_MS,
+                          .start_ms = end_ms - d_min * 60000};
+    kdrv_est_learn(d, &j, end_ms);
+}
+
+/* A cycle's plan, on its own for a measurement (valgrind --tool=callgrind
+ * --toggle-collect=step_plan counts the plans of the steps only). */
+__attribute__((noinline)) static int step_plan(struct fx *f, int64_t now)
+{
+    return kdrv_est_plan(&f->d, &f->kb, f->cfg, now);
+}
+
+static void a_run_learned_recomputes_its_ring_only(void **state)
+{
+    (void)state;
+    const char *env = getenv("GANGSCHED_EST_GANGS");
+    int k = env && atoi(env) > 0 ? atoi(env) : 4;
+    bool measure = env != NULL, quiet = measure && getenv("GANGSCHED_EST_QUIET");
+    static struct fx f;
+    static struct kdrv fresh;
+    memset(&f, 0, sizeof(f));
+    memset(&fresh, 0, sizeof(fresh));
+    char yaml[600] = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n";
+    for (int q = 0; q < R_QUEUES; q++)
+        snprintf(yaml + strlen(yaml), sizeof(yaml) - strlen(yaml), "  - name: q%d\n", q);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &f.cfg, &eb), 0);
+    f.d.cache = kcache_new("gangsched");
+    assert_non_null(f.d.cache);
+    arena_init(&f.d.arena, 1 << 16);
+    fresh.cache = f.d.cache;
+    arena_init(&fresh.arena, 1 << 16);
+    char name[40], node[40], queue[8];
+    uint32_t n_gangs = 0;
+    for (int q = 0; q < R_QUEUES; q++)
+        for (int sh = 0; sh < R_SHAPES; sh++)
+            for (int i = 0; i < k; i++, n_gangs++) {
+                snprintf(name, sizeof(name), "g-%d-%d-%05d", q, sh, i);
+                snprintf(node, sizeof(node), "n%06u", n_gangs);
+                snprintf(queue, sizeof(queue), "q%d", q);
+                fx_node(f.d.cache, node);
+                run_pod_in(f.d.cache, name, node, T0_MS - (int64_t)(n_gangs % 97) * 60000, "",
+                           queue, 1 << sh);
+            }
+    build(&f, T0_MS);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, T0_MS), 0);
+    assert_int_equal(kdrv_est_plan(&fresh, &f.kb, f.cfg, T0_MS), 0);
+    for (int q = 0; q < R_QUEUES; q++) /* every ring: runs of 1 to 8 hours */
+        for (int sh = 0; sh < R_SHAPES; sh++)
+            for (int r = 1; r <= 8; r++) {
+                learn_ring(&f.d, q, 1 << sh, 60 * r + q + sh, T0_MS);
+                learn_ring(&fresh, q, 1 << sh, 60 * r + q + sh, T0_MS);
+            }
+    uint64_t ended = 0;
+    int steps = measure ? 20 : 2 * R_QUEUES * R_SHAPES;
+    if (measure) { /* the ends of the model just learned, before the measured cycles */
+        build(&f, T0_MS);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, T0_MS), 0);
+    }
+    for (int step = 0; step < steps; step++) {
+        int64_t now = T0_MS + (int64_t)step * 1000 + 500;
+        int q = step % R_QUEUES, sh = (step / R_QUEUES) % R_SHAPES;
+        if (measure) { /* a cycle a second, a gang finished since the last (none: quiet) */
+            if (!quiet)
+                learn_ring(&f.d, q, 1 << sh, 90 + step, now);
+            build(&f, now);
+            assert_int_equal(step_plan(&f, now), 0);
+            ended += f.d.est_ended;
+            continue;
+        }
+        build(&f, now);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0); /* time's changes first */
+        learn_ring(&f.d, q, 1 << sh, 90 + step, now); /* a gang of that ring finished */
+        learn_ring(&fresh, q, 1 << sh, 90 + step, now);
+        build(&f, now);
+        assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+        assert_int_equal(f.d.est_ended, k); /* the ring's own gangs, not all of them */
+        uint32_t n = f.kb.snap.n_releases, nn = f.kb.snap.cluster->n_nodes;
+        static struct sched_release kept[R_QUEUES * R_SHAPES * 8];
+        static int64_t kept_release[R_QUEUES * R_SHAPES * 8];
+        assert_true(n <= R_QUEUES * R_SHAPES * 8 && nn <= R_QUEUES * R_SHAPES * 8);
+        memcpy(kept, f.kb.snap.releases, n * sizeof(*kept));
+        for (uint32_t i = 0; i < nn; i++)
+            kept_release[i] = f.kb.state[i].release_ms;
+        build(&f, now);
+        kdrv_est_ends_clear(&fresh);
+        assert_int_equal(kdrv_est_plan(&fresh, &f.kb, f.cfg, now), 0);
+        assert_int_equal(fresh.est_ended, n_gangs);
+        assert_int_equal(f.kb.snap.n_releases, n);
+        for (uint32_t r = 0; r < n; r++)
+            assert_int_equal(kept[r].t_ms, f.kb.snap.releases[r].t_ms);
+        for (uint32_t i = 0; i < nn; i++)
+            assert_int_equal(kept_release[i], f.kb.state[i].release_ms);
+    }
+    if (measure)
+        printf("running gangs %u, %s: %.1f ends computed per cycle\n", n_gangs,
+               quiet ? "nothing learned" : "a run learned per cycle", (double)ended / steps);
+    kdrv_est_fini(&fresh);
+    arena_fini(&fresh.arena);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(on_demand_asks_few_and_plans_the_same),
         cmocka_unit_test(pod_max_runtime_kept_once_bound),
         cmocka_unit_test(kept_ends_match_computed),
+        cmocka_unit_test(a_run_learned_recomputes_its_ring_only),
+        cmocka_unit_test(shares_of_one_gpu_count_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,8 +7,9 @@
  *     the first cycle sees;
  *   - a reload that renames and reorders queues: each history follows its queue's name, a
  *     removed queue's history and row are kept, and its return integrates the gap;
- *   - a fair_share table that cannot be read: a warning, every queue without history, cycles
- *     go on;
+ *   - a bad fair_share row (a share below 0, a time that is not an integer): an error naming
+ *     the queue and the field, that queue without history, the others restored, cycles go on;
+ *   - out of memory while recording a cycle's shares: logged, the cycle stands;
  *   - the engine's history under out-of-memory, and a half-life of 0. */
 // clang-format off
 #include <stdarg.h>
@@ -250,23 +251,68 @@ static void test_reload(void **state)
     assert_near(hist_of(w, "qb"), 0.125, 1e-12);
 }
 
-static void test_corrupt_table(void **state)
+/* Runs restore-and-cycle with stderr (the log) sent to a file; the log's text into buf. */
+static void cycle_logged(struct world *w, int64_t now, bool decide, char *buf, size_t n)
 {
-    struct world *w = *state;
-    integrate(w);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/log.txt", w->dir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(path, "w+");
+    assert_non_null(f);
+    dup2(fileno(f), 2);
+    cycle(w, now, decide);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(f);
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = 0;
+    fclose(f);
+    unlink(path);
+}
+
+/* Spoils one field of one row of the fair_share table behind the store's back. */
+static void spoil(struct world *w, const char *sql)
+{
     restart(w); /* the store's open refuses such a row (quick_check): spoilt after it */
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(w->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-                                  "PRAGMA ignore_check_constraints = ON; "
-                                  "UPDATE fair_share SET share = -1 WHERE queue = 'qb'",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
+    char full[300];
+    snprintf(full, sizeof(full), "PRAGMA ignore_check_constraints = ON; %s", sql);
+    assert_int_equal(sqlite3_exec(db, full, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    /* the daemon schedules on, every queue without history */
-    assert_int_equal(cycle(w, T0_MS + 3 * HOUR_MS, true), 1);
-    assert_near(hist_of(w, "qa"), 0, 0);
+}
+
+/* A bad row costs its own queue's history, named with the field in an error; the other queues
+ * are restored and the daemon schedules on. */
+static void test_corrupt_row(void **state)
+{
+    struct world *w = *state;
+    integrate(w);
+    spoil(w, "UPDATE fair_share SET share = -1 WHERE queue = 'qb'");
+    char log[4096];
+    cycle_logged(w, T0_MS + 3 * HOUR_MS, true, log, sizeof(log));
+    assert_int_equal(w->f.kb.snap.n_queues, 2);
+    assert_near(hist_of(w, "qa"), queue_decay(0.75, 1, HOUR_MS, HOUR_MS), 1e-12); /* kept */
     assert_near(hist_of(w, "qb"), 0, 0);
+    if (!strstr(log, "queue qb") || !strstr(log, "field=share: -1"))
+        fail_msg("the error does not name the row and field: %s", log);
+    assert_null(strstr(log, "queue qa"));
+}
+
+/* Another field: a time that is not an integer. */
+static void test_corrupt_time(void **state)
+{
+    struct world *w = *state;
+    integrate(w);
+    spoil(w, "UPDATE fair_share SET updated_ms = 'noon' WHERE queue = 'qa'");
+    char log[4096];
+    cycle_logged(w, T0_MS + 3 * HOUR_MS, false, log, sizeof(log));
+    assert_near(hist_of(w, "qa"), 0, 0);
+    assert_near(hist_of(w, "qb"), queue_decay(0.5, 0, HOUR_MS, HOUR_MS), 1e-12);
+    if (!strstr(log, "queue qa") || !strstr(log, "field=updated_ms"))
+        fail_msg("the error does not name the row and field: %s", log);
 }
 
 static void test_half_life_zero(void **state)
@@ -320,6 +366,44 @@ static int seq_fair(void)
     return rc;
 }
 
+/* Out of memory while recording a cycle's shares: the cycle stands (no error), the error is
+ * logged, and the next cycle integrates the interval as after a gap. The take is made to fail by
+ * a history whose queues are not interned yet (its first allocation fails). */
+static void test_record_oom(void **state)
+{
+    struct world *w = *state;
+    integrate(w);
+    struct fx *f = &w->f;
+    struct sched_errbuf eb = {{0}};
+    int64_t now = T0_MS + 2 * HOUR_MS + 20000;
+    arena_reset(&f->d.arena);
+    assert_int_equal(
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
+    assert_int_equal(kdrv_fair_offer(&f->d, &f->kb, f->cfg, now), 0);
+    struct eng_fair *kept = f->d.fair;
+    f->d.fair = eng_fair_new();
+    struct sched_result res = {0};
+    fail_at = 1;
+    n_alloc = 0;
+    eng_set_realloc(failing_realloc);
+    assert_int_equal(store_begin(f->d.db, &eb), 0);
+    int rc = kdrv_fair_record(&f->d, &f->kb, &res, f->cfg, now, &eb);
+    eng_set_realloc(NULL);
+    assert_int_equal(store_commit(f->d.db, &eb), 0);
+    assert_int_equal(rc, 0); /* before: "out of memory", and the daemon stopped */
+    assert_true(n_alloc >= 1);
+    eng_fair_free(f->d.fair);
+    f->d.fair = kept;
+    /* the skip: the next advance integrates as a gap, with what the cycle sees (b-wait bound
+     * since: qb's share 1, where the last share taken was 0) */
+    eng_fair_skip(f->d.fair);
+    pod(f->d.cache, "b-wait", "qb", "n1");
+    assert_int_equal(cycle(w, now + HOUR_MS, false), 0);
+    assert_near(hist_of(w, "qb"),
+                queue_decay(queue_decay(0.5, 0, 20000, HOUR_MS), 1, HOUR_MS, HOUR_MS), 1e-12);
+    assert_near(hist_of(w, "qa"), queue_decay(0.75, 1, HOUR_MS + 20000, HOUR_MS), 1e-12);
+}
+
 static void test_engine_oom(void **state)
 {
     (void)state;
@@ -345,7 +429,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_integrate_and_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_row, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_life_zero, setup, teardown),
         cmocka_unit_test(test_engine_oom),
     };
