@@ -170,7 +170,8 @@ struct sim_stats {
     double *jct_s;   /* completion time of each finished job, seconds, sorted */
     size_t n_jct_s;  /* = completed */
     double *eta_err; /* the eta_covered relative start-time errors, sorted */
-    double frag_weighted_s, frag_time_s, frag_wait_s; /* see sim_summarize(), milliseconds */
+    double frag_weighted_ms, frag_time_ms, frag_wait_ms; /* see sim_summarize() */
+    int64_t t0_ms, t_end_ms; /* first submission and last finish, the trace's clock */
 };
 
 struct store;
@@ -236,12 +237,14 @@ void sim_stats_free(struct sim_stats *s);
 /* Merging runs of disjoint jobs on disjoint nodes (stats.c, for private.c): sim_stats_merge()
  * adds `one`, run on `gpus` GPUs, into m->acc (zeroed, per_queue allocated; one's per_queue
  * entry q is copied; until sim_stats_merged() the means in acc hold sums); sim_stats_merged()
- * turns them into means, percentiles and shares. Utilisation is the busy GPU-seconds over (all
- * runs' GPUs x the longest makespan); fragmentation and the whole-node wait share are over the
+ * turns them into means, percentiles and shares. The makespan is from the first submission of any
+ * run to the last finish of any; utilisation is the busy GPU-seconds over (all runs' GPUs x that
+ * makespan); fragmentation and the whole-node wait share are over the
  * runs' time, every other figure over all jobs. 0 or SCHED_ENOMEM. */
 struct sim_merge {
     struct sim_stats *acc;
     double gpus, busy_gpu_s; /* GPUs of all runs; their busy GPU-seconds */
+    uint32_t runs;           /* merged so far */
 };
 int sim_stats_merge(struct sim_merge *m, const struct sim_stats *one, uint32_t q, double gpus);
 int sim_stats_merged(struct sim_merge *m);

@@ -210,6 +210,7 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
         st->prio_mean_wait_s[k] = prio_wait[k] / (double)st->prio_jobs[k];
     }
     st->p95_jct_s = pct(jct, nj, 0.95);
+    st->t0_ms = t0, st->t_end_ms = t_end;
     st->makespan_s = (double)(t_end - t0) / 1000.0;
     double cap = (double)in->cluster->total_gpus * st->makespan_s;
     st->gpu_utilization = cap > 0 ? busy_gpu_s / cap : 0.0;
@@ -217,7 +218,8 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
         st->mean_racks_per_multinode_gang /= (double)st->multinode_gangs;
     /* the mean stranded share while a whole-node gang waits, and how much of the time one
      * waits (their product is the time average over the makespan) */
-    st->frag_weighted_s = frag_weighted, st->frag_time_s = frag_time, st->frag_wait_s = frag_wait;
+    st->frag_weighted_ms = frag_weighted, st->frag_time_ms = frag_time,
+    st->frag_wait_ms = frag_wait;
     st->fragmentation = frag_wait > 0 ? frag_weighted / frag_wait : 0.0;
     st->whole_node_wait_share = frag_time > 0 ? frag_wait / frag_time : 0.0;
     st->mean_recovery_s = st->recoveries ? st->recovery_sum_s / (double)st->recoveries : 0.0;
@@ -258,10 +260,8 @@ static void merge_counts(struct sim_stats *a, const struct sim_stats *o)
     a->backfilled += o->backfilled, a->reservations += o->reservations, a->cycles += o->cycles;
     a->multinode_jobs += o->multinode_jobs;
     a->eta_waited += o->eta_waited, a->eta_covered += o->eta_covered;
-    a->frag_weighted_s += o->frag_weighted_s, a->frag_time_s += o->frag_time_s;
-    a->frag_wait_s += o->frag_wait_s;
-    if (o->makespan_s > a->makespan_s)
-        a->makespan_s = o->makespan_s;
+    a->frag_weighted_ms += o->frag_weighted_ms, a->frag_time_ms += o->frag_time_ms;
+    a->frag_wait_ms += o->frag_wait_ms;
 }
 
 int sim_stats_merge(struct sim_merge *m, const struct sim_stats *o, uint32_t q, double gpus)
@@ -295,6 +295,13 @@ int sim_stats_merge(struct sim_merge *m, const struct sim_stats *o, uint32_t q, 
         a->prio_mean_queue_s[i] += o->prio_mean_queue_s[k] * (double)o->prio_jobs[k];
         a->prio_mean_wait_s[i] += o->prio_mean_wait_s[k] * (double)o->prio_jobs[k];
     }
+    /* the runs' clocks are the same trace clock, so their spans merge into one */
+    if (m->runs == 0 || o->t0_ms < a->t0_ms)
+        a->t0_ms = o->t0_ms;
+    if (m->runs == 0 || o->t_end_ms > a->t_end_ms)
+        a->t_end_ms = o->t_end_ms;
+    a->makespan_s = (double)(a->t_end_ms - a->t0_ms) / 1000.0;
+    m->runs++;
     m->gpus += gpus;
     m->busy_gpu_s += o->gpu_utilization * gpus * o->makespan_s;
     return 0;
@@ -318,8 +325,8 @@ int sim_stats_merged(struct sim_merge *m)
         a->prio_mean_wait_s[k] = per(a->prio_mean_wait_s[k], a->prio_jobs[k]);
     }
     a->mean_recovery_s = per(a->recovery_sum_s, (double)a->recoveries);
-    a->fragmentation = per(a->frag_weighted_s, a->frag_wait_s);
-    a->whole_node_wait_share = per(a->frag_wait_s, a->frag_time_s);
+    a->fragmentation = per(a->frag_weighted_ms, a->frag_wait_ms);
+    a->whole_node_wait_share = per(a->frag_wait_ms, a->frag_time_ms);
     a->gpu_utilization = per(m->busy_gpu_s, m->gpus * a->makespan_s);
     /* percentiles over every run's samples (queue_s keeps its order: queue_of matches it) */
     size_t n = a->n_queue_s;

@@ -110,8 +110,14 @@ def markdown(seeds, res, col, ratios):
     head = seeds[:8]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
+    if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                      capture_output=True, text=True).stdout.strip():
+        commit += "` with local changes `"
+    ranged = seeds == list(range(seeds[0], seeds[-1] + 1))
+    which = (f"seeds {seeds[0]} to {seeds[-1]}" if ranged
+             else "seeds " + ", ".join(str(s) for s in seeds))
     rows = [f"Measured by `tests/bench/preempt_seeds.py --update-docs` at commit `{commit}`, "
-            f"seeds {seeds[0]} to {seeds[-1]}.", "",
+            f"{which}.".replace(" ``", ""), "",
             "| seed | " + " | ".join(str(s) for s in head) + " |",
             "|---|" + "---|" * len(head)]
     for label, key in (("mean queue priority 10, gangsched", "gangsched"),

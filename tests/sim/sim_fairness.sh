@@ -51,6 +51,12 @@ PY
 expect_eq "private --jobs-out: a row per job" "$(grep -c ',private,' "$TMP/jobs.csv")" \
     "$("$JGET" "$TMP/pj.json" policies/0/jobs)"
 expect_cmp "private: p95 completion time" "$("$JGET" "$TMP/pj.json" policies/0/p95_jct_s)" ">" 0
+# one makespan over the queues' runs: first submission of any to last finish of any (the runs'
+# spans differ; the longest one alone was reported before)
+span=$(awk -F, 'NR > 1 && $7 != "" { if (min == "" || $5 < min) min = $5; if ($7 > max) max = $7 }
+    END { printf "%d", max - min }' "$TMP/jobs.csv")
+expect_eq "private: makespan spans every queue's run" \
+    "$("$JGET" "$TMP/pj.json" policies/0/makespan_s)" "$span"
 expect_cmp "private: start estimates covered" "$("$JGET" "$TMP/pj.json" policies/0/eta_covered)" \
     "<=" "$("$JGET" "$TMP/pj.json" policies/0/eta_waited)"
 expect_fail "private cannot be persisted" 2 "cannot persist --policy private" -- \
