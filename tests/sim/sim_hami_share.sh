@@ -92,24 +92,9 @@ expect_fail "a share of no device" 1 "bad.csv:2: job x: gpumem/gpucores share GP
       printf -- '  status: {allocatable: {cpu: "96", memory: "1000Gi", pods: "110", nvidia.com/gpu: "80"}}\n'
   done
 } >"$TMP/n4.yaml"
-printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nstarvation: {after: 2s, probationMinGpus: 17}\nqueues:\n  - name: q\n' >"$TMP/p.yaml"
-{ echo "job_id,submission_time,duration,num_gpu,gpus_per_pod,pods,max_runtime,gpumem,queue"
-  echo "x1,0,100,8,8,1,12,,q"; echo "x2,0,100,8,8,1,12,,q"; echo "x3,0,1000,4,4,1,1000,,q"
-  echo "big,1,50,24,8,3,,,q"; echo "s,4,1000,1,1,1,1,8000,q"; echo "w,5,1000,1,1,1,1,,q"
-} >"$TMP/p.csv"
+probation_config "" >"$TMP/p.yaml"
+probation_trace gpumem "s,4,1000,1,1,1,1,8000,q" >"$TMP/p.csv"
 "$GS" simulate --no-progress --nodes "$TMP/n4.yaml" --trace "$TMP/p.csv" --config "$TMP/p.yaml" \
     --policy gangsched --events "$TMP/pev" >/dev/null 2>"$TMP/err" || bad "simulate failed: $(cat "$TMP/err")"
-grep -q '"type":"reserve".*"job":"big".*"expected_start":12.000' "$TMP/pev" &&
-    ok "probation: big holds a reservation expected at 12 s" || bad "probation: big reserved nothing"
-s_start=$(grep '"type":"start".*"job":"s"' "$TMP/pev")
-w_start=$(grep '"type":"start".*"job":"w"' "$TMP/pev")
-case "$s_start" in
-*'"t":4.000'*probation*) bad "probation: the share s was put on probation: $s_start" ;;
-*'"t":4.000'*) ok "probation: the share s starts at 4 s without a promise" ;;
-*) bad "probation: s did not start at 4 s: $s_start" ;;
-esac
-case "$w_start" in
-*'"probation_until":12.000,"probation_for":"big"'*) ok "probation: the whole-device w is on probation for big" ;;
-*) bad "probation: w is not on probation: $w_start" ;;
-esac
+probation_checks "$TMP/pev" s "the share s"
 finish

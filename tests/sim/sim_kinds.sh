@@ -117,21 +117,9 @@ expect_fail "device listed twice" 1 "dup.yaml:5:5: devices\[1\]: device \"amd.co
       printf -- '- kind: Node\n  metadata: {name: %s}\n  status: {allocatable: {cpu: "128", memory: 1024Gi, pods: "110", %s: "8"}}\n' "$n" "$r"
   done
 } >"$TMP/p.yaml"
-printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\ndevices:\n  - {resource: nvidia.com/gpu}\n  - {resource: huawei.com/Ascend910}\nstarvation: {after: 2s, probationMinGpus: 17}\nqueues:\n  - name: q\n' >"$TMP/pc.yaml"
-{ echo "job_id,submission_time,duration,num_gpu,gpus_per_pod,pods,max_runtime,resource,queue"
-  echo "x1,0,100,8,8,1,12,,q"; echo "x2,0,100,8,8,1,12,,q"; echo "x3,0,1000,4,4,1,1000,,q"
-  echo "big,1,50,24,8,3,,,q"; echo "n,4,1000,8,8,1,1,huawei.com/Ascend910,q"; echo "w,5,1000,1,1,1,1,,q"
-} >"$TMP/p.csv"
+probation_config "devices:\n  - {resource: nvidia.com/gpu}\n  - {resource: huawei.com/Ascend910}\n" >"$TMP/pc.yaml"
+probation_trace resource "n,4,1000,8,8,1,1,huawei.com/Ascend910,q" >"$TMP/p.csv"
 "$GS" simulate --no-progress --policy gangsched --nodes "$TMP/p.yaml" --config "$TMP/pc.yaml" \
     --trace "$TMP/p.csv" --events "$TMP/p.ev" >/dev/null 2>"$TMP/err" || bad "probation run failed: $(cat "$TMP/err")"
-grep -q '"type":"reserve".*"job":"big".*"expected_start":12.000' "$TMP/p.ev" &&
-    ok "probation: big holds a reservation expected at 12 s" || bad "probation: big reserved nothing"
-n_start=$(grep '"type":"start".*"job":"n"' "$TMP/p.ev")
-case "$n_start" in
-*'"t":4.000'*probation*) bad "probation: the Ascend gang n was put on probation: $n_start" ;;
-*'"t":4.000'*npu-0*) ok "probation: the Ascend gang n starts on npu-0 without a promise" ;;
-*) bad "probation: n did not start on npu-0 at 4 s: $n_start" ;;
-esac
-grep -q '"type":"start".*"job":"w".*"probation_until":12.000,"probation_for":"big"' "$TMP/p.ev" &&
-    ok "probation: the NVIDIA job w is on probation for big" || bad "probation: w is not on probation"
+probation_checks "$TMP/p.ev" n "the Ascend gang n"
 finish
