@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "sched/core/arena.h"
+#include "sched/core/cycle.h"
 #include "sched/core/log.h"
 #include "store/store.h"
 #include "store/store_int.h"
@@ -578,6 +579,19 @@ int store_decision_latest(struct store *st, store_decision_fn *fn, void *ctx,
 
 /* ---- preemptions --------------------------------------------------------------------------- */
 
+/* Whether s names a kind of preemption (sched_preempt_kind_name's names, up to its "unknown"). */
+static bool preempt_kind_known(const char *s)
+{
+    for (int k = 0; s && k < 64; k++) {
+        const char *name = sched_preempt_kind_name((enum sched_preempt_kind)k);
+        if (strcmp(name, "unknown") == 0)
+            break;
+        if (strcmp(name, s) == 0)
+            return true;
+    }
+    return false;
+}
+
 int store_preemption_add(struct store *st, const struct store_preemption *p,
                          struct sched_errbuf *eb)
 {
@@ -589,6 +603,11 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
                    eb);
     if (err)
         return err;
+    if (!preempt_kind_known(p->kind))
+        return sched_fail(eb, SCHED_EINVAL,
+                          "preemption of %s: kind \"%s\" is not one of priority, reclaim, "
+                          "fair_share, overdue",
+                          p->victim, p->kind ? p->kind : "(none)");
     bool own;
     err = store__wbegin(st, &own, eb);
     if (err)
@@ -601,6 +620,7 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
     store__b_i64(st, STMT_PREEMPT_ADD, 5, p->gpus, &rc);
     store__b_double(st, STMT_PREEMPT_ADD, 6, p->lost_work_gpu_s, &rc);
     store__b_double(st, STMT_PREEMPT_ADD, 7, p->cost, &rc);
+    store__b_text(st, STMT_PREEMPT_ADD, 8, p->kind, &rc);
     rc = store__exec(st, STMT_PREEMPT_ADD, rc, NULL);
     return store__wend(st, own, rc, "writing a preemption record", eb);
 }
@@ -608,10 +628,10 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
 static int preemption_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
 {
     const struct each *e = ctx;
-    struct store_preemption p = {sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                 store__col_text(s, 2),      store__col_text(s, 3),
-                                 sqlite3_column_int64(s, 4), sqlite3_column_double(s, 5),
-                                 sqlite3_column_double(s, 6)};
+    struct store_preemption p = {sqlite3_column_int64(s, 0),  sqlite3_column_int64(s, 1),
+                                 store__col_text(s, 2),       store__col_text(s, 3),
+                                 sqlite3_column_int64(s, 4),  sqlite3_column_double(s, 5),
+                                 sqlite3_column_double(s, 6), store__col_text(s, 7)};
     if (!p.victim || !p.preemptor)
         return store__bad_row(st, eb, "preemptions: a row without victim or preemptor");
     return e->fn.preemption(e->ctx, &p);
@@ -628,6 +648,14 @@ int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
                           struct sched_errbuf *eb)
 {
     return store__preemption_query(st, STMT_PREEMPT_LIST, SQLITE_OK, fn, ctx, eb);
+}
+
+int store_preemption_list_of(struct store *st, const char *gang, store_preemption_fn *fn, void *ctx,
+                             struct sched_errbuf *eb)
+{
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_VIEW_PREEMPTIONS, 1, gang, &rc);
+    return store__preemption_query(st, STMT_VIEW_PREEMPTIONS, rc, fn, ctx, eb);
 }
 
 /* ---- jobs ---------------------------------------------------------------------------------- */

@@ -199,11 +199,16 @@ static const char schema_v4[] =
     "    ON CONFLICT(queue, state) DO UPDATE SET n = n + 1;\n"
     "END;\n";
 
+/* Version 5: why each preemption was made (the kind of sched_preempt_kind_name); older rows
+ * keep NULL, "not recorded". */
+static const char schema_v5[] = "ALTER TABLE preemptions ADD COLUMN kind TEXT;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
     {3, "expected starts in the decision log", schema_v3},
     {4, "indexes and job counts for the API's reads", schema_v4},
+    {5, "the kind of each preemption", schema_v5},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -381,9 +386,9 @@ const char *const store__stmt_sql[STMT_N] = {
                              "WHERE id IN (SELECT MAX(id) FROM decisions GROUP BY gang) "
                              "ORDER BY gang",
     [STMT_PREEMPT_ADD] = "INSERT INTO preemptions(cycle, ts_ms, victim, preemptor, gpus, "
-                         "lost_work_gpu_s, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost "
-                          "FROM preemptions ORDER BY id",
+                         "lost_work_gpu_s, cost, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost, "
+                          "kind FROM preemptions ORDER BY id",
     [STMT_JOB_UPSERT] = JOB_UPSERT(JOB_ROW),
     [STMT_JOB_UPSERT_MANY] = JOB_UPSERT(STORE_ROWS_32(JOB_ROW)),
     [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
@@ -434,7 +439,7 @@ const char *const store__stmt_sql[STMT_N] = {
                        "ORDER BY id LIMIT ?3",
     [STMT_VIEW_RESV_LEFT] = "SELECT COUNT(*) FROM reservations WHERE id > ?1",
     [STMT_VIEW_PREEMPTIONS] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, "
-                              "cost FROM preemptions WHERE victim = ?1 OR preemptor = ?1 "
+                              "cost, kind FROM preemptions WHERE victim = ?1 OR preemptor = ?1 "
                               "ORDER BY id",
     /* store_verify */
     [STMT_CHECK_INTEGRITY] = "PRAGMA integrity_check(20)",

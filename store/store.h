@@ -111,6 +111,9 @@
  *   ts_ms), preemptions_preemptor(preemptor);
  *   job_counts(queue TEXT, state TEXT, n INTEGER; PK(queue, state)) -- jobs per queue and
  *       state, kept by triggers on jobs
+ * Version 5 adds:
+ *   preemptions.kind TEXT NULL -- sched_preempt_kind_name(): 'priority'|'reclaim'|'fair_share'|
+ *       'overdue'; NULL in the rows written before version 5 (not recorded)
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -124,7 +127,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 4          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 5          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -428,6 +431,9 @@ struct store_preemption {
     int64_t gpus;           /* GPUs the victim released */
     double lost_work_gpu_s; /* GPU-seconds of work lost (since the last checkpoint), >= 0 */
     double cost;            /* the cost the preemption policy charged */
+    /* why: sched_preempt_kind_name() of the eviction ("priority", "reclaim", "fair_share",
+     * "overdue"); NULL: not recorded (rows of a database older than schema version 5) */
+    const char *kind;
 };
 
 int store_preemption_add(struct store *st, const struct store_preemption *p,
@@ -436,6 +442,9 @@ typedef int store_preemption_fn(void *ctx, const struct store_preemption *p);
 /* In insertion order. */
 int store_preemption_list(struct store *st, store_preemption_fn *fn, void *ctx,
                           struct sched_errbuf *eb);
+/* The rows where gang is the victim or the preemptor, in insertion order. */
+int store_preemption_list_of(struct store *st, const char *gang, store_preemption_fn *fn, void *ctx,
+                             struct sched_errbuf *eb);
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
 enum store_job_state {

@@ -501,6 +501,14 @@ static void job_reason_json(struct store_views *v, cJSON *o, const struct job_re
              j->requeue_ms != STORE_NO_TIME && j->requeue_ms > j->reason_ms ? j->requeue_ms
                                                                             : j->reason_ms,
              STORE_NO_TIME);
+    } else if (j->state == STORE_JOB_RUNNING && j->evict_ms != STORE_NO_TIME) {
+        /* preempted during this run and still running: its eviction waits for its checkpoint
+         * handshake (docs/preemption.md) */
+        jstr(v, o, "why", "checkpointing");
+        jstr(v, o, "reason",
+             "checkpointing: preempted and asked to checkpoint; evicted once it has (its "
+             "gangsched.io/last-checkpoint after the request) or when its grace ends");
+        jopt(v, o, "reason_since_ms", j->evict_ms, STORE_NO_TIME);
     } else {
         jstr(v, o, "why", NULL);
         jstr(v, o, "reason", NULL);
@@ -656,6 +664,8 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
         jint(v, o, "cycle", p->cycle);
         jopt(v, o, "ts_ms", p->ts_ms, STORE_NO_TIME);
         jstr(v, o, "role", victim ? "victim" : "preemptor");
+        if (p->kind) /* absent: not recorded (a row older than schema version 5) */
+            jstr(v, o, "kind", p->kind);
         jstr(v, o, "victim", p->victim);
         jstr(v, o, "preemptor", p->preemptor);
         jint(v, o, "gpus", p->gpus);

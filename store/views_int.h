@@ -49,6 +49,8 @@ struct job_rec {
     char *reason;       /* its text (kept current by the store), or NULL */
     int64_t reason_ms;  /* when the job began to wait for that verdict */
     int64_t requeue_ms; /* pending after a preemption: the last one's time; else STORE_NO_TIME */
+    int64_t evict_ms;   /* running and preempted during this run (its eviction waits for a
+                           checkpoint handshake): that preemption's time; else STORE_NO_TIME */
 };
 
 struct place_rec {
@@ -70,6 +72,7 @@ struct preempt_rec {
     int64_t cycle, ts_ms, gpus;
     char *victim, *preemptor;
     double lost_work_gpu_s, cost;
+    char *kind; /* NULL: not recorded (a row older than schema version 5) */
 };
 
 struct run_rec {
@@ -124,6 +127,9 @@ int views_load_job(void *ctx, const struct store_job *j);
 int views_load_place(void *ctx, const struct store_placement *p);
 int views_load_resv(void *ctx, const struct store_reservation *r);
 int views_load_preempt(void *ctx, const struct store_preemption *p);
+/* A preemption of job j at ts_ms: a pending job's latest one is its requeue_ms; a running job's
+ * made during its current run is its evict_ms (one rule for both reads). */
+void views_job_preempted(struct job_rec *j, int64_t ts_ms);
 int views_load_history(void *ctx, const char *queue, double share, int64_t updated_ms);
 int views_load_action(void *ctx, const struct store_action *a);
 

@@ -184,6 +184,7 @@ int views_load_job(void *ctx, const struct store_job *j)
         .why = -1,
         .reason_ms = STORE_NO_TIME,
         .requeue_ms = STORE_NO_TIME,
+        .evict_ms = STORE_NO_TIME,
     };
     see_time(v, j->submit_ms);
     see_time(v, j->admit_ms);
@@ -250,7 +251,8 @@ int views_load_preempt(void *ctx, const struct store_preemption *p)
                              views_vdup(v, p->victim),
                              views_vdup(v, p->preemptor),
                              isfinite(p->lost_work_gpu_s) ? p->lost_work_gpu_s : 0,
-                             isfinite(p->cost) ? p->cost : 0};
+                             isfinite(p->cost) ? p->cost : 0,
+                             p->kind ? views_vdup(v, p->kind) : NULL};
     see_time(v, p->ts_ms);
     return v->oom ? SCHED_ENOMEM : 0;
 }
@@ -304,7 +306,19 @@ static int latest_of_gang(void *ctx, const struct store_decision *d)
     return c->v->oom ? SCHED_ENOMEM : 0;
 }
 
-/* Each job's newest decision, and the time of the last preemption of a job pending again. */
+void views_job_preempted(struct job_rec *j, int64_t ts_ms)
+{
+    if (ts_ms == STORE_NO_TIME)
+        return;
+    if (j->state == STORE_JOB_PENDING && (j->requeue_ms == STORE_NO_TIME || ts_ms > j->requeue_ms))
+        j->requeue_ms = ts_ms;
+    if (j->state == STORE_JOB_RUNNING && j->start_ms != STORE_NO_TIME && ts_ms >= j->start_ms &&
+        (j->evict_ms == STORE_NO_TIME || ts_ms > j->evict_ms))
+        j->evict_ms = ts_ms;
+}
+
+/* Each job's newest decision, and the time of the last preemption of a job pending again (or
+ * of a running one being evicted). */
 static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
 {
     if (v->n_jobs == 0)
@@ -319,9 +333,8 @@ static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
     for (size_t i = 0; i < v->n_preempts && !err; i++) {
         struct job_rec key = {.gang = v->preempts[i].victim}, *kp = &key;
         struct job_rec **hit = bsearch(&kp, c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
-        if (hit && (*hit)->state == STORE_JOB_PENDING && v->preempts[i].ts_ms != STORE_NO_TIME &&
-            ((*hit)->requeue_ms == STORE_NO_TIME || v->preempts[i].ts_ms > (*hit)->requeue_ms))
-            (*hit)->requeue_ms = v->preempts[i].ts_ms;
+        if (hit)
+            views_job_preempted(*hit, v->preempts[i].ts_ms);
     }
     free(c.by_gang);
     return err;
@@ -502,6 +515,7 @@ void store_views_free(struct store_views *v)
     for (size_t i = 0; i < v->n_preempts; i++) {
         free(v->preempts[i].victim);
         free(v->preempts[i].preemptor);
+        free(v->preempts[i].kind);
     }
     for (size_t i = 0; i < v->n_runs; i++) {
         free(v->runs[i].queue);

@@ -197,13 +197,20 @@ static int job_extras(struct store_views *v, struct job_rec *j, uint32_t *pos,
     int rc = SQLITE_OK;
     store__b_text(st, STMT_VIEW_PLACEMENTS, 1, j->gang, &rc);
     int err = store__placement_query(st, STMT_VIEW_PLACEMENTS, rc, views_load_place, v, eb);
-    if (err || j->state != STORE_JOB_PENDING)
+    bool running = j->state == STORE_JOB_RUNNING;
+    if (err || (j->state != STORE_JOB_PENDING && !running))
         return err;
-    err = last_decision(v, j, eb);
+    err = running ? 0 : last_decision(v, j, eb);
     rc = SQLITE_OK;
     store__b_text(st, STMT_VIEW_REQUEUE, 1, j->gang, &rc);
+    int64_t last = STORE_NO_TIME;
     if (!err)
-        err = one_i64(st, STMT_VIEW_REQUEUE, rc, &j->requeue_ms, "reading preemptions", eb);
+        err = one_i64(st, STMT_VIEW_REQUEUE, rc, &last, "reading preemptions", eb);
+    else
+        store__done(st, STMT_VIEW_REQUEUE);
+    views_job_preempted(j, last);
+    if (running)
+        return err;
     if (!err && !*pos) {
         int64_t ahead = 0;
         rc = SQLITE_OK;
@@ -330,12 +337,8 @@ static int read_explain(struct store_views *v, const struct store_read *rq, cJSO
         err = store__reservation_query(st, STMT_VIEW_RESV, rc, views_load_resv, v, eb);
     else
         store__done(st, STMT_VIEW_RESV);
-    rc = SQLITE_OK;
-    store__b_text(st, STMT_VIEW_PREEMPTIONS, 1, rq->job, &rc);
     if (!err)
-        err = store__preemption_query(st, STMT_VIEW_PREEMPTIONS, rc, views_load_preempt, v, eb);
-    else
-        store__done(st, STMT_VIEW_PREEMPTIONS);
+        err = store_preemption_list_of(st, rq->job, views_load_preempt, v, eb);
     return err ? err : store_view_explain(v, rq->job, rq->limit, out, eb);
 }
 

@@ -328,9 +328,11 @@ static int show_explain(cJSON *doc)
         tbl_print(stdout, &t);
     tbl_free(&t);
 
-    const char *const phdr[] = {"CYCLE",  "TIME",       "ROLE", "OTHER JOB",
-                                gpus_col, "LOST GPU-H", "COST"};
-    tbl_init(&t, 7, phdr, 0x71);
+    /* KIND: why (priority, reclaim, fair_share, overdue); "-" for a row the store has without
+     * it (written before schema version 5) */
+    const char *const phdr[] = {"CYCLE",     "TIME",   "ROLE",       "KIND",
+                                "OTHER JOB", gpus_col, "LOST GPU-H", "COST"};
+    tbl_init(&t, 8, phdr, 0xE1);
     const cJSON *pre = jget(doc, "preemptions");
     EACH(p, pre)
     {
@@ -339,6 +341,7 @@ static int show_explain(cJSON *doc)
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "cycle", 0));
         tbl_cell(&t, C_NONE, "%s", b[0]);
         tbl_cell(&t, victim ? C_RED : C_NONE, "%s", victim ? "victim" : "preemptor");
+        tbl_cell(&t, C_NONE, "%s", or_dash(gstr(p, "kind")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(p, victim ? "preemptor" : "victim")));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "gpus", 0));
         tbl_cell(&t, C_NONE, "%.2f", gnum(p, "lost_work_gpu_s", 0) / 3600.0);

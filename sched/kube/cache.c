@@ -580,9 +580,12 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
             gg->max_runtime_ms = (int64_t)members[0]->max_runtime_s * 1000;
         return 0;
     }
-    struct annot_run run = {0}; /* checked now, read when the gang runs (annot.c) */
+    /* checked now, read when the gang runs (annot.c): its PodGroup's, or a gang of one's pod's */
+    struct annot_run run = {0};
+    const struct kpod_spec *fs = g->pg ? NULL : members[0]->spec;
     if (annot_apply(gg, &b->c->cluster->topo, ann, n_ann, profile, &eb) != 0 ||
-        (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0)) {
+        (g->pg && annot_run(g->pg->ann, g->pg->n_ann, &run, &eb) != 0) ||
+        (fs && annot_run(fs->ann, fs->n_ann, &run, &eb) != 0)) {
         *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
         return SCHED_EINVAL;
     }
@@ -1043,6 +1046,13 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
      * queue's; a bad value keeps the queue's (the gang was refused with it at admission) */
     struct annot_run hints = {.min_runtime_ms = cq ? cq->preemption.min_runtime_ms : 0,
                               .restart_cost_ms = cq ? cq->preemption.restart_cost_ms : 0};
+    /* a gang of one: its pod's own values, kept from its annotations (a bound pod has none) */
+    const struct kpod *first = kg->pg ? NULL : kg->members[0];
+    if (first && first->min_runtime_ms >= 0)
+        hints.min_runtime_ms = first->min_runtime_ms;
+    if (first && first->restart_cost_ms >= 0)
+        hints.restart_cost_ms = first->restart_cost_ms;
+    hints.non_preemptible = first && first->non_preemptible;
     struct sched_errbuf e2;
     if (kg->pg && annot_run(kg->pg->ann, kg->pg->n_ann, &hints, &e2) != 0)
         LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);

@@ -448,6 +448,7 @@ static void on_lease(void *ctx, bool leading)
         d->force = true; /* the first cycle as leader, whatever changed */
         d->recovered = false;
         d->jobs_synced = false;
+        d->ckpt_resumed = false; /* handshakes resumed from the annotations at its first cycle */
         http_metric_set(d->m_leader, NULL, 1);
         kdrv_schedule_cycle(d, 0);
         return;
@@ -707,7 +708,7 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status, &d->owed, &d->jobs, &d->held};
+    struct strmap *maps[] = {&d->status, &d->owed, &d->owed_ckpt, &d->jobs, &d->held};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();

@@ -116,11 +116,13 @@ struct kdrv {
     /* binds of the current cycle */
     struct kgang_binds *binds;
     uint32_t n_binds, binds_left;
-    struct strmap status; /* gang -> struct kstatus* */
-    struct strmap owed;   /* gang -> struct kowed*: a native scheduled condition not seen yet */
-    struct strmap jobs;   /* gang -> struct kjob*: admitted or running, charged to the ledger */
-    bool jobs_synced;     /* the jobs and the ledger were reconciled with the cluster */
-    struct strmap held;   /* queue name -> (void *)1: held or draining (operator actions) */
+    struct strmap status;    /* gang -> struct kstatus* */
+    struct strmap owed;      /* gang -> struct kowed*: a native scheduled condition not seen yet */
+    struct strmap owed_ckpt; /* gang -> struct kowed*: a checkpoint request not seen yet */
+    bool ckpt_resumed;  /* handshakes were resumed from the annotations (first cycle as leader) */
+    struct strmap jobs; /* gang -> struct kjob*: admitted or running, charged to the ledger */
+    bool jobs_synced;   /* the jobs and the ledger were reconciled with the cluster */
+    struct strmap held; /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
@@ -248,21 +250,33 @@ void kdrv_cycle_at(struct kdrv *d, int64_t at);
 #define KDRV_ANNOT_CKPT_ASKED "gangsched.io/checkpoint-requested" /* RFC 3339 */
 #define KDRV_ANNOT_CKPT_UNTIL "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
 
-/* Writes the request (and, until_ms > 0, the deadline of a preemption) on a PodGroup. */
+/* Writes the request (and, until_ms > 0, the deadline of a preemption) on a PodGroup of ours
+ * (its key is its gang's), sent again until the watch shows it (kdrv_owe_ckpt). */
 void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* The merge patch of that write. */
+cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms);
+/* Whether that write needs no more sends: pg shows it (or a later request), or, a preemption's
+ * request, its handshake is over (the engine's). */
+bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
+ * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
+bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg);
 /* A victim of the core: when its queue has a checkpointGrace and it has a PodGroup, it is asked
  * to checkpoint (the engine's handshake, the annotations, status and Event) and true is
  * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
                        const struct config *cfg, int64_t now);
 /* Before the decisions: handshakes answered or over evicted, the victims still waiting marked
- * evicting in kb->running; after a restart, handshakes resumed from the annotations. */
+ * evicting in kb->running; at the first cycle as leader (a start, a new leader), handshakes
+ * resumed from the annotations, each preemptor's hold on its victims' nodes restored. */
 void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 
 /* ---- driver_status.c ---- */
 
-void kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
-                    kube_resp_fn *fn, void *ctx);
+/* Sends body (freed) to path; fn(ctx) gets the answer. SCHED_ENOMEM: nothing was queued and fn
+ * is never called (ctx is the caller's). */
+int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                   kube_resp_fn *fn, void *ctx);
 
 /* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
  * its metadata for more fields. */
@@ -290,14 +304,20 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                           const char *phase, const char *type, const char *reason,
                           const char *message, bool force, const struct kpg *related);
 
-/* The native PodGroups' scheduled conditions (True) written but not yet seen in the watch
- * (d->owed): each is sent again while the watch does not show it, after a failed write
- * (backoff from 1 s) or KDRV_OWED_SEEN_MS after a write that succeeded (another write may have
- * overwritten it), at most KDRV_OWED_TRIES times; dropped once seen or its PodGroup is gone.
- * Called by each cycle; arms kdrv_cycle_at for the next send. */
+/* The native PodGroups' scheduled conditions (True) and the checkpoint requests written but
+ * not yet seen in the watch (d->owed, d->owed_ckpt): each is sent again while the watch does
+ * not show it, after a failed write (backoff from 1 s; 1 s when out of memory) or
+ * KDRV_OWED_SEEN_MS after a write that succeeded (another write may have overwritten it), at
+ * most KDRV_OWED_TRIES times (a preemption's request: until its handshake is over); dropped
+ * once seen or its PodGroup is gone. Called by each cycle; arms kdrv_cycle_at for the next
+ * send. */
 void kdrv_owed_status(struct kdrv *d, int64_t now);
 
-/* Frees d->status and d->owed (the driver's end). */
+/* A checkpoint request (until_ms 0: an operator's) owed on pg: sent now, and again until the
+ * watch shows it (kdrv_owed_status); it replaces the one owed on pg. */
+void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+
+/* Frees d->status, d->owed and d->owed_ckpt (the driver's end). */
 void kdrv_status_fini(struct kdrv *d);
 
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
@@ -376,6 +396,12 @@ int kdrv_waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t 
  * (no GPUs known) takes its queue and GPUs once it has them. */
 int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
                          struct sched_errbuf *eb);
+
+/* Victim gang `victim` leaves (evicted at once, or at the end of its checkpoint handshake): its
+ * job row back to pending with one more preemption (under queue, NULL: its row's), its charge
+ * and placements released. Inside a store transaction. */
+int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
+                        struct sched_errbuf *eb);
 
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb);

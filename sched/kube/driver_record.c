@@ -262,6 +262,29 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
     return rc;
 }
 
+int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
+                        struct sched_errbuf *eb)
+{
+    /* back to pending: a preemption never counts against its retry budget */
+    struct store_job old;
+    int rc = 0;
+    if (store_job_get(d->db, victim, &old, NULL) == 0) {
+        struct store_job j = old;
+        j.gang = victim;
+        j.queue = queue ? queue : old.queue;
+        j.flavor = NULL;
+        j.state = STORE_JOB_PENDING;
+        j.admit_ms = j.start_ms = STORE_NO_TIME;
+        j.preemptions = old.preemptions + 1;
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    if (rc == 0)
+        rc = kdrv_job_charge(d, victim, NULL, NULL, 0, -1, eb);
+    if (rc == 0)
+        rc = store_placement_release(d->db, victim, NULL, eb);
+    return rc;
+}
+
 /* Keeps the jobs and the GPU ledger equal to the cluster: running gangs of the cycle's input are
  * charged, gangs no longer running (finished, deleted, evicted) are released. The first cycle
  * as leader reconciles whatever an earlier process left. Runs inside the cycle's transaction. */
@@ -283,8 +306,9 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
             j->seen = true;
             continue;
         }
-        if (eng_job_state(d->eng, kdrv_gang_id(d, kg->key)) == ENG_JOB_TEARING)
-            continue; /* a teardown released it already */
+        struct eng_job ej = eng_job(d->eng, kdrv_gang_id(d, kg->key));
+        if (ej.state == ENG_JOB_TEARING && ej.ckpt_until_ms == 0)
+            continue; /* a teardown released it already; a victim asked to checkpoint has not */
         if (!run_of) {
             if (!(run_of = arena_calloc(&d->arena, kb->n_gangs, sizeof(*run_of))))
                 return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -509,27 +533,15 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
                                      .preemptor = kb->gangs[ev->preemptor->id].key,
                                      .gpus = ev->victim->gang->gpus,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
-                                     .cost = ev->cost};
+                                     .cost = ev->cost,
+                                     .kind = sched_preempt_kind_name(ev->kind)};
         rc = store_preemption_add(d->db, &p, eb);
-        /* the victim goes back to pending (a preemption never counts against its retry budget)
-         * and its members' deletion is not a failure the lifecycle should act on */
-        const char *victim = kb->gangs[ev->victim->gang->id].key;
-        struct store_job old;
-        if (rc == 0 && store_job_get(d->db, victim, &old, NULL) == 0) {
-            struct store_job j = old;
-            j.gang = victim;
-            j.queue = cfg->queues[ev->victim->gang->queue].name;
-            j.flavor = NULL;
-            j.state = STORE_JOB_PENDING;
-            j.admit_ms = j.start_ms = STORE_NO_TIME;
-            j.preemptions = old.preemptions + 1;
-            rc = store_job_upsert(d->db, &j, eb);
-        }
-        if (rc == 0)
-            rc = kdrv_job_charge(d, victim, NULL, NULL, 0, -1, eb);
-        if (rc == 0)
-            rc = store_placement_release(d->db, victim, NULL, eb);
-        if (rc == 0 && eng_job_evict(d->eng, kdrv_gang_id(d, victim)) != 0)
+        /* its members' deletion is not a failure the lifecycle should act on; a victim asked to
+         * checkpoint runs, charged, until its handshake ends (driver_ckpt.c records it then) */
+        const struct kgang *victim = &kb->gangs[ev->victim->gang->id];
+        if (rc == 0 && !kdrv_ckpt_asks(victim, cfg))
+            rc = kdrv_record_evicted(d, victim->key, cfg->queues[victim->gang.queue].name, eb);
+        if (rc == 0 && eng_job_evict(d->eng, kdrv_gang_id(d, victim->key)) != 0)
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
     for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++)

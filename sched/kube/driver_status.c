@@ -2,8 +2,9 @@
  *
  * Owns: the JSON request helpers (send_json, new_object), Events, PodGroup status for every
  * PodGroup API (scheduler-plugins, Volcano, native scheduling.k8s.io), its rate limit per gang
- * and reason (struct kstatus in d->status), the native scheduled conditions owed until seen
- * (struct kowed in d->owed), and the pods' PodScheduled=False condition.
+ * and reason (struct kstatus in d->status), the writes owed until the watch shows them (struct
+ * kowed: the native scheduled conditions in d->owed, the checkpoint requests of driver_ckpt.c in
+ * d->owed_ckpt), and the pods' PodScheduled=False condition.
  *
  * Must not touch: the store's tables, binds, deletes and evictions (driver_bind.c,
  * driver_life.c); it only writes what it is told.
@@ -24,15 +25,17 @@ static void ignore_resp(void *ctx, const struct kube_resp *r)
                  r->status, r->error ? r->error : "");
 }
 
-void kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
-                    kube_resp_fn *fn, void *ctx)
+int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                   kube_resp_fn *fn, void *ctx)
 {
     char *s = body ? cJSON_PrintUnformatted(body) : NULL;
     cJSON_Delete(body);
-    if (kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
-                     fn ? ctx : (void *)"") != 0)
+    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
+                          fn ? ctx : (void *)"");
+    if (rc != 0)
         LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
     free(s);
+    return rc;
 }
 
 /* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
@@ -138,25 +141,36 @@ static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
     return buf;
 }
 
-/* ---- native scheduling.k8s.io groups (sched/kube/native.h) --------------------------------- */
+/* ---- writes owed until the watch shows them ------------------------------------------------- */
 
-/* A native PodGroup's scheduled condition True written and not yet seen in the watch
- * (d->owed, by gang key; kdrv_owed_status). */
+/* A write to a PodGroup that is sent again until the watch shows it (kdrv_owed_status): a native
+ * PodGroup's scheduled condition True (d->owed), or a checkpoint request (d->owed_ckpt,
+ * driver_ckpt.c). Both maps are by gang key; a PodGroup of ours has its gang's key. */
+enum kowed_kind { KOWED_SCHEDULED = 0, KOWED_CKPT };
+
 struct kowed {
+    enum kowed_kind kind;
     char *pg;         /* the PodGroup's cache key "ns/name" */
     char *uid;        /* its uid: a PodGroup created again under the name is another */
-    char *message;    /* the condition's message */
-    int64_t since_ms; /* the first send: the condition's lastTransitionTime */
+    char *message;    /* scheduled: the condition's message */
+    int64_t since_ms; /* scheduled: the first send (lastTransitionTime); ckpt: the request */
+    int64_t until_ms; /* ckpt: the deadline of a preemption's request (0: an operator's) */
     int64_t retry_ms; /* sent again then unless the watch shows it */
     uint32_t tries;   /* sends so far */
     bool inflight;
 };
 
-/* A send in flight: the gang it is for (the entry may be gone when the answer comes). */
+/* A send in flight: the entry it is for (which may be gone when the answer comes). */
 struct owed_req {
     struct kdrv *d;
+    enum kowed_kind kind;
     char gang[];
 };
+
+static struct strmap *owed_map(struct kdrv *d, enum kowed_kind kind)
+{
+    return kind == KOWED_CKPT ? &d->owed_ckpt : &d->owed;
+}
 
 static void owed_free(struct kowed *o)
 {
@@ -174,11 +188,18 @@ static void native_status_path(const struct kpg *pg, char *path, size_t n)
              pg->ns, pg->name);
 }
 
+/* o is sent again after `wait` ms unless the watch shows it by then. */
+static void owed_later(struct kdrv *d, struct kowed *o, int64_t wait)
+{
+    o->inflight = false;
+    o->retry_ms = kdrv_now_ms() + wait;
+    kdrv_cycle_at(d, o->retry_ms);
+}
+
 static void on_owed(void *ctx, const struct kube_resp *r)
 {
     struct owed_req *x = ctx;
-    struct kdrv *d = x->d;
-    struct kowed *o = strmap_get(&d->owed, x->gang);
+    struct kowed *o = strmap_get(owed_map(x->d, x->kind), x->gang);
     bool ok = r->status >= 200 && r->status < 300;
     if (!o) {
         if (!ok)
@@ -186,59 +207,83 @@ static void on_owed(void *ctx, const struct kube_resp *r)
         free(x);
         return;
     }
-    o->inflight = false;
-    int64_t now = kdrv_now_ms(), wait = KDRV_OWED_SEEN_MS;
+    int64_t wait = KDRV_OWED_SEEN_MS;
     if (!ok) { /* 1 s, 2 s, 4 s, ... 16 s */
         wait = 1000LL << (o->tries > 5 ? 4 : o->tries - 1);
-        LOG_WARN(KDRV_MOD,
-                 "podgroup status write failed: gang=%s status=%d error=%s (sent again in %lld "
-                 "ms)",
-                 x->gang, r->status, r->error ? r->error : "", (long long)wait);
+        LOG_WARN(KDRV_MOD, "%s write failed: gang=%s status=%d error=%s (sent again in %lld ms)",
+                 x->kind == KOWED_CKPT ? "checkpoint request" : "podgroup status", x->gang,
+                 r->status, r->error ? r->error : "", (long long)wait);
     }
-    o->retry_ms = now + wait;
-    kdrv_cycle_at(d, o->retry_ms);
+    owed_later(x->d, o, wait);
     free(x);
 }
 
-/* Sends o's condition True (nothing when the cache shows it True already). */
+/* Sends o (nothing is sent when the cache shows it already: the caller checked). Out of
+ * memory: sent again in a second. */
 static void owed_send(struct kdrv *d, const char *gang, struct kowed *o, const struct kpg *pg)
 {
-    const char *ct = knative_sched_condition(pg->api);
-    cJSON *body =
-        ct ? knative_condition_patch(pg, ct, true, "Scheduled", o->message, o->since_ms) : NULL;
+    char path[700];
+    cJSON *body;
+    enum kube_method how = KUBE_PATCH_MERGE;
+    if (o->kind == KOWED_CKPT) {
+        body = kdrv_ckpt_patch(o->since_ms, o->until_ms);
+        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", knative_api_version(pg->api),
+                 pg->ns, knative_plural(pg->api), pg->name);
+    } else {
+        const char *ct = knative_sched_condition(pg->api);
+        body =
+            ct ? knative_condition_patch(pg, ct, true, "Scheduled", o->message, o->since_ms) : NULL;
+        how = KUBE_PATCH_STRATEGIC;
+        native_status_path(pg, path, sizeof(path));
+    }
     size_t n = strlen(gang) + 1;
     struct owed_req *x = body ? malloc(sizeof(*x) + n) : NULL;
-    if (!x) {
-        cJSON_Delete(body);
-        return;
-    }
-    x->d = d;
-    memcpy(x->gang, gang, n);
     o->tries++;
     o->inflight = true;
-    char path[700];
-    native_status_path(pg, path, sizeof(path));
-    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_owed, x);
+    if (x) {
+        x->d = d;
+        x->kind = o->kind;
+        memcpy(x->gang, gang, n);
+    }
+    if (!x || kdrv_send_json(d, how, path, body, on_owed, x) != 0) {
+        if (!x)
+            cJSON_Delete(body);
+        free(x);
+        LOG_ERROR(KDRV_MOD, "out of memory writing to podgroup %s (sent again in 1000 ms)", o->pg);
+        owed_later(d, o, 1000);
+    }
+}
+
+/* The entry of `gang` in the map of `kind`, made for pg when there is none (NULL: out of
+ * memory, logged). */
+static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char *gang,
+                                const struct kpg *pg)
+{
+    struct kowed *o = strmap_get(owed_map(d, kind), gang);
+    char key[KOBJ_KEY_MAX];
+    if (o)
+        return o;
+    if (kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0)
+        return NULL;
+    o = calloc(1, sizeof(*o));
+    if (!o || !(o->pg = strdup(key)) || !(o->uid = strdup(pg->uid ? pg->uid : "")) ||
+        strmap_put(owed_map(d, kind), gang, o, NULL) != 0) {
+        owed_free(o);
+        LOG_ERROR(KDRV_MOD, "out of memory recording a write to podgroup %s", key);
+        return NULL;
+    }
+    o->kind = kind;
+    o->since_ms = kdrv_now_ms();
+    return o;
 }
 
 /* The gang is bound: its PodGroup's condition True is owed until the watch shows it. */
 static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg,
                           const char *message)
 {
-    struct kowed *o = strmap_get(&d->owed, gang);
-    char key[KOBJ_KEY_MAX];
-    if (!o) {
-        if (kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0)
-            return;
-        o = calloc(1, sizeof(*o));
-        if (!o || !(o->pg = strdup(key)) || !(o->uid = strdup(pg->uid ? pg->uid : "")) ||
-            strmap_put(&d->owed, gang, o, NULL) != 0) {
-            owed_free(o);
-            LOG_ERROR(KDRV_MOD, "out of memory recording the status of gang %s", gang);
-            return;
-        }
-        o->since_ms = kdrv_now_ms();
-    }
+    struct kowed *o = owed_entry(d, KOWED_SCHEDULED, gang, pg);
+    if (!o)
+        return;
     char *m = strdup(message ? message : "");
     if (m) {
         free(o->message);
@@ -248,34 +293,69 @@ static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg
         owed_send(d, gang, o, pg);
 }
 
-void kdrv_owed_status(struct kdrv *d, int64_t now)
+void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms)
+{
+    struct kowed *o = owed_entry(d, KOWED_CKPT, pg->key, pg);
+    if (!o)
+        return;
+    char *uid = strcmp(o->uid, pg->uid ? pg->uid : "") != 0 ? strdup(pg->uid ? pg->uid : "") : NULL;
+    if (uid) { /* an entry left for a PodGroup of the name deleted since */
+        free(o->uid);
+        o->uid = uid;
+    }
+    o->since_ms = asked_ms; /* a new request replaces the one owed */
+    o->until_ms = until_ms;
+    o->tries = 0;
+    if (!o->inflight) /* else sent again after the answer unless the watch shows it */
+        owed_send(d, pg->key, o, pg);
+}
+
+/* Whether o is done with: its PodGroup gone or another, the watch shows it, or (a request of a
+ * preemption) its handshake is over; else when it was sent too often (given up, logged). */
+static bool owed_over(struct kdrv *d, const char *gang, const struct kowed *o, int64_t now)
+{
+    const struct kpg *pg = kcache_pg(d->cache, o->pg);
+    if (!pg || strcmp(pg->uid ? pg->uid : "", o->uid) != 0)
+        return true;
+    if (o->kind == KOWED_CKPT ? kdrv_ckpt_settled(d, pg, o->since_ms, o->until_ms)
+                              : pg->initially_scheduled)
+        return true;
+    /* a preemption's request is sent until its handshake ends; the others a bounded number
+     * of times */
+    bool bounded = o->kind != KOWED_CKPT || o->until_ms == 0;
+    if (o->inflight || now < o->retry_ms || !bounded || o->tries < KDRV_OWED_TRIES)
+        return false;
+    LOG_WARN(KDRV_MOD, "%s of gang %s was written %u times and never seen in the watch: given up",
+             o->kind == KOWED_CKPT ? "the checkpoint request" : "the scheduled condition", gang,
+             o->tries);
+    return true;
+}
+
+static void owed_step(struct kdrv *d, enum kowed_kind kind, int64_t now)
 {
     struct strlist done = {0};
     const char *k;
     void *v;
-    for (size_t i = 0; strmap_next(&d->owed, &i, &k, &v);) {
+    for (size_t i = 0; strmap_next(owed_map(d, kind), &i, &k, &v);) {
         struct kowed *o = v;
-        const struct kpg *pg = kcache_pg(d->cache, o->pg);
-        bool over = !pg || pg->initially_scheduled || strcmp(pg->uid ? pg->uid : "", o->uid) != 0;
-        if (!over && o->inflight)
-            continue;
-        if (!over && now >= o->retry_ms && o->tries >= KDRV_OWED_TRIES) {
-            LOG_WARN(KDRV_MOD,
-                     "podgroup status: the scheduled condition of gang %s was written %u times "
-                     "and never seen in the watch: given up",
-                     k, o->tries);
-            over = true;
-        }
-        if (over)
+        if (owed_over(d, k, o, now))
             kdrv_strlist_add(&done, k); /* out of memory: looked at again next cycle */
+        else if (o->inflight)
+            continue;
         else if (now >= o->retry_ms)
-            owed_send(d, k, o, pg);
+            owed_send(d, k, o, kcache_pg(d->cache, o->pg));
         else
             kdrv_cycle_at(d, o->retry_ms);
     }
     for (uint32_t i = 0; i < done.n; i++)
-        owed_free(strmap_del(&d->owed, done.v[i]));
+        owed_free(strmap_del(owed_map(d, kind), done.v[i]));
     kdrv_strlist_free(&done);
+}
+
+void kdrv_owed_status(struct kdrv *d, int64_t now)
+{
+    owed_step(d, KOWED_SCHEDULED, now);
+    owed_step(d, KOWED_CKPT, now);
 }
 
 void kdrv_status_fini(struct kdrv *d)
@@ -288,9 +368,11 @@ void kdrv_status_fini(struct kdrv *d)
         free(st);
     }
     strmap_fini(&d->status);
-    for (size_t i = 0; strmap_next(&d->owed, &i, &k, &v);)
-        owed_free(v);
-    strmap_fini(&d->owed);
+    for (int kind = KOWED_SCHEDULED; kind <= KOWED_CKPT; kind++) {
+        for (size_t i = 0; strmap_next(owed_map(d, kind), &i, &k, &v);)
+            owed_free(v);
+        strmap_fini(owed_map(d, kind));
+    }
 }
 
 /* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by

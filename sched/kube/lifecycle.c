@@ -12,8 +12,9 @@ static const char *pg_annotation(const struct kpg *pg, const char *key)
     return kobj_pg_annotation(pg, key);
 }
 
-/* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (annot.c's
- * table; a bad annotation keeps the queue's value: the gang was refused with it at admission). */
+/* The gang's settings: the queue's lifecycle, overridden by its PodGroup's annotations (a gang
+ * of one: its pod's, kept when it was bound) (annot.c's table; a bad annotation keeps the
+ * queue's value: the gang was refused with it at admission). */
 static void settings(const struct kgang *kg, const struct config *cfg, int64_t *start_timeout,
                      uint32_t *max_restarts, int64_t *grace, bool *spread)
 {
@@ -27,6 +28,11 @@ static void settings(const struct kgang *kg, const struct config *cfg, int64_t *
     struct sched_errbuf eb;
     if (kg->pg)
         (void)annot_run(kg->pg->ann, kg->pg->n_ann, &r, &eb);
+    const struct kpod *one = !kg->pg && kg->gang.n_pods ? kg->members[0] : NULL;
+    if (one && one->start_timeout_ms > 0)
+        r.start_timeout_ms = one->start_timeout_ms;
+    if (one && one->max_restarts != UINT32_MAX)
+        r.max_restarts = one->max_restarts;
     *start_timeout = r.start_timeout_ms;
     *max_restarts = r.max_restarts;
     struct gang g;

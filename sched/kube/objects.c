@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/annot.h"
 #include "sched/core/duration.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/dra.h"
@@ -470,6 +471,39 @@ static int pod_group(const cJSON *spec, const cJSON *labels, const cJSON *ann, c
     return p->group ? 0 : SCHED_ENOMEM;
 }
 
+/* A bound pod's own run settings (annot_run's keys among its annotations; the pod keeps no
+ * annotations once bound). A bad value was refused when its gang was admitted: none. */
+static int pod_run_hints(const cJSON *ann, struct kpod *p)
+{
+    int count = cJSON_IsObject(ann) ? cJSON_GetArraySize(ann) : 0;
+    if (count <= 0)
+        return 0;
+    struct kv *v = calloc((size_t)count, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    size_t n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, ann)
+    {
+        if (cJSON_IsString(it) && it->string)
+            v[n++] = (struct kv){.key = it->string, .value = it->valuestring};
+    }
+    struct annot_run r = {.min_runtime_ms = -1,
+                          .restart_cost_ms = -1,
+                          .start_timeout_ms = -1,
+                          .max_restarts = UINT32_MAX};
+    struct sched_errbuf eb;
+    if (annot_run(v, n, &r, &eb) == 0) {
+        p->min_runtime_ms = r.min_runtime_ms;
+        p->restart_cost_ms = r.restart_cost_ms;
+        p->start_timeout_ms = r.start_timeout_ms;
+        p->max_restarts = r.max_restarts;
+        p->non_preemptible = r.non_preemptible;
+    }
+    free(v);
+    return 0;
+}
+
 /* Queue, flavor and GPU indices from labels and annotations. */
 static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, struct sched_errbuf *eb)
 {
@@ -484,6 +518,10 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
     int64_t mr_ms = 0; /* a bad value was refused when the gang was admitted: none */
     if (mr && !dur_parse(mr, strlen(mr), &mr_ms) && mr_ms > 0)
         p->max_runtime_s = (uint32_t)((mr_ms + 999) / 1000); /* DUR_MAX_MS fits */
+    p->min_runtime_ms = p->restart_cost_ms = p->start_timeout_ms = -1;
+    p->max_restarts = UINT32_MAX;
+    if (p->ours && p->node && pod_run_hints(ann, p) != 0)
+        return SCHED_ENOMEM;
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
     if (!ids)
         return 0;

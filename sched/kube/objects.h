@@ -77,6 +77,12 @@ struct kpod {
     /* bound and ours: its gangsched.io/max-runtime in seconds, rounded up (0: none or not
      * readable), which its running gang keeps (spec, which holds it while pending, is gone) */
     uint32_t max_runtime_s;
+    /* bound and ours: its gangsched.io/min-runtime, restart-cost and start-timeout (ms; -1: none
+     * or not readable), max-restarts (UINT32_MAX: none) and non-preemptible (annot.c annot_run),
+     * which its running gang of one keeps (a gang with a PodGroup reads the PodGroup's) */
+    int64_t min_runtime_ms, restart_cost_ms, start_timeout_ms;
+    uint32_t max_restarts;
+    bool non_preemptible;
     char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
     int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */

@@ -392,7 +392,8 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
                                      .preemptor = in->jobs[ev->preemptor->id].id,
                                      .gpus = ev->victim->gang->gpus,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
-                                     .cost = ev->cost};
+                                     .cost = ev->cost,
+                                     .kind = sched_preempt_kind_name(ev->kind)};
         rc = store_preemption_add(db, &p, eb);
     }
     return rc;

@@ -73,6 +73,14 @@ if [ -n "$victim" ]; then
         bad "explain $victim: $(head -20 "$TMP/e.txt")"
     "$CTL" --db "$TMP/g.db" explain "$victim" -o json >"$TMP/v.json"
     expect_eq "explain json: victim role" "$("$JGET" "$TMP/v.json" preemptions/0/role)" victim
+    # why it was evicted (store schema 5), in the JSON and as the table's KIND column
+    kind=$("$JGET" "$TMP/v.json" preemptions/0/kind)
+    case "$kind" in
+    priority | reclaim | fair_share | overdue) ok "explain json: the preemption's kind ($kind)" ;;
+    *) bad "explain json: preemption kind '$kind'" ;;
+    esac
+    grep -q "ROLE  *KIND  *OTHER JOB" "$TMP/e.txt" && grep -q " victim  *$kind " "$TMP/e.txt" &&
+        ok "explain: the KIND column" || bad "explain: no KIND column: $(grep -A2 '^Preemptions' "$TMP/e.txt")"
     n=$("$JGET" "$TMP/v.json" job/preemptions)
     "$JGET" "$TMP/v.json" "preemptions/$((n - 1))/role" >/dev/null &&
         ok "explain: $n preemption record(s) = the job's count" || bad "explain: fewer records than $n"

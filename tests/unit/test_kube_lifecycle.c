@@ -178,6 +178,25 @@ static void annotation_overrides_queue_default(void **state)
     assert_int_equal(acts[0].max_restarts, 7);
 }
 
+/* A gang of one pod without a PodGroup declares them on its pod, kept once it is bound (a bound
+ * pod keeps no annotations). */
+static void pod_annotation_of_a_gang_of_one(void **state)
+{
+    struct fx *f = *state;
+    add(f->c, 1,
+        "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g\",\"annotations\":{"
+        "\"gangsched.io/start-timeout\":\"5s\",\"gangsched.io/max-restarts\":\"7\"}},"
+        "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n1\",\"containers\":[{"
+        "\"name\":\"main\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+        "\"status\":{\"phase\":\"Pending\"}}");
+    bound_at(f, 0); /* the gang of pod ml/g is ml/g */
+    struct eng_life_action *acts;
+    assert_int_equal(check_at(f, 4999, &acts), 0);
+    assert_int_equal(check_at(f, 5000, &acts), 1);
+    assert_int_equal(acts[0].reason, ENG_START_TIMEOUT);
+    assert_int_equal(acts[0].max_restarts, 7);
+}
+
 static void failed_member_is_the_jobs_own_failure(void **state)
 {
     struct fx *f = *state;
@@ -286,6 +305,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(start_timeout_with_the_pods_words, setup, teardown),
+        cmocka_unit_test_setup_teardown(pod_annotation_of_a_gang_of_one, setup, teardown),
         cmocka_unit_test_setup_teardown(annotation_overrides_queue_default, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_member_is_the_jobs_own_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(not_ready_node_after_the_grace_is_not_the_jobs_fault, setup,

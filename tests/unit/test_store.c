@@ -35,71 +35,9 @@
 #include "store/store.h"
 #include "store/views.h"
 
-struct fx {
-    char dir[64];
-    char db[128];
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-store-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    DIR *d = opendir(f->dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", f->dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+#include "tests/unit/store_fx.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
-
-static struct store *open_ok(const char *path, unsigned flags, const struct store_opts *o)
-{
-    struct store *st = NULL;
-    struct sched_errbuf eb = {{0}};
-    int err = store_open(path, flags, o, &st, &eb);
-    if (err)
-        fail_msg("store_open %s: %d %s", path, err, eb.msg);
-    return st;
-}
-
-/* Opens expecting `want`; returns the message. */
-static void open_fails(const char *path, unsigned flags, int want, const char *needle,
-                       const char *needle2)
-{
-    struct store *st = NULL;
-    struct sched_errbuf eb = {{0}};
-    int err = store_open(path, flags, NULL, &st, &eb);
-    if (err != want)
-        fail_msg("store_open %s: got %d (%s), want %d", path, err, eb.msg, want);
-    assert_null(st);
-    if (!strstr(eb.msg, path))
-        fail_msg("message does not name the path: %s", eb.msg);
-    if (needle && !strstr(eb.msg, needle))
-        fail_msg("message lacks \"%s\": %s", needle, eb.msg);
-    if (needle2 && !strstr(eb.msg, needle2))
-        fail_msg("message lacks \"%s\": %s", needle2, eb.msg);
-}
 
 static unsigned char *slurp(const char *path, size_t *len)
 {
@@ -131,30 +69,6 @@ static void same_bytes(const unsigned char *a, size_t na, const char *path)
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, na);
     free(b);
-}
-
-/* Runs SQL on the file with a plain connection (to build or damage databases by hand). */
-static void raw_sql(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    assert_int_equal(sqlite3_close(db), SQLITE_OK);
-}
-
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    assert_int_equal(sqlite3_close(db), SQLITE_OK);
-    return v;
 }
 
 static struct store_job job(const char *gang, const char *queue, int64_t gpus,
@@ -300,7 +214,7 @@ static void test_create_and_reopen(void **state)
     de = (struct store_decision){
         0, 2, 20, "ns/eta", SCHED_WHY_QUOTA, "q", true, 0, "no estimate: waiting for quota"};
     assert_int_equal(store_decision_add(st, &de, &eb), 0);
-    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0};
+    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0, "priority"};
     assert_int_equal(store_preemption_add(st, &p, &eb), 0);
     assert_int_equal(store_meta_put_i64(st, "sim_now_ms", 123456, &eb), 0);
     assert_int_equal(store_commit(st, &eb), 0);
@@ -436,7 +350,9 @@ static void test_newer_version_refused(void **state)
     raw_sql(f->db, "PRAGMA user_version = 999;");
     size_t n;
     unsigned char *before = slurp(f->db, &n);
-    open_fails(f->db, 0, SCHED_EIO, "schema version 999", "newer than this binary knows (4)");
+    char knows[64];
+    snprintf(knows, sizeof(knows), "newer than this binary knows (%d)", STORE_SCHEMA_VERSION);
+    open_fails(f->db, 0, SCHED_EIO, "schema version 999", knows);
     open_fails(f->db, STORE_READONLY, SCHED_EIO, "schema version 999", NULL);
     same_bytes(before, n, f->db);
     free(before);
@@ -1041,7 +957,7 @@ static void fill_reads(struct store *st)
         }
     }
     assert_int_equal(store_ledger_set(st, "prod", "default", STORE_GPU, 5, &eb), 0);
-    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5};
+    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5, "reclaim"};
     assert_int_equal(store_preemption_add(st, &pr, &eb), 0);
     const char *nodes[] = {"node-9"};
     for (int i = 0; i < 3; i++) {

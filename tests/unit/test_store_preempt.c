@@ -1,0 +1,232 @@
+/* tests/unit/test_store_preempt.c: the kind of each preemption in the store (schema version 5):
+ * written and read back, shown in the explain document (gangctl explain, GET /v1/jobs/NS/NAME)
+ * by both reads (store_views_load and the HTTP API's per-route read); an unknown or missing kind
+ * refused with a message naming the victim; a version 4 database (made by hand from a current
+ * one) migrated on open, its old rows without a kind; a version 4 database whose preemptions
+ * table is damaged refused with a message naming the migration, its file left at version 4; a
+ * running job preempted during its run (its eviction waits for a checkpoint handshake) shown as
+ * checkpointing by both reads.
+ *
+ * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+// clang-format on
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/views.h"
+
+#include "tests/unit/store_fx.h"
+
+/* A pending job row for gang, so that explain finds it. */
+static void add_job(struct store *st, const char *gang)
+{
+    struct store_job j = {
+        gang,          1, "q", NULL, 8, STORE_JOB_PENDING, 1000, STORE_NO_TIME, STORE_NO_TIME,
+        STORE_NO_TIME, 1, 0};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+}
+
+static void add_preemption(struct store *st, int64_t ts, const char *victim, const char *by,
+                           const char *kind)
+{
+    struct store_preemption p = {1, ts, victim, by, 8, 36.0, 1.0, kind};
+    struct sched_errbuf eb = {{0}};
+    if (store_preemption_add(st, &p, &eb) != 0)
+        fail_msg("store_preemption_add %s: %s", victim, eb.msg);
+}
+
+struct kinds {
+    char kind[4][16];
+    int n;
+};
+
+static int collect_kind(void *ctx, const struct store_preemption *p)
+{
+    struct kinds *k = ctx;
+    if (k->n < 4)
+        snprintf(k->kind[k->n++], sizeof(k->kind[0]), "%s", p->kind ? p->kind : "(null)");
+    return 0;
+}
+
+/* The kinds of the explain document's preemptions of job, "-" where absent, comma-separated;
+ * by the whole-table views (view = 1) or the per-route read (view = 0). */
+static void explain_kinds(struct store *st, const char *job, bool view, char *buf, size_t n)
+{
+    struct sched_errbuf eb = {{0}};
+    cJSON *doc = NULL;
+    struct store_views *v = NULL;
+    if (view) {
+        assert_int_equal(store_views_load(st, &v, &eb), 0);
+        assert_int_equal(store_view_explain(v, job, 0, &doc, &eb), 0);
+    } else {
+        struct store_read rq = {.route = STORE_READ_EXPLAIN, .job = job};
+        if (store_read_doc(st, &rq, &doc, &eb) != 0)
+            fail_msg("store_read_doc %s: %s", job, eb.msg);
+    }
+    buf[0] = '\0';
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "preemptions"))
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "kind");
+        size_t at = strlen(buf);
+        snprintf(buf + at, n - at, "%s%s", at ? "," : "", cJSON_IsString(k) ? k->valuestring : "-");
+    }
+    cJSON_Delete(doc);
+    store_views_free(v);
+}
+
+static void test_kind_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    add_job(st, "ns/v");
+    add_preemption(st, 10, "ns/v", "ns/big", "overdue");
+    add_preemption(st, 20, "ns/v", "ns/prod", "reclaim");
+    struct sched_errbuf eb = {{0}};
+    struct kinds k = {0};
+    assert_int_equal(store_preemption_list(st, collect_kind, &k, &eb), 0);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(k.kind[0], "overdue");
+    assert_string_equal(k.kind[1], "reclaim");
+    char buf[128];
+    explain_kinds(st, "ns/v", true, buf, sizeof(buf));
+    assert_string_equal(buf, "overdue,reclaim");
+    explain_kinds(st, "ns/v", false, buf, sizeof(buf));
+    assert_string_equal(buf, "overdue,reclaim");
+
+    /* a kind the core does not have, or none: refused, naming the victim; nothing written */
+    struct store_preemption bad = {1, 30, "ns/w", "ns/big", 8, 0, 0, "eviction"};
+    assert_int_equal(store_preemption_add(st, &bad, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "ns/w"));
+    assert_non_null(strstr(eb.msg, "\"eviction\""));
+    bad.kind = NULL;
+    assert_int_equal(store_preemption_add(st, &bad, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "(none)"));
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions"), 2);
+}
+
+/* A current database turned into a version 4 one by hand: the kind column dropped. */
+static void make_v4(const char *path)
+{
+    raw_sql(path, "ALTER TABLE preemptions DROP COLUMN kind; PRAGMA user_version = 4;");
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+}
+
+static void test_migrate_v4(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    add_job(st, "ns/old");
+    add_preemption(st, 10, "ns/old", "ns/big", "priority");
+    store_close(st);
+    make_v4(f->db);
+
+    st = open_ok(f->db, STORE_CREATE, NULL); /* migrated on open */
+    assert_int_equal(store_schema_version(st), 5);
+    char buf[128];
+    explain_kinds(st, "ns/old", true, buf, sizeof(buf));
+    assert_string_equal(buf, "-"); /* the old row: not recorded */
+    add_preemption(st, 20, "ns/old", "ns/big", "fair_share");
+    explain_kinds(st, "ns/old", false, buf, sizeof(buf));
+    assert_string_equal(buf, "-,fair_share");
+    store_close(st);
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE kind IS NULL"), 1);
+}
+
+static void test_migrate_damaged(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    store_close(st);
+    make_v4(f->db);
+    /* damaged by another program: a version 4 database without its preemptions table */
+    raw_sql(f->db, "DROP TABLE preemptions;");
+    open_fails(f->db, 0, SCHED_EIO, "from version 4 to 5 (the kind of each preemption)",
+               "no such table: preemptions");
+    /* the migration's transaction rolled back: still version 4, nothing added */
+    assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(
+        raw_int(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'preemptions'"), 0);
+}
+
+/* The jobs document's why of job (both reads must agree), or "-". */
+static void job_why(struct store *st, const char *job, char *buf, size_t n)
+{
+    struct sched_errbuf eb = {{0}};
+    char got[2][64];
+    for (int view = 0; view < 2; view++) {
+        cJSON *doc = NULL;
+        struct store_views *v = NULL;
+        if (view) {
+            assert_int_equal(store_views_load(st, &v, &eb), 0);
+            assert_int_equal(store_view_jobs(v, NULL, true, &doc, &eb), 0);
+        } else {
+            struct store_read rq = {.route = STORE_READ_JOBS, .all = true};
+            assert_int_equal(store_read_doc(st, &rq, &doc, &eb), 0);
+        }
+        snprintf(got[view], sizeof(got[view]), "-");
+        const cJSON *j;
+        cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "jobs"))
+        {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "job");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(j, "why");
+            if (cJSON_IsString(name) && strcmp(name->valuestring, job) == 0 && cJSON_IsString(why))
+                snprintf(got[view], sizeof(got[view]), "%s", why->valuestring);
+        }
+        cJSON_Delete(doc);
+        store_views_free(v);
+    }
+    assert_string_equal(got[0], got[1]);
+    snprintf(buf, n, "%s", got[0]);
+}
+
+/* A running job preempted during its run (a checkpoint handshake: the daemon keeps it running
+ * until its eviction) says it is checkpointing; one preempted in an earlier run does not. */
+static void test_running_victim_checkpointing(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = {"ns/v", 1,    "q",  "default",     8, STORE_JOB_RUNNING,
+                          1000,   2000, 2000, STORE_NO_TIME, 1, 0};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    add_preemption(st, 1500, "ns/v", "ns/big", "priority"); /* before this run started */
+    char buf[64];
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    add_preemption(st, 2500, "ns/v", "ns/big", "overdue"); /* during it */
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_equal(buf, "checkpointing");
+    /* evicted: pending again, its wait since that preemption */
+    j.state = STORE_JOB_PENDING;
+    j.flavor = NULL;
+    j.admit_ms = j.start_ms = STORE_NO_TIME;
+    j.preemptions = 2;
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_not_equal(buf, "checkpointing");
+    store_close(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_kind_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_damaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_running_victim_checkpointing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
