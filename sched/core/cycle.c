@@ -77,6 +77,7 @@ struct cycle {
     int64_t starve_after_ms;
     uint32_t max_reservations;
     const struct gang *hold_gang; /* the starving gang of the earliest reservation so far */
+    uint32_t hold_flavor;         /* the flavor of hold_gang's reservation */
     /* starvation reservations made this cycle: what max_reservations limits (a preemptor's
      * hold on its victims' capacity is also a reservation in the result, but not one of these:
      * counting it let every preemption plan take the starving gangs' only slot) */
@@ -91,6 +92,22 @@ struct cycle {
     int64_t *qhold_until;
     bool *shares_cohort; /* some other queue is in the same quota tree */
 };
+
+/* Backfill on probation: g, placed on flavor f while hold_gang holds the cycle's earliest
+ * starvation reservation, is on probation for it only if that gang may ever evict it as an
+ * overdue backfill (preempt.c, allowed() and overdue_for()): hold_gang has probationMinGpus,
+ * g is of its queue, on the flavor and device kind of its reservation, and a preemption can
+ * take g (not non-preemptible, not a GPU share, which frees nothing). NULL: not on probation. */
+static const struct gang *probation_for(const struct cycle *cy, const struct gang *g, uint32_t f)
+{
+    const struct gang *h = cy->hold_gang;
+    if (!h || cy->pc.probation_min_gpus == 0 || h->gpus < cy->pc.probation_min_gpus ||
+        h->queue != g->queue || (cy->cfg && f != cy->hold_flavor))
+        return NULL;
+    if (g->non_preemptible || place_is_share(&cy->st, g) || gang_kind(g) != gang_kind(h))
+        return NULL;
+    return h;
+}
 
 /* Expected run time of g: its declared maximum, else the driver's estimate, 0 = unknown. */
 static int64_t est_of(const struct cycle *cy, const struct gang *g)
@@ -308,11 +325,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             .backfilled = cy->n_memo > 0,
         };
         struct sched_placement *pl = &out->placements[out->n_placements - 1];
-        /* started while a reservation is held: on probation, if that gang may ever evict it
-         * (one of its own queue, preempt.c) */
-        if (cy->hold_gang && cy->pc.probation_min_gpus > 0 &&
-            cy->hold_gang->gpus >= cy->pc.probation_min_gpus && cy->hold_gang->queue == g->queue)
-            pl->probation_for = cy->hold_gang;
+        pl->probation_for = probation_for(cy, g, f);
         pl->n_terms = cy->st.top.n;
         for (uint32_t k = 0; k < cy->st.top.n && k < 3; k++) {
             pl->terms[k] = cy->st.top.term[k];
@@ -437,6 +450,7 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
     if (start < cy->st.hold_until_ms) {
         cy->st.hold_until_ms = start;
         cy->hold_gang = g;
+        cy->hold_flavor = f;
     }
     if (quota_wait && cy->qhold && cy->shares_cohort[g->queue] && !cy->qhold[g->queue]) {
         cy->qhold[g->queue] = g; /* its queue's quota is what it waits for: hold it too */

@@ -206,6 +206,9 @@ struct gang {
     uint8_t share_node_pol; /* GPU shares (HAMi's hami.io/node-scheduler-policy): 0 = the
                                config's default, 1 + enum gs_policy (1 binpack, 2 spread) */
     uint8_t share_gpu_pol;  /* the same for hami.io/gpu-scheduler-policy */
+    bool non_preemptible;   /* never a preemption victim (gangsched.io/non-preemptible, read
+                               by the daemon); only backfill on probation reads it while the
+                               gang waits (cycle.c): such a gang is never put on probation */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */

@@ -207,6 +207,22 @@ int eng_job_probation(struct eng *e, uint32_t g, uint32_t for_g)
     return 0;
 }
 
+int eng_job_restore_promise(struct eng *e, uint32_t g, int64_t reserve_first_ms,
+                            int64_t probation_until_ms, uint32_t probation_for)
+{
+    struct eng_job *j = job_at(e, g);
+    if (!j)
+        return SCHED_ENOMEM;
+    bool runs =
+        j->state == ENG_JOB_ADMITTED || j->state == ENG_JOB_BINDING || j->state == ENG_JOB_RUNNING;
+    j->reserve_first_ms =
+        j->state == ENG_JOB_PENDING && reserve_first_ms > 0 ? reserve_first_ms : 0;
+    bool on = runs && probation_until_ms > 0 && probation_for != ENG_NONE;
+    j->probation_until_ms = on ? probation_until_ms : 0;
+    j->probation_for = on ? probation_for : ENG_NONE;
+    return 0;
+}
+
 int eng_job_submit(struct eng *e, uint32_t g)
 {
     return set_state(e, g, ENG_JOB_PENDING);

@@ -200,6 +200,11 @@ int eng_job_reserved(struct eng *e, uint32_t g, int64_t expected_start_ms);
  * it is on probation until for_g's reserve_first_ms (none when for_g has none). Cleared when
  * the run ends (any state but ADMITTED, BINDING, RUNNING). */
 int eng_job_probation(struct eng *e, uint32_t g, uint32_t for_g);
+/* The simulator's resume: gang g's promises as a driver saved them (eng_job fields), after
+ * eng_job_restore set its state. reserve_first_ms is kept only while PENDING and the probation
+ * only while ADMITTED, BINDING or RUNNING, as the live rules keep them. */
+int eng_job_restore_promise(struct eng *e, uint32_t g, int64_t reserve_first_ms,
+                            int64_t probation_until_ms, uint32_t probation_for);
 /* Restores what a driver persisted (daemon: the store's restarts; simulator: its resume). */
 int eng_job_restore(struct eng *e, uint32_t g, enum eng_state s, uint32_t restarts);
 

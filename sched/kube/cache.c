@@ -602,6 +602,8 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
         *why = arena_printf(a, "podgroup %s: %s", g->key, eb.msg);
         return SCHED_EINVAL;
     }
+    /* read by the core while it waits: never on backfill probation (cycle.c) */
+    gg->non_preemptible = run.non_preemptible;
     for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
         if (kclaims_shared(b->c->dra, members[i]))
             gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);

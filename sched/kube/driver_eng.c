@@ -279,7 +279,10 @@ int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb, int64_t now)
     k->core_node = none_map(&d->arena, k->n_core_node);
     if (!k->core_gang || !k->core_node)
         return SCHED_ENOMEM;
-    for (uint32_t g = 0; g < kb->n_gangs; g++)
+    /* an elastic gang is in kb twice under one key, its pending part first: the engine's gang
+     * is that pending part (its reservations, holds and the promises made to it are the
+     * waiting gang's), so the running part never overwrites it */
+    for (uint32_t g = kb->n_gangs; g-- > 0;)
         k->core_gang[k->gang[g]] = g;
     for (uint32_t n = 0; n < cl->n_nodes; n++)
         k->core_node[k->node[n]] = n;

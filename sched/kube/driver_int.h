@@ -187,7 +187,8 @@ struct kids {
     const struct kcache_build *kb;
     uint32_t *gang;      /* [kb->n_gangs]: engine gang id of kb->gangs[i] */
     uint32_t *node;      /* [cluster n_nodes]: engine node id of cluster node i */
-    uint32_t *core_gang; /* [n_core_gang]: kb gang index of an engine gang id, or ENG_NONE */
+    uint32_t *core_gang; /* [n_core_gang]: kb gang index of an engine gang id, or ENG_NONE;
+                            an elastic gang's pending part (its running part is its .run) */
     uint32_t n_core_gang;
     uint32_t *core_node; /* [n_core_node]: cluster index of an engine node id, or ENG_NONE */
     uint32_t n_core_node;

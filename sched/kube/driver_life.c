@@ -380,7 +380,8 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
         if (eng_job_state(d->eng, g) != ENG_JOB_TEARING || eng_job(d->eng, g).ckpt_until_ms)
             continue; /* a victim asked to checkpoint runs: one that ends ends as a run does */
         uint32_t ix = g < ids->n_core_gang ? ids->core_gang[g] : ENG_NONE;
-        if ((ix < kb->n_pending || ix >= kb->n_gangs) && eng_job_gone(d->eng, g, now, &d->fx) != 0)
+        bool bound_left = ix < kb->n_gangs && (ix >= kb->n_pending || kb->gangs[ix].run);
+        if (!bound_left && eng_job_gone(d->eng, g, now, &d->fx) != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }
     eng_effects_clear(&d->fx); /* REQUEUE: the gang's pods are in its queue again */

@@ -437,9 +437,10 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
 
 /* The reason of a placement's decision: "placed", or for backfill on probation its promise (the
  * first expected start of the reservation it was backfilled ahead of, which the engine keeps:
- * docs/preemption.md, "Backfill on probation"). In buf. */
+ * docs/preemption.md, "Backfill on probation"). A promise already past at `now` is no promise:
+ * the starving gang may evict it at once, and the reason says so. In buf. */
 static const char *placed_reason(struct kdrv *d, const struct kcache_build *kb,
-                                 const struct sched_placement *pl, char *buf, size_t n)
+                                 const struct sched_placement *pl, int64_t now, char *buf, size_t n)
 {
     if (!pl->probation_for || kb->gangs[pl->gang->id].run) /* elastic growth: see binds */
         return "placed";
@@ -449,10 +450,16 @@ static const char *placed_reason(struct kdrv *d, const struct kcache_build *kb,
         return "placed";
     char t[48];
     kobj_format_time(until, t, sizeof(t));
-    snprintf(buf, n,
-             "placed on probation: backfilled ahead of %s's reservation on the promise to end "
-             "by %s; after that, %s may evict it",
-             to, t, to);
+    if (until <= now)
+        snprintf(buf, n,
+                 "placed on probation: backfilled ahead of %s's reservation, whose first expected "
+                 "start (%s) has already passed; %s may evict it whenever that lets it start",
+                 to, t, to);
+    else
+        snprintf(buf, n,
+                 "placed on probation: backfilled ahead of %s's reservation on the promise to end "
+                 "by %s; after that, %s may evict it",
+                 to, t, to);
     return buf;
 }
 
@@ -484,7 +491,7 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
                                      .ts_ms = now,
                                      .gang = kg->key,
                                      .why = SCHED_WHY_PLACED,
-                                     .reason = placed_reason(d, kb, pl, why, sizeof(why))};
+                                     .reason = placed_reason(d, kb, pl, now, why, sizeof(why))};
         rc = store_decision_add(d->db, &dec, eb);
         kdrv_forget_logged(d, kg->key);
     }

@@ -91,6 +91,10 @@ static int hl_get(struct store *db, const char *key, bool required, struct eng *
  * an uninterrupted run.
  */
 
+/* The optional field after a "j:<id>" row's placement: " promise <reserve_first_ms>
+ * <probation_until_ms> <probation_for>" (the job index it promised to, -1 for none). */
+#define PROMISE_TAG "promise"
+
 static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
 {
     const struct gang *g = &r->in->jobs[j].gang;
@@ -104,6 +108,13 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
     for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
         at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
                                r->assign[j][k].gpu_mask);
+    /* backfill on probation (eng_job): written only when there is a promise, so the rows of
+     * other jobs read as before and rows written before it existed read as "no promise" */
+    struct eng_job ej = eng_job(r->eng, j);
+    if (at < n && (ej.reserve_first_ms != 0 || ej.probation_until_ms != 0))
+        snprintf(buf + at, n - at, " " PROMISE_TAG " %lld %lld %lld",
+                 (long long)ej.reserve_first_ms, (long long)ej.probation_until_ms,
+                 ej.probation_until_ms != 0 ? (long long)ej.probation_for : -1LL);
     return buf;
 }
 
@@ -116,7 +127,7 @@ struct db_group {
     struct store_kv kv[DB_JOB_GROUP];
     struct store_job sj[DB_JOB_GROUP];
     char key[DB_JOB_GROUP][16];
-    char val[DB_JOB_GROUP][64 + 24 * 64];
+    char val[DB_JOB_GROUP][128 + 24 * 64];
 };
 
 /* Job j into the group (its meta row and jobs row, written by db_group_flush), and its KPI rows
@@ -492,11 +503,40 @@ static int db_restore_last_why(struct run *r, struct sched_errbuf *eb)
     return rc;
 }
 
+/* Job j's promises from the text of its "j:<id>" row after its placement (PROMISE_TAG): none
+ * when the row ends there (rows written before promises were saved read so too). */
+static int resume_promise(struct run *r, uint32_t j, const char *key, const char *p,
+                          struct sched_errbuf *eb)
+{
+    while (*p == ' ')
+        p++;
+    if (*p == '\0')
+        return 0;
+    size_t tl = strlen(PROMISE_TAG);
+    if (strncmp(p, PROMISE_TAG, tl) != 0 || p[tl] != ' ')
+        return sched_fail(eb, SCHED_EINVAL,
+                          "database: meta %s: unknown field after the placement: \"%.32s\"", key,
+                          p);
+    long long first, until, to;
+    int used = 0;
+    if (sscanf(p + tl, " %lld %lld %lld%n", &first, &until, &to, &used) != 3 ||
+        p[tl + (size_t)used] != '\0' || first < 0 || until < 0 || to < -1 ||
+        to >= (long long)r->in->n_jobs || (until > 0) != (to >= 0))
+        return sched_fail(eb, SCHED_EINVAL,
+                          "database: meta %s: field %s: expected <reserve_first_ms> "
+                          "<probation_until_ms> <probation_for: a job index, or -1>",
+                          key, PROMISE_TAG);
+    if (eng_job_restore_promise(r->eng, j, first, until, to < 0 ? ENG_NONE : (uint32_t)to) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    return 0;
+}
+
 /* The placement of job j from its "j:<id>" row (the text after its fields) and, when it runs,
  * its pods back on their nodes with its timed events. */
-static int resume_run(struct run *r, uint32_t j, const char *key, const char *p, bool evicting,
+static int resume_run(struct run *r, uint32_t j, const char *key, const char **pp, bool evicting,
                       struct sched_errbuf *eb)
 {
+    const char *p = *pp;
     const struct gang *g = &r->in->jobs[j].gang;
     struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
     if (!a)
@@ -511,6 +551,7 @@ static int resume_run(struct run *r, uint32_t j, const char *key, const char *p,
         a[k] = (struct sched_assign){.node = node, .gpu_mask = mask};
         p += used;
     }
+    *pp = p;
     r->assign[j] = a;
     if (sim_state(r, j) != ENG_JOB_RUNNING)
         return 0;
@@ -610,7 +651,10 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
             if (sim_whole_node(r, g))
                 r->n_pending_whole++;
         }
-        if (npods > 0 && (rc = resume_run(r, j, key, text + off, evicting != 0, eb)) != 0)
+        const char *rest = text + off;
+        if (npods > 0 && (rc = resume_run(r, j, key, &rest, evicting != 0, eb)) != 0)
+            return rc;
+        if ((rc = resume_promise(r, j, key, rest, eb)) != 0)
             return rc;
     }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++) {

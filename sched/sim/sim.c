@@ -620,6 +620,12 @@ static int record(struct run *r, const struct sched_result *res, int64_t now,
     r->st->cycles++;
     r->st->reservations += res->n_reservations;
     sim_note_etas(r, res);
+    /* a gang's first reservation of its wait becomes its reserve_first_ms (eng_job_reserved):
+     * its "j:<id>" row carries it (--resume) */
+    for (uint32_t k = 0; r->dirty && k < res->n_reservations; k++)
+        if (!res->reservations[k].preemptor &&
+            eng_job(r->eng, res->reservations[k].gang->id).reserve_first_ms == 0)
+            sim_mark_dirty(r, res->reservations[k].gang->id);
     /* this cycle's starvation reservations are the next cycle's hints */
     if (eng_cycle_hints(r->eng, res, NULL) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");

@@ -62,4 +62,43 @@ while [ "$i" -le "$POINTS" ]; do
     resume_and_compare "SIGKILL after ${delay}s"
     i=$((i + 1))
 done
+# Backfill on probation across a stop (tests/data/trace-probation.csv): big (24 GPUs) starves and
+# holds a reservation expected to start at 12 s; s declares 1 s, is backfilled on probation
+# until then and never ends; when x1 ends at 20 s, big evicts s (overdue) and starts. A run
+# stopped while s's promise is pending must keep it: every stop point, resumed, ends exactly as
+# the uninterrupted run (before the promises were saved, stops between s's start and x1's end
+# ran big at 100 s instead).
+PARGS="--no-progress --policy gangsched --cluster hgx:4 --config tests/data/probation-crash.yaml --trace tests/data/trace-probation.csv --db-batch 1"
+# shellcheck disable=SC2086
+"$GS" simulate $PARGS --db "$TMP/pref.db" --jobs-out "$TMP/pref.csv" --events "$TMP/pref.ev" >/dev/null ||
+    bad "probation reference run failed"
+grep -q '"job":"s".*"probation_until":12.000' "$TMP/pref.ev" && ok "probation: s backfilled on probation" ||
+    bad "probation: s was not put on probation"
+grep -q '"type":"evict".*"job":"s".*overdue backfill evicted by big' "$TMP/pref.ev" &&
+    ok "probation: big evicts s, overdue" || bad "probation: no overdue eviction"
+ptotal=$(grep -c -E '"type":"(submit|start|finish|evict|reject)"' "$TMP/pref.ev")
+n=1
+while [ "$n" -lt "$ptotal" ]; do
+    rm -f "$TMP"/p.db*
+    # shellcheck disable=SC2086
+    "$GS" simulate $PARGS --db "$TMP/p.db" --stop-after-events "$n" >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    if ! "$GS" simulate $PARGS --db "$TMP/p.db" --resume --jobs-out "$TMP/p.csv" >/dev/null 2>"$TMP/err"; then
+        bad "probation, stopped after $n events: resume failed: $(cat "$TMP/err")"
+    elif cmp -s "$TMP/pref.csv" "$TMP/p.csv"; then ok "probation, stopped after $n of $ptotal events: resumed exactly"
+    else bad "probation, stopped after $n events: results differ"; diff "$TMP/pref.csv" "$TMP/p.csv" | head -4; fi
+    n=$((n + 1))
+done
+# a damaged promise field is refused, naming the row and the field (s is job 3, j:3)
+rm -f "$TMP"/p.db*
+# shellcheck disable=SC2086
+"$GS" simulate $PARGS --db "$TMP/p.db" --stop-after-events 8 >/dev/null 2>&1
+python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("update meta set value = replace(value, \" promise 0 12000 2\", \" promise 0 12000 x\") where key = \"j:3\"").rowcount
+db.commit()
+sys.exit(0 if n == 1 else 1)' "$TMP/p.db" || bad "probation: no j:3 row to damage"
+# shellcheck disable=SC2086
+expect_fail "probation: a damaged promise is refused" 1 "meta j:3: field promise" -- \
+    "$GS" simulate $PARGS --db "$TMP/p.db" --resume
 finish

@@ -79,4 +79,22 @@ expect_fail "gpucores above 100" 1 "bad.csv:2: column 'gpucores'" -- \
 printf 'job_id,submission_time,duration,num_gpu,gpumem\nx,0,10,0,1000\n' >"$TMP/bad.csv"
 expect_fail "a share of no device" 1 "bad.csv:2: job x: gpumem/gpucores share GPUs" -- \
     "$GS" simulate --no-progress --nodes "$TMP/n.yaml" --trace "$TMP/bad.csv"
+
+# backfill on probation (docs/preemption.md): four nodes of 8 registered devices; x1 and x2
+# declare 12 s, x3 holds half of h3, and big (24 devices) starves with a reservation on h1, h2
+# and h4. A share started meanwhile on h3 gets no promise (evicting it frees no whole device big
+# could use); a whole-device job of the same queue started after it does.
+{ echo "kind: NodeList"; echo "items:"
+  for n in 1 2 3 4; do
+      reg=""
+      for d in 0 1 2 3 4 5 6 7; do reg="$reg$(dev "$n$d" "$d")"; done
+      printf -- '- metadata: {name: h%s, annotations: {hami.io/node-nvidia-register: "%s"}}\n' "$n" "$reg"
+      printf -- '  status: {allocatable: {cpu: "96", memory: "1000Gi", pods: "110", nvidia.com/gpu: "80"}}\n'
+  done
+} >"$TMP/n4.yaml"
+probation_config "" >"$TMP/p.yaml"
+probation_trace gpumem "s,4,1000,1,1,1,1,8000,q" >"$TMP/p.csv"
+"$GS" simulate --no-progress --nodes "$TMP/n4.yaml" --trace "$TMP/p.csv" --config "$TMP/p.yaml" \
+    --policy gangsched --events "$TMP/pev" >/dev/null 2>"$TMP/err" || bad "simulate failed: $(cat "$TMP/err")"
+probation_checks "$TMP/pev" s "the share s"
 finish

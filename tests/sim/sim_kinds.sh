@@ -107,4 +107,19 @@ grep -q "no node of 1 has the device resource nvidia.com/gpu, huawei.com/Ascend9
 printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\ndevices:\n  - {resource: amd.com/gpu}\n  - {resource: amd.com/gpu}\n' >"$TMP/dup.yaml"
 expect_fail "device listed twice" 1 "dup.yaml:5:5: devices\[1\]: device \"amd.com/gpu\" is listed twice" -- \
     "$GS" simulate --no-progress --nodes "$TMP/nodes.yaml" --config "$TMP/dup.yaml" --trace "$TMP/f.csv"
+# backfill on probation (docs/preemption.md): big (24 NVIDIA GPUs) starves and holds a
+# reservation on three NVIDIA nodes, expected at 12 s. An Ascend gang started meanwhile gets no
+# promise (big could never use its node), an NVIDIA one of the same queue does.
+{ echo "kind: List"; echo "items:"
+  for n in gpu-0 gpu-1 gpu-2 gpu-3 npu-0; do
+      r=nvidia.com/gpu
+      [ "$n" = npu-0 ] && r=huawei.com/Ascend910
+      printf -- '- kind: Node\n  metadata: {name: %s}\n  status: {allocatable: {cpu: "128", memory: 1024Gi, pods: "110", %s: "8"}}\n' "$n" "$r"
+  done
+} >"$TMP/p.yaml"
+probation_config "devices:\n  - {resource: nvidia.com/gpu}\n  - {resource: huawei.com/Ascend910}\n" >"$TMP/pc.yaml"
+probation_trace resource "n,4,1000,8,8,1,1,huawei.com/Ascend910,q" >"$TMP/p.csv"
+"$GS" simulate --no-progress --policy gangsched --nodes "$TMP/p.yaml" --config "$TMP/pc.yaml" \
+    --trace "$TMP/p.csv" --events "$TMP/p.ev" >/dev/null 2>"$TMP/err" || bad "probation run failed: $(cat "$TMP/err")"
+probation_checks "$TMP/p.ev" n "the Ascend gang n"
 finish

@@ -189,6 +189,58 @@ static void reservations_taken_as_holds_and_hints(void **state)
     assert_int_equal(f->kb.snap.n_holds, 0);
 }
 
+/* An elastic gang (PodGroup ml/e, minMember 2: e-0 and e-1 bound, e-2 pending) is in the
+ * build twice under one key; the engine's gang is its pending part, the waiting one, so that a
+ * promise made to it (backfill on probation) and its reservations reach the core's pending gang,
+ * not its running part. */
+static void elastic_gang_is_its_pending_part(void **state)
+{
+    struct fx *f = *state;
+    cJSON *o = cJSON_Parse("{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":"
+                           "\"PodGroup\",\"metadata\":{\"namespace\":\"ml\",\"name\":\"e\","
+                           "\"uid\":\"pg-e\",\"labels\":{\"gangsched.io/queue\":\"q\"}},"
+                           "\"spec\":{\"minMember\":2}}");
+    assert_non_null(o);
+    assert_int_equal(kcache_pg_event(f->d.cache, o, KPG_XK8S, false), 0);
+    cJSON_Delete(o);
+    const char *members[][2] = {{"e-0", "n1"}, {"e-1", "n1"}, {"e-2", ""}};
+    for (int m = 0; m < 3; m++) {
+        char buf[900];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+                 "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"e\"}},\"spec\":{"
+                 "\"schedulerName\":\"gangsched\",\"nodeName\":\"%s\",\"containers\":[{"
+                 "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+                 "\"status\":{\"phase\":\"%s\"}}",
+                 members[m][0], members[m][0], members[m][1],
+                 *members[m][1] ? "Running" : "Pending");
+        fx_add(f->d.cache, 1, buf);
+    }
+    fx_pod(f->d.cache, "s", "n2", true); /* a backfilled gang on probation for ml/e */
+    build(f);
+    assert_int_equal(f->kb.n_pending, 1);
+    uint32_t pend = 0; /* the pending part; its running part is .run */
+    assert_non_null(f->kb.gangs[pend].run);
+    assert_string_equal(f->kb.gangs[pend].key, "ml/e");
+    const struct kids *k = f->d.ids;
+    uint32_t e = kdrv_gang_id(&f->d, "ml/e");
+    bool pending = false;
+    assert_ptr_equal(k->ids.core_gang(k->ids.ctx, e, &pending), &f->kb.gangs[pend].gang);
+    assert_true(pending);
+    /* the promise: ml/s on probation until ml/e's first reservation */
+    uint32_t s = kdrv_gang_id(&f->d, "ml/s");
+    assert_int_equal(eng_job_reserved(f->d.eng, e, 5000), 0);
+    assert_int_equal(eng_job_bound(f->d.eng, s, 1000), 0);
+    assert_int_equal(eng_job_probation(f->d.eng, s, e), 0);
+    uint32_t r = 0;
+    while (r < f->kb.n_running && f->kb.running[r].gang != &f->kb.gangs[kb_gang(f, "ml/s")].gang)
+        r++;
+    assert_true(r < f->kb.n_running);
+    eng_probation_view(f->d.eng, &k->ids, f->kb.running, f->kb.n_running);
+    assert_int_equal(f->kb.running[r].probation_until_ms, 5000);
+    assert_ptr_equal(f->kb.running[r].probation_for, &f->kb.gangs[pend].gang);
+}
+
 /* PodGroup ml/name (uid given, minMember 1) and its pod ml/name-0, pending (kind 2 deletes the
  * PodGroup, 3 the pod). */
 static void pg_event_api(struct kcache *c, const char *name, const char *uid, int kind,
@@ -444,6 +496,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ids_are_stable_and_map_both_ways, setup, teardown),
         cmocka_unit_test_setup_teardown(holds_offered_through_the_maps, setup, teardown),
         cmocka_unit_test_setup_teardown(reservations_taken_as_holds_and_hints, setup, teardown),
+        cmocka_unit_test_setup_teardown(elastic_gang_is_its_pending_part, setup, teardown),
         cmocka_unit_test_setup_teardown(same_name_new_podgroup_starts_afresh, setup, teardown),
         cmocka_unit_test_setup_teardown(gangs_gone_are_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(restored_record_kept_for_its_own_podgroup, setup, teardown),

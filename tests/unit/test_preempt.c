@@ -706,6 +706,50 @@ static void test_backfill_of_another_queue_not_on_probation(void **unused)
     world_free(w);
 }
 
+/* Probation only where big's overdue eviction could take the gang (preempt.c): as in
+ * test_backfill_placed_on_probation, s is placed while big holds the reservation, but s is
+ * non-preemptible (case 0), or lands on another flavor than big's reservation (case 1: the
+ * three H100 nodes run x1..x3, s takes the L40S node). Case 2, s preemptible on big's flavor,
+ * is on probation. */
+static void test_no_probation_big_cannot_act_on(void **unused)
+{
+    (void)unused;
+    static const char flavors[] =
+        HDR "starvation: {probationMinGpus: 17}\nflavors:\n"
+            "  - name: h100\n    nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n"
+            "  - name: l40s\n    nodeLabels: {nvidia.com/gpu.product: NVIDIA-L40S}\n"
+            "queues:\n  - name: a\n    quota:\n      h100: {nvidia.com/gpu: 64}\n"
+            "      l40s: {nvidia.com/gpu: 64}\n";
+    for (int k = 0; k < 3; k++) {
+        bool flavored = k == 1;
+        struct world *w =
+            flavored ? world("hgx:3,pcie:1", flavors) : world("hgx:4", ONE_QUEUE("17"));
+        uint32_t busy = flavored ? 3 : 2;
+        for (uint32_t i = 0; i < busy; i++) {
+            uint32_t node[] = {i};
+            run(w, gang(w, 0, 1, 8, 0, 0), node, 0, 0);
+        }
+        for (uint32_t i = 0; i < 4; i++)
+            w->state[i].release_ms = i < busy ? 3600 * 1000 : 0; /* declared to 1 h */
+        struct gang *big = gang(w, 0, 3, 8, 0, 0);
+        struct gang *s = gang(w, 0, 1, 8, 0, 1900);
+        s->max_runtime_ms = 600 * 1000;
+        s->non_preemptible = k == 0;
+        const struct sched_result *r = cycle(w, "gangsched", 2000);
+        assert_int_equal(r->n_reservations, 1);
+        assert_ptr_equal(r->reservations[0].gang, big);
+        assert_int_equal(r->n_placements, 1);
+        assert_ptr_equal(r->placements[0].gang, s);
+        if (flavored)
+            assert_int_equal(r->placements[0].flavor, 1);
+        if (k == 2)
+            assert_ptr_equal(r->placements[0].probation_for, big);
+        else if (r->placements[0].probation_for)
+            fail_msg("case %d: placed on probation for a gang that can never evict it", k);
+        world_free(w);
+    }
+}
+
 /* A 64-GPU gang (one rack's worth) whose overdue backfill is spread over both racks, half of
  * each: no rack can be cleared, so the overdue gangs alone are evicted across the cluster. */
 static void test_overdue_backfill_across_racks(void **unused)
@@ -764,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_overdue_backfill_kept_otherwise),
         cmocka_unit_test(test_backfill_placed_on_probation),
         cmocka_unit_test(test_backfill_of_another_queue_not_on_probation),
+        cmocka_unit_test(test_no_probation_big_cannot_act_on),
         cmocka_unit_test(test_overdue_backfill_across_racks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
