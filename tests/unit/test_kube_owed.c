@@ -18,27 +18,7 @@
 
 #include "sched/kube/driver_int.h"
 
-static struct kube_run_opts opts = {.identity = "test", .status_every_s = 60};
-
-static void setup_d(struct kdrv *d)
-{
-    memset(d, 0, sizeof(*d));
-    d->o = &opts;
-    strmap_init(&d->status);
-    strmap_init(&d->owed);
-    strmap_init(&d->owed_ckpt);
-    d->cache = kcache_new("gangsched");
-    assert_non_null(d->cache);
-    assert_int_equal(kdrv_eng_init(d), 0);
-    d->due_ms = d->later_ms = INT64_MAX;
-}
-
-static void teardown_d(struct kdrv *d)
-{
-    kdrv_status_fini(d);
-    kcache_free(d->cache);
-    kdrv_eng_fini(d);
-}
+#include "tests/unit/kdrv_fx.h"
 
 static void pg_event(struct kdrv *d, enum kpg_api api, const char *json)
 {
