@@ -410,7 +410,7 @@ enum { R_QUEUES = 8, R_SHAPES = 4 };
 
 static void learn_ring(struct kdrv *d, int q, int gpus, int64_t d_min, int64_t end_ms)
 {
-    char queue[8];
+    char queue[16];
     snprintf(queue, sizeof(queue), "q%d", q);
     struct store_job j = {.gang = "ml/done",
                           .queue = queue,
@@ -448,7 +448,7 @@ static void a_run_learned_recomputes_its_ring_only(void **state)
     arena_init(&f.d.arena, 1 << 16);
     fresh.cache = f.d.cache;
     arena_init(&fresh.arena, 1 << 16);
-    char name[40], node[40], queue[8];
+    char name[40], node[40], queue[16];
     uint32_t n_gangs = 0;
     for (int q = 0; q < R_QUEUES; q++)
         for (int sh = 0; sh < R_SHAPES; sh++)
