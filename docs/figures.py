@@ -10,6 +10,7 @@ NAME is one of BLOCKS below. Environment: BIN (default bin). tests/sim/figures.s
 on every `make test`.
 """
 import difflib
+import json
 import os
 import subprocess
 import sys
@@ -75,9 +76,16 @@ ITP = "sched/sim/data/itp/"
 SEVEN = ["cluster01", "cluster02", "cluster05", "cluster07", "cluster08", "cluster09", "cluster10"]
 
 
+_RUNS = {}
+
+
 def sim_json(args):
-    import json
-    return json.loads(run([BIN + "/gangsched", "simulate", "--no-progress", "--json"] + args))
+    """A simulate run's --json, each distinct run once (several blocks show the same run)."""
+    key = tuple(args)
+    if key not in _RUNS:
+        _RUNS[key] = json.loads(run([BIN + "/gangsched", "simulate", "--no-progress", "--json"]
+                                    + args))
+    return _RUNS[key]
 
 
 def dur(v):
@@ -198,7 +206,8 @@ def sim_placement(_):
            "|---|---|---:|---:|---:|---:|---:|"]
     runs = [(n, c, traces([n])) for n, c in PLACEMENT_RUNS] + [("all-seven", "hgx:128", traces(SEVEN))]
     for name, cluster, tr in runs:
-        g, f = sim_json(["--cluster", cluster] + tr)["policies"]
+        g, f = sim_json(["--cluster", cluster] + tr + ["--policy", "gangsched", "--policy", "fifo"])[
+            "policies"]
         out.append("| %s | %s | %.4f / %.4f | %.4f / %.4f | %d / %d | %.2f / %.2f (%d) | %.0f / %.0f |" % (
             name, cluster, g["fragmentation"], f["fragmentation"], g["whole_node_wait_share"],
             f["whole_node_wait_share"], g["tp_splits"], f["tp_splits"],
