@@ -203,12 +203,23 @@ static const char schema_v4[] =
  * keep NULL, "not recorded". */
 static const char schema_v5[] = "ALTER TABLE preemptions ADD COLUMN kind TEXT;\n";
 
+/* Version 6: backfill-on-probation promises on the job rows (docs/preemption.md), so that a
+ * daemon restarted or a new leader keeps them: a waiting gang's first reservation's expected
+ * start, a running gang's promise and the gang it promised to. Older rows keep NULL: none. */
+static const char schema_v6[] =
+    "ALTER TABLE jobs ADD COLUMN reserve_first_ms INTEGER;\n"
+    "ALTER TABLE jobs ADD COLUMN probation_until_ms INTEGER;\n"
+    "ALTER TABLE jobs ADD COLUMN probation_for TEXT;\n"
+    "CREATE INDEX jobs_promises ON jobs(gang) "
+    "WHERE reserve_first_ms IS NOT NULL OR probation_until_ms IS NOT NULL;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
     {3, "expected starts in the decision log", schema_v3},
     {4, "indexes and job counts for the API's reads", schema_v4},
     {5, "the kind of each preemption", schema_v5},
+    {6, "backfill promises on the job rows", schema_v6},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -294,7 +305,9 @@ out_rollback:
 #define META_PUT(rows)                                                                             \
     "INSERT INTO meta(key, value) VALUES " rows                                                    \
     " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-#define JOB_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+/* Whether the row `t` (jobs or excluded) is in a run: admitted or running. */
+#define JOB_RUNS(t) t ".state IN ('admitted', 'running')"
+#define JOB_ROW     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #define JOB_UPSERT(rows)                                                                           \
     "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "            \
     "start_ms, finish_ms, preemptions, restarts) "                                                 \
@@ -302,7 +315,20 @@ out_rollback:
     "queue = excluded.queue, flavor = excluded.flavor, gpus = excluded.gpus, "                     \
     "state = excluded.state, submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, "       \
     "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, "                               \
-    "preemptions = excluded.preemptions, restarts = excluded.restarts"
+    "preemptions = excluded.preemptions, restarts = excluded.restarts, " /* a promise belongs to   \
+                                                                          * one wait (pending) or  \
+                                                                          * one run (admitted,     \
+                                                                          * then running): a row   \
+                                                                          * that leaves it drops                                                                                   \
+                                                                          * it */                  \
+    "reserve_first_ms = CASE WHEN jobs.state = 'pending' AND excluded.state = 'pending' "          \
+    "THEN jobs.reserve_first_ms END, "                                                             \
+    "probation_until_ms = CASE WHEN " JOB_RUNS("jobs") " AND " JOB_RUNS(                           \
+        "excluded") " "                                                                            \
+                    "THEN jobs.probation_until_ms END, "                                           \
+                    "probation_for = CASE WHEN " JOB_RUNS("jobs") " AND " JOB_RUNS(                \
+                        "excluded") " "                                                            \
+                                    "THEN jobs.probation_for END"
 
 /* The statements. Conventions: ?1.. in column order; times NULL when absent. */
 const char *const store__stmt_sql[STMT_N] = {
@@ -395,6 +421,12 @@ const char *const store__stmt_sql[STMT_N] = {
                      "start_ms, finish_ms, preemptions, restarts FROM jobs WHERE gang = ?1",
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
                       "start_ms, finish_ms, preemptions, restarts FROM jobs ORDER BY gang",
+    [STMT_PROMISE_RESERVE] = "UPDATE jobs SET reserve_first_ms = ?2 WHERE gang = ?1",
+    [STMT_PROMISE_PROBATION] =
+        "UPDATE jobs SET probation_until_ms = ?2, probation_for = ?3 WHERE gang = ?1",
+    [STMT_PROMISE_LIST] = "SELECT gang, state, reserve_first_ms, probation_until_ms, "
+                          "probation_for FROM jobs WHERE reserve_first_ms IS NOT NULL OR "
+                          "probation_until_ms IS NOT NULL ORDER BY gang",
     [STMT_HIST_PUT] = "INSERT INTO fair_share(queue, share, updated_ms) VALUES (?1, ?2, ?3) "
                       "ON CONFLICT(queue) DO UPDATE SET share = excluded.share, "
                       "updated_ms = excluded.updated_ms",

@@ -114,6 +114,14 @@
  * Version 5 adds:
  *   preemptions.kind TEXT NULL -- sched_preempt_kind_name(): 'priority'|'reclaim'|'fair_share'|
  *       'overdue'; NULL in the rows written before version 5 (not recorded)
+ * Version 6 adds (backfill on probation, docs/preemption.md; NULL: none, as in older rows):
+ *   jobs.reserve_first_ms INTEGER NULL -- a waiting gang's first starvation reservation's
+ *       expected start in this wait (the time backfill ahead of it promises to end by)
+ *   jobs.probation_until_ms INTEGER NULL, jobs.probation_for TEXT NULL -- an admitted or
+ *       running gang's promise: gone by that time, made to that waiting gang
+ *   index jobs_promises (the rows with either). A promise belongs to one wait or one run:
+ *   store_job_upsert drops reserve_first_ms unless the row stays pending, and the probation
+ *   unless it stays admitted or running (admitted to running keeps it).
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -127,7 +135,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 5          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 6          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -480,6 +488,29 @@ typedef int store_job_fn(void *ctx, const struct store_job *j);
 /* By gang name. */
 int store_job_list(struct store *st, store_job_fn *fn, void *ctx, struct sched_errbuf *eb);
 const char *store_job_state_name(enum store_job_state s);
+
+/* ---- backfill promises (schema version 6) ------------------------------------------------- */
+/* What a job row keeps of backfill on probation (the engine's eng_job reserve_first_ms,
+ * probation_until_ms and probation_for, by gang name), for a driver that restarts. */
+struct store_promise {
+    const char *gang;
+    enum store_job_state state; /* the row's */
+    int64_t reserve_first_ms;   /* STORE_NO_TIME: none */
+    int64_t probation_until_ms; /* STORE_NO_TIME: not on probation (probation_for then NULL) */
+    const char *probation_for;  /* the waiting gang it promised to */
+};
+
+/* Sets (STORE_NO_TIME: clears) the waiting gang's first reservation's expected start on its job
+ * row. A gang without a row: nothing is written, not an error. */
+int store_job_reserve_put(struct store *st, const char *gang, int64_t reserve_first_ms,
+                          struct sched_errbuf *eb);
+/* Sets gang's promise: gone by until_ms, made to for_gang; until_ms STORE_NO_TIME or for_gang
+ * NULL clears it. A gang without a row: nothing is written, not an error. */
+int store_job_probation_put(struct store *st, const char *gang, int64_t until_ms,
+                            const char *for_gang, struct sched_errbuf *eb);
+typedef int store_promise_fn(void *ctx, const struct store_promise *p);
+/* The rows with a reservation or a promise, by gang. */
+int store_promise_list(struct store *st, store_promise_fn *fn, void *ctx, struct sched_errbuf *eb);
 
 /* ---- fair-share history -------------------------------------------------------------------- */
 int store_history_put(struct store *st, const char *queue, double share, int64_t updated_ms,

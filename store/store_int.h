@@ -68,6 +68,9 @@
     XX(JOB_UPSERT_MANY)                                                                            \
     XX(JOB_GET)                                                                                    \
     XX(JOB_LIST)                                                                                   \
+    XX(PROMISE_RESERVE)                                                                            \
+    XX(PROMISE_PROBATION)                                                                          \
+    XX(PROMISE_LIST)                                                                               \
     XX(HIST_PUT)                                                                                   \
     XX(HIST_GET)                                                                                   \
     XX(HIST_LIST)                                                                                  \

@@ -304,6 +304,7 @@ static void run_cycle(struct kdrv *d)
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
+        kdrv_promise_restore(d);
         kdrv_holds_offer(d, &c.kb, c.now);
         if (cycle_decide(&c) == 0) {
             cycle_verdicts(&c);
@@ -449,6 +450,7 @@ static void on_lease(void *ctx, bool leading)
         d->recovered = false;
         d->jobs_synced = false;
         d->ckpt_resumed = false; /* handshakes resumed from the annotations at its first cycle */
+        d->promises_restored = false; /* and backfill promises from the store */
         http_metric_set(d->m_leader, NULL, 1);
         kdrv_schedule_cycle(d, 0);
         return;

@@ -85,6 +85,8 @@ struct kstatus {
     int64_t logged_eta; /* the expected start written with it (ms; INT64_MIN: none) */
     int64_t seen_ms;    /* last asked for (a status call; a waiting gang in a cycle): the entry
                            of a gang without an engine id is dropped KDRV_GANG_FORGET_MS later */
+    int64_t first_saved_ms; /* the first reservation's expected start written to its job row
+                               (driver_promise.c; 0: none written by this process) */
 };
 
 /* A growable list of copied strings (keys gathered while iterating, acted on afterwards). */
@@ -121,10 +123,11 @@ struct kdrv {
     struct strmap status;    /* gang -> struct kstatus* */
     struct strmap owed;      /* gang -> struct kowed*: a native scheduled condition not seen yet */
     struct strmap owed_ckpt; /* gang -> struct kowed*: a checkpoint request not seen yet */
-    bool ckpt_resumed;  /* handshakes were resumed from the annotations (first cycle as leader) */
-    struct strmap jobs; /* gang -> struct kjob*: admitted or running, charged to the ledger */
-    bool jobs_synced;   /* the jobs and the ledger were reconciled with the cluster */
-    struct strmap held; /* queue name -> (void *)1: held or draining (operator actions) */
+    bool ckpt_resumed; /* handshakes were resumed from the annotations (first cycle as leader) */
+    bool promises_restored; /* backfill promises were restored from the store (driver_promise.c) */
+    struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
+    bool jobs_synced;       /* the jobs and the ledger were reconciled with the cluster */
+    struct strmap held;     /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
@@ -280,6 +283,17 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
  * evicting in kb->running; at the first cycle as leader (a start, a new leader), handshakes
  * resumed from the annotations, each preemptor's hold on its victims' nodes restored. */
 void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
+
+/* ---- driver_promise.c: backfill promises across restarts ------------------------------------ */
+/* In the cycle's transaction, after its placements' rows: the first reservation of each gang
+ * reserved for this cycle (once per value) and each placement's promise (or none) on the job
+ * rows. */
+int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
+                        const struct sched_result *res, struct sched_errbuf *eb);
+/* At the first cycle as leader, after the lifecycle step (running gangs are RUNNING) and before
+ * the probation view: the engine gets back the first reservations of the waiting gangs and the
+ * promises of the running ones that the store's job rows keep. Later calls do nothing. */
+void kdrv_promise_restore(struct kdrv *d);
 
 /* ---- driver_status.c ---- */
 

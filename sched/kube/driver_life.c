@@ -216,9 +216,16 @@ int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
     int rc = d->db ? store_job_get(d->db, key, &old, &eb) : SCHED_ENOENT; /* tests: no store */
     if (rc == SCHED_ENOENT)
         return 0;
-    if (rc == 0 && old.restarts == 0 && old.preemptions == 0 &&
-        (submit_ms < 0 || old.submit_ms == submit_ms))
+    bool counts = rc == 0 && (old.restarts != 0 || old.preemptions != 0 ||
+                              (submit_ms >= 0 && old.submit_ms != submit_ms));
+    /* the backfill promises of the old object's wait or run (driver_promise.c) are not its
+     * (old's strings are read before: the store lends them until its next call) */
+    if (rc == 0 && !counts) {
+        if (store_job_reserve_put(d->db, key, STORE_NO_TIME, &eb) != 0 ||
+            store_job_probation_put(d->db, key, STORE_NO_TIME, NULL, &eb) != 0)
+            LOG_WARN(KDRV_MOD, "backfill promises of gang %s not dropped: %s", key, eb.msg);
         return 0;
+    }
     char *queue = rc == 0 && old.queue ? strdup(old.queue) : NULL; /* borrowed until the next */
     char *flavor = rc == 0 && old.flavor ? strdup(old.flavor) : NULL;
     if (rc == 0 && ((old.queue && !queue) || (old.flavor && !flavor)))
@@ -232,6 +239,10 @@ int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
             j.submit_ms = submit_ms;
         rc = store_job_upsert(d->db, &j, &eb);
     }
+    if (rc == 0)
+        rc = store_job_reserve_put(d->db, key, STORE_NO_TIME, &eb);
+    if (rc == 0)
+        rc = store_job_probation_put(d->db, key, STORE_NO_TIME, NULL, &eb);
     free(queue);
     free(flavor);
     if (rc)

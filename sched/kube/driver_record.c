@@ -550,6 +550,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
     }
     for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++)
         rc = record_placement(d, kb, &res->placements[p], cfg, now, eb);
+    if (rc == 0) /* after the rows: a placement's row is admitted by now */
+        rc = kdrv_promise_record(d, kb, res, eb);
     if (rc == 0)
         rc = kdrv_fair_record(d, kb, res, cfg, now, eb);
     if (rc == 0)

@@ -1,0 +1,200 @@
+/* tests/unit/test_store_promise.c: backfill promises on the store's job rows (schema version 6):
+ * written and listed; kept while a row stays in its wait (pending) or its run (admitted, then
+ * running) and dropped by an upsert that takes it out (placed, evicted, finished); a write for a
+ * gang without a row writes nothing; a version 5 database (made by hand from a current one)
+ * migrated in place on open, its rows without promises, and accepted by `gangsched store check`
+ * (store_check) before and after a promise is written.
+ *
+ * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct fx {
+    char dir[64];
+    char db[128];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gangsched-storeprom-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        char p[160];
+        snprintf(p, sizeof(p), "%s%s", f->db, suffix[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static struct store *open_ok(const char *path)
+{
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    if (store_open(path, STORE_CREATE, NULL, &st, &eb) != 0)
+        fail_msg("store_open %s: %s", path, eb.msg);
+    return st;
+}
+
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static void job(struct store *st, const char *gang, enum store_job_state s)
+{
+    bool placed = s == STORE_JOB_ADMITTED || s == STORE_JOB_RUNNING;
+    struct store_job j = {.gang = gang,
+                          .gang_id = -1,
+                          .queue = "q",
+                          .flavor = placed ? "default" : NULL,
+                          .gpus = 0, /* no ledger or placements needed for store check */
+                          .state = s,
+                          .submit_ms = 1000,
+                          .admit_ms = placed ? 2000 : STORE_NO_TIME,
+                          .start_ms = s == STORE_JOB_RUNNING ? 3000 : STORE_NO_TIME,
+                          .finish_ms = s == STORE_JOB_FINISHED ? 4000 : STORE_NO_TIME};
+    struct sched_errbuf eb = {{0}};
+    if (store_job_upsert(st, &j, &eb) != 0)
+        fail_msg("store_job_upsert %s: %s", gang, eb.msg);
+}
+
+/* The promises as "gang:first:until:to;" in gang order (first and until -1 for none). */
+static int collect(void *ctx, const struct store_promise *p)
+{
+    char *buf = ctx;
+    size_t at = strlen(buf);
+    snprintf(buf + at, 512 - at, "%s:%lld:%lld:%s;", p->gang,
+             p->reserve_first_ms == STORE_NO_TIME ? -1LL : (long long)p->reserve_first_ms,
+             p->probation_until_ms == STORE_NO_TIME ? -1LL : (long long)p->probation_until_ms,
+             p->probation_for ? p->probation_for : "-");
+    return 0;
+}
+
+static const char *promises(struct store *st, char *buf)
+{
+    struct sched_errbuf eb = {{0}};
+    buf[0] = '\0';
+    if (store_promise_list(st, collect, buf, &eb) != 0)
+        fail_msg("store_promise_list: %s", eb.msg);
+    return buf;
+}
+
+static void put_ok(int rc, const struct sched_errbuf *eb)
+{
+    if (rc != 0)
+        fail_msg("promise write: %s", eb->msg);
+}
+
+static void test_kept_by_wait_and_run(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    struct sched_errbuf eb = {{0}};
+    char buf[512];
+    job(st, "ns/big", STORE_JOB_PENDING);
+    job(st, "ns/small", STORE_JOB_ADMITTED);
+    put_ok(store_job_reserve_put(st, "ns/big", 9000, &eb), &eb);
+    put_ok(store_job_probation_put(st, "ns/small", 9000, "ns/big", &eb), &eb);
+    put_ok(store_job_reserve_put(st, "ns/nobody", 9000, &eb), &eb); /* no row: nothing */
+    assert_string_equal(promises(st, buf), "ns/big:9000:-1:-;ns/small:-1:9000:ns/big;");
+    /* still waiting, still in its run (bound): kept */
+    job(st, "ns/big", STORE_JOB_PENDING);
+    job(st, "ns/small", STORE_JOB_RUNNING);
+    assert_string_equal(promises(st, buf), "ns/big:9000:-1:-;ns/small:-1:9000:ns/big;");
+    /* big placed, small evicted (pending again): both dropped */
+    job(st, "ns/big", STORE_JOB_ADMITTED);
+    job(st, "ns/small", STORE_JOB_PENDING);
+    assert_string_equal(promises(st, buf), "");
+    /* a promise of a run that finishes, and one cleared by hand */
+    put_ok(store_job_probation_put(st, "ns/big", 12000, "ns/other", &eb), &eb);
+    put_ok(store_job_reserve_put(st, "ns/small", 11000, &eb), &eb);
+    assert_string_equal(promises(st, buf), "ns/big:-1:12000:ns/other;ns/small:11000:-1:-;");
+    job(st, "ns/big", STORE_JOB_FINISHED);
+    put_ok(store_job_reserve_put(st, "ns/small", STORE_NO_TIME, &eb), &eb);
+    assert_string_equal(promises(st, buf), "");
+    /* a probation without the gang it was made to is none */
+    job(st, "ns/c", STORE_JOB_RUNNING);
+    put_ok(store_job_probation_put(st, "ns/c", 12000, NULL, &eb), &eb);
+    assert_string_equal(promises(st, buf), "");
+    store_close(st);
+}
+
+/* A current database turned into a version 5 one by hand: the promise columns dropped. */
+static void make_v5(const char *path)
+{
+    raw_sql(path, "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
+                  "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
+                  "ALTER TABLE jobs DROP COLUMN probation_for; PRAGMA user_version = 5;");
+}
+
+static void test_migrate_v5(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    job(st, "ns/old", STORE_JOB_PENDING);
+    job(st, "ns/run", STORE_JOB_ADMITTED); /* admitted: store check needs no placed pods */
+    store_close(st);
+    make_v5(f->db);
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    st = open_ok(f->db); /* migrated on open */
+    assert_int_equal(store_schema_version(st), 6);
+    char buf[512];
+    assert_string_equal(promises(st, buf), ""); /* the old rows: none */
+    struct sched_errbuf eb = {{0}};
+    put_ok(store_job_reserve_put(st, "ns/old", 5000, &eb), &eb);
+    put_ok(store_job_probation_put(st, "ns/run", 5000, "ns/old", &eb), &eb);
+    assert_string_equal(promises(st, buf), "ns/old:5000:-1:-;ns/run:-1:5000:ns/old;");
+    store_close(st);
+    int rc = store_check(f->db, out); /* gangsched store check accepts it */
+    if (rc != 0) {
+        char line[400];
+        rewind(out);
+        while (fgets(line, sizeof(line), out))
+            print_message("store check: %s", line);
+    }
+    assert_int_equal(rc, 0);
+    fclose(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_kept_by_wait_and_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
