@@ -319,7 +319,7 @@ out_rollback:
                                                                           * one wait (pending) or  \
                                                                           * one run (admitted,     \
                                                                           * then running): a row   \
-                                                                          * that leaves it drops                                                                                   \
+                                                                          * that leaves it drops   \
                                                                           * it */                  \
     "reserve_first_ms = CASE WHEN jobs.state = 'pending' AND excluded.state = 'pending' "          \
     "THEN jobs.reserve_first_ms END, "                                                             \

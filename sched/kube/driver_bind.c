@@ -599,15 +599,36 @@ bool kdrv_job_gave_up(const struct store_job *j)
     return j->state == STORE_JOB_FAILED && j->restarts > 0;
 }
 
+struct gave_up {
+    struct kdrv *d;
+    int64_t now;
+};
+
+/* A store time that may be absent (STORE_NO_TIME, the smallest int64): the later of two. */
+static int64_t later(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static int load_gave_up(void *ctx, const struct store_job *j)
 {
-    struct kdrv *d = ctx;
+    struct gave_up *gu = ctx;
+    struct kdrv *d = gu->d;
     if (!kdrv_job_gave_up(j))
         return 0;
     uint32_t g = kdrv_gang_id(d, j->gang);
-    if (g == ENG_NONE || kdrv_gang_restored(d, g, j->submit_ms) != 0)
+    int64_t row_ms = later(later(j->submit_ms, j->admit_ms), later(j->start_ms, j->finish_ms));
+    if (g == ENG_NONE || kdrv_gang_restored(d, g, j->submit_ms, row_ms, gu->now) != 0)
         return SCHED_ENOMEM;
     return eng_job_restore(d->eng, g, ENG_JOB_FAILED, j->restarts);
+}
+
+int kdrv_restore_gave_up(struct kdrv *d, int64_t now, struct sched_errbuf *eb)
+{
+    struct gave_up gu = {.d = d, .now = now};
+    int rc = store_job_list(d->db, load_gave_up, &gu, eb);
+    return rc == SCHED_ENOMEM ? sched_fail(eb, rc, "out of memory restoring the gangs that gave up")
+                              : rc;
 }
 
 /* The database is opened by the leader only (standbys never write). */
@@ -639,7 +660,7 @@ int kdrv_open_store(struct kdrv *d)
         if (rc == 0) /* the operators' holds survive a restart or a new leader */
             rc = store_action_list(d->db, false, kdrv_replay_action, d, &eb);
         if (rc == 0) /* and so do the gangs that used up their retry budget */
-            rc = store_job_list(d->db, load_gave_up, d, &eb);
+            rc = kdrv_restore_gave_up(d, kdrv_now_ms(), &eb);
         if (rc == 0) /* and the operators' reservations */
             rc = store_reservation_list(d->db, kdrv_load_operator_hold, d, &eb);
         if (rc != 0) {

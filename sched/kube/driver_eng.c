@@ -98,11 +98,14 @@ static int seen_room(struct kdrv *d, uint32_t id)
     return 0;
 }
 
-int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms)
+int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms, int64_t row_ms, int64_t now)
 {
     if (seen_room(d, id) != 0)
         return SCHED_ENOMEM;
     d->gang_seen[id].restored_submit_ms = submit_ms;
+    /* seen_ms 0 means "not seen yet" (gang_forgettable starts it at now): a row time is at
+     * least 1; a row from a clock ahead of this one counts as now */
+    d->gang_seen[id].seen_ms = row_ms < 1 ? 1 : row_ms > now ? now : row_ms;
     return 0;
 }
 

@@ -226,8 +226,15 @@ uint32_t kdrv_node_id(struct kdrv *d, const char *name);
 int kdrv_ids_build(struct kdrv *d, const struct kcache_build *kb, int64_t now);
 /* Gang id's record was restored from a store row of the gang submitted at submit_ms (its
  * PodGroup's creation time): a PodGroup of that name created at another time gets a fresh record
- * at first sight. 0 or SCHED_ENOMEM. */
-int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms);
+ * at first sight. row_ms: the row's latest time (submission, admission, start, finish: the last
+ * write of it), the best evidence after a restart of when the gang was last about (when its
+ * objects went is not known): it counts as last seen then (at most now), so a gang whose
+ * objects are gone is forgotten KDRV_GANG_FORGET_MS after that, not after the start; one whose
+ * objects are there is seen by the first cycle. 0 or SCHED_ENOMEM. */
+int kdrv_gang_restored(struct kdrv *d, uint32_t id, int64_t submit_ms, int64_t row_ms, int64_t now);
+/* When the store is opened: the gangs whose rows say they used up their retry budget
+ * (kdrv_job_gave_up) restored as FAILED (kdrv_gang_restored with the row's latest time). */
+int kdrv_restore_gave_up(struct kdrv *d, int64_t now, struct sched_errbuf *eb);
 /* At most once a minute: the gangs not seen for KDRV_GANG_FORGET_MS, not charged (d->jobs) and
  * without an operator reservation are forgotten (engine record, name, id). Call after the
  * lifecycle step (a gang tearing down is gone by then). */

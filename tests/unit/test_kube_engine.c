@@ -316,9 +316,9 @@ static void restored_record_kept_for_its_own_podgroup(void **state)
     const int64_t created = 1767225600000; /* 2026-01-01T00:00:00Z */
     uint32_t same = kdrv_gang_id(&f->d, "ml/same"), other = kdrv_gang_id(&f->d, "ml/other");
     assert_int_equal(eng_job_restore(f->d.eng, same, ENG_JOB_FAILED, 4), 0);
-    assert_int_equal(kdrv_gang_restored(&f->d, same, created), 0);
+    assert_int_equal(kdrv_gang_restored(&f->d, same, created, created, created), 0);
     assert_int_equal(eng_job_restore(f->d.eng, other, ENG_JOB_FAILED, 4), 0);
-    assert_int_equal(kdrv_gang_restored(&f->d, other, created - 60 * 1000), 0);
+    assert_int_equal(kdrv_gang_restored(&f->d, other, created - 60 * 1000, created, created), 0);
     pg_event(f->d.cache, "same", "uid-s", 0);
     pg_event(f->d.cache, "same", "uid-s", 1);
     pg_event(f->d.cache, "other", "uid-o", 0);
@@ -460,6 +460,66 @@ static void forgotten_row_starts_afresh(void **state)
     kdrv_status_fini(&f->d);
 }
 
+/* Gangs restored as Failed when the store is opened (a restart): one whose objects are gone
+ * counts as last seen at its row's latest time (its failure), the best evidence of when it went,
+ * so it is forgotten KDRV_GANG_FORGET_MS after that, not after the start; one whose PodGroup is
+ * there stays Failed. */
+static void restored_failed_forgotten_by_row_time(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%.60s/kengXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    const int64_t start = 1767225600000; /* the restart: 2026-01-01T00:00:00Z */
+    const char *keys[] = {"ml/long-gone", "ml/just-failed", "ml/about"};
+    const int64_t failed[] = {start - 30 * 60 * 1000, start - 60 * 1000, start - 30 * 60 * 1000};
+    for (int i = 0; i < 3; i++) {
+        struct store_job j = {.gang = keys[i],
+                              .gang_id = -1,
+                              .queue = "q",
+                              .state = STORE_JOB_FAILED,
+                              .submit_ms = failed[i] - 3600 * 1000,
+                              .admit_ms = failed[i] - 1800 * 1000,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = failed[i],
+                              .restarts = 2};
+        assert_int_equal(store_job_upsert(f->d.db, &j, &eb), 0);
+    }
+    assert_int_equal(kdrv_restore_gave_up(&f->d, start, &eb), 0);
+    pg_event(f->d.cache, "about", "uid-a", 0); /* its PodGroup is still there */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(eng_job_state(f->d.eng, kdrv_gang_id(&f->d, keys[i])), ENG_JOB_FAILED);
+    build_at(f, start);
+    kdrv_gangs_sweep(&f->d, start); /* the first cycle: gone for 30 min already */
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/long-gone"), ENG_NONE);
+    uint32_t just = eng_names_find(f->d.gang_ids, "ml/just-failed");
+    assert_int_not_equal(just, ENG_NONE);
+    assert_int_equal(eng_job_state(f->d.eng, just), ENG_JOB_FAILED);
+    f->d.gang_swept_ms = 0;
+    kdrv_gangs_sweep(&f->d, start + 9 * 60 * 1000 - 1); /* gone for just under 10 min */
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/just-failed"), just);
+    f->d.gang_swept_ms = 0;
+    kdrv_gangs_sweep(&f->d, start + 9 * 60 * 1000);
+    assert_int_equal(eng_names_find(f->d.gang_ids, "ml/just-failed"), ENG_NONE);
+    uint32_t about = eng_names_find(f->d.gang_ids, "ml/about");
+    assert_int_not_equal(about, ENG_NONE);
+    assert_int_equal(eng_job_state(f->d.eng, about), ENG_JOB_FAILED);
+    store_close(f->d.db);
+    f->d.db = NULL;
+    const char *const suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char side[200];
+        snprintf(side, sizeof(side), "%s%s", path, suffix[i]);
+        unlink(side);
+    }
+    rmdir(dir);
+    kdrv_status_fini(&f->d);
+}
+
 /* Two APIs' PodGroups under one namespace/name (scheduler-plugins' and Volcano's): the first
  * owns the name while it exists, the other's events (updates, its delete) change nothing, so the
  * record does not flip (budget, holds kept); once the first is deleted the other's next event
@@ -503,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(waited_status_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(forgotten_row_starts_afresh, setup, teardown),
         cmocka_unit_test_setup_teardown(two_apis_one_name_stable, setup, teardown),
+        cmocka_unit_test_setup_teardown(restored_failed_forgotten_by_row_time, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
