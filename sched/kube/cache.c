@@ -31,6 +31,7 @@ struct kcache *kcache_new(const char *scheduler)
     strmap_init(&c->pgs);
     strmap_init(&c->assumed);
     strmap_init(&c->deletes);
+    strmap_init(&c->refused);
     strmap_init(&c->node_ix);
     strmap_init(&c->use);
     strmap_init(&c->hot);
@@ -67,6 +68,7 @@ void kcache_free(struct kcache *c)
     for (size_t i = 0; strmap_next(&c->deletes, &i, &k, &v);)
         free(v);
     strmap_fini(&c->deletes);
+    kcache_refused_free(c);
     strmap_fini(&c->nodes);
     strmap_fini(&c->pods);
     strmap_fini(&c->pgs);
@@ -251,20 +253,16 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
     }
     /* two APIs' PodGroups of one namespace/name (scheduler-plugins' and Volcano's): the one
      * seen first owns the name while it exists, the other is refused (its record would flip at
-     * each event); the same object through two versions (one uid) is one group */
+     * each event) and takes the name when the owner is deleted (cache_refused.c); the same
+     * object through two versions (one uid) is one group */
     const struct kpg *own = strmap_get(&c->pgs, key);
     const char *uid = kobj_str(obj, "metadata.uid");
-    if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0) {
-        if (!deleted)
-            LOG_WARN("kube",
-                     "podgroup refused: %s %s has the name of %s %s (uid %s), which gangsched "
-                     "follows while it exists",
-                     knative_api_version(api), key, knative_api_version(own->api), key, own->uid);
-        return 0;
-    }
+    if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0)
+        return kcache_refuse(c, key, obj, api, deleted, own);
     c->dirty = true;
     if (deleted) {
         kobj_pg_free(strmap_del(&c->pgs, key));
+        kcache_adopt_refused(c, key);
         return 0;
     }
     struct kpg *g = NULL;

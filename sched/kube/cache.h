@@ -87,6 +87,13 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted);
  * is then ignored. */
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted);
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted);
+/* A PodGroup refused because another API's PodGroup under its namespace/name (`owner`, NULL
+ * when gone since) owns the name: the one seen first owns it while it exists; the refused one
+ * takes it when the owner is deleted (the earliest refused first). kcache_refused_announce calls
+ * fn once for each refused object not announced yet (each uid once, the cache's records borrowed
+ * for the call), then marks it announced. */
+typedef void kcache_refused_fn(void *ctx, const struct kpg *refused, const struct kpg *owner);
+void kcache_refused_announce(struct kcache *c, kcache_refused_fn *fn, void *ctx);
 /* A resource.k8s.io/v1 ResourceSlice: GPUs of nodes without nvidia.com/gpu (sched/core/dra.h). */
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);
 /* A resource.k8s.io/v1 ResourceClaim: pods with claims request their GPUs (sched/kube/dra.h). */

@@ -1,6 +1,6 @@
 /* sched/kube/cache_int.h: the cache's own record, shared by cache.c (events and the cycle's
- * input) and snapshot.c (the cluster and the placement state kept between cycles). Private to
- * those two files.
+ * input), snapshot.c (the cluster and the placement state kept between cycles) and
+ * cache_refused.c (PodGroups refused for a name another API's owns). Private to those files.
  *
  * Must not touch: anything outside the cache.
  */
@@ -49,6 +49,10 @@ struct kcache {
     struct strmap hot;
     bool hot_all; /* make `hot` again from every pod at the next build (out of memory) */
     bool full;    /* kcache_set_full: count every pod and walk every pod at each build */
+    /* PodGroups refused because another API's PodGroup owns their name (cache_refused.c):
+     * "ns/name\x1f<api>" -> struct krefused*; refused_seq orders them */
+    struct strmap refused;
+    uint64_t refused_seq;
 };
 
 /* One node's usage by the pods that hold it (snapshot.c). */
@@ -57,6 +61,15 @@ struct knode_use {
     uint32_t ids[32];    /* pods holding GPU index g by their GPU ids */
     int64_t anon;        /* GPUs of pods without ids (another scheduler's): the lowest free */
 };
+
+/* cache_refused.c. kcache_refuse: the event of key's PodGroup of api (obj), refused because own
+ * (another API's, another uid) has the name: kept decoded (deleted: dropped), logged and marked
+ * for announcing at its first refusal. 0 or SCHED_ENOMEM. kcache_adopt_refused: key's owner
+ * was deleted: the PodGroup refused first takes the name (the caller's c->pgs has no entry). */
+int kcache_refuse(struct kcache *c, const char *key, const cJSON *obj, enum kpg_api api,
+                  bool deleted, const struct kpg *own);
+void kcache_adopt_refused(struct kcache *c, const char *key);
+void kcache_refused_free(struct kcache *c);
 
 /* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */
 int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb);

@@ -23,7 +23,9 @@
  * conditions; driver_life.c deletes, evictions and the lifecycle step (rules: the engine);
  * driver_eng.c the engine's ids and node effects;
  * driver_record.c jobs, the ledger and the cycle's record; driver_ops.c operator actions and
- * holds; driver_fair.c the fair-share history. driver_int.h holds struct kdrv and what one file
+ * holds; driver_fair.c the fair-share history; driver_promise.c backfill promises across
+ * restarts. The Event on a PodGroup refused for a name another API's PodGroup owns is posted from
+ * the cycle (on_refused). driver_int.h holds struct kdrv and what one file
  * calls in another. This file sends no request itself and writes to the store only the
  * configuration of a reload: it orders the phases the others carry out.
  *
@@ -290,6 +292,27 @@ static void cycle_evictions(struct kcycle *c)
     }
 }
 
+/* A PodGroup refused for a name another API's PodGroup owns (sched/kube/cache_refused.c): a
+ * Warning Event on it, once per object, naming the owner (also its `related`). */
+static void on_refused(void *ctx, const struct kpg *pg, const struct kpg *owner)
+{
+    struct kdrv *d = ctx;
+    char note[1000];
+    if (owner)
+        snprintf(note, sizeof(note),
+                 "not scheduled: %s %s (uid %s) has the same namespace and name, and gangsched "
+                 "follows the PodGroup it saw first while that exists; this one becomes the gang "
+                 "when that one is deleted",
+                 knative_api_version(owner->api), owner->key, owner->uid ? owner->uid : "");
+    else
+        snprintf(note, sizeof(note),
+                 "not scheduled: another API's PodGroup had the same namespace and name");
+    LOG_INFO(KDRV_MOD, "event: podgroup refused: %s %s uid=%s", knative_api_version(pg->api),
+             pg->key, pg->uid ? pg->uid : "");
+    kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
+                    pg->uid, "Warning", "NameConflict", "Scheduling", note, owner);
+}
+
 /* One scheduling cycle (the steps at the top of this file), as named phases. */
 static void run_cycle(struct kdrv *d)
 {
@@ -300,6 +323,7 @@ static void run_cycle(struct kdrv *d)
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
+    kcache_refused_announce(d->cache, on_refused, d);
     if (built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);

@@ -6,7 +6,9 @@
  * pending yet (held for nobody), on nodes of this cycle only, and the core's reservations taken
  * back as holds and hints. A name's record belongs to one object: a PodGroup created again under
  * the name (another uid, or another creation time than a restored row's) starts afresh, and
- * gangs gone for KDRV_GANG_FORGET_MS are forgotten (not a PodGroup without pods). */
+ * gangs gone for KDRV_GANG_FORGET_MS are forgotten (not a PodGroup without pods; a restored Failed
+ * gang counted from its row's time). Of two APIs' PodGroups under one name the first owns it, the
+ * other is announced once and takes the name when the first is deleted. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -460,6 +462,59 @@ static void forgotten_row_starts_afresh(void **state)
     kdrv_status_fini(&f->d);
 }
 
+struct announced {
+    int n;
+    char refused[32], owner[32];
+};
+
+static void on_refused(void *ctx, const struct kpg *refused, const struct kpg *owner)
+{
+    struct announced *a = ctx;
+    a->n++;
+    snprintf(a->refused, sizeof(a->refused), "%s", refused->uid);
+    snprintf(a->owner, sizeof(a->owner), "%s", owner ? owner->uid : "-");
+}
+
+/* The PodGroup refused for a name another API's owns is announced once (the driver posts a
+ * Warning Event on it), however many events it has, and takes the name as soon as the owner is
+ * deleted, without an event of its own: a new gang. */
+static void refused_podgroup_announced_and_adopted(void **state)
+{
+    struct fx *f = *state;
+    pg_event(f->d.cache, "g", "uid-x", 0);
+    pg_event(f->d.cache, "g", "uid-x", 1);
+    build(f);
+    uint32_t g = f->d.ids->gang[kb_gang(f, "ml/g")];
+    assert_int_equal(eng_job_reject(f->d.eng, g), 0);
+    struct announced a = {0};
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 0);
+    pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO); /* refused */
+    pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO); /* its update: refused again */
+    assert_true(kcache_dirty(f->d.cache));                  /* a cycle comes to announce it */
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.refused, "uid-v");
+    assert_string_equal(a.owner, "uid-x");
+    pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO);
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 1); /* once per object */
+    build_at(f, 2000);
+    assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-x");
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
+    pg_event(f->d.cache, "g", "uid-x", 2); /* the owner's delete: the other takes the name */
+    const struct kpg *pg = kcache_pg(f->d.cache, "ml/g");
+    assert_non_null(pg);
+    assert_string_equal(pg->uid, "uid-v");
+    assert_int_equal(pg->api, KPG_VOLCANO);
+    build_at(f, 3000);
+    assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/g")], g);
+    assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE); /* a new gang */
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 1); /* nothing refused any more */
+    kdrv_status_fini(&f->d);
+}
+
 /* Gangs restored as Failed when the store is opened (a restart): one whose objects are gone
  * counts as last seen at its row's latest time (its failure), the best evidence of when it went,
  * so it is forgotten KDRV_GANG_FORGET_MS after that, not after the start; one whose PodGroup is
@@ -522,8 +577,8 @@ static void restored_failed_forgotten_by_row_time(void **state)
 
 /* Two APIs' PodGroups under one namespace/name (scheduler-plugins' and Volcano's): the first
  * owns the name while it exists, the other's events (updates, its delete) change nothing, so the
- * record does not flip (budget, holds kept); once the first is deleted the other's next event
- * takes the name, as a new gang. */
+ * record does not flip (budget, holds kept); once the first is deleted the other (here deleted
+ * too, then created again) takes the name, as a new gang. */
 static void two_apis_one_name_stable(void **state)
 {
     struct fx *f = *state;
@@ -564,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(forgotten_row_starts_afresh, setup, teardown),
         cmocka_unit_test_setup_teardown(two_apis_one_name_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(restored_failed_forgotten_by_row_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(refused_podgroup_announced_and_adopted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
