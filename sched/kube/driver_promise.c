@@ -38,6 +38,9 @@ int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
         const struct kgang *kg = &kb->gangs[pl->gang->id];
         if (kg->run)
             continue; /* an elastic gang's growth: its running part promised nothing */
+        struct kstatus *st = strmap_get(&d->status, kg->key);
+        if (st) /* its row left the wait (the upsert dropped it): a later wait writes anew */
+            st->first_saved_ms = 0;
         /* the promise as driver_bind.c gives it to the engine (eng_job_probation): the first
          * reservation of the gang it was placed ahead of, none when that has none */
         const char *to = pl->probation_for ? kb->gangs[pl->probation_for->id].key : NULL;
