@@ -512,7 +512,14 @@ static void refused_podgroup_announced_and_adopted(void **state)
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE); /* a new gang */
     kcache_refused_announce(f->d.cache, on_refused, &a);
     assert_int_equal(a.n, 1); /* nothing refused any more */
-    kdrv_status_fini(&f->d);
+    /* a scheduler-plugins PodGroup of the name created again: the Volcano one owns it now */
+    pg_event(f->d.cache, "g", "uid-x2", 0);
+    assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-v");
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 2);
+    assert_string_equal(a.refused, "uid-x2");
+    assert_string_equal(a.owner, "uid-v");
+    kdrv_status_fini(&f->d); /* the refused record is freed with the cache (teardown) */
 }
 
 /* Gangs restored as Failed when the store is opened (a restart): one whose objects are gone
