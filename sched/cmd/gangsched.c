@@ -9,6 +9,7 @@
 #include "sched/cmd/gangsched.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,27 @@ static void usage_run(FILE *f)
     flags_help(f, run_flags, 25);
 }
 
+/* The long-running commands (run, serve) ignore SIGPIPE, once, before their loop starts.
+ * libuv writes to sockets with write(2), not send(2) with MSG_NOSIGNAL, and the Kubernetes
+ * client sets CURLOPT_NOSIGNAL (so libcurl does not ignore it either): with SIGPIPE's default
+ * action a client that hangs up while an answer is still being written (a browser closing its
+ * tab, a load balancer's probe, any client sending pipelined requests and closing) would kill
+ * the scheduler. Ignored, the write fails with EPIPE and only that connection is closed
+ * (tests/sim/http_hangup.sh). The short commands keep the default: `gangsched ... | head`
+ * ends quietly as Unix tools do. */
+static int ignore_sigpipe(const char *cmd)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPIPE, &sa, NULL) != 0) {
+        fprintf(stderr, "gangsched %s: cannot ignore SIGPIPE: %s\n", cmd, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct run_args r = {.log_level = LOG_LEVEL_INFO};
@@ -467,6 +489,8 @@ static int cmd_run(int argc, char **argv)
         usage_run(stderr);
         return 2;
     }
+    if (ignore_sigpipe("run") != 0)
+        return 1;
     struct sched_errbuf eb = {{0}};
     if (kube_run(&r.o, &eb) != 0) {
         fprintf(stderr, "gangsched run: %s\n", eb.msg);
@@ -554,6 +578,8 @@ static int cmd_serve(int argc, char **argv)
         fputs("gangsched serve: --db FILE is required\n", stderr);
         return serve_usage(stderr, 2);
     }
+    if (ignore_sigpipe("serve") != 0)
+        return 1;
     return http_serve(&s.o);
 }
 

@@ -387,6 +387,14 @@ def main():
     # the daemon's HTTP API: health, readiness, metrics, gangctl against it
     url = a.url()
     check("/healthz answers 200", http_get(url + "/healthz")[0] == 200)
+    # clients that hang up mid-answer (tests/tools/hangup.py) must not kill the scheduler with
+    # SIGPIPE (exit 141 before it ignored the signal)
+    hang = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "tools",
+                                                        "hangup.py"), url.rsplit(":", 1)[1],
+                           "40", "50", "/metrics"], capture_output=True, text=True, timeout=60)
+    check("40 clients hanging up mid-answer leave the scheduler running and leading",
+          hang.returncode == 0 and a.p.poll() is None and http_get(url + "/readyz")[0] == 200,
+          "hangup: %s; scheduler exit %s" % (hang.stdout.strip(), a.p.poll()))
     check("/readyz answers 200 once synced and leading", http_get(url + "/readyz")[0] == 200,
           str(http_get(url + "/readyz")))
     st, text = http_get(url + "/metrics")
