@@ -247,7 +247,8 @@ static int parse_preemption(struct ctx *x, yaml_node_t *p, struct config_preempt
 
 static int parse_lifecycle(struct ctx *x, yaml_node_t *p, struct config_lifecycle *lc)
 {
-    static const char *const keys[] = {"startTimeout", "maxRestarts", "failureGrace", NULL};
+    static const char *const keys[] = {"startTimeout", "maxRestarts", "failureGrace", "backoffMax",
+                                       NULL};
     int rc = cl_expect_mapping(x, p);
     if (!rc)
         rc = cl_check_map(x, p, keys);
@@ -260,6 +261,15 @@ static int parse_lifecycle(struct ctx *x, yaml_node_t *p, struct config_lifecycl
     if (!rc && (v = cl_map_opt(x, p, "failureGrace")) != NULL) {
         cl_path_push(x, "failureGrace");
         rc = cl_get_duration(x, v, &lc->failure_grace_ms);
+        cl_path_pop(x);
+    }
+    if (!rc && (v = cl_map_opt(x, p, "backoffMax")) != NULL) {
+        cl_path_push(x, "backoffMax");
+        rc = cl_get_duration(x, v, &lc->backoff_max_ms);
+        if (!rc && lc->backoff_max_ms <= 0) /* the delay would never grow: say so */
+            rc = cl_fail(x, &v->start_mark,
+                         "must be longer than 0 (the longest retry delay after a failure, "
+                         "such as 1h)");
         cl_path_pop(x);
     }
     if (!rc && (v = cl_map_opt(x, p, "maxRestarts")) != NULL) {
@@ -291,6 +301,7 @@ static int parse_queue(struct ctx *x, yaml_node_t *n, uint32_t i)
     q->lifecycle.start_timeout_ms = CONFIG_DEFAULT_START_TIMEOUT_MS;
     q->lifecycle.max_restarts = CONFIG_DEFAULT_MAX_RESTARTS;
     q->lifecycle.failure_grace_ms = CONFIG_DEFAULT_FAILURE_GRACE_MS;
+    q->lifecycle.backoff_max_ms = CONFIG_DEFAULT_BACKOFF_MAX_MS;
     int rc = cl_named_entry(x, n, keys, &o->name, &o->name_mark);
     if (rc)
         return rc;

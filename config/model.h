@@ -78,11 +78,14 @@ struct config_lifecycle {
     uint32_t max_restarts;    /* the gang's own failures it may survive; default 3 */
     int64_t failure_grace_ms; /* a member lost to a NotReady node breaks the gang after this
                                  long; default 30s */
+    int64_t backoff_max_ms;   /* the retry delay after an own failure doubles up to this
+                                 (ms, > 0); default 1h (sched/engine ENG_BACKOFF_MAX_MS) */
 };
 
 #define CONFIG_DEFAULT_START_TIMEOUT_MS (5 * 60 * 1000)
 #define CONFIG_DEFAULT_MAX_RESTARTS     3
 #define CONFIG_DEFAULT_FAILURE_GRACE_MS (30 * 1000)
+#define CONFIG_DEFAULT_BACKOFF_MAX_MS   (60 * 60 * 1000)
 
 struct config_cohort {
     const char *name;

@@ -62,11 +62,14 @@ struct sched_hold {
     uint32_t n_nodes;
 };
 
-/* GPUs of a running pod and when they are expected back (start planner). */
+/* GPUs of a running pod and when they are expected back (start planner). A GPU that several
+ * pods hold (shares) comes back once, when the last of them ends: by gpu_mask where the driver
+ * names the devices, else counted (sched/core/eta.c). */
 struct sched_release {
     uint32_t node;
-    uint32_t gpus;
-    int64_t t_ms; /* INT64_MAX: unknown */
+    uint32_t gpus;     /* GPUs the pod holds there (read when gpu_mask is 0) */
+    int64_t t_ms;      /* INT64_MAX: unknown */
+    uint32_t gpu_mask; /* their indices on the node; 0: not known */
 };
 
 /* Run-time estimates on demand (sched_snapshot.runtime_src). */

@@ -84,6 +84,7 @@ struct cursor {
  * per cycle. */
 struct plan {
     const struct sched_snapshot *snap;
+    const struct place_state *st; /* the cycle's state after its placements (gpu_free) */
     uint32_t n_nodes, words;
     uint8_t *usable; /* the node can ever take a pod (ready, schedulable, not quarantined) */
     int64_t *base;   /* GPUs free now, less the claims from now of gangs planned so far (may be
@@ -282,6 +283,91 @@ static int64_t pod_gpus(const struct gang *g)
     return k;
 }
 
+/* A pod's GPUs on a node and when they come back (INT64_MAX: never known). */
+struct eta_hold {
+    int64_t t_ms;
+    uint32_t node;
+    uint32_t mask; /* GPU indices; 0: not named (gpus counts them) */
+    uint32_t gpus;
+};
+
+/* By node, then the latest end first. */
+static int cmp_hold(const void *a, const void *b)
+{
+    const struct eta_hold *x = a, *y = b;
+    if (x->node != y->node)
+        return (x->node > y->node) - (x->node < y->node);
+    return (x->t_ms < y->t_ms) - (x->t_ms > y->t_ms);
+}
+
+/* Node i's release events from its holds h[0..n) (latest end first), as the cycle counts GPUs:
+ * by index (a GPU that several shares hold counts once), each GPU back when the last pod holding
+ * it ends, never while one with an unknown end holds it; only GPUs held now (out of gpu_free)
+ * come back. Holds without indices count: they take the held GPUs no index names, the latest
+ * ends first, so that two such shares of one GPU give it back once, at the later end. One
+ * event per hold of a known end, even of no GPU: the walks' budget counts them as before. */
+static void node_events(struct plan *p, uint32_t i, const struct eta_hold *h, uint32_t n)
+{
+    const struct node *nd = &p->snap->cluster->nodes[i];
+    uint32_t all = nd->n_gpus >= 32 ? UINT32_MAX : (1u << nd->n_gpus) - 1;
+    uint32_t held = ~p->st->gpu_free[i] & all, seen = 0;
+    int64_t now = p->snap->now_ms;
+    struct eta_evs *r = &p->rel;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t back = h[k].mask & held & ~seen;
+        seen |= h[k].mask;
+        if (h[k].mask && h[k].t_ms != INT64_MAX)
+            r->v[r->n++] = (struct eta_ev){.t_ms = h[k].t_ms > now ? h[k].t_ms : now,
+                                           .node = i,
+                                           .gpus = (int32_t)bits_popc32(back)};
+    }
+    int64_t left = bits_popc32(held & ~seen); /* for the holds without indices */
+    for (uint32_t k = 0; k < n; k++) {
+        if (h[k].mask)
+            continue;
+        int64_t g = h[k].gpus < left ? h[k].gpus : left;
+        left -= g;
+        if (h[k].t_ms != INT64_MAX)
+            r->v[r->n++] = (struct eta_ev){
+                .t_ms = h[k].t_ms > now ? h[k].t_ms : now, .node = i, .gpus = (int32_t)g};
+    }
+}
+
+/* The release events of the running pods (snap->releases) and of the pods this cycle placed
+ * (back at its expected end), per node by GPU index (node_events). */
+static int release_events(struct plan *p, const struct eta_env *env)
+{
+    const struct sched_snapshot *snap = p->snap;
+    int64_t now = snap->now_ms;
+    uint32_t n = 0, cap = snap->n_releases;
+    for (uint32_t k = 0; k < env->out->n_placements; k++)
+        cap += env->out->placements[k].gang->n_pods;
+    struct eta_hold *h = arena_alloc(p->arena, (cap + 1) * sizeof(*h));
+    if (!h)
+        return SCHED_ENOMEM;
+    for (uint32_t k = 0; k < snap->n_releases; k++) {
+        const struct sched_release *x = &snap->releases[k];
+        if (x->node < p->n_nodes)
+            h[n++] = (struct eta_hold){x->t_ms, x->node, x->gpu_mask, x->gpus};
+    }
+    for (uint32_t k = 0; k < env->out->n_placements; k++) {
+        const struct sched_placement *pl = &env->out->placements[k];
+        int64_t rt = typ_runtime(snap, pl->gang);
+        for (uint32_t x = 0; x < pl->gang->n_pods; x++) {
+            uint32_t m = pl->pods[x].gpu_mask;
+            h[n++] = (struct eta_hold){rt > 0 ? now + rt : INT64_MAX, pl->pods[x].node, m,
+                                       (uint32_t)bits_popc32(m)};
+        }
+    }
+    qsort(h, n, sizeof(*h), cmp_hold);
+    for (uint32_t a = 0, b; a < n; a = b) {
+        for (b = a + 1; b < n && h[b].node == h[a].node; b++)
+            ;
+        node_events(p, h[a].node, h + a, b - a);
+    }
+    return 0;
+}
+
 static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel, uint32_t cap_take)
 {
     const struct sched_snapshot *snap = env->snap;
@@ -290,7 +376,7 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
     struct arena *a = env->arena;
     int64_t now = snap->now_ms;
     uint32_t nn = c->n_nodes;
-    *p = (struct plan){.snap = snap, .n_nodes = nn, .words = (nn + 63) / 64, .arena = a};
+    *p = (struct plan){.snap = snap, .st = st, .n_nodes = nn, .words = (nn + 63) / 64, .arena = a};
     p->usable = arena_alloc(a, nn + 1);
     p->base = arena_alloc(a, (nn + 1) * sizeof(*p->base));
     p->bits = arena_calloc(a, (size_t)PLAN_KEYS * p->words + 1, sizeof(*p->bits));
@@ -327,24 +413,9 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
                 rel[pl->pods[x].node] = end;
     }
     struct eta_evs *r = &p->rel;
-    if (snap->releases) { /* per running pod, then this cycle's placements per node */
-        for (uint32_t k = 0; k < snap->n_releases; k++) {
-            const struct sched_release *x = &snap->releases[k];
-            if (x->node < nn && x->t_ms != INT64_MAX)
-                r->v[r->n++] = (struct eta_ev){.t_ms = x->t_ms > now ? x->t_ms : now,
-                                               .node = x->node,
-                                               .gpus = (int32_t)x->gpus};
-        }
-        for (uint32_t k = 0; k < env->out->n_placements; k++) {
-            const struct sched_placement *pl = &env->out->placements[k];
-            int64_t rt = typ_runtime(snap, pl->gang);
-            if (rt <= 0)
-                continue;
-            for (uint32_t x = 0; x < pl->gang->n_pods; x++)
-                r->v[r->n++] = (struct eta_ev){.t_ms = now + rt,
-                                               .node = pl->pods[x].node,
-                                               .gpus = (int32_t)bits_popc32(pl->pods[x].gpu_mask)};
-        }
+    if (snap->releases) { /* per running pod and per pod this cycle placed, GPUs by id */
+        if (release_events(p, env) != 0)
+            return SCHED_ENOMEM;
     } else {
         for (uint32_t i = 0; i < nn; i++) {
             int64_t busy = (int64_t)c->nodes[i].n_gpus - p->base[i];

@@ -6,11 +6,16 @@
  * earliest time at which its pods fit, counting GPUs per node: a node's busy GPUs come back at
  * its release_ms (declared maximum run times, else the driver's estimates), and every gang
  * planned earlier claims the GPUs it will use from now until its expected end (expected start
- * plus its expected run time). Topology and non-GPU resources are not modelled: the estimate is
- * what GPU capacity allows. A gang gets no estimate when it waits for quota while the capacity
- * is there, when a run time it depends on is unknown, when it never fits, or when it is behind
- * the first ETA_MAX_PLANNED gangs of the cycle or the planner's work budget (ETA_MAX_STEPS) ran
- * out before it (then `ahead` says how many gangs were planned before it).
+ * plus its expected run time). With per-pod releases (sched_snapshot.releases) the GPUs come
+ * back by index, as the cycle counts them: a GPU that several pods' shares hold comes back once,
+ * when the last of them ends (never while one of an unknown end holds it); releases without
+ * indices give back at most the node's held GPUs no index names, the latest ends first. A
+ * waiting gang's shares are planned as whole GPUs (a pod of nvidia.com/gpu: 1 takes a free GPU):
+ * device memory and cores are not modelled. Topology and non-GPU resources are not modelled
+ * either: the estimate is what GPU capacity allows. A gang gets no estimate when it waits for quota
+ * while the capacity is there, when a run time it depends on is unknown, when it never fits, or
+ * when it is behind the first ETA_MAX_PLANNED gangs of the cycle or the planner's work budget
+ * (ETA_MAX_STEPS) ran out before it (then `ahead` says how many gangs were planned before it).
  *
  * Cost per cycle: one pass over the nodes to set up (only when some gang waits), a sort of
  * the releases, then the events its walks pass (at most ETA_MAX_STEPS in all) and the nodes the

@@ -360,7 +360,8 @@ int eng_job_gone(struct eng *e, uint32_t g, int64_t now, struct eng_effects *fx)
     int64_t at = now;
     if (j->own && e->lim.backoff_ms > 0) { /* backoff_ms * 2^(restarts-1), capped: no overflow */
         int64_t delay = e->lim.backoff_ms;
-        int64_t cap = delay > ENG_BACKOFF_MAX_MS ? delay : ENG_BACKOFF_MAX_MS;
+        int64_t max = j->backoff_max_ms > 0 ? j->backoff_max_ms : ENG_BACKOFF_MAX_MS;
+        int64_t cap = delay > max ? delay : max;
         for (uint32_t k = 1; k < j->restarts && delay < cap; k++)
             delay *= 2;
         at = now + (delay < cap ? delay : cap);

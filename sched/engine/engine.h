@@ -8,7 +8,9 @@
  *     tearing (members being deleted), backoff (waiting out a retry delay) and failed (retry
  *     budget exhausted: gave up, never scheduled again);
  *   - the retry budget (restarts used against the gang's max_restarts) and the backoff
- *     (limits.backoff_ms doubled per restart used, up to ENG_BACKOFF_MAX_MS or backoff_ms);
+ *     (limits.backoff_ms doubled per restart used, up to the gang's cap, its queue's
+ *     lifecycle.backoffMax given through the lifecycle rules, else ENG_BACKOFF_MAX_MS; or
+ *     backoff_ms when that is longer);
  *   - node strikes and quarantine: limits.strikes failed starts on a node within
  *     limits.strike_window_ms exclude it from new pods for limits.quarantine_ms;
  *   - preemptor holds (capacity freed by victims, exclusive to the preemptor until
@@ -47,8 +49,10 @@
 #define ENG_HOLD_MS          (10 * 60 * 1000)      /* a preemptor hold after its last reservation */
 #define ENG_RESERVE_MS       (24 * 60 * 60 * 1000) /* default operator reservation lifetime */
 #define ENG_BACKOFF_MS       (60 * 1000)           /* first retry delay after an own failure */
-#define ENG_BACKOFF_MAX_MS   (60 * 60 * 1000)      /* ... doubled per failure up to this */
-#define ENG_MAX_RESTARTS     3                     /* default retry budget (own failures) */
+#define ENG_BACKOFF_MAX_MS                                                                         \
+    (60 * 60 * 1000)       /* ... doubled per failure up to this                                   \
+                              (a gang's cap when none is given) */
+#define ENG_MAX_RESTARTS 3 /* default retry budget (own failures) */
 
 struct eng_limits {
     uint32_t strikes;
@@ -100,6 +104,9 @@ struct eng_job {
     int64_t bound_ms;    /* RUNNING: when its binds completed (or it was first seen running);
                             ENG_UNKNOWN_MS: not known yet (restored, or another state) */
     int64_t retry_at_ms; /* BACKOFF: when it queues again */
+    /* the retry delay's cap after an own failure (ms), as its last lifecycle action gave it
+     * (eng_life_apply: the queue's lifecycle.backoffMax); 0: ENG_BACKOFF_MAX_MS */
+    int64_t backoff_max_ms;
     /* waiting: the expected start its first starvation reservation of this wait announced
      * (eng_job_reserved); 0: none yet. Cleared by any state but PENDING (a driver that does
      * not report submissions, the daemon, leaves a waiting gang in NONE) */

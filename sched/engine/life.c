@@ -142,8 +142,10 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         }
         struct eng_life_action *act = &acts[n];
         char msg[900];
-        *act = (struct eng_life_action){
-            .gang = gf->gang, .whole = true, .max_restarts = gf->max_restarts};
+        *act = (struct eng_life_action){.gang = gf->gang,
+                                        .whole = true,
+                                        .max_restarts = gf->max_restarts,
+                                        .backoff_max_ms = gf->backoff_max_ms};
         if (!tearing && t.started < t.live)
             due_at(&t.due, j.bound_ms, gf->start_timeout_ms, now); /* start timeout */
         if (t.due < e->life_due_ms)
@@ -170,6 +172,8 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
 int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now,
                    struct eng_effects *fx)
 {
+    if (act->gang < e->cap_jobs)
+        e->jobs[act->gang].backoff_max_ms = act->backoff_max_ms > 0 ? act->backoff_max_ms : 0;
     return eng_job_broken(e, act->gang, act->reason, act->own, act->whole, act->max_restarts,
                           act->strike_node, now, fx);
 }

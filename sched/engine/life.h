@@ -61,7 +61,9 @@ struct eng_gang_facts {
     int64_t start_timeout_ms; /* the gang's settings (queue defaults or its own) */
     int64_t grace_ms;         /* NotReady grace */
     uint32_t max_restarts;
-    bool spread; /* inference: replace only lost members */
+    int64_t backoff_max_ms; /* the retry delay's cap after an own failure (the queue's
+                               lifecycle.backoffMax); 0: ENG_BACKOFF_MAX_MS */
+    bool spread;            /* inference: replace only lost members */
 };
 
 struct eng_life_action {
@@ -70,7 +72,8 @@ struct eng_life_action {
     bool own;   /* the job's own failure: counts against its retry budget */
     bool whole; /* delete every member; else only lost[] */
     uint32_t max_restarts;
-    const uint32_t *lost; /* member indices into the facts' members, when !whole */
+    int64_t backoff_max_ms; /* the facts' */
+    const uint32_t *lost;   /* member indices into the facts' members, when !whole */
     uint32_t n_lost;
     uint32_t strike_node; /* node of a member that failed to start, or ENG_NONE */
     const char *message;  /* readable, with the pods' own words */
@@ -83,7 +86,8 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
                    const int64_t *node_down_since, uint32_t n_nodes, struct arena *a,
                    struct eng_life_action **out, uint32_t *n_out);
 
-/* Carries out an action in the engine: eng_job_broken() with the action's fields. */
+/* Carries out an action in the engine: eng_job_broken() with the action's fields, the job
+ * keeping its backoff_max_ms for the retry delay of the teardown. */
 int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now,
                    struct eng_effects *fx);
 

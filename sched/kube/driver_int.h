@@ -123,6 +123,7 @@ struct kdrv {
     struct strmap status;    /* gang -> struct kstatus* */
     struct strmap owed;      /* gang -> struct kowed*: a native scheduled condition not seen yet */
     struct strmap owed_ckpt; /* gang -> struct kowed*: a checkpoint request not seen yet */
+    struct strmap owed_status; /* gang -> PodGroup status not queued (driver_status.c) */
     bool ckpt_resumed; /* handshakes were resumed from the annotations (first cycle as leader) */
     bool promises_restored; /* backfill promises were restored from the store (driver_promise.c) */
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */

@@ -4,7 +4,13 @@
  * PodGroup API (scheduler-plugins, Volcano, native scheduling.k8s.io), its rate limit per gang
  * and reason (struct kstatus in d->status), the writes owed until the watch shows them (struct
  * kowed: the native scheduled conditions in d->owed, the checkpoint requests of driver_ckpt.c in
- * d->owed_ckpt), and the pods' PodScheduled=False condition.
+ * d->owed_ckpt), the PodGroup status writes that could not be queued (struct kowed_status in
+ * d->owed_status: written again a second later), and the pods' PodScheduled=False condition.
+ *
+ * A write that cannot even be queued (out of memory) is never taken for written: an Event is
+ * dropped with a warning naming it (as a refused one is), a PodGroup status is owed and
+ * written again by the next cycles (at most KDRV_OWED_TRIES times), and a pod's condition is
+ * sent again by the next cycle, which one armed a second later runs.
  *
  * Must not touch: the store's tables, binds, deletes and evictions (driver_bind.c,
  * driver_life.c); it only writes what it is told.
@@ -78,9 +84,10 @@ static const char *pg_api_version(const struct kpg *pg)
     return knative_api_version(pg->api); /* every PodGroup API (sched/kube/native.c's table) */
 }
 
-void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
-                     const char *name, const char *uid, const char *type, const char *reason,
-                     const char *action, const char *note, const struct kpg *related)
+/* kdrv_post_event; non-zero: not queued (dropped, logged). */
+static int post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                      const char *name, const char *uid, const char *type, const char *reason,
+                      const char *action, const char *note, const struct kpg *related)
 {
     char t[40], ev_name[300], path[300];
     int64_t now = kdrv_now_ms();
@@ -120,7 +127,20 @@ void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, 
             cJSON_AddStringToObject(rel, "uid", related->uid);
     }
     snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
-    kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL);
+    /* a refused Event is logged and dropped (ignore_resp); one not queued is too: an Event
+     * says what happened then, and the status it goes with carries the state */
+    int rc = kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL);
+    if (rc != 0)
+        LOG_WARN(KDRV_MOD, "event dropped (not queued: out of memory): reason=%s %s=%s%s%s", reason,
+                 kind, ns ? ns : "", ns ? "/" : "", name);
+    return rc;
+}
+
+void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const char *uid, const char *type, const char *reason,
+                     const char *action, const char *note, const struct kpg *related)
+{
+    post_event(d, api_version, kind, ns, name, uid, type, reason, action, note, related);
 }
 
 void kdrv_split_key(const char *key, char *ns, size_t nn, char *name, size_t n)
@@ -367,10 +387,98 @@ static void owed_step(struct kdrv *d, enum kowed_kind kind, int64_t now)
     kdrv_strlist_free(&done);
 }
 
+/* ---- PodGroup status writes that could not be queued ----------------------------------------- */
+
+/* A gang's PodGroup status (pg_status_write's arguments) that could not be queued (out of
+ * memory): written again a second later by the next cycle, at most KDRV_OWED_TRIES times, until
+ * a newer status of the gang replaces it or its PodGroup is gone. A status that was queued is
+ * done with, whatever the answer (a refused one is logged, as before). */
+struct kowed_status {
+    char *pg;  /* the PodGroup's cache key "ns/name" */
+    char *uid; /* its uid: a PodGroup created again under the name is another */
+    char *phase, *type, *reason, *message;
+    int64_t retry_ms; /* written again then (ms since the epoch) */
+    uint32_t tries;   /* writes not queued so far */
+};
+
+static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *pg,
+                           const char *phase, const char *type, const char *reason,
+                           const char *message);
+
+static void owed_status_free(struct kowed_status *o)
+{
+    if (!o)
+        return;
+    free(o->pg);
+    free(o->uid);
+    free(o->phase);
+    free(o->type);
+    free(o->reason);
+    free(o->message);
+    free(o);
+}
+
+/* Writes the status of gang's PodGroup pg; when it cannot be queued, it is owed (a second
+ * later). A newer status replaces the one owed. */
+static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, const char *phase,
+                        const char *type, const char *reason, const char *message)
+{
+    owed_status_free(strmap_del(&d->owed_status, gang));
+    if (pg_status_write(d, gang, pg, phase, type, reason, message) == 0)
+        return;
+    char key[KOBJ_KEY_MAX];
+    struct kowed_status *o = calloc(1, sizeof(*o));
+    if (!o || kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0 || !(o->pg = strdup(key)) ||
+        !(o->uid = strdup(pg->uid ? pg->uid : "")) || !(o->phase = strdup(phase)) ||
+        !(o->type = strdup(type)) || !(o->reason = strdup(reason)) ||
+        !(o->message = strdup(message)) || strmap_put(&d->owed_status, gang, o, NULL) != 0) {
+        owed_status_free(o);
+        LOG_ERROR(KDRV_MOD, "status of gang %s dropped (out of memory): reason=%s", gang, reason);
+        return;
+    }
+    o->tries = 1;
+    o->retry_ms = kdrv_now_ms() + 1000;
+    kdrv_cycle_at(d, o->retry_ms);
+    LOG_WARN(KDRV_MOD, "status of gang %s not queued (out of memory): written again in 1000 ms",
+             gang);
+}
+
+/* Each owed status that is due is written again; one done with (written, replaced, its
+ * PodGroup gone or another, or not queued KDRV_OWED_TRIES times: given up, logged) is dropped. */
+static void owed_status_step(struct kdrv *d, int64_t now)
+{
+    struct strlist done = {0};
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->owed_status, &i, &k, &v);) {
+        struct kowed_status *o = v;
+        const struct kpg *pg = kcache_pg(d->cache, o->pg);
+        bool over = !pg || strcmp(pg->uid ? pg->uid : "", o->uid) != 0;
+        if (!over && now < o->retry_ms) {
+            kdrv_cycle_at(d, o->retry_ms);
+            continue;
+        }
+        if (!over && pg_status_write(d, k, pg, o->phase, o->type, o->reason, o->message) != 0) {
+            if (++o->tries < KDRV_OWED_TRIES) {
+                o->retry_ms = kdrv_now_ms() + 1000;
+                kdrv_cycle_at(d, o->retry_ms);
+                continue;
+            }
+            LOG_WARN(KDRV_MOD, "status of gang %s could not be queued %u times: given up", k,
+                     o->tries);
+        }
+        kdrv_strlist_add(&done, k); /* out of memory: looked at again next cycle */
+    }
+    for (uint32_t i = 0; i < done.n; i++)
+        owed_status_free(strmap_del(&d->owed_status, done.v[i]));
+    kdrv_strlist_free(&done);
+}
+
 void kdrv_owed_status(struct kdrv *d, int64_t now)
 {
     owed_step(d, KOWED_SCHEDULED, now);
     owed_step(d, KOWED_CKPT, now);
+    owed_status_step(d, now);
 }
 
 void kdrv_status_fini(struct kdrv *d)
@@ -388,6 +496,9 @@ void kdrv_status_fini(struct kdrv *d)
             owed_free(v);
         strmap_fini(owed_map(d, kind));
     }
+    for (size_t i = 0; strmap_next(&d->owed_status, &i, &k, &v);)
+        owed_status_free(v);
+    strmap_fini(&d->owed_status);
 }
 
 /* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
@@ -396,25 +507,25 @@ void kdrv_status_fini(struct kdrv *d)
  * overwrite, kdrv_owed_status), else False with Unschedulable or SchedulerError and the gang's
  * reason; never again once True, nor while a True is owed. 1.35 Workloads have no status:
  * Events only. */
-static void native_status(struct kdrv *d, const char *gang, const struct kpg *pg, bool ok,
-                          const char *reason, const char *message)
+static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg, bool ok,
+                         const char *reason, const char *message)
 {
     const char *ct = knative_sched_condition(pg->api);
     if (!ct || strmap_get(&d->owed, gang))
-        return;
+        return 0;
     if (ok) {
-        owe_scheduled(d, gang, pg, message);
-        return;
+        owe_scheduled(d, gang, pg, message); /* its own retries */
+        return 0;
     }
     char msg[700];
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
     cJSON *body =
         knative_condition_patch(pg, ct, false, knative_reason(reason), msg, kdrv_now_ms());
     if (!body)
-        return;
+        return SCHED_ENOMEM;
     char path[700];
     native_status_path(pg, path, sizeof(path));
-    kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
+    return kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
 }
 
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
@@ -481,12 +592,22 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                         warn ? "Scheduling" : "Binding", message, related);
         return true;
     }
-    kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
-                    pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
-    if (knative_is(pg->api)) {
-        native_status(d, gang_key, pg, !warn, reason, message);
-        return true;
-    }
+    post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name, pg->uid,
+               type, reason, warn ? "Scheduling" : "Binding", message, related);
+    status_send(d, gang_key, pg, phase, type, reason, message);
+    return true;
+}
+
+/* The PodGroup's status (phase, and a condition carrying the reason) as its API writes it.
+ * Non-zero: nothing was queued. */
+static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *pg,
+                           const char *phase, const char *type, const char *reason,
+                           const char *message)
+{
+    bool warn = strcmp(type, "Warning") == 0;
+    if (knative_is(pg->api))
+        return native_status(d, gang, pg, !warn, reason, message);
+    int64_t now = kdrv_now_ms();
     char t[40];
     kobj_format_time(now, t, sizeof(t));
     cJSON *status = cJSON_CreateObject();
@@ -513,30 +634,31 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
-        kdrv_send_json(d, KUBE_PATCH_MERGE, path, body,
-                       d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
-    } else {
-        /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
-         * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
-        cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
-        cJSON *cond = cJSON_CreateObject();
-        cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
-        cJSON_AddStringToObject(cond, "status", "True");
-        cJSON_AddStringToObject(cond, "reason", reason);
-        cJSON_AddStringToObject(cond, "message", message);
-        cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
-        /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
-         * just waits for the next write) */
-        cJSON *obj = cJSON_Parse(pg->raw ? pg->raw : "{}");
-        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-        cJSON_AddItemToObject(obj, "status", status);
-        snprintf(path, sizeof(path),
-                 "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s", pg->ns,
-                 pg->name);
-        kdrv_send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+        return kdrv_send_json(d, KUBE_PATCH_MERGE, path, body,
+                              d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
     }
-    return true;
+    /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
+     * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
+    cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
+    cJSON *cond = cJSON_CreateObject();
+    cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
+    cJSON_AddStringToObject(cond, "status", "True");
+    cJSON_AddStringToObject(cond, "reason", reason);
+    cJSON_AddStringToObject(cond, "message", message);
+    cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
+    /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
+     * just waits for the next write) */
+    cJSON *obj = cJSON_Parse(pg->raw ? pg->raw : "{}");
+    if (!obj) { /* never a PUT without the object */
+        cJSON_Delete(status);
+        return SCHED_ENOMEM;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    cJSON_AddItemToObject(obj, "status", status);
+    snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",
+             pg->ns, pg->name);
+    return kdrv_send_json(d, KUBE_PUT, path, obj, NULL, NULL);
 }
 
 /* The answer of a scheduler-plugins status write that carried conditions: when they are not in
@@ -585,6 +707,7 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
                              const char *reason, const char *message)
 {
     char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
+    uint32_t not_queued = 0;
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
     kdrv_rfc3339(kdrv_now_ms(), t, sizeof(t));
     for (uint32_t i = 0; i < n; i++) {
@@ -602,6 +725,17 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
         cJSON_AddItemToArray(
             cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
-        kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d);
+        if (kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d) != 0)
+            not_queued++;
+    }
+    /* as after a refused write, the pod keeps what it showed: the next cycle sends it again
+     * (its first condition; an older message with the gang's next status). That cycle runs a
+     * second later, whatever else changes. */
+    if (not_queued > 0) {
+        LOG_WARN(KDRV_MOD,
+                 "PodScheduled condition of %u pods not queued (out of memory): "
+                 "sent again by a cycle in 1000 ms",
+                 not_queued);
+        kdrv_cycle_at(d, kdrv_now_ms() + 1000);
     }
 }

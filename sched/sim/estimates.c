@@ -104,8 +104,11 @@ void sim_estimates(struct run *r, int64_t now)
                 r->rels = nr;
                 r->cap_rels = cap;
             }
-            r->rels[r->n_rels++] = (struct sched_release){
-                .node = i, .gpus = bits_popc32(r->assign[j][x].gpu_mask), .t_ms = typ};
+            r->rels[r->n_rels++] =
+                (struct sched_release){.node = i,
+                                       .gpus = bits_popc32(r->assign[j][x].gpu_mask),
+                                       .t_ms = typ,
+                                       .gpu_mask = r->assign[j][x].gpu_mask};
             if (end > r->state[i].release_ms)
                 r->state[i].release_ms = end;
             if (typ > r->rel_typ[i])

@@ -56,6 +56,15 @@ void sim_break_gang(struct run *r, uint32_t j, int64_t at, bool start, uint32_t 
     sim_heap_push(r, at, j, FIN_TEARDOWN);
 }
 
+/* The retry delay's cap of g's queue (lifecycle.backoffMax, whose default is the engine's);
+ * 0 (the engine's default) without a configuration. */
+_Static_assert(CONFIG_DEFAULT_BACKOFF_MAX_MS == ENG_BACKOFF_MAX_MS, "one default retry cap");
+static int64_t queue_backoff_max(const struct run *r, const struct gang *g)
+{
+    const struct config *c = r->in->config;
+    return c && g->queue < c->n_queues ? c->queues[g->queue].lifecycle.backoff_max_ms : 0;
+}
+
 /* The facts of broken job j for the lifecycle rules (sched/engine/life.h): a failed start has
  * one member that never becomes ready (failed_member); a lost member is on a node NotReady
  * since the loss (the simulator's pods die with their node, whether it comes back or not).
@@ -84,6 +93,7 @@ static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_
                                 .start_timeout_ms = r->fail->start_timeout_ms,
                                 .grace_ms = r->fail->detect_ms,
                                 .max_restarts = r->fail->max_restarts,
+                                .backoff_max_ms = queue_backoff_max(r, g),
                                 .spread = false}; /* whole gangs only: see docs/engine.md */
     uint32_t n;
     int rc = eng_life_check(r->eng, &gf, 1, now, r->down_at, n_nodes, a, act, &n);

@@ -125,4 +125,19 @@ expect_fail "failures and --db" 2 "cannot be combined with --db" -- \
 printf 'node,down,up\nnope,1,2\n' >"$TMP/bad.csv"
 expect_fail "outage of an unknown node" 1 "bad.csv:2: column 'node'" -- \
     "$GS" simulate --no-progress --outages "$TMP/bad.csv"
+# the retry delay doubles up to the queue's lifecycle.backoffMax (config.md): 600 s, 1200 s,
+# 2400 s by default (1h), 600 s, 900 s, 900 s under 15m
+printf 'job_id,submission_time,duration,num_gpu\nj,0,100,1\n' >"$TMP/bk.csv"
+for cap in "" ", backoffMax: 15m"; do
+    { printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n'
+      printf '  - name: bk\n    lifecycle: {maxRestarts: 3%s}\n' "$cap"; } >"$TMP/bk.yaml"
+    "$GS" simulate --no-progress --policy gangsched --cluster hgx:1 --trace "$TMP/bk.csv" \
+        --config "$TMP/bk.yaml" --pod-start-failure-rate 1 --max-restarts 3 --restart-backoff 600 \
+        --events "$TMP/bk.ev" >/dev/null || bad "backoff run failed"
+    gaps=$(grep -o '"t":[0-9.]*,"type":"[a-z]*"' "$TMP/bk.ev" | grep -E 'evict|submit' |
+        sed 's/"t":\([0-9.]*\),"type":"\([a-z]*\)"/\2 \1/' |
+        awk '$1 == "evict" { e = $2 } $1 == "submit" && e != "" { printf "%d ", $2 - e }')
+    if [ -z "$cap" ]; then want="600 1200 2400 "; else want="600 900 900 "; fi
+    expect_eq "retry delays under backoffMax '${cap#, backoffMax: }'" "$gaps" "$want"
+done
 finish

@@ -464,6 +464,12 @@ static const struct bad bad_configs[] = {
     {H Q1 "    lifecycle: {maxRestarts: -1}\n", "5:30: ", "queues[0].lifecycle.maxRestarts"},
     {H Q1 "    lifecycle: {startTimeout: soon}\n", "5:31: ", "lifecycle.startTimeout: invalid"},
     {H Q1 "    lifecycle: {retries: 3}\n", "5:17: ", "lifecycle.retries: unknown key"},
+    {H Q1 "    lifecycle: {backoffMax: 0}\n",
+     "5:29: ", "queues[0].lifecycle.backoffMax: must be longer than 0"},
+    {H Q1 "    lifecycle: {backoffMax: 0s}\n", "5:29: ", "backoffMax: must be longer than 0"},
+    {H Q1 "    lifecycle: {backoffMax: 3600}\n",
+     "5:29: ", "queues[0].lifecycle.backoffMax: invalid duration \"3600\": missing unit"},
+    {H Q1 "    lifecycle: {backoffMax: -1h}\n", "5:29: ", "lifecycle.backoffMax: invalid duration"},
     {H Q1 "    preemption: {checkpointGrace: soon}\n",
      "5:35: ", "checkpointGrace: invalid duration \"soon\": expected a number followed by a unit"},
     {H "fairShare: {halfLife: 99999d}\n", "3:23: ", "duration too long"},
@@ -501,6 +507,22 @@ static const struct bad bad_configs[] = {
      "3:32: ", "profiles[0].weights.packing: unknown key (allowed: binpack, topology, spread)"},
     {H "profiles: [{weights: {}}]\n", "3:12: ", "profiles[0].name: missing required field"},
 };
+
+/* queues[].lifecycle.backoffMax: the cap of a failed gang's retry delay, 1h by default. */
+static void test_lifecycle_backoff_max(void **state)
+{
+    (void)state;
+    const char *yaml = H "queues:\n  - name: a\n  - name: b\n"
+                         "    lifecycle: {maxRestarts: 5, backoffMax: 10m}\n";
+    struct config *c = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &c, &eb), 0);
+    assert_int_equal(c->n_queues, 2);
+    assert_int_equal(c->queues[0].lifecycle.backoff_max_ms, 60 * 60 * 1000);
+    assert_int_equal(c->queues[1].lifecycle.backoff_max_ms, 10 * 60 * 1000);
+    assert_int_equal(c->queues[1].lifecycle.max_restarts, 5);
+    config_free(c);
+}
 
 static void test_bad_configs(void **state)
 {
@@ -788,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_shorthand),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_lifecycle_backoff_max),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_too_many_resources),
         cmocka_unit_test(test_errors_without_errbuf),

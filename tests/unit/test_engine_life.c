@@ -466,6 +466,62 @@ static void test_backoff_cap(void **state)
     }
 }
 
+/* The cap of a gang's retry delay comes with its lifecycle facts (the queue's
+ * lifecycle.backoffMax, config/): the 5th own failure waits 60 s x 2^4 = 960 s; 600 s under a
+ * 10m cap; 960 s under the default 1h (facts without a cap: 0) and under 2h; the base itself,
+ * 60 s, under a cap shorter than the base (as with ENG_BACKOFF_MAX_MS). */
+static void test_backoff_cap_from_facts(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t cap; /* the facts' backoff_max_ms */
+        int64_t want;
+    } caps[] = {
+        {10 * 60 * S, 600 * S},
+        {0, 960 * S},
+        {2 * 60 * 60 * S, 960 * S},
+        {30 * S, 60 * S},
+    };
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+        struct eng_limits lim;
+        eng_limits_default(&lim);
+        lim.backoff_ms = 60 * S;
+        struct eng *e = eng_new(&lim);
+        assert_non_null(e);
+        assert_int_equal(eng_job_restore(e, 7, ENG_JOB_RUNNING, 4), 0);
+        assert_int_equal(eng_job_bound(e, 7, 0), 0);
+        struct eng_member m[] = {RUN(0), FAIL(1)};
+        struct eng_gang_facts gf = {.gang = 7,
+                                    .members = m,
+                                    .n_members = 2,
+                                    .min_member = 2,
+                                    .start_timeout_ms = 60 * S,
+                                    .grace_ms = 30 * S,
+                                    .max_restarts = 10,
+                                    .backoff_max_ms = caps[c].cap};
+        struct arena a;
+        arena_init(&a, 4096);
+        struct eng_life_action *acts;
+        uint32_t n;
+        assert_int_equal(eng_life_check(e, &gf, 1, 10 * S, NULL, 0, &a, &acts, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(acts[0].reason, ENG_MEMBER_FAILED);
+        assert_true(acts[0].own);
+        assert_int_equal(acts[0].backoff_max_ms, caps[c].cap);
+        struct eng_effects fx = {0};
+        assert_int_equal(eng_life_apply(e, &acts[0], 10 * S, &fx), 0);
+        assert_int_equal(eng_job_gone(e, 7, 20 * S, &fx), 0);
+        struct eng_job j = eng_job(e, 7);
+        if (j.state != ENG_JOB_BACKOFF || j.retry_at_ms - 20 * S != caps[c].want)
+            fail_msg("cap %lld: %s, delay %lld, want %lld", (long long)caps[c].cap,
+                     eng_state_name(j.state), (long long)(j.retry_at_ms - 20 * S),
+                     (long long)caps[c].want);
+        eng_effects_free(&fx);
+        arena_fini(&a);
+        eng_free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +530,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
         cmocka_unit_test(test_backoff_cap),
+        cmocka_unit_test(test_backoff_cap_from_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
