@@ -375,7 +375,9 @@ int kdrv_est_plan(struct kdrv *d, struct kcache_build *kb, const struct config *
             /* a member that ended holds no GPU (gpu_used does not count it either) */
             uint32_t gpus =
                 mp->phase == KPOD_SUCCEEDED || mp->phase == KPOD_FAILED ? 0 : pod_gpus(mp);
-            rels[n_rels++] = (struct sched_release){.node = i, .gpus = gpus, .t_ms = end};
+            /* with the GPU indices the planner gives a shared GPU back once (eta.c) */
+            rels[n_rels++] = (struct sched_release){
+                .node = i, .gpus = gpus, .gpu_mask = gpus ? mp->gpu_mask : 0, .t_ms = end};
             if (end > rel[i])
                 rel[i] = end;
             if (end_safe > safe[i])

@@ -92,6 +92,10 @@ int klife_facts(const struct kcache_build *kb, const struct config *cfg, struct 
         gf->n_members = kg->gang.n_pods;
         gf->min_member = kg->min_member;
         settings(kg, cfg, &gf->start_timeout_ms, &gf->max_restarts, &gf->grace_ms, &gf->spread);
+        /* the queue's cap, as the simulator's facts carry it (0: the engine's default) */
+        gf->backoff_max_ms = cfg && kg->gang.queue < cfg->n_queues
+                                 ? cfg->queues[kg->gang.queue].lifecycle.backoff_max_ms
+                                 : 0;
         out->gangs[out->n++] = kg;
     }
     return 0;
