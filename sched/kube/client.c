@@ -53,6 +53,7 @@ struct kube_req {
     size_t len, cap;
     uint32_t attempts, retries;
     uint64_t not_before; /* loop time (ms) before which the next attempt must not start */
+    uint32_t timeout_ms; /* whole transfer, per attempt; 0: the client's timeout_ms */
 };
 
 struct req_list {
@@ -88,6 +89,8 @@ struct kube_client {
     struct req_list pending, active;
     uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
     uint32_t inflight;        /* active non-stream requests */
+    bool (*gate)(void *ctx);  /* KUBE_GATED requests start only while it says true */
+    void *gate_ctx;
     struct kube_client_stats stats;
     uint64_t rng;
     struct kpoll *polls;
@@ -462,7 +465,8 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     if (!r->stream) {
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+        int64_t t = r->timeout_ms && r->timeout_ms < c->timeout_ms ? r->timeout_ms : c->timeout_ms;
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     }
     if (c->connect_to)
@@ -594,7 +598,7 @@ static void pump(struct kube_client *c)
     for (struct kube_req *r = c->pending.head, *nx; r && !c->dead; r = nx) {
         nx = r->next;
         bool special = req_special(r);
-        if (!r->stream && c->inflight >= c->max_inflight) {
+        if (!special && c->inflight >= c->max_inflight) {
             if (c->pending_special == 0)
                 break;
             continue; /* a completion pumps again */
@@ -613,6 +617,8 @@ static void pump(struct kube_client *c)
                     break;
                 continue;
             }
+            if ((r->flags & KUBE_GATED) && c->gate && !c->gate(c->gate_ctx))
+                continue; /* stays queued: the owner stops (a deposed leader's Binding) */
             c->bucket -= 1.0;
         }
         pending_unlink(c, r);
@@ -979,6 +985,18 @@ int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kub
         return SCHED_EINVAL;
     return queue_req(c, KUBE_GET, path, NULL, 0, KUBE_NO_RETRY | KUBE_NO_LIMIT, done, data, ctx,
                      out);
+}
+
+void kube_req_set_timeout(struct kube_req *r, uint32_t ms)
+{
+    if (r && !r->on_wire)
+        r->timeout_ms = ms;
+}
+
+void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx)
+{
+    c->gate = gate;
+    c->gate_ctx = ctx;
 }
 
 void kube_req_cancel(struct kube_req *r)

@@ -94,7 +94,12 @@ typedef void kube_resp_fn(void *ctx, const struct kube_resp *r);
 
 enum kube_req_flags {
     KUBE_NO_RETRY = 1 << 0, /* report the first failure (leader election, binding) */
-    KUBE_NO_LIMIT = 1 << 1, /* bypass the QPS bucket (lease renewals must not queue behind binds) */
+    /* bypass the QPS bucket and the in-flight limit: lease requests must never wait behind
+     * binds (a renewal queued behind max_inflight slow Bindings kept a deposed leader leading) */
+    KUBE_NO_LIMIT = 1 << 1,
+    /* started only while the client's gate (kube_client_set_gate) allows it: a Binding queued
+     * for a slot is not sent by a leader whose renew deadline passed meanwhile */
+    KUBE_GATED = 1 << 2,
 };
 
 struct kube_client;
@@ -113,6 +118,10 @@ void kube_client_free(struct kube_client *c);
  * first. Returns 0 or SCHED_ENOMEM. */
 int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
+
+/* The gate of KUBE_GATED requests, asked each time one would leave the queue for the wire;
+ * false leaves it queued (the daemon stops when it stops leading, freeing the client). */
+void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx);
 
 /* Counters for /metrics and tests. */
 struct kube_client_stats {
@@ -193,10 +202,15 @@ struct kube_lease;
  * leaseDurationSeconds by the LOCAL clock since it was last seen to change; then PUT with the
  * read resourceVersion (409 = lost the race), leaseTransitions + 1 and acquireTime = now when the
  * holder changes. MicroTime format for acquireTime/renewTime. Renews every retry period with
- * KUBE_NO_LIMIT | KUBE_NO_RETRY requests. */
+ * KUBE_NO_LIMIT | KUBE_NO_RETRY requests, each timing out at what is left of the renew deadline;
+ * a timer of its own ends leadership renew_s after the last successful renewal was sent. */
 int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_lease_fn *fn,
                    void *ctx, struct kube_lease **out, struct sched_errbuf *eb);
 bool kube_lease_leading(const struct kube_lease *l);
+/* Whether this candidate leads now: false once renew_s have passed since its last successful
+ * renewal was sent, even before the deadline timer ran (it steps down here then, calling the
+ * callback). Ask it before any write only a leader may make (a cycle, a Binding). */
+bool kube_lease_check(struct kube_lease *l);
 /* spec.leaseTransitions of the Lease as last seen (after acquiring: this term's number; 0 when
  * this process created the Lease, so nobody led before). */
 int64_t kube_lease_transitions(const struct kube_lease *l);

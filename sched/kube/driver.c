@@ -108,11 +108,28 @@ struct kcycle {
     struct sched_errbuf eb;
 };
 
-/* Whether a cycle runs now: leading, caches synced, no binds in flight, the store open and
- * recovered, and something changed (or an operator action or reload asked for one). */
+bool kdrv_may_lead(struct kdrv *d)
+{
+    if (!d->leading)
+        return false;
+    if (d->lease && !kube_lease_check(d->lease)) { /* on_lease(false) ran: the daemon stops */
+        d->leading = false;
+        return false;
+    }
+    return true;
+}
+
+static bool may_bind(void *ctx)
+{
+    return kdrv_may_lead(ctx);
+}
+
+/* Whether a cycle runs now: leading within the renew deadline, caches synced, no binds in
+ * flight, the store open and recovered, and something changed (or an operator action or reload
+ * asked for one). */
 static bool cycle_due(struct kdrv *d)
 {
-    if (d->stopping || !d->leading || d->n_binds > 0 || !synced(d))
+    if (d->stopping || d->n_binds > 0 || !kdrv_may_lead(d) || !synced(d))
         return false;
     if (!d->db && kdrv_open_store(d) != 0)
         return false;
@@ -761,6 +778,8 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         co.burst = o->burst;
         co.max_inflight = o->max_inflight;
         rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
+        if (rc == 0) /* a Binding waiting for an in-flight slot is sent only while leading */
+            kube_client_set_gate(d->client, may_bind, d);
     }
     if (rc == 0)
         rc = config_watch_start(d->loop, o->config_path, on_config, d, &d->cw, eb);

@@ -323,6 +323,14 @@ static void on_bind(void *ctx, const struct kube_resp *r)
 static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     char path[600], ids[160];
+    if (!kdrv_may_lead(d)) {
+        /* past the renew deadline (or deposed): the daemon is stopping (on_lease), and a deposed
+         * leader neither binds nor rolls back; the bind stays unanswered until the exit */
+        LOG_WARN(KDRV_MOD, "bind not sent: pod=%s node=%s: no longer the leader", b->pod_key,
+                 b->node);
+        kdrv_fatal(d, "no longer the leader: a deposed leader never binds");
+        return;
+    }
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
     cJSON *meta;
     cJSON *body = kdrv_new_object("v1", "Binding", b->ns, b->name, &meta);
@@ -357,7 +365,7 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     cJSON_Delete(body);
     /* retried on 5xx and 429: a bind that landed but whose answer was lost comes back as 409
      * "already assigned" to this node, which on_bind counts as bound */
-    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_bind, b)) {
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), KUBE_GATED, on_bind, b)) {
         struct kube_resp r = {.status = 0, .body = "", .error = "out of memory"};
         free(s);
         on_bind(b, &r);

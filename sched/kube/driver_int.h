@@ -259,6 +259,11 @@ int64_t kdrv_now_ms(void);
 
 void kdrv_fatal(struct kdrv *d, const char *msg);
 
+/* Whether this replica may make a leader's writes now (start a cycle, send a Binding): leading,
+ * and (with leader election) less than the renew deadline since its last successful renewal was
+ * sent. A leader past the deadline steps down here (on_lease: the daemon stops). */
+bool kdrv_may_lead(struct kdrv *d);
+
 const char *kdrv_flavor_name(const struct config *cfg, uint32_t f);
 
 void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms);

@@ -11,6 +11,13 @@
  * not changed for its leaseDurationSeconds by the local clock; then PUT with the GET's
  * resourceVersion. A leader that sees another holder, or has not renewed within the renew
  * deadline, stops leading (callback false). A voluntary release does not call the callback.
+ *
+ * The renew deadline does not depend on any request coming back: a timer of its own fires when
+ * renew_s have passed since the SEND time of the last successful acquire or renewal (the other
+ * candidates count lease_s from when they see that write, which is after it was sent), and
+ * kube_lease_check asks the same question synchronously (a cycle that kept the loop busy past
+ * the deadline). Every lease request times out at what is left of the deadline (a leader) or
+ * after renew_s (a candidate), and bypasses the client's QPS bucket and in-flight limit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,12 +49,15 @@ struct kube_lease {
     kube_lease_fn *fn;
     void *ctx;
     uv_timer_t timer;
+    uv_timer_t deadline; /* fires at renewed_ms + renew_s while leading */
+    int closing;         /* timers still closing after free */
     struct kube_req *req;
+    uint64_t sent_ms; /* loop time the request in `req` was queued (bypasses every queue) */
     bool leading;
     cJSON *last;          /* the last Lease object seen (GET, POST or PUT response) */
     char *observed;       /* its spec, printed: the record compared for changes */
     uint64_t observed_ms; /* loop time when the record was last seen to change */
-    uint64_t renewed_ms;  /* loop time of the last successful acquire or renewal */
+    uint64_t renewed_ms;  /* loop time the last successful acquire or renewal was sent */
     bool stopped;         /* released: no more candidacy */
     void (*release_done)(void *ctx);
     void *release_ctx;
@@ -79,11 +89,20 @@ static uint64_t now_ms(struct kube_lease *l)
     return uv_now(loop);
 }
 
+static void on_deadline(uv_timer_t *t);
+
+static uint64_t renew_ms(const struct kube_lease *l)
+{
+    return (uint64_t)l->renew_s * 1000;
+}
+
 static void set_leading(struct kube_lease *l, bool on, const char *why)
 {
     if (l->leading == on)
         return;
     l->leading = on;
+    if (!on)
+        uv_timer_stop(&l->deadline);
     if (on)
         LOG_INFO("kube", "lease %s/%s: %s is now the leader", l->ns, l->name, l->identity);
     else
@@ -93,6 +112,38 @@ static void set_leading(struct kube_lease *l, bool on, const char *why)
 }
 
 static void tick(uv_timer_t *t);
+static void next_tick(struct kube_lease *l);
+
+/* Steps down when renew_s have passed since the last successful renewal was sent; a request
+ * still in flight is cancelled (its answer would come too late to count). True while leading. */
+static bool check_deadline(struct kube_lease *l)
+{
+    if (!l->leading)
+        return false;
+    uint64_t now = now_ms(l);
+    if (now - l->renewed_ms < renew_ms(l))
+        return true;
+    if (l->req) { /* the caller re-arms the retry timer (candidacy goes on) */
+        kube_req_cancel(l->req);
+        l->req = NULL;
+    }
+    char why[96];
+    snprintf(why, sizeof(why), "renew deadline passed: no successful renewal for %llu ms",
+             (unsigned long long)(now - l->renewed_ms));
+    set_leading(l, false, why);
+    return false;
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    struct kube_lease *l = t->data;
+    if (l->dead || l->stopped)
+        return;
+    l_enter(l);
+    check_deadline(l);
+    if (l_leave(l) && !l->req)
+        next_tick(l);
+}
 
 static void next_tick(struct kube_lease *l)
 {
@@ -196,7 +247,13 @@ static void won(struct kube_lease *l, const struct kube_resp *r)
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
     if (obj)
         observe(l, obj);
-    l->renewed_ms = now_ms(l);
+    uint64_t now = now_ms(l);
+    if (now - l->sent_ms >= renew_ms(l)) { /* cannot happen: the request timed out before */
+        LOG_WARN("kube", "lease %s/%s: a write came back after the renew deadline", l->ns, l->name);
+        return;
+    }
+    l->renewed_ms = l->sent_ms;
+    uv_timer_start(&l->deadline, on_deadline, l->renewed_ms + renew_ms(l) - now, 0);
     set_leading(l, true, NULL);
 }
 
@@ -215,14 +272,29 @@ static void on_write(void *ctx, const struct kube_resp *r)
         next_tick(l);
 }
 
+/* Queues one lease request (never behind binds: KUBE_NO_LIMIT) with a timeout of what is left
+ * of the renew deadline for a leader, renew_s for a candidate; a leader past its deadline
+ * steps down instead (SCHED_ERANGE). Frees body. */
 static int lease_send(struct kube_lease *l, enum kube_method m, const char *path, char *body,
                       kube_resp_fn *fn)
 {
+    uint64_t now = now_ms(l), left = renew_ms(l);
+    if (l->leading && !l->stopped) {
+        if (!check_deadline(l)) {
+            free(body);
+            return SCHED_ERANGE;
+        }
+        left = l->renewed_ms + renew_ms(l) - now;
+    }
     int rc = body ? kube_request_h(l->c, m, path, body, strlen(body), KUBE_NO_LIMIT | KUBE_NO_RETRY,
                                    fn, l, &l->req)
                   : kube_request_h(l->c, m, path, NULL, 0, KUBE_NO_LIMIT | KUBE_NO_RETRY, fn, l,
                                    &l->req);
     free(body);
+    if (rc == 0) {
+        kube_req_set_timeout(l->req, (uint32_t)left);
+        l->sent_ms = now;
+    }
     return rc;
 }
 
@@ -287,9 +359,7 @@ static void tick(uv_timer_t *t)
     if (l->dead || l->stopped)
         return;
     l_enter(l);
-    uint64_t now = now_ms(l);
-    if (l->leading && now - l->renewed_ms > (uint64_t)l->renew_s * 1000)
-        set_leading(l, false, "renew deadline passed");
+    check_deadline(l);
     if (!l_leave(l))
         return;
     if (l->req) { /* still waiting for the last attempt */
@@ -361,6 +431,8 @@ int kube_lease_new(struct kube_client *c, const struct kube_lease_opts *o, kube_
     snprintf(l->obj, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", o->ns, o->name);
     uv_timer_init(kube_client_loop(c), &l->timer);
     l->timer.data = l;
+    uv_timer_init(kube_client_loop(c), &l->deadline);
+    l->deadline.data = l;
     uv_timer_start(&l->timer, tick, 0, 0);
     *out = l;
     return 0;
@@ -375,6 +447,19 @@ int64_t kube_lease_transitions(const struct kube_lease *l)
 bool kube_lease_leading(const struct kube_lease *l)
 {
     return l && l->leading;
+}
+
+bool kube_lease_check(struct kube_lease *l)
+{
+    if (!l || l->dead)
+        return false;
+    l_enter(l);
+    bool on = check_deadline(l);
+    if (!l_leave(l))
+        return false;
+    if (!on && !l->req && !uv_is_active((uv_handle_t *)&l->timer))
+        next_tick(l);
+    return on;
 }
 
 static void release_finish(struct kube_lease *l)
@@ -436,6 +521,8 @@ void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx
         return;
     l->stopped = true;
     uv_timer_stop(&l->timer);
+    uv_timer_stop(&l->deadline); /* a voluntary release: no callback (kube_lease_check still
+                                    answers false past the deadline) */
     if (l->req) {
         kube_req_cancel(l->req);
         l->req = NULL;
@@ -451,7 +538,9 @@ void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx
 
 static void on_lease_closed(uv_handle_t *h)
 {
-    free(h->data);
+    struct kube_lease *l = h->data;
+    if (--l->closing == 0)
+        free(l);
 }
 
 static void lease_release_mem(struct kube_lease *l)
@@ -463,7 +552,9 @@ static void lease_release_mem(struct kube_lease *l)
     free(l->identity);
     free(l->coll);
     free(l->obj);
+    l->closing = 2;
     uv_close((uv_handle_t *)&l->timer, on_lease_closed);
+    uv_close((uv_handle_t *)&l->deadline, on_lease_closed);
 }
 
 void kube_lease_free(struct kube_lease *l)
@@ -476,6 +567,7 @@ void kube_lease_free(struct kube_lease *l)
         l->req = NULL;
     }
     uv_timer_stop(&l->timer);
+    uv_timer_stop(&l->deadline);
     if (l->depth == 0)
         lease_release_mem(l);
 }

@@ -86,6 +86,10 @@ struct kube_client_stats *kube_client_counters(struct kube_client *c);
  * called (clear it there) or it is cancelled. */
 int kube_request_h(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                    size_t len, unsigned flags, kube_resp_fn *fn, void *ctx, struct kube_req **out);
+/* A queued request's whole-transfer timeout (ms, from the moment it is put on the wire; at most
+ * the client's timeout_ms): a lease request never outlives the renew deadline. No effect once
+ * the request is on the wire; call it right after queueing. */
+void kube_req_set_timeout(struct kube_req *r, uint32_t ms);
 
 /* Streaming GET (watches): no timeout, no rate limit, no in-flight slot, no retries. While the
  * response status is 200, every chunk of the body goes to `data` (non-zero aborts the transfer,

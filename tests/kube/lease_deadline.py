@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""tests/kube/lease_deadline.py: a leader whose renewals stall stops leading at its renew
+deadline, before a standby may take the Lease: never two leaders, and no Binding from the old one.
+
+Owns: a leader `a` (--kube-max-inflight 2) and a standby `b` against the fake API server, with
+the Lease timing of `gangsched run` (lease 15 s, renew deadline 10 s, retry 2 s).
+  1. The in-flight limit full of Bindings the server holds unanswered (fault hold, a slow API
+     server): a's renewals must not wait behind them. For 12 s (more than the renew deadline) a
+     keeps renewing the Lease and b stays standby.
+  2. Then one renewal of a's is not answered (fault delay on the Lease update for 40 s, an
+     overloaded or partitioned API server). a must stop leading (its own deadline timer, the
+     request cut at what is left of the deadline) at most 10 s after its last renewal was sent,
+     with its two queued Bindings never sent, and only then b may lead (15 s after it saw that
+     renewal). Prints the gap between a's step-down and b's takeover from their logs.
+Before the fix, phase 1 deposed a (its renewal queued behind the Bindings) and phase 2 left a
+leading until the renewal's 30 s client timeout: 17 s of two leaders were measured.
+
+Run by tests/kube/test_lease_deadline.sh; "ok ..." / "FAIL ..." lines; exit 1 on any failure.
+Bounded: about 40 s; every wait has a timeout.
+"""
+
+import datetime
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import TMP, Sched, check, gang, node, wait_for  # noqa: E402
+from kclient import Client  # noqa: E402
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"
+
+
+def lease_spec(c):
+    st, obj, _ = c.get(LEASE)
+    return obj.get("spec", {}) if st == 200 else {}
+
+
+def bindings_received(c):
+    """Binding requests the server has received (held ones included)."""
+    st, s, _ = c.get("/_fake/stats")
+    return sum(v for k, v in s.get("by_resource", {}).items() if "binding" in k)
+
+
+def log_time(sched, pattern):
+    """Unix time (s) of the first log line of sched containing pattern, or None. Log lines
+    start with ts=YYYY-MM-DDTHH:MM:SSZ (UTC, whole seconds)."""
+    for line in sched.text().splitlines():
+        if pattern in line and line.startswith("ts="):
+            stamp = line[3:].split(" ", 1)[0].rstrip("Z")
+            dt = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S")
+            return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
+    return None
+
+
+def main():
+    kubeconfig = e2e.start_fake()
+    with open(os.path.join(TMP, "config.yaml"), "w") as f:
+        f.write(e2e.CONFIG)
+    with open(os.path.join(TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    c = Client(kubeconfig)
+    for n, rack in (("gpu-1", "r1"), ("gpu-2", "r1")):
+        c.post("/api/v1/nodes", node(n, rack))
+    flags = ["--kube-max-inflight", "2"]
+    a = Sched(kubeconfig, "sched-a", os.path.join(TMP, "a.db"), flags)
+    check("a leads", wait_for(a.leading, 20), a.text()[-400:])
+    b = Sched(kubeconfig, "sched-b", os.path.join(TMP, "b.db"), flags)
+    check("b stands by", wait_for(lambda: "started:" in b.text(), 10) and not b.leading())
+
+    # 1. the server holds every Binding of a's: 2 fill the in-flight limit, 2 wait for a slot
+    c.post("/_fake/faults", {"type": "hold", "ms": 120000, "count": 2, "path": "/binding"})
+    gang(c, "slow", 4, 4)
+    check("the in-flight limit fills with held Bindings",
+          wait_for(lambda: bindings_received(c) == 2, 15), str(bindings_received(c)))
+    t1 = time.time()
+    time.sleep(12)
+    spec = lease_spec(c)
+    age = time.time() - e2e_time(spec.get("renewTime"))
+    print("after 12 s of held Bindings: holder=%s renewTime %.1f s ago; a running: %s"
+          % (spec.get("holderIdentity"), age, a.p.poll() is None))
+    check("a keeps renewing while its Bindings are held (renewals bypass the in-flight limit)",
+          a.p.poll() is None and spec.get("holderIdentity") == "sched-a" and age < 5,
+          "%s, renewed %.1f s ago, a's exit code %s" % (spec, age, a.p.poll()))
+    check("b still stands by", not b.leading(), b.text()[-400:])
+    check("the queued Bindings are still queued (in-flight limit 2)", bindings_received(c) == 2,
+          str(bindings_received(c)))
+
+    # 2. the next renewal is not answered for 40 s
+    before = lease_spec(c).get("renewTime")
+    c.post("/_fake/faults", {"type": "delay", "ms": 40000, "count": 1, "verb": "update",
+                             "path": "/leases/"})
+    check("a's next renewal is held", wait_for(
+        lambda: not [f for f in c.get("/_fake/stats")[1].get("faults", [])
+                     if f.get("type") == "delay"], 5))
+    t2 = time.time()
+    # who leads, sampled every 0.1 s: a's exit and b's takeover, in this process's clock
+    a_exit = b_lead = None
+    n_bind = None
+    end = t2 + 30
+    while time.time() < end and (a_exit is None or b_lead is None):
+        now = time.time()
+        if a_exit is None and a.p.poll() is not None:
+            a_exit = now
+            n_bind = bindings_received(c)
+        if b_lead is None and b.leading():
+            b_lead = now
+        time.sleep(0.1)
+    rel = lambda t: "+%.1f s" % (t - t2) if t else "never"  # noqa: E731
+    print("renewal held at t=0 (after %.1f s of held Bindings): a exited %s, b led %s"
+          % (t2 - t1, rel(a_exit), rel(b_lead)))
+    t_stop, t_lead = log_time(a, "stopped leading"), log_time(b, "became leader")
+    if t_stop and t_lead:
+        print("logs (whole seconds): a stopped leading %s, b became leader %s: %.0f s without "
+              "a leader" % (rel(t_stop), rel(t_lead), t_lead - t_stop))
+    check("a stops leading within the renew deadline (10 s) and exits",
+          a_exit is not None and a_exit - t2 < 11.5, rel(a_exit) + ": " + a.text()[-600:])
+    check("a's log says why: renew deadline passed",
+          "stopped leading: renew deadline passed" in a.text(), a.text()[-600:])
+    check("a sent none of its queued Bindings", n_bind == 2, str(n_bind))
+    check("b takes over", b_lead is not None, b.text()[-400:])
+    check("no two leaders: a had stopped before b led",
+          a_exit is not None and b_lead is not None and a_exit < b_lead,
+          "a exited %s, b led %s" % (rel(a_exit), rel(b_lead)))
+    c.post("/_fake/release", {})
+    e2e.finish()
+
+
+def e2e_time(micro):
+    """Unix time of a MicroTime (2026-01-02T03:04:05.678901Z); 0 when missing."""
+    if not micro:
+        return 0.0
+    dt = datetime.datetime.strptime(micro.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f")
+    return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
