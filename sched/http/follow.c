@@ -24,6 +24,12 @@ struct http_follow {
     char *url, *token_file, *db, *tmp, *dst;
     uint32_t interval_ms;
     bool busy, stopping, timer_closed;
+    /* `cancelled` is set by http_follow_stop on the loop and read by the worker, both under
+     * `mu`: the worker renames tmp to dst only while holding `mu` with cancelled false, so once
+     * http_follow_stop returns no fetch can write DB.follow any more (a standby that took the
+     * Lease adopts DB.follow next; a late rename would leave an older leader's copy there) */
+    uv_mutex_t mu;
+    bool cancelled;
     uint64_t count;
     /* the last fetch's outcome, logged on the loop */
     int rc;
@@ -59,6 +65,25 @@ static void drop_side_files(const char *path)
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
     return fwrite(p, size, n, ctx) == n ? size * n : 0;
+}
+
+static bool is_cancelled(struct http_follow *f)
+{
+    uv_mutex_lock(&f->mu);
+    bool c = f->cancelled;
+    uv_mutex_unlock(&f->mu);
+    return c;
+}
+
+/* curl's progress callback: a stopped follower aborts its transfer (non-zero). */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return is_cancelled(ctx);
 }
 
 /* Worker thread: one fetch into tmp, checked, renamed to dst. */
@@ -97,6 +122,9 @@ static void fetch(uv_work_t *w)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "gangsched-follow");
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, f);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     CURLcode cc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -123,8 +151,14 @@ static void fetch(uv_work_t *w)
     struct stat sb;
     if (f->rc == 0 && stat(f->tmp, &sb) == 0)
         f->bytes = (size_t)sb.st_size;
-    if (f->rc == 0 && rename(f->tmp, f->dst) != 0)
-        f->rc = sched_fail(&eb, SCHED_EIO, "cannot rename %s: %s", f->tmp, strerror(errno));
+    if (f->rc == 0) {
+        uv_mutex_lock(&f->mu);
+        if (f->cancelled)
+            f->rc = sched_fail(&eb, SCHED_EIO, "stopped: this fetch's copy is discarded");
+        else if (rename(f->tmp, f->dst) != 0)
+            f->rc = sched_fail(&eb, SCHED_EIO, "cannot rename %s: %s", f->tmp, strerror(errno));
+        uv_mutex_unlock(&f->mu);
+    }
 done:
     if (out)
         fclose(out);
@@ -141,6 +175,7 @@ static void follow_free(struct http_follow *f)
     free(f->db);
     free(f->tmp);
     free(f->dst);
+    uv_mutex_destroy(&f->mu);
     free(f);
 }
 
@@ -162,6 +197,8 @@ static void fetched(uv_work_t *w, int status)
         f->count++;
         LOG_INFO(FOLLOW_MOD, "followed the leader's store: bytes=%zu commit_seq=%lld file=%s",
                  f->bytes, (long long)f->seq, f->dst);
+    } else if (status == 0 && f->stopping) {
+        LOG_INFO(FOLLOW_MOD, "a fetch in flight at the stop was discarded: %s", f->msg);
     } else if (status == 0) {
         LOG_WARN(FOLLOW_MOD, "following the leader's store failed: error=%s", f->msg);
         /* behind a Service a fetch may reach the other standby (503): try again soon */
@@ -195,6 +232,10 @@ int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file, 
     struct http_follow *f = calloc(1, sizeof(*f));
     if (!f)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (uv_mutex_init(&f->mu) != 0) {
+        free(f);
+        return sched_fail(eb, SCHED_ENOMEM, "--follow: cannot create a mutex");
+    }
     f->loop = loop;
     f->interval_ms = interval_ms ? interval_ms : HTTP_FOLLOW_DEFAULT_MS;
     f->url = cat(url, "");
@@ -223,6 +264,9 @@ void http_follow_stop(struct http_follow *f)
     if (!f || f->stopping)
         return;
     f->stopping = true;
+    uv_mutex_lock(&f->mu);
+    f->cancelled = true; /* a fetch in flight ends without writing DB.follow */
+    uv_mutex_unlock(&f->mu);
     uv_timer_stop(&f->timer);
     uv_close((uv_handle_t *)&f->timer, on_timer_closed);
 }

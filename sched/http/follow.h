@@ -29,7 +29,8 @@ struct http_follow;
  * to the ready replica, the leader); token_file: a read token, or NULL. */
 int http_follow_start(uv_loop_t *loop, const char *url, const char *token_file, const char *db_path,
                       uint32_t interval_ms, struct http_follow **out, struct sched_errbuf *eb);
-/* Stops fetching; the memory is freed once a fetch in flight ends (run the loop). NULL: no-op. */
+/* Stops fetching: a fetch in flight is aborted and never writes DB.follow after this returns
+ * (its copy is discarded); the memory is freed once it ends (run the loop). NULL: no-op. */
 void http_follow_stop(struct http_follow *f);
 /* Snapshots fetched so far (tests, logs). */
 uint64_t http_follow_count(const struct http_follow *f);
