@@ -467,6 +467,11 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
     if (!r->stream) {
         int64_t t = r->timeout_ms && r->timeout_ms < c->timeout_ms ? r->timeout_ms : c->timeout_ms;
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
+        /* a request with its own deadline (the Lease's) never waits for another transfer's
+         * connection to tell whether it multiplexes: over plain HTTP that is known only when a
+         * response comes, and curl 7.88 does not time out a transfer waiting for it */
+        if (r->timeout_ms)
+            curl_easy_setopt(e, CURLOPT_PIPEWAIT, 0L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     }
     if (c->connect_to)
@@ -617,8 +622,12 @@ static void pump(struct kube_client *c)
                     break;
                 continue;
             }
-            if ((r->flags & KUBE_GATED) && c->gate && !c->gate(c->gate_ctx))
-                continue; /* stays queued: the owner stops (a deposed leader's Binding) */
+            if ((r->flags & KUBE_GATED) && c->gate) {
+                bool open = c->gate(c->gate_ctx);
+                nx = r->next; /* the gate may have cancelled a queued lease request */
+                if (!open)
+                    continue; /* stays queued: the owner stops (a deposed leader's Binding) */
+            }
             c->bucket -= 1.0;
         }
         pending_unlink(c, r);

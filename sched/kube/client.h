@@ -120,7 +120,8 @@ int kube_request(struct kube_client *c, enum kube_method m, const char *path, co
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
 
 /* The gate of KUBE_GATED requests, asked each time one would leave the queue for the wire;
- * false leaves it queued (the daemon stops when it stops leading, freeing the client). */
+ * false leaves it queued (the daemon stops when it stops leading, freeing the client). The gate
+ * may cancel other requests, never a KUBE_GATED one. */
 void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx);
 
 /* Counters for /metrics and tests. */
