@@ -123,6 +123,8 @@ static bool check_deadline(struct kube_lease *l)
     uint64_t now = now_ms(l);
     if (now - l->renewed_ms < renew_ms(l))
         return true;
+    if (l->stopped) /* releasing: the release's request goes on, no callback */
+        return false;
     if (l->req) { /* the caller re-arms the retry timer (candidacy goes on) */
         kube_req_cancel(l->req);
         l->req = NULL;
@@ -522,7 +524,7 @@ void kube_lease_release(struct kube_lease *l, void (*done)(void *ctx), void *ctx
     l->stopped = true;
     uv_timer_stop(&l->timer);
     uv_timer_stop(&l->deadline); /* a voluntary release: no callback (kube_lease_check still
-                                    answers false past the deadline) */
+                                    answers false past the deadline, without side effects) */
     if (l->req) {
         kube_req_cancel(l->req);
         l->req = NULL;
