@@ -320,6 +320,9 @@ void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJS
 cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns, const char *name,
                        cJSON **meta);
 
+/* An Event's metadata.name for object name (driver_status.c): unique within the process, a DNS
+ * subdomain of at most 253 characters; out holds at least 254 bytes. */
+void kdrv_event_name(char *out, size_t n, const char *name);
 void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
                      const char *name, const char *uid, const char *type, const char *reason,
                      const char *action, const char *note, const struct kpg *related);
