@@ -71,7 +71,8 @@ static int promise_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sche
     for (int i = STORE_JOB_PENDING; state && i <= STORE_JOB_FAILED; i++)
         if (strcmp(state, store_job_state_name((enum store_job_state)i)) == 0)
             k = i;
-    bool times = time_col(s, 2, &p.reserve_first_ms) && time_col(s, 3, &p.probation_until_ms);
+    bool times = time_col(s, 2, &p.reserve_first_ms) && time_col(s, 3, &p.probation_until_ms) &&
+                 time_col(s, 5, &p.submit_ms);
     if (!p.gang || k < 0 || !times || (p.probation_until_ms != STORE_NO_TIME && !p.probation_for))
         return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad promise",
                               p.gang ? p.gang : "(null)");

@@ -498,6 +498,7 @@ struct store_promise {
     int64_t reserve_first_ms;   /* STORE_NO_TIME: none */
     int64_t probation_until_ms; /* STORE_NO_TIME: not on probation (probation_for then NULL) */
     const char *probation_for;  /* the waiting gang it promised to */
+    int64_t submit_ms;          /* the row's submission (STORE_NO_TIME: none): whose promise */
 };
 
 /* Sets (STORE_NO_TIME: clears) the waiting gang's first reservation's expected start on its job

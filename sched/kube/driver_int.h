@@ -300,8 +300,9 @@ int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
                         const struct sched_result *res, struct sched_errbuf *eb);
 /* At the first cycle as leader, after the lifecycle step (running gangs are RUNNING) and before
  * the probation view: the engine gets back the first reservations of the waiting gangs and the
- * promises of the running ones that the store's job rows keep. Later calls do nothing. */
-void kdrv_promise_restore(struct kdrv *d);
+ * promises of the running ones that the store's job rows keep, for the gangs of build kb that
+ * are the rows' (the same submission). Later calls do nothing. */
+void kdrv_promise_restore(struct kdrv *d, const struct kcache_build *kb);
 
 /* ---- driver_status.c ---- */
 
