@@ -307,8 +307,8 @@ void kdrv_promise_restore(struct kdrv *d, const struct kcache_build *kb);
 /* ---- driver_status.c ---- */
 
 /* Sends body (freed) to path; fn(ctx) gets the answer. SCHED_ENOMEM: nothing was queued (nor
- * is a request ever sent without a body it could not write) and fn is never called (ctx is the
- * caller's). */
+ * is a request ever sent without a body it could not write, nor a POST, PUT or PATCH whose body
+ * is NULL: one that could not be built) and fn is never called (ctx is the caller's). */
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx);
 /* kdrv_send_json; when nothing could be queued (or the body not written: a request is never

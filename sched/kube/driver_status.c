@@ -35,6 +35,12 @@ static void ignore_resp(void *ctx, const struct kube_resp *r)
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx)
 {
+    /* a write without its body is a body that could not be built (out of memory: a NULL from
+     * cJSON_CreateObject), never a request: it would patch nothing and be taken for written */
+    if (!body && m != KUBE_GET && m != KUBE_DELETE) {
+        LOG_ERROR(KDRV_MOD, "out of memory building a request's body: path=%s", path);
+        return SCHED_ENOMEM;
+    }
     char *s = body ? cJSON_PrintUnformatted(body) : NULL;
     cJSON_Delete(body);
     if (body && !s) { /* never sent without its body (a delete's uid precondition) */
@@ -634,6 +640,8 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     char t[40];
     kobj_format_time(now, t, sizeof(t));
     cJSON *status = cJSON_CreateObject();
+    if (!status)
+        return SCHED_ENOMEM; /* owed, as a write that could not be queued */
     char path[600];
     if (pg->api == KPG_XK8S) {
         /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
@@ -653,6 +661,10 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
             cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
         }
         cJSON *body = cJSON_CreateObject();
+        if (!body) {
+            cJSON_Delete(status);
+            return SCHED_ENOMEM;
+        }
         cJSON_AddItemToObject(body, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
