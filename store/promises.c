@@ -48,6 +48,20 @@ int store_job_probation_put(struct store *st, const char *gang, int64_t until_ms
     return store__wend(st, own, rc, "writing a job's promise", eb);
 }
 
+int store_job_promises_clear(struct store *st, const char *gang, struct sched_errbuf *eb)
+{
+    if (!gang)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: promises: gang required", st->path);
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_PROMISE_CLEAR, 1, gang, &rc);
+    rc = store__exec(st, STMT_PROMISE_CLEAR, rc, NULL);
+    return store__wend(st, own, rc, "dropping a job's promises", eb);
+}
+
 struct promise_each {
     store_promise_fn *fn;
     void *ctx;

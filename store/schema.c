@@ -423,6 +423,9 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
                       "start_ms, finish_ms, preemptions, restarts FROM jobs ORDER BY gang",
     [STMT_PROMISE_RESERVE] = "UPDATE jobs SET reserve_first_ms = ?2 WHERE gang = ?1",
+    [STMT_PROMISE_CLEAR] = "UPDATE jobs SET reserve_first_ms = NULL, probation_until_ms = NULL, "
+                           "probation_for = NULL WHERE gang = ?1 AND (reserve_first_ms IS NOT "
+                           "NULL OR probation_until_ms IS NOT NULL)",
     [STMT_PROMISE_PROBATION] =
         "UPDATE jobs SET probation_until_ms = ?2, probation_for = ?3 WHERE gang = ?1",
     [STMT_PROMISE_LIST] =
