@@ -259,11 +259,27 @@ static int cmd_config(int argc, char **argv)
          .arg = "MS",                                                                              \
          .help = "a client that does not take an answer within it is\n"                            \
                  "disconnected (default 10000)"},                                                  \
+        {.name = "--http-max-output",                                                              \
+         .kind = FLAG_INT,                                                                         \
+         FLAG_AT(T, M.max_output),                                                                 \
+         .imin = 1024,                                                                             \
+         .imax = UINT32_MAX,                                                                       \
+         .arg = "BYTES",                                                                           \
+         .help = "the largest answer one connection is sent (default 8388608);\n"                  \
+                 "list routes page with limit and continue"},                                      \
+        {.name = "--http-max-queued",                                                              \
+         .kind = FLAG_INT,                                                                         \
+         FLAG_AT(T, M.max_queued),                                                                 \
+         .imin = 65536,                                                                            \
+         .imax = UINT64_MAX,                                                                       \
+         .arg = "BYTES",                                                                           \
+         .help = "answers queued for clients on all connections together\n"                        \
+                 "(default 268435456); past it reads get 503 with Retry-After"},                   \
     {                                                                                              \
-        .name = "--http-max-output", .kind = FLAG_INT, FLAG_AT(T, M.max_output), .imin = 1024,     \
-        .imax = UINT32_MAX, .arg = "BYTES",                                                        \
-        .help = "the largest answer one connection is sent (default 8388608);\n"                   \
-                "list routes page with limit and continue"                                         \
+        .name = "--http-max-snapshots", .kind = FLAG_INT, FLAG_AT(T, M.max_snapshots), .imin = 1,  \
+        .imax = 1024, .arg = "N",                                                                  \
+        .help = "/v1/store/snapshot answers built or sent at once (default 2);\n"                  \
+                "more get 503 with Retry-After"                                                    \
     }
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};

@@ -106,6 +106,11 @@ static int read_doc(struct store *st, const struct http_work *w, cJSON **doc,
     return store_read_doc(st, &rq, doc, eb);
 }
 
+static void snapshot_release(void *img)
+{
+    store_snapshot_free(img);
+}
+
 void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
@@ -152,19 +157,17 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         unsigned char *img = NULL;
         size_t len = 0;
         err = store_snapshot(r->st, &img, &len, &eb);
-        char *body = err ? NULL : malloc(len);
-        if (body)
-            memcpy(body, img, len);
-        store_snapshot_free(img);
         uv_mutex_unlock(&r->mu);
-        if (!body) {
-            http__resp_error(resp, 500, "snapshot: %s", err ? eb.msg : "out of memory");
+        if (err) {
+            http__resp_error(resp, 500, "snapshot: %s", eb.msg);
             return;
         }
+        /* the answer is the image itself: one copy of the database per snapshot in flight */
         resp->status = 200;
         resp->content_type = "application/vnd.sqlite3";
-        resp->body = body;
+        resp->body = (char *)img;
         resp->len = len;
+        resp->release = snapshot_release;
         resp->unlimited = true;
         return;
     }

@@ -67,7 +67,7 @@ void http_work_free(struct http_work *w)
         return;
     free(w->arg);
     free(w->cont);
-    free(w->resp.body);
+    http_response_release(&w->resp);
     free(w);
 }
 

@@ -2,11 +2,13 @@
  * output, or a copy of the daemon's). Its flags are read by sched/cmd/gangsched.c; the metrics
  * a database yields are store_metrics.c.
  *
- * Owns: the command's loop and signals, the store-backed provider (reads from the file;
+ * Owns: the command's loop and signals (SIGINT, SIGTERM: stop, once, further ones ignored;
+ * SIGHUP ignored), the store-backed provider (reads from the file;
  * operator writes validated against it and recorded as operator_actions rows for a scheduler
  * to apply).
  * Must not touch: the queues, jobs and reservations themselves (writes are requests only).
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,14 +116,32 @@ static int serve_write(void *ctx, const struct http_write *w, cJSON **result,
     return 0;
 }
 
+/* Closes the SIGINT and SIGTERM handles and ignores both signals from then on. Closing a
+ * libuv signal handle restores the default action (the process would die, exit 143, on a
+ * second SIGTERM while the connections close and the reads in flight finish); the signals are
+ * blocked on this thread meanwhile, so one that arrives in between is discarded. */
+static void close_signals(struct serve *sv)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    uv_close((uv_handle_t *)&sv->sigint, NULL);
+    uv_close((uv_handle_t *)&sv->sigterm, NULL);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The first SIGINT or SIGTERM stops the server; later ones are ignored (close_signals). */
 static void on_signal(uv_signal_t *h, int sig)
 {
     struct serve *sv = h->data;
     (void)sig;
+    close_signals(sv);
     http_server_stop(sv->srv);
     sv->srv = NULL;
-    uv_close((uv_handle_t *)&sv->sigint, NULL);
-    uv_close((uv_handle_t *)&sv->sigterm, NULL);
 }
 
 int http_serve(const struct http_serve_opts *so)
@@ -136,6 +156,9 @@ int http_serve(const struct http_serve_opts *so)
         fprintf(stderr, "gangsched serve: %s\n", eb.msg);
         return 1;
     }
+    /* SIGHUP (a closed terminal, a supervisor's reload) does not end the command: nothing to
+     * reload (the token files are re-read when they change, the database at every read). */
+    signal(SIGHUP, SIG_IGN);
     uv_loop_t *loop = uv_default_loop();
     struct http_provider p = {.ctx = &sv,
                               .store_path = db,
@@ -158,8 +181,7 @@ int http_serve(const struct http_serve_opts *so)
         if (http_server_write_port(sv.srv, port_file, &eb) != 0) {
             fprintf(stderr, "gangsched serve: %s\n", eb.msg);
             http_server_stop(sv.srv);
-            uv_close((uv_handle_t *)&sv.sigint, NULL);
-            uv_close((uv_handle_t *)&sv.sigterm, NULL);
+            close_signals(&sv);
             uv_run(loop, UV_RUN_DEFAULT);
             store_close(sv.rw);
             return 1;

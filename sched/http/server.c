@@ -3,7 +3,9 @@
  * Owns: the listener and connections (libuv TCP): one request answered at a time per
  * connection, the request timeout (408), the write timeout (a client that does not take its
  * answer is disconnected), max connections (503) with a reserve of probe-only connections for
- * /healthz and /readyz, the largest answer; routing, bearer-token checks (token files re-read
+ * /healthz and /readyz, the largest answer, the budget of answer bytes queued on all
+ * connections and the snapshots in flight (503 with Retry-After past them), a connection there
+ * is no memory for (accepted and closed); routing, bearer-token checks (token files re-read
  * when they change, constant-time comparison), JSON errors {"error":{"code":N,"message":"..."}},
  * and the server's own metrics (requests by method and code). The request parser is
  * reqparse.c, routing and authorisation routes.c, the reads run on workers reads.c; the limit
@@ -52,6 +54,8 @@ static int server_init(struct http_server *s, const struct http_opts *o,
     s->lim.timeout_ms = l->timeout_ms ? l->timeout_ms : HTTP_DEFAULT_TIMEOUT;
     s->lim.write_timeout_ms = l->write_timeout_ms ? l->write_timeout_ms : HTTP_DEFAULT_WTIMEOUT;
     s->lim.max_output = l->max_output ? l->max_output : HTTP_DEFAULT_OUTPUT;
+    s->lim.max_queued = l->max_queued ? l->max_queued : HTTP_DEFAULT_QUEUED;
+    s->lim.max_snapshots = l->max_snapshots ? l->max_snapshots : HTTP_DEFAULT_SNAPSHOTS;
     s->wtok.path = sdup(o->write_token_file);
     s->rtok.path = sdup(o->read_token_file);
     s->prov.store_path = NULL;
@@ -63,7 +67,11 @@ static int server_init(struct http_server *s, const struct http_opts *o,
         (p->store_path && !sp) || !s->own ||
         http_metric_add(s->own, "gangsched_http_requests_total",
                         "HTTP API requests answered, by method and status code", HTTP_COUNTER,
-                        labels, 2, NULL, 0, &s->m_requests) != 0)
+                        labels, 2, NULL, 0, &s->m_requests) != 0 ||
+        http_metric_add(s->own, "gangsched_http_queued_bytes",
+                        "Bytes of HTTP answers queued on the connections, not yet taken by the "
+                        "kernel (at most --http-max-queued)",
+                        HTTP_GAUGE, NULL, 0, NULL, 0, &s->m_queued) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "http server: out of memory");
     if (uv_mutex_init(&s->mu) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "http server: cannot create a mutex");
@@ -116,6 +124,26 @@ unsigned http_server_conns(const struct http_server *s)
     return s ? s->n_conns : 0;
 }
 
+uint64_t http_server_queued_bytes(const struct http_server *s)
+{
+    return s ? s->queued : 0;
+}
+
+unsigned http_server_snapshots(const struct http_server *s)
+{
+    return s ? s->n_snapshots : 0;
+}
+
+void http_server_test_fail_conns(struct http_server *s, unsigned n)
+{
+    s->test_fail_conns = n;
+}
+
+unsigned http_server_refused(const struct http_server *s)
+{
+    return s ? s->refused : 0;
+}
+
 unsigned http_server_reads_in_flight(const struct http_server *s)
 {
     return s ? s->n_reads : 0;
@@ -123,6 +151,16 @@ unsigned http_server_reads_in_flight(const struct http_server *s)
 
 /* ---- responses --------------------------------------------------------------------------------
  */
+
+void http_response_release(struct http_response *resp)
+{
+    if (resp->release)
+        resp->release(resp->body);
+    else
+        free(resp->body);
+    resp->body = NULL;
+    resp->release = NULL;
+}
 
 static const char *reason(int status)
 {
@@ -203,7 +241,7 @@ static void render_live(struct http_server *s, struct http_response *resp)
     resp->body = buf;
     resp->len = len;
     if (err) {
-        free(resp->body);
+        http_response_release(resp);
         memset(resp, 0, sizeof(*resp));
         http__resp_error(resp, 500, "rendering the metrics: out of memory");
     }
@@ -230,7 +268,7 @@ static int answer_inline(struct http_server *s, const struct http_request *q)
     }
     int st = resp.status;
     count_request(s, q->method, st);
-    free(resp.body);
+    http_response_release(&resp);
     return st;
 }
 
@@ -279,21 +317,44 @@ struct conn {
     bool closed;
     bool reading;
     bool probe_only; /* beyond max_conns: answers /healthz and /readyz, once */
+    bool snap;       /* its read is a snapshot, counted in srv->n_snapshots until answered */
     int open;        /* handles not closed yet + work in flight */
 };
 
+/* One answer being written: the head here, the body as built (never copied). */
 struct wreq {
     uv_write_t w;
     struct conn *c;
-    char *buf;
+    struct http_response body; /* body, len and release of the answer */
+    uint64_t bytes;            /* counted in srv->queued until written */
     bool close_after;
+    bool snap; /* a snapshot answer, counted in srv->n_snapshots until written */
+    char head[512];
 };
+
+/* A uv_buf_t holds a size_t length on Unix: an answer over 4 GiB is one buffer, not truncated
+ * (uv_buf_init takes an unsigned int). */
+_Static_assert(sizeof(((uv_buf_t *)0)->len) == sizeof(size_t), "uv_buf_t.len is a size_t");
+
+static void queued_add(struct http_server *s, uint64_t add, uint64_t sub)
+{
+    s->queued = s->queued + add - sub;
+    http_metric_set(s->m_queued, NULL, (double)s->queued);
+}
+
+static void snap_done(struct http_server *s, bool *snap)
+{
+    if (*snap)
+        s->n_snapshots--;
+    *snap = false;
+}
 
 static void conn_release(struct conn *c)
 {
     if (--c->open > 0)
         return;
     struct http_server *s = c->srv;
+    snap_done(s, &c->snap);
     reqp_free(&c->rp);
     free(c->in);
     free(c);
@@ -329,7 +390,9 @@ static void on_written(uv_write_t *w, int status)
 {
     struct wreq *wr = (struct wreq *)w;
     struct conn *c = wr->c;
-    free(wr->buf);
+    http_response_release(&wr->body);
+    queued_add(c->srv, 0, wr->bytes);
+    snap_done(c->srv, &wr->snap);
     bool close_after = wr->close_after;
     free(wr);
     if (!c->closed) {
@@ -348,58 +411,95 @@ static void on_written(uv_write_t *w, int status)
 
 static void on_timeout(uv_timer_t *t);
 
-/* Queues one answer; takes resp->body (freed here, set NULL). */
-static void conn_send(struct conn *c, struct http_response *resp, const char *method, bool close)
+/* Replaces an answer by a 503 that sheds load: the client may retry after HTTP_RETRY_AFTER. */
+static void resp_shed(struct http_response *resp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void resp_shed(struct http_response *resp, const char *fmt, ...)
 {
-    if (c->closed) {
-        count_request(c->srv, method, resp->status);
-        free(resp->body);
-        resp->body = NULL;
-        return;
-    }
-    if (resp->len > c->srv->lim.max_output && !resp->unlimited) {
+    http_response_release(resp);
+    memset(resp, 0, sizeof(*resp));
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    http__resp_error(resp, 503, "%s", msg);
+    resp->retry_after = HTTP_RETRY_AFTER;
+}
+
+/* The limits on one answer: max_output on the connection, max_queued on them all. */
+static void resp_limit(struct http_server *s, struct http_response *resp, size_t head)
+{
+    if (resp->len > s->lim.max_output && !resp->unlimited) {
         size_t len = resp->len;
-        free(resp->body);
+        http_response_release(resp);
         memset(resp, 0, sizeof(*resp));
         http__resp_error(
             resp, 500,
             "the answer (%zu bytes) is larger than this server sends on one connection "
             "(%u bytes, --http-max-output): page with limit and continue",
-            len, c->srv->lim.max_output);
+            len, s->lim.max_output);
     }
-    count_request(c->srv, method, resp->status);
-    char head[512];
-    int hn = snprintf(head, sizeof(head),
-                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                      "Cache-Control: no-store\r\n%s%s%s%s%sConnection: %s\r\n\r\n",
-                      resp->status, reason(resp->status),
-                      resp->content_type ? resp->content_type : "application/json", resp->len,
-                      resp->allow ? "Allow: " : "", resp->allow ? resp->allow : "",
-                      resp->allow ? "\r\n" : "",
-                      resp->status == 401 ? "WWW-Authenticate: Bearer realm=\"gangsched\"" : "",
-                      resp->status == 401 ? "\r\n" : "", close ? "close" : "keep-alive");
-    struct wreq *wr = calloc(1, sizeof(*wr));
-    char *buf = wr ? malloc((size_t)hn + resp->len) : NULL;
-    if (!buf) {
-        free(wr);
-        free(resp->body);
-        resp->body = NULL;
+    uint64_t total = (uint64_t)head + resp->len;
+    if (resp->len > HTTP_SMALL_ANSWER && s->queued > 0 && s->queued + total > s->lim.max_queued)
+        resp_shed(resp,
+                  "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
+                  "bytes, --http-max-queued); retry later",
+                  (unsigned long long)s->queued, (unsigned long long)s->lim.max_queued);
+}
+
+static int resp_head(const struct http_response *resp, bool close, char *head, size_t n)
+{
+    char retry[48] = "";
+    if (resp->retry_after > 0)
+        snprintf(retry, sizeof(retry), "Retry-After: %d\r\n", resp->retry_after);
+    return snprintf(head, n,
+                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                    "Cache-Control: no-store\r\n%s%s%s%s%s%sConnection: %s\r\n\r\n",
+                    resp->status, reason(resp->status),
+                    resp->content_type ? resp->content_type : "application/json", resp->len,
+                    resp->allow ? "Allow: " : "", resp->allow ? resp->allow : "",
+                    resp->allow ? "\r\n" : "",
+                    resp->status == 401 ? "WWW-Authenticate: Bearer realm=\"gangsched\"" : "",
+                    resp->status == 401 ? "\r\n" : "", retry, close ? "close" : "keep-alive");
+}
+
+/* Queues one answer; takes resp->body (released here, set NULL) and the connection's snapshot
+ * count (released once the answer is written or dropped). */
+static void conn_send(struct conn *c, struct http_response *resp, const char *method, bool close)
+{
+    struct http_server *s = c->srv;
+    bool snap = c->snap;
+    c->snap = false;
+    struct wreq *wr = c->closed ? NULL : calloc(1, sizeof(*wr));
+    if (!wr) { /* closed (the answer is dropped), or out of memory */
+        count_request(s, method, c->closed ? resp->status : 500);
+        http_response_release(resp);
+        snap_done(s, &snap);
         conn_close(c);
         return;
     }
-    memcpy(buf, head, (size_t)hn);
-    if (resp->len)
-        memcpy(buf + hn, resp->body, resp->len);
-    free(resp->body);
-    resp->body = NULL;
+    resp_limit(s, resp, sizeof(wr->head));
+    count_request(s, method, resp->status);
+    int hn = resp_head(resp, close, wr->head, sizeof(wr->head));
+    if (hn < 0 || (size_t)hn >= sizeof(wr->head)) /* cannot happen: the fields are short */
+        hn = (int)strlen(wr->head);
     wr->c = c;
-    wr->buf = buf;
+    wr->body = *resp;
+    memset(resp, 0, sizeof(*resp)); /* the body is the write's now */
+    wr->bytes = (uint64_t)hn + wr->body.len;
     wr->close_after = close;
+    wr->snap = snap;
     c->busy = true;
     c->open++;
-    uv_buf_t b = uv_buf_init(buf, (unsigned)((size_t)hn + resp->len));
-    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
-        free(buf);
+    uv_buf_t b[2] = {uv_buf_init(wr->head, (unsigned)hn)};
+    b[1].base = wr->body.body;
+    b[1].len = wr->body.len;
+    queued_add(s, wr->bytes, 0);
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, b, wr->body.len ? 2 : 1, on_written) != 0) {
+        http_response_release(&wr->body);
+        queued_add(s, 0, wr->bytes);
+        snap_done(s, &wr->snap);
         free(wr);
         c->open--;
         conn_close(c);
@@ -407,14 +507,16 @@ static void conn_send(struct conn *c, struct http_response *resp, const char *me
     }
     /* The client has write_timeout_ms to take the answer; then the idle/request timeout. */
     c->writing = true;
-    uint32_t idle = c->probe_only ? HTTP_PROBE_TIMEOUT : c->srv->lim.timeout_ms;
-    uv_timer_start(&c->timer, on_timeout, c->srv->lim.write_timeout_ms, idle);
+    uint32_t idle = c->probe_only ? HTTP_PROBE_TIMEOUT : s->lim.timeout_ms;
+    uv_timer_start(&c->timer, on_timeout, s->lim.write_timeout_ms, idle);
 }
 
 static void send_error(struct conn *c, int status, const char *msg)
 {
     struct http_response resp = {0};
     http__resp_error(&resp, status, "%s", msg);
+    if (status == 503) /* too many connections, or no room to queue the read */
+        resp.retry_after = HTTP_RETRY_AFTER;
     conn_send(c, &resp, "unknown", true);
 }
 
@@ -430,7 +532,7 @@ static void work_done(uv_work_t *req, int status)
     struct conn *c = w->conn;
     w->srv->n_reads--;
     if (status != 0) {
-        free(w->resp.body);
+        http_response_release(&w->resp);
         memset(&w->resp, 0, sizeof(w->resp));
         http__resp_error(&w->resp, 503, "the server is stopping");
     }
@@ -450,6 +552,26 @@ static bool is_probe(const char *url)
            (n == 7 && strncmp(url, "/readyz", 7) == 0);
 }
 
+/* Whether a read is shed before it runs (resp: the 503): the answers queued fill the budget,
+ * or it is a snapshot and max_snapshots are being built or sent. */
+static bool read_shed(struct http_server *s, const struct http_work *w, struct http_response *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    if (s->queued >= s->lim.max_queued)
+        resp_shed(resp,
+                  "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
+                  "bytes, --http-max-queued); retry later",
+                  (unsigned long long)s->queued, (unsigned long long)s->lim.max_queued);
+    else if (w->v == V_SNAPSHOT && s->n_snapshots >= s->lim.max_snapshots)
+        resp_shed(resp,
+                  "overloaded: %u store snapshots are being sent (at most %u at once, "
+                  "--http-max-snapshots); retry later",
+                  s->n_snapshots, s->lim.max_snapshots);
+    else
+        return false;
+    return true;
+}
+
 static void dispatch(struct conn *c)
 {
     struct http_request q;
@@ -464,6 +586,13 @@ static void dispatch(struct conn *c)
     struct http_response resp;
     struct http_work *w = NULL;
     if (http_route(c->srv, &q, &resp, &w) == 1) {
+        if (read_shed(c->srv, w, &resp)) {
+            http_work_free(w);
+            conn_send(c, &resp, q.method, !c->rp.keep_alive || c->probe_only);
+            return;
+        }
+        c->snap = w->v == V_SNAPSHOT;
+        c->srv->n_snapshots += c->snap;
         w->conn = c;
         w->srv = c->srv;
         snprintf(w->method, sizeof(w->method), "%s", q.method);
@@ -573,14 +702,57 @@ static void on_timeout(uv_timer_t *t)
         conn_close(c);
 }
 
+static void refuse_connection(struct http_server *s);
+
+static void on_spare_closed(uv_handle_t *h)
+{
+    struct http_server *s = h->data;
+    s->spare_busy = false;
+    s->pending--;
+    if (s->stopping) {
+        if (s->pending == 0)
+            server_free(s);
+        return;
+    }
+    if (s->accept_stalled) { /* the connection that found the spare busy: close it now */
+        s->accept_stalled = false;
+        refuse_connection(s);
+    }
+}
+
+/* No memory for a connection: it is accepted on the spare handle and closed at once. Left
+ * unaccepted, libuv would stop polling the listener for good (every later client would hang).
+ * While the spare closes, a second such connection waits unaccepted (libuv stops polling the
+ * listener) and is accepted and closed once the spare is closed (libuv then polls again). */
+static void refuse_connection(struct http_server *s)
+{
+    if (s->spare_busy) {
+        s->accept_stalled = true;
+        return;
+    }
+    s->refused++;
+    uv_tcp_init(s->loop, &s->spare);
+    s->spare.data = s;
+    s->spare_busy = true;
+    s->pending++;
+    (void)uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&s->spare);
+    uv_close((uv_handle_t *)&s->spare, on_spare_closed);
+}
+
 static void on_connection(uv_stream_t *ls, int status)
 {
     struct http_server *s = ls->data;
     if (status < 0 || s->stopping)
         return;
-    struct conn *c = calloc(1, sizeof(*c));
-    if (!c)
+    struct conn *c = NULL;
+    if (s->test_fail_conns > 0)
+        s->test_fail_conns--;
+    else
+        c = calloc(1, sizeof(*c));
+    if (!c) {
+        refuse_connection(s);
         return;
+    }
     c->srv = s;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);

@@ -29,16 +29,20 @@
 #include "sched/http/metrics.h"
 #include "store/store.h"
 
-#define HTTP_MAX_HEADER_BYTES (16u << 10) /* request line and headers: more is 431 */
-#define HTTP_MAX_BODY_BYTES   (64u << 10) /* body: more is 413 */
-#define HTTP_DEFAULT_CONNS    4096
-#define HTTP_DEFAULT_PROBES   16          /* connections kept for /healthz and /readyz */
-#define HTTP_DEFAULT_TIMEOUT  10000       /* ms a connection may take to send one request */
-#define HTTP_DEFAULT_WTIMEOUT 10000       /* ms a client may take to take one answer */
-#define HTTP_DEFAULT_OUTPUT   (8u << 20)  /* bytes: the largest answer queued on one connection */
-#define HTTP_PROBE_TIMEOUT    2000        /* ms: the request timeout of a probe-only connection */
-#define HTTP_MAX_PAGE         10000       /* list routes: the largest ?limit= */
-#define HTTP_SNDBUF           (256 << 10) /* bytes: a connection's kernel send buffer */
+#define HTTP_MAX_HEADER_BYTES  (16u << 10) /* request line and headers: more is 431 */
+#define HTTP_MAX_BODY_BYTES    (64u << 10) /* body: more is 413 */
+#define HTTP_DEFAULT_CONNS     4096
+#define HTTP_DEFAULT_PROBES    16          /* connections kept for /healthz and /readyz */
+#define HTTP_DEFAULT_TIMEOUT   10000       /* ms a connection may take to send one request */
+#define HTTP_DEFAULT_WTIMEOUT  10000       /* ms a client may take to take one answer */
+#define HTTP_DEFAULT_OUTPUT    (8u << 20)  /* bytes: the largest answer queued on one connection */
+#define HTTP_PROBE_TIMEOUT     2000        /* ms: the request timeout of a probe-only connection */
+#define HTTP_MAX_PAGE          10000       /* list routes: the largest ?limit= */
+#define HTTP_SNDBUF            (256 << 10) /* bytes: a connection's kernel send buffer */
+#define HTTP_DEFAULT_QUEUED    (256ull << 20) /* bytes: answers queued on all connections at once */
+#define HTTP_DEFAULT_SNAPSHOTS 2    /* /v1/store/snapshot answers built or queued at once */
+#define HTTP_SMALL_ANSWER      4096 /* bytes: an answer this small is never shed */
+#define HTTP_RETRY_AFTER       1    /* s: the Retry-After of an answer shed for load */
 
 /* Limits that bound what clients, hostile or slow, can hold (docs/api.md "Limits"). Each 0
  * field takes its default. */
@@ -53,6 +57,13 @@ struct http_limits {
                                   connection; HTTP_DEFAULT_WTIMEOUT */
     uint32_t max_output;       /* bytes: a larger answer is refused (500, "page with limit and
                                   continue"); HTTP_DEFAULT_OUTPUT */
+    uint64_t max_queued;       /* bytes: answers queued on every connection together (built, not
+                                  yet taken by the kernel); past it reads are shed (503 with
+                                  Retry-After), answers of HTTP_SMALL_ANSWER bytes or less never;
+                                  one answer is sent when nothing else is queued even if larger
+                                  (a store snapshot over the budget); HTTP_DEFAULT_QUEUED */
+    uint32_t max_snapshots;    /* /v1/store/snapshot answers being built or queued at once; more
+                                  are shed (503); HTTP_DEFAULT_SNAPSHOTS */
 };
 
 struct http_opts {
@@ -114,6 +125,14 @@ void http_server_stop(struct http_server *s);
 /* For tests: connections open now (probe-only ones included), and reads queued on workers. */
 unsigned http_server_conns(const struct http_server *s);
 unsigned http_server_reads_in_flight(const struct http_server *s);
+/* Bytes of answers queued on the connections now (built, not yet taken by the kernel; the
+ * gauge gangsched_http_queued_bytes), and /v1/store/snapshot answers built or queued now. */
+uint64_t http_server_queued_bytes(const struct http_server *s);
+unsigned http_server_snapshots(const struct http_server *s);
+/* For tests: the next n connections find no memory (they are accepted and closed), and how
+ * many connections were closed so. */
+void http_server_test_fail_conns(struct http_server *s, unsigned n);
+unsigned http_server_refused(const struct http_server *s);
 /* For tests: how many reads the server ran against the database. */
 unsigned long long http_server_loads(struct http_server *s);
 
@@ -133,11 +152,15 @@ struct http_request {
 struct http_response {
     int status;
     const char *content_type;
-    char *body; /* malloc'd */
+    char *body; /* malloc'd, or freed by `release` (http_response_release frees either way) */
     size_t len;
     const char *allow; /* 405: the Allow header */
     bool unlimited;    /* exempt from max_output (the store snapshot: bounded by the file) */
+    int retry_after;   /* s: a Retry-After header (503 shed for load); 0: none */
+    void (*release)(void *body); /* frees body when it is not malloc'd (the snapshot's image) */
 };
+/* Frees resp->body (by its release function, else free) and sets it NULL. */
+void http_response_release(struct http_response *resp);
 
 /* Routes and authorises one request. Returns 1 when the answer needs a store read (the server
  * queues it on a worker; *work receives an opaque job for http_request_work/http_work_free),

@@ -32,7 +32,16 @@ struct http_server {
     struct http_limits lim; /* every field set (defaults applied) */
     uint32_t n_conns;       /* open connections, probe-only ones included */
     uint32_t n_probe;       /* probe-only connections open */
-    unsigned n_reads;       /* reads queued on workers */
+    uint64_t queued;        /* bytes of answers handed to libuv and not yet written (every
+                               connection); at most lim.max_queued, plus answers of at most
+                               HTTP_SMALL_ANSWER bytes, or one larger answer alone */
+    unsigned n_snapshots;   /* snapshot answers being built or queued: at most lim.max_snapshots */
+    uv_tcp_t spare;         /* accepts and closes a connection there is no memory for */
+    bool spare_busy;        /* spare is closing */
+    bool accept_stalled;    /* a connection waits, unaccepted, for the spare */
+    unsigned refused;       /* connections closed for want of memory (tests) */
+    unsigned test_fail_conns; /* tests: the next connections' allocations fail */
+    unsigned n_reads;         /* reads queued on workers */
     struct conn *conns;
     unsigned pending; /* handles and work items not yet finished */
     struct http_provider prov;
@@ -56,6 +65,7 @@ struct http_server {
     unsigned long long loads; /* reads run against the database so far (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;
+    struct http_metric *m_queued; /* gauge: `queued` */
 };
 
 enum view {

@@ -512,6 +512,21 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     struct kdrv *d = s->data;
     LOG_INFO(KDRV_MOD, "shutting down: signal=%d binds_in_flight=%u", signum, d->binds_left);
+    /* Once: the handles stop and SIGTERM and SIGINT are ignored until the exit. Stopping or
+     * closing (kdrv_shutdown) a libuv signal handle restores the default action, so a second
+     * SIGTERM while the binds finish, the Lease is released or the handles close would end the
+     * daemon with 143 instead of its orderly exit. Blocked on this thread meanwhile: one that
+     * arrives in between is discarded. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sigint);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     d->stopping = true;
     uv_timer_stop(&d->cycle_timer);
     if (d->n_binds > 0)

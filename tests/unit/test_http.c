@@ -115,7 +115,7 @@ static int call(struct fx *f, const char *method, const char *url, const char *a
     if (out)
         *out = resp.body;
     else
-        free(resp.body);
+        http_response_release(&resp);
     return resp.status;
 }
 
@@ -222,7 +222,7 @@ static void test_route_table(void **state)
                      cases[i].url, cases[i].auth ? cases[i].auth : "no token", resp.status, allow,
                      body, cases[i].status, cases[i].allow ? cases[i].allow : "",
                      cases[i].msg ? cases[i].msg : "");
-        free(resp.body);
+        http_response_release(&resp);
     }
 }
 
@@ -319,7 +319,7 @@ static void test_cache_and_paging(void **state)
         http_work_free(w);
         assert_int_equal(resp.status, 200);
         assert_int_equal(strstr(resp.body, "\"q-e\"") != NULL, i == 1);
-        free(resp.body);
+        http_response_release(&resp);
         if (i == 0) {
             assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
             struct store_queue q = {"q-e", NULL, 1, 0, &qq, 1};
@@ -332,7 +332,7 @@ static void test_cache_and_paging(void **state)
     struct http_request wr = {"POST", "/v1/queues/prod/hold", "Bearer wtok", "", 0, "t"};
     assert_int_equal(http_route(s2, &wr, &resp, &w), 0);
     assert_int_equal(resp.status, 202);
-    free(resp.body);
+    http_response_release(&resp);
     assert_int_equal(http_route(s2, &r, &resp, &w), 1);
     http_request_work(s2, w, &resp);
     http_work_free(w);

@@ -1,7 +1,8 @@
 /* tests/unit/test_http_conn.c: the HTTP server's connections over loopback sockets: stopping
  * with reads in flight (run under ASan by `make san`), a client that never reads its answers
  * (write timeout), a slowloris writer (request timeout), the probe reserve when every
- * connection slot is taken, 1,000 keep-alive clients, and the per-connection output limit.
+ * connection slot is taken, 1,000 keep-alive clients, the per-connection output limit, the
+ * budget of answers queued on all connections and the limit on snapshots in flight.
  *
  * The server runs on this thread's loop; the clients are non-blocking sockets driven between
  * loop iterations, so nothing here depends on thread scheduling. Time bounds are generous
@@ -33,6 +34,7 @@ struct fx {
     uv_loop_t loop;
     struct http_server *s;
     int port;
+    size_t filler; /* bytes of a meta value added to the database (a large snapshot) */
 };
 
 static int64_t now_ms(void)
@@ -56,6 +58,15 @@ static void make_db(struct fx *f)
         snprintf(name, sizeof(name), "queue-with-a-long-name-%02d", i);
         struct store_queue q = {name, NULL, 1, 0, &qq, 1};
         assert_int_equal(store_queue_put(st, &q, &eb), 0);
+    }
+    if (f->filler) {
+        char *v = malloc(f->filler + 1);
+        assert_non_null(v);
+        for (size_t i = 0; i < f->filler; i++)
+            v[i] = (char)('a' + (i * 7919 % 26)); /* no run SQLite could shorten */
+        v[f->filler] = 0;
+        assert_int_equal(store_meta_put(st, "filler", v, &eb), 0);
+        free(v);
     }
     store_close(st);
 }
@@ -329,6 +340,169 @@ static void test_output_limit(void **state)
     stop(&f);
 }
 
+/* Sends `req` on a new client that never reads beyond its answer's status line (its receive
+ * buffer 4 KiB); returns the socket, the status in *status and the bytes read in buf. */
+static int lazy_client(struct fx *f, const char *req, int *status, char *buf, size_t cap)
+{
+    int fd = client(f, 4096);
+    send_all(f, fd, req);
+    size_t len = 0;
+    int64_t t0 = now_ms();
+    buf[0] = 0;
+    while (!strstr(buf, "\r\n\r\n") && now_ms() - t0 < 5000) {
+        ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+        if (k > 0) {
+            len += (size_t)k;
+            buf[len] = 0;
+        } else if (k == 0) {
+            break;
+        }
+        spin(f, 1);
+    }
+    *status = status_of(buf);
+    return fd;
+}
+
+/* Clients that ask for a large answer (a 1.5 MB snapshot, more than the kernel's buffers hold)
+ * and never read it: the answers queued stay within --http-max-queued, further reads get 503
+ * with Retry-After, small answers (the probes) still go out, and the budget comes back when
+ * the clients go (before: every answer queued, 100 snapshots of a 6.5 MB database took 1 GB). */
+static void test_queued_budget(void **state)
+{
+    (void)state;
+    struct fx f = {.filler = 1500000};
+    struct http_limits l = {.max_queued = 4u << 20,
+                            .max_snapshots = 64,
+                            .write_timeout_ms = 60000,
+                            .timeout_ms = 60000};
+    start(&f, &l);
+    const char *req = "GET /v1/store/snapshot HTTP/1.1\r\n\r\n";
+    int fds[8], st[8], n200 = 0, n503 = 0;
+    char buf[4096], shed[4096] = "";
+    for (int i = 0; i < 8; i++) {
+        fds[i] = lazy_client(&f, req, &st[i], buf, sizeof(buf));
+        n200 += st[i] == 200;
+        n503 += st[i] == 503;
+        if (st[i] == 503 && !shed[0])
+            snprintf(shed, sizeof(shed), "%s", buf);
+        assert_true(http_server_queued_bytes(f.s) <= l.max_queued);
+    }
+    /* each answer is about 1.5 MB: two fit in 4 MiB, the third would not */
+    assert_int_equal(n200, 2);
+    assert_int_equal(n503, 6);
+    assert_true(http_server_queued_bytes(f.s) > 3000000);
+    assert_non_null(strstr(shed, "Retry-After: 1\r\n"));
+    assert_non_null(strstr(shed, "--http-max-queued"));
+    assert_int_equal(probe(&f, "/healthz"), 200);
+    assert_int_equal(probe(&f, "/v1/queues"), 200); /* a small answer still goes out */
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+    int64_t t0 = now_ms();
+    while (http_server_queued_bytes(f.s) > 0 && now_ms() - t0 < 5000)
+        spin(&f, 5);
+    assert_int_equal(http_server_queued_bytes(f.s), 0);
+    int fd = lazy_client(&f, req, &st[0], buf, sizeof(buf));
+    assert_int_equal(st[0], 200);
+    /* the gauge shows the queued answer */
+    int mfd = client(&f, 0);
+    send_all(&f, mfd, "GET /metrics HTTP/1.1\r\n\r\n");
+    static char mbuf[1 << 16];
+    bool eof;
+    size_t mlen = 0;
+    t0 = now_ms();
+    while (!strstr(mbuf, "gangsched_http_requests_total") && now_ms() - t0 < 5000)
+        mlen += recv_for(&f, mfd, mbuf + mlen, sizeof(mbuf) - mlen, 100, &eof);
+    const char *g = strstr(mbuf, "\ngangsched_http_queued_bytes ");
+    assert_non_null(g);
+    assert_true(strtod(g + 29, NULL) > 1500000);
+    close(mfd);
+    close(fd);
+    stop(&f);
+}
+
+/* A connection the server has no memory for is accepted and closed, and the listener keeps
+ * accepting (before: left unaccepted, libuv stopped polling the listener and every later
+ * client hung). Three at once: the second and third wait for the spare handle to close. */
+static void test_conn_no_memory(void **state)
+{
+    (void)state;
+    struct fx f = {0};
+    start(&f, NULL);
+    http_server_test_fail_conns(f.s, 3);
+    int fds[3];
+    for (int i = 0; i < 3; i++)
+        fds[i] = client(&f, 0);
+    for (int i = 0; i < 3; i++) {
+        char buf[256];
+        bool eof;
+        recv_for(&f, fds[i], buf, sizeof(buf), 3000, &eof);
+        assert_true(eof);
+        close(fds[i]);
+    }
+    assert_int_equal(http_server_refused(f.s), 3);
+    assert_int_equal(probe(&f, "/healthz"), 200);
+    assert_int_equal(probe(&f, "/v1/queues"), 200);
+    stop(&f);
+}
+
+/* An answer larger than the whole budget goes out alone (a snapshot of a database larger than
+ * --http-max-queued still reaches a standby); while it waits every read is shed before it runs. */
+static void test_queued_alone(void **state)
+{
+    (void)state;
+    struct fx f = {.filler = 1500000};
+    struct http_limits l = {.max_queued = 1u << 20, .write_timeout_ms = 60000, .timeout_ms = 60000};
+    start(&f, &l);
+    int st;
+    char buf[4096];
+    int fd = lazy_client(&f, "GET /v1/store/snapshot HTTP/1.1\r\n\r\n", &st, buf, sizeof(buf));
+    assert_int_equal(st, 200);
+    assert_true(http_server_queued_bytes(f.s) > l.max_queued);
+    unsigned long long loads = http_server_loads(f.s);
+    assert_int_equal(probe(&f, "/v1/queues"), 503);
+    assert_int_equal(http_server_loads(f.s), loads); /* shed before any read */
+    assert_int_equal(probe(&f, "/healthz"), 200);
+    close(fd);
+    int64_t t0 = now_ms();
+    while (http_server_queued_bytes(f.s) > 0 && now_ms() - t0 < 5000)
+        spin(&f, 5);
+    assert_int_equal(probe(&f, "/v1/queues"), 200);
+    stop(&f);
+}
+
+/* At most --http-max-snapshots snapshots are built or queued at once; the next gets 503 until
+ * one is taken. */
+static void test_snapshot_limit(void **state)
+{
+    (void)state;
+    struct fx f = {.filler = 1500000};
+    struct http_limits l = {.write_timeout_ms = 60000, .timeout_ms = 60000};
+    start(&f, &l);
+    const char *req = "GET /v1/store/snapshot HTTP/1.1\r\n\r\n";
+    int fds[4], st[4];
+    char buf[4096];
+    for (int i = 0; i < 4; i++)
+        fds[i] = lazy_client(&f, req, &st[i], buf, sizeof(buf));
+    assert_int_equal(st[0], 200);
+    assert_int_equal(st[1], 200);
+    assert_int_equal(st[2], 503);
+    assert_int_equal(st[3], 503);
+    assert_non_null(strstr(buf, "--http-max-snapshots"));
+    assert_non_null(strstr(buf, "Retry-After: 1\r\n"));
+    assert_int_equal(http_server_snapshots(f.s), 2);
+    close(fds[0]);
+    int64_t t0 = now_ms();
+    while (http_server_snapshots(f.s) > 1 && now_ms() - t0 < 5000)
+        spin(&f, 5);
+    assert_int_equal(http_server_snapshots(f.s), 1);
+    int fd = lazy_client(&f, req, &st[0], buf, sizeof(buf));
+    assert_int_equal(st[0], 200);
+    close(fd);
+    for (int i = 1; i < 4; i++)
+        close(fds[i]);
+    stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +512,10 @@ int main(void)
         cmocka_unit_test(test_probe_reserve),
         cmocka_unit_test(test_keepalive_1000),
         cmocka_unit_test(test_output_limit),
+        cmocka_unit_test(test_queued_budget),
+        cmocka_unit_test(test_queued_alone),
+        cmocka_unit_test(test_conn_no_memory),
+        cmocka_unit_test(test_snapshot_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
