@@ -882,6 +882,9 @@ static void kdrv_shutdown(struct kdrv *d)
     kube_lease_free(d->lease);
     kube_client_free(d->client);
     config_watch_stop(d->cw);
+    /* closing the watcher's SIGHUP handle restored SIGHUP's default action (the end of the
+     * process, exit 129): a reload asked for during shutdown is moot */
+    signal(SIGHUP, SIG_IGN);
     uv_close((uv_handle_t *)&d->cycle_timer, close_cb);
     uv_close((uv_handle_t *)&d->stats_timer, close_cb);
     if (d->http)

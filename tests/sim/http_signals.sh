@@ -3,7 +3,9 @@
 # server and a second SIGTERM or a SIGINT while it finishes the reads in flight is ignored
 # (before: closing libuv's signal handles restored the default action and the second SIGTERM
 # ended it with exit 143). run (against tests/kube/fakeapi.py, on the simulation's database): the
-# same for a second SIGTERM while it waits for the HTTP reads in flight (before: exit 143).
+# same for a second SIGTERM while it waits for the HTTP reads in flight (before: exit 143), and
+# for a SIGHUP then (before: closing the configuration watcher's handle restored its default
+# action, exit 129).
 . tests/sim/lib.inc
 "$GS" simulate --no-progress --db "$TMP/s.db" >/dev/null 2>&1
 [ -s "$TMP/s.db" ] || { bad "simulation wrote no database"; finish; }
@@ -68,12 +70,15 @@ s.p.send_signal(signal.SIGTERM)
 time.sleep(0.05)
 if s.p.poll() is None:
     s.p.send_signal(signal.SIGINT)
+time.sleep(0.05)
+if s.p.poll() is None:  # a reload asked for while it shuts down (before: exit 129)
+    s.p.send_signal(signal.SIGHUP)
 try:
     rc = s.p.wait(90)  # the 64 reads finish first (slow under the sanitizers)
 except Exception:
     rc = "still running"
 e2e.check("the daemon still shutting down at the second SIGTERM", alive)
-e2e.check("the daemon exits 0 after SIGTERM, SIGTERM, SIGINT", rc == 0, str(rc))
+e2e.check("the daemon exits 0 after SIGTERM, SIGTERM, SIGINT, SIGHUP", rc == 0, str(rc))
 e2e.finish()
 PY
 if BIN="$BIN" timeout 150 python3 "$TMP/run.py" "$TMP/s.db" >"$TMP/run.out" 2>&1; then
