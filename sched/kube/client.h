@@ -122,6 +122,7 @@ struct kube_client_stats {
     uint64_t errors;       /* final outcomes that were not 2xx */
     uint64_t throttled;    /* 429 responses */
     uint64_t watch_events; /* watch events delivered */
+    uint64_t bookmarks;    /* BOOKMARK events received */
     uint64_t relists;      /* lists started after a 410 */
     uint64_t reconnects;   /* watches restarted after an end or an error */
     uint64_t watch_stalls; /* watches abandoned by the informers' watchdog (also reconnects) */
@@ -166,8 +167,9 @@ struct kube_informer;
  * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, its
  * connection closed, watched again from the last resourceVersion after the backoff) when its
  * response status has not arrived within the client's watch_idle_ms; when nothing has arrived
- * for watch_idle_ms although the server has sent this informer bookmarks before (kube-apiserver
- * sends one a minute to every watch that allows them); and in any case when it is still open
+ * for watch_idle_ms although the server has sent bookmarks before, on any watch of this client
+ * (kube-apiserver's watch cache sends one a minute to every watch that allows them; a server
+ * that never sent one is not held to it); and in any case when it is still open
  * min(30 s, watch_idle_ms) after the timeoutSeconds it asked for (the server ends it then). */
 int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
                       kube_informer_fn *fn, void *ctx, struct kube_informer **out,

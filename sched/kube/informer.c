@@ -265,7 +265,6 @@ struct kube_informer {
     uv_timer_t watchdog;
     uint64_t watch_start_ms, watch_rx_ms;
     uint32_t watch_s;
-    bool bookmarks; /* the server has sent this informer a bookmark: it sends them */
     enum inf_next next;
     char *rv;       /* last resourceVersion seen */
     char *cont;     /* continue token of the list in progress */
@@ -482,6 +481,9 @@ static const char *watch_stuck(const struct kube_informer *inf, uint64_t now, ui
                                char *why, size_t cap)
 {
     uint64_t idle = kube_client_watch_idle_ms(inf->c);
+    /* the server sends bookmarks (to every watch that asks, as kube-apiserver's watch cache does)
+     * once any watch of this client got one */
+    bool bookmarks = kube_client_counters(inf->c)->bookmarks > 0;
     uint64_t end = inf->watch_start_ms + (uint64_t)inf->watch_s * 1000 +
                    (idle < WATCH_GRACE_MS ? idle : WATCH_GRACE_MS);
     bool answered = kube_req_status(inf->req) != 0;
@@ -494,7 +496,7 @@ static const char *watch_stuck(const struct kube_informer *inf, uint64_t now, ui
         snprintf(why, cap, "no response within %llu ms", (unsigned long long)idle);
         return why;
     }
-    if (inf->bookmarks && now >= inf->watch_rx_ms + idle) {
+    if (bookmarks && now >= inf->watch_rx_ms + idle) {
         snprintf(why, cap, "nothing received for %llu ms (no event, no bookmark)",
                  (unsigned long long)(now - inf->watch_rx_ms));
         return why;
@@ -502,7 +504,7 @@ static const char *watch_stuck(const struct kube_informer *inf, uint64_t now, ui
     *due = end;
     if (!answered && inf->watch_start_ms + idle < *due)
         *due = inf->watch_start_ms + idle;
-    if (inf->bookmarks && inf->watch_rx_ms + idle < *due)
+    if (bookmarks && inf->watch_rx_ms + idle < *due)
         *due = inf->watch_rx_ms + idle;
     return NULL;
 }
@@ -878,7 +880,7 @@ static int on_frame(void *ctx, const char *text, size_t len)
     if (!strcmp(type, "BOOKMARK")) {
         set_rv(inf, meta ? str_at(meta, "resourceVersion") : NULL);
         inf->got_event = true;
-        inf->bookmarks = true;
+        kube_client_counters(inf->c)->bookmarks++;
     } else if (!strcmp(type, "ERROR")) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
         const char *msg = str_at(obj, "message");
