@@ -48,6 +48,20 @@ int store_job_probation_put(struct store *st, const char *gang, int64_t until_ms
     return store__wend(st, own, rc, "writing a job's promise", eb);
 }
 
+int store_job_promises_clear(struct store *st, const char *gang, struct sched_errbuf *eb)
+{
+    if (!gang)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: promises: gang required", st->path);
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_PROMISE_CLEAR, 1, gang, &rc);
+    rc = store__exec(st, STMT_PROMISE_CLEAR, rc, NULL);
+    return store__wend(st, own, rc, "dropping a job's promises", eb);
+}
+
 struct promise_each {
     store_promise_fn *fn;
     void *ctx;
@@ -71,7 +85,8 @@ static int promise_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sche
     for (int i = STORE_JOB_PENDING; state && i <= STORE_JOB_FAILED; i++)
         if (strcmp(state, store_job_state_name((enum store_job_state)i)) == 0)
             k = i;
-    bool times = time_col(s, 2, &p.reserve_first_ms) && time_col(s, 3, &p.probation_until_ms);
+    bool times = time_col(s, 2, &p.reserve_first_ms) && time_col(s, 3, &p.probation_until_ms) &&
+                 time_col(s, 5, &p.submit_ms);
     if (!p.gang || k < 0 || !times || (p.probation_until_ms != STORE_NO_TIME && !p.probation_for))
         return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad promise",
                               p.gang ? p.gang : "(null)");

@@ -305,30 +305,31 @@ out_rollback:
 #define META_PUT(rows)                                                                             \
     "INSERT INTO meta(key, value) VALUES " rows                                                    \
     " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+// clang-format off
 /* Whether the row `t` (jobs or excluded) is in a run: admitted or running. */
 #define JOB_RUNS(t) t ".state IN ('admitted', 'running')"
-#define JOB_ROW     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#define JOB_UPSERT(rows)                                                                           \
-    "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "            \
-    "start_ms, finish_ms, preemptions, restarts) "                                                 \
-    "VALUES " rows " ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, "                 \
-    "queue = excluded.queue, flavor = excluded.flavor, gpus = excluded.gpus, "                     \
-    "state = excluded.state, submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, "       \
-    "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, "                               \
-    "preemptions = excluded.preemptions, restarts = excluded.restarts, " /* a promise belongs to   \
-                                                                          * one wait (pending) or  \
-                                                                          * one run (admitted,     \
-                                                                          * then running): a row   \
-                                                                          * that leaves it drops   \
-                                                                          * it */                  \
-    "reserve_first_ms = CASE WHEN jobs.state = 'pending' AND excluded.state = 'pending' "          \
-    "THEN jobs.reserve_first_ms END, "                                                             \
-    "probation_until_ms = CASE WHEN " JOB_RUNS("jobs") " AND " JOB_RUNS(                           \
-        "excluded") " "                                                                            \
-                    "THEN jobs.probation_until_ms END, "                                           \
-                    "probation_for = CASE WHEN " JOB_RUNS("jobs") " AND " JOB_RUNS(                \
-                        "excluded") " "                                                            \
-                                    "THEN jobs.probation_for END"
+/* Whether rows a and b are the same gang: the same submission (a gang deleted and created again
+ * under its name is another one, whose row must not inherit the old one's promises). */
+#define JOB_SAME(a, b) a ".submit_ms IS " b ".submit_ms"
+/* A promise belongs to one wait (pending) or one run (admitted, then running) of one gang: a
+ * row that leaves it, or is another gang's, drops it. */
+#define JOB_KEEP_WAIT "jobs.state = 'pending' AND excluded.state = 'pending' AND " \
+                      JOB_SAME("jobs", "excluded")
+#define JOB_KEEP_RUN JOB_RUNS("jobs") " AND " JOB_RUNS("excluded") " AND " \
+                     JOB_SAME("jobs", "excluded")
+#define JOB_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define JOB_UPSERT(rows) \
+    "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, " \
+    "start_ms, finish_ms, preemptions, restarts) " \
+    "VALUES " rows " ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, " \
+    "queue = excluded.queue, flavor = excluded.flavor, gpus = excluded.gpus, " \
+    "state = excluded.state, submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, " \
+    "start_ms = excluded.start_ms, finish_ms = excluded.finish_ms, " \
+    "preemptions = excluded.preemptions, restarts = excluded.restarts, " \
+    "reserve_first_ms = CASE WHEN " JOB_KEEP_WAIT " THEN jobs.reserve_first_ms END, " \
+    "probation_until_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_until_ms END, " \
+    "probation_for = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_for END"
+// clang-format on
 
 /* The statements. Conventions: ?1.. in column order; times NULL when absent. */
 const char *const store__stmt_sql[STMT_N] = {
@@ -422,11 +423,15 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
                       "start_ms, finish_ms, preemptions, restarts FROM jobs ORDER BY gang",
     [STMT_PROMISE_RESERVE] = "UPDATE jobs SET reserve_first_ms = ?2 WHERE gang = ?1",
+    [STMT_PROMISE_CLEAR] = "UPDATE jobs SET reserve_first_ms = NULL, probation_until_ms = NULL, "
+                           "probation_for = NULL WHERE gang = ?1 AND (reserve_first_ms IS NOT "
+                           "NULL OR probation_until_ms IS NOT NULL)",
     [STMT_PROMISE_PROBATION] =
         "UPDATE jobs SET probation_until_ms = ?2, probation_for = ?3 WHERE gang = ?1",
-    [STMT_PROMISE_LIST] = "SELECT gang, state, reserve_first_ms, probation_until_ms, "
-                          "probation_for FROM jobs WHERE reserve_first_ms IS NOT NULL OR "
-                          "probation_until_ms IS NOT NULL ORDER BY gang",
+    [STMT_PROMISE_LIST] =
+        "SELECT gang, state, reserve_first_ms, probation_until_ms, "
+        "probation_for, submit_ms FROM jobs WHERE reserve_first_ms IS NOT NULL OR "
+        "probation_until_ms IS NOT NULL ORDER BY gang",
     [STMT_HIST_PUT] = "INSERT INTO fair_share(queue, share, updated_ms) VALUES (?1, ?2, ?3) "
                       "ON CONFLICT(queue) DO UPDATE SET share = excluded.share, "
                       "updated_ms = excluded.updated_ms",

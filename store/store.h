@@ -498,6 +498,7 @@ struct store_promise {
     int64_t reserve_first_ms;   /* STORE_NO_TIME: none */
     int64_t probation_until_ms; /* STORE_NO_TIME: not on probation (probation_for then NULL) */
     const char *probation_for;  /* the waiting gang it promised to */
+    int64_t submit_ms;          /* the row's submission (STORE_NO_TIME: none): whose promise */
 };
 
 /* Sets (STORE_NO_TIME: clears) the waiting gang's first reservation's expected start on its job
@@ -508,6 +509,9 @@ int store_job_reserve_put(struct store *st, const char *gang, int64_t reserve_fi
  * NULL clears it. A gang without a row: nothing is written, not an error. */
 int store_job_probation_put(struct store *st, const char *gang, int64_t until_ms,
                             const char *for_gang, struct sched_errbuf *eb);
+/* Drops gang's first reservation and promise, in one statement that writes nothing when the
+ * row has neither (a gang forgotten or renewed: most have none). */
+int store_job_promises_clear(struct store *st, const char *gang, struct sched_errbuf *eb);
 typedef int store_promise_fn(void *ctx, const struct store_promise *p);
 /* The rows with a reservation or a promise, by gang. */
 int store_promise_list(struct store *st, store_promise_fn *fn, void *ctx, struct sched_errbuf *eb);

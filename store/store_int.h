@@ -69,6 +69,7 @@
     XX(JOB_GET)                                                                                    \
     XX(JOB_LIST)                                                                                   \
     XX(PROMISE_RESERVE)                                                                            \
+    XX(PROMISE_CLEAR)                                                                              \
     XX(PROMISE_PROBATION)                                                                          \
     XX(PROMISE_LIST)                                                                               \
     XX(HIST_PUT)                                                                                   \

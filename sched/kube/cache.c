@@ -284,6 +284,7 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         return SCHED_ENOMEM;
     }
     kobj_pg_free(old);
+    kcache_refused_drop(c, key, api, uid);
     return 0;
 }
 

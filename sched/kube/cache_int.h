@@ -69,6 +69,9 @@ struct knode_use {
 int kcache_refuse(struct kcache *c, const char *key, const cJSON *obj, enum kpg_api api,
                   bool deleted, const struct kpg *own);
 void kcache_adopt_refused(struct kcache *c, const char *key);
+/* The group key's PodGroup of api with uid is in the cache's record now (an adoption whose
+ * record failed, then its next event): a refused copy of it is dropped, never adopted later. */
+void kcache_refused_drop(struct kcache *c, const char *key, enum kpg_api api, const char *uid);
 void kcache_refused_free(struct kcache *c);
 
 /* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */

@@ -23,9 +23,14 @@ struct krefused {
     bool announced; /* the driver was told (kcache_refused_announce) */
 };
 
-/* The map key of key's PodGroup of api. */
+/* The map key of key's PodGroup of api. One native PodGroup served as v1beta1 and v1alpha3
+ * (1.37) is one object (one uid) seen through two watches: one entry, as cache.c keeps one
+ * group (refused twice, it got two Events, and a delete seen through one version left the
+ * other's copy to be adopted after the object was gone). */
 static void refused_key(const char *key, enum kpg_api api, char *out, size_t n)
 {
+    if (api == KPG_NATIVE_V1ALPHA3)
+        api = KPG_NATIVE_V1BETA1;
     snprintf(out, n, "%s\x1f%d", key, (int)api);
 }
 
@@ -82,6 +87,8 @@ int kcache_refuse(struct kcache *c, const char *key, const cJSON *obj, enum kpg_
         r->announced = false;
         c->dirty = true; /* a cycle tells its owner (kcache_refused_announce) */
     }
+    if (same && r->pg->api == KPG_NATIVE_V1BETA1 && api == KPG_NATIVE_V1ALPHA3)
+        g->api = KPG_NATIVE_V1BETA1; /* written through v1beta1, as cache.c does */
     kobj_pg_free(r->pg);
     r->pg = g;
     return 0;
@@ -111,6 +118,15 @@ void kcache_adopt_refused(struct kcache *c, const char *key)
     best->pg = NULL; /* the cache's record now */
     refused_free(strmap_del(&c->refused, best_k));
     c->dirty = true;
+}
+
+void kcache_refused_drop(struct kcache *c, const char *key, enum kpg_api api, const char *uid)
+{
+    char rk[KOBJ_KEY_MAX + 16];
+    refused_key(key, api, rk, sizeof(rk));
+    struct krefused *r = c->refused.n ? strmap_get(&c->refused, rk) : NULL;
+    if (r && r->pg && r->pg->uid && uid && strcmp(r->pg->uid, uid) == 0)
+        refused_free(strmap_del(&c->refused, rk));
 }
 
 void kcache_refused_announce(struct kcache *c, kcache_refused_fn *fn, void *ctx)

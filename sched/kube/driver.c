@@ -328,7 +328,7 @@ static void run_cycle(struct kdrv *d)
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
-        kdrv_promise_restore(d);
+        kdrv_promise_restore(d, &c.kb);
         kdrv_holds_offer(d, &c.kb, c.now);
         if (cycle_decide(&c) == 0) {
             cycle_verdicts(&c);

@@ -300,14 +300,15 @@ int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
                         const struct sched_result *res, struct sched_errbuf *eb);
 /* At the first cycle as leader, after the lifecycle step (running gangs are RUNNING) and before
  * the probation view: the engine gets back the first reservations of the waiting gangs and the
- * promises of the running ones that the store's job rows keep. Later calls do nothing. */
-void kdrv_promise_restore(struct kdrv *d);
+ * promises of the running ones that the store's job rows keep, for the gangs of build kb that
+ * are the rows' (the same submission). Later calls do nothing. */
+void kdrv_promise_restore(struct kdrv *d, const struct kcache_build *kb);
 
 /* ---- driver_status.c ---- */
 
 /* Sends body (freed) to path; fn(ctx) gets the answer. SCHED_ENOMEM: nothing was queued (nor
- * is a request ever sent without a body it could not write) and fn is never called (ctx is the
- * caller's). */
+ * is a request ever sent without a body it could not write, nor a POST, PUT or PATCH whose body
+ * is NULL: one that could not be built) and fn is never called (ctx is the caller's). */
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx);
 /* kdrv_send_json; when nothing could be queued (or the body not written: a request is never
@@ -320,6 +321,9 @@ void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJS
 cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns, const char *name,
                        cJSON **meta);
 
+/* An Event's metadata.name for object name (driver_status.c): unique within the process, a DNS
+ * subdomain of at most 253 characters; out holds at least 254 bytes. */
+void kdrv_event_name(char *out, size_t n, const char *name);
 void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
                      const char *name, const char *uid, const char *type, const char *reason,
                      const char *action, const char *note, const struct kpg *related);

@@ -222,8 +222,7 @@ int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
     /* the backfill promises of the old object's wait or run (driver_promise.c) are not its
      * (old's strings are read before: the store lends them until its next call) */
     if (rc == 0 && !counts) {
-        if (store_job_reserve_put(d->db, key, STORE_NO_TIME, &eb) != 0 ||
-            store_job_probation_put(d->db, key, STORE_NO_TIME, NULL, &eb) != 0)
+        if (store_job_promises_clear(d->db, key, &eb) != 0)
             LOG_WARN(KDRV_MOD, "backfill promises of gang %s not dropped: %s", key, eb.msg);
         return 0;
     }
@@ -241,9 +240,7 @@ int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
         rc = store_job_upsert(d->db, &j, &eb);
     }
     if (rc == 0)
-        rc = store_job_reserve_put(d->db, key, STORE_NO_TIME, &eb);
-    if (rc == 0)
-        rc = store_job_probation_put(d->db, key, STORE_NO_TIME, NULL, &eb);
+        rc = store_job_promises_clear(d->db, key, &eb);
     free(queue);
     free(flavor);
     if (rc)

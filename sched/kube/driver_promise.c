@@ -53,18 +53,30 @@ int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
 
 struct restored {
     struct kdrv *d;
+    struct strmap built; /* gang key -> its struct kgang in this cycle's build */
     uint32_t reserved, probation;
 };
 
-/* One row's promises, given to the engine when the gang is as the row says: waiting (no engine
- * state yet, or pending) with no first reservation of this process, or running. Gangs this
- * cycle does not have are left alone (their names are not interned for it). */
+/* Whether the cycle's gang `key` is the one of the row submitted at submit_ms: a gang deleted
+ * and created again under its name while no daemon ran is another one (its PodGroup's, or its
+ * pod's, creationTimestamp differs), and inherits no promise, made by it or to it. */
+static bool same_gang(const struct restored *r, const char *key, int64_t submit_ms)
+{
+    const struct kgang *kg = strmap_get(&r->built, key);
+    return kg && submit_ms != STORE_NO_TIME && kg->gang.submit_ms == submit_ms;
+}
+
+/* One row's promises, given to the engine when the gang is as the row says: the same
+ * submission, waiting (no engine state yet, or pending) with no first reservation of this
+ * process, or running. Gangs this cycle does not have are left alone (their names are not
+ * interned for it). A promise to a gang re-created since binds nothing: that gang's own row
+ * is not restored, so its first reservation never equals the promise (eng_probation_view). */
 static int restore_row(void *ctx, const struct store_promise *p)
 {
     struct restored *r = ctx;
     struct kdrv *d = r->d;
     uint32_t g = eng_names_find(d->gang_ids, p->gang);
-    if (g == ENG_NONE)
+    if (g == ENG_NONE || !same_gang(r, p->gang, p->submit_ms))
         return 0;
     struct eng_job j = eng_job(d->eng, g);
     if (p->state == STORE_JOB_PENDING && p->reserve_first_ms > 0 && j.reserve_first_ms == 0 &&
@@ -87,14 +99,23 @@ static int restore_row(void *ctx, const struct store_promise *p)
     return 0;
 }
 
-void kdrv_promise_restore(struct kdrv *d)
+void kdrv_promise_restore(struct kdrv *d, const struct kcache_build *kb)
 {
     if (d->promises_restored || !d->db)
         return;
     d->promises_restored = true;
     struct restored r = {.d = d};
+    strmap_init(&r.built);
     struct sched_errbuf eb = {{0}};
-    if (store_promise_list(d->db, restore_row, &r, &eb) != 0)
+    int rc = 0;
+    for (uint32_t g = 0; rc == 0 && g < kb->n_gangs;
+         g++) /* an elastic gang's two parts: one key, one submission */
+        if (!strmap_get(&r.built, kb->gangs[g].key))
+            rc = strmap_put(&r.built, kb->gangs[g].key, (void *)&kb->gangs[g], NULL);
+    if (rc == 0)
+        rc = store_promise_list(d->db, restore_row, &r, &eb);
+    strmap_fini(&r.built);
+    if (rc != 0)
         LOG_WARN(KDRV_MOD, "backfill promises not all restored (those left run without one): %s",
                  eb.msg[0] ? eb.msg : "out of memory");
     if (r.reserved || r.probation)

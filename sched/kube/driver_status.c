@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/kube/driver_int.h"
 
@@ -34,6 +35,12 @@ static void ignore_resp(void *ctx, const struct kube_resp *r)
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx)
 {
+    /* a write without its body is a body that could not be built (out of memory: a NULL from
+     * cJSON_CreateObject), never a request: it would patch nothing and be taken for written */
+    if (!body && m != KUBE_GET && m != KUBE_DELETE) {
+        LOG_ERROR(KDRV_MOD, "out of memory building a request's body: path=%s", path);
+        return SCHED_ENOMEM;
+    }
     char *s = body ? cJSON_PrintUnformatted(body) : NULL;
     cJSON_Delete(body);
     if (body && !s) { /* never sent without its body (a delete's uid precondition) */
@@ -75,6 +82,31 @@ cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns
     return o;
 }
 
+/* An Event's name, as client-go's recorder makes it: the object's name, '.', the time in Unix
+ * nanoseconds in hex. The nanoseconds are made strictly increasing within the process (the
+ * daemon is one thread): two Events about one object within one clock tick (a gang's waiting
+ * Event and a NameConflict in the same cycle) got the same name, and the API server refused the
+ * second with 409 AlreadyExists. The name is a DNS subdomain of at most 253 characters: other
+ * characters become '-' (gang keys of 1.35 Workloads have ':'), and a long object name is cut
+ * so that the suffix fits. out must hold 254 bytes. */
+void kdrv_event_name(char *out, size_t n, const char *name)
+{
+    static uint64_t last_ns;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (ns <= last_ns)
+        ns = last_ns + 1;
+    last_ns = ns;
+    char suffix[24];
+    int sn = snprintf(suffix, sizeof(suffix), ".%llx", (unsigned long long)ns);
+    int keep = 253 - sn; /* DNS subdomain: 253 characters at most */
+    snprintf(out, n, "%.*s%s", keep, name, suffix);
+    for (char *q = out; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '.' || *q == '-'))
+            *q = '-';
+}
+
 /* events.k8s.io/v1 Event about an object (regarding, with its uid: kubectl describe selects a
  * pod's or PodGroup's events by involvedObject.uid, which the API server fills from
  * regarding.uid). ns NULL: a cluster-scoped object (a Node): the Event lives in "default", as
@@ -93,10 +125,7 @@ static int post_event(struct kdrv *d, const char *api_version, const char *kind,
     int64_t now = kdrv_now_ms();
     const char *ev_ns = ns ? ns : "default";
     kobj_format_time(now, t, sizeof(t));
-    snprintf(ev_name, sizeof(ev_name), "%s.%llx", name, (unsigned long long)now * 1000000ull);
-    for (char *q = ev_name; *q; q++) /* a DNS subdomain: gang keys of 1.35 Workloads have ':' */
-        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '.' || *q == '-'))
-            *q = '-';
+    kdrv_event_name(ev_name, sizeof(ev_name), name);
     cJSON *e = kdrv_new_object("events.k8s.io/v1", "Event", ev_ns, ev_name, NULL);
     cJSON_AddStringToObject(e, "eventTime", t);
     cJSON_AddStringToObject(e, "reportingController", "gangsched.io/scheduler");
@@ -611,6 +640,8 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     char t[40];
     kobj_format_time(now, t, sizeof(t));
     cJSON *status = cJSON_CreateObject();
+    if (!status)
+        return SCHED_ENOMEM; /* owed, as a write that could not be queued */
     char path[600];
     if (pg->api == KPG_XK8S) {
         /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
@@ -630,6 +661,10 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
             cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
         }
         cJSON *body = cJSON_CreateObject();
+        if (!body) {
+            cJSON_Delete(status);
+            return SCHED_ENOMEM;
+        }
         cJSON_AddItemToObject(body, "status", status);
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,

@@ -522,6 +522,48 @@ static void refused_podgroup_announced_and_adopted(void **state)
     kdrv_status_fini(&f->d); /* the refused record is freed with the cache (teardown) */
 }
 
+/* One native PodGroup event through watch api (a 1.37 server serves it as v1beta1 and v1alpha3:
+ * one object, one uid); del: its delete. */
+static void native_pg(struct kcache *c, const char *uid, enum kpg_api api, bool del)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g\",\"uid\":\"%s\",\"labels\":"
+             "{\"gangsched.io/queue\":\"q\"},\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+             "\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
+             uid);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    assert_int_equal(kcache_pg_event(c, o, api, del), 0);
+    cJSON_Delete(o);
+}
+
+/* A refused native PodGroup seen through both of its versions is one refused object: one
+ * announcement (Warning Event), adopted once when the owner goes, and gone when its delete
+ * arrives through either version (before: two Events, and the other version's stale copy came
+ * back as the gang after the object was deleted). */
+static void refused_native_two_versions_one_object(void **state)
+{
+    struct fx *f = *state;
+    pg_event(f->d.cache, "g", "uid-x", 0); /* scheduler-plugins' owns ml/g */
+    native_pg(f->d.cache, "uid-n", KPG_NATIVE_V1BETA1, false);
+    native_pg(f->d.cache, "uid-n", KPG_NATIVE_V1ALPHA3, false);
+    struct announced a = {0};
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.refused, "uid-n");
+    pg_event(f->d.cache, "g", "uid-x", 2); /* the owner's delete: adopted */
+    const struct kpg *pg = kcache_pg(f->d.cache, "ml/g");
+    assert_non_null(pg);
+    assert_string_equal(pg->uid, "uid-n");
+    assert_int_equal(pg->api, KPG_NATIVE_V1BETA1);
+    native_pg(f->d.cache, "uid-n", KPG_NATIVE_V1BETA1, true); /* deleted, seen through v1beta1 */
+    assert_null(kcache_pg(f->d.cache, "ml/g"));
+    kcache_refused_announce(f->d.cache, on_refused, &a);
+    assert_int_equal(a.n, 1);
+    kdrv_status_fini(&f->d);
+}
+
 /* Gangs restored as Failed when the store is opened (a restart): one whose objects are gone
  * counts as last seen at its row's latest time (its failure), the best evidence of when it went,
  * so it is forgotten KDRV_GANG_FORGET_MS after that, not after the start; one whose PodGroup is
@@ -627,6 +669,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(two_apis_one_name_stable, setup, teardown),
         cmocka_unit_test_setup_teardown(restored_failed_forgotten_by_row_time, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_podgroup_announced_and_adopted, setup, teardown),
+        cmocka_unit_test_setup_teardown(refused_native_two_versions_one_object, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,7 +121,7 @@ static void job_row(struct store *st, const char *gang, enum store_job_state s)
                           .flavor = placed ? "default" : NULL,
                           .gpus = 8,
                           .state = s,
-                          .submit_ms = NOW_MS - 1000,
+                          .submit_ms = NOW_MS, /* the pods' creationTimestamp (kube_fx.h) */
                           .admit_ms = placed ? NOW_MS : STORE_NO_TIME,
                           .start_ms = s == STORE_JOB_RUNNING ? NOW_MS : STORE_NO_TIME,
                           .finish_ms = STORE_NO_TIME};
@@ -182,7 +182,7 @@ static const struct sched_running *after_restart(struct pfx *p)
     build(f, NOW_MS + 60000);
     /* the lifecycle step's first sight of a bound gang (sched/engine/life.c) */
     assert_int_equal(eng_job_bound(f->d.eng, kdrv_gang_id(&f->d, "ml/small"), NOW_MS + 60000), 0);
-    kdrv_promise_restore(&f->d); /* run_cycle's first cycle as leader */
+    kdrv_promise_restore(&f->d, &f->kb); /* run_cycle's first cycle as leader */
     kdrv_holds_offer(&f->d, &f->kb, NOW_MS + 60000);
     for (uint32_t i = 0; i < f->kb.n_running; i++)
         if (f->kb.running[i].gang == kb_gang(f, "ml/small"))
@@ -237,11 +237,63 @@ static void ended_run_restores_nothing(void **state)
     stop(p);
 }
 
+/* ml/big was deleted and created again (a new uid, created at 00:30) while no daemon ran: the
+ * new gang is another one. Neither its old row's first reservation nor ml/small's promise to
+ * the old ml/big may bind it (before, both were restored by name, and ml/small could be evicted
+ * as overdue for a gang it never promised anything to). Its row, once written for the new gang
+ * (pending to pending, another submission), drops the old first reservation too. */
+static void recreated_gang_inherits_nothing(void **state)
+{
+    struct pfx *p = *state;
+    struct fx *f = &p->f;
+    first_process(p);
+    start(p);
+    fx_add(f->d.cache, 1,
+           "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"big\",\"uid\":\"u-big-2\","
+           "\"creationTimestamp\":\"2026-01-01T00:30:00Z\",\"labels\":{"
+           "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
+           "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+           "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"Pending\"}}");
+    fx_pod(f->d.cache, "small", "n1", true);
+    int64_t now = NOW_MS + 3600000;
+    build(f, now);
+    assert_int_equal(kb_gang(f, "ml/big")->submit_ms, NOW_MS + 1800000);
+    assert_int_equal(eng_job_bound(f->d.eng, kdrv_gang_id(&f->d, "ml/small"), now), 0);
+    kdrv_promise_restore(&f->d, &f->kb);
+    kdrv_holds_offer(&f->d, &f->kb, now);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/big")).reserve_first_ms, 0);
+    const struct sched_running *run = NULL;
+    for (uint32_t i = 0; i < f->kb.n_running; i++)
+        if (f->kb.running[i].gang == kb_gang(f, "ml/small"))
+            run = &f->kb.running[i];
+    assert_non_null(run);
+    assert_null(run->probation_for);
+    assert_int_equal(run->probation_until_ms, 0);
+    /* the new gang's row: pending again under another submission drops the first reservation */
+    struct store_job j = {.gang = "ml/big",
+                          .gang_id = -1,
+                          .queue = "q",
+                          .gpus = 8,
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = NOW_MS + 1800000,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_job_upsert(f->d.db, &j, &eb), 0);
+    struct got g = {0};
+    assert_int_equal(store_promise_list(f->d.db, collect, &g, &eb), 0);
+    for (int i = 0; i < g.n; i++)
+        assert_string_not_equal(g.gang[i], "ml/big");
+    stop(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(promise_survives_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(ended_run_restores_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(recreated_gang_inherits_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

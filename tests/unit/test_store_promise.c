@@ -149,6 +149,19 @@ static void test_kept_by_wait_and_run(void **state)
     job(st, "ns/c", STORE_JOB_RUNNING);
     put_ok(store_job_probation_put(st, "ns/c", 12000, NULL, &eb), &eb);
     assert_string_equal(promises(st, buf), "");
+    /* a gang forgotten or renewed: both dropped at once; a row with none and a gang without a
+     * row are no error */
+    job(st, "ns/d", STORE_JOB_RUNNING);
+    job(st, "ns/e", STORE_JOB_PENDING);
+    put_ok(store_job_probation_put(st, "ns/d", 13000, "ns/e", &eb), &eb);
+    put_ok(store_job_reserve_put(st, "ns/e", 13000, &eb), &eb);
+    assert_string_equal(promises(st, buf), "ns/d:-1:13000:ns/e;ns/e:13000:-1:-;");
+    put_ok(store_job_promises_clear(st, "ns/d", &eb), &eb);
+    assert_string_equal(promises(st, buf), "ns/e:13000:-1:-;");
+    put_ok(store_job_promises_clear(st, "ns/e", &eb), &eb);
+    put_ok(store_job_promises_clear(st, "ns/c", &eb), &eb);
+    put_ok(store_job_promises_clear(st, "ns/nobody", &eb), &eb);
+    assert_string_equal(promises(st, buf), "");
     store_close(st);
 }
 
