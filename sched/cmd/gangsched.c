@@ -367,6 +367,17 @@ static const struct flag run_flags[] = {
      .imax = 100000,
      .arg = "N",
      .help = "API requests on the wire at once, watches excluded (default 64)"},
+    {.name = "--kube-watch-idle",
+     .kind = FLAG_DURATION,
+     FLAG_AT(struct run_args, o.watch_idle_ms),
+     .unit_ms = 1,
+     .unit = "ms",
+     .min = 500,
+     .max = 3600000,
+     .arg = "MS",
+     .help = "a watch whose response has not begun, or that has sent\n"
+             "nothing although the server sends bookmarks, is abandoned\n"
+             "and opened again after this long (default 150000)"},
     {.name = "--listen",
      .kind = FLAG_STRING,
      FLAG_AT(struct run_args, o.listen),

@@ -177,3 +177,36 @@ int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now
     return eng_job_broken(e, act->gang, act->reason, act->own, act->whole, act->max_restarts,
                           act->strike_node, now, fx);
 }
+
+int64_t eng_clock_step(int64_t wall_delta_ms, int64_t mono_delta_ms)
+{
+    int64_t step = wall_delta_ms - mono_delta_ms;
+    int64_t tol = 1000 + (mono_delta_ms > 0 ? mono_delta_ms / 500 : 0);
+    return step > tol || step < -tol ? step : 0;
+}
+
+/* t + step, saturating; ENG_UNKNOWN_MS stays unknown. */
+static int64_t shifted(int64_t t, int64_t step)
+{
+    if (t == ENG_UNKNOWN_MS)
+        return t;
+    if (step > 0 && t > INT64_MAX - step)
+        return INT64_MAX;
+    if (step < 0 && t < INT64_MIN + 1 - step)
+        return INT64_MIN + 1;
+    return t + step;
+}
+
+void eng_clock_stepped(struct eng *e, int64_t step_ms)
+{
+    if (step_ms == 0)
+        return;
+    for (uint32_t g = 0; g < e->cap_jobs; g++)
+        if (e->jobs[g].state != ENG_JOB_NONE) /* zero-filled records: no time */
+            e->jobs[g].bound_ms = shifted(e->jobs[g].bound_ms, step_ms);
+    for (uint32_t n = 0; n < e->n_nodes; n++) {
+        int64_t *d = &e->nodes[n].down_since;
+        if (*d > 0) /* 0: ready; NotReady times stay > 0 */
+            *d = shifted(*d, step_ms) > 0 ? shifted(*d, step_ms) : 1;
+    }
+}

@@ -91,4 +91,18 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
 int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now,
                    struct eng_effects *fx);
 
+/* The wall clock's step between two readings of a driver (ms, > 0 forward), from how far the
+ * wall clock and a monotonic clock moved meanwhile; 0 when they agree within 1 s plus 2 ms a
+ * second of the interval (NTP slews the wall clock by at most 0.5 ms a second: that is not a
+ * step). */
+int64_t eng_clock_step(int64_t wall_delta_ms, int64_t mono_delta_ms);
+
+/* The driver's wall clock (the `now` of every call) stepped by step_ms between two cycles (an NTP
+ * step, an operator's date): the instants that time durations within one run, each job's
+ * bound_ms (the start timeout) and each node's NotReady since (the grace), move by it, so the
+ * step counts neither as time elapsed (a forward step would tear down every starting gang as its
+ * own failure) nor as time not elapsed. Not moved: backoff ends, quarantines, holds, checkpoint
+ * deadlines (a forward step shortens them, a backward one lengthens them). */
+void eng_clock_stepped(struct eng *e, int64_t step_ms);
+
 #endif

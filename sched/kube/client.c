@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -84,6 +85,7 @@ struct kube_client {
     double qps;
     uint32_t burst, max_inflight, max_retries;
     int64_t timeout_ms;
+    uint64_t watch_idle_ms; /* see kube_client_opts */
     double bucket;
     uint64_t bucket_ms;
     struct req_list pending, active;
@@ -182,6 +184,7 @@ void kube_client_opts_default(struct kube_client_opts *o)
     o->max_inflight = 64;
     o->max_retries = 5;
     o->timeout_ms = 30000;
+    o->watch_idle_ms = 150000;
 }
 
 static const char *method_name(enum kube_method m)
@@ -862,6 +865,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->max_inflight = opts && opts->max_inflight ? opts->max_inflight : d.max_inflight;
     c->max_retries = opts && opts->max_retries ? opts->max_retries : d.max_retries;
     c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : d.timeout_ms;
+    c->watch_idle_ms =
+        (uint64_t)(opts && opts->watch_idle_ms > 0 ? opts->watch_idle_ms : d.watch_idle_ms);
     c->bucket = c->burst;
     c->bucket_ms = uv_now(loop);
     c->rng = uv_hrtime() ^ ((uint64_t)(uintptr_t)c << 16) ^ 0x9e3779b97f4a7c15ull;
@@ -1025,4 +1030,28 @@ void kube_req_cancel(struct kube_req *r)
         req_free(r);
         pump_soon(c);
     }
+}
+
+void kube_req_abandon(struct kube_req *r)
+{
+    if (!r || r->cancelled)
+        return;
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (r->on_wire && r->easy &&
+        curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK && s != CURL_SOCKET_BAD)
+        shutdown(s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
+    kube_req_cancel(r);
+}
+
+int kube_req_status(const struct kube_req *r)
+{
+    long code = 0;
+    if (r && r->on_wire && r->easy)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    return (int)code;
+}
+
+uint64_t kube_client_watch_idle_ms(const struct kube_client *c)
+{
+    return c->watch_idle_ms;
 }

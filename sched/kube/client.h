@@ -65,6 +65,7 @@ struct kube_client_opts {
     uint32_t max_inflight;  /* concurrent requests, watches excluded; 0: 64 */
     uint32_t max_retries;   /* retries of a retryable failure (transport, 5xx, 429); 0: 5 */
     int64_t timeout_ms;     /* per request (not watches); 0: 30000 */
+    int64_t watch_idle_ms;  /* informers' watch watchdog (see kube_informer_new); 0: 150000 */
     const char *user_agent; /* NULL: "gangsched/VERSION" */
 };
 void kube_client_opts_default(struct kube_client_opts *o);
@@ -131,8 +132,10 @@ struct kube_client_stats {
     uint64_t errors;       /* final outcomes that were not 2xx */
     uint64_t throttled;    /* 429 responses */
     uint64_t watch_events; /* watch events delivered */
+    uint64_t bookmarks;    /* BOOKMARK events received */
     uint64_t relists;      /* lists started after a 410 */
     uint64_t reconnects;   /* watches restarted after an end or an error */
+    uint64_t watch_stalls; /* watches abandoned by the informers' watchdog (also reconnects) */
     uint32_t inflight;     /* requests on the wire now */
     uint32_t queued;       /* requests waiting for the bucket or an in-flight slot */
 };
@@ -169,7 +172,15 @@ struct kube_informer;
  * inside a watch) relists. Connection errors back off exponentially (800 ms doubling to 30 s,
  * with jitter). A malformed event or object (not JSON, no metadata.name) is logged with the
  * path and skipped, never a crash. Watch streams are cut into objects by counting braces
- * outside strings (chunk borders fall anywhere; objects may be megabytes). */
+ * outside strings (chunk borders fall anywhere; objects may be megabytes).
+ * Watchdog (a connection that goes silent, no bytes and no FIN, e.g. through a proxy that lost
+ * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, its
+ * connection closed, watched again from the last resourceVersion after the backoff) when its
+ * response status has not arrived within the client's watch_idle_ms; when nothing has arrived
+ * for watch_idle_ms although the server has sent bookmarks before, on any watch of this client
+ * (kube-apiserver's watch cache sends one a minute to every watch that allows them; a server
+ * that never sent one is not held to it); and in any case when it is still open
+ * min(30 s, watch_idle_ms) after the timeoutSeconds it asked for (the server ends it then). */
 int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
                       kube_informer_fn *fn, void *ctx, struct kube_informer **out,
                       struct sched_errbuf *eb);

@@ -792,6 +792,7 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         co.qps = o->qps;
         co.burst = o->burst;
         co.max_inflight = o->max_inflight;
+        co.watch_idle_ms = o->watch_idle_ms;
         rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
         if (rc == 0) /* a Binding waiting for an in-flight slot is sent only while leading */
             kube_client_set_gate(d->client, may_bind, d);

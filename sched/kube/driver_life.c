@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/kube/driver_int.h"
 
@@ -371,11 +372,39 @@ void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
     d->warned_no_device = missing;
 }
 
+/* The wall clock's step since the previous cycle (ms, > 0 forward; 0: none), `now` being this
+ * cycle's kdrv_now_ms(): its move against CLOCK_BOOTTIME's (monotonic, and counting a suspend as
+ * time elapsed, as the wall clock does). One daemon per process: the previous readings are kept
+ * here. */
+static int64_t clock_step(int64_t now)
+{
+    static int64_t wall_prev, mono_prev;
+    static bool seen;
+    struct timespec ts;
+#ifdef CLOCK_BOOTTIME
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    int64_t mono = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t step = seen ? eng_clock_step(now - wall_prev, mono - mono_prev) : 0;
+    if (step)
+        LOG_WARN(KDRV_MOD,
+                 "the wall clock stepped by %+lld ms between two cycles (%lld ms passed): start "
+                 "timeouts and NotReady graces under way are moved by it",
+                 (long long)step, (long long)(mono - mono_prev));
+    wall_prev = now;
+    mono_prev = mono;
+    seen = true;
+    return step;
+}
+
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
  * that gave up kept out of the queues. */
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb)
 {
+    eng_clock_stepped(d->eng, clock_step(now));
     if (kdrv_ids_build(d, kb, now) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;

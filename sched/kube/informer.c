@@ -32,6 +32,10 @@
 #define BACKOFF_MAX_MS   30000
 #define ABSENT_RETRY_MS  5000 /* a resource the API does not serve is listed again this often */
 #define REWATCH_MS       100  /* after a watch that ended cleanly */
+/* The watchdog gives a watch this long (or the client's watch_idle_ms when shorter) past the
+ * timeoutSeconds it asked for: the server ends it then (kube-apiserver sends a bookmark 2 s
+ * before), so a watch still open is stuck. */
+#define WATCH_GRACE_MS   30000
 
 /* ---- framer ---------------------------------------------------------------------------------- */
 
@@ -255,6 +259,12 @@ struct kube_informer {
     void *ctx;
     struct kube_req *req;
     uv_timer_t timer;
+    /* The watchdog of the open watch: armed by start_watch, stopped when the watch ends. Loop
+     * times in ms: when the watch was asked for, when its last bytes arrived; watch_s is the
+     * timeoutSeconds it asked for. */
+    uv_timer_t watchdog;
+    uint64_t watch_start_ms, watch_rx_ms;
+    uint32_t watch_s;
     enum inf_next next;
     char *rv;       /* last resourceVersion seen */
     char *cont;     /* continue token of the list in progress */
@@ -275,7 +285,7 @@ struct kube_informer {
     char *held;
     size_t held_len;
     uv_idle_t apply;
-    int open_handles; /* timer and apply: the informer is freed when both are closed */
+    int open_handles; /* timer, watchdog and apply: the informer is freed when all are closed */
 };
 
 static void inf_release(struct kube_informer *inf);
@@ -463,6 +473,76 @@ static void start_list(struct kube_informer *inf)
     free(q);
 }
 
+/* ---- watchdog of the open watch -------------------------------------------------------------- */
+
+/* Why the open watch counts as stuck at loop time `now` (a message), or NULL and *due: the loop
+ * time at which to look again. */
+static const char *watch_stuck(const struct kube_informer *inf, uint64_t now, uint64_t *due,
+                               char *why, size_t cap)
+{
+    uint64_t idle = kube_client_watch_idle_ms(inf->c);
+    /* the server sends bookmarks (to every watch that asks, as kube-apiserver's watch cache does)
+     * once any watch of this client got one */
+    bool bookmarks = kube_client_counters(inf->c)->bookmarks > 0;
+    uint64_t end = inf->watch_start_ms + (uint64_t)inf->watch_s * 1000 +
+                   (idle < WATCH_GRACE_MS ? idle : WATCH_GRACE_MS);
+    bool answered = kube_req_status(inf->req) != 0;
+    if (now >= end) {
+        snprintf(why, cap, "still open %llu s after it started (timeoutSeconds=%u)",
+                 (unsigned long long)((now - inf->watch_start_ms) / 1000), inf->watch_s);
+        return why;
+    }
+    if (!answered && now >= inf->watch_start_ms + idle) {
+        snprintf(why, cap, "no response within %llu ms", (unsigned long long)idle);
+        return why;
+    }
+    if (bookmarks && now >= inf->watch_rx_ms + idle) {
+        snprintf(why, cap, "nothing received for %llu ms (no event, no bookmark)",
+                 (unsigned long long)(now - inf->watch_rx_ms));
+        return why;
+    }
+    *due = end;
+    if (!answered && inf->watch_start_ms + idle < *due)
+        *due = inf->watch_start_ms + idle;
+    if (bookmarks && inf->watch_rx_ms + idle < *due)
+        *due = inf->watch_rx_ms + idle;
+    return NULL;
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    struct kube_informer *inf = t->data;
+    if (inf->dead || !inf->req)
+        return;
+    uint64_t now = uv_now(kube_client_loop(inf->c)), due = 0;
+    char why[160];
+    if (!watch_stuck(inf, now, &due, why, sizeof(why))) {
+        uv_timer_start(&inf->watchdog, on_watchdog, due > now ? due - now : 1, 0);
+        return;
+    }
+    struct kube_client_stats *st = kube_client_counters(inf->c);
+    st->watch_stalls++;
+    st->reconnects++;
+    if (inf->got_event)
+        inf->backoff_ms = 0;
+    uint64_t d = next_backoff(inf);
+    LOG_WARN("kube",
+             "watch %s: %s: connection abandoned, watching again from resourceVersion %s in "
+             "%llu ms",
+             inf->path, why, inf->rv ? inf->rv : "(none)", (unsigned long long)d);
+    kube_req_abandon(inf->req);
+    inf->req = NULL;
+    schedule(inf, NEXT_WATCH, d);
+}
+
+static void watchdog_arm(struct kube_informer *inf)
+{
+    uint64_t now = uv_now(kube_client_loop(inf->c)), due = now + 1;
+    char why[160];
+    watch_stuck(inf, now, &due, why, sizeof(why));
+    uv_timer_start(&inf->watchdog, on_watchdog, due > now ? due - now : 1, 0);
+}
+
 static void start_watch(struct kube_informer *inf)
 {
     size_t cap = strlen(inf->path) + (inf->rv ? 3 * strlen(inf->rv) : 0) +
@@ -482,8 +562,13 @@ static void start_watch(struct kube_informer *inf)
     selectors(inf, q, cap);
     kube_framer_reset(&inf->fr);
     inf->got_event = false;
-    if (kube_stream(inf->c, q, on_watch_data, on_watch_done, inf, &inf->req) != 0)
+    if (kube_stream(inf->c, q, on_watch_data, on_watch_done, inf, &inf->req) != 0) {
         schedule(inf, NEXT_WATCH, next_backoff(inf));
+    } else {
+        inf->watch_start_ms = inf->watch_rx_ms = uv_now(kube_client_loop(inf->c));
+        inf->watch_s = t;
+        watchdog_arm(inf);
+    }
     free(q);
 }
 
@@ -795,6 +880,7 @@ static int on_frame(void *ctx, const char *text, size_t len)
     if (!strcmp(type, "BOOKMARK")) {
         set_rv(inf, meta ? str_at(meta, "resourceVersion") : NULL);
         inf->got_event = true;
+        kube_client_counters(inf->c)->bookmarks++;
     } else if (!strcmp(type, "ERROR")) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
         const char *msg = str_at(obj, "message");
@@ -833,6 +919,7 @@ static int on_watch_data(void *ctx, const char *data, size_t n)
 {
     struct kube_informer *inf = ctx;
     struct sched_errbuf eb;
+    inf->watch_rx_ms = uv_now(kube_client_loop(inf->c));
     inf_enter(inf);
     int rc = kube_framer_feed(&inf->fr, data, n, on_frame, inf, &eb);
     if (rc < 0)
@@ -846,6 +933,7 @@ static void on_watch_done(void *ctx, const struct kube_resp *r)
 {
     struct kube_informer *inf = ctx;
     inf->req = NULL;
+    uv_timer_stop(&inf->watchdog);
     struct kube_client_stats *st = kube_client_counters(inf->c);
     if (inf->got_event)
         inf->backoff_ms = 0;
@@ -901,9 +989,11 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
     }
     uv_timer_init(kube_client_loop(c), &inf->timer);
     inf->timer.data = inf;
+    uv_timer_init(kube_client_loop(c), &inf->watchdog);
+    inf->watchdog.data = inf;
     uv_idle_init(kube_client_loop(c), &inf->apply);
     inf->apply.data = inf;
-    inf->open_handles = 2;
+    inf->open_handles = 3;
     start_list(inf);
     *out = inf;
     return 0;
@@ -928,6 +1018,7 @@ static void inf_release(struct kube_informer *inf)
     free(inf->held);
     inf->held = NULL;
     uv_close((uv_handle_t *)&inf->timer, on_inf_closed);
+    uv_close((uv_handle_t *)&inf->watchdog, on_inf_closed);
     uv_close((uv_handle_t *)&inf->apply, on_inf_closed);
 }
 
@@ -941,6 +1032,7 @@ void kube_informer_free(struct kube_informer *inf)
         inf->req = NULL;
     }
     uv_timer_stop(&inf->timer);
+    uv_timer_stop(&inf->watchdog);
     if (inf->depth == 0)
         inf_release(inf);
 }

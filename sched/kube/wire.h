@@ -91,15 +91,25 @@ int kube_request_h(struct kube_client *c, enum kube_method m, const char *path, 
  * the request is on the wire; call it right after queueing. */
 void kube_req_set_timeout(struct kube_req *r, uint32_t ms);
 
-/* Streaming GET (watches): no timeout, no rate limit, no in-flight slot, no retries. While the
- * response status is 200, every chunk of the body goes to `data` (non-zero aborts the transfer,
- * which then ends with a transport error); other statuses are buffered and parsed as usual. `done`
- * is called once at the end (body "" for a 200 stream). */
+/* Streaming GET (watches): no timeout (the informer's watchdog bounds it), no rate limit, no
+ * in-flight slot, no retries. While the response status is 200, every chunk of the body goes to
+ * `data` (non-zero aborts the transfer, which then ends with a transport error); other statuses are
+ * buffered and parsed as usual. `done` is called once at the end (body "" for a 200 stream). */
 typedef int kube_data_fn(void *ctx, const char *data, size_t n);
 int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kube_resp_fn *done,
                 void *ctx, struct kube_req **out);
 
 /* Cancels a request or stream: its callbacks are never called again; safe inside callbacks. */
 void kube_req_cancel(struct kube_req *r);
+/* kube_req_cancel, and the connection the request is on is shut down first, so that neither a
+ * later request nor another stream multiplexed on it (HTTP/2) keeps waiting on a connection that
+ * went silent; the other transfers on it end with a transport error (requests are retried,
+ * watches restarted). For a stream the watchdog gave up on. */
+void kube_req_abandon(struct kube_req *r);
+/* The HTTP status of the response being received, 0 until its status line has arrived (or when
+ * the request is not on the wire). */
+int kube_req_status(const struct kube_req *r);
+/* kube_client_opts.watch_idle_ms as resolved (ms, > 0). */
+uint64_t kube_client_watch_idle_ms(const struct kube_client *c);
 
 #endif

@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import socket
@@ -631,7 +632,7 @@ class Stats:
             self.c = {"requests": 0, "by_verb": {}, "by_resource": {}, "codes": {},
                       "binds": 0, "bind_conflicts": 0, "conflicts": 0, "already_exists": 0,
                       "evictions": 0, "evictions_blocked": 0, "watches_started": 0,
-                      "watches_active": 0, "watch_events": 0, "watch_expired": 0,
+                      "watches_active": 0, "watch_stalls": 0, "watch_events": 0, "watch_expired": 0,
                       "faults_fired": 0, "first_bind_time": None, "last_bind_time": None,
                       "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0,
                       "bound_pods": 0, "pod_deletes": 0, "pod_deletes_uid": 0}
@@ -678,7 +679,7 @@ class Stats:
             return json.loads(json.dumps(self.c))
 
 
-FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "conflict", "hold",
+FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "stall-watch", "conflict", "hold",
                "foreign-bind"}
 FAULT_NUM = {"code": int, "count": int, "retryAfter": int, "ms": int, "afterEvents": int,
              "afterSeconds": float}
@@ -2242,6 +2243,9 @@ class Handler(BaseHTTPRequestHandler):
         rv_param = q.get("resourceVersion") or ""
         drop = app.faults.take("drop-watch", "watch", path)
         gone = app.faults.take("gone-watch", "watch", path)
+        stall = app.faults.take("stall-watch", "watch", path)
+        if stall and str(stall.get("beforeHeaders", "")).lower() in ("true", "1"):
+            return self.stall_watch()
         key = res.key
 
         def matches(obj):
@@ -2300,6 +2304,8 @@ class Handler(BaseHTTPRequestHandler):
         deadline = start + timeout
         if drop and drop.get("afterSeconds") is not None:
             deadline = min(deadline, start + drop["afterSeconds"])
+        if stall:
+            deadline = min(deadline, start + stall.get("afterSeconds", 0.0))
         drop_after = drop.get("afterEvents") if drop else None
         next_bookmark = start + app.bookmark_interval
         try:
@@ -2355,6 +2361,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"".join(frame(x) for x in out))
                     sent += len(out)
                     app.stats.add("watch_events", len(out))
+            if stall and time.monotonic() >= deadline - 0.001:
+                return self.stall_watch()
             if drop is not None and (drop_after is not None and sent >= drop_after
                                      or time.monotonic() >= deadline - 0.001
                                      and drop.get("afterSeconds") is not None):
@@ -2367,6 +2375,24 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             app.stats.add("watches_active", -1)
+
+    def stall_watch(self):
+        """Fault stall-watch: from now on this watch sends nothing and does not end (no final
+        chunk, no FIN) until its client goes away or the server stops. It copies a proxy or load
+        balancer between the client and kube-apiserver that lost its upstream but keeps the
+        client's connection open: TCP keepalive is answered by the proxy, so only the client's
+        own watchdog can tell."""
+        app = self.server.app
+        app.stats.add("watch_stalls")
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            while not app.store.stopping:
+                if select.select([self.connection], [], [], 0.2)[0]:
+                    if not self.connection.recv(4096):
+                        break  # the client closed its end
+        except (OSError, ValueError, ssl.SSLError):
+            pass
 
     @staticmethod
     def event_line(ev, matches):

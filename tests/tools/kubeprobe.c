@@ -16,8 +16,8 @@
  *       renew deadline 2 s, retry 500 ms); prints "t=.. w=WALLMS LEADING ID" and "... LOST ID";
  *       after SECONDS it releases the lease ("... RELEASED ID") or exits without renewing
  *       ("... STOPPED ID").
- * Environment: KUBEPROBE_WATCH_TIMEOUT (watch timeoutSeconds, default 30), KUBEPROBE_PAGE (list
- * page size), KUBEPROBE_LEASE.
+ * Environment: KUBEPROBE_WATCH_TIMEOUT (watch timeoutSeconds, default 30), KUBEPROBE_WATCH_IDLE
+ * (the client's watch_idle_ms), KUBEPROBE_PAGE (list page size), KUBEPROBE_LEASE.
  * Exit status 2 on usage or setup errors.
  */
 #include <stdio.h>
@@ -190,6 +190,9 @@ int main(int argc, char **argv)
     struct kube_client_opts o;
     kube_client_opts_default(&o);
     o.timeout_ms = 10000;
+    const char *wi = getenv("KUBEPROBE_WATCH_IDLE"); /* ms: the informer's watchdog */
+    if (wi)
+        o.watch_idle_ms = atoll(wi);
     o.user_agent =
         "kubeprobe (gangsched test tool)"; /* not the daemon's: tests/kube/rbac_check.py */
     if (kube_client_new(loop, auth, &o, &client, &eb) != 0) {

@@ -522,6 +522,43 @@ static void test_backoff_cap_from_facts(void **state)
     }
 }
 
+/* A wall-clock step between two cycles is told apart from NTP's slew (at most 0.5 ms a second),
+ * and the start timeout and the NotReady grace under way keep counting real time across it: a
+ * forward step of an hour tore down every starting gang as its own failure (a strike on its
+ * node, a restart spent) before eng_clock_stepped. */
+static void test_clock_step(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(eng_clock_step(10 * S, 10 * S), 0);
+    assert_int_equal(eng_clock_step(10 * S + 900, 10 * S), 0);       /* within 1 s */
+    assert_int_equal(eng_clock_step(600 * S + 2100, 600 * S), 0);    /* slew over 10 min */
+    assert_int_equal(eng_clock_step(600 * S + 2300, 600 * S), 2300); /* more than the slew */
+    assert_int_equal(eng_clock_step(3610 * S, 10 * S), 3600 * S);    /* forward step */
+    assert_int_equal(eng_clock_step(-3590 * S, 10 * S), -3600 * S);  /* backward step */
+    struct eng_member m[] = {RUN(0), WAIT(5)};
+    struct eng_gang_facts gf = two(m, 3); /* bound at 0, start timeout 60 s */
+    assert_int_equal(check(f, &gf, 10 * S), 0);
+    eng_clock_stepped(f->e, 3600 * S); /* the clock jumps an hour ahead at 10 s */
+    assert_int_equal(eng_job(f->e, 1).bound_ms, 3600 * S);
+    assert_int_equal(check(f, &gf, 3610 * S), 0);
+    assert_int_equal(check(f, &gf, 3659 * S), 0);
+    assert_int_equal(check(f, &gf, 3660 * S), 1); /* 60 s of real time after the bind */
+    assert_int_equal(f->acts[0].reason, ENG_START_TIMEOUT);
+    /* NotReady since 3670 s; the clock goes back an hour at 3680 s: the grace ends 30 s after
+     * 3670 s of the old clock, at 100 s of the new */
+    struct eng_member up[] = {RUN(0), RUN(4)};
+    struct eng_gang_facts gu = two(up, 3);
+    assert_int_equal(eng_node_ready(f->e, 4, false, 3670 * S), 0);
+    assert_int_equal(check(f, &gu, 3680 * S), 0);
+    eng_clock_stepped(f->e, -3600 * S);
+    assert_int_equal(eng_node_down_since(f->e, 4), 70 * S);
+    assert_int_equal(check(f, &gu, 80 * S), 0);
+    assert_int_equal(check(f, &gu, 100 * S), 1);
+    assert_int_equal(f->acts[0].reason, ENG_NODE_LOST);
+    eng_clock_stepped(f->e, 0); /* no step: nothing moves */
+    assert_int_equal(eng_node_down_since(f->e, 4), 70 * S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
         cmocka_unit_test(test_backoff_cap),
         cmocka_unit_test(test_backoff_cap_from_facts),
+        cmocka_unit_test_setup_teardown(test_clock_step, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
