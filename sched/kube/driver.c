@@ -625,6 +625,10 @@ static int start_metrics(struct kdrv *d)
         {"gangsched_kube_client_requests_total",
          "Kubernetes API requests by kind (sent, retries, errors, throttled)", HTTP_COUNTER, kind,
          &d->m_api},
+        {"gangsched_kube_watch_events_total",
+         "Kubernetes watches by kind (events, bookmarks, relists after a 410, reconnects, stalls: "
+         "silent watches the watchdog abandoned)",
+         HTTP_COUNTER, kind, &d->m_watch},
         {"gangsched_leader", "1 while this replica schedules (holds the Lease, or runs alone)",
          HTTP_GAUGE, NULL, &d->m_leader},
         {"gangsched_pending_gangs", "Gangs offered to the core at the last cycle, per queue",
@@ -676,17 +680,24 @@ static int start_metrics(struct kdrv *d)
 /* Copies the client's counters into the metrics (called every second). */
 static void update_client_metrics(struct kdrv *d)
 {
-    static const char *const names[] = {"sent", "retries", "errors", "throttled"};
     struct kube_client_stats st;
     kube_client_stats(d->client, &st);
-    uint64_t now[4] = {st.requests, st.retries, st.errors, st.throttled};
-    for (int i = 0; i < 4; i++) {
-        const char *lbl[] = {names[i]};
-        if (now[i] > d->api_seen[i])
-            http_metric_add_value(d->m_api, lbl, (double)(now[i] - d->api_seen[i]));
-        else
-            http_metric_add_value(d->m_api, lbl, 0);
-        d->api_seen[i] = now[i];
+    const struct {
+        struct http_metric *m;
+        const char *kind;
+        uint64_t now;
+    } rows[9] = {
+        {d->m_api, "sent", st.requests},         {d->m_api, "retries", st.retries},
+        {d->m_api, "errors", st.errors},         {d->m_api, "throttled", st.throttled},
+        {d->m_watch, "events", st.watch_events}, {d->m_watch, "bookmarks", st.bookmarks},
+        {d->m_watch, "relists", st.relists},     {d->m_watch, "reconnects", st.reconnects},
+        {d->m_watch, "stalls", st.watch_stalls},
+    };
+    for (int i = 0; i < 9; i++) {
+        const char *lbl[] = {rows[i].kind};
+        uint64_t was = d->api_seen[i];
+        http_metric_add_value(rows[i].m, lbl, rows[i].now > was ? (double)(rows[i].now - was) : 0);
+        d->api_seen[i] = rows[i].now;
     }
 }
 

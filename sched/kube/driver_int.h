@@ -133,9 +133,9 @@ struct kdrv {
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
-    struct http_metric *m_cycle, *m_cycle_cpu, *m_binds, *m_gangs, *m_api, *m_leader, *m_pending,
-        *m_evictions, *m_held;
-    uint64_t api_seen[4];
+    struct http_metric *m_cycle, *m_cycle_cpu, *m_binds, *m_gangs, *m_api, *m_watch, *m_leader,
+        *m_pending, *m_evictions, *m_held;
+    uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,

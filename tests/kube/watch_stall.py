@@ -67,6 +67,11 @@ def main():
     check("no healthy watch abandoned over %d s (%d abandoned in all)" % (3 * IDLE_S, len(lines)),
           len(lines) == 1, "\n".join(lines))
     check("the daemon is alive", s.p.poll() is None)
+    stall_line = 'gangsched_kube_watch_events_total{kind="stalls"} 1'
+    check("/metrics counts the stall (%s)" % stall_line,
+          wait_for(lambda: stall_line in e2e.http_get(s.url() + "/metrics")[1], 5),
+          "\n".join(x for x in e2e.http_get(s.url() + "/metrics")[1].splitlines()
+                    if "watch_events" in x))
     past_deadline(c, kubeconfig)
     e2e.finish()
 
