@@ -235,6 +235,18 @@ void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid
     c->dirty = true;
 }
 
+int kcache_pg_decode(const cJSON *obj, enum kpg_api api, struct kpg **out)
+{
+    struct sched_errbuf eb;
+    *out = NULL;
+    int rc = kobj_pg_decode(obj, api, out, &eb);
+    if (rc == SCHED_ENOMEM)
+        return rc;
+    if (rc != 0)
+        LOG_WARN("kube", "podgroup skipped: error=%s", eb.msg);
+    return 0;
+}
+
 int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool deleted)
 {
     if (api == KPG_WORKLOAD_V1ALPHA1) {
@@ -266,18 +278,12 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         return 0;
     }
     struct kpg *g = NULL;
-    struct sched_errbuf eb;
-    int rc = kobj_pg_decode(obj, api, &g, &eb);
-    if (rc == SCHED_ENOMEM)
+    int rc = kcache_pg_decode(obj, api, &g);
+    if (rc != 0 || !g)
         return rc;
-    if (rc != 0) {
-        LOG_WARN("kube", "podgroup skipped: error=%s", eb.msg);
-        return 0;
-    }
-    /* one PodGroup served as v1beta1 and v1alpha3 (1.37): written through v1beta1 */
     const struct kpg *had = strmap_get(&c->pgs, key);
-    if (had && had->api == KPG_NATIVE_V1BETA1 && api == KPG_NATIVE_V1ALPHA3)
-        g->api = KPG_NATIVE_V1BETA1;
+    if (had)
+        g->api = kcache_pg_api(had->api, api);
     void *old = NULL;
     if (strmap_put(&c->pgs, key, g, &old) != 0) {
         kobj_pg_free(g);

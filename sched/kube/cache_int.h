@@ -62,6 +62,16 @@ struct knode_use {
     int64_t anon;        /* GPUs of pods without ids (another scheduler's): the lowest free */
 };
 
+/* cache.c. A PodGroup event's object decoded (0, *out set), or skipped with a warning when it
+ * does not decode (0, *out NULL), or SCHED_ENOMEM. */
+int kcache_pg_decode(const cJSON *obj, enum kpg_api api, struct kpg **out);
+/* One native PodGroup served as v1beta1 and v1alpha3 (1.37) is one object, written through
+ * v1beta1: the API of a record that had API `had` and is now seen through `api`. */
+static inline enum kpg_api kcache_pg_api(enum kpg_api had, enum kpg_api api)
+{
+    return had == KPG_NATIVE_V1BETA1 && api == KPG_NATIVE_V1ALPHA3 ? KPG_NATIVE_V1BETA1 : api;
+}
+
 /* cache_refused.c. kcache_refuse: the event of key's PodGroup of api (obj), refused because own
  * (another API's, another uid) has the name: kept decoded (deleted: dropped), logged and marked
  * for announcing at its first refusal. 0 or SCHED_ENOMEM. kcache_adopt_refused: key's owner

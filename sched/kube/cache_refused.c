@@ -61,14 +61,9 @@ int kcache_refuse(struct kcache *c, const char *key, const cJSON *obj, enum kpg_
         return 0;
     }
     struct kpg *g = NULL;
-    struct sched_errbuf eb;
-    int rc = kobj_pg_decode(obj, api, &g, &eb);
-    if (rc == SCHED_ENOMEM)
+    int rc = kcache_pg_decode(obj, api, &g);
+    if (rc != 0 || !g)
         return rc;
-    if (rc != 0) {
-        LOG_WARN("kube", "podgroup skipped: error=%s", eb.msg);
-        return 0;
-    }
     struct krefused *r = strmap_get(&c->refused, rk);
     bool same = r && r->pg->uid && g->uid && strcmp(r->pg->uid, g->uid) == 0;
     if (!r) {
@@ -87,8 +82,8 @@ int kcache_refuse(struct kcache *c, const char *key, const cJSON *obj, enum kpg_
         r->announced = false;
         c->dirty = true; /* a cycle tells its owner (kcache_refused_announce) */
     }
-    if (same && r->pg->api == KPG_NATIVE_V1BETA1 && api == KPG_NATIVE_V1ALPHA3)
-        g->api = KPG_NATIVE_V1BETA1; /* written through v1beta1, as cache.c does */
+    if (same)
+        g->api = kcache_pg_api(r->pg->api, api);
     kobj_pg_free(r->pg);
     r->pg = g;
     return 0;
