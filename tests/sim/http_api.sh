@@ -24,14 +24,7 @@ cp "$TMP/s.db" "$TMP/served.db"
 [ -f "$TMP/s.db-wal" ] && cp "$TMP/s.db-wal" "$TMP/served.db-wal"
 echo "write-secret" >"$TMP/w.tok"
 echo "read-secret" >"$TMP/r.tok"
-"$GS" serve --db "$TMP/served.db" --listen 127.0.0.1:0 --token-file "$TMP/w.tok" \
-    --read-token-file "$TMP/r.tok" --port-file "$TMP/port" >"$TMP/serve.log" 2>&1 &
-SPID=$!
-trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
-i=0
-while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$TMP/port" ] || { bad "serve did not start: $(cat "$TMP/serve.log")"; finish; }
-PORT=$(cat "$TMP/port")
+serve_start "$TMP/served.db" --token-file "$TMP/w.tok" --read-token-file "$TMP/r.tok"
 URL="http://127.0.0.1:$PORT"
 ok "serve listening on port $PORT"
 

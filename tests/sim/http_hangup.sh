@@ -8,13 +8,7 @@
 "$GS" simulate --no-progress --cluster hgx:4 --trace tests/data/trace-small.csv --db "$TMP/s.db" \
     >/dev/null 2>&1
 [ -s "$TMP/s.db" ] || { bad "simulation wrote no database"; finish; }
-"$GS" serve --db "$TMP/s.db" --listen 127.0.0.1:0 --port-file "$TMP/port" >"$TMP/serve.log" 2>&1 &
-SPID=$!
-trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
-i=0
-while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$TMP/port" ] || { bad "serve did not start: $(cat "$TMP/serve.log")"; finish; }
-PORT=$(cat "$TMP/port")
+serve_start "$TMP/s.db"
 for route in /metrics /api/v1/jobs; do
     if python3 tests/tools/hangup.py "$PORT" 40 50 "$route" >"$TMP/hang.out" 2>&1; then
         ok "40 clients hung up on $route mid-answer"
@@ -31,7 +25,5 @@ code=$(python3 -c 'import sys, urllib.request
 print(urllib.request.urlopen("http://127.0.0.1:%s/healthz" % sys.argv[1], timeout=5).status)' \
     "$PORT" 2>&1)
 expect_eq "the next client's /healthz" "$code" 200
-kill -TERM $SPID
-wait $SPID
-expect_eq "serve exit after SIGTERM" "$?" 0
+serve_stop
 finish

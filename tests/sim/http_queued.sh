@@ -53,26 +53,9 @@ print("rss_before=%d rss_peak=%d queued_max=%d ok=%d shed=%d retry_after=%d othe
     before, peak, qmax, codes.get("200", 0), codes.get("503", 0), retry,
     n - codes.get("200", 0) - codes.get("503", 0)))
 PY
-# serve_start FLAGS...: starts serve with FLAGS; sets PORT and SPID
-serve_start() {
-    rm -f "$TMP/port"
-    "$GS" serve --db "$TMP/s.db" --listen 127.0.0.1:0 --port-file "$TMP/port" "$@" \
-        >"$TMP/serve.log" 2>&1 &
-    SPID=$!
-    i=0
-    while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    [ -s "$TMP/port" ] || { bad "serve did not start: $(cat "$TMP/serve.log")"; finish; }
-    PORT=$(cat "$TMP/port")
-}
-serve_stop() {
-    kill -TERM $SPID
-    wait $SPID
-    expect_eq "serve exit after SIGTERM" "$?" 0
-}
-trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-serve_start
+serve_start "$TMP/s.db"
 out=$(python3 "$TMP/lazy.py" "$PORT" $SPID 100 /v1/store/snapshot)
 echo "100 snapshots, defaults: $out"
 expect_eq "snapshots answered at once (--http-max-snapshots 2)" "$(field "$out" ok)" 2
@@ -85,7 +68,7 @@ else
 fi
 serve_stop
 
-serve_start --http-max-queued 33554432
+serve_start "$TMP/s.db" --http-max-queued 33554432
 out=$(python3 "$TMP/lazy.py" "$PORT" $SPID 60 "/v1/jobs?limit=10000&all=1")
 echo "60 lists of 10,000 jobs, --http-max-queued 32 MiB: $out"
 expect_cmp "queued bytes at most (gauge)" "$(field "$out" queued_max)" "<=" 33554432

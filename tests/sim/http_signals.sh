@@ -9,13 +9,7 @@
 . tests/sim/lib.inc
 "$GS" simulate --no-progress --db "$TMP/s.db" >/dev/null 2>&1
 [ -s "$TMP/s.db" ] || { bad "simulation wrote no database"; finish; }
-"$GS" serve --db "$TMP/s.db" --listen 127.0.0.1:0 --port-file "$TMP/port" >"$TMP/serve.log" 2>&1 &
-SPID=$!
-trap 'kill $SPID 2>/dev/null; wait $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
-i=0
-while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$TMP/port" ] || { bad "serve did not start: $(cat "$TMP/serve.log")"; finish; }
-PORT=$(cat "$TMP/port")
+serve_start "$TMP/s.db"
 kill -HUP $SPID
 sleep 0.3
 if kill -0 $SPID 2>/dev/null; then ok "serve still running after SIGHUP"; else
