@@ -91,8 +91,11 @@ struct kube_client {
     struct req_list pending, active;
     uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
     uint32_t inflight;        /* active non-stream requests */
-    bool (*gate)(void *ctx);  /* KUBE_GATED requests start only while it says true */
+    bool (*gate)(void *ctx);  /* gated requests (req_gated) start only while it says true */
     void *gate_ctx;
+    uv_timer_t drain_timer;      /* kube_client_drain_writes' bound */
+    void (*drain_fn)(void *ctx); /* set while draining: called once no write is left */
+    void *drain_ctx;
     struct kube_client_stats stats;
     uint64_t rng;
     struct kpoll *polls;
@@ -134,6 +137,13 @@ static void list_unlink(struct req_list *l, struct kube_req *r)
 static bool req_special(const struct kube_req *r)
 {
     return r->stream || (r->flags & KUBE_NO_LIMIT);
+}
+
+/* The gate's requests: KUBE_GATED ones and every write that is not the Lease's (KUBE_NO_LIMIT):
+ * a leader's evictions, deletes, patches and claim writes as well as its Bindings. */
+static bool req_gated(const struct kube_req *r)
+{
+    return (r->flags & KUBE_GATED) || (r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT));
 }
 
 static void pending_push(struct kube_client *c, struct kube_req *r)
@@ -616,23 +626,26 @@ static void pump(struct kube_client *c)
                 wake = r->not_before;
             continue;
         }
-        if (!special) {
-            if (c->bucket < 1.0) {
-                uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
-                if (now + w < wake)
-                    wake = now + w;
-                if (c->pending_special == 0)
-                    break;
+        if (!special && c->bucket < 1.0) {
+            uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
+            if (now + w < wake)
+                wake = now + w;
+            if (c->pending_special == 0)
+                break;
+            continue;
+        }
+        if (req_gated(r) && c->gate) {
+            if (!c->gate(c->gate_ctx)) {
+                /* closed: this write and every other one are dropped, never sent nor retried
+                 * (a deposed leader's); no gated request is left, so the rescan asks no more */
+                kube_client_drop_writes(c);
+                nx = c->pending.head;
                 continue;
             }
-            if ((r->flags & KUBE_GATED) && c->gate) {
-                bool open = c->gate(c->gate_ctx);
-                nx = r->next; /* the gate may have cancelled a queued lease request */
-                if (!open)
-                    continue; /* stays queued: the owner stops (a deposed leader's Binding) */
-            }
-            c->bucket -= 1.0;
+            nx = r->next; /* the gate may have cancelled a queued lease request */
         }
+        if (!special)
+            c->bucket -= 1.0;
         pending_unlink(c, r);
         start(c, r);
     }
@@ -772,6 +785,27 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
     finish(c, r, (int)status, error, rsn);
 }
 
+static uint32_t count_writes(const struct kube_client *c)
+{
+    uint32_t n = 0;
+    for (const struct kube_req *r = c->pending.head; r; r = r->next)
+        n += req_gated(r);
+    for (const struct kube_req *r = c->active.head; r; r = r->next)
+        n += req_gated(r) && !r->cancelled;
+    return n;
+}
+
+/* Ends a drain once no write is queued or on the wire (linear: only while draining). */
+static void drain_check(struct kube_client *c)
+{
+    if (!c->drain_fn || c->dead || count_writes(c) > 0)
+        return;
+    void (*fn)(void *) = c->drain_fn;
+    c->drain_fn = NULL;
+    uv_timer_stop(&c->drain_timer);
+    fn(c->drain_ctx);
+}
+
 static void check_done(struct kube_client *c)
 {
     CURLMsg *msg;
@@ -787,6 +821,7 @@ static void check_done(struct kube_client *c)
     }
     if (!c->dead && c->pending.n)
         pump(c);
+    drain_check(c);
 }
 
 /* ---- public ---------------------------------------------------------------------------------- */
@@ -903,8 +938,10 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     uv_timer_init(loop, &c->curl_timer);
     uv_timer_init(loop, &c->pump_timer);
+    uv_timer_init(loop, &c->drain_timer);
     c->curl_timer.data = c;
     c->pump_timer.data = c;
+    c->drain_timer.data = c;
     token_refresh(c, true);
     *out = c;
     return 0;
@@ -928,9 +965,10 @@ static void release_client(struct kube_client *c)
     while (c->polls)
         poll_close(c, c->polls);
     free_fields(c);
-    c->closing += 2;
+    c->closing += 3;
     uv_close((uv_handle_t *)&c->curl_timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->pump_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&c->drain_timer, on_handle_closed);
 }
 
 void kube_client_free(struct kube_client *c)
@@ -1011,6 +1049,56 @@ void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *
 {
     c->gate = gate;
     c->gate_ctx = ctx;
+}
+
+uint32_t kube_client_drop_writes(struct kube_client *c)
+{
+    if (!c || c->dead)
+        return 0;
+    uint32_t n = 0;
+    for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (req_gated(r)) {
+            pending_unlink(c, r);
+            req_free(r);
+            n++;
+        }
+    }
+    for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (req_gated(r) && !r->cancelled) {
+            kube_req_cancel(r); /* off the multi handle now, or by the pump inside curl */
+            n++;
+        }
+    }
+    c->stats.dropped += n;
+    if (n)
+        LOG_WARN("kube", "dropped %u writes not sent or not answered: no longer allowed", n);
+    return n;
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    enter(c);
+    if (!c->dead && c->drain_fn) {
+        kube_client_drop_writes(c);
+        drain_check(c);
+    }
+    leave(c);
+}
+
+void kube_client_drain_writes(struct kube_client *c, uint64_t max_ms, void (*done)(void *ctx),
+                              void *ctx)
+{
+    if (!c || c->dead)
+        return;
+    c->drain_fn = done;
+    c->drain_ctx = ctx;
+    uv_timer_start(&c->drain_timer, on_drain_timeout, max_ms, 0);
+    enter(c);
+    drain_check(c);
+    leave(c);
 }
 
 void kube_req_cancel(struct kube_req *r)

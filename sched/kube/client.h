@@ -99,7 +99,8 @@ enum kube_req_flags {
      * binds (a renewal queued behind max_inflight slow Bindings kept a deposed leader leading) */
     KUBE_NO_LIMIT = 1 << 1,
     /* started only while the client's gate (kube_client_set_gate) allows it: a Binding queued
-     * for a slot is not sent by a leader whose renew deadline passed meanwhile */
+     * for a slot is not sent by a leader whose renew deadline passed meanwhile. Every write
+     * (any method but GET) without KUBE_NO_LIMIT is gated too, flag or not. */
     KUBE_GATED = 1 << 2,
 };
 
@@ -120,10 +121,19 @@ void kube_client_free(struct kube_client *c);
 int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
 
-/* The gate of KUBE_GATED requests, asked each time one would leave the queue for the wire;
- * false leaves it queued (the daemon stops when it stops leading, freeing the client). The gate
- * may cancel other requests, never a KUBE_GATED one. */
+/* The gate of gated requests (KUBE_GATED, and every write that is not KUBE_NO_LIMIT), asked
+ * each time one would leave the queue for the wire (a retry included): false drops it and every
+ * other gated request (kube_client_drop_writes), none sent nor retried. The gate may cancel
+ * other requests, never a gated one. */
 void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx);
+/* Cancels at once, without callbacks, every gated request queued (waiting for the bucket, a
+ * slot or a retry) and takes every one on the wire off it (an answer would come to nobody):
+ * what a leader that stepped down must not send. Returns how many. */
+uint32_t kube_client_drop_writes(struct kube_client *c);
+/* Calls done once no gated request is queued or on the wire (at once when none is), dropping
+ * what is left after max_ms (ms): a leader's writes finish before it releases its Lease. */
+void kube_client_drain_writes(struct kube_client *c, uint64_t max_ms, void (*done)(void *ctx),
+                              void *ctx);
 
 /* Counters for /metrics and tests. */
 struct kube_client_stats {
@@ -136,6 +146,7 @@ struct kube_client_stats {
     uint64_t relists;      /* lists started after a 410 */
     uint64_t reconnects;   /* watches restarted after an end or an error */
     uint64_t watch_stalls; /* watches abandoned by the informers' watchdog (also reconnects) */
+    uint64_t dropped;      /* gated requests dropped (kube_client_drop_writes, a closed gate) */
     uint32_t inflight;     /* requests on the wire now */
     uint32_t queued;       /* requests waiting for the bucket or an in-flight slot */
 };

@@ -496,6 +496,9 @@ static void on_lease(void *ctx, bool leading)
         kdrv_schedule_cycle(d, 0);
         return;
     }
+    /* before uv_stop, which lets the rest of this loop iteration run (its timers, the pump's
+     * among them, and the poll phase that writes): no write of a deposed leader leaves */
+    kube_client_drop_writes(d->client);
     if (d->leading) {
         d->leading = false;
         kdrv_fatal(d, "lost the Lease: stopping so that a deposed leader never binds");
@@ -506,6 +509,24 @@ static void on_released(void *ctx)
 {
     struct kdrv *d = ctx;
     uv_stop(d->loop);
+}
+
+static void on_writes_drained(void *ctx)
+{
+    struct kdrv *d = ctx;
+    kube_client_drop_writes(d->client); /* none is left; a write queued from now on is not sent */
+    if (d->lease && kube_lease_leading(d->lease))
+        kube_lease_release(d->lease, on_released, d);
+    else
+        uv_stop(d->loop);
+}
+
+void kdrv_stop_releasing(struct kdrv *d)
+{
+    if (d->lease && kube_lease_leading(d->lease) && !d->failed)
+        kube_client_drain_writes(d->client, KDRV_DRAIN_MS, on_writes_drained, d);
+    else
+        uv_stop(d->loop);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -530,11 +551,8 @@ static void on_signal(uv_signal_t *s, int signum)
     d->stopping = true;
     uv_timer_stop(&d->cycle_timer);
     if (d->n_binds > 0)
-        return; /* binds_finished() stops the loop */
-    if (d->lease && kube_lease_leading(d->lease))
-        kube_lease_release(d->lease, on_released, d);
-    else
-        uv_stop(d->loop);
+        return; /* binds_finished() calls kdrv_stop_releasing */
+    kdrv_stop_releasing(d);
 }
 
 static void on_config(void *data, const struct config *fresh, const struct config *old)

@@ -230,8 +230,8 @@ static void binds_finished(struct kdrv *d)
     free(d->binds);
     d->binds = NULL;
     d->n_binds = 0;
-    if (d->stopping)
-        uv_stop(d->loop);
+    if (d->stopping) /* SIGTERM came during the binds: their writes, then the Lease */
+        kdrv_stop_releasing(d);
     else
         kdrv_schedule_cycle(d, d->o->cycle_ms);
 }
@@ -455,7 +455,9 @@ static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, con
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
-    if (!p || p->n_claims == 0) {
+    if (!p || p->n_claims == 0 || !kdrv_may_lead(d)) {
+        /* past the renew deadline: no claim is allocated for a pod never bound (send_bind
+         * refuses and stops) */
         send_bind(d, b, flavor);
         return;
     }

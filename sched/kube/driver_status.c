@@ -47,7 +47,10 @@ int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *
         LOG_ERROR(KDRV_MOD, "out of memory writing a request's body: path=%s", path);
         return SCHED_ENOMEM;
     }
-    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
+    /* every write is a leader's: gated (also the client's default for writes), so none leaves
+     * past the renew deadline and a step-down drops those queued */
+    unsigned flags = m == KUBE_GET ? 0 : KUBE_GATED;
+    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, flags, fn ? fn : ignore_resp,
                           fn ? ctx : (void *)"");
     if (rc != 0)
         LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);

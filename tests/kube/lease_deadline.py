@@ -12,21 +12,24 @@ the Lease timing of `gangsched run` (lease 15 s, renew deadline 10 s, retry 2 s)
      request cut at what is left of the deadline) at most 10 s after its last renewal was sent,
      with its two queued Bindings never sent, and only then b may lead (15 s after it saw that
      renewal). Prints the gap between a's step-down and b's takeover from their logs.
+  3. SIGTERM to the new leader b with two Bindings held 3 s: b finishes them, then releases
+     the Lease, and a third candidate leads well before the 15 s lease (sigterm_with_binds).
 Before the fix, phase 1 deposed a (its renewal queued behind the Bindings) and phase 2 left a
 leading until the renewal's 30 s client timeout: 17 s of two leaders were measured.
 
 Run by tests/kube/test_lease_deadline.sh; "ok ..." / "FAIL ..." lines; exit 1 on any failure.
-Bounded: about 40 s; every wait has a timeout.
+Bounded: about 55 s; every wait has a timeout.
 """
 
 import datetime
 import os
+import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import TMP, Sched, check, gang, node, wait_for  # noqa: E402
+from e2e import TMP, Sched, bound, check, gang, node, wait_for  # noqa: E402
 from kclient import Client  # noqa: E402
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"
@@ -124,7 +127,45 @@ def main():
           a_exit is not None and b_lead is not None and a_exit < b_lead,
           "a exited %s, b led %s" % (rel(a_exit), rel(b_lead)))
     c.post("/_fake/release", {})
+    sigterm_with_binds(c, kubeconfig, flags, b)
     e2e.finish()
+
+
+def held(c):
+    return c.get("/_fake/stats")[1].get("held", 0)
+
+
+def sigterm_with_binds(c, kubeconfig, flags, b):
+    """3. SIGTERM to the leader b while the server holds two of its Bindings for 3 s: the binds
+    finish, b's writes drain, then b releases the Lease (holder "", 1 s), so the standby `s3`
+    leads at its next try (retry 2 s) instead of waiting out the lease (15 s). Before the fix b
+    stopped when its binds finished without releasing: s3 led about 15 s after b's last renewal."""
+    c.post("/api/v1/nodes", node("gpu-3", "r2"))
+    s3 = Sched(kubeconfig, "sched-c", os.path.join(TMP, "c.db"), flags)
+    check("s3 stands by", wait_for(lambda: "started:" in s3.text(), 10) and not s3.leading())
+    h0 = held(c)
+    c.post("/_fake/faults", {"type": "hold", "ms": 3000, "count": 2, "path": "/binding"})
+    gang(c, "late", 2, 4)
+    check("b's two Bindings are held", wait_for(lambda: held(c) >= h0 + 2, 15), str(held(c)))
+    t0 = time.time()
+    b.p.send_signal(signal.SIGTERM)
+    b_exit = s3_lead = None
+    while time.time() < t0 + 25 and (b_exit is None or s3_lead is None):
+        if b_exit is None and b.p.poll() is not None:
+            b_exit = time.time() - t0
+        if s3_lead is None and s3.leading():
+            s3_lead = time.time() - t0
+        time.sleep(0.1)
+    fmt = lambda t: "+%.1f s" % t if t is not None else "never"  # noqa: E731
+    print("SIGTERM to b with 2 Bindings held 3 s: b exited %s (code %s), s3 led %s"
+          % (fmt(b_exit), b.p.poll(), fmt(s3_lead)))
+    check("b exits cleanly after its binds", b_exit is not None and b.p.poll() == 0,
+          b.text()[-600:])
+    check("b released the Lease", "released by sched-b" in b.text(), b.text()[-600:])
+    check("s3 leads well before the lease's 15 s (binds 3 s + retry 2 s)",
+          s3_lead is not None and s3_lead < 9, fmt(s3_lead) + ": " + s3.text()[-400:])
+    check("the held Bindings landed (b's binds finished, not abandoned)",
+          len(bound(c, "late")) == 2, str(len(bound(c, "late"))))
 
 
 def e2e_time(micro):
