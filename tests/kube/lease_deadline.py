@@ -14,11 +14,13 @@ the Lease timing of `gangsched run` (lease 15 s, renew deadline 10 s, retry 2 s)
      renewal). Prints the gap between a's step-down and b's takeover from their logs.
   3. SIGTERM to the new leader b with two Bindings held 3 s: b finishes them, then releases
      the Lease, and a third candidate leads well before the 15 s lease (sigterm_with_binds).
+  4. The leader s3 frozen 11 s (SIGSTOP) while a pod delete waits for its retry: resumed past
+     its deadline, it stops without sending the delete (no_write_past_deadline).
 Before the fix, phase 1 deposed a (its renewal queued behind the Bindings) and phase 2 left a
 leading until the renewal's 30 s client timeout: 17 s of two leaders were measured.
 
 Run by tests/kube/test_lease_deadline.sh; "ok ..." / "FAIL ..." lines; exit 1 on any failure.
-Bounded: about 55 s; every wait has a timeout.
+Bounded: about 75 s; every wait has a timeout.
 """
 
 import datetime
@@ -127,8 +129,50 @@ def main():
           a_exit is not None and b_lead is not None and a_exit < b_lead,
           "a exited %s, b led %s" % (rel(a_exit), rel(b_lead)))
     c.post("/_fake/release", {})
-    sigterm_with_binds(c, kubeconfig, flags, b)
+    s3 = sigterm_with_binds(c, kubeconfig, flags, b)
+    no_write_past_deadline(c, s3)
     e2e.finish()
+
+
+def fired(c):
+    return c.get("/_fake/stats")[1].get("faults_fired", 0)
+
+
+def no_write_past_deadline(c, s3):
+    """4. A pod delete of the leader s3's waits for its retry (503, Retry-After 1 s) when s3 is
+    frozen (SIGSTOP) for 11 s, past its renew deadline: the process sleeping through it, as a
+    loop kept busy by a long cycle does. Resumed (SIGCONT), every timer due runs in the same loop
+    pass: the deadline's step-down and the retry's pump. The delete must never reach the server
+    (each attempt spends one fault: faults_fired counts them). Before the fix only Bindings were
+    gated: the retry was started by the pump and written by curl in the pass whose uv_stop had
+    just been asked, after the deadline."""
+    c.post("/api/v1/nodes", node("gpu-4", "r2"))
+    gang(c, "doomed", 2, 1)
+    check("gang doomed runs", wait_for(lambda: len(bound(c, "doomed")) == 2 and all(
+        p.get("status", {}).get("phase") == "Running" for p in bound(c, "doomed")), 15))
+    c.post("/_fake/faults", {"type": "error", "code": 503, "retryAfter": 1, "count": 20,
+                             "verb": "delete", "path": "/pods/doomed-"})
+    f0 = fired(c)
+    c.patch("/api/v1/namespaces/default/pods/doomed-1/status",
+            {"status": {"phase": "Failed", "containerStatuses": [{
+                "name": "main", "ready": False, "restartCount": 0, "image": "trainer",
+                "imageID": "", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}},
+            "application/merge-patch+json")
+    check("s3 deletes the gang's pods (refused: 503, retry after 1 s)",
+          wait_for(lambda: fired(c) > f0, 10, step=0.02), str(fired(c) - f0))
+    s3.p.send_signal(signal.SIGSTOP)
+    time.sleep(0.5)  # attempts already on their way arrive
+    f1 = fired(c)
+    time.sleep(11)
+    s3.p.send_signal(signal.SIGCONT)
+    check("s3 stops at its passed deadline", wait_for(lambda: s3.p.poll() is not None, 5),
+          s3.text()[-600:])
+    time.sleep(1)
+    f2 = fired(c)
+    print("pod deletes received: %d before the freeze, %d after the deadline (s3 exit code %s)"
+          % (f1 - f0, f2 - f1, s3.p.poll()))
+    check("no delete of s3's reached the server after its deadline", f2 == f1,
+          "%d delete attempts after it" % (f2 - f1))
 
 
 def held(c):
@@ -166,6 +210,7 @@ def sigterm_with_binds(c, kubeconfig, flags, b):
           s3_lead is not None and s3_lead < 9, fmt(s3_lead) + ": " + s3.text()[-400:])
     check("the held Bindings landed (b's binds finished, not abandoned)",
           len(bound(c, "late")) == 2, str(len(bound(c, "late"))))
+    return s3
 
 
 def e2e_time(micro):

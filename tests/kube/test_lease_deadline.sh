@@ -4,4 +4,4 @@
 # after it (tests/kube/lease_deadline.py).
 BIN=${BIN:-bin}
 export BIN
-exec timeout 120 python3 tests/kube/lease_deadline.py
+exec timeout 150 python3 tests/kube/lease_deadline.py
