@@ -60,6 +60,8 @@ struct kbind {
                          Binding may still be applied by the server */
     uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
+    char uid[64]; /* metadata.uid the last Binding carried ("" none; a longer one truncated, so
+                     it matches nothing) */
 };
 
 /* The binds of one placed gang. */
