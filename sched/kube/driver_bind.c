@@ -254,14 +254,17 @@ static void bind_done(struct kbind *b, const char *why)
 }
 
 /* The pod read back is bound as our Binding would have bound it: the same pod (uid), on the node
- * we chose, with our GPU indices when it carries gangsched.io/gpu-ids. */
+ * we chose, with the gangsched.io/gpu-ids our Binding set (a Binding's annotations are copied
+ * onto the pod), so that another scheduler binding it to the same node is still foreign; a pod
+ * bound without GPU indices of ours may carry none (or an empty set). */
 static bool bound_by_us(const struct kbind *b, const struct kpod *p)
 {
     if (!p->node || strcmp(p->node, b->node) != 0)
         return false;
     if (b->uid[0] && (!p->uid || strcmp(p->uid, b->uid) != 0))
         return false;
-    return !p->has_gpu_ids || p->gpu_mask == b->gpu_mask;
+    uint32_t ids = p->has_gpu_ids ? p->gpu_mask : 0;
+    return ids == b->gpu_mask;
 }
 
 /* The pod read back after its Binding's resourceVersion precondition failed: something wrote

@@ -8,7 +8,9 @@ the pod's version moved when the first attempt bound it, so the retry gets 409 "
 failed: ResourceVersion". The daemon reads the pod back and finds it on the node it chose, with
 its uid and GPU indices: bound by us. Before the fix it counted such a pod as bound by someone
 else, rolled the gang back and deleted its members, the pod it had just bound among them.
-The fake API server's lose-answer fault plays the cut on the first Binding of the gang.
+The fake API server's lose-answer fault plays the cut on the first Binding of the gang. Then the
+converse: a pod bound by someone else to the very node we chose, without our GPU indices, is
+still foreign (its gang rolled back).
 Built on tests/kube/e2e.py's helpers; every wait is bounded.
 """
 
@@ -62,8 +64,26 @@ def main():
     check("logged: gang bound, no gang bind failed",
           "gang bound: gang=default/g pods=%d" % N_PODS in text and "gang bind failed" not in text,
           "\n".join(x for x in text.splitlines() if "gang bind" in x or "someone else" in x))
+    foreign_same_node(c, s)
     check("the daemon is alive", s.p.poll() is None)
     e2e.finish()
+
+
+def foreign_same_node(c, s):
+    """Another scheduler binds our pod to the very node we chose, between our decision and our
+    Binding: the pod read back is on our node but without our gangsched.io/gpu-ids, so it is
+    still bound by someone else (its GPUs are not the ones we counted) and rolled back."""
+    before = stats(c)["pod_deletes"]
+    c.post("/api/v1/nodes", node("gpu-9", "r1"))  # the only node with free GPUs now
+    c.post("/_fake/faults", {"type": "foreign-bind", "node": "gpu-9", "path": "/pods/f-0/binding"})
+    gang(c, "f", 1, 8)
+    check("a pod bound by someone else to our node first, without our GPU indices, is foreign: "
+          "deleted",
+          wait_for(lambda: stats(c)["pod_deletes"] == before + 1, 20), str(stats(c)))
+    check("logged: bound to node gpu-9 by someone else",
+          wait_for(lambda: 'bound to node \\"gpu-9\\" by someone else' in s.text()
+                   or 'bound to node "gpu-9" by someone else' in s.text(), 5),
+          "\n".join(x for x in s.text().splitlines() if "gang bind" in x))
 
 
 if __name__ == "__main__":
