@@ -180,7 +180,7 @@ struct kube_informer;
  * request for watch_idle_ms; watched again from the last resourceVersion after the backoff) when
  * its response status has not arrived within the client's watch_idle_ms; when nothing has
  * arrived for watch_idle_ms although a watch of THIS informer got a bookmark before
- * (kube-apiserver's watch cache sends one about a minute to every watch that allows them, but
+ * (kube-apiserver's watch cache sends one about once a minute to each watch that allows them, but
  * only for a resource type that has had an event since that cacher started: a quiet type gets
  * none and is not held to it); and in any case when it is still open min(30 s, watch_idle_ms)
  * after the timeoutSeconds it asked for (the server ends it then). */
