@@ -240,6 +240,7 @@ static void render_live(struct http_server *s, struct http_response *resp)
         err = http_metrics_render(s->prov.metrics, &buf, &len);
     resp->body = buf;
     resp->len = len;
+    resp->monitoring = true;
     if (err) {
         http_response_release(resp);
         memset(resp, 0, sizeof(*resp));
@@ -441,7 +442,8 @@ static void resp_limit(struct http_server *s, struct http_response *resp, size_t
             len, s->lim.max_output);
     }
     uint64_t total = (uint64_t)head + resp->len;
-    if (resp->len > HTTP_SMALL_ANSWER && s->queued > 0 && s->queued + total > s->lim.max_queued)
+    if (resp->len > HTTP_SMALL_ANSWER && !resp->monitoring && s->queued > 0 &&
+        s->queued + total > s->lim.max_queued)
         resp_shed(resp,
                   "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
                   "bytes, --http-max-queued); retry later",
@@ -557,7 +559,7 @@ static bool is_probe(const char *url)
 static bool read_shed(struct http_server *s, const struct http_work *w, struct http_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
-    if (s->queued >= s->lim.max_queued)
+    if (s->queued >= s->lim.max_queued && w->v != V_METRICS) /* scrapes go on (monitoring) */
         resp_shed(resp,
                   "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
                   "bytes, --http-max-queued); retry later",

@@ -156,6 +156,9 @@ struct http_response {
     size_t len;
     const char *allow; /* 405: the Allow header */
     bool unlimited;    /* exempt from max_output (the store snapshot: bounded by the file) */
+    bool monitoring;   /* exempt from max_queued (/metrics: a scrape must work in an overload,
+                        * the time it is needed; its size is bounded by the series, not by
+                        * what a client asks) */
     int retry_after;   /* s: a Retry-After header (503 shed for load); 0: none */
     void (*release)(void *body); /* frees body when it is not malloc'd (the snapshot's image) */
 };

@@ -425,6 +425,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     size_t n = size * nmemb;
     if (r->cancelled || r->c->dead)
         return 0;
+    r->c->stats.rx_ms = uv_now(r->c->loop);
     if (r->stream && !r->status_known) {
         long code = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -1124,8 +1125,12 @@ void kube_req_abandon(struct kube_req *r)
 {
     if (!r || r->cancelled)
         return;
+    struct kube_client *c = r->c;
+    /* a connection shared over HTTP/2 carries every request of the client: shut it down only
+     * when all of it is silent, never because one stream is quiet */
+    bool silent = uv_now(c->loop) >= c->stats.rx_ms + c->watch_idle_ms;
     curl_socket_t s = CURL_SOCKET_BAD;
-    if (r->on_wire && r->easy &&
+    if (silent && r->on_wire && r->easy &&
         curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK && s != CURL_SOCKET_BAD)
         shutdown(s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
     kube_req_cancel(r);

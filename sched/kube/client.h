@@ -147,8 +147,9 @@ struct kube_client_stats {
     uint64_t reconnects;   /* watches restarted after an end or an error */
     uint64_t watch_stalls; /* watches abandoned by the informers' watchdog (also reconnects) */
     uint64_t dropped;      /* gated requests dropped (kube_client_drop_writes, a closed gate) */
-    uint32_t inflight;     /* requests on the wire now */
-    uint32_t queued;       /* requests waiting for the bucket or an in-flight slot */
+    uint64_t rx_ms;    /* loop time (ms) of the last body bytes received on any request; 0: none */
+    uint32_t inflight; /* requests on the wire now */
+    uint32_t queued;   /* requests waiting for the bucket or an in-flight slot */
 };
 void kube_client_stats(const struct kube_client *c, struct kube_client_stats *out);
 
@@ -185,13 +186,15 @@ struct kube_informer;
  * path and skipped, never a crash. Watch streams are cut into objects by counting braces
  * outside strings (chunk borders fall anywhere; objects may be megabytes).
  * Watchdog (a connection that goes silent, no bytes and no FIN, e.g. through a proxy that lost
- * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, its
- * connection closed, watched again from the last resourceVersion after the backoff) when its
- * response status has not arrived within the client's watch_idle_ms; when nothing has arrived
- * for watch_idle_ms although the server has sent bookmarks before, on any watch of this client
- * (kube-apiserver's watch cache sends one a minute to every watch that allows them; a server
- * that never sent one is not held to it); and in any case when it is still open
- * min(30 s, watch_idle_ms) after the timeoutSeconds it asked for (the server ends it then). */
+ * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, the
+ * request cancelled, its connection shut down only when the client has received nothing on any
+ * request for watch_idle_ms; watched again from the last resourceVersion after the backoff) when
+ * its response status has not arrived within the client's watch_idle_ms; when nothing has
+ * arrived for watch_idle_ms although a watch of THIS informer got a bookmark before
+ * (kube-apiserver's watch cache sends one about once a minute to each watch that allows them, but
+ * only for a resource type that has had an event since that cacher started: a quiet type gets
+ * none and is not held to it); and in any case when it is still open min(30 s, watch_idle_ms)
+ * after the timeoutSeconds it asked for (the server ends it then). */
 int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *o,
                       kube_informer_fn *fn, void *ctx, struct kube_informer **out,
                       struct sched_errbuf *eb);

@@ -74,6 +74,17 @@ int64_t kdrv_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t kdrv_mono_ms(void)
+{
+    struct timespec ts;
+#ifdef CLOCK_BOOTTIME
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void kdrv_fatal(struct kdrv *d, const char *msg)
 {
     if (!d->failed) {
@@ -337,7 +348,8 @@ static void run_cycle(struct kdrv *d)
         return;
     double cpu0 = thread_cpu_s();
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
-    d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
+    d->cycle_mono_ms = kdrv_mono_ms(); /* read with .now: the clock-step rule compares them */
+    d->later_ms = INT64_MAX;           /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);

@@ -253,6 +253,20 @@ static void bind_done(struct kbind *b, const char *why)
         binds_finished(d);
 }
 
+/* The pod read back is bound as our Binding would have bound it: the same pod (uid), on the node
+ * we chose, with the gangsched.io/gpu-ids our Binding set (a Binding's annotations are copied
+ * onto the pod), so that another scheduler binding it to the same node is still foreign; a pod
+ * bound without GPU indices of ours may carry none (or an empty set). */
+static bool bound_by_us(const struct kbind *b, const struct kpod *p)
+{
+    if (!p->node || strcmp(p->node, b->node) != 0)
+        return false;
+    if (b->uid[0] && (!p->uid || strcmp(p->uid, b->uid) != 0))
+        return false;
+    uint32_t ids = p->has_gpu_ids ? p->gpu_mask : 0;
+    return ids == b->gpu_mask;
+}
+
 /* The pod read back after its Binding's resourceVersion precondition failed: something wrote
  * it since our snapshot (our own status write, a label, or another scheduler's Binding). */
 static void on_bind_reread(void *ctx, const struct kube_resp *r)
@@ -266,7 +280,14 @@ static void on_bind_reread(void *ctx, const struct kube_resp *r)
             kdrv_fatal(d, "out of memory in the pod cache");
         cJSON_Delete(obj);
         const struct kpod *p = kcache_pod(d->cache, b->pod_key);
-        if (p && p->node) { /* bound by someone else first (same node or not: not our GPUs) */
+        if (p && p->node && bound_by_us(b, p)) {
+            /* an earlier attempt of this Binding landed and its answer was lost (the client
+             * retried it after a transport error; its resourceVersion precondition then fails) */
+            b->ok = true;
+            bind_done(b, NULL);
+            return;
+        }
+        if (p && p->node) { /* bound by someone else first (another node, pod or GPU set) */
             b->foreign = true;
             snprintf(buf, sizeof(buf),
                      "pod %s: bound to node \"%s\" by someone else before our Binding", b->pod_key,
@@ -335,8 +356,11 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     cJSON *meta;
     cJSON *body = kdrv_new_object("v1", "Binding", b->ns, b->name, &meta);
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
-    if (p && p->uid)
+    b->uid[0] = '\0';
+    if (p && p->uid) {
         cJSON_AddStringToObject(meta, "uid", p->uid);
+        snprintf(b->uid, sizeof(b->uid), "%s", p->uid); /* a longer one matches nothing */
+    }
     if (p && p->rv) /* checked when applied: a fence (or any write) since makes it fail */
         cJSON_AddStringToObject(meta, "resourceVersion", p->rv);
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
@@ -363,8 +387,11 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     cJSON_AddStringToObject(target, "name", b->node);
     char *s = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
-    /* retried on 5xx and 429: a bind that landed but whose answer was lost comes back as 409
-     * "already assigned" to this node, which on_bind counts as bound */
+    /* retried on 5xx, 429 and transport errors: a bind that landed but whose answer was lost
+     * comes back as 409 "Precondition failed: ResourceVersion" (the pod's version moved when it
+     * was bound), so on_bind reads the pod back and on_bind_reread counts it bound by us when it
+     * is on our node with our uid and GPU indices; without the precondition (no version known)
+     * the retry gets 409 "already assigned" to this node, which on_bind counts as bound */
     if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), KUBE_GATED, on_bind, b)) {
         struct kube_resp r = {.status = 0, .body = "", .error = "out of memory"};
         free(s);

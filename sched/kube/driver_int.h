@@ -60,6 +60,8 @@ struct kbind {
                          Binding may still be applied by the server */
     uint32_t rereads; /* reads after a resourceVersion conflict (at most 3) */
     char *error;
+    char uid[64]; /* metadata.uid the last Binding carried ("" none; a longer one truncated, so
+                     it matches nothing) */
 };
 
 /* The binds of one placed gang. */
@@ -137,6 +139,7 @@ struct kdrv {
         *m_pending, *m_evictions, *m_held;
     uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
+    int64_t cycle_mono_ms; /* kdrv_mono_ms() read with the cycle's now (0: none yet) */
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
@@ -255,6 +258,8 @@ void kdrv_node_effects(struct kdrv *d);
 
 /* ---- driver.c: the loop ---- */
 
+/* CLOCK_BOOTTIME in ms (monotonic, counting a suspend as time passed, as the wall clock does) */
+int64_t kdrv_mono_ms(void);
 int64_t kdrv_now_ms(void);
 
 void kdrv_fatal(struct kdrv *d, const char *msg);

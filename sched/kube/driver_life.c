@@ -374,19 +374,14 @@ void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
 
 /* The wall clock's step since the previous cycle (ms, > 0 forward; 0: none), `now` being this
  * cycle's kdrv_now_ms(): its move against CLOCK_BOOTTIME's (monotonic, and counting a suspend as
- * time elapsed, as the wall clock does). One daemon per process: the previous readings are kept
- * here. */
-static int64_t clock_step(int64_t now)
+ * time elapsed, as the wall clock does), read at the same moment (run_cycle: the cycle's build
+ * between two readings made a slow build look like a step back). One daemon per process: the
+ * previous readings are kept here. */
+static int64_t clock_step(const struct kdrv *d, int64_t now)
 {
     static int64_t wall_prev, mono_prev;
     static bool seen;
-    struct timespec ts;
-#ifdef CLOCK_BOOTTIME
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-#else
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-#endif
-    int64_t mono = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t mono = d->cycle_mono_ms ? d->cycle_mono_ms : kdrv_mono_ms();
     int64_t step = seen ? eng_clock_step(now - wall_prev, mono - mono_prev) : 0;
     if (step)
         LOG_WARN(KDRV_MOD,
@@ -404,7 +399,7 @@ static int64_t clock_step(int64_t now)
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb)
 {
-    eng_clock_stepped(d->eng, clock_step(now));
+    eng_clock_stepped(d->eng, clock_step(d, now));
     if (kdrv_ids_build(d, kb, now) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;

@@ -273,6 +273,11 @@ struct kube_informer {
     bool absent;    /* the last list was 404: the resource is not served (a CRD not installed) */
     bool relist;    /* the watch saw an ERROR 410 */
     bool got_event; /* the current watch delivered something */
+    /* A watch of this resource got a BOOKMARK (kept across re-watches): from then on the
+     * server is known to send them (kube-apiserver's watch cache sends one about once a
+     * minute, but only for a resource type that has had an event since that cacher started),
+     * so a watch silent for the client's watch_idle_ms is stuck. */
+    bool bookmarked;
     uint64_t backoff_ms;
     struct kmap map;
     struct kube_framer fr;
@@ -481,9 +486,10 @@ static const char *watch_stuck(const struct kube_informer *inf, uint64_t now, ui
                                char *why, size_t cap)
 {
     uint64_t idle = kube_client_watch_idle_ms(inf->c);
-    /* the server sends bookmarks (to every watch that asks, as kube-apiserver's watch cache does)
-     * once any watch of this client got one */
-    bool bookmarks = kube_client_counters(inf->c)->bookmarks > 0;
+    /* Held to the idle bound only once a watch of THIS resource got a bookmark: kube-apiserver
+     * sends none for a type without an event since its cacher started (a quiet PodGroup or
+     * ResourceSlice watch is healthy and silent until its timeoutSeconds). */
+    bool bookmarks = inf->bookmarked;
     uint64_t end = inf->watch_start_ms + (uint64_t)inf->watch_s * 1000 +
                    (idle < WATCH_GRACE_MS ? idle : WATCH_GRACE_MS);
     bool answered = kube_req_status(inf->req) != 0;
@@ -880,6 +886,7 @@ static int on_frame(void *ctx, const char *text, size_t len)
     if (!strcmp(type, "BOOKMARK")) {
         set_rv(inf, meta ? str_at(meta, "resourceVersion") : NULL);
         inf->got_event = true;
+        inf->bookmarked = true;
         kube_client_counters(inf->c)->bookmarks++;
     } else if (!strcmp(type, "ERROR")) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");

@@ -101,10 +101,12 @@ int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kub
 
 /* Cancels a request or stream: its callbacks are never called again; safe inside callbacks. */
 void kube_req_cancel(struct kube_req *r);
-/* kube_req_cancel, and the connection the request is on is shut down first, so that neither a
- * later request nor another stream multiplexed on it (HTTP/2) keeps waiting on a connection that
- * went silent; the other transfers on it end with a transport error (requests are retried,
- * watches restarted). For a stream the watchdog gave up on. */
+/* For a stream the watchdog gave up on: kube_req_cancel (curl takes the transfer off its
+ * connection: over HTTP/2 that stream is reset and the other streams go on; over HTTP/1.1 the
+ * connection of that transfer is closed). Only when the client has received nothing at all, on
+ * any request, for watch_idle_ms (the whole connection silent) is the request's connection shut
+ * down first, so that no other stream multiplexed on it keeps waiting; those then end with a
+ * transport error (requests are retried, watches restarted). */
 void kube_req_abandon(struct kube_req *r);
 /* The HTTP status of the response being received, 0 until its status line has arrived (or when
  * the request is not on the wire). */

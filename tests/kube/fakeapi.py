@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -635,7 +636,8 @@ class Stats:
                       "watches_active": 0, "watch_stalls": 0, "watch_events": 0, "watch_expired": 0,
                       "faults_fired": 0, "first_bind_time": None, "last_bind_time": None,
                       "pruned": 0, "pruned_fields": [], "held": 0, "foreign_binds": 0,
-                      "bound_pods": 0, "pod_deletes": 0, "pod_deletes_uid": 0}
+                      "bound_pods": 0, "pod_deletes": 0, "pod_deletes_uid": 0,
+                      "answers_lost": 0}
             self.bound_uids = set()
 
     def pruned(self, what, fields):
@@ -680,7 +682,7 @@ class Stats:
 
 
 FAULT_TYPES = {"error", "delay", "drop-watch", "gone-watch", "stall-watch", "conflict", "hold",
-               "foreign-bind"}
+               "foreign-bind", "lose-answer"}
 FAULT_NUM = {"code": int, "count": int, "retryAfter": int, "ms": int, "afterEvents": int,
              "afterSeconds": float}
 
@@ -802,6 +804,12 @@ class Store:
         # (with one shared condition every bind woke the node and PodGroup watches too).
         self.conds = {r.key: threading.Condition(self.lock) for r in RESOURCES}
         self.last_rv = {}  # resource key -> version of its last event
+        # Resource keys that have had an event since this server started (kept across resets).
+        # Copies kube-apiserver's watch cache: its Cacher.dispatchEvents (k8s.io/apiserver
+        # pkg/storage/cacher/cacher.go, one cacher per resource type) never sends a BOOKMARK
+        # while its lastProcessedResourceVersion is 0 ("Never send a bookmark event if we did
+        # not see an event here"), so watches of a type nobody wrote since the start get none.
+        self.evented = set()
         self.history_size = max(10, history)
         self.stats, self.faults = stats, faults
         self.stopping = False
@@ -855,6 +863,7 @@ class Store:
             del self.history[:cut]
             del self.history_rvs[:cut]
         self.last_rv[res.key] = self.rv
+        self.evented.add(res.key)
         self.conds[res.key].notify_all()
         if res.key == CRD_KEY:
             self._crds_changed()
@@ -2163,7 +2172,11 @@ class Handler(BaseHTTPRequestHandler):
                 if fb:
                     store.foreign_bind(ns, name, fb.get("node") or "elsewhere")
                 self.hold(verb, path)
-                return self.send_obj(201, store.bind(ns, name, body))
+                lost = app.faults.take("lose-answer", verb, path)
+                out = store.bind(ns, name, body)
+                if lost:
+                    return self.lose_answer()
+                return self.send_obj(201, out)
             return self.send_obj(201, store.evict(ns, name, body))
         if method == "GET":
             if watch:
@@ -2190,6 +2203,20 @@ class Handler(BaseHTTPRequestHandler):
                 code, out = store.delete(res, ns, name, opts, q)
                 return self.send_bytes(code, out)
             return self.send_obj(200, store.delete_collection(res, ns, q, opts))
+
+    def lose_answer(self):
+        """Fault lose-answer: the Binding was committed (the pod is bound, watches see it), then
+        the connection is reset before any byte of the answer. It copies a connection cut (a
+        proxy restarted, a TCP reset) after kube-apiserver committed the write: the client sees
+        a transport error and cannot tell whether the write landed."""
+        self.server.app.stats.add("answers_lost")
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))  # close sends RST
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def hold(self, verb, path):
         """Fault hold: the request waits, unanswered, until POST /_fake/release (or its ms pass),
@@ -2328,10 +2355,12 @@ class Handler(BaseHTTPRequestHandler):
                             break
                         if store.last_rv.get(key, 0) > cursor:
                             break
-                        if bookmarks and now >= next_bookmark:
+                        # periodic bookmarks only for a type with an event (store.evented)
+                        ticks = bookmarks and key in store.evented
+                        if ticks and now >= next_bookmark:
                             break
                         wake = deadline
-                        if bookmarks:
+                        if ticks:
                             wake = min(wake, next_bookmark)
                         store.conds[key].wait(max(0.001, wake - now))
                     if cursor is None:
@@ -2352,7 +2381,8 @@ class Handler(BaseHTTPRequestHandler):
                             if line:
                                 out.append(line)
                         cursor = store.rv
-                        if bookmarks and time.monotonic() >= next_bookmark:
+                        if (bookmarks and key in store.evented
+                                and time.monotonic() >= next_bookmark):
                             out.append(bookmark(cursor))
                             next_bookmark = time.monotonic() + app.bookmark_interval
                 if drop_after is not None:

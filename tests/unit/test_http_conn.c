@@ -420,6 +420,27 @@ static void test_queued_budget(void **state)
     stop(&f);
 }
 
+/* In an overload (the budget spent by one answer a client does not read) reads are shed, but a
+ * Prometheus scrape still gets /metrics: the time the operator needs it (before: 503). */
+static void test_metrics_in_overload(void **state)
+{
+    (void)state;
+    struct fx f = {.filler = 1500000};
+    struct http_limits l = {
+        .max_queued = 1000000, .max_snapshots = 64, .write_timeout_ms = 60000, .timeout_ms = 60000};
+    start(&f, &l);
+    int st;
+    char buf[4096];
+    int fd = lazy_client(&f, "GET /v1/store/snapshot HTTP/1.1\r\n\r\n", &st, buf, sizeof(buf));
+    assert_int_equal(st, 200); /* larger than the budget, sent alone */
+    assert_true(http_server_queued_bytes(f.s) >= l.max_queued);
+    assert_int_equal(probe(&f, "/v1/queues"), 503);
+    assert_int_equal(probe(&f, "/metrics"), 200);
+    assert_int_equal(probe(&f, "/healthz"), 200);
+    close(fd);
+    stop(&f);
+}
+
 /* A connection the server has no memory for is accepted and closed, and the listener keeps
  * accepting (before: left unaccepted, libuv stopped polling the listener and every later
  * client hung). Three at once: the second and third wait for the spare handle to close. */
@@ -513,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_keepalive_1000),
         cmocka_unit_test(test_output_limit),
         cmocka_unit_test(test_queued_budget),
+        cmocka_unit_test(test_metrics_in_overload),
         cmocka_unit_test(test_queued_alone),
         cmocka_unit_test(test_conn_no_memory),
         cmocka_unit_test(test_snapshot_limit),
