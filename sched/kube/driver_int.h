@@ -269,7 +269,8 @@ void kdrv_fatal(struct kdrv *d, const char *msg);
 #define KDRV_DRAIN_MS 5000
 void kdrv_stop_releasing(struct kdrv *d);
 
-/* Whether this replica may make a leader's writes now (start a cycle, send a Binding): leading,
+/* Whether this replica may make a leader's writes now (start a cycle, send a Binding or any
+ * write: the client's gate asks it before each goes on the wire): leading,
  * and (with leader election) less than the renew deadline since its last successful renewal was
  * sent. A leader past the deadline steps down here (on_lease: the daemon stops). */
 bool kdrv_may_lead(struct kdrv *d);
