@@ -206,7 +206,9 @@ void eng_clock_stepped(struct eng *e, int64_t step_ms)
             e->jobs[g].bound_ms = shifted(e->jobs[g].bound_ms, step_ms);
     for (uint32_t n = 0; n < e->n_nodes; n++) {
         int64_t *d = &e->nodes[n].down_since;
-        if (*d > 0) /* 0: ready; NotReady times stay > 0 */
-            *d = shifted(*d, step_ms) > 0 ? shifted(*d, step_ms) : 1;
+        if (*d > 0) { /* 0: ready; NotReady times stay > 0 */
+            int64_t t = shifted(*d, step_ms);
+            *d = t > 0 ? t : 1;
+        }
     }
 }

@@ -428,6 +428,15 @@ static void resp_shed(struct http_response *resp, const char *fmt, ...)
     resp->retry_after = HTTP_RETRY_AFTER;
 }
 
+/* The 503 of a spent answer budget (--http-max-queued). */
+static void shed_budget(const struct http_server *s, struct http_response *resp)
+{
+    resp_shed(resp,
+              "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
+              "bytes, --http-max-queued); retry later",
+              (unsigned long long)s->queued, (unsigned long long)s->lim.max_queued);
+}
+
 /* The limits on one answer: max_output on the connection, max_queued on them all. */
 static void resp_limit(struct http_server *s, struct http_response *resp, size_t head)
 {
@@ -444,10 +453,7 @@ static void resp_limit(struct http_server *s, struct http_response *resp, size_t
     uint64_t total = (uint64_t)head + resp->len;
     if (resp->len > HTTP_SMALL_ANSWER && !resp->monitoring && s->queued > 0 &&
         s->queued + total > s->lim.max_queued)
-        resp_shed(resp,
-                  "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
-                  "bytes, --http-max-queued); retry later",
-                  (unsigned long long)s->queued, (unsigned long long)s->lim.max_queued);
+        shed_budget(s, resp);
 }
 
 static int resp_head(const struct http_response *resp, bool close, char *head, size_t n)
@@ -560,10 +566,7 @@ static bool read_shed(struct http_server *s, const struct http_work *w, struct h
 {
     memset(resp, 0, sizeof(*resp));
     if (s->queued >= s->lim.max_queued && w->v != V_METRICS) /* scrapes go on (monitoring) */
-        resp_shed(resp,
-                  "overloaded: %llu bytes of answers wait for clients to read them (budget %llu "
-                  "bytes, --http-max-queued); retry later",
-                  (unsigned long long)s->queued, (unsigned long long)s->lim.max_queued);
+        shed_budget(s, resp);
     else if (w->v == V_SNAPSHOT && s->n_snapshots >= s->lim.max_snapshots)
         resp_shed(resp,
                   "overloaded: %u store snapshots are being sent (at most %u at once, "

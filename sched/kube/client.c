@@ -139,11 +139,11 @@ static bool req_special(const struct kube_req *r)
     return r->stream || (r->flags & KUBE_NO_LIMIT);
 }
 
-/* The gate's requests: KUBE_GATED ones and every write that is not the Lease's (KUBE_NO_LIMIT):
- * a leader's evictions, deletes, patches and claim writes as well as its Bindings. */
+/* The gate's requests: every write that is not the Lease's (KUBE_NO_LIMIT): a leader's
+ * Bindings, evictions, deletes, patches and claim writes. */
 static bool req_gated(const struct kube_req *r)
 {
-    return (r->flags & KUBE_GATED) || (r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT));
+    return r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT);
 }
 
 static void pending_push(struct kube_client *c, struct kube_req *r)

@@ -98,10 +98,6 @@ enum kube_req_flags {
     /* bypass the QPS bucket and the in-flight limit: lease requests must never wait behind
      * binds (a renewal queued behind max_inflight slow Bindings kept a deposed leader leading) */
     KUBE_NO_LIMIT = 1 << 1,
-    /* started only while the client's gate (kube_client_set_gate) allows it: a Binding queued
-     * for a slot is not sent by a leader whose renew deadline passed meanwhile. Every write
-     * (any method but GET) without KUBE_NO_LIMIT is gated too, flag or not. */
-    KUBE_GATED = 1 << 2,
 };
 
 struct kube_client;
@@ -121,7 +117,8 @@ void kube_client_free(struct kube_client *c);
 int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
 
-/* The gate of gated requests (KUBE_GATED, and every write that is not KUBE_NO_LIMIT), asked
+/* The gate of gated requests (every write, any method but GET, that is not KUBE_NO_LIMIT: a
+ * Binding queued for a slot is not sent by a leader whose renew deadline passed meanwhile), asked
  * each time one would leave the queue for the wire (a retry included): false drops it and every
  * other gated request (kube_client_drop_writes), none sent nor retried. The gate may cancel
  * other requests, never a gated one. */

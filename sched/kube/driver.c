@@ -130,7 +130,9 @@ bool kdrv_may_lead(struct kdrv *d)
     return true;
 }
 
-static bool may_bind(void *ctx)
+/* The client's gate: a write (Binding, eviction, delete, patch, claim) leaves only while this
+ * replica leads within its renew deadline. */
+static bool may_write(void *ctx)
 {
     return kdrv_may_lead(ctx);
 }
@@ -835,8 +837,8 @@ static int start_watching(struct kdrv *d, struct sched_errbuf *eb)
         co.max_inflight = o->max_inflight;
         co.watch_idle_ms = o->watch_idle_ms;
         rc = kube_client_new(d->loop, d->auth, &co, &d->client, eb);
-        if (rc == 0) /* a Binding waiting for an in-flight slot is sent only while leading */
-            kube_client_set_gate(d->client, may_bind, d);
+        if (rc == 0) /* a write waiting for a slot or a retry is sent only while leading */
+            kube_client_set_gate(d->client, may_write, d);
     }
     if (rc == 0)
         rc = config_watch_start(d->loop, o->config_path, on_config, d, &d->cw, eb);

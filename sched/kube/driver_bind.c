@@ -392,7 +392,7 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
      * was bound), so on_bind reads the pod back and on_bind_reread counts it bound by us when it
      * is on our node with our uid and GPU indices; without the precondition (no version known)
      * the retry gets 409 "already assigned" to this node, which on_bind counts as bound */
-    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), KUBE_GATED, on_bind, b)) {
+    if (!s || kube_request(d->client, KUBE_POST, path, s, strlen(s), 0, on_bind, b)) {
         struct kube_resp r = {.status = 0, .body = "", .error = "out of memory"};
         free(s);
         on_bind(b, &r);

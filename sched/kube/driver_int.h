@@ -298,6 +298,12 @@ bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, i
 /* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
  * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
 bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg);
+/* A victim asked to checkpoint, in its grace: it runs, charged, until its handshake ends (then
+ * it is evicted, or it ended by itself and finished). */
+static inline bool kdrv_job_in_grace(struct eng_job j)
+{
+    return j.state == ENG_JOB_TEARING && j.ckpt_until_ms != 0;
+}
 /* A victim of the core: when its queue has a checkpointGrace and it has a PodGroup, it is asked
  * to checkpoint (the engine's handshake, the annotations, status and Event) and true is
  * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */

@@ -409,7 +409,7 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
     uint32_t bound = eng_job_bound_id(d->eng);
     eng_effects_clear(&d->fx);
     for (uint32_t g = 0; g < bound; g++) {
-        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING || eng_job(d->eng, g).ckpt_until_ms)
+        if (eng_job_state(d->eng, g) != ENG_JOB_TEARING || kdrv_job_in_grace(eng_job(d->eng, g)))
             continue; /* a victim asked to checkpoint runs: one that ends ends as a run does */
         uint32_t ix = g < ids->n_core_gang ? ids->core_gang[g] : ENG_NONE;
         bool bound_left = ix < kb->n_gangs && (ix >= kb->n_pending || kb->gangs[ix].run);

@@ -231,8 +231,7 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
     struct eng_job ej = eng_job(d->eng, id);
     /* a victim asked to checkpoint runs until it is evicted: one that ends in its grace finished
      * (its finish time, no preemption counted: kdrv_record_evicted never ran for it) */
-    bool ran = id != ENG_NONE && (ej.state == ENG_JOB_RUNNING ||
-                                  (ej.state == ENG_JOB_TEARING && ej.ckpt_until_ms != 0));
+    bool ran = id != ENG_NONE && (ej.state == ENG_JOB_RUNNING || kdrv_job_in_grace(ej));
     if (rc == 0 && ran)
         kdrv_est_learn(d, &old, now); /* ended by itself, not torn down by us */
     if (rc == 0) {
@@ -311,7 +310,7 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
             continue;
         }
         struct eng_job ej = eng_job(d->eng, kdrv_gang_id(d, kg->key));
-        if (ej.state == ENG_JOB_TEARING && ej.ckpt_until_ms == 0)
+        if (ej.state == ENG_JOB_TEARING && !kdrv_job_in_grace(ej))
             continue; /* a teardown released it already; a victim asked to checkpoint has not */
         if (!run_of) {
             if (!(run_of = arena_calloc(&d->arena, kb->n_gangs, sizeof(*run_of))))

@@ -47,10 +47,9 @@ int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *
         LOG_ERROR(KDRV_MOD, "out of memory writing a request's body: path=%s", path);
         return SCHED_ENOMEM;
     }
-    /* every write is a leader's: gated (also the client's default for writes), so none leaves
-     * past the renew deadline and a step-down drops those queued */
-    unsigned flags = m == KUBE_GET ? 0 : KUBE_GATED;
-    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, flags, fn ? fn : ignore_resp,
+    /* every write is a leader's: the client gates it (req_gated), so none leaves past the
+     * renew deadline and a step-down drops those queued */
+    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
                           fn ? ctx : (void *)"");
     if (rc != 0)
         LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
@@ -119,10 +118,9 @@ static const char *pg_api_version(const struct kpg *pg)
     return knative_api_version(pg->api); /* every PodGroup API (sched/kube/native.c's table) */
 }
 
-/* kdrv_post_event; non-zero: not queued (dropped, logged). */
-static int post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
-                      const char *name, const char *uid, const char *type, const char *reason,
-                      const char *action, const char *note, const struct kpg *related)
+void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const char *uid, const char *type, const char *reason,
+                     const char *action, const char *note, const struct kpg *related)
 {
     char t[40], ev_name[300], path[300];
     int64_t now = kdrv_now_ms();
@@ -161,18 +159,9 @@ static int post_event(struct kdrv *d, const char *api_version, const char *kind,
     snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
     /* a refused Event is logged and dropped (ignore_resp); one not queued is too: an Event
      * says what happened then, and the status it goes with carries the state */
-    int rc = kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL);
-    if (rc != 0)
+    if (kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL) != 0)
         LOG_WARN(KDRV_MOD, "event dropped (not queued: out of memory): reason=%s %s=%s%s%s", reason,
                  kind, ns ? ns : "", ns ? "/" : "", name);
-    return rc;
-}
-
-void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, const char *ns,
-                     const char *name, const char *uid, const char *type, const char *reason,
-                     const char *action, const char *note, const struct kpg *related)
-{
-    post_event(d, api_version, kind, ns, name, uid, type, reason, action, note, related);
 }
 
 void kdrv_split_key(const char *key, char *ns, size_t nn, char *name, size_t n)
@@ -624,8 +613,8 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                         warn ? "Scheduling" : "Binding", message, related);
         return true;
     }
-    post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name, pg->uid,
-               type, reason, warn ? "Scheduling" : "Binding", message, related);
+    kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
+                    pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
     status_send(d, gang_key, pg, phase, type, reason, message);
     return true;
 }

@@ -154,9 +154,9 @@ static void gated_writes_are_dropped_never_sent(void **state)
     struct result bind = {.loop = &loop}, del = {.loop = &loop}, get = {.loop = &loop};
     struct result get2 = {.loop = &loop};
     assert_int_equal(kube_request(c, KUBE_POST, "/api/v1/namespaces/d/pods/p/binding", "{}", 2,
-                                  KUBE_GATED | KUBE_NO_RETRY, on_resp, &bind),
+                                  KUBE_NO_RETRY, on_resp, &bind),
                      0);
-    /* an eviction or pod delete: a write, gated without the flag */
+    /* an eviction or pod delete: a write, gated as the Binding is */
     assert_int_equal(
         kube_request(c, KUBE_DELETE, "/api/v1/namespaces/d/pods/q", NULL, 0, 0, on_resp, &del), 0);
     assert_int_equal(
