@@ -549,7 +549,8 @@ static void claim_write_start(struct kclaim_write *cw)
 
 struct kunreserve {
     struct kdrv *d;
-    bool made; /* the gang's writes carried the claim's allocation */
+    bool made;   /* the gang's writes carried the claim's allocation */
+    bool listed; /* the cache had the claim reserved for the pod (an earlier attempt's) */
     char key[KOBJ_KEY_MAX], node[256];
     char path[KOBJ_KEY_MAX + 88]; /* the claim's status path */
 };
@@ -589,12 +590,14 @@ static void on_unreserved(void *ctx, const struct kube_resp *r)
     }
     claim_answer_to_cache(d, r);
     const struct kclaim *cl = kcache_claim(d->cache, u->key);
-    /* reserved for nobody now, and allocated by this gang's writes on the node it chose: the
-     * allocation goes too (as kube-scheduler's PostFilter frees a claim reserved for nobody),
+    /* reserved for nobody now, and allocated for this pod (by this gang's writes on the node
+     * it chose, or by an earlier attempt that reserved it for the pod): the allocation goes too
+     * (as kube-scheduler's PostFilter frees a claim reserved for nobody or only for the pod),
      * so that the retry may choose another node; the claim controller would not: it
      * deallocates only when it removes the last consumer itself */
-    if (cl && u->made && cl->allocated && cl->n_reserved == 0 && cl->rv && cl->alloc_node &&
-        strcmp(cl->alloc_node, u->node) == 0 && kdrv_may_lead(d)) {
+    bool ours =
+        u->listed || (u->made && cl && cl->alloc_node && strcmp(cl->alloc_node, u->node) == 0);
+    if (cl && ours && cl->allocated && cl->n_reserved == 0 && cl->rv && kdrv_may_lead(d)) {
         cJSON *body = kdra_claim_deallocate(cl->rv);
         if (body) {
             kdrv_send_or_fail(d, KUBE_PATCH_MERGE, u->path, body, on_deallocated, u);
@@ -624,7 +627,8 @@ static void gang_claim_writes(struct kdrv *d, const struct kgang_binds *gb, cons
 /* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding
  * definitely did not happen: its reservedFor entry leaves every claim the gang's writes reserved
  * for it (or that lists it), by a strategic merge patch of the claim's status; a claim left
- * reserved for nobody whose allocation the gang wrote is then deallocated (on_unreserved). The
+ * reserved for nobody whose allocation the gang wrote on that node, or that was reserved for
+ * the pod before (an earlier attempt's), is then deallocated (on_unreserved). The
  * next cycle waits for the answers (cycle_due), which go into the cache. */
 static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b)
 {
@@ -646,6 +650,7 @@ static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const
         }
         u->d = d;
         u->made = made;
+        u->listed = listed;
         snprintf(u->key, sizeof(u->key), "%s", p->claims[i]);
         snprintf(u->node, sizeof(u->node), "%s", b->node);
         snprintf(u->path, sizeof(u->path),

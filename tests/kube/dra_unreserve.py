@@ -10,7 +10,9 @@ as its controller would); the second pod's reservedFor entry is removed and the 
 for nobody, deallocated by the daemon. The retry places the second pod on another node: its
 claim ends allocated there, reserved for it alone, still protected. Without the Unreserve the
 retry writes a different allocation onto the claim still allocated on A and gets 422 (the
-allocation is immutable) at every attempt. Every wait is bounded.
+allocation is immutable) at every attempt. Then a claim an earlier attempt left allocated on the
+cordoned node and reserved for a pending pod: the new node's write is refused, the rollback
+unreserves and deallocates it, the next attempt binds the pod elsewhere. Every wait is bounded.
 """
 
 import os
@@ -51,8 +53,43 @@ def alloc_node(cl):
     return (mf[0].get("values") or [None])[0]
 
 
+def left_over(c, s, cordoned):
+    """A claim an earlier attempt left allocated on a node now cordoned and reserved for the
+    pod (a process that stopped between its claim write and its Binding): the write for the new
+    node is refused (422, the allocation is immutable), the rollback unreserves and deallocates
+    the claim (it was reserved for the pod), and the next attempt binds the pod."""
+    cl = claim("lo-c", 8)
+    cl["metadata"]["finalizers"] = [FIN]
+    c.post(CLAIMS, cl)
+    p = e2e.pod("lo-0", "lo", 0)
+    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": "lo-c"}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    c.post(dra.NS, p)
+    uid = c.get(dra.NS + "/lo-0")[1]["metadata"]["uid"]
+    st, _, _ = c.patch(CLAIMS + "/lo-c/status", {"status": {
+        "allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": "gpu.nvidia.com", "pool": cordoned,
+             "device": "gpu-%d" % i} for i in range(8)]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [cordoned]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": "lo-0", "uid": uid}]}},
+        "application/merge-patch+json")
+    check("a claim left allocated on the cordoned node, reserved for a pending pod", st == 200,
+          str(st))
+    path, pg = e2e.podgroup("lo", 1)
+    c.post(path, pg)
+    ok = wait_for(lambda: e2e.bound(c, "lo"), 30)
+    cl = get_claim(c, "lo-c")
+    node = ok[0]["spec"]["nodeName"] if ok else None
+    check("the pod is bound elsewhere after one refused attempt, its claim allocated there and "
+          "reserved for it", ok and node != cordoned and alloc_node(cl) == node and
+          [r.get("uid") for r in (cl.get("status") or {}).get("reservedFor") or []] == [uid],
+          "%s %s %s %s" % (node, str(cl.get("status"))[:300], [
+              e.get("note") for e in e2e.events_for(c, "lo")][-2:], s.text()[-1000:]))
+
+
 def main():
-    kubeconfig, c = dra.start(dra.CONFIG)
+    kubeconfig, c = dra.start(dra.CONFIG.replace("nvidia.com/gpu: 16", "nvidia.com/gpu: 32"))
     for i, (n, rack) in enumerate((("gpu-1", "r1"), ("gpu-2", "r1"), ("gpu-3", "r2"),
                                    ("gpu-4", "r2"))):
         c.post("/api/v1/nodes", dra.dra_node(n, rack))
@@ -113,6 +150,7 @@ def main():
     check("the daemon deallocated the claim it had allocated for the failed attempt",
           "resourceclaim deallocated after its gang rolled back: claim=default/u-c1" in s.text(),
           s.text()[-800:])
+    left_over(c, s, first)
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
