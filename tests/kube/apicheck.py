@@ -274,6 +274,15 @@ def main(kc):
     code, v2, _ = c.put(f"{VPG}/v1", v)
     check("Volcano PodGroup status is written by PUT", code == 200 and
           v2["status"]["phase"] == "Running", code)
+    # structural defaulting: Volcano's CRD declares spec.queue default "default"
+    code, g, _ = c.post(VPG, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                              "metadata": {"name": "vdflt"}, "spec": {"minMember": 1}})
+    check("a CRD schema default is applied (Volcano spec.queue: default)",
+          code == 201 and g["spec"].get("queue") == "default", (code, g))
+    del v2["metadata"]["resourceVersion"]
+    code, st, _ = c.put(f"{VPG}/v1", v2)
+    check("a PUT of a custom object without resourceVersion is 422", code == 422 and
+          "must be specified for an update" in st.get("message", ""), (code, st))
 
     # events.k8s.io/v1 validation
     ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},

@@ -1045,7 +1045,8 @@ class Store:
         end = time.monotonic() + 3.0
         with self.lock:
             while want > self.rv and time.monotonic() < end:
-                self.conds[res.key].wait(max(0.01, end - time.monotonic()))
+                # woken by a write of res; polled, as writes of others move self.rv too
+                self.conds[res.key].wait(min(0.05, max(0.01, end - time.monotonic())))
             if want > self.rv:
                 raise too_large_rv(want, self.rv)
 
@@ -1118,9 +1119,12 @@ class Store:
 
     def _admit_create(self, res, body):
         """The admission plugins and create validation of admit_priority, check_priority_class,
-        check_lease; PodGroupProtection (kubernetes PR #137641: the admission plugin stamps
-        scheduling.k8s.io/podgroup-protection on every PodGroup at create; the
-        podgroupprotection controller, _podgroup_protection, removes it); the v1beta1 PodGroup
+        check_lease; PodGroupProtection (the admission plugin stamps
+        scheduling.k8s.io/podgroup-protection on every PodGroup at create: its constant read in
+        pkg/controller/scheduling/podgroupprotection, the stamping at create seen in envtest
+        users' tests, the plugin itself not read; the controller's 1.36 version, read, adds the
+        finalizer itself to a group a live pod names: here every version gets it at create;
+        that controller is _podgroup_protection, which removes it); the v1beta1 PodGroup
         default disruptionMode {single: {}} (its +default marker). Caller holds the lock."""
         classes = self.objects[PC_KEY]
         if res.key == PODS_KEY:
@@ -1161,8 +1165,9 @@ class Store:
 
     def _podgroup_protection(self, res, obj, etype):
         """kube-controller-manager's podgroupprotection controller
-        (pkg/controller/scheduling/podgroupprotection): the finalizer of a PodGroup being
-        deleted is removed once no pod that is not Succeeded or Failed names the group in
+        (pkg/controller/scheduling/podgroupprotection, processPodGroup and isBeingUsed): the
+        finalizer of a PodGroup being deleted is removed once no pod that is not Succeeded or
+        Failed (isPodTerminated) names the group in
         spec.schedulingGroup.podGroupName (a pod being deleted still counts). Called from
         _commit after a PodGroup or pod write; caller holds the lock."""
         ns = obj["metadata"].get("namespace")
@@ -1626,6 +1631,40 @@ def prune(obj, schema, path, out):
             prune(x, schema["items"], f"{path}[{i}]", out)
 
 
+def apply_defaults(obj, schema):
+    """Structural defaulting as apiextensions' defaulting.Default (schema/defaulting/
+    algorithm.go), applied to custom objects as they are decoded: a property that is absent, or
+    null where its schema is not nullable, gets its schema's `default` (deep-copied), in every
+    object present, through properties, additionalProperties and array items."""
+    if not isinstance(schema, dict):
+        return
+
+    def null_to_default(v, sub):
+        return v is None and isinstance(sub, dict) and not sub.get("nullable") and \
+            "default" in sub
+
+    if isinstance(obj, dict):
+        props = schema.get("properties") or {}
+        for k, sub in props.items():
+            if isinstance(sub, dict) and "default" in sub and (k not in obj or
+                                                               null_to_default(obj[k], sub)):
+                obj[k] = copy.deepcopy(sub["default"])
+        addl = schema.get("additionalProperties")
+        for k in obj:
+            if k in props:
+                apply_defaults(obj[k], props[k])
+            elif isinstance(addl, dict):
+                if null_to_default(obj[k], addl):
+                    obj[k] = copy.deepcopy(addl["default"])
+                apply_defaults(obj[k], addl)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        for i, x in enumerate(obj):
+            if null_to_default(x, items):
+                obj[i] = copy.deepcopy(items["default"])
+            apply_defaults(obj[i], items)
+
+
 def prune_object(res, obj, stats, out):
     """Prunes a custom object by its CRD's schema for res.version; logs what was dropped and
     appends it to out (field_validation answers the request's fieldValidation)."""
@@ -1635,6 +1674,7 @@ def prune_object(res, obj, stats, out):
     if not isinstance(schema, dict):
         return
     prune(obj, schema, "", out)
+    apply_defaults(obj, schema)
     if out:
         m = obj.get("metadata") or {}
         what = f"{res.qualified} {m.get('namespace') or ''}/{m.get('name') or ''}"
@@ -3168,6 +3208,10 @@ def preload_objects(store, path):
                       "managedFields"):
                 meta.pop(k, None)
             meta.update(uid=str(uuid.uuid4()), creationTimestamp=stamp, generation=1)
+            try:  # they passed admission when they were created (Priority for pods)
+                store._admit_create(res, obj)
+            except ApiError as e:
+                sys.exit(f"fakeapi: {path}: {e.message}")
             prepare_create(res, obj)
             if status is not None:
                 obj["status"] = dict(obj.get("status") or {}, **status)
