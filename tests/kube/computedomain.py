@@ -127,7 +127,7 @@ def gang(c, name, n, gpus, domain, priority=0):
         p["spec"]["resourceClaims"] = [{"name": "imex",
                                         "resourceClaimTemplateName": domain + "-channel"}]
         p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "imex"}]
-        p["spec"]["priority"] = priority
+        e2e.with_priority(c, p, priority)
         c.post(NS, p)
 
 
