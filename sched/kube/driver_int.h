@@ -287,13 +287,11 @@ void kdrv_cycle_at(struct kdrv *d, int64_t at);
 #define KDRV_ANNOT_CKPT_ASKED "gangsched.io/checkpoint-requested" /* RFC 3339 */
 #define KDRV_ANNOT_CKPT_UNTIL "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
 
-/* Writes the request (and, until_ms > 0, the deadline of a preemption) on a PodGroup of ours
- * (its key is its gang's), sent again until the watch shows it (kdrv_owe_ckpt). */
-void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
-/* The merge patch of that write. */
+/* The merge patch of a checkpoint request on a PodGroup of ours (and, until_ms > 0, the deadline
+ * of a preemption), the write kdrv_owe_ckpt owes. */
 cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms);
-/* Whether that write needs no more sends: pg shows it (or a later request), or, a preemption's
- * request, its handshake is over (the engine's). */
+/* Whether the owed checkpoint write needs no more sends: pg shows it (or a later request), or, a
+ * preemption's request, its handshake is over (the engine's). */
 bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
 /* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
  * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
@@ -376,8 +374,9 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
  * send. */
 void kdrv_owed_status(struct kdrv *d, int64_t now);
 
-/* A checkpoint request (until_ms 0: an operator's) owed on pg: sent now, and again until the
- * watch shows it (kdrv_owed_status); it replaces the one owed on pg. */
+/* A checkpoint request (until_ms 0: an operator's; else the deadline of a preemption) owed on pg,
+ * a PodGroup of ours (its key is its gang's): sent now, and again until the watch shows it
+ * (kdrv_owed_status); it replaces the one owed on pg. */
 void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
 
 /* Frees d->status, d->owed and d->owed_ckpt (the driver's end). */

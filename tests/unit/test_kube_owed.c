@@ -79,8 +79,8 @@ static void checkpoint_request_retried(void **state)
     snprintf(buf, sizeof(buf), xk8s_pg, "");
     pg_event(&d, KPG_XK8S, buf);
     int64_t t0 = kdrv_now_ms();
-    int64_t asked = 1767225600123;                                /* 2026-01-01T00:00:00.123Z */
-    kdrv_ckpt_annotate(&d, kcache_pg(d.cache, "ml/v"), asked, 0); /* an operator's */
+    int64_t asked = 1767225600123;                           /* 2026-01-01T00:00:00.123Z */
+    kdrv_owe_ckpt(&d, kcache_pg(d.cache, "ml/v"), asked, 0); /* an operator's */
     assert_true(retry_armed(&d, t0));
     d.later_ms = INT64_MAX;
     int64_t before = kdrv_now_ms();
@@ -99,7 +99,7 @@ static void checkpoint_request_retried(void **state)
 
     /* a preemption's request whose handshake is not (or no longer) the engine's: not sent
      * again */
-    kdrv_ckpt_annotate(&d, kcache_pg(d.cache, "ml/v"), asked + 1000, asked + 61000);
+    kdrv_owe_ckpt(&d, kcache_pg(d.cache, "ml/v"), asked + 1000, asked + 61000);
     assert_non_null(strmap_get(&d.owed_ckpt, "ml/v"));
     d.later_ms = INT64_MAX;
     kdrv_owed_status(&d, t0 + 120000);
