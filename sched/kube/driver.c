@@ -537,7 +537,10 @@ static void on_writes_drained(void *ctx)
 
 void kdrv_stop_releasing(struct kdrv *d)
 {
-    if (d->lease && kube_lease_leading(d->lease) && !d->failed)
+    /* a leader's writes drain with or without leader election (--leader-elect false: the only
+     * replica leads from the start, d->lease NULL); on_writes_drained releases a Lease held */
+    bool leads = d->lease ? kube_lease_leading(d->lease) : d->leading;
+    if (leads && !d->failed)
         kube_client_drain_writes(d->client, KDRV_DRAIN_MS, on_writes_drained, d);
     else
         uv_stop(d->loop);

@@ -264,8 +264,9 @@ int64_t kdrv_now_ms(void);
 
 void kdrv_fatal(struct kdrv *d, const char *msg);
 /* The end of an orderly stop (SIGTERM, once no bind is in flight): the leader's queued and
- * in-flight writes finish (at most KDRV_DRAIN_MS, the rest dropped), then its Lease is released
- * so that a standby leads at once, then the loop stops. Not leading: the loop stops at once. */
+ * in-flight writes finish (at most KDRV_DRAIN_MS, the rest dropped), then its Lease, when it
+ * holds one, is released so that a standby leads at once, then the loop stops. The same with
+ * --leader-elect false (no Lease to release). Not leading: the loop stops at once. */
 #define KDRV_DRAIN_MS 5000
 void kdrv_stop_releasing(struct kdrv *d);
 
