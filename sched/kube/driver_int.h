@@ -139,7 +139,9 @@ struct kdrv {
         *m_pending, *m_evictions, *m_held;
     uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
-    int64_t cycle_mono_ms; /* kdrv_mono_ms() read with the cycle's now (0: none yet) */
+    /* the wall clock and CLOCK_BOOTTIME (ms) at the last kdrv_clock_check, read together
+     * (clock_mono 0: none yet) */
+    int64_t clock_wall, clock_mono;
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
@@ -380,6 +382,11 @@ void kdrv_owed_status(struct kdrv *d, int64_t now);
  * (kdrv_owed_status); it replaces the one owed on pg. */
 void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
 
+/* The wall clock stepped by step_ms (kdrv_clock_check): the status rate limits, the forget times
+ * and the owed writes' next sends move by it; what was written (a condition's
+ * lastTransitionTime, a checkpoint request's times) does not. */
+void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms);
+
 /* Frees d->status, d->owed and d->owed_ckpt (the driver's end). */
 void kdrv_status_fini(struct kdrv *d);
 
@@ -425,6 +432,16 @@ void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const cha
 /* Once per change of state: warns when the nodes have none of the configured accelerator, naming
  * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
 void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c);
+
+/* Reads the wall clock and CLOCK_BOOTTIME (monotonic, counting a suspend as time passed, as the
+ * wall clock does) together and returns the wall clock's step since the last call (ms, > 0
+ * forward; 0: none, eng_clock_step's rule). A step moves every deadline of the driver and its
+ * engine that is a duration from an event of this run (eng_clock_stepped, eng_fair_clock_stepped,
+ * kdrv_status_clock_stepped; the next cycle's due times, the sweep and fair-share write times,
+ * the gangs' last sightings), not the instants read from or written to the API. Called at every
+ * tick of the cycle timer (cycle_due), cycle or not: a step back no longer delays the cycle that
+ * would have seen it by the step's length. */
+int64_t kdrv_clock_check(struct kdrv *d);
 
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
  * that gave up kept out of the queues. */
