@@ -75,6 +75,10 @@ static int server_init(struct http_server *s, const struct http_opts *o,
         return sched_fail(eb, SCHED_ENOMEM, "http server: out of memory");
     if (uv_mutex_init(&s->mu) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "http server: cannot create a mutex");
+    if (uv_mutex_init(&s->build_mu) != 0) {
+        uv_mutex_destroy(&s->mu);
+        return sched_fail(eb, SCHED_ENOMEM, "http server: cannot create a mutex");
+    }
     return 0;
 }
 
@@ -82,6 +86,7 @@ static void server_free(struct http_server *s)
 {
     http__readers_free(s);
     uv_mutex_destroy(&s->mu);
+    uv_mutex_destroy(&s->build_mu);
     free(s->wtok.path);
     free(s->rtok.path);
     free((char *)s->prov.store_path);

@@ -47,6 +47,9 @@ struct http_server {
     struct http_provider prov;
     struct token wtok, rtok;
     uv_mutex_t mu; /* guards readers_ready, next_reader and loads (held for microseconds) */
+    /* held while a large answer is built (reads.c http__big_read): one at a time, taken before
+     * a reader's mutex */
+    uv_mutex_t build_mu;
     /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
@@ -67,6 +70,9 @@ struct http_server {
     struct http_metric *m_requests;
     struct http_metric *m_queued; /* gauge: `queued` */
 };
+
+/* A list page or explanation of more items than this builds one at a time (reads.c big_read) */
+#define HTTP_BIG_ITEMS 1000
 
 enum view {
     V_QUOTA,
