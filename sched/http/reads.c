@@ -2,6 +2,8 @@
  * connection of its own (a small pool): the documents of store/views.h answered from the
  * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
  * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
+ * A read that may build a large answer (big_read) waits for the one being built, and the memory
+ * its document freed is trimmed back once it is printed (docs/api.md "Limits").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
