@@ -2,8 +2,8 @@
  * connection of its own (a small pool): the documents of store/views.h answered from the
  * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
  * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
- * A read that may build a large answer (big_read) waits for the one being built, and the memory
- * its document freed is trimmed back once it is printed (docs/api.md "Limits").
+ * The memory a large read's document freed is trimmed back once it is printed (http__big_read;
+ * the server builds one at a time, docs/api.md "Limits").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
@@ -111,11 +111,11 @@ static int read_doc(struct store *st, const struct http_work *w, cJSON **doc,
     return store_read_doc(st, &rq, doc, eb);
 }
 
-/* Whether a read may build a large answer: a list page of more than HTTP_BIG_ITEMS items (or
- * a whole list), an explanation of more decisions than that (or all). Its cJSON tree takes
- * about eight times the answer's bytes while it is built and printed (a 1.9 MB page of 10,000
- * jobs: about 16 MiB), more than the answer that the budget counts. */
-static bool big_read(const struct http_work *w)
+/* A large read: a list page of more than HTTP_BIG_ITEMS items (or a whole list), an explanation
+ * of more decisions than that (or all). Its cJSON tree takes about eight times the answer's
+ * bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB), more than
+ * the answer that the budget counts: the server builds one at a time (server.c read_start). */
+bool http__big_read(const struct http_work *w)
 {
     switch (w->v) {
     case V_JOBS:
@@ -254,12 +254,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
 
 void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
-    bool big = big_read(w);
-    if (big) /* before a reader's mutex: no read holds a reader while it waits here */
-        uv_mutex_lock(&s->build_mu);
     request_work(s, w, resp);
-    if (big) {
+    if (http__big_read(w))
         trim(); /* the document's tree and the print's buffers, freed: back to the system */
-        uv_mutex_unlock(&s->build_mu);
-    }
 }
