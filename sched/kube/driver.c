@@ -137,13 +137,13 @@ static bool may_write(void *ctx)
     return kdrv_may_lead(ctx);
 }
 
-/* Whether a cycle runs now: leading within the renew deadline, caches synced, no binds in
- * flight, the store open and recovered, and something changed (or an operator action or reload
- * asked for one). */
+/* Whether a cycle runs now: leading within the renew deadline, caches synced, no binds or
+ * claim Unreserves in flight, the store open and recovered, and something changed (or an operator
+ * action or reload asked for one). */
 static bool cycle_due(struct kdrv *d)
 {
     kdrv_clock_check(d); /* a wall-clock step moves the deadlines before they are compared */
-    if (d->stopping || d->n_binds > 0 || !kdrv_may_lead(d) || !synced(d))
+    if (d->stopping || d->n_binds > 0 || d->unreserves_left > 0 || !kdrv_may_lead(d) || !synced(d))
         return false;
     if (!d->db && kdrv_open_store(d) != 0)
         return false;

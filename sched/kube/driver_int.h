@@ -62,6 +62,9 @@ struct kbind {
     char *error;
     char uid[64]; /* metadata.uid the last Binding carried ("" none; a longer one truncated, so
                      it matches nothing) */
+    uint32_t claims_reserved; /* bits of the pod's claims (index < 32) whose status write
+                                 reserved them for it (2xx), or may have (no definite answer) */
+    uint32_t claims_made;     /* of those, the writes that carried status.allocation */
 };
 
 /* The binds of one placed gang. */
@@ -114,9 +117,11 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
-    bool fenced;             /* recovery sent its fences */
-    bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
-    uint32_t fences_left;    /* recovery fences not answered yet */
+    bool fenced;              /* recovery sent its fences */
+    bool xk8s_no_conditions;  /* the scheduler-plugins CRD prunes status.conditions */
+    uint32_t fences_left;     /* recovery fences not answered yet */
+    uint32_t unreserves_left; /* claim Unreserves of rolled-back gangs not answered yet: no
+                                 cycle runs before (its claims would look still reserved) */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
