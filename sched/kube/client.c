@@ -17,6 +17,7 @@
  */
 #include "sched/kube/client.h"
 
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,8 +208,10 @@ static void on_poll(uv_poll_t *h, int status, int events)
     int flags = 0;
     if (status < 0)
         flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
+    if (events & UV_READABLE) {
         flags |= CURL_CSELECT_IN;
+        p->rx_ms = uv_now(c->loop);
+    }
     if (events & UV_WRITABLE)
         flags |= CURL_CSELECT_OUT;
     kclient_enter(c);
@@ -240,6 +243,7 @@ static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *sock
         }
         p->c = c;
         p->s = s;
+        p->rx_ms = uv_now(c->loop);
         p->next = c->polls;
         if (c->polls)
             c->polls->prev = p;
@@ -763,18 +767,62 @@ void kube_client_free(struct kube_client *c)
         release_client(c);
 }
 
+static long sockaddr_port(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+/* The watched socket of the connection an on-wire request rides, or NULL. libcurl 7.88's
+ * CURLINFO_ACTIVESOCKET names a connection only once a transfer of that easy handle has ended
+ * (its "last connection"), never during one, and every attempt here has a fresh handle; so the
+ * connection is found by its ports (CURLINFO_LOCAL_PORT and CURLINFO_PRIMARY_PORT are set as soon
+ * as the transfer is given its connection, new or reused) among the sockets curl watches. */
+static struct kpoll *req_poll(struct kube_client *c, struct kube_req *r)
+{
+    curl_socket_t s = CURL_SOCKET_BAD;
+    long lport = 0, rport = 0;
+    if (!r->on_wire || !r->easy)
+        return NULL;
+    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK)
+        s = CURL_SOCKET_BAD;
+    if (s == CURL_SOCKET_BAD &&
+        (curl_easy_getinfo(r->easy, CURLINFO_LOCAL_PORT, &lport) != CURLE_OK ||
+         curl_easy_getinfo(r->easy, CURLINFO_PRIMARY_PORT, &rport) != CURLE_OK || lport <= 0))
+        return NULL;
+    for (struct kpoll *p = c->polls; p; p = p->next) {
+        if (s != CURL_SOCKET_BAD) {
+            if (p->s == s)
+                return p;
+            continue;
+        }
+        struct sockaddr_storage la, ra;
+        socklen_t ln = sizeof(la), rn = sizeof(ra);
+        if (getsockname(p->s, (struct sockaddr *)&la, &ln) == 0 &&
+            getpeername(p->s, (struct sockaddr *)&ra, &rn) == 0 && sockaddr_port(&la) == lport &&
+            sockaddr_port(&ra) == rport)
+            return p;
+    }
+    return NULL;
+}
+
 void kube_req_abandon(struct kube_req *r)
 {
     if (!r || r->cancelled)
         return;
     struct kube_client *c = r->c;
     /* a connection shared over HTTP/2 carries every request of the client: shut it down only
-     * when all of it is silent, never because one stream is quiet */
-    bool silent = uv_now(c->loop) >= c->stats.rx_ms + c->watch_idle_ms;
-    curl_socket_t s = CURL_SOCKET_BAD;
-    if (silent && r->on_wire && r->easy &&
-        curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK && s != CURL_SOCKET_BAD)
-        shutdown(s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
+     * when all of it is silent (not one byte readable for watch_idle_ms: no data, no frame), never
+     * because one stream is quiet */
+    struct kpoll *p = req_poll(c, r);
+    if (p && uv_now(c->loop) >= p->rx_ms + c->watch_idle_ms) {
+        LOG_WARN("kube", "%s: its connection received nothing for %llu ms: shut down", r->path,
+                 (unsigned long long)(uv_now(c->loop) - p->rx_ms));
+        shutdown(p->s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
+    }
     kube_req_cancel(r);
 }
 

@@ -184,8 +184,9 @@ struct kube_informer;
  * outside strings (chunk borders fall anywhere; objects may be megabytes).
  * Watchdog (a connection that goes silent, no bytes and no FIN, e.g. through a proxy that lost
  * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, the
- * request cancelled, its connection shut down only when the client has received nothing on any
- * request for watch_idle_ms; watched again from the last resourceVersion after the backoff) when
+ * request cancelled, its connection shut down only when nothing at all, no byte of data or of any
+ * HTTP/2 frame, has come in on that connection for watch_idle_ms; watched again from the last
+ * resourceVersion after the backoff) when
  * its response status has not arrived within the client's watch_idle_ms; when nothing has
  * arrived for watch_idle_ms although a watch of THIS informer got a bookmark before
  * (kube-apiserver's watch cache sends one about once a minute to each watch that allows them, but

@@ -43,11 +43,14 @@ struct req_list {
     uint32_t n;
 };
 
+/* One socket curl watches: one connection (over HTTP/2, every stream multiplexed on it). */
 struct kpoll {
     uv_poll_t h;
     struct kpoll *prev, *next;
     struct kube_client *c;
     curl_socket_t s;
+    uint64_t rx_ms; /* loop time (ms) it was last readable (any byte: data, PING, SETTINGS), or
+                       was first watched */
 };
 
 struct kube_client {
