@@ -12,7 +12,7 @@
 // front like any path).
 //
 // Run: node tests/kube/h2front.js --upstream PORT --cert-dir DIR --kubeconfig-in FILE
-//        --kubeconfig-out FILE --port-file FILE [--max-streams N]
+//        --kubeconfig-out FILE --port-file FILE [--max-streams N] [--verbose]
 // DIR holds ca.crt, server.crt and server.key (fakeapi.py --state-dir makes them with openssl);
 // the kubeconfig written is the fake server's with the server URL pointing at the front. The
 // port file gets {"port": P, "control": C} once both listen.
@@ -84,7 +84,10 @@ function parseArgs(argv) {
         else if (k === '--kubeconfig-out') a.kcOut = v;
         else if (k === '--port-file') a.portFile = v;
         else if (k === '--max-streams') a.maxStreams = Number(v);
-        else {
+        else if (k === '--verbose') {
+            a.verbose = true;
+            i--;
+        } else {
             process.stderr.write(`h2front: unknown argument ${k}\n`);
             process.exit(2);
         }
@@ -216,7 +219,9 @@ function onStream(stream, headers) {
     sess.rec.peak = Math.max(sess.rec.peak, sess.rec.open);
     stats.peak_streams = Math.max(stats.peak_streams, sess.rec.open);
     const rec = {sid: stream.id, path: p, ours: false, stalled: false, up: null};
+    if (args.verbose) log(`session ${sess.rec.id} stream ${stream.id}: ${headers[':method']} ${p}`);
     stream.on('close', () => {
+        if (args.verbose) log(`session ${sess.rec.id} stream ${stream.id}: closed, code ${stream.rstCode}`);
         stats.streams_open--;
         sess.rec.open--;
         if (stream.rstCode && !rec.ours) {

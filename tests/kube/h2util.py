@@ -35,6 +35,7 @@ class Front:
                "--port-file", port_file]
         if max_streams:
             cmd += ["--max-streams", str(max_streams)]
+        cmd.append("--verbose")  # every stream logged: the log is shown when a check fails
         self.log_path = os.path.join(e2e.TMP, "h2front.log")
         self.p = subprocess.Popen(cmd, stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
         e2e.procs.insert(0, self.p)  # stopped after the schedulers (e2e.finish: reversed)
