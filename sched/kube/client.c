@@ -460,6 +460,7 @@ void kclient_start(struct kube_client *c, struct kube_req *r)
     if (r->attempts > 0)
         c->stats.retries++;
     r->attempts++;
+    r->sent_ms = uv_now(c->loop);
     c->stats.requests++;
     r->on_wire = true;
     kclient_list_push(&c->active, r);
@@ -518,6 +519,64 @@ static bool retryable_status(long s)
     return s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
 }
 
+static long sockaddr_port(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+/* The watched socket of the connection an on-wire request rides, or NULL. libcurl 7.88's
+ * CURLINFO_ACTIVESOCKET names a connection only once a transfer of that easy handle has ended
+ * (its "last connection"), never during one, and every attempt here has a fresh handle; so the
+ * connection is found by its ports (CURLINFO_LOCAL_PORT and CURLINFO_PRIMARY_PORT are set as soon
+ * as the transfer is given its connection, new or reused) among the sockets curl watches. */
+static struct kpoll *req_poll(struct kube_client *c, struct kube_req *r)
+{
+    curl_socket_t s = CURL_SOCKET_BAD;
+    long lport = 0, rport = 0;
+    if (!r->on_wire || !r->easy)
+        return NULL;
+    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK)
+        s = CURL_SOCKET_BAD;
+    if (s == CURL_SOCKET_BAD &&
+        (curl_easy_getinfo(r->easy, CURLINFO_LOCAL_PORT, &lport) != CURLE_OK ||
+         curl_easy_getinfo(r->easy, CURLINFO_PRIMARY_PORT, &rport) != CURLE_OK || lport <= 0))
+        return NULL;
+    for (struct kpoll *p = c->polls; p; p = p->next) {
+        if (s != CURL_SOCKET_BAD) {
+            if (p->s == s)
+                return p;
+            continue;
+        }
+        struct sockaddr_storage la, ra;
+        socklen_t ln = sizeof(la), rn = sizeof(ra);
+        if (getsockname(p->s, (struct sockaddr *)&la, &ln) == 0 &&
+            getpeername(p->s, (struct sockaddr *)&ra, &rn) == 0 && sockaddr_port(&la) == lport &&
+            sockaddr_port(&ra) == rport)
+            return p;
+    }
+    return NULL;
+}
+
+/* Shuts the connection of an on-wire request down when nothing at all (no byte: no data, no
+ * PING, no SETTINGS) has come in on it since `since` (loop time, ms): over HTTP/2 every stream of
+ * the client may share it, and curl would put each new one on it again (libcurl 7.88 cannot ping
+ * from a multi handle; client-go pings after 30 s of silence and closes after 15 s more). curl
+ * sees the end and closes it; the fd stays curl's. */
+static void shut_if_silent(struct kube_client *c, struct kube_req *r, uint64_t since,
+                           const char *why)
+{
+    struct kpoll *p = req_poll(c, r);
+    if (!p || p->rx_ms > since)
+        return;
+    LOG_WARN("kube", "%s %s: %s and its connection received nothing for %llu ms: shut down",
+             method_name(r->m), r->path, why, (unsigned long long)(uv_now(c->loop) - p->rx_ms));
+    shutdown(p->s, SHUT_RDWR);
+}
+
 /* One attempt ended: retry, or report. */
 static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode result)
 {
@@ -527,6 +586,10 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
     curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
     char cerr[CURL_ERROR_SIZE + 64];
     snprintf(cerr, sizeof(cerr), "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));
+    /* a request that timed out with nothing received on its connection since it was sent: that
+     * connection is dead, the retry must not go on it again */
+    if (result == CURLE_OPERATION_TIMEDOUT && !r->cancelled)
+        shut_if_silent(c, r, r->sent_ms, "timed out");
     kclient_req_detach(c, r);
     if (r->cancelled) {
         kclient_req_free(r);
@@ -767,62 +830,16 @@ void kube_client_free(struct kube_client *c)
         release_client(c);
 }
 
-static long sockaddr_port(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-    if (ss->ss_family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-    return -1;
-}
-
-/* The watched socket of the connection an on-wire request rides, or NULL. libcurl 7.88's
- * CURLINFO_ACTIVESOCKET names a connection only once a transfer of that easy handle has ended
- * (its "last connection"), never during one, and every attempt here has a fresh handle; so the
- * connection is found by its ports (CURLINFO_LOCAL_PORT and CURLINFO_PRIMARY_PORT are set as soon
- * as the transfer is given its connection, new or reused) among the sockets curl watches. */
-static struct kpoll *req_poll(struct kube_client *c, struct kube_req *r)
-{
-    curl_socket_t s = CURL_SOCKET_BAD;
-    long lport = 0, rport = 0;
-    if (!r->on_wire || !r->easy)
-        return NULL;
-    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK)
-        s = CURL_SOCKET_BAD;
-    if (s == CURL_SOCKET_BAD &&
-        (curl_easy_getinfo(r->easy, CURLINFO_LOCAL_PORT, &lport) != CURLE_OK ||
-         curl_easy_getinfo(r->easy, CURLINFO_PRIMARY_PORT, &rport) != CURLE_OK || lport <= 0))
-        return NULL;
-    for (struct kpoll *p = c->polls; p; p = p->next) {
-        if (s != CURL_SOCKET_BAD) {
-            if (p->s == s)
-                return p;
-            continue;
-        }
-        struct sockaddr_storage la, ra;
-        socklen_t ln = sizeof(la), rn = sizeof(ra);
-        if (getsockname(p->s, (struct sockaddr *)&la, &ln) == 0 &&
-            getpeername(p->s, (struct sockaddr *)&ra, &rn) == 0 && sockaddr_port(&la) == lport &&
-            sockaddr_port(&ra) == rport)
-            return p;
-    }
-    return NULL;
-}
-
 void kube_req_abandon(struct kube_req *r)
 {
     if (!r || r->cancelled)
         return;
     struct kube_client *c = r->c;
     /* a connection shared over HTTP/2 carries every request of the client: shut it down only
-     * when all of it is silent (not one byte readable for watch_idle_ms: no data, no frame), never
-     * because one stream is quiet */
-    struct kpoll *p = req_poll(c, r);
-    if (p && uv_now(c->loop) >= p->rx_ms + c->watch_idle_ms) {
-        LOG_WARN("kube", "%s: its connection received nothing for %llu ms: shut down", r->path,
-                 (unsigned long long)(uv_now(c->loop) - p->rx_ms));
-        shutdown(p->s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
-    }
+     * when all of it is silent, never because one stream is quiet */
+    uint64_t now = uv_now(c->loop);
+    if (now >= c->watch_idle_ms)
+        shut_if_silent(c, r, now - c->watch_idle_ms, "abandoned");
     kube_req_cancel(r);
 }
 

@@ -36,6 +36,7 @@ struct kube_req {
     uint32_t attempts, retries;
     uint64_t not_before; /* loop time (ms) before which the next attempt must not start */
     uint32_t timeout_ms; /* whole transfer, per attempt; 0: the client's timeout_ms */
+    uint64_t sent_ms;    /* loop time (ms) this attempt was put on the wire */
 };
 
 struct req_list {

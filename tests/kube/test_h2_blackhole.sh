@@ -4,4 +4,4 @@
 # fails without it).
 BIN=${BIN:-bin}
 export BIN
-exec timeout 120 python3 tests/kube/h2_blackhole.py
+exec timeout 170 python3 tests/kube/h2_blackhole.py
