@@ -369,9 +369,11 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
         int64_t t = r->timeout_ms && r->timeout_ms < c->timeout_ms ? r->timeout_ms : c->timeout_ms;
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
         /* a request with its own deadline (the Lease's) never waits for another transfer's
-         * connection to tell whether it multiplexes: over plain HTTP that is known only when a
-         * response comes, and curl 7.88 does not time out a transfer waiting for it */
-        if (r->timeout_ms)
+         * connection to tell whether it multiplexes over plain HTTP: that is known only when a
+         * response comes, and curl 7.88 does not time out a transfer waiting for it. Over TLS
+         * ALPN tells at the end of the handshake (bounded by the connect timeout); not waiting
+         * for it there opened a second connection at every start (the first Lease request) */
+        if (r->timeout_ms && !c->https)
             curl_easy_setopt(e, CURLOPT_PIPEWAIT, 0L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     }

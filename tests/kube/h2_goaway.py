@@ -3,10 +3,12 @@
 last-stream-id = the highest stream it has seen, open streams run to their end), through
 tests/kube/h2front.js. The daemon leads (leader election on) the whole time.
 
+0. A leader's Lease requests, its other requests and its watches ride one session.
 1. Two Bindings are held by the fake server (in flight on session 1) when session 1 gets a
    graceful GOAWAY: released, both are answered on session 1 and the gang is bound; the next
-   gang's Binding goes on a new session (2), none on session 1 after its GOAWAY (the front
-   refuses and counts any stream above last-stream-id).
+   gang's Binding goes on a new session, none on session 1 after its GOAWAY (the front refuses
+   and counts any stream above last-stream-id). 1b: the GOAWAY of --goaway-chance, right after
+   a Lease renewal's answer: later renewals go on a new session, a later gang is bound.
 2. goaway-refuse: the front answers the next Binding with GOAWAY below its stream id and
    RST_STREAM REFUSED_STREAM (the stream was not processed: RFC 9113 section 6.8): the Binding
    is sent again on a new session and the gang is bound.
@@ -34,6 +36,17 @@ def fake_stats(c):
     return c.get("/_fake/stats")[1]
 
 
+def renewal_moved(front):
+    """A Lease renewal on another session than the one of the last GOAWAY (the front's log)."""
+    lines = front.text().splitlines()
+    gone = [i for i, x in enumerate(lines) if ": GOAWAY last-stream-id" in x]
+    if not gone:
+        return False
+    sess = lines[gone[-1]].split("session ", 1)[1].split(":", 1)[0]
+    return any("/leases/" in x and "session %s stream" % sess not in x
+               for x in lines[gone[-1] + 1:])
+
+
 def main():
     fake_kc = e2e.start_fake(extra=["--bookmark-interval", "0.5"])
     front = Front(fake_kc)
@@ -50,6 +63,9 @@ def main():
     gang(c, "one", 1, 1)
     check("a gang is bound through the HTTP/2 front",
           wait_for(lambda: len(bound(c, "one")) == 1, 20))
+    st = front.stats()
+    check("a leader's requests, Lease included, and its watches ride one session (%d)"
+          % st["sessions_opened"], st["sessions_opened"] == 1, str(st["sessions"]))
     pods = 1
 
     # 1. graceful GOAWAY with two Bindings in flight
@@ -72,6 +88,19 @@ def main():
           "started on a session after its GOAWAY (%d refused)"
           % (st["sessions_opened"], st["refused"]),
           st["sessions_opened"] >= 2 and st["refused"] == 0, str(st["sessions"]))
+
+    # 1b. --goaway-chance: the GOAWAY right after a response's headers (the next Lease renewal's)
+    g1 = st["goaways_sent"]
+    front.fault({"type": "goaway-after", "path": "/leases/"})
+    check("1b. a GOAWAY follows a Lease renewal's answer (as --goaway-chance sends it)",
+          wait_for(lambda: front.stats()["goaways_sent"] == g1 + 1, 10))
+    check("1b. the next renewal goes on another session", wait_for(lambda: renewal_moved(front), 10),
+          front.text()[-3000:])
+    gang(c, "three-b", 1, 1)
+    pods += 1
+    check("1b. a gang created afterwards is bound",
+          wait_for(lambda: len(bound(c, "three-b")) == 1, BOUND_S))
+    st = front.stats()
 
     # 2. a Binding refused (not processed) by a GOAWAY below it
     ga0 = st["goaways_sent"]
