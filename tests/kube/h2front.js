@@ -44,9 +44,10 @@
 // * Max concurrent streams: kube-apiserver (k8s.io/apiserver/pkg/server/secure_serving.go,
 //   SecureServingInfo.Serve) advertises --http2-max-streams-per-connection; 0, the default,
 //   means 100 in current releases (the value Go's HTTP/2 client assumes before SETTINGS, set
-//   explicitly so the per-connection buffer can be sized; older releases left Go's server
-//   default of 250). The front advertises 100 unless --max-streams says otherwise; nghttp2 (in
-//   Node) refuses streams past it with RST_STREAM REFUSED_STREAM.
+//   explicitly so the per-connection buffer can be sized; older releases, whose flag help says
+//   "Zero means to use golang's default", left Go's server default of 250: golang.org/x/net/http2
+//   server.go defaultMaxStreams). The front advertises 100 unless --max-streams says otherwise;
+//   nghttp2 (in Node) refuses streams past it with RST_STREAM REFUSED_STREAM.
 // * goaway-after copies --goaway-chance (k8s.io/apiserver/pkg/server/filters/goaway.go,
 //   WithProbabilisticGoaway, installed by DefaultBuildHandlerChain for any HTTP/2 request,
 //   watches included): the filter sets "Connection: close" on the response, which Go's HTTP/2
@@ -61,7 +62,8 @@
 // * stall copies fakeapi's stall-watch at the stream level (a proxy that lost its upstream for
 //   one stream); blackhole copies a whole connection that went silent (client-go answers that
 //   with an HTTP/2 PING after ReadIdleTimeout 30 s and closes the connection when no ack comes
-//   within PingTimeout 15 s: k8s.io/client-go/transport, http2 ConfigureTransports).
+//   within PingTimeout 15 s: k8s.io/apimachinery/pkg/util/net/http.go, readIdleTimeoutSeconds
+//   and pingTimeoutSeconds, HTTP2_READ_IDLE_TIMEOUT_SECONDS and HTTP2_PING_TIMEOUT_SECONDS).
 'use strict';
 
 const fs = require('fs');
