@@ -245,6 +245,7 @@ function onStream(stream, headers) {
         rec.ours = true;
         stats.refused++;
         goaway(sess, stream.id - 2);
+        log(`session ${sess.rec.id} stream ${stream.id}: refused, not forwarded`);
         stream.close(C.NGHTTP2_REFUSED_STREAM);
         return;
     }
