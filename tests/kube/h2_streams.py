@@ -11,6 +11,9 @@ and keeps the connection, because other streams were receiving (the session coun
 client that shut the connection down on one quiet stream, as it must over HTTP/1.1, opens a
 second one here and fails). A node added after the stall is seen, and a gang that fits only
 there is bound within 15 s: the new nodes watch and the pods watch on the same session deliver.
+(c) The server resets the nodes watch's stream (RST_STREAM INTERNAL_ERROR, as Go's HTTP/2 server
+does for a handler that panics): the watch is opened again on the same session and a gang that
+fits only on a node added afterwards is bound within 15 s.
 Every wait is bounded.
 """
 
@@ -72,6 +75,25 @@ def main():
           st["sessions_opened"] == 1 and st["sessions_open"] == 1, str(st["sessions"]))
     lines = [x for x in s.text().splitlines() if "connection abandoned" in x]
     check("the daemon logged the one abandoned watch", len(lines) == 1, "\n".join(lines))
+
+    # (c) the server resets the nodes watch's stream (RST_STREAM INTERNAL_ERROR)
+    r = front.fault({"type": "reset", "path": NODES_WATCH})
+    st = front.stats()
+    check("(c) the server reset the open nodes watch (%d stream)" % st["server_resets"],
+          st["server_resets"] == 1, str(r))
+    t0 = time.time()
+    c.post("/api/v1/nodes", node("gpu-3", "r1"))
+    gang(c, "three", 1, 8)
+    got = wait_for(lambda: len(bound(c, "three")) == 1, BOUND_S)
+    check("(c) the watch is opened again: a gang that fits only on a node added after the reset "
+          "is bound within %d s (%.1f s)" % (BOUND_S, time.time() - t0), got)
+    seen = [x for x in s.text().splitlines()
+            if "watch /api/v1/nodes" in x and "not closed cleanly: INTERNAL_ERROR" in x]
+    check("(c) the daemon saw a reset, not a clean end (logged)", len(seen) == 1,
+          "\n".join(x for x in s.text().splitlines() if "/api/v1/nodes" in x))
+    st = front.stats()
+    check("(c) on the same session (%d opened)" % st["sessions_opened"],
+          st["sessions_opened"] == 1, str(st["sessions"]))
     check("the daemon is alive", s.p.poll() is None)
     e2e.finish()
 

@@ -19,7 +19,8 @@
 //
 // Control (plain HTTP, loopback):
 //   GET  /stats  {sessions_opened, sessions_open, streams_opened, streams_open, client_resets,
-//                 resets: [{session, path, code}], goaways_sent, refused, pings_received,
+//                 resets: [{session, path, code}], server_resets, goaways_sent, refused,
+//                 pings_received,
 //                 peak_streams, sessions: [{id, streams, open, peak, goaway_last, closed}]}
 //   POST /fault  one of:
 //     {"type": "goaway", "closeAfterMs": N}  graceful GOAWAY (NO_ERROR, last-stream-id = the
@@ -35,6 +36,10 @@
 //        REFUSED_STREAM.
 //     {"type": "stall", "path": S, "afterMs": N}  the next stream whose path contains S stops
 //        sending anything after N ms (default 0) and never ends, until the client resets it.
+//     {"type": "reset", "path": S}  every open stream whose path contains S is reset now by the
+//        server (RST_STREAM INTERNAL_ERROR = 2, no END_STREAM before it: what Go's HTTP/2
+//        server sends when a handler panics, http.ErrAbortHandler included: golang.org/x/net/http2
+//        write.go handlerPanicRST); counted in server_resets.
 //     {"type": "blackhole"}  every connection open now stops passing bytes both ways (nothing
 //        answered, not even PING or SETTINGS frames; TCP itself stays up and acknowledges, as
 //        behind a proxy whose upstream vanished); connections made later are served.
@@ -110,10 +115,11 @@ const agent = new https.Agent({keepAlive: true, maxSockets: Infinity, ca});
 const stats = {
     sessions_opened: 0, sessions_open: 0, streams_opened: 0, streams_open: 0, client_resets: 0,
     resets: [], goaways_sent: 0, refused: 0, pings_received: 0, peak_streams: 0, sessions: [],
-    upstream_errors: 0,
+    upstream_errors: 0, server_resets: 0,
 };
 let faults = [];
 const sessions = new Set();
+const openStreams = new Set(); // {stream, rec}
 const pipes = new Set(); // TCP pairs (client socket, inner socket)
 
 function log(msg) {
@@ -142,6 +148,13 @@ function goaway(sess, last) {
     stats.goaways_sent++;
     log(`session ${sess.rec.id}: GOAWAY last-stream-id ${sess.rec.goaway_last}`);
     maybeClose(sess);
+}
+
+// RST_STREAM INTERNAL_ERROR now. Node's stream.close(code) ends the stream first once the
+// response has begun (END_STREAM, then a RST_STREAM the client ignores: a clean end to it);
+// destroy() sends the RST_STREAM alone.
+function abort(stream) {
+    if (!stream.destroyed) stream.destroy(new Error('h2front: stream reset'));
 }
 
 function maybeClose(sess) {
@@ -193,9 +206,7 @@ function forward(stream, headers, rec) {
         res.on('end', () => {
             if (!rec.stalled && !stream.destroyed && !stream.closed) stream.end();
         });
-        res.on('error', () => {
-            if (!stream.destroyed) stream.close(C.NGHTTP2_INTERNAL_ERROR);
-        });
+        res.on('error', () => abort(stream));
     });
     up.on('error', (e) => {
         stats.upstream_errors++;
@@ -204,7 +215,7 @@ function forward(stream, headers, rec) {
             stream.respond({':status': 502, 'content-type': 'text/plain'});
             stream.end(`h2front: upstream: ${e.message}\n`);
         } else {
-            stream.close(C.NGHTTP2_INTERNAL_ERROR);
+            abort(stream);
         }
     });
     stream.pipe(up);
@@ -222,7 +233,10 @@ function onStream(stream, headers) {
     stats.peak_streams = Math.max(stats.peak_streams, sess.rec.open);
     const rec = {sid: stream.id, path: p, ours: false, stalled: false, up: null};
     if (args.verbose) log(`session ${sess.rec.id} stream ${stream.id}: ${headers[':method']} ${p}`);
+    const entry = {stream, rec};
+    openStreams.add(entry);
     stream.on('close', () => {
+        openStreams.delete(entry);
         if (args.verbose) log(`session ${sess.rec.id} stream ${stream.id}: closed, code ${stream.rstCode}`);
         stats.streams_open--;
         sess.rec.open--;
@@ -329,7 +343,7 @@ function reply(res, code, obj) {
     res.end(b);
 }
 
-const FAULTS = new Set(['goaway', 'goaway-after', 'goaway-refuse', 'stall', 'blackhole']);
+const FAULTS = new Set(['goaway', 'goaway-after', 'goaway-refuse', 'stall', 'reset', 'blackhole']);
 
 const control = http.createServer((req, res) => {
     let body = '';
@@ -360,6 +374,16 @@ const control = http.createServer((req, res) => {
                         }, f.closeAfterMs);
                     }
                 }
+            } else if (f.type === 'reset') {
+                let n = 0;
+                for (const {stream, rec} of openStreams) {
+                    if (!matches(f, rec.path) || stream.closed || stream.destroyed) continue;
+                    rec.ours = true;
+                    abort(stream);
+                    log(`stream ${rec.sid} ${rec.path}: reset by the server`);
+                    n++;
+                }
+                stats.server_resets += n;
             } else if (f.type === 'blackhole') {
                 for (const p of pipes) p.hole = true;
                 log(`blackhole: ${pipes.size} connection(s) silenced`);
