@@ -20,6 +20,9 @@
  *
  * Every Binding carries the pod's resourceVersion as a precondition, which the API server checks
  * when it applies the write, however late (BindingREST: a GuaranteedUpdate with preconditions).
+ * kube-scheduler's DefaultBinder sends only the pod's uid (pkg/scheduler/framework/plugins/
+ * defaultbinder); the version is ours, for the fences below. So that our own PodScheduled status
+ * write does not fail it, a Binding waits for that write's answer (kdrv_pod_writes_park).
  * A fence is a write to the pod (the annotation gangsched.io/bind-fence): it changes the
  * resourceVersion, so a Binding sent before it can never apply after it, and its answer is the
  * pod as it is at that point: bound (a Binding got there first: a late bind, accounted for) or
@@ -347,9 +350,16 @@ static void on_bind(void *ctx, const struct kube_resp *r)
     bind_done(b, buf);
 }
 
+void kdrv_bind_resume(struct kbind *b)
+{
+    send_bind(b->gb->d, b, b->gb->flavor);
+}
+
 static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     char path[600], ids[160];
+    if (kdrv_pod_writes_park(d, b)) /* after our status write's answer, with its version */
+        return;
     if (!kdrv_may_lead(d)) {
         /* past the renew deadline (or deposed): the daemon is stopping (on_lease), and a deposed
          * leader neither binds nor rolls back; the bind stays unanswered until the exit */
