@@ -53,7 +53,8 @@ struct kwaiting {
     const struct kpg *pg;
     const char *queue;  /* its queue label, NULL when it has none */
     const char *reason; /* "WaitingForPods", "UnknownQueue", "NoQueue", "InvalidSpec",
-                           "PartialGang", "WaitingForTeardown", "PodGroupNotFound" */
+                           "PartialGang", "WaitingForTeardown", "PodGroupNotFound",
+                           "PodGroupDeleting" */
     const char *message;
     struct kpod **pods; /* its pending members (they get the PodScheduled=False condition) */
     uint32_t n_pods;

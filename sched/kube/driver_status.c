@@ -446,6 +446,8 @@ static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, 
                         const char *type, const char *reason, const char *message)
 {
     owed_status_free(strmap_del(&d->owed_status, gang));
+    if (pg->deleting) /* a PodGroup being deleted: the Event says why, its status is left */
+        return;
     if (pg_status_write(d, gang, pg, phase, type, reason, message) == 0)
         return;
     char key[KOBJ_KEY_MAX];
