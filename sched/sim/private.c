@@ -89,8 +89,9 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
         for (uint32_t f = 0; f < in->config->n_flavors; f++) {
             const struct config_quota *qu =
                 config_quota_get(in->config, &in->config->queues[q].q, f, RES_GPU);
-            if (qu && qu->nominal > 0 && qu->nominal != INT64_MAX)
-                gpus += qu->nominal;
+            if (qu && qu->nominal > 0 && qu->nominal != INT64_MAX &&
+                __builtin_add_overflow(gpus, qu->nominal, &gpus))
+                gpus = INT64_MAX - 1; /* values up to 2^62 on several flavors: saturate */
         }
         struct sim_input sub = *in;
         sub.owned_config = NULL;
