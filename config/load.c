@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/file.h"
 #include "sched/core/hash.h"
 
 /* ---- pre-scan: syntax, aliases, one document --------------------------------------------------
@@ -316,30 +317,10 @@ int config_load_file(const char *path, struct config **out, struct sched_errbuf 
         return sched_fail(eb, SCHED_EINVAL, "config: no file name");
     if (!out)
         return sched_fail(eb, SCHED_EINVAL, "%s: no output", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(errno));
-    size_t cap = CONFIG_MAX_BYTES + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
-    }
+    char *buf = NULL;
     size_t len = 0;
-    while (len < cap) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        if (got == 0)
-            break;
-        len += got;
-    }
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    int rc;
-    if (err)
-        rc = sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(err));
-    else if (len > CONFIG_MAX_BYTES)
-        rc = sched_fail(eb, SCHED_EINVAL, "%s: larger than 4 MiB", path);
-    else
+    int rc = config_file_read(path, CONFIG_MAX_BYTES, &buf, &len, eb);
+    if (rc == 0)
         rc = config_load_buffer(path, buf, len, out, eb);
     free(buf);
     return rc;
