@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "config/file.h"
 #include "sched/cmd/gangctl.h"
 
 /* ---- the scheduler's HTTP API (--server) ------------------------------------------------------
@@ -144,8 +145,10 @@ static int remote_get(const struct remote *r, const char *path, cJSON **doc)
     return remote_call(r, "GET", path, NULL, doc);
 }
 
-/* The token: --token-file FILE (its first line), else $GANGSCHED_TOKEN. Returns 0 or an exit
- * code. */
+/* The token: --token-file FILE (its first line, blanks around it ignored: config_token_read,
+ * the server's reader too), else $GANGSCHED_TOKEN. A token file that cannot be read, is not a
+ * regular file or holds no token is an error (exit 2), never a request without a token.
+ * Returns 0 or an exit code. */
 int load_token(const char *file, char **out)
 {
     *out = NULL;
@@ -155,24 +158,14 @@ int load_token(const char *file, char **out)
             *out = xstrdup(env);
         return 0;
     }
-    FILE *f = fopen(file, "r");
-    if (!f) {
-        fprintf(stderr, "%s: cannot read the token file %s: %s\n", prog, file, strerror(errno));
+    static char buf[CONFIG_TOKEN_MAX + 1];
+    size_t len = 0;
+    struct sched_errbuf eb = {{0}};
+    if (config_token_read(file, buf, sizeof(buf), &len, &eb) != 0) {
+        fprintf(stderr, "%s: --token-file: %s\n", prog, eb.msg);
         return EXIT_USAGE;
     }
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    buf[strcspn(buf, "\r\n")] = 0;
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-        s[--len] = 0;
-    if (len > 0)
-        *out = xstrdup(s);
+    *out = xstrdup(buf);
     return 0;
 }
 

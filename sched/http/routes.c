@@ -13,37 +13,37 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "sched/core/log.h"
 #include "sched/http/server_int.h"
 
 /* ---- tokens -----------------------------------------------------------------------------------
  */
 
-/* Re-reads the file when its inode, size or mtime changed; false when it cannot be read or is
- * empty (then no request matches it). */
+/* Re-reads the file when its inode, size or mtime changed (config_token_read: the one reader
+ * of token files, which never blocks on a FIFO); false when it cannot be read or holds no token
+ * (then no request matches it). A failure is logged once per change of the file, with its
+ * name and cause (answers never name the server's files). */
 static bool token_get(struct token *t)
 {
     if (!t->path)
         return false;
     struct stat st;
     if (stat(t->path, &st) != 0) {
+        if (!t->warned)
+            LOG_WARN("http", "token file %s: %s: requests needing its token are refused", t->path,
+                     strerror(errno));
+        t->warned = true;
         t->have = false;
+        t->len = 0;
         return false;
     }
+    t->warned = false;
     if (t->have && st.st_ino == t->st.st_ino && st.st_size == t->st.st_size &&
         st.st_mtim.tv_sec == t->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == t->st.st_mtim.tv_nsec)
         return t->len > 0;
-    FILE *f = fopen(t->path, "r");
-    if (!f) {
-        t->have = false;
-        return false;
-    }
-    size_t n = fread(t->value, 1, sizeof(t->value) - 1, f);
-    fclose(f);
-    t->value[n] = 0;
-    t->value[strcspn(t->value, "\r\n")] = 0;
-    t->len = strlen(t->value);
-    while (t->len > 0 && (t->value[t->len - 1] == ' ' || t->value[t->len - 1] == '\t'))
-        t->value[--t->len] = 0;
+    struct sched_errbuf eb = {{0}};
+    if (config_token_read(t->path, t->value, sizeof(t->value), &t->len, &eb) != 0)
+        LOG_WARN("http", "%s: requests needing its token are refused", eb.msg);
     t->st = st;
     t->have = true;
     return t->len > 0;

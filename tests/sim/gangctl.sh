@@ -203,7 +203,8 @@ expect_fail "unknown job" 1 "job 'ns/nope' not found" -- "$CTL" --db "$TMP/g.db"
 expect_fail "queue hold offline" 2 "needs a running scheduler (--server); not available offline" -- "$CTL" --db "$TMP/g.db" queue hold prod
 expect_fail "reserve offline" 2 "not available offline" -- "$CTL" --db "$TMP/g.db" reserve add x n1
 expect_fail "checkpoint offline" 2 "not available offline" -- "$CTL" checkpoint ns/pg
-expect_fail "--server unreachable" 2 "cannot reach the scheduler at http://127.0.0.1:1" -- "$CTL" --server http://127.0.0.1:1 --token-file /dev/null queues
+echo some-token >"$TMP/t.tok"
+expect_fail "--server unreachable" 2 "cannot reach the scheduler at http://127.0.0.1:1" -- "$CTL" --server http://127.0.0.1:1 --token-file "$TMP/t.tok" queues
 expect_fail "GANGSCHED_SERVER unreachable" 2 "cannot reach the scheduler" -- env GANGSCHED_SERVER=http://127.0.0.1:1 "$CTL" jobs
 expect_fail "--server not a URL" 2 "needs an http:// or https:// URL" -- "$CTL" --server 127.0.0.1:1 jobs
 expect_fail "--db and --server" 2 "not both" -- "$CTL" --db "$TMP/g.db" --server http://127.0.0.1:1 jobs

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/file.h"
 #include "sched/http/server.h"
 
 struct fx {
@@ -420,6 +422,48 @@ static void test_auth(void **state)
                      403);
 }
 
+/* Token files go through config_token_read, gangctl's reader too: blanks around the token are
+ * ignored on both sides (before: leading blanks kept, so gangctl's token never matched), a
+ * 1,500-byte token (a service-account JWT) is whole (before: cut at 1,023 bytes, every request
+ * 401), a longer one than CONFIG_TOKEN_MAX is refused, not cut; a FIFO or a directory at the
+ * path refuses writes at once (before: the event loop waited for a writer). */
+static void test_token_files(void **state)
+{
+    struct fx *f = *state;
+    const char *url = "/v1/queues/prod/drain";
+    put_file(f->w, " \t s3cret \r\n");
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 202);
+    char *big = malloc(CONFIG_TOKEN_MAX + 64);
+    assert_non_null(big);
+    memset(big, 't', 1500);
+    big[1500] = 0;
+    put_file(f->w, big);
+    char *auth = malloc(CONFIG_TOKEN_MAX + 64);
+    assert_non_null(auth);
+    snprintf(auth, CONFIG_TOKEN_MAX + 64, "Bearer %s", big);
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 202);
+    auth[strlen(auth) - 1] = 0; /* 1,499 bytes: no match */
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 401);
+    memset(big, 'u', CONFIG_TOKEN_MAX + 1);
+    big[CONFIG_TOKEN_MAX + 1] = 0;
+    put_file(f->w, big);
+    snprintf(auth, CONFIG_TOKEN_MAX + 64, "Bearer %.*s", CONFIG_TOKEN_MAX, big);
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 403); /* too long: no token */
+    free(big);
+    free(auth);
+    alarm(20);
+    assert_int_equal(unlink(f->w), 0);
+    assert_int_equal(mkfifo(f->w, 0600), 0);
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 403);
+    assert_int_equal(unlink(f->w), 0);
+    assert_int_equal(mkdir(f->w, 0700), 0);
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 403);
+    assert_int_equal(rmdir(f->w), 0);
+    alarm(0);
+    put_file(f->w, "s3cret");
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 202);
+}
+
 static void test_writes(void **state)
 {
     struct fx *f = *state;
@@ -505,9 +549,11 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes),           T(test_route_table),   T(test_reads),
-        T(test_cache_and_paging), T(test_replaced_file), T(test_auth),
-        T(test_writes),           T(test_limits),        cmocka_unit_test(test_metrics_registry),
+        T(test_routes),        T(test_route_table),
+        T(test_reads),         T(test_cache_and_paging),
+        T(test_replaced_file), T(test_auth),
+        T(test_token_files),   T(test_writes),
+        T(test_limits),        cmocka_unit_test(test_metrics_registry),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
