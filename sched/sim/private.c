@@ -82,8 +82,10 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
     if (!out->per_queue || !jobs)
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     struct sim_merge m = {.acc = out};
-    struct sim_options o = {
-        .progress = opt->progress, .failures = opt->failures, .jobs_out = opt->jobs_out};
+    struct sim_options o = {.progress = opt->progress,
+                            .failures = opt->failures,
+                            .jobs_out = opt->jobs_out,
+                            .jobs_out_name = opt->jobs_out_name};
     for (uint32_t q = 0; q < in->n_queues && rc == 0; q++) {
         int64_t gpus = 0;
         for (uint32_t f = 0; f < in->config->n_flavors; f++) {
