@@ -494,7 +494,10 @@ static int query_text(struct store *st, const char *sql, char *buf, size_t n,
     return err;
 }
 
-/* PRAGMA quick_check: page structure, record formats, NOT NULL and CHECK constraints. */
+/* PRAGMA quick_check: page structure, record formats, NOT NULL constraints, and CHECK
+ * constraints on a read-write connection only: SQLite (3.40) skips them on a read-only one, so
+ * a read-only open (gangctl --db) does not see a broken CHECK; `store check` verifies them with
+ * queries of its own (check.c, check_constraints). */
 static int quick_check(struct store *st, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = NULL;
