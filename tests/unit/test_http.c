@@ -464,6 +464,30 @@ static void test_token_files(void **state)
     assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 202);
 }
 
+/* Answers never name the server's files (docs/api.md): a missing or foreign database is 503
+ * with the store's message, its path taken out (before: "database unavailable: database
+ * /tmp/.../state.db does not exist"). */
+static void test_answers_hide_paths(void **state)
+{
+    struct fx *f = *state;
+    char away[128], *body = NULL;
+    snprintf(away, sizeof(away), "%s.away", f->db);
+    assert_int_equal(rename(f->db, away), 0);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 503);
+    assert_non_null(strstr(body, "database unavailable: database does not exist"));
+    if (strstr(body, f->dir))
+        fail_msg("the answer names the server's file: %s", body);
+    free(body);
+    put_file(f->db, "not a database, but long enough to be looked at by SQLite's header check\n");
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 503);
+    assert_non_null(strstr(body, "database unavailable: "));
+    if (strstr(body, f->dir))
+        fail_msg("the answer names the server's file: %s", body);
+    free(body);
+    assert_int_equal(rename(away, f->db), 0);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, NULL), 200);
+}
+
 static void test_writes(void **state)
 {
     struct fx *f = *state;
@@ -549,11 +573,17 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes),        T(test_route_table),
-        T(test_reads),         T(test_cache_and_paging),
-        T(test_replaced_file), T(test_auth),
-        T(test_token_files),   T(test_writes),
-        T(test_limits),        cmocka_unit_test(test_metrics_registry),
+        T(test_routes),
+        T(test_route_table),
+        T(test_reads),
+        T(test_cache_and_paging),
+        T(test_replaced_file),
+        T(test_auth),
+        T(test_token_files),
+        T(test_answers_hide_paths),
+        T(test_writes),
+        T(test_limits),
+        cmocka_unit_test(test_metrics_registry),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
