@@ -42,7 +42,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
     return n;
 }
 
-/* "ns/name" -> "ns/name" with every other byte of each segment percent-escaped. */
+/* "ns/name" -> "ns/name" with every other byte of each segment percent-escaped. A segment "."
+ * or ".." is sent as %2E or %2E%2E (and remote_call sets CURLOPT_PATH_AS_IS): else curl folds
+ * it ("queue hold ../../x" was POST /x/hold), and the request goes to another route. A name
+ * that is empty or has an empty segment is a usage error (exit 2). */
 static char *escape_path(CURL *c, const char *s)
 {
     char *out = xstrdup("");
@@ -50,11 +53,20 @@ static char *escape_path(CURL *c, const char *s)
     for (;;) {
         const char *slash = strchr(seg, '/');
         size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
-        char *e = curl_easy_escape(c, seg, (int)len);
+        if (len == 0) {
+            fprintf(stderr, "%s: '%s' is not a name: %s\n", prog, s,
+                    *s ? "an empty part before or after a '/'" : "it is empty");
+            exit(EXIT_USAGE);
+        }
+        bool dots = (len == 1 || len == 2) && strncmp(seg, "..", len) == 0;
+        char *e = dots ? xstrdup(len == 1 ? "%2E" : "%2E%2E") : curl_easy_escape(c, seg, (int)len);
         if (!e)
             die_oom();
         char *x = xasprintf("%s%s%s", out, seg == s ? "" : "/", e);
-        curl_free(e);
+        if (dots)
+            free(e);
+        else
+            curl_free(e);
         free(out);
         out = x;
         if (!slash)
@@ -86,6 +98,7 @@ static int remote_call(const struct remote *r, const char *method, const char *p
         h = curl_slist_append(h, "Content-Type: application/json");
     h = curl_slist_append(h, "Accept: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* never fold "/../" (escape_path) */
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);

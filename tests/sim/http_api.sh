@@ -179,6 +179,13 @@ expect_fail "write with a FIFO as token file" 3 "forbidden (403)" -- timeout 10 
 grep -q "cannot read $TMP/w.tok: a FIFO, not a regular file: requests needing its token are refused" "$TMP/serve.log" &&
     ok "serve logs the token file it cannot use" || bad "no log of the FIFO token file: $(tail -3 "$TMP/serve.log")"
 rm -f "$TMP/w.tok"
+# names with '.' and '..' segments reach their own route (before: curl folded them, so queue hold
+# ../../x was POST /x/hold); an empty name is refused before any request
+printf 'rotated-secret\n' >"$TMP/w.tok"
+expect_fail "queue hold '..': queue '..'" 1 "queue '..' not found" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ..
+expect_fail "queue hold '../../x' stays under /v1/queues" 1 "no such route: POST /v1/queues/%2E%2E/%2E%2E/x/hold" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ../../x
+expect_fail "checkpoint '../../queues/prod': a job name" 1 "job '../../queues/prod' not found" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" checkpoint ../../queues/prod
+expect_fail "queue hold ''" 2 "'' is not a name: it is empty" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ""
 
 # ---- shutdown ---------------------------------------------------------------------------------------
 kill $SPID
