@@ -355,6 +355,23 @@ static const struct bad bad_configs[] = {
     {H Q1 "    localQueues: [team-a]\n",
      "5:19: ", "queues[0].localQueues: \"team-a\" is not NAMESPACE/NAME"},
     {H Q1 "    namespaces: [a/b]\n", "5:18: ", "queues[0].namespaces: \"a/b\" is not a namespace"},
+    /* namespaces are DNS-1123 labels, LocalQueue names DNS-1123 subdomains */
+    {H Q1 "    namespaces: [ok-1, \"Team A\"]\n", "5:24: ",
+     "queues[0].namespaces: \"Team A\" is not a namespace name (lowercase letters, digits and "
+     "'-', at most 63, a letter or digit first and last)"},
+    {H Q1 "    namespaces: [-a]\n", "5:18: ", "queues[0].namespaces: \"-a\" is not a namespace"},
+    {H Q1 "    namespaces: [a-]\n", "5:18: ", "queues[0].namespaces: \"a-\" is not a namespace"},
+    {H Q1 "    namespaces: [a.b]\n", "5:18: ", "queues[0].namespaces: \"a.b\" is not a namespace"},
+    {H Q1 "    namespaces: [a123456789012345678901234567890123456789012345678901234567890123]\n",
+     "5:18: ", "is not a namespace name"},
+    {H Q1 "    localQueues: [\"UP PER/x y\"]\n",
+     "5:19: ", "queues[0].localQueues: \"UP PER/x y\": \"UP PER\" is not a namespace name"},
+    {H Q1 "    localQueues: [\"ns/x y\"]\n", "5:19: ",
+     "queues[0].localQueues: \"ns/x y\": \"x y\" is not a LocalQueue name (a DNS-1123 subdomain"},
+    {H Q1 "    localQueues: [ns/a..b]\n", "5:19: ", "\"a..b\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/a.-b]\n", "5:19: ", "\"a.-b\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/.a]\n", "5:19: ", "\".a\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/a.]\n", "5:19: ", "\"a.\" is not a LocalQueue name"},
     {H "queues:\n  - name: a\n    localQueues: [ns/q]\n  - name: b\n    localQueues: [ns/q]\n",
      "7:19: ", "queues[1].localQueues: LocalQueue \"ns/q\" is mapped twice (also to queue a)"},
     {H "fairShare: 24h\n", "3:12: ", "fairShare: expected a mapping, got the string \"24h\""},
@@ -751,6 +768,20 @@ static void test_size_limit(void **state)
     free(big);
 }
 
+/* Valid namespaces and LocalQueue names: labels up to 63 bytes, subdomains with dots. */
+static void test_dns_names_accepted(void **state)
+{
+    (void)state;
+    struct config *c = load_ok(
+        H "queues:\n  - name: a\n    namespaces: [a, 0, team-a1, "
+          "a12345678901234567890123456789012345678901234567890123456789012]\n"
+          "    localQueues: [ml-eval/gpu, a/x.y-1.z, b/a12345678901234567890123456789012345678901"
+          "234567890123456789012.b]\n");
+    assert_int_equal(c->queues[0].n_namespaces, 4);
+    assert_int_equal(c->queues[0].n_local_queues, 3);
+    config_free(c);
+}
+
 /* config/file.c: the reader of the configuration and of token files. Files in a fresh directory;
  * a FIFO without a writer is refused at once (alarm() turns a hang into a failure). */
 static void put(const char *dir, const char *name, const char *text, size_t n, char *path)
@@ -895,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_file_reader),
+        cmocka_unit_test(test_dns_names_accepted),
         cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
