@@ -16,6 +16,7 @@
 #include "config/load.h"
 #include "sched/core/duration.h"
 #include "sched/core/quantity.h"
+#include "sched/k8s/names.h"
 
 __attribute__((format(printf, 2, 3))) void cl_sb_printf(struct sbuf *b, const char *fmt, ...)
 {
@@ -504,30 +505,6 @@ int cl_named_entry(struct ctx *x, yaml_node_t *n, const char *const *keys, const
 }
 
 /* A sequence of names (qualified: each "namespace/name") into a result-pool array. */
-/* A DNS-1123 label (a namespace's name): 1 to 63 of [a-z0-9-], a letter or digit at both ends.
- * dots: a DNS-1123 subdomain instead (an object's name): labels joined by '.', at most 253. */
-static bool dns_name(const char *s, size_t len, bool dots)
-{
-    if (len == 0 || len > (dots ? 253u : 63u))
-        return false;
-    for (size_t i = 0, run = 0; i < len; i++, run++) {
-        char c = s[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        bool edge = i == 0 || i + 1 == len || (dots && (s[i - 1] == '.' || s[i + 1] == '.'));
-        if (dots && c == '.') {
-            if (run == 0 || i + 1 == len)
-                return false;
-            run = (size_t)-1; /* the next label starts */
-        } else if (!(alnum || (c == '-' && !edge)) || run >= 63) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static const char *const label_rule =
-    "lowercase letters, digits and '-', at most 63, a letter or digit first and last";
-
 int cl_get_names(struct ctx *x, const yaml_node_t *v, bool qualified, const char ***out,
                  uint32_t *n)
 {
@@ -544,17 +521,17 @@ int cl_get_names(struct ctx *x, const yaml_node_t *v, bool qualified, const char
         const char *slash = rc ? NULL : strchr(arr[i], '/');
         if (!rc && qualified && (!slash || slash == arr[i] || !slash[1] || strchr(slash + 1, '/')))
             rc = cl_fail(x, &it->start_mark, "\"%s\" is not NAMESPACE/NAME", arr[i]);
-        else if (!rc && qualified && !dns_name(arr[i], (size_t)(slash - arr[i]), false))
+        else if (!rc && qualified && !k8s_dns_label(arr[i], (size_t)(slash - arr[i])))
             rc = cl_fail(x, &it->start_mark, "\"%s\": \"%.*s\" is not a namespace name (%s)",
-                         arr[i], (int)(slash - arr[i]), arr[i], label_rule);
-        else if (!rc && qualified && !dns_name(slash + 1, strlen(slash + 1), true))
+                         arr[i], (int)(slash - arr[i]), arr[i], K8S_LABEL_RULE);
+        else if (!rc && qualified && !k8s_dns_subdomain(slash + 1, strlen(slash + 1)))
             rc = cl_fail(x, &it->start_mark,
                          "\"%s\": \"%s\" is not a LocalQueue name (a DNS-1123 subdomain: labels "
                          "of %s, joined by '.', at most 253)",
-                         arr[i], slash + 1, label_rule);
-        else if (!rc && !qualified && !dns_name(arr[i], strlen(arr[i]), false))
+                         arr[i], slash + 1, K8S_LABEL_RULE);
+        else if (!rc && !qualified && !k8s_dns_label(arr[i], strlen(arr[i])))
             rc = cl_fail(x, &it->start_mark, "\"%s\" is not a namespace name (%s)", arr[i],
-                         label_rule);
+                         K8S_LABEL_RULE);
     }
     *out = arr;
     *n = (uint32_t)k;
