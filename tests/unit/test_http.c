@@ -488,6 +488,50 @@ static void test_answers_hide_paths(void **state)
     assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, NULL), 200);
 }
 
+/* POST /v1/reservations checks the names before anything is recorded (before: duplicate nodes,
+ * control characters and 60 KB node names were recorded as they came). */
+static void test_reservation_names(void **state)
+{
+    struct fx *f = *state;
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"{\"job\":\"ns/a\",\"nodes\":[\"n1\",\"n2\",\"n1\"]}",
+         "nodes[2]: \\\"n1\\\" is listed twice (also nodes[0])"},
+        {"{\"job\":\"ns/a\",\"nodes\":[\"n1\",\"bad\\u001b[2Jnode\"]}",
+         "nodes[1]: \\\"bad\\\\x1b[2Jnode\\\" is not a node name (a DNS-1123 subdomain"},
+        {"{\"job\":\"ns/a\",\"nodes\":[\"Upper\"]}", "nodes[0]: \\\"Upper\\\" is not a node name"},
+        {"{\"job\":\"ns/a\\nb\",\"nodes\":[\"n1\"]}", "is not NS/NAME (a control character)"},
+    };
+    int before = f->writes;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *body = NULL;
+        assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok", bad[i].body, &body),
+                         400);
+        if (!strstr(body, bad[i].msg))
+            fail_msg("case %zu: %s lacks %s", i, body, bad[i].msg);
+        free(body);
+    }
+    /* a 60 KB node name: refused, and the answer quotes only its start */
+    size_t n = 60000;
+    char *big = malloc(n + 64);
+    assert_non_null(big);
+    int k = snprintf(big, n + 64, "{\"job\":\"ns/a\",\"nodes\":[\"");
+    memset(big + k, 'a', n);
+    strcpy(big + k + n, "\"]}");
+    char *body = NULL;
+    assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok", big, &body), 400);
+    assert_non_null(strstr(body, "is not a node name"));
+    assert_true(strlen(body) < 1000);
+    free(body);
+    free(big);
+    assert_int_equal(f->writes, before);
+    assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok",
+                          "{\"job\":\"ns/a\",\"nodes\":[\"hgx-0001\",\"node.rack-2.dc\"]}", NULL),
+                     202);
+    assert_int_equal(f->writes, before + 1);
+}
+
 static void test_writes(void **state)
 {
     struct fx *f = *state;
@@ -581,6 +625,7 @@ int main(void)
         T(test_auth),
         T(test_token_files),
         T(test_answers_hide_paths),
+        T(test_reservation_names),
         T(test_writes),
         T(test_limits),
         cmocka_unit_test(test_metrics_registry),
