@@ -27,7 +27,7 @@ BUILD_DEBS := build-essential pkg-config libuv1-dev libcurl4-openssl-dev libcjso
               libsqlite3-dev libyaml-dev libhttp-parser-dev
 DEBS    := $(BUILD_DEBS) libcmocka-dev
 # Commands the tests in tests/kube/ run, each with the Debian package that provides it.
-TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client
+TEST_CMDS := python3:python3 openssl:openssl kubectl:kubernetes-client node:nodejs
 # Python modules the tests import, each with its Debian package.
 TEST_PYMODS := yaml:python3-yaml
 

@@ -154,3 +154,14 @@ bool eng_fair_find(const struct eng_fair *f, const char *queue, double *hist, in
     *at_ms = f->rec[id].at_ms;
     return true;
 }
+
+void eng_fair_clock_stepped(struct eng_fair *f, int64_t step_ms)
+{
+    for (uint32_t i = 0; f && step_ms != 0 && i < f->cap; i++) {
+        int64_t *t = &f->rec[i].at_ms;
+        if (*t == ENG_UNKNOWN_MS)
+            continue;
+        if (step_ms > 0 ? *t <= INT64_MAX - step_ms : *t >= INT64_MIN + 1 - step_ms)
+            *t += step_ms;
+    }
+}

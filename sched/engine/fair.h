@@ -68,6 +68,11 @@ int eng_fair_take(struct eng_fair *f, const struct config *cfg, const int64_t *u
  * usage it sees. eng_fair_take failing does the same. */
 void eng_fair_skip(struct eng_fair *f);
 
+/* The driver's wall clock stepped by step_ms (eng_clock_step): the time each queue was
+ * integrated up to moves by it, so that the next interval counts real time (a forward step of an
+ * hour integrated an hour of share; a step back froze the history until the clock caught up). */
+void eng_fair_clock_stepped(struct eng_fair *f, int64_t step_ms);
+
 /* Queue's history and the time it was integrated up to; false when the queue has none. */
 bool eng_fair_find(const struct eng_fair *f, const char *queue, double *hist, int64_t *at_ms);
 

@@ -197,18 +197,47 @@ static int64_t shifted(int64_t t, int64_t step)
     return t + step;
 }
 
+/* shifted() for a time whose 0 means "none": a time stays > 0 (1 at least), 0 stays 0. */
+static void shift_set(int64_t *t, int64_t step)
+{
+    if (*t > 0) {
+        int64_t v = shifted(*t, step);
+        *t = v > 0 ? v : 1;
+    }
+}
+
 void eng_clock_stepped(struct eng *e, int64_t step_ms)
 {
     if (step_ms == 0)
         return;
-    for (uint32_t g = 0; g < e->cap_jobs; g++)
-        if (e->jobs[g].state != ENG_JOB_NONE) /* zero-filled records: no time */
-            e->jobs[g].bound_ms = shifted(e->jobs[g].bound_ms, step_ms);
-    for (uint32_t n = 0; n < e->n_nodes; n++) {
-        int64_t *d = &e->nodes[n].down_since;
-        if (*d > 0) { /* 0: ready; NotReady times stay > 0 */
-            int64_t t = shifted(*d, step_ms);
-            *d = t > 0 ? t : 1;
-        }
+    for (uint32_t g = 0; g < e->cap_jobs; g++) {
+        struct eng_job *j = &e->jobs[g];
+        if (j->state != ENG_JOB_NONE) /* zero-filled records: no time */
+            j->bound_ms = shifted(j->bound_ms, step_ms);
+        shift_set(&j->retry_at_ms, step_ms); /* a backoff's end */
+        /* the first reservation's expected start and the probation promised to it, moved
+         * together: a promise binds only while the two are equal (eng_probation_view). A gang
+         * waiting in the daemon is in NONE and may have one. */
+        shift_set(&j->reserve_first_ms, step_ms);
+        shift_set(&j->probation_until_ms, step_ms);
+        /* not ckpt_asked_ms, ckpt_until_ms: instants on the PodGroup's annotations, compared
+         * with the workload's own (its last checkpoint) */
     }
+    for (uint32_t n = 0; n < e->n_nodes; n++) {
+        struct eng_node *st = &e->nodes[n];
+        shift_set(&st->down_since, step_ms); /* 0: ready; NotReady times stay > 0 */
+        shift_set(&st->until_ms, step_ms);   /* a quarantine's end; 0: never quarantined */
+        if (st->strikes > 0)
+            st->window_start_ms = shifted(st->window_start_ms, step_ms);
+    }
+    struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
+    for (uint32_t h = 0; h < hv->n; h++) /* preemptors' holds; not an operator's reservation */
+        if (hv->v[h].operator_id == 0 && hv->v[h].until_ms != INT64_MAX)
+            shift_set(&hv->v[h].until_ms, step_ms);
+    /* a preemptor's hold lasts until its victim's checkpoint deadline (not moved) + hold_ms */
+    for (uint32_t g = 0; g < e->cap_jobs; g++)
+        if (e->jobs[g].state == ENG_JOB_TEARING && e->jobs[g].ckpt_until_ms != 0)
+            eng_hold_extend(e, e->jobs[g].ckpt_by, e->jobs[g].ckpt_until_ms);
+    if (e->life_due_ms != INT64_MAX)
+        e->life_due_ms = shifted(e->life_due_ms, step_ms);
 }

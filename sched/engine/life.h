@@ -97,12 +97,17 @@ int eng_life_apply(struct eng *e, const struct eng_life_action *act, int64_t now
  * step). */
 int64_t eng_clock_step(int64_t wall_delta_ms, int64_t mono_delta_ms);
 
-/* The driver's wall clock (the `now` of every call) stepped by step_ms between two cycles (an NTP
- * step, an operator's date): the instants that time durations within one run, each job's
- * bound_ms (the start timeout) and each node's NotReady since (the grace), move by it, so the
- * step counts neither as time elapsed (a forward step would tear down every starting gang as its
- * own failure) nor as time not elapsed. Not moved: backoff ends, quarantines, holds, checkpoint
- * deadlines (a forward step shortens them, a backward one lengthens them). */
+/* The driver's wall clock (the `now` of every call) stepped by step_ms (an NTP step, an
+ * operator's date): every deadline that is a duration from an event of this run moves by it, so
+ * the step counts neither as time elapsed (a forward step would tear down every starting gang as
+ * its own failure, end every quarantine and hold at once) nor as time not elapsed. Moved: each
+ * job's bound_ms (the start timeout), retry_at_ms (the backoff's end), reserve_first_ms and
+ * probation_until_ms (an expected start and the promise to it, now plus estimates), each node's
+ * NotReady since (the grace), quarantine end and strike window, the preemptors' holds (now +
+ * hold_ms) and the next due time of the lifecycle rules. Not moved: the instants exchanged with
+ * others, which their clocks read too: a checkpoint request's time and deadline (PodGroup
+ * annotations; a preemptor's hold is extended again to the deadline + hold_ms) and an operator's
+ * reservation's end (stored, and shown by GET /v1/reservations). */
 void eng_clock_stepped(struct eng *e, int64_t step_ms);
 
 #endif

@@ -32,8 +32,11 @@ struct http_follow {
     uv_mutex_t mu;
     bool cancelled;
     uint64_t count;
-    /* the last fetch's outcome, logged on the loop */
+    /* the last fetch's outcome, logged on the loop: status the HTTP status (0: none),
+     * retry_after_s its Retry-After (s; 0: none) */
     int rc;
+    long status;
+    int64_t retry_after_s;
     char msg[SCHED_ERRBUF];
     size_t bytes;
     int64_t seq;
@@ -95,6 +98,8 @@ static void fetch(uv_work_t *w)
     f->rc = 0;
     f->msg[0] = 0;
     f->bytes = 0;
+    f->status = 0;
+    f->retry_after_s = 0;
     char *url = cat(f->url, "/v1/store/snapshot");
     FILE *out = url ? fopen(f->tmp, "wb") : NULL;
     CURL *c = out ? curl_easy_init() : NULL;
@@ -131,17 +136,25 @@ static void fetch(uv_work_t *w)
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     CURLcode cc = curl_easy_perform(c);
     long code = 0;
+    curl_off_t ra = 0; /* s, from a number or an HTTP-date; 0: none */
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+        ra = 0;
+    f->status = code;
+    f->retry_after_s = (int64_t)ra;
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     bool wrote = fflush(out) == 0 && !ferror(out) && fsync(fileno(out)) == 0;
     wrote = fclose(out) == 0 && wrote;
     out = NULL;
     if (cc != CURLE_OK || code != 200 || !wrote) {
-        f->rc = sched_fail(&eb, SCHED_EIO, "GET %s: %s", url,
+        f->rc = sched_fail(&eb, SCHED_EIO, "GET %s: %s (HTTP %ld)", url,
                            cc != CURLE_OK ? curl_easy_strerror(cc)
-                           : code != 200  ? "not 200 (not the leader, or no database yet)"
-                                          : "cannot write the copy");
+                           : http_follow_shed(code, f->retry_after_s)
+                               ? "shed: the leader's answer budget is full"
+                           : code != 200 ? "not 200 (not the leader, or no database yet)"
+                                         : "cannot write the copy",
+                           code);
         goto done;
     }
     /* a database this binary reads, whole: else the last good copy stays */
@@ -170,6 +183,22 @@ done:
         unlink(f->tmp);
     free(url);
     snprintf(f->msg, sizeof(f->msg), "%s", eb.msg);
+}
+
+bool http_follow_shed(long status, int64_t retry_after_s)
+{
+    return (status == 503 || status == 429) && retry_after_s > 0;
+}
+
+uint64_t http_follow_retry_ms(long status, int64_t retry_after_s, uint32_t interval_ms)
+{
+    if (http_follow_shed(status, retry_after_s)) {
+        int64_t cap = HTTP_FOLLOW_RETRY_MAX_MS / 1000;
+        return (uint64_t)(retry_after_s < cap ? retry_after_s : cap) * 1000;
+    }
+    /* behind a Service a fetch may reach the other standby, or a leader without its database
+     * yet (503 without Retry-After), or fail on the way: try again soon */
+    return interval_ms > HTTP_FOLLOW_SOON_MS ? HTTP_FOLLOW_SOON_MS : 0;
 }
 
 static void follow_free(struct http_follow *f)
@@ -204,10 +233,17 @@ static void fetched(uv_work_t *w, int status)
     } else if (status == 0 && f->stopping) {
         LOG_INFO(FOLLOW_MOD, "a fetch in flight at the stop was discarded: %s", f->msg);
     } else if (status == 0) {
-        LOG_WARN(FOLLOW_MOD, "following the leader's store failed: error=%s", f->msg);
-        /* behind a Service a fetch may reach the other standby (503): try again soon */
-        if (!f->stopping && f->interval_ms > 1000)
-            uv_timer_start(&f->timer, on_tick, 1000, f->interval_ms);
+        uint64_t wait = http_follow_retry_ms(f->status, f->retry_after_s, f->interval_ms);
+        if (http_follow_shed(f->status, f->retry_after_s))
+            LOG_INFO(FOLLOW_MOD,
+                     "the leader shed the fetch (its answer budget is full): retry_after_s=%lld "
+                     "next_ms=%llu",
+                     (long long)f->retry_after_s, (unsigned long long)wait);
+        else
+            LOG_WARN(FOLLOW_MOD, "following the leader's store failed: error=%s next_ms=%llu",
+                     f->msg, (unsigned long long)(wait ? wait : f->interval_ms));
+        if (!f->stopping && wait)
+            uv_timer_start(&f->timer, on_tick, wait, f->interval_ms);
     }
     if (f->stopping && f->timer_closed)
         follow_free(f);

@@ -2,9 +2,14 @@
  * connection of its own (a small pool): the documents of store/views.h answered from the
  * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
  * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
+ * The memory a large read's document freed is trimmed back once it is printed (http__big_read;
+ * the server builds one at a time, docs/api.md "Limits").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +146,40 @@ static void db_error(const struct http_server *s, struct http_response *resp, in
     http__resp_error(resp, status, "%s%s", prefix, eb->msg);
 }
 
+/* A large read: a list page of more than HTTP_BIG_ITEMS items (or a whole list), an explanation
+ * of more decisions than that (or all). Its cJSON tree takes about eight times the answer's
+ * bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB), more than
+ * the answer that the budget counts: the server builds one at a time (server.c read_start). */
+bool http__big_read(const struct http_work *w)
+{
+    switch (w->v) {
+    case V_JOBS:
+    case V_QUEUES:
+    case V_RESERVATIONS:
+        return w->page_limit == 0 || w->page_limit > HTTP_BIG_ITEMS;
+    case V_EXPLAIN:
+        return w->limit == 0 || w->limit > HTTP_BIG_ITEMS;
+    default:
+        return false;
+    }
+}
+
+/* Returns the memory the allocator keeps free to the system (glibc: malloc_trim; else none):
+ * freed by a worker thread, it stays in that thread's arena otherwise, for the next answer of
+ * any worker to grow beside. */
+static void trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 static void snapshot_release(void *img)
 {
     store_snapshot_free(img);
 }
 
-void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+static void request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     memset(resp, 0, sizeof(*resp));
     struct sched_errbuf eb = {{0}};
@@ -254,4 +287,11 @@ void http_request_work(struct http_server *s, struct http_work *w, struct http_r
         return;
     }
     http__resp_json(resp, 200, doc);
+}
+
+void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+{
+    request_work(s, w, resp);
+    if (http__big_read(w))
+        trim(); /* the document's tree and the print's buffers, freed: back to the system */
 }

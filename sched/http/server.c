@@ -534,15 +534,64 @@ static void work_run(uv_work_t *req)
     http_request_work(w->srv, w, &w->resp);
 }
 
+static void work_done(uv_work_t *req, int status);
+
+/* Queues a read on a worker, or (a large read while another is built) behind it on the loop.
+ * 0, or uv_queue_work's error (nothing queued). */
+static int read_start(struct http_server *s, struct http_work *w)
+{
+    bool big = http__big_read(w);
+    if (big && s->big_running) {
+        w->next_big = NULL;
+        if (s->big_tail)
+            s->big_tail->next_big = w;
+        else
+            s->big_head = w;
+        s->big_tail = w;
+        return 0;
+    }
+    int rc = uv_queue_work(s->loop, &w->req, work_run, work_done);
+    s->big_running |= big && rc == 0;
+    return rc;
+}
+
+static void read_end(struct http_work *w, int status);
+
+/* The large read being built ended: the next waiting one is queued; while the server stops, or
+ * when it cannot be queued, a waiting one ends without being built (503). Called while the
+ * ended read still holds its connection (the server cannot be freed meanwhile). */
+static void big_next(struct http_server *s)
+{
+    s->big_running = false;
+    while (s->big_head && !s->big_running) {
+        struct http_work *w = s->big_head;
+        s->big_head = w->next_big;
+        if (!s->big_head)
+            s->big_tail = NULL;
+        if (s->stopping || read_start(s, w) != 0)
+            read_end(w, UV_ECANCELED);
+    }
+}
+
 static void work_done(uv_work_t *req, int status)
 {
     struct http_work *w = req->data;
+    if (http__big_read(w))
+        big_next(w->srv);
+    read_end(w, status);
+}
+
+/* A read's answer sent (status != 0: it did not run), its connection released. */
+static void read_end(struct http_work *w, int status)
+{
     struct conn *c = w->conn;
     w->srv->n_reads--;
     if (status != 0) {
         http_response_release(&w->resp);
         memset(&w->resp, 0, sizeof(w->resp));
-        http__resp_error(&w->resp, 503, "the server is stopping");
+        http__resp_error(&w->resp, 503, "%s",
+                         w->srv->stopping ? "the server is stopping" : "cannot queue the request");
+        w->resp.retry_after = w->srv->stopping ? 0 : HTTP_RETRY_AFTER;
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
@@ -604,7 +653,7 @@ static void dispatch(struct conn *c)
         w->req.data = w;
         c->busy = true;
         c->open++;
-        if (uv_queue_work(c->srv->loop, &w->req, work_run, work_done) != 0) {
+        if (read_start(c->srv, w) != 0) {
             c->open--;
             http_work_free(w);
             c->busy = false;

@@ -50,6 +50,11 @@ struct http_server {
     struct http_provider prov;
     struct token wtok, rtok;
     uv_mutex_t mu; /* guards readers_ready, next_reader and loads (held for microseconds) */
+    /* large reads (http__big_read) are built one at a time: big_running while one is queued on
+     * a worker or built; the others wait here, on the loop, in order (server.c read_start), so
+     * that they hold no worker meanwhile */
+    bool big_running;
+    struct http_work *big_head, *big_tail;
     /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
@@ -70,6 +75,9 @@ struct http_server {
     struct http_metric *m_requests;
     struct http_metric *m_queued; /* gauge: `queued` */
 };
+
+/* A list page or explanation of more items than this is a large read (http__big_read) */
+#define HTTP_BIG_ITEMS 1000
 
 enum view {
     V_QUOTA,
@@ -96,7 +104,12 @@ struct http_work {
     struct http_server *srv;
     struct http_response resp;
     char method[8];
+    struct http_work *next_big; /* the next large read waiting (server.c) */
 };
+
+/* Whether a read may build a large answer (reads.c): built one at a time, its memory trimmed
+ * back once printed. */
+bool http__big_read(const struct http_work *w);
 
 /* A JSON answer (doc is consumed; 500 when it is NULL); an error answer
  * {"error":{"code","message"}}. */

@@ -278,7 +278,11 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = why ? why : kclaims_channel(c, p, x, a);
         n_all += x->all; /* every GPU of a node: added below */
         n_gpu_claims += x->gpus > 0 || x->all;
-        if (x->unsupported)
+        if (x->deleting && !p->node) /* kube-scheduler: "resourceclaim ... is being deleted" */
+            why = why ? why
+                      : arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)",
+                                     p->claims[i]);
+        else if (x->unsupported)
             why = why ? why : x->unsupported;
         else if (sw)
             why = why ? why : sw;

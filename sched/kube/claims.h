@@ -49,8 +49,9 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted);
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
- * being placed (a claim missing, allocated to another consumer, or not allocatable by gangsched:
- * then the text starts "resourceclaim "), as an arena string, or NULL. A claim with
+ * being placed (a claim missing, being deleted, allocated to another consumer, or not
+ * allocatable by gangsched: then the text starts "resourceclaim "), as an arena string, or
+ * NULL. A claim with
  * allocationMode All asks every GPU of a node: as many as the largest node has (nodes of that
  * size only, kclaims_node_filter), and must hold the pod's only GPUs. A ComputeDomain channel
  * claim asks one KCD_RESOURCE of the node; its ComputeDomain must be known and in the claim's

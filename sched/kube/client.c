@@ -1,10 +1,14 @@
-/* sched/kube/client.c: HTTP requests to the API server on a libuv loop (see client.h).
+/* sched/kube/client.c: the transfer half of the API client (see client.h; the queue half is
+ * client_queue.c, what both share is client_int.h).
  *
  * Owns: the libcurl multi handle and its libuv glue (one uv_poll_t per socket, one uv_timer_t for
- * curl's timeout, one uv_timer_t that starts queued requests), the bearer token (re-read from
- * token_file every 60 s and after a 401), the QPS token bucket, the in-flight limit, retries with
- * backoff, Status-object errors, the counters, and streaming requests for watches. Must not
- * touch: JSON beyond the Status object, informer or lease state, anything outside sched/kube.
+ * curl's timeout), each attempt's easy handle (URL, TLS and credential options, headers, body),
+ * the bearer token (re-read from token_file every 60 s and after a 401), receiving (buffered
+ * bodies, streamed watch bodies), completion (retries with backoff, Status-object errors,
+ * callbacks), the counters, creating and freeing the client, and abandoning a silent stream.
+ * Must not touch: the queue's order, the bucket, the in-flight limit or the write gate (those are
+ * client_queue.c's: an attempt is started only by kclient_start from its pump), JSON beyond the
+ * Status object, informer or lease state, anything outside sched/kube.
  *
  * Re-entrancy: user callbacks may call any function here, kube_client_free included. Requests
  * are never started from inside a curl callback (kube_request only arms the start timer), a
@@ -13,6 +17,7 @@
  */
 #include "sched/kube/client.h"
 
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +28,7 @@
 #include <uv.h>
 
 #include "sched/core/log.h"
+#include "sched/kube/client_int.h"
 #include "sched/kube/wire.h"
 
 #ifndef GANGSCHED_VERSION
@@ -35,128 +41,6 @@
 #define TOKEN_REFRESH_MS   60000
 #define MAX_BODY_BYTES     ((size_t)256 << 20)
 #define CONNECT_TIMEOUT_MS 10000L
-
-struct kube_req {
-    struct kube_req *prev, *next; /* in c->pending or c->active */
-    struct kube_client *c;
-    enum kube_method m;
-    char *path, *body;
-    size_t blen;
-    unsigned flags;
-    kube_resp_fn *fn;
-    kube_data_fn *data; /* streams only */
-    void *ctx;
-    bool stream, on_wire, cancelled, auth_retried, status_known, streaming, too_big;
-    CURL *easy;
-    struct curl_slist *hdrs;
-    char errbuf[CURL_ERROR_SIZE];
-    char *buf;
-    size_t len, cap;
-    uint32_t attempts, retries;
-    uint64_t not_before; /* loop time (ms) before which the next attempt must not start */
-    uint32_t timeout_ms; /* whole transfer, per attempt; 0: the client's timeout_ms */
-};
-
-struct req_list {
-    struct kube_req *head, *tail;
-    uint32_t n;
-};
-
-struct kpoll {
-    uv_poll_t h;
-    struct kpoll *prev, *next;
-    struct kube_client *c;
-    curl_socket_t s;
-};
-
-struct kube_client {
-    uv_loop_t *loop;
-    CURLM *multi;
-    uv_timer_t curl_timer, pump_timer;
-    char *base; /* URL prefix: the server, or https://TLS-SERVER-NAME:PORT with connect_to */
-    bool https;
-    struct curl_slist *connect_to;
-    char *ca_file, *ca_pem, *cert_file, *cert_pem, *key_file, *key_pem;
-    char *token, *token_file;
-    bool insecure;
-    uint64_t token_read_ms;
-    bool token_read;
-    char *user_agent;
-    double qps;
-    uint32_t burst, max_inflight, max_retries;
-    int64_t timeout_ms;
-    uint64_t watch_idle_ms; /* see kube_client_opts */
-    double bucket;
-    uint64_t bucket_ms;
-    struct req_list pending, active;
-    uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
-    uint32_t inflight;        /* active non-stream requests */
-    bool (*gate)(void *ctx);  /* gated requests (req_gated) start only while it says true */
-    void *gate_ctx;
-    uv_timer_t drain_timer;      /* kube_client_drain_writes' bound */
-    void (*drain_fn)(void *ctx); /* set while draining: called once no write is left */
-    void *drain_ctx;
-    struct kube_client_stats stats;
-    uint64_t rng;
-    struct kpoll *polls;
-    int depth;     /* nesting of loop callbacks of this client */
-    int in_curl;   /* inside curl_multi_socket_action (curl callbacks may run) */
-    bool dead;     /* kube_client_free was called */
-    bool released; /* handles closed; freed when `closing` drops to 0 */
-    int closing;
-};
-
-/* ---- small helpers --------------------------------------------------------------------------- */
-
-static void list_push(struct req_list *l, struct kube_req *r)
-{
-    r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
-    l->n++;
-}
-
-static void list_unlink(struct req_list *l, struct kube_req *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
-    r->prev = r->next = NULL;
-    l->n--;
-}
-
-static bool req_special(const struct kube_req *r)
-{
-    return r->stream || (r->flags & KUBE_NO_LIMIT);
-}
-
-/* The gate's requests: every write that is not the Lease's (KUBE_NO_LIMIT): a leader's
- * Bindings, evictions, deletes, patches and claim writes. */
-static bool req_gated(const struct kube_req *r)
-{
-    return r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT);
-}
-
-static void pending_push(struct kube_client *c, struct kube_req *r)
-{
-    list_push(&c->pending, r);
-    c->pending_special += req_special(r);
-}
-
-static void pending_unlink(struct kube_client *c, struct kube_req *r)
-{
-    list_unlink(&c->pending, r);
-    c->pending_special -= req_special(r);
-}
 
 double kube_client_rand(struct kube_client *c)
 {
@@ -258,14 +142,14 @@ static void token_refresh(struct kube_client *c, bool force)
 
 /* ---- curl <-> libuv -------------------------------------------------------------------------- */
 
-static void enter(struct kube_client *c)
+void kclient_enter(struct kube_client *c)
 {
     c->depth++;
 }
 
 static void release_client(struct kube_client *c);
 
-static void leave(struct kube_client *c)
+void kclient_leave(struct kube_client *c)
 {
     if (--c->depth == 0 && c->dead && !c->released)
         release_client(c);
@@ -324,14 +208,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
     int flags = 0;
     if (status < 0)
         flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
+    if (events & UV_READABLE) {
         flags |= CURL_CSELECT_IN;
+        p->rx_ms = uv_now(c->loop);
+    }
     if (events & UV_WRITABLE)
         flags |= CURL_CSELECT_OUT;
-    enter(c);
+    kclient_enter(c);
     if (!c->dead)
         socket_action(c, p->s, flags);
-    leave(c);
+    kclient_leave(c);
 }
 
 static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
@@ -357,6 +243,7 @@ static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *sock
         }
         p->c = c;
         p->s = s;
+        p->rx_ms = uv_now(c->loop);
         p->next = c->polls;
         if (c->polls)
             c->polls->prev = p;
@@ -375,10 +262,10 @@ static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *sock
 static void on_curl_timeout(uv_timer_t *t)
 {
     struct kube_client *c = t->data;
-    enter(c);
+    kclient_enter(c);
     if (!c->dead)
         socket_action(c, CURL_SOCKET_TIMEOUT, 0);
-    leave(c);
+    kclient_leave(c);
 }
 
 static int timer_cb(CURLM *m, long timeout_ms, void *userp)
@@ -394,7 +281,7 @@ static int timer_cb(CURLM *m, long timeout_ms, void *userp)
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
-static void req_free(struct kube_req *r)
+void kclient_req_free(struct kube_req *r)
 {
     if (r->easy)
         curl_easy_cleanup(r->easy);
@@ -406,14 +293,14 @@ static void req_free(struct kube_req *r)
 }
 
 /* Takes an on-wire request off the multi handle (never from inside a curl callback). */
-static void req_detach(struct kube_client *c, struct kube_req *r)
+void kclient_req_detach(struct kube_client *c, struct kube_req *r)
 {
     curl_multi_remove_handle(c->multi, r->easy);
     curl_easy_cleanup(r->easy);
     r->easy = NULL;
     curl_slist_free_all(r->hdrs);
     r->hdrs = NULL;
-    list_unlink(&c->active, r);
+    kclient_list_unlink(&c->active, r);
     r->on_wire = false;
     if (!r->stream)
         c->inflight--;
@@ -482,9 +369,11 @@ static bool easy_setup(struct kube_client *c, struct kube_req *r)
         int64_t t = r->timeout_ms && r->timeout_ms < c->timeout_ms ? r->timeout_ms : c->timeout_ms;
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)t);
         /* a request with its own deadline (the Lease's) never waits for another transfer's
-         * connection to tell whether it multiplexes: over plain HTTP that is known only when a
-         * response comes, and curl 7.88 does not time out a transfer waiting for it */
-        if (r->timeout_ms)
+         * connection to tell whether it multiplexes over plain HTTP: that is known only when a
+         * response comes, and curl 7.88 does not time out a transfer waiting for it. Over TLS
+         * ALPN tells at the end of the handshake (bounded by the connect timeout); not waiting
+         * for it there opened a second connection at every start (the first Lease request) */
+        if (r->timeout_ms && !c->https)
             curl_easy_setopt(e, CURLOPT_PIPEWAIT, 0L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     }
@@ -559,7 +448,7 @@ static void finish(struct kube_client *c, struct kube_req *r, int status, const 
                    const char *reason);
 
 /* Starts one attempt of a request taken off the pending list. */
-static void start(struct kube_client *c, struct kube_req *r)
+void kclient_start(struct kube_client *c, struct kube_req *r)
 {
     token_refresh(c, false);
     r->len = 0;
@@ -573,96 +462,17 @@ static void start(struct kube_client *c, struct kube_req *r)
     if (r->attempts > 0)
         c->stats.retries++;
     r->attempts++;
+    r->sent_ms = uv_now(c->loop);
     c->stats.requests++;
     r->on_wire = true;
-    list_push(&c->active, r);
+    kclient_list_push(&c->active, r);
     if (!r->stream)
         c->inflight++;
     CURLMcode mc = curl_multi_add_handle(c->multi, r->easy);
     if (mc != CURLM_OK) {
-        req_detach(c, r);
+        kclient_req_detach(c, r);
         finish(c, r, 0, curl_multi_strerror(mc), NULL);
     }
-}
-
-static void on_pump(uv_timer_t *t);
-
-static void pump_soon(struct kube_client *c)
-{
-    if (!c->dead)
-        uv_timer_start(&c->pump_timer, on_pump, 0, 0);
-}
-
-/* Starts what the bucket, the in-flight limit and backoffs allow; arms the timer for the rest. */
-static void pump(struct kube_client *c)
-{
-    for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
-        nx = r->next;
-        if (r->cancelled) {
-            req_detach(c, r);
-            req_free(r);
-        }
-    }
-    uint64_t now = uv_now(c->loop);
-    if (now > c->bucket_ms) {
-        c->bucket += (double)(now - c->bucket_ms) * c->qps / 1000.0;
-        if (c->bucket > c->burst)
-            c->bucket = c->burst;
-        c->bucket_ms = now;
-    }
-    uint64_t wake = UINT64_MAX;
-    /* The scan stops as soon as nothing further down the queue can start: with thousands of
-     * queued binds, scanning all of them on every completion made a cycle's binds quadratic.
-     * A completion pumps again (in-flight limit), and so does the timer (bucket, backoff). */
-    for (struct kube_req *r = c->pending.head, *nx; r && !c->dead; r = nx) {
-        nx = r->next;
-        bool special = req_special(r);
-        if (!special && c->inflight >= c->max_inflight) {
-            if (c->pending_special == 0)
-                break;
-            continue; /* a completion pumps again */
-        }
-        if (r->not_before > now) {
-            if (r->not_before < wake)
-                wake = r->not_before;
-            continue;
-        }
-        if (!special && c->bucket < 1.0) {
-            uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
-            if (now + w < wake)
-                wake = now + w;
-            if (c->pending_special == 0)
-                break;
-            continue;
-        }
-        if (req_gated(r) && c->gate) {
-            if (!c->gate(c->gate_ctx)) {
-                /* closed: this write and every other one are dropped, never sent nor retried
-                 * (a deposed leader's); no gated request is left, so the rescan asks no more */
-                kube_client_drop_writes(c);
-                nx = c->pending.head;
-                continue;
-            }
-            nx = r->next; /* the gate may have cancelled a queued lease request */
-        }
-        if (!special)
-            c->bucket -= 1.0;
-        pending_unlink(c, r);
-        start(c, r);
-    }
-    if (c->dead)
-        return;
-    if (wake != UINT64_MAX)
-        uv_timer_start(&c->pump_timer, on_pump, wake > now ? wake - now : 1, 0);
-}
-
-static void on_pump(uv_timer_t *t)
-{
-    struct kube_client *c = t->data;
-    enter(c);
-    if (!c->dead)
-        pump(c);
-    leave(c);
 }
 
 /* The Status object's message and reason, if the body is one. */
@@ -703,12 +513,70 @@ static void finish(struct kube_client *c, struct kube_req *r, int status, const 
         };
         r->fn(r->ctx, &resp);
     }
-    req_free(r);
+    kclient_req_free(r);
 }
 
 static bool retryable_status(long s)
 {
     return s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
+}
+
+static long sockaddr_port(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+/* The watched socket of the connection an on-wire request rides, or NULL. libcurl 7.88's
+ * CURLINFO_ACTIVESOCKET names a connection only once a transfer of that easy handle has ended
+ * (its "last connection"), never during one, and every attempt here has a fresh handle; so the
+ * connection is found by its ports (CURLINFO_LOCAL_PORT and CURLINFO_PRIMARY_PORT are set as soon
+ * as the transfer is given its connection, new or reused) among the sockets curl watches. */
+static struct kpoll *req_poll(struct kube_client *c, struct kube_req *r)
+{
+    curl_socket_t s = CURL_SOCKET_BAD;
+    long lport = 0, rport = 0;
+    if (!r->on_wire || !r->easy)
+        return NULL;
+    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK)
+        s = CURL_SOCKET_BAD;
+    if (s == CURL_SOCKET_BAD &&
+        (curl_easy_getinfo(r->easy, CURLINFO_LOCAL_PORT, &lport) != CURLE_OK ||
+         curl_easy_getinfo(r->easy, CURLINFO_PRIMARY_PORT, &rport) != CURLE_OK || lport <= 0))
+        return NULL;
+    for (struct kpoll *p = c->polls; p; p = p->next) {
+        if (s != CURL_SOCKET_BAD) {
+            if (p->s == s)
+                return p;
+            continue;
+        }
+        struct sockaddr_storage la, ra;
+        socklen_t ln = sizeof(la), rn = sizeof(ra);
+        if (getsockname(p->s, (struct sockaddr *)&la, &ln) == 0 &&
+            getpeername(p->s, (struct sockaddr *)&ra, &rn) == 0 && sockaddr_port(&la) == lport &&
+            sockaddr_port(&ra) == rport)
+            return p;
+    }
+    return NULL;
+}
+
+/* Shuts the connection of an on-wire request down when nothing at all (no byte: no data, no
+ * PING, no SETTINGS) has come in on it since `since` (loop time, ms): over HTTP/2 every stream of
+ * the client may share it, and curl would put each new one on it again (libcurl 7.88 cannot ping
+ * from a multi handle; client-go pings after 30 s of silence and closes after 15 s more). curl
+ * sees the end and closes it; the fd stays curl's. */
+static void shut_if_silent(struct kube_client *c, struct kube_req *r, uint64_t since,
+                           const char *why)
+{
+    struct kpoll *p = req_poll(c, r);
+    if (!p || p->rx_ms > since)
+        return;
+    LOG_WARN("kube", "%s %s: %s and its connection received nothing for %llu ms: shut down",
+             method_name(r->m), r->path, why, (unsigned long long)(uv_now(c->loop) - p->rx_ms));
+    shutdown(p->s, SHUT_RDWR);
 }
 
 /* One attempt ended: retry, or report. */
@@ -720,9 +588,13 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
     curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
     char cerr[CURL_ERROR_SIZE + 64];
     snprintf(cerr, sizeof(cerr), "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));
-    req_detach(c, r);
+    /* a request that timed out with nothing received on its connection since it was sent: that
+     * connection is dead, the retry must not go on it again */
+    if (result == CURLE_OPERATION_TIMEDOUT && !r->cancelled)
+        shut_if_silent(c, r, r->sent_ms, "timed out");
+    kclient_req_detach(c, r);
     if (r->cancelled) {
-        req_free(r);
+        kclient_req_free(r);
         return;
     }
     if (result != CURLE_OK)
@@ -733,7 +605,7 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
         token_refresh(c, true);
         r->auth_retried = true;
         r->not_before = 0;
-        pending_push(c, r);
+        kclient_pending_push(c, r);
         return;
     }
     bool transport = result != CURLE_OK && !r->too_big && !(r->stream && r->streaming);
@@ -756,7 +628,7 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
         r->not_before = uv_now(c->loop) + d;
         LOG_DEBUG("kube", "%s %s: %s: retry %u in %llu ms", method_name(r->m), r->path,
                   status ? "HTTP error" : cerr, r->retries, (unsigned long long)d);
-        pending_push(c, r);
+        kclient_pending_push(c, r);
         return;
     }
     char msg[1024], reason[128], err[1200];
@@ -786,27 +658,6 @@ static void attempt_done(struct kube_client *c, struct kube_req *r, CURLcode res
     finish(c, r, (int)status, error, rsn);
 }
 
-static uint32_t count_writes(const struct kube_client *c)
-{
-    uint32_t n = 0;
-    for (const struct kube_req *r = c->pending.head; r; r = r->next)
-        n += req_gated(r);
-    for (const struct kube_req *r = c->active.head; r; r = r->next)
-        n += req_gated(r) && !r->cancelled;
-    return n;
-}
-
-/* Ends a drain once no write is queued or on the wire (linear: only while draining). */
-static void drain_check(struct kube_client *c)
-{
-    if (!c->drain_fn || c->dead || count_writes(c) > 0)
-        return;
-    void (*fn)(void *) = c->drain_fn;
-    c->drain_fn = NULL;
-    uv_timer_stop(&c->drain_timer);
-    fn(c->drain_ctx);
-}
-
 static void check_done(struct kube_client *c)
 {
     CURLMsg *msg;
@@ -821,8 +672,8 @@ static void check_done(struct kube_client *c)
             attempt_done(c, r, res);
     }
     if (!c->dead && c->pending.n)
-        pump(c);
-    drain_check(c);
+        kclient_pump(c);
+    kclient_drain_check(c);
 }
 
 /* ---- public ---------------------------------------------------------------------------------- */
@@ -953,12 +804,12 @@ static void release_client(struct kube_client *c)
     c->released = true;
     for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
         nx = r->next;
-        req_detach(c, r);
-        req_free(r);
+        kclient_req_detach(c, r);
+        kclient_req_free(r);
     }
     for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
         nx = r->next;
-        req_free(r);
+        kclient_req_free(r);
     }
     c->pending.head = c->pending.tail = NULL;
     curl_multi_cleanup(c->multi);
@@ -981,146 +832,6 @@ void kube_client_free(struct kube_client *c)
         release_client(c);
 }
 
-static int queue_req(struct kube_client *c, enum kube_method m, const char *path, const char *body,
-                     size_t len, unsigned flags, kube_resp_fn *fn, kube_data_fn *data, void *ctx,
-                     struct kube_req **out)
-{
-    if (out)
-        *out = NULL;
-    if (!c || c->dead || !path || path[0] != '/')
-        return SCHED_EINVAL;
-    struct kube_req *r = calloc(1, sizeof(*r));
-    if (!r)
-        return SCHED_ENOMEM;
-    r->c = c;
-    r->m = m;
-    r->flags = flags;
-    r->fn = fn;
-    r->data = data;
-    r->stream = data != NULL;
-    r->ctx = ctx;
-    r->path = strdup(path);
-    if (body) {
-        r->body = malloc(len + 1);
-        if (r->body) {
-            memcpy(r->body, body, len);
-            r->body[len] = '\0';
-        }
-        r->blen = len;
-    }
-    if (!r->path || (body && !r->body)) {
-        req_free(r);
-        return SCHED_ENOMEM;
-    }
-    pending_push(c, r);
-    pump_soon(c);
-    if (out)
-        *out = r;
-    return 0;
-}
-
-int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
-                 size_t len, unsigned flags, kube_resp_fn *fn, void *ctx)
-{
-    return queue_req(c, m, path, body, len, flags, fn, NULL, ctx, NULL);
-}
-
-int kube_request_h(struct kube_client *c, enum kube_method m, const char *path, const char *body,
-                   size_t len, unsigned flags, kube_resp_fn *fn, void *ctx, struct kube_req **out)
-{
-    return queue_req(c, m, path, body, len, flags, fn, NULL, ctx, out);
-}
-
-int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kube_resp_fn *done,
-                void *ctx, struct kube_req **out)
-{
-    if (!data)
-        return SCHED_EINVAL;
-    return queue_req(c, KUBE_GET, path, NULL, 0, KUBE_NO_RETRY | KUBE_NO_LIMIT, done, data, ctx,
-                     out);
-}
-
-void kube_req_set_timeout(struct kube_req *r, uint32_t ms)
-{
-    if (r && !r->on_wire)
-        r->timeout_ms = ms;
-}
-
-void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx)
-{
-    c->gate = gate;
-    c->gate_ctx = ctx;
-}
-
-uint32_t kube_client_drop_writes(struct kube_client *c)
-{
-    if (!c || c->dead)
-        return 0;
-    uint32_t n = 0;
-    for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
-        nx = r->next;
-        if (req_gated(r)) {
-            pending_unlink(c, r);
-            req_free(r);
-            n++;
-        }
-    }
-    for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
-        nx = r->next;
-        if (req_gated(r) && !r->cancelled) {
-            kube_req_cancel(r); /* off the multi handle now, or by the pump inside curl */
-            n++;
-        }
-    }
-    c->stats.dropped += n;
-    if (n)
-        LOG_WARN("kube", "dropped %u writes not sent or not answered: no longer allowed", n);
-    return n;
-}
-
-static void on_drain_timeout(uv_timer_t *t)
-{
-    struct kube_client *c = t->data;
-    enter(c);
-    if (!c->dead && c->drain_fn) {
-        kube_client_drop_writes(c);
-        drain_check(c);
-    }
-    leave(c);
-}
-
-void kube_client_drain_writes(struct kube_client *c, uint64_t max_ms, void (*done)(void *ctx),
-                              void *ctx)
-{
-    if (!c || c->dead)
-        return;
-    c->drain_fn = done;
-    c->drain_ctx = ctx;
-    uv_timer_start(&c->drain_timer, on_drain_timeout, max_ms, 0);
-    enter(c);
-    drain_check(c);
-    leave(c);
-}
-
-void kube_req_cancel(struct kube_req *r)
-{
-    if (!r || r->cancelled)
-        return;
-    struct kube_client *c = r->c;
-    r->cancelled = true;
-    r->fn = NULL;
-    if (!r->on_wire) {
-        pending_unlink(c, r);
-        req_free(r);
-    } else if (c->in_curl) {
-        pump_soon(c); /* the start timer takes it off the wire */
-    } else {
-        req_detach(c, r);
-        req_free(r);
-        pump_soon(c);
-    }
-}
-
 void kube_req_abandon(struct kube_req *r)
 {
     if (!r || r->cancelled)
@@ -1128,11 +839,9 @@ void kube_req_abandon(struct kube_req *r)
     struct kube_client *c = r->c;
     /* a connection shared over HTTP/2 carries every request of the client: shut it down only
      * when all of it is silent, never because one stream is quiet */
-    bool silent = uv_now(c->loop) >= c->stats.rx_ms + c->watch_idle_ms;
-    curl_socket_t s = CURL_SOCKET_BAD;
-    if (silent && r->on_wire && r->easy &&
-        curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK && s != CURL_SOCKET_BAD)
-        shutdown(s, SHUT_RDWR); /* curl sees the end and closes it; the fd stays curl's */
+    uint64_t now = uv_now(c->loop);
+    if (now >= c->watch_idle_ms)
+        shut_if_silent(c, r, now - c->watch_idle_ms, "abandoned");
     kube_req_cancel(r);
 }
 

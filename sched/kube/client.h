@@ -112,8 +112,11 @@ void kube_client_free(struct kube_client *c);
 /* Queues a request; `path` starts with "/" and includes the query string; body may be NULL.
  * Retryable failures (transport errors, 429, 500, 502, 503, 504) are retried up to max_retries
  * times with exponential backoff and jitter (base 200 ms, cap 10 s); a 429 or 503 with
- * Retry-After waits at least that long. `fn` is called exactly once unless the client is freed
- * first. Returns 0 or SCHED_ENOMEM. */
+ * Retry-After waits at least that long. An attempt that times out with nothing at all received
+ * on its connection since it was sent (no byte of data or of any HTTP/2 frame) has that connection
+ * shut down first: over HTTP/2 every request and watch shares it, and libcurl would put the retry
+ * on the dead connection again. `fn` is called exactly once unless the client is freed first.
+ * Returns 0 or SCHED_ENOMEM. */
 int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
 
@@ -184,8 +187,9 @@ struct kube_informer;
  * outside strings (chunk borders fall anywhere; objects may be megabytes).
  * Watchdog (a connection that goes silent, no bytes and no FIN, e.g. through a proxy that lost
  * its upstream, would otherwise freeze the cache for good): a watch is abandoned (logged, the
- * request cancelled, its connection shut down only when the client has received nothing on any
- * request for watch_idle_ms; watched again from the last resourceVersion after the backoff) when
+ * request cancelled, its connection shut down only when nothing at all, no byte of data or of any
+ * HTTP/2 frame, has come in on that connection for watch_idle_ms; watched again from the last
+ * resourceVersion after the backoff) when
  * its response status has not arrived within the client's watch_idle_ms; when nothing has
  * arrived for watch_idle_ms although a watch of THIS informer got a bookmark before
  * (kube-apiserver's watch cache sends one about once a minute to each watch that allows them, but

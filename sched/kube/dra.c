@@ -44,6 +44,7 @@ void kdra_claim_free(struct kclaim *c)
     free(c->uid);
     free(c->unsupported);
     free(c->domain);
+    free(c->rv);
     cJSON_Delete(c->config);
     free(c);
 }
@@ -199,6 +200,16 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
         rc = decode_requests(c, get(get(o, "spec"), "devices"),
                              gpu_class ? gpu_class : DRA_GPU_DRIVER);
     }
+    const char *rv = cJSON_GetStringValue(get(meta, "resourceVersion"));
+    if (rc == 0 && rv && !(c->rv = strdup(rv)))
+        rc = SCHED_ENOMEM;
+    const cJSON *dt = get(meta, "deletionTimestamp"), *fin;
+    c->deleting = dt && !cJSON_IsNull(dt);
+    cJSON_ArrayForEach(fin, get(meta, "finalizers"))
+    {
+        const char *f = cJSON_GetStringValue(fin);
+        c->finalizer |= f && strcmp(f, KDRA_FINALIZER) == 0;
+    }
     const cJSON *st = get(o, "status"), *rf = get(st, "reservedFor");
     c->allocated = get(st, "allocation") && !cJSON_IsNull(get(st, "allocation"));
     int nr = cJSON_GetArraySize(rf);
@@ -353,6 +364,56 @@ cJSON *kdra_claim_join(const char *name, const char *uid)
         return NULL;
     }
     return ops;
+}
+
+cJSON *kdra_claim_protect(const struct kclaim *c)
+{
+    if (!c->rv)
+        return NULL;
+    cJSON *body = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
+    cJSON *fins = cJSON_AddArrayToObject(meta, "finalizers");
+    cJSON *f = cJSON_CreateString(KDRA_FINALIZER);
+    if (!cJSON_AddStringToObject(meta, "resourceVersion", c->rv) ||
+        !cJSON_AddItemToArray(fins, f)) {
+        cJSON_Delete(f);
+        cJSON_Delete(body);
+        return NULL;
+    }
+    return body;
+}
+
+cJSON *kdra_claim_unreserve(const char *claim_uid, const char *pod_uid)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
+    cJSON *rf = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "reservedFor");
+    cJSON *del = cJSON_CreateObject();
+    bool ok = cJSON_AddStringToObject(del, "$patch", "delete") &&
+              cJSON_AddStringToObject(del, "uid", pod_uid);
+    if (!ok || !cJSON_AddItemToArray(rf, del)) { /* on failure del is not rf's */
+        cJSON_Delete(del);
+        cJSON_Delete(body);
+        return NULL;
+    }
+    if (claim_uid && !cJSON_AddStringToObject(meta, "uid", claim_uid)) {
+        cJSON_Delete(body);
+        return NULL;
+    }
+    return body;
+}
+
+cJSON *kdra_claim_deallocate(const char *rv)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(body, "status");
+    if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "metadata"), "resourceVersion",
+                                 rv) ||
+        !cJSON_AddNullToObject(st, "allocation")) {
+        cJSON_Delete(body);
+        return NULL;
+    }
+    return body;
 }
 
 bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n)

@@ -2,7 +2,8 @@
  * allocates from (ResourceSlices are read by sched/k8s/slice.h, which both drivers share).
  *
  * Owns: which fields of a ResourceClaim and of a pod's spec.resourceClaims are read and their
- * checks; the body of the allocation write.
+ * checks; the bodies of the claim writes (the finalizer, the allocation, a join, an Unreserve,
+ * a deallocation).
  *
  * Must not touch: the cache, the network. Errors name the claim and the field.
  */
@@ -57,7 +58,15 @@ struct kclaim {
     uint32_t channels; /* requests of an IMEX channel (a claim holds channels or GPUs) */
     char *domain;      /* the ComputeDomain uid of its channel config (domainID), or NULL */
     cJSON *config;     /* spec.devices.config, copied into status.allocation.devices.config */
+    char *rv;          /* metadata.resourceVersion (NULL: none) */
+    bool deleting;     /* metadata.deletionTimestamp set: no new consumer may be added */
+    bool finalizer;    /* metadata.finalizers holds KDRA_FINALIZER */
 };
+
+/* The finalizer kube-scheduler puts on a claim before it writes an allocation (the resource
+ * API's resourceapi.Finalizer): the claim cannot go away while allocated; kube-controller-
+ * manager's resourceclaim controller removes it when it deallocates. */
+#define KDRA_FINALIZER "resource.kubernetes.io/delete-protection"
 
 int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
                       struct sched_errbuf *eb);
@@ -105,6 +114,23 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
                              const char *const *drivers, const char *const *pools,
                              uint32_t n_devices, const char *const *names, const char *const *uids,
                              uint32_t n_consumers);
+
+/* The write that protects a claim before its allocation is written (kube-scheduler's bindClaim
+ * adds KDRA_FINALIZER with an Update of the claim): a strategic merge patch of the claim
+ * (finalizers merge as a set) carrying metadata.resourceVersion as its precondition, so that a
+ * claim changed since it was read (being deleted, say) answers 409 and is read again. NULL out
+ * of memory or when the claim's resourceVersion is unknown. */
+cJSON *kdra_claim_protect(const struct kclaim *c);
+
+/* Unreserve (kube-scheduler's DynamicResources Unreserve): the strategic merge patch of
+ * resourceclaims/status deleting the reservedFor entry of pod `pod_uid` by its merge key, with
+ * metadata.uid (claim_uid, may be NULL) as the precondition that it is the same claim. */
+cJSON *kdra_claim_unreserve(const char *claim_uid, const char *pod_uid);
+
+/* The deallocation of a claim reserved for nobody (what kube-scheduler's PostFilter does to
+ * free such a claim): a merge patch of resourceclaims/status setting allocation to null, with
+ * metadata.resourceVersion `rv` as its precondition (a consumer added meanwhile: 409). */
+cJSON *kdra_claim_deallocate(const char *rv);
 
 /* A pod's claims: spec.resourceClaims[]{name, resourceClaimName | resourceClaimTemplateName};
  * a template's claim is the one status.resourceClaimStatuses names (created by the resourceclaim

@@ -137,12 +137,13 @@ static bool may_write(void *ctx)
     return kdrv_may_lead(ctx);
 }
 
-/* Whether a cycle runs now: leading within the renew deadline, caches synced, no binds in
- * flight, the store open and recovered, and something changed (or an operator action or reload
- * asked for one). */
+/* Whether a cycle runs now: leading within the renew deadline, caches synced, no binds or
+ * claim Unreserves in flight, the store open and recovered, and something changed (or an operator
+ * action or reload asked for one). */
 static bool cycle_due(struct kdrv *d)
 {
-    if (d->stopping || d->n_binds > 0 || !kdrv_may_lead(d) || !synced(d))
+    kdrv_clock_check(d); /* a wall-clock step moves the deadlines before they are compared */
+    if (d->stopping || d->n_binds > 0 || d->unreserves_left > 0 || !kdrv_may_lead(d) || !synced(d))
         return false;
     if (!d->db && kdrv_open_store(d) != 0)
         return false;
@@ -350,8 +351,7 @@ static void run_cycle(struct kdrv *d)
         return;
     double cpu0 = thread_cpu_s();
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
-    d->cycle_mono_ms = kdrv_mono_ms(); /* read with .now: the clock-step rule compares them */
-    d->later_ms = INT64_MAX;           /* this cycle writes (or holds back) every status again */
+    d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);
@@ -537,7 +537,10 @@ static void on_writes_drained(void *ctx)
 
 void kdrv_stop_releasing(struct kdrv *d)
 {
-    if (d->lease && kube_lease_leading(d->lease) && !d->failed)
+    /* a leader's writes drain with or without leader election (--leader-elect false: the only
+     * replica leads from the start, d->lease NULL); on_writes_drained releases a Lease held */
+    bool leads = d->lease ? kube_lease_leading(d->lease) : d->leading;
+    if (leads && !d->failed)
         kube_client_drain_writes(d->client, KDRV_DRAIN_MS, on_writes_drained, d);
     else
         uv_stop(d->loop);

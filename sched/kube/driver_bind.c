@@ -1,8 +1,9 @@
 /* sched/kube/driver_bind.c: the binder of the Kubernetes driver (see driver.c for the cycle).
  *
- * Owns: the binds of a cycle (a pod's ResourceClaims written, then its Binding; rereads after a
- * conflict; bind_done and binds_finished closing the cycle's intents in one transaction, with
- * the rollback of a gang with a failed member), the fences that end a Binding's doubt, opening
+ * Owns: the binds of a cycle (a pod's ResourceClaims protected by their finalizer and written,
+ * then its Binding; rereads after a conflict; bind_done and binds_finished closing the cycle's
+ * intents in one transaction, with the rollback of a gang with a failed member and the
+ * Unreserve of its unbound members' claims), the fences that end a Binding's doubt, opening
  * the store, and recovery of a previous process's open bind intents.
  *
  * Must not touch: scheduling decisions, the cycle's order (driver.c), status text
@@ -126,8 +127,10 @@ void kdrv_gang_binds_free(struct kgang_binds *gb)
     free(gb->summary);
 }
 
+static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b);
+
 /* Every bind of the cycle has answered: close the intents in one transaction, roll back gangs
- * with a failed member, then status and events. */
+ * with a failed member (their claims unreserved), then status and events. */
 static void binds_finished(struct kdrv *d)
 {
     struct sched_errbuf eb;
@@ -215,10 +218,13 @@ static void binds_finished(struct kdrv *d)
                 kdrv_delete_pod(d, b->ns, b->name,
                                 b->ok ? "partial gang rolled back"
                                       : "bound elsewhere by someone else: its gang is rolled back");
-            if (b->unknown)
+            if (b->unknown) {
                 fence_pod(d, b->pod_key, false);
-            else if (!b->ok)
+            } else if (!b->ok) {
+                if (!b->foreign) /* never bound: its claims are given back now */
+                    unreserve_claims(d, gb, b);
                 kcache_unassume(d->cache, b->pod_key);
+            }
         }
         /* its members' deletion is the rollback, not a failure for the lifecycle */
         if (eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
@@ -411,28 +417,248 @@ struct kclaim_writes {
     char *error;
 };
 
+/* One claim's writes (kube-scheduler's bindClaim): when it allocates a claim that lacks
+ * KDRA_FINALIZER, first the finalizer (a write of the claim with its resourceVersion as
+ * precondition; a 409 reads the claim again, at most 3 times), then the status write
+ * (allocation and reservedFor, or a join's reservedFor entry). A claim being deleted is
+ * refused. */
+struct kclaim_write {
+    struct kclaim_writes *w;
+    uint32_t idx;         /* the claim's index in the pod's claims */
+    enum kube_method how; /* of the status write */
+    cJSON *status;        /* its body (owned until sent) */
+    bool allocates;       /* the status write carries status.allocation */
+    uint32_t rereads;
+    char key[KOBJ_KEY_MAX];
+    char path[KOBJ_KEY_MAX + 80]; /* the claim's path; its status write adds "/status" */
+};
+
+static void claim_write_start(struct kclaim_write *cw);
+
+/* A claim write has its outcome (2xx or not); the pod's Binding follows the last one. */
 static void on_claim_written(void *ctx, const struct kube_resp *r)
 {
-    struct kclaim_writes *w = ctx;
-    if (r->status < 200 || r->status >= 300) {
+    struct kclaim_write *cw = ctx;
+    struct kclaim_writes *w = cw->w;
+    bool ok = r->status >= 200 && r->status < 300;
+    /* a write answered 2xx reserved the claim for the pod; one without a definite answer may
+     * have: both are undone if the gang rolls back (kdrv_unreserve_claims) */
+    if (cw->idx < 32 && (ok || r->status == 0 || r->status == 429 || r->status >= 500)) {
+        w->b->claims_reserved |= 1u << cw->idx;
+        if (cw->allocates)
+            w->b->claims_made |= 1u << cw->idx;
+    }
+    if (!ok) {
         w->failed++;
         if (!w->error) {
             char buf[600];
-            snprintf(buf, sizeof(buf), "pod %s: ResourceClaim allocation: HTTP %d: %s",
-                     w->b->pod_key, r->status, r->error ? r->error : "no response");
+            snprintf(buf, sizeof(buf), "pod %s: ResourceClaim %s: HTTP %d: %s", w->b->pod_key,
+                     cw->key, r->status, r->error ? r->error : "no response");
             w->error = strdup(buf);
         }
     }
+    cJSON_Delete(cw->status);
+    free(cw);
     if (--w->left > 0)
         return;
     struct kbind *b = w->b;
-    if (w->failed == 0) /* allocation and reservedFor written: now the Binding */
+    if (w->failed == 0) /* finalizer, allocation and reservedFor written: now the Binding */
         send_bind(b->gb->d, b, w->flavor);
     else
         bind_done(b, w->error ? w->error : "ResourceClaim allocation failed");
     free(w->flavor);
     free(w->error);
     free(w);
+}
+
+/* The claim as the API server answered it goes into the cache (a newer view than the watch's
+ * may yet be). */
+static void claim_answer_to_cache(struct kdrv *d, const struct kube_resp *r)
+{
+    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+    if (obj && kcache_claim_event(d->cache, obj, false) != 0)
+        kdrv_fatal(d, "out of memory in the claim cache");
+    cJSON_Delete(obj);
+}
+
+static void on_claim_reread(void *ctx, const struct kube_resp *r)
+{
+    struct kclaim_write *cw = ctx;
+    if (r->status != 200) {
+        on_claim_written(cw, r);
+        return;
+    }
+    claim_answer_to_cache(cw->w->b->gb->d, r);
+    claim_write_start(cw);
+}
+
+static void on_claim_protected(void *ctx, const struct kube_resp *r)
+{
+    struct kclaim_write *cw = ctx;
+    struct kdrv *d = cw->w->b->gb->d;
+    if (r->status == 409 && cw->rereads < 3 && !d->stopping) {
+        /* the claim changed since it was read (deleted, allocated, another finalizer): read
+         * it again and decide again, as bindClaim's RetryOnConflict */
+        cw->rereads++;
+        if (kube_request(d->client, KUBE_GET, cw->path, NULL, 0, 0, on_claim_reread, cw) == 0)
+            return;
+    }
+    if (r->status < 200 || r->status >= 300) {
+        on_claim_written(cw, r);
+        return;
+    }
+    claim_answer_to_cache(d, r);
+    char path[sizeof(cw->path) + 8];
+    snprintf(path, sizeof(path), "%s/status", cw->path);
+    cJSON *body = cw->status;
+    cw->status = NULL;
+    kdrv_send_or_fail(d, cw->how, path, body, on_claim_written, cw);
+}
+
+static void claim_write_start(struct kclaim_write *cw)
+{
+    struct kdrv *d = cw->w->b->gb->d;
+    const struct kclaim *cl = kcache_claim(d->cache, cw->key);
+    char why[KOBJ_KEY_MAX + 80];
+    struct kube_resp r = {.status = 0, .body = "", .error = why};
+    if (!cl) {
+        snprintf(why, sizeof(why), "claim %s unknown", cw->key);
+        on_claim_written(cw, &r);
+        return;
+    }
+    if (cl->deleting) { /* bindClaim: "claim ... got deleted in the meantime" */
+        snprintf(why, sizeof(why), "claim %s is being deleted", cw->key);
+        on_claim_written(cw, &r);
+        return;
+    }
+    if (cw->allocates && !cl->finalizer) {
+        cJSON *body = kdra_claim_protect(cl);
+        if (!body) {
+            snprintf(why, sizeof(why), "claim %s: no resourceVersion to protect it", cw->key);
+            on_claim_written(cw, &r);
+            return;
+        }
+        kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, cw->path, body, on_claim_protected, cw);
+        return;
+    }
+    struct kube_resp ok = {.status = 200, .body = "", .len = 0};
+    on_claim_protected(cw, &ok);
+}
+
+/* ---- Unreserve: the claims of a member whose Binding did not happen given back ------------- */
+
+struct kunreserve {
+    struct kdrv *d;
+    bool made;   /* the gang's writes carried the claim's allocation */
+    bool listed; /* the cache had the claim reserved for the pod (an earlier attempt's) */
+    char key[KOBJ_KEY_MAX], node[256];
+    char path[KOBJ_KEY_MAX + 88]; /* the claim's status path */
+};
+
+static void unreserve_done(struct kunreserve *u)
+{
+    if (u->d->unreserves_left > 0)
+        u->d->unreserves_left--;
+    free(u);
+}
+
+static void on_deallocated(void *ctx, const struct kube_resp *r)
+{
+    struct kunreserve *u = ctx;
+    if (r->status >= 200 && r->status < 300) {
+        claim_answer_to_cache(u->d, r);
+        LOG_INFO(KDRV_MOD, "resourceclaim deallocated after its gang rolled back: claim=%s",
+                 u->key);
+    } else { /* 409: a consumer was added meanwhile, the allocation is theirs now */
+        LOG_WARN(KDRV_MOD, "resourceclaim not deallocated: claim=%s status=%d error=%s", u->key,
+                 r->status, r->error ? r->error : "");
+    }
+    unreserve_done(u);
+}
+
+static void on_unreserved(void *ctx, const struct kube_resp *r)
+{
+    struct kunreserve *u = ctx;
+    struct kdrv *d = u->d;
+    if (r->status < 200 || r->status >= 300) {
+        /* as upstream: "we will get here again when pod scheduling is retried"; the claim
+         * controller also releases it once the pod is gone or terminated */
+        LOG_WARN(KDRV_MOD, "resourceclaim unreserve failed: claim=%s status=%d error=%s", u->key,
+                 r->status, r->error ? r->error : "");
+        unreserve_done(u);
+        return;
+    }
+    claim_answer_to_cache(d, r);
+    const struct kclaim *cl = kcache_claim(d->cache, u->key);
+    /* reserved for nobody now, and allocated for this pod (by this gang's writes on the node
+     * it chose, or by an earlier attempt that reserved it for the pod): the allocation goes too
+     * (as kube-scheduler's PostFilter frees a claim reserved for nobody or only for the pod),
+     * so that the retry may choose another node; the claim controller would not: it
+     * deallocates only when it removes the last consumer itself */
+    bool ours =
+        u->listed || (u->made && cl && cl->alloc_node && strcmp(cl->alloc_node, u->node) == 0);
+    if (cl && ours && cl->allocated && cl->n_reserved == 0 && cl->rv && kdrv_may_lead(d)) {
+        cJSON *body = kdra_claim_deallocate(cl->rv);
+        if (body) {
+            kdrv_send_or_fail(d, KUBE_PATCH_MERGE, u->path, body, on_deallocated, u);
+            return;
+        }
+    }
+    unreserve_done(u);
+}
+
+/* Whether the writes of some member of gb reserved claim `key` (or may have), and whether one
+ * of them carried its allocation. */
+static void gang_claim_writes(struct kdrv *d, const struct kgang_binds *gb, const char *key,
+                              bool *reserved, bool *made)
+{
+    *reserved = *made = false;
+    for (uint32_t i = 0; i < gb->n_pods; i++) {
+        const struct kbind *m = &gb->pods[i];
+        const struct kpod *q = kcache_pod(d->cache, m->pod_key);
+        for (uint32_t k = 0; q && k < q->n_claims && k < 32; k++)
+            if (strcmp(q->claims[k], key) == 0) {
+                *reserved |= (m->claims_reserved >> k) & 1u;
+                *made |= (m->claims_made >> k) & 1u;
+            }
+    }
+}
+
+/* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding
+ * definitely did not happen: its reservedFor entry leaves every claim the gang's writes reserved
+ * for it (or that lists it), by a strategic merge patch of the claim's status; a claim left
+ * reserved for nobody whose allocation the gang wrote on that node, or that was reserved for
+ * the pod before (an earlier attempt's), is then deallocated (on_unreserved). The
+ * next cycle waits for the answers (cycle_due), which go into the cache. */
+static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b)
+{
+    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
+    for (uint32_t i = 0; p && p->uid && i < p->n_claims && kdrv_may_lead(d); i++) {
+        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
+        bool reserved, made, listed = false;
+        gang_claim_writes(d, gb, p->claims[i], &reserved, &made);
+        for (uint32_t k = 0; cl && k < cl->n_reserved; k++)
+            listed |= strcmp(cl->reserved[k], p->uid) == 0;
+        if (!cl || !(reserved || listed))
+            continue;
+        cJSON *body = kdra_claim_unreserve(cl->uid, p->uid);
+        struct kunreserve *u = body ? calloc(1, sizeof(*u)) : NULL;
+        if (!u) {
+            cJSON_Delete(body);
+            LOG_ERROR(KDRV_MOD, "out of memory unreserving claim %s", p->claims[i]);
+            continue;
+        }
+        u->d = d;
+        u->made = made;
+        u->listed = listed;
+        snprintf(u->key, sizeof(u->key), "%s", p->claims[i]);
+        snprintf(u->node, sizeof(u->node), "%s", b->node);
+        snprintf(u->path, sizeof(u->path),
+                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
+                 cl->name);
+        d->unreserves_left++;
+        kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, u->path, body, on_unreserved, u);
+    }
 }
 
 /* The DRA device names of GPUs `mask` of node (devices in index order); false when one is not a
@@ -548,17 +774,28 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
                                   : NULL;
             at += take;
         }
-        char path[KOBJ_KEY_MAX + 80];
-        snprintf(path, sizeof(path),
-                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
-                 cl ? cl->name : "");
+        struct kclaim_write *cw = calloc(1, sizeof(*cw));
+        if (!cw) {
+            cJSON_Delete(body);
+            body = NULL;
+        } else {
+            *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
+            cw->allocates = how != KUBE_PATCH_JSON; /* a join's patch leaves the allocation */
+            snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
+            snprintf(cw->path, sizeof(cw->path),
+                     "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,
+                     cl ? cl->name : "");
+        }
         if (!body) {
             struct kube_resp r = {
                 .status = 0, .body = "", .error = "claim unknown or too few devices"};
-            on_claim_written(w, &r);
+            if (cw)
+                on_claim_written(cw, &r);
+            else
+                kdrv_fatal(d, "out of memory writing ResourceClaims");
             continue;
         }
-        kdrv_send_or_fail(d, how, path, body, on_claim_written, w);
+        claim_write_start(cw);
     }
     free(names);
     free(uids);

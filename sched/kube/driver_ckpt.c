@@ -50,11 +50,6 @@ bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, i
     return j.state != ENG_JOB_TEARING || j.ckpt_until_ms != until_ms || j.ckpt_asked_ms != asked_ms;
 }
 
-void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms)
-{
-    kdrv_owe_ckpt(d, pg, asked_ms, until_ms);
-}
-
 static int64_t grace_of(const struct kgang *kg, const struct config *cfg)
 {
     return cfg && kg->gang.queue < cfg->n_queues
@@ -103,7 +98,7 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
         return false;
     }
     eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
-    kdrv_ckpt_annotate(d, victim->pg, now, now + grace);
+    kdrv_owe_ckpt(d, victim->pg, now, now + grace);
     char msg[700];
     snprintf(msg, sizeof(msg),
              "preempted by %s: asked to checkpoint (set %s to a time after %s's request); "

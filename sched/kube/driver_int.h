@@ -62,6 +62,9 @@ struct kbind {
     char *error;
     char uid[64]; /* metadata.uid the last Binding carried ("" none; a longer one truncated, so
                      it matches nothing) */
+    uint32_t claims_reserved; /* bits of the pod's claims (index < 32) whose status write
+                                 reserved them for it (2xx), or may have (no definite answer) */
+    uint32_t claims_made;     /* of those, the writes that carried status.allocation */
 };
 
 /* The binds of one placed gang. */
@@ -114,9 +117,11 @@ struct kdrv {
     const struct sched_policy *pol;
     struct arena arena;
     bool leading, recovered, stopping, failed;
-    bool fenced;             /* recovery sent its fences */
-    bool xk8s_no_conditions; /* the scheduler-plugins CRD prunes status.conditions */
-    uint32_t fences_left;    /* recovery fences not answered yet */
+    bool fenced;              /* recovery sent its fences */
+    bool xk8s_no_conditions;  /* the scheduler-plugins CRD prunes status.conditions */
+    uint32_t fences_left;     /* recovery fences not answered yet */
+    uint32_t unreserves_left; /* claim Unreserves of rolled-back gangs not answered yet: no
+                                 cycle runs before (its claims would look still reserved) */
     char fatal[SCHED_ERRBUF];
     int64_t cycle;
     /* binds of the current cycle */
@@ -139,7 +144,9 @@ struct kdrv {
         *m_pending, *m_evictions, *m_held;
     uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
-    int64_t cycle_mono_ms; /* kdrv_mono_ms() read with the cycle's now (0: none yet) */
+    /* the wall clock and CLOCK_BOOTTIME (ms) at the last kdrv_clock_check, read together
+     * (clock_mono 0: none yet) */
+    int64_t clock_wall, clock_mono;
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
@@ -264,8 +271,9 @@ int64_t kdrv_now_ms(void);
 
 void kdrv_fatal(struct kdrv *d, const char *msg);
 /* The end of an orderly stop (SIGTERM, once no bind is in flight): the leader's queued and
- * in-flight writes finish (at most KDRV_DRAIN_MS, the rest dropped), then its Lease is released
- * so that a standby leads at once, then the loop stops. Not leading: the loop stops at once. */
+ * in-flight writes finish (at most KDRV_DRAIN_MS, the rest dropped), then its Lease, when it
+ * holds one, is released so that a standby leads at once, then the loop stops. The same with
+ * --leader-elect false (no Lease to release). Not leading: the loop stops at once. */
 #define KDRV_DRAIN_MS 5000
 void kdrv_stop_releasing(struct kdrv *d);
 
@@ -287,13 +295,11 @@ void kdrv_cycle_at(struct kdrv *d, int64_t at);
 #define KDRV_ANNOT_CKPT_ASKED "gangsched.io/checkpoint-requested" /* RFC 3339 */
 #define KDRV_ANNOT_CKPT_UNTIL "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
 
-/* Writes the request (and, until_ms > 0, the deadline of a preemption) on a PodGroup of ours
- * (its key is its gang's), sent again until the watch shows it (kdrv_owe_ckpt). */
-void kdrv_ckpt_annotate(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
-/* The merge patch of that write. */
+/* The merge patch of a checkpoint request on a PodGroup of ours (and, until_ms > 0, the deadline
+ * of a preemption), the write kdrv_owe_ckpt owes. */
 cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms);
-/* Whether that write needs no more sends: pg shows it (or a later request), or, a preemption's
- * request, its handshake is over (the engine's). */
+/* Whether the owed checkpoint write needs no more sends: pg shows it (or a later request), or, a
+ * preemption's request, its handshake is over (the engine's). */
 bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
 /* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
  * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
@@ -376,9 +382,15 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
  * send. */
 void kdrv_owed_status(struct kdrv *d, int64_t now);
 
-/* A checkpoint request (until_ms 0: an operator's) owed on pg: sent now, and again until the
- * watch shows it (kdrv_owed_status); it replaces the one owed on pg. */
+/* A checkpoint request (until_ms 0: an operator's; else the deadline of a preemption) owed on pg,
+ * a PodGroup of ours (its key is its gang's): sent now, and again until the watch shows it
+ * (kdrv_owed_status); it replaces the one owed on pg. */
 void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+
+/* The wall clock stepped by step_ms (kdrv_clock_check): the status rate limits, the forget times
+ * and the owed writes' next sends move by it; what was written (a condition's
+ * lastTransitionTime, a checkpoint request's times) does not. */
+void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms);
 
 /* Frees d->status, d->owed and d->owed_ckpt (the driver's end). */
 void kdrv_status_fini(struct kdrv *d);
@@ -425,6 +437,16 @@ void kdrv_delete_pod(struct kdrv *d, const char *ns, const char *name, const cha
 /* Once per change of state: warns when the nodes have none of the configured accelerator, naming
  * the extended resources they do have (a device.resource typo, or the wrong device plugin). */
 void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c);
+
+/* Reads the wall clock and CLOCK_BOOTTIME (monotonic, counting a suspend as time passed, as the
+ * wall clock does) together and returns the wall clock's step since the last call (ms, > 0
+ * forward; 0: none, eng_clock_step's rule). A step moves every deadline of the driver and its
+ * engine that is a duration from an event of this run (eng_clock_stepped, eng_fair_clock_stepped,
+ * kdrv_status_clock_stepped; the next cycle's due times, the sweep and fair-share write times,
+ * the gangs' last sightings), not the instants read from or written to the API. Called at every
+ * tick of the cycle timer (cycle_due), cycle or not: a step back no longer delays the cycle that
+ * would have seen it by the step's length. */
+int64_t kdrv_clock_check(struct kdrv *d);
 
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs
  * that gave up kept out of the queues. */

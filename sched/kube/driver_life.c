@@ -372,25 +372,44 @@ void kdrv_warn_no_device(struct kdrv *d, const struct cluster *c)
     d->warned_no_device = missing;
 }
 
-/* The wall clock's step since the previous cycle (ms, > 0 forward; 0: none), `now` being this
- * cycle's kdrv_now_ms(): its move against CLOCK_BOOTTIME's (monotonic, and counting a suspend as
- * time elapsed, as the wall clock does), read at the same moment (run_cycle: the cycle's build
- * between two readings made a slow build look like a step back). One daemon per process: the
- * previous readings are kept here. */
-static int64_t clock_step(const struct kdrv *d, int64_t now)
+/* t + step for a time whose 0 means none and INT64_MAX never (both kept, a time kept > 0). */
+static int64_t shift_ms(int64_t t, int64_t step)
 {
-    static int64_t wall_prev, mono_prev;
-    static bool seen;
-    int64_t mono = d->cycle_mono_ms ? d->cycle_mono_ms : kdrv_mono_ms();
-    int64_t step = seen ? eng_clock_step(now - wall_prev, mono - mono_prev) : 0;
-    if (step)
+    if (t <= 0 || t == INT64_MAX)
+        return t;
+    return t + step > 0 ? t + step : 1;
+}
+
+/* Every deadline of the driver and its engine that is a duration from an event of this run
+ * moves by a wall-clock step (see kdrv_clock_check). */
+static void clock_stepped(struct kdrv *d, int64_t step)
+{
+    eng_clock_stepped(d->eng, step);
+    eng_fair_clock_stepped(d->fair, step);
+    d->due_ms = shift_ms(d->due_ms, step);     /* the next cycle's timers */
+    d->later_ms = shift_ms(d->later_ms, step); /* a status held back, a retry owed */
+    d->gang_swept_ms = shift_ms(d->gang_swept_ms, step);
+    d->fair_written_ms = shift_ms(d->fair_written_ms, step);
+    for (uint32_t i = 0; i < d->cap_gang_seen; i++) /* not restored_submit_ms: the API's */
+        d->gang_seen[i].seen_ms = shift_ms(d->gang_seen[i].seen_ms, step);
+    kdrv_status_clock_stepped(d, step);
+    d->est_gen++; /* the expected ends kept were valid until a time of the old clock */
+}
+
+int64_t kdrv_clock_check(struct kdrv *d)
+{
+    int64_t now = kdrv_now_ms(), mono = kdrv_mono_ms(); /* read together */
+    int64_t step = d->clock_mono ? eng_clock_step(now - d->clock_wall, mono - d->clock_mono) : 0;
+    if (step) {
         LOG_WARN(KDRV_MOD,
-                 "the wall clock stepped by %+lld ms between two cycles (%lld ms passed): start "
-                 "timeouts and NotReady graces under way are moved by it",
-                 (long long)step, (long long)(mono - mono_prev));
-    wall_prev = now;
-    mono_prev = mono;
-    seen = true;
+                 "the wall clock stepped by %+lld ms in %lld ms: the deadlines under way (start "
+                 "timeouts, NotReady graces, backoffs, quarantines, holds, promises, status "
+                 "retries) are moved by it",
+                 (long long)step, (long long)(mono - d->clock_mono));
+        clock_stepped(d, step);
+    }
+    d->clock_wall = now;
+    d->clock_mono = mono;
     return step;
 }
 
@@ -399,7 +418,6 @@ static int64_t clock_step(const struct kdrv *d, int64_t now)
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb)
 {
-    eng_clock_stepped(d->eng, clock_step(d, now));
     if (kdrv_ids_build(d, kb, now) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     const struct kids *ids = d->ids;

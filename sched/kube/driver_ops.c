@@ -29,7 +29,7 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
         const struct kpg *pg = kcache_pg(d->cache, target);
         if (!pg)
             return sched_fail(eb, SCHED_ENOENT, "podgroup %s not found", target);
-        kdrv_ckpt_annotate(d, pg, kdrv_now_ms(), 0);
+        kdrv_owe_ckpt(d, pg, kdrv_now_ms(), 0);
         return 0;
     }
     case STORE_ACT_RESERVE:

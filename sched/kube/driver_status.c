@@ -502,6 +502,29 @@ void kdrv_owed_status(struct kdrv *d, int64_t now)
     owed_status_step(d, now);
 }
 
+/* t + step for a time whose 0 means none (kept > 0). */
+static void shift_ms(int64_t *t, int64_t step)
+{
+    if (*t > 0 && *t != INT64_MAX)
+        *t = *t + step > 0 ? *t + step : 1;
+}
+
+void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->status, &i, &k, &v);) {
+        struct kstatus *st = v; /* the rate limit's start and the forget time's */
+        shift_ms(&st->at_ms, step_ms);
+        shift_ms(&st->seen_ms, step_ms);
+    }
+    for (int kind = KOWED_SCHEDULED; kind <= KOWED_CKPT; kind++)
+        for (size_t i = 0; strmap_next(owed_map(d, kind), &i, &k, &v);)
+            shift_ms(&((struct kowed *)v)->retry_ms, step_ms); /* not since_ms, until_ms: sent */
+    for (size_t i = 0; strmap_next(&d->owed_status, &i, &k, &v);)
+        shift_ms(&((struct kowed_status *)v)->retry_ms, step_ms);
+}
+
 void kdrv_status_fini(struct kdrv *d)
 {
     const char *k;

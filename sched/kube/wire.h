@@ -103,10 +103,11 @@ int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kub
 void kube_req_cancel(struct kube_req *r);
 /* For a stream the watchdog gave up on: kube_req_cancel (curl takes the transfer off its
  * connection: over HTTP/2 that stream is reset and the other streams go on; over HTTP/1.1 the
- * connection of that transfer is closed). Only when the client has received nothing at all, on
- * any request, for watch_idle_ms (the whole connection silent) is the request's connection shut
- * down first, so that no other stream multiplexed on it keeps waiting; those then end with a
- * transport error (requests are retried, watches restarted). */
+ * connection of that transfer is closed). Only when nothing at all (no byte: no data, no PING,
+ * no SETTINGS) has come in on that request's connection for watch_idle_ms (the whole connection
+ * silent) is it shut down first, so that no other stream multiplexed on it keeps waiting and curl
+ * stops putting new streams on it; those then end with a transport error (requests are retried,
+ * watches restarted, on a new connection). */
 void kube_req_abandon(struct kube_req *r);
 /* The HTTP status of the response being received, 0 until its status line has arrived (or when
  * the request is not on the wire). */

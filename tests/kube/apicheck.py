@@ -185,10 +185,11 @@ def main(kc):
     check("kubelet: run-seconds ends in Succeeded",
           wait_for(lambda: phase(c, "k-run") == "Succeeded"))
 
-    # graceful delete of a bound pod: 202 with deletionTimestamp, gone after the capped grace
+    # graceful delete of a bound pod: 200 (handlers/delete.go: 202 only with
+    # orphanDependents=false) with deletionTimestamp, gone after the capped grace
     code, p, _ = c.delete(f"{NS}/pods/k-pending", {"gracePeriodSeconds": 30})
-    check("delete of a bound pod is graceful (202, deletionTimestamp)",
-          code == 202 and p["metadata"].get("deletionTimestamp"), (code, p.get("metadata")))
+    check("delete of a bound pod is graceful (200, deletionTimestamp)",
+          code == 200 and p["metadata"].get("deletionTimestamp"), (code, p.get("metadata")))
     check("kubelet: the deleted pod disappears after the capped grace period",
           wait_for(lambda: c.get(f"{NS}/pods/k-pending")[0] == 404, 4))
     code, p, _ = c.delete(f"{NS}/pods/gated")
@@ -273,6 +274,15 @@ def main(kc):
     code, v2, _ = c.put(f"{VPG}/v1", v)
     check("Volcano PodGroup status is written by PUT", code == 200 and
           v2["status"]["phase"] == "Running", code)
+    # structural defaulting: Volcano's CRD declares spec.queue default "default"
+    code, g, _ = c.post(VPG, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                              "metadata": {"name": "vdflt"}, "spec": {"minMember": 1}})
+    check("a CRD schema default is applied (Volcano spec.queue: default)",
+          code == 201 and g["spec"].get("queue") == "default", (code, g))
+    del v2["metadata"]["resourceVersion"]
+    code, st, _ = c.put(f"{VPG}/v1", v2)
+    check("a PUT of a custom object without resourceVersion is 422", code == 422 and
+          "must be specified for an update" in st.get("message", ""), (code, st))
 
     # events.k8s.io/v1 validation
     ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},
@@ -336,8 +346,14 @@ def main(kc):
           evs[0]["object"]["code"] == 410 and evs[0]["object"]["reason"] == "Expired",
           evs[:1])
     code, st, _ = c.get(f"/api/v1/pods?resourceVersion={rv}")
-    check("a list at an expired resourceVersion is HTTP 410", code == 410 and
+    check("a list at an expired resourceVersion without limit is served from the watch cache "
+          "(200, at the latest version)", code == 200 and
+          int(st["metadata"]["resourceVersion"]) > int(rv), (code, st.get("metadata")))
+    code, st, _ = c.get(f"/api/v1/pods?resourceVersion={rv}&limit=5")
+    check("with a limit it is exact, and the version expired: HTTP 410", code == 410 and
           st["reason"] == "Expired", (code, st))
+    code, st, _ = c.get(f"/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact")
+    check("resourceVersionMatch=Exact at an expired version: HTTP 410", code == 410, code)
 
     # paging
     code, l1, _ = c.get("/api/v1/namespaces/default/pods?limit=2")
@@ -439,6 +455,7 @@ def main(kc):
     conn.close()
 
     crd_checks(c, kc)
+    upstream_checks(c)
     print(f"{failures} check(s) failed" if failures else "all checks passed")
     return 1 if failures else 0
 
@@ -526,6 +543,131 @@ def crd_checks(c, kc):
     code, st, _ = c.post(f"{NS}/pods/raced/binding", binding("raced", "node-1"))
     check("foreign-bind: 409 already assigned to the other node", code == 409 and
           'pod raced is already assigned to node "node-7"' in st.get("message", ""), st)
+
+
+
+PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def upstream_checks(c):
+    """Priority admission, unknown fields, Lease rules, list options, exact lists, Binding
+    names (the upstream rules docs/test-api-server.md lists)."""
+    # Priority admission (plugin/pkg/admission/priority)
+    code, st, _ = c.post(f"{NS}/pods", pod("prio-raw", extra_spec={"priority": 100}))
+    check("a pod giving spec.priority without a class is 403 from Priority admission",
+          code == 403 and st["reason"] == "Forbidden" and "the integer value of priority (100) "
+          "must not be provided in pod spec; priority admission controller computed 0" in
+          st["message"], (code, st))
+    code, st, _ = c.post(f"{NS}/pods", pod("prio-none", extra_spec={"priorityClassName": "x"}))
+    check("a pod naming a missing PriorityClass is 403", code == 403 and
+          "no PriorityClass with name x was found" in st["message"], (code, st))
+    c.post(PCS, {"metadata": {"name": "high"}, "value": 1000})
+    code, p, _ = c.post(f"{NS}/pods", pod("prio-high", extra_spec={"priorityClassName": "high"}))
+    check("priorityClassName resolves to the class's value and preemption policy",
+          code == 201 and p["spec"]["priority"] == 1000 and
+          p["spec"]["preemptionPolicy"] == "PreemptLowerPriority", (code, p.get("spec")))
+    code, p, _ = c.post(f"{NS}/pods", pod("prio-same", extra_spec={"priorityClassName": "high",
+                                                                   "priority": 1000}))
+    check("a spec.priority equal to the class's value is accepted", code == 201, code)
+    code, st, _ = c.post(PCS, {"metadata": {"name": "huge"}, "value": 1000000001})
+    check("a user PriorityClass above 1e9 is 422", code == 422, (code, st))
+    c.post(PCS, {"metadata": {"name": "dflt"}, "value": 7, "globalDefault": True})
+    code, st, _ = c.post(PCS, {"metadata": {"name": "dflt2"}, "value": 8, "globalDefault": True})
+    check("a second globalDefault PriorityClass is 403", code == 403 and
+          "PriorityClass dflt is already marked as default" in st["message"], (code, st))
+    code, p, _ = c.post(f"{NS}/pods", pod("prio-dflt"))
+    check("a pod without a class gets the globalDefault class", code == 201 and
+          p["spec"]["priority"] == 7 and p["spec"]["priorityClassName"] == "dflt",
+          (code, p.get("spec")))
+    code, st, _ = c.put(f"{PCS}/high", dict(c.get(f"{PCS}/high")[1], value=5))
+    check("a PriorityClass's value is immutable (422)", code == 422, (code, st))
+    c.delete(f"{PCS}/dflt")
+
+    # unknown fields of built-in kinds: Strict 400, Warn (the default) a Warning header,
+    # Ignore silent; dropped in both
+    body = pod("uf", extra_spec={"containerz": []})
+    code, st, _ = c.post(f"{NS}/pods?fieldValidation=Strict", body)
+    check("Strict: an unknown field of a built-in kind is 400 strict decoding error",
+          code == 400 and st["message"] == 'Pod in version "v1" cannot be handled as a Pod: '
+          'strict decoding error: unknown field "spec.containerz"', (code, st))
+    code, p, h = c.post(f"{NS}/pods", body)
+    check("no fieldValidation is Warn: created, the field dropped, a Warning header",
+          code == 201 and "containerz" not in p["spec"] and
+          h.get("Warning") == '299 - "unknown field \\"spec.containerz\\""', (code, h))
+    body["metadata"]["name"] = "uf2"
+    code, p, h = c.post(f"{NS}/pods?fieldValidation=Ignore", body)
+    check("Ignore: dropped silently", code == 201 and "containerz" not in p["spec"] and
+          "Warning" not in h, (code, h))
+
+    # Leases: PUT needs a resourceVersion; leaseDurationSeconds > 0; MicroTime has 6 digits
+    lease = {"metadata": {"name": "l2"}, "spec": {"holderIdentity": "a",
+                                                  "leaseDurationSeconds": 15}}
+    code, l2, _ = c.put(f"{LEASES}/l2", lease)
+    check("a PUT creates a missing Lease (201)", code == 201, (code, l2))
+    l2["metadata"].pop("resourceVersion", None)
+    code, st, _ = c.put(f"{LEASES}/l2", l2)
+    check("a Lease PUT without resourceVersion is 422 (AllowUnconditionalUpdate false)",
+          code == 422 and "metadata.resourceVersion: Invalid value: 0x0: must be specified for "
+          "an update" in st["message"], (code, st))
+    lease = {"metadata": {"name": "l3"}, "spec": {"leaseDurationSeconds": 0}}
+    code, st, _ = c.post(LEASES, lease)
+    check("leaseDurationSeconds 0 is 422 must be greater than 0", code == 422 and
+          "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0" in st["message"],
+          (code, st))
+    lease["spec"] = {"leaseDurationSeconds": 5, "renewTime": "2026-01-01T00:00:00.123Z"}
+    code, st, _ = c.post(LEASES, lease)
+    check("a MicroTime with 3 fraction digits is 400", code == 400 and
+          "cannot be handled as a Lease" in st["message"], (code, st))
+    lease["spec"]["renewTime"] = "2026-01-01T00:00:00.123456Z"
+    check("with 6 it is accepted", c.post(LEASES, lease)[0] == 201)
+
+    # list and watch options (ValidateListOptions): 422 Invalid on ListOptions.meta.k8s.io
+    w = c.watch("/api/v1/pods?watch=1&sendInitialEvents=true&timeoutSeconds=1")
+    w.all()
+    check("sendInitialEvents without resourceVersionMatch=NotOlderThan is 422", w.status == 422,
+          w.status)
+    code, st, _ = c.get("/api/v1/pods?resourceVersionMatch=Exact")
+    check("resourceVersionMatch without resourceVersion is 422", code == 422 and
+          'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden' in
+          st["message"], (code, st))
+
+    # an exact list shows the state at that version, not the latest
+    _, before, _ = c.get(f"{NS}/pods")
+    c.patch(f"{NS}/pods/prio-high", {"metadata": {"labels": {"later": "yes"}}},
+            "application/merge-patch+json")
+    c.delete(f"{NS}/pods/prio-same")
+    rv = before["metadata"]["resourceVersion"]
+    code, l, _ = c.get(f"{NS}/pods?resourceVersion={rv}&resourceVersionMatch=Exact")
+    items = {p["metadata"]["name"]: p for p in l.get("items", [])}
+    check("resourceVersionMatch=Exact lists the objects as they were at that version",
+          code == 200 and l["metadata"]["resourceVersion"] == rv and "prio-same" in items and
+          "later" not in (items.get("prio-high", {})["metadata"].get("labels") or {}),
+          (code, sorted(items)))
+    code, st, _ = c.get(f"{NS}/pods?resourceVersion=99999999&resourceVersionMatch=NotOlderThan")
+    check("a resourceVersion not reached yet is 504 Too large resource version", code == 504 and
+          "Too large resource version" in st["message"], (code, st))
+
+    # Binding: an empty metadata.name is 400; a failed precondition is a conflict on "pods"
+    code, st, _ = c.post(f"{NS}/pods/prio-high/binding",
+                         {"apiVersion": "v1", "kind": "Binding", "metadata": {},
+                          "target": {"kind": "Node", "name": "node-1"}})
+    check("a Binding with an empty metadata.name is 400", code == 400 and
+          "name in URL does not match name in Binding object" in st["message"], (code, st))
+    b = binding("prio-high", "node-1")
+    b["metadata"]["uid"] = "not-its-uid"
+    code, st, _ = c.post(f"{NS}/pods/prio-high/binding", b)
+    check("a Binding's failed uid precondition reads as the storage error",
+          code == 409 and st["message"].startswith(
+              'Operation cannot be fulfilled on pods "prio-high": StorageError: invalid object, '
+              'Code: 4, Key: /registry/pods/default/prio-high, ResourceVersion: 0, '
+              'AdditionalErrorMsg: Precondition failed: UID in precondition: not-its-uid'),
+          (code, st))
+    code, st, _ = c.delete(f"{NS}/pods/prio-high", {"preconditions": {"uid": "x"}})
+    check("so does a delete's", code == 409 and "StorageError: invalid object, Code: 4" in
+          st["message"], (code, st))
+    code, st, _ = c.delete(f"{NS}/pods/prio-high", {"gracePeriodSeconds": 0,
+                                                    "orphanDependents": False})
+    check("a delete done at once is 200 even with orphanDependents=false", code == 200, code)
 
 
 if __name__ == "__main__":

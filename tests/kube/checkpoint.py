@@ -50,7 +50,7 @@ def gang(c, name, priority, annotations=None):
         pg["metadata"]["annotations"] = annotations
     c.post(path, pg)
     body = pod(name + "-0", name, 8)
-    body["spec"]["priority"] = priority
+    e2e.with_priority(c, body, priority)
     body["spec"]["terminationGracePeriodSeconds"] = 0
     c.post("/api/v1/namespaces/default/pods", body)
 

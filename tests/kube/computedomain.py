@@ -127,7 +127,7 @@ def gang(c, name, n, gpus, domain, priority=0):
         p["spec"]["resourceClaims"] = [{"name": "imex",
                                         "resourceClaimTemplateName": domain + "-channel"}]
         p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "imex"}]
-        p["spec"]["priority"] = priority
+        e2e.with_priority(c, p, priority)
         c.post(NS, p)
 
 
@@ -184,6 +184,11 @@ def main():
     check("the CRD is served once installed", wait_for(lambda: c.get(CD)[0] == 200, 5))
 
     rv0 = c.get(NS)[1]["metadata"]["resourceVersion"]
+    # the first write to a claim (its finalizer, before the allocation) answered 409 as when the
+    # claim changed since it was read: the scheduler reads it again and goes on (bindClaim's
+    # RetryOnConflict)
+    c.post("/_fake/faults", {"type": "conflict", "count": 1, "verb": "patch",
+                             "path": "/resourceclaims/"})
     uid = compute_domain(c, "train")
     gang(c, "train", 4, 2, "train")
     ok = wait_for(lambda: len(e2e.bound(c, "train")) == 4, 30)

@@ -159,10 +159,11 @@ def main():
     e2e.finish()
 
 
-def pinned(name, group, gpus, node, priority=0, labels=None, annotations=None):
+def pinned(name, group, gpus, node, priority_class=None, labels=None, annotations=None):
     p = e2e.pod(name, group, gpus)
     p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
-    p["spec"]["priority"] = priority
+    if priority_class:  # made by e2e.priority_class; admission fills spec.priority from it
+        p["spec"]["priorityClassName"] = priority_class
     if labels:
         p["metadata"].setdefault("labels", {}).update(labels)
     if annotations:
@@ -299,7 +300,8 @@ def shapes(c, kubeconfig):
     for node in low:
         c.post(*e2e.podgroup("hi" + node[-1], 1))
         c.post("/api/v1/namespaces/default/pods",
-               pinned("hi%s-0" % node[-1], "hi" + node[-1], 8, node, priority=100))
+               pinned("hi%s-0" % node[-1], "hi" + node[-1], 8, node,
+                      priority_class=e2e.priority_class(c, 100)))
     time.sleep(4)
     st1, k, _ = c.get("/api/v1/namespaces/default/pods/keep-0")
     st2, y, _ = c.get("/api/v1/namespaces/default/pods/young-0")
@@ -312,7 +314,8 @@ def shapes(c, kubeconfig):
     c.post("/api/v1/namespaces/default/pods", pinned("plain-0", "plain", 8, "gpu-2"))
     check("(control) a gang without them runs", wait_for(lambda: pod_bound(c, "plain-0"), 20))
     c.post(*e2e.podgroup("hi2", 1))
-    c.post("/api/v1/namespaces/default/pods", pinned("hi2-0", "hi2", 8, "gpu-2", priority=100))
+    c.post("/api/v1/namespaces/default/pods",
+           pinned("hi2-0", "hi2", 8, "gpu-2", priority_class=e2e.priority_class(c, 100)))
     def evicted():
         st, p, _ = c.get("/api/v1/namespaces/default/pods/plain-0")
         return st == 404 or p["metadata"].get("deletionTimestamp")

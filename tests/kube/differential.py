@@ -371,7 +371,7 @@ class Controller:
             body = e2e.pod("%s-%d" % (name, i), name, g["gpus"])
             res = pod_request(g["gpus"])
             body["spec"]["containers"][0]["resources"] = {"requests": res, "limits": res}
-            body["spec"]["priority"] = g["priority"]
+            e2e.with_priority(self.c, body, g["priority"])
             if inc < g["fail_starts"]:
                 body["metadata"]["annotations"] = {"fake.gangsched.io/start": "fail"}
             st, obj, _ = self.c.post(POD_PATH, body)

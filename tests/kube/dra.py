@@ -75,7 +75,7 @@ def gang(c, name, n, tmpl, priority=0):
         p = e2e.pod("%s-%d" % (name, i), name, 0)
         p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": tmpl}]
         p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
-        p["spec"]["priority"] = priority
+        e2e.with_priority(c, p, priority)
         c.post(NS, p)
 
 

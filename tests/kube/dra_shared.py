@@ -12,6 +12,7 @@ gang that come after the others are bound join their allocated claim, one or two
 Every wait is bounded.
 """
 
+import json
 import os
 import sys
 
@@ -21,6 +22,7 @@ import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
 CLAIMS = dra.RES + "/namespaces/default/resourceclaims"
+FIN = "resource.kubernetes.io/delete-protection"
 
 
 def claim(name, count):
@@ -90,6 +92,9 @@ def main():
     check("the claim is allocated once: 4 devices of that node, its nodeSelector naming it",
           len(res) == 4 and {r["pool"] for r in res} == {node} and len({r["device"] for r in res})
           == 4 and sel and sel[0]["matchFields"][0]["values"] == [node], str(st)[:600])
+    check("the claim carries the finalizer resource.kubernetes.io/delete-protection, put there "
+          "before its allocation was written", FIN in finalizers(c, "shared"),
+          str(finalizers(c, "shared")))
     want = sorted((p["metadata"]["name"], p["metadata"]["uid"]) for p in pods)
     got = sorted((r.get("name"), r.get("uid")) for r in st.get("reservedFor") or [])
     check("status.reservedFor lists every consumer pod", got == want, "%s %s" % (got, want))
@@ -107,6 +112,8 @@ def main():
     check("the last consumer gone: the claim is released",
           wait_for(lambda: not status(c, "shared").get("reservedFor") and
                    not status(c, "shared").get("allocation"), 20), str(status(c, "shared"))[:400])
+    check("and its finalizer removed by the claim controller", wait_for(
+        lambda: FIN not in finalizers(c, "shared"), 10), str(finalizers(c, "shared")))
 
     sharing_gang(c, "x1", 1, "across")  # both pods first, so one cycle sees both consumers
     sharing_gang(c, "x2", 1, "across")
@@ -137,8 +144,90 @@ def main():
           wait_for(joined, 60), "pods %s, reservedFor %s" % (
               [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in e2e.bound(c, "el")],
               [r.get("name") for r in status(c, "late").get("reservedFor") or []]))
+    # a consumer that terminated (phase Failed) is released like a deleted one (syncClaim's
+    # isPodDone), the others keep the allocation
+    st, p3, _ = c.get(dra.NS + "/el-3")
+    p3["status"]["phase"] = "Failed"
+    c.put(dra.NS + "/el-3/status", p3)
+    check("a consumer that failed leaves reservedFor, the claim stays allocated to the others",
+          wait_for(lambda: len(status(c, "late").get("reservedFor") or []) == 3 and
+                   "el-3" not in [r.get("name") for r in status(c, "late").get("reservedFor")
+                                  or []] and status(c, "late").get("allocation"), 10),
+          str(status(c, "late").get("reservedFor")))
+
+    deleting_claim(c, s)
+    status_validation(c)
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
+
+
+def finalizers(c, name):
+    return c.get(CLAIMS + "/" + name)[1].get("metadata", {}).get("finalizers") or []
+
+
+def deleting_claim(c, s):
+    """A claim being deleted (kept by another finalizer) is not allocated: its gang waits with
+    the reason kube-scheduler gives; the API server refuses a new reservedFor entry on it."""
+    doomed = claim("doomed", 1)
+    doomed["metadata"]["finalizers"] = ["example.com/keep"]
+    c.post(CLAIMS, doomed)
+    c.delete(CLAIMS + "/doomed")
+    sharing_gang(c, "dg", 1, "doomed")
+    def said():
+        notes = [e.get("note", "") for e in e2e.events_for(c, "dg")]
+        return [n for n in notes if "is being deleted" in n]
+    ok = wait_for(said, 20)
+    check("a gang naming a claim being deleted waits: \"resourceclaim ... is being deleted\"",
+          ok and not e2e.bound(c, "dg") and not status(c, "doomed").get("allocation"),
+          str([e.get("note") for e in e2e.events_for(c, "dg")])[:600])
+
+
+def status_validation(c):
+    """The fake's claim status validation (validateResourceClaimStatusUpdate,
+    validateAllocationResult): what kube-apiserver answers 422."""
+    c.post(CLAIMS, claim("v", 2))
+    ok_res = {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "gpu-1", "device": "gpu-0"}
+    sel = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                   "values": ["gpu-1"]}]}]}
+    cases = [("a request the claim does not have", dict(ok_res, request="other"), sel,
+              "must be the name of a request"),
+             ("a device name that is no DNS label", dict(ok_res, device="GPU_0"), sel,
+              "RFC 1123 label"),
+             ("a driver name that is no DNS subdomain", dict(ok_res, driver="Gpu!"), sel,
+              "RFC 1123 subdomain"),
+             ("a pool name with an invalid segment", dict(ok_res, pool="gpu-1/-x"), sel,
+              "RFC 1123 subdomain"),
+             ("33 results", [dict(ok_res, device="gpu-%d" % i) for i in range(33)], sel,
+              "must have at most 32 items"),
+             ("a field selector with two values", ok_res,
+              {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                       "values": ["a", "b"]}]}]},
+              "must be only one value")]
+    for what, res, ns, want in cases:
+        results = res if isinstance(res, list) else [res]
+        st, body, _ = c.patch(CLAIMS + "/v/status", {"status": {"allocation": {
+            "devices": {"results": results}, "nodeSelector": ns}}}, "application/merge-patch+json")
+        check("a claim allocation with %s is refused (422)" % what,
+              st == 422 and want in json.dumps(body), "%s %s" % (st, json.dumps(body)[:300]))
+    st, _, _ = c.patch(CLAIMS + "/v/status", {"status": {"allocation": {
+        "devices": {"results": [ok_res]}, "nodeSelector": sel}, "reservedFor": [
+            {"resource": "pods", "name": "a", "uid": "u-a"}]}}, "application/merge-patch+json")
+    check("a valid allocation with a consumer is accepted", st == 200, str(st))
+    keep = claim("v2", 1)
+    keep["metadata"]["finalizers"] = ["example.com/keep"]
+    c.post(CLAIMS, keep)
+    c.patch(CLAIMS + "/v2/status", {"status": {"allocation": {
+        "devices": {"results": [ok_res]}, "nodeSelector": sel}, "reservedFor": [
+            {"resource": "pods", "name": "a", "uid": "u-a"}]}}, "application/merge-patch+json")
+    c.delete(CLAIMS + "/v2")
+    st, body, _ = c.patch(CLAIMS + "/v2/status", {"status": {"reservedFor": [
+        {"resource": "pods", "name": "a", "uid": "u-a"},
+        {"resource": "pods", "name": "b", "uid": "u-b"}]}}, "application/merge-patch+json")
+    check("a claim being deleted takes no new reservedFor entry (422)",
+          st == 422 and "new entries may not be added" in json.dumps(body),
+          "%s %s" % (st, json.dumps(body)[:300]))
+    st, _, _ = c.patch(CLAIMS + "/v2/status", {"status": {"reservedFor": []}}, "application/merge-patch+json")
+    check("but may lose one", st == 200, str(st))
 
 
 if __name__ == "__main__":

@@ -256,6 +256,27 @@ def pod(name, group, gpus, volcano=False, ns="default"):
                                      "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}
 
 
+def priority_class(c, value):
+    """The name of a PriorityClass of `value`, made if missing. A real API server's Priority
+    admission refuses a pod (or native PodGroup) that gives spec.priority without a class of
+    that value: tests name a class in spec.priorityClassName, and admission fills
+    spec.priority (0 needs no class: the priority when no globalDefault class exists)."""
+    name = "prio-%s" % (str(value) if value >= 0 else "minus-%d" % -value)
+    code, st, _ = c.post("/apis/scheduling.k8s.io/v1/priorityclasses",
+                         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                          "metadata": {"name": name}, "value": value})
+    if code not in (201, 409):
+        raise RuntimeError("creating PriorityClass %s: %s %s" % (name, code, st))
+    return name
+
+
+def with_priority(c, body, value):
+    """body (a pod or a native PodGroup) at priority `value`, as priority_class says."""
+    if value:
+        body["spec"]["priorityClassName"] = priority_class(c, value)
+    return body
+
+
 def gang(c, name, n_pods, gpus, min_member=None, volcano=False):
     path, pg = podgroup(name, min_member or n_pods, volcano=volcano)
     c.post(path, pg)

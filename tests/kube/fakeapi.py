@@ -135,6 +135,8 @@ SERVED_GATED = set()  # "group/version" given with --serve-api
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+CLAIMS_KEY = ("resource.k8s.io", "resourceclaims")
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 # The served versions of the installed CustomResourceDefinitions: (group, plural) ->
 # {version: openAPIV3Schema or None}. A resource of RESOURCES marked crd=True is served (its
 # paths, discovery, OpenAPI) only while a CRD for it is stored with that version served, as
@@ -371,7 +373,10 @@ MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContaine
               "env": "name", "volumes": "name", "volumeMounts": "mountPath",
               "volumeDevices": "devicePath", "imagePullSecrets": "name", "conditions": "type",
               "ownerReferences": "uid", "hostAliases": "ip", "resourceClaims": "name",
-              "schedulingGates": "name", "addresses": "type", "ports": None}
+              "schedulingGates": "name", "addresses": "type", "ports": None,
+              # ResourceClaimStatus.reservedFor: patchMergeKey uid, patchStrategy merge (so
+              # kube-scheduler's Unreserve deletes one entry by {"$patch": "delete", "uid": ...})
+              "reservedFor": "uid"}
 PRIMITIVE_SETS = {"finalizers"}
 
 
@@ -848,6 +853,8 @@ class Store:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         entry = Entry(obj)
         table = self.objects[res.key]
+        if old is None and etype != "ADDED" and (ns, name) in table:
+            old = table[(ns, name)].obj  # the state before, for lists at an older version
         if etype == "DELETED":
             table.pop((ns, name), None)
             self.sorted_keys.pop(res.key, None)
@@ -867,40 +874,30 @@ class Store:
         self.conds[res.key].notify_all()
         if res.key == CRD_KEY:
             self._crds_changed()
+        if res.key in (PODS_KEY, PG_KEY):
+            self._podgroup_protection(res, obj, etype)
         if self.kubelet and res.key == ("", "pods"):
             self.kubelet.notice(obj, etype)
-        if res.key == ("", "pods") and etype in ("ADDED", "DELETED"):
+        if res.key == ("", "pods"):
             self._resourceclaim_controller(obj, etype)
+        elif res.key == CLAIMS_KEY and etype != "DELETED":
+            self._sync_claim(ns, name)
         return entry
 
     # ---- issue 17: kube-controller-manager's resourceclaim controller, the parts a scheduler
-    # relies on (KEP-4381 §kube-controller-manager; pkg/controller/resourceclaim): a pod's
-    # template claims are created as "<pod>-<claim>-<5 chars>", owned by the pod, annotated
-    # resource.kubernetes.io/pod-claim-name, and named in pod.status.resourceClaimStatuses;
-    # when a pod is gone its reservedFor entries are removed, a claim left without consumers is
-    # deallocated, and claims the pod owned are deleted (garbage collection).
+    # relies on (KEP-4381 §kube-controller-manager; pkg/controller/resourceclaim/controller.go):
+    # a pod's template claims are created as "<pod>-<claim>-<5 chars>", owned by the pod,
+    # annotated resource.kubernetes.io/pod-claim-name, and named in
+    # pod.status.resourceClaimStatuses (handleClaim); every claim is synced on each event of a
+    # pod of its namespace and of itself (_sync_claim, after syncClaim).
     def _resourceclaim_controller(self, pod, etype):
-        claims = BY_PATH[("resource.k8s.io", "v1", "resourceclaims")]
-        ns, uid = pod["metadata"].get("namespace"), pod["metadata"].get("uid")
-        if etype == "DELETED":
-            for (cns, cname), e in list(self.objects[claims.key].items()):
-                if cns != ns:
-                    continue
-                owned = any(o.get("uid") == uid for o in e.obj["metadata"].get(
-                    "ownerReferences") or [])
-                st = e.obj.get("status") or {}
-                rf = [r for r in st.get("reservedFor") or [] if r.get("uid") != uid]
-                if owned:
-                    self._commit(claims, cns, cname, "DELETED", json.loads(e.raw), e.obj)
-                elif rf != (st.get("reservedFor") or []):
-                    new = json.loads(e.raw)
-                    new["status"]["reservedFor"] = rf
-                    if not rf:
-                        new["status"].pop("allocation", None)
-                        new["status"].pop("reservedFor", None)
-                    self._commit(claims, cns, cname, "MODIFIED", new, e.obj)
+        ns = pod["metadata"].get("namespace")
+        if etype != "ADDED":
+            for (cns, cname) in self._claims_in(ns):
+                self._sync_claim(cns, cname)
             return
         statuses = []
+        claims = BY_KEY[CLAIMS_KEY]
         for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
             t = rc.get("resourceClaimTemplateName")
             tmpl = self.objects[("resource.k8s.io", "resourceclaimtemplates")].get((ns, t))
@@ -915,7 +912,8 @@ class Store:
                                                   rc.get("name")},
                                   "ownerReferences": [{"apiVersion": "v1", "kind": "Pod",
                                                        "name": pod["metadata"]["name"],
-                                                       "uid": uid, "controller": True,
+                                                       "uid": pod["metadata"].get("uid"),
+                                                       "controller": True,
                                                        "blockOwnerDeletion": True}]},
                      "spec": copy.deepcopy((tmpl.obj.get("spec") or {}).get("spec") or {})}
             self._commit(claims, ns, name, "ADDED", claim, None)
@@ -926,6 +924,103 @@ class Store:
             new = json.loads(e.raw)
             new.setdefault("status", {})["resourceClaimStatuses"] = statuses
             self._commit(pods, ns, pod["metadata"]["name"], "MODIFIED", new, e.obj)
+
+    def _claims_in(self, ns):
+        return [k for k in self.objects[CLAIMS_KEY] if k[0] == ns]
+
+    def _pod_done(self, pod):
+        """controller.go isPodDone: terminal phase, or deleted before it was scheduled."""
+        return dig(pod, "status.phase") in ("Succeeded", "Failed") or bool(
+            pod["metadata"].get("deletionTimestamp") and not dig(pod, "spec.nodeName"))
+
+    _claim_sync_busy = False  # a sync's own writes do not sync again (it loops instead)
+
+    def _sync_claim(self, ns, name):
+        """controller.go syncClaim: reservedFor entries of pods gone, replaced (another uid) or
+        done are removed; when that removal empties it, a claim carrying the finalizer
+        resource.kubernetes.io/delete-protection is deallocated (status.allocation cleared)
+        and the finalizer removed, a claim without it keeps its allocation (the transition,
+        not an empty list, triggers it: a scheduler's Unreserve emptying reservedFor does
+        not); a claim being deleted and reserved for nobody loses its allocation and that
+        finalizer; a claim generated for a pod that is gone or done is deleted (the garbage
+        collector, and syncClaim for a done pod). Caller holds the lock."""
+        if self._claim_sync_busy:
+            return
+        self._claim_sync_busy = True
+        try:
+            for _ in range(4):  # each step writes once; the next sees the result
+                if not self._sync_claim_step(ns, name):
+                    break
+        finally:
+            self._claim_sync_busy = False
+
+    def _sync_claim_step(self, ns, name):
+        claims, pods = BY_KEY[CLAIMS_KEY], BY_KEY[("", "pods")]
+        e = self.objects[CLAIMS_KEY].get((ns, name))
+        if not e:
+            return False
+        cur = e.obj
+        st = cur.get("status") or {}
+        rf = st.get("reservedFor") or []
+
+        def live(r):
+            if r.get("resource") != "pods" or r.get("apiGroup"):
+                return True  # other consumers are not judged (upstream: an error, retried)
+            pe = self.objects[pods.key].get((ns, r.get("name")))
+            return bool(pe) and pe.obj["metadata"].get("uid") == r.get("uid") and \
+                not self._pod_done(pe.obj)
+        valid = [r for r in rf if live(r)]
+        meta = cur["metadata"]
+        protected = CLAIM_FINALIZER in (meta.get("finalizers") or [])
+        new = json.loads(e.raw)
+        nst = new.setdefault("status", {})
+        if len(valid) < len(rf):
+            # "This is not using a patch because we want the update to fail if anything
+            # changed in the meantime": the lock is that here. UpdateStatus, then (same
+            # commit here) the Update removing the finalizer once the allocation is gone.
+            nst["reservedFor"] = valid
+            if not valid and protected:
+                nst.pop("allocation", None)
+        elif protected and meta.get("deletionTimestamp") and not valid:
+            nst.pop("allocation", None)  # deleted while allocated and unused
+        else:
+            new = None
+        if new is not None:
+            if not nst.get("reservedFor"):
+                nst.pop("reservedFor", None)
+            if not nst:
+                new.pop("status")
+            if protected and "allocation" not in nst:
+                fins = [f for f in meta["finalizers"] if f != CLAIM_FINALIZER]
+                if fins:
+                    new["metadata"]["finalizers"] = fins
+                else:
+                    new["metadata"].pop("finalizers")
+            if new != cur:
+                if meta.get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+                    self._commit(claims, ns, name, "DELETED", new, None)
+                    return False
+                self._commit(claims, ns, name, "MODIFIED", new, cur)
+                return True
+        if valid:
+            return False
+        owner = next((o for o in cur["metadata"].get("ownerReferences") or []
+                      if o.get("controller") and o.get("kind") == "Pod"
+                      and o.get("apiVersion") == "v1"), None)
+        if not owner or cur["metadata"].get("deletionTimestamp"):
+            return False
+        pe = self.objects[pods.key].get((ns, owner.get("name")))
+        if pe and pe.obj["metadata"].get("uid") == owner.get("uid") and \
+                not self._pod_done(pe.obj):
+            return False
+        new = json.loads(e.raw)  # deleted: at once, or terminating until its finalizer goes
+        if new["metadata"].get("finalizers"):
+            new["metadata"]["deletionTimestamp"] = now_time()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            self._commit(claims, ns, name, "MODIFIED", new, cur)
+            return True
+        self._commit(claims, ns, name, "DELETED", new, None)
+        return False
 
     def _crds_changed(self):
         """A CRD was written: what is served changes; the objects of a CRD that is gone are
@@ -971,13 +1066,26 @@ class Store:
             return self._get(res, ns, name).raw
 
     def list(self, res, ns, q):
+        """A list as kube-apiserver serves it (k8s.io/apiserver storage/cacher, the "Semantics
+        for get and list" of the API concepts): resourceVersion "" or "0": now; another version
+        with resourceVersionMatch NotOlderThan, or unset and no limit: from the watch cache at
+        its latest state (200, whatever the version's age; a version not reached yet: 504 after
+        waiting up to 3 s); resourceVersionMatch Exact, or unset with a limit: the state at that
+        version (410 once compacted), rebuilt here by undoing the history's later events."""
+        check_list_options(q, False)
         lsel = parse_label_selector(q.get("labelSelector"))
         fsel = parse_field_selector(res, q.get("fieldSelector"))
         limit = int(q.get("limit") or 0)
         cont = q.get("continue") or ""
         rv_param = q.get("resourceVersion") or ""
+        match = q.get("resourceVersionMatch") or ""
+        if rv_param not in ("", "0") and not cont:
+            if not rv_param.isdigit():
+                raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
+            self._wait_for_rv(res, int(rv_param))
         with self.lock:
-            list_rv, after = self.rv, None
+            list_rv, after, table = self.rv, None, self.objects[res.key]
+            keys = None
             if cont:
                 try:
                     tok = json.loads(base64.urlsafe_b64decode(cont.encode()))
@@ -988,13 +1096,14 @@ class Store:
                     raise ApiError(410, "The provided continue parameter is too old to display "
                                         "a consistent list result. You can start a new list "
                                         "without the continue parameter.")
-            elif rv_param not in ("", "0"):
-                if not rv_param.isdigit():
-                    raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
-                if int(rv_param) < self.compacted:
+            elif rv_param not in ("", "0") and (match == "Exact" or not match and limit):
+                list_rv = int(rv_param)
+                if list_rv < self.compacted:
                     raise ApiError(410, "The resourceVersion for the provided list is too old.")
-            table = self.objects[res.key]
-            keys = self._sorted_keys(res.key)
+                table = self._table_at(res, list_rv)
+                keys = sorted(table)
+            if keys is None:
+                keys = self._sorted_keys(res.key)
             lo, hi = 0, len(keys)
             if ns is not None:
                 lo = bisect.bisect_left(keys, (ns, ""))
@@ -1021,6 +1130,30 @@ class Store:
             meta["remainingItemCount"] = more
         head = {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta}
         return dumps(head)[:-1] + b',"items":[' + b",".join(items) + b"]}"
+
+    def _wait_for_rv(self, res, want):
+        """The watch cache's waitUntilFreshAndBlock: up to 3 s for a version not reached."""
+        end = time.monotonic() + 3.0
+        with self.lock:
+            while want > self.rv and time.monotonic() < end:
+                # woken by a write of res; polled, as writes of others move self.rv too
+                self.conds[res.key].wait(min(0.05, max(0.01, end - time.monotonic())))
+            if want > self.rv:
+                raise too_large_rv(want, self.rv)
+
+    def _table_at(self, res, rv):
+        """res's objects as they were at version rv (rv >= compacted): the table with the
+        history's later events of res undone. Caller holds the lock."""
+        table = dict(self.objects[res.key])
+        for ev in reversed(self.events_since(rv) or []):
+            if ev.key != res.key:
+                continue
+            k = (ev.ns, ev.obj["metadata"]["name"])
+            if ev.type == "ADDED" or ev.old is None:
+                table.pop(k, None)
+            else:
+                table[k] = Entry(ev.old)
+        return table
 
     # ---- writes
 
@@ -1064,8 +1197,9 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_time()
             meta["generation"] = 1
+            field_validation(res, body, q, self.stats)
+            self._admit_create(res, body)
             prepare_create(res, body)
-            prune_object(res, body, self.stats)
             if q.get("dryRun"):
                 body["metadata"]["resourceVersion"] = str(self.rv)
                 return dumps(body)
@@ -1073,6 +1207,83 @@ class Store:
             if res.key == ("events.k8s.io", "events"):
                 self._core_event_view(body)
             return entry.raw
+
+    def _admit_create(self, res, body):
+        """The admission plugins and create validation of admit_priority, check_priority_class,
+        check_lease; PodGroupProtection (the admission plugin stamps
+        scheduling.k8s.io/podgroup-protection on every PodGroup at create: its constant read in
+        pkg/controller/scheduling/podgroupprotection, the stamping at create seen in envtest
+        users' tests, the plugin itself not read; the controller's 1.36 version, read, adds the
+        finalizer itself to a group a live pod names: here every version gets it at create;
+        that controller is _podgroup_protection, which removes it); the v1beta1 PodGroup
+        default disruptionMode {single: {}} (its +default marker). Caller holds the lock."""
+        classes = self.objects[PC_KEY]
+        if res.key == PODS_KEY:
+            admit_priority(res, body, classes)
+        elif res.key == PG_KEY:
+            if res.version in ("v1beta1", "v1alpha3"):
+                admit_priority(res, body, classes)
+            if res.version == "v1beta1" and isinstance(body.get("spec"), dict):
+                body["spec"].setdefault("disruptionMode", {"single": {}})
+            fins = body["metadata"].setdefault("finalizers", [])
+            if isinstance(fins, list) and PG_FINALIZER not in fins:
+                fins.append(PG_FINALIZER)
+        elif res.key == PC_KEY:
+            check_priority_class(res, body, None, classes)
+        elif res.key == LEASE_KEY:
+            check_lease(res, body)
+
+    def _check_update(self, res, cur, new, sub, verb, want_rv):
+        """Update rules outside the claim rules of check_update: a PUT needs
+        metadata.resourceVersion where the strategy's AllowUnconditionalUpdate is false (Leases:
+        pkg/registry/coordination/lease/strategy.go; custom resources), else 422 as the generic
+        registry's Update answers (store.go: "must be specified for an update", the uint64 0
+        printed as 0x0); admitPod on update keeps a priority the body left out; PriorityClass,
+        PodGroup and Lease update validation. Caller holds the lock."""
+        name = cur["metadata"]["name"]
+        if verb == "update" and (res.crd or res.key == LEASE_KEY) and not want_rv:
+            raise invalid(res, name, "metadata.resourceVersion",
+                          "Invalid value: 0x0: must be specified for an update")
+        if res.key == PODS_KEY and isinstance(new.get("spec"), dict) and \
+                new["spec"].get("priority") is None and dig(cur, "spec.priority") is not None:
+            new["spec"]["priority"] = cur["spec"]["priority"]
+        elif res.key == PC_KEY:
+            check_priority_class(res, new, cur, self.objects[PC_KEY])
+        elif res.key == PG_KEY and sub is None:
+            check_podgroup_update(res, cur, new)
+        elif res.key == LEASE_KEY:
+            check_lease(res, new)
+
+    def _podgroup_protection(self, res, obj, etype):
+        """kube-controller-manager's podgroupprotection controller
+        (pkg/controller/scheduling/podgroupprotection, processPodGroup and isBeingUsed): the
+        finalizer of a PodGroup being deleted is removed once no pod that is not Succeeded or
+        Failed (isPodTerminated) names the group in
+        spec.schedulingGroup.podGroupName (a pod being deleted still counts). Called from
+        _commit after a PodGroup or pod write; caller holds the lock."""
+        ns = obj["metadata"].get("namespace")
+        if res.key == PG_KEY and etype == "MODIFIED":
+            name = obj["metadata"]["name"]
+        elif res.key == PODS_KEY and (etype == "DELETED" or dig(obj, "status.phase") in (
+                "Succeeded", "Failed")):
+            name = dig(obj, "spec.schedulingGroup.podGroupName")
+        else:
+            return
+        e = self.objects[PG_KEY].get((ns, name)) if name else None
+        if e is None or not e.obj["metadata"].get("deletionTimestamp") or \
+                PG_FINALIZER not in (e.obj["metadata"].get("finalizers") or []):
+            return
+        for (pns, _), p in self.objects[PODS_KEY].items():
+            if pns == ns and dig(p.obj, "spec.schedulingGroup.podGroupName") == name and \
+                    dig(p.obj, "status.phase") not in ("Succeeded", "Failed"):
+                return
+        new = json.loads(e.raw)
+        new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"]
+                                         if f != PG_FINALIZER]
+        if not new["metadata"]["finalizers"]:
+            del new["metadata"]["finalizers"]
+        self._commit(BY_PATH[("scheduling.k8s.io", "v1beta1", "podgroups")], ns, name,
+                     "MODIFIED" if new["metadata"].get("finalizers") else "DELETED", new, e.obj)
 
     def _core_event_view(self, ev):
         """kube-apiserver stores one Event and serves it through core/v1 and events.k8s.io/v1
@@ -1152,8 +1363,9 @@ class Store:
                 m.pop("managedFields", None)
                 if spec_of(new) != spec_of(cur):
                     m["generation"] = cur["metadata"].get("generation", 1) + 1
+            self._check_update(res, cur, new, sub, verb, want_rv)
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
-            prune_object(res, new, self.stats)
+            field_validation(res, new, q, self.stats)
             check_update(res, cur, new)
             if new == cur or q.get("dryRun"):
                 return dumps(new)  # a no-op write keeps the resourceVersion
@@ -1208,9 +1420,10 @@ class Store:
         with self.lock:
             cur = self._get(res, ns, name).obj
             # DeleteOptions.preconditions, as the generic registry's Delete checks them
-            # (storage.Preconditions.Check): a 409 Conflict worded "Precondition failed: UID in
-            # precondition: A, UID in object meta: B"; a pod replaced under the same name (a
-            # StatefulSet's) is then not deleted in its predecessor's place
+            # (storage.Preconditions.Check): a 409 Conflict (precondition_failed) ending
+            # "Precondition failed: UID in precondition: A, UID in object meta: B"; a pod
+            # replaced under the same name (a StatefulSet's) is then not deleted in its
+            # predecessor's place
             pre = opts.get("preconditions") or {}
             if res.key == ("", "pods") and not q.get("dryRun"):
                 self.stats.add("pod_deletes")
@@ -1218,13 +1431,13 @@ class Store:
                     self.stats.add("pod_deletes_uid")
             if pre.get("uid") and pre["uid"] != cur["metadata"]["uid"]:
                 self.stats.add("conflicts")
-                raise conflict(res, name, f"Precondition failed: UID in precondition: "
-                                          f"{pre['uid']}, UID in object meta: "
-                                          f"{cur['metadata']['uid']}")
+                raise precondition_failed(res, ns, name, f"UID in precondition: {pre['uid']}, "
+                                                         f"UID in object meta: "
+                                                         f"{cur['metadata']['uid']}")
             if pre.get("resourceVersion") and pre["resourceVersion"] != \
                     cur["metadata"]["resourceVersion"]:
                 self.stats.add("conflicts")
-                raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: "
+                raise precondition_failed(res, ns, name, "ResourceVersion in precondition: "
                                           f"{pre['resourceVersion']}, ResourceVersion in object "
                                           f"meta: {cur['metadata']['resourceVersion']}")
             if q.get("dryRun"):
@@ -1245,6 +1458,9 @@ class Store:
                 old_grace = m.get("deletionGracePeriodSeconds")
                 if old_grace is not None and grace > old_grace:
                     grace = old_grace  # a second delete may only shorten the grace period
+            # handlers/delete.go: 200 even when the object is only marked (graceful, or
+            # finalizers), 202 only then and with orphanDependents=false in the options
+            code = 202 if opts.get("orphanDependents") is False else 200
             if grace > 0 or m.get("finalizers"):
                 if grace > 0:
                     m["deletionGracePeriodSeconds"] = grace
@@ -1253,8 +1469,8 @@ class Store:
                     m["deletionTimestamp"] = now_time()
                     m["deletionGracePeriodSeconds"] = 0
                 if new != cur:
-                    return 202, self._commit(res, ns, name, "MODIFIED", new, cur).raw
-                return 202, Entry(cur).raw
+                    return code, self._commit(res, ns, name, "MODIFIED", new, cur).raw
+                return code, Entry(cur).raw
             entry = self._commit(res, ns, name, "DELETED", new, None)
             if res.key == ("", "namespaces"):
                 self._delete_namespace_contents(name)
@@ -1287,7 +1503,7 @@ class Store:
         if not isinstance(body, dict):
             raise ApiError(400, "the body of the request was not a JSON object")
         meta = body.get("metadata") or {}
-        if meta.get("name") and meta["name"] != name:
+        if meta.get("name", "") != name:  # BindingREST.Create; an empty name too
             raise ApiError(400, "name in URL does not match name in Binding object")
         target = (body.get("target") or {}).get("name")
         if not target:
@@ -1295,18 +1511,22 @@ class Store:
         with self.lock:
             e = self._get(pods, ns, name)
             cur = e.obj
-            why = None
+            why = pre = None
             if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
-                why = (f"Precondition failed: UID in precondition: {meta['uid']}, UID in object "
+                pre = (f"UID in precondition: {meta['uid']}, UID in object "
                        f"meta: {cur['metadata']['uid']}")
             elif meta.get("resourceVersion") and meta["resourceVersion"] != \
                     cur["metadata"]["resourceVersion"]:
                 # the Binding's uid and resourceVersion are the preconditions of the pod's
                 # GuaranteedUpdate (BindingREST.setPodNodeAndMetadata), checked when the write
-                # is applied, however late; storage.Preconditions.Check words the failure so
-                why = (f"Precondition failed: ResourceVersion in precondition: "
+                # is applied, however late; storage.Preconditions.Check words the failure so,
+                # and assignPod's InterpretUpdateError makes it a conflict on "pods" (the other
+                # refusals below are plain errors it wraps as a conflict on "pods/binding")
+                pre = (f"ResourceVersion in precondition: "
                        f"{meta['resourceVersion']}, ResourceVersion in object meta: "
                        f"{cur['metadata']['resourceVersion']}")
+            if pre:
+                pass  # a failed precondition is answered before the other refusals
             elif cur["metadata"].get("deletionTimestamp"):
                 why = f"pod {name} is being deleted, cannot be assigned to a host"
             elif dig(cur, "spec.nodeName"):
@@ -1314,9 +1534,11 @@ class Store:
                 why = f'pod {name} is already assigned to node "{cur["spec"]["nodeName"]}"'
             elif dig(cur, "spec.schedulingGates"):
                 why = f"pod {name} has non-empty .spec.schedulingGates"
-            if why:
+            if why or pre:
                 self.stats.add("bind_conflicts")
                 self.stats.add("conflicts")
+                if pre:
+                    raise precondition_failed(pods, ns, name, pre)
                 raise conflict(pods, name, why, sub="binding")
             # a new pod sharing the parts a Binding leaves alone with the stored one (stored
             # objects are never mutated): the same JSON as a deep copy, without decoding it
@@ -1500,16 +1722,50 @@ def prune(obj, schema, path, out):
             prune(x, schema["items"], f"{path}[{i}]", out)
 
 
-def prune_object(res, obj, stats):
-    """Prunes a custom object by its CRD's schema for res.version; logs what was dropped (a
-    real server drops it silently with a 200)."""
+def apply_defaults(obj, schema):
+    """Structural defaulting as apiextensions' defaulting.Default (schema/defaulting/
+    algorithm.go), applied to custom objects as they are decoded: a property that is absent, or
+    null where its schema is not nullable, gets its schema's `default` (deep-copied), in every
+    object present, through properties, additionalProperties and array items."""
+    if not isinstance(schema, dict):
+        return
+
+    def null_to_default(v, sub):
+        return v is None and isinstance(sub, dict) and not sub.get("nullable") and \
+            "default" in sub
+
+    if isinstance(obj, dict):
+        props = schema.get("properties") or {}
+        for k, sub in props.items():
+            if isinstance(sub, dict) and "default" in sub and (k not in obj or
+                                                               null_to_default(obj[k], sub)):
+                obj[k] = copy.deepcopy(sub["default"])
+        addl = schema.get("additionalProperties")
+        for k in obj:
+            if k in props:
+                apply_defaults(obj[k], props[k])
+            elif isinstance(addl, dict):
+                if null_to_default(obj[k], addl):
+                    obj[k] = copy.deepcopy(addl["default"])
+                apply_defaults(obj[k], addl)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        for i, x in enumerate(obj):
+            if null_to_default(x, items):
+                obj[i] = copy.deepcopy(items["default"])
+            apply_defaults(obj[i], items)
+
+
+def prune_object(res, obj, stats, out):
+    """Prunes a custom object by its CRD's schema for res.version; logs what was dropped and
+    appends it to out (field_validation answers the request's fieldValidation)."""
     if not res.crd:
         return
     schema = CRDS.get(res.key, {}).get(res.version)
     if not isinstance(schema, dict):
         return
-    out = []
     prune(obj, schema, "", out)
+    apply_defaults(obj, schema)
     if out:
         m = obj.get("metadata") or {}
         what = f"{res.qualified} {m.get('namespace') or ''}/{m.get('name') or ''}"
@@ -1526,7 +1782,9 @@ def find_kind(api_version, kind):
 
 
 def invalid(res, name, field, why):
-    return ApiError(422, f'{res.kind} "{name}" is invalid: {field}: {why}',
+    """errors.NewInvalid: the kind qualified by its group ("Lease.coordination.k8s.io")."""
+    kind = f"{res.kind}.{res.group}" if res.group else res.kind
+    return ApiError(422, f'{kind} "{name}" is invalid: {field}: {why}',
                     details={"name": name, "group": res.group, "kind": res.kind,
                              "causes": [{"reason": "FieldValueInvalid", "message": why,
                                          "field": field}]})
@@ -1605,7 +1863,6 @@ def prepare_create(res, obj):
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)
-        spec.setdefault("priority", 0)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
     elif res.key == ("", "namespaces"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
@@ -1637,7 +1894,9 @@ def prepare_create(res, obj):
 
 
 def check_event(res, ev):
-    """events.k8s.io/v1 validation (the rules a scheduler trips on)."""
+    """events.k8s.io/v1 validation (the rules a scheduler trips on); eventTime and
+    series.lastObservedTime are MicroTime (check_micro_time)."""
+    check_micro_time(res, ev, ("eventTime", "series.lastObservedTime"))
     name = ev["metadata"]["name"]
     if not ev.get("eventTime"):
         raise invalid(res, name, "eventTime", "Required value")
@@ -1651,6 +1910,122 @@ def check_event(res, ev):
                                          '"Warning"')
     if len(ev.get("note") or "") > 1024:
         raise invalid(res, name, "note", "Too long: may not be longer than 1024")
+
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+             "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+             "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                 "characters, '-' or '.', and must start and end with an alphanumeric character "
+                 "(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*"
+                 "[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
+def claim_name_errors(kind, v):
+    """validateDriverName (a DNS subdomain of at most 63), validatePoolName ('/'-separated DNS
+    subdomains, at most 253 in all), validateDeviceName and validateRequestName (DNS labels):
+    pkg/apis/resource/validation/validation.go. The message, or None."""
+    if not isinstance(v, str) or not v:
+        return "Required value"
+    limit, parts, rx, msg = {"driver": (63, [v], DNS_SUBDOMAIN, SUBDOMAIN_MSG),
+                             "pool": (253, v.split("/"), DNS_SUBDOMAIN, SUBDOMAIN_MSG),
+                             "device": (63, [v], DNS_LABEL, LABEL_MSG),
+                             "request": (63, [v], DNS_LABEL, LABEL_MSG)}[kind]
+    if len(v) > limit:
+        return "Too long: may not be more than %d bytes" % limit
+    bad = next((p for p in parts if not rx.match(p) or len(p) > 253), None)
+    return None if bad is None else 'Invalid value: "%s": %s' % (v, msg)
+
+
+def check_node_selector(res, name, sel, f):
+    """corevalidation.ValidateNodeSelector, as validateAllocationResult calls it."""
+    terms = (sel or {}).get("nodeSelectorTerms") or []
+    if not terms:
+        raise invalid(res, name, f + ".nodeSelectorTerms",
+                      "Required value: must have at least one node selector term")
+    for t, term in enumerate(terms):
+        for i, r in enumerate((term or {}).get("matchExpressions") or []):
+            g = "%s.nodeSelectorTerms[%d].matchExpressions[%d]" % (f, t, i)
+            op, vals = r.get("operator"), r.get("values") or []
+            if not r.get("key"):
+                raise invalid(res, name, g + ".key", "Required value")
+            if op in ("In", "NotIn") and not vals:
+                raise invalid(res, name, g + ".values", "Required value: must be specified "
+                              "when `operator` is 'In' or 'NotIn'")
+            if op in ("Exists", "DoesNotExist") and vals:
+                raise invalid(res, name, g + ".values", "Forbidden: may not be specified when "
+                              "`operator` is 'Exists' or 'DoesNotExist'")
+            if op in ("Gt", "Lt") and (len(vals) != 1 or not str(vals[0]).lstrip("-").isdigit()):
+                raise invalid(res, name, g + ".values", "Required value: must be specified "
+                              "single value when `operator` is 'Lt' or 'Gt'")
+            if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+                raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
+                              'selector operator' % op)
+        for i, r in enumerate((term or {}).get("matchFields") or []):
+            g = "%s.nodeSelectorTerms[%d].matchFields[%d]" % (f, t, i)
+            if r.get("key") != "metadata.name":
+                raise invalid(res, name, g + ".key", 'Invalid value: "%s": not a valid field '
+                              'selector key' % r.get("key"))
+            if r.get("operator") not in ("In", "NotIn"):
+                raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
+                              'selector operator' % r.get("operator"))
+            if len(r.get("values") or []) != 1:
+                raise invalid(res, name, g + ".values", "Required value: must be only one "
+                              "value when `operator` is 'In' or 'NotIn' for node field "
+                              "selector")
+
+
+def check_allocation(res, name, spec, alloc):
+    """validateAllocationResult for a new allocation (validation.go): at most
+    AllocationResultsMaxSize (32) results, each naming a request of the claim ("req" or
+    "req/subrequest" of firstAvailable), a valid driver, pool and device name; at most 64
+    config entries (class + claim), each with source FromClaim or FromClass, requests of the
+    claim and an opaque {driver, parameters: a JSON object}; the nodeSelector, if any, valid."""
+    reqs = set()
+    for r in ((spec or {}).get("devices") or {}).get("requests") or []:
+        reqs.add(r.get("name"))
+        reqs.update("%s/%s" % (r.get("name"), x.get("name")) for x in r.get("firstAvailable")
+                    or [])
+    ref_msg = ("must be the name of a request in the claim or the name of a request and a "
+               "subrequest separated by '/'")
+    f = "status.allocation.devices"
+    results = (alloc.get("devices") or {}).get("results") or []
+    if len(results) > 32:
+        raise invalid(res, name, f + ".results", "Too many: %d: must have at most 32 items"
+                      % len(results))
+    for i, x in enumerate(results):
+        for k in ("request", "driver", "pool", "device"):
+            why = claim_name_errors(k, x.get(k)) if k != "request" else None
+            if k == "request" and x.get(k) not in reqs:
+                why = 'Invalid value: "%s": %s' % (x.get(k), ref_msg)
+            if why:
+                raise invalid(res, name, "%s.results[%d].%s" % (f, i, k), why)
+    cfg = (alloc.get("devices") or {}).get("config") or []
+    if len(cfg) > 64:
+        raise invalid(res, name, f + ".config", "Too many: %d: must have at most 64 items"
+                      % len(cfg))
+    for i, c in enumerate(cfg):
+        g = "%s.config[%d]" % (f, i)
+        if c.get("source") not in ("FromClaim", "FromClass"):
+            raise invalid(res, name, g + ".source", 'Unsupported value: "%s": supported '
+                          'values: "FromClaim", "FromClass"' % c.get("source", ""))
+        for k, r in enumerate(c.get("requests") or []):
+            if r not in reqs:
+                raise invalid(res, name, "%s.requests[%d]" % (g, k),
+                              'Invalid value: "%s": %s' % (r, ref_msg))
+        op = c.get("opaque")
+        if not isinstance(op, dict):
+            raise invalid(res, name, g + ".opaque", "Required value")
+        why = claim_name_errors("driver", op.get("driver"))
+        if why:
+            raise invalid(res, name, g + ".opaque.driver", why)
+        if not isinstance(op.get("parameters"), dict):
+            raise invalid(res, name, g + ".opaque.parameters",
+                          "Invalid value: \"<value omitted>\": must be a valid JSON object")
+    if alloc.get("nodeSelector") is not None:
+        check_node_selector(res, name, alloc["nodeSelector"], "status.allocation.nodeSelector")
 
 
 def check_update(res, cur, new):
@@ -1678,11 +2053,380 @@ def check_update(res, cur, new):
         if rf and not st.get("allocation"):
             raise invalid(res, name, "status.reservedFor",
                           "Forbidden: may not be specified when `allocated` is not set")
+        # validateResourceClaimStatusUpdate: "Items may be removed from ReservedFor while the
+        # claim is meant to be deallocated, but not added" (claimDeleted: deletionTimestamp)
+        old_rf = (cur.get("status") or {}).get("reservedFor") or []
+        if new["metadata"].get("deletionTimestamp") and any(r not in old_rf for r in rf):
+            raise invalid(res, name, "status.reservedFor",
+                          "Forbidden: new entries may not be added while "
+                          "`deallocationRequested` or `deletionTimestamp` are set")
+        if st.get("allocation") and not old_alloc:  # only a new allocation is validated
+            check_allocation(res, name, new.get("spec"), st["allocation"])
     if res.key == ("", "pods"):
         if dig(new, "spec.nodeName") != dig(cur, "spec.nodeName"):
             raise invalid(res, cur["metadata"]["name"], "spec",
                           "Forbidden: pod updates may not change fields other than "
                           "`spec.containers[*].image`, ... (spec.nodeName is immutable)")
+
+# --------------------------------------------------------------------------------------------
+# Admission and validation beside the registry strategies, each rule naming the upstream code
+# it copies (kubernetes/kubernetes; read for this file, not copied). docs/test-api-server.md
+# lists them.
+
+PODS_KEY = ("", "pods")
+PC_KEY = ("scheduling.k8s.io", "priorityclasses")
+PG_KEY = ("scheduling.k8s.io", "podgroups")
+LEASE_KEY = ("coordination.k8s.io", "leases")
+PG_FINALIZER = "scheduling.k8s.io/podgroup-protection"
+HIGHEST_USER_PRIORITY = 1000000000  # scheduling.HighestUserDefinablePriority
+
+
+def forbidden(res, name, why):
+    """admission.NewForbidden: 403 Forbidden, '<resource> "<name>" is forbidden: <why>'."""
+    return ApiError(403, f'{res.qualified} "{name}" is forbidden: {why}',
+                    details={"name": name, "group": res.group, "kind": res.plural})
+
+
+def admit_priority(res, obj, classes):
+    """Priority admission on create (plugin/pkg/admission/priority/admission.go, admitPod):
+    spec.priorityClassName names a PriorityClass (none: 403 "no PriorityClass with name X was
+    found"); without a name the globalDefault class with the lowest value is used and named
+    (getDefaultPriorityClass), else priority 0; a spec.priority that differs from the class's
+    value is 403; spec.priority is then the class's value, spec.preemptionPolicy the class's
+    (default PreemptLowerPriority; a different one given is 403). Native PodGroups get the
+    same rule for priority: their v1beta1 types (staging/src/k8s.io/api/scheduling/v1beta1,
+    PodGroupSpec.priority) say "When Priority Admission Controller is enabled, it prevents
+    users from setting this field. The admission controller populates this field from
+    PriorityClassName"; the admission code for PodGroups was not found to read, so their
+    message is the pods' with "pod group spec" (unverified wording). The system classes
+    (system-node-critical, system-cluster-critical) are not pre-created here. classes: the
+    stored PriorityClass entries by (None, name)."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    name = obj["metadata"].get("name") or ""
+    cname = spec.get("priorityClassName") or ""
+    pc = None
+    if cname:
+        e = classes.get((None, cname))
+        if e is None:
+            raise forbidden(res, name, f"no PriorityClass with name {cname} was found")
+        pc = e.obj
+    else:
+        defaults = [e.obj for e in classes.values() if e.obj.get("globalDefault")]
+        if defaults:
+            pc = min(defaults, key=lambda p: p.get("value") or 0)
+            spec["priorityClassName"] = pc["metadata"]["name"]
+    value = int((pc or {}).get("value") or 0)
+    given = spec.get("priority")
+    what = "pod" if res.key == PODS_KEY else "pod group"
+    if given is not None and given != value:
+        raise forbidden(res, name, f"the integer value of priority ({given}) must not be "
+                                   f"provided in {what} spec; priority admission controller "
+                                   f"computed {value} from the given PriorityClass name")
+    spec["priority"] = value
+    if res.key == PODS_KEY:
+        policy = (pc or {}).get("preemptionPolicy") or "PreemptLowerPriority"
+        given = spec.get("preemptionPolicy")
+        if given is not None and given != policy:
+            raise forbidden(res, name, f"the string value of PreemptionPolicy ({given}) must "
+                                       f"not be provided in pod spec; priority admission "
+                                       f"controller computed {policy} from the given "
+                                       f"PriorityClass name")
+        spec["preemptionPolicy"] = policy
+
+
+def check_priority_class(res, obj, old, classes):
+    """PriorityClass rules: SetDefaults_PriorityClass (preemptionPolicy PreemptLowerPriority);
+    ValidatePriorityClass (pkg/apis/scheduling/validation: a user class's value at most
+    1,000,000,000; a "system-" name is reserved); ValidatePriorityClassUpdate (value and
+    preemptionPolicy immutable); the Priority admission plugin's validatePriorityClass (a
+    second globalDefault class is 403)."""
+    name = obj["metadata"].get("name") or ""
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    value = obj.get("value") or 0
+    if name.startswith("system-") and old is None:
+        raise invalid(res, name, "metadata.name", "Forbidden: priority class names with "
+                      "'system-' prefix are reserved for system use only")
+    if not name.startswith("system-") and value > HIGHEST_USER_PRIORITY:
+        raise invalid(res, name, "value", "Forbidden: maximum allowed value of a user defined "
+                      f"priority is {HIGHEST_USER_PRIORITY}")
+    if old is not None:
+        if value != (old.get("value") or 0):
+            raise invalid(res, name, "value", "Forbidden: may not be changed in an update.")
+        if obj.get("preemptionPolicy") != old.get("preemptionPolicy"):
+            raise invalid(res, name, "preemptionPolicy",
+                          f'Invalid value: "{obj.get("preemptionPolicy")}": field is immutable')
+    if obj.get("globalDefault"):
+        for (_, other), e in classes.items():
+            if other != name and e.obj.get("globalDefault"):
+                raise forbidden(res, name, f"PriorityClass {other} is already marked as "
+                                           "default. Only one default can exist")
+
+
+# The PodGroup spec fields that may not change, per served version. v1beta1 (1.37):
+# staging/src/k8s.io/api/scheduling/v1beta1/types.go, PodGroupSpec, the fields marked
+# +k8s:immutable (declarative validation's validate.Immutable: 'Invalid value: "null": field is
+# immutable'): parentCompositePodGroupName, workloadRef, schedulingConstraints (while its gate is
+# on), resourceClaims, disruptionMode, priorityClassName, priority, preemptionPolicy; and in
+# schedulingPolicy, basic immutable and gang not set or unset (+k8s:update=NoSet,NoUnset), its
+# minCount mutable. v1alpha3 (1.37) is taken to be the same (not read). v1alpha2 (1.36):
+# pkg/apis/scheduling/validation ValidatePodGroupUpdate as of 1.36 makes podGroupTemplateRef and
+# the whole schedulingPolicy immutable (minCount too).
+PG_IMMUTABLE = ("parentCompositePodGroupName", "workloadRef", "schedulingConstraints",
+                "resourceClaims", "disruptionMode", "priorityClassName", "priority",
+                "preemptionPolicy")
+
+
+def check_podgroup_update(res, cur, new):
+    name = cur["metadata"]["name"]
+    old_spec, spec = cur.get("spec") or {}, new.get("spec") or {}
+    if res.version == "v1alpha2":
+        fields = ("podGroupTemplateRef", "schedulingPolicy")
+    else:
+        fields = PG_IMMUTABLE
+        old_pol, pol = old_spec.get("schedulingPolicy") or {}, spec.get("schedulingPolicy") or {}
+        if ("gang" in old_pol) != ("gang" in pol) or old_pol.get("basic") != pol.get("basic"):
+            raise invalid(res, name, "spec.schedulingPolicy",
+                          'Invalid value: "null": field is immutable')
+    for f in fields:
+        if old_spec.get(f) != spec.get(f):
+            raise invalid(res, name, f"spec.{f}", 'Invalid value: "null": field is immutable')
+
+
+# MicroTime (k8s.io/apimachinery metav1.MicroTime.UnmarshalJSON) parses RFC3339Micro,
+# "2006-01-02T15:04:05.000000Z07:00", with Go's time.Parse: exactly six fraction digits. A body
+# that does not parse is 400 "<Kind> in version "<v>" cannot be handled as a <Kind>: <error>"
+# (the create/update handlers' decode error); the Go error text is copied in shape.
+MICRO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?(Z|[+-]\d\d:\d\d)?$")
+MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
+
+
+def check_micro_time(res, obj, paths):
+    for path in paths:
+        v = dig(obj, path)
+        if v is None:
+            continue
+        m = MICRO_RE.match(v) if isinstance(v, str) else None
+        if m and m.group(1) and m.group(2):
+            continue
+        why = "cannot unmarshal into MicroTime"
+        if isinstance(v, str) and len(v) >= 19:
+            rest = v[19:]
+            why = (f'cannot parse "{rest}" as ".000000"' if not (m and m.group(1)) else
+                   f'cannot parse "{rest[7:]}" as "Z07:00"')
+            why = f'parsing time "{v}" as "{MICRO_LAYOUT}": {why}'
+        raise ApiError(400, f'{res.kind} in version "{res.version}" cannot be handled as a '
+                            f'{res.kind}: {why}')
+
+
+def check_lease(res, obj):
+    """ValidateLeaseSpec (pkg/apis/coordination/validation): leaseDurationSeconds > 0,
+    leaseTransitions >= 0; acquireTime and renewTime are MicroTime."""
+    check_micro_time(res, obj, ("spec.acquireTime", "spec.renewTime"))
+    name = obj["metadata"].get("name") or ""
+    d, t = dig(obj, "spec.leaseDurationSeconds"), dig(obj, "spec.leaseTransitions")
+    if d is not None and d <= 0:
+        raise invalid(res, name, "spec.leaseDurationSeconds",
+                      f"Invalid value: {d}: must be greater than 0")
+    if t is not None and t < 0:
+        raise invalid(res, name, "spec.leaseTransitions",
+                      f"Invalid value: {t}: must be greater than or equal to 0")
+
+
+def storage_key(res, ns, name):
+    """The etcd key a storage error names (etcd3 store's prepared key: the default prefix
+    /registry, the resource, for custom resources group/resource)."""
+    parts = ["/registry", f"{res.group}/{res.plural}" if res.crd else res.plural]
+    if ns:
+        parts.append(ns)
+    return "/".join(parts + [name])
+
+
+def precondition_failed(res, ns, name, what):
+    """storage.Preconditions.Check's error as kube-apiserver answers it: a StorageError of code
+    4 (ErrCodeInvalidObj, "invalid object") turned into a 409 Conflict on the resource by
+    storeerr.InterpretDeleteError / InterpretUpdateError (k8s.io/apiserver pkg/storage)."""
+    return conflict(res, name, f"StorageError: invalid object, Code: 4, Key: "
+                               f"{storage_key(res, ns, name)}, ResourceVersion: 0, "
+                               f"AdditionalErrorMsg: Precondition failed: {what}")
+
+
+def list_options_invalid(errs):
+    """ValidateListOptions (apimachinery pkg/apis/meta/internalversion/validation) failing:
+    the list and watch handlers answer errors.NewInvalid(ListOptions.meta.k8s.io, "", errs)."""
+    texts = [f"{f}: {t}: {d}" for f, t, d in errs]
+    body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    causes = [{"reason": "FieldValue" + ("Forbidden" if t == "Forbidden" else "NotSupported"),
+               "message": f"{t}: {d}", "field": f} for f, t, d in errs]
+    return ApiError(422, f'ListOptions.meta.k8s.io "" is invalid: {body}',
+                    details={"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})
+
+
+def check_list_options(q, watch):
+    """validateListOptions and validateWatchOptions, the rules about resourceVersionMatch and
+    sendInitialEvents (WatchList on, as it is by default since 1.32)."""
+    match, rv, cont = q.get("resourceVersionMatch") or "", q.get("resourceVersion") or "", \
+        q.get("continue") or ""
+    initial = q.get("sendInitialEvents")
+    m, errs = "resourceVersionMatch", []
+    if watch:
+        if initial is not None and match != "NotOlderThan":
+            errs.append((m, "Forbidden", "sendInitialEvents requires setting "
+                                         "resourceVersionMatch to NotOlderThan"))
+        if match:
+            if initial is None:
+                errs.append((m, "Forbidden", "resourceVersionMatch is forbidden for watch "
+                                             "unless sendInitialEvents is provided"))
+            if match != "NotOlderThan":
+                errs.append((m, "Unsupported value", f'"{match}": supported values: '
+                                                     f'"NotOlderThan"'))
+            if cont:
+                errs.append((m, "Forbidden", "resourceVersionMatch is forbidden when continue "
+                                             "is provided"))
+    else:
+        if match in ("NotOlderThan", "Exact"):
+            if not rv:
+                errs.append((m, "Forbidden", "resourceVersionMatch is forbidden unless "
+                                             "resourceVersion is provided"))
+            if cont:
+                errs.append((m, "Forbidden", "resourceVersionMatch is forbidden when continue "
+                                             "is provided"))
+            if match == "Exact" and rv == "0":
+                errs.append((m, "Forbidden", 'resourceVersionMatch "exact" is forbidden for '
+                                             'resourceVersion "0"'))
+        elif match:
+            errs.append((m, "Unsupported value", f'"{match}": supported values: "Exact", '
+                                                 f'"NotOlderThan", ""'))
+        if initial is not None:
+            errs.append(("sendInitialEvents", "Forbidden", "sendInitialEvents is forbidden for "
+                                                           "list"))
+    if errs:
+        raise list_options_invalid(errs)
+
+
+def too_large_rv(want, have):
+    """The watch cache's answer to a resourceVersion it has not reached after waiting 3 s
+    (storage.NewTooLargeResourceVersionError): 504 Timeout."""
+    return ApiError(504, f"Too large resource version: {want}, current: {have}",
+                    reason="Timeout", details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                           "message": "Too large resource "
+                                                                      "version"}],
+                                               "retryAfterSeconds": 1})
+
+
+# Unknown fields of built-in kinds. kube-apiserver decodes a built-in object into its Go type, so
+# a field the type does not have is dropped; with ?fieldValidation=Strict the request fails with
+# 400 '<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: unknown
+# field "spec.containerz"' (several: ', '-joined); with Warn, the default when the parameter is
+# absent (handlers/rest.go fieldValidation: "" is Warn), the write succeeds with one
+# 'Warning: 299 - "unknown field \"spec.containerz\""' header per field; with Ignore it is dropped
+# silently. Custom objects are pruned by their CRD's schema (prune below) and take the same
+# three modes. KNOWN_FIELDS is the field names this fake knows, per kind: the top level, and for
+# the parts named the keys one level down (metadata, spec, status, target, ...). It is
+# INCOMPLETE on purpose: nothing deeper than that is checked (spec.containers[0].foo is kept), and
+# kinds not listed (Deployment, Service, RBAC, DRA kinds, PodGroups, ...) are not pruned at all.
+OBJECT_META = {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+               "generation", "creationTimestamp", "deletionTimestamp",
+               "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+               "finalizers", "managedFields"}
+POD_SPEC = {"volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
+            "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy",
+            "nodeSelector", "serviceAccountName", "serviceAccount",
+            "automountServiceAccountToken", "nodeName", "hostNetwork", "hostPID", "hostIPC",
+            "shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname",
+            "subdomain", "affinity", "schedulerName", "tolerations", "hostAliases",
+            "priorityClassName", "priority", "dnsConfig", "readinessGates", "runtimeClassName",
+            "enableServiceLinks", "preemptionPolicy", "overhead", "topologySpreadConstraints",
+            "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims",
+            "resources", "hostnameOverride", "workloadRef", "schedulingGroup"}
+POD_STATUS = {"observedGeneration", "phase", "conditions", "message", "reason",
+              "nominatedNodeName", "hostIP", "hostIPs", "podIP", "podIPs", "startTime",
+              "initContainerStatuses", "containerStatuses", "qosClass",
+              "ephemeralContainerStatuses", "resize", "resourceClaimStatuses",
+              "extendedResourceClaimStatus", "allocatedResources", "resources"}
+TOP = {"apiVersion", "kind", "metadata"}
+KNOWN_FIELDS = {
+    PODS_KEY: {"": TOP | {"spec", "status"}, "spec": POD_SPEC, "status": POD_STATUS},
+    ("", "nodes"): {"": TOP | {"spec", "status"},
+                    "spec": {"podCIDR", "podCIDRs", "providerID", "unschedulable", "taints",
+                             "configSource", "externalID"},
+                    "status": {"capacity", "allocatable", "phase", "conditions", "addresses",
+                               "daemonEndpoints", "nodeInfo", "images", "volumesInUse",
+                               "volumesAttached", "config", "runtimeHandlers", "features",
+                               "declaredFeatures"}},
+    ("", "namespaces"): {"": TOP | {"spec", "status"}, "spec": {"finalizers"},
+                         "status": {"phase", "conditions"}},
+    ("", "events"): {"": TOP | {"involvedObject", "reason", "message", "source",
+                                "firstTimestamp", "lastTimestamp", "count", "type", "eventTime",
+                                "series", "action", "related", "reportingComponent",
+                                "reportingInstance"}},
+    ("events.k8s.io", "events"): {"": TOP | {"eventTime", "series", "reportingController",
+                                             "reportingInstance", "action", "reason",
+                                             "regarding", "related", "note", "type",
+                                             "deprecatedSource", "deprecatedFirstTimestamp",
+                                             "deprecatedLastTimestamp", "deprecatedCount"}},
+    LEASE_KEY: {"": TOP | {"spec"}, "spec": {"holderIdentity", "leaseDurationSeconds",
+                                              "acquireTime", "renewTime", "leaseTransitions",
+                                              "strategy", "preferredHolder"}},
+    PC_KEY: {"": TOP | {"value", "globalDefault", "description", "preemptionPolicy"}},
+    ("", "configmaps"): {"": TOP | {"data", "binaryData", "immutable"}},
+    ("", "secrets"): {"": TOP | {"data", "stringData", "type", "immutable"}},
+    ("", "bindings"): {"": TOP | {"target"},
+                       "target": {"kind", "namespace", "name", "uid", "apiVersion",
+                                  "resourceVersion", "fieldPath"}},
+}
+for _table in KNOWN_FIELDS.values():
+    _table.setdefault("metadata", OBJECT_META)
+
+
+def prune_builtin(key, obj, out):
+    """Drops the fields KNOWN_FIELDS[key] does not know; appends their paths to out."""
+    table = KNOWN_FIELDS.get(key)
+    if not table or not isinstance(obj, dict):
+        return
+    for k in list(obj):
+        if k not in table[""]:
+            del obj[k]
+            out.append(k)
+        elif k in table and isinstance(obj[k], dict):
+            for sub in list(obj[k]):
+                if sub not in table[k]:
+                    del obj[k][sub]
+                    out.append(f"{k}.{sub}")
+
+
+_WARNINGS = threading.local()  # the Warning headers of the request being answered
+
+
+def add_warning(text):
+    w = getattr(_WARNINGS, "list", None)
+    if w is not None:
+        w.append(text)
+
+
+def field_validation(res, obj, q, stats):
+    """Prunes obj (a custom object by its CRD's schema, a built-in one by KNOWN_FIELDS) and
+    applies the request's fieldValidation (Strict, Warn: the default, Ignore)."""
+    mode = (q or {}).get("fieldValidation") or "Warn"
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise ApiError(400, f'fieldValidation parameter has invalid value: "{mode}", must be '
+                            f'one of "Ignore", "Warn", "Strict"')
+    out = []
+    if res.crd:
+        prune_object(res, obj, stats, out)
+    else:
+        prune_builtin(res.key, obj, out)
+    if not out:
+        return
+    fields = [f.lstrip(".") for f in out]
+    if mode == "Strict":
+        raise ApiError(400, f'{res.kind} in version "{res.version}" cannot be handled as a '
+                            f'{res.kind}: strict decoding error: ' +
+                            ", ".join(f'unknown field "{f}"' for f in fields))
+    if mode == "Warn":
+        for f in fields:
+            add_warning(f'unknown field "{f}"')
 
 # --------------------------------------------------------------------------------------------
 # The simulated kubelet: bound pods start, deleted pods go away.
@@ -2006,6 +2750,9 @@ class Handler(BaseHTTPRequestHandler):
                 "Cache-Control: no-cache, private"]
         for k, v in (headers or {}).items():
             head.append(f"{k}: {v}")
+        for w in getattr(_WARNINGS, "list", None) or []:  # warning.AddWarning's header form
+            head.append('Warning: 299 - "%s"' % w.replace("\\", "\\\\").replace('"', '\\"'))
+        _WARNINGS.list = None
         if self.close_connection:
             head.append("Connection: close")
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
@@ -2083,6 +2830,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         app = self.server.app
+        _WARNINGS.list = []
         log_request(method, self.path, self.headers.get("user-agent", ""))
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
@@ -2189,8 +2937,16 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "POST to a named object is not allowed")
             return self.send_bytes(201, store.create(res, ns, self.json_body(raw), q))
         if method == "PUT":
-            return self.send_bytes(200, store.update(res, ns, name, self.json_body(raw), sub=sub,
-                                                     q=q))
+            body = self.json_body(raw)
+            with store.lock:
+                # a Lease may be created with a PUT (its strategy's AllowCreateOnUpdate), when
+                # the body names no resourceVersion (with one: the 404 of the update)
+                if res.key == LEASE_KEY and not sub and isinstance(body, dict) and \
+                        (ns, name) not in store.objects[res.key] and \
+                        not (body.get("metadata") or {}).get("resourceVersion"):
+                    body.setdefault("metadata", {}).setdefault("name", name)
+                    return self.send_bytes(201, store.create(res, ns, body, q))
+            return self.send_bytes(200, store.update(res, ns, name, body, sub=sub, q=q))
         if method == "PATCH":
             code, out = store.patch(res, ns, name, self.headers.get("Content-Type"), raw,
                                     sub=sub, q=q)
@@ -2199,6 +2955,8 @@ class Handler(BaseHTTPRequestHandler):
             opts = self.json_body(raw)
             if "gracePeriodSeconds" in q:
                 opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            if "orphanDependents" in q:
+                opts["orphanDependents"] = q["orphanDependents"] == "true"
             if name:
                 code, out = store.delete(res, ns, name, opts, q)
                 return self.send_bytes(code, out)
@@ -2261,6 +3019,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def watch(self, res, ns, name, q, path):
         app, store = self.server.app, self.server.app.store
+        check_list_options(q, True)
         lsel = parse_label_selector(q.get("labelSelector"))
         fsel = parse_field_selector(res, q.get("fieldSelector"))
         if name:
@@ -2665,6 +3424,10 @@ def preload_objects(store, path):
                       "managedFields"):
                 meta.pop(k, None)
             meta.update(uid=str(uuid.uuid4()), creationTimestamp=stamp, generation=1)
+            try:  # they passed admission when they were created (Priority for pods)
+                store._admit_create(res, obj)
+            except ApiError as e:
+                sys.exit(f"fakeapi: {path}: {e.message}")
             prepare_create(res, obj)
             if status is not None:
                 obj["status"] = dict(obj.get("status") or {}, **status)

@@ -7,7 +7,9 @@ minCount waiting with the condition False/Unschedulable, then scheduled after it
 lowered; extra pods beyond minCount placed best effort; a basic group placed pod by pod; a group
 with a pod of another scheduler left alone with SchedulerError; a high-priority PodGroup
 preempting a disruptionMode-all gang whole, the victim getting DisruptionTarget before its pods
-go. 1.36 (v1alpha2 PodGroup, PodGroupScheduled). 1.37 with only v1alpha3 served. 1.35 (v1alpha1 Workload, pods with
+go; a PodGroup's disruptionMode is immutable; a deleted PodGroup a live pod names stays with
+its protection finalizer until the pod goes. Priorities come from PriorityClasses, as Priority
+admission wants. 1.36 (v1alpha2 PodGroup, PodGroupScheduled). 1.37 with only v1alpha3 served. 1.35 (v1alpha1 Workload, pods with
 spec.workloadRef: each replica key a gang). Every wait is bounded.
 """
 
@@ -42,23 +44,25 @@ def pg_path(version, name=""):
         version, "/" + name if name else "")
 
 
-def podgroup(version, name, min_count=None, topology=None, priority=None, disrupt_all=False):
+def podgroup(version, name, min_count=None, topology=None, priority_class=None,
+             disrupt_all=False):
     spec = {"schedulingPolicy": {"gang": {"minCount": min_count}} if min_count else
             {"basic": {}}}
     if topology:
         spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
-    if priority is not None:
-        spec["priority"] = priority
+    if priority_class:  # admission fills spec.priority from it (e2e.priority_class)
+        spec["priorityClassName"] = priority_class
     if disrupt_all:
         spec["disruptionMode"] = {"all": {}} if version == "v1beta1" else "PodGroup"
     return {"apiVersion": "scheduling.k8s.io/" + version, "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
-def pod(name, gpus, group=None, workload=None, scheduler="gangsched", priority=0):
+def pod(name, gpus, group=None, workload=None, scheduler="gangsched", priority_class=None):
     body = e2e.pod(name, None, gpus)
     body["spec"]["schedulerName"] = scheduler
-    body["spec"]["priority"] = priority
+    if priority_class:
+        body["spec"]["priorityClassName"] = priority_class
     if group:
         body["spec"]["schedulingGroup"] = {"podGroupName": group}
     if workload:
@@ -103,7 +107,9 @@ def start(tag, serve):
 
 def v1beta1(c, s):
     v = "v1beta1"
-    c.post(pg_path(v), podgroup(v, "tas", 2, topology=RACK))
+    # disruptionMode is immutable (v1beta1 PodGroupSpec, +k8s:immutable): "tas" is made with
+    # the mode the preemption check at the end needs
+    c.post(pg_path(v), podgroup(v, "tas", 2, topology=RACK, disrupt_all=True))
     for i in range(2):
         c.post(NS, pod("tas-%d" % i, 8, group="tas"))
     ok = wait_for(lambda: len(bound(c, "tas-")) == 2, 20)
@@ -173,14 +179,30 @@ def v1beta1(c, s):
     check("[1.37] and an Event about the PodGroup says so", evs and
           evs[0]["regarding"].get("kind") == "PodGroup", str(evs[:1]))
 
+    # PodGroupProtection: a PodGroup a live pod names is only marked when deleted; it goes when
+    # its last such pod does (the podgroupprotection controller removes the finalizer)
+    c.post(pg_path(v), podgroup(v, "fin", 1))
+    c.post(NS, pod("fin-0", 0, group="fin", scheduler="other-scheduler"))
+    code, g, _ = c.delete(pg_path(v, "fin"))
+    check("[1.37] a deleted PodGroup with a live pod stays, marked, with its protection finalizer",
+          code == 200 and g["metadata"].get("deletionTimestamp") and
+          g["metadata"].get("finalizers") == ["scheduling.k8s.io/podgroup-protection"] and
+          c.get(pg_path(v, "fin"))[0] == 200, (code, g.get("metadata")))
+    c.delete(NS + "/fin-0")
+    check("[1.37] and goes when the pod does",
+          wait_for(lambda: c.get(pg_path(v, "fin"))[0] == 404, 5))
+
     # preemption: the cluster is full; a priority-1000 gang of 2x8 GPUs in one rack evicts the
     # disruptionMode-all gang "tas" (priority 0) whole, which first gets DisruptionTarget
-    c.patch(pg_path(v, "tas"), {"spec": {"disruptionMode": {"all": {}}}}, MERGE)
-    e2e.time.sleep(0.5)
+    code, st, _ = c.patch(pg_path(v, "tas"), {"spec": {"disruptionMode": {"single": {}}}},
+                          MERGE)
+    check("[1.37] a PodGroup's disruptionMode is immutable (422)", code == 422 and
+          "spec.disruptionMode" in st.get("message", ""), (code, st))
     c.delete(NS + "/bas-1")
-    c.post(pg_path(v), podgroup(v, "hi", 2, topology=RACK, priority=1000))
+    high = e2e.priority_class(c, 1000)
+    c.post(pg_path(v), podgroup(v, "hi", 2, topology=RACK, priority_class=high))
     for i in range(2):
-        c.post(NS, pod("hi-%d" % i, 8, group="hi", priority=1000))
+        c.post(NS, pod("hi-%d" % i, 8, group="hi", priority_class=high))
     dt = wait_for(lambda: condition(c, v, "tas", "DisruptionTarget"), 20)
     check("[1.37] the victim PodGroup gets DisruptionTarget=True reason PreemptionByScheduler",
           dt and dt["status"] == "True" and dt["reason"] == "PreemptionByScheduler",

@@ -35,7 +35,7 @@ def gang(c, name, n, gpus, priority, graces=None):
     for i in range(n):
         body = pod("%s-%d" % (name, i), name, gpus)
         body["metadata"].setdefault("labels", {})["app"] = name
-        body["spec"]["priority"] = priority
+        e2e.with_priority(c, body, priority)
         if graces:
             body["spec"]["terminationGracePeriodSeconds"] = graces[i]
         c.post("/api/v1/namespaces/default/pods", body)

@@ -58,6 +58,13 @@ YAML
 # create -f, then AlreadyExists
 K create -f "$TMP/pod.yaml" >"$OUT" 2>&1
 expect_eq "kubectl create -f" "$(cat "$OUT")" "pod/worker-0 created"
+# kubectl's strict validation is the server's (fieldValidation=Strict): an unknown field of a
+# built-in kind is refused with kube-apiserver's words
+sed 's/^  schedulerName:/  schedulerNamez:/; s/name: worker-0/name: worker-z/' "$TMP/pod.yaml" \
+    >"$TMP/podz.yaml"
+K create -f "$TMP/podz.yaml" >"$OUT" 2>&1
+expect_eq "kubectl create -f with an unknown field: strict decoding error" \
+    "$(grep -c 'strict decoding error: unknown field "spec.schedulerNamez"' "$OUT")" 1
 expect_fail "kubectl create -f of an existing pod" 1 AlreadyExists -- K create -f "$TMP/pod.yaml"
 K get pods -A -o json >"$OUT" 2>&1
 expect_eq "kubectl get pods -A -o json" \

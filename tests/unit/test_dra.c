@@ -275,6 +275,55 @@ static void joining_an_allocated_claim(void **state)
     kdra_claim_free(fresh);
 }
 
+/* What bindClaim and Unreserve need of a claim: its resourceVersion, whether it is being
+ * deleted and carries resource.kubernetes.io/delete-protection; the finalizer patch (with the
+ * resourceVersion as precondition), the Unreserve patch (deleting one reservedFor entry by its
+ * merge key uid, the claim's uid as precondition) and the deallocation. */
+static void protect_and_unreserve(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\",\"uid\":\"cu\","
+                           "\"resourceVersion\":\"42\",\"finalizers\":[\"x/y\"]},\"spec\":{"
+                           "\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                           "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}}}");
+    struct kclaim *c = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
+    assert_string_equal(c->rv, "42");
+    assert_false(c->deleting);
+    assert_false(c->finalizer); /* another finalizer is not ours */
+    cJSON *b = kdra_claim_protect(c);
+    char *text = cJSON_PrintUnformatted(b);
+    assert_string_equal(text, "{\"metadata\":{\"finalizers\":[\"resource.kubernetes.io/"
+                              "delete-protection\"],\"resourceVersion\":\"42\"}}");
+    cJSON_free(text);
+    cJSON_Delete(b);
+    kdra_claim_free(c);
+    cJSON *meta = cJSON_GetObjectItem(o, "metadata");
+    cJSON_AddStringToObject(meta, "deletionTimestamp", "2026-01-01T00:00:00Z");
+    cJSON_AddItemToArray(cJSON_GetObjectItem(meta, "finalizers"),
+                         cJSON_CreateString(KDRA_FINALIZER));
+    cJSON_DeleteItemFromObject(meta, "resourceVersion");
+    assert_int_equal(kdra_claim_decode(o, NULL, &c, &eb), 0);
+    cJSON_Delete(o);
+    assert_true(c->deleting);
+    assert_true(c->finalizer);
+    assert_null(kdra_claim_protect(c)); /* no resourceVersion: no precondition, no write */
+    kdra_claim_free(c);
+    b = kdra_claim_unreserve("cu", "pu");
+    text = cJSON_PrintUnformatted(b);
+    assert_string_equal(text, "{\"metadata\":{\"uid\":\"cu\"},\"status\":{\"reservedFor\":["
+                              "{\"$patch\":\"delete\",\"uid\":\"pu\"}]}}");
+    cJSON_free(text);
+    cJSON_Delete(b);
+    b = kdra_claim_deallocate("43");
+    text = cJSON_PrintUnformatted(b);
+    assert_string_equal(
+        text, "{\"status\":{\"allocation\":null},\"metadata\":{\"resourceVersion\":\"43\"}}");
+    cJSON_free(text);
+    cJSON_Delete(b);
+}
+
 /* A slice of n_dev GPUs where device i has partition<size> = i / size for each size in sizes
  * (0-terminated), the way NVIDIA's driver publishes Fabric Manager partitions. */
 static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const int *sizes)
@@ -352,6 +401,7 @@ int main(void)
         cmocka_unit_test(partitions_as_islands),
         cmocka_unit_test(shared_claim_body),
         cmocka_unit_test(joining_an_allocated_claim),
+        cmocka_unit_test(protect_and_unreserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

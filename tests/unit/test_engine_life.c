@@ -559,6 +559,92 @@ static void test_clock_step(void **state)
     assert_int_equal(eng_node_down_since(f->e, 4), 70 * S);
 }
 
+/* The until_ms of gang g's entry on the holds list (-1: none). */
+static int64_t hold_until(const struct eng *e, uint32_t g)
+{
+    for (uint32_t h = 0; h < eng_hold_count(e, ENG_HOLDS); h++)
+        if (eng_hold_at(e, ENG_HOLDS, h)->gang == g)
+            return eng_hold_at(e, ENG_HOLDS, h)->until_ms;
+    return -1;
+}
+
+/* Every deadline of the engine that is a duration from an event of this run moves with a
+ * wall-clock step (a backoff's end, a quarantine's end and a strike window, a first reservation
+ * and the probation promised to it, a preemptor's hold); the instants shared with others do not
+ * (a checkpoint request and its deadline, an operator's reservation). Before, only start
+ * timeouts and NotReady times moved: a step forward of an hour ended the backoff, the quarantine
+ * and the hold at once, and the promise was overdue. */
+static void test_clock_step_deadlines(void **state)
+{
+    (void)state;
+    const int64_t H = 3600 * S, t0 = 100000 * S;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    struct eng_effects fx = {0};
+    /* gang 2 failed on its own: backing off */
+    assert_int_equal(eng_job_bound(e, 2, t0), 0);
+    assert_int_equal(eng_job_broken(e, 2, ENG_START_TIMEOUT, true, true, 3, ENG_NONE, t0, &fx), 0);
+    assert_int_equal(eng_job_gone(e, 2, t0, &fx), 0);
+    int64_t retry = eng_job(e, 2).retry_at_ms;
+    assert_true(retry > t0);
+    /* node 9 quarantined; node 8 has 2 strikes of the 3 that quarantine within the window */
+    for (int k = 0; k < ENG_STRIKES; k++)
+        assert_int_equal(eng_strike(e, 9, t0 + k, &fx), 0);
+    int64_t q = eng_quarantine_until(e, 9);
+    assert_true(q > t0);
+    assert_int_equal(eng_strike(e, 8, t0, &fx), 0);
+    assert_int_equal(eng_strike(e, 8, t0, &fx), 0);
+    /* gang 3 waits with a first reservation; gang 4 runs on probation, promised to it */
+    assert_int_equal(eng_job_reserved(e, 3, t0 + 600 * S), 0);
+    assert_int_equal(eng_job_bound(e, 4, t0), 0);
+    assert_int_equal(eng_job_probation(e, 4, 3), 0);
+    /* gang 5's preemptor hold; operator reservation 7 of gang 6 until t0 + 2 h */
+    uint32_t n1[] = {1}, n2[] = {2}, n3[] = {3};
+    assert_int_equal(eng_hold_preemptor(e, 5, n1, 1, t0), 0);
+    assert_int_equal(eng_hold_operator(e, 7, 6, n2, 1, t0 + 2 * H), 0);
+    /* gang 10 asked to checkpoint for preemptor 11 until t0 + 300 s; 11 holds until then */
+    assert_int_equal(eng_job_bound(e, 10, t0), 0);
+    assert_int_equal(eng_job_evict(e, 10), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 10, 11, t0, t0 + 300 * S), 0);
+    assert_int_equal(eng_hold_preemptor(e, 11, n3, 1, t0), 0);
+    assert_int_equal(eng_hold_extend(e, 11, t0 + 300 * S), 0);
+    assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS);
+
+    eng_clock_stepped(e, H); /* an hour ahead, a second after t0 */
+    assert_int_equal(eng_job(e, 2).retry_at_ms, retry + H);
+    assert_int_equal(eng_quarantine_until(e, 9), q + H);
+    assert_true(eng_quarantined(e, 9, q + 1)); /* an hour of the new clock is not a real hour */
+    assert_int_equal(eng_job(e, 3).reserve_first_ms, t0 + 600 * S + H);
+    assert_int_equal(eng_job(e, 4).probation_until_ms, t0 + 600 * S + H); /* still the promise */
+    assert_int_equal(hold_until(e, 5), t0 + ENG_HOLD_MS + H);
+    assert_int_equal(hold_until(e, 6), t0 + 2 * H);     /* the operator's: an instant shown */
+    assert_int_equal(eng_job(e, 10).ckpt_asked_ms, t0); /* on the annotations */
+    assert_int_equal(eng_job(e, 10).ckpt_until_ms, t0 + 300 * S); /* idem */
+    assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS + H);
+    /* the next due time is the earliest moved one (the deadline passed: not due, its victim is
+     * evicted at the next cycle) */
+    int64_t due = retry + H;
+    due = q + H < due ? q + H : due;
+    due = t0 + ENG_HOLD_MS + H < due ? t0 + ENG_HOLD_MS + H : due;
+    assert_int_equal(eng_next_due(e, t0 + H + S), due);
+    /* node 8's third strike 10 s of real time later: within its window, quarantined */
+    eng_effects_clear(&fx);
+    assert_int_equal(eng_strike(e, 8, t0 + H + 10 * S, &fx), 0);
+    assert_int_equal(fx.n, 1);
+    assert_int_equal(fx.v[0].kind, ENG_FX_QUARANTINE);
+
+    eng_clock_stepped(e, -2 * H); /* two hours back */
+    assert_int_equal(eng_job(e, 2).retry_at_ms, retry - H);
+    assert_int_equal(eng_quarantine_until(e, 9), q - H);
+    assert_int_equal(eng_job(e, 4).probation_until_ms, eng_job(e, 3).reserve_first_ms);
+    assert_int_equal(hold_until(e, 5), t0 + ENG_HOLD_MS - H);
+    assert_int_equal(hold_until(e, 6), t0 + 2 * H);
+    /* 11's hold moved back too, but never ends before its victim's deadline + hold_ms */
+    assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS);
+    eng_effects_free(&fx);
+    eng_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_backoff_cap),
         cmocka_unit_test(test_backoff_cap_from_facts),
         cmocka_unit_test_setup_teardown(test_clock_step, setup, teardown),
+        cmocka_unit_test(test_clock_step_deadlines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

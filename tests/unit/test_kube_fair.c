@@ -10,7 +10,8 @@
  *   - a bad fair_share row (a share below 0, a time that is not an integer): an error naming
  *     the queue and the field, that queue without history, the others restored, cycles go on;
  *   - out of memory while recording a cycle's shares: logged, the cycle stands;
- *   - the engine's history under out-of-memory, and a half-life of 0. */
+ *   - the engine's history under out-of-memory, and a half-life of 0;
+ *   - a wall-clock step: the next interval integrates real time. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -423,6 +424,38 @@ static void test_record_oom(void **state)
     assert_near(hist_of(w, "qa"), queue_decay(0.75, 1, HOUR_MS + 20000, HOUR_MS), 1e-12);
 }
 
+/* A wall-clock step moves the time a history was integrated up to (eng_fair_clock_stepped):
+ * an hour of real time after a step forward of a day integrates one hour, not 25; after a step
+ * back of a day, one hour too, where nothing was integrated before (the clock behind at_ms). */
+static void test_clock_step(void **state)
+{
+    (void)state;
+    struct config *a = load(cfg_ab);
+    struct arena ar;
+    arena_init(&ar, 1 << 12);
+    int64_t usage[2 * RES_MAX] = {0};
+    usage[RES_GPU] = 8; /* qa uses all of its quota: share 1 */
+    double hist[2], h;
+    int64_t at;
+    const int64_t day = 24 * (int64_t)HOUR_MS;
+    for (int dir = 1; dir >= -1; dir -= 2) {
+        struct eng_fair *f = eng_fair_new();
+        assert_non_null(f);
+        assert_int_equal(eng_fair_restore(f, "qa", 0.5, T0_MS), 0);
+        assert_int_equal(eng_fair_advance(f, a, usage, &ar, T0_MS, hist), 0);
+        assert_int_equal(eng_fair_take(f, a, usage, &ar), 0);
+        eng_fair_clock_stepped(f, dir * day);
+        assert_true(eng_fair_find(f, "qa", &h, &at));
+        assert_int_equal(at, T0_MS + dir * day);
+        assert_int_equal(eng_fair_advance(f, a, usage, &ar, T0_MS + dir * day + HOUR_MS, hist), 0);
+        assert_near(hist[0], queue_decay(0.5, 1, HOUR_MS, HOUR_MS), 1e-12);
+        eng_fair_free(f);
+    }
+    eng_fair_clock_stepped(NULL, day); /* no history: nothing */
+    arena_fini(&ar);
+    config_free(a);
+}
+
 static void test_engine_oom(void **state)
 {
     (void)state;
@@ -454,6 +487,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_life_zero, setup, teardown),
         cmocka_unit_test(test_engine_oom),
+        cmocka_unit_test(test_clock_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
  * A loopback HTTP server on a thread of the test answers GET /v1/store/snapshot with a valid
  * database, but only when the test lets it: first without a stop (the copy lands as DB.follow:
  * the server and the check work), then with http_follow_stop called while the server holds the
- * answer (no DB.follow, ever).
+ * answer (no DB.follow, ever). Then the follower's retry after a 503: one that sheds load
+ * (Retry-After: 2, the leader's answer budget full) is tried again no sooner than 2 s, one without
+ * (not the leader) after 1 s; and the rule's bound (a Retry-After of an hour waits 60 s).
  *
  * Owns: one mkdtemp directory per test and one listening socket on 127.0.0.1 (an ephemeral
  * port), both gone at the end. Every wait is bounded (5 s).
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,12 +46,17 @@ struct server {
     size_t len;
     atomic_int accepted; /* 1 once the request was read */
     atomic_int answer;   /* set by the test: send the answer now */
+    int n_503;           /* the first n_503 requests get a 503 (then the copy, as above) */
+    int retry_after;     /* their Retry-After (s; 0: none) */
+    int64_t at[4];       /* ms (CLOCK_MONOTONIC) each request's head was read */
+    atomic_int n_503_sent;
     uv_thread_t th;
 };
 
 struct fx {
     char dir[64], db[128], follow[160];
     struct server srv;
+    bool started; /* serve_start ran */
 };
 
 static int64_t mono_ms(void)
@@ -58,13 +66,9 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One connection: reads the request head, waits for `answer` (5 s at most), sends the copy. */
-static void serve(void *arg)
+/* Reads one request's head from c. */
+static void read_head(int c)
 {
-    struct server *s = arg;
-    int c = accept(s->fd, NULL, NULL);
-    if (c < 0)
-        return;
     char buf[4096];
     size_t n = 0;
     while (n < sizeof(buf) - 1) {
@@ -76,6 +80,35 @@ static void serve(void *arg)
         if (strstr(buf, "\r\n\r\n"))
             break;
     }
+}
+
+/* n_503 connections answered 503 each, then one that reads the request head, waits for
+ * `answer` (5 s at most) and sends the copy. */
+static void serve(void *arg)
+{
+    struct server *s = arg;
+    for (int i = 0; i < s->n_503 && i < 3; i++) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return;
+        read_head(c);
+        s->at[i] = mono_ms();
+        char ra[40] = "", head[200];
+        if (s->retry_after)
+            snprintf(ra, sizeof(ra), "Retry-After: %d\r\n", s->retry_after);
+        int h = snprintf(head, sizeof(head),
+                         "HTTP/1.1 503 Service Unavailable\r\n%sContent-Length: 0\r\n"
+                         "Connection: close\r\n\r\n",
+                         ra);
+        (void)send(c, head, (size_t)h, MSG_NOSIGNAL);
+        close(c);
+        atomic_fetch_add(&s->n_503_sent, 1);
+    }
+    int c = accept(s->fd, NULL, NULL);
+    if (c < 0)
+        return;
+    read_head(c);
+    s->at[s->n_503 < 3 ? s->n_503 : 3] = mono_ms();
     atomic_store(&s->accepted, 1);
     for (int64_t end = mono_ms() + 5000; !atomic_load(&s->answer) && mono_ms() < end;)
         usleep(1000);
@@ -120,16 +153,26 @@ static int setup(void **state)
     socklen_t al = sizeof(a);
     assert_int_equal(getsockname(f->srv.fd, (struct sockaddr *)&a, &al), 0);
     f->srv.port = ntohs(a.sin_port);
-    assert_int_equal(uv_thread_create(&f->srv.th, serve, &f->srv), 0);
+    /* accept gives up after 10 s: a follower that never comes back cannot hang the test */
+    struct timeval tv = {.tv_sec = 10};
+    assert_int_equal(setsockopt(f->srv.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
     *state = f;
     return 0;
+}
+
+/* The server's thread, once the test set how it answers. */
+static void serve_start(struct fx *f)
+{
+    assert_int_equal(uv_thread_create(&f->srv.th, serve, &f->srv), 0);
+    f->started = true;
 }
 
 static int teardown(void **state)
 {
     struct fx *f = *state;
     atomic_store(&f->srv.answer, 1);
-    uv_thread_join(&f->srv.th);
+    if (f->started)
+        uv_thread_join(&f->srv.th);
     close(f->srv.fd);
     free(f->srv.body);
     char cmd[128];
@@ -152,6 +195,7 @@ static struct http_follow *follow_until_held(struct fx *f, uv_loop_t *loop)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", f->srv.port);
     struct http_follow *fol = NULL;
     struct sched_errbuf eb = {{0}};
+    serve_start(f);
     assert_int_equal(http_follow_start(loop, url, NULL, f->db, 600000, &fol, &eb), 0);
     for (int64_t end = mono_ms() + 5000; !atomic_load(&f->srv.accepted) && mono_ms() < end;) {
         uv_run(loop, UV_RUN_NOWAIT);
@@ -194,11 +238,74 @@ static void test_stopped_fetch_discarded(void **state)
     assert_false(exists(f->follow));
 }
 
+/* The request after n_503 503s (Retry-After retry_after s; 0: none) came gap ms after the
+ * first; the copy then lands. */
+static int64_t retry_gap(struct fx *f, int retry_after)
+{
+    f->srv.n_503 = 1;
+    f->srv.retry_after = retry_after;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    struct http_follow *fol = follow_until_held(f, &loop);
+    assert_int_equal(atomic_load(&f->srv.n_503_sent), 1);
+    int64_t gap = f->srv.at[1] - f->srv.at[0];
+    atomic_store(&f->srv.answer, 1);
+    for (int64_t end = mono_ms() + 5000; http_follow_count(fol) == 0 && mono_ms() < end;) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_int_equal(http_follow_count(fol), 1);
+    http_follow_stop(fol);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    print_message("  503 with Retry-After %d: the next fetch %lld ms later\n", retry_after,
+                  (long long)gap);
+    return gap;
+}
+
+/* Shed by the leader's answer budget (503, Retry-After: 2): not tried again before 2 s (it was
+ * tried after 1 s, as a 503 of a replica that does not lead). */
+static void test_shed_honours_retry_after(void **state)
+{
+    int64_t gap = retry_gap(*state, 2);
+    assert_true(gap >= 1900);
+    assert_true(gap < 4000);
+}
+
+/* A 503 without Retry-After (a standby behind the Service): tried again after 1 s. */
+static void test_not_leader_retried_soon(void **state)
+{
+    int64_t gap = retry_gap(*state, 0);
+    assert_true(gap >= 900);
+    assert_true(gap < 1900);
+}
+
+/* The rule: Retry-After honoured up to HTTP_FOLLOW_RETRY_MAX_MS; not shed: soon, or at the
+ * interval when that is sooner. */
+static void test_retry_rule(void **state)
+{
+    (void)state;
+    assert_true(http_follow_shed(503, 1));
+    assert_true(http_follow_shed(429, 5));
+    assert_false(http_follow_shed(503, 0)); /* not the leader */
+    assert_false(http_follow_shed(500, 5));
+    assert_int_equal(http_follow_retry_ms(503, 2, 10000), 2000);
+    assert_int_equal(http_follow_retry_ms(503, 2, 500), 2000); /* the leader asked: not sooner */
+    assert_int_equal(http_follow_retry_ms(503, 3600, 10000), HTTP_FOLLOW_RETRY_MAX_MS);
+    assert_int_equal(http_follow_retry_ms(429, 7, 10000), 7000);
+    assert_int_equal(http_follow_retry_ms(503, 0, 10000), HTTP_FOLLOW_SOON_MS);
+    assert_int_equal(http_follow_retry_ms(0, 0, 10000), HTTP_FOLLOW_SOON_MS); /* no answer */
+    assert_int_equal(http_follow_retry_ms(503, 0, 800), 0); /* the interval is sooner */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fetch_lands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_fetch_discarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shed_honours_retry_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_leader_retried_soon, setup, teardown),
+        cmocka_unit_test(test_retry_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

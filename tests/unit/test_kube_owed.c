@@ -3,7 +3,8 @@
  * checkpoint request (driver_ckpt.c) whose send cannot even be queued (here: no client, the
  * path a lack of memory takes) are sent again a second later, a bounded number of times for the
  * condition; a request the watch shows, or a preemption's request whose handshake is over, is
- * not sent again. No API server: every send fails to queue. */
+ * not sent again. No API server: every send fails to queue. And a wall-clock step moves the
+ * driver's deadlines (kdrv_clock_check). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,8 +80,8 @@ static void checkpoint_request_retried(void **state)
     snprintf(buf, sizeof(buf), xk8s_pg, "");
     pg_event(&d, KPG_XK8S, buf);
     int64_t t0 = kdrv_now_ms();
-    int64_t asked = 1767225600123;                                /* 2026-01-01T00:00:00.123Z */
-    kdrv_ckpt_annotate(&d, kcache_pg(d.cache, "ml/v"), asked, 0); /* an operator's */
+    int64_t asked = 1767225600123;                           /* 2026-01-01T00:00:00.123Z */
+    kdrv_owe_ckpt(&d, kcache_pg(d.cache, "ml/v"), asked, 0); /* an operator's */
     assert_true(retry_armed(&d, t0));
     d.later_ms = INT64_MAX;
     int64_t before = kdrv_now_ms();
@@ -99,7 +100,7 @@ static void checkpoint_request_retried(void **state)
 
     /* a preemption's request whose handshake is not (or no longer) the engine's: not sent
      * again */
-    kdrv_ckpt_annotate(&d, kcache_pg(d.cache, "ml/v"), asked + 1000, asked + 61000);
+    kdrv_owe_ckpt(&d, kcache_pg(d.cache, "ml/v"), asked + 1000, asked + 61000);
     assert_non_null(strmap_get(&d.owed_ckpt, "ml/v"));
     d.later_ms = INT64_MAX;
     kdrv_owed_status(&d, t0 + 120000);
@@ -108,11 +109,58 @@ static void checkpoint_request_retried(void **state)
     teardown_d(&d);
 }
 
+/* A wall-clock step seen at a tick of the cycle timer (kdrv_clock_check) moves the driver's
+ * deadlines: the next cycle's due times, a status's rate limit, an owed write's next send. The
+ * last reading is set as if the wall clock had read an hour less (a step forward of an hour) on
+ * the same CLOCK_BOOTTIME. Before, the driver moved none of them (only the engine's start
+ * timeouts and NotReady times, and only in a cycle): an hour ahead, the owed write was due at
+ * once; an hour back, the next cycle waited an hour past its timers. */
+static void clock_step_moves_deadlines(void **state)
+{
+    (void)state;
+    static struct kdrv d;
+    setup_d(&d);
+    pg_event(&d, KPG_NATIVE_V1BETA1,
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"g\",\"uid\":\"pg-g\",\"generation\":1},\"spec\":{"
+             "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}");
+    int64_t t0 = kdrv_now_ms();
+    kdrv_gang_status(&d, "ml/g", kcache_pg(d.cache, "ml/g"), "Running", "Normal", "Scheduled",
+                     "placed", true);
+    int64_t retry = d.later_ms; /* the owed condition's next send, a second on */
+    assert_true(retry_armed(&d, t0));
+    const struct kstatus *st = strmap_get(&d.status, "ml/g");
+    assert_non_null(st);
+    int64_t at = st->at_ms;
+    d.due_ms = t0 + 30000;
+    const int64_t H = 3600 * 1000;
+    assert_int_equal(kdrv_clock_check(&d), 0); /* the first reading: nothing to compare */
+    d.clock_wall -= H;                         /* the last tick read an hour less */
+    int64_t step = kdrv_clock_check(&d);
+    assert_true(step >= H - 100 && step <= H + 100);
+    assert_int_equal(d.due_ms, t0 + 30000 + step);
+    assert_int_equal(d.later_ms, retry + step);
+    assert_int_equal(st->at_ms, at + step);
+    /* half a second of real time later the owed write is not due: armed at its moved time */
+    d.later_ms = INT64_MAX;
+    kdrv_owed_status(&d, t0 + step + 500);
+    assert_int_equal(d.later_ms, retry + step);
+    /* and back two hours */
+    d.clock_wall += 2 * H;
+    int64_t back = kdrv_clock_check(&d);
+    assert_true(back <= -2 * H + 100 && back >= -2 * H - 100);
+    assert_int_equal(d.due_ms, t0 + 30000 + step + back);
+    assert_int_equal(st->at_ms, at + step + back);
+    assert_int_equal(kdrv_clock_check(&d), 0); /* no step since */
+    teardown_d(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scheduled_condition_retried),
         cmocka_unit_test(checkpoint_request_retried),
+        cmocka_unit_test(clock_step_moves_deadlines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,317 @@
+/* sched/kube/client_queue.c: the queue half of the API client (see client.h; the transfer half
+ * is client.c, what both share is client_int.h).
+ *
+ * Owns: the request queue (c->pending, in order; retries come back to it with a not-before
+ * time), the QPS token bucket, the in-flight limit (streams and KUBE_NO_LIMIT requests bypass
+ * both), the write gate (may_write, asked as each gated request leaves the queue for the wire),
+ * dropping and draining writes, queueing (kube_request, kube_stream) and cancelling. Must not
+ * touch: curl options or the multi handle beyond taking a request off it (kclient_req_detach),
+ * completion and retries (client.c decides; a retry is only pushed back here).
+ *
+ * Invariant: a request is in exactly one of c->pending (not on the wire) and c->active (on the
+ * wire, on_wire set); c->inflight counts the active ones that are not streams;
+ * c->pending_special counts the pending ones that bypass the bucket and the in-flight limit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <uv.h>
+
+#include "sched/core/log.h"
+#include "sched/kube/client.h"
+#include "sched/kube/client_int.h"
+#include "sched/kube/wire.h"
+
+/* ---- lists ----------------------------------------------------------------------------------- */
+
+void kclient_list_push(struct req_list *l, struct kube_req *r)
+{
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    l->n++;
+}
+
+void kclient_list_unlink(struct req_list *l, struct kube_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
+    r->prev = r->next = NULL;
+    l->n--;
+}
+
+static bool req_special(const struct kube_req *r)
+{
+    return r->stream || (r->flags & KUBE_NO_LIMIT);
+}
+
+/* The gate's requests: every write that is not the Lease's (KUBE_NO_LIMIT): a leader's
+ * Bindings, evictions, deletes, patches and claim writes. */
+static bool req_gated(const struct kube_req *r)
+{
+    return r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT);
+}
+
+void kclient_pending_push(struct kube_client *c, struct kube_req *r)
+{
+    kclient_list_push(&c->pending, r);
+    c->pending_special += req_special(r);
+}
+
+static void pending_unlink(struct kube_client *c, struct kube_req *r)
+{
+    kclient_list_unlink(&c->pending, r);
+    c->pending_special -= req_special(r);
+}
+
+static void on_pump(uv_timer_t *t);
+
+void kclient_pump_soon(struct kube_client *c)
+{
+    if (!c->dead)
+        uv_timer_start(&c->pump_timer, on_pump, 0, 0);
+}
+
+/* Starts what the bucket, the in-flight limit and backoffs allow; arms the timer for the rest. */
+void kclient_pump(struct kube_client *c)
+{
+    for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (r->cancelled) {
+            kclient_req_detach(c, r);
+            kclient_req_free(r);
+        }
+    }
+    uint64_t now = uv_now(c->loop);
+    if (now > c->bucket_ms) {
+        c->bucket += (double)(now - c->bucket_ms) * c->qps / 1000.0;
+        if (c->bucket > c->burst)
+            c->bucket = c->burst;
+        c->bucket_ms = now;
+    }
+    uint64_t wake = UINT64_MAX;
+    /* The scan stops as soon as nothing further down the queue can start: with thousands of
+     * queued binds, scanning all of them on every completion made a cycle's binds quadratic.
+     * A completion pumps again (in-flight limit), and so does the timer (bucket, backoff). */
+    for (struct kube_req *r = c->pending.head, *nx; r && !c->dead; r = nx) {
+        nx = r->next;
+        bool special = req_special(r);
+        if (!special && c->inflight >= c->max_inflight) {
+            if (c->pending_special == 0)
+                break;
+            continue; /* a completion pumps again */
+        }
+        if (r->not_before > now) {
+            if (r->not_before < wake)
+                wake = r->not_before;
+            continue;
+        }
+        if (!special && c->bucket < 1.0) {
+            uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
+            if (now + w < wake)
+                wake = now + w;
+            if (c->pending_special == 0)
+                break;
+            continue;
+        }
+        if (req_gated(r) && c->gate) {
+            if (!c->gate(c->gate_ctx)) {
+                /* closed: this write and every other one are dropped, never sent nor retried
+                 * (a deposed leader's); no gated request is left, so the rescan asks no more */
+                kube_client_drop_writes(c);
+                nx = c->pending.head;
+                continue;
+            }
+            nx = r->next; /* the gate may have cancelled a queued lease request */
+        }
+        if (!special)
+            c->bucket -= 1.0;
+        pending_unlink(c, r);
+        kclient_start(c, r);
+    }
+    if (c->dead)
+        return;
+    if (wake != UINT64_MAX)
+        uv_timer_start(&c->pump_timer, on_pump, wake > now ? wake - now : 1, 0);
+}
+
+static void on_pump(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    kclient_enter(c);
+    if (!c->dead)
+        kclient_pump(c);
+    kclient_leave(c);
+}
+
+static uint32_t count_writes(const struct kube_client *c)
+{
+    uint32_t n = 0;
+    for (const struct kube_req *r = c->pending.head; r; r = r->next)
+        n += req_gated(r);
+    for (const struct kube_req *r = c->active.head; r; r = r->next)
+        n += req_gated(r) && !r->cancelled;
+    return n;
+}
+
+/* Ends a drain once no write is queued or on the wire (linear: only while draining). */
+void kclient_drain_check(struct kube_client *c)
+{
+    if (!c->drain_fn || c->dead || count_writes(c) > 0)
+        return;
+    void (*fn)(void *) = c->drain_fn;
+    c->drain_fn = NULL;
+    uv_timer_stop(&c->drain_timer);
+    fn(c->drain_ctx);
+}
+
+static int queue_req(struct kube_client *c, enum kube_method m, const char *path, const char *body,
+                     size_t len, unsigned flags, kube_resp_fn *fn, kube_data_fn *data, void *ctx,
+                     struct kube_req **out)
+{
+    if (out)
+        *out = NULL;
+    if (!c || c->dead || !path || path[0] != '/')
+        return SCHED_EINVAL;
+    struct kube_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    r->c = c;
+    r->m = m;
+    r->flags = flags;
+    r->fn = fn;
+    r->data = data;
+    r->stream = data != NULL;
+    r->ctx = ctx;
+    r->path = strdup(path);
+    if (body) {
+        r->body = malloc(len + 1);
+        if (r->body) {
+            memcpy(r->body, body, len);
+            r->body[len] = '\0';
+        }
+        r->blen = len;
+    }
+    if (!r->path || (body && !r->body)) {
+        kclient_req_free(r);
+        return SCHED_ENOMEM;
+    }
+    kclient_pending_push(c, r);
+    kclient_pump_soon(c);
+    if (out)
+        *out = r;
+    return 0;
+}
+
+int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
+                 size_t len, unsigned flags, kube_resp_fn *fn, void *ctx)
+{
+    return queue_req(c, m, path, body, len, flags, fn, NULL, ctx, NULL);
+}
+
+int kube_request_h(struct kube_client *c, enum kube_method m, const char *path, const char *body,
+                   size_t len, unsigned flags, kube_resp_fn *fn, void *ctx, struct kube_req **out)
+{
+    return queue_req(c, m, path, body, len, flags, fn, NULL, ctx, out);
+}
+
+int kube_stream(struct kube_client *c, const char *path, kube_data_fn *data, kube_resp_fn *done,
+                void *ctx, struct kube_req **out)
+{
+    if (!data)
+        return SCHED_EINVAL;
+    return queue_req(c, KUBE_GET, path, NULL, 0, KUBE_NO_RETRY | KUBE_NO_LIMIT, done, data, ctx,
+                     out);
+}
+
+void kube_req_set_timeout(struct kube_req *r, uint32_t ms)
+{
+    if (r && !r->on_wire)
+        r->timeout_ms = ms;
+}
+
+void kube_client_set_gate(struct kube_client *c, bool (*gate)(void *ctx), void *ctx)
+{
+    c->gate = gate;
+    c->gate_ctx = ctx;
+}
+
+uint32_t kube_client_drop_writes(struct kube_client *c)
+{
+    if (!c || c->dead)
+        return 0;
+    uint32_t n = 0;
+    for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (req_gated(r)) {
+            pending_unlink(c, r);
+            kclient_req_free(r);
+            n++;
+        }
+    }
+    for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (req_gated(r) && !r->cancelled) {
+            kube_req_cancel(r); /* off the multi handle now, or by the pump inside curl */
+            n++;
+        }
+    }
+    c->stats.dropped += n;
+    if (n)
+        LOG_WARN("kube", "dropped %u writes not sent or not answered: no longer allowed", n);
+    return n;
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    kclient_enter(c);
+    if (!c->dead && c->drain_fn) {
+        kube_client_drop_writes(c);
+        kclient_drain_check(c);
+    }
+    kclient_leave(c);
+}
+
+void kube_client_drain_writes(struct kube_client *c, uint64_t max_ms, void (*done)(void *ctx),
+                              void *ctx)
+{
+    if (!c || c->dead)
+        return;
+    c->drain_fn = done;
+    c->drain_ctx = ctx;
+    uv_timer_start(&c->drain_timer, on_drain_timeout, max_ms, 0);
+    kclient_enter(c);
+    kclient_drain_check(c);
+    kclient_leave(c);
+}
+
+void kube_req_cancel(struct kube_req *r)
+{
+    if (!r || r->cancelled)
+        return;
+    struct kube_client *c = r->c;
+    r->cancelled = true;
+    r->fn = NULL;
+    if (!r->on_wire) {
+        pending_unlink(c, r);
+        kclient_req_free(r);
+    } else if (c->in_curl) {
+        kclient_pump_soon(c); /* the start timer takes it off the wire */
+    } else {
+        kclient_req_detach(c, r);
+        kclient_req_free(r);
+        kclient_pump_soon(c);
+    }
+}
