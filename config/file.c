@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,22 @@ static void fmt_size(size_t max, char *buf, size_t cap)
         snprintf(buf, cap, "%zu bytes", max);
 }
 
+static int read_open(const char *path, bool pipe_ok, size_t max, char **out, size_t *len,
+                     struct sched_errbuf *eb);
+
 int config_file_read(const char *path, size_t max, char **out, size_t *len, struct sched_errbuf *eb)
+{
+    return read_open(path, false, max, out, len, eb);
+}
+
+int config_file_read_pipe(const char *path, size_t max, char **out, size_t *len,
+                          struct sched_errbuf *eb)
+{
+    return read_open(path, true, max, out, len, eb);
+}
+
+static int read_open(const char *path, bool pipe_ok, size_t max, char **out, size_t *len,
+                     struct sched_errbuf *eb)
 {
     *out = NULL;
     *len = 0;
@@ -49,7 +65,14 @@ int config_file_read(const char *path, size_t max, char **out, size_t *len, stru
         close(fd);
         return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(e));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (pipe_ok && S_ISFIFO(st.st_mode)) {
+        /* a one-shot command reading `<(kubectl ...)`: wait for the writer, as cat would */
+        close(fd);
+        fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(errno));
+        st.st_size = 0;
+    } else if (!S_ISREG(st.st_mode)) {
         close(fd);
         return sched_fail(eb, SCHED_EIO, "cannot read %s: %s, not a regular file", path,
                           kind_of(st.st_mode));

@@ -33,6 +33,11 @@
 int config_file_read(const char *path, size_t max, char **out, size_t *len,
                      struct sched_errbuf *eb);
 
+/* The same for one-shot commands (config check, simulate --config): a FIFO is read too, waiting
+ * for its writer (`gangsched config check <(kubectl get ...)`); never on an event loop. */
+int config_file_read_pipe(const char *path, size_t max, char **out, size_t *len,
+                          struct sched_errbuf *eb);
+
 /* The token of a token file: its first line (up to "\n" or "\r\n"), spaces and tabs around it
  * removed; into buf (cap bytes, NUL-terminated), its length in *len. Errors name the file: as
  * config_file_read (at most CONFIG_TOKEN_FILE_MAX bytes), an empty first line, a token of cap

@@ -311,7 +311,7 @@ int config_load_buffer(const char *name, const char *data, size_t len, struct co
     return 0;
 }
 
-int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb)
+static int load_path(const char *path, bool pipe_ok, struct config **out, struct sched_errbuf *eb)
 {
     if (!path)
         return sched_fail(eb, SCHED_EINVAL, "config: no file name");
@@ -319,9 +319,20 @@ int config_load_file(const char *path, struct config **out, struct sched_errbuf 
         return sched_fail(eb, SCHED_EINVAL, "%s: no output", path);
     char *buf = NULL;
     size_t len = 0;
-    int rc = config_file_read(path, CONFIG_MAX_BYTES, &buf, &len, eb);
+    int rc = pipe_ok ? config_file_read_pipe(path, CONFIG_MAX_BYTES, &buf, &len, eb)
+                     : config_file_read(path, CONFIG_MAX_BYTES, &buf, &len, eb);
     if (rc == 0)
         rc = config_load_buffer(path, buf, len, out, eb);
     free(buf);
     return rc;
+}
+
+int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb)
+{
+    return load_path(path, false, out, eb);
+}
+
+int config_load_cli(const char *path, struct config **out, struct sched_errbuf *eb)
+{
+    return load_path(path, true, out, eb);
 }

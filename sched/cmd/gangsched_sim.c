@@ -704,7 +704,7 @@ int gangsched_simulate(int argc, char **argv)
         goto out;
     }
     if (a.config_path &&
-        (config_load_file(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
+        (config_load_cli(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }

@@ -15,10 +15,12 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -820,6 +822,20 @@ static void test_file_reader(void **state)
     assert_string_equal(eb.msg, want);
     assert_int_equal(config_token_read(p, tok, sizeof(tok), &len, &eb), SCHED_EIO);
     assert_string_equal(eb.msg, want);
+    /* the one-shot commands' reader takes a FIFO, waiting for its writer */
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        int fd = open(p, O_WRONLY);
+        _exit(fd >= 0 && write(fd, "piped", 5) == 5 ? 0 : 1);
+    }
+    assert_int_equal(config_file_read_pipe(p, 10, &buf, &len, &eb), 0);
+    assert_int_equal(len, 5);
+    assert_string_equal(buf, "piped");
+    free(buf);
+    int ws = 0;
+    assert_int_equal(waitpid(w, &ws, 0), w);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
     alarm(0);
     assert_int_equal(config_token_read("/dev/null", tok, sizeof(tok), &len, &eb), SCHED_EIO);
     assert_string_equal(eb.msg, "cannot read /dev/null: a device, not a regular file");
