@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/bits.h"
 #include "sched/core/log.h"
 #include "sched/core/strmap.h"
 #include "sched/kube/computedomain.h"
@@ -17,6 +18,9 @@ struct kcons {
 struct kclaims {
     struct strmap claims;    /* "ns/name" -> struct kclaim* */
     struct strmap consumers; /* claim key -> struct kcons*, noted at each build */
+    struct strmap counted;   /* claim key -> (void *)1: held by a pod counted on a node, noted
+                                at each build (kclaims_note_counted) */
+    bool counted_lost;       /* a note failed (out of memory): every claim counts on its own */
     struct dra_inv *dra;     /* ResourceSlices */
     struct kcd *cd;          /* ComputeDomains and their IMEX channels */
     int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
@@ -29,6 +33,7 @@ struct kclaims *kclaims_new(void)
         return NULL;
     strmap_init(&c->claims);
     strmap_init(&c->consumers);
+    strmap_init(&c->counted);
     c->class_res = -1;
     if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
         dra_inv_free(c->dra);
@@ -49,6 +54,7 @@ void kclaims_free(struct kclaims *c)
     strmap_fini(&c->claims);
     kclaims_consumers_reset(c);
     strmap_fini(&c->consumers);
+    strmap_fini(&c->counted);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
     free(c);
@@ -135,6 +141,9 @@ void kclaims_consumers_reset(struct kclaims *c)
     }
     strmap_fini(&c->consumers);
     strmap_init(&c->consumers);
+    strmap_fini(&c->counted);
+    strmap_init(&c->counted);
+    c->counted_lost = false;
 }
 
 int kclaims_note_pod(struct kclaims *c, const struct kpod *p)
@@ -408,4 +417,58 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
     }
     *mask = m;
     return n > 0 && n == p->req.v[RES_GPU];
+}
+
+/* ---- devices held by allocated claims ----------------------------------------------------- */
+
+void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
+{
+    for (uint32_t i = 0; i < p->n_claims && !c->counted_lost; i++) {
+        uint32_t users;
+        const struct kpod *const *v = consumers(c, p->claims[i], &users);
+        if (users > 1 && v[0] != p)
+            continue; /* a shared claim's devices are its first consumer's (kclaims_demand) */
+        if (strmap_put(&c->counted, p->claims[i], (void *)1, NULL) != 0)
+            c->counted_lost = true; /* over-counts rather than hands devices out twice */
+    }
+}
+
+/* Claim x (key) is an idle claim a pending pod of ours reuses: the pod takes its devices when
+ * placed (kdrv_claims_reuse_remap), so they are left free for it. */
+static bool reused_by_pending(const struct kclaims *c, const char *key, const struct kclaim *x)
+{
+    uint32_t users;
+    const struct kpod *const *v = consumers(c, key, &users);
+    return users == 1 && v[0]->ours && reused(c, v[0]) == x;
+}
+
+void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,
+                      struct node_state *state)
+{
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->claims, &i, &key, &v);) {
+        const struct kclaim *x = v;
+        if (!x->allocated || x->n_alloc == 0 ||
+            (!c->counted_lost && strmap_get((struct strmap *)&c->counted, key)) ||
+            reused_by_pending(c, key, x))
+            continue;
+        /* the allocation's node; an allocation whose nodeSelector is not ours (one matchFields
+         * metadata.name term): a per-node pool is named after its node */
+        const char *node = x->alloc_node ? x->alloc_node : x->alloc[0].pool;
+        int n = node_ix(ctx, node);
+        if (n < 0)
+            continue;
+        uint32_t mask = 0;
+        for (uint32_t k = 0; k < x->n_alloc; k++) {
+            int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
+            if (g >= 0 && g < 32)
+                mask |= 1u << g;
+        }
+        int64_t add = bits_popc32(mask); /* GPUs, each device once */
+        state[n].gpu_used |= mask;
+        state[n].used.v[RES_GPU] += add;
+        if (c->class_res >= 0) /* DRA nodes hold as many of the class's slot as GPUs */
+            state[n].used.v[c->class_res] += add;
+    }
 }

@@ -3,7 +3,8 @@
  *
  * Owns: the claim map and the inventory, fed by informer events; a pod's GPU demand from its
  * claims and what keeps it waiting; the node filter of claims with CEL selectors or constraints;
- * the GPUs another scheduler's pods hold through their claims. Used by sched/kube/cache.c.
+ * the GPUs another scheduler's pods hold through their claims, and the devices of every allocated
+ * claim no counted pod holds. Used by sched/kube/cache.c.
  *
  * Must not touch: the network, the store, the pods' map (pods are handed in).
  */
@@ -75,5 +76,22 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
 /* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
  * allocated them); false when they do not account for all its GPUs. */
 bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask);
+
+/* Every allocated claim's devices are in use on its node, whoever reserves it (nobody, pods not
+ * seen yet, pods of another scheduler) and while it is being deleted, until its allocation is
+ * gone, as kube-scheduler's DynamicResources plugin counts them (every device named in any
+ * claim's status.allocation is allocated: allocateddevices.go, foreachAllocatedDevice and the
+ * allocatedDevices set fed by the claim informer; the DRA manager's ListAllAllocatedDevices).
+ * Exactly once: each build, after kclaims_note_pod, kclaims_note_counted notes every pod counted
+ * on a node (bound or assumed); the claims it holds (kclaims_demand: all but shared claims of
+ * which it is not the first consumer) count through it. kclaims_held_use then adds each other
+ * allocated claim's devices on the allocation's node (node_ix(ctx, name): its index, or -1)
+ * to state[].gpu_used, and their number to used GPUs (and to the GPU class's quota slot when it
+ * is counted): except an idle claim a pending pod of ours reuses (kclaims_reuse_mask: the pod
+ * takes exactly those devices when placed). */
+typedef int kclaims_node_ix_fn(const void *ctx, const char *node);
+void kclaims_note_counted(struct kclaims *c, const struct kpod *p);
+void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,
+                      struct node_state *state);
 
 #endif

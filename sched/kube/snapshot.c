@@ -260,6 +260,11 @@ static bool use_index(struct kcache *c)
     return true;
 }
 
+static int node_ix(const void *c, const char *name)
+{
+    return kcache_node_index(c, name);
+}
+
 void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
 {
     const struct cluster *cl = c->cluster;
@@ -291,7 +296,8 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
         int n = node ? kcache_node_index(c, node) : -1;
         if (n < 0)
             continue;
-        if (!has_ids && p->n_claims) /* another scheduler's pod: its claims' devices */
+        kclaims_note_counted(c->dra, p); /* its claims count through it, not again below */
+        if (!has_ids && p->n_claims)     /* another scheduler's pod: its claims' devices */
             has_ids = kclaims_mask(c->dra, p, node, &mask);
         res_add(&state[n].used, &p->req);
         if (has_ids)
@@ -299,6 +305,9 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
         else if (p->req.v[RES_GPU] > 0)
             anon[n] += p->req.v[RES_GPU];
     }
+    /* allocated claims no counted pod holds (idle, reserved for pods not seen or gone, being
+     * deleted): their devices, before pods without ids take the lowest free GPUs */
+    kclaims_held_use(c->dra, node_ix, c, state);
     for (uint32_t i = 0; i < cl->n_nodes; i++) /* pods without ids: the lowest free GPUs */
         for (uint32_t g = 0; g < cl->nodes[i].n_gpus && anon[i] > 0; g++)
             if (!(state[i].gpu_used & (1u << g))) {

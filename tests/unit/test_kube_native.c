@@ -306,9 +306,9 @@ static void malformed_objects_name_the_field(void **state)
 /* A DRA-only node (8 devices) with another scheduler's pod whose claim holds gpu-6 and gpu-7:
  * those indices are used, not the lowest free ones; a pending pod of ours with a template claim
  * asks 4 GPUs and waits until its claim exists. */
-static void claims_hold_their_devices(void **state)
+/* A DRA-only node n9 with 8 devices gpu-0..gpu-7 in pool n9. */
+static void dra_node_n9(struct kcache *c)
 {
-    struct fx *f = *state;
     char buf[4000] = "{\"metadata\":{\"name\":\"n9-gpu\"},\"spec\":{\"driver\":"
                      "\"gpu.nvidia.com\",\"nodeName\":\"n9\",\"pool\":{\"name\":\"n9\","
                      "\"generation\":1,\"resourceSliceCount\":1},\"devices\":[";
@@ -317,20 +317,26 @@ static void claims_hold_their_devices(void **state)
                  i ? "," : "", i);
     strcat(buf, "]}}");
     cJSON *o = cJSON_Parse(buf);
-    assert_int_equal(kcache_slice_event(f->c, o, false), 0);
+    assert_int_equal(kcache_slice_event(c, o, false), 0);
     cJSON_Delete(o);
-    ev(f->c, 0, 0,
+    ev(c, 0, 0,
        "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\"},\"status\":{\"allocatable\":{"
        "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
        "\"Ready\",\"status\":\"True\"}]}}");
-    o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"theirs\"},\"spec\":{"
-                    "\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
-                    "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}},\"status\":{"
-                    "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
-                    "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\",\"device\":\"gpu-6\"},"
-                    "{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\","
-                    "\"device\":\"gpu-7\"}]}},\"reservedFor\":[{\"resource\":\"pods\","
-                    "\"name\":\"other\",\"uid\":\"u-other\"}]}}");
+}
+
+static void claims_hold_their_devices(void **state)
+{
+    struct fx *f = *state;
+    dra_node_n9(f->c);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"theirs\"},\"spec\":{"
+                           "\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
+                           "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}},\"status\":{"
+                           "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
+                           "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\",\"device\":\"gpu-6\"},"
+                           "{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\","
+                           "\"device\":\"gpu-7\"}]}},\"reservedFor\":[{\"resource\":\"pods\","
+                           "\"name\":\"other\",\"uid\":\"u-other\"}]}}");
     assert_int_equal(kcache_claim_event(f->c, o, false), 0);
     cJSON_Delete(o);
     ev(f->c, 1, 0,
@@ -355,6 +361,99 @@ static void claims_hold_their_devices(void **state)
     assert_non_null(strstr(kb.waiting[0].message, "template four"));
 }
 
+/* A ResourceClaim "ml/<name>" of GPUs allocated on n9: devices [from, to]; sel: with our
+ * nodeSelector (else only the pool names the node); meta: more metadata members, "" none;
+ * rf: status.reservedFor members, "" none; alloc false: not allocated (deallocated). */
+static void n9_claim(struct kcache *c, const char *name, int from, int to, bool sel,
+                     const char *meta, const char *rf, bool alloc)
+{
+    char res[1000] = "", buf[3000];
+    for (int g = from; g <= to; g++)
+        snprintf(res + strlen(res), sizeof(res) - strlen(res),
+                 "%s{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\","
+                 "\"device\":\"gpu-%d\"}",
+                 g > from ? "," : "", g);
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"c-%s\"%s},"
+             "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
+             "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}},\"status\":{"
+             "\"reservedFor\":[%s]%s%s%s%s}}",
+             name, name, meta, to - from + 1, rf,
+             alloc ? ",\"allocation\":{\"devices\":{\"results\":[" : "", alloc ? res : "",
+             alloc ? "]}" : "",
+             !alloc ? ""
+             : sel  ? ",\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+                      "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n9\"]}]}]}}"
+                    : "}");
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    assert_int_equal(kcache_claim_event(c, o, false), 0);
+    cJSON_Delete(o);
+}
+
+/* n9's GPUs in use at a build: *mask, and the count returned. */
+static int64_t n9_used(struct fx *f, uint32_t *mask)
+{
+    struct kcache_build kb;
+    build(f, &kb);
+    int ix = kcache_node_index(f->c, "n9");
+    assert_true(ix >= 0);
+    *mask = kb.snap.state[ix].gpu_used;
+    return kb.snap.state[ix].used.v[RES_GPU];
+}
+
+/* Every allocated claim's devices are in use on its node, whoever reserves it, exactly once
+ * (kube-scheduler's DynamicResources: every device of any claim's status.allocation):
+ * reserved for nobody and named by no pod (gpu-0, gpu-1), reserved for a pod not seen (gpu-2,
+ * allocated with a nodeSelector that is not ours: the pool names the node), being deleted
+ * (gpu-3), reserved for another scheduler's pod on n9 (gpu-6, gpu-7: counted through the pod,
+ * not twice); free again once deleted or deallocated; an idle claim a pending pod of ours reuses
+ * is left to that pod (it gets exactly those devices when placed). */
+static void allocated_claims_hold_their_devices(void **state)
+{
+    struct fx *f = *state;
+    dra_node_n9(f->c);
+    uint32_t m;
+    assert_int_equal(n9_used(f, &m), 0);
+    n9_claim(f->c, "idle", 0, 1, true, "", "", true);
+    assert_int_equal(n9_used(f, &m), 2);
+    assert_int_equal(m, 0x03);
+    n9_claim(f->c, "ghost", 2, 2, false, "",
+             "{\"resource\":\"pods\",\"name\":\"unseen\",\"uid\":\"u-unseen\"}", true);
+    n9_claim(f->c, "dying", 3, 3, true,
+             ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"finalizers\":[\"x.io/keep\"]", "",
+             true);
+    n9_claim(f->c, "theirs", 6, 7, true, "",
+             "{\"resource\":\"pods\",\"name\":\"other\",\"uid\":\"u-other\"}", true);
+    assert_int_equal(n9_used(f, &m), 6);
+    assert_int_equal(m, 0xcf);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
+       "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
+       "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
+       "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(n9_used(f, &m), 6); /* the pod holds gpu-6 and gpu-7: once */
+    assert_int_equal(m, 0xcf);
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"idle\"}}");
+    assert_int_equal(kcache_claim_event(f->c, o, true), 0);
+    cJSON_Delete(o);
+    n9_claim(f->c, "dying", 3, 3, true,
+             ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"finalizers\":[\"x.io/keep\"]", "",
+             false);
+    assert_int_equal(n9_used(f, &m), 3);
+    assert_int_equal(m, 0xc4);
+    n9_claim(f->c, "left", 4, 5, true, "", "", true);
+    assert_int_equal(n9_used(f, &m), 5);
+    assert_int_equal(m, 0xf4);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+       "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Pending\"}}");
+    assert_int_equal(n9_used(f, &m), 3); /* left to the pod that reuses it */
+    assert_int_equal(m, 0xc4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
         cmocka_unit_test(condition_patches),
         cmocka_unit_test(malformed_objects_name_the_field),
     };
