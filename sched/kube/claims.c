@@ -433,13 +433,18 @@ void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
     }
 }
 
-/* Claim x (key) is an idle claim a pending pod of ours reuses: the pod takes its devices when
- * placed (kdrv_claims_reuse_remap), so they are left free for it. */
-static bool reused_by_pending(const struct kclaims *c, const char *key, const struct kclaim *x)
+/* Claim x (key) is left to the one pending pod of ours that names it (not counted on a node:
+ * neither bound nor assumed), whose demand asks its GPUs: an idle claim it reuses (it takes
+ * exactly those devices when placed, kdrv_claims_reuse_remap), or a claim reserved for it alone
+ * (an earlier attempt's: its bind writes the claim again, and a 422 rolls back and deallocates
+ * it; counted here, the pod could wait for ever on a full cluster). */
+static bool left_to_pending(const struct kclaims *c, const char *key, const struct kclaim *x)
 {
     uint32_t users;
     const struct kpod *const *v = consumers(c, key, &users);
-    return users == 1 && v[0]->ours && reused(c, v[0]) == x;
+    if (users != 1 || !v[0]->ours || v[0]->node)
+        return false;
+    return reused(c, v[0]) == x || (x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid));
 }
 
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,
@@ -451,7 +456,7 @@ void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, cons
         const struct kclaim *x = v;
         if (!x->allocated || x->n_alloc == 0 ||
             (!c->counted_lost && strmap_get((struct strmap *)&c->counted, key)) ||
-            reused_by_pending(c, key, x))
+            left_to_pending(c, key, x))
             continue;
         /* the allocation's node; an allocation whose nodeSelector is not ours (one matchFields
          * metadata.name term): a per-node pool is named after its node */

@@ -87,8 +87,9 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
  * which it is not the first consumer) count through it. kclaims_held_use then adds each other
  * allocated claim's devices on the allocation's node (node_ix(ctx, name): its index, or -1)
  * to state[].gpu_used, and their number to used GPUs (and to the GPU class's quota slot when it
- * is counted): except an idle claim a pending pod of ours reuses (kclaims_reuse_mask: the pod
- * takes exactly those devices when placed). */
+ * is counted): except a claim left to the one pending pod of ours that names it, whose demand
+ * asks its GPUs: an idle claim it reuses (kclaims_reuse_mask: it takes exactly those devices
+ * when placed) or a claim reserved for it alone (an earlier attempt's). */
 typedef int kclaims_node_ix_fn(const void *ctx, const char *node);
 void kclaims_note_counted(struct kclaims *c, const struct kpod *p);
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,

@@ -407,8 +407,9 @@ static int64_t n9_used(struct fx *f, uint32_t *mask)
  * reserved for nobody and named by no pod (gpu-0, gpu-1), reserved for a pod not seen (gpu-2,
  * allocated with a nodeSelector that is not ours: the pool names the node), being deleted
  * (gpu-3), reserved for another scheduler's pod on n9 (gpu-6, gpu-7: counted through the pod,
- * not twice); free again once deleted or deallocated; an idle claim a pending pod of ours reuses
- * is left to that pod (it gets exactly those devices when placed). */
+ * not twice); free again once deleted or deallocated; a claim reserved for a pending pod of ours
+ * alone, and an idle claim a pending pod of ours reuses, are left to that pod (its demand asks
+ * their GPUs). */
 static void allocated_claims_hold_their_devices(void **state)
 {
     struct fx *f = *state;
@@ -440,6 +441,19 @@ static void allocated_claims_hold_their_devices(void **state)
     n9_claim(f->c, "dying", 3, 3, true,
              ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"finalizers\":[\"x.io/keep\"]", "",
              false);
+    assert_int_equal(n9_used(f, &m), 3);
+    assert_int_equal(m, 0xc4);
+    /* reserved for a pod not seen yet: counted; once the pod shows up pending, ours, it is
+     * that pod's (an earlier attempt's claim: its demand asks the GPUs, its bind writes it) */
+    n9_claim(f->c, "stale", 0, 0, true, "",
+             "{\"resource\":\"pods\",\"name\":\"retry\",\"uid\":\"u-retry\"}", true);
+    assert_int_equal(n9_used(f, &m), 4);
+    assert_int_equal(m, 0xc5);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"retry\",\"uid\":\"u-retry\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+       "\"resourceClaimName\":\"stale\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Pending\"}}");
     assert_int_equal(n9_used(f, &m), 3);
     assert_int_equal(m, 0xc4);
     n9_claim(f->c, "left", 4, 5, true, "", "", true);
