@@ -150,6 +150,9 @@ struct kdrv {
     /* the running cycle's time (ms since the epoch; 0: no cycle runs), kdrv_now's answer during
      * it: a step seen in the middle of a cycle would mix the two clocks in its results */
     int64_t cycle_now;
+    /* a wall-clock step moved the engine's promises since the store's job rows were written:
+     * the next record writes them all again (driver_promise.c) */
+    bool promises_stepped;
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */

@@ -393,6 +393,7 @@ static void clock_stepped(struct kdrv *d, int64_t step)
     for (uint32_t i = 0; i < d->cap_gang_seen; i++) /* not restored_submit_ms: the API's */
         d->gang_seen[i].seen_ms = shift_ms(d->gang_seen[i].seen_ms, step);
     kdrv_status_clock_stepped(d, step);
+    d->promises_stepped = true; /* the store's copy of reserve_first_ms, probation_until_ms */
     d->est_gen++; /* the expected ends kept were valid until a time of the old clock */
 }
 
