@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "sched/http/reqparse.h"
@@ -142,6 +143,11 @@ void http_server_test_fail_conns(struct http_server *s, unsigned n)
 unsigned http_server_refused(const struct http_server *s)
 {
     return s ? s->refused : 0;
+}
+
+unsigned long http_server_big_skipped(const struct http_server *s)
+{
+    return s ? s->big_skipped : 0;
 }
 
 unsigned http_server_reads_in_flight(const struct http_server *s)
@@ -551,15 +557,30 @@ static int read_start(struct http_server *s, struct http_work *w)
         return 0;
     }
     int rc = uv_queue_work(s->loop, &w->req, work_run, work_done);
-    s->big_running |= big && rc == 0;
+    w->in_line = big && rc == 0;
+    s->big_running |= w->in_line;
     return rc;
+}
+
+/* Whether the client of a waiting read is gone: its side of the connection closed (EOF) or
+ * broken. Reading stops while a request is answered, so on_read has not seen it: peeked here. A
+ * client that only shut down its writing side looks gone too (as to nginx). */
+static bool client_gone(struct conn *c)
+{
+    uv_os_fd_t fd;
+    if (c->closed || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return true;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 static void read_end(struct http_work *w, int status);
 
 /* The large read being built ended: the next waiting one is queued; while the server stops, or
- * when it cannot be queued, a waiting one ends without being built (503). Called while the
- * ended read still holds its connection (the server cannot be freed meanwhile). */
+ * when it cannot be queued, a waiting one ends without being built (503), and one whose client
+ * is gone ends unbuilt too (its answer would be dropped). Called while the ended read still
+ * holds its connection (the server cannot be freed meanwhile). */
 static void big_next(struct http_server *s)
 {
     s->big_running = false;
@@ -568,16 +589,29 @@ static void big_next(struct http_server *s)
         s->big_head = w->next_big;
         if (!s->big_head)
             s->big_tail = NULL;
-        if (s->stopping || read_start(s, w) != 0)
+        if (!s->stopping && client_gone(w->conn)) {
+            s->big_skipped++;
+            read_end(w, UV_ECONNRESET);
+        } else if (s->stopping || read_start(s, w) != 0) {
             read_end(w, UV_ECANCELED);
+        }
     }
 }
 
 static void work_done(uv_work_t *req, int status)
 {
     struct http_work *w = req->data;
-    if (http__big_read(w))
-        big_next(w->srv);
+    struct http_server *s = w->srv;
+    if (w->in_line) {
+        w->in_line = false;
+        big_next(s);
+    }
+    if (status == 0 && w->again) { /* a whole list found large: into the large reads' line */
+        w->again = false;
+        if (!s->stopping && read_start(s, w) == 0)
+            return;
+        status = UV_ECANCELED;
+    }
     read_end(w, status);
 }
 
@@ -590,12 +624,14 @@ static void read_end(struct http_work *w, int status)
         http_response_release(&w->resp);
         memset(&w->resp, 0, sizeof(w->resp));
         http__resp_error(&w->resp, 503, "%s",
-                         w->srv->stopping ? "the server is stopping" : "cannot queue the request");
-        w->resp.retry_after = w->srv->stopping ? 0 : HTTP_RETRY_AFTER;
+                         w->srv->stopping          ? "the server is stopping"
+                         : status == UV_ECONNRESET ? "the client closed its connection first"
+                                                   : "cannot queue the request");
+        w->resp.retry_after = w->srv->stopping || status == UV_ECONNRESET ? 0 : HTTP_RETRY_AFTER;
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
-    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only;
+    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only || status == UV_ECONNRESET;
     conn_send(c, &w->resp, w->method, close);
     http_work_free(w);
     conn_release(c);
