@@ -271,9 +271,18 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
     http__resp_json(resp, 200, doc);
 }
 
-void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+void http__request_try(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     request_work(s, w, resp);
     if (http__big_read(w) && !w->again && resp->len >= HTTP_TRIM_BYTES)
         trim(); /* the document's tree and the print's buffers, freed: back to the system */
+}
+
+void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+{
+    http__request_try(s, w, resp);
+    if (w->again) { /* inline (tests, fuzz): no line to wait in, built now */
+        w->again = false;
+        http__request_try(s, w, resp);
+    }
 }

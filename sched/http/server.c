@@ -537,7 +537,7 @@ static void send_error(struct conn *c, int status, const char *msg)
 static void work_run(uv_work_t *req)
 {
     struct http_work *w = req->data;
-    http_request_work(w->srv, w, &w->resp);
+    http__request_try(w->srv, w, &w->resp);
 }
 
 static void work_done(uv_work_t *req, int status);

@@ -116,6 +116,9 @@ struct http_work {
 /* Whether a read builds a large answer (reads.c): built one at a time. A whole list (no
  * ?limit) is not, until a first run found it longer than HTTP_BIG_ITEMS (w->big). */
 bool http__big_read(const struct http_work *w);
+/* http_request_work for the server's workers: a whole list found large answers nothing and
+ * sets w->again (server.c queues it in the large reads' line). */
+void http__request_try(struct http_server *s, struct http_work *w, struct http_response *resp);
 
 /* A JSON answer (doc is consumed; 500 when it is NULL); an error answer
  * {"error":{"code","message"}}. */
