@@ -70,6 +70,9 @@
 /* Reads and validates `path`. On error returns SCHED_EINVAL (or SCHED_EIO / SCHED_ENOMEM), with
  * "path:line:column: key: problem" in eb, and *out untouched. */
 int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb);
+/* The same for one-shot commands: `path` may also be a FIFO (process substitution), read
+ * waiting for its writer. run and serve never use it: they read on their event loop. */
+int config_load_cli(const char *path, struct config **out, struct sched_errbuf *eb);
 /* Same on a buffer; `name` replaces the path in messages. */
 int config_load_buffer(const char *name, const char *data, size_t len, struct config **out,
                        struct sched_errbuf *eb);

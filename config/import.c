@@ -76,7 +76,10 @@ struct imp {
     char **strings; /* every string made here, freed at the end */
     size_t n_strings, cap_strings;
     yaml_document_t *docs;
+    const char **doc_file; /* [cap_docs]: the input file of each document */
     size_t n_docs, cap_docs;
+    struct mark *marks; /* the output's scalars, in order (qs) */
+    size_t n_marks, cap_marks;
     const char *file;
     FILE *err;
     bool oom;
@@ -544,15 +547,19 @@ static int read_file(struct imp *m, const char *path)
         if (m->n_docs == m->cap_docs) {
             size_t c = m->cap_docs ? m->cap_docs * 2 : 8;
             yaml_document_t *nd = realloc(m->docs, c * sizeof(*nd));
-            if (!nd) {
+            if (nd)
+                m->docs = nd;
+            const char **nf = nd ? realloc(m->doc_file, c * sizeof(*nf)) : NULL;
+            if (!nf) {
                 rc = 1, m->oom = true;
                 break;
             }
-            m->docs = nd, m->cap_docs = c;
+            m->doc_file = nf, m->cap_docs = c;
         }
         yaml_node_t *root;
         if ((yrc = ydoc_next(&y, &root)) != 0 || !root)
             break;
+        m->doc_file[m->n_docs] = path;
         yaml_document_t *d = &m->docs[m->n_docs++];
         ydoc_take(&y, d);
         rc = object(m, d, root);
@@ -568,9 +575,26 @@ static int read_file(struct imp *m, const char *path)
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
+/* Where each scalar of the output starts (its byte offset) and the string it holds: a string
+ * of an input document points into that document, so an error of the loader in the output
+ * maps back to the input file's line and column (place_of). */
+struct mark {
+    long off, end; /* [off, end): the scalar, quotes included */
+    const char *s;
+};
+
 /* A YAML double-quoted scalar: always valid, whatever the text. */
-static void qs(FILE *f, const char *s)
+static void qs(struct imp *m, FILE *f, const char *s)
 {
+    if (m->n_marks == m->cap_marks) {
+        size_t c = m->cap_marks ? m->cap_marks * 2 : 256;
+        struct mark *nm = realloc(m->marks, c * sizeof(*nm));
+        if (nm)
+            m->marks = nm, m->cap_marks = c;
+    }
+    if (m->n_marks < m->cap_marks)
+        m->marks[m->n_marks++] = (struct mark){ftell(f), -1, s};
+    size_t k = m->n_marks;
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\')
@@ -581,6 +605,8 @@ static void qs(FILE *f, const char *s)
             fputc(*p, f);
     }
     fputc('"', f);
+    if (k > 0 && m->marks[k - 1].s == s)
+        m->marks[k - 1].end = ftell(f);
 }
 
 /* A comment line (text made single-line). */
@@ -592,7 +618,7 @@ static void comment(FILE *f, const char *indent, const char *text)
     fputc('\n', f);
 }
 
-static void write_quota(FILE *f, const struct obj *o, const char *indent)
+static void write_quota(struct imp *m, FILE *f, const struct obj *o, const char *indent)
 {
     if (o->n_q == 0)
         return;
@@ -604,23 +630,23 @@ static void write_quota(FILE *f, const struct obj *o, const char *indent)
         if (!first)
             continue;
         fprintf(f, "%s  ", indent);
-        qs(f, o->q[i].flavor);
+        qs(m, f, o->q[i].flavor);
         fputs(":\n", f);
         for (uint32_t k = i; k < o->n_q; k++) {
             const struct quota_line *l = &o->q[k];
             if (strcmp(l->flavor, o->q[i].flavor) != 0)
                 continue;
             fprintf(f, "%s    ", indent);
-            qs(f, l->resource);
+            qs(m, f, l->resource);
             fputs(": {nominal: ", f);
-            qs(f, l->nominal);
+            qs(m, f, l->nominal);
             if (l->borrow && o->parent) {
                 fputs(", borrowingLimit: ", f);
-                qs(f, l->borrow);
+                qs(m, f, l->borrow);
             }
             if (l->lend && o->parent) {
                 fputs(", lendingLimit: ", f);
-                qs(f, l->lend);
+                qs(m, f, l->lend);
             }
             fputs("}\n", f);
         }
@@ -647,11 +673,11 @@ static void write_queues(struct imp *m, FILE *f)
         for (uint32_t k = 0; k < q->n_note; k++)
             comment(f, "  ", q->note[k]);
         fputs("  - name: ", f);
-        qs(f, q->name);
+        qs(m, f, q->name);
         fputc('\n', f);
         if (q->parent) {
             fputs("    cohort: ", f);
-            qs(f, q->parent);
+            qs(m, f, q->parent);
             fputc('\n', f);
         }
         double w = weight_of(q->weight);
@@ -672,7 +698,7 @@ static void write_queues(struct imp *m, FILE *f)
             fputs(first_lq ? "    localQueues:\n" : "", f);
             first_lq = false;
             fputs("      - ", f);
-            qs(f, fmt(m, "%s/%s", m->lq[k].ns, m->lq[k].name));
+            qs(m, f, fmt(m, "%s/%s", m->lq[k].ns, m->lq[k].name));
             fputc('\n', f);
         }
         if (q->within || q->reclaim) {
@@ -682,7 +708,7 @@ static void write_queues(struct imp *m, FILE *f)
             if (q->reclaim)
                 fprintf(f, "      reclaimWithinCohort: %s\n", q->reclaim);
         }
-        write_quota(f, q, "    ");
+        write_quota(m, f, q, "    ");
     }
 }
 
@@ -717,15 +743,15 @@ static void write_config(struct imp *m, FILE *f, int argc, char **argv, bool vol
                             "matches every node",
                             fl->name));
             fputs("  - name: ", f);
-            qs(f, fl->name);
+            qs(m, f, fl->name);
             fputc('\n', f);
             if (fl->n_labels) {
                 fputs("    nodeLabels:\n", f);
                 for (uint32_t k = 0; k < fl->n_labels; k++) {
                     fputs("      ", f);
-                    qs(f, fl->labels[2 * k]);
+                    qs(m, f, fl->labels[2 * k]);
                     fputs(": ", f);
-                    qs(f, fl->labels[2 * k + 1]);
+                    qs(m, f, fl->labels[2 * k + 1]);
                     fputc('\n', f);
                 }
             }
@@ -758,17 +784,17 @@ static void write_config(struct imp *m, FILE *f, int argc, char **argv, bool vol
                                 "object among the inputs",
                                 c->name));
                 fputs("  - name: ", f);
-                qs(f, c->name);
+                qs(m, f, c->name);
                 fputc('\n', f);
                 if (par && !last_round) {
                     fputs("    parent: ", f);
-                    qs(f, c->parent);
+                    qs(m, f, c->parent);
                     fputc('\n', f);
                 } else if (c->parent) {
                     comment(f, "    ",
                             fmt(m, "parent %s left out: the cohorts form a cycle", c->parent));
                 }
-                write_quota(f, c, "    ");
+                write_quota(m, f, c, "    ");
             }
         free(done);
     }
@@ -807,6 +833,43 @@ static void volcano_tree(struct imp *m)
     }
 }
 
+/* An error of the loader in the output ("<imported>:LINE:COLUMN: what") at the input file's
+ * place of the scalar it points into, when that scalar came from an input document:
+ * "FILE:LINE:COLUMN: what (<imported>:LINE:COLUMN)". false: no such place (the message stays). */
+static bool place_of(const struct imp *m, const char *buf, size_t len, const char *msg, FILE *err)
+{
+    static const char pre[] = "<imported>:";
+    unsigned long line = 0, col = 0;
+    int used = 0;
+    if (strncmp(msg, pre, sizeof(pre) - 1) != 0 ||
+        sscanf(msg + sizeof(pre) - 1, "%lu:%lu: %n", &line, &col, &used) != 2 || used == 0)
+        return false;
+    size_t at = 0; /* the byte of LINE:COLUMN (libyaml counts characters) */
+    for (unsigned long l = 1; l < line && at < len; at++)
+        l += buf[at] == '\n';
+    for (unsigned long c = 1; c < col && at < len && buf[at] != '\n'; c++)
+        for (at++; at < len && ((unsigned char)buf[at] & 0xc0) == 0x80; at++) {
+        }
+    for (size_t i = 0; i < m->n_marks; i++) {
+        const struct mark *k = &m->marks[i];
+        if ((long)at < k->off || (long)at >= k->end)
+            continue;
+        for (size_t d = 0; d < m->n_docs; d++)
+            for (yaml_node_t *n = m->docs[d].nodes.start; n < m->docs[d].nodes.top; n++)
+                if (n->type == YAML_SCALAR_NODE && (const char *)n->data.scalar.value == k->s) {
+                    fprintf(err,
+                            "gangsched config import-kueue: %s:%lu:%lu: the result does not "
+                            "load: %s (%.*s)\n",
+                            m->doc_file[d], (unsigned long)n->start_mark.line + 1,
+                            (unsigned long)n->start_mark.column + 1, msg + sizeof(pre) - 1 + used,
+                            (int)(sizeof(pre) - 1 + (size_t)used - 2), msg);
+                    return true;
+                }
+        return false;
+    }
+    return false;
+}
+
 int config_import_main(int argc, char **argv, FILE *out, FILE *err)
 {
     struct imp *m = calloc(1, sizeof(*m));
@@ -841,7 +904,8 @@ int config_import_main(int argc, char **argv, FILE *out, FILE *err)
     struct config *cfg = NULL;
     struct sched_errbuf eb = {{0}};
     if (rc == 0 && config_load_buffer("<imported>", buf, len, &cfg, &eb) != 0) {
-        fprintf(err, "gangsched config import-kueue: the result does not load: %s\n", eb.msg);
+        if (!place_of(m, buf, len, eb.msg, err))
+            fprintf(err, "gangsched config import-kueue: the result does not load: %s\n", eb.msg);
         rc = 1;
     }
     config_free(cfg);
@@ -853,6 +917,8 @@ int config_import_main(int argc, char **argv, FILE *out, FILE *err)
     for (size_t i = 0; i < m->n_docs; i++)
         yaml_document_delete(&m->docs[i]);
     free(m->docs);
+    free(m->doc_file);
+    free(m->marks);
     for (size_t i = 0; i < m->n_strings; i++)
         free(m->strings[i]);
     free(m->strings);

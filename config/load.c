@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/file.h"
 #include "sched/core/hash.h"
 
 /* ---- pre-scan: syntax, aliases, one document --------------------------------------------------
@@ -310,37 +311,28 @@ int config_load_buffer(const char *name, const char *data, size_t len, struct co
     return 0;
 }
 
-int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb)
+static int load_path(const char *path, bool pipe_ok, struct config **out, struct sched_errbuf *eb)
 {
     if (!path)
         return sched_fail(eb, SCHED_EINVAL, "config: no file name");
     if (!out)
         return sched_fail(eb, SCHED_EINVAL, "%s: no output", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(errno));
-    size_t cap = CONFIG_MAX_BYTES + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
-    }
+    char *buf = NULL;
     size_t len = 0;
-    while (len < cap) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        if (got == 0)
-            break;
-        len += got;
-    }
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    int rc;
-    if (err)
-        rc = sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(err));
-    else if (len > CONFIG_MAX_BYTES)
-        rc = sched_fail(eb, SCHED_EINVAL, "%s: larger than 4 MiB", path);
-    else
+    int rc = pipe_ok ? config_file_read_pipe(path, CONFIG_MAX_BYTES, &buf, &len, eb)
+                     : config_file_read(path, CONFIG_MAX_BYTES, &buf, &len, eb);
+    if (rc == 0)
         rc = config_load_buffer(path, buf, len, out, eb);
     free(buf);
     return rc;
+}
+
+int config_load_file(const char *path, struct config **out, struct sched_errbuf *eb)
+{
+    return load_path(path, false, out, eb);
+}
+
+int config_load_cli(const char *path, struct config **out, struct sched_errbuf *eb)
+{
+    return load_path(path, true, out, eb);
 }

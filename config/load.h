@@ -19,13 +19,14 @@
 #include <yaml.h>
 
 #include "config/config.h"
+#include "config/file.h"
 #include "config/internal.h"
 #include "config/yaml_doc.h"
 
 #define CONFIG_API_VERSION "gangsched.io/v1alpha1"
 #define CONFIG_KIND        "SchedulerConfig"
 
-#define CONFIG_MAX_BYTES          ((size_t)4 << 20) /* file size limit */
+#define CONFIG_MAX_BYTES          CONFIG_FILE_MAX /* file size limit (config/file.h) */
 #define CONFIG_MAX_FLAVORS        256
 #define CONFIG_MAX_QUOTA_CELLS    ((size_t)1 << 22) /* flavors x RES_MAX x nodes with a quota */
 #define CONFIG_MAX_WEIGHT         1e6

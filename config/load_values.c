@@ -16,6 +16,7 @@
 #include "config/load.h"
 #include "sched/core/duration.h"
 #include "sched/core/quantity.h"
+#include "sched/k8s/names.h"
 
 __attribute__((format(printf, 2, 3))) void cl_sb_printf(struct sbuf *b, const char *fmt, ...)
 {
@@ -520,8 +521,17 @@ int cl_get_names(struct ctx *x, const yaml_node_t *v, bool qualified, const char
         const char *slash = rc ? NULL : strchr(arr[i], '/');
         if (!rc && qualified && (!slash || slash == arr[i] || !slash[1] || strchr(slash + 1, '/')))
             rc = cl_fail(x, &it->start_mark, "\"%s\" is not NAMESPACE/NAME", arr[i]);
-        else if (!rc && !qualified && slash)
-            rc = cl_fail(x, &it->start_mark, "\"%s\" is not a namespace name", arr[i]);
+        else if (!rc && qualified && !k8s_dns_label(arr[i], (size_t)(slash - arr[i])))
+            rc = cl_fail(x, &it->start_mark, "\"%s\": \"%.*s\" is not a namespace name (%s)",
+                         arr[i], (int)(slash - arr[i]), arr[i], K8S_LABEL_RULE);
+        else if (!rc && qualified && !k8s_dns_subdomain(slash + 1, strlen(slash + 1)))
+            rc = cl_fail(x, &it->start_mark,
+                         "\"%s\": \"%s\" is not a LocalQueue name (a DNS-1123 subdomain: labels "
+                         "of %s, joined by '.', at most 253)",
+                         arr[i], slash + 1, K8S_LABEL_RULE);
+        else if (!rc && !qualified && !k8s_dns_label(arr[i], strlen(arr[i])))
+            rc = cl_fail(x, &it->start_mark, "\"%s\" is not a namespace name (%s)", arr[i],
+                         K8S_LABEL_RULE);
     }
     *out = arr;
     *n = (uint32_t)k;

@@ -16,13 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config/file.h"
 #include "sched/core/hash.h"
 #include "sched/core/log.h"
 
 #define MOD "config"
-
-/* The loader rejects files above 4 MiB; reading one byte more lets it say so. */
-#define READ_MAX (((size_t)4 << 20) + 1)
 
 /* Kubernetes ConfigMap volumes swap this symlink atomically on every update. */
 #define CONFIGMAP_DATA "..data"
@@ -65,44 +63,6 @@ struct config_watch {
 static unsigned long long ver(const struct config *c)
 {
     return (unsigned long long)c->version;
-}
-
-static int read_file(const char *path, char **out, size_t *out_len, struct sched_errbuf *eb)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
-    while (len < READ_MAX) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 64 * 1024;
-            if (ncap > READ_MAX)
-                ncap = READ_MAX;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                rc = sched_fail(eb, SCHED_ENOMEM, "%s: out of memory", path);
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (!rc && ferror(f))
-        rc = sched_fail(eb, SCHED_EIO, "cannot read %s: %s", path, strerror(errno));
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *out_len = len;
-    return 0;
 }
 
 /* Frees retired configurations nobody pins any more. */
@@ -217,7 +177,7 @@ static int do_reload(struct config_watch *w, const char *why)
     eb.msg[0] = '\0';
     char *buf = NULL;
     size_t len = 0;
-    int rc = read_file(w->path, &buf, &len, &eb);
+    int rc = config_file_read(w->path, CONFIG_FILE_MAX, &buf, &len, &eb);
     if (rc)
         return reject(w, rc, sched_hash(SCHED_HASH_INIT, eb.msg, strlen(eb.msg)), why, eb.msg);
     uint64_t h = sched_hash(SCHED_HASH_INIT, buf, len); /* as config->version */

@@ -6,6 +6,7 @@
  * Owns: config_print_totals. Must not touch: loading or validating (config.c).
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,24 @@ static void fmt_amount(int64_t v, int r, char *buf, size_t cap)
 {
     bool binary = r == RES_MEMORY || strstr(res_name(r), "storage") != NULL;
     qty_format(v, res_scale(r), binary, buf, cap);
+}
+
+/* a + b for non-negative amounts, saturating at INT64_MAX: a sum there is printed as "more
+ * than" it (each value is at most 2^62, docs/config.md, so two of them can pass int64). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+static void fmt_sum(int64_t v, int r, char *buf, size_t cap)
+{
+    if (v < INT64_MAX) {
+        fmt_amount(v, r, buf, cap);
+        return;
+    }
+    char m[48];
+    fmt_amount(v, r, m, sizeof(m));
+    snprintf(buf, cap, "more than %s", m);
 }
 
 /* Whether cohort `co` is `top` or under it. */
@@ -39,7 +58,7 @@ static void add_set(const struct config *c, const struct config_quota_set *qs, i
             if (!q)
                 continue;
             size_t k = (size_t)f * RES_MAX + (size_t)r;
-            sum[k] += q->nominal;
+            sum[k] = add_sat(sum[k], q->nominal);
             has[k] = true;
         }
 }
@@ -52,8 +71,8 @@ static void print_sum(const struct config *c, const int64_t *sum, const bool *ha
             size_t k = (size_t)f * RES_MAX + (size_t)r;
             if (!has[k])
                 continue;
-            char a[64];
-            fmt_amount(sum[k], r, a, sizeof(a));
+            char a[80];
+            fmt_sum(sum[k], r, a, sizeof(a));
             fprintf(out, "%s%s@%s %s", first ? " " : ", ", res_name(r), c->flavors[f].name, a);
             first = false;
         }
@@ -116,15 +135,16 @@ int config_print_totals(const struct config *c, const struct cluster *cl, const 
             if (node_of(&cl->nodes[i], &c->flavors[f])) {
                 nodes++;
                 for (int r = 0; r < res_count(); r++)
-                    cap[r] += r == RES_GPU ? cl->nodes[i].n_gpus : cl->nodes[i].alloc.v[r];
+                    cap[r] = add_sat(cap[r],
+                                     r == RES_GPU ? cl->nodes[i].n_gpus : cl->nodes[i].alloc.v[r]);
             }
         for (int r = 0; r < res_count(); r++) {
             size_t k = (size_t)f * RES_MAX + (size_t)r;
             if (!has[k] || sum[k] <= cap[r])
                 continue;
-            char a[64], b[64];
-            fmt_amount(sum[k], r, a, sizeof(a));
-            fmt_amount(cap[r], r, b, sizeof(b));
+            char a[80], b[80];
+            fmt_sum(sum[k], r, a, sizeof(a));
+            fmt_sum(cap[r], r, b, sizeof(b));
             fprintf(out,
                     "warning: nominal %s quotas on flavor %s add up to %s, above the %s of its "
                     "%u node%s in %s: the queues cannot all have their nominal quota at once\n",

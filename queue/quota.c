@@ -13,12 +13,18 @@ static const struct config_quota_set *qset(const struct config *cfg, uint32_t n)
     return n < cfg->n_cohorts ? &cfg->cohorts[n].q : &cfg->queues[n - cfg->n_cohorts].q;
 }
 
+/* a + b, saturating at QUOTA_INF - 1 above and INT64_MIN + 1 below (QUOTA_INF itself stays):
+ * every sum of the tree goes through here, so that quotas near the 2^62 limit of one value
+ * (docs/config.md) add up to "more than anyone can ask" instead of wrapping negative. Exact
+ * whenever the true sum fits, so configs that never come near the limit decide the same. */
 static int64_t sat_add(int64_t a, int64_t b)
 {
     if (a == QUOTA_INF || b == QUOTA_INF)
         return QUOTA_INF;
-    if (b > 0 && a > INT64_MAX - b)
+    if (b > 0 && a > INT64_MAX - 1 - b)
         return INT64_MAX - 1;
+    if (b < 0 && a < INT64_MIN + 1 - b)
+        return INT64_MIN + 1;
     return a + b;
 }
 
@@ -227,8 +233,9 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                     t->lend_limit[i] == QUOTA_INF ? 0 : max0(t->subtree[i] - t->lend_limit[i]);
                 if (t->parent[n] >= 0) {
                     size_t p = at(t, (uint32_t)t->parent[n], f, k);
-                    t->subtree[p] += t->subtree[i] - t->local[i];
-                    t->usage[p] += max0(t->usage[i] - t->local[i]);
+                    /* local <= subtree (lendingLimit >= 0): the difference cannot wrap */
+                    t->subtree[p] = sat_add(t->subtree[p], t->subtree[i] - t->local[i]);
+                    t->usage[p] = sat_add(t->usage[p], max0(sat_add(t->usage[i], -t->local[i])));
                 }
             }
         }
@@ -239,11 +246,12 @@ int64_t quota_available(const struct quota_tree *t, uint32_t n, uint32_t f, uint
 {
     size_t i = at(t, n, f, k);
     if (t->parent[n] < 0)
-        return t->subtree[i] - t->usage[i];
+        return sat_add(t->subtree[i], -t->usage[i]);
     int64_t up = quota_available(t, (uint32_t)t->parent[n], f, k);
     if (t->borrow_limit[i] != QUOTA_INF) {
         int64_t cap =
-            t->subtree[i] - t->local[i] - max0(t->usage[i] - t->local[i]) + t->borrow_limit[i];
+            sat_add(t->subtree[i] - t->local[i] - max0(sat_add(t->usage[i], -t->local[i])),
+                    t->borrow_limit[i]);
         if (cap < up)
             up = cap;
     }
@@ -281,7 +289,7 @@ enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
             this_fit = QUOTA_NEVER;
         else if (want > (avail = quota_available(t, n, f, k)))
             this_fit = QUOTA_WAIT;
-        else if (t->usage[i] + want > t->nominal[i])
+        else if (sat_add(t->usage[i], want) > t->nominal[i])
             this_fit = QUOTA_BORROWS;
         if (this_fit > fit) {
             fit = this_fit;
@@ -309,9 +317,9 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
         uint32_t n = quota_queue_node(t, q);
         while (delta != 0) {
             size_t i = at(t, n, f, k);
-            int64_t before = max0(t->usage[i] - t->local[i]);
-            t->usage[i] += delta;
-            int64_t after = max0(t->usage[i] - t->local[i]);
+            int64_t before = max0(sat_add(t->usage[i], -t->local[i]));
+            t->usage[i] = sat_add(t->usage[i], delta);
+            int64_t after = max0(sat_add(t->usage[i], -t->local[i]));
             if (t->parent[n] < 0)
                 break;
             delta = after - before; /* what the parent sees changes only past the private part */
@@ -335,12 +343,12 @@ double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const str
     for (uint32_t k = 0; k < t->n_tracked; k++) {
         int64_t used = 0, nominal = 0, pool = 0;
         for (uint32_t g = 0; g < t->n_flavors; g++) {
-            used += t->usage[at(t, n, g, k)];
-            nominal += t->nominal[at(t, n, g, k)];
-            pool += t->subtree[at(t, root, g, k)];
+            used = sat_add(used, t->usage[at(t, n, g, k)]);
+            nominal = sat_add(nominal, t->nominal[at(t, n, g, k)]);
+            pool = sat_add(pool, t->subtree[at(t, root, g, k)]);
         }
         if (extra)
-            used += project(t, extra->v, k);
+            used = sat_add(used, project(t, extra->v, k));
         (void)f;
         int64_t denom = nominal > 0 ? nominal : pool;
         if (denom <= 0)

@@ -494,7 +494,10 @@ static int query_text(struct store *st, const char *sql, char *buf, size_t n,
     return err;
 }
 
-/* PRAGMA quick_check: page structure, record formats, NOT NULL and CHECK constraints. */
+/* PRAGMA quick_check: page structure, record formats, NOT NULL constraints, and CHECK
+ * constraints on a read-write connection only: SQLite (3.40) skips them on a read-only one, so
+ * a read-only open (gangctl --db) does not see a broken CHECK; `store check` verifies them with
+ * queries of its own (check.c, check_constraints). */
 static int quick_check(struct store *st, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = NULL;
@@ -694,7 +697,8 @@ static char *immutable_uri(const char *path)
 }
 
 /* A reader that may not create PATH-shm (it cannot write the directory) cannot read a WAL
- * database the usual way: SQLite answers SQLITE_READONLY to the first read. Without PATH-wal
+ * database the usual way: SQLite answers SQLITE_READONLY to the first read, or SQLITE_CANTOPEN
+ * on a read-only filesystem (EROFS: a read-only mount, a snapshot). Without PATH-wal
  * the main file holds every commit and no writer has the database open (an open writer keeps
  * PATH-wal), so it is read as immutable. With PATH-wal present, its commits would be missed:
  * refuse instead. */
@@ -705,7 +709,7 @@ static int open_reader(struct store *st, struct sched_errbuf *eb)
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     sqlite3_finalize(s);
-    if ((rc & 0xff) != SQLITE_READONLY)
+    if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN)
         return 0; /* readable, or an error inspect() reports */
     size_t n = strlen(st->path) + 5;
     char *wal = malloc(n);
@@ -719,7 +723,7 @@ static int open_reader(struct store *st, struct sched_errbuf *eb)
         return sched_fail(eb, SCHED_EIO,
                           "database is read-only: %s: its write-ahead log %s-wal needs a "
                           "shared-memory file this process cannot create (read it as the "
-                          "scheduler's user)",
+                          "scheduler's user, or where the filesystem is writable)",
                           st->path, st->path);
     char *uri = immutable_uri(st->path);
     if (!uri)

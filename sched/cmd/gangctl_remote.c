@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "config/file.h"
 #include "sched/cmd/gangctl.h"
 
 /* ---- the scheduler's HTTP API (--server) ------------------------------------------------------
@@ -41,7 +42,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
     return n;
 }
 
-/* "ns/name" -> "ns/name" with every other byte of each segment percent-escaped. */
+/* "ns/name" -> "ns/name" with every other byte of each segment percent-escaped. A segment "."
+ * or ".." is sent as %2E or %2E%2E (and remote_call sets CURLOPT_PATH_AS_IS): else curl folds
+ * it ("queue hold ../../x" was POST /x/hold), and the request goes to another route. A name
+ * that is empty or has an empty segment is a usage error (exit 2). */
 static char *escape_path(CURL *c, const char *s)
 {
     char *out = xstrdup("");
@@ -49,11 +53,20 @@ static char *escape_path(CURL *c, const char *s)
     for (;;) {
         const char *slash = strchr(seg, '/');
         size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
-        char *e = curl_easy_escape(c, seg, (int)len);
+        if (len == 0) {
+            fprintf(stderr, "%s: '%s' is not a name: %s\n", prog, s,
+                    *s ? "an empty part before or after a '/'" : "it is empty");
+            exit(EXIT_USAGE);
+        }
+        bool dots = (len == 1 || len == 2) && strncmp(seg, "..", len) == 0;
+        char *e = dots ? xstrdup(len == 1 ? "%2E" : "%2E%2E") : curl_easy_escape(c, seg, (int)len);
         if (!e)
             die_oom();
         char *x = xasprintf("%s%s%s", out, seg == s ? "" : "/", e);
-        curl_free(e);
+        if (dots)
+            free(e);
+        else
+            curl_free(e);
         free(out);
         out = x;
         if (!slash)
@@ -85,6 +98,7 @@ static int remote_call(const struct remote *r, const char *method, const char *p
         h = curl_slist_append(h, "Content-Type: application/json");
     h = curl_slist_append(h, "Accept: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* never fold "/../" (escape_path) */
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -144,8 +158,10 @@ static int remote_get(const struct remote *r, const char *path, cJSON **doc)
     return remote_call(r, "GET", path, NULL, doc);
 }
 
-/* The token: --token-file FILE (its first line), else $GANGSCHED_TOKEN. Returns 0 or an exit
- * code. */
+/* The token: --token-file FILE (its first line, blanks around it ignored: config_token_read,
+ * the server's reader too), else $GANGSCHED_TOKEN. A token file that cannot be read, is not a
+ * regular file or holds no token is an error (exit 2), never a request without a token.
+ * Returns 0 or an exit code. */
 int load_token(const char *file, char **out)
 {
     *out = NULL;
@@ -155,24 +171,14 @@ int load_token(const char *file, char **out)
             *out = xstrdup(env);
         return 0;
     }
-    FILE *f = fopen(file, "r");
-    if (!f) {
-        fprintf(stderr, "%s: cannot read the token file %s: %s\n", prog, file, strerror(errno));
+    static char buf[CONFIG_TOKEN_MAX + 1];
+    size_t len = 0;
+    struct sched_errbuf eb = {{0}};
+    if (config_token_read(file, buf, sizeof(buf), &len, &eb) != 0) {
+        fprintf(stderr, "%s: --token-file: %s\n", prog, eb.msg);
         return EXIT_USAGE;
     }
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    buf[strcspn(buf, "\r\n")] = 0;
-    char *s = buf;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-        s[--len] = 0;
-    if (len > 0)
-        *out = xstrdup(s);
+    *out = xstrdup(buf);
     return 0;
 }
 

@@ -223,6 +223,36 @@ void tbl_init(struct table *t, int ncol, const char *const *hdr, unsigned right)
     t->right = right;
 }
 
+/* Never let database text move the cursor or change the terminal: C0 controls and DEL, C1
+ * controls (U+0080..U+009F, UTF-8 C2 80..C2 9F: U+009B is CSI), and bytes that are not UTF-8
+ * (a raw 0x9B is CSI to an 8-bit terminal) each become one '?'. In place. */
+static void printable(char *s)
+{
+    unsigned char *in = (unsigned char *)s, *out = in;
+    while (*in) {
+        unsigned char b = *in;
+        size_t len = b < 0x80             ? 1
+                     : (b & 0xe0) == 0xc0 ? 2
+                     : (b & 0xf0) == 0xe0 ? 3
+                     : (b & 0xf8) == 0xf0 ? 4
+                                          : 0;
+        size_t k = 1;
+        while (k < len && (in[k] & 0xc0) == 0x80)
+            k++;
+        bool ok = len > 0 && k == len && !(b < 0x20 || b == 0x7f) &&
+                  !(b == 0xc2 && in[1] <= 0x9f) && !(len == 2 && b < 0xc2);
+        if (ok) {
+            memmove(out, in, len);
+            out += len;
+            in += len;
+        } else {
+            *out++ = '?';
+            in += len > 0 && k == len ? len : 1;
+        }
+    }
+    *out = 0;
+}
+
 void tbl_cell(struct table *t, enum color c, const char *fmt, ...)
 {
     size_t cap = t->cap;
@@ -232,10 +262,7 @@ void tbl_cell(struct table *t, enum color c, const char *fmt, ...)
     va_start(ap, fmt);
     char *s = xvasprintf(fmt, ap);
     va_end(ap);
-    /* never let database text move the cursor or change the terminal */
-    for (char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    printable(s);
     t->cell[t->n] = s;
     t->color[t->n] = (unsigned char)c;
     t->n++;

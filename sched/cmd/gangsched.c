@@ -186,7 +186,7 @@ static int cmd_config(int argc, char **argv)
     const char *path = a.pos[1], *nodes = a.nodes, *spec = a.spec;
     struct sched_errbuf eb = {{0}};
     struct config *cfg = NULL;
-    if (config_load_file(path, &cfg, &eb) != 0) {
+    if (config_load_cli(path, &cfg, &eb) != 0) {
         fprintf(stderr, "%s\n", eb.msg);
         return 1;
     }

@@ -21,6 +21,7 @@
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
 #include "sched/sim/openb.h"
+#include "sched/sim/outfile.h"
 #include "sched/sim/report.h"
 #include "sched/sim/sim.h"
 #include "sched/sim/trace.h"
@@ -606,70 +607,24 @@ static int open_db(const struct sim_args *a, int argc, char **argv, struct store
     return 0;
 }
 
-/* An output file written whole or not at all: FILE.tmp-PID in the same directory, renamed to
- * FILE once closed without error; removed otherwise. A path that exists and is not a regular
- * file (a device such as /dev/stdout, a FIFO, a symbolic link) is written in place: renaming
- * over it would replace the device or the link itself. */
-struct outfile {
-    const char *path;
-    char tmp[4096];
-    FILE *f;
-    bool in_place;
-};
-
-static int outfile_open(struct outfile *o, const char *path)
+/* --events and --jobs-out are written whole or not at all (sched/sim/outfile.h; --report too):
+ * these print the message. 0, or -1. */
+static int outfile_open(struct sim_outfile *o, const char *path)
 {
-    o->path = path;
-    o->f = NULL;
-    struct stat st;
-    o->in_place = lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
-    if (o->in_place) {
-        if (!(o->f = fopen(path, "w"))) {
-            fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
-            return -1;
-        }
+    struct sched_errbuf eb = {{0}};
+    if (sim_outfile_open(o, path, &eb) == 0)
         return 0;
-    }
-    if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", path, (long)getpid()) >=
-        (int)sizeof(o->tmp)) {
-        fprintf(stderr, "gangsched simulate: %s: path too long\n", path);
-        return -1;
-    }
-    if (!(o->f = fopen(o->tmp, "w"))) {
-        fprintf(stderr, "gangsched simulate: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
+    return -1;
 }
 
-/* ok: rename into place when every write succeeded; else (or on !ok) remove. Returns 0 when
- * the file is in place, -1 with a message otherwise (nothing said when !ok). */
-static int outfile_close(struct outfile *o, bool ok)
+static int outfile_close(struct sim_outfile *o, bool ok)
 {
-    if (!o->f)
-        return ok ? 0 : -1;
-    bool good =
-        ok && fflush(o->f) == 0 && !ferror(o->f) && (o->in_place || fsync(fileno(o->f)) == 0);
-    int saved = errno;
-    good = fclose(o->f) == 0 && good;
-    if (o->in_place) {
-        o->f = NULL;
-        if (!good && ok)
-            fprintf(stderr, "gangsched simulate: writing %s: %s\n", o->path,
-                    strerror(saved ? saved : EIO));
-        return good ? 0 : -1;
-    }
-    if (good && rename(o->tmp, o->path) != 0) {
-        saved = errno;
-        good = false;
-    }
-    o->f = NULL;
-    if (good)
+    struct sched_errbuf eb = {{0}};
+    if (sim_outfile_close(o, ok, &eb) == 0)
         return 0;
-    remove(o->tmp);
     if (ok)
-        fprintf(stderr, "gangsched simulate: writing %s: %s (nothing written)\n", o->path,
-                strerror(saved ? saved : EIO));
+        fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
     return -1;
 }
 
@@ -728,6 +683,7 @@ int gangsched_simulate(int argc, char **argv)
     int rc = parse_simulate(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    sim_outfile_guard(); /* SIGINT, SIGTERM: no FILE.tmp-PID left; ulimit -f: an error */
     struct sched_errbuf eb = {{0}};
     int exit_code = 1;
     struct cluster *c = cluster_new();
@@ -736,7 +692,7 @@ int gangsched_simulate(int argc, char **argv)
     struct sim_input in = {0};
     struct config *cfg = NULL;
     struct store *db = NULL;
-    struct outfile jobs_out = {0}, events = {0};
+    struct sim_outfile jobs_out = {0}, events = {0};
     struct sim_outage *outages = NULL;
     struct sim_stats stats[MAX_POLICIES];
     int n_done = 0;
@@ -748,7 +704,7 @@ int gangsched_simulate(int argc, char **argv)
         goto out;
     }
     if (a.config_path &&
-        (config_load_file(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
+        (config_load_cli(a.config_path, &cfg, &eb) != 0 || config_apply_device(cfg, &eb) != 0)) {
         fprintf(stderr, "gangsched simulate: %s\n", eb.msg);
         goto out;
     }
@@ -793,6 +749,7 @@ int gangsched_simulate(int argc, char **argv)
         goto out;
     opt.events = events.f;
     opt.jobs_out = jobs_out.f;
+    opt.jobs_out_name = a.jobs_out;
     for (int p = 0; p < a.n_policies; p++) {
         if ((a.policies[p]->private_slices
                  ? sim_run_private(&in, a.policies[p], &opt, &stats[p], &eb)

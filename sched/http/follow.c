@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "config/file.h"
 #include "sched/core/log.h"
 #include "store/store.h"
 
@@ -107,17 +108,20 @@ static void fetch(uv_work_t *w)
         goto done;
     }
     struct curl_slist *h = NULL;
-    char auth[1100] = "";
-    if (f->token_file) {
-        FILE *t = fopen(f->token_file, "r");
-        char tok[1024] = "";
-        if (t) {
-            if (fgets(tok, sizeof(tok), t))
-                tok[strcspn(tok, "\r\n")] = 0;
-            fclose(t);
+    if (f->token_file) { /* config_token_read: the server's and gangctl's reader of token files */
+        char *tok = malloc(CONFIG_TOKEN_MAX + 1);
+        size_t n = 0;
+        f->rc = tok ? config_token_read(f->token_file, tok, CONFIG_TOKEN_MAX + 1, &n, &eb)
+                    : sched_fail(&eb, SCHED_ENOMEM, "out of memory");
+        char *auth = f->rc == 0 ? cat("Authorization: Bearer ", tok) : NULL;
+        free(tok);
+        if (f->rc == 0 && (!auth || !(h = curl_slist_append(h, auth))))
+            f->rc = sched_fail(&eb, SCHED_ENOMEM, "out of memory");
+        free(auth);
+        if (f->rc != 0) {
+            curl_easy_cleanup(c);
+            goto done;
         }
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
-        h = curl_slist_append(h, auth);
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);

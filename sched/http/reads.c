@@ -124,6 +124,41 @@ static int read_doc(struct store *st, struct http_work *w, cJSON **doc, struct s
     return err;
 }
 
+/* Answers never name the server's files (docs/api.md): in a store message the database's path
+ * goes ("database PATH does not exist" -> "database does not exist"; elsewhere "the database
+ * file", PATH-wal "the database's -wal file"). In place, within cap bytes. */
+static void hide_path(char *msg, size_t cap, const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    char *at = n ? strstr(msg, path) : NULL;
+    for (int guard = 0; at && guard < 8; guard++) {
+        char out[SCHED_ERRBUF];
+        size_t head = (size_t)(at - msg);
+        const char *tail = at + n;
+        const char *with = "the database file";
+        if (head >= 9 && strncmp(at - 9, "database ", 9) == 0) {
+            head--; /* "database PATH" -> "database" */
+            with = "";
+        } else if (strncmp(tail, "-wal", 4) == 0 || strncmp(tail, "-shm", 4) == 0) {
+            with = tail[1] == 'w' ? "the database's -wal file" : "the database's -shm file";
+            tail += 4;
+        }
+        snprintf(out, sizeof(out), "%.*s%s%s", (int)head, msg, with, tail);
+        snprintf(msg, cap, "%s", out);
+        at = strstr(msg, path);
+    }
+}
+
+/* An error answer from a store message (its path hidden), after prefix. */
+static void db_error(const struct http_server *s, struct http_response *resp, int status,
+                     const char *prefix, struct sched_errbuf *eb, int err)
+{
+    if (!eb->msg[0])
+        snprintf(eb->msg, sizeof(eb->msg), "%s", sched_strerror(err));
+    hide_path(eb->msg, sizeof(eb->msg), s->prov.store_path);
+    http__resp_error(resp, status, "%s%s", prefix, eb->msg);
+}
+
 /* A large read: a list page of more than HTTP_BIG_ITEMS items (or a whole list found longer),
  * an explanation of more decisions than that (or all). Its cJSON tree takes about eight times
  * the answer's bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB),
@@ -200,7 +235,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
     }
     if (err) {
         uv_mutex_unlock(&r->mu);
-        http__resp_error(resp, 503, "database unavailable: %s", eb.msg);
+        db_error(s, resp, 503, "database unavailable: ", &eb, err);
         return;
     }
     if (w->v == V_SNAPSHOT) { /* the whole database, for a following standby */
@@ -209,7 +244,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         err = store_snapshot(r->st, &img, &len, &eb);
         uv_mutex_unlock(&r->mu);
         if (err) {
-            http__resp_error(resp, 500, "snapshot: %s", eb.msg);
+            db_error(s, resp, 500, "snapshot: ", &eb, err);
             return;
         }
         /* the answer is the image itself: one copy of the database per snapshot in flight */
@@ -232,8 +267,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         uv_mutex_unlock(&r->mu);
         if (err) {
             free(buf);
-            http__resp_error(resp, 500, "metrics from the database: %s",
-                             eb.msg[0] ? eb.msg : sched_strerror(err));
+            db_error(s, resp, 500, "metrics from the database: ", &eb, err);
             return;
         }
         resp->status = 200;
@@ -253,7 +287,10 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         return; /* server.c queues it again in the large reads' line */
     if (err) {
         /* messages name the server's file: say only what was not found */
-        const char *msg = eb.msg[0] ? eb.msg : sched_strerror(err);
+        if (!eb.msg[0])
+            snprintf(eb.msg, sizeof(eb.msg), "%s", sched_strerror(err));
+        hide_path(eb.msg, sizeof(eb.msg), s->prov.store_path);
+        const char *msg = eb.msg;
         if (err == SCHED_ENOENT) {
             char clean[SCHED_ERRBUF];
             snprintf(clean, sizeof(clean), "%s", msg);
@@ -264,7 +301,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         } else if (err == SCHED_EINVAL) {
             http__resp_error(resp, 400, "%s", msg);
         } else {
-            http__resp_error(resp, 500, "reading the database: %s", msg);
+            db_error(s, resp, 500, "reading the database: ", &eb, err);
         }
         return;
     }

@@ -13,37 +13,38 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "sched/core/log.h"
 #include "sched/http/server_int.h"
+#include "sched/k8s/names.h"
 
 /* ---- tokens -----------------------------------------------------------------------------------
  */
 
-/* Re-reads the file when its inode, size or mtime changed; false when it cannot be read or is
- * empty (then no request matches it). */
+/* Re-reads the file when its inode, size or mtime changed (config_token_read: the one reader
+ * of token files, which never blocks on a FIFO); false when it cannot be read or holds no token
+ * (then no request matches it). A failure is logged once per change of the file, with its
+ * name and cause (answers never name the server's files). */
 static bool token_get(struct token *t)
 {
     if (!t->path)
         return false;
     struct stat st;
     if (stat(t->path, &st) != 0) {
+        if (!t->warned)
+            LOG_WARN("http", "token file %s: %s: requests needing its token are refused", t->path,
+                     strerror(errno));
+        t->warned = true;
         t->have = false;
+        t->len = 0;
         return false;
     }
+    t->warned = false;
     if (t->have && st.st_ino == t->st.st_ino && st.st_size == t->st.st_size &&
         st.st_mtim.tv_sec == t->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == t->st.st_mtim.tv_nsec)
         return t->len > 0;
-    FILE *f = fopen(t->path, "r");
-    if (!f) {
-        t->have = false;
-        return false;
-    }
-    size_t n = fread(t->value, 1, sizeof(t->value) - 1, f);
-    fclose(f);
-    t->value[n] = 0;
-    t->value[strcspn(t->value, "\r\n")] = 0;
-    t->len = strlen(t->value);
-    while (t->len > 0 && (t->value[t->len - 1] == ' ' || t->value[t->len - 1] == '\t'))
-        t->value[--t->len] = 0;
+    struct sched_errbuf eb = {{0}};
+    if (config_token_read(t->path, t->value, sizeof(t->value), &t->len, &eb) != 0)
+        LOG_WARN("http", "%s: requests needing its token are refused", eb.msg);
     t->st = st;
     t->have = true;
     return t->len > 0;
@@ -205,6 +206,64 @@ static int do_write(struct http_server *s, const struct http_request *r, struct 
     return 0;
 }
 
+struct named {
+    const char *s;
+    int i; /* index in the request */
+};
+
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* A reservation's names, before anything is recorded: the job NS/NAME without control bytes
+ * and at most 317 bytes (a namespace and an object name), every node a Node's name (DNS-1123
+ * subdomain) listed once. 0, or 400 with resp filled, the field and the name quoted. */
+static int check_reservation(const char *job, const cJSON *nodes, struct http_response *resp)
+{
+    char q[80];
+    size_t jn = strlen(job);
+    for (size_t i = 0; i < jn; i++)
+        if ((unsigned char)job[i] < 0x20 || job[i] == 0x7f || jn > 317) {
+            sched_quote(job, jn, q, sizeof(q));
+            http__resp_error(resp, 400, "job: \"%s\" is not NS/NAME (%s)", q,
+                             jn > 317 ? "longer than 317 bytes" : "a control character");
+            return 400;
+        }
+    int i = 0, n_nodes = cJSON_GetArraySize(nodes);
+    struct named *sorted = malloc(((size_t)n_nodes + 1) * sizeof(*sorted));
+    if (!sorted) {
+        http__resp_error(resp, 500, "out of memory");
+        return 500;
+    }
+    for (const cJSON *n = nodes->child; n; n = n->next, i++) {
+        const char *v = n->valuestring;
+        if (!k8s_dns_subdomain(v, strlen(v))) {
+            free(sorted);
+            sched_quote(v, strlen(v), q, sizeof(q));
+            http__resp_error(resp, 400,
+                             "nodes[%d]: \"%s\" is not a node name (a DNS-1123 subdomain: labels "
+                             "of " K8S_LABEL_RULE ", joined by '.', at most 253)",
+                             i, q);
+            return 400;
+        }
+        sorted[i] = (struct named){v, i};
+    }
+    /* duplicates: sorted by name, then index (O(n log n): a 64 KiB body holds 16,000 names) */
+    qsort(sorted, (size_t)i, sizeof(*sorted), named_cmp);
+    for (int k = 1; k < i; k++)
+        if (strcmp(sorted[k].s, sorted[k - 1].s) == 0) {
+            http__resp_error(resp, 400, "nodes[%d]: \"%s\" is listed twice (also nodes[%d])",
+                             sorted[k].i, sorted[k].s, sorted[k - 1].i);
+            free(sorted);
+            return 400;
+        }
+    free(sorted);
+    return 0;
+}
+
 /* POST /v1/reservations: {"job": "NS/NAME", "nodes": ["n1", ...]} */
 static int reserve(struct http_server *s, const struct http_request *r, struct http_response *resp)
 {
@@ -220,6 +279,10 @@ static int reserve(struct http_server *s, const struct http_request *r, struct h
         http__resp_error(resp, 400,
                          "body: a JSON object {\"job\": \"NS/NAME\", \"nodes\": [\"NODE\", ...]} "
                          "required");
+        return 0;
+    }
+    if (check_reservation(job->valuestring, nodes, resp) != 0) {
+        cJSON_Delete(doc);
         return 0;
     }
     char *detail = cJSON_PrintUnformatted(doc);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "config/file.h"
 #include "sched/http/server.h"
 #include "store/views.h"
 
@@ -18,9 +19,11 @@
 
 struct token {
     char *path;
-    struct stat st; /* of the file when it was read */
-    bool have;
-    char value[1024];
+    struct stat
+        st;      /* of the file when it was read (or failed to be: not re-read until it changes) */
+    bool have;   /* st is set; len == 0 when that read failed */
+    bool warned; /* "cannot stat" logged since the last read */
+    char value[CONFIG_TOKEN_MAX + 1]; /* config_token_read: longer tokens are refused, never cut */
     size_t len;
 };
 

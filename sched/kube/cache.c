@@ -317,6 +317,12 @@ const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
     return kclaims_get(c->dra, key);
 }
 
+bool kcache_claim_reuse_mask(const struct kcache *c, const struct kpod *p, const char *node,
+                             uint32_t *mask)
+{
+    return kclaims_reuse_mask(c->dra, p, node, mask);
+}
+
 const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
                               const char **pool)
 {
@@ -854,6 +860,19 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
     if (g->named && !g->pg && !g->kueue_total)
         return *msg = arena_printf(a, "pods name podgroup %s, which does not exist (yet)", g->key),
                "PodGroupNotFound";
+    /* a group being deleted (kept by a finalizer: the podgroup-protection one of native groups
+     * while pods name it, any other on any kind) is going away with its workload: none of its
+     * pending pods is started, an elastic gang does not grow. kube-scheduler 1.36/1.37 does
+     * not look (GangScheduling's PreEnqueue, pkg/scheduler/framework/plugins/gangscheduling,
+     * reads only the group's existence and minCount; the podgroupprotection controller keeps
+     * the object while a pod that is not Succeeded or Failed names it): it could still start a
+     * gang whose owner is tearing it down. Running members are left to that owner. */
+    if (g->pg && g->pg->deleting)
+        return *msg = arena_printf(a,
+                                   "podgroup %s is being deleted (metadata.deletionTimestamp "
+                                   "set): its pending pods are not started",
+                                   g->key),
+               "PodGroupDeleting";
     if (cw)
         return *msg = arena_strdup(a, cw),
                strstr(cw, "resourceclaim ") == cw ? "InvalidSpec" : "WaitingForResourceClaim";

@@ -248,6 +248,34 @@ static const char *kclaims_channel(const struct kclaims *c, struct kpod *p, cons
     return NULL;
 }
 
+/* The idle claim (kdra_claim_idle) an unbound pod reuses, or NULL: its only claim, its only
+ * GPUs (none of its containers' own), no other consumer. */
+static const struct kclaim *reused(const struct kclaims *c, const struct kpod *p)
+{
+    if (p->node || p->n_claims != 1 || p->gpus_own > 0)
+        return NULL;
+    const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[0]);
+    uint32_t users;
+    consumers(c, p->claims[0], &users);
+    return x && users <= 1 && kdra_claim_idle(x) ? x : NULL;
+}
+
+bool kclaims_reuse_mask(const struct kclaims *c, const struct kpod *p, const char *node,
+                        uint32_t *mask)
+{
+    const struct kclaim *x = reused(c, p);
+    *mask = 0;
+    if (!x || strcmp(x->alloc_node, node) != 0)
+        return false;
+    for (uint32_t k = 0; k < x->n_alloc; k++) {
+        int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
+        if (g < 0 || g >= 32 || (*mask & (1u << g)))
+            return false; /* a device the node's slices do not list (any more) */
+        *mask |= 1u << g;
+    }
+    return true;
+}
+
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a)
 {
@@ -286,7 +314,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = why ? why : x->unsupported;
         else if (sw)
             why = why ? why : sw;
-        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid))
+        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid) && reused(c, p) != x)
             why = why ? why
                       : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
                                      p->claims[i]);
@@ -315,8 +343,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
         if (x && kdra_claim_has_selectors(x))
             sel[n_sel++] = x;
-        if (x && x->alloc_node && kdra_claim_joins(x, p->uid))
-            pin = x->alloc_node;
+        if (x && x->alloc_node && (kdra_claim_joins(x, p->uid) || reused(c, p) == x))
+            pin = x->alloc_node; /* an idle claim reused: "not available" on other nodes */
     }
     if (n_sel == 0 && !pin)
         return 0;

@@ -58,6 +58,11 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
  * namespace (the driver refuses to prepare it otherwise). */
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a);
+/* A pending pod whose only GPUs are an idle claim (dra.h kdra_claim_idle) reuses it: it is
+ * pinned to the allocation's node (kclaims_node_filter) and must get the allocated devices:
+ * true, and *mask their indices, when node is that node and every device is one of its. */
+bool kclaims_reuse_mask(const struct kclaims *c, const struct kpod *p, const char *node,
+                        uint32_t *mask);
 
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
  * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod joining a claim allocated

@@ -131,6 +131,8 @@ struct kdrv {
     struct strmap owed;      /* gang -> struct kowed*: a native scheduled condition not seen yet */
     struct strmap owed_ckpt; /* gang -> struct kowed*: a checkpoint request not seen yet */
     struct strmap owed_status; /* gang -> PodGroup status not queued (driver_status.c) */
+    struct strmap pod_writes;  /* pod key -> struct kpod_writes*: its status writes in flight
+                                  and the Binding waiting for them (driver_status.c) */
     bool ckpt_resumed; /* handshakes were resumed from the annotations (first cycle as leader) */
     bool promises_restored; /* backfill promises were restored from the store (driver_promise.c) */
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
@@ -405,7 +407,7 @@ void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64
  * lastTransitionTime, a checkpoint request's times) does not. */
 void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms);
 
-/* Frees d->status, d->owed and d->owed_ckpt (the driver's end). */
+/* Frees d->status, d->owed, d->owed_ckpt, d->owed_status and d->pod_writes (the driver's end). */
 void kdrv_status_fini(struct kdrv *d);
 
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
@@ -415,9 +417,22 @@ void kdrv_status_fini(struct kdrv *d);
 void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
                              const char *reason, const char *message);
 
+/* A Binding of a pod whose own status write (kdrv_pods_unschedulable) is still unanswered waits
+ * for that answer (true: b is parked, and kdrv_bind_resume sends it then), so that it carries the
+ * resourceVersion that write made instead of failing its precondition on it. */
+bool kdrv_pod_writes_park(struct kdrv *d, struct kbind *b);
+
 /* ---- driver_bind.c ---- */
 
 void kdrv_gang_binds_free(struct kgang_binds *gb);
+/* A pod that reuses an idle ResourceClaim (claims.h kclaims_reuse_mask) gets the claim's
+ * allocated devices: its GPU mask becomes theirs, and the pods of the cycle placed on those
+ * devices of its node get, one for one, the GPUs it was given instead (every mask keeps its
+ * size, no two share a GPU). Before the cycle is recorded. */
+void kdrv_claims_reuse_remap(struct kdrv *d, const struct kcache_build *kb,
+                             const struct sched_result *res);
+/* Sends the Binding of b parked by kdrv_pod_writes_park (the pod's version now the newest). */
+void kdrv_bind_resume(struct kbind *b);
 
 /* Writes status.allocation and status.reservedFor of every claim of the pod (resourceclaims/
  * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs

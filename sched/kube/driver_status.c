@@ -5,7 +5,8 @@
  * and reason (struct kstatus in d->status), the writes owed until the watch shows them (struct
  * kowed: the native scheduled conditions in d->owed, the checkpoint requests of driver_ckpt.c in
  * d->owed_ckpt), the PodGroup status writes that could not be queued (struct kowed_status in
- * d->owed_status: written again a second later), and the pods' PodScheduled=False condition.
+ * d->owed_status: written again a second later), and the pods' PodScheduled=False condition
+ * with the Binding that waits for it (struct kpod_writes in d->pod_writes).
  *
  * A write that cannot even be queued (out of memory) is never taken for written: an Event is
  * dropped with a warning naming it (as a refused one is), a PodGroup status is owed and
@@ -445,6 +446,8 @@ static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, 
                         const char *type, const char *reason, const char *message)
 {
     owed_status_free(strmap_del(&d->owed_status, gang));
+    if (pg->deleting) /* a PodGroup being deleted: the Event says why, its status is left */
+        return;
     if (pg_status_write(d, gang, pg, phase, type, reason, message) == 0)
         return;
     char key[KOBJ_KEY_MAX];
@@ -543,6 +546,9 @@ void kdrv_status_fini(struct kdrv *d)
     for (size_t i = 0; strmap_next(&d->owed_status, &i, &k, &v);)
         owed_status_free(v);
     strmap_fini(&d->owed_status);
+    for (size_t i = 0; strmap_next(&d->pod_writes, &i, &k, &v);)
+        free(v); /* its Binding, if any, is the cycle's (kdrv_gang_binds_free) */
+    strmap_fini(&d->pod_writes);
 }
 
 /* The PodGroup's scheduled condition (PodGroupInitiallyScheduled; v1alpha2 PodGroupScheduled) by
@@ -733,19 +739,90 @@ static void on_xk8s_status(void *ctx, const struct kube_resp *r)
     cJSON_Delete(obj);
 }
 
-/* The answer of a pod status write: the cache takes the newer pod (its resourceVersion is what
- * the next Binding must carry). */
-static void on_pod_status(void *ctx, const struct kube_resp *r)
+/* ---- a pod's status writes and its Binding ---------------------------------------------------
+ *
+ * The Binding carries the pod's resourceVersion as a precondition (driver_bind.c, for its
+ * fences), so a status write of ours that the server applies between our read of the pod and
+ * the Binding fails the Binding (409) and costs a read-back and a second Binding. A Binding
+ * therefore waits for the answer of any status write of its pod still in flight and then
+ * carries the version that write made. kube-scheduler orders the same two calls likewise: with
+ * SchedulerAsyncAPICalls (1.34+, pkg/scheduler/backend/api_dispatcher) a call for an object
+ * whose previous call is in flight waits for it, and a pending status patch is merged or
+ * overwritten by the binding call (pkg/scheduler/framework/api_calls: binding is the more
+ * relevant); its DefaultBinder's Binding carries only the pod's uid, no resourceVersion.
+ * Every pod write callback runs exactly once (client.h) unless the client is freed or a
+ * deposed leader's writes are dropped, after which no Binding is sent anyway. */
+struct kpod_writes {
+    uint32_t n;         /* status writes in flight */
+    struct kbind *bind; /* the Binding waiting for them, or NULL */
+};
+
+struct kpod_write {
+    struct kdrv *d;
+    char key[KOBJ_KEY_MAX];
+};
+
+/* A status write of pod key begins: its context, or NULL (out of memory: not sent). */
+static struct kpod_write *pod_write_begin(struct kdrv *d, const char *key)
 {
-    struct kdrv *d = ctx;
-    if (r->status < 200 || r->status >= 300) {
-        ignore_resp(NULL, r);
+    struct kpod_write *w = calloc(1, sizeof(*w));
+    struct kpod_writes *pw = strmap_get(&d->pod_writes, key);
+    if (!w)
+        return NULL;
+    if (!pw) {
+        pw = calloc(1, sizeof(*pw));
+        if (!pw || strmap_put(&d->pod_writes, key, pw, NULL) != 0) {
+            free(pw);
+            free(w);
+            return NULL;
+        }
+    }
+    pw->n++;
+    w->d = d;
+    snprintf(w->key, sizeof(w->key), "%s", key);
+    return w;
+}
+
+/* The write of w was answered (or not sent): the last one in flight lets a waiting Binding go. */
+static void pod_write_end(struct kpod_write *w)
+{
+    struct kpod_writes *pw = strmap_get(&w->d->pod_writes, w->key);
+    if (!pw || --pw->n > 0) {
+        free(w);
         return;
     }
-    cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
-    if (obj && kcache_pod_event(d->cache, obj, false) != 0)
-        kdrv_fatal(d, "out of memory in the pod cache");
-    cJSON_Delete(obj);
+    struct kbind *b = pw->bind;
+    free(strmap_del(&w->d->pod_writes, w->key));
+    free(w);
+    if (b)
+        kdrv_bind_resume(b);
+}
+
+bool kdrv_pod_writes_park(struct kdrv *d, struct kbind *b)
+{
+    struct kpod_writes *pw = strmap_get(&d->pod_writes, b->pod_key);
+    if (!pw || pw->n == 0 || (pw->bind && pw->bind != b))
+        return false;
+    pw->bind = b;
+    LOG_DEBUG(KDRV_MOD, "bind waits for the pod's status write: pod=%s", b->pod_key);
+    return true;
+}
+
+/* The answer of a pod status write: the cache takes the newer pod (its resourceVersion is what
+ * the next Binding must carry), then a Binding waiting for it goes. */
+static void on_pod_status(void *ctx, const struct kube_resp *r)
+{
+    struct kpod_write *w = ctx;
+    struct kdrv *d = w->d;
+    if (r->status < 200 || r->status >= 300) {
+        ignore_resp(NULL, r);
+    } else {
+        cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
+        if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+            kdrv_fatal(d, "out of memory in the pod cache");
+        cJSON_Delete(obj);
+    }
+    pod_write_end(w);
 }
 
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
@@ -774,8 +851,14 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
         cJSON_AddItemToArray(
             cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
-        if (kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, d) != 0)
+        struct kpod_write *w = pod_write_begin(d, p->key);
+        if (!w) {
+            cJSON_Delete(body);
             not_queued++;
+        } else if (kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, w) != 0) {
+            pod_write_end(w);
+            not_queued++;
+        }
     }
     /* as after a refused write, the pod keeps what it showed: the next cycle sends it again
      * (its first condition; an older message with the gang's next status). That cycle runs a

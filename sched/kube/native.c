@@ -146,6 +146,9 @@ static struct kpg *new_pg(const char *key, const char *ns, const char *name, con
         g->created_ms = 0; /* an unreadable time only loses the submit-time hint */
     const cJSON *gen = get(meta, "generation");
     g->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+    /* kept by scheduling.k8s.io/podgroup-protection while a live pod names it (cache.c
+     * why_waiting: no pending pod of it is started) */
+    g->deleting = get(meta, "deletionTimestamp") && !cJSON_IsNull(get(meta, "deletionTimestamp"));
     if (!g->key || !g->ns || !g->name || (uid && !g->uid) || (rv && !g->rv) || (q && !g->queue)) {
         kobj_pg_free(g);
         return NULL;

@@ -990,6 +990,7 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
     g->name = strdup(name);
     g->uid = dup_or_null(map_str(meta, "uid"));
     g->rv = dup_or_null(map_str(meta, "resourceVersion"));
+    g->deleting = get(meta, "deletionTimestamp") && !cJSON_IsNull(get(meta, "deletionTimestamp"));
     g->min_member = mm && mm->valuedouble >= 1 ? (uint32_t)mm->valuedouble : 1;
     const cJSON *labels = get(meta, "labels");
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);

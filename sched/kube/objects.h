@@ -160,6 +160,8 @@ struct kpg {
     bool queue_kueue;    /* queue is Kueue's label (a LocalQueue of the namespace) */
     char *priority_class;
     int64_t created_ms;
+    bool deleting; /* metadata.deletionTimestamp set (a finalizer keeps it): none of its pending
+                      pods is started (cache.c why_waiting), its status not written */
     /* what later reads need of the object (kobj_pg_keep), strings and arrays in mem: */
     struct arena *mem;
     const struct kv *ann; /* metadata.annotations, sorted by key */

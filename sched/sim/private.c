@@ -82,15 +82,18 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
     if (!out->per_queue || !jobs)
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     struct sim_merge m = {.acc = out};
-    struct sim_options o = {
-        .progress = opt->progress, .failures = opt->failures, .jobs_out = opt->jobs_out};
+    struct sim_options o = {.progress = opt->progress,
+                            .failures = opt->failures,
+                            .jobs_out = opt->jobs_out,
+                            .jobs_out_name = opt->jobs_out_name};
     for (uint32_t q = 0; q < in->n_queues && rc == 0; q++) {
         int64_t gpus = 0;
         for (uint32_t f = 0; f < in->config->n_flavors; f++) {
             const struct config_quota *qu =
                 config_quota_get(in->config, &in->config->queues[q].q, f, RES_GPU);
-            if (qu && qu->nominal > 0 && qu->nominal != INT64_MAX)
-                gpus += qu->nominal;
+            if (qu && qu->nominal > 0 && qu->nominal != INT64_MAX &&
+                __builtin_add_overflow(gpus, qu->nominal, &gpus))
+                gpus = INT64_MAX - 1; /* values up to 2^62 on several flavors: saturate */
         }
         struct sim_input sub = *in;
         sub.owned_config = NULL;

@@ -803,8 +803,13 @@ static int run_end(struct run *r, int rc, uint64_t instants, struct sched_errbuf
         store_rollback(r->opt->db);
     if (rc == 0)
         rc = sim_summarize(r, r->t0, r->t_end, r->frag_w, r->frag_t, r->frag_wait);
-    if (rc == 0 && r->opt->jobs_out && sim_write_jobs(r, r->opt->jobs_out) != 0)
-        rc = sched_fail(eb, SCHED_EIO, "writing the per-job results failed");
+    if (rc == 0 && r->opt->jobs_out && (rc = sim_write_jobs(r, r->opt->jobs_out)) != 0) {
+        int e = errno; /* of the failed write (sim_write_jobs ends with a flush) */
+        if (rc == SCHED_EIO)
+            sched_fail(eb, rc, "writing %s: %s",
+                       r->opt->jobs_out_name ? r->opt->jobs_out_name : "the per-job results",
+                       strerror(e ? e : EIO));
+    }
     if (rc != 0 && !eb->msg[0])
         sched_fail(eb, rc, "out of memory");
     return rc;

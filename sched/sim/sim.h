@@ -223,11 +223,12 @@ struct sim_options {
     /* persistence (--db): one store transaction per simulated instant holds everything needed
      * to resume exactly; NULL = in memory only */
     struct store *db;
-    bool resume;         /* continue from the state in db */
-    uint64_t stop_after; /* --stop-after-events: _exit() abruptly after this many events
-                            (a crash: nothing beyond the last commit survives); 0 = never */
-    FILE *jobs_out;      /* per-job results as CSV at the end, or NULL */
-    uint32_t db_batch;   /* instants per store transaction; 0 = the default (4096) */
+    bool resume;               /* continue from the state in db */
+    uint64_t stop_after;       /* --stop-after-events: _exit() abruptly after this many events
+                                  (a crash: nothing beyond the last commit survives); 0 = never */
+    FILE *jobs_out;            /* per-job results as CSV at the end, or NULL */
+    const char *jobs_out_name; /* its name in messages (--jobs-out FILE), or NULL */
+    uint32_t db_batch;         /* instants per store transaction; 0 = the default (4096) */
     const struct sim_failures *failures; /* NULL = nothing fails */
 };
 

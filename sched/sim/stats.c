@@ -459,5 +459,6 @@ int sim_write_jobs(const struct run *r, FILE *f)
         free(place);
         fputc('\n', f);
     }
-    return ferror(f) ? SCHED_EIO : 0;
+    /* errno: the cause, set by the failed flush or the earlier failed write */
+    return fflush(f) != 0 || ferror(f) ? SCHED_EIO : 0;
 }

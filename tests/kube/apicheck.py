@@ -582,6 +582,40 @@ def upstream_checks(c):
     code, st, _ = c.put(f"{PCS}/high", dict(c.get(f"{PCS}/high")[1], value=5))
     check("a PriorityClass's value is immutable (422)", code == 422, (code, st))
     c.delete(f"{PCS}/dflt")
+    # the system classes every cluster has (AddSystemPriorityClasses, SystemPriorityClasses())
+    sys_pcs = {x["metadata"]["name"]: (x["value"], x.get("globalDefault", False),
+                                       x.get("preemptionPolicy"))
+               for x in c.get(PCS)[1]["items"] if x["metadata"]["name"].startswith("system-")}
+    check("system-node-critical (2000001000) and system-cluster-critical (2000000000) exist",
+          sys_pcs == {"system-node-critical": (2000001000, False, "PreemptLowerPriority"),
+                      "system-cluster-critical": (2000000000, False, "PreemptLowerPriority")},
+          sys_pcs)
+    code, p, _ = c.post(f"{NS}/pods", pod("prio-sys", extra_spec={
+        "priorityClassName": "system-cluster-critical"}))
+    check("a pod naming system-cluster-critical gets priority 2000000000",
+          code == 201 and p["spec"]["priority"] == 2000000000, (code, p.get("spec")))
+    code, st, _ = c.delete(f"{PCS}/system-node-critical")
+    check("a system PriorityClass cannot be deleted (403)", code == 403 and
+          "this is a system priority class and cannot be deleted" in st["message"], (code, st))
+    code, st, _ = c.post(PCS, {"metadata": {"name": "system-mine"}, "value": 5})
+    check("another 'system-' PriorityClass is 422", code == 422 and
+          "system-mine is not a known system priority class" in st["message"], (code, st))
+
+    # ValidateNoNewFinalizers: no finalizer may be added to an object being deleted
+    cm = "/api/v1/namespaces/default/configmaps"
+    c.post(cm, {"metadata": {"name": "fin", "finalizers": ["example.com/a"]}})
+    c.delete(f"{cm}/fin")
+    code, st, _ = c.patch(f"{cm}/fin", {"metadata": {"finalizers": ["example.com/a",
+                                                                    "example.com/b"]}},
+                          "application/merge-patch+json")
+    check("a finalizer added to an object being deleted is 422", code == 422 and
+          st["message"] == 'ConfigMap "fin" is invalid: metadata.finalizers: Forbidden: no new '
+          'finalizers can be added if the object is being deleted, found new finalizers '
+          '[]string{"example.com/b"}', (code, st))
+    code, st, _ = c.patch(f"{cm}/fin", {"metadata": {"finalizers": []}},
+                          "application/merge-patch+json")
+    check("removing its finalizers is allowed, and the object goes",
+          code == 200 and c.get(f"{cm}/fin")[0] == 404, (code, st))
 
     # unknown fields of built-in kinds: Strict 400, Warn (the default) a Warning header,
     # Ignore silent; dropped in both

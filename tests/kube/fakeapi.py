@@ -833,6 +833,10 @@ class Store:
             for ns in DEFAULT_NAMESPACES:
                 self.create(BY_KEY[("", "namespaces")], None,
                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            for name, (value, text) in SYSTEM_PRIORITY_CLASSES.items():
+                self.create(BY_KEY[PC_KEY], None,
+                            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                             "metadata": {"name": name}, "value": value, "description": text})
 
     def expire_watches(self):
         """Every open watch wakes and sees its version expired. Caller holds the lock."""
@@ -1440,6 +1444,11 @@ class Store:
                 raise precondition_failed(res, ns, name, "ResourceVersion in precondition: "
                                           f"{pre['resourceVersion']}, ResourceVersion in object "
                                           f"meta: {cur['metadata']['resourceVersion']}")
+            if res.key == PC_KEY and name in SYSTEM_PRIORITY_CLASSES:
+                # the priorityclass storage's Delete (pkg/registry/scheduling/priorityclass/
+                # storage): a known system class is never deleted
+                raise forbidden(res, name, "this is a system priority class and cannot be "
+                                           "deleted")
             if q.get("dryRun"):
                 return 200, Entry(cur).raw
             new = json.loads(Entry(cur).raw)
@@ -2029,6 +2038,18 @@ def check_allocation(res, name, spec, alloc):
 
 
 def check_update(res, cur, new):
+    # ValidateObjectMetaAccessorUpdate (apimachinery pkg/api/validation/objectmeta.go): once
+    # the old object has a deletionTimestamp, ValidateNoNewFinalizers refuses any finalizer
+    # it did not have (removing them is what lets it go); every kind, status writes included
+    if cur["metadata"].get("deletionTimestamp"):
+        had = cur["metadata"].get("finalizers") or []
+        fins = new["metadata"].get("finalizers") or []
+        extra = sorted({f for f in fins if isinstance(f, str)} - set(had))
+        if extra:
+            raise invalid(res, cur["metadata"]["name"], "metadata.finalizers",
+                          "Forbidden: no new finalizers can be added if the object is being "
+                          "deleted, found new finalizers []string{%s}"
+                          % ", ".join('"%s"' % f for f in extra))
     if res.key == ("resource.k8s.io", "resourceclaims"):
         # ValidateResourceClaimStatusUpdate (pkg/apis/resource/validation): reservedFor holds at
         # most ResourceClaimReservedForMaxSize (256) consumers, each uid once, each with its
@@ -2079,6 +2100,18 @@ PG_KEY = ("scheduling.k8s.io", "podgroups")
 LEASE_KEY = ("coordination.k8s.io", "leases")
 PG_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 HIGHEST_USER_PRIORITY = 1000000000  # scheduling.HighestUserDefinablePriority
+# The system PriorityClasses a real cluster has from its start: kube-apiserver's scheduling
+# storage PostStartHook AddSystemPriorityClasses creates scheduling.SystemPriorityClasses()
+# (pkg/apis/scheduling/types.go SystemCriticalPriority = 2 * HighestUserDefinablePriority;
+# pkg/apis/scheduling/v1/helpers.go: node-critical at that + 1000, their descriptions),
+# globalDefault false, preemptionPolicy defaulted to PreemptLowerPriority.
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": (2000001000, "Used for system critical pods that must not be "
+                                         "moved from their current node."),
+    "system-cluster-critical": (2000000000, "Used for system critical pods that must run in "
+                                            "the cluster, but can be moved to another node if "
+                                            "necessary."),
+}
 
 
 def forbidden(res, name, why):
@@ -2099,8 +2132,8 @@ def admit_priority(res, obj, classes):
     users from setting this field. The admission controller populates this field from
     PriorityClassName"; the admission code for PodGroups was not found to read, so their
     message is the pods' with "pod group spec" (unverified wording). The system classes
-    (system-node-critical, system-cluster-critical) are not pre-created here. classes: the
-    stored PriorityClass entries by (None, name)."""
+    (SYSTEM_PRIORITY_CLASSES) exist from the start, as in a real cluster. classes: the stored
+    PriorityClass entries by (None, name)."""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
@@ -2146,8 +2179,16 @@ def check_priority_class(res, obj, old, classes):
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     value = obj.get("value") or 0
     if name.startswith("system-") and old is None:
-        raise invalid(res, name, "metadata.name", "Forbidden: priority class names with "
-                      "'system-' prefix are reserved for system use only")
+        # ValidatePriorityClass: a "system-" name must be IsKnownSystemPriorityClass (the same
+        # name, value and globalDefault as a class of SYSTEM_PRIORITY_CLASSES)
+        known = SYSTEM_PRIORITY_CLASSES.get(name)
+        err = (f"{name} is not a known system priority class" if known is None else
+               f"value of {name} PriorityClass must be {known[0]}" if value != known[0] else
+               f"globalDefault of {name} PriorityClass must be false"
+               if obj.get("globalDefault") else None)
+        if err:
+            raise invalid(res, name, "metadata.name", "Forbidden: priority class names with "
+                          "'system-' prefix are reserved for system use only. error: " + err)
     if not name.startswith("system-") and value > HIGHEST_USER_PRIORITY:
         raise invalid(res, name, "value", "Forbidden: maximum allowed value of a user defined "
                       f"priority is {HIGHEST_USER_PRIORITY}")

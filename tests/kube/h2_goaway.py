@@ -155,7 +155,8 @@ def main():
           str({k: fs[k] for k in ("binds", "bound_pods", "bind_conflicts", "codes")}))
     blind = blind_resends(front)
     check("no Binding the server received was sent again blindly (%d refused by 409, each "
-          "followed by a read-back of the pod: the daemon's own status write raced it)"
+          "followed by a read-back of the pod; the daemon's own status write no longer races "
+          "it: tests/kube/test_bind_status_race.sh)"
           % fs["bind_conflicts"], not blind, "\n".join(blind))
     lost = [x for x in s.text().splitlines() if "stopped leading" in x]
     check("leadership never lost", not lost, "\n".join(lost))

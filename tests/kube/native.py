@@ -88,11 +88,12 @@ def condition(c, version, name, ctype):
     return None
 
 
-def start(tag, serve):
-    """A fresh fake API server serving `serve` and a scheduler against it."""
+def start(tag, serve, crds=()):
+    """A fresh fake API server serving `serve` (and the CRDs `crds`, e2e.CRDS) and a scheduler
+    against it."""
     e2e.TMP = os.path.join(e2e.TMP_ROOT, tag)
     os.makedirs(e2e.TMP, exist_ok=True)
-    kubeconfig = e2e.start_fake(crds=(), extra=[x for v in serve for x in ("--serve-api", v)])
+    kubeconfig = e2e.start_fake(crds=crds, extra=[x for v in serve for x in ("--serve-api", v)])
     with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
         f.write(CONFIG)
     with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:

@@ -71,5 +71,11 @@ expect_fail "broken YAML" 1 "broken.yaml:4:1:" -- imp "$TMP/broken.yaml"
 printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - flavors:\n    - name: f\n      resources:\n      - name: cpu\n' >"$TMP/noq.yaml"
 expect_fail "resource without nominalQuota" 1 "noq.yaml:9:9: resources.*: name and nominalQuota are required" -- imp "$TMP/noq.yaml"
 expect_fail "missing file" 1 "cannot read $TMP/none.yaml" -- imp "$TMP/none.yaml"
+# what the loader refuses in the result is reported at the input file's place of the value
+# (before: only at <imported>:LINE:COLUMN, a place in text the user never saw)
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  resourceGroups:\n  - flavors:\n    - name: f\n      resources:\n      - {name: nvidia.com/gpu, nominalQuota: -5}\n' >"$TMP/neg.yaml"
+expect_fail "a negative quota at its input place" 1 "neg.yaml:9:46: the result does not load: queues\[2\].quota.f.nvidia.com/gpu.nominal: negative quantity \"-5\" (<imported>:" -- imp tests/data/kueue-v1beta1.yaml "$TMP/neg.yaml"
+printf 'apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: "bad\\u0001name"\n' >"$TMP/ctl.yaml"
+expect_fail "a control character in a name at its input place" 1 "ctl.yaml:4:9: the result does not load: queues\[.*\].name: " -- imp "$TMP/ctl.yaml"
 expect_fail "no file" 2 "usage: gangsched config check" -- "$GS" config import-kueue
 finish

@@ -193,6 +193,22 @@ fi
 "$CTL" --db "$TMP/s.db" jobs -o wide | head -1 | grep -q 'NODES  *QUEUED  *START  *REASON$' && ok "jobs -o wide: nodes" || bad "jobs -o wide header"
 "$CTL" --db "$TMP/s.db" quota >"$TMP/c.txt"
 grep -q "$(printf '\033')" "$TMP/c.txt" && bad "colour in piped output" || ok "no colour when not a terminal"
+# database text never reaches the terminal as a control: C1 CSI (U+009B, UTF-8 C2 9B), a raw 0x9B
+# byte (CSI to an 8-bit terminal) and ESC each print as one '?'; other UTF-8 stays (before: C1
+# and the raw byte passed through)
+cp "$TMP/g.db" "$TMP/c1.db"
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+g = c.execute(\"SELECT gang FROM jobs WHERE state = 'finished' ORDER BY gang LIMIT 1\").fetchone()[0]
+c.execute(\"UPDATE jobs SET gang = CAST(x'6e732fc29b33316d41fe9b427ec3a9421b5b32' AS TEXT) WHERE gang = ?\", (g,))
+c.commit()" "$TMP/c1.db"
+"$CTL" --db "$TMP/c1.db" jobs -A >"$TMP/c1.txt"
+python3 -c "
+import sys
+b = open(sys.argv[1], 'rb').read()
+sys.exit(0 if b'ns/?31mA??B~\xc3\xa9B?[2' in b and b'\x9b' not in b and b'\x1b' not in b else 1)" "$TMP/c1.txt" &&
+    ok "C1 controls, stray bytes and ESC print as '?'" || bad "controls in table output: $(grep -a 'ns/' "$TMP/c1.txt" | head -2 | od -c | head -3)"
 "$BIN/kubectl-gang" --db "$TMP/s.db" quota >"$TMP/k.txt"
 cmp -s "$TMP/c.txt" "$TMP/k.txt" && ok "kubectl-gang = gangctl" || bad "kubectl-gang differs"
 
@@ -203,7 +219,8 @@ expect_fail "unknown job" 1 "job 'ns/nope' not found" -- "$CTL" --db "$TMP/g.db"
 expect_fail "queue hold offline" 2 "needs a running scheduler (--server); not available offline" -- "$CTL" --db "$TMP/g.db" queue hold prod
 expect_fail "reserve offline" 2 "not available offline" -- "$CTL" --db "$TMP/g.db" reserve add x n1
 expect_fail "checkpoint offline" 2 "not available offline" -- "$CTL" checkpoint ns/pg
-expect_fail "--server unreachable" 2 "cannot reach the scheduler at http://127.0.0.1:1" -- "$CTL" --server http://127.0.0.1:1 --token-file /dev/null queues
+echo some-token >"$TMP/t.tok"
+expect_fail "--server unreachable" 2 "cannot reach the scheduler at http://127.0.0.1:1" -- "$CTL" --server http://127.0.0.1:1 --token-file "$TMP/t.tok" queues
 expect_fail "GANGSCHED_SERVER unreachable" 2 "cannot reach the scheduler" -- env GANGSCHED_SERVER=http://127.0.0.1:1 "$CTL" jobs
 expect_fail "--server not a URL" 2 "needs an http:// or https:// URL" -- "$CTL" --server 127.0.0.1:1 jobs
 expect_fail "--db and --server" 2 "not both" -- "$CTL" --db "$TMP/g.db" --server http://127.0.0.1:1 jobs

@@ -160,6 +160,33 @@ done
 grep -q '^gangsched_build_info{version="[0-9.]*"} 1$' "$TMP/metrics.txt" && ok "build_info" || bad "build_info"
 grep -q '^gangsched_http_requests_total{method="GET",code="401"}' "$TMP/metrics.txt" && ok "401s counted" || bad "401s not counted"
 
+# ---- token files: one reader (config_token_read) for serve and gangctl ----------------------------
+printf ' \t rotated-secret \r\n' >"$TMP/w.tok.new" && mv "$TMP/w.tok.new" "$TMP/w.tok"
+"$CTL" --server "$URL" --token-file "$TMP/w.tok" queue resume research >/dev/null &&
+    ok "blanks around the token: serve and gangctl read the same token" || bad "token with blanks refused"
+python3 -c "print('t' * 1500)" >"$TMP/w.tok.new" && mv "$TMP/w.tok.new" "$TMP/w.tok"
+"$CTL" --server "$URL" --token-file "$TMP/w.tok" queue resume research >/dev/null &&
+    ok "a 1,500-byte token (a service-account JWT) whole" || bad "1,500-byte token refused"
+expect_fail "token file is a directory" 2 "token-file: cannot read $TMP: a directory, not a regular file" -- "$CTL" --server "$URL" --token-file "$TMP" queue hold prod
+: >"$TMP/empty.tok"
+expect_fail "empty token file" 2 "token file $TMP/empty.tok: no token on its first line" -- "$CTL" --server "$URL" --token-file "$TMP/empty.tok" queue hold prod
+# a FIFO at the write token's path: every authorised request reads it; the server must not wait
+# for a writer (before: the event loop stopped, this read timed out)
+rm -f "$TMP/w.tok" && mkfifo "$TMP/w.tok"
+timeout 10 "$CTL" --server "$URL" --token-file "$TMP/r.tok" queues >/dev/null &&
+    ok "a FIFO as token file does not block the server" || bad "read with a FIFO as write token file: exit $?"
+expect_fail "write with a FIFO as token file" 3 "forbidden (403)" -- timeout 10 "$CTL" --server "$URL" --token-file "$TMP/old.tok" queue hold prod
+grep -q "cannot read $TMP/w.tok: a FIFO, not a regular file: requests needing its token are refused" "$TMP/serve.log" &&
+    ok "serve logs the token file it cannot use" || bad "no log of the FIFO token file: $(tail -3 "$TMP/serve.log")"
+rm -f "$TMP/w.tok"
+# names with '.' and '..' segments reach their own route (before: curl folded them, so queue hold
+# ../../x was POST /x/hold); an empty name is refused before any request
+printf 'rotated-secret\n' >"$TMP/w.tok"
+expect_fail "queue hold '..': queue '..'" 1 "queue '..' not found" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ..
+expect_fail "queue hold '../../x' stays under /v1/queues" 1 "no such route: POST /v1/queues/%2E%2E/%2E%2E/x/hold" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ../../x
+expect_fail "checkpoint '../../queues/prod': a job name" 1 "job '../../queues/prod' not found" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" checkpoint ../../queues/prod
+expect_fail "queue hold ''" 2 "'' is not a name: it is empty" -- "$CTL" --server "$URL" --token-file "$TMP/w.tok" queue hold ""
+
 # ---- shutdown ---------------------------------------------------------------------------------------
 kill $SPID
 i=0

@@ -21,6 +21,42 @@ expect_fail "--jobs-out on a full disk" 1 "writing .*jobs-full.csv" -- sh -c \
 [ ! -e "$TMP/ev-full.jsonl" ] && [ ! -e "$TMP/jobs-full.csv" ] && ok "nothing left on a full disk" ||
     bad "partial outputs left on a full disk"
 ls "$TMP" | grep -q tmp- && bad "temporary files left: $(ls "$TMP")" || ok "no temporary files left"
+# --report as the other outputs (before: written in place, a killed or failed write left a partial
+# page instead of the old one), under a file-size limit the simulator itself sets to a write
+# error (SIGXFSZ ignored; before: killed by it, FILE.tmp-PID left); --jobs-out to /dev/full
+# names the file and the cause
+echo old >"$TMP/r.html"
+echo old >"$TMP/j.csv"
+expect_fail "--report under ulimit -f" 1 "writing .*r.html: File too large (nothing written)" -- sh -c \
+    "ulimit -f 8; exec \"$GS\" simulate --no-progress --policy gangsched --report \"$TMP/r.html\""
+expect_eq "--report: the old page kept" "$(cat "$TMP/r.html")" old
+expect_fail "--jobs-out under ulimit -f" 1 "writing .*j.csv: File too large" -- sh -c \
+    "ulimit -f 1; exec \"$GS\" simulate --no-progress --policy gangsched --jobs-out \"$TMP/j.csv\""
+expect_eq "--jobs-out: the old file kept" "$(cat "$TMP/j.csv")" old
+ls "$TMP" | grep -q tmp- && bad "temporary files left: $(ls "$TMP")" || ok "no temporary files left (file-size limit)"
+if [ -w /dev/full ]; then
+    expect_fail "--jobs-out /dev/full" 1 "policy gangsched: writing /dev/full: No space left on device" -- \
+        "$GS" simulate --no-progress --policy gangsched --jobs-out /dev/full
+    expect_fail "--report /dev/full" 1 "writing /dev/full: No space left on device" -- \
+        "$GS" simulate --no-progress --policy gangsched --report /dev/full
+fi
+# SIGTERM mid-run: no FILE.tmp-PID left. The --events FIFO's reader never reads, so the run
+# stalls with --jobs-out's temporary file open.
+mkfifo "$TMP/stall"
+sleep 30 <"$TMP/stall" &
+RD=$!
+"$GS" simulate --no-progress --cluster hgx:64 --trace sched/sim/data/itp/cluster07.csv \
+    --events "$TMP/stall" --jobs-out "$TMP/term.csv" >/dev/null 2>&1 &
+SP=$!
+i=0
+while ! ls "$TMP" | grep -q "term.csv.tmp-" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+ls "$TMP" | grep -q "term.csv.tmp-" && ok "a stalled run has its temporary file open" || bad "no temporary file seen"
+kill -TERM $SP
+wait $SP
+expect_eq "SIGTERM: the run dies of it" "$?" 143
+kill $RD 2>/dev/null
+wait $RD 2>/dev/null
+ls "$TMP" | grep -q "term.csv" && bad "SIGTERM left: $(ls "$TMP" | grep term)" || ok "SIGTERM: no FILE.tmp-PID left"
 # stdout on a full device: exit 1 with a message (before: exit 0)
 if [ -w /dev/full ]; then
     expect_fail "table to /dev/full" 1 "writing standard output" -- sh -c \

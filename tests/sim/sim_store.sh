@@ -37,4 +37,32 @@ expect_fail "two policies with --db" 2 "exactly one --policy" -- "$GS" simulate 
 rc=$?
 [ "$rc" = 2 ] && grep -q "$TMP/none.db does not exist" "$TMP/out" && ok "check of a missing file: exit 2" ||
     bad "check of a missing file: exit $rc: $(cat "$TMP/out")"
+# A store on a read-only filesystem (a read-only bind mount in a private mount namespace: needs
+# root and unshare -m; said and not counted where they are missing): SQLite answers
+# SQLITE_CANTOPEN there (EROFS on PATH-shm), which store check and gangctl --db now read as
+# immutable when no PATH-wal exists (before: "unable to open database file", exit 2); with a
+# PATH-wal they refuse, naming it.
+mkdir "$TMP/ro" "$TMP/rw"
+"$GS" simulate --no-progress --policy gangsched --trace "$TMP/t.csv" --db "$TMP/ro/run.db" >/dev/null 2>&1
+cp "$TMP/ro/run.db" "$TMP/rw/run.db" # a reader leaves PATH-shm behind: read a copy
+"$BIN/gangctl" --db "$TMP/rw/run.db" queues >"$TMP/rw.txt" 2>&1
+[ ! -e "$TMP/ro/run.db-shm" ] && [ ! -e "$TMP/ro/run.db-wal" ] && ok "a closed store: the main file alone" ||
+    bad "side files left: $(ls "$TMP/ro")"
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+    ro() { unshare -m sh -c "mount --bind '$TMP/ro' '$TMP/ro' && mount -o remount,ro,bind '$TMP/ro' && $*"; }
+    ro "touch '$TMP/ro/x'" 2>/dev/null && bad "the bind mount is writable" || ok "read-only bind mount"
+    ro "'$GS' store check '$TMP/ro/run.db'" >"$TMP/out" 2>&1 &&
+        grep -q "run.db: consistent" "$TMP/out" && ok "store check on a read-only filesystem" ||
+        bad "store check on a read-only filesystem: $(cat "$TMP/out")"
+    ro "'$BIN/gangctl' --db '$TMP/ro/run.db' queues" >"$TMP/ro.txt" 2>&1
+    cmp -s "$TMP/rw.txt" "$TMP/ro.txt" && ok "gangctl --db on a read-only filesystem" ||
+        bad "gangctl --db on a read-only filesystem: $(cat "$TMP/ro.txt")"
+    : >"$TMP/ro/run.db-wal"
+    ro "'$GS' store check '$TMP/ro/run.db'" >"$TMP/out" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] && grep -q "its write-ahead log $TMP/ro/run.db-wal needs a shared-memory file" "$TMP/out" &&
+        ok "with a -wal file: refused, naming it (exit 2)" || bad "with a -wal file: exit $rc: $(cat "$TMP/out")"
+else
+    echo "SKIP read-only filesystem checks: need root and unshare -m"
+fi
 finish

@@ -15,11 +15,16 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "config/config.h"
+#include "config/file.h"
 
 #define H "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
 
@@ -352,6 +357,23 @@ static const struct bad bad_configs[] = {
     {H Q1 "    localQueues: [team-a]\n",
      "5:19: ", "queues[0].localQueues: \"team-a\" is not NAMESPACE/NAME"},
     {H Q1 "    namespaces: [a/b]\n", "5:18: ", "queues[0].namespaces: \"a/b\" is not a namespace"},
+    /* namespaces are DNS-1123 labels, LocalQueue names DNS-1123 subdomains */
+    {H Q1 "    namespaces: [ok-1, \"Team A\"]\n", "5:24: ",
+     "queues[0].namespaces: \"Team A\" is not a namespace name (lowercase letters, digits and "
+     "'-', at most 63, a letter or digit first and last)"},
+    {H Q1 "    namespaces: [-a]\n", "5:18: ", "queues[0].namespaces: \"-a\" is not a namespace"},
+    {H Q1 "    namespaces: [a-]\n", "5:18: ", "queues[0].namespaces: \"a-\" is not a namespace"},
+    {H Q1 "    namespaces: [a.b]\n", "5:18: ", "queues[0].namespaces: \"a.b\" is not a namespace"},
+    {H Q1 "    namespaces: [a123456789012345678901234567890123456789012345678901234567890123]\n",
+     "5:18: ", "is not a namespace name"},
+    {H Q1 "    localQueues: [\"UP PER/x y\"]\n",
+     "5:19: ", "queues[0].localQueues: \"UP PER/x y\": \"UP PER\" is not a namespace name"},
+    {H Q1 "    localQueues: [\"ns/x y\"]\n", "5:19: ",
+     "queues[0].localQueues: \"ns/x y\": \"x y\" is not a LocalQueue name (a DNS-1123 subdomain"},
+    {H Q1 "    localQueues: [ns/a..b]\n", "5:19: ", "\"a..b\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/a.-b]\n", "5:19: ", "\"a.-b\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/.a]\n", "5:19: ", "\".a\" is not a LocalQueue name"},
+    {H Q1 "    localQueues: [ns/a.]\n", "5:19: ", "\"a.\" is not a LocalQueue name"},
     {H "queues:\n  - name: a\n    localQueues: [ns/q]\n  - name: b\n    localQueues: [ns/q]\n",
      "7:19: ", "queues[1].localQueues: LocalQueue \"ns/q\" is mapped twice (also to queue a)"},
     {H "fairShare: 24h\n", "3:12: ", "fairShare: expected a mapping, got the string \"24h\""},
@@ -721,7 +743,7 @@ static void test_file_errors(void **state)
     assert_string_equal(eb.msg,
                         "cannot read tests/data/no-such-config.yaml: No such file or directory");
     assert_int_equal(config_load_file("tests/data", &c, &eb), SCHED_EIO);
-    assert_string_equal(eb.msg, "cannot read tests/data: Is a directory");
+    assert_string_equal(eb.msg, "cannot read tests/data: a directory, not a regular file");
     /* a file that is YAML but not a config: the path leads the message */
     assert_int_equal(config_load_file("tests/data/nodes-small.yaml", &c, &eb), SCHED_EINVAL);
     assert_true(strncmp(eb.msg, "tests/data/nodes-small.yaml:1:13: apiVersion: unsupported", 57) ==
@@ -746,6 +768,107 @@ static void test_size_limit(void **state)
     assert_int_equal(config_load_buffer("big.yaml", big, n - 1, &ok, &eb), 0);
     config_free(ok);
     free(big);
+}
+
+/* Valid namespaces and LocalQueue names: labels up to 63 bytes, subdomains with dots. */
+static void test_dns_names_accepted(void **state)
+{
+    (void)state;
+    struct config *c = load_ok(
+        H "queues:\n  - name: a\n    namespaces: [a, 0, team-a1, "
+          "a12345678901234567890123456789012345678901234567890123456789012]\n"
+          "    localQueues: [ml-eval/gpu, a/x.y-1.z, b/a12345678901234567890123456789012345678901"
+          "234567890123456789012.b]\n");
+    assert_int_equal(c->queues[0].n_namespaces, 4);
+    assert_int_equal(c->queues[0].n_local_queues, 3);
+    config_free(c);
+}
+
+/* config/file.c: the reader of the configuration and of token files. Files in a fresh directory;
+ * a FIFO without a writer is refused at once (alarm() turns a hang into a failure). */
+static void put(const char *dir, const char *name, const char *text, size_t n, char *path)
+{
+    snprintf(path, 128, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_file_reader(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/gangsched-file-XXXXXX", p[128], want[256];
+    assert_non_null(mkdtemp(dir));
+    struct sched_errbuf eb;
+    char *buf = NULL, tok[16];
+    size_t len = 0;
+    /* a whole file, and the size limit: max bytes pass, one more does not */
+    put(dir, "a", "0123456789", 10, p);
+    assert_int_equal(config_file_read(p, 10, &buf, &len, &eb), 0);
+    assert_int_equal(len, 10);
+    assert_string_equal(buf, "0123456789");
+    free(buf);
+    assert_int_equal(config_file_read(p, 9, &buf, &len, &eb), SCHED_EINVAL);
+    assert_null(buf);
+    snprintf(want, sizeof(want), "%s: larger than 9 bytes", p);
+    assert_string_equal(eb.msg, want);
+    /* a FIFO: refused without waiting for a writer */
+    alarm(20);
+    snprintf(p, sizeof(p), "%s/fifo", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(config_file_read(p, 10, &buf, &len, &eb), SCHED_EIO);
+    snprintf(want, sizeof(want), "cannot read %s: a FIFO, not a regular file", p);
+    assert_string_equal(eb.msg, want);
+    assert_int_equal(config_token_read(p, tok, sizeof(tok), &len, &eb), SCHED_EIO);
+    assert_string_equal(eb.msg, want);
+    /* the one-shot commands' reader takes a FIFO, waiting for its writer */
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        int fd = open(p, O_WRONLY);
+        _exit(fd >= 0 && write(fd, "piped", 5) == 5 ? 0 : 1);
+    }
+    assert_int_equal(config_file_read_pipe(p, 10, &buf, &len, &eb), 0);
+    assert_int_equal(len, 5);
+    assert_string_equal(buf, "piped");
+    free(buf);
+    int ws = 0;
+    assert_int_equal(waitpid(w, &ws, 0), w);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    alarm(0);
+    assert_int_equal(config_token_read("/dev/null", tok, sizeof(tok), &len, &eb), SCHED_EIO);
+    assert_string_equal(eb.msg, "cannot read /dev/null: a device, not a regular file");
+    /* tokens: the first line, blanks around it removed; at most cap - 1 bytes */
+    static const struct {
+        const char *text, *token, *error; /* error: what follows the path */
+    } cases[] = {
+        {"abc", "abc", NULL},
+        {" \t abc \t\r\nsecond line\n", "abc", NULL},
+        {"a b\n", "a b", NULL},
+        {"123456789012345\n", "123456789012345", NULL},
+        {"1234567890123456\n", NULL, ": the token is 16 bytes, above 15"},
+        {"\n abc\n", NULL, ": no token on its first line"},
+        {"", NULL, ": no token on its first line"},
+        {"ab\rc\n", NULL, ": a control character at byte 3 of its first line"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        put(dir, "t", cases[i].text, strlen(cases[i].text), p);
+        int rc = config_token_read(p, tok, sizeof(tok), &len, &eb);
+        if (cases[i].token) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(tok, cases[i].token);
+            assert_int_equal(len, strlen(cases[i].token));
+        } else {
+            assert_true(rc < 0);
+            assert_int_equal(len, 0);
+            snprintf(want, sizeof(want), "token file %s%s", p, cases[i].error);
+            assert_string_equal(eb.msg, want);
+        }
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* Many queues and a big mapping: the sorted duplicate checks find the earliest duplicate. */
@@ -818,6 +941,8 @@ int main(void)
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_file_reader),
+        cmocka_unit_test(test_dns_names_accepted),
         cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

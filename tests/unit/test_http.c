@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/file.h"
 #include "sched/http/server.h"
 
 struct fx {
@@ -420,6 +422,116 @@ static void test_auth(void **state)
                      403);
 }
 
+/* Token files go through config_token_read, gangctl's reader too: blanks around the token are
+ * ignored on both sides (before: leading blanks kept, so gangctl's token never matched), a
+ * 1,500-byte token (a service-account JWT) is whole (before: cut at 1,023 bytes, every request
+ * 401), a longer one than CONFIG_TOKEN_MAX is refused, not cut; a FIFO or a directory at the
+ * path refuses writes at once (before: the event loop waited for a writer). */
+static void test_token_files(void **state)
+{
+    struct fx *f = *state;
+    const char *url = "/v1/queues/prod/drain";
+    put_file(f->w, " \t s3cret \r\n");
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 202);
+    char *big = malloc(CONFIG_TOKEN_MAX + 64);
+    assert_non_null(big);
+    memset(big, 't', 1500);
+    big[1500] = 0;
+    put_file(f->w, big);
+    char *auth = malloc(CONFIG_TOKEN_MAX + 64);
+    assert_non_null(auth);
+    snprintf(auth, CONFIG_TOKEN_MAX + 64, "Bearer %s", big);
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 202);
+    auth[strlen(auth) - 1] = 0; /* 1,499 bytes: no match */
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 401);
+    memset(big, 'u', CONFIG_TOKEN_MAX + 1);
+    big[CONFIG_TOKEN_MAX + 1] = 0;
+    put_file(f->w, big);
+    snprintf(auth, CONFIG_TOKEN_MAX + 64, "Bearer %.*s", CONFIG_TOKEN_MAX, big);
+    assert_int_equal(call(f, "POST", url, auth, NULL, NULL), 403); /* too long: no token */
+    free(big);
+    free(auth);
+    alarm(20);
+    assert_int_equal(unlink(f->w), 0);
+    assert_int_equal(mkfifo(f->w, 0600), 0);
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 403);
+    assert_int_equal(unlink(f->w), 0);
+    assert_int_equal(mkdir(f->w, 0700), 0);
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 403);
+    assert_int_equal(rmdir(f->w), 0);
+    alarm(0);
+    put_file(f->w, "s3cret");
+    assert_int_equal(call(f, "POST", url, "Bearer s3cret", NULL, NULL), 202);
+}
+
+/* Answers never name the server's files (docs/api.md): a missing or foreign database is 503
+ * with the store's message, its path taken out (before: "database unavailable: database
+ * /tmp/.../state.db does not exist"). */
+static void test_answers_hide_paths(void **state)
+{
+    struct fx *f = *state;
+    char away[128], *body = NULL;
+    snprintf(away, sizeof(away), "%s.away", f->db);
+    assert_int_equal(rename(f->db, away), 0);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 503);
+    assert_non_null(strstr(body, "database unavailable: database does not exist"));
+    if (strstr(body, f->dir))
+        fail_msg("the answer names the server's file: %s", body);
+    free(body);
+    put_file(f->db, "not a database, but long enough to be looked at by SQLite's header check\n");
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, &body), 503);
+    assert_non_null(strstr(body, "database unavailable: "));
+    if (strstr(body, f->dir))
+        fail_msg("the answer names the server's file: %s", body);
+    free(body);
+    assert_int_equal(rename(away, f->db), 0);
+    assert_int_equal(call(f, "GET", "/v1/queues", "Bearer rtok", NULL, NULL), 200);
+}
+
+/* POST /v1/reservations checks the names before anything is recorded (before: duplicate nodes,
+ * control characters and 60 KB node names were recorded as they came). */
+static void test_reservation_names(void **state)
+{
+    struct fx *f = *state;
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"{\"job\":\"ns/a\",\"nodes\":[\"n1\",\"n2\",\"n1\"]}",
+         "nodes[2]: \\\"n1\\\" is listed twice (also nodes[0])"},
+        {"{\"job\":\"ns/a\",\"nodes\":[\"n1\",\"bad\\u001b[2Jnode\"]}",
+         "nodes[1]: \\\"bad\\\\x1b[2Jnode\\\" is not a node name (a DNS-1123 subdomain"},
+        {"{\"job\":\"ns/a\",\"nodes\":[\"Upper\"]}", "nodes[0]: \\\"Upper\\\" is not a node name"},
+        {"{\"job\":\"ns/a\\nb\",\"nodes\":[\"n1\"]}", "is not NS/NAME (a control character)"},
+    };
+    int before = f->writes;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *body = NULL;
+        assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok", bad[i].body, &body),
+                         400);
+        if (!strstr(body, bad[i].msg))
+            fail_msg("case %zu: %s lacks %s", i, body, bad[i].msg);
+        free(body);
+    }
+    /* a 60 KB node name: refused, and the answer quotes only its start */
+    size_t n = 60000;
+    char *big = malloc(n + 64);
+    assert_non_null(big);
+    int k = snprintf(big, n + 64, "{\"job\":\"ns/a\",\"nodes\":[\"");
+    memset(big + k, 'a', n);
+    strcpy(big + k + n, "\"]}");
+    char *body = NULL;
+    assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok", big, &body), 400);
+    assert_non_null(strstr(body, "is not a node name"));
+    assert_true(strlen(body) < 1000);
+    free(body);
+    free(big);
+    assert_int_equal(f->writes, before);
+    assert_int_equal(call(f, "POST", "/v1/reservations", "Bearer wtok",
+                          "{\"job\":\"ns/a\",\"nodes\":[\"hgx-0001\",\"node.rack-2.dc\"]}", NULL),
+                     202);
+    assert_int_equal(f->writes, before + 1);
+}
+
 static void test_writes(void **state)
 {
     struct fx *f = *state;
@@ -546,9 +658,18 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_routes),           T(test_route_table),   T(test_reads),
-        T(test_cache_and_paging), T(test_replaced_file), T(test_auth),
-        T(test_writes),           T(test_limits),        cmocka_unit_test(test_metrics_registry),
+        T(test_routes),
+        T(test_route_table),
+        T(test_reads),
+        T(test_cache_and_paging),
+        T(test_replaced_file),
+        T(test_auth),
+        T(test_token_files),
+        T(test_answers_hide_paths),
+        T(test_reservation_names),
+        T(test_writes),
+        T(test_limits),
+        cmocka_unit_test(test_metrics_registry),
         T(test_whole_list),
     };
 #undef T

@@ -445,6 +445,57 @@ static void test_flavors_restrict_nodes(void **unused)
     world_free(w);
 }
 
+/* Quotas at the documented limit of one value (2^62 base units, docs/config.md): two queues of
+ * memory 4Ei in one cohort add up past int64. The sums saturate instead of wrapping to -8Ei, so
+ * a gang that fits its queue's nominal quota fits (before: QUOTA_NEVER, "may still take -8Ei"),
+ * the cohort's total prints as "more than" the int64 maximum, and a borrowing limit of 4Ei adds
+ * to the cohort's pool without wrapping. */
+static void test_sums_at_the_limit_saturate(void **unused)
+{
+    (void)unused;
+    struct config *c =
+        load(HDR "cohorts:\n  - name: root\nqueues:\n"
+                 "  - name: a\n    cohort: root\n    quota: {default: "
+                 "{nvidia.com/gpu: 8, memory: {nominal: 4Ei, borrowingLimit: 4Ei}}}\n"
+                 "  - name: b\n    cohort: root\n    quota: {default: "
+                 "{nvidia.com/gpu: 8, memory: 4Ei}}\n");
+    struct arena a;
+    arena_init(&a, 0);
+    struct quota_tree t;
+    assert_int_equal(quota_build(&t, c, NULL, &a), 0);
+    uint32_t km = t.tracked[0] == RES_MEMORY ? 0 : 1;
+    assert_int_equal(t.tracked[km], RES_MEMORY);
+    assert_true(t.subtree[km] > ((int64_t)1 << 62)); /* the cohort (node 0): no wrap */
+    for (uint32_t q = 0; q < 2; q++) {
+        assert_true(quota_available(&t, quota_queue_node(&t, q), 0, km) >= ((int64_t)1 << 62));
+        assert_true(quota_potential(&t, quota_queue_node(&t, q), 0, km) >= ((int64_t)1 << 62));
+    }
+    struct res_vec need = gpus(8);
+    need.v[RES_MEMORY] = (int64_t)1 << 40; /* 1Ti */
+    struct quota_short why;
+    assert_int_equal(quota_check(&t, 1, 0, &need, &why), QUOTA_FITS);
+    quota_charge(&t, 1, 0, &need, +1);
+    need.v[RES_MEMORY] = (int64_t)1 << 62; /* all of a's nominal, b using 1Ti: fits */
+    assert_int_equal(quota_check(&t, 0, 0, &need, &why), QUOTA_FITS);
+    quota_charge(&t, 0, 0, &need, +1);
+    need.v[RES_GPU] = 0;
+    quota_charge(&t, 1, 0, &need, +1); /* both past full: the cohort's usage saturates too */
+    assert_true(t.usage[km] > ((int64_t)1 << 62));
+    assert_false(quota_violated(&t, 0));
+    assert_true(quota_share(&t, 0, 0, &need) > 0.0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(config_print_totals(c, NULL, NULL, out), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "cohort root (2 queues): memory@default more than "));
+    assert_null(strstr(text, "-8Ei"));
+    free(text);
+    arena_fini(&a);
+    config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_strict_fifo_queue_blocks_its_own_gangs_only),
         cmocka_unit_test(test_fair_share_orders_queues),
         cmocka_unit_test(test_flavors_restrict_nodes),
+        cmocka_unit_test(test_sums_at_the_limit_saturate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

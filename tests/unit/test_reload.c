@@ -468,6 +468,36 @@ static void test_start_invalid_fails(void **state)
     assert_int_equal(f->calls, 0);
 }
 
+/* A FIFO at the configuration's path (or a directory) is refused with an error naming it, at
+ * start and on a reload, instead of opening it and waiting for a writer: run and serve reload
+ * on their event loop, which stopped (no cycles, /healthz silent) until some process wrote to
+ * the FIFO. alarm() turns such a hang into a failure. */
+static void test_fifo_refused(void **state)
+{
+    struct fx *f = *state;
+    start_watch(f);
+    alarm(20);
+    assert_int_equal(unlink(f->path), 0);
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    assert_true(run_until(f, one_failure, WAIT));
+    const char *msg = config_watch_last_error(f->w);
+    assert_non_null(strstr(msg, f->path));
+    assert_non_null(strstr(msg, "a FIFO, not a regular file"));
+    assert_string_equal(config_watch_current(f->w)->queues[0].name, "alpha");
+    struct config *c = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_true(config_load_file(f->path, &c, &eb) < 0); /* config check, simulate, run, serve */
+    assert_null(c);
+    assert_non_null(strstr(eb.msg, "a FIFO, not a regular file"));
+    assert_true(config_load_file(f->dir, &c, &eb) < 0);
+    assert_non_null(strstr(eb.msg, "a directory, not a regular file"));
+    alarm(0);
+    /* a regular file again: applied */
+    assert_int_equal(unlink(f->path), 0);
+    write_file(f->path, cfg_b);
+    assert_true(run_until(f, watched_beta, WAIT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_file_and_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_inside_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_invalid_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

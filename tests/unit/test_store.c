@@ -1445,6 +1445,31 @@ static void test_tampered_rows(void **state)
     assert_non_null(strstr(eb.msg, "placements"));
     store_close(st);
     open_fails(f->db, 0, SCHED_EIO, "corrupt database", "quick_check");
+    /* store check opens the file read-only, where SQLite's integrity_check skips CHECK
+     * constraints (before: "consistent", exit 0): it verifies them itself, from the file's
+     * schema; "CHECK" in a name, a string or a comment is not a constraint */
+    raw_sql(f->db, "CREATE TABLE \"odd \"\"t\"\"\" (checkpoint INTEGER CHECK (checkpoint <> ')'),"
+                   "  note TEXT DEFAULT 'CHECK (0)' /* CHECK (0) */ -- CHECK (0)\n"
+                   "  , CHECK ((checkpoint) > 0));"
+                   "PRAGMA ignore_check_constraints = ON;"
+                   "INSERT INTO \"odd \"\"t\"\"\" VALUES (-1, 'x'), (-2, 'y'), (3, 'z');");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(store_check_main(f->db, out), 1);
+    fclose(out);
+    static const char *const want[] = {
+        "CHECK constraint failed in jobs: 1 row breaks CHECK (state IN ('pending', 'admitted', "
+        "'running', 'finished', 'failed'))",
+        "CHECK constraint failed in placements: 1 row breaks CHECK (gpu_mask BETWEEN 0 AND "
+        "4294967295)",
+        "CHECK constraint failed in odd \"t\": 2 rows break CHECK ((checkpoint) > 0)",
+        "4 problems found"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (!strstr(text, want[i]))
+            fail_msg("store check lacks \"%s\":\n%s", want[i], text);
+    free(text);
 }
 
 /* Only the leader writes: a second writer waits for the lock, then gets a clear error. */
