@@ -145,11 +145,6 @@ unsigned http_server_refused(const struct http_server *s)
     return s ? s->refused : 0;
 }
 
-unsigned long http_server_big_skipped(const struct http_server *s)
-{
-    return s ? s->big_skipped : 0;
-}
-
 unsigned http_server_reads_in_flight(const struct http_server *s)
 {
     return s ? s->n_reads : 0;
@@ -590,7 +585,6 @@ static void big_next(struct http_server *s)
         if (!s->big_head)
             s->big_tail = NULL;
         if (!s->stopping && client_gone(w->conn)) {
-            s->big_skipped++;
             read_end(w, UV_ECONNRESET);
         } else if (s->stopping || read_start(s, w) != 0) {
             read_end(w, UV_ECANCELED);

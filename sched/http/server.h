@@ -135,8 +135,6 @@ void http_server_test_fail_conns(struct http_server *s, unsigned n);
 unsigned http_server_refused(const struct http_server *s);
 /* For tests: how many reads the server ran against the database. */
 unsigned long long http_server_loads(struct http_server *s);
-/* For tests: large reads ended unbuilt because their clients had gone while they waited. */
-unsigned long http_server_big_skipped(const struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
 

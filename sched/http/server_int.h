@@ -55,7 +55,6 @@ struct http_server {
      * that they hold no worker meanwhile */
     bool big_running;
     struct http_work *big_head, *big_tail;
-    unsigned long big_skipped; /* large reads ended unbuilt: their clients had gone (tests) */
     /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
