@@ -2,8 +2,9 @@
  * connection of its own (a small pool): the documents of store/views.h answered from the
  * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
  * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
- * The memory a large read's document freed is trimmed back once it is printed (http__big_read;
- * the server builds one at a time, docs/api.md "Limits").
+ * The memory a large read's document freed is trimmed back once it is printed, when it was
+ * large (HTTP_TRIM_BYTES) and the last of the large reads' line (http__big_read; the server
+ * builds one at a time, docs/api.md "Limits").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
@@ -311,7 +312,8 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
 void http__request_try(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     request_work(s, w, resp);
-    if (http__big_read(w) && !w->again && resp->len >= HTTP_TRIM_BYTES)
+    if (http__big_read(w) && !w->again && resp->len >= HTTP_TRIM_BYTES &&
+        atomic_load(&s->big_waiting) == 0)
         trim(); /* the document's tree and the print's buffers, freed: back to the system */
 }
 

@@ -49,6 +49,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
 {
     s->prov = *p;
     atomic_init(&s->written, false);
+    atomic_init(&s->big_waiting, 0);
     const struct http_limits *l = &o->limits;
     s->lim.max_conns = l->max_conns ? l->max_conns : HTTP_DEFAULT_CONNS;
     s->lim.probe_conns = l->probe_conns ? l->probe_conns : HTTP_DEFAULT_PROBES;
@@ -549,6 +550,7 @@ static int read_start(struct http_server *s, struct http_work *w)
         else
             s->big_head = w;
         s->big_tail = w;
+        atomic_fetch_add(&s->big_waiting, 1);
         return 0;
     }
     int rc = uv_queue_work(s->loop, &w->req, work_run, work_done);
@@ -584,6 +586,7 @@ static void big_next(struct http_server *s)
         s->big_head = w->next_big;
         if (!s->big_head)
             s->big_tail = NULL;
+        atomic_fetch_sub(&s->big_waiting, 1);
         if (!s->stopping && client_gone(w->conn)) {
             read_end(w, UV_ECONNRESET);
         } else if (s->stopping || read_start(s, w) != 0) {

@@ -55,6 +55,7 @@ struct http_server {
      * that they hold no worker meanwhile */
     bool big_running;
     struct http_work *big_head, *big_tail;
+    atomic_uint big_waiting; /* reads in that line (the workers read it: reads.c trim) */
     /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
@@ -79,9 +80,11 @@ struct http_server {
 /* A list page or explanation of more items than this is a large read (http__big_read) */
 #define HTTP_BIG_ITEMS  1000
 /* A large read's answer of at least this many bytes (its cJSON tree took about eight times
- * that) gives the allocator's free memory back to the system once sent (reads.c trim): about
- * 5,000 jobs. malloc_trim holds the arena's lock meanwhile (7-12 ms with 100k live small
- * objects): smaller answers leave it to the allocator's own trimming. */
+ * that), with no other large read waiting, gives the allocator's free memory back to the system
+ * once printed (reads.c trim): about 5,000 jobs. malloc_trim holds the arena's lock meanwhile
+ * (7-12 ms with 100k live small objects), which the loop's allocations wait for: smaller answers
+ * leave it to the allocator's own trimming, and a line of large reads trims once, after its
+ * last (the next one would reuse the memory). */
 #define HTTP_TRIM_BYTES (1024 * 1024)
 
 enum view {
