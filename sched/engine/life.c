@@ -206,6 +206,21 @@ static void shift_set(int64_t *t, int64_t step)
     }
 }
 
+/* The end of preemptor g's hold its victims' checkpoint handshakes ask for (eng_hold_extend):
+ * the latest deadline of a victim asked by g, + hold_ms; 0 when none. */
+static int64_t ckpt_hold_end(const struct eng *e, uint32_t g)
+{
+    int64_t end = 0;
+    for (uint32_t v = 0; v < e->cap_jobs; v++) {
+        const struct eng_job *j = &e->jobs[v];
+        if (j->state == ENG_JOB_TEARING && j->ckpt_until_ms != 0 && j->ckpt_by == g) {
+            int64_t t = shifted(j->ckpt_until_ms, e->lim.hold_ms);
+            end = t > end ? t : end;
+        }
+    }
+    return end;
+}
+
 void eng_clock_stepped(struct eng *e, int64_t step_ms)
 {
     if (step_ms == 0)
@@ -231,13 +246,19 @@ void eng_clock_stepped(struct eng *e, int64_t step_ms)
             st->window_start_ms = shifted(st->window_start_ms, step_ms);
     }
     struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
-    for (uint32_t h = 0; h < hv->n; h++) /* preemptors' holds; not an operator's reservation */
-        if (hv->v[h].operator_id == 0 && hv->v[h].until_ms != INT64_MAX)
-            shift_set(&hv->v[h].until_ms, step_ms);
-    /* a preemptor's hold lasts until its victim's checkpoint deadline (not moved) + hold_ms */
-    for (uint32_t g = 0; g < e->cap_jobs; g++)
-        if (e->jobs[g].state == ENG_JOB_TEARING && e->jobs[g].ckpt_until_ms != 0)
-            eng_hold_extend(e, e->jobs[g].ckpt_by, e->jobs[g].ckpt_until_ms);
+    for (uint32_t h = 0; h < hv->n; h++) { /* preemptors' holds; not an operator's reservation */
+        struct eng_hold *eh = &hv->v[h];
+        if (eh->operator_id != 0 || eh->until_ms == INT64_MAX)
+            continue;
+        /* a hold that lasts until a victim's checkpoint deadline (an instant, not moved) +
+         * hold_ms stays there; one that lasts longer (now + hold_ms of a later cycle) moves, and
+         * never ends before that */
+        int64_t floor = ckpt_hold_end(e, eh->gang);
+        if (floor == 0 || eh->until_ms > floor)
+            shift_set(&eh->until_ms, step_ms);
+        if (eh->until_ms < floor)
+            eh->until_ms = floor;
+    }
     if (e->life_due_ms != INT64_MAX)
         e->life_due_ms = shifted(e->life_due_ms, step_ms);
 }

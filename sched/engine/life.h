@@ -106,8 +106,9 @@ int64_t eng_clock_step(int64_t wall_delta_ms, int64_t mono_delta_ms);
  * NotReady since (the grace), quarantine end and strike window, the preemptors' holds (now +
  * hold_ms) and the next due time of the lifecycle rules. Not moved: the instants exchanged with
  * others, which their clocks read too: a checkpoint request's time and deadline (PodGroup
- * annotations; a preemptor's hold is extended again to the deadline + hold_ms) and an operator's
- * reservation's end (stored, and shown by GET /v1/reservations). */
+ * annotations; a preemptor's hold that lasts until that deadline + hold_ms stays so, a longer
+ * one moves but not below it) and an operator's reservation's end (stored, and shown by GET
+ * /v1/reservations). */
 void eng_clock_stepped(struct eng *e, int64_t step_ms);
 
 #endif

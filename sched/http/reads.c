@@ -2,8 +2,9 @@
  * connection of its own (a small pool): the documents of store/views.h answered from the
  * queries each route needs (store_read_doc, with paging: limit, continue), the store snapshot
  * and the metrics derived from the store. See server.h and docs/api.md ("Reads", "Paging").
- * The memory a large read's document freed is trimmed back once it is printed (http__big_read;
- * the server builds one at a time, docs/api.md "Limits").
+ * The memory a large read's document freed is trimmed back once it is printed, when it was
+ * large (HTTP_TRIM_BYTES) and the last of the large reads' line (http__big_read; the server
+ * builds one at a time, docs/api.md "Limits").
  * Must not touch: connections, the loop, the store's content (reads only).
  */
 #include <errno.h>
@@ -67,8 +68,7 @@ unsigned long long http_server_loads(struct http_server *s)
 }
 
 /* The route's document, from its own queries (store_read_doc). */
-static int read_doc(struct store *st, const struct http_work *w, cJSON **doc,
-                    struct sched_errbuf *eb)
+static int read_doc(struct store *st, struct http_work *w, cJSON **doc, struct sched_errbuf *eb)
 {
     struct store_read rq = {.limit = w->page_limit, .cont = w->cont};
     switch (w->v) {
@@ -108,7 +108,21 @@ static int read_doc(struct store *st, const struct http_work *w, cJSON **doc,
         if (rq.route != STORE_READ_EXPLAIN)
             rq.limit = 0;
     }
-    return store_read_doc(st, &rq, doc, eb);
+    bool whole = rq.limit == 0 && !rq.cont &&
+                 (rq.route == STORE_READ_QUEUES || rq.route == STORE_READ_JOBS ||
+                  rq.route == STORE_READ_RESERVATIONS);
+    if (!whole || w->big)
+        return store_read_doc(st, &rq, doc, eb);
+    /* a whole list: its first HTTP_BIG_ITEMS items; all of it when no "continue" follows (the
+     * same document), else it is large: built again in the large reads' line */
+    rq.limit = HTTP_BIG_ITEMS;
+    int err = store_read_doc(st, &rq, doc, eb);
+    if (err == 0 && cJSON_GetObjectItemCaseSensitive(*doc, "continue")) {
+        cJSON_Delete(*doc);
+        *doc = NULL;
+        w->big = w->again = true;
+    }
+    return err;
 }
 
 /* Answers never name the server's files (docs/api.md): in a store message the database's path
@@ -146,17 +160,21 @@ static void db_error(const struct http_server *s, struct http_response *resp, in
     http__resp_error(resp, status, "%s%s", prefix, eb->msg);
 }
 
-/* A large read: a list page of more than HTTP_BIG_ITEMS items (or a whole list), an explanation
- * of more decisions than that (or all). Its cJSON tree takes about eight times the answer's
- * bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB), more than
- * the answer that the budget counts: the server builds one at a time (server.c read_start). */
+/* A large read: a list page of more than HTTP_BIG_ITEMS items (or a whole list found longer),
+ * an explanation of more decisions than that (or all). Its cJSON tree takes about eight times
+ * the answer's bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB),
+ * more than the answer that the budget counts: the server builds one at a time (server.c
+ * read_start). A whole list of queues, reservations or one queue's jobs, most often short, runs
+ * beside the others: a first run builds HTTP_BIG_ITEMS items at most (read_doc). */
 bool http__big_read(const struct http_work *w)
 {
+    if (w->big)
+        return true;
     switch (w->v) {
     case V_JOBS:
     case V_QUEUES:
     case V_RESERVATIONS:
-        return w->page_limit == 0 || w->page_limit > HTTP_BIG_ITEMS;
+        return w->page_limit > HTTP_BIG_ITEMS;
     case V_EXPLAIN:
         return w->limit == 0 || w->limit > HTTP_BIG_ITEMS;
     default:
@@ -266,6 +284,8 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         r->st = NULL;
     }
     uv_mutex_unlock(&r->mu);
+    if (w->again)
+        return; /* server.c queues it again in the large reads' line */
     if (err) {
         /* messages name the server's file: say only what was not found */
         if (!eb.msg[0])
@@ -289,9 +309,19 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
     http__resp_json(resp, 200, doc);
 }
 
-void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+void http__request_try(struct http_server *s, struct http_work *w, struct http_response *resp)
 {
     request_work(s, w, resp);
-    if (http__big_read(w))
+    if (http__big_read(w) && !w->again && resp->len >= HTTP_TRIM_BYTES &&
+        atomic_load(&s->big_waiting) == 0)
         trim(); /* the document's tree and the print's buffers, freed: back to the system */
+}
+
+void http_request_work(struct http_server *s, struct http_work *w, struct http_response *resp)
+{
+    http__request_try(s, w, resp);
+    if (w->again) { /* inline (tests, fuzz): no line to wait in, built now */
+        w->again = false;
+        http__request_try(s, w, resp);
+    }
 }

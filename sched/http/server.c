@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "sched/http/reqparse.h"
@@ -48,6 +49,7 @@ static int server_init(struct http_server *s, const struct http_opts *o,
 {
     s->prov = *p;
     atomic_init(&s->written, false);
+    atomic_init(&s->big_waiting, 0);
     const struct http_limits *l = &o->limits;
     s->lim.max_conns = l->max_conns ? l->max_conns : HTTP_DEFAULT_CONNS;
     s->lim.probe_conns = l->probe_conns ? l->probe_conns : HTTP_DEFAULT_PROBES;
@@ -531,7 +533,7 @@ static void send_error(struct conn *c, int status, const char *msg)
 static void work_run(uv_work_t *req)
 {
     struct http_work *w = req->data;
-    http_request_work(w->srv, w, &w->resp);
+    http__request_try(w->srv, w, &w->resp);
 }
 
 static void work_done(uv_work_t *req, int status);
@@ -548,18 +550,34 @@ static int read_start(struct http_server *s, struct http_work *w)
         else
             s->big_head = w;
         s->big_tail = w;
+        atomic_fetch_add(&s->big_waiting, 1);
         return 0;
     }
     int rc = uv_queue_work(s->loop, &w->req, work_run, work_done);
-    s->big_running |= big && rc == 0;
+    w->in_line = big && rc == 0;
+    s->big_running |= w->in_line;
     return rc;
+}
+
+/* Whether the client of a waiting read is gone: its side of the connection closed (EOF) or
+ * broken. Reading stops while a request is answered, so on_read has not seen it: peeked here. A
+ * client that only shut down its writing side looks gone too (as to nginx). */
+static bool client_gone(struct conn *c)
+{
+    uv_os_fd_t fd;
+    if (c->closed || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return true;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 static void read_end(struct http_work *w, int status);
 
 /* The large read being built ended: the next waiting one is queued; while the server stops, or
- * when it cannot be queued, a waiting one ends without being built (503). Called while the
- * ended read still holds its connection (the server cannot be freed meanwhile). */
+ * when it cannot be queued, a waiting one ends without being built (503), and one whose client
+ * is gone ends unbuilt too (its answer would be dropped). Called while the ended read still
+ * holds its connection (the server cannot be freed meanwhile). */
 static void big_next(struct http_server *s)
 {
     s->big_running = false;
@@ -568,16 +586,29 @@ static void big_next(struct http_server *s)
         s->big_head = w->next_big;
         if (!s->big_head)
             s->big_tail = NULL;
-        if (s->stopping || read_start(s, w) != 0)
+        atomic_fetch_sub(&s->big_waiting, 1);
+        if (!s->stopping && client_gone(w->conn)) {
+            read_end(w, UV_ECONNRESET);
+        } else if (s->stopping || read_start(s, w) != 0) {
             read_end(w, UV_ECANCELED);
+        }
     }
 }
 
 static void work_done(uv_work_t *req, int status)
 {
     struct http_work *w = req->data;
-    if (http__big_read(w))
-        big_next(w->srv);
+    struct http_server *s = w->srv;
+    if (w->in_line) {
+        w->in_line = false;
+        big_next(s);
+    }
+    if (status == 0 && w->again) { /* a whole list found large: into the large reads' line */
+        w->again = false;
+        if (!s->stopping && read_start(s, w) == 0)
+            return;
+        status = UV_ECANCELED;
+    }
     read_end(w, status);
 }
 
@@ -590,12 +621,14 @@ static void read_end(struct http_work *w, int status)
         http_response_release(&w->resp);
         memset(&w->resp, 0, sizeof(w->resp));
         http__resp_error(&w->resp, 503, "%s",
-                         w->srv->stopping ? "the server is stopping" : "cannot queue the request");
-        w->resp.retry_after = w->srv->stopping ? 0 : HTTP_RETRY_AFTER;
+                         w->srv->stopping          ? "the server is stopping"
+                         : status == UV_ECONNRESET ? "the client closed its connection first"
+                                                   : "cannot queue the request");
+        w->resp.retry_after = w->srv->stopping || status == UV_ECONNRESET ? 0 : HTTP_RETRY_AFTER;
     }
     if (w->v == V_METRICS)
         render_live(w->srv, &w->resp);
-    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only;
+    bool close = !c->rp.keep_alive || w->srv->stopping || c->probe_only || status == UV_ECONNRESET;
     conn_send(c, &w->resp, w->method, close);
     http_work_free(w);
     conn_release(c);

@@ -55,6 +55,7 @@ struct http_server {
      * that they hold no worker meanwhile */
     bool big_running;
     struct http_work *big_head, *big_tail;
+    atomic_uint big_waiting; /* reads in that line (the workers read it: reads.c trim) */
     /* Reads (reads.c) run on libuv's workers, each on a read-only connection of its own taken
      * from `readers`: in WAL mode a read never waits for the scheduler's commits nor for the
      * other reads; each answers from the queries its route needs (store_read_doc). */
@@ -77,7 +78,14 @@ struct http_server {
 };
 
 /* A list page or explanation of more items than this is a large read (http__big_read) */
-#define HTTP_BIG_ITEMS 1000
+#define HTTP_BIG_ITEMS  1000
+/* A large read's answer of at least this many bytes (its cJSON tree took about eight times
+ * that), with no other large read waiting, gives the allocator's free memory back to the system
+ * once printed (reads.c trim): about 5,000 jobs. malloc_trim holds the arena's lock meanwhile
+ * (7-12 ms with 100k live small objects), which the loop's allocations wait for: smaller answers
+ * leave it to the allocator's own trimming, and a line of large reads trims once, after its
+ * last (the next one would reuse the memory). */
+#define HTTP_TRIM_BYTES (1024 * 1024)
 
 enum view {
     V_QUOTA,
@@ -105,11 +113,17 @@ struct http_work {
     struct http_response resp;
     char method[8];
     struct http_work *next_big; /* the next large read waiting (server.c) */
+    bool big;                   /* a whole list found longer than HTTP_BIG_ITEMS (reads.c) */
+    bool again;                 /* ... by this run, which answered nothing: queued again */
+    bool in_line;               /* holds the large reads' turn (server.c big_running) */
 };
 
-/* Whether a read may build a large answer (reads.c): built one at a time, its memory trimmed
- * back once printed. */
+/* Whether a read builds a large answer (reads.c): built one at a time. A whole list (no
+ * ?limit) is not, until a first run found it longer than HTTP_BIG_ITEMS (w->big). */
 bool http__big_read(const struct http_work *w);
+/* http_request_work for the server's workers: a whole list found large answers nothing and
+ * sets w->again (server.c queues it in the large reads' line). */
+void http__request_try(struct http_server *s, struct http_work *w, struct http_response *resp);
 
 /* A JSON answer (doc is consumed; 500 when it is NULL); an error answer
  * {"error":{"code","message"}}. */

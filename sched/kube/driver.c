@@ -150,7 +150,7 @@ static bool cycle_due(struct kdrv *d)
     if (!d->recovered && kdrv_recover(d) != 0)
         return false;
     if (!kcache_dirty(d->cache) && !d->force) {
-        int64_t now = kdrv_now_ms();
+        int64_t now = kdrv_now(d);
         if (d->o->full_cycles || (now < d->due_ms && now < d->later_ms))
             return false;
     }
@@ -351,7 +351,8 @@ static void run_cycle(struct kdrv *d)
     if (!cycle_due(d))
         return;
     double cpu0 = thread_cpu_s();
-    struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now_ms()};
+    struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now(d)};
+    d->cycle_now = c.now;    /* kdrv_now's answer until the cycle ends */
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     bool built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
@@ -371,6 +372,7 @@ static void run_cycle(struct kdrv *d)
     d->due_ms = cycle_next_due(&c, built);
     d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
+    d->cycle_now = 0;
     http_metric_observe(d->m_cycle_cpu, NULL, thread_cpu_s() - cpu0);
 }
 

@@ -87,7 +87,7 @@ static void send_fence(struct kfence *f)
     const char *slash = strchr(f->key, '/'); /* keys are "ns/name" (kobj_key) */
     snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/pods/%s",
              slash ? (int)(slash - f->key) : 0, f->key, slash ? slash + 1 : f->key);
-    kobj_format_time(kdrv_now_ms(), t, sizeof(t));
+    kobj_format_time(kdrv_now(d), t, sizeof(t));
     snprintf(val, sizeof(val), "%s %s", d->o->identity ? d->o->identity : "gangsched", t);
     cJSON *body = cJSON_CreateObject();
     cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
@@ -138,7 +138,7 @@ static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const
 static void binds_finished(struct kdrv *d)
 {
     struct sched_errbuf eb;
-    int64_t now = kdrv_now_ms();
+    int64_t now = kdrv_now(d);
     int rc = store_begin(d->db, &eb);
     for (uint32_t g = 0; rc == 0 && g < d->n_binds; g++) {
         struct kgang_binds *gb = &d->binds[g];
@@ -391,7 +391,7 @@ static void send_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     struct sched_errbuf eb = {{0}};
     const struct kpod_spec *sp = p ? p->spec : NULL;
     if (khami_annotate(ann, cl && ni >= 0 ? &cl->nodes[ni] : NULL, b->gpu_mask, p ? &p->req : NULL,
-                       sp ? sp->gpu_ctrs : NULL, sp ? sp->n_gpu_ctrs : 0, kdrv_now_ms() / 1000,
+                       sp ? sp->gpu_ctrs : NULL, sp ? sp->n_gpu_ctrs : 0, kdrv_now(d) / 1000,
                        &eb)) { /* HAMi's plugin could not find the devices */
         cJSON_Delete(body);
         snprintf(path, sizeof(path), "pod %s: %s", b->pod_key, eb.msg);
@@ -842,8 +842,8 @@ static int recover_intent(void *ctx, const struct store_intent *in)
     LOG_INFO(KDRV_MOD, "recovered bind intent: gang=%s pods=%u bound=%u outcome=%s", in->gang,
              in->n_pods, on_target, whole ? "bound" : "rolled-back");
     return store_journal_done(d->db, in->gang, STORE_ALL_PODS,
-                              whole ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, kdrv_now_ms(),
-                              NULL, NULL);
+                              whole ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, kdrv_now(d), NULL,
+                              NULL);
 }
 
 /* The unbound pods of an open intent may still be bound by a Binding of the previous process:
@@ -950,7 +950,7 @@ int kdrv_open_store(struct kdrv *d)
         if (rc == 0) /* the operators' holds survive a restart or a new leader */
             rc = store_action_list(d->db, false, kdrv_replay_action, d, &eb);
         if (rc == 0) /* and so do the gangs that used up their retry budget */
-            rc = kdrv_restore_gave_up(d, kdrv_now_ms(), &eb);
+            rc = kdrv_restore_gave_up(d, kdrv_now(d), &eb);
         if (rc == 0) /* and the operators' reservations */
             rc = store_reservation_list(d->db, kdrv_load_operator_hold, d, &eb);
         if (rc != 0) {

@@ -149,6 +149,12 @@ struct kdrv {
     /* the wall clock and CLOCK_BOOTTIME (ms) at the last kdrv_clock_check, read together
      * (clock_mono 0: none yet) */
     int64_t clock_wall, clock_mono;
+    /* the running cycle's time (ms since the epoch; 0: no cycle runs), kdrv_now's answer during
+     * it: a step seen in the middle of a cycle would mix the two clocks in its results */
+    int64_t cycle_now;
+    /* a wall-clock step moved the engine's promises since the store's job rows were written:
+     * the next record writes them all again (driver_promise.c) */
+    bool promises_stepped;
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
      * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
@@ -269,7 +275,14 @@ void kdrv_node_effects(struct kdrv *d);
 
 /* CLOCK_BOOTTIME in ms (monotonic, counting a suspend as time passed, as the wall clock does) */
 int64_t kdrv_mono_ms(void);
+/* The wall clock (ms since the epoch) as read: for kdrv_clock_check and tests only. */
 int64_t kdrv_now_ms(void);
+/* The wall clock (ms since the epoch) for a time the driver records or compares: within a cycle
+ * the cycle's own time (d->cycle_now, read after the cycle's clock check), else the clock read
+ * by a kdrv_clock_check first, so that a step not seen yet moves the deadlines before a time of
+ * the new clock is recorded beside them (else the next check would move that time too). Every
+ * driver callback that stamps a time reads it here. */
+int64_t kdrv_now(struct kdrv *d);
 
 void kdrv_fatal(struct kdrv *d, const char *msg);
 /* The end of an orderly stop (SIGTERM, once no bind is in flight): the leader's queued and

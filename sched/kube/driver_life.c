@@ -49,7 +49,7 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
     const struct kpg *pg = victim->pg;
     cJSON *body = pg && knative_sched_condition(pg->api)
                       ? knative_condition_patch(pg, "DisruptionTarget", true,
-                                                "PreemptionByScheduler", message, kdrv_now_ms())
+                                                "PreemptionByScheduler", message, kdrv_now(d))
                       : NULL;
     struct kvictim *v = body ? calloc(1, sizeof(*v)) : NULL;
     if (v) {
@@ -102,7 +102,7 @@ static void on_deleted(void *ctx, const struct kube_resp *r)
         LOG_WARN(KDRV_MOD, "delete failed: pod=%s status=%d error=%s (sent again if still needed)",
                  x->key, r->status, r->error ? r->error : "");
         kcache_delete_failed(x->d->cache, x->key, x->uid);
-        kdrv_cycle_at(x->d, kdrv_now_ms() + 1000); /* sent again then if still needed */
+        kdrv_cycle_at(x->d, kdrv_now(x->d) + 1000); /* sent again then if still needed */
     }
     free(x);
 }
@@ -162,7 +162,7 @@ static void on_evicted(void *ctx, const struct kube_resp *r)
                  "eviction failed: pod=%s/%s status=%d error=%s (retried at a later "
                  "cycle)",
                  ev->ns, ev->name, r->status, r->error ? r->error : "");
-        kdrv_cycle_at(d, kdrv_now_ms() + 1000); /* that cycle, even if nothing changes */
+        kdrv_cycle_at(d, kdrv_now(d) + 1000); /* that cycle, even if nothing changes */
     }
     free(ev);
 }
@@ -393,6 +393,7 @@ static void clock_stepped(struct kdrv *d, int64_t step)
     for (uint32_t i = 0; i < d->cap_gang_seen; i++) /* not restored_submit_ms: the API's */
         d->gang_seen[i].seen_ms = shift_ms(d->gang_seen[i].seen_ms, step);
     kdrv_status_clock_stepped(d, step);
+    d->promises_stepped = true; /* the store's copy of reserve_first_ms, probation_until_ms */
     d->est_gen++; /* the expected ends kept were valid until a time of the old clock */
 }
 
@@ -411,6 +412,14 @@ int64_t kdrv_clock_check(struct kdrv *d)
     d->clock_wall = now;
     d->clock_mono = mono;
     return step;
+}
+
+int64_t kdrv_now(struct kdrv *d)
+{
+    if (d->cycle_now)
+        return d->cycle_now;
+    kdrv_clock_check(d);
+    return d->clock_wall;
 }
 
 /* The lifecycle step of a cycle: node health into the snapshot, broken gangs torn down, gangs

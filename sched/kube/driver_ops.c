@@ -29,7 +29,7 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
         const struct kpg *pg = kcache_pg(d->cache, target);
         if (!pg)
             return sched_fail(eb, SCHED_ENOENT, "podgroup %s not found", target);
-        kdrv_owe_ckpt(d, pg, kdrv_now_ms(), 0);
+        kdrv_owe_ckpt(d, pg, kdrv_now(d), 0);
         return 0;
     }
     case STORE_ACT_RESERVE:
@@ -78,7 +78,7 @@ static int operator_reserve(struct kdrv *d, const struct http_write *w, int64_t 
         if (rc == 0)
             names[k++] = n->valuestring;
     }
-    int64_t now = kdrv_now_ms();
+    int64_t now = kdrv_now(d);
     struct store_reservation r = {.kind = STORE_RES_OPERATOR,
                                   .gang = w->target,
                                   .nodes = names,
@@ -134,7 +134,7 @@ int kdrv_http_write(void *ctx, const struct http_write *w, cJSON **result, struc
                                               : apply_action(d, w->kind, w->target, eb);
     if (rc)
         return rc;
-    struct store_action a = {.ts_ms = kdrv_now_ms(),
+    struct store_action a = {.ts_ms = kdrv_now(d),
                              .kind = w->kind,
                              .target = w->target,
                              .detail = w->detail,

@@ -6,7 +6,8 @@
  * backfill ahead of it promises to end by), written once per value in the cycle that made it;
  * a placed gang's promise (that time and the gang it was made to), written with its placement;
  * and, at the first cycle as leader, both given back to the engine (eng_job_reserved,
- * eng_job_restore_promise), as the simulator's --resume does from its "j:" rows. A row that
+ * eng_job_restore_promise), as the simulator's --resume does from its "j:" rows. After a
+ * wall-clock step, which moves both in the engine, the next cycle writes them all again. A row that
  * leaves the wait or the run drops them (the store's upsert rule: pending stays pending, admitted
  * or running stays admitted or running).
  *
@@ -16,10 +17,44 @@
 
 #include "sched/kube/driver_int.h"
 
+/* After a wall-clock step (eng_clock_stepped moved each first reservation and each promise to
+ * it together): every waiting gang's first reservation and every placed gang's promise written
+ * again as the engine has them. Else a row written again (a first reservation the cycle makes
+ * again) and one not (a running gang's promise, written at its placement only) would differ,
+ * and a restore from them would void the promise. */
+static int rewrite_stepped(struct kdrv *d, struct sched_errbuf *eb)
+{
+    int rc = 0;
+    uint32_t bound = eng_job_bound_id(d->eng);
+    for (uint32_t g = 0; rc == 0 && g < bound; g++) {
+        struct eng_job j = eng_job(d->eng, g);
+        const char *key = eng_names_name(d->gang_ids, g);
+        if (!key)
+            continue;
+        if (j.reserve_first_ms > 0 && (j.state == ENG_JOB_NONE || j.state == ENG_JOB_PENDING)) {
+            rc = store_job_reserve_put(d->db, key, j.reserve_first_ms, eb);
+            struct kstatus *st = strmap_get(&d->status, key);
+            if (rc == 0 && st)
+                st->first_saved_ms = j.reserve_first_ms;
+        }
+        bool runs =
+            j.state == ENG_JOB_ADMITTED || j.state == ENG_JOB_BINDING || j.state == ENG_JOB_RUNNING;
+        const char *to =
+            j.probation_for != ENG_NONE ? eng_names_name(d->gang_ids, j.probation_for) : NULL;
+        if (rc == 0 && runs && j.probation_until_ms > 0 && to)
+            rc = store_job_probation_put(d->db, key, j.probation_until_ms, to, eb);
+    }
+    return rc;
+}
+
 int kdrv_promise_record(struct kdrv *d, const struct kcache_build *kb,
                         const struct sched_result *res, struct sched_errbuf *eb)
 {
     int rc = 0;
+    if (d->promises_stepped) {
+        rc = rewrite_stepped(d, eb);
+        d->promises_stepped = rc != 0; /* (a failed record stops the daemon: kdrv_fatal) */
+    }
     for (uint32_t r = 0; rc == 0 && r < res->n_reservations; r++) {
         const struct sched_reservation *rv = &res->reservations[r];
         if (rv->preemptor)

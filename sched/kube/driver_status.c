@@ -124,7 +124,7 @@ void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, 
                      const char *action, const char *note, const struct kpg *related)
 {
     char t[40], ev_name[300], path[300];
-    int64_t now = kdrv_now_ms();
+    int64_t now = kdrv_now(d);
     const char *ev_ns = ns ? ns : "default";
     kobj_format_time(now, t, sizeof(t));
     kdrv_event_name(ev_name, sizeof(ev_name), name);
@@ -249,7 +249,7 @@ static void native_status_path(const struct kpg *pg, char *path, size_t n)
 static void owed_later(struct kdrv *d, struct kowed *o, int64_t wait)
 {
     o->inflight = false;
-    o->retry_ms = kdrv_now_ms() + wait;
+    o->retry_ms = kdrv_now(d) + wait;
     kdrv_cycle_at(d, o->retry_ms);
 }
 
@@ -330,7 +330,7 @@ static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char
         return NULL;
     }
     o->kind = kind;
-    o->since_ms = kdrv_now_ms();
+    o->since_ms = kdrv_now(d);
     return o;
 }
 
@@ -461,7 +461,7 @@ static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, 
         return;
     }
     o->tries = 1;
-    o->retry_ms = kdrv_now_ms() + 1000;
+    o->retry_ms = kdrv_now(d) + 1000;
     kdrv_cycle_at(d, o->retry_ms);
     LOG_WARN(KDRV_MOD, "status of gang %s not queued (out of memory): written again in 1000 ms",
              gang);
@@ -484,7 +484,7 @@ static void owed_status_step(struct kdrv *d, int64_t now)
         }
         if (!over && pg_status_write(d, k, pg, o->phase, o->type, o->reason, o->message) != 0) {
             if (++o->tries < KDRV_OWED_TRIES) {
-                o->retry_ms = kdrv_now_ms() + 1000;
+                o->retry_ms = kdrv_now(d) + 1000;
                 kdrv_cycle_at(d, o->retry_ms);
                 continue;
             }
@@ -569,8 +569,7 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
     }
     char msg[700];
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
-    cJSON *body =
-        knative_condition_patch(pg, ct, false, knative_reason(reason), msg, kdrv_now_ms());
+    cJSON *body = knative_condition_patch(pg, ct, false, knative_reason(reason), msg, kdrv_now(d));
     if (!body)
         return SCHED_ENOMEM;
     char path[700];
@@ -593,7 +592,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                           const char *phase, const char *type, const char *reason,
                           const char *message, bool force, const struct kpg *related)
 {
-    int64_t now = kdrv_now_ms();
+    int64_t now = kdrv_now(d);
     struct kstatus *st = strmap_get(&d->status, gang_key);
     if (st)
         st->seen_ms = now;
@@ -657,7 +656,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     bool warn = strcmp(type, "Warning") == 0;
     if (knative_is(pg->api))
         return native_status(d, gang, pg, !warn, reason, message);
-    int64_t now = kdrv_now_ms();
+    int64_t now = kdrv_now(d);
     char t[40];
     kobj_format_time(now, t, sizeof(t));
     cJSON *status = cJSON_CreateObject();
@@ -836,7 +835,7 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
     char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
     uint32_t not_queued = 0;
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
-    kdrv_rfc3339(kdrv_now_ms(), t, sizeof(t));
+    kdrv_rfc3339(kdrv_now(d), t, sizeof(t));
     for (uint32_t i = 0; i < n; i++) {
         const struct kpod *p = pods[i];
         if (p->node || p->deleting || (!wrote && p->sched_msg) ||
@@ -869,6 +868,6 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
                  "PodScheduled condition of %u pods not queued (out of memory): "
                  "sent again by a cycle in 1000 ms",
                  not_queued);
-        kdrv_cycle_at(d, kdrv_now_ms() + 1000);
+        kdrv_cycle_at(d, kdrv_now(d) + 1000);
     }
 }

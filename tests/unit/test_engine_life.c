@@ -609,6 +609,16 @@ static void test_clock_step_deadlines(void **state)
     assert_int_equal(eng_hold_preemptor(e, 11, n3, 1, t0), 0);
     assert_int_equal(eng_hold_extend(e, 11, t0 + 300 * S), 0);
     assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS);
+    /* gang 12 asked to checkpoint for preemptor 13 until t0 + 1 s; a later cycle (t0 + 10 s)
+     * held 13's nodes again, past that deadline + hold_ms */
+    assert_int_equal(eng_job_bound(e, 12, t0), 0);
+    assert_int_equal(eng_job_evict(e, 12), 0);
+    assert_int_equal(eng_job_ckpt_request(e, 12, 13, t0, t0 + S), 0);
+    assert_int_equal(eng_hold_preemptor(e, 13, n3, 1, t0), 0);
+    assert_int_equal(eng_hold_extend(e, 13, t0 + S), 0);
+    assert_int_equal(eng_hold_preemptor(e, 13, n3, 1, t0 + 10 * S), 0);
+    assert_int_equal(eng_hold_extend(e, 13, t0 + S), 0);
+    assert_int_equal(hold_until(e, 13), t0 + 10 * S + ENG_HOLD_MS);
 
     eng_clock_stepped(e, H); /* an hour ahead, a second after t0 */
     assert_int_equal(eng_job(e, 2).retry_at_ms, retry + H);
@@ -620,7 +630,9 @@ static void test_clock_step_deadlines(void **state)
     assert_int_equal(hold_until(e, 6), t0 + 2 * H);     /* the operator's: an instant shown */
     assert_int_equal(eng_job(e, 10).ckpt_asked_ms, t0); /* on the annotations */
     assert_int_equal(eng_job(e, 10).ckpt_until_ms, t0 + 300 * S); /* idem */
-    assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS + H);
+    /* 11's hold ends at its victim's deadline + hold_ms, an instant: not an hour later */
+    assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS);
+    assert_int_equal(hold_until(e, 13), t0 + 10 * S + ENG_HOLD_MS + H); /* a cycle's: moved */
     /* the next due time is the earliest moved one (the deadline passed: not due, its victim is
      * evicted at the next cycle) */
     int64_t due = retry + H;
@@ -639,8 +651,9 @@ static void test_clock_step_deadlines(void **state)
     assert_int_equal(eng_job(e, 4).probation_until_ms, eng_job(e, 3).reserve_first_ms);
     assert_int_equal(hold_until(e, 5), t0 + ENG_HOLD_MS - H);
     assert_int_equal(hold_until(e, 6), t0 + 2 * H);
-    /* 11's hold moved back too, but never ends before its victim's deadline + hold_ms */
+    /* 11's hold stays; 13's moved back, but never ends before its victim's deadline + hold_ms */
     assert_int_equal(hold_until(e, 11), t0 + 300 * S + ENG_HOLD_MS);
+    assert_int_equal(hold_until(e, 13), t0 + S + ENG_HOLD_MS);
     eng_effects_free(&fx);
     eng_free(e);
 }

@@ -613,6 +613,47 @@ static void test_metrics_registry(void **state)
     http_metrics_free(m);
 }
 
+/* A whole list (no ?limit) is read first as a page of 1,000 items: a short one is answered from
+ * that one read; a longer one is built again whole (a large read: on a server, in the large
+ * reads' line; here, inline), the same document with every item and no "continue". */
+static void test_whole_list(void **state)
+{
+    struct fx *f = *state;
+    char *body = NULL;
+    unsigned long long loads = http_server_loads(f->s);
+    assert_int_equal(call(f, "GET", "/v1/jobs?queue=prod", "Bearer rtok", NULL, NULL), 200);
+    assert_int_equal(http_server_loads(f->s), loads + 1);
+    struct store *st = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(f->db, 0, NULL, &st, &eb), 0);
+    assert_int_equal(store_begin(st, &eb), 0);
+    for (int i = 0; i < 1100; i++) {
+        char gang[32];
+        snprintf(gang, sizeof(gang), "ns/j%04d", i);
+        struct store_job j = {.gang = gang,
+                              .gang_id = -1,
+                              .queue = "prod",
+                              .gpus = 1,
+                              .state = STORE_JOB_PENDING,
+                              .submit_ms = 2000 + i,
+                              .admit_ms = STORE_NO_TIME,
+                              .start_ms = STORE_NO_TIME,
+                              .finish_ms = STORE_NO_TIME};
+        assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    }
+    assert_int_equal(store_commit(st, &eb), 0);
+    store_close(st);
+    loads = http_server_loads(f->s);
+    assert_int_equal(call(f, "GET", "/v1/jobs?queue=prod", "Bearer rtok", NULL, &body), 200);
+    assert_int_equal(http_server_loads(f->s), loads + 2); /* the page, then the whole list */
+    cJSON *doc = cJSON_Parse(body);
+    free(body);
+    assert_non_null(doc);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "jobs")), 1101);
+    assert_null(cJSON_GetObjectItem(doc, "continue"));
+    cJSON_Delete(doc);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -629,6 +670,7 @@ int main(void)
         T(test_writes),
         T(test_limits),
         cmocka_unit_test(test_metrics_registry),
+        T(test_whole_list),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,8 @@
  * path a lack of memory takes) are sent again a second later, a bounded number of times for the
  * condition; a request the watch shows, or a preemption's request whose handshake is over, is
  * not sent again. No API server: every send fails to queue. And a wall-clock step moves the
- * driver's deadlines (kdrv_clock_check). */
+ * driver's deadlines (kdrv_clock_check), once: a time recorded after the step (kdrv_now) is not
+ * moved again. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,12 +156,59 @@ static void clock_step_moves_deadlines(void **state)
     teardown_d(&d);
 }
 
+/* A step that no cycle-timer tick saw yet (a bind phase: the timer waits for the binds) and a
+ * callback that records times: a bind's answer (binds_finished: eng_job_bound at kdrv_now), the
+ * status it writes (the rate limit's start) and a retry a second on. kdrv_now checks the clock
+ * first: the deadlines recorded before the step move, those recorded after are of the new clock
+ * and the next check moves nothing. Before, the callbacks read the clock alone and the next tick
+ * moved their times by the step again: an hour back, the gang bound a moment ago had been bound
+ * an hour and a second earlier (torn down at its start timeout), its status rate limit and
+ * retry were an hour early. Within a cycle kdrv_now is the cycle's time, the clock unread. */
+static void stamp_after_step_moved_once(void **state)
+{
+    (void)state;
+    static struct kdrv d;
+    setup_d(&d);
+    pg_event(&d, KPG_NATIVE_V1BETA1,
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"g\",\"uid\":\"pg-g\",\"generation\":1},\"spec\":{"
+             "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}");
+    const int64_t H = 3600 * 1000;
+    assert_int_equal(kdrv_clock_check(&d), 0); /* the last tick before the binds */
+    d.due_ms = kdrv_now_ms() + 30000;          /* a deadline of the old clock */
+    int64_t due = d.due_ms;
+    d.clock_wall += H; /* as if the wall clock stepped back an hour since that tick */
+    int64_t t_new = kdrv_now_ms();
+    assert_int_equal(eng_job_bound(d.eng, 1, kdrv_now(&d)), 0); /* binds_finished's stamp */
+    kdrv_gang_status(&d, "ml/g", kcache_pg(d.cache, "ml/g"), "Running", "Normal", "Scheduled",
+                     "placed", true);
+    const struct kstatus *st = strmap_get(&d.status, "ml/g");
+    assert_non_null(st);
+    int64_t t_end = kdrv_now_ms();
+    assert_int_equal(kdrv_clock_check(&d), 0); /* the next tick: the step was seen */
+    int64_t bound = eng_job(d.eng, 1).bound_ms;
+    assert_true(bound >= t_new && bound <= t_end);
+    assert_true(st->at_ms >= t_new && st->at_ms <= t_end);
+    assert_true(d.later_ms >= t_new + 1000 && d.later_ms <= t_end + 1000); /* the owed retry */
+    assert_true(d.due_ms <= due - H + 100 && d.due_ms >= due - H - 100);   /* moved, once */
+    /* within a cycle: the cycle's time, no reading (a step then waits for the next check) */
+    d.cycle_now = t_new - 5000;
+    d.clock_wall -= 2 * H;
+    assert_int_equal(kdrv_now(&d), t_new - 5000);
+    assert_int_equal(eng_job(d.eng, 1).bound_ms, bound);
+    d.cycle_now = 0;
+    int64_t step = kdrv_clock_check(&d);
+    assert_true(step >= 2 * H - 100 && step <= 2 * H + 100);
+    teardown_d(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scheduled_condition_retried),
         cmocka_unit_test(checkpoint_request_retried),
         cmocka_unit_test(clock_step_moves_deadlines),
+        cmocka_unit_test(stamp_after_step_moved_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,8 @@
  * on probation ahead of it writes both to the store's job rows; a driver started afresh on that
  * store (a restart, a new leader) gives them back to the engine at its first cycle, so the
  * running gang is on probation again in the core's view, for the same gang and until the same
- * time. A row that changed state since (the backfilled gang evicted, pending again) restores
- * nothing.
+ * time, also after a wall-clock step moved both. A row that changed state since (the backfilled
+ * gang evicted, pending again) restores nothing.
  *
  * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
  */
@@ -288,12 +288,63 @@ static void recreated_gang_inherits_nothing(void **state)
     stop(p);
 }
 
+/* A wall-clock step an hour ahead after the first process's cycle: the engine moves ml/big's
+ * first reservation and ml/small's promise to it together; the next cycle reserves for ml/big
+ * again, which writes its moved first reservation. A new leader then restores both from the
+ * store: the promise holds only if ml/small's row was written again too. Before, it kept the
+ * time of its placement, the two differed by the step and ml/small ran without a promise. */
+static void promise_survives_step_then_restart(void **state)
+{
+    struct pfx *p = *state;
+    struct fx *f = &p->f;
+    start(p);
+    fx_pod(f->d.cache, "big", "", false);
+    fx_pod(f->d.cache, "small", "", false);
+    build(f, NOW_MS);
+    uint32_t n1 = 0;
+    struct sched_reservation rv = {
+        .gang = kb_gang(f, "ml/big"), .nodes = &n1, .n_nodes = 1, .expected_start_ms = FIRST_MS};
+    struct sched_placement pl = {.gang = kb_gang(f, "ml/small"),
+                                 .probation_for = kb_gang(f, "ml/big")};
+    struct sched_result res = {
+        .placements = &pl, .n_placements = 1, .reservations = &rv, .n_reservations = 1};
+    kdrv_holds_take(&f->d, &f->kb, &res, NOW_MS);
+    uint32_t big = kdrv_gang_id(&f->d, "ml/big"), small = kdrv_gang_id(&f->d, "ml/small");
+    assert_int_equal(eng_job_admit(f->d.eng, small), 0); /* driver_bind.c at the placement */
+    assert_int_equal(eng_job_probation(f->d.eng, small, big), 0);
+    job_row(f->d.db, "ml/big", STORE_JOB_PENDING);
+    job_row(f->d.db, "ml/small", STORE_JOB_ADMITTED);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdrv_promise_record(&f->d, &f->kb, &res, &eb), 0);
+
+    const int64_t H = 3600 * 1000;
+    kdrv_clock_check(&f->d);
+    f->d.clock_wall -= H; /* the last reading an hour less: a step an hour ahead */
+    int64_t step = kdrv_clock_check(&f->d);
+    assert_true(step >= H - 100 && step <= H + 100);
+    assert_int_equal(eng_job(f->d.eng, big).reserve_first_ms, FIRST_MS + step);
+    assert_int_equal(eng_job(f->d.eng, small).probation_until_ms, FIRST_MS + step);
+    /* the next cycle: ml/big reserved again (its first reservation kept), nothing placed */
+    struct sched_result next = {.reservations = &rv, .n_reservations = 1};
+    assert_int_equal(kdrv_promise_record(&f->d, &f->kb, &next, &eb), 0);
+    stop(p);
+
+    const struct sched_running *run = after_restart(p);
+    assert_int_equal(eng_job(p->f.d.eng, kdrv_gang_id(&p->f.d, "ml/big")).reserve_first_ms,
+                     FIRST_MS + step);
+    assert_non_null(run->probation_for);
+    assert_ptr_equal(run->probation_for, kb_gang(&p->f, "ml/big"));
+    assert_int_equal(run->probation_until_ms, FIRST_MS + step);
+    stop(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(promise_survives_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(ended_run_restores_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(recreated_gang_inherits_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(promise_survives_step_then_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
