@@ -317,12 +317,6 @@ const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
     return kclaims_get(c->dra, key);
 }
 
-bool kcache_claim_reuse_mask(const struct kcache *c, const struct kpod *p, const char *node,
-                             uint32_t *mask)
-{
-    return kclaims_reuse_mask(c->dra, p, node, mask);
-}
-
 const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
                               const char **pool)
 {

@@ -257,34 +257,6 @@ static const char *kclaims_channel(const struct kclaims *c, struct kpod *p, cons
     return NULL;
 }
 
-/* The idle claim (kdra_claim_idle) an unbound pod reuses, or NULL: its only claim, its only
- * GPUs (none of its containers' own), no other consumer. */
-static const struct kclaim *reused(const struct kclaims *c, const struct kpod *p)
-{
-    if (p->node || p->n_claims != 1 || p->gpus_own > 0)
-        return NULL;
-    const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[0]);
-    uint32_t users;
-    consumers(c, p->claims[0], &users);
-    return x && users <= 1 && kdra_claim_idle(x) ? x : NULL;
-}
-
-bool kclaims_reuse_mask(const struct kclaims *c, const struct kpod *p, const char *node,
-                        uint32_t *mask)
-{
-    const struct kclaim *x = reused(c, p);
-    *mask = 0;
-    if (!x || strcmp(x->alloc_node, node) != 0)
-        return false;
-    for (uint32_t k = 0; k < x->n_alloc; k++) {
-        int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
-        if (g < 0 || g >= 32 || (*mask & (1u << g)))
-            return false; /* a device the node's slices do not list (any more) */
-        *mask |= 1u << g;
-    }
-    return true;
-}
-
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a)
 {
@@ -323,7 +295,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = why ? why : x->unsupported;
         else if (sw)
             why = why ? why : sw;
-        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid) && reused(c, p) != x)
+        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid))
             why = why ? why
                       : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
                                      p->claims[i]);
@@ -352,8 +324,8 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
         if (x && kdra_claim_has_selectors(x))
             sel[n_sel++] = x;
-        if (x && x->alloc_node && (kdra_claim_joins(x, p->uid) || reused(c, p) == x))
-            pin = x->alloc_node; /* an idle claim reused: "not available" on other nodes */
+        if (x && x->alloc_node && kdra_claim_joins(x, p->uid))
+            pin = x->alloc_node;
     }
     if (n_sel == 0 && !pin)
         return 0;
@@ -434,17 +406,17 @@ void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
 }
 
 /* Claim x (key) is left to the one pending pod of ours that names it (not counted on a node:
- * neither bound nor assumed), whose demand asks its GPUs: an idle claim it reuses (it takes
- * exactly those devices when placed, kdrv_claims_reuse_remap), or a claim reserved for it alone
- * (an earlier attempt's: its bind writes the claim again, and a 422 rolls back and deallocates
- * it; counted here, the pod could wait for ever on a full cluster). */
+ * neither bound nor assumed), whose demand asks its GPUs: a claim reserved for it alone (an
+ * earlier attempt's: its bind writes the claim again, and a 422 rolls back and deallocates it;
+ * counted here, the pod could wait for ever on a full cluster). No pod runs on its devices. An
+ * idle claim (reserved for nobody) is never left: it always counts. */
 static bool left_to_pending(const struct kclaims *c, const char *key, const struct kclaim *x)
 {
     uint32_t users;
     const struct kpod *const *v = consumers(c, key, &users);
     if (users != 1 || !v[0]->ours || v[0]->node)
         return false;
-    return reused(c, v[0]) == x || (x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid));
+    return x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid);
 }
 
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,

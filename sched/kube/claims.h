@@ -59,11 +59,6 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
  * namespace (the driver refuses to prepare it otherwise). */
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a);
-/* A pending pod whose only GPUs are an idle claim (dra.h kdra_claim_idle) reuses it: it is
- * pinned to the allocation's node (kclaims_node_filter) and must get the allocated devices:
- * true, and *mask their indices, when node is that node and every device is one of its. */
-bool kclaims_reuse_mask(const struct kclaims *c, const struct kpod *p, const char *node,
-                        uint32_t *mask);
 
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
  * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod joining a claim allocated
@@ -87,9 +82,8 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
  * which it is not the first consumer) count through it. kclaims_held_use then adds each other
  * allocated claim's devices on the allocation's node (node_ix(ctx, name): its index, or -1)
  * to state[].gpu_used, and their number to used GPUs (and to the GPU class's quota slot when it
- * is counted): except a claim left to the one pending pod of ours that names it, whose demand
- * asks its GPUs: an idle claim it reuses (kclaims_reuse_mask: it takes exactly those devices
- * when placed) or a claim reserved for it alone (an earlier attempt's). */
+ * is counted): except a claim reserved for the one pending pod of ours that names it alone (an
+ * earlier attempt's), whose demand asks its GPUs. */
 typedef int kclaims_node_ix_fn(const void *ctx, const char *node);
 void kclaims_note_counted(struct kclaims *c, const struct kpod *p);
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,

@@ -341,34 +341,6 @@ bool kdra_claim_joins(const struct kclaim *c, const char *uid)
     return true;
 }
 
-bool kdra_claim_idle(const struct kclaim *c)
-{
-    return c->allocated && c->n_reserved == 0 && c->alloc_node && !c->deleting && c->n_alloc > 0 &&
-           c->channels == 0 && !c->all && c->gpus == (int64_t)c->n_alloc;
-}
-
-cJSON *kdra_claim_reserve_idle(const struct kclaim *c, const char *name, const char *uid)
-{
-    if (!c->rv)
-        return NULL;
-    cJSON *body = cJSON_CreateObject();
-    cJSON *rf = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "reservedFor");
-    cJSON *ref = cJSON_CreateObject();
-    if (!ref || !cJSON_AddStringToObject(ref, "resource", "pods") ||
-        !cJSON_AddStringToObject(ref, "name", name) || !cJSON_AddStringToObject(ref, "uid", uid) ||
-        !cJSON_AddItemToArray(rf, ref)) { /* on failure ref is not rf's */
-        cJSON_Delete(ref);
-        cJSON_Delete(body);
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "metadata"), "resourceVersion",
-                                 c->rv)) {
-        cJSON_Delete(body);
-        return NULL;
-    }
-    return body;
-}
-
 cJSON *kdra_claim_join(const char *name, const char *uid)
 {
     cJSON *ref = cJSON_CreateObject();

@@ -100,18 +100,6 @@ bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, ui
  * pod to an allocated claim with an UpdateStatus retried on conflict; the patch needs no
  * resourceVersion, and leaves the allocation (immutable once set) alone. NULL out of memory. */
 bool kdra_claim_joins(const struct kclaim *c, const char *uid);
-/* An idle claim: allocated (by someone else, e.g. a previous scheduler) on one node
- * (alloc_node), its GPU devices all of our driver, reserved for nobody and not being deleted.
- * kube-scheduler's DynamicResources keeps such an allocation: Filter passes only the nodes its
- * nodeSelector matches ("resourceclaim not available on the node" elsewhere), PreBind adds the
- * pod to reservedFor and writes no allocation (pkg/scheduler/framework/plugins/
- * dynamicresources, the "good-topology" case of its tests). A pod whose only GPUs are one idle
- * claim reuses it the same way (claims.c kclaims_reuse_mask). */
-bool kdra_claim_idle(const struct kclaim *c);
-/* The body that reserves an idle claim for pod (name, uid): a merge patch of
- * status.reservedFor with the claim's resourceVersion as precondition (a consumer added
- * meanwhile: 409). NULL out of memory or without a resourceVersion. */
-cJSON *kdra_claim_reserve_idle(const struct kclaim *c, const char *name, const char *uid);
 cJSON *kdra_claim_join(const char *name, const char *uid);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to its

@@ -272,7 +272,6 @@ static int cycle_decide(struct kcycle *c)
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return -1;
     }
-    kdrv_claims_reuse_remap(d, &c->kb, &c->res); /* idle claims: their devices */
     /* the engine takes the reservations before the record: a placement on probation is
      * recorded with its promise, the first expected start the engine keeps */
     kdrv_holds_take(d, &c->kb, &c->res, c->now);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/core/bits.h"
 #include "sched/kube/driver_int.h"
 #include "sched/kube/hami.h"
 
@@ -759,11 +758,7 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
-        if (cl && kdra_claim_idle(cl) && p->n_claims == 1) {
-            /* reuses a claim allocated by someone else and reserved for nobody: its allocation
-             * stays (kdrv_claims_reuse_remap gave the pod its devices), the pod is reserved */
-            body = kdra_claim_reserve_idle(cl, p->name, p->uid);
-        } else if (cl && kdra_claim_joins(cl, p->uid)) {
+        if (cl && kdra_claim_joins(cl, p->uid)) {
             /* joins the gang's claim, allocated when the others were bound (elastic): each
              * joining pod appends itself, however many join in this bind (the allocation is
              * immutable once set) */
@@ -795,8 +790,7 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
             body = NULL;
         } else {
             *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
-            /* a join's or an idle claim's write leaves the allocation */
-            cw->allocates = how != KUBE_PATCH_JSON && !(cl && kdra_claim_idle(cl));
+            cw->allocates = how != KUBE_PATCH_JSON; /* a join's patch leaves the allocation */
             snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
             snprintf(cw->path, sizeof(cw->path),
                      "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,
@@ -1049,48 +1043,6 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
         d->binds_left++;
     }
     return 0;
-}
-
-/* The k-th set bit of m (k from 0), as a mask. */
-static uint32_t nth_bit(uint32_t m, uint32_t k)
-{
-    for (; m; m &= m - 1)
-        if (k-- == 0)
-            return m & (~m + 1);
-    return 0;
-}
-
-void kdrv_claims_reuse_remap(struct kdrv *d, const struct kcache_build *kb,
-                             const struct sched_result *res)
-{
-    const struct cluster *cl = kb->snap.cluster;
-    for (uint32_t p = 0; p < res->n_placements; p++) {
-        const struct sched_placement *pl = &res->placements[p];
-        const struct kgang *kg = &kb->gangs[pl->gang->id];
-        for (uint32_t i = 0; i < pl->gang->n_pods; i++) {
-            struct sched_assign *a = &pl->pods[i];
-            uint32_t want = 0;
-            if (!kcache_claim_reuse_mask(d->cache, kg->members[i], cl->nodes[a->node].name,
-                                         &want) ||
-                want == a->gpu_mask || bits_popc32(want) != bits_popc32(a->gpu_mask))
-                continue;
-            /* the pod takes the claim's devices (take); the bits it was given instead (give)
-             * go, one for one, to the pods of this cycle on the node that were given those */
-            uint32_t take = want & ~a->gpu_mask, give = a->gpu_mask & ~want;
-            for (uint32_t q = 0; q < res->n_placements; q++)
-                for (uint32_t j = 0; j < res->placements[q].gang->n_pods; j++) {
-                    struct sched_assign *o = &res->placements[q].pods[j];
-                    if (o == a || o->node != a->node)
-                        continue;
-                    for (uint32_t k = 0; k < (uint32_t)bits_popc32(take); k++)
-                        if (o->gpu_mask & nth_bit(take, k))
-                            o->gpu_mask = (o->gpu_mask & ~nth_bit(take, k)) | nth_bit(give, k);
-                }
-            LOG_DEBUG(KDRV_MOD, "idle claim reused: pod=%s node=%s gpus=0x%x (placed on 0x%x)",
-                      kg->members[i]->key, cl->nodes[a->node].name, want, a->gpu_mask);
-            a->gpu_mask = want;
-        }
-    }
 }
 
 /* The cycle's binds (step 4 of driver.c): every member of every placed gang assumed in the cache,

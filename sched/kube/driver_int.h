@@ -425,12 +425,6 @@ bool kdrv_pod_writes_park(struct kdrv *d, struct kbind *b);
 /* ---- driver_bind.c ---- */
 
 void kdrv_gang_binds_free(struct kgang_binds *gb);
-/* A pod that reuses an idle ResourceClaim (claims.h kclaims_reuse_mask) gets the claim's
- * allocated devices: its GPU mask becomes theirs, and the pods of the cycle placed on those
- * devices of its node get, one for one, the GPUs it was given instead (every mask keeps its
- * size, no two share a GPU). Before the cycle is recorded. */
-void kdrv_claims_reuse_remap(struct kdrv *d, const struct kcache_build *kb,
-                             const struct sched_result *res);
 /* Sends the Binding of b parked by kdrv_pod_writes_park (the pod's version now the newest). */
 void kdrv_bind_resume(struct kbind *b);
 

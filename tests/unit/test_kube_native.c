@@ -408,8 +408,8 @@ static int64_t n9_used(struct fx *f, uint32_t *mask)
  * allocated with a nodeSelector that is not ours: the pool names the node), being deleted
  * (gpu-3), reserved for another scheduler's pod on n9 (gpu-6, gpu-7: counted through the pod,
  * not twice); free again once deleted or deallocated; a claim reserved for a pending pod of ours
- * alone, and an idle claim a pending pod of ours reuses, are left to that pod (its demand asks
- * their GPUs). */
+ * alone is left to that pod (its demand asks its GPUs); an idle claim a pending pod of ours names
+ * still counts (the daemon does not reuse it: the pod waits). */
 static void allocated_claims_hold_their_devices(void **state)
 {
     struct fx *f = *state;
@@ -464,8 +464,8 @@ static void allocated_claims_hold_their_devices(void **state)
        "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
        "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
        "\"status\":{\"phase\":\"Pending\"}}");
-    assert_int_equal(n9_used(f, &m), 3); /* left to the pod that reuses it */
-    assert_int_equal(m, 0xc4);
+    assert_int_equal(n9_used(f, &m), 5); /* still held: the pod waits, nobody else gets them */
+    assert_int_equal(m, 0xf4);
 }
 
 int main(void)
