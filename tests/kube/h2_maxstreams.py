@@ -19,20 +19,13 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, gang, node, wait_for  # noqa: E402
-from h2util import Front  # noqa: E402
-from kclient import Client  # noqa: E402
+import h2util  # noqa: E402
 
 MAX_STREAMS = 3
 
 
 def main():
-    fake_kc = e2e.start_fake(extra=["--bookmark-interval", "0.5"])
-    front = Front(fake_kc, max_streams=MAX_STREAMS)
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(e2e.CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(fake_kc)
+    front, c = h2util.start(max_streams=MAX_STREAMS)
     for i in range(2):
         c.post("/api/v1/nodes", node("gpu-%d" % i, "r1"))
     s = e2e.Sched(front.kubeconfig, "d", os.path.join(e2e.TMP, "d.db"),

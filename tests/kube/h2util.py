@@ -65,3 +65,17 @@ class Front:
 
     def fault(self, f):
         return self._call("POST", "/fault", f)
+
+
+def start(max_streams=None):
+    """The fake API server with bookmarks every 0.5 s, its HTTP/2 front, the daemon's config and
+    write-token files in e2e.TMP, and a client of the fake server (HTTP/1.1, not through the
+    front): (front, client). Shared by the h2_*.py scenarios."""
+    from kclient import Client
+    fake_kc = e2e.start_fake(extra=["--bookmark-interval", "0.5"])
+    front = Front(fake_kc, max_streams=max_streams)
+    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
+        f.write(e2e.CONFIG)
+    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
+        f.write("operator-secret\n")
+    return front, Client(fake_kc)
