@@ -9,7 +9,8 @@ gangsched.io/gpu-ids and HAMi's allocation naming that device's UUID with the po
 cores ("uuid,NVIDIA,4000,25:;"); a whole-device pod then takes the binpack node's free device and
 no device holding a share; a share larger than any device waits naming nvidia.com/gpumem.
 The API server's part (the Binding's annotations copied onto the pod in the same write, as the
-pods/binding subresource does) is tests/kube/fakeapi.py's. Bounded waits.
+pods/binding subresource does) is the fake server's (tests/kube/fakeapi_store.py, Store.bind).
+Bounded waits.
 """
 
 import os
