@@ -214,6 +214,14 @@ def defect_partial_after_crash(cl, db, failover):
     s = cl.start(new_db)
     check("defect 1 (%s): the next leader takes over" % tag, wait_for(s.leading, 20))
     wait_for(lambda: "recovery:" in s.text(), 20)
+
+    def fenced(pod):
+        st, obj, _ = c.get(NS + "/pods/" + pod)
+        return st == 200 and "gangsched.io/bind-fence" in obj["metadata"].get("annotations", {})
+    # the fences must have landed first: a held Binding released before its pod's fence lands
+    # may be applied (the gang then whole, which is no defect), and the check below would be a race
+    check("defect 1 (%s): the next leader fenced the 2 pods whose Bindings are held" % tag,
+          wait_for(lambda: fenced(name + "-2") and fenced(name + "-3"), 20))
     c.post("/_fake/release", {})  # the old leader's Bindings arrive now, after its successor
     ok_ = judge(cl, new_db, {name: 4}, "defect 1 (%s)" % tag, before)
     left = [p for p in all_pods(c) if p["metadata"]["name"].startswith(name) and live_bound(p)]
