@@ -21,7 +21,6 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, gang, node, pods_of, wait_for  # noqa: E402
-from kclient import Client  # noqa: E402
 
 N_PODS = 3
 
@@ -31,12 +30,7 @@ def stats(c):
 
 
 def main():
-    kubeconfig = e2e.start_fake()
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(e2e.CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(kubeconfig)
+    kubeconfig, c = e2e.start_with_config(e2e.CONFIG)
     for i in range(N_PODS):
         c.post("/api/v1/nodes", node("gpu-%d" % i, "r1"))
     c.post("/_fake/faults", {"type": "lose-answer", "verb": "create", "path": "/binding"})

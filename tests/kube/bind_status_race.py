@@ -20,7 +20,6 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, node, pod, podgroup, wait_for  # noqa: E402
-from kclient import Client  # noqa: E402
 
 
 def stats(c):
@@ -28,12 +27,7 @@ def stats(c):
 
 
 def main():
-    kubeconfig = e2e.start_fake()
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(e2e.CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(kubeconfig)
+    kubeconfig, c = e2e.start_with_config(e2e.CONFIG)
     for i in range(2):
         c.post("/api/v1/nodes", node("gpu-%d" % i, "r1"))
     c.post("/_fake/faults", [

@@ -21,17 +21,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import dra  # noqa: E402
 import e2e  # noqa: E402
+from dra_shared import CLAIMS, FIN, claim  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
-
-CLAIMS = dra.RES + "/namespaces/default/resourceclaims"
-FIN = "resource.kubernetes.io/delete-protection"
-
-
-def claim(name, count):
-    c = dra.template(name, count)
-    c["kind"] = "ResourceClaim"
-    c["spec"] = c["spec"]["spec"]
-    return c
 
 
 def member(c, i):

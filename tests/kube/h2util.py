@@ -68,14 +68,8 @@ class Front:
 
 
 def start(max_streams=None):
-    """The fake API server with bookmarks every 0.5 s, its HTTP/2 front, the daemon's config and
-    write-token files in e2e.TMP, and a client of the fake server (HTTP/1.1, not through the
-    front): (front, client). Shared by the h2_*.py scenarios."""
-    from kclient import Client
-    fake_kc = e2e.start_fake(extra=["--bookmark-interval", "0.5"])
-    front = Front(fake_kc, max_streams=max_streams)
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(e2e.CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    return front, Client(fake_kc)
+    """The fake API server with bookmarks every 0.5 s and the daemon's files
+    (e2e.start_with_config), and its HTTP/2 front: (front, client of the fake server over
+    HTTP/1.1, not through the front). Shared by the h2_*.py scenarios."""
+    fake_kc, client = e2e.start_with_config(e2e.CONFIG, extra=["--bookmark-interval", "0.5"])
+    return Front(fake_kc, max_streams=max_streams), client
