@@ -33,7 +33,6 @@ PY_ALLOW = {
     ("tests/kube/conformance.py", "shapes"),  # 145
     ("tests/kube/dra.py", "main"),  # 132
     ("tests/kube/e2e.py", "main"),  # 364
-    ("tests/kube/fakeapi.py", "Handler.watch"),  # 147
     ("tests/kube/lifecycle.py", "main"),  # 171
 }
 NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
