@@ -126,7 +126,7 @@ static int read_doc(struct http_server *s, struct store *st, struct http_work *w
     if (whole && !w->big)
         rq.most = HTTP_BIG_ITEMS;
     int err = store_read_doc(st, &rq, doc, eb);
-    if (err == 0 && !*doc)
+    if (err == 0 && !*doc && rq.most)
         w->big = w->again = true;
     if (*doc) {
         uv_mutex_lock(&s->mu);
