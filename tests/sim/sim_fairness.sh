@@ -65,4 +65,27 @@ expect_fail "private cannot be persisted" 2 "cannot persist --policy private" --
 "$GS" policies | grep -q "^private" && ok "policies lists private" || bad "policies lacks private"
 expect_fail "the daemon refuses private" 1 "a simulator baseline only" -- \
     timeout 10 "$GS" run --policy private --config config/examples/itp-tenants.yaml --db "$TMP/d.db"
+# A gang that must borrow the quota another queue uses within its nominal quota gets no
+# starvation reservation for that wait: b (nominal 8 of hgx:2's 16 GPUs) keeps running and borrows
+# a's idle 8 while a's 16-GPU gang cannot start, and the gang starts once b's last job is done.
+# Before, the gang held both nodes with no expected start: b was kept to 8 GPUs (4 h mean queue)
+# and the gang itself started 8 h later (78,300 s against 49,500 s).
+{
+    echo "job_id,submission_time,duration,num_gpu,queue"
+    echo "big,1800,3600,16,a"
+    i=0
+    while [ $i -lt 40 ]; do echo "b$i,$((i * 900)),14400,1,b"; i=$((i + 1)); done
+} >"$TMP/borrow.csv"
+printf '%s\n' "apiVersion: gangsched.io/v1alpha1" "kind: SchedulerConfig" "cohorts: [{name: c}]" \
+    "queues:" "  - {name: a, cohort: c, quota: {default: {nvidia.com/gpu: 8}}}" \
+    "  - {name: b, cohort: c, quota: {default: {nvidia.com/gpu: 8}}}" >"$TMP/borrow.yaml"
+"$GS" simulate --no-progress --json --cluster hgx:2 --trace "$TMP/borrow.csv" \
+    --config "$TMP/borrow.yaml" --policy gangsched --events "$TMP/borrow.ev" \
+    --jobs-out "$TMP/borrow.jobs" >"$TMP/borrow.json" || bad "borrowing quota wait: simulate"
+expect_eq "borrowing quota wait: no reservation" "$(grep -c '"type":"reserve"' "$TMP/borrow.ev")" 0
+expect_eq "borrowing quota wait: the lender's queue does not wait" \
+    "$("$JGET" "$TMP/borrow.json" policies/0/per_queue/b/mean_queue_s)" 0
+last_b=$(awk -F, '$3 == "b" && $7 > m { m = $7 } END { printf "%d", m }' "$TMP/borrow.jobs")
+big=$(awk -F, '$1 == "big" { printf "%d", $6 }' "$TMP/borrow.jobs")
+expect_eq "borrowing quota wait: the gang starts when the lender's last job ends" "$big" "$last_b"
 finish
