@@ -409,7 +409,9 @@ static int64_t n9_used(struct fx *f, uint32_t *mask)
  * (gpu-3), reserved for another scheduler's pod on n9 (gpu-6, gpu-7: counted through the pod,
  * not twice); free again once deleted or deallocated; a claim reserved for a pending pod of ours
  * alone is left to that pod (its demand asks its GPUs); an idle claim a pending pod of ours names
- * still counts (the daemon does not reuse it: the pod waits). */
+ * still counts: the pod adopts it, asking none of its devices; bound there, it holds none of them
+ * (no gpu-ids of ours): they count once, on their own; a bound pod of ours that adopted another
+ * scheduler's pod's claim asks none of it either, whatever the order of their keys. */
 static void allocated_claims_hold_their_devices(void **state)
 {
     struct fx *f = *state;
@@ -464,8 +466,34 @@ static void allocated_claims_hold_their_devices(void **state)
        "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
        "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
        "\"status\":{\"phase\":\"Pending\"}}");
-    assert_int_equal(n9_used(f, &m), 5); /* still held: the pod waits, nobody else gets them */
+    assert_int_equal(n9_used(f, &m), 5); /* still held: nobody else gets them */
     assert_int_equal(m, 0xf4);
+    const struct kpod *mine = kcache_pod(f->c, "ml/mine");
+    assert_int_equal(mine->req.v[RES_GPU], 0); /* it adopts the claim: none of its devices */
+    assert_int_equal(mine->claims_adopt, 1u);
+    n9_claim(f->c, "left", 4, 5, true, "",
+             "{\"resource\":\"pods\",\"name\":\"mine\",\"uid\":\"u-mine\"}", true);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+       "\"name\":\"g\",\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(n9_used(f, &m), 5); /* bound: the claim's devices count once */
+    assert_int_equal(m, 0xf4);
+    assert_int_equal(kcache_pod(f->c, "ml/mine")->req.v[RES_GPU], 0); /* never charged */
+    /* "adopter" sorts before "other", whose claim "theirs" (gpu-6, gpu-7) it shares */
+    n9_claim(f->c, "theirs", 6, 7, true, "",
+             "{\"resource\":\"pods\",\"name\":\"other\",\"uid\":\"u-other\"},{\"resource\":"
+             "\"pods\",\"name\":\"adopter\",\"uid\":\"u-adopter\"}",
+             true);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"adopter\",\"uid\":\"u-adopter\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+       "\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(n9_used(f, &m), 5);
+    assert_int_equal(m, 0xf4);
+    assert_int_equal(kcache_pod(f->c, "ml/adopter")->req.v[RES_GPU], 0);
 }
 
 int main(void)
