@@ -732,7 +732,8 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     bool gpu_claims = false; /* GPUs from claims (else device-plugin GPUs, e.g. with a channel) */
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        gpu_claims |= !cl || cl->gpus > 0 || cl->all;
+        bool adopt = i < 32 && (b->claims_adopt >> i) & 1u; /* its devices are not the pod's */
+        gpu_claims |= !adopt && (!cl || cl->gpus > 0 || cl->all);
     }
     if (gpu_claims && !mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n)) {
         char buf[600];
