@@ -403,6 +403,19 @@ int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r)
     return k < 0 ? 0 : t->nominal[at(t, quota_queue_node(t, q), f, (uint32_t)k)];
 }
 
+bool quota_within_nominal(const struct quota_tree *t, uint32_t q, uint32_t f,
+                          const struct res_vec *need, bool with_usage)
+{
+    for (uint32_t k = 0; k < t->n_tracked; k++) {
+        int res = t->tracked[k];
+        int64_t want = quota_need_of(t, need, res);
+        if (want > 0 &&
+            (with_usage ? quota_used(t, q, f, res) : 0) + want > quota_nominal(t, q, f, res))
+            return false;
+    }
+    return true;
+}
+
 bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b)
 {
     return root_of(t, quota_queue_node(t, a)) == root_of(t, quota_queue_node(t, b));

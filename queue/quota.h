@@ -114,6 +114,11 @@ int64_t quota_need_of(const struct quota_tree *t, const struct res_vec *need, in
  * units: base units times the tracked resource's scale (1 without fractional mappings). */
 int64_t quota_used(const struct quota_tree *t, uint32_t q, uint32_t f, int r);
 int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r);
+/* Would queue q stay within its nominal quota on flavor f, every tracked resource, with `need`
+ * admitted on top of its usage (with_usage), or on its own once the queue's running gangs have
+ * given theirs back (!with_usage)? Reclaim and firm reservations are for such gangs. */
+bool quota_within_nominal(const struct quota_tree *t, uint32_t q, uint32_t f,
+                          const struct res_vec *need, bool with_usage);
 /* Usage over nominal + borrowing limit on some (flavor, tracked resource): a violation. */
 bool quota_violated(const struct quota_tree *t, uint32_t q);
 

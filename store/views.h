@@ -76,12 +76,16 @@ struct store_read {
     bool all;          /* JOBS: every state */
     uint32_t limit;    /* list routes: items a page (0 = all); EXPLAIN: decisions (0 = all) */
     const char *cont;  /* list routes: the "continue" of the previous page, or NULL */
+    uint32_t most;     /* list routes, a whole list (no limit, no cont): items at most, counted
+                          before anything is built (job_counts, the queue rows, COUNT(*) of the
+                          reservations); 0 = no bound */
 };
 
 /* The route's document; on a list route with a limit, "continue" (an opaque token) and
  * "remaining" (items after this page) when more follow. Runs in one read transaction of st (a
- * STORE_READONLY connection serves). Errors: SCHED_ENOENT (unknown queue or job), SCHED_EINVAL
- * ("continue: not a token of this server"), SCHED_ENOMEM, the store's. */
+ * STORE_READONLY connection serves). A whole list of more than rq->most items builds nothing:
+ * 0 with *out NULL. Errors: SCHED_ENOENT (unknown queue or job), SCHED_EINVAL ("continue: not a
+ * token of this server"), SCHED_ENOMEM, the store's. */
 int store_read_doc(struct store *st, const struct store_read *rq, cJSON **out,
                    struct sched_errbuf *eb);
 

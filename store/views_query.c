@@ -399,6 +399,32 @@ static int read_reservations(struct store_views *v, const struct store_read *rq,
     return !err && left > 0 ? add_continue(*out, 'r', f, 1, left, eb) : err;
 }
 
+/* Whether a whole list (no limit, no continue) has more than rq->most items, counted before any
+ * item is built: the queue rows and job_counts (read by load_base; the figures "remaining"
+ * uses), the reservations by COUNT(*). */
+static int whole_over(struct store_views *v, const struct store_read *rq, bool *over,
+                      struct sched_errbuf *eb)
+{
+    *over = false;
+    if (!rq->most || rq->limit || rq->cont)
+        return 0;
+    int64_t n = 0;
+    int err = 0;
+    if (rq->route == STORE_READ_QUEUES) {
+        n = (int64_t)v->n_queues;
+    } else if (rq->route == STORE_READ_JOBS) {
+        int max_rank = rq->all ? STORE_JOB_FAILED : STORE_JOB_RUNNING;
+        for (size_t i = 0; i < v->n_queues; i++)
+            if (!rq->queue || strcmp(v->queues[i].name, rq->queue) == 0)
+                n += jobs_wanted(&v->queues[i], max_rank, 0);
+    } else if (rq->route == STORE_READ_RESERVATIONS) {
+        int rc = sqlite3_bind_int64(store__s(v->st, STMT_VIEW_RESV_LEFT), 1, INT64_MIN);
+        err = one_i64(v->st, STMT_VIEW_RESV_LEFT, rc, &n, "counting reservations", eb);
+    }
+    *over = !err && n > (int64_t)rq->most;
+    return err;
+}
+
 /* /v1/queues: one page of the queue list (a few rows a queue: paged in memory, by name). */
 static int page_queues(const struct store_read *rq, cJSON *doc, struct sched_errbuf *eb)
 {
@@ -429,10 +455,16 @@ static int page_queues(const struct store_read *rq, cJSON *doc, struct sched_err
 static int read_route(struct store_views *v, const struct store_read *rq, cJSON **out,
                       struct sched_errbuf *eb)
 {
+    bool over = false;
+    int err = rq->route == STORE_READ_RESERVATIONS ? whole_over(v, rq, &over, eb) : 0;
+    if (err || over)
+        return err; /* too long a whole list: *out stays NULL */
     if (rq->route == STORE_READ_RESERVATIONS)
         return read_reservations(v, rq, out, eb);
-    int err = load_base(v, eb);
-    if (err)
+    err = load_base(v, eb);
+    if (!err)
+        err = whole_over(v, rq, &over, eb);
+    if (err || over)
         return err;
     switch (rq->route) {
     case STORE_READ_QUOTA:

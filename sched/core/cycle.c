@@ -568,9 +568,15 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         bool planned = false;
         if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
-        /* quota that running gangs will give back: the starvation guard engages as for nodes */
+        /* quota that running gangs will give back: the starvation guard engages as for nodes,
+         * when the gang fits its queue's own nominal quota once the queue's running gangs have
+         * given theirs back. A gang that must borrow gets no reservation for its quota wait:
+         * the quota it lacks is other queues' guarantee, which their gangs may take again as
+         * soon as they end (holding nodes for it would only keep their borrowers out and slow
+         * the lenders down), as Slurm reserves nothing for a job held by its limits. */
         int64_t deficit = qv.quota_res == RES_GPU ? qv.quota_need - qv.quota_available : -1;
         if (!planned && qv.why == SCHED_WHY_QUOTA &&
+            quota_within_nominal(&cy->qt, q, qv.quota_flavor, &need, false) &&
             maybe_reserve(cy, g, qv.quota_flavor, true, deficit) != 0)
             return ATTEMPT_ERROR;
         return ATTEMPT_FAILED;

@@ -132,14 +132,7 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
         return false;
     if (!quota_same_tree(pc->qt, q, v->queue))
         return false; /* it borrowed from another cohort tree, not from ours */
-    bool in_nominal = true;
-    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
-        int res = pc->qt->tracked[k];
-        int64_t want = quota_need_of(pc->qt, need, res);
-        if (want > 0 && quota_used(pc->qt, q, f, res) + want > quota_nominal(pc->qt, q, f, res))
-            in_nominal = false;
-    }
-    if (in_nominal) {
+    if (quota_within_nominal(pc->qt, q, f, need, true)) {
         *kind = SCHED_PREEMPT_RECLAIM;
         return true;
     }
@@ -246,13 +239,7 @@ static int within_nominal(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
 {
     if (!pc->qt)
         return -1;
-    for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
-        int res = pc->qt->tracked[k];
-        int64_t want = quota_need_of(pc->qt, need, res);
-        if (want > 0 && quota_used(pc->qt, q, f, res) + want > quota_nominal(pc->qt, q, f, res))
-            return 0;
-    }
-    return 1;
+    return quota_within_nominal(pc->qt, q, f, need, true) ? 1 : 0;
 }
 
 bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)

@@ -67,8 +67,17 @@ unsigned long long http_server_loads(struct http_server *s)
     return n;
 }
 
+unsigned long long http_server_docs_built(struct http_server *s)
+{
+    uv_mutex_lock(&s->mu);
+    unsigned long long n = s->built;
+    uv_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* The route's document, from its own queries (store_read_doc). */
-static int read_doc(struct store *st, struct http_work *w, cJSON **doc, struct sched_errbuf *eb)
+static int read_doc(struct http_server *s, struct store *st, struct http_work *w, cJSON **doc,
+                    struct sched_errbuf *eb)
 {
     struct store_read rq = {.limit = w->page_limit, .cont = w->cont};
     switch (w->v) {
@@ -111,16 +120,18 @@ static int read_doc(struct store *st, struct http_work *w, cJSON **doc, struct s
     bool whole = rq.limit == 0 && !rq.cont &&
                  (rq.route == STORE_READ_QUEUES || rq.route == STORE_READ_JOBS ||
                   rq.route == STORE_READ_RESERVATIONS);
-    if (!whole || w->big)
-        return store_read_doc(st, &rq, doc, eb);
-    /* a whole list: its first HTTP_BIG_ITEMS items; all of it when no "continue" follows (the
-     * same document), else it is large: built again in the large reads' line */
-    rq.limit = HTTP_BIG_ITEMS;
+    /* a whole list, not yet known large: counted first (in the same read); built here when it
+     * has HTTP_BIG_ITEMS items at most, else nothing is built: it is large, built in the large
+     * reads' line */
+    if (whole && !w->big)
+        rq.most = HTTP_BIG_ITEMS;
     int err = store_read_doc(st, &rq, doc, eb);
-    if (err == 0 && cJSON_GetObjectItemCaseSensitive(*doc, "continue")) {
-        cJSON_Delete(*doc);
-        *doc = NULL;
+    if (err == 0 && !*doc && rq.most)
         w->big = w->again = true;
+    if (*doc) {
+        uv_mutex_lock(&s->mu);
+        s->built++;
+        uv_mutex_unlock(&s->mu);
     }
     return err;
 }
@@ -165,7 +176,8 @@ static void db_error(const struct http_server *s, struct http_response *resp, in
  * the answer's bytes while it is built and printed (a 1.9 MB page of 10,000 jobs: about 16 MiB),
  * more than the answer that the budget counts: the server builds one at a time (server.c
  * read_start). A whole list of queues, reservations or one queue's jobs, most often short, runs
- * beside the others: a first run builds HTTP_BIG_ITEMS items at most (read_doc). */
+ * beside the others: a first run counts it and builds it only when it has HTTP_BIG_ITEMS items
+ * at most (read_doc). */
 bool http__big_read(const struct http_work *w)
 {
     if (w->big)
@@ -278,7 +290,7 @@ static void request_work(struct http_server *s, struct http_work *w, struct http
         return;
     }
     cJSON *doc = NULL;
-    err = read_doc(r->st, w, &doc, &eb);
+    err = read_doc(s, r->st, w, &doc, &eb);
     if (err && err != SCHED_ENOENT && err != SCHED_EINVAL) {
         store_close(r->st); /* reopen next time: the file may have been replaced */
         r->st = NULL;

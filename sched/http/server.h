@@ -133,8 +133,10 @@ unsigned http_server_snapshots(const struct http_server *s);
  * many connections were closed so. */
 void http_server_test_fail_conns(struct http_server *s, unsigned n);
 unsigned http_server_refused(const struct http_server *s);
-/* For tests: how many reads the server ran against the database. */
+/* For tests: how many reads the server ran against the database, and how many JSON documents
+ * they built (a whole list found large is counted, not built, before its run in the line). */
 unsigned long long http_server_loads(struct http_server *s);
+unsigned long long http_server_docs_built(struct http_server *s);
 
 /* ---- the request path without sockets (unit tests and the fuzz harness) ---------------------- */
 

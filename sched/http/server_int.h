@@ -49,7 +49,7 @@ struct http_server {
     unsigned pending; /* handles and work items not yet finished */
     struct http_provider prov;
     struct token wtok, rtok;
-    uv_mutex_t mu; /* guards readers_ready, next_reader and loads (held for microseconds) */
+    uv_mutex_t mu; /* guards readers_ready, next_reader, loads and built (microseconds) */
     /* large reads (http__big_read) are built one at a time: big_running while one is queued on
      * a worker or built; the others wait here, on the loop, in order (server.c read_start), so
      * that they hold no worker meanwhile */
@@ -72,6 +72,7 @@ struct http_server {
     atomic_bool written; /* a write went through this server (reads query the database anew each
                             time, so they see it without this) */
     unsigned long long loads; /* reads run against the database so far (tests) */
+    unsigned long long built; /* JSON documents built by those reads (tests) */
     struct http_metrics *own;
     struct http_metric *m_requests;
     struct http_metric *m_queued; /* gauge: `queued` */
@@ -113,13 +114,13 @@ struct http_work {
     struct http_response resp;
     char method[8];
     struct http_work *next_big; /* the next large read waiting (server.c) */
-    bool big;                   /* a whole list found longer than HTTP_BIG_ITEMS (reads.c) */
-    bool again;                 /* ... by this run, which answered nothing: queued again */
+    bool big;                   /* a whole list counted longer than HTTP_BIG_ITEMS (reads.c) */
+    bool again;                 /* ... by this run, which built nothing: queued again */
     bool in_line;               /* holds the large reads' turn (server.c big_running) */
 };
 
 /* Whether a read builds a large answer (reads.c): built one at a time. A whole list (no
- * ?limit) is not, until a first run found it longer than HTTP_BIG_ITEMS (w->big). */
+ * ?limit) is not, until a first run counted more than HTTP_BIG_ITEMS items (w->big). */
 bool http__big_read(const struct http_work *w);
 /* http_request_work for the server's workers: a whole list found large answers nothing and
  * sets w->again (server.c queues it in the large reads' line). */

@@ -189,6 +189,143 @@ class Headers(dict):
         return dict.get(self, key.lower(), default)
 
 
+class Watch:
+    """One watch request (Handler.watch): what it selects, the faults it took (drop-watch,
+    gone-watch, stall-watch), its cursor in the store's history (None once it has ended), its
+    deadlines and how many events it has sent."""
+
+    def __init__(self, app, res, ns, name, q, path):
+        self.app, self.store, self.res, self.key, self.ns = app, app.store, res, res.key, ns
+        self.lsel = parse_label_selector(q.get("labelSelector"))
+        self.fsel = parse_field_selector(res, q.get("fieldSelector"))
+        if name:
+            self.fsel.append((("metadata.name", ""), True, name))
+        self.timeout = float(q.get("timeoutSeconds") or app.watch_timeout)
+        self.bookmarks = q.get("allowWatchBookmarks") in ("1", "true")
+        self.drop = app.faults.take("drop-watch", "watch", path)
+        self.gone = app.faults.take("gone-watch", "watch", path)
+        self.stall = app.faults.take("stall-watch", "watch", path)
+        self.cursor = None
+        self.sent = 0
+
+    def matches(self, obj):
+        if obj is None:
+            return False
+        if self.ns is not None and obj["metadata"].get("namespace") != self.ns:
+            return False
+        if self.lsel and not labels_match(self.lsel, obj["metadata"].get("labels")):
+            return False
+        return not self.fsel or fields_match(self.fsel, obj)
+
+    def error_line(self, rv_text, oldest):
+        self.app.stats.add("watch_expired")
+        st = ApiError(410, f"too old resource version: {rv_text} ({oldest})").status()
+        return dumps({"type": "ERROR", "object": st}) + b"\n"
+
+    def bookmark(self, rv, initial_end=False):
+        meta = {"resourceVersion": str(rv), "creationTimestamp": None}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return dumps({"type": "BOOKMARK", "object": {"kind": self.res.kind,
+                                                    "apiVersion": self.res.api_version,
+                                                    "metadata": meta}}) + b"\n"
+
+    def initial_events(self, q):
+        """The lines sent first (the objects as ADDED from resourceVersion "" or "0", or with
+        sendInitialEvents; an ERROR 410 from an expired one or with gone-watch), and the cursor
+        they leave. A resourceVersion that is not a number is a 400."""
+        store, rv_param, first = self.store, q.get("resourceVersion") or "", []
+        with store.lock:
+            if self.gone:
+                first.append(self.error_line(rv_param or "0", store.compacted))
+                self.cursor = None
+            elif rv_param in ("", "0") or q.get("sendInitialEvents") == "true":
+                table = store.objects[self.key]
+                for k in sorted(table):
+                    e = table[k]
+                    if self.matches(e.obj):
+                        first.append(b'{"type":"ADDED","object":' + e.raw + b"}\n")
+                self.cursor = store.rv
+                if q.get("sendInitialEvents") == "true" and self.bookmarks:
+                    first.append(self.bookmark(self.cursor, initial_end=True))
+            elif not rv_param.isdigit():
+                raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
+            else:
+                self.cursor = int(rv_param)
+                if self.cursor < store.compacted:
+                    first.append(self.error_line(rv_param, store.compacted))
+                    self.cursor = None
+        return first
+
+    def start(self):
+        """The deadlines, from now (the answer's headers sent): timeoutSeconds, drop-watch's
+        afterSeconds, stall-watch's afterSeconds; drop-watch's afterEvents; the next bookmark."""
+        start = time.monotonic()
+        self.deadline = start + self.timeout
+        if self.drop and self.drop.get("afterSeconds") is not None:
+            self.deadline = min(self.deadline, start + self.drop["afterSeconds"])
+        if self.stall:
+            self.deadline = min(self.deadline, start + self.stall.get("afterSeconds", 0.0))
+        self.drop_after = self.drop.get("afterEvents") if self.drop else None
+        self.next_bookmark = start + self.app.bookmark_interval
+
+    def dropped(self):
+        """drop-watch's afterEvents are sent."""
+        return self.drop_after is not None and self.sent >= self.drop_after
+
+    def cut(self, lines):
+        """lines, cut to what drop-watch's afterEvents still allows."""
+        return lines if self.drop_after is None else lines[:max(0, self.drop_after - self.sent)]
+
+    def wait(self):
+        """Waits (store.lock held) for an event of this resource after the cursor, or for a
+        periodic bookmark's time; False, the cursor None, once the deadline passes or the store
+        stops. Periodic bookmarks only for a type with an event (store.evented)."""
+        store = self.store
+        while True:
+            now = time.monotonic()
+            if store.stopping or now >= self.deadline:
+                self.cursor = None
+                return False
+            if store.last_rv.get(self.key, 0) > self.cursor:
+                return True
+            ticks = self.bookmarks and self.key in store.evented
+            if ticks and now >= self.next_bookmark:
+                return True
+            wake = min(self.deadline, self.next_bookmark) if ticks else self.deadline
+            store.conds[self.key].wait(max(0.001, wake - now))
+
+    def next_lines(self):
+        """The next lines to send: this resource's events after the cursor that match (an ERROR
+        410 when the history no longer reaches back to the cursor), and a bookmark when one is
+        due. [] once the watch has ended (the cursor None)."""
+        store, out = self.store, []
+        with store.lock:
+            if not self.wait():
+                return out
+            # Nothing of this resource since the cursor: it moves to now, whatever other
+            # resources did meanwhile (their history may have been trimmed past the cursor;
+            # that does not expire this watch).
+            quiet = store.last_rv.get(self.key, 0) <= self.cursor
+            evs = [] if quiet else store.events_since(self.cursor)
+            if evs is None:
+                out.append(self.error_line(str(self.cursor), store.compacted))
+                self.cursor = None
+                return out
+            for ev in evs:
+                if ev.key != self.key:
+                    continue
+                line = Handler.event_line(ev, self.matches)
+                if line:
+                    out.append(line)
+            self.cursor = store.rv
+            if (self.bookmarks and self.key in store.evented
+                    and time.monotonic() >= self.next_bookmark):
+                out.append(self.bookmark(self.cursor))
+                self.next_bookmark = time.monotonic() + self.app.bookmark_interval
+        return out
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 900  # idle keep-alive connections are closed after this many seconds
@@ -523,152 +660,50 @@ class Handler(BaseHTTPRequestHandler):
     # ---- watch
 
     def watch(self, res, ns, name, q, path):
-        app, store = self.server.app, self.server.app.store
+        app = self.server.app
         check_list_options(q, True)
-        lsel = parse_label_selector(q.get("labelSelector"))
-        fsel = parse_field_selector(res, q.get("fieldSelector"))
-        if name:
-            fsel.append((("metadata.name", ""), True, name))
-        timeout = float(q.get("timeoutSeconds") or app.watch_timeout)
-        bookmarks = q.get("allowWatchBookmarks") in ("1", "true")
-        rv_param = q.get("resourceVersion") or ""
-        drop = app.faults.take("drop-watch", "watch", path)
-        gone = app.faults.take("gone-watch", "watch", path)
-        stall = app.faults.take("stall-watch", "watch", path)
-        if stall and str(stall.get("beforeHeaders", "")).lower() in ("true", "1"):
+        w = Watch(app, res, ns, name, q, path)
+        if w.stall and str(w.stall.get("beforeHeaders", "")).lower() in ("true", "1"):
             return self.stall_watch()
-        key = res.key
-
-        def matches(obj):
-            if obj is None:
-                return False
-            if ns is not None and obj["metadata"].get("namespace") != ns:
-                return False
-            if lsel and not labels_match(lsel, obj["metadata"].get("labels")):
-                return False
-            return not fsel or fields_match(fsel, obj)
-
-        def frame(line):
-            return b"%x\r\n" % len(line) + line + b"\r\n"
-
-        def error_line(rv_text, oldest):
-            app.stats.add("watch_expired")
-            st = ApiError(410, f"too old resource version: {rv_text} ({oldest})").status()
-            return dumps({"type": "ERROR", "object": st}) + b"\n"
-
-        def bookmark(rv, initial_end=False):
-            meta = {"resourceVersion": str(rv), "creationTimestamp": None}
-            if initial_end:
-                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-            return dumps({"type": "BOOKMARK", "object": {"kind": res.kind,
-                                                        "apiVersion": res.api_version,
-                                                        "metadata": meta}}) + b"\n"
-
-        first = []
-        with store.lock:
-            if gone:
-                first.append(error_line(rv_param or "0", store.compacted))
-                cursor = None
-            elif rv_param in ("", "0") or q.get("sendInitialEvents") == "true":
-                table = store.objects[key]
-                for k in sorted(table):
-                    e = table[k]
-                    if matches(e.obj):
-                        first.append(b'{"type":"ADDED","object":' + e.raw + b"}\n")
-                cursor = store.rv
-                if q.get("sendInitialEvents") == "true" and bookmarks:
-                    first.append(bookmark(cursor, initial_end=True))
-            elif not rv_param.isdigit():
-                raise ApiError(400, f"invalid resourceVersion {rv_param!r}")
-            else:
-                cursor = int(rv_param)
-                if cursor < store.compacted:
-                    first.append(error_line(rv_param, store.compacted))
-                    cursor = None
+        first = w.initial_events(q)
         app.stats.add("watches_started")
         app.stats.add("watches_active")
         self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Cache-Control: no-cache, private\r\n"
                          b"Transfer-Encoding: chunked\r\n\r\n")
         app.stats.code(200)
-        sent, start = 0, time.monotonic()
-        deadline = start + timeout
-        if drop and drop.get("afterSeconds") is not None:
-            deadline = min(deadline, start + drop["afterSeconds"])
-        if stall:
-            deadline = min(deadline, start + stall.get("afterSeconds", 0.0))
-        drop_after = drop.get("afterEvents") if drop else None
-        next_bookmark = start + app.bookmark_interval
+        w.start()
         try:
             if first:
-                if drop_after is not None:
-                    first = first[:max(0, drop_after)]
-                self.wfile.write(b"".join(frame(x) for x in first))
-                sent += len(first)
-                app.stats.add("watch_events", len(first))
-            while cursor is not None and not (drop_after is not None and sent >= drop_after):
-                out = []
-                with store.lock:
-                    while True:
-                        if store.stopping:
-                            cursor = None
-                            break
-                        now = time.monotonic()
-                        if now >= deadline:
-                            cursor = None
-                            break
-                        if store.last_rv.get(key, 0) > cursor:
-                            break
-                        # periodic bookmarks only for a type with an event (store.evented)
-                        ticks = bookmarks and key in store.evented
-                        if ticks and now >= next_bookmark:
-                            break
-                        wake = deadline
-                        if ticks:
-                            wake = min(wake, next_bookmark)
-                        store.conds[key].wait(max(0.001, wake - now))
-                    if cursor is None:
-                        break
-                    # Nothing of this resource since the cursor: it moves to now, whatever
-                    # other resources did meanwhile (their history may have been trimmed past
-                    # the cursor; that does not expire this watch).
-                    quiet = store.last_rv.get(key, 0) <= cursor
-                    evs = [] if quiet else store.events_since(cursor)
-                    if evs is None:
-                        out.append(error_line(str(cursor), store.compacted))
-                        cursor = None
-                    else:
-                        for ev in evs:
-                            if ev.key != key:
-                                continue
-                            line = self.event_line(ev, matches)
-                            if line:
-                                out.append(line)
-                        cursor = store.rv
-                        if (bookmarks and key in store.evented
-                                and time.monotonic() >= next_bookmark):
-                            out.append(bookmark(cursor))
-                            next_bookmark = time.monotonic() + app.bookmark_interval
-                if drop_after is not None:
-                    out = out[:max(0, drop_after - sent)]
+                self.watch_write(w, w.cut(first))
+            while w.cursor is not None and not w.dropped():
+                out = w.cut(w.next_lines())
                 if out:
-                    self.wfile.write(b"".join(frame(x) for x in out))
-                    sent += len(out)
-                    app.stats.add("watch_events", len(out))
-            if stall and time.monotonic() >= deadline - 0.001:
-                return self.stall_watch()
-            if drop is not None and (drop_after is not None and sent >= drop_after
-                                     or time.monotonic() >= deadline - 0.001
-                                     and drop.get("afterSeconds") is not None):
-                # an abrupt end: no terminating chunk, the connection is closed
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            self.wfile.write(b"0\r\n\r\n")
+                    self.watch_write(w, out)
+            return self.watch_end(w)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             self.close_connection = True
         finally:
             app.stats.add("watches_active", -1)
+
+    def watch_write(self, w, lines):
+        """Sends a watch's event lines, one chunk each, and counts them."""
+        self.wfile.write(b"".join(b"%x\r\n" % len(x) + x + b"\r\n" for x in lines))
+        w.sent += len(lines)
+        self.server.app.stats.add("watch_events", len(lines))
+
+    def watch_end(self, w):
+        """A watch over (its deadline passed, the store stopped, or its drop-watch fault fired):
+        stalls (stall-watch), breaks off abruptly (drop-watch), or ends its chunked answer."""
+        if w.stall and time.monotonic() >= w.deadline - 0.001:
+            return self.stall_watch()
+        if w.drop is not None and (w.dropped() or time.monotonic() >= w.deadline - 0.001
+                                   and w.drop.get("afterSeconds") is not None):
+            # an abrupt end: no terminating chunk, the connection is closed
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(b"0\r\n\r\n")
 
     def stall_watch(self):
         """Fault stall-watch: from now on this watch sends nothing and does not end (no final

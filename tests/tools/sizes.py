@@ -3,12 +3,17 @@
 
     python3 tests/tools/sizes.py [--all] [DIR...]
 
-Lists every C source file over 1,200 lines and every function over 120 lines (from the line of
-its name to its closing brace) under the module directories (default: sched queue plugins config
-store; tests and generated data aside). Exits 1 when something is over, 0 otherwise. A function
-is a definition that starts in column 0 and ends at the next '}' in column 0 (clang-format keeps
+Lists every source file over 1,200 lines and every function over 120 lines. C: the .c and .h
+files under the module directories (default: sched queue plugins config store; tests and
+generated data aside); a function runs from the line of its name to its closing brace. Python:
+the .py files under tests and docs (default); a function is a def (methods and nested defs
+included), from its def line to the last line of its body (the parser's end_lineno). Given
+DIRs, both kinds are checked there. Exits 1 when something is over (PY_ALLOW aside) or an
+allowlisted offender is within the limits now (its entry must go), 0 otherwise. A C function is
+a definition that starts in column 0 and ends at the next '}' in column 0 (clang-format keeps
 our code in that shape). --all prints every function's length, longest first.
 """
+import ast
 import os
 import re
 import sys
@@ -16,6 +21,20 @@ import sys
 MAX_FILE = 1200
 MAX_FUNC = 120
 DIRS = ["sched", "queue", "plugins", "config", "store"]
+PY_DIRS = ["tests", "docs"]
+# Python code over the limits when this check began to cover it: known debt, listed so that it
+# stays visible and no new offender passes. (path, function or "" for the file's length). Split
+# one and delete its line here; an entry within the limits fails the check until it is removed.
+PY_ALLOW = {
+    ("tests/bench/podgroup_perf.py", "run_workload"),  # 130 lines
+    ("tests/kube/apicheck.py", "main"),  # 346
+    ("tests/kube/apicheck.py", "upstream_checks"),  # 153
+    ("tests/kube/checkpoint.py", "main"),  # 152
+    ("tests/kube/conformance.py", "shapes"),  # 145
+    ("tests/kube/dra.py", "main"),  # 132
+    ("tests/kube/e2e.py", "main"),  # 364
+    ("tests/kube/lifecycle.py", "main"),  # 171
+}
 NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
@@ -41,35 +60,96 @@ def functions(path):
     return len(lines) - (1 if lines and lines[-1] == "" else 0), out
 
 
-def main(argv):
-    show_all = "--all" in argv
-    dirs = [a for a in argv if not a.startswith("--")] or DIRS
-    over = 0
-    rows = []
+def py_functions(path):
+    """(lines, [(length, qualified name, def line)]) of a Python file: every def, methods as
+    Class.name and nested defs as outer.name, from the def line (decorators aside) to the last
+    line of its body."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    lines = text.split("\n")
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    out.append((child.end_lineno - child.lineno + 1, name, child.lineno))
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(ast.parse(text, filename=path), "")
+    return len(lines) - (1 if lines and lines[-1] == "" else 0), out
+
+
+def sources(dirs, exts):
     for d in dirs:
-        for root, _, files in os.walk(d):
+        for root, subdirs, files in os.walk(d):
+            subdirs[:] = sorted(x for x in subdirs if x != "__pycache__")
             if "/data" in root or root.endswith("data"):
                 continue
             for fn in sorted(files):
-                if not fn.endswith((".c", ".h")):
-                    continue
-                p = os.path.join(root, fn)
-                n, funcs = functions(p)
-                if n > MAX_FILE:
-                    print(f"{p}: {n} lines (limit {MAX_FILE})")
-                    over += 1
-                for length, name, line in funcs:
-                    rows.append((length, f"{p}:{line}: {name}"))
-                    if length > MAX_FUNC:
-                        print(f"{p}:{line}: function {name} is {length} lines (limit {MAX_FUNC})")
-                        over += 1
+                if fn.endswith(exts):
+                    yield os.path.join(root, fn)
+
+
+def check(path, n, funcs, rows, allow=None):
+    """Prints what is over the limits (allowlisted offenders aside, each recorded as seen in
+    allow); returns how many were printed."""
+    over = 0
+    items = [(n, "", None, MAX_FILE)] + [(length, name, line, MAX_FUNC)
+                                          for length, name, line in funcs]
+    for length, name, line, limit in items:
+        if line is not None:
+            rows.append((length, f"{path}:{line}: {name}"))
+        if length <= limit:
+            continue
+        if allow is not None and (path, name) in allow:
+            allow[(path, name)] = True
+            continue
+        if line is None:
+            print(f"{path}: {n} lines (limit {MAX_FILE})")
+        else:
+            print(f"{path}:{line}: function {name} is {length} lines (limit {MAX_FUNC})")
+        over += 1
+    return over
+
+
+def main(argv):
+    show_all = "--all" in argv
+    given = [a for a in argv if not a.startswith("--")]
+    over = 0
+    rows = []
+    for p in sources(given or DIRS, (".c", ".h")):
+        n, funcs = functions(p)
+        over += check(p, n, funcs, rows)
+    seen = {k: False for k in PY_ALLOW}
+    scanned = set()
+    for p in sources(given or PY_DIRS, ".py"):
+        p = os.path.normpath(p)
+        scanned.add(p)
+        try:
+            n, funcs = py_functions(p)
+        except SyntaxError as e:
+            print(f"{p}:{e.lineno}: cannot parse: {e.msg}")
+            over += 1
+            continue
+        over += check(p, n, funcs, rows, seen)
+    for (p, name), hit in sorted(seen.items()):
+        if not hit and (p in scanned or not given):
+            print(f"{p}: {name or 'the file'} is within the limits now (or gone): remove it "
+                  "from PY_ALLOW")
+            over += 1
     if show_all:
         for length, where in sorted(rows, reverse=True):
             print(f"{length:5d} {where}")
     if over:
         print(f"{over} over the limits")
         return 1
-    print("sizes: every file and function within the limits")
+    allowed = sum(seen.values())
+    print("sizes: every file and function within the limits"
+          + (f" ({allowed} known Python offenders allowlisted in PY_ALLOW)" if allowed else ""))
     return 0
 
 

@@ -795,6 +795,68 @@ static void test_reservation_earliest_and_estimated_backfill(void **unused)
     world_free(w);
 }
 
+/* Two queues of one cohort, 8 GPUs of nominal quota each, on 16 GPUs: a starving 16-GPU gang
+ * of q0 must borrow q1's 8, which q1 uses within its nominal quota. It gets no reservation (its
+ * expected start would be never: q1 may take its quota again whenever its gangs end), so q1's
+ * next gang, within its guarantee, still starts. Before, both nodes were held for q0's gang
+ * with no expected start, q1 was held below its nominal quota, and q0's gang waited longer. */
+static void test_borrowing_quota_wait_reserves_nothing(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x3F); /* q1's running 6 GPUs */
+    w->state[0].release_ms = 5000 * 1000;
+    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+                       "cohorts:\n  - name: all\nqueues:\n"
+                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n"
+                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n";
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    int64_t usage[2 * RES_MAX] = {0};
+    usage[1 * RES_MAX + RES_GPU] = 6;
+    struct gang *big = add_gang(w, 2, 8, 0);   /* q0: 16 > its nominal 8; q1 lends only 2 */
+    struct gang *small = add_gang(w, 1, 1, 0); /* q1: 6 + 1 <= 8 */
+    small->queue = 1;
+    int64_t est[2] = {3600 * 1000, 3600 * 1000};
+    struct queue queues[2] = {{.name = "q0", .weight = 1}, {.name = "q1", .weight = 1}};
+    const struct gang *pending0[1] = {big}, *pending1[1] = {small};
+    struct sched_queue_view views[2] = {{.queue = &queues[0], .pending = pending0, .n_pending = 1},
+                                        {.queue = &queues[1], .pending = pending1, .n_pending = 1}};
+    struct gang *r1 = &w->gangs[w->n_gangs++];
+    *r1 = *small;
+    r1->name = NULL; /* the copy owns no name (free_names frees each gang's) */
+    r1->id = 2;
+    r1->sets[0].req.v[RES_GPU] = 6;
+    gang_finalize(r1);
+    struct sched_assign a1 = {.node = 0, .gpu_mask = 0x3F};
+    struct sched_running running[1] = {
+        {.gang = r1, .pods = &a1, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true}};
+    struct sched_snapshot snap = {.now_ms = 3600 * 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .running = running,
+                                  .n_running = 1,
+                                  .queues = views,
+                                  .n_queues = 2,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .config = cfg,
+                                  .usage = usage,
+                                  .runtime_est_ms = est,
+                                  .n_runtime_est = 2};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    const struct sched_result *r = &w->res;
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_int_equal(r->n_reservations, 0);
+    assert_non_null(placement_of(r, small)); /* q1 keeps its guarantee */
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
 /* Expected starts: a gang waits for the node's release, the next one for the first's end. */
 /* Two queues of one cohort: a starving gang of q0 waits for quota (q1 uses all it could
  * borrow). Its reservation also holds q0's quota: a younger q0 gang that would run past the
@@ -1482,6 +1544,7 @@ int main(void)
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
         cmocka_unit_test(test_start_estimates_match_reference),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
+        cmocka_unit_test(test_borrowing_quota_wait_reserves_nothing),
         cmocka_unit_test(test_equal_shapes_share_verdict),
         cmocka_unit_test(test_heterogeneous_gang),
     };

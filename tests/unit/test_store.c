@@ -1050,9 +1050,31 @@ static void pages_equal(struct store *st, struct store_read rq, const char *list
     cJSON_Delete(whole);
 }
 
+/* A whole list with rq.most: built, the same document, when it has most items at most; else
+ * nothing is built (0, no document). A paged read ignores most. */
+static void most_bounds(struct store *st, struct store_read rq, const char *list)
+{
+    char *all = read_json(st, rq, 0);
+    cJSON *whole = cJSON_Parse(all);
+    int n = cJSON_GetArraySize(cJSON_GetObjectItem(whole, list));
+    cJSON_Delete(whole);
+    assert_true(n > 1);
+    rq.most = (uint32_t)n;
+    char *same = read_json(st, rq, 0);
+    assert_string_equal(same, all);
+    free(same);
+    rq.most = (uint32_t)n - 1;
+    assert_null(read_json(st, rq, 0));
+    rq.limit = (uint32_t)n;
+    char *page = read_json(st, rq, 0);
+    assert_non_null(page);
+    free(page);
+    free(all);
+}
+
 /* The HTTP API's per-route reads (store_read_doc) serve the same documents as the whole-table
- * views, page in order with exact "remaining", refuse tokens they did not make, and read the
- * job counts the triggers keep. */
+ * views, page in order with exact "remaining", build a whole list only within its bound (most),
+ * refuse tokens they did not make, and read the job counts the triggers keep. */
 static void test_read_routes(void **state)
 {
     struct fx *f = *state;
@@ -1082,6 +1104,10 @@ static void test_read_routes(void **state)
                 "jobs");
     pages_equal(ro, (struct store_read){.route = STORE_READ_QUEUES}, "queues");
     pages_equal(ro, (struct store_read){.route = STORE_READ_RESERVATIONS}, "reservations");
+    most_bounds(ro, (struct store_read){.route = STORE_READ_JOBS, .all = true}, "jobs");
+    most_bounds(ro, (struct store_read){.route = STORE_READ_JOBS, .queue = "prod"}, "jobs");
+    most_bounds(ro, (struct store_read){.route = STORE_READ_QUEUES}, "queues");
+    most_bounds(ro, (struct store_read){.route = STORE_READ_RESERVATIONS}, "reservations");
     free(read_json(ro, (struct store_read){.route = STORE_READ_JOBS, .queue = "nope"},
                    SCHED_ENOENT));
     free(read_json(ro, (struct store_read){.route = STORE_READ_EXPLAIN, .job = "ns/none"},
