@@ -317,6 +317,11 @@ const struct kclaim *kcache_claim(const struct kcache *c, const char *key)
     return kclaims_get(c->dra, key);
 }
 
+int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid)
+{
+    return kclaims_adopted(c->dra, key, uid);
+}
+
 const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
                               const char **pool)
 {

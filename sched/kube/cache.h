@@ -104,6 +104,8 @@ int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted); /* Comput
 const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
                               const char **pool);
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key);
+/* kclaims_adopted of the cache's claims (sched/kube/claims.h). 0 or SCHED_ENOMEM. */
+int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */
 const char *kcache_dra_device(const struct kcache *c, const char *node, uint32_t index,
                               const char **driver, const char **pool);

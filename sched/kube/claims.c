@@ -1,6 +1,7 @@
 /* sched/kube/claims.c: the daemon's DRA state (see claims.h). */
 #include "sched/kube/claims.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,9 @@ struct kclaims {
     struct strmap counted;   /* claim key -> (void *)1: held by a pod counted on a node, noted
                                 at each build (kclaims_note_counted) */
     bool counted_lost;       /* a note failed (out of memory): every claim counts on its own */
+    struct strmap adopted;   /* "claim key pod-uid" -> (void *)1: our writes reserved the claim,
+                                already allocated, for that pod (kclaims_adopted); dropped at a
+                                build once the claim no longer lists the pod */
     struct dra_inv *dra;     /* ResourceSlices */
     struct kcd *cd;          /* ComputeDomains and their IMEX channels */
     int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
@@ -34,6 +38,7 @@ struct kclaims *kclaims_new(void)
     strmap_init(&c->claims);
     strmap_init(&c->consumers);
     strmap_init(&c->counted);
+    strmap_init(&c->adopted);
     c->class_res = -1;
     if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
         dra_inv_free(c->dra);
@@ -55,6 +60,7 @@ void kclaims_free(struct kclaims *c)
     kclaims_consumers_reset(c);
     strmap_fini(&c->consumers);
     strmap_fini(&c->counted);
+    strmap_fini(&c->adopted);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
     free(c);
@@ -144,6 +150,44 @@ void kclaims_consumers_reset(struct kclaims *c)
     strmap_fini(&c->counted);
     strmap_init(&c->counted);
     c->counted_lost = false;
+    /* adoption records: kept while the claim is allocated and lists the pod (a new map: the
+     * old one must not change while it is walked; out of memory, all are kept) */
+    struct strmap keep;
+    strmap_init(&keep);
+    bool lost = false;
+    for (size_t i = 0; strmap_next(&c->adopted, &i, &k, &v);) {
+        const char *sp = strchr(k, ' ');
+        char key[KOBJ_KEY_MAX];
+        if (!sp || (size_t)(sp - k) >= sizeof(key))
+            continue;
+        memcpy(key, k, (size_t)(sp - k));
+        key[sp - k] = '\0';
+        const struct kclaim *x = strmap_get(&c->claims, key);
+        if (x && x->allocated && kdra_claim_reserved_for(x, sp + 1))
+            lost |= strmap_put(&keep, k, (void *)1, NULL) != 0;
+    }
+    if (lost) {
+        strmap_fini(&keep);
+        return;
+    }
+    strmap_fini(&c->adopted);
+    c->adopted = keep;
+}
+
+int kclaims_adopted(struct kclaims *c, const char *key, const char *uid)
+{
+    char k[KOBJ_KEY_MAX + 80];
+    if (!uid || (size_t)snprintf(k, sizeof(k), "%s %s", key, uid) >= sizeof(k))
+        return 0; /* a uid that long names no pod the API server made */
+    return strmap_put(&c->adopted, k, (void *)1, NULL) != 0 ? SCHED_ENOMEM : 0;
+}
+
+/* Whether our writes reserved claim `key` for pod `uid` as an adoption (kclaims_adopted). */
+static bool recorded(const struct kclaims *c, const char *key, const char *uid)
+{
+    char k[KOBJ_KEY_MAX + 80];
+    return uid && (size_t)snprintf(k, sizeof(k), "%s %s", key, uid) < sizeof(k) &&
+           strmap_get((struct strmap *)&c->adopted, k);
 }
 
 int kclaims_note_pod(struct kclaims *c, const struct kpod *p)
@@ -181,26 +225,99 @@ static const struct kpod *const *consumers(const struct kclaims *c, const char *
     return cs ? cs->v : NULL;
 }
 
-bool kclaims_shared(const struct kclaims *c, const struct kpod *p)
+/* Whether pods a and b are of one gang (a gang of one: the same pod). */
+static bool same_gang(const struct kpod *a, const struct kpod *b)
 {
-    for (uint32_t i = 0; i < p->n_claims; i++) {
-        uint32_t n;
-        consumers(c, p->claims[i], &n);
-        if (n > 1)
+    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
+}
+
+/* Whether unplaced pod p (no node: pending, or assumed while its Binding is in flight) uses
+ * allocated claim x (key) without allocating it (an adoption): unless every pod the claim is
+ * reserved for is a pending pod of ours in p's gang that names it (an earlier attempt's
+ * allocation for them, which this attempt writes again: docs/kubernetes.md "Unreserve") and
+ * none of them reserved it as an adoption of ours (kclaims_adopted). */
+static bool adopts(const struct kclaims *c, const struct kpod *p, const char *key,
+                   const struct kclaim *x)
+{
+    if (!x->allocated)
+        return false;
+    uint32_t n;
+    const struct kpod *const *v = consumers(c, key, &n);
+    if (x->n_reserved == 0 || x->n_reserved > n)
+        return true; /* reserved for nobody, or for some pod that does not name it here */
+    for (uint32_t r = 0; r < x->n_reserved; r++) {
+        if (recorded(c, key, x->reserved[r]))
+            return true;
+        bool pending_mate = false;
+        for (uint32_t k = 0; k < n && !pending_mate; k++)
+            pending_mate = v[k]->uid && strcmp(v[k]->uid, x->reserved[r]) == 0 && v[k]->ours &&
+                           !v[k]->node && same_gang(v[k], p);
+        if (!pending_mate)
             return true;
     }
     return false;
 }
 
-/* Why pod p cannot use shared claim x (key) with its other consumers, or NULL: they must all be
- * ours, of one gang, at most KDRA_MAX_CONSUMERS, the claim its only GPUs, and the claim free or
- * reserved only for them. *holder: p holds the devices (the first consumer by key). */
-static const char *shared_why(const struct kclaims *c, const struct kpod *p, const char *key,
-                              const struct kclaim *x, bool *holder, struct arena *a)
+/* Whether GPU ids `mask` of node hold allocated claim x: every device of it the node's slices
+ * list is among them (none listed: `dflt`). The claim's devices are its holder's GPUs (the
+ * daemon allocates a claim from them), never a pod's that adopted it (they are in use). */
+static bool covers(const struct kclaims *c, const struct kclaim *x, const char *node, uint32_t mask,
+                   bool dflt)
+{
+    bool seen = false;
+    for (uint32_t k = 0; k < x->n_alloc; k++) {
+        int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
+        if (g < 0 || g >= 32)
+            continue;
+        if (!(mask & (1u << g)))
+            return false;
+        seen = true;
+    }
+    return seen || dflt;
+}
+
+/* Whether p's demand asks claim x's (key) devices and they count through p on its node: one
+ * pod at most. An unallocated claim: its first consumer by key. An allocated one: an unplaced
+ * pod of ours that allocates it again (adopts: false), the first by key; a bound pod of ours
+ * whose gangsched.io/gpu-ids hold its devices; else another scheduler's bound pod, the first by
+ * key, when no pod of ours holds it; else nobody (kclaims_held_use counts it on its node). */
+static bool holds(const struct kclaims *c, const struct kpod *p, const char *key,
+                  const struct kclaim *x)
 {
     uint32_t n;
     const struct kpod *const *v = consumers(c, key, &n);
-    *holder = n == 0 || v[0] == p;
+    bool first = n <= 1 || v[0] == p;
+    if (!x || !x->allocated)
+        return first;
+    if (!p->node)
+        return first && !adopts(c, p, key, x);
+    if (p->ours)
+        return covers(c, x, p->node, p->has_gpu_ids ? p->gpu_mask : 0, first);
+    for (uint32_t k = 0; first && k < n; k++)
+        if (v[k]->ours && v[k]->node && holds(c, v[k], key, x))
+            return false;
+    return first;
+}
+
+bool kclaims_shared(const struct kclaims *c, const struct kpod *p)
+{
+    for (uint32_t i = 0; i < p->n_claims; i++) {
+        uint32_t n;
+        consumers(c, p->claims[i], &n);
+        if (n > 1 && !(i < 32 && (p->claims_adopt >> i) & 1u))
+            return true;
+    }
+    return false;
+}
+
+/* Why pending pod p cannot allocate claim x (key) with its other consumers, or NULL: they must
+ * all be ours, of one gang, at most KDRA_MAX_CONSUMERS, the claim its only GPUs, and the claim
+ * free or reserved only for them. */
+static const char *shared_why(const struct kclaims *c, const struct kpod *p, const char *key,
+                              const struct kclaim *x, struct arena *a)
+{
+    uint32_t n;
+    const struct kpod *const *v = consumers(c, key, &n);
     if (n > KDRA_MAX_CONSUMERS)
         return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
                             key, n, KDRA_MAX_CONSUMERS);
@@ -211,8 +328,9 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
         if (!v[i]->ours || !v[i]->group || !p->group || strcmp(v[i]->group, p->group) != 0)
             return arena_printf(a,
                                 "resourceclaim %s is shared by pods of several gangs or "
-                                "schedulers (%s and %s): gangsched allocates a shared claim for "
-                                "the pods of one gang",
+                                "schedulers (%s and %s) and not allocated yet: gangsched "
+                                "allocates a shared claim for the pods of one gang (an "
+                                "allocated one, any pod may use)",
                                 key, p->key, v[i]->key);
         uids[i] = v[i]->uid;
     }
@@ -221,7 +339,7 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
                             "resourceclaim %s: a claim shared by several pods must be their only "
                             "GPUs (pod %s has others), and not allocationMode All",
                             key, p->key);
-    if (!p->node && !kdra_claim_free_for_all(x, uids, n))
+    if (!kdra_claim_free_for_all(x, uids, n))
         return arena_printf(a, "ResourceClaim %s is allocated to consumers outside gang %s", key,
                             p->group);
     return NULL;
@@ -257,6 +375,41 @@ static const char *kclaims_channel(const struct kclaims *c, struct kpod *p, cons
     return NULL;
 }
 
+/* The node of allocated claim x, as kclaims_held_use counts its devices there: its
+ * nodeSelector's one metadata.name, else the node its first device's pool is named after (a
+ * per-node pool); NULL when neither names a node of cl. */
+static const char *alloc_node(const struct cluster *cl, const struct kclaim *x)
+{
+    if (x->alloc_node)
+        return x->alloc_node;
+    for (uint32_t i = 0; cl && x->n_alloc && i < cl->n_nodes; i++)
+        if (strcmp(cl->nodes[i].name, x->alloc[0].pool) == 0)
+            return cl->nodes[i].name;
+    return NULL;
+}
+
+/* What keeps pending pod p from adopting allocated claim x (key), or NULL (kube-scheduler's
+ * bindClaim: not while it is being deleted; at most KDRA_MAX_CONSUMERS in reservedFor). */
+static const char *adopt_why(const struct cluster *cl, const struct kpod *p, uint32_t i,
+                             const struct kclaim *x, struct arena *a)
+{
+    const char *key = p->claims[i];
+    if (x->deleting) /* kube-scheduler: "resourceclaim ... is being deleted" */
+        return arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)", key);
+    if (i >= 32 || !p->uid)
+        return arena_printf(a, "resourceclaim %s: pod %s names more than 32 claims", key, p->key);
+    if (!kdra_claim_reserved_for(x, p->uid) && x->n_reserved >= KDRA_MAX_CONSUMERS)
+        return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
+                            key, x->n_reserved + 1, KDRA_MAX_CONSUMERS);
+    if (!alloc_node(cl, x))
+        return arena_printf(a,
+                            "resourceclaim %s is allocated on a node gangsched cannot tell "
+                            "(status.allocation.nodeSelector is not one metadata.name, no device "
+                            "pool is named after a node): it is not used by other pods",
+                            key);
+    return NULL;
+}
+
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a)
 {
@@ -266,6 +419,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
         p->req.v[cr] = 0;
     if (c->class_res >= 0)
         p->req.v[c->class_res] = 0;
+    p->claims_adopt = 0;
     const char *why = p->claim_wait;
     uint32_t n_all = 0, n_gpu_claims = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
@@ -274,11 +428,18 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = why ? why : arena_printf(a, "waiting for ResourceClaim %s", p->claims[i]);
             continue;
         }
+        if (!p->node && adopts(c, p, p->claims[i], x)) {
+            /* allocated already: its devices stay in use on its node (kclaims_held_use or their
+             * holder), the pod asks none of them and goes to that node (kclaims_node_filter) */
+            if (i < 32)
+                p->claims_adopt |= 1u << i;
+            why = why ? why : adopt_why(cl, p, i, x, a);
+            continue;
+        }
         uint32_t users;
         consumers(c, p->claims[i], &users);
-        bool holder = true;
-        const char *sw = users > 1 ? shared_why(c, p, p->claims[i], x, &holder, a) : NULL;
-        if (!holder) { /* a shared claim's devices count once: on its first consumer */
+        const char *sw = users > 1 && !p->node ? shared_why(c, p, p->claims[i], x, a) : NULL;
+        if (!holds(c, p, p->claims[i], x)) { /* a shared claim's devices count once */
             why = why ? why : sw;
             continue;
         }
@@ -319,15 +480,19 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
 {
     const struct kclaim *sel[8];
     uint32_t n_sel = 0;
-    const char *pin = NULL; /* a claim allocated to others that the pod joins: its node */
+    const char *pin = NULL; /* the node of the allocated claims the pod adopts */
+    bool apart = false;     /* two of them on different nodes: no node */
     for (uint32_t i = 0; i < p->n_claims && n_sel < 8; i++) {
         const struct kclaim *x = strmap_get((struct strmap *)&c->claims, p->claims[i]);
-        if (x && kdra_claim_has_selectors(x))
+        if (x && i < 32 && (p->claims_adopt >> i) & 1u) {
+            const char *at = alloc_node(cl, x);
+            apart |= !at || (pin && strcmp(pin, at) != 0);
+            pin = at ? at : pin;
+        } else if (x && kdra_claim_has_selectors(x)) {
             sel[n_sel++] = x;
-        if (x && x->alloc_node && kdra_claim_joins(x, p->uid))
-            pin = x->alloc_node;
+        }
     }
-    if (n_sel == 0 && !pin)
+    if (n_sel == 0 && !pin && !apart)
         return 0;
     bool all = false;
     for (uint32_t s = 0; s < n_sel; s++)
@@ -338,10 +503,10 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool ok = nd->n_gpus > 0 && (!all || nd->n_gpus == cl->max_node_gpus) &&
-                  (!pin || strcmp(nd->name, pin) == 0);
+        bool ok = !apart && (nd->n_gpus > 0 || !n_sel) &&
+                  (!all || nd->n_gpus == cl->max_node_gpus) && (!pin || strcmp(nd->name, pin) == 0);
         const struct cel_device *devs[NODE_MAX_GPUS];
-        for (uint32_t g = 0; g < nd->n_gpus && ok; g++)
+        for (uint32_t g = 0; g < nd->n_gpus && ok && n_sel; g++)
             ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
         for (uint32_t s = 0; s < n_sel && ok; s++)
             ok = kdra_claim_node_ok(sel[s], devs, nd->n_gpus);
@@ -375,11 +540,9 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
     int64_t n = 0;
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = strmap_get((struct strmap *)&c->claims, p->claims[i]);
-        uint32_t users;
-        const struct kpod *const *v = consumers(c, p->claims[i], &users);
-        if (users > 1 && v[0] != p)
-            continue; /* a shared claim's devices are its first consumer's */
-        for (uint32_t k = 0; cl && k < cl->n_alloc; k++) {
+        if (!cl || !holds(c, p, p->claims[i], cl))
+            continue; /* a shared claim's devices are its holder's */
+        for (uint32_t k = 0; k < cl->n_alloc; k++) {
             int g = dra_inv_index(c->dra, node, cl->alloc[k].pool, cl->alloc[k].device);
             if (g >= 0 && g < 32 && !(m & (1u << g))) {
                 m |= 1u << g;
@@ -396,10 +559,9 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
 void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
 {
     for (uint32_t i = 0; i < p->n_claims && !c->counted_lost; i++) {
-        uint32_t users;
-        const struct kpod *const *v = consumers(c, p->claims[i], &users);
-        if (users > 1 && v[0] != p)
-            continue; /* a shared claim's devices are its first consumer's (kclaims_demand) */
+        const struct kclaim *x = strmap_get(&c->claims, p->claims[i]);
+        if (!holds(c, p, p->claims[i], x))
+            continue; /* a shared or adopted claim's devices are its holder's (kclaims_demand) */
         if (strmap_put(&c->counted, p->claims[i], (void *)1, NULL) != 0)
             c->counted_lost = true; /* over-counts rather than hands devices out twice */
     }
@@ -409,14 +571,15 @@ void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
  * neither bound nor assumed), whose demand asks its GPUs: a claim reserved for it alone (an
  * earlier attempt's: its bind writes the claim again, and a 422 rolls back and deallocates it;
  * counted here, the pod could wait for ever on a full cluster). No pod runs on its devices. An
- * idle claim (reserved for nobody) is never left: it always counts. */
+ * idle claim (reserved for nobody), or one the pod adopted (kclaims_adopted), is never left: it
+ * always counts, and the pod adopts it asking none of its devices. */
 static bool left_to_pending(const struct kclaims *c, const char *key, const struct kclaim *x)
 {
     uint32_t users;
     const struct kpod *const *v = consumers(c, key, &users);
     if (users != 1 || !v[0]->ours || v[0]->node)
         return false;
-    return x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid);
+    return x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid) && !adopts(c, v[0], key, x);
 }
 
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,

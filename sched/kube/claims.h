@@ -2,7 +2,8 @@
  * inventory of sched/core/dra.h) and the ResourceClaims of pods, and what a cycle needs of them.
  *
  * Owns: the claim map and the inventory, fed by informer events; a pod's GPU demand from its
- * claims and what keeps it waiting; the node filter of claims with CEL selectors or constraints;
+ * claims (none from an allocated claim it adopts) and what keeps it waiting; the adoptions our
+ * binds wrote; the node filter of claims with CEL selectors or constraints;
  * the GPUs another scheduler's pods hold through their claims, and the devices of every allocated
  * claim no counted pod holds. Used by sched/kube/cache.c.
  *
@@ -36,13 +37,20 @@ struct kcd *kclaims_cd(const struct kclaims *c); /* ComputeDomains (computedomai
 void kclaims_configure(struct kclaims *c, const struct config *cfg);
 
 /* Shared claims (a ResourceClaim named by several pods): each build notes every pod's claims
- * first (reset, then note each pod not being deleted); a shared claim's devices then count on its
- * first consumer by key only, the others ask none for it and the gang must sit on one node
- * (kclaims_shared). Supported for the pods of one gang of ours, the claim being their only
- * GPUs; anything else waits with a reason starting "resourceclaim ". */
+ * first (reset, then note each pod not being deleted). A claim not allocated yet is allocated
+ * by gangsched for the pods of one gang of ours, the claim being their only GPUs: its devices
+ * count on its first consumer by key only, the others ask none for it and the gang must sit on
+ * one node (kclaims_shared); anything else waits with a reason starting "resourceclaim ". A
+ * claim allocated already (by anyone) is adopted (kclaims_demand). */
 void kclaims_consumers_reset(struct kclaims *c);
 int kclaims_note_pod(struct kclaims *c, const struct kpod *p); /* 0 or SCHED_ENOMEM */
 bool kclaims_shared(const struct kclaims *c, const struct kpod *p);
+/* Our write reserves allocated claim `key` for pod `uid` as an adoption (the bind, before it is
+ * sent): while the claim lists the pod and the pod is not bound, it stays an adoption (the
+ * pod asks none of its devices, a rollback never deallocates it), not an earlier attempt's
+ * allocation to write again. In memory: a new process takes a claim reserved for a pending pod
+ * of ours alone as an earlier attempt's. 0 or SCHED_ENOMEM. */
+int kclaims_adopted(struct kclaims *c, const char *key, const char *uid);
 
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);
@@ -52,24 +60,33 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
  * being placed (a claim missing, being deleted, allocated to another consumer, or not
  * allocatable by gangsched: then the text starts "resourceclaim "), as an arena string, or
- * NULL. A claim with
- * allocationMode All asks every GPU of a node: as many as the largest node has (nodes of that
- * size only, kclaims_node_filter), and must hold the pod's only GPUs. A ComputeDomain channel
- * claim asks one KCD_RESOURCE of the node; its ComputeDomain must be known and in the claim's
- * namespace (the driver refuses to prepare it otherwise). */
+ * NULL. A claim with allocationMode All asks every GPU of a node: as many as the largest node
+ * has (nodes of that size only, kclaims_node_filter), and must hold the pod's only GPUs. A
+ * ComputeDomain channel claim asks one KCD_RESOURCE of the node; its ComputeDomain must be known
+ * and in the claim's namespace (the driver refuses to prepare it otherwise).
+ * Adoption (kube-scheduler's DynamicResources for a claim with status.allocation: Filter keeps
+ * the nodes its nodeSelector matches, PreBind adds the pod to status.reservedFor): a pending
+ * pod naming a claim that is allocated already, unless only pending pods of its own gang are
+ * reserved in it (an earlier attempt's allocation, written again), asks none of its devices,
+ * channels or quota (they stay in use where they are: kclaims_held_use, or the pod holding
+ * them), goes only to the allocation's node (kclaims_node_filter) and sets the claim's bit in
+ * p->claims_adopt (its bind appends it to reservedFor). Refused: a claim being deleted, one
+ * listing KDRA_MAX_CONSUMERS pods already, one whose node cannot be told. */
 const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, struct kpod *p,
                            struct arena *a);
 
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
- * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod joining a claim allocated
- * to others (kdra_claim_joins: a later member of an elastic gang) only to that claim's node: a
- * matchFields requirement (metadata.name In [...]) ANDed into each of ps's required node
- * affinity terms. 0 or SCHED_ENOMEM. */
+ * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod adopting allocated claims
+ * (p->claims_adopt) only to their node (none when they are on different nodes; their selectors
+ * are not read: the devices are chosen): a matchFields requirement (metadata.name In [...])
+ * ANDed into each of ps's required node affinity terms. 0 or SCHED_ENOMEM. */
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps);
 
 /* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
- * allocated them); false when they do not account for all its GPUs. */
+ * allocated them), of the claims the pod holds (a claim several pods use counts on one of them:
+ * the first by key, a bound pod of ours whose gangsched.io/gpu-ids hold its devices, never
+ * a pod that adopted it); false when they do not account for all its GPUs. */
 bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask);
 
 /* Every allocated claim's devices are in use on its node, whoever reserves it (nobody, pods not
@@ -78,8 +95,8 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
  * claim's status.allocation is allocated: allocateddevices.go, foreachAllocatedDevice and the
  * allocatedDevices set fed by the claim informer; the DRA manager's ListAllAllocatedDevices).
  * Exactly once: each build, after kclaims_note_pod, kclaims_note_counted notes every pod counted
- * on a node (bound or assumed); the claims it holds (kclaims_demand: all but shared claims of
- * which it is not the first consumer) count through it. kclaims_held_use then adds each other
+ * on a node (bound or assumed); the claims it holds (kclaims_mask: not a shared claim another
+ * pod holds, nor an adopted one) count through it. kclaims_held_use then adds each other
  * allocated claim's devices on the allocation's node (node_ix(ctx, name): its index, or -1)
  * to state[].gpu_used, and their number to used GPUs (and to the GPU class's quota slot when it
  * is counted): except a claim reserved for the one pending pod of ours that names it alone (an

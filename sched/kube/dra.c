@@ -331,39 +331,33 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid)
     return c->n_reserved > 0 || !c->allocated;
 }
 
-bool kdra_claim_joins(const struct kclaim *c, const char *uid)
+bool kdra_claim_reserved_for(const struct kclaim *c, const char *uid)
 {
-    if (!c->allocated || c->n_reserved == 0 || !uid)
-        return false;
-    for (uint32_t i = 0; i < c->n_reserved; i++)
+    for (uint32_t i = 0; uid && i < c->n_reserved; i++)
         if (strcmp(c->reserved[i], uid) == 0)
-            return false;
-    return true;
+            return true;
+    return false;
 }
 
-cJSON *kdra_claim_join(const char *name, const char *uid)
+cJSON *kdra_claim_adopt(const char *claim_uid, const char *name, const char *uid)
 {
+    cJSON *body = cJSON_CreateObject();
+    cJSON *rf = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "reservedFor");
     cJSON *ref = cJSON_CreateObject();
-    if (!ref || !cJSON_AddStringToObject(ref, "resource", "pods") ||
-        !cJSON_AddStringToObject(ref, "name", name) || !cJSON_AddStringToObject(ref, "uid", uid)) {
+    bool ok = cJSON_AddStringToObject(ref, "resource", "pods") &&
+              cJSON_AddStringToObject(ref, "name", name) &&
+              cJSON_AddStringToObject(ref, "uid", uid);
+    if (!ok || !cJSON_AddItemToArray(rf, ref)) { /* on failure ref is not rf's */
         cJSON_Delete(ref);
+        cJSON_Delete(body);
         return NULL;
     }
-    cJSON *op = cJSON_CreateObject();
-    if (!op || !cJSON_AddItemToObject(op, "value", ref)) { /* on failure ref is not op's */
-        cJSON_Delete(op);
-        cJSON_Delete(ref);
+    if (claim_uid &&
+        !cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "metadata"), "uid", claim_uid)) {
+        cJSON_Delete(body);
         return NULL;
     }
-    cJSON *ops = cJSON_CreateArray();
-    if (!ops || !cJSON_AddStringToObject(op, "op", "add") ||
-        !cJSON_AddStringToObject(op, "path", "/status/reservedFor/-") ||
-        !cJSON_AddItemToArray(ops, op)) {
-        cJSON_Delete(ops);
-        cJSON_Delete(op);
-        return NULL;
-    }
-    return ops;
+    return body;
 }
 
 cJSON *kdra_claim_protect(const struct kclaim *c)

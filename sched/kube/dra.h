@@ -2,8 +2,8 @@
  * allocates from (ResourceSlices are read by sched/k8s/slice.h, which both drivers share).
  *
  * Owns: which fields of a ResourceClaim and of a pod's spec.resourceClaims are read and their
- * checks; the bodies of the claim writes (the finalizer, the allocation, a join, an Unreserve,
- * a deallocation).
+ * checks; the bodies of the claim writes (the finalizer, the allocation, an adoption, an
+ * Unreserve, a deallocation).
  *
  * Must not touch: the cache, the network. Errors name the claim and the field.
  */
@@ -93,14 +93,17 @@ bool kdra_claim_free_for(const struct kclaim *c, const char *uid);
  * the same consumers), or it is not allocated. */
 bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, uint32_t n);
 
-/* A consumer joining a claim that is already allocated (a member of an elastic gang that came
- * after the others, sharing their claim): whether it is allocated and reserved for someone, not
- * yet for `uid`; and the body of the write that adds it, a JSON patch (application/json-patch+json)
- * appending {resource: pods, name, uid} to status.reservedFor. kube-scheduler's PreBind adds a
- * pod to an allocated claim with an UpdateStatus retried on conflict; the patch needs no
- * resourceVersion, and leaves the allocation (immutable once set) alone. NULL out of memory. */
-bool kdra_claim_joins(const struct kclaim *c, const char *uid);
-cJSON *kdra_claim_join(const char *name, const char *uid);
+/* Whether the claim's status.reservedFor lists pod `uid`. */
+bool kdra_claim_reserved_for(const struct kclaim *c, const char *uid);
+
+/* A pod using a claim that is already allocated (by anyone: a pod of another gang or scheduler,
+ * an earlier member of its elastic gang, nobody any more) adds itself as one more consumer, as
+ * kube-scheduler's PreBind (bindClaim) does for an allocated claim: the body is a strategic
+ * merge patch of resourceclaims/status whose status.reservedFor holds the one entry
+ * {resource: pods, name, uid} (the list merges by its key uid: the others stay), with the
+ * claim's metadata.uid (claim_uid, may be NULL) as the precondition that it is the same claim.
+ * The allocation, immutable once set, is not written. NULL out of memory. */
+cJSON *kdra_claim_adopt(const char *claim_uid, const char *name, const char *uid);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to its
  * consumers: status.allocation.devices.results[] (request, driver, pool, device: devices taken in

@@ -430,7 +430,7 @@ struct kclaim_writes {
 /* One claim's writes (kube-scheduler's bindClaim): when it allocates a claim that lacks
  * KDRA_FINALIZER, first the finalizer (a write of the claim with its resourceVersion as
  * precondition; a 409 reads the claim again, at most 3 times), then the status write
- * (allocation and reservedFor, or a join's reservedFor entry). A claim being deleted is
+ * (allocation and reservedFor, or an adoption's reservedFor entry). A claim being deleted is
  * refused. */
 struct kclaim_write {
     struct kclaim_writes *w;
@@ -651,6 +651,7 @@ static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const
             listed |= strcmp(cl->reserved[k], p->uid) == 0;
         if (!cl || !(reserved || listed))
             continue;
+        bool adopted = i < 32 && (b->claims_adopt >> i) & 1u; /* never ours to deallocate */
         cJSON *body = kdra_claim_unreserve(cl->uid, p->uid);
         struct kunreserve *u = body ? calloc(1, sizeof(*u)) : NULL;
         if (!u) {
@@ -659,8 +660,8 @@ static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const
             continue;
         }
         u->d = d;
-        u->made = made;
-        u->listed = listed;
+        u->made = made && !adopted;
+        u->listed = listed && !adopted;
         snprintf(u->key, sizeof(u->key), "%s", p->claims[i]);
         snprintf(u->node, sizeof(u->node), "%s", b->node);
         snprintf(u->path, sizeof(u->path),
@@ -713,8 +714,10 @@ static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, con
  * status, as kube-scheduler's DynamicResources PreBind), the devices being the node's DRA GPUs
  * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
  * at once. A claim several pods of the gang share gets the devices of its first consumer and all
- * of them in reservedFor, the same body from each consumer before its own Binding. A failed
- * write fails the bind (the gang rolls back whole). */
+ * of them in reservedFor, the same body from each consumer before its own Binding. A claim the
+ * cycle found allocated already (b->claims_adopt) gets only the pod's reservedFor entry, none
+ * if it lists the pod; no longer allocated, the bind fails. A failed write fails the bind (the
+ * gang rolls back whole). */
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
@@ -729,7 +732,8 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
     bool gpu_claims = false; /* GPUs from claims (else device-plugin GPUs, e.g. with a channel) */
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        gpu_claims |= !cl || cl->gpus > 0 || cl->all;
+        bool adopt = i < 32 && (b->claims_adopt >> i) & 1u; /* its devices are not the pod's */
+        gpu_claims |= !adopt && (!cl || cl->gpus > 0 || cl->all);
     }
     if (gpu_claims && !mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n)) {
         char buf[600];
@@ -758,12 +762,20 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
-        if (cl && kdra_claim_joins(cl, p->uid)) {
-            /* joins the gang's claim, allocated when the others were bound (elastic): each
-             * joining pod appends itself, however many join in this bind (the allocation is
-             * immutable once set) */
-            body = kdra_claim_join(p->name, p->uid);
-            how = KUBE_PATCH_JSON;
+        const char *fail = "claim unknown or too few devices";
+        bool adopt = i < 32 && (b->claims_adopt >> i) & 1u, listed = false;
+        if (adopt) {
+            /* allocated already (by anyone): the pod adds itself to reservedFor, the
+             * allocation (immutable once set) is left; listed already (an earlier attempt's
+             * adoption): nothing to write */
+            listed = cl && cl->allocated && kdra_claim_reserved_for(cl, p->uid);
+            if (cl && cl->allocated && !listed &&
+                kcache_claim_adopted(d->cache, p->claims[i], p->uid) != 0)
+                kdrv_fatal(d, "out of memory recording a claim adoption");
+            else if (cl && cl->allocated && !listed)
+                body = kdra_claim_adopt(cl->uid, p->name, p->uid);
+            fail = "the claim is no longer allocated since the cycle adopted it";
+            how = KUBE_PATCH_STRATEGIC;
         } else if (cl && cl->channels) {
             names[0] = p->name;
             uids[0] = p->uid;
@@ -790,15 +802,19 @@ void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *fla
             body = NULL;
         } else {
             *cw = (struct kclaim_write){.w = w, .idx = i, .how = how, .status = body};
-            cw->allocates = how != KUBE_PATCH_JSON; /* a join's patch leaves the allocation */
+            cw->allocates = !adopt; /* an adoption's patch leaves the allocation */
             snprintf(cw->key, sizeof(cw->key), "%s", p->claims[i]);
             snprintf(cw->path, sizeof(cw->path),
                      "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", p->ns,
                      cl ? cl->name : "");
         }
+        if (!body && listed && cw) { /* reserved for the pod already: done */
+            struct kube_resp r = {.status = 200, .body = "", .len = 0};
+            on_claim_written(cw, &r);
+            continue;
+        }
         if (!body) {
-            struct kube_resp r = {
-                .status = 0, .body = "", .error = "claim unknown or too few devices"};
+            struct kube_resp r = {.status = 0, .body = "", .error = fail};
             if (cw)
                 on_claim_written(cw, &r);
             else
@@ -1037,6 +1053,7 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
         b->name = strdup(pod->name);
         b->node = strdup(cl->nodes[pl->pods[i].node].name);
         b->gpu_mask = pl->pods[i].gpu_mask;
+        b->claims_adopt = pod->claims_adopt;
         if (!b->pod_key || !b->ns || !b->name || !b->node ||
             kcache_assume(d->cache, pod->key, b->node, b->gpu_mask, pl->flavor) != 0)
             return -1;

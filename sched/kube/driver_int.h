@@ -65,6 +65,9 @@ struct kbind {
     uint32_t claims_reserved; /* bits of the pod's claims (index < 32) whose status write
                                  reserved them for it (2xx), or may have (no definite answer) */
     uint32_t claims_made;     /* of those, the writes that carried status.allocation */
+    uint32_t claims_adopt;    /* bits of the pod's claims allocated already that it adopts (the
+                                 cycle's kclaims_demand): only its reservedFor entry is written,
+                                 and only that entry is removed if the gang rolls back */
 };
 
 /* The binds of one placed gang. */

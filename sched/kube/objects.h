@@ -74,6 +74,9 @@ struct kpod {
     char **claims; /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
                       status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t n_claims;
+    uint32_t claims_adopt; /* bits of claims (index < 32) that are allocated already and that it
+                              uses without allocating them (claims.h kclaims_demand, at each
+                              build of a pending pod; 0 otherwise) */
     /* bound and ours: its gangsched.io/max-runtime in seconds, rounded up (0: none or not
      * readable), which its running gang keeps (spec, which holds it while pending, is gone) */
     uint32_t max_runtime_s;

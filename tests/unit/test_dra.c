@@ -238,8 +238,9 @@ static void shared_claim_body(void **state)
     kdra_claim_free(c);
 }
 
-/* A claim allocated by us (status written by kdra_claim_allocation) decodes with its node; a pod
- * not in its reservedFor joins it with a JSON patch appending it there. */
+/* A claim allocated by us (status written by kdra_claim_allocation) decodes with its node and
+ * consumers; a pod not in its reservedFor adopts it with a strategic merge patch holding its one
+ * entry (merged by uid) and the claim's uid as precondition, no allocation. */
 static void joining_an_allocated_claim(void **state)
 {
     (void)state;
@@ -260,18 +261,19 @@ static void joining_an_allocated_claim(void **state)
     cJSON_Delete(o);
     assert_true(c->allocated);
     assert_string_equal(c->alloc_node, "n1");
-    assert_false(kdra_claim_joins(c, "u-1")); /* reserved for it already */
-    assert_true(kdra_claim_joins(c, "u-2"));
-    cJSON *j = kdra_claim_join("p-2", "u-2");
+    assert_true(kdra_claim_reserved_for(c, "u-1"));
+    assert_false(kdra_claim_reserved_for(c, "u-2"));
+    assert_false(kdra_claim_reserved_for(c, NULL));
+    cJSON *j = kdra_claim_adopt("cu", "p-2", "u-2");
     char *text = cJSON_PrintUnformatted(j);
-    assert_string_equal(text, "[{\"value\":{\"resource\":\"pods\",\"name\":\"p-2\",\"uid\":"
-                              "\"u-2\"},\"op\":\"add\",\"path\":\"/status/reservedFor/-\"}]");
+    assert_string_equal(text, "{\"status\":{\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
+                              "\"p-2\",\"uid\":\"u-2\"}]},\"metadata\":{\"uid\":\"cu\"}}");
     cJSON_free(text);
     cJSON_Delete(j);
     kdra_claim_free(c);
     struct kclaim *fresh = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
     assert_null(fresh->alloc_node);
-    assert_false(kdra_claim_joins(fresh, "u-2")); /* not allocated: allocated, not joined */
+    assert_false(fresh->allocated);
     kdra_claim_free(fresh);
 }
 

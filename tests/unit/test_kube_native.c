@@ -11,6 +11,7 @@
 // clang-format on
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -409,7 +410,9 @@ static int64_t n9_used(struct fx *f, uint32_t *mask)
  * (gpu-3), reserved for another scheduler's pod on n9 (gpu-6, gpu-7: counted through the pod,
  * not twice); free again once deleted or deallocated; a claim reserved for a pending pod of ours
  * alone is left to that pod (its demand asks its GPUs); an idle claim a pending pod of ours names
- * still counts (the daemon does not reuse it: the pod waits). */
+ * still counts: the pod adopts it, asking none of its devices; bound there, it holds none of them
+ * (no gpu-ids of ours): they count once, on their own; a bound pod of ours that adopted another
+ * scheduler's pod's claim asks none of it either, whatever the order of their keys. */
 static void allocated_claims_hold_their_devices(void **state)
 {
     struct fx *f = *state;
@@ -464,8 +467,114 @@ static void allocated_claims_hold_their_devices(void **state)
        "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
        "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
        "\"status\":{\"phase\":\"Pending\"}}");
-    assert_int_equal(n9_used(f, &m), 5); /* still held: the pod waits, nobody else gets them */
+    assert_int_equal(n9_used(f, &m), 5); /* still held: nobody else gets them */
     assert_int_equal(m, 0xf4);
+    const struct kpod *mine = kcache_pod(f->c, "ml/mine");
+    assert_int_equal(mine->req.v[RES_GPU], 0); /* it adopts the claim: none of its devices */
+    assert_int_equal(mine->claims_adopt, 1u);
+    n9_claim(f->c, "left", 4, 5, true, "",
+             "{\"resource\":\"pods\",\"name\":\"mine\",\"uid\":\"u-mine\"}", true);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+       "\"name\":\"g\",\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(n9_used(f, &m), 5); /* bound: the claim's devices count once */
+    assert_int_equal(m, 0xf4);
+    assert_int_equal(kcache_pod(f->c, "ml/mine")->req.v[RES_GPU], 0); /* never charged */
+    /* "adopter" sorts before "other", whose claim "theirs" (gpu-6, gpu-7) it shares */
+    n9_claim(f->c, "theirs", 6, 7, true, "",
+             "{\"resource\":\"pods\",\"name\":\"other\",\"uid\":\"u-other\"},{\"resource\":"
+             "\"pods\",\"name\":\"adopter\",\"uid\":\"u-adopter\"}",
+             true);
+    ev(f->c, 1, 0,
+       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"adopter\",\"uid\":\"u-adopter\"},"
+       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+       "\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],\"containers\":[{\"name\":\"c\"}]},"
+       "\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(n9_used(f, &m), 5);
+    assert_int_equal(m, 0xf4);
+    assert_int_equal(kcache_pod(f->c, "ml/adopter")->req.v[RES_GPU], 0);
+}
+
+/* A pending pod of ours naming claim "ml/<claim>" (uid u-<name>). */
+static void claim_user(struct kcache *c, const char *name, const char *claim)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+             "\"resourceClaimName\":\"%s\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Pending\"}}",
+             name, name, claim);
+    ev(c, 1, 0, buf);
+}
+
+/* The message of waiting gang `key` in kb, or NULL when it is not waiting. */
+static const char *waiting_why(const struct kcache_build *kb, const char *key)
+{
+    for (uint32_t i = 0; i < kb->n_waiting; i++)
+        if (strcmp(kb->waiting[i].key, key) == 0)
+            return kb->waiting[i].message;
+    return NULL;
+}
+
+/* Adopting an allocated claim is refused, naming the claim, when it is being deleted, lists 256
+ * pods already (upstream's ResourceClaimReservedForMaxSize), or its node cannot be told (no
+ * nodeSelector of one metadata.name, its pool not a node); an idle claim on n9 is adopted (the
+ * pod is offered, asking no GPU). */
+static void adoption_refusals(void **state)
+{
+    struct fx *f = *state;
+    dra_node_n9(f->c);
+    n9_claim(f->c, "dying", 0, 0, true,
+             ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"finalizers\":[\"x.io/keep\"]", "",
+             true);
+    char *rf = malloc(256 * 64);
+    assert_non_null(rf);
+    rf[0] = '\0';
+    for (int i = 0; i < 256; i++)
+        snprintf(rf + strlen(rf), 64, "%s{\"resource\":\"pods\",\"name\":\"p%d\",\"uid\":\"x%d\"}",
+                 i ? "," : "", i, i);
+    char *buf = malloc(256 * 64 + 1000);
+    assert_non_null(buf);
+    snprintf(buf, 256 * 64 + 1000,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"crowd\"},\"spec\":{\"devices\":{"
+             "\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\","
+             "\"count\":1}}]}},\"status\":{\"reservedFor\":[%s],\"allocation\":{\"devices\":{"
+             "\"results\":[{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n9\","
+             "\"device\":\"gpu-1\"}]}}}}",
+             rf);
+    cJSON *o = cJSON_Parse(buf);
+    assert_int_equal(kcache_claim_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    free(rf);
+    free(buf);
+    o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"nowhere\"},\"spec\":{"
+                    "\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
+                    "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}},\"status\":{"
+                    "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\",\"driver\":"
+                    "\"gpu.nvidia.com\",\"pool\":\"elsewhere\",\"device\":\"gpu-2\"}]}}}}");
+    assert_int_equal(kcache_claim_event(f->c, o, false), 0);
+    cJSON_Delete(o);
+    n9_claim(f->c, "fine", 3, 3, true, "", "", true);
+    claim_user(f->c, "a", "dying");
+    claim_user(f->c, "b", "crowd");
+    claim_user(f->c, "c", "nowhere");
+    claim_user(f->c, "d", "fine");
+    struct kcache_build kb;
+    build(f, &kb);
+    const char *why = waiting_why(&kb, "ml/a");
+    assert_non_null(why);
+    assert_non_null(strstr(why, "resourceclaim ml/dying is being deleted"));
+    assert_non_null(why = waiting_why(&kb, "ml/b"));
+    assert_non_null(strstr(why, "resourceclaim ml/crowd: 257 pods use it, at most 256"));
+    assert_non_null(why = waiting_why(&kb, "ml/c"));
+    assert_non_null(strstr(why, "resourceclaim ml/nowhere is allocated on a node gangsched "
+                                "cannot tell"));
+    assert_null(waiting_why(&kb, "ml/d"));
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kcache_pod(f->c, "ml/d")->req.v[RES_GPU], 0);
 }
 
 int main(void)
@@ -477,6 +586,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(adoption_refusals, setup, teardown),
         cmocka_unit_test(condition_patches),
         cmocka_unit_test(malformed_objects_name_the_field),
     };
