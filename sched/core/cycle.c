@@ -418,9 +418,12 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
                          int64_t deficit)
 {
     struct sched_result *out = cy->out;
-    if (cy->starve_after_ms <= 0 || cy->n_starving >= cy->max_reservations ||
-        cy->snap->now_ms - g->submit_ms < cy->starve_after_ms)
+    if (cy->starve_after_ms <= 0 || cy->n_starving >= cy->max_reservations)
         return 0;
+    if (cy->snap->now_ms - g->submit_ms < cy->starve_after_ms) { /* it starves later */
+        sched_wake_at(&out->wake_ms, cy->snap->now_ms, g->submit_ms + cy->starve_after_ms);
+        return 0;
+    }
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_ENOMEM;
@@ -630,6 +633,7 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         return SCHED_ENOMEM;
     cy->pc.starve_after_ms = cy->starve_after_ms;
     cy->pc.probation_min_gpus = cy->starve_after_ms > 0 ? probation_min_gpus : 0;
+    cy->pc.wake_ms = &out->wake_ms;
     uint32_t nq = snap->n_queues + 1;
     cy->pos = arena_calloc(arena, nq, sizeof(*cy->pos));
     cy->heap = arena_alloc(arena, nq * sizeof(*cy->heap));
@@ -825,6 +829,7 @@ static int cycle_run(struct cycle *cy)
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
     memset(out, 0, sizeof(*out));
+    out->wake_ms = INT64_MAX;
     struct cycle cy;
     if (cycle_init(&cy, snap, arena, out) != 0 || cycle_run(&cy) != 0)
         return SCHED_ENOMEM;

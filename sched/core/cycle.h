@@ -271,7 +271,20 @@ struct sched_result {
     struct sched_eta *etas; /* snapshot.plan_starts: one per gang examined and not placed, in the
                                cycle's order */
     uint32_t n_etas;
+    /* The earliest instant after now_ms at which time alone may change what this cycle decided
+     * (sched_wake_at): a waiting gang reaches starvation.after, a priority preemption that did
+     * not pay starts to (its benefit and its victims' cost both grow with time), a would-be
+     * victim's minimum run time ends, a backfill promise passes. INT64_MAX: none known. The
+     * simulator runs a cycle then, as the daemon's timers and one-second re-check do. */
+    int64_t wake_ms;
 };
+
+/* Lowers *wake_ms to t when t is after now_ms (a time at which the cycle's outcome may change). */
+static inline void sched_wake_at(int64_t *wake_ms, int64_t now_ms, int64_t t)
+{
+    if (t > now_ms && t < *wake_ms)
+        *wake_ms = t;
+}
 
 /* Runs one cycle. Everything in *out lives in `arena`. Returns 0 or SCHED_ENOMEM. */
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out);

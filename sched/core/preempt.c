@@ -1,6 +1,7 @@
 /* sched/core/preempt.c: the preemption planner (see preempt.h for the rules and formulas). */
 #include "sched/core/preempt.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +96,13 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
 {
     const struct sched_snapshot *snap = pc->snap;
     const struct gang *v = r->gang;
-    if (r->non_preemptible || r->evicting || snap->now_ms < r->start_ms + r->min_runtime_ms)
+    if (r->non_preemptible || r->evicting)
         return false;
+    if (snap->now_ms < r->start_ms + r->min_runtime_ms) {
+        if (pc->wake_ms) /* a victim from then on, maybe */
+            sched_wake_at(pc->wake_ms, snap->now_ms, r->start_ms + r->min_runtime_ms);
+        return false;
+    }
     if (place_is_share(pc->st, v))
         return false; /* GPU shares free nothing in a trial (place_release): never a victim */
     if (pc->evicted_per_queue[v->queue] >= snap->policy->max_evictions)
@@ -171,8 +177,10 @@ static int index_running(struct preempt_ctx *pc)
         pc->queue_first[v + 1]++;
         if (snap->running[i].gang->priority < pc->min_prio[v])
             pc->min_prio[v] = snap->running[i].gang->priority;
-        pc->any_overdue |= snap->running[i].probation_until_ms > 0 &&
-                           snap->now_ms >= snap->running[i].probation_until_ms;
+        int64_t promise = snap->running[i].probation_until_ms;
+        pc->any_overdue |= promise > 0 && snap->now_ms >= promise;
+        if (promise > 0 && pc->wake_ms) /* overdue from then on */
+            sched_wake_at(pc->wake_ms, snap->now_ms, promise);
     }
     for (uint32_t v = 0; v <= nq; v++)
         pc->queue_first[v + 1] += pc->queue_first[v];
@@ -503,9 +511,29 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
         return true;
     double wait_s = (double)(snap->now_ms - g->submit_ms) / 1000.0;
     int32_t p = g->priority > 0 ? g->priority : 0;
-    double benefit = (double)g->gpus * (wait_s > PREEMPT_MIN_WAIT_S ? wait_s : PREEMPT_MIN_WAIT_S) *
-                     (1.0 + 0.1 * (double)p);
-    return benefit >= snap->policy->benefit_factor * pl->cost;
+    double rate = (double)g->gpus * (1.0 + 0.1 * (double)p); /* benefit per second waited */
+    double benefit = rate * (wait_s > PREEMPT_MIN_WAIT_S ? wait_s : PREEMPT_MIN_WAIT_S);
+    double factor = snap->policy->benefit_factor;
+    if (benefit >= factor * pl->cost)
+        return true;
+    /* When it would pay, both growing as now: the benefit by `rate` (past PREEMPT_MIN_WAIT_S,
+     * which it is not short of then: the benefit at PREEMPT_MIN_WAIT_S is below the cost, and
+     * the cost only grows), the victims' cost by their GPUs (x priority) per second since their
+     * last checkpoint. Never when the cost grows as fast. */
+    double grow = 0;
+    for (uint32_t j = 0; j < pl->n; j++) {
+        const struct sched_running *r = &snap->running[cands[pl->best[j]].idx];
+        int32_t vp = r->gang->priority > 0 ? r->gang->priority : 0;
+        grow += (double)r->gang->gpus * (1.0 + 0.1 * (double)vp);
+    }
+    if (pc->wake_ms && rate > factor * grow) {
+        /* in whole seconds, as the daemon's one-second re-check sees it */
+        double dt_s = ceil((factor * pl->cost - rate * wait_s) / (rate - factor * grow));
+        if (dt_s < 3.0e7) /* within a year: an instant worth a cycle */
+            sched_wake_at(pc->wake_ms, snap->now_ms,
+                          snap->now_ms + (int64_t)(dt_s > 1 ? dt_s : 1) * 1000);
+    }
+    return false;
 }
 
 /* Commits a plan: its evictions, and a hold on the preemptor's trial placement. */

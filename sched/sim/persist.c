@@ -255,11 +255,11 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
     }
     if (rc == 0) {
         char loop[512];
-        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu %.17g",
+        snprintf(loop, sizeof(loop), "%u %lld %lld %lld %.17g %.17g %.17g %u %llu %llu %.17g %lld",
                  r->next_sub, (long long)r->t0, (long long)r->t_end, (long long)r->prev_t,
                  r->frag_w, r->frag_t, r->frag_now, r->whole_waiting,
                  (unsigned long long)r->last_reservation, (unsigned long long)r->events_done,
-                 r->frag_wait);
+                 r->frag_wait, (long long)r->wake_ms);
         rc = store_meta_put(db, "sim:loop", loop, eb);
     }
     if (rc == 0) {
@@ -576,14 +576,19 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
     if (rc != 0)
         return rc;
     unsigned next_sub, whole;
-    long long t0, t_end, prev_t;
+    long long t0, t_end, prev_t, wake = INT64_MAX;
     unsigned long long last_res, events;
-    if (sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu %lg", &next_sub, &t0, &t_end,
-               &prev_t, &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res, &events,
-               &r->frag_wait) != 11 ||
-        next_sub > in->n_jobs)
+    /* the 12th field, the pending wake-up, is absent from the stores of older versions */
+    int n = sscanf(text, "%u %lld %lld %lld %lg %lg %lg %u %llu %llu %lg %lld", &next_sub, &t0,
+                   &t_end, &prev_t, &r->frag_w, &r->frag_t, &r->frag_now, &whole, &last_res,
+                   &events, &r->frag_wait, &wake);
+    if ((n != 11 && n != 12) || next_sub > in->n_jobs)
         return sched_fail(eb, SCHED_EINVAL, "database: meta sim:loop is malformed");
     r->next_sub = next_sub, r->t0 = t0, r->t_end = t_end, r->prev_t = prev_t;
+    if (wake != INT64_MAX && wake > prev_t) { /* a cycle's wake-up still to come */
+        r->wake_ms = wake;
+        sim_heap_push(r, wake, 0, FIN_WAKE);
+    }
     r->whole_waiting = whole != 0, r->last_reservation = last_res, r->events_done = events;
     double v[11];
     if ((rc = db_get_doubles(db, "sim:stats", v, 11, eb)) != 0)

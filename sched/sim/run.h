@@ -47,6 +47,7 @@ enum fin_kind {
     FIN_UNQUARANTINE,
     FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
     FIN_REPAIR, /* a randomly failed node is repaired */
+    FIN_WAKE,   /* a cycle's wake_ms: time alone may change its decisions (job field unused) */
 };
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
@@ -95,6 +96,8 @@ struct run {
     uint32_t *unbounded;       /* pods without a declared maximum run time */
     int64_t *bounded_max;      /* latest declared end among the others */
     uint64_t last_reservation; /* hash of the last reservation logged */
+    int64_t wake_ms; /* the FIN_WAKE pending in the heap (sched_result.wake_ms, the earliest of
+                        the cycles since the last one fired), INT64_MAX: none */
     /* preemption */
     int64_t *remaining_ms;      /* work left per job */
     int64_t *run_start_ms;      /* start of the current run */

@@ -105,7 +105,7 @@ void sim_heap_push(struct run *r, int64_t t, uint32_t job, enum fin_kind kind)
     }
     uint32_t i = r->n_heap++;
     bool node_event = kind == FIN_NODE_DOWN || kind == FIN_NODE_UP || kind == FIN_UNQUARANTINE ||
-                      kind == FIN_OUTAGE || kind == FIN_REPAIR;
+                      kind == FIN_OUTAGE || kind == FIN_REPAIR || kind == FIN_WAKE;
     r->heap[i] =
         (struct fin){.t_ms = t, .job = job, .gen = node_event ? 0 : r->gen[job], .kind = kind};
     while (i > 0) {
@@ -464,6 +464,8 @@ static bool fin_stale(const struct run *r, const struct fin *f)
     case FIN_OUTAGE:
     case FIN_REPAIR:
         return false;
+    case FIN_WAKE: /* superseded by an earlier one, or fired */
+        return f->t_ms != r->wake_ms;
     case FIN_RESUBMIT:
         return f->gen != r->gen[f->job] || sim_state(r, f->job) != ENG_JOB_BACKOFF;
     default:
@@ -675,6 +677,10 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     int rc = record(r, &res, now, eb);
+    if (rc == 0 && res.wake_ms < r->wake_ms) { /* the daemon's timers and re-check, here */
+        r->wake_ms = res.wake_ms;
+        sim_heap_push(r, res.wake_ms, 0, FIN_WAKE);
+    }
     return rc != 0 ? rc : carry_out(r, &res, now, evicted, eb);
 }
 
@@ -718,7 +724,9 @@ static void timed_events(struct run *r, int64_t now)
         struct fin f = heap_pop(r);
         if (fin_stale(r, &f))
             continue; /* the run it belonged to was evicted */
-        if (f.kind >= FIN_TEARDOWN) {
+        if (f.kind == FIN_WAKE) {
+            r->wake_ms = INT64_MAX; /* the instant's cycle is the wake-up */
+        } else if (f.kind >= FIN_TEARDOWN) {
             sim_failure_event(r, &f, now);
         } else if (f.kind == FIN_FINISH) {
             finish(r, f.job, now);
@@ -992,7 +1000,8 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     memset(out, 0, sizeof(*out));
     out->policy = pol->name;
     out->n_queues = in->n_queues;
-    struct run r = {.in = in, .pol = pol, .opt = opt, .st = out, .fail = opt->failures};
+    struct run r = {
+        .in = in, .pol = pol, .opt = opt, .st = out, .fail = opt->failures, .wake_ms = INT64_MAX};
     arena_init(&r.qarena, 16 * 1024);
     arena_init(&r.life_arena, 4096);
     int rc;

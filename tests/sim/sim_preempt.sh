@@ -46,4 +46,24 @@ blind=$("$JGET" "$TMP/p.json" policies/1/gpu_hours_lost_to_preemption)
 expect_cmp "preemptions happened" "$("$JGET" "$TMP/p.json" policies/1/preemptions)" ">" 0
 expect_cmp "checkpoint-aware loses less than blind" "$aware" "<" "$blind"
 expect_eq "no quota violation" "$("$JGET" "$TMP/p.json" policies/0/quota_violations)" 0
+# 4. a priority preemption that does not pay yet is taken up when it does, with nothing else
+# happening: a cycle's wake-up stands in for the daemon's one-second re-check. An 8-GPU job of
+# priority 10 behind one of priority 0 that has run 4 h without a checkpoint pays after 4 h
+# more (test_preempt.c); before, the simulator waited for the next event: the low job's end,
+# 44 h later. Resumed from a crash at the eviction (the 4th event), the wake-up is not lost.
+printf 'job_id,submission_time,duration,num_gpu,priority,checkpoint_interval\n%s\n%s\n' \
+    "low,0,172800,8,0,0" "high,14400,3600,8,10,0" >"$TMP/quiet.csv"
+QUIET="--no-progress --cluster hgx:1 --trace $TMP/quiet.csv --policy gangsched"
+# shellcheck disable=SC2086
+"$GS" simulate $QUIET --jobs-out "$TMP/quiet.jobs" >/dev/null || bad "quiet run failed"
+expect_eq "quiet period: the preemption when it pays" \
+    "$(awk -F, '$1 == "high" { print $6 }' "$TMP/quiet.jobs")" "28800.000"
+# shellcheck disable=SC2086
+"$GS" simulate $QUIET --db "$TMP/quiet.db" --db-batch 1 --stop-after-events 4 >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$GS" simulate $QUIET --db "$TMP/quiet.db" --db-batch 1 --resume --jobs-out "$TMP/quiet2.jobs" \
+    >/dev/null ||
+    bad "quiet resume failed"
+cmp -s "$TMP/quiet.jobs" "$TMP/quiet2.jobs" && ok "quiet period: resumed exactly" ||
+    bad "quiet period: the resumed run differs: $(diff "$TMP/quiet.jobs" "$TMP/quiet2.jobs")"
 finish

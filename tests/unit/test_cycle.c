@@ -752,6 +752,7 @@ static void test_guard_engages_on_quota_wait(void **unused)
     assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
     assert_int_equal(r->n_reservations, 0); /* not starving yet: the small one backfills */
     assert_non_null(placement_of(r, small));
+    assert_int_equal(r->wake_ms, 600 * 1000); /* when it starves: a cycle is due then */
     config_free(cfg);
     r = cycle_quota(w, 3600, NULL, &cfg);
     assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);

@@ -290,6 +290,9 @@ static void test_min_runtime_and_benefit(void **unused)
     gang(w, 0, 1, 8, 5, 1100);
     const struct sched_result *r = cycle(w, "gangsched", 1200); /* ran 200 s < 10 min */
     assert_int_equal(r->n_evictions, 0);
+    /* when time alone changes that: the victim's 10 min end at 1600 s (before the preemptor
+     * starves at 1700 s) */
+    assert_int_equal(r->wake_ms, 1600 * 1000);
     r = cycle(w, "gangsched", 1700);
     assert_int_equal(r->n_evictions, 1);
     world_free(w);
@@ -303,6 +306,41 @@ static void test_min_runtime_and_benefit(void **unused)
     assert_int_equal(r->n_evictions, 0);
     r = cycle(w, "ckpt-blind", 18000); /* the blind baseline has no benefit rule */
     assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+}
+
+/* A priority preemption that does not pay yet says when it will: an 8-GPU gang of priority 10
+ * (16 GPU-s of benefit per second waited, at least an hour's) behind one of priority 0 that has
+ * run 4 h unsaved (its cost grows by 8 GPU-s per second) pays after 4 h more. A driver that runs
+ * cycles only on events (the simulator) runs one then, as the daemon's re-check would. */
+static void test_benefit_says_when_it_pays(void **unused)
+{
+    (void)unused;
+    struct world *w =
+        world("hgx:1", HDR "starvation: {after: 0s}\nqueues:\n  - name: a\n"
+                           "    quota:\n      default:\n        nvidia.com/gpu: 16\n");
+    uint32_t n0[] = {0};
+    struct gang *low = gang(w, 0, 1, 8, 0, 0);
+    run(w, low, n0, 0, 0);
+    gang(w, 0, 1, 8, 10, 14400);
+    const struct sched_result *r = cycle(w, "gangsched", 14400);
+    assert_int_equal(r->n_evictions, 0);
+    assert_int_equal(r->wake_ms, 28800 * 1000);
+    r = cycle(w, "gangsched", 28799);
+    assert_int_equal(r->n_evictions, 0);
+    assert_int_equal(r->wake_ms, 28800 * 1000);
+    r = cycle(w, "gangsched", 28800);
+    assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+    /* a victim whose cost grows as fast as the benefit never pays: no wake-up */
+    w = world("hgx:1", HDR "starvation: {after: 0s}\nqueues:\n  - name: a\n"
+                           "    quota:\n      default:\n        nvidia.com/gpu: 16\n");
+    low = gang(w, 0, 1, 8, 0, 0);
+    run(w, low, n0, 0, 0);
+    gang(w, 0, 1, 1, 5, 18000); /* 1.5 GPU-s per second against 8 */
+    r = cycle(w, "gangsched", 18000);
+    assert_int_equal(r->n_evictions, 0);
+    assert_true(r->wake_ms == INT64_MAX);
     world_free(w);
 }
 
@@ -793,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_small_victim_before_big_gang),
         cmocka_unit_test(test_most_recent_checkpoint_chosen),
         cmocka_unit_test(test_min_runtime_and_benefit),
+        cmocka_unit_test(test_benefit_says_when_it_pays),
         cmocka_unit_test(test_no_reclaim_ping_pong),
         cmocka_unit_test(test_fair_share_preemption_one_way),
         cmocka_unit_test(test_two_reclaims_in_one_cycle_stay_bounded),
