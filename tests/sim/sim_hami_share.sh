@@ -97,4 +97,16 @@ probation_trace gpumem "s,4,1000,1,1,1,1,8000,q" >"$TMP/p.csv"
 "$GS" simulate --no-progress --nodes "$TMP/n4.yaml" --trace "$TMP/p.csv" --config "$TMP/p.yaml" \
     --policy gangsched --events "$TMP/pev" >/dev/null 2>"$TMP/err" || bad "simulate failed: $(cat "$TMP/err")"
 probation_checks "$TMP/pev" s "the share s"
+# GPU shares are never preemption victims (docs/preemption.md, "Choosing victims": the trial
+# frees whole GPUs, a share frees one only as the last on it): a whole-device job of priority 100
+# waits for the first share to end rather than evict one.
+cfg ""
+printf 'job_id,submission_time,duration,num_gpu,gpus_per_pod,gpumem,gpucores,priority\n%s\n%s\n%s\n' \
+    "s1,0,5000,1,1,8000,30,0" "s2,0,9000,1,1,8000,30,0" "w,1,100,1,1,,,100" >"$TMP/t.csv"
+"$GS" simulate --no-progress --nodes "$TMP/n.yaml" --trace "$TMP/t.csv" --config "$TMP/c.yaml" \
+    --policy gangsched --events "$TMP/pev" >/dev/null 2>"$TMP/err" ||
+    bad "shares and priority: simulate failed: $(cat "$TMP/err")"
+expect_eq "shares are never preemption victims" "$(grep -c '"type":"evict"' "$TMP/pev")" 0
+expect_eq "... the whole-device job starts when the first share ends" \
+    "$(grep '"type":"start".*"job":"w"' "$TMP/pev" | sed 's/^{"t":\([0-9.]*\),.*/\1/')" "5000.000"
 finish
