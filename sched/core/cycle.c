@@ -343,6 +343,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     if (why == SCHED_WHY_NEVER) {
         v.short_res = short_res;
         v.need = short_res >= 0 ? g->sets[0].req.v[short_res] : 0;
+        v.never_domain = short_res < 0 && place_required_never_fits(&cy->st, gf);
     } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
                cy->st.c->n_nodes > 0) {
         /* no node lacks room for one pod: either every node is filtered out, or the pods fit
@@ -942,6 +943,12 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
         PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
             "reservation (only gangs expected to end before it starts may pass)",
             v->blocked_by->name ? v->blocked_by->name : "an older gang");
+        return (int)at;
+    }
+    if (v->why == SCHED_WHY_NEVER && v->never_domain && c && g &&
+        (uint32_t)g->topo_required < c->topo.n_levels) {
+        PUT("; no single %s can ever hold the whole gang, as its required topology asks",
+            c->topo.levels[g->topo_required].name);
         return (int)at;
     }
     if (v->why == SCHED_WHY_NEVER) {

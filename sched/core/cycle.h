@@ -199,6 +199,8 @@ struct sched_verdict {
     const struct gang *gang;
     enum sched_why why;
     int short_res;                 /* resource id that was short, or -1 */
+    bool never_domain;             /* never-fits: no domain of the required level could ever hold
+                                      the whole gang (every pod fits some node) */
     int64_t need;                  /* of short_res: what one pod needs */
     int64_t best_free;             /* of short_res: the most any node offers */
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */

@@ -151,6 +151,8 @@ bool place_never_fits(const struct place_state *st, const struct gang *g, int *s
  * its resources together, GPUs inside one island when the island rule applies). Used after a
  * failed placement, once per failing shape and cycle. */
 bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res);
+/* Part of it: no domain of g's required topology level could hold all of g even when empty. */
+bool place_required_never_fits(const struct place_state *st, const struct gang *g);
 
 /* Holds capacity for a starving gang: picks the tightest domain that could hold g once running
  * pods finish, preferring the one with the most free GPUs now, and marks enough of its nodes

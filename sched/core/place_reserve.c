@@ -53,6 +53,33 @@ static bool slices_never_fit(const struct place_state *st, const struct gang *g)
     return true;
 }
 
+/* Required topology (under a policy that honours it): some domain of the required level must
+ * hold every pod set when empty (a necessary condition only: the sets' competition for one node
+ * is not counted, so no gang that could ever fit is refused). A narrower domain lies inside one
+ * of that level. */
+bool place_required_never_fits(const struct place_state *st, const struct gang *g)
+{
+    if (!st->topology || g->topo_required < 0 ||
+        (uint32_t)g->topo_required >= st->c->topo.n_levels)
+        return false; /* a topology-blind policy (fifo) places it across domains */
+    const struct topo_level *lv = &st->c->topo.levels[g->topo_required];
+    for (uint32_t d = 0; d < lv->n_domains; d++) {
+        bool holds = true;
+        for (uint32_t s = 0; s < g->n_sets && holds; s++) {
+            uint64_t cap = 0;
+            for (uint32_t k = lv->domain_first[d]; k < lv->domain_first[d + 1]; k++) {
+                const struct node *nd = &st->c->nodes[lv->node_index[k]];
+                if (nd->ready && !nd->unschedulable)
+                    cap += full_slots(st, &g->sets[s], lv->node_index[k]);
+            }
+            holds = cap >= g->sets[s].count;
+        }
+        if (holds)
+            return false;
+    }
+    return true;
+}
+
 bool place_never_fits_any_node(const struct place_state *st, const struct gang *g, int *short_res)
 {
     const struct cluster *c = st->c;
@@ -79,6 +106,10 @@ bool place_never_fits_any_node(const struct place_state *st, const struct gang *
             *short_res = gpus > 0 ? RES_GPU : -1;
             return true;
         }
+    }
+    if (place_required_never_fits(st, g)) {
+        *short_res = -1; /* every pod fits some node: the required domain is what is short */
+        return true;
     }
     return false;
 }

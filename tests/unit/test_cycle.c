@@ -405,6 +405,36 @@ static void test_topology_required_waits(void **unused)
     world_free(w);
 }
 
+/* A gang that requires one rack and is larger than any rack can ever be placed: never-fits
+ * (rejected by the simulator, named in the daemon's status) rather than waiting forever for
+ * `topology`; fifo, blind to topology, places it across racks. */
+static void test_topology_required_never_fits(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16"); /* racks of 8 nodes: 64 GPUs */
+    use_gpus(w, 0, 0xFF);                   /* busy: it must not be placed at once */
+    struct gang *g = add_gang(w, 10, 8, 0); /* 80 GPUs */
+    g->topo_required = (int8_t)w->c->topo.rack_level;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_NEVER);
+    assert_true(v->never_domain);
+    char buf[512];
+    sched_verdict_format(v, w->c, NULL, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "no single rack can ever hold the whole gang"));
+    /* 64 GPUs fit a rack once it is free: it waits */
+    struct gang *h = add_gang(w, 8, 8, 0);
+    h->topo_required = (int8_t)w->c->topo.rack_level;
+    gang_finalize(h);
+    use_gpus(w, 8, 0xFF);
+    r = cycle(w, "gangsched", 0);
+    assert_int_equal(verdict_of(r, h)->why, SCHED_WHY_TOPOLOGY);
+    free_names(w);
+    world_free(w);
+}
+
 /* ---- filters ----------------------------------------------------------------------------- */
 
 static void test_cordon_notready_taints(void **unused)
@@ -1522,6 +1552,7 @@ int main(void)
         cmocka_unit_test(test_split_islands_refused_when_no_island_fits),
         cmocka_unit_test(test_single_gpu_pod_packs_fullest_node),
         cmocka_unit_test(test_topology_required_waits),
+        cmocka_unit_test(test_topology_required_never_fits),
         cmocka_unit_test(test_cordon_notready_taints),
         cmocka_unit_test(test_node_selector),
         cmocka_unit_test(test_affinity_gt_gpu_memory),
