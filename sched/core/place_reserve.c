@@ -59,8 +59,7 @@ static bool slices_never_fit(const struct place_state *st, const struct gang *g)
  * of that level. */
 bool place_required_never_fits(const struct place_state *st, const struct gang *g)
 {
-    if (!st->topology || g->topo_required < 0 ||
-        (uint32_t)g->topo_required >= st->c->topo.n_levels)
+    if (!st->topology || g->topo_required < 0 || (uint32_t)g->topo_required >= st->c->topo.n_levels)
         return false; /* a topology-blind policy (fifo) places it across domains */
     const struct topo_level *lv = &st->c->topo.levels[g->topo_required];
     for (uint32_t d = 0; d < lv->n_domains; d++) {

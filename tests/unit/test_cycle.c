@@ -411,7 +411,7 @@ static void test_topology_required_waits(void **unused)
 static void test_topology_required_never_fits(void **unused)
 {
     (void)unused;
-    struct world *w = world_new("hgx:16"); /* racks of 8 nodes: 64 GPUs */
+    struct world *w = world_new("hgx:16");  /* racks of 8 nodes: 64 GPUs */
     use_gpus(w, 0, 0xFF);                   /* busy: it must not be placed at once */
     struct gang *g = add_gang(w, 10, 8, 0); /* 80 GPUs */
     g->topo_required = (int8_t)w->c->topo.rack_level;
@@ -826,6 +826,50 @@ static void test_reservation_earliest_and_estimated_backfill(void **unused)
     world_free(w);
 }
 
+/* Queues q0 and q1 of cohort "all", 8 GPUs of nominal quota each. */
+static struct config *two_queue_config(void)
+{
+    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+                       "cohorts:\n  - name: all\nqueues:\n"
+                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n"
+                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
+                       "        nvidia.com/gpu: 8\n";
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    return cfg;
+}
+
+/* A running gang of queue q with id `id`: a nameless copy of `like` (free_names frees each
+ * gang's name) holding `gpus` GPUs. */
+static struct gang *running_copy(struct world *w, const struct gang *like, uint32_t id, uint32_t q,
+                                 int64_t gpus)
+{
+    struct gang *r = &w->gangs[w->n_gangs++];
+    *r = *like;
+    r->name = NULL;
+    r->id = id;
+    r->queue = q;
+    r->sets[0].req.v[RES_GPU] = gpus;
+    gang_finalize(r);
+    return r;
+}
+
+/* A cycle at now_s of the two queues of two_queue_config() with the running gangs given. */
+static const struct sched_result *two_queue_cycle(struct world *w, struct sched_snapshot *snap,
+                                                  int64_t now_s)
+{
+    snap->now_ms = now_s * 1000;
+    snap->cluster = w->c;
+    snap->state = w->state;
+    snap->n_queues = 2;
+    snap->policy = sched_policy_find("gangsched");
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(snap, &w->arena, &w->res), 0);
+    return &w->res;
+}
+
 /* Two queues of one cohort, 8 GPUs of nominal quota each, on 16 GPUs: a starving 16-GPU gang
  * of q0 must borrow q1's 8, which q1 uses within its nominal quota. It gets no reservation (its
  * expected start would be never: q1 may take its quota again whenever its gangs end), so q1's
@@ -837,15 +881,7 @@ static void test_borrowing_quota_wait_reserves_nothing(void **unused)
     struct world *w = world_new("hgx:2");
     use_gpus(w, 0, 0x3F); /* q1's running 6 GPUs */
     w->state[0].release_ms = 5000 * 1000;
-    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
-                       "cohorts:\n  - name: all\nqueues:\n"
-                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
-                       "        nvidia.com/gpu: 8\n"
-                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
-                       "        nvidia.com/gpu: 8\n";
-    struct sched_errbuf eb = {{0}};
-    struct config *cfg = NULL;
-    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    struct config *cfg = two_queue_config();
     int64_t usage[2 * RES_MAX] = {0};
     usage[1 * RES_MAX + RES_GPU] = 6;
     struct gang *big = add_gang(w, 2, 8, 0);   /* q0: 16 > its nominal 8; q1 lends only 2 */
@@ -856,30 +892,17 @@ static void test_borrowing_quota_wait_reserves_nothing(void **unused)
     const struct gang *pending0[1] = {big}, *pending1[1] = {small};
     struct sched_queue_view views[2] = {{.queue = &queues[0], .pending = pending0, .n_pending = 1},
                                         {.queue = &queues[1], .pending = pending1, .n_pending = 1}};
-    struct gang *r1 = &w->gangs[w->n_gangs++];
-    *r1 = *small;
-    r1->name = NULL; /* the copy owns no name (free_names frees each gang's) */
-    r1->id = 2;
-    r1->sets[0].req.v[RES_GPU] = 6;
-    gang_finalize(r1);
     struct sched_assign a1 = {.node = 0, .gpu_mask = 0x3F};
     struct sched_running running[1] = {
-        {.gang = r1, .pods = &a1, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true}};
-    struct sched_snapshot snap = {.now_ms = 3600 * 1000,
-                                  .cluster = w->c,
-                                  .state = w->state,
-                                  .running = running,
+        {.gang = running_copy(w, small, 2, 1, 6), .pods = &a1, .non_preemptible = true}};
+    struct sched_snapshot snap = {.running = running,
                                   .n_running = 1,
                                   .queues = views,
-                                  .n_queues = 2,
-                                  .policy = sched_policy_find("gangsched"),
                                   .config = cfg,
                                   .usage = usage,
                                   .runtime_est_ms = est,
                                   .n_runtime_est = 2};
-    arena_reset(&w->arena);
-    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
-    const struct sched_result *r = &w->res;
+    const struct sched_result *r = two_queue_cycle(w, &snap, 3600);
     assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
     assert_int_equal(r->n_reservations, 0);
     assert_non_null(placement_of(r, small)); /* q1 keeps its guarantee */
@@ -900,15 +923,7 @@ static void test_quota_wait_holds_the_queue(void **unused)
     use_gpus(w, 1, 0xFF); /* q1's 8 GPUs, until 9000 s */
     w->state[0].release_ms = 5000 * 1000;
     w->state[1].release_ms = 9000 * 1000;
-    const char *yaml = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
-                       "cohorts:\n  - name: all\nqueues:\n"
-                       "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
-                       "        nvidia.com/gpu: 8\n"
-                       "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
-                       "        nvidia.com/gpu: 8\n";
-    struct sched_errbuf eb = {{0}};
-    struct config *cfg = NULL;
-    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    struct config *cfg = two_queue_config();
     int64_t usage[2 * RES_MAX] = {0};
     usage[0 * RES_MAX + RES_GPU] = 4;
     usage[1 * RES_MAX + RES_GPU] = 8;
@@ -921,38 +936,18 @@ static void test_quota_wait_holds_the_queue(void **unused)
     struct sched_queue_view views[2] = {{.queue = &queues[0], .pending = pending, .n_pending = 3},
                                         {.queue = &queues[1], .pending = NULL, .n_pending = 0}};
     /* what runs: q0's 4 GPUs on node 0, q1's 8 on node 1 (gangs of their own) */
-    struct gang *r0 = &w->gangs[w->n_gangs++], *r1 = &w->gangs[w->n_gangs++];
-    *r0 = *slow;
-    r0->queue = 0;
-    r0->sets[0].req.v[RES_GPU] = 4;
-    gang_finalize(r0);
-    r0->name = NULL; /* the copies own no name (free_names frees each gang's) */
-    r0->id = 3;
-    *r1 = *slow;
-    r1->name = NULL;
-    r1->id = 4;
-    r1->queue = 1;
-    r1->sets[0].req.v[RES_GPU] = 8;
-    gang_finalize(r1);
     struct sched_assign a0 = {.node = 0, .gpu_mask = 0x0F}, a1 = {.node = 1, .gpu_mask = 0xFF};
     struct sched_running running[2] = {
-        {.gang = r0, .pods = &a0, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true},
-        {.gang = r1, .pods = &a1, .start_ms = 0, .last_checkpoint_ms = 0, .non_preemptible = true}};
-    struct sched_snapshot snap = {.now_ms = 3600 * 1000,
-                                  .cluster = w->c,
-                                  .state = w->state,
-                                  .running = running,
+        {.gang = running_copy(w, slow, 3, 0, 4), .pods = &a0, .non_preemptible = true},
+        {.gang = running_copy(w, slow, 4, 1, 8), .pods = &a1, .non_preemptible = true}};
+    struct sched_snapshot snap = {.running = running,
                                   .n_running = 2,
                                   .queues = views,
-                                  .n_queues = 2,
-                                  .policy = sched_policy_find("gangsched"),
                                   .config = cfg,
                                   .usage = usage,
                                   .runtime_est_ms = est,
                                   .n_runtime_est = 3};
-    arena_reset(&w->arena);
-    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
-    const struct sched_result *r = &w->res;
+    const struct sched_result *r = two_queue_cycle(w, &snap, 3600);
     assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
     assert_int_equal(r->n_reservations, 1);
     assert_ptr_equal(r->reservations[0].gang, big);
@@ -965,11 +960,9 @@ static void test_quota_wait_holds_the_queue(void **unused)
     assert_non_null(strstr(buf, "g0"));
     assert_non_null(placement_of(r, quick)); /* gone at 3700 s, before 5000 s */
     /* not starving yet: no hold, the slow one starts */
-    snap.now_ms = 60 * 1000;
-    arena_reset(&w->arena);
-    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
-    assert_int_equal(w->res.n_reservations, 0);
-    assert_non_null(placement_of(&w->res, slow));
+    r = two_queue_cycle(w, &snap, 60);
+    assert_int_equal(r->n_reservations, 0);
+    assert_non_null(placement_of(r, slow));
     config_free(cfg);
     free_names(w);
     world_free(w);
