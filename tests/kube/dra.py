@@ -67,14 +67,23 @@ def template(name, count, cel=None):
             "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": ex}]}}}}
 
 
+def template_pod(pod_name, group, tmpl, node=None):
+    """A pod of PodGroup `group` whose one claim "gpus" comes from ResourceClaimTemplate
+    `tmpl`, pinned to `node` by its hostname label when given."""
+    p = e2e.pod(pod_name, group, 0)
+    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": tmpl}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    if node:
+        p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return p
+
+
 def gang(c, name, n, tmpl, priority=0):
     path, pg = e2e.podgroup(name, n)
     pg["metadata"]["annotations"] = {"gangsched.io/topology-required": "rack"}
     c.post(path, pg)
     for i in range(n):
-        p = e2e.pod("%s-%d" % (name, i), name, 0)
-        p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": tmpl}]
-        p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+        p = template_pod("%s-%d" % (name, i), name, tmpl)
         e2e.with_priority(c, p, priority)
         c.post(NS, p)
 

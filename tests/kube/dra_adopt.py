@@ -125,11 +125,7 @@ def main():
     user(c, "a-0", "a", ["idle"])
     path, pg = e2e.podgroup("fill", 1)
     c.post(path, pg)
-    f = e2e.pod("fill-0", "fill", 0)
-    f["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "four"}]
-    f["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
-    f["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-1"}
-    c.post(dra.NS, f)
+    c.post(dra.NS, dra.template_pod("fill-0", "fill", "four", "gpu-1"))
     user(c, "b-0", "b", ["theirs"])
     user(c, "c-0", "c", ["full"])
     user(c, "m-0", "m", ["mine"])

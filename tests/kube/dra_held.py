@@ -64,11 +64,7 @@ def main():
     c.post(dra.RES + "/namespaces/default/resourceclaimtemplates", dra.template("six", 6))
     path, pg = e2e.podgroup("big", 1)
     c.post(path, pg)
-    p = e2e.pod("big-0", "big", 0)
-    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "six"}]
-    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
-    p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-1"}
-    c.post(dra.NS, p)
+    c.post(dra.NS, dra.template_pod("big-0", "big", "six", "gpu-1"))
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "g.db"),
                   extra=["--log-level", "debug"])
     check("the scheduler becomes leader", wait_for(s.leading, 20))

@@ -282,23 +282,18 @@ def labels_match(reqs, labels):
     return True
 
 
+OBJECT_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
+
+
 def selector_object_matches(sel, labels):
-    """A metav1.LabelSelector (matchLabels, matchExpressions); an empty one matches all."""
-    labels = labels or {}
-    for k, v in (sel.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
+    """A metav1.LabelSelector (matchLabels, matchExpressions), as the requirements of a string
+    selector (labels_match); an empty one matches all."""
+    reqs = [(k, "=", v) for k, v in (sel.get("matchLabels") or {}).items()]
     for e in sel.get("matchExpressions") or []:
-        k, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In" and labels.get(k) not in vals:
-            return False
-        if op == "NotIn" and k in labels and labels[k] in vals:
-            return False
-        if op == "Exists" and k not in labels:
-            return False
-        if op == "DoesNotExist" and k in labels:
-            return False
-    return True
+        op = OBJECT_OPS.get(e.get("operator"))
+        if op:
+            reqs.append((e.get("key"), op, set(e.get("values") or [])))
+    return labels_match(reqs, labels)
 
 
 def parse_field_selector(res, s):
