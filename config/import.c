@@ -59,6 +59,8 @@ struct obj {
     uint32_t n_note;
     const char *const *labels; /* flavor: key, value pairs */
     uint32_t n_labels;
+    const char *const *weights; /* flavor: resourceWeights, resource and weight pairs */
+    uint32_t n_weights;
     bool declared; /* a Cohort object (or a Volcano parent queue), not only a name */
 };
 
@@ -156,6 +158,37 @@ static const char *path_str(yaml_document_t *d, yaml_node_t *n, const char *a, c
              (map) && (map)->type == YAML_MAPPING_NODE ? (map)->data.mapping.pairs.start : NULL;   \
          k##_p && k##_p < (map)->data.mapping.pairs.top; k##_p++)                                  \
         for (yaml_node_t *k = node(d, k##_p->key), *v = node(d, k##_p->value); k && v; k = NULL)
+
+/* The string pairs of a mapping (labels, weights) into *out: key, value, ...; pairs that are
+ * not two strings are left out. 0, or 1 when out of memory. */
+static int string_pairs(struct imp *m, yaml_document_t *d, yaml_node_t *map,
+                        const char *const **out, uint32_t *n_out)
+{
+    size_t n = map && map->type == YAML_MAPPING_NODE
+                   ? (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start)
+                   : 0;
+    if (n == 0) { /* (keep() takes NULL for a failed allocation) */
+        *out = NULL;
+        *n_out = 0;
+        return 0;
+    }
+    const char **kv = calloc(2 * n, sizeof(*kv));
+    if (!kv)
+        return m->oom = true, 1;
+    keep(m, (char *)kv);
+    uint32_t got = 0;
+    EACH_PAIR(d, map, k, v)
+    {
+        if (str(k) && str(v)) {
+            kv[2 * got] = str(k);
+            kv[2 * got + 1] = str(v);
+            got++;
+        }
+    }
+    *out = kv;
+    *n_out = got;
+    return 0;
+}
 
 static void note(struct imp *m, struct obj *o, const char *text)
 {
@@ -350,23 +383,9 @@ static int kueue_object(struct imp *m, yaml_document_t *d, yaml_node_t *obj, con
         if (!f)
             return 1;
         f->declared = true;
-        yaml_node_t *labels = get(d, spec, "nodeLabels");
-        size_t n = labels && labels->type == YAML_MAPPING_NODE
-                       ? (size_t)(labels->data.mapping.pairs.top - labels->data.mapping.pairs.start)
-                       : 0;
-        const char **kv = n ? calloc(2 * n, sizeof(*kv)) : NULL;
-        if (n && !kv)
-            return m->oom = true, 1;
-        keep(m, (char *)kv);
-        EACH_PAIR(d, labels, k, v)
-        {
-            if (str(k) && str(v)) {
-                kv[2 * f->n_labels] = str(k);
-                kv[2 * f->n_labels + 1] = str(v);
-                f->n_labels++;
-            }
-        }
-        f->labels = kv;
+        if (string_pairs(m, d, get(d, spec, "nodeLabels"), &f->labels, &f->n_labels) != 0 ||
+            string_pairs(m, d, get(d, spec, "resourceWeights"), &f->weights, &f->n_weights) != 0)
+            return 1;
         if (get(d, spec, "nodeTaints") || get(d, spec, "tolerations"))
             note(m, f,
                  fmt(m,
@@ -609,6 +628,59 @@ static void qs(struct imp *m, FILE *f, const char *s)
         m->marks[k - 1].end = ftell(f);
 }
 
+/* A Kueue or Volcano weight (a quantity: "1", "0.5", "500m") as a number; 0 when not one. */
+static double weight_of(const char *s)
+{
+    int64_t milli;
+    struct sched_errbuf eb = {{0}};
+    if (!s || qty_parse(s, 3, &milli, &eb) != 0 || milli <= 0)
+        return 0;
+    return (double)milli / 1000.0;
+}
+
+/* Whether a ResourceFlavor's resourceWeights entry (resource, Kueue quantity) is written: a
+ * weight (weight_of: "8", "0.5", "500m") in the loader's range (0, 1e6], for a resource some
+ * quota line of the output names (the loader refuses a weight on any other). The weight in *w. */
+static bool weight_kept(const struct imp *m, const char *res, const char *val, double *w)
+{
+    *w = weight_of(val);
+    if (!(*w > 0 && *w <= 1e6))
+        return false;
+    const struct obj *sets[] = {m->cohorts, m->queues};
+    const uint32_t ns[] = {m->n_cohorts, m->n_queues};
+    for (int s = 0; s < 2; s++)
+        for (uint32_t i = 0; i < ns[s]; i++)
+            for (uint32_t k = 0; k < sets[s][i].n_q; k++)
+                if (sets[s][i].q[k].resource && strcmp(sets[s][i].q[k].resource, res) == 0)
+                    return true;
+    return false;
+}
+
+/* A flavor's mapping `key:` of string pairs; as numbers when `weights` (only those weight_kept
+ * keeps, printed with %.15g). */
+static void print_pairs(struct imp *m, FILE *f, const char *key, const char *const *kv, uint32_t n,
+                        bool weights)
+{
+    bool head = false;
+    for (uint32_t k = 0; k < n; k++) {
+        double w = 0;
+        if (weights && !weight_kept(m, kv[2 * k], kv[2 * k + 1], &w))
+            continue;
+        if (!head)
+            fprintf(f, "    %s:\n", key);
+        head = true;
+        fputs("      ", f);
+        qs(m, f, kv[2 * k]);
+        fputs(": ", f);
+        if (weights)
+            fprintf(f, "%.15g\n", w);
+        else {
+            qs(m, f, kv[2 * k + 1]);
+            fputc('\n', f);
+        }
+    }
+}
+
 /* A comment line (text made single-line). */
 static void comment(FILE *f, const char *indent, const char *text)
 {
@@ -651,16 +723,6 @@ static void write_quota(struct imp *m, FILE *f, const struct obj *o, const char 
             fputs("}\n", f);
         }
     }
-}
-
-/* A Kueue or Volcano weight (a quantity: "1", "0.5", "500m") as a number; 0 when not one. */
-static double weight_of(const char *s)
-{
-    int64_t milli;
-    struct sched_errbuf eb = {{0}};
-    if (!s || qty_parse(s, 3, &milli, &eb) != 0 || milli <= 0)
-        return 0;
-    return (double)milli / 1000.0;
 }
 
 /* The queues: each with its notes, cohort, weight, priority, ordering, LocalQueues, preemption
@@ -736,6 +798,16 @@ static void write_config(struct imp *m, FILE *f, int argc, char **argv, bool vol
             const struct obj *fl = &m->flavors[i];
             for (uint32_t k = 0; k < fl->n_note; k++)
                 comment(f, "  ", fl->note[k]);
+            for (uint32_t k = 0; k < fl->n_weights; k++) {
+                double w;
+                if (!weight_kept(m, fl->weights[2 * k], fl->weights[2 * k + 1], &w))
+                    comment(f, "  ",
+                            fmt(m,
+                                "ResourceFlavor %s: resourceWeights %s \"%s\" is not mapped: "
+                                "gangsched's weights are in (0, 1000000] and only on "
+                                "resources some quota names",
+                                fl->name, fl->weights[2 * k], fl->weights[2 * k + 1]));
+            }
             if (!fl->declared)
                 comment(f, "  ",
                         fmt(m,
@@ -745,16 +817,8 @@ static void write_config(struct imp *m, FILE *f, int argc, char **argv, bool vol
             fputs("  - name: ", f);
             qs(m, f, fl->name);
             fputc('\n', f);
-            if (fl->n_labels) {
-                fputs("    nodeLabels:\n", f);
-                for (uint32_t k = 0; k < fl->n_labels; k++) {
-                    fputs("      ", f);
-                    qs(m, f, fl->labels[2 * k]);
-                    fputs(": ", f);
-                    qs(m, f, fl->labels[2 * k + 1]);
-                    fputc('\n', f);
-                }
-            }
+            print_pairs(m, f, "nodeLabels", fl->labels, fl->n_labels, false);
+            print_pairs(m, f, "resourceWeights", fl->weights, fl->n_weights, true);
         }
     }
     if (m->n_cohorts) {

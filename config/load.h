@@ -118,6 +118,9 @@ struct ctx {
     size_t n_qe, cap_qe;
     struct qm_raw *qm; /* quotaMapping entries as read (load_qmap.c), in tmp */
     uint32_t n_qm;
+    /* [n_flavors], in tmp: where each flavor's resourceWeights entries were written (their
+     * names are resolved after interning, load_tree.c) */
+    yaml_mark_t **weight_marks;
 };
 
 __attribute__((format(printf, 2, 3))) void cl_sb_printf(struct sbuf *b, const char *fmt, ...);

@@ -240,11 +240,47 @@ static int kv_cmp(const void *a, const void *b)
     return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
 }
 
-static int parse_flavor(struct ctx *x, yaml_node_t *fn, struct config_flavor *f)
+/* resourceWeights of flavor i: resource name -> weight (> 0, at most CONFIG_MAX_WEIGHT); the
+ * names are resolved once the file's resource names are interned (load_tree.c). */
+static int parse_res_weights(struct ctx *x, yaml_node_t *fn, uint32_t i, struct config_flavor *f)
 {
-    static const char *const keys[] = {"name", "nodeLabels", NULL};
+    yaml_node_t *w = cl_map_opt(x, fn, "resourceWeights");
+    if (!w)
+        return 0;
+    cl_path_push(x, "resourceWeights");
+    int rc = cl_expect_mapping(x, w);
+    if (!rc)
+        rc = cl_check_map(x, w, NULL);
+    size_t n = rc ? 0 : (size_t)(w->data.mapping.pairs.top - w->data.mapping.pairs.start);
+    struct config_res_weight *rw = n ? config_pool_array(x->pool, n, sizeof(*rw)) : NULL;
+    yaml_mark_t *marks = n ? config_pool_array(x->tmp, n, sizeof(*marks)) : NULL;
+    if (n && (!rw || !marks))
+        rc = cl_oom(x);
+    for (size_t k = 0; !rc && k < n; k++) {
+        yaml_node_pair_t *p = &w->data.mapping.pairs.start[k];
+        yaml_node_t *key = ydoc_node(x->y, p->key), *v = ydoc_node(x->y, p->value);
+        cl_path_key(x, ydoc_text(key), ydoc_len(key));
+        rc = cl_get_name(x, key, &rw[k].name);
+        if (!rc)
+            rc = cl_get_number(x, v, 0, true, CONFIG_MAX_WEIGHT, &rw[k].weight);
+        rw[k].res = -1;
+        marks[k] = key->start_mark;
+        cl_path_pop(x);
+    }
+    f->weights = rw;
+    f->n_weights = (uint32_t)n;
+    x->weight_marks[i] = marks;
+    cl_path_pop(x);
+    return rc;
+}
+
+static int parse_flavor(struct ctx *x, yaml_node_t *fn, uint32_t fi, struct config_flavor *f)
+{
+    static const char *const keys[] = {"name", "nodeLabels", "resourceWeights", NULL};
     yaml_mark_t mark;
     int rc = cl_named_entry(x, fn, keys, &f->name, &mark);
+    if (!rc)
+        rc = parse_res_weights(x, fn, fi, f);
     yaml_node_t *labels = rc ? NULL : cl_map_opt(x, fn, "nodeLabels");
     if (!labels)
         return rc;
@@ -306,7 +342,8 @@ int cl_parse_flavors(struct ctx *x, yaml_node_t *fl)
     c->n_flavors = n ? (uint32_t)n : 1;
     c->flavors = config_pool_array(x->pool, c->n_flavors, sizeof(*c->flavors));
     x->flavor_ents = config_pool_array(x->tmp, c->n_flavors, sizeof(*x->flavor_ents));
-    if (!c->flavors || !x->flavor_ents)
+    x->weight_marks = config_pool_array(x->tmp, c->n_flavors, sizeof(*x->weight_marks));
+    if (!c->flavors || !x->flavor_ents || !x->weight_marks)
         return cl_oom(x);
     if (n == 0) {
         c->flavors[0].name = "default";
@@ -316,7 +353,7 @@ int cl_parse_flavors(struct ctx *x, yaml_node_t *fl)
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *f = ydoc_item(x->y, fl, i);
         cl_path_set(x, "flavors", (long)i, NULL);
-        rc = parse_flavor(x, f, &c->flavors[i]);
+        rc = parse_flavor(x, f, (uint32_t)i, &c->flavors[i]);
         if (rc)
             return rc;
         x->flavor_ents[i] = (struct name_ent){c->flavors[i].name, (uint32_t)i, 0,

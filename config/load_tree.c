@@ -518,12 +518,48 @@ static int resolve_tree(struct ctx *x)
     return 0;
 }
 
+/* Each flavor's resourceWeights names a resource some quota of the file names: its code (a
+ * resource id, or -1 - i for the i-th pending name, as qentry.res) goes into .res. */
+static int check_weights(struct ctx *x)
+{
+    struct config *c = x->c;
+    for (uint32_t f = 0; f < c->n_flavors; f++) {
+        struct config_res_weight *rw = (struct config_res_weight *)c->flavors[f].weights;
+        for (uint32_t k = 0; k < c->flavors[f].n_weights; k++) {
+            bool dev = strcmp(rw[k].name, c->device) == 0;
+            int code = dev ? RES_GPU : res_lookup(rw[k].name);
+            bool known = dev || (code >= 0 && code != RES_GPU); /* the slot has the device's name */
+            for (int i = 0; !known && code < 0 && i < x->n_pending; i++)
+                if (strcmp(x->pending[i].name, rw[k].name) == 0) {
+                    code = -1 - i;
+                    known = true;
+                }
+            bool named = false;
+            for (size_t q = 0; known && !named && q < x->n_qe; q++)
+                named = x->qe[q].res == code;
+            if (!named) {
+                char e[ESC_CAP];
+                cl_path_set(x, "flavors", (long)f, "resourceWeights");
+                return cl_fail(x, &x->weight_marks[f][k],
+                               "\"%s\" is not a resource any quota of this file names: a weight "
+                               "only changes how a quota-tracked resource counts in the "
+                               "fair-share order",
+                               cl_esc(rw[k].name, strlen(rw[k].name), e, sizeof(e)));
+            }
+            rw[k].res = code;
+        }
+    }
+    return 0;
+}
+
 /* Interns the new resource names, then fills the dense quota tables. */
 static int build_quotas(struct ctx *x)
 {
     struct config *c = x->c;
     int ids[RES_MAX];
     int rc = cl_qmap_check(x); /* the last refusals, before any name is interned */
+    if (!rc)
+        rc = check_weights(x);
     if (rc)
         return rc;
     for (int i = 0; i < x->n_pending; i++) {
@@ -567,6 +603,12 @@ static int build_quotas(struct ctx *x)
         size_t cell = (size_t)e->flavor * RES_MAX + (size_t)r;
         s->quota[cell] = e->q;
         s->has[cell] = true;
+    }
+    for (uint32_t f = 0; f < c->n_flavors; f++) {
+        struct config_res_weight *rw = (struct config_res_weight *)c->flavors[f].weights;
+        for (uint32_t k = 0; k < c->flavors[f].n_weights; k++)
+            if (rw[k].res < 0)
+                rw[k].res = ids[-1 - rw[k].res];
     }
     return 0;
 }

@@ -205,3 +205,14 @@ const struct config_quota *config_quota_get(const struct config *c,
     size_t cell = (size_t)f * RES_MAX + (size_t)r;
     return qs->has[cell] ? &qs->quota[cell] : NULL;
 }
+
+double config_res_weight(const struct config *c, uint32_t f, int r)
+{
+    if (!c || f >= c->n_flavors)
+        return 1.0;
+    const struct config_flavor *fl = &c->flavors[f];
+    for (uint32_t i = 0; i < fl->n_weights; i++)
+        if (fl->weights[i].res == r)
+            return fl->weights[i].weight;
+    return 1.0;
+}

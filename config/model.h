@@ -40,10 +40,22 @@ struct config_quota {
                                 subtree lends to the parent, so any value >= 0 */
 };
 
+/* A flavor's weight of one resource in the fair-share order (resourceWeights). */
+struct config_res_weight {
+    const char *name; /* as written */
+    int res;          /* its resource id, resolved once the file's names are interned */
+    double weight;    /* > 0; 1 when not given */
+};
+
 struct config_flavor {
     const char *name;
     const struct kv *node_labels; /* nodes of the flavor carry all of these; none = every node */
     uint32_t n_node_labels;
+    /* resourceWeights: what one unit of a resource on this flavor counts in the fair-share
+     * order (quota_share), as Kueue's flavor-aware dominant resource share (KEP-8902); every
+     * resource not listed counts 1. File order. */
+    const struct config_res_weight *weights;
+    uint32_t n_weights;
 };
 
 /* One node of the quota tree: a cohort or a queue. */
@@ -204,6 +216,8 @@ int config_qmap_class(const struct config *c, const char *device_class);
 int config_profile_apply(const struct config *c, uint32_t queue, const char *name, struct gang *g);
 
 /* Quota of queue/cohort set `qs` for (flavor f, resource r), or NULL when not given. */
+/* The fair-share weight of resource r on flavor f (1 unless resourceWeights names it). */
+double config_res_weight(const struct config *c, uint32_t f, int r);
 const struct config_quota *config_quota_get(const struct config *c,
                                             const struct config_quota_set *qs, uint32_t f, int r);
 

@@ -152,6 +152,9 @@ void config_print_tree(const struct config *c, FILE *f)
             fprintf(f, " (every node)");
         for (uint32_t k = 0; k < fl->n_node_labels; k++)
             fprintf(f, "%s %s=%s", k ? "," : "", fl->node_labels[k].key, fl->node_labels[k].value);
+        for (uint32_t k = 0; k < fl->n_weights; k++)
+            fprintf(f, "%s%s %g", k ? ", " : "; fair-share weights: ", fl->weights[k].name,
+                    fl->weights[k].weight);
         fprintf(f, "\n");
     }
     fprintf(f, "queues:\n");

@@ -150,10 +150,14 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
     t->local = arena_calloc(a, cells, sizeof(int64_t));
     t->usage = arena_calloc(a, cells, sizeof(int64_t));
     t->queue_uses_flavor = arena_calloc(a, (size_t)cfg->n_queues * t->n_flavors + 1, 1);
+    t->weight = arena_alloc(a, ((size_t)t->n_flavors * t->n_tracked + 1) * sizeof(double));
     uint32_t *order = arena_alloc(a, (t->n_nodes + 1) * sizeof(*order));
     if (!t->parent || !t->nominal || !t->borrow_limit || !t->lend_limit || !t->subtree ||
-        !t->local || !t->usage || !t->queue_uses_flavor || !order)
+        !t->local || !t->usage || !t->queue_uses_flavor || !t->weight || !order)
         return SCHED_ENOMEM;
+    for (uint32_t f = 0; f < t->n_flavors; f++)
+        for (uint32_t k = 0; k < t->n_tracked; k++)
+            t->weight[f * t->n_tracked + k] = config_res_weight(cfg, f, t->tracked[k]);
     for (uint32_t n = 0; n < t->n_nodes; n++) {
         t->parent[n] =
             n < cfg->n_cohorts ? cfg->cohorts[n].parent : cfg->queues[n - cfg->n_cohorts].cohort;
@@ -340,25 +344,31 @@ double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const str
 {
     uint32_t n = quota_queue_node(t, q), root = root_of(t, n);
     double best = 0.0;
+    for (uint32_t g = 0; f >= t->n_flavors && g < t->n_flavors; g++)
+        if (t->queue_uses_flavor[q * t->n_flavors + g])
+            f = g; /* QUOTA_FIRST_FLAVOR: the first flavor it admits on */
+    f = f < t->n_flavors ? f : 0;
     for (uint32_t k = 0; k < t->n_tracked; k++) {
-        int64_t used = 0, nominal = 0, pool = 0;
+        /* each flavor's units weighted by its resourceWeights (all 1: plain sums), the extra
+         * request counted on flavor f, where it would be admitted */
+        double used = 0, nominal = 0, pool = 0;
         for (uint32_t g = 0; g < t->n_flavors; g++) {
-            used = sat_add(used, t->usage[at(t, n, g, k)]);
-            nominal = sat_add(nominal, t->nominal[at(t, n, g, k)]);
-            pool = sat_add(pool, t->subtree[at(t, root, g, k)]);
+            double w = t->weight[g * t->n_tracked + k];
+            int64_t u = t->usage[at(t, n, g, k)];
+            if (extra && g == f)
+                u = sat_add(u, project(t, extra->v, k));
+            used += w * (double)u;
+            nominal += w * (double)t->nominal[at(t, n, g, k)];
+            pool += w * (double)t->subtree[at(t, root, g, k)];
         }
-        if (extra)
-            used = sat_add(used, project(t, extra->v, k));
-        (void)f;
-        int64_t denom = nominal > 0 ? nominal : pool;
+        double denom = nominal > 0 ? nominal : pool;
         if (denom <= 0)
             continue;
         /* within nominal: the used part of it (0..1); above: 1 plus what it borrows over the
          * root cohort's pool, so that borrowers compare by how much of the pool they take, not
          * by how many times their own (maybe tiny) nominal they use */
-        double s = used > nominal && nominal > 0 && pool > 0
-                       ? 1.0 + (double)(used - nominal) / (double)pool
-                       : (double)used / (double)denom;
+        double s = used > nominal && nominal > 0 && pool > 0 ? 1.0 + (used - nominal) / pool
+                                                             : used / denom;
         if (s > best)
             best = s;
     }

@@ -57,6 +57,8 @@ struct quota_tree {
     /* [n_nodes][n_flavors][n_tracked] */
     int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
     bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */
+    double *weight;          /* [n_flavors][n_tracked]: a unit's fair-share weight (flavors'
+                                resourceWeights, 1 unless given), quota_share's only use */
 };
 
 /* Builds the tree from the config and the queues' current usage, given per queue as
@@ -99,11 +101,15 @@ enum quota_fit quota_check(const struct quota_tree *t, uint32_t q, uint32_t f,
 void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *need,
                   int sign);
 /* Dominant share of queue q: max over tracked resources of usage (plus `extra` when not NULL,
- * charged on flavor f) over the queue's nominal summed over flavors (or, when the nominal is 0,
- * over its root cohort's subtree quota); above a nonzero nominal, 1 plus the part above it over
- * the root cohort's subtree quota (borrowers compare by how much of the shared pool they take,
- * as Kueue's dominant resource share, so a small tenant borrowing a little is not ranked behind
- * a large one borrowing much). 0 when nothing is tracked. */
+ * charged on flavor f; QUOTA_FIRST_FLAVOR: the first flavor the queue admits on) over the
+ * queue's nominal summed over flavors (or, when the nominal is 0, over its root cohort's subtree
+ * quota); above a nonzero nominal, 1 plus the part above it over the root cohort's subtree quota
+ * (borrowers compare by how much of the shared pool they take, as Kueue's dominant resource
+ * share, so a small tenant borrowing a little is not ranked behind a large one borrowing much).
+ * Each flavor's units count with its resourceWeights weight (quota_tree.weight; Kueue's
+ * flavor-aware share, KEP-8902): usage, nominal and pool are weighted sums over flavors, so with
+ * every weight 1 they are plain sums. 0 when nothing is tracked. */
+#define QUOTA_FIRST_FLAVOR UINT32_MAX
 double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra);
 /* true when queues a and b are in the same cohort tree (same root). */
 bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b);

@@ -134,7 +134,8 @@ static void compute_key(struct cycle *cy, uint32_t q)
     gang_request(head(cy, q), &need);
     double hist = cy->snap->hist_share ? cy->snap->hist_share[q] : 0.0;
     k->priority = cq->priority;
-    k->score = (quota_share(&cy->qt, q, 0, &need) + hist) / (cq->weight > 0 ? cq->weight : 1.0);
+    k->score = (quota_share(&cy->qt, q, QUOTA_FIRST_FLAVOR, &need) + hist) /
+               (cq->weight > 0 ? cq->weight : 1.0);
 }
 
 static bool before(const struct cycle *cy, uint32_t a, uint32_t b)
@@ -258,6 +259,33 @@ static int64_t memo_find(const struct cycle *cy, uint64_t shape)
     return -1;
 }
 
+/* The gang whose hold keeps g off the nodes of pods (g's placement with the holds lifted): the
+ * preemptor a node is held for (*preemptor true), else the starving gang whose reservation
+ * lists a node, first in pod order. NULL when none is found (a hold of an earlier cycle's
+ * reservation the driver offered back, which names no gang here). Cost: g's pods times the
+ * cycle's reservations' nodes, once per verdict (maxReservations bounds the reservations). */
+static const struct gang *holder_of(const struct cycle *cy, const struct gang *g,
+                                    const struct sched_assign *pods, bool *preemptor)
+{
+    const struct sched_result *out = cy->out;
+    *preemptor = false;
+    for (uint32_t p = 0; p < g->n_pods; p++) {
+        uint32_t i = pods[p].node;
+        if (cy->st.held_for[i] && cy->st.held_for[i]->id != g->id) {
+            *preemptor = true;
+            return cy->st.held_for[i];
+        }
+        if (!cy->st.held[i])
+            continue;
+        for (uint32_t r = 0; r < out->n_reservations; r++)
+            for (uint32_t k = 0;
+                 !out->reservations[r].preemptor && k < out->reservations[r].n_nodes; k++)
+                if (out->reservations[r].nodes[k] == i)
+                    return out->reservations[r].gang;
+    }
+    return NULL;
+}
+
 enum attempt { ATTEMPT_PLACED, ATTEMPT_FAILED, ATTEMPT_DEFERRED, ATTEMPT_ERROR };
 
 /* Placement of g on flavor f (quota already checked). Returns SCHED_WHY_PLACED or why not, with
@@ -354,6 +382,8 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         v.why = filtered >= v.n_nodes ? SCHED_WHY_NO_NODES : SCHED_WHY_TOPOLOGY;
     } else if (v.filtered[FILTER_RESERVED] > 0 && pods && place_fits_if_unheld(&cy->st, gf, pods)) {
         v.why = SCHED_WHY_RESERVED; /* it would start now but for the held capacity */
+        v.blocked_by = holder_of(cy, g, pods, &v.held_for_preemptor);
+        v.hold_start_unknown = cy->st.hold_until_ms == INT64_MAX;
     }
     if (!add_verdict(cy, &v))
         return SCHED_WHY_NEVER;
@@ -903,6 +933,12 @@ static void qty(char *buf, size_t n, int res, int64_t v)
     qty_format(v, res_scale(res), res == RES_MEMORY, buf, n);
 }
 
+/* How a message names a gang: its name, else "an older gang" (a snapshot without names). */
+static const char *gang_label(const struct gang *g)
+{
+    return g->name ? g->name : "an older gang";
+}
+
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n)
 {
@@ -942,7 +978,7 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {
         PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
             "reservation (only gangs expected to end before it starts may pass)",
-            v->blocked_by->name ? v->blocked_by->name : "an older gang");
+            gang_label(v->blocked_by));
         return (int)at;
     }
     if (v->why == SCHED_WHY_NEVER && v->never_domain && c && g &&
@@ -979,6 +1015,18 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     }
     if (v->why == SCHED_WHY_TOPOLOGY)
         PUT("; no single domain of the required level holds the whole gang");
+    if (v->why == SCHED_WHY_RESERVED && v->blocked_by && v->held_for_preemptor)
+        PUT("; it would start now on nodes held for %s until the gangs it preempts there are "
+            "gone",
+            gang_label(v->blocked_by));
+    else if (v->why == SCHED_WHY_RESERVED && v->blocked_by)
+        PUT("; it would start now on nodes held for %s, which has waited past starvation.after; "
+            "a gang may use them only if its gangsched.io/max-runtime (else the run time learned "
+            "for its queue and shape) ends before the reservations' earliest expected start%s",
+            gang_label(v->blocked_by),
+            v->hold_start_unknown ? ", which is unknown (no run time is known for the gangs "
+                                    "on the held nodes)"
+                                  : "");
     if (v->near_level >= -1 && c && g->n_pods > 1 && v->near_pods < g->n_pods) {
         if (v->near_level >= 0)
             PUT("; best %s %s holds %llu of %u pods now", c->topo.levels[v->near_level].name,

@@ -205,7 +205,13 @@ struct sched_verdict {
     int64_t best_free;             /* of short_res: the most any node offers */
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
-    const struct gang *blocked_by; /* SCHED_WHY_BLOCKED / RESERVED: the gang ahead */
+    const struct gang *blocked_by; /* SCHED_WHY_BLOCKED: the starving gang ahead in the queue;
+                                      SCHED_WHY_RESERVED: the gang holding the capacity it would
+                                      start on (NULL: not named) */
+    bool held_for_preemptor;       /* SCHED_WHY_RESERVED: blocked_by holds it for its victims'
+                                      capacity, not as a starvation reservation */
+    bool hold_start_unknown;       /* SCHED_WHY_RESERVED: no reservation of the cycle so far has
+                                      an expected start, so no gang may backfill into them */
     /* the domain that came closest: at near_level (-1 = cluster, -2 = none), near_pods of the
      * gang's pods fit in it now */
     int near_level;

@@ -343,7 +343,10 @@ static uint32_t verdict_hash(const struct sched_verdict *v)
                    v->quota_used,
                    v->quota_available,
                    v->quota_potential,
-                   v->blocked_by ? (int64_t)v->blocked_by->id : -1};
+                   v->blocked_by ? (int64_t)v->blocked_by->id : -1,
+                   v->held_for_preemptor,
+                   v->hold_start_unknown,
+                   v->never_domain};
     h = fnv(h, f, sizeof(f));
     h = fnv(h, v->filtered, sizeof(v->filtered));
     return h ? h : 1;

@@ -41,6 +41,17 @@ has "$TMP/b.yaml" 'cohort: "research"' "spec.cohortName -> cohort"
 has "$TMP/b.yaml" 'parent: "root-cohort"' "Cohort spec.parentName -> parent"
 has "$TMP/b.yaml" '{nominal: "0", borrowingLimit: "16", lendingLimit: "0"}' "Cohort quota with limits"
 has "$TMP/b.yaml" "spec.admissionChecksStrategy is not mapped" "admission checks commented"
+# a ResourceFlavor with no nodeLabels (Kueue's usual default-flavor) imports (it used to stop the
+# import as "out of memory"); its resourceWeights (KEP-8902) map where a quota names the resource
+python3 - "$TMP/b.yaml" <<'PY' && ok "ResourceFlavor resourceWeights -> flavors[].resourceWeights" || bad "resourceWeights: $(grep -B2 -A3 resourceWeights "$TMP/b.yaml")"
+import sys
+t = open(sys.argv[1]).read()
+a = t.index('- name: "default-flavor"')
+assert t[a:].startswith('- name: "default-flavor"\n    resourceWeights:\n      "nvidia.com/gpu": 8\n'), t[a:a+120]
+assert 'nodeLabels' not in t[a:t.index('cohorts:')]
+PY
+has "$TMP/b.yaml" 'resourceWeights cpu "500m" is not mapped' "a weight on a resource no quota names commented"
+grep -q 'default-flavor .*fair-share weights: nvidia.com/gpu 8' "$TMP/b.chk" && ok "config check prints the flavor's weights" || bad "weights not printed: $(grep -A2 '^flavors' "$TMP/b.chk")"
 # per-cohort totals: root-cohort holds its own 8, research's 0, nlp's 32 and serving's 24
 grep -q '^  cohort root-cohort (2 queues): nvidia.com/gpu@default-flavor 64$' "$TMP/b.chk" &&
     ok "config check: per-cohort total" || bad "totals: $(sed -n '/per cohort/,$p' "$TMP/b.chk")"

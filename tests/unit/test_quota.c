@@ -445,6 +445,75 @@ static void test_flavors_restrict_nodes(void **unused)
     world_free(w);
 }
 
+/* Flavor weights (flavors[].resourceWeights, as Kueue's KEP-8902): a queue that borrows two
+ * H100s (weight 8) takes more of the pool than one that borrows two A10s; without weights the
+ * two shares are equal. The head's request counts on the flavor it is charged to. A weight
+ * that names no quota-tracked resource, or is not > 0, is refused with its place. */
+static void test_flavor_weights_in_share(void **unused)
+{
+    (void)unused;
+    for (int weighted = 0; weighted < 2; weighted++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof(yaml),
+                 HDR "flavors:\n  - name: h100\n    nodeLabels: {gpu: h100}\n%s"
+                     "  - name: a10\n    nodeLabels: {gpu: a10}\n"
+                     "cohorts:\n  - name: co\nqueues:\n"
+                     "  - name: a\n    cohort: co\n    quota: {h100: {nvidia.com/gpu: 4}, "
+                     "a10: {nvidia.com/gpu: 4}}\n"
+                     "  - name: b\n    cohort: co\n    quota: {h100: {nvidia.com/gpu: 4}, "
+                     "a10: {nvidia.com/gpu: 4}}\n",
+                 weighted ? "    resourceWeights: {nvidia.com/gpu: 8}\n" : "");
+        struct config *c = load(yaml);
+        struct arena a;
+        arena_init(&a, 0);
+        struct quota_tree t;
+        assert_int_equal(quota_build(&t, c, NULL, &a), 0);
+        struct res_vec six = gpus(6), two = gpus(2);
+        quota_charge(&t, 0, 1, &six, +1); /* a: 6 A10s, 2 above its nominal 4 */
+        quota_charge(&t, 1, 0, &six, +1); /* b: 6 H100s, 2 above its nominal 4 */
+        double sa = quota_share(&t, 0, 0, NULL), sb = quota_share(&t, 1, 0, NULL);
+        if (!weighted) {
+            /* plain sums: 6 of a nominal 8 each */
+            assert_true(fabs(sa - 0.75) < 1e-9);
+            assert_true(fabs(sb - 0.75) < 1e-9);
+        } else {
+            /* nominal 4 x 8 + 4 = 36 each, pool 72: a uses 6 of 36; b uses 48, 12 above */
+            assert_true(fabs(sa - 6.0 / 36.0) < 1e-9);
+            assert_true(fabs(sb - (1.0 + 12.0 / 72.0)) < 1e-9);
+            /* two more GPUs for a: on H100 they weigh 16, on A10 2 */
+            assert_true(fabs(quota_share(&t, 0, 0, &two) - 22.0 / 36.0) < 1e-9);
+            assert_true(fabs(quota_share(&t, 0, 1, &two) - 8.0 / 36.0) < 1e-9);
+            /* QUOTA_FIRST_FLAVOR: a admits on h100 first */
+            assert_true(fabs(quota_share(&t, 0, QUOTA_FIRST_FLAVOR, &two) - 22.0 / 36.0) < 1e-9);
+        }
+        arena_fini(&a);
+        config_free(c);
+    }
+    static const struct {
+        const char *weights, *msg;
+    } bad[] = {
+        {"{nvidia.com/gpus: 8}", "test.yaml:5:23: flavors[0].resourceWeights: \"nvidia.com/gpus\" "
+                                 "is not a resource any quota of this file names"},
+        {"{nvidia.com/gpu: 0}", "test.yaml:5:39: flavors[0].resourceWeights.nvidia.com/gpu: must "
+                                "be > 0"},
+        {"{memory: 2}", "\"memory\" is not a resource any quota of this file names"},
+        {"[8]", "flavors[0].resourceWeights"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof(yaml),
+                 HDR "flavors:\n  - name: h100\n    resourceWeights: %s\n"
+                     "queues:\n  - name: a\n    quota: {h100: {nvidia.com/gpu: 4}}\n",
+                 bad[i].weights);
+        struct config *c = NULL;
+        struct sched_errbuf eb = {{0}};
+        assert_int_not_equal(config_load_buffer("test.yaml", yaml, strlen(yaml), &c, &eb), 0);
+        assert_null(c);
+        if (!strstr(eb.msg, bad[i].msg))
+            fail_msg("%s: got \"%s\"", bad[i].weights, eb.msg);
+    }
+}
+
 /* Quotas at the documented limit of one value (2^62 base units, docs/config.md): two queues of
  * memory 4Ei in one cohort add up past int64. The sums saturate instead of wrapping to -8Ei, so
  * a gang that fits its queue's nominal quota fits (before: QUOTA_NEVER, "may still take -8Ei"),
@@ -510,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_fair_share_orders_queues),
         cmocka_unit_test(test_flavors_restrict_nodes),
         cmocka_unit_test(test_sums_at_the_limit_saturate),
+        cmocka_unit_test(test_flavor_weights_in_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
