@@ -204,8 +204,9 @@ check-layers: $(CORE_OBJ)
 	@echo "check-layers: the core and the engine link without libyaml, libuv, libcurl, SQLite, cJSON"
 
 # The size rules of the style guide (tests/tools/sizes.py): files under 1,200 lines, functions
-# under 120: the C of sched/, queue/, plugins/, config/, store/ (C tests and generated data
-# aside) and the Python of tests/ and docs/ (known offenders listed in its PY_ALLOW).
+# under 120: the C of sched/, queue/, plugins/, config/, store/ and of the tests (tests/unit,
+# tests/tools, tests/bench, tests/fuzz; data and fuzz corpora aside) and the Python of tests/ and
+# docs/ (known offenders listed in its PY_ALLOW).
 check-sizes:
 	python3 tests/tools/sizes.py
 

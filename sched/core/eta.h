@@ -24,7 +24,7 @@
  * go on from where they stand, because a claim only ever takes capacity, so a gang of at least
  * as many pods of one size cannot start before the last such gang could. The plan is the same
  * as walking every node from now for each gang (test_start_estimates_match_reference in
- * tests/unit/test_cycle.c; same_decisions.sh).
+ * tests/unit/test_cycle_starts.c; same_decisions.sh).
  *
  * Must not touch: the snapshot, the cycle's placement state (read only), anything outside the
  * cycle's arena.

@@ -1,7 +1,8 @@
 /* tests/unit/store_fx.h: the fixture and helpers of the store's unit tests (test_store.c,
- * test_store_preempt.c): one mkdtemp directory per test, opens that must work or fail with a
- * message, and SQL run on the file with a plain connection (to build or damage databases by
- * hand). Include after cmocka.h, sqlite3.h and store/store.h. */
+ * test_store_files.c, test_store_views.c, test_store_preempt.c): one mkdtemp directory per test,
+ * opens that must work or fail with a message, SQL run on the file with a plain connection (to
+ * build or damage databases by hand), and rows written through the store (a job, a placed gang)
+ * and its check read back as text. Include after cmocka.h, sqlite3.h and store/store.h. */
 #ifndef TESTS_UNIT_STORE_FX_H
 #define TESTS_UNIT_STORE_FX_H
 
@@ -97,6 +98,57 @@ static inline int64_t raw_int(const char *path, const char *sql)
     sqlite3_finalize(s);
     assert_int_equal(sqlite3_close(db), SQLITE_OK);
     return v;
+}
+
+/* A job row of gang in queue: submitted at 1000 ms, gang id 7; admitted ones (and running) on
+ * flavor default at 2000 ms, running ones started at 2500 ms. */
+static inline struct store_job job(const char *gang, const char *queue, int64_t gpus,
+                                   enum store_job_state state)
+{
+    struct store_job j = {
+        gang, 7, queue, NULL, gpus, state, 1000, STORE_NO_TIME, STORE_NO_TIME, STORE_NO_TIME, 0, 0};
+    if (state == STORE_JOB_ADMITTED || state == STORE_JOB_RUNNING) {
+        j.flavor = "default";
+        j.admit_ms = 2000;
+    }
+    if (state == STORE_JOB_RUNNING)
+        j.start_ms = 2500;
+    return j;
+}
+
+/* Places a whole gang: intent + bound for n pods of `per` GPUs each on node-<i>. */
+static inline void place(struct store *st, const char *gang, uint32_t n, uint32_t per,
+                         int64_t cycle)
+{
+    struct sched_errbuf eb = {{0}};
+    struct store_pod pods[8];
+    char names[8][48], nodes[8][32]; /* 48: a gang name of up to 45 bytes, "-" and the index */
+    assert_true(n <= 8);
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s-%u", gang, i);
+        snprintf(nodes[i], sizeof(nodes[i]), "node-%u", i);
+        pods[i] = (struct store_pod){i, names[i], nodes[i], (1u << per) - 1};
+    }
+    if (store_journal_intent(st, gang, cycle, cycle * 10, pods, n, &eb))
+        fail_msg("%s", eb.msg);
+    uint32_t done = 0;
+    if (store_journal_done(st, gang, STORE_ALL_PODS, STORE_BIND_BOUND, cycle * 10 + 1, &done, &eb))
+        fail_msg("%s", eb.msg);
+    assert_int_equal(done, n);
+}
+
+/* store_verify into a string. */
+static inline int verify_text(struct store *st, char **text)
+{
+    size_t len = 0;
+    FILE *m = open_memstream(text, &len);
+    assert_non_null(m);
+    struct sched_errbuf eb = {{0}};
+    int r = store_verify(st, m, &eb);
+    fclose(m);
+    if (r < 0)
+        fail_msg("store_verify: %s", eb.msg);
+    return r;
 }
 
 #endif

@@ -437,6 +437,116 @@ struct bad_case {
     const char *frag; /* expected in the message */
 };
 
+/* Bad Node, NodeList and List input, YAML then JSON: each load must fail with a message that
+ * contains frag, and leave the cluster's nodes as they were. */
+static const struct bad_case bad_inputs[] = {
+    {"bad.yaml",
+     "kind: NodeList\n"
+     "items:\n"
+     "- metadata:\n"
+     "    name: n1\n"
+     "  status:\n"
+     "    allocatable:\n"
+     "      cpu: abc\n",
+     "bad.yaml:7:12: node \"n1\": field status.allocatable.cpu: invalid quantity \"abc\""},
+    {"bad.yaml",
+     "kind: List\n"
+     "items:\n"
+     "- metadata:\n"
+     "    labels: {}\n",
+     "bad.yaml:4:5: items[0]: field metadata.name: missing"},
+    {"bad.yaml",
+     "kind: Node\n"
+     "metadata:\n"
+     "  name: n1\n"
+     "  labels:\n"
+     "    gpu.count: 8\n",
+     "bad.yaml:5:16: node \"n1\": field metadata.labels.gpu.count: expected a string, got a "
+     "number (quote it)"},
+    {"bad.yaml",
+     "kind: Node\n"
+     "metadata:\n"
+     "  name: n1\n"
+     "spec:\n"
+     "  taints:\n"
+     "  - key: k\n"
+     "    effect: Sometimes\n",
+     "bad.yaml:7:13: node \"n1\": field spec.taints[0].effect: unknown effect \"Sometimes\""},
+    {"bad.yaml",
+     "kind: Node\n"
+     "metadata:\n"
+     "  name: n1\n"
+     "spec:\n"
+     "  unschedulable: \"yes\"\n",
+     "bad.yaml:5:18: node \"n1\": field spec.unschedulable: expected a boolean, got a string"},
+    {"bad.yaml", "kind: Pod\nmetadata: {name: p}\n",
+     "bad.yaml:1:7: field kind: \"Pod\" is not Node, ResourceSlice, NodeList or List"},
+    {"bad.yaml", "metadata: {name: p}\n", "bad.yaml:1:1: field kind: missing"},
+    {"bad.yaml", "kind: Node\nmetadata:\n  name: [n1\n", "bad.yaml:4:1: YAML syntax error"},
+    {"bad.yaml", "kind: List\nitems:\n- just-a-string\n",
+     "bad.yaml:3:3: items[0]: expected a Node (a mapping), got a string"},
+    {"bad.yaml", "kind: List\nitems: &a [*a]\n",
+     "items[0]: expected a Node (a mapping), got a sequence"},
+    {"bad.yaml", "kind: List\nitems: {a: b}\n",
+     "bad.yaml:2:8: field items: expected a sequence, got a mapping"},
+    {"bad.yaml", "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: [cpu]\n",
+     "bad.yaml:4:16: node \"n1\": field status.allocatable: expected a mapping, got a "
+     "sequence"},
+    {"bad.yaml",
+     "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n"
+     "    cpu: 99999999999999999999999\n",
+     "bad.yaml:5:10: node \"n1\": field status.allocatable.cpu: quantity "
+     "\"99999999999999999999999\" out of range"},
+    {"bad.yaml", "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: -1\n",
+     "field status.allocatable.cpu: negative quantity \"-1\""},
+    {"bad.yaml",
+     "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    \"bad name!\": 1\n",
+     "bad.yaml:5:5: node \"n1\": field status.allocatable.bad name!: invalid resource name"},
+    {"bad.yaml",
+     "kind: Node\nmetadata: {name: n1}\nstatus:\n  conditions:\n"
+     "  - type: Ready\n    status: Maybe\n",
+     "bad.yaml:6:13: node \"n1\": field status.conditions[0].status: expected \"True\", "
+     "\"False\" or \"Unknown\", got \"Maybe\""},
+    {"bad.yaml", "kind: Node\nmetadata:\n  name: n1\n  labels:\n    a: x\n    a: y\n",
+     "bad.yaml:5:5: node \"n1\": field metadata.labels: duplicate key \"a\""},
+    {"bad.yaml", "kind: Node\nmetadata:\n  name: \"\"\n",
+     "bad.yaml:3:9: field metadata.name: empty"},
+    {"bad.yaml", "kind: Node\nmetadata:\n  name: 42\n",
+     "bad.yaml:3:9: field metadata.name: expected a string, got a number"},
+    {"bad.yaml", "kind: Node\nmetadata:\n  name: n1\nspec:\n  taints:\n  - effect: NoSchedule\n",
+     "bad.yaml:6:5: node \"n1\": field spec.taints[0].key: missing"},
+    {"bad.yaml", "- a\n- b\n",
+     "bad.yaml:1:1: expected a Node, NodeList or List (a mapping), got a sequence"},
+    {"bad.yaml", "# only a comment\n", "bad.yaml: no YAML document"},
+    {"bad.yaml", " \n\t\n", "bad.yaml: empty input"},
+    {"bad.json",
+     "{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"a\"}},\n"
+     " {\"metadata\": {\"name\": \"b\"}, \"status\": {\"allocatable\": "
+     "{\"memory\": \"12Qi\"}}}]}",
+     "bad.json: node \"b\" (items[1]): field status.allocatable.memory: invalid quantity "
+     "\"12Qi\""},
+    {"bad.json", "{\"kind\": \"List\",\n \"items\": [}", "bad.json:2:12: invalid JSON"},
+    {"bad.json", "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}} x",
+     "bad.json:1:45: invalid JSON: data after the value"},
+    {"bad.json",
+     "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"spec\": {\"unschedulable\": "
+     "\"true\"}}",
+     "bad.json: node \"a\": field spec.unschedulable: expected a boolean, got a string"},
+    {"bad.json", "{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": 7}}]}",
+     "bad.json: items[0]: field metadata.name: expected a string, got a number"},
+    {"bad.json",
+     "{\"kind\": \"NodeList\", \"items\": [{\"kind\": \"Node\", \"metadata\": "
+     "{\"name\": \"a\", \"labels\": {\"x\": true}}}]}",
+     "bad.json: node \"a\" (items[0]): field metadata.labels.x: expected a string, got a "
+     "boolean"},
+    {"bad.json",
+     "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"status\": {\"allocatable\": "
+     "{\"cpu\": 1e400}}}",
+     "bad.json: node \"a\": field status.allocatable.cpu: invalid quantity \"inf\""},
+    {"bad.json", "{\"kind\": \"NodeList\", \"items\": [{\"kind\": \"Pod\"}]}",
+     "bad.json: items[0]: field kind: \"Pod\" is not Node"},
+};
+
 /* Deeply nested input: no crash, an error. */
 static char *nested(char open, size_t depth, const char *prefix)
 {
@@ -452,115 +562,8 @@ static char *nested(char open, size_t depth, const char *prefix)
 static void test_bad_input(void **state)
 {
     (void)state;
-    static const struct bad_case cases[] = {
-        {"bad.yaml",
-         "kind: NodeList\n"
-         "items:\n"
-         "- metadata:\n"
-         "    name: n1\n"
-         "  status:\n"
-         "    allocatable:\n"
-         "      cpu: abc\n",
-         "bad.yaml:7:12: node \"n1\": field status.allocatable.cpu: invalid quantity \"abc\""},
-        {"bad.yaml",
-         "kind: List\n"
-         "items:\n"
-         "- metadata:\n"
-         "    labels: {}\n",
-         "bad.yaml:4:5: items[0]: field metadata.name: missing"},
-        {"bad.yaml",
-         "kind: Node\n"
-         "metadata:\n"
-         "  name: n1\n"
-         "  labels:\n"
-         "    gpu.count: 8\n",
-         "bad.yaml:5:16: node \"n1\": field metadata.labels.gpu.count: expected a string, got a "
-         "number (quote it)"},
-        {"bad.yaml",
-         "kind: Node\n"
-         "metadata:\n"
-         "  name: n1\n"
-         "spec:\n"
-         "  taints:\n"
-         "  - key: k\n"
-         "    effect: Sometimes\n",
-         "bad.yaml:7:13: node \"n1\": field spec.taints[0].effect: unknown effect \"Sometimes\""},
-        {"bad.yaml",
-         "kind: Node\n"
-         "metadata:\n"
-         "  name: n1\n"
-         "spec:\n"
-         "  unschedulable: \"yes\"\n",
-         "bad.yaml:5:18: node \"n1\": field spec.unschedulable: expected a boolean, got a string"},
-        {"bad.yaml", "kind: Pod\nmetadata: {name: p}\n",
-         "bad.yaml:1:7: field kind: \"Pod\" is not Node, ResourceSlice, NodeList or List"},
-        {"bad.yaml", "metadata: {name: p}\n", "bad.yaml:1:1: field kind: missing"},
-        {"bad.yaml", "kind: Node\nmetadata:\n  name: [n1\n", "bad.yaml:4:1: YAML syntax error"},
-        {"bad.yaml", "kind: List\nitems:\n- just-a-string\n",
-         "bad.yaml:3:3: items[0]: expected a Node (a mapping), got a string"},
-        {"bad.yaml", "kind: List\nitems: &a [*a]\n",
-         "items[0]: expected a Node (a mapping), got a sequence"},
-        {"bad.yaml", "kind: List\nitems: {a: b}\n",
-         "bad.yaml:2:8: field items: expected a sequence, got a mapping"},
-        {"bad.yaml", "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: [cpu]\n",
-         "bad.yaml:4:16: node \"n1\": field status.allocatable: expected a mapping, got a "
-         "sequence"},
-        {"bad.yaml",
-         "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n"
-         "    cpu: 99999999999999999999999\n",
-         "bad.yaml:5:10: node \"n1\": field status.allocatable.cpu: quantity "
-         "\"99999999999999999999999\" out of range"},
-        {"bad.yaml", "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: -1\n",
-         "field status.allocatable.cpu: negative quantity \"-1\""},
-        {"bad.yaml",
-         "kind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    \"bad name!\": 1\n",
-         "bad.yaml:5:5: node \"n1\": field status.allocatable.bad name!: invalid resource name"},
-        {"bad.yaml",
-         "kind: Node\nmetadata: {name: n1}\nstatus:\n  conditions:\n"
-         "  - type: Ready\n    status: Maybe\n",
-         "bad.yaml:6:13: node \"n1\": field status.conditions[0].status: expected \"True\", "
-         "\"False\" or \"Unknown\", got \"Maybe\""},
-        {"bad.yaml", "kind: Node\nmetadata:\n  name: n1\n  labels:\n    a: x\n    a: y\n",
-         "bad.yaml:5:5: node \"n1\": field metadata.labels: duplicate key \"a\""},
-        {"bad.yaml", "kind: Node\nmetadata:\n  name: \"\"\n",
-         "bad.yaml:3:9: field metadata.name: empty"},
-        {"bad.yaml", "kind: Node\nmetadata:\n  name: 42\n",
-         "bad.yaml:3:9: field metadata.name: expected a string, got a number"},
-        {"bad.yaml",
-         "kind: Node\nmetadata:\n  name: n1\nspec:\n  taints:\n  - effect: NoSchedule\n",
-         "bad.yaml:6:5: node \"n1\": field spec.taints[0].key: missing"},
-        {"bad.yaml", "- a\n- b\n",
-         "bad.yaml:1:1: expected a Node, NodeList or List (a mapping), got a sequence"},
-        {"bad.yaml", "# only a comment\n", "bad.yaml: no YAML document"},
-        {"bad.yaml", " \n\t\n", "bad.yaml: empty input"},
-        {"bad.json",
-         "{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"a\"}},\n"
-         " {\"metadata\": {\"name\": \"b\"}, \"status\": {\"allocatable\": "
-         "{\"memory\": \"12Qi\"}}}]}",
-         "bad.json: node \"b\" (items[1]): field status.allocatable.memory: invalid quantity "
-         "\"12Qi\""},
-        {"bad.json", "{\"kind\": \"List\",\n \"items\": [}", "bad.json:2:12: invalid JSON"},
-        {"bad.json", "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}} x",
-         "bad.json:1:45: invalid JSON: data after the value"},
-        {"bad.json",
-         "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"spec\": {\"unschedulable\": "
-         "\"true\"}}",
-         "bad.json: node \"a\": field spec.unschedulable: expected a boolean, got a string"},
-        {"bad.json", "{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": 7}}]}",
-         "bad.json: items[0]: field metadata.name: expected a string, got a number"},
-        {"bad.json",
-         "{\"kind\": \"NodeList\", \"items\": [{\"kind\": \"Node\", \"metadata\": "
-         "{\"name\": \"a\", \"labels\": {\"x\": true}}}]}",
-         "bad.json: node \"a\" (items[0]): field metadata.labels.x: expected a string, got a "
-         "boolean"},
-        {"bad.json",
-         "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}, \"status\": {\"allocatable\": "
-         "{\"cpu\": 1e400}}}",
-         "bad.json: node \"a\": field status.allocatable.cpu: invalid quantity \"inf\""},
-        {"bad.json", "{\"kind\": \"NodeList\", \"items\": [{\"kind\": \"Pod\"}]}",
-         "bad.json: items[0]: field kind: \"Pod\" is not Node"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const struct bad_case *cases = bad_inputs;
+    for (size_t i = 0; i < sizeof(bad_inputs) / sizeof(bad_inputs[0]); i++) {
         struct cluster *c = cluster_new();
         struct sched_errbuf eb = {{0}};
         assert_int_equal(nodes_generate(c, "hgx:2", &eb), 0);
