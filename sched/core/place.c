@@ -912,13 +912,36 @@ void place_release_undo(struct place_state *st, uint32_t mark)
     }
 }
 
+/* For a diagnosis: every preemptor's hold made usable (on) or held again (off), on the nodes that
+ * were usable before it (sok); the domain sums keep the holds (as own_holds), so a gang whose
+ * search they prune is not called reserved, never the reverse. */
+static void every_hold_for(struct place_state *st, bool on)
+{
+    if (!st->any_held_for)
+        return;
+    place_nodes_sort(&st->for_nodes);
+    for (uint32_t k = 0; k < st->for_nodes.n; k++) {
+        uint32_t i = st->for_nodes.v[k];
+        if (!st->held_for[i] || !st->b->sok[i] || st->ok[i] == on)
+            continue;
+        st->ok[i] = on;
+        if (on) {
+            bucket_link(st, i);
+        } else {
+            bucket_unlink(st, i);
+        }
+    }
+}
+
 bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct sched_assign *out)
 {
     int level;
     uint32_t domain;
     place_lift_holds(st, true);
+    every_hold_for(st, true);
     enum sched_why why = place_try(st, g, out, &level, &domain);
     rollback(st);
+    every_hold_for(st, false);
     place_lift_holds(st, false);
     return why == SCHED_WHY_PLACED;
 }

@@ -539,6 +539,17 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
     const struct sched_verdict *v = verdict_of(r, undeclared);
     assert_non_null(v);
     assert_int_equal(v->why, SCHED_WHY_RESERVED);
+    /* the reason names the starving gang that holds node 0 and the rule to pass */
+    assert_ptr_equal(v->blocked_by, big);
+    assert_false(v->held_for_preemptor);
+    assert_false(v->hold_start_unknown);
+    char msg[1024];
+    sched_verdict_format(v, w->c, NULL, msg, sizeof(msg));
+    char want[64];
+    snprintf(want, sizeof(want), "on nodes held for %s, which has waited past", big->name);
+    if (!strstr(msg, want) || !strstr(msg, "gangsched.io/max-runtime") ||
+        strstr(msg, "which is unknown"))
+        fail_msg("reserved reason: %s", msg);
     const struct sched_placement *p = placement_of(r, declared);
     assert_non_null(p);
     assert_int_equal(p->pods[0].node, 0);
@@ -547,6 +558,17 @@ static void test_backfill_into_reservation_needs_max_runtime(void **unused)
     gang_finalize(declared);
     r = cycle(w, "gangsched", 700);
     assert_null(placement_of(r, declared));
+    /* node 0's end unknown: the reservation has no expected start, and the reason says so */
+    w->state[0].release_ms = INT64_MAX;
+    r = cycle(w, "gangsched", 700);
+    v = verdict_of(r, undeclared);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_RESERVED);
+    assert_ptr_equal(v->blocked_by, big);
+    assert_true(v->hold_start_unknown);
+    sched_verdict_format(v, w->c, NULL, msg, sizeof(msg));
+    if (!strstr(msg, "which is unknown (no run time is known for the gangs on the held nodes)"))
+        fail_msg("reserved reason: %s", msg);
     free_names(w);
     world_free(w);
 }

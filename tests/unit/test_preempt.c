@@ -439,14 +439,29 @@ static void test_preemptors_do_not_share_capacity(void **unused)
     const struct sched_result *r = cycle(w, "gangsched", 200);
     assert_int_equal(r->n_evictions, 1);
     world_free(w);
-    /* and the capacity a preemptor counts on is not given to another gang in the same cycle */
+    /* and the capacity a preemptor counts on is not given to another gang in the same cycle;
+     * that gang's reason names the preemptor the node is held for */
     w = world("hgx:1", BIG);
     run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0);
-    gang(w, 0, 1, 8, 10, 100);
-    gang(w, 0, 1, 4, 0, 150);
+    struct gang *pre = gang(w, 0, 1, 8, 10, 100);
+    struct gang *small = gang(w, 0, 1, 4, 0, 150);
+    pre->name = "team/big";
     r = cycle(w, "gangsched", 200);
     assert_int_equal(r->n_evictions, 1);
     assert_int_equal(r->n_placements, 0);
+    const struct sched_verdict *v = NULL;
+    for (uint32_t i = 0; i < r->n_verdicts; i++)
+        if (r->verdicts[i].gang == small)
+            v = &r->verdicts[i];
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_RESERVED);
+    assert_ptr_equal(v->blocked_by, pre);
+    assert_true(v->held_for_preemptor);
+    char msg[1024];
+    sched_verdict_format(v, w->c, w->cfg, msg, sizeof(msg));
+    if (!strstr(msg, "it would start now on nodes held for team/big until the gangs it preempts "
+                     "there are gone"))
+        fail_msg("reserved reason: %s", msg);
     world_free(w);
 }
 
