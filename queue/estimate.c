@@ -12,14 +12,49 @@ static uint32_t shape_of(int64_t gpus)
     return s;
 }
 
-static struct est_ring *ring(const struct est_model *m, uint32_t q, uint32_t s)
+/* The first ring index of the users' rings. */
+static uint32_t user_base(const struct est_model *m)
 {
-    return &m->rings[(size_t)q * (EST_SHAPES + 1) + s];
+    return (m->n_queues + 1) * (EST_SHAPES + 1);
+}
+
+static const struct est_ring no_runs; /* a user's ring before its first run */
+
+/* The ring of index i (a queue's or a user's); a user's not made yet is empty. */
+static const struct est_ring *at(const struct est_model *m, uint32_t i)
+{
+    uint32_t b = user_base(m);
+    if (i < b)
+        return &m->rings[i];
+    uint32_t u = (i - b) / (EST_SHAPES + 1);
+    const struct est_ring *r = u < m->n_users ? m->user_rings[i - b] : NULL;
+    return r ? r : &no_runs;
+}
+
+/* The ring of index i to learn into, made if it is a user's not made yet; NULL: out of memory. */
+static struct est_ring *at_made(struct est_model *m, uint32_t i)
+{
+    uint32_t b = user_base(m);
+    if (i < b)
+        return &m->rings[i];
+    struct est_ring **r = &m->user_rings[i - b]; /* grow_users made the row */
+    if (!*r)
+        *r = calloc(1, sizeof(**r));
+    return *r;
+}
+
+static int grow_users(struct est_model *m, uint32_t user);
+
+int est_reserve_users(struct est_model *m, uint32_t n)
+{
+    return grow_users(m, n);
 }
 
 int est_init(struct est_model *m, uint32_t n_queues)
 {
     m->n_queues = n_queues;
+    m->n_users = 0;
+    m->user_rings = NULL;
     m->rings = calloc((size_t)(n_queues + 1) * (EST_SHAPES + 1), sizeof(*m->rings));
     return m->rings ? 0 : SCHED_ENOMEM;
 }
@@ -27,7 +62,32 @@ int est_init(struct est_model *m, uint32_t n_queues)
 void est_free(struct est_model *m)
 {
     free(m->rings);
+    for (size_t k = 0; k < (size_t)m->n_users * (EST_SHAPES + 1); k++)
+        free(m->user_rings[k]);
+    free(m->user_rings);
     m->rings = NULL;
+    m->user_rings = NULL;
+    m->n_users = 0;
+}
+
+/* Makes the rings of users 1..user exist (doubling, so n users cost O(n) copies). */
+static int grow_users(struct est_model *m, uint32_t user)
+{
+    if (user <= m->n_users)
+        return 0;
+    if (user > EST_USERS_MAX)
+        user = EST_USERS_MAX;
+    uint32_t n = m->n_users ? m->n_users : 16;
+    while (n < user)
+        n = n > EST_USERS_MAX / 2 ? EST_USERS_MAX : 2 * n;
+    struct est_ring **r = realloc(m->user_rings, (size_t)n * (EST_SHAPES + 1) * sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    memset(r + (size_t)m->n_users * (EST_SHAPES + 1), 0,
+           (size_t)(n - m->n_users) * (EST_SHAPES + 1) * sizeof(*r));
+    m->user_rings = r;
+    m->n_users = n;
+    return 0;
 }
 
 /* First index of the sorted values above `x`. */
@@ -65,26 +125,42 @@ static void push(struct est_ring *r, int64_t v, int64_t sub)
     r->next = (r->next + 1) % EST_RING;
 }
 
-uint32_t est_rings_observed(const struct est_model *m, uint32_t queue, int64_t gpus,
+/* The queue's three rings (queue and shape, queue, shape in every queue) at idx[0..3), and
+ * first the user's ring of that shape when the user is known: how many. */
+static uint32_t rings_of(const struct est_model *m, uint32_t q, uint32_t user, int64_t gpus,
+                         uint32_t idx[EST_READS])
+{
+    uint32_t s = shape_of(gpus), n = 0;
+    if (user > 0 && user <= EST_USERS_MAX)
+        idx[n++] = user_base(m) + (user - 1) * (EST_SHAPES + 1) + s;
+    idx[n++] = q * (EST_SHAPES + 1) + s;
+    idx[n++] = q * (EST_SHAPES + 1) + EST_SHAPES;
+    idx[n++] = m->n_queues * (EST_SHAPES + 1) + s;
+    return n;
+}
+
+uint32_t est_rings_observed(const struct est_model *m, uint32_t queue, uint32_t user, int64_t gpus,
                             uint32_t idx[EST_READS])
 {
     if (!m->rings || queue >= m->n_queues)
         return 0;
-    uint32_t s = shape_of(gpus);
-    idx[0] = queue * (EST_SHAPES + 1) + s;
-    idx[1] = queue * (EST_SHAPES + 1) + EST_SHAPES;
-    idx[2] = m->n_queues * (EST_SHAPES + 1) + s;
-    return EST_READS;
+    return rings_of(m, queue, user, gpus, idx);
 }
 
-void est_observe(struct est_model *m, uint32_t queue, int64_t gpus, int64_t runtime_ms,
-                 int64_t submit_ms)
+int est_observe(struct est_model *m, uint32_t queue, uint32_t user, int64_t gpus,
+                int64_t runtime_ms, int64_t submit_ms)
 {
     uint32_t idx[EST_READS];
-    if (runtime_ms < 0 || est_rings_observed(m, queue, gpus, idx) == 0)
-        return;
-    for (int k = 0; k < EST_READS; k++)
-        push(&m->rings[idx[k]], runtime_ms, submit_ms);
+    int rc = user > 0 && user <= EST_USERS_MAX ? grow_users(m, user) : 0;
+    uint32_t n = runtime_ms < 0 ? 0 : est_rings_observed(m, queue, rc ? 0 : user, gpus, idx);
+    for (uint32_t k = 0; k < n; k++) {
+        struct est_ring *r = at_made(m, idx[k]);
+        if (r)
+            push(r, runtime_ms, submit_ms);
+        else
+            rc = SCHED_ENOMEM; /* the user's ring only: the queue's rings are always there */
+    }
+    return rc;
 }
 
 /* The quantile q (nearest rank) of the values above x; 0 when there are none. */
@@ -98,29 +174,26 @@ static int64_t quantile_above(const struct est_ring *r, int64_t x, double q)
     return r->s[first + at - 1];
 }
 
-/* g's candidate rings, most specific first (indices into m->rings): its queue and shape, its
- * queue, its shape in every queue. */
-static void candidates(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS])
+/* g's candidate rings, most specific first (ring indices): its user and shape (when known),
+ * its queue and shape, its queue, its shape in every queue. How many. */
+static uint32_t candidates(const struct est_model *m, const struct gang *g, uint32_t idx[EST_READS])
 {
-    uint32_t q = g->queue < m->n_queues ? g->queue : m->n_queues, s = shape_of(g->gpus);
-    idx[0] = q * (EST_SHAPES + 1) + s;
-    idx[1] = q * (EST_SHAPES + 1) + EST_SHAPES;
-    idx[2] = m->n_queues * (EST_SHAPES + 1) + s;
+    uint32_t q = g->queue < m->n_queues ? g->queue : m->n_queues;
+    return rings_of(m, q, g->user, g->gpus, idx);
 }
 
-/* The most specific ring with at least a few observations. */
+/* The most specific ring with at least EST_RING_MIN observations, else with any. */
 static const struct est_ring *best_ring(const struct est_model *m, const struct gang *g)
 {
     if (!m->rings)
         return NULL;
-    uint32_t idx[EST_READS];
-    candidates(m, g, idx);
-    for (int k = 0; k < EST_READS; k++)
-        if (m->rings[idx[k]].n >= 4)
-            return &m->rings[idx[k]];
-    for (int k = 0; k < EST_READS; k++)
-        if (m->rings[idx[k]].n > 0)
-            return &m->rings[idx[k]];
+    uint32_t idx[EST_READS], n = candidates(m, g, idx);
+    for (uint32_t k = 0; k < n; k++)
+        if (at(m, idx[k])->n >= EST_RING_MIN)
+            return at(m, idx[k]);
+    for (uint32_t k = 0; k < n; k++)
+        if (at(m, idx[k])->n > 0)
+            return at(m, idx[k]);
     return NULL;
 }
 
@@ -128,7 +201,7 @@ int64_t est_next_run(const struct est_model *m, const uint32_t *idx, uint32_t n,
 {
     int64_t next = INT64_MAX;
     for (uint32_t k = 0; m->rings && k < n; k++) {
-        const struct est_ring *r = &m->rings[idx[k]];
+        const struct est_ring *r = at(m, idx[k]);
         uint32_t i = above(r, x);
         if (i < r->n && r->s[i] < next)
             next = r->s[i];
@@ -140,11 +213,11 @@ uint32_t est_rings_read(const struct est_model *m, const struct gang *g, uint32_
 {
     if (!m->rings)
         return 0;
-    candidates(m, g, idx);
-    for (uint32_t k = 0; k < EST_READS; k++)
-        if (m->rings[idx[k]].n >= 4)
+    uint32_t n = candidates(m, g, idx);
+    for (uint32_t k = 0; k < n; k++)
+        if (at(m, idx[k])->n >= EST_RING_MIN)
             return k + 1; /* best_ring: the first with a few; the ones before it decide that */
-    return EST_READS;
+    return n;
 }
 
 int64_t est_runtime(const struct est_model *m, const struct gang *g, double q)
@@ -182,23 +255,35 @@ static int64_t quantile_of(const int64_t *v, uint32_t n, double u)
     return v[at - 1];
 }
 
+/* The quantile u of the runs in r longer than ran_ms of g's batch (submitted within
+ * EST_BATCH_MS of it), or -1 with fewer than EST_BATCH_MIN of them. */
+static int64_t batch_quantile(const struct est_ring *r, const struct gang *g, int64_t ran_ms,
+                              double u)
+{
+    int64_t batch[EST_RING];
+    uint32_t n = 0;
+    for (uint32_t k = above(r, ran_ms); k < r->n; k++) { /* in ascending order */
+        int64_t d = r->ssub[k] - g->submit_ms;
+        if (d <= EST_BATCH_MS && d >= -EST_BATCH_MS)
+            batch[n++] = r->s[k];
+    }
+    return n >= EST_BATCH_MIN ? quantile_of(batch, n, u) : -1;
+}
+
 /* The typical run time of g that has run ran_ms (-1: not started): the quantile u of the runs
- * of its batch longer than that, else of the learned runs longer than that; 0 = none. */
+ * of its batch longer than that (its user's, else its queue's), else of the learned runs longer
+ * than that; 0 = none. */
 static int64_t typical(const struct est_model *m, const struct gang *g, int64_t ran_ms, double u)
 {
     if (!m->rings)
         return 0;
     if (g->queue < m->n_queues) {
-        const struct est_ring *r = ring(m, g->queue, shape_of(g->gpus));
-        int64_t batch[EST_RING];
-        uint32_t n = 0;
-        for (uint32_t k = above(r, ran_ms); k < r->n; k++) { /* in ascending order */
-            int64_t d = r->ssub[k] - g->submit_ms;
-            if (d <= EST_BATCH_MS && d >= -EST_BATCH_MS)
-                batch[n++] = r->s[k];
+        uint32_t idx[EST_READS], n = candidates(m, g, idx);
+        for (uint32_t k = 0; k + 2 < n; k++) { /* the user's and shape's, the queue's and shape's */
+            int64_t v = batch_quantile(at(m, idx[k]), g, ran_ms, u);
+            if (v >= 0)
+                return v;
         }
-        if (n >= EST_BATCH_MIN)
-            return quantile_of(batch, n, u);
     }
     const struct est_ring *r = best_ring(m, g);
     return r ? quantile_above(r, ran_ms, u) : 0;

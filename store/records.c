@@ -694,6 +694,7 @@ static void bind_job(struct store *st, enum store__stmt id, int base, uint32_t i
     store__b_opt(st, id, base + 10, j->finish_ms, STORE_NO_TIME, rc);
     store__b_i64(st, id, base + 11, j->preemptions, rc);
     store__b_i64(st, id, base + 12, j->restarts, rc);
+    store__b_text(st, id, base + 13, j->user, rc);
 }
 
 int store_job_upsert_many(struct store *st, const struct store_job *j, uint32_t n,
@@ -733,6 +734,7 @@ static int job_row(struct store *st, sqlite3_stmt *s, struct store_job *j, struc
     j->admit_ms = store__col_opt(s, 7, STORE_NO_TIME);
     j->start_ms = store__col_opt(s, 8, STORE_NO_TIME);
     j->finish_ms = store__col_opt(s, 9, STORE_NO_TIME);
+    j->user = store__col_text(s, 12);
     int64_t pre = sqlite3_column_int64(s, 10), re = sqlite3_column_int64(s, 11);
     if (!j->gang || !j->queue || k < 0 || j->gpus < 0 || pre < 0 || pre > UINT32_MAX || re < 0 ||
         re > UINT32_MAX)
@@ -769,8 +771,9 @@ int store_job_get(struct store *st, const char *gang, struct store_job *out,
     if (rc == SQLITE_ROW) {
         struct store_job j;
         err = job_row(st, s, &j, eb);
-        size_t n =
-            err ? 0 : strlen(j.gang) + strlen(j.queue) + (j.flavor ? strlen(j.flavor) : 0) + 3;
+        size_t n = err ? 0
+                       : strlen(j.gang) + strlen(j.queue) + (j.flavor ? strlen(j.flavor) : 0) +
+                             (j.user ? strlen(j.user) : 0) + 4;
         char *buf = err ? NULL : store__scratch(st, n);
         if (!err && !buf)
             err = sched_fail(eb, SCHED_ENOMEM, "database %s: out of memory", st->path);
@@ -779,6 +782,7 @@ int store_job_get(struct store *st, const char *gang, struct store_job *out,
             j.gang = scratch_put(buf, &off, j.gang);
             j.queue = scratch_put(buf, &off, j.queue);
             j.flavor = scratch_put(buf, &off, j.flavor);
+            j.user = scratch_put(buf, &off, j.user);
             *out = j;
         }
     } else if (rc == SQLITE_DONE) {

@@ -213,6 +213,11 @@ static const char schema_v6[] =
     "CREATE INDEX jobs_promises ON jobs(gang) "
     "WHERE reserve_first_ms IS NOT NULL OR probation_until_ms IS NOT NULL;\n";
 
+/* Version 7: who submitted each job (gangsched.io/user, the trace's user column), so that a
+ * restarted daemon learns run times per user again (queue/estimate.h). Older rows keep NULL:
+ * not known. */
+static const char schema_v7[] = "ALTER TABLE jobs ADD COLUMN user_name TEXT;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
@@ -220,6 +225,7 @@ static const struct store__migration migrations[] = {
     {4, "indexes and job counts for the API's reads", schema_v4},
     {5, "the kind of each preemption", schema_v5},
     {6, "backfill promises on the job rows", schema_v6},
+    {7, "who submitted each job", schema_v7},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -317,10 +323,11 @@ out_rollback:
                       JOB_SAME("jobs", "excluded")
 #define JOB_KEEP_RUN JOB_RUNS("jobs") " AND " JOB_RUNS("excluded") " AND " \
                      JOB_SAME("jobs", "excluded")
-#define JOB_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define JOB_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+/* A row written without a user (NULL) keeps the one its gang's row has. */
 #define JOB_UPSERT(rows) \
     "INSERT INTO jobs(gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, " \
-    "start_ms, finish_ms, preemptions, restarts) " \
+    "start_ms, finish_ms, preemptions, restarts, user_name) " \
     "VALUES " rows " ON CONFLICT(gang) DO UPDATE SET gang_id = excluded.gang_id, " \
     "queue = excluded.queue, flavor = excluded.flavor, gpus = excluded.gpus, " \
     "state = excluded.state, submit_ms = excluded.submit_ms, admit_ms = excluded.admit_ms, " \
@@ -328,7 +335,9 @@ out_rollback:
     "preemptions = excluded.preemptions, restarts = excluded.restarts, " \
     "reserve_first_ms = CASE WHEN " JOB_KEEP_WAIT " THEN jobs.reserve_first_ms END, " \
     "probation_until_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_until_ms END, " \
-    "probation_for = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_for END"
+    "probation_for = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_for END, " \
+    "user_name = CASE WHEN " JOB_SAME("jobs", "excluded") " THEN " \
+    "coalesce(excluded.user_name, jobs.user_name) ELSE excluded.user_name END"
 // clang-format on
 
 /* The statements. Conventions: ?1.. in column order; times NULL when absent. */
@@ -419,9 +428,11 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_JOB_UPSERT] = JOB_UPSERT(JOB_ROW),
     [STMT_JOB_UPSERT_MANY] = JOB_UPSERT(STORE_ROWS_32(JOB_ROW)),
     [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                     "start_ms, finish_ms, preemptions, restarts FROM jobs WHERE gang = ?1",
+                     "start_ms, finish_ms, preemptions, restarts, user_name FROM jobs "
+                     "WHERE gang = ?1",
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                      "start_ms, finish_ms, preemptions, restarts FROM jobs ORDER BY gang",
+                      "start_ms, finish_ms, preemptions, restarts, user_name FROM jobs "
+                      "ORDER BY gang",
     [STMT_PROMISE_RESERVE] = "UPDATE jobs SET reserve_first_ms = ?2 WHERE gang = ?1",
     [STMT_PROMISE_CLEAR] = "UPDATE jobs SET reserve_first_ms = NULL, probation_until_ms = NULL, "
                            "probation_for = NULL WHERE gang = ?1 AND (reserve_first_ms IS NOT "

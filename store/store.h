@@ -135,7 +135,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 6          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 7          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -474,6 +474,8 @@ struct store_job {
     int64_t admit_ms, start_ms, finish_ms; /* STORE_NO_TIME: not yet */
     uint32_t preemptions;
     uint32_t restarts;
+    const char *user; /* who submitted it (gangsched.io/user), or NULL: not known; a write
+                         with NULL keeps the one the same gang's row has (schema 7) */
 };
 
 int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb);

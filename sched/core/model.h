@@ -196,6 +196,9 @@ struct gang {
     int8_t topo_required;   /* topology level index the whole gang must fit in, or -1 */
     int8_t topo_preferred;  /* level to try first, widening one level at a time, or -1 */
     int64_t max_runtime_ms; /* declared maximum run time (gangsched.io/max-runtime), 0 = none */
+    uint32_t user;          /* who submits it, for run-time estimates only (queue/estimate.h):
+                               1 + an index the driver interns (trace column user,
+                               gangsched.io/user), 0 = unknown; never part of shape */
     uint32_t tp_size;       /* GPUs per tensor-parallel group (gangsched.io/tp-size), 0 = the pod;
                                each group inside one NVLink island of a node */
     uint32_t slice_size;    /* pods per slice (gangsched.io/slice-size), 0 = no slices */

@@ -69,6 +69,7 @@ void kcache_free(struct kcache *c)
         free(v);
     strmap_fini(&c->deletes);
     kcache_refused_free(c);
+    kcache_users_free(c);
     strmap_fini(&c->nodes);
     strmap_fini(&c->pods);
     strmap_fini(&c->pgs);
@@ -593,6 +594,7 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
     if (gang_annotations(g, members[0], a, &ann, &n_ann) != 0)
         return SCHED_ENOMEM;
     struct sched_errbuf eb;
+    gg->user = kcache_gang_user(b->c, g->pg, members[0]);
     if (running) { /* a value refused at admission: none */
         struct gang scratch = *gg;
         if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, NULL, &eb) == 0)

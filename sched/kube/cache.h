@@ -129,6 +129,12 @@ bool kcache_dirty(const struct kcache *c);
 uint32_t kcache_n_nodes(const struct kcache *c);
 uint32_t kcache_n_pods(const struct kcache *c);
 const struct kpod *kcache_pod(const struct kcache *c, const char *key);
+/* Users (gangsched.io/user, sched/kube/cache_users.c): the id of a user's name, interned at its
+ * first sight (0: NULL, empty, longer than KCACHE_USER_MAX bytes, past EST_USERS_MAX users, or
+ * out of memory), and the name of an id (NULL for 0 or unknown). Ids are gang.user. */
+#define KCACHE_USER_MAX 256
+uint32_t kcache_user_id(struct kcache *c, const char *name);
+const char *kcache_user_name(const struct kcache *c, uint32_t id);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
 const char *kcache_node_uid(const struct kcache *c, const char *name); /* or NULL */
 /* Calls fn for every pod (fn must not change the cache). */

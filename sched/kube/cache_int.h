@@ -1,6 +1,7 @@
 /* sched/kube/cache_int.h: the cache's own record, shared by cache.c (events and the cycle's
  * input), snapshot.c (the cluster and the placement state kept between cycles) and
- * cache_refused.c (PodGroups refused for a name another API's owns). Private to those files.
+ * cache_refused.c (PodGroups refused for a name another API's owns) and cache_users.c (who
+ * submits each gang). Private to those files.
  *
  * Must not touch: anything outside the cache.
  */
@@ -53,6 +54,10 @@ struct kcache {
      * "ns/name\x1f<api>" -> struct krefused*; refused_seq orders them */
     struct strmap refused;
     uint64_t refused_seq;
+    /* users (cache_users.c): name -> id (1-based, as a pointer), user_names[id - 1] */
+    struct strmap users;
+    char **user_names;
+    uint32_t n_users, cap_users;
 };
 
 /* One node's usage by the pods that hold it (snapshot.c). */
@@ -83,6 +88,10 @@ void kcache_adopt_refused(struct kcache *c, const char *key);
  * record failed, then its next event): a refused copy of it is dropped, never adopted later. */
 void kcache_refused_drop(struct kcache *c, const char *key, enum kpg_api api, const char *uid);
 void kcache_refused_free(struct kcache *c);
+/* cache_users.c: a gang's user id (its PodGroup's gangsched.io/user annotation, else its first
+ * member's), 0 when not known; the table's release. */
+uint32_t kcache_gang_user(struct kcache *c, const struct kpg *pg, const struct kpod *first);
+void kcache_users_free(struct kcache *c);
 
 /* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */
 int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb);

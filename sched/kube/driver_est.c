@@ -25,13 +25,15 @@
 #include "sched/core/bits.h"
 #include "sched/kube/driver_int.h"
 
-/* A finished run of the store: what est_observe() takes, with its queue's index. */
+/* A finished run of the store: what est_observe() takes, with its queue's index and its user's
+ * id (sched/kube/cache_users.c; 0: not known). */
 struct past_run {
-    uint32_t queue;
+    uint32_t queue, user;
     int64_t gpus, start_ms, finish_ms, submit_ms;
 };
 
 struct past_runs {
+    struct kcache *cache;
     const struct strlist *queues;
     struct past_run *v;
     uint32_t n, cap;
@@ -60,8 +62,9 @@ static int collect_run(void *ctx, const struct store_job *j)
         pr->v = v;
         pr->cap = cap;
     }
-    pr->v[pr->n++] =
-        (struct past_run){(uint32_t)q, j->gpus, j->start_ms, j->finish_ms, j->submit_ms};
+    pr->v[pr->n++] = (struct past_run){(uint32_t)q,  kcache_user_id(pr->cache, j->user),
+                                       j->gpus,      j->start_ms,
+                                       j->finish_ms, j->submit_ms};
     return 0;
 }
 
@@ -75,7 +78,7 @@ static int cmp_finish(const void *a, const void *b)
  * store that cannot be read leaves the history empty (estimates are not worth stopping for). */
 static int learn_store(struct kdrv *d)
 {
-    struct past_runs pr = {.queues = &d->est_queues};
+    struct past_runs pr = {.cache = d->cache, .queues = &d->est_queues};
     struct sched_errbuf eb;
     int rc = d->db ? store_job_list(d->db, collect_run, &pr, &eb) : 0;
     if (rc == SCHED_ENOMEM) {
@@ -87,8 +90,9 @@ static int learn_store(struct kdrv *d)
     if (pr.n)
         qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
     for (uint32_t k = 0; rc == 0 && k < pr.n; k++)
-        est_observe(&d->est, pr.v[k].queue, pr.v[k].gpus, pr.v[k].finish_ms - pr.v[k].start_ms,
-                    pr.v[k].submit_ms);
+        (void)est_observe(&d->est, pr.v[k].queue, pr.v[k].user, pr.v[k].gpus,
+                          pr.v[k].finish_ms - pr.v[k].start_ms,
+                          pr.v[k].submit_ms); /* out of memory: the user's ring misses it */
     free(pr.v);
     return 0;
 }
@@ -108,8 +112,9 @@ static int est_config(struct kdrv *d, const struct config *cfg)
         if (kdrv_strlist_add(&d->est_queues, cfg->queues[q].name) != 0)
             return SCHED_ENOMEM;
     int rc = est_init(&d->est, n);
+    d->n_ring_gen = (n + 1) * (EST_SHAPES + 1); /* the queues' rings; users' are added */
     if (rc == 0) /* out of memory here: every learned run invalidates every kept end */
-        d->est_ring_gen = calloc((size_t)(n + 1) * (EST_SHAPES + 1), sizeof(*d->est_ring_gen));
+        d->est_ring_gen = calloc(d->n_ring_gen, sizeof(*d->est_ring_gen));
     rc = rc ? rc : learn_store(d);
     d->est_gen++; /* what was kept of the old model is no longer valid */
     return rc;
@@ -131,7 +136,29 @@ void kdrv_est_fini(struct kdrv *d)
     kdrv_est_ends_clear(d);
     free(d->est_ring_gen);
     d->est_ring_gen = NULL;
+    d->n_ring_gen = 0;
     d->est_gen++;
+}
+
+/* est_ring_gen covers ring index i (a user's ring past the queues'); false: out of memory (the
+ * table is dropped: every learned run then changes est_gen). */
+static bool ring_gen_covers(struct kdrv *d, uint32_t i)
+{
+    if (!d->est_ring_gen || i < d->n_ring_gen)
+        return d->est_ring_gen != NULL;
+    uint32_t n = d->n_ring_gen;
+    while (n <= i)
+        n = n < UINT32_MAX / 2 ? 2 * n : UINT32_MAX;
+    uint64_t *g = realloc(d->est_ring_gen, (size_t)n * sizeof(*g));
+    if (!g) {
+        free(d->est_ring_gen);
+        d->est_ring_gen = NULL;
+        return false;
+    }
+    memset(g + d->n_ring_gen, 0, (size_t)(n - d->n_ring_gen) * sizeof(*g));
+    d->est_ring_gen = g;
+    d->n_ring_gen = n;
+    return true;
 }
 
 void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
@@ -140,14 +167,16 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
         !j->queue)
         return;
     int q = queue_of(&d->est_queues, j->queue);
+    uint32_t user = kcache_user_id(d->cache, j->user);
     uint32_t idx[EST_READS],
-        n = q >= 0 ? est_rings_observed(&d->est, (uint32_t)q, j->gpus, idx) : 0;
+        n = q >= 0 ? est_rings_observed(&d->est, (uint32_t)q, user, j->gpus, idx) : 0;
     if (n == 0)
         return;
-    est_observe(&d->est, (uint32_t)q, j->gpus, now - j->start_ms, j->submit_ms);
+    /* out of memory for the user's ring: the queue's rings learn it all the same */
+    (void)est_observe(&d->est, (uint32_t)q, user, j->gpus, now - j->start_ms, j->submit_ms);
     /* only the kept ends that read these rings are computed again (est_rings_read) */
     d->est_obs++;
-    for (uint32_t k = 0; d->est_ring_gen && k < n; k++)
+    for (uint32_t k = 0; k < n && ring_gen_covers(d, idx[k]); k++)
         d->est_ring_gen[idx[k]] = d->est_obs;
     if (!d->est_ring_gen)
         d->est_gen++;
@@ -184,7 +213,7 @@ static uint32_t pod_gpus(const struct kpod *p)
  * with every cycle. A run learned into another ring (another queue and shape) keeps it. */
 struct est_end {
     int64_t start, submit, max_runtime, gpus;
-    uint32_t queue;
+    uint32_t queue, user;
     uint64_t gen;             /* d->est_gen it was computed at */
     uint32_t ring[EST_READS]; /* the rings its estimates read, n_ring of them */
     uint32_t n_ring;
@@ -200,7 +229,7 @@ static uint64_t rings_gen(const struct kdrv *d, const struct est_end *e)
 {
     uint64_t g = 0;
     for (uint32_t k = 0; d->est_ring_gen && k < e->n_ring; k++)
-        if (d->est_ring_gen[e->ring[k]] > g)
+        if (e->ring[k] < d->n_ring_gen && d->est_ring_gen[e->ring[k]] > g)
             g = d->est_ring_gen[e->ring[k]];
     return g;
 }
@@ -225,7 +254,7 @@ static bool est_end_valid(const struct est_end *e, const struct kdrv *d, const s
 {
     return e->gen == d->est_gen && e->start == start && e->submit == g->submit_ms &&
            e->max_runtime == g->max_runtime_ms && e->gpus == g->gpus && e->queue == g->queue &&
-           now < e->until_ms && e->ring_gen == rings_gen(d, e);
+           e->user == g->user && now < e->until_ms && e->ring_gen == rings_gen(d, e);
 }
 
 /* The typical expected end of running gang kg started at start, and its safe one in *safe:
@@ -252,6 +281,7 @@ static int64_t running_end(struct kdrv *d, const struct kgang *kg, int64_t start
                           .max_runtime = g->max_runtime_ms,
                           .gpus = g->gpus,
                           .queue = g->queue,
+                          .user = g->user,
                           .gen = d->est_gen,
                           .end = end,
                           .safe = *safe,

@@ -182,9 +182,11 @@ struct kdrv {
     /* each running gang's expected end, kept while what it depends on stays (driver_est.c) */
     struct strmap est_ends; /* gang -> struct est_end* */
     uint64_t est_gen;       /* changes whenever est is made again (a start, a reload) */
-    /* [est rings]: the value of est_obs when each ring of est last learned (0: not since it
-     * was made); NULL when out of memory (then est_gen changes at every run learned) */
+    /* [n_ring_gen]: the value of est_obs when each ring of est last learned (0: not since it
+     * was made; a ring index past n_ring_gen, a user's, has not learned either); NULL when out
+     * of memory (then est_gen changes at every run learned) */
     uint64_t *est_ring_gen;
+    uint32_t n_ring_gen;
     uint64_t est_obs;   /* runs learned so far (never reset) */
     uint64_t est_plans; /* kdrv_est_plan calls (the ends not used by the last one age) */
     uint32_t est_ended; /* running gangs whose end the last plan computed (not kept) */

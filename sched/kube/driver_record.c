@@ -139,7 +139,8 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sc
                               .submit_ms = kg->gang.submit_ms,
                               .admit_ms = now,
                               .start_ms = now,
-                              .finish_ms = STORE_NO_TIME};
+                              .finish_ms = STORE_NO_TIME,
+                              .user = kcache_user_name(d->cache, kg->gang.user)};
         struct store_job prev;
         if (store_job_get(d->db, kg->key, &prev, NULL) == 0) {
             j.preemptions = prev.preemptions;
@@ -384,7 +385,8 @@ int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, con
                           .submit_ms = g->submit_ms,
                           .admit_ms = STORE_NO_TIME,
                           .start_ms = STORE_NO_TIME,
-                          .finish_ms = STORE_NO_TIME};
+                          .finish_ms = STORE_NO_TIME,
+                          .user = kcache_user_name(d->cache, g->user)};
     return store_job_upsert(d->db, &j, eb);
 }
 
@@ -511,7 +513,8 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
                               .start_ms = joins ? old.start_ms : STORE_NO_TIME,
                               .finish_ms = STORE_NO_TIME,
                               .preemptions = had ? old.preemptions : 0,
-                              .restarts = had ? old.restarts : 0};
+                              .restarts = had ? old.restarts : 0,
+                              .user = kcache_user_name(d->cache, pl->gang->user)};
         rc = store_job_upsert(d->db, &j, eb);
     }
     if (rc == 0)

@@ -322,6 +322,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->group);
     free(p->pg_ref);
     free(p->queue);
+    free(p->user);
     free(p->flavor);
     free(p->why);
     free(p->sched_msg);
@@ -513,6 +514,8 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
     if (!q)
         q = map_str(ann, KOBJ_ANNOT_VOLCANO_Q);
     p->queue = dup_or_null(q);
+    const char *u = map_str(ann, KOBJ_ANNOT_USER);
+    p->user = dup_or_null(u ? u : map_str(labels, KOBJ_ANNOT_USER));
     p->flavor = dup_or_null(map_str(ann, KOBJ_ANNOT_FLAVOR));
     const char *mr = p->ours && p->node ? map_str(ann, KOBJ_ANNOT_MAX_RUNTIME) : NULL;
     int64_t mr_ms = 0; /* a bad value was refused when the gang was admitted: none */

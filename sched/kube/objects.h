@@ -50,6 +50,7 @@
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
 #define KOBJ_ANNOT_BIND_FENCE   "gangsched.io/bind-fence" /* written to end a Binding's doubt */
 #define KOBJ_ANNOT_MAX_RUNTIME  "gangsched.io/max-runtime"
+#define KOBJ_ANNOT_USER         "gangsched.io/user" /* also a label of that name on pods */
 
 #define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
 #define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
@@ -90,6 +91,8 @@ struct kpod {
     int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
     char *queue;          /* the pod's own queue label or annotation, NULL when none */
+    char *user;           /* gangsched.io/user annotation, else label (kept once bound, for
+                             run-time estimates per user), NULL when none */
     bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
     char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
     bool ours;            /* spec.schedulerName is this scheduler's name */

@@ -19,7 +19,9 @@ void sim_learn(struct run *r)
     qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_u32);
     for (uint32_t k = 0; k < r->n_fin_now; k++) {
         const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
-        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]], g->submit_ms);
+        (void)est_observe(
+            &r->est, g->queue, g->user, g->gpus, r->busy_ms[r->fin_now[k]],
+            g->submit_ms); /* out of memory: its user's ring misses it, the queue's learn it */
     }
     r->n_fin_now = 0;
 }
@@ -44,7 +46,9 @@ void sim_relearn(struct run *r)
     qsort(r->fin_now, r->n_fin_now, sizeof(*r->fin_now), cmp_by_end);
     for (uint32_t k = 0; k < r->n_fin_now; k++) {
         const struct gang *g = &r->in->jobs[r->fin_now[k]].gang;
-        est_observe(&r->est, g->queue, g->gpus, r->busy_ms[r->fin_now[k]], g->submit_ms);
+        (void)est_observe(
+            &r->est, g->queue, g->user, g->gpus, r->busy_ms[r->fin_now[k]],
+            g->submit_ms); /* out of memory: its user's ring misses it, the queue's learn it */
     }
     r->n_fin_now = 0;
 }
@@ -159,8 +163,9 @@ bool sim_estimates_alloc(struct run *r, size_t nj, size_t nn)
         r->eta_first[j] = INT64_MIN;
     for (size_t j = 0; r->last_eta && j < nj; j++)
         r->last_eta[j] = INT64_MIN;
-    return est_init(&r->est, r->in->n_queues) == 0 && r->rt_est && r->rt_typ && r->rt_want &&
-           r->rt_done && r->rel_typ && r->rel_nodes && r->rel_listed && r->fin_now &&
+    return est_init(&r->est, r->in->n_queues) == 0 &&
+           est_reserve_users(&r->est, r->in->n_users) == 0 && r->rt_est && r->rt_typ &&
+           r->rt_want && r->rt_done && r->rel_typ && r->rel_nodes && r->rel_listed && r->fin_now &&
            r->eta_first && (!r->opt->db || (r->last_eta && r->eta_of));
 }
 

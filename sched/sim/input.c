@@ -2,6 +2,7 @@
  * knobs) (see run.h). */
 #include "sched/core/dra.h"
 #include "sched/core/hami.h"
+#include "sched/core/strmap.h"
 #include "sched/sim/run.h"
 
 #define CPU_PER_GPU_MILLI 4000
@@ -269,6 +270,32 @@ static void pod_sets(struct gang *g, const struct trace_job *tj, int64_t node_gp
     }
 }
 
+/* Each job's gang.user: 1 + the index of its trace user in order of first appearance (the
+ * same trace gives the same numbers, so a resumed run learns the same); 0 without one. */
+static int intern_users(struct sim_input *in, const struct trace *t)
+{
+    struct strmap seen;
+    strmap_init(&seen);
+    int rc = 0;
+    for (size_t i = 0; i < t->n_jobs && rc == 0; i++) {
+        const char *u = t->jobs[i].user;
+        if (!u)
+            continue;
+        uintptr_t id = (uintptr_t)strmap_get(&seen, u);
+        if (id == 0) {
+            id = (uintptr_t)in->n_users + 1;
+            if (id > EST_USERS_MAX)
+                continue; /* learned as unknown (estimate.h) */
+            if ((rc = strmap_put(&seen, u, (void *)id, NULL)) != 0)
+                break;
+            in->n_users++;
+        }
+        in->jobs[i].gang.user = (uint32_t)id;
+    }
+    strmap_fini(&seen);
+    return rc;
+}
+
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
                     const struct config *cfg, struct sched_errbuf *eb)
 {
@@ -365,6 +392,11 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->min_member = g->n_pods;
     }
     in->n_jobs = (uint32_t)t->n_jobs;
+    int rc = intern_users(in, t);
+    if (rc != 0) {
+        sim_input_free(in);
+        return sched_fail(eb, rc, "out of memory for the users of %zu jobs", t->n_jobs);
+    }
     return 0;
 }
 

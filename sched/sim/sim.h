@@ -46,6 +46,7 @@ struct sim_input {
     uint32_t n_jobs;
     struct queue *queues; /* = the config's queues, same indices */
     uint32_t n_queues;
+    uint32_t n_users;            /* distinct trace users; jobs' gang.user is 1..n_users, or 0 */
     const struct config *config; /* the operator's, or the generated default (owned) */
     struct config *owned_config;
     int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the

@@ -158,6 +158,7 @@ enum col {
     COL_RESOURCE,
     COL_GPUMEM,
     COL_GPUCORES,
+    COL_USER,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
@@ -185,6 +186,7 @@ static const char *const col_names[COL_COUNT] = {
     "resource",
     "gpumem",
     "gpucores",
+    "user",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
@@ -565,11 +567,17 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
 
     struct trace_pool *pool = ps->t->pool;
     size_t len;
-    static const enum col str_cols[6] = {COL_TOPO_REQUIRED, COL_TOPO_PREFERRED, COL_SLICE_TOPOLOGY,
-                                         COL_PROFILE,       COL_TOLERATIONS,    COL_RESOURCE};
-    const char **str_out[6] = {&j.topology_required, &j.topology_preferred, &j.slice_topology,
-                               &j.profile,           &j.tolerations,        &j.resource};
-    for (int k = 0; k < 6; k++) {
+    static const enum col str_cols[7] = {COL_TOPO_REQUIRED, COL_TOPO_PREFERRED, COL_SLICE_TOPOLOGY,
+                                         COL_PROFILE,       COL_TOLERATIONS,    COL_RESOURCE,
+                                         COL_USER};
+    const char **str_out[7] = {&j.topology_required,
+                               &j.topology_preferred,
+                               &j.slice_topology,
+                               &j.profile,
+                               &j.tolerations,
+                               &j.resource,
+                               &j.user};
+    for (int k = 0; k < 7; k++) {
         int col = ps->col[str_cols[k]];
         if (col >= 0 && ps->row[col].n > 0 &&
             !(*str_out[k] = pool_field(pool, &ps->row[col], &len)))

@@ -11,7 +11,8 @@
  * resource num_gpu counts, e.g. nvidia.com/mig-1g.10gb; default the device), gpumem and
  * gpucores (GPU shares in HAMi's model: each pod's gpus_per_pod devices, default 1, each shared
  * with gpumem MiB of memory and gpucores percent of the cores; placed on nodes with a
- * hami.io/node-nvidia-register annotation). Unknown columns are ignored.
+ * hami.io/node-nvidia-register annotation), user (who submitted the job: run-time estimates
+ * learn per user, queue/estimate.h). Unknown columns are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
  * 'duration': 'x1' is not a number".
@@ -54,6 +55,8 @@ struct trace_job {
     const char *profile;            /* scoring profile name, NULL = the queue's */
     const char *tolerations;        /* tolerations column, NULL when absent or empty */
     const char *resource;           /* what num_gpu counts, NULL = the device */
+    const char *user;               /* who submitted it (run-time estimates learn per user),
+                                       NULL when absent or empty */
     int64_t checkpoint_interval_ms; /* checkpoint_interval: 0 = never checkpoints */
     bool has_checkpoint_interval;   /* the column had a value (else the simulator's default) */
     bool has_restart_cost;          /* the restart_cost cell is not empty (else the queue's

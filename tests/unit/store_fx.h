@@ -105,8 +105,9 @@ static inline int64_t raw_int(const char *path, const char *sql)
 static inline struct store_job job(const char *gang, const char *queue, int64_t gpus,
                                    enum store_job_state state)
 {
-    struct store_job j = {
-        gang, 7, queue, NULL, gpus, state, 1000, STORE_NO_TIME, STORE_NO_TIME, STORE_NO_TIME, 0, 0};
+    struct store_job j = {gang,  7,    queue,         NULL,          gpus,
+                          state, 1000, STORE_NO_TIME, STORE_NO_TIME, STORE_NO_TIME,
+                          0,     0,    NULL};
     if (state == STORE_JOB_ADMITTED || state == STORE_JOB_RUNNING) {
         j.flavor = "default";
         j.admit_ms = 2000;

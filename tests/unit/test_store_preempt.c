@@ -31,7 +31,7 @@ static void add_job(struct store *st, const char *gang)
 {
     struct store_job j = {
         gang,          1, "q", NULL, 8, STORE_JOB_PENDING, 1000, STORE_NO_TIME, STORE_NO_TIME,
-        STORE_NO_TIME, 1, 0};
+        STORE_NO_TIME, 1, 0,   NULL};
     struct sched_errbuf eb = {{0}};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
 }
@@ -120,10 +120,11 @@ static void test_kind_round_trip(void **state)
  * version 6 added (the jobs' promise columns, test_store_promise.c). */
 static void make_v4(const char *path)
 {
-    raw_sql(path, "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
-                  "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
-                  "ALTER TABLE jobs DROP COLUMN probation_for; "
-                  "ALTER TABLE preemptions DROP COLUMN kind; PRAGMA user_version = 4;");
+    raw_sql(path,
+            "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
+            "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
+            "ALTER TABLE jobs DROP COLUMN probation_for; ALTER TABLE jobs DROP COLUMN user_name; "
+            "ALTER TABLE preemptions DROP COLUMN kind; PRAGMA user_version = 4;");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
 }
 
@@ -203,8 +204,8 @@ static void test_running_victim_checkpointing(void **state)
     struct fx *f = *state;
     struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     struct sched_errbuf eb = {{0}};
-    struct store_job j = {"ns/v", 1,    "q",  "default",     8, STORE_JOB_RUNNING,
-                          1000,   2000, 2000, STORE_NO_TIME, 1, 0};
+    struct store_job j = {"ns/v",        1, "q", "default", 8, STORE_JOB_RUNNING, 1000, 2000, 2000,
+                          STORE_NO_TIME, 1, 0,   NULL};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
     add_preemption(st, 1500, "ns/v", "ns/big", "priority"); /* before this run started */
     char buf[64];

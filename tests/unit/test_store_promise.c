@@ -1,9 +1,12 @@
-/* tests/unit/test_store_promise.c: backfill promises on the store's job rows (schema version 6):
+/* tests/unit/test_store_promise.c: the columns added to the store's job rows after version 5:
+ * backfill promises (schema version 6):
  * written and listed; kept while a row stays in its wait (pending) or its run (admitted, then
  * running) and dropped by an upsert that takes it out (placed, evicted, finished); a write for a
  * gang without a row writes nothing; a version 5 database (made by hand from a current one)
  * migrated in place on open, its rows without promises, and accepted by `gangsched store check`
- * (store_check) before and after a promise is written.
+ * (store_check) before and after a promise is written; the user of a job (version 7): kept by a
+ * write without one for the same gang, replaced for another gang under the name, NULL in rows
+ * migrated from version 6.
  *
  * Owns: one mkdtemp directory per test (removed in teardown). Must not touch anything else.
  */
@@ -170,7 +173,59 @@ static void make_v5(const char *path)
 {
     raw_sql(path, "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
                   "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
-                  "ALTER TABLE jobs DROP COLUMN probation_for; PRAGMA user_version = 5;");
+                  "ALTER TABLE jobs DROP COLUMN probation_for; "
+                  "ALTER TABLE jobs DROP COLUMN user_name; PRAGMA user_version = 5;");
+}
+
+/* The user of gang's row, "-" for NULL. */
+static const char *user_of(struct store *st, const char *gang)
+{
+    struct store_job j;
+    struct sched_errbuf eb = {{0}};
+    if (store_job_get(st, gang, &j, &eb) != 0)
+        fail_msg("store_job_get %s: %s", gang, eb.msg);
+    return j.user ? j.user : "-";
+}
+
+static void test_job_user(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    job(st, "ns/old", STORE_JOB_PENDING);
+    store_close(st);
+    raw_sql(f->db, "ALTER TABLE jobs DROP COLUMN user_name; PRAGMA user_version = 6;");
+    st = open_ok(f->db); /* migrated on open */
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
+    assert_string_equal(user_of(st, "ns/old"), "-");
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = {.gang = "ns/a",
+                          .gang_id = -1,
+                          .queue = "q",
+                          .state = STORE_JOB_PENDING,
+                          .submit_ms = 1000,
+                          .admit_ms = STORE_NO_TIME,
+                          .start_ms = STORE_NO_TIME,
+                          .finish_ms = STORE_NO_TIME,
+                          .user = "alice"};
+    put_ok(store_job_upsert(st, &j, &eb), &eb);
+    assert_string_equal(user_of(st, "ns/a"), "alice");
+    j.user = NULL; /* a later write of the same gang that does not know it: kept */
+    j.state = STORE_JOB_FINISHED;
+    j.finish_ms = 5000;
+    put_ok(store_job_upsert(st, &j, &eb), &eb);
+    assert_string_equal(user_of(st, "ns/a"), "alice");
+    struct store_job many[2] = {j, j}; /* the batched statement binds it too */
+    many[1].gang = "ns/b";
+    many[1].user = "bob";
+    put_ok(store_job_upsert_many(st, many, 2, &eb), &eb);
+    assert_string_equal(user_of(st, "ns/a"), "alice");
+    assert_string_equal(user_of(st, "ns/b"), "bob");
+    j.submit_ms = 9000; /* another gang under the name (submitted again): not alice's */
+    j.state = STORE_JOB_PENDING;
+    j.finish_ms = STORE_NO_TIME;
+    put_ok(store_job_upsert(st, &j, &eb), &eb);
+    assert_string_equal(user_of(st, "ns/a"), "-");
+    store_close(st);
 }
 
 static void test_migrate_v5(void **state)
@@ -184,7 +239,7 @@ static void test_migrate_v5(void **state)
     FILE *out = tmpfile();
     assert_non_null(out);
     st = open_ok(f->db); /* migrated on open */
-    assert_int_equal(store_schema_version(st), 6);
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
     char buf[512];
     assert_string_equal(promises(st, buf), ""); /* the old rows: none */
     struct sched_errbuf eb = {{0}};
@@ -208,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kept_by_wait_and_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_user, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
