@@ -4,7 +4,8 @@
  * are given on demand (sched_snapshot.runtime_src): the cycle asks for the gangs it plans, not
  * for the whole backlog, and the expected starts are the same as with every pending gang's
  * estimate computed before the cycle. The CPU time of both ways is printed (not asserted: speed
- * is checked by benchmarks). A gang of one keeps the run time its pod declares once bound. */
+ * is checked by benchmarks). A gang of one keeps the run time its pod declares once bound. Run
+ * times are learned per user (gangsched.io/user). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +280,69 @@ static void learn_run(struct kdrv *d, int64_t d_min, int64_t end_ms)
     kdrv_est_learn(d, &j, end_ms);
 }
 
+/* A run of d_min minutes of user's (NULL: not known), ended at end_ms. */
+static void learn_user_run(struct kdrv *d, const char *user, int64_t d_min, int64_t end_ms)
+{
+    struct store_job j = {.gang = "ml/done",
+                          .queue = "q",
+                          .gpus = 8,
+                          .state = STORE_JOB_RUNNING,
+                          .submit_ms = T0_MS - 10 * HOUR_MS,
+                          .start_ms = end_ms - d_min * 60000,
+                          .user = user};
+    kdrv_est_learn(d, &j, end_ms);
+}
+
+/* Run times per user (gangsched.io/user, cache_users.c): ana's runs take 10 minutes, ben's 5
+ * hours. A running gang of ana's (the annotation on its pod) is expected to end 10 minutes after
+ * its start, ben's 5 hours after, in the planner's releases and in the safe release_ms of their
+ * nodes; a gang without a user by its queue's runs. A user that changes on the pod changes the
+ * kept end. */
+static void runs_learned_per_user(void **state)
+{
+    (void)state;
+    static struct fx f;
+    fixture(&f, 0);
+    build(&f, T0_MS);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, T0_MS), 0); /* the model's queues */
+    for (int k = 0; k < 4; k++) {
+        learn_user_run(&f.d, "ana", 10, T0_MS - HOUR_MS);
+        learn_user_run(&f.d, "ben", 300, T0_MS - HOUR_MS);
+    }
+    const char *names[3] = {"a-run", "b-run", "x-run"};
+    const char *anns[3] = {"\"gangsched.io/user\":\"ana\"", "\"gangsched.io/user\":\"ben\"", ""};
+    int node[3];
+    char nn[16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(nn, sizeof(nn), "u%d", i);
+        fx_node(f.d.cache, nn);
+        run_pod(f.d.cache, names[i], nn, T0_MS, anns[i]);
+    }
+    int64_t now = T0_MS + 60000;
+    build(&f, now);
+    for (int i = 0; i < 3; i++) {
+        snprintf(nn, sizeof(nn), "u%d", i);
+        node[i] = kcache_node_index(f.d.cache, nn);
+        assert_true(node[i] >= 0);
+    }
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    assert_string_equal(kcache_user_name(f.d.cache, gang_by_key(&f, "ml/a-run")->gang.user), "ana");
+    assert_string_equal(kcache_user_name(f.d.cache, gang_by_key(&f, "ml/b-run")->gang.user), "ben");
+    assert_int_equal(gang_by_key(&f, "ml/x-run")->gang.user, 0);
+    assert_int_equal(f.kb.snap.release_typ_ms[node[0]], T0_MS + 10 * 60000);
+    assert_int_equal(f.kb.snap.release_typ_ms[node[1]], T0_MS + 300 * 60000);
+    assert_int_equal(f.kb.state[node[0]].release_ms, T0_MS + 10 * 60000);
+    assert_int_equal(f.kb.state[node[1]].release_ms, T0_MS + 300 * 60000);
+    /* no user: its queue's eight runs, the safe 95th percentile is ben's 5 hours */
+    assert_int_equal(f.kb.state[node[2]].release_ms, T0_MS + 300 * 60000);
+    /* ana's pod now says ben: the kept end is computed again */
+    run_pod(f.d.cache, "a-run", "u0", T0_MS, anns[1]);
+    build(&f, now);
+    assert_int_equal(kdrv_est_plan(&f.d, &f.kb, f.cfg, now), 0);
+    assert_int_equal(f.kb.snap.release_typ_ms[node[0]], T0_MS + 300 * 60000);
+    fixture_free(&f);
+}
+
 /* The running gangs' expected ends are kept from cycle to cycle (driver_est.c) and give the
  * releases computed anew: over six hours in steps of 7 minutes, as gangs run past learned run
  * times and past all of them, runs are learned, a gang declares its run time and a start
@@ -526,6 +590,7 @@ int main(void)
         cmocka_unit_test(kept_ends_match_computed),
         cmocka_unit_test(a_run_learned_recomputes_its_ring_only),
         cmocka_unit_test(shares_of_one_gpu_count_once),
+        cmocka_unit_test(runs_learned_per_user),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
