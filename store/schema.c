@@ -465,7 +465,7 @@ const char *const store__stmt_sql[STMT_N] = {
     /* a queue's jobs in read order after the key (?3, ?4, ?5), of rank ?2 at most (2: pending,
      * admitted and running; 4: every state): an index range of jobs_list */
     [STMT_VIEW_JOBS] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                       "start_ms, finish_ms, preemptions, restarts FROM jobs "
+                       "start_ms, finish_ms, preemptions, restarts, user_name FROM jobs "
                        "WHERE queue = ?1 AND state_rank <= ?2 AND "
                        "(state_rank, submit_ms, gang) > (?3, ?4, ?5) "
                        "ORDER BY state_rank, submit_ms, gang LIMIT ?6",

@@ -520,6 +520,7 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
 {
     jstr(v, o, "job", j->gang);
     jstr(v, o, "queue", j->queue);
+    jstr(v, o, "user", j->user);
     jstr(v, o, "flavor", j->flavor);
     jstr(v, o, "state", store_job_state_name(j->state));
     jint(v, o, "gpus", j->gpus);

@@ -40,6 +40,7 @@ struct ledger_rec {
 
 struct job_rec {
     char *gang, *queue, *flavor;
+    char *user; /* who submitted it, or NULL: not known */
     int64_t gang_id, gpus;
     enum store_job_state state;
     int64_t submit_ms, admit_ms, start_ms, finish_ms;

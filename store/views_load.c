@@ -172,6 +172,7 @@ int views_load_job(void *ctx, const struct store_job *j)
         .gang = views_vdup(v, j->gang),
         .queue = views_vdup(v, j->queue),
         .flavor = views_vdup(v, j->flavor),
+        .user = views_vdup(v, j->user),
         .gang_id = j->gang_id,
         .gpus = j->gpus < 0 ? 0 : j->gpus,
         .state = j->state,
@@ -499,6 +500,7 @@ void store_views_free(struct store_views *v)
         free(v->jobs[i].gang);
         free(v->jobs[i].queue);
         free(v->jobs[i].flavor);
+        free(v->jobs[i].user);
         free(v->jobs[i].reason);
     }
     for (size_t i = 0; i < v->n_places; i++) {

@@ -281,6 +281,7 @@ static int intern_users(struct sim_input *in, const struct trace *t)
         const char *u = t->jobs[i].user;
         if (!u)
             continue;
+        in->jobs[i].user = u; /* the store's row names it even past EST_USERS_MAX */
         uintptr_t id = (uintptr_t)strmap_get(&seen, u);
         if (id == 0) {
             id = (uintptr_t)in->n_users + 1;

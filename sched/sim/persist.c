@@ -182,6 +182,7 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
         .start_ms = started ? r->start_ms[j] : STORE_NO_TIME,
         .finish_ms = sim_state(r, j) == ENG_JOB_FINISHED ? r->end_ms[j] : STORE_NO_TIME,
         .preemptions = r->n_evicted[j],
+        .user = job->user,
     };
     return rc;
 }

@@ -25,6 +25,7 @@
 struct sim_job {
     struct gang gang;    /* id = index in sim_input.jobs; sets built from the trace row */
     const char *id;      /* trace job id */
+    const char *user;    /* trace user, NULL when none (gang.user is its number) */
     int64_t duration_ms; /* work, as run time at full gang size */
     int64_t checkpoint_interval_ms; /* a checkpoint every this much work; 0 = never */
     int64_t restart_cost_ms;        /* time a restart costs before work resumes */

@@ -3,7 +3,7 @@
 # runs, the start estimates err less (median and p90) and the queue waits less (reservations and
 # backfill read the same estimates) than on the same trace without the column; a column whose
 # cells are all empty is the same as none (the same decisions, byte for byte); the user is read
-# as text (quoted, with spaces).
+# as text (quoted, with spaces) and kept in the store's job rows.
 . tests/sim/lib.inc
 python3 - "$TMP" <<'PY'
 import os, random, sys
@@ -37,4 +37,11 @@ if cmp -s "$TMP/none.jobs.csv" "$TMP/empty.jobs.csv" && cmp -s "$TMP/none.json" 
 else
     bad "empty user cells changed the run"
 fi
+# the store keeps each job's user (jobs.user_name, schema 7): gangctl's JSON names it
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:6 --trace "$TMP/users/jobs.csv" \
+    --db "$TMP/u.db" >/dev/null 2>"$TMP/db.err" || bad "simulate --db: $(head -3 "$TMP/db.err")"
+"$BIN/gangctl" --db "$TMP/u.db" jobs --all -o json >"$TMP/jobs.json" 2>"$TMP/ctl.err" || bad "gangctl: $(head -3 "$TMP/ctl.err")"
+expect_eq "users in the store, as gangctl shows them" "$(python3 -c "
+import json, sys
+print(sorted({j['user'] for j in json.load(open(sys.argv[1]))['jobs']}))" "$TMP/jobs.json")" "['ana', 'ben b.']"
 finish
