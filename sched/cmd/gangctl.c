@@ -90,7 +90,8 @@ const struct cmd_help gangctl_helps[] = {
      "pending jobs. -o wide adds borrowed and lent GPUs, admitted, finished and failed jobs\n"
      "and the fair share. Queues only found in the ledger or the jobs (no longer in the\n"
      "configuration) are marked \"not configured\".\n"},
-    {"jobs", "jobs [-q QUEUE] [-A]", "jobs: position, current wait and why each pending job waits",
+    {"jobs", "jobs [-q QUEUE] [-u USER] [-A]",
+     "jobs: position, current wait and why each pending job waits",
      "Pending and running jobs (-A, --all: every job), by queue. POSITION is a pending job's\n"
      "place in its queue in submission order (the database does not record priorities, so\n"
      "the scheduler may admit in another order). WAITING is a pending job's current wait\n"
@@ -187,6 +188,12 @@ const struct flag gangctl_flags[] = {
      FLAG_AT(struct args, queue),
      .arg = "QUEUE",
      .help = "jobs: the jobs of this queue only"},
+    {.name = "--user",
+     .short_name = 'u',
+     .kind = FLAG_STRING,
+     FLAG_AT(struct args, user),
+     .arg = "USER",
+     .help = "jobs: the jobs of this user only (gangsched.io/user)"},
     {.name = "--all",
      .short_name = 'A',
      .kind = FLAG_BOOL,
@@ -373,9 +380,11 @@ static int run(int argc, char **argv)
         fprintf(stderr, "%s: usage: %s %s\n", prog, prog, h->synopsis);
         return EXIT_USAGE;
     }
-    if ((a.queue || a.all) && strcmp(cmd, "jobs") != 0)
-        return usage_error(
-            a.queue ? "-q applies to jobs only, not" : "-A applies to jobs only, not", cmd);
+    if ((a.queue || a.all || a.user) && strcmp(cmd, "jobs") != 0)
+        return usage_error(a.queue  ? "-q applies to jobs only, not"
+                           : a.user ? "-u applies to jobs only, not"
+                                    : "-A applies to jobs only, not",
+                           cmd);
     if (a.have_limit && strcmp(cmd, "explain") != 0)
         return usage_error("--limit applies to explain only, not", cmd);
 

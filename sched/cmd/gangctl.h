@@ -111,7 +111,7 @@ void print_now(const cJSON *doc);
 
 /* ---- the command line ---- */
 struct args {
-    const char *db, *server, *token_file, *queue;
+    const char *db, *server, *token_file, *queue, *user;
     bool all, help, no_color, server_flag, have_limit, version, watch, no_headers;
     int out_fmt; /* -o: enum out_fmt */
     uint32_t limit;

@@ -159,18 +159,33 @@ static void eta_word(const char *note, char *buf, size_t n)
         snprintf(buf, n, "unknown");
 }
 
-static int show_jobs(cJSON *doc, const char *only, bool all)
+/* Drops the jobs of doc's "jobs" whose user is not `user` (gangctl jobs -u: the server and the
+ * store list every user's; a job of no known user has none). */
+static void keep_user(cJSON *doc, const char *user)
 {
+    cJSON *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
+    for (cJSON *j = jobs ? jobs->child : NULL, *next; j; j = next) {
+        next = j->next;
+        if (!str_eq(gstr(j, "user"), user))
+            cJSON_Delete(cJSON_DetachItemViaPointer(jobs, j));
+    }
+}
+
+static int show_jobs(cJSON *doc, const char *only, bool all, const char *user)
+{
+    if (user)
+        keep_user(doc, user);
     if (out_fmt >= OUT_JSON)
         return emit_doc(doc);
     const char *const hdr[] = {"JOB",     "QUEUE",   "STATE",    gpus_col, "POSITION",
                                "WAITING", "STARTED", "FINISHED", "START",  "REASON"};
-    const char *const whdr[] = {"JOB",         "QUEUE",   "STATE",    gpus_col, "POSITION",
-                                "WAITING",     "STARTED", "FINISHED", "FLAVOR", "SUBMITTED",
-                                "PREEMPTIONS", "NODES",   "QUEUED",   "START",  "REASON"};
+    const char *const whdr[] = {"JOB",      "QUEUE",    "USER",      "STATE",
+                                gpus_col,   "POSITION", "WAITING",   "STARTED",
+                                "FINISHED", "FLAVOR",   "SUBMITTED", "PREEMPTIONS",
+                                "NODES",    "QUEUED",   "START",     "REASON"};
     bool wide = out_fmt == OUT_WIDE;
-    struct table t;
-    tbl_init(&t, wide ? 15 : 10, wide ? whdr : hdr, wide ? 0x1418 : 0x18);
+    struct table t; /* right-aligned: GPUS and POSITION, in wide also PREEMPTIONS and QUEUED */
+    tbl_init(&t, wide ? 16 : 10, wide ? whdr : hdr, wide ? 0x2830 : 0x18);
     const cJSON *jobs = jget(doc, "jobs");
     EACH(j, jobs)
     {
@@ -183,6 +198,8 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
         fmt_time(fin, sizeof(fin), gint(j, "finish_ms", STORE_NO_TIME));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "job")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "queue")));
+        if (wide)
+            tbl_cell(&t, C_NONE, "%s", or_dash(gstr(j, "user")));
         tbl_cell(&t, state_color(state), "%s", state);
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(j, "gpus", 0));
         if (pos > 0)
@@ -210,8 +227,8 @@ static int show_jobs(cJSON *doc, const char *only, bool all)
         tbl_cell(&t, pending ? C_YELLOW : C_NONE, "%s", or_dash(gstr(j, "reason")));
     }
     if (cJSON_GetArraySize(jobs) == 0)
-        printf("no %sjobs%s%s\n", all ? "" : "pending or running ", only ? " in queue " : "",
-               only ? only : "");
+        printf("no %sjobs%s%s%s%s\n", all ? "" : "pending or running ", only ? " in queue " : "",
+               only ? only : "", user ? " of user " : "", user ? user : "");
     else
         tbl_print(stdout, &t);
     tbl_free(&t);
@@ -458,7 +475,7 @@ int show(cJSON *doc, const char *cmd, const struct args *a)
     if (strcmp(cmd, "queues") == 0)
         return show_queues(doc);
     if (strcmp(cmd, "jobs") == 0)
-        return show_jobs(doc, a->queue, a->all);
+        return show_jobs(doc, a->queue, a->all, a->user);
     if (strcmp(cmd, "explain") == 0)
         return show_explain(doc);
     if (strcmp(cmd, "top") == 0)

@@ -63,8 +63,8 @@ expect_eq "explain: submit = --jobs-out" "$("$JGET" "$TMP/e.json" job/submit_ms)
 expect_eq "explain: start = --jobs-out" "$("$JGET" "$TMP/e.json" job/start_ms)" "$start"
 expect_eq "explain: state" "$("$JGET" "$TMP/e.json" job/state)" finished
 # a job that was preempted: its victim records
-victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0 { print $1; exit }')
-"$CTL" --db "$TMP/g.db" jobs -A -o wide | head -1 | grep -q 'PREEMPTIONS  *NODES  *QUEUED  *START  *REASON$' &&
+victim=$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $12 > 0 { print $1; exit }')
+"$CTL" --db "$TMP/g.db" jobs -A -o wide | head -1 | grep -q 'USER  *STATE.*PREEMPTIONS  *NODES  *QUEUED  *START  *REASON$' &&
     ok "jobs -o wide header" || bad "jobs -o wide header: $("$CTL" --db "$TMP/g.db" jobs -A -o wide | head -1)"
 if [ -n "$victim" ]; then
     "$CTL" --db "$TMP/g.db" explain "$victim" >"$TMP/e.txt"
@@ -89,7 +89,7 @@ else
 fi
 evicted=$(awk -F, 'NR > 1 && $8 > 0' "$TMP/jobs.csv" | wc -l | tr -d ' ')
 expect_eq "preempted jobs (jobs -A -o wide) = evicted in --jobs-out" \
-    "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $11 > 0' | wc -l | tr -d ' ')" "$evicted"
+    "$("$CTL" --db "$TMP/g.db" jobs -A -o wide | awk 'NR > 1 && $12 > 0' | wc -l | tr -d ' ')" "$evicted"
 
 # ---- the stopped run: pending and running jobs, positions, top --------------------------------
 "$CTL" --db "$TMP/s.db" queues -o json >"$TMP/sq.json"

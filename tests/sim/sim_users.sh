@@ -44,4 +44,11 @@ fi
 expect_eq "users in the store, as gangctl shows them" "$(python3 -c "
 import json, sys
 print(sorted({j['user'] for j in json.load(open(sys.argv[1]))['jobs']}))" "$TMP/jobs.json")" "['ana', 'ben b.']"
+expect_eq "gangctl jobs -u: that user's jobs only" \
+    "$("$BIN/gangctl" --db "$TMP/u.db" jobs -A -u 'ben b.' -o json | grep -c '"user":.*"ben b."')" \
+    "$("$BIN/gangctl" --db "$TMP/u.db" jobs -A -o json | grep -c '"user":.*"ben b."')"
+expect_eq "gangctl jobs -u: none of the other's" \
+    "$("$BIN/gangctl" --db "$TMP/u.db" jobs -A -u 'ben b.' -o json | grep -c '"user":.*"ana"')" 0
+expect_eq "gangctl jobs -u for nobody" "$("$BIN/gangctl" --db "$TMP/u.db" jobs -A -u nobody)" \
+    "no jobs of user nobody"
 finish
