@@ -5,13 +5,13 @@ reports SchedulingThroughput.
 Owns: a small runner for the data in tests/bench/scheduler_perf/ (copied from
 kubernetes/kubernetes test/integration/scheduler_perf/, see its NOTICE): the config loader
 ($param substitution, label filter), a renderer for the Go text/template subset the templates
-use ({{.Index}}, {{.param}}, DivideInt, AddInt, SubtractInt, MultiplyInt, Mod, if/else/end, {{- -}}),
-and the opcodes createNodes (built-in node-default shape without a template), createNamespaces,
-createPodGroups / createAny (+ waitForPodGroups), createPods (count x multiplier, waiting until
-all are bound unless skipWaitToCompletion) and barrier. Other opcodes (churn, ...) make a workload
-"not applicable". Pods get spec.schedulerName gangsched (upstream's go to the default scheduler);
-v1alpha3 PodGroups are posted as they are (the server serves v1beta1 and v1alpha3, as 1.37
-can); a v1alpha2 one is posted as v1beta1 (1.37 no longer serves v1alpha2).
+use ({{.Index}}, {{.param}}, DivideInt, AddInt, SubtractInt, MultiplyInt, Mod, if/else/end,
+{{- -}}), and the opcodes createNodes (built-in node-default shape without a template),
+createNamespaces, createPodGroups / createAny (+ waitForPodGroups), createPods (count x multiplier,
+waiting until all are bound unless skipWaitToCompletion) and barrier. Other opcodes (churn, ...)
+make a workload "not applicable". Pods get spec.schedulerName gangsched (upstream's go to the
+default scheduler); v1alpha3 PodGroups are posted as they are (the server serves v1beta1 and
+v1alpha3, as 1.37 can); a v1alpha2 one is posted as v1beta1 (1.37 no longer serves v1alpha2).
 
 Measured like upstream: SchedulingThroughput counts pods of the measured createPods whose
 spec.nodeName goes from empty to set, sampled once per second (here from the watch's event
@@ -185,8 +185,8 @@ class Env:
         self.slog = open(os.path.join(tmp, "gangsched.log"), "a")
         wrap = os.environ.get("GANGSCHED_WRAP", "").split()  # e.g. "perf record -g -o F --"
         self.procs.append(subprocess.Popen(
-            wrap + [os.path.join(BIN, "gangsched"), "run", "--kubeconfig", self.kubeconfig, "--config",
-             os.path.join(tmp, "config.yaml"), "--db", os.path.join(tmp, "g.db"),
+            wrap + [os.path.join(BIN, "gangsched"), "run", "--kubeconfig", self.kubeconfig,
+             "--config", os.path.join(tmp, "config.yaml"), "--db", os.path.join(tmp, "g.db"),
              "--leader-elect", "false", "--cycle-ms", "20", "--listen", "127.0.0.1:0",
              "--kube-qps", "5000", "--kube-burst", "5000", "--kube-max-inflight",
              os.environ.get("KUBE_MAX_INFLIGHT", "16")], stdout=self.slog, stderr=self.slog))
@@ -314,6 +314,8 @@ def pg_path(ns, version="v1beta1"):
 # ---- one workload ------------------------------------------------------------------------------
 
 def run_workload(case, wl, base, env, record):
+    """Runs the ops of case's workloadTemplate in order with wl's params, then records the
+    measured createPods op's figures and checks in record."""
     params = dict(wl.get("params") or {})
 
     def val(v):
@@ -326,123 +328,159 @@ def run_workload(case, wl, base, env, record):
         count = int(val(op.get("countParam", op.get("count", 0))) or 0)
         tparams = {k: val(v) for k, v in (op.get("templateParams") or {}).items()}
         if code == "createNodes":
-            objs = []
-            for i in range(count):
-                n = (load(base, op["nodeTemplatePath"], dict(tparams, Index=i, Count=count))
-                     if op.get("nodeTemplatePath") else json.loads(json.dumps(DEFAULT_NODE)))
-                lp = op.get("labelNodePrepareStrategy")
-                if lp:
-                    n["metadata"].setdefault("labels", {})[lp["labelKey"]] = \
-                        lp["labelValues"][i % len(lp["labelValues"])]
-                objs.append(("/api/v1/nodes", n))
-            post_all(c, objs)
+            create_nodes(c, op, base, count, tparams)
         elif code == "createNamespaces":
             for i in range(count):
                 c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": "%s-%d" % (op["prefix"], i)}})
         elif code in ("createPodGroups", "createAny"):
-            ns = op["namespace"]
-            objs = []
-            for i in range(count):
-                o = load(base, op["templatePath"], dict(tparams, Index=i, Count=count))
-                if o.get("kind") != "PodGroup":
-                    raise NotApplicable("createAny of %s" % o.get("kind"))
-                if o.get("apiVersion") == "scheduling.k8s.io/v1alpha2":
-                    o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # 1.37 serves no v1alpha2
-                objs.append((pg_path(ns, o["apiVersion"].split("/")[1]), o))
-            post_all(c, objs)
-            time.sleep(0.5)  # the daemon's informer sees them before the pods (waitForPodGroups)
+            create_pod_groups(c, op, base, count, tparams)
         elif code == "waitForPodGroups":
             continue
         elif code == "createPods":
-            ns = op.get("namespace") or "namespace-%d" % op_i
-            if not op.get("namespace"):
-                c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                              "metadata": {"name": ns}})
-            mult = int(val(op.get("countMultiplierParam", 1)) or 1)
-            total = count * mult
-            objs = []
-            for i in range(total):
-                p = load(base, op["podTemplatePath"], dict(tparams, Index=i, Count=total))
-                p["spec"]["schedulerName"] = "gangsched"
-                objs.append(("/api/v1/namespaces/%s/pods" % ns, p))
-            rv = c.get("/api/v1/namespaces/%s/pods?limit=1" % ns)[1]["metadata"]["resourceVersion"]
-            binds, stop, phase = [], threading.Event(), []
-
-            def watch():
-                w = Client(env.kubeconfig).watch(
-                    "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s&timeoutSeconds=600"
-                    % (ns, rv), timeout=620)
-                seen = set()
-                while not stop.is_set():
-                    ev = w.next()
-                    if ev is None:
-                        break
-                    o = ev.get("object") or {}
-                    nm = o.get("metadata", {}).get("name")
-                    if o.get("spec", {}).get("nodeName") and nm not in seen:
-                        seen.add(nm)
-                        binds.append(time.time())
-                        if len(seen) == 1 or len(seen) == total:
-                            phase.append(cpu_snapshot(env, False))
-                        if len(seen) >= total:
-                            break
-                w.close()
-            if PRECREATE:  # every pod exists before the scheduler starts: its rate alone
-                env.stop_sched()
-                post_all(c, objs)
-            t = threading.Thread(target=watch, daemon=True)
-            t.start()
-            cpu0 = cpu_snapshot(env) if op.get("collectMetrics") else None
-            start = time.time()
-            if PRECREATE:
-                env.start_sched()
-            else:
-                post_all(c, objs)
-            created = time.time() - start
-            if not op.get("skipWaitToCompletion"):
-                t.join(timeout=max(120, total / 20))
-                if len(binds) < total:
-                    raise TimeoutError("%d of %d pods bound" % (len(binds), total))
-            stop.set()
-            if op.get("collectMetrics"):
-                measured = (ns, start, time.time(), list(binds), total)
-                record["pods_created_in_s"] = round(created, 3)
-                cpu1 = cpu_snapshot(env)
-                settle(env, quiet=3.0 if total >= 1000 else 0.5)
-                cpu2 = cpu_snapshot(env)
-                record["cpu_until_bound"] = cpu_report(cpu0, cpu1, total, PRECREATE)
-                record["cpu_until_quiet"] = cpu_report(cpu0, cpu2, total, PRECREATE)
-                record["cycles"] = daemon_cycles(env)
-                if len(phase) == 2:  # from the first bind to the last: the sampled span
-                    phase[0]["requests"] = phase[1]["requests"] = {}
-                    record["cpu_first_to_last_bind"] = cpu_report(phase[0], phase[1], total - 1,
-                                                                  False)
+            measured = create_pods(env, op, op_i, base, count, tparams, val, record) or measured
         elif code == "barrier":
             continue
         else:
             raise NotApplicable("opcode %s" % code)
     if measured:
-        ns, start, end, binds, total = measured
-        record.update(throughput(start, binds))
-        avg = (record.get("SchedulingThroughput") or {}).get("Average")
-        pub = PUBLISHED.get(record["name"])
-        if avg and pub:
-            record["published_Average"] = list(pub)
-            record["ratio_to_published_high"] = round(avg / pub[1], 2)
-        if avg:
-            record["ratio_to_975"] = round(avg / TOP_PUBLISHED, 2)
-        record["SchedulingDuration_s"] = round(end - start, 3)
-        if binds:
-            record["first_bind_s"] = round(min(binds) - start, 3)
-            record["bind_span_s"] = round(max(binds) - min(binds), 3)
-        record["pods"] = total
-        end_wait = time.time() + 60  # the status writes follow the Bindings
+        record_measured(c, case, measured, record)
+
+
+def create_nodes(c, op, base, count, tparams):
+    """createNodes: count nodes from the op's template (upstream's default node without one),
+    labelled as its labelNodePrepareStrategy says."""
+    objs = []
+    for i in range(count):
+        n = (load(base, op["nodeTemplatePath"], dict(tparams, Index=i, Count=count))
+             if op.get("nodeTemplatePath") else json.loads(json.dumps(DEFAULT_NODE)))
+        lp = op.get("labelNodePrepareStrategy")
+        if lp:
+            n["metadata"].setdefault("labels", {})[lp["labelKey"]] = \
+                lp["labelValues"][i % len(lp["labelValues"])]
+        objs.append(("/api/v1/nodes", n))
+    post_all(c, objs)
+
+
+def create_pod_groups(c, op, base, count, tparams):
+    """createPodGroups / createAny (of PodGroups only): count PodGroups from the op's template,
+    a v1alpha2 one posted as v1beta1."""
+    ns = op["namespace"]
+    objs = []
+    for i in range(count):
+        o = load(base, op["templatePath"], dict(tparams, Index=i, Count=count))
+        if o.get("kind") != "PodGroup":
+            raise NotApplicable("createAny of %s" % o.get("kind"))
+        if o.get("apiVersion") == "scheduling.k8s.io/v1alpha2":
+            o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # 1.37 serves no v1alpha2
+        objs.append((pg_path(ns, o["apiVersion"].split("/")[1]), o))
+    post_all(c, objs)
+    time.sleep(0.5)  # the daemon's informer sees them before the pods (waitForPodGroups)
+
+
+def create_pods(env, op, op_i, base, count, tparams, val, record):
+    """createPods: count x countMultiplier pods from the op's template, created while a watch
+    takes the time of each one's Binding (with --precreate: created first, gangsched started
+    after); waits until all are bound unless skipWaitToCompletion. The op that collects
+    metrics records its CPU figures and returns (namespace, start, end, bind times, pods); the
+    others return None."""
+    c = env.c
+    ns = op.get("namespace") or "namespace-%d" % op_i
+    if not op.get("namespace"):
+        c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                      "metadata": {"name": ns}})
+    mult = int(val(op.get("countMultiplierParam", 1)) or 1)
+    total = count * mult
+    objs = []
+    for i in range(total):
+        p = load(base, op["podTemplatePath"], dict(tparams, Index=i, Count=total))
+        p["spec"]["schedulerName"] = "gangsched"
+        objs.append(("/api/v1/namespaces/%s/pods" % ns, p))
+    rv = c.get("/api/v1/namespaces/%s/pods?limit=1" % ns)[1]["metadata"]["resourceVersion"]
+    binds, stop, phase = [], threading.Event(), []
+
+    def watch():
+        w = Client(env.kubeconfig).watch(
+            "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s&timeoutSeconds=600"
+            % (ns, rv), timeout=620)
+        seen = set()
+        while not stop.is_set():
+            ev = w.next()
+            if ev is None:
+                break
+            o = ev.get("object") or {}
+            nm = o.get("metadata", {}).get("name")
+            if o.get("spec", {}).get("nodeName") and nm not in seen:
+                seen.add(nm)
+                binds.append(time.time())
+                if len(seen) == 1 or len(seen) == total:
+                    phase.append(cpu_snapshot(env, False))
+                if len(seen) >= total:
+                    break
+        w.close()
+    if PRECREATE:  # every pod exists before the scheduler starts: its rate alone
+        env.stop_sched()
+        post_all(c, objs)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    cpu0 = cpu_snapshot(env) if op.get("collectMetrics") else None
+    start = time.time()
+    if PRECREATE:
+        env.start_sched()
+    else:
+        post_all(c, objs)
+    created = time.time() - start
+    if not op.get("skipWaitToCompletion"):
+        t.join(timeout=max(120, total / 20))
+        if len(binds) < total:
+            raise TimeoutError("%d of %d pods bound" % (len(binds), total))
+    stop.set()
+    if not op.get("collectMetrics"):
+        return None
+    measured = (ns, start, time.time(), list(binds), total)
+    record_cpu(env, record, cpu0, created, total, phase)
+    return measured
+
+
+def record_cpu(env, record, cpu0, created, total, phase):
+    """The measured createPods op's CPU figures in record: until the last Binding, until the
+    status writes after it are done, and (phase: snapshots at the first and the last Binding)
+    from the first Binding to the last; the daemon's cycles."""
+    record["pods_created_in_s"] = round(created, 3)
+    cpu1 = cpu_snapshot(env)
+    settle(env, quiet=3.0 if total >= 1000 else 0.5)
+    cpu2 = cpu_snapshot(env)
+    record["cpu_until_bound"] = cpu_report(cpu0, cpu1, total, PRECREATE)
+    record["cpu_until_quiet"] = cpu_report(cpu0, cpu2, total, PRECREATE)
+    record["cycles"] = daemon_cycles(env)
+    if len(phase) == 2:  # from the first bind to the last: the sampled span
+        phase[0]["requests"] = phase[1]["requests"] = {}
+        record["cpu_first_to_last_bind"] = cpu_report(phase[0], phase[1], total - 1, False)
+
+
+def record_measured(c, case, measured, record):
+    """The measured section's throughput (against upstream's published figures), times and
+    checks in record; the checks wait up to 60 s for the status writes after the Bindings."""
+    ns, start, end, binds, total = measured
+    record.update(throughput(start, binds))
+    avg = (record.get("SchedulingThroughput") or {}).get("Average")
+    pub = PUBLISHED.get(record["name"])
+    if avg and pub:
+        record["published_Average"] = list(pub)
+        record["ratio_to_published_high"] = round(avg / pub[1], 2)
+    if avg:
+        record["ratio_to_975"] = round(avg / TOP_PUBLISHED, 2)
+    record["SchedulingDuration_s"] = round(end - start, 3)
+    if binds:
+        record["first_bind_s"] = round(min(binds) - start, 3)
+        record["bind_span_s"] = round(max(binds) - min(binds), 3)
+    record["pods"] = total
+    end_wait = time.time() + 60  # the status writes follow the Bindings
+    res = check(c, ns, case["name"])
+    while res["groups_without_InitiallyScheduled"] and time.time() < end_wait:
+        time.sleep(0.2)
         res = check(c, ns, case["name"])
-        while res["groups_without_InitiallyScheduled"] and time.time() < end_wait:
-            time.sleep(0.2)
-            res = check(c, ns, case["name"])
-        record.update(res)
+    record.update(res)
 
 
 def throughput(start, binds, end=None):

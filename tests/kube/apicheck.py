@@ -112,12 +112,10 @@ def json_patch_checks(c):
     check("JSON patch remove of a member", code == 200 and "finalizers" not in g["metadata"], g)
 
 
-def main(kc):
-    c = Client(kc)
+def auth_checks(c, kc):
+    """Authentication: 401 without a token or with a wrong one, /version public."""
     anon = Client(kc, token="")
     wrong = Client(kc, token="not-the-token")
-
-    # authentication
     code, body, _ = anon.get("/api/v1/pods")
     check("401 without a token, as a Status", code == 401 and body.get("kind") == "Status"
           and body.get("reason") == "Unauthorized", (code, body))
@@ -128,7 +126,9 @@ def main(kc):
     code, body, _ = c.get("/api/v1/nodes")
     check("200 with the token", code == 200 and body.get("kind") == "NodeList", code)
 
-    # create, AlreadyExists, generateName, missing namespace
+
+def create_checks(c):
+    """Create, AlreadyExists, generateName, missing namespace."""
     code, p, _ = c.post(f"{NS}/pods", pod("a0", {"gang": "a"}))
     check("create returns 201 with uid, resourceVersion, Pending",
           code == 201 and p["metadata"].get("uid") and p["metadata"].get("resourceVersion")
@@ -143,7 +143,9 @@ def main(kc):
     code, st, _ = c.post("/api/v1/namespaces/nope/pods", pod("x"))
     check("create in a missing namespace is 404", code == 404 and "nope" in st["message"], st)
 
-    # binding: 201, then 409 for the same and for another node; scheduling gates
+
+def binding_checks(c):
+    """Binding: 201, then 409 for the same and for another node; scheduling gates."""
     code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("a0", "node-1"))
     check("binding returns 201 Success", code == 201 and st.get("status") == "Success", st)
     code, p, _ = c.get(f"{NS}/pods/a0")
@@ -163,7 +165,9 @@ def main(kc):
     code, st, _ = c.post(f"{NS}/pods/a0/binding", binding("other", "node-1"))
     check("binding with a mismatched name is 400", code == 400, code)
 
-    # the simulated kubelet
+
+def kubelet_checks(c):
+    """The simulated kubelet: Running, the waiting reasons of start=, Pending, run-seconds."""
     check("kubelet: a bound pod becomes Running", wait_for(lambda: phase(c, "a0") == "Running"))
     for mode, want in (("fail", "CrashLoopBackOff"), ("errimagepull", "ErrImagePull")):
         name = f"k-{mode}"
@@ -185,8 +189,11 @@ def main(kc):
     check("kubelet: run-seconds ends in Succeeded",
           wait_for(lambda: phase(c, "k-run") == "Succeeded"))
 
-    # graceful delete of a bound pod: 200 (handlers/delete.go: 202 only with
-    # orphanDependents=false) with deletionTimestamp, gone after the capped grace
+
+def delete_checks(c):
+    """Graceful delete of a bound pod: 200 (handlers/delete.go: 202 only with
+    orphanDependents=false) with deletionTimestamp, gone after the capped grace; an unbound
+    pod's at once."""
     code, p, _ = c.delete(f"{NS}/pods/k-pending", {"gracePeriodSeconds": 30})
     check("delete of a bound pod is graceful (200, deletionTimestamp)",
           code == 200 and p["metadata"].get("deletionTimestamp"), (code, p.get("metadata")))
@@ -196,7 +203,9 @@ def main(kc):
     check("delete of an unbound pod is immediate (200)", code == 200 and
           c.get(f"{NS}/pods/gated")[0] == 404, code)
 
-    # status subresource: main updates keep status, /status keeps spec
+
+def status_subresource_checks(c):
+    """Status subresource: main updates keep status, /status keeps spec."""
     _, p, _ = c.get(f"{NS}/pods/a0")
     p["status"]["phase"] = "Failed"
     p["metadata"]["labels"]["touched"] = "yes"
@@ -219,7 +228,9 @@ def main(kc):
           [x["status"] for x in p4["status"]["conditions"] if x["type"] == "Ready"] == ["False"],
           types)
 
-    # optimistic concurrency on a Lease
+
+def lease_checks(c):
+    """Optimistic concurrency on a Lease."""
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": "gangsched"},
              "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 0}}
@@ -239,7 +250,9 @@ def main(kc):
     check("a no-op update keeps the resourceVersion", code == 200 and
           l3["metadata"]["resourceVersion"] == l2["metadata"]["resourceVersion"], code)
 
-    # PodGroups: /status on scheduler-plugins, none on Volcano; merge and JSON patch; 415
+
+def podgroup_checks(c):
+    """PodGroups: /status on scheduler-plugins, none on Volcano; merge and JSON patch; 415."""
     pg = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
           "metadata": {"name": "g1"}, "spec": {"minMember": 2},
           "status": {"phase": "Running"}}
@@ -284,7 +297,9 @@ def main(kc):
     check("a PUT of a custom object without resourceVersion is 422", code == 422 and
           "must be specified for an update" in st.get("message", ""), (code, st))
 
-    # events.k8s.io/v1 validation
+
+def event_checks(c):
+    """events.k8s.io/v1 validation."""
     ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},
           "eventTime": "2025-01-01T00:00:00.000000Z", "reportingController": "gangsched.io/s",
           "reportingInstance": "s-0", "action": "Binding", "reason": "Scheduled",
@@ -297,7 +312,9 @@ def main(kc):
     check("an Event without reportingController is 422 Invalid", code == 422 and
           st["reason"] == "Invalid", st)
 
-    # eviction with a PodDisruptionBudget
+
+def eviction_checks(c):
+    """Eviction with a PodDisruptionBudget."""
     for n in ("e0", "e1"):
         c.post(f"{NS}/pods", pod(n, {"app": "ev"}))
         c.post(f"{NS}/pods/{n}/binding", binding(n, "node-3"))
@@ -317,7 +334,10 @@ def main(kc):
     check("the evicted pod is gone after its grace period",
           wait_for(lambda: c.get(f"{NS}/pods/e0")[0] == 404, 4))
 
-    # watch: field selector transitions, bookmarks, timeout
+
+def watch_checks(c):
+    """Watch: field selector transitions, bookmarks, timeout; returns the resourceVersion
+    it started from."""
     _, lst, _ = c.get("/api/v1/pods?fieldSelector=spec.nodeName%3D")
     rv = lst["metadata"]["resourceVersion"]
     w = c.watch("/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3D&allowWatchBookmarks=true"
@@ -331,9 +351,12 @@ def main(kc):
           kinds == [("ADDED", "w0"), ("DELETED", "w0")], kinds)
     check("the watch sent BOOKMARKs", any(e["type"] == "BOOKMARK" for e in evs))
     check("the watch ended cleanly at timeoutSeconds", w.ended and not w.broken)
+    return rv
 
-    # 410: old versions really expire (history 200, trimmed to 200 when it passes 250: 251
-    # writes after rv always trim past it, whatever was written before)
+
+def expired_version_checks(c, rv):
+    """410: old versions really expire (history 200, trimmed to 200 when it passes 250:
+    251 writes after rv always trim past it, whatever was written before)."""
     for i in range(130):
         c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"n": str(i)}}},
                 "application/merge-patch+json")
@@ -355,7 +378,9 @@ def main(kc):
     code, st, _ = c.get(f"/api/v1/pods?resourceVersion={rv}&resourceVersionMatch=Exact")
     check("resourceVersionMatch=Exact at an expired version: HTTP 410", code == 410, code)
 
-    # paging
+
+def paging_checks(c):
+    """Paging with limit and continue, across a compaction; field and label selectors."""
     code, l1, _ = c.get("/api/v1/namespaces/default/pods?limit=2")
     names = [p["metadata"]["name"] for p in l1["items"]]
     token = l1["metadata"].get("continue")
@@ -369,16 +394,18 @@ def main(kc):
     c.patch(f"{NS}/pods/a0", {"metadata": {"labels": {"after": "list"}}},
             "application/merge-patch+json")
     c.post("/_fake/compact", {})
-    code, st, _ = c.get(f"/api/v1/namespaces/default/pods?limit=2&continue="
-                        f"{l1['metadata']['continue']}")
+    code, _, _ = c.get(f"/api/v1/namespaces/default/pods?limit=2&continue="
+                       f"{l1['metadata']['continue']}")
     check("a continue token from before a compaction is HTTP 410", code == 410, code)
-    code, st, _ = c.get("/api/v1/pods?fieldSelector=spec.bogus%3Dx")
+    code, _, _ = c.get("/api/v1/pods?fieldSelector=spec.bogus%3Dx")
     check("an unsupported field selector is 400", code == 400, code)
     _, sel, _ = c.get("/api/v1/pods?labelSelector=app%20in%20(ev),app!%3Dzz")
     check("label selectors with in and !=",
           [p["metadata"]["name"] for p in sel["items"]] == ["e1"], sel.get("items"))
 
-    # fault injection
+
+def fault_checks(c):
+    """Fault injection: errors, Retry-After, delays, dropped and gone watches, conflicts."""
     c.request("DELETE", "/_fake/faults")
     c.post("/_fake/faults", {"faults": [{"type": "error", "code": 500, "count": 2,
                                          "path": "/nodes", "verb": "list"}]})
@@ -421,7 +448,9 @@ def main(kc):
     code, f, _ = c.get("/_fake/faults")
     check("all one-shot faults are spent", code == 200 and f["faults"] == [], f)
 
-    # counters and reset
+
+def counter_checks(c):
+    """Counters and reset."""
     _, s, _ = c.get("/_fake/stats")
     check("stats count binds and bind conflicts", s["binds"] == 8 and s["bind_conflicts"] == 3,
           (s["binds"], s["bind_conflicts"]))
@@ -437,7 +466,9 @@ def main(kc):
     check("reset empties the store and the counters", pods["items"] == [] and s2["binds"] == 0
           and s2["objects"]["namespaces"] == 4, (len(pods["items"]), s2["binds"]))
 
-    # a chunked request body (as kubectl create --raw sends)
+
+def chunked_body_check(c):
+    """A chunked request body (as kubectl create --raw sends)."""
     c.post(f"{NS}/pods", pod("raw0"))
     conn = c.connect()
     conn.putrequest("POST", f"{NS}/pods/raw0/binding")
@@ -454,6 +485,26 @@ def main(kc):
     check("a chunked request body is accepted", r.status == 201, r.status)
     conn.close()
 
+
+def main(kc):
+    """Every check in order against the server of kubeconfig kc; 1 if any failed."""
+    c = Client(kc)
+    auth_checks(c, kc)
+    create_checks(c)
+    binding_checks(c)
+    kubelet_checks(c)
+    delete_checks(c)
+    status_subresource_checks(c)
+    lease_checks(c)
+    podgroup_checks(c)
+    event_checks(c)
+    eviction_checks(c)
+    rv = watch_checks(c)
+    expired_version_checks(c, rv)
+    paging_checks(c)
+    fault_checks(c)
+    counter_checks(c)
+    chunked_body_check(c)
     crd_checks(c, kc)
     upstream_checks(c)
     print(f"{failures} check(s) failed" if failures else "all checks passed")
@@ -552,7 +603,17 @@ PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
 def upstream_checks(c):
     """Priority admission, unknown fields, Lease rules, list options, exact lists, Binding
     names (the upstream rules docs/test-api-server.md lists)."""
-    # Priority admission (plugin/pkg/admission/priority)
+    priority_checks(c)
+    finalizer_checks(c)
+    unknown_field_checks(c)
+    lease_rule_checks(c)
+    list_option_checks(c)
+    exact_list_checks(c)
+    binding_rule_checks(c)
+
+
+def priority_checks(c):
+    """Priority admission (plugin/pkg/admission/priority) and the system PriorityClasses."""
     code, st, _ = c.post(f"{NS}/pods", pod("prio-raw", extra_spec={"priority": 100}))
     check("a pod giving spec.priority without a class is 403 from Priority admission",
           code == 403 and st["reason"] == "Forbidden" and "the integer value of priority (100) "
@@ -601,7 +662,9 @@ def upstream_checks(c):
     check("another 'system-' PriorityClass is 422", code == 422 and
           "system-mine is not a known system priority class" in st["message"], (code, st))
 
-    # ValidateNoNewFinalizers: no finalizer may be added to an object being deleted
+
+def finalizer_checks(c):
+    """ValidateNoNewFinalizers: no finalizer may be added to an object being deleted."""
     cm = "/api/v1/namespaces/default/configmaps"
     c.post(cm, {"metadata": {"name": "fin", "finalizers": ["example.com/a"]}})
     c.delete(f"{cm}/fin")
@@ -617,8 +680,10 @@ def upstream_checks(c):
     check("removing its finalizers is allowed, and the object goes",
           code == 200 and c.get(f"{cm}/fin")[0] == 404, (code, st))
 
-    # unknown fields of built-in kinds: Strict 400, Warn (the default) a Warning header,
-    # Ignore silent; dropped in both
+
+def unknown_field_checks(c):
+    """Unknown fields of built-in kinds: Strict 400, Warn (the default) a Warning
+    header, Ignore silent; dropped in both."""
     body = pod("uf", extra_spec={"containerz": []})
     code, st, _ = c.post(f"{NS}/pods?fieldValidation=Strict", body)
     check("Strict: an unknown field of a built-in kind is 400 strict decoding error",
@@ -633,7 +698,10 @@ def upstream_checks(c):
     check("Ignore: dropped silently", code == 201 and "containerz" not in p["spec"] and
           "Warning" not in h, (code, h))
 
-    # Leases: PUT needs a resourceVersion; leaseDurationSeconds > 0; MicroTime has 6 digits
+
+def lease_rule_checks(c):
+    """Leases: PUT needs a resourceVersion; leaseDurationSeconds > 0; MicroTime has 6
+    digits."""
     lease = {"metadata": {"name": "l2"}, "spec": {"holderIdentity": "a",
                                                   "leaseDurationSeconds": 15}}
     code, l2, _ = c.put(f"{LEASES}/l2", lease)
@@ -655,7 +723,10 @@ def upstream_checks(c):
     lease["spec"]["renewTime"] = "2026-01-01T00:00:00.123456Z"
     check("with 6 it is accepted", c.post(LEASES, lease)[0] == 201)
 
-    # list and watch options (ValidateListOptions): 422 Invalid on ListOptions.meta.k8s.io
+
+def list_option_checks(c):
+    """List and watch options (ValidateListOptions): 422 Invalid on
+    ListOptions.meta.k8s.io."""
     w = c.watch("/api/v1/pods?watch=1&sendInitialEvents=true&timeoutSeconds=1")
     w.all()
     check("sendInitialEvents without resourceVersionMatch=NotOlderThan is 422", w.status == 422,
@@ -665,7 +736,9 @@ def upstream_checks(c):
           'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden' in
           st["message"], (code, st))
 
-    # an exact list shows the state at that version, not the latest
+
+def exact_list_checks(c):
+    """An exact list shows the state at that version, not the latest."""
     _, before, _ = c.get(f"{NS}/pods")
     c.patch(f"{NS}/pods/prio-high", {"metadata": {"labels": {"later": "yes"}}},
             "application/merge-patch+json")
@@ -681,7 +754,10 @@ def upstream_checks(c):
     check("a resourceVersion not reached yet is 504 Too large resource version", code == 504 and
           "Too large resource version" in st["message"], (code, st))
 
-    # Binding: an empty metadata.name is 400; a failed precondition is a conflict on "pods"
+
+def binding_rule_checks(c):
+    """Binding: an empty metadata.name is 400; a failed precondition is a conflict on
+    "pods"."""
     code, st, _ = c.post(f"{NS}/pods/prio-high/binding",
                          {"apiVersion": "v1", "kind": "Binding", "metadata": {},
                           "target": {"kind": "Node", "name": "node-1"}})

@@ -178,6 +178,17 @@ def pod_bound(c, name):
 def shapes(c, kubeconfig):
     """Volcano's networkTopology, Kueue's plain-pod groups and podset topology on pods, the
     per-gang preemption annotations (defects 7, 8, 9)."""
+    shapes_setup(c)
+    network_topology(c)
+    kueue_pod_groups(c)
+    kueue_local_queues(c)
+    nvlink_islands(c)
+    preemption_annotations(c)
+
+
+def shapes_setup(c):
+    """Deletes every pod, adds node gpu-3 in rack r2 and fills gpu-2 with another scheduler's
+    pod."""
     for p in c.get("/api/v1/namespaces/default/pods")[1].get("items", []):
         c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                  {"gracePeriodSeconds": 0})
@@ -190,7 +201,11 @@ def shapes(c, kubeconfig):
     c.post("/api/v1/namespaces/default/pods/other/binding",
            {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "other"},
             "target": {"kind": "Node", "name": "gpu-2"}})
-    # defect 7: Volcano spec.networkTopology hard, tier 1 (a rack): may not span two racks
+
+
+def network_topology(c):
+    """Defect 7: Volcano spec.networkTopology hard, tier 1 (a rack): may not span two racks;
+    soft may."""
     path, pg = e2e.podgroup("nt", 2, volcano=True)
     pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
     c.post(path, pg)
@@ -210,7 +225,10 @@ def shapes(c, kubeconfig):
         c.delete("/api/v1/namespaces/default/pods/nt-%d" % i, {"gracePeriodSeconds": 0})
     wait_for(lambda: not pods_of(c, "nt"), 10)
 
-    # defect 8: Kueue plain-pod groups: label pod-group-name + annotation total-count
+
+def kueue_pod_groups(c):
+    """Defect 8: Kueue plain-pod groups (label pod-group-name + annotation total-count),
+    and Kueue's podset topology annotation on the pods."""
     kq = {"kueue.x-k8s.io/pod-group-name": "kq", "kueue.x-k8s.io/queue-name": "team-a"}
     total = {"kueue.x-k8s.io/pod-group-total-count": "2"}
     c.post("/api/v1/namespaces/default/pods", pinned("kq-0", None, 1, "gpu-1", labels=kq,
@@ -244,8 +262,10 @@ def shapes(c, kubeconfig):
     wait_for(lambda: not [p for p in c.get("/api/v1/namespaces/default/pods")[1]["items"]
                           if p["metadata"]["name"] != "other"], 10)
 
-    # Kueue LocalQueues: mapped by the configuration, an unmapped one waits with a reason;
-    # a queue restricted to some namespaces
+
+def kueue_local_queues(c):
+    """Kueue LocalQueues: mapped by the configuration, an unmapped one waits with a reason;
+    a queue restricted to some namespaces."""
     def sched_msg(name):
         for x in c.get("/api/v1/namespaces/default/pods/" + name)[1].get("status", {}).get(
                 "conditions", []):
@@ -268,8 +288,10 @@ def shapes(c, kubeconfig):
     for n in ("lq-0", "lq-1", "nsx-0"):
         c.delete("/api/v1/namespaces/default/pods/" + n, {"gracePeriodSeconds": 0})
 
-    # defect 10: a node with 8 free GPUs in two 4-GPU NVLink islands, a pod whose tensor-parallel
-    # group of 8 needs them in one
+
+def nvlink_islands(c):
+    """Defect 10: a node with 8 free GPUs in two 4-GPU NVLink islands, a pod whose
+    tensor-parallel group of 8 needs them in one."""
     isl = e2e.node("gpu-9", "r9")
     isl["metadata"]["annotations"] = {"gangsched.io/gpu-islands": "0-3,4-7"}
     c.post("/api/v1/nodes", isl)
@@ -287,7 +309,9 @@ def shapes(c, kubeconfig):
     c.delete("/api/v1/namespaces/default/pods/isl-0", {"gracePeriodSeconds": 0})
     c.delete("/api/v1/nodes/gpu-9")
 
-    # defect 9: per-gang non-preemptible and min-runtime; a gang without them is preempted
+
+def preemption_annotations(c):
+    """Defect 9: per-gang non-preemptible and min-runtime; a gang without them is preempted."""
     low = {"gpu-1": ("keep", {"gangsched.io/non-preemptible": "true"}),
            "gpu-3": ("young", {"gangsched.io/min-runtime": "1h"})}
     for node, (name, a) in low.items():

@@ -89,7 +89,7 @@ def gang(c, name, n, tmpl, priority=0):
 
 
 def claims_of(c, pod):
-    st, items, _ = c.get(RES + "/namespaces/default/resourceclaims")
+    _, items, _ = c.get(RES + "/namespaces/default/resourceclaims")
     return [x for x in items["items"] if any(
         o.get("name") == pod for o in x["metadata"].get("ownerReferences") or [])]
 
@@ -108,7 +108,9 @@ def start(config):
     return kubeconfig, c
 
 
-def main():
+def dra_cluster():
+    """Four DRA-only nodes in two racks with their ResourceSlices, the templates "eight" and
+    "hopper", and the scheduler leading: (client, scheduler)."""
     kubeconfig, c = start(CONFIG)
     for i, (n, rack) in enumerate((("gpu-1", "r1"), ("gpu-2", "r1"), ("gpu-3", "r2"),
                                    ("gpu-4", "r2"))):
@@ -119,7 +121,12 @@ def main():
            template("hopper", 8, "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"))
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "g.db"))
     check("the scheduler becomes leader", wait_for(s.leading, 20))
+    return c, s
 
+
+def template_gang(c, s):
+    """A gang claiming GPUs through a template: bound whole in one rack, each claim allocated
+    and reserved for its pod before the pod's Binding; returns the gang's pods."""
     rv0 = c.get(NS)[1]["metadata"]["resourceVersion"]
     gang(c, "a", 2, "eight")
     ok = wait_for(lambda: len(e2e.bound(c, "a")) == 2, 20)
@@ -150,7 +157,12 @@ def main():
     check("each claim was allocated and reserved before its pod's Binding",
           all(p["metadata"]["name"] in claim_rv and claim_rv[p["metadata"]["name"]] <
               bind_rv.get(p["metadata"]["name"], 0) for p in pods), "%s %s" % (claim_rv, bind_rv))
+    return pods
 
+
+def quota_counts_claims(c, s, pods):
+    """The queue's quota counts claimed GPUs: a second gang waits until the first one's
+    pods (`pods`) are deleted and their claims released."""
     gang(c, "b", 2, "eight")
     wait_for(lambda: e2e.pg_status(c, "b").get("phase") == "Pending", 10)
     e2e.time.sleep(1.5)
@@ -164,8 +176,10 @@ def main():
     check("and the second gang is bound whole", wait_for(lambda: len(e2e.bound(c, "b")) == 2, 30),
           s.text()[-1000:])
 
-    # preemption on DRA GPUs: the quota is full with b; a priority-100 gang evicts b whole,
-    # b's claims are released, and the preemptor's claims get b's devices
+
+def preemption(c, s):
+    """Preemption on DRA GPUs: the quota is full with b; a priority-100 gang evicts b whole,
+    b's claims are released, and the preemptor's claims get b's devices."""
     b_devices = {(r["pool"], r["device"]) for p in e2e.bound(c, "b")
                  for r in claims_of(c, p["metadata"]["name"])[0]["status"]["allocation"]
                  ["devices"]["results"]}
@@ -182,15 +196,21 @@ def main():
           len(hi_devices) == 16 and not any(claims_of(c, "b-%d" % i) for i in range(2)),
           "%s %s" % (sorted(hi_devices), sorted(b_devices)))
 
-    # CEL selectors: every device is a Hopper, none an Ampere; a selector outside the subset
-    # is refused naming the field and column
+
+def cel_templates(c):
+    """Templates with CEL selectors: every device is a Hopper, none an Ampere; a selector
+    outside the subset is refused naming the field and column."""
     c.post(RES + "/namespaces/default/resourceclaimtemplates",
            template("ampere", 8, "device.attributes['gpu.nvidia.com'].architecture == 'Ampere'"))
     c.post(RES + "/namespaces/default/resourceclaimtemplates",
            template("macro", 8, "device.attributes.all(d, true)"))
+
+
+def direct_claim(c, s):
+    """A claim made directly (resourceClaimName), used by a lone pod once the preemptor's
+    pods are gone."""
     for p in e2e.bound(c, "hi"):
         c.delete(NS + "/" + p["metadata"]["name"])
-    # a claim made directly (resourceClaimName), used by a lone pod
     claim = template("direct", 2)
     claim["kind"] = "ResourceClaim"
     claim["spec"] = claim["spec"]["spec"]
@@ -209,6 +229,10 @@ def main():
         c.get(RES + "/namespaces/default/resourceclaims/direct")[1].get("status") or {})
         .get("reservedFor"), 20))
 
+
+def cel_selectors(c, s):
+    """Gangs whose claims select by CEL: Hopper (every device) bound, Ampere (none)
+    unschedulable, a selector outside the subset InvalidSpec."""
     gang(c, "sel", 2, "hopper")
     check("a gang whose claims select Hopper GPUs by CEL is bound whole",
           wait_for(lambda: len(e2e.bound(c, "sel")) == 2, 30), s.text()[-800:])
@@ -222,7 +246,10 @@ def main():
     check("a selector outside the CEL subset waits with InvalidSpec naming field and column",
           ok and "selectors[0].cel.expression: column" in ok[0].get("note", ""), str(ok)[:400])
     check("and is not bound", not e2e.bound(c, "mac"))
-    # allocationMode All: a pod gets every GPU of a node
+
+
+def allocation_mode_all(c, s):
+    """allocationMode All: a pod gets every GPU of a node."""
     for p in e2e.bound(c, "sel"):
         c.delete(NS + "/" + p["metadata"]["name"])
     whole = template("whole", 1)
@@ -239,6 +266,18 @@ def main():
         return b and len(res) == 8 and {r["pool"] for r in res} == {b[0]["spec"]["nodeName"]}
     check("a claim with allocationMode All gets every GPU device of its pod's node",
           wait_for(all_done, 30), s.text()[-800:])
+
+
+def main():
+    """The scenario's phases in order on one cluster."""
+    c, s = dra_cluster()
+    pods = template_gang(c, s)
+    quota_counts_claims(c, s, pods)
+    preemption(c, s)
+    cel_templates(c)
+    direct_claim(c, s)
+    cel_selectors(c, s)
+    allocation_mode_all(c, s)
     e2e.finish()
 
 

@@ -285,7 +285,7 @@ def gang(c, name, n_pods, gpus, min_member=None, volcano=False):
 
 
 def pods_of(c, name):
-    st, items, _ = c.get("/api/v1/namespaces/default/pods")
+    _, items, _ = c.get("/api/v1/namespaces/default/pods")
     return [p for p in items["items"] if p["metadata"]["name"].startswith(name + "-")]
 
 
@@ -302,7 +302,7 @@ def pg_status(c, name, volcano=False):
 
 
 def events_for(c, name):
-    st, items, _ = c.get("/apis/events.k8s.io/v1/namespaces/default/events")
+    _, items, _ = c.get("/apis/events.k8s.io/v1/namespaces/default/events")
     return [e for e in items["items"] if e.get("regarding", {}).get("name") == name]
 
 
@@ -324,7 +324,9 @@ def rack_of(node_name):
     return {"gpu-1": "r1", "gpu-2": "r1", "gpu-3": "r2", "gpu-4": "r2"}.get(node_name)
 
 
-def main():
+def start_cluster():
+    """The fake API server with CONFIG and the operator token, four nodes in two racks and
+    scheduler sched-a leading: (kubeconfig, client, scheduler, its database file)."""
     kubeconfig = start_fake()
     with open(os.path.join(TMP, "config.yaml"), "w") as f:
         f.write(CONFIG)
@@ -341,8 +343,11 @@ def main():
     if a.p.poll() is not None:
         bad("the scheduler exited: " + a.text()[-400:])
         finish()
+    return kubeconfig, c, a, db
 
-    # 1. a 2-node gang is bound whole, in one rack, with GPU ids, status and an event
+
+def bound_gang(c):
+    """1. A 2-node gang is bound whole, in one rack, with GPU ids, status and an event."""
     gang(c, "train", 2, 8)
     got = wait_for(lambda: len(bound(c, "train")) == 2, 20)
     check("a 2 x 8-GPU gang is bound whole", got, "%d bound" % len(bound(c, "train")))
@@ -367,7 +372,9 @@ def main():
                                for p in pods_of(c, "train")), 10)
     check("the kubelet runs both pods", ran)
 
-    # 2. a gang that cannot fit stays unbound with a readable reason
+
+def unfit_gang(c):
+    """2. A gang that cannot fit stays unbound with a readable reason."""
     gang(c, "huge", 2, 16)
     # a cycle may see it before its second pod (WaitingForPods): wait for the reason it keeps
     cond = wait_for(lambda: [x for x in pg_status(c, "huge").get("conditions", [])
@@ -378,7 +385,9 @@ def main():
     check("its message says which resource is short", "nvidia.com/gpu" in msg, msg)
     check("and none of its pods is bound", len(bound(c, "huge")) == 0)
 
-    # 3. a gang below minMember waits for its pods
+
+def below_min_member(c, a):
+    """3. A gang below minMember waits for its pods, and gangctl jobs says so."""
     gang(c, "partial", 2, 1, min_member=3)
     cond = wait_for(lambda: [x for x in pg_status(c, "partial").get("conditions", [])
                              if "2 of minMember 3" in x.get("message", "")], 12)
@@ -394,19 +403,23 @@ def main():
     check("and is bound once its third pod exists",
           wait_for(lambda: len(bound(c, "partial")) == 3, 20))
     rc, out = gangctl("--server", a.url(), "jobs", "-o", "json")
-    row = [j for j in (json.loads(out).get("jobs", []) if rc == 0 else []) if j["job"] == "default/partial"]
+    row = [j for j in (json.loads(out).get("jobs", []) if rc == 0 else [])
+           if j["job"] == "default/partial"]
     check("its job row then has its GPUs and no reason",
           row and row[0]["gpus"] == 3 and row[0]["why"] is None, out[:600])
 
-    # 4. the Volcano API: membership by annotation, queue in the spec, status by PUT
+
+def volcano_gang(c):
+    """4. The Volcano API: membership by annotation, queue in the spec, status by PUT."""
     gang(c, "vc", 2, 2, volcano=True)
     check("a Volcano gang is bound whole", wait_for(lambda: len(bound(c, "vc")) == 2, 20))
     check("its PodGroup status is written (phase Running)",
           wait_for(lambda: pg_status(c, "vc", volcano=True).get("phase") == "Running", 10),
           json.dumps(pg_status(c, "vc", volcano=True)))
 
-    # the daemon's HTTP API: health, readiness, metrics, gangctl against it
-    url = a.url()
+
+def http_endpoints(a, url):
+    """The daemon's HTTP API at url: health, hang-ups, readiness, metrics."""
     check("/healthz answers 200", http_get(url + "/healthz")[0] == 200)
     # clients that hang up mid-answer (tests/tools/hangup.py) must not kill the scheduler with
     # SIGPIPE (exit 141 before it ignored the signal)
@@ -430,6 +443,10 @@ def main():
         check("promtool check metrics accepts /metrics", r.returncode == 0, r.stdout + r.stderr)
     else:
         bad("promtool is not installed (make test-deps installs Debian's prometheus)")
+
+
+def gangctl_reads(url):
+    """gangctl jobs and explain against the daemon at url; one decision row per reason."""
     rc, out = gangctl("--server", url, "jobs", "-A")
     check("gangctl jobs -A lists the bound gang", rc == 0 and "default/train" in out, out)
     rc, out = gangctl("--server", url, "explain", "default/huge")
@@ -450,6 +467,11 @@ def main():
           all(d.get("why") == "waiting" for d in decs if d.get("why") != why), out[:600])
     check("and jobs shows that reason (its newest row)", decs and decs[0].get("why") == why,
           out[:600])
+
+
+def queue_hold(c, url):
+    """Holding a queue with gangctl (the token needed): its gangs wait with QueueHeld
+    until it is resumed; an unknown queue is an error."""
     rc, out = gangctl("--server", url, "queue", "hold", "team-b")
     check("an operator write without a token is refused (exit 3)", rc == 3, out)
     rc, out = gangctl("--server", url, "queue", "hold", "team-b", token=True)
@@ -468,12 +490,15 @@ def main():
     check("a gang of a held queue waits with QueueHeld",
           cond and cond[0].get("reason") == "QueueHeld", json.dumps(cond))
     check("and is not bound", not bound(c, "heldjob"))
-    held_row = wait_for(lambda: "default/heldjob" in gangctl("--server", url, "jobs", "-q", "team-b")[1], 10)
+    held_row = wait_for(lambda: "default/heldjob" in gangctl("--server", url, "jobs", "-q",
+                                                             "team-b")[1], 10)
     rc, out = gangctl("--server", url, "jobs", "-q", "team-b")
     check("gangctl jobs lists the gang of the held queue, REASON held",
-          held_row and re.search(r"default/heldjob .*pending .*held: queue team-b is held", out), out)
+          held_row and re.search(r"default/heldjob .*pending .*held: queue team-b is held",
+                                 out), out)
     rc, out = gangctl("--server", url, "explain", "default/heldjob")
-    check("gangctl explain finds it (not 404) and says why", rc == 0 and "Reason:       held:" in out, out)
+    check("gangctl explain finds it (not 404) and says why",
+          rc == 0 and "Reason:       held:" in out, out)
     rc, out = gangctl("--server", url, "queues")
     check("gangctl queues: STATE held, the gang counted as pending",
           re.search(r"^team-b +held .* 1$", out, re.M), out)
@@ -484,8 +509,10 @@ def main():
     rc, out = gangctl("--server", url, "queue", "hold", "nosuchqueue", token=True)
     check("holding an unknown queue: exit 1 and says so", rc == 1 and "nosuchqueue" in out, out)
 
-    # operator checkpoint requests: the daemon patches the annotation onto the PodGroup, of
-    # either API (the patch verbs of deploy/rbac.yaml; tests/kube/test_rbac.sh)
+
+def checkpoint_requests(c, url):
+    """Operator checkpoint requests: the daemon patches the annotation onto the
+    PodGroup, of either API (the patch verbs of deploy/rbac.yaml; tests/kube/test_rbac.sh)."""
     def ckpt_requested(name, volcano):
         path, _ = podgroup(name, 1, volcano=volcano)
         st, obj, _ = c.get(path + "/" + name)
@@ -497,7 +524,9 @@ def main():
         check("the checkpoint request is annotated on PodGroup %s" % name,
               wait_for(lambda: ckpt_requested(name, volcano), 10))
 
-    # hot reload: a bad file is rejected and the scheduler keeps running; a good one applies
+
+def hot_reload(c, a):
+    """Hot reload: a bad file is rejected and the scheduler keeps running; a good one applies."""
     cfg_path = os.path.join(TMP, "config.yaml")
     with open(cfg_path + ".tmp", "w") as f:
         f.write(CONFIG + "  - name: [not, a, name]\n")
@@ -514,7 +543,9 @@ def main():
     c.post("/api/v1/namespaces/default/pods", pod("newq-0", "newq", 1))
     check("a gang of the new queue is bound", wait_for(lambda: len(bound(c, "newq")) == 1, 15))
 
-    # free the cluster for what follows
+
+def free_cluster(c):
+    """Deletes the gangs so far, freeing the cluster for what follows."""
     for name in ("train", "partial", "vc", "huge", "heldjob", "newq"):
         for p in pods_of(c, name):
             c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
@@ -522,7 +553,10 @@ def main():
     wait_for(lambda: not any(pods_of(c, n) for n in ("train", "partial", "vc", "huge",
                                                      "heldjob", "newq")), 10)
 
-    # an operator reservation holds a node: nothing else lands there until it is deleted
+
+def operator_reservation(c, url):
+    """An operator reservation holds a node: nothing else lands there until it is
+    deleted."""
     rc, out = gangctl("--server", url, "reserve", "add", "default/future", "gpu-4", token=True)
     check("gangctl reserve add default/future gpu-4", rc == 0, out)
     rc, out = gangctl("--server", url, "reservations", "-o", "json")
@@ -547,7 +581,10 @@ def main():
     c.delete("/api/v1/namespaces/default/pods/intruder-0", {"gracePeriodSeconds": 0})
     wait_for(lambda: not pods_of(c, "intruder"), 10)
 
-    # a gang written as users write it, applied with the real kubectl (its default validation)
+
+def kubectl_example(c, kubeconfig):
+    """A gang written as users write it, applied with the real kubectl (its default
+    validation)."""
     kc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "apply", "-f",
                          "deploy/examples/training-gang.yaml"], capture_output=True, text=True,
                         timeout=60)
@@ -570,8 +607,10 @@ def main():
     check("kubectl delete -f the example", kc.returncode == 0, kc.stdout + kc.stderr)
     wait_for(lambda: not pods_of(c, "llm-train"), 15)
 
-    # 5. faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch,
-    # slow answers and conflicts on PodGroup writes
+
+def injected_faults(c, a):
+    """5. Faults: 500s, 429 with Retry-After on binds, a dropped watch, a 410 inside a watch,
+    slow answers and conflicts on PodGroup writes."""
     c.post("/_fake/faults", [{"type": "error", "code": 500, "count": 3, "verb": "create",
                               "path": "/binding"},
                              {"type": "error", "code": 429, "retryAfter": 1, "count": 2,
@@ -584,14 +623,17 @@ def main():
     check("a gang is bound whole through 500s, 429s, dropped watches and a 410",
           wait_for(lambda: len(bound(c, "faulty")) == 2, 30),
           "%d bound" % len(bound(c, "faulty")))
-    st, stats, _ = c.get("/_fake/stats")
+    _, stats, _ = c.get("/_fake/stats")
     check("the injected faults fired", stats.get("faults_fired", 0) >= 5, json.dumps(stats)[:300])
     check("the scheduler is still running", a.p.poll() is None)
     check("transient bind errors were retried, not rolled back",
           "gang bind failed: gang=default/faulty" not in a.text())
     c.delete("/_fake/faults")
 
-    # a member that can never be bound: the bound ones are deleted, nothing partial survives
+
+def unbindable_member(c):
+    """A member that can never be bound: the bound ones are deleted, nothing partial
+    survives."""
     c.post("/_fake/faults", {"type": "error", "code": 500, "count": -1,
                              "path": "/pods/permfail-1/binding"})
     gang(c, "permfail", 2, 1)
@@ -613,8 +655,11 @@ def main():
         c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                  {"gracePeriodSeconds": 0})
 
-    # 6. crash in the middle of a bind, then restart: no partial gang, nothing bound twice
-    st, stats, _ = c.get("/_fake/stats")
+
+def crash_mid_bind(c, kubeconfig, a, db):
+    """6. Crash in the middle of a bind, then restart: no partial gang, nothing bound twice;
+    returns the restarted scheduler."""
+    _, stats, _ = c.get("/_fake/stats")
     binds_before = stats.get("binds", 0)
     c.post("/_fake/faults", {"type": "delay", "ms": 1500, "count": 1, "path": "/binding"})
     gang(c, "crash", 2, 8)
@@ -634,7 +679,7 @@ def main():
     n_bound, n_alive = len(bound(c, "crash")), len(pods_of(c, "crash"))
     check("after the crash the gang is whole or not bound at all (%d bound mid-crash)" % n_mid,
           n_bound in (0, n_alive), "%d of %d pods bound" % (n_bound, n_alive))
-    st, stats, _ = c.get("/_fake/stats")
+    _, stats, _ = c.get("/_fake/stats")
     check("no pod was bound twice (Bindings applied = distinct pods bound; the old leader's "
           "late Binding fails its resourceVersion precondition)",
           stats.get("binds", 0) == stats.get("bound_pods", 0), json.dumps(stats)[:300])
@@ -648,8 +693,12 @@ def main():
     check("store check passes after the crash",
           subprocess.run([os.path.join(BIN, "gangsched"), "store", "check", db],
                          capture_output=True).returncode == 0)
+    return a2
 
-    # 7. leader election: a standby does nothing, takes over when the leader goes
+
+def leader_election(c, kubeconfig, db, a2):
+    """7. Leader election: a standby does nothing, takes over when the leader (a2)
+    goes; returns the new leader."""
     b2 = Sched(kubeconfig, "sched-b", db)
     time.sleep(3)
     check("a second replica stays standby while the leader renews", not b2.leading())
@@ -660,13 +709,16 @@ def main():
     check("the standby takes over", wait_for(b2.leading, 20))
     gang(c, "after", 1, 8)
     check("the new leader binds", wait_for(lambda: len(bound(c, "after")) == 1, 20))
-    st, lease, _ = c.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched")
+    _, lease, _ = c.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched")
     check("the Lease names the new holder with leaseTransitions counted",
           lease.get("spec", {}).get("holderIdentity") == "sched-b" and
           lease["spec"].get("leaseTransitions", 0) >= 2, json.dumps(lease.get("spec")))
+    return b2
 
-    # 8. a corrupt database: the daemon stops with the store's message, unless --rebuild-store
-    #    true, which keeps the file aside and schedules on a new one
+
+def corrupt_database(c, kubeconfig, b2):
+    """8. A corrupt database: the daemon stops with the store's message, unless
+    --rebuild-store true, which keeps the file aside and schedules on a new one."""
     check("the leader exits 0 on SIGTERM", b2.stop(signal.SIGTERM) == 0)
     broken = os.path.join(TMP, "broken.db")
     with open(broken, "wb") as f:
@@ -687,6 +739,29 @@ def main():
     check("the new store passes store check",
           subprocess.run([os.path.join(BIN, "gangsched"), "store", "check", broken],
                          capture_output=True).returncode == 0)
+
+
+def main():
+    """The scenario's phases in order on one cluster."""
+    kubeconfig, c, a, db = start_cluster()
+    bound_gang(c)
+    unfit_gang(c)
+    below_min_member(c, a)
+    volcano_gang(c)
+    url = a.url()
+    http_endpoints(a, url)
+    gangctl_reads(url)
+    queue_hold(c, url)
+    checkpoint_requests(c, url)
+    hot_reload(c, a)
+    free_cluster(c)
+    operator_reservation(c, url)
+    kubectl_example(c, kubeconfig)
+    injected_faults(c, a)
+    unbindable_member(c)
+    a2 = crash_mid_bind(c, kubeconfig, a, db)
+    b2 = leader_election(c, kubeconfig, db, a2)
+    corrupt_database(c, kubeconfig, b2)
     finish()
 
 
