@@ -577,6 +577,42 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
     return kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
 }
 
+struct pods_event {
+    struct kdrv *d;
+    const char *type, *reason, *action, *message;
+    const struct kpg *related;
+    uint32_t n;
+};
+
+static void pod_event(void *ctx, const struct kpod *p)
+{
+    struct pods_event *e = ctx;
+    if (p->deleting)
+        return;
+    kdrv_post_event(e->d, "v1", "Pod", p->ns, p->name, p->uid, e->type, e->reason, e->action,
+                    e->message, e->related);
+    e->n++;
+}
+
+/* The Event of a gang with no PodGroup object: about its pod (a gang of one, named by the key),
+ * else about each of its pods that is not being deleted (a Kueue plain-pod group, whose key
+ * names no object: `kubectl describe pod` shows it on every member, as kube-scheduler's
+ * per-pod Events do). A group none of whose pods is known: about the key's pod, as before. */
+static void pods_event(struct kdrv *d, const char *gang_key, const char *type, const char *reason,
+                       const char *action, const char *message, const struct kpg *related)
+{
+    const struct kpod *p = kcache_pod(d->cache, gang_key);
+    struct pods_event e = {d, type, reason, action, message, related, 0};
+    if (!p || p->group)
+        kcache_each_group_pod(d->cache, gang_key, pod_event, &e);
+    if (e.n > 0)
+        return;
+    char ns[256], name[256];
+    kdrv_split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
+    kdrv_post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason, action, message,
+                    related);
+}
+
 /* Event + PodGroup status for a gang: phase and a condition carrying the reason. Rate-limited:
  * written when the reason changes, else at most every status_every_s.
  * Returns whether it wrote (false: rate-limited). */
@@ -632,13 +668,9 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     st->reason = strdup(full);
     st->at_ms = st->seen_ms = now;
     st->forced = force;
-    char ns[256], name[256];
-    kdrv_split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
     bool warn = strcmp(type, "Warning") == 0;
-    if (!pg) { /* a gang of one: the event is about the pod */
-        const struct kpod *p = kcache_pod(d->cache, gang_key);
-        kdrv_post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason,
-                        warn ? "Scheduling" : "Binding", message, related);
+    if (!pg) { /* a gang of one, or a group without an object (Kueue's plain pods) */
+        pods_event(d, gang_key, type, reason, warn ? "Scheduling" : "Binding", message, related);
         return true;
     }
     kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,

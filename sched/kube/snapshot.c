@@ -243,6 +243,19 @@ const struct strmap *kcache_hot(struct kcache *c)
     return &c->hot;
 }
 
+void kcache_each_group_pod(struct kcache *c, const char *group,
+                           void (*fn)(void *ctx, const struct kpod *p), void *ctx)
+{
+    const struct strmap *hot = kcache_hot(c); /* a group's pods are ours: hot */
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
+        const struct kpod *p = v;
+        if (p->group && strcmp(p->group, group) == 0)
+            fn(ctx, p);
+    }
+}
+
 /* use_ix for the current cluster; false on out of memory (use_ix NULL). */
 static bool use_index(struct kcache *c)
 {

@@ -245,6 +245,19 @@ def kueue_pod_groups(c):
                                                      annotations=total))
     check("with both pods the Kueue group is bound whole",
           wait_for(lambda: pod_bound(c, "kq-0") and pod_bound(c, "kq-1"), 20))
+    # a group without an object: its Events are about its pods (kubectl describe pod shows them
+    # there, as kube-scheduler's per-pod Events), never about a pod named after the group
+    ev = wait_for(lambda: events_for(c, "kq-1") and events_for(c, "kq-0"), 10) or []
+    check("the Kueue group's Events are about its pods, with their uids",
+          ev and all(e["regarding"].get("kind") == "Pod" and e["regarding"].get("uid")
+                     for e in events_for(c, "kq-0") + events_for(c, "kq-1")),
+          json.dumps(events_for(c, "kq-0")))
+    check("the waiting pod was told why, the bound ones that they are scheduled",
+          any(e.get("reason") == "Scheduled" for e in events_for(c, "kq-1")) and
+          any(e.get("type") == "Warning" for e in events_for(c, "kq-0")),
+          json.dumps([(e.get("reason"), e.get("type")) for e in events_for(c, "kq-0")]))
+    check("no Event is about a pod named after the group", not events_for(c, "kq"),
+          json.dumps(events_for(c, "kq")))
     # Kueue's podset topology annotation on the pods (from the pod template)
     kt = {"kueue.x-k8s.io/pod-group-name": "kt", "kueue.x-k8s.io/queue-name": "team-a"}
     ann = dict(total, **{"kueue.x-k8s.io/podset-required-topology":
