@@ -62,7 +62,7 @@ static void usage(FILE *f)
             "operators (need a running scheduler, --server, and a write token):\n"
             "  queue hold|resume|drain QUEUE\n"
             "  reserve add JOB NODE...  hold nodes for a waiting job; reserve delete ID\n"
-            "  checkpoint NAMESPACE/PODGROUP\n"
+            "  checkpoint JOB         ask a running job to checkpoint\n"
             "shell:\n"
             "  completion bash|zsh    the completion script for gangctl and kubectl gang\n"
             "\n"
@@ -119,9 +119,13 @@ const struct cmd_help gangctl_helps[] = {
      "hold nodes for a waiting job, or remove a reservation (operator)",
      "Operator command (--server and a write token): add holds the nodes for a waiting job\n"
      "(an operator reservation); delete removes reservation ID.\n"},
-    {"checkpoint", "checkpoint NAMESPACE/PODGROUP", "ask a job to checkpoint (operator)",
-     "Operator command (--server and a write token): asks the job to checkpoint (the\n"
-     "checkpoint handshake of docs/lifecycle.md). Exit 1 for an unknown job.\n"},
+    {"checkpoint", "checkpoint JOB", "ask a job to checkpoint (operator)",
+     "Operator command (--server and a write token): asks the job to checkpoint, without a\n"
+     "deadline (the checkpoint handshake of docs/preemption.md): the annotation\n"
+     "gangsched.io/checkpoint-requested on its PodGroup, or on each of its running pods when\n"
+     "it has none of its own (a gang of one, a Kueue pod group, a 1.35 Workload's pod group).\n"
+     "JOB is NAMESPACE/PODGROUP, or NAMESPACE/POD for a gang of one. Exit 1 for an unknown\n"
+     "job.\n"},
     {"completion", "completion bash|zsh", "the shell completion script",
      "Prints the completion script of the shell: commands, flags and their values, for\n"
      "gangctl and kubectl-gang. bash: source <(gangctl completion bash); zsh: put it in a\n"

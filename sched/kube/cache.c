@@ -1075,10 +1075,15 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         for (int r = 0; r < RES_MAX; r++)
             b->usage[((size_t)kg->gang.queue * b->n_flavors + flavor) * RES_MAX + r] += need.v[r];
     }
+    /* the last checkpoint: the latest gangsched.io/last-checkpoint of its PodGroup (if any) and
+     * of its members (a job without a PodGroup, or one that answers on a pod), else the start */
     int64_t ckpt = start, ms;
     const char *t = kobj_pg_annotation(kg->pg, KOBJ_ANNOT_LAST_CKPT);
     if (t && kobj_time(t, &ms) == 0 && ms > ckpt)
         ckpt = ms;
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+        if (kg->members[m]->ckpt_last_ms > ckpt)
+            ckpt = kg->members[m]->ckpt_last_ms;
     const struct config_queue *cq = cfg ? &cfg->queues[kg->gang.queue] : NULL;
     /* the gang's own min-runtime, restart-cost and non-preemptible (annot.c's table) over the
      * queue's; a bad value keeps the queue's (the gang was refused with it at admission) */

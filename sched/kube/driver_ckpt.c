@@ -1,16 +1,19 @@
 /* sched/kube/driver_ckpt.c: the checkpoint handshake of preemption in the Kubernetes driver
  * (docs/preemption.md "The checkpoint handshake").
  *
- * Owns: asking a victim to checkpoint (the PodGroup annotations gangsched.io/checkpoint-requested
- * and gangsched.io/checkpoint-deadline, also the operator's `gangctl checkpoint` write), and at
- * each cycle evicting the victims that answered (gangsched.io/last-checkpoint after the request)
- * or whose grace ended, marking the others as being evicted for the core. The handshake's state
- * (asked when, until when, by whom) is the engine's (eng_job_ckpt_request, eng_job_ckpt_check);
- * its deadline wakes the daemon through eng_next_due. The annotations' write is owed until the
- * watch shows it (driver_status.c kdrv_owe_ckpt). At the first cycle as leader, a running gang
- * whose PodGroup carries a request of its current run with a deadline is in a handshake again
- * (the annotations are the durable record), and its preemptor (the store's preemption row)
- * holds the victim's nodes again.
+ * Owns: asking a victim to checkpoint (the annotations gangsched.io/checkpoint-requested and
+ * gangsched.io/checkpoint-deadline on its own PodGroup, else on every member pod:
+ * kdrv_ckpt_where; also the operator's `gangctl checkpoint` write), and at each cycle evicting
+ * the victims that answered (gangsched.io/last-checkpoint after the request, on the PodGroup or
+ * any member pod: cache.c reads the latest) or whose grace ended, marking the others as being
+ * evicted for the core. The handshake's state (asked when, until when, by whom) is the
+ * engine's (eng_job_ckpt_request, eng_job_ckpt_check); its deadline wakes the daemon through
+ * eng_next_due. Each object's write is owed until the watch shows it on that object
+ * (driver_status.c kdrv_owe_ckpt, kdrv_owe_ckpt_pod). At the first cycle as leader, a running
+ * gang whose PodGroup (or, asked on its pods, one of its members) carries a request of its
+ * current run with a deadline is in a handshake again (the annotations are the durable record;
+ * members that do not show it yet are written again), and its preemptor (the store's
+ * preemption row) holds the victim's nodes again.
  *
  * Must not touch: the decisions (the core chooses the victims), the store's rows (driver_record.c
  * records the preemption when it is decided; this file only reads them), the engine's other
@@ -27,26 +30,40 @@ cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms)
     cJSON *body = cJSON_CreateObject();
     cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "metadata"), "annotations");
     kobj_format_time(asked_ms, t, sizeof(t));
-    cJSON_AddStringToObject(ann, KDRV_ANNOT_CKPT_ASKED, t);
+    cJSON_AddStringToObject(ann, KOBJ_ANNOT_CKPT_ASKED, t);
     if (until_ms > 0) {
         kobj_format_time(until_ms, t, sizeof(t));
-        cJSON_AddStringToObject(ann, KDRV_ANNOT_CKPT_UNTIL, t);
+        cJSON_AddStringToObject(ann, KOBJ_ANNOT_CKPT_UNTIL, t);
     }
     return body;
 }
 
-bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms)
+void kdrv_ckpt_pg_times(const struct kpg *pg, int64_t *asked_ms, int64_t *until_ms)
 {
-    int64_t a, u;
-    const char *sa = kobj_pg_annotation(pg, KDRV_ANNOT_CKPT_ASKED);
-    const char *su = kobj_pg_annotation(pg, KDRV_ANNOT_CKPT_UNTIL);
-    if (sa && kobj_time(sa, &a) == 0 &&
-        (a > asked_ms ||
-         (a == asked_ms && (until_ms == 0 || (su && kobj_time(su, &u) == 0 && u == until_ms)))))
+    const char *sa = kobj_pg_annotation(pg, KOBJ_ANNOT_CKPT_ASKED);
+    const char *su = kobj_pg_annotation(pg, KOBJ_ANNOT_CKPT_UNTIL);
+    if (!sa || kobj_time(sa, asked_ms) != 0)
+        *asked_ms = 0;
+    if (!su || kobj_time(su, until_ms) != 0)
+        *until_ms = 0;
+}
+
+bool kdrv_ckpt_shown(int64_t shown_asked_ms, int64_t shown_until_ms, int64_t asked_ms,
+                     int64_t until_ms)
+{
+    return shown_asked_ms > 0 &&
+           (shown_asked_ms > asked_ms ||
+            (shown_asked_ms == asked_ms && (until_ms == 0 || shown_until_ms == until_ms)));
+}
+
+bool kdrv_ckpt_settled(struct kdrv *d, const char *gang, int64_t shown_asked_ms,
+                       int64_t shown_until_ms, int64_t asked_ms, int64_t until_ms)
+{
+    if (kdrv_ckpt_shown(shown_asked_ms, shown_until_ms, asked_ms, until_ms))
         return true; /* shown, or a later request replaced it */
     if (until_ms == 0)
         return false;
-    struct eng_job j = eng_job(d->eng, kdrv_gang_id(d, pg->key));
+    struct eng_job j = eng_job(d->eng, kdrv_gang_id(d, gang));
     return j.state != ENG_JOB_TEARING || j.ckpt_until_ms != until_ms || j.ckpt_asked_ms != asked_ms;
 }
 
@@ -57,11 +74,68 @@ static int64_t grace_of(const struct kgang *kg, const struct config *cfg)
                : 0;
 }
 
+enum kdrv_ckpt_where kdrv_ckpt_where(const struct kgang *kg)
+{
+    /* its own PodGroup of an API whose object is one gang (a 1.35 Workload holds several pod
+     * groups, and a pod group's replicas are gangs of their own) */
+    if (kg->pg && kg->pg->api != KPG_WORKLOAD_V1ALPHA1 && strcmp(kg->pg->key, kg->key) == 0)
+        return KDRV_CKPT_PODGROUP;
+    return kg->gang.n_pods > 0 ? KDRV_CKPT_PODS : KDRV_CKPT_NONE;
+}
+
 bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg)
 {
-    /* no handshake asked for, or no PodGroup to ask it on (a gang of one pod; Kubernetes' own
-     * PodGroups: deploy/rbac.yaml grants no patch on them): evicted at once */
-    return grace_of(victim, cfg) > 0 && victim->pg && !knative_is(victim->pg->api);
+    return grace_of(victim, cfg) > 0 && kdrv_ckpt_where(victim) != KDRV_CKPT_NONE;
+}
+
+void kdrv_ckpt_write(struct kdrv *d, const struct kgang *kg, int64_t asked_ms, int64_t until_ms)
+{
+    if (kdrv_ckpt_where(kg) == KDRV_CKPT_PODGROUP)
+        kdrv_owe_ckpt(d, kg->pg, asked_ms, until_ms);
+    else
+        for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+            kdrv_owe_ckpt_pod(d, kg->key, kg->members[m], asked_ms, until_ms);
+}
+
+/* The pods of this scheduler, bound and not ended, whose gang key is `key` (a gang of one or a
+ * native basic pod: its own key). */
+struct of_gang {
+    const char *key;
+    struct strlist pods;
+    int rc;
+};
+
+static void of_gang(void *ctx, const struct kpod *p)
+{
+    struct of_gang *f = ctx;
+    bool member = (p->group && strcmp(p->group, f->key) == 0) || strcmp(p->key, f->key) == 0;
+    if (member && p->ours && p->node && p->phase != KPOD_SUCCEEDED && p->phase != KPOD_FAILED &&
+        f->rc == 0)
+        f->rc = kdrv_strlist_add(&f->pods, p->key);
+}
+
+int kdrv_ckpt_operator(struct kdrv *d, const char *key, struct sched_errbuf *eb)
+{
+    const struct kpg *pg = kcache_pg(d->cache, key);
+    int64_t now = kdrv_now(d);
+    if (pg && pg->api != KPG_WORKLOAD_V1ALPHA1) { /* kdrv_ckpt_where's rule */
+        kdrv_owe_ckpt(d, pg, now, 0);
+        return 0;
+    }
+    struct of_gang f = {.key = key};
+    kcache_each_pod(d->cache, of_gang, &f);
+    for (uint32_t i = 0; f.rc == 0 && i < f.pods.n; i++) {
+        const struct kpod *p = kcache_pod(d->cache, f.pods.v[i]);
+        if (p)
+            kdrv_owe_ckpt_pod(d, key, p, now, 0);
+    }
+    uint32_t n = f.pods.n;
+    kdrv_strlist_free(&f.pods);
+    if (f.rc)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    if (n == 0)
+        return sched_fail(eb, SCHED_ENOENT, "no podgroup %s, nor a running pod of that gang", key);
+    return 0;
 }
 
 /* The victim leaves now: its job row pending, uncharged (kdrv_record_evicted) in a transaction
@@ -98,12 +172,14 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
         return false;
     }
     eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
-    kdrv_owe_ckpt(d, victim->pg, now, now + grace);
+    kdrv_ckpt_write(d, victim, now, now + grace);
     char msg[700];
     snprintf(msg, sizeof(msg),
-             "preempted by %s: asked to checkpoint (set %s to a time after %s's request); "
-             "evicted when it does or in %lld s",
-             by->key, KOBJ_ANNOT_LAST_CKPT, KDRV_ANNOT_CKPT_ASKED, (long long)(grace / 1000));
+             "preempted by %s: asked to checkpoint (%s on its %s; set %s on it or on a pod to a "
+             "time after the request); evicted when it does or in %lld s",
+             by->key, KOBJ_ANNOT_CKPT_ASKED,
+             kdrv_ckpt_where(victim) == KDRV_CKPT_PODS ? "pods" : "PodGroup", KOBJ_ANNOT_LAST_CKPT,
+             (long long)(grace / 1000));
     LOG_INFO(KDRV_MOD, "checkpoint requested: gang=%s preemptor=%s grace_ms=%lld", victim->key,
              by->key, (long long)grace);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Normal", "CheckpointRequested",
@@ -158,21 +234,39 @@ static void restore_hold(struct kdrv *d, uint32_t pre, const struct sched_runnin
         eng_hold_extend(d->eng, pre, until);
 }
 
-/* After a restart (the first cycle as leader): a running gang whose PodGroup carries a request
- * made during its current run and a deadline after it, not being evicted, is in a handshake
- * again (until that deadline, at most its queue's checkpointGrace after the request: an
- * annotation edited by hand gives no longer grace; a queue without a grace now: none). Its
- * preemptor, found in the store's preemption rows, holds the victim's nodes again. Later
- * cycles read no annotation: the handshakes are the engine's. */
+/* The request with a deadline after it that kg shows where kdrv_ckpt_where writes it: on its
+ * PodGroup; asked on its pods, the latest one a member shows (the daemon may have stopped
+ * before every member's write was done). false: none. */
+static bool shown_request(const struct kgang *kg, int64_t *asked, int64_t *until)
+{
+    *asked = *until = 0;
+    if (kdrv_ckpt_where(kg) == KDRV_CKPT_PODGROUP) {
+        kdrv_ckpt_pg_times(kg->pg, asked, until);
+        return *asked > 0 && *until > *asked;
+    }
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
+        const struct kpod *p = kg->members[m];
+        if (p->ckpt_asked_ms > *asked && p->ckpt_until_ms > p->ckpt_asked_ms) {
+            *asked = p->ckpt_asked_ms;
+            *until = p->ckpt_until_ms;
+        }
+    }
+    return *asked > 0;
+}
+
+/* After a restart (the first cycle as leader): a running gang that shows a request
+ * (shown_request) made during its current run, not being evicted, is in a handshake again
+ * (until that deadline, at most its queue's checkpointGrace after the request: an annotation
+ * edited by hand gives no longer grace; a queue without a grace now: none); asked on its pods,
+ * the members that do not show that request get it again. Its preemptor, found in the store's
+ * preemption rows, holds the victim's nodes again. Later cycles read no annotation: the
+ * handshakes are the engine's. */
 static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
                   const struct sched_running *run, const struct config *cfg)
 {
     int64_t asked, until;
     int64_t grace = grace_of(kg, cfg);
-    const char *a = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_ASKED) : NULL;
-    const char *u = kg->pg ? kobj_pg_annotation(kg->pg, KDRV_ANNOT_CKPT_UNTIL) : NULL;
-    if (grace <= 0 || !a || !u || kobj_time(a, &asked) != 0 || kobj_time(u, &until) != 0 ||
-        asked < run->start_ms || until <= asked)
+    if (grace <= 0 || !shown_request(kg, &asked, &until) || asked < run->start_ms)
         return;
     if (until - asked > grace)
         until = asked + grace;
@@ -188,10 +282,16 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
     }
     if (pre != ENG_NONE)
         restore_hold(d, pre, run, until);
+    if (kdrv_ckpt_where(kg) == KDRV_CKPT_PODS)
+        kdrv_ckpt_write(d, kg, asked, until); /* only to the members that do not show it */
+    char a[40], u[40];
+    kobj_format_time(asked, a, sizeof(a));
+    kobj_format_time(until, u, sizeof(u));
     LOG_INFO(KDRV_MOD,
-             "checkpoint handshake resumed: gang=%s requested=%s deadline=%s "
+             "checkpoint handshake resumed: gang=%s on=%s requested=%s deadline=%s "
              "preemptor=%s",
-             kg->key, a, u, f.key[0] ? f.key : "(not known)");
+             kg->key, kdrv_ckpt_where(kg) == KDRV_CKPT_PODS ? "pods" : "podgroup", a, u,
+             f.key[0] ? f.key : "(not known)");
 }
 
 /* Handshake over: every member through the Eviction API, status and metrics as an immediate

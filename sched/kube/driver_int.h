@@ -133,9 +133,11 @@ struct kdrv {
     struct strmap status;    /* gang -> struct kstatus* */
     struct strmap owed;      /* gang -> struct kowed*: a native scheduled condition not seen yet */
     struct strmap owed_ckpt; /* gang -> struct kowed*: a checkpoint request not seen yet */
-    struct strmap owed_status; /* gang -> PodGroup status not queued (driver_status.c) */
-    struct strmap pod_writes;  /* pod key -> struct kpod_writes*: its status writes in flight
-                                  and the Binding waiting for them (driver_status.c) */
+    struct strmap owed_ckpt_pods; /* pod -> struct kowed*: the same on a member pod of a gang
+                                     asked on its pods (driver_ckpt.c kdrv_ckpt_where) */
+    struct strmap owed_status;    /* gang -> PodGroup status not queued (driver_status.c) */
+    struct strmap pod_writes;     /* pod key -> struct kpod_writes*: its status writes in flight
+                                     and the Binding waiting for them (driver_status.c) */
     bool ckpt_resumed; /* handshakes were resumed from the annotations (first cycle as leader) */
     bool promises_restored; /* backfill promises were restored from the store (driver_promise.c) */
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
@@ -312,26 +314,48 @@ void kdrv_cycle_at(struct kdrv *d, int64_t at);
 
 /* ---- driver_ckpt.c ---- */
 
-#define KDRV_ANNOT_CKPT_ASKED "gangsched.io/checkpoint-requested" /* RFC 3339 */
-#define KDRV_ANNOT_CKPT_UNTIL "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
+/* Where a gang is asked to checkpoint and where its request is read back after a restart:
+ * KDRV_CKPT_PODGROUP, on its own PodGroup (scheduler-plugins, Volcano, a native scheduling.k8s.io
+ * PodGroup: the object whose key is the gang's); KDRV_CKPT_PODS, on every member pod (a gang of
+ * one, a Kueue pod group, a native basic pod, a pod group of a 1.35 Workload: that object is
+ * shared by its pod groups and their replicas, so it cannot say which gang is asked);
+ * KDRV_CKPT_NONE: nowhere (no member). Its answer, gangsched.io/last-checkpoint, is read from
+ * the PodGroup (if any) and every member pod alike (cache.c: the latest wins). */
+enum kdrv_ckpt_where { KDRV_CKPT_NONE = 0, KDRV_CKPT_PODGROUP, KDRV_CKPT_PODS };
+enum kdrv_ckpt_where kdrv_ckpt_where(const struct kgang *kg);
 
-/* The merge patch of a checkpoint request on a PodGroup of ours (and, until_ms > 0, the deadline
- * of a preemption), the write kdrv_owe_ckpt owes. */
+/* The merge patch of a checkpoint request on a PodGroup or pod (and, until_ms > 0, the deadline
+ * of a preemption), the write kdrv_owe_ckpt and kdrv_owe_ckpt_pod owe. */
 cJSON *kdrv_ckpt_patch(int64_t asked_ms, int64_t until_ms);
-/* Whether the owed checkpoint write needs no more sends: pg shows it (or a later request), or, a
- * preemption's request, its handshake is over (the engine's). */
-bool kdrv_ckpt_settled(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* The request a PodGroup's annotations show (ms since the epoch; 0: none or not RFC 3339). */
+void kdrv_ckpt_pg_times(const struct kpg *pg, int64_t *asked_ms, int64_t *until_ms);
+/* Whether an object showing request shown_asked_ms with deadline shown_until_ms (0: none) shows
+ * the request asked_ms (with deadline until_ms; 0: an operator's, any deadline) or a later one. */
+bool kdrv_ckpt_shown(int64_t shown_asked_ms, int64_t shown_until_ms, int64_t asked_ms,
+                     int64_t until_ms);
+/* Whether an owed checkpoint write of gang's needs no more sends: its object shows it
+ * (kdrv_ckpt_shown), or, a preemption's request, the handshake is over (the engine's). */
+bool kdrv_ckpt_settled(struct kdrv *d, const char *gang, int64_t shown_asked_ms,
+                       int64_t shown_until_ms, int64_t asked_ms, int64_t until_ms);
 /* Whether a victim of the core is asked to checkpoint rather than evicted at once: its queue has
- * a checkpointGrace and it has a PodGroup the daemon may annotate (not a native one). */
+ * a checkpointGrace (and it has a member or a PodGroup to ask it on: kdrv_ckpt_where). */
 bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg);
+/* Writes request asked_ms (deadline until_ms, 0: an operator's) where kdrv_ckpt_where says,
+ * each object's write owed until the watch shows it (a member pod that shows it already is not
+ * written again). */
+void kdrv_ckpt_write(struct kdrv *d, const struct kgang *kg, int64_t asked_ms, int64_t until_ms);
+/* The operator's `gangctl checkpoint KEY` (no deadline): on the PodGroup of that key where a
+ * gang is asked on its PodGroup, else on the running member pods of this scheduler whose gang
+ * key is KEY (a gang of one: the pod's own key). SCHED_ENOENT when there is neither. */
+int kdrv_ckpt_operator(struct kdrv *d, const char *key, struct sched_errbuf *eb);
 /* A victim asked to checkpoint, in its grace: it runs, charged, until its handshake ends (then
  * it is evicted, or it ended by itself and finished). */
 static inline bool kdrv_job_in_grace(struct eng_job j)
 {
     return j.state == ENG_JOB_TEARING && j.ckpt_until_ms != 0;
 }
-/* A victim of the core: when its queue has a checkpointGrace and it has a PodGroup, it is asked
- * to checkpoint (the engine's handshake, the annotations, status and Event) and true is
+/* A victim of the core: when its queue has a checkpointGrace, it is asked to checkpoint (the
+ * engine's handshake, the annotations where kdrv_ckpt_where says, status and Event) and true is
  * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
                        const struct config *cfg, int64_t now);
@@ -394,8 +418,8 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
                           const char *message, bool force, const struct kpg *related);
 
 /* The native PodGroups' scheduled conditions (True) and the checkpoint requests written but
- * not yet seen in the watch (d->owed, d->owed_ckpt): each is sent again while the watch does
- * not show it, after a failed write (backoff from 1 s; 1 s when out of memory) or
+ * not yet seen in the watch (d->owed, d->owed_ckpt, d->owed_ckpt_pods): each is sent again while
+ * the watch does not show it, after a failed write (backoff from 1 s; 1 s when out of memory) or
  * KDRV_OWED_SEEN_MS after a write that succeeded (another write may have overwritten it), at
  * most KDRV_OWED_TRIES times (a preemption's request: until its handshake is over); dropped
  * once seen or its PodGroup is gone. Called by each cycle; arms kdrv_cycle_at for the next
@@ -406,13 +430,18 @@ void kdrv_owed_status(struct kdrv *d, int64_t now);
  * a PodGroup of ours (its key is its gang's): sent now, and again until the watch shows it
  * (kdrv_owed_status); it replaces the one owed on pg. */
 void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms);
+/* The same on pod, a member of gang (its key): one entry per pod, each pod's write owed until the
+ * watch shows it on that pod; nothing when the pod shows it already and none is owed. */
+void kdrv_owe_ckpt_pod(struct kdrv *d, const char *gang, const struct kpod *pod, int64_t asked_ms,
+                       int64_t until_ms);
 
 /* The wall clock stepped by step_ms (kdrv_clock_check): the status rate limits, the forget times
  * and the owed writes' next sends move by it; what was written (a condition's
  * lastTransitionTime, a checkpoint request's times) does not. */
 void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms);
 
-/* Frees d->status, d->owed, d->owed_ckpt, d->owed_status and d->pod_writes (the driver's end). */
+/* Frees d->status, d->owed, d->owed_ckpt, d->owed_ckpt_pods, d->owed_status and d->pod_writes
+ * (the driver's end). */
 void kdrv_status_fini(struct kdrv *d);
 
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as

@@ -25,13 +25,8 @@ static int apply_action(struct kdrv *d, enum store_action_kind kind, const char 
     case STORE_ACT_RESUME:
         strmap_del(&d->held, target);
         return 0;
-    case STORE_ACT_CHECKPOINT: {
-        const struct kpg *pg = kcache_pg(d->cache, target);
-        if (!pg)
-            return sched_fail(eb, SCHED_ENOENT, "podgroup %s not found", target);
-        kdrv_owe_ckpt(d, pg, kdrv_now(d), 0);
-        return 0;
-    }
+    case STORE_ACT_CHECKPOINT:
+        return kdrv_ckpt_operator(d, target, eb);
     case STORE_ACT_RESERVE:
     case STORE_ACT_UNRESERVE:
         break;

@@ -4,9 +4,10 @@
  * PodGroup API (scheduler-plugins, Volcano, native scheduling.k8s.io), its rate limit per gang
  * and reason (struct kstatus in d->status), the writes owed until the watch shows them (struct
  * kowed: the native scheduled conditions in d->owed, the checkpoint requests of driver_ckpt.c in
- * d->owed_ckpt), the PodGroup status writes that could not be queued (struct kowed_status in
- * d->owed_status: written again a second later), and the pods' PodScheduled=False condition
- * with the Binding that waits for it (struct kpod_writes in d->pod_writes).
+ * d->owed_ckpt on PodGroups and in d->owed_ckpt_pods on pods, one entry per pod), the PodGroup
+ * status writes that could not be queued (struct kowed_status in d->owed_status: written again a
+ * second later), and the pods' PodScheduled=False condition with the Binding that waits for it
+ * (struct kpod_writes in d->pod_writes).
  *
  * A write that cannot even be queued (out of memory) is never taken for written: an Event is
  * dropped with a warning naming it (as a refused one is), a PodGroup status is owed and
@@ -200,15 +201,18 @@ static const char *kdrv_rfc3339(int64_t ms, char *buf, size_t n)
 
 /* ---- writes owed until the watch shows them ------------------------------------------------- */
 
-/* A write to a PodGroup that is sent again until the watch shows it (kdrv_owed_status): a native
- * PodGroup's scheduled condition True (d->owed), or a checkpoint request (d->owed_ckpt,
- * driver_ckpt.c). Both maps are by gang key; a PodGroup of ours has its gang's key. */
-enum kowed_kind { KOWED_SCHEDULED = 0, KOWED_CKPT };
+/* A write to a PodGroup or a pod that is sent again until the watch shows it
+ * (kdrv_owed_status): a native PodGroup's scheduled condition True (d->owed), a checkpoint
+ * request on a PodGroup (d->owed_ckpt) or on one member pod of a gang asked on its pods
+ * (d->owed_ckpt_pods, driver_ckpt.c). The first two maps are by gang key (a PodGroup written
+ * to has its gang's key), the third by pod key. */
+enum kowed_kind { KOWED_SCHEDULED = 0, KOWED_CKPT, KOWED_CKPT_POD, KOWED_N };
 
 struct kowed {
     enum kowed_kind kind;
-    char *pg;         /* the PodGroup's cache key "ns/name" */
-    char *uid;        /* its uid: a PodGroup created again under the name is another */
+    char *obj;        /* the PodGroup's or (KOWED_CKPT_POD) the pod's cache key "ns/name" */
+    char *uid;        /* its uid: an object created again under the name is another */
+    char *gang;       /* KOWED_CKPT_POD: the pod's gang key (the engine's handshake), else NULL */
     char *message;    /* scheduled: the condition's message */
     int64_t since_ms; /* scheduled: the first send (lastTransitionTime); ckpt: the request */
     int64_t until_ms; /* ckpt: the deadline of a preemption's request (0: an operator's) */
@@ -226,15 +230,24 @@ struct owed_req {
 
 static struct strmap *owed_map(struct kdrv *d, enum kowed_kind kind)
 {
-    return kind == KOWED_CKPT ? &d->owed_ckpt : &d->owed;
+    return kind == KOWED_CKPT       ? &d->owed_ckpt
+           : kind == KOWED_CKPT_POD ? &d->owed_ckpt_pods
+                                    : &d->owed;
+}
+
+/* The gang entry o, under map key `key`, is about. */
+static const char *owed_gang(const struct kowed *o, const char *key)
+{
+    return o->gang ? o->gang : key;
 }
 
 static void owed_free(struct kowed *o)
 {
     if (!o)
         return;
-    free(o->pg);
+    free(o->obj);
     free(o->uid);
+    free(o->gang);
     free(o->message);
     free(o);
 }
@@ -267,31 +280,42 @@ static void on_owed(void *ctx, const struct kube_resp *r)
     int64_t wait = KDRV_OWED_SEEN_MS;
     if (!ok) { /* 1 s, 2 s, 4 s, ... 16 s */
         wait = 1000LL << (o->tries > 5 ? 4 : o->tries - 1);
-        LOG_WARN(KDRV_MOD, "%s write failed: gang=%s status=%d error=%s (sent again in %lld ms)",
-                 x->kind == KOWED_CKPT ? "checkpoint request" : "podgroup status", x->gang,
-                 r->status, r->error ? r->error : "", (long long)wait);
+        LOG_WARN(KDRV_MOD,
+                 "%s write failed: gang=%s%s%s status=%d error=%s (sent again in %lld ms)",
+                 x->kind == KOWED_SCHEDULED ? "podgroup status" : "checkpoint request",
+                 owed_gang(o, x->gang), o->gang ? " pod=" : "", o->gang ? x->gang : "", r->status,
+                 r->error ? r->error : "", (long long)wait);
     }
     owed_later(x->d, o, wait);
     free(x);
 }
 
-/* Sends o (nothing is sent when the cache shows it already: the caller checked). Out of
- * memory: sent again in a second. */
-static void owed_send(struct kdrv *d, const char *gang, struct kowed *o, const struct kpg *pg)
+/* Sends o, under map key `gang` (nothing is sent when the cache shows it already: the caller
+ * checked), to its object (the cache's: the caller found it). Out of memory: sent again in a
+ * second. */
+static void owed_send(struct kdrv *d, const char *gang, struct kowed *o)
 {
-    char path[700];
+    char path[700] = "";
     cJSON *body;
-    enum kube_method how = KUBE_PATCH_MERGE;
-    if (o->kind == KOWED_CKPT) {
-        body = kdrv_ckpt_patch(o->since_ms, o->until_ms);
-        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", knative_api_version(pg->api),
-                 pg->ns, knative_plural(pg->api), pg->name);
+    enum kube_method how = KUBE_PATCH_MERGE; /* metadata: a merge patch, which CRDs accept too */
+    const struct kpg *pg = o->kind == KOWED_CKPT_POD ? NULL : kcache_pg(d->cache, o->obj);
+    const struct kpod *pod = o->kind == KOWED_CKPT_POD ? kcache_pod(d->cache, o->obj) : NULL;
+    if (o->kind == KOWED_CKPT_POD) {
+        body = pod ? kdrv_ckpt_patch(o->since_ms, o->until_ms) : NULL;
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", pod ? pod->ns : "",
+                 pod ? pod->name : "");
+    } else if (o->kind == KOWED_CKPT) {
+        body = pg ? kdrv_ckpt_patch(o->since_ms, o->until_ms) : NULL;
+        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s",
+                 pg ? knative_api_version(pg->api) : "", pg ? pg->ns : "",
+                 pg ? knative_plural(pg->api) : "", pg ? pg->name : "");
     } else {
-        const char *ct = knative_sched_condition(pg->api);
+        const char *ct = pg ? knative_sched_condition(pg->api) : NULL;
         body =
             ct ? knative_condition_patch(pg, ct, true, "Scheduled", o->message, o->since_ms) : NULL;
         how = KUBE_PATCH_STRATEGIC;
-        native_status_path(pg, path, sizeof(path));
+        if (pg)
+            native_status_path(pg, path, sizeof(path));
     }
     size_t n = strlen(gang) + 1;
     struct owed_req *x = body ? malloc(sizeof(*x) + n) : NULL;
@@ -306,27 +330,38 @@ static void owed_send(struct kdrv *d, const char *gang, struct kowed *o, const s
         if (!x)
             cJSON_Delete(body);
         free(x);
-        LOG_ERROR(KDRV_MOD, "out of memory writing to podgroup %s (sent again in 1000 ms)", o->pg);
+        LOG_ERROR(KDRV_MOD, "out of memory writing to %s %s (sent again in 1000 ms)",
+                  o->kind == KOWED_CKPT_POD ? "pod" : "podgroup", o->obj);
         owed_later(d, o, 1000);
     }
 }
 
-/* The entry of `gang` in the map of `kind`, made for pg when there is none (NULL: out of
- * memory, logged). */
-static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char *gang,
-                                const struct kpg *pg)
+/* The entry under `key` in the map of `kind`, made when there is none for object obj_key of uid
+ * (gang: a pod's gang key, else NULL); an entry left for an object of the name deleted since
+ * takes the new uid. NULL: out of memory, logged. */
+static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char *key,
+                                const char *obj_key, const char *uid, const char *gang)
 {
-    struct kowed *o = strmap_get(owed_map(d, kind), gang);
-    char key[KOBJ_KEY_MAX];
+    struct kowed *o = strmap_get(owed_map(d, kind), key);
+    uid = uid ? uid : "";
+    if (o && strcmp(o->uid, uid) != 0) {
+        char *u = strdup(uid);
+        if (!u) {
+            LOG_ERROR(KDRV_MOD, "out of memory recording a write to %s", obj_key);
+            return NULL;
+        }
+        free(o->uid);
+        o->uid = u;
+        o->since_ms = kdrv_now(d); /* another object: its entry starts afresh */
+        o->tries = 0;
+    }
     if (o)
         return o;
-    if (kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0)
-        return NULL;
     o = calloc(1, sizeof(*o));
-    if (!o || !(o->pg = strdup(key)) || !(o->uid = strdup(pg->uid ? pg->uid : "")) ||
-        strmap_put(owed_map(d, kind), gang, o, NULL) != 0) {
+    if (!o || !(o->obj = strdup(obj_key)) || !(o->uid = strdup(uid)) ||
+        (gang && !(o->gang = strdup(gang))) || strmap_put(owed_map(d, kind), key, o, NULL) != 0) {
         owed_free(o);
-        LOG_ERROR(KDRV_MOD, "out of memory recording a write to podgroup %s", key);
+        LOG_ERROR(KDRV_MOD, "out of memory recording a write to %s", obj_key);
         return NULL;
     }
     o->kind = kind;
@@ -338,7 +373,10 @@ static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char
 static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg,
                           const char *message)
 {
-    struct kowed *o = owed_entry(d, KOWED_SCHEDULED, gang, pg);
+    char key[KOBJ_KEY_MAX];
+    struct kowed *o = kobj_key(pg->ns, pg->name, key, sizeof(key)) == 0
+                          ? owed_entry(d, KOWED_SCHEDULED, gang, key, pg->uid, NULL)
+                          : NULL;
     if (!o)
         return;
     char *m = strdup(message ? message : "");
@@ -347,44 +385,69 @@ static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg
         o->message = m;
     }
     if (!o->inflight && o->message)
-        owed_send(d, gang, o, pg);
+        owed_send(d, gang, o);
+}
+
+/* A new request replaces the one owed in o (under map key `key`): sent now unless a send is in
+ * flight (then sent again after its answer unless the watch shows it). */
+static void owe_request(struct kdrv *d, const char *key, struct kowed *o, int64_t asked_ms,
+                        int64_t until_ms)
+{
+    o->since_ms = asked_ms;
+    o->until_ms = until_ms;
+    o->tries = 0;
+    if (!o->inflight)
+        owed_send(d, key, o);
 }
 
 void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64_t until_ms)
 {
-    struct kowed *o = owed_entry(d, KOWED_CKPT, pg->key, pg);
-    if (!o)
-        return;
-    char *uid = strcmp(o->uid, pg->uid ? pg->uid : "") != 0 ? strdup(pg->uid ? pg->uid : "") : NULL;
-    if (uid) { /* an entry left for a PodGroup of the name deleted since */
-        free(o->uid);
-        o->uid = uid;
-    }
-    o->since_ms = asked_ms; /* a new request replaces the one owed */
-    o->until_ms = until_ms;
-    o->tries = 0;
-    if (!o->inflight) /* else sent again after the answer unless the watch shows it */
-        owed_send(d, pg->key, o, pg);
+    struct kowed *o = owed_entry(d, KOWED_CKPT, pg->key, pg->key, pg->uid, NULL);
+    if (o)
+        owe_request(d, pg->key, o, asked_ms, until_ms);
 }
 
-/* Whether o is done with: its PodGroup gone or another, the watch shows it, or (a request of a
- * preemption) its handshake is over; else when it was sent too often (given up, logged). */
-static bool owed_over(struct kdrv *d, const char *gang, const struct kowed *o, int64_t now)
+void kdrv_owe_ckpt_pod(struct kdrv *d, const char *gang, const struct kpod *pod, int64_t asked_ms,
+                       int64_t until_ms)
 {
-    const struct kpg *pg = kcache_pg(d->cache, o->pg);
-    if (!pg || strcmp(pg->uid ? pg->uid : "", o->uid) != 0)
+    if (kdrv_ckpt_shown(pod->ckpt_asked_ms, pod->ckpt_until_ms, asked_ms, until_ms) &&
+        !strmap_get(&d->owed_ckpt_pods, pod->key))
+        return; /* it shows this request already (a resumed handshake): nothing to write */
+    struct kowed *o = owed_entry(d, KOWED_CKPT_POD, pod->key, pod->key, pod->uid, gang);
+    if (o)
+        owe_request(d, pod->key, o, asked_ms, until_ms);
+}
+
+/* Whether o (under map key `key`) is done with: its object gone or another, the watch shows it,
+ * or (a request of a preemption) its handshake is over; else when it was sent too often (given
+ * up, logged). */
+static bool owed_over(struct kdrv *d, const char *key, const struct kowed *o, int64_t now)
+{
+    const char *gang = owed_gang(o, key);
+    const struct kpg *pg = o->kind == KOWED_CKPT_POD ? NULL : kcache_pg(d->cache, o->obj);
+    const struct kpod *pod = o->kind == KOWED_CKPT_POD ? kcache_pod(d->cache, o->obj) : NULL;
+    const char *uid = pg ? pg->uid : pod ? pod->uid : NULL;
+    if ((!pg && !pod) || strcmp(uid ? uid : "", o->uid) != 0)
         return true;
-    if (o->kind == KOWED_CKPT ? kdrv_ckpt_settled(d, pg, o->since_ms, o->until_ms)
-                              : pg->initially_scheduled)
+    int64_t a = 0, u = 0; /* the request the object shows (0: none) */
+    if (pod) {
+        a = pod->ckpt_asked_ms;
+        u = pod->ckpt_until_ms;
+    } else if (o->kind == KOWED_CKPT) {
+        kdrv_ckpt_pg_times(pg, &a, &u);
+    }
+    if (o->kind == KOWED_SCHEDULED ? pg->initially_scheduled
+                                   : kdrv_ckpt_settled(d, gang, a, u, o->since_ms, o->until_ms))
         return true;
     /* a preemption's request is sent until its handshake ends; the others a bounded number
      * of times */
-    bool bounded = o->kind != KOWED_CKPT || o->until_ms == 0;
+    bool bounded = o->kind == KOWED_SCHEDULED || o->until_ms == 0;
     if (o->inflight || now < o->retry_ms || !bounded || o->tries < KDRV_OWED_TRIES)
         return false;
-    LOG_WARN(KDRV_MOD, "%s of gang %s was written %u times and never seen in the watch: given up",
-             o->kind == KOWED_CKPT ? "the checkpoint request" : "the scheduled condition", gang,
-             o->tries);
+    LOG_WARN(KDRV_MOD,
+             "%s of gang %s was written %u times to %s %s and never seen in the watch: given up",
+             o->kind == KOWED_SCHEDULED ? "the scheduled condition" : "the checkpoint request",
+             gang, o->tries, pod ? "pod" : "podgroup", o->obj);
     return true;
 }
 
@@ -400,7 +463,7 @@ static void owed_step(struct kdrv *d, enum kowed_kind kind, int64_t now)
         else if (o->inflight)
             continue;
         else if (now >= o->retry_ms)
-            owed_send(d, k, o, kcache_pg(d->cache, o->pg));
+            owed_send(d, k, o);
         else
             kdrv_cycle_at(d, o->retry_ms);
     }
@@ -502,6 +565,7 @@ void kdrv_owed_status(struct kdrv *d, int64_t now)
 {
     owed_step(d, KOWED_SCHEDULED, now);
     owed_step(d, KOWED_CKPT, now);
+    owed_step(d, KOWED_CKPT_POD, now);
     owed_status_step(d, now);
 }
 
@@ -521,7 +585,7 @@ void kdrv_status_clock_stepped(struct kdrv *d, int64_t step_ms)
         shift_ms(&st->at_ms, step_ms);
         shift_ms(&st->seen_ms, step_ms);
     }
-    for (int kind = KOWED_SCHEDULED; kind <= KOWED_CKPT; kind++)
+    for (int kind = KOWED_SCHEDULED; kind < KOWED_N; kind++)
         for (size_t i = 0; strmap_next(owed_map(d, kind), &i, &k, &v);)
             shift_ms(&((struct kowed *)v)->retry_ms, step_ms); /* not since_ms, until_ms: sent */
     for (size_t i = 0; strmap_next(&d->owed_status, &i, &k, &v);)
@@ -538,7 +602,7 @@ void kdrv_status_fini(struct kdrv *d)
         free(st);
     }
     strmap_fini(&d->status);
-    for (int kind = KOWED_SCHEDULED; kind <= KOWED_CKPT; kind++) {
+    for (int kind = KOWED_SCHEDULED; kind < KOWED_N; kind++) {
         for (size_t i = 0; strmap_next(owed_map(d, kind), &i, &k, &v);)
             owed_free(v);
         strmap_fini(owed_map(d, kind));

@@ -505,7 +505,7 @@ static int pod_run_hints(const cJSON *ann, struct kpod *p)
     return 0;
 }
 
-/* Queue, flavor and GPU indices from labels and annotations. */
+/* Queue, flavor, GPU indices and checkpoint times from labels and annotations. */
 static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, struct sched_errbuf *eb)
 {
     const char *q = map_str(labels, KOBJ_LABEL_QUEUE);
@@ -525,6 +525,15 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
     p->max_restarts = UINT32_MAX;
     if (p->ours && p->node && pod_run_hints(ann, p) != 0)
         return SCHED_ENOMEM;
+    if (p->ours) { /* the checkpoint handshake's times; an unreadable one is none */
+        const char *ck[] = {KOBJ_ANNOT_CKPT_ASKED, KOBJ_ANNOT_CKPT_UNTIL, KOBJ_ANNOT_LAST_CKPT};
+        int64_t *to[] = {&p->ckpt_asked_ms, &p->ckpt_until_ms, &p->ckpt_last_ms};
+        for (int i = 0; i < 3; i++) {
+            const char *t = map_str(ann, ck[i]);
+            if (t && kobj_time(t, to[i]) != 0)
+                *to[i] = 0;
+        }
+    }
     const char *ids = map_str(ann, KOBJ_ANNOT_GPU_IDS);
     if (!ids)
         return 0;

@@ -45,6 +45,8 @@
 #define KOBJ_GPU_CTRS           16 /* containers whose device counts are kept */
 #define KOBJ_ANNOT_FLAVOR       "gangsched.io/flavor"
 #define KOBJ_ANNOT_LAST_CKPT    "gangsched.io/last-checkpoint"
+#define KOBJ_ANNOT_CKPT_ASKED   "gangsched.io/checkpoint-requested" /* RFC 3339 */
+#define KOBJ_ANNOT_CKPT_UNTIL   "gangsched.io/checkpoint-deadline"  /* RFC 3339, a preemption's */
 #define KOBJ_ANNOT_NONPREEMPT   "gangsched.io/non-preemptible"
 #define KOBJ_ANNOT_MIN_RUNTIME  "gangsched.io/min-runtime"
 #define KOBJ_ANNOT_RESTART_COST "gangsched.io/restart-cost"
@@ -87,6 +89,10 @@ struct kpod {
     int64_t min_runtime_ms, restart_cost_ms, start_timeout_ms;
     uint32_t max_restarts;
     bool non_preemptible;
+    /* ours: its gangsched.io/checkpoint-requested, checkpoint-deadline and last-checkpoint (ms
+     * since the epoch; 0: none, or not RFC 3339): the checkpoint handshake of a gang asked on its
+     * pods, and a job's answer on any of its pods (sched/kube/driver_ckpt.c) */
+    int64_t ckpt_asked_ms, ckpt_until_ms, ckpt_last_ms;
     char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
     int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
     uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */

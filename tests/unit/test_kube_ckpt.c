@@ -1,0 +1,437 @@
+/* tests/unit/test_kube_ckpt.c: the checkpoint handshake of preemption for every kind of gang
+ * (sched/kube/driver_ckpt.c, docs/preemption.md "The checkpoint handshake"), on a cycle's input
+ * built by the cache from API objects, with no API server (every write fails to queue and stays
+ * owed, which is what is looked at):
+ *   - where a gang is asked (kdrv_ckpt_where): its own PodGroup (scheduler-plugins, native
+ *     scheduling.k8s.io), else every member pod (a gang of one, a Kueue pod group, a native basic
+ *     pod, a pod group of a 1.35 Workload), and the write owed per object until the watch shows
+ *     it there: each pod on its own;
+ *   - where its answer is read: gangsched.io/last-checkpoint on the PodGroup or on any member
+ *     pod, the latest (the running gang's last_checkpoint_ms), and a victim asked on its pods
+ *     that answers on one of them is evicted at once, one that does not at the deadline;
+ *   - the resume after a restart from the pods' annotations (a member that does not show the
+ *     request gets it again) and from a native PodGroup's.
+ * Before, a victim without a PodGroup of scheduler-plugins or Volcano was never asked (evicted
+ * at once) and a pod's annotations were never read. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+#include "tests/unit/kdrv_fx.h"
+
+#define T0   1767225600000LL /* 2026-01-01T00:00:00Z: every pod's start */
+#define NOW  (T0 + 3600000)  /* the decisions, an hour later */
+#define WAIT 60000           /* the queue's checkpointGrace (ms) */
+
+static const char *const cfg_yaml =
+    "apiVersion: gangsched.io/v1alpha1\n"
+    "kind: SchedulerConfig\n"
+    "queues:\n"
+    "  - name: q\n"
+    "    preemption: {withinQueue: LowerPriority, checkpointGrace: 60s}\n";
+
+struct ck {
+    struct kdrv d;
+    struct config *cfg;
+    struct kcache_build kb;
+};
+
+static void apply(struct kcache *c, int kind, enum kpg_api api, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    int rc = kind == 0   ? kcache_node_event(c, o, false)
+             : kind == 1 ? kcache_pod_event(c, o, false)
+                         : kcache_pg_event(c, o, api, false);
+    assert_int_equal(rc, 0);
+    cJSON_Delete(o);
+}
+
+/* A running pod ml/name of one GPU on node, started at T0, in queue q; labels and ann: extra
+ * members of its labels and annotations (",\"k\":\"v\"" or ""), spec: extra members of its spec. */
+static void pod(struct kcache *c, const char *name, const char *node, const char *labels,
+                const char *ann, const char *spec)
+{
+    static int rv; /* each event newer than the last (the cache ignores an older one) */
+    char buf[2000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"resourceVersion\":\"%d\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+             "\"labels\":{\"gangsched.io/queue\":\"q\"%s},\"annotations\":{\"x\":\"y\"%s}},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"%s\"%s,\"containers\":[{"
+             "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+             "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}}",
+             name, name, ++rv, labels, ann, node, spec);
+    apply(c, 1, 0, buf);
+}
+
+#define KUEUE_LABELS ",\"kueue.x-k8s.io/pod-group-name\":\"kq\""
+#define KUEUE_ANN    ",\"kueue.x-k8s.io/pod-group-total-count\":\"2\""
+
+/* The Kueue pod group ml/kq's two members, each with extra annotations. */
+static void kueue_pods(struct kcache *c, const char *ann0, const char *ann1)
+{
+    char a[600];
+    snprintf(a, sizeof(a), "%s%s", KUEUE_ANN, ann0);
+    pod(c, "kq-0", "n1", KUEUE_LABELS, a, "");
+    snprintf(a, sizeof(a), "%s%s", KUEUE_ANN, ann1);
+    pod(c, "kq-1", "n2", KUEUE_LABELS, a, "");
+}
+
+/* The native v1beta1 PodGroup ml/ng (gang of 1) with extra annotations. */
+static void native_pg(struct kcache *c, const char *ann)
+{
+    char buf[900];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"ng\",\"uid\":\"pg-ng\",\"generation\":1,"
+             "\"annotations\":{\"x\":\"y\"%s}},\"spec\":{\"schedulingPolicy\":{\"gang\":{"
+             "\"minCount\":1}}},\"status\":{\"conditions\":[{\"type\":"
+             "\"PodGroupInitiallyScheduled\",\"status\":\"True\"}]}}",
+             ann);
+    apply(c, 2, KPG_NATIVE_V1BETA1, buf);
+}
+
+/* Every kind of gang, running: ml/solo (a gang of one), ml/kq (a Kueue pod group of two),
+ * ml/xg (a scheduler-plugins PodGroup, its last-checkpoint at T0 + 10 min), ml/ng (a native
+ * PodGroup), ml/wl:w (a pod group of a 1.35 Workload), ml/bp-0 (a native basic pod). */
+static void cluster(struct kcache *c)
+{
+    for (int n = 1; n <= 2; n++) {
+        char buf[400];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"name\":\"n%d\"},\"status\":{\"allocatable\":{\"cpu\":\"8\","
+                 "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
+                 "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                 n);
+        apply(c, 0, 0, buf);
+    }
+    pod(c, "solo", "n1", "", "", "");
+    kueue_pods(c, "", "");
+    apply(
+        c, 2, KPG_XK8S,
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\":{"
+        "\"namespace\":\"ml\",\"name\":\"xg\",\"uid\":\"pg-xg\",\"annotations\":{"
+        "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"}},\"spec\":{\"minMember\":1}}");
+    pod(c, "xg-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"xg\"", "", "");
+    native_pg(c, "");
+    pod(c, "ng-0", "n2", "", "", ",\"schedulingGroup\":{\"podGroupName\":\"ng\"}");
+    apply(c, 2, KPG_WORKLOAD_V1ALPHA1,
+          "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
+          "\"namespace\":\"ml\",\"name\":\"wl\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
+          "{\"name\":\"w\",\"policy\":{\"gang\":{\"minCount\":1}}}]}}");
+    pod(c, "wl-0", "n2", "", "", ",\"workloadRef\":{\"name\":\"wl\",\"podGroup\":\"w\"}");
+    apply(c, 2, KPG_NATIVE_V1BETA1,
+          "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+          "\"namespace\":\"ml\",\"name\":\"bp\",\"uid\":\"pg-bp\",\"generation\":1},\"spec\":{"
+          "\"schedulingPolicy\":{\"basic\":{}}}}");
+    pod(c, "bp-0", "n1", "", "", ",\"schedulingGroup\":{\"podGroupName\":\"bp\"}");
+}
+
+static int setup(void **state)
+{
+    static struct ck f;
+    memset(&f, 0, sizeof(f));
+    setup_d(&f.d);
+    arena_init(&f.d.arena, 1 << 16);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(config_load_buffer("t.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb), 0);
+    cluster(f.d.cache);
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ck *f = *state;
+    teardown_d(&f->d);
+    arena_fini(&f->d.arena);
+    config_free(f->cfg);
+    return 0;
+}
+
+/* The cycle's input and id maps at now. */
+static void build_at(struct ck *f, int64_t now)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->d.arena);
+    assert_int_equal(
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
+    assert_int_equal(kdrv_ids_build(&f->d, &f->kb, now), 0);
+}
+
+/* The running gang of key (its kgang; *run: its running record). */
+static const struct kgang *running(struct ck *f, const char *key, struct sched_running **run)
+{
+    for (uint32_t i = 0; i < f->kb.n_running; i++) {
+        const struct kgang *kg = &f->kb.gangs[f->kb.running[i].gang->id];
+        if (strcmp(kg->key, key) == 0) {
+            if (run)
+                *run = &f->kb.running[i];
+            return kg;
+        }
+    }
+    fail_msg("no running gang %s", key);
+    return NULL;
+}
+
+/* The core chose key as a victim of ml/bp-0 at NOW: the record's eng_job_evict, then the
+ * request (kdrv_ckpt_request), which must ask it. */
+static void ask(struct ck *f, const char *key)
+{
+    build_at(f, NOW);
+    const struct kgang *kg = running(f, key, NULL);
+    assert_int_equal(eng_job_evict(f->d.eng, kdrv_gang_id(&f->d, key)), 0);
+    assert_true(kdrv_ckpt_request(&f->d, kg, running(f, "ml/bp-0", NULL), f->cfg, NOW));
+    struct eng_job j = eng_job(f->d.eng, kdrv_gang_id(&f->d, key));
+    assert_int_equal(j.ckpt_asked_ms, NOW);
+    assert_int_equal(j.ckpt_until_ms, NOW + WAIT);
+}
+
+/* ", requested and deadline" annotation members for a request at asked with deadline until
+ * (until 0: none). */
+static const char *req_ann(char *buf, size_t n, int64_t asked, int64_t until)
+{
+    char a[40], u[40];
+    kobj_format_time(asked, a, sizeof(a));
+    kobj_format_time(until, u, sizeof(u));
+    snprintf(buf, n, ",\"gangsched.io/checkpoint-requested\":\"%s\"%s%s%s", a,
+             until ? ",\"gangsched.io/checkpoint-deadline\":\"" : "", until ? u : "",
+             until ? "\"" : "");
+    return buf;
+}
+
+static bool owed_pod(const struct ck *f, const char *pod_key)
+{
+    return strmap_get(&f->d.owed_ckpt_pods, pod_key) != NULL;
+}
+
+static bool owed_pg(const struct ck *f, const char *key)
+{
+    return strmap_get(&f->d.owed_ckpt, key) != NULL;
+}
+
+/* Where each kind of gang is asked, and whether a victim is asked at all. */
+static void where_each_gang_is_asked(void **state)
+{
+    struct ck *f = *state;
+    build_at(f, NOW);
+    const char *pods[] = {"ml/solo", "ml/kq", "ml/wl:w", "ml/bp-0"};
+    const char *pgs[] = {"ml/xg", "ml/ng"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(kdrv_ckpt_where(running(f, pods[i], NULL)), KDRV_CKPT_PODS);
+        assert_true(kdrv_ckpt_asks(running(f, pods[i], NULL), f->cfg));
+    }
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(kdrv_ckpt_where(running(f, pgs[i], NULL)), KDRV_CKPT_PODGROUP);
+        assert_true(kdrv_ckpt_asks(running(f, pgs[i], NULL), f->cfg));
+    }
+    assert_non_null(running(f, "ml/wl:w", NULL)->pg); /* a Workload: pods all the same */
+    /* no checkpointGrace: evicted at once, whatever the gang */
+    struct config *none = NULL;
+    struct sched_errbuf eb = {{0}};
+    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
+                    "  - name: q\n";
+    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
+    assert_false(kdrv_ckpt_asks(running(f, "ml/kq", NULL), none));
+    assert_false(kdrv_ckpt_asks(running(f, "ml/xg", NULL), none));
+    config_free(none);
+}
+
+/* The answer: the latest gangsched.io/last-checkpoint of the PodGroup and of every member. */
+static void answer_read_from_podgroup_or_any_pod(void **state)
+{
+    struct ck *f = *state;
+    struct sched_running *run;
+    build_at(f, NOW);
+    running(f, "ml/kq", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0); /* none: the start */
+    running(f, "ml/xg", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0 + 600000); /* its PodGroup's */
+    /* the second member of the Kueue group answers; a pod of xg says later than its PodGroup */
+    kueue_pods(f->d.cache, "", ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:20:00.5Z\"");
+    pod(f->d.cache, "xg-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"xg\"",
+        ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:30:00Z\"", "");
+    /* an unreadable time on a member is none */
+    pod(f->d.cache, "solo", "n1", "", ",\"gangsched.io/last-checkpoint\":\"yesterday\"", "");
+    build_at(f, NOW);
+    running(f, "ml/kq", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0 + 1200500);
+    running(f, "ml/xg", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0 + 1800000);
+    running(f, "ml/solo", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0);
+    /* a member's earlier time does not hide its PodGroup's later one */
+    pod(f->d.cache, "xg-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"xg\"",
+        ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:05:00Z\"", "");
+    build_at(f, NOW);
+    running(f, "ml/xg", &run);
+    assert_int_equal(run->last_checkpoint_ms, T0 + 600000);
+}
+
+/* A gang asked on its pods: one write owed per member, each done when the watch shows it on
+ * that pod (the request and its deadline), the others still owed. */
+static void request_written_on_every_pod(void **state)
+{
+    struct ck *f = *state;
+    ask(f, "ml/kq");
+    assert_true(owed_pod(f, "ml/kq-0"));
+    assert_true(owed_pod(f, "ml/kq-1"));
+    assert_false(owed_pg(f, "ml/kq"));
+    char a[300];
+    kueue_pods(f->d.cache, req_ann(a, sizeof(a), NOW, NOW + WAIT), "");
+    kdrv_owed_status(&f->d, NOW + 3000);
+    assert_false(owed_pod(f, "ml/kq-0"));
+    assert_true(owed_pod(f, "ml/kq-1"));
+    /* the request without its deadline is not the write owed */
+    char b[300];
+    kueue_pods(f->d.cache, req_ann(a, sizeof(a), NOW, NOW + WAIT), req_ann(b, sizeof(b), NOW, 0));
+    kdrv_owed_status(&f->d, NOW + 6000);
+    assert_true(owed_pod(f, "ml/kq-1"));
+    kueue_pods(f->d.cache, "", req_ann(a, sizeof(a), NOW, NOW + WAIT));
+    kdrv_owed_status(&f->d, NOW + 9000);
+    assert_false(owed_pod(f, "ml/kq-1"));
+
+    /* a gang of one and a Workload's pod group: their pods; PodGroups of their own: those */
+    ask(f, "ml/solo");
+    assert_true(owed_pod(f, "ml/solo"));
+    assert_false(owed_pg(f, "ml/solo"));
+    ask(f, "ml/wl:w");
+    assert_true(owed_pod(f, "ml/wl-0"));
+    assert_false(owed_pg(f, "ml/wl:w"));
+    ask(f, "ml/xg");
+    assert_true(owed_pg(f, "ml/xg"));
+    assert_false(owed_pod(f, "ml/xg-0"));
+    ask(f, "ml/ng");
+    assert_true(owed_pg(f, "ml/ng"));
+    assert_false(owed_pod(f, "ml/ng-0"));
+    /* the native PodGroup shows it: done */
+    native_pg(f->d.cache, req_ann(a, sizeof(a), NOW, NOW + WAIT));
+    kdrv_owed_status(&f->d, NOW + 3000);
+    assert_false(owed_pg(f, "ml/ng"));
+    assert_true(owed_pg(f, "ml/xg"));
+}
+
+/* Each cycle's step: the victim waits until a member's last checkpoint is after the request
+ * (then evicted: the handshake over long before the deadline), or until the deadline. */
+static void answer_on_one_pod_evicts(void **state)
+{
+    struct ck *f = *state;
+    ask(f, "ml/kq");
+    f->d.ckpt_resumed = true; /* not the first cycle as leader */
+    uint32_t g = kdrv_gang_id(&f->d, "ml/kq");
+    struct sched_running *run;
+    /* a checkpoint at the request itself is no answer */
+    kueue_pods(f->d.cache, ",\"gangsched.io/last-checkpoint\":\"2026-01-01T01:00:00Z\"", "");
+    build_at(f, NOW + 1000);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW + 1000);
+    running(f, "ml/kq", &run);
+    assert_true(run->evicting); /* the core picks it no more */
+    assert_int_equal(eng_job(f->d.eng, g).ckpt_until_ms, NOW + WAIT);
+    /* the second member answers: over (evicted), 2 s after the request */
+    kueue_pods(f->d.cache, "", ",\"gangsched.io/last-checkpoint\":\"2026-01-01T01:00:01.5Z\"");
+    build_at(f, NOW + 2000);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW + 2000);
+    running(f, "ml/kq", &run);
+    assert_true(run->evicting);
+    assert_int_equal(eng_job(f->d.eng, g).ckpt_until_ms, 0);
+    assert_int_equal(eng_job(f->d.eng, g).state, ENG_JOB_TEARING);
+
+    /* a gang of one that never answers: evicted at the deadline, not before */
+    ask(f, "ml/solo");
+    uint32_t s = kdrv_gang_id(&f->d, "ml/solo");
+    build_at(f, NOW + WAIT - 1);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW + WAIT - 1);
+    assert_int_equal(eng_job(f->d.eng, s).ckpt_until_ms, NOW + WAIT);
+    build_at(f, NOW + WAIT);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW + WAIT);
+    assert_int_equal(eng_job(f->d.eng, s).ckpt_until_ms, 0);
+}
+
+/* A new process (a fresh engine and owed writes; the cache as the API shows it): the handshake
+ * of a gang asked on its pods resumes from the member that shows the request (the other gets it
+ * again), and a native PodGroup's from the PodGroup. */
+static void resumed_from_pods_and_native_podgroup(void **state)
+{
+    struct ck *f = *state;
+    char a[300], b[300];
+    int64_t asked = NOW - 20000; /* the previous process asked 20 s ago */
+    kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + WAIT), "");
+    native_pg(f->d.cache, req_ann(b, sizeof(b), asked, asked + WAIT));
+    /* a request older than the run (a previous run's) is not resumed */
+    pod(f->d.cache, "solo", "n1", "", req_ann(a, sizeof(a), T0 - 5000, T0 + 55000), "");
+    build_at(f, NOW);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW);
+    struct eng_job j = eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq"));
+    assert_int_equal(j.state, ENG_JOB_TEARING);
+    assert_int_equal(j.ckpt_asked_ms, asked);
+    assert_int_equal(j.ckpt_until_ms, asked + WAIT);
+    assert_false(owed_pod(f, "ml/kq-0")); /* it shows it */
+    assert_true(owed_pod(f, "ml/kq-1"));  /* written again */
+    j = eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/ng"));
+    assert_int_equal(j.ckpt_asked_ms, asked);
+    assert_int_equal(j.ckpt_until_ms, asked + WAIT);
+    assert_false(owed_pg(f, "ml/ng"));
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/solo")).ckpt_until_ms, 0);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/xg")).ckpt_until_ms, 0);
+    /* later cycles read no request; the answer on the member that was written again counts */
+    kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + WAIT),
+               ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:59:45Z\"");
+    build_at(f, NOW + 1000);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW + 1000);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq")).ckpt_until_ms, 0);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/ng")).ckpt_until_ms, asked + WAIT);
+}
+
+/* A deadline edited by hand beyond the queue's grace is cut to it, and every member then gets
+ * that deadline (none shows it). */
+static void resumed_deadline_cut_to_grace(void **state)
+{
+    struct ck *f = *state;
+    char a[300];
+    int64_t asked = NOW - 20000;
+    kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + 10 * WAIT), "");
+    build_at(f, NOW);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq")).ckpt_until_ms, asked + WAIT);
+    assert_true(owed_pod(f, "ml/kq-0"));
+    assert_true(owed_pod(f, "ml/kq-1"));
+}
+
+/* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
+static void operator_request(void **state)
+{
+    struct ck *f = *state;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdrv_ckpt_operator(&f->d, "ml/kq", &eb), 0);
+    assert_true(owed_pod(f, "ml/kq-0") && owed_pod(f, "ml/kq-1"));
+    assert_int_equal(kdrv_ckpt_operator(&f->d, "ml/ng", &eb), 0);
+    assert_true(owed_pg(f, "ml/ng"));
+    assert_int_equal(kdrv_ckpt_operator(&f->d, "ml/solo", &eb), 0);
+    assert_true(owed_pod(f, "ml/solo"));
+    assert_int_equal(kdrv_ckpt_operator(&f->d, "ml/nothing", &eb), SCHED_ENOENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(where_each_gang_is_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(answer_read_from_podgroup_or_any_pod, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_written_on_every_pod, setup, teardown),
+        cmocka_unit_test_setup_teardown(answer_on_one_pod_evicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(resumed_from_pods_and_native_podgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(resumed_deadline_cut_to_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(operator_request, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
