@@ -132,11 +132,12 @@ def answer_on_pod(c, s, ev0):
     check("(1) both pods carry the request and its deadline (request + %g s), the same" % GRACE,
           both and a0 == a1 and abs(a0[1] - a0[0] - GRACE) < 0.01,
           "%s %s" % (pod_ann(c, "kq-0"), pod_ann(c, "kq-1")))
-    check("(1) a CheckpointRequested Event names the preemptor and says it is asked on its pods",
-          wait_for(lambda: [e for e in events_for(c, "kq") if e["reason"] ==
-                            "CheckpointRequested" and "default/hi-0" in e["note"] and
-                            "on its pods" in e["note"]], WAIT),
-          str([e.get("note") for e in events_for(c, "kq")]))
+    def told(pod):  # a group without an object: its Events are about each of its pods
+        return [e for e in events_for(c, pod) if e["reason"] == "CheckpointRequested" and
+                "default/hi-0" in e["note"] and "on its pods" in e["note"]]
+    check("(1) a CheckpointRequested Event on each pod names the preemptor and says it is asked "
+          "on its pods", wait_for(lambda: told("kq-0") and told("kq-1"), WAIT),
+          str([e.get("note") for e in events_for(c, "kq-0")]))
     check("(1) while it has not answered, it runs and the preemptor waits",
           not wait_for(lambda: evictions(c) > ev0 or e2e.bound(c, "hi"), 2.0) and
           len(running(c, "kq")) == 2)
