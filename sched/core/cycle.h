@@ -282,8 +282,8 @@ struct sched_result {
     /* The earliest instant after now_ms at which time alone may change what this cycle decided
      * (sched_wake_at): a waiting gang reaches starvation.after, a priority preemption that did
      * not pay starts to (its benefit and its victims' cost both grow with time), a would-be
-     * victim's minimum run time ends, a backfill promise passes. INT64_MAX: none known. The
-     * simulator runs a cycle then, as the daemon's timers and one-second re-check do. */
+     * victim's minimum run time ends, a backfill promise passes. INT64_MAX: none known. Both
+     * drivers run a cycle then (the simulator's FIN_WAKE, the daemon's kdrv_next_due). */
     int64_t wake_ms;
 };
 

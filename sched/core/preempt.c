@@ -527,7 +527,7 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
         grow += (double)r->gang->gpus * (1.0 + 0.1 * (double)vp);
     }
     if (pc->wake_ms && rate > factor * grow) {
-        /* in whole seconds, as the daemon's one-second re-check sees it */
+        /* in whole seconds, rounded up: at that instant it pays */
         double dt_s = ceil((factor * pl->cost - rate * wait_s) / (rate - factor * grow));
         if (dt_s < 3.0e7) /* within a year: an instant worth a cycle */
             sched_wake_at(pc->wake_ms, snap->now_ms,

@@ -117,6 +117,8 @@ struct kcycle {
     struct kcache_build kb;
     struct sched_result res;
     struct sched_errbuf eb;
+    bool built;   /* kb holds the cycle's input */
+    bool decided; /* res holds the core's decisions (its wake_ms: kdrv_next_due) */
 };
 
 bool kdrv_may_lead(struct kdrv *d)
@@ -158,35 +160,34 @@ static bool cycle_due(struct kdrv *d)
     return true;
 }
 
-/* When the next cycle is due if nothing changes: the earliest of the timers that matter (the
- * rest of the cycle's input only changes by an event, which marks the cache dirty):
- *   - backoff expiry, quarantine end, hold and reservation expiry, start timeout, NotReady
- *     grace: the engine's (eng_next_due);
- *   - starvation threshold: a pending gang reaches starveAfter and may get a reservation;
- *   - preemption re-check: KDRV_PREEMPT_RECHECK_MS while a gang is pending and a gang of ours
- *     runs under a preempting policy;
- *   - a status held back by its rate limit, a native scheduled condition owed (driver_status.c),
- *     a failed delete or eviction to send again a second later (driver_life.c): kdrv_cycle_at,
- *     d->later_ms.
- * A cycle whose input could not be built is tried again a second later. */
-static int64_t cycle_next_due(const struct kcycle *c, bool built)
+/* The next cycle's due time (driver_int.h). */
+int64_t kdrv_next_due(const struct kdrv_due_in *in)
+{
+    int64_t due = in->eng_due;
+    int64_t own = in->decided ? in->wake_ms : in->now + KDRV_RETRY_MS;
+    if (own < due)
+        due = own;
+    bool recheck = in->preempting && in->n_pending > 0 && in->n_running > 0;
+    if (recheck && in->now + KDRV_SAFETY_RECHECK_MS < due)
+        due = in->now + KDRV_SAFETY_RECHECK_MS;
+    return due;
+}
+
+/* The last cycle's part of kdrv_next_due. A waiting gang reaching starvation.after is in the
+ * core's wake_ms (cycle.c maybe_reserve), as the simulator has it: no second copy here. */
+static int64_t cycle_next_due(const struct kcycle *c)
 {
     const struct kdrv *d = c->d;
-    if (!built)
-        return c->now + 1000;
-    int64_t due = eng_next_due(d->eng, c->now);
-    int64_t starve = d->pol ? d->pol->starve_after_ms : 0;
-    if (c->cfg && starve > 0) /* the operator's setting wins (as in the core's cycle) */
-        starve = c->cfg->starve_after_ms;
-    for (uint32_t i = 0; starve > 0 && i < c->kb.n_pending; i++) {
-        int64_t t = c->kb.gangs[i].gang.submit_ms + starve;
-        if (t > c->now && t < due)
-            due = t;
-    }
-    if (d->pol && d->pol->preempt && c->kb.n_pending > 0 && c->kb.snap.n_running > 0 &&
-        c->now + KDRV_PREEMPT_RECHECK_MS < due)
-        due = c->now + KDRV_PREEMPT_RECHECK_MS;
-    return due;
+    struct kdrv_due_in in = {
+        .now = c->now,
+        .decided = c->decided,
+        .wake_ms = c->decided ? c->res.wake_ms : INT64_MAX,
+        .eng_due = eng_next_due(d->eng, c->now),
+        .preempting = d->pol && d->pol->preempt,
+        .n_pending = c->built ? c->kb.n_pending : 0,
+        .n_running = c->built ? c->kb.snap.n_running : 0,
+    };
+    return kdrv_next_due(&in);
 }
 
 /* The snapshot, then the lifecycle step on it. */
@@ -353,22 +354,23 @@ static void run_cycle(struct kdrv *d)
     struct kcycle c = {.d = d, .cfg = config_watch_pin(d->cw), .now = kdrv_now(d)};
     d->cycle_now = c.now;    /* kdrv_now's answer until the cycle ends */
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
-    bool built = cycle_build(&c) == 0;
+    c.built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);
-    if (built) {
+    if (c.built) {
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
         kdrv_promise_restore(d, &c.kb);
         kdrv_holds_offer(d, &c.kb, c.now);
-        if (cycle_decide(&c) == 0) {
+        c.decided = cycle_decide(&c) == 0;
+        if (c.decided) {
             cycle_verdicts(&c);
             cycle_evictions(&c);
             kdrv_binds_start(d, &c.kb, &c.res, c.cfg);
         }
     }
-    d->due_ms = cycle_next_due(&c, built);
+    d->due_ms = cycle_next_due(&c);
     d->ids = NULL; /* the cycle's maps end with it */
     config_watch_unpin(d->cw, c.cfg);
     d->cycle_now = 0;

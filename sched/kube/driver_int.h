@@ -40,14 +40,18 @@
 #include "sched/kube/native.h"
 #include "store/store.h"
 
-#define KDRV_MOD                "kube"
-#define KDRV_STATUS_MIN_MS      5000 /* a gang's status changes at most this often for one reason */
-#define KDRV_OWED_SEEN_MS       2000 /* a written scheduled condition shows in the watch by then */
-#define KDRV_OWED_TRIES         8    /* sends of one scheduled condition before giving up */
+#define KDRV_MOD               "kube"
+#define KDRV_STATUS_MIN_MS     5000 /* a gang's status changes at most this often for one reason */
+#define KDRV_OWED_SEEN_MS      2000 /* a written scheduled condition shows in the watch by then */
+#define KDRV_OWED_TRIES        8    /* sends of one scheduled condition before giving up */
 /* While a gang waits and a gang of ours runs under a preempting policy, a cycle at least this
- * often even without changes: whether evicting pays grows with the wait (preempt.c worth_it)
- * and a victim's minimum run time ends (ms). */
-#define KDRV_PREEMPT_RECHECK_MS 1000
+ * often even without changes (ms): a safety net for what the core's wake_ms may miss (the
+ * fair-share history the driver integrates up to each cycle's now, any time rule the core does
+ * not name); the times the core knows of come from wake_ms (kdrv_next_due). */
+#define KDRV_SAFETY_RECHECK_MS 30000
+/* A cycle whose input could not be built, or that could not decide (out of memory), runs again
+ * this much later (ms). */
+#define KDRV_RETRY_MS          1000
 
 /* One pod bind in flight. */
 struct kbind {
@@ -161,7 +165,7 @@ struct kdrv {
      * the next record writes them all again (driver_promise.c) */
     bool promises_stepped;
     /* without changes, the next cycle runs at the earliest of these (ms since the epoch,
-     * INT64_MAX: none; driver.c cycle_next_due names the timers): due_ms from the last cycle,
+     * INT64_MAX: none; kdrv_next_due names the timers): due_ms from the last cycle,
      * later_ms what asked for a cycle since the last one started (kdrv_cycle_at) */
     int64_t due_ms, later_ms;
     /* the state between cycles (sched/engine/): job states, retry budgets, strikes and
@@ -308,6 +312,27 @@ bool kdrv_may_lead(struct kdrv *d);
 const char *kdrv_flavor_name(const struct config *cfg, uint32_t f);
 
 void kdrv_schedule_cycle(struct kdrv *d, uint64_t delay_ms);
+
+/* What the next cycle's due time depends on, as the last cycle left it (kdrv_next_due). Times in
+ * ms since the epoch, INT64_MAX: none. */
+struct kdrv_due_in {
+    int64_t now;     /* the cycle's time */
+    bool decided;    /* its input was built and the core decided: wake_ms is the core's answer */
+    int64_t wake_ms; /* sched_result.wake_ms: when time alone may change the decisions */
+    int64_t eng_due; /* eng_next_due: backoff, quarantine, hold and reservation expiry, start
+                        timeout, NotReady grace, checkpoint deadlines */
+    bool preempting; /* the policy preempts (sched_policy.preempt) */
+    uint32_t n_pending, n_running; /* gangs of ours pending and running in the cycle's input */
+};
+/* When the next cycle is due if nothing changes (the rest of its input only changes by an
+ * event, which marks the cache dirty): the earliest of the engine's timers, the core's wake_ms
+ * when the cycle decided (the simulator runs a cycle at the same instant), now + KDRV_RETRY_MS
+ * when it did not, and now + KDRV_SAFETY_RECHECK_MS while a gang is pending and one runs under
+ * a preempting policy. The timers asked for since the cycle began (d->later_ms, kdrv_cycle_at:
+ * a status held back by its rate limit, a native scheduled condition owed, a failed delete or
+ * eviction to send again) are compared beside it in cycle_due: they may be set after the cycle
+ * ends. Pure: the unit tests call it without a server. */
+int64_t kdrv_next_due(const struct kdrv_due_in *in);
 /* A cycle is due at `at` (ms since the epoch) even if nothing changes: a status held back by
  * its rate limit, a failed delete or eviction to send again (d->later_ms). */
 void kdrv_cycle_at(struct kdrv *d, int64_t at);

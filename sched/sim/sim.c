@@ -677,7 +677,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
     int rc = record(r, &res, now, eb);
-    if (rc == 0 && res.wake_ms < r->wake_ms) { /* the daemon's timers and re-check, here */
+    if (rc == 0 && res.wake_ms < r->wake_ms) { /* as the daemon's kdrv_next_due */
         r->wake_ms = res.wake_ms;
         sim_heap_push(r, res.wake_ms, 0, FIN_WAKE);
     }

@@ -181,6 +181,16 @@ def job(url, name, every=False):
     return None
 
 
+def cycles(url):
+    """Cycles the scheduler at url has run so far (the count of gangsched_cycle_cpu_seconds in
+    /metrics: one per cycle, built or not), or -1."""
+    st, text = http_get(url + "/metrics")
+    for line in text.splitlines() if st == 200 else []:
+        if line.startswith("gangsched_cycle_cpu_seconds_count"):
+            return int(float(line.split()[-1]))
+    return -1
+
+
 def finish():
     for p in reversed(procs):  # schedulers first, so that they can release the Lease
         if p.poll() is None:

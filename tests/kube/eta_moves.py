@@ -17,19 +17,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, http_get, job, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, cycles, job, podgroup, pod, wait_for  # noqa: E402
 from eta import CONFIG  # noqa: E402
 
 PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
-
-
-def cycles(url):
-    """Cycles run so far (the count of gangsched_cycle_cpu_seconds in /metrics), or -1."""
-    st, text = http_get(url + "/metrics")
-    for line in text.splitlines() if st == 200 else []:
-        if line.startswith("gangsched_cycle_cpu_seconds_count"):
-            return int(float(line.split()[-1]))
-    return -1
 
 
 def set_runtime(c, name, value):
@@ -62,9 +53,9 @@ def main():
           json.dumps(job(url, "next")))
     reason = (job(url, "next") or {}).get("reason")
 
+    n0 = cycles(url)  # the daemon runs a cycle on a change (or a due timer), not every second
     set_runtime(c, "long", "1h55m")
-    n0 = cycles(url)
-    check("the daemon runs cycles after the edit", wait_for(lambda: cycles(url) >= n0 + 2, 15),
+    check("the daemon runs a cycle after the edit", wait_for(lambda: cycles(url) >= n0 + 1, 15),
           "cycles %d then %d" % (n0, cycles(url)))
     lead = expected_in()
     check("a move of 5 minutes is not written", lead and lead > 7000,

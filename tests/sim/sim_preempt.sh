@@ -47,7 +47,7 @@ expect_cmp "preemptions happened" "$("$JGET" "$TMP/p.json" policies/1/preemption
 expect_cmp "checkpoint-aware loses less than blind" "$aware" "<" "$blind"
 expect_eq "no quota violation" "$("$JGET" "$TMP/p.json" policies/0/quota_violations)" 0
 # 4. a priority preemption that does not pay yet is taken up when it does, with nothing else
-# happening: a cycle's wake-up stands in for the daemon's one-second re-check. An 8-GPU job of
+# happening: a cycle's wake-up, the instant the daemon runs a cycle at too. An 8-GPU job of
 # priority 10 behind one of priority 0 that has run 4 h without a checkpoint pays after 4 h
 # more (test_preempt.c); before, the simulator waited for the next event: the low job's end,
 # 44 h later. Resumed from a crash at the eviction (the 4th event), the wake-up is not lost.
