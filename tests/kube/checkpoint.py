@@ -100,7 +100,9 @@ def preempt(c, victim, preemptor, label, before=None):
     return ev0, ann
 
 
-def main():
+def start():
+    """The fake server, one node, a scheduler with a 60 s grace: (kubeconfig, client, scheduler,
+    database, config file)."""
     kubeconfig = e2e.start_fake()
     cfg = os.path.join(e2e.TMP, "config.yaml")
     with open(cfg, "w") as f:
@@ -112,8 +114,11 @@ def main():
     db = os.path.join(e2e.TMP, "gangsched.db")
     s = e2e.Sched(kubeconfig, "sched", db)
     check("the scheduler leads", wait_for(s.leading, 20))
+    return kubeconfig, c, s, db, cfg
 
-    # (1) a victim that answers; the API server refuses the first writes to its PodGroup
+
+def answered(c, s):
+    """(1) a victim that answers; the API server refuses the first writes to its PodGroup."""
     def refuse():
         c.post("/_fake/faults", {"type": "error", "code": 409, "verb": "patch",
                                  "path": "/podgroups/low", "count": 2})
@@ -164,10 +169,13 @@ def main():
           rc == 0 and any(l.split()[2:4] == ["victim", "priority"] for l in out.splitlines()
                           if len(l.split()) > 4), out)
 
-    # (2) a restart during a handshake: resumed from the annotations, the preemptor's hold
-    # restored, evicted at the deadline. A second node runs "other" (priority 50, which the
-    # preemptor outranks), protected by a minimum run time of 3 s when the first victim is
-    # chosen and not after: it is not taken as a second victim while the first one leaves.
+
+def restarted(kubeconfig, c, s, db, cfg):
+    """(2) a restart during a handshake: resumed from the annotations, the preemptor's hold
+    restored, evicted at the deadline. A second node runs "other" (priority 50, which the
+    preemptor outranks), protected by a minimum run time of 3 s when the first victim is
+    chosen and not after: it is not taken as a second victim while the first one leaves.
+    Returns the scheduler that runs at its end."""
     for name in ("low", "high"):
         c.delete("/api/v1/namespaces/default/pods/%s-0" % name, {"gracePeriodSeconds": 0})
         c.delete(PG + name)
@@ -207,8 +215,11 @@ def main():
           str(old_node))
     check("and the other gang was never evicted", evictions(c) == ev0 + 1 and
           running(c, "other"))
+    return s
 
-    # (3) an operator's checkpoint request evicts nothing
+
+def operator_request(c, s):
+    """(3) an operator's checkpoint request evicts nothing."""
     ev0 = evictions(c)
     rc, out = e2e.gangctl("--server", s.url(), "checkpoint", "default/new", token=True)
     check("the operator's checkpoint action is accepted", rc == 0, out)
@@ -219,8 +230,10 @@ def main():
     check("and nothing is evicted",
           not wait_for(lambda: evictions(c) > ev0, 3.0) and bound(c, "new"))
 
-    # (4) a request and a deadline written by hand on a running gang while the daemon leads:
-    # no handshake (the annotations are read at the first cycle as leader only)
+
+def written_by_hand(c, s):
+    """(4) a request and a deadline written by hand on a running gang while the daemon leads:
+    no handshake (the annotations are read at the first cycle as leader only)."""
     ev0, now = evictions(c), time.time()
     c.patch(PG + "other", {"metadata": {"annotations": {
         "gangsched.io/checkpoint-requested": rfc3339(now),
@@ -228,8 +241,11 @@ def main():
     check("annotations written by hand during its tenure evict nothing",
           not wait_for(lambda: evictions(c) > ev0, 5.0) and running(c, "other") and
           "checkpoint handshake resumed: gang=default/other" not in s.text())
-    # (5) a victim whose job ends by itself during its grace: finished at that time, its
-    # preemption not counted (it was never evicted), the preemptor bound on the node it freed
+
+
+def ends_in_grace(c, s):
+    """(5) a victim whose job ends by itself during its grace: finished at that time, its
+    preemption not counted (it was never evicted), the preemptor bound on the node it freed."""
     ev0 = evictions(c)
     gang(c, "top", 200)
     check("the lowest gang is asked to checkpoint for the new one",
@@ -250,6 +266,15 @@ def main():
           abs(fin / 1000.0 - t_end) < 10 and row.get("preemptions") == 0, str(row))
     check("... nothing was evicted and the preemptor is bound",
           wait_for(lambda: bound(c, "top"), WAIT) and evictions(c) == ev0)
+
+
+def main():
+    kubeconfig, c, s, db, cfg = start()
+    answered(c, s)
+    s = restarted(kubeconfig, c, s, db, cfg)
+    operator_request(c, s)
+    written_by_hand(c, s)
+    ends_in_grace(c, s)
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
