@@ -20,7 +20,6 @@ PodGroups as kube-apiserver applies them (application/merge-patch+json: RFC 7386
 object; metadata.annotations merged key by key, null removes a key).
 """
 
-import datetime
 import os
 import sys
 import time
@@ -28,7 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import check, events_for, wait_for  # noqa: E402
-from kclient import Client  # noqa: E402
+from checkpoint import evictions, parse, rfc3339, running  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -44,16 +43,6 @@ ASKED = "gangsched.io/checkpoint-requested"
 UNTIL = "gangsched.io/checkpoint-deadline"
 LAST = "gangsched.io/last-checkpoint"
 WAIT = 60
-
-
-def rfc3339(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def pod(c, name, gpus, priority, labels=None, annotations=None, group=None):
@@ -93,14 +82,6 @@ def ann(c, path):
 
 def pod_ann(c, name):
     return ann(c, PODS + "/" + name)
-
-
-def running(c, name):
-    return [p for p in e2e.bound(c, name) if p.get("status", {}).get("phase") == "Running"]
-
-
-def evictions(c):
-    return c.get("/_fake/stats")[1].get("evictions", 0)
 
 
 def asked(annotations):
@@ -222,16 +203,8 @@ def restart(c, s, kubeconfig, db, ev0):
 
 
 def main():
-    kubeconfig = e2e.start_fake(extra=["--serve-api", "scheduling.k8s.io/v1beta1"])
-    with open(os.path.join(e2e.TMP, "config.yaml"), "w") as f:
-        f.write(CONFIG)
-    with open(os.path.join(e2e.TMP, "write.tok"), "w") as f:
-        f.write("operator-secret\n")
-    c = Client(kubeconfig)
-    c.post("/api/v1/nodes", e2e.node("gpu-1", "r1"))
-    db = os.path.join(e2e.TMP, "gangsched.db")
-    s = e2e.Sched(kubeconfig, "sched", db)
-    check("the scheduler leads", wait_for(s.leading, 20))
+    kubeconfig, c, s, db = e2e.start_one(
+        CONFIG, extra=["--serve-api", "scheduling.k8s.io/v1beta1"])
     answer_on_pod(c, s, evictions(c))
     free_node(c, "hi")
     timeout_one_pod(c, s, evictions(c))

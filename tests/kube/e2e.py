@@ -107,6 +107,17 @@ def start_with_config(config, **kw):
     return kubeconfig, Client(kubeconfig)
 
 
+def start_one(config, node_name="gpu-1", **kw):
+    """start_with_config(config, **kw), one 8-GPU node and a scheduler "sched" that leads:
+    (kubeconfig, client, scheduler, its database path)."""
+    kubeconfig, c = start_with_config(config, **kw)
+    c.post("/api/v1/nodes", node(node_name, "r1"))
+    db = os.path.join(TMP, "gangsched.db")
+    s = Sched(kubeconfig, "sched", db)
+    check("the scheduler leads", wait_for(s.leading, 20))
+    return kubeconfig, c, s, db
+
+
 class Sched:
     """One `gangsched run` process with its own log; all share one database file."""
 

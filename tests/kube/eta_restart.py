@@ -31,11 +31,7 @@ def phase(c, name):
 
 
 def main():
-    kubeconfig, c = e2e.start_with_config(CONFIG)
-    c.post("/api/v1/nodes", e2e.node("gpu-1", "r1"))
-    db = os.path.join(e2e.TMP, "gangsched.db")
-    s = e2e.Sched(kubeconfig, "sched", db)
-    check("the scheduler leads", wait_for(s.leading, 20))
+    kubeconfig, c, s, db = e2e.start_one(CONFIG)
     url = s.url()
     new_gang(c, "first", 8)
     check("the first gang is bound", wait_for(lambda: bound(c, "first"), 15))

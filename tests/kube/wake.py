@@ -21,7 +21,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, cycles, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, cycles, wait_for  # noqa: E402
+from checkpoint import gang  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -35,16 +36,6 @@ MIN_RUN_S = 40
 IDLE_S = 9.0  # the idle window
 LATE_S = 3.0  # how late past its instant a timed decision may be seen (a loaded machine)
 PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
-
-
-def gang(c, name, priority, annotations=None):
-    path, pg = podgroup(name, 1, queue="q")
-    if annotations:
-        pg["metadata"]["annotations"] = annotations
-    c.post(path, pg)
-    body = pod(name + "-0", name, 8)
-    e2e.with_priority(c, body, priority)
-    c.post("/api/v1/namespaces/default/pods", body)
 
 
 def stamp(text):
@@ -79,11 +70,7 @@ def when(cond, deadline):
 
 
 def main():
-    kubeconfig, c = e2e.start_with_config(CONFIG)
-    c.post("/api/v1/nodes", e2e.node("gpu-1", "r1"))
-    db = os.path.join(e2e.TMP, "gangsched.db")
-    s = e2e.Sched(kubeconfig, "sched", db)
-    check("the scheduler leads", wait_for(s.leading, 20))
+    _, c, s, db = e2e.start_one(CONFIG)
     url = s.url()
 
     gang(c, "low", 0, {"gangsched.io/min-runtime": "%ds" % MIN_RUN_S,
