@@ -1,5 +1,6 @@
 /* tests/unit/kube_fx.h: API objects fed to the daemon's cache, shared by the unit tests of the
- * daemon's driver (test_kube_engine.c, test_kube_est.c, test_kube_fair.c). Include after cmocka.h
+ * daemon's driver (test_kube_engine.c, test_kube_est.c, test_kube_fair.c, test_kube_ckpt.c,
+ * test_kube_native.c). Include after cmocka.h
  * and sched/kube/driver_int.h. */
 #ifndef TESTS_UNIT_KUBE_FX_H
 #define TESTS_UNIT_KUBE_FX_H
@@ -13,14 +14,23 @@ struct fx {
     struct kcache_build kb;
 };
 
-/* One watch event (kind 0: node, 1: pod) of the JSON object, applied to the cache. */
-static inline void fx_add(struct kcache *c, int kind, const char *json)
+/* One watch event (kind 0: node, 1: pod, 2: PodGroup of api) of the JSON object, applied to
+ * the cache. */
+static inline void fx_event(struct kcache *c, int kind, enum kpg_api api, const char *json)
 {
     cJSON *o = cJSON_Parse(json);
     assert_non_null(o);
-    int rc = kind == 0 ? kcache_node_event(c, o, false) : kcache_pod_event(c, o, false);
+    int rc = kind == 0   ? kcache_node_event(c, o, false)
+             : kind == 1 ? kcache_pod_event(c, o, false)
+                         : kcache_pg_event(c, o, api, false);
     assert_int_equal(rc, 0);
     cJSON_Delete(o);
+}
+
+/* A node (kind 0) or pod (kind 1) event. */
+static inline void fx_add(struct kcache *c, int kind, const char *json)
+{
+    fx_event(c, kind, KPG_XK8S, json);
 }
 
 /* A ready node of 8 GPUs. */

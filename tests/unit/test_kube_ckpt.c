@@ -28,6 +28,7 @@
 #include "sched/kube/driver_int.h"
 
 #include "tests/unit/kdrv_fx.h"
+#include "tests/unit/kube_fx.h"
 
 #define T0   1767225600000LL /* 2026-01-01T00:00:00Z: every pod's start */
 #define NOW  (T0 + 3600000)  /* the decisions, an hour later */
@@ -39,23 +40,6 @@ static const char *const cfg_yaml =
     "queues:\n"
     "  - name: q\n"
     "    preemption: {withinQueue: LowerPriority, checkpointGrace: 60s}\n";
-
-struct ck {
-    struct kdrv d;
-    struct config *cfg;
-    struct kcache_build kb;
-};
-
-static void apply(struct kcache *c, int kind, enum kpg_api api, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    int rc = kind == 0   ? kcache_node_event(c, o, false)
-             : kind == 1 ? kcache_pod_event(c, o, false)
-                         : kcache_pg_event(c, o, api, false);
-    assert_int_equal(rc, 0);
-    cJSON_Delete(o);
-}
 
 /* A running pod ml/name of one GPU on node, started at T0, in queue q; labels and ann: extra
  * members of its labels and annotations (",\"k\":\"v\"" or ""), spec: extra members of its spec. */
@@ -72,7 +56,7 @@ static void pod(struct kcache *c, const char *name, const char *node, const char
              "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
              "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}}",
              name, name, ++rv, labels, ann, node, spec);
-    apply(c, 1, 0, buf);
+    fx_event(c, 1, 0, buf);
 }
 
 #define KUEUE_LABELS ",\"kueue.x-k8s.io/pod-group-name\":\"kq\""
@@ -99,7 +83,7 @@ static void native_pg(struct kcache *c, const char *ann)
              "\"minCount\":1}}},\"status\":{\"conditions\":[{\"type\":"
              "\"PodGroupInitiallyScheduled\",\"status\":\"True\"}]}}",
              ann);
-    apply(c, 2, KPG_NATIVE_V1BETA1, buf);
+    fx_event(c, 2, KPG_NATIVE_V1BETA1, buf);
 }
 
 /* Every kind of gang, running: ml/solo (a gang of one), ml/kq (a Kueue pod group of two),
@@ -114,11 +98,11 @@ static void cluster(struct kcache *c)
                  "\"memory\":\"64Gi\",\"pods\":\"100\",\"nvidia.com/gpu\":\"8\"},\"conditions\":"
                  "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
                  n);
-        apply(c, 0, 0, buf);
+        fx_event(c, 0, 0, buf);
     }
     pod(c, "solo", "n1", "", "", "");
     kueue_pods(c, "", "");
-    apply(
+    fx_event(
         c, 2, KPG_XK8S,
         "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\":{"
         "\"namespace\":\"ml\",\"name\":\"xg\",\"uid\":\"pg-xg\",\"annotations\":{"
@@ -126,21 +110,21 @@ static void cluster(struct kcache *c)
     pod(c, "xg-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"xg\"", "", "");
     native_pg(c, "");
     pod(c, "ng-0", "n2", "", "", ",\"schedulingGroup\":{\"podGroupName\":\"ng\"}");
-    apply(c, 2, KPG_WORKLOAD_V1ALPHA1,
-          "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
-          "\"namespace\":\"ml\",\"name\":\"wl\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
-          "{\"name\":\"w\",\"policy\":{\"gang\":{\"minCount\":1}}}]}}");
+    fx_event(c, 2, KPG_WORKLOAD_V1ALPHA1,
+             "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"wl\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
+             "{\"name\":\"w\",\"policy\":{\"gang\":{\"minCount\":1}}}]}}");
     pod(c, "wl-0", "n2", "", "", ",\"workloadRef\":{\"name\":\"wl\",\"podGroup\":\"w\"}");
-    apply(c, 2, KPG_NATIVE_V1BETA1,
-          "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
-          "\"namespace\":\"ml\",\"name\":\"bp\",\"uid\":\"pg-bp\",\"generation\":1},\"spec\":{"
-          "\"schedulingPolicy\":{\"basic\":{}}}}");
+    fx_event(c, 2, KPG_NATIVE_V1BETA1,
+             "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"bp\",\"uid\":\"pg-bp\",\"generation\":1},\"spec\":{"
+             "\"schedulingPolicy\":{\"basic\":{}}}}");
     pod(c, "bp-0", "n1", "", "", ",\"schedulingGroup\":{\"podGroupName\":\"bp\"}");
 }
 
 static int setup(void **state)
 {
-    static struct ck f;
+    static struct fx f;
     memset(&f, 0, sizeof(f));
     setup_d(&f.d);
     arena_init(&f.d.arena, 1 << 16);
@@ -153,7 +137,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     teardown_d(&f->d);
     arena_fini(&f->d.arena);
     config_free(f->cfg);
@@ -161,7 +145,7 @@ static int teardown(void **state)
 }
 
 /* The cycle's input and id maps at now. */
-static void build_at(struct ck *f, int64_t now)
+static void build_at(struct fx *f, int64_t now)
 {
     struct sched_errbuf eb = {{0}};
     arena_reset(&f->d.arena);
@@ -171,7 +155,7 @@ static void build_at(struct ck *f, int64_t now)
 }
 
 /* The running gang of key (its kgang; *run: its running record). */
-static const struct kgang *running(struct ck *f, const char *key, struct sched_running **run)
+static const struct kgang *running(struct fx *f, const char *key, struct sched_running **run)
 {
     for (uint32_t i = 0; i < f->kb.n_running; i++) {
         const struct kgang *kg = &f->kb.gangs[f->kb.running[i].gang->id];
@@ -187,7 +171,7 @@ static const struct kgang *running(struct ck *f, const char *key, struct sched_r
 
 /* The core chose key as a victim of ml/bp-0 at NOW: the record's eng_job_evict, then the
  * request (kdrv_ckpt_request), which must ask it. */
-static void ask(struct ck *f, const char *key)
+static void ask(struct fx *f, const char *key)
 {
     build_at(f, NOW);
     const struct kgang *kg = running(f, key, NULL);
@@ -211,12 +195,12 @@ static const char *req_ann(char *buf, size_t n, int64_t asked, int64_t until)
     return buf;
 }
 
-static bool owed_pod(const struct ck *f, const char *pod_key)
+static bool owed_pod(const struct fx *f, const char *pod_key)
 {
     return strmap_get(&f->d.owed_ckpt_pods, pod_key) != NULL;
 }
 
-static bool owed_pg(const struct ck *f, const char *key)
+static bool owed_pg(const struct fx *f, const char *key)
 {
     return strmap_get(&f->d.owed_ckpt, key) != NULL;
 }
@@ -224,7 +208,7 @@ static bool owed_pg(const struct ck *f, const char *key)
 /* Where each kind of gang is asked, and whether a victim is asked at all. */
 static void where_each_gang_is_asked(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     build_at(f, NOW);
     const char *pods[] = {"ml/solo", "ml/kq", "ml/wl:w", "ml/bp-0"};
     const char *pgs[] = {"ml/xg", "ml/ng"};
@@ -251,7 +235,7 @@ static void where_each_gang_is_asked(void **state)
 /* The answer: the latest gangsched.io/last-checkpoint of the PodGroup and of every member. */
 static void answer_read_from_podgroup_or_any_pod(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     struct sched_running *run;
     build_at(f, NOW);
     running(f, "ml/kq", &run);
@@ -283,7 +267,7 @@ static void answer_read_from_podgroup_or_any_pod(void **state)
  * that pod (the request and its deadline), the others still owed. */
 static void request_written_on_every_pod(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     ask(f, "ml/kq");
     assert_true(owed_pod(f, "ml/kq-0"));
     assert_true(owed_pod(f, "ml/kq-1"));
@@ -326,7 +310,7 @@ static void request_written_on_every_pod(void **state)
  * (then evicted: the handshake over long before the deadline), or until the deadline. */
 static void answer_on_one_pod_evicts(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     ask(f, "ml/kq");
     f->d.ckpt_resumed = true; /* not the first cycle as leader */
     uint32_t g = kdrv_gang_id(&f->d, "ml/kq");
@@ -363,7 +347,7 @@ static void answer_on_one_pod_evicts(void **state)
  * again), and a native PodGroup's from the PodGroup. */
 static void resumed_from_pods_and_native_podgroup(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     char a[300], b[300];
     int64_t asked = NOW - 20000; /* the previous process asked 20 s ago */
     kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + WAIT), "");
@@ -397,7 +381,7 @@ static void resumed_from_pods_and_native_podgroup(void **state)
  * that deadline (none shows it). */
 static void resumed_deadline_cut_to_grace(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     char a[300];
     int64_t asked = NOW - 20000;
     kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + 10 * WAIT), "");
@@ -411,7 +395,7 @@ static void resumed_deadline_cut_to_grace(void **state)
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
-    struct ck *f = *state;
+    struct fx *f = *state;
     struct sched_errbuf eb = {{0}};
     assert_int_equal(kdrv_ckpt_operator(&f->d, "ml/kq", &eb), 0);
     assert_true(owed_pod(f, "ml/kq-0") && owed_pod(f, "ml/kq-1"));

@@ -18,29 +18,21 @@
 #include "sched/core/cycle.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
+#include "sched/kube/driver_int.h"
 #include "sched/kube/native.h"
+
+#include "tests/unit/kube_fx.h"
 
 static const char *const cfg_yaml = "apiVersion: gangsched.io/v1alpha1\n"
                                     "kind: SchedulerConfig\n"
                                     "queues:\n"
                                     "  - name: team-a\n";
 
-struct fx {
+struct nfx {
     struct kcache *c;
     struct config *cfg;
     struct arena a;
 };
-
-static void ev(struct kcache *c, int kind, enum kpg_api api, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    int rc = kind == 0   ? kcache_node_event(c, o, false)
-             : kind == 1 ? kcache_pod_event(c, o, false)
-                         : kcache_pg_event(c, o, api, false);
-    assert_int_equal(rc, 0);
-    cJSON_Delete(o);
-}
 
 static void node(struct kcache *c, const char *name, const char *rack)
 {
@@ -51,7 +43,7 @@ static void node(struct kcache *c, const char *name, const char *rack)
              "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},"
              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
              name, rack);
-    ev(c, 0, 0, buf);
+    fx_event(c, 0, 0, buf);
 }
 
 /* A pod; link: the JSON members joining it to a group ("" none); node "" = unbound. */
@@ -66,7 +58,7 @@ static void pod(struct kcache *c, const char *name, const char *link, const char
              "\"8\"}}}]},\"status\":{\"phase\":\"%s\"}}",
              name, name, link, *link ? "," : "", sched, node_name, prio,
              *node_name ? "Running" : "Pending");
-    ev(c, 1, 0, buf);
+    fx_event(c, 1, 0, buf);
 }
 
 static void in_group(struct kcache *c, const char *name, const char *group)
@@ -87,12 +79,12 @@ static void pg(struct kcache *c, const char *name, const char *policy, const cha
              "\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"pg-%s\","
              "\"generation\":3},\"spec\":{\"schedulingPolicy\":%s%s%s}%s%s}",
              name, name, policy, *more ? "," : "", more, *status ? ",\"status\":" : "", status);
-    ev(c, 2, KPG_NATIVE_V1BETA1, buf);
+    fx_event(c, 2, KPG_NATIVE_V1BETA1, buf);
 }
 
 static int setup(void **state)
 {
-    static struct fx f;
+    static struct nfx f;
     memset(&f, 0, sizeof(f));
     struct sched_errbuf eb = {{0}};
     if (config_load_buffer("test.yaml", cfg_yaml, strlen(cfg_yaml), &f.cfg, &eb) != 0)
@@ -109,14 +101,14 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     kcache_free(f->c);
     config_free(f->cfg);
     arena_fini(&f->a);
     return 0;
 }
 
-static void build(struct fx *f, struct kcache_build *kb)
+static void build(struct nfx *f, struct kcache_build *kb)
 {
     struct sched_errbuf eb = {{0}};
     arena_reset(&f->a);
@@ -125,7 +117,7 @@ static void build(struct fx *f, struct kcache_build *kb)
 
 static void gang_min_count_topology_priority(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     pg(f->c, "tas", "{\"gang\":{\"minCount\":3}}",
        "\"schedulingConstraints\":{\"topology\":[{\"key\":"
        "\"network.topology.gangsched.io/rack\"}]},\"priority\":500",
@@ -155,7 +147,7 @@ static void gang_min_count_topology_priority(void **state)
 
 static void extras_one_at_a_time_and_raised_min(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "",
        "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\","
        "\"reason\":\"Scheduled\"}]}");
@@ -187,7 +179,7 @@ static void extras_one_at_a_time_and_raised_min(void **state)
 
 static void basic_is_no_gang_and_foreign_member(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     pg(f->c, "b", "{\"basic\":{}}", "", "");
     in_group(f->c, "b-0", "b");
     in_group(f->c, "b-1", "b");
@@ -208,12 +200,12 @@ static void basic_is_no_gang_and_foreign_member(void **state)
 
 static void workload_replicas_are_gangs(void **state)
 {
-    struct fx *f = *state;
-    ev(f->c, 2, KPG_WORKLOAD_V1ALPHA1,
-       "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
-       "\"namespace\":\"ml\",\"name\":\"train\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
-       "{\"name\":\"workers\",\"policy\":{\"gang\":{\"minCount\":2}}},"
-       "{\"name\":\"loose\",\"policy\":{\"basic\":{}}}]}}");
+    struct nfx *f = *state;
+    fx_event(f->c, 2, KPG_WORKLOAD_V1ALPHA1,
+             "{\"apiVersion\":\"scheduling.k8s.io/v1alpha1\",\"kind\":\"Workload\",\"metadata\":{"
+             "\"namespace\":\"ml\",\"name\":\"train\",\"uid\":\"w1\"},\"spec\":{\"podGroups\":["
+             "{\"name\":\"workers\",\"policy\":{\"gang\":{\"minCount\":2}}},"
+             "{\"name\":\"loose\",\"policy\":{\"basic\":{}}}]}}");
     const char *r0 = "\"workloadRef\":{\"name\":\"train\",\"podGroup\":\"workers\","
                      "\"podGroupReplicaKey\":\"0\"}";
     const char *r1 = "\"workloadRef\":{\"name\":\"train\",\"podGroup\":\"workers\","
@@ -320,15 +312,15 @@ static void dra_node_n9(struct kcache *c)
     cJSON *o = cJSON_Parse(buf);
     assert_int_equal(kcache_slice_event(c, o, false), 0);
     cJSON_Delete(o);
-    ev(c, 0, 0,
-       "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\"},\"status\":{\"allocatable\":{"
-       "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
-       "\"Ready\",\"status\":\"True\"}]}}");
+    fx_event(c, 0, 0,
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\"},\"status\":{\"allocatable\":{"
+             "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
+             "\"Ready\",\"status\":\"True\"}]}}");
 }
 
 static void claims_hold_their_devices(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     dra_node_n9(f->c);
     cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"theirs\"},\"spec\":{"
                            "\"devices\":{\"requests\":[{\"name\":\"g\",\"exactly\":{"
@@ -340,16 +332,16 @@ static void claims_hold_their_devices(void **state)
                            "\"name\":\"other\",\"uid\":\"u-other\"}]}}");
     assert_int_equal(kcache_claim_event(f->c, o, false), 0);
     cJSON_Delete(o);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
-       "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
-       "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
-       "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
-       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
-       "\"resourceClaimTemplateName\":\"four\"}],\"containers\":[{\"name\":\"c\"}]},"
-       "\"status\":{\"phase\":\"Pending\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
+             "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
+             "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
+             "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+             "\"resourceClaimTemplateName\":\"four\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Pending\"}}");
     struct kcache_build kb;
     build(f, &kb);
     int ix = kcache_node_index(f->c, "n9");
@@ -393,7 +385,7 @@ static void n9_claim(struct kcache *c, const char *name, int from, int to, bool 
 }
 
 /* n9's GPUs in use at a build: *mask, and the count returned. */
-static int64_t n9_used(struct fx *f, uint32_t *mask)
+static int64_t n9_used(struct nfx *f, uint32_t *mask)
 {
     struct kcache_build kb;
     build(f, &kb);
@@ -415,7 +407,7 @@ static int64_t n9_used(struct fx *f, uint32_t *mask)
  * scheduler's pod's claim asks none of it either, whatever the order of their keys. */
 static void allocated_claims_hold_their_devices(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     dra_node_n9(f->c);
     uint32_t m;
     assert_int_equal(n9_used(f, &m), 0);
@@ -431,11 +423,11 @@ static void allocated_claims_hold_their_devices(void **state)
              "{\"resource\":\"pods\",\"name\":\"other\",\"uid\":\"u-other\"}", true);
     assert_int_equal(n9_used(f, &m), 6);
     assert_int_equal(m, 0xcf);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
-       "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
-       "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
-       "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"other\",\"uid\":\"u-other\"},"
+             "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
+             "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],"
+             "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
     assert_int_equal(n9_used(f, &m), 6); /* the pod holds gpu-6 and gpu-7: once */
     assert_int_equal(m, 0xcf);
     cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"idle\"}}");
@@ -452,21 +444,21 @@ static void allocated_claims_hold_their_devices(void **state)
              "{\"resource\":\"pods\",\"name\":\"retry\",\"uid\":\"u-retry\"}", true);
     assert_int_equal(n9_used(f, &m), 4);
     assert_int_equal(m, 0xc5);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"retry\",\"uid\":\"u-retry\"},"
-       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
-       "\"resourceClaimName\":\"stale\"}],\"containers\":[{\"name\":\"c\"}]},"
-       "\"status\":{\"phase\":\"Pending\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"retry\",\"uid\":\"u-retry\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+             "\"resourceClaimName\":\"stale\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Pending\"}}");
     assert_int_equal(n9_used(f, &m), 3);
     assert_int_equal(m, 0xc4);
     n9_claim(f->c, "left", 4, 5, true, "", "", true);
     assert_int_equal(n9_used(f, &m), 5);
     assert_int_equal(m, 0xf4);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
-       "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
-       "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
-       "\"status\":{\"phase\":\"Pending\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"resourceClaims\":[{\"name\":\"g\","
+             "\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Pending\"}}");
     assert_int_equal(n9_used(f, &m), 5); /* still held: nobody else gets them */
     assert_int_equal(m, 0xf4);
     const struct kpod *mine = kcache_pod(f->c, "ml/mine");
@@ -474,11 +466,11 @@ static void allocated_claims_hold_their_devices(void **state)
     assert_int_equal(mine->claims_adopt, 1u);
     n9_claim(f->c, "left", 4, 5, true, "",
              "{\"resource\":\"pods\",\"name\":\"mine\",\"uid\":\"u-mine\"}", true);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
-       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
-       "\"name\":\"g\",\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
-       "\"status\":{\"phase\":\"Running\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"mine\",\"uid\":\"u-mine\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+             "\"name\":\"g\",\"resourceClaimName\":\"left\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Running\"}}");
     assert_int_equal(n9_used(f, &m), 5); /* bound: the claim's devices count once */
     assert_int_equal(m, 0xf4);
     assert_int_equal(kcache_pod(f->c, "ml/mine")->req.v[RES_GPU], 0); /* never charged */
@@ -487,11 +479,11 @@ static void allocated_claims_hold_their_devices(void **state)
              "{\"resource\":\"pods\",\"name\":\"other\",\"uid\":\"u-other\"},{\"resource\":"
              "\"pods\",\"name\":\"adopter\",\"uid\":\"u-adopter\"}",
              true);
-    ev(f->c, 1, 0,
-       "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"adopter\",\"uid\":\"u-adopter\"},"
-       "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
-       "\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],\"containers\":[{\"name\":\"c\"}]},"
-       "\"status\":{\"phase\":\"Running\"}}");
+    fx_event(f->c, 1, 0,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"adopter\",\"uid\":\"u-adopter\"},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n9\",\"resourceClaims\":[{"
+             "\"name\":\"g\",\"resourceClaimName\":\"theirs\"}],\"containers\":[{\"name\":\"c\"}]},"
+             "\"status\":{\"phase\":\"Running\"}}");
     assert_int_equal(n9_used(f, &m), 5);
     assert_int_equal(m, 0xf4);
     assert_int_equal(kcache_pod(f->c, "ml/adopter")->req.v[RES_GPU], 0);
@@ -507,7 +499,7 @@ static void claim_user(struct kcache *c, const char *name, const char *claim)
              "\"resourceClaimName\":\"%s\"}],\"containers\":[{\"name\":\"c\"}]},"
              "\"status\":{\"phase\":\"Pending\"}}",
              name, name, claim);
-    ev(c, 1, 0, buf);
+    fx_event(c, 1, 0, buf);
 }
 
 /* The message of waiting gang `key` in kb, or NULL when it is not waiting. */
@@ -525,7 +517,7 @@ static const char *waiting_why(const struct kcache_build *kb, const char *key)
  * pod is offered, asking no GPU). */
 static void adoption_refusals(void **state)
 {
-    struct fx *f = *state;
+    struct nfx *f = *state;
     dra_node_n9(f->c);
     n9_claim(f->c, "dying", 0, 0, true,
              ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"finalizers\":[\"x.io/keep\"]", "",
