@@ -27,6 +27,16 @@ static inline void fx_event(struct kcache *c, int kind, enum kpg_api api, const 
     cJSON_Delete(o);
 }
 
+/* The cycle's input of f's cache and its engine id maps, at now. */
+static inline void fx_build_at(struct fx *f, int64_t now)
+{
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->d.arena);
+    assert_int_equal(
+        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
+    assert_int_equal(kdrv_ids_build(&f->d, &f->kb, now), 0);
+}
+
 /* A node (kind 0) or pod (kind 1) event. */
 static inline void fx_add(struct kcache *c, int kind, const char *json)
 {

@@ -144,16 +144,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The cycle's input and id maps at now. */
-static void build_at(struct fx *f, int64_t now)
-{
-    struct sched_errbuf eb = {{0}};
-    arena_reset(&f->d.arena);
-    assert_int_equal(
-        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
-    assert_int_equal(kdrv_ids_build(&f->d, &f->kb, now), 0);
-}
-
 /* The running gang of key (its kgang; *run: its running record). */
 static const struct kgang *running(struct fx *f, const char *key, struct sched_running **run)
 {
@@ -173,7 +163,7 @@ static const struct kgang *running(struct fx *f, const char *key, struct sched_r
  * request (kdrv_ckpt_request), which must ask it. */
 static void ask(struct fx *f, const char *key)
 {
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     const struct kgang *kg = running(f, key, NULL);
     assert_int_equal(eng_job_evict(f->d.eng, kdrv_gang_id(&f->d, key)), 0);
     assert_true(kdrv_ckpt_request(&f->d, kg, running(f, "ml/bp-0", NULL), f->cfg, NOW));
@@ -209,7 +199,7 @@ static bool owed_pg(const struct fx *f, const char *key)
 static void where_each_gang_is_asked(void **state)
 {
     struct fx *f = *state;
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     const char *pods[] = {"ml/solo", "ml/kq", "ml/wl:w", "ml/bp-0"};
     const char *pgs[] = {"ml/xg", "ml/ng"};
     for (size_t i = 0; i < 4; i++) {
@@ -237,7 +227,7 @@ static void answer_read_from_podgroup_or_any_pod(void **state)
 {
     struct fx *f = *state;
     struct sched_running *run;
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     running(f, "ml/kq", &run);
     assert_int_equal(run->last_checkpoint_ms, T0); /* none: the start */
     running(f, "ml/xg", &run);
@@ -248,7 +238,7 @@ static void answer_read_from_podgroup_or_any_pod(void **state)
         ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:30:00Z\"", "");
     /* an unreadable time on a member is none */
     pod(f->d.cache, "solo", "n1", "", ",\"gangsched.io/last-checkpoint\":\"yesterday\"", "");
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     running(f, "ml/kq", &run);
     assert_int_equal(run->last_checkpoint_ms, T0 + 1200500);
     running(f, "ml/xg", &run);
@@ -258,7 +248,7 @@ static void answer_read_from_podgroup_or_any_pod(void **state)
     /* a member's earlier time does not hide its PodGroup's later one */
     pod(f->d.cache, "xg-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"xg\"",
         ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:05:00Z\"", "");
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     running(f, "ml/xg", &run);
     assert_int_equal(run->last_checkpoint_ms, T0 + 600000);
 }
@@ -317,14 +307,14 @@ static void answer_on_one_pod_evicts(void **state)
     struct sched_running *run;
     /* a checkpoint at the request itself is no answer */
     kueue_pods(f->d.cache, ",\"gangsched.io/last-checkpoint\":\"2026-01-01T01:00:00Z\"", "");
-    build_at(f, NOW + 1000);
+    fx_build_at(f, NOW + 1000);
     kdrv_ckpt_step(&f->d, &f->kb, NOW + 1000);
     running(f, "ml/kq", &run);
     assert_true(run->evicting); /* the core picks it no more */
     assert_int_equal(eng_job(f->d.eng, g).ckpt_until_ms, NOW + WAIT);
     /* the second member answers: over (evicted), 2 s after the request */
     kueue_pods(f->d.cache, "", ",\"gangsched.io/last-checkpoint\":\"2026-01-01T01:00:01.5Z\"");
-    build_at(f, NOW + 2000);
+    fx_build_at(f, NOW + 2000);
     kdrv_ckpt_step(&f->d, &f->kb, NOW + 2000);
     running(f, "ml/kq", &run);
     assert_true(run->evicting);
@@ -334,10 +324,10 @@ static void answer_on_one_pod_evicts(void **state)
     /* a gang of one that never answers: evicted at the deadline, not before */
     ask(f, "ml/solo");
     uint32_t s = kdrv_gang_id(&f->d, "ml/solo");
-    build_at(f, NOW + WAIT - 1);
+    fx_build_at(f, NOW + WAIT - 1);
     kdrv_ckpt_step(&f->d, &f->kb, NOW + WAIT - 1);
     assert_int_equal(eng_job(f->d.eng, s).ckpt_until_ms, NOW + WAIT);
-    build_at(f, NOW + WAIT);
+    fx_build_at(f, NOW + WAIT);
     kdrv_ckpt_step(&f->d, &f->kb, NOW + WAIT);
     assert_int_equal(eng_job(f->d.eng, s).ckpt_until_ms, 0);
 }
@@ -354,7 +344,7 @@ static void resumed_from_pods_and_native_podgroup(void **state)
     native_pg(f->d.cache, req_ann(b, sizeof(b), asked, asked + WAIT));
     /* a request older than the run (a previous run's) is not resumed */
     pod(f->d.cache, "solo", "n1", "", req_ann(a, sizeof(a), T0 - 5000, T0 + 55000), "");
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     kdrv_ckpt_step(&f->d, &f->kb, NOW);
     struct eng_job j = eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq"));
     assert_int_equal(j.state, ENG_JOB_TEARING);
@@ -371,7 +361,7 @@ static void resumed_from_pods_and_native_podgroup(void **state)
     /* later cycles read no request; the answer on the member that was written again counts */
     kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + WAIT),
                ",\"gangsched.io/last-checkpoint\":\"2026-01-01T00:59:45Z\"");
-    build_at(f, NOW + 1000);
+    fx_build_at(f, NOW + 1000);
     kdrv_ckpt_step(&f->d, &f->kb, NOW + 1000);
     assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq")).ckpt_until_ms, 0);
     assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/ng")).ckpt_until_ms, asked + WAIT);
@@ -385,7 +375,7 @@ static void resumed_deadline_cut_to_grace(void **state)
     char a[300];
     int64_t asked = NOW - 20000;
     kueue_pods(f->d.cache, req_ann(a, sizeof(a), asked, asked + 10 * WAIT), "");
-    build_at(f, NOW);
+    fx_build_at(f, NOW);
     kdrv_ckpt_step(&f->d, &f->kb, NOW);
     assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/kq")).ckpt_until_ms, asked + WAIT);
     assert_true(owed_pod(f, "ml/kq-0"));

@@ -58,19 +58,9 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The cycle's input and its id maps, at now. */
-static void build_at(struct fx *f, int64_t now)
-{
-    struct sched_errbuf eb = {{0}};
-    arena_reset(&f->d.arena);
-    assert_int_equal(
-        kcache_build(f->d.cache, f->cfg, sched_policy_default(), now, &f->d.arena, &f->kb, &eb), 0);
-    assert_int_equal(kdrv_ids_build(&f->d, &f->kb, now), 0);
-}
-
 static void build(struct fx *f)
 {
-    build_at(f, 1000);
+    fx_build_at(f, 1000);
 }
 
 /* The index of gang key in the build (fails when absent). */
@@ -295,13 +285,13 @@ static void same_name_new_podgroup_starts_afresh(void **state)
     struct kstatus *st = calloc(1, sizeof(*st));
     assert_non_null(st);
     assert_int_equal(strmap_put(&f->d.status, "ml/g", st, NULL), 0);
-    build_at(f, 2000); /* the same PodGroup: the same record */
+    fx_build_at(f, 2000); /* the same PodGroup: the same record */
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
     pg_event(f->d.cache, "g", "uid-1", 2);
-    build_at(f, 3000); /* its pod waits for a PodGroup: still the same */
+    fx_build_at(f, 3000); /* its pod waits for a PodGroup: still the same */
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
     pg_event(f->d.cache, "g", "uid-2", 0);
-    build_at(f, 4000);
+    fx_build_at(f, 4000);
     assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/g")], g); /* the name keeps its id */
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE);
     assert_true(eng_job_schedulable(f->d.eng, g));
@@ -348,7 +338,7 @@ static void gangs_gone_are_forgotten(void **state)
         pg_event(f->d.cache, name, name, 0);
         pg_event(f->d.cache, name, name, 1);
         t += 30 * 1000;
-        build_at(f, t);
+        fx_build_at(f, t);
         char key[40];
         snprintf(key, sizeof(key), "ml/%s", name);
         assert_int_equal(eng_job_reject(f->d.eng, f->d.ids->gang[kb_gang(f, key)]), 0);
@@ -366,13 +356,13 @@ static void gangs_gone_are_forgotten(void **state)
     /* a PodGroup whose pods are gone (a gang that gave up) keeps its record */
     pg_event(f->d.cache, "kept", "uid-k", 0);
     pg_event(f->d.cache, "kept", "uid-k", 1);
-    build_at(f, t);
+    fx_build_at(f, t);
     uint32_t kept = f->d.ids->gang[kb_gang(f, "ml/kept")];
     assert_int_equal(eng_job_reject(f->d.eng, kept), 0);
     pg_event(f->d.cache, "kept", "uid-k", 3);
     for (int i = 0; i < 30; i++) {
         t += 60 * 1000;
-        build_at(f, t);
+        fx_build_at(f, t);
         kdrv_gangs_sweep(&f->d, t);
     }
     assert_int_equal(eng_names_find(f->d.gang_ids, "ml/kept"), kept);
@@ -499,7 +489,7 @@ static void refused_podgroup_announced_and_adopted(void **state)
     pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO);
     kcache_refused_announce(f->d.cache, on_refused, &a);
     assert_int_equal(a.n, 1); /* once per object */
-    build_at(f, 2000);
+    fx_build_at(f, 2000);
     assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-x");
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED);
     pg_event(f->d.cache, "g", "uid-x", 2); /* the owner's delete: the other takes the name */
@@ -507,7 +497,7 @@ static void refused_podgroup_announced_and_adopted(void **state)
     assert_non_null(pg);
     assert_string_equal(pg->uid, "uid-v");
     assert_int_equal(pg->api, KPG_VOLCANO);
-    build_at(f, 3000);
+    fx_build_at(f, 3000);
     assert_int_equal(f->d.ids->gang[kb_gang(f, "ml/g")], g);
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE); /* a new gang */
     kcache_refused_announce(f->d.cache, on_refused, &a);
@@ -597,7 +587,7 @@ static void restored_failed_forgotten_by_row_time(void **state)
     pg_event(f->d.cache, "about", "uid-a", 0); /* its PodGroup is still there */
     for (int i = 0; i < 3; i++)
         assert_int_equal(eng_job_state(f->d.eng, kdrv_gang_id(&f->d, keys[i])), ENG_JOB_FAILED);
-    build_at(f, start);
+    fx_build_at(f, start);
     kdrv_gangs_sweep(&f->d, start); /* the first cycle: gone for 30 min already */
     assert_int_equal(eng_names_find(f->d.gang_ids, "ml/long-gone"), ENG_NONE);
     uint32_t just = eng_names_find(f->d.gang_ids, "ml/just-failed");
@@ -638,17 +628,17 @@ static void two_apis_one_name_stable(void **state)
     assert_int_equal(eng_job_reject(f->d.eng, g), 0);
     for (int i = 0; i < 3; i++) {
         pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO); /* refused */
-        build_at(f, 2000 + i);
+        fx_build_at(f, 2000 + i);
         assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-x");
         pg_event(f->d.cache, "g", "uid-x", 0); /* the owner's own update */
-        build_at(f, 3000 + i);
+        fx_build_at(f, 3000 + i);
         assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_FAILED); /* kept */
     }
     pg_event_api(f->d.cache, "g", "uid-v", 2, KPG_VOLCANO); /* the other's delete */
     assert_non_null(kcache_pg(f->d.cache, "ml/g"));
     pg_event(f->d.cache, "g", "uid-x", 2); /* the owner's delete */
     pg_event_api(f->d.cache, "g", "uid-v", 0, KPG_VOLCANO);
-    build_at(f, 5000);
+    fx_build_at(f, 5000);
     assert_string_equal(kcache_pg(f->d.cache, "ml/g")->uid, "uid-v");
     assert_int_equal(eng_job_state(f->d.eng, g), ENG_JOB_NONE); /* a new gang */
     kdrv_status_fini(&f->d);
