@@ -17,6 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, job, podgroup, pod, wait_for  # noqa: E402
+from checkpoint import running  # noqa: E402
 from eta import CONFIG, succeed  # noqa: E402
 
 RUN_S = {"ana": 5.0, "ben": 1.0}
@@ -33,6 +34,7 @@ def run_to_end(c, url, name, user):
     """A gang of user's that runs RUN_S[user] seconds and ends by itself."""
     user_gang(c, name, user)
     check("%s's gang %s is bound" % (user, name), wait_for(lambda: bound(c, name), 15))
+    check("... and runs", wait_for(lambda: running(c, name), 15))
     time.sleep(RUN_S[user])
     succeed(c, name + "-0")
     check("... and finished", wait_for(
@@ -43,8 +45,9 @@ def expected_lead(c, url, running_user, runner, waiter, waiter_user):
     """runner (of running_user) is bound now; waiter queues behind it: its expected start,
     seconds after runner's start."""
     user_gang(c, runner, running_user)
-    check("%s's gang %s runs" % (running_user, runner), wait_for(lambda: bound(c, runner), 15))
+    check("%s's gang %s is bound" % (running_user, runner), wait_for(lambda: bound(c, runner), 15))
     t0 = time.time()
+    check("... and runs", wait_for(lambda: running(c, runner), 15))
     user_gang(c, waiter, waiter_user)
     j = wait_for(lambda: (job(url, waiter) or {}).get("expected_start_ms"), 15)
     check("%s waits with an expected start" % waiter, j is not None, json.dumps(job(url, waiter)))

@@ -3,7 +3,9 @@
 Owns: the Kubelet class: bound pods start (status Running, Ready, the PodScheduled,
 Initialized, ContainersReady and Ready conditions, as the kubelet's status manager sets
 them), finish after their fake.gangsched.io/run-seconds annotation, and deleted pods go away
-after their grace period (capped by --grace-cap). It acts on the store passed to it.
+after their grace period (capped by --grace-cap). A pod whose phase is terminal (Succeeded or
+Failed: a test wrote it, as a real kubelet would) is neither started nor finished again: the
+phases are terminal in kube's pod lifecycle. It acts on the store passed to it.
 """
 
 import heapq
@@ -79,6 +81,8 @@ class Kubelet:
                 return
             if cur["metadata"].get("deletionTimestamp"):
                 return
+            if dig(cur, "status.phase") in ("Succeeded", "Failed"):
+                return  # terminal: the kubelet never moves a pod out of it (pod lifecycle docs)
             new = json.loads(e.raw)
             mode = (cur["metadata"].get("annotations") or {}).get(ANNOT_START, "")
             if action == "start":
