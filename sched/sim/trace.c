@@ -583,6 +583,8 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
             !(*str_out[k] = pool_field(pool, &ps->row[col], &len)))
             return fail_at(ps, SCHED_ENOMEM, "out of memory");
     }
+    if (j.user && !trace_utf8_valid(j.user)) /* it reaches JSON: the store's views, gangctl */
+        return fail_value(ps, SCHED_EINVAL, (size_t)ps->col[COL_USER], "UTF-8 text");
     int c = ps->col[COL_JOB_ID];
     if (c >= 0 && ps->row[c].n > 0)
         j.id = pool_field(pool, &ps->row[c], &len);

@@ -240,8 +240,8 @@ static void test_defaults(void **state)
     trace_free(&t);
 }
 
-/* Duplicate ids (the store's keys) are refused at the later row with both places; ids that
- * are not UTF-8 are refused at their row (--events is JSON). */
+/* Duplicate ids (the store's keys) are refused at the later row with both places; ids and
+ * users that are not UTF-8 are refused at their row (--events and the store's views are JSON). */
 static void test_duplicate_ids(void **state)
 {
     (void)state;
@@ -261,6 +261,12 @@ static void test_duplicate_ids(void **state)
     assert_int_equal(parse(&t, "d.csv", ITP "ok\xc3\xa9,0,1,1\nbad\xc3,0,1,1\n", &eb),
                      SCHED_EINVAL);
     assert_non_null(strstr(eb.msg, "d.csv:3: column 'job_id': "));
+    assert_non_null(strstr(eb.msg, "is not UTF-8 text"));
+    /* the user column reaches JSON too */
+    assert_int_equal(
+        parse(&t, "e.csv", "submission_time,duration,num_gpu,user\n0,1,1,ana\n0,1,1,b\xc3\n", &eb),
+        SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "e.csv:3: column 'user': "));
     assert_non_null(strstr(eb.msg, "is not UTF-8 text"));
     assert_true(trace_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
     assert_false(trace_utf8_valid("\xc0\xaf"));     /* overlong '/' */
