@@ -43,7 +43,25 @@ static struct est_ring *at_made(struct est_model *m, uint32_t i)
     return *r;
 }
 
-static int grow_users(struct est_model *m, uint32_t user);
+/* Makes the rings of users 1..user exist (doubling, so n users cost O(n) copies). */
+static int grow_users(struct est_model *m, uint32_t user)
+{
+    if (user <= m->n_users)
+        return 0;
+    if (user > EST_USERS_MAX)
+        user = EST_USERS_MAX;
+    uint32_t n = m->n_users ? m->n_users : 16;
+    while (n < user)
+        n = n > EST_USERS_MAX / 2 ? EST_USERS_MAX : 2 * n;
+    struct est_ring **r = realloc(m->user_rings, (size_t)n * (EST_SHAPES + 1) * sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    memset(r + (size_t)m->n_users * (EST_SHAPES + 1), 0,
+           (size_t)(n - m->n_users) * (EST_SHAPES + 1) * sizeof(*r));
+    m->user_rings = r;
+    m->n_users = n;
+    return 0;
+}
 
 int est_reserve_users(struct est_model *m, uint32_t n)
 {
@@ -68,26 +86,6 @@ void est_free(struct est_model *m)
     m->rings = NULL;
     m->user_rings = NULL;
     m->n_users = 0;
-}
-
-/* Makes the rings of users 1..user exist (doubling, so n users cost O(n) copies). */
-static int grow_users(struct est_model *m, uint32_t user)
-{
-    if (user <= m->n_users)
-        return 0;
-    if (user > EST_USERS_MAX)
-        user = EST_USERS_MAX;
-    uint32_t n = m->n_users ? m->n_users : 16;
-    while (n < user)
-        n = n > EST_USERS_MAX / 2 ? EST_USERS_MAX : 2 * n;
-    struct est_ring **r = realloc(m->user_rings, (size_t)n * (EST_SHAPES + 1) * sizeof(*r));
-    if (!r)
-        return SCHED_ENOMEM;
-    memset(r + (size_t)m->n_users * (EST_SHAPES + 1), 0,
-           (size_t)(n - m->n_users) * (EST_SHAPES + 1) * sizeof(*r));
-    m->user_rings = r;
-    m->n_users = n;
-    return 0;
 }
 
 /* First index of the sorted values above `x`. */
