@@ -129,10 +129,12 @@ bool kcache_dirty(const struct kcache *c);
 uint32_t kcache_n_nodes(const struct kcache *c);
 uint32_t kcache_n_pods(const struct kcache *c);
 const struct kpod *kcache_pod(const struct kcache *c, const char *key);
-/* fn on each pod of ours whose gang key is `group` (kpod.group), in no order: a walk of this
- * scheduler's pods (the Events of a group that has no object to be about, driver_status.c). */
-void kcache_each_group_pod(struct kcache *c, const char *group,
-                           void (*fn)(void *ctx, const struct kpod *p), void *ctx);
+/* fn on each pod of the gang of key `key`, in no order: the pod named key when it is a gang of
+ * one, else each pod of ours whose group (kpod.group) is key, by a walk of this scheduler's pods
+ * (the Events of a group that has no object to be about, driver_status.c; an operator's
+ * checkpoint request on pods, driver_ckpt.c). */
+void kcache_each_gang_pod(struct kcache *c, const char *key,
+                          void (*fn)(void *ctx, const struct kpod *p), void *ctx);
 /* Users (gangsched.io/user, sched/kube/cache_users.c): the id of a user's name, interned at its
  * first sight (0: NULL, empty, longer than KCACHE_USER_MAX bytes, past EST_USERS_MAX users, or
  * out of memory), and the name of an id (NULL for 0 or unknown). Ids are gang.user. */

@@ -97,10 +97,8 @@ void kdrv_ckpt_write(struct kdrv *d, const struct kgang *kg, int64_t asked_ms, i
             kdrv_owe_ckpt_pod(d, kg->key, kg->members[m], asked_ms, until_ms);
 }
 
-/* The pods of this scheduler, bound and not ended, whose gang key is `key` (a gang of one or a
- * native basic pod: its own key). */
+/* The pods of this scheduler of the gang (kcache_each_gang_pod), bound and not ended. */
 struct of_gang {
-    const char *key;
     struct strlist pods;
     int rc;
 };
@@ -108,9 +106,7 @@ struct of_gang {
 static void of_gang(void *ctx, const struct kpod *p)
 {
     struct of_gang *f = ctx;
-    bool member = (p->group && strcmp(p->group, f->key) == 0) || strcmp(p->key, f->key) == 0;
-    if (member && p->ours && p->node && p->phase != KPOD_SUCCEEDED && p->phase != KPOD_FAILED &&
-        f->rc == 0)
+    if (p->ours && p->node && p->phase != KPOD_SUCCEEDED && p->phase != KPOD_FAILED && f->rc == 0)
         f->rc = kdrv_strlist_add(&f->pods, p->key);
 }
 
@@ -122,8 +118,8 @@ int kdrv_ckpt_operator(struct kdrv *d, const char *key, struct sched_errbuf *eb)
         kdrv_owe_ckpt(d, pg, now, 0);
         return 0;
     }
-    struct of_gang f = {.key = key};
-    kcache_each_pod(d->cache, of_gang, &f);
+    struct of_gang f = {0};
+    kcache_each_gang_pod(d->cache, key, of_gang, &f);
     for (uint32_t i = 0; f.rc == 0 && i < f.pods.n; i++) {
         const struct kpod *p = kcache_pod(d->cache, f.pods.v[i]);
         if (p)

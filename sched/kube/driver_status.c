@@ -665,12 +665,11 @@ static void pod_event(void *ctx, const struct kpod *p)
 static void pods_event(struct kdrv *d, const char *gang_key, const char *type, const char *reason,
                        const char *action, const char *message, const struct kpg *related)
 {
-    const struct kpod *p = kcache_pod(d->cache, gang_key);
     struct pods_event e = {d, type, reason, action, message, related, 0};
-    if (!p || p->group)
-        kcache_each_group_pod(d->cache, gang_key, pod_event, &e);
+    kcache_each_gang_pod(d->cache, gang_key, pod_event, &e);
     if (e.n > 0)
         return;
+    const struct kpod *p = kcache_pod(d->cache, gang_key);
     char ns[256], name[256];
     kdrv_split_key(gang_key, ns, sizeof(ns), name, sizeof(name));
     kdrv_post_event(d, "v1", "Pod", ns, name, p ? p->uid : NULL, type, reason, action, message,

@@ -243,15 +243,20 @@ const struct strmap *kcache_hot(struct kcache *c)
     return &c->hot;
 }
 
-void kcache_each_group_pod(struct kcache *c, const char *group,
-                           void (*fn)(void *ctx, const struct kpod *p), void *ctx)
+void kcache_each_gang_pod(struct kcache *c, const char *key,
+                          void (*fn)(void *ctx, const struct kpod *p), void *ctx)
 {
+    const struct kpod *own = strmap_get(&c->pods, key);
+    if (own && !own->group) { /* a gang of one */
+        fn(ctx, own);
+        return;
+    }
     const struct strmap *hot = kcache_hot(c); /* a group's pods are ours: hot */
-    const char *key;
+    const char *k;
     void *v;
-    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
+    for (size_t i = 0; strmap_next(hot, &i, &k, &v);) {
         const struct kpod *p = v;
-        if (p->group && strcmp(p->group, group) == 0)
+        if (p->group && strcmp(p->group, key) == 0)
             fn(ctx, p);
     }
 }
