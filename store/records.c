@@ -597,9 +597,9 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
 {
     int err = need(st,
                    p && p->victim && p->preemptor && p->gpus >= 0 && isfinite(p->lost_work_gpu_s) &&
-                       p->lost_work_gpu_s >= 0 && isfinite(p->cost),
-                   "preemption: victim, preemptor, gpus >= 0, finite lost work >= 0 and cost "
-                   "required",
+                       p->lost_work_gpu_s >= 0 && isfinite(p->cost) && p->members >= 0,
+                   "preemption: victim, preemptor, gpus >= 0, finite lost work >= 0, cost and "
+                   "members >= 0 required",
                    eb);
     if (err)
         return err;
@@ -621,6 +621,7 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
     store__b_double(st, STMT_PREEMPT_ADD, 6, p->lost_work_gpu_s, &rc);
     store__b_double(st, STMT_PREEMPT_ADD, 7, p->cost, &rc);
     store__b_text(st, STMT_PREEMPT_ADD, 8, p->kind, &rc);
+    store__b_opt(st, STMT_PREEMPT_ADD, 9, p->members, 0, &rc); /* NULL: the whole gang */
     rc = store__exec(st, STMT_PREEMPT_ADD, rc, NULL);
     return store__wend(st, own, rc, "writing a preemption record", eb);
 }
@@ -628,10 +629,10 @@ int store_preemption_add(struct store *st, const struct store_preemption *p,
 static int preemption_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
 {
     const struct each *e = ctx;
-    struct store_preemption p = {sqlite3_column_int64(s, 0),  sqlite3_column_int64(s, 1),
-                                 store__col_text(s, 2),       store__col_text(s, 3),
-                                 sqlite3_column_int64(s, 4),  sqlite3_column_double(s, 5),
-                                 sqlite3_column_double(s, 6), store__col_text(s, 7)};
+    struct store_preemption p = {
+        sqlite3_column_int64(s, 0),  sqlite3_column_int64(s, 1), store__col_text(s, 2),
+        store__col_text(s, 3),       sqlite3_column_int64(s, 4), sqlite3_column_double(s, 5),
+        sqlite3_column_double(s, 6), store__col_text(s, 7),      sqlite3_column_int64(s, 8)};
     if (!p.victim || !p.preemptor)
         return store__bad_row(st, eb, "preemptions: a row without victim or preemptor");
     return e->fn.preemption(e->ctx, &p);

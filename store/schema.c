@@ -218,6 +218,10 @@ static const char schema_v6[] =
  * not known. */
 static const char schema_v7[] = "ALTER TABLE jobs ADD COLUMN user_name TEXT;\n";
 
+/* Version 8: a preemption that took members of an elastic gang alone (the gang ran on) says how
+ * many (docs/preemption.md). Older rows keep NULL: the whole gang. */
+static const char schema_v8[] = "ALTER TABLE preemptions ADD COLUMN members INTEGER;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
@@ -226,6 +230,7 @@ static const struct store__migration migrations[] = {
     {5, "the kind of each preemption", schema_v5},
     {6, "backfill promises on the job rows", schema_v6},
     {7, "who submitted each job", schema_v7},
+    {8, "members a preemption took alone", schema_v8},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -422,9 +427,10 @@ const char *const store__stmt_sql[STMT_N] = {
                              "WHERE id IN (SELECT MAX(id) FROM decisions GROUP BY gang) "
                              "ORDER BY gang",
     [STMT_PREEMPT_ADD] = "INSERT INTO preemptions(cycle, ts_ms, victim, preemptor, gpus, "
-                         "lost_work_gpu_s, cost, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                         "lost_work_gpu_s, cost, kind, members) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [STMT_PREEMPT_LIST] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, cost, "
-                          "kind FROM preemptions ORDER BY id",
+                          "kind, members FROM preemptions ORDER BY id",
     [STMT_JOB_UPSERT] = JOB_UPSERT(JOB_ROW),
     [STMT_JOB_UPSERT_MANY] = JOB_UPSERT(STORE_ROWS_32(JOB_ROW)),
     [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
@@ -479,7 +485,9 @@ const char *const store__stmt_sql[STMT_N] = {
                           " IN (1, 2) GROUP BY flavor ORDER BY flavor",
     [STMT_VIEW_LAST_DECISION] = "SELECT why, reason, ts_ms FROM decisions WHERE gang = ?1 "
                                 "ORDER BY id DESC LIMIT 1",
-    [STMT_VIEW_REQUEUE] = "SELECT max(ts_ms) FROM preemptions WHERE victim = ?1",
+    /* members taken alone do not requeue or evict the gang (it runs on) */
+    [STMT_VIEW_REQUEUE] = "SELECT max(ts_ms) FROM preemptions "
+                          "WHERE victim = ?1 AND members IS NULL",
     [STMT_VIEW_PLACEMENTS] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
                              "FROM placements WHERE gang = ?1 ORDER BY pod_index",
     [STMT_VIEW_RESV] = "SELECT id, kind, gang, created_ms, expires_ms, expected_start_ms "
@@ -487,8 +495,8 @@ const char *const store__stmt_sql[STMT_N] = {
                        "ORDER BY id LIMIT ?3",
     [STMT_VIEW_RESV_LEFT] = "SELECT COUNT(*) FROM reservations WHERE id > ?1",
     [STMT_VIEW_PREEMPTIONS] = "SELECT cycle, ts_ms, victim, preemptor, gpus, lost_work_gpu_s, "
-                              "cost, kind FROM preemptions WHERE victim = ?1 OR preemptor = ?1 "
-                              "ORDER BY id",
+                              "cost, kind, members FROM preemptions "
+                              "WHERE victim = ?1 OR preemptor = ?1 ORDER BY id",
     /* store_verify */
     [STMT_CHECK_INTEGRITY] = "PRAGMA integrity_check(20)",
     [STMT_CHECK_FOREIGN] = "PRAGMA foreign_key_check",

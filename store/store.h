@@ -135,7 +135,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 7          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 8          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -442,6 +442,9 @@ struct store_preemption {
     /* why: sched_preempt_kind_name() of the eviction ("priority", "reclaim", "fair_share",
      * "overdue"); NULL: not recorded (rows of a database older than schema version 5) */
     const char *kind;
+    /* 0: the whole gang was evicted; else the members of an elastic gang evicted alone (it ran
+     * on with the others; gpus counts theirs) */
+    int64_t members;
 };
 
 int store_preemption_add(struct store *st, const struct store_preemption *p,

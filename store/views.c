@@ -670,6 +670,7 @@ int store_view_explain(struct store_views *v, const char *name, uint32_t limit, 
         jstr(v, o, "victim", p->victim);
         jstr(v, o, "preemptor", p->preemptor);
         jint(v, o, "gpus", p->gpus);
+        jopt(v, o, "members", p->members, 0); /* null: the whole gang */
         jnum(v, o, "lost_work_gpu_s", p->lost_work_gpu_s);
         jnum(v, o, "cost", p->cost);
     }

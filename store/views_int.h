@@ -73,7 +73,8 @@ struct preempt_rec {
     int64_t cycle, ts_ms, gpus;
     char *victim, *preemptor;
     double lost_work_gpu_s, cost;
-    char *kind; /* NULL: not recorded (a row older than schema version 5) */
+    char *kind;      /* NULL: not recorded (a row older than schema version 5) */
+    int64_t members; /* 0: the whole gang; else members of an elastic gang evicted alone */
 };
 
 struct run_rec {

@@ -253,7 +253,8 @@ int views_load_preempt(void *ctx, const struct store_preemption *p)
                              views_vdup(v, p->preemptor),
                              isfinite(p->lost_work_gpu_s) ? p->lost_work_gpu_s : 0,
                              isfinite(p->cost) ? p->cost : 0,
-                             p->kind ? views_vdup(v, p->kind) : NULL};
+                             p->kind ? views_vdup(v, p->kind) : NULL,
+                             p->members > 0 ? p->members : 0};
     see_time(v, p->ts_ms);
     return v->oom ? SCHED_ENOMEM : 0;
 }
@@ -334,7 +335,7 @@ static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
     for (size_t i = 0; i < v->n_preempts && !err; i++) {
         struct job_rec key = {.gang = v->preempts[i].victim}, *kp = &key;
         struct job_rec **hit = bsearch(&kp, c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
-        if (hit)
+        if (hit && v->preempts[i].members == 0) /* members alone: the gang runs on */
             views_job_preempted(*hit, v->preempts[i].ts_ms);
     }
     free(c.by_gang);

@@ -235,7 +235,13 @@ struct sched_eviction {
     const struct sched_running *victim;
     const struct gang *preemptor;
     enum sched_preempt_kind kind;
-    double lost_gpu_s; /* work since the last checkpoint plus the restart, GPU-seconds */
+    /* NULL: the whole gang is evicted. Else a shrink of an elastic gang: only its pods
+     * pods[0 .. n_pods) (indices into victim->pods, ascending) are evicted, and it runs on with
+     * at least gang->min_member members (preempt.h) */
+    const uint32_t *pods;
+    uint32_t n_pods;
+    double lost_gpu_s; /* work since the last checkpoint plus the restart, GPU-seconds, of the
+                          pods evicted */
     double cost;       /* lost_gpu_s weighted by the victim's priority */
 };
 

@@ -111,7 +111,21 @@ int gang_kind(const struct gang *g)
 
 void gang_request(const struct gang *g, struct res_vec *need)
 {
-    memset(need, 0, sizeof(*need));
-    for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
-        gang_pod_charge(&g->sets[s].req, g->sets[s].count, need);
+    gang_pods_request(g, 0, UINT32_MAX, need); /* every pod, finalized or not */
+}
+
+int64_t gang_pods_request(const struct gang *g, uint32_t from, uint32_t to, struct res_vec *acc)
+{
+    if (acc)
+        memset(acc, 0, sizeof(*acc));
+    int64_t gpus = 0;
+    for (uint32_t s = 0, k = 0; s < g->n_sets && s < GANG_MAX_SETS; k += g->sets[s].count, s++) {
+        uint32_t lo = from > k ? from : k, end = k + g->sets[s].count, hi = to < end ? to : end;
+        if (hi <= lo)
+            continue;
+        if (acc)
+            gang_pod_charge(&g->sets[s].req, hi - lo, acc);
+        gpus += g->sets[s].req.v[RES_GPU] * (int64_t)(hi - lo);
+    }
+    return gpus;
 }

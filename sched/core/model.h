@@ -192,7 +192,10 @@ struct gang {
     int64_t submit_ms; /* first submission; kept across requeues */
     uint32_t n_sets;
     struct podset sets[GANG_MAX_SETS];
-    uint32_t min_member;    /* pods that must be placed together (all of them in the simulator) */
+    uint32_t min_member;    /* a pending gang: 0 or n_pods (every pod is placed together); a
+                               running one: the members it runs on (minMember), below n_pods
+                               for an elastic gang, whose members above it preemption may take
+                               alone (preempt.h); 0 = n_pods */
     int8_t topo_required;   /* topology level index the whole gang must fit in, or -1 */
     int8_t topo_preferred;  /* level to try first, widening one level at a time, or -1 */
     int64_t max_runtime_ms; /* declared maximum run time (gangsched.io/max-runtime), 0 = none */
@@ -227,6 +230,9 @@ void gang_finalize(struct gang *g);
 int gang_kind(const struct gang *g);
 /* The gang's whole request: the sum over its pods (what quota charges). */
 void gang_request(const struct gang *g, struct res_vec *need);
+/* The same over its pods from .. to - 1 only (in pod order: the sets in order), into acc (NULL:
+ * not wanted); returns their GPUs. */
+int64_t gang_pods_request(const struct gang *g, uint32_t from, uint32_t to, struct res_vec *acc);
 /* Adds what `pods` pods of request `req` charge to `acc`: the request, with HAMi's per-device
  * share resources (nvidia.com/gpumem, gpumem-percentage, gpucores) once per device the pod
  * takes (nvidia.com/gpu). gang_request is its sum over the pod sets. */

@@ -868,12 +868,20 @@ bool place_has_hold(const struct place_state *st, const struct gang *g)
 
 bool place_release(struct place_state *st, const struct sched_running *r)
 {
+    return place_release_pods(st, r, 0, r->gang->n_pods, NULL);
+}
+
+bool place_release_pods(struct place_state *st, const struct sched_running *r, uint32_t from,
+                        uint32_t to, const uint8_t *skip)
+{
     const struct gang *g = r->gang;
     if (place_is_share(st, g))
         return true; /* shares are not freed for a preemptor (place_share.c) */
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
         for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
+            if (k < from || k >= to || (skip && skip[k]))
+                continue;
             if (st->n_rel == st->cap_rel) {
                 uint32_t cap = st->cap_rel * 2;
                 struct place_undo *rel = arena_alloc(st->arena, cap * sizeof(*rel));

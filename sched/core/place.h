@@ -176,6 +176,10 @@ bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct s
 /* Frees the capacity of a running gang in the working state (a would-be victim). Returns false on
  * out of memory. place_release_undo() restores everything released since `mark` (n_rel). */
 bool place_release(struct place_state *st, const struct sched_running *r);
+/* The same for its pods from .. to - 1 only (in pod order: the sets in order, count pods each),
+ * but those skip[k] marks (skip NULL: none). */
+bool place_release_pods(struct place_state *st, const struct sched_running *r, uint32_t from,
+                        uint32_t to, const uint8_t *skip);
 void place_release_undo(struct place_state *st, uint32_t mark);
 /* Holds nodes for gang g for the rest of the cycle (a preemptor waiting for its victims): other
  * gangs cannot use them; g can (own holds). */

@@ -37,12 +37,20 @@ int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
     return pc->chosen && pc->evicted_per_queue ? 0 : SCHED_ENOMEM;
 }
 
+#define NO_POD UINT32_MAX
+#define NO_SIB UINT32_MAX
+
+/* A would-be victim: a running gang whole, or one member of an elastic gang alone (a gang with
+ * more members than its minMember may lose members down to it; beyond that it goes whole). */
 struct cand {
     uint32_t idx; /* into snap->running */
     uint32_t id;  /* the victim gang's id: ties never depend on the order of snap->running */
     enum sched_preempt_kind kind;
-    double key; /* sort key, lower first */
-    double cost;
+    uint32_t pod; /* the member alone (index into its pods), or NO_POD: the whole gang */
+    uint32_t sib; /* a member: its gang's whole candidate (index into the sorted list), or NO_SIB */
+    double key;   /* sort key, lower first */
+    double cost;  /* of the gang whole (preempt_cost); a set of its pods costs its share of
+                     the gang's GPUs */
 };
 
 static int cmp_cand(const void *a, const void *b)
@@ -50,8 +58,31 @@ static int cmp_cand(const void *a, const void *b)
     const struct cand *x = a, *y = b;
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
-    return x->id < y->id ? -1 : (x->id > y->id);
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    /* a gang's members before the gang, the last member first */
+    int64_t rx = x->pod == NO_POD ? -1 : (int64_t)x->pod,
+            ry = y->pod == NO_POD ? -1 : (int64_t)y->pod;
+    return rx > ry ? -1 : (rx < ry);
 }
+
+/* Members g may lose alone (elastic: more members than its minMember), else 0. */
+static uint32_t spare_pods(const struct gang *g)
+{
+    return g->min_member > 0 && g->min_member < g->n_pods ? g->n_pods - g->min_member : 0;
+}
+
+/* A victim set under construction over the candidates c[0 .. n): which are in, and the members
+ * taken alone (gone[pod_at[i] + k] for pod k of running gang i; n_gone[i] of them). A whole
+ * gang frees the members not taken alone. */
+struct vset {
+    const struct cand *c;
+    uint32_t n;
+    uint8_t *in;      /* [n] */
+    uint32_t *pod_at; /* [n_running], NO_POD for a gang without member candidates; NULL: none */
+    uint8_t *gone;
+    uint32_t *n_gone; /* [n_running] */
+};
 
 /* Is the victim's queue above its nominal quota (borrowing) on some tracked resource? */
 static bool victim_borrows(const struct preempt_ctx *pc, const struct sched_running *r)
@@ -92,7 +123,7 @@ static bool overdue_for(const struct preempt_ctx *pc, const struct sched_running
 /* May running gang r be a victim of g (queue q)? Sets its kind. */
 static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
                     const struct gang *g, uint32_t q, uint32_t f, const struct res_vec *need,
-                    enum sched_preempt_kind *kind)
+                    const struct res_vec *vreq, enum sched_preempt_kind *kind)
 {
     const struct sched_snapshot *snap = pc->snap;
     const struct gang *v = r->gang;
@@ -149,9 +180,8 @@ static bool allowed(const struct preempt_ctx *pc, const struct sched_running *r,
     if (!cfg || !cfg->queues[q].preemption.fair_share || !victim_borrows(pc, r))
         return false;
     struct res_vec vn;
-    gang_request(v, &vn);
     for (int k = 0; k < res_count(); k++)
-        vn.v[k] = -vn.v[k];
+        vn.v[k] = -vreq->v[k];
     double mine = quota_share(pc->qt, q, f, need) / cfg->queues[q].weight;
     double theirs = quota_share(pc->qt, v->queue, r->flavor, &vn) / cfg->queues[v->queue].weight;
     if (!(mine < theirs))
@@ -259,15 +289,15 @@ bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
     return !any_queue(pc, g, q, -1);
 }
 
-/* Reclaim is bounded: the victim's queue keeps at least its nominal quota. */
-static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r)
+/* Reclaim is bounded: the victim's queue keeps at least its nominal quota without vn (what the
+ * victim frees). */
+static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r,
+                            const struct res_vec *vn)
 {
     const struct gang *v = r->gang;
-    struct res_vec vn;
-    gang_request(v, &vn);
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
         int res = pc->qt->tracked[k];
-        int64_t held = quota_need_of(pc->qt, &vn, res);
+        int64_t held = quota_need_of(pc->qt, vn, res);
         if (held <= 0)
             continue;
         if (quota_used(pc->qt, v->queue, r->flavor, res) - held <
@@ -277,30 +307,116 @@ static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_run
     return true;
 }
 
-static bool has_pod_in(const struct place_state *st, const struct sched_running *r, int level,
-                       uint32_t d)
-{
-    if (level < 0)
-        return true;
-    for (uint32_t k = 0; k < r->gang->n_pods; k++)
-        if (r->pods[k].node < st->c->n_nodes && st->c->nodes[r->pods[k].node].dom[level] == d)
-            return true;
-    return false;
-}
-
 static bool quota_ok(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
                      const struct res_vec *need)
 {
     return !pc->qt || quota_check(pc->qt, q, f, need, NULL) <= QUOTA_BORROWS;
 }
 
-static void charge_victim(struct preempt_ctx *pc, const struct sched_running *r, int sign)
+/* The pods candidate x frees in the set: skip[k] (NULL: none) marks those it leaves. */
+static const uint8_t *cand_skip(const struct vset *vs, const struct cand *x, uint32_t *from,
+                                uint32_t *to)
 {
-    if (!pc->qt)
-        return;
-    struct res_vec vn;
-    gang_request(r->gang, &vn);
-    quota_charge(pc->qt, r->gang->queue, r->flavor, &vn, sign);
+    if (x->pod != NO_POD) {
+        *from = x->pod;
+        *to = x->pod + 1;
+        return NULL;
+    }
+    *from = 0;
+    *to = UINT32_MAX;
+    return vs->pod_at && vs->pod_at[x->idx] != NO_POD && vs->n_gone[x->idx] > 0
+               ? vs->gone + vs->pod_at[x->idx]
+               : NULL;
+}
+
+/* What candidate x frees in the set: its request (into acc) and its GPUs. */
+static int64_t cand_request(const struct preempt_ctx *pc, const struct vset *vs,
+                            const struct cand *x, struct res_vec *acc)
+{
+    const struct gang *g = pc->snap->running[x->idx].gang;
+    uint32_t from, to;
+    const uint8_t *skip = cand_skip(vs, x, &from, &to);
+    if (!skip)
+        return gang_pods_request(g, from, to, acc);
+    memset(acc, 0, sizeof(*acc));
+    int64_t gpus = 0;
+    for (uint32_t s = 0, k = 0; s < g->n_sets; s++)
+        for (uint32_t p = 0; p < g->sets[s].count; p++, k++)
+            if (!skip[k]) {
+                gang_pod_charge(&g->sets[s].req, 1, acc);
+                gpus += g->sets[s].req.v[RES_GPU];
+            }
+    return gpus;
+}
+
+/* Does candidate x free something in domain d of the level (any domain: level < 0)? */
+static bool cand_in(const struct preempt_ctx *pc, const struct vset *vs, const struct cand *x,
+                    int level, uint32_t d)
+{
+    if (level < 0)
+        return true;
+    const struct sched_running *r = &pc->snap->running[x->idx];
+    const struct cluster *cl = pc->st->c;
+    uint32_t from, to;
+    const uint8_t *skip = cand_skip(vs, x, &from, &to);
+    for (uint32_t k = from; k < to && k < r->gang->n_pods; k++)
+        if (!(skip && skip[k]) && r->pods[k].node < cl->n_nodes &&
+            cl->nodes[r->pods[k].node].dom[level] == d)
+            return true;
+    return false;
+}
+
+/* Puts candidate x in the set (v 1) or takes it out (0). */
+static void vset_put(struct vset *vs, uint32_t c, uint8_t v)
+{
+    const struct cand *x = &vs->c[c];
+    vs->in[c] = v;
+    if (x->pod != NO_POD) {
+        vs->gone[vs->pod_at[x->idx] + x->pod] = v;
+        vs->n_gone[x->idx] += v ? 1 : (uint32_t)-1;
+    }
+}
+
+/* Frees (sign -1: releases the capacity and gives back the quota) or takes back the quota
+ * (+1; the capacity comes back with place_release_undo) of the victims chosen[0 .. n) but
+ * `skip` (n: none), as the set stands. false: out of memory. */
+static bool apply_victims(struct preempt_ctx *pc, const struct vset *vs, const uint32_t *chosen,
+                          uint32_t n, uint32_t skip, int sign)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        if (j == skip)
+            continue;
+        const struct cand *x = &vs->c[chosen[j]];
+        const struct sched_running *r = &pc->snap->running[x->idx];
+        uint32_t from, to;
+        const uint8_t *keep = cand_skip(vs, x, &from, &to);
+        if (sign < 0 && !place_release_pods(pc->st, r, from, to, keep))
+            return false;
+        if (pc->qt) {
+            struct res_vec vn;
+            cand_request(pc, vs, x, &vn);
+            quota_charge(pc->qt, r->gang->queue, r->flavor, &vn, sign);
+        }
+    }
+    return true;
+}
+
+/* The cost of the victims chosen[0 .. n), as the set stands, and how fast it grows (GPUs x the
+ * priority weight: lost work per second since the last checkpoint). */
+static double set_cost(const struct preempt_ctx *pc, const struct vset *vs, const uint32_t *chosen,
+                       uint32_t n, double *grow)
+{
+    double cost = 0;
+    *grow = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const struct cand *x = &vs->c[chosen[j]];
+        const struct gang *g = pc->snap->running[x->idx].gang;
+        struct res_vec vn;
+        double gpus = (double)cand_request(pc, vs, x, &vn);
+        cost += g->gpus > 0 ? x->cost * gpus / (double)g->gpus : x->cost;
+        *grow += gpus * (1.0 + 0.1 * (double)(g->priority > 0 ? g->priority : 0));
+    }
+    return cost;
 }
 
 /* The level whose domains the preemptor should be placed in. */
@@ -314,134 +430,215 @@ static int target_level(const struct place_state *st, const struct gang *g)
     return -1;
 }
 
-/* Victims freed inside domain d so that g fits there; fills chosen[] (indices into cands, in
- * freeing order) and returns how many, or 0 when the domain cannot be made to fit. The working
- * state is restored before returning. */
+/* Victims freed inside domain d so that g fits there; fills chosen[] (indices into vs->c, in
+ * freeing order) and returns how many, or 0 when the domain cannot be made to fit; *cost and
+ * *grow as set_cost. vs is empty on entry and on return. The working state is restored before
+ * returning. */
 static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
-                            const struct res_vec *need, int level, uint32_t d,
-                            const struct cand *cands, uint32_t n_cands, uint32_t *chosen,
-                            struct sched_assign *trial, double *cost)
+                            const struct res_vec *need, int level, uint32_t d, struct vset *vs,
+                            uint32_t *chosen, struct sched_assign *trial, double *cost,
+                            double *grow)
 {
     struct place_state *st = pc->st;
     const struct sched_running *run = pc->snap->running;
     uint32_t mark = st->n_rel, n = 0;
-    bool fits = false;
+    bool fits = false, oom = false;
     /* pass 0: victims inside the domain (they free room and quota); pass 1, only when the room
      * is there by then and the quota is what is missing: victims anywhere else in the tree */
-    for (int pass = 0; pass < 2 && !fits; pass++) {
+    for (int pass = 0; pass < 2 && !fits && !oom; pass++) {
         if (pass == 1 && !(pc->qt && place_trial(st, g, level, d, trial)))
             break;
-        for (uint32_t c = 0; c < n_cands && !fits; c++) {
-            const struct sched_running *r = &run[cands[c].idx];
-            if (has_pod_in(st, r, level, d) != (pass == 0))
+        for (uint32_t c = 0; c < vs->n && !fits; c++) {
+            const struct cand *x = &vs->c[c];
+            const struct sched_running *r = &run[x->idx];
+            if (vs->in[c] || (x->pod != NO_POD && ((x->sib != NO_SIB && vs->in[x->sib]) ||
+                                                   vs->n_gone[x->idx] >= spare_pods(r->gang))))
+                continue; /* a member of a gang that goes whole, or down to its minMember */
+            if (cand_in(pc, vs, x, level, d) != (pass == 0))
                 continue;
-            if (cands[c].kind != SCHED_PREEMPT_PRIORITY && cands[c].kind != SCHED_PREEMPT_OVERDUE &&
-                !reclaim_bounded(pc, r))
+            struct res_vec vn;
+            cand_request(pc, vs, x, &vn);
+            if (x->kind != SCHED_PREEMPT_PRIORITY && x->kind != SCHED_PREEMPT_OVERDUE &&
+                !reclaim_bounded(pc, r, &vn))
                 continue;
-            if (!place_release(st, r))
+            uint32_t from, to;
+            const uint8_t *skip = cand_skip(vs, x, &from, &to);
+            if ((oom = !place_release_pods(st, r, from, to, skip)))
                 break;
-            charge_victim(pc, r, -1);
+            if (pc->qt)
+                quota_charge(pc->qt, r->gang->queue, r->flavor, &vn, -1);
+            vset_put(vs, c, 1);
             chosen[n++] = c;
             fits = quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial);
         }
     }
     if (fits) {
         /* fill-back: keep running every victim whose capacity turns out unnecessary (the last
-         * one freed is needed by construction) */
-        for (uint32_t k = n - 1; k-- > 0;) {
-            const struct sched_running *r = &run[cands[chosen[k]].idx];
+         * one freed is needed by construction); each trial frees the others from scratch, as
+         * what a whole gang frees depends on its members taken alone */
+        for (uint32_t k = n - 1; k-- > 0 && !oom;) {
             place_release_undo(st, mark);
-            charge_victim(pc, r, +1);
-            for (uint32_t j = 0; j < n; j++)
-                if (j != k)
-                    place_release(st, &run[cands[chosen[j]].idx]);
-            if (quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial)) {
+            apply_victims(pc, vs, chosen, n, n, +1);
+            vset_put(vs, chosen[k], 0);
+            oom = !apply_victims(pc, vs, chosen, n, k, -1);
+            if (!oom && quota_ok(pc, q, f, need) && place_trial(st, g, level, d, trial)) {
                 memmove(&chosen[k], &chosen[k + 1], (n - k - 1) * sizeof(*chosen));
-                n--; /* not needed: stays running (its quota is already back) */
-            } else {
-                charge_victim(pc, r, -1);
+                n--; /* not needed: stays running */
+                continue;
             }
+            place_release_undo(st, mark);
+            apply_victims(pc, vs, chosen, n, k, +1);
+            vset_put(vs, chosen[k], 1);
+            oom = oom || !apply_victims(pc, vs, chosen, n, n, -1);
         }
-        place_release_undo(st, mark);
-        for (uint32_t j = 0; j < n; j++)
-            place_release(st, &run[cands[chosen[j]].idx]);
-        fits = place_trial(st, g, level, d, trial); /* the placement the preemptor will hold */
+        fits = !oom && place_trial(st, g, level, d, trial); /* the placement it will hold */
     }
-    *cost = 0;
-    for (uint32_t j = 0; j < n; j++)
-        *cost += cands[chosen[j]].cost;
-    for (uint32_t j = 0; j < n; j++)
-        charge_victim(pc, &run[cands[chosen[j]].idx], +1);
+    *cost = set_cost(pc, vs, chosen, n, grow);
     place_release_undo(st, mark);
+    apply_victims(pc, vs, chosen, n, n, +1);
+    for (uint32_t j = 0; j < n; j++)
+        vset_put(vs, chosen[j], 0);
+    pc->oom |= oom; /* the quota may be off now: the plan fails (SCHED_ENOMEM) */
     return fits ? n : 0;
 }
 
-/* The running gangs that may be victims of g (queue q, flavor f), in victim order (sorted by a
- * total order: the same list whatever order they are found in). Returns their count. */
-static uint32_t collect_cands(const struct preempt_ctx *pc, const struct gang *g, uint32_t q,
-                              uint32_t f, const struct res_vec *need, int nominal,
-                              struct cand *cands)
+/* Running gang i's candidates (each member alone first, when it is elastic), appended at
+ * cands + n. Returns how many. */
+static uint32_t gang_cands(const struct preempt_ctx *pc, uint32_t i, const struct gang *g,
+                           uint32_t q, uint32_t f, const struct res_vec *need, struct cand *cands,
+                           uint32_t n)
 {
     const struct sched_snapshot *snap = pc->snap;
-    uint32_t n_cands = 0;
+    const struct sched_running *r = &snap->running[i];
+    const struct gang *v = r->gang;
+    uint32_t n0 = n;
+    double cost = preempt_cost(r, snap->now_ms);
+    bool members = spare_pods(v) > 0 && !place_is_share(pc->st, v);
+    struct res_vec vreq;
+    enum sched_preempt_kind kind;
+    /* the members alone (those that hold GPUs), then the whole gang (pod NO_POD) */
+    for (uint32_t k = members ? 0 : v->n_pods; k <= v->n_pods; k++) {
+        uint32_t pod = k < v->n_pods ? k : NO_POD;
+        int64_t gpus =
+            gang_pods_request(v, pod == NO_POD ? 0 : k, pod == NO_POD ? v->n_pods : k + 1, &vreq);
+        if ((pod != NO_POD && gpus <= 0) || !allowed(pc, r, g, q, f, need, &vreq, &kind))
+            continue;
+        /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
+         * priority first, then most recently started (a gang's members before it: cmp_cand) */
+        double lost = v->gpus > 0 ? cost * (double)gpus / (double)v->gpus : cost;
+        double key = snap->policy->checkpoint_aware
+                         ? lost + (double)gpus * 1e-6
+                         : (double)v->priority * 1e15 - (double)r->start_ms;
+        cands[n++] = (struct cand){.idx = i,
+                                   .id = v->id,
+                                   .kind = kind,
+                                   .pod = pod,
+                                   .sib = NO_SIB,
+                                   .key = key,
+                                   .cost = cost};
+    }
+    return n - n0;
+}
+
+/* Links each member candidate to its gang's whole one and makes the set's member flags. */
+static int link_members(struct preempt_ctx *pc, struct vset *vs, struct cand *cands, uint32_t n)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    uint32_t nr = snap->n_running + 1, *whole = arena_alloc(pc->arena, nr * sizeof(*whole));
+    vs->pod_at = arena_alloc(pc->arena, nr * sizeof(*vs->pod_at));
+    vs->n_gone = arena_calloc(pc->arena, nr, sizeof(*vs->n_gone));
+    if (!whole || !vs->pod_at || !vs->n_gone)
+        return SCHED_ENOMEM;
+    memset(whole, 0xff, nr * sizeof(*whole));           /* NO_SIB */
+    memset(vs->pod_at, 0xff, nr * sizeof(*vs->pod_at)); /* NO_POD */
+    size_t pods = 0;
+    for (uint32_t c = 0; c < n; c++) {
+        if (cands[c].pod == NO_POD)
+            whole[cands[c].idx] = c;
+        else if (vs->pod_at[cands[c].idx] == NO_POD) {
+            vs->pod_at[cands[c].idx] = (uint32_t)pods;
+            pods += snap->running[cands[c].idx].gang->n_pods;
+        }
+    }
+    for (uint32_t c = 0; c < n; c++)
+        if (cands[c].pod != NO_POD)
+            cands[c].sib = whole[cands[c].idx];
+    vs->gone = arena_calloc(pc->arena, pods + 1, 1);
+    return vs->gone ? 0 : SCHED_ENOMEM;
+}
+
+/* The candidates for victims of g (queue q, flavor f), in victim order (sorted by a total
+ * order: the same list whatever order they are found in), into vs (empty). Returns 0 or
+ * SCHED_ENOMEM. */
+static int collect_cands(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
+                         const struct res_vec *need, int nominal, struct vset *vs)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    size_t cap = snap->n_running + 1;
+    for (uint32_t i = 0; i < snap->n_running; i++) /* an elastic gang's members, one each */
+        cap += spare_pods(snap->running[i].gang) ? snap->running[i].gang->n_pods : 0;
+    struct cand *cands = arena_alloc(pc->arena, cap * sizeof(*cands));
+    if (!cands)
+        return SCHED_ENOMEM;
+    uint32_t n = 0;
+    bool members = false;
     for (uint32_t v = 0; v <= snap->n_queues; v++) {
         if (skip_queue(pc, g, q, v, nominal))
             continue;
         for (uint32_t x = pc->queue_first[v]; x < pc->queue_first[v + 1]; x++) {
             uint32_t i = pc->by_queue[x];
-            const struct sched_running *r = &snap->running[i];
-            enum sched_preempt_kind kind;
-            if (pc->chosen[i] || !allowed(pc, r, g, q, f, need, &kind))
+            if (pc->chosen[i])
                 continue;
-            double cost = preempt_cost(r, snap->now_ms);
-            /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
-             * priority first, then most recently started */
-            double key = snap->policy->checkpoint_aware
-                             ? cost + (double)r->gang->gpus * 1e-6
-                             : (double)r->gang->priority * 1e15 - (double)r->start_ms;
-            cands[n_cands++] =
-                (struct cand){.idx = i, .id = r->gang->id, .kind = kind, .key = key, .cost = cost};
+            uint32_t k = gang_cands(pc, i, g, q, f, need, cands, n);
+            members |= k > 1;
+            n += k;
         }
     }
-    qsort(cands, n_cands, sizeof(*cands), cmp_cand);
-    return n_cands;
+    qsort(cands, n, sizeof(*cands), cmp_cand);
+    *vs = (struct vset){.c = cands, .n = n, .in = arena_calloc(pc->arena, n + 1, 1)};
+    if (!vs->in)
+        return SCHED_ENOMEM;
+    return members ? link_members(pc, vs, cands, n) : 0;
 }
 
 /* The cheapest victim set of one gang over the candidate domains, and its placement. */
 struct plan {
     uint32_t n;                 /* victims chosen (0: no domain works) */
-    uint32_t *best;             /* [n]: indexes into cands */
+    uint32_t *best;             /* [n]: indexes into the candidates */
     struct sched_assign *trial; /* [g->n_pods]: the placement the preemptor will hold */
-    double cost;                /* the victims' cost (preempt_cost, summed) */
+    double cost;                /* the victims' cost (set_cost) */
+    double grow;                /* and how fast it grows */
 };
 
-/* When no domain of the target level can be cleared: overdue backfill alone (victims of kind
- * SCHED_PREEMPT_OVERDUE), freed anywhere in the cluster, as a gang without a required level may
- * span domains. Fills pl (indexes into cands) or leaves pl->n 0. */
+/* When no domain of the target level can be cleared: overdue backfill alone (whole gangs of
+ * kind SCHED_PREEMPT_OVERDUE), freed anywhere in the cluster, as a gang without a required
+ * level may span domains. Fills pl (indexes into vs->c) or leaves pl->n 0. */
 static int overdue_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
-                        const struct res_vec *need, const struct cand *cands, uint32_t n_cands,
-                        uint32_t *chosen, struct sched_assign *trial, struct plan *pl)
+                        const struct res_vec *need, const struct vset *vs, uint32_t *chosen,
+                        struct sched_assign *trial, struct plan *pl)
 {
     struct cand *od = NULL;
-    uint32_t n_od = 0;
-    for (uint32_t c = 0; c < n_cands; c++) {
-        if (cands[c].kind != SCHED_PREEMPT_OVERDUE)
-            continue;
-        if (!od && !(od = arena_alloc(pc->arena, n_cands * sizeof(*od))))
+    struct vset ov = {.in = vs->in};
+    for (uint32_t c = 0; c < vs->n; c++) {
+        if (vs->c[c].kind != SCHED_PREEMPT_OVERDUE || vs->c[c].pod != NO_POD)
+            continue; /* whole gangs: a backfill that broke its promise leaves */
+        if (!od && !(od = arena_alloc(pc->arena, vs->n * sizeof(*od))))
             return SCHED_ENOMEM;
-        od[n_od++] = cands[c]; /* still in victim order */
+        od[ov.n++] = vs->c[c]; /* still in victim order */
     }
-    double cost;
-    uint32_t n = n_od ? plan_domain(pc, g, q, f, need, -1, 0, od, n_od, chosen, trial, &cost) : 0;
-    for (uint32_t j = 0; j < n; j++) { /* back to indexes into cands */
+    ov.c = od;
+    double cost, grow;
+    uint32_t n = ov.n ? plan_domain(pc, g, q, f, need, -1, 0, &ov, chosen, trial, &cost, &grow) : 0;
+    for (uint32_t j = 0; j < n; j++) { /* back to indexes into vs->c */
         uint32_t c = 0;
-        while (cands[c].idx != od[chosen[j]].idx)
+        while (vs->c[c].idx != od[chosen[j]].idx || vs->c[c].pod != NO_POD)
             c++;
         pl->best[j] = c;
     }
     if (n > 0) {
         pl->n = n;
         pl->cost = cost;
+        pl->grow = grow;
         memcpy(pl->trial, trial, g->n_pods * sizeof(*trial));
     }
     return 0;
@@ -451,18 +648,17 @@ static int overdue_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q
  * plan of least score: its cost plus the domain's place in the placement order, within
  * order_bias_gpu_s. The blind baseline stops at the first domain that works. */
 static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
-                     const struct res_vec *need, const struct cand *cands, uint32_t n_cands,
-                     struct plan *pl)
+                     const struct res_vec *need, struct vset *vs, struct plan *pl)
 {
     const struct sched_snapshot *snap = pc->snap;
     const struct sched_policy *pol = snap->policy;
     struct place_state *st = pc->st;
-    uint32_t *chosen = arena_alloc(pc->arena, snap->n_running * sizeof(*chosen));
+    uint32_t *chosen = arena_alloc(pc->arena, (vs->n + 1) * sizeof(*chosen));
     struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
-    pl->best = arena_alloc(pc->arena, snap->n_running * sizeof(*pl->best));
+    pl->best = arena_alloc(pc->arena, (vs->n + 1) * sizeof(*pl->best));
     pl->trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*pl->trial));
     pl->n = 0;
-    pl->cost = 0;
+    pl->cost = pl->grow = 0;
     if (!chosen || !trial || !pl->best || !pl->trial)
         return SCHED_ENOMEM;
     int level = target_level(st, g);
@@ -470,15 +666,15 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
     double best_score = 0;
     for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
         bool any = false;
-        for (uint32_t c = 0; c < n_cands && !any; c++)
-            any = has_pod_in(st, &snap->running[cands[c].idx], level, d);
+        for (uint32_t c = 0; c < vs->n && !any; c++)
+            any = vs->c[c].pod == NO_POD && cand_in(pc, vs, &vs->c[c], level, d);
         /* a domain without victims can still do, when it has the room and only quota is
          * missing (victims elsewhere free the quota) */
         if (!any && !(pc->qt && place_trial(st, g, level, d, trial)))
             continue;
         tried++;
-        double cost;
-        uint32_t n = plan_domain(pc, g, q, f, need, level, d, cands, n_cands, chosen, trial, &cost);
+        double cost, grow;
+        uint32_t n = plan_domain(pc, g, q, f, need, level, d, vs, chosen, trial, &cost, &grow);
         /* the domain's place in the placement engine's order weighs in, within the bias:
          * preemption then packs where placement packs (docs/preemption.md, "Where") */
         double score = cost + pol->order_bias_gpu_s * (double)d / (double)n_domains;
@@ -486,6 +682,7 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
             continue;
         pl->n = n;
         pl->cost = cost;
+        pl->grow = grow;
         best_score = score;
         memcpy(pl->best, chosen, n * sizeof(*pl->best));
         memcpy(pl->trial, trial, g->n_pods * sizeof(*trial));
@@ -493,7 +690,7 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
             break; /* the blind baseline takes the first domain that works */
     }
     if (pl->n == 0 && level >= 0 && g->topo_required < 0)
-        return overdue_plan(pc, g, q, f, need, cands, n_cands, chosen, trial, pl);
+        return overdue_plan(pc, g, q, f, need, vs, chosen, trial, pl);
     return 0;
 }
 
@@ -520,12 +717,7 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
      * which it is not short of then: the benefit at PREEMPT_MIN_WAIT_S is below the cost, and
      * the cost only grows), the victims' cost by their GPUs (x priority) per second since their
      * last checkpoint. Never when the cost grows as fast. */
-    double grow = 0;
-    for (uint32_t j = 0; j < pl->n; j++) {
-        const struct sched_running *r = &snap->running[cands[pl->best[j]].idx];
-        int32_t vp = r->gang->priority > 0 ? r->gang->priority : 0;
-        grow += (double)r->gang->gpus * (1.0 + 0.1 * (double)vp);
-    }
+    double grow = pl->grow;
     if (pc->wake_ms && rate > factor * grow) {
         /* in whole seconds, rounded up: at that instant it pays */
         double dt_s = ceil((factor * pl->cost - rate * wait_s) / (rate - factor * grow));
@@ -536,30 +728,70 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
     return false;
 }
 
+/* The eviction of candidate x of the plan (vs holding the plan's victims): its whole gang, or
+ * the members of it the plan takes alone (all at once, at the first of them). false: nothing
+ * to add (a member of a gang that goes whole, or whose members are out already). Gives back
+ * the quota of what it evicts. */
+static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const struct vset *vs,
+                          const struct cand *x, struct sched_eviction *ev)
+{
+    const struct sched_running *r = &pc->snap->running[x->idx];
+    const struct gang *v = r->gang;
+    if (x->pod != NO_POD && ((x->sib != NO_SIB && vs->in[x->sib]) || pc->chosen[x->idx]))
+        return false;
+    double lost = preempt_lost_gpu_s(r, pc->snap->now_ms), share = 1;
+    *ev = (struct sched_eviction){.victim = r, .preemptor = g, .kind = x->kind};
+    struct res_vec vn, one;
+    if (x->pod == NO_POD) {
+        gang_request(v, &vn);
+    } else {
+        uint32_t *pods = arena_alloc(pc->arena, vs->n_gone[x->idx] * sizeof(*pods));
+        if (!pods)
+            return pc->oom = true, false;
+        memset(&vn, 0, sizeof(vn));
+        int64_t gpus = 0;
+        for (uint32_t k = 0; k < v->n_pods; k++)
+            if (vs->gone[vs->pod_at[x->idx] + k]) {
+                pods[ev->n_pods++] = k;
+                gpus += gang_pods_request(v, k, k + 1, &one);
+                res_add(&vn, &one);
+            }
+        ev->pods = pods;
+        share = v->gpus > 0 ? (double)gpus / (double)v->gpus : 1;
+    }
+    ev->lost_gpu_s = lost * share;
+    ev->cost = x->cost * share;
+    if (pc->qt)
+        quota_charge(pc->qt, v->queue, r->flavor, &vn, -1);
+    pc->chosen[x->idx] = 1;
+    pc->evicted_per_queue[v->queue]++;
+    return true;
+}
+
 /* Commits a plan: its evictions, and a hold on the preemptor's trial placement. */
 static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
-                       const struct res_vec *need, const struct cand *cands, const struct plan *pl,
+                       const struct res_vec *need, struct vset *vs, const struct plan *pl,
                        struct sched_result *out, uint32_t *cap_evictions,
                        uint32_t *cap_reservations)
 {
     const struct sched_snapshot *snap = pc->snap;
-    for (uint32_t j = 0; j < pl->n; j++) {
-        const struct cand *c = &cands[pl->best[j]];
-        const struct sched_running *r = &snap->running[c->idx];
+    for (uint32_t j = 0; j < pl->n; j++)
+        vset_put(vs, pl->best[j], 1);
+    for (uint32_t j = 0; j < pl->n && !pc->oom; j++) {
+        struct sched_eviction ev;
+        if (!plan_eviction(pc, g, vs, &vs->c[pl->best[j]], &ev))
+            continue;
         struct sched_eviction *e =
             arena_grow(pc->arena, out->evictions, out->n_evictions, cap_evictions, sizeof(*e));
         if (!e)
             return SCHED_ENOMEM;
         out->evictions = e;
-        out->evictions[out->n_evictions++] =
-            (struct sched_eviction){.victim = r,
-                                    .preemptor = g,
-                                    .kind = c->kind,
-                                    .lost_gpu_s = preempt_lost_gpu_s(r, snap->now_ms),
-                                    .cost = c->cost};
-        pc->chosen[c->idx] = 1;
-        pc->evicted_per_queue[r->gang->queue]++;
+        out->evictions[out->n_evictions++] = ev;
     }
+    for (uint32_t j = 0; j < pl->n; j++)
+        vset_put(vs, pl->best[j], 0);
+    if (pc->oom)
+        return SCHED_ENOMEM;
     uint32_t *nodes = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*nodes));
     if (!nodes)
         return SCHED_ENOMEM;
@@ -575,9 +807,7 @@ static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q,
      * preemptor's is spoken for (so a second reclaim cannot take a queue below its nominal),
      * and the nodes the preemptor will use are held for it (so no other gang, and no other
      * preemptor, counts on the same capacity). */
-    for (uint32_t j = 0; j < pl->n; j++)
-        charge_victim(pc, &snap->running[cands[pl->best[j]].idx], -1);
-    if (pc->qt)
+    if (pc->qt) /* the victims' quota was given back above */
         quota_charge(pc->qt, q, f, need, +1);
     place_hold_for(pc->st, g, nodes, n_nodes);
     struct sched_reservation *rv = arena_grow(pc->arena, out->reservations, out->n_reservations,
@@ -612,17 +842,18 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     int nominal = within_nominal(pc, q, f, &need);
     if (!any_queue(pc, g, q, nominal))
         return 0; /* no running gang could be a victim of g */
-    struct cand *cands = arena_alloc(pc->arena, snap->n_running * sizeof(*cands));
-    if (!cands)
-        return SCHED_ENOMEM;
-    uint32_t n_cands = collect_cands(pc, g, q, f, &need, nominal, cands);
-    if (n_cands == 0)
-        return 0;
-    struct plan pl;
-    int rc = best_plan(pc, g, q, f, &need, cands, n_cands, &pl);
-    if (rc != 0 || pl.n == 0 || !worth_it(pc, g, cands, &pl))
+    /* at most two per running gang: an elastic gang's shrink and the gang */
+    struct vset vs;
+    int rc = collect_cands(pc, g, q, f, &need, nominal, &vs);
+    if (rc != 0 || vs.n == 0)
         return rc;
-    rc = commit_plan(pc, g, q, f, &need, cands, &pl, out, cap_evictions, cap_reservations);
+    struct plan pl;
+    rc = best_plan(pc, g, q, f, &need, &vs, &pl);
+    if (rc == 0 && pc->oom)
+        rc = SCHED_ENOMEM;
+    if (rc != 0 || pl.n == 0 || !worth_it(pc, g, vs.c, &pl))
+        return rc;
+    rc = commit_plan(pc, g, q, f, &need, &vs, &pl, out, cap_evictions, cap_reservations);
     *planned = rc == 0;
     return rc;
 }

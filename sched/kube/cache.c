@@ -707,7 +707,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     if (!running && kcd_gang(b->c->dra, &b->c->cluster->topo, members, n, gg, a, why) != 0)
         return SCHED_EINVAL; /* a ComputeDomain gang: one NVLink clique (computedomain.h) */
     gang_finalize(gg);
-    gg->min_member = gg->n_pods;
+    /* pending: every pod together; running: an elastic gang's members above its PodGroup's
+     * minMember are what a preemption may take alone (sched/core/preempt.h) */
+    gg->min_member = running && kg->pg && kg->min_member < gg->n_pods ? kg->min_member : gg->n_pods;
     return 0;
 }
 

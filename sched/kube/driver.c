@@ -297,6 +297,23 @@ static void cycle_verdicts(struct kcycle *c)
     }
 }
 
+/* An elastic gang's shrink: the members the core chose, through the Eviction API, at once (the
+ * others run on: no checkpoint handshake); the gang stays Running. */
+static void shrink(struct kcycle *c, const struct sched_eviction *ev)
+{
+    const struct kgang *victim = &c->kb.gangs[ev->victim->gang->id];
+    const struct kgang *by = &c->kb.gangs[ev->preemptor->id];
+    uint32_t n = victim->gang.n_pods;
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "%u of its %u members preempted by %s (%.0f GPU-seconds of work since the last "
+             "checkpoint lost); it runs on with %u, its minMember %u",
+             ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
+    kdrv_evict_members(c->d, victim, ev->pods, ev->n_pods, msg);
+    kdrv_gang_status_rel(c->d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg,
+                         true, by->pg);
+}
+
 /* Preemption: every member of each victim gang, through the Eviction API; at once, or after
  * the checkpoint handshake when the victim's queue asks for one (driver_ckpt.c). */
 static void cycle_evictions(struct kcycle *c)
@@ -308,6 +325,10 @@ static void cycle_evictions(struct kcycle *c)
         const struct kgang *by = &c->kb.gangs[res->evictions[e].preemptor->id];
         const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
         http_metric_add_value(d->m_evictions, kind, 1);
+        if (res->evictions[e].pods) {
+            shrink(c, &res->evictions[e]);
+            continue;
+        }
         if (kdrv_ckpt_request(d, victim, by, c->cfg, c->now))
             continue;
         char msg[600];

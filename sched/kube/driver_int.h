@@ -510,6 +510,10 @@ void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struc
 /* Evicts a victim gang's members; a native PodGroup gets DisruptionTarget=True reason
  * PreemptionByScheduler first. */
 void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *message);
+/* Evicts victim's members pods[0 .. n) alone (an elastic gang's shrink): no PodGroup
+ * condition, the gang runs on. */
+void kdrv_evict_members(struct kdrv *d, const struct kgang *victim, const uint32_t *pods,
+                        uint32_t n, const char *message);
 
 /* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
  * as deleting (kcache_delete_sent). */

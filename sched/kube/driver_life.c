@@ -84,6 +84,19 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
     kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
 }
 
+void kdrv_evict_members(struct kdrv *d, const struct kgang *victim, const uint32_t *pods,
+                        uint32_t n, const char *message)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (pods[i] >= victim->gang.n_pods)
+            continue;
+        const struct kpod *p = victim->members[pods[i]];
+        LOG_INFO(KDRV_MOD, "evicting member: gang=%s pod=%s/%s (%s)", victim->key, p->ns, p->name,
+                 message);
+        evict_pod(d, p->ns, p->name);
+    }
+}
+
 /* ---- deleting pods (rollback, preemption) ---------------------------------------------------- */
 
 /* A delete in flight: which pod (and uid) it was about. */

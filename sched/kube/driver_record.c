@@ -523,6 +523,19 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
     return rc;
 }
 
+/* An elastic gang that lost members to a preemption runs on: its charge and its job row's GPUs
+ * become those of the members left. */
+static int shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb)
+{
+    struct store_job j;
+    int rc = kdrv_job_recharge(d, gang, gpus, eb);
+    if (rc == 0 && store_job_get(d->db, gang, &j, NULL) == 0 && j.state == STORE_JOB_RUNNING) {
+        j.gpus = gpus;
+        rc = store_job_upsert(d->db, &j, eb);
+    }
+    return rc;
+}
+
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb)
 {
@@ -533,15 +546,24 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
         rc = record_verdicts(d, kb, res, cfg, now, eb);
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
+        const struct gang *vg = ev->victim->gang;
         struct store_preemption p = {.cycle = d->cycle,
                                      .ts_ms = now,
-                                     .victim = kb->gangs[ev->victim->gang->id].key,
+                                     .victim = kb->gangs[vg->id].key,
                                      .preemptor = kb->gangs[ev->preemptor->id].key,
-                                     .gpus = ev->victim->gang->gpus,
+                                     .gpus = vg->gpus,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
                                      .cost = ev->cost,
                                      .kind = sched_preempt_kind_name(ev->kind)};
+        if (ev->pods) /* a shrink: the members evicted */
+            p.gpus = 0, p.members = ev->n_pods;
+        for (uint32_t k = 0; k < ev->n_pods; k++)
+            p.gpus += gang_pods_request(vg, ev->pods[k], ev->pods[k] + 1, NULL);
         rc = store_preemption_add(d->db, &p, eb);
+        if (rc == 0 && ev->pods) { /* a shrink: it runs on, charged for what stays */
+            rc = shrunk(d, p.victim, vg->gpus - p.gpus, eb);
+            continue;
+        }
         /* its members' deletion is not a failure the lifecycle should act on; a victim asked to
          * checkpoint runs, charged, until its handshake ends (driver_ckpt.c records it then) */
         const struct kgang *victim = &kb->gangs[ev->victim->gang->id];

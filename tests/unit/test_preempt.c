@@ -254,6 +254,81 @@ static void test_small_victim_before_big_gang(void **unused)
     world_free(w);
 }
 
+/* An elastic gang (minMember below its pods) loses members before it is evicted whole: only as
+ * many as the preemptor needs, never below its minMember; beyond that the whole gang goes. */
+#define LENDER_AND_BORROWER                                                                        \
+    HDR "cohorts:\n  - name: co\nqueues:\n"                                                        \
+        "  - name: a\n    cohort: co\n    quota:\n      default:\n        nvidia.com/gpu: 32\n"    \
+        "  - name: b\n    cohort: co\n"
+
+static const struct sched_result *elastic_case(struct world **wp, uint32_t want_pods,
+                                               struct gang **victim)
+{
+    struct world *w = *wp = world("hgx:4", LENDER_AND_BORROWER);
+    uint32_t four[] = {0, 1, 2, 3};
+    struct gang *el = gang(w, 1, 4, 8, 0, 0); /* b borrows 32 GPUs, 4 pods of a node each */
+    el->min_member = 2;
+    run(w, el, four, 0, 0);
+    gang(w, 0, want_pods, 8, 0, 100);
+    *victim = el;
+    return cycle(w, "gangsched", 200);
+}
+
+static void test_elastic_gang_loses_members_first(void **unused)
+{
+    (void)unused;
+    struct world *w;
+    struct gang *el;
+    const struct sched_result *r = elastic_case(&w, 1, &el);
+    assert_int_equal(r->n_evictions, 1);
+    const struct sched_eviction *ev = &r->evictions[0];
+    assert_ptr_equal(ev->victim->gang, el);
+    assert_int_equal(ev->kind, SCHED_PREEMPT_RECLAIM);
+    assert_non_null(ev->pods);
+    assert_int_equal(ev->n_pods, 1); /* one node is all it needs */
+    /* its lost work is that member's: a quarter of the gang's (8 GPUs x 200 s) */
+    assert_true(ev->lost_gpu_s > 8 * 200 - 1 && ev->lost_gpu_s < 8 * 200 + 1);
+    /* the preemptor holds the node of the member evicted */
+    uint32_t node = ev->victim->pods[ev->pods[0]].node;
+    bool held = false;
+    for (uint32_t k = 0; k < r->n_reservations; k++)
+        held |= r->reservations[k].preemptor && r->reservations[k].n_nodes == 1 &&
+                r->reservations[k].nodes[0] == node;
+    assert_true(held);
+    world_free(w);
+
+    r = elastic_case(&w, 2, &el); /* two members: down to its minMember, it runs on */
+    assert_int_equal(r->n_evictions, 1);
+    assert_non_null(r->evictions[0].pods);
+    assert_int_equal(r->evictions[0].n_pods, 2);
+    assert_true(r->evictions[0].pods[0] < r->evictions[0].pods[1]);
+    world_free(w);
+
+    r = elastic_case(&w, 3, &el); /* three: below its minMember, so the whole gang goes */
+    assert_int_equal(r->n_evictions, 1);
+    assert_ptr_equal(r->evictions[0].victim->gang, el);
+    assert_null(r->evictions[0].pods);
+    assert_true(r->evictions[0].lost_gpu_s > 32 * 200 - 1);
+    world_free(w);
+}
+
+/* The same gang with minMember equal to its pods is one victim, whole (as before elastic gangs
+ * lost members). */
+static void test_rigid_gang_goes_whole(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:4", LENDER_AND_BORROWER);
+    uint32_t four[] = {0, 1, 2, 3};
+    struct gang *rigid = gang(w, 1, 4, 8, 0, 0);
+    rigid->min_member = 4;
+    run(w, rigid, four, 0, 0);
+    gang(w, 0, 1, 8, 0, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_null(r->evictions[0].pods);
+    world_free(w);
+}
+
 static void test_most_recent_checkpoint_chosen(void **unused)
 {
     (void)unused;
@@ -845,6 +920,8 @@ int main(void)
         cmocka_unit_test(test_reclaim_never_below_victim_nominal),
         cmocka_unit_test(test_small_victim_before_big_gang),
         cmocka_unit_test(test_most_recent_checkpoint_chosen),
+        cmocka_unit_test(test_elastic_gang_loses_members_first),
+        cmocka_unit_test(test_rigid_gang_goes_whole),
         cmocka_unit_test(test_min_runtime_and_benefit),
         cmocka_unit_test(test_benefit_says_when_it_pays),
         cmocka_unit_test(test_no_reclaim_ping_pong),

@@ -126,7 +126,7 @@ static void test_create_and_reopen(void **state)
     de = (struct store_decision){
         0, 2, 20, "ns/eta", SCHED_WHY_QUOTA, "q", true, 0, "no estimate: waiting for quota"};
     assert_int_equal(store_decision_add(st, &de, &eb), 0);
-    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0, "priority"};
+    struct store_preemption p = {1, 10, "ns/low", "ns/big", 8, 3600.5, 2.0, "priority", 0};
     assert_int_equal(store_preemption_add(st, &p, &eb), 0);
     assert_int_equal(store_meta_put_i64(st, "sim_now_ms", 123456, &eb), 0);
     assert_int_equal(store_commit(st, &eb), 0);

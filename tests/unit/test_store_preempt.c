@@ -39,7 +39,7 @@ static void add_job(struct store *st, const char *gang)
 static void add_preemption(struct store *st, int64_t ts, const char *victim, const char *by,
                            const char *kind)
 {
-    struct store_preemption p = {1, ts, victim, by, 8, 36.0, 1.0, kind};
+    struct store_preemption p = {1, ts, victim, by, 8, 36.0, 1.0, kind, 0};
     struct sched_errbuf eb = {{0}};
     if (store_preemption_add(st, &p, &eb) != 0)
         fail_msg("store_preemption_add %s: %s", victim, eb.msg);
@@ -105,7 +105,7 @@ static void test_kind_round_trip(void **state)
     assert_string_equal(buf, "overdue,reclaim");
 
     /* a kind the core does not have, or none: refused, naming the victim; nothing written */
-    struct store_preemption bad = {1, 30, "ns/w", "ns/big", 8, 0, 0, "eviction"};
+    struct store_preemption bad = {1, 30, "ns/w", "ns/big", 8, 0, 0, "eviction", 0};
     assert_int_equal(store_preemption_add(st, &bad, &eb), SCHED_EINVAL);
     assert_non_null(strstr(eb.msg, "ns/w"));
     assert_non_null(strstr(eb.msg, "\"eviction\""));
@@ -124,7 +124,8 @@ static void make_v4(const char *path)
             "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
             "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
             "ALTER TABLE jobs DROP COLUMN probation_for; ALTER TABLE jobs DROP COLUMN user_name; "
-            "ALTER TABLE preemptions DROP COLUMN kind; PRAGMA user_version = 4;");
+            "ALTER TABLE preemptions DROP COLUMN kind; "
+            "ALTER TABLE preemptions DROP COLUMN members; PRAGMA user_version = 4;");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
 }
 
@@ -148,6 +149,8 @@ static void test_migrate_v4(void **state)
     store_close(st);
     assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE kind IS NULL"), 1);
+    /* version 8: the rows before it evicted whole gangs (members NULL) */
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE members IS NULL"), 2);
 }
 
 static void test_migrate_damaged(void **state)
@@ -198,7 +201,8 @@ static void job_why(struct store *st, const char *job, char *buf, size_t n)
 }
 
 /* A running job preempted during its run (a checkpoint handshake: the daemon keeps it running
- * until its eviction) says it is checkpointing; one preempted in an earlier run does not. */
+ * until its eviction) says it is checkpointing; one preempted in an earlier run, or one that
+ * lost members alone (elastic), does not. */
 static void test_running_victim_checkpointing(void **state)
 {
     struct fx *f = *state;
@@ -211,6 +215,17 @@ static void test_running_victim_checkpointing(void **state)
     char buf[64];
     job_why(st, "ns/v", buf, sizeof(buf));
     assert_string_equal(buf, "-");
+    /* members of an elastic gang taken alone during the run: it runs on, no eviction waits
+     * (schema 8's members column; NULL on whole-gang rows) */
+    struct store_preemption some = {1, 2400, "ns/v", "ns/big", 2, 20.0, 1.0, "priority", 1};
+    assert_int_equal(store_preemption_add(st, &some, &eb), 0);
+    job_why(st, "ns/v", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE members = 1"), 1);
+    assert_int_equal(raw_int(f->db, "SELECT COUNT(*) FROM preemptions WHERE members IS NULL"), 1);
+    some.members = -1; /* refused, naming what is required */
+    assert_int_equal(store_preemption_add(st, &some, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "members >= 0"));
     add_preemption(st, 2500, "ns/v", "ns/big", "overdue"); /* during it */
     job_why(st, "ns/v", buf, sizeof(buf));
     assert_string_equal(buf, "checkpointing");

@@ -174,7 +174,8 @@ static void make_v5(const char *path)
     raw_sql(path, "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
                   "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
                   "ALTER TABLE jobs DROP COLUMN probation_for; "
-                  "ALTER TABLE jobs DROP COLUMN user_name; PRAGMA user_version = 5;");
+                  "ALTER TABLE jobs DROP COLUMN user_name; "
+                  "ALTER TABLE preemptions DROP COLUMN members; PRAGMA user_version = 5;");
 }
 
 /* The user of gang's row, "-" for NULL. */
@@ -193,7 +194,8 @@ static void test_job_user(void **state)
     struct store *st = open_ok(f->db);
     job(st, "ns/old", STORE_JOB_PENDING);
     store_close(st);
-    raw_sql(f->db, "ALTER TABLE jobs DROP COLUMN user_name; PRAGMA user_version = 6;");
+    raw_sql(f->db, "ALTER TABLE jobs DROP COLUMN user_name; "
+                   "ALTER TABLE preemptions DROP COLUMN members; PRAGMA user_version = 6;");
     st = open_ok(f->db); /* migrated on open */
     assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
     assert_string_equal(user_of(st, "ns/old"), "-");

@@ -79,7 +79,7 @@ static void fill_reads(struct store *st)
         }
     }
     assert_int_equal(store_ledger_set(st, "prod", "default", STORE_GPU, 5, &eb), 0);
-    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5, "reclaim"};
+    struct store_preemption pr = {4, 6000, "ns/j00", "ns/j05", 2, 30.5, 1.5, "reclaim", 0};
     assert_int_equal(store_preemption_add(st, &pr, &eb), 0);
     const char *nodes[] = {"node-9"};
     for (int i = 0; i < 3; i++) {

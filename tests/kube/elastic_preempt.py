@@ -1,0 +1,101 @@
+"""tests/kube/elastic_preempt.py: an elastic gang loses members to a preemption before it is
+evicted whole (against the fake API server).
+
+Owns: one 8-GPU node, a queue that preempts by priority. A PodGroup of minMember 2 runs four
+2-GPU pods at priority 0. A 2-GPU pod of priority 100 arrives: exactly one member is evicted
+(Eviction API), the gang gets a Preempted Event naming the preemptor and saying it runs on,
+its PodGroup stays Running, its job row stays running charged 6 GPUs, the store's preemption
+row counts the 2 GPUs evicted, and the preemptor is bound. Then a gang of three 2-GPU pods of
+priority 100 arrives: the elastic gang could lose one member more (down to its minMember), which
+is not enough, so it is evicted whole and the newcomer is bound. Before elastic gangs lost
+members, the first preemptor evicted all four. Every wait is bounded.
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import bound, check, events_for, job, pod, podgroup, wait_for  # noqa: E402
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: q
+    preemption: {withinQueue: LowerPriority}
+"""
+
+WAIT = 60
+
+
+def gang(c, name, n, min_member, gpus, priority):
+    c.post(*podgroup(name, min_member, queue="q"))
+    for i in range(n):
+        body = e2e.with_priority(c, pod("%s-%d" % (name, i), name, gpus), priority)
+        c.post("/api/v1/namespaces/default/pods", body)
+
+
+def evictions(c):
+    return c.get("/_fake/stats")[1].get("evictions", 0)
+
+
+def preemption_rows(db):
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return con.execute("SELECT victim, preemptor, gpus FROM preemptions ORDER BY rowid"
+                           ).fetchall()
+    finally:
+        con.close()
+
+
+def loses_one_member(c, s, db, url):
+    gang(c, "el", 4, 2, 2, 0)
+    check("the elastic gang runs four members",
+          wait_for(lambda: len(bound(c, "el")) == 4 and all(
+              p.get("status", {}).get("phase") == "Running" for p in bound(c, "el")), WAIT))
+    gang(c, "high", 1, 1, 2, 100)
+    check("the preemptor is bound", wait_for(lambda: len(bound(c, "high")) == 1, WAIT),
+          s.text()[-800:])
+    time.sleep(1.0)  # a second eviction, if any, would have been sent by now
+    check("exactly one member was evicted", evictions(c) == 1, str(evictions(c)))
+    check("three members run on", len(bound(c, "el")) == 3, str(len(bound(c, "el"))))
+    ev = [e for e in events_for(c, "el") if e["reason"] == "Preempted"]
+    check("a Preempted Event names the preemptor and says it runs on",
+          ev and "default/high" in ev[-1]["note"] and "1 of its 4 members" in ev[-1]["note"]
+          and "runs on with 3" in ev[-1]["note"], str([e["note"] for e in ev]))
+    check("its PodGroup stays Running", e2e.pg_status(c, "el").get("phase") == "Running",
+          json.dumps(e2e.pg_status(c, "el")))
+    row = wait_for(lambda: (job(url, "el") or {}).get("gpus") == 6 and job(url, "el"), WAIT)
+    check("its job runs on, charged the 6 GPUs it keeps, not waiting for an eviction",
+          row and row.get("state") == "running" and row.get("why") is None and
+          row.get("preemptions") == 0, json.dumps(job(url, "el")))
+    rows = preemption_rows(db)
+    check("the store's preemption row counts the 2 GPUs evicted",
+          rows == [("default/el", "default/high", 2)], str(rows))
+
+
+def goes_whole(c, s, db):
+    gang(c, "big", 3, 3, 2, 100)
+    check("the newcomer of 6 GPUs is bound", wait_for(lambda: len(bound(c, "big")) == 3, WAIT),
+          s.text()[-800:])
+    check("the elastic gang, which could lose one member more, went whole",
+          not bound(c, "el") and evictions(c) == 4, "%d evictions" % evictions(c))
+    rows = preemption_rows(db)
+    check("the store's second preemption row counts its 6 GPUs",
+          len(rows) == 2 and rows[1] == ("default/el", "default/big", 6), str(rows))
+
+
+def main():
+    _, c, s, db = e2e.start_one(CONFIG)
+    url = s.url()
+    loses_one_member(c, s, db, url)
+    goes_whole(c, s, db)
+    check("the scheduler is still running", s.p.poll() is None, s.text()[-600:])
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
