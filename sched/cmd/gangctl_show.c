@@ -346,7 +346,8 @@ static int show_explain(cJSON *doc)
     tbl_free(&t);
 
     /* KIND: why (priority, reclaim, fair_share, overdue); "-" for a row the store has without
-     * it (written before schema version 5) */
+     * it (written before schema version 5). ROLE says how many members an elastic gang lost
+     * alone (it ran on) */
     const char *const phdr[] = {"CYCLE",     "TIME",   "ROLE",       "KIND",
                                 "OTHER JOB", gpus_col, "LOST GPU-H", "COST"};
     tbl_init(&t, 8, phdr, 0xE1);
@@ -357,7 +358,11 @@ static int show_explain(cJSON *doc)
         fmt_time(b[0], sizeof(b[0]), gint(p, "ts_ms", STORE_NO_TIME));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "cycle", 0));
         tbl_cell(&t, C_NONE, "%s", b[0]);
-        tbl_cell(&t, victim ? C_RED : C_NONE, "%s", victim ? "victim" : "preemptor");
+        long long members = gint(p, "members", 0); /* an elastic gang's members alone */
+        if (victim && members > 0)
+            tbl_cell(&t, C_RED, "victim (%lld member%s)", members, members == 1 ? "" : "s");
+        else
+            tbl_cell(&t, victim ? C_RED : C_NONE, "%s", victim ? "victim" : "preemptor");
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(p, "kind")));
         tbl_cell(&t, C_NONE, "%s", or_dash(gstr(p, victim ? "preemptor" : "victim")));
         tbl_cell(&t, C_NONE, "%lld", (long long)gint(p, "gpus", 0));

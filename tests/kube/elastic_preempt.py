@@ -5,7 +5,8 @@ Owns: one 8-GPU node, a queue that preempts by priority. A PodGroup of minMember
 2-GPU pods at priority 0. A 2-GPU pod of priority 100 arrives: exactly one member is evicted
 (Eviction API), the gang gets a Preempted Event naming the preemptor and saying it runs on,
 its PodGroup stays Running, its job row stays running charged 6 GPUs, the store's preemption
-row counts the 2 GPUs evicted, and the preemptor is bound. Then a gang of three 2-GPU pods of
+row counts the 2 GPUs and the one member evicted (`gangctl explain` shows it), and the
+preemptor is bound. Then a gang of three 2-GPU pods of
 priority 100 arrives: the elastic gang could lose one member more (down to its minMember), which
 is not enough, so it is evicted whole and the newcomer is bound. Before elastic gangs lost
 members, the first preemptor evicted all four. Every wait is bounded.
@@ -45,8 +46,8 @@ def evictions(c):
 def preemption_rows(db):
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:
-        return con.execute("SELECT victim, preemptor, gpus FROM preemptions ORDER BY rowid"
-                           ).fetchall()
+        return con.execute("SELECT victim, preemptor, gpus, members FROM preemptions "
+                           "ORDER BY rowid").fetchall()
     finally:
         con.close()
 
@@ -74,7 +75,10 @@ def loses_one_member(c, s, db, url):
           row.get("preemptions") == 0, json.dumps(job(url, "el")))
     rows = preemption_rows(db)
     check("the store's preemption row counts the 2 GPUs evicted",
-          rows == [("default/el", "default/high", 2)], str(rows))
+          rows == [("default/el", "default/high", 2, 1)], str(rows))
+    rc, out = e2e.gangctl("--server", url, "explain", "default/el")
+    check("gangctl explain shows the member taken alone",
+          rc == 0 and "victim (1 member)" in out, out[-800:])
 
 
 def goes_whole(c, s, db):
@@ -85,7 +89,7 @@ def goes_whole(c, s, db):
           not bound(c, "el") and evictions(c) == 4, "%d evictions" % evictions(c))
     rows = preemption_rows(db)
     check("the store's second preemption row counts its 6 GPUs",
-          len(rows) == 2 and rows[1] == ("default/el", "default/big", 6), str(rows))
+          len(rows) == 2 and rows[1] == ("default/el", "default/big", 6, None), str(rows))
 
 
 def main():
