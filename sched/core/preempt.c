@@ -402,7 +402,10 @@ static bool apply_victims(struct preempt_ctx *pc, const struct vset *vs, const u
 }
 
 /* The cost of the victims chosen[0 .. n), as the set stands, and how fast it grows (GPUs x the
- * priority weight: lost work per second since the last checkpoint). */
+ * priority weight: lost work per second since the last checkpoint). Members an inference gang
+ * (spread) loses cost their share of its GPUs; members a training gang loses cost its whole
+ * cost, once: its other workers go back to its last checkpoint too (torchrun and Ray Train
+ * restart every worker when one leaves), but it runs on, never requeued. */
 static double set_cost(const struct preempt_ctx *pc, const struct vset *vs, const uint32_t *chosen,
                        uint32_t n, double *grow)
 {
@@ -411,10 +414,20 @@ static double set_cost(const struct preempt_ctx *pc, const struct vset *vs, cons
     for (uint32_t j = 0; j < n; j++) {
         const struct cand *x = &vs->c[chosen[j]];
         const struct gang *g = pc->snap->running[x->idx].gang;
+        double w = 1.0 + 0.1 * (double)(g->priority > 0 ? g->priority : 0);
+        bool members = vs->n_gone && vs->n_gone[x->idx] > 0;
+        if (!g->spread && members) { /* a training gang's members: its whole cost, once */
+            bool first = x->pod != NO_POD;
+            for (uint32_t k = 0; k < j && first; k++)
+                first = vs->c[chosen[k]].idx != x->idx;
+            cost += first ? x->cost : 0;
+            *grow += first ? (double)g->gpus * w : 0;
+            continue;
+        }
         struct res_vec vn;
         double gpus = (double)cand_request(pc, vs, x, &vn);
         cost += g->gpus > 0 ? x->cost * gpus / (double)g->gpus : x->cost;
-        *grow += gpus * (1.0 + 0.1 * (double)(g->priority > 0 ? g->priority : 0));
+        *grow += gpus * w;
     }
     return cost;
 }
@@ -525,7 +538,9 @@ static uint32_t gang_cands(const struct preempt_ctx *pc, uint32_t i, const struc
             continue;
         /* checkpoint-aware: least lost work first (ties: fewer GPUs); blind, as Kueue: lowest
          * priority first, then most recently started (a gang's members before it: cmp_cand) */
-        double lost = v->gpus > 0 ? cost * (double)gpus / (double)v->gpus : cost;
+        double lost = v->gpus > 0 && (pod == NO_POD || v->spread)
+                          ? cost * (double)gpus / (double)v->gpus
+                          : cost; /* a training gang's member: the whole gang restarts (set_cost) */
         double key = snap->policy->checkpoint_aware
                          ? lost + (double)gpus * 1e-6
                          : (double)v->priority * 1e15 - (double)r->start_ms;
@@ -757,7 +772,7 @@ static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const st
                 res_add(&vn, &one);
             }
         ev->pods = pods;
-        share = v->gpus > 0 ? (double)gpus / (double)v->gpus : 1;
+        share = v->gpus > 0 && v->spread ? (double)gpus / (double)v->gpus : 1; /* set_cost */
     }
     ev->lost_gpu_s = lost * share;
     ev->cost = x->cost * share;

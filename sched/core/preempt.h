@@ -2,8 +2,10 @@
  *
  * Owns: the preemption planner of one cycle. Victims are whole gangs, or members of an elastic
  * gang alone: a running gang with more pods than its min_member may lose members down to it
- * (each member a candidate of its own, its share of the gang's cost, before the gang in the
- * victim order; sched_eviction.pods names them), and goes whole when that is not enough. Kinds
+ * (each member a candidate of its own, before the gang in the victim order; an inference
+ * gang's member costs its share of the gang's cost, a training gang's members the gang's whole
+ * cost once, as every worker restarts from the checkpoint; sched_eviction.pods names them), and
+ * goes whole when that is not enough. Kinds
  * (per the preemptor's queue settings, config/config.h):
  *   priority - a gang of the same queue with lower priority (or, with LowerOrNewerEqualPriority,
  *              equal priority and started after the preemptor was submitted);

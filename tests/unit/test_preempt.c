@@ -262,12 +262,13 @@ static void test_small_victim_before_big_gang(void **unused)
         "  - name: b\n    cohort: co\n"
 
 static const struct sched_result *elastic_case(struct world **wp, uint32_t want_pods,
-                                               struct gang **victim)
+                                               struct gang **victim, bool spread)
 {
     struct world *w = *wp = world("hgx:4", LENDER_AND_BORROWER);
     uint32_t four[] = {0, 1, 2, 3};
     struct gang *el = gang(w, 1, 4, 8, 0, 0); /* b borrows 32 GPUs, 4 pods of a node each */
     el->min_member = 2;
+    el->spread = spread; /* an inference gang: losing a replica loses that replica's work only */
     run(w, el, four, 0, 0);
     gang(w, 0, want_pods, 8, 0, 100);
     *victim = el;
@@ -279,15 +280,15 @@ static void test_elastic_gang_loses_members_first(void **unused)
     (void)unused;
     struct world *w;
     struct gang *el;
-    const struct sched_result *r = elastic_case(&w, 1, &el);
+    const struct sched_result *r = elastic_case(&w, 1, &el, false);
     assert_int_equal(r->n_evictions, 1);
     const struct sched_eviction *ev = &r->evictions[0];
     assert_ptr_equal(ev->victim->gang, el);
     assert_int_equal(ev->kind, SCHED_PREEMPT_RECLAIM);
     assert_non_null(ev->pods);
     assert_int_equal(ev->n_pods, 1); /* one node is all it needs */
-    /* its lost work is that member's: a quarter of the gang's (8 GPUs x 200 s) */
-    assert_true(ev->lost_gpu_s > 8 * 200 - 1 && ev->lost_gpu_s < 8 * 200 + 1);
+    /* a training gang: every worker goes back to the last checkpoint, 32 GPUs x 200 s */
+    assert_true(ev->lost_gpu_s > 32 * 200 - 1 && ev->lost_gpu_s < 32 * 200 + 1);
     /* the preemptor holds the node of the member evicted */
     uint32_t node = ev->victim->pods[ev->pods[0]].node;
     bool held = false;
@@ -297,19 +298,56 @@ static void test_elastic_gang_loses_members_first(void **unused)
     assert_true(held);
     world_free(w);
 
-    r = elastic_case(&w, 2, &el); /* two members: down to its minMember, it runs on */
+    r = elastic_case(&w, 1, &el, true); /* an inference gang: that replica's work, 8 x 200 */
+    assert_int_equal(r->n_evictions, 1);
+    assert_int_equal(r->evictions[0].n_pods, 1);
+    assert_true(r->evictions[0].lost_gpu_s > 8 * 200 - 1 &&
+                r->evictions[0].lost_gpu_s < 8 * 200 + 1);
+    world_free(w);
+
+    r = elastic_case(&w, 2, &el, false); /* two members: down to its minMember, it runs on */
     assert_int_equal(r->n_evictions, 1);
     assert_non_null(r->evictions[0].pods);
     assert_int_equal(r->evictions[0].n_pods, 2);
     assert_true(r->evictions[0].pods[0] < r->evictions[0].pods[1]);
     world_free(w);
 
-    r = elastic_case(&w, 3, &el); /* three: below its minMember, so the whole gang goes */
+    r = elastic_case(&w, 3, &el, false); /* three: below its minMember, the whole gang goes */
     assert_int_equal(r->n_evictions, 1);
     assert_ptr_equal(r->evictions[0].victim->gang, el);
     assert_null(r->evictions[0].pods);
     assert_true(r->evictions[0].lost_gpu_s > 32 * 200 - 1);
     world_free(w);
+}
+
+/* A training gang's member costs the whole gang's unsaved work (every worker goes back to the
+ * checkpoint): a rigid gang that loses less is taken instead; one that loses more is not. */
+static bool member_of_elastic_taken(int64_t el_ckpt_s)
+{
+    struct world *w = world("hgx:3", LENDER_AND_BORROWER);
+    uint32_t two[] = {0, 1}, last[] = {2};
+    struct gang *el = gang(w, 1, 2, 8, 0, 0);
+    el->min_member = 1;
+    run(w, el, two, 0, el_ckpt_s);
+    struct gang *rigid = gang(w, 1, 1, 8, 0, 0);
+    run(w, rigid, last, 0, 0); /* 8 GPUs x 200 s unsaved */
+    gang(w, 0, 1, 8, 0, 100);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    bool member = r->evictions[0].victim->gang == el;
+    if (member)
+        assert_int_equal(r->evictions[0].n_pods, 1);
+    else
+        assert_ptr_equal(r->evictions[0].victim->gang, rigid);
+    world_free(w);
+    return member;
+}
+
+static void test_training_member_costs_the_gang(void **unused)
+{
+    (void)unused;
+    assert_false(member_of_elastic_taken(0));  /* 16 GPUs x 200 s against 8 x 200 */
+    assert_true(member_of_elastic_taken(190)); /* 16 GPUs x 10 s against 8 x 200 */
 }
 
 /* The same gang with minMember equal to its pods is one victim, whole (as before elastic gangs
@@ -922,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_most_recent_checkpoint_chosen),
         cmocka_unit_test(test_elastic_gang_loses_members_first),
         cmocka_unit_test(test_rigid_gang_goes_whole),
+        cmocka_unit_test(test_training_member_costs_the_gang),
         cmocka_unit_test(test_min_runtime_and_benefit),
         cmocka_unit_test(test_benefit_says_when_it_pays),
         cmocka_unit_test(test_no_reclaim_ping_pong),
