@@ -82,6 +82,9 @@ struct vset {
     uint32_t *pod_at; /* [n_running], NO_POD for a gang without member candidates; NULL: none */
     uint8_t *gone;
     uint32_t *n_gone; /* [n_running] */
+    /* the candidates with a pod in each domain of the plan's level, in victim order: domain d's
+     * are dom_list[dom_first[d] .. dom_first[d + 1]) (index_domains); NULL: not made */
+    uint32_t *dom_first, *dom_list;
 };
 
 /* Is the victim's queue above its nominal quota (borrowing) on some tracked resource? */
@@ -461,7 +464,10 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
     for (int pass = 0; pass < 2 && !fits && !oom; pass++) {
         if (pass == 1 && !(pc->qt && place_trial(st, g, level, d, trial)))
             break;
-        for (uint32_t c = 0; c < vs->n && !fits; c++) {
+        bool listed = pass == 0 && vs->dom_first && level >= 0; /* the domain's own only */
+        uint32_t k0 = listed ? vs->dom_first[d] : 0, k1 = listed ? vs->dom_first[d + 1] : vs->n;
+        for (uint32_t k = k0; k < k1 && !fits; k++) {
+            uint32_t c = listed ? vs->dom_list[k] : k;
             const struct cand *x = &vs->c[c];
             const struct sched_running *r = &run[x->idx];
             if (vs->in[c] || (x->pod != NO_POD && ((x->sib != NO_SIB && vs->in[x->sib]) ||
@@ -659,6 +665,70 @@ static int overdue_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q
     return 0;
 }
 
+/* Calls fn(ctx, c, d) once for each domain d of the level that candidate c has a pod in (stamp:
+ * scratch per domain, NO_SIB on entry, left so). */
+static void cand_domains(const struct preempt_ctx *pc, const struct vset *vs, uint32_t c, int level,
+                         uint32_t *stamp, void (*fn)(void *, uint32_t, uint32_t), void *ctx)
+{
+    const struct cand *x = &vs->c[c];
+    const struct sched_running *r = &pc->snap->running[x->idx];
+    const struct cluster *cl = pc->st->c;
+    uint32_t from = x->pod == NO_POD ? 0 : x->pod,
+             to = x->pod == NO_POD ? r->gang->n_pods : x->pod + 1;
+    for (uint32_t k = from; k < to; k++) {
+        if (r->pods[k].node >= cl->n_nodes)
+            continue;
+        uint32_t d = cl->nodes[r->pods[k].node].dom[level];
+        if (stamp[d] != c) {
+            stamp[d] = c;
+            fn(ctx, c, d);
+        }
+    }
+}
+
+struct dom_index {
+    uint32_t *first, *at, *list;
+};
+
+static void dom_count(void *ctx, uint32_t c, uint32_t d)
+{
+    (void)c;
+    ((struct dom_index *)ctx)->first[d + 1]++;
+}
+
+static void dom_put(void *ctx, uint32_t c, uint32_t d)
+{
+    struct dom_index *ix = ctx;
+    ix->list[ix->at[d]++] = c;
+}
+
+/* The candidates of each domain of the level, in victim order (vs->dom_first, dom_list): each
+ * plan_domain then walks its domain's own, not every candidate (the plan's cost grows with the
+ * candidates once, not once per domain). 0 or SCHED_ENOMEM. */
+static int index_domains(struct preempt_ctx *pc, struct vset *vs, int level)
+{
+    uint32_t nd = pc->st->c->topo.levels[level].n_domains;
+    struct dom_index ix = {arena_calloc(pc->arena, nd + 2, sizeof(uint32_t)),
+                           arena_alloc(pc->arena, (nd + 1) * sizeof(uint32_t)), NULL};
+    uint32_t *stamp = arena_alloc(pc->arena, (nd + 1) * sizeof(*stamp));
+    if (!ix.first || !ix.at || !stamp)
+        return SCHED_ENOMEM;
+    memset(stamp, 0xff, (nd + 1) * sizeof(*stamp)); /* NO_SIB */
+    for (uint32_t c = 0; c < vs->n; c++)
+        cand_domains(pc, vs, c, level, stamp, dom_count, &ix);
+    for (uint32_t d = 0; d < nd; d++)
+        ix.first[d + 1] += ix.first[d];
+    if (!(ix.list = arena_alloc(pc->arena, ((size_t)ix.first[nd] + 1) * sizeof(uint32_t))))
+        return SCHED_ENOMEM;
+    memcpy(ix.at, ix.first, nd * sizeof(uint32_t));
+    memset(stamp, 0xff, (nd + 1) * sizeof(*stamp));
+    for (uint32_t c = 0; c < vs->n; c++)
+        cand_domains(pc, vs, c, level, stamp, dom_put, &ix);
+    vs->dom_first = ix.first;
+    vs->dom_list = ix.list;
+    return 0;
+}
+
 /* Tries each target domain that has victims (or room, when only quota is missing) and keeps the
  * plan of least score: its cost plus the domain's place in the placement order, within
  * order_bias_gpu_s. The blind baseline stops at the first domain that works. */
@@ -678,11 +748,11 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
         return SCHED_ENOMEM;
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
+    if (level >= 0 && index_domains(pc, vs, level) != 0)
+        return SCHED_ENOMEM;
     double best_score = 0;
     for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
-        bool any = false;
-        for (uint32_t c = 0; c < vs->n && !any; c++)
-            any = vs->c[c].pod == NO_POD && cand_in(pc, vs, &vs->c[c], level, d);
+        bool any = level < 0 ? vs->n > 0 : vs->dom_first[d + 1] > vs->dom_first[d];
         /* a domain without victims can still do, when it has the room and only quota is
          * missing (victims elsewhere free the quota) */
         if (!any && !(pc->qt && place_trial(st, g, level, d, trial)))

@@ -12,6 +12,8 @@
  *   3. latency of one topology-constrained gang (64x8 in one zone, 32x8 in one block)
  *   4. resident memory of a 5,000-node cluster, 100,000 pending pods and one cycle
  *   5. trace replay through the simulator (sched/sim/data/itp, optional: SKIP when absent)
+ *   7. latency of one preemption plan on a full cluster, rigid against elastic victims, at
+ *      hgx:500 and 10x that (how the plan's cost grows with the running gangs and members)
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
  *
@@ -517,6 +519,94 @@ static int bench_topo(struct table *t)
     return rc;
 }
 
+/* ---- 6. preemption plan latency ---------------------------------------------------------- */
+
+/* Every node busy: running gangs of 8 pods x 8 GPUs (a node each), priority 0, unsaved for
+ * 100 s; minMember 1 when elastic (each also gives 8 member candidates). One pending 8x8 gang of
+ * priority 10 must evict: mean CPU ms of the cycle that plans it. */
+static int time_preempt(const char *spec, bool elastic, double *ms, uint32_t *n_running)
+{
+    struct world w;
+    int rc = world_init(&w, spec) != 0 || world_gangs(&w, 1, 8, 8, -1) != 0;
+    uint32_t n = rc ? 0 : w.c->n_nodes / 8;
+    struct gang *gs = calloc(n + 1, sizeof(*gs));
+    struct sched_running *run = calloc(n + 1, sizeof(*run));
+    struct sched_assign *as = calloc((size_t)n * 8 + 1, sizeof(*as));
+    if (rc == 0 && (!gs || !run || !as))
+        rc = 1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        gs[i] = w.gangs[0];
+        gs[i].id = i + 1;
+        gang_finalize(&gs[i]);
+        gs[i].min_member = elastic ? 1 : gs[i].n_pods;
+        for (uint32_t k = 0; k < 8; k++) {
+            node_use(&w, i * 8 + k, 8);
+            as[i * 8 + k] = (struct sched_assign){.node = i * 8 + k, .gpu_mask = 0xFF};
+        }
+        run[i] = (struct sched_running){.gang = &gs[i],
+                                        .pods = &as[i * 8],
+                                        .start_ms = 0,
+                                        .last_checkpoint_ms = NOW_MS - 100000};
+    }
+    w.gangs[0].priority = 10;
+    struct sched_queue_view view = {.queue = &w.queue, .pending = w.pending, .n_pending = 1};
+    struct sched_snapshot snap = {.now_ms = NOW_MS,
+                                  .cluster = w.c,
+                                  .state = w.state,
+                                  .queues = &view,
+                                  .n_queues = 1,
+                                  .policy = sched_policy_find("gangsched"),
+                                  .running = run,
+                                  .n_running = n};
+    double cpu = 0;
+    uint32_t cycles = 0;
+    while (rc == 0 && (cycles < MIN_RUNS || cpu < MIN_CPU_S) && cycles < MAX_RUNS) {
+        struct sched_result res;
+        arena_reset(&w.arena);
+        double t0 = cpu_seconds();
+        rc = sched_cycle(&snap, &w.arena, &res);
+        cpu += cpu_seconds() - t0;
+        cycles++;
+        if (rc == 0 && res.n_evictions == 0) {
+            fprintf(stderr, "bench: preemption on %s planned no eviction\n", spec);
+            rc = 1;
+        }
+    }
+    *ms = cycles ? cpu * 1000.0 / cycles : 0;
+    *n_running = n;
+    free(as);
+    free(run);
+    free(gs);
+    world_fini(&w);
+    return rc;
+}
+
+static int bench_preempt(struct table *t)
+{
+    static const char *const specs[] = {"hgx:500", "hgx:5000"};
+    double ms[2][2]; /* [size][elastic] */
+    uint32_t n = 0;
+    for (int k = 0; k < 2; k++)
+        for (int e = 0; e < 2; e++)
+            if (time_preempt(specs[k], e, &ms[k][e], &n) != 0)
+                return 1;
+    for (int k = 0; k < 2; k++)
+        for (int e = 0; e < 2; e++) {
+            char name[64];
+            snprintf(name, sizeof(name), "7 preemption plan, %s full, %s victims", specs[k],
+                     e ? "elastic" : "rigid");
+            struct row *r = row_add(t, name);
+            if (!r)
+                return 1;
+            snprintf(r->value, sizeof(r->value), "%.2f ms", ms[k][e]);
+            if (e)
+                snprintf(r->ratio, sizeof(r->ratio), "%.2fx rigid", ratio(ms[k][1], ms[k][0]));
+            else if (k)
+                snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:500", ratio(ms[1][0], ms[0][0]));
+        }
+    return 0;
+}
+
 /* ---- 4. memory --------------------------------------------------------------------------- */
 
 static int bench_memory(struct table *t)
@@ -881,6 +971,8 @@ int main(int argc, char **argv)
         else
             *r = mem->rows[i];
     }
+    if (rc == 0)
+        rc = bench_preempt(t);
     if (rc == 0)
         rc = bench_replay(t, dir);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
