@@ -297,23 +297,6 @@ static void cycle_verdicts(struct kcycle *c)
     }
 }
 
-/* An elastic gang's shrink: the members the core chose, through the Eviction API, at once (the
- * others run on: no checkpoint handshake); the gang stays Running. */
-static void shrink(struct kcycle *c, const struct sched_eviction *ev)
-{
-    const struct kgang *victim = &c->kb.gangs[ev->victim->gang->id];
-    const struct kgang *by = &c->kb.gangs[ev->preemptor->id];
-    uint32_t n = victim->gang.n_pods;
-    char msg[600];
-    snprintf(msg, sizeof(msg),
-             "%u of its %u members preempted by %s (%.0f GPU-seconds of work since the last "
-             "checkpoint lost); it runs on with %u, its minMember %u",
-             ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
-    kdrv_evict_members(c->d, victim, ev->pods, ev->n_pods, msg);
-    kdrv_gang_status_rel(c->d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg,
-                         true, by->pg);
-}
-
 /* Preemption: every member of each victim gang, through the Eviction API; at once, or after
  * the checkpoint handshake when the victim's queue asks for one (driver_ckpt.c). */
 static void cycle_evictions(struct kcycle *c)
@@ -326,7 +309,7 @@ static void cycle_evictions(struct kcycle *c)
         const char *kind[] = {sched_preempt_kind_name(res->evictions[e].kind)};
         http_metric_add_value(d->m_evictions, kind, 1);
         if (res->evictions[e].pods) {
-            shrink(c, &res->evictions[e]);
+            kdrv_shrink(d, &c->kb, &res->evictions[e], c->cfg, c->now);
             continue;
         }
         if (kdrv_ckpt_request(d, victim, by, c->cfg, c->now))
@@ -382,6 +365,7 @@ static void run_cycle(struct kdrv *d)
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
+        kdrv_shrink_step(d, &c.kb, c.now);
         kdrv_promise_restore(d, &c.kb);
         kdrv_holds_offer(d, &c.kb, c.now);
         c.decided = cycle_decide(&c) == 0;
@@ -837,8 +821,8 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status,         &d->owed, &d->owed_ckpt,
-                             &d->owed_ckpt_pods, &d->jobs, &d->held};
+    struct strmap *maps[] = {&d->status, &d->owed, &d->owed_ckpt, &d->owed_ckpt_pods,
+                             &d->jobs,   &d->held, &d->shrinks};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();
@@ -977,6 +961,7 @@ static void kdrv_shutdown(struct kdrv *d)
         kdrv_kjob_free(v);
     strmap_fini(&d->jobs);
     strmap_fini(&d->held);
+    kdrv_shrink_fini(d);
     kdrv_eng_fini(d);
     kdrv_est_fini(d);
     eng_fair_free(d->fair);

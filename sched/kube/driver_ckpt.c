@@ -63,6 +63,8 @@ bool kdrv_ckpt_settled(struct kdrv *d, const char *gang, int64_t shown_asked_ms,
         return true; /* shown, or a later request replaced it */
     if (until_ms == 0)
         return false;
+    if (kdrv_shrink_asks(d, gang, asked_ms, until_ms))
+        return false; /* members asked before they leave alone (driver_shrink.c) */
     struct eng_job j = eng_job(d->eng, kdrv_gang_id(d, gang));
     return j.state != ENG_JOB_TEARING || j.ckpt_until_ms != until_ms || j.ckpt_asked_ms != asked_ms;
 }
@@ -189,13 +191,16 @@ struct find_pre {
     const char *victim;
     int64_t from_ms, asked_ms;
     char key[KOBJ_KEY_MAX];
+    int64_t members; /* that row's: members taken alone (driver_shrink.c), 0 the whole gang */
 };
 
 static int find_pre(void *ctx, const struct store_preemption *p)
 {
     struct find_pre *f = ctx;
-    if (strcmp(p->victim, f->victim) == 0 && p->ts_ms >= f->from_ms && p->ts_ms <= f->asked_ms)
+    if (strcmp(p->victim, f->victim) == 0 && p->ts_ms >= f->from_ms && p->ts_ms <= f->asked_ms) {
         snprintf(f->key, sizeof(f->key), "%s", p->preemptor);
+        f->members = p->members;
+    }
     return 0;
 }
 
@@ -271,6 +276,13 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
     if (d->db && store_preemption_list_of(d->db, kg->key, find_pre, &f, &eb) != 0)
         LOG_WARN(KDRV_MOD, "the preemptor of %s's checkpoint request is not known: %s", kg->key,
                  eb.msg);
+    if (f.members > 0) { /* members asked before they left alone: not resumed (driver_shrink.c) */
+        LOG_INFO(KDRV_MOD,
+                 "checkpoint request of %u members of %s not resumed: the gang runs on whole "
+                 "and its preemptor %s plans again",
+                 (unsigned)f.members, kg->key, f.key);
+        return;
+    }
     uint32_t pre = f.key[0] ? kdrv_gang_id(d, f.key) : ENG_NONE;
     if (eng_job_evict(d->eng, g) != 0 || eng_job_ckpt_request(d->eng, g, pre, asked, until)) {
         LOG_ERROR(KDRV_MOD, "out of memory resuming the checkpoint handshake of %s", kg->key);

@@ -145,6 +145,8 @@ struct kdrv {
     bool ckpt_resumed; /* handshakes were resumed from the annotations (first cycle as leader) */
     bool promises_restored; /* backfill promises were restored from the store (driver_promise.c) */
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
+    struct strmap shrinks;  /* gang -> struct kshrink*: members asked to checkpoint before they
+                               are evicted alone (driver_shrink.c) */
     bool jobs_synced;       /* the jobs and the ledger were reconciled with the cluster */
     struct strmap held;     /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
@@ -388,6 +390,23 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
  * evicting in kb->running; at the first cycle as leader (a start, a new leader), handshakes
  * resumed from the annotations, each preemptor's hold on its victims' nodes restored. */
 void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
+
+/* ---- driver_shrink.c: members of an elastic gang preempted alone ---- */
+/* Eviction ev of the core takes members of its victim alone: evicted now, or asked to
+ * checkpoint first when the victim's queue has a checkpointGrace (d->shrinks). Call after the
+ * cycle's record. */
+void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sched_eviction *ev,
+                 const struct config *cfg, int64_t now);
+/* Before the decisions: handshakes of members answered or over end (members evicted, charge
+ * and job row of those left), the gangs still asked marked evicting in kb->running. */
+void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
+/* Whether gang's members were asked at asked_ms (until until_ms; 0: any) and still are. */
+bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms);
+void kdrv_shrink_fini(struct kdrv *d);
+/* GPUs of the members eviction ev takes from g. */
+int64_t kdrv_pods_gpus(const struct gang *g, const struct sched_eviction *ev);
+/* In the store's open transaction: gang runs on with gpus (its charge and job row). */
+int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
 
 /* ---- driver_promise.c: backfill promises across restarts ------------------------------------ */
 /* In the cycle's transaction, after its placements' rows: the first reservation of each gang

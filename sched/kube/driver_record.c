@@ -523,9 +523,7 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
     return rc;
 }
 
-/* An elastic gang that lost members to a preemption runs on: its charge and its job row's GPUs
- * become those of the members left. */
-static int shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb)
+int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb)
 {
     struct store_job j;
     int rc = kdrv_job_recharge(d, gang, gpus, eb);
@@ -556,12 +554,12 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
                                      .cost = ev->cost,
                                      .kind = sched_preempt_kind_name(ev->kind)};
         if (ev->pods) /* a shrink: the members evicted */
-            p.gpus = 0, p.members = ev->n_pods;
-        for (uint32_t k = 0; k < ev->n_pods; k++)
-            p.gpus += gang_pods_request(vg, ev->pods[k], ev->pods[k] + 1, NULL);
+            p.gpus = kdrv_pods_gpus(vg, ev), p.members = ev->n_pods;
         rc = store_preemption_add(d->db, &p, eb);
-        if (rc == 0 && ev->pods) { /* a shrink: it runs on, charged for what stays */
-            rc = shrunk(d, p.victim, vg->gpus - p.gpus, eb);
+        if (rc == 0 && ev->pods) { /* it runs on, charged for what stays: now, or when its
+                                      checkpoint handshake ends (driver_shrink.c) */
+            if (!kdrv_ckpt_asks(&kb->gangs[vg->id], cfg))
+                rc = kdrv_record_shrunk(d, p.victim, vg->gpus - p.gpus, eb);
             continue;
         }
         /* its members' deletion is not a failure the lifecycle should act on; a victim asked to

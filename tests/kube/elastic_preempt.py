@@ -9,9 +9,12 @@ row counts the 2 GPUs and the one member evicted (`gangctl explain` shows it), a
 preemptor is bound. Then a gang of three 2-GPU pods of
 priority 100 arrives: the elastic gang could lose one member more (down to its minMember), which
 is not enough, so it is evicted whole and the newcomer is bound. Before elastic gangs lost
-members, the first preemptor evicted all four. Every wait is bounded.
+members, the first preemptor evicted all four. Then a queue with a checkpointGrace: the member
+leaves only after the gang answers the checkpoint request on its PodGroup, meanwhile it runs
+whole, charged 8 GPUs, and the preemptor waits. Every wait is bounded.
 """
 
+import datetime
 import json
 import os
 import sqlite3
@@ -27,13 +30,16 @@ kind: SchedulerConfig
 queues:
   - name: q
     preemption: {withinQueue: LowerPriority}
+  - name: ck
+    preemption: {withinQueue: LowerPriority, checkpointGrace: 60s}
 """
+PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
 
 WAIT = 60
 
 
-def gang(c, name, n, min_member, gpus, priority):
-    c.post(*podgroup(name, min_member, queue="q"))
+def gang(c, name, n, min_member, gpus, priority, queue="q"):
+    c.post(*podgroup(name, min_member, queue=queue))
     for i in range(n):
         body = e2e.with_priority(c, pod("%s-%d" % (name, i), name, gpus), priority)
         c.post("/api/v1/namespaces/default/pods", body)
@@ -92,11 +98,67 @@ def goes_whole(c, s, db):
           len(rows) == 2 and rows[1] == ("default/el", "default/big", 6, None), str(rows))
 
 
+def annotations(c, name):
+    st, obj, _ = c.get(PG + name)
+    return (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
+
+
+def rfc3339(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def asked_first(c, s, url):
+    """Queue ck asks its victims to checkpoint: the member leaves only once the gang answers."""
+    c.post("/api/v1/nodes", e2e.node("gpu-2", "r1"))
+    gang(c, "ec", 4, 2, 2, 0, queue="ck")
+    check("a second elastic gang runs four members on the new node",
+          wait_for(lambda: len(bound(c, "ec")) == 4 and all(
+              p.get("status", {}).get("phase") == "Running" for p in bound(c, "ec")), WAIT))
+    ev0 = evictions(c)
+    gang(c, "urgent", 1, 1, 2, 100, queue="ck")
+    ann = wait_for(lambda: annotations(c, "ec").get("gangsched.io/checkpoint-requested") and
+                   annotations(c, "ec"), WAIT) or {}
+    asked = ann.get("gangsched.io/checkpoint-requested")
+    check("its PodGroup is asked to checkpoint, with the queue's deadline",
+          asked and abs(parse(ann.get("gangsched.io/checkpoint-deadline", asked)) -
+                        parse(asked) - 60) < 0.01, str(ann))
+    check("a CheckpointRequested Event says one member will leave",
+          wait_for(lambda: [e for e in events_for(c, "ec") if e["reason"] ==
+                            "CheckpointRequested" and "1 of its 4 members" in e["note"]], WAIT),
+          str([e["note"] for e in events_for(c, "ec")]))
+    check("until it answers, nothing is evicted and the preemptor waits",
+          not wait_for(lambda: evictions(c) > ev0 or bound(c, "urgent"), 2.0) and
+          len(bound(c, "ec")) == 4)
+    row = job(url, "ec") or {}
+    check("... its job still charged its 8 GPUs", row.get("gpus") == 8, json.dumps(row))
+    c.patch(PG + "ec", {"metadata": {"annotations": {
+        "gangsched.io/last-checkpoint": rfc3339(parse(asked) + 0.5)}}},
+        "application/merge-patch+json")
+    check("once it has checkpointed, one member is evicted and the preemptor bound",
+          wait_for(lambda: bound(c, "urgent"), WAIT) and evictions(c) == ev0 + 1,
+          "%d evictions" % (evictions(c) - ev0))
+    check("three members run on", len(bound(c, "ec")) == 3)
+    row = wait_for(lambda: (job(url, "ec") or {}).get("gpus") == 6 and job(url, "ec"), WAIT)
+    check("its job runs on, charged the 6 GPUs it keeps",
+          row and row.get("state") == "running", json.dumps(job(url, "ec")))
+    check("its Preempted Event says it checkpointed",
+          [e for e in events_for(c, "ec") if e["reason"] == "Preempted" and
+           "after a requested checkpoint" in e["note"]],
+          str([e["note"] for e in events_for(c, "ec")]))
+
+
 def main():
     _, c, s, db = e2e.start_one(CONFIG)
     url = s.url()
     loses_one_member(c, s, db, url)
     goes_whole(c, s, db)
+    asked_first(c, s, url)
     check("the scheduler is still running", s.p.poll() is None, s.text()[-600:])
     e2e.finish()
 

@@ -16,6 +16,7 @@ static void setup_d(struct kdrv *d)
     strmap_init(&d->owed);
     strmap_init(&d->owed_ckpt);
     strmap_init(&d->owed_ckpt_pods);
+    strmap_init(&d->shrinks);
     d->cache = kcache_new("gangsched");
     assert_non_null(d->cache);
     assert_int_equal(kdrv_eng_init(d), 0);
@@ -25,6 +26,7 @@ static void setup_d(struct kdrv *d)
 static void teardown_d(struct kdrv *d)
 {
     kdrv_status_fini(d);
+    kdrv_shrink_fini(d);
     kcache_free(d->cache);
     kdrv_eng_fini(d);
 }

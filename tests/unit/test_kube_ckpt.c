@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sched/kube/driver_int.h"
 
@@ -382,6 +383,42 @@ static void resumed_deadline_cut_to_grace(void **state)
     assert_true(owed_pod(f, "ml/kq-1"));
 }
 
+/* A request the previous process made to members of an elastic gang it would evict alone (its
+ * preemption row has members, driver_shrink.c) is not resumed as a whole victim's: the gang runs
+ * on whole, its preemptor plans again. Before, a new process evicted the whole gang at the
+ * deadline. */
+static void member_request_not_resumed(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160], b[300];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%.60s/kckptXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    int64_t asked = NOW - 20000;
+    struct store_preemption p = {1, asked, "ml/ng", "ml/bp-0", 1, 10.0, 10.0, "priority", 1};
+    assert_int_equal(store_preemption_add(f->d.db, &p, &eb), 0);
+    native_pg(f->d.cache, req_ann(b, sizeof(b), asked, asked + WAIT));
+    fx_build_at(f, NOW);
+    kdrv_ckpt_step(&f->d, &f->kb, NOW);
+    struct eng_job j = eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/ng"));
+    assert_int_not_equal(j.state, ENG_JOB_TEARING);
+    assert_int_equal(j.ckpt_until_ms, 0);
+    /* the same request after a whole-gang row: resumed (resumed_from_pods_and_native_podgroup) */
+    p.members = 0;
+    p.ts_ms = asked - 1;
+    assert_int_equal(store_preemption_add(f->d.db, &p, &eb), 0);
+    f->d.ckpt_resumed = false;
+    kdrv_ckpt_step(&f->d, &f->kb, NOW);
+    assert_int_equal(eng_job(f->d.eng, kdrv_gang_id(&f->d, "ml/ng")).ckpt_until_ms, asked + WAIT);
+    store_close(f->d.db);
+    f->d.db = NULL;
+    unlink(path);
+    rmdir(dir);
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -406,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(resumed_from_pods_and_native_podgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(resumed_deadline_cut_to_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(operator_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,199 @@
+/* sched/kube/driver_shrink.c: the members an elastic gang loses to a preemption (the core's
+ * sched_eviction.pods; docs/preemption.md "Choosing victims").
+ *
+ * Owns: evicting those members alone, at once or, when the gang's queue has a checkpointGrace,
+ * after the checkpoint handshake: the gang is asked as a whole victim is (the annotations where
+ * kdrv_ckpt_where says), runs whole meanwhile (marked evicting for the core, its preemptor's
+ * hold extended to the deadline), and loses the members once its last checkpoint is after the
+ * request or the grace is over; then its charge and job row become those of the members left.
+ * The handshakes under way are kept in d->shrinks (gang key -> struct kshrink), in memory: a new
+ * process does not resume one (kdrv_ckpt_step leaves a request of a member preemption alone),
+ * the gang runs on whole and its preemptor plans again.
+ *
+ * Must not touch: the decisions, the engine's job states (the gang stays RUNNING), a whole
+ * victim's handshake (driver_ckpt.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/kube/driver_int.h"
+
+struct kshrink {
+    struct strlist pods; /* the members to evict, by pod key */
+    char by[KOBJ_KEY_MAX];
+    int64_t asked_ms, until_ms;
+};
+
+static void shrink_free(struct kshrink *s)
+{
+    if (s) {
+        kdrv_strlist_free(&s->pods);
+        free(s);
+    }
+}
+
+void kdrv_shrink_fini(struct kdrv *d)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->shrinks, &i, &k, &v);)
+        shrink_free(v);
+    strmap_fini(&d->shrinks);
+}
+
+bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms)
+{
+    const struct kshrink *s = strmap_get((struct strmap *)&d->shrinks, gang);
+    return s && s->asked_ms == asked_ms && (until_ms == 0 || s->until_ms == until_ms);
+}
+
+/* The charge and job row of a gang that lost members: those of the members left (gpus), in a
+ * transaction of its own (a handshake ends outside the cycle's). A store that cannot be
+ * written stops the daemon, as the cycle's record does. */
+static void record_left_members(struct kdrv *d, const char *gang, int64_t gpus)
+{
+    struct sched_errbuf eb = {{0}};
+    int rc = d->db ? store_begin(d->db, &eb) : 0;
+    if (rc == 0 && d->db)
+        rc = kdrv_record_shrunk(d, gang, gpus, &eb);
+    if (rc == 0 && d->db)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        if (d->db)
+            store_rollback(d->db);
+        kdrv_fatal(d, eb.msg);
+    }
+}
+
+/* Evicts kg's members that s names and are still members; returns how many, *gpus those left. */
+static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
+                            const char *msg, int64_t *gpus)
+{
+    uint32_t *pods = arena_alloc(&d->arena, (kg->gang.n_pods + 1) * sizeof(*pods)), n = 0;
+    *gpus = kg->gang.gpus;
+    for (uint32_t m = 0; pods && m < kg->gang.n_pods; m++)
+        for (uint32_t i = 0; i < s->pods.n; i++)
+            if (strcmp(kg->members[m]->key, s->pods.v[i]) == 0) {
+                pods[n++] = m;
+                *gpus -= gang_pods_request(&kg->gang, m, m + 1, NULL);
+                break;
+            }
+    if (n > 0)
+        kdrv_evict_members(d, kg, pods, n, msg);
+    return n;
+}
+
+int64_t kdrv_pods_gpus(const struct gang *g, const struct sched_eviction *ev)
+{
+    int64_t gpus = 0;
+    for (uint32_t i = 0; i < ev->n_pods; i++)
+        gpus += gang_pods_request(g, ev->pods[i], ev->pods[i] + 1, NULL);
+    return gpus;
+}
+
+void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sched_eviction *ev,
+                 const struct config *cfg, int64_t now)
+{
+    const struct kgang *victim = &kb->gangs[ev->victim->gang->id];
+    const struct kgang *by = &kb->gangs[ev->preemptor->id];
+    uint32_t n = victim->gang.n_pods;
+    int64_t grace = kdrv_ckpt_asks(victim, cfg)
+                        ? cfg->queues[victim->gang.queue].preemption.checkpoint_grace_ms
+                        : 0;
+    struct kshrink *s = grace > 0 ? calloc(1, sizeof(*s)) : NULL;
+    for (uint32_t i = 0; s && i < ev->n_pods; i++)
+        if (ev->pods[i] < n && kdrv_strlist_add(&s->pods, victim->members[ev->pods[i]]->key))
+            shrink_free(s), s = NULL;
+    void *old = NULL;
+    if (s && strmap_put(&d->shrinks, victim->key, s, &old) != 0)
+        shrink_free(s), s = NULL;
+    shrink_free(old);
+    char msg[700];
+    if (s) {
+        snprintf(s->by, sizeof(s->by), "%s", by->key);
+        s->asked_ms = now;
+        s->until_ms = now + grace;
+        kdrv_ckpt_write(d, victim, now, now + grace);
+        eng_hold_extend(d->eng, kdrv_gang_id(d, by->key), now + grace);
+        kdrv_cycle_at(d, now + grace); /* the deadline */
+        snprintf(msg, sizeof(msg),
+                 "%u of its %u members preempted by %s: asked to checkpoint (%s on its %s); "
+                 "they are evicted when it does or in %lld s, and it runs on with %u, its "
+                 "minMember %u",
+                 ev->n_pods, n, by->key, KOBJ_ANNOT_CKPT_ASKED,
+                 kdrv_ckpt_where(victim) == KDRV_CKPT_PODS ? "pods" : "PodGroup",
+                 (long long)(grace / 1000), n - ev->n_pods, victim->gang.min_member);
+        LOG_INFO(KDRV_MOD, "checkpoint requested for members: gang=%s members=%u preemptor=%s",
+                 victim->key, ev->n_pods, by->key);
+        kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Normal", "CheckpointRequested",
+                             msg, true, by->pg);
+        return;
+    }
+    if (grace > 0)
+        LOG_ERROR(KDRV_MOD, "out of memory asking %s to checkpoint: members evicted at once",
+                  victim->key);
+    snprintf(msg, sizeof(msg),
+             "%u of its %u members preempted by %s (%.0f GPU-seconds of work since the last "
+             "checkpoint lost); it runs on with %u, its minMember %u",
+             ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
+    kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
+    if (grace > 0) /* the cycle's record left its charge for the handshake */
+        record_left_members(d, victim->key, victim->gang.gpus - kdrv_pods_gpus(&victim->gang, ev));
+    kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
+                         by->pg);
+}
+
+/* One handshake at this cycle: over (answered, or its grace ended) or still waiting. */
+static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_running *run,
+                       struct kshrink *s, int64_t now)
+{
+    bool answered = run->last_checkpoint_ms > s->asked_ms;
+    if (!answered && now < s->until_ms) {
+        run->evicting = true; /* the core picks it no more; its preemptor keeps its hold */
+        kdrv_cycle_at(d, s->until_ms);
+        return false;
+    }
+    char msg[600];
+    snprintf(msg, sizeof(msg), "members preempted by %s %s; it runs on with the others", s->by,
+             answered ? "after a requested checkpoint" : "with no checkpoint within the grace");
+    int64_t gpus = 0;
+    uint32_t n = evict_named(d, kg, s, msg, &gpus);
+    LOG_INFO(KDRV_MOD, "checkpoint handshake over: gang=%s outcome=%s members=%u", kg->key,
+             answered ? "answered" : "timeout", n);
+    const char *outcome[] = {answered ? "answered" : "timeout"};
+    http_metric_add_value(d->m_ckpt, outcome, 1);
+    if (n > 0) {
+        record_left_members(d, kg->key, gpus);
+        kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
+                             kcache_pg(d->cache, s->by));
+    }
+    return true;
+}
+
+void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
+{
+    if (d->shrinks.n == 0)
+        return;
+    struct strlist over = {0};
+    for (uint32_t i = 0; i < kb->n_running; i++) {
+        struct sched_running *run = &kb->running[i];
+        const struct kgang *kg = &kb->gangs[run->gang->id];
+        struct kshrink *s = strmap_get(&d->shrinks, kg->key);
+        if (s && shrink_due(d, kg, run, s, now) && kdrv_strlist_add(&over, kg->key) != 0)
+            LOG_ERROR(KDRV_MOD, "out of memory ending the handshake of %s", kg->key);
+    }
+    /* handshakes over, and those of gangs that no longer run (ended, or evicted whole) */
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->shrinks, &i, &k, &v);) {
+        bool runs = false;
+        for (uint32_t r = 0; r < kb->n_running && !runs; r++)
+            runs = strcmp(kb->gangs[kb->running[r].gang->id].key, k) == 0;
+        if (!runs && kdrv_strlist_add(&over, k) != 0)
+            LOG_ERROR(KDRV_MOD, "out of memory ending the handshake of %s", k);
+    }
+    for (uint32_t i = 0; i < over.n; i++)
+        shrink_free(strmap_del(&d->shrinks, over.v[i]));
+    kdrv_strlist_free(&over);
+}
