@@ -136,24 +136,12 @@ int kdrv_ckpt_operator(struct kdrv *d, const char *key, struct sched_errbuf *eb)
     return 0;
 }
 
-/* The victim leaves now: its job row pending, uncharged (kdrv_record_evicted) in a transaction
- * of its own (the cycle's is over, or not begun). A store that cannot be written stops the
- * daemon, as the cycle's record does. */
+/* The victim leaves now: its job row pending, uncharged (kdrv_record_evicted). */
 static void record_left(struct kdrv *d, const struct kgang *kg, const struct config *cfg)
 {
-    struct sched_errbuf eb = {{0}};
     const char *queue =
         cfg && kg->gang.queue < cfg->n_queues ? cfg->queues[kg->gang.queue].name : NULL;
-    int rc = d->db ? store_begin(d->db, &eb) : 0;
-    if (rc == 0 && d->db)
-        rc = kdrv_record_evicted(d, kg->key, queue, &eb);
-    if (rc == 0 && d->db)
-        rc = store_commit(d->db, &eb);
-    if (rc != 0) {
-        if (d->db)
-            store_rollback(d->db);
-        kdrv_fatal(d, eb.msg);
-    }
+    kdrv_record_apart(d, kg->key, queue, -1);
 }
 
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,

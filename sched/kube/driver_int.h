@@ -407,6 +407,11 @@ void kdrv_shrink_fini(struct kdrv *d);
 int64_t kdrv_pods_gpus(const struct gang *g, const struct sched_eviction *ev);
 /* In the store's open transaction: gang runs on with gpus (its charge and job row). */
 int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
+/* Outside the cycle's record (a checkpoint handshake ended), in a transaction of its own: gang
+ * evicted (gpus < 0: kdrv_record_evicted, its queue's name or NULL) or running on with gpus
+ * (kdrv_record_shrunk). A store that cannot be written stops the daemon, as the cycle's record
+ * does. */
+void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus);
 
 /* ---- driver_promise.c: backfill promises across restarts ------------------------------------ */
 /* In the cycle's transaction, after its placements' rows: the first reservation of each gang

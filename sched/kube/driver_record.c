@@ -534,6 +534,22 @@ int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sc
     return rc;
 }
 
+void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus)
+{
+    struct sched_errbuf eb = {{0}};
+    int rc = d->db ? store_begin(d->db, &eb) : 0;
+    if (rc == 0 && d->db)
+        rc = gpus >= 0 ? kdrv_record_shrunk(d, gang, gpus, &eb)
+                       : kdrv_record_evicted(d, gang, queue, &eb);
+    if (rc == 0 && d->db)
+        rc = store_commit(d->db, &eb);
+    if (rc != 0) {
+        if (d->db)
+            store_rollback(d->db);
+        kdrv_fatal(d, eb.msg);
+    }
+}
+
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb)
 {

@@ -48,24 +48,6 @@ bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, 
     return s && s->asked_ms == asked_ms && (until_ms == 0 || s->until_ms == until_ms);
 }
 
-/* The charge and job row of a gang that lost members: those of the members left (gpus), in a
- * transaction of its own (a handshake ends outside the cycle's). A store that cannot be
- * written stops the daemon, as the cycle's record does. */
-static void record_left_members(struct kdrv *d, const char *gang, int64_t gpus)
-{
-    struct sched_errbuf eb = {{0}};
-    int rc = d->db ? store_begin(d->db, &eb) : 0;
-    if (rc == 0 && d->db)
-        rc = kdrv_record_shrunk(d, gang, gpus, &eb);
-    if (rc == 0 && d->db)
-        rc = store_commit(d->db, &eb);
-    if (rc != 0) {
-        if (d->db)
-            store_rollback(d->db);
-        kdrv_fatal(d, eb.msg);
-    }
-}
-
 /* Evicts kg's members that s names and are still members; returns how many, *gpus those left. */
 static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
                             const char *msg, int64_t *gpus)
@@ -139,7 +121,8 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
              ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
     kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
     if (grace > 0) /* the cycle's record left its charge for the handshake */
-        record_left_members(d, victim->key, victim->gang.gpus - kdrv_pods_gpus(&victim->gang, ev));
+        kdrv_record_apart(d, victim->key, NULL,
+                          victim->gang.gpus - kdrv_pods_gpus(&victim->gang, ev));
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
                          by->pg);
 }
@@ -164,7 +147,7 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
     const char *outcome[] = {answered ? "answered" : "timeout"};
     http_metric_add_value(d->m_ckpt, outcome, 1);
     if (n > 0) {
-        record_left_members(d, kg->key, gpus);
+        kdrv_record_apart(d, kg->key, NULL, gpus); /* those left */
         kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
                              kcache_pg(d->cache, s->by));
     }

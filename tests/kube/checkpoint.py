@@ -23,7 +23,6 @@ pkg/endpoints/handlers/patch.go, maxRetryWhenPatchConflicts); a validating admis
 denial is a 4xx as well, and neither is retried by the daemon's HTTP client (4xx: final).
 """
 
-import datetime
 import json
 import os
 import sys
@@ -32,6 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, events_for, pod, podgroup, wait_for  # noqa: E402
+from e2e import parse_rfc3339 as parse, rfc3339  # noqa: E402
+from e2e import pg_annotations as annotations  # noqa: E402
 from kclient import Client  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
@@ -55,19 +56,6 @@ def gang(c, name, priority, annotations=None):
     c.post("/api/v1/namespaces/default/pods", body)
 
 
-def annotations(c, name):
-    st, obj, _ = c.get(PG + name)
-    return (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
-
-
-def rfc3339(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def running(c, name):

@@ -10,6 +10,7 @@ injected fault survived. Every wait is bounded; processes are killed on exit.
 Run by tests/kube/test_e2e.sh; prints "ok ..." / "FAIL ..." lines and exits 1 on any failure.
 """
 
+import datetime
 import json
 import os
 import re
@@ -320,6 +321,24 @@ def pg_status(c, name, volcano=False):
     path, _ = podgroup(name, 1, volcano=volcano)
     st, obj, _ = c.get(path + "/" + name)
     return obj.get("status", {}) if st == 200 else {}
+
+
+def pg_annotations(c, name):
+    """The annotations of scheduler-plugins PodGroup default/name ({} when absent)."""
+    path, _ = podgroup(name, 1)
+    st, obj, _ = c.get(path + "/" + name)
+    return (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
+
+
+def rfc3339(t):
+    """Seconds since the epoch as the daemon writes its annotations (microseconds, UTC)."""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def events_for(c, name):

@@ -14,7 +14,6 @@ leaves only after the gang answers the checkpoint request on its PodGroup, meanw
 whole, charged 8 GPUs, and the preemptor waits. Every wait is bounded.
 """
 
-import datetime
 import json
 import os
 import sqlite3
@@ -24,6 +23,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, events_for, job, pod, podgroup, wait_for  # noqa: E402
+from e2e import parse_rfc3339 as parse, rfc3339  # noqa: E402
+from e2e import pg_annotations as annotations  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -98,19 +99,6 @@ def goes_whole(c, s, db):
           len(rows) == 2 and rows[1] == ("default/el", "default/big", 6, None), str(rows))
 
 
-def annotations(c, name):
-    st, obj, _ = c.get(PG + name)
-    return (obj.get("metadata", {}).get("annotations") or {}) if st == 200 else {}
-
-
-def rfc3339(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def asked_first(c, s, url):
