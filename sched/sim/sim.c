@@ -526,7 +526,9 @@ static const struct gang *core_gang(void *ctx, uint32_t g, bool *pending)
 }
 
 /* Evictions decided by the core: at once, or after a checkpoint when the victim's queue asks
- * for one (checkpointGrace) and the job checkpoints at all. */
+ * for one (checkpointGrace) and the job checkpoints at all. Always whole: every simulated job is
+ * rigid (min_member = n_pods, input.c), so the core never takes members alone (ev->pods is
+ * NULL; the daemon's driver_shrink.c does that for elastic gangs). */
 static int apply_evictions(struct run *r, const struct sched_result *res, int64_t now,
                            uint32_t *evicted)
 {
