@@ -240,6 +240,7 @@ struct sched_eviction {
      * at least gang->min_member members (preempt.h) */
     const uint32_t *pods;
     uint32_t n_pods;
+    int64_t gpus;      /* GPUs of the pods evicted (the whole gang's when pods is NULL) */
     double lost_gpu_s; /* work since the last checkpoint plus the restart, GPU-seconds, of the
                           pods evicted */
     double cost;       /* lost_gpu_s weighted by the victim's priority */

@@ -825,7 +825,7 @@ static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const st
     if (x->pod != NO_POD && ((x->sib != NO_SIB && vs->in[x->sib]) || pc->chosen[x->idx]))
         return false;
     double lost = preempt_lost_gpu_s(r, pc->snap->now_ms), share = 1;
-    *ev = (struct sched_eviction){.victim = r, .preemptor = g, .kind = x->kind};
+    *ev = (struct sched_eviction){.victim = r, .preemptor = g, .kind = x->kind, .gpus = v->gpus};
     struct res_vec vn, one;
     if (x->pod == NO_POD) {
         gang_request(v, &vn);
@@ -842,6 +842,7 @@ static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const st
                 res_add(&vn, &one);
             }
         ev->pods = pods;
+        ev->gpus = gpus;
         share = v->gpus > 0 && v->spread ? (double)gpus / (double)v->gpus : 1; /* set_cost */
     }
     ev->lost_gpu_s = lost * share;

@@ -403,8 +403,6 @@ void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 /* Whether gang's members were asked at asked_ms (until until_ms; 0: any) and still are. */
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms);
 void kdrv_shrink_fini(struct kdrv *d);
-/* GPUs of the members eviction ev takes from g. */
-int64_t kdrv_pods_gpus(const struct gang *g, const struct sched_eviction *ev);
 /* In the store's open transaction: gang runs on with gpus (its charge and job row). */
 int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
 /* Outside the cycle's record (a checkpoint handshake ended), in a transaction of its own: gang

@@ -565,12 +565,11 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
                                      .ts_ms = now,
                                      .victim = kb->gangs[vg->id].key,
                                      .preemptor = kb->gangs[ev->preemptor->id].key,
-                                     .gpus = vg->gpus,
+                                     .gpus = ev->gpus,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
                                      .cost = ev->cost,
                                      .kind = sched_preempt_kind_name(ev->kind)};
-        if (ev->pods) /* a shrink: the members evicted */
-            p.gpus = kdrv_pods_gpus(vg, ev), p.members = ev->n_pods;
+        p.members = ev->pods ? ev->n_pods : 0; /* a shrink: the members evicted */
         rc = store_preemption_add(d->db, &p, eb);
         if (rc == 0 && ev->pods) { /* it runs on, charged for what stays: now, or when its
                                       checkpoint handshake ends (driver_shrink.c) */

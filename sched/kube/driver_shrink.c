@@ -66,14 +66,6 @@ static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct
     return n;
 }
 
-int64_t kdrv_pods_gpus(const struct gang *g, const struct sched_eviction *ev)
-{
-    int64_t gpus = 0;
-    for (uint32_t i = 0; i < ev->n_pods; i++)
-        gpus += gang_pods_request(g, ev->pods[i], ev->pods[i] + 1, NULL);
-    return gpus;
-}
-
 void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sched_eviction *ev,
                  const struct config *cfg, int64_t now)
 {
@@ -121,8 +113,7 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
              ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
     kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
     if (grace > 0) /* the cycle's record left its charge for the handshake */
-        kdrv_record_apart(d, victim->key, NULL,
-                          victim->gang.gpus - kdrv_pods_gpus(&victim->gang, ev));
+        kdrv_record_apart(d, victim->key, NULL, victim->gang.gpus - ev->gpus);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
                          by->pg);
 }
