@@ -75,8 +75,8 @@ void sim_estimates(struct run *r, int64_t now)
 {
     const struct sim_input *in = r->in;
     if (++r->est_epoch == 0) { /* wrapped: no stale stamp may match */
-        memset(r->rt_want, 0, in->n_jobs * sizeof(*r->rt_want));
-        memset(r->rt_done, 0, in->n_jobs * sizeof(*r->rt_done));
+        memset(r->rt_want, 0, r->n_ids * sizeof(*r->rt_want));
+        memset(r->rt_done, 0, r->n_ids * sizeof(*r->rt_done));
         r->est_epoch = 1;
     }
     for (uint32_t q = 0; q < in->n_queues; q++)
@@ -92,11 +92,11 @@ void sim_estimates(struct run *r, int64_t now)
     r->n_rels = 0;
     for (uint32_t k = 0; k < r->n_run; k++) {
         uint32_t j = r->runlist[k];
-        const struct gang *g = &in->jobs[j].gang;
+        const struct gang *g = &in->jobs[j].gang; /* an elastic job's run time: the whole job's */
         int64_t from = r->run_start_ms[j] + r->overhead_ms[j];
         int64_t end = est_end(&r->est, g, from, now, EST_QUANTILE);
         int64_t typ = est_typical_end(&r->est, g, from, now, est_draw(j));
-        for (uint32_t x = 0; x < g->n_pods; x++) {
+        for (uint32_t x = 0; x < sim_gang(r, j)->n_pods; x++) {
             uint32_t i = r->assign[j][x].node;
             if (r->n_rels == r->cap_rels) {
                 uint32_t cap = r->cap_rels ? 2 * r->cap_rels : 1024;
@@ -135,7 +135,8 @@ void sim_note_etas(struct run *r, const struct sched_result *res)
 {
     for (uint32_t k = 0; k < res->n_etas; k++) {
         uint32_t j = res->etas[k].gang->id;
-        if (r->eta_first[j] == INT64_MIN && res->etas[k].kind == SCHED_ETA_AT) {
+        if (j < r->in->n_jobs && r->eta_first[j] == INT64_MIN &&
+            res->etas[k].kind == SCHED_ETA_AT) {
             r->eta_first[j] = res->etas[k].start_ms;
             sim_mark_dirty(r, j); /* persisted in its "j:<id>" row, so --resume keeps the KPI */
         }

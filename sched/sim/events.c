@@ -29,10 +29,32 @@ void sim_ev_head(const struct run *r, int64_t t_ms, const char *type, uint32_t j
     FILE *f = r->opt->events;
     fprintf(f, "{\"t\":%.3f,\"type\":\"%s\",\"policy\":", (double)t_ms / 1000.0, type);
     sim_json_str(f, r->pol->name);
-    fputs(",\"job\":", f);
+    fputs(",\"job\":", f); /* the waiting members of an elastic job: the job's name */
+    job = sim_job_of(r, job);
     sim_json_str(f, r->in->jobs[job].id);
     fputs(",\"queue\":", f);
     sim_json_str(f, r->in->queues[r->in->jobs[job].gang.queue].name);
+}
+
+/* A JSON array of pods a[idx[k]] (a[k] when idx is NULL), k < n: each's node and GPU indices. */
+void sim_ev_pods(const struct run *r, const struct sched_assign *a, const uint32_t *idx, uint32_t n)
+{
+    FILE *f = r->opt->events;
+    fputc('[', f);
+    for (uint32_t k = 0; k < n; k++) {
+        const struct sched_assign *p = &a[idx ? idx[k] : k];
+        fputs(k ? ",{\"node\":" : "{\"node\":", f);
+        sim_json_str(f, r->in->cluster->nodes[p->node].name);
+        fputs(",\"gpus\":[", f);
+        bool first = true;
+        for (uint32_t b = 0; b < 32; b++)
+            if (p->gpu_mask & (1u << b)) {
+                fprintf(f, first ? "%u" : ",%u", b);
+                first = false;
+            }
+        fputs("]}", f);
+    }
+    fputc(']', f);
 }
 
 void sim_ev_cluster(const struct run *r)
@@ -120,14 +142,15 @@ void sim_explain(struct run *r, const struct sched_result *res, int64_t now)
 {
     for (uint32_t v = 0; v < res->n_verdicts; v++) {
         const struct sched_verdict *vd = &res->verdicts[v];
-        if (strcmp(r->in->jobs[vd->gang->id].id, r->opt->explain_job) != 0)
+        if (strcmp(r->in->jobs[sim_job_of(r, vd->gang->id)].id, r->opt->explain_job) != 0)
             continue;
         char buf[512];
         sched_verdict_format(vd, r->in->cluster, r->in->config, buf, sizeof(buf));
         explain_line(r, now, buf);
     }
     for (uint32_t p = 0; p < res->n_placements; p++)
-        if (strcmp(r->in->jobs[res->placements[p].gang->id].id, r->opt->explain_job) == 0) {
+        if (strcmp(r->in->jobs[sim_job_of(r, res->placements[p].gang->id)].id,
+                   r->opt->explain_job) == 0) {
             const struct sched_placement *pl = &res->placements[p];
             const struct topo *t = &r->in->cluster->topo;
             char terms[128] = "", line[400];

@@ -26,7 +26,7 @@ bool sim_start_fails(const struct run *r, uint32_t j)
 /* The member (pod index) whose start failed, for the strike: uniform over the gang's pods. */
 static uint32_t failed_member(const struct run *r, uint32_t j)
 {
-    uint32_t n = r->in->jobs[j].gang.n_pods;
+    uint32_t n = sim_gang(r, j)->n_pods;
     return n > 1 ? (uint32_t)(fail_draw(r, j, 1) % n) : 0;
 }
 
@@ -71,7 +71,7 @@ static int64_t queue_backoff_max(const struct run *r, const struct gang *g)
  * *act: the rule's action, NULL when none applies. */
 static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_action **act)
 {
-    const struct gang *g = &r->in->jobs[j].gang;
+    const struct gang *g = sim_gang(r, j);
     struct arena *a = &r->life_arena;
     arena_reset(a);
     struct eng_member *m = arena_calloc(a, g->n_pods + 1, sizeof(*m));
@@ -108,19 +108,18 @@ static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_
  * event `evict`. `own`: a failed start (no work was done), else a member was lost. */
 void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now)
 {
-    const struct sim_job *job = &r->in->jobs[j];
     /* work since the last checkpoint is lost (a failed start did no work at all) */
-    int64_t done = now - r->run_start_ms[j] - r->overhead_ms[j];
-    if (done < 0 || own)
-        done = 0;
+    int64_t done = own ? 0 : sim_work_done(r, j, now);
     if (done > r->remaining_ms[j])
         done = r->remaining_ms[j];
     /* the last checkpoint before the member was lost: the survivors' later ones are not whole */
     int64_t saved = sim_saved_work(r, j, own ? now : r->fail_at[j]);
     if (saved > done)
         saved = done;
-    double lost_ms = (double)(now - r->run_start_ms[j]) - (double)saved;
-    r->st->gpu_hours_lost_to_failures += (double)job->gang.gpus * lost_ms / 3.6e6;
+    /* the run's GPUs over its time, but for the time its saved work took */
+    double lost_gpu_ms = (double)sim_gang(r, j)->gpus *
+                         ((double)(now - r->run_start_ms[j]) - (double)sim_wall_for(r, j, saved));
+    r->st->gpu_hours_lost_to_failures += lost_gpu_ms / 3.6e6;
     if (!own) /* a member died: the rest ran partially until now */
         r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
     r->remaining_ms[j] -= saved;
@@ -134,8 +133,7 @@ void sim_tear_down(struct run *r, uint32_t j, bool own, int64_t now)
         fputs(",\"reason\":", r->opt->events);
         sim_json_str(r->opt->events, own ? "start failure: a member never became ready"
                                          : "node failure: the gang lost a member");
-        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
-                (double)job->gang.gpus * lost_ms / 1000.0);
+        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n", lost_gpu_ms / 1000.0);
     }
 }
 
@@ -162,7 +160,7 @@ static void node_down(struct run *r, uint32_t i, int64_t now)
     sim_ev_node(r, now, "node-down", i);
     for (uint32_t k = 0; k < r->n_run; k++) { /* gangs with a member on it break */
         uint32_t j = r->runlist[k];
-        const struct gang *g = &r->in->jobs[j].gang;
+        const struct gang *g = sim_gang(r, j);
         for (uint32_t p = 0; p < g->n_pods; p++)
             if (r->assign[j][p].node == i) {
                 sim_break_gang(r, j, now + r->fail->detect_ms, false, i, now);

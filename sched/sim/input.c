@@ -297,6 +297,30 @@ static int intern_users(struct sim_input *in, const struct trace *t)
     return rc;
 }
 
+/* An elastic job (column min_pods): it starts whole and runs on with at least min_pods pods;
+ * members above that are what a preemption may take alone (sim/elastic.c). Pods that split
+ * into slices or share GPUs stay rigid: refused. */
+static int elastic_row(struct sim_input *in, struct sim_job *j, const struct trace_job *tj,
+                       const struct trace *t, struct sched_errbuf *eb)
+{
+    const struct gang *g = &j->gang;
+    if ((uint32_t)tj->min_pods > g->n_pods)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "%s:%u: column 'min_pods': job %s: %d is more than its %u pods",
+                          t->files[tj->file], tj->line, tj->id, tj->min_pods, g->n_pods);
+    if ((uint32_t)tj->min_pods == g->n_pods)
+        return 0; /* every pod: rigid */
+    if (g->slice_size > 0 || tj->gpumem_mib > 0 || tj->gpucores > 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "%s:%u: column 'min_pods': job %s: an elastic job can have neither "
+                          "slices (slice-size, a tp-size above a pod's GPUs) nor GPU shares "
+                          "(gpumem, gpucores)",
+                          t->files[tj->file], tj->line, tj->id);
+    j->min_pods = (uint32_t)tj->min_pods;
+    in->n_elastic++;
+    return 0;
+}
+
 int sim_input_build(struct sim_input *in, const struct trace *t, const struct cluster *c,
                     const struct config *cfg, struct sched_errbuf *eb)
 {
@@ -391,6 +415,10 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         g->min_member = 0;
         gang_finalize(g);
         g->min_member = g->n_pods;
+        if (tj->min_pods > 0 && (rrc = elastic_row(in, j, tj, t, eb)) != 0) {
+            sim_input_free(in);
+            return rrc;
+        }
     }
     in->n_jobs = (uint32_t)t->n_jobs;
     int rc = intern_users(in, t);

@@ -98,12 +98,13 @@ int sim_run_private(const struct sim_input *in, const struct sched_policy *pol,
         struct sim_input sub = *in;
         sub.owned_config = NULL;
         sub.multinode_above = in->cluster->max_node_gpus; /* as in the shared runs */
-        sub.n_jobs = 0;
+        sub.n_jobs = sub.n_elastic = 0;
         sub.jobs = jobs;
         for (uint32_t j = 0; j < in->n_jobs; j++)
             if (in->jobs[j].gang.queue == q) {
                 jobs[sub.n_jobs] = in->jobs[j];
                 jobs[sub.n_jobs].gang.id = sub.n_jobs;
+                sub.n_elastic += in->jobs[j].min_pods > 0;
                 sub.n_jobs++;
             }
         out->per_queue[q].name = in->queues[q].name;

@@ -60,6 +60,22 @@ struct fin {
     enum fin_kind kind;
 };
 
+/* An elastic job (sim_job.min_pods > 0; sim/elastic.c): the members it runs with and those
+ * waiting to join it, each member named by its pod set in the trace's gang (a set index). */
+struct sim_elastic {
+    uint32_t job;
+    uint8_t *live_set; /* [n_pods of the job] the running members' sets, in pod order */
+    uint32_t n_live;   /* = its gang's n_pods while it runs whole */
+    uint8_t *grow_set; /* [n_pods] the members evicted alone, waiting to join, in set order */
+    uint32_t n_grow;
+    struct gang live; /* the running gang: id = the job's, min_member = min_pods */
+    struct gang grow; /* the waiting members: id = n_jobs + slot, every one together */
+    bool grow_queued; /* grow is in its queue (and pending in the engine) */
+    uint32_t *ask;    /* members asked to leave after a checkpoint (indices into live) */
+    uint32_t n_ask;
+    double gpu_ms; /* GPU-milliseconds held over every run (stats.c) */
+};
+
 struct run {
     const struct sim_input *in;
     const struct sched_policy *pol;
@@ -169,12 +185,31 @@ struct run {
     uint32_t *fin_now; /* jobs finished in the current instant, not yet learned from */
     uint32_t n_fin_now;
     int64_t *eta_first; /* per job: first expected start planned, INT64_MIN = none yet */
+    /* elastic jobs (sim/elastic.c): el_of[j] = job j's slot in el, UINT32_MAX for a rigid job;
+     * a slot's waiting members are the core's and the engine's gang n_jobs + slot, so every
+     * per-job array is n_ids = n_jobs + n_elastic long */
+    uint32_t *el_of;
+    struct sim_elastic *el;
+    uint32_t n_ids;
 };
 
 /* Job j's state: the engine's job table (sched/engine/engine.h). */
 static inline enum eng_state sim_state(const struct run *r, uint32_t j)
 {
     return eng_job_state(r->eng, j);
+}
+
+/* The gang job j runs as: an elastic job's members now, else its trace gang. */
+static inline const struct gang *sim_gang(const struct run *r, uint32_t j)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    return k != UINT32_MAX && r->el[k].n_live > 0 ? &r->el[k].live : &r->in->jobs[j].gang;
+}
+
+/* The trace job behind core gang id g: itself, or the elastic job whose members g is. */
+static inline uint32_t sim_job_of(const struct run *r, uint32_t g)
+{
+    return g < r->in->n_jobs ? g : r->el[g - r->in->n_jobs].job;
 }
 
 static inline int64_t *sim_usage_at(struct run *r, uint32_t q, uint32_t f)
@@ -201,6 +236,24 @@ int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t);
 
 void sim_on_effects(struct run *r, int64_t now);
 
+void sim_pod_on(struct run *r, const struct gang *g, const struct podset *ps,
+                const struct sched_assign *a, int64_t now);
+void sim_pod_off(struct run *r, const struct gang *g, const struct podset *ps,
+                 const struct sched_assign *a);
+void sim_charge_req(struct run *r, uint32_t q, uint32_t f, const struct res_vec *need, int sign);
+int64_t sim_work_done(const struct run *r, uint32_t j, int64_t t);
+int64_t sim_wall_for(const struct run *r, uint32_t j, int64_t work_ms);
+
+/* elastic.c */
+bool sim_elastic_alloc(struct run *r);
+void sim_elastic_free(struct run *r);
+void sim_elastic_started(struct run *r, uint32_t j);
+void sim_elastic_withdraw(struct run *r, uint32_t j);
+int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
+               bool checkpointed, const char *reason);
+int sim_grow(struct run *r, const struct sched_placement *p, int64_t now);
+const struct gang *sim_grow_gang(const struct run *r, uint32_t g);
+
 /* input.c */
 double sim_rng_unit(uint64_t *x);
 
@@ -208,6 +261,8 @@ double sim_rng_unit(uint64_t *x);
 void sim_json_str(FILE *f, const char *s);
 void sim_ev_head(const struct run *r, int64_t t_ms, const char *type, uint32_t job);
 void sim_ev_cluster(const struct run *r);
+void sim_ev_pods(const struct run *r, const struct sched_assign *a, const uint32_t *idx,
+                 uint32_t n);
 void sim_ev_node(const struct run *r, int64_t now, const char *type, uint32_t node);
 void sim_log_reservations(struct run *r, const struct sched_result *res, int64_t now);
 void sim_explain_flush(struct run *r);

@@ -50,36 +50,65 @@ static void update_release(struct run *r, uint32_t i)
     sim_release_note(r, i);
 }
 
+/* Quota usage of queue q in flavor f: + or - the request need. */
+void sim_charge_req(struct run *r, uint32_t q, uint32_t f, const struct res_vec *need, int sign)
+{
+    int64_t *u = sim_usage_at(r, q, f);
+    for (int k = 0; k < res_count(); k++)
+        u[k] += sign * need->v[k];
+}
+
 static void charge(struct run *r, const struct gang *g, uint32_t f, int sign)
 {
-    int64_t *u = sim_usage_at(r, g->queue, f);
     struct res_vec need;
     gang_request(g, &need);
-    for (int k = 0; k < res_count(); k++)
-        u[k] += sign * need.v[k];
+    sim_charge_req(r, g->queue, f, &need, sign);
+}
+
+/* One pod of gang g (pod set ps) goes on its node (a): usage, GPUs, release bookkeeping. now < 0:
+ * a resumed run's placement, whose releases are not known yet. */
+void sim_pod_on(struct run *r, const struct gang *g, const struct podset *ps,
+                const struct sched_assign *a, int64_t now)
+{
+    struct node_state *ns = &r->state[a->node];
+    sim_node_changed(r, a->node);
+    res_add(&ns->used, &ps->req);
+    r->stranded -= stranded_on(r, a->node);
+    ns->gpu_used |= a->gpu_mask;
+    r->stranded += stranded_on(r, a->node);
+    r->pods_on[a->node]++;
+    if (g->max_runtime_ms <= 0)
+        r->unbounded[a->node]++;
+    else if (now >= 0 && now + g->max_runtime_ms > r->bounded_max[a->node])
+        r->bounded_max[a->node] = now + g->max_runtime_ms;
+    if (now >= 0)
+        update_release(r, a->node);
+}
+
+/* The pod leaves its node. */
+void sim_pod_off(struct run *r, const struct gang *g, const struct podset *ps,
+                 const struct sched_assign *a)
+{
+    struct node_state *ns = &r->state[a->node];
+    sim_node_changed(r, a->node);
+    res_sub(&ns->used, &ps->req);
+    r->stranded -= stranded_on(r, a->node);
+    ns->gpu_used &= ~a->gpu_mask;
+    r->stranded += stranded_on(r, a->node);
+    r->pods_on[a->node]--;
+    if (g->max_runtime_ms <= 0)
+        r->unbounded[a->node]--;
+    update_release(r, a->node);
 }
 
 /* Puts the pods of job j (placement a) on their nodes: usage, GPUs, release bookkeeping. */
 void sim_occupy(struct run *r, uint32_t j, const struct sched_assign *a, int64_t now)
 {
-    const struct gang *g = &r->in->jobs[j].gang;
+    const struct gang *g = sim_gang(r, j);
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
-            struct node_state *ns = &r->state[a[k].node];
-            sim_node_changed(r, a[k].node);
-            res_add(&ns->used, &g->sets[s].req);
-            r->stranded -= stranded_on(r, a[k].node);
-            ns->gpu_used |= a[k].gpu_mask;
-            r->stranded += stranded_on(r, a[k].node);
-            r->pods_on[a[k].node]++;
-            if (g->max_runtime_ms <= 0)
-                r->unbounded[a[k].node]++;
-            else if (now >= 0 && now + g->max_runtime_ms > r->bounded_max[a[k].node])
-                r->bounded_max[a[k].node] = now + g->max_runtime_ms;
-            if (now >= 0)
-                update_release(r, a[k].node);
-        }
+        for (uint32_t q = 0; q < g->sets[s].count; q++, k++)
+            sim_pod_on(r, g, &g->sets[s], &a[k], now);
     r->busy_gpus += g->gpus;
     charge(r, g, r->job_flavor[j], +1);
 }
@@ -164,7 +193,10 @@ void sim_submit(struct run *r, uint32_t j, int64_t now)
         r->n_pending_whole++;
     if (r->opt->events) {
         sim_ev_head(r, now, "submit", j);
-        fprintf(r->opt->events, ",\"gpus\":%lld,\"pods\":%u}\n", (long long)g->gpus, g->n_pods);
+        fprintf(r->opt->events, ",\"gpus\":%lld,\"pods\":%u", (long long)g->gpus, g->n_pods);
+        if (r->in->jobs[j].min_pods > 0) /* elastic (sim/elastic.c) */
+            fprintf(r->opt->events, ",\"min_pods\":%u", r->in->jobs[j].min_pods);
+        fputs("}\n", r->opt->events);
     }
 }
 
@@ -182,6 +214,8 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     const struct gang *g = p->gang;
     uint32_t j = g->id;
     const struct cluster *c = r->in->cluster;
+    if (j >= r->in->n_jobs) /* the waiting members of an elastic job join it */
+        return sim_grow(r, p, now);
     unqueue(r, j);
     sim_touch(r, j);
     eng_job_bound(r->eng, j, now); /* its preemptor holds end */
@@ -201,6 +235,7 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     free(r->assign[j]); /* the previous run's placement */
     r->assign[j] = a;
     r->job_flavor[j] = p->flavor;
+    sim_elastic_started(r, j);
     sim_occupy(r, j, a, now);
     bool doomed = false;
     if (r->fail) {
@@ -247,24 +282,13 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
     if (p->backfilled)
         r->st->backfilled++;
     if (!doomed)
-        sim_heap_push(r, now + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
+        sim_heap_push(r, now + r->overhead_ms[j] + sim_wall_for(r, j, r->remaining_ms[j]), j,
+                      FIN_FINISH);
     if (r->opt->events) {
         FILE *f = r->opt->events;
         sim_ev_head(r, now, "start", j);
-        fputs(",\"pods\":[", f);
-        for (uint32_t x = 0; x < g->n_pods; x++) {
-            fputs(x ? ",{\"node\":" : "{\"node\":", f);
-            sim_json_str(f, c->nodes[a[x].node].name);
-            fputs(",\"gpus\":[", f);
-            bool first = true;
-            for (uint32_t b = 0; b < 32; b++)
-                if (a[x].gpu_mask & (1u << b)) {
-                    fprintf(f, first ? "%u" : ",%u", b);
-                    first = false;
-                }
-            fputs("]}", f);
-        }
-        fputc(']', f);
+        fputs(",\"pods\":", f);
+        sim_ev_pods(r, a, NULL, g->n_pods);
         struct eng_job ej = eng_job(r->eng, j);
         if (ej.probation_until_ms > 0) { /* backfill on probation: its promise */
             fprintf(f, ",\"probation_until\":%.3f,\"probation_for\":",
@@ -279,22 +303,13 @@ static int start(struct run *r, const struct sched_placement *p, int64_t now)
 /* Frees what a running job holds (nodes, quota) and takes it off the running set. */
 void sim_release_job(struct run *r, uint32_t j)
 {
-    const struct gang *g = &r->in->jobs[j].gang;
+    const struct gang *g = sim_gang(r, j);
     const struct sched_assign *a = r->assign[j];
     uint32_t k = 0;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        for (uint32_t q = 0; q < g->sets[s].count; q++, k++) {
-            struct node_state *ns = &r->state[a[k].node];
-            sim_node_changed(r, a[k].node);
-            res_sub(&ns->used, &g->sets[s].req);
-            r->stranded -= stranded_on(r, a[k].node);
-            ns->gpu_used &= ~a[k].gpu_mask;
-            r->stranded += stranded_on(r, a[k].node);
-            r->pods_on[a[k].node]--;
-            if (g->max_runtime_ms <= 0)
-                r->unbounded[a[k].node]--;
-            update_release(r, a[k].node);
-        }
+        for (uint32_t q = 0; q < g->sets[s].count; q++, k++)
+            sim_pod_off(r, g, &g->sets[s], &a[k]);
+    sim_elastic_withdraw(r, j);
     r->busy_gpus -= g->gpus; /* r->assign[j] stays: the last placement, for the results */
     charge(r, g, r->job_flavor[j], -1);
     uint32_t last = r->runlist[--r->n_run], at = r->runpos[j];
@@ -311,7 +326,9 @@ void sim_account_run(struct run *r, uint32_t j, int64_t now)
 {
     int64_t dt = now - r->run_start_ms[j];
     r->busy_ms[j] += dt;
-    const struct gang *g = &r->in->jobs[j].gang;
+    const struct gang *g = sim_gang(r, j);
+    if (r->el_of && r->el_of[j] != UINT32_MAX)
+        r->el[r->el_of[j]].gpu_ms += (double)g->gpus * (double)dt;
     if (!r->st->node_gpu_s || !r->assign[j] || dt <= 0)
         return;
     for (uint32_t k = 0; k < g->n_pods; k++)
@@ -334,10 +351,41 @@ static void finish(struct run *r, uint32_t j, int64_t now)
     }
 }
 
+/* Job j's speed as a fraction num / den of its full speed: a training job (a profile that
+ * packs) that runs with fewer members than its trace gang advances at their share of its GPUs
+ * (sim/elastic.c); every other job at full speed. */
+static void job_speed(const struct run *r, uint32_t j, int64_t *num, int64_t *den)
+{
+    const struct gang *full = &r->in->jobs[j].gang, *g = sim_gang(r, j);
+    *num = *den = 1;
+    if (g != full && !full->spread && full->gpus > 0 && g->gpus > 0 && g->gpus < full->gpus) {
+        *num = g->gpus;
+        *den = full->gpus;
+    }
+}
+
+/* Work (ms at full speed) job j's current run has done by time t. */
+int64_t sim_work_done(const struct run *r, uint32_t j, int64_t t)
+{
+    int64_t wall = t - r->run_start_ms[j] - r->overhead_ms[j], num, den;
+    if (wall <= 0)
+        return 0;
+    job_speed(r, j, &num, &den);
+    return num == den ? wall : (int64_t)((double)wall * (double)num / (double)den);
+}
+
+/* Time job j's current run takes to do work_ms of work. */
+int64_t sim_wall_for(const struct run *r, uint32_t j, int64_t work_ms)
+{
+    int64_t num, den;
+    job_speed(r, j, &num, &den);
+    return num == den ? work_ms : (int64_t)ceil((double)work_ms * (double)den / (double)num);
+}
+
 /* Work of the current run saved by checkpoints at time t (multiples of the interval). */
 int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t)
 {
-    int64_t done = t - r->run_start_ms[j] - r->overhead_ms[j];
+    int64_t done = sim_work_done(r, j, t);
     int64_t every = r->in->jobs[j].checkpoint_interval_ms;
     if (done <= 0 || every <= 0)
         return 0;
@@ -347,7 +395,8 @@ int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t)
 static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
 {
     int64_t saved = sim_saved_work(r, j, t);
-    return saved > 0 ? r->run_start_ms[j] + r->overhead_ms[j] + saved : r->run_start_ms[j];
+    return saved > 0 ? r->run_start_ms[j] + r->overhead_ms[j] + sim_wall_for(r, j, saved)
+                     : r->run_start_ms[j];
 }
 
 /* ---- the engine's effects ------------------------------------------------------------- */
@@ -410,18 +459,18 @@ void sim_on_effects(struct run *r, int64_t now)
 static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bool checkpointed)
 {
     const struct sim_job *job = &r->in->jobs[j];
-    int64_t done = now - r->run_start_ms[j] - r->overhead_ms[j];
-    if (done < 0)
-        done = 0;
+    int64_t done = sim_work_done(r, j, now);
     if (done > r->remaining_ms[j])
         done = r->remaining_ms[j];
     int64_t saved = checkpointed ? done : sim_saved_work(r, j, now);
     if (saved > r->remaining_ms[j])
         saved = r->remaining_ms[j];
-    int64_t lost_ms =
-        (done - saved) + (now - r->run_start_ms[j] < r->overhead_ms[j] ? now - r->run_start_ms[j]
-                                                                       : r->overhead_ms[j]);
-    r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost_ms / 3.6e6;
+    /* GPU-ms lost: the work (at full speed, all its GPUs) and the restart its GPUs sat through */
+    int64_t restart =
+        now - r->run_start_ms[j] < r->overhead_ms[j] ? now - r->run_start_ms[j] : r->overhead_ms[j];
+    double lost_gpu_ms = (double)job->gang.gpus * (double)(done - saved) +
+                         (double)sim_gang(r, j)->gpus * (double)restart;
+    r->st->gpu_hours_lost_to_preemption += lost_gpu_ms / 3.6e6;
     r->remaining_ms[j] -= saved;
     sim_account_run(r, j, now);
     sim_touch(r, j);
@@ -434,8 +483,7 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
         sim_ev_head(r, now, "evict", j);
         fputs(",\"reason\":", r->opt->events);
         sim_json_str(r->opt->events, reason);
-        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n",
-                (double)job->gang.gpus * (double)lost_ms / 1000.0);
+        fprintf(r->opt->events, ",\"lost_gpu_s\":%.3f}\n", lost_gpu_ms / 1000.0);
     }
     /* the engine's job state: torn down by a preemption, gone at once, requeued now (back to its
      * queue, original submission time kept) */
@@ -503,7 +551,7 @@ static void build_views(struct run *r, int64_t now)
         uint32_t j = r->runlist[k];
         const struct config_queue *cq = &in->config->queues[in->jobs[j].gang.queue];
         r->runv[k] = (struct sched_running){
-            .gang = &in->jobs[j].gang,
+            .gang = sim_gang(r, j),
             .pods = r->assign[j],
             .flavor = r->job_flavor[j],
             .start_ms = r->run_start_ms[j],
@@ -519,16 +567,15 @@ static void build_views(struct run *r, int64_t now)
 static const struct gang *core_gang(void *ctx, uint32_t g, bool *pending)
 {
     const struct run *r = ctx;
-    if (g >= r->in->n_jobs)
+    if (g >= r->n_ids)
         return NULL;
     *pending = sim_state(r, g) == ENG_JOB_PENDING;
-    return &r->in->jobs[g].gang;
+    return g < r->in->n_jobs ? &r->in->jobs[g].gang : sim_grow_gang(r, g);
 }
 
 /* Evictions decided by the core: at once, or after a checkpoint when the victim's queue asks
- * for one (checkpointGrace) and the job checkpoints at all. Always whole: every simulated job is
- * rigid (min_member = n_pods, input.c), so the core never takes members alone (ev->pods is
- * NULL; the daemon's driver_shrink.c does that for elastic gangs). */
+ * for one (checkpointGrace) and the job checkpoints at all. Whole, or members of an elastic job
+ * alone (ev->pods; sim/elastic.c, as the daemon's driver_shrink.c), which run whole meanwhile. */
 static int apply_evictions(struct run *r, const struct sched_result *res, int64_t now,
                            uint32_t *evicted)
 {
@@ -545,7 +592,12 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
                  : ev->kind == SCHED_PREEMPT_FAIR_SHARE ? "fair-share preempted"
                  : ev->kind == SCHED_PREEMPT_OVERDUE    ? "overdue backfill evicted"
                                                         : "preempted",
-                 in->jobs[ev->preemptor->id].id);
+                 in->jobs[sim_job_of(r, ev->preemptor->id)].id);
+        uint32_t k = ev->pods && r->el_of ? r->el_of[j] : UINT32_MAX;
+        if (k != UINT32_MAX) { /* the members asked to leave, kept for the handshake's end */
+            memcpy(r->el[k].ask, ev->pods, ev->n_pods * sizeof(*ev->pods));
+            r->el[k].n_ask = ev->n_pods;
+        }
         if (grace > 0) {
             /* the handshake: a job that checkpoints answers after CKPT_WRITE_MS of writing and
              * goes having saved everything; one that does not answer within the grace is
@@ -562,6 +614,10 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
                 sim_ev_head(r, now, "checkpoint-request", j);
                 fputs("}\n", r->opt->events);
             }
+        } else if (k != UINT32_MAX) {
+            if (sim_shrink(r, j, r->el[k].ask, r->el[k].n_ask, now, false, reason) != 0)
+                return SCHED_ENOMEM;
+            (*evicted)++;
         } else {
             evict(r, j, now, reason, false);
             (*evicted)++;
@@ -655,6 +711,7 @@ static int carry_out(struct run *r, const struct sched_result *res, int64_t now,
     for (uint32_t v = 0; v < res->n_verdicts; v++)
         if ((res->verdicts[v].why == SCHED_WHY_NEVER ||
              res->verdicts[v].why == SCHED_WHY_QUOTA_NEVER) &&
+            res->verdicts[v].gang->id < r->in->n_jobs && /* members waiting to join wait on */
             sim_state(r, res->verdicts[v].gang->id) == ENG_JOB_PENDING) {
             char buf[256];
             sched_verdict_format(&res->verdicts[v], r->in->cluster, r->in->config, buf,
@@ -733,10 +790,17 @@ static void timed_events(struct run *r, int64_t now)
         } else if (f.kind == FIN_FINISH) {
             finish(r, f.job, now);
             r->t_end = now;
-        } else if (f.kind == FIN_EVICT) {
-            evict(r, f.job, now, "preempted after a requested checkpoint", true);
         } else {
-            evict(r, f.job, now, "preempted: no checkpoint within the grace", false);
+            bool answered = f.kind == FIN_EVICT;
+            const char *why = answered ? "preempted after a requested checkpoint"
+                                       : "preempted: no checkpoint within the grace";
+            uint32_t k = r->el_of ? r->el_of[f.job] : UINT32_MAX;
+            if (k != UINT32_MAX && r->el[k].n_ask > 0) { /* members of an elastic job */
+                if (sim_shrink(r, f.job, r->el[k].ask, r->el[k].n_ask, now, answered, why) != 0)
+                    r->oom = true;
+            } else {
+                evict(r, f.job, now, why, answered);
+            }
         }
         maybe_crash(r);
     }
@@ -888,7 +952,8 @@ static bool run_alloc(struct run *r)
 {
     const struct sim_input *in = r->in;
     struct sim_stats *out = r->st;
-    size_t nj = in->n_jobs ? in->n_jobs : 1, nq = in->n_queues + 1, nn = in->cluster->n_nodes + 1;
+    bool el_ok = sim_elastic_alloc(r); /* sets n_ids: every per-job array covers them */
+    size_t nj = r->n_ids ? r->n_ids : 1, nq = in->n_queues + 1, nn = in->cluster->n_nodes + 1;
     r->state = calloc(nn, sizeof(*r->state));
     r->base = place_base_new(in->cluster);
     r->start_ms = calloc(nj, sizeof(*r->start_ms));
@@ -939,12 +1004,12 @@ static bool run_alloc(struct run *r)
         r->last_reason = calloc(nj, sizeof(*r->last_reason));
         r->db_placed = calloc(nj, 1);
     }
-    return r->state && r->base && r->start_ms && r->end_ms && r->assign && r->queues && r->heap &&
-           r->usage && r->job_flavor && r->hist && r->share && r->reclaim_wait && out->per_queue &&
-           out->node_gpu_s && r->pods_on && r->unbounded && r->bounded_max && r->remaining_ms &&
-           r->run_start_ms && r->overhead_ms && r->busy_ms && r->gen && r->n_evicted &&
-           r->evicting && r->evict_at && r->evict_kind && r->runlist && r->runpos && r->runv &&
-           est_ok && r->eng &&
+    return el_ok && r->state && r->base && r->start_ms && r->end_ms && r->assign && r->queues &&
+           r->heap && r->usage && r->job_flavor && r->hist && r->share && r->reclaim_wait &&
+           out->per_queue && out->node_gpu_s && r->pods_on && r->unbounded && r->bounded_max &&
+           r->remaining_ms && r->run_start_ms && r->overhead_ms && r->busy_ms && r->gen &&
+           r->n_evicted && r->evicting && r->evict_at && r->evict_kind && r->runlist && r->runpos &&
+           r->runv && est_ok && r->eng &&
            (!r->fail || (r->broken && r->broken_start && r->lost_node && r->attempts &&
                          r->fail_at && r->down_at && r->held_down)) &&
            (!r->opt->db || (r->dirty && r->dirty_list && r->node_dirty && r->last_why &&
@@ -988,6 +1053,7 @@ static void run_free(struct run *r)
     free(r->runv), free(r->evict_at), free(r->evict_kind), free(r->dirty), free(r->dirty_list);
     free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
     sim_estimates_free(r);
+    sim_elastic_free(r);
     free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);
     free(r->fail_at), free(r->down_at), free(r->held_down);
     arena_fini(&r->life_arena);
@@ -1002,12 +1068,18 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     memset(out, 0, sizeof(*out));
     out->policy = pol->name;
     out->n_queues = in->n_queues;
+    out->elastic_jobs = in->n_elastic;
     struct run r = {
         .in = in, .pol = pol, .opt = opt, .st = out, .fail = opt->failures, .wake_ms = INT64_MAX};
     arena_init(&r.qarena, 16 * 1024);
     arena_init(&r.life_arena, 4096);
     int rc;
-    if (!run_alloc(&r)) {
+    if (in->n_elastic > 0 && (opt->db || in->config->n_flavors > 1)) {
+        rc = sched_fail(eb, SCHED_EINVAL,
+                        "min_pods: %u elastic jobs in the trace; elastic jobs are simulated "
+                        "without --db and with a single flavor only",
+                        in->n_elastic);
+    } else if (!run_alloc(&r)) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
     } else {
         run_init(&r);

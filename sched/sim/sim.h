@@ -29,6 +29,9 @@ struct sim_job {
     int64_t duration_ms; /* work, as run time at full gang size */
     int64_t checkpoint_interval_ms; /* a checkpoint every this much work; 0 = never */
     int64_t restart_cost_ms;        /* time a restart costs before work resumes */
+    uint32_t min_pods;              /* elastic (trace column min_pods): it runs on with at least
+                                       this many pods, members above it may be preempted alone
+                                       (sim/elastic.c); 0 = rigid (every pod) */
 };
 
 /* Workload knobs the traces do not carry (all seeded: same seed, same workload). */
@@ -48,6 +51,7 @@ struct sim_input {
     struct queue *queues; /* = the config's queues, same indices */
     uint32_t n_queues;
     uint32_t n_users;            /* distinct trace users; jobs' gang.user is 1..n_users, or 0 */
+    uint32_t n_elastic;          /* jobs with min_pods > 0 */
     const struct config *config; /* the operator's, or the generated default (owned) */
     struct config *owned_config;
     int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the
@@ -125,6 +129,11 @@ struct sim_stats {
     uint64_t preempted_gangs;            /* distinct gangs evicted at least once */
     double gpu_hours_lost_to_preemption; /* work since the last checkpoint + restarts */
     uint64_t checkpoint_requests;        /* evictions that asked for a checkpoint first */
+    /* elastic jobs (trace column min_pods, sim/elastic.c) */
+    uint64_t member_preemptions; /* preemptions that took members alone, the job running on */
+    uint64_t members_preempted;  /* members they took */
+    uint64_t member_joins;       /* members waiting to join placed (each such placement once) */
+    uint32_t elastic_jobs;       /* jobs of the trace with min_pods (the rows above shown) */
     /* failures (--node-mtbf, --outages, --pod-start-failure-rate) */
     uint64_t node_failures;    /* nodes that went down */
     uint64_t failure_restarts; /* gangs torn down by a failure and queued again */

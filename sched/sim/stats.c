@@ -82,6 +82,15 @@ static double job_wait_s(const struct run *r, uint32_t j)
     return w > 0 ? (double)w / 1000.0 : 0.0;
 }
 
+/* GPU-milliseconds job j held over its runs: an elastic job's as its members came and went
+ * (sim/elastic.c), any other's its GPUs times its busy time. */
+static double job_gpu_ms(const struct run *r, uint32_t j)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    return k != UINT32_MAX ? r->el[k].gpu_ms
+                           : (double)r->in->jobs[j].gang.gpus * (double)r->busy_ms[j];
+}
+
 #define ETA_WAITED_S 600.0 /* the start-time KPIs count gangs that waited longer (seconds) */
 
 /* The per-queue results (qq: room for every job, scratch). */
@@ -100,7 +109,7 @@ static void per_queue(struct run *r, double *qq)
             if (sim_state(r, j) != ENG_JOB_RUNNING && sim_state(r, j) != ENG_JOB_FINISHED)
                 continue;
             qq[n++] = (double)(r->start_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-            ps->gpu_hours += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 3.6e6;
+            ps->gpu_hours += job_gpu_ms(r, j) / 3.6e6;
         }
         qsort(qq, n, sizeof(*qq), cmp_double);
         ps->mean_queue_s = mean(qq, n);
@@ -154,7 +163,7 @@ int sim_summarize(struct run *r, int64_t t0, int64_t t_end, double frag_weighted
         wait_sum += wait_s;
         if (sim_state(r, j) == ENG_JOB_FINISHED)
             jct[nj++] = (double)(r->end_ms[j] - in->jobs[j].gang.submit_ms) / 1000.0;
-        busy_gpu_s += (double)in->jobs[j].gang.gpus * (double)r->busy_ms[j] / 1000.0;
+        busy_gpu_s += job_gpu_ms(r, j) / 1000.0;
         int32_t p = in->jobs[j].gang.priority;
         uint32_t k = 0;
         while (k < st->n_prio && st->prio_values[k] != p)
@@ -251,6 +260,8 @@ static void merge_counts(struct sim_stats *a, const struct sim_stats *o)
     a->preemptions += o->preemptions, a->preempted_gangs += o->preempted_gangs;
     a->gpu_hours_lost_to_preemption += o->gpu_hours_lost_to_preemption;
     a->checkpoint_requests += o->checkpoint_requests;
+    a->member_preemptions += o->member_preemptions, a->members_preempted += o->members_preempted;
+    a->member_joins += o->member_joins, a->elastic_jobs += o->elastic_jobs;
     a->node_failures += o->node_failures, a->failure_restarts += o->failure_restarts;
     a->failed_jobs += o->failed_jobs, a->quarantines += o->quarantines;
     a->gpu_hours_lost_to_failures += o->gpu_hours_lost_to_failures;
@@ -448,7 +459,7 @@ int sim_write_jobs(const struct run *r, FILE *f)
         FILE *pf = open_memstream(&place, &place_len);
         if (!pf)
             return SCHED_ENOMEM;
-        for (uint32_t k = 0; r->assign[j] && k < in->jobs[j].gang.n_pods; k++)
+        for (uint32_t k = 0; r->assign[j] && k < sim_gang(r, j)->n_pods; k++)
             fprintf(pf, "%s%s:%x", k ? ";" : "", in->cluster->nodes[r->assign[j][k].node].name,
                     r->assign[j][k].gpu_mask);
         if (fclose(pf) != 0) {

@@ -26,52 +26,60 @@ struct stat_row {
     const char *key;   /* the JSON key and the report's metric name */
     enum row_fmt fmt;
     enum row_type type;
-    size_t off;    /* of the field in struct sim_stats */
-    bool failures; /* shown in the table only when the run had failures */
+    size_t off;   /* of the field in struct sim_stats */
+    uint8_t only; /* 0: always; SHOW_FAILURES: in the table only when the run had failures;
+                     SHOW_ELASTIC: only when the trace has elastic jobs (JSON too) */
 };
 
+#define SHOW_FAILURES 1
+#define SHOW_ELASTIC  2
 #define ROW(label, key, fmt, type, field, fail)                                                    \
     {                                                                                              \
         label, key, fmt, type, offsetof(struct sim_stats, field), fail                             \
     }
 
 static const struct stat_row stat_rows[] = {
-    ROW("jobs completed", "completed", F_COUNT, T_U32, completed, false),
-    ROW("jobs rejected (never fit)", "rejected", F_COUNT, T_U32, rejected, false),
-    ROW("jobs never started", "never_started", F_COUNT, T_U32, never_started, false),
-    ROW("mean queue time", "mean_queue_s", F_DUR, T_DBL, mean_queue_s, false),
-    ROW("mean wait (with re-waits)", "mean_wait_s", F_DUR, T_DBL, mean_wait_s, false),
-    ROW("p50 queue time", "p50_queue_s", F_DUR, T_DBL, p50_queue_s, false),
-    ROW("p95 queue time", "p95_queue_s", F_DUR, T_DBL, p95_queue_s, false),
-    ROW("p99 queue time", "p99_queue_s", F_DUR, T_DBL, p99_queue_s, false),
+    ROW("jobs completed", "completed", F_COUNT, T_U32, completed, 0),
+    ROW("jobs rejected (never fit)", "rejected", F_COUNT, T_U32, rejected, 0),
+    ROW("jobs never started", "never_started", F_COUNT, T_U32, never_started, 0),
+    ROW("mean queue time", "mean_queue_s", F_DUR, T_DBL, mean_queue_s, 0),
+    ROW("mean wait (with re-waits)", "mean_wait_s", F_DUR, T_DBL, mean_wait_s, 0),
+    ROW("p50 queue time", "p50_queue_s", F_DUR, T_DBL, p50_queue_s, 0),
+    ROW("p95 queue time", "p95_queue_s", F_DUR, T_DBL, p95_queue_s, 0),
+    ROW("p99 queue time", "p99_queue_s", F_DUR, T_DBL, p99_queue_s, 0),
     ROW("multi-node gangs' mean queue", "multinode_mean_queue_s", F_DUR, T_DBL,
-        multinode_mean_queue_s, false),
-    ROW("mean job completion time", "mean_jct_s", F_DUR, T_DBL, mean_jct_s, false),
-    ROW("p95 job completion time", "p95_jct_s", F_DUR, T_DBL, p95_jct_s, false),
-    ROW("GPU utilization", "gpu_utilization", F_PCT, T_DBL, gpu_utilization, false),
-    ROW("makespan", "makespan_s", F_DUR, T_DBL, makespan_s, false),
-    ROW("tensor-parallel splits", "tp_splits", F_COUNT, T_U64, tp_splits, false),
+        multinode_mean_queue_s, 0),
+    ROW("mean job completion time", "mean_jct_s", F_DUR, T_DBL, mean_jct_s, 0),
+    ROW("p95 job completion time", "p95_jct_s", F_DUR, T_DBL, p95_jct_s, 0),
+    ROW("GPU utilization", "gpu_utilization", F_PCT, T_DBL, gpu_utilization, 0),
+    ROW("makespan", "makespan_s", F_DUR, T_DBL, makespan_s, 0),
+    ROW("tensor-parallel splits", "tp_splits", F_COUNT, T_U64, tp_splits, 0),
     ROW("racks per multi-node gang", "mean_racks_per_multinode_gang", F_F2, T_DBL,
-        mean_racks_per_multinode_gang, false),
-    ROW("fragmentation", "fragmentation", F_PCT, T_DBL, fragmentation, false),
-    ROW("whole-node gang waiting", "whole_node_wait_share", F_PCT, T_DBL, whole_node_wait_share,
-        false),
-    ROW("backfilled gangs", "backfilled", F_COUNT, T_U64, backfilled, false),
-    ROW("preemptions (evictions)", "preemptions", F_COUNT, T_U64, preemptions, false),
+        mean_racks_per_multinode_gang, 0),
+    ROW("fragmentation", "fragmentation", F_PCT, T_DBL, fragmentation, 0),
+    ROW("whole-node gang waiting", "whole_node_wait_share", F_PCT, T_DBL, whole_node_wait_share, 0),
+    ROW("backfilled gangs", "backfilled", F_COUNT, T_U64, backfilled, 0),
+    ROW("preemptions (evictions)", "preemptions", F_COUNT, T_U64, preemptions, 0),
     ROW("GPU-hours lost to preemption", "gpu_hours_lost_to_preemption", F_F1, T_DBL,
-        gpu_hours_lost_to_preemption, false),
-    ROW("node failures", "node_failures", F_COUNT, T_U64, node_failures, true),
-    ROW("failure restarts", "failure_restarts", F_COUNT, T_U64, failure_restarts, true),
-    ROW("jobs failed (retries exhausted)", "failed_jobs", F_COUNT, T_U64, failed_jobs, true),
+        gpu_hours_lost_to_preemption, 0),
+    ROW("member preemptions (ran on)", "member_preemptions", F_COUNT, T_U64, member_preemptions,
+        SHOW_ELASTIC),
+    ROW("members preempted", "members_preempted", F_COUNT, T_U64, members_preempted, SHOW_ELASTIC),
+    ROW("members rejoined", "member_joins", F_COUNT, T_U64, member_joins, SHOW_ELASTIC),
+    ROW("node failures", "node_failures", F_COUNT, T_U64, node_failures, SHOW_FAILURES),
+    ROW("failure restarts", "failure_restarts", F_COUNT, T_U64, failure_restarts, SHOW_FAILURES),
+    ROW("jobs failed (retries exhausted)", "failed_jobs", F_COUNT, T_U64, failed_jobs,
+        SHOW_FAILURES),
     ROW("GPU-hours lost to failures", "gpu_hours_lost_to_failures", F_F1, T_DBL,
-        gpu_hours_lost_to_failures, true),
-    ROW("mean recovery time", "mean_recovery_s", F_DUR, T_DBL, mean_recovery_s, true),
-    ROW("partial-gang seconds", "partial_gang_seconds", F_COUNT, T_DBL, partial_gang_seconds, true),
-    ROW("quota violations", "quota_violations", F_COUNT, T_U64, quota_violations, false),
-    ROW("waited within nominal quota", "reclaim_wait_s", F_DUR, T_DBL, reclaim_wait_s, false),
+        gpu_hours_lost_to_failures, SHOW_FAILURES),
+    ROW("mean recovery time", "mean_recovery_s", F_DUR, T_DBL, mean_recovery_s, SHOW_FAILURES),
+    ROW("partial-gang seconds", "partial_gang_seconds", F_COUNT, T_DBL, partial_gang_seconds,
+        SHOW_FAILURES),
+    ROW("quota violations", "quota_violations", F_COUNT, T_U64, quota_violations, 0),
+    ROW("waited within nominal quota", "reclaim_wait_s", F_DUR, T_DBL, reclaim_wait_s, 0),
     ROW("start estimate error, median", "eta_median_rel_error", F_PCT, T_DBL, eta_median_rel_error,
-        false),
-    ROW("start estimate error, p90", "eta_p90_rel_error", F_PCT, T_DBL, eta_p90_rel_error, false),
+        0),
+    ROW("start estimate error, p90", "eta_p90_rel_error", F_PCT, T_DBL, eta_p90_rel_error, 0),
 };
 #define N_ROWS (sizeof(stat_rows) / sizeof(stat_rows[0]))
 
@@ -115,6 +123,13 @@ static bool had_failures(const struct sim_stats *s)
     return s->node_failures || s->failure_restarts;
 }
 
+/* Row r shown for the runs s (in JSON: json, where failure rows always are). */
+static bool shown(const struct stat_row *r, const struct sim_stats *s, bool json)
+{
+    return r->only == 0 || (r->only == SHOW_FAILURES && (json || had_failures(s))) ||
+           (r->only == SHOW_ELASTIC && s->elastic_jobs > 0);
+}
+
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
 static cJSON *stats_json(const struct sim_stats *s)
@@ -124,7 +139,8 @@ static cJSON *stats_json(const struct sim_stats *s)
     cJSON_AddNumberToObject(o, "jobs", s->jobs);
     cJSON_AddNumberToObject(o, "started", s->started);
     for (size_t i = 0; i < N_ROWS; i++)
-        cJSON_AddNumberToObject(o, stat_rows[i].key, row_value(s, &stat_rows[i]));
+        if (shown(&stat_rows[i], s, true))
+            cJSON_AddNumberToObject(o, stat_rows[i].key, row_value(s, &stat_rows[i]));
     cJSON_AddNumberToObject(o, "multinode_gangs", (double)s->multinode_gangs);
     cJSON_AddNumberToObject(o, "preempted_gangs", (double)s->preempted_gangs);
     cJSON_AddNumberToObject(o, "checkpoint_requests", (double)s->checkpoint_requests);
@@ -230,7 +246,7 @@ void sim_print_table(const struct sim_stats *s, int n, const char *cluster, int6
         printf("%14s", s[i].policy);
     putchar('\n');
     for (size_t r = 0; r < N_ROWS; r++) {
-        if (stat_rows[r].failures && !(n > 0 && had_failures(&s[0])))
+        if (n > 0 ? !shown(&stat_rows[r], &s[0], false) : stat_rows[r].only != 0)
             continue;
         printf("%-32s", stat_rows[r].label);
         for (int i = 0; i < n; i++)
@@ -291,7 +307,7 @@ int sim_write_report(const char *path, const char *title, const struct sim_stats
         struct report_metric *mm = m + (size_t)i * N_ROWS;
         size_t k = 0;
         for (size_t r = 0; r < N_ROWS; r++)
-            if (!stat_rows[r].failures || had_failures(&s[0]))
+            if (shown(&stat_rows[r], &s[0], false))
                 mm[k++] = (struct report_metric){stat_rows[r].key, row_value(x, &stat_rows[r]),
                                                  stat_rows[r].label};
         for (uint32_t q = 0; q < nq && q < x->n_queues; q++) {

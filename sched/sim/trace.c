@@ -159,6 +159,7 @@ enum col {
     COL_GPUMEM,
     COL_GPUCORES,
     COL_USER,
+    COL_MIN_PODS,
     COL_COUNT
 };
 #define COL_REQUIRED 3 /* the first three are required */
@@ -187,6 +188,7 @@ static const char *const col_names[COL_COUNT] = {
     "gpumem",
     "gpucores",
     "user",
+    "min_pods",
 };
 
 /* One CSV field: a slice of the input. Quoted fields point between the quotes and may still hold
@@ -552,6 +554,9 @@ static int parse_row(struct parser *ps, const char *p, const char *end)
     if ((rc = get_int(ps, COL_PODS, 1, MAX_POD, &v)))
         return rc;
     j.pods = (int32_t)v;
+    if ((rc = get_int(ps, COL_MIN_PODS, 1, MAX_POD, &v)))
+        return rc;
+    j.min_pods = (int32_t)v;
     if ((rc = get_int(ps, COL_TP_SIZE, 1, MAX_POD, &v)))
         return rc;
     j.tp_size = (int32_t)v;

@@ -12,7 +12,8 @@
  * gpucores (GPU shares in HAMi's model: each pod's gpus_per_pod devices, default 1, each shared
  * with gpumem MiB of memory and gpucores percent of the cores; placed on nodes with a
  * hami.io/node-nvidia-register annotation), user (who submitted the job: run-time estimates
- * learn per user, queue/estimate.h). Unknown columns are ignored.
+ * learn per user, queue/estimate.h), min_pods (an elastic job's minMember: 1..100000, checked
+ * against its pods by sched/sim/input.c). Unknown columns are ignored.
  * Columns may come in any order; the last line may lack its newline; CRLF line ends are accepted;
  * blank lines are skipped. Every error names the file, the line and the column: "itp.csv:17: column
  * 'duration': 'x1' is not a number".
@@ -47,6 +48,8 @@ struct trace_job {
     int32_t priority;       /* 0 when absent */
     int32_t gpus_per_pod;   /* 0 when absent: the simulator derives it from the cluster */
     int32_t pods;           /* 0 when absent */
+    int32_t min_pods;       /* elastic: the pods the job runs on at least (its minMember),
+                               0 when absent (every pod) */
     int64_t max_runtime_ms; /* 0 when absent */
     /* topology requests, named after the PodGroup annotations gangsched.io/...: */
     const char *topology_required;  /* level name ("rack"), NULL when absent */

@@ -3,7 +3,10 @@
  * Owns: the standalone `evcheck FILE.jsonl` program. Each policy's events are replayed against
  * its own cluster: time never goes backwards, gangs start whole (exactly the submitted pods and
  * GPUs) on declared nodes and GPU indices, no GPU is held by two running jobs, and only running
- * jobs finish or are evicted. Unknown event types are ignored.
+ * jobs finish or are evicted. An elastic job (submit's "min_pods") may lose members ("shrink":
+ * the pods that leave, "left", must be its own, and it keeps at least min_pods) and take them
+ * back ("grow": the pods that join, "joined", on free GPUs, never more than it was submitted
+ * with). Unknown event types are ignored.
  * Exit status: 0 when every invariant holds, 1 when some do not (one stderr message per
  * violation, naming the line), 2 on usage or I/O errors.
  */
@@ -152,6 +155,8 @@ struct job {
     char *id;
     int64_t gpus; /* as submitted; -1 when never submitted */
     int64_t pods;
+    int64_t min_pods;  /* elastic: submit's min_pods; else pods */
+    int64_t live_pods; /* pods running now */
     enum job_state state;
     size_t submit_line, start_line, end_line;
     struct gpu_ref *held;
@@ -337,6 +342,10 @@ static void on_submit(struct checker *c, struct policy *p, const cJSON *ev, cons
     struct job *j = &p->jobs[ji];
     j->gpus = gpus;
     j->pods = pods;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(ev, "min_pods");
+    j->min_pods = pods;
+    if (mp && (!get_int(mp, 1, pods, &j->min_pods)))
+        violation(c, p, "job '%s': \"min_pods\" is not an integer in 1..%lld", id, (long long)pods);
     j->state = JOB_PENDING;
     j->submit_line = c->line;
 }
@@ -376,6 +385,80 @@ static int claim_gpu(struct checker *c, struct policy *p, uint32_t ji, uint32_t 
     j->held[j->n_held].gpu = (uint32_t)gi;
     j->n_held++;
     return 1;
+}
+
+/* The pods array `key` of an event of job ji: each pod's GPUs claimed (join) or given back
+ * (leave, each must be the job's); returns the pods listed, -1 when it is not an array. */
+static int64_t pods_of(struct checker *c, struct policy *p, uint32_t ji, const cJSON *ev,
+                       const char *key, int join)
+{
+    const char *id = p->jobs[ji].id;
+    const cJSON *pods = cJSON_GetObjectItemCaseSensitive(ev, key);
+    if (!cJSON_IsArray(pods)) {
+        violation(c, p, "job '%s': without a \"%s\" array", id, key);
+        return -1;
+    }
+    int64_t n = 0;
+    const cJSON *pod, *g;
+    cJSON_ArrayForEach(pod, pods)
+    {
+        n++;
+        const char *node = get_str(pod, "node");
+        uint32_t ni = 0;
+        if (!node || !strmap_get(&p->node_map, node, &ni) ||
+            !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(pod, "gpus"))) {
+            violation(c, p, "job '%s': %s pod %lld: no known \"node\" or no \"gpus\" array", id,
+                      key, (long long)n);
+            continue;
+        }
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(pod, "gpus"))
+        {
+            if (join) {
+                claim_gpu(c, p, ji, ni, g);
+                continue;
+            }
+            struct job *j = &p->jobs[ji];
+            int64_t gi;
+            size_t h = 0;
+            if (get_int(g, 0, (int64_t)p->nodes[ni].gpus - 1, &gi))
+                for (h = 0; h < j->n_held; h++)
+                    if (j->held[h].node == ni && j->held[h].gpu == (uint32_t)gi)
+                        break;
+            if (!get_int(g, 0, (int64_t)p->nodes[ni].gpus - 1, &gi) || h == j->n_held) {
+                violation(c, p, "job '%s': a pod leaves GPUs of node '%s' it does not hold", id,
+                          node);
+                continue;
+            }
+            p->nodes[ni].owner[gi] = -1;
+            j->held[h] = j->held[--j->n_held];
+        }
+    }
+    return n;
+}
+
+/* "shrink" (members of an elastic job leave) or "grow" (they join again). */
+static void on_resize(struct checker *c, struct policy *p, const cJSON *ev, const char *id,
+                      int grow_it)
+{
+    uint32_t ji = 0;
+    if (!job_find(p, id, 0, &ji) || p->jobs[ji].state != JOB_RUNNING) {
+        violation(c, p, "%s of job '%s' that is not running", grow_it ? "grow" : "shrink", id);
+        return;
+    }
+    struct job *j = &p->jobs[ji];
+    if (j->min_pods >= j->pods)
+        violation(c, p, "%s of job '%s', which is not elastic (no min_pods below its pods)",
+                  grow_it ? "grow" : "shrink", id);
+    int64_t n = pods_of(c, p, ji, ev, grow_it ? "joined" : "left", grow_it);
+    if (n < 0)
+        return;
+    j->live_pods += grow_it ? n : -n;
+    if (j->live_pods < j->min_pods)
+        violation(c, p, "job '%s' runs on %lld pods, below its min_pods %lld", id,
+                  (long long)j->live_pods, (long long)j->min_pods);
+    if (j->live_pods > j->pods)
+        violation(c, p, "job '%s' runs %lld pods, more than the %lld it was submitted with", id,
+                  (long long)j->live_pods, (long long)j->pods);
 }
 
 static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const char *id)
@@ -431,7 +514,8 @@ static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const
                 n_gpus++;
         }
     }
-    const struct job *j = &p->jobs[ji];
+    struct job *j = &p->jobs[ji];
+    j->live_pods = n_pods;
     if (j->pods >= 0 && n_pods != j->pods)
         violation(c, p,
                   "job '%s': partial gang start: %lld pods started, %lld submitted (line %zu)", id,
@@ -495,7 +579,8 @@ static void on_event(struct checker *c, const cJSON *ev)
         on_cluster(c, p, ev);
         return;
     }
-    if (!is_submit && !is_start && !is_end)
+    int is_resize = strcmp(type, "shrink") == 0 || strcmp(type, "grow") == 0;
+    if (!is_submit && !is_start && !is_end && !is_resize)
         return; /* other types: forward compatible */
     const char *id = get_str(ev, "job");
     if (!id) {
@@ -506,6 +591,8 @@ static void on_event(struct checker *c, const cJSON *ev)
         on_submit(c, p, ev, id);
     else if (is_start)
         on_start(c, p, ev, id);
+    else if (is_resize)
+        on_resize(c, p, ev, id, type[0] == 'g');
     else
         on_end(c, p, type, id);
 }

@@ -1,0 +1,289 @@
+/* sched/sim/elastic.c: elastic jobs in the simulator (trace column min_pods), run as the daemon
+ * runs an elastic gang (docs/preemption.md#choosing-victims, sched/kube/driver_shrink.c):
+ *   - a job starts whole; a preemption may take its members above min_pods alone
+ *     (sched_eviction.pods), after the checkpoint handshake where its queue asks for one, and
+ *     it runs on with the others (sim_shrink);
+ *   - the members taken come back at once as a gang of their own, every one together (what a
+ *     job's controller does when it makes the pods again), with the job's queue, priority and
+ *     submission time; the core places it as any pending gang and it joins the running job (the
+ *     daemon's "elastic gang grows", sim_grow). Its core and engine id is n_jobs + the job's
+ *     slot, so every per-job array of a run is n_ids long;
+ *   - progress (sim.c, sim_work_done): a training job (a profile that packs) restarts from its
+ *     last checkpoint at each change of its members, torchrun and Ray Train restart every
+ *     worker, and advances at its live GPUs / all its GPUs of full speed; an inference job (a
+ *     profile that spreads) loses nothing and serves its run time.
+ * Owns: struct run's el and el_of (run.h). Must not touch: the core's and the engine's rules;
+ * the rest of a job's state is sim.c's, changed through its helpers.
+ */
+#include "sched/sim/run.h"
+
+bool sim_elastic_alloc(struct run *r)
+{
+    const struct sim_input *in = r->in;
+    r->n_ids = in->n_jobs + in->n_elastic;
+    if (in->n_elastic == 0)
+        return true;
+    r->el_of = malloc(in->n_jobs * sizeof(*r->el_of));
+    r->el = calloc(in->n_elastic, sizeof(*r->el));
+    if (!r->el_of || !r->el)
+        return false;
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < in->n_jobs; j++) {
+        r->el_of[j] = UINT32_MAX;
+        uint32_t n = in->jobs[j].gang.n_pods;
+        if (in->jobs[j].min_pods == 0 || k == in->n_elastic)
+            continue;
+        struct sim_elastic *e = &r->el[k];
+        e->job = j;
+        e->live_set = calloc(n, 1);
+        e->grow_set = calloc(n, 1);
+        e->ask = calloc(n, sizeof(*e->ask));
+        if (!e->live_set || !e->grow_set || !e->ask)
+            return false;
+        r->el_of[j] = k++;
+    }
+    return true;
+}
+
+void sim_elastic_free(struct run *r)
+{
+    for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
+        free(r->el[k].live_set), free(r->el[k].grow_set), free(r->el[k].ask);
+    free(r->el), free(r->el_of);
+    r->el = NULL;
+    r->el_of = NULL;
+}
+
+/* out = the trace gang `full` with only the members sets[0 .. n) (set indices), in set order;
+ * min: its min_member (0: every pod). */
+static void build(const struct gang *full, const uint8_t *sets, uint32_t n, uint32_t id,
+                  uint32_t min, struct gang *out)
+{
+    *out = *full;
+    out->id = id;
+    out->n_sets = 0;
+    for (uint32_t s = 0; s < full->n_sets; s++) {
+        uint32_t c = 0;
+        for (uint32_t x = 0; x < n; x++)
+            c += sets[x] == s;
+        if (c > 0) {
+            out->sets[out->n_sets] = full->sets[s];
+            out->sets[out->n_sets++].count = c;
+        }
+    }
+    out->min_member = 0;
+    gang_finalize(out);
+    out->min_member = min > 0 && min < out->n_pods ? min : out->n_pods;
+}
+
+/* Core gang g of the waiting members of an elastic job, else NULL. */
+const struct gang *sim_grow_gang(const struct run *r, uint32_t g)
+{
+    if (g < r->in->n_jobs || g >= r->n_ids)
+        return NULL;
+    return &r->el[g - r->in->n_jobs].grow;
+}
+
+/* Job j starts (whole): every member runs. */
+void sim_elastic_started(struct run *r, uint32_t j)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX)
+        return;
+    struct sim_elastic *e = &r->el[k];
+    const struct sim_job *job = &r->in->jobs[j];
+    e->n_live = 0;
+    for (uint32_t s = 0; s < job->gang.n_sets; s++)
+        for (uint32_t x = 0; x < job->gang.sets[s].count; x++)
+            e->live_set[e->n_live++] = (uint8_t)s;
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    e->n_grow = e->n_ask = 0;
+}
+
+static void grow_unqueue(struct run *r, struct sim_elastic *e, uint32_t k)
+{
+    if (!e->grow_queued)
+        return;
+    queue_list_remove(&r->queues[e->grow.queue], &e->grow);
+    r->n_pending--;
+    if (sim_whole_node(r, &e->grow))
+        r->n_pending_whole--;
+    e->grow_queued = false;
+    (void)eng_job_finish(r->eng, r->in->n_jobs + k); /* not pending: its holds stay harmless */
+    eng_hold_drop(r->eng, r->in->n_jobs + k);
+}
+
+/* Job j's run ends (finished, evicted whole, torn down): its waiting members go with it (a
+ * requeue brings the whole gang back). */
+void sim_elastic_withdraw(struct run *r, uint32_t j)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX)
+        return;
+    grow_unqueue(r, &r->el[k], k);
+    r->el[k].n_grow = r->el[k].n_ask = 0;
+}
+
+/* The waiting members of slot k, (re)queued with what they are now. */
+static void grow_queue(struct run *r, uint32_t k)
+{
+    struct sim_elastic *e = &r->el[k];
+    const struct sim_job *job = &r->in->jobs[e->job];
+    uint32_t id = r->in->n_jobs + k;
+    grow_unqueue(r, e, k);
+    build(&job->gang, e->grow_set, e->n_grow, id, 0, &e->grow);
+    if (queue_list_insert(&r->queues[e->grow.queue], &e->grow) != 0) {
+        r->oom = true;
+        return;
+    }
+    e->grow_queued = true;
+    r->n_pending++;
+    if (sim_whole_node(r, &e->grow))
+        r->n_pending_whole++;
+    if (eng_job_submit(r->eng, id) != 0)
+        r->oom = true;
+}
+
+/* Counting sort of set indices (a handful of sets). */
+static void sort_sets(uint8_t *v, uint32_t n)
+{
+    uint32_t count[GANG_MAX_SETS] = {0};
+    for (uint32_t x = 0; x < n; x++)
+        count[v[x] < GANG_MAX_SETS ? v[x] : 0]++;
+    uint32_t at = 0;
+    for (uint32_t s = 0; s < GANG_MAX_SETS; s++)
+        for (uint32_t c = 0; c < count[s]; c++)
+            v[at++] = (uint8_t)s;
+}
+
+/* A training job's members change at `now`: every worker restarts from the last checkpoint
+ * (all the work when `checkpointed`); an inference job keeps all it did. A new segment of the
+ * run begins (its busy time and GPU-seconds accounted up to now). */
+static void new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointed)
+{
+    const struct sim_job *job = &r->in->jobs[j];
+    int64_t done = sim_work_done(r, j, now);
+    int64_t saved = job->gang.spread || checkpointed ? done : sim_saved_work(r, j, now);
+    if (saved > r->remaining_ms[j])
+        saved = r->remaining_ms[j];
+    int64_t lost = done - saved;
+    if (lost > 0)
+        r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost / 3.6e6;
+    r->remaining_ms[j] -= saved;
+    sim_account_run(r, j, now);
+    r->run_start_ms[j] = now;
+    r->overhead_ms[j] = job->gang.spread ? 0 : job->restart_cost_ms;
+    r->gen[j]++; /* the old finish is stale */
+}
+
+/* The finish of job j's new segment. */
+static void push_finish(struct run *r, uint32_t j, int64_t now)
+{
+    sim_heap_push(r, now + r->overhead_ms[j] + sim_wall_for(r, j, r->remaining_ms[j]), j,
+                  FIN_FINISH);
+}
+
+/* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`; the
+ * job runs on with the others and the members wait to join again. */
+int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
+               bool checkpointed, const char *reason)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX || n == 0)
+        return 0;
+    struct sim_elastic *e = &r->el[k];
+    const struct sim_job *job = &r->in->jobs[j];
+    if (r->opt->events) { /* before the members leave their places */
+        sim_ev_head(r, now, "shrink", j);
+        fputs(",\"reason\":", r->opt->events);
+        sim_json_str(r->opt->events, reason);
+        fputs(",\"left\":", r->opt->events);
+        sim_ev_pods(r, r->assign[j], pods, n);
+        fprintf(r->opt->events, ",\"pods\":%u}\n", e->n_live - n);
+    }
+    new_segment(r, j, now, checkpointed);
+    struct sched_assign *a = r->assign[j];
+    int64_t gpus = 0;
+    struct res_vec need = {0};
+    uint32_t keep = 0, x = 0;
+    for (uint32_t m = 0; m < e->n_live; m++) {
+        const struct podset *ps = &job->gang.sets[e->live_set[m]];
+        if (x < n && pods[x] == m) { /* leaves */
+            x++;
+            sim_pod_off(r, &job->gang, ps, &a[m]);
+            res_add(&need, &ps->req);
+            gpus += ps->req.v[RES_GPU];
+            e->grow_set[e->n_grow++] = e->live_set[m];
+            continue;
+        }
+        a[keep] = a[m];
+        e->live_set[keep++] = e->live_set[m];
+    }
+    e->n_live = keep;
+    r->busy_gpus -= gpus;
+    sim_charge_req(r, job->gang.queue, r->job_flavor[j], &need, -1);
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    sort_sets(e->grow_set, e->n_grow);
+    grow_queue(r, k);
+    r->evicting[j] = 0;
+    e->n_ask = 0;
+    push_finish(r, j, now);
+    sim_touch(r, j);
+    r->st->member_preemptions++;
+    r->st->members_preempted += n;
+    return 0;
+}
+
+/* The core placed the waiting members of an elastic job (placement p of gang n_jobs + slot):
+ * they join the running job. */
+int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
+{
+    uint32_t k = p->gang->id - r->in->n_jobs, j = r->el[k].job;
+    struct sim_elastic *e = &r->el[k];
+    const struct sim_job *job = &r->in->jobs[j];
+    uint32_t id = r->in->n_jobs + k;
+    (void)eng_job_bound(r->eng, id, now); /* its preemptor holds end */
+    grow_unqueue(r, e, k);
+    if (sim_state(r, j) != ENG_JOB_RUNNING || e->n_grow != p->gang->n_pods)
+        return 0; /* cannot happen: the run ended withdraws them */
+    new_segment(r, j, now, false);
+    uint32_t n = e->n_live + e->n_grow;
+    struct sched_assign *a = malloc(n * sizeof(*a));
+    uint8_t *sets = malloc(n);
+    if (!a || !sets) {
+        free(a), free(sets);
+        return SCHED_ENOMEM;
+    }
+    /* merge by set: the running members of a set first, then those joining */
+    uint32_t at = 0, x = 0, y = 0;
+    struct res_vec need = {0};
+    for (uint32_t s = 0; s < job->gang.n_sets; s++) {
+        for (; x < e->n_live && e->live_set[x] == s; x++, at++)
+            a[at] = r->assign[j][x], sets[at] = (uint8_t)s;
+        for (; y < e->n_grow && e->grow_set[y] == s; y++, at++) {
+            a[at] = p->pods[y];
+            sets[at] = (uint8_t)s;
+            sim_pod_on(r, &job->gang, &job->gang.sets[s], &a[at], now);
+            res_add(&need, &job->gang.sets[s].req);
+        }
+    }
+    free(r->assign[j]);
+    r->assign[j] = a;
+    memcpy(e->live_set, sets, at);
+    free(sets);
+    e->n_live = at;
+    e->n_grow = 0;
+    r->busy_gpus += p->gang->gpus;
+    sim_charge_req(r, job->gang.queue, r->job_flavor[j], &need, +1);
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    push_finish(r, j, now);
+    sim_touch(r, j);
+    r->st->member_joins++;
+    if (r->opt->events) {
+        sim_ev_head(r, now, "grow", j);
+        fputs(",\"joined\":", r->opt->events);
+        sim_ev_pods(r, p->pods, NULL, p->gang->n_pods);
+        fprintf(r->opt->events, ",\"pods\":%u}\n", e->n_live);
+    }
+    return 0;
+}

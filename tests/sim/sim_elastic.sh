@@ -1,0 +1,91 @@
+# Elastic jobs in the simulator (trace column min_pods, sched/sim/elastic.c), as the daemon runs
+# elastic gangs (tests/kube/elastic_preempt.py): a preemption takes members above min_pods
+# alone, the job runs on, and the members join it again when they fit.
+. tests/sim/lib.inc
+CFG="$TMP/c.yaml"
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - name: team\n    preemption:\n      withinQueue: LowerPriority\n    quota:\n      default:\n        nvidia.com/gpu: 8\n' >"$CFG"
+sim() { # NAME TRACE [CONFIG]: events in $TMP/NAME.jsonl, JSON in $TMP/NAME.json, jobs CSV
+    "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 --trace "$2" \
+        --config "${3:-$CFG}" --events "$TMP/$1.jsonl" --jobs-out "$TMP/$1.jobs" \
+        >"$TMP/$1.json" || bad "$1: simulate failed"
+    "$EVCHECK" "$TMP/$1.jsonl" >/dev/null && ok "$1: event log checks" ||
+        bad "$1: event check failed"
+}
+ev() { grep "\"type\":\"$2\"" "$TMP/$1.jsonl"; }
+end_of() { awk -F, -v j="$2" '$1 == j { print $7 }' "$TMP/$1.jobs"; }
+kpi() { "$JGET" "$TMP/$1.json" "policies/0/$2"; }
+
+# 1. inference (serve: 4 pods of 2 GPUs, min_pods 2, spread): hi (2 GPUs, priority 10) takes one
+#    member at 1000 s; it joins again when hi ends at 1600 s; serving loses nothing: 7200 s
+sim inf tests/data/trace-elastic.csv
+expect_eq "inference: one shrink, one member left" \
+    "$(ev inf shrink | grep -c '"t":1000.000.*"left":\[{"node":"hgx-0000","gpus":\[6,7\]}\],"pods":3')" 1
+expect_eq "inference: the member joins when hi ends" \
+    "$(ev inf grow | grep -c '"t":1600.000.*"joined":\[{"node":"hgx-0000","gpus":\[6,7\]}\],"pods":4')" 1
+expect_eq "inference: no whole eviction" "$(ev inf evict | wc -l)" 0
+expect_eq "inference: serve ends on time" "$(end_of inf serve)" 7200.000
+expect_eq "inference: hi starts at once" "$(awk -F, '$1 == "hi" { print $6 }' "$TMP/inf.jobs")" 1000.000
+expect_eq "member preemptions" "$(kpi inf member_preemptions)" 1
+expect_eq "members preempted" "$(kpi inf members_preempted)" 1
+expect_eq "members rejoined" "$(kpi inf member_joins)" 1
+expect_eq "whole preemptions" "$(kpi inf preemptions)" 0
+expect_eq "nothing lost" "$(kpi inf gpu_hours_lost_to_preemption)" 0
+expect_eq "submit names min_pods" "$(ev inf submit | grep -c '"job":"serve".*"min_pods":2')" 1
+# GPU-hours: serve's 8 GPUs x 1000 s + 6 x 600 s + 8 x 5600 s and hi's 2 x 600 s = 16 h (16.33
+# if serve were counted at 8 GPUs throughout)
+expect_cmp "GPU-hours as the members came and went" "$(kpi inf per_queue/team/gpu_hours)" "==" 16
+
+# 2. training (packing, a checkpoint every 600 s of work): every worker restarts from the last
+#    checkpoint at each change. At 1000 s 600 s are saved (400 s x 8 GPUs lost), it runs at 6/8
+#    speed until 1600 s (450 s of work, no checkpoint yet: 450 s x 8 lost when the member
+#    joins), then 6600 s at full speed: it ends at 8200 s
+sed 's/^serve,0,7200,8,4,2,0,0,inference,team/train,0,7200,8,4,2,0,600,,team/' \
+    tests/data/trace-elastic.csv >"$TMP/train.csv"
+sim tr "$TMP/train.csv"
+expect_eq "training: shrink and grow" "$(ev tr shrink | wc -l) $(ev tr grow | wc -l)" "1 1"
+expect_eq "training: ends after its restarts and slower run" "$(end_of tr train)" 8200.000
+expect_cmp "training: work lost at both changes (6800 GPU-s)" \
+    "$(kpi tr gpu_hours_lost_to_preemption)" "==" 1.8888888888888888
+
+# 3. a preemptor needing more than the members above min_pods (6 GPUs > 2 members x 2): the
+#    job is evicted whole, as a rigid one
+sed 's/^hi,1000,600,2,/hi,1000,600,6,/' tests/data/trace-elastic.csv >"$TMP/whole.csv"
+sim wh "$TMP/whole.csv"
+expect_eq "too big for its members: whole eviction" "$(ev wh evict | grep -c '"job":"serve"')" 1
+expect_eq "too big for its members: no shrink" "$(ev wh shrink | wc -l)" 0
+expect_eq "whole: the job's preemption counts" "$(kpi wh preemptions)" 1
+
+# 4. checkpointGrace: the job is asked first, runs whole 30 s while it writes, then the member
+#    leaves having saved everything
+sed 's/withinQueue: LowerPriority/withinQueue: LowerPriority\n      checkpointGrace: 2m/' "$CFG" \
+    >"$TMP/grace.yaml"
+sim gr "$TMP/train.csv" "$TMP/grace.yaml"
+expect_eq "handshake: asked once" "$(ev gr checkpoint-request | grep -c '"t":1000.000')" 1
+expect_eq "handshake: the member leaves after the answer" \
+    "$(ev gr shrink | grep -c '"t":1030.000.*after a requested checkpoint')" 1
+expect_eq "handshake: hi starts when it left" \
+    "$(awk -F, '$1 == "hi" { print $6 }' "$TMP/gr.jobs")" 1030.000
+
+# 5. rigid traces show none of it; min_pods equal to the pods is rigid
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 \
+    --trace tests/data/trace-preempt.csv >"$TMP/rigid.json" || bad "rigid run failed"
+grep -q member_preemptions "$TMP/rigid.json" && bad "a rigid trace reports member preemptions" ||
+    ok "a rigid trace has no elastic KPIs"
+sed 's/^serve,0,7200,8,4,2,/serve,0,7200,8,4,4,/' tests/data/trace-elastic.csv >"$TMP/four.csv"
+sim four "$TMP/four.csv"
+expect_eq "min_pods = pods: rigid, evicted whole" "$(ev four evict | wc -l) $(ev four shrink | wc -l)" "1 0"
+
+# 6. bad input names the place; what is not simulated is refused
+printf 'submission_time,duration,num_gpu,pods,min_pods\n0,10,8,4,5\n' >"$TMP/bad.csv"
+expect_fail "min_pods above pods" 1 "bad.csv:2: column 'min_pods': job bad:2: 5 is more than its 4 pods" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/bad.csv"
+printf 'submission_time,duration,num_gpu,pods,min_pods\n0,10,8,4,0\n' >"$TMP/zero.csv"
+expect_fail "min_pods 0" 1 "zero.csv:2: column 'min_pods'" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace "$TMP/zero.csv"
+printf 'submission_time,duration,num_gpu,pods,min_pods,tp-size\n0,10,8,4,2,4\n' >"$TMP/tp.csv"
+expect_fail "min_pods with slices" 1 "neither slices" -- \
+    "$GS" simulate --no-progress --cluster nvl72:1 --trace "$TMP/tp.csv"
+expect_fail "min_pods with --db" 1 "without --db" -- \
+    "$GS" simulate --no-progress --cluster hgx:1 --trace tests/data/trace-elastic.csv \
+    --config "$CFG" --db "$TMP/x.db"
+finish
