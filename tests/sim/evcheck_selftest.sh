@@ -34,6 +34,10 @@ expect() {
     events-bad-duplicate-gpu.jsonl) echo "3 listed twice" ;;
     events-bad-gpu-count.jsonl) echo "3 16 submitted" ;;
     events-bad-evict-not-running.jsonl) echo "5 not running" ;;
+    events-bad-shrink-below-min.jsonl) echo "4 below its min_pods" ;;
+    events-bad-shrink-not-held.jsonl) echo "5 does not hold" ;;
+    events-bad-grow-overcommit.jsonl) echo "4 listed twice" ;;
+    events-bad-shrink-rigid.jsonl) echo "4 not elastic" ;;
     *) echo "" ;;
     esac
 }
