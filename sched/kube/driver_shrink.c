@@ -50,7 +50,7 @@ bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, 
 
 /* Evicts kg's members that s names and are still members; returns how many, *gpus those left. */
 static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
-                            const char *msg, int64_t *gpus)
+                            bool answered, char *msg, size_t cap, int64_t *gpus)
 {
     uint32_t *pods = arena_alloc(&d->arena, (kg->gang.n_pods + 1) * sizeof(*pods)), n = 0;
     *gpus = kg->gang.gpus;
@@ -61,6 +61,11 @@ static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct
                 *gpus -= gang_pods_request(&kg->gang, m, m + 1, NULL);
                 break;
             }
+    snprintf(msg, cap,
+             "%u of its %u members preempted by %s %s; it runs on with %u, its minMember %u", n,
+             kg->gang.n_pods, s->by,
+             answered ? "after a requested checkpoint" : "with no checkpoint within the grace",
+             kg->gang.n_pods - n, kg->gang.min_member);
     if (n > 0)
         kdrv_evict_members(d, kg, pods, n, msg);
     return n;
@@ -128,11 +133,9 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
         kdrv_cycle_at(d, s->until_ms);
         return false;
     }
-    char msg[600];
-    snprintf(msg, sizeof(msg), "members preempted by %s %s; it runs on with the others", s->by,
-             answered ? "after a requested checkpoint" : "with no checkpoint within the grace");
+    char msg[sizeof(s->by) + 200];
     int64_t gpus = 0;
-    uint32_t n = evict_named(d, kg, s, msg, &gpus);
+    uint32_t n = evict_named(d, kg, s, answered, msg, sizeof(msg), &gpus);
     LOG_INFO(KDRV_MOD, "checkpoint handshake over: gang=%s outcome=%s members=%u", kg->key,
              answered ? "answered" : "timeout", n);
     const char *outcome[] = {answered ? "answered" : "timeout"};

@@ -13,6 +13,8 @@ be observed (the test fails when one disappears, so the comparison gets tightene
 A decision is one line of text:
   bind GANG NODE[gpu ids] ...        a gang bound whole (its pods sorted by node)
   evict GANG preempted               a victim of preemption
+  shrink GANG N                      N members of an elastic gang (min_pods) preempted alone
+  grow GANG NODE[gpu ids] ...        members made again (by this script's controller) join it
   teardown GANG node-failure|start-failure|member-failed|member-lost
   failed GANG                        the retry budget is exhausted
   quarantine NODE                    a node excluded after repeated failed starts
@@ -110,6 +112,8 @@ class Scenario:
                     g.setdefault("topology_required", "")
                     g.setdefault("max_runtime", 0)
                     g.setdefault("checkpoint_interval", 0)
+                    g.setdefault("min_pods", g["pods"])  # elastic when below pods
+                    g.setdefault("profile", "")
                     self.gangs[act["arrive"]] = g
                 elif "finish" in act:
                     self.gangs[act["finish"]]["finish"] = k
@@ -175,13 +179,14 @@ def sim_files(sc, tl, d):
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["job_id", "submission_time", "duration", "num_gpu", "gpus_per_pod",
                     "priority", "checkpoint_interval", "restart_cost", "queue",
-                    "topology-required", "max_runtime"])
+                    "topology-required", "max_runtime", "min_pods", "profile"])
         for name, g in sc.gangs.items():
             t = when[name]
             dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
                         g["priority"], g["checkpoint_interval"], g["restart_cost"], g["queue"],
-                        g["topology_required"], g["max_runtime"] or ""])
+                        g["topology_required"], g["max_runtime"] or "", g["min_pods"],
+                        g["profile"]])
     with open(os.path.join(d, "outages.csv"), "w") as f:
         f.write("node,down,up\n")
         for node, t0, t1 in outages:
@@ -234,6 +239,12 @@ def sim_decisions(sc, tl, events):
         elif typ == "evict":
             kind, why = sim_reason(e["reason"])
             out[k].append("%s %s %s" % (kind, job, why))
+        elif typ == "shrink":
+            out[k].append("shrink %s %d" % (job, len(e["left"])))
+        elif typ == "grow":
+            out[k].append("grow %s %s" % (job, " ".join(sorted(
+                "%s[%s]" % (p["node"], ",".join(str(g) for g in p["gpus"]))
+                for p in e["joined"]))))
         elif typ == "quarantine":
             out[k].append("quarantine %s" % e["node"])
         elif typ == "checkpoint-request":
@@ -342,6 +353,9 @@ class Recorder:
                 if uid in self.events or reg.get("kind") not in ("PodGroup", "Node"):
                     continue
                 reason = e.get("reason")
+                m = re.match(r"(\d+) of its \d+ members preempted", e.get("note") or "")
+                if reason == "Preempted" and m and "asked to checkpoint" not in e["note"]:
+                    reason = "PreemptedMembers/" + m.group(1)  # an elastic gang ran on
                 if reason == "RetryBudgetExhausted":
                     # the last teardown's Event: its own reason is in the note, "(last: R: ..."
                     m = re.search(r"\(last: (\w+):", e.get("note") or "")
@@ -359,20 +373,27 @@ class Controller:
         self.sc, self.c = sc, client
         self.live = {}       # gang -> incarnation number of its current pods
         self.finished = set()
-        self.inc_of = {}     # pod uid -> (gang, incarnation)
+        self.inc_of = {}     # pod uid -> (gang, incarnation); members made again: "m<serial>"
+        self.serial = 0      # of the members made again
         self.answered = 0    # checkpoint requests of rec.ckpt_steps looked at
         self.answer_client = None  # the answering timers' own client (set by run_daemon)
 
-    def create_pods(self, name):
+    def create_pods(self, name, only=None):
+        """Every pod of a new incarnation, or (only: indices) the members of an elastic gang
+        preempted alone, made again together."""
         g = self.sc.gangs[name]
-        inc = self.live.get(name, -1) + 1
-        self.live[name] = inc
-        for i in range(g["pods"]):
+        if only is None:
+            inc = self.live.get(name, -1) + 1
+            self.live[name] = inc
+        else:
+            self.serial += 1
+            inc = "m%03d" % self.serial
+        for i in (range(g["pods"]) if only is None else only):
             body = e2e.pod("%s-%d" % (name, i), name, g["gpus"])
             res = pod_request(g["gpus"])
             body["spec"]["containers"][0]["resources"] = {"requests": res, "limits": res}
             e2e.with_priority(self.c, body, g["priority"])
-            if inc < g["fail_starts"]:
+            if only is None and inc < g["fail_starts"]:
                 body["metadata"]["annotations"] = {"fake.gangsched.io/start": "fail"}
             st, obj, _ = self.c.post(POD_PATH, body)
             if st != 201:
@@ -382,8 +403,10 @@ class Controller:
 
     def arrive(self, name):
         g = self.sc.gangs[name]
-        _, pg = e2e.podgroup(name, g["pods"], queue=g["queue"])
+        _, pg = e2e.podgroup(name, g["min_pods"], queue=g["queue"])
         ann = {}
+        if g["profile"]:
+            ann["gangsched.io/profile"] = g["profile"]
         if g["restart_cost"]:
             ann["gangsched.io/restart-cost"] = "%ds" % g["restart_cost"]
         if g["topology_required"]:
@@ -428,11 +451,20 @@ class Controller:
         return by
 
     def tick(self):
-        """Recreates the members of gangs whose pods are all gone."""
+        """Recreates the members of gangs whose pods are all gone, and the members of an elastic
+        gang preempted alone once they are gone (its controller keeps its replica count)."""
         by = self.pods()
         for name in self.live:
-            if name not in self.finished and not by.get(name):
+            if name in self.finished:
+                continue
+            if not by.get(name):
                 self.create_pods(name)
+            elif self.sc.gangs[name]["min_pods"] < self.sc.gangs[name]["pods"]:
+                have = {p["metadata"]["name"] for p in by[name]}
+                gone = [i for i in range(self.sc.gangs[name]["pods"])
+                        if "%s-%d" % (name, i) not in have]
+                if gone:
+                    self.create_pods(name, gone)
 
     def running(self, name):
         """The gang's bound members that are not being deleted, by name."""
@@ -493,9 +525,11 @@ def daemon_decisions(sc, rec, ctl):
     for uid, (k, node, ids) in rec.bound.items():
         if uid in ctl.inc_of:
             incs[ctl.inc_of[uid]].append((k, node, ids))
-    for (gang, _inc), pods in sorted(incs.items()):
+    for (gang, inc), pods in sorted(incs.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         k = max(p[0] for p in pods)
         word = "bind" if len(pods) == sc.gangs[gang]["pods"] else "partial-bind"
+        if isinstance(inc, str):  # members of an elastic gang made again: they join it
+            word = "grow"
         out[k].append("%s %s %s" % (word, gang, " ".join(sorted(
             "%s[%s]" % (node, ids) for _, node, ids in pods))))
     for k, reason, name in sorted(rec.events.values()):
@@ -504,6 +538,8 @@ def daemon_decisions(sc, rec, ctl):
             last = reason.split("/")[1]
             out[k].append(EVENT_DECISION.get(last, "teardown %s " + last) % name)
             out[k].append("failed %s" % name)
+        elif reason.startswith("PreemptedMembers/"):
+            out[k].append("shrink %s %s" % (name, reason.split("/")[1]))
         elif reason in EVENT_DECISION:
             out[k].append(EVENT_DECISION[reason] % name)
         elif reason == "Quarantined":  # an Event on the Node
@@ -519,12 +555,17 @@ def daemon_consistent(sc, rec, ctl, decided):
     member)."""
     problems = []
     for k, decisions in enumerate(decided):
-        want = collections.Counter(d.split()[1] for d in decisions
-                                   if d.split()[0] in ("evict", "teardown"))
+        want = collections.Counter()
+        for d in decisions:
+            w = d.split()
+            if w[0] in ("evict", "teardown"):
+                want[w[1]] += sc.gangs[w[1]]["pods"]
+            elif w[0] == "shrink":
+                want[w[1]] += int(w[2])
         got = collections.Counter(ctl.inc_of[u][0] for u, dk in rec.deleted.items()
                                   if dk == k and u in rec.bound and u in ctl.inc_of)
         for gang in sorted(set(want) | set(got)):
-            n = want[gang] * sc.gangs[gang]["pods"]
+            n = want[gang]
             if got[gang] != n:
                 problems.append("step %d: %d bound member(s) of %s deleted, %d torn down or "
                                 "evicted" % (k, got[gang], gang, n))
@@ -590,7 +631,8 @@ def run_daemon(sc):
         bad("the server disagrees with the daemon's decisions: " + p)
     evicted = c.get("/_fake/stats")[1].get("evictions", 0) - evictions0
     want = sum(sc.gangs[d.split()[1]]["pods"] for ds in decided for d in ds
-               if d.startswith("evict "))
+               if d.startswith("evict ")) + \
+        sum(int(d.split()[2]) for ds in decided for d in ds if d.startswith("shrink "))
     check("every preempted member went through the Eviction API (%d)" % want, evicted == want,
           "%d evictions" % evicted)
     check_decision_log(sc, os.path.join(e2e.TMP, "gangsched.db"))

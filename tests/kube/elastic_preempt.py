@@ -135,9 +135,10 @@ def asked_first(c, s, url):
     row = wait_for(lambda: (job(url, "ec") or {}).get("gpus") == 6 and job(url, "ec"), WAIT)
     check("its job runs on, charged the 6 GPUs it keeps",
           row and row.get("state") == "running", json.dumps(job(url, "ec")))
-    check("its Preempted Event says it checkpointed",
+    check("its Preempted Event says it checkpointed, and how many members left",
           [e for e in events_for(c, "ec") if e["reason"] == "Preempted" and
-           "after a requested checkpoint" in e["note"]],
+           e["note"].startswith("1 of its 4 members preempted by") and
+           "after a requested checkpoint; it runs on with 3, its minMember 2" in e["note"]],
           str([e["note"] for e in events_for(c, "ec")]))
 
 
