@@ -708,8 +708,11 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
         return SCHED_EINVAL; /* a ComputeDomain gang: one NVLink clique (computedomain.h) */
     gang_finalize(gg);
     /* pending: every pod together; running: an elastic gang's members above its PodGroup's
-     * minMember are what a preemption may take alone (sched/core/preempt.h) */
-    gg->min_member = running && kg->pg && kg->min_member < gg->n_pods ? kg->min_member : gg->n_pods;
+     * minMember are what a preemption may take alone (sched/core/preempt.h), unless a native
+     * group's disruptionMode is all: the whole group is one victim */
+    gg->min_member = running && kg->pg && !kg->pg->disrupt_all && kg->min_member < gg->n_pods
+                         ? kg->min_member
+                         : gg->n_pods;
     return 0;
 }
 

@@ -177,6 +177,33 @@ static void extras_one_at_a_time_and_raised_min(void **state)
     assert_string_equal(kb.waiting[0].reason, "PartialGang");
 }
 
+/* A running group with more members than minCount loses members alone under disruptionMode
+ * single (the default), never under all: the whole group is one victim. */
+static void disruption_mode_all_is_one_victim(void **state)
+{
+    struct nfx *f = *state;
+    const char *sched = "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\","
+                        "\"status\":\"True\",\"reason\":\"Scheduled\"}]}";
+    const char *link = "\"schedulingGroup\":{\"podGroupName\":\"g\"}";
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "", sched);
+    pod(f->c, "g-0", link, "gangsched", "n1", 0);
+    pod(f->c, "g-1", link, "gangsched", "n1", 0);
+    pod(f->c, "g-2", link, "gangsched", "n2", 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_gangs, 1);
+    assert_true(kb.gangs[0].running);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 3);
+    assert_int_equal(kb.gangs[0].gang.min_member, 2); /* single: one member may go alone */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "\"disruptionMode\":{\"all\":{}}", sched);
+    build(f, &kb);
+    assert_int_equal(kb.gangs[0].gang.min_member, 3); /* all: rigid */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "\"disruptionMode\":{\"single\":{}}",
+       sched);
+    build(f, &kb);
+    assert_int_equal(kb.gangs[0].gang.min_member, 2);
+}
+
 static void basic_is_no_gang_and_foreign_member(void **state)
 {
     struct nfx *f = *state;
@@ -575,6 +602,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(gang_min_count_topology_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(extras_one_at_a_time_and_raised_min, setup, teardown),
         cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(disruption_mode_all_is_one_victim, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
