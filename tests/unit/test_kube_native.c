@@ -198,8 +198,7 @@ static void disruption_mode_all_is_one_victim(void **state)
     pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "\"disruptionMode\":{\"all\":{}}", sched);
     build(f, &kb);
     assert_int_equal(kb.gangs[0].gang.min_member, 3); /* all: rigid */
-    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "\"disruptionMode\":{\"single\":{}}",
-       sched);
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "\"disruptionMode\":{\"single\":{}}", sched);
     build(f, &kb);
     assert_int_equal(kb.gangs[0].gang.min_member, 2);
 }
