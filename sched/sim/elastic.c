@@ -183,10 +183,11 @@ static void push_finish(struct run *r, uint32_t j, int64_t now)
                   FIN_FINISH);
 }
 
-/* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`; the
- * job runs on with the others and the members wait to join again. */
-int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
-               bool checkpointed, const char *reason)
+/* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`,
+ * preempted (else lost with their node); the job runs on with the others and the members wait
+ * to join again. */
+static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
+                        bool checkpointed, const char *reason, bool preempted)
 {
     uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
     if (k == UINT32_MAX || n == 0)
@@ -229,9 +230,40 @@ int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int6
     e->n_ask = 0;
     push_finish(r, j, now);
     sim_touch(r, j);
-    r->st->member_preemptions++;
-    r->st->members_preempted += n;
+    if (preempted) {
+        r->st->member_preemptions++;
+        r->st->members_preempted += n;
+    } else {
+        r->st->members_replaced += n;
+    }
     return 0;
+}
+
+int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
+               bool checkpointed, const char *reason)
+{
+    return take_members(r, j, pods, n, now, checkpointed, reason, true);
+}
+
+/* Members lost[0 .. n) (indices into job j's running members, any order) were lost with their
+ * node, and the lifecycle rules replace them alone (an elastic inference job that keeps its
+ * min_pods, sched/engine/life.h): they go, and wait to join again, as in the daemon. */
+int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX || n == 0 || n > r->el[k].n_live)
+        return 0; /* a rigid job keeps no min_pods below its pods: the rules tear it down */
+    uint32_t *v = r->el[k].ask; /* scratch: no handshake runs while a member is lost */
+    memcpy(v, lost, n * sizeof(*v));
+    for (uint32_t a = 1; a < n; a++) /* insertion sort: a handful of members */
+        for (uint32_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
+            uint32_t t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    if (r->fail_at && r->fail_at[j] >= 0)
+        r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
+    return take_members(r, j, v, n, now, false, "node failure: lost members replaced", false);
 }
 
 /* The core placed the waiting members of an elastic job (placement p of gang n_jobs + slot):
@@ -279,6 +311,11 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     push_finish(r, j, now);
     sim_touch(r, j);
     r->st->member_joins++;
+    if (r->fail_at && r->fail_at[j] >= 0) { /* members lost with a node are back */
+        r->st->recovery_sum_s += (double)(now - r->fail_at[j]) / 1000.0;
+        r->st->recoveries++;
+        r->fail_at[j] = -1;
+    }
     if (r->opt->events) {
         sim_ev_head(r, now, "grow", j);
         fputs(",\"joined\":", r->opt->events);

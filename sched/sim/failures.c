@@ -94,7 +94,9 @@ static int check_broken(struct run *r, uint32_t j, int64_t now, struct eng_life_
                                 .grace_ms = r->fail->detect_ms,
                                 .max_restarts = r->fail->max_restarts,
                                 .backoff_max_ms = queue_backoff_max(r, g),
-                                .spread = false}; /* whole gangs only: see docs/engine.md */
+                                /* an elastic inference job that keeps min_pods live loses
+                                 * only its lost members (sim/elastic.c) */
+                                .spread = g->spread};
     uint32_t n;
     int rc = eng_life_check(r->eng, &gf, 1, now, r->down_at, n_nodes, a, act, &n);
     if (lost < n_nodes)
@@ -148,6 +150,8 @@ static void teardown(struct run *r, uint32_t j, int64_t now)
         return;
     }
     r->broken[j] = 0;
+    if (act && !act->whole && sim_lose_members(r, j, act->lost, act->n_lost, now) != 0)
+        r->oom = true;
     sim_on_effects(r, now);
 }
 

@@ -251,6 +251,7 @@ void sim_elastic_started(struct run *r, uint32_t j);
 void sim_elastic_withdraw(struct run *r, uint32_t j);
 int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
                bool checkpointed, const char *reason);
+int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now);
 int sim_grow(struct run *r, const struct sched_placement *p, int64_t now);
 const struct gang *sim_grow_gang(const struct run *r, uint32_t g);
 

@@ -405,7 +405,9 @@ static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
 static void on_effect(struct run *r, const struct eng_effect *f, int64_t now)
 {
     switch (f->kind) {
-    case ENG_FX_TEARDOWN: /* whole: the simulator has no partial replacement */
+    case ENG_FX_TEARDOWN:
+        if (!f->whole) /* lost members replaced alone: failures.c's teardown() took them */
+            return;
         sim_tear_down(r, f->gang, f->own, now);
         if (eng_job_gone(r->eng, f->gang, now, &r->fx) != 0)
             r->oom = true;

@@ -133,6 +133,8 @@ struct sim_stats {
     uint64_t member_preemptions; /* preemptions that took members alone, the job running on */
     uint64_t members_preempted;  /* members they took */
     uint64_t member_joins;       /* members waiting to join placed (each such placement once) */
+    uint64_t members_replaced;   /* members of elastic inference jobs lost with their node and
+                                    replaced alone (the job ran on) */
     uint32_t elastic_jobs;       /* jobs of the trace with min_pods (the rows above shown) */
     /* failures (--node-mtbf, --outages, --pod-start-failure-rate) */
     uint64_t node_failures;    /* nodes that went down */

@@ -66,6 +66,8 @@ static const struct stat_row stat_rows[] = {
         SHOW_ELASTIC),
     ROW("members preempted", "members_preempted", F_COUNT, T_U64, members_preempted, SHOW_ELASTIC),
     ROW("members rejoined", "member_joins", F_COUNT, T_U64, member_joins, SHOW_ELASTIC),
+    ROW("members replaced (node lost)", "members_replaced", F_COUNT, T_U64, members_replaced,
+        SHOW_ELASTIC),
     ROW("node failures", "node_failures", F_COUNT, T_U64, node_failures, SHOW_FAILURES),
     ROW("failure restarts", "failure_restarts", F_COUNT, T_U64, failure_restarts, SHOW_FAILURES),
     ROW("jobs failed (retries exhausted)", "failed_jobs", F_COUNT, T_U64, failed_jobs,

@@ -14,6 +14,8 @@ A decision is one line of text:
   bind GANG NODE[gpu ids] ...        a gang bound whole (its pods sorted by node)
   evict GANG preempted               a victim of preemption
   shrink GANG N                      N members of an elastic gang (min_pods) preempted alone
+  replace GANG N                     N members of an elastic inference gang lost with their
+                                     node, replaced alone
   grow GANG NODE[gpu ids] ...        members made again (by this script's controller) join it
   teardown GANG node-failure|start-failure|member-failed|member-lost
   failed GANG                        the retry budget is exhausted
@@ -240,7 +242,8 @@ def sim_decisions(sc, tl, events):
             kind, why = sim_reason(e["reason"])
             out[k].append("%s %s %s" % (kind, job, why))
         elif typ == "shrink":
-            out[k].append("shrink %s %d" % (job, len(e["left"])))
+            word = "replace" if e["reason"].startswith("node failure") else "shrink"
+            out[k].append("%s %s %d" % (word, job, len(e["left"])))
         elif typ == "grow":
             out[k].append("grow %s %s" % (job, " ".join(sorted(
                 "%s[%s]" % (p["node"], ",".join(str(g) for g in p["gpus"]))
@@ -356,6 +359,9 @@ class Recorder:
                 m = re.match(r"(\d+) of its \d+ members preempted", e.get("note") or "")
                 if reason == "Preempted" and m and "asked to checkpoint" not in e["note"]:
                     reason = "PreemptedMembers/" + m.group(1)  # an elastic gang ran on
+                m = re.search(r"(\d+) lost replica\(s\) replaced", e.get("note") or "")
+                if m:
+                    reason = "Replaced/" + m.group(1)  # an inference gang ran on
                 if reason == "RetryBudgetExhausted":
                     # the last teardown's Event: its own reason is in the note, "(last: R: ..."
                     m = re.search(r"\(last: (\w+):", e.get("note") or "")
@@ -540,6 +546,8 @@ def daemon_decisions(sc, rec, ctl):
             out[k].append("failed %s" % name)
         elif reason.startswith("PreemptedMembers/"):
             out[k].append("shrink %s %s" % (name, reason.split("/")[1]))
+        elif reason.startswith("Replaced/"):
+            out[k].append("replace %s %s" % (name, reason.split("/")[1]))
         elif reason in EVENT_DECISION:
             out[k].append(EVENT_DECISION[reason] % name)
         elif reason == "Quarantined":  # an Event on the Node
@@ -560,7 +568,7 @@ def daemon_consistent(sc, rec, ctl, decided):
             w = d.split()
             if w[0] in ("evict", "teardown"):
                 want[w[1]] += sc.gangs[w[1]]["pods"]
-            elif w[0] == "shrink":
+            elif w[0] in ("shrink", "replace"):
                 want[w[1]] += int(w[2])
         got = collections.Counter(ctl.inc_of[u][0] for u, dk in rec.deleted.items()
                                   if dk == k and u in rec.bound and u in ctl.inc_of)

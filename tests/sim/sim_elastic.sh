@@ -66,6 +66,23 @@ expect_eq "handshake: the member leaves after the answer" \
 expect_eq "handshake: hi starts when it left" \
     "$(awk -F, '$1 == "hi" { print $6 }' "$TMP/gr.jobs")" 1030.000
 
+# 4b. a node fails: an elastic inference job that keeps min_pods live replaces only the members
+#     lost with it (the daemon's rule, sched/engine/life.c), running on; a training one is torn
+#     down whole. Both on hgx:2, hgx-0001 down from 1000 s to 4000 s, failure grace 30 s
+printf 'node,down,up\nhgx-0001,1000,4000\n' >"$TMP/out.csv"
+printf 'job_id,submission_time,duration,num_gpu,pods,min_pods,profile\n%s\n%s\n' \
+    "serve,0,7200,8,4,2,inference" "train,0,7200,8,4,2," >"$TMP/nf.csv"
+"$GS" simulate --no-progress --json --policy gangsched --cluster hgx:2 --trace "$TMP/nf.csv" \
+    --outages "$TMP/out.csv" --events "$TMP/nf.jsonl" >"$TMP/nf.json" || bad "node failure run failed"
+"$EVCHECK" "$TMP/nf.jsonl" >/dev/null && ok "nf: event log checks" || bad "nf: event check failed"
+expect_eq "node failure: serve's two lost members replaced alone" \
+    "$(ev nf shrink | grep -c '"t":1030.000.*"job":"serve".*lost members replaced.*"pods":2')" 1
+expect_eq "node failure: serve never torn down" "$(ev nf evict | grep -c '"job":"serve"')" 0
+expect_eq "node failure: train torn down whole" "$(ev nf evict | grep -c '"t":1030.000.*"job":"train"')" 1
+expect_eq "node failure: serve's members join again" "$(ev nf grow | grep -c '"job":"serve".*"pods":4')" 1
+expect_eq "members replaced" "$(kpi nf members_replaced)" 2
+expect_eq "serve still ends on time" "$(ev nf finish | grep -c '"t":7200.000.*"job":"serve"')" 1
+
 # 5. rigid traces show none of it; min_pods equal to the pods is rigid
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 \
     --trace tests/data/trace-preempt.csv >"$TMP/rigid.json" || bad "rigid run failed"
