@@ -212,7 +212,7 @@ static bool is_plain(const struct gang *g)
 {
     return g->n_sets == 1 && g->sets[0].n_node_selector == 0 && g->sets[0].n_tolerations == 0 &&
            g->sets[0].n_affinity == 0 && g->topo_required < 0 && g->tp_size == 0 &&
-           g->slice_size == 0 && !g->spread && g->sets[0].req.v[RES_GPU] > 0;
+           g->slice_size == 0 && !g->spread && g->n_near == 0 && g->sets[0].req.v[RES_GPU] > 0;
 }
 
 static struct sched_verdict *add_verdict(struct cycle *cy, const struct sched_verdict *v)

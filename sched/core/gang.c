@@ -73,6 +73,14 @@ void gang_finalize(struct gang *g)
     g->shape = h;
 }
 
+void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n)
+{
+    g->near = n > 0 ? nodes : NULL;
+    g->n_near = n > 0 ? n : 0;
+    if (n > 0) /* where it may go differs: its verdicts are its own (the cycle's memo) */
+        g->shape = sched_hash(g->shape ^ 0x6e656172u, nodes, n * sizeof(*nodes));
+}
+
 /* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are
  * asked per device: a pod of N devices holds N times its request (HAMi's ResourceQuota support
  * and Kueue's HAMi resource transformation count it so). Ids cached per thread while the

@@ -212,9 +212,15 @@ struct gang {
     uint8_t share_node_pol; /* GPU shares (HAMi's hami.io/node-scheduler-policy): 0 = the
                                config's default, 1 + enum gs_policy (1 binpack, 2 spread) */
     uint8_t share_gpu_pol;  /* the same for hami.io/gpu-scheduler-policy */
-    bool non_preemptible;   /* never a preemption victim (gangsched.io/non-preemptible, read
-                               by the daemon); only backfill on probation reads it while the
-                               gang waits (cycle.c): such a gang is never put on probation */
+    /* a pending gang that joins a running one (an elastic gang's new members): the nodes of its
+     * running members (node indices; others ignored), set by gang_set_near(). It is placed in
+     * the tightest domain that holds one of them, level by level up to the whole cluster
+     * (place.c), so a training gang's members stay together. NULL, 0: none */
+    const uint32_t *near;
+    uint32_t n_near;
+    bool non_preemptible; /* never a preemption victim (gangsched.io/non-preemptible, read
+                             by the daemon); only backfill on probation reads it while the
+                             gang waits (cycle.c): such a gang is never put on probation */
     /* derived by gang_finalize() */
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
@@ -225,6 +231,9 @@ struct gang {
 
 /* Computes n_pods, gpus, shape and share; call after filling the gang. */
 void gang_finalize(struct gang *g);
+/* The gang joins running members on nodes[0 .. n) (kept by reference; see gang.near), after
+ * gang_finalize(): its shape then differs from a gang free to go anywhere. */
+void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */
 int gang_kind(const struct gang *g);

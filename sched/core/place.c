@@ -690,6 +690,18 @@ int place_start_level(const struct place_state *st, const struct gang *g)
     return l;
 }
 
+/* Domain d of `level` may take gang g: any, unless g joins running members (gang.near), which
+ * go only to a domain holding one of them (the whole cluster always does). */
+static bool near_ok(const struct place_state *st, const struct gang *g, int level, uint32_t d)
+{
+    if (g->n_near == 0 || level < 0)
+        return true;
+    for (uint32_t x = 0; x < g->n_near; x++)
+        if (g->near[x] < st->c->n_nodes && in_domain(st, g->near[x], level, d))
+            return true;
+    return false;
+}
+
 static enum sched_why place_domains(struct place_state *st, const struct gang *g,
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
@@ -726,7 +738,8 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             struct score_in best_in = {0};
             for (uint32_t k = 0; k < nt; k++) {
                 uint32_t d = st->touched[k];
-                if (st->dom_free[d] == INT64_MAX || !place_domain_holds(st, g, d))
+                if (st->dom_free[d] == INT64_MAX || !place_domain_holds(st, g, d) ||
+                    !near_ok(st, g, l, d))
                     continue;
                 struct score_in in = {.free_gpus = st->dom_free[d],
                                       .cap_gpus = st->dom_capg[d],
@@ -798,7 +811,7 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
     enum sched_why why;
     if (!st->topology) {
         why = place_first_fit(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
-    } else if (g->n_pods == 1 && g->topo_required < 0) {
+    } else if (g->n_pods == 1 && g->topo_required < 0 && g->n_near == 0) {
         why = place_one(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
         if (why == SCHED_WHY_PLACED) {
             *level = (int)st->c->topo.n_levels - 1;

@@ -267,6 +267,8 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
             uint32_t d;
             int64_t free;
         } *cand = arena_alloc(st->arena, (nt + 1) * sizeof(*cand));
+        /* joining members (gang.near) reserve by expected start too: a node of their running
+         * members is expected free only when those end */
         for (uint32_t k = 0; cand && k < nt; k++)
             if (place_domain_holds(st, g, st->touched[k]))
                 cand[n_cand++] = (struct cand){st->touched[k], st->dom_free[st->touched[k]]};

@@ -1158,6 +1158,11 @@ static int build_phases(struct builder *b)
             return rc;
         n_run += placed; /* a gang on a node the cluster does not have: not offered */
     }
+    for (uint32_t i = 0; i < out->n_pending; i++) { /* an elastic gang's new members: placed */
+        const struct kgang *run_part = out->gangs[i].run; /* next to those that run */
+        if (run_part && run_part->nodes)
+            gang_set_near(&out->gangs[i].gang, run_part->nodes, run_part->gang.n_pods);
+    }
     const struct sched_policy *pol = b->pol;
     out->views = views;
     out->state = b->state;

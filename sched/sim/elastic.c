@@ -6,8 +6,9 @@
  *   - the members taken come back at once as a gang of their own, every one together (what a
  *     job's controller does when it makes the pods again), with the job's queue, priority and
  *     submission time; the core places it as any pending gang and it joins the running job (the
- *     daemon's "elastic gang grows", sim_grow). Its core and engine id is n_jobs + the job's
- *     slot, so every per-job array of a run is n_ids long;
+ *     daemon's "elastic gang grows", sim_grow), in the tightest domain that holds one of the
+ *     members running (gang.near). Its core and engine id is n_jobs + the job's slot, so every
+ *     per-job array of a run is n_ids long;
  *   - progress (sim.c, sim_work_done): a training job (a profile that packs) restarts from its
  *     last checkpoint at each change of its members, torchrun and Ray Train restart every
  *     worker, and advances at its live GPUs / all its GPUs of full speed; an inference job (a
@@ -38,7 +39,8 @@ bool sim_elastic_alloc(struct run *r)
         e->live_set = calloc(n, 1);
         e->grow_set = calloc(n, 1);
         e->ask = calloc(n, sizeof(*e->ask));
-        if (!e->live_set || !e->grow_set || !e->ask)
+        e->near = calloc(n, sizeof(*e->near));
+        if (!e->live_set || !e->grow_set || !e->ask || !e->near)
             return false;
         r->el_of[j] = k++;
     }
@@ -48,7 +50,7 @@ bool sim_elastic_alloc(struct run *r)
 void sim_elastic_free(struct run *r)
 {
     for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
-        free(r->el[k].live_set), free(r->el[k].grow_set), free(r->el[k].ask);
+        free(r->el[k].live_set), free(r->el[k].grow_set), free(r->el[k].ask), free(r->el[k].near);
     free(r->el), free(r->el_of);
     r->el = NULL;
     r->el_of = NULL;
@@ -132,6 +134,9 @@ static void grow_queue(struct run *r, uint32_t k)
     uint32_t id = r->in->n_jobs + k;
     grow_unqueue(r, e, k);
     build(&job->gang, e->grow_set, e->n_grow, id, 0, &e->grow);
+    for (uint32_t m = 0; m < e->n_live; m++) /* placed next to the members that run */
+        e->near[m] = r->assign[e->job][m].node;
+    gang_set_near(&e->grow, e->near, e->n_live);
     if (queue_list_insert(&r->queues[e->grow.queue], &e->grow) != 0) {
         r->oom = true;
         return;

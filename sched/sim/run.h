@@ -71,6 +71,7 @@ struct sim_elastic {
     struct gang live; /* the running gang: id = the job's, min_member = min_pods */
     struct gang grow; /* the waiting members: id = n_jobs + slot, every one together */
     bool grow_queued; /* grow is in its queue (and pending in the engine) */
+    uint32_t *near;   /* [n_pods] the running members' nodes, for grow (gang.near) */
     uint32_t *ask;    /* members asked to leave after a checkpoint (indices into live) */
     uint32_t n_ask;
     double gpu_ms; /* GPU-milliseconds held over every run (stats.c) */

@@ -83,6 +83,27 @@ expect_eq "node failure: serve's members join again" "$(ev nf grow | grep -c '"j
 expect_eq "members replaced" "$(kpi nf members_replaced)" 2
 expect_eq "serve still ends on time" "$(ev nf finish | grep -c '"t":7200.000.*"job":"serve"')" 1
 
+# 4c. the members join next to those that run: on hgx:16 (racks of 8 nodes) e runs on two nodes
+#     of rack 1, the rest of the cluster is full; hi takes one of e's members; at 2000 s one
+#     node frees in each rack: the member joins in rack 1 (hgx-0015), where a gang free to go
+#     anywhere would take the lowest free node, hgx-0007 in rack 0 (test_cycle.c
+#     test_joining_members_go_next_to_the_running_ones)
+{
+    echo "job_id,submission_time,duration,num_gpu,pods,min_pods,priority"
+    for i in 0 1 2 3 4 5 6; do echo "fill$i,0,100000,8,1,,20"; done
+    echo "fill7,0,2000,8,1,,20"
+    echo "e,10,50000,16,2,1,0"
+    for i in 8 9 10 11 12; do echo "fill$i,15,100000,8,1,,20"; done
+    echo "fill13,15,1985,8,1,,20"
+    echo "hi,20,50000,8,1,,10"
+} >"$TMP/near.csv"
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - name: near\n    preemption:\n      withinQueue: LowerPriority\n' >"$TMP/near.yaml"
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:16 --trace "$TMP/near.csv" \
+    --config "$TMP/near.yaml" --events "$TMP/near.jsonl" >/dev/null || bad "near run failed"
+expect_eq "e runs in rack 1" "$(ev near start | grep -c '"job":"e".*hgx-0008.*hgx-0009')" 1
+expect_eq "the member joins in its rack" \
+    "$(ev near grow | grep -c '"t":2000.000.*"job":"e".*"joined":\[{"node":"hgx-0015"')" 1
+
 # 5. rigid traces show none of it; min_pods equal to the pods is rigid
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 \
     --trace tests/data/trace-preempt.csv >"$TMP/rigid.json" || bad "rigid run failed"

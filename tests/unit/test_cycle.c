@@ -173,6 +173,55 @@ static void test_best_fit_keeps_free_rack_whole(void **unused)
     world_free(w);
 }
 
+/* An elastic gang's new members (gang.near: the nodes of its running members) go to the
+ * tightest domain that holds one of those nodes, not where a free gang would go. */
+static void test_joining_members_go_next_to_the_running_ones(void **unused)
+{
+    (void)unused;
+    /* as test_best_fit_keeps_free_rack_whole: a free 2-node gang would go to rack 0; joining
+     * members running on node 12 (rack 1) go to rack 1 */
+    struct world *w = world_new("hgx:16");
+    for (uint32_t i = 0; i < 6; i++)
+        use_gpus(w, i, 0xFF);
+    use_gpus(w, 12, 0xFF);
+    static const uint32_t near_rack1[] = {12};
+    struct gang *g = add_gang(w, 2, 8, 0);
+    gang_set_near(g, near_rack1, 1);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_true(p->pods[0].node >= 8 && p->pods[1].node >= 8);
+    free_names(w);
+    world_free(w);
+
+    /* one pod: on the node of a running member when it fits there, not on the fullest node */
+    w = world_new("hgx:3");
+    use_gpus(w, 1, 0x7F); /* node 1 has one GPU left: a free pod packs there */
+    use_gpus(w, 2, 0x0F); /* node 2: a running member holds 4 GPUs */
+    static const uint32_t near_node2[] = {2, UINT32_MAX}; /* a node not known is ignored */
+    g = add_gang(w, 1, 1, 0);
+    gang_set_near(g, near_node2, 2);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2);
+    free_names(w);
+    world_free(w);
+
+    /* no room in the members' rack: anywhere in the cluster */
+    w = world_new("hgx:16");
+    for (uint32_t i = 8; i < 16; i++)
+        use_gpus(w, i, 0xFF);
+    g = add_gang(w, 2, 8, 0);
+    gang_set_near(g, near_rack1, 1);
+    r = cycle(w, "gangsched", 0);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_true(p->pods[0].node < 8 && p->pods[1].node < 8);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_4gpu_pod_on_free_island_of_2x4_node(void **unused)
 {
     (void)unused;
@@ -894,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_16gpu_gang_two_full_nodes_one_rack),
         cmocka_unit_test(test_16x4_gang_inside_one_nvl72_clique),
         cmocka_unit_test(test_best_fit_keeps_free_rack_whole),
+        cmocka_unit_test(test_joining_members_go_next_to_the_running_ones),
         cmocka_unit_test(test_4gpu_pod_on_free_island_of_2x4_node),
         cmocka_unit_test(test_2gpu_pod_best_fit_island),
         cmocka_unit_test(test_split_islands_refused_when_no_island_fits),

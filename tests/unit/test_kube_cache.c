@@ -226,6 +226,12 @@ static void elastic_gangs_grow(void **state)
     assert_true(kb.gangs[1].running);
     assert_ptr_equal(kb.gangs[0].run, &kb.gangs[1]);
     assert_null(kb.gangs[1].run);
+    /* the joiner is placed next to the members that run (gang.near: their nodes) */
+    assert_int_equal(kb.gangs[0].gang.n_near, 2);
+    const struct cluster *cl = kb.snap.cluster;
+    for (uint32_t x = 0; x < 2; x++)
+        assert_string_equal(cl->nodes[kb.gangs[0].gang.near[x]].name, "n1");
+    assert_int_equal(kb.gangs[1].gang.n_near, 0);
     pod(f->c, "f-0", "", "team-a", 1, "", "", ""); /* a gang of one: no running part */
     build(f, &kb);
     assert_int_equal(kb.n_pending, 2);
