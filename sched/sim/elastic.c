@@ -149,6 +149,28 @@ static void grow_queue(struct run *r, uint32_t k)
         r->oom = true;
 }
 
+/* --resume (persist.c): job j's members as its store row had them, read into el[]'s live_set[0
+ * .. n_live), grow_set[0 .. n_grow) and ask[0 .. n_ask), its placement in r->assign[j]; the
+ * waiting members back in their queue when they were, with their first reservation's expected
+ * start. */
+int sim_elastic_restore(struct run *r, uint32_t j, uint32_t n_live, uint32_t n_grow, bool queued,
+                        int64_t reserve_first_ms, double gpu_ms, uint32_t n_ask)
+{
+    uint32_t k = r->el_of[j];
+    struct sim_elastic *e = &r->el[k];
+    const struct sim_job *job = &r->in->jobs[j];
+    e->n_live = n_live;
+    e->n_grow = n_grow;
+    e->n_ask = n_ask;
+    e->gpu_ms = gpu_ms;
+    if (n_live > 0)
+        build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    if (!queued || n_grow == 0)
+        return 0;
+    grow_queue(r, k);
+    return eng_job_restore_promise(r->eng, r->in->n_jobs + k, reserve_first_ms, 0, ENG_NONE);
+}
+
 /* Counting sort of set indices (a handful of sets). */
 static void sort_sets(uint8_t *v, uint32_t n)
 {

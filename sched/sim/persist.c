@@ -94,10 +94,37 @@ static int hl_get(struct store *db, const char *key, bool required, struct eng *
 /* The optional field after a "j:<id>" row's placement: " promise <reserve_first_ms>
  * <probation_until_ms> <probation_for>" (the job index it promised to, -1 for none). */
 #define PROMISE_TAG "promise"
+/* The optional field of an elastic job (sim/elastic.c) between the placement (its running
+ * members) and the promise: " elastic <n_live> <set>... <n_grow> <set>... <queued>
+ * <the waiting members' reserve_first_ms> <gpu_ms> <n_ask> <member>..." */
+#define ELASTIC_TAG "elastic"
+
+/* Job j's elastic field (nothing for a rigid job) at buf + at; the new end. */
+static size_t fmt_elastic(const struct run *r, uint32_t j, char *buf, size_t at, size_t n)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX || at >= n)
+        return at;
+    const struct sim_elastic *e = &r->el[k];
+    at += (size_t)snprintf(buf + at, n - at, " " ELASTIC_TAG " %u", e->n_live);
+    for (uint32_t m = 0; m < e->n_live && at < n; m++)
+        at += (size_t)snprintf(buf + at, n - at, " %u", e->live_set[m]);
+    if (at < n)
+        at += (size_t)snprintf(buf + at, n - at, " %u", e->n_grow);
+    for (uint32_t m = 0; m < e->n_grow && at < n; m++)
+        at += (size_t)snprintf(buf + at, n - at, " %u", e->grow_set[m]);
+    if (at < n)
+        at += (size_t)snprintf(buf + at, n - at, " %u %lld %.17g %u", e->grow_queued ? 1u : 0u,
+                               (long long)eng_job(r->eng, r->in->n_jobs + k).reserve_first_ms,
+                               e->gpu_ms, e->n_ask);
+    for (uint32_t m = 0; m < e->n_ask && at < n; m++)
+        at += (size_t)snprintf(buf + at, n - at, " %u", e->ask[m]);
+    return at < n ? at : n;
+}
 
 static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
 {
-    const struct gang *g = &r->in->jobs[j].gang;
+    const struct gang *g = sim_gang(r, j); /* an elastic job: the members that run */
     size_t at = (size_t)snprintf(
         buf, n, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u",
         (unsigned)sim_state(r, j), (long long)r->start_ms[j], (long long)r->end_ms[j],
@@ -108,6 +135,7 @@ static char *fmt_job(const struct run *r, uint32_t j, char *buf, size_t n)
     for (uint32_t k = 0; r->assign[j] && k < g->n_pods && at < n; k++)
         at += (size_t)snprintf(buf + at, n - at, " %u:%u", r->assign[j][k].node,
                                r->assign[j][k].gpu_mask);
+    at = fmt_elastic(r, j, buf, at, n);
     /* backfill on probation (eng_job): written only when there is a promise, so the rows of
      * other jobs read as before and rows written before it existed read as "no promise" */
     struct eng_job ej = eng_job(r->eng, j);
@@ -127,7 +155,7 @@ struct db_group {
     struct store_kv kv[DB_JOB_GROUP];
     struct store_job sj[DB_JOB_GROUP];
     char key[DB_JOB_GROUP][16];
-    char val[DB_JOB_GROUP][128 + 24 * 64];
+    char val[DB_JOB_GROUP][128 + 24 * 64 + 16 * 64 + 64]; /* + an elastic job's sets, asks */
 };
 
 /* Job j into the group (its meta row and jobs row, written by db_group_flush), and its KPI rows
@@ -138,13 +166,13 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
 {
     struct store *db = r->opt->db;
     const struct sim_job *job = &r->in->jobs[j];
-    const struct gang *g = &job->gang;
-    if (g->n_pods > 64)
+    if (job->gang.n_pods > 64)
         return sched_fail(eb, SCHED_ERANGE, "job %s: more than 64 pods cannot be persisted",
                           job->id);
     uint32_t at = gr->n++;
     snprintf(gr->key[at], sizeof(gr->key[at]), "j:%u", j);
     gr->kv[at] = (struct store_kv){gr->key[at], fmt_job(r, j, gr->val[at], sizeof(gr->val[at]))};
+    const struct gang *g = sim_gang(r, j); /* an elastic job: the members that run */
     int rc = 0;
     if (r->db_placed[j]) /* a no-op otherwise: skipped */
         rc = store_placement_release(db, job->id, NULL, eb);
@@ -277,6 +305,11 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
                       (double)st->cycles};
         rc = db_put_doubles(db, "sim:stats", v, sizeof(v) / sizeof(v[0]), eb);
     }
+    if (rc == 0 && in->n_elastic > 0) {
+        double v[] = {(double)st->member_preemptions, (double)st->members_preempted,
+                      (double)st->member_joins, (double)st->members_replaced};
+        rc = db_put_doubles(db, "sim:elastic", v, sizeof(v) / sizeof(v[0]), eb);
+    }
     if (rc == 0) {
         uint32_t nq = in->n_queues, nv = 7 * nq;
         double *v = malloc((nv + 1) * sizeof(*v));
@@ -364,6 +397,8 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
     eta_index(res, r->eta_of, in->n_jobs); /* each gang's expected start, by job index */
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
         uint32_t j = res->verdicts[v].gang->id;
+        if (j >= in->n_jobs)
+            continue; /* members waiting to join their running job: not in the log */
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
         char note[64];
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
@@ -393,8 +428,9 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
         struct store_preemption p = {.cycle = (int64_t)r->st->cycles,
                                      .ts_ms = now,
                                      .victim = in->jobs[ev->victim->gang->id].id,
-                                     .preemptor = in->jobs[ev->preemptor->id].id,
-                                     .gpus = ev->victim->gang->gpus,
+                                     .preemptor = in->jobs[sim_job_of(r, ev->preemptor->id)].id,
+                                     .gpus = ev->pods ? ev->gpus : ev->victim->gang->gpus,
+                                     .members = ev->pods ? ev->n_pods : 0,
                                      .lost_work_gpu_s = ev->lost_gpu_s,
                                      .cost = ev->cost,
                                      .kind = sched_preempt_kind_name(ev->kind)};
@@ -535,17 +571,72 @@ static int resume_promise(struct run *r, uint32_t j, const char *key, const char
     return 0;
 }
 
-/* The placement of job j from its "j:<id>" row (the text after its fields) and, when it runs,
- * its pods back on their nodes with its timed events. */
-static int resume_run(struct run *r, uint32_t j, const char *key, const char **pp, bool evicting,
-                      struct sched_errbuf *eb)
+/* An elastic job's field of its "j:<id>" row (ELASTIC_TAG, after its placement of n_live
+ * pods), restored (sim_elastic_restore); nothing for a row without it. */
+static int resume_elastic(struct run *r, uint32_t j, const char *key, const char **pp,
+                          uint32_t n_live, struct sched_errbuf *eb)
 {
     const char *p = *pp;
-    const struct gang *g = &r->in->jobs[j].gang;
-    struct sched_assign *a = malloc((g->n_pods + 1) * sizeof(*a));
+    while (*p == ' ')
+        p++;
+    size_t tl = strlen(ELASTIC_TAG);
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    bool has = strncmp(p, ELASTIC_TAG, tl) == 0 && p[tl] == ' ';
+    if (!has)
+        return k != UINT32_MAX && n_live > 0
+                   ? sched_fail(eb, SCHED_EINVAL, "database: meta %s: no field %s", key,
+                                ELASTIC_TAG)
+                   : 0;
+    const struct gang *full = &r->in->jobs[j].gang;
+    struct sim_elastic *e = k != UINT32_MAX ? &r->el[k] : NULL;
+    uint8_t *sets[2] = {e ? e->live_set : NULL, e ? e->grow_set : NULL};
+    uint32_t count[2] = {0, 0}, queued = 0, n_ask = 0;
+    long long first = 0;
+    double gpu_ms = 0;
+    bool okay = e != NULL;
+    p += tl;
+    for (int w = 0; okay && w < 2; w++) {
+        int used = 0;
+        okay = sscanf(p, " %u%n", &count[w], &used) == 1 && count[w] <= full->n_pods;
+        p += used;
+        for (uint32_t m = 0; okay && m < count[w]; m++) {
+            unsigned s;
+            okay = sscanf(p, " %u%n", &s, &used) == 1 && s < full->n_sets;
+            sets[w][m] = (uint8_t)s;
+            p += used;
+        }
+    }
+    int used = 0;
+    okay = okay && count[0] == n_live && count[0] + count[1] <= full->n_pods &&
+           sscanf(p, " %u %lld %lg %u%n", &queued, &first, &gpu_ms, &n_ask, &used) == 4 &&
+           queued <= 1 && first >= 0 && n_ask <= count[0];
+    p += okay ? used : 0;
+    for (uint32_t m = 0; okay && m < n_ask; m++) {
+        okay = sscanf(p, " %u%n", &e->ask[m], &used) == 1 && e->ask[m] < count[0];
+        p += used;
+    }
+    if (!okay)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "database: meta %s: field %s: expected <n_live> <set>... <n_grow> "
+                          "<set>... <queued> <reserve_first_ms> <gpu_ms> <n_ask> <member>..., "
+                          "within the job's pods",
+                          key, ELASTIC_TAG);
+    *pp = p;
+    if (sim_elastic_restore(r, j, count[0], count[1], queued != 0, first, gpu_ms, n_ask) != 0)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The placement of job j (n pods: an elastic job's running members, else every pod) from its
+ * "j:<id>" row (the text after its fields). */
+static int resume_placement(struct run *r, uint32_t j, const char *key, const char **pp, uint32_t n,
+                            struct sched_errbuf *eb)
+{
+    const char *p = *pp;
+    struct sched_assign *a = malloc((n + 1) * sizeof(*a));
     if (!a)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    for (uint32_t k = 0; k < g->n_pods; k++) {
+    for (uint32_t k = 0; k < n; k++) {
         unsigned node, mask;
         int used = 0;
         if (sscanf(p, " %u:%u%n", &node, &mask, &used) != 2 || node >= r->in->cluster->n_nodes) {
@@ -557,15 +648,22 @@ static int resume_run(struct run *r, uint32_t j, const char *key, const char **p
     }
     *pp = p;
     r->assign[j] = a;
+    return 0;
+}
+
+/* Job j, when it runs: its pods back on their nodes, with its timed events. */
+static void resume_start(struct run *r, uint32_t j, bool evicting)
+{
     if (sim_state(r, j) != ENG_JOB_RUNNING)
-        return 0;
-    sim_occupy(r, j, a, -1); /* release times come from the saved n:<node> rows */
+        return;
+    sim_occupy(r, j, r->assign[j], -1); /* release times come from the saved n:<node> rows */
     r->runpos[j] = r->n_run;
     r->runlist[r->n_run++] = j;
-    sim_heap_push(r, r->run_start_ms[j] + r->overhead_ms[j] + r->remaining_ms[j], j, FIN_FINISH);
+    sim_heap_push(r,
+                  r->run_start_ms[j] + r->overhead_ms[j] + sim_wall_for(r, j, r->remaining_ms[j]),
+                  j, FIN_FINISH);
     if (evicting)
         sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
-    return 0;
 }
 
 int sim_db_resume(struct run *r, struct sched_errbuf *eb)
@@ -603,6 +701,12 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
     st->checkpoint_requests = (uint64_t)v[6], st->quota_violations = (uint64_t)v[7];
     st->backfilled = (uint64_t)v[8], st->reservations = (uint64_t)v[9];
     st->cycles = (uint64_t)v[10];
+    if (in->n_elastic > 0) { /* written with sim:stats whenever the trace has elastic jobs */
+        if ((rc = db_get_doubles(db, "sim:elastic", v, 4, eb)) != 0)
+            return rc;
+        st->member_preemptions = (uint64_t)v[0], st->members_preempted = (uint64_t)v[1];
+        st->member_joins = (uint64_t)v[2], st->members_replaced = (uint64_t)v[3];
+    }
     double *qv = malloc((7 * in->n_queues + 1) * sizeof(*qv));
     if (!qv)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -644,7 +748,9 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
         if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
                    &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
                    &flavor, &eta, &npods, &off) != 15 ||
-            status > ENG_JOB_FAILED || flavor >= r->n_flavors || (npods != 0 && npods != g->n_pods))
+            status > ENG_JOB_FAILED || flavor >= r->n_flavors ||
+            (npods != 0 && npods != g->n_pods &&
+             !(r->el_of && r->el_of[j] != UINT32_MAX && npods < g->n_pods)))
             return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
         eng_job_restore(r->eng, j, (enum eng_state)status, 0);
         r->start_ms[j] = start, r->end_ms[j] = end;
@@ -661,8 +767,12 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
                 r->n_pending_whole++;
         }
         const char *rest = text + off;
-        if (npods > 0 && (rc = resume_run(r, j, key, &rest, evicting != 0, eb)) != 0)
+        if (npods > 0 && (rc = resume_placement(r, j, key, &rest, npods, eb)) != 0)
             return rc;
+        if ((rc = resume_elastic(r, j, key, &rest, npods, eb)) != 0)
+            return rc;
+        if (npods > 0)
+            resume_start(r, j, evicting != 0);
         if ((rc = resume_promise(r, j, key, rest, eb)) != 0)
             return rc;
     }
@@ -673,8 +783,8 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
     }
     /* preemptor holds (always written) and reservation hints */
     uint32_t nn = in->cluster->n_nodes;
-    if ((rc = hl_get(db, "sim:holds", true, r->eng, ENG_HOLDS, in->n_jobs, nn, eb)) != 0 ||
-        (rc = hl_get(db, "sim:hints", false, r->eng, ENG_HINTS, in->n_jobs, nn, eb)) != 0)
+    if ((rc = hl_get(db, "sim:holds", true, r->eng, ENG_HOLDS, r->n_ids, nn, eb)) != 0 ||
+        (rc = hl_get(db, "sim:hints", false, r->eng, ENG_HINTS, r->n_ids, nn, eb)) != 0)
         return rc;
     if ((rc = db_restore_last_why(r, eb)) != 0)
         return rc;

@@ -254,6 +254,8 @@ int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int6
                bool checkpointed, const char *reason);
 int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now);
 int sim_grow(struct run *r, const struct sched_placement *p, int64_t now);
+int sim_elastic_restore(struct run *r, uint32_t j, uint32_t n_live, uint32_t n_grow, bool queued,
+                        int64_t reserve_first_ms, double gpu_ms, uint32_t n_ask);
 const struct gang *sim_grow_gang(const struct run *r, uint32_t g);
 
 /* input.c */

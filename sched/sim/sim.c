@@ -687,7 +687,8 @@ static int record(struct run *r, const struct sched_result *res, int64_t now,
     for (uint32_t k = 0; r->dirty && k < res->n_reservations; k++)
         if (!res->reservations[k].preemptor &&
             eng_job(r->eng, res->reservations[k].gang->id).reserve_first_ms == 0)
-            sim_mark_dirty(r, res->reservations[k].gang->id);
+            sim_mark_dirty(r, sim_job_of(r, res->reservations[k].gang->id)); /* members waiting
+                                                           to join: in their job's row */
     /* this cycle's starvation reservations are the next cycle's hints */
     if (eng_cycle_hints(r->eng, res, NULL) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -1076,10 +1077,10 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     arena_init(&r.qarena, 16 * 1024);
     arena_init(&r.life_arena, 4096);
     int rc;
-    if (in->n_elastic > 0 && (opt->db || in->config->n_flavors > 1)) {
+    if (in->n_elastic > 0 && in->config->n_flavors > 1) {
         rc = sched_fail(eb, SCHED_EINVAL,
-                        "min_pods: %u elastic jobs in the trace; elastic jobs are simulated "
-                        "without --db and with a single flavor only",
+                        "min_pods: %u elastic jobs in the trace; elastic jobs are simulated with "
+                        "a single flavor only",
                         in->n_elastic);
     } else if (!run_alloc(&r)) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);

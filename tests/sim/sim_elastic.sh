@@ -113,6 +113,37 @@ sed 's/^serve,0,7200,8,4,2,/serve,0,7200,8,4,4,/' tests/data/trace-elastic.csv >
 sim four "$TMP/four.csv"
 expect_eq "min_pods = pods: rigid, evicted whole" "$(ev four evict | wc -l) $(ev four shrink | wc -l)" "1 0"
 
+# 5b. crash and resume with --db (as tests/sim/sim_crash.sh): 300 jobs, 60 % elastic, members
+#     taken, waiting, joining and asked to checkpoint at the crash; every resume ends every job
+#     exactly as the uninterrupted run, with the same KPIs and decision log
+A="--no-progress --json --policy gangsched --cluster hgx:8 --db-batch 16 --config tests/data/elastic-crash.yaml --trace tests/data/trace-elastic-crash.csv"
+# shellcheck disable=SC2086
+"$GS" simulate $A --db "$TMP/ref.db" --jobs-out "$TMP/ref.csv" >"$TMP/ref.json" ||
+    bad "elastic --db run failed"
+# shellcheck disable=SC2086
+"$GS" simulate $A --jobs-out "$TMP/mem.csv" >"$TMP/mem.json"
+cmp -s "$TMP/ref.csv" "$TMP/mem.csv" && cmp -s "$TMP/ref.json" "$TMP/mem.json" &&
+    ok "elastic: persisting changes no result" || bad "elastic: --db changed the results"
+expect_cmp "elastic: members were taken" "$("$JGET" "$TMP/ref.json" policies/0/member_preemptions)" ">" 10
+ref_check=$("$GS" store check "$TMP/ref.db" | sed -n 's/.* \([0-9]*\) decisions)$/\1/p')
+resumed=0
+for n in 150 450 750 1050 1350 1650; do
+    rm -f "$TMP"/c.db*
+    # shellcheck disable=SC2086
+    "$GS" simulate $A --db "$TMP/c.db" --stop-after-events "$n" >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    "$GS" simulate $A --db "$TMP/c.db" --resume --jobs-out "$TMP/c.csv" >"$TMP/c.json" 2>"$TMP/err" ||
+        { bad "elastic: resume after $n events: $(cat "$TMP/err")"; continue; }
+    check=$("$GS" store check "$TMP/c.db" | sed -n 's/.* \([0-9]*\) decisions)$/\1/p')
+    if cmp -s "$TMP/ref.csv" "$TMP/c.csv" && cmp -s "$TMP/ref.json" "$TMP/c.json" &&
+        [ "$check" = "$ref_check" ]; then
+        resumed=$((resumed + 1))
+    else
+        bad "elastic: resumed after $n events differs"; diff "$TMP/ref.csv" "$TMP/c.csv" | head -3
+    fi
+done
+expect_eq "elastic: resumed exactly at every stop (jobs, KPIs, $ref_check decisions)" "$resumed" 6
+
 # 6. bad input names the place; what is not simulated is refused
 printf 'submission_time,duration,num_gpu,pods,min_pods\n0,10,8,4,5\n' >"$TMP/bad.csv"
 expect_fail "min_pods above pods" 1 "bad.csv:2: column 'min_pods': job bad:2: 5 is more than its 4 pods" -- \
@@ -123,7 +154,8 @@ expect_fail "min_pods 0" 1 "zero.csv:2: column 'min_pods'" -- \
 printf 'submission_time,duration,num_gpu,pods,min_pods,tp-size\n0,10,8,4,2,4\n' >"$TMP/tp.csv"
 expect_fail "min_pods with slices" 1 "neither slices" -- \
     "$GS" simulate --no-progress --cluster nvl72:1 --trace "$TMP/tp.csv"
-expect_fail "min_pods with --db" 1 "without --db" -- \
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nflavors:\n  - name: a\n  - name: b\nqueues:\n  - name: team\n' >"$TMP/flavors.yaml"
+expect_fail "min_pods with several flavors" 1 "single flavor only" -- \
     "$GS" simulate --no-progress --cluster hgx:1 --trace tests/data/trace-elastic.csv \
-    --config "$CFG" --db "$TMP/x.db"
+    --config "$TMP/flavors.yaml"
 finish
