@@ -709,10 +709,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     gang_finalize(gg);
     /* pending: every pod together; running: an elastic gang's members above its PodGroup's
      * minMember are what a preemption may take alone (sched/core/preempt.h), unless a native
-     * group's disruptionMode is all: the whole group is one victim */
-    gg->min_member = running && kg->pg && !kg->pg->disrupt_all && kg->min_member < gg->n_pods
-                         ? kg->min_member
-                         : gg->n_pods;
+     * group's disruptionMode is all (one victim) */
+    bool elastic = running && kg->pg && !kg->pg->disrupt_all && kg->min_member < gg->n_pods;
+    gg->min_member = elastic ? kg->min_member : gg->n_pods;
     return 0;
 }
 
@@ -1158,11 +1157,9 @@ static int build_phases(struct builder *b)
             return rc;
         n_run += placed; /* a gang on a node the cluster does not have: not offered */
     }
-    for (uint32_t i = 0; i < out->n_pending; i++) { /* an elastic gang's new members: placed */
-        const struct kgang *run_part = out->gangs[i].run; /* next to those that run */
-        if (run_part && run_part->nodes)
-            gang_set_near(&out->gangs[i].gang, run_part->nodes, run_part->gang.n_pods);
-    }
+    for (struct kgang *p = out->gangs; p < out->gangs + out->n_pending; p++) /* new members of */
+        if (p->run && p->run->nodes) /* an elastic gang go next to those that run (gang.near) */
+            gang_set_near(&p->gang, p->run->nodes, p->run->gang.n_pods);
     const struct sched_policy *pol = b->pol;
     out->views = views;
     out->state = b->state;

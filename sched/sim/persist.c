@@ -666,6 +666,55 @@ static void resume_start(struct run *r, uint32_t j, bool evicting)
         sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
 }
 
+/* Job j from its "j:<index>" row, when it has one. */
+static int resume_job(struct run *r, uint32_t j, struct sched_errbuf *eb)
+{
+    const struct sim_input *in = r->in;
+    const char *text;
+    char key[32];
+    snprintf(key, sizeof(key), "j:%u", j);
+    int rc = store_meta_get(r->opt->db, key, &text, eb);
+    if (rc == SCHED_ENOENT)
+        return 0; /* never written: still in the future (or never started pending) */
+    if (rc != 0)
+        return rc;
+    const struct gang *g = &in->jobs[j].gang;
+    unsigned status, gen, nev, evicting, ekind, flavor, npods;
+    long long start, end, rem, rstart, over, busy, eat, eta;
+    int off = 0;
+    if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
+               &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
+               &flavor, &eta, &npods, &off) != 15 ||
+        status > ENG_JOB_FAILED || flavor >= r->n_flavors ||
+        (npods != 0 && npods != g->n_pods &&
+         !(r->el_of && r->el_of[j] != UINT32_MAX && npods < g->n_pods)))
+        return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
+    eng_job_restore(r->eng, j, (enum eng_state)status, 0);
+    r->start_ms[j] = start, r->end_ms[j] = end;
+    r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
+    r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
+    r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
+    r->job_flavor[j] = flavor, r->eta_first[j] = eta;
+    r->db_placed[j] = status == ENG_JOB_RUNNING; /* as db_job() left the store */
+    if (status == ENG_JOB_PENDING) {
+        if (queue_list_insert(&r->queues[g->queue], g) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+        r->n_pending++;
+        if (sim_whole_node(r, g))
+            r->n_pending_whole++;
+    }
+    const char *rest = text + off;
+    if (npods > 0 && (rc = resume_placement(r, j, key, &rest, npods, eb)) != 0)
+        return rc;
+    if ((rc = resume_elastic(r, j, key, &rest, npods, eb)) != 0)
+        return rc;
+    if (npods > 0)
+        resume_start(r, j, evicting != 0);
+    if ((rc = resume_promise(r, j, key, rest, eb)) != 0)
+        return rc;
+    return 0;
+}
+
 int sim_db_resume(struct run *r, struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
@@ -732,50 +781,9 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
             return rc;
         r->bounded_max[i] = strtoll(text, NULL, 10);
     }
-    /* jobs: the ones never written are still in the future (or never started pending) */
-    for (uint32_t j = 0; j < in->n_jobs; j++) {
-        char key[32];
-        snprintf(key, sizeof(key), "j:%u", j);
-        rc = store_meta_get(db, key, &text, eb);
-        if (rc == SCHED_ENOENT)
-            continue;
-        if (rc != 0)
+    for (uint32_t j = 0; j < in->n_jobs; j++)
+        if ((rc = resume_job(r, j, eb)) != 0)
             return rc;
-        const struct gang *g = &in->jobs[j].gang;
-        unsigned status, gen, nev, evicting, ekind, flavor, npods;
-        long long start, end, rem, rstart, over, busy, eat, eta;
-        int off = 0;
-        if (sscanf(text, "%u %lld %lld %lld %lld %lld %lld %u %u %u %lld %u %u %lld %u%n", &status,
-                   &start, &end, &rem, &rstart, &over, &busy, &gen, &nev, &evicting, &eat, &ekind,
-                   &flavor, &eta, &npods, &off) != 15 ||
-            status > ENG_JOB_FAILED || flavor >= r->n_flavors ||
-            (npods != 0 && npods != g->n_pods &&
-             !(r->el_of && r->el_of[j] != UINT32_MAX && npods < g->n_pods)))
-            return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
-        eng_job_restore(r->eng, j, (enum eng_state)status, 0);
-        r->start_ms[j] = start, r->end_ms[j] = end;
-        r->remaining_ms[j] = rem, r->run_start_ms[j] = rstart, r->overhead_ms[j] = over;
-        r->busy_ms[j] = busy, r->gen[j] = gen, r->n_evicted[j] = nev;
-        r->evicting[j] = (uint8_t)evicting, r->evict_at[j] = eat, r->evict_kind[j] = (uint8_t)ekind;
-        r->job_flavor[j] = flavor, r->eta_first[j] = eta;
-        r->db_placed[j] = status == ENG_JOB_RUNNING; /* as db_job() left the store */
-        if (status == ENG_JOB_PENDING) {
-            if (queue_list_insert(&r->queues[g->queue], g) != 0)
-                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-            r->n_pending++;
-            if (sim_whole_node(r, g))
-                r->n_pending_whole++;
-        }
-        const char *rest = text + off;
-        if (npods > 0 && (rc = resume_placement(r, j, key, &rest, npods, eb)) != 0)
-            return rc;
-        if ((rc = resume_elastic(r, j, key, &rest, npods, eb)) != 0)
-            return rc;
-        if (npods > 0)
-            resume_start(r, j, evicting != 0);
-        if ((rc = resume_promise(r, j, key, rest, eb)) != 0)
-            return rc;
-    }
     for (uint32_t i = 0; i < in->cluster->n_nodes; i++) {
         r->state[i].release_ms = r->unbounded[i] > 0 ? INT64_MAX : r->bounded_max[i];
         if (r->state[i].release_ms != 0)
