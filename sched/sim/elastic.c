@@ -37,10 +37,11 @@ bool sim_elastic_alloc(struct run *r)
         struct sim_elastic *e = &r->el[k];
         e->job = j;
         e->live_set = calloc(n, 1);
+        e->live_flavor = calloc(n, 1);
         e->grow_set = calloc(n, 1);
         e->ask = calloc(n, sizeof(*e->ask));
         e->near = calloc(n, sizeof(*e->near));
-        if (!e->live_set || !e->grow_set || !e->ask || !e->near)
+        if (!e->live_set || !e->live_flavor || !e->grow_set || !e->ask || !e->near)
             return false;
         r->el_of[j] = k++;
     }
@@ -50,7 +51,9 @@ bool sim_elastic_alloc(struct run *r)
 void sim_elastic_free(struct run *r)
 {
     for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
-        free(r->el[k].live_set), free(r->el[k].grow_set), free(r->el[k].ask), free(r->el[k].near);
+        free(r->el[k].live_set), free(r->el[k].live_flavor), free(r->el[k].grow_set);
+    for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
+        free(r->el[k].ask), free(r->el[k].near);
     free(r->el), free(r->el_of);
     r->el = NULL;
     r->el_of = NULL;
@@ -78,6 +81,20 @@ static void build(const struct gang *full, const uint8_t *sets, uint32_t n, uint
     out->min_member = min > 0 && min < out->n_pods ? min : out->n_pods;
 }
 
+/* Job j's quota charge, + or -, each running member to its own flavor; false for a job that is
+ * not elastic or not running (the caller charges the gang whole). */
+bool sim_elastic_charge(struct run *r, uint32_t j, int sign)
+{
+    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    if (k == UINT32_MAX || r->el[k].n_live == 0)
+        return false;
+    const struct sim_elastic *e = &r->el[k];
+    const struct gang *full = &r->in->jobs[j].gang;
+    for (uint32_t m = 0; m < e->n_live; m++)
+        sim_charge_req(r, full->queue, e->live_flavor[m], &full->sets[e->live_set[m]].req, sign);
+    return true;
+}
+
 /* Core gang g of the waiting members of an elastic job, else NULL. */
 const struct gang *sim_grow_gang(const struct run *r, uint32_t g)
 {
@@ -96,8 +113,10 @@ void sim_elastic_started(struct run *r, uint32_t j)
     const struct sim_job *job = &r->in->jobs[j];
     e->n_live = 0;
     for (uint32_t s = 0; s < job->gang.n_sets; s++)
-        for (uint32_t x = 0; x < job->gang.sets[s].count; x++)
+        for (uint32_t x = 0; x < job->gang.sets[s].count; x++) {
+            e->live_flavor[e->n_live] = (uint8_t)r->job_flavor[j];
             e->live_set[e->n_live++] = (uint8_t)s;
+        }
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     e->n_grow = e->n_ask = 0;
 }
@@ -232,24 +251,23 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
     new_segment(r, j, now, checkpointed);
     struct sched_assign *a = r->assign[j];
     int64_t gpus = 0;
-    struct res_vec need = {0};
     uint32_t keep = 0, x = 0;
     for (uint32_t m = 0; m < e->n_live; m++) {
         const struct podset *ps = &job->gang.sets[e->live_set[m]];
         if (x < n && pods[x] == m) { /* leaves */
             x++;
             sim_pod_off(r, &job->gang, ps, &a[m]);
-            res_add(&need, &ps->req);
+            sim_charge_req(r, job->gang.queue, e->live_flavor[m], &ps->req, -1);
             gpus += ps->req.v[RES_GPU];
             e->grow_set[e->n_grow++] = e->live_set[m];
             continue;
         }
         a[keep] = a[m];
+        e->live_flavor[keep] = e->live_flavor[m];
         e->live_set[keep++] = e->live_set[m];
     }
     e->n_live = keep;
     r->busy_gpus -= gpus;
-    sim_charge_req(r, job->gang.queue, r->job_flavor[j], &need, -1);
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     sort_sets(e->grow_set, e->n_grow);
     grow_queue(r, k);
@@ -308,32 +326,36 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     new_segment(r, j, now, false);
     uint32_t n = e->n_live + e->n_grow;
     struct sched_assign *a = malloc(n * sizeof(*a));
-    uint8_t *sets = malloc(n);
+    uint8_t *sets = malloc(2 * n); /* sets, then flavors */
     if (!a || !sets) {
         free(a), free(sets);
         return SCHED_ENOMEM;
     }
-    /* merge by set: the running members of a set first, then those joining */
+    /* merge by set: the running members of a set first, then those joining (charged to the
+     * flavor they were placed in) */
     uint32_t at = 0, x = 0, y = 0;
-    struct res_vec need = {0};
     for (uint32_t s = 0; s < job->gang.n_sets; s++) {
-        for (; x < e->n_live && e->live_set[x] == s; x++, at++)
-            a[at] = r->assign[j][x], sets[at] = (uint8_t)s;
+        for (; x < e->n_live && e->live_set[x] == s; x++, at++) {
+            a[at] = r->assign[j][x];
+            sets[at] = (uint8_t)s;
+            sets[n + at] = e->live_flavor[x];
+        }
         for (; y < e->n_grow && e->grow_set[y] == s; y++, at++) {
             a[at] = p->pods[y];
             sets[at] = (uint8_t)s;
+            sets[n + at] = (uint8_t)p->flavor;
             sim_pod_on(r, &job->gang, &job->gang.sets[s], &a[at], now);
-            res_add(&need, &job->gang.sets[s].req);
+            sim_charge_req(r, job->gang.queue, p->flavor, &job->gang.sets[s].req, +1);
         }
     }
     free(r->assign[j]);
     r->assign[j] = a;
     memcpy(e->live_set, sets, at);
+    memcpy(e->live_flavor, sets + n, at);
     free(sets);
     e->n_live = at;
     e->n_grow = 0;
     r->busy_gpus += p->gang->gpus;
-    sim_charge_req(r, job->gang.queue, r->job_flavor[j], &need, +1);
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     push_finish(r, j, now);
     sim_touch(r, j);

@@ -95,7 +95,7 @@ static int hl_get(struct store *db, const char *key, bool required, struct eng *
  * <probation_until_ms> <probation_for>" (the job index it promised to, -1 for none). */
 #define PROMISE_TAG "promise"
 /* The optional field of an elastic job (sim/elastic.c) between the placement (its running
- * members) and the promise: " elastic <n_live> <set>... <n_grow> <set>... <queued>
+ * members) and the promise: " elastic <n_live> <set>:<flavor>... <n_grow> <set>... <queued>
  * <the waiting members' reserve_first_ms> <gpu_ms> <n_ask> <member>..." */
 #define ELASTIC_TAG "elastic"
 
@@ -108,7 +108,7 @@ static size_t fmt_elastic(const struct run *r, uint32_t j, char *buf, size_t at,
     const struct sim_elastic *e = &r->el[k];
     at += (size_t)snprintf(buf + at, n - at, " " ELASTIC_TAG " %u", e->n_live);
     for (uint32_t m = 0; m < e->n_live && at < n; m++)
-        at += (size_t)snprintf(buf + at, n - at, " %u", e->live_set[m]);
+        at += (size_t)snprintf(buf + at, n - at, " %u:%u", e->live_set[m], e->live_flavor[m]);
     if (at < n)
         at += (size_t)snprintf(buf + at, n - at, " %u", e->n_grow);
     for (uint32_t m = 0; m < e->n_grow && at < n; m++)
@@ -155,7 +155,7 @@ struct db_group {
     struct store_kv kv[DB_JOB_GROUP];
     struct store_job sj[DB_JOB_GROUP];
     char key[DB_JOB_GROUP][16];
-    char val[DB_JOB_GROUP][128 + 24 * 64 + 16 * 64 + 64]; /* + an elastic job's sets, asks */
+    char val[DB_JOB_GROUP][128 + 24 * 64 + 40 * 64]; /* + an elastic job's members, asks */
 };
 
 /* Job j into the group (its meta row and jobs row, written by db_group_flush), and its KPI rows
@@ -600,9 +600,13 @@ static int resume_elastic(struct run *r, uint32_t j, const char *key, const char
         okay = sscanf(p, " %u%n", &count[w], &used) == 1 && count[w] <= full->n_pods;
         p += used;
         for (uint32_t m = 0; okay && m < count[w]; m++) {
-            unsigned s;
-            okay = sscanf(p, " %u%n", &s, &used) == 1 && s < full->n_sets;
+            unsigned s, f = 0; /* a running member's flavor after its set */
+            okay = (w == 0 ? sscanf(p, " %u:%u%n", &s, &f, &used) == 2
+                           : sscanf(p, " %u%n", &s, &used) == 1) &&
+                   s < full->n_sets && f < r->n_flavors;
             sets[w][m] = (uint8_t)s;
+            if (okay && w == 0)
+                e->live_flavor[m] = (uint8_t)f;
             p += used;
         }
     }
@@ -617,9 +621,9 @@ static int resume_elastic(struct run *r, uint32_t j, const char *key, const char
     }
     if (!okay)
         return sched_fail(eb, SCHED_EINVAL,
-                          "database: meta %s: field %s: expected <n_live> <set>... <n_grow> "
-                          "<set>... <queued> <reserve_first_ms> <gpu_ms> <n_ask> <member>..., "
-                          "within the job's pods",
+                          "database: meta %s: field %s: expected <n_live> <set>:<flavor>... "
+                          "<n_grow> <set>... <queued> <reserve_first_ms> <gpu_ms> <n_ask> "
+                          "<member>..., within the job's pods and the flavors",
                           key, ELASTIC_TAG);
     *pp = p;
     if (sim_elastic_restore(r, j, count[0], count[1], queued != 0, first, gpu_ms, n_ask) != 0)

@@ -64,9 +64,11 @@ struct fin {
  * waiting to join it, each member named by its pod set in the trace's gang (a set index). */
 struct sim_elastic {
     uint32_t job;
-    uint8_t *live_set; /* [n_pods of the job] the running members' sets, in pod order */
-    uint32_t n_live;   /* = its gang's n_pods while it runs whole */
-    uint8_t *grow_set; /* [n_pods] the members evicted alone, waiting to join, in set order */
+    uint8_t *live_set;    /* [n_pods of the job] the running members' sets, in pod order */
+    uint8_t *live_flavor; /* [n_pods] the flavor each running member is charged to (members
+                             that joined: their placement's) */
+    uint32_t n_live;      /* = its gang's n_pods while it runs whole */
+    uint8_t *grow_set;    /* [n_pods] the members evicted alone, waiting to join, in set order */
     uint32_t n_grow;
     struct gang live; /* the running gang: id = the job's, min_member = min_pods */
     struct gang grow; /* the waiting members: id = n_jobs + slot, every one together */
@@ -247,6 +249,7 @@ int64_t sim_wall_for(const struct run *r, uint32_t j, int64_t work_ms);
 
 /* elastic.c */
 bool sim_elastic_alloc(struct run *r);
+bool sim_elastic_charge(struct run *r, uint32_t j, int sign);
 void sim_elastic_free(struct run *r);
 void sim_elastic_started(struct run *r, uint32_t j);
 void sim_elastic_withdraw(struct run *r, uint32_t j);

@@ -110,7 +110,8 @@ void sim_occupy(struct run *r, uint32_t j, const struct sched_assign *a, int64_t
         for (uint32_t q = 0; q < g->sets[s].count; q++, k++)
             sim_pod_on(r, g, &g->sets[s], &a[k], now);
     r->busy_gpus += g->gpus;
-    charge(r, g, r->job_flavor[j], +1);
+    if (!sim_elastic_charge(r, j, +1)) /* an elastic job: each member to its own flavor */
+        charge(r, g, r->job_flavor[j], +1);
 }
 
 int64_t sim_queue_gpus(struct run *r, uint32_t q)
@@ -311,7 +312,8 @@ void sim_release_job(struct run *r, uint32_t j)
             sim_pod_off(r, g, &g->sets[s], &a[k]);
     sim_elastic_withdraw(r, j);
     r->busy_gpus -= g->gpus; /* r->assign[j] stays: the last placement, for the results */
-    charge(r, g, r->job_flavor[j], -1);
+    if (!sim_elastic_charge(r, j, -1))
+        charge(r, g, r->job_flavor[j], -1);
     uint32_t last = r->runlist[--r->n_run], at = r->runpos[j];
     r->runlist[at] = last;
     r->runpos[last] = at;
@@ -1077,10 +1079,10 @@ int sim_run(const struct sim_input *in, const struct sched_policy *pol,
     arena_init(&r.qarena, 16 * 1024);
     arena_init(&r.life_arena, 4096);
     int rc;
-    if (in->n_elastic > 0 && in->config->n_flavors > 1) {
+    if (in->n_elastic > 0 && in->config->n_flavors > UINT8_MAX + 1) {
         rc = sched_fail(eb, SCHED_EINVAL,
                         "min_pods: %u elastic jobs in the trace; elastic jobs are simulated with "
-                        "a single flavor only",
+                        "at most 256 flavors",
                         in->n_elastic);
     } else if (!run_alloc(&r)) {
         rc = sched_fail(eb, SCHED_ENOMEM, "out of memory for %u jobs", in->n_jobs);
