@@ -367,8 +367,10 @@ static int claim_gpu(struct checker *c, struct policy *p, uint32_t ji, uint32_t 
     }
     int32_t holder = n->owner[gi];
     if (holder == (int32_t)ji) {
-        violation(c, p, "job '%s': GPU %lld of node '%s' listed twice in one start", j->id,
-                  (long long)gi, n->name);
+        violation(c, p,
+                  "job '%s': GPU %lld of node '%s' listed twice (in one start, or a grow "
+                  "on a GPU the job holds)",
+                  j->id, (long long)gi, n->name);
         return 1;
     }
     if (holder >= 0) {
