@@ -50,10 +50,10 @@ bool sim_elastic_alloc(struct run *r)
 
 void sim_elastic_free(struct run *r)
 {
-    for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
-        free(r->el[k].live_set), free(r->el[k].live_flavor), free(r->el[k].grow_set);
-    for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++)
-        free(r->el[k].ask), free(r->el[k].near);
+    for (uint32_t k = 0; r->el && k < r->in->n_elastic; k++) {
+        struct sim_elastic *e = &r->el[k];
+        free(e->live_set), free(e->live_flavor), free(e->grow_set), free(e->ask), free(e->near);
+    }
     free(r->el), free(r->el_of);
     r->el = NULL;
     r->el_of = NULL;
@@ -85,7 +85,7 @@ static void build(const struct gang *full, const uint8_t *sets, uint32_t n, uint
  * not elastic or not running (the caller charges the gang whole). */
 bool sim_elastic_charge(struct run *r, uint32_t j, int sign)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX || r->el[k].n_live == 0)
         return false;
     const struct sim_elastic *e = &r->el[k];
@@ -106,7 +106,7 @@ const struct gang *sim_grow_gang(const struct run *r, uint32_t g)
 /* Job j starts (whole): every member runs. */
 void sim_elastic_started(struct run *r, uint32_t j)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX)
         return;
     struct sim_elastic *e = &r->el[k];
@@ -130,7 +130,7 @@ static void grow_unqueue(struct run *r, struct sim_elastic *e, uint32_t k)
     if (sim_whole_node(r, &e->grow))
         r->n_pending_whole--;
     e->grow_queued = false;
-    (void)eng_job_finish(r->eng, r->in->n_jobs + k); /* not pending: its holds stay harmless */
+    (void)eng_job_finish(r->eng, r->in->n_jobs + k); /* no longer pending, and no holds kept */
     eng_hold_drop(r->eng, r->in->n_jobs + k);
 }
 
@@ -138,7 +138,7 @@ static void grow_unqueue(struct run *r, struct sim_elastic *e, uint32_t k)
  * requeue brings the whole gang back). */
 void sim_elastic_withdraw(struct run *r, uint32_t j)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX)
         return;
     grow_unqueue(r, &r->el[k], k);
@@ -235,7 +235,7 @@ static void push_finish(struct run *r, uint32_t j, int64_t now)
 static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int64_t now,
                         bool checkpointed, const char *reason, bool preempted)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX || n == 0)
         return 0;
     struct sim_elastic *e = &r->el[k];
@@ -290,25 +290,18 @@ int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int6
     return take_members(r, j, pods, n, now, checkpointed, reason, true);
 }
 
-/* Members lost[0 .. n) (indices into job j's running members, any order) were lost with their
- * node, and the lifecycle rules replace them alone (an elastic inference job that keeps its
- * min_pods, sched/engine/life.h): they go, and wait to join again, as in the daemon. */
+/* Members lost[0 .. n) (ascending indices into job j's running members: the lifecycle rules
+ * list them in member order, sched/engine/life.c) were lost with their node, and the rules
+ * replace them alone (an elastic inference job that keeps its min_pods): they go, and wait to
+ * join again, as in the daemon. */
 int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX || n == 0 || n > r->el[k].n_live)
         return 0; /* a rigid job keeps no min_pods below its pods: the rules tear it down */
-    uint32_t *v = r->el[k].ask; /* scratch: no handshake runs while a member is lost */
-    memcpy(v, lost, n * sizeof(*v));
-    for (uint32_t a = 1; a < n; a++) /* insertion sort: a handful of members */
-        for (uint32_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
-            uint32_t t = v[b];
-            v[b] = v[b - 1];
-            v[b - 1] = t;
-        }
     if (r->fail_at && r->fail_at[j] >= 0)
         r->st->partial_gang_seconds += (double)(now - r->fail_at[j]) / 1000.0;
-    return take_members(r, j, v, n, now, false, "node failure: lost members replaced", false);
+    return take_members(r, j, lost, n, now, false, "node failure: lost members replaced", false);
 }
 
 /* The core placed the waiting members of an elastic job (placement p of gang n_jobs + slot):

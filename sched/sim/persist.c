@@ -102,7 +102,7 @@ static int hl_get(struct store *db, const char *key, bool required, struct eng *
 /* Job j's elastic field (nothing for a rigid job) at buf + at; the new end. */
 static size_t fmt_elastic(const struct run *r, uint32_t j, char *buf, size_t at, size_t n)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     if (k == UINT32_MAX || at >= n)
         return at;
     const struct sim_elastic *e = &r->el[k];
@@ -580,7 +580,7 @@ static int resume_elastic(struct run *r, uint32_t j, const char *key, const char
     while (*p == ' ')
         p++;
     size_t tl = strlen(ELASTIC_TAG);
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     bool has = strncmp(p, ELASTIC_TAG, tl) == 0 && p[tl] == ' ';
     if (!has)
         return k != UINT32_MAX && n_live > 0
@@ -691,7 +691,7 @@ static int resume_job(struct run *r, uint32_t j, struct sched_errbuf *eb)
                &flavor, &eta, &npods, &off) != 15 ||
         status > ENG_JOB_FAILED || flavor >= r->n_flavors ||
         (npods != 0 && npods != g->n_pods &&
-         !(r->el_of && r->el_of[j] != UINT32_MAX && npods < g->n_pods)))
+         !(sim_elastic_slot(r, j) != UINT32_MAX && npods < g->n_pods)))
         return sched_fail(eb, SCHED_EINVAL, "database: meta %s is malformed", key);
     eng_job_restore(r->eng, j, (enum eng_state)status, 0);
     r->start_ms[j] = start, r->end_ms[j] = end;

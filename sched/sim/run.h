@@ -202,10 +202,16 @@ static inline enum eng_state sim_state(const struct run *r, uint32_t j)
     return eng_job_state(r->eng, j);
 }
 
+/* Job j's slot in r->el when it is elastic (sim/elastic.c), else UINT32_MAX. */
+static inline uint32_t sim_elastic_slot(const struct run *r, uint32_t j)
+{
+    return r->el_of ? r->el_of[j] : UINT32_MAX;
+}
+
 /* The gang job j runs as: an elastic job's members now, else its trace gang. */
 static inline const struct gang *sim_gang(const struct run *r, uint32_t j)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     return k != UINT32_MAX && r->el[k].n_live > 0 ? &r->el[k].live : &r->in->jobs[j].gang;
 }
 

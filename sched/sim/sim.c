@@ -329,8 +329,8 @@ void sim_account_run(struct run *r, uint32_t j, int64_t now)
     int64_t dt = now - r->run_start_ms[j];
     r->busy_ms[j] += dt;
     const struct gang *g = sim_gang(r, j);
-    if (r->el_of && r->el_of[j] != UINT32_MAX)
-        r->el[r->el_of[j]].gpu_ms += (double)g->gpus * (double)dt;
+    if (sim_elastic_slot(r, j) != UINT32_MAX)
+        r->el[sim_elastic_slot(r, j)].gpu_ms += (double)g->gpus * (double)dt;
     if (!r->st->node_gpu_s || !r->assign[j] || dt <= 0)
         return;
     for (uint32_t k = 0; k < g->n_pods; k++)
@@ -498,6 +498,18 @@ static void evict(struct run *r, uint32_t j, int64_t now, const char *reason, bo
     sim_on_effects(r, now);
 }
 
+/* Job j's eviction: the members it was asked for when it is elastic and some were (they leave,
+ * it runs on: sim/elastic.c), else the whole job. */
+static int evict_asked(struct run *r, uint32_t j, int64_t now, const char *reason,
+                       bool checkpointed)
+{
+    uint32_t k = sim_elastic_slot(r, j);
+    if (k != UINT32_MAX && r->el[k].n_ask > 0)
+        return sim_shrink(r, j, r->el[k].ask, r->el[k].n_ask, now, checkpointed, reason);
+    evict(r, j, now, reason, checkpointed);
+    return 0;
+}
+
 /* ---- failures ------------------------------------------------------------------------------ */
 
 /* Jobs still to come, waiting, running or backing off. */
@@ -597,7 +609,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
                  : ev->kind == SCHED_PREEMPT_OVERDUE    ? "overdue backfill evicted"
                                                         : "preempted",
                  in->jobs[sim_job_of(r, ev->preemptor->id)].id);
-        uint32_t k = ev->pods && r->el_of ? r->el_of[j] : UINT32_MAX;
+        uint32_t k = ev->pods ? sim_elastic_slot(r, j) : UINT32_MAX;
         if (k != UINT32_MAX) { /* the members asked to leave, kept for the handshake's end */
             memcpy(r->el[k].ask, ev->pods, ev->n_pods * sizeof(*ev->pods));
             r->el[k].n_ask = ev->n_pods;
@@ -618,12 +630,9 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
                 sim_ev_head(r, now, "checkpoint-request", j);
                 fputs("}\n", r->opt->events);
             }
-        } else if (k != UINT32_MAX) {
-            if (sim_shrink(r, j, r->el[k].ask, r->el[k].n_ask, now, false, reason) != 0)
-                return SCHED_ENOMEM;
-            (*evicted)++;
         } else {
-            evict(r, j, now, reason, false);
+            if (evict_asked(r, j, now, reason, false) != 0)
+                return SCHED_ENOMEM;
             (*evicted)++;
         }
     }
@@ -795,17 +804,12 @@ static void timed_events(struct run *r, int64_t now)
         } else if (f.kind == FIN_FINISH) {
             finish(r, f.job, now);
             r->t_end = now;
-        } else {
-            bool answered = f.kind == FIN_EVICT;
-            const char *why = answered ? "preempted after a requested checkpoint"
-                                       : "preempted: no checkpoint within the grace";
-            uint32_t k = r->el_of ? r->el_of[f.job] : UINT32_MAX;
-            if (k != UINT32_MAX && r->el[k].n_ask > 0) { /* members of an elastic job */
-                if (sim_shrink(r, f.job, r->el[k].ask, r->el[k].n_ask, now, answered, why) != 0)
-                    r->oom = true;
-            } else {
-                evict(r, f.job, now, why, answered);
-            }
+        } else if (f.kind == FIN_EVICT) {
+            if (evict_asked(r, f.job, now, "preempted after a requested checkpoint", true) != 0)
+                r->oom = true;
+        } else if (evict_asked(r, f.job, now, "preempted: no checkpoint within the grace", false) !=
+                   0) {
+            r->oom = true;
         }
         maybe_crash(r);
     }

@@ -86,7 +86,7 @@ static double job_wait_s(const struct run *r, uint32_t j)
  * (sim/elastic.c), any other's its GPUs times its busy time. */
 static double job_gpu_ms(const struct run *r, uint32_t j)
 {
-    uint32_t k = r->el_of ? r->el_of[j] : UINT32_MAX;
+    uint32_t k = sim_elastic_slot(r, j);
     return k != UINT32_MAX ? r->el[k].gpu_ms
                            : (double)r->in->jobs[j].gang.gpus * (double)r->busy_ms[j];
 }

@@ -389,15 +389,33 @@ static int claim_gpu(struct checker *c, struct policy *p, uint32_t ji, uint32_t 
     return 1;
 }
 
-/* The pods array `key` of an event of job ji: each pod's GPUs claimed (join) or given back
- * (leave, each must be the job's); returns the pods listed, -1 when it is not an array. */
+/* Gives back GPU g of node ni that job ji holds (a member leaves); 0 when it does not hold it. */
+static int release_gpu(struct policy *p, uint32_t ji, uint32_t ni, const cJSON *g)
+{
+    struct job *j = &p->jobs[ji];
+    int64_t gi;
+    if (!get_int(g, 0, (int64_t)p->nodes[ni].gpus - 1, &gi))
+        return 0;
+    for (size_t h = 0; h < j->n_held; h++)
+        if (j->held[h].node == ni && j->held[h].gpu == (uint32_t)gi) {
+            p->nodes[ni].owner[gi] = -1;
+            j->held[h] = j->held[--j->n_held];
+            return 1;
+        }
+    return 0;
+}
+
+/* The pods array `key` of event `type` of job ji: each pod's GPUs claimed (join) or given back
+ * (a member leaves: each must be the job's). Returns the pods listed, -1 when there is no array;
+ * *n_gpus: the GPU entries of pods on known nodes (and, joining, on unknown ones). */
 static int64_t pods_of(struct checker *c, struct policy *p, uint32_t ji, const cJSON *ev,
-                       const char *key, int join)
+                       const char *type, const char *key, int join, int64_t *n_gpus)
 {
     const char *id = p->jobs[ji].id;
     const cJSON *pods = cJSON_GetObjectItemCaseSensitive(ev, key);
+    *n_gpus = 0;
     if (!cJSON_IsArray(pods)) {
-        violation(c, p, "job '%s': without a \"%s\" array", id, key);
+        violation(c, p, "job '%s': %s without a \"%s\" array", id, type, key);
         return -1;
     }
     int64_t n = 0;
@@ -406,33 +424,27 @@ static int64_t pods_of(struct checker *c, struct policy *p, uint32_t ji, const c
     {
         n++;
         const char *node = get_str(pod, "node");
+        const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(pod, "gpus");
         uint32_t ni = 0;
-        if (!node || !strmap_get(&p->node_map, node, &ni) ||
-            !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(pod, "gpus"))) {
-            violation(c, p, "job '%s': %s pod %lld: no known \"node\" or no \"gpus\" array", id,
-                      key, (long long)n);
+        if (!node) {
+            violation(c, p, "job '%s': pod %lld without a string \"node\"", id, (long long)n);
             continue;
         }
-        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(pod, "gpus"))
+        if (!cJSON_IsArray(gpus)) {
+            violation(c, p, "job '%s': pod %lld on node '%s' without a \"gpus\" array", id,
+                      (long long)n, node);
+            continue;
+        }
+        int known = strmap_get(&p->node_map, node, &ni);
+        if (!known)
+            violation(c, p, "job '%s': pod %lld on unknown node '%s'", id, (long long)n, node);
+        cJSON_ArrayForEach(g, gpus)
         {
-            if (join) {
-                claim_gpu(c, p, ji, ni, g);
-                continue;
-            }
-            struct job *j = &p->jobs[ji];
-            int64_t gi;
-            size_t h = 0;
-            if (get_int(g, 0, (int64_t)p->nodes[ni].gpus - 1, &gi))
-                for (h = 0; h < j->n_held; h++)
-                    if (j->held[h].node == ni && j->held[h].gpu == (uint32_t)gi)
-                        break;
-            if (!get_int(g, 0, (int64_t)p->nodes[ni].gpus - 1, &gi) || h == j->n_held) {
+            if (!join && known && !release_gpu(p, ji, ni, g))
                 violation(c, p, "job '%s': a pod leaves GPUs of node '%s' it does not hold", id,
                           node);
-                continue;
-            }
-            p->nodes[ni].owner[gi] = -1;
-            j->held[h] = j->held[--j->n_held];
+            else if (join)
+                *n_gpus += known ? claim_gpu(c, p, ji, ni, g) : 1;
         }
     }
     return n;
@@ -451,7 +463,8 @@ static void on_resize(struct checker *c, struct policy *p, const cJSON *ev, cons
     if (j->min_pods >= j->pods)
         violation(c, p, "%s of job '%s', which is not elastic (no min_pods below its pods)",
                   grow_it ? "grow" : "shrink", id);
-    int64_t n = pods_of(c, p, ji, ev, grow_it ? "joined" : "left", grow_it);
+    int64_t n_gpus, n = pods_of(c, p, ji, ev, grow_it ? "grow" : "shrink",
+                                grow_it ? "joined" : "left", grow_it, &n_gpus);
     if (n < 0)
         return;
     j->live_pods += grow_it ? n : -n;
@@ -482,40 +495,9 @@ static void on_start(struct checker *c, struct policy *p, const cJSON *ev, const
     p->jobs[ji].start_line = c->line;
     p->jobs[ji].n_held = 0;
 
-    const cJSON *pods = cJSON_GetObjectItemCaseSensitive(ev, "pods");
-    if (!cJSON_IsArray(pods)) {
-        violation(c, p, "job '%s': start without a \"pods\" array", id);
+    int64_t n_gpus, n_pods = pods_of(c, p, ji, ev, "start", "pods", 1, &n_gpus);
+    if (n_pods < 0)
         return;
-    }
-    int64_t n_pods = 0, n_gpus = 0;
-    const cJSON *pod;
-    cJSON_ArrayForEach(pod, pods)
-    {
-        n_pods++;
-        const char *node = get_str(pod, "node");
-        const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(pod, "gpus");
-        uint32_t ni = 0;
-        if (!node) {
-            violation(c, p, "job '%s': pod %lld without a string \"node\"", id, (long long)n_pods);
-            continue;
-        }
-        if (!cJSON_IsArray(gpus)) {
-            violation(c, p, "job '%s': pod %lld on node '%s' without a \"gpus\" array", id,
-                      (long long)n_pods, node);
-            continue;
-        }
-        int known = strmap_get(&p->node_map, node, &ni);
-        if (!known)
-            violation(c, p, "job '%s': pod %lld on unknown node '%s'", id, (long long)n_pods, node);
-        const cJSON *g;
-        cJSON_ArrayForEach(g, gpus)
-        {
-            if (known)
-                n_gpus += claim_gpu(c, p, ji, ni, g);
-            else
-                n_gpus++;
-        }
-    }
     struct job *j = &p->jobs[ji];
     j->live_pods = n_pods;
     if (j->pods >= 0 && n_pods != j->pods)
