@@ -488,6 +488,9 @@ const char *const store__stmt_sql[STMT_N] = {
     /* members taken alone do not requeue or evict the gang (it runs on) */
     [STMT_VIEW_REQUEUE] = "SELECT max(ts_ms) FROM preemptions "
                           "WHERE victim = ?1 AND members IS NULL",
+    /* members of an elastic gang taken alone: they wait to rejoin it */
+    [STMT_VIEW_MEMBERS] = "SELECT max(ts_ms) FROM preemptions "
+                          "WHERE victim = ?1 AND members IS NOT NULL",
     [STMT_VIEW_PLACEMENTS] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
                              "FROM placements WHERE gang = ?1 ORDER BY pod_index",
     [STMT_VIEW_RESV] = "SELECT id, kind, gang, created_ms, expires_ms, expected_start_ms "

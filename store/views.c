@@ -442,13 +442,14 @@ static int newest_eta(void *ctx, const struct store_decision *d)
     return 0;
 }
 
-/* A pending job's expected start, as its newest decision row gave it (sched/core/eta.h):
- * expected_start_ms, or expected_start "no estimate: ..." (both null when none was given). */
+/* A pending job's expected start (or its waiting members', while it runs), as its newest
+ * decision row gave it (sched/core/eta.h): expected_start_ms, or expected_start "no estimate:
+ * ..." (both null when none was given). */
 static void job_eta(struct store_views *v, cJSON *o, const struct job_rec *j)
 {
     struct eta_ctx e = {.ms = STORE_NO_TIME};
     struct sched_errbuf eb = {{0}};
-    if (j->state == STORE_JOB_PENDING &&
+    if ((j->state == STORE_JOB_PENDING || views_members_wait(j)) &&
         store_decision_list(v->st, j->gang, 1, newest_eta, &e, &eb))
         e = (struct eta_ctx){.ms = STORE_NO_TIME}; /* unreadable: shown as none */
     jopt(v, o, "expected_start_ms", e.ms, STORE_NO_TIME);
@@ -509,6 +510,14 @@ static void job_reason_json(struct store_views *v, cJSON *o, const struct job_re
              "checkpointing: preempted and asked to checkpoint; evicted once it has (its "
              "gangsched.io/last-checkpoint after the request) or when its grace ends");
         jopt(v, o, "reason_since_ms", j->evict_ms, STORE_NO_TIME);
+    } else if (views_members_wait(j)) {
+        /* an elastic gang runs on while members taken alone wait to rejoin it: their verdict,
+         * since they began to wait for it */
+        char text[700];
+        snprintf(text, sizeof(text), "members waiting to rejoin: %s", j->reason);
+        jstr(v, o, "why", why_name(j->why));
+        jstr(v, o, "reason", text);
+        jopt(v, o, "reason_since_ms", j->reason_ms, STORE_NO_TIME);
     } else {
         jstr(v, o, "why", NULL);
         jstr(v, o, "reason", NULL);
@@ -537,6 +546,7 @@ static void job_json(struct store_views *v, cJSON *o, const struct job_rec *j)
     jopt(v, o, "requeued_ms", j->requeue_ms, STORE_NO_TIME);
     jint(v, o, "preemptions", j->preemptions);
     jint(v, o, "restarts", j->restarts);
+    jbool(v, o, "members_waiting", views_members_wait(j));
     job_eta(v, o, j);
     job_reason_json(v, o, j);
     /* nodes and GPUs of its placed pods, in pod order */

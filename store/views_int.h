@@ -52,6 +52,10 @@ struct job_rec {
     int64_t requeue_ms; /* pending after a preemption: the last one's time; else STORE_NO_TIME */
     int64_t evict_ms;   /* running and preempted during this run (its eviction waits for a
                            checkpoint handshake): that preemption's time; else STORE_NO_TIME */
+    int64_t whole_ms;   /* its last preemption of the whole gang, in any state; else NO_TIME */
+    int64_t run_ms;     /* the earliest bound_ms of its placed pods: when its current run began
+                           (the simulator's start_ms is the first start); else NO_TIME */
+    int64_t members_ms; /* its last preemption of members alone (an elastic gang), else NO_TIME */
 };
 
 struct place_rec {
@@ -132,6 +136,14 @@ int views_load_preempt(void *ctx, const struct store_preemption *p);
 /* A preemption of job j at ts_ms: a pending job's latest one is its requeue_ms; a running job's
  * made during its current run is its evict_ms (one rule for both reads). */
 void views_job_preempted(struct job_rec *j, int64_t ts_ms);
+/* A pod of job j placed at bound_ms (its current run's placements). */
+void views_job_placed(struct job_rec *j, int64_t bound_ms);
+/* A preemption of members of job j alone at ts_ms (an elastic gang runs on without them). */
+void views_job_members(struct job_rec *j, int64_t ts_ms);
+/* Whether running job j has members waiting to rejoin it: members were preempted alone after
+ * its last whole preemption and during this run, and its newest decision, a verdict other than
+ * "placed" (a join logs "placed"), came after that. Its reason is then theirs. */
+bool views_members_wait(const struct job_rec *j);
 int views_load_history(void *ctx, const char *queue, double share, int64_t updated_ms);
 int views_load_action(void *ctx, const struct store_action *a);
 

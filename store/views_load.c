@@ -186,6 +186,9 @@ int views_load_job(void *ctx, const struct store_job *j)
         .reason_ms = STORE_NO_TIME,
         .requeue_ms = STORE_NO_TIME,
         .evict_ms = STORE_NO_TIME,
+        .whole_ms = STORE_NO_TIME,
+        .members_ms = STORE_NO_TIME,
+        .run_ms = STORE_NO_TIME,
     };
     see_time(v, j->submit_ms);
     see_time(v, j->admit_ms);
@@ -308,13 +311,46 @@ static int latest_of_gang(void *ctx, const struct store_decision *d)
     return c->v->oom ? SCHED_ENOMEM : 0;
 }
 
+/* When running job j's current run began: its start, or the first bind of the pods it has
+ * placed when later (a restart; the simulator's row keeps the first start). NO_TIME: unknown. */
+static int64_t run_began(const struct job_rec *j)
+{
+    if (j->run_ms == STORE_NO_TIME)
+        return j->start_ms;
+    return j->start_ms == STORE_NO_TIME || j->run_ms > j->start_ms ? j->run_ms : j->start_ms;
+}
+
+bool views_members_wait(const struct job_rec *j)
+{
+    int64_t began = run_began(j);
+    return j->state == STORE_JOB_RUNNING && j->members_ms != STORE_NO_TIME &&
+           (j->whole_ms == STORE_NO_TIME || j->members_ms > j->whole_ms) &&
+           (began == STORE_NO_TIME || j->members_ms >= began) && j->reason &&
+           j->why != SCHED_WHY_PLACED && j->reason_ms >= j->members_ms;
+}
+
+void views_job_placed(struct job_rec *j, int64_t bound_ms)
+{
+    if (bound_ms != STORE_NO_TIME && (j->run_ms == STORE_NO_TIME || bound_ms < j->run_ms))
+        j->run_ms = bound_ms;
+}
+
+void views_job_members(struct job_rec *j, int64_t ts_ms)
+{
+    if (ts_ms != STORE_NO_TIME && (j->members_ms == STORE_NO_TIME || ts_ms > j->members_ms))
+        j->members_ms = ts_ms;
+}
+
 void views_job_preempted(struct job_rec *j, int64_t ts_ms)
 {
     if (ts_ms == STORE_NO_TIME)
         return;
+    if (j->whole_ms == STORE_NO_TIME || ts_ms > j->whole_ms)
+        j->whole_ms = ts_ms;
     if (j->state == STORE_JOB_PENDING && (j->requeue_ms == STORE_NO_TIME || ts_ms > j->requeue_ms))
         j->requeue_ms = ts_ms;
-    if (j->state == STORE_JOB_RUNNING && j->start_ms != STORE_NO_TIME && ts_ms >= j->start_ms &&
+    int64_t began = run_began(j);
+    if (j->state == STORE_JOB_RUNNING && began != STORE_NO_TIME && ts_ms >= began &&
         (j->evict_ms == STORE_NO_TIME || ts_ms > j->evict_ms))
         j->evict_ms = ts_ms;
 }
@@ -332,11 +368,19 @@ static int load_reasons(struct store_views *v, struct sched_errbuf *eb)
         c.by_gang[i] = &v->jobs[i];
     qsort(c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
     int err = store_decision_latest(v->st, latest_of_gang, &c, eb);
+    for (size_t i = 0; i < v->n_places && !err; i++) { /* before the preemptions: run_began() */
+        struct job_rec key = {.gang = v->places[i].gang}, *kp = &key;
+        struct job_rec **hit = bsearch(&kp, c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
+        if (hit)
+            views_job_placed(*hit, v->places[i].bound_ms);
+    }
     for (size_t i = 0; i < v->n_preempts && !err; i++) {
         struct job_rec key = {.gang = v->preempts[i].victim}, *kp = &key;
         struct job_rec **hit = bsearch(&kp, c.by_gang, v->n_jobs, sizeof(*c.by_gang), cmp_job_gang);
-        if (hit && v->preempts[i].members == 0) /* members alone: the gang runs on */
+        if (hit && v->preempts[i].members == 0)
             views_job_preempted(*hit, v->preempts[i].ts_ms);
+        else if (hit) /* members alone: the gang runs on, they wait to rejoin it */
+            views_job_members(*hit, v->preempts[i].ts_ms);
     }
     free(c.by_gang);
     return err;

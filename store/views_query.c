@@ -196,11 +196,14 @@ static int job_extras(struct store_views *v, struct job_rec *j, uint32_t *pos,
     struct store *st = v->st;
     int rc = SQLITE_OK;
     store__b_text(st, STMT_VIEW_PLACEMENTS, 1, j->gang, &rc);
+    size_t from = v->n_places;
     int err = store__placement_query(st, STMT_VIEW_PLACEMENTS, rc, views_load_place, v, eb);
+    for (size_t i = from; i < v->n_places; i++)
+        views_job_placed(j, v->places[i].bound_ms);
     bool running = j->state == STORE_JOB_RUNNING;
     if (err || (j->state != STORE_JOB_PENDING && !running))
         return err;
-    err = running ? 0 : last_decision(v, j, eb);
+    err = last_decision(v, j, eb);
     rc = SQLITE_OK;
     store__b_text(st, STMT_VIEW_REQUEUE, 1, j->gang, &rc);
     int64_t last = STORE_NO_TIME;
@@ -209,8 +212,17 @@ static int job_extras(struct store_views *v, struct job_rec *j, uint32_t *pos,
     else
         store__done(st, STMT_VIEW_REQUEUE);
     views_job_preempted(j, last);
-    if (running)
+    if (running) { /* members of an elastic gang taken alone wait to rejoin it */
+        rc = SQLITE_OK;
+        store__b_text(st, STMT_VIEW_MEMBERS, 1, j->gang, &rc);
+        last = STORE_NO_TIME;
+        if (!err)
+            err = one_i64(st, STMT_VIEW_MEMBERS, rc, &last, "reading preemptions", eb);
+        else
+            store__done(st, STMT_VIEW_MEMBERS);
+        views_job_members(j, last);
         return err;
+    }
     if (!err && !*pos) {
         int64_t ahead = 0;
         rc = SQLITE_OK;

@@ -269,7 +269,7 @@ static void explain_job(const cJSON *j)
     if (gint(j, "position", 0) > 0)
         printf("Position:     %lld in queue %s (submission order)\n",
                (long long)gint(j, "position", 0), t.cell[1]);
-    if (pending) {
+    if (pending || gstr(j, "reason")) { /* running: checkpointing, or members waiting */
         char since[64];
         fmt_time(since, sizeof(since), gint(j, "reason_since_ms", STORE_NO_TIME));
         printf("Reason:       %s%s%s%s\n", t.cell[3], strcmp(since, "-") ? " (since " : "",

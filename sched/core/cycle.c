@@ -939,6 +939,23 @@ static const char *gang_label(const struct gang *g)
     return g->name ? g->name : "an older gang";
 }
 
+const char *sched_placed_format(const char *to, const char *until, bool past, char *buf, size_t n)
+{
+    if (!to)
+        snprintf(buf, n, "placed");
+    else if (past)
+        snprintf(buf, n,
+                 "placed on probation: backfilled ahead of %s's reservation, whose first expected "
+                 "start (%s) has already passed; %s may evict it whenever that lets it start",
+                 to, until, to);
+    else
+        snprintf(buf, n,
+                 "placed on probation: backfilled ahead of %s's reservation on the promise to end "
+                 "by %s; after that, %s may evict it",
+                 to, until, to);
+    return buf;
+}
+
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n)
 {

@@ -309,6 +309,11 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n);
 const char *sched_why_name(enum sched_why why);
+/* The reason of a placement's decision row, one text for both drivers: "placed", or for a gang
+ * backfilled on probation ahead of gang `to`'s reservation (to NULL: none) its promise to be
+ * gone by `until` (the driver's time text), which `past` says has passed already at the
+ * placement (the starving gang may evict it at once). Into buf; returns buf. */
+const char *sched_placed_format(const char *to, const char *until, bool past, char *buf, size_t n);
 /* "priority", "reclaim", "fair_share", "overdue": the metric label and log word of a kind. */
 const char *sched_preempt_kind_name(enum sched_preempt_kind kind);
 

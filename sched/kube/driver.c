@@ -822,7 +822,7 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
     struct strmap *maps[] = {&d->status, &d->owed, &d->owed_ckpt, &d->owed_ckpt_pods,
-                             &d->jobs,   &d->held, &d->shrinks};
+                             &d->jobs,   &d->held, &d->shrinks,   &d->joining};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();
@@ -961,6 +961,7 @@ static void kdrv_shutdown(struct kdrv *d)
         kdrv_kjob_free(v);
     strmap_fini(&d->jobs);
     strmap_fini(&d->held);
+    strmap_fini(&d->joining);
     kdrv_shrink_fini(d);
     kdrv_eng_fini(d);
     kdrv_est_fini(d);

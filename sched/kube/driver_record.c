@@ -423,6 +423,8 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
         dec.eta = note[0] ? note : NULL;
         int64_t at = dec.has_eta && !dec.eta ? dec.eta_ms : INT64_MIN;
         uint32_t h = verdict_key((int)vd->why, reason);
+        if (kg->run && strmap_put(&d->joining, kg->key, (void *)(uintptr_t)d->cycle, NULL) != 0)
+            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         if (st && st->logged == h && !store_decision_eta_moved(st->logged_eta, at, now))
             continue;
         rc = store_decision_add(d->db, &dec, eb);
@@ -451,17 +453,7 @@ static const char *placed_reason(struct kdrv *d, const struct kcache_build *kb,
         return "placed";
     char t[48];
     kobj_format_time(until, t, sizeof(t));
-    if (until <= now)
-        snprintf(buf, n,
-                 "placed on probation: backfilled ahead of %s's reservation, whose first expected "
-                 "start (%s) has already passed; %s may evict it whenever that lets it start",
-                 to, t, to);
-    else
-        snprintf(buf, n,
-                 "placed on probation: backfilled ahead of %s's reservation on the promise to end "
-                 "by %s; after that, %s may evict it",
-                 to, t, to);
-    return buf;
+    return sched_placed_format(to, t, until <= now, buf, n);
 }
 
 /* A placement's bind intents, decision, job row and charge. The members of an elastic gang that
@@ -495,6 +487,7 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
                                      .reason = placed_reason(d, kb, pl, now, why, sizeof(why))};
         rc = store_decision_add(d->db, &dec, eb);
         kdrv_forget_logged(d, kg->key);
+        strmap_del(&d->joining, kg->key); /* they join: "placed" says nothing waits */
     }
     struct gang whole = *pl->gang; /* what the job holds once bound */
     whole.gpus += run ? run->gang.gpus : 0;
@@ -520,6 +513,47 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
     if (rc == 0)
         rc = kdrv_job_charge_gang(d, kg->key, cfg->queues[pl->gang->queue].name,
                                   kdrv_flavor_name(cfg, pl->flavor), &whole, eb);
+    return rc;
+}
+
+static void count_unbound(void *ctx, const struct kpod *p)
+{
+    if (!p->node && !p->deleting)
+        ++*(uint32_t *)ctx;
+}
+
+/* Running gangs whose members waited to rejoin them (d->joining) and had no verdict this cycle:
+ * when none of their pods waits any more (deleted, never joined), a decision row says so, for
+ * the decision log's newest row is what `gangctl jobs` shows of a running gang's waiting
+ * members (store/views.c); without it their last verdict would stay. */
+static int record_members_gone(struct kdrv *d, int64_t now, struct sched_errbuf *eb)
+{
+    struct strlist gone = {0};
+    const char *k;
+    void *v;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && d->joining.n && strmap_next(&d->joining, &i, &k, &v);) {
+        uint32_t unbound = 0;
+        if ((int64_t)(uintptr_t)v != d->cycle)
+            kcache_each_gang_pod(d->cache, k, count_unbound, &unbound);
+        if ((int64_t)(uintptr_t)v != d->cycle && unbound == 0 && kdrv_strlist_add(&gone, k))
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; rc == 0 && i < gone.n; i++) {
+        strmap_del(&d->joining, gone.v[i]);
+        if (!strmap_get(&d->jobs, gone.v[i]))
+            continue; /* no longer running: its job row says what it is */
+        struct store_decision dec = {
+            .cycle = d->cycle,
+            .ts_ms = now,
+            .gang = gone.v[i],
+            .why = SCHED_WHY_PLACED,
+            .reason = "placed: it runs on with the members it has; those that waited to rejoin "
+                      "it are gone"};
+        rc = store_decision_add(d->db, &dec, eb);
+        kdrv_forget_logged(d, gone.v[i]);
+    }
+    kdrv_strlist_free(&gone);
     return rc;
 }
 
@@ -591,6 +625,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
         rc = kdrv_promise_record(d, kb, res, eb);
     if (rc == 0)
         rc = kdrv_fair_record(d, kb, res, cfg, now, eb);
+    if (rc == 0)
+        rc = record_members_gone(d, now, eb);
     if (rc == 0)
         rc = store_commit(d->db, eb);
     if (rc != 0)

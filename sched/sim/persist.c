@@ -1,5 +1,6 @@
 /* sched/sim/persist.c: --db: one store transaction per batch of instants, the decision log, resume
  * (see run.h). */
+#include "sched/core/duration.h"
 #include "sched/sim/run.h"
 
 /* ---- preemptor holds and reservation hints (kept by the engine) ------------------------ */
@@ -386,26 +387,56 @@ static uint32_t verdict_hash(const struct sched_verdict *v)
     return h ? h : 1;
 }
 
-/* The decision log (one row per verdict: gangs examined and not started; the store keeps a
- * row per change of why, with the latest text) and the preemption records of one cycle. */
+/* A placement's decision row, as the daemon writes it (record_placement): "placed", or the
+ * promise of a gang backfilled on probation (sched_placed_format; times as "t=" the run's
+ * clock). Members joining their running job log it under the job's name ("placed"). After it,
+ * the job's next verdict is logged whatever the last one was: it waits anew. */
+static int db_placed_row(struct run *r, const struct sched_placement *pl, int64_t now,
+                         struct sched_errbuf *eb)
+{
+    uint32_t j = sim_job_of(r, pl->gang->id);
+    char text[640], until[48] = "t=";
+    const char *to = NULL;
+    int64_t first = 0;
+    if (pl->probation_for && j == pl->gang->id) {
+        first = eng_job(r->eng, pl->probation_for->id).reserve_first_ms;
+        to = first > 0 ? r->in->jobs[sim_job_of(r, pl->probation_for->id)].id : NULL;
+        dur_format(first, until + 2, sizeof(until) - 2);
+    }
+    struct store_decision d = {
+        .cycle = (int64_t)r->st->cycles,
+        .ts_ms = now,
+        .gang = r->in->jobs[j].id,
+        .why = SCHED_WHY_PLACED,
+        .reason = sched_placed_format(to, until, first <= now, text, sizeof(text))};
+    r->last_why[j] = (uint8_t)(SCHED_WHY_PLACED + 1);
+    r->last_reason[j] = 0;
+    r->last_eta[j] = INT64_MIN;
+    return store_decision_add(r->opt->db, &d, eb);
+}
+
+/* The decision log (one row per verdict: gangs examined and not started, members waiting to
+ * join their running job under its name; the store keeps a row per change of why, with the
+ * latest text; one row per placement) and the preemption records of one cycle. */
 int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t now,
                          struct sched_errbuf *eb)
 {
     struct store *db = r->opt->db;
     const struct sim_input *in = r->in;
     int rc = 0;
-    eta_index(res, r->eta_of, in->n_jobs); /* each gang's expected start, by job index */
+    for (uint32_t p = 0; rc == 0 && p < res->n_placements; p++)
+        rc = db_placed_row(r, &res->placements[p], now, eb);
+    eta_index(res, r->eta_of, r->n_ids); /* each gang's expected start, by its id */
     for (uint32_t v = 0; rc == 0 && v < res->n_verdicts; v++) {
-        uint32_t j = res->verdicts[v].gang->id;
-        if (j >= in->n_jobs)
-            continue; /* members waiting to join their running job: not in the log */
+        uint32_t id = res->verdicts[v].gang->id;
+        uint32_t j = sim_job_of(r, id); /* members waiting to join: under their job's name */
         uint8_t why = (uint8_t)(res->verdicts[v].why + 1);
         char note[64];
         struct store_decision d = {.cycle = (int64_t)r->st->cycles,
                                    .ts_ms = now,
-                                   .gang = in->jobs[res->verdicts[v].gang->id].id,
+                                   .gang = in->jobs[j].id,
                                    .why = (int)res->verdicts[v].why};
-        eta_for_log(r->eta_of[j], now, &d.has_eta, &d.eta_ms, note, sizeof(note));
+        eta_for_log(r->eta_of[id], now, &d.has_eta, &d.eta_ms, note, sizeof(note));
         d.eta = note[0] ? note : NULL;
         /* the log records changes of reason (and of its figures) and of the expected start
          * (store_decision_eta_moved), not every repeat */
@@ -422,7 +453,7 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
         d.reason = reason;
         rc = store_decision_add(db, &d, eb);
     }
-    eta_unindex(res, r->eta_of, in->n_jobs);
+    eta_unindex(res, r->eta_of, r->n_ids);
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {
         const struct sched_eviction *ev = &res->evictions[e];
         struct store_preemption p = {.cycle = (int64_t)r->st->cycles,

@@ -86,6 +86,24 @@ def loses_one_member(c, s, db, url):
     rc, out = e2e.gangctl("--server", url, "explain", "default/el")
     check("gangctl explain shows the member taken alone",
           rc == 0 and "victim (1 member)" in out, out[-800:])
+    # its controller makes the member again: it waits to rejoin (the node is full), and the
+    # job, running, says so with the member's verdict (the decision log's newest row)
+    c.post("/api/v1/namespaces/default/pods", e2e.with_priority(c, pod("el-4", "el", 2), 0))
+    row = wait_for(lambda: (job(url, "el") or {}).get("members_waiting") and job(url, "el"), WAIT)
+    check("the member made again waits to rejoin; the running job shows why",
+          row and row.get("state") == "running" and row.get("why") in ("resources", "quota")
+          and row.get("reason", "").startswith("members waiting to rejoin: ")
+          and row.get("reason_since_ms") is not None, json.dumps(job(url, "el")))
+    rc, out = e2e.gangctl("--server", url, "jobs")
+    check("gangctl jobs shows it on the running job's line",
+          rc == 0 and any("running" in ln and "members waiting to rejoin" in ln
+                          for ln in out.splitlines() if ln.startswith("default/el ")), out)
+    c.delete("/api/v1/namespaces/default/pods/el-4")
+    row = wait_for(lambda: (job(url, "el") or {}).get("members_waiting") is False and
+                   job(url, "el"), WAIT)
+    check("once it is gone, nothing waits (a decision row says so)",
+          row and row.get("state") == "running" and row.get("reason") is None,
+          json.dumps(job(url, "el")))
 
 
 def goes_whole(c, s, db):

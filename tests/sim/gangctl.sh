@@ -184,8 +184,8 @@ grep -q '^queues:$' "$TMP/q.yaml" && grep -q '^- name: prod$' "$TMP/q.yaml" &&
     grep -q '^  cohort: all$' "$TMP/q.yaml" && ok "yaml output" || bad "yaml: $(head -5 "$TMP/q.yaml")"
 "$CTL" --db "$TMP/s.db" explain "$p1" -o yaml >"$TMP/e.yaml"
 grep -q "^  job: \"$p1\"$\|^  job: $p1$" "$TMP/e.yaml" && ok "yaml: job id" || bad "yaml explain: $(head -3 "$TMP/e.yaml")"
-if grep -q '^ *reason: ' "$TMP/e.yaml"; then
-    grep '^ *reason: ' "$TMP/e.yaml" | grep -v -q "^ *reason: [\"']" && bad "yaml: reason with ': ' not quoted" ||
+if grep -q '^ *reason: .*: ' "$TMP/e.yaml"; then
+    grep '^ *reason: .*: ' "$TMP/e.yaml" | grep -v -q "^ *reason: [\"']" && bad "yaml: reason with ': ' not quoted" ||
         ok "yaml: reasons quoted"
 fi
 "$CTL" --db "$TMP/s.db" queues -o wide | head -1 | grep -q 'BORROWED  *LENT  *ADMITTED  *FINISHED  *FAILED  *SHARE$' &&

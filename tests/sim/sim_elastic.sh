@@ -35,6 +35,35 @@ expect_eq "submit names min_pods" "$(ev inf submit | grep -c '"job":"serve".*"mi
 # if serve were counted at 8 GPUs throughout)
 expect_cmp "GPU-hours as the members came and went" "$(kpi inf per_queue/team/gpu_hours)" "==" 16
 
+# 1b. what a tenant sees (--db, gangctl): while the member waits, the running job's line gives
+#     its verdict (the decision log's newest row, under the job's name as the daemon writes it);
+#     once it has joined ("placed"), nothing waits. Stopped after the 7th and the 8th events
+#     (hi starts; hi ends and the member joins)
+at_event() { # N [TRACE]: the jobs document after N events
+    rm -f "$TMP/w.db"
+    "$GS" simulate --no-progress --policy gangsched --cluster hgx:1 --config "$CFG" \
+        --trace "${2:-tests/data/trace-elastic.csv}" --db "$TMP/w.db" --db-batch 1 \
+        --stop-after-events "$1" >/dev/null 2>&1
+    "$BIN/gangctl" --db "$TMP/w.db" jobs -o json >"$TMP/w.json" || bad "gangctl jobs failed"
+}
+at_event 7
+expect_eq "members waiting: the running job says so" "$("$JGET" "$TMP/w.json" jobs/0/members_waiting)" true
+expect_eq "members waiting: their verdict, since the shrink" \
+    "$("$JGET" "$TMP/w.json" jobs/0/why) $("$JGET" "$TMP/w.json" jobs/0/reason_since_ms)" "quota 1000000"
+case "$("$JGET" "$TMP/w.json" jobs/0/reason)" in
+"members waiting to rejoin: quota: 1 pod(s), 2 GPU(s); "*) ok "members waiting: the reason names them" ;;
+*) bad "members waiting: reason $("$JGET" "$TMP/w.json" jobs/0/reason)" ;;
+esac
+"$BIN/gangctl" --db "$TMP/w.db" explain serve | grep -q "^Reason: *members waiting to rejoin" &&
+    ok "explain shows the members' reason" || bad "explain shows no reason for the members"
+at_event 8
+expect_eq "joined: nothing waits" \
+    "$("$JGET" "$TMP/w.json" jobs/0/members_waiting) $("$JGET" "$TMP/w.json" jobs/0/reason)" "false null"
+expect_eq "joined: the log has placed, the members' verdict, placed" \
+    "$(python3 -c "import sqlite3, sys; print(','.join(str(r[0]) for r in sqlite3.connect(
+sys.argv[1]).execute(\"SELECT why FROM decisions WHERE gang = 'serve' ORDER BY id\")))" "$TMP/w.db")" \
+    "0,7,0"
+
 # 2. training (packing, a checkpoint every 600 s of work): every worker restarts from the last
 #    checkpoint at each change. At 1000 s 600 s are saved (400 s x 8 GPUs lost), it runs at 6/8
 #    speed until 1600 s (450 s of work, no checkpoint yet: 450 s x 8 lost when the member
@@ -54,6 +83,9 @@ sim wh "$TMP/whole.csv"
 expect_eq "too big for its members: whole eviction" "$(ev wh evict | grep -c '"job":"serve"')" 1
 expect_eq "too big for its members: no shrink" "$(ev wh shrink | wc -l)" 0
 expect_eq "whole: the job's preemption counts" "$(kpi wh preemptions)" 1
+at_event 9 "$TMP/whole.csv" # serve started again at 1600 s (the row keeps its first start)
+expect_eq "whole: started again, it is not checkpointing" \
+    "$("$JGET" "$TMP/w.json" jobs/0/state) $("$JGET" "$TMP/w.json" jobs/0/why)" "running null"
 
 # 4. checkpointGrace: the job is asked first, runs whole 30 s while it writes, then the member
 #    leaves having saved everything

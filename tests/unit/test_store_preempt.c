@@ -21,6 +21,7 @@
 
 #include <sqlite3.h>
 
+#include "sched/core/cycle.h"
 #include "store/store.h"
 #include "store/views.h"
 
@@ -169,8 +170,8 @@ static void test_migrate_damaged(void **state)
         raw_int(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'preemptions'"), 0);
 }
 
-/* The jobs document's why of job (both reads must agree), or "-". */
-static void job_why(struct store *st, const char *job, char *buf, size_t n)
+/* The jobs document's field `key` (a string) of job (both reads must agree), or "-". */
+static void job_field(struct store *st, const char *job, const char *key, char *buf, size_t n)
 {
     struct sched_errbuf eb = {{0}};
     char got[2][64];
@@ -189,7 +190,7 @@ static void job_why(struct store *st, const char *job, char *buf, size_t n)
         cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "jobs"))
         {
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "job");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(j, "why");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(j, key);
             if (cJSON_IsString(name) && strcmp(name->valuestring, job) == 0 && cJSON_IsString(why))
                 snprintf(got[view], sizeof(got[view]), "%s", why->valuestring);
         }
@@ -198,6 +199,11 @@ static void job_why(struct store *st, const char *job, char *buf, size_t n)
     }
     assert_string_equal(got[0], got[1]);
     snprintf(buf, n, "%s", got[0]);
+}
+
+static void job_why(struct store *st, const char *job, char *buf, size_t n)
+{
+    job_field(st, job, "why", buf, n);
 }
 
 /* A running job preempted during its run (a checkpoint handshake: the daemon keeps it running
@@ -240,6 +246,76 @@ static void test_running_victim_checkpointing(void **state)
     store_close(st);
 }
 
+static void add_decision(struct store *st, int64_t ts, const char *gang, enum sched_why why,
+                         const char *reason)
+{
+    struct store_decision d = {
+        .cycle = 1, .ts_ms = ts, .gang = gang, .why = (int)why, .reason = reason};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_decision_add(st, &d, &eb), 0);
+}
+
+/* The pods of gang bound at ts, as a driver's bind journal writes them (placements). */
+static void bind_pods(struct store *st, const char *gang, int64_t ts, uint32_t n)
+{
+    struct store_pod pods[4];
+    for (uint32_t k = 0; k < n && k < 4; k++)
+        pods[k] = (struct store_pod){.index = k, .name = "p", .node = "n1", .gpu_mask = 1u << k};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_journal_intent(st, gang, 1, ts, pods, n, &eb), 0);
+    assert_int_equal(store_journal_done(st, gang, STORE_ALL_PODS, STORE_BIND_BOUND, ts, NULL, &eb),
+                     0);
+}
+
+/* A running elastic gang whose members taken alone wait to rejoin it shows their verdict (the
+ * newest decision, after that preemption) in both reads, since they began to wait; once they
+ * joined (a "placed" row) nothing; members taken before a whole preemption do not count, nor
+ * verdicts of a wait before this run (the simulator keeps the first start). */
+static void test_running_members_waiting(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = {"ns/e",        1, "q", "default", 6, STORE_JOB_RUNNING, 1000, 2000, 2000,
+                          STORE_NO_TIME, 0, 0,   NULL};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    add_decision(st, 1500, "ns/e", SCHED_WHY_RESOURCES, "resources: before it started");
+    add_decision(st, 2000, "ns/e", SCHED_WHY_PLACED, "placed");
+    bind_pods(st, "ns/e", 2000, 3);
+    char buf[128];
+    job_why(st, "ns/e", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    struct store_preemption some = {1, 2400, "ns/e", "ns/big", 2, 20.0, 1.0, "priority", 1};
+    assert_int_equal(store_preemption_add(st, &some, &eb), 0);
+    job_why(st, "ns/e", buf, sizeof(buf)); /* taken, no verdict yet: nothing said */
+    assert_string_equal(buf, "-");
+    add_decision(st, 2400, "ns/e", SCHED_WHY_QUOTA, "quota: 1 pod(s)");
+    job_why(st, "ns/e", buf, sizeof(buf));
+    assert_string_equal(buf, "quota");
+    job_field(st, "ns/e", "reason", buf, sizeof(buf));
+    assert_string_equal(buf, "members waiting to rejoin: quota: 1 pod(s)");
+    add_decision(st, 3000, "ns/e", SCHED_WHY_PLACED, "placed"); /* they joined */
+    job_why(st, "ns/e", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    /* taken again, then the whole gang preempted and started again (the simulator's row keeps
+     * the first start): the verdicts of its wait are not its members' */
+    some.ts_ms = 3500;
+    assert_int_equal(store_preemption_add(st, &some, &eb), 0);
+    add_decision(st, 3500, "ns/e", SCHED_WHY_RESOURCES, "resources: 1 pod(s)");
+    job_why(st, "ns/e", buf, sizeof(buf));
+    assert_string_equal(buf, "resources");
+    add_preemption(st, 3600, "ns/e", "ns/big", "priority");
+    job_why(st, "ns/e", buf, sizeof(buf)); /* its eviction waits for its checkpoint */
+    assert_string_equal(buf, "checkpointing");
+    struct sched_errbuf eb2 = {{0}};
+    assert_int_equal(store_placement_release(st, "ns/e", NULL, &eb2), 0); /* evicted */
+    add_decision(st, 3700, "ns/e", SCHED_WHY_QUOTA, "quota: the whole gang");
+    bind_pods(st, "ns/e", 3800, 4);        /* started again */
+    job_why(st, "ns/e", buf, sizeof(buf)); /* running again: nothing waits, nothing evicts */
+    assert_string_equal(buf, "-");
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +323,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_damaged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_victim_checkpointing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_running_members_waiting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
