@@ -196,6 +196,61 @@ int store_placement_release(struct store *st, const char *gang, uint32_t *n,
     return err;
 }
 
+/* The pod indices of gang's placed pods not named in pods[0 .. n), into *out (malloc'd). */
+static int placement_gone(struct store *st, const char *gang, const char *const *pods, uint32_t n,
+                          int64_t **out, uint32_t *n_out)
+{
+    int rc = SQLITE_OK;
+    uint32_t cap = 0;
+    store__b_text(st, STMT_PLACEMENT_PODS, 1, gang, &rc);
+    sqlite3_stmt *s = store__s(st, STMT_PLACEMENT_PODS);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *pod = store__col_text(s, 1);
+        uint32_t k = 0;
+        while (pod && k < n && (!pods[k] || strcmp(pods[k], pod) != 0))
+            k++;
+        rc = SQLITE_OK;
+        if (pod && k < n)
+            continue; /* still a member */
+        if (*n_out == cap) {
+            int64_t *g = realloc(*out, (cap ? 2 * cap : 8) * sizeof(**out));
+            if (!g) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            *out = g;
+            cap = cap ? 2 * cap : 8;
+        }
+        (*out)[(*n_out)++] = sqlite3_column_int64(s, 0);
+    }
+    store__done(st, STMT_PLACEMENT_PODS);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int store_placement_keep(struct store *st, const char *gang, const char *const *pods, uint32_t n,
+                         uint32_t *released, struct sched_errbuf *eb)
+{
+    if (!gang || (n && !pods))
+        return sched_fail(eb, SCHED_EINVAL, "database %s: gang and pods required", st->path);
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int64_t *gone = NULL;
+    uint32_t n_gone = 0;
+    int rc = placement_gone(st, gang, pods, n, &gone, &n_gone);
+    for (uint32_t i = 0; rc == SQLITE_OK && i < n_gone; i++) {
+        store__b_text(st, STMT_PLACEMENT_RELEASE_POD, 1, gang, &rc);
+        store__b_i64(st, STMT_PLACEMENT_RELEASE_POD, 2, gone[i], &rc);
+        rc = store__exec(st, STMT_PLACEMENT_RELEASE_POD, rc, NULL);
+    }
+    free(gone);
+    err = store__wend(st, own, rc, "releasing placed pods", eb);
+    if (!err && released)
+        *released = n_gone;
+    return err;
+}
+
 int store_placement_next(struct store *st, const char *gang, uint32_t *next,
                          struct sched_errbuf *eb)
 {

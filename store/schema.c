@@ -400,6 +400,8 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_JOURNAL_PRUNE_ROWS] = "DELETE FROM bind_journal WHERE state <> 'intent' AND "
                                 "id <= (SELECT MAX(id) FROM bind_journal) - ?1",
     [STMT_PLACEMENT_RELEASE] = "DELETE FROM placements WHERE gang = ?1",
+    [STMT_PLACEMENT_PODS] = "SELECT pod_index, pod FROM placements WHERE gang = ?1",
+    [STMT_PLACEMENT_RELEASE_POD] = "DELETE FROM placements WHERE gang = ?1 AND pod_index = ?2",
     [STMT_PLACEMENT_NEXT] =
         "SELECT coalesce(max(pod_index) + 1, 0) FROM placements WHERE gang = ?1",
     [STMT_PLACEMENT_LIST] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "

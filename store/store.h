@@ -376,6 +376,10 @@ struct store_placement {
 /* Forgets the placed pods of a gang (it finished, failed or was preempted). */
 int store_placement_release(struct store *st, const char *gang, uint32_t *n,
                             struct sched_errbuf *eb);
+/* Forgets the placed pods of a gang that are not among pods[0 .. n) (by pod name): members of an
+ * elastic gang that left while it runs on. *released (may be NULL) counts the rows forgotten. */
+int store_placement_keep(struct store *st, const char *gang, const char *const *pods, uint32_t n,
+                         uint32_t *released, struct sched_errbuf *eb);
 /* The first pod index after the gang's placed pods (0 when none): where the pods of an elastic
  * gang's later members are numbered, after those already bound. */
 int store_placement_next(struct store *st, const char *gang, uint32_t *next,

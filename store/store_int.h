@@ -51,6 +51,8 @@
     XX(JOURNAL_PRUNE_CYCLES)                                                                       \
     XX(JOURNAL_PRUNE_ROWS)                                                                         \
     XX(PLACEMENT_RELEASE)                                                                          \
+    XX(PLACEMENT_PODS)                                                                             \
+    XX(PLACEMENT_RELEASE_POD)                                                                      \
     XX(PLACEMENT_LIST)                                                                             \
     XX(PLACEMENT_NEXT)                                                                             \
     XX(DECISION_ADD)                                                                               \

@@ -212,7 +212,8 @@ struct kjob {
     int64_t gpus;
     int kind; /* device kind (res.h): the ledger row is under that kind's resource name */
     char *queue, *flavor;
-    bool seen; /* running in the current cycle's input */
+    bool seen;     /* running in the current cycle's input */
+    uint32_t pods; /* its members bound at the last cycle (0 before its first) */
 };
 
 /* ---- driver_eng.c: the daemon's side of the engine ---- */

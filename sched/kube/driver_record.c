@@ -289,6 +289,17 @@ int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
     return rc;
 }
 
+/* The placements of a running gang are its members' (gangctl's nodes): those that left go. */
+static int keep_members(struct kdrv *d, const struct kgang *kg, struct sched_errbuf *eb)
+{
+    const char **keys = arena_calloc(&d->arena, kg->gang.n_pods + 1, sizeof(*keys));
+    if (!keys)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < kg->gang.n_pods; i++)
+        keys[i] = kg->members[i]->key;
+    return store_placement_keep(d->db, kg->key, keys, kg->gang.n_pods, NULL, eb);
+}
+
 /* Keeps the jobs and the GPU ledger equal to the cluster: running gangs of the cycle's input are
  * charged, gangs no longer running (finished, deleted, evicted) are released. The first cycle
  * as leader reconciles whatever an earlier process left. Runs inside the cycle's transaction. */
@@ -308,6 +319,9 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         struct kjob *j = strmap_get(&d->jobs, kg->key);
         if (j) {
             j->seen = true;
+            if (kg->gang.n_pods < j->pods) /* members of an elastic gang left; it runs on */
+                rc = keep_members(d, kg, eb);
+            j->pods = kg->gang.n_pods;
             continue;
         }
         struct eng_job ej = eng_job(d->eng, kdrv_gang_id(d, kg->key));

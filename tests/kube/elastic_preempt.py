@@ -80,6 +80,10 @@ def loses_one_member(c, s, db, url):
     check("its job runs on, charged the 6 GPUs it keeps, not waiting for an eviction",
           row and row.get("state") == "running" and row.get("why") is None and
           row.get("preemptions") == 0, json.dumps(job(url, "el")))
+    row = wait_for(lambda: len((job(url, "el") or {}).get("nodes", [])) == 3 and job(url, "el"),
+                   WAIT)
+    check("... placed on the nodes of the three members it keeps",
+          row and sum(n["gpus"] for n in row["nodes"]) == 6, json.dumps(job(url, "el")))
     rows = preemption_rows(db)
     check("the store's preemption row counts the 2 GPUs evicted",
           rows == [("default/el", "default/high", 2, 1)], str(rows))

@@ -314,6 +314,21 @@ static void test_journal_round_trip(void **state)
     assert_int_equal(store_journal_done(st, "a", STORE_ALL_PODS, STORE_BIND_BOUND, 92, &n, &eb), 0);
     assert_int_equal(n, 2);
     assert_int_equal(n_placed(st), 3);
+    /* members of an elastic gang that left: only their rows go; the others stay */
+    const char *keep[] = {"a-2", "a-0", "x"};
+    assert_int_equal(store_placement_keep(st, "a", keep, 3, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(n_placed(st), 2);
+    assert_int_equal(store_placement_keep(st, "a", keep, 3, &n, &eb), 0);
+    assert_int_equal(n, 0); /* twice is harmless */
+    assert_int_equal(store_placement_keep(st, "a", keep, 1, &n, &eb), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(n_placed(st), 1);
+    assert_int_equal(store_placement_keep(st, "a", NULL, 1, &n, &eb), SCHED_EINVAL);
+    assert_int_equal(store_placement_release(st, "a", &n, &eb), 0);
+    assert_int_equal(store_journal_intent(st, "a", 9, 93, a, 3, &eb), 0);
+    assert_int_equal(store_journal_done(st, "a", STORE_ALL_PODS, STORE_BIND_BOUND, 94, &n, &eb), 0);
+    assert_int_equal(n_placed(st), 3);
 
     /* an intent left open past the next cycle commit is a finding */
     assert_int_equal(store_begin(st, &eb), 0);
