@@ -188,9 +188,12 @@ static int db_job(struct run *r, uint32_t j, int64_t now, struct db_group *gr,
                                          .node = r->in->cluster->nodes[r->assign[j][k].node].name,
                                          .gpu_mask = r->assign[j][k].gpu_mask};
         }
-        rc = store_journal_intent(db, job->id, (int64_t)r->st->cycles, now, pods, g->n_pods, eb);
+        /* bound when this run (or, for an elastic job, its last change of members) began: the
+         * store's views read a running job's current run from it (store/views_load.c) */
+        int64_t bound = r->run_start_ms[j] <= now ? r->run_start_ms[j] : now;
+        rc = store_journal_intent(db, job->id, (int64_t)r->st->cycles, bound, pods, g->n_pods, eb);
         if (rc == 0)
-            rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, now, NULL, eb);
+            rc = store_journal_done(db, job->id, STORE_ALL_PODS, STORE_BIND_BOUND, bound, NULL, eb);
         r->db_placed[j] = 1;
     }
     enum store_job_state state = sim_state(r, j) == ENG_JOB_RUNNING    ? STORE_JOB_RUNNING
