@@ -100,6 +100,26 @@ int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sch
     return rc;
 }
 
+/* A running gang's placements and job row are its members' (gangctl's nodes and GPUs): the
+ * rows of members that left go (an elastic gang runs on with fewer), its GPUs are theirs. */
+static int sync_members(struct kdrv *d, const struct kgang *kg, struct sched_errbuf *eb)
+{
+    const char **keys = arena_calloc(&d->arena, kg->gang.n_pods + 1, sizeof(*keys));
+    if (!keys)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < kg->gang.n_pods; i++)
+        keys[i] = kg->members[i]->key;
+    uint32_t gone = 0;
+    int rc = store_placement_keep(d->db, kg->key, keys, kg->gang.n_pods, &gone, eb);
+    struct store_job cur; /* borrowed strings: read after the call above */
+    if (rc == 0 && gone > 0 && store_job_get(d->db, kg->key, &cur, NULL) == 0 &&
+        cur.state == STORE_JOB_RUNNING && cur.gpus != kg->gang.gpus) {
+        cur.gpus = kg->gang.gpus;
+        rc = store_job_upsert(d->db, &cur, eb);
+    }
+    return rc;
+}
+
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
  * before a crash): its job row and its placed pods. r: its entry in the snapshot's running
  * gangs (its flavor), or NULL. */
@@ -289,17 +309,6 @@ int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
     return rc;
 }
 
-/* The placements of a running gang are its members' (gangctl's nodes): those that left go. */
-static int keep_members(struct kdrv *d, const struct kgang *kg, struct sched_errbuf *eb)
-{
-    const char **keys = arena_calloc(&d->arena, kg->gang.n_pods + 1, sizeof(*keys));
-    if (!keys)
-        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    for (uint32_t i = 0; i < kg->gang.n_pods; i++)
-        keys[i] = kg->members[i]->key;
-    return store_placement_keep(d->db, kg->key, keys, kg->gang.n_pods, NULL, eb);
-}
-
 /* Keeps the jobs and the GPU ledger equal to the cluster: running gangs of the cycle's input are
  * charged, gangs no longer running (finished, deleted, evicted) are released. The first cycle
  * as leader reconciles whatever an earlier process left. Runs inside the cycle's transaction. */
@@ -319,8 +328,10 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         struct kjob *j = strmap_get(&d->jobs, kg->key);
         if (j) {
             j->seen = true;
-            if (kg->gang.n_pods < j->pods) /* members of an elastic gang left; it runs on */
-                rc = keep_members(d, kg, eb);
+            /* its first cycle charged (members may have gone while no process ran), or
+             * members of an elastic gang left and it runs on */
+            if (j->pods == 0 || kg->gang.n_pods < j->pods)
+                rc = sync_members(d, kg, eb);
             j->pods = kg->gang.n_pods;
             continue;
         }

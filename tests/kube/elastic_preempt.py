@@ -11,7 +11,9 @@ priority 100 arrives: the elastic gang could lose one member more (down to its m
 is not enough, so it is evicted whole and the newcomer is bound. Before elastic gangs lost
 members, the first preemptor evicted all four. Then a queue with a checkpointGrace: the member
 leaves only after the gang answers the checkpoint request on its PodGroup, meanwhile it runs
-whole, charged 8 GPUs, and the preemptor waits. Every wait is bounded.
+whole, charged 8 GPUs, and the preemptor waits. Last, a member goes while no scheduler runs:
+the next process finds the gang running with the members left (job row and placements). Every
+wait is bounded.
 """
 
 import json
@@ -164,13 +166,33 @@ def asked_first(c, s, url):
           str([e["note"] for e in events_for(c, "ec")]))
 
 
+def lost_while_down(c, s, db, kubeconfig):
+    """A member of ec goes while no scheduler runs: the next process adopts ec running with the
+    two left, its job row and placements those of the two."""
+    check("the scheduler stops", s.stop() == 0)
+    victim = bound(c, "ec")[0]["metadata"]["name"]
+    c.delete("/api/v1/namespaces/default/pods/" + victim)
+    check("the member is gone", wait_for(lambda: len(bound(c, "ec")) == 2, WAIT))
+    s2 = e2e.Sched(kubeconfig, "sched2", db)
+    check("a new scheduler leads", wait_for(s2.leading, 20), s2.text()[-800:])
+    url = s2.url()
+    row = wait_for(lambda: len((job(url, "ec") or {}).get("nodes", [])) == 2 and job(url, "ec"),
+                   WAIT)
+    check("it finds ec running with the two members left: 4 GPUs, their two pods placed",
+          row and row.get("state") == "running" and row.get("gpus") == 4,
+          json.dumps(job(url, "ec")))
+    return s2
+
+
 def main():
-    _, c, s, db = e2e.start_one(CONFIG)
+    kubeconfig, c, s, db = e2e.start_one(CONFIG)
     url = s.url()
     loses_one_member(c, s, db, url)
     goes_whole(c, s, db)
     asked_first(c, s, url)
     check("the scheduler is still running", s.p.poll() is None, s.text()[-600:])
+    s = lost_while_down(c, s, db, kubeconfig)
+    check("the second scheduler is still running", s.p.poll() is None, s.text()[-600:])
     e2e.finish()
 
 
