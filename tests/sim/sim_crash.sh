@@ -76,6 +76,12 @@ grep -q '"job":"s".*"probation_until":12.000' "$TMP/pref.ev" && ok "probation: s
     bad "probation: s was not put on probation"
 grep -q '"type":"evict".*"job":"s".*overdue backfill evicted by big' "$TMP/pref.ev" &&
     ok "probation: big evicts s, overdue" || bad "probation: no overdue eviction"
+# its decision row says the promise, in the daemon's words (sched_placed_format)
+python3 -c "import sqlite3, sys; sys.exit(0 if sqlite3.connect(sys.argv[1]).execute(
+\"SELECT COUNT(*) FROM decisions WHERE gang = 's' AND why = 0 AND reason = 'placed on probation: \"
+\"backfilled ahead of big''s reservation on the promise to end by t=12s; after that, big may \"
+\"evict it'\").fetchone()[0] == 1 else 1)" "$TMP/pref.db" &&
+    ok "probation: the decision log says s's promise" || bad "probation: no promise in the decision log"
 ptotal=$(grep -c -E '"type":"(submit|start|finish|evict|reject)"' "$TMP/pref.ev")
 n=1
 while [ "$n" -lt "$ptotal" ]; do
