@@ -147,8 +147,8 @@ struct kdrv {
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
     struct strmap shrinks;  /* gang -> struct kshrink*: members asked to checkpoint before they
                                are evicted alone (driver_shrink.c) */
-    struct strmap joining;  /* gang -> (void *)(uintptr_t)cycle: a running gang whose members
-                               waiting to rejoin it had a verdict at that cycle (driver_record.c) */
+    struct strmap joining;  /* gang -> (void *)1: a running gang whose members waiting to
+                               rejoin it had a verdict logged (driver_record.c) */
     bool jobs_synced;       /* the jobs and the ledger were reconciled with the cluster */
     struct strmap held;     /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */

@@ -448,7 +448,7 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
         dec.eta = note[0] ? note : NULL;
         int64_t at = dec.has_eta && !dec.eta ? dec.eta_ms : INT64_MIN;
         uint32_t h = verdict_key((int)vd->why, reason);
-        if (kg->run && strmap_put(&d->joining, kg->key, (void *)(uintptr_t)d->cycle, NULL) != 0)
+        if (kg->run && strmap_put(&d->joining, kg->key, (void *)1, NULL) != 0)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         if (st && st->logged == h && !store_decision_eta_moved(st->logged_eta, at, now))
             continue;
@@ -541,29 +541,28 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
     return rc;
 }
 
-static void count_unbound(void *ctx, const struct kpod *p)
+/* Whether gang `key` has a pending part in this cycle's input that joins its running part. */
+static bool members_wait(struct kdrv *d, const struct kcache_build *kb, const char *key)
 {
-    if (!p->node && !p->deleting)
-        ++*(uint32_t *)ctx;
+    uint32_t id = kdrv_gang_id(d, key);
+    uint32_t ix = d->ids && id < d->ids->n_core_gang ? d->ids->core_gang[id] : ENG_NONE;
+    return ix < kb->n_gangs && kb->gangs[ix].run; /* the pending part comes first (kdrv_ids) */
 }
 
-/* Running gangs whose members waited to rejoin them (d->joining) and had no verdict this cycle:
- * when none of their pods waits any more (deleted, never joined), a decision row says so, for
- * the decision log's newest row is what `gangctl jobs` shows of a running gang's waiting
- * members (store/views.c); without it their last verdict would stay. */
-static int record_members_gone(struct kdrv *d, int64_t now, struct sched_errbuf *eb)
+/* Running gangs whose members waited to rejoin them (d->joining): when none waits any more
+ * (their pods deleted, never joined) a decision row says so, for the decision log's newest row
+ * is what `gangctl jobs` shows of a running gang's waiting members (store/views.c); without it
+ * their last verdict would stay. One lookup per such gang and cycle. */
+static int record_members_gone(struct kdrv *d, const struct kcache_build *kb, int64_t now,
+                               struct sched_errbuf *eb)
 {
     struct strlist gone = {0};
     const char *k;
     void *v;
     int rc = 0;
-    for (size_t i = 0; rc == 0 && d->joining.n && strmap_next(&d->joining, &i, &k, &v);) {
-        uint32_t unbound = 0;
-        if ((int64_t)(uintptr_t)v != d->cycle)
-            kcache_each_gang_pod(d->cache, k, count_unbound, &unbound);
-        if ((int64_t)(uintptr_t)v != d->cycle && unbound == 0 && kdrv_strlist_add(&gone, k))
+    for (size_t i = 0; rc == 0 && d->joining.n && strmap_next(&d->joining, &i, &k, &v);)
+        if (!members_wait(d, kb, k) && kdrv_strlist_add(&gone, k))
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    }
     for (uint32_t i = 0; rc == 0 && i < gone.n; i++) {
         strmap_del(&d->joining, gone.v[i]);
         if (!strmap_get(&d->jobs, gone.v[i]))
@@ -651,7 +650,7 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
     if (rc == 0)
         rc = kdrv_fair_record(d, kb, res, cfg, now, eb);
     if (rc == 0)
-        rc = record_members_gone(d, now, eb);
+        rc = record_members_gone(d, kb, now, eb);
     if (rc == 0)
         rc = store_commit(d->db, eb);
     if (rc != 0)
