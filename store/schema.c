@@ -487,12 +487,11 @@ const char *const store__stmt_sql[STMT_N] = {
                           " IN (1, 2) GROUP BY flavor ORDER BY flavor",
     [STMT_VIEW_LAST_DECISION] = "SELECT why, reason, ts_ms FROM decisions WHERE gang = ?1 "
                                 "ORDER BY id DESC LIMIT 1",
-    /* members taken alone do not requeue or evict the gang (it runs on) */
-    [STMT_VIEW_REQUEUE] = "SELECT max(ts_ms) FROM preemptions "
-                          "WHERE victim = ?1 AND members IS NULL",
-    /* members of an elastic gang taken alone: they wait to rejoin it */
-    [STMT_VIEW_MEMBERS] = "SELECT max(ts_ms) FROM preemptions "
-                          "WHERE victim = ?1 AND members IS NOT NULL",
+    /* a gang's last whole preemption (it requeues, or its eviction waits), and its last of
+     * members alone (an elastic gang runs on; they wait to rejoin it) */
+    [STMT_VIEW_REQUEUE] = "SELECT max(CASE WHEN members IS NULL THEN ts_ms END), "
+                          "max(CASE WHEN members IS NOT NULL THEN ts_ms END) FROM preemptions "
+                          "WHERE victim = ?1",
     [STMT_VIEW_PLACEMENTS] = "SELECT gang, pod_index, pod, node, gpu_mask, bound_ms "
                              "FROM placements WHERE gang = ?1 ORDER BY pod_index",
     [STMT_VIEW_RESV] = "SELECT id, kind, gang, created_ms, expires_ms, expected_start_ms "

@@ -88,7 +88,6 @@
     XX(VIEW_RUNNING)                                                                               \
     XX(VIEW_LAST_DECISION)                                                                         \
     XX(VIEW_REQUEUE)                                                                               \
-    XX(VIEW_MEMBERS)                                                                               \
     XX(VIEW_PLACEMENTS)                                                                            \
     XX(VIEW_RESV)                                                                                  \
     XX(VIEW_RESV_LEFT)                                                                             \

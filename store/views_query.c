@@ -110,20 +110,28 @@ static int add_continue(cJSON *doc, char kind, const char *const *field, int n, 
 
 /* ---- the rows every route but reservations needs ------------------------------------------ */
 
-static int one_i64(struct store *st, enum store__stmt id, int rc, int64_t *out, const char *what,
-                   struct sched_errbuf *eb)
+/* The first n columns of statement id's one row into out[] (NULL: STORE_NO_TIME). */
+static int row_i64(struct store *st, enum store__stmt id, int rc, int64_t *out, int n,
+                   const char *what, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = store__s(st, id);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        *out =
-            sqlite3_column_type(s, 0) == SQLITE_NULL ? STORE_NO_TIME : sqlite3_column_int64(s, 0);
+        for (int k = 0; k < n; k++)
+            out[k] = sqlite3_column_type(s, k) == SQLITE_NULL ? STORE_NO_TIME
+                                                              : sqlite3_column_int64(s, k);
         rc = SQLITE_OK;
     }
     int err = rc == SQLITE_OK || rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, what, eb);
     store__done(st, id);
     return err;
+}
+
+static int one_i64(struct store *st, enum store__stmt id, int rc, int64_t *out, const char *what,
+                   struct sched_errbuf *eb)
+{
+    return row_i64(st, id, rc, out, 1, what, eb);
 }
 
 static int load_counts(struct store_views *v, struct sched_errbuf *eb)
@@ -206,23 +214,15 @@ static int job_extras(struct store_views *v, struct job_rec *j, uint32_t *pos,
     err = last_decision(v, j, eb);
     rc = SQLITE_OK;
     store__b_text(st, STMT_VIEW_REQUEUE, 1, j->gang, &rc);
-    int64_t last = STORE_NO_TIME;
+    int64_t last[2] = {STORE_NO_TIME, STORE_NO_TIME}; /* whole gang, members alone */
     if (!err)
-        err = one_i64(st, STMT_VIEW_REQUEUE, rc, &last, "reading preemptions", eb);
+        err = row_i64(st, STMT_VIEW_REQUEUE, rc, last, 2, "reading preemptions", eb);
     else
         store__done(st, STMT_VIEW_REQUEUE);
-    views_job_preempted(j, last);
-    if (running) { /* members of an elastic gang taken alone wait to rejoin it */
-        rc = SQLITE_OK;
-        store__b_text(st, STMT_VIEW_MEMBERS, 1, j->gang, &rc);
-        last = STORE_NO_TIME;
-        if (!err)
-            err = one_i64(st, STMT_VIEW_MEMBERS, rc, &last, "reading preemptions", eb);
-        else
-            store__done(st, STMT_VIEW_MEMBERS);
-        views_job_members(j, last);
+    views_job_preempted(j, last[0]);
+    views_job_members(j, last[1]);
+    if (running)
         return err;
-    }
     if (!err && !*pos) {
         int64_t ahead = 0;
         rc = SQLITE_OK;

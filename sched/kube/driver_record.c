@@ -448,11 +448,11 @@ static int record_verdicts(struct kdrv *d, const struct kcache_build *kb,
         dec.eta = note[0] ? note : NULL;
         int64_t at = dec.has_eta && !dec.eta ? dec.eta_ms : INT64_MIN;
         uint32_t h = verdict_key((int)vd->why, reason);
-        if (kg->run && strmap_put(&d->joining, kg->key, (void *)1, NULL) != 0)
-            return sched_fail(eb, SCHED_ENOMEM, "out of memory");
         if (st && st->logged == h && !store_decision_eta_moved(st->logged_eta, at, now))
             continue;
         rc = store_decision_add(d->db, &dec, eb);
+        if (rc == 0 && kg->run && strmap_put(&d->joining, kg->key, (void *)1, NULL) != 0)
+            rc = sched_fail(eb, SCHED_ENOMEM, "out of memory"); /* members' verdict logged */
         if (rc == 0)
             rc = kdrv_waiting_job_row(d, kg->key, cfg->queues[vd->gang->queue].name, vd->gang, eb);
         if (rc == 0 && st) {
