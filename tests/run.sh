@@ -12,13 +12,15 @@ pass=0
 fail=0
 failed=""
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+recap=$(mktemp) # the last lines of each failure again, printed just before the summary
+trap 'rm -f "$log" "$recap"' EXIT
 
 report_fail() {
     fail=$((fail + $2))
     failed="$failed $1"
     echo "---- FAILED: $1 (last lines of its output)"
     tail -n 40 "$log"
+    { echo "---- FAILED: $1 (its last lines again)"; tail -n 12 "$log"; } >>"$recap"
 }
 
 # cmocka binaries: count their test cases.
@@ -73,10 +75,12 @@ run_scripts "" tests/sim/*.sh
 # requests gangsched made against deploy/rbac.yaml.
 FAKEAPI_REQUEST_LOG=$(mktemp)
 export FAKEAPI_REQUEST_LOG
-trap 'rm -f "$log" "$FAKEAPI_REQUEST_LOG"' EXIT
+trap 'rm -f "$log" "$recap" "$FAKEAPI_REQUEST_LOG"' EXIT
 run_scripts kube/ tests/kube/test_*.sh
 
 echo
+# A reader of only the end of this output (a CI log cut to its tail) still sees why.
+cat "$recap"
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

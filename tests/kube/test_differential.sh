@@ -17,11 +17,24 @@ for s in tests/data/differential*.yaml; do
     ) &
 done
 wait
+# Passing scenarios first, failing ones last (their FAILED lines end the output, where a log cut
+# to its tail shows them), then the names of those that failed.
 rc=0
+bad=""
 for s in tests/data/differential*.yaml; do
     n=$(basename "$s" .yaml)
-    echo "== $s"
-    cat "$out/$n.log"
-    [ "$(cat "$out/$n.rc" 2>/dev/null)" = 0 ] || rc=1
+    if [ "$(cat "$out/$n.rc" 2>/dev/null)" = 0 ]; then
+        echo "== $s"
+        cat "$out/$n.log"
+    else
+        bad="$bad $s"
+    fi
 done
+for s in $bad; do
+    n=$(basename "$s" .yaml)
+    echo "== $s (FAILED, exit $(cat "$out/$n.rc" 2>/dev/null))"
+    cat "$out/$n.log"
+    rc=1
+done
+[ -z "$bad" ] || echo "failed scenarios:$bad"
 exit $rc
