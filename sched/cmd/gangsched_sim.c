@@ -157,6 +157,13 @@ static const struct flag sim_flags[] = {
      .max = 1,
      .arg = "F",
      .help = "give priority 10 to this fraction of jobs without a priority"},
+    {.name = "--elastic",
+     .kind = FLAG_DOUBLE,
+     FLAG_AT(struct sim_args, workload.elastic_fraction),
+     .max = 1,
+     .arg = "F",
+     .help = "make this fraction of multi-pod jobs without a min_pods column\n"
+             "elastic (min_pods = half their pods, rounded up)"},
     {.name = "--checkpoint-default",
      .kind = FLAG_FUNC,
      .fn = ckpt_flag,

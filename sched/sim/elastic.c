@@ -204,8 +204,9 @@ static void sort_sets(uint8_t *v, uint32_t n)
 
 /* A training job's members change at `now`: every worker restarts from the last checkpoint
  * (all the work when `checkpointed`); an inference job keeps all it did. A new segment of the
- * run begins (its busy time and GPU-seconds accounted up to now). */
-static void new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointed)
+ * run begins (its busy time and GPU-seconds accounted up to now). Returns the GPU-seconds of
+ * work lost (the job's GPUs x the work since its last checkpoint). */
+static double new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointed)
 {
     const struct sim_job *job = &r->in->jobs[j];
     int64_t done = sim_work_done(r, j, now);
@@ -220,6 +221,7 @@ static void new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointe
     r->run_start_ms[j] = now;
     r->overhead_ms[j] = job->gang.spread ? 0 : job->restart_cost_ms;
     r->gen[j]++; /* the old finish is stale */
+    return lost > 0 ? (double)job->gang.gpus * (double)lost / 1000.0 : 0;
 }
 
 /* The finish of job j's new segment. */
@@ -240,15 +242,15 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
         return 0;
     struct sim_elastic *e = &r->el[k];
     const struct sim_job *job = &r->in->jobs[j];
+    double lost_gpu_s = new_segment(r, j, now, checkpointed);
     if (r->opt->events) { /* before the members leave their places */
         sim_ev_head(r, now, "shrink", j);
         fputs(",\"reason\":", r->opt->events);
         sim_json_str(r->opt->events, reason);
         fputs(",\"left\":", r->opt->events);
         sim_ev_pods(r, r->assign[j], pods, n);
-        fprintf(r->opt->events, ",\"pods\":%u}\n", e->n_live - n);
+        fprintf(r->opt->events, ",\"pods\":%u,\"lost_gpu_s\":%.3f}\n", e->n_live - n, lost_gpu_s);
     }
-    new_segment(r, j, now, checkpointed);
     struct sched_assign *a = r->assign[j];
     int64_t gpus = 0;
     uint32_t keep = 0, x = 0;
@@ -316,7 +318,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     grow_unqueue(r, e, k);
     if (sim_state(r, j) != ENG_JOB_RUNNING || e->n_grow != p->gang->n_pods)
         return 0; /* cannot happen: the run ended withdraws them */
-    new_segment(r, j, now, false);
+    double lost_gpu_s = new_segment(r, j, now, false);
     uint32_t n = e->n_live + e->n_grow;
     struct sched_assign *a = malloc(n * sizeof(*a));
     uint8_t *sets = malloc(2 * n); /* sets, then flavors */
@@ -362,7 +364,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
         sim_ev_head(r, now, "grow", j);
         fputs(",\"joined\":", r->opt->events);
         sim_ev_pods(r, p->pods, NULL, p->gang->n_pods);
-        fprintf(r->opt->events, ",\"pods\":%u}\n", e->n_live);
+        fprintf(r->opt->events, ",\"pods\":%u,\"lost_gpu_s\":%.3f}\n", e->n_live, lost_gpu_s);
     }
     return 0;
 }

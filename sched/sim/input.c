@@ -452,14 +452,30 @@ double sim_rng_unit(uint64_t *x)
     return (double)(rng_next(x) >> 11) / 9007199254740992.0;
 }
 
+/* --elastic: a job the trace leaves rigid that could run on with fewer members (more than one
+ * pod; no slices or GPU shares, which elastic_row refuses) */
+static bool may_be_elastic(const struct sim_job *j, const struct trace_job *tj)
+{
+    return tj->min_pods == 0 && j->gang.n_pods > 1 && j->gang.slice_size == 0 &&
+           tj->gpumem_mib == 0 && tj->gpucores == 0;
+}
+
 void sim_input_workload(struct sim_input *in, const struct trace *t, const struct sim_workload *w)
 {
     uint64_t x = w->seed ? w->seed : 0x9E3779B97F4A7C15ull;
+    uint64_t y = x ^ 0xD1B54A32D192ED03ull; /* --elastic's own stream */
+    if (y == 0)
+        y = 0x9E3779B97F4A7C15ull; /* xorshift stays at 0 */
     for (uint32_t i = 0; i < in->n_jobs && i < t->n_jobs; i++) {
         struct sim_job *j = &in->jobs[i];
         const struct trace_job *tj = &t->jobs[i];
         double u_prio = sim_rng_unit(&x),
                u_jitter = sim_rng_unit(&x); /* two draws per job, always */
+        double u_elastic = sim_rng_unit(&y);
+        if (w->elastic_fraction > 0 && u_elastic < w->elastic_fraction && may_be_elastic(j, tj)) {
+            j->min_pods = (j->gang.n_pods + 1) / 2;
+            in->n_elastic++;
+        }
         if (w->high_priority_fraction > 0 && tj->priority == 0 &&
             u_prio < w->high_priority_fraction)
             j->gang.priority = 10;

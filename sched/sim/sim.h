@@ -42,6 +42,10 @@ struct sim_workload {
     int64_t ckpt_min_duration_ms;  /* jobs at least this long without a checkpoint_interval
                                       column checkpoint every ckpt_interval_ms (+-20% jitter) */
     int64_t ckpt_interval_ms;      /* 0 = no default checkpointing */
+    double elastic_fraction;       /* jobs of more than one pod without a min_pods column become
+                                      elastic with this probability, min_pods = half their pods
+                                      rounded up (a stream of draws of its own: the other knobs'
+                                      choices do not move with it) */
 };
 
 struct sim_input {

@@ -62,6 +62,7 @@ static const struct stat_row stat_rows[] = {
     ROW("preemptions (evictions)", "preemptions", F_COUNT, T_U64, preemptions, 0),
     ROW("GPU-hours lost to preemption", "gpu_hours_lost_to_preemption", F_F1, T_DBL,
         gpu_hours_lost_to_preemption, 0),
+    ROW("elastic jobs", "elastic_jobs", F_COUNT, T_U32, elastic_jobs, SHOW_ELASTIC),
     ROW("member preemptions (ran on)", "member_preemptions", F_COUNT, T_U64, member_preemptions,
         SHOW_ELASTIC),
     ROW("members preempted", "members_preempted", F_COUNT, T_U64, members_preempted, SHOW_ELASTIC),

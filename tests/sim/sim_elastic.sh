@@ -75,6 +75,10 @@ expect_eq "training: shrink and grow" "$(ev tr shrink | wc -l) $(ev tr grow | wc
 expect_eq "training: ends after its restarts and slower run" "$(end_of tr train)" 8200.000
 expect_cmp "training: work lost at both changes (6800 GPU-s)" \
     "$(kpi tr gpu_hours_lost_to_preemption)" "==" 1.8888888888888888
+expect_eq "training: the events say what each change lost" \
+    "$(ev tr shrink | grep -c '"lost_gpu_s":3200.000') $(ev tr grow | grep -c '"lost_gpu_s":3600.000')" "1 1"
+expect_eq "inference: its changes lose nothing" \
+    "$(ev inf shrink | grep -c '"lost_gpu_s":0.000') $(ev inf grow | grep -c '"lost_gpu_s":0.000')" "1 1"
 
 # 3. a preemptor needing more than the members above min_pods (6 GPUs > 2 members x 2): the
 #    job is evicted whole, as a rigid one
@@ -221,6 +225,57 @@ print(' '.join('%s=%d' % r for r in c.execute('SELECT flavor, amount FROM ledger
     cmp -s "$TMP/fl.jobs" "$TMP/c.jobs" && cmp -s "$TMP/fl.json" "$TMP/c.json" &&
     ok "flavors: resumed exactly after the join" || bad "flavors: resume differs"
 
+# 5d. --elastic F: multi-pod jobs without a min_pods cell become elastic with probability F,
+#     min_pods = half their pods rounded up; seeded, and on a stream of its own (the priorities
+#     --high-priority gives do not move). The crash trace with its min_pods cells emptied but
+#     e0's (32 GPUs, 4 pods, min_pods 2, kept as it is)
+awk -F, -v OFS=, 'NR > 1 && $1 != "e0" { $6 = "" } { print }' tests/data/trace-elastic-crash.csv \
+    >"$TMP/noel.csv"
+EL="--no-progress --json --policy gangsched --cluster hgx:8 --config tests/data/elastic-crash.yaml --trace $TMP/noel.csv --high-priority 0.33 --seed 3"
+elastic_run() { # NAME F
+    # shellcheck disable=SC2086
+    "$GS" simulate $EL --elastic "$2" --events "$TMP/$1.jsonl" --jobs-out "$TMP/$1.jobs" \
+        >"$TMP/$1.json" ||
+        bad "--elastic $2: simulate failed"
+}
+elastic_run el0 0
+elastic_run el6 0.6
+elastic_run el6b 0.6
+elastic_run el1 1
+submits() { # NAME: "job pods min_pods" of each job's first submit (not its requeues)
+    python3 -c "
+import json, sys
+seen = set()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e['type'] == 'submit' and e['job'] not in seen:
+        seen.add(e['job'])
+        print(e['job'], e['pods'], e.get('min_pods', '-'))
+" "$TMP/$1.jsonl"
+}
+multi=$(submits el0 | awk '$2 > 1' | wc -l)
+expect_eq "--elastic 0: only e0 is elastic" "$(kpi el0 elastic_jobs)" 1
+expect_eq "--elastic 1: every multi-pod job ($multi)" "$(kpi el1 elastic_jobs)" "$multi"
+expect_eq "--elastic 1: min_pods is half the pods rounded up, e0's cell kept" \
+    "$(submits el1 | awk '$2 > 1 && $3 != ($1 == "e0" ? 2 : int(($2 + 1) / 2))' | wc -l) $(submits el1 | awk '$2 == 1 && $3 != "-"' | wc -l)" "0 0"
+n6=$(kpi el6 elastic_jobs)
+expect_eq "--elastic 0.6: the event log's min_pods agree with elastic_jobs" \
+    "$(submits el6 | awk '$3 != "-"' | wc -l)" "$n6"
+expect_cmp "--elastic 0.6: more than 40 % of the multi-pod jobs" "$((n6 * 100))" ">" "$((multi * 40))"
+expect_cmp "--elastic 0.6: fewer than 80 %" "$((n6 * 100))" "<" "$((multi * 80))"
+cmp -s "$TMP/el6.json" "$TMP/el6b.json" && ok "--elastic: the same seed, the same run" ||
+    bad "--elastic: two runs of one seed differ"
+prios() { awk -F, 'NR > 1 { print $1, $4 }' "$TMP/$1.jobs" | sort; }
+expect_cmp "--high-priority gave priority 10 to jobs of priority 0" \
+    "$(prios el0 | grep -c ' 10$')" ">" "$(awk -F, 'NR > 1 && $7 == 10' "$TMP/noel.csv" | wc -l)"
+expect_eq "--elastic: --high-priority's choices do not move" "$(prios el0 | md5sum)" "$(prios el6 | md5sum)"
+expect_cmp "--elastic 0.6: members taken alone" "$(kpi el6 member_preemptions)" ">" "$(kpi el0 member_preemptions)"
+# every GPU-second lost to preemption is in some evict, shrink or grow event (rounded to 1 ms)
+expect_eq "--elastic 0.6: evict, shrink and grow events add up to the KPI" \
+    "$(grep -E '"type":"(evict|shrink|grow)"' "$TMP/el6.jsonl" |
+        sed -n 's/.*"lost_gpu_s":\([0-9.]*\).*/\1/p' | awk '{ s += $1 } END { printf "%.2f", s / 3600 }')" \
+    "$(printf '%.2f' "$(kpi el6 gpu_hours_lost_to_preemption)")"
+
 # 6. bad input names the place; what is not simulated is refused
 printf 'submission_time,duration,num_gpu,pods,min_pods\n0,10,8,4,5\n' >"$TMP/bad.csv"
 expect_fail "min_pods above pods" 1 "bad.csv:2: column 'min_pods': job bad:2: 5 is more than its 4 pods" -- \
@@ -231,4 +286,6 @@ expect_fail "min_pods 0" 1 "zero.csv:2: column 'min_pods'" -- \
 printf 'submission_time,duration,num_gpu,pods,min_pods,tp-size\n0,10,8,4,2,4\n' >"$TMP/tp.csv"
 expect_fail "min_pods with slices" 1 "neither slices" -- \
     "$GS" simulate --no-progress --cluster nvl72:1 --trace "$TMP/tp.csv"
+expect_fail "--elastic above 1" 2 "--elastic '1.5': expected a number from 0 to 1" -- \
+    "$GS" simulate --elastic 1.5
 finish
