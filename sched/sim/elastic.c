@@ -243,6 +243,7 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
     struct sim_elastic *e = &r->el[k];
     const struct sim_job *job = &r->in->jobs[j];
     double lost_gpu_s = new_segment(r, j, now, checkpointed);
+    r->st->gpu_hours_lost_at_shrink += lost_gpu_s / 3600.0;
     if (r->opt->events) { /* before the members leave their places */
         sim_ev_head(r, now, "shrink", j);
         fputs(",\"reason\":", r->opt->events);
@@ -319,6 +320,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     if (sim_state(r, j) != ENG_JOB_RUNNING || e->n_grow != p->gang->n_pods)
         return 0; /* cannot happen: the run ended withdraws them */
     double lost_gpu_s = new_segment(r, j, now, false);
+    r->st->gpu_hours_lost_at_join += lost_gpu_s / 3600.0;
     uint32_t n = e->n_live + e->n_grow;
     struct sched_assign *a = malloc(n * sizeof(*a));
     uint8_t *sets = malloc(2 * n); /* sets, then flavors */

@@ -311,7 +311,8 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
     }
     if (rc == 0 && in->n_elastic > 0) {
         double v[] = {(double)st->member_preemptions, (double)st->members_preempted,
-                      (double)st->member_joins, (double)st->members_replaced};
+                      (double)st->member_joins,       (double)st->members_replaced,
+                      st->gpu_hours_lost_at_shrink,   st->gpu_hours_lost_at_join};
         rc = db_put_doubles(db, "sim:elastic", v, sizeof(v) / sizeof(v[0]), eb);
     }
     if (rc == 0) {
@@ -789,10 +790,11 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
     st->backfilled = (uint64_t)v[8], st->reservations = (uint64_t)v[9];
     st->cycles = (uint64_t)v[10];
     if (in->n_elastic > 0) { /* written with sim:stats whenever the trace has elastic jobs */
-        if ((rc = db_get_doubles(db, "sim:elastic", v, 4, eb)) != 0)
+        if ((rc = db_get_doubles(db, "sim:elastic", v, 6, eb)) != 0)
             return rc;
         st->member_preemptions = (uint64_t)v[0], st->members_preempted = (uint64_t)v[1];
         st->member_joins = (uint64_t)v[2], st->members_replaced = (uint64_t)v[3];
+        st->gpu_hours_lost_at_shrink = v[4], st->gpu_hours_lost_at_join = v[5];
     }
     double *qv = malloc((7 * in->n_queues + 1) * sizeof(*qv));
     if (!qv)

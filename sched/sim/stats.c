@@ -263,6 +263,8 @@ static void merge_counts(struct sim_stats *a, const struct sim_stats *o)
     a->member_preemptions += o->member_preemptions, a->members_preempted += o->members_preempted;
     a->member_joins += o->member_joins, a->elastic_jobs += o->elastic_jobs;
     a->members_replaced += o->members_replaced;
+    a->gpu_hours_lost_at_shrink += o->gpu_hours_lost_at_shrink;
+    a->gpu_hours_lost_at_join += o->gpu_hours_lost_at_join;
     a->node_failures += o->node_failures, a->failure_restarts += o->failure_restarts;
     a->failed_jobs += o->failed_jobs, a->quarantines += o->quarantines;
     a->gpu_hours_lost_to_failures += o->gpu_hours_lost_to_failures;

@@ -63,7 +63,9 @@ def run(binary, seed, arm):
     lo = p["per_priority"].get("0", {})
     return {"queue10": hi.get("mean_queue_s", 0.0), "wait10": hi.get("mean_wait_s", 0.0),
             "wait0": lo.get("mean_wait_s", 0.0), "lost": p["gpu_hours_lost_to_preemption"],
-            "evictions": p["preemptions"], "members": p.get("member_preemptions", 0)}
+            "evictions": p["preemptions"], "members": p.get("member_preemptions", 0),
+            "at_shrink": p.get("gpu_hours_lost_at_shrink", 0.0),
+            "at_join": p.get("gpu_hours_lost_at_join", 0.0)}
 
 
 def paired(name, a, b):
@@ -104,7 +106,8 @@ def main():
               f"{o['wait10']:7.2f}   {g['lost']:8.1f} / {o['lost']:7.1f} "
               f"({100 * g['lost'] / o['lost'] if o['lost'] else 0:.0f}%)")
     col = {k: ([res[(s, a)][k] for s in seeds], [res[(s, b)][k] for s in seeds])
-           for k in ("queue10", "wait10", "wait0", "lost", "evictions", "members")}
+           for k in ("queue10", "wait10", "wait0", "lost", "at_shrink", "at_join", "evictions",
+                     "members")}
     print(f"\n{len(seeds)} seeds{'':<12} {a:>9} {b:>10} difference  s.e.   behind on")
     for label, key in ROWS:
         paired(label, *col[key])
@@ -123,6 +126,7 @@ MARKS_ELASTIC = ("<!-- preempt_seeds.py elastic begin -->", "<!-- preempt_seeds.
 # the paired rows: (label, key), in seconds but the last three
 ROWS = [("mean queue, priority 10", "queue10"), ("mean wait, priority 10", "wait10"),
         ("mean wait, priority 0", "wait0"), ("GPU-hours lost", "lost"),
+        ("of which as members left", "at_shrink"), ("of which as members joined", "at_join"),
         ("evictions (whole gangs)", "evictions"), ("member preemptions", "members")]
 
 

@@ -75,6 +75,8 @@ expect_eq "training: shrink and grow" "$(ev tr shrink | wc -l) $(ev tr grow | wc
 expect_eq "training: ends after its restarts and slower run" "$(end_of tr train)" 8200.000
 expect_cmp "training: work lost at both changes (6800 GPU-s)" \
     "$(kpi tr gpu_hours_lost_to_preemption)" "==" 1.8888888888888888
+expect_eq "training: the loss split, as members left and joined (GPU-h)" \
+    "$(printf '%.4f %.4f' "$(kpi tr gpu_hours_lost_at_shrink)" "$(kpi tr gpu_hours_lost_at_join)")" "0.8889 1.0000"
 expect_eq "training: the events say what each change lost" \
     "$(ev tr shrink | grep -c '"lost_gpu_s":3200.000') $(ev tr grow | grep -c '"lost_gpu_s":3600.000')" "1 1"
 expect_eq "inference: its changes lose nothing" \
