@@ -204,24 +204,26 @@ static void sort_sets(uint8_t *v, uint32_t n)
 
 /* A training job's members change at `now`: every worker restarts from the last checkpoint
  * (all the work when `checkpointed`); an inference job keeps all it did. A new segment of the
- * run begins (its busy time and GPU-seconds accounted up to now). Returns the GPU-seconds of
- * work lost (the job's GPUs x the work since its last checkpoint). */
-static double new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointed)
+ * run begins (its busy time and GPU-seconds accounted up to now). The work lost (the job's GPUs x
+ * the work since its last checkpoint) counts to the preemption loss and to *part, the change's
+ * share of it (GPU-hours); returns it in GPU-seconds. */
+static double new_segment(struct run *r, uint32_t j, int64_t now, bool checkpointed, double *part)
 {
     const struct sim_job *job = &r->in->jobs[j];
     int64_t done = sim_work_done(r, j, now);
     int64_t saved = job->gang.spread || checkpointed ? done : sim_saved_work(r, j, now);
     if (saved > r->remaining_ms[j])
         saved = r->remaining_ms[j];
-    int64_t lost = done - saved;
-    if (lost > 0)
-        r->st->gpu_hours_lost_to_preemption += (double)job->gang.gpus * (double)lost / 3.6e6;
+    int64_t lost = done - saved > 0 ? done - saved : 0;
+    double hours = (double)job->gang.gpus * (double)lost / 3.6e6;
+    r->st->gpu_hours_lost_to_preemption += hours;
+    *part += hours;
     r->remaining_ms[j] -= saved;
     sim_account_run(r, j, now);
     r->run_start_ms[j] = now;
     r->overhead_ms[j] = job->gang.spread ? 0 : job->restart_cost_ms;
     r->gen[j]++; /* the old finish is stale */
-    return lost > 0 ? (double)job->gang.gpus * (double)lost / 1000.0 : 0;
+    return (double)job->gang.gpus * (double)lost / 1000.0;
 }
 
 /* The finish of job j's new segment. */
@@ -242,8 +244,7 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
         return 0;
     struct sim_elastic *e = &r->el[k];
     const struct sim_job *job = &r->in->jobs[j];
-    double lost_gpu_s = new_segment(r, j, now, checkpointed);
-    r->st->gpu_hours_lost_at_shrink += lost_gpu_s / 3600.0;
+    double lost_gpu_s = new_segment(r, j, now, checkpointed, &r->st->gpu_hours_lost_at_shrink);
     if (r->opt->events) { /* before the members leave their places */
         sim_ev_head(r, now, "shrink", j);
         fputs(",\"reason\":", r->opt->events);
@@ -319,8 +320,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     grow_unqueue(r, e, k);
     if (sim_state(r, j) != ENG_JOB_RUNNING || e->n_grow != p->gang->n_pods)
         return 0; /* cannot happen: the run ended withdraws them */
-    double lost_gpu_s = new_segment(r, j, now, false);
-    r->st->gpu_hours_lost_at_join += lost_gpu_s / 3600.0;
+    double lost_gpu_s = new_segment(r, j, now, false, &r->st->gpu_hours_lost_at_join);
     uint32_t n = e->n_live + e->n_grow;
     struct sched_assign *a = malloc(n * sizeof(*a));
     uint8_t *sets = malloc(2 * n); /* sets, then flavors */

@@ -297,6 +297,13 @@ static int intern_users(struct sim_input *in, const struct trace *t)
     return rc;
 }
 
+/* Whether job j may be elastic: slices and GPU shares stay rigid (the core takes members alone
+ * only of gangs without them). One rule for the min_pods column and for --elastic. */
+static bool elastic_allowed(const struct sim_job *j, const struct trace_job *tj)
+{
+    return j->gang.slice_size == 0 && tj->gpumem_mib == 0 && tj->gpucores == 0;
+}
+
 /* An elastic job (column min_pods): it starts whole and runs on with at least min_pods pods;
  * members above that are what a preemption may take alone (sim/elastic.c). Pods that split
  * into slices or share GPUs stay rigid: refused. */
@@ -310,7 +317,7 @@ static int elastic_row(struct sim_input *in, struct sim_job *j, const struct tra
                           t->files[tj->file], tj->line, tj->id, tj->min_pods, g->n_pods);
     if ((uint32_t)tj->min_pods == g->n_pods)
         return 0; /* every pod: rigid */
-    if (g->slice_size > 0 || tj->gpumem_mib > 0 || tj->gpucores > 0)
+    if (!elastic_allowed(j, tj))
         return sched_fail(eb, SCHED_EINVAL,
                           "%s:%u: column 'min_pods': job %s: an elastic job can have neither "
                           "slices (slice-size, a tp-size above a pod's GPUs) nor GPU shares "
@@ -452,12 +459,10 @@ double sim_rng_unit(uint64_t *x)
     return (double)(rng_next(x) >> 11) / 9007199254740992.0;
 }
 
-/* --elastic: a job the trace leaves rigid that could run on with fewer members (more than one
- * pod; no slices or GPU shares, which elastic_row refuses) */
+/* --elastic: a job the trace leaves rigid that could run on with fewer members */
 static bool may_be_elastic(const struct sim_job *j, const struct trace_job *tj)
 {
-    return tj->min_pods == 0 && j->gang.n_pods > 1 && j->gang.slice_size == 0 &&
-           tj->gpumem_mib == 0 && tj->gpucores == 0;
+    return tj->min_pods == 0 && j->gang.n_pods > 1 && elastic_allowed(j, tj);
 }
 
 void sim_input_workload(struct sim_input *in, const struct trace *t, const struct sim_workload *w)
