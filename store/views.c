@@ -471,7 +471,7 @@ static const char *why_name(int why)
 {
     if (why == STORE_WHY_WAITING)
         return "waiting";
-    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_QUOTA_NEVER
+    return why >= SCHED_WHY_PLACED && why <= SCHED_WHY_CHECKPOINT
                ? sched_why_name((enum sched_why)why)
                : "unknown";
 }

@@ -184,6 +184,8 @@ static const struct {
     {"gangsched.io/start-timeout", RUN_POSITIVE_DURATION,
      offsetof(struct annot_run, start_timeout_ms)},
     {"gangsched.io/max-restarts", RUN_COUNT, offsetof(struct annot_run, max_restarts)},
+    {"gangsched.io/checkpoint-interval", RUN_DURATION,
+     offsetof(struct annot_run, checkpoint_every_ms)},
 };
 
 /* One value of run_keys[k] into field; 0 or SCHED_EINVAL naming the annotation. */

@@ -26,7 +26,9 @@
  *   gangsched.io/non-preemptible: "true"       never a preemption victim
  *   gangsched.io/start-timeout: DURATION       members must all run within this of the bind
  *   gangsched.io/max-restarts: N               whole-gang restarts allowed (0..1000)
- *     (the last five: annot_run; the queue's settings where absent)
+ *    gangsched.io/checkpoint-interval: DURATION how often a training gang checkpoints: an
+ *     elastic one's new members join just after a checkpoint (model.h gang_set_join)
+ *     (the last six: annot_run; the queue's settings where absent)
  * LEVEL is a level name of the cluster's topology ("rack", "block", ...) or "node". Our own
  * annotations win over the equivalents when both are given.
  */
@@ -53,11 +55,13 @@ int annot_apply(struct gang *g, const struct topo *t, const struct kv *annotatio
  * it admits a gang (a bad value is the gang's InvalidSpec) and reads them for running gangs. */
 #define ANNOT_MAX_RESTARTS 1000u
 struct annot_run {
-    int64_t min_runtime_ms;   /* protected from preemption until start + this */
-    int64_t restart_cost_ms;  /* work lost by a restart, added to the preemption cost */
-    bool non_preemptible;     /* never a victim */
-    int64_t start_timeout_ms; /* members must all run within this of the bind (> 0) */
-    uint32_t max_restarts;    /* whole-gang restarts before the gang fails, 0..1000 */
+    int64_t min_runtime_ms;      /* protected from preemption until start + this */
+    int64_t restart_cost_ms;     /* work lost by a restart, added to the preemption cost */
+    bool non_preemptible;        /* never a victim */
+    int64_t start_timeout_ms;    /* members must all run within this of the bind (> 0) */
+    uint32_t max_restarts;       /* whole-gang restarts before the gang fails, 0..1000 */
+    int64_t checkpoint_every_ms; /* how often it checkpoints (wall time), 0 = not said: its new
+                                    members then join at once (gang_set_join) */
 };
 int annot_run(const struct kv *annotations, size_t n, struct annot_run *out,
               struct sched_errbuf *eb);

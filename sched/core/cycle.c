@@ -29,6 +29,7 @@
 #include "queue/quota.h"
 #include "sched/core/backlog.h"
 #include "sched/core/device.h"
+#include "sched/core/duration.h"
 #include "sched/core/eta.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
@@ -533,6 +534,19 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                              enum sched_why *why_out)
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
+    if (join_at > now) { /* members that would cost their job more than they bring, now */
+        struct sched_verdict cv = {.gang = g,
+                                   .why = SCHED_WHY_CHECKPOINT,
+                                   .short_res = -1,
+                                   .quota_res = -1,
+                                   .near_level = -2,
+                                   .join_at_ms = join_at,
+                                   .join_past_ms = g->join_every_ms - (join_at - now)};
+        *why_out = SCHED_WHY_CHECKPOINT;
+        sched_wake_at(&cy->out->wake_ms, now, join_at);
+        return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
+    }
     bool oom;
     if (held_by_queue(cy, q, g, &oom)) {
         *why_out = SCHED_WHY_BLOCKED;
@@ -829,7 +843,8 @@ static int cycle_run(struct cycle *cy)
                 cy->paused[q] = true; /* nothing of this queue passes its head in pass 0 */
         }
         if (a == ATTEMPT_FAILED) {
-            bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER;
+            bool waits = why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
+                         why != SCHED_WHY_CHECKPOINT; /* by choice: holds no queue */
             note_waiting(cy, g, why);
             if (waits && cy->pol->strict_fifo)
                 return 0; /* the baseline: the first gang that cannot start ends the cycle */
@@ -851,7 +866,7 @@ static int cycle_run(struct cycle *cy)
         if (a == ATTEMPT_FAILED)
             note_waiting(cy, g, why);
         if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
-            strict_queue(cy, q))
+            why != SCHED_WHY_CHECKPOINT && strict_queue(cy, q))
             cy->blocked[q] = true;
     }
     return 0;
@@ -906,6 +921,8 @@ const char *sched_why_name(enum sched_why why)
         return "quota";
     case SCHED_WHY_QUOTA_NEVER:
         return "quota-never";
+    case SCHED_WHY_CHECKPOINT:
+        return "checkpoint";
     }
     return "unknown";
 }
@@ -990,6 +1007,16 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             PUT(" (at most %s ever, borrowing included)", pot);
         else if (v->quota_used + v->quota_need <= v->quota_nominal)
             PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
+        return (int)at;
+    }
+    if (v->why == SCHED_WHY_CHECKPOINT) {
+        char past[32], every[32], open[32];
+        PUT("; new members of a training gang: joining restarts every worker from its last "
+            "checkpoint, now %s past (it checkpoints every %s); they join within %s after its "
+            "next one",
+            dur_format(v->join_past_ms, past, sizeof(past)),
+            dur_format(g->join_every_ms, every, sizeof(every)),
+            dur_format(g->join_open_ms, open, sizeof(open)));
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {

@@ -177,6 +177,8 @@ enum sched_why {
     SCHED_WHY_NO_NODES,    /* no node passes the static filters (selector, taints, ...) */
     SCHED_WHY_QUOTA,       /* the queue's quota (with what it may borrow) is used up */
     SCHED_WHY_QUOTA_NEVER, /* above what the queue could ever get, borrowing included */
+    SCHED_WHY_CHECKPOINT,  /* new members of a training gang: they join after its next
+                              checkpoint, at join_at_ms (gang_set_join) */
 };
 
 /* Per filter, how many nodes it rejected for the gang's first unplaced pod set. */
@@ -221,6 +223,9 @@ struct sched_verdict {
     int quota_res;
     uint32_t quota_flavor;
     int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
+    /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
+     * checkpoint the running gang is now (ms) */
+    int64_t join_at_ms, join_past_ms;
 };
 
 enum sched_preempt_kind {

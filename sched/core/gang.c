@@ -81,6 +81,24 @@ void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n)
         g->shape = sched_hash(g->shape ^ 0x6e656172u, nodes, n * sizeof(*nodes));
 }
 
+void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64_t live_gpus)
+{
+    g->join_from_ms = g->join_every_ms = g->join_open_ms = 0;
+    if (g->spread || every_ms <= 0 || live_gpus <= 0 || g->gpus <= 0)
+        return;
+    g->join_from_ms = last_ckpt_ms;
+    g->join_every_ms = every_ms;
+    g->join_open_ms = (int64_t)((double)every_ms * (double)g->gpus / (double)(live_gpus + g->gpus));
+}
+
+int64_t gang_join_at(const struct gang *g, int64_t t)
+{
+    if (g->join_every_ms <= 0 || t <= g->join_from_ms)
+        return t;
+    int64_t phase = (t - g->join_from_ms) % g->join_every_ms;
+    return phase < g->join_open_ms ? t : t + (g->join_every_ms - phase);
+}
+
 /* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are
  * asked per device: a pod of N devices holds N times its request (HAMi's ResourceQuota support
  * and Kueue's HAMi resource transformation count it so). Ids cached per thread while the

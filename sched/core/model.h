@@ -218,6 +218,11 @@ struct gang {
      * (place.c), so a training gang's members stay together. NULL, 0: none */
     const uint32_t *near;
     uint32_t n_near;
+    /* a pending gang that joins a running training gang (set by gang_set_join): joining restarts
+     * every worker from the job's last checkpoint, so it joins only while the job is at most
+     * join_open_ms past a checkpoint; the job checkpointed at join_from_ms and does every
+     * join_every_ms after it (wall time at its present speed). join_every_ms 0: no such rule */
+    int64_t join_from_ms, join_every_ms, join_open_ms;
     bool non_preemptible; /* never a preemption victim (gangsched.io/non-preemptible, read
                              by the daemon); only backfill on probation reads it while the
                              gang waits (cycle.c): such a gang is never put on probation */
@@ -234,6 +239,17 @@ void gang_finalize(struct gang *g);
 /* The gang joins running members on nodes[0 .. n) (kept by reference; see gang.near), after
  * gang_finalize(): its shape then differs from a gang free to go anywhere. */
 void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n);
+/* The gang joins a running training gang of live_gpus GPUs that last checkpointed at
+ * last_ckpt_ms and checkpoints every every_ms (wall time at its present speed; <= 0: not known,
+ * no rule). Joining at t ms past a checkpoint loses the job's progress of those t ms at its
+ * present speed f = live / (live + joining GPUs), and gains full speed until its next checkpoint;
+ * waiting for that checkpoint loses nothing: joining now wins while t < every_ms x (1 - f), the
+ * window it is given (docs/preemption.md "Members join after a checkpoint"). No rule for a gang
+ * that spreads (inference: a join loses nothing). */
+void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64_t live_gpus);
+/* The earliest time >= t at which the gang may join (t itself without a rule, or while its job
+ * is still restarting: t before join_from_ms). */
+int64_t gang_join_at(const struct gang *g, int64_t t);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */
 int gang_kind(const struct gang *g);

@@ -26,15 +26,10 @@ struct kcache *kcache_new(const char *scheduler)
         free(c);
         return NULL;
     }
-    strmap_init(&c->nodes);
-    strmap_init(&c->pods);
-    strmap_init(&c->pgs);
-    strmap_init(&c->assumed);
-    strmap_init(&c->deletes);
-    strmap_init(&c->refused);
-    strmap_init(&c->node_ix);
-    strmap_init(&c->use);
-    strmap_init(&c->hot);
+    struct strmap *maps[] = {&c->nodes,   &c->pods,    &c->pgs, &c->assumed, &c->deletes,
+                             &c->refused, &c->node_ix, &c->use, &c->hot};
+    for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+        strmap_init(maps[i]);
     c->nodes_dirty = c->dirty = true;
     if (!(c->dra = kclaims_new())) {
         kcache_free(c);
@@ -1103,6 +1098,8 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
     struct sched_errbuf e2;
     if (kg->pg && annot_run(kg->pg->ann, kg->pg->n_ann, &hints, &e2) != 0)
         LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
+    kg->last_ckpt_ms = ckpt;
+    kg->ckpt_every_ms = hints.checkpoint_every_ms;
     *run = (struct sched_running){
         .gang = &kg->gang,
         .pods = as,
@@ -1158,8 +1155,11 @@ static int build_phases(struct builder *b)
         n_run += placed; /* a gang on a node the cluster does not have: not offered */
     }
     for (struct kgang *p = out->gangs; p < out->gangs + out->n_pending; p++) /* new members of */
-        if (p->run && p->run->nodes) /* an elastic gang go next to those that run (gang.near) */
+        if (p->run && p->run->nodes) { /* an elastic gang go next to those that run (gang.near) */
             gang_set_near(&p->gang, p->run->nodes, p->run->gang.n_pods);
+            gang_set_join(&p->gang, p->run->last_ckpt_ms, p->run->ckpt_every_ms,
+                          p->run->gang.gpus); /* and join after its checkpoint */
+        }
     const struct sched_policy *pol = b->pol;
     out->views = views;
     out->state = b->state;

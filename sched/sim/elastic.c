@@ -8,7 +8,11 @@
  *     submission time; the core places it as any pending gang and it joins the running job (the
  *     daemon's "elastic gang grows", sim_grow), in the tightest domain that holds one of the
  *     members running (gang.near). Its core and engine id is n_jobs + the job's slot, so every
- *     per-job array of a run is n_ids long;
+ *     per-job array of a run is n_ids long. A training job's members join only in a window
+ *     after one of its checkpoints (gang_set_join, the daemon's rule from the gang's
+ *     gangsched.io/checkpoint-interval): its checkpoints come every interval of work from the
+ *     end of its restart, known exactly here (sim_ckpt_phase), and the core wakes the run when
+ *     the next window opens;
  *   - progress (sim.c, sim_work_done): a training job (a profile that packs) restarts from its
  *     last checkpoint at each change of its members, torchrun and Ray Train restart every
  *     worker, and advances at its live GPUs / all its GPUs of full speed; an inference job (a
@@ -156,6 +160,9 @@ static void grow_queue(struct run *r, uint32_t k)
     for (uint32_t m = 0; m < e->n_live; m++) /* placed next to the members that run */
         e->near[m] = r->assign[e->job][m].node;
     gang_set_near(&e->grow, e->near, e->n_live);
+    int64_t from, every; /* a training job's members join after a checkpoint (gang_set_join) */
+    sim_ckpt_phase(r, e->job, &from, &every);
+    gang_set_join(&e->grow, from, every, e->live.gpus);
     if (queue_list_insert(&r->queues[e->grow.queue], &e->grow) != 0) {
         r->oom = true;
         return;

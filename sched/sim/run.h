@@ -242,6 +242,7 @@ void sim_submit(struct run *r, uint32_t j, int64_t now);
 void sim_release_job(struct run *r, uint32_t j);
 void sim_account_run(struct run *r, uint32_t j, int64_t now);
 int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t);
+void sim_ckpt_phase(const struct run *r, uint32_t j, int64_t *from_ms, int64_t *every_ms);
 
 void sim_on_effects(struct run *r, int64_t now);
 

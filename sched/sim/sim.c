@@ -401,6 +401,16 @@ static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
                      : r->run_start_ms[j];
 }
 
+/* Job j's checkpoints as the join rule sees them (gang_set_join): they come every *every_ms of
+ * wall time at its present speed (0: it takes none) from *from_ms, the end of its current run's
+ * restart (the work before that is saved; the speed changes only with a new run). */
+void sim_ckpt_phase(const struct run *r, uint32_t j, int64_t *from_ms, int64_t *every_ms)
+{
+    int64_t every = r->in->jobs[j].checkpoint_interval_ms;
+    *every_ms = every > 0 ? sim_wall_for(r, j, every) : 0;
+    *from_ms = r->run_start_ms[j] + r->overhead_ms[j];
+}
+
 /* ---- the engine's effects ------------------------------------------------------------- */
 
 /* Carries out one of the engine's effects. */

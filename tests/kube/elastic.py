@@ -5,7 +5,11 @@ joins the running gang (the cache offers it as a gang of its own, sched/kube/cac
 the third pod is bound and the scheduler keeps running (its bind journal numbers the new pod
 after the placed ones: before, the store refused "a pod of gang ... is placed already" and the
 daemon stopped); the job stays running from its first start with the GPUs of all three pods,
-and the store's placements hold three pods under distinct indices. Every wait is bounded.
+and the store's placements hold three pods under distinct indices. Then the gang declares its
+checkpoint interval (gangsched.io/checkpoint-interval) and a last checkpoint too long ago: a
+fourth pod waits for its next checkpoint with the verdict `checkpoint` and joins once the gang's
+gangsched.io/last-checkpoint moves (docs/preemption.md "Members join after a checkpoint"). Every
+wait is bounded.
 """
 
 import json
@@ -16,8 +20,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
-from e2e import bound, check, job, podgroup, pod, wait_for  # noqa: E402
+from e2e import bound, check, job, podgroup, pod, rfc3339, wait_for  # noqa: E402
 
+PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
@@ -58,9 +63,53 @@ def main():
     check("three placed pods under distinct indices",
           [r[0] for r in rows] == [0, 1, 2] and {r[1] for r in rows} ==
           {"default/el-0", "default/el-1", "default/el-2"}, str(rows))
+    joins_after_a_checkpoint(c, db)
     time.sleep(0.5)
     check("the scheduler is still running", s.p.poll() is None, s.text()[-600:])
     e2e.finish()
+
+
+CHECKPOINT = 9  # SCHED_WHY_CHECKPOINT, the decision log's code (sched/core/cycle.h)
+
+
+def last_decision(db, gang):
+    """(why, reason) of gang's newest decision row, or None."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return con.execute("SELECT why, reason FROM decisions WHERE gang = ? ORDER BY id DESC "
+                           "LIMIT 1", (gang,)).fetchone()
+    finally:
+        con.close()
+
+
+def joins_after_a_checkpoint(c, db):
+    """The gang, running for an hour, says it checkpoints every hour and last did 50 minutes ago
+    (its run's start and its gangsched.io/last-checkpoint: the later is its last checkpoint): a
+    fourth member
+    (1 GPU joining 3) may join within 15 minutes of a checkpoint, so it waits, and the running
+    job says why; once the gang has checkpointed, it joins."""
+    now = time.time()
+    for name in ("el-0", "el-1", "el-2"):  # the run began an hour ago (the kubelet's startTime)
+        c.patch("/api/v1/namespaces/default/pods/%s/status" % name,
+                {"status": {"startTime": rfc3339(now - 3500)}}, "application/merge-patch+json")
+    c.patch(PG + "el", {"metadata": {"annotations": {
+        "gangsched.io/checkpoint-interval": "1h",
+        "gangsched.io/last-checkpoint": rfc3339(now - 3000)}}}, "application/merge-patch+json")
+    time.sleep(1.0)  # the PodGroup and pod watches are two streams: let the first be seen
+    c.post("/api/v1/namespaces/default/pods", pod("el-3", "el", 1))
+    why = wait_for(lambda: (lambda r: r if r and r[0] == CHECKPOINT else None)(
+        last_decision(db, "default/el")), 60) or last_decision(db, "default/el")
+    check("a fourth member waits for the next checkpoint; the decision log says why",
+          why and why[0] == CHECKPOINT and why[1].startswith(
+              "checkpoint: 1 pod(s), 1 GPU(s); new members of a training gang") and
+          "it checkpoints every 1h" in why[1] and "join within 15m after its next one" in why[1],
+          str(why))
+    check("... and is not bound meanwhile",
+          not wait_for(lambda: len(bound(c, "el")) == 4, 2.0), str(bound(c, "el")))
+    c.patch(PG + "el", {"metadata": {"annotations": {
+        "gangsched.io/last-checkpoint": rfc3339(time.time())}}}, "application/merge-patch+json")
+    check("once the gang has checkpointed, it joins",
+          wait_for(lambda: len(bound(c, "el")) == 4, 60), str(bound(c, "el")))
 
 
 if __name__ == "__main__":

@@ -65,20 +65,34 @@ sys.argv[1]).execute(\"SELECT why FROM decisions WHERE gang = 'serve' ORDER BY i
     "0,7,0"
 
 # 2. training (packing, a checkpoint every 600 s of work): every worker restarts from the last
-#    checkpoint at each change. At 1000 s 600 s are saved (400 s x 8 GPUs lost), it runs at 6/8
-#    speed until 1600 s (450 s of work, no checkpoint yet: 450 s x 8 lost when the member
-#    joins), then 6600 s at full speed: it ends at 8200 s
+#    checkpoint at each change. At 1000 s 600 s are saved (400 s x 8 GPUs lost); it runs at 6/8
+#    speed, a checkpoint every 800 s, from 1000 s. The member may join within 800 s x 2/8 = 200 s
+#    of one (gang_set_join): free at 1600 s, 600 s past, it waits for the checkpoint at 1800 s
+#    and joins losing nothing; 6000 s of work at full speed: it ends at 7800 s
 sed 's/^serve,0,7200,8,4,2,0,0,inference,team/train,0,7200,8,4,2,0,600,,team/' \
     tests/data/trace-elastic.csv >"$TMP/train.csv"
 sim tr "$TMP/train.csv"
 expect_eq "training: shrink and grow" "$(ev tr shrink | wc -l) $(ev tr grow | wc -l)" "1 1"
-expect_eq "training: ends after its restarts and slower run" "$(end_of tr train)" 8200.000
-expect_cmp "training: work lost at both changes (6800 GPU-s)" \
-    "$(kpi tr gpu_hours_lost_to_preemption)" "==" 1.8888888888888888
+expect_eq "training: the member joins at the next checkpoint" "$(ev tr grow | grep -c '"t":1800.000')" 1
+expect_eq "training: ends after its restart and slower run" "$(end_of tr train)" 7800.000
+expect_cmp "training: work lost when the member left (3200 GPU-s)" \
+    "$(kpi tr gpu_hours_lost_to_preemption)" "==" 0.88888888888888895
 expect_eq "training: the loss split, as members left and joined (GPU-h)" \
-    "$(printf '%.4f %.4f' "$(kpi tr gpu_hours_lost_at_shrink)" "$(kpi tr gpu_hours_lost_at_join)")" "0.8889 1.0000"
+    "$(printf '%.4f %.4f' "$(kpi tr gpu_hours_lost_at_shrink)" "$(kpi tr gpu_hours_lost_at_join)")" "0.8889 0.0000"
 expect_eq "training: the events say what each change lost" \
-    "$(ev tr shrink | grep -c '"lost_gpu_s":3200.000') $(ev tr grow | grep -c '"lost_gpu_s":3600.000')" "1 1"
+    "$(ev tr shrink | grep -c '"lost_gpu_s":3200.000') $(ev tr grow | grep -c '"lost_gpu_s":0.000')" "1 1"
+at_event 7 "$TMP/train.csv" # hi has ended at 1600 s: the member waits for the checkpoint
+case "$("$JGET" "$TMP/w.json" jobs/0/reason)" in
+"members waiting to rejoin: checkpoint: 1 pod(s), 2 GPU(s); new members of a training gang: joining restarts every worker from its last checkpoint, now 10m past (it checkpoints every 13m20s); they join within 3m20s after its next one") ok "training: the member's verdict says it waits for the checkpoint" ;;
+*) bad "training: reason $("$JGET" "$TMP/w.json" jobs/0/reason)" ;;
+esac
+# 2b. hi ends at 1100 s, 100 s past the checkpoint, inside the window: it joins at once, losing
+#     75 s of work (100 s at 6/8 speed) x 8 GPUs; 6600 s of work left again: it ends at 7700 s
+sed 's/^hi,1000,600,/hi,1000,100,/' "$TMP/train.csv" >"$TMP/train2.csv"
+sim tr2 "$TMP/train2.csv"
+expect_eq "training, inside the window: joins at once, losing 600 GPU-s" \
+    "$(ev tr2 grow | grep -c '"t":1100.000.*"lost_gpu_s":600.000')" 1
+expect_eq "training, inside the window: ends at 7700 s" "$(end_of tr2 train)" 7700.000
 expect_eq "inference: its changes lose nothing" \
     "$(ev inf shrink | grep -c '"lost_gpu_s":0.000') $(ev inf grow | grep -c '"lost_gpu_s":0.000')" "1 1"
 
@@ -127,13 +141,13 @@ expect_eq "serve still ends on time" "$(ev nf finish | grep -c '"t":7200.000.*"j
 #     anywhere would take the lowest free node, hgx-0007 in rack 0 (test_cycle.c
 #     test_joining_members_go_next_to_the_running_ones)
 {
-    echo "job_id,submission_time,duration,num_gpu,pods,min_pods,priority"
-    for i in 0 1 2 3 4 5 6; do echo "fill$i,0,100000,8,1,,20"; done
-    echo "fill7,0,2000,8,1,,20"
-    echo "e,10,50000,16,2,1,0"
-    for i in 8 9 10 11 12; do echo "fill$i,15,100000,8,1,,20"; done
-    echo "fill13,15,1985,8,1,,20"
-    echo "hi,20,50000,8,1,,10"
+    echo "job_id,submission_time,duration,num_gpu,pods,min_pods,priority,checkpoint_interval"
+    for i in 0 1 2 3 4 5 6; do echo "fill$i,0,100000,8,1,,20,"; done
+    echo "fill7,0,2000,8,1,,20,"
+    echo "e,10,50000,16,2,1,0,0" # no checkpoints: its member joins at once (gang_set_join)
+    for i in 8 9 10 11 12; do echo "fill$i,15,100000,8,1,,20,"; done
+    echo "fill13,15,1985,8,1,,20,"
+    echo "hi,20,50000,8,1,,10,"
 } >"$TMP/near.csv"
 printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n  - name: near\n    preemption:\n      withinQueue: LowerPriority\n' >"$TMP/near.yaml"
 "$GS" simulate --no-progress --policy gangsched --cluster hgx:16 --trace "$TMP/near.csv" \

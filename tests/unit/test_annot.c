@@ -256,6 +256,8 @@ static void test_duration_annotations(void **state)
          "annotation gangsched.io/max-restarts: \"1001\": not an integer in 0..1000"},
         {{"gangsched.io/max-restarts", "three"},
          "annotation gangsched.io/max-restarts: \"three\": not an integer in 0..1000"},
+        {{"gangsched.io/checkpoint-interval", "30"},
+         "annotation gangsched.io/checkpoint-interval: \"30\""},
     };
     r = (struct annot_run){.start_timeout_ms = 7, .max_restarts = 3};
     for (size_t i = 0; i < sizeof(life) / sizeof(life[0]); i++) {
@@ -264,10 +266,13 @@ static void test_duration_annotations(void **state)
         assert_int_equal(r.start_timeout_ms, 7);
         assert_int_equal(r.max_restarts, 3);
     }
-    struct kv ok[] = {{"gangsched.io/max-restarts", "0"}, {"gangsched.io/start-timeout", "5m"}};
-    assert_int_equal(annot_run(ok, 2, &r, &eb), 0);
+    struct kv ok[] = {{"gangsched.io/max-restarts", "0"},
+                      {"gangsched.io/start-timeout", "5m"},
+                      {"gangsched.io/checkpoint-interval", "30m"}};
+    assert_int_equal(annot_run(ok, 3, &r, &eb), 0);
     assert_int_equal(r.max_restarts, 0);
     assert_int_equal(r.start_timeout_ms, 300000);
+    assert_int_equal(r.checkpoint_every_ms, 1800000);
 }
 
 int main(void)

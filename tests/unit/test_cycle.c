@@ -222,6 +222,52 @@ static void test_joining_members_go_next_to_the_running_ones(void **unused)
     world_free(w);
 }
 
+/* New members of a training gang join only in a window after its checkpoints (gang_set_join):
+ * two 8-GPU members rejoining a 16-GPU job that checkpoints every 30 min may join within
+ * 30 min x 16 / (16 + 16) = 15 min of a checkpoint; later they wait, with a verdict and a wake
+ * at the next checkpoint. Members of an inference gang (it spreads) lose nothing: no rule. */
+static void test_members_join_after_a_checkpoint(void **unused)
+{
+    (void)unused;
+    static const uint32_t near[] = {0};
+    struct world *w = world_new("hgx:4");
+    struct gang *g = add_gang(w, 2, 8, 0);
+    gang_set_near(g, near, 1);
+    gang_set_join(g, 1000 * 1000, 1800 * 1000, 16); /* checkpoints at 1,000 s, 2,800 s, ... */
+    assert_int_equal(g->join_open_ms, 900 * 1000);
+    assert_int_equal(gang_join_at(g, 500 * 1000), 500 * 1000);   /* still restarting */
+    assert_int_equal(gang_join_at(g, 1899 * 1000), 1899 * 1000); /* 899 s past */
+    assert_int_equal(gang_join_at(g, 1900 * 1000), 2800 * 1000); /* 900 s past: wait */
+    assert_int_equal(gang_join_at(g, 4700 * 1000), 4700 * 1000); /* 100 s past the third */
+    assert_int_equal(gang_join_at(g, 5600 * 1000), 6400 * 1000); /* 1,000 s past: the fourth */
+    const struct sched_result *r = cycle(w, "gangsched", 2000);
+    assert_null(placement_of(r, g));
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_CHECKPOINT);
+    assert_int_equal(v->join_at_ms, 2800 * 1000);
+    assert_int_equal(r->wake_ms, 2800 * 1000);
+    char buf[512];
+    sched_verdict_format(v, w->c, NULL, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "checkpoint: 2 pod(s), 16 GPU(s)"));
+    assert_non_null(strstr(buf, "now 16m40s past (it checkpoints every 30m)"));
+    assert_non_null(strstr(buf, "join within 15m after its next one"));
+    r = cycle(w, "gangsched", 2800); /* at the checkpoint */
+    assert_non_null(placement_of(r, g));
+    assert_non_null(placement_of(cycle(w, "gangsched", 1000), g)); /* at the previous one */
+    /* inference: joining loses nothing, no window */
+    g->spread = true;
+    gang_set_join(g, 1000 * 1000, 1800 * 1000, 16);
+    assert_int_equal(g->join_every_ms, 0);
+    assert_non_null(placement_of(cycle(w, "gangsched", 2000), g));
+    /* the interval not known: at once */
+    g->spread = false;
+    gang_set_join(g, 1000 * 1000, 0, 16);
+    assert_non_null(placement_of(cycle(w, "gangsched", 2000), g));
+    free_names(w);
+    world_free(w);
+}
+
 static void test_4gpu_pod_on_free_island_of_2x4_node(void **unused)
 {
     (void)unused;
@@ -965,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_profile_weights_and_top_terms),
         cmocka_unit_test(test_prefer_no_schedule_is_a_preference),
         cmocka_unit_test(test_near_miss_in_reason),
+        cmocka_unit_test(test_members_join_after_a_checkpoint),
         cmocka_unit_test(test_tp_groups_regressions),
         cmocka_unit_test(test_priority_order_and_determinism),
         cmocka_unit_test(test_equal_shapes_share_verdict),

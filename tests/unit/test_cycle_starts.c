@@ -316,6 +316,35 @@ static struct world *three_waiting(struct gang **a, struct gang **b, struct gang
     return w;
 }
 
+/* New members of a training gang are expected to start at the first window after one of its
+ * checkpoints (gang_set_join) that opens with room for them: one 8-GPU node whose GPUs come back
+ * at 1,000 s. */
+static void test_start_estimate_of_members_waiting_for_a_checkpoint(void **unused)
+{
+    (void)unused;
+    static const uint32_t near[] = {0};
+    struct world *w = world_new("hgx:1");
+    use_gpus(w, 0, 0xFF);
+    w->state[0].release_ms = 1000 * 1000;
+    struct gang *g = add_gang(w, 1, 8, 0);
+    gang_set_near(g, near, 1);
+    gang_set_join(g, 0, 1800 * 1000, 8); /* may join within 900 s of 0, 1,800 s, ... */
+    int64_t est[1] = {600 * 1000};
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota(w, 100, est, &cfg);
+    const struct sched_eta *e = eta_of(r, g);
+    assert_non_null(e);
+    assert_int_equal(e->kind, SCHED_ETA_AT);
+    assert_int_equal(e->start_ms, 1800 * 1000); /* the GPUs at 1,000 s, the window at 1,800 s */
+    config_free(cfg);
+    gang_set_join(g, 500 * 1000, 1800 * 1000, 8); /* the window 500 s to 1,400 s holds 1,000 s */
+    r = cycle_quota(w, 100, est, &cfg);
+    assert_int_equal(eta_of(r, g)->start_ms, 1000 * 1000);
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_start_estimates(void **unused)
 {
     (void)unused;
@@ -561,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_guard_engages_on_quota_wait),
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
+        cmocka_unit_test(test_start_estimate_of_members_waiting_for_a_checkpoint),
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
         cmocka_unit_test(test_start_estimates_match_reference),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
