@@ -65,11 +65,9 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->deletes);
     kcache_refused_free(c);
     kcache_users_free(c);
-    strmap_fini(&c->nodes);
-    strmap_fini(&c->pods);
-    strmap_fini(&c->pgs);
-    strmap_fini(&c->assumed);
-    strmap_fini(&c->node_ix);
+    struct strmap *maps[] = {&c->nodes, &c->pods, &c->pgs, &c->assumed, &c->node_ix};
+    for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+        strmap_fini(maps[i]);
     kcache_base_free(c);
     kcache_use_free(c);
     cluster_free(c->cluster);
@@ -1047,7 +1045,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
     if (!as || !kg->nodes)
         return SCHED_ENOMEM;
     uint32_t flavor = 0;
-    int64_t start = INT64_MAX;
+    int64_t start = INT64_MAX, newest = 0; /* the first and last member's start */
     bool evicting = false, flavored = false;
     *placed = true;
     for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
@@ -1063,8 +1061,8 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         /* the run started when its first member did; a member bound but not yet started (no
          * startTime, no PodScheduled time) starts now */
         int64_t ps = p->started_ms > 0 ? p->started_ms : b->now_ms;
-        if (ps < start)
-            start = ps;
+        start = ps < start ? ps : start;
+        newest = ps > newest ? ps : newest;
         evicting |= p->deleting;
     }
     if (cfg && flavor < cfg->n_flavors) {
@@ -1098,7 +1096,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
     struct sched_errbuf e2;
     if (kg->pg && annot_run(kg->pg->ann, kg->pg->n_ann, &hints, &e2) != 0)
         LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
-    kg->last_ckpt_ms = ckpt;
+    kg->last_ckpt_ms = ckpt > newest ? ckpt : newest; /* a member's join restarts every worker */
     kg->ckpt_every_ms = hints.checkpoint_every_ms;
     *run = (struct sched_running){
         .gang = &kg->gang,

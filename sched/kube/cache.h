@@ -45,9 +45,10 @@ struct kgang {
     /* pending gangs: the running gang of the same key, else NULL (an elastic gang: its new
      * members, offered as a pending gang of their own, join that one) */
     const struct kgang *run;
-    /* running gangs: the last checkpoint (gangsched.io/last-checkpoint, else the start) and the
-     * declared interval (gangsched.io/checkpoint-interval, 0: none), for the join rule of its
-     * new members (gang_set_join) */
+    /* running gangs, for the join rule of their new members (gang_set_join): where their
+     * checkpoints count from, the later of the last checkpoint (gangsched.io/last-checkpoint,
+     * else the run's start) and the newest member's start (a join restarts every worker), and
+     * the declared interval (gangsched.io/checkpoint-interval, 0: none) */
     int64_t last_ckpt_ms, ckpt_every_ms;
 };
 

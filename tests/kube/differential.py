@@ -114,6 +114,7 @@ class Scenario:
                     g.setdefault("topology_required", "")
                     g.setdefault("max_runtime", 0)
                     g.setdefault("checkpoint_interval", 0)
+                    g.setdefault("checkpoint_every", 0)  # the daemon's annotation, seconds
                     g.setdefault("min_pods", g["pods"])  # elastic when below pods
                     g.setdefault("profile", "")
                     self.gangs[act["arrive"]] = g
@@ -419,6 +420,8 @@ class Controller:
             ann["gangsched.io/topology-required"] = g["topology_required"]
         if g["max_runtime"]:
             ann["gangsched.io/max-runtime"] = "%ds" % g["max_runtime"]
+        if g["checkpoint_every"]:  # a job's sidecar declares how often it checkpoints
+            ann["gangsched.io/checkpoint-interval"] = "%dms" % round(g["checkpoint_every"] * 1000)
         if ann:
             pg["metadata"]["annotations"] = ann
         st, obj, _ = self.c.post(PG_PATH, pg)
