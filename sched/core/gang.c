@@ -86,9 +86,14 @@ void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64
     g->join_from_ms = g->join_every_ms = g->join_open_ms = 0;
     if (g->spread || every_ms <= 0 || live_gpus <= 0 || g->gpus <= 0)
         return;
+    int64_t open = (int64_t)((double)every_ms * (double)g->gpus / (double)(live_gpus + g->gpus));
+    if (open < GANG_JOIN_MIN_OPEN_MS)
+        open = GANG_JOIN_MIN_OPEN_MS;
+    if (open >= every_ms)
+        return; /* always open */
     g->join_from_ms = last_ckpt_ms;
     g->join_every_ms = every_ms;
-    g->join_open_ms = (int64_t)((double)every_ms * (double)g->gpus / (double)(live_gpus + g->gpus));
+    g->join_open_ms = open;
 }
 
 int64_t gang_join_at(const struct gang *g, int64_t t)

@@ -260,8 +260,14 @@ static void test_members_join_after_a_checkpoint(void **unused)
     gang_set_join(g, 1000 * 1000, 1800 * 1000, 16);
     assert_int_equal(g->join_every_ms, 0);
     assert_non_null(placement_of(cycle(w, "gangsched", 2000), g));
-    /* the interval not known: at once */
     g->spread = false;
+    /* a window shorter than 10 s is 10 s; an interval of 10 s or less has none */
+    gang_set_join(g, 0, 60 * 1000, 1000);
+    assert_int_equal(g->join_open_ms, 10 * 1000);
+    gang_set_join(g, 0, 1, 16); /* "checkpoint-interval: 1ms" */
+    assert_int_equal(g->join_every_ms, 0);
+    assert_int_equal(gang_join_at(g, 12345), 12345);
+    /* the interval not known: at once */
     gang_set_join(g, 1000 * 1000, 0, 16);
     assert_non_null(placement_of(cycle(w, "gangsched", 2000), g));
     free_names(w);
