@@ -7,8 +7,8 @@ after the placed ones: before, the store refused "a pod of gang ... is placed al
 daemon stopped); the job stays running from its first start with the GPUs of all three pods,
 and the store's placements hold three pods under distinct indices. Then the gang declares its
 checkpoint interval (gangsched.io/checkpoint-interval) and a last checkpoint too long ago: a
-fourth pod waits for its next checkpoint with the verdict `checkpoint` and joins once the gang's
-gangsched.io/last-checkpoint moves (docs/preemption.md "Members join after a checkpoint"). Every
+fourth pod waits for its next checkpoint with the verdict `checkpoint` and joins once the
+gangsched.io/last-checkpoint of a member moves (docs/preemption.md "Members join after a checkpoint"). Every
 wait is bounded.
 """
 
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import bound, check, job, podgroup, pod, rfc3339, wait_for  # noqa: E402
 
-PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/"
+POD = "/api/v1/namespaces/default/pods/"
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
 queues:
@@ -37,7 +37,11 @@ def main():
     s = e2e.Sched(kubeconfig, "sched", db)
     check("the scheduler leads", wait_for(s.leading, 30))
     url = s.url()
-    c.post(*podgroup("el", 2))
+    path, pg = podgroup("el", 2)
+    # it says how often it checkpoints: new members join just after a checkpoint; the run has
+    # just begun (its checkpoints count from its start), so the third pod joins at once
+    pg["metadata"]["annotations"] = {"gangsched.io/checkpoint-interval": "1h"}
+    c.post(path, pg)
     c.post("/api/v1/namespaces/default/pods", pod("el-0", "el", 1))
     c.post("/api/v1/namespaces/default/pods", pod("el-1", "el", 1))
     check("the gang of minMember 2 is bound", wait_for(lambda: len(bound(c, "el")) == 2, 60))
@@ -83,19 +87,20 @@ def last_decision(db, gang):
 
 
 def joins_after_a_checkpoint(c, db):
-    """The gang, running for an hour, says it checkpoints every hour and last did 50 minutes ago
-    (its run's start and its gangsched.io/last-checkpoint: the later is its last checkpoint): a
-    fourth member
-    (1 GPU joining 3) may join within 15 minutes of a checkpoint, so it waits, and the running
-    job says why; once the gang has checkpointed, it joins."""
+    """The gang, running for an hour and checkpointing every hour, last did 50 minutes ago (its
+    run's start and its gangsched.io/last-checkpoint: the later is its last checkpoint; both
+    written on its pods, so that the scheduler sees them before the next pod, on the same watch
+    stream): a fourth member (1 GPU joining 3) may join within 15 minutes of a checkpoint, so it
+    waits, and the decision log says why; once the gang has checkpointed, it joins."""
+    check("the three members run (the kubelet has started them)", wait_for(lambda: all(
+        (c.get(POD + n)[1].get("status") or {}).get("phase") == "Running"
+        for n in ("el-0", "el-1", "el-2")), 60))
     now = time.time()
     for name in ("el-0", "el-1", "el-2"):  # the run began an hour ago (the kubelet's startTime)
-        c.patch("/api/v1/namespaces/default/pods/%s/status" % name,
-                {"status": {"startTime": rfc3339(now - 3500)}}, "application/merge-patch+json")
-    c.patch(PG + "el", {"metadata": {"annotations": {
-        "gangsched.io/checkpoint-interval": "1h",
+        c.patch(POD + name + "/status", {"status": {"startTime": rfc3339(now - 3500)}},
+                "application/merge-patch+json")
+    c.patch(POD + "el-0", {"metadata": {"annotations": {
         "gangsched.io/last-checkpoint": rfc3339(now - 3000)}}}, "application/merge-patch+json")
-    time.sleep(1.0)  # the PodGroup and pod watches are two streams: let the first be seen
     c.post("/api/v1/namespaces/default/pods", pod("el-3", "el", 1))
     why = wait_for(lambda: (lambda r: r if r and r[0] == CHECKPOINT else None)(
         last_decision(db, "default/el")), 60) or last_decision(db, "default/el")
@@ -106,7 +111,7 @@ def joins_after_a_checkpoint(c, db):
           str(why))
     check("... and is not bound meanwhile",
           not wait_for(lambda: len(bound(c, "el")) == 4, 2.0), str(bound(c, "el")))
-    c.patch(PG + "el", {"metadata": {"annotations": {
+    c.patch(POD + "el-0", {"metadata": {"annotations": {
         "gangsched.io/last-checkpoint": rfc3339(time.time())}}}, "application/merge-patch+json")
     check("once the gang has checkpointed, it joins",
           wait_for(lambda: len(bound(c, "el")) == 4, 60), str(bound(c, "el")))
