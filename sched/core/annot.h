@@ -26,7 +26,7 @@
  *   gangsched.io/non-preemptible: "true"       never a preemption victim
  *   gangsched.io/start-timeout: DURATION       members must all run within this of the bind
  *   gangsched.io/max-restarts: N               whole-gang restarts allowed (0..1000)
- *    gangsched.io/checkpoint-interval: DURATION how often a training gang checkpoints: an
+ *   gangsched.io/checkpoint-interval: DURATION how often a training gang checkpoints: an
  *     elastic one's new members join just after a checkpoint (model.h gang_set_join)
  *     (the last six: annot_run; the queue's settings where absent)
  * LEVEL is a level name of the cluster's topology ("rack", "block", ...) or "node". Our own

@@ -239,6 +239,9 @@ void gang_finalize(struct gang *g);
 /* The gang joins running members on nodes[0 .. n) (kept by reference; see gang.near), after
  * gang_finalize(): its shape then differs from a gang free to go anywhere. */
 void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n);
+/* the shortest window: a cycle a little late still joins, and an interval of 10 s or less has no
+ * rule (never a cycle per millisecond for "checkpoint-interval: 1ms") */
+#define GANG_JOIN_MIN_OPEN_MS 10000
 /* The gang joins a running training gang of live_gpus GPUs that last checkpointed at
  * last_ckpt_ms and checkpoints every every_ms (wall time at its present speed; <= 0: not known,
  * no rule; the window is at least GANG_JOIN_MIN_OPEN_MS). Joining at t ms past a checkpoint loses
@@ -246,10 +249,6 @@ void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n);
  * full speed until its next checkpoint; waiting for that checkpoint loses nothing: joining now wins
  * while t < every_ms x (1 - f), the window it is given (docs/preemption.md "Members join after a
  * checkpoint"). No rule for a gang that spreads (inference: a join loses nothing). */
-#define GANG_JOIN_MIN_OPEN_MS                                                                      \
-    10000 /* the shortest window: a cycle a little late still joins,                               \
-             and an interval of 10 s or less has no rule (never a                                  \
-             cycle per millisecond for "checkpoint-interval: 1ms") */
 void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64_t live_gpus);
 /* The earliest time >= t at which the gang may join (t itself without a rule, or while its job
  * is still restarting: t before join_from_ms). */
