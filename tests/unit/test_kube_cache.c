@@ -242,6 +242,55 @@ static void elastic_gangs_grow(void **state)
             assert_ptr_equal(kb.gangs[g].run, &kb.gangs[kb.n_pending]);
 }
 
+/* A running pod of group e on n1 that started at `start` (RFC 3339), with more annotations. */
+static void started_pod(struct kcache *c, const char *name, const char *start, const char *ann)
+{
+    char buf[1200];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"e\"},\"annotations\":{%s}},"
+             "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"n1\",\"containers\":[{"
+             "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+             "\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}",
+             name, name, ann, start);
+    add_json(c, 1, buf);
+}
+
+/* The new members of a training gang that says how often it checkpoints join after a checkpoint
+ * (gang_set_join): its checkpoints count from the later of its last checkpoint (a member's
+ * gangsched.io/last-checkpoint) and its newest member's start (a join restarts every worker). */
+static void elastic_members_join_after_a_checkpoint(void **state)
+{
+    struct fx *f = *state;
+    add_json(f->c, 2,
+             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"e\",\"uid\":\"pg-e\","
+             "\"labels\":{\"gangsched.io/queue\":\"team-a\"},\"annotations\":{"
+             "\"gangsched.io/checkpoint-interval\":\"1h\"}},\"spec\":{\"minMember\":1}}");
+    started_pod(f->c, "e-0", "2026-01-01T00:00:00Z",
+                "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:05:00Z\"");
+    started_pod(f->c, "e-1", "2026-01-01T00:10:00Z", ""); /* joined at 00:10 */
+    pod(f->c, "e-2", "e", "", 1, "", "", "");
+    int64_t t0 = 1767225600000; /* 2026-01-01T00:00:00Z */
+    struct kcache_build kb;
+    struct sched_errbuf eb = {{0}};
+    arena_reset(&f->a);
+    assert_int_equal(
+        kcache_build(f->c, f->cfg, sched_policy_default(), t0 + 3600000, &f->a, &kb, &eb), 0);
+    assert_int_equal(kb.n_pending, 1);
+    const struct gang *g = &kb.gangs[0].gang;
+    assert_int_equal(g->join_from_ms, t0 + 600000);
+    assert_int_equal(g->join_every_ms, 3600000);
+    assert_int_equal(g->join_open_ms, 1200000); /* 1 GPU joining 2: a third of the interval */
+    /* a checkpoint after the join: it counts from there */
+    started_pod(f->c, "e-0", "2026-01-01T00:00:00Z",
+                "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:40:00Z\"");
+    arena_reset(&f->a);
+    assert_int_equal(
+        kcache_build(f->c, f->cfg, sched_policy_default(), t0 + 3600000, &f->a, &kb, &eb), 0);
+    assert_int_equal(kb.gangs[0].gang.join_from_ms, t0 + 2400000);
+}
+
 /* Kueue's plain-pod groups: a label and a total count, no PodGroup (defect 8). */
 static void kueue_plain_pod_groups(void **state)
 {
@@ -804,6 +853,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(gang_waits_for_min_member, setup, teardown),
         cmocka_unit_test_setup_teardown(partial_gangs_wait_for_their_teardown, setup, teardown),
         cmocka_unit_test_setup_teardown(elastic_gangs_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(elastic_members_join_after_a_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(kueue_plain_pod_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(other_schedulers_pods_use_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
