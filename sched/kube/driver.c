@@ -821,8 +821,8 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status, &d->owed, &d->owed_ckpt, &d->owed_ckpt_pods,
-                             &d->jobs,   &d->held, &d->shrinks,   &d->joining};
+    struct strmap *maps[] = {&d->status, &d->owed,    &d->owed_ckpt, &d->owed_ckpt_pods, &d->jobs,
+                             &d->held,   &d->shrinks, &d->joining,   &d->restarts};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();

@@ -147,6 +147,8 @@ struct kdrv {
     struct strmap jobs;     /* gang -> struct kjob*: admitted or running, charged to the ledger */
     struct strmap shrinks;  /* gang -> struct kshrink*: members asked to checkpoint before they
                                are evicted alone (driver_shrink.c) */
+    struct strmap restarts; /* gang -> int64_t*: when members it runs on were last evicted
+                               alone, so its workers restarted (driver_shrink.c), in memory */
     struct strmap joining;  /* gang -> (void *)1: a running gang whose members waiting to
                                rejoin it had a verdict logged (driver_record.c) */
     bool jobs_synced;       /* the jobs and the ledger were reconciled with the cluster */
@@ -401,7 +403,9 @@ void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sched_eviction *ev,
                  const struct config *cfg, int64_t now);
 /* Before the decisions: handshakes of members answered or over end (members evicted, charge
- * and job row of those left), the gangs still asked marked evicting in kb->running. */
+ * and job row of those left), the gangs still asked marked evicting in kb->running; the new
+ * members of a gang that lost members to a preemption count its checkpoints from then when it
+ * has not checkpointed since (its workers restarted: gang_set_join). */
 void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
 /* Whether gang's members were asked at asked_ms (until until_ms; 0: any) and still are. */
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms);

@@ -8,7 +8,10 @@
  * request or the grace is over; then its charge and job row become those of the members left.
  * The handshakes under way are kept in d->shrinks (gang key -> struct kshrink), in memory: a new
  * process does not resume one (kdrv_ckpt_step leaves a request of a member preemption alone),
- * the gang runs on whole and its preemptor plans again.
+ * the gang runs on whole and its preemptor plans again. When members leave, the gang's workers
+ * restart (torchrun, Ray Train): d->restarts keeps when, the origin of its checkpoints for its
+ * new members' join (gang_set_join) until it checkpoints again, as the simulator counts them
+ * from its restart (a new process forgets it: the last checkpoint before then is used).
  *
  * Must not touch: the decisions, the engine's job states (the gang stays RUNNING), a whole
  * victim's handshake (driver_ckpt.c).
@@ -40,6 +43,24 @@ void kdrv_shrink_fini(struct kdrv *d)
     for (size_t i = 0; strmap_next(&d->shrinks, &i, &k, &v);)
         shrink_free(v);
     strmap_fini(&d->shrinks);
+    for (size_t i = 0; strmap_next(&d->restarts, &i, &k, &v);)
+        free(v);
+    strmap_fini(&d->restarts);
+}
+
+/* Members of gang left it at now: its workers restart. */
+static void restarted(struct kdrv *d, const char *gang, int64_t now)
+{
+    int64_t *t = malloc(sizeof(*t));
+    void *old = NULL;
+    if (t)
+        *t = now;
+    if (!t || strmap_put(&d->restarts, gang, t, &old) != 0) {
+        free(t); /* the join rule then counts from the checkpoint before */
+        LOG_WARN(KDRV_MOD, "out of memory noting the restart of %s", gang);
+        return;
+    }
+    free(old);
 }
 
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms)
@@ -117,6 +138,7 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
              "checkpoint lost); it runs on with %u, its minMember %u",
              ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
     kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
+    restarted(d, victim->key, now);
     if (grace > 0) /* the cycle's record left its charge for the handshake */
         kdrv_record_apart(d, victim->key, NULL, victim->gang.gpus - ev->gpus);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
@@ -141,6 +163,7 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
     const char *outcome[] = {answered ? "answered" : "timeout"};
     http_metric_add_value(d->m_ckpt, outcome, 1);
     if (n > 0) {
+        restarted(d, kg->key, now);
         kdrv_record_apart(d, kg->key, NULL, gpus); /* those left */
         kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
                              kcache_pg(d->cache, s->by));
@@ -148,8 +171,38 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
     return true;
 }
 
+/* Whether gang `key` runs this cycle. */
+static bool runs_now(const struct kcache_build *kb, const char *key)
+{
+    for (uint32_t r = 0; r < kb->n_running; r++)
+        if (strcmp(kb->gangs[kb->running[r].gang->id].key, key) == 0)
+            return true;
+    return false;
+}
+
+/* New members of gangs that restarted since their last checkpoint count its checkpoints from
+ * the restart; the restarts of gangs that no longer run are forgotten. */
+static void restarts_step(struct kdrv *d, struct kcache_build *kb)
+{
+    for (struct kgang *p = kb->gangs; p < kb->gangs + kb->n_pending; p++) {
+        const int64_t *t = p->run ? strmap_get(&d->restarts, p->run->key) : NULL;
+        if (t && *t > p->run->last_ckpt_ms)
+            gang_set_join(&p->gang, *t, p->run->ckpt_every_ms, p->run->gang.gpus);
+    }
+    struct strlist gone = {0};
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->restarts, &i, &k, &v);)
+        if (!runs_now(kb, k) && kdrv_strlist_add(&gone, k) != 0)
+            break; /* out of memory: forgotten at a later cycle */
+    for (uint32_t i = 0; i < gone.n; i++)
+        free(strmap_del(&d->restarts, gone.v[i]));
+    kdrv_strlist_free(&gone);
+}
+
 void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
 {
+    restarts_step(d, kb);
     if (d->shrinks.n == 0)
         return;
     struct strlist over = {0};
@@ -164,10 +217,7 @@ void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
     const char *k;
     void *v;
     for (size_t i = 0; strmap_next(&d->shrinks, &i, &k, &v);) {
-        bool runs = false;
-        for (uint32_t r = 0; r < kb->n_running && !runs; r++)
-            runs = strcmp(kb->gangs[kb->running[r].gang->id].key, k) == 0;
-        if (!runs && kdrv_strlist_add(&over, k) != 0)
+        if (!runs_now(kb, k) && kdrv_strlist_add(&over, k) != 0)
             LOG_ERROR(KDRV_MOD, "out of memory ending the handshake of %s", k);
     }
     for (uint32_t i = 0; i < over.n; i++)

@@ -17,6 +17,7 @@ static void setup_d(struct kdrv *d)
     strmap_init(&d->owed_ckpt);
     strmap_init(&d->owed_ckpt_pods);
     strmap_init(&d->shrinks);
+    strmap_init(&d->restarts);
     d->cache = kcache_new("gangsched");
     assert_non_null(d->cache);
     assert_int_equal(kdrv_eng_init(d), 0);

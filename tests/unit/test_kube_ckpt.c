@@ -419,6 +419,52 @@ static void member_request_not_resumed(void **state)
     rmdir(dir);
 }
 
+/* The pending member gang of running gang key (NULL: none). */
+static const struct gang *joining(struct fx *f, const char *key)
+{
+    for (uint32_t i = 0; i < f->kb.n_pending; i++)
+        if (f->kb.gangs[i].run && strcmp(f->kb.gangs[i].run->key, key) == 0)
+            return &f->kb.gangs[i].gang;
+    return NULL;
+}
+
+/* Members of an elastic training gang that says how often it checkpoints join after a
+ * checkpoint, counted from its last checkpoint, or from the restart its workers made when
+ * members were evicted alone since then (d->restarts, driver_shrink.c); a restart of a gang
+ * that no longer runs is forgotten. */
+static void join_counts_from_restart(void **state)
+{
+    struct fx *f = *state;
+    fx_event(f->d.cache, 2, KPG_XK8S,
+             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
+             "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
+             "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"}},"
+             "\"spec\":{\"minMember\":1}}");
+    pod(f->d.cache, "el-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
+    pod(f->d.cache, "el-1", "", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
+    fx_build_at(f, NOW);
+    const struct gang *g = joining(f, "ml/el");
+    assert_non_null(g);
+    assert_int_equal(g->join_every_ms, 3600000);
+    assert_int_equal(g->join_from_ms, T0 + 600000); /* its last checkpoint */
+    int64_t *t = malloc(sizeof(*t)), *u = malloc(sizeof(*u));
+    assert_true(t && u);
+    *t = T0 + 1800000; /* members evicted at 00:30: its workers restarted then */
+    *u = T0;
+    assert_int_equal(strmap_put(&f->d.restarts, "ml/el", t, NULL), 0);
+    assert_int_equal(strmap_put(&f->d.restarts, "ml/gone", u, NULL), 0);
+    kdrv_shrink_step(&f->d, &f->kb, NOW);
+    assert_int_equal(joining(f, "ml/el")->join_from_ms, T0 + 1800000);
+    assert_null(strmap_get(&f->d.restarts, "ml/gone"));
+    assert_non_null(strmap_get(&f->d.restarts, "ml/el"));
+    /* a checkpoint after the restart counts */
+    *t = T0 + 300000;
+    fx_build_at(f, NOW);
+    kdrv_shrink_step(&f->d, &f->kb, NOW);
+    assert_int_equal(joining(f, "ml/el")->join_from_ms, T0 + 600000);
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -443,6 +489,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(resumed_from_pods_and_native_podgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(resumed_deadline_cut_to_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(operator_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(join_counts_from_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
