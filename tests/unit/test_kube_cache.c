@@ -106,25 +106,37 @@ static int teardown(void **state)
     return 0;
 }
 
-static void build(struct fx *f, struct kcache_build *kb)
+static void build_at(struct fx *f, struct kcache_build *kb, int64_t now_ms)
 {
     struct sched_errbuf eb = {{0}};
     arena_reset(&f->a);
-    int rc = kcache_build(f->c, f->cfg, sched_policy_default(), 1000, &f->a, kb, &eb);
+    int rc = kcache_build(f->c, f->cfg, sched_policy_default(), now_ms, &f->a, kb, &eb);
     if (rc)
         fprintf(stderr, "%s\n", eb.msg);
     assert_int_equal(rc, 0);
 }
 
-static void pg(struct kcache *c, const char *name, int min, const char *queue)
+static void build(struct fx *f, struct kcache_build *kb)
 {
-    char buf[600];
+    build_at(f, kb, 1000);
+}
+
+/* A PodGroup; ann: its annotations as JSON members ("" = none). */
+static void pg_ann(struct kcache *c, const char *name, int min, const char *queue, const char *ann)
+{
+    char buf[800];
     snprintf(buf, sizeof(buf),
              "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
              "\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"pg-%s\","
-             "\"labels\":{\"gangsched.io/queue\":\"%s\"}},\"spec\":{\"minMember\":%d}}",
-             name, name, queue, min);
+             "\"labels\":{\"gangsched.io/queue\":\"%s\"},\"annotations\":{%s}},"
+             "\"spec\":{\"minMember\":%d}}",
+             name, name, queue, ann, min);
     add_json(c, 2, buf);
+}
+
+static void pg(struct kcache *c, const char *name, int min, const char *queue)
+{
+    pg_ann(c, name, min, queue, "");
 }
 
 static void gang_waits_for_min_member(void **state)
@@ -262,21 +274,14 @@ static void started_pod(struct kcache *c, const char *name, const char *start, c
 static void elastic_members_join_after_a_checkpoint(void **state)
 {
     struct fx *f = *state;
-    add_json(f->c, 2,
-             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
-             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"e\",\"uid\":\"pg-e\","
-             "\"labels\":{\"gangsched.io/queue\":\"team-a\"},\"annotations\":{"
-             "\"gangsched.io/checkpoint-interval\":\"1h\"}},\"spec\":{\"minMember\":1}}");
+    pg_ann(f->c, "e", 1, "team-a", "\"gangsched.io/checkpoint-interval\":\"1h\"");
     started_pod(f->c, "e-0", "2026-01-01T00:00:00Z",
                 "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:05:00Z\"");
     started_pod(f->c, "e-1", "2026-01-01T00:10:00Z", ""); /* joined at 00:10 */
     pod(f->c, "e-2", "e", "", 1, "", "", "");
     int64_t t0 = 1767225600000; /* 2026-01-01T00:00:00Z */
     struct kcache_build kb;
-    struct sched_errbuf eb = {{0}};
-    arena_reset(&f->a);
-    assert_int_equal(
-        kcache_build(f->c, f->cfg, sched_policy_default(), t0 + 3600000, &f->a, &kb, &eb), 0);
+    build_at(f, &kb, t0 + 3600000);
     assert_int_equal(kb.n_pending, 1);
     const struct gang *g = &kb.gangs[0].gang;
     assert_int_equal(g->join_from_ms, t0 + 600000);
@@ -285,9 +290,7 @@ static void elastic_members_join_after_a_checkpoint(void **state)
     /* a checkpoint after the join: it counts from there */
     started_pod(f->c, "e-0", "2026-01-01T00:00:00Z",
                 "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:40:00Z\"");
-    arena_reset(&f->a);
-    assert_int_equal(
-        kcache_build(f->c, f->cfg, sched_policy_default(), t0 + 3600000, &f->a, &kb, &eb), 0);
+    build_at(f, &kb, t0 + 3600000);
     assert_int_equal(kb.gangs[0].gang.join_from_ms, t0 + 2400000);
 }
 
