@@ -95,6 +95,10 @@ def joins_after_a_checkpoint(c, db):
     check("the three members run (the kubelet has started them)", wait_for(lambda: all(
         (c.get(POD + n)[1].get("status") or {}).get("phase") == "Running"
         for n in ("el-0", "el-1", "el-2")), 60))
+    # A test device: kube-apiserver accepts a status patch of startTime and a merge patch of a
+    # pod's annotations as the fake does (neither is immutable), but a real kubelet owns
+    # startTime and would write its own value back at its next status sync; the fake kubelet
+    # writes status only when it starts or finishes a pod.
     now = time.time()
     for name in ("el-0", "el-1", "el-2"):  # the run began an hour ago (the kubelet's startTime)
         c.patch(POD + name + "/status", {"status": {"startTime": rfc3339(now - 3500)}},
