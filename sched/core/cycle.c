@@ -528,6 +528,34 @@ static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint3
     return preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
 }
 
+int64_t sched_ckpt_grace(const struct sched_snapshot *snap, const struct gang *g)
+{
+    const struct config *cfg = snap->config;
+    return cfg && g->queue < cfg->n_queues ? cfg->queues[g->queue].preemption.checkpoint_grace_ms
+                                           : 0;
+}
+
+/* Would new members g start now, were their job's checkpoint no reason to wait? Some flavor of
+ * queue q has the quota (borrowing included) and a trial placement succeeds (the state left
+ * as it was). */
+static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g)
+{
+    uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    struct res_vec need;
+    gang_request(g, &need);
+    struct sched_assign *out = arena_alloc(cy->arena, (g->n_pods + 1) * sizeof(*out));
+    for (uint32_t f = 0; out && f < n_flavors; f++) {
+        struct quota_short qs;
+        if (cy->cfg && (!cy->qt.queue_uses_flavor[q * cy->qt.n_flavors + f] ||
+                        quota_check(&cy->qt, q, f, &need, &qs) >= QUOTA_WAIT))
+            continue;
+        const struct gang *gf = on_flavor(cy, g, f);
+        if (gf && place_trial(&cy->st, gf, -2, 0, out))
+            return true;
+    }
+    return false;
+}
+
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
  * that could only start by borrowing is deferred to pass 1. */
 static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
@@ -536,6 +564,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
     if (join_at > now) { /* members that would cost their job more than they bring, now */
+        int64_t grace = sched_ckpt_grace(cy->snap, g);
         struct sched_verdict cv = {.gang = g,
                                    .why = SCHED_WHY_CHECKPOINT,
                                    .short_res = -1,
@@ -543,6 +572,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                                    .near_level = -2,
                                    .join_at_ms = join_at,
                                    .join_past_ms = g->join_every_ms - (join_at - now)};
+        /* a job whose queue answers requests is asked, when that is sooner and they fit now */
+        cv.ask_checkpoint = gang_join_asked(g, now, grace) < join_at && join_fits(cy, q, g);
         *why_out = SCHED_WHY_CHECKPOINT;
         sched_wake_at(&cy->out->wake_ms, now, join_at);
         return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
@@ -1017,6 +1048,9 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
             dur_format(v->join_past_ms, past, sizeof(past)),
             dur_format(g->join_every_ms, every, sizeof(every)),
             dur_format(g->join_open_ms, open, sizeof(open)));
+        if (v->ask_checkpoint)
+            PUT("; its job is asked to checkpoint now (gangsched.io/checkpoint-requested): they "
+                "join once it has");
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {

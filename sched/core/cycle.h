@@ -224,8 +224,11 @@ struct sched_verdict {
     uint32_t quota_flavor;
     int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
     /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
-     * checkpoint the running gang is now (ms) */
+     * checkpoint the running gang is now (ms); ask_checkpoint: they would start now, and the
+     * running gang's queue has a checkpointGrace shorter than the wait: the driver asks it to
+     * checkpoint now (at most once per grace), and they join once it has */
     int64_t join_at_ms, join_past_ms;
+    bool ask_checkpoint;
 };
 
 enum sched_preempt_kind {
@@ -311,6 +314,10 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
 
 /* Writes a one-line, human-readable reason ("needs 8 nvidia.com/gpu per pod x 2 pods; 0/64
  * nodes fit: 60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"). */
+/* The checkpointGrace of gang g's queue (ms; 0: none, or no config): how soon a job of that
+ * queue answers a request to checkpoint. */
+int64_t sched_ckpt_grace(const struct sched_snapshot *snap, const struct gang *g);
+
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n);
 const char *sched_why_name(enum sched_why why);

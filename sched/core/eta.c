@@ -515,8 +515,9 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
         return 0;
     }
     /* new members of a training gang join only in a window after a checkpoint: from the first
-     * one that opens with room (the room is the cursor's at its own time, a little earlier) */
-    t = gang_join_at(g, t);
+     * one that opens with room (the room is the cursor's at its own time, a little earlier), or
+     * within its queue's checkpointGrace of the room, when its job is asked for one */
+    t = gang_join_asked(g, t, sched_ckpt_grace(p->snap, g));
     e->kind = SCHED_ETA_AT;
     e->start_ms = t;
     /* claim: the nodes with room at t, in node order, from now to its expected end */

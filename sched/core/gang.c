@@ -104,6 +104,12 @@ int64_t gang_join_at(const struct gang *g, int64_t t)
     return phase < g->join_open_ms ? t : t + (g->join_every_ms - phase);
 }
 
+int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms)
+{
+    int64_t at = gang_join_at(g, t);
+    return grace_ms > 0 && at - t > grace_ms ? t + grace_ms : at;
+}
+
 /* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are
  * asked per device: a pod of N devices holds N times its request (HAMi's ResourceQuota support
  * and Kueue's HAMi resource transformation count it so). Ids cached per thread while the

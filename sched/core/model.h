@@ -253,6 +253,10 @@ void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64
 /* The earliest time >= t at which the gang may join (t itself without a rule, or while its job
  * is still restarting: t before join_from_ms). */
 int64_t gang_join_at(const struct gang *g, int64_t t);
+/* The same when its job, asked at t to checkpoint, answers within grace_ms (<= 0: it is never
+ * asked): t + grace_ms when the next window is further away (docs/preemption.md "Asking for the
+ * checkpoint"). */
+int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */
 int gang_kind(const struct gang *g);

@@ -33,6 +33,7 @@ struct cycle_extra {
     const struct sched_release *rels;
     uint32_t n_rels;
     const struct sched_runtime_source *src;
+    int64_t grace_s; /* the queue's checkpointGrace (s; 0: none) */
 };
 
 static const struct sched_result *cycle_quota_x(struct world *w, int64_t now_s, const int64_t *est,
@@ -55,8 +56,9 @@ static const struct sched_result *cycle_quota_x(struct world *w, int64_t now_s, 
     snprintf(yaml, sizeof(yaml),
              "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
              "cohorts:\n  - name: all\nqueues:\n  - name: q\n    cohort: all\n"
+             "    preemption: {checkpointGrace: %llds}\n"
              "    quota:\n      default:\n        nvidia.com/gpu: %lld\n",
-             (long long)w->c->total_gpus);
+             x ? (long long)x->grace_s : 0ll, (long long)w->c->total_gpus);
     struct sched_errbuf eb = {{0}};
     struct config *cfg = NULL;
     assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
@@ -345,6 +347,51 @@ static void test_start_estimate_of_members_waiting_for_a_checkpoint(void **unuse
     world_free(w);
 }
 
+/* Members waiting for a checkpoint of their job, whose queue has a checkpointGrace shorter than
+ * the wait, would start now: the job is asked (ask_checkpoint) and their start is expected within
+ * the grace. Not when the next window comes first, nor when they would not fit, nor without a
+ * grace. */
+static void test_members_ask_for_a_checkpoint(void **unused)
+{
+    (void)unused;
+    static const uint32_t near[] = {0};
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0xFF); /* the running members */
+    struct gang *g = add_gang(w, 1, 8, 0);
+    gang_set_near(g, near, 1);
+    gang_set_join(g, 0, 1800 * 1000, 8); /* windows of 900 s at 0, 1,800 s, ... */
+    int64_t est[1] = {600 * 1000};
+    struct cycle_extra x = {.grace_s = 60};
+    struct config *cfg;
+    const struct sched_result *r = cycle_quota_x(w, 1000, est, &x, &cfg);
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_null(placement_of(r, g));
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_CHECKPOINT);
+    assert_true(v->ask_checkpoint);
+    assert_int_equal(eta_of(r, g)->start_ms, 1060 * 1000);
+    char buf[600];
+    sched_verdict_format(v, w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "its job is asked to checkpoint now"));
+    config_free(cfg);
+    x.grace_s = 900; /* the window at 1,800 s comes first */
+    r = cycle_quota_x(w, 1000, est, &x, &cfg);
+    assert_false(verdict_of(r, g)->ask_checkpoint);
+    assert_int_equal(eta_of(r, g)->start_ms, 1800 * 1000);
+    config_free(cfg);
+    r = cycle_quota(w, 1000, est, &cfg); /* no grace: never asked */
+    assert_false(verdict_of(r, g)->ask_checkpoint);
+    config_free(cfg);
+    use_gpus(w, 1, 0x01); /* no room for them now */
+    x.grace_s = 60;
+    r = cycle_quota_x(w, 1000, est, &x, &cfg);
+    assert_int_equal(verdict_of(r, g)->why, SCHED_WHY_CHECKPOINT);
+    assert_false(verdict_of(r, g)->ask_checkpoint);
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_start_estimates(void **unused)
 {
     (void)unused;
@@ -591,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
         cmocka_unit_test(test_start_estimate_of_members_waiting_for_a_checkpoint),
+        cmocka_unit_test(test_members_ask_for_a_checkpoint),
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
         cmocka_unit_test(test_start_estimates_match_reference),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
