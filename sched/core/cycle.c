@@ -497,14 +497,19 @@ static int maybe_reserve(struct cycle *cy, const struct gang *g, uint32_t f, boo
 /* A younger gang of a queue whose starving gang holds the queue's quota (maybe_reserve) waits,
  * unless it is expected to end before that gang's reservation starts. true when it waits (its
  * verdict `blocked` added). */
-static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bool *oom)
+static bool queue_holds(struct cycle *cy, uint32_t q, const struct gang *g)
 {
-    *oom = false;
     if (!cy->qhold || !cy->qhold[q] || cy->qhold[q] == g)
         return false;
     int64_t rt = est_of(cy, g), until = cy->qhold_until[q];
-    if (rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until)
-        return false; /* backfill: gone before it starts */
+    return !(rt > 0 && until != INT64_MAX && cy->snap->now_ms + rt <= until); /* backfill */
+}
+
+static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bool *oom)
+{
+    *oom = false;
+    if (!queue_holds(cy, q, g))
+        return false;
     struct sched_verdict v = {.gang = g,
                               .why = SCHED_WHY_BLOCKED,
                               .short_res = -1,
@@ -536,24 +541,58 @@ int64_t sched_ckpt_grace(const struct sched_snapshot *snap, const struct gang *g
 }
 
 /* Would new members g start now, were their job's checkpoint no reason to wait? Some flavor of
- * queue q has the quota (borrowing included) and a trial placement succeeds (the state left
- * as it was). */
-static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g)
+ * queue q has the quota and a trial placement succeeds (the state left as it was), and no
+ * starving gang holds their queue; then their nodes are held for them for the rest of the
+ * cycle, so that no gang after them takes the room the checkpoint is asked for. *defer: they
+ * would start only by borrowing, which waits for the second pass (pass 1). */
+static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g, int pass, bool *defer)
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
+    if (queue_holds(cy, q, g))
+        return false;
     struct res_vec need;
     gang_request(g, &need);
     struct sched_assign *out = arena_alloc(cy->arena, (g->n_pods + 1) * sizeof(*out));
-    for (uint32_t f = 0; out && f < n_flavors; f++) {
+    uint32_t *nodes = arena_alloc(cy->arena, (g->n_pods + 1) * sizeof(*nodes));
+    for (uint32_t f = 0; out && nodes && f < n_flavors; f++) {
         struct quota_short qs;
-        if (cy->cfg && (!cy->qt.queue_uses_flavor[q * cy->qt.n_flavors + f] ||
-                        quota_check(&cy->qt, q, f, &need, &qs) >= QUOTA_WAIT))
+        enum quota_fit fit = QUOTA_FITS;
+        if (cy->cfg)
+            fit = cy->qt.queue_uses_flavor[q * cy->qt.n_flavors + f]
+                      ? quota_check(&cy->qt, q, f, &need, &qs)
+                      : QUOTA_NEVER;
+        if (fit >= QUOTA_WAIT)
             continue;
+        if (fit == QUOTA_BORROWS && pass == 0) { /* in the second pass, as any borrower */
+            *defer = true;
+            continue;
+        }
         const struct gang *gf = on_flavor(cy, g, f);
-        if (gf && place_trial(&cy->st, gf, -2, 0, out))
-            return true;
+        if (!gf || !place_trial(&cy->st, gf, -2, 0, out))
+            continue;
+        for (uint32_t k = 0; k < g->n_pods; k++)
+            nodes[k] = out[k].node;
+        place_hold_for(&cy->st, gf, nodes, g->n_pods);
+        return true;
     }
     return false;
+}
+
+/* New members g wait for their job's next checkpoint, at join_at: whether the job is asked for
+ * one now (its queue answers within its checkpointGrace, sooner than join_at, and they would
+ * start now: join_fits). A request still open (made after the job's last checkpoint) is not
+ * made again; once its grace has passed unanswered, none is made until the job checkpoints by
+ * itself. *asked: such a request is open or made now (their room is held). */
+static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int64_t join_at, int pass,
+                     bool *asked, bool *defer)
+{
+    int64_t now = cy->snap->now_ms, grace = sched_ckpt_grace(cy->snap, g);
+    bool open = g->join_asked_ms > gang_join_last(g, now);
+    int64_t from = open ? g->join_asked_ms : now;
+    *defer = false;
+    *asked = grace > 0 && gang_join_asked(g, from, grace) < join_at &&
+             (!open || now < from + grace) && join_fits(cy, q, g, pass, defer);
+    return *asked && !open;
 }
 
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
@@ -564,7 +603,6 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
     if (join_at > now) { /* members that would cost their job more than they bring, now */
-        int64_t grace = sched_ckpt_grace(cy->snap, g);
         struct sched_verdict cv = {.gang = g,
                                    .why = SCHED_WHY_CHECKPOINT,
                                    .short_res = -1,
@@ -572,8 +610,14 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                                    .near_level = -2,
                                    .join_at_ms = join_at,
                                    .join_past_ms = g->join_every_ms - (join_at - now)};
-        /* a job whose queue answers requests is asked, when that is sooner and they fit now */
-        cv.ask_checkpoint = gang_join_asked(g, now, grace) < join_at && join_fits(cy, q, g);
+        bool defer;
+        cv.ask_checkpoint = join_ask(cy, q, g, join_at, pass, &cv.asked, &defer);
+        if (!cv.asked && defer)
+            return ATTEMPT_DEFERRED;
+        if (cv.asked && !cv.ask_checkpoint) { /* open: its room is held until the grace ends */
+            cv.join_waited_ms = now - g->join_asked_ms;
+            sched_wake_at(&cy->out->wake_ms, now, g->join_asked_ms + sched_ckpt_grace(cy->snap, g));
+        }
         *why_out = SCHED_WHY_CHECKPOINT;
         sched_wake_at(&cy->out->wake_ms, now, join_at);
         return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
@@ -1051,6 +1095,9 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
         if (v->ask_checkpoint)
             PUT("; its job is asked to checkpoint now (gangsched.io/checkpoint-requested): they "
                 "join once it has");
+        else if (v->asked)
+            PUT("; its job was asked to checkpoint %s ago: they join once it has",
+                dur_format(v->join_waited_ms, past, sizeof(past)));
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {

@@ -224,11 +224,13 @@ struct sched_verdict {
     uint32_t quota_flavor;
     int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
     /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
-     * checkpoint the running gang is now (ms); ask_checkpoint: they would start now, and the
-     * running gang's queue has a checkpointGrace shorter than the wait: the driver asks it to
-     * checkpoint now (at most once per grace), and they join once it has */
-    int64_t join_at_ms, join_past_ms;
-    bool ask_checkpoint;
+     * checkpoint the running gang is now (ms). asked: they would start now and the running
+     * gang's queue answers within a checkpointGrace shorter than the wait: its job is asked to
+     * checkpoint (their room held for them in this cycle), and they join once it has;
+     * ask_checkpoint: the driver sends that request now (else it is open since
+     * join_waited_ms ago, gang.join_asked_ms) */
+    int64_t join_at_ms, join_past_ms, join_waited_ms;
+    bool asked, ask_checkpoint;
 };
 
 enum sched_preempt_kind {

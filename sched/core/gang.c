@@ -104,6 +104,15 @@ int64_t gang_join_at(const struct gang *g, int64_t t)
     return phase < g->join_open_ms ? t : t + (g->join_every_ms - phase);
 }
 
+int64_t gang_join_last(const struct gang *g, int64_t t)
+{
+    if (g->join_every_ms <= 0)
+        return t;
+    if (t <= g->join_from_ms)
+        return g->join_from_ms;
+    return t - (t - g->join_from_ms) % g->join_every_ms;
+}
+
 int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms)
 {
     int64_t at = gang_join_at(g, t);

@@ -223,6 +223,9 @@ struct gang {
      * join_open_ms past a checkpoint; the job checkpointed at join_from_ms and does every
      * join_every_ms after it (wall time at its present speed). join_every_ms 0: no such rule */
     int64_t join_from_ms, join_every_ms, join_open_ms;
+    /* ... and when its job was last asked to checkpoint for it (ms; 0: never; set by the
+     * driver): a request after the job's last checkpoint (gang_join_last) is still open */
+    int64_t join_asked_ms;
     bool non_preemptible; /* never a preemption victim (gangsched.io/non-preemptible, read
                              by the daemon); only backfill on probation reads it while the
                              gang waits (cycle.c): such a gang is never put on probation */
@@ -257,6 +260,9 @@ int64_t gang_join_at(const struct gang *g, int64_t t);
  * asked): t + grace_ms when the next window is further away (docs/preemption.md "Asking for the
  * checkpoint"). */
 int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms);
+/* The job's last checkpoint at t by the rule (join_from_ms, then every join_every_ms); t itself
+ * without a rule. */
+int64_t gang_join_last(const struct gang *g, int64_t t);
 /* The gang's device kind (res.h "device kinds"): that of its first pod set of another kind, else
  * 0 (the device, or no devices). */
 int gang_kind(const struct gang *g);

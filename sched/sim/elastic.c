@@ -123,6 +123,7 @@ void sim_elastic_started(struct run *r, uint32_t j)
         }
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     e->n_grow = e->n_ask = 0;
+    e->ckpt_asked_ms = e->ckpt_due_ms = e->ckpt_from_ms = 0;
 }
 
 static void grow_unqueue(struct run *r, struct sim_elastic *e, uint32_t k)
@@ -147,6 +148,7 @@ void sim_elastic_withdraw(struct run *r, uint32_t j)
         return;
     grow_unqueue(r, &r->el[k], k);
     r->el[k].n_grow = r->el[k].n_ask = 0;
+    r->el[k].ckpt_asked_ms = r->el[k].ckpt_due_ms = r->el[k].ckpt_from_ms = 0;
 }
 
 /* The waiting members of slot k, (re)queued with what they are now. */
@@ -163,6 +165,7 @@ static void grow_queue(struct run *r, uint32_t k)
     int64_t from, every; /* a training job's members join after a checkpoint (gang_set_join) */
     sim_ckpt_phase(r, e->job, &from, &every);
     gang_set_join(&e->grow, from, every, e->live.gpus);
+    e->grow.join_asked_ms = e->ckpt_asked_ms;
     if (queue_list_insert(&r->queues[e->grow.queue], &e->grow) != 0) {
         r->oom = true;
         return;
@@ -227,6 +230,9 @@ static double new_segment(struct run *r, uint32_t j, int64_t now, bool checkpoin
     *part += hours;
     r->remaining_ms[j] -= saved;
     sim_account_run(r, j, now);
+    uint32_t k = sim_elastic_slot(r, j);
+    if (k != UINT32_MAX) /* a new run: its checkpoints count from its restart */
+        r->el[k].ckpt_asked_ms = r->el[k].ckpt_due_ms = r->el[k].ckpt_from_ms = 0;
     r->run_start_ms[j] = now;
     r->overhead_ms[j] = job->gang.spread ? 0 : job->restart_cost_ms;
     r->gen[j]++; /* the old finish is stale */
@@ -238,6 +244,50 @@ static void push_finish(struct run *r, uint32_t j, int64_t now)
 {
     sim_heap_push(r, now + r->overhead_ms[j] + sim_wall_for(r, j, r->remaining_ms[j]), j,
                   FIN_FINISH);
+}
+
+/* The core asks the running job of waiting members g (core id n_jobs + slot) to checkpoint now
+ * (sched_verdict.ask_checkpoint; the core makes no request while one is open, as in the daemon),
+ * unless the job is being evicted. A job that answers (sim_ckpt_answer_ms) writes the checkpoint
+ * then (FIN_JOIN_CKPT). */
+void sim_join_ask(struct run *r, uint32_t g, int64_t now)
+{
+    uint32_t k = g - r->in->n_jobs, j = r->el[k].job;
+    struct sim_elastic *e = &r->el[k];
+    if (sim_state(r, j) != ENG_JOB_RUNNING || r->evicting[j])
+        return;
+    e->ckpt_asked_ms = e->grow.join_asked_ms = now;
+    int64_t answer = sim_ckpt_answer_ms(r, j);
+    if (answer > 0) {
+        e->ckpt_due_ms = now + answer;
+        sim_heap_push(r, e->ckpt_due_ms, j, FIN_JOIN_CKPT);
+    }
+    sim_touch(r, j);
+    r->st->join_checkpoint_requests++;
+    if (r->opt->events) {
+        sim_ev_head(r, now, "checkpoint-request", j);
+        fprintf(r->opt->events, ",\"for\":\"join\",\"members\":%u}\n", e->n_grow);
+    }
+}
+
+/* FIN_JOIN_CKPT: job j wrote the checkpoint its waiting members asked for: all its work is
+ * saved, its checkpoints count from now, and the members may join (their window opens). */
+void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now)
+{
+    uint32_t k = sim_elastic_slot(r, j);
+    if (k == UINT32_MAX || r->el[k].ckpt_due_ms != now)
+        return;
+    struct sim_elastic *e = &r->el[k];
+    e->ckpt_due_ms = 0;
+    e->ckpt_from_ms = now;
+    int64_t from, every;
+    sim_ckpt_phase(r, j, &from, &every);
+    gang_set_join(&e->grow, from, every, e->live.gpus);
+    sim_touch(r, j);
+    if (r->opt->events) {
+        sim_ev_head(r, now, "checkpoint", j);
+        fputs(",\"for\":\"join\"}\n", r->opt->events);
+    }
 }
 
 /* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`,

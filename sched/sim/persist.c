@@ -94,11 +94,14 @@ static int hl_get(struct store *db, const char *key, bool required, struct eng *
 
 /* The optional field after a "j:<id>" row's placement: " promise <reserve_first_ms>
  * <probation_until_ms> <probation_for>" (the job index it promised to, -1 for none). */
-#define PROMISE_TAG "promise"
+#define PROMISE_TAG   "promise"
 /* The optional field of an elastic job (sim/elastic.c) between the placement (its running
  * members) and the promise: " elastic <n_live> <set>:<flavor>... <n_grow> <set>... <queued>
  * <the waiting members' reserve_first_ms> <gpu_ms> <n_ask> <member>..." */
-#define ELASTIC_TAG "elastic"
+#define ELASTIC_TAG   "elastic"
+/* ... followed, when its waiting members asked it for a checkpoint in its current run, by
+ * " joinckpt <asked_ms> <due_ms> <from_ms>" (struct sim_elastic; absent: none) */
+#define JOIN_CKPT_TAG "joinckpt"
 
 /* Job j's elastic field (nothing for a rigid job) at buf + at; the new end. */
 static size_t fmt_elastic(const struct run *r, uint32_t j, char *buf, size_t at, size_t n)
@@ -120,6 +123,10 @@ static size_t fmt_elastic(const struct run *r, uint32_t j, char *buf, size_t at,
                                e->gpu_ms, e->n_ask);
     for (uint32_t m = 0; m < e->n_ask && at < n; m++)
         at += (size_t)snprintf(buf + at, n - at, " %u", e->ask[m]);
+    if (at < n && (e->ckpt_asked_ms || e->ckpt_due_ms || e->ckpt_from_ms))
+        at += (size_t)snprintf(buf + at, n - at, " " JOIN_CKPT_TAG " %lld %lld %lld",
+                               (long long)e->ckpt_asked_ms, (long long)e->ckpt_due_ms,
+                               (long long)e->ckpt_from_ms);
     return at < n ? at : n;
 }
 
@@ -310,9 +317,13 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
         rc = db_put_doubles(db, "sim:stats", v, sizeof(v) / sizeof(v[0]), eb);
     }
     if (rc == 0 && in->n_elastic > 0) {
-        double v[] = {(double)st->member_preemptions, (double)st->members_preempted,
-                      (double)st->member_joins,       (double)st->members_replaced,
-                      st->gpu_hours_lost_at_shrink,   st->gpu_hours_lost_at_join};
+        double v[] = {(double)st->member_preemptions,
+                      (double)st->members_preempted,
+                      (double)st->member_joins,
+                      (double)st->members_replaced,
+                      st->gpu_hours_lost_at_shrink,
+                      st->gpu_hours_lost_at_join,
+                      (double)st->join_checkpoint_requests};
         rc = db_put_doubles(db, "sim:elastic", v, sizeof(v) / sizeof(v[0]), eb);
     }
     if (rc == 0) {
@@ -475,7 +486,8 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
 }
 
 /* Reads "%.17g" numbers from a meta row into v (at most n). */
-static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t n,
+/* Numbers v[0 .. n) of meta key, at least need of them (the others 0 when absent). */
+static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t n, uint32_t need,
                           struct sched_errbuf *eb)
 {
     const char *text;
@@ -485,8 +497,13 @@ static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t
     char *end;
     for (uint32_t k = 0; k < n; k++) {
         v[k] = strtod(text, &end);
+        if (end == text && k >= need) {
+            v[k] = 0;
+            continue;
+        }
         if (end == text)
-            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: expected %u numbers", key, n);
+            return sched_fail(eb, SCHED_EINVAL, "database: meta %s: expected %u numbers", key,
+                              need);
         text = end;
     }
     return 0;
@@ -654,13 +671,23 @@ static int resume_elastic(struct run *r, uint32_t j, const char *key, const char
         okay = sscanf(p, " %u%n", &e->ask[m], &used) == 1 && e->ask[m] < count[0];
         p += used;
     }
+    long long ck[3] = {0, 0, 0};
+    if (okay &&
+        sscanf(p, " " JOIN_CKPT_TAG " %lld %lld %lld%n", &ck[0], &ck[1], &ck[2], &used) == 3) {
+        okay = ck[0] >= 0 && ck[1] >= 0 && ck[2] >= 0;
+        p += used;
+    }
     if (!okay)
         return sched_fail(eb, SCHED_EINVAL,
                           "database: meta %s: field %s: expected <n_live> <set>:<flavor>... "
                           "<n_grow> <set>... <queued> <reserve_first_ms> <gpu_ms> <n_ask> "
-                          "<member>..., within the job's pods and the flavors",
+                          "<member>... [" JOIN_CKPT_TAG " <asked_ms> <due_ms> <from_ms>], within "
+                          "the job's pods and the flavors",
                           key, ELASTIC_TAG);
     *pp = p;
+    e->ckpt_asked_ms = ck[0], e->ckpt_due_ms = ck[1], e->ckpt_from_ms = ck[2];
+    if (ck[1] > 0) /* the answer still to come (its run's generation is restored) */
+        sim_heap_push(r, ck[1], j, FIN_JOIN_CKPT);
     if (sim_elastic_restore(r, j, count[0], count[1], queued != 0, first, gpu_ms, n_ask) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
     return 0;
@@ -780,8 +807,8 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
         sim_heap_push(r, wake, 0, FIN_WAKE);
     }
     r->whole_waiting = whole != 0, r->last_reservation = last_res, r->events_done = events;
-    double v[11];
-    if ((rc = db_get_doubles(db, "sim:stats", v, 11, eb)) != 0)
+    double v[11]; /* sim:stats, then sim:elastic (7) */
+    if ((rc = db_get_doubles(db, "sim:stats", v, 11, 11, eb)) != 0)
         return rc;
     st->tp_splits = (uint64_t)v[0], st->mean_racks_per_multinode_gang = v[1];
     st->multinode_gangs = (uint64_t)v[2], st->preemptions = (uint64_t)v[3];
@@ -790,16 +817,17 @@ int sim_db_resume(struct run *r, struct sched_errbuf *eb)
     st->backfilled = (uint64_t)v[8], st->reservations = (uint64_t)v[9];
     st->cycles = (uint64_t)v[10];
     if (in->n_elastic > 0) { /* written with sim:stats whenever the trace has elastic jobs */
-        if ((rc = db_get_doubles(db, "sim:elastic", v, 6, eb)) != 0)
-            return rc;
+        if ((rc = db_get_doubles(db, "sim:elastic", v, 7, 6, eb)) != 0)
+            return rc; /* the 7th, checkpoints asked for a join, absent from older stores */
         st->member_preemptions = (uint64_t)v[0], st->members_preempted = (uint64_t)v[1];
         st->member_joins = (uint64_t)v[2], st->members_replaced = (uint64_t)v[3];
         st->gpu_hours_lost_at_shrink = v[4], st->gpu_hours_lost_at_join = v[5];
+        st->join_checkpoint_requests = (uint64_t)v[6];
     }
     double *qv = malloc((7 * in->n_queues + 1) * sizeof(*qv));
     if (!qv)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory");
-    rc = db_get_doubles(db, "sim:queues", qv, 7 * in->n_queues, eb);
+    rc = db_get_doubles(db, "sim:queues", qv, 7 * in->n_queues, 7 * in->n_queues, eb);
     for (uint32_t q = 0; rc == 0 && q < in->n_queues; q++) {
         struct sim_queue_stats *ps = &st->per_queue[q];
         const double *x = qv + 7 * q;

@@ -45,9 +45,10 @@ enum fin_kind {
     FIN_NODE_DOWN,  /* job field: the node */
     FIN_NODE_UP,
     FIN_UNQUARANTINE,
-    FIN_OUTAGE, /* a planned outage begins (its end is a FIN_NODE_UP) */
-    FIN_REPAIR, /* a randomly failed node is repaired */
-    FIN_WAKE,   /* a cycle's wake_ms: time alone may change its decisions (job field unused) */
+    FIN_OUTAGE,    /* a planned outage begins (its end is a FIN_NODE_UP) */
+    FIN_REPAIR,    /* a randomly failed node is repaired */
+    FIN_WAKE,      /* a cycle's wake_ms: time alone may change its decisions (job field unused) */
+    FIN_JOIN_CKPT, /* an elastic job answers the checkpoint its waiting members asked for */
 };
 
 #define CKPT_WRITE_MS 30000 /* time a job takes to answer a checkpoint request */
@@ -76,6 +77,10 @@ struct sim_elastic {
     uint32_t *near;   /* [n_pods] the running members' nodes, for grow (gang.near) */
     uint32_t *ask;    /* members asked to leave after a checkpoint (indices into live) */
     uint32_t n_ask;
+    /* the checkpoint its waiting members ask for (the core's ask_checkpoint) in the current run:
+     * asked at ckpt_asked_ms, answered at ckpt_due_ms (FIN_JOIN_CKPT; 0: no answer to come),
+     * written at ckpt_from_ms (0: none yet), from which its checkpoints then count */
+    int64_t ckpt_asked_ms, ckpt_due_ms, ckpt_from_ms;
     double gpu_ms; /* GPU-milliseconds held over every run (stats.c) */
 };
 
@@ -242,6 +247,8 @@ void sim_submit(struct run *r, uint32_t j, int64_t now);
 void sim_release_job(struct run *r, uint32_t j);
 void sim_account_run(struct run *r, uint32_t j, int64_t now);
 int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t);
+int64_t sim_last_checkpoint(const struct run *r, uint32_t j, int64_t t);
+int64_t sim_ckpt_answer_ms(const struct run *r, uint32_t j);
 void sim_ckpt_phase(const struct run *r, uint32_t j, int64_t *from_ms, int64_t *every_ms);
 
 void sim_on_effects(struct run *r, int64_t now);
@@ -264,6 +271,8 @@ int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int6
                bool checkpointed, const char *reason);
 int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now);
 int sim_grow(struct run *r, const struct sched_placement *p, int64_t now);
+void sim_join_ask(struct run *r, uint32_t g, int64_t now);
+void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now);
 int sim_elastic_restore(struct run *r, uint32_t j, uint32_t n_live, uint32_t n_grow, bool queued,
                         int64_t reserve_first_ms, double gpu_ms, uint32_t n_ask);
 const struct gang *sim_grow_gang(const struct run *r, uint32_t g);

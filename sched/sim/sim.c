@@ -384,17 +384,29 @@ int64_t sim_wall_for(const struct run *r, uint32_t j, int64_t work_ms)
     return num == den ? work_ms : (int64_t)ceil((double)work_ms * (double)den / (double)num);
 }
 
-/* Work of the current run saved by checkpoints at time t (multiples of the interval). */
+/* The checkpoint job j's waiting members asked for in its current run (ms; 0: none yet): its
+ * checkpoints count from it (sim/elastic.c). */
+static int64_t asked_checkpoint(const struct run *r, uint32_t j)
+{
+    uint32_t k = sim_elastic_slot(r, j);
+    return k == UINT32_MAX ? 0 : r->el[k].ckpt_from_ms;
+}
+
+/* Work of the current run saved by checkpoints at time t: multiples of the interval from the
+ * run's start, or from the asked checkpoint once written (all the work then, and multiples of
+ * the interval after it). */
 int64_t sim_saved_work(const struct run *r, uint32_t j, int64_t t)
 {
     int64_t done = sim_work_done(r, j, t);
     int64_t every = r->in->jobs[j].checkpoint_interval_ms;
     if (done <= 0 || every <= 0)
         return 0;
-    return done / every * every;
+    int64_t from = asked_checkpoint(r, j);
+    int64_t base = from > 0 && from <= t ? sim_work_done(r, j, from) : 0;
+    return base + (done - base) / every * every;
 }
 
-static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
+int64_t sim_last_checkpoint(const struct run *r, uint32_t j, int64_t t)
 {
     int64_t saved = sim_saved_work(r, j, t);
     return saved > 0 ? r->run_start_ms[j] + r->overhead_ms[j] + sim_wall_for(r, j, saved)
@@ -403,12 +415,22 @@ static int64_t last_checkpoint(const struct run *r, uint32_t j, int64_t t)
 
 /* Job j's checkpoints as the join rule sees them (gang_set_join): they come every *every_ms of
  * wall time at its present speed (0: it takes none) from *from_ms, the end of its current run's
- * restart (the work before that is saved; the speed changes only with a new run). */
+ * restart (the work before that is saved; the speed changes only with a new run), or the
+ * checkpoint its waiting members asked for, once written. */
 void sim_ckpt_phase(const struct run *r, uint32_t j, int64_t *from_ms, int64_t *every_ms)
 {
-    int64_t every = r->in->jobs[j].checkpoint_interval_ms;
+    int64_t every = r->in->jobs[j].checkpoint_interval_ms, asked = asked_checkpoint(r, j);
     *every_ms = every > 0 ? sim_wall_for(r, j, every) : 0;
-    *from_ms = r->run_start_ms[j] + r->overhead_ms[j];
+    *from_ms = asked > 0 ? asked : r->run_start_ms[j] + r->overhead_ms[j];
+}
+
+/* How long job j takes to answer a request to checkpoint (0: it does not answer): a job that
+ * checkpoints writes one in CKPT_WRITE_MS, when its queue's checkpointGrace gives it that. */
+int64_t sim_ckpt_answer_ms(const struct run *r, uint32_t j)
+{
+    const struct sim_input *in = r->in;
+    int64_t grace = in->config->queues[in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
+    return in->jobs[j].checkpoint_interval_ms > 0 && grace >= CKPT_WRITE_MS ? CKPT_WRITE_MS : 0;
 }
 
 /* ---- the engine's effects ------------------------------------------------------------- */
@@ -581,7 +603,7 @@ static void build_views(struct run *r, int64_t now)
             .pods = r->assign[j],
             .flavor = r->job_flavor[j],
             .start_ms = r->run_start_ms[j],
-            .last_checkpoint_ms = last_checkpoint(r, j, now),
+            .last_checkpoint_ms = sim_last_checkpoint(r, j, now),
             .restart_cost_ms = in->jobs[j].restart_cost_ms,
             .min_runtime_ms = cq->preemption.min_runtime_ms,
             .evicting = r->evicting[j] != 0,
@@ -612,6 +634,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         if (sim_state(r, j) != ENG_JOB_RUNNING || r->evicting[j])
             continue;
         int64_t grace = in->config->queues[in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
+        int64_t answer = sim_ckpt_answer_ms(r, j);
         char reason[160];
         snprintf(reason, sizeof(reason), "%s by %s",
                  ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
@@ -628,13 +651,13 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
             /* the handshake: a job that checkpoints answers after CKPT_WRITE_MS of writing and
              * goes having saved everything; one that does not answer within the grace is
              * evicted at its end and loses the work since its last checkpoint */
-            bool answers = in->jobs[j].checkpoint_interval_ms > 0 && grace >= CKPT_WRITE_MS;
+            bool answers = answer > 0;
             r->evicting[j] = 1;
-            r->evict_at[j] = now + (answers ? CKPT_WRITE_MS : grace);
+            r->evict_at[j] = now + (answers ? answer : grace);
             r->evict_kind[j] = answers ? FIN_EVICT : FIN_EVICT_LATE;
             sim_touch(r, j);
             r->st->checkpoint_requests++;
-            sim_heap_push(r, now + (answers ? CKPT_WRITE_MS : grace), j,
+            sim_heap_push(r, now + (answers ? answer : grace), j,
                           answers ? FIN_EVICT : FIN_EVICT_LATE);
             if (r->opt->events) {
                 sim_ev_head(r, now, "checkpoint-request", j);
@@ -741,6 +764,8 @@ static int carry_out(struct run *r, const struct sched_result *res, int64_t now,
             sched_verdict_format(&res->verdicts[v], r->in->cluster, r->in->config, buf,
                                  sizeof(buf));
             reject(r, res->verdicts[v].gang->id, now, buf);
+        } else if (res->verdicts[v].ask_checkpoint && res->verdicts[v].gang->id >= r->in->n_jobs) {
+            sim_join_ask(r, res->verdicts[v].gang->id, now);
         }
     return 0;
 }
@@ -809,6 +834,8 @@ static void timed_events(struct run *r, int64_t now)
             continue; /* the run it belonged to was evicted */
         if (f.kind == FIN_WAKE) {
             r->wake_ms = INT64_MAX; /* the instant's cycle is the wake-up */
+        } else if (f.kind == FIN_JOIN_CKPT) {
+            sim_join_checkpoint(r, f.job, now);
         } else if (f.kind >= FIN_TEARDOWN) {
             sim_failure_event(r, &f, now);
         } else if (f.kind == FIN_FINISH) {

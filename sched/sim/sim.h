@@ -134,15 +134,17 @@ struct sim_stats {
     double gpu_hours_lost_to_preemption; /* work since the last checkpoint + restarts */
     uint64_t checkpoint_requests;        /* evictions that asked for a checkpoint first */
     /* elastic jobs (trace column min_pods, sim/elastic.c) */
-    uint64_t member_preemptions;     /* preemptions that took members alone, the job running on */
-    uint64_t members_preempted;      /* members they took */
-    uint64_t member_joins;           /* members waiting to join placed (each such placement once) */
-    uint64_t members_replaced;       /* members of elastic inference jobs lost with their node and
-                                        replaced alone (the job ran on) */
-    double gpu_hours_lost_at_shrink; /* of gpu_hours_lost_to_preemption: training jobs whose
-                                        workers restarted from a checkpoint as members left */
-    double gpu_hours_lost_at_join;   /* ... and as members joined again */
-    uint32_t elastic_jobs;           /* jobs of the trace with min_pods (the rows above shown) */
+    uint64_t member_preemptions; /* preemptions that took members alone, the job running on */
+    uint64_t members_preempted;  /* members they took */
+    uint64_t member_joins;       /* members waiting to join placed (each such placement once) */
+    uint64_t join_checkpoint_requests; /* checkpoints asked of a running job for its waiting
+                                          members to join (its queue's checkpointGrace) */
+    uint64_t members_replaced;         /* members of elastic inference jobs lost with their node and
+                                          replaced alone (the job ran on) */
+    double gpu_hours_lost_at_shrink;   /* of gpu_hours_lost_to_preemption: training jobs whose
+                                          workers restarted from a checkpoint as members left */
+    double gpu_hours_lost_at_join;     /* ... and as members joined again */
+    uint32_t elastic_jobs;             /* jobs of the trace with min_pods (the rows above shown) */
     /* failures (--node-mtbf, --outages, --pod-start-failure-rate) */
     uint64_t node_failures;    /* nodes that went down */
     uint64_t failure_restarts; /* gangs torn down by a failure and queued again */

@@ -262,6 +262,7 @@ static void merge_counts(struct sim_stats *a, const struct sim_stats *o)
     a->checkpoint_requests += o->checkpoint_requests;
     a->member_preemptions += o->member_preemptions, a->members_preempted += o->members_preempted;
     a->member_joins += o->member_joins, a->elastic_jobs += o->elastic_jobs;
+    a->join_checkpoint_requests += o->join_checkpoint_requests;
     a->members_replaced += o->members_replaced;
     a->gpu_hours_lost_at_shrink += o->gpu_hours_lost_at_shrink;
     a->gpu_hours_lost_at_join += o->gpu_hours_lost_at_join;

@@ -71,6 +71,8 @@ static const struct stat_row stat_rows[] = {
         SHOW_ELASTIC),
     ROW("members preempted", "members_preempted", F_COUNT, T_U64, members_preempted, SHOW_ELASTIC),
     ROW("members rejoined", "member_joins", F_COUNT, T_U64, member_joins, SHOW_ELASTIC),
+    ROW("checkpoints asked for a join", "join_checkpoint_requests", F_COUNT, T_U64,
+        join_checkpoint_requests, SHOW_ELASTIC),
     ROW("members replaced (node lost)", "members_replaced", F_COUNT, T_U64, members_replaced,
         SHOW_ELASTIC),
     ROW("node failures", "node_failures", F_COUNT, T_U64, node_failures, SHOW_FAILURES),

@@ -117,6 +117,42 @@ expect_eq "handshake: the member leaves after the answer" \
     "$(ev gr shrink | grep -c '"t":1030.000.*after a requested checkpoint')" 1
 expect_eq "handshake: hi starts when it left" \
     "$(awk -F, '$1 == "hi" { print $6 }' "$TMP/gr.jobs")" 1030.000
+# 4a. ... and when hi ends at 1630 s, 600 s past the restart (a window of 200 s after each
+#     checkpoint, every 800 s), the member would wait 200 s for the next; the grace (2 min) is
+#     shorter: the job is asked to checkpoint (sched_verdict.ask_checkpoint), answers in 30 s
+#     and the member joins then, losing nothing: 1030 s at full speed, 630 s at 6/8, the rest
+#     (5697.5 s) at full speed from 1660 s: it ends at 7357.5 s (7400 s waiting for 1830 s)
+expect_eq "join: the job is asked once, at 1630 s" \
+    "$(ev gr checkpoint-request | grep -c '"t":1630.000.*"for":"join","members":1')" 1
+expect_eq "join: it answers at 1660 s and the member joins then, losing nothing" \
+    "$(ev gr checkpoint | grep -c '"t":1660.000') $(ev gr grow | grep -c '"t":1660.000.*"lost_gpu_s":0.000')" "1 1"
+expect_eq "join: ends at 7357.5 s" "$(end_of gr train)" 7357.500
+expect_eq "join: one checkpoint asked for a join, nothing lost" \
+    "$(kpi gr join_checkpoint_requests) $(kpi gr gpu_hours_lost_to_preemption)" "1 0"
+# 4a''. crash and resume at every event of that run: the request and its answer still to come
+#     (stored with the job, JOIN_CKPT_TAG in sched/sim/persist.c) are resumed exactly
+G="--no-progress --json --policy gangsched --cluster hgx:1 --db-batch 1 --config $TMP/grace.yaml --trace $TMP/train.csv"
+# shellcheck disable=SC2086
+"$GS" simulate $G --db "$TMP/gref.db" --jobs-out "$TMP/gref.csv" >"$TMP/gref.json" || bad "join: --db run failed"
+same=0 pending=0
+for n in 1 2 3 4 5 6 7 8 9 10 11; do
+    rm -f "$TMP"/gs.db*
+    # shellcheck disable=SC2086
+    "$GS" simulate $G --db "$TMP/gs.db" --stop-after-events "$n" >/dev/null 2>&1
+    python3 -c "import sqlite3, sys; sys.exit(0 if sqlite3.connect(sys.argv[1]).execute(
+        \"SELECT count(*) FROM meta WHERE value LIKE '%joinckpt 1630000 1660000 0%'\").fetchone()[0] else 1)" \
+        "$TMP/gs.db" && pending=$((pending + 1))
+    # shellcheck disable=SC2086
+    "$GS" simulate $G --db "$TMP/gs.db" --resume --jobs-out "$TMP/gs.csv" >"$TMP/gs.json" 2>/dev/null &&
+        cmp -s "$TMP/gref.csv" "$TMP/gs.csv" && cmp -s "$TMP/gref.json" "$TMP/gs.json" && same=$((same + 1))
+done
+expect_eq "join: resumed exactly after each of 11 events" "$same" 11
+expect_cmp "join: some stops had the answer still to come" "$pending" ">=" 1
+# 4a'. a grace of 4 min is longer than the wait: no request, it joins at the checkpoint at 1830 s
+sed 's/checkpointGrace: 2m/checkpointGrace: 4m/' "$TMP/grace.yaml" >"$TMP/grace4.yaml"
+sim gr4 "$TMP/train.csv" "$TMP/grace4.yaml"
+expect_eq "join, grace longer than the wait: no request, joins at 1830 s" \
+    "$(ev gr4 checkpoint-request | grep -c '"for":"join"') $(ev gr4 grow | grep -c '"t":1830.000')" "0 1"
 
 # 4b. a node fails: an elastic inference job that keeps min_pods live replaces only the members
 #     lost with it (the daemon's rule, sched/engine/life.c), running on; a training one is torn

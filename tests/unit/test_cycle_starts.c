@@ -382,8 +382,36 @@ static void test_members_ask_for_a_checkpoint(void **unused)
     r = cycle_quota(w, 1000, est, &cfg); /* no grace: never asked */
     assert_false(verdict_of(r, g)->ask_checkpoint);
     config_free(cfg);
-    use_gpus(w, 1, 0x01); /* no room for them now */
+    /* their room is held while they ask: a later gang of the queue does not take it */
+    struct gang *other = add_gang(w, 1, 8, 5);
     x.grace_s = 60;
+    r = cycle_quota_x(w, 1000, est, &x, &cfg);
+    assert_true(verdict_of(r, g)->ask_checkpoint);
+    assert_null(placement_of(r, other));
+    config_free(cfg);
+    w->n_gangs--; /* other leaves */
+    /* a request open (made after the last checkpoint, at 0 s) is not made again; its room is
+     * still held, and the cycle wakes when its grace ends */
+    g->join_asked_ms = 1000 * 1000;
+    r = cycle_quota_x(w, 1010, est, &x, &cfg);
+    v = verdict_of(r, g);
+    assert_true(v->asked);
+    assert_false(v->ask_checkpoint);
+    assert_int_equal(v->join_waited_ms, 10 * 1000);
+    assert_true(r->wake_ms <= 1060 * 1000);
+    sched_verdict_format(v, w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "its job was asked to checkpoint 10s ago"));
+    config_free(cfg);
+    r = cycle_quota_x(w, 1070, est, &x, &cfg); /* unanswered past its grace: none again */
+    assert_false(verdict_of(r, g)->asked);
+    assert_false(verdict_of(r, g)->ask_checkpoint);
+    config_free(cfg);
+    r = cycle_quota_x(w, 2750, est, &x, &cfg); /* the job checkpointed at 1,800 s since */
+    assert_int_equal(verdict_of(r, g)->why, SCHED_WHY_CHECKPOINT);
+    assert_true(verdict_of(r, g)->ask_checkpoint);
+    config_free(cfg);
+    g->join_asked_ms = 0;
+    use_gpus(w, 1, 0x01); /* no room for them now */
     r = cycle_quota_x(w, 1000, est, &x, &cfg);
     assert_int_equal(verdict_of(r, g)->why, SCHED_WHY_CHECKPOINT);
     assert_false(verdict_of(r, g)->ask_checkpoint);
