@@ -283,7 +283,8 @@ static int cycle_decide(struct kcycle *c)
     return 0;
 }
 
-/* Gangs the core could not place: status and conditions carry its verdict. */
+/* Gangs the core could not place: status and conditions carry its verdict; new members that ask
+ * their running gang for a checkpoint ask it (driver_shrink.c). */
 static void cycle_verdicts(struct kcycle *c)
 {
     const struct sched_result *res = &c->res;
@@ -294,6 +295,8 @@ static void cycle_verdicts(struct kcycle *c)
         bool w = kdrv_gang_status(c->d, kg->key, kg->pg, "Pending", "Warning", "Unschedulable", msg,
                                   false);
         kdrv_pods_unschedulable(c->d, kg->members, kg->gang.n_pods, w, "Unschedulable", msg);
+        if (res->verdicts[v].ask_checkpoint)
+            kdrv_join_ask(c->d, kg, c->now);
     }
 }
 

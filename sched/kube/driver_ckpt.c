@@ -99,6 +99,17 @@ void kdrv_ckpt_write(struct kdrv *d, const struct kgang *kg, int64_t asked_ms, i
             kdrv_owe_ckpt_pod(d, kg->key, kg->members[m], asked_ms, until_ms);
 }
 
+int64_t kdrv_ckpt_asked(struct kdrv *d, const struct kgang *kg)
+{
+    int64_t asked = 0, until, owed = kdrv_owed_ckpt_ms(d, kg);
+    if (kg->pg)
+        kdrv_ckpt_pg_times(kg->pg, &asked, &until);
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+        if (kg->members[m]->ckpt_asked_ms > asked)
+            asked = kg->members[m]->ckpt_asked_ms;
+    return owed > asked ? owed : asked;
+}
+
 /* The pods of this scheduler of the gang (kcache_each_gang_pod), bound and not ended. */
 struct of_gang {
     struct strlist pods;

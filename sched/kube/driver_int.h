@@ -376,6 +376,9 @@ bool kdrv_ckpt_asks(const struct kgang *victim, const struct config *cfg);
  * each object's write owed until the watch shows it (a member pod that shows it already is not
  * written again). */
 void kdrv_ckpt_write(struct kdrv *d, const struct kgang *kg, int64_t asked_ms, int64_t until_ms);
+/* The latest checkpoint request kg was given, of any kind: shown on its PodGroup or a member pod,
+ * or written and not seen yet (ms; 0: none). */
+int64_t kdrv_ckpt_asked(struct kdrv *d, const struct kgang *kg);
 /* The operator's `gangctl checkpoint KEY` (no deadline): on the PodGroup of that key where a
  * gang is asked on its PodGroup, else on the running member pods of this scheduler whose gang
  * key is KEY (a gang of one: the pod's own key). SCHED_ENOENT when there is neither. */
@@ -407,6 +410,10 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
  * members of a gang that lost members to a preemption count its checkpoints from then when it
  * has not checkpointed since (its workers restarted: gang_set_join). */
 void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now);
+/* The core asks the running gang of new members kg (a pending gang; sched_verdict.ask_checkpoint)
+ * to checkpoint so that they join: the request alone (no deadline) where kdrv_ckpt_where says,
+ * a CheckpointRequested Event; nothing while the gang is being evicted or asked for members. */
+void kdrv_join_ask(struct kdrv *d, const struct kgang *kg, int64_t now);
 /* Whether gang's members were asked at asked_ms (until until_ms; 0: any) and still are. */
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms);
 void kdrv_shrink_fini(struct kdrv *d);
@@ -488,6 +495,10 @@ void kdrv_owe_ckpt(struct kdrv *d, const struct kpg *pg, int64_t asked_ms, int64
  * watch shows it on that pod; nothing when the pod shows it already and none is owed. */
 void kdrv_owe_ckpt_pod(struct kdrv *d, const char *gang, const struct kpod *pod, int64_t asked_ms,
                        int64_t until_ms);
+
+/* The latest checkpoint request owed (written, not seen in the watch yet) on kg's PodGroup or
+ * on one of its members (ms; 0: none). */
+int64_t kdrv_owed_ckpt_ms(struct kdrv *d, const struct kgang *kg);
 
 /* The wall clock stepped by step_ms (kdrv_clock_check): the status rate limits, the forget times
  * and the owed writes' next sends move by it; what was written (a condition's

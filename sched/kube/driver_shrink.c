@@ -181,13 +181,17 @@ static bool runs_now(const struct kcache_build *kb, const char *key)
 }
 
 /* New members of gangs that restarted since their last checkpoint count its checkpoints from
- * the restart; the restarts of gangs that no longer run are forgotten. */
+ * the restart, and know the gang's latest checkpoint request (the core asks again only once it
+ * is answered); the restarts of gangs that no longer run are forgotten. */
 static void restarts_step(struct kdrv *d, struct kcache_build *kb)
 {
     for (struct kgang *p = kb->gangs; p < kb->gangs + kb->n_pending; p++) {
-        const int64_t *t = p->run ? strmap_get(&d->restarts, p->run->key) : NULL;
+        if (!p->run)
+            continue;
+        const int64_t *t = strmap_get(&d->restarts, p->run->key);
         if (t && *t > p->run->last_ckpt_ms)
             gang_set_join(&p->gang, *t, p->run->ckpt_every_ms, p->run->gang.gpus);
+        p->gang.join_asked_ms = kdrv_ckpt_asked(d, p->run);
     }
     struct strlist gone = {0};
     const char *k;
@@ -198,6 +202,27 @@ static void restarts_step(struct kdrv *d, struct kcache_build *kb)
     for (uint32_t i = 0; i < gone.n; i++)
         free(strmap_del(&d->restarts, gone.v[i]));
     kdrv_strlist_free(&gone);
+}
+
+void kdrv_join_ask(struct kdrv *d, const struct kgang *kg, int64_t now)
+{
+    const struct kgang *run = kg->run;
+    uint32_t g = run ? kdrv_gang_id(d, run->key) : ENG_NONE;
+    if (!run || kdrv_ckpt_where(run) == KDRV_CKPT_NONE || g == ENG_NONE ||
+        eng_job_state(d->eng, g) == ENG_JOB_TEARING || strmap_get(&d->shrinks, run->key))
+        return; /* being evicted, whole or members: its own request is under way */
+    kdrv_ckpt_write(d, run, now, 0);
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "asked to checkpoint (%s on its %s) so that %u new member(s) can join: joining "
+             "restarts every worker from its last checkpoint; they join once %s on it or on a "
+             "pod is after the request",
+             KOBJ_ANNOT_CKPT_ASKED, kdrv_ckpt_where(run) == KDRV_CKPT_PODS ? "pods" : "PodGroup",
+             kg->gang.n_pods, KOBJ_ANNOT_LAST_CKPT);
+    LOG_INFO(KDRV_MOD, "checkpoint requested for a join: gang=%s members=%u", run->key,
+             kg->gang.n_pods);
+    kdrv_gang_status_rel(d, run->key, run->pg, "Running", "Normal", "CheckpointRequested", msg,
+                         true, NULL);
 }
 
 void kdrv_shrink_step(struct kdrv *d, struct kcache_build *kb, int64_t now)

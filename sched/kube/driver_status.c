@@ -418,6 +418,16 @@ void kdrv_owe_ckpt_pod(struct kdrv *d, const char *gang, const struct kpod *pod,
         owe_request(d, pod->key, o, asked_ms, until_ms);
 }
 
+int64_t kdrv_owed_ckpt_ms(struct kdrv *d, const struct kgang *kg)
+{
+    const struct kowed *o = kg->pg ? strmap_get(&d->owed_ckpt, kg->pg->key) : NULL;
+    int64_t t = o ? o->since_ms : 0;
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++)
+        if ((o = strmap_get(&d->owed_ckpt_pods, kg->members[m]->key)) && o->since_ms > t)
+            t = o->since_ms;
+    return t;
+}
+
 /* Whether o (under map key `key`) is done with: its object gone or another, the watch shows it,
  * or (a request of a preemption) its handshake is over; else when it was sent too often (given
  * up, logged). */

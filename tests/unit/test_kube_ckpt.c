@@ -420,12 +420,18 @@ static void member_request_not_resumed(void **state)
 }
 
 /* The pending member gang of running gang key (NULL: none). */
-static const struct gang *joining(struct fx *f, const char *key)
+static const struct kgang *joining_kg(struct fx *f, const char *key)
 {
     for (uint32_t i = 0; i < f->kb.n_pending; i++)
         if (f->kb.gangs[i].run && strcmp(f->kb.gangs[i].run->key, key) == 0)
-            return &f->kb.gangs[i].gang;
+            return &f->kb.gangs[i];
     return NULL;
+}
+
+static const struct gang *joining(struct fx *f, const char *key)
+{
+    const struct kgang *kg = joining_kg(f, key);
+    return kg ? &kg->gang : NULL;
 }
 
 /* Members of an elastic training gang that says how often it checkpoints join after a
@@ -465,6 +471,54 @@ static void join_counts_from_restart(void **state)
     assert_int_equal(joining(f, "ml/el")->join_from_ms, T0 + 600000);
 }
 
+/* The PodGroup ml/el of an elastic gang that checkpoints every hour, last at 00:10; ann: more
+ * of its annotations. */
+static void el_podgroup(struct fx *f, const char *ann)
+{
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
+             "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
+             "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"%s}},"
+             "\"spec\":{\"minMember\":1}}",
+             ann);
+    fx_event(f->d.cache, 2, KPG_XK8S, buf);
+}
+
+/* New members the core says ask their gang for a checkpoint (sched_verdict.ask_checkpoint,
+ * kdrv_join_ask): the request alone on its PodGroup, owed until the watch shows it; the
+ * members know it (gang.join_asked_ms: the core does not ask again while it is open), from the
+ * owed write and then from the annotation. Before, they waited for the gang's own checkpoint. */
+static void join_asks_for_a_checkpoint(void **state)
+{
+    struct fx *f = *state;
+    el_podgroup(f, "");
+    pod(f->d.cache, "el-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
+    pod(f->d.cache, "el-1", "", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
+    fx_build_at(f, NOW);
+    kdrv_shrink_step(&f->d, &f->kb, NOW);
+    assert_int_equal(joining(f, "ml/el")->join_asked_ms, 0);
+    assert_non_null(joining_kg(f, "ml/el"));
+    kdrv_join_ask(&f->d, joining_kg(f, "ml/el"), NOW);
+    assert_true(owed_pg(f, "ml/el"));
+    assert_false(owed_pod(f, "ml/el-0"));
+    fx_build_at(f, NOW + 1000);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 1000);
+    assert_int_equal(joining(f, "ml/el")->join_asked_ms, NOW); /* owed, not seen yet */
+    char a[300];
+    el_podgroup(f, req_ann(a, sizeof(a), NOW, 0)); /* the watch shows it */
+    kdrv_owed_status(&f->d, NOW + 3000);
+    assert_false(owed_pg(f, "ml/el"));
+    fx_build_at(f, NOW + 3000);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 3000);
+    assert_int_equal(joining(f, "ml/el")->join_asked_ms, NOW);
+    /* a gang being evicted is not asked for its members */
+    assert_int_equal(eng_job_evict(f->d.eng, kdrv_gang_id(&f->d, "ml/el")), 0);
+    kdrv_join_ask(&f->d, joining_kg(f, "ml/el"), NOW + 4000);
+    assert_false(owed_pg(f, "ml/el"));
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -490,6 +544,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(resumed_deadline_cut_to_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(operator_request, setup, teardown),
         cmocka_unit_test_setup_teardown(join_counts_from_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(join_asks_for_a_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
