@@ -157,8 +157,10 @@ class Timeline:
         return k
 
 
-def sim_files(sc, tl, d):
-    """Writes the NodeList, trace, outage and config files; returns the simulate arguments."""
+def sim_files(sc, tl, d, starts=None):
+    """Writes the NodeList, trace, outage and config files; returns the simulate arguments.
+    starts: gang -> when the simulator started it (a previous run's), so that a gang's run
+    time ends at its finish action; a gang missing there runs from its arrival."""
     with open(os.path.join(d, "nodes.json"), "w") as f:
         json.dump({"apiVersion": "v1", "kind": "NodeList", "items": sc.node_objects()}, f)
     with open(os.path.join(d, "config.yaml"), "w") as f:
@@ -185,7 +187,8 @@ def sim_files(sc, tl, d):
                     "topology-required", "max_runtime", "min_pods", "profile"])
         for name, g in sc.gangs.items():
             t = when[name]
-            dur = when[name + "/finish"] - t if g["finish"] is not None else FAR
+            begin = (starts or {}).get(name, t)
+            dur = when[name + "/finish"] - begin if g["finish"] is not None else FAR
             w.writerow([name, "%.3f" % t, "%.3f" % dur, g["pods"] * g["gpus"], g["gpus"],
                         g["priority"], g["checkpoint_interval"], g["restart_cost"], g["queue"],
                         g["topology_required"], g["max_runtime"] or "", g["min_pods"],
@@ -206,18 +209,34 @@ def sim_files(sc, tl, d):
 
 
 def run_sim(sc, tl, d, seed=None):
-    """The simulator's events, or raises with its stderr."""
-    args = sim_files(sc, tl, d)
-    ev = os.path.join(d, "events.jsonl")
+    """The simulator's events, or raises with its stderr. A trace's duration is a run time from
+    the job's start: a gang with a finish action that the simulator started after its arrival
+    (it waited, or its preemptor waited for a checkpoint) is run again with the run time from
+    that start, so that it ends at its finish action, as the daemon's pods Succeed then."""
     seed = sc.sim.get("seed", 1) if seed is None else seed
-    r = subprocess.run([os.path.join(BIN, "gangsched"), "simulate"] + args +
-                       ["--seed", str(seed), "--pod-start-failure-rate",
-                        str(sc.sim.get("pod_start_failure_rate", 0)), "--events", ev, "--json"],
-                       capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise RuntimeError("gangsched simulate exited %d: %s" % (r.returncode, r.stderr[-2000:]))
-    with open(ev) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    starts, events = None, None
+    for _ in range(2):
+        args = sim_files(sc, tl, d, starts)
+        ev = os.path.join(d, "events.jsonl")
+        r = subprocess.run([os.path.join(BIN, "gangsched"), "simulate"] + args +
+                           ["--seed", str(seed), "--pod-start-failure-rate",
+                            str(sc.sim.get("pod_start_failure_rate", 0)), "--events", ev,
+                            "--json"], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("gangsched simulate exited %d: %s" % (r.returncode,
+                                                                     r.stderr[-2000:]))
+        with open(ev) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+        first, arrived = {}, {}
+        for e in events:
+            kind = {"start": first, "submit": arrived}.get(e.get("type"))
+            if kind is not None and e["job"] not in kind:
+                kind[e["job"]] = e["t"]
+        if starts is not None or not any(sc.gangs[n]["finish"] is not None and
+                                         t > arrived.get(n, t) for n, t in first.items()):
+            break
+        starts = first
+    return events
 
 
 def sim_reason(reason):
