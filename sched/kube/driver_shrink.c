@@ -11,7 +11,10 @@
  * the gang runs on whole and its preemptor plans again. When members leave, the gang's workers
  * restart (torchrun, Ray Train): d->restarts keeps when, the origin of its checkpoints for its
  * new members' join (gang_set_join) until it checkpoints again, as the simulator counts them
- * from its restart (a new process forgets it: the last checkpoint before then is used).
+ * from its restart (a new process forgets it: the last checkpoint before then is used). New
+ * members the core says ask for a checkpoint (sched_verdict.ask_checkpoint) ask their running
+ * gang, the request alone (kdrv_join_ask), and know its latest request (gang.join_asked_ms:
+ * the core asks once while it is open).
  *
  * Must not touch: the decisions, the engine's job states (the gang stays RUNNING), a whole
  * victim's handshake (driver_ckpt.c).
