@@ -595,6 +595,32 @@ static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int64_t
     return *asked && !open;
 }
 
+/* New members g that would cost their job more than they bring now wait for its checkpoint at
+ * join_at (verdict checkpoint; they hold no queue), asking for it when join_ask says so. */
+static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
+                                  int64_t join_at, enum sched_why *why_out)
+{
+    int64_t now = cy->snap->now_ms;
+    struct sched_verdict cv = {.gang = g,
+                               .why = SCHED_WHY_CHECKPOINT,
+                               .short_res = -1,
+                               .quota_res = -1,
+                               .near_level = -2,
+                               .join_at_ms = join_at,
+                               .join_past_ms = g->join_every_ms - (join_at - now)};
+    bool defer;
+    cv.ask_checkpoint = join_ask(cy, q, g, join_at, pass, &cv.asked, &defer);
+    if (!cv.asked && defer)
+        return ATTEMPT_DEFERRED;
+    if (cv.asked && !cv.ask_checkpoint) { /* open: its room is held until the grace ends */
+        cv.join_waited_ms = now - g->join_asked_ms;
+        sched_wake_at(&cy->out->wake_ms, now, g->join_asked_ms + sched_ckpt_grace(cy->snap, g));
+    }
+    *why_out = SCHED_WHY_CHECKPOINT;
+    sched_wake_at(&cy->out->wake_ms, now, join_at);
+    return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
+}
+
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
  * that could only start by borrowing is deferred to pass 1. */
 static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
@@ -602,26 +628,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
-    if (join_at > now) { /* members that would cost their job more than they bring, now */
-        struct sched_verdict cv = {.gang = g,
-                                   .why = SCHED_WHY_CHECKPOINT,
-                                   .short_res = -1,
-                                   .quota_res = -1,
-                                   .near_level = -2,
-                                   .join_at_ms = join_at,
-                                   .join_past_ms = g->join_every_ms - (join_at - now)};
-        bool defer;
-        cv.ask_checkpoint = join_ask(cy, q, g, join_at, pass, &cv.asked, &defer);
-        if (!cv.asked && defer)
-            return ATTEMPT_DEFERRED;
-        if (cv.asked && !cv.ask_checkpoint) { /* open: its room is held until the grace ends */
-            cv.join_waited_ms = now - g->join_asked_ms;
-            sched_wake_at(&cy->out->wake_ms, now, g->join_asked_ms + sched_ckpt_grace(cy->snap, g));
-        }
-        *why_out = SCHED_WHY_CHECKPOINT;
-        sched_wake_at(&cy->out->wake_ms, now, join_at);
-        return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
-    }
+    if (join_at > now)
+        return wait_for_join(cy, q, g, pass, join_at, why_out);
     bool oom;
     if (held_by_queue(cy, q, g, &oom)) {
         *why_out = SCHED_WHY_BLOCKED;
