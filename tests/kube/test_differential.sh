@@ -12,7 +12,7 @@ trap 'rm -rf "$out"' EXIT
 for s in tests/data/differential*.yaml; do
     n=$(basename "$s" .yaml)
     (
-        timeout 120 python3 tests/kube/differential.py "$s" >"$out/$n.log" 2>&1
+        timeout 180 python3 tests/kube/differential.py "$s" >"$out/$n.log" 2>&1
         echo $? >"$out/$n.rc"
     ) &
 done
