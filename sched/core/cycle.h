@@ -314,12 +314,12 @@ static inline void sched_wake_at(int64_t *wake_ms, int64_t now_ms, int64_t t)
 /* Runs one cycle. Everything in *out lives in `arena`. Returns 0 or SCHED_ENOMEM. */
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out);
 
-/* Writes a one-line, human-readable reason ("needs 8 nvidia.com/gpu per pod x 2 pods; 0/64
- * nodes fit: 60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"). */
 /* The checkpointGrace of gang g's queue (ms; 0: none, or no config): how soon a job of that
  * queue answers a request to checkpoint. */
 int64_t sched_ckpt_grace(const struct sched_snapshot *snap, const struct gang *g);
 
+/* Writes a one-line, human-readable reason ("needs 8 nvidia.com/gpu per pod x 2 pods; 0/64
+ * nodes fit: 60 insufficient nvidia.com/gpu (best 4 free), 4 cordoned"). */
 int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
                          const struct config *cfg, char *buf, size_t n);
 const char *sched_why_name(enum sched_why why);
