@@ -578,27 +578,27 @@ static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g, int pa
     return false;
 }
 
-/* New members g wait for their job's next checkpoint, at join_at: whether the job is asked for
- * one now (its queue answers within its checkpointGrace, sooner than join_at, and they would
- * start now: join_fits). A request still open (made after the job's last checkpoint) is not
+/* New members g: whether their job is asked for a checkpoint now (its queue answers within its
+ * checkpointGrace, that costs less than waiting for its next window or joining at once
+ * (gang_join_asks), and they would start now: join_fits). A request still open (made after the job's last checkpoint) is not
  * made again; once its grace has passed unanswered, none is made until the job checkpoints by
  * itself. *asked: such a request is open or made now (their room is held). */
-static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int64_t join_at, int pass,
-                     bool *asked, bool *defer)
+static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int pass, bool *asked,
+                     bool *defer)
 {
     int64_t now = cy->snap->now_ms, grace = sched_ckpt_grace(cy->snap, g);
     bool open = g->join_asked_ms > gang_join_last(g, now);
-    int64_t from = open ? g->join_asked_ms : now;
     *defer = false;
-    *asked = grace > 0 && gang_join_asked(g, from, grace) < join_at &&
-             (!open || now < from + grace) && join_fits(cy, q, g, pass, defer);
+    *asked = grace > 0 && (open ? now < g->join_asked_ms + grace : gang_join_asks(g, now, grace)) &&
+             join_fits(cy, q, g, pass, defer);
     return *asked && !open;
 }
 
 /* New members g that would cost their job more than they bring now wait for its checkpoint at
- * join_at (verdict checkpoint; they hold no queue), asking for it when join_ask says so. */
+ * join_at (verdict checkpoint; they hold no queue), asking for it when join_ask says so; inside
+ * a window (join_at now) they wait only when they ask (else *go: they are tried as any gang). */
 static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
-                                  int64_t join_at, enum sched_why *why_out)
+                                  int64_t join_at, enum sched_why *why_out, bool *go)
 {
     int64_t now = cy->snap->now_ms;
     struct sched_verdict cv = {.gang = g,
@@ -607,10 +607,11 @@ static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gan
                                .quota_res = -1,
                                .near_level = -2,
                                .join_at_ms = join_at,
-                               .join_past_ms = g->join_every_ms - (join_at - now)};
+                               .join_past_ms = now - gang_join_last(g, now)};
     bool defer;
-    cv.ask_checkpoint = join_ask(cy, q, g, join_at, pass, &cv.asked, &defer);
-    if (!cv.asked && defer)
+    cv.ask_checkpoint = join_ask(cy, q, g, pass, &cv.asked, &defer);
+    *go = join_at == now && !cv.asked;
+    if (*go || (!cv.asked && defer))
         return ATTEMPT_DEFERRED;
     if (cv.asked && !cv.ask_checkpoint) { /* open: its room is held until the grace ends */
         cv.join_waited_ms = now - g->join_asked_ms;
@@ -628,8 +629,12 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
-    if (join_at > now)
-        return wait_for_join(cy, q, g, pass, join_at, why_out);
+    bool go = true;
+    if (g->join_every_ms > 0 && (join_at > now || sched_ckpt_grace(cy->snap, g) > 0)) {
+        enum attempt a = wait_for_join(cy, q, g, pass, join_at, why_out, &go);
+        if (!go)
+            return a;
+    }
     bool oom;
     if (held_by_queue(cy, q, g, &oom)) {
         *why_out = SCHED_WHY_BLOCKED;

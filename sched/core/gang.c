@@ -83,7 +83,7 @@ void gang_set_near(struct gang *g, const uint32_t *nodes, uint32_t n)
 
 void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64_t live_gpus)
 {
-    g->join_from_ms = g->join_every_ms = g->join_open_ms = 0;
+    g->join_from_ms = g->join_every_ms = g->join_open_ms = g->join_live_gpus = 0;
     if (g->spread || every_ms <= 0 || live_gpus <= 0 || g->gpus <= 0)
         return;
     int64_t open = (int64_t)((double)every_ms * (double)g->gpus / (double)(live_gpus + g->gpus));
@@ -94,6 +94,7 @@ void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64
     g->join_from_ms = last_ckpt_ms;
     g->join_every_ms = every_ms;
     g->join_open_ms = open;
+    g->join_live_gpus = live_gpus;
 }
 
 int64_t gang_join_at(const struct gang *g, int64_t t)
@@ -113,10 +114,22 @@ int64_t gang_join_last(const struct gang *g, int64_t t)
     return t - (t - g->join_from_ms) % g->join_every_ms;
 }
 
+bool gang_join_asks(const struct gang *g, int64_t t, int64_t grace_ms)
+{
+    if (grace_ms <= 0 || g->join_every_ms <= 0 || t < g->join_from_ms)
+        return false;
+    int64_t at = gang_join_at(g, t);
+    if (at > t) /* waiting idles the members until the window: at - t against the grace */
+        return at - t > grace_ms;
+    /* in the window: joining now loses the job's progress since its checkpoint, at its live
+     * GPUs; asking idles the members for the grace at most (GPU-ms each side) */
+    double lost = (double)(t - gang_join_last(g, t)) * (double)g->join_live_gpus;
+    return lost > (double)grace_ms * (double)g->gpus;
+}
+
 int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms)
 {
-    int64_t at = gang_join_at(g, t);
-    return grace_ms > 0 && at - t > grace_ms ? t + grace_ms : at;
+    return gang_join_asks(g, t, grace_ms) ? t + grace_ms : gang_join_at(g, t);
 }
 
 /* HAMi's share resources (nvidia.com/gpumem MiB, gpumem-percentage and gpucores percent) are

@@ -221,8 +221,9 @@ struct gang {
     /* a pending gang that joins a running training gang (set by gang_set_join): joining restarts
      * every worker from the job's last checkpoint, so it joins only while the job is at most
      * join_open_ms past a checkpoint; the job checkpointed at join_from_ms and does every
-     * join_every_ms after it (wall time at its present speed). join_every_ms 0: no such rule */
-    int64_t join_from_ms, join_every_ms, join_open_ms;
+     * join_every_ms after it (wall time at its present speed), with join_live_gpus GPUs live.
+     * join_every_ms 0: no such rule */
+    int64_t join_from_ms, join_every_ms, join_open_ms, join_live_gpus;
     /* ... and when its job was last asked to checkpoint for it (ms; 0: never; set by the
      * driver): a request after the job's last checkpoint (gang_join_last) is still open */
     int64_t join_asked_ms;
@@ -256,9 +257,14 @@ void gang_set_join(struct gang *g, int64_t last_ckpt_ms, int64_t every_ms, int64
 /* The earliest time >= t at which the gang may join (t itself without a rule, or while its job
  * is still restarting: t before join_from_ms). */
 int64_t gang_join_at(const struct gang *g, int64_t t);
-/* The same when its job, asked at t to checkpoint, answers within grace_ms (<= 0: it is never
- * asked): t + grace_ms when the next window is further away (docs/preemption.md "Asking for the
- * checkpoint"). */
+/* Whether, at t, asking its job for a checkpoint that comes within grace_ms (<= 0: it is never
+ * asked) costs less than the gang's other choice: waiting for the next window costs its GPUs
+ * idle until then, joining inside the window the job's progress since its checkpoint at its
+ * live GPUs; asking costs its GPUs idle for the grace at most (docs/preemption.md "Asking for
+ * the checkpoint"). */
+bool gang_join_asks(const struct gang *g, int64_t t, int64_t grace_ms);
+/* The earliest time >= t at which the gang may join when it asks where gang_join_asks says so:
+ * t + grace_ms then, else gang_join_at. */
 int64_t gang_join_asked(const struct gang *g, int64_t t, int64_t grace_ms);
 /* The job's last checkpoint at t by the rule (join_from_ms, then every join_every_ms); t itself
  * without a rule. */

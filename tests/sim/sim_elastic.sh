@@ -148,6 +148,15 @@ for n in 1 2 3 4 5 6 7 8 9 10 11; do
 done
 expect_eq "join: resumed exactly after each of 11 events" "$same" 11
 expect_cmp "join: some stops had the answer still to come" "$pending" ">=" 1
+# 4a'''. inside the window too: hi ends at 1130 s, 100 s past the restart: joining then would
+#     lose 100 s x 6 live GPUs (600 GPU-s), asking idles the member's 2 GPUs for the grace at
+#     most (240 GPU-s): it asks, joins at 1160 s losing nothing, and the job ends at 7232.5 s
+#     (7300 s joining at once)
+sed 's/^hi,1000,600,/hi,1000,100,/' "$TMP/train.csv" >"$TMP/train3.csv"
+sim gr3 "$TMP/train3.csv" "$TMP/grace.yaml"
+expect_eq "join inside the window: asks at 1130 s, joins at 1160 s losing nothing" \
+    "$(ev gr3 checkpoint-request | grep -c '"t":1130.000.*"for":"join"') $(ev gr3 grow | grep -c '"t":1160.000.*"lost_gpu_s":0.000')" "1 1"
+expect_eq "join inside the window: ends at 7232.5 s" "$(end_of gr3 train)" 7232.500
 # 4a'. a grace of 4 min is longer than the wait: no request, it joins at the checkpoint at 1830 s
 sed 's/checkpointGrace: 2m/checkpointGrace: 4m/' "$TMP/grace.yaml" >"$TMP/grace4.yaml"
 sim gr4 "$TMP/train.csv" "$TMP/grace4.yaml"

@@ -374,6 +374,17 @@ static void test_members_ask_for_a_checkpoint(void **unused)
     sched_verdict_format(v, w->c, cfg, buf, sizeof(buf));
     assert_non_null(strstr(buf, "its job is asked to checkpoint now"));
     config_free(cfg);
+    /* inside a window: joining 400 s past the checkpoint would lose 400 s x 8 live GPUs, more
+     * than the members idle for the grace (60 s x 8 GPUs): they ask rather than join; 50 s
+     * past (400 GPU-s against 480) they join at once */
+    r = cycle_quota_x(w, 400, est, &x, &cfg);
+    assert_null(placement_of(r, g));
+    assert_true(verdict_of(r, g)->ask_checkpoint);
+    assert_int_equal(verdict_of(r, g)->join_past_ms, 400 * 1000);
+    config_free(cfg);
+    r = cycle_quota_x(w, 50, est, &x, &cfg);
+    assert_non_null(placement_of(r, g));
+    config_free(cfg);
     x.grace_s = 900; /* the window at 1,800 s comes first */
     r = cycle_quota_x(w, 1000, est, &x, &cfg);
     assert_false(verdict_of(r, g)->ask_checkpoint);
