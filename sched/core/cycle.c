@@ -580,9 +580,10 @@ static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g, int pa
 
 /* New members g: whether their job is asked for a checkpoint now (its queue answers within its
  * checkpointGrace, that costs less than waiting for its next window or joining at once
- * (gang_join_asks), and they would start now: join_fits). A request still open (made after the job's last checkpoint) is not
- * made again; once its grace has passed unanswered, none is made until the job checkpoints by
- * itself. *asked: such a request is open or made now (their room is held). */
+ * (gang_join_asks), and they would start now: join_fits). A request still open (made after the
+ * job's last checkpoint) is not made again; once its grace has passed unanswered, none is made
+ * until the job checkpoints by itself. *asked: such a request is open or made now (their room is
+ * held). */
 static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int pass, bool *asked,
                      bool *defer)
 {
