@@ -434,6 +434,21 @@ static const struct gang *joining(struct fx *f, const char *key)
     return kg ? &kg->gang : NULL;
 }
 
+/* The PodGroup ml/el of an elastic gang that checkpoints every hour, last at 00:10; ann: more
+ * of its annotations. */
+static void el_podgroup(struct fx *f, const char *ann)
+{
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
+             "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
+             "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"%s}},"
+             "\"spec\":{\"minMember\":1}}",
+             ann);
+    fx_event(f->d.cache, 2, KPG_XK8S, buf);
+}
+
 /* Members of an elastic training gang that says how often it checkpoints join after a
  * checkpoint, counted from its last checkpoint, or from the restart its workers made when
  * members were evicted alone since then (d->restarts, driver_shrink.c); a restart of a gang
@@ -441,12 +456,7 @@ static const struct gang *joining(struct fx *f, const char *key)
 static void join_counts_from_restart(void **state)
 {
     struct fx *f = *state;
-    fx_event(f->d.cache, 2, KPG_XK8S,
-             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
-             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
-             "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
-             "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"}},"
-             "\"spec\":{\"minMember\":1}}");
+    el_podgroup(f, "");
     pod(f->d.cache, "el-0", "n1", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
     pod(f->d.cache, "el-1", "", ",\"scheduling.x-k8s.io/pod-group\":\"el\"", "", "");
     fx_build_at(f, NOW);
@@ -469,21 +479,6 @@ static void join_counts_from_restart(void **state)
     fx_build_at(f, NOW);
     kdrv_shrink_step(&f->d, &f->kb, NOW);
     assert_int_equal(joining(f, "ml/el")->join_from_ms, T0 + 600000);
-}
-
-/* The PodGroup ml/el of an elastic gang that checkpoints every hour, last at 00:10; ann: more
- * of its annotations. */
-static void el_podgroup(struct fx *f, const char *ann)
-{
-    char buf[1000];
-    snprintf(buf, sizeof(buf),
-             "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
-             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
-             "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
-             "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"%s}},"
-             "\"spec\":{\"minMember\":1}}",
-             ann);
-    fx_event(f->d.cache, 2, KPG_XK8S, buf);
 }
 
 /* New members the core says ask their gang for a checkpoint (sched_verdict.ask_checkpoint,
