@@ -359,8 +359,8 @@ static void test_members_ask_for_a_checkpoint(void **unused)
     use_gpus(w, 0, 0xFF); /* the running members */
     struct gang *g = add_gang(w, 1, 8, 0);
     gang_set_near(g, near, 1);
-    gang_set_join(g, 0, 1800 * 1000, 8); /* windows of 900 s at 0, 1,800 s, ... */
-    int64_t est[1] = {600 * 1000};
+    gang_set_join(g, 0, 1800 * 1000, 8);       /* windows of 900 s at 0, 1,800 s, ... */
+    int64_t est[2] = {600 * 1000, 600 * 1000}; /* the members', then the later gang's */
     struct cycle_extra x = {.grace_s = 60};
     struct config *cfg;
     const struct sched_result *r = cycle_quota_x(w, 1000, est, &x, &cfg);
