@@ -584,10 +584,10 @@ static bool join_fits(struct cycle *cy, uint32_t q, const struct gang *g, int pa
  * job's last checkpoint) is not made again; once its grace has passed unanswered, none is made
  * until the job checkpoints by itself. *asked: such a request is open or made now (their room is
  * held). */
-static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int pass, bool *asked,
-                     bool *defer)
+static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int64_t grace, int pass,
+                     bool *asked, bool *defer)
 {
-    int64_t now = cy->snap->now_ms, grace = sched_ckpt_grace(cy->snap, g);
+    int64_t now = cy->snap->now_ms;
     bool open = g->join_asked_ms > gang_join_last(g, now);
     *defer = false;
     *asked = grace > 0 && (open ? now < g->join_asked_ms + grace : gang_join_asks(g, now, grace)) &&
@@ -599,7 +599,7 @@ static bool join_ask(struct cycle *cy, uint32_t q, const struct gang *g, int pas
  * join_at (verdict checkpoint; they hold no queue), asking for it when join_ask says so; inside
  * a window (join_at now) they wait only when they ask (else *go: they are tried as any gang). */
 static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
-                                  int64_t join_at, enum sched_why *why_out, bool *go)
+                                  int64_t join_at, int64_t grace, enum sched_why *why_out, bool *go)
 {
     int64_t now = cy->snap->now_ms;
     struct sched_verdict cv = {.gang = g,
@@ -610,13 +610,13 @@ static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gan
                                .join_at_ms = join_at,
                                .join_past_ms = now - gang_join_last(g, now)};
     bool defer;
-    cv.ask_checkpoint = join_ask(cy, q, g, pass, &cv.asked, &defer);
+    cv.ask_checkpoint = join_ask(cy, q, g, grace, pass, &cv.asked, &defer);
     *go = join_at == now && !cv.asked;
     if (*go || (!cv.asked && defer))
         return ATTEMPT_DEFERRED;
     if (cv.asked && !cv.ask_checkpoint) { /* open: its room is held until the grace ends */
         cv.join_waited_ms = now - g->join_asked_ms;
-        sched_wake_at(&cy->out->wake_ms, now, g->join_asked_ms + sched_ckpt_grace(cy->snap, g));
+        sched_wake_at(&cy->out->wake_ms, now, g->join_asked_ms + grace);
     }
     *why_out = SCHED_WHY_CHECKPOINT;
     sched_wake_at(&cy->out->wake_ms, now, join_at);
@@ -630,9 +630,10 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
 {
     uint32_t n_flavors = cy->cfg ? cy->cfg->n_flavors : 1;
     int64_t now = cy->snap->now_ms, join_at = gang_join_at(g, now);
+    int64_t grace = g->join_every_ms > 0 ? sched_ckpt_grace(cy->snap, g) : 0;
     bool go = true;
-    if (g->join_every_ms > 0 && (join_at > now || sched_ckpt_grace(cy->snap, g) > 0)) {
-        enum attempt a = wait_for_join(cy, q, g, pass, join_at, why_out, &go);
+    if (g->join_every_ms > 0 && (join_at > now || grace > 0)) {
+        enum attempt a = wait_for_join(cy, q, g, pass, join_at, grace, why_out, &go);
         if (!go)
             return a;
     }

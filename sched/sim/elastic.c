@@ -107,6 +107,22 @@ const struct gang *sim_grow_gang(const struct run *r, uint32_t g)
     return &r->el[g - r->in->n_jobs].grow;
 }
 
+/* A new run of the job, or none: no checkpoint asked for its members in it. */
+static void ckpt_forget(struct sim_elastic *e)
+{
+    e->ckpt_asked_ms = e->ckpt_due_ms = e->ckpt_from_ms = 0;
+}
+
+/* The waiting members' join rule (gang_set_join): a training job's members join after one of
+ * its checkpoints, as sim_ckpt_phase has them, and know the request they made (join_asked_ms). */
+static void grow_join(const struct run *r, struct sim_elastic *e)
+{
+    int64_t from, every;
+    sim_ckpt_phase(r, e->job, &from, &every);
+    gang_set_join(&e->grow, from, every, e->live.gpus);
+    e->grow.join_asked_ms = e->ckpt_asked_ms;
+}
+
 /* Job j starts (whole): every member runs. */
 void sim_elastic_started(struct run *r, uint32_t j)
 {
@@ -123,7 +139,7 @@ void sim_elastic_started(struct run *r, uint32_t j)
         }
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     e->n_grow = e->n_ask = 0;
-    e->ckpt_asked_ms = e->ckpt_due_ms = e->ckpt_from_ms = 0;
+    ckpt_forget(e);
 }
 
 static void grow_unqueue(struct run *r, struct sim_elastic *e, uint32_t k)
@@ -148,7 +164,7 @@ void sim_elastic_withdraw(struct run *r, uint32_t j)
         return;
     grow_unqueue(r, &r->el[k], k);
     r->el[k].n_grow = r->el[k].n_ask = 0;
-    r->el[k].ckpt_asked_ms = r->el[k].ckpt_due_ms = r->el[k].ckpt_from_ms = 0;
+    ckpt_forget(&r->el[k]);
 }
 
 /* The waiting members of slot k, (re)queued with what they are now. */
@@ -162,10 +178,7 @@ static void grow_queue(struct run *r, uint32_t k)
     for (uint32_t m = 0; m < e->n_live; m++) /* placed next to the members that run */
         e->near[m] = r->assign[e->job][m].node;
     gang_set_near(&e->grow, e->near, e->n_live);
-    int64_t from, every; /* a training job's members join after a checkpoint (gang_set_join) */
-    sim_ckpt_phase(r, e->job, &from, &every);
-    gang_set_join(&e->grow, from, every, e->live.gpus);
-    e->grow.join_asked_ms = e->ckpt_asked_ms;
+    grow_join(r, e);
     if (queue_list_insert(&r->queues[e->grow.queue], &e->grow) != 0) {
         r->oom = true;
         return;
@@ -232,7 +245,7 @@ static double new_segment(struct run *r, uint32_t j, int64_t now, bool checkpoin
     sim_account_run(r, j, now);
     uint32_t k = sim_elastic_slot(r, j);
     if (k != UINT32_MAX) /* a new run: its checkpoints count from its restart */
-        r->el[k].ckpt_asked_ms = r->el[k].ckpt_due_ms = r->el[k].ckpt_from_ms = 0;
+        ckpt_forget(&r->el[k]);
     r->run_start_ms[j] = now;
     r->overhead_ms[j] = job->gang.spread ? 0 : job->restart_cost_ms;
     r->gen[j]++; /* the old finish is stale */
@@ -280,9 +293,7 @@ void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now)
     struct sim_elastic *e = &r->el[k];
     e->ckpt_due_ms = 0;
     e->ckpt_from_ms = now;
-    int64_t from, every;
-    sim_ckpt_phase(r, j, &from, &every);
-    gang_set_join(&e->grow, from, every, e->live.gpus);
+    grow_join(r, e);
     sim_touch(r, j);
     if (r->opt->events) {
         sim_ev_head(r, now, "checkpoint", j);

@@ -485,8 +485,8 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
     return rc;
 }
 
-/* Reads "%.17g" numbers from a meta row into v (at most n). */
-/* Numbers v[0 .. n) of meta key, at least need of them (the others 0 when absent). */
+/* Reads "%.17g" numbers v[0 .. n) from meta row key, at least need of them (the others 0 when
+ * absent). */
 static int db_get_doubles(struct store *db, const char *key, double *v, uint32_t n, uint32_t need,
                           struct sched_errbuf *eb)
 {
