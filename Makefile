@@ -261,11 +261,12 @@ fairness-figures: all
 	BIN=$(BIN) python3 tests/bench/fairness.py
 
 # Kill-and-resume at hundreds of points (the CI test runs 20), then the daemon's crash-and-fail-
-# over soak against the fake API server (KUBE_POINTS kill points, half on the same database,
-# half failing over to an empty one; make test runs 8).
+# over soaks against the fake API server, while binding and while preempting (KUBE_POINTS kill
+# points each, half on the same database, half failing over to an empty one; make test runs 8).
 soak: all $(TOOLS)
 	GANGSCHED_CRASH_POINTS=$${POINTS:-150} BUILD=$(BUILD) BIN=$(BIN) sh tests/sim/sim_crash.sh
 	BIN=$(BIN) timeout 3600 python3 tests/kube/crash.py --skip-defects --points $${KUBE_POINTS:-200}
+	BIN=$(BIN) timeout 3600 python3 tests/kube/crash_preempt.py --points $${KUBE_POINTS:-200}
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB)
 	@mkdir -p $(dir $@)

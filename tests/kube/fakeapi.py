@@ -567,7 +567,12 @@ class Handler(BaseHTTPRequestHandler):
                 if lost:
                     return self.lose_answer()
                 return self.send_obj(201, out)
-            return self.send_obj(201, store.evict(ns, name, body))
+            self.hold(verb, path)  # an eviction in flight lands as a Binding does
+            lost = app.faults.take("lose-answer", verb, path)
+            out = store.evict(ns, name, body)
+            if lost:
+                return self.lose_answer()
+            return self.send_obj(201, out)
         if method == "GET":
             if watch:
                 return self.watch(res, ns if res.namespaced else None, name, q, path)

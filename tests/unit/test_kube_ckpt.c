@@ -12,7 +12,8 @@
  *   - the resume after a restart from the pods' annotations (a member that does not show the
  *     request gets it again) and from a native PodGroup's.
  * Before, a victim without a PodGroup of scheduler-plugins or Volcano was never asked (evicted
- * at once) and a pod's annotations were never read. */
+ * at once) and a pod's annotations were never read. Also, once the members evicted alone have
+ * gone, the ledger charge of the gang that runs on (driver_record.c sync_members). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -514,6 +515,77 @@ static void join_asks_for_a_checkpoint(void **state)
     assert_false(owed_pg(f, "ml/el"));
 }
 
+/* The ledger row of queue q (nvidia.com/gpu, flavor default), which `gangsched store check`
+ * wants equal to the GPUs of its running job rows. */
+static int64_t ledger_q(struct fx *f)
+{
+    struct sched_errbuf eb = {{0}};
+    int64_t amount = -1;
+    assert_int_equal(store_ledger_get(f->d.db, "q", "default", "nvidia.com/gpu", &amount, &eb), 0);
+    return amount;
+}
+
+static int64_t job_gpus(struct fx *f, const char *key)
+{
+    struct store_job j;
+    assert_int_equal(store_job_get(f->d.db, key, &j, NULL), 0);
+    assert_int_equal(j.state, STORE_JOB_RUNNING);
+    return j.gpus;
+}
+
+/* One cycle's record with no decision (sync_jobs: the running gangs charged and adopted). */
+static void record_at(struct fx *f, int64_t now)
+{
+    struct sched_errbuf eb = {{0}};
+    struct sched_result res = {0};
+    fx_build_at(f, now);
+    assert_int_equal(kdrv_record_cycle(&f->d, &f->kb, &res, f->cfg, now, &eb), 0);
+}
+
+/* Members of an elastic gang that leave while it runs on (deleted by someone else, or evicted
+ * by an earlier leader whose evictions land after its successor adopted the gang whole): its
+ * job row and its ledger charge both follow them. Before, the row did and the ledger kept the
+ * members' GPUs until the gang ended (found by tests/kube/crash_preempt.py: store check's
+ * "ledger mismatch"). */
+static void ledger_follows_members_that_leave(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%.60s/kledgerXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    el_podgroup(f, "");
+    const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
+    pod(f->d.cache, "el-0", "n1", lab, "", "");
+    pod(f->d.cache, "el-1", "n1", lab, "", "");
+    pod(f->d.cache, "el-2", "n2", lab, "", "");
+    record_at(f, NOW);
+    int64_t others = ledger_q(f) - 3; /* the fixture's other running gangs, every one adopted */
+    assert_int_equal(job_gpus(f, "ml/el"), 3);
+    cJSON *gone = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"el-2\","
+                              "\"uid\":\"u-el-2\",\"resourceVersion\":\"9999\"}}");
+    assert_non_null(gone);
+    assert_int_equal(kcache_pod_event(f->d.cache, gone, true), 0);
+    cJSON_Delete(gone);
+    record_at(f, NOW + 1000);
+    assert_int_equal(job_gpus(f, "ml/el"), 2);
+    assert_int_equal(ledger_q(f), others + 2);
+    record_at(f, NOW + 2000); /* and it stays so */
+    assert_int_equal(ledger_q(f), others + 2);
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&f->d.jobs);
+    store_close(f->d.db);
+    f->d.db = NULL;
+    unlink(path);
+    rmdir(dir);
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -541,6 +613,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(join_counts_from_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(join_asks_for_a_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(ledger_follows_members_that_leave, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

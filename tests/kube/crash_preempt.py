@@ -1,0 +1,197 @@
+"""tests/kube/crash_preempt.py: the gang invariant of `gangsched run` through crashes and
+fail-overs in the middle of preemptions, against the strict fake API server.
+
+Owns the preemption soak. At each point low-priority gangs fill 6 nodes of 8 GPUs (rigid ones
+and elastic ones, minMember below their members, which may lose members alone), then one or two
+gangs of priority 100 arrive that fit only by preempting. The queue of the point either evicts
+at once or asks for a checkpoint first (`checkpointGrace` 1 s; half the victims answer it on
+their PodGroup, the others let the deadline pass). The server holds about a third of the
+evictions and a quarter of the preemptors' Bindings (fault `hold`: applied whenever released,
+as kube-apiserver finishes a write whose client went away), the leader is SIGKILLed after a
+random 0 to 1.5 s, and a new leader starts on the same database or (fail-over) on an empty one;
+the held requests are released before it starts or after its recovery. The preemptors' pods are
+recreated when gone (their controller's part: a new leader tears down a gang left partly bound). Once settled, as
+crash.py checks: no gang with live bound members below its minMember, no pod bound twice, no
+node over its GPUs and no GPU index shared, `gangsched store check` clean, the GPU ledger equal
+to the running gangs' GPUs; and, what a crash must not stop, every preemptor bound whole within
+30 s (no victim left marked as being evicted, no hold left on nodes nobody frees).
+Usage: crash_preempt.py --points N [--seed S]. Every wait is bounded.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import crash  # noqa: E402
+import e2e  # noqa: E402
+from crash import all_pods, judge, live_bound  # noqa: E402
+from e2e import bad, check, wait_for  # noqa: E402
+
+CONFIG = """apiVersion: gangsched.io/v1alpha1
+kind: SchedulerConfig
+queues:
+  - name: now
+    preemption: {withinQueue: LowerPriority}
+  - name: ckpt
+    preemption: {withinQueue: LowerPriority, checkpointGrace: 1s}
+"""
+PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+NS = "/api/v1/namespaces/default"
+CAPACITY = len(crash.NODES) * crash.GPUS
+
+
+def gang(c, name, queue, n, min_member, gpus, priority):
+    path, pg = e2e.podgroup(name, min_member, queue=queue)
+    c.post(path, pg)
+    for k in range(n):
+        c.post(NS + "/pods", e2e.with_priority(c, e2e.pod("%s-%d" % (name, k), name, gpus),
+                                               priority))
+
+
+def bound_of(c, name):
+    return [p for p in all_pods(c) if p["metadata"]["name"].startswith(name + "-") and
+            live_bound(p)]
+
+
+def fill(c, rnd, i, queue):
+    """Low-priority gangs of at most the cluster's GPUs, rigid or elastic; returns
+    {gang: minMember} once every one is bound (or 15 s passed: those that did not fit wait)."""
+    mins, used, shapes = {}, 0, []
+    while used < CAPACITY - 4:
+        gpus = rnd.choice([2, 4, 8])
+        n = rnd.randint(1, 4)
+        if used + n * gpus > CAPACITY:
+            continue
+        elastic = n > 1 and rnd.random() < 0.5
+        shapes.append((n, rnd.randint(1, n - 1) if elastic else n, gpus))
+        used += n * gpus
+    for g, (n, m, gpus) in enumerate(shapes):
+        name = "lo%d-%d" % (i, g)
+        mins[name] = m
+        gang(c, name, queue, n, m, gpus, 0)
+    total = sum(n for n, _, _ in shapes)
+    wait_for(lambda: sum(len(bound_of(c, g)) for g in mins) == total, 15, 0.2)
+    return mins
+
+
+def answer(c, rnd):
+    """Half the victims asked for a checkpoint answer it (after the request, on the PodGroup);
+    the others let the deadline pass."""
+    st, pgs, _ = c.get(PG)
+    for g in pgs.get("items", []) if st == 200 else []:
+        ann = g["metadata"].get("annotations") or {}
+        asked = ann.get("gangsched.io/checkpoint-requested")
+        if asked and "gangsched.io/last-checkpoint" not in ann and rnd.random() < 0.5:
+            c.patch(PG + "/" + g["metadata"]["name"], {"metadata": {"annotations": {
+                "gangsched.io/last-checkpoint": e2e.rfc3339(e2e.parse_rfc3339(asked) + 0.2)}}},
+                "application/merge-patch+json")
+
+
+def point(cl, db, rnd, i, failover, summary):
+    c = cl.c
+    before = c.get("/_fake/stats")[1]
+    failed_before = e2e.failures
+    queue = rnd.choice(["now", "ckpt"])
+    mins = fill(c, rnd, i, queue)
+    faults = []
+    for name in mins:
+        for p in bound_of(c, name):
+            if rnd.random() < 0.35:
+                faults.append({"type": "hold", "path": "/pods/%s/eviction" %
+                               p["metadata"]["name"]})
+    highs, shapes = {}, {}
+    for h in range(rnd.randint(1, 2)):
+        name = "hi%d-%d" % (i, h)
+        n, gpus = rnd.choice([(1, 8), (2, 4), (2, 8), (3, 4), (4, 2)])
+        highs[name], shapes[name] = n, gpus
+        for k in range(n):
+            if rnd.random() < 0.25:
+                faults.append({"type": "hold", "path": "/pods/%s-%d/binding" % (name, k)})
+    if faults:
+        c.post("/_fake/faults", faults)
+    for name, n in highs.items():
+        gang(c, name, queue, n, n, shapes[name], 100)
+    t_kill = rnd.uniform(0.0, 1.5)
+    t0 = time.time()
+    while time.time() - t0 < t_kill:
+        if queue == "ckpt":
+            answer(c, rnd)
+        time.sleep(0.1)
+    cl.kill_and_release()
+    c.delete("/_fake/faults")  # the rules that caught nothing yet go (crash.py's reason)
+    early = rnd.random() < 0.5
+    if early:
+        c.post("/_fake/release", {})
+    new_db = db if not failover else cl.base_db + ".pfo-%d" % i
+    s = cl.start(new_db)
+    if not wait_for(s.leading, 20):
+        bad("preemption point %d: no new leader" % i)
+        return False, new_db
+    wait_for(lambda: "recovery:" in s.text(), 20)
+    if not early:
+        time.sleep(rnd.uniform(0.0, 0.5))
+        c.post("/_fake/release", {})
+    if queue == "ckpt":
+        answer(c, rnd)
+    label = "preemption point %d (%s, queue %s)" % (i, "fail-over" if failover else "same db",
+                                                    queue)
+    all_mins = dict(mins)
+    all_mins.update(highs)
+    judge(cl, new_db, all_mins, label, before)
+
+    def whole_now():
+        """The preemptors' controller (a Job's) recreates a member that is gone: a new leader
+        tears down a gang its predecessor left partly bound, and its pods come back."""
+        names = {p["metadata"]["name"] for p in all_pods(c)}
+        for h, n in highs.items():
+            for k in range(n):
+                if "%s-%d" % (h, k) not in names:
+                    c.post(NS + "/pods", e2e.with_priority(
+                        c, e2e.pod("%s-%d" % (h, k), h, shapes[h]), 100))
+        return all(len(bound_of(c, h)) == n for h, n in highs.items())
+    whole = wait_for(whole_now, 30, 0.3)
+    check(label + ": every preemptor is bound whole", whole,
+          json.dumps({h: len(bound_of(c, h)) for h in highs}) + " " + s.text()[-600:])
+    judge(cl, new_db, all_mins, label + " after the preemptors", before)
+    good = e2e.failures == failed_before  # any check of the point, the ledger's included
+    summary["points"] += 1
+    summary["failover" if failover else "same"] += 1
+    summary["held"] += len(faults)
+    summary["evictions"] += c.get("/_fake/stats")[1].get("evictions", 0) - \
+        before.get("evictions", 0)
+    summary["bad"] += 0 if good else 1
+    crash.cleanup(c)
+    return good, new_db
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--points", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    args = ap.parse_args()
+    kubeconfig, c = e2e.start_with_config(CONFIG, grace_cap="0.3")
+    cl = crash.Cluster(kubeconfig)
+    for n, rack in sorted(crash.NODES.items()):
+        c.post("/api/v1/nodes", e2e.node(n, rack, crash.GPUS))
+    db = cl.base_db = os.path.join(e2e.TMP, "gangsched.db")
+    s = cl.start(db)
+    check("the first scheduler becomes leader", wait_for(s.leading, 20))
+    rnd = random.Random(args.seed)
+    summary = {"points": 0, "same": 0, "failover": 0, "held": 0, "evictions": 0, "bad": 0}
+    t0 = time.time()
+    for i in range(args.points):
+        _, db = point(cl, db, rnd, i, i % 2 == 1, summary)
+    summary["seconds"] = round(time.time() - t0, 1)
+    summary["seed"] = args.seed
+    print("preemption soak: " + json.dumps(summary), flush=True)
+    check("preemption soak: zero points with a partial gang, a double bind, an over-full node "
+          "or a preemptor left unbound", summary["bad"] == 0, json.dumps(summary))
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)
