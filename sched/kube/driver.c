@@ -253,6 +253,34 @@ static void cycle_waiting(struct kcycle *c)
     }
 }
 
+/* New members of an elastic gang that the same cycle evicts whole at once do not join it: its
+ * run ends and they wait for the gang's next start, as the simulator withdraws them with the run
+ * (sim_elastic_withdraw; its sim_grow then finds the job no longer running). Their placement is
+ * dropped before anything is recorded or bound. Before, they were bound alone, and their job
+ * row, made pending by the eviction, was admitted again charged the evicted members' GPUs too.
+ * A victim asked to checkpoint first runs until its handshake ends: its new members join it, in
+ * both drivers, and go with it. */
+static void drop_joins_of_victims(struct kcycle *c)
+{
+    struct sched_result *res = &c->res;
+    uint32_t kept = 0;
+    for (uint32_t p = 0; p < res->n_placements; p++) {
+        const struct kgang *run = c->kb.gangs[res->placements[p].gang->id].run;
+        bool drop = false;
+        for (uint32_t e = 0; run && !drop && e < res->n_evictions; e++) {
+            const struct sched_eviction *ev = &res->evictions[e];
+            drop = !ev->pods && &c->kb.gangs[ev->victim->gang->id] == run &&
+                   !kdrv_ckpt_asks(run, c->cfg);
+        }
+        if (drop)
+            LOG_INFO(KDRV_MOD, "new members not joined: gang=%s (evicted whole this cycle)",
+                     run->key);
+        else
+            res->placements[kept++] = res->placements[p];
+    }
+    res->n_placements = kept;
+}
+
 /* The core's decisions (pure), then their record in one store transaction. */
 static int cycle_decide(struct kcycle *c)
 {
@@ -273,6 +301,7 @@ static int cycle_decide(struct kcycle *c)
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return -1;
     }
+    drop_joins_of_victims(c);
     /* the engine takes the reservations before the record: a placement on probation is
      * recorded with its promise, the first expected start the engine keeps */
     kdrv_holds_take(d, &c->kb, &c->res, c->now);

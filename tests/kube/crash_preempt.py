@@ -5,7 +5,8 @@ Owns the preemption soak. At each point low-priority gangs fill 6 nodes of 8 GPU
 and elastic ones, minMember below their members, which may lose members alone), then one or two
 gangs of priority 100 arrive that fit only by preempting. The queue of the point either evicts
 at once or asks for a checkpoint first (`checkpointGrace` 1 s; half the victims answer it on
-their PodGroup, the others let the deadline pass). The server holds about a third of the
+their PodGroup, the others let the deadline pass). Some elastic gangs get a member more at the
+same time, which joins them when there is room. The server holds about a third of the
 evictions and a quarter of the preemptors' Bindings (fault `hold`: applied whenever released,
 as kube-apiserver finishes a write whose client went away), the leader is SIGKILLed after a
 random 0 to 1.5 s, and a new leader starts on the same database or (fail-over) on an empty one;
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import sys
 import time
 
@@ -59,7 +61,8 @@ def bound_of(c, name):
 
 def fill(c, rnd, i, queue):
     """Low-priority gangs of at most the cluster's GPUs, rigid or elastic; returns
-    {gang: minMember} once every one is bound (or 15 s passed: those that did not fit wait)."""
+    {gang: minMember} and the elastic ones {gang: (members, GPUs each)} once every one is bound
+    (or 15 s passed: those that did not fit wait)."""
     mins, used, shapes = {}, 0, []
     while used < CAPACITY - 4:
         gpus = rnd.choice([2, 4, 8])
@@ -75,7 +78,7 @@ def fill(c, rnd, i, queue):
         gang(c, name, queue, n, m, gpus, 0)
     total = sum(n for n, _, _ in shapes)
     wait_for(lambda: sum(len(bound_of(c, g)) for g in mins) == total, 15, 0.2)
-    return mins
+    return mins, {"lo%d-%d" % (i, g): (n, gpus) for g, (n, m, gpus) in enumerate(shapes) if m < n}
 
 
 def answer(c, rnd):
@@ -96,7 +99,7 @@ def point(cl, db, rnd, i, failover, summary):
     before = c.get("/_fake/stats")[1]
     failed_before = e2e.failures
     queue = rnd.choice(["now", "ckpt"])
-    mins = fill(c, rnd, i, queue)
+    mins, elastic = fill(c, rnd, i, queue)
     faults = []
     for name in mins:
         for p in bound_of(c, name):
@@ -111,10 +114,18 @@ def point(cl, db, rnd, i, failover, summary):
         for k in range(n):
             if rnd.random() < 0.25:
                 faults.append({"type": "hold", "path": "/pods/%s-%d/binding" % (name, k)})
+    joins = [name for name in sorted(elastic) if rnd.random() < 0.4]
+    for name in joins:
+        if rnd.random() < 0.25:
+            faults.append({"type": "hold", "path": "/pods/%s-%d/binding" % (name,
+                                                                           elastic[name][0])})
     if faults:
         c.post("/_fake/faults", faults)
     for name, n in highs.items():
         gang(c, name, queue, n, n, shapes[name], 100)
+    for name in joins:  # a member more: it joins the running gang when there is room
+        n, gpus = elastic[name]
+        c.post(NS + "/pods", e2e.pod("%s-%d" % (name, n), name, gpus))
     t_kill = rnd.uniform(0.0, 1.5)
     t0 = time.time()
     while time.time() - t0 < t_kill:
@@ -168,6 +179,57 @@ def point(cl, db, rnd, i, failover, summary):
     return good, new_db
 
 
+def pinned(c, name, gpus, priority, node, group=None, min_member=1):
+    """A gang (or, with group, a member of that running gang) of one pod on node."""
+    if not group:
+        path, pg = e2e.podgroup(name, min_member, queue="now")
+        c.post(path, pg)
+    body = e2e.with_priority(c, e2e.pod(name + "-0" if not group else name, group or name,
+                                        gpus), priority)
+    body["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    c.post(NS + "/pods", body)
+
+
+def join_of_victim(cl, db):
+    """The same cycle evicts an elastic gang whole and has room for its new member elsewhere:
+    the member does not join the gang that goes (the simulator withdraws it with the run); it
+    starts afterwards as the gang's next run. Before, it was bound as a join, and the job row,
+    made pending by the eviction, was admitted again charged the evicted members' GPUs too (the
+    ledger 4 GPUs over the running gangs; found by the soak below)."""
+    c, s = cl.c, cl.sched
+    for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):  # out of the way
+        pinned(c, "wall%d" % k, 8, 100, n)
+    gang(c, "el", "now", 2, 1, 2, 0)  # gpu-1 (packed on the first node free)
+    wait_for(lambda: len(bound_of(c, "el")) == 2 and len(bound_of(c, "wall%d" % 3)) == 1, 20)
+    node = bound_of(c, "el")[0]["spec"]["nodeName"]
+    other = "gpu-2" if node == "gpu-1" else "gpu-1"
+    pinned(c, "f1", 4, 50, node)
+    pinned(c, "f2", 6, 100, other)  # equal to the preemptor's: never its victim
+    check("set-up: el on %s with a 4-GPU gang, 6 of %s's GPUs taken" % (node, other),
+          wait_for(lambda: len(bound_of(c, "el")) == 2 and bound_of(c, "f1") and
+                   bound_of(c, "f2"), 20))
+    s.p.send_signal(signal.SIGSTOP)  # both arrive for one cycle
+    c.post(NS + "/pods", e2e.pod("el-2", "el", 2))
+    gang(c, "hi", "now", 1, 1, 8, 100)
+    time.sleep(0.3)
+    s.p.send_signal(signal.SIGCONT)
+    check("the preemptor is bound on %s" % node,
+          wait_for(lambda: [p for p in bound_of(c, "hi") if p["spec"]["nodeName"] == node], 20))
+    check("the same cycle evicted el whole and did not join its new member to it",
+          wait_for(lambda: "new members not joined: gang=default/el" in s.text(), 5),
+          s.text()[-1500:])
+    check("the new member starts as el's next run, on %s" % other,
+          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, "el")] == ["el-2"], 20))
+    check("el's job row is charged its 2 GPUs and the ledger equals the running gangs",
+          wait_for(lambda: crash.ledger_gpus(db) == crash.running_gpus(c) and
+                   (e2e.job(s.url(), "el") or {}).get("gpus") == 2, 10),
+          "ledger %s, running %d, row %s" % (crash.ledger_gpus(db), crash.running_gpus(c),
+                                             json.dumps(e2e.job(s.url(), "el"))))
+    good, text = crash.store_check(db)
+    check("store check passes", good, text[-300:])
+    crash.cleanup(c)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=4)
@@ -180,6 +242,7 @@ def main():
     db = cl.base_db = os.path.join(e2e.TMP, "gangsched.db")
     s = cl.start(db)
     check("the first scheduler becomes leader", wait_for(s.leading, 20))
+    join_of_victim(cl, db)
     rnd = random.Random(args.seed)
     summary = {"points": 0, "same": 0, "failover": 0, "held": 0, "evictions": 0, "bad": 0}
     t0 = time.time()
