@@ -315,6 +315,29 @@ def touched_before_binding(cl, db):
     cleanup(c)
 
 
+def next_leader(cl, db, rnd, failover, suffix, what):
+    """Kills the leader and starts the next one, on db or (failover) on the empty base_db +
+    suffix; the held requests land before it starts (half the time) or after its recovery.
+    Returns it and its database ((None, database) when none leads)."""
+    cl.kill_and_release()
+    # the rules that caught nothing yet go: the held requests are the dead leader's only (a
+    # rule left would hold the new leader's own Binding until its client times out)
+    cl.c.delete("/_fake/faults")
+    early = rnd.random() < 0.5
+    if early:  # the held requests land before the next leader starts
+        cl.c.post("/_fake/release", {})
+    new_db = db if not failover else cl.base_db + suffix
+    s = cl.start(new_db)
+    if not wait_for(s.leading, 20):
+        bad("%s: no new leader" % what)
+        return None, new_db
+    wait_for(lambda: "recovery:" in s.text(), 20)
+    if not early:
+        time.sleep(rnd.uniform(0.0, 0.5))
+        cl.c.post("/_fake/release", {})
+    return s, new_db
+
+
 def soak_point(cl, db, rnd, i, failover, summary):
     """One kill point: gangs created, some Bindings held, the leader killed after a random
     delay, a new leader on the same or an empty database, held Bindings released early or
@@ -334,22 +357,9 @@ def soak_point(cl, db, rnd, i, failover, summary):
     if faults:
         c.post("/_fake/faults", faults)
     time.sleep(rnd.uniform(0.0, 0.8))
-    cl.kill_and_release()
-    # the rules that caught nothing yet go: the held Bindings are the dead leader's only (a
-    # rule left would hold the new leader's own Binding until its client times out)
-    c.delete("/_fake/faults")
-    early = rnd.random() < 0.5
-    if early:  # the held Bindings land before the next leader starts
-        c.post("/_fake/release", {})
-    new_db = db if not failover else cl.base_db + ".fo-%d" % i
-    s = cl.start(new_db)
-    if not wait_for(s.leading, 20):
-        bad("soak point %d: no new leader" % i)
+    s, new_db = next_leader(cl, db, rnd, failover, ".fo-%d" % i, "soak point %d" % i)
+    if not s:
         return False, new_db
-    wait_for(lambda: "recovery:" in s.text(), 20)
-    if not early:
-        time.sleep(rnd.uniform(0.0, 0.5))
-        c.post("/_fake/release", {})
     label = "soak point %d (%s)" % (i, "fail-over" if failover else "same db")
     good = judge(cl, new_db, mins, label, before)
     summary["points"] += 1

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import crash  # noqa: E402
 import e2e  # noqa: E402
 from crash import all_pods, judge, live_bound  # noqa: E402
-from e2e import bad, check, wait_for  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
 
 CONFIG = """apiVersion: gangsched.io/v1alpha1
 kind: SchedulerConfig
@@ -135,20 +135,10 @@ def point(cl, db, rnd, i, failover, summary):
         if queue == "ckpt":
             answer(c, rnd)
         time.sleep(0.1)
-    cl.kill_and_release()
-    c.delete("/_fake/faults")  # the rules that caught nothing yet go (crash.py's reason)
-    early = rnd.random() < 0.5
-    if early:
-        c.post("/_fake/release", {})
-    new_db = db if not failover else cl.base_db + ".pfo-%d" % i
-    s = cl.start(new_db)
-    if not wait_for(s.leading, 20):
-        bad("preemption point %d: no new leader" % i)
+    s, new_db = crash.next_leader(cl, db, rnd, failover, ".pfo-%d" % i,
+                                  "preemption point %d" % i)
+    if not s:
         return False, new_db
-    wait_for(lambda: "recovery:" in s.text(), 20)
-    if not early:
-        time.sleep(rnd.uniform(0.0, 0.5))
-        c.post("/_fake/release", {})
     if queue == "ckpt":
         answer(c, rnd)
     label = "preemption point %d (%s, queue %s)" % (i, "fail-over" if failover else "same db",
@@ -200,39 +190,53 @@ def join_of_victim(cl, db):
     the member does not join the gang that goes (the simulator withdraws it with the run); it
     starts afterwards as the gang's next run. Before, it was bound as a join, and the job row,
     made pending by the eviction, was admitted again charged the evicted members' GPUs too (the
-    ledger 4 GPUs over the running gangs; found by the soak below)."""
+    ledger 4 GPUs over the running gangs; found by the soak below). The daemon is stopped
+    (SIGSTOP) while the member and the preemptor arrive, so that one cycle sees both; on a
+    loaded machine it may still see the member first (it joins, then the gang goes whole): the
+    books are checked then too, and the scenario is tried again, up to 4 times."""
     c, s = cl.c, cl.sched
-    for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):  # out of the way
-        pinned(c, "wall%d" % k, 8, 100, n)
-    gang(c, "el", "now", 2, 1, 2, 0)  # gpu-1 (packed on the first node free)
-    wait_for(lambda: len(bound_of(c, "el")) == 2 and len(bound_of(c, "wall%d" % 3)) == 1, 20)
-    node = bound_of(c, "el")[0]["spec"]["nodeName"]
-    other = "gpu-2" if node == "gpu-1" else "gpu-1"
-    pinned(c, "f1", 4, 50, node)
-    pinned(c, "f2", 6, 100, other)  # equal to the preemptor's: never its victim
-    check("set-up: el on %s with a 4-GPU gang, 6 of %s's GPUs taken" % (node, other),
-          wait_for(lambda: len(bound_of(c, "el")) == 2 and bound_of(c, "f1") and
-                   bound_of(c, "f2"), 20))
-    s.p.send_signal(signal.SIGSTOP)  # both arrive for one cycle
-    c.post(NS + "/pods", e2e.pod("el-2", "el", 2))
-    gang(c, "hi", "now", 1, 1, 8, 100)
-    time.sleep(0.3)
-    s.p.send_signal(signal.SIGCONT)
-    check("the preemptor is bound on %s" % node,
-          wait_for(lambda: [p for p in bound_of(c, "hi") if p["spec"]["nodeName"] == node], 20))
-    check("the same cycle evicted el whole and did not join its new member to it",
-          wait_for(lambda: "new members not joined: gang=default/el" in s.text(), 5),
-          s.text()[-1500:])
-    check("the new member starts as el's next run, on %s" % other,
-          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, "el")] == ["el-2"], 20))
-    check("el's job row is charged its 2 GPUs and the ledger equals the running gangs",
-          wait_for(lambda: crash.ledger_gpus(db) == crash.running_gpus(c) and
-                   (e2e.job(s.url(), "el") or {}).get("gpus") == 2, 10),
-          "ledger %s, running %d, row %s" % (crash.ledger_gpus(db), crash.running_gpus(c),
-                                             json.dumps(e2e.job(s.url(), "el"))))
-    good, text = crash.store_check(db)
-    check("store check passes", good, text[-300:])
-    crash.cleanup(c)
+    for a in range(4):
+        el, hi = "el%d" % a, "hi%d" % a
+        for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):  # out of the way
+            pinned(c, "wall%d-%d" % (a, k), 8, 100, n)
+        gang(c, el, "now", 2, 1, 2, 0)  # packed on gpu-1 or gpu-2
+        wait_for(lambda: len(bound_of(c, el)) == 2 and
+                 len(bound_of(c, "wall%d-3" % a)) == 1, 20)
+        node = bound_of(c, el)[0]["spec"]["nodeName"]
+        other = "gpu-2" if node == "gpu-1" else "gpu-1"
+        pinned(c, "f1-%d" % a, 4, 50, node)
+        pinned(c, "f2-%d" % a, 6, 100, other)  # equal to the preemptor's: never its victim
+        check("set-up %d: %s on %s with a 4-GPU gang, 6 of %s's GPUs taken" % (a, el, node,
+                                                                               other),
+              wait_for(lambda: len(bound_of(c, el)) == 2 and bound_of(c, "f1-%d" % a) and
+                       bound_of(c, "f2-%d" % a), 20))
+        s.p.send_signal(signal.SIGSTOP)
+        c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
+        gang(c, hi, "now", 1, 1, 8, 100)
+        time.sleep(0.3)
+        s.p.send_signal(signal.SIGCONT)
+        check("the preemptor is bound on %s" % node,
+              wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node],
+                       20))
+        same = wait_for(lambda: "new members not joined: gang=default/%s" % el in s.text(), 3)
+        if same:
+            check("the same cycle evicted %s whole and did not join its new member to it" % el,
+                  True)
+            check("the new member starts as %s's next run, on %s" % (el, other),
+                  wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] ==
+                           [el + "-2"], 20))
+        check("attempt %d: %s's job row and the ledger equal its running members" % (a, el),
+              wait_for(lambda: crash.ledger_gpus(db) == crash.running_gpus(c) and
+                       (e2e.job(s.url(), el) or {}).get("gpus") ==
+                       sum(crash.gpus_of(p) for p in bound_of(c, el)), 10),
+              "ledger %s, running %d, row %s" % (crash.ledger_gpus(db), crash.running_gpus(c),
+                                                 json.dumps(e2e.job(s.url(), el))))
+        good = wait_for(lambda: crash.store_check(db)[0], 10, 0.5)
+        check("attempt %d: store check passes" % a, good, crash.store_check(db)[1][-300:])
+        crash.cleanup(c)
+        if same:
+            return
+    check("the member and the preemptor reached one cycle in one of 4 attempts", False)
 
 
 def main():
