@@ -114,15 +114,8 @@ static int sync_members(struct kdrv *d, const struct kgang *kg, struct sched_err
         keys[i] = kg->members[i]->key;
     uint32_t gone = 0;
     int rc = store_placement_keep(d->db, kg->key, keys, kg->gang.n_pods, &gone, eb);
-    const struct kjob *j = strmap_get(&d->jobs, kg->key);
-    struct store_job cur; /* borrowed strings: read after the call above */
-    if (rc == 0 && gone > 0 && j && j->gpus != kg->gang.gpus)
-        rc = kdrv_record_shrunk(d, kg->key, kg->gang.gpus, eb); /* replaces j */
-    else if (rc == 0 && gone > 0 && store_job_get(d->db, kg->key, &cur, NULL) == 0 &&
-             cur.state == STORE_JOB_RUNNING && cur.gpus != kg->gang.gpus) {
-        cur.gpus = kg->gang.gpus;
-        rc = store_job_upsert(d->db, &cur, eb);
-    }
+    if (rc == 0 && gone > 0) /* the charge (replacing its kjob) and the running row */
+        rc = kdrv_record_shrunk(d, kg->key, kg->gang.gpus, eb);
     return rc;
 }
 
@@ -337,9 +330,9 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
             /* its first cycle charged (members may have gone while no process ran), or
              * members of an elastic gang left and it runs on */
             if (j->pods == 0 || kg->gang.n_pods < j->pods)
-                rc = sync_members(d, kg, eb); /* a charge anew replaces j */
-            if (rc == 0 && (j = strmap_get(&d->jobs, kg->key)))
-                j->seen = true, j->pods = kg->gang.n_pods;
+                rc = sync_members(d, kg, eb);                   /* a charge anew replaces j */
+            if (rc == 0 && (j = strmap_get(&d->jobs, kg->key))) /* a new one is seen too */
+                j->pods = kg->gang.n_pods;
             continue;
         }
         struct eng_job ej = eng_job(d->eng, kdrv_gang_id(d, kg->key));
