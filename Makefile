@@ -266,7 +266,7 @@ fairness-figures: all
 soak: all $(TOOLS)
 	GANGSCHED_CRASH_POINTS=$${POINTS:-150} BUILD=$(BUILD) BIN=$(BIN) sh tests/sim/sim_crash.sh
 	BIN=$(BIN) timeout 3600 python3 tests/kube/crash.py --skip-defects --points $${KUBE_POINTS:-200}
-	BIN=$(BIN) timeout 3600 python3 tests/kube/crash_preempt.py --joins --points $${KUBE_POINTS:-200}
+	BIN=$(BIN) timeout 3600 python3 tests/kube/crash_preempt.py --points $${KUBE_POINTS:-200}
 
 $(BUILD)/tests/bench: tests/bench/bench.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -60,6 +60,9 @@ struct sched_hold {
     const struct gang *gang;
     const uint32_t *nodes;
     uint32_t n_nodes;
+    /* a preemptor hold that may lack capacity its plan counted on (eng_hold.replan): it waits
+     * only while gangs on its nodes are being evicted, then its gang plans again (preempt.c) */
+    bool replan;
 };
 
 /* GPUs of a running pod and when they are expected back (start planner). A GPU that several

@@ -910,6 +910,23 @@ static int commit_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q,
     return 0;
 }
 
+/* Whether the victims of hold h are still leaving: a running gang being evicted (r->evicting)
+ * has a pod on one of its nodes. A hold marked replan (restored by a new leader from the
+ * handshakes it resumed, without what else the plan counted on) waits only for those: then its
+ * preemptor plans again, its held nodes counted as its own. A scan of the running gangs per
+ * such hold (rare). */
+static bool hold_leaving(const struct sched_snapshot *snap, const struct sched_hold *h)
+{
+    for (uint32_t i = 0; i < snap->n_running; i++) {
+        const struct sched_running *r = &snap->running[i];
+        for (uint32_t p = 0; r->evicting && p < r->gang->n_pods; p++)
+            for (uint32_t k = 0; k < h->n_nodes; k++)
+                if (r->pods[p].node == h->nodes[k])
+                    return true;
+    }
+    return false;
+}
+
 int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned)
@@ -919,7 +936,8 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     if (!snap->policy->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
     for (uint32_t h = 0; h < snap->n_holds; h++)
-        if (snap->holds[h].gang->id == g->id)
+        if (snap->holds[h].gang->id == g->id &&
+            (!snap->holds[h].replan || hold_leaving(snap, &snap->holds[h])))
             return 0; /* its victims are still leaving: wait for them, evict nobody else */
     if (!pc->by_queue && index_running(pc) != 0)
         return SCHED_ENOMEM;

@@ -281,6 +281,10 @@ struct eng_hold {
     uint32_t n_nodes;
     int64_t until_ms;    /* INT64_MAX: no end; hints: 0 */
     int64_t operator_id; /* > 0: an operator's reservation (the driver's id) */
+    /* a preemptor's hold restored by a new leader from the handshakes it resumed, which lacks
+     * what else the plan counted on: once the gangs leaving its nodes are gone, its preemptor
+     * plans again (sched_hold.replan) */
+    bool replan;
 };
 
 enum eng_hold_list {
@@ -302,6 +306,8 @@ int eng_hold_put(struct eng *e, enum eng_hold_list l, uint32_t g, const uint32_t
  * least until until_ms + limits.hold_ms, so that no second victim is taken for it meanwhile.
  * No hold: nothing. Returns 0. */
 int eng_hold_extend(struct eng *e, uint32_t g, int64_t until_ms);
+/* Marks g's preemptor hold (if any) replan (eng_hold.replan); a new plan's hold replaces it. */
+void eng_hold_replan(struct eng *e, uint32_t g);
 /* Drops g's preemptor holds (it started, or left). */
 void eng_hold_drop(struct eng *e, uint32_t g);
 

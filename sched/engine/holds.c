@@ -114,6 +114,14 @@ const struct eng_hold *eng_hold_at(const struct eng *e, enum eng_hold_list l, ui
     return i < e->holds[l].n ? &e->holds[l].v[i] : NULL;
 }
 
+void eng_hold_replan(struct eng *e, uint32_t g)
+{
+    struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
+    for (uint32_t h = 0; h < hv->n; h++)
+        if (hv->v[h].gang == g && hv->v[h].operator_id == 0)
+            hv->v[h].replan = true;
+}
+
 int eng_hold_extend(struct eng *e, uint32_t g, int64_t until_ms)
 {
     struct eng_hold_vec *hv = &e->holds[ENG_HOLDS];
@@ -269,7 +277,8 @@ static int fill(const struct eng_hold_vec *hv, bool holds, const struct eng_ids 
             }
             nodes = m;
         }
-        v[n++] = (struct sched_hold){.gang = g, .nodes = nodes, .n_nodes = nn};
+        v[n++] = (struct sched_hold){
+            .gang = g, .nodes = nodes, .n_nodes = nn, .replan = holds && eh->replan};
     }
     *out = v;
     *n_out = n;

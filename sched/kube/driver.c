@@ -259,7 +259,9 @@ static void cycle_waiting(struct kcycle *c)
  * dropped before anything is recorded or bound. Before, they were bound alone, and their job
  * row, made pending by the eviction, was admitted again charged the evicted members' GPUs too.
  * A victim asked to checkpoint first runs until its handshake ends: its new members join it, in
- * both drivers, and go with it. */
+ * both drivers, and go with it. Gangs torn down before this cycle's decisions (an earlier
+ * eviction, a handshake that ended) had their new members kept from the core
+ * (kdrv_views_schedulable). */
 static void drop_joins_of_victims(struct kcycle *c)
 {
     struct sched_result *res = &c->res;
@@ -398,6 +400,7 @@ static void run_cycle(struct kdrv *d)
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
         kdrv_shrink_step(d, &c.kb, c.now);
+        kdrv_views_schedulable(d, &c.kb, c.now, "its checkpoint handshake ended this cycle");
         kdrv_promise_restore(d, &c.kb);
         kdrv_holds_offer(d, &c.kb, c.now);
         c.decided = cycle_decide(&c) == 0;

@@ -204,8 +204,11 @@ static int find_pre(void *ctx, const struct store_preemption *p)
 }
 
 /* The preemptor pre's hold, as kdrv_ckpt_request left it: the victim's nodes (added to those of
- * its other victims resumed) until the deadline plus the hold (eng_hold_extend). The capacity
- * its placement counted on besides its victims' is not held again. */
+ * its other victims resumed) until the deadline plus the hold (eng_hold_extend). What its plan
+ * counted on besides the victims resumed is not held again (free GPUs at the decision, victims
+ * gone before the restart, members asked to leave alone, whose requests are not resumed): the
+ * hold is marked replan, it waits only while the gangs on its nodes leave, then the preemptor
+ * plans for what is missing (preempt.c, hold_leaving). */
 static void restore_hold(struct kdrv *d, uint32_t pre, const struct sched_running *run,
                          int64_t until)
 {
@@ -228,10 +231,12 @@ static void restore_hold(struct kdrv *d, uint32_t pre, const struct sched_runnin
         if (k == n)
             nodes[n++] = e;
     }
-    if (eng_hold_put(d->eng, ENG_HOLDS, pre, nodes, n, until) != 0)
+    if (eng_hold_put(d->eng, ENG_HOLDS, pre, nodes, n, until) != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory restoring the hold of a preemptor");
-    else
-        eng_hold_extend(d->eng, pre, until);
+        return;
+    }
+    eng_hold_extend(d->eng, pre, until);
+    eng_hold_replan(d->eng, pre);
 }
 
 /* The request with a deadline after it that kg shows where kdrv_ckpt_where writes it: on its

@@ -577,6 +577,14 @@ int64_t kdrv_clock_check(struct kdrv *d);
  * that gave up kept out of the queues. */
 int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct config *cfg,
                         int64_t now, struct sched_errbuf *eb);
+/* Pending gangs the engine does not schedule leave the queues' views (eng_job_schedulable): gave
+ * up (FAILED: their status says so), backing off, or torn down (TEARING: the new members of a
+ * gang being evicted or rolled back wait for its next run, a decision row says so). The
+ * lifecycle step calls it, and the cycle again before its decisions: a checkpoint handshake that
+ * ends in between (kdrv_ckpt_step) tears its gang down, whose new members must not join it.
+ * since: what tore gangs down since the last call (logged with each such gang), or NULL. */
+void kdrv_views_schedulable(struct kdrv *d, struct kcache_build *kb, int64_t now,
+                            const char *since);
 
 /* ---- driver_record.c ---- */
 

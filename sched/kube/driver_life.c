@@ -476,24 +476,58 @@ int kdrv_lifecycle_step(struct kdrv *d, struct kcache_build *kb, const struct co
             return rc;
         }
     }
+    /* a gang torn down (evicted whole, its start rolled back) whose pods are not gone yet is
+     * leaving, whether or not the API shows them deleted yet (evictions in flight): no victim
+     * again, and its preemptor waits for it (preempt.c, hold_leaving) */
+    for (uint32_t i = 0; i < kb->n_running; i++) {
+        uint32_t g = ids->gang[kb->running[i].gang->id];
+        if (g != ENG_NONE && eng_job_state(d->eng, g) == ENG_JOB_TEARING)
+            kb->running[i].evicting = true;
+    }
+    kdrv_views_schedulable(d, kb, now, NULL);
+    return 0;
+}
+
+/* A decision row for the new members of a gang being torn down: without it the newest row of
+ * its job (pending again) would still say "placed" while they wait. Once per reason (the store
+ * keeps one row per change). */
+static void record_torn_down(struct kdrv *d, const struct kgang *kg, int64_t now)
+{
+    struct store_decision dec = {
+        .cycle = d->cycle,
+        .ts_ms = now,
+        .gang = kg->key,
+        .why = STORE_WHY_WAITING,
+        .reason = "waiting: the gang is being torn down (evicted, or its start rolled back); "
+                  "its pending members start with its next run (WaitingForTeardown)"};
+    struct sched_errbuf eb;
+    if (d->leading && d->db && store_decision_add(d->db, &dec, &eb) != 0)
+        LOG_WARN(KDRV_MOD, "cannot record waiting gang %s: %s", kg->key, eb.msg);
+}
+
+void kdrv_views_schedulable(struct kdrv *d, struct kcache_build *kb, int64_t now, const char *since)
+{
+    const struct kids *ids = d->ids;
     for (uint32_t q = 0; q < kb->snap.n_queues; q++) {
         struct sched_queue_view *v = &kb->views[q];
         uint32_t keep = 0;
         for (uint32_t i = 0; i < v->n_pending; i++) {
             const struct kgang *kg = &kb->gangs[v->pending[i]->id];
             uint32_t g = ids->gang[v->pending[i]->id];
-            if (!eng_job_schedulable(d->eng, g)) { /* gave up (FAILED), or torn down */
-                if (eng_job_state(d->eng, g) == ENG_JOB_FAILED)
-                    kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning",
-                                     "RetryBudgetExhausted",
-                                     "the gang used up its retry budget; delete and recreate it "
-                                     "to try again",
-                                     false);
-                continue;
+            enum eng_state st = eng_job_state(d->eng, g);
+            if (eng_job_schedulable(d->eng, g)) {
+                ((const struct gang **)v->pending)[keep++] = v->pending[i];
+            } else if (st == ENG_JOB_FAILED) {
+                kdrv_gang_status(d, kg->key, kg->pg, "Failed", "Warning", "RetryBudgetExhausted",
+                                 "the gang used up its retry budget; delete and recreate it "
+                                 "to try again",
+                                 false);
+            } else if (st == ENG_JOB_TEARING && kg->run) {
+                record_torn_down(d, kg, now);
+                if (since)
+                    LOG_INFO(KDRV_MOD, "new members not joined: gang=%s (%s)", kg->key, since);
             }
-            ((const struct gang **)v->pending)[keep++] = v->pending[i];
         }
         v->n_pending = keep;
     }
-    return 0;
 }

@@ -5,19 +5,20 @@ Owns the preemption soak. At each point low-priority gangs fill 6 nodes of 8 GPU
 and elastic ones, minMember below their members, which may lose members alone), then one or two
 gangs of priority 100 arrive that fit only by preempting. The queue of the point either evicts
 at once or asks for a checkpoint first (`checkpointGrace` 1 s; half the victims answer it on
-their PodGroup, the others let the deadline pass). With --joins (make soak), some elastic gangs
-get a member more at the same time, which joins them when there is room. The server holds about a third of the
-evictions and a quarter of the preemptors' Bindings (fault `hold`: applied whenever released,
-as kube-apiserver finishes a write whose client went away), the leader is SIGKILLed after a
-random 0 to 1.5 s, and a new leader starts on the same database or (fail-over) on an empty one;
-the held requests are released before it starts or after its recovery. The preemptors' pods are
-recreated when gone (their controller's part: a new leader tears down a gang left partly
-bound). Once settled, as crash.py checks: no gang with live bound members below its minMember, no pod bound twice, no
-node over its GPUs and no GPU index shared, `gangsched store check` clean (within 10 s: the
-placed pods of members evicted alone go a cycle after the pods), the GPU ledger equal to the
-running gangs' GPUs; and, what a crash must not stop, every preemptor bound whole within
-30 s (no victim left marked as being evicted, no hold left on nodes nobody frees).
-Usage: crash_preempt.py --points N [--seed S] [--joins]. Every wait is bounded.
+their PodGroup, the others let the deadline pass). Some elastic gangs get a member more at the
+same time, which joins them when there is room (unless they are being evicted whole). The server
+holds about a third of the evictions and a quarter of the preemptors' Bindings (fault `hold`:
+applied whenever released, as kube-apiserver finishes a write whose client went away), the
+leader is SIGKILLed after a random 0 to 1.5 s, and a new leader starts on the same database or
+(fail-over) on an empty one; the held requests are released before it starts or after its
+recovery. The preemptors' pods are recreated when gone (their controller's part: a new leader
+tears down a gang left partly bound). Once settled, as crash.py checks: no gang with live bound
+members below its minMember, no pod bound twice, no node over its GPUs and no GPU index shared,
+`gangsched store check` clean (within 10 s: the placed pods of members evicted alone go a cycle
+after the pods), the GPU ledger equal to the running gangs' GPUs; and, what a crash must not
+stop, every preemptor bound whole within 30 s (no victim left marked as being evicted, no hold
+left on nodes nobody frees).
+Usage: crash_preempt.py --points N [--seed S]. Every wait is bounded.
 """
 
 import argparse
@@ -45,8 +46,6 @@ queues:
 PG = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
 NS = "/api/v1/namespaces/default"
 CAPACITY = len(crash.NODES) * crash.GPUS
-JOINS = False  # --joins: elastic gangs get new members at the points (docs/daemon.md: an open
-#                defect shows on about 1 point in 60, so make test runs without them)
 
 
 def gang(c, name, queue, n, min_member, gpus, priority):
@@ -117,7 +116,7 @@ def point(cl, db, rnd, i, failover, summary):
         for k in range(n):
             if rnd.random() < 0.25:
                 faults.append({"type": "hold", "path": "/pods/%s-%d/binding" % (name, k)})
-    joins = [name for name in sorted(elastic) if JOINS and rnd.random() < 0.4]
+    joins = [name for name in sorted(elastic) if rnd.random() < 0.4]
     for name in joins:
         if rnd.random() < 0.25:
             faults.append({"type": "hold", "path": "/pods/%s-%d/binding" % (name,
@@ -161,7 +160,10 @@ def point(cl, db, rnd, i, failover, summary):
         return all(len(bound_of(c, h)) == n for h, n in highs.items())
     whole = wait_for(whole_now, 30, 0.3)
     check(label + ": every preemptor is bound whole", whole,
-          json.dumps({h: len(bound_of(c, h)) for h in highs}) + " " + s.text()[-600:])
+          json.dumps({h: len(bound_of(c, h)) for h in highs}) + " pods " +
+          json.dumps([(p["metadata"]["name"], p["spec"].get("nodeName"),
+                       p["status"].get("phase"), bool(p["metadata"].get("deletionTimestamp")))
+                      for p in all_pods(c)]) + " " + s.text()[-600:])
     judge(cl, new_db, all_mins, label + " after the preemptors", before)
     good = e2e.failures == failed_before  # any check of the point, the ledger's included
     summary["points"] += 1
@@ -174,15 +176,47 @@ def point(cl, db, rnd, i, failover, summary):
     return good, new_db
 
 
-def pinned(c, name, gpus, priority, node, group=None, min_member=1):
+def pinned(c, name, gpus, priority, node, group=None, min_member=1, queue="now"):
     """A gang (or, with group, a member of that running gang) of one pod on node."""
     if not group:
-        path, pg = e2e.podgroup(name, min_member, queue="now")
+        path, pg = e2e.podgroup(name, min_member, queue=queue)
         c.post(path, pg)
     body = e2e.with_priority(c, e2e.pod(name + "-0" if not group else name, group or name,
                                         gpus), priority)
     body["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     c.post(NS + "/pods", body)
+
+
+def victim_set_up(c, a, queue):
+    """An elastic gang el<a> of 2 pods (2 GPUs each) packed on gpu-1 or gpu-2 beside a 4-GPU gang,
+    6 of the other node's GPUs taken, gpu-3 to gpu-6 full: an 8-GPU preemptor fits only where
+    el<a> is, and el<a>'s new member only on the other node. Returns (el, hi, node, other)."""
+    el, hi = "el%d" % a, "hi%d" % a
+    for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):  # out of the way
+        pinned(c, "wall%d-%d" % (a, k), 8, 100, n)
+    gang(c, el, queue, 2, 1, 2, 0)  # packed on gpu-1 or gpu-2
+    wait_for(lambda: len(bound_of(c, el)) == 2 and len(bound_of(c, "wall%d-3" % a)) == 1, 20)
+    node = bound_of(c, el)[0]["spec"]["nodeName"]
+    other = "gpu-2" if node == "gpu-1" else "gpu-1"
+    pinned(c, "f1-%d" % a, 4, 50, node, queue=queue)  # a victim too (withinQueue)
+    pinned(c, "f2-%d" % a, 6, 100, other, queue=queue)  # equal to the preemptor's: never its victim
+    check("set-up %d: %s on %s with a 4-GPU gang, 6 of %s's GPUs taken" % (a, el, node, other),
+          wait_for(lambda: len(bound_of(c, el)) == 2 and bound_of(c, "f1-%d" % a) and
+                   bound_of(c, "f2-%d" % a), 20))
+    return el, hi, node, other
+
+
+def books_right(cl, db, el, label):
+    """el's job row and the ledger equal the running members, and store check passes."""
+    c, s = cl.c, cl.sched
+    check(label + ": %s's job row and the ledger equal its running members" % el,
+          wait_for(lambda: crash.ledger_gpus(db) == crash.running_gpus(c) and
+                   (e2e.job(s.url(), el) or {}).get("gpus") ==
+                   sum(crash.gpus_of(p) for p in bound_of(c, el)), 10),
+          "ledger %s, running %d, row %s" % (crash.ledger_gpus(db), crash.running_gpus(c),
+                                             json.dumps(e2e.job(s.url(), el))))
+    good = wait_for(lambda: crash.store_check(db)[0], 10, 0.5)
+    check(label + ": store check passes", good, crash.store_check(db)[1][-300:])
 
 
 def join_of_victim(cl, db):
@@ -196,20 +230,7 @@ def join_of_victim(cl, db):
     books are checked then too, and the scenario is tried again, up to 4 times."""
     c, s = cl.c, cl.sched
     for a in range(4):
-        el, hi = "el%d" % a, "hi%d" % a
-        for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):  # out of the way
-            pinned(c, "wall%d-%d" % (a, k), 8, 100, n)
-        gang(c, el, "now", 2, 1, 2, 0)  # packed on gpu-1 or gpu-2
-        wait_for(lambda: len(bound_of(c, el)) == 2 and
-                 len(bound_of(c, "wall%d-3" % a)) == 1, 20)
-        node = bound_of(c, el)[0]["spec"]["nodeName"]
-        other = "gpu-2" if node == "gpu-1" else "gpu-1"
-        pinned(c, "f1-%d" % a, 4, 50, node)
-        pinned(c, "f2-%d" % a, 6, 100, other)  # equal to the preemptor's: never its victim
-        check("set-up %d: %s on %s with a 4-GPU gang, 6 of %s's GPUs taken" % (a, el, node,
-                                                                               other),
-              wait_for(lambda: len(bound_of(c, el)) == 2 and bound_of(c, "f1-%d" % a) and
-                       bound_of(c, "f2-%d" % a), 20))
+        el, hi, node, other = victim_set_up(c, a, "now")
         s.p.send_signal(signal.SIGSTOP)
         c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
         gang(c, hi, "now", 1, 1, 8, 100)
@@ -225,28 +246,113 @@ def join_of_victim(cl, db):
             check("the new member starts as %s's next run, on %s" % (el, other),
                   wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] ==
                            [el + "-2"], 20))
-        check("attempt %d: %s's job row and the ledger equal its running members" % (a, el),
-              wait_for(lambda: crash.ledger_gpus(db) == crash.running_gpus(c) and
-                       (e2e.job(s.url(), el) or {}).get("gpus") ==
-                       sum(crash.gpus_of(p) for p in bound_of(c, el)), 10),
-              "ledger %s, running %d, row %s" % (crash.ledger_gpus(db), crash.running_gpus(c),
-                                                 json.dumps(e2e.job(s.url(), el))))
-        good = wait_for(lambda: crash.store_check(db)[0], 10, 0.5)
-        check("attempt %d: store check passes" % a, good, crash.store_check(db)[1][-300:])
+        books_right(cl, db, el, "attempt %d" % a)
         crash.cleanup(c)
         if same:
             return
     check("the member and the preemptor reached one cycle in one of 4 attempts", False)
 
 
+def join_at_resumed_handshake(cl, db):
+    """A victim asked to checkpoint answers as its leader dies; a new member of it arrives
+    meanwhile. The next leader resumes the handshake and ends it (answered) at its first cycle,
+    before its decisions, with the member in the same cycle's input: the member does not join
+    the gang that goes; it starts as the gang's next run. Before, it was bound as a join, and
+    the job row was left at the evicted members' GPUs with the member's (found by the soak with
+    its joining members: "running job: 4 GPUs, but its 1 placed pods hold 2")."""
+    c = cl.c
+    el, hi, node, other = victim_set_up(c, 4, "ckpt")
+    gang(c, hi, "ckpt", 1, 1, 8, 100)
+    check("%s is asked to checkpoint" % el,
+          wait_for(lambda: "gangsched.io/checkpoint-requested" in
+                   (c.get(PG + "/" + el)[1]["metadata"].get("annotations") or {}), 10))
+    cl.kill_and_release()
+    c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
+    ann = c.get(PG + "/" + el)[1]["metadata"]["annotations"]
+    c.patch(PG + "/" + el, {"metadata": {"annotations": {
+        "gangsched.io/last-checkpoint": e2e.rfc3339(e2e.parse_rfc3339(
+            ann["gangsched.io/checkpoint-requested"]) + 0.2)}}}, "application/merge-patch+json")
+    s = cl.start(db)
+    check("a new leader", wait_for(s.leading, 20))
+    check("the new leader ends the handshake and does not join the new member to %s" % el,
+          wait_for(lambda: "new members not joined: gang=default/%s (its checkpoint handshake "
+                   "ended this cycle)" % el in s.text(), 10), s.text()[-800:])
+    check("the new member starts as %s's next run, on %s" % (el, other),
+          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] == [el + "-2"], 20))
+    check("the preemptor is bound on %s" % node,
+          wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node], 20))
+    books_right(cl, db, el, "resumed handshake")
+    crash.cleanup(c)
+
+
+def join_of_torn_down(cl, db):
+    """A gang evicted whole by an earlier cycle whose pods are still there (the evictions held
+    by the API server, as a slow one has them): a new member arriving then waits for the
+    teardown, `gangctl jobs` says so, and it starts once the evicted pods are gone. Before, the
+    job's newest decision said "placed" meanwhile."""
+    c, s = cl.c, cl.sched
+    el, hi, node, other = victim_set_up(c, 9, "now")
+    c.post("/_fake/faults", [{"type": "hold", "path": "/pods/%s-%d/eviction" % (el, k)}
+                             for k in range(2)])
+    gang(c, hi, "now", 1, 1, 8, 100)
+    check("%s is evicted whole, its evictions held" % el,
+          wait_for(lambda: crash.held(c) == 2, 20), "held %d" % crash.held(c))
+    c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
+
+    def waits():
+        return "being torn down" in ((e2e.job(s.url(), el) or {}).get("reason") or "") and \
+            not c.get(NS + "/pods/" + el + "-2")[1]["spec"].get("nodeName")
+    check("its new member waits for the teardown, and the job says so (it does not join the "
+          "gang that goes)", wait_for(waits, 10), json.dumps(e2e.job(s.url(), el)))
+    c.post("/_fake/release", {})
+    check("once they are gone, the new member starts as %s's next run, on %s" % (el, other),
+          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] == [el + "-2"], 20))
+    check("the preemptor is bound on %s" % node,
+          wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node], 20))
+    books_right(cl, db, el, "torn down")
+    crash.cleanup(c)
+
+
+def replan_after_restart(cl, db):
+    """A preemptor's plan takes a whole gang W and one member of an elastic gang E, both asked
+    to checkpoint; the leader dies during the handshakes. The next leader resumes W's (and holds
+    W's node for the preemptor again) but not the member's (a gang asked for members runs on
+    whole: the preemptor plans again). Once W is gone the preemptor must plan for what is
+    missing, not wait on its hold. Before, the hold kept it from planning until the hold expired
+    (10 min): found by the soak."""
+    c = cl.c
+    for k, n in enumerate(["gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6"]):
+        pinned(c, "rwall-%d" % k, 8, 100, n, queue="ckpt")  # equal to the preemptor's
+    pinned(c, "rw", 4, 0, "gpu-1", queue="ckpt")
+    check("set-up: the walls and W run", wait_for(
+        lambda: len(bound_of(c, "rwall-4")) == 1 and len(bound_of(c, "rw")) == 1, 20))
+    gang(c, "re", "ckpt", 2, 1, 2, 0)  # elastic: only gpu-1 has room
+    check("set-up: E runs beside W on gpu-1", wait_for(lambda: len(bound_of(c, "re")) == 2, 20))
+    gang(c, "rp", "ckpt", 1, 1, 6, 100)
+
+    def asked():
+        ann = c.get(PG + "/rw")[1]["metadata"].get("annotations") or {}
+        return "gangsched.io/checkpoint-requested" in ann
+    check("W is asked to checkpoint", wait_for(asked, 10, 0.05))
+    cl.kill_and_release()
+    s = cl.start(db)
+    check("a new leader", wait_for(s.leading, 20))
+    check("it does not resume the member's request",
+          wait_for(lambda: "members of default/re not resumed" in s.text(), 10), s.text()[-600:])
+    check("the preemptor is bound once W is gone and it planned again",
+          wait_for(lambda: len(bound_of(c, "rp")) == 1, 30),
+          json.dumps([(p["metadata"]["name"], p["spec"].get("nodeName"))
+                      for p in all_pods(c)]) + " " + s.text()[-800:])
+    check("E runs on with one member", len(bound_of(c, "re")) == 1)
+    books_right(cl, db, "re", "replan")
+    crash.cleanup(c)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=4)
     ap.add_argument("--seed", type=int, default=int(time.time()))
-    ap.add_argument("--joins", action="store_true")
     args = ap.parse_args()
-    global JOINS
-    JOINS = args.joins
     kubeconfig, c = e2e.start_with_config(CONFIG, grace_cap="0.3")
     cl = crash.Cluster(kubeconfig)
     for n, rack in sorted(crash.NODES.items()):
@@ -255,6 +361,9 @@ def main():
     s = cl.start(db)
     check("the first scheduler becomes leader", wait_for(s.leading, 20))
     join_of_victim(cl, db)
+    join_at_resumed_handshake(cl, db)
+    replan_after_restart(cl, db)
+    join_of_torn_down(cl, db)
     rnd = random.Random(args.seed)
     summary = {"points": 0, "same": 0, "failover": 0, "held": 0, "evictions": 0, "bad": 0}
     t0 = time.time()

@@ -725,6 +725,46 @@ static void test_hold_extend(void **state)
     eng_free(e);
 }
 
+static const struct gang *core_by_id(void *ctx, uint32_t g, bool *pending)
+{
+    struct gang **byid = ctx;
+    *pending = true;
+    return g < 3 ? byid[g] : NULL;
+}
+
+/* A hold restored by a new leader is marked replan (eng_hold_replan) and the core's view says so;
+ * an operator's reservation never is; a new plan's hold replaces the mark. */
+static void test_hold_replan(void **state)
+{
+    (void)state;
+    struct eng *e = eng_new(NULL);
+    assert_non_null(e);
+    uint32_t n[] = {1};
+    assert_int_equal(eng_hold_preemptor(e, 1, n, 1, 0), 0);
+    assert_int_equal(eng_hold_operator(e, 7, 2, n, 1, INT64_MAX), 0);
+    eng_hold_replan(e, 1);
+    eng_hold_replan(e, 2); /* an operator's reservation: no mark */
+    eng_hold_replan(e, 3); /* no hold: nothing */
+    for (uint32_t h = 0; h < eng_hold_count(e, ENG_HOLDS); h++)
+        assert_int_equal(eng_hold_at(e, ENG_HOLDS, h)->replan,
+                         eng_hold_at(e, ENG_HOLDS, h)->gang == 1);
+    struct gang g1 = {.id = 1}, g2 = {.id = 2};
+    struct gang *byid[] = {NULL, &g1, &g2};
+    struct eng_ids ids = {.ctx = byid, .core_gang = core_by_id};
+    struct arena a;
+    arena_init(&a, 4096);
+    struct sched_snapshot snap = {0};
+    assert_int_equal(eng_holds_view(e, 1, &ids, &a, &snap), 0);
+    assert_int_equal(snap.n_holds, 2);
+    for (uint32_t h = 0; h < snap.n_holds; h++)
+        assert_int_equal(snap.holds[h].replan, snap.holds[h].gang == &g1);
+    assert_int_equal(eng_hold_preemptor(e, 1, n, 1, MN), 0); /* it planned again */
+    for (uint32_t h = 0; h < eng_hold_count(e, ENG_HOLDS); h++)
+        assert_false(eng_hold_at(e, ENG_HOLDS, h)->replan);
+    arena_fini(&a);
+    eng_free(e);
+}
+
 static void *failing_realloc(void *p, size_t n)
 {
     if (++n_alloc == fail_at)
@@ -1022,23 +1062,15 @@ static void test_forget_past_records(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_jobs),
-        cmocka_unit_test(test_tick_backoff),
-        cmocka_unit_test(test_node_ready),
-        cmocka_unit_test(test_strikes),
-        cmocka_unit_test(test_broken_strikes),
-        cmocka_unit_test(test_holds),
-        cmocka_unit_test(test_hold_put_order),
-        cmocka_unit_test(test_holds_mapped),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_oom_engine),
-        cmocka_unit_test(test_oom_names),
-        cmocka_unit_test(test_probation),
-        cmocka_unit_test(test_hold_extend),
-        cmocka_unit_test(test_ckpt_handshake),
-        cmocka_unit_test(test_jobs_forget),
-        cmocka_unit_test(test_names_churn),
-        cmocka_unit_test(test_forget_past_records),
+        cmocka_unit_test(test_jobs),           cmocka_unit_test(test_tick_backoff),
+        cmocka_unit_test(test_node_ready),     cmocka_unit_test(test_strikes),
+        cmocka_unit_test(test_broken_strikes), cmocka_unit_test(test_holds),
+        cmocka_unit_test(test_hold_put_order), cmocka_unit_test(test_holds_mapped),
+        cmocka_unit_test(test_names),          cmocka_unit_test(test_oom_engine),
+        cmocka_unit_test(test_oom_names),      cmocka_unit_test(test_probation),
+        cmocka_unit_test(test_hold_extend),    cmocka_unit_test(test_hold_replan),
+        cmocka_unit_test(test_ckpt_handshake), cmocka_unit_test(test_jobs_forget),
+        cmocka_unit_test(test_names_churn),    cmocka_unit_test(test_forget_past_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

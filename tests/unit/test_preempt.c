@@ -613,6 +613,61 @@ static void test_evicting_victims_are_waited_for(void **unused)
     world_free(w);
 }
 
+/* One of replan_cases: P's hold is on node 0, whose victim v0 (4 GPUs) is still leaving or
+ * gone; a 4-GPU gang a stays there; nodes 1 and 2 run 8-GPU gangs. */
+struct replan_case {
+    bool replan, leaving;
+    uint32_t evictions; /* expected */
+};
+
+static void test_replan_hold_plans_once_victims_gone(void **unused)
+{
+    (void)unused;
+    /* a hold waits for its victims; one marked replan (restored by a new leader, without what
+     * else its plan counted on) waits only while gangs on its nodes leave, then plans for what
+     * is missing: a, whose 4 GPUs with the 4 held make room on node 0 */
+    static const struct replan_case cases[] = {
+        {false, true, 0}, {true, true, 0}, {false, false, 0}, {true, false, 1}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct world *w = world("hgx:3", BIG);
+        uint32_t n0[] = {0}, n1[] = {1}, n2[] = {2};
+        if (cases[c].leaving)
+            run(w, gang(w, 0, 1, 4, 0, 0), n0, 0, 0)->evicting = true;
+        struct gang *a = gang(w, 0, 1, 4, 0, 0);
+        run(w, a, n0, 0, 0);
+        run(w, gang(w, 0, 1, 8, 0, 0), n1, 0, 0);
+        run(w, gang(w, 0, 1, 8, 0, 0), n2, 0, 0);
+        struct gang *p = gang(w, 0, 1, 8, 10, 100);
+        uint32_t held[] = {0};
+        struct sched_hold hold = {
+            .gang = p, .nodes = held, .n_nodes = 1, .replan = cases[c].replan};
+        for (uint32_t q = 0; q < 2; q++) {
+            w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
+            w->views[q] =
+                (struct sched_queue_view){.queue = &w->queues[q], .pending = w->pending[q]};
+        }
+        w->pending[0][0] = p;
+        w->views[0].n_pending = 1;
+        struct sched_snapshot snap = {.now_ms = 200000,
+                                      .cluster = w->c,
+                                      .state = w->state,
+                                      .queues = w->views,
+                                      .n_queues = 2,
+                                      .policy = sched_policy_find("gangsched"),
+                                      .config = w->cfg,
+                                      .usage = w->usage,
+                                      .running = w->running,
+                                      .n_running = w->n_running,
+                                      .holds = &hold,
+                                      .n_holds = 1};
+        assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+        assert_int_equal(w->res.n_evictions, cases[c].evictions);
+        if (cases[c].evictions)
+            assert_true(evicted(&w->res, a));
+        world_free(w);
+    }
+}
+
 static void test_equal_priority_no_loop(void **unused)
 {
     (void)unused;
@@ -969,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_preemptors_do_not_share_capacity),
         cmocka_unit_test(test_preemptor_hold_leaves_the_starvation_slot),
         cmocka_unit_test(test_evicting_victims_are_waited_for),
+        cmocka_unit_test(test_replan_hold_plans_once_victims_gone),
         cmocka_unit_test(test_equal_priority_no_loop),
         cmocka_unit_test(test_reclaim_stays_in_its_cohort_tree),
         cmocka_unit_test(test_quota_freed_outside_the_domain),
