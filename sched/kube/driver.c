@@ -396,6 +396,7 @@ static void run_cycle(struct kdrv *d)
     kdrv_owed_status(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);
     if (c.built) {
+        kdrv_evictions_retry(d, c.now);
         cycle_held_queues(&c);
         cycle_waiting(&c);
         kdrv_ckpt_step(d, &c.kb, c.now);
@@ -856,8 +857,9 @@ static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched
     if (!o->config_path || !o->db_path)
         return sched_fail(eb, SCHED_EINVAL, "--config and --db are required");
     d->loop = uv_default_loop();
-    struct strmap *maps[] = {&d->status, &d->owed,    &d->owed_ckpt, &d->owed_ckpt_pods, &d->jobs,
-                             &d->held,   &d->shrinks, &d->joining,   &d->restarts};
+    struct strmap *maps[] = {&d->status,   &d->owed,       &d->owed_ckpt, &d->owed_ckpt_pods,
+                             &d->jobs,     &d->held,       &d->shrinks,   &d->joining,
+                             &d->restarts, &d->evict_retry};
     for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
         strmap_init(maps[m]);
     d->metrics = http_metrics_new();
@@ -998,6 +1000,7 @@ static void kdrv_shutdown(struct kdrv *d)
     strmap_fini(&d->held);
     strmap_fini(&d->joining);
     kdrv_shrink_fini(d);
+    kdrv_evictions_fini(d);
     kdrv_eng_fini(d);
     kdrv_est_fini(d);
     eng_fair_free(d->fair);

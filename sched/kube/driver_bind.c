@@ -193,8 +193,11 @@ static void binds_finished(struct kdrv *d)
         http_metric_add_value(d->m_binds, failed_lbl, gb->n_failed);
         const char *outcome[] = {gb->n_failed == 0 ? "bound" : "rolled_back"};
         http_metric_add_value(d->m_gangs, outcome, 1);
+        /* members that joined a gang asked to checkpoint as a victim go with it: its handshake
+         * (the engine's TEARING state, in its grace) stays whatever their binds did */
+        bool victim = kdrv_job_in_grace(eng_job(d->eng, kdrv_gang_id(d, gb->gang)));
         if (gb->n_failed == 0) {
-            if (eng_job_bound(d->eng, kdrv_gang_id(d, gb->gang), now) != 0)
+            if (!victim && eng_job_bound(d->eng, kdrv_gang_id(d, gb->gang), now) != 0)
                 LOG_ERROR(KDRV_MOD, "out of memory recording gang %s bound", gb->gang);
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             kdrv_gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
@@ -230,7 +233,7 @@ static void binds_finished(struct kdrv *d)
             }
         }
         /* its members' deletion is the rollback, not a failure for the lifecycle */
-        if (eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
+        if (!victim && eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
             LOG_ERROR(KDRV_MOD, "out of memory recording gang %s rolled back", gb->gang);
         kdrv_gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
     }
@@ -1078,12 +1081,15 @@ void kdrv_binds_start(struct kdrv *d, const struct kcache_build *kb, const struc
     d->binds_left = 0;
     for (uint32_t p = 0; p < res->n_placements; p++) {
         /* backfill on probation; not the growth of an elastic gang, which shares its running
-         * part's engine id (its members that ran before promised nothing) */
+         * part's engine id (its members that ran before promised nothing). Members joining a
+         * gang this cycle asked to checkpoint as a victim leave its state alone (its handshake;
+         * they go with it) */
         const struct gang *to =
             kb->gangs[res->placements[p].gang->id].run ? NULL : res->placements[p].probation_for;
         uint32_t id = 0;
         if (gang_binds_prepare(d, &d->binds[p], kb, &res->placements[p], cfg) != 0 ||
-            eng_job_binding(d->eng, id = kdrv_gang_id(d, d->binds[p].gang)) != 0 ||
+            (!kdrv_job_in_grace(eng_job(d->eng, id = kdrv_gang_id(d, d->binds[p].gang))) &&
+             eng_job_binding(d->eng, id) != 0) ||
             (to && eng_job_probation(d->eng, id, kdrv_gang_id(d, kb->gangs[to->id].key)) != 0)) {
             kdrv_fatal(d, "out of memory");
             return;

@@ -151,8 +151,10 @@ struct kdrv {
                                alone, so its workers restarted (driver_shrink.c), in memory */
     struct strmap joining;  /* gang -> (void *)1: a running gang whose members waiting to
                                rejoin it had a verdict logged (driver_record.c) */
-    bool jobs_synced;       /* the jobs and the ledger were reconciled with the cluster */
-    struct strmap held;     /* queue name -> (void *)1: held or draining (operator actions) */
+    struct strmap evict_retry; /* pod -> struct kretry*: evictions that failed, sent again at
+                                  a later cycle (driver_life.c) */
+    bool jobs_synced;          /* the jobs and the ledger were reconciled with the cluster */
+    struct strmap held;        /* queue name -> (void *)1: held or draining (operator actions) */
     /* HTTP API and metrics */
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
@@ -554,6 +556,12 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
  * condition, the gang runs on. */
 void kdrv_evict_members(struct kdrv *d, const struct kgang *victim, const uint32_t *pods,
                         uint32_t n, const char *message);
+/* Evictions that failed (the client's retries over; a 429 without --evict-fallback-delete) are
+ * sent again, 1 s after the failure doubling to 30 s, while the pod (the same uid) is there and
+ * not deleted: nothing else sends them again (the victim is being evicted: no plan takes it
+ * again). Called at each cycle. */
+void kdrv_evictions_retry(struct kdrv *d, int64_t now);
+void kdrv_evictions_fini(struct kdrv *d);
 
 /* Deletes a pod once, with its uid as a precondition; from the moment it is sent the pod counts
  * as deleting (kcache_delete_sent). */

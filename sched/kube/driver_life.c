@@ -154,15 +154,81 @@ struct kevict {
     char ns[254], name[254];
 };
 
+/* An eviction that failed, sent again at a later cycle while its pod (this uid) is there and not
+ * deleted (d->evict_retry): at_ms when (INT64_MAX: in flight), after 1 s doubling to 30 s. */
+struct kretry {
+    char uid[128];
+    int64_t at_ms;
+    uint32_t tries;
+};
+
+#define KDRV_EVICT_RETRY_MAX_MS 30000
+
+static void evict_pod(struct kdrv *d, const char *ns, const char *name);
+
+/* The eviction of pod ns/name failed: sent again later (kdrv_evictions_retry). */
+static void evict_later(struct kdrv *d, const char *ns, const char *name)
+{
+    char key[KOBJ_KEY_MAX];
+    const struct kpod *p =
+        kobj_key(ns, name, key, sizeof(key)) == 0 ? kcache_pod(d->cache, key) : NULL;
+    if (!p)
+        return; /* gone: nothing to evict */
+    struct kretry *r = strmap_get(&d->evict_retry, key);
+    if (!r && (!(r = calloc(1, sizeof(*r))) || strmap_put(&d->evict_retry, key, r, NULL) != 0)) {
+        free(r);
+        LOG_ERROR(KDRV_MOD, "out of memory keeping the eviction of %s to send again", key);
+        return;
+    }
+    snprintf(r->uid, sizeof(r->uid), "%s", p->uid ? p->uid : "");
+    int64_t wait = r->tries < 5 ? (int64_t)1000 << r->tries : KDRV_EVICT_RETRY_MAX_MS;
+    r->tries++;
+    r->at_ms = kdrv_now(d) + (wait < KDRV_EVICT_RETRY_MAX_MS ? wait : KDRV_EVICT_RETRY_MAX_MS);
+    kdrv_cycle_at(d, r->at_ms); /* that cycle, even if nothing changes */
+}
+
+void kdrv_evictions_retry(struct kdrv *d, int64_t now)
+{
+    struct strlist done = {0};
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->evict_retry, &i, &k, &v);) {
+        struct kretry *r = v;
+        const struct kpod *p = kcache_pod(d->cache, k);
+        if (!p || p->del_ts || strcmp(p->uid ? p->uid : "", r->uid) != 0) {
+            if (kdrv_strlist_add(&done, k) != 0)
+                break; /* out of memory: at a later cycle */
+        } else if (r->at_ms <= now) {
+            r->at_ms = INT64_MAX;
+            LOG_INFO(KDRV_MOD, "eviction sent again: pod=%s/%s attempt=%u", p->ns, p->name,
+                     r->tries + 1);
+            evict_pod(d, p->ns, p->name);
+        } else if (r->at_ms != INT64_MAX) {
+            kdrv_cycle_at(d, r->at_ms);
+        }
+    }
+    for (uint32_t i = 0; i < done.n; i++)
+        free(strmap_del(&d->evict_retry, done.v[i]));
+    kdrv_strlist_free(&done);
+}
+
+void kdrv_evictions_fini(struct kdrv *d)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&d->evict_retry, &i, &k, &v);)
+        free(v);
+    strmap_fini(&d->evict_retry);
+}
+
 static void on_evicted(void *ctx, const struct kube_resp *r)
 {
     struct kevict *ev = ctx;
     struct kdrv *d = ev->d;
-    if (r->status >= 200 && r->status < 300) {
-        free(ev);
-        return;
-    }
-    if (r->status == 404) { /* gone already */
+    char key[KOBJ_KEY_MAX];
+    if ((r->status >= 200 && r->status < 300) || r->status == 404) { /* done, or gone already */
+        if (kobj_key(ev->ns, ev->name, key, sizeof(key)) == 0)
+            free(strmap_del(&d->evict_retry, key));
         free(ev);
         return;
     }
@@ -172,10 +238,10 @@ static void on_evicted(void *ctx, const struct kube_resp *r)
         kdrv_delete_pod(d, ev->ns, ev->name, "eviction blocked by a disruption budget");
     } else {
         LOG_WARN(KDRV_MOD,
-                 "eviction failed: pod=%s/%s status=%d error=%s (retried at a later "
+                 "eviction failed: pod=%s/%s status=%d error=%s (sent again at a later "
                  "cycle)",
                  ev->ns, ev->name, r->status, r->error ? r->error : "");
-        kdrv_cycle_at(d, kdrv_now(d) + 1000); /* that cycle, even if nothing changes */
+        evict_later(d, ev->ns, ev->name);
     }
     free(ev);
 }

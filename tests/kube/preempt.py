@@ -4,7 +4,9 @@ Owns: one scenario on two 8-GPU nodes: a low-priority 2-node gang runs; a high-p
 gang arrives together with a low-priority 1-node gang. Checked: the victim is evicted whole
 through the Eviction API with a Preempted event, the freed capacity is held for the preemptor
 (the low-priority newcomer does not take it), the preemptor is bound whole, and the victim's job
-records a preemption but no restart (preemptions never use the retry budget). Bounded waits.
+records a preemption but no restart (preemptions never use the retry budget). Then a victim
+behind a PodDisruptionBudget (deleted after the client's retries, --evict-fallback-delete), and
+one whose eviction fails after the client's retries (sent again at a later cycle). Bounded waits.
 """
 
 import json
@@ -113,6 +115,25 @@ def main():
           wait_for(lambda: len(bound(c, "urgent")) == 2, WAIT + 20),
           str([p["spec"].get("nodeName") for p in pods_of(c, "urgent")]))
     check("the log says why", "eviction still blocked after retries, deleting" in s.text())
+
+    # an eviction that fails after the client's retries (six 500s) is sent again at a later
+    # cycle: nothing else would send it (the victim is being evicted, no plan takes it again)
+    for p in pods_of(c, "urgent") + pods_of(c, "guarded"):
+        c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                 {"gracePeriodSeconds": 0})
+    c.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets/guard")
+    check("the urgent and guarded gangs are gone",
+          wait_for(lambda: not pods_of(c, "urgent") and not pods_of(c, "guarded"), WAIT))
+    gang(c, "flaky", 2, 8, 0)
+    check("the flaky gang runs", wait_for(lambda: len(bound(c, "flaky")) == 2, WAIT))
+    c.post("/_fake/faults", [{"type": "error", "code": 500, "verb": "create",
+                              "path": "/pods/flaky-0/eviction", "count": 6}])
+    gang(c, "rush", 2, 8, 100)
+    check("the eviction fails after the client's retries",
+          wait_for(lambda: "eviction failed: pod=default/flaky-0" in s.text(), WAIT))
+    check("it is sent again and the preemptor is bound whole",
+          wait_for(lambda: len(bound(c, "rush")) == 2, WAIT) and
+          "eviction sent again: pod=default/flaky-0" in s.text(), s.text()[-800:])
     check("the scheduler is still running", s.p.poll() is None)
     e2e.finish()
 
