@@ -152,7 +152,7 @@ static void record_left(struct kdrv *d, const struct kgang *kg, const struct con
 {
     const char *queue =
         cfg && kg->gang.queue < cfg->n_queues ? cfg->queues[kg->gang.queue].name : NULL;
-    kdrv_record_apart(d, kg->key, queue, -1);
+    kdrv_record_apart(d, kg->key, queue, -1, NULL, NULL, 0);
 }
 
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,

@@ -419,13 +419,18 @@ void kdrv_join_ask(struct kdrv *d, const struct kgang *kg, int64_t now);
 /* Whether gang's members were asked at asked_ms (until until_ms; 0: any) and still are. */
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms);
 void kdrv_shrink_fini(struct kdrv *d);
-/* In the store's open transaction: gang runs on with gpus (its charge and job row). */
-int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb);
+/* In the store's open transaction: gang runs on with gpus (its charge and job row); with kg, it
+ * runs on without its members gone[0 .. n_gone) (indices into kg->members, evicted alone): its
+ * placed pods become those kept at once too, as its row and charge do (not a cycle after the
+ * evicted pods are gone: `store check` in between found them apart). */
+int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, const struct kgang *kg,
+                       const uint32_t *gone, uint32_t n_gone, struct sched_errbuf *eb);
 /* Outside the cycle's record (a checkpoint handshake ended), in a transaction of its own: gang
  * evicted (gpus < 0: kdrv_record_evicted, its queue's name or NULL) or running on with gpus
- * (kdrv_record_shrunk). A store that cannot be written stops the daemon, as the cycle's record
- * does. */
-void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus);
+ * without kg's members gone[0 .. n_gone) (kdrv_record_shrunk). A store that cannot be written
+ * stops the daemon, as the cycle's record does. */
+void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus,
+                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone);
 
 /* ---- driver_promise.c: backfill promises across restarts ------------------------------------ */
 /* In the cycle's transaction, after its placements' rows: the first reservation of each gang

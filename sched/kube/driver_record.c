@@ -104,8 +104,10 @@ int kdrv_job_recharge(struct kdrv *d, const char *gang, int64_t gpus, struct sch
  * GPUs): the rows of members that left go (an elastic gang runs on with fewer), its GPUs are
  * theirs. The charge follows the members that left whoever evicted them (this process after a
  * handshake, kdrv_record_shrunk at once; an earlier leader whose evictions land now; a user):
- * the ledger stays equal to the job rows (store check's rule). */
-static int sync_members(struct kdrv *d, const struct kgang *kg, struct sched_errbuf *eb)
+ * the ledger stays equal to the job rows (store check's rule). left: members left since the
+ * last cycle (their placed pods may be gone already: a shrink releases them at once, and a new
+ * leader that adopted the gang charged it with them). */
+static int sync_members(struct kdrv *d, const struct kgang *kg, bool left, struct sched_errbuf *eb)
 {
     const char **keys = arena_calloc(&d->arena, kg->gang.n_pods + 1, sizeof(*keys));
     if (!keys)
@@ -114,8 +116,8 @@ static int sync_members(struct kdrv *d, const struct kgang *kg, struct sched_err
         keys[i] = kg->members[i]->key;
     uint32_t gone = 0;
     int rc = store_placement_keep(d->db, kg->key, keys, kg->gang.n_pods, &gone, eb);
-    if (rc == 0 && gone > 0) /* the charge (replacing its kjob) and the running row */
-        rc = kdrv_record_shrunk(d, kg->key, kg->gang.gpus, eb);
+    if (rc == 0 && (gone > 0 || left)) /* the charge (replacing its kjob) and the running row */
+        rc = kdrv_record_shrunk(d, kg->key, kg->gang.gpus, NULL, NULL, 0, eb);
     return rc;
 }
 
@@ -329,8 +331,8 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
             j->seen = true;
             /* its first cycle charged (members may have gone while no process ran), or
              * members of an elastic gang left and it runs on */
-            if (j->pods == 0 || kg->gang.n_pods < j->pods)
-                rc = sync_members(d, kg, eb);                   /* a charge anew replaces j */
+            if (j->pods == 0 || kg->gang.n_pods < j->pods) /* a charge anew replaces j */
+                rc = sync_members(d, kg, j->pods > 0 && kg->gang.n_pods < j->pods, eb);
             if (rc == 0 && (j = strmap_get(&d->jobs, kg->key))) /* a new one is seen too */
                 j->pods = kg->gang.n_pods;
             continue;
@@ -346,6 +348,11 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
                     run_of[kb->snap.running[i].gang->id] = &kb->snap.running[i];
         }
         rc = adopt_running(d, kg, run_of[kg->gang.id], cfg, now, eb);
+        if (rc == 0) /* placed pods of members gone while no process ran */
+            rc = sync_members(d, kg, false, eb);
+        struct kjob *a = rc == 0 ? strmap_get(&d->jobs, kg->key) : NULL;
+        if (a) /* charged with these members: one that goes before the next cycle is seen */
+            a->pods = kg->gang.n_pods;
     }
     /* gangs charged but no longer running */
     struct stale_ctx sc = {.d = d};
@@ -581,10 +588,31 @@ static int record_members_gone(struct kdrv *d, const struct kcache_build *kb, in
     return rc;
 }
 
-int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sched_errbuf *eb)
+/* The placed pods of running gang kg without its members gone[0 .. n) (kdrv_record_shrunk). */
+static int keep_placed(struct kdrv *d, const struct kgang *kg, const uint32_t *gone, uint32_t n,
+                       struct sched_errbuf *eb)
+{
+    const char **keep = arena_calloc(&d->arena, kg->gang.n_pods + 1, sizeof(*keep));
+    if (!keep)
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    uint32_t k = 0;
+    for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
+        bool out = false;
+        for (uint32_t i = 0; i < n && !out; i++)
+            out = gone[i] == m;
+        if (!out)
+            keep[k++] = kg->members[m]->key;
+    }
+    return store_placement_keep(d->db, kg->key, keep, k, NULL, eb);
+}
+
+int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, const struct kgang *kg,
+                       const uint32_t *gone, uint32_t n_gone, struct sched_errbuf *eb)
 {
     struct store_job j;
-    int rc = kdrv_job_recharge(d, gang, gpus, eb);
+    int rc = kg && n_gone ? keep_placed(d, kg, gone, n_gone, eb) : 0;
+    if (rc == 0)
+        rc = kdrv_job_recharge(d, gang, gpus, eb);
     if (rc == 0 && store_job_get(d->db, gang, &j, NULL) == 0 && j.state == STORE_JOB_RUNNING) {
         j.gpus = gpus;
         rc = store_job_upsert(d->db, &j, eb);
@@ -592,12 +620,13 @@ int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, struct sc
     return rc;
 }
 
-void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus)
+void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus,
+                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone)
 {
     struct sched_errbuf eb = {{0}};
     int rc = d->db ? store_begin(d->db, &eb) : 0;
     if (rc == 0 && d->db)
-        rc = gpus >= 0 ? kdrv_record_shrunk(d, gang, gpus, &eb)
+        rc = gpus >= 0 ? kdrv_record_shrunk(d, gang, gpus, kg, gone, n_gone, &eb)
                        : kdrv_record_evicted(d, gang, queue, &eb);
     if (rc == 0 && d->db)
         rc = store_commit(d->db, &eb);
@@ -632,7 +661,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
         if (rc == 0 && ev->pods) { /* it runs on, charged for what stays: now, or when its
                                       checkpoint handshake ends (driver_shrink.c) */
             if (!kdrv_ckpt_asks(&kb->gangs[vg->id], cfg))
-                rc = kdrv_record_shrunk(d, p.victim, vg->gpus - p.gpus, eb);
+                rc = kdrv_record_shrunk(d, p.victim, vg->gpus - p.gpus, &kb->gangs[vg->id],
+                                        ev->pods, ev->n_pods, eb);
             continue;
         }
         /* its members' deletion is not a failure the lifecycle should act on; a victim asked to

@@ -72,11 +72,13 @@ bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, 
     return s && s->asked_ms == asked_ms && (until_ms == 0 || s->until_ms == until_ms);
 }
 
-/* Evicts kg's members that s names and are still members; returns how many, *gpus those left. */
+/* Evicts kg's members that s names and are still members; returns how many (*out: their indices
+ * into kg->members, from the arena), *gpus those left. */
 static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
-                            bool answered, char *msg, size_t cap, int64_t *gpus)
+                            bool answered, char *msg, size_t cap, int64_t *gpus, uint32_t **out)
 {
     uint32_t *pods = arena_alloc(&d->arena, (kg->gang.n_pods + 1) * sizeof(*pods)), n = 0;
+    *out = pods;
     *gpus = kg->gang.gpus;
     for (uint32_t m = 0; pods && m < kg->gang.n_pods; m++)
         for (uint32_t i = 0; i < s->pods.n; i++)
@@ -143,7 +145,8 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
     kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
     restarted(d, victim->key, now);
     if (grace > 0) /* the cycle's record left its charge for the handshake */
-        kdrv_record_apart(d, victim->key, NULL, victim->gang.gpus - ev->gpus);
+        kdrv_record_apart(d, victim->key, NULL, victim->gang.gpus - ev->gpus, victim, ev->pods,
+                          ev->n_pods);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
                          by->pg);
 }
@@ -160,14 +163,15 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
     }
     char msg[sizeof(s->by) + 200];
     int64_t gpus = 0;
-    uint32_t n = evict_named(d, kg, s, answered, msg, sizeof(msg), &gpus);
+    uint32_t *gone = NULL;
+    uint32_t n = evict_named(d, kg, s, answered, msg, sizeof(msg), &gpus, &gone);
     LOG_INFO(KDRV_MOD, "checkpoint handshake over: gang=%s outcome=%s members=%u", kg->key,
              answered ? "answered" : "timeout", n);
     const char *outcome[] = {answered ? "answered" : "timeout"};
     http_metric_add_value(d->m_ckpt, outcome, 1);
     if (n > 0) {
         restarted(d, kg->key, now);
-        kdrv_record_apart(d, kg->key, NULL, gpus); /* those left */
+        kdrv_record_apart(d, kg->key, NULL, gpus, kg, gone, n); /* those left */
         kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
                              kcache_pg(d->cache, s->by));
     }

@@ -586,6 +586,112 @@ static void ledger_follows_members_that_leave(void **state)
     rmdir(dir);
 }
 
+struct count_ctx {
+    const char *gang;
+    int n;
+};
+
+static int count_placed(void *ctx, const struct store_placement *p)
+{
+    struct count_ctx *c = ctx;
+    c->n += strcmp(p->gang, c->gang) == 0;
+    return 0;
+}
+
+/* The placed pods of gang key in the store (each pod one GPU here). */
+static int placed(struct fx *f, const char *key)
+{
+    struct count_ctx c = {.gang = key};
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_placement_list(f->d.db, count_placed, &c, &eb), 0);
+    return c.n;
+}
+
+/* Members of an elastic gang evicted alone: its placed pods become those it keeps in the same
+ * transaction as its job row and charge, at once (no checkpointGrace) or when the handshake
+ * ends, not a cycle after the evicted pods are gone (store check in between found "running
+ * job: 3 GPUs, but its 4 placed pods hold 4"). */
+static void placed_pods_follow_a_shrink(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%.60s/kshrinkXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    el_podgroup(f, "");
+    const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "el-%d", i);
+        pod(f->d.cache, name, i < 2 ? "n1" : "n2", lab, "", "");
+    }
+    record_at(f, NOW);
+    assert_int_equal(job_gpus(f, "ml/el"), 4);
+    assert_int_equal(placed(f, "ml/el"), 4);
+    /* at once: a queue without a checkpointGrace, the cycle's record */
+    struct config *none = NULL;
+    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
+                    "  - name: q\n";
+    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
+    fx_build_at(f, NOW + 1000);
+    struct sched_running *run = NULL;
+    const struct kgang *kg = running(f, "ml/el", &run);
+    uint32_t last = kg->gang.n_pods - 1, gone[] = {last};
+    struct sched_eviction ev = {
+        .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = gone, .n_pods = 1};
+    struct sched_result res = {.evictions = &ev, .n_evictions = 1};
+    assert_int_equal(kdrv_record_cycle(&f->d, &f->kb, &res, none, NOW + 1000, &eb), 0);
+    assert_int_equal(job_gpus(f, "ml/el"), 3);
+    assert_int_equal(placed(f, "ml/el"), 3);
+    /* a new leader on this database while the member is still there: it charges the gang with
+     * it, and follows it when it goes although its placed pod is gone already (before, it went
+     * by the placed pods it released, none: the ledger kept the member's GPU) */
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&f->d.jobs);
+    strmap_init(&f->d.jobs);
+    f->d.jobs_synced = false;
+    record_at(f, NOW + 1500);
+    int64_t others = ledger_q(f) - 4; /* the fixture's other running gangs */
+    char gone_pod[200];               /* the evicted member goes */
+    snprintf(gone_pod, sizeof(gone_pod),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"resourceVersion\":\"9999\"}}",
+             kg->members[last]->name, kg->members[last]->name);
+    cJSON *obj = cJSON_Parse(gone_pod);
+    assert_non_null(obj);
+    assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
+    cJSON_Delete(obj);
+    record_at(f, NOW + 1800);
+    assert_int_equal(ledger_q(f), others + 3);
+    assert_int_equal(job_gpus(f, "ml/el"), 3);
+    /* after a handshake (the fixture's queue asks): evicted when it ends */
+    fx_build_at(f, NOW + 2000);
+    kg = running(f, "ml/el", &run);
+    uint32_t first[] = {0};
+    ev = (struct sched_eviction){
+        .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = first, .n_pods = 1};
+    kdrv_shrink(&f->d, &f->kb, &ev, f->cfg, NOW + 2000);
+    assert_int_equal(job_gpus(f, "ml/el"), 3); /* charged whole during the handshake */
+    fx_build_at(f, NOW + 2000 + WAIT);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 2000 + WAIT); /* the deadline: evicted */
+    assert_int_equal(job_gpus(f, "ml/el"), 2);
+    assert_int_equal(placed(f, "ml/el"), 2);
+    config_free(none);
+    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&f->d.jobs);
+    store_close(f->d.db);
+    f->d.db = NULL;
+    unlink(path);
+    rmdir(dir);
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -613,6 +719,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(join_counts_from_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(join_asks_for_a_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(placed_pods_follow_a_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(ledger_follows_members_that_leave, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
