@@ -203,6 +203,16 @@ def victim_set_up(c, a, queue):
     return el, hi, node, other
 
 
+def on_node(c, name, node):
+    """Whether gang name has a member bound on node (waits up to 20 s)."""
+    return wait_for(lambda: [p for p in bound_of(c, name) if p["spec"]["nodeName"] == node], 20)
+
+
+def alone(c, el, member):
+    """Whether member is the only bound member of el (waits up to 20 s): the gang's next run."""
+    return wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] == [member], 20)
+
+
 def books_right(cl, db, el, label):
     """el's job row and the ledger equal the running members (a row not running: none bound),
     and store check passes."""
@@ -220,6 +230,31 @@ def books_right(cl, db, el, label):
     check(label + ": store check passes", good, crash.store_check(db)[1][-300:])
 
 
+def next_run(cl, db, setup, label):
+    """The end of a scenario of victim_set_up: el's new member runs alone on the other node
+    (the gang's next run), the preemptor on el's node, the books right; then cleaned up."""
+    c = cl.c
+    el, hi, node, other = setup
+    check(label + ": the new member starts as %s's next run, on %s" % (el, other),
+          alone(c, el, el + "-2"))
+    check(label + ": the preemptor is bound on %s" % node, on_node(c, hi, node))
+    books_right(cl, db, el, label)
+    crash.cleanup(c)
+
+
+def arrive_together(cl, setup, queue):
+    """el's new member and the preemptor arrive while the daemon is stopped (SIGSTOP), so that
+    its next cycle sees both; the preemptor is then bound on el's node."""
+    c, s = cl.c, cl.sched
+    el, hi, node, _ = setup
+    s.p.send_signal(signal.SIGSTOP)
+    c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
+    gang(c, hi, queue, 1, 1, 8, 100)
+    time.sleep(0.3)
+    s.p.send_signal(signal.SIGCONT)
+    check("the preemptor is bound on %s" % node, on_node(c, hi, node), s.text()[-600:])
+
+
 def join_of_victim(cl, db):
     """The same cycle evicts an elastic gang whole and has room for its new member elsewhere:
     the member does not join the gang that goes (the simulator withdraws it with the run); it
@@ -232,21 +267,13 @@ def join_of_victim(cl, db):
     c, s = cl.c, cl.sched
     for a in range(4):
         el, hi, node, other = victim_set_up(c, a, "now")
-        s.p.send_signal(signal.SIGSTOP)
-        c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
-        gang(c, hi, "now", 1, 1, 8, 100)
-        time.sleep(0.3)
-        s.p.send_signal(signal.SIGCONT)
-        check("the preemptor is bound on %s" % node,
-              wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node],
-                       20))
+        arrive_together(cl, (el, hi, node, other), "now")
         same = wait_for(lambda: "new members not joined: gang=default/%s" % el in s.text(), 3)
         if same:
             check("the same cycle evicted %s whole and did not join its new member to it" % el,
                   True)
             check("the new member starts as %s's next run, on %s" % (el, other),
-                  wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] ==
-                           [el + "-2"], 20))
+                  alone(c, el, el + "-2"))
         books_right(cl, db, el, "attempt %d" % a)
         crash.cleanup(c)
         if same:
@@ -264,14 +291,7 @@ def join_of_ckpt_victim(cl, db):
     c, s = cl.c, cl.sched
     for a in range(10, 14):
         el, hi, node, other = victim_set_up(c, a, "ckpt")
-        s.p.send_signal(signal.SIGSTOP)
-        c.post(NS + "/pods", e2e.pod(el + "-2", el, 2))
-        gang(c, hi, "ckpt", 1, 1, 8, 100)
-        time.sleep(0.3)
-        s.p.send_signal(signal.SIGCONT)
-        check("the preemptor is bound on %s" % node,
-              wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node],
-                       20), s.text()[-600:])
+        arrive_together(cl, (el, hi, node, other), "ckpt")
         text = s.text()
         asked = text.find("checkpoint requested: gang=default/%s " % el)
         joined = text.find("gang bound: gang=default/%s pods=1" % el, max(asked, 0))
@@ -310,12 +330,7 @@ def join_at_resumed_handshake(cl, db):
     check("the new leader ends the handshake and does not join the new member to %s" % el,
           wait_for(lambda: "new members not joined: gang=default/%s (its checkpoint handshake "
                    "ended this cycle)" % el in s.text(), 10), s.text()[-800:])
-    check("the new member starts as %s's next run, on %s" % (el, other),
-          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] == [el + "-2"], 20))
-    check("the preemptor is bound on %s" % node,
-          wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node], 20))
-    books_right(cl, db, el, "resumed handshake")
-    crash.cleanup(c)
+    next_run(cl, db, (el, hi, node, other), "resumed handshake")
 
 
 def join_of_torn_down(cl, db):
@@ -338,12 +353,7 @@ def join_of_torn_down(cl, db):
     check("its new member waits for the teardown, and the job says so (it does not join the "
           "gang that goes)", wait_for(waits, 10), json.dumps(e2e.job(s.url(), el)))
     c.post("/_fake/release", {})
-    check("once they are gone, the new member starts as %s's next run, on %s" % (el, other),
-          wait_for(lambda: [p["metadata"]["name"] for p in bound_of(c, el)] == [el + "-2"], 20))
-    check("the preemptor is bound on %s" % node,
-          wait_for(lambda: [p for p in bound_of(c, hi) if p["spec"]["nodeName"] == node], 20))
-    books_right(cl, db, el, "torn down")
-    crash.cleanup(c)
+    next_run(cl, db, (el, hi, node, other), "torn down")
 
 
 def replan_after_restart(cl, db):

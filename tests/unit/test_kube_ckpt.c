@@ -542,6 +542,30 @@ static void record_at(struct fx *f, int64_t now)
     assert_int_equal(kdrv_record_cycle(&f->d, &f->kb, &res, f->cfg, now, &eb), 0);
 }
 
+/* A fresh database for f->d in a temporary directory dir (its path in path), and its end. */
+static void temp_db(struct fx *f, char *dir, size_t n_dir, char *path, size_t n_path)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n_dir, "%.60s/kdbXXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, n_path, "%s/g.db", dir);
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+}
+
+static void temp_db_end(struct fx *f, const char *dir, const char *path)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&f->d.jobs);
+    store_close(f->d.db);
+    f->d.db = NULL;
+    unlink(path);
+    rmdir(dir);
+}
+
 /* Members of an elastic gang that leave while it runs on (deleted by someone else, or evicted
  * by an earlier leader whose evictions land after its successor adopted the gang whole): its
  * job row and its ledger charge both follow them. Before, the row did and the ledger kept the
@@ -551,12 +575,7 @@ static void ledger_follows_members_that_leave(void **state)
 {
     struct fx *f = *state;
     char dir[128], path[160];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof(dir), "%.60s/kledgerXXXXXX", tmp && *tmp ? tmp : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/g.db", dir);
-    struct sched_errbuf eb = {{0}};
-    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
+    temp_db(f, dir, sizeof(dir), path, sizeof(path));
     el_podgroup(f, "");
     const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
     pod(f->d.cache, "el-0", "n1", lab, "", "");
@@ -575,15 +594,7 @@ static void ledger_follows_members_that_leave(void **state)
     assert_int_equal(ledger_q(f), others + 2);
     record_at(f, NOW + 2000); /* and it stays so */
     assert_int_equal(ledger_q(f), others + 2);
-    const char *k;
-    void *v;
-    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
-        kdrv_kjob_free(v);
-    strmap_fini(&f->d.jobs);
-    store_close(f->d.db);
-    f->d.db = NULL;
-    unlink(path);
-    rmdir(dir);
+    temp_db_end(f, dir, path);
 }
 
 struct count_ctx {
@@ -615,12 +626,8 @@ static void placed_pods_follow_a_shrink(void **state)
 {
     struct fx *f = *state;
     char dir[128], path[160];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof(dir), "%.60s/kshrinkXXXXXX", tmp && *tmp ? tmp : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/g.db", dir);
+    temp_db(f, dir, sizeof(dir), path, sizeof(path));
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(store_open(path, STORE_CREATE, NULL, &f->d.db, &eb), 0);
     el_podgroup(f, "");
     const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
     for (int i = 0; i < 4; i++) {
@@ -683,13 +690,7 @@ static void placed_pods_follow_a_shrink(void **state)
     assert_int_equal(job_gpus(f, "ml/el"), 2);
     assert_int_equal(placed(f, "ml/el"), 2);
     config_free(none);
-    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
-        kdrv_kjob_free(v);
-    strmap_fini(&f->d.jobs);
-    store_close(f->d.db);
-    f->d.db = NULL;
-    unlink(path);
-    rmdir(dir);
+    temp_db_end(f, dir, path);
 }
 
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */

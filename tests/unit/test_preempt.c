@@ -578,18 +578,11 @@ static void test_preemptors_do_not_share_capacity(void **unused)
     world_free(w);
 }
 
-static void test_evicting_victims_are_waited_for(void **unused)
+/* One cycle of w with p alone pending in queue 0 and p's hold on node 0 (replan as given). */
+static void cycle_with_hold(struct world *w, struct gang *p, bool replan)
 {
-    (void)unused;
-    /* P holds node 0 where its victim is still checkpointing: nobody else is evicted */
-    struct world *w = world("hgx:2", BIG);
-    uint32_t n0[] = {0}, n1[] = {1};
-    struct sched_running *r1 = run(w, gang(w, 0, 1, 8, 0, 0), n0, 0, 0);
-    run(w, gang(w, 0, 1, 8, 0, 0), n1, 0, 0);
-    r1->evicting = true;
-    struct gang *p = gang(w, 0, 1, 8, 10, 100);
     uint32_t held[] = {0};
-    struct sched_hold hold = {.gang = p, .nodes = held, .n_nodes = 1};
+    struct sched_hold hold = {.gang = p, .nodes = held, .n_nodes = 1, .replan = replan};
     for (uint32_t q = 0; q < 2; q++) {
         w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
         w->views[q] = (struct sched_queue_view){.queue = &w->queues[q], .pending = w->pending[q]};
@@ -609,6 +602,18 @@ static void test_evicting_victims_are_waited_for(void **unused)
                                   .holds = &hold,
                                   .n_holds = 1};
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+}
+
+static void test_evicting_victims_are_waited_for(void **unused)
+{
+    (void)unused;
+    /* P holds node 0 where its victim is still checkpointing: nobody else is evicted */
+    struct world *w = world("hgx:2", BIG);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct sched_running *r1 = run(w, gang(w, 0, 1, 8, 0, 0), n0, 0, 0);
+    run(w, gang(w, 0, 1, 8, 0, 0), n1, 0, 0);
+    r1->evicting = true;
+    cycle_with_hold(w, gang(w, 0, 1, 8, 10, 100), false);
     assert_int_equal(w->res.n_evictions, 0);
     world_free(w);
 }
@@ -637,30 +642,7 @@ static void test_replan_hold_plans_once_victims_gone(void **unused)
         run(w, a, n0, 0, 0);
         run(w, gang(w, 0, 1, 8, 0, 0), n1, 0, 0);
         run(w, gang(w, 0, 1, 8, 0, 0), n2, 0, 0);
-        struct gang *p = gang(w, 0, 1, 8, 10, 100);
-        uint32_t held[] = {0};
-        struct sched_hold hold = {
-            .gang = p, .nodes = held, .n_nodes = 1, .replan = cases[c].replan};
-        for (uint32_t q = 0; q < 2; q++) {
-            w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
-            w->views[q] =
-                (struct sched_queue_view){.queue = &w->queues[q], .pending = w->pending[q]};
-        }
-        w->pending[0][0] = p;
-        w->views[0].n_pending = 1;
-        struct sched_snapshot snap = {.now_ms = 200000,
-                                      .cluster = w->c,
-                                      .state = w->state,
-                                      .queues = w->views,
-                                      .n_queues = 2,
-                                      .policy = sched_policy_find("gangsched"),
-                                      .config = w->cfg,
-                                      .usage = w->usage,
-                                      .running = w->running,
-                                      .n_running = w->n_running,
-                                      .holds = &hold,
-                                      .n_holds = 1};
-        assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+        cycle_with_hold(w, gang(w, 0, 1, 8, 10, 100), cases[c].replan);
         assert_int_equal(w->res.n_evictions, cases[c].evictions);
         if (cases[c].evictions)
             assert_true(evicted(&w->res, a));
