@@ -122,7 +122,9 @@ static int sync_members(struct kdrv *d, const struct kgang *kg, bool left, struc
 }
 
 /* Records a running gang the store does not know as running (bound by an earlier leader, or
- * before a crash): its job row and its placed pods. r: its entry in the snapshot's running
+ * before a crash), or whose running row disagrees with its members (an earlier leader evicted
+ * some alone and they are still there, being deleted or their eviction lost): its job row and
+ * its placed pods are its members now, as is its charge. r: its entry in the snapshot's running
  * gangs (its flavor), or NULL. */
 static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sched_running *r,
                          const struct config *cfg, int64_t now, struct sched_errbuf *eb)
@@ -131,7 +133,7 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sc
     struct store_job old;
     bool known = store_job_get(d->db, kg->key, &old, NULL) == 0 && old.state == STORE_JOB_RUNNING;
     int rc = 0;
-    if (!known) {
+    if (!known || old.gpus != kg->gang.gpus) {
         struct store_pod *pods = arena_calloc(&d->arena, kg->gang.n_pods, sizeof(*pods));
         if (!pods)
             return sched_fail(eb, SCHED_ENOMEM, "out of memory");
@@ -166,6 +168,10 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sc
         if (store_job_get(d->db, kg->key, &prev, NULL) == 0) {
             j.preemptions = prev.preemptions;
             j.restarts = prev.restarts;
+        }
+        if (known) { /* the same run */
+            j.admit_ms = old.admit_ms;
+            j.start_ms = old.start_ms;
         }
         if (rc == 0)
             rc = store_job_upsert(d->db, &j, eb);

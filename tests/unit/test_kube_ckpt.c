@@ -45,20 +45,27 @@ static const char *const cfg_yaml =
 
 /* A running pod ml/name of one GPU on node, started at T0, in queue q; labels and ann: extra
  * members of its labels and annotations (",\"k\":\"v\"" or ""), spec: extra members of its spec. */
-static void pod(struct kcache *c, const char *name, const char *node, const char *labels,
-                const char *ann, const char *spec)
+/* A running pod; meta: more metadata fields (",\"deletionTimestamp\":..."). */
+static void pod_meta(struct kcache *c, const char *name, const char *node, const char *labels,
+                     const char *ann, const char *spec, const char *meta)
 {
     static int rv; /* each event newer than the last (the cache ignores an older one) */
     char buf[2000];
     snprintf(buf, sizeof(buf),
              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"resourceVersion\":\"%d\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+             "\"resourceVersion\":\"%d\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\"%s,"
              "\"labels\":{\"gangsched.io/queue\":\"q\"%s},\"annotations\":{\"x\":\"y\"%s}},"
              "\"spec\":{\"schedulerName\":\"gangsched\",\"nodeName\":\"%s\"%s,\"containers\":[{"
              "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
              "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}}",
-             name, name, ++rv, labels, ann, node, spec);
+             name, name, ++rv, meta, labels, ann, node, spec);
     fx_event(c, 1, 0, buf);
+}
+
+static void pod(struct kcache *c, const char *name, const char *node, const char *labels,
+                const char *ann, const char *spec)
+{
+    pod_meta(c, name, node, labels, ann, spec, "");
 }
 
 #define KUEUE_LABELS ",\"kueue.x-k8s.io/pod-group-name\":\"kq\""
@@ -618,6 +625,18 @@ static int placed(struct fx *f, const char *key)
     return c.n;
 }
 
+/* The driver forgets its charged jobs, as a new leader on the same database starts. */
+static void new_leader(struct fx *f)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
+        kdrv_kjob_free(v);
+    strmap_fini(&f->d.jobs);
+    strmap_init(&f->d.jobs);
+    f->d.jobs_synced = false;
+}
+
 /* Members of an elastic gang evicted alone: its placed pods become those it keeps in the same
  * transaction as its job row and charge, at once (no checkpointGrace) or when the handshake
  * ends, not a cycle after the evicted pods are gone (store check in between found "running
@@ -638,38 +657,45 @@ static void placed_pods_follow_a_shrink(void **state)
     record_at(f, NOW);
     assert_int_equal(job_gpus(f, "ml/el"), 4);
     assert_int_equal(placed(f, "ml/el"), 4);
+    int64_t others = ledger_q(f) - 4; /* the fixture's other running gangs */
     /* at once: a queue without a checkpointGrace, the cycle's record */
     struct config *none = NULL;
     const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
                     "  - name: q\n";
     assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
-    fx_build_at(f, NOW + 1000);
     struct sched_running *run = NULL;
-    const struct kgang *kg = running(f, "ml/el", &run);
-    uint32_t last = kg->gang.n_pods - 1, gone[] = {last};
-    struct sched_eviction ev = {
-        .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = gone, .n_pods = 1};
-    struct sched_result res = {.evictions = &ev, .n_evictions = 1};
-    assert_int_equal(kdrv_record_cycle(&f->d, &f->kb, &res, none, NOW + 1000, &eb), 0);
-    assert_int_equal(job_gpus(f, "ml/el"), 3);
-    assert_int_equal(placed(f, "ml/el"), 3);
-    /* a new leader on this database while the member is still there: it charges the gang with
-     * it, and follows it when it goes although its placed pod is gone already (before, it went
-     * by the placed pods it released, none: the ledger kept the member's GPU) */
-    const char *k;
-    void *v;
-    for (size_t i = 0; strmap_next(&f->d.jobs, &i, &k, &v);)
-        kdrv_kjob_free(v);
-    strmap_fini(&f->d.jobs);
-    strmap_init(&f->d.jobs);
-    f->d.jobs_synced = false;
-    record_at(f, NOW + 1500);
-    int64_t others = ledger_q(f) - 4; /* the fixture's other running gangs */
-    char gone_pod[200];               /* the evicted member goes */
+    const struct kgang *kg = NULL;
+    char last_name[64], last_node[16]; /* the evicted member (kg is rebuilt below) */
+    /* then a new leader on this database while the member is still there, live (its eviction
+     * lost) or being deleted: the gang's row, placed pods and charge are its members again, 4
+     * GPUs, and follow the member when it goes although its placed pod was gone already
+     * (before, the new leader charged 4 against a row of 3: store check's "ledger mismatch") */
+    for (int dying = 0; dying < 2; dying++) {
+        fx_build_at(f, NOW + 1000 + dying);
+        kg = running(f, "ml/el", &run);
+        uint32_t last = kg->gang.n_pods - 1, gone[] = {last};
+        snprintf(last_name, sizeof(last_name), "%s", kg->members[last]->name);
+        snprintf(last_node, sizeof(last_node), "%s", kg->members[last]->node);
+        struct sched_eviction ev = {
+            .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = gone, .n_pods = 1};
+        struct sched_result res = {.evictions = &ev, .n_evictions = 1};
+        assert_int_equal(kdrv_record_cycle(&f->d, &f->kb, &res, none, NOW + 1000 + dying, &eb), 0);
+        assert_int_equal(job_gpus(f, "ml/el"), 3);
+        assert_int_equal(placed(f, "ml/el"), 3);
+        if (dying)
+            pod_meta(f->d.cache, last_name, last_node, lab, "", "",
+                     ",\"deletionTimestamp\":\"2026-01-01T01:00:00Z\"");
+        new_leader(f);
+        record_at(f, NOW + 1500 + dying);
+        assert_int_equal(ledger_q(f), others + 4);
+        assert_int_equal(job_gpus(f, "ml/el"), 4);
+        assert_int_equal(placed(f, "ml/el"), 4);
+    }
+    char gone_pod[300]; /* the evicted member goes */
     snprintf(gone_pod, sizeof(gone_pod),
              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
              "\"resourceVersion\":\"9999\"}}",
-             kg->members[last]->name, kg->members[last]->name);
+             last_name, last_name);
     cJSON *obj = cJSON_Parse(gone_pod);
     assert_non_null(obj);
     assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
@@ -681,7 +707,7 @@ static void placed_pods_follow_a_shrink(void **state)
     fx_build_at(f, NOW + 2000);
     kg = running(f, "ml/el", &run);
     uint32_t first[] = {0};
-    ev = (struct sched_eviction){
+    struct sched_eviction ev = {
         .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = first, .n_pods = 1};
     kdrv_shrink(&f->d, &f->kb, &ev, f->cfg, NOW + 2000);
     assert_int_equal(job_gpus(f, "ml/el"), 3); /* charged whole during the handshake */
