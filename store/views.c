@@ -511,10 +511,11 @@ static void job_reason_json(struct store_views *v, cJSON *o, const struct job_re
              "gangsched.io/last-checkpoint after the request) or when its grace ends");
         jopt(v, o, "reason_since_ms", j->evict_ms, STORE_NO_TIME);
     } else if (views_members_wait(j)) {
-        /* an elastic gang runs on while members taken alone wait to rejoin it: their verdict,
-         * since they began to wait for it */
+        /* an elastic gang runs on while members taken alone wait to rejoin it, or new members
+         * of a scale-up to join it: their verdict, since they began to wait for it */
         char text[700];
-        snprintf(text, sizeof(text), "members waiting to rejoin: %s", j->reason);
+        snprintf(text, sizeof(text), "members waiting to %s: %s",
+                 views_members_rejoin(j) ? "rejoin" : "join", j->reason);
         jstr(v, o, "why", why_name(j->why));
         jstr(v, o, "reason", text);
         jopt(v, o, "reason_since_ms", j->reason_ms, STORE_NO_TIME);

@@ -140,10 +140,14 @@ void views_job_preempted(struct job_rec *j, int64_t ts_ms);
 void views_job_placed(struct job_rec *j, int64_t bound_ms);
 /* A preemption of members of job j alone at ts_ms (an elastic gang runs on without them). */
 void views_job_members(struct job_rec *j, int64_t ts_ms);
-/* Whether running job j has members waiting to rejoin it: members were preempted alone after
- * its last whole preemption and during this run, and its newest decision, a verdict other than
- * "placed" (a join logs "placed"), came after that. Its reason is then theirs. */
+/* Whether running job j has members waiting to join it: its newest decision is a verdict other
+ * than "placed" (a join logs "placed") made during this run and after its last whole
+ * preemption, for members preempted alone (views_members_rejoin) or new members of a scale-up
+ * (this run's start known from its placed pods). Its reason is then theirs. */
 bool views_members_wait(const struct job_rec *j);
+/* Whether those members were preempted alone (after its last whole preemption and during this
+ * run) and wait to rejoin it, the verdict made since. */
+bool views_members_rejoin(const struct job_rec *j);
 int views_load_history(void *ctx, const char *queue, double share, int64_t updated_ms);
 int views_load_action(void *ctx, const struct store_action *a);
 

@@ -320,13 +320,25 @@ static int64_t run_began(const struct job_rec *j)
     return j->start_ms == STORE_NO_TIME || j->run_ms > j->start_ms ? j->run_ms : j->start_ms;
 }
 
-bool views_members_wait(const struct job_rec *j)
+/* A running job's newest decision is a verdict made after its last whole preemption. */
+static bool running_verdict(const struct job_rec *j)
+{
+    return j->state == STORE_JOB_RUNNING && j->reason && j->why != SCHED_WHY_PLACED &&
+           (j->whole_ms == STORE_NO_TIME || j->reason_ms > j->whole_ms);
+}
+
+bool views_members_rejoin(const struct job_rec *j)
 {
     int64_t began = run_began(j);
-    return j->state == STORE_JOB_RUNNING && j->members_ms != STORE_NO_TIME &&
+    return running_verdict(j) && j->members_ms != STORE_NO_TIME &&
            (j->whole_ms == STORE_NO_TIME || j->members_ms > j->whole_ms) &&
-           (began == STORE_NO_TIME || j->members_ms >= began) && j->reason &&
-           j->why != SCHED_WHY_PLACED && j->reason_ms >= j->members_ms;
+           (began == STORE_NO_TIME || j->members_ms >= began) && j->reason_ms >= j->members_ms;
+}
+
+bool views_members_wait(const struct job_rec *j)
+{
+    return views_members_rejoin(j) ||
+           (running_verdict(j) && j->run_ms != STORE_NO_TIME && j->reason_ms > run_began(j));
 }
 
 void views_job_placed(struct job_rec *j, int64_t bound_ms)

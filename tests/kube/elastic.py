@@ -67,7 +67,7 @@ def main():
     check("three placed pods under distinct indices",
           [r[0] for r in rows] == [0, 1, 2] and {r[1] for r in rows} ==
           {"default/el-0", "default/el-1", "default/el-2"}, str(rows))
-    joins_after_a_checkpoint(c, db)
+    joins_after_a_checkpoint(c, db, url)
     time.sleep(0.5)
     check("the scheduler is still running", s.p.poll() is None, s.text()[-600:])
     e2e.finish()
@@ -86,12 +86,13 @@ def last_decision(db, gang):
         con.close()
 
 
-def joins_after_a_checkpoint(c, db):
+def joins_after_a_checkpoint(c, db, url):
     """The gang, running for an hour and checkpointing every hour, last did 50 minutes ago (its
     run's start and its gangsched.io/last-checkpoint: the later is its last checkpoint; both
     written on its pods, so that the scheduler sees them before the next pod, on the same watch
     stream): a fourth member (1 GPU joining 3) may join within 15 minutes of a checkpoint, so it
-    waits, and the decision log says why; once the gang has checkpointed, it joins."""
+    waits, the decision log says why and so does the running job (gangctl jobs: "members
+    waiting to join"); once the gang has checkpointed, it joins."""
     check("the three members run (the kubelet has started them)", wait_for(lambda: all(
         (c.get(POD + n)[1].get("status") or {}).get("phase") == "Running"
         for n in ("el-0", "el-1", "el-2")), 60))
@@ -115,10 +116,19 @@ def joins_after_a_checkpoint(c, db):
           str(why))
     check("... and is not bound meanwhile",
           not wait_for(lambda: len(bound(c, "el")) == 4, 2.0), str(bound(c, "el")))
+    row = job(url, "el") or {}
+    check("the running job says its new member waits, and why",
+          row.get("state") == "running" and row.get("members_waiting") is True and
+          row.get("why") == "checkpoint" and (row.get("reason") or "").startswith(
+              "members waiting to join: checkpoint: 1 pod(s), 1 GPU(s)"), json.dumps(row))
     c.patch(POD + "el-0", {"metadata": {"annotations": {
         "gangsched.io/last-checkpoint": rfc3339(time.time())}}}, "application/merge-patch+json")
     check("once the gang has checkpointed, it joins",
           wait_for(lambda: len(bound(c, "el")) == 4, 60), str(bound(c, "el")))
+    row = wait_for(lambda: (lambda r: r if r and not r.get("members_waiting") else None)(
+        job(url, "el")), 30) or job(url, "el") or {}
+    check("... and then nothing waits", row.get("members_waiting") is False and
+          row.get("reason") is None, json.dumps(row))
 
 
 if __name__ == "__main__":

@@ -316,6 +316,36 @@ static void test_running_members_waiting(void **state)
     store_close(st);
 }
 
+/* New members of a running gang that scale it up wait to join it: their verdict after this
+ * run began (its placed pods say when) is its reason, "members waiting to join", until they
+ * join; a job whose run has no placed pods (its start unknown) says nothing. */
+static void test_running_scale_up_waiting(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job j = {"ns/s",        1, "q", "default", 2, STORE_JOB_RUNNING, 1000, 2000, 2000,
+                          STORE_NO_TIME, 0, 0,   NULL};
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    j.gang = "ns/u"; /* no placed pods */
+    assert_int_equal(store_job_upsert(st, &j, &eb), 0);
+    add_decision(st, 2000, "ns/s", SCHED_WHY_PLACED, "placed");
+    bind_pods(st, "ns/s", 2000, 2);
+    add_decision(st, 2500, "ns/s", SCHED_WHY_RESOURCES, "resources: 1 pod(s)");
+    add_decision(st, 2500, "ns/u", SCHED_WHY_RESOURCES, "resources: 1 pod(s)");
+    char buf[128];
+    job_why(st, "ns/s", buf, sizeof(buf));
+    assert_string_equal(buf, "resources");
+    job_field(st, "ns/s", "reason", buf, sizeof(buf));
+    assert_string_equal(buf, "members waiting to join: resources: 1 pod(s)");
+    job_why(st, "ns/u", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    add_decision(st, 2600, "ns/s", SCHED_WHY_PLACED, "placed"); /* they joined */
+    job_why(st, "ns/s", buf, sizeof(buf));
+    assert_string_equal(buf, "-");
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +354,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_damaged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_victim_checkpointing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_running_members_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_running_scale_up_waiting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
