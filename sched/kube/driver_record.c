@@ -562,7 +562,7 @@ static bool members_wait(struct kdrv *d, const struct kcache_build *kb, const ch
     return ix < kb->n_gangs && kb->gangs[ix].run; /* the pending part comes first (kdrv_ids) */
 }
 
-/* Running gangs whose members waited to rejoin them (d->joining): when none waits any more
+/* Running gangs whose members waited to join them (d->joining): when none waits any more
  * (their pods deleted, never joined) a decision row says so, for the decision log's newest row
  * is what `gangctl jobs` shows of a running gang's waiting members (store/views.c); without it
  * their last verdict would stay. One lookup per such gang and cycle. */
@@ -585,7 +585,7 @@ static int record_members_gone(struct kdrv *d, const struct kcache_build *kb, in
             .ts_ms = now,
             .gang = gone.v[i],
             .why = SCHED_WHY_PLACED,
-            .reason = "placed: it runs on with the members it has; those that waited to rejoin "
+            .reason = "placed: it runs on with the members it has; those that waited to join "
                       "it are gone"};
         rc = store_decision_add(d->db, &dec, eb);
         kdrv_forget_logged(d, gone.v[i]);
