@@ -1,8 +1,10 @@
-/* store/promises.c: backfill-on-probation promises on the job rows (schema version 6).
+/* store/promises.c: what the job rows keep of one wait or one run besides the job: backfill-on-
+ * probation promises (schema version 6) and in-place restarts (version 9).
  *
- * Owns: writing a waiting gang's first reservation and a running gang's promise on its job row,
- * and listing the rows that have one (validated: a bad time or state is a corrupt row). The
- * rule that a row leaving its wait or run drops them is the job upsert's (schema.c JOB_UPSERT).
+ * Owns: writing a waiting gang's first reservation, a running gang's promise and its last
+ * in-place restart on its job row, and listing the rows that have one (validated: a bad time
+ * or state is a corrupt row). The rule that a row leaving its wait or run drops them is the job
+ * upsert's (schema.c JOB_UPSERT).
  *
  * Must not touch: the other columns of jobs (records.c), transactions (store.c's bracket).
  */
@@ -100,5 +102,44 @@ int store_promise_list(struct store *st, store_promise_fn *fn, void *ctx, struct
 {
     struct promise_each pe = {.fn = fn, .ctx = ctx};
     return store__each(st, STMT_PROMISE_LIST, SQLITE_OK, "the jobs' promises", promise_row, &pe,
+                       eb);
+}
+
+int store_job_restart_put(struct store *st, const char *gang, int64_t restart_ms,
+                          struct sched_errbuf *eb)
+{
+    if (!gang || restart_ms == STORE_NO_TIME)
+        return sched_fail(eb, SCHED_EINVAL, "database %s: restart: gang and time required",
+                          st->path);
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_text(st, STMT_RESTART_PUT, 1, gang, &rc);
+    store__b_i64(st, STMT_RESTART_PUT, 2, restart_ms, &rc);
+    rc = store__exec(st, STMT_RESTART_PUT, rc, NULL);
+    return store__wend(st, own, rc, "writing a job's restart", eb);
+}
+
+struct restart_each {
+    store_restart_fn *fn;
+    void *ctx;
+};
+
+static int restart_row(struct store *st, sqlite3_stmt *s, void *ctx, struct sched_errbuf *eb)
+{
+    const struct restart_each *re = ctx;
+    const char *gang = store__col_text(s, 0);
+    if (!gang || sqlite3_column_type(s, 1) != SQLITE_INTEGER)
+        return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad restart_ms",
+                              gang ? gang : "(null)");
+    return re->fn(re->ctx, gang, sqlite3_column_int64(s, 1));
+}
+
+int store_restart_list(struct store *st, store_restart_fn *fn, void *ctx, struct sched_errbuf *eb)
+{
+    struct restart_each re = {.fn = fn, .ctx = ctx};
+    return store__each(st, STMT_RESTART_LIST, SQLITE_OK, "the jobs' restarts", restart_row, &re,
                        eb);
 }

@@ -222,6 +222,14 @@ static const char schema_v7[] = "ALTER TABLE jobs ADD COLUMN user_name TEXT;\n";
  * many (docs/preemption.md). Older rows keep NULL: the whole gang. */
 static const char schema_v8[] = "ALTER TABLE preemptions ADD COLUMN members INTEGER;\n";
 
+/* Version 9: when an elastic gang's workers last restarted in place because members left it
+ * (the origin of its checkpoints until its next one: new members' joins count from it), so
+ * that a restarted daemon or a new leader keeps it. A run's note: the job upsert drops it when
+ * the row leaves its run. Older rows keep NULL: none. */
+static const char schema_v9[] = "ALTER TABLE jobs ADD COLUMN restart_ms INTEGER;\n"
+                                "CREATE INDEX jobs_restarts ON jobs(gang) "
+                                "WHERE restart_ms IS NOT NULL;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
@@ -231,6 +239,7 @@ static const struct store__migration migrations[] = {
     {6, "backfill promises on the job rows", schema_v6},
     {7, "who submitted each job", schema_v7},
     {8, "members a preemption took alone", schema_v8},
+    {9, "in-place restarts of running gangs", schema_v9},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -341,6 +350,7 @@ out_rollback:
     "reserve_first_ms = CASE WHEN " JOB_KEEP_WAIT " THEN jobs.reserve_first_ms END, " \
     "probation_until_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_until_ms END, " \
     "probation_for = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_for END, " \
+    "restart_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.restart_ms END, " \
     "user_name = CASE WHEN " JOB_SAME("jobs", "excluded") " THEN " \
     "coalesce(excluded.user_name, jobs.user_name) ELSE excluded.user_name END"
 // clang-format on
@@ -451,6 +461,9 @@ const char *const store__stmt_sql[STMT_N] = {
         "SELECT gang, state, reserve_first_ms, probation_until_ms, "
         "probation_for, submit_ms FROM jobs WHERE reserve_first_ms IS NOT NULL OR "
         "probation_until_ms IS NOT NULL ORDER BY gang",
+    [STMT_RESTART_PUT] = "UPDATE jobs SET restart_ms = ?2 WHERE gang = ?1 AND state = 'running'",
+    [STMT_RESTART_LIST] = "SELECT gang, restart_ms FROM jobs WHERE restart_ms IS NOT NULL AND "
+                          "state = 'running' ORDER BY gang",
     [STMT_HIST_PUT] = "INSERT INTO fair_share(queue, share, updated_ms) VALUES (?1, ?2, ?3) "
                       "ON CONFLICT(queue) DO UPDATE SET share = excluded.share, "
                       "updated_ms = excluded.updated_ms",

@@ -122,6 +122,11 @@
  *   index jobs_promises (the rows with either). A promise belongs to one wait or one run:
  *   store_job_upsert drops reserve_first_ms unless the row stays pending, and the probation
  *   unless it stays admitted or running (admitted to running keeps it).
+ * Version 7 adds jobs.user_name TEXT NULL; version 8 preemptions.members INTEGER NULL.
+ * Version 9 adds:
+ *   jobs.restart_ms INTEGER NULL -- a running gang's last in-place restart (members left it;
+ *       the origin of its checkpoints until the next one); index jobs_restarts. Dropped, as a
+ *       probation is, when the row leaves its run.
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -135,7 +140,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 8          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 9          /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -524,6 +529,15 @@ int store_job_promises_clear(struct store *st, const char *gang, struct sched_er
 typedef int store_promise_fn(void *ctx, const struct store_promise *p);
 /* The rows with a reservation or a promise, by gang. */
 int store_promise_list(struct store *st, store_promise_fn *fn, void *ctx, struct sched_errbuf *eb);
+
+/* ---- in-place restarts (schema version 9) -------------------------------------------------- */
+/* Notes that running gang's workers restarted in place at restart_ms (members left it): the
+ * origin of its checkpoints until the next one. A row not running is left alone. */
+int store_job_restart_put(struct store *st, const char *gang, int64_t restart_ms,
+                          struct sched_errbuf *eb);
+typedef int store_restart_fn(void *ctx, const char *gang, int64_t restart_ms);
+/* The running rows with a restart noted in this run, by gang. */
+int store_restart_list(struct store *st, store_restart_fn *fn, void *ctx, struct sched_errbuf *eb);
 
 /* ---- fair-share history -------------------------------------------------------------------- */
 int store_history_put(struct store *st, const char *queue, double share, int64_t updated_ms,

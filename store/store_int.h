@@ -74,6 +74,8 @@
     XX(PROMISE_CLEAR)                                                                              \
     XX(PROMISE_PROBATION)                                                                          \
     XX(PROMISE_LIST)                                                                               \
+    XX(RESTART_PUT)                                                                                \
+    XX(RESTART_LIST)                                                                               \
     XX(HIST_PUT)                                                                                   \
     XX(HIST_GET)                                                                                   \
     XX(HIST_LIST)                                                                                  \

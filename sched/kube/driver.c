@@ -551,6 +551,7 @@ static void on_lease(void *ctx, bool leading)
         d->jobs_synced = false;
         d->ckpt_resumed = false; /* handshakes resumed from the annotations at its first cycle */
         d->promises_restored = false; /* and backfill promises from the store */
+        d->restarts_restored = false; /* and in-place restarts */
         http_metric_set(d->m_leader, NULL, 1);
         kdrv_schedule_cycle(d, 0);
         return;

@@ -148,7 +148,9 @@ struct kdrv {
     struct strmap shrinks;  /* gang -> struct kshrink*: members asked to checkpoint before they
                                are evicted alone (driver_shrink.c) */
     struct strmap restarts; /* gang -> int64_t*: when members it runs on were last evicted
-                               alone, so its workers restarted (driver_shrink.c), in memory */
+                               alone, so its workers restarted (driver_shrink.c); kept on its
+                               job row too (store_job_restart_put) */
+    bool restarts_restored; /* d->restarts were read from the store (first cycle as leader) */
     struct strmap joining;  /* gang -> (void *)1: a running gang whose members waiting to
                                rejoin it had a verdict logged (driver_record.c) */
     struct strmap evict_retry; /* pod -> struct kretry*: evictions that failed, sent again at

@@ -11,7 +11,8 @@
  * the gang runs on whole and its preemptor plans again. When members leave, the gang's workers
  * restart (torchrun, Ray Train): d->restarts keeps when, the origin of its checkpoints for its
  * new members' join (gang_set_join) until it checkpoints again, as the simulator counts them
- * from its restart (a new process forgets it: the last checkpoint before then is used). New
+ * from its restart; its job row keeps it too, read back at the first cycle as leader, so a
+ * restarted process or a new leader counts from it as well. New
  * members the core says ask for a checkpoint (sched_verdict.ask_checkpoint) ask their running
  * gang, the request alone (kdrv_join_ask), and know its latest request (gang.join_asked_ms:
  * the core asks once while it is open).
@@ -51,19 +52,52 @@ void kdrv_shrink_fini(struct kdrv *d)
     strmap_fini(&d->restarts);
 }
 
-/* Members of gang left it at now: its workers restart. */
-static void restarted(struct kdrv *d, const char *gang, int64_t now)
+/* Notes in d->restarts that gang's workers restarted at ms. */
+static int note_restart(struct kdrv *d, const char *gang, int64_t ms)
 {
     int64_t *t = malloc(sizeof(*t));
     void *old = NULL;
     if (t)
-        *t = now;
+        *t = ms;
     if (!t || strmap_put(&d->restarts, gang, t, &old) != 0) {
         free(t); /* the join rule then counts from the checkpoint before */
         LOG_WARN(KDRV_MOD, "out of memory noting the restart of %s", gang);
-        return;
+        return SCHED_ENOMEM;
     }
     free(old);
+    return 0;
+}
+
+/* Members of gang left it at now: its workers restart (noted on its job row too). */
+static void restarted(struct kdrv *d, const char *gang, int64_t now)
+{
+    struct sched_errbuf eb = {{0}};
+    if (note_restart(d, gang, now) == 0 && d->db && store_job_restart_put(d->db, gang, now, &eb))
+        LOG_WARN(KDRV_MOD,
+                 "restart of %s not kept in the store (a new process counts from its "
+                 "checkpoint before): %s",
+                 gang, eb.msg);
+}
+
+static int restore_one(void *ctx, const char *gang, int64_t restart_ms)
+{
+    return note_restart(ctx, gang, restart_ms) == 0 ? 0 : SCHED_ENOMEM;
+}
+
+/* The restarts the job rows keep, once at the first cycle as leader. */
+static void restarts_restore(struct kdrv *d)
+{
+    if (d->restarts_restored || !d->db)
+        return;
+    d->restarts_restored = true;
+    struct sched_errbuf eb = {{0}};
+    if (store_restart_list(d->db, restore_one, d, &eb) != 0)
+        LOG_WARN(KDRV_MOD,
+                 "in-place restarts not all read from the store (their gangs count "
+                 "from the checkpoint before): %s",
+                 eb.msg[0] ? eb.msg : "out of memory");
+    else if (d->restarts.n)
+        LOG_INFO(KDRV_MOD, "in-place restarts restored: gangs=%zu", (size_t)d->restarts.n);
 }
 
 bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, int64_t until_ms)
@@ -192,6 +226,7 @@ static bool runs_now(const struct kcache_build *kb, const char *key)
  * is answered); the restarts of gangs that no longer run are forgotten. */
 static void restarts_step(struct kdrv *d, struct kcache_build *kb)
 {
+    restarts_restore(d);
     for (struct kgang *p = kb->gangs; p < kb->gangs + kb->n_pending; p++) {
         if (!p->run)
             continue;

@@ -719,6 +719,49 @@ static void placed_pods_follow_a_shrink(void **state)
     temp_db_end(f, dir, path);
 }
 
+/* The restart an elastic gang's workers made when members were evicted alone is kept on its job
+ * row (schema version 9): a new process on the same database counts its new members' join from
+ * it, as the one that evicted them did. Before, it was in memory only, and a new process
+ * counted from the checkpoint before (00:10 here, instead of the restart at 01:00). */
+static void restart_kept_for_a_new_leader(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    temp_db(f, dir, sizeof(dir), path, sizeof(path));
+    struct sched_errbuf eb = {{0}};
+    el_podgroup(f, "");
+    const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
+    pod(f->d.cache, "el-0", "n1", lab, "", "");
+    pod(f->d.cache, "el-1", "n1", lab, "", "");
+    pod(f->d.cache, "el-2", "n2", lab, "", "");
+    record_at(f, NOW);
+    struct config *none = NULL; /* a queue without a checkpointGrace: evicted at once */
+    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
+                    "  - name: q\n";
+    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
+    fx_build_at(f, NOW + 1000);
+    struct sched_running *run = NULL;
+    running(f, "ml/el", &run);
+    uint32_t gone[] = {2};
+    struct sched_eviction ev = {
+        .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = gone, .n_pods = 1};
+    kdrv_shrink(&f->d, &f->kb, &ev, none, NOW + 1000);
+    const int64_t *t = strmap_get(&f->d.restarts, "ml/el");
+    assert_true(t && *t == NOW + 1000);
+    /* a new process: nothing in memory; a new member waits to join */
+    kdrv_shrink_fini(&f->d);
+    strmap_init(&f->d.shrinks);
+    strmap_init(&f->d.restarts);
+    f->d.restarts_restored = false;
+    pod(f->d.cache, "el-3", "", lab, "", "");
+    fx_build_at(f, NOW + 2000);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 2000);
+    assert_non_null(joining(f, "ml/el"));
+    assert_int_equal(joining(f, "ml/el")->join_from_ms, NOW + 1000);
+    config_free(none);
+    temp_db_end(f, dir, path);
+}
+
 /* The operator's request (no deadline): on a PodGroup of its own, else on the running members. */
 static void operator_request(void **state)
 {
@@ -748,6 +791,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(placed_pods_follow_a_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(ledger_follows_members_that_leave, setup, teardown),
+        cmocka_unit_test_setup_teardown(restart_kept_for_a_new_leader, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,9 @@
 
 #include "store/store.h"
 
+/* SQL that takes back what schema version 9 added (as tests/unit/store_fx.h says it). */
+#define V9_OFF "DROP INDEX jobs_restarts; ALTER TABLE jobs DROP COLUMN restart_ms; "
+
 struct fx {
     char dir[64];
     char db[128];
@@ -171,11 +174,12 @@ static void test_kept_by_wait_and_run(void **state)
 /* A current database turned into a version 5 one by hand: the promise columns dropped. */
 static void make_v5(const char *path)
 {
-    raw_sql(path, "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
-                  "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
-                  "ALTER TABLE jobs DROP COLUMN probation_for; "
-                  "ALTER TABLE jobs DROP COLUMN user_name; "
-                  "ALTER TABLE preemptions DROP COLUMN members; PRAGMA user_version = 5;");
+    raw_sql(path,
+            "DROP INDEX jobs_promises; ALTER TABLE jobs DROP COLUMN reserve_first_ms; "
+            "ALTER TABLE jobs DROP COLUMN probation_until_ms; "
+            "ALTER TABLE jobs DROP COLUMN probation_for; "
+            "ALTER TABLE jobs DROP COLUMN user_name; "
+            "ALTER TABLE preemptions DROP COLUMN members; " V9_OFF "PRAGMA user_version = 5;");
 }
 
 /* The user of gang's row, "-" for NULL. */
@@ -194,8 +198,9 @@ static void test_job_user(void **state)
     struct store *st = open_ok(f->db);
     job(st, "ns/old", STORE_JOB_PENDING);
     store_close(st);
-    raw_sql(f->db, "ALTER TABLE jobs DROP COLUMN user_name; "
-                   "ALTER TABLE preemptions DROP COLUMN members; PRAGMA user_version = 6;");
+    raw_sql(f->db,
+            "ALTER TABLE jobs DROP COLUMN user_name; "
+            "ALTER TABLE preemptions DROP COLUMN members; " V9_OFF "PRAGMA user_version = 6;");
     st = open_ok(f->db); /* migrated on open */
     assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
     assert_string_equal(user_of(st, "ns/old"), "-");
@@ -260,12 +265,64 @@ static void test_migrate_v5(void **state)
     fclose(out);
 }
 
+/* The restarts as "gang:ms;" in gang order. */
+static int collect_restart(void *ctx, const char *gang, int64_t ms)
+{
+    char *buf = ctx;
+    size_t at = strlen(buf);
+    snprintf(buf + at, 512 - at, "%s:%lld;", gang, (long long)ms);
+    return 0;
+}
+
+static const char *restarts(struct store *st, char *buf)
+{
+    struct sched_errbuf eb = {{0}};
+    buf[0] = '\0';
+    if (store_restart_list(st, collect_restart, buf, &eb) != 0)
+        fail_msg("store_restart_list: %s", eb.msg);
+    return buf;
+}
+
+/* A running gang's in-place restart (schema version 9) is noted on its row, kept while the row
+ * stays in the same run (its members leaving rewrite it running), dropped when it leaves the
+ * run (evicted whole, finished) or the name is another gang's; only running rows take one; a
+ * damaged value is a bad row, named. */
+static void test_restart_kept_by_run(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    struct sched_errbuf eb = {{0}};
+    char buf[512];
+    job(st, "ns/r", STORE_JOB_RUNNING);
+    job(st, "ns/s", STORE_JOB_RUNNING);
+    job(st, "ns/p", STORE_JOB_PENDING);
+    put_ok(store_job_restart_put(st, "ns/r", 5000, &eb), &eb);
+    put_ok(store_job_restart_put(st, "ns/s", 6000, &eb), &eb);
+    put_ok(store_job_restart_put(st, "ns/p", 7000, &eb), &eb); /* not running: left alone */
+    put_ok(store_job_restart_put(st, "ns/nobody", 7000, &eb), &eb);
+    assert_string_equal(restarts(st, buf), "ns/r:5000;ns/s:6000;");
+    put_ok(store_job_restart_put(st, "ns/r", 5500, &eb), &eb); /* a later restart */
+    job(st, "ns/r", STORE_JOB_RUNNING);                        /* rewritten in its run */
+    assert_string_equal(restarts(st, buf), "ns/r:5500;ns/s:6000;");
+    job(st, "ns/s", STORE_JOB_PENDING); /* evicted whole */
+    job(st, "ns/s", STORE_JOB_RUNNING); /* and started again: a new run */
+    assert_string_equal(restarts(st, buf), "ns/r:5500;");
+    assert_int_equal(store_job_restart_put(st, NULL, 1, &eb), SCHED_EINVAL);
+    store_close(st);
+    raw_sql(f->db, "UPDATE jobs SET restart_ms = 'soon' WHERE gang = 'ns/r'");
+    st = open_ok(f->db);
+    assert_int_not_equal(store_restart_list(st, collect_restart, buf, &eb), 0);
+    assert_non_null(strstr(eb.msg, "ns/r"));
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kept_by_wait_and_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_kept_by_run, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
