@@ -637,6 +637,30 @@ static void new_leader(struct fx *f)
     f->d.jobs_synced = false;
 }
 
+#define EL_LABEL ",\"scheduling.x-k8s.io/pod-group\":\"el\""
+
+/* On a temporary database (temp_db), the elastic gang ml/el running n pods of 1 GPU, two on
+ * n1, the others on n2, recorded at NOW. Returns a configuration whose queue has no
+ * checkpointGrace (members evicted alone at once), for config_free. */
+static struct config *el_running(struct fx *f, char *dir, size_t dir_cap, char *path,
+                                 size_t path_cap, int n)
+{
+    temp_db(f, dir, dir_cap, path, path_cap);
+    el_podgroup(f, "");
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "el-%d", i);
+        pod(f->d.cache, name, i < 2 ? "n1" : "n2", EL_LABEL, "", "");
+    }
+    record_at(f, NOW);
+    struct config *none = NULL;
+    struct sched_errbuf eb = {{0}};
+    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
+                    "  - name: q\n";
+    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
+    return none;
+}
+
 /* Members of an elastic gang evicted alone: its placed pods become those it keeps in the same
  * transaction as its job row and charge, at once (no checkpointGrace) or when the handshake
  * ends, not a cycle after the evicted pods are gone (store check in between found "running
@@ -645,24 +669,12 @@ static void placed_pods_follow_a_shrink(void **state)
 {
     struct fx *f = *state;
     char dir[128], path[160];
-    temp_db(f, dir, sizeof(dir), path, sizeof(path));
     struct sched_errbuf eb = {{0}};
-    el_podgroup(f, "");
-    const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
-    for (int i = 0; i < 4; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "el-%d", i);
-        pod(f->d.cache, name, i < 2 ? "n1" : "n2", lab, "", "");
-    }
-    record_at(f, NOW);
+    struct config *none = el_running(f, dir, sizeof(dir), path, sizeof(path), 4);
+    const char *lab = EL_LABEL;
     assert_int_equal(job_gpus(f, "ml/el"), 4);
     assert_int_equal(placed(f, "ml/el"), 4);
     int64_t others = ledger_q(f) - 4; /* the fixture's other running gangs */
-    /* at once: a queue without a checkpointGrace, the cycle's record */
-    struct config *none = NULL;
-    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
-                    "  - name: q\n";
-    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
     struct sched_running *run = NULL;
     const struct kgang *kg = NULL;
     char last_name[64], last_node[16]; /* the evicted member (kg is rebuilt below) */
@@ -727,18 +739,8 @@ static void restart_kept_for_a_new_leader(void **state)
 {
     struct fx *f = *state;
     char dir[128], path[160];
-    temp_db(f, dir, sizeof(dir), path, sizeof(path));
-    struct sched_errbuf eb = {{0}};
-    el_podgroup(f, "");
-    const char *lab = ",\"scheduling.x-k8s.io/pod-group\":\"el\"";
-    pod(f->d.cache, "el-0", "n1", lab, "", "");
-    pod(f->d.cache, "el-1", "n1", lab, "", "");
-    pod(f->d.cache, "el-2", "n2", lab, "", "");
-    record_at(f, NOW);
-    struct config *none = NULL; /* a queue without a checkpointGrace: evicted at once */
-    const char *y = "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\nqueues:\n"
-                    "  - name: q\n";
-    assert_int_equal(config_load_buffer("n.yaml", y, strlen(y), &none, &eb), 0);
+    struct config *none = el_running(f, dir, sizeof(dir), path, sizeof(path), 3);
+    const char *lab = EL_LABEL;
     fx_build_at(f, NOW + 1000);
     struct sched_running *run = NULL;
     running(f, "ml/el", &run);
