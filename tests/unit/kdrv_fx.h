@@ -28,6 +28,7 @@ static void teardown_d(struct kdrv *d)
 {
     kdrv_status_fini(d);
     kdrv_shrink_fini(d);
+    kdrv_evictions_fini(d);
     kcache_free(d->cache);
     kdrv_eng_fini(d);
 }
