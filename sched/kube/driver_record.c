@@ -172,6 +172,10 @@ static int adopt_running(struct kdrv *d, const struct kgang *kg, const struct sc
         if (known) { /* the same run */
             j.admit_ms = old.admit_ms;
             j.start_ms = old.start_ms;
+            LOG_INFO(KDRV_MOD,
+                     "running job recorded again from its members: gang=%s gpus=%lld "
+                     "row_gpus=%lld",
+                     kg->key, (long long)kg->gang.gpus, (long long)old.gpus);
         }
         if (rc == 0)
             rc = store_job_upsert(d->db, &j, eb);
