@@ -294,6 +294,35 @@ static int check_running(struct store *st, struct finding *f, struct sched_errbu
     return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking placed pods", eb);
 }
 
+/* What the job rows keep of a wait or run (store/promises.c): times are integers, a promise
+ * names the gang it was made to, and a restart belongs to a job in its run (admitted or
+ * running: the job upsert drops it when the row leaves its run). */
+static int check_notes(struct store *st, struct finding *f, struct sched_errbuf *eb)
+{
+    sqlite3_stmt *s = store__s(st, STMT_CHECK_NOTES);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *reserve = txt(s, 2), *until = txt(s, 3), *restart = txt(s, 5);
+        bool ok_reserve = !strcmp(reserve, "null") || !strcmp(reserve, "integer");
+        bool ok_until = !strcmp(until, "null") || !strcmp(until, "integer");
+        if (!ok_reserve || !ok_until)
+            report(f,
+                   "job %s: its backfill promise has a %s reserve_first_ms and a %s "
+                   "probation_until_ms (times are integers)",
+                   txt(s, 0), reserve, until);
+        else if (strcmp(until, "null") != 0 && sqlite3_column_int(s, 4))
+            report(f, "job %s: its backfill promise names no gang (probation_for)", txt(s, 0));
+        if (strcmp(restart, "null") != 0 && strcmp(restart, "integer") != 0)
+            report(f, "job %s: its restart_ms is %s (times are integers)", txt(s, 0), restart);
+        else if (strcmp(restart, "null") != 0 && strcmp(txt(s, 1), "running") != 0 &&
+                 strcmp(txt(s, 1), "admitted") != 0)
+            report(f, "job %s is %s, but has an in-place restart (restart_ms)", txt(s, 0),
+                   txt(s, 1));
+    }
+    store__done(st, STMT_CHECK_NOTES);
+    return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking the jobs' promises", eb);
+}
+
 static int check_journal(struct store *st, struct finding *f, struct sched_errbuf *eb)
 {
     int64_t seq = 0;
@@ -334,6 +363,8 @@ static int verify(struct store *st, struct finding *f, struct sched_errbuf *eb)
         err = check_ledger(st, f, eb);
     if (!err)
         err = check_running(st, f, eb);
+    if (!err)
+        err = check_notes(st, f, eb);
     if (!err)
         err = check_journal(st, f, eb);
     if (own)

@@ -533,6 +533,14 @@ const char *const store__stmt_sql[STMT_N] = {
                            "LEFT JOIN jobs j ON j.gang = p.gang "
                            "WHERE j.gang IS NULL OR j.state NOT IN ('admitted', 'running') "
                            "GROUP BY p.gang ORDER BY p.gang",
+    [STMT_CHECK_NOTES] =
+        "SELECT gang, state, typeof(reserve_first_ms), typeof(probation_until_ms), "
+        "probation_for IS NULL, typeof(restart_ms) FROM jobs "
+        "WHERE typeof(reserve_first_ms) NOT IN ('null', 'integer') "
+        "OR typeof(probation_until_ms) NOT IN ('null', 'integer') "
+        "OR (probation_until_ms IS NOT NULL AND probation_for IS NULL) "
+        "OR typeof(restart_ms) NOT IN ('null', 'integer') "
+        "OR (restart_ms IS NOT NULL AND state NOT IN ('admitted', 'running')) ORDER BY gang",
     [STMT_CHECK_STALE] = "SELECT gang, pod_index, seq, cycle FROM bind_journal "
                          "WHERE state = 'intent' AND seq < ?1 ORDER BY gang, pod_index",
 };

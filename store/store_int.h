@@ -99,7 +99,8 @@
     XX(CHECK_LEDGER)                                                                               \
     XX(CHECK_RUNNING)                                                                              \
     XX(CHECK_ORPHANS)                                                                              \
-    XX(CHECK_STALE)
+    XX(CHECK_STALE)                                                                                \
+    XX(CHECK_NOTES)
 
 enum store__stmt {
 #define STORE_STMT_ENUM(name) STMT_##name,

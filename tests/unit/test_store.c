@@ -978,6 +978,38 @@ static void test_decision_eta_moved(void **state)
     assert_true(store_decision_eta_moved(now - 30 * min, now, now));
 }
 
+/* store check finds what a job row keeps of its wait or run in a bad shape (written by hand:
+ * the store's own writes cannot make them): a time that is not an integer, a promise to no
+ * gang, an in-place restart on a job out of its run. One in its run is fine. */
+static void test_verify_run_notes(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db, STORE_CREATE, NULL);
+    struct sched_errbuf eb = {{0}};
+    struct store_job a = job("ns/a", "q", 0, STORE_JOB_ADMITTED),
+                     p = job("ns/p", "q", 0, STORE_JOB_PENDING);
+    assert_int_equal(store_job_upsert(st, &a, &eb), 0);
+    assert_int_equal(store_job_upsert(st, &p, &eb), 0);
+    store_close(st);
+    raw_sql(f->db, "UPDATE jobs SET restart_ms = 5 WHERE gang = 'ns/a'");
+    st = open_ok(f->db, 0, NULL);
+    char *text = NULL;
+    assert_int_equal(verify_text(st, &text), 0);
+    free(text);
+    store_close(st);
+    raw_sql(f->db,
+            "UPDATE jobs SET restart_ms = 'soon', probation_until_ms = 9 WHERE gang = 'ns/a';"
+            "UPDATE jobs SET restart_ms = 5, reserve_first_ms = 'x' WHERE gang = 'ns/p'");
+    st = open_ok(f->db, 0, NULL);
+    assert_int_equal(verify_text(st, &text), 1);
+    assert_non_null(strstr(text, "job ns/a: its restart_ms is text"));
+    assert_non_null(strstr(text, "job ns/a: its backfill promise names no gang"));
+    assert_non_null(strstr(text, "job ns/p is pending, but has an in-place restart"));
+    assert_non_null(strstr(text, "job ns/p: its backfill promise has a text reserve_first_ms"));
+    free(text);
+    store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -996,6 +1028,7 @@ int main(void)
         T(test_statements_reused),
         T(test_cycle_of_10000_decisions),
         T(test_operator_actions),
+        T(test_verify_run_notes),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
