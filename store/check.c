@@ -295,8 +295,9 @@ static int check_running(struct store *st, struct finding *f, struct sched_errbu
 }
 
 /* What the job rows keep of a wait or run (store/promises.c): times are integers, a promise
- * names the gang it was made to, and a restart belongs to a job in its run (admitted or
- * running: the job upsert drops it when the row leaves its run). */
+ * names the gang it was made to, a restart belongs to a job in its run (admitted or running:
+ * the job upsert drops it when the row leaves its run), and the time of earlier runs is a
+ * whole number of milliseconds, not negative. */
 static int check_notes(struct store *st, struct finding *f, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = store__s(st, STMT_CHECK_NOTES);
@@ -318,6 +319,11 @@ static int check_notes(struct store *st, struct finding *f, struct sched_errbuf 
                  strcmp(txt(s, 1), "admitted") != 0)
             report(f, "job %s is %s, but has an in-place restart (restart_ms)", txt(s, 0),
                    txt(s, 1));
+        const char *ran = txt(s, 6);
+        if (strcmp(ran, "null") != 0 && strcmp(ran, "integer") != 0)
+            report(f, "job %s: its ran_ms is %s (times are integers)", txt(s, 0), ran);
+        else if (sqlite3_column_int(s, 7))
+            report(f, "job %s: its ran_ms is negative", txt(s, 0));
     }
     store__done(st, STMT_CHECK_NOTES);
     return rc == SQLITE_DONE ? 0 : store__sql_fail(st, rc, "checking the jobs' promises", eb);

@@ -1,9 +1,11 @@
 /* store/promises.c: what the job rows keep of one wait or one run besides the job: backfill-on-
- * probation promises (schema version 6) and in-place restarts (version 9).
+ * probation promises (schema version 6), in-place restarts (version 9), and the time of the
+ * submission's earlier runs (version 10).
  *
- * Owns: writing a waiting gang's first reservation, a running gang's promise and its last
- * in-place restart on its job row, and listing the rows that have one (validated: a bad time
- * or state is a corrupt row). The rule that a row leaving its wait or run drops them is the job
+ * Owns: writing a waiting gang's first reservation, a running gang's promise, its last
+ * in-place restart and its earlier runs' time on its job row, and listing the rows that have a
+ * promise or a restart (validated: a bad time or state is a corrupt row). The rules that a row
+ * leaving its wait or run drops them, and another submission the earlier runs, are the job
  * upsert's (schema.c JOB_UPSERT).
  *
  * Must not touch: the other columns of jobs (records.c), transactions (store.c's bracket).
@@ -105,21 +107,28 @@ int store_promise_list(struct store *st, store_promise_fn *fn, void *ctx, struct
                        eb);
 }
 
+/* Statement id (?1 the gang, ?2 the time) in a write of its own or the caller's transaction. */
+static int put_time(struct store *st, enum store__stmt id, const char *gang, int64_t ms,
+                    const char *what, struct sched_errbuf *eb)
+{
+    bool own;
+    int err = store__wbegin(st, &own, eb);
+    if (err)
+        return err;
+    int rc = SQLITE_OK;
+    store__b_text(st, id, 1, gang, &rc);
+    store__b_i64(st, id, 2, ms, &rc);
+    rc = store__exec(st, id, rc, NULL);
+    return store__wend(st, own, rc, what, eb);
+}
+
 int store_job_restart_put(struct store *st, const char *gang, int64_t restart_ms,
                           struct sched_errbuf *eb)
 {
     if (!gang || restart_ms == STORE_NO_TIME)
         return sched_fail(eb, SCHED_EINVAL, "database %s: restart: gang and time required",
                           st->path);
-    bool own;
-    int err = store__wbegin(st, &own, eb);
-    if (err)
-        return err;
-    int rc = SQLITE_OK;
-    store__b_text(st, STMT_RESTART_PUT, 1, gang, &rc);
-    store__b_i64(st, STMT_RESTART_PUT, 2, restart_ms, &rc);
-    rc = store__exec(st, STMT_RESTART_PUT, rc, NULL);
-    return store__wend(st, own, rc, "writing a job's restart", eb);
+    return put_time(st, STMT_RESTART_PUT, gang, restart_ms, "writing a job's restart", eb);
 }
 
 struct restart_each {
@@ -142,4 +151,13 @@ int store_restart_list(struct store *st, store_restart_fn *fn, void *ctx, struct
     struct restart_each re = {.fn = fn, .ctx = ctx};
     return store__each(st, STMT_RESTART_LIST, SQLITE_OK, "the jobs' restarts", restart_row, &re,
                        eb);
+}
+
+int store_job_ran_put(struct store *st, const char *gang, int64_t ran_ms, struct sched_errbuf *eb)
+{
+    if (!gang || ran_ms < 0)
+        return sched_fail(eb, SCHED_EINVAL,
+                          "database %s: earlier runs: gang and a time of at least 0 required",
+                          st->path);
+    return put_time(st, STMT_RAN_PUT, gang, ran_ms, "writing a job's earlier runs", eb);
 }

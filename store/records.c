@@ -736,10 +736,12 @@ static int job_row(struct store *st, sqlite3_stmt *s, struct store_job *j, struc
     j->start_ms = store__col_opt(s, 8, STORE_NO_TIME);
     j->finish_ms = store__col_opt(s, 9, STORE_NO_TIME);
     j->user = store__col_text(s, 12);
+    j->ran_ms = store__col_opt(s, 13, 0);
+    int ran_type = sqlite3_column_type(s, 13);
     int64_t pre = sqlite3_column_int64(s, 10), re = sqlite3_column_int64(s, 11);
     if (!j->gang || !j->queue || k < 0 || j->gpus < 0 || pre < 0 || pre > UINT32_MAX || re < 0 ||
-        re > UINT32_MAX)
-        return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad state, queue or count",
+        re > UINT32_MAX || j->ran_ms < 0 || (ran_type != SQLITE_NULL && ran_type != SQLITE_INTEGER))
+        return store__bad_row(st, eb, "jobs: row \"%.80s\" has a bad state, queue, count or ran_ms",
                               j->gang ? j->gang : "(null)");
     j->preemptions = (uint32_t)pre;
     j->restarts = (uint32_t)re;

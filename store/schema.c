@@ -230,6 +230,12 @@ static const char schema_v9[] = "ALTER TABLE jobs ADD COLUMN restart_ms INTEGER;
                                 "CREATE INDEX jobs_restarts ON jobs(gang) "
                                 "WHERE restart_ms IS NOT NULL;\n";
 
+/* Version 10: how long a gang held its GPUs in the runs of its submission before the current
+ * one (a preemption or a restart ended them), so that a gang that ran more than once teaches
+ * the run-time estimates all of its runs, as the simulator's does, also after a restart of the
+ * daemon. Kept while the row is the same submission. Older rows keep NULL: none known. */
+static const char schema_v10[] = "ALTER TABLE jobs ADD COLUMN ran_ms INTEGER;\n";
+
 static const struct store__migration migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "operator actions", schema_v2},
@@ -240,6 +246,7 @@ static const struct store__migration migrations[] = {
     {7, "who submitted each job", schema_v7},
     {8, "members a preemption took alone", schema_v8},
     {9, "in-place restarts of running gangs", schema_v9},
+    {10, "earlier runs of each job", schema_v10},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -351,6 +358,7 @@ out_rollback:
     "probation_until_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_until_ms END, " \
     "probation_for = CASE WHEN " JOB_KEEP_RUN " THEN jobs.probation_for END, " \
     "restart_ms = CASE WHEN " JOB_KEEP_RUN " THEN jobs.restart_ms END, " \
+    "ran_ms = CASE WHEN " JOB_SAME("jobs", "excluded") " THEN jobs.ran_ms END, " \
     "user_name = CASE WHEN " JOB_SAME("jobs", "excluded") " THEN " \
     "coalesce(excluded.user_name, jobs.user_name) ELSE excluded.user_name END"
 // clang-format on
@@ -446,10 +454,10 @@ const char *const store__stmt_sql[STMT_N] = {
     [STMT_JOB_UPSERT] = JOB_UPSERT(JOB_ROW),
     [STMT_JOB_UPSERT_MANY] = JOB_UPSERT(STORE_ROWS_32(JOB_ROW)),
     [STMT_JOB_GET] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                     "start_ms, finish_ms, preemptions, restarts, user_name FROM jobs "
+                     "start_ms, finish_ms, preemptions, restarts, user_name, ran_ms FROM jobs "
                      "WHERE gang = ?1",
     [STMT_JOB_LIST] = "SELECT gang, gang_id, queue, flavor, gpus, state, submit_ms, admit_ms, "
-                      "start_ms, finish_ms, preemptions, restarts, user_name FROM jobs "
+                      "start_ms, finish_ms, preemptions, restarts, user_name, ran_ms FROM jobs "
                       "ORDER BY gang",
     [STMT_PROMISE_RESERVE] = "UPDATE jobs SET reserve_first_ms = ?2 WHERE gang = ?1",
     [STMT_PROMISE_CLEAR] = "UPDATE jobs SET reserve_first_ms = NULL, probation_until_ms = NULL, "
@@ -462,6 +470,7 @@ const char *const store__stmt_sql[STMT_N] = {
         "probation_for, submit_ms FROM jobs WHERE reserve_first_ms IS NOT NULL OR "
         "probation_until_ms IS NOT NULL ORDER BY gang",
     [STMT_RESTART_PUT] = "UPDATE jobs SET restart_ms = ?2 WHERE gang = ?1 AND state = 'running'",
+    [STMT_RAN_PUT] = "UPDATE jobs SET ran_ms = ?2 WHERE gang = ?1",
     [STMT_RESTART_LIST] = "SELECT gang, restart_ms FROM jobs WHERE restart_ms IS NOT NULL AND "
                           "state = 'running' ORDER BY gang",
     [STMT_HIST_PUT] = "INSERT INTO fair_share(queue, share, updated_ms) VALUES (?1, ?2, ?3) "
@@ -535,12 +544,13 @@ const char *const store__stmt_sql[STMT_N] = {
                            "GROUP BY p.gang ORDER BY p.gang",
     [STMT_CHECK_NOTES] =
         "SELECT gang, state, typeof(reserve_first_ms), typeof(probation_until_ms), "
-        "probation_for IS NULL, typeof(restart_ms) FROM jobs "
+        "probation_for IS NULL, typeof(restart_ms), typeof(ran_ms), ran_ms < 0 FROM jobs "
         "WHERE typeof(reserve_first_ms) NOT IN ('null', 'integer') "
         "OR typeof(probation_until_ms) NOT IN ('null', 'integer') "
         "OR (probation_until_ms IS NOT NULL AND probation_for IS NULL) "
         "OR typeof(restart_ms) NOT IN ('null', 'integer') "
-        "OR (restart_ms IS NOT NULL AND state NOT IN ('admitted', 'running')) ORDER BY gang",
+        "OR (restart_ms IS NOT NULL AND state NOT IN ('admitted', 'running')) "
+        "OR typeof(ran_ms) NOT IN ('null', 'integer') OR ran_ms < 0 ORDER BY gang",
     [STMT_CHECK_STALE] = "SELECT gang, pod_index, seq, cycle FROM bind_journal "
                          "WHERE state = 'intent' AND seq < ?1 ORDER BY gang, pod_index",
 };

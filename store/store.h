@@ -127,6 +127,9 @@
  *   jobs.restart_ms INTEGER NULL -- a running gang's last in-place restart (members left it;
  *       the origin of its checkpoints until the next one); index jobs_restarts. Dropped, as a
  *       probation is, when the row leaves its run.
+ * Version 10 adds jobs.ran_ms INTEGER NULL: the ms the submission held its GPUs in runs before
+ *   the current one (a preemption or a restart ended them); kept while the row is the same
+ *   submission (submit_ms), dropped for another.
  */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
@@ -140,7 +143,7 @@
 
 struct config;
 
-#define STORE_SCHEMA_VERSION 9          /* the newest schema this binary knows */
+#define STORE_SCHEMA_VERSION 10         /* the newest schema this binary knows */
 #define STORE_APP_ID         0x47534348 /* PRAGMA application_id: "GSCH" */
 #define STORE_NO_TIME        INT64_MIN  /* an absent time (a NULL column) */
 #define STORE_NO_LIMIT       INT64_MAX  /* an absent borrowing or lending limit */
@@ -488,6 +491,10 @@ struct store_job {
     uint32_t restarts;
     const char *user; /* who submitted it (gangsched.io/user), or NULL: not known; a write
                          with NULL keeps the one the same gang's row has (schema 7) */
+    int64_t ran_ms;   /* read only: ms this submission held its GPUs in runs before the
+                         current one (0: none known; schema 10). An upsert keeps the row's for
+                         the same submission and drops it for another; store_job_ran_put sets
+                         it */
 };
 
 int store_job_upsert(struct store *st, const struct store_job *j, struct sched_errbuf *eb);
@@ -538,6 +545,11 @@ int store_job_restart_put(struct store *st, const char *gang, int64_t restart_ms
 typedef int store_restart_fn(void *ctx, const char *gang, int64_t restart_ms);
 /* The running rows with a restart noted in this run, by gang. */
 int store_restart_list(struct store *st, store_restart_fn *fn, void *ctx, struct sched_errbuf *eb);
+
+/* ---- earlier runs (schema version 10) ----------------------------------------------------- */
+/* Sets gang's ran_ms (ms >= 0: the time its submission held its GPUs in runs before the
+ * current one). A gang without a row: nothing is written, not an error. */
+int store_job_ran_put(struct store *st, const char *gang, int64_t ran_ms, struct sched_errbuf *eb);
 
 /* ---- fair-share history -------------------------------------------------------------------- */
 int store_history_put(struct store *st, const char *queue, double share, int64_t updated_ms,

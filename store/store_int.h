@@ -75,6 +75,7 @@
     XX(PROMISE_PROBATION)                                                                          \
     XX(PROMISE_LIST)                                                                               \
     XX(RESTART_PUT)                                                                                \
+    XX(RAN_PUT)                                                                                    \
     XX(RESTART_LIST)                                                                               \
     XX(HIST_PUT)                                                                                   \
     XX(HIST_GET)                                                                                   \

@@ -148,11 +148,12 @@ int kdrv_ckpt_operator(struct kdrv *d, const char *key, struct sched_errbuf *eb)
 }
 
 /* The victim leaves now: its job row pending, uncharged (kdrv_record_evicted). */
-static void record_left(struct kdrv *d, const struct kgang *kg, const struct config *cfg)
+static void record_left(struct kdrv *d, const struct kgang *kg, const struct config *cfg,
+                        int64_t now)
 {
     const char *queue =
         cfg && kg->gang.queue < cfg->n_queues ? cfg->queues[kg->gang.queue].name : NULL;
-    kdrv_record_apart(d, kg->key, queue, -1, NULL, NULL, 0);
+    kdrv_record_apart(d, kg->key, queue, -1, NULL, NULL, 0, now);
 }
 
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
@@ -165,7 +166,7 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
     uint32_t pre = kdrv_gang_id(d, by->key);
     if (g == ENG_NONE || eng_job_ckpt_request(d->eng, g, pre, now, now + grace) != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory asking %s to checkpoint: evicted at once", victim->key);
-        record_left(d, victim, cfg); /* the cycle's record left it running, to be asked */
+        record_left(d, victim, cfg, now); /* the cycle's record left it running, to be asked */
         return false;
     }
     eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
@@ -309,9 +310,9 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
 /* Handshake over: every member through the Eviction API, status and metrics as an immediate
  * preemption has them; its job row pending again, its charge released (it ran until now). */
 static void evict_now(struct kdrv *d, uint32_t g, const struct kgang *kg, bool answered,
-                      const struct config *cfg)
+                      const struct config *cfg, int64_t now)
 {
-    record_left(d, kg, cfg);
+    record_left(d, kg, cfg, now);
     const char *by = eng_names_name(d->gang_ids, eng_job(d->eng, g).ckpt_by);
     char msg[600];
     snprintf(msg, sizeof(msg), "%s%s%s",
@@ -341,7 +342,7 @@ void kdrv_ckpt_step(struct kdrv *d, struct kcache_build *kb, int64_t now)
             adopt(d, g, kg, run, kb->snap.config);
         enum eng_ckpt v = eng_job_ckpt_check(d->eng, g, run->last_checkpoint_ms, now);
         if (v == ENG_CKPT_ANSWERED || v == ENG_CKPT_TIMEOUT)
-            evict_now(d, g, kg, v == ENG_CKPT_ANSWERED, kb->snap.config);
+            evict_now(d, g, kg, v == ENG_CKPT_ANSWERED, kb->snap.config, now);
         if (v != ENG_CKPT_NONE)
             run->evicting = true; /* the core picks it no more; its preemptor keeps its hold */
     }

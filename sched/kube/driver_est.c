@@ -1,6 +1,7 @@
 /* sched/kube/driver_est.c: the daemon's run-time estimates, learned from the gangs that ended by
- * themselves (queue/estimate.c, as the simulator learns), given to the cycle as the simulator
- * gives them (sched/sim/estimates.c):
+ * themselves (queue/estimate.c, as the simulator learns: a run time is the time the gang held
+ * its GPUs over all its runs, its row's earlier runs (ran_ms) included), given to the cycle as the
+ * simulator gives them (sched/sim/estimates.c):
  *   - decisions (starvation reservations, backfill into them, the queue hold, backfill on
  *     probation): the safe estimates, runtime_src's safe answer for a pending gang
  *     (EST_QUANTILE) and node_state.release_ms, the latest safe end of the gangs on a node
@@ -26,10 +27,10 @@
 #include "sched/kube/driver_int.h"
 
 /* A finished run of the store: what est_observe() takes, with its queue's index and its user's
- * id (sched/kube/cache_users.c; 0: not known). */
+ * id (sched/kube/cache_users.c; 0: not known); run_ms: its GPUs' time over all its runs. */
 struct past_run {
     uint32_t queue, user;
-    int64_t gpus, start_ms, finish_ms, submit_ms;
+    int64_t gpus, run_ms, finish_ms, submit_ms;
 };
 
 struct past_runs {
@@ -63,7 +64,7 @@ static int collect_run(void *ctx, const struct store_job *j)
         pr->cap = cap;
     }
     pr->v[pr->n++] = (struct past_run){(uint32_t)q,  kcache_user_id(pr->cache, j->user),
-                                       j->gpus,      j->start_ms,
+                                       j->gpus,      j->finish_ms - j->start_ms + j->ran_ms,
                                        j->finish_ms, j->submit_ms};
     return 0;
 }
@@ -90,8 +91,7 @@ static int learn_store(struct kdrv *d)
     if (pr.n)
         qsort(pr.v, pr.n, sizeof(*pr.v), cmp_finish);
     for (uint32_t k = 0; rc == 0 && k < pr.n; k++)
-        (void)est_observe(&d->est, pr.v[k].queue, pr.v[k].user, pr.v[k].gpus,
-                          pr.v[k].finish_ms - pr.v[k].start_ms,
+        (void)est_observe(&d->est, pr.v[k].queue, pr.v[k].user, pr.v[k].gpus, pr.v[k].run_ms,
                           pr.v[k].submit_ms); /* out of memory: the user's ring misses it */
     free(pr.v);
     return 0;
@@ -173,7 +173,8 @@ void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now)
     if (n == 0)
         return;
     /* out of memory for the user's ring: the queue's rings learn it all the same */
-    (void)est_observe(&d->est, (uint32_t)q, user, j->gpus, now - j->start_ms, j->submit_ms);
+    (void)est_observe(&d->est, (uint32_t)q, user, j->gpus, now - j->start_ms + j->ran_ms,
+                      j->submit_ms);
     /* only the kept ends that read these rings are computed again (est_rings_read) */
     d->est_obs++;
     for (uint32_t k = 0; k < n && ring_gen_covers(d, idx[k]); k++)

@@ -428,11 +428,11 @@ void kdrv_shrink_fini(struct kdrv *d);
 int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, const struct kgang *kg,
                        const uint32_t *gone, uint32_t n_gone, struct sched_errbuf *eb);
 /* Outside the cycle's record (a checkpoint handshake ended), in a transaction of its own: gang
- * evicted (gpus < 0: kdrv_record_evicted, its queue's name or NULL) or running on with gpus
+ * evicted at now (gpus < 0: kdrv_record_evicted, its queue's name or NULL) or running on with gpus
  * without kg's members gone[0 .. n_gone) (kdrv_record_shrunk). A store that cannot be written
  * stops the daemon, as the cycle's record does. */
 void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus,
-                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone);
+                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone, int64_t now);
 
 /* ---- driver_promise.c: backfill promises across restarts ------------------------------------ */
 /* In the cycle's transaction, after its placements' rows: the first reservation of each gang
@@ -630,11 +630,18 @@ int kdrv_waiting_gang_records(struct kdrv *d, const struct kwaiting *w, int64_t 
 int kdrv_waiting_job_row(struct kdrv *d, const char *key, const char *queue, const struct gang *g,
                          struct sched_errbuf *eb);
 
-/* Victim gang `victim` leaves (evicted at once, or at the end of its checkpoint handshake): its
- * job row back to pending with one more preemption (under queue, NULL: its row's), its charge
- * and placements released. Inside a store transaction. */
-int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
+/* Victim gang `victim` leaves at `now` (evicted at once, or at the end of its checkpoint
+ * handshake): its job row back to pending with one more preemption (under queue, NULL: its
+ * row's) and the run it ends added to its earlier runs (kdrv_run_ended), its charge and
+ * placements released. Inside a store transaction. */
+int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue, int64_t now,
                         struct sched_errbuf *eb);
+/* The run of old (gang's row before it leaves its run at now) into the row's earlier runs
+ * (store_job_ran_put), as the simulator counts a job's busy time over its runs: what a gang
+ * that ran more than once teaches the run-time estimates (driver_est.c). A row with no run
+ * started writes nothing. Inside a store transaction. */
+int kdrv_run_ended(struct kdrv *d, const char *gang, const struct store_job *old, int64_t now,
+                   struct sched_errbuf *eb);
 
 int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,
                       const struct config *cfg, int64_t now, struct sched_errbuf *eb);
@@ -642,7 +649,8 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
 /* ---- driver_est.c ---- */
 
 /* A job that ended by itself (its row as it was while running) teaches its run time, now minus
- * its start, to the estimates of its queue and shape. */
+ * its start plus its earlier runs (ran_ms: runs a preemption or a restart ended), to the
+ * estimates of its queue and shape, as the simulator's job teaches its busy time. */
 void kdrv_est_learn(struct kdrv *d, const struct store_job *j, int64_t now);
 /* The cycle's run times from what was learned, as the simulator gives them: the safe ones for
  * decisions (kb->snap.runtime_src's safe answers, kb->state's release_ms) and the typical ones

@@ -318,6 +318,8 @@ int kdrv_job_fresh(struct kdrv *d, const char *key, int64_t submit_ms)
             j.submit_ms = submit_ms;
         rc = store_job_upsert(d->db, &j, &eb);
     }
+    if (rc == 0) /* nor the old object's runs */
+        rc = store_job_ran_put(d->db, key, 0, &eb);
     if (rc == 0)
         rc = store_job_promises_clear(d->db, key, &eb);
     free(queue);
@@ -409,6 +411,8 @@ static int teardown(struct kdrv *d, const struct klife *lf, const struct eng_lif
         rc = store_placement_release(d->db, kg->key, NULL, eb);
     if (rc == 0)
         rc = store_job_upsert(d->db, &j, eb);
+    if (rc == 0 && have_old) /* a run that had started counts, as the simulator's does */
+        rc = kdrv_run_ended(d, kg->key, &old, now, eb);
     char reason_text[1100];
     snprintf(reason_text, sizeof(reason_text), "%s: %s", reason, act->message);
     struct store_decision dec = {.cycle = d->cycle,

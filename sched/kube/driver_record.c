@@ -297,7 +297,15 @@ static int job_finished(struct kdrv *d, const char *gang, int64_t now, struct sc
     return rc;
 }
 
-int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
+int kdrv_run_ended(struct kdrv *d, const char *gang, const struct store_job *old, int64_t now,
+                   struct sched_errbuf *eb)
+{
+    if (old->state != STORE_JOB_RUNNING || old->start_ms == STORE_NO_TIME || now < old->start_ms)
+        return 0;
+    return store_job_ran_put(d->db, gang, old->ran_ms + (now - old->start_ms), eb);
+}
+
+int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue, int64_t now,
                         struct sched_errbuf *eb)
 {
     /* back to pending: a preemption never counts against its retry budget */
@@ -312,6 +320,8 @@ int kdrv_record_evicted(struct kdrv *d, const char *victim, const char *queue,
         j.admit_ms = j.start_ms = STORE_NO_TIME;
         j.preemptions = old.preemptions + 1;
         rc = store_job_upsert(d->db, &j, eb);
+        if (rc == 0)
+            rc = kdrv_run_ended(d, victim, &old, now, eb);
     }
     if (rc == 0)
         rc = kdrv_job_charge(d, victim, NULL, NULL, 0, -1, eb);
@@ -631,13 +641,13 @@ int kdrv_record_shrunk(struct kdrv *d, const char *gang, int64_t gpus, const str
 }
 
 void kdrv_record_apart(struct kdrv *d, const char *gang, const char *queue, int64_t gpus,
-                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone)
+                       const struct kgang *kg, const uint32_t *gone, uint32_t n_gone, int64_t now)
 {
     struct sched_errbuf eb = {{0}};
     int rc = d->db ? store_begin(d->db, &eb) : 0;
     if (rc == 0 && d->db)
         rc = gpus >= 0 ? kdrv_record_shrunk(d, gang, gpus, kg, gone, n_gone, &eb)
-                       : kdrv_record_evicted(d, gang, queue, &eb);
+                       : kdrv_record_evicted(d, gang, queue, now, &eb);
     if (rc == 0 && d->db)
         rc = store_commit(d->db, &eb);
     if (rc != 0) {
@@ -679,7 +689,7 @@ int kdrv_record_cycle(struct kdrv *d, const struct kcache_build *kb, const struc
          * checkpoint runs, charged, until its handshake ends (driver_ckpt.c records it then) */
         const struct kgang *victim = &kb->gangs[ev->victim->gang->id];
         if (rc == 0 && !kdrv_ckpt_asks(victim, cfg))
-            rc = kdrv_record_evicted(d, victim->key, cfg->queues[victim->gang.queue].name, eb);
+            rc = kdrv_record_evicted(d, victim->key, cfg->queues[victim->gang.queue].name, now, eb);
         if (rc == 0 && eng_job_evict(d->eng, kdrv_gang_id(d, victim->key)) != 0)
             rc = sched_fail(eb, SCHED_ENOMEM, "out of memory");
     }

@@ -180,7 +180,7 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
     restarted(d, victim->key, now);
     if (grace > 0) /* the cycle's record left its charge for the handshake */
         kdrv_record_apart(d, victim->key, NULL, victim->gang.gpus - ev->gpus, victim, ev->pods,
-                          ev->n_pods);
+                          ev->n_pods, now);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Warning", "Preempted", msg, true,
                          by->pg);
 }
@@ -205,7 +205,7 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
     http_metric_add_value(d->m_ckpt, outcome, 1);
     if (n > 0) {
         restarted(d, kg->key, now);
-        kdrv_record_apart(d, kg->key, NULL, gpus, kg, gone, n); /* those left */
+        kdrv_record_apart(d, kg->key, NULL, gpus, kg, gone, n, now); /* those left */
         kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
                              kcache_pg(d->cache, s->by));
     }

@@ -76,8 +76,11 @@ static inline void open_fails(const char *path, unsigned flags, int want, const 
         fail_msg("message lacks \"%s\": %s", needle2, eb.msg);
 }
 
-/* SQL that takes back what schema version 9 added (a current database made older by hand). */
-#define V9_OFF "DROP INDEX jobs_restarts; ALTER TABLE jobs DROP COLUMN restart_ms; "
+/* SQL that takes back what schema versions 9 and 10 added (a current database made older by
+ * hand). */
+#define V9_OFF                                                                                     \
+    "DROP INDEX jobs_restarts; ALTER TABLE jobs DROP COLUMN restart_ms; "                          \
+    "ALTER TABLE jobs DROP COLUMN ran_ms; "
 
 /* Runs SQL on the file with a plain connection (to build or damage databases by hand). */
 static inline void raw_sql(const char *path, const char *sql)
@@ -108,9 +111,9 @@ static inline int64_t raw_int(const char *path, const char *sql)
 static inline struct store_job job(const char *gang, const char *queue, int64_t gpus,
                                    enum store_job_state state)
 {
-    struct store_job j = {gang,  7,    queue,         NULL,          gpus,
-                          state, 1000, STORE_NO_TIME, STORE_NO_TIME, STORE_NO_TIME,
-                          0,     0,    NULL};
+    struct store_job j = {
+        gang,          7, queue, NULL, gpus, state, 1000, STORE_NO_TIME, STORE_NO_TIME,
+        STORE_NO_TIME, 0, 0,     NULL, 0};
     if (state == STORE_JOB_ADMITTED || state == STORE_JOB_RUNNING) {
         j.flavor = "default";
         j.admit_ms = 2000;

@@ -999,13 +999,21 @@ static void test_verify_run_notes(void **state)
     store_close(st);
     raw_sql(f->db,
             "UPDATE jobs SET restart_ms = 'soon', probation_until_ms = 9 WHERE gang = 'ns/a';"
-            "UPDATE jobs SET restart_ms = 5, reserve_first_ms = 'x' WHERE gang = 'ns/p'");
+            "UPDATE jobs SET restart_ms = 5, reserve_first_ms = 'x', ran_ms = -3 "
+            "WHERE gang = 'ns/p'");
     st = open_ok(f->db, 0, NULL);
     assert_int_equal(verify_text(st, &text), 1);
     assert_non_null(strstr(text, "job ns/a: its restart_ms is text"));
     assert_non_null(strstr(text, "job ns/a: its backfill promise names no gang"));
     assert_non_null(strstr(text, "job ns/p is pending, but has an in-place restart"));
     assert_non_null(strstr(text, "job ns/p: its backfill promise has a text reserve_first_ms"));
+    assert_non_null(strstr(text, "job ns/p: its ran_ms is negative"));
+    free(text);
+    store_close(st);
+    raw_sql(f->db, "UPDATE jobs SET ran_ms = 2.5 WHERE gang = 'ns/p'");
+    st = open_ok(f->db, 0, NULL);
+    assert_int_equal(verify_text(st, &text), 1);
+    assert_non_null(strstr(text, "job ns/p: its ran_ms is real"));
     free(text);
     store_close(st);
 }

@@ -32,7 +32,7 @@ static void add_job(struct store *st, const char *gang)
 {
     struct store_job j = {
         gang,          1, "q", NULL, 8, STORE_JOB_PENDING, 1000, STORE_NO_TIME, STORE_NO_TIME,
-        STORE_NO_TIME, 1, 0,   NULL};
+        STORE_NO_TIME, 1, 0,   NULL, 0};
     struct sched_errbuf eb = {{0}};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
 }
@@ -215,7 +215,7 @@ static void test_running_victim_checkpointing(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     struct sched_errbuf eb = {{0}};
     struct store_job j = {"ns/v",        1, "q", "default", 8, STORE_JOB_RUNNING, 1000, 2000, 2000,
-                          STORE_NO_TIME, 1, 0,   NULL};
+                          STORE_NO_TIME, 1, 0,   NULL,      0};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
     add_preemption(st, 1500, "ns/v", "ns/big", "priority"); /* before this run started */
     char buf[64];
@@ -277,7 +277,7 @@ static void test_running_members_waiting(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     struct sched_errbuf eb = {{0}};
     struct store_job j = {"ns/e",        1, "q", "default", 6, STORE_JOB_RUNNING, 1000, 2000, 2000,
-                          STORE_NO_TIME, 0, 0,   NULL};
+                          STORE_NO_TIME, 0, 0,   NULL,      0};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
     add_decision(st, 1500, "ns/e", SCHED_WHY_RESOURCES, "resources: before it started");
     add_decision(st, 2000, "ns/e", SCHED_WHY_PLACED, "placed");
@@ -325,7 +325,7 @@ static void test_running_scale_up_waiting(void **state)
     struct store *st = open_ok(f->db, STORE_CREATE, NULL);
     struct sched_errbuf eb = {{0}};
     struct store_job j = {"ns/s",        1, "q", "default", 2, STORE_JOB_RUNNING, 1000, 2000, 2000,
-                          STORE_NO_TIME, 0, 0,   NULL};
+                          STORE_NO_TIME, 0, 0,   NULL,      0};
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);
     j.gang = "ns/u"; /* no placed pods */
     assert_int_equal(store_job_upsert(st, &j, &eb), 0);

@@ -27,8 +27,10 @@
 
 #include "store/store.h"
 
-/* SQL that takes back what schema version 9 added (as tests/unit/store_fx.h says it). */
-#define V9_OFF "DROP INDEX jobs_restarts; ALTER TABLE jobs DROP COLUMN restart_ms; "
+/* SQL that takes back what schema versions 9 and 10 added (as tests/unit/store_fx.h says it). */
+#define V9_OFF                                                                                     \
+    "DROP INDEX jobs_restarts; ALTER TABLE jobs DROP COLUMN restart_ms; "                          \
+    "ALTER TABLE jobs DROP COLUMN ran_ms; "
 
 struct fx {
     char dir[64];
@@ -316,6 +318,54 @@ static void test_restart_kept_by_run(void **state)
     store_close(st);
 }
 
+/* gang's ran_ms as the store reads it back (0: none). */
+static int64_t ran(struct store *st, const char *gang)
+{
+    struct store_job j;
+    struct sched_errbuf eb = {{0}};
+    if (store_job_get(st, gang, &j, &eb) != 0)
+        fail_msg("store_job_get %s: %s", gang, eb.msg);
+    return j.ran_ms;
+}
+
+/* The time a submission held its GPUs in earlier runs (schema version 10) is kept by every
+ * rewrite of the same submission, whatever its state (evicted, started again, finished), and
+ * dropped when the name is another submission's; a gang without a row takes none, a negative
+ * time is refused, and a damaged value is a bad row, named. */
+static void test_ran_kept_by_submission(void **state)
+{
+    struct fx *f = *state;
+    struct store *st = open_ok(f->db);
+    struct sched_errbuf eb = {{0}};
+    job(st, "ns/r", STORE_JOB_RUNNING);
+    assert_int_equal(ran(st, "ns/r"), 0);
+    job(st, "ns/r", STORE_JOB_PENDING); /* evicted: the driver adds the run it ended */
+    put_ok(store_job_ran_put(st, "ns/r", 7000, &eb), &eb);
+    put_ok(store_job_ran_put(st, "ns/nobody", 7000, &eb), &eb);
+    job(st, "ns/r", STORE_JOB_ADMITTED);
+    job(st, "ns/r", STORE_JOB_RUNNING);
+    job(st, "ns/r", STORE_JOB_FINISHED);
+    assert_int_equal(ran(st, "ns/r"), 7000);
+    struct store_job j;
+    assert_int_equal(store_job_get(st, "ns/r", &j, &eb), 0);
+    j.gang = "ns/r"; /* strings are lent until the next call */
+    j.queue = "q";
+    j.user = NULL;
+    j.state = STORE_JOB_PENDING;
+    j.finish_ms = STORE_NO_TIME;
+    j.submit_ms = 9000; /* another object under the name */
+    put_ok(store_job_upsert(st, &j, &eb), &eb);
+    assert_int_equal(ran(st, "ns/r"), 0);
+    assert_int_equal(store_job_ran_put(st, "ns/r", -1, &eb), SCHED_EINVAL);
+    assert_int_equal(store_job_ran_put(st, NULL, 1, &eb), SCHED_EINVAL);
+    store_close(st);
+    raw_sql(f->db, "UPDATE jobs SET ran_ms = 'long' WHERE gang = 'ns/r'");
+    st = open_ok(f->db);
+    assert_int_not_equal(store_job_get(st, "ns/r", &j, &eb), 0);
+    assert_non_null(strstr(eb.msg, "ns/r"));
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +373,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_kept_by_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ran_kept_by_submission, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
