@@ -298,29 +298,32 @@ static int check_running(struct store *st, struct finding *f, struct sched_errbu
  * names the gang it was made to, a restart belongs to a job in its run (admitted or running:
  * the job upsert drops it when the row leaves its run), and the time of earlier runs is a
  * whole number of milliseconds, not negative. */
+/* A column's typeof() that a time may have: none, or a whole number of ms. */
+static bool time_type(const char *type)
+{
+    return !strcmp(type, "null") || !strcmp(type, "integer");
+}
+
 static int check_notes(struct store *st, struct finding *f, struct sched_errbuf *eb)
 {
     sqlite3_stmt *s = store__s(st, STMT_CHECK_NOTES);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *reserve = txt(s, 2), *until = txt(s, 3), *restart = txt(s, 5);
-        bool ok_reserve = !strcmp(reserve, "null") || !strcmp(reserve, "integer");
-        bool ok_until = !strcmp(until, "null") || !strcmp(until, "integer");
-        if (!ok_reserve || !ok_until)
+        const char *reserve = txt(s, 2), *until = txt(s, 3), *restart = txt(s, 5), *ran = txt(s, 6);
+        if (!time_type(reserve) || !time_type(until))
             report(f,
                    "job %s: its backfill promise has a %s reserve_first_ms and a %s "
                    "probation_until_ms (times are integers)",
                    txt(s, 0), reserve, until);
         else if (strcmp(until, "null") != 0 && sqlite3_column_int(s, 4))
             report(f, "job %s: its backfill promise names no gang (probation_for)", txt(s, 0));
-        if (strcmp(restart, "null") != 0 && strcmp(restart, "integer") != 0)
+        if (!time_type(restart))
             report(f, "job %s: its restart_ms is %s (times are integers)", txt(s, 0), restart);
         else if (strcmp(restart, "null") != 0 && strcmp(txt(s, 1), "running") != 0 &&
                  strcmp(txt(s, 1), "admitted") != 0)
             report(f, "job %s is %s, but has an in-place restart (restart_ms)", txt(s, 0),
                    txt(s, 1));
-        const char *ran = txt(s, 6);
-        if (strcmp(ran, "null") != 0 && strcmp(ran, "integer") != 0)
+        if (!time_type(ran))
             report(f, "job %s: its ran_ms is %s (times are integers)", txt(s, 0), ran);
         else if (sqlite3_column_int(s, 7))
             report(f, "job %s: its ran_ms is negative", txt(s, 0));

@@ -614,8 +614,8 @@ int store_action_kind_parse(const char *s);
  *     resources (state admitted or running);
  *   - every running job has placed pods, and their GPUs (bits of gpu_mask) equal its GPUs;
  *     every placed pod belongs to an admitted or running job;
- *   - a job row's promise and restart times are integers, a promise names its gang, and a
- *     restart belongs to an admitted or running job;
+ *   - a job row's promise, restart and earlier-run times are integers (ran_ms not negative),
+ *     a promise names its gang, and a restart belongs to an admitted or running job;
  *   - no bind intent recorded before the last cycle commit is still open (seq < commit_seq):
  *     a cycle's binds end, bound or rolled back, by the next cycle commit.
  * Returns 0 when consistent, 1 when a problem was found, or a negative SCHED_E* code (message

@@ -81,7 +81,7 @@ static void restarted(struct kdrv *d, const char *gang, int64_t now)
 
 static int restore_one(void *ctx, const char *gang, int64_t restart_ms)
 {
-    return note_restart(ctx, gang, restart_ms) == 0 ? 0 : SCHED_ENOMEM;
+    return note_restart(ctx, gang, restart_ms); /* 0 or SCHED_ENOMEM */
 }
 
 /* The restarts the job rows keep, once at the first cycle as leader. */
