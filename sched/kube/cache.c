@@ -1045,7 +1045,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
     if (!as || !kg->nodes)
         return SCHED_ENOMEM;
     uint32_t flavor = 0;
-    int64_t start = INT64_MAX, newest = 0; /* the first and last member's start */
+    int64_t start = INT64_MAX, newest = 0, bound = b->now_ms; /* first, last start; binding */
     bool evicting = false, flavored = false;
     *placed = true;
     for (uint32_t m = 0; m < kg->gang.n_pods; m++) {
@@ -1063,6 +1063,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         int64_t ps = p->started_ms > 0 ? p->started_ms : b->now_ms;
         start = ps < start ? ps : start;
         newest = ps > newest ? ps : newest;
+        bound = p->bound_ms > 0 && p->bound_ms < bound ? p->bound_ms : bound;
         evicting |= p->deleting;
     }
     if (cfg && flavor < cfg->n_flavors) {
@@ -1098,6 +1099,7 @@ static int running_gang(struct builder *b, struct kgang *kg, struct sched_runnin
         LOG_DEBUG("kube", "podgroup %s: %s", kg->key, e2.msg);
     kg->last_ckpt_ms = ckpt > newest ? ckpt : newest; /* a member's join restarts every worker */
     kg->ckpt_every_ms = hints.checkpoint_every_ms;
+    kg->bound_ms = bound;
     *run = (struct sched_running){
         .gang = &kg->gang,
         .pods = as,

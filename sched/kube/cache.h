@@ -50,6 +50,10 @@ struct kgang {
      * else the run's start) and the newest member's start (a join restarts every worker), and
      * the declared interval (gangsched.io/checkpoint-interval, 0: none) */
     int64_t last_ckpt_ms, ckpt_every_ms;
+    /* running gangs: when the current run was bound, the earliest member's kpod.bound_ms (a
+     * member with neither time: the build's now). A checkpoint request shown from before it
+     * belongs to an earlier run (driver_ckpt.c) */
+    int64_t bound_ms;
 };
 
 /* A gang that cannot be offered to the core, and why (written to status and events). */

@@ -261,7 +261,11 @@ static bool shown_request(const struct kgang *kg, int64_t *asked, int64_t *until
 }
 
 /* After a restart (the first cycle as leader): a running gang that shows a request
- * (shown_request) made during its current run, not being evicted, is in a handshake again
+ * (shown_request) made during its current run (after its binding, kgang.bound_ms: not its
+ * pods' startTime, which a busy kubelet sets seconds after a preemption may have asked; the
+ * binding's time is in whole seconds, so a request of an earlier run made in the second of
+ * this run's binding would count: its eviction and a new binding within that second), not
+ * being evicted, is in a handshake again
  * (until that deadline, at most its queue's checkpointGrace after the request: an annotation
  * edited by hand gives no longer grace; a queue without a grace now: none); asked on its pods,
  * the members that do not show that request get it again. Its preemptor, found in the store's
@@ -272,11 +276,11 @@ static void adopt(struct kdrv *d, uint32_t g, const struct kgang *kg,
 {
     int64_t asked, until;
     int64_t grace = grace_of(kg, cfg);
-    if (grace <= 0 || !shown_request(kg, &asked, &until) || asked < run->start_ms)
+    if (grace <= 0 || !shown_request(kg, &asked, &until) || asked < kg->bound_ms)
         return;
     if (until - asked > grace)
         until = asked + grace;
-    struct find_pre f = {.victim = kg->key, .from_ms = run->start_ms, .asked_ms = asked};
+    struct find_pre f = {.victim = kg->key, .from_ms = kg->bound_ms, .asked_ms = asked};
     struct sched_errbuf eb;
     if (d->db && store_preemption_list_of(d->db, kg->key, find_pre, &f, &eb) != 0)
         LOG_WARN(KDRV_MOD, "the preemptor of %s's checkpoint request is not known: %s", kg->key,

@@ -433,6 +433,7 @@ static void pod_status(const cJSON *status, struct kpod *p)
     const char *st = map_str(status, "startTime");
     if (!st || kobj_time(st, &p->started_ms) != 0)
         p->started_ms = scheduled_ms;
+    p->bound_ms = scheduled_ms > 0 ? scheduled_ms : p->started_ms;
     p->why = pod_why(status);
 }
 
