@@ -144,21 +144,27 @@ static void binds_finished(struct kdrv *d)
         bool ok = gb->n_failed == 0, joins = gb->joins; /* elastic: others run */
         rc = store_journal_done(d->db, gb->gang, STORE_ALL_PODS,
                                 ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
+        struct store_job old;
+        bool had = rc == 0 && store_job_get(d->db, gb->gang, &old, NULL) == 0;
+        /* a join: the running members' GPUs are the row's (it counts the joiners since their
+         * placement, less members that left since: the placement's figure would count those
+         * again) without the joiners' */
+        int64_t run_gpus = joins && had && old.state == STORE_JOB_RUNNING ? old.gpus - gb->gpus : 0;
+        run_gpus = run_gpus > 0 ? run_gpus : 0;
         if (rc == 0) {
             struct store_job j = {.gang = gb->gang,
                                   .gang_id = -1,
                                   .queue = gb->queue,
                                   .flavor = ok || joins ? gb->flavor : NULL,
-                                  .gpus = ok      ? gb->gpus
-                                          : joins ? gb->run_gpus
+                                  .gpus = ok      ? run_gpus + gb->gpus
+                                          : joins ? run_gpus
                                                   : gb->gpus,
                                   .state = ok || joins ? STORE_JOB_RUNNING : STORE_JOB_PENDING,
                                   .submit_ms = now,
                                   .admit_ms = ok ? now : STORE_NO_TIME,
                                   .start_ms = ok ? now : STORE_NO_TIME,
                                   .finish_ms = STORE_NO_TIME};
-            struct store_job old;
-            if (store_job_get(d->db, gb->gang, &old, NULL) == 0) {
+            if (had) {
                 j.submit_ms = old.submit_ms;
                 j.preemptions = old.preemptions;
                 j.restarts = old.restarts;
@@ -170,7 +176,7 @@ static void binds_finished(struct kdrv *d)
             rc = store_job_upsert(d->db, &j, &eb);
         }
         if (rc == 0 && !ok) /* a join that failed: those that run stay charged */
-            rc = joins ? kdrv_job_recharge(d, gb->gang, gb->run_gpus, &eb)
+            rc = joins ? kdrv_job_recharge(d, gb->gang, run_gpus, &eb)
                        : kdrv_job_charge(d, gb->gang, NULL, NULL, 0, -1, &eb);
     }
     if (rc == 0)
@@ -1025,8 +1031,7 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     gb->flavor = fl ? strdup(fl) : NULL;
     const struct kgang *run = kg->run; /* elastic: members join it */
     gb->joins = run != NULL;
-    gb->run_gpus = run ? run->gang.gpus : 0;
-    gb->gpus = pl->gang->gpus + gb->run_gpus;
+    gb->gpus = pl->gang->gpus;
     if (kg->pg) {
         gb->pg_ns = strdup(kg->pg->ns);
         gb->pg_name = strdup(kg->pg->name);

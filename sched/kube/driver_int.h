@@ -81,9 +81,9 @@ struct kgang_binds {
     enum kpg_api api;
     struct kbind *pods;
     uint32_t n_pods, n_done, n_failed;
-    int64_t gpus;     /* the job's after the binds: with run_gpus */
-    bool joins;       /* its members join a running elastic gang of the same key */
-    int64_t run_gpus; /* then the running members' GPUs, else 0 */
+    int64_t gpus; /* the GPUs of the members placed (a fresh gang's: the job's) */
+    bool joins;   /* its members join a running elastic gang of the same key, whose job row
+                     counts them since the placement (driver_record.c) */
     char *queue, *flavor;
     char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
 };

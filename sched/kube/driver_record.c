@@ -350,7 +350,8 @@ static int sync_jobs(struct kdrv *d, const struct kcache_build *kb, const struct
         if (j) {
             j->seen = true;
             /* its first cycle charged (members may have gone while no process ran), or
-             * members of an elastic gang left and it runs on */
+             * members of an elastic gang left and it runs on (a join placed recharged it:
+             * its first cycle again) */
             if (j->pods == 0 || kg->gang.n_pods < j->pods) /* a charge anew replaces j */
                 rc = sync_members(d, kg, j->pods > 0 && kg->gang.n_pods < j->pods, eb);
             if (rc == 0 && (j = strmap_get(&d->jobs, kg->key))) /* a new one is seen too */
@@ -541,11 +542,14 @@ static int record_placement(struct kdrv *d, const struct kcache_build *kb,
         kdrv_forget_logged(d, kg->key);
         strmap_del(&d->joining, kg->key); /* they join: "placed" says nothing waits */
     }
-    struct gang whole = *pl->gang; /* what the job holds once bound */
-    whole.gpus += run ? run->gang.gpus : 0;
     struct store_job old; /* a restart keeps its counters, a join its start */
     bool had = rc == 0 && store_job_get(d->db, kg->key, &old, NULL) == 0;
     bool joins = run && had && old.state == STORE_JOB_RUNNING;
+    /* what the job holds once bound: a join adds its members to what the running ones are
+     * charged now, the row (members this cycle evicted alone are uncharged already), not the
+     * GPUs of the cycle's input, which still has them */
+    struct gang whole = *pl->gang;
+    whole.gpus += joins ? old.gpus : run ? run->gang.gpus : 0;
     if (rc == 0) {
         struct store_job j = {.gang = kg->key,
                               .gang_id = -1,
