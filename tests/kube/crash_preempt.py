@@ -370,8 +370,10 @@ def join_at_resumed_handshake(cl, db):
     the job row was left at the evicted members' GPUs with the member's (found by the soak with
     its joining members: "running job: 4 GPUs, but its 1 placed pods hold 2")."""
     c = cl.c
-    el, hi, node, other = victim_set_up(c, 4, "ckpt")
-    gang(c, hi, "ckpt", 1, 1, 8, 100)
+    # the queue's grace is 6 s: a leader killed later than a 1 s deadline (a loaded machine)
+    # would have ended the handshake itself
+    el, hi, node, other = victim_set_up(c, 4, "slow")
+    gang(c, hi, "slow", 1, 1, 8, 100)
     check("%s is asked to checkpoint" % el,
           wait_for(lambda: "gangsched.io/checkpoint-requested" in
                    (c.get(PG + "/" + el)[1]["metadata"].get("annotations") or {}), 10))
