@@ -253,14 +253,15 @@ static void cycle_waiting(struct kcycle *c)
     }
 }
 
-/* New members of an elastic gang that the same cycle evicts whole at once do not join it: its
- * run ends and they wait for the gang's next start, as the simulator withdraws them with the run
- * (sim_elastic_withdraw; its sim_grow then finds the job no longer running). Their placement is
- * dropped before anything is recorded or bound. Before, they were bound alone, and their job
- * row, made pending by the eviction, was admitted again charged the evicted members' GPUs too.
- * A victim asked to checkpoint first runs until its handshake ends: its new members join it, in
- * both drivers, and go with it. Gangs torn down before this cycle's decisions (an earlier
- * eviction, a handshake that ended) had their new members kept from the core
+/* New members of an elastic gang that the same cycle evicts at once do not join it this cycle,
+ * the same rule as the simulator's (sim.c, drop_joins_of_victims). Evicted whole, its run ends
+ * and they wait for the gang's next start. Some of its members evicted alone, they are offered
+ * again at the next cycle (to the gang that runs on without those). Their placement is dropped
+ * before anything is recorded or bound. Before, they were bound alone, and their job row, made
+ * pending by the eviction, was admitted again charged the evicted members' GPUs too. A victim
+ * asked to checkpoint first runs until its handshake ends: its new members join it, in both
+ * drivers (and go with it when it goes whole). Gangs torn down before this cycle's decisions (an
+ * earlier eviction, a handshake that ended) had their new members kept from the core
  * (kdrv_views_schedulable). */
 static void drop_joins_of_victims(struct kcycle *c)
 {
@@ -268,15 +269,15 @@ static void drop_joins_of_victims(struct kcycle *c)
     uint32_t kept = 0;
     for (uint32_t p = 0; p < res->n_placements; p++) {
         const struct kgang *run = c->kb.gangs[res->placements[p].gang->id].run;
-        bool drop = false;
+        const struct sched_eviction *drop = NULL;
         for (uint32_t e = 0; run && !drop && e < res->n_evictions; e++) {
             const struct sched_eviction *ev = &res->evictions[e];
-            drop = !ev->pods && &c->kb.gangs[ev->victim->gang->id] == run &&
-                   !kdrv_ckpt_asks(run, c->cfg);
+            if (&c->kb.gangs[ev->victim->gang->id] == run && !kdrv_ckpt_asks(run, c->cfg))
+                drop = ev;
         }
         if (drop)
-            LOG_INFO(KDRV_MOD, "new members not joined: gang=%s (evicted whole this cycle)",
-                     run->key);
+            LOG_INFO(KDRV_MOD, "new members not joined: gang=%s (%s this cycle)", run->key,
+                     drop->pods ? "members evicted" : "evicted whole");
         else
             res->placements[kept++] = res->placements[p];
     }

@@ -376,6 +376,32 @@ int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n
     return take_members(r, j, lost, n, now, false, "node failure: lost members replaced", false);
 }
 
+/* Waiting members placed by a cycle that also evicts their job at once, whole or some of its
+ * members, do not join it (the daemon's rule, drop_joins_of_victims in sched/kube/driver.c):
+ * their placements are dropped before anything is recorded. Evicted whole, the run ends and they
+ * go with it (sim_elastic_withdraw); members evicted alone wait with them and are offered at
+ * the next cycle. Without this, a shrink carried out first rebuilt the waiting members' gang
+ * (grow_queue, with the evicted members in it) under the placement sim_grow then read. A job
+ * asked to checkpoint first runs on until its handshake ends: they join it. */
+void sim_drop_joins_of_victims(struct run *r, struct sched_result *res)
+{
+    uint32_t kept = 0;
+    for (uint32_t p = 0; p < res->n_placements; p++) {
+        uint32_t g = res->placements[p].gang->id;
+        uint32_t j = g >= r->in->n_jobs ? r->el[g - r->in->n_jobs].job : UINT32_MAX;
+        bool drop = false;
+        for (uint32_t e = 0; j != UINT32_MAX && !drop && e < res->n_evictions; e++)
+            drop =
+                res->evictions[e].victim->gang->id == j && sim_state(r, j) == ENG_JOB_RUNNING &&
+                !r->evicting[j] &&
+                r->in->config->queues[r->in->jobs[j].gang.queue].preemption.checkpoint_grace_ms <=
+                    0;
+        if (!drop)
+            res->placements[kept++] = res->placements[p];
+    }
+    res->n_placements = kept;
+}
+
 /* The core placed the waiting members of an elastic job (placement p of gang n_jobs + slot):
  * they join the running job. */
 int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)

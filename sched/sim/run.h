@@ -271,6 +271,7 @@ int sim_shrink(struct run *r, uint32_t j, const uint32_t *pods, uint32_t n, int6
                bool checkpointed, const char *reason);
 int sim_lose_members(struct run *r, uint32_t j, const uint32_t *lost, uint32_t n, int64_t now);
 int sim_grow(struct run *r, const struct sched_placement *p, int64_t now);
+void sim_drop_joins_of_victims(struct run *r, struct sched_result *res);
 void sim_join_ask(struct run *r, uint32_t g, int64_t now);
 void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now);
 int sim_elastic_restore(struct run *r, uint32_t j, uint32_t n_live, uint32_t n_grow, bool queued,

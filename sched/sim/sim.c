@@ -789,6 +789,7 @@ static int one_cycle(struct run *r, struct sched_queue_view *views, struct arena
     if (eng_holds_view(r->eng, now, &ids, arena, &snap) != 0 ||
         sched_cycle(&snap, arena, &res) != 0)
         return sched_fail(eb, SCHED_ENOMEM, "out of memory in scheduling cycle");
+    sim_drop_joins_of_victims(r, &res);
     int rc = record(r, &res, now, eb);
     if (rc == 0 && res.wake_ms < r->wake_ms) { /* as the daemon's kdrv_next_due */
         r->wake_ms = res.wake_ms;
