@@ -254,8 +254,8 @@ static void cycle_waiting(struct kcycle *c)
 }
 
 /* New members of an elastic gang that the same cycle evicts at once do not join it this cycle,
- * the same rule as the simulator's (sim.c, drop_joins_of_victims). Evicted whole, its run ends
- * and they wait for the gang's next start. Some of its members evicted alone, they are offered
+ * the simulator's rule too (sim_drop_joins_of_victims, sched/sim/elastic.c). Evicted whole, its run
+ * ends and they wait for the gang's next start. Some of its members evicted alone, they are offered
  * again at the next cycle (to the gang that runs on without those). Their placement is dropped
  * before anything is recorded or bound. Before, they were bound alone, and their job row, made
  * pending by the eviction, was admitted again charged the evicted members' GPUs too. A victim

@@ -111,9 +111,10 @@ struct kpod {
     int64_t created_ms;
     int64_t started_ms; /* status.startTime, else the time of PodScheduled=True (the binding),
                            else 0: the start of the pod's current run */
-    int64_t bound_ms;   /* the time of PodScheduled=True (whole seconds, rounded down), else
-                           startTime, else 0: when its current run was bound. The kubelet sets
-                           startTime later, and can be late by seconds on a busy node */
+    int64_t bound_ms;   /* the time of PodScheduled=True (whole seconds, rounded down: the
+                           Binding sets it, kube-apiserver's BindingREST through
+                           UpdatePodCondition), else startTime, else 0: when its current run was
+                           bound. The kubelet sets startTime later, seconds on a busy node */
     struct res_vec req; /* effective request (containers, init containers, overhead) */
     char *why;          /* the pod's own words when it is not starting or has failed: status
                            reason/message, or a container's waiting or terminated state
