@@ -442,6 +442,12 @@ def below_min_member(c, a):
     c.post("/api/v1/namespaces/default/pods", pod("partial-2", "partial", 1))
     check("and is bound once its third pod exists",
           wait_for(lambda: len(bound(c, "partial")) == 3, 20))
+    # the Binding replaces PodScheduled as UpdatePodCondition does: the waiting reason goes
+    sched = [x for p in pods_of(c, "partial") for x in p.get("status", {}).get("conditions", [])
+             if x.get("type") == "PodScheduled"]
+    check("its pods' PodScheduled is True, without the reason they waited for",
+          len(sched) == 3 and all(x.get("status") == "True" and "reason" not in x and
+                                  "message" not in x for x in sched), json.dumps(sched))
     rc, out = gangctl("--server", a.url(), "jobs", "-o", "json")
     row = [j for j in (json.loads(out).get("jobs", []) if rc == 0 else [])
            if j["job"] == "default/partial"]

@@ -153,21 +153,25 @@ def scaled(v, total, round_up):
 
 
 def set_condition(status, ctype, value, reason=None, message=None):
+    """Sets condition ctype as kube's podutil.UpdatePodCondition does (the Binding's
+    PodScheduled=True in BindingREST, an eviction's DisruptionTarget): the condition is replaced
+    by the new one, so a reason or message it does not give goes (a PodScheduled=False
+    "Unschedulable" message does not stay on the bound pod); lastTransitionTime is now when the
+    status changes or the condition is new, else the old one is kept."""
     conds = status.setdefault("conditions", [])
-    for c in conds:
-        if c.get("type") == ctype:
-            if c.get("status") != value:
-                c["lastTransitionTime"] = now_time()
-            c["status"] = value
-            break
-    else:
-        c = {"type": ctype, "status": value, "lastProbeTime": None,
-             "lastTransitionTime": now_time()}
-        conds.append(c)
+    new = {"type": ctype, "status": value, "lastProbeTime": None,
+           "lastTransitionTime": now_time()}
     if reason:
-        c["reason"] = reason
+        new["reason"] = reason
     if message:
-        c["message"] = message
+        new["message"] = message
+    for k, c in enumerate(conds):
+        if c.get("type") == ctype:
+            if c.get("status") == value:
+                new["lastTransitionTime"] = c.get("lastTransitionTime")
+            conds[k] = new
+            return
+    conds.append(new)
 
 
 def pod_ready(pod):
