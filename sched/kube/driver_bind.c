@@ -132,6 +132,19 @@ void kdrv_gang_binds_free(struct kgang_binds *gb)
 
 static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b);
 
+/* A join's running members' GPUs when its binds answer: the job row's (old, NULL: none) without
+ * the joiners' when the row counted them (members that left since the placement are out of it:
+ * the placement's figure would count them again); else (the running members' own binds were
+ * still in flight at the placement, their answer writes their GPUs) the placement's figure.
+ * 0 for a gang that joins none. */
+static int64_t join_run_gpus(const struct kgang_binds *gb, const struct store_job *old)
+{
+    int64_t g = !gb->joins                                              ? 0
+                : gb->counted && old && old->state == STORE_JOB_RUNNING ? old->gpus - gb->gpus
+                                                                        : gb->run_gpus;
+    return g > 0 ? g : 0;
+}
+
 /* Every bind of the cycle has answered: close the intents in one transaction, roll back gangs
  * with a failed member (their claims unreserved), then status and events. */
 static void binds_finished(struct kdrv *d)
@@ -146,11 +159,7 @@ static void binds_finished(struct kdrv *d)
                                 ok ? STORE_BIND_BOUND : STORE_BIND_ROLLED_BACK, now, NULL, &eb);
         struct store_job old;
         bool had = rc == 0 && store_job_get(d->db, gb->gang, &old, NULL) == 0;
-        /* a join: the running members' GPUs are the row's (it counts the joiners since their
-         * placement, less members that left since: the placement's figure would count those
-         * again) without the joiners' */
-        int64_t run_gpus = joins && had && old.state == STORE_JOB_RUNNING ? old.gpus - gb->gpus : 0;
-        run_gpus = run_gpus > 0 ? run_gpus : 0;
+        int64_t run_gpus = join_run_gpus(gb, had ? &old : NULL);
         if (rc == 0) {
             struct store_job j = {.gang = gb->gang,
                                   .gang_id = -1,
@@ -217,8 +226,10 @@ static void binds_finished(struct kdrv *d)
             }
         char msg[700];
         snprintf(msg, sizeof(msg),
-                 "%u of %u pods could not be bound (%s); the bound ones are "
-                 "deleted and the gang is scheduled again",
+                 gb->joins ? "%u of %u new members could not be bound (%s); the bound ones are "
+                             "deleted and wait to join again, the gang runs on"
+                           : "%u of %u pods could not be bound (%s); the bound ones are "
+                             "deleted and the gang is scheduled again",
                  gb->n_failed, gb->n_pods, first_err);
         LOG_WARN(KDRV_MOD, "gang bind failed: gang=%s error=%s", gb->gang, msg);
         /* whole-gang rollback: the members bound (by us, or by someone else first) are deleted
@@ -238,10 +249,13 @@ static void binds_finished(struct kdrv *d)
                 kcache_unassume(d->cache, b->pod_key);
             }
         }
-        /* its members' deletion is the rollback, not a failure for the lifecycle */
-        if (!victim && eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
+        /* its members' deletion is the rollback, not a failure for the lifecycle; a join's
+         * rollback is of the new members only: the gang runs on (marked rolled back, its
+         * running members were torn down as bound after the rollback) */
+        if (!victim && !gb->joins && eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
             LOG_ERROR(KDRV_MOD, "out of memory recording gang %s rolled back", gb->gang);
-        kdrv_gang_status(d, gb->gang, pg, "Pending", "Warning", "FailedBinding", msg, true);
+        kdrv_gang_status(d, gb->gang, pg, gb->joins ? "Running" : "Pending", "Warning",
+                         "FailedBinding", msg, true);
     }
     for (uint32_t g = 0; g < d->n_binds; g++)
         kdrv_gang_binds_free(&d->binds[g]);
@@ -1032,6 +1046,10 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     const struct kgang *run = kg->run; /* elastic: members join it */
     gb->joins = run != NULL;
     gb->gpus = pl->gang->gpus;
+    gb->run_gpus = run ? run->gang.gpus : 0;
+    struct store_job row; /* as record_placement left it: running for a join it counted */
+    gb->counted = run && d->db && store_job_get(d->db, kg->key, &row, NULL) == 0 &&
+                  row.state == STORE_JOB_RUNNING;
     if (kg->pg) {
         gb->pg_ns = strdup(kg->pg->ns);
         gb->pg_name = strdup(kg->pg->name);

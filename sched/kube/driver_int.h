@@ -81,9 +81,11 @@ struct kgang_binds {
     enum kpg_api api;
     struct kbind *pods;
     uint32_t n_pods, n_done, n_failed;
-    int64_t gpus; /* the GPUs of the members placed (a fresh gang's: the job's) */
-    bool joins;   /* its members join a running elastic gang of the same key, whose job row
-                     counts them since the placement (driver_record.c) */
+    int64_t gpus;     /* the GPUs of the members placed (a fresh gang's: the job's) */
+    bool joins;       /* its members join a running elastic gang of the same key */
+    int64_t run_gpus; /* then the running members' GPUs in the placement's input, else 0 */
+    bool counted;     /* a join whose job row was running at the placement: the row counts
+                         them since (record_placement), less members that left since */
     char *queue, *flavor;
     char *summary; /* "placed in rack r3: 2 pods on n1, n2" */
 };

@@ -51,9 +51,18 @@ def main():
     start = row.get("start_ms")
     time.sleep(1.1)  # a later join must not move the start
 
+    uids = sorted(p["metadata"]["uid"] for p in bound(c, "el"))
+    # its first Binding is refused (422, as an admission webhook may): the join is rolled back,
+    # not the gang that runs; the member is placed again
+    c.post("/_fake/faults", {"type": "error", "code": 422, "count": 1, "path": "/el-2/binding"})
     c.post("/api/v1/namespaces/default/pods", pod("el-2", "el", 1))
     check("a third pod of the group joins it: bound", wait_for(lambda: len(bound(c, "el")) == 3,
                                                              60))
+    check("its first Binding was refused", "gang bind failed: gang=default/el " in s.text(),
+          s.text()[-600:])
+    check("the failed join left the running members alone (the same two pods run)",
+          sorted(p["metadata"]["uid"] for p in bound(c, "el") if p["metadata"]["name"] !=
+                 "el-2") == uids, s.text()[-800:])
     row = wait_for(lambda: (job(url, "el") or {}).get("gpus") == 3 and job(url, "el"), 60) or {}
     check("the job runs with the GPUs of all three, from its first start",
           row.get("state") == "running" and row.get("gpus") == 3 and row.get("start_ms") == start,
