@@ -145,6 +145,19 @@ static int64_t join_run_gpus(const struct kgang_binds *gb, const struct store_jo
     return g > 0 ? g : 0;
 }
 
+/* The engine's state of a gang whose binds failed: its members' deletion is the rollback, not a
+ * failure for the lifecycle. A join's rollback is of the new members only: the gang runs on, as
+ * before its binds (marked rolled back, its running members were torn down as bound after the
+ * rollback). */
+static void rolled_back(struct kdrv *d, const struct kgang_binds *gb)
+{
+    uint32_t id = kdrv_gang_id(d, gb->gang);
+    int rc = gb->joins ? eng_job_restore(d->eng, id, ENG_JOB_RUNNING, eng_job(d->eng, id).restarts)
+                       : eng_job_bind_refused(d->eng, id);
+    if (rc != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory recording gang %s rolled back", gb->gang);
+}
+
 /* Every bind of the cycle has answered: close the intents in one transaction, roll back gangs
  * with a failed member (their claims unreserved), then status and events. */
 static void binds_finished(struct kdrv *d)
@@ -249,11 +262,8 @@ static void binds_finished(struct kdrv *d)
                 kcache_unassume(d->cache, b->pod_key);
             }
         }
-        /* its members' deletion is the rollback, not a failure for the lifecycle; a join's
-         * rollback is of the new members only: the gang runs on (marked rolled back, its
-         * running members were torn down as bound after the rollback) */
-        if (!victim && !gb->joins && eng_job_bind_refused(d->eng, kdrv_gang_id(d, gb->gang)) != 0)
-            LOG_ERROR(KDRV_MOD, "out of memory recording gang %s rolled back", gb->gang);
+        if (!victim)
+            rolled_back(d, gb);
         kdrv_gang_status(d, gb->gang, pg, gb->joins ? "Running" : "Pending", "Warning",
                          "FailedBinding", msg, true);
     }
