@@ -391,11 +391,8 @@ void sim_drop_joins_of_victims(struct run *r, struct sched_result *res)
         uint32_t j = g >= r->in->n_jobs ? r->el[g - r->in->n_jobs].job : UINT32_MAX;
         bool drop = false;
         for (uint32_t e = 0; j != UINT32_MAX && !drop && e < res->n_evictions; e++)
-            drop =
-                res->evictions[e].victim->gang->id == j && sim_state(r, j) == ENG_JOB_RUNNING &&
-                !r->evicting[j] &&
-                r->in->config->queues[r->in->jobs[j].gang.queue].preemption.checkpoint_grace_ms <=
-                    0;
+            drop = res->evictions[e].victim->gang->id == j && sim_state(r, j) == ENG_JOB_RUNNING &&
+                   !r->evicting[j] && sim_ckpt_grace(r, j) <= 0;
         if (!drop)
             res->placements[kept++] = res->placements[p];
     }

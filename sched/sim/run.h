@@ -220,6 +220,12 @@ static inline const struct gang *sim_gang(const struct run *r, uint32_t j)
     return k != UINT32_MAX && r->el[k].n_live > 0 ? &r->el[k].live : &r->in->jobs[j].gang;
 }
 
+/* The checkpointGrace of job j's queue (ms; 0: none). */
+static inline int64_t sim_ckpt_grace(const struct run *r, uint32_t j)
+{
+    return r->in->config->queues[r->in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
+}
+
 /* The trace job behind core gang id g: itself, or the elastic job whose members g is. */
 static inline uint32_t sim_job_of(const struct run *r, uint32_t g)
 {

@@ -424,17 +424,11 @@ void sim_ckpt_phase(const struct run *r, uint32_t j, int64_t *from_ms, int64_t *
     *from_ms = asked > 0 ? asked : r->run_start_ms[j] + r->overhead_ms[j];
 }
 
-/* The checkpointGrace of job j's queue (ms; 0: none). */
-static int64_t ckpt_grace(const struct run *r, uint32_t j)
-{
-    return r->in->config->queues[r->in->jobs[j].gang.queue].preemption.checkpoint_grace_ms;
-}
-
 /* How long job j takes to answer a request to checkpoint (0: it does not answer): a job that
  * checkpoints writes one in CKPT_WRITE_MS, when its queue's checkpointGrace gives it that. */
 int64_t sim_ckpt_answer_ms(const struct run *r, uint32_t j)
 {
-    return r->in->jobs[j].checkpoint_interval_ms > 0 && ckpt_grace(r, j) >= CKPT_WRITE_MS
+    return r->in->jobs[j].checkpoint_interval_ms > 0 && sim_ckpt_grace(r, j) >= CKPT_WRITE_MS
                ? CKPT_WRITE_MS
                : 0;
 }
@@ -639,7 +633,7 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         uint32_t j = ev->victim->gang->id;
         if (sim_state(r, j) != ENG_JOB_RUNNING || r->evicting[j])
             continue;
-        int64_t grace = ckpt_grace(r, j), answer = sim_ckpt_answer_ms(r, j);
+        int64_t grace = sim_ckpt_grace(r, j), answer = sim_ckpt_answer_ms(r, j);
         char reason[160];
         snprintf(reason, sizeof(reason), "%s by %s",
                  ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
