@@ -420,10 +420,13 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
         return SCHED_ENOMEM;
     }
     /* merge by set: the running members of a set first, then those joining (charged to the
-     * flavor they were placed in) */
-    uint32_t at = 0, x = 0, y = 0;
+     * flavor they were placed in). Members asked to leave in a handshake still open (ask,
+     * ascending) are renumbered with them: the same members leave, as the daemon names them */
+    uint32_t at = 0, x = 0, y = 0, m = 0;
     for (uint32_t s = 0; s < job->gang.n_sets; s++) {
         for (; x < e->n_live && e->live_set[x] == s; x++, at++) {
+            if (m < e->n_ask && e->ask[m] == x)
+                e->ask[m++] = at;
             a[at] = r->assign[j][x];
             sets[at] = (uint8_t)s;
             sets[n + at] = e->live_flavor[x];
@@ -446,6 +449,8 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     r->busy_gpus += p->gang->gpus;
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     push_finish(r, j, now);
+    if (r->evicting[j]) /* the handshake goes on: its end belonged to the old segment */
+        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
     sim_touch(r, j);
     r->st->member_joins++;
     if (r->fail_at && r->fail_at[j] >= 0) { /* members lost with a node are back */

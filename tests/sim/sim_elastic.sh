@@ -201,6 +201,31 @@ expect_eq "e runs in rack 1" "$(ev near start | grep -c '"job":"e".*hgx-0008.*hg
 expect_eq "the member joins in its rack" \
     "$(ev near grow | grep -c '"t":2000.000.*"job":"e".*"joined":\[{"node":"hgx-0015"')" 1
 
+# 4d. members join during a member handshake: el (5 GPUs as 2 + 2 + 1: two pod sets) runs on
+#     hgx-0001; p1 takes its member a2 (set 0, hgx-0001 GPUs 5-6) at 220 s; p2 asks for its
+#     1-GPU member b (set 1, hgx-0001 GPU 7) at 230 s with a grace of 2 min; f2 ends at 280 s
+#     and a2 joins on hgx-0000 then (set 0: before b in member order). At 350 s b leaves, as the
+#     daemon names it; before, the handshake's end was lost with the join (the job ran on,
+#     marked as leaving, no victim again) and the member asked for was counted by its old place
+#     (a2 would have left)
+cat >"$TMP/hs.csv" <<'EOF'
+job_id,submission_time,duration,num_gpu,pods,min_pods,priority,checkpoint_interval,profile,queue
+f0,0,7200,5,,,20,0,,team
+f2,0,280,3,,,20,0,,team
+f1,0,7200,3,,,20,0,,team
+el,1,7200,5,3,1,0,0,inference,team
+p1,100,1000,2,,,10,0,,team
+p2,230,600,1,,,10,0,,team
+EOF
+sed 's/nvidia.com\/gpu: 8/nvidia.com\/gpu: 16/' "$TMP/grace.yaml" >"$TMP/grace16.yaml"
+"$GS" simulate --no-progress --policy gangsched --cluster hgx:2 --trace "$TMP/hs.csv" \
+    --config "$TMP/grace16.yaml" --events "$TMP/hs.jsonl" >/dev/null || bad "handshake join run failed"
+"$EVCHECK" "$TMP/hs.jsonl" >/dev/null && ok "hs: event log checks" || bad "hs: event check failed"
+expect_eq "hs: b is asked at 230 s, a2 joins at 280 s on hgx-0000" \
+    "$(ev hs checkpoint-request | grep -c '"t":230.000.*"job":"el"') $(ev hs grow | grep -c '"t":280.000.*"joined":\[{"node":"hgx-0000","gpus":\[6,7\]}\],"pods":3')" "1 1"
+expect_eq "hs: the grace ends at 350 s and b leaves, not the member that joined" \
+    "$(ev hs shrink | grep -c '"t":350.000.*"left":\[{"node":"hgx-0001","gpus":\[7\]}\],"pods":2')" 1
+
 # 5. rigid traces show none of it; min_pods equal to the pods is rigid
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 \
     --trace tests/data/trace-preempt.csv >"$TMP/rigid.json" || bad "rigid run failed"
