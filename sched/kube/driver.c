@@ -720,7 +720,8 @@ static int start_metrics(struct kdrv *d)
          HTTP_COUNTER, reason, &d->m_evictions},
         {"gangsched_checkpoint_handshakes_total",
          "Checkpoint handshakes of preemption over, by outcome (answered: the victim checkpointed "
-         "after the request; timeout: the grace ended first)",
+         "after the request; timeout: the grace ended first; dropped: members lost meanwhile, "
+         "nobody left)",
          HTTP_COUNTER, outcome, &d->m_ckpt},
         {"gangsched_queue_held", "1 while an operator holds or drains the queue", HTTP_GAUGE, queue,
          &d->m_held},

@@ -106,10 +106,10 @@ bool kdrv_shrink_asks(const struct kdrv *d, const char *gang, int64_t asked_ms, 
     return s && s->asked_ms == asked_ms && (until_ms == 0 || s->until_ms == until_ms);
 }
 
-/* Evicts kg's members that s names and are still members; returns how many (*out: their indices
- * into kg->members, from the arena), *gpus those left. */
-static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
-                            bool answered, char *msg, size_t cap, int64_t *gpus, uint32_t **out)
+/* kg's members that s names and are still members: how many (*out: their indices into
+ * kg->members, from the arena; NULL when out of memory), *gpus those left. */
+static uint32_t named_members(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
+                              int64_t *gpus, uint32_t **out)
 {
     uint32_t *pods = arena_alloc(&d->arena, (kg->gang.n_pods + 1) * sizeof(*pods)), n = 0;
     *out = pods;
@@ -121,14 +121,37 @@ static uint32_t evict_named(struct kdrv *d, const struct kgang *kg, const struct
                 *gpus -= gang_pods_request(&kg->gang, m, m + 1, NULL);
                 break;
             }
+    return n;
+}
+
+/* Evicts the n members pods[] (named_members) of kg. */
+static void evict_named(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
+                        bool answered, const uint32_t *pods, uint32_t n, char *msg, size_t cap)
+{
     snprintf(msg, cap,
              "%u of its %u members preempted by %s %s; it runs on with %u, its minMember %u", n,
              kg->gang.n_pods, s->by,
              answered ? "after a requested checkpoint" : "with no checkpoint within the grace",
              kg->gang.n_pods - n, kg->gang.min_member);
-    if (n > 0)
-        kdrv_evict_members(d, kg, pods, n, msg);
-    return n;
+    kdrv_evict_members(d, kg, pods, n, msg);
+}
+
+/* The handshake is dropped, nobody leaving: the members it names are gone (lost with their
+ * node and replaced, say) or fewer run than could leave with the gang keeping its minMember. */
+static void shrink_dropped(struct kdrv *d, const struct kgang *kg, const struct kshrink *s,
+                           uint32_t n)
+{
+    char msg[sizeof(s->by) + 300];
+    snprintf(msg, sizeof(msg),
+             "no member preempted by %s: %u of the %u members asked to checkpoint still run, "
+             "and it runs with %u, its minMember %u (members were lost meanwhile)",
+             s->by, n, s->pods.n, kg->gang.n_pods, kg->gang.min_member);
+    LOG_INFO(KDRV_MOD, "checkpoint handshake over: gang=%s outcome=dropped members=0 (%s)", kg->key,
+             msg);
+    const char *outcome[] = {"dropped"};
+    http_metric_add_value(d->m_ckpt, outcome, 1);
+    kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Normal", "PreemptionDropped", msg, true,
+                         kcache_pg(d->cache, s->by));
 }
 
 void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sched_eviction *ev,
@@ -185,10 +208,25 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
                          by->pg);
 }
 
-/* One handshake at this cycle: over (answered, or its grace ended) or still waiting. */
+/* One handshake at this cycle: over (answered, its grace ended, or dropped) or still
+ * waiting. No gang goes below its minMember: when members were lost meanwhile so that those
+ * named cannot all leave (or none of them is left), it is dropped at once. */
 static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_running *run,
                        struct kshrink *s, int64_t now)
 {
+    int64_t gpus = 0;
+    uint32_t *gone = NULL;
+    uint32_t n = named_members(d, kg, s, &gpus, &gone);
+    if (!gone) { /* out of memory: the next cycle looks again */
+        LOG_ERROR(KDRV_MOD, "out of memory checking the handshake of %s", kg->key);
+        run->evicting = true;
+        kdrv_cycle_at(d, now + 1000);
+        return false;
+    }
+    if (n == 0 || kg->gang.n_pods - n < kg->gang.min_member) {
+        shrink_dropped(d, kg, s, n);
+        return true;
+    }
     bool answered = run->last_checkpoint_ms > s->asked_ms;
     if (!answered && now < s->until_ms) {
         run->evicting = true; /* the core picks it no more; its preemptor keeps its hold */
@@ -196,19 +234,15 @@ static bool shrink_due(struct kdrv *d, const struct kgang *kg, struct sched_runn
         return false;
     }
     char msg[sizeof(s->by) + 200];
-    int64_t gpus = 0;
-    uint32_t *gone = NULL;
-    uint32_t n = evict_named(d, kg, s, answered, msg, sizeof(msg), &gpus, &gone);
+    evict_named(d, kg, s, answered, gone, n, msg, sizeof(msg));
     LOG_INFO(KDRV_MOD, "checkpoint handshake over: gang=%s outcome=%s members=%u", kg->key,
              answered ? "answered" : "timeout", n);
     const char *outcome[] = {answered ? "answered" : "timeout"};
     http_metric_add_value(d->m_ckpt, outcome, 1);
-    if (n > 0) {
-        restarted(d, kg->key, now);
-        kdrv_record_apart(d, kg->key, NULL, gpus, kg, gone, n, now); /* those left */
-        kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
-                             kcache_pg(d->cache, s->by));
-    }
+    restarted(d, kg->key, now);
+    kdrv_record_apart(d, kg->key, NULL, gpus, kg, gone, n, now); /* those left */
+    kdrv_gang_status_rel(d, kg->key, kg->pg, "Running", "Warning", "Preempted", msg, true,
+                         kcache_pg(d->cache, s->by));
     return true;
 }
 

@@ -301,6 +301,23 @@ void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now)
     }
 }
 
+/* After job j lost members (a preemption's, else to a failed node): a checkpoint handshake
+ * under way goes on, its end re-armed for the new segment, unless it was the preemption's own
+ * or the members it asked for (`asked` of them still run, renumbered) cannot all leave with
+ * the job keeping min_pods: it is dropped then, nobody leaving (the daemon's rule,
+ * shrink_due in sched/kube/driver_shrink.c). A whole job's handshake goes on. */
+static void handshake_after_loss(struct run *r, uint32_t j, bool preempted, bool members,
+                                 uint32_t asked)
+{
+    struct sim_elastic *e = &r->el[r->el_of[j]];
+    bool on = r->evicting[j] && !preempted &&
+              (!members || (asked > 0 && e->n_live - asked >= r->in->jobs[j].min_pods));
+    e->n_ask = on ? asked : 0;
+    r->evicting[j] = on;
+    if (on)
+        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+}
+
 /* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`,
  * preempted (else lost with their node); the job runs on with the others and the members wait
  * to join again. */
@@ -323,9 +340,11 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
     }
     struct sched_assign *a = r->assign[j];
     int64_t gpus = 0;
-    uint32_t keep = 0, x = 0;
+    uint32_t keep = 0, x = 0, y = 0, asked = 0;
     for (uint32_t m = 0; m < e->n_live; m++) {
         const struct podset *ps = &job->gang.sets[e->live_set[m]];
+        bool is_asked = y < e->n_ask && e->ask[y] == m;
+        y += is_asked;
         if (x < n && pods[x] == m) { /* leaves */
             x++;
             sim_pod_off(r, &job->gang, ps, &a[m]);
@@ -334,6 +353,8 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
             e->grow_set[e->n_grow++] = e->live_set[m];
             continue;
         }
+        if (is_asked) /* renumbered with those that stay */
+            e->ask[asked++] = keep;
         a[keep] = a[m];
         e->live_flavor[keep] = e->live_flavor[m];
         e->live_set[keep++] = e->live_set[m];
@@ -343,9 +364,8 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     sort_sets(e->grow_set, e->n_grow);
     grow_queue(r, k);
-    r->evicting[j] = 0;
-    e->n_ask = 0;
     push_finish(r, j, now);
+    handshake_after_loss(r, j, preempted, e->n_ask > 0, asked);
     sim_touch(r, j);
     if (preempted) {
         r->st->member_preemptions++;

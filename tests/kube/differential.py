@@ -579,17 +579,30 @@ def daemon_decisions(sc, rec, ctl):
     return out
 
 
+def members_up(sc, rec, ctl, gang, k):
+    """The bound members a teardown or a whole eviction of gang in step k deletes: all its pods,
+    but for an elastic gang those bound by the end of step k and not deleted before it (its
+    members made again after a shrink or a replacement may still wait, unbound, and are deleted
+    without an eviction)."""
+    g = sc.gangs[gang]
+    if g.get("min_pods", g["pods"]) >= g["pods"]:
+        return g["pods"]
+    return sum(1 for u, b in rec.bound.items()
+               if b[0] <= k and rec.deleted.get(u, k) >= k and u in ctl.inc_of
+               and ctl.inc_of[u][0] == gang)
+
+
 def daemon_consistent(sc, rec, ctl, decided):
     """What the server shows agrees with the daemon's Events: in each step, the bound members
     of a gang deleted are exactly those of its teardowns and evictions (each one deletes every
-    member)."""
+    member bound then)."""
     problems = []
     for k, decisions in enumerate(decided):
         want = collections.Counter()
         for d in decisions:
             w = d.split()
             if w[0] in ("evict", "teardown"):
-                want[w[1]] += sc.gangs[w[1]]["pods"]
+                want[w[1]] += members_up(sc, rec, ctl, w[1], k)
             elif w[0] in ("shrink", "replace"):
                 want[w[1]] += int(w[2])
         got = collections.Counter(ctl.inc_of[u][0] for u, dk in rec.deleted.items()
@@ -662,8 +675,8 @@ def run_daemon(sc):
     for p in daemon_consistent(sc, rec, ctl, decided):
         bad("the server disagrees with the daemon's decisions: " + p)
     evicted = c.get("/_fake/stats")[1].get("evictions", 0) - evictions0
-    want = sum(sc.gangs[d.split()[1]]["pods"] for ds in decided for d in ds
-               if d.startswith("evict ")) + \
+    want = sum(members_up(sc, rec, ctl, d.split()[1], k) for k, ds in enumerate(decided)
+               for d in ds if d.startswith("evict ")) + \
         sum(int(d.split()[2]) for ds in decided for d in ds if d.startswith("shrink "))
     check("every preempted member went through the Eviction API (%d)" % want, evicted == want,
           "%d evictions" % evicted)

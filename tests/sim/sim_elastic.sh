@@ -226,6 +226,36 @@ expect_eq "hs: b is asked at 230 s, a2 joins at 280 s on hgx-0000" \
 expect_eq "hs: the grace ends at 350 s and b leaves, not the member that joined" \
     "$(ev hs shrink | grep -c '"t":350.000.*"left":\[{"node":"hgx-0001","gpus":\[7\]}\],"pods":2')" 1
 
+# 4e. a node fails during a member handshake: s (6 replicas of 2 GPUs, min_pods 2) spreads over
+#     hgx:3; hi asks for its member on hgx-0000 at 100 s (grace 2 min); hgx-0001 fails at 110 s
+#     and its two replicas are replaced alone at 140 s. The handshake goes on (before, the loss
+#     ended it and the job ran on whole, marked as leaving): at 220 s the member leaves, s runs
+#     with 3. With min_pods 4 the member cannot leave once two are lost: the handshake is
+#     dropped and s never runs below 4 (the daemon's rule, shrink_due in driver_shrink.c)
+cat >"$TMP/nl.csv" <<'EOF'
+job_id,submission_time,duration,num_gpu,pods,min_pods,priority,checkpoint_interval,profile,queue
+s,0,7200,12,6,2,0,0,inference,team
+f0,1,7200,4,,,0,0,,team
+f1,2,7200,4,,,20,0,,team
+f2,3,7200,4,,,20,0,,team
+hi,100,600,2,,,10,0,,team
+EOF
+printf 'node,down,up\nhgx-0001,110,4000\n' >"$TMP/nl-out.csv"
+sed 's/nvidia.com\/gpu: 8/nvidia.com\/gpu: 24/' "$TMP/grace.yaml" >"$TMP/grace24.yaml"
+nl_run() { # NAME TRACE
+    "$GS" simulate --no-progress --policy gangsched --cluster hgx:3 --trace "$2" \
+        --config "$TMP/grace24.yaml" --outages "$TMP/nl-out.csv" --events "$TMP/$1.jsonl" \
+        >/dev/null || bad "$1: simulate failed"
+    "$EVCHECK" "$TMP/$1.jsonl" >/dev/null && ok "$1: event log checks" || bad "$1: event check failed"
+}
+nl_run nl "$TMP/nl.csv"
+expect_eq "node lost in a handshake: two replicas replaced, then the member asked for leaves" \
+    "$(ev nl shrink | grep -c '"t":140.000.*"pods":4') $(ev nl shrink | grep -c '"t":220.000.*"left":\[{"node":"hgx-0000","gpus":\[2,3\]}\],"pods":3')" "1 1"
+sed 's/^s,0,7200,12,6,2,/s,0,7200,12,6,4,/' "$TMP/nl.csv" >"$TMP/nl4.csv"
+nl_run nl4 "$TMP/nl4.csv"
+expect_eq "min_pods 4: replaced at 140 s, the handshake dropped, never below 4" \
+    "$(ev nl4 shrink | grep -c '"t":140.000.*"pods":4') $(ev nl4 shrink | grep -vc '"pods":4')" "1 0"
+
 # 5. rigid traces show none of it; min_pods equal to the pods is rigid
 "$GS" simulate --no-progress --json --policy gangsched --cluster hgx:1 \
     --trace tests/data/trace-preempt.csv >"$TMP/rigid.json" || bad "rigid run failed"

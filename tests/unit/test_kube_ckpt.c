@@ -444,7 +444,7 @@ static const struct gang *joining(struct fx *f, const char *key)
 
 /* The PodGroup ml/el of an elastic gang that checkpoints every hour, last at 00:10; ann: more
  * of its annotations. */
-static void el_podgroup(struct fx *f, const char *ann)
+static void el_podgroup_min(struct fx *f, const char *ann, int min_member)
 {
     char buf[1000];
     snprintf(buf, sizeof(buf),
@@ -452,9 +452,14 @@ static void el_podgroup(struct fx *f, const char *ann)
              "\"metadata\":{\"namespace\":\"ml\",\"name\":\"el\",\"uid\":\"pg-el\","
              "\"annotations\":{\"gangsched.io/checkpoint-interval\":\"1h\","
              "\"gangsched.io/last-checkpoint\":\"2026-01-01T00:10:00Z\"%s}},"
-             "\"spec\":{\"minMember\":1}}",
-             ann);
+             "\"spec\":{\"minMember\":%d}}",
+             ann, min_member);
     fx_event(f->d.cache, 2, KPG_XK8S, buf);
+}
+
+static void el_podgroup(struct fx *f, const char *ann)
+{
+    el_podgroup_min(f, ann, 1);
 }
 
 /* Members of an elastic training gang that says how often it checkpoints join after a
@@ -731,6 +736,65 @@ static void placed_pods_follow_a_shrink(void **state)
     temp_db_end(f, dir, path);
 }
 
+/* Deletes pod ml/name from the cache (its watch's DELETED event). */
+static void pod_gone(struct fx *f, const char *name)
+{
+    char buf[300];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"resourceVersion\":\"9999\"}}",
+             name, name);
+    cJSON *obj = cJSON_Parse(buf);
+    assert_non_null(obj);
+    assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
+    cJSON_Delete(obj);
+}
+
+/* A member handshake goes on while the gang loses other members (lost with their node and
+ * replaced, say) as long as the members asked for can still leave with it keeping its
+ * minMember; once they cannot, it is dropped at once and nobody leaves. Before, the member was
+ * evicted at the deadline whatever the gang had lost: it ran below its minMember (found by a
+ * differential scenario, a node failing during the handshake). */
+static void member_handshake_keeps_min_member(void **state)
+{
+    struct fx *f = *state;
+    char dir[128], path[160];
+    struct config *none = el_running(f, dir, sizeof(dir), path, sizeof(path), 5);
+    el_podgroup_min(f, "", 3);
+    record_at(f, NOW + 500);
+    struct sched_running *run = NULL;
+    fx_build_at(f, NOW + 1000);
+    const struct kgang *kg = running(f, "ml/el", &run);
+    assert_int_equal(kg->gang.min_member, 3);
+    uint32_t first[] = {0}; /* el-0, on n1 */
+    struct sched_eviction ev = {
+        .victim = run, .preemptor = &f->kb.gangs[0].gang, .gpus = 1, .pods = first, .n_pods = 1};
+    kdrv_shrink(&f->d, &f->kb, &ev, f->cfg, NOW + 1000);
+    assert_non_null(strmap_get(&f->d.shrinks, "ml/el"));
+    /* el-4 goes: 4 run, el-0 may still leave (3 = minMember): the handshake goes on */
+    pod_gone(f, "el-4");
+    fx_build_at(f, NOW + 2000);
+    running(f, "ml/el", &run);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 2000);
+    assert_true(run->evicting);
+    assert_non_null(strmap_get(&f->d.shrinks, "ml/el"));
+    /* el-3 goes too: 3 run, el-0 cannot leave: dropped now, before the deadline */
+    pod_gone(f, "el-3");
+    record_at(f, NOW + 3000);
+    assert_int_equal(job_gpus(f, "ml/el"), 3);
+    fx_build_at(f, NOW + 3000);
+    running(f, "ml/el", &run);
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 3000);
+    assert_false(run->evicting);
+    assert_null(strmap_get(&f->d.shrinks, "ml/el"));
+    fx_build_at(f, NOW + 1000 + WAIT); /* the deadline passes: still 3 */
+    kdrv_shrink_step(&f->d, &f->kb, NOW + 1000 + WAIT);
+    assert_int_equal(job_gpus(f, "ml/el"), 3);
+    assert_int_equal(placed(f, "ml/el"), 3);
+    config_free(none);
+    temp_db_end(f, dir, path);
+}
+
 /* The restart an elastic gang's workers made when members were evicted alone is kept on its job
  * row (schema version 9): a new process on the same database counts its new members' join from
  * it, as the one that evicted them did. Before, it was in memory only, and a new process
@@ -793,6 +857,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(member_request_not_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(placed_pods_follow_a_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(ledger_follows_members_that_leave, setup, teardown),
+        cmocka_unit_test_setup_teardown(member_handshake_keeps_min_member, setup, teardown),
         cmocka_unit_test_setup_teardown(restart_kept_for_a_new_leader, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
