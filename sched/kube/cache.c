@@ -119,8 +119,7 @@ static bool same_str(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* resourceVersions are opaque; when both are decimal (etcd revisions, as client-go's assume
- * cache also assumes) a smaller one is an older object. */
+/* resourceVersions are opaque; both decimal (etcd revisions, as client-go assumes): older. */
 static bool rv_older(const char *a, const char *b)
 {
     if (!a || !b || !*a || !*b)
@@ -563,10 +562,9 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     return 0;
 }
 
-/* The gang's annotations (annot.c) applied to gg; *profile: its gangsched.io/profile. A running
- * gang gets only its declared run time (gangsched.io/max-runtime: when the start planner expects
- * its GPUs back, driver_est.c); the rest was applied when it was placed. SCHED_EINVAL with *why,
- * or SCHED_ENOMEM. */
+/* The gang's annotations (annot.c) applied to gg; *profile: its gangsched.io/profile (a running
+ * gang's too: its replicas' price as victims, preempt.c). A running gang gets only its declared
+ * run time besides (driver_est.c). SCHED_EINVAL with *why, or SCHED_ENOMEM. */
 static int gang_annots(struct builder *b, const struct group *g, struct gang *gg,
                        struct kpod **members, uint32_t n, bool running, const char **profile,
                        const char **why)
@@ -590,10 +588,9 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
     gg->user = kcache_gang_user(b->c, g->pg, members[0]);
     if (running) { /* a value refused at admission: none */
         struct gang scratch = *gg;
-        if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, NULL, &eb) == 0)
+        if (annot_apply(&scratch, &b->c->cluster->topo, ann, n_ann, profile, &eb) == 0)
             gg->max_runtime_ms = scratch.max_runtime_ms;
-        /* a bound pod keeps no annotations (objects.h): the first member's own declaration,
-         * under the PodGroup's as while it was pending */
+        /* a bound pod keeps no annotations (objects.h): the first member's own, as pending */
         if (gg->max_runtime_ms <= 0 && members[0]->max_runtime_s)
             gg->max_runtime_ms = (int64_t)members[0]->max_runtime_s * 1000;
         return 0;
@@ -690,7 +687,10 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     int rc = gang_annots(b, g, gg, members, n, running, &profile, why);
     if (rc)
         return rc;
-    if (b->cfg && !running && config_profile_apply(b->cfg, q, profile, gg) != 0) {
+    int prc = b->cfg ? config_profile_apply(b->cfg, q, profile, gg) : 0;
+    if (prc && running) /* a name a reload removed: the queue's */
+        (void)config_profile_apply(b->cfg, q, NULL, gg);
+    else if (prc) {
         *why = arena_printf(a,
                             "podgroup %s: annotation gangsched.io/profile: unknown profile "
                             "\"%s\"",

@@ -294,6 +294,28 @@ static void elastic_members_join_after_a_checkpoint(void **state)
     assert_int_equal(kb.gangs[0].gang.join_from_ms, t0 + 2400000);
 }
 
+/* A running gang's profile is read as a pending one's: an inference gang spreads, so a
+ * preemption prices its replicas at their share of its work (preempt.c set_cost), as the
+ * simulator's jobs have it. Before, a running gang had none: its replicas cost the whole gang's
+ * work, as a training gang's members do (differential-elastic-inference-victim.yaml). */
+static void running_gangs_keep_their_profile(void **state)
+{
+    struct fx *f = *state;
+    pg_ann(f->c, "e", 1, "team-a", "\"gangsched.io/profile\":\"inference\"");
+    started_pod(f->c, "e-0", "2026-01-01T00:00:00Z", "");
+    started_pod(f->c, "e-1", "2026-01-01T00:00:00Z", "");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_running, 1);
+    assert_true(kb.running[0].gang->spread);
+    /* a profile the configuration no longer has (a reload removed it): the queue's, and the
+     * gang is still built */
+    pg_ann(f->c, "e", 1, "team-a", "\"gangsched.io/profile\":\"gone\"");
+    build(f, &kb);
+    assert_int_equal(kb.n_running, 1);
+    assert_false(kb.running[0].gang->spread);
+}
+
 /* Kueue's plain-pod groups: a label and a total count, no PodGroup (defect 8). */
 static void kueue_plain_pod_groups(void **state)
 {
@@ -857,6 +879,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(partial_gangs_wait_for_their_teardown, setup, teardown),
         cmocka_unit_test_setup_teardown(elastic_gangs_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(elastic_members_join_after_a_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(running_gangs_keep_their_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(kueue_plain_pod_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(other_schedulers_pods_use_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(assumed_pods_hold_their_node, setup, teardown),
