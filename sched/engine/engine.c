@@ -310,6 +310,8 @@ int eng_job_broken(struct eng *e, uint32_t g, enum eng_reason why, bool own, boo
     struct eng_job *j = job_at(e, g);
     if (!j)
         return SCHED_ENOMEM;
+    if (whole && j->state == ENG_JOB_TEARING)
+        j->ckpt_until_ms = 0; /* a handshake under way is over: this teardown is its eviction */
     if (whole && j->state != ENG_JOB_TEARING) { /* torn down again: the first verdict stands */
         j->state = ENG_JOB_TEARING;
         j->evicting = false;

@@ -125,7 +125,11 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         if (t.completing)
             continue;
         struct eng_job j = eng_job(e, gf->gang);
-        bool tearing = j.state == ENG_JOB_TEARING;
+        /* a victim asked to checkpoint (its handshake under way) runs on until it ends: the
+         * rules are a running gang's, and a member lost with its node ends it at once, since
+         * the gang cannot answer (eng_job_broken); the simulator's job runs until then too */
+        bool handshake = j.state == ENG_JOB_TEARING && j.ckpt_until_ms != 0;
+        bool tearing = j.state == ENG_JOB_TEARING && !handshake;
         if ((tearing && j.evicting) || (tearing && t.live == 0))
             continue; /* being evicted, or torn down with every member on its way out */
         if (j.state == ENG_JOB_FAILED || j.state == ENG_JOB_FINISHED) {
@@ -133,7 +137,8 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
              * counts from the first sight */
             if (j.bound_ms == ENG_UNKNOWN_MS)
                 e->jobs[gf->gang].bound_ms = j.bound_ms = now;
-        } else if (!tearing && (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
+        } else if (!tearing && !handshake &&
+                   (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
             /* first seen bound (before this process led, or restored as running): the start
              * timeout counts from now */
             if (eng_job_bound(e, gf->gang, now) != 0)

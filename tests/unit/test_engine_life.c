@@ -18,7 +18,7 @@
 
 #define S 1000
 
-enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP, RESTORED };
+enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP, RESTORED, HANDSHAKE };
 
 #define RUN(node)                                                                                  \
     {                                                                                              \
@@ -217,6 +217,38 @@ static const struct life_case cases[] = {
      60 * S,
      "NodeLost whole",
      NULL},
+    /* a victim in its checkpoint handshake runs on: the rules apply to it as to a running
+     * gang (before, it was left alone until the deadline, its member on a dead node) */
+    {"in a handshake, all running",
+     {RUN(0), RUN(1)},
+     2,
+     2,
+     false,
+     HANDSHAKE,
+     {0},
+     60 * S,
+     "",
+     NULL},
+    {"in a handshake, node NotReady past the grace: torn down now",
+     {RUN(0), RUN(3)},
+     2,
+     2,
+     false,
+     HANDSHAKE,
+     {0, 0, 0, 1 * S},
+     60 * S,
+     "NodeLost whole",
+     NULL},
+    {"in a handshake, inference: the lost replica replaced alone",
+     {RUN(0), RUN(1), RUN(3)},
+     3,
+     2,
+     true,
+     HANDSHAKE,
+     {0, 0, 0, 1 * S},
+     60 * S,
+     "NodeLost lost=[2]",
+     NULL},
     {"inference start timeout: whole",
      {RUN(0), WAIT(1)},
      2,
@@ -259,8 +291,10 @@ static void test_rules(void **state)
             assert_int_equal(eng_job_reject(e, 7), 0);
         if (lc->setup == TEARING)
             assert_int_equal(eng_job_bind_refused(e, 7), 0);
-        if (lc->setup == EVICTING)
+        if (lc->setup == EVICTING || lc->setup == HANDSHAKE)
             assert_int_equal(eng_job_evict(e, 7), 0);
+        if (lc->setup == HANDSHAKE) /* asked to checkpoint at 0 by gang 8, 10 min of grace */
+            assert_int_equal(eng_job_ckpt_request(e, 7, 8, 0, 600 * S), 0);
         struct eng_gang_facts gf = {.gang = 7,
                                     .members = lc->m,
                                     .n_members = lc->n,
@@ -366,6 +400,40 @@ static void test_apply(void **state)
 }
 
 /* Without a NotReady array the engine's own node record counts (eng_node_ready). */
+/* A victim torn down by the rules in its checkpoint handshake (a member lost with its node):
+ * the handshake is over, this teardown is its eviction (no second one at the deadline), the
+ * preemption's verdict stands (no restart counted) and it is requeued once its pods are gone. */
+static void test_handshake_torn_down(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(eng_job_evict(f->e, 1), 0);
+    assert_int_equal(eng_job_ckpt_request(f->e, 1, 2, 0, 600 * S), 0);
+    struct eng_member m[] = {RUN(0), RUN(3)};
+    struct eng_gang_facts gf = two(m, 2);
+    int64_t down[4] = {0, 0, 0, 1 * S};
+    uint32_t n;
+    assert_int_equal(eng_life_check(f->e, &gf, 1, 60 * S, down, 4, &f->a, &f->acts, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(f->acts[0].reason, ENG_NODE_LOST);
+    assert_true(f->acts[0].whole);
+    struct eng_effects fx = {0};
+    assert_int_equal(eng_life_apply(f->e, &f->acts[0], 60 * S, &fx), 0);
+    assert_int_equal(fx.v[0].kind, ENG_FX_TEARDOWN);
+    struct eng_job j = eng_job(f->e, 1);
+    assert_int_equal(j.state, ENG_JOB_TEARING);
+    assert_true(j.evicting);
+    assert_int_equal(j.restarts, 0);
+    assert_int_equal(j.ckpt_until_ms, 0);
+    assert_int_equal(eng_job_ckpt_check(f->e, 1, 0, 600 * S), ENG_CKPT_NONE);
+    m[0].gone = m[1].gone = true; /* its pods go: left alone, then requeued */
+    assert_int_equal(eng_life_check(f->e, &gf, 1, 61 * S, down, 4, &f->a, &f->acts, &n), 0);
+    assert_int_equal(n, 0);
+    eng_effects_clear(&fx);
+    assert_int_equal(eng_job_gone(f->e, 1, 62 * S, &fx), 0);
+    assert_int_equal(eng_job_state(f->e, 1), ENG_JOB_PENDING);
+    eng_effects_free(&fx);
+}
+
 static void test_engine_node_health(void **state)
 {
     struct fixture *f = *state;
@@ -663,6 +731,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handshake_torn_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
         cmocka_unit_test(test_backoff_cap),
