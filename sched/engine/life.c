@@ -132,13 +132,13 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         bool tearing = j.state == ENG_JOB_TEARING && !handshake;
         if ((tearing && j.evicting) || (tearing && t.live == 0))
             continue; /* being evicted, or torn down with every member on its way out */
-        if (j.state == ENG_JOB_FAILED || j.state == ENG_JOB_FINISHED) {
-            /* bound again after it ended (by someone else): its state stays, the start timeout
-             * counts from the first sight */
+        if (j.state == ENG_JOB_FAILED || j.state == ENG_JOB_FINISHED || handshake) {
+            /* bound again after it ended (by someone else), or in its handshake (asking it
+             * forgot its bind time, eng_job_evict): its state stays, the start timeout counts
+             * from the first sight */
             if (j.bound_ms == ENG_UNKNOWN_MS)
                 e->jobs[gf->gang].bound_ms = j.bound_ms = now;
-        } else if (!tearing && !handshake &&
-                   (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
+        } else if (!tearing && (j.state != ENG_JOB_RUNNING || j.bound_ms == ENG_UNKNOWN_MS)) {
             /* first seen bound (before this process led, or restored as running): the start
              * timeout counts from now */
             if (eng_job_bound(e, gf->gang, now) != 0)

@@ -434,6 +434,25 @@ static void test_handshake_torn_down(void **state)
     eng_effects_free(&fx);
 }
 
+/* A victim in its handshake with a member not started (one that joined it): asking it forgot
+ * its bind time (eng_job_evict), so the start timeout counts from the rules' first sight of it
+ * (before, they read the unknown time: an overflow, found by UBSan in crash_preempt.py). */
+static void test_handshake_start_timeout(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(eng_job_evict(f->e, 1), 0);
+    assert_int_equal(eng_job_ckpt_request(f->e, 1, 2, 0, 600 * S), 0);
+    assert_int_equal(eng_job(f->e, 1).bound_ms, ENG_UNKNOWN_MS);
+    struct eng_member m[] = {RUN(0), WAIT(1)};
+    struct eng_gang_facts gf = two(m, 2);
+    assert_int_equal(check(f, &gf, 10 * S), 0);
+    assert_int_equal(eng_job(f->e, 1).bound_ms, 10 * S);
+    assert_int_equal(eng_job_state(f->e, 1), ENG_JOB_TEARING);
+    assert_int_equal(check(f, &gf, 69 * S), 0);
+    assert_int_equal(check(f, &gf, 70 * S), 1);
+    assert_int_equal(f->acts[0].reason, ENG_START_TIMEOUT);
+}
+
 static void test_engine_node_health(void **state)
 {
     struct fixture *f = *state;
@@ -732,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_rules),
         cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handshake_torn_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handshake_start_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_node_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),
         cmocka_unit_test(test_backoff_cap),
