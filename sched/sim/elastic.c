@@ -301,6 +301,14 @@ void sim_join_checkpoint(struct run *r, uint32_t j, int64_t now)
     }
 }
 
+/* Job j's checkpoint handshake, if one is under way, ends at its time again: the new segment
+ * (new_segment) made the event of the old one stale. */
+static void rearm_handshake(struct run *r, uint32_t j)
+{
+    if (r->evicting[j])
+        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+}
+
 /* After job j lost members (a preemption's, else to a failed node): a checkpoint handshake
  * under way goes on, its end re-armed for the new segment, unless it was the preemption's own
  * or the members it asked for (`asked` of them still run, renumbered) cannot all leave with
@@ -314,8 +322,7 @@ static void handshake_after_loss(struct run *r, uint32_t j, bool preempted, bool
               (!members || (asked > 0 && e->n_live - asked >= r->in->jobs[j].min_pods));
     e->n_ask = on ? asked : 0;
     r->evicting[j] = on;
-    if (on)
-        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+    rearm_handshake(r, j);
 }
 
 /* Members pods[0 .. n) (ascending indices into job j's running members) leave at `now`,
@@ -469,8 +476,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     r->busy_gpus += p->gang->gpus;
     build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
     push_finish(r, j, now);
-    if (r->evicting[j]) /* the handshake goes on: its end belonged to the old segment */
-        sim_heap_push(r, r->evict_at[j], j, (enum fin_kind)r->evict_kind[j]);
+    rearm_handshake(r, j); /* the handshake goes on */
     sim_touch(r, j);
     r->st->member_joins++;
     if (r->fail_at && r->fail_at[j] >= 0) { /* members lost with a node are back */

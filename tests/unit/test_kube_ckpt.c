@@ -578,6 +578,20 @@ static void temp_db_end(struct fx *f, const char *dir, const char *path)
     rmdir(dir);
 }
 
+/* Deletes pod ml/name from the cache (its watch's DELETED event). */
+static void pod_gone(struct fx *f, const char *name)
+{
+    char buf[300];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
+             "\"resourceVersion\":\"9999\"}}",
+             name, name);
+    cJSON *obj = cJSON_Parse(buf);
+    assert_non_null(obj);
+    assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
+    cJSON_Delete(obj);
+}
+
 /* Members of an elastic gang that leave while it runs on (deleted by someone else, or evicted
  * by an earlier leader whose evictions land after its successor adopted the gang whole): its
  * job row and its ledger charge both follow them. Before, the row did and the ledger kept the
@@ -596,11 +610,7 @@ static void ledger_follows_members_that_leave(void **state)
     record_at(f, NOW);
     int64_t others = ledger_q(f) - 3; /* the fixture's other running gangs, every one adopted */
     assert_int_equal(job_gpus(f, "ml/el"), 3);
-    cJSON *gone = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"el-2\","
-                              "\"uid\":\"u-el-2\",\"resourceVersion\":\"9999\"}}");
-    assert_non_null(gone);
-    assert_int_equal(kcache_pod_event(f->d.cache, gone, true), 0);
-    cJSON_Delete(gone);
+    pod_gone(f, "el-2");
     record_at(f, NOW + 1000);
     assert_int_equal(job_gpus(f, "ml/el"), 2);
     assert_int_equal(ledger_q(f), others + 2);
@@ -708,15 +718,7 @@ static void placed_pods_follow_a_shrink(void **state)
         assert_int_equal(job_gpus(f, "ml/el"), 4);
         assert_int_equal(placed(f, "ml/el"), 4);
     }
-    char gone_pod[300]; /* the evicted member goes */
-    snprintf(gone_pod, sizeof(gone_pod),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"resourceVersion\":\"9999\"}}",
-             last_name, last_name);
-    cJSON *obj = cJSON_Parse(gone_pod);
-    assert_non_null(obj);
-    assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
-    cJSON_Delete(obj);
+    pod_gone(f, last_name); /* the evicted member goes */
     record_at(f, NOW + 1800);
     assert_int_equal(ledger_q(f), others + 3);
     assert_int_equal(job_gpus(f, "ml/el"), 3);
@@ -734,20 +736,6 @@ static void placed_pods_follow_a_shrink(void **state)
     assert_int_equal(placed(f, "ml/el"), 2);
     config_free(none);
     temp_db_end(f, dir, path);
-}
-
-/* Deletes pod ml/name from the cache (its watch's DELETED event). */
-static void pod_gone(struct fx *f, const char *name)
-{
-    char buf[300];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"resourceVersion\":\"9999\"}}",
-             name, name);
-    cJSON *obj = cJSON_Parse(buf);
-    assert_non_null(obj);
-    assert_int_equal(kcache_pod_event(f->d.cache, obj, true), 0);
-    cJSON_Delete(obj);
 }
 
 /* A member handshake goes on while the gang loses other members (lost with their node and
