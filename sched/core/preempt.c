@@ -293,9 +293,13 @@ bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
 }
 
 /* Reclaim is bounded: the victim's queue keeps at least its nominal quota without vn (what the
- * victim frees). */
-static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_running *r,
-                            const struct res_vec *vn)
+ * victim frees). A gang that took its queue over its nominal quota only in part (80 of 84
+ * GPUs used, then 8 more) is beyond that bound, yet its queue borrows through it: with
+ * pc->straddle a reclaim (not a fair-share preemption, whose preemptor borrows too) may take it
+ * when its queue borrows the resource until then (the earlier victims of the plan gone), as
+ * Kueue and KAI reclaim from a queue that is over its nominal quota. */
+static bool reclaim_bounded(struct preempt_ctx *pc, const struct sched_running *r,
+                            enum sched_preempt_kind kind, const struct res_vec *vn)
 {
     const struct gang *v = r->gang;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
@@ -303,8 +307,12 @@ static bool reclaim_bounded(const struct preempt_ctx *pc, const struct sched_run
         int64_t held = quota_need_of(pc->qt, vn, res);
         if (held <= 0)
             continue;
-        if (quota_used(pc->qt, v->queue, r->flavor, res) - held <
-            quota_nominal(pc->qt, v->queue, r->flavor, res))
+        int64_t used = quota_used(pc->qt, v->queue, r->flavor, res),
+                nom = quota_nominal(pc->qt, v->queue, r->flavor, res);
+        if (used - held >= nom)
+            continue;
+        pc->bound_hit |= kind == SCHED_PREEMPT_RECLAIM;
+        if (!pc->straddle || kind != SCHED_PREEMPT_RECLAIM || used <= nom)
             return false;
     }
     return true;
@@ -478,7 +486,7 @@ static uint32_t plan_domain(struct preempt_ctx *pc, const struct gang *g, uint32
             struct res_vec vn;
             cand_request(pc, vs, x, &vn);
             if (x->kind != SCHED_PREEMPT_PRIORITY && x->kind != SCHED_PREEMPT_OVERDUE &&
-                !reclaim_bounded(pc, r, &vn))
+                !reclaim_bounded(pc, r, x->kind, &vn))
                 continue;
             uint32_t from, to;
             const uint8_t *skip = cand_skip(vs, x, &from, &to);
@@ -952,7 +960,20 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     if (rc != 0 || vs.n == 0)
         return rc;
     struct plan pl;
+    pc->straddle = pc->bound_hit = false;
     rc = best_plan(pc, g, q, f, &need, &vs, &pl);
+    if (rc == 0 && pl.n == 0 && pc->bound_hit && pc->starve_after_ms > 0) {
+        /* no plan within reclaim's bound: once g has waited starvation.after, one may take a
+         * borrowing queue below its nominal quota (reclaim_bounded) */
+        int64_t from_ms = g->submit_ms + pc->starve_after_ms;
+        if (snap->now_ms >= from_ms) {
+            pc->straddle = true;
+            rc = best_plan(pc, g, q, f, &need, &vs, &pl);
+            pc->straddle = false;
+        } else if (pc->wake_ms) {
+            sched_wake_at(pc->wake_ms, snap->now_ms, from_ms);
+        }
+    }
     if (rc == 0 && pc->oom)
         rc = SCHED_ENOMEM;
     if (rc != 0 || pl.n == 0 || !worth_it(pc, g, vs.c, &pl))

@@ -72,7 +72,11 @@ struct preempt_ctx {
      * gangs of its queue started on probation for it whose promise has passed */
     int64_t starve_after_ms;
     uint32_t probation_min_gpus;
-    bool oom;         /* out of memory within a plan: preempt_plan fails */
+    bool oom; /* out of memory within a plan: preempt_plan fails */
+    /* reclaim's bound (reclaim_bounded): `straddle` set, a victim may take its queue below its
+     * nominal quota on a resource the queue borrows until then (the second try of a plan);
+     * `bound_hit`: a candidate was passed over for the bound in this plan */
+    bool straddle, bound_hit;
     int64_t *wake_ms; /* the cycle's sched_result.wake_ms (sched_wake_at): lowered to when a
                          victim's minimum run time ends, a backfill promise passes, or a plan
                          that did not pay would */

@@ -228,6 +228,57 @@ static void test_reclaim_never_below_victim_nominal(void **unused)
     world_free(w);
 }
 
+/* b borrows only through gangs that each took it over its nominal quota in part (6 + 6 GPUs,
+ * nominal 8): each would leave b below its nominal, so reclaim's bound keeps them. a, within
+ * its nominal quota, waits; once it has waited starvation.after (10 min), it may take one. */
+static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *b1 = gang(w, 1, 1, 6, 0, 0), *b2 = gang(w, 1, 1, 6, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 2, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
+    run(w, b1, n0, 0, 0);
+    run(w, b2, n1, 0, 0);
+    run(w, a1, n0, 0, 0);
+    run(w, a2, n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 2, 0, 1000); /* a at 6 of 8 with it */
+    const struct sched_result *r = cycle(w, "gangsched", 1100);
+    assert_int_equal(r->n_evictions, 0);
+    assert_true(r->wake_ms <= (1000 + 600) * 1000); /* it looks again then */
+    r = cycle(w, "gangsched", 1600);
+    assert_int_equal(r->n_evictions, 1);
+    assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_RECLAIM);
+    assert_ptr_equal(r->evictions[0].preemptor, a);
+    assert_true(evicted(r, b1) || evicted(r, b2));
+    world_free(w);
+}
+
+/* A plan within the bound is preferred to a cheaper one that takes the borrower below its
+ * nominal quota: b runs 1 + 6 + 6 (nominal 8); a wants 1 GPU, past starvation.after. The
+ * 6-GPU gang checkpointed 10 s ago (60 GPU-seconds lost) is cheaper than the 1-GPU gang that
+ * never did (1,600), but only the latter leaves b at its nominal quota or above. */
+static void test_reclaim_prefers_the_bound(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", TWO_QUEUES);
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *x = gang(w, 1, 1, 1, 0, 0), *y = gang(w, 1, 1, 6, 0, 0),
+                *z = gang(w, 1, 1, 6, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 1, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
+    run(w, x, n0, 0, 0);
+    run(w, y, n0, 0, 1590);
+    run(w, a1, n0, 0, 0);
+    run(w, z, n1, 0, 0);
+    run(w, a2, n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 1, 0, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 1600);
+    assert_int_equal(r->n_evictions, 1);
+    assert_ptr_equal(r->evictions[0].preemptor, a);
+    assert_true(evicted(r, x));
+    world_free(w);
+}
+
 static void test_small_victim_before_big_gang(void **unused)
 {
     (void)unused;
@@ -1003,6 +1054,8 @@ int main(void)
         cmocka_unit_test(test_no_reclaim_ping_pong),
         cmocka_unit_test(test_fair_share_preemption_one_way),
         cmocka_unit_test(test_two_reclaims_in_one_cycle_stay_bounded),
+        cmocka_unit_test(test_reclaim_takes_a_straddling_gang_after_starvation),
+        cmocka_unit_test(test_reclaim_prefers_the_bound),
         cmocka_unit_test(test_preemptors_do_not_share_capacity),
         cmocka_unit_test(test_preemptor_hold_leaves_the_starvation_slot),
         cmocka_unit_test(test_evicting_victims_are_waited_for),
