@@ -21,20 +21,16 @@
  */
 #include "sched/core/cycle.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "config/model.h"
 #include "queue/queue.h"
 #include "queue/quota.h"
 #include "sched/core/backlog.h"
-#include "sched/core/device.h"
-#include "sched/core/duration.h"
 #include "sched/core/eta.h"
 #include "sched/core/place.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
-#include "sched/core/quantity.h"
 
 /* ---- per-cycle context ------------------------------------------------------------------ */
 
@@ -704,8 +700,12 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
         if (!add_verdict(cy, &qv))
             return ATTEMPT_ERROR;
         bool planned = false;
+        uint32_t vi = cy->out->n_verdicts - 1;
         if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
             return ATTEMPT_ERROR;
+        if (!planned && qv.why == SCHED_WHY_QUOTA && cy->pc.bound_waits)
+            cy->out->verdicts[vi].reclaim_after_ms =
+                cy->pc.starve_after_ms > 0 ? cy->pc.starve_after_ms : -1;
         /* quota that running gangs will give back: the starvation guard engages as for nodes,
          * when the gang fits its queue's own nominal quota once the queue's running gangs have
          * given theirs back. A gang that must borrow gets no reservation for its quota wait:
@@ -973,209 +973,4 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
         return 0;
     struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
     return eta_plan(&env, cy.waiting, cy.n_waiting);
-}
-
-const char *sched_preempt_kind_name(enum sched_preempt_kind kind)
-{
-    switch (kind) {
-    case SCHED_PREEMPT_PRIORITY:
-        return "priority";
-    case SCHED_PREEMPT_RECLAIM:
-        return "reclaim";
-    case SCHED_PREEMPT_FAIR_SHARE:
-        return "fair_share";
-    case SCHED_PREEMPT_OVERDUE:
-        return "overdue";
-    }
-    return "unknown";
-}
-
-const char *sched_why_name(enum sched_why why)
-{
-    switch (why) {
-    case SCHED_WHY_PLACED:
-        return "placed";
-    case SCHED_WHY_BLOCKED:
-        return "blocked";
-    case SCHED_WHY_RESOURCES:
-        return "resources";
-    case SCHED_WHY_TOPOLOGY:
-        return "topology";
-    case SCHED_WHY_RESERVED:
-        return "reserved";
-    case SCHED_WHY_NEVER:
-        return "never-fits";
-    case SCHED_WHY_NO_NODES:
-        return "no-nodes";
-    case SCHED_WHY_QUOTA:
-        return "quota";
-    case SCHED_WHY_QUOTA_NEVER:
-        return "quota-never";
-    case SCHED_WHY_CHECKPOINT:
-        return "checkpoint";
-    }
-    return "unknown";
-}
-
-static const char *const filter_names[FILTER_N] = {
-    [FILTER_NOT_READY] = "not ready",
-    [FILTER_CORDONED] = "cordoned",
-    [FILTER_SELECTOR] = "node selector",
-    [FILTER_AFFINITY] = "node affinity",
-    [FILTER_GPU_HEALTH] = "unhealthy GPUs",
-    [FILTER_TAINT] = "untolerated taint",
-    [FILTER_SHARED_GPU] = "shared/MIG GPUs",
-    [FILTER_RESOURCES] = "insufficient",
-    [FILTER_RESERVED] = "reserved for another gang",
-    [FILTER_QUARANTINED] = "quarantined after failed starts",
-    [FILTER_DEVICE_KIND] = "another accelerator kind",
-};
-
-static void qty(char *buf, size_t n, int res, int64_t v)
-{
-    if (v == INT64_MAX) {
-        snprintf(buf, n, "unlimited");
-        return;
-    }
-    qty_format(v, res_scale(res), res == RES_MEMORY, buf, n);
-}
-
-/* How a message names a gang: its name, else "an older gang" (a snapshot without names). */
-static const char *gang_label(const struct gang *g)
-{
-    return g->name ? g->name : "an older gang";
-}
-
-const char *sched_placed_format(const char *to, const char *until, bool past, char *buf, size_t n)
-{
-    if (!to)
-        snprintf(buf, n, "placed");
-    else if (past)
-        snprintf(buf, n,
-                 "placed on probation: backfilled ahead of %s's reservation, whose first expected "
-                 "start (%s) has already passed; %s may evict it whenever that lets it start",
-                 to, until, to);
-    else
-        snprintf(buf, n,
-                 "placed on probation: backfilled ahead of %s's reservation on the promise to end "
-                 "by %s; after that, %s may evict it",
-                 to, until, to);
-    return buf;
-}
-
-int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
-                         const struct config *cfg, char *buf, size_t n)
-{
-    const struct gang *g = v->gang;
-    /* the accelerator slot under the gang's own device kind's name */
-    const char *short_name =
-        res_name(v->short_res == RES_GPU && g ? res_kind_res(gang_kind(g)) : v->short_res);
-    size_t at = 0;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        int k_ = snprintf(buf + at, at < n ? n - at : 0, __VA_ARGS__);                             \
-        if (k_ > 0)                                                                                \
-            at += (size_t)k_;                                                                      \
-    } while (0)
-    PUT("%s: %u pod(s), %lld %s(s)", sched_why_name(v->why), g->n_pods, (long long)g->gpus,
-        device_kind_unit(gang_kind(g)));
-    if (v->why == SCHED_WHY_QUOTA || v->why == SCHED_WHY_QUOTA_NEVER) {
-        char need[32], nom[32], used[32], avail[32], pot[32];
-        int r = v->quota_res;
-        qty(need, sizeof(need), r, v->quota_need);
-        qty(nom, sizeof(nom), r, v->quota_nominal);
-        qty(used, sizeof(used), r, v->quota_used);
-        qty(avail, sizeof(avail), r, v->quota_available);
-        qty(pot, sizeof(pot), r, v->quota_potential);
-        const char *qn = cfg && g->queue < cfg->n_queues ? cfg->queues[g->queue].name : "queue";
-        const char *fn = cfg && v->quota_flavor < cfg->n_flavors
-                             ? cfg->flavors[v->quota_flavor].name
-                             : "default";
-        PUT("; %s %s on %s needs %s, nominal %s, used %s, may still take %s", qn, res_name(r), fn,
-            need, nom, used, avail);
-        if (v->why == SCHED_WHY_QUOTA_NEVER)
-            PUT(" (at most %s ever, borrowing included)", pot);
-        else if (v->quota_used + v->quota_need <= v->quota_nominal)
-            PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
-        return (int)at;
-    }
-    if (v->why == SCHED_WHY_CHECKPOINT) {
-        char past[32], every[32], open[32];
-        PUT("; new members of a training gang: joining restarts every worker from its last "
-            "checkpoint, now %s past (it checkpoints every %s); they join within %s after its "
-            "next one",
-            dur_format(v->join_past_ms, past, sizeof(past)),
-            dur_format(g->join_every_ms, every, sizeof(every)),
-            dur_format(g->join_open_ms, open, sizeof(open)));
-        if (v->ask_checkpoint)
-            PUT("; its job is asked to checkpoint now (gangsched.io/checkpoint-requested): they "
-                "join once it has");
-        else if (v->asked)
-            PUT("; its job was asked to checkpoint %s ago: they join once it has",
-                dur_format(v->join_waited_ms, past, sizeof(past)));
-        return (int)at;
-    }
-    if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {
-        PUT("; behind %s of its queue, which waits for the queue's quota and holds a starvation "
-            "reservation (only gangs expected to end before it starts may pass)",
-            gang_label(v->blocked_by));
-        return (int)at;
-    }
-    if (v->why == SCHED_WHY_NEVER && v->never_domain && c && g &&
-        (uint32_t)g->topo_required < c->topo.n_levels) {
-        PUT("; no single %s can ever hold the whole gang, as its required topology asks",
-            c->topo.levels[g->topo_required].name);
-        return (int)at;
-    }
-    if (v->why == SCHED_WHY_NEVER) {
-        PUT("; larger than the cluster can ever hold");
-        if (v->short_res >= 0)
-            PUT(" (%s)", short_name);
-        return (int)at;
-    }
-    uint32_t fitting = v->n_nodes;
-    for (int f = 0; f < FILTER_N; f++)
-        fitting -= v->filtered[f] <= fitting ? v->filtered[f] : fitting;
-    PUT("; %u/%u nodes fit one pod", fitting, c ? c->n_nodes : v->n_nodes);
-    const char *sep = ": ";
-    for (int f = 0; f < FILTER_N; f++) {
-        if (!v->filtered[f])
-            continue;
-        if (f == FILTER_RESOURCES && v->short_res == RES_GPU && v->best_free >= v->need)
-            /* enough GPUs free on a node, but not inside one NVLink island */
-            PUT("%s%u without %lld %s free in one NVLink island (best node has %lld free, split "
-                "across islands)",
-                sep, v->filtered[f], (long long)v->need, short_name, (long long)v->best_free);
-        else if (f == FILTER_RESOURCES && v->short_res >= 0)
-            PUT("%s%u insufficient %s (needs %lld, best node has %lld free)", sep, v->filtered[f],
-                short_name, (long long)v->need, (long long)v->best_free);
-        else
-            PUT("%s%u %s", sep, v->filtered[f], filter_names[f]);
-        sep = ", ";
-    }
-    if (v->why == SCHED_WHY_TOPOLOGY)
-        PUT("; no single domain of the required level holds the whole gang");
-    if (v->why == SCHED_WHY_RESERVED && v->blocked_by && v->held_for_preemptor)
-        PUT("; it would start now on nodes held for %s until the gangs it preempts there are "
-            "gone",
-            gang_label(v->blocked_by));
-    else if (v->why == SCHED_WHY_RESERVED && v->blocked_by)
-        PUT("; it would start now on nodes held for %s, which has waited past starvation.after; "
-            "a gang may use them only if its gangsched.io/max-runtime (else the run time learned "
-            "for its queue and shape) ends before the reservations' earliest expected start%s",
-            gang_label(v->blocked_by),
-            v->hold_start_unknown ? ", which is unknown (no run time is known for the gangs "
-                                    "on the held nodes)"
-                                  : "");
-    if (v->near_level >= -1 && c && g->n_pods > 1 && v->near_pods < g->n_pods) {
-        if (v->near_level >= 0)
-            PUT("; best %s %s holds %llu of %u pods now", c->topo.levels[v->near_level].name,
-                c->topo.levels[v->near_level].domain_names[v->near_domain],
-                (unsigned long long)v->near_pods, g->n_pods);
-        else
-            PUT("; the whole cluster holds %llu of %u pods now", (unsigned long long)v->near_pods,
-                g->n_pods);
-    }
-#undef PUT
-    return (int)at;
 }

@@ -226,6 +226,11 @@ struct sched_verdict {
     int quota_res;
     uint32_t quota_flavor;
     int64_t quota_need, quota_nominal, quota_used, quota_available, quota_potential;
+    /* SCHED_WHY_QUOTA within the queue's nominal quota, when reclaim found the borrowers' gangs
+     * past its bound (each would leave its queue below its own nominal quota): > 0, reclaim may
+     * take one once the gang has waited this long (starvation.after); -1, never (the
+     * starvation guard is off); 0, not so */
+    int64_t reclaim_after_ms;
     /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
      * checkpoint the running gang is now (ms). asked: they would start now and the running
      * gang's queue answers within a checkpointGrace shorter than the wait: its job is asked to

@@ -941,6 +941,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
 {
     const struct sched_snapshot *snap = pc->snap;
     *planned = false;
+    pc->bound_waits = false;
     if (!snap->policy->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
     for (uint32_t h = 0; h < snap->n_holds; h++)
@@ -962,16 +963,18 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct plan pl;
     pc->straddle = pc->bound_hit = false;
     rc = best_plan(pc, g, q, f, &need, &vs, &pl);
-    if (rc == 0 && pl.n == 0 && pc->bound_hit && pc->starve_after_ms > 0) {
+    if (rc == 0 && pl.n == 0 && pc->bound_hit) {
         /* no plan within reclaim's bound: once g has waited starvation.after, one may take a
          * borrowing queue below its nominal quota (reclaim_bounded) */
         int64_t from_ms = g->submit_ms + pc->starve_after_ms;
-        if (snap->now_ms >= from_ms) {
+        if (pc->starve_after_ms > 0 && snap->now_ms >= from_ms) {
             pc->straddle = true;
             rc = best_plan(pc, g, q, f, &need, &vs, &pl);
             pc->straddle = false;
-        } else if (pc->wake_ms) {
-            sched_wake_at(pc->wake_ms, snap->now_ms, from_ms);
+        } else {
+            pc->bound_waits = true;
+            if (pc->starve_after_ms > 0 && pc->wake_ms)
+                sched_wake_at(pc->wake_ms, snap->now_ms, from_ms);
         }
     }
     if (rc == 0 && pc->oom)

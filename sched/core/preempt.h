@@ -77,6 +77,9 @@ struct preempt_ctx {
      * nominal quota on a resource the queue borrows until then (the second try of a plan);
      * `bound_hit`: a candidate was passed over for the bound in this plan */
     bool straddle, bound_hit;
+    /* the last plan found nothing but gangs past reclaim's bound, which its preemptor may not
+     * take yet (or ever, without a starvation guard): the verdict says so */
+    bool bound_waits;
     int64_t *wake_ms; /* the cycle's sched_result.wake_ms (sched_wake_at): lowered to when a
                          victim's minimum run time ends, a backfill promise passes, or a plan
                          that did not pay would */

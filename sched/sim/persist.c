@@ -396,7 +396,8 @@ static uint32_t verdict_hash(const struct sched_verdict *v)
                    v->blocked_by ? (int64_t)v->blocked_by->id : -1,
                    v->held_for_preemptor,
                    v->hold_start_unknown,
-                   v->never_domain};
+                   v->never_domain,
+                   v->reclaim_after_ms};
     h = fnv(h, f, sizeof(f));
     h = fnv(h, v->filtered, sizeof(v->filtered));
     return h ? h : 1;

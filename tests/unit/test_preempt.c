@@ -246,11 +246,50 @@ static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
     const struct sched_result *r = cycle(w, "gangsched", 1100);
     assert_int_equal(r->n_evictions, 0);
     assert_true(r->wake_ms <= (1000 + 600) * 1000); /* it looks again then */
+    /* its verdict says why and until when */
+    const struct sched_verdict *v = NULL;
+    for (uint32_t k = 0; k < r->n_verdicts; k++)
+        if (r->verdicts[k].gang == a)
+            v = &r->verdicts[k];
+    assert_non_null(v);
+    assert_int_equal(v->why, SCHED_WHY_QUOTA);
+    assert_int_equal(v->reclaim_after_ms, 600000);
+    char text[512];
+    sched_verdict_format(v, w->c, w->cfg, text, sizeof(text));
+    assert_non_null(strstr(text, "reclaim takes one once this gang has waited 10m"));
     r = cycle(w, "gangsched", 1600);
     assert_int_equal(r->n_evictions, 1);
     assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_RECLAIM);
     assert_ptr_equal(r->evictions[0].preemptor, a);
     assert_true(evicted(r, b1) || evicted(r, b2));
+    world_free(w);
+}
+
+/* Without a starvation guard (starvation.after 0) reclaim stays within its bound, and the
+ * waiting gang's verdict says it waits for the borrower's gangs to end. */
+static void test_reclaim_bound_without_guard(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", TWO_QUEUES "starvation:\n  after: 0\n");
+    uint32_t n0[] = {0}, n1[] = {1};
+    struct gang *b1 = gang(w, 1, 1, 6, 0, 0), *b2 = gang(w, 1, 1, 6, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 2, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
+    run(w, b1, n0, 0, 0);
+    run(w, b2, n1, 0, 0);
+    run(w, a1, n0, 0, 0);
+    run(w, a2, n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 2, 0, 0);
+    const struct sched_result *r = cycle(w, "gangsched", 100000); /* waited 28 h */
+    assert_int_equal(r->n_evictions, 0);
+    const struct sched_verdict *v = NULL;
+    for (uint32_t k = 0; k < r->n_verdicts; k++)
+        if (r->verdicts[k].gang == a)
+            v = &r->verdicts[k];
+    assert_non_null(v);
+    assert_int_equal(v->reclaim_after_ms, -1);
+    char text[512];
+    sched_verdict_format(v, w->c, w->cfg, text, sizeof(text));
+    assert_non_null(strstr(text, "reclaim never takes them"));
     world_free(w);
 }
 
@@ -1056,6 +1095,7 @@ int main(void)
         cmocka_unit_test(test_two_reclaims_in_one_cycle_stay_bounded),
         cmocka_unit_test(test_reclaim_takes_a_straddling_gang_after_starvation),
         cmocka_unit_test(test_reclaim_prefers_the_bound),
+        cmocka_unit_test(test_reclaim_bound_without_guard),
         cmocka_unit_test(test_preemptors_do_not_share_capacity),
         cmocka_unit_test(test_preemptor_hold_leaves_the_starvation_slot),
         cmocka_unit_test(test_evicting_victims_are_waited_for),
