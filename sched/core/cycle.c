@@ -962,6 +962,28 @@ static int cycle_run(struct cycle *cy)
     return 0;
 }
 
+/* A gang within its queue's nominal quota whose reclaim waits for starvation.after (the
+ * borrowers' gangs are past reclaim's bound) starts then at the latest: its victims are
+ * evicted at that time, so no later expected start than that (the start planner, counting
+ * GPUs that free as gangs end, knows nothing of evictions). Few such gangs: a scan each. */
+static void eta_reclaim(const struct sched_snapshot *snap, struct sched_result *out)
+{
+    for (uint32_t v = 0; v < out->n_verdicts; v++) {
+        const struct sched_verdict *vd = &out->verdicts[v];
+        if (vd->reclaim_after_ms <= 0)
+            continue;
+        int64_t at = vd->gang->submit_ms + vd->reclaim_after_ms;
+        at = at > snap->now_ms ? at : snap->now_ms;
+        for (uint32_t e = 0; e < out->n_etas; e++) {
+            struct sched_eta *x = &out->etas[e];
+            if (x->gang->id == vd->gang->id && (x->kind != SCHED_ETA_AT || x->start_ms > at)) {
+                x->kind = SCHED_ETA_AT;
+                x->start_ms = at;
+            }
+        }
+    }
+}
+
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
     memset(out, 0, sizeof(*out));
@@ -972,5 +994,8 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
     if (!snap->plan_starts)
         return 0;
     struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
-    return eta_plan(&env, cy.waiting, cy.n_waiting);
+    int rc = eta_plan(&env, cy.waiting, cy.n_waiting);
+    if (rc == 0)
+        eta_reclaim(snap, out);
+    return rc;
 }

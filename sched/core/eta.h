@@ -16,6 +16,8 @@
  * while the capacity is there, when a run time it depends on is unknown, when it never fits, or
  * when it is behind the first ETA_MAX_PLANNED gangs of the cycle or the planner's work budget
  * (ETA_MAX_STEPS) ran out before it (then `ahead` says how many gangs were planned before it).
+ * After the plan, sched_cycle moves the expected start of a gang whose reclaim waits for
+ * starvation.after (sched_verdict.reclaim_after_ms) to that time when it is later or missing.
  *
  * Cost per cycle: one pass over the nodes to set up (only when some gang waits), a sort of
  * the releases, then the events its walks pass (at most ETA_MAX_STEPS in all) and the nodes the

@@ -42,6 +42,7 @@ struct world {
     struct sched_result res;
     const struct sched_hold *hints; /* the last cycle's starvation reservations */
     uint32_t n_hints;
+    bool plan_starts; /* the cycle plans expected starts too */
 };
 
 static struct world *world(const char *spec, const char *yaml)
@@ -140,7 +141,8 @@ static const struct sched_result *cycle(struct world *w, const char *policy, int
                                   .running = w->running,
                                   .n_running = w->n_running,
                                   .reserve_hints = w->hints,
-                                  .n_reserve_hints = w->n_hints};
+                                  .n_reserve_hints = w->n_hints,
+                                  .plan_starts = w->plan_starts};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;
@@ -243,6 +245,7 @@ static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
     run(w, a1, n0, 0, 0);
     run(w, a2, n1, 0, 0);
     struct gang *a = gang(w, 0, 1, 2, 0, 1000); /* a at 6 of 8 with it */
+    w->plan_starts = true;
     const struct sched_result *r = cycle(w, "gangsched", 1100);
     assert_int_equal(r->n_evictions, 0);
     assert_true(r->wake_ms <= (1000 + 600) * 1000); /* it looks again then */
@@ -257,6 +260,15 @@ static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
     char text[512];
     sched_verdict_format(v, w->c, w->cfg, text, sizeof(text));
     assert_non_null(strstr(text, "reclaim takes one once this gang has waited 10m"));
+    /* and its expected start is then, though no running gang's end is known */
+    bool eta = false;
+    for (uint32_t k = 0; k < r->n_etas; k++)
+        if (r->etas[k].gang == a) {
+            assert_int_equal(r->etas[k].kind, SCHED_ETA_AT);
+            assert_int_equal(r->etas[k].start_ms, (1000 + 600) * 1000);
+            eta = true;
+        }
+    assert_true(eta);
     r = cycle(w, "gangsched", 1600);
     assert_int_equal(r->n_evictions, 1);
     assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_RECLAIM);
