@@ -258,10 +258,12 @@ struct sched_eviction {
      * at least gang->min_member members (preempt.h) */
     const uint32_t *pods;
     uint32_t n_pods;
-    int64_t gpus;      /* GPUs of the pods evicted (the whole gang's when pods is NULL) */
-    double lost_gpu_s; /* work since the last checkpoint plus the restart, GPU-seconds, of the
-                          pods evicted */
-    double cost;       /* lost_gpu_s weighted by the victim's priority */
+    int64_t gpus;       /* GPUs of the pods evicted (the whole gang's when pods is NULL) */
+    double lost_gpu_s;  /* work since the last checkpoint plus the restart, GPU-seconds, of the
+                           pods evicted */
+    double cost;        /* lost_gpu_s weighted by the victim's priority */
+    bool below_nominal; /* a reclaim past its bound: the victim's queue borrowed through this
+                           gang and is left below its own nominal quota (preempt.c) */
 };
 
 struct sched_reservation {
@@ -338,5 +340,11 @@ const char *sched_why_name(enum sched_why why);
 const char *sched_placed_format(const char *to, const char *until, bool past, char *buf, size_t n);
 /* "priority", "reclaim", "fair_share", "overdue": the metric label and log word of a kind. */
 const char *sched_preempt_kind_name(enum sched_preempt_kind kind);
+/* Why a gang is evicted, one text for both drivers (the simulator's `evict` event, the
+ * daemon's Preempted Event and PodGroup condition): "preempted by B", "reclaimed by B",
+ * "fair-share preempted by B", "overdue backfill evicted by B: ...", `by` the preemptor's name,
+ * with what a reclaim past its bound did. Into buf; returns buf. */
+const char *sched_eviction_format(const struct sched_eviction *ev, const char *by, char *buf,
+                                  size_t n);
 
 #endif

@@ -855,6 +855,13 @@ static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const st
     }
     ev->lost_gpu_s = lost * share;
     ev->cost = x->cost * share;
+    for (uint32_t k = 0; pc->qt && x->kind == SCHED_PREEMPT_RECLAIM && k < pc->qt->n_tracked; k++) {
+        int res = pc->qt->tracked[k];
+        ev->below_nominal |=
+            quota_need_of(pc->qt, &vn, res) > 0 &&
+            quota_used(pc->qt, v->queue, r->flavor, res) - quota_need_of(pc->qt, &vn, res) <
+                quota_nominal(pc->qt, v->queue, r->flavor, res);
+    }
     if (pc->qt)
         quota_charge(pc->qt, v->queue, r->flavor, &vn, -1);
     pc->chosen[x->idx] = 1;

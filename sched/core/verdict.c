@@ -29,6 +29,33 @@ const char *sched_preempt_kind_name(enum sched_preempt_kind kind)
     return "unknown";
 }
 
+const char *sched_eviction_format(const struct sched_eviction *ev, const char *by, char *buf,
+                                  size_t n)
+{
+    switch (ev->kind) {
+    case SCHED_PREEMPT_RECLAIM:
+        snprintf(buf, n, "reclaimed by %s%s", by,
+                 ev->below_nominal ? ", which waited starvation.after within its queue's nominal "
+                                     "quota (this gang took its own queue over its nominal quota "
+                                     "in part: the queue runs below it now)"
+                                   : "");
+        break;
+    case SCHED_PREEMPT_FAIR_SHARE:
+        snprintf(buf, n, "fair-share preempted by %s", by);
+        break;
+    case SCHED_PREEMPT_OVERDUE:
+        snprintf(buf, n,
+                 "overdue backfill evicted by %s: it started on the promise to end before that "
+                 "gang's reservation and overran it",
+                 by);
+        break;
+    default:
+        snprintf(buf, n, "preempted by %s", by);
+        break;
+    }
+    return buf;
+}
+
 const char *sched_why_name(enum sched_why why)
 {
     switch (why) {

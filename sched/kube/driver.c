@@ -349,14 +349,10 @@ static void cycle_evictions(struct kcycle *c)
         }
         if (kdrv_ckpt_request(d, victim, by, c->cfg, c->now))
             continue;
-        char msg[600];
-        snprintf(msg, sizeof(msg),
-                 "%s by %s (%.0f GPU-seconds of work since the last checkpoint lost)",
-                 res->evictions[e].kind == SCHED_PREEMPT_OVERDUE
-                     ? "backfilled on the promise to end before its reservation; overran it, "
-                       "evicted"
-                     : "preempted",
-                 by->key, res->evictions[e].lost_gpu_s);
+        char why[400], msg[600];
+        snprintf(msg, sizeof(msg), "%s (%.0f GPU-seconds of work since the last checkpoint lost)",
+                 sched_eviction_format(&res->evictions[e], by->key, why, sizeof(why)),
+                 res->evictions[e].lost_gpu_s);
         kdrv_evict_gang(d, victim, msg);
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Pending", "Warning", "Preempted", msg,
                              true, by->pg);

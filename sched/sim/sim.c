@@ -639,13 +639,9 @@ static int apply_evictions(struct run *r, const struct sched_result *res, int64_
         if (sim_state(r, j) != ENG_JOB_RUNNING || r->evicting[j])
             continue;
         int64_t grace = sim_ckpt_grace(r, j), answer = sim_ckpt_answer_ms(r, j);
-        char reason[160];
-        snprintf(reason, sizeof(reason), "%s by %s",
-                 ev->kind == SCHED_PREEMPT_RECLAIM      ? "reclaimed"
-                 : ev->kind == SCHED_PREEMPT_FAIR_SHARE ? "fair-share preempted"
-                 : ev->kind == SCHED_PREEMPT_OVERDUE    ? "overdue backfill evicted"
-                                                        : "preempted",
-                 in->jobs[sim_job_of(r, ev->preemptor->id)].id);
+        char reason[400];
+        sched_eviction_format(ev, in->jobs[sim_job_of(r, ev->preemptor->id)].id, reason,
+                              sizeof(reason));
         uint32_t k = ev->pods ? sim_elastic_slot(r, j) : UINT32_MAX;
         if (k != UINT32_MAX) { /* the members asked to leave, kept for the handshake's end */
             memcpy(r->el[k].ask, ev->pods, ev->n_pods * sizeof(*ev->pods));

@@ -274,6 +274,12 @@ static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
     assert_int_equal(r->evictions[0].kind, SCHED_PREEMPT_RECLAIM);
     assert_ptr_equal(r->evictions[0].preemptor, a);
     assert_true(evicted(r, b1) || evicted(r, b2));
+    /* the victim is told what happened */
+    assert_true(r->evictions[0].below_nominal);
+    sched_eviction_format(&r->evictions[0], "a", text, sizeof(text));
+    assert_string_equal(text, "reclaimed by a, which waited starvation.after within its queue's "
+                              "nominal quota (this gang took its own queue over its nominal "
+                              "quota in part: the queue runs below it now)");
     world_free(w);
 }
 
@@ -327,6 +333,10 @@ static void test_reclaim_prefers_the_bound(void **unused)
     assert_int_equal(r->n_evictions, 1);
     assert_ptr_equal(r->evictions[0].preemptor, a);
     assert_true(evicted(r, x));
+    assert_false(r->evictions[0].below_nominal);
+    char text[256];
+    assert_string_equal(sched_eviction_format(&r->evictions[0], "a", text, sizeof(text)),
+                        "reclaimed by a");
     world_free(w);
 }
 
