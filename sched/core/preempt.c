@@ -298,21 +298,28 @@ bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
  * pc->straddle a reclaim (not a fair-share preemption, whose preemptor borrows too) may take it
  * when its queue borrows the resource until then (the earlier victims of the plan gone), as
  * Kueue and KAI reclaim from a queue that is over its nominal quota. */
+/* Would r's queue fall below its nominal quota of tracked resource k without vn? Sets *borrows
+ * to whether it is over that quota now. */
+static bool leaves_below(const struct preempt_ctx *pc, const struct sched_running *r,
+                         const struct res_vec *vn, uint32_t k, bool *borrows)
+{
+    int res = pc->qt->tracked[k];
+    int64_t held = quota_need_of(pc->qt, vn, res),
+            used = quota_used(pc->qt, r->gang->queue, r->flavor, res),
+            nom = quota_nominal(pc->qt, r->gang->queue, r->flavor, res);
+    *borrows = used > nom;
+    return held > 0 && used - held < nom;
+}
+
 static bool reclaim_bounded(struct preempt_ctx *pc, const struct sched_running *r,
                             enum sched_preempt_kind kind, const struct res_vec *vn)
 {
-    const struct gang *v = r->gang;
     for (uint32_t k = 0; k < pc->qt->n_tracked; k++) {
-        int res = pc->qt->tracked[k];
-        int64_t held = quota_need_of(pc->qt, vn, res);
-        if (held <= 0)
-            continue;
-        int64_t used = quota_used(pc->qt, v->queue, r->flavor, res),
-                nom = quota_nominal(pc->qt, v->queue, r->flavor, res);
-        if (used - held >= nom)
+        bool borrows;
+        if (!leaves_below(pc, r, vn, k, &borrows))
             continue;
         pc->bound_hit |= kind == SCHED_PREEMPT_RECLAIM;
-        if (!pc->straddle || kind != SCHED_PREEMPT_RECLAIM || used <= nom)
+        if (!pc->straddle || kind != SCHED_PREEMPT_RECLAIM || !borrows)
             return false;
     }
     return true;
@@ -855,13 +862,9 @@ static bool plan_eviction(struct preempt_ctx *pc, const struct gang *g, const st
     }
     ev->lost_gpu_s = lost * share;
     ev->cost = x->cost * share;
-    for (uint32_t k = 0; pc->qt && x->kind == SCHED_PREEMPT_RECLAIM && k < pc->qt->n_tracked; k++) {
-        int res = pc->qt->tracked[k];
-        ev->below_nominal |=
-            quota_need_of(pc->qt, &vn, res) > 0 &&
-            quota_used(pc->qt, v->queue, r->flavor, res) - quota_need_of(pc->qt, &vn, res) <
-                quota_nominal(pc->qt, v->queue, r->flavor, res);
-    }
+    bool borrows;
+    for (uint32_t k = 0; pc->qt && x->kind == SCHED_PREEMPT_RECLAIM && k < pc->qt->n_tracked; k++)
+        ev->below_nominal |= leaves_below(pc, r, &vn, k, &borrows);
     if (pc->qt)
         quota_charge(pc->qt, v->queue, r->flavor, &vn, -1);
     pc->chosen[x->idx] = 1;

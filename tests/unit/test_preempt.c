@@ -230,31 +230,47 @@ static void test_reclaim_never_below_victim_nominal(void **unused)
     world_free(w);
 }
 
+/* b (queue 1) runs two 6-GPU gangs, one per node: 12 of its nominal 8, each gang over it only in
+ * part; a (queue 0) runs 2 + 2 GPUs beside them. The nodes are full. */
+static struct world *straddled(const char *yaml, struct gang **b1, struct gang **b2)
+{
+    struct world *w = world("hgx:2", yaml);
+    uint32_t n0[] = {0}, n1[] = {1};
+    *b1 = gang(w, 1, 1, 6, 0, 0), *b2 = gang(w, 1, 1, 6, 0, 0);
+    struct gang *a1 = gang(w, 0, 1, 2, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
+    run(w, *b1, n0, 0, 0);
+    run(w, *b2, n1, 0, 0);
+    run(w, a1, n0, 0, 0);
+    run(w, a2, n1, 0, 0);
+    return w;
+}
+
+/* The cycle's verdict for g (one must be there). */
+static const struct sched_verdict *verdict_of(const struct sched_result *r, const struct gang *g)
+{
+    const struct sched_verdict *v = NULL;
+    for (uint32_t k = 0; k < r->n_verdicts; k++)
+        if (r->verdicts[k].gang == g)
+            v = &r->verdicts[k];
+    assert_non_null(v);
+    return v;
+}
+
 /* b borrows only through gangs that each took it over its nominal quota in part (6 + 6 GPUs,
  * nominal 8): each would leave b below its nominal, so reclaim's bound keeps them. a, within
  * its nominal quota, waits; once it has waited starvation.after (10 min), it may take one. */
 static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
 {
     (void)unused;
-    struct world *w = world("hgx:2", TWO_QUEUES);
-    uint32_t n0[] = {0}, n1[] = {1};
-    struct gang *b1 = gang(w, 1, 1, 6, 0, 0), *b2 = gang(w, 1, 1, 6, 0, 0);
-    struct gang *a1 = gang(w, 0, 1, 2, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
-    run(w, b1, n0, 0, 0);
-    run(w, b2, n1, 0, 0);
-    run(w, a1, n0, 0, 0);
-    run(w, a2, n1, 0, 0);
+    struct gang *b1, *b2;
+    struct world *w = straddled(TWO_QUEUES, &b1, &b2);
     struct gang *a = gang(w, 0, 1, 2, 0, 1000); /* a at 6 of 8 with it */
     w->plan_starts = true;
     const struct sched_result *r = cycle(w, "gangsched", 1100);
     assert_int_equal(r->n_evictions, 0);
     assert_true(r->wake_ms <= (1000 + 600) * 1000); /* it looks again then */
     /* its verdict says why and until when */
-    const struct sched_verdict *v = NULL;
-    for (uint32_t k = 0; k < r->n_verdicts; k++)
-        if (r->verdicts[k].gang == a)
-            v = &r->verdicts[k];
-    assert_non_null(v);
+    const struct sched_verdict *v = verdict_of(r, a);
     assert_int_equal(v->why, SCHED_WHY_QUOTA);
     assert_int_equal(v->reclaim_after_ms, 600000);
     char text[512];
@@ -288,22 +304,13 @@ static void test_reclaim_takes_a_straddling_gang_after_starvation(void **unused)
 static void test_reclaim_bound_without_guard(void **unused)
 {
     (void)unused;
-    struct world *w = world("hgx:2", TWO_QUEUES "starvation:\n  after: 0\n");
-    uint32_t n0[] = {0}, n1[] = {1};
-    struct gang *b1 = gang(w, 1, 1, 6, 0, 0), *b2 = gang(w, 1, 1, 6, 0, 0);
-    struct gang *a1 = gang(w, 0, 1, 2, 0, 0), *a2 = gang(w, 0, 1, 2, 0, 0);
-    run(w, b1, n0, 0, 0);
-    run(w, b2, n1, 0, 0);
-    run(w, a1, n0, 0, 0);
-    run(w, a2, n1, 0, 0);
+    struct gang *b1, *b2;
+    struct world *w = straddled(TWO_QUEUES "starvation:\n  after: 0\n", &b1, &b2);
+    (void)b1, (void)b2;
     struct gang *a = gang(w, 0, 1, 2, 0, 0);
     const struct sched_result *r = cycle(w, "gangsched", 100000); /* waited 28 h */
     assert_int_equal(r->n_evictions, 0);
-    const struct sched_verdict *v = NULL;
-    for (uint32_t k = 0; k < r->n_verdicts; k++)
-        if (r->verdicts[k].gang == a)
-            v = &r->verdicts[k];
-    assert_non_null(v);
+    const struct sched_verdict *v = verdict_of(r, a);
     assert_int_equal(v->reclaim_after_ms, -1);
     char text[512];
     sched_verdict_format(v, w->c, w->cfg, text, sizeof(text));
