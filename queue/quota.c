@@ -426,6 +426,40 @@ bool quota_within_nominal(const struct quota_tree *t, uint32_t q, uint32_t f,
     return true;
 }
 
+/* What the queues of root r's tree use above their nominal quota, resource k of flavor f. */
+static int64_t tree_borrowed(const struct quota_tree *t, uint32_t r, uint32_t f, uint32_t k)
+{
+    int64_t sum = 0;
+    for (uint32_t n = t->cfg->n_cohorts; n < t->n_nodes; n++)
+        if (root_of(t, n) == r) {
+            size_t i = at(t, n, f, k);
+            sum = sat_add(sum, max0(sat_add(t->usage[i], -t->nominal[i])));
+        }
+    return sum;
+}
+
+bool quota_waits_for_pool(const struct quota_tree *t, uint32_t q, uint32_t f,
+                          const struct res_vec *need)
+{
+    uint32_t n = quota_queue_node(t, q);
+    if (t->parent[n] < 0)
+        return false; /* a queue alone: no pool to wait for */
+    bool short_of_pool = false;
+    for (uint32_t k = 0; k < t->n_tracked; k++) {
+        int64_t want = project(t, need->v, k);
+        size_t i = at(t, n, f, k);
+        /* quota_available without q's own borrowing cap */
+        int64_t open = sat_add(max0(t->local[i] - t->usage[i]),
+                               quota_available(t, (uint32_t)t->parent[n], f, k));
+        if (want <= 0 || want <= open)
+            continue;
+        if (want > sat_add(open, tree_borrowed(t, root_of(t, n), f, k)))
+            return false; /* only lenders' own use can end it */
+        short_of_pool = true;
+    }
+    return short_of_pool;
+}
+
 bool quota_same_tree(const struct quota_tree *t, uint32_t a, uint32_t b)
 {
     return root_of(t, quota_queue_node(t, a)) == root_of(t, quota_queue_node(t, b));

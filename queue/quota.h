@@ -125,6 +125,14 @@ int64_t quota_nominal(const struct quota_tree *t, uint32_t q, uint32_t f, int r)
  * given theirs back (!with_usage)? Reclaim and firm reservations are for such gangs. */
 bool quota_within_nominal(const struct quota_tree *t, uint32_t q, uint32_t f,
                           const struct res_vec *need, bool with_usage);
+/* Does `need` wait for the cohort's lendable quota on flavor f, a wait that borrowers prolong
+ * and can end: on some tracked resource it is more than queue q may take now and would still be
+ * with q's own borrowingLimit lifted (it waits for what the rest of its quota tree uses, not for
+ * its own limit), and on each such resource it is no more than that plus what the tree's queues
+ * use above their nominal quota (were it more, only lenders' use within their own guarantee
+ * could end the wait). The cohort hold (sched/core/cycle.c) is for these gangs only. */
+bool quota_waits_for_pool(const struct quota_tree *t, uint32_t q, uint32_t f,
+                          const struct res_vec *need);
 /* Usage over nominal + borrowing limit on some (flavor, tracked resource): a violation. */
 bool quota_violated(const struct quota_tree *t, uint32_t q);
 

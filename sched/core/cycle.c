@@ -88,6 +88,8 @@ struct cycle {
     const struct gang **qhold;
     int64_t *qhold_until;
     bool *shares_cohort; /* some other queue is in the same quota tree */
+    /* per queue: the cohort hold of its quota tree this cycle (pool_hold_take), NULL none */
+    const struct gang **pool_hold;
 };
 
 /* Backfill on probation: g, placed on flavor f while hold_gang holds the cycle's earliest
@@ -516,6 +518,52 @@ static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bo
     return true;
 }
 
+/* The cohort hold. A gang that must borrow gets no reservation for its quota wait (try_gang),
+ * and while it waits the borrowers of its quota tree take every GPU the lenders leave idle, one
+ * small gang at a time: a big borrower's share of the pool never adds up (on the seven ITP
+ * tenants a 32-GPU gang of cluster02 waited 4.9 h for 18 GPUs to borrow while others borrowed
+ * about 200). So the first gang of the cycle's order that has waited starvation.after for the
+ * tree's lendable quota (quota_waits_for_pool, no preemption planned for it) holds that pool:
+ * in the borrowers' pass no other gang of the tree borrows (verdict `blocked`, pool_hold).
+ * Lenders' gangs within their nominal quota are not held (their guarantee comes first), nor
+ * are nodes: the holder's quota comes back as lenders' gangs end and theirs do not take it. One
+ * hold per tree and cycle; none with maxReservations 0. */
+static void pool_hold_take(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f,
+                           const struct res_vec *need, struct sched_verdict *v)
+{
+    if (!cy->pool_hold || cy->pool_hold[q] || cy->max_reservations == 0 || !cy->shares_cohort[q] ||
+        quota_within_nominal(&cy->qt, q, f, need, false) ||
+        !quota_waits_for_pool(&cy->qt, q, f, need))
+        return;
+    if (cy->snap->now_ms - g->submit_ms < cy->starve_after_ms) { /* it holds later */
+        sched_wake_at(&cy->out->wake_ms, cy->snap->now_ms, g->submit_ms + cy->starve_after_ms);
+        return;
+    }
+    for (uint32_t b = 0; b < cy->snap->n_queues; b++)
+        if (!cy->pool_hold[b] && quota_same_tree(&cy->qt, q, b))
+            cy->pool_hold[b] = g;
+    v->pool_hold = true;
+}
+
+/* A borrower (the borrowers' pass) of a tree whose pool another gang holds: true, its verdict
+ * `blocked` added (*oom when that failed). */
+static bool held_by_pool(struct cycle *cy, const struct gang *g, bool *oom)
+{
+    *oom = false;
+    const struct gang *h = cy->pool_hold ? cy->pool_hold[g->queue] : NULL;
+    if (!h || h == g)
+        return false;
+    struct sched_verdict v = {.gang = g,
+                              .why = SCHED_WHY_BLOCKED,
+                              .short_res = -1,
+                              .quota_res = -1,
+                              .near_level = -2,
+                              .blocked_by = h,
+                              .pool_hold = true};
+    *oom = !add_verdict(cy, &v);
+    return true;
+}
+
 /* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
 static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f,
                        bool *planned)
@@ -717,6 +765,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
             quota_within_nominal(&cy->qt, q, qv.quota_flavor, &need, false) &&
             maybe_reserve(cy, g, qv.quota_flavor, true, deficit) != 0)
             return ATTEMPT_ERROR;
+        if (!planned && qv.why == SCHED_WHY_QUOTA)
+            pool_hold_take(cy, q, g, qv.quota_flavor, &need, &cy->out->verdicts[vi]);
         return ATTEMPT_FAILED;
     }
     const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
@@ -785,7 +835,8 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         cy->qhold = arena_calloc(arena, nq, sizeof(*cy->qhold));
         cy->qhold_until = arena_calloc(arena, nq, sizeof(*cy->qhold_until));
         cy->shares_cohort = arena_calloc(arena, nq, sizeof(*cy->shares_cohort));
-        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort)
+        cy->pool_hold = arena_calloc(arena, nq, sizeof(*cy->pool_hold));
+        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort || !cy->pool_hold)
             return SCHED_ENOMEM;
         for (uint32_t a = 0; a < snap->n_queues; a++)
             for (uint32_t b = 0; b < snap->n_queues && !cy->shares_cohort[a]; b++)
@@ -949,6 +1000,13 @@ static int cycle_run(struct cycle *cy)
         q = g->queue;
         if (cy->blocked[q])
             continue;
+        bool oom;
+        if (held_by_pool(cy, g, &oom)) {
+            if (oom)
+                return SCHED_ENOMEM;
+            note_waiting(cy, g, SCHED_WHY_QUOTA); /* to the planner: quota, not GPUs, is short */
+            continue;
+        }
         enum sched_why why = SCHED_WHY_PLACED;
         enum attempt a = try_gang(cy, q, g, 1, &why);
         if (a == ATTEMPT_ERROR)

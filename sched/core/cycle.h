@@ -171,8 +171,9 @@ struct sched_placement {
 /* Why a gang did not start this cycle. Codes are stable: they appear in logs, JSON and docs. */
 enum sched_why {
     SCHED_WHY_PLACED = 0,
-    SCHED_WHY_BLOCKED,     /* an earlier gang of the queue waits and holds it (blocked_by):
-                              it waits for the queue's quota with a starvation reservation */
+    SCHED_WHY_BLOCKED,     /* an earlier gang waits and holds it (blocked_by): of its queue,
+                              waiting for the queue's quota with a starvation reservation, or
+                              (pool_hold) of its quota tree, waiting for quota to borrow */
     SCHED_WHY_RESOURCES,   /* not enough free capacity anywhere right now */
     SCHED_WHY_TOPOLOGY,    /* capacity exists, but not inside one required domain */
     SCHED_WHY_RESERVED,    /* capacity is held for an older starving gang */
@@ -210,7 +211,8 @@ struct sched_verdict {
     int64_t best_free;             /* of short_res: the most any node offers */
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
-    const struct gang *blocked_by; /* SCHED_WHY_BLOCKED: the starving gang ahead in the queue;
+    const struct gang *blocked_by; /* SCHED_WHY_BLOCKED: the starving gang ahead in the queue
+                                      (or in its quota tree: pool_hold);
                                       SCHED_WHY_RESERVED: the gang holding the capacity it would
                                       start on (NULL: not named) */
     bool held_for_preemptor;       /* SCHED_WHY_RESERVED: blocked_by holds it for its victims'
@@ -231,6 +233,10 @@ struct sched_verdict {
      * take one once the gang has waited this long (starvation.after); -1, never (the
      * starvation guard is off); 0, not so */
     int64_t reclaim_after_ms;
+    /* The cohort hold: SCHED_WHY_QUOTA, this gang must borrow, has waited starvation.after and
+     * holds its quota tree's lendable quota (no other gang of the tree borrows while it waits);
+     * SCHED_WHY_BLOCKED, blocked_by is such a gang (not a starving gang of its own queue) */
+    bool pool_hold;
     /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
      * checkpoint the running gang is now (ms). asked: they would start now and the running
      * gang's queue answers within a checkpointGrace shorter than the wait: its job is asked to

@@ -166,6 +166,9 @@ static size_t quota_reason(const struct sched_verdict *v, const struct config *c
             v->reclaim_after_ms > 0 ? ", starvation.after" : "");
     else if (within)
         PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
+    else if (v->pool_hold)
+        PUT(" (it must borrow and has waited past starvation.after: no other gang of its cohort "
+            "borrows until it starts)");
     return at;
 }
 
@@ -195,6 +198,15 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
         else if (v->asked)
             PUT("; its job was asked to checkpoint %s ago: they join once it has",
                 dur_format(v->join_waited_ms, past, sizeof(past)));
+        return (int)at;
+    }
+    if (v->why == SCHED_WHY_BLOCKED && v->blocked_by && v->pool_hold) {
+        const struct gang *h = v->blocked_by;
+        PUT("; behind %s of %s, which must borrow and has waited past starvation.after: no other "
+            "gang of its cohort borrows until it starts (gangs within their queue's nominal "
+            "quota are not held)",
+            gang_label(h),
+            cfg && h->queue < cfg->n_queues ? cfg->queues[h->queue].name : "its queue");
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {

@@ -194,14 +194,15 @@ static struct gang *running_copy(struct world *w, const struct gang *like, uint3
     return r;
 }
 
-/* A cycle at now_s of the two queues of two_queue_config() with the running gangs given. */
+/* A cycle at now_s of the two queues of two_queue_config() (or snap->n_queues, when set) with
+ * the running gangs given. */
 static const struct sched_result *two_queue_cycle(struct world *w, struct sched_snapshot *snap,
                                                   int64_t now_s)
 {
     snap->now_ms = now_s * 1000;
     snap->cluster = w->c;
     snap->state = w->state;
-    snap->n_queues = 2;
+    snap->n_queues = snap->n_queues ? snap->n_queues : 2;
     snap->policy = sched_policy_find("gangsched");
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(snap, &w->arena, &w->res), 0);
@@ -244,6 +245,108 @@ static void test_borrowing_quota_wait_reserves_nothing(void **unused)
     assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
     assert_int_equal(r->n_reservations, 0);
     assert_non_null(placement_of(r, small)); /* q1 keeps its guarantee */
+    config_free(cfg);
+    free_names(w);
+    world_free(w);
+}
+
+/* Three queues of one cohort on hgx:2 (16 GPUs): q0 nominal 4 (borrowingLimit `bl`, "" for
+ * none), q1 8, q2 4. */
+static struct config *three_queue_config(const char *bl)
+{
+    char yaml[640];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\n"
+             "cohorts:\n  - name: all\nqueues:\n"
+             "  - name: q0\n    cohort: all\n    quota:\n      default:\n"
+             "        nvidia.com/gpu: {nominal: 4%s}\n"
+             "  - name: q1\n    cohort: all\n    quota:\n      default:\n"
+             "        nvidia.com/gpu: 8\n"
+             "  - name: q2\n    cohort: all\n    quota:\n      default:\n"
+             "        nvidia.com/gpu: 4\n",
+             bl);
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    assert_int_equal(config_load_buffer("t.yaml", yaml, strlen(yaml), &cfg, &eb), 0);
+    return cfg;
+}
+
+/* A cycle at now_s of three_queue_config(bl) where q0, q1, q2 use u[0..2] GPUs (nothing
+ * preemptible runs), each with one pending gang: q0's 8-GPU `big`, q1's and q2's one-GPU `lend`
+ * and `borr` (all submitted at 0, estimated 1 h). Every cycle of the test reuses the world. */
+static const struct sched_result *hold_cycle(struct world *w, const char *bl, const int64_t u[3],
+                                             int64_t now_s, struct config **cfg)
+{
+    static int64_t usage[3 * RES_MAX], est[3] = {3600 * 1000, 3600 * 1000, 3600 * 1000};
+    static struct queue queues[3] = {
+        {.name = "q0", .weight = 1}, {.name = "q1", .weight = 1}, {.name = "q2", .weight = 1}};
+    static const struct gang *p[3];
+    static struct sched_queue_view views[3];
+    for (uint32_t q = 0; q < 3; q++) {
+        usage[q * RES_MAX + RES_GPU] = u[q];
+        p[q] = &w->gangs[q];
+        views[q] = (struct sched_queue_view){.queue = &queues[q], .pending = &p[q], .n_pending = 1};
+    }
+    config_free(*cfg);
+    *cfg = three_queue_config(bl);
+    struct sched_snapshot snap = {.queues = views,
+                                  .n_queues = 3,
+                                  .config = *cfg,
+                                  .usage = usage,
+                                  .runtime_est_ms = est,
+                                  .n_runtime_est = 3};
+    return two_queue_cycle(w, &snap, now_s);
+}
+
+/* The cohort hold: q0's 8-GPU gang must borrow (nominal 4); the cohort lends 5 once q1's gang
+ * has started within q1's nominal quota (q1 uses 2 of 8, q2 8 of 4: it borrows 4). Once the gang
+ * has waited starvation.after, q2's one-GPU gang, which would borrow, waits (`blocked`, naming
+ * it) instead of taking what q0's gang waits for; q1's gang starts. Before starvation.after q2's
+ * gang starts. Nothing is held when only lenders' use within their own nominal quota keeps it
+ * waiting (q1 uses 6, q2 4: nobody borrows), nor when its own borrowingLimit does (q0 uses 2 and
+ * may borrow 4: 2 + 8 > 4 + 4, while the cohort lends 8): others' borrowing is not its wait. */
+static void test_starving_borrower_holds_the_cohort(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    use_gpus(w, 0, 0x3F); /* 6 GPUs of q1 and q2 */
+    use_gpus(w, 1, 0x0F); /* 4 of q2 */
+    w->state[0].release_ms = w->state[1].release_ms = 9000 * 1000;
+    struct gang *big = add_gang(w, 1, 8, 0);  /* q0 */
+    struct gang *lend = add_gang(w, 1, 1, 0); /* q1, within nominal */
+    struct gang *borr = add_gang(w, 1, 1, 0); /* q2, borrows */
+    lend->queue = 1, borr->queue = 2;
+    struct config *cfg = NULL;
+    const int64_t borrowing[3] = {0, 2, 8};
+    const struct sched_result *r = hold_cycle(w, "", borrowing, 3600, &cfg);
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_true(verdict_of(r, big)->pool_hold);
+    assert_null(placement_of(r, borr));
+    assert_int_equal(verdict_of(r, borr)->why, SCHED_WHY_BLOCKED);
+    assert_true(verdict_of(r, borr)->pool_hold);
+    assert_ptr_equal(verdict_of(r, borr)->blocked_by, big);
+    assert_non_null(placement_of(r, lend));
+    char buf[512];
+    sched_verdict_format(verdict_of(r, borr), w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "behind g0 of q0, which must borrow"));
+    sched_verdict_format(verdict_of(r, big), w->c, cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "no other gang of its cohort borrows until it starts"));
+    /* not starving yet */
+    r = hold_cycle(w, "", borrowing, 60, &cfg);
+    assert_false(verdict_of(r, big)->pool_hold);
+    assert_non_null(placement_of(r, borr));
+    /* only lenders' own use: the cohort lends 6 (5 once q1's gang starts), nobody borrows */
+    const int64_t lending[3] = {0, 6, 4};
+    r = hold_cycle(w, "", lending, 3600, &cfg);
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_false(verdict_of(r, big)->pool_hold);
+    assert_non_null(placement_of(r, borr));
+    /* its own borrowingLimit */
+    const int64_t limited[3] = {2, 1, 4};
+    r = hold_cycle(w, ", borrowingLimit: 4", limited, 3600, &cfg);
+    assert_int_equal(verdict_of(r, big)->why, SCHED_WHY_QUOTA);
+    assert_false(verdict_of(r, big)->pool_hold);
+    assert_non_null(placement_of(r, borr));
     config_free(cfg);
     free_names(w);
     world_free(w);
@@ -683,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_start_estimates_match_reference),
         cmocka_unit_test(test_quota_wait_holds_the_queue),
         cmocka_unit_test(test_borrowing_quota_wait_reserves_nothing),
+        cmocka_unit_test(test_starving_borrower_holds_the_cohort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
