@@ -521,13 +521,14 @@ static bool held_by_queue(struct cycle *cy, uint32_t q, const struct gang *g, bo
 /* The cohort hold. A gang that must borrow gets no reservation for its quota wait (try_gang),
  * and while it waits the borrowers of its quota tree take every GPU the lenders leave idle, one
  * small gang at a time: a big borrower's share of the pool never adds up (on the seven ITP
- * tenants a 32-GPU gang of cluster02 waited 4.9 h for 18 GPUs to borrow while others borrowed
- * about 200). So the first gang of the cycle's order that has waited starvation.after for the
- * tree's lendable quota (quota_waits_for_pool, no preemption planned for it) holds that pool:
- * in the borrowers' pass no other gang of the tree borrows (verdict `blocked`, pool_hold).
- * Lenders' gangs within their nominal quota are not held (their guarantee comes first), nor
- * are nodes: the holder's quota comes back as lenders' gangs end and theirs do not take it. One
- * hold per tree and cycle; none with maxReservations 0. */
+ * tenants, cluster01's 64-GPU gangs, nominal 27, waited hours for the cohort to lend 37 GPUs
+ * at once while other tenants' one-GPU gangs borrowed each GPU given back). So the first gang of
+ * the cycle's order that has waited starvation.after for the tree's lendable quota
+ * (quota_waits_for_pool, no preemption planned for it) holds that pool: in the borrowers' pass no
+ * other gang of the tree borrows (verdict `blocked`, pool_hold). Lenders' gangs within their
+ * nominal quota are not held (their guarantee comes first), nor are nodes: the pool grows as
+ * borrowers' gangs end and no other borrower takes what they give back. One hold per tree and
+ * cycle; none with maxReservations 0. */
 static void pool_hold_take(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f,
                            const struct res_vec *need, struct sched_verdict *v)
 {
