@@ -88,8 +88,10 @@ struct cycle {
     const struct gang **qhold;
     int64_t *qhold_until;
     bool *shares_cohort; /* some other queue is in the same quota tree */
-    /* per queue: the cohort hold of its quota tree this cycle (pool_hold_take), NULL none */
+    /* per queue: the cohort hold of its quota tree this cycle (pool_hold_take), NULL none, and
+     * the flavor whose pool it holds */
     const struct gang **pool_hold;
+    uint32_t *pool_flavor;
 };
 
 /* Backfill on probation: g, placed on flavor f while hold_gang holds the cycle's earliest
@@ -542,27 +544,30 @@ static void pool_hold_take(struct cycle *cy, uint32_t q, const struct gang *g, u
     }
     for (uint32_t b = 0; b < cy->snap->n_queues; b++)
         if (!cy->pool_hold[b] && quota_same_tree(&cy->qt, q, b))
-            cy->pool_hold[b] = g;
+            cy->pool_hold[b] = g, cy->pool_flavor[b] = f;
     v->pool_hold = true;
 }
 
-/* A borrower (the borrowers' pass) of a tree whose pool another gang holds: true, its verdict
- * `blocked` added (*oom when that failed). */
-static bool held_by_pool(struct cycle *cy, const struct gang *g, bool *oom)
+/* May g not borrow on flavor f: another gang holds its tree's pool of f (the cohort hold)? */
+static bool held_by_pool(const struct cycle *cy, const struct gang *g, uint32_t f)
 {
-    *oom = false;
     const struct gang *h = cy->pool_hold ? cy->pool_hold[g->queue] : NULL;
-    if (!h || h == g)
-        return false;
+    return h && h != g && cy->pool_flavor[g->queue] == f;
+}
+
+/* g would borrow only on flavors whose pool another gang holds: verdict `blocked`, naming it. */
+static enum attempt pool_blocked(struct cycle *cy, const struct gang *g, enum sched_why *why_out)
+{
     struct sched_verdict v = {.gang = g,
                               .why = SCHED_WHY_BLOCKED,
                               .short_res = -1,
                               .quota_res = -1,
                               .near_level = -2,
-                              .blocked_by = h,
+                              .blocked_by = cy->pool_hold[g->queue],
+                              .quota_flavor = cy->pool_flavor[g->queue],
                               .pool_hold = true};
-    *oom = !add_verdict(cy, &v);
-    return true;
+    *why_out = SCHED_WHY_BLOCKED;
+    return add_verdict(cy, &v) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
 }
 
 /* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
@@ -668,6 +673,41 @@ static enum attempt wait_for_join(struct cycle *cy, uint32_t q, const struct gan
     return add_verdict(cy, &cv) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
 }
 
+/* g passed no flavor's quota (quota_blocked: some flavor's quota is short; else no flavor is
+ * open to its queue): its verdict qv, then a reclaim, a starvation reservation or the cohort
+ * hold for the wait. */
+static enum attempt quota_wait(struct cycle *cy, uint32_t q, const struct gang *g,
+                               struct sched_verdict *qv, bool quota_blocked,
+                               const struct res_vec *need, enum sched_why *why_out)
+{
+    if (!quota_blocked)
+        qv->why = SCHED_WHY_NO_NODES;
+    *why_out = qv->why;
+    if (!add_verdict(cy, qv))
+        return ATTEMPT_ERROR;
+    bool planned = false;
+    uint32_t vi = cy->out->n_verdicts - 1;
+    if (qv->why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv->quota_flavor, &planned) != 0)
+        return ATTEMPT_ERROR;
+    if (!planned && qv->why == SCHED_WHY_QUOTA && cy->pc.bound_waits)
+        cy->out->verdicts[vi].reclaim_after_ms =
+            cy->pc.starve_after_ms > 0 ? cy->pc.starve_after_ms : -1;
+    /* quota that running gangs will give back: the starvation guard engages as for nodes,
+     * when the gang fits its queue's own nominal quota once the queue's running gangs have
+     * given theirs back. A gang that must borrow gets no reservation for its quota wait:
+     * the quota it lacks is other queues' guarantee, which their gangs may take again as
+     * soon as they end (holding nodes for it would only keep their borrowers out and slow
+     * the lenders down), as Slurm reserves nothing for a job held by its limits. */
+    int64_t deficit = qv->quota_res == RES_GPU ? qv->quota_need - qv->quota_available : -1;
+    if (!planned && qv->why == SCHED_WHY_QUOTA &&
+        quota_within_nominal(&cy->qt, q, qv->quota_flavor, need, false) &&
+        maybe_reserve(cy, g, qv->quota_flavor, true, deficit) != 0)
+        return ATTEMPT_ERROR;
+    if (!planned && qv->why == SCHED_WHY_QUOTA)
+        pool_hold_take(cy, q, g, qv->quota_flavor, need, &cy->out->verdicts[vi]);
+    return ATTEMPT_FAILED;
+}
+
 /* One gang: quota per flavor (in the queue's flavor order), then placement. In pass 0 a gang
  * that could only start by borrowing is deferred to pass 1. */
 static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g, int pass,
@@ -690,7 +730,7 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
     struct res_vec need;
     gang_request(g, &need);
     struct sched_verdict qv = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
-    bool quota_blocked = false, borrow_possible = false;
+    bool quota_blocked = false, pool_held = false;
     int64_t place_vi = -1;
     uint32_t first_flavor = UINT32_MAX;
     for (int want_borrow = 0; want_borrow <= 1; want_borrow++) {
@@ -717,10 +757,8 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                     continue;
                 }
                 borrowing = fit == QUOTA_BORROWS;
-                if (borrowing != (want_borrow == 1)) {
-                    borrow_possible |= borrowing;
+                if (borrowing != (want_borrow == 1))
                     continue;
-                }
             } else if (want_borrow) {
                 break;
             }
@@ -728,6 +766,10 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                 first_flavor = f;
             if (borrowing && pass == 0)
                 return ATTEMPT_DEFERRED;
+            if (borrowing && held_by_pool(cy, g, f)) {
+                pool_held = true;
+                continue;
+            }
             int64_t vi;
             enum sched_why why = place_on(cy, g, f, borrowing, &vi);
             if (why == SCHED_WHY_PLACED) {
@@ -741,35 +783,10 @@ static enum attempt try_gang(struct cycle *cy, uint32_t q, const struct gang *g,
                 place_vi = vi;
         }
     }
-    (void)borrow_possible;
-    if (place_vi < 0) { /* no flavor passed its quota: the quota is the reason */
-        if (!quota_blocked)
-            qv.why = SCHED_WHY_NO_NODES;
-        *why_out = qv.why;
-        if (!add_verdict(cy, &qv))
-            return ATTEMPT_ERROR;
-        bool planned = false;
-        uint32_t vi = cy->out->n_verdicts - 1;
-        if (qv.why == SCHED_WHY_QUOTA && try_preempt(cy, q, g, qv.quota_flavor, &planned) != 0)
-            return ATTEMPT_ERROR;
-        if (!planned && qv.why == SCHED_WHY_QUOTA && cy->pc.bound_waits)
-            cy->out->verdicts[vi].reclaim_after_ms =
-                cy->pc.starve_after_ms > 0 ? cy->pc.starve_after_ms : -1;
-        /* quota that running gangs will give back: the starvation guard engages as for nodes,
-         * when the gang fits its queue's own nominal quota once the queue's running gangs have
-         * given theirs back. A gang that must borrow gets no reservation for its quota wait:
-         * the quota it lacks is other queues' guarantee, which their gangs may take again as
-         * soon as they end (holding nodes for it would only keep their borrowers out and slow
-         * the lenders down), as Slurm reserves nothing for a job held by its limits. */
-        int64_t deficit = qv.quota_res == RES_GPU ? qv.quota_need - qv.quota_available : -1;
-        if (!planned && qv.why == SCHED_WHY_QUOTA &&
-            quota_within_nominal(&cy->qt, q, qv.quota_flavor, &need, false) &&
-            maybe_reserve(cy, g, qv.quota_flavor, true, deficit) != 0)
-            return ATTEMPT_ERROR;
-        if (!planned && qv.why == SCHED_WHY_QUOTA)
-            pool_hold_take(cy, q, g, qv.quota_flavor, &need, &cy->out->verdicts[vi]);
-        return ATTEMPT_FAILED;
-    }
+    if (place_vi < 0 && pool_held) /* its flavors' pools are held for another gang */
+        return pool_blocked(cy, g, why_out);
+    if (place_vi < 0) /* no flavor passed its quota: the quota is the reason */
+        return quota_wait(cy, q, g, &qv, quota_blocked, &need, why_out);
     const struct sched_verdict *pv = &cy->out->verdicts[place_vi];
     *why_out = pv->why;
     if (pv->gang != g && cy->snap->verdict_every_gang) {
@@ -837,7 +854,9 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
         cy->qhold_until = arena_calloc(arena, nq, sizeof(*cy->qhold_until));
         cy->shares_cohort = arena_calloc(arena, nq, sizeof(*cy->shares_cohort));
         cy->pool_hold = arena_calloc(arena, nq, sizeof(*cy->pool_hold));
-        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort || !cy->pool_hold)
+        cy->pool_flavor = arena_calloc(arena, nq, sizeof(*cy->pool_flavor));
+        if (!cy->qhold || !cy->qhold_until || !cy->shares_cohort || !cy->pool_hold ||
+            !cy->pool_flavor)
             return SCHED_ENOMEM;
         for (uint32_t a = 0; a < snap->n_queues; a++)
             for (uint32_t b = 0; b < snap->n_queues && !cy->shares_cohort[a]; b++)
@@ -1001,19 +1020,15 @@ static int cycle_run(struct cycle *cy)
         q = g->queue;
         if (cy->blocked[q])
             continue;
-        bool oom;
-        if (held_by_pool(cy, g, &oom)) {
-            if (oom)
-                return SCHED_ENOMEM;
-            note_waiting(cy, g, SCHED_WHY_QUOTA); /* to the planner: quota, not GPUs, is short */
-            continue;
-        }
         enum sched_why why = SCHED_WHY_PLACED;
         enum attempt a = try_gang(cy, q, g, 1, &why);
         if (a == ATTEMPT_ERROR)
             return SCHED_ENOMEM;
-        if (a == ATTEMPT_FAILED)
-            note_waiting(cy, g, why);
+        uint32_t nv = cy->out->n_verdicts;
+        bool pooled =
+            nv > 0 && cy->out->verdicts[nv - 1].gang == g && cy->out->verdicts[nv - 1].pool_hold;
+        if (a == ATTEMPT_FAILED) /* to the planner, a gang held out of the pool waits for quota */
+            note_waiting(cy, g, pooled ? SCHED_WHY_QUOTA : why);
         if (a == ATTEMPT_FAILED && why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER &&
             why != SCHED_WHY_CHECKPOINT && strict_queue(cy, q))
             cy->blocked[q] = true;

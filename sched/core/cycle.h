@@ -235,7 +235,8 @@ struct sched_verdict {
     int64_t reclaim_after_ms;
     /* The cohort hold: SCHED_WHY_QUOTA, this gang must borrow, has waited starvation.after and
      * holds its quota tree's lendable quota (no other gang of the tree borrows while it waits);
-     * SCHED_WHY_BLOCKED, blocked_by is such a gang (not a starving gang of its own queue) */
+     * SCHED_WHY_BLOCKED, blocked_by is such a gang (not a starving gang of its own queue),
+     * holding the pool of flavor quota_flavor */
     bool pool_hold;
     /* SCHED_WHY_CHECKPOINT: when they may join (gang_join_at), and how far past its last
      * checkpoint the running gang is now (ms). asked: they would start now and the running

@@ -168,7 +168,8 @@ static size_t quota_reason(const struct sched_verdict *v, const struct config *c
         PUT(" (within its nominal quota: others borrowed it; reclaim frees it)");
     else if (v->pool_hold)
         PUT(" (it must borrow and has waited past starvation.after: no other gang of its cohort "
-            "borrows until it starts)");
+            "borrows on %s until it starts)",
+            fn);
     return at;
 }
 
@@ -203,10 +204,12 @@ int sched_verdict_format(const struct sched_verdict *v, const struct cluster *c,
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by && v->pool_hold) {
         const struct gang *h = v->blocked_by;
         PUT("; behind %s of %s, which must borrow and has waited past starvation.after: no other "
-            "gang of its cohort borrows until it starts (gangs within their queue's nominal "
-            "quota are not held)",
+            "gang of its cohort borrows on %s until it starts (gangs within their queue's "
+            "nominal quota are not held)",
             gang_label(h),
-            cfg && h->queue < cfg->n_queues ? cfg->queues[h->queue].name : "its queue");
+            cfg && h->queue < cfg->n_queues ? cfg->queues[h->queue].name : "its queue",
+            cfg && v->quota_flavor < cfg->n_flavors ? cfg->flavors[v->quota_flavor].name
+                                                    : "default");
         return (int)at;
     }
     if (v->why == SCHED_WHY_BLOCKED && v->blocked_by) {

@@ -330,7 +330,7 @@ static void test_starving_borrower_holds_the_cohort(void **unused)
     sched_verdict_format(verdict_of(r, borr), w->c, cfg, buf, sizeof(buf));
     assert_non_null(strstr(buf, "behind g0 of q0, which must borrow"));
     sched_verdict_format(verdict_of(r, big), w->c, cfg, buf, sizeof(buf));
-    assert_non_null(strstr(buf, "no other gang of its cohort borrows until it starts"));
+    assert_non_null(strstr(buf, "no other gang of its cohort borrows on default until it starts"));
     /* not starving yet */
     r = hold_cycle(w, "", borrowing, 60, &cfg);
     assert_false(verdict_of(r, big)->pool_hold);

@@ -445,6 +445,54 @@ static void test_flavors_restrict_nodes(void **unused)
     world_free(w);
 }
 
+/* The cohort hold is per flavor (sched/core/cycle.c, pool_hold_take): a's 8-GPU gang, H100
+ * only, must borrow 4 and the cohort lends 5 H100s (b runs 2, c 8 of its 4, d 1); once it has
+ * waited starvation.after (10 min) it holds the H100 pool. c's one-GPU gang, which must borrow on
+ * either flavor (c runs its 4 L40S too), borrows an L40S; d's, H100 only, waits behind it. */
+static void test_cohort_hold_is_per_flavor(void **unused)
+{
+    (void)unused;
+    struct world *w =
+        world("hgx:2,pcie:2",
+              HDR "flavors:\n"
+                  "  - name: h100\n    nodeLabels: {nvidia.com/gpu.product: "
+                  "NVIDIA-H100-80GB-HBM3}\n"
+                  "  - name: l40s\n    nodeLabels: {nvidia.com/gpu.product: NVIDIA-L40S}\n"
+                  "cohorts:\n  - name: co\nqueues:\n"
+                  "  - {name: a, cohort: co, quota: {h100: {nvidia.com/gpu: 4}}}\n"
+                  "  - {name: b, cohort: co, quota: {h100: {nvidia.com/gpu: 7}, "
+                  "l40s: {nvidia.com/gpu: 12}}}\n"
+                  "  - {name: c, cohort: co, quota: {h100: {nvidia.com/gpu: 4}, "
+                  "l40s: {nvidia.com/gpu: 4}}}\n"
+                  "  - {name: d, cohort: co, quota: {h100: {nvidia.com/gpu: 1}}}\n");
+    /* usage[(q * 2 + flavor) * RES_MAX + r]: b 2 H100, c 8 H100 and 4 L40S, d 1 H100 */
+    w->usage[(1 * 2 + 0) * RES_MAX + RES_GPU] = 2;
+    w->usage[(2 * 2 + 0) * RES_MAX + RES_GPU] = 8;
+    w->usage[(2 * 2 + 1) * RES_MAX + RES_GPU] = 4;
+    w->usage[(3 * 2 + 0) * RES_MAX + RES_GPU] = 1;
+    for (uint32_t i = 0; i < 2; i++) /* the 11 H100s in use; pcie-0 holds c's 4 L40S */
+        w->state[i].gpu_used = i == 0 ? 0xFF : 0x07, w->state[i].used.v[RES_GPU] = i ? 3 : 8;
+    w->state[2].gpu_used = 0x0F, w->state[2].used.v[RES_GPU] = 4;
+    struct gang *big = add(w, 0, 1, 8, 0);
+    struct gang *cg = add(w, 2, 1, 1, 0);
+    struct gang *dg = add(w, 3, 1, 1, 0);
+    const struct sched_result *r = run(w, 3600);
+    assert_false(placed(r, big));
+    assert_int_equal(verdict(r, big)->why, SCHED_WHY_QUOTA);
+    assert_true(verdict(r, big)->pool_hold);
+    assert_true(placed(r, cg));
+    for (uint32_t i = 0; i < r->n_placements; i++)
+        if (r->placements[i].gang == cg)
+            assert_int_equal(r->placements[i].flavor, 1); /* an L40S */
+    assert_false(placed(r, dg));
+    assert_int_equal(verdict(r, dg)->why, SCHED_WHY_BLOCKED);
+    assert_ptr_equal(verdict(r, dg)->blocked_by, big);
+    char buf[512];
+    sched_verdict_format(verdict(r, dg), w->c, w->cfg, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "no other gang of its cohort borrows on h100 until it starts"));
+    world_free(w);
+}
+
 /* Flavor weights (flavors[].resourceWeights, as Kueue's KEP-8902): a queue that borrows two
  * H100s (weight 8) takes more of the pool than one that borrows two A10s; without weights the
  * two shares are equal. The head's request counts on the flavor it is charged to. A weight
@@ -580,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_flavors_restrict_nodes),
         cmocka_unit_test(test_sums_at_the_limit_saturate),
         cmocka_unit_test(test_flavor_weights_in_share),
+        cmocka_unit_test(test_cohort_hold_is_per_flavor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
