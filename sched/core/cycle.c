@@ -570,7 +570,8 @@ static enum attempt pool_blocked(struct cycle *cy, const struct gang *g, enum sc
     return add_verdict(cy, &v) ? ATTEMPT_FAILED : ATTEMPT_ERROR;
 }
 
-/* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. */
+/* Plans evictions for a gang that waits; 0 or SCHED_ENOMEM. A plan that pays only later sets
+ * preempt_at_ms on g's verdict of this cycle (the last one added, when it is g's). */
 static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint32_t f,
                        bool *planned)
 {
@@ -580,7 +581,12 @@ static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint3
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_ENOMEM;
-    return preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
+    uint32_t nv = cy->out->n_verdicts;
+    int rc = preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
+    if (rc == 0 && !*planned && cy->pc.pays_at_ms > 0 && nv > 0 &&
+        cy->out->verdicts[nv - 1].gang == g)
+        cy->out->verdicts[nv - 1].preempt_at_ms = cy->pc.pays_at_ms;
+    return rc;
 }
 
 int64_t sched_ckpt_grace(const struct sched_snapshot *snap, const struct gang *g)
@@ -1036,17 +1042,22 @@ static int cycle_run(struct cycle *cy)
     return 0;
 }
 
-/* A gang within its queue's nominal quota whose reclaim waits for starvation.after (the
- * borrowers' gangs are past reclaim's bound) starts then at the latest: its victims are
- * evicted at that time, so no later expected start than that (the start planner, counting
- * GPUs that free as gangs end, knows nothing of evictions). Few such gangs: a scan each. */
-static void eta_reclaim(const struct sched_snapshot *snap, struct sched_result *out)
+/* Evictions the start planner does not foresee (it counts GPUs that free as gangs end): a gang
+ * within its queue's nominal quota whose reclaim waits for starvation.after (the borrowers'
+ * gangs are past reclaim's bound) starts then at the latest, and so does a gang whose
+ * preemption plan pays once it has waited longer (preempt_at_ms): its victims are evicted at
+ * that time. Few such gangs: a scan each. */
+static void eta_evictions(const struct sched_snapshot *snap, struct sched_result *out)
 {
     for (uint32_t v = 0; v < out->n_verdicts; v++) {
         const struct sched_verdict *vd = &out->verdicts[v];
-        if (vd->reclaim_after_ms <= 0)
+        int64_t at = INT64_MAX;
+        if (vd->reclaim_after_ms > 0)
+            at = vd->gang->submit_ms + vd->reclaim_after_ms;
+        if (vd->preempt_at_ms > 0 && vd->preempt_at_ms < at)
+            at = vd->preempt_at_ms;
+        if (at == INT64_MAX)
             continue;
-        int64_t at = vd->gang->submit_ms + vd->reclaim_after_ms;
         at = at > snap->now_ms ? at : snap->now_ms;
         for (uint32_t e = 0; e < out->n_etas; e++) {
             struct sched_eta *x = &out->etas[e];
@@ -1070,6 +1081,6 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
     struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
     int rc = eta_plan(&env, cy.waiting, cy.n_waiting);
     if (rc == 0)
-        eta_reclaim(snap, out);
+        eta_evictions(snap, out);
     return rc;
 }

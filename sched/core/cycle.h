@@ -233,6 +233,9 @@ struct sched_verdict {
      * take one once the gang has waited this long (starvation.after); -1, never (the
      * starvation guard is off); 0, not so */
     int64_t reclaim_after_ms;
+    /* a preemption plan was found that does not pay yet (its benefit grows with the wait): the
+     * time it would, ms (the start planner's latest expected start for the gang); 0 none */
+    int64_t preempt_at_ms;
     /* The cohort hold: SCHED_WHY_QUOTA, this gang must borrow, has waited starvation.after and
      * holds its quota tree's lendable quota (no other gang of the tree borrows while it waits);
      * SCHED_WHY_BLOCKED, blocked_by is such a gang (not a starving gang of its own queue),

@@ -797,7 +797,7 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
 /* Whether evicting by priority pays: a gang that outranks its victims is worth at least
  * PREEMPT_MIN_WAIT_S of waiting; its benefit (GPUs x wait x priority bonus) must reach
  * benefit_factor times the victims' cost. Reclaims always pay. */
-static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const struct cand *cands,
+static bool worth_it(struct preempt_ctx *pc, const struct gang *g, const struct cand *cands,
                      const struct plan *pl)
 {
     const struct sched_snapshot *snap = pc->snap;
@@ -821,9 +821,10 @@ static bool worth_it(const struct preempt_ctx *pc, const struct gang *g, const s
     if (pc->wake_ms && rate > factor * grow) {
         /* in whole seconds, rounded up: at that instant it pays */
         double dt_s = ceil((factor * pl->cost - rate * wait_s) / (rate - factor * grow));
-        if (dt_s < 3.0e7) /* within a year: an instant worth a cycle */
-            sched_wake_at(pc->wake_ms, snap->now_ms,
-                          snap->now_ms + (int64_t)(dt_s > 1 ? dt_s : 1) * 1000);
+        if (dt_s < 3.0e7) { /* within a year: an instant worth a cycle */
+            pc->pays_at_ms = snap->now_ms + (int64_t)(dt_s > 1 ? dt_s : 1) * 1000;
+            sched_wake_at(pc->wake_ms, snap->now_ms, pc->pays_at_ms);
+        }
     }
     return false;
 }
@@ -952,6 +953,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     const struct sched_snapshot *snap = pc->snap;
     *planned = false;
     pc->bound_waits = false;
+    pc->pays_at_ms = 0;
     if (!snap->policy->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
     for (uint32_t h = 0; h < snap->n_holds; h++)

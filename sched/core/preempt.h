@@ -80,6 +80,8 @@ struct preempt_ctx {
     /* the last plan found nothing but gangs past reclaim's bound, which its preemptor may not
      * take yet (or ever, without a starvation guard): the verdict says so */
     bool bound_waits;
+    /* the last plan was found but does not pay yet (worth_it): when it would, ms; 0 none */
+    int64_t pays_at_ms;
     int64_t *wake_ms; /* the cycle's sched_result.wake_ms (sched_wake_at): lowered to when a
                          victim's minimum run time ends, a backfill promise passes, or a plan
                          that did not pay would */

@@ -544,7 +544,8 @@ static void test_min_runtime_and_benefit(void **unused)
 /* A priority preemption that does not pay yet says when it will: an 8-GPU gang of priority 10
  * (16 GPU-s of benefit per second waited, at least an hour's) behind one of priority 0 that has
  * run 4 h unsaved (its cost grows by 8 GPU-s per second) pays after 4 h more. A driver that runs
- * cycles only on events (the simulator) runs one then, as the daemon's re-check would. */
+ * cycles only on events (the simulator) runs one then, as the daemon's re-check would, and the
+ * gang's expected start is that time (eta_evictions). */
 static void test_benefit_says_when_it_pays(void **unused)
 {
     (void)unused;
@@ -554,10 +555,21 @@ static void test_benefit_says_when_it_pays(void **unused)
     uint32_t n0[] = {0};
     struct gang *low = gang(w, 0, 1, 8, 0, 0);
     run(w, low, n0, 0, 0);
-    gang(w, 0, 1, 8, 10, 14400);
+    struct gang *high = gang(w, 0, 1, 8, 10, 14400);
+    w->plan_starts = true;
+    w->state[0].release_ms = 50000 * 1000; /* `low` is expected to end at 50,000 s */
     const struct sched_result *r = cycle(w, "gangsched", 14400);
     assert_int_equal(r->n_evictions, 0);
     assert_int_equal(r->wake_ms, 28800 * 1000);
+    /* and its expected start is then, not when `low` ends (the planner knows no eviction) */
+    bool seen = false;
+    for (uint32_t k = 0; k < r->n_etas; k++)
+        if (r->etas[k].gang == high) {
+            seen = true;
+            assert_int_equal(r->etas[k].kind, SCHED_ETA_AT);
+            assert_int_equal(r->etas[k].start_ms, 28800 * 1000);
+        }
+    assert_true(seen);
     r = cycle(w, "gangsched", 28799);
     assert_int_equal(r->n_evictions, 0);
     assert_int_equal(r->wake_ms, 28800 * 1000);
