@@ -280,7 +280,8 @@ static const struct sched_result *run(struct world *w, int64_t now_s)
         for (uint32_t i = 0; i < w->n; i++)
             if (w->gangs[i].queue == q)
                 queue_list_insert(&l, &w->gangs[i]);
-        memcpy(w->pending[q], l.items, l.n * sizeof(*l.items));
+        if (l.n > 0) /* a queue with nothing pending has no items array */
+            memcpy(w->pending[q], l.items, l.n * sizeof(*l.items));
         w->queues[q] = (struct queue){.name = w->cfg->queues[q].name, .weight = 1};
         w->views[q] = (struct sched_queue_view){
             .queue = &w->queues[q], .pending = w->pending[q], .n_pending = l.n};
