@@ -462,8 +462,8 @@ static int decision_last(struct store *st, const char *gang, int64_t *id, int *w
  * that row's text, keeping its cycle and time (when the gang began to wait for that reason, as
  * a Kubernetes condition keeps its lastTransitionTime); any other verdict appends a row. So the
  * log holds the changes of reason, each with current figures, however often a driver reports. */
-int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
-                            struct sched_errbuf *eb)
+static int decisions_add(struct store *st, const struct store_decision *d, uint32_t n, bool append,
+                         struct sched_errbuf *eb)
 {
     if (n && !d)
         return sched_fail(eb, SCHED_EINVAL, "database %s: no decisions", st->path);
@@ -480,7 +480,7 @@ int store_decision_add_many(struct store *st, const struct store_decision *d, ui
         int64_t last_id = 0;
         int last_why = -1;
         const char *last_reason = NULL;
-        int found = decision_last(st, d[i].gang, &last_id, &last_why, &last_reason);
+        int found = append ? 0 : decision_last(st, d[i].gang, &last_id, &last_why, &last_reason);
         if (found < 0) {
             rc = -found;
             break;
@@ -522,9 +522,20 @@ bool store_decision_eta_moved(int64_t last_ms, int64_t at_ms, int64_t now_ms)
     return at_ms > last_ms + slack || at_ms < last_ms - slack;
 }
 
+int store_decision_add_many(struct store *st, const struct store_decision *d, uint32_t n,
+                            struct sched_errbuf *eb)
+{
+    return decisions_add(st, d, n, false, eb);
+}
+
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb)
 {
-    return store_decision_add_many(st, d, d ? 1 : 0, eb);
+    return decisions_add(st, d, d ? 1 : 0, false, eb);
+}
+
+int store_decision_append(struct store *st, const struct store_decision *d, struct sched_errbuf *eb)
+{
+    return decisions_add(st, d, d ? 1 : 0, true, eb);
 }
 
 int store_decision_count(struct store *st, int64_t *n, struct sched_errbuf *eb)

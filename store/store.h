@@ -423,6 +423,11 @@ struct store_decision {
  * otherwise a row is appended. Pruning by the retention settings happens at the end of the
  * transaction (store_commit, or right away outside one), in that same transaction. */
 int store_decision_add(struct store *st, const struct store_decision *d, struct sched_errbuf *eb);
+/* store_decision_add for a writer that knows the gang's newest row, if it has one, has another
+ * why (it wrote that row itself, or the retention pruned it): the row is appended without
+ * reading the newest one. */
+int store_decision_append(struct store *st, const struct store_decision *d,
+                          struct sched_errbuf *eb);
 /* When a driver sends a decision again whose verdict has not changed: when its expected start
  * (ms, INT64_MIN: none) moved from the one of the gang's newest row (last_ms, INT64_MIN: none
  * written) by more than STORE_ETA_SLACK_MS and by more than a quarter of the wait that row

@@ -252,6 +252,85 @@ static int db_jobs(struct run *r, int64_t now, struct sched_errbuf *eb)
     return rc;
 }
 
+/* A logged reason's new figures (or expected start) under the same why: the store would rewrite
+ * the job's newest row each time. Readers see only commits (WAL), so within one transaction the
+ * last text is all anyone can read: it is kept here and written once, before the job's next row,
+ * at the commit, or when DB_TEXTS are kept. The row keeps the cycle and time of the first such
+ * change, which only a row the retention pruned meanwhile would take (the store appends then, as
+ * it would have). The verdict is formatted when written, unless it names a gang that may change
+ * meanwhile (an elastic job's members): trace gangs are the run's constant input. */
+#define DB_TEXTS 4096
+
+struct db_text {
+    uint32_t j;              /* the job, or UINT32_MAX once written */
+    struct store_decision d; /* reason and eta pointed here when written (texts moves) */
+    bool has_note;
+    struct sched_verdict v; /* v.gang NULL: the text is in reason already */
+    char reason[512], note[64];
+};
+
+/* Job j's kept text, written now (before its next row). */
+static int db_text_flush(struct run *r, uint32_t j, struct sched_errbuf *eb)
+{
+    uint32_t k = r->text_of[j];
+    if (k == 0)
+        return 0;
+    struct db_text *t = &r->texts[k - 1];
+    r->text_of[j] = 0;
+    t->j = UINT32_MAX;
+    if (t->v.gang)
+        sched_verdict_format(&t->v, r->in->cluster, r->in->config, t->reason, sizeof(t->reason));
+    t->d.reason = t->reason;
+    t->d.eta = t->has_note ? t->note : NULL;
+    return store_decision_add(r->opt->db, &t->d, eb);
+}
+
+/* Every kept text not yet written, in the order kept; then none is kept. */
+static int db_texts_flush(struct run *r, struct sched_errbuf *eb)
+{
+    int rc = 0;
+    for (uint32_t k = 0; rc == 0 && k < r->n_texts; k++)
+        if (r->texts[k].j != UINT32_MAX)
+            rc = db_text_flush(r, r->texts[k].j, eb);
+    r->n_texts = 0;
+    return rc;
+}
+
+/* Keeps verdict v with d's expected start as job j's text: the first kept one's cycle and time,
+ * the newest verdict and expected start. */
+static int db_text_keep(struct run *r, uint32_t j, const struct sched_verdict *v,
+                        const struct store_decision *d, struct sched_errbuf *eb)
+{
+    uint32_t k = r->text_of[j];
+    if (k == 0) {
+        int rc = r->n_texts == DB_TEXTS ? db_texts_flush(r, eb) : 0;
+        if (rc == 0 && r->n_texts == r->cap_texts) {
+            uint32_t cap = r->cap_texts ? 2 * r->cap_texts : 256;
+            struct db_text *nt = realloc(r->texts, cap * sizeof(*nt));
+            if (!nt)
+                return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+            r->texts = nt, r->cap_texts = cap;
+        }
+        if (rc != 0)
+            return rc;
+        k = ++r->n_texts;
+        r->text_of[j] = k;
+        r->texts[k - 1].j = j;
+        r->texts[k - 1].d = *d;
+    }
+    struct db_text *t = &r->texts[k - 1];
+    uint32_t n = r->in->n_jobs;
+    t->v = *v;
+    if (v->gang->id >= n || (v->blocked_by && v->blocked_by->id >= n)) {
+        sched_verdict_format(v, r->in->cluster, r->in->config, t->reason, sizeof(t->reason));
+        t->v.gang = NULL;
+    }
+    t->d.why = d->why, t->d.has_eta = d->has_eta, t->d.eta_ms = d->eta_ms;
+    t->has_note = d->eta != NULL;
+    snprintf(t->note, sizeof(t->note), "%s", d->eta ? d->eta : "");
+    return 0;
+}
+
 static int db_put_doubles(struct store *db, const char *key, const double *v, uint32_t n,
                           struct sched_errbuf *eb)
 {
@@ -275,6 +354,8 @@ int sim_db_commit_instant(struct run *r, int64_t now, bool reopen, struct sched_
     const struct sim_input *in = r->in;
     struct sim_stats *st = r->st;
     int rc = store_in_txn(db) ? 0 : store_begin(db, eb);
+    if (rc == 0)
+        rc = db_texts_flush(r, eb);
     if (rc == 0)
         rc = db_jobs(r, now, eb);
     for (uint32_t i = 0; rc == 0 && i < in->cluster->n_nodes; i++)
@@ -425,10 +506,16 @@ static int db_placed_row(struct run *r, const struct sched_placement *pl, int64_
         .gang = r->in->jobs[j].id,
         .why = SCHED_WHY_PLACED,
         .reason = sched_placed_format(to, until, first <= now, text, sizeof(text))};
+    /* the store's newest row of the job is the last one written here, if the retention kept it */
+    bool append = r->last_why[j] != SCHED_WHY_PLACED + 1;
     r->last_why[j] = (uint8_t)(SCHED_WHY_PLACED + 1);
     r->last_reason[j] = 0;
     r->last_eta[j] = INT64_MIN;
-    return store_decision_add(r->opt->db, &d, eb);
+    int rc = db_text_flush(r, j, eb);
+    if (rc == 0)
+        rc = append ? store_decision_append(r->opt->db, &d, eb)
+                    : store_decision_add(r->opt->db, &d, eb);
+    return rc;
 }
 
 /* The decision log (one row per verdict: gangs examined and not started, members waiting to
@@ -461,13 +548,19 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
         uint32_t h = verdict_hash(&res->verdicts[v]);
         if (r->last_why[j] == why && r->last_reason[j] == h && !moved)
             continue;
+        bool same_row = r->last_why[j] == why;
         r->last_why[j] = why;
         r->last_reason[j] = h;
         r->last_eta[j] = at;
+        if (same_row) {
+            rc = db_text_keep(r, j, &res->verdicts[v], &d, eb);
+            continue;
+        }
         char reason[512];
         sched_verdict_format(&res->verdicts[v], in->cluster, in->config, reason, sizeof(reason));
         d.reason = reason;
-        rc = store_decision_add(db, &d, eb);
+        if ((rc = db_text_flush(r, j, eb)) == 0) /* last_why[j] was another why */
+            rc = store_decision_append(db, &d, eb);
     }
     eta_unindex(res, r->eta_of, r->n_ids);
     for (uint32_t e = 0; rc == 0 && e < res->n_evictions; e++) {

@@ -154,6 +154,9 @@ struct run {
     const struct sched_eta **eta_of; /* per job: its entry in the cycle's result while the
                                         decision log is written (eta_index), else NULL */
     uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */
+    struct db_text *texts; /* new figures of a job's logged reason, written once (db_texts_flush) */
+    uint32_t n_texts, cap_texts;
+    uint32_t *text_of; /* per job: 1 + its entry in texts, 0 = none */
     /* failures */
     const struct sim_failures *fail;
     /* a failure injected into a run is checked by the engine's lifecycle rules when the driver
@@ -239,7 +242,7 @@ static inline int64_t *sim_usage_at(struct run *r, uint32_t q, uint32_t f)
 
 /* ---- persistence (--db) ------------------------------------------------------------------ */
 
-#define DB_BATCH_INSTANTS 4096 /* instants per store transaction by default (--db-batch) */
+#define DB_BATCH_INSTANTS 16384 /* instants per store transaction by default (--db-batch) */
 
 /* sim.c */
 void sim_mark_dirty(struct run *r, uint32_t j);

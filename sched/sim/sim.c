@@ -1053,6 +1053,7 @@ static bool run_alloc(struct run *r)
         r->last_why = calloc(nj, 1);
         r->last_reason = calloc(nj, sizeof(*r->last_reason));
         r->db_placed = calloc(nj, 1);
+        r->text_of = calloc(nj, sizeof(*r->text_of));
     }
     return el_ok && r->state && r->base && r->start_ms && r->end_ms && r->assign && r->queues &&
            r->heap && r->usage && r->job_flavor && r->hist && r->share && r->reclaim_wait &&
@@ -1063,7 +1064,7 @@ static bool run_alloc(struct run *r)
            (!r->fail || (r->broken && r->broken_start && r->lost_node && r->attempts &&
                          r->fail_at && r->down_at && r->held_down)) &&
            (!r->opt->db || (r->dirty && r->dirty_list && r->node_dirty && r->last_why &&
-                            r->last_reason && r->db_placed));
+                            r->last_reason && r->db_placed && r->text_of));
 }
 
 /* The starting values: every job's work, the queues' nominal GPUs, the largest island. */
@@ -1102,6 +1103,7 @@ static void run_free(struct run *r)
     free(r->busy_ms), free(r->n_evicted), free(r->evicting), free(r->runlist), free(r->runpos);
     free(r->runv), free(r->evict_at), free(r->evict_kind), free(r->dirty), free(r->dirty_list);
     free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
+    free(r->texts), free(r->text_of);
     sim_estimates_free(r);
     sim_elastic_free(r);
     free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);

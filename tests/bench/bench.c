@@ -898,9 +898,12 @@ static int bench_store_replay(struct table *t, const char *dir, const char *dir_
         fprintf(stderr, "bench: %s\n", eb.msg);
     char path[512];
     snprintf(path, sizeof(path), "%s/bench-replay.db", dir_tmp);
-    double plain = 0, with_db = 0;
+    double plain = 1e9, with_db = 1e9;
     long bytes = 0;
-    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+    /* the best of three runs each, interleaved, so that the machine's load drifting during the
+     * row weighs on both alike (one run each differed by up to 1.5x between two make bench) */
+    for (int run = 0; rc == 0 && run < 6; run++) {
+        int pass = run % 2;
         struct store *st = NULL;
         struct store_opts o;
         store_opts_default(&o);
@@ -918,7 +921,8 @@ static int bench_store_replay(struct table *t, const char *dir, const char *dir_
         else
             fprintf(stderr, "bench: replay: %s\n", eb.msg);
         store_close(st);
-        *(pass ? &with_db : &plain) = dt;
+        double *best = pass ? &with_db : &plain;
+        *best = dt < *best ? dt : *best;
         if (pass == 1) {
             bytes = file_bytes(path);
             char wal[600];

@@ -16,6 +16,21 @@ ARGS="--no-progress --policy gangsched --cluster hgx:4,pcie:2 --trace tests/data
 decisions() { sed -n 's/.* \([0-9-]*\) decisions)$/\1/p' "$1"; }
 ref_decisions=$(decisions "$TMP/ref.check")
 expect_cmp "reference run logged decisions" "${ref_decisions:-0}" ">" 0
+# the whole decision log, row by row (its ids aside); NOETA=1 leaves the expected start out
+dec_dump() {
+    python3 -c "import sqlite3, sys
+cols = 'cycle, ts_ms, gang, why, reason, eta' + ('' if sys.argv[2] else ', eta_ms')
+for r in sqlite3.connect(sys.argv[1]).execute('SELECT ' + cols + ' FROM decisions ORDER BY id'):
+    print(r)" "$1" "${NOETA:-}"
+}
+dec_dump "$TMP/ref.db" >"$TMP/ref.dec"
+NOETA=1 dec_dump "$TMP/ref.db" >"$TMP/ref.noeta"
+# a reason's new figures are written once per transaction (db_text_keep in sched/sim/persist.c):
+# a commit per instant must log the same rows with the same texts and times
+# shellcheck disable=SC2086
+"$GS" simulate ${ARGS%--db-batch 16} --db-batch 1 --db "$TMP/b1.db" >/dev/null 2>&1 && dec_dump "$TMP/b1.db" >"$TMP/b1.dec" &&
+    cmp -s "$TMP/ref.dec" "$TMP/b1.dec" && ok "the decision log is the same with a commit per instant" ||
+    bad "the decision log differs with a commit per instant"
 # shellcheck disable=SC2086
 "$GS" simulate $ARGS --jobs-out "$TMP/mem.csv" >/dev/null
 cmp -s "$TMP/ref.csv" "$TMP/mem.csv" && ok "persisting changes no result" || bad "--db changed the results"
@@ -32,8 +47,13 @@ resume_and_compare() {
     if cmp -s "$TMP/ref.csv" "$TMP/c.csv"; then ok "$label: resumed exactly"
     else bad "$label: results differ"; diff "$TMP/ref.csv" "$TMP/c.csv" | head -4; fi
     n_dec=$(decisions "$TMP/check")
-    [ "$n_dec" = "$ref_decisions" ] && ok "$label: decision log as uninterrupted ($n_dec rows)" ||
-        bad "$label: decision log has $n_dec rows, uninterrupted $ref_decisions"
+    # the expected starts aside: the first verdict of a waiting job after the resume writes its
+    # expected start again even when it moved less than the slack (store_decision_eta_moved),
+    # since which verdict was logged last is read back but not the hash of its figures
+    NOETA=1 dec_dump "$TMP/c.db" >"$TMP/c.dec"
+    [ "$n_dec" = "$ref_decisions" ] && cmp -s "$TMP/ref.noeta" "$TMP/c.dec" &&
+        ok "$label: decision log as uninterrupted ($n_dec rows, the same texts)" ||
+        bad "$label: decision log has $n_dec rows, uninterrupted $ref_decisions, or other texts"
 }
 i=1
 while [ "$i" -le "$POINTS" ]; do

@@ -504,6 +504,26 @@ static void test_decision_dedup(void **state)
     assert_int_equal(s.n, 2);
     assert_string_equal(s.gangs[0], "ns/v");
     assert_string_equal(s.gangs[1], "ns/w");
+    /* store_decision_append trusts its caller (the newest row has another why): it appends
+     * without comparing, even the same verdict, where store_decision_add would drop it */
+    struct store_decision d6 = {0,     33, 33000, "ns/w", SCHED_WHY_QUOTA, "may still take 4",
+                                false, 0,  NULL};
+    assert_int_equal(store_decision_add(st, &d6, &eb), 0);
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(store_decision_append(st, &d6, &eb), 0);
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 5);
+    /* ... and the next add compares with the appended row */
+    struct store_decision d7 = {0,     34, 34000, "ns/w", SCHED_WHY_QUOTA, "may still take 2",
+                                false, 0,  NULL};
+    assert_int_equal(store_decision_add(st, &d7, &eb), 0);
+    assert_int_equal(store_decision_count(st, &n, &eb), 0);
+    assert_int_equal(n, 5);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_decision_list(st, "ns/w", 0, dec_seen_fn, &s, &eb), 0);
+    assert_string_equal(s.reason, "may still take 2");
+    assert_int_equal(s.cycle, 33);
     store_close(st);
 }
 
