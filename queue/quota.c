@@ -133,6 +133,14 @@ static void collect_tracked(struct quota_tree *t, const struct config *cfg)
     }
 }
 
+static uint32_t root_of(const struct quota_tree *t, uint32_t n)
+{
+    uint32_t guard = 0;
+    while (t->parent[n] >= 0 && guard++ <= t->n_nodes)
+        n = (uint32_t)t->parent[n];
+    return n;
+}
+
 int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *usage,
                 struct arena *a)
 {
@@ -149,11 +157,12 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
     t->subtree = arena_calloc(a, cells, sizeof(int64_t));
     t->local = arena_calloc(a, cells, sizeof(int64_t));
     t->usage = arena_calloc(a, cells, sizeof(int64_t));
+    t->borrowed = arena_calloc(a, cells, sizeof(int64_t));
     t->queue_uses_flavor = arena_calloc(a, (size_t)cfg->n_queues * t->n_flavors + 1, 1);
     t->weight = arena_alloc(a, ((size_t)t->n_flavors * t->n_tracked + 1) * sizeof(double));
     uint32_t *order = arena_alloc(a, (t->n_nodes + 1) * sizeof(*order));
     if (!t->parent || !t->nominal || !t->borrow_limit || !t->lend_limit || !t->subtree ||
-        !t->local || !t->usage || !t->queue_uses_flavor || !t->weight || !order)
+        !t->local || !t->usage || !t->borrowed || !t->queue_uses_flavor || !t->weight || !order)
         return SCHED_ENOMEM;
     for (uint32_t f = 0; f < t->n_flavors; f++)
         for (uint32_t k = 0; k < t->n_tracked; k++)
@@ -242,6 +251,11 @@ int quota_build(struct quota_tree *t, const struct config *cfg, const int64_t *u
                     t->usage[p] = sat_add(t->usage[p], max0(sat_add(t->usage[i], -t->local[i])));
                 }
             }
+            for (uint32_t n = cfg->n_cohorts; n < t->n_nodes; n++) {
+                size_t i = at(t, n, f, k), r = at(t, root_of(t, n), f, k);
+                t->borrowed[r] =
+                    sat_add(t->borrowed[r], max0(sat_add(t->usage[i], -t->nominal[i])));
+            }
         }
     return 0;
 }
@@ -319,6 +333,10 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
     for (uint32_t k = 0; k < t->n_tracked; k++) {
         int64_t delta = sign * project(t, need->v, k);
         uint32_t n = quota_queue_node(t, q);
+        size_t qi = at(t, n, f, k), r = at(t, root_of(t, n), f, k);
+        int64_t above = max0(sat_add(t->usage[qi], -t->nominal[qi]));
+        t->borrowed[r] = sat_add(
+            t->borrowed[r], max0(sat_add(sat_add(t->usage[qi], delta), -t->nominal[qi])) - above);
         while (delta != 0) {
             size_t i = at(t, n, f, k);
             int64_t before = max0(sat_add(t->usage[i], -t->local[i]));
@@ -330,14 +348,6 @@ void quota_charge(struct quota_tree *t, uint32_t q, uint32_t f, const struct res
             n = (uint32_t)t->parent[n];
         }
     }
-}
-
-static uint32_t root_of(const struct quota_tree *t, uint32_t n)
-{
-    uint32_t guard = 0;
-    while (t->parent[n] >= 0 && guard++ <= t->n_nodes)
-        n = (uint32_t)t->parent[n];
-    return n;
 }
 
 double quota_share(const struct quota_tree *t, uint32_t q, uint32_t f, const struct res_vec *extra)
@@ -426,18 +436,6 @@ bool quota_within_nominal(const struct quota_tree *t, uint32_t q, uint32_t f,
     return true;
 }
 
-/* What the queues of root r's tree use above their nominal quota, resource k of flavor f. */
-static int64_t tree_borrowed(const struct quota_tree *t, uint32_t r, uint32_t f, uint32_t k)
-{
-    int64_t sum = 0;
-    for (uint32_t n = t->cfg->n_cohorts; n < t->n_nodes; n++)
-        if (root_of(t, n) == r) {
-            size_t i = at(t, n, f, k);
-            sum = sat_add(sum, max0(sat_add(t->usage[i], -t->nominal[i])));
-        }
-    return sum;
-}
-
 bool quota_waits_for_pool(const struct quota_tree *t, uint32_t q, uint32_t f,
                           const struct res_vec *need)
 {
@@ -453,7 +451,7 @@ bool quota_waits_for_pool(const struct quota_tree *t, uint32_t q, uint32_t f,
                                quota_available(t, (uint32_t)t->parent[n], f, k));
         if (want <= 0 || want <= open)
             continue;
-        if (want > sat_add(open, tree_borrowed(t, root_of(t, n), f, k)))
+        if (want > sat_add(open, t->borrowed[at(t, root_of(t, n), f, k)]))
             return false; /* only lenders' own use can end it */
         short_of_pool = true;
     }

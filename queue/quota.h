@@ -56,6 +56,8 @@ struct quota_tree {
     int32_t *parent;        /* [n_nodes]: node index or -1 */
     /* [n_nodes][n_flavors][n_tracked] */
     int64_t *nominal, *borrow_limit, *lend_limit, *subtree, *local, *usage;
+    int64_t *borrowed; /* at a root: what the queues of its tree use above their nominal quota,
+                          kept by quota_charge (quota_waits_for_pool's only use) */
     bool *queue_uses_flavor; /* [n_queues][n_flavors]: flavors a queue admits on, in order */
     double *weight;          /* [n_flavors][n_tracked]: a unit's fair-share weight (flavors'
                                 resourceWeights, 1 unless given), quota_share's only use */

@@ -154,6 +154,26 @@ static void test_nested_cohorts(void **unused)
     assert_int_equal(why.available, 0);
     assert_false(quota_violated(&t, 0));
     assert_false(quota_violated(&t, 1));
+    /* the tree's use above nominal, kept at its root (node 0) by quota_charge: b's 4 */
+    size_t root = (size_t)0 * t.n_flavors * t.n_tracked + k;
+    assert_int_equal(t.borrowed[root], 4);
+    need = gpus(6);
+    quota_charge(&t, 2, 0, &need, +1); /* c within its 16: nothing more */
+    assert_int_equal(t.borrowed[root], 4);
+    need = gpus(3);
+    quota_charge(&t, 1, 0, &need, -1); /* b gives 3 of its borrowed 4 back */
+    assert_int_equal(t.borrowed[root], 1);
+    need = gpus(8);
+    quota_charge(&t, 1, 0, &need, -1); /* b at 1 of 8: borrows nothing */
+    need = gpus(10);
+    quota_charge(&t, 0, 0, &need, +1); /* a at 18 of 8 */
+    assert_int_equal(t.borrowed[root], 10);
+    /* built from the same usage, the sum is the same */
+    struct quota_tree t2;
+    usage[0 * RES_MAX + RES_GPU] = 18, usage[1 * RES_MAX + RES_GPU] = 1,
+                        usage[2 * RES_MAX + RES_GPU] = 6;
+    assert_int_equal(quota_build(&t2, c, usage, &a), 0);
+    assert_int_equal(t2.borrowed[root], 10);
     arena_fini(&a);
     config_free(c);
 }
