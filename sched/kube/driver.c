@@ -347,7 +347,7 @@ static void cycle_evictions(struct kcycle *c)
             kdrv_shrink(d, &c->kb, &res->evictions[e], c->cfg, c->now);
             continue;
         }
-        if (kdrv_ckpt_request(d, victim, by, c->cfg, c->now))
+        if (kdrv_ckpt_request(d, victim, by, &res->evictions[e], c->cfg, c->now))
             continue;
         char why[400], msg[600];
         snprintf(msg, sizeof(msg), "%s (%.0f GPU-seconds of work since the last checkpoint lost)",

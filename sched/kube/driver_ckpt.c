@@ -157,7 +157,7 @@ static void record_left(struct kdrv *d, const struct kgang *kg, const struct con
 }
 
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
-                       const struct config *cfg, int64_t now)
+                       const struct sched_eviction *ev, const struct config *cfg, int64_t now)
 {
     if (!kdrv_ckpt_asks(victim, cfg))
         return false;
@@ -171,15 +171,15 @@ bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct 
     }
     eng_hold_extend(d->eng, pre, now + grace); /* no second victim while this one is asked */
     kdrv_ckpt_write(d, victim, now, now + grace);
-    char msg[700];
+    char msg[1000], why[400];
     snprintf(msg, sizeof(msg),
-             "preempted by %s: asked to checkpoint (%s on its %s; set %s on it or on a pod to a "
+             "%s: asked to checkpoint (%s on its %s; set %s on it or on a pod to a "
              "time after the request); evicted when it does or in %lld s",
-             by->key, KOBJ_ANNOT_CKPT_ASKED,
+             sched_eviction_format(ev, by->key, why, sizeof(why)), KOBJ_ANNOT_CKPT_ASKED,
              kdrv_ckpt_where(victim) == KDRV_CKPT_PODS ? "pods" : "PodGroup", KOBJ_ANNOT_LAST_CKPT,
              (long long)(grace / 1000));
-    LOG_INFO(KDRV_MOD, "checkpoint requested: gang=%s preemptor=%s grace_ms=%lld", victim->key,
-             by->key, (long long)grace);
+    LOG_INFO(KDRV_MOD, "checkpoint requested: gang=%s preemptor=%s kind=%s grace_ms=%lld",
+             victim->key, by->key, sched_preempt_kind_name(ev->kind), (long long)grace);
     kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Normal", "CheckpointRequested",
                          msg, true, by->pg);
     return true;

@@ -399,7 +399,7 @@ static inline bool kdrv_job_in_grace(struct eng_job j)
  * engine's handshake, the annotations where kdrv_ckpt_where says, status and Event) and true is
  * returned; false: evict it at once. Call after the cycle's record (eng_job_evict). */
 bool kdrv_ckpt_request(struct kdrv *d, const struct kgang *victim, const struct kgang *by,
-                       const struct config *cfg, int64_t now);
+                       const struct sched_eviction *ev, const struct config *cfg, int64_t now);
 /* Before the decisions: handshakes answered or over evicted, the victims still waiting marked
  * evicting in kb->running; at the first cycle as leader (a start, a new leader), handshakes
  * resumed from the annotations, each preemptor's hold on its victims' nodes restored. */

@@ -171,7 +171,8 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
     if (s && strmap_put(&d->shrinks, victim->key, s, &old) != 0)
         shrink_free(s), s = NULL;
     shrink_free(old);
-    char msg[700];
+    char msg[1000], why[400];
+    sched_eviction_format(ev, by->key, why, sizeof(why)); /* "preempted by B", "reclaimed by B" */
     if (s) {
         snprintf(s->by, sizeof(s->by), "%s", by->key);
         s->asked_ms = now;
@@ -180,14 +181,15 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
         eng_hold_extend(d->eng, kdrv_gang_id(d, by->key), now + grace);
         kdrv_cycle_at(d, now + grace); /* the deadline */
         snprintf(msg, sizeof(msg),
-                 "%u of its %u members preempted by %s: asked to checkpoint (%s on its %s); "
+                 "%u of its %u members %s: asked to checkpoint (%s on its %s); "
                  "they are evicted when it does or in %lld s, and it runs on with %u, its "
                  "minMember %u",
-                 ev->n_pods, n, by->key, KOBJ_ANNOT_CKPT_ASKED,
+                 ev->n_pods, n, why, KOBJ_ANNOT_CKPT_ASKED,
                  kdrv_ckpt_where(victim) == KDRV_CKPT_PODS ? "pods" : "PodGroup",
                  (long long)(grace / 1000), n - ev->n_pods, victim->gang.min_member);
-        LOG_INFO(KDRV_MOD, "checkpoint requested for members: gang=%s members=%u preemptor=%s",
-                 victim->key, ev->n_pods, by->key);
+        LOG_INFO(KDRV_MOD,
+                 "checkpoint requested for members: gang=%s members=%u preemptor=%s kind=%s",
+                 victim->key, ev->n_pods, by->key, sched_preempt_kind_name(ev->kind));
         kdrv_gang_status_rel(d, victim->key, victim->pg, "Running", "Normal", "CheckpointRequested",
                              msg, true, by->pg);
         return;
@@ -196,9 +198,9 @@ void kdrv_shrink(struct kdrv *d, const struct kcache_build *kb, const struct sch
         LOG_ERROR(KDRV_MOD, "out of memory asking %s to checkpoint: members evicted at once",
                   victim->key);
     snprintf(msg, sizeof(msg),
-             "%u of its %u members preempted by %s (%.0f GPU-seconds of work since the last "
+             "%u of its %u members %s (%.0f GPU-seconds of work since the last "
              "checkpoint lost); it runs on with %u, its minMember %u",
-             ev->n_pods, n, by->key, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
+             ev->n_pods, n, why, ev->lost_gpu_s, n - ev->n_pods, victim->gang.min_member);
     kdrv_evict_members(d, victim, ev->pods, ev->n_pods, msg);
     restarted(d, victim->key, now);
     if (grace > 0) /* the cycle's record left its charge for the handshake */

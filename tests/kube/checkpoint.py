@@ -118,10 +118,11 @@ def answered(c, s):
     until = ann.get("gangsched.io/checkpoint-deadline")
     check("the victim's PodGroup carries the request and its deadline (request + 60 s)",
           asked and until and abs(parse(until) - parse(asked) - 60) < 0.01, str(ann))
-    check("a CheckpointRequested Event names the preemptor",
+    check("a CheckpointRequested Event names the kind of preemption and the preemptor",
           wait_for(lambda: [e for e in events_for(c, "low")
-                            if e["reason"] == "CheckpointRequested" and "default/high" in
-                            e["note"]], WAIT), str([e["reason"] for e in events_for(c, "low")]))
+                            if e["reason"] == "CheckpointRequested" and
+                            e["note"].startswith("preempted by default/high: asked to checkpoint")],
+                   WAIT), str([e["reason"] for e in events_for(c, "low")]))
     check("while it has not answered, it runs and the preemptor waits",
           not wait_for(lambda: evictions(c) > ev0 or bound(c, "high"), 2.0) and
           running(c, "low"))

@@ -168,17 +168,22 @@ static const struct kgang *running(struct fx *f, const char *key, struct sched_r
     return NULL;
 }
 
-/* The core chose key as a victim of ml/bp-0 at NOW: the record's eng_job_evict, then the
- * request (kdrv_ckpt_request), which must ask it. */
+/* The core chose key as a victim of ml/bp-0 at NOW (a reclaim): the record's eng_job_evict,
+ * then the request (kdrv_ckpt_request), which must ask it; its status and Event name the kind
+ * of the preemption and the preemptor, in the simulator's words (sched_eviction_format). */
 static void ask(struct fx *f, const char *key)
 {
     fx_build_at(f, NOW);
     const struct kgang *kg = running(f, key, NULL);
     assert_int_equal(eng_job_evict(f->d.eng, kdrv_gang_id(&f->d, key)), 0);
-    assert_true(kdrv_ckpt_request(&f->d, kg, running(f, "ml/bp-0", NULL), f->cfg, NOW));
+    struct sched_eviction ev = {.kind = SCHED_PREEMPT_RECLAIM};
+    assert_true(kdrv_ckpt_request(&f->d, kg, running(f, "ml/bp-0", NULL), &ev, f->cfg, NOW));
     struct eng_job j = eng_job(f->d.eng, kdrv_gang_id(&f->d, key));
     assert_int_equal(j.ckpt_asked_ms, NOW);
     assert_int_equal(j.ckpt_until_ms, NOW + WAIT);
+    const struct kstatus *st = strmap_get(&f->d.status, key);
+    assert_non_null(st);
+    assert_non_null(strstr(st->reason, "CheckpointRequested|reclaimed by ml/bp-0: asked to "));
 }
 
 /* ", requested and deadline" annotation members for a request at asked with deadline until
