@@ -518,6 +518,30 @@ static int db_placed_row(struct run *r, const struct sched_placement *pl, int64_
     return rc;
 }
 
+/* A text's hash for resume_text: never 0. */
+static uint32_t text_hash(const char *s)
+{
+    uint32_t h = fnv(2166136261u, s, strlen(s));
+    return h ? h : 1;
+}
+
+/* The first verdict of job j after a resume: the hash of the last verdict logged is not saved,
+ * so the text of the job's newest row tells whether this one repeats it. A repeat is not a
+ * change (last_reason = its hash): only a moved expected start rewrites the row, as in the
+ * uninterrupted run (which kept that hash). */
+static void resumed_repeat(struct run *r, uint32_t j, const struct sched_verdict *v, uint8_t why,
+                           uint32_t h)
+{
+    uint32_t t = r->resume_text[j];
+    r->resume_text[j] = 0;
+    if (r->last_why[j] != why)
+        return;
+    char reason[512];
+    sched_verdict_format(v, r->in->cluster, r->in->config, reason, sizeof(reason));
+    if (text_hash(reason) == t)
+        r->last_reason[j] = h;
+}
+
 /* The decision log (one row per verdict: gangs examined and not started, members waiting to
  * join their running job under its name; the store keeps a row per change of why, with the
  * latest text; one row per placement) and the preemption records of one cycle. */
@@ -546,6 +570,8 @@ int sim_db_cycle_records(struct run *r, const struct sched_result *res, int64_t 
         int64_t at = d.has_eta && !d.eta ? d.eta_ms : INT64_MIN;
         bool moved = store_decision_eta_moved(r->last_eta[j], at, now);
         uint32_t h = verdict_hash(&res->verdicts[v]);
+        if (r->resume_text && r->resume_text[j])
+            resumed_repeat(r, j, &res->verdicts[v], why, h);
         if (r->last_why[j] == why && r->last_reason[j] == h && !moved)
             continue;
         bool same_row = r->last_why[j] == why;
@@ -666,8 +692,8 @@ static int restore_why(void *ctx, const struct store_decision *d)
     if (hit && w->r->last_why[hit->j] == 0 && d->why >= 0 && d->why < 255) {
         w->r->last_why[hit->j] = (uint8_t)(d->why + 1); /* newest first: the first row wins */
         w->r->last_eta[hit->j] = d->has_eta && !d->eta ? d->eta_ms : INT64_MIN;
-        w->r->last_reason[hit->j] = 0; /* unknown: the next verdict is written, the store keeps
-                                          the row when its text is the same */
+        w->r->last_reason[hit->j] = 0; /* unknown: resumed_repeat compares the next one's text */
+        w->r->resume_text[hit->j] = text_hash(d->reason ? d->reason : "");
     }
     return 0;
 }
@@ -683,6 +709,11 @@ static int db_restore_last_why(struct run *r, struct sched_errbuf *eb)
     for (uint32_t j = 0; j < r->in->n_jobs; j++)
         keys[j] = (struct job_key){.id = r->in->jobs[j].id, .j = j};
     qsort(keys, r->in->n_jobs, sizeof(*keys), cmp_job_key);
+    r->resume_text = calloc(r->in->n_jobs + 1, sizeof(*r->resume_text));
+    if (!r->resume_text) {
+        free(keys);
+        return sched_fail(eb, SCHED_ENOMEM, "out of memory");
+    }
     struct why_ctx w = {.r = r, .keys = keys};
     int rc = store_decision_list(r->opt->db, NULL, 0, restore_why, &w, eb);
     free(keys);

@@ -148,9 +148,11 @@ struct run {
     uint8_t *dirty;
     uint32_t *dirty_list, n_dirty;
     uint8_t *node_dirty;
-    uint8_t *last_why;               /* last reason logged per job (why + 1; 0 = none) */
-    uint32_t *last_reason;           /* verdict_hash of that reason (0: unknown) */
-    int64_t *last_eta;               /* expected start last logged per job, INT64_MIN = none */
+    uint8_t *last_why;     /* last reason logged per job (why + 1; 0 = none) */
+    uint32_t *last_reason; /* verdict_hash of that reason (0: unknown) */
+    uint32_t *resume_text; /* after a resume, per job until its first verdict: a hash of the text
+                              of its newest row (0: none), which tells a repeat (NULL: none) */
+    int64_t *last_eta;     /* expected start last logged per job, INT64_MIN = none */
     const struct sched_eta **eta_of; /* per job: its entry in the cycle's result while the
                                         decision log is written (eta_index), else NULL */
     uint8_t *db_placed; /* per job: the store holds placements of it (it ran at its last write) */

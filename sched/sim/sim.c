@@ -1103,7 +1103,7 @@ static void run_free(struct run *r)
     free(r->busy_ms), free(r->n_evicted), free(r->evicting), free(r->runlist), free(r->runpos);
     free(r->runv), free(r->evict_at), free(r->evict_kind), free(r->dirty), free(r->dirty_list);
     free(r->node_dirty), free(r->last_why), free(r->last_reason), free(r->db_placed);
-    free(r->texts), free(r->text_of);
+    free(r->texts), free(r->text_of), free(r->resume_text);
     sim_estimates_free(r);
     sim_elastic_free(r);
     free(r->broken), free(r->broken_start), free(r->lost_node), free(r->attempts);
