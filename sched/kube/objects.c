@@ -817,6 +817,28 @@ static void gpu_containers(const cJSON *spec, struct kpod_spec *sp)
     sp->n_gpu_ctrs = ok ? n : 0;
 }
 
+/* A required constraint of the pod spec that the placement does not evaluate (docs/daemon.md):
+ * inter-pod affinity or anti-affinity, a topology spread that must not be violated; NULL none. */
+static const char *unevaluated(const cJSON *spec)
+{
+    const cJSON *aff = get(spec, "affinity");
+    if (cJSON_GetArraySize(
+            get(get(aff, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
+        return "required inter-pod affinity (spec.affinity.podAffinity)";
+    if (cJSON_GetArraySize(
+            get(get(aff, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
+        return "required inter-pod anti-affinity (spec.affinity.podAntiAffinity)";
+    const cJSON *tsc;
+    cJSON_ArrayForEach(tsc, get(spec, "topologySpreadConstraints"))
+    {
+        const cJSON *w = get(tsc, "whenUnsatisfiable");
+        if (cJSON_IsString(w) && strcmp(w->valuestring, "DoNotSchedule") == 0)
+            return "topology spread with whenUnsatisfiable DoNotSchedule "
+                   "(spec.topologySpreadConstraints)";
+    }
+    return NULL;
+}
+
 /* What placing an unbound pod of ours reads, decoded now (the object is not kept): its
  * constraints (a malformed one is kept as place_err: its gang waits with InvalidSpec), its
  * annotations, the shape of its claims. */
@@ -844,6 +866,7 @@ static int pod_place(const cJSON *o, struct kpod *p)
     sp->n_tolerations = ps.n_tolerations;
     sp->affinity = ps.affinity;
     sp->n_affinity = ps.n_affinity;
+    sp->unevaluated = unevaluated(spec);
     if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann, NULL))
         return SCHED_ENOMEM;
     gpu_containers(spec, sp);

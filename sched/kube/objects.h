@@ -134,9 +134,11 @@ struct kpod_spec {
     uint32_t n_tolerations;
     const struct sel_term *affinity; /* required node affinity terms */
     uint32_t n_affinity;
-    const char *err;      /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
-                             waits with InvalidSpec; NULL when they were read */
-    const struct kv *ann; /* metadata.annotations, sorted by key */
+    const char *err; /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
+                        waits with InvalidSpec; NULL when they were read */
+    const char *unevaluated; /* a required constraint the placement does not evaluate (a static
+                                string naming it: the Scheduled Event says so), or NULL */
+    const struct kv *ann;    /* metadata.annotations, sorted by key */
     uint32_t n_ann;
     const char *claim_shape; /* spec.resourceClaims as compact JSON (the pods of one template
                                 share it), or NULL */

@@ -426,6 +426,25 @@ def unfit_gang(c):
     check("and none of its pods is bound", len(bound(c, "huge")) == 0)
 
 
+def unevaluated_constraint(c):
+    """2b. A pod with required inter-pod anti-affinity, which the placement does not evaluate:
+    placed as if it had none, and its Scheduled Event says so (docs/daemon.md)."""
+    path, pg = podgroup("anti", 1)
+    c.post(path, pg)
+    p = pod("anti-0", "anti", 1)
+    p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    c.post("/api/v1/namespaces/default/pods", p)
+    ev = wait_for(lambda: [e for e in events_for(c, "anti") if e["reason"] == "Scheduled"], 20)
+    note = ev[0].get("note", "") if ev else ""
+    check("a pod with required anti-affinity is placed and its Scheduled Event names what was "
+          "not evaluated", "not evaluated: required inter-pod anti-affinity "
+          "(spec.affinity.podAntiAffinity) of pod default/anti-0" in note, note)
+    c.delete("/api/v1/namespaces/default/pods/anti-0", {"gracePeriodSeconds": 0})
+    c.delete(path + "/anti")
+    check("... and it is gone again", wait_for(lambda: not pods_of(c, "anti"), 10))
+
+
 def below_min_member(c, a):
     """3. A gang below minMember waits for its pods, and gangctl jobs says so."""
     gang(c, "partial", 2, 1, min_member=3)
@@ -792,6 +811,7 @@ def main():
     kubeconfig, c, a, db = start_cluster()
     bound_gang(c)
     unfit_gang(c)
+    unevaluated_constraint(c)
     below_min_member(c, a)
     volcano_gang(c)
     url = a.url()

@@ -687,6 +687,50 @@ static void effective_request_counts_init_containers(void **state)
     cJSON_Delete(o);
 }
 
+/* Required constraints the placement does not evaluate are named with the pod (the Scheduled
+ * Event says so, docs/daemon.md); preferred ones and ScheduleAnyway spreads are not. */
+static void unevaluated_constraints_are_named(void **state)
+{
+    (void)state;
+    static const char *const specs[] = {
+        "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+        "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+        "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"ScheduleAnyway\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"DoNotSchedule\"}]",
+        "\"affinity\":{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"weight\":1,\"podAffinityTerm\":{\"topologyKey\":\"kubernetes.io/hostname\"}}]}}",
+        "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]"};
+    static const char *const named[] = {"spec.affinity.podAntiAffinity",
+                                        "spec.affinity.podAffinity",
+                                        "spec.topologySpreadConstraints", NULL, NULL};
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":"
+                 "{\"schedulerName\":\"gangsched\",%s}}",
+                 specs[i]);
+        cJSON *o = cJSON_Parse(json);
+        assert_non_null(o);
+        struct kpod *p = NULL;
+        struct sched_errbuf eb = {{0}};
+        assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+        assert_non_null(p->spec);
+        if (named[i]) {
+            assert_non_null(p->spec->unevaluated);
+            assert_non_null(strstr(p->spec->unevaluated, named[i]));
+        } else {
+            assert_null(p->spec->unevaluated);
+        }
+        assert_null(p->spec->err); /* still placed, not refused */
+        kobj_pod_free(p);
+        cJSON_Delete(o);
+    }
+}
+
 static void times_parse_and_format(void **state)
 {
     (void)state;
@@ -897,6 +941,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(usage_kept_by_deltas_matches_a_fresh_count, setup,
                                         teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
+        cmocka_unit_test(unevaluated_constraints_are_named),
         cmocka_unit_test(times_parse_and_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
