@@ -55,6 +55,12 @@ struct sched_running {
     const struct gang *probation_for;
 };
 
+/* A bound pod as inter-pod constraints see it. */
+struct sched_pod {
+    uint32_t node; /* index into cluster->nodes; others are ignored */
+    const struct pod_meta *meta;
+};
+
 /* Capacity a preemptor holds across cycles (freed by its victims): only that gang may use it. */
 struct sched_hold {
     const struct gang *gang;
@@ -107,6 +113,12 @@ struct sched_snapshot {
      * that hold shares, their pods' gpu_mask naming the devices. NULL = no share runs. */
     const struct sched_running *shares;
     uint32_t n_shares;
+    /* the bound pods inter-pod constraints read (every scheduler's, those being deleted
+     * included, as kube-scheduler counts them until they are gone): node index and what they
+     * carry (model.h struct pod_meta, NULL: no labels). Read only when a pending gang's pods
+     * or one of these carries a constraint; NULL, 0: none (the simulator) */
+    const struct sched_pod *bound_pods;
+    uint32_t n_bound_pods;
     const struct sched_hold *holds; /* preemptor holds from earlier cycles */
     uint32_t n_holds;
     /* the starvation reservations of the previous cycle (sched_result.reservations without
@@ -197,7 +209,10 @@ enum sched_filter_id {
     FILTER_RESOURCES,
     FILTER_RESERVED,
     FILTER_QUARANTINED,
-    FILTER_DEVICE_KIND, /* a node of another accelerator kind (plugins/device_kind.c) */
+    FILTER_DEVICE_KIND,  /* a node of another accelerator kind (plugins/device_kind.c) */
+    FILTER_POD_AFFINITY, /* a required inter-pod affinity term unmet (place_pods.c) */
+    FILTER_POD_ANTI,     /* a required inter-pod anti-affinity term, its own or a bound pod's */
+    FILTER_HOST_PORT,    /* a host port the node's pods already use */
     FILTER_N
 };
 

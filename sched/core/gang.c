@@ -2,20 +2,17 @@
  *
  * Owns: gang_finalize(). The shape hash covers every field that decides where a gang can go, so
  * two gangs with equal shapes get equal placement verdicts within one cycle (the core's
- * equivalence memo). It must not cover identity fields (name, queue, priority, submit time).
+ * equivalence memo). It must not cover identity fields (name, queue, priority, submit time),
+ * except for a gang with an inter-pod affinity term (see below).
  */
 #include <string.h>
 
 #include "sched/core/hami.h"
 #include "sched/core/hash.h"
 #include "sched/core/model.h"
+#include "sched/core/podaff.h"
 
 static void share_ids(int *ids);
-
-static uint64_t fnv_str(uint64_t h, const char *s)
-{
-    return s ? sched_hash(h, s, strlen(s) + 1) : sched_hash(h, "\xff", 1);
-}
 
 void gang_finalize(struct gang *g)
 {
@@ -49,26 +46,32 @@ void gang_finalize(struct gang *g)
         h = sched_hash(h, &ps->count, sizeof(ps->count));
         h = sched_hash(h, ps->req.v, sizeof(ps->req.v[0]) * (size_t)res_count());
         for (uint32_t k = 0; k < ps->n_node_selector; k++) {
-            h = fnv_str(h, ps->node_selector[k].key);
-            h = fnv_str(h, ps->node_selector[k].value);
+            h = sched_hash_str(h, ps->node_selector[k].key);
+            h = sched_hash_str(h, ps->node_selector[k].value);
         }
         for (uint32_t t = 0; t < ps->n_affinity; t++) {
             const struct sel_term *term = &ps->affinity[t];
             h = sched_hash(h, &term->n_reqs, sizeof(term->n_reqs));
             for (uint32_t k = 0; k < term->n_reqs; k++) {
-                h = fnv_str(h, term->reqs[k].key);
+                h = sched_hash_str(h, term->reqs[k].key);
                 h = sched_hash(h, &term->reqs[k].op, sizeof(term->reqs[k].op));
                 for (uint32_t v = 0; v < term->reqs[k].n_values; v++)
-                    h = fnv_str(h, term->reqs[k].values[v]);
+                    h = sched_hash_str(h, term->reqs[k].values[v]);
             }
         }
         for (uint32_t k = 0; k < ps->n_tolerations; k++) {
             const struct toleration *t = &ps->tolerations[k];
-            h = fnv_str(h, t->key);
-            h = fnv_str(h, t->value);
+            h = sched_hash_str(h, t->key);
+            h = sched_hash_str(h, t->value);
             h = sched_hash(h, &t->op_exists, sizeof(t->op_exists));
             h = sched_hash(h, &t->effect, sizeof(t->effect));
         }
+        if (ps->meta) /* hashed only when set: shapes without it unchanged */
+            h = podaff_hash(h, ps->meta);
+        /* a placement may meet an affinity term that failed before it in the cycle (the memo
+         * assumes a shape that failed keeps failing): such a gang's shape is its own */
+        if (ps->meta && ps->meta->n_affinity)
+            h = sched_hash(h, &g->id, sizeof(g->id));
     }
     g->shape = h;
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SCHED_HASH_INIT 14695981039346656037ull /* FNV-1a 64-bit offset basis */
 
@@ -18,6 +19,12 @@ static inline uint64_t sched_hash(uint64_t h, const void *p, size_t n)
         h *= 1099511628211ull; /* FNV-1a 64-bit prime */
     }
     return h;
+}
+
+/* h folded with string s and its terminator (NULL folds a byte no string holds). */
+static inline uint64_t sched_hash_str(uint64_t h, const char *s)
+{
+    return s ? sched_hash(h, s, strlen(s) + 1) : sched_hash(h, "\xff", 1);
 }
 
 #endif

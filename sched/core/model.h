@@ -169,6 +169,39 @@ struct sel_term {
     uint32_t n_reqs;
 };
 
+/* Inter-pod constraints (spec.affinity.podAffinity / podAntiAffinity, required terms only, and
+ * host ports), as kube-scheduler's InterPodAffinity and NodePorts filters read them. A term
+ * selects the pods whose namespace it names (none named: the namespace of the pod that carries
+ * the term; all_namespaces: namespaceSelector {}) and whose labels meet every requirement
+ * (matchLabels as In of one value; In, NotIn, Exists, DoesNotExist; none: every pod). Its
+ * domain around a node is the nodes with the same value of topology_key; a node without that
+ * label satisfies no affinity term and is outside every anti-affinity domain of that key. */
+struct pod_term {
+    const struct sel_req *reqs; /* op SEL_IN .. SEL_DOES_NOT_EXIST, never field */
+    uint32_t n_reqs;
+    const char *const *namespaces;
+    uint32_t n_namespaces;
+    bool all_namespaces;
+    bool none;                /* labelSelector null: selects no pod */
+    const char *topology_key; /* node label key */
+};
+
+/* What inter-pod constraints read of a pod: its namespace and labels (what others' terms
+ * select), its own required terms, and its host ports (protocol << 16 | port: a node takes each
+ * at most once, whatever the hostIP). Shared by the pods of a pod set and by the bound pods the
+ * driver lists (sched_snapshot.bound_pods). NULL where a pod has none of it (the simulator). */
+struct pod_meta {
+    const char *ns;          /* "" when unknown */
+    const struct kv *labels; /* sorted by key */
+    uint32_t n_labels;
+    const struct pod_term *affinity; /* every one must be met (ANDed) */
+    uint32_t n_affinity;
+    const struct pod_term *anti; /* none may be violated, and bound pods' anti terms apply to it */
+    uint32_t n_anti;
+    const uint32_t *ports; /* sorted */
+    uint32_t n_ports;
+};
+
 /* Pods of one gang that share a spec. */
 struct podset {
     uint32_t count;     /* pods */
@@ -179,6 +212,9 @@ struct podset {
     uint32_t n_tolerations;
     const struct sel_term *affinity; /* required node affinity terms (ORed); none = any node */
     uint32_t n_affinity;
+    /* inter-pod constraints and the labels others' terms select, or NULL; the set's pods are
+     * read as one: a driver gives it the labels of the set's first pod */
+    const struct pod_meta *meta;
 };
 
 #define GANG_MAX_SETS   4

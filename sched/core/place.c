@@ -84,6 +84,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->ok_gpus = b->ok_gpus;
     memcpy(st->level_is_nodes, b->level_is_nodes, sizeof(st->level_is_nodes));
     /* GPU shares: charged on the nodes the sync restored, before anything else marks a node */
+    place_pods_build(st, snap);
     int rc = place_share_build(st, snap);
     if (rc != 0)
         return rc;
@@ -202,6 +203,7 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
     }
     for (uint32_t s = g->n_sets; s < GANG_MAX_SETS; s++)
         st->limit_set[s] = NULL;
+    place_pods_rows(st, g);
 }
 
 /* The island limit that applies to pod set `ps` of the gang being placed. */
@@ -345,7 +347,7 @@ static bool apply(struct place_state *st, uint32_t i, uint32_t mask, const struc
     return true;
 }
 
-static void rollback(struct place_state *st)
+void place_rollback(struct place_state *st)
 {
     place_share_rollback(st);
     while (st->n_log > 0) {
@@ -762,7 +764,7 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                 for (uint32_t x = 0; x < st->max_domains; x++)
                     st->dom_free[x] = -1; /* fill_slices used the scratch: level sums are gone */
                 if (!filled) {
-                    rollback(st);
+                    place_rollback(st);
                     break; /* no retry at this level: try the next wider one */
                 }
             } else if (g->spread) {
@@ -776,7 +778,7 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                 *domain = l >= 0 ? (uint32_t)best : 0;
                 return SCHED_WHY_PLACED;
             }
-            rollback(st);
+            place_rollback(st);
             st->dom_free[best] = INT64_MAX; /* tried: skip it on the next attempt */
         }
         place_clear_domains(st, nt);
@@ -798,7 +800,7 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
         place_prepare_elig(st, g);
         enum sched_why w = place_share(st, g, out);
         if (w != SCHED_WHY_PLACED) {
-            rollback(st);
+            place_rollback(st);
         } else if (g->n_pods == 1) {
             *level = (int)st->c->topo.n_levels - 1; /* one node */
             *domain = out[0].node;
@@ -809,7 +811,9 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
         return SCHED_WHY_RESOURCES;
     place_prepare_elig(st, g);
     enum sched_why why;
-    if (!st->topology) {
+    if (st->pods_self && st->pods_gang == g) { /* pods that constrain one another */
+        why = place_pods_gang(st, g, out, level, domain);
+    } else if (!st->topology) {
         why = place_first_fit(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
     } else if (g->n_pods == 1 && g->topo_required < 0 && g->n_near == 0) {
         why = place_one(st, g, out) ? SCHED_WHY_PLACED : SCHED_WHY_RESOURCES;
@@ -821,7 +825,7 @@ static enum sched_why place_try(struct place_state *st, const struct gang *g,
         why = place_domains(st, g, out, level, domain);
     }
     if (why != SCHED_WHY_PLACED)
-        rollback(st);
+        place_rollback(st);
     return why;
 }
 
@@ -830,6 +834,8 @@ enum sched_why place_gang(struct place_state *st, const struct gang *g, struct s
 {
     own_holds(st, g, true);
     enum sched_why why = place_try(st, g, out, level, domain);
+    if (why == SCHED_WHY_PLACED)
+        place_pods_commit(st, g, out);
     st->n_log = 0; /* committed */
     st->n_gs_log = 0;
     own_holds(st, g, false);
@@ -845,7 +851,7 @@ bool place_trial(struct place_state *st, const struct gang *g, int level, uint32
     st->only_level = level;
     st->only_domain = d;
     enum sched_why why = place_try(st, g, out, &lv, &dom);
-    rollback(st);
+    place_rollback(st);
     st->only_level = -2;
     own_holds(st, g, false);
     return why == SCHED_WHY_PLACED;
@@ -961,7 +967,7 @@ bool place_fits_if_unheld(struct place_state *st, const struct gang *g, struct s
     place_lift_holds(st, true);
     every_hold_for(st, true);
     enum sched_why why = place_try(st, g, out, &level, &domain);
-    rollback(st);
+    place_rollback(st);
     every_hold_for(st, false);
     place_lift_holds(st, false);
     return why == SCHED_WHY_PLACED;

@@ -130,6 +130,25 @@ struct place_state {
     int64_t gs_max_mem;
     uint32_t gs_max_devs;
     enum gs_policy share_node_default, share_gpu_default;
+    /* inter-pod constraints (place_pods.c): the snapshot's bound pods, the pods committed this
+     * cycle, whether any of them carries anti-affinity terms or host ports, and for the gang
+     * being placed (pods_gang) the filter that rejected each node per pod set (FILTER_* + 1, 0
+     * none; [GANG_MAX_SETS][n]), whether some earlier pod meets an affinity term of each set,
+     * its affinity terms its own pods may meet, whether its pods constrain one another (placed
+     * pod by pod) and the set of each pod placed so far */
+    const struct sched_pod *bound;
+    uint32_t n_bound;
+    struct sched_pod *placed;
+    uint32_t n_placed, cap_placed;
+    bool pods_anti, pods_ports;
+    bool pods_lost; /* a committed pod could not be recorded (out of memory) */
+    const struct gang *pods_gang;
+    uint8_t *pods_why;
+    bool pods_any[GANG_MAX_SETS];
+    struct place_pods_term *pods_terms;
+    uint32_t n_pods_terms, cap_pods_terms;
+    bool pods_self;
+    uint32_t *pods_tset;
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,

@@ -47,4 +47,25 @@ bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct
 /* The level the domain search starts at (the node level, or the gang's preferred level). */
 int place_start_level(const struct place_state *st, const struct gang *g);
 
+/* Undoes every tentative assignment of the gang being placed (the undo log). */
+void place_rollback(struct place_state *st);
+
+/* ---- inter-pod constraints (place_pods.c) ------------------------------------------------ */
+
+/* Reads the snapshot's bound pods (at place_state_build). */
+void place_pods_build(struct place_state *st, const struct sched_snapshot *snap);
+/* ANDs into st->elig, per pod set of g, the nodes the constraints allow against the pods bound
+ * or placed earlier, and notes whether g's pods constrain one another (st->pods_self). Out of
+ * memory makes every node ineligible. Called by place_prepare_elig. */
+void place_pods_rows(struct place_state *st, const struct gang *g);
+/* The FILTER_* that rejected node i for set s of g at the last place_pods_rows, or -1. */
+int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i);
+/* Places a gang whose pods constrain one another pod by pod (see place_pods.c); leaves its
+ * assignments in the undo log like the other algorithms. */
+enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
+                               struct sched_assign *out, int *level, uint32_t *domain);
+/* Records the committed pods of g (out: its assignments) for the gangs placed after it. */
+void place_pods_commit(struct place_state *st, const struct gang *g,
+                       const struct sched_assign *out);
+
 #endif

@@ -338,10 +338,10 @@ void place_lift_holds(struct place_state *st, bool lift)
 /* ---- explanations ------------------------------------------------------------------------ */
 
 /* The filter that rejects node i for pod set ps of g (FILTER_*), or -1 when none does. */
-static inline int diag_filter(const struct place_state *st, const struct gang *g,
-                              const struct podset *ps, const struct sched_filter *const *active,
-                              size_t n_active, uint32_t i)
+static inline int diag_filter(const struct place_state *st, const struct gang *g, uint32_t s,
+                              const struct sched_filter *const *active, size_t n_active, uint32_t i)
 {
+    const struct podset *ps = &g->sets[s];
     const struct node *nd = &st->c->nodes[i];
     if (!st->ok[i]) { /* ok: ready, up, schedulable and not held (place_base.h) */
         if (!nd->ready || st->state[i].not_ready)
@@ -356,7 +356,7 @@ static inline int diag_filter(const struct place_state *st, const struct gang *g
     for (size_t f = 0; f < n_active; f++)
         if (!active[f]->pass(g, ps, nd))
             return (int)active[f]->id;
-    return -1;
+    return place_pods_why(st, g, s, i); /* inter-pod constraints (place_pods.c) */
 }
 
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v)
@@ -389,7 +389,7 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
             int64_t gpus = bits_popc32(st->gpu_free[i]);
             best_gpus = gpus > best_gpus ? gpus : best_gpus;
         }
-        int fid = diag_filter(st, g, ps, active, n_active, i);
+        int fid = diag_filter(st, g, s, active, n_active, i);
         if (fid >= 0) {
             v->filtered[fid]++;
             continue;
@@ -421,6 +421,6 @@ void place_diagnose(const struct place_state *st, const struct gang *g, struct s
     }
     /* the most of it free on a node no filter rejects (a second pass: GPUs are the usual case) */
     for (uint32_t i = 0; i < c->n_nodes; i++)
-        if (st->free[i].v[worst] > v->best_free && diag_filter(st, g, ps, active, n_active, i) < 0)
+        if (st->free[i].v[worst] > v->best_free && diag_filter(st, g, s, active, n_active, i) < 0)
             v->best_free = st->free[i].v[worst];
 }

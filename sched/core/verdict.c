@@ -95,6 +95,9 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_RESERVED] = "reserved for another gang",
     [FILTER_QUARANTINED] = "quarantined after failed starts",
     [FILTER_DEVICE_KIND] = "another accelerator kind",
+    [FILTER_POD_AFFINITY] = "inter-pod affinity unmet",
+    [FILTER_POD_ANTI] = "inter-pod anti-affinity",
+    [FILTER_HOST_PORT] = "host port in use",
 };
 
 static void qty(char *buf, size_t n, int res, int64_t v)

@@ -1,0 +1,443 @@
+/* sched/core/place_pods.c: inter-pod constraints in placement (required pod affinity and
+ * anti-affinity, host ports; see place.h and model.h struct pod_meta).
+ *
+ * Owns: the pods committed this cycle (st->placed), the rows of nodes each pod set of the gang
+ * being placed may use given the pods bound or placed before it (ANDed into st->elig, with the
+ * filter that rejected each node for the verdict), and the pod-by-pod placement of a gang whose
+ * pods constrain each other.
+ *
+ * The rules are kube-scheduler's InterPodAffinity and NodePorts filters, evaluated against the
+ * pods bound (sched_snapshot.bound_pods) and those placed earlier in the cycle:
+ * - an affinity term is met on a node whose domain (the nodes with its value of the term's
+ *   topology key) holds a pod the term selects; a node without the key meets no term. When no
+ *   pod anywhere is selected by any of the set's affinity terms and the set's own pods meet all of
+ *   them, a first pod may go to any node with the keys (a series with affinity to itself);
+ * - an anti-affinity term of the set forbids the domains holding a pod it selects, and an
+ *   anti-affinity term of a bound or placed pod forbids its own domain to pods it selects;
+ * - a host port (protocol and port) is taken at most once per node.
+ * Anti-affinity and ports only grow stricter as pods are placed; affinity may be met by a
+ * placement, which is why a gang with an affinity term has a shape of its own (gang.c).
+ *
+ * A gang whose pods constrain one another (an anti-affinity or affinity term that selects its own
+ * pods, a host port shared by two of its pods) is placed pod by pod in the engine's node order,
+ * each pod on the first node where it fits and every rule holds against the pods placed so far,
+ * domain by domain of its required level if it has one; with an affinity to itself the first pod
+ * is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the engine's
+ * usual search with the rows.
+ *
+ * Not modelled: a bound pod being evicted counts until it is gone (a preemptor's anti-affinity
+ * is not lifted by its victims, as it is not before kube-scheduler sees them deleted); the start
+ * planner and reservations ignore these rules.
+ *
+ * Must not touch: anything outside place_state; the snapshot's pods are read only.
+ */
+#include <string.h>
+
+#include "sched/core/place_internal.h"
+#include "sched/core/podaff.h"
+#include "sched/core/strmap.h"
+
+#define PODS_FIRST_TRIES 8 /* first-pod domains tried for a gang with affinity to itself */
+
+/* An affinity term of a set of the gang being placed that the gang's own pods may meet. */
+struct place_pods_term {
+    const struct pod_term *t;
+    uint32_t set;
+    uint8_t *ext; /* [n]: the node's domain holds an earlier pod the term selects */
+};
+
+void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
+{
+    st->bound = snap->bound_pods;
+    st->n_bound = snap->bound_pods ? snap->n_bound_pods : 0;
+    for (uint32_t k = 0; k < st->n_bound; k++) {
+        const struct pod_meta *m = st->bound[k].meta;
+        st->pods_anti |= m && m->n_anti > 0;
+        st->pods_ports |= m && m->n_ports > 0;
+    }
+}
+
+static const struct sched_pod *pod_at(const struct place_state *st, uint32_t k)
+{
+    return k < st->n_bound ? &st->bound[k] : &st->placed[k - st->n_bound];
+}
+
+/* The node's value of topology key `key`, or NULL. */
+static const char *dom_of(const struct place_state *st, uint32_t i, const char *key)
+{
+    return node_label(&st->c->nodes[i], key);
+}
+
+static bool same_domain(const struct place_state *st, uint32_t i, uint32_t j, const char *key)
+{
+    const char *a = dom_of(st, i, key);
+    if (!a)
+        return false;
+    if (i == j)
+        return true;
+    const char *b = dom_of(st, j, key);
+    return b && strcmp(a, b) == 0;
+}
+
+/* Rejects (FILTER_* why) in `why` the nodes whose domain under `key` is in `vals`. */
+static void reject_domains(struct place_state *st, const struct strmap *vals, const char *key,
+                           uint8_t *why, int filter)
+{
+    if (vals->n == 0)
+        return;
+    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+        const char *v = why[i] ? NULL : dom_of(st, i, key);
+        if (v && strmap_get(vals, v))
+            why[i] = (uint8_t)(filter + 1);
+    }
+}
+
+/* Collects into vals the domains under term t's key of the earlier pods t (carried by a pod of
+ * namespace ns) selects; returns whether it selects one on a node with the key. */
+static bool term_domains(const struct place_state *st, const struct pod_term *t, const char *ns,
+                         struct strmap *vals, bool *oom)
+{
+    bool any = false;
+    uint32_t total = st->n_bound + st->n_placed;
+    for (uint32_t k = 0; k < total; k++) {
+        const struct sched_pod *p = pod_at(st, k);
+        if (p->node >= st->c->n_nodes || !podaff_selects(t, ns, p->meta))
+            continue;
+        const char *v = dom_of(st, p->node, t->topology_key);
+        if (!v)
+            continue;
+        any = true;
+        if (!strmap_get(vals, v) && strmap_put(vals, v, (void *)1, NULL) != 0)
+            *oom = true;
+    }
+    return any;
+}
+
+/* Does an affinity term of a set of g select a pod of g (with more than the one pod itself)? */
+static bool self_selects(const struct gang *g, uint32_t a, const struct pod_term *t)
+{
+    const struct pod_meta *ma = g->sets[a].meta;
+    for (uint32_t b = 0; b < g->n_sets; b++)
+        if ((b != a || g->sets[a].count > 1) && podaff_selects(t, ma->ns, g->sets[b].meta))
+            return true;
+    return false;
+}
+
+/* Do g's pods constrain one another (anti-affinity or host ports between two of its pods, or an
+ * affinity term that its own pods may meet)? */
+static bool gang_self(const struct gang *g)
+{
+    for (uint32_t a = 0; a < g->n_sets; a++) {
+        const struct pod_meta *ma = g->sets[a].meta;
+        if (!podaff_constrains(ma))
+            continue;
+        for (uint32_t t = 0; t < ma->n_anti; t++)
+            if (self_selects(g, a, &ma->anti[t]))
+                return true;
+        for (uint32_t t = 0; t < ma->n_affinity; t++)
+            if (self_selects(g, a, &ma->affinity[t]))
+                return true;
+        for (uint32_t b = 0; b < g->n_sets; b++)
+            if ((b != a || g->sets[a].count > 1) && podaff_ports_clash(ma, g->sets[b].meta))
+                return true;
+    }
+    return false;
+}
+
+/* The row of pod set s of g (why: FILTER_* + 1 per node, 0 allowed) against the earlier pods. */
+static void set_row(struct place_state *st, const struct gang *g, uint32_t s, uint8_t *why,
+                    bool *oom)
+{
+    const struct pod_meta *m = g->sets[s].meta;
+    uint32_t n = st->c->n_nodes, total = st->n_bound + st->n_placed;
+    if (m && m->n_ports && st->pods_ports)
+        for (uint32_t k = 0; k < total; k++) {
+            const struct sched_pod *p = pod_at(st, k);
+            if (p->node < n && podaff_ports_clash(m, p->meta))
+                why[p->node] = FILTER_HOST_PORT + 1;
+        }
+    struct strmap vals;
+    for (uint32_t t = 0; m && t < m->n_anti; t++) {
+        strmap_init(&vals);
+        term_domains(st, &m->anti[t], m->ns, &vals, oom);
+        reject_domains(st, &vals, m->anti[t].topology_key, why, FILTER_POD_ANTI);
+        strmap_fini(&vals);
+    }
+    if (st->pods_anti) /* the anti-affinity of earlier pods that select this set's pods */
+        for (uint32_t k = 0; k < total; k++) {
+            const struct sched_pod *p = pod_at(st, k);
+            for (uint32_t t = 0; p->node < n && p->meta && t < p->meta->n_anti; t++) {
+                const struct pod_term *pt = &p->meta->anti[t];
+                const char *v = dom_of(st, p->node, pt->topology_key);
+                if (!v || !podaff_selects(pt, p->meta->ns, m))
+                    continue;
+                for (uint32_t i = 0; i < n; i++)
+                    if (!why[i] && same_domain(st, i, p->node, pt->topology_key))
+                        why[i] = FILTER_POD_ANTI + 1;
+            }
+        }
+    if (!m || !m->n_affinity)
+        return;
+    /* kube-scheduler's first-pod rule: no earlier pod meets any term, the set meets them all */
+    bool any = false, self_all = true, own_terms = false;
+    for (uint32_t t = 0; t < m->n_affinity; t++) {
+        const struct pod_term *pt = &m->affinity[t];
+        strmap_init(&vals);
+        bool sel = term_domains(st, pt, m->ns, &vals, oom);
+        any |= sel;
+        self_all &= podaff_selects(pt, m->ns, m);
+        bool own = self_selects(g, s, pt);
+        own_terms |= own;
+        struct place_pods_term *pp = NULL;
+        if (own) { /* met by earlier pods or by the gang's own: place_pods_gang decides */
+            st->pods_terms = arena_grow(st->arena, st->pods_terms, st->n_pods_terms,
+                                        &st->cap_pods_terms, sizeof(*st->pods_terms));
+            pp = st->pods_terms ? &st->pods_terms[st->n_pods_terms] : NULL;
+            uint8_t *ext = pp ? arena_calloc(st->arena, n ? n : 1, 1) : NULL;
+            if (!ext) {
+                *oom = true;
+            } else {
+                *pp = (struct place_pods_term){.t = pt, .set = s, .ext = ext};
+                st->n_pods_terms++;
+            }
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const char *v = dom_of(st, i, pt->topology_key);
+            bool met = v && strmap_get(&vals, v);
+            if (pp && !*oom)
+                pp->ext[i] = met;
+            else if (!met && !why[i] && (!v || !own))
+                why[i] = FILTER_POD_AFFINITY + 1;
+        }
+        strmap_fini(&vals);
+    }
+    st->pods_any[s] = any;
+    /* a first pod whose terms no other pod of its gang meets: any node with every key (with
+     * such terms, place_pods_gang decides) */
+    if (!any && self_all && !own_terms)
+        for (uint32_t i = 0; i < n; i++)
+            if (why[i] == FILTER_POD_AFFINITY + 1) {
+                bool keys = true;
+                for (uint32_t t = 0; t < m->n_affinity && keys; t++)
+                    keys = dom_of(st, i, m->affinity[t].topology_key) != NULL;
+                why[i] = keys ? 0 : why[i];
+            }
+}
+
+void place_pods_rows(struct place_state *st, const struct gang *g)
+{
+    uint32_t n = st->c->n_nodes;
+    st->pods_gang = NULL;
+    st->pods_self = false;
+    st->n_pods_terms = 0;
+    bool any = false;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        any |= podaff_constrains(g->sets[s].meta) || (st->pods_anti && g->sets[s].meta);
+    if ((!any && !st->pods_lost) || n == 0)
+        return;
+    st->pods_gang = g;
+    st->pods_self = gang_self(g);
+    if (!st->pods_why)
+        st->pods_why = arena_alloc(st->arena, (size_t)GANG_MAX_SETS * n);
+    bool oom = st->pods_why == NULL || st->pods_lost;
+    for (uint32_t s = 0; s < g->n_sets && !oom; s++) {
+        uint8_t *why = st->pods_why + (size_t)s * n;
+        memset(why, 0, n);
+        st->pods_any[s] = false;
+        set_row(st, g, s, why, &oom);
+        uint8_t *row = st->elig + (size_t)s * n;
+        if (!st->elig_on[s])
+            memset(row, 1, n);
+        st->elig_on[s] = true;
+        for (uint32_t i = 0; i < n; i++)
+            row[i] = row[i] && !why[i];
+    }
+    if (oom) { /* out of memory: no node is known to be allowed */
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            memset(st->elig + (size_t)s * n, 0, n);
+            st->elig_on[s] = true;
+        }
+        st->pods_gang = NULL;
+        st->pods_self = false;
+    }
+}
+
+int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i)
+{
+    if (st->pods_gang != g || !st->pods_why || s >= g->n_sets)
+        return -1;
+    uint8_t w = st->pods_why[(size_t)s * st->c->n_nodes + i];
+    return w ? (int)w - 1 : -1;
+}
+
+/* ---- pod by pod -------------------------------------------------------------------------- */
+
+/* May a pod of set s go to node i, against the gang's pods placed so far (out[0 .. k), their
+ * sets in st->pods_tset)? The rows cover the earlier pods. */
+static bool own_ok(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i,
+                   const struct sched_assign *out, uint32_t k)
+{
+    const struct pod_meta *m = g->sets[s].meta;
+    for (uint32_t x = 0; x < k; x++) {
+        uint32_t j = out[x].node, b = st->pods_tset[x];
+        const struct pod_meta *mb = g->sets[b].meta;
+        if (i == j && podaff_ports_clash(m, mb))
+            return false;
+        for (uint32_t t = 0; m && t < m->n_anti; t++)
+            if (same_domain(st, i, j, m->anti[t].topology_key) &&
+                podaff_selects(&m->anti[t], m->ns, mb))
+                return false;
+        for (uint32_t t = 0; mb && t < mb->n_anti; t++)
+            if (same_domain(st, i, j, mb->anti[t].topology_key) &&
+                podaff_selects(&mb->anti[t], mb->ns, m))
+                return false;
+    }
+    /* affinity terms its own pods may meet (the others are in the rows) */
+    bool met_all = true, own_any = false;
+    for (uint32_t e = 0; e < st->n_pods_terms; e++) {
+        const struct place_pods_term *pp = &st->pods_terms[e];
+        if (pp->set != s)
+            continue;
+        bool met = pp->ext[i];
+        for (uint32_t x = 0; x < k && !met; x++)
+            if (podaff_selects(pp->t, m->ns, g->sets[st->pods_tset[x]].meta)) {
+                own_any = true;
+                met = same_domain(st, i, out[x].node, pp->t->topology_key);
+            }
+        met_all &= met;
+    }
+    if (met_all)
+        return true;
+    if (st->pods_any[s] || own_any)
+        return false;
+    /* a first pod: no pod meets any of the set's terms yet, and it meets them all itself */
+    for (uint32_t t = 0; t < m->n_affinity; t++)
+        if (!podaff_selects(&m->affinity[t], m->ns, m) ||
+            !dom_of(st, i, m->affinity[t].topology_key))
+            return false;
+    return true;
+}
+
+/* The first affinity term of g's first set that its own pods may meet, or NULL. */
+static const struct pod_term *first_self_term(const struct place_state *st)
+{
+    return st->n_pods_terms ? st->pods_terms[0].t : NULL;
+}
+
+/* Fills g pod by pod over the first n_order nodes of st->order; a first pod may not go to a
+ * domain of `first` named in banned[0 .. n_banned). */
+static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_order,
+                      struct sched_assign *out, const struct pod_term *first,
+                      const char *const *banned, uint32_t n_banned, uint32_t *first_node)
+{
+    uint32_t k = 0;
+    *first_node = UINT32_MAX;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct podset *ps = &g->sets[s];
+        for (uint32_t p = 0; p < ps->count; p++) {
+            uint32_t mask = 0, j = 0;
+            for (; j < n_order; j++) {
+                uint32_t i = st->order[j];
+                if (!place_eligible(st, s, i) || !own_ok(st, g, s, i, out, k))
+                    continue;
+                bool ban = false;
+                const char *v = k == 0 && first ? dom_of(st, i, first->topology_key) : NULL;
+                for (uint32_t x = 0; v && x < n_banned && !ban; x++)
+                    ban = strcmp(banned[x], v) == 0;
+                if (!ban && place_pod_fits(st, ps, i, &mask))
+                    break;
+            }
+            if (j == n_order || !place_apply(st, st->order[j], mask, &ps->req))
+                return false;
+            st->pods_tset[k] = s;
+            if (k == 0)
+                *first_node = st->order[j];
+            out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
+        }
+    }
+    return true;
+}
+
+/* The tightest level whose one domain holds every pod of out (the node level last). */
+static int tightest(const struct place_state *st, const struct gang *g,
+                    const struct sched_assign *out, uint32_t *domain)
+{
+    const struct topo *t = &st->c->topo;
+    for (int l = (int)t->n_levels - 1; l >= 0; l--) {
+        uint32_t d = st->c->nodes[out[0].node].dom[l];
+        bool one = true;
+        for (uint32_t k = 1; k < g->n_pods && one; k++)
+            one = st->c->nodes[out[k].node].dom[l] == d;
+        if (one) {
+            *domain = d;
+            return l;
+        }
+    }
+    return -1;
+}
+
+/* Tries g over the nodes of domain d of `level` (the cluster: level < 0), moving a first pod
+ * with affinity to itself to another domain up to PODS_FIRST_TRIES times. */
+static bool try_domain(struct place_state *st, const struct gang *g, int level, uint32_t d,
+                       struct sched_assign *out)
+{
+    uint32_t n_order = place_order_domain(st, level, d);
+    const struct pod_term *first = first_self_term(st);
+    const char *banned[PODS_FIRST_TRIES];
+    for (uint32_t tries = 0; tries < PODS_FIRST_TRIES; tries++) {
+        uint32_t at;
+        if (fill_pods(st, g, n_order, out, first, banned, tries, &at))
+            return true;
+        place_rollback(st);
+        const char *v = first && at != UINT32_MAX ? dom_of(st, at, first->topology_key) : NULL;
+        if (!v)
+            return false;
+        banned[tries] = v;
+    }
+    return false;
+}
+
+enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
+                               struct sched_assign *out, int *level, uint32_t *domain)
+{
+    st->pods_tset = arena_alloc(st->arena, (g->n_pods ? g->n_pods : 1) * sizeof(uint32_t));
+    if (!st->pods_tset)
+        return SCHED_WHY_RESOURCES;
+    memset(out, 0, g->n_pods * sizeof(*out));
+    bool placed = false;
+    int req = g->topo_required;
+    if (req >= 0) {
+        const struct topo_level *lv = &st->c->topo.levels[req];
+        for (uint32_t d = 0; d < lv->n_domains && !placed; d++)
+            if (st->only_level < -1 || st->only_level != req || st->only_domain == d)
+                placed = try_domain(st, g, req, d, out);
+    } else {
+        placed = try_domain(st, g, -1, 0, out);
+    }
+    if (!placed)
+        return SCHED_WHY_RESOURCES;
+    *level = tightest(st, g, out, domain);
+    return SCHED_WHY_PLACED;
+}
+
+void place_pods_commit(struct place_state *st, const struct gang *g, const struct sched_assign *out)
+{
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct pod_meta *m = g->sets[s].meta;
+        for (uint32_t p = 0; p < g->sets[s].count; p++, k++) {
+            if (!m)
+                continue;
+            struct sched_pod *v = arena_grow(st->arena, st->placed, st->n_placed, &st->cap_placed,
+                                             sizeof(*st->placed));
+            if (!v) { /* out of memory: later gangs could not see it, so none is placed */
+                st->pods_lost = true;
+                continue;
+            }
+            st->placed = v;
+            st->placed[st->n_placed++] = (struct sched_pod){.node = out[k].node, .meta = m};
+            st->pods_anti |= m->n_anti > 0;
+            st->pods_ports |= m->n_ports > 0;
+        }
+    }
+}

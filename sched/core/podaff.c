@@ -1,0 +1,132 @@
+/* sched/core/podaff.c: inter-pod term matching and host port clashes (see podaff.h).
+ *
+ * The label selector follows apimachinery's labels.Selector built from a metav1.LabelSelector:
+ * In needs the label with one of the values, NotIn is met by a pod without the label, Exists and
+ * DoesNotExist test the key only, and a selector without requirements selects every pod. */
+#include "sched/core/podaff.h"
+
+#include <string.h>
+
+#include "sched/core/hash.h"
+
+const char *podaff_label(const struct pod_meta *m, const char *key)
+{
+    if (!m)
+        return NULL;
+    uint32_t lo = 0, hi = m->n_labels;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->labels[mid].key, key);
+        if (c == 0)
+            return m->labels[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static bool in_values(const struct sel_req *r, const char *v)
+{
+    for (uint32_t k = 0; k < r->n_values; k++)
+        if (strcmp(r->values[k], v) == 0)
+            return true;
+    return false;
+}
+
+static bool ns_selected(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
+{
+    if (t->all_namespaces)
+        return true;
+    const char *ns = p && p->ns ? p->ns : "";
+    if (t->n_namespaces == 0)
+        return strcmp(ns, owner_ns ? owner_ns : "") == 0;
+    for (uint32_t k = 0; k < t->n_namespaces; k++)
+        if (strcmp(t->namespaces[k], ns) == 0)
+            return true;
+    return false;
+}
+
+bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
+{
+    if (t->none || !ns_selected(t, owner_ns, p))
+        return false;
+    for (uint32_t k = 0; k < t->n_reqs; k++) {
+        const struct sel_req *r = &t->reqs[k];
+        const char *v = podaff_label(p, r->key);
+        bool ok;
+        switch (r->op) {
+        case SEL_IN:
+            ok = v && in_values(r, v);
+            break;
+        case SEL_NOT_IN:
+            ok = !v || !in_values(r, v);
+            break;
+        case SEL_EXISTS:
+            ok = v != NULL;
+            break;
+        case SEL_DOES_NOT_EXIST:
+            ok = v == NULL;
+            break;
+        default: /* Gt and Lt are not label selector operators: decoders refuse them */
+            ok = false;
+            break;
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+bool podaff_ports_clash(const struct pod_meta *a, const struct pod_meta *b)
+{
+    if (!a || !b)
+        return false;
+    uint32_t i = 0, j = 0;
+    while (i < a->n_ports && j < b->n_ports) {
+        if (a->ports[i] == b->ports[j])
+            return true;
+        if (a->ports[i] < b->ports[j])
+            i++;
+        else
+            j++;
+    }
+    return false;
+}
+
+static uint64_t fold_terms(uint64_t h, const struct pod_term *t, uint32_t n)
+{
+    h = sched_hash(h, &n, sizeof(n));
+    for (uint32_t i = 0; i < n; i++) {
+        h = sched_hash_str(h, t[i].topology_key);
+        uint8_t flags = (uint8_t)(t[i].all_namespaces | t[i].none << 1);
+        h = sched_hash(h, &flags, 1);
+        for (uint32_t k = 0; k < t[i].n_namespaces; k++)
+            h = sched_hash_str(h, t[i].namespaces[k]);
+        h = sched_hash(h, &t[i].n_reqs, sizeof(t[i].n_reqs));
+        for (uint32_t k = 0; k < t[i].n_reqs; k++) {
+            const struct sel_req *r = &t[i].reqs[k];
+            h = sched_hash_str(h, r->key);
+            h = sched_hash(h, &r->op, sizeof(r->op));
+            for (uint32_t v = 0; v < r->n_values; v++)
+                h = sched_hash_str(h, r->values[v]);
+        }
+    }
+    return h;
+}
+
+uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
+{
+    if (!m)
+        return sched_hash(h, "-", 1);
+    h = sched_hash_str(h, m->ns);
+    h = sched_hash(h, &m->n_labels, sizeof(m->n_labels));
+    for (uint32_t k = 0; k < m->n_labels; k++) {
+        h = sched_hash_str(h, m->labels[k].key);
+        h = sched_hash_str(h, m->labels[k].value);
+    }
+    h = fold_terms(h, m->affinity, m->n_affinity);
+    h = fold_terms(h, m->anti, m->n_anti);
+    return sched_hash(h, m->ports, sizeof(*m->ports) * m->n_ports);
+}

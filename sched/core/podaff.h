@@ -1,0 +1,32 @@
+/* sched/core/podaff.h: inter-pod constraints between two pods (model.h struct pod_meta).
+ *
+ * Owns: whether a term selects a pod (namespace and label selector), whether two pods' host
+ * ports clash, and the hash of a pod's constraints for the gang shape. Pure functions of their
+ * arguments; the placement engine (sched/core/place_pods.c) decides with them where pods may go.
+ *
+ * Must not touch: any state, the cluster, usage.
+ */
+#ifndef SCHED_CORE_PODAFF_H
+#define SCHED_CORE_PODAFF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/core/model.h"
+
+/* Does term t, carried by a pod of namespace owner_ns, select pod p (NULL: a pod without
+ * labels in an unknown namespace)? */
+bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p);
+/* Do a and b ask for a host port in common (either may be NULL)? */
+bool podaff_ports_clash(const struct pod_meta *a, const struct pod_meta *b);
+/* Does m carry a constraint (an affinity or anti-affinity term, a host port)? */
+static inline bool podaff_constrains(const struct pod_meta *m)
+{
+    return m && (m->n_affinity || m->n_anti || m->n_ports);
+}
+/* h folded with everything of m that placement reads (NULL folds a marker). */
+uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);
+/* A label value of m (sorted labels), or NULL. */
+const char *podaff_label(const struct pod_meta *m, const char *key);
+
+#endif

@@ -1,0 +1,294 @@
+/* Inter-pod constraints in placement (sched/core/place_pods.c, podaff.c): required pod
+ * affinity and anti-affinity, the anti-affinity of bound pods, host ports, in one cycle and
+ * against pods bound before it, as kube-scheduler's InterPodAffinity and NodePorts filters
+ * decide. */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue/queue.h"
+#include "sched/core/cycle.h"
+#include "sched/core/podaff.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+
+#include "cycle_fx.h"
+
+#define HOST "kubernetes.io/hostname"
+
+/* One sched_cycle with bound pods. */
+static const struct sched_result *cycle_pods(struct world *w, const struct sched_pod *bound,
+                                             uint32_t n_bound)
+{
+    struct queue_list l;
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    queue_list_init(&l, pol->by_priority);
+    for (uint32_t i = 0; i < w->n_gangs; i++)
+        assert_int_equal(queue_list_insert(&l, &w->gangs[i]), 0);
+    memcpy(w->pending, l.items, l.n * sizeof(*l.items));
+    w->view =
+        (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
+    queue_list_fini(&l);
+    struct sched_snapshot snap = {.now_ms = 1000,
+                                  .cluster = w->c,
+                                  .state = w->state,
+                                  .queues = &w->view,
+                                  .n_queues = 1,
+                                  .policy = pol,
+                                  .bound_pods = bound,
+                                  .n_bound_pods = n_bound};
+    arena_reset(&w->arena);
+    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
+    return &w->res;
+}
+
+static void with_meta(struct gang *g, const struct pod_meta *m)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        g->sets[s].meta = m;
+    gang_finalize(g);
+    g->min_member = g->n_pods;
+}
+
+static const struct sel_req req_app_a = {
+    .key = "app", .op = SEL_IN, .values = (const char *const[]){"a"}, .n_values = 1};
+static const struct kv labels_a[] = {{"app", "a"}};
+static const struct kv labels_b[] = {{"app", "b"}};
+
+static void free_gangs(struct world *w)
+{
+    for (uint32_t i = 0; i < w->n_gangs; i++)
+        free((char *)w->gangs[i].name);
+    world_free(w);
+}
+
+static void test_selector_semantics(void **unused)
+{
+    (void)unused;
+    static const struct kv l[] = {{"app", "a"}, {"tier", "x"}};
+    struct pod_meta p = {.ns = "ml", .labels = l, .n_labels = 2};
+    struct pod_meta bare = {.ns = "ml"};
+    struct sel_req r = {
+        .key = "app", .op = SEL_NOT_IN, .values = (const char *const[]){"b"}, .n_values = 1};
+    struct pod_term t = {.reqs = &r, .n_reqs = 1, .topology_key = HOST};
+    assert_true(podaff_selects(&t, "ml", &p));
+    assert_true(podaff_selects(&t, "ml", &bare));  /* NotIn: met without the label */
+    assert_false(podaff_selects(&t, "other", &p)); /* the carrier's namespace by default */
+    t.all_namespaces = true;
+    assert_true(podaff_selects(&t, "other", &p));
+    r.op = SEL_EXISTS;
+    assert_false(podaff_selects(&t, "ml", &bare));
+    r.op = SEL_DOES_NOT_EXIST;
+    assert_true(podaff_selects(&t, "ml", &bare));
+    assert_false(podaff_selects(&t, "ml", &p));
+    struct pod_term all = {.topology_key = HOST}; /* labelSelector {}: every pod */
+    assert_true(podaff_selects(&all, "ml", &bare));
+    all.none = true; /* labelSelector null: no pod */
+    assert_false(podaff_selects(&all, "ml", &p));
+    struct pod_term named = {
+        .namespaces = (const char *const[]){"a", "ml"}, .n_namespaces = 2, .topology_key = HOST};
+    assert_true(podaff_selects(&named, "other", &p));
+    p.ns = "b";
+    assert_false(podaff_selects(&named, "other", &p));
+    static const uint32_t pa[] = {6 << 16 | 80, 6 << 16 | 443}, pb[] = {6 << 16 | 443},
+                          pc[] = {17 << 16 | 443};
+    struct pod_meta a = {.ports = pa, .n_ports = 2}, b = {.ports = pb, .n_ports = 1},
+                    c = {.ports = pc, .n_ports = 1};
+    assert_true(podaff_ports_clash(&a, &b));
+    assert_false(podaff_ports_clash(&a, &c)); /* UDP 443 is another port than TCP 443 */
+    assert_false(podaff_ports_clash(&a, NULL));
+}
+
+/* Four one-GPU pods that must not share a node: four nodes, where packing would use one. */
+static void test_self_anti_affinity_one_pod_per_node(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta m = {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti, .n_anti = 1};
+    struct gang *g = add_gang(w, 4, 1, 0);
+    with_meta(g, &m);
+    const struct sched_result *r = cycle_pods(w, NULL, 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    for (uint32_t a = 0; a < 4; a++)
+        for (uint32_t b = a + 1; b < 4; b++)
+            assert_int_not_equal(p->pods[a].node, p->pods[b].node);
+    /* five such pods on four nodes: none placed, and the verdict names the rule */
+    struct world *w5 = world_new("hgx:4");
+    struct gang *g5 = add_gang(w5, 5, 1, 0);
+    with_meta(g5, &m);
+    r = cycle_pods(w5, NULL, 0);
+    assert_null(placement_of(r, g5));
+    free_gangs(w);
+    free_gangs(w5);
+}
+
+/* Without the term the same gang packs onto one node (what the test above changes). */
+static void test_without_terms_packs(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    struct pod_meta m = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct gang *g = add_gang(w, 4, 1, 0);
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    for (uint32_t a = 1; a < 4; a++)
+        assert_int_equal(p->pods[a].node, p->pods[0].node);
+    free_gangs(w);
+}
+
+/* Affinity to a bound pod: on its node (hostname), or in its rack. */
+static void test_affinity_to_bound_pod(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    struct pod_meta db = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct sched_pod bound = {.node = 11, .meta = &db};
+    struct pod_term on_host = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &on_host, .n_affinity = 1};
+    struct gang *g = add_gang(w, 2, 2, 0);
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, &bound, 1), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 11);
+    assert_int_equal(p->pods[1].node, 11);
+    free_gangs(w);
+
+    w = world_new("hgx:16");
+    struct pod_term in_rack = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    struct pod_meta mr = {
+        .ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &in_rack, .n_affinity = 1};
+    g = add_gang(w, 3, 8, 0);
+    with_meta(g, &mr);
+    p = placement_of(cycle_pods(w, &bound, 1), g);
+    assert_non_null(p);
+    const char *rack = node_label(&w->c->nodes[11], TOPO_LABEL_RACK);
+    assert_non_null(rack);
+    for (uint32_t k = 0; k < 3; k++)
+        assert_string_equal(node_label(&w->c->nodes[p->pods[k].node], TOPO_LABEL_RACK), rack);
+    free_gangs(w);
+
+    /* no pod it selects anywhere, and it does not select itself: nowhere, named */
+    w = world_new("hgx:4");
+    g = add_gang(w, 1, 1, 0);
+    with_meta(g, &m);
+    const struct sched_result *r = cycle_pods(w, NULL, 0);
+    assert_null(placement_of(r, g));
+    const struct sched_verdict *v = verdict_of(r, g);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_POD_AFFINITY], 4);
+    assert_int_equal(v->why, SCHED_WHY_NO_NODES);
+    free_gangs(w);
+}
+
+/* A bound pod's anti-affinity keeps the pods it selects off its node; a host port in use too. */
+static void test_bound_anti_affinity_and_ports(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f); /* node 2 is the fullest: packing would pick it */
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta guard = {.ns = "ml", .anti = &anti, .n_anti = 1};
+    struct sched_pod bound = {.node = 2, .meta = &guard};
+    struct pod_meta m = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct gang *g = add_gang(w, 1, 1, 0);
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, &bound, 1), g);
+    assert_non_null(p);
+    assert_int_not_equal(p->pods[0].node, 2);
+    /* another namespace: the term (no namespaces named) does not select it */
+    struct pod_meta other = {.ns = "web", .labels = labels_a, .n_labels = 1};
+    with_meta(g, &other);
+    p = placement_of(cycle_pods(w, &bound, 1), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2);
+    free_gangs(w);
+
+    w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    static const uint32_t port[] = {6 << 16 | 8080};
+    struct pod_meta holder = {.ns = "x", .ports = port, .n_ports = 1};
+    bound = (struct sched_pod){.node = 2, .meta = &holder};
+    struct pod_meta mp = {.ns = "ml", .ports = port, .n_ports = 1};
+    g = add_gang(w, 2, 1, 0);
+    with_meta(g, &mp);
+    const struct sched_result *r = cycle_pods(w, &bound, 1);
+    p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_not_equal(p->pods[0].node, 2);
+    assert_int_not_equal(p->pods[1].node, 2);
+    assert_int_not_equal(p->pods[0].node, p->pods[1].node); /* one port, one pod per node */
+    free_gangs(w);
+}
+
+/* Pods with affinity to themselves: the first goes anywhere, the others follow it into its
+ * rack; a rack without room for all is not chosen for the first. */
+static void test_self_affinity_keeps_gang_in_one_rack(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    const char *rack0 = node_label(&w->c->nodes[0], TOPO_LABEL_RACK);
+    uint32_t in_rack0 = 0;
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        if (strcmp(node_label(&w->c->nodes[i], TOPO_LABEL_RACK), rack0) == 0) {
+            if (in_rack0++ > 0)
+                use_gpus(w, i, 0xff); /* rack 0: room for one 8-GPU pod only, on node 0 */
+        }
+    assert_true(in_rack0 > 1 && in_rack0 < w->c->n_nodes);
+    use_gpus(w, 0, 0x01); /* node 0 the fullest with room: packing starts there */
+    struct pod_term aff = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .affinity = &aff, .n_affinity = 1};
+    struct gang *g = add_gang(w, 3, 4, 0);
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    const char *rack = node_label(&w->c->nodes[p->pods[0].node], TOPO_LABEL_RACK);
+    for (uint32_t k = 1; k < 3; k++)
+        assert_string_equal(node_label(&w->c->nodes[p->pods[k].node], TOPO_LABEL_RACK), rack);
+    free_gangs(w);
+}
+
+/* Two gangs of one cycle: the second sees the pods the first was given. */
+static void test_anti_affinity_between_gangs_of_one_cycle(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta m = {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti, .n_anti = 1};
+    struct gang *a = add_gang(w, 1, 1, 0);
+    struct gang *b = add_gang(w, 1, 1, 1);
+    struct gang *c = add_gang(w, 1, 1, 2);
+    with_meta(a, &m);
+    with_meta(b, &m);
+    with_meta(c, &m);
+    const struct sched_result *r = cycle_pods(w, NULL, 0);
+    const struct sched_placement *pa = placement_of(r, a), *pb = placement_of(r, b);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    assert_int_not_equal(pa->pods[0].node, pb->pods[0].node);
+    assert_null(placement_of(r, c)); /* two nodes, two such pods */
+    const struct sched_verdict *v = verdict_of(r, c);
+    assert_non_null(v);
+    assert_int_equal(v->filtered[FILTER_POD_ANTI], 2);
+    free_gangs(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_selector_semantics),
+        cmocka_unit_test(test_self_anti_affinity_one_pod_per_node),
+        cmocka_unit_test(test_without_terms_packs),
+        cmocka_unit_test(test_affinity_to_bound_pod),
+        cmocka_unit_test(test_bound_anti_affinity_and_ports),
+        cmocka_unit_test(test_self_affinity_keeps_gang_in_one_rack),
+        cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
