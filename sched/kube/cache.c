@@ -119,16 +119,6 @@ static bool same_str(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* resourceVersions are opaque; both decimal (etcd revisions, as client-go assumes): older. */
-static bool rv_older(const char *a, const char *b)
-{
-    if (!a || !b || !*a || !*b)
-        return false;
-    char *ea = NULL, *eb = NULL;
-    unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
-    return *ea == 0 && *eb == 0 && x < y;
-}
-
 /* A deleted pod: its record, assumption and delete mark are dropped. */
 static int pod_gone(struct kcache *c, const cJSON *obj)
 {
@@ -143,7 +133,7 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
         return 0;
     }
     c->dirty = true;
-    kcache_use_pod(c, strmap_get(&c->pods, key), -1);
+    kcache_pod_in(c, strmap_get(&c->pods, key), -1);
     kcache_hot_pod(c, key, NULL);
     kobj_pod_free(strmap_del(&c->pods, key));
     free_assume(strmap_del(&c->assumed, key));
@@ -168,13 +158,13 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     const char *key = p->key;
     c->dirty = true;
     const struct kpod *had = strmap_get(&c->pods, key);
-    if (had && rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
+    if (had && kobj_rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
         /* an object read back from a write (kcache_pod_event with a response) is newer than
          * a watch event still on its way: keep the newer one */
         kobj_pod_free(p);
         return 0;
     }
-    kcache_use_pod(c, had, -1); /* counted again below, as it is now */
+    kcache_pod_in(c, had, -1); /* counted again below, as it is now */
     const char *del_uid = strmap_get(&c->deletes, key);
     if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
@@ -187,10 +177,11 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     void *old = NULL;
     if (strmap_put(&c->pods, key, p, &old) != 0) {
         kobj_pod_free(p);
-        c->use_all = true; /* had is uncounted and may have lost its assumption */
+        c->use_all = true;        /* had is uncounted and may have lost its assumption */
+        kcache_pod_in(c, had, 1); /* its rules again (use_all: its usage is not counted) */
         return SCHED_ENOMEM;
     }
-    kcache_use_pod(c, p, 1);
+    kcache_pod_in(c, p, 1);
     kcache_hot_pod(c, key, p);
     kobj_pod_free(old);
     return 0;
@@ -653,6 +644,7 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 ps->affinity = sp->affinity;
                 ps->n_affinity = sp->n_affinity;
             }
+            ps->meta = p->meta; /* inter-pod constraints: the set's first pod's labels */
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
                 return SCHED_ENOMEM;
@@ -1179,8 +1171,8 @@ static int build_phases(struct builder *b)
         .n_running = pol && pol->preempt ? n_run : 0,
         .shares = run, /* GPU shares: the devices' usage (sched/core/place_share.c) */
         .n_shares = n_run,
-    };
-    return 0;
+    }; /* and the pods inter-pod constraints read (snapshot.c) */
+    return kcache_bound_pods(b->c, out->gangs, out->n_pending, b->a, &out->snap);
 }
 
 int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,

@@ -8,6 +8,8 @@
 
 #include "sched/core/annot.h"
 #include "sched/core/duration.h"
+#include "sched/core/hash.h"
+#include "sched/core/podaff.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/dra.h"
 #include "sched/kube/native.h"
@@ -301,6 +303,15 @@ static char *pod_why(const cJSON *status)
     return NULL;
 }
 
+bool kobj_rv_older(const char *a, const char *b)
+{
+    if (!a || !b || !*a || !*b)
+        return false;
+    char *ea = NULL, *eb = NULL;
+    unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
+    return *ea == 0 && *eb == 0 && x < y;
+}
+
 /* ---- pods ------------------------------------------------------------------------------------ */
 
 static void free_mem(struct arena *mem)
@@ -326,6 +337,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->flavor);
     free(p->why);
     free(p->sched_msg);
+    free_mem(p->meta_mem);
     for (uint32_t i = 0; i < p->n_claims; i++)
         free(p->claims[i]);
     free(p->claims);
@@ -581,8 +593,17 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         p->gpus_own = p->req.v[RES_GPU];
     if (rc == 0)
         rc = kdra_pod_claims(o, ns, p, eb);
+    char bad[SCHED_ERRBUF] = ""; /* a constraint that cannot be read (objects_meta.c) */
+    if (rc == 0 && (rc = kobj_pod_meta(o, p, eb)) == SCHED_EINVAL) {
+        snprintf(bad, sizeof(bad), "%s", eb->msg);
+        p->meta->n_affinity = p->meta->n_anti = p->meta->n_ports = 0; /* labels only */
+        rc = 0;
+    }
     if (rc == 0 && p->ours && !p->node)
         rc = pod_place(o, p);
+    if (rc == 0 && bad[0] && p->spec && !p->spec->err && /* its gang waits with InvalidSpec */
+        !(p->spec->err = arena_strdup(&p->spec->mem, bad)))
+        rc = SCHED_ENOMEM;
     if (rc) {
         kobj_pod_free(p);
         return rc;
@@ -598,10 +619,8 @@ static int cmp_kv(const void *a, const void *b)
     return strcmp(((const struct kv *)a)->key, ((const struct kv *)b)->key);
 }
 
-/* A map of strings copied into `a`, sorted by key. A value that is not a string is skipped, or
- * refused when `where` names the field. */
-static int kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
-                   uint32_t *n, struct sched_errbuf *eb)
+int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
+                 uint32_t *n, struct sched_errbuf *eb)
 {
     *out = NULL;
     *n = 0;
@@ -641,7 +660,7 @@ static const char *adup(struct arena *a, const char *s, bool *ok)
     return d;
 }
 
-static int strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n)
+int kobj_strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -739,7 +758,7 @@ static int place_term(const cJSON *term, const char *key, uint32_t k, struct are
                                     "Lt",
                                     key, k, j);
         r[j].op = (enum sel_op)found;
-        int rc = strings(get(e, "values"), a, &r[j].values, &r[j].n_values);
+        int rc = kobj_strings(get(e, "values"), a, &r[j].values, &r[j].n_values);
         if (rc == SCHED_EINVAL)
             return sched_fail(eb, SCHED_EINVAL,
                               "pod %s: nodeSelectorTerms[%u].matchExpressions[%u].values: not a "
@@ -764,7 +783,7 @@ static int place_decode(const cJSON *spec, const char *key, struct arena *a, str
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.nodeSelector: not an object", key);
     char where[KOBJ_KEY_MAX + 32];
     snprintf(where, sizeof(where), "pod %s: spec.nodeSelector", key);
-    int rc = kv_copy(sel, where, a, &ps->node_selector, &ps->n_node_selector, eb);
+    int rc = kobj_kv_copy(sel, where, a, &ps->node_selector, &ps->n_node_selector, eb);
     if (rc == 0)
         rc = place_tolerations(get(spec, "tolerations"), key, a, ps, eb);
     if (rc)
@@ -818,16 +837,26 @@ static void gpu_containers(const cJSON *spec, struct kpod_spec *sp)
 }
 
 /* A required constraint of the pod spec that the placement does not evaluate (docs/daemon.md):
- * inter-pod affinity or anti-affinity, a topology spread that must not be violated; NULL none. */
+ * an inter-pod affinity or anti-affinity term that selects namespaces by their labels (the
+ * others are evaluated: objects_meta.c), a topology spread that must not be violated; NULL
+ * none. */
 static const char *unevaluated(const cJSON *spec)
 {
-    const cJSON *aff = get(spec, "affinity");
-    if (cJSON_GetArraySize(
-            get(get(aff, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
-        return "required inter-pod affinity (spec.affinity.podAffinity)";
-    if (cJSON_GetArraySize(
-            get(get(aff, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
-        return "required inter-pod anti-affinity (spec.affinity.podAntiAffinity)";
+    const cJSON *aff = get(spec, "affinity"), *term;
+    cJSON_ArrayForEach(
+        term, get(get(aff, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"))
+    {
+        if (kobj_ns_selector_unread(term))
+            return "required inter-pod affinity with a namespaceSelector "
+                   "(spec.affinity.podAffinity)";
+    }
+    cJSON_ArrayForEach(
+        term, get(get(aff, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"))
+    {
+        if (kobj_ns_selector_unread(term))
+            return "required inter-pod anti-affinity with a namespaceSelector "
+                   "(spec.affinity.podAntiAffinity)";
+    }
     const cJSON *tsc;
     cJSON_ArrayForEach(tsc, get(spec, "topologySpreadConstraints"))
     {
@@ -867,7 +896,8 @@ static int pod_place(const cJSON *o, struct kpod *p)
     sp->affinity = ps.affinity;
     sp->n_affinity = ps.n_affinity;
     sp->unevaluated = unevaluated(spec);
-    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann, NULL))
+    if (kobj_kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann,
+                     NULL))
         return SCHED_ENOMEM;
     gpu_containers(spec, sp);
     const cJSON *rcs = get(spec, "resourceClaims");
@@ -904,8 +934,22 @@ static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_
     return true;
 }
 
+/* The hash of what a pod's inter-pod constraints are (not its labels: the pods of one set are
+ * read with the labels of its first pod, core/model.h podset.meta). */
+static uint64_t rules_hash(const struct pod_meta *m)
+{
+    if (!m)
+        return 0;
+    struct pod_meta r = *m;
+    r.labels = NULL;
+    r.n_labels = 0;
+    return podaff_hash(SCHED_HASH_INIT, &r);
+}
+
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
 {
+    if (rules_hash(a->meta) != rules_hash(b->meta))
+        return false;
     static const struct kpod_spec none;
     const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;
     if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
@@ -972,7 +1016,8 @@ int kobj_pg_keep(struct kpg *g, const cJSON *o)
             return SCHED_ENOMEM;
         arena_init(g->mem, 1024);
     }
-    if (kv_copy(get(get(o, "metadata"), "annotations"), NULL, g->mem, &g->ann, &g->n_ann, NULL))
+    if (kobj_kv_copy(get(get(o, "metadata"), "annotations"), NULL, g->mem, &g->ann, &g->n_ann,
+                     NULL))
         return SCHED_ENOMEM;
     const cJSON *spec = get(o, "spec"), *status = get(o, "status");
     g->has_start_time = get(status, "scheduleStartTime") != NULL;

@@ -123,6 +123,10 @@ struct kpod {
     uint32_t gpu_mask;  /* gangsched.io/gpu-ids, when has_gpu_ids */
     bool has_gpu_ids;
     struct kpod_spec *spec; /* unbound and ours: what placing it reads, else NULL */
+    /* every pod: what inter-pod constraints read of it (namespace, labels, required pod affinity
+     * and anti-affinity terms, host ports; objects_meta.c), in meta_mem */
+    struct pod_meta *meta;
+    struct arena *meta_mem;
 };
 
 /* What placing an unbound pod of ours reads, decoded when it arrives (every pointer into mem). */
@@ -210,6 +214,21 @@ void kobj_pg_free(struct kpg *g);
 int kobj_pg_keep(struct kpg *g, const cJSON *o);
 /* A PodGroup's annotation (binary search), or NULL; pg may be NULL. */
 const char *kobj_pg_annotation(const struct kpg *pg, const char *key);
+
+/* What inter-pod constraints read of pod o into p->meta (objects_meta.c): 0, SCHED_ENOMEM, or
+ * SCHED_EINVAL naming the field (p->meta then holds what was read before it). */
+int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb);
+/* A PodAffinityTerm whose namespaceSelector has requirements (not evaluated). */
+bool kobj_ns_selector_unread(const cJSON *term);
+/* A map of strings copied into `a`, sorted by key (a value that is not a string is skipped, or
+ * refused naming `where` when it is not NULL); a list of strings (SCHED_EINVAL: not one). */
+int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
+                 uint32_t *n, struct sched_errbuf *eb);
+int kobj_strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n);
+
+/* resourceVersion a is older than b: they are opaque, but when both are decimal (etcd
+ * revisions, as client-go assumes) they compare as numbers; false otherwise. */
+bool kobj_rv_older(const char *a, const char *b);
 
 /* A string field at a dotted path ("metadata.labels"), or NULL. */
 const char *kobj_str(const cJSON *o, const char *path);

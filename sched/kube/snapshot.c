@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sched/core/log.h"
+#include "sched/core/podaff.h"
 #include "sched/k8s/nodes.h"
 #include "sched/kube/cache_int.h"
 #include "sched/kube/claims.h"
@@ -281,6 +282,37 @@ static bool use_index(struct kcache *c)
 static int node_ix(const void *c, const char *name)
 {
     return kcache_node_index(c, name);
+}
+
+int kcache_bound_pods(struct kcache *c, const struct kgang *pending, uint32_t n_pending,
+                      struct arena *a, struct sched_snapshot *snap)
+{
+    struct sched_pod *out = NULL;
+    uint32_t n = 0;
+    bool rules = c->n_rule_pods > 0;
+    for (uint32_t i = 0; i < n_pending && !rules; i++)
+        for (uint32_t s = 0; s < pending[i].gang.n_sets; s++)
+            rules |= podaff_constrains(pending[i].gang.sets[s].meta);
+    if (!rules)
+        return 0;
+    uint32_t cap = 0;
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
+        const struct kpod *p = v;
+        uint32_t mask;
+        bool has_ids;
+        const char *node = held_node(c, p, &mask, &has_ids);
+        int ix = node ? kcache_node_index(c, node) : -1;
+        if (ix < 0)
+            continue;
+        if (n == cap && !(out = arena_grow(a, out, n, &cap, sizeof(*out))))
+            return SCHED_ENOMEM;
+        out[n++] = (struct sched_pod){.node = (uint32_t)ix, .meta = p->meta};
+    }
+    snap->bound_pods = out;
+    snap->n_bound_pods = n;
+    return 0;
 }
 
 void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)

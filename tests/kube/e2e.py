@@ -426,23 +426,43 @@ def unfit_gang(c):
     check("and none of its pods is bound", len(bound(c, "huge")) == 0)
 
 
-def unevaluated_constraint(c):
-    """2b. A pod with required inter-pod anti-affinity, which the placement does not evaluate:
-    placed as if it had none, and its Scheduled Event says so (docs/daemon.md)."""
-    path, pg = podgroup("anti", 1)
+def pod_constraints(c):
+    """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
+    a node go to two, where packing would use one), and a term the placement does not evaluate
+    (a namespaceSelector with requirements) is named in the gang's Scheduled Event."""
+    path, pg = podgroup("anti", 2)
     c.post(path, pg)
-    p = pod("anti-0", "anti", 1)
+    for i in range(2):
+        p = pod("anti-%d" % i, "anti", 1)
+        p["metadata"]["labels"]["app"] = "anti"
+        p["spec"]["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "anti"}},
+                "topologyKey": "kubernetes.io/hostname"}]}}
+        c.post("/api/v1/namespaces/default/pods", p)
+    got = wait_for(lambda: len(bound(c, "anti")) == 2, 20)
+    nodes = sorted(p["spec"]["nodeName"] for p in bound(c, "anti"))
+    check("a gang whose pods have required anti-affinity to each other is bound on two nodes",
+          got and len(set(nodes)) == 2, str(nodes))
+    path2, pg2 = podgroup("nsel", 1)
+    c.post(path2, pg2)
+    p = pod("nsel-0", "nsel", 1)
     p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname",
+         "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}
     c.post("/api/v1/namespaces/default/pods", p)
-    ev = wait_for(lambda: [e for e in events_for(c, "anti") if e["reason"] == "Scheduled"], 20)
+    ev = wait_for(lambda: [e for e in events_for(c, "nsel") if e["reason"] == "Scheduled"], 20)
     note = ev[0].get("note", "") if ev else ""
-    check("a pod with required anti-affinity is placed and its Scheduled Event names what was "
-          "not evaluated", "not evaluated: required inter-pod anti-affinity "
-          "(spec.affinity.podAntiAffinity) of pod default/anti-0" in note, note)
-    c.delete("/api/v1/namespaces/default/pods/anti-0", {"gracePeriodSeconds": 0})
-    c.delete(path + "/anti")
-    check("... and it is gone again", wait_for(lambda: not pods_of(c, "anti"), 10))
+    check("a term with a namespaceSelector is named in the Scheduled Event as not evaluated",
+          "not evaluated: required inter-pod anti-affinity with a namespaceSelector "
+          "(spec.affinity.podAntiAffinity) of pod default/nsel-0" in note, note)
+    for name, pth in (("anti", path), ("nsel", path2)):
+        for p in pods_of(c, name):
+            c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
+                     {"gracePeriodSeconds": 0})
+        c.delete(pth + "/" + name)
+    check("... and they are gone again",
+          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel"), 10))
 
 
 def below_min_member(c, a):
@@ -811,7 +831,7 @@ def main():
     kubeconfig, c, a, db = start_cluster()
     bound_gang(c)
     unfit_gang(c)
-    unevaluated_constraint(c)
+    pod_constraints(c)
     below_min_member(c, a)
     volcano_gang(c)
     url = a.url()

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "sched/core/cycle.h"
 #include "sched/core/place_base.h"
+#include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/kube/cache.h"
 #include "sched/kube/wire.h"
@@ -694,19 +695,30 @@ static void unevaluated_constraints_are_named(void **state)
     (void)state;
     static const char *const specs[] = {
         "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{\"matchLabels\":"
+        "{\"team\":\"a\"}}}]}}",
         "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{"
+        "\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"Exists\"}]}}]}}",
         "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
         "\"whenUnsatisfiable\":\"ScheduleAnyway\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
         "\"whenUnsatisfiable\":\"DoNotSchedule\"}]",
         "\"affinity\":{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":"
         "[{\"weight\":1,\"podAffinityTerm\":{\"topologyKey\":\"kubernetes.io/hostname\"}}]}}",
         "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
-        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]"};
+        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]",
+        /* evaluated (objects_meta.c): namespaces by name, or every namespace */
+        "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{}}]}}",
+        "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaces\":[\"a\"]}]}}"};
     static const char *const named[] = {"spec.affinity.podAntiAffinity",
                                         "spec.affinity.podAffinity",
-                                        "spec.topologySpreadConstraints", NULL, NULL};
+                                        "spec.topologySpreadConstraints",
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
         char json[1024];
         snprintf(json, sizeof(json),
@@ -729,6 +741,75 @@ static void unevaluated_constraints_are_named(void **state)
         kobj_pod_free(p);
         cJSON_Delete(o);
     }
+}
+
+/* What inter-pod constraints read of a pod (objects_meta.c): labels, required pod affinity and
+ * anti-affinity terms as core/v1 writes them (matchLabels, matchExpressions, matchLabelKeys
+ * merged with the pod's own value, namespaces, namespaceSelector {}), host ports by protocol. A
+ * malformed term makes our pending pod's gang wait with its words; any other pod keeps its
+ * labels. */
+static void pod_meta_is_decoded(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"metadata\":{\"name\":\"w-0\",\"namespace\":\"ml\",\"labels\":{\"job\":\"j1\","
+        "\"app\":\"train\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"affinity\":{"
+        "\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+        "\"labelSelector\":{\"matchLabels\":{\"app\":\"train\"}},\"matchLabelKeys\":[\"job\","
+        "\"absent\"],\"topologyKey\":\"rack\"}]},\"podAntiAffinity\":{"
+        "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+        "\"matchExpressions\":[{\"key\":\"job\",\"operator\":\"NotIn\",\"values\":[\"j1\"]}]},"
+        "\"namespaceSelector\":{},\"topologyKey\":\"rack\"},{\"topologyKey\":\"h\"}]}},"
+        "\"containers\":[{\"name\":\"c\",\"ports\":[{\"containerPort\":80,\"hostPort\":8080},"
+        "{\"containerPort\":53,\"hostPort\":53,\"protocol\":\"UDP\"},{\"containerPort\":9}]}]}}";
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    struct kpod *p = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    const struct pod_meta *m = p->meta;
+    assert_non_null(m);
+    assert_string_equal(m->ns, "ml");
+    assert_int_equal(m->n_labels, 2);
+    assert_string_equal(podaff_label(m, "job"), "j1");
+    assert_int_equal(m->n_affinity, 1);
+    assert_string_equal(m->affinity[0].topology_key, "rack");
+    assert_int_equal(m->affinity[0].n_reqs, 2); /* app In (train), job In (j1); absent: ignored */
+    assert_true(podaff_selects(&m->affinity[0], "ml", m));
+    struct pod_meta other = *m;
+    static const struct kv j2[] = {{"app", "train"}, {"job", "j2"}};
+    other.labels = j2;
+    assert_false(podaff_selects(&m->affinity[0], "ml", &other)); /* another job's pods */
+    assert_int_equal(m->n_anti, 2);
+    assert_true(m->anti[0].all_namespaces);
+    assert_true(podaff_selects(&m->anti[0], "ml",
+                               &(struct pod_meta){.ns = "x", .labels = j2, .n_labels = 2}));
+    assert_true(m->anti[1].none); /* no labelSelector: selects no pod */
+    assert_int_equal(m->n_ports, 2);
+    assert_int_equal(m->ports[0], 6u << 16 | 8080); /* TCP first, then UDP */
+    assert_int_equal(m->ports[1], 7u << 16 | 53);
+    assert_null(p->spec->err);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+
+#define BAD_POD(sched, node)                                                                       \
+    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"labels\":{\"a\":\"b\"}},\"spec\":{"      \
+    "\"schedulerName\":\"" sched "\"," node "\"affinity\":{\"podAntiAffinity\":{"                  \
+    "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"h\","                  \
+    "\"labelSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Gt\"}]}}]}}}}"
+    o = cJSON_Parse(BAD_POD("gangsched", ""));
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_non_null(p->spec->err);
+    assert_non_null(strstr(p->spec->err, "podAntiAffinity.requiredDuringSchedulingIgnoredDuring"
+                                         "Execution[0].labelSelector.matchExpressions[0]"));
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+    o = cJSON_Parse(BAD_POD("default-scheduler", "\"nodeName\":\"n1\","));
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->meta->n_anti, 0);
+    assert_int_equal(p->meta->n_labels, 1);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
 }
 
 static void times_parse_and_format(void **state)
@@ -942,6 +1023,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
         cmocka_unit_test(unevaluated_constraints_are_named),
+        cmocka_unit_test(pod_meta_is_decoded),
         cmocka_unit_test(times_parse_and_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,11 +2,13 @@
  * affinity and anti-affinity, the anti-affinity of bound pods, host ports, in one cycle and
  * against pods bound before it, as kube-scheduler's InterPodAffinity and NodePorts filters
  * decide. */
-#include <cmocka.h>
-#include <setjmp.h>
+// clang-format off
 #include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
 #include <stdint.h>
+#include <cmocka.h>
+// clang-format on
 
 #include "queue/queue.h"
 #include "sched/core/cycle.h"

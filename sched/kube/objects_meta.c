@@ -1,0 +1,240 @@
+/* sched/kube/objects_meta.c: what inter-pod constraints read of a Pod (objects.h kpod.meta,
+ * core/model.h struct pod_meta): its namespace and labels, its required pod affinity and
+ * anti-affinity terms, its host ports.
+ *
+ * The wire format is core/v1 (k8s.io/api/core/v1 types.go): spec.affinity.podAffinity and
+ * podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution are lists of PodAffinityTerm
+ * {labelSelector, namespaces, namespaceSelector, topologyKey, matchLabelKeys,
+ * mismatchLabelKeys}; a null labelSelector selects no pod; namespaceSelector {} selects every
+ * namespace; matchLabelKeys (mismatchLabelKeys) add "key in (value)" ("key notin (value)") with
+ * the pod's own value, a key the pod lacks ignored (KEP-3633; kube-apiserver merges them at
+ * creation, so a second merge here adds the same requirement again, which changes nothing).
+ * Host ports: spec.containers[].ports[].hostPort with its protocol (TCP by default), init
+ * containers' included, as kube-scheduler's NodePorts plugin reads them.
+ *
+ * Not read: a namespaceSelector with requirements (namespaces' labels are not cached): such a
+ * term is left out and named by objects.c's unevaluated() instead.
+ *
+ * Must not touch: the cache, the network.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/core/podaff.h"
+#include "sched/kube/objects.h"
+
+static const cJSON *get(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A namespaceSelector this decoder cannot evaluate: one with requirements. */
+bool kobj_ns_selector_unread(const cJSON *term)
+{
+    const cJSON *sel = get(term, "namespaceSelector");
+    return cJSON_IsObject(sel) && (cJSON_GetArraySize(get(sel, "matchLabels")) > 0 ||
+                                   cJSON_GetArraySize(get(sel, "matchExpressions")) > 0);
+}
+
+/* Requirements of a labelSelector (matchLabels first, then matchExpressions), then the pod's
+ * own values of matchLabelKeys and mismatchLabelKeys. */
+static int selector(const cJSON *term, const struct pod_meta *m, const char *where, struct arena *a,
+                    struct pod_term *t, struct sched_errbuf *eb)
+{
+    const cJSON *sel = get(term, "labelSelector");
+    t->none = !cJSON_IsObject(sel);
+    const cJSON *ml = get(sel, "matchLabels"), *me = get(sel, "matchExpressions");
+    const cJSON *mk = get(term, "matchLabelKeys"), *mm = get(term, "mismatchLabelKeys");
+    int n = cJSON_GetArraySize(ml) + cJSON_GetArraySize(me) + cJSON_GetArraySize(mk) +
+            cJSON_GetArraySize(mm);
+    struct sel_req *r = arena_calloc(a, (size_t)(n > 0 ? n : 1), sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *it, *lm = cJSON_IsObject(ml) ? ml : NULL;
+    const cJSON *le = cJSON_IsArray(me) ? me : NULL;
+    cJSON_ArrayForEach(it, lm)
+    {
+        if (!cJSON_IsString(it) || !it->string)
+            return sched_fail(eb, SCHED_EINVAL, "%s.labelSelector.matchLabels.%s: not a string",
+                              where, it->string ? it->string : "?");
+        const char **v = arena_calloc(a, 1, sizeof(*v));
+        const char *lk = arena_strdup(a, it->string);
+        if (!v || !lk || !(v[0] = arena_strdup(a, it->valuestring)))
+            return SCHED_ENOMEM;
+        r[k++] = (struct sel_req){.key = lk, .op = SEL_IN, .values = v, .n_values = 1};
+    }
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
+    uint32_t j = 0;
+    cJSON_ArrayForEach(it, le)
+    {
+        const cJSON *op = get(it, "operator"), *key = get(it, "key");
+        int found = -1;
+        for (int o = 0; cJSON_IsString(op) && o < 4; o++)
+            if (strcmp(op->valuestring, ops[o]) == 0)
+                found = o;
+        if (!cJSON_IsString(key) || found < 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "%s.labelSelector.matchExpressions[%u]: needs a key and an "
+                              "operator of In, NotIn, Exists, DoesNotExist",
+                              where, j);
+        r[k].op = (enum sel_op)found;
+        if (!(r[k].key = arena_strdup(a, key->valuestring)))
+            return SCHED_ENOMEM;
+        int rc = kobj_strings(get(it, "values"), a, &r[k].values, &r[k].n_values);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "%s.labelSelector.matchExpressions[%u].values: not a list of "
+                              "strings",
+                              where, j);
+        if (rc)
+            return rc;
+        k++, j++;
+    }
+    for (int mis = 0; mis < 2 && !t->none; mis++) { /* no selector: keys refused upstream */
+        const cJSON *keys = mis ? mm : mk;
+        if (!cJSON_IsArray(keys))
+            continue;
+        cJSON_ArrayForEach(it, keys)
+        {
+            const char *own = cJSON_IsString(it) ? podaff_label(m, it->valuestring) : NULL;
+            if (!own)
+                continue; /* a key the pod does not have is ignored */
+            const char **v = arena_calloc(a, 1, sizeof(*v));
+            if (!v || !(v[0] = arena_strdup(a, own)) ||
+                !(r[k].key = arena_strdup(a, it->valuestring)))
+                return SCHED_ENOMEM;
+            r[k].op = mis ? SEL_NOT_IN : SEL_IN;
+            r[k].values = v;
+            r[k++].n_values = 1;
+        }
+    }
+    t->reqs = r;
+    t->n_reqs = k;
+    return 0;
+}
+
+/* The required terms of spec.affinity.<kind> into *out (a term with a namespaceSelector that
+ * has requirements is left out: objects.c names it unevaluated). */
+static int terms(const cJSON *spec, const char *kind, const struct pod_meta *m, const char *key,
+                 struct arena *a, const struct pod_term **out, uint32_t *n_out,
+                 struct sched_errbuf *eb)
+{
+    const cJSON *list =
+        get(get(get(spec, "affinity"), kind), "requiredDuringSchedulingIgnoredDuringExecution");
+    *out = NULL;
+    *n_out = 0;
+    if (list && !cJSON_IsArray(list))
+        return sched_fail(eb, SCHED_EINVAL,
+                          "pod %s: spec.affinity.%s.requiredDuringSchedulingIgnoredDuringExecution"
+                          ": not a list",
+                          key, kind);
+    int n = cJSON_GetArraySize(list);
+    if (n <= 0)
+        return 0;
+    struct pod_term *t = arena_calloc(a, (size_t)n, sizeof(*t));
+    if (!t)
+        return SCHED_ENOMEM;
+    uint32_t k = 0, i = 0;
+    const cJSON *term;
+    cJSON_ArrayForEach(term, list)
+    {
+        char where[KOBJ_KEY_MAX + 96];
+        snprintf(where, sizeof(where),
+                 "pod %s: spec.affinity.%s.requiredDuringSchedulingIgnoredDuringExecution[%u]", key,
+                 kind, i++);
+        const cJSON *tk = get(term, "topologyKey");
+        if (!cJSON_IsString(tk) || !tk->valuestring[0])
+            return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
+        if (kobj_ns_selector_unread(term))
+            continue;
+        int rc = selector(term, m, where, a, &t[k], eb);
+        if (rc)
+            return rc;
+        rc = kobj_strings(get(term, "namespaces"), a, &t[k].namespaces, &t[k].n_namespaces);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, rc, "%s.namespaces: not a list of strings", where);
+        if (rc)
+            return rc;
+        t[k].all_namespaces = cJSON_IsObject(get(term, "namespaceSelector"));
+        if (!(t[k].topology_key = arena_strdup(a, tk->valuestring)))
+            return SCHED_ENOMEM;
+        k++;
+    }
+    *out = t;
+    *n_out = k;
+    return 0;
+}
+
+/* Host ports of every container and init container, protocol << 16 | port, sorted, unique. */
+static int ports(const cJSON *spec, struct arena *a, struct pod_meta *m)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const protos[] = {"TCP", "UDP", "SCTP"};
+    uint32_t n = 0, cap = 0, *v = NULL;
+    for (int l = 0; l < 2; l++) {
+        const cJSON *c, *cs = get(spec, lists[l]);
+        if (!cJSON_IsArray(cs))
+            continue;
+        cJSON_ArrayForEach(c, cs)
+        {
+            const cJSON *p, *ps = get(c, "ports");
+            if (!cJSON_IsArray(ps))
+                continue;
+            cJSON_ArrayForEach(p, ps)
+            {
+                const cJSON *hp = get(p, "hostPort"), *pr = get(p, "protocol");
+                if (!cJSON_IsNumber(hp) || hp->valuedouble < 1 || hp->valuedouble > 65535)
+                    continue; /* 0 or absent: no host port */
+                uint32_t proto = 0;
+                for (uint32_t x = 0; cJSON_IsString(pr) && x < 3; x++)
+                    if (strcmp(pr->valuestring, protos[x]) == 0)
+                        proto = x;
+                if (n == cap) {
+                    uint32_t *w = arena_alloc(a, (cap = cap ? 2 * cap : 8) * sizeof(*w));
+                    if (!w)
+                        return SCHED_ENOMEM;
+                    if (n)
+                        memcpy(w, v, n * sizeof(*w));
+                    v = w;
+                }
+                v[n++] = (proto + 6) << 16 | (uint32_t)hp->valuedouble;
+            }
+        }
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(*v), cmp_u32);
+    uint32_t w = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (w == 0 || v[w - 1] != v[k])
+            v[w++] = v[k];
+    m->ports = v;
+    m->n_ports = w;
+    return 0;
+}
+
+int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
+{
+    struct arena *a = p->meta_mem = calloc(1, sizeof(*a));
+    struct pod_meta *m = a ? arena_calloc((arena_init(a, 512), a), 1, sizeof(*m)) : NULL;
+    if (!m || !(m->ns = arena_strdup(a, p->ns)))
+        return SCHED_ENOMEM;
+    p->meta = m;
+    const cJSON *spec = get(o, "spec");
+    int rc =
+        kobj_kv_copy(get(get(o, "metadata"), "labels"), NULL, a, &m->labels, &m->n_labels, NULL);
+    if (rc == 0)
+        rc = terms(spec, "podAffinity", m, p->key, a, &m->affinity, &m->n_affinity, eb);
+    if (rc == 0)
+        rc = terms(spec, "podAntiAffinity", m, p->key, a, &m->anti, &m->n_anti, eb);
+    if (rc == 0)
+        rc = ports(spec, a, m);
+    return rc;
+}
