@@ -213,6 +213,7 @@ enum sched_filter_id {
     FILTER_POD_AFFINITY, /* a required inter-pod affinity term unmet (place_pods.c) */
     FILTER_POD_ANTI,     /* a required inter-pod anti-affinity term, its own or a bound pod's */
     FILTER_HOST_PORT,    /* a host port the node's pods already use */
+    FILTER_SPREAD,       /* a DoNotSchedule topology spread would be exceeded */
     FILTER_N
 };
 

@@ -186,6 +186,20 @@ struct pod_term {
     const char *topology_key; /* node label key */
 };
 
+/* A topology spread constraint with whenUnsatisfiable DoNotSchedule (kube-scheduler's
+ * PodTopologySpread filter): on the nodes that count (every constraint's key present; passing
+ * the pod's nodeSelector and required node affinity unless affinity_ignore; not tainted against
+ * its tolerations when taints_honor), the pods sel selects (in the pod's own namespace) per
+ * domain of sel.topology_key; a node is allowed when its domain's count, plus one when the pod
+ * is selected itself, exceeds the smallest domain's by at most max_skew (the smallest is 0 while
+ * fewer than min_domains domains exist). */
+struct pod_spread {
+    struct pod_term sel; /* namespaces: none (the pod's own) */
+    int32_t max_skew;    /* >= 1 */
+    int32_t min_domains; /* 0: not set */
+    bool affinity_ignore, taints_honor;
+};
+
 /* What inter-pod constraints read of a pod: its namespace and labels (what others' terms
  * select), its own required terms, and its host ports (protocol << 16 | port: a node takes each
  * at most once, whatever the hostIP). Shared by the pods of a pod set and by the bound pods the
@@ -200,6 +214,8 @@ struct pod_meta {
     uint32_t n_anti;
     const uint32_t *ports; /* sorted */
     uint32_t n_ports;
+    const struct pod_spread *spread; /* DoNotSchedule topology spreads, every one met */
+    uint32_t n_spread;
 };
 
 /* Pods of one gang that share a spec. */

@@ -147,6 +147,8 @@ struct place_state {
     bool pods_any[GANG_MAX_SETS];
     struct place_pods_term *pods_terms;
     uint32_t n_pods_terms, cap_pods_terms;
+    struct place_pods_spread *pods_spreads; /* its DoNotSchedule topology spreads */
+    uint32_t n_pods_spreads, cap_pods_spreads;
     bool pods_self;
     uint32_t *pods_tset;
 };

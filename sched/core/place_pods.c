@@ -33,6 +33,7 @@
  */
 #include <string.h>
 
+#include "plugins/plugins.h"
 #include "sched/core/place_internal.h"
 #include "sched/core/podaff.h"
 #include "sched/core/strmap.h"
@@ -44,6 +45,17 @@ struct place_pods_term {
     const struct pod_term *t;
     uint32_t set;
     uint8_t *ext; /* [n]: the node's domain holds an earlier pod the term selects */
+};
+
+/* A spread constraint of a set of the gang being placed, counted per domain of its key. */
+struct place_pods_spread {
+    const struct pod_spread *sp;
+    uint32_t set;
+    bool own;             /* other pods of the gang may be selected: checked pod by pod */
+    bool self;            /* the set's own pods are selected (each adds one to its domain) */
+    uint32_t *dom;        /* [n]: domain id of a node that counts, UINT32_MAX otherwise */
+    uint32_t *cnt, *cnt0; /* [n_dom]: selected pods now, and before the gang's own */
+    uint32_t n_dom, min;  /* min: the smallest count (0 below min_domains domains) */
 };
 
 void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
@@ -224,12 +236,139 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
             }
 }
 
+/* Does node i count for spread sp of pod set s: every spread key of the set, and the set's
+ * node selector, required node affinity and taints as the constraint's policies say? */
+static bool spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
+                          const struct pod_spread *sp, uint32_t i)
+{
+    const struct node *nd = &st->c->nodes[i];
+    const struct pod_meta *m = g->sets[s].meta;
+    for (uint32_t k = 0; k < m->n_spread; k++)
+        if (!node_label(nd, m->spread[k].sel.topology_key))
+            return false;
+    const struct podset *ps = &g->sets[s]; /* each filter where it can reject (its active) */
+    if (!sp->affinity_ignore && ((ps->n_node_selector && !plugin_node_selector.pass(g, ps, nd)) ||
+                                 (ps->n_affinity && !plugin_node_affinity.pass(g, ps, nd))))
+        return false;
+    return !sp->taints_honor || !nd->n_taints || plugin_taints.pass(g, ps, nd);
+}
+
+static void spread_min(struct place_pods_spread *e)
+{
+    e->min = 0;
+    if (e->n_dom == 0 || (e->sp->min_domains > 0 && e->n_dom < (uint32_t)e->sp->min_domains))
+        return;
+    e->min = UINT32_MAX;
+    for (uint32_t d = 0; d < e->n_dom; d++)
+        e->min = e->cnt[d] < e->min ? e->cnt[d] : e->min;
+}
+
+/* Counts spread sp of set s over the earlier pods into e (in the arena); false on out of
+ * memory. */
+static bool spread_build(struct place_state *st, const struct gang *g, uint32_t s,
+                         const struct pod_spread *sp, struct place_pods_spread *e)
+{
+    uint32_t n = st->c->n_nodes, total = st->n_bound + st->n_placed;
+    const struct pod_meta *m = g->sets[s].meta;
+    *e = (struct place_pods_spread){.sp = sp, .set = s, .self = podaff_selects(&sp->sel, m->ns, m)};
+    for (uint32_t b = 0; b < g->n_sets; b++)
+        e->own |=
+            (b != s || g->sets[s].count > 1) && podaff_selects(&sp->sel, m->ns, g->sets[b].meta);
+    e->dom = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->dom));
+    e->cnt = arena_calloc(st->arena, n ? n : 1, sizeof(*e->cnt));
+    e->cnt0 = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->cnt0));
+    if (!e->dom || !e->cnt || !e->cnt0)
+        return false;
+    struct strmap ids;
+    strmap_init(&ids);
+    bool ok = true;
+    for (uint32_t i = 0; i < n; i++) {
+        e->dom[i] = UINT32_MAX;
+        if (!spread_counts(st, g, s, sp, i))
+            continue;
+        const char *v = node_label(&st->c->nodes[i], sp->sel.topology_key);
+        uintptr_t id = (uintptr_t)strmap_get(&ids, v);
+        if (!id && strmap_put(&ids, v, (void *)(id = e->n_dom + 1u), NULL) != 0)
+            ok = false;
+        e->n_dom += id == e->n_dom + 1u;
+        e->dom[i] = (uint32_t)id - 1;
+    }
+    strmap_fini(&ids);
+    for (uint32_t k = 0; k < total; k++) {
+        const struct sched_pod *p = pod_at(st, k);
+        if (p->node < n && e->dom[p->node] != UINT32_MAX &&
+            podaff_selects(&sp->sel, m->ns, p->meta))
+            e->cnt[e->dom[p->node]]++;
+    }
+    memcpy(e->cnt0, e->cnt, e->n_dom * sizeof(*e->cnt));
+    spread_min(e);
+    return ok;
+}
+
+/* May a pod of e's set go to node i by spread e (its count so far)? */
+static bool spread_ok(const struct place_state *st, const struct place_pods_spread *e, uint32_t i)
+{
+    if (!node_label(&st->c->nodes[i], e->sp->sel.topology_key))
+        return false;
+    uint64_t c = e->dom[i] != UINT32_MAX ? e->cnt[e->dom[i]] : 0;
+    return c + e->self <= (uint64_t)e->min + (uint64_t)e->sp->max_skew;
+}
+
+/* The spreads of g's sets (st->pods_spreads); rows reject by those its own pods do not move. */
+static void spreads_rows(struct place_state *st, const struct gang *g, bool *oom)
+{
+    uint32_t n = st->c->n_nodes;
+    for (uint32_t s = 0; s < g->n_sets && !*oom; s++) {
+        const struct pod_meta *m = g->sets[s].meta;
+        uint8_t *why = st->pods_why + (size_t)s * n;
+        for (uint32_t k = 0; m && k < m->n_spread && !*oom; k++) {
+            st->pods_spreads = arena_grow(st->arena, st->pods_spreads, st->n_pods_spreads,
+                                          &st->cap_pods_spreads, sizeof(*st->pods_spreads));
+            struct place_pods_spread *e =
+                st->pods_spreads ? &st->pods_spreads[st->n_pods_spreads] : NULL;
+            if (!e || !spread_build(st, g, s, &m->spread[k], e)) {
+                *oom = true;
+                break;
+            }
+            st->n_pods_spreads++;
+            st->pods_self |= e->own;
+            for (uint32_t i = 0; i < n && !e->own; i++)
+                if (!why[i] && !spread_ok(st, e, i))
+                    why[i] = FILTER_SPREAD + 1;
+        }
+    }
+}
+
+/* A pod of set b of g went to node j: the spreads that select it count it. */
+static void spreads_add(struct place_state *st, const struct gang *g, uint32_t b, uint32_t j)
+{
+    for (uint32_t k = 0; k < st->n_pods_spreads; k++) {
+        struct place_pods_spread *e = &st->pods_spreads[k];
+        const struct pod_meta *m = g->sets[e->set].meta;
+        if (e->dom[j] != UINT32_MAX && podaff_selects(&e->sp->sel, m->ns, g->sets[b].meta)) {
+            e->cnt[e->dom[j]]++;
+            spread_min(e);
+        }
+    }
+}
+
+/* Back to the counts before the gang's own pods. */
+static void spreads_reset(struct place_state *st)
+{
+    for (uint32_t k = 0; k < st->n_pods_spreads; k++) {
+        struct place_pods_spread *e = &st->pods_spreads[k];
+        memcpy(e->cnt, e->cnt0, e->n_dom * sizeof(*e->cnt));
+        spread_min(e);
+    }
+}
+
 void place_pods_rows(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
     st->pods_gang = NULL;
     st->pods_self = false;
     st->n_pods_terms = 0;
+    st->n_pods_spreads = 0;
     bool any = false;
     for (uint32_t s = 0; s < g->n_sets; s++)
         any |= podaff_constrains(g->sets[s].meta) || (st->pods_anti && g->sets[s].meta);
@@ -245,6 +384,11 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
         memset(why, 0, n);
         st->pods_any[s] = false;
         set_row(st, g, s, why, &oom);
+    }
+    if (!oom)
+        spreads_rows(st, g, &oom);
+    for (uint32_t s = 0; s < g->n_sets && !oom; s++) {
+        const uint8_t *why = st->pods_why + (size_t)s * n;
         uint8_t *row = st->elig + (size_t)s * n;
         if (!st->elig_on[s])
             memset(row, 1, n);
@@ -272,9 +416,10 @@ int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t 
 
 /* ---- pod by pod -------------------------------------------------------------------------- */
 
-/* May a pod of set s go to node i, against the gang's pods placed so far (out[0 .. k), their
- * sets in st->pods_tset)? The rows cover the earlier pods. */
-static bool own_ok(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i,
+/* The rule (FILTER_*) that keeps a pod of set s off node i against the gang's pods placed so
+ * far (out[0 .. k), their sets in st->pods_tset), or -1 when it may go. The rows cover the
+ * earlier pods. */
+static int own_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i,
                    const struct sched_assign *out, uint32_t k)
 {
     const struct pod_meta *m = g->sets[s].meta;
@@ -282,16 +427,20 @@ static bool own_ok(const struct place_state *st, const struct gang *g, uint32_t 
         uint32_t j = out[x].node, b = st->pods_tset[x];
         const struct pod_meta *mb = g->sets[b].meta;
         if (i == j && podaff_ports_clash(m, mb))
-            return false;
+            return FILTER_HOST_PORT;
         for (uint32_t t = 0; m && t < m->n_anti; t++)
             if (same_domain(st, i, j, m->anti[t].topology_key) &&
                 podaff_selects(&m->anti[t], m->ns, mb))
-                return false;
+                return FILTER_POD_ANTI;
         for (uint32_t t = 0; mb && t < mb->n_anti; t++)
             if (same_domain(st, i, j, mb->anti[t].topology_key) &&
                 podaff_selects(&mb->anti[t], mb->ns, m))
-                return false;
+                return FILTER_POD_ANTI;
     }
+    for (uint32_t e = 0; e < st->n_pods_spreads; e++)
+        if (st->pods_spreads[e].set == s && st->pods_spreads[e].own &&
+            !spread_ok(st, &st->pods_spreads[e], i))
+            return FILTER_SPREAD;
     /* affinity terms its own pods may meet (the others are in the rows) */
     bool met_all = true, own_any = false;
     for (uint32_t e = 0; e < st->n_pods_terms; e++) {
@@ -307,15 +456,31 @@ static bool own_ok(const struct place_state *st, const struct gang *g, uint32_t 
         met_all &= met;
     }
     if (met_all)
-        return true;
+        return -1;
     if (st->pods_any[s] || own_any)
-        return false;
+        return FILTER_POD_AFFINITY;
     /* a first pod: no pod meets any of the set's terms yet, and it meets them all itself */
     for (uint32_t t = 0; t < m->n_affinity; t++)
         if (!podaff_selects(&m->affinity[t], m->ns, m) ||
             !dom_of(st, i, m->affinity[t].topology_key))
-            return false;
-    return true;
+            return FILTER_POD_AFFINITY;
+    return -1;
+}
+
+/* Set s's pod could go nowhere: the rule that kept it off each node it fits, for the verdict
+ * (place_pods_why; the nodes the rows rejected keep their rule). */
+static void own_diagnose(struct place_state *st, const struct gang *g, uint32_t s, uint32_t n_order,
+                         const struct sched_assign *out, uint32_t k)
+{
+    uint8_t *why = st->pods_why + (size_t)s * st->c->n_nodes;
+    for (uint32_t j = 0; j < n_order; j++) {
+        uint32_t i = st->order[j], mask;
+        int w = !why[i] && place_eligible(st, s, i) && place_pod_fits(st, &g->sets[s], i, &mask)
+                    ? own_why(st, g, s, i, out, k)
+                    : -1;
+        if (w >= 0)
+            why[i] = (uint8_t)(w + 1);
+    }
 }
 
 /* The first affinity term of g's first set that its own pods may meet, or NULL. */
@@ -332,13 +497,14 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
 {
     uint32_t k = 0;
     *first_node = UINT32_MAX;
+    spreads_reset(st);
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
         for (uint32_t p = 0; p < ps->count; p++) {
             uint32_t mask = 0, j = 0;
             for (; j < n_order; j++) {
                 uint32_t i = st->order[j];
-                if (!place_eligible(st, s, i) || !own_ok(st, g, s, i, out, k))
+                if (!place_eligible(st, s, i) || own_why(st, g, s, i, out, k) >= 0)
                     continue;
                 bool ban = false;
                 const char *v = k == 0 && first ? dom_of(st, i, first->topology_key) : NULL;
@@ -347,9 +513,12 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
                 if (!ban && place_pod_fits(st, ps, i, &mask))
                     break;
             }
+            if (j == n_order)
+                own_diagnose(st, g, s, n_order, out, k);
             if (j == n_order || !place_apply(st, st->order[j], mask, &ps->req))
                 return false;
             st->pods_tset[k] = s;
+            spreads_add(st, g, s, st->order[j]);
             if (k == 0)
                 *first_node = st->order[j];
             out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};

@@ -128,5 +128,13 @@ uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
     }
     h = fold_terms(h, m->affinity, m->n_affinity);
     h = fold_terms(h, m->anti, m->n_anti);
-    return sched_hash(h, m->ports, sizeof(*m->ports) * m->n_ports);
+    h = sched_hash(h, m->ports, sizeof(*m->ports) * m->n_ports);
+    for (uint32_t k = 0; k < m->n_spread; k++) {
+        const struct pod_spread *sp = &m->spread[k];
+        h = fold_terms(h, &sp->sel, 1);
+        int32_t v[2] = {sp->max_skew, sp->min_domains};
+        uint8_t f = (uint8_t)(sp->affinity_ignore | sp->taints_honor << 1);
+        h = sched_hash(sched_hash(h, v, sizeof(v)), &f, 1);
+    }
+    return h;
 }

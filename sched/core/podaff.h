@@ -19,10 +19,10 @@
 bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p);
 /* Do a and b ask for a host port in common (either may be NULL)? */
 bool podaff_ports_clash(const struct pod_meta *a, const struct pod_meta *b);
-/* Does m carry a constraint (an affinity or anti-affinity term, a host port)? */
+/* Does m carry a constraint (an affinity or anti-affinity term, a host port, a spread)? */
 static inline bool podaff_constrains(const struct pod_meta *m)
 {
-    return m && (m->n_affinity || m->n_anti || m->n_ports);
+    return m && (m->n_affinity || m->n_anti || m->n_ports || m->n_spread);
 }
 /* h folded with everything of m that placement reads (NULL folds a marker). */
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);

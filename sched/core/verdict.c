@@ -98,6 +98,7 @@ static const char *const filter_names[FILTER_N] = {
     [FILTER_POD_AFFINITY] = "inter-pod affinity unmet",
     [FILTER_POD_ANTI] = "inter-pod anti-affinity",
     [FILTER_HOST_PORT] = "host port in use",
+    [FILTER_SPREAD] = "topology spread",
 };
 
 static void qty(char *buf, size_t n, int res, int64_t v)

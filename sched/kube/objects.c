@@ -838,8 +838,7 @@ static void gpu_containers(const cJSON *spec, struct kpod_spec *sp)
 
 /* A required constraint of the pod spec that the placement does not evaluate (docs/daemon.md):
  * an inter-pod affinity or anti-affinity term that selects namespaces by their labels (the
- * others are evaluated: objects_meta.c), a topology spread that must not be violated; NULL
- * none. */
+ * others, and DoNotSchedule topology spreads, are evaluated: objects_meta.c); NULL none. */
 static const char *unevaluated(const cJSON *spec)
 {
     const cJSON *aff = get(spec, "affinity"), *term;
@@ -856,14 +855,6 @@ static const char *unevaluated(const cJSON *spec)
         if (kobj_ns_selector_unread(term))
             return "required inter-pod anti-affinity with a namespaceSelector "
                    "(spec.affinity.podAntiAffinity)";
-    }
-    const cJSON *tsc;
-    cJSON_ArrayForEach(tsc, get(spec, "topologySpreadConstraints"))
-    {
-        const cJSON *w = get(tsc, "whenUnsatisfiable");
-        if (cJSON_IsString(w) && strcmp(w->valuestring, "DoNotSchedule") == 0)
-            return "topology spread with whenUnsatisfiable DoNotSchedule "
-                   "(spec.topologySpreadConstraints)";
     }
     return NULL;
 }

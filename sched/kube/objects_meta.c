@@ -10,13 +10,17 @@
  * the pod's own value, a key the pod lacks ignored (KEP-3633; kube-apiserver merges them at
  * creation, so a second merge here adds the same requirement again, which changes nothing).
  * Host ports: spec.containers[].ports[].hostPort with its protocol (TCP by default), init
- * containers' included, as kube-scheduler's NodePorts plugin reads them.
+ * containers' included, as kube-scheduler's NodePorts plugin reads them. Topology spreads:
+ * spec.topologySpreadConstraints[] with whenUnsatisfiable DoNotSchedule {maxSkew, topologyKey,
+ * labelSelector (null: no pod), matchLabelKeys, minDomains, nodeAffinityPolicy (Honor by
+ * default), nodeTaintsPolicy (Ignore by default)}, counted in the pod's own namespace.
  *
  * Not read: a namespaceSelector with requirements (namespaces' labels are not cached): such a
  * term is left out and named by objects.c's unevaluated() instead.
  *
  * Must not touch: the cache, the network.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +224,54 @@ static int ports(const cJSON *spec, struct arena *a, struct pod_meta *m)
     return 0;
 }
 
+/* spec.topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (ScheduleAnyway ones are
+ * preferences: not read). */
+static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struct arena *a,
+                   struct sched_errbuf *eb)
+{
+    const cJSON *list = get(spec, "topologySpreadConstraints"), *c;
+    if (list && !cJSON_IsArray(list))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.topologySpreadConstraints: not a list",
+                          key);
+    int n = cJSON_GetArraySize(list);
+    if (n <= 0)
+        return 0;
+    struct pod_spread *v = arena_calloc(a, (size_t)n, sizeof(*v));
+    if (!v)
+        return SCHED_ENOMEM;
+    uint32_t k = 0, i = 0;
+    cJSON_ArrayForEach(c, list)
+    {
+        char where[KOBJ_KEY_MAX + 64];
+        snprintf(where, sizeof(where), "pod %s: spec.topologySpreadConstraints[%u]", key, i++);
+        const cJSON *w = get(c, "whenUnsatisfiable"), *tk = get(c, "topologyKey");
+        const cJSON *skew = get(c, "maxSkew"), *md = get(c, "minDomains");
+        if (!cJSON_IsString(w) || strcmp(w->valuestring, "DoNotSchedule") != 0)
+            continue;
+        if (!cJSON_IsString(tk) || !tk->valuestring[0])
+            return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
+        if (!cJSON_IsNumber(skew) || skew->valuedouble < 1 || skew->valuedouble > INT32_MAX)
+            return sched_fail(eb, SCHED_EINVAL, "%s.maxSkew: an integer of at least 1", where);
+        if (md && !cJSON_IsNull(md) &&
+            (!cJSON_IsNumber(md) || md->valuedouble < 1 || md->valuedouble > INT32_MAX))
+            return sched_fail(eb, SCHED_EINVAL, "%s.minDomains: an integer of at least 1", where);
+        int rc = selector(c, m, where, a, &v[k].sel, eb);
+        if (rc)
+            return rc;
+        if (!(v[k].sel.topology_key = arena_strdup(a, tk->valuestring)))
+            return SCHED_ENOMEM;
+        v[k].max_skew = (int32_t)skew->valuedouble;
+        v[k].min_domains = cJSON_IsNumber(md) ? (int32_t)md->valuedouble : 0;
+        const char *nap = kobj_str(c, "nodeAffinityPolicy"), *ntp = kobj_str(c, "nodeTaintsPolicy");
+        v[k].affinity_ignore = nap && strcmp(nap, "Ignore") == 0; /* default Honor */
+        v[k].taints_honor = ntp && strcmp(ntp, "Honor") == 0;     /* default Ignore */
+        k++;
+    }
+    m->spread = v;
+    m->n_spread = k;
+    return 0;
+}
+
 int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
 {
     struct arena *a = p->meta_mem = calloc(1, sizeof(*a));
@@ -236,5 +288,7 @@ int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
         rc = terms(spec, "podAntiAffinity", m, p->key, a, &m->anti, &m->n_anti, eb);
     if (rc == 0)
         rc = ports(spec, a, m);
+    if (rc == 0)
+        rc = spreads(spec, m, p->key, a, eb);
     return rc;
 }

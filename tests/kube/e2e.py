@@ -428,8 +428,9 @@ def unfit_gang(c):
 
 def pod_constraints(c):
     """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
-    a node go to two, where packing would use one), and a term the placement does not evaluate
-    (a namespaceSelector with requirements) is named in the gang's Scheduled Event."""
+    a node go to two, where packing would use one), a DoNotSchedule topology spread that cannot
+    hold keeps its gang waiting with the reason, and a term the placement does not evaluate (a
+    namespaceSelector with requirements) is named in the gang's Scheduled Event."""
     path, pg = podgroup("anti", 2)
     c.post(path, pg)
     for i in range(2):
@@ -444,6 +445,21 @@ def pod_constraints(c):
     nodes = sorted(p["spec"]["nodeName"] for p in bound(c, "anti"))
     check("a gang whose pods have required anti-affinity to each other is bound on two nodes",
           got and len(set(nodes)) == 2, str(nodes))
+    path3, pg3 = podgroup("spr", 2)
+    c.post(path3, pg3)
+    for i in range(2):
+        p = pod("spr-%d" % i, "spr", 1)
+        p["metadata"]["labels"]["app"] = "spr"
+        p["spec"]["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "network.topology.gangsched.io/rack",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spr"}}}]
+        c.post("/api/v1/namespaces/default/pods", p)
+    # rack r1 is full (train): both pods would go to r2, two more than r1's none
+    cond = wait_for(lambda: [x for x in pg_status(c, "spr").get("conditions", [])
+                             if x.get("reason") == "Unschedulable"], 30)
+    msg = cond[0].get("message", "") if cond else ""
+    check("a gang whose spread over racks cannot hold waits, and its reason names the spread",
+          "topology spread" in msg and not bound(c, "spr"), msg)
     path2, pg2 = podgroup("nsel", 1)
     c.post(path2, pg2)
     p = pod("nsel-0", "nsel", 1)
@@ -456,13 +472,14 @@ def pod_constraints(c):
     check("a term with a namespaceSelector is named in the Scheduled Event as not evaluated",
           "not evaluated: required inter-pod anti-affinity with a namespaceSelector "
           "(spec.affinity.podAntiAffinity) of pod default/nsel-0" in note, note)
-    for name, pth in (("anti", path), ("nsel", path2)):
+    for name, pth in (("anti", path), ("nsel", path2), ("spr", path3)):
         for p in pods_of(c, name):
             c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                      {"gracePeriodSeconds": 0})
         c.delete(pth + "/" + name)
     check("... and they are gone again",
-          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel"), 10))
+          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel")
+                   and not pods_of(c, "spr"), 10))
 
 
 def below_min_member(c, a):

@@ -714,7 +714,7 @@ static void unevaluated_constraints_are_named(void **state)
         "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaces\":[\"a\"]}]}}"};
     static const char *const named[] = {"spec.affinity.podAntiAffinity",
                                         "spec.affinity.podAffinity",
-                                        "spec.topologySpreadConstraints",
+                                        NULL, /* a DoNotSchedule spread: evaluated */
                                         NULL,
                                         NULL,
                                         NULL,
@@ -789,6 +789,29 @@ static void pod_meta_is_decoded(void **state)
     assert_int_equal(m->ports[0], 6u << 16 | 8080); /* TCP first, then UDP */
     assert_int_equal(m->ports[1], 7u << 16 | 53);
     assert_null(p->spec->err);
+    assert_int_equal(m->n_spread, 0);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+
+    o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"s\",\"namespace\":\"ml\",\"labels\":{\"job\":"
+        "\"j1\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"topologySpreadConstraints\":"
+        "[{\"maxSkew\":2,\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+        "\"labelSelector\":{},\"matchLabelKeys\":[\"job\"],\"minDomains\":3,"
+        "\"nodeTaintsPolicy\":\"Honor\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]}}");
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->meta->n_spread, 1); /* ScheduleAnyway: a preference, not read */
+    const struct pod_spread *sp = &p->meta->spread[0];
+    assert_int_equal(sp->max_skew, 2);
+    assert_int_equal(sp->min_domains, 3);
+    assert_true(sp->taints_honor);
+    assert_false(sp->affinity_ignore);
+    assert_string_equal(sp->sel.topology_key, "zone");
+    assert_int_equal(sp->sel.n_reqs, 1); /* job In (j1), from matchLabelKeys */
+    assert_true(podaff_selects(&sp->sel, "ml", p->meta));
+    assert_false(podaff_selects(&sp->sel, "ml",
+                                &(struct pod_meta){.ns = "ml", .labels = j2, .n_labels = 2}));
     kobj_pod_free(p);
     cJSON_Delete(o);
 

@@ -124,6 +124,7 @@ static void test_self_anti_affinity_one_pod_per_node(void **unused)
     with_meta(g5, &m);
     r = cycle_pods(w5, NULL, 0);
     assert_null(placement_of(r, g5));
+    assert_int_equal(verdict_of(r, g5)->filtered[FILTER_POD_ANTI], 4); /* the fifth pod's view */
     free_gangs(w);
     free_gangs(w5);
 }
@@ -281,6 +282,82 @@ static void test_anti_affinity_between_gangs_of_one_cycle(void **unused)
     free_gangs(w);
 }
 
+/* Pods per rack of g's placement, over every rack of the cluster (zeros included): max - min. */
+static uint32_t rack_skew(const struct world *w, const struct sched_placement *p,
+                          const struct gang *g, const struct sched_pod *bound, uint32_t n_bound)
+{
+    const char *racks[64];
+    uint32_t cnt[64] = {0}, n = 0;
+    for (uint32_t i = 0; i < w->c->n_nodes; i++) {
+        const char *r = node_label(&w->c->nodes[i], TOPO_LABEL_RACK);
+        uint32_t k = 0;
+        while (k < n && strcmp(racks[k], r) != 0)
+            k++;
+        if (k == n)
+            racks[n++] = r;
+    }
+    for (uint32_t x = 0; x < g->n_pods + n_bound; x++) {
+        uint32_t node = x < g->n_pods ? p->pods[x].node : bound[x - g->n_pods].node;
+        const char *r = node_label(&w->c->nodes[node], TOPO_LABEL_RACK);
+        for (uint32_t k = 0; k < n; k++)
+            cnt[k] += strcmp(racks[k], r) == 0;
+    }
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        lo = cnt[k] < lo ? cnt[k] : lo;
+        hi = cnt[k] > hi ? cnt[k] : hi;
+    }
+    assert_true(n >= 2);
+    return hi - lo;
+}
+
+/* A DoNotSchedule topology spread over racks, maxSkew 1: the gang's pods spread over the racks
+ * where packing would put them on one node; with matching pods bound in a rack, a pod goes
+ * elsewhere; a key no node has allows no node, and the verdict names the spread. */
+static void test_topology_spread(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    struct pod_spread sp = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .spread = &sp, .n_spread = 1};
+    struct gang *g = add_gang(w, 4, 1, 0);
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    assert_true(rack_skew(w, p, g, NULL, 0) <= 1);
+    assert_int_not_equal(p->pods[0].node, p->pods[1].node);
+    free_gangs(w);
+
+    w = world_new("hgx:16");
+    struct pod_meta other = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct sched_pod bound[2] = {{.node = 0, .meta = &other}, {.node = 0, .meta = &other}};
+    use_gpus(w, 0, 0x3); /* node 0: the fullest, where packing goes */
+    g = add_gang(w, 1, 1, 0);
+    with_meta(g, &m);
+    p = placement_of(cycle_pods(w, bound, 2), g);
+    assert_non_null(p);
+    assert_string_not_equal(node_label(&w->c->nodes[p->pods[0].node], TOPO_LABEL_RACK),
+                            node_label(&w->c->nodes[0], TOPO_LABEL_RACK));
+    /* maxSkew 3: the bound pods' rack is allowed again, and packing takes node 0 */
+    sp.max_skew = 3;
+    with_meta(g, &m);
+    p = placement_of(cycle_pods(w, bound, 2), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0);
+    free_gangs(w);
+
+    w = world_new("hgx:4");
+    sp.sel.topology_key = "no-such-key";
+    g = add_gang(w, 1, 1, 0);
+    with_meta(g, &m);
+    const struct sched_result *r = cycle_pods(w, NULL, 0);
+    assert_null(placement_of(r, g));
+    assert_int_equal(verdict_of(r, g)->filtered[FILTER_SPREAD], 4);
+    free_gangs(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_bound_anti_affinity_and_ports),
         cmocka_unit_test(test_self_affinity_keeps_gang_in_one_rack),
         cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
+        cmocka_unit_test(test_topology_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
