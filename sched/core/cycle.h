@@ -59,6 +59,8 @@ struct sched_running {
 struct sched_pod {
     uint32_t node; /* index into cluster->nodes; others are ignored */
     const struct pod_meta *meta;
+    bool deleting; /* being deleted: counts for affinity and ports, not for topology spreads
+                      (kube-scheduler's PodTopologySpread skips terminating pods) */
 };
 
 /* Capacity a preemptor holds across cycles (freed by its victims): only that gang may use it. */

@@ -296,7 +296,7 @@ static bool spread_build(struct place_state *st, const struct gang *g, uint32_t 
     strmap_fini(&ids);
     for (uint32_t k = 0; k < total; k++) {
         const struct sched_pod *p = pod_at(st, k);
-        if (p->node < n && e->dom[p->node] != UINT32_MAX &&
+        if (p->node < n && !p->deleting && e->dom[p->node] != UINT32_MAX &&
             podaff_selects(&sp->sel, m->ns, p->meta))
             e->cnt[e->dom[p->node]]++;
     }

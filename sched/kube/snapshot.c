@@ -308,7 +308,8 @@ int kcache_bound_pods(struct kcache *c, const struct kgang *pending, uint32_t n_
             continue;
         if (n == cap && !(out = arena_grow(a, out, n, &cap, sizeof(*out))))
             return SCHED_ENOMEM;
-        out[n++] = (struct sched_pod){.node = (uint32_t)ix, .meta = p->meta};
+        out[n++] =
+            (struct sched_pod){.node = (uint32_t)ix, .meta = p->meta, .deleting = p->deleting};
     }
     snap->bound_pods = out;
     snap->n_bound_pods = n;

@@ -340,6 +340,12 @@ static void test_topology_spread(void **unused)
     assert_non_null(p);
     assert_string_not_equal(node_label(&w->c->nodes[p->pods[0].node], TOPO_LABEL_RACK),
                             node_label(&w->c->nodes[0], TOPO_LABEL_RACK));
+    /* being deleted, they do not count (kube-scheduler skips terminating pods) */
+    bound[0].deleting = bound[1].deleting = true;
+    p = placement_of(cycle_pods(w, bound, 2), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0);
+    bound[0].deleting = bound[1].deleting = false;
     /* maxSkew 3: the bound pods' rack is allowed again, and packing takes node 0 */
     sp.max_skew = 3;
     with_meta(g, &m);
