@@ -131,7 +131,7 @@ struct place_state {
     uint32_t gs_max_devs;
     enum gs_policy share_node_default, share_gpu_default;
     /* inter-pod constraints (place_pods.c): the snapshot's bound pods, the pods committed this
-     * cycle, whether any of them carries anti-affinity terms or host ports, and for the gang
+     * cycle, the indices of those that carry anti-affinity terms or host ports, and for the gang
      * being placed (pods_gang) the filter that rejected each node per pod set (FILTER_* + 1, 0
      * none; [GANG_MAX_SETS][n]), whether some earlier pod meets an affinity term of each set,
      * its affinity terms its own pods may meet, whether its pods constrain one another (placed
@@ -140,7 +140,8 @@ struct place_state {
     uint32_t n_bound;
     struct sched_pod *placed;
     uint32_t n_placed, cap_placed;
-    bool pods_anti, pods_ports;
+    uint32_t *rules; /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t n_rules, cap_rules;
     bool pods_lost; /* a committed pod could not be recorded (out of memory) */
     const struct gang *pods_gang;
     uint8_t *pods_why;

@@ -58,15 +58,27 @@ struct place_pods_spread {
     uint32_t n_dom, min;  /* min: the smallest count (0 below min_domains domains) */
 };
 
+/* Notes pod k (of the bound then placed ones) in st->rules when it carries anti-affinity terms
+ * or host ports, the rules that apply to other pods than its own gang's. */
+static void note_rules(struct place_state *st, uint32_t k, const struct pod_meta *m)
+{
+    if (!m || (!m->n_anti && !m->n_ports))
+        return;
+    uint32_t *v = arena_grow(st->arena, st->rules, st->n_rules, &st->cap_rules, sizeof(*v));
+    if (!v) { /* out of memory: a rule would be missed, so no constrained gang is placed */
+        st->pods_lost = true;
+        return;
+    }
+    st->rules = v;
+    st->rules[st->n_rules++] = k;
+}
+
 void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
 {
     st->bound = snap->bound_pods;
     st->n_bound = snap->bound_pods ? snap->n_bound_pods : 0;
-    for (uint32_t k = 0; k < st->n_bound; k++) {
-        const struct pod_meta *m = st->bound[k].meta;
-        st->pods_anti |= m && m->n_anti > 0;
-        st->pods_ports |= m && m->n_ports > 0;
-    }
+    for (uint32_t k = 0; k < st->n_bound; k++)
+        note_rules(st, k, st->bound[k].meta);
 }
 
 static const struct sched_pod *pod_at(const struct place_state *st, uint32_t k)
@@ -156,18 +168,57 @@ static bool gang_self(const struct gang *g)
     return false;
 }
 
+/* The rules of the earlier pods that carry some (st->rules) against a pod m (NULL: none) into
+ * why: their host ports, and their anti-affinity terms that select it (the domains, grouped by
+ * topology key, rejected in one pass over the nodes per key). */
+static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint8_t *why, bool *oom)
+{
+    enum { KEYS = 8 };
+    struct {
+        const char *key;
+        struct strmap vals;
+    } by[KEYS];
+    uint32_t n_by = 0, n = st->c->n_nodes;
+    for (uint32_t r = 0; r < st->n_rules; r++) {
+        const struct sched_pod *p = pod_at(st, st->rules[r]);
+        if (p->node >= n)
+            continue;
+        if (m && m->n_ports && podaff_ports_clash(m, p->meta))
+            why[p->node] = FILTER_HOST_PORT + 1;
+        for (uint32_t t = 0; t < p->meta->n_anti; t++) {
+            const struct pod_term *pt = &p->meta->anti[t];
+            const char *v = dom_of(st, p->node, pt->topology_key);
+            if (!v || !podaff_selects(pt, p->meta->ns, m))
+                continue;
+            uint32_t b = 0;
+            while (b < n_by && strcmp(by[b].key, pt->topology_key) != 0)
+                b++;
+            if (b == KEYS) { /* more keys than kept: this domain alone, in a pass of its own */
+                for (uint32_t i = 0; i < n; i++)
+                    if (!why[i] && same_domain(st, i, p->node, pt->topology_key))
+                        why[i] = FILTER_POD_ANTI + 1;
+                continue;
+            }
+            if (b == n_by) {
+                by[n_by].key = pt->topology_key;
+                strmap_init(&by[n_by++].vals);
+            }
+            if (!strmap_get(&by[b].vals, v) && strmap_put(&by[b].vals, v, (void *)1, NULL) != 0)
+                *oom = true;
+        }
+    }
+    for (uint32_t b = 0; b < n_by; b++) {
+        reject_domains(st, &by[b].vals, by[b].key, why, FILTER_POD_ANTI);
+        strmap_fini(&by[b].vals);
+    }
+}
+
 /* The row of pod set s of g (why: FILTER_* + 1 per node, 0 allowed) against the earlier pods. */
 static void set_row(struct place_state *st, const struct gang *g, uint32_t s, uint8_t *why,
                     bool *oom)
 {
     const struct pod_meta *m = g->sets[s].meta;
-    uint32_t n = st->c->n_nodes, total = st->n_bound + st->n_placed;
-    if (m && m->n_ports && st->pods_ports)
-        for (uint32_t k = 0; k < total; k++) {
-            const struct sched_pod *p = pod_at(st, k);
-            if (p->node < n && podaff_ports_clash(m, p->meta))
-                why[p->node] = FILTER_HOST_PORT + 1;
-        }
+    uint32_t n = st->c->n_nodes;
     struct strmap vals;
     for (uint32_t t = 0; m && t < m->n_anti; t++) {
         strmap_init(&vals);
@@ -175,19 +226,7 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
         reject_domains(st, &vals, m->anti[t].topology_key, why, FILTER_POD_ANTI);
         strmap_fini(&vals);
     }
-    if (st->pods_anti) /* the anti-affinity of earlier pods that select this set's pods */
-        for (uint32_t k = 0; k < total; k++) {
-            const struct sched_pod *p = pod_at(st, k);
-            for (uint32_t t = 0; p->node < n && p->meta && t < p->meta->n_anti; t++) {
-                const struct pod_term *pt = &p->meta->anti[t];
-                const char *v = dom_of(st, p->node, pt->topology_key);
-                if (!v || !podaff_selects(pt, p->meta->ns, m))
-                    continue;
-                for (uint32_t i = 0; i < n; i++)
-                    if (!why[i] && same_domain(st, i, p->node, pt->topology_key))
-                        why[i] = FILTER_POD_ANTI + 1;
-            }
-        }
+    earlier_rules(st, m, why, oom);
     if (!m || !m->n_affinity)
         return;
     /* kube-scheduler's first-pod rule: no earlier pod meets any term, the set meets them all */
@@ -371,7 +410,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     st->n_pods_spreads = 0;
     bool any = false;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        any |= podaff_constrains(g->sets[s].meta) || (st->pods_anti && g->sets[s].meta);
+        any |= podaff_constrains(g->sets[s].meta) || (st->n_rules && g->sets[s].meta);
     if ((!any && !st->pods_lost) || n == 0)
         return;
     st->pods_gang = g;
@@ -605,8 +644,7 @@ void place_pods_commit(struct place_state *st, const struct gang *g, const struc
             }
             st->placed = v;
             st->placed[st->n_placed++] = (struct sched_pod){.node = out[k].node, .meta = m};
-            st->pods_anti |= m->n_anti > 0;
-            st->pods_ports |= m->n_ports > 0;
+            note_rules(st, st->n_bound + st->n_placed - 1, m);
         }
     }
 }

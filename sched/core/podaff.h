@@ -24,6 +24,14 @@ static inline bool podaff_constrains(const struct pod_meta *m)
 {
     return m && (m->n_affinity || m->n_anti || m->n_ports || m->n_spread);
 }
+/* Does a pod set of g carry a constraint? */
+static inline bool podaff_gang(const struct gang *g)
+{
+    for (uint32_t s = 0; s < g->n_sets && s < GANG_MAX_SETS; s++)
+        if (podaff_constrains(g->sets[s].meta))
+            return true;
+    return false;
+}
 /* h folded with everything of m that placement reads (NULL folds a marker). */
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);
 /* A label value of m (sorted labels), or NULL. */

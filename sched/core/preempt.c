@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 
 #define MAX_DOMAINS        512    /* domains evaluated per preemptor and cycle (bounded work) */
@@ -450,12 +451,20 @@ static double set_cost(const struct preempt_ctx *pc, const struct vset *vs, cons
     return cost;
 }
 
-/* The level whose domains the preemptor should be placed in. */
+/* The level whose domains the preemptor should be placed in: the tightest that holds its GPUs. */
 static int target_level(const struct place_state *st, const struct gang *g)
 {
     if (g->topo_required >= 0)
         return g->topo_required;
-    for (int l = (int)st->c->topo.n_levels - 1; l >= 0; l--)
+    int node = (int)st->c->topo.n_levels - 1;
+    if (g->gpus == 0 || podaff_gang(g)) {
+        /* no GPUs to size a domain by, or pods that constrain one another: one node when the
+         * whole gang fits the largest, else the whole cluster (the placement decides) */
+        struct res_vec need;
+        gang_request(g, &need);
+        return node >= 0 && res_fits(&need, &st->max_alloc) ? node : -1;
+    }
+    for (int l = node; l >= 0; l--)
         if (!st->level_is_nodes[l] && st->level_max_gpus[l] >= g->gpus)
             return l;
     return -1;

@@ -18,7 +18,9 @@ spec.nodeName goes from empty to set, sampled once per second (here from the wat
 times), the first sample dropped, empty intervals folded into the next; Average and
 Perc50/90/95/99 in pods/s; SchedulingDuration is the measured section's wall time. Checked too:
 every gang bound whole (never fewer than minCount of a group), TAS groups in one rack value,
-PodGroupInitiallyScheduled=True on every placed group.
+PodGroupInitiallyScheduled=True on every placed group, and no required pod rule broken among the
+bound pods (host ports, pod affinity and anti-affinity, DoNotSchedule topology spreads:
+rule_violations).
 
 Usage: python3 tests/bench/podgroup_perf.py [--label integration-test] [--case NAME]
        [--workload NAME] [--json FILE] [--precreate]
@@ -31,6 +33,7 @@ Loopback only; every wait bounded. Prints one record per <case>/<workload>.
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -50,7 +53,8 @@ from kclient import Client  # noqa: E402
 HERE = os.path.join(os.path.dirname(__file__), "scheduler_perf")
 CONFIGS = ["podgroup/gangscheduling/performance-config.yaml",
            "podgroup/tas/performance-config.yaml",
-           "podgroup/basicscheduling/performance-config.yaml"]
+           "podgroup/basicscheduling/performance-config.yaml",
+           "workload_preemption/performance-config.yaml"]
 BIN = os.environ.get("BIN", "bin")
 DEFAULT_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "scheduler-perf-"},
                 "spec": {}, "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
@@ -169,7 +173,9 @@ class Env:
             [sys.executable, "tests/kube/fakeapi.py", "--port", "0", "--port-file", port_file,
              "--kubeconfig-out", os.path.join(tmp, "kubeconfig"), "--plain",
              "--serve-api", "scheduling.k8s.io/v1beta1", "--serve-api",
-             "scheduling.k8s.io/v1alpha3", "--history", "200000"],
+             "scheduling.k8s.io/v1alpha3", "--history", "200000",
+             # as Kubernetes' integration test servers: pods and PodGroups give spec.priority
+             "--disable-admission-plugins", "Priority"],
             stdout=self.log, stderr=self.log))
         end = time.time() + 20
         while not (os.path.exists(port_file) and os.path.getsize(port_file)) and time.time() < end:
@@ -349,11 +355,19 @@ def run_workload(case, wl, base, env, record):
 
 def create_nodes(c, op, base, count, tparams):
     """createNodes: count nodes from the op's template (upstream's default node without one),
-    labelled as its labelNodePrepareStrategy says."""
+    labelled as its labelNodePrepareStrategy says. As upstream's node preparer
+    (test/utils IntegrationTestNodePreparer.PrepareNodes), a node without a name is named
+    generateName + 5 random characters before it is created, and labelled
+    kubernetes.io/hostname with that name (pod affinity to the hostname needs it)."""
     objs = []
     for i in range(count):
         n = (load(base, op["nodeTemplatePath"], dict(tparams, Index=i, Count=count))
              if op.get("nodeTemplatePath") else json.loads(json.dumps(DEFAULT_NODE)))
+        meta = n.setdefault("metadata", {})
+        if not meta.get("name"):
+            meta["name"] = (meta.pop("generateName", "") or "node-") + "".join(
+                random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        meta.setdefault("labels", {})["kubernetes.io/hostname"] = meta["name"]
         lp = op.get("labelNodePrepareStrategy")
         if lp:
             n["metadata"].setdefault("labels", {})[lp["labelKey"]] = \
@@ -481,6 +495,7 @@ def record_measured(c, case, measured, record):
         time.sleep(0.2)
         res = check(c, ns, case["name"])
     record.update(res)
+    record["rules_broken"] = rule_violations(c)
 
 
 def throughput(start, binds, end=None):
@@ -552,6 +567,85 @@ def check(c, ns, case):
             "groups_without_InitiallyScheduled": cond_missing}
 
 
+def selects(sel, labels):
+    """metav1.LabelSelector matching (labels.Selector from LabelSelectorAsSelector): null
+    selects nothing, {} everything; matchLabels and matchExpressions ANDed."""
+    if sel is None:
+        return False
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in sel.get("matchExpressions") or []:
+        k, op, vals = e["key"], e["operator"], e.get("values") or []
+        if op == "In" and labels.get(k) not in vals:
+            return False
+        if op == "NotIn" and k in labels and labels[k] in vals:
+            return False
+        if op == "Exists" and k not in labels:
+            return False
+        if op == "DoesNotExist" and k in labels:
+            return False
+    return True
+
+
+def rule_violations(c):
+    """The required pod rules broken among the bound pods (not being deleted) of every
+    namespace, counted as kube-scheduler's filters define them: two pods on one node with a host
+    port in common (NodePorts); a required podAffinity term no pod in its domain meets
+    (InterPodAffinity, the pod itself counting); a podAntiAffinity term another pod in its
+    domain meets; a DoNotSchedule spread whose domains (nodes with the key) differ by more than
+    maxSkew in the pods it selects in the pod's namespace (PodTopologySpread)."""
+    pods = [p for p in c.get("/api/v1/pods")[1]["items"]
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
+             for n in c.get("/api/v1/nodes")[1]["items"]}
+    out = {"host_port_clashes": 0, "affinity_unmet": 0, "anti_affinity_broken": 0,
+           "spread_exceeded": 0}
+    seen = set()
+    for p in pods:
+        for ctr in p["spec"].get("containers") or []:
+            for port in ctr.get("ports") or []:
+                if port.get("hostPort"):
+                    k = (p["spec"]["nodeName"], port.get("protocol", "TCP"), port["hostPort"])
+                    out["host_port_clashes"] += k in seen
+                    seen.add(k)
+
+    def in_domain(p, q, key):
+        v = nodes[p["spec"]["nodeName"]].get(key)
+        return v is not None and nodes[q["spec"]["nodeName"]].get(key) == v
+
+    def term_pods(p, t):
+        if t.get("namespaceSelector") == {}:
+            nss = None
+        else:
+            nss = t.get("namespaces") or [p["metadata"]["namespace"]]
+        return [q for q in pods if (nss is None or q["metadata"]["namespace"] in nss)
+                and selects(t.get("labelSelector"), q["metadata"].get("labels") or {})]
+    for p in pods:
+        aff = p["spec"].get("affinity") or {}
+        for t in (aff.get("podAffinity") or {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if not any(in_domain(p, q, t["topologyKey"]) for q in term_pods(p, t)):
+                out["affinity_unmet"] += 1
+        for t in (aff.get("podAntiAffinity") or {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if any(q is not p and in_domain(p, q, t["topologyKey"]) for q in term_pods(p, t)):
+                out["anti_affinity_broken"] += 1
+        for t in p["spec"].get("topologySpreadConstraints") or []:
+            if t.get("whenUnsatisfiable") != "DoNotSchedule":
+                continue
+            key, ns = t["topologyKey"], p["metadata"]["namespace"]
+            counts = {v[key]: 0 for v in nodes.values() if key in v}
+            for q in pods:
+                v = nodes[q["spec"]["nodeName"]].get(key)
+                if v is not None and q["metadata"]["namespace"] == ns and \
+                        selects(t.get("labelSelector"), q["metadata"].get("labels") or {}):
+                    counts[v] += 1
+            if counts and max(counts.values()) - min(counts.values()) > t["maxSkew"]:
+                out["spread_exceeded"] += 1
+    return out
+
+
 def summary(rec):
     """The record as scheduler_perf prints its DataItem, with the CPU per bound pod."""
     tp = rec.get("SchedulingThroughput")
@@ -609,7 +703,8 @@ def main():
                         raise RuntimeError("gangsched exited: see %s/gangsched.log" % tmp)
                     run_workload(case, wl, base, env, rec)
                     bad = rec.get("partial_gangs") or rec.get("tas_groups_split") or \
-                        rec.get("groups_without_InitiallyScheduled")
+                        rec.get("groups_without_InitiallyScheduled") or \
+                        any((rec.get("rules_broken") or {}).values())
                     rec["result"] = "FAIL" if bad else "ok"
                 except NotApplicable as e:
                     rec["result"] = "not applicable: %s" % e

@@ -1018,7 +1018,14 @@ def main():
     ap.add_argument("--serve-api", action="append", default=[],
                     help="serve a gated built-in group-version (scheduling.k8s.io/v1beta1, ...), "
                          "as --runtime-config does")
+    ap.add_argument("--disable-admission-plugins", default="",
+                    help="comma-separated admission plugins to turn off, as kube-apiserver's flag "
+                         "of that name (known: Priority)")
     args = ap.parse_args()
+    disabled = {x for x in args.disable_admission_plugins.split(",") if x}
+    if disabled - {"Priority"}:
+        ap.error("--disable-admission-plugins: unknown plugin(s) %s"
+                 % ",".join(sorted(disabled - {"Priority"})))
     if not args.plain and not args.token:
         ap.error("--token is required unless --plain")
 
@@ -1040,6 +1047,7 @@ def main():
         except (ValueError, ApiError) as e:
             sys.exit(f"fakeapi: --faults: {e}")
     app.store = Store(args.history, app.stats, app.faults)
+    app.store.disabled_admission = disabled
     state_file = None
     tmpdir = None
     if args.state_dir:

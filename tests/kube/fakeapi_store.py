@@ -214,6 +214,10 @@ class Event:
 class Store(ClaimController):
     def __init__(self, history, stats, faults):
         self.lock = threading.RLock()
+        # Admission plugins turned off, as kube-apiserver's --disable-admission-plugins does
+        # (only "Priority" is known here: Kubernetes' integration test servers run without it,
+        # test/integration/util InitTestAPIServer, so that tests may set spec.priority bare).
+        self.disabled_admission = set()
         # One condition per resource, so that a write wakes only the watches of its resource
         # (with one shared condition every bind woke the node and PodGroup watches too).
         self.conds = {r.key: threading.Condition(self.lock) for r in RESOURCES}
@@ -493,10 +497,11 @@ class Store(ClaimController):
         that controller is _podgroup_protection, which removes it); the v1beta1 PodGroup
         default disruptionMode {single: {}} (its +default marker). Caller holds the lock."""
         classes = self.objects[PC_KEY]
-        if res.key == PODS_KEY:
+        prio = "Priority" not in self.disabled_admission
+        if res.key == PODS_KEY and prio:
             admit_priority(res, body, classes)
         elif res.key == PG_KEY:
-            if res.version in ("v1beta1", "v1alpha3"):
+            if res.version in ("v1beta1", "v1alpha3") and prio:
                 admit_priority(res, body, classes)
             if res.version == "v1beta1" and isinstance(body.get("spec"), dict):
                 body["spec"].setdefault("disruptionMode", {"single": {}})

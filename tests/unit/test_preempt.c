@@ -1119,9 +1119,35 @@ static void test_overdue_backfill_across_racks(void **unused)
     world_free(w);
 }
 
+/* A gang without GPUs (scheduler_perf's gang preemption: pods of CPU only) preempts like any
+ * other: its domain is one node only when the whole gang fits one (before, the domain was
+ * sized by GPUs, so every gang of 0 GPUs looked for room on one node and found none). */
+static void test_cpu_only_gang_preempts(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n");
+    int64_t cpu = w->c->nodes[0].alloc.v[RES_CPU];
+    for (int i = 0; i < 10; i++) { /* five 40m pods per node, priority 0 */
+        struct gang *v = gang(w, 0, 1, 0, 0, 0);
+        v->sets[0].req.v[RES_CPU] = 40;
+        gang_finalize(v);
+        uint32_t node = (uint32_t)(i % 2);
+        run(w, v, &node, 10, 10);
+        w->state[node].used.v[RES_CPU] += 40;
+    }
+    struct gang *g = gang(w, 0, 2, 0, 8888888, 100); /* a pod per node, each node all but 30m */
+    g->sets[0].req.v[RES_CPU] = cpu - 30;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 10);
+    assert_int_equal(r->n_placements, 0); /* placed once they are gone */
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_only_gang_preempts),
         cmocka_unit_test(test_reclaim_stops_at_borrower_nominal),
         cmocka_unit_test(test_reclaim_never_below_victim_nominal),
         cmocka_unit_test(test_small_victim_before_big_gang),
