@@ -376,11 +376,17 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     } else if (v.filtered[FILTER_RESOURCES] == 0 && v.filtered[FILTER_RESERVED] == 0 &&
                cy->st.c->n_nodes > 0) {
         /* no node lacks room for one pod: either every node is filtered out, or the pods fit
-         * one by one but not together the way the gang asks (domain, slices, groups) */
-        uint32_t filtered = 0;
+         * one by one but not together the way the gang asks (domain, slices, groups); nodes
+         * refused by the pods running there (pod rules) wait like capacity: they end, or a
+         * preemption takes them */
+        uint32_t filtered = 0, by_pods = v.filtered[FILTER_POD_AFFINITY] +
+                                         v.filtered[FILTER_POD_ANTI] +
+                                         v.filtered[FILTER_HOST_PORT] + v.filtered[FILTER_SPREAD];
         for (int x = 0; x < FILTER_N; x++)
             filtered += v.filtered[x];
-        v.why = filtered >= v.n_nodes ? SCHED_WHY_NO_NODES : SCHED_WHY_TOPOLOGY;
+        v.why = by_pods > 0             ? SCHED_WHY_RESOURCES
+                : filtered >= v.n_nodes ? SCHED_WHY_NO_NODES
+                                        : SCHED_WHY_TOPOLOGY;
     } else if (v.filtered[FILTER_RESERVED] > 0 && pods && place_fits_if_unheld(&cy->st, gf, pods)) {
         v.why = SCHED_WHY_RESERVED; /* it would start now but for the held capacity */
         v.blocked_by = holder_of(cy, g, pods, &v.held_for_preemptor);

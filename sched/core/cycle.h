@@ -61,6 +61,9 @@ struct sched_pod {
     const struct pod_meta *meta;
     bool deleting; /* being deleted: counts for affinity and ports, not for topology spreads
                       (kube-scheduler's PodTopologySpread skips terminating pods) */
+    /* a pod of a running gang of the snapshot: that gang's pod set (a preemption plan that
+     * releases the set's pods on this node lifts the pod's rules for its trial); NULL others */
+    const struct podset *set;
 };
 
 /* Capacity a preemptor holds across cycles (freed by its victims): only that gang may use it. */

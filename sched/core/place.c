@@ -915,6 +915,8 @@ bool place_release_pods(struct place_state *st, const struct sched_running *r, u
                 continue;
             st->rel[st->n_rel++] = (struct place_undo){
                 .node = i, .gpu_mask = r->pods[k].gpu_mask, .req = &g->sets[s].req};
+            if (st->rel_on)
+                st->rel_on[i]++;
             pb_mark(st->b, i);
             res_add(&st->free[i], &g->sets[s].req);
             st->gpu_free[i] |= r->pods[k].gpu_mask;
@@ -930,6 +932,8 @@ void place_release_undo(struct place_state *st, uint32_t mark)
 {
     while (st->n_rel > mark) {
         const struct place_undo *u = &st->rel[--st->n_rel];
+        if (st->rel_on)
+            st->rel_on[u->node]--;
         res_sub(&st->free[u->node], u->req);
         st->gpu_free[u->node] &= ~u->gpu_mask;
         if (st->ok[u->node]) {

@@ -140,7 +140,9 @@ struct place_state {
     uint32_t n_bound;
     struct sched_pod *placed;
     uint32_t n_placed, cap_placed;
-    uint32_t *rules; /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t *rules;  /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t *rel_on; /* per node: released pods of would-be victims (rel), when some bound pod
+                         names its running gang's set (sched_pod.set), else NULL */
     uint32_t n_rules, cap_rules;
     bool pods_lost; /* a committed pod could not be recorded (out of memory) */
     const struct gang *pods_gang;

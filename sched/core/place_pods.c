@@ -25,9 +25,10 @@
  * is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the engine's
  * usual search with the rows.
  *
- * Not modelled: a bound pod being evicted counts until it is gone (a preemptor's anti-affinity
- * is not lifted by its victims, as it is not before kube-scheduler sees them deleted); the start
- * planner and reservations ignore these rules.
+ * A preemption plan's trial sees the pods of the gangs it releases as gone (sched_pod.set names
+ * the running gang's pod set; place_release_pods counts the released pods per node), as
+ * kube-scheduler's preemption removes the victims before it runs the filters again. Not
+ * modelled: the start planner and reservations ignore these rules.
  *
  * Must not touch: anything outside place_state; the snapshot's pods are read only.
  */
@@ -77,13 +78,29 @@ void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
 {
     st->bound = snap->bound_pods;
     st->n_bound = snap->bound_pods ? snap->n_bound_pods : 0;
-    for (uint32_t k = 0; k < st->n_bound; k++)
+    bool sets = false;
+    for (uint32_t k = 0; k < st->n_bound; k++) {
         note_rules(st, k, st->bound[k].meta);
+        sets |= st->bound[k].set != NULL;
+    }
+    uint32_t n = st->c->n_nodes;
+    if (sets && !(st->rel_on = arena_calloc(st->arena, n ? n : 1, sizeof(*st->rel_on))))
+        st->pods_lost = true;
 }
 
+/* Pod k of the bound then placed ones, or NULL while a preemption plan has released it (its
+ * running gang's pods of its set on its node: an elastic gang's members taken alone release
+ * the set's pods on that node as one). */
 static const struct sched_pod *pod_at(const struct place_state *st, uint32_t k)
 {
-    return k < st->n_bound ? &st->bound[k] : &st->placed[k - st->n_bound];
+    if (k >= st->n_bound)
+        return &st->placed[k - st->n_bound];
+    const struct sched_pod *p = &st->bound[k];
+    if (p->set && st->rel_on && p->node < st->c->n_nodes && st->rel_on[p->node])
+        for (uint32_t r = 0; r < st->n_rel; r++)
+            if (st->rel[r].node == p->node && st->rel[r].req == &p->set->req)
+                return NULL;
+    return p;
 }
 
 /* The node's value of topology key `key`, or NULL. */
@@ -125,7 +142,7 @@ static bool term_domains(const struct place_state *st, const struct pod_term *t,
     uint32_t total = st->n_bound + st->n_placed;
     for (uint32_t k = 0; k < total; k++) {
         const struct sched_pod *p = pod_at(st, k);
-        if (p->node >= st->c->n_nodes || !podaff_selects(t, ns, p->meta))
+        if (!p || p->node >= st->c->n_nodes || !podaff_selects(t, ns, p->meta))
             continue;
         const char *v = dom_of(st, p->node, t->topology_key);
         if (!v)
@@ -181,7 +198,7 @@ static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint
     uint32_t n_by = 0, n = st->c->n_nodes;
     for (uint32_t r = 0; r < st->n_rules; r++) {
         const struct sched_pod *p = pod_at(st, st->rules[r]);
-        if (p->node >= n)
+        if (!p || p->node >= n)
             continue;
         if (m && m->n_ports && podaff_ports_clash(m, p->meta))
             why[p->node] = FILTER_HOST_PORT + 1;
@@ -335,7 +352,7 @@ static bool spread_build(struct place_state *st, const struct gang *g, uint32_t 
     strmap_fini(&ids);
     for (uint32_t k = 0; k < total; k++) {
         const struct sched_pod *p = pod_at(st, k);
-        if (p->node < n && !p->deleting && e->dom[p->node] != UINT32_MAX &&
+        if (p && p->node < n && !p->deleting && e->dom[p->node] != UINT32_MAX &&
             podaff_selects(&sp->sel, m->ns, p->meta))
             e->cnt[e->dom[p->node]]++;
     }

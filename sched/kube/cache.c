@@ -1172,7 +1172,7 @@ static int build_phases(struct builder *b)
         .shares = run, /* GPU shares: the devices' usage (sched/core/place_share.c) */
         .n_shares = n_run,
     }; /* and the pods inter-pod constraints read (snapshot.c) */
-    return kcache_bound_pods(b->c, out->gangs, out->n_pending, b->a, &out->snap);
+    return kcache_bound_pods(b->c, out, b->a);
 }
 
 int kcache_build(struct kcache *c, const struct config *cfg, const struct sched_policy *pol,

@@ -22,6 +22,7 @@ struct kcache {
     struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
     struct strmap pods;    /* "ns/name" -> struct kpod* */
     uint32_t n_rule_pods;  /* pods whose meta has anti-affinity terms or host ports */
+    uint32_t list_gen;     /* generation of kcache_bound_pods (kpod.listed) */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
     struct strmap deletes; /* "ns/name" -> char* uid: a delete of that pod was sent */
@@ -107,11 +108,11 @@ void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign);
  * the same as taking them pod by pod). anon[n_nodes]: zeroed scratch. */
 void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon);
 void kcache_use_free(struct kcache *c);
-/* snap->bound_pods: the pods holding a node (bound, or assumed; not finished) with what
- * inter-pod constraints read of them, in `a`; none unless some pod carries anti-affinity or host
- * ports or a pod set of the pending gangs[0 .. n_pending) a constraint. 0 or SCHED_ENOMEM. */
-int kcache_bound_pods(struct kcache *c, const struct kgang *pending, uint32_t n_pending,
-                      struct arena *a, struct sched_snapshot *snap);
+/* b->snap.bound_pods: the pods holding a node (bound, or assumed; not finished) with what
+ * inter-pod constraints read of them, the running gangs' with their pod set, in `a`; none unless
+ * some pod carries anti-affinity or host ports or a pod set of a pending gang a constraint. 0 or
+ * SCHED_ENOMEM. */
+int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a);
 /* Pod p (NULL: none) enters (sign 1) or leaves (-1) the cache: its usage (kcache_use_pod) and
  * n_rule_pods, the pods whose meta carries anti-affinity terms or host ports. */
 static inline void kcache_pod_in(struct kcache *c, const struct kpod *p, int sign)

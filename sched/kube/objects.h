@@ -127,6 +127,7 @@ struct kpod {
      * and anti-affinity terms, host ports; objects_meta.c), in meta_mem */
     struct pod_meta *meta;
     struct arena *meta_mem;
+    uint32_t listed; /* the cache's: listed in its bound pods of that generation (snapshot.c) */
 };
 
 /* What placing an unbound pod of ours reads, decoded when it arrives (every pointer into mem). */

@@ -284,35 +284,59 @@ static int node_ix(const void *c, const char *name)
     return kcache_node_index(c, name);
 }
 
-int kcache_bound_pods(struct kcache *c, const struct kgang *pending, uint32_t n_pending,
-                      struct arena *a, struct sched_snapshot *snap)
+/* Appends a pod to the list; false on out of memory. */
+static bool bound_add(struct arena *a, struct sched_pod **out, uint32_t *n, uint32_t *cap,
+                      struct sched_pod p)
 {
-    struct sched_pod *out = NULL;
-    uint32_t n = 0;
+    if (*n == *cap && !(*out = arena_grow(a, *out, *n, cap, sizeof(**out))))
+        return false;
+    (*out)[(*n)++] = p;
+    return true;
+}
+
+int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a)
+{
     bool rules = c->n_rule_pods > 0;
-    for (uint32_t i = 0; i < n_pending && !rules; i++)
-        for (uint32_t s = 0; s < pending[i].gang.n_sets; s++)
-            rules |= podaff_constrains(pending[i].gang.sets[s].meta);
+    for (uint32_t i = 0; i < b->n_pending && !rules; i++)
+        for (uint32_t s = 0; s < b->gangs[i].gang.n_sets; s++)
+            rules |= podaff_constrains(b->gangs[i].gang.sets[s].meta);
     if (!rules)
         return 0;
-    uint32_t cap = 0;
+    struct sched_pod *out = NULL;
+    uint32_t n = 0, cap = 0, gen = ++c->list_gen;
+    /* the running gangs' pods first, each with its pod set (a preemption plan that takes the
+     * gang lifts its rules, place_pods.c) */
+    for (uint32_t i = b->n_pending; i < b->n_gangs; i++) {
+        const struct kgang *kg = &b->gangs[i];
+        for (uint32_t s = 0, k = 0; s < kg->gang.n_sets; s++)
+            for (uint32_t x = 0; x < kg->gang.sets[s].count; x++, k++) {
+                struct kpod *p = kg->members[k];
+                p->listed = gen;
+                if (kg->nodes && kg->nodes[k] != UINT32_MAX &&
+                    !bound_add(a, &out, &n, &cap,
+                               (struct sched_pod){.node = kg->nodes[k],
+                                                  .meta = p->meta,
+                                                  .deleting = p->deleting,
+                                                  .set = &kg->gang.sets[s]}))
+                    return SCHED_ENOMEM;
+            }
+    }
     const char *key;
     void *v;
     for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);) {
         const struct kpod *p = v;
         uint32_t mask;
         bool has_ids;
-        const char *node = held_node(c, p, &mask, &has_ids);
+        const char *node = p->listed == gen ? NULL : held_node(c, p, &mask, &has_ids);
         int ix = node ? kcache_node_index(c, node) : -1;
-        if (ix < 0)
-            continue;
-        if (n == cap && !(out = arena_grow(a, out, n, &cap, sizeof(*out))))
+        if (ix >= 0 &&
+            !bound_add(
+                a, &out, &n, &cap,
+                (struct sched_pod){.node = (uint32_t)ix, .meta = p->meta, .deleting = p->deleting}))
             return SCHED_ENOMEM;
-        out[n++] =
-            (struct sched_pod){.node = (uint32_t)ix, .meta = p->meta, .deleting = p->deleting};
     }
-    snap->bound_pods = out;
-    snap->n_bound_pods = n;
+    b->snap.bound_pods = out;
+    b->snap.n_bound_pods = n;
     return 0;
 }
 

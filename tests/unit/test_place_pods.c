@@ -185,7 +185,7 @@ static void test_affinity_to_bound_pod(void **unused)
     const struct sched_verdict *v = verdict_of(r, g);
     assert_non_null(v);
     assert_int_equal(v->filtered[FILTER_POD_AFFINITY], 4);
-    assert_int_equal(v->why, SCHED_WHY_NO_NODES);
+    assert_int_equal(v->why, SCHED_WHY_RESOURCES); /* waits like capacity: pods end */
     free_gangs(w);
 }
 

@@ -42,7 +42,9 @@ struct world {
     struct sched_result res;
     const struct sched_hold *hints; /* the last cycle's starvation reservations */
     uint32_t n_hints;
-    bool plan_starts; /* the cycle plans expected starts too */
+    bool plan_starts;              /* the cycle plans expected starts too */
+    const struct sched_pod *bound; /* bound pods for the pod rules (sched_snapshot.bound_pods) */
+    uint32_t n_bound;
 };
 
 static struct world *world(const char *spec, const char *yaml)
@@ -142,7 +144,9 @@ static const struct sched_result *cycle(struct world *w, const char *policy, int
                                   .n_running = w->n_running,
                                   .reserve_hints = w->hints,
                                   .n_reserve_hints = w->n_hints,
-                                  .plan_starts = w->plan_starts};
+                                  .plan_starts = w->plan_starts,
+                                  .bound_pods = w->bound,
+                                  .n_bound_pods = w->n_bound};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;
@@ -1144,10 +1148,43 @@ static void test_cpu_only_gang_preempts(void **unused)
     world_free(w);
 }
 
+/* A host port held by lower-priority pods on every node: the preemptor evicts the holder of one
+ * node (kube-scheduler's preemption removes victims before running NodePorts again); before, the
+ * victims' port stayed in the trial and nothing was planned. */
+static void test_victims_lift_their_host_ports(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n");
+    static const uint32_t port[] = {6u << 16 | 8080};
+    static const struct pod_meta holder = {.ns = "x", .ports = port, .n_ports = 1};
+    struct sched_pod bound[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        struct gang *v = gang(w, 0, 1, 1, 0, 0);
+        v->sets[0].meta = &holder;
+        gang_finalize(v);
+        run(w, v, &i, 10, 10);
+        bound[i] = (struct sched_pod){.node = i, .meta = &holder, .set = &v->sets[0]};
+    }
+    w->bound = bound;
+    w->n_bound = 2;
+    struct gang *g = gang(w, 0, 1, 1, 100, 100);
+    g->sets[0].meta = &holder;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_placements, 0); /* 7 GPUs free on each node, but the port is not */
+    assert_int_equal(r->n_evictions, 1);
+    /* without the victims' pod sets named, their ports stay: nothing to plan */
+    bound[0].set = bound[1].set = NULL;
+    r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_only_gang_preempts),
+        cmocka_unit_test(test_victims_lift_their_host_ports),
         cmocka_unit_test(test_reclaim_stops_at_borrower_nominal),
         cmocka_unit_test(test_reclaim_never_below_victim_nominal),
         cmocka_unit_test(test_small_victim_before_big_gang),
