@@ -289,6 +289,14 @@ static const struct gang *holder_of(const struct cycle *cy, const struct gang *g
 
 enum attempt { ATTEMPT_PLACED, ATTEMPT_FAILED, ATTEMPT_DEFERRED, ATTEMPT_ERROR };
 
+/* Did the pods running somewhere refuse nodes to g (pod rules, place_pods.c)? */
+static bool pod_rules(const struct sched_verdict *v)
+{
+    return v->filtered[FILTER_POD_AFFINITY] + v->filtered[FILTER_POD_ANTI] +
+               v->filtered[FILTER_HOST_PORT] + v->filtered[FILTER_SPREAD] >
+           0;
+}
+
 /* Placement of g on flavor f (quota already checked). Returns SCHED_WHY_PLACED or why not, with
  * the verdict index in *vi (-1 when skipped by the memo without a new verdict). */
 static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t f, bool borrowing,
@@ -379,12 +387,10 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
          * one by one but not together the way the gang asks (domain, slices, groups); nodes
          * refused by the pods running there (pod rules) wait like capacity: they end, or a
          * preemption takes them */
-        uint32_t filtered = 0, by_pods = v.filtered[FILTER_POD_AFFINITY] +
-                                         v.filtered[FILTER_POD_ANTI] +
-                                         v.filtered[FILTER_HOST_PORT] + v.filtered[FILTER_SPREAD];
+        uint32_t filtered = 0;
         for (int x = 0; x < FILTER_N; x++)
             filtered += v.filtered[x];
-        v.why = by_pods > 0             ? SCHED_WHY_RESOURCES
+        v.why = pod_rules(&v)           ? SCHED_WHY_RESOURCES
                 : filtered >= v.n_nodes ? SCHED_WHY_NO_NODES
                                         : SCHED_WHY_TOPOLOGY;
     } else if (v.filtered[FILTER_RESERVED] > 0 && pods && place_fits_if_unheld(&cy->st, gf, pods)) {
