@@ -275,7 +275,10 @@ static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struc
 int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
 {
     struct arena *a = p->meta_mem = calloc(1, sizeof(*a));
-    struct pod_meta *m = a ? arena_calloc((arena_init(a, 512), a), 1, sizeof(*m)) : NULL;
+    if (!a)
+        return SCHED_ENOMEM;
+    arena_init(a, 256); /* a pod's labels and rules: most fit one chunk */
+    struct pod_meta *m = arena_calloc(a, 1, sizeof(*m));
     if (!m || !(m->ns = arena_strdup(a, p->ns)))
         return SCHED_ENOMEM;
     p->meta = m;
