@@ -337,7 +337,7 @@ void kobj_pod_free(struct kpod *p)
     free(p->flavor);
     free(p->why);
     free(p->sched_msg);
-    free_mem(p->meta_mem);
+    arena_fini(&p->meta_mem);
     for (uint32_t i = 0; i < p->n_claims; i++)
         free(p->claims[i]);
     free(p->claims);

@@ -124,9 +124,10 @@ struct kpod {
     bool has_gpu_ids;
     struct kpod_spec *spec; /* unbound and ours: what placing it reads, else NULL */
     /* every pod: what inter-pod constraints read of it (namespace, labels, required pod affinity
-     * and anti-affinity terms, host ports; objects_meta.c), in meta_mem */
-    struct pod_meta *meta;
-    struct arena *meta_mem;
+     * and anti-affinity terms, host ports, DoNotSchedule spreads; objects_meta.c) */
+    struct pod_meta *meta; /* = &meta_own once decoded */
+    struct pod_meta meta_own;
+    struct arena meta_mem; /* its strings and arrays (no chunk for a pod without labels) */
     uint32_t listed; /* the cache's: listed in its bound pods of that generation (snapshot.c) */
 };
 

@@ -274,14 +274,11 @@ static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struc
 
 int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
 {
-    struct arena *a = p->meta_mem = calloc(1, sizeof(*a));
-    if (!a)
-        return SCHED_ENOMEM;
-    arena_init(a, 256); /* a pod's labels and rules: most fit one chunk */
-    struct pod_meta *m = arena_calloc(a, 1, sizeof(*m));
-    if (!m || !(m->ns = arena_strdup(a, p->ns)))
-        return SCHED_ENOMEM;
-    p->meta = m;
+    struct arena *a = &p->meta_mem;
+    arena_init(a, 256); /* a pod's labels and rules: most fit one chunk, allocated at first use */
+    struct pod_meta *m = p->meta = &p->meta_own;
+    memset(m, 0, sizeof(*m));
+    m->ns = p->ns; /* in the pod's key block, freed with it */
     const cJSON *spec = get(o, "spec");
     int rc =
         kobj_kv_copy(get(get(o, "metadata"), "labels"), NULL, a, &m->labels, &m->n_labels, NULL);
