@@ -140,7 +140,10 @@ struct place_state {
     uint32_t n_bound;
     struct sched_pod *placed;
     uint32_t n_placed, cap_placed;
-    uint32_t *rules;  /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t *rules; /* those pods (bound first, then placed) with anti-affinity or host ports */
+    struct place_podix *podix;     /* the bound pods by label, built at first need, or NULL */
+    struct place_keydom **keydoms; /* the nodes by topology key, per key used this cycle */
+    uint32_t n_keydoms;
     uint32_t *rel_on; /* per node: released pods of would-be victims (rel), when some bound pod
                          names its running gang's set (sched_pod.set), else NULL */
     uint32_t n_rules, cap_rules;

@@ -64,6 +64,22 @@ int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t 
  * assignments in the undo log like the other algorithms. */
 enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
                                struct sched_assign *out, int *level, uint32_t *domain);
+/* The bound pods (indices) that term t could select, by the bound pods' label index
+ * (place_podix.c): those with a value of t's In requirement; none when t selects no pod; *all
+ * (and NULL) when t has no In requirement, or out of memory: every bound pod is a candidate.
+ * Callers still test each with podaff_selects, and visit the pods placed in the cycle apart. */
+uint32_t *place_podix_find(struct place_state *st, const struct pod_term *t, uint32_t *n,
+                           bool *all);
+/* The nodes by their value of a topology key (place_podix.c): dom[node] its domain id in
+ * 0 .. n_dom - 1, UINT32_MAX without the key; the nodes of domain d are
+ * nodes[first[d] .. first[d + 1]), ascending. Kept for the cycle; NULL on out of memory. */
+struct place_keydom {
+    const char *key;
+    uint32_t *dom;
+    uint32_t n_dom;
+    uint32_t *first, *nodes;
+};
+const struct place_keydom *place_keydom(struct place_state *st, const char *key);
 /* Records the committed pods of g (out: its assignments) for the gangs placed after it. */
 void place_pods_commit(struct place_state *st, const struct gang *g,
                        const struct sched_assign *out);

@@ -37,7 +37,6 @@
 #include "plugins/plugins.h"
 #include "sched/core/place_internal.h"
 #include "sched/core/podaff.h"
-#include "sched/core/strmap.h"
 
 #define PODS_FIRST_TRIES 8 /* first-pod domains tried for a gang with affinity to itself */
 
@@ -52,11 +51,12 @@ struct place_pods_term {
 struct place_pods_spread {
     const struct pod_spread *sp;
     uint32_t set;
-    bool own;             /* other pods of the gang may be selected: checked pod by pod */
-    bool self;            /* the set's own pods are selected (each adds one to its domain) */
-    uint32_t *dom;        /* [n]: domain id of a node that counts, UINT32_MAX otherwise */
-    uint32_t *cnt, *cnt0; /* [n_dom]: selected pods now, and before the gang's own */
-    uint32_t n_dom, min;  /* min: the smallest count (0 below min_domains domains) */
+    bool own;  /* other pods of the gang may be selected: checked pod by pod */
+    bool self; /* the set's own pods are selected (each adds one to its domain) */
+    const struct place_keydom *kd; /* the nodes by the spread's key */
+    uint32_t *dom;                 /* [n]: domain id of a node that counts, UINT32_MAX otherwise */
+    uint32_t *cnt, *cnt0;          /* [n_dom]: selected pods now, and before the gang's own */
+    uint32_t n_dom, min;           /* min: the smallest count (0 below min_domains domains) */
 };
 
 /* Notes pod k (of the bound then placed ones) in st->rules when it carries anti-affinity terms
@@ -103,55 +103,75 @@ static const struct sched_pod *pod_at(const struct place_state *st, uint32_t k)
     return p;
 }
 
-/* The node's value of topology key `key`, or NULL. */
-static const char *dom_of(const struct place_state *st, uint32_t i, const char *key)
+/* Nodes i and j are in one domain of `key` (both have the key, with one value). */
+static bool same_domain(struct place_state *st, uint32_t i, uint32_t j, const char *key)
 {
-    return node_label(&st->c->nodes[i], key);
+    const struct place_keydom *kd = place_keydom(st, key);
+    return kd ? kd->dom[i] != UINT32_MAX && kd->dom[i] == kd->dom[j]
+              : i == j; /* out of memory: as if each node were its own domain */
 }
 
-static bool same_domain(const struct place_state *st, uint32_t i, uint32_t j, const char *key)
+/* Node i has topology key `key`. */
+static bool has_key(struct place_state *st, uint32_t i, const char *key)
 {
-    const char *a = dom_of(st, i, key);
-    if (!a)
+    const struct place_keydom *kd = place_keydom(st, key);
+    return kd ? kd->dom[i] != UINT32_MAX : node_label(&st->c->nodes[i], key) != NULL;
+}
+
+/* Rejects (FILTER_* why) the nodes of the domains marked (mark[d], d a domain id of kd). */
+static void reject_marked(const struct place_keydom *kd, const uint8_t *mark, uint8_t *why,
+                          int filter)
+{
+    for (uint32_t d = 0; d < kd->n_dom; d++)
+        for (uint32_t x = kd->first[d]; mark[d] && x < kd->first[d + 1]; x++)
+            if (!why[kd->nodes[x]])
+                why[kd->nodes[x]] = (uint8_t)(filter + 1);
+}
+
+/* Calls fn(ctx, p) for each earlier pod (bound, by the label index, then placed) that term t,
+ * carried by a pod of namespace ns, selects and no preemption trial has released. */
+static void for_selected(struct place_state *st, const struct pod_term *t, const char *ns,
+                         void (*fn)(void *ctx, const struct sched_pod *p), void *ctx)
+{
+    uint32_t n_cand, n = st->c->n_nodes;
+    bool all;
+    const uint32_t *cand = place_podix_find(st, t, &n_cand, &all);
+    uint32_t nb = all ? st->n_bound : n_cand;
+    for (uint32_t x = 0; x < nb + st->n_placed; x++) {
+        const struct sched_pod *p = pod_at(st, x < nb ? (all ? x : cand[x]) : st->n_bound + x - nb);
+        if (p && p->node < n && podaff_selects(t, ns, p->meta))
+            fn(ctx, p);
+    }
+}
+
+struct marking {
+    const struct place_keydom *kd;
+    uint8_t *mark; /* [kd->n_dom] */
+    bool any;
+};
+
+static void mark_pod(void *ctx, const struct sched_pod *p)
+{
+    struct marking *mk = ctx;
+    uint32_t d = mk->kd->dom[p->node];
+    if (d != UINT32_MAX) {
+        mk->mark[d] = 1;
+        mk->any = true;
+    }
+}
+
+/* Marks in mk the domains (of term t's key) holding an earlier pod t, carried by a pod of
+ * namespace ns, selects; false on out of memory. mk->any: some pod on a node with the key. */
+static bool term_domains(struct place_state *st, const struct pod_term *t, const char *ns,
+                         struct marking *mk)
+{
+    mk->kd = place_keydom(st, t->topology_key);
+    mk->mark = mk->kd ? arena_calloc(st->arena, mk->kd->n_dom + 1, 1) : NULL;
+    mk->any = false;
+    if (!mk->mark)
         return false;
-    if (i == j)
-        return true;
-    const char *b = dom_of(st, j, key);
-    return b && strcmp(a, b) == 0;
-}
-
-/* Rejects (FILTER_* why) in `why` the nodes whose domain under `key` is in `vals`. */
-static void reject_domains(struct place_state *st, const struct strmap *vals, const char *key,
-                           uint8_t *why, int filter)
-{
-    if (vals->n == 0)
-        return;
-    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
-        const char *v = why[i] ? NULL : dom_of(st, i, key);
-        if (v && strmap_get(vals, v))
-            why[i] = (uint8_t)(filter + 1);
-    }
-}
-
-/* Collects into vals the domains under term t's key of the earlier pods t (carried by a pod of
- * namespace ns) selects; returns whether it selects one on a node with the key. */
-static bool term_domains(const struct place_state *st, const struct pod_term *t, const char *ns,
-                         struct strmap *vals, bool *oom)
-{
-    bool any = false;
-    uint32_t total = st->n_bound + st->n_placed;
-    for (uint32_t k = 0; k < total; k++) {
-        const struct sched_pod *p = pod_at(st, k);
-        if (!p || p->node >= st->c->n_nodes || !podaff_selects(t, ns, p->meta))
-            continue;
-        const char *v = dom_of(st, p->node, t->topology_key);
-        if (!v)
-            continue;
-        any = true;
-        if (!strmap_get(vals, v) && strmap_put(vals, v, (void *)1, NULL) != 0)
-            *oom = true;
-    }
-    return any;
+    for_selected(st, t, ns, mark_pod, mk);
+    return true;
 }
 
 /* Does an affinity term of a set of g select a pod of g (with more than the one pod itself)? */
@@ -186,17 +206,14 @@ static bool gang_self(const struct gang *g)
 }
 
 /* The rules of the earlier pods that carry some (st->rules) against a pod m (NULL: none) into
- * why: their host ports, and their anti-affinity terms that select it (the domains, grouped by
- * topology key, rejected in one pass over the nodes per key). */
+ * why: their host ports, and their anti-affinity terms that select it (the domains marked per
+ * topology key, then their nodes rejected). */
 static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint8_t *why, bool *oom)
 {
     enum { KEYS = 8 };
-    struct {
-        const char *key;
-        struct strmap vals;
-    } by[KEYS];
+    struct marking by[KEYS];
     uint32_t n_by = 0, n = st->c->n_nodes;
-    for (uint32_t r = 0; r < st->n_rules; r++) {
+    for (uint32_t r = 0; r < st->n_rules && !*oom; r++) {
         const struct sched_pod *p = pod_at(st, st->rules[r]);
         if (!p || p->node >= n)
             continue;
@@ -204,30 +221,32 @@ static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint
             why[p->node] = FILTER_HOST_PORT + 1;
         for (uint32_t t = 0; t < p->meta->n_anti; t++) {
             const struct pod_term *pt = &p->meta->anti[t];
-            const char *v = dom_of(st, p->node, pt->topology_key);
-            if (!v || !podaff_selects(pt, p->meta->ns, m))
+            if (!podaff_selects(pt, p->meta->ns, m))
                 continue;
+            const struct place_keydom *kd = place_keydom(st, pt->topology_key);
             uint32_t b = 0;
-            while (b < n_by && strcmp(by[b].key, pt->topology_key) != 0)
+            while (b < n_by && by[b].kd != kd)
                 b++;
-            if (b == KEYS) { /* more keys than kept: this domain alone, in a pass of its own */
+            if (!kd || b == KEYS) { /* more keys than kept: this domain alone, now */
                 for (uint32_t i = 0; i < n; i++)
                     if (!why[i] && same_domain(st, i, p->node, pt->topology_key))
                         why[i] = FILTER_POD_ANTI + 1;
                 continue;
             }
             if (b == n_by) {
-                by[n_by].key = pt->topology_key;
-                strmap_init(&by[n_by++].vals);
+                by[n_by] =
+                    (struct marking){.kd = kd, .mark = arena_calloc(st->arena, kd->n_dom + 1, 1)};
+                if (!by[n_by++].mark) {
+                    *oom = true;
+                    return;
+                }
             }
-            if (!strmap_get(&by[b].vals, v) && strmap_put(&by[b].vals, v, (void *)1, NULL) != 0)
-                *oom = true;
+            if (kd->dom[p->node] != UINT32_MAX)
+                by[b].mark[kd->dom[p->node]] = 1;
         }
     }
-    for (uint32_t b = 0; b < n_by; b++) {
-        reject_domains(st, &by[b].vals, by[b].key, why, FILTER_POD_ANTI);
-        strmap_fini(&by[b].vals);
-    }
+    for (uint32_t b = 0; b < n_by; b++)
+        reject_marked(by[b].kd, by[b].mark, why, FILTER_POD_ANTI);
 }
 
 /* The row of pod set s of g (why: FILTER_* + 1 per node, 0 allowed) against the earlier pods. */
@@ -236,23 +255,25 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
 {
     const struct pod_meta *m = g->sets[s].meta;
     uint32_t n = st->c->n_nodes;
-    struct strmap vals;
-    for (uint32_t t = 0; m && t < m->n_anti; t++) {
-        strmap_init(&vals);
-        term_domains(st, &m->anti[t], m->ns, &vals, oom);
-        reject_domains(st, &vals, m->anti[t].topology_key, why, FILTER_POD_ANTI);
-        strmap_fini(&vals);
+    struct marking mk;
+    for (uint32_t t = 0; m && t < m->n_anti && !*oom; t++) {
+        if (!term_domains(st, &m->anti[t], m->ns, &mk))
+            *oom = true;
+        else
+            reject_marked(mk.kd, mk.mark, why, FILTER_POD_ANTI);
     }
     earlier_rules(st, m, why, oom);
-    if (!m || !m->n_affinity)
+    if (!m || !m->n_affinity || *oom)
         return;
     /* kube-scheduler's first-pod rule: no earlier pod meets any term, the set meets them all */
     bool any = false, self_all = true, own_terms = false;
-    for (uint32_t t = 0; t < m->n_affinity; t++) {
+    for (uint32_t t = 0; t < m->n_affinity && !*oom; t++) {
         const struct pod_term *pt = &m->affinity[t];
-        strmap_init(&vals);
-        bool sel = term_domains(st, pt, m->ns, &vals, oom);
-        any |= sel;
+        if (!term_domains(st, pt, m->ns, &mk)) {
+            *oom = true;
+            return;
+        }
+        any |= mk.any;
         self_all &= podaff_selects(pt, m->ns, m);
         bool own = self_selects(g, s, pt);
         own_terms |= own;
@@ -264,20 +285,19 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
             uint8_t *ext = pp ? arena_calloc(st->arena, n ? n : 1, 1) : NULL;
             if (!ext) {
                 *oom = true;
-            } else {
-                *pp = (struct place_pods_term){.t = pt, .set = s, .ext = ext};
-                st->n_pods_terms++;
+                return;
             }
+            *pp = (struct place_pods_term){.t = pt, .set = s, .ext = ext};
+            st->n_pods_terms++;
         }
         for (uint32_t i = 0; i < n; i++) {
-            const char *v = dom_of(st, i, pt->topology_key);
-            bool met = v && strmap_get(&vals, v);
-            if (pp && !*oom)
+            uint32_t d = mk.kd->dom[i];
+            bool met = d != UINT32_MAX && mk.mark[d];
+            if (pp)
                 pp->ext[i] = met;
-            else if (!met && !why[i] && (!v || !own))
+            else if (!met && !why[i] && (d == UINT32_MAX || !own))
                 why[i] = FILTER_POD_AFFINITY + 1;
         }
-        strmap_fini(&vals);
     }
     st->pods_any[s] = any;
     /* a first pod whose terms no other pod of its gang meets: any node with every key (with
@@ -287,7 +307,7 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
             if (why[i] == FILTER_POD_AFFINITY + 1) {
                 bool keys = true;
                 for (uint32_t t = 0; t < m->n_affinity && keys; t++)
-                    keys = dom_of(st, i, m->affinity[t].topology_key) != NULL;
+                    keys = has_key(st, i, m->affinity[t].topology_key);
                 why[i] = keys ? 0 : why[i];
             }
 }
@@ -319,52 +339,51 @@ static void spread_min(struct place_pods_spread *e)
         e->min = e->cnt[d] < e->min ? e->cnt[d] : e->min;
 }
 
+static void count_pod(void *ctx, const struct sched_pod *p)
+{
+    struct place_pods_spread *e = ctx;
+    if (!p->deleting && e->dom[p->node] != UINT32_MAX)
+        e->cnt[e->dom[p->node]]++;
+}
+
 /* Counts spread sp of set s over the earlier pods into e (in the arena); false on out of
  * memory. */
 static bool spread_build(struct place_state *st, const struct gang *g, uint32_t s,
                          const struct pod_spread *sp, struct place_pods_spread *e)
 {
-    uint32_t n = st->c->n_nodes, total = st->n_bound + st->n_placed;
+    uint32_t n = st->c->n_nodes;
     const struct pod_meta *m = g->sets[s].meta;
     *e = (struct place_pods_spread){.sp = sp, .set = s, .self = podaff_selects(&sp->sel, m->ns, m)};
     for (uint32_t b = 0; b < g->n_sets; b++)
         e->own |=
             (b != s || g->sets[s].count > 1) && podaff_selects(&sp->sel, m->ns, g->sets[b].meta);
+    e->kd = place_keydom(st, sp->sel.topology_key);
+    uint32_t *remap = e->kd ? arena_alloc(st->arena, (e->kd->n_dom + 1) * sizeof(*remap)) : NULL;
     e->dom = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->dom));
     e->cnt = arena_calloc(st->arena, n ? n : 1, sizeof(*e->cnt));
     e->cnt0 = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->cnt0));
-    if (!e->dom || !e->cnt || !e->cnt0)
+    if (!remap || !e->dom || !e->cnt || !e->cnt0)
         return false;
-    struct strmap ids;
-    strmap_init(&ids);
-    bool ok = true;
-    for (uint32_t i = 0; i < n; i++) {
+    memset(remap, 0xff, (e->kd->n_dom + 1) * sizeof(*remap));
+    for (uint32_t i = 0; i < n; i++) { /* the domains of the nodes that count, numbered anew */
+        uint32_t d = e->kd->dom[i];
         e->dom[i] = UINT32_MAX;
-        if (!spread_counts(st, g, s, sp, i))
+        if (d == UINT32_MAX || !spread_counts(st, g, s, sp, i))
             continue;
-        const char *v = node_label(&st->c->nodes[i], sp->sel.topology_key);
-        uintptr_t id = (uintptr_t)strmap_get(&ids, v);
-        if (!id && strmap_put(&ids, v, (void *)(id = e->n_dom + 1u), NULL) != 0)
-            ok = false;
-        e->n_dom += id == e->n_dom + 1u;
-        e->dom[i] = (uint32_t)id - 1;
+        if (remap[d] == UINT32_MAX)
+            remap[d] = e->n_dom++;
+        e->dom[i] = remap[d];
     }
-    strmap_fini(&ids);
-    for (uint32_t k = 0; k < total; k++) {
-        const struct sched_pod *p = pod_at(st, k);
-        if (p && p->node < n && !p->deleting && e->dom[p->node] != UINT32_MAX &&
-            podaff_selects(&sp->sel, m->ns, p->meta))
-            e->cnt[e->dom[p->node]]++;
-    }
+    for_selected(st, &sp->sel, m->ns, count_pod, e);
     memcpy(e->cnt0, e->cnt, e->n_dom * sizeof(*e->cnt));
     spread_min(e);
-    return ok;
+    return true;
 }
 
 /* May a pod of e's set go to node i by spread e (its count so far)? */
-static bool spread_ok(const struct place_state *st, const struct place_pods_spread *e, uint32_t i)
+static bool spread_ok(const struct place_pods_spread *e, uint32_t i)
 {
-    if (!node_label(&st->c->nodes[i], e->sp->sel.topology_key))
+    if (e->kd->dom[i] == UINT32_MAX)
         return false;
     uint64_t c = e->dom[i] != UINT32_MAX ? e->cnt[e->dom[i]] : 0;
     return c + e->self <= (uint64_t)e->min + (uint64_t)e->sp->max_skew;
@@ -389,7 +408,7 @@ static void spreads_rows(struct place_state *st, const struct gang *g, bool *oom
             st->n_pods_spreads++;
             st->pods_self |= e->own;
             for (uint32_t i = 0; i < n && !e->own; i++)
-                if (!why[i] && !spread_ok(st, e, i))
+                if (!why[i] && !spread_ok(e, i))
                     why[i] = FILTER_SPREAD + 1;
         }
     }
@@ -475,7 +494,7 @@ int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t 
 /* The rule (FILTER_*) that keeps a pod of set s off node i against the gang's pods placed so
  * far (out[0 .. k), their sets in st->pods_tset), or -1 when it may go. The rows cover the
  * earlier pods. */
-static int own_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i,
+static int own_why(struct place_state *st, const struct gang *g, uint32_t s, uint32_t i,
                    const struct sched_assign *out, uint32_t k)
 {
     const struct pod_meta *m = g->sets[s].meta;
@@ -495,7 +514,7 @@ static int own_why(const struct place_state *st, const struct gang *g, uint32_t 
     }
     for (uint32_t e = 0; e < st->n_pods_spreads; e++)
         if (st->pods_spreads[e].set == s && st->pods_spreads[e].own &&
-            !spread_ok(st, &st->pods_spreads[e], i))
+            !spread_ok(&st->pods_spreads[e], i))
             return FILTER_SPREAD;
     /* affinity terms its own pods may meet (the others are in the rows) */
     bool met_all = true, own_any = false;
@@ -518,7 +537,7 @@ static int own_why(const struct place_state *st, const struct gang *g, uint32_t 
     /* a first pod: no pod meets any of the set's terms yet, and it meets them all itself */
     for (uint32_t t = 0; t < m->n_affinity; t++)
         if (!podaff_selects(&m->affinity[t], m->ns, m) ||
-            !dom_of(st, i, m->affinity[t].topology_key))
+            !has_key(st, i, m->affinity[t].topology_key))
             return FILTER_POD_AFFINITY;
     return -1;
 }
@@ -563,7 +582,8 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
                 if (!place_eligible(st, s, i) || own_why(st, g, s, i, out, k) >= 0)
                     continue;
                 bool ban = false;
-                const char *v = k == 0 && first ? dom_of(st, i, first->topology_key) : NULL;
+                const char *v =
+                    k == 0 && first ? node_label(&st->c->nodes[i], first->topology_key) : NULL;
                 for (uint32_t x = 0; v && x < n_banned && !ban; x++)
                     ban = strcmp(banned[x], v) == 0;
                 if (!ban && place_pod_fits(st, ps, i, &mask))
@@ -614,7 +634,8 @@ static bool try_domain(struct place_state *st, const struct gang *g, int level, 
         if (fill_pods(st, g, n_order, out, first, banned, tries, &at))
             return true;
         place_rollback(st);
-        const char *v = first && at != UINT32_MAX ? dom_of(st, at, first->topology_key) : NULL;
+        const char *v =
+            first && at != UINT32_MAX ? node_label(&st->c->nodes[at], first->topology_key) : NULL;
         if (!v)
             return false;
         banned[tries] = v;

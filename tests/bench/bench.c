@@ -14,6 +14,9 @@
  *   5. trace replay through the simulator (sched/sim/data/itp, optional: SKIP when absent)
  *   7. latency of one preemption plan on a full cluster, rigid against elastic victims, at
  *      hgx:500 and 10x that (how the plan's cost grows with the running gangs and members)
+ *   8. (informational) one cycle of 1,000 gangs whose pods must not share a node, beside 10
+ *      bound pods per node a tenth of which have an anti-affinity, against the same without
+ *      pod rules, at hgx:5000 and 10x that
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
  *
@@ -171,6 +174,8 @@ struct world {
     uint32_t n_gangs;
     struct queue queue;
     struct arena arena;
+    const struct sched_pod *bound; /* pods for the pod rules (8.), or NULL */
+    uint32_t n_bound;
 };
 
 static void world_fini(struct world *w)
@@ -331,7 +336,9 @@ static int run_cycle(struct world *w, const struct sched_policy *pol, struct cyc
                                   .state = w->state,
                                   .queues = &view,
                                   .n_queues = 1,
-                                  .policy = pol};
+                                  .policy = pol,
+                                  .bound_pods = w->bound,
+                                  .n_bound_pods = w->n_bound};
     struct sched_result res;
     arena_reset(&w->arena);
     double t0 = cpu_seconds();
@@ -604,6 +611,88 @@ static int bench_preempt(struct table *t)
             else if (k)
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:500", ratio(ms[1][0], ms[0][0]));
         }
+    return 0;
+}
+
+/* ---- 8. pod rules -------------------------------------------------------------------------- */
+
+#define RULE_PODS_PER_NODE 10u
+#define RULE_GANGS         1000u
+
+/* One cycle's CPU for RULE_GANGS gangs of 8 one-GPU pods on `spec` at random occupancy, with
+ * RULE_PODS_PER_NODE labelled pods bound per node, those of every tenth node with a hostname
+ * anti-affinity to the gangs' app (rules true), against the same gangs without pods or rules.
+ * Each gang's pods must not share a node (a hostname anti-affinity to their own app: placed pod
+ * by pod), and the bound pods' anti-affinity keeps them off a tenth of the nodes. */
+static int time_rules(const char *spec, bool rules, double *ms, double *pods)
+{
+    static const struct kv app_a[] = {{"app", "a"}}, app_b[] = {{"app", "b"}};
+    static const char *const b_only[] = {"b"};
+    static const struct sel_req sel_b = {
+        .key = "app", .op = SEL_IN, .values = b_only, .n_values = 1};
+    static const struct pod_term anti_b = {
+        .reqs = &sel_b, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
+    static const struct pod_meta bound_plain = {.ns = "x", .labels = app_a, .n_labels = 1};
+    static const struct pod_meta bound_anti = {
+        .ns = "x", .labels = app_a, .n_labels = 1, .anti = &anti_b, .n_anti = 1};
+    static const struct pod_meta gang_meta = {
+        .ns = "x", .labels = app_b, .n_labels = 1, .anti = &anti_b, .n_anti = 1};
+    struct world w;
+    if (world_init(&w, spec) != 0)
+        return 1;
+    occupy_random_gpus(&w, RNG_SEED + 7);
+    struct sched_pod *bound = NULL;
+    uint32_t nb = w.c->n_nodes * RULE_PODS_PER_NODE;
+    int rc = world_gangs(&w, RULE_GANGS, 8, 1, -1);
+    if (rc == 0 && rules && !(bound = calloc(nb, sizeof(*bound))))
+        rc = SCHED_ENOMEM;
+    for (uint32_t k = 0; rc == 0 && rules && k < nb; k++)
+        bound[k] = (struct sched_pod){.node = k / RULE_PODS_PER_NODE,
+                                      .meta = (k / RULE_PODS_PER_NODE) % 10 == 0 ? &bound_anti
+                                                                                 : &bound_plain};
+    for (uint32_t i = 0; rc == 0 && rules && i < w.n_gangs; i++) {
+        w.gangs[i].sets[0].meta = &gang_meta;
+        gang_finalize(&w.gangs[i]);
+        w.gangs[i].min_member = w.gangs[i].n_pods;
+    }
+    w.bound = bound;
+    w.n_bound = rules ? nb : 0;
+    struct cycle_stats cs;
+    if (rc == 0)
+        rc = time_cycles(&w, "gangsched", &cs);
+    if (rc == 0) {
+        *ms = 1000.0 * cs.cpu_s / cs.cycles;
+        *pods = per_cycle(&cs, cs.pods);
+    }
+    free(bound);
+    world_fini(&w);
+    return rc;
+}
+
+static int bench_pod_rules(struct table *t)
+{
+    static const char *const specs[] = {"hgx:5000", "hgx:50000"};
+    double ms[2][2], pods[2][2]; /* [size][rules] */
+    for (int k = 0; k < 2; k++)
+        for (int x = 0; x < 2; x++)
+            if (time_rules(specs[k], x, &ms[k][x], &pods[k][x]) != 0)
+                return 1;
+    for (int k = 0; k < 2; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "8 cycle, %u x 8 pods with pod rules, %s", RULE_GANGS,
+                 specs[k]);
+        struct row *r = row_add(t, name);
+        if (!r)
+            return 1;
+        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][1], pods[k][1]);
+        snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules", ratio(ms[k][1], ms[k][0]));
+        snprintf(name, sizeof(name), "  baseline: the same without pod rules, %s", specs[k]);
+        if (!(r = row_add(t, name)))
+            return 1;
+        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][0], pods[k][0]);
+        if (k)
+            snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:5000", ratio(ms[1][1], ms[0][1]));
+    }
     return 0;
 }
 
@@ -977,6 +1066,8 @@ int main(int argc, char **argv)
     }
     if (rc == 0)
         rc = bench_preempt(t);
+    if (rc == 0)
+        rc = bench_pod_rules(t);
     if (rc == 0)
         rc = bench_replay(t, dir);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
