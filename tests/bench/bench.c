@@ -690,8 +690,8 @@ static int bench_pod_rules(struct table *t)
         if (!(r = row_add(t, name)))
             return 1;
         snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][0], pods[k][0]);
-        if (k)
-            snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:5000", ratio(ms[1][1], ms[0][1]));
+        if (k) /* how the baseline grows; the rules row's growth is ms[1][1] / ms[0][1] */
+            snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:5000", ratio(ms[1][0], ms[0][0]));
     }
     return 0;
 }
