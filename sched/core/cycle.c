@@ -29,6 +29,7 @@
 #include "sched/core/backlog.h"
 #include "sched/core/eta.h"
 #include "sched/core/place.h"
+#include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
 
@@ -252,6 +253,27 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
     return c;
 }
 
+/* Do the pod rules read g's pods: rules of their own, or rules of bound or placed pods that may
+ * select them? */
+static bool rules_read(const struct cycle *cy, const struct gang *g)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (g->sets[s].meta && (cy->st.n_rules || podaff_constrains(g->sets[s].meta)))
+            return true;
+    return false;
+}
+
+/* The memo's key of g: its shape, and while some pod carries anti-affinity or host ports, the
+ * labels of its sets (such a pod's anti-affinity may select one gang and not another of the
+ * same shape). */
+static uint64_t memo_key(const struct cycle *cy, const struct gang *g)
+{
+    uint64_t h = g->shape;
+    for (uint32_t s = 0; cy->st.n_rules && s < g->n_sets; s++)
+        h = podaff_labels_hash(h, g->sets[s].meta);
+    return h;
+}
+
 static int64_t memo_find(const struct cycle *cy, uint64_t shape)
 {
     for (uint32_t k = 0; k < cy->n_memo; k++)
@@ -315,9 +337,10 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     /* a gang with capacity held for it is not like the others of its shape (nor is one that may
      * use the reservations: estimates differ between gangs of one shape) */
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
-    int64_t seen = own || lift ? -1 : memo_find(cy, gf->shape);
+    int64_t seen = own || lift ? -1 : memo_find(cy, memo_key(cy, gf));
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf); /* shares: no dominance */
+    /* no dominance for shares or gangs the pod rules read (one refused, a bigger one not) */
+    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf) && !rules_read(cy, gf);
     if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && plain &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
@@ -408,7 +431,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     cy->memo = arena_grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
     if (!cy->memo)
         return SCHED_WHY_NEVER;
-    cy->memo[cy->n_memo++] = (struct memo){.shape = gf->shape, .verdict = (uint32_t)*vi};
+    cy->memo[cy->n_memo++] = (struct memo){.shape = memo_key(cy, gf), .verdict = (uint32_t)*vi};
     if (single_flavor && plain &&
         (!cy->fail_req ||
          (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
@@ -923,6 +946,7 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
         why == SCHED_WHY_RESOURCES || why == SCHED_WHY_TOPOLOGY || why == SCHED_WHY_RESERVED;
     bool inert = a == ATTEMPT_FAILED && (quota || memo) &&
                  !(cy->snap->n_holds > 0 && place_has_hold(&cy->st, g)) &&
+                 !(memo && rules_read(cy, g)) && /* pod rules tell gangs of a class apart */
                  preempt_none(&cy->pc, g, q);
     int64_t v = -1; /* quota: the same verdict again; memo: a copy only when every gang gets one */
     bool copy = cy->snap->verdict_every_gang || (quota && !cy->snap->tried_verdicts_only);

@@ -66,7 +66,10 @@ void gang_finalize(struct gang *g)
             h = sched_hash(h, &t->op_exists, sizeof(t->op_exists));
             h = sched_hash(h, &t->effect, sizeof(t->effect));
         }
-        if (ps->meta) /* hashed only when set: shapes without it unchanged */
+        /* a set's own pod rules, with its labels and namespace (its terms may select itself);
+         * the labels of a set without rules count only against bound pods' anti-affinity, which
+         * the cycle's memo adds when there is some (cycle.c memo_key) */
+        if (podaff_constrains(ps->meta))
             h = podaff_hash(h, ps->meta);
         /* a placement may meet an affinity term that failed before it in the cycle (the memo
          * assumes a shape that failed keeps failing): such a gang's shape is its own */

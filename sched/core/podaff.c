@@ -116,7 +116,7 @@ static uint64_t fold_terms(uint64_t h, const struct pod_term *t, uint32_t n)
     return h;
 }
 
-uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
+uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m)
 {
     if (!m)
         return sched_hash(h, "-", 1);
@@ -126,6 +126,14 @@ uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
         h = sched_hash_str(h, m->labels[k].key);
         h = sched_hash_str(h, m->labels[k].value);
     }
+    return h;
+}
+
+uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
+{
+    if (!m)
+        return sched_hash(h, "-", 1);
+    h = podaff_labels_hash(h, m);
     h = fold_terms(h, m->affinity, m->n_affinity);
     h = fold_terms(h, m->anti, m->n_anti);
     h = sched_hash(h, m->ports, sizeof(*m->ports) * m->n_ports);

@@ -34,6 +34,8 @@ static inline bool podaff_gang(const struct gang *g)
 }
 /* h folded with everything of m that placement reads (NULL folds a marker). */
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);
+/* h folded with m's namespace and labels only (NULL folds a marker). */
+uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m);
 /* A label value of m (sorted labels), or NULL. */
 const char *podaff_label(const struct pod_meta *m, const char *key);
 

@@ -364,6 +364,30 @@ static void test_topology_spread(void **unused)
     free_gangs(w);
 }
 
+/* Two gangs of one shape but for their labels, neither with rules of its own: a bound pod's
+ * anti-affinity on every node refuses the first, and the second is still tried and placed (the
+ * cycle's memo of failed shapes tells them apart by their labels while such pods exist). */
+static void test_memo_tells_labels_apart(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta guard = {.ns = "ml", .anti = &anti, .n_anti = 1};
+    struct sched_pod bound[2] = {{.node = 0, .meta = &guard}, {.node = 1, .meta = &guard}};
+    struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct pod_meta mb = {.ns = "ml", .labels = labels_b, .n_labels = 1};
+    struct gang *a = add_gang(w, 1, 1, 0);
+    struct gang *b = add_gang(w, 1, 1, 1);
+    with_meta(a, &ma);
+    with_meta(b, &mb);
+    assert_true(a->shape == b->shape); /* labels alone are not part of the shape */
+    const struct sched_result *r = cycle_pods(w, bound, 2);
+    assert_null(placement_of(r, a));
+    assert_int_equal(verdict_of(r, a)->filtered[FILTER_POD_ANTI], 2);
+    assert_non_null(placement_of(r, b));
+    free_gangs(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_self_affinity_keeps_gang_in_one_rack),
         cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
         cmocka_unit_test(test_topology_spread),
+        cmocka_unit_test(test_memo_tells_labels_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
