@@ -253,23 +253,14 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
     return c;
 }
 
-/* Do the pod rules read g's pods: rules of their own, or rules of bound or placed pods that may
- * select them? */
-static bool rules_read(const struct cycle *cy, const struct gang *g)
+/* The memo's key of a failure the pod rules took part in (verdict.by_pod_rules): its shape and
+ * the labels of its sets (a bound pod's anti-affinity may select one gang and not another of the
+ * same shape). Any other failure is kept under the shape alone: every rule only narrows the
+ * nodes of the gang it applies to, so a gang of that shape fails too, whatever its labels. */
+static uint64_t labels_key(const struct gang *g)
 {
+    uint64_t h = g->shape ^ 0x6c6162656c73ull;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        if (g->sets[s].meta && (cy->st.n_rules || podaff_constrains(g->sets[s].meta)))
-            return true;
-    return false;
-}
-
-/* The memo's key of g: its shape, and while some pod carries anti-affinity or host ports, the
- * labels of its sets (such a pod's anti-affinity may select one gang and not another of the
- * same shape). */
-static uint64_t memo_key(const struct cycle *cy, const struct gang *g)
-{
-    uint64_t h = g->shape;
-    for (uint32_t s = 0; cy->st.n_rules && s < g->n_sets; s++)
         h = podaff_labels_hash(h, g->sets[s].meta);
     return h;
 }
@@ -280,6 +271,24 @@ static int64_t memo_find(const struct cycle *cy, uint64_t shape)
         if (cy->memo[k].shape == shape)
             return cy->memo[k].verdict;
     return -1;
+}
+
+/* Remembers a failure under `key` (its verdict's index); false on out of memory. */
+static bool memo_add(struct cycle *cy, uint64_t key, uint32_t verdict)
+{
+    cy->memo = arena_grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
+    if (!cy->memo)
+        return false;
+    cy->memo[cy->n_memo++] = (struct memo){.shape = key, .verdict = verdict};
+    return true;
+}
+
+/* The verdict of an earlier failure that g repeats (its shape's, or while pod rules exist, its
+ * shape and labels'), or -1. */
+static int64_t memo_seen(const struct cycle *cy, const struct gang *g)
+{
+    int64_t seen = memo_find(cy, g->shape);
+    return seen >= 0 || !cy->st.n_rules ? seen : memo_find(cy, labels_key(g));
 }
 
 /* The gang whose hold keeps g off the nodes of pods (g's placement with the holds lifted): the
@@ -337,10 +346,9 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     /* a gang with capacity held for it is not like the others of its shape (nor is one that may
      * use the reservations: estimates differ between gangs of one shape) */
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
-    int64_t seen = own || lift ? -1 : memo_find(cy, memo_key(cy, gf));
+    int64_t seen = own || lift ? -1 : memo_seen(cy, gf);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    /* no dominance for shares or gangs the pod rules read (one refused, a bigger one not) */
-    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf) && !rules_read(cy, gf);
+    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf); /* shares: no dominance */
     if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && plain &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
@@ -400,6 +408,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     v.near_domain = cy->st.near_domain;
     v.near_pods = cy->st.near_pods;
     place_diagnose(&cy->st, gf, &v);
+    v.by_pod_rules = place_pods_refused(&cy->st, gf);
     if (why == SCHED_WHY_NEVER) {
         v.short_res = short_res;
         v.need = short_res >= 0 ? g->sets[0].req.v[short_res] : 0;
@@ -428,11 +437,9 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         return why;
     if (own || lift)
         return v.why; /* its failure says nothing about gangs without its holds or lift */
-    cy->memo = arena_grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
-    if (!cy->memo)
+    if (!memo_add(cy, v.by_pod_rules ? labels_key(gf) : gf->shape, (uint32_t)*vi))
         return SCHED_WHY_NEVER;
-    cy->memo[cy->n_memo++] = (struct memo){.shape = memo_key(cy, gf), .verdict = (uint32_t)*vi};
-    if (single_flavor && plain &&
+    if (single_flavor && plain && !v.by_pod_rules &&
         (!cy->fail_req ||
          (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
         cy->fail_req = &g->sets[0].req; /* smaller in every way: dominates more */
@@ -935,6 +942,16 @@ static uint64_t gang_key(const struct cycle *cy, uint32_t q, uint32_t at)
     return qv->class_keys ? qv->class_keys[at] : backlog_gang_key(qv->pending[at]);
 }
 
+/* Did the pod rules take part in g's failure (a verdict of it added since n_before says so)?
+ * Then it says nothing of the other gangs of its class. */
+static bool by_pod_rules(const struct cycle *cy, const struct gang *g, uint32_t n_before)
+{
+    for (uint32_t k = n_before; k < cy->out->n_verdicts; k++)
+        if (cy->out->verdicts[k].gang == g && cy->out->verdicts[k].by_pod_rules)
+            return true;
+    return false;
+}
+
 /* Records how g ended in pass 0 (verdicts[n_before..] were added while handling it): a failure
  * the cycle would repeat, without effect, for every gang of its class makes the class
  * skippable, with the verdict such a gang would get. */
@@ -946,8 +963,7 @@ static int note_class(struct cycle *cy, const struct gang *g, uint32_t q, enum a
         why == SCHED_WHY_RESOURCES || why == SCHED_WHY_TOPOLOGY || why == SCHED_WHY_RESERVED;
     bool inert = a == ATTEMPT_FAILED && (quota || memo) &&
                  !(cy->snap->n_holds > 0 && place_has_hold(&cy->st, g)) &&
-                 !(memo && rules_read(cy, g)) && /* pod rules tell gangs of a class apart */
-                 preempt_none(&cy->pc, g, q);
+                 !(memo && by_pod_rules(cy, g, n_before)) && preempt_none(&cy->pc, g, q);
     int64_t v = -1; /* quota: the same verdict again; memo: a copy only when every gang gets one */
     bool copy = cy->snap->verdict_every_gang || (quota && !cy->snap->tried_verdicts_only);
     if (inert && copy) {

@@ -225,11 +225,13 @@ enum sched_filter_id {
 struct sched_verdict {
     const struct gang *gang;
     enum sched_why why;
-    int short_res;                 /* resource id that was short, or -1 */
-    bool never_domain;             /* never-fits: no domain of the required level could ever hold
-                                      the whole gang (every pod fits some node) */
-    int64_t need;                  /* of short_res: what one pod needs */
-    int64_t best_free;             /* of short_res: the most any node offers */
+    int short_res;     /* resource id that was short, or -1 */
+    bool by_pod_rules; /* the pod rules refused it some node (place_pods.c): its failure says
+                          nothing of a gang of its shape with other labels */
+    bool never_domain; /* never-fits: no domain of the required level could ever hold
+                          the whole gang (every pod fits some node) */
+    int64_t need;      /* of short_res: what one pod needs */
+    int64_t best_free; /* of short_res: the most any node offers */
     uint32_t filtered[FILTER_N];   /* nodes rejected per filter */
     uint32_t n_nodes;              /* nodes considered */
     const struct gang *blocked_by; /* SCHED_WHY_BLOCKED: the starving gang ahead in the queue

@@ -237,6 +237,9 @@ bool place_share_never_fits_any_node(const struct place_state *st, const struct 
 void place_share_diagnose(const struct place_state *st, const struct gang *g,
                           struct sched_verdict *v);
 
+/* Did the pod rules (place_pods.c) refuse g some node at its last placement attempt? */
+bool place_pods_refused(const struct place_state *st, const struct gang *g);
+
 /* Fills the filter and resource counts of a verdict for g (called on failure only). */
 void place_diagnose(const struct place_state *st, const struct gang *g, struct sched_verdict *v);
 

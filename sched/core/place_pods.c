@@ -481,6 +481,17 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     }
 }
 
+bool place_pods_refused(const struct place_state *st, const struct gang *g)
+{
+    if (st->pods_gang != g || !st->pods_why)
+        return false;
+    size_t n = (size_t)g->n_sets * st->c->n_nodes;
+    for (size_t k = 0; k < n; k++)
+        if (st->pods_why[k])
+            return true;
+    return false;
+}
+
 int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i)
 {
     if (st->pods_gang != g || !st->pods_why || s >= g->n_sets)
