@@ -1,29 +1,33 @@
-/* sched/core/place_pods.c: inter-pod constraints in placement (required pod affinity and
- * anti-affinity, host ports; see place.h and model.h struct pod_meta).
+/* sched/core/place_pods.c: the pod rules in placement (required pod affinity and anti-affinity,
+ * host ports, DoNotSchedule topology spreads; see place.h and model.h struct pod_meta).
  *
  * Owns: the pods committed this cycle (st->placed), the rows of nodes each pod set of the gang
  * being placed may use given the pods bound or placed before it (ANDed into st->elig, with the
  * filter that rejected each node for the verdict), and the pod-by-pod placement of a gang whose
  * pods constrain each other.
  *
- * The rules are kube-scheduler's InterPodAffinity and NodePorts filters, evaluated against the
- * pods bound (sched_snapshot.bound_pods) and those placed earlier in the cycle:
+ * The rules are kube-scheduler's InterPodAffinity, NodePorts and PodTopologySpread filters,
+ * evaluated against the pods bound (sched_snapshot.bound_pods) and those placed earlier in the
+ * cycle, through the indexes of place_podix.c:
  * - an affinity term is met on a node whose domain (the nodes with its value of the term's
  *   topology key) holds a pod the term selects; a node without the key meets no term. When no
  *   pod anywhere is selected by any of the set's affinity terms and the set's own pods meet all of
  *   them, a first pod may go to any node with the keys (a series with affinity to itself);
  * - an anti-affinity term of the set forbids the domains holding a pod it selects, and an
  *   anti-affinity term of a bound or placed pod forbids its own domain to pods it selects;
- * - a host port (protocol and port) is taken at most once per node.
+ * - a host port (protocol and port) is taken at most once per node;
+ * - a spread counts the pods its selector picks in the pod's namespace per domain of its key,
+ *   over the nodes that count (model.h struct pod_spread), and refuses a node whose domain would
+ *   exceed the smallest by more than maxSkew.
  * Anti-affinity and ports only grow stricter as pods are placed; affinity may be met by a
  * placement, which is why a gang with an affinity term has a shape of its own (gang.c).
  *
- * A gang whose pods constrain one another (an anti-affinity or affinity term that selects its own
- * pods, a host port shared by two of its pods) is placed pod by pod in the engine's node order,
- * each pod on the first node where it fits and every rule holds against the pods placed so far,
- * domain by domain of its required level if it has one; with an affinity to itself the first pod
- * is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the engine's
- * usual search with the rows.
+ * A gang whose pods constrain one another (an anti-affinity or affinity term or a spread that
+ * selects its own pods, a host port shared by two of its pods) is placed pod by pod in the engine's
+ * node order, each pod on the first node where it fits and every rule holds against the pods placed
+ * so far, domain by domain of its required level if it has one; with an affinity to itself the
+ * first pod is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the
+ * engine's usual search with the rows.
  *
  * A preemption plan's trial sees the pods of the gangs it releases as gone (sched_pod.set names
  * the running gang's pod set; place_release_pods counts the released pods per node), as
