@@ -68,7 +68,7 @@ void gang_finalize(struct gang *g)
         }
         /* a set's own pod rules, with its labels and namespace (its terms may select itself);
          * the labels of a set without rules count only against bound pods' anti-affinity, which
-         * the cycle's memo adds when there is some (cycle.c memo_key) */
+         * the cycle's memo adds to a failure they took part in (cycle.c labels_key) */
         if (podaff_constrains(ps->meta))
             h = podaff_hash(h, ps->meta);
         /* a placement may meet an affinity term that failed before it in the cycle (the memo

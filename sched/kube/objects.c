@@ -596,7 +596,7 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     char bad[SCHED_ERRBUF] = ""; /* a constraint that cannot be read (objects_meta.c) */
     if (rc == 0 && (rc = kobj_pod_meta(o, p, eb)) == SCHED_EINVAL) {
         snprintf(bad, sizeof(bad), "%s", eb->msg);
-        p->meta->n_affinity = p->meta->n_anti = p->meta->n_ports = 0; /* labels only */
+        p->meta->n_affinity = p->meta->n_anti = p->meta->n_ports = p->meta->n_spread = 0;
         rc = 0;
     }
     if (rc == 0 && p->ours && !p->node)
