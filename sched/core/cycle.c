@@ -21,6 +21,7 @@
  */
 #include "sched/core/cycle.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/model.h"
@@ -1121,6 +1122,31 @@ static void eta_evictions(const struct sched_snapshot *snap, struct sched_result
     }
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ids of the gangs the pod rules refused nodes (verdict.by_pod_rules), ascending, for the
+ * start planner. */
+static int refused_ids(struct cycle *cy, struct eta_env *env)
+{
+    const struct sched_result *out = cy->out;
+    uint32_t n = 0, *ids = NULL;
+    for (uint32_t v = 0; v < out->n_verdicts; v++)
+        if (out->verdicts[v].by_pod_rules) {
+            if (!ids && !(ids = arena_alloc(cy->arena, out->n_verdicts * sizeof(*ids))))
+                return SCHED_ENOMEM;
+            ids[n++] = out->verdicts[v].gang->id;
+        }
+    if (n > 1)
+        qsort(ids, n, sizeof(*ids), cmp_id);
+    env->refused = ids;
+    env->n_refused = n;
+    return 0;
+}
+
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
     memset(out, 0, sizeof(*out));
@@ -1131,6 +1157,8 @@ int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct s
     if (!snap->plan_starts)
         return 0;
     struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
+    if (refused_ids(&cy, &env) != 0)
+        return SCHED_ENOMEM;
     int rc = eta_plan(&env, cy.waiting, cy.n_waiting);
     if (rc == 0)
         eta_evictions(snap, out);

@@ -317,6 +317,8 @@ enum sched_eta_kind {
     SCHED_ETA_BEHIND,  /* no estimate: behind `ahead` gangs the planner did not look past */
     SCHED_ETA_UNKNOWN, /* no estimate: a run time it depends on is unknown */
     SCHED_ETA_NEVER,   /* it can never start as it is */
+    SCHED_ETA_PODS,    /* no estimate: the pod rules refused it nodes (place_pods.c), which
+                          the planner does not model */
 };
 
 struct sched_eta {

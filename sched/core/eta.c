@@ -551,6 +551,21 @@ static bool eta_plannable(enum sched_why why)
     return why != SCHED_WHY_NEVER && why != SCHED_WHY_QUOTA_NEVER && why != SCHED_WHY_NO_NODES;
 }
 
+static bool refused(const struct eta_env *env, uint32_t id)
+{
+    uint32_t lo = 0, hi = env->n_refused;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (env->refused[mid] == id)
+            return true;
+        if (env->refused[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
 int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n)
 {
     struct sched_result *out = env->out;
@@ -580,6 +595,10 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
         *e = (struct sched_eta){.gang = waiting[w].gang, .start_ms = INT64_MAX, .ahead = planned};
         if (!eta_plannable(waiting[w].why)) {
             e->kind = SCHED_ETA_NEVER;
+            continue;
+        }
+        if (refused(env, waiting[w].gang->id)) {
+            e->kind = SCHED_ETA_PODS; /* the rules are not modelled: no estimate, no claims */
             continue;
         }
         if (planned >= ETA_MAX_PLANNED || p.steps >= ETA_MAX_STEPS) {
@@ -624,6 +643,10 @@ int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n)
         return snprintf(buf, n, "no estimate: run times unknown");
     case SCHED_ETA_NEVER:
         return snprintf(buf, n, "no estimate: never fits as it is");
+    case SCHED_ETA_PODS:
+        return snprintf(buf, n,
+                        "no estimate: refused by the rules of pods (affinity, host ports, "
+                        "spread)");
     }
     return snprintf(buf, n, "no estimate");
 }

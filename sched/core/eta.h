@@ -63,6 +63,10 @@ struct eta_env {
     const struct place_state *st; /* the cycle's state after its placements and holds */
     struct sched_result *out;     /* placements read, etas written */
     struct arena *arena;
+    /* ids of the gangs the pod rules refused nodes this cycle (verdict.by_pod_rules), ascending:
+     * no estimate for them (SCHED_ETA_PODS) */
+    const uint32_t *refused;
+    uint32_t n_refused;
 };
 
 /* Expected run time of g: its declared maximum, else the snapshot's estimate, 0 = unknown. */

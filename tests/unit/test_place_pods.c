@@ -12,6 +12,7 @@
 
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
+#include "sched/core/eta.h"
 #include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
@@ -19,6 +20,8 @@
 #include "cycle_fx.h"
 
 #define HOST "kubernetes.io/hostname"
+
+static bool plan_starts; /* the cycle also plans expected starts */
 
 /* One sched_cycle with bound pods. */
 static const struct sched_result *cycle_pods(struct world *w, const struct sched_pod *bound,
@@ -40,7 +43,8 @@ static const struct sched_result *cycle_pods(struct world *w, const struct sched
                                   .n_queues = 1,
                                   .policy = pol,
                                   .bound_pods = bound,
-                                  .n_bound_pods = n_bound};
+                                  .n_bound_pods = n_bound,
+                                  .plan_starts = plan_starts};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;
@@ -388,6 +392,37 @@ static void test_memo_tells_labels_apart(void **unused)
     free_gangs(w);
 }
 
+/* The start planner does not model the pod rules: a gang they refused gets no estimate, with
+ * the reason, and claims nothing the gangs behind it would be planned around. */
+static void test_no_estimate_when_rules_refuse(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta guard = {.ns = "ml", .anti = &anti, .n_anti = 1};
+    struct sched_pod bound[2] = {{.node = 0, .meta = &guard}, {.node = 1, .meta = &guard}};
+    struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct gang *a = add_gang(w, 1, 1, 0);
+    struct gang *big = add_gang(w, 3, 8, 1); /* waits for capacity: an estimate of its own */
+    with_meta(a, &ma);
+    plan_starts = true;
+    const struct sched_result *r = cycle_pods(w, bound, 2);
+    plan_starts = false;
+    const struct sched_eta *ea = NULL, *eb = NULL;
+    for (uint32_t k = 0; k < r->n_etas; k++) {
+        ea = r->etas[k].gang == a ? &r->etas[k] : ea;
+        eb = r->etas[k].gang == big ? &r->etas[k] : eb;
+    }
+    assert_non_null(ea);
+    assert_int_equal(ea->kind, SCHED_ETA_PODS);
+    char text[128];
+    eta_format(ea, 1000, text, sizeof(text));
+    assert_non_null(strstr(text, "refused by the rules of pods"));
+    assert_non_null(eb);
+    assert_int_not_equal(eb->kind, SCHED_ETA_PODS);
+    free_gangs(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
         cmocka_unit_test(test_topology_spread),
         cmocka_unit_test(test_memo_tells_labels_apart),
+        cmocka_unit_test(test_no_estimate_when_rules_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
