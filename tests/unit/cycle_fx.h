@@ -24,6 +24,9 @@ struct world {
     struct sched_result res;
     const struct sched_hold *hints; /* reservation hints for the next cycle */
     uint32_t n_hints;
+    const struct sched_pod *bound; /* bound pods for the pod rules (sched_snapshot.bound_pods) */
+    uint32_t n_bound;
+    bool plan_starts; /* the cycle also plans expected starts */
 };
 
 static inline struct world *world_new(const char *spec)
@@ -122,7 +125,10 @@ static inline const struct sched_result *cycle(struct world *w, const char *poli
                                   .n_queues = 1,
                                   .policy = pol,
                                   .reserve_hints = w->hints,
-                                  .n_reserve_hints = w->n_hints};
+                                  .n_reserve_hints = w->n_hints,
+                                  .bound_pods = w->bound,
+                                  .n_bound_pods = w->n_bound,
+                                  .plan_starts = w->plan_starts};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;

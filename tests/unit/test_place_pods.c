@@ -21,33 +21,13 @@
 
 #define HOST "kubernetes.io/hostname"
 
-static bool plan_starts; /* the cycle also plans expected starts */
-
-/* One sched_cycle with bound pods. */
+/* One sched_cycle under the gangsched policy with bound pods (cycle_fx.h). */
 static const struct sched_result *cycle_pods(struct world *w, const struct sched_pod *bound,
                                              uint32_t n_bound)
 {
-    struct queue_list l;
-    const struct sched_policy *pol = sched_policy_find("gangsched");
-    queue_list_init(&l, pol->by_priority);
-    for (uint32_t i = 0; i < w->n_gangs; i++)
-        assert_int_equal(queue_list_insert(&l, &w->gangs[i]), 0);
-    memcpy(w->pending, l.items, l.n * sizeof(*l.items));
-    w->view =
-        (struct sched_queue_view){.queue = &w->queue, .pending = w->pending, .n_pending = l.n};
-    queue_list_fini(&l);
-    struct sched_snapshot snap = {.now_ms = 1000,
-                                  .cluster = w->c,
-                                  .state = w->state,
-                                  .queues = &w->view,
-                                  .n_queues = 1,
-                                  .policy = pol,
-                                  .bound_pods = bound,
-                                  .n_bound_pods = n_bound,
-                                  .plan_starts = plan_starts};
-    arena_reset(&w->arena);
-    assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
-    return &w->res;
+    w->bound = bound;
+    w->n_bound = n_bound;
+    return cycle(w, "gangsched", 1);
 }
 
 static void with_meta(struct gang *g, const struct pod_meta *m)
@@ -62,6 +42,12 @@ static const struct sel_req req_app_a = {
     .key = "app", .op = SEL_IN, .values = (const char *const[]){"a"}, .n_values = 1};
 static const struct kv labels_a[] = {{"app", "a"}};
 static const struct kv labels_b[] = {{"app", "b"}};
+
+/* A pod whose required anti-affinity keeps app=a off its node, bound on nodes 0 and 1. */
+static const struct pod_term anti_a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+static const struct pod_meta guard_a = {.ns = "ml", .anti = &anti_a, .n_anti = 1};
+static const struct sched_pod guards[2] = {{.node = 0, .meta = &guard_a},
+                                           {.node = 1, .meta = &guard_a}};
 
 static void free_gangs(struct world *w)
 {
@@ -375,9 +361,6 @@ static void test_memo_tells_labels_apart(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:2");
-    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
-    struct pod_meta guard = {.ns = "ml", .anti = &anti, .n_anti = 1};
-    struct sched_pod bound[2] = {{.node = 0, .meta = &guard}, {.node = 1, .meta = &guard}};
     struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
     struct pod_meta mb = {.ns = "ml", .labels = labels_b, .n_labels = 1};
     struct gang *a = add_gang(w, 1, 1, 0);
@@ -385,7 +368,7 @@ static void test_memo_tells_labels_apart(void **unused)
     with_meta(a, &ma);
     with_meta(b, &mb);
     assert_true(a->shape == b->shape); /* labels alone are not part of the shape */
-    const struct sched_result *r = cycle_pods(w, bound, 2);
+    const struct sched_result *r = cycle_pods(w, guards, 2);
     assert_null(placement_of(r, a));
     assert_int_equal(verdict_of(r, a)->filtered[FILTER_POD_ANTI], 2);
     assert_non_null(placement_of(r, b));
@@ -398,16 +381,12 @@ static void test_no_estimate_when_rules_refuse(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:2");
-    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
-    struct pod_meta guard = {.ns = "ml", .anti = &anti, .n_anti = 1};
-    struct sched_pod bound[2] = {{.node = 0, .meta = &guard}, {.node = 1, .meta = &guard}};
     struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
     struct gang *a = add_gang(w, 1, 1, 0);
     struct gang *big = add_gang(w, 3, 8, 1); /* waits for capacity: an estimate of its own */
     with_meta(a, &ma);
-    plan_starts = true;
-    const struct sched_result *r = cycle_pods(w, bound, 2);
-    plan_starts = false;
+    w->plan_starts = true;
+    const struct sched_result *r = cycle_pods(w, guards, 2);
     const struct sched_eta *ea = NULL, *eb = NULL;
     for (uint32_t k = 0; k < r->n_etas; k++) {
         ea = r->etas[k].gang == a ? &r->etas[k] : ea;
