@@ -1147,20 +1147,31 @@ static int refused_ids(struct cycle *cy, struct eta_env *env)
     return 0;
 }
 
+static int cycle_all(struct cycle *cy, const struct sched_snapshot *snap, struct arena *arena,
+                     struct sched_result *out)
+{
+    if (cycle_init(cy, snap, arena, out) != 0 || cycle_run(cy) != 0)
+        return SCHED_ENOMEM;
+    out->n_fit_cached = cy->st.fit_cached;
+    if (!snap->plan_starts)
+        return 0;
+    struct eta_env env = {.snap = snap, .st = &cy->st, .out = out, .arena = arena};
+    if (refused_ids(cy, &env) != 0)
+        return SCHED_ENOMEM;
+    int rc = eta_plan(&env, cy->waiting, cy->n_waiting);
+    if (rc == 0)
+        eta_evictions(snap, out);
+    return rc;
+}
+
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)
 {
     memset(out, 0, sizeof(*out));
     out->wake_ms = INT64_MAX;
     struct cycle cy;
-    if (cycle_init(&cy, snap, arena, out) != 0 || cycle_run(&cy) != 0)
-        return SCHED_ENOMEM;
-    if (!snap->plan_starts)
-        return 0;
-    struct eta_env env = {.snap = snap, .st = &cy.st, .out = out, .arena = arena};
-    if (refused_ids(&cy, &env) != 0)
-        return SCHED_ENOMEM;
-    int rc = eta_plan(&env, cy.waiting, cy.n_waiting);
-    if (rc == 0)
-        eta_evictions(snap, out);
+    memset(&cy, 0, sizeof(cy));
+    int rc = cycle_all(&cy, snap, arena, out);
+    if (cy.st.b)
+        cy.st.b->jr = NULL; /* the cache's journal is in the arena: the base outlives it */
     return rc;
 }

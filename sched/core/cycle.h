@@ -153,6 +153,9 @@ struct sched_snapshot {
      * may compute it on the first call and keep it). */
     const struct sched_runtime_source *runtime_src;
     bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
+    /* sum every gang's domains from scratch instead of the cycle's cache (place_fitc.c): the
+     * same decisions, slower; the unit test compares the two */
+    bool no_fit_cache;
     /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
      * builds it from `state` for every node. The driver touches a node in it after every change
      * of its node_state; the cycle changes it in place and leaves it to be restored by the next
@@ -338,6 +341,7 @@ struct sched_result {
     struct sched_eviction *evictions;
     uint32_t n_evictions;
     uint32_t n_examined;    /* gangs examined (placed or not) */
+    uint32_t n_fit_cached;  /* domain searches summed by the cycle's cache (place_fitc.c) */
     struct sched_eta *etas; /* snapshot.plan_starts: one per gang examined and not placed, in the
                                cycle's order */
     uint32_t n_etas;

@@ -50,11 +50,15 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
         b = place_base_in_arena(c, arena);
     if (!b)
         return SCHED_ENOMEM;
+    b->jr = NULL; /* the last cycle's cache and its journal were in its arena */
+    b->jr_n = 0;
+    b->jr_over = false;
     place_base_sync(b, snap->state);
     st->b = b;
     st->c = c;
     st->arena = arena;
     st->topology = snap->policy->topology;
+    st->no_fit_cache = snap->no_fit_cache;
     st->env = b->env;
     st->max_domains = b->max_domains;
     st->free = b->free;
@@ -298,7 +302,7 @@ bool place_pod_fits(const struct place_state *st, const struct podset *ps, uint3
 }
 
 /* Pods of `ps` that node i can take now (resources and GPUs). */
-static uint32_t pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
+uint32_t place_pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i)
 {
     if (ps->req.v[RES_GPU] > st->key[i]) /* key: free GPUs of an ok node */
         return 0;
@@ -535,7 +539,7 @@ static bool fill_slices(struct place_state *st, const struct gang *g, int level,
         for (uint32_t i = 0; i < c->n_nodes; i++) {
             if (!eligible(st, 0, i) || !in_domain(st, i, level, d))
                 continue;
-            st->dom_cap[c->nodes[i].dom[sl]] += pod_slots(st, ps, i);
+            st->dom_cap[c->nodes[i].dom[sl]] += place_pod_slots(st, ps, i);
             st->dom_free[c->nodes[i].dom[sl]] += st->key[i];
             st->dom_capg[c->nodes[i].dom[sl]] += c->nodes[i].n_gpus;
         }
@@ -627,10 +631,10 @@ uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
     return n_useful;
 }
 
-/* place_collect_useful(st, g, pod_slots) without a visit of every node: pod_slots is 0 on a node
- * that is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod sets,
- * so only the buckets from that count up are visited, in ascending node order. The slots of the
- * nodes not visited are left as they were: only those of the useful nodes are read. */
+/* place_collect_useful(st, g, place_pod_slots) without a visit of every node: pod_slots is 0 on a
+ * node that is not linked (not ok) or has fewer free GPUs than the smallest GPU request of g's pod
+ * sets, so only the buckets from that count up are visited, in ascending node order. The slots of
+ * the nodes not visited are left as they were: only those of the useful nodes are read. */
 static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
 {
     int64_t kmin = INT64_MAX;
@@ -638,7 +642,8 @@ static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
         if (g->sets[s].req.v[RES_GPU] < kmin)
             kmin = g->sets[s].req.v[RES_GPU];
     if (kmin <= 0 || kmin > NODE_MAX_GPUS)
-        return place_collect_useful(st, g, pod_slots); /* GPU-less pods fit anywhere: every node */
+        return place_collect_useful(st, g,
+                                    place_pod_slots); /* GPU-less pods fit anywhere: every node */
     struct place_base *b = st->b;
     const struct cluster *c = st->c;
     pb_cand_fill(b, (uint32_t)kmin);
@@ -648,7 +653,7 @@ static uint32_t collect_fitting(struct place_state *st, const struct gang *g)
             uint32_t i = wi * 64 + bits_ctz64(m);
             bool any = false;
             for (uint32_t s = 0; s < g->n_sets; s++) {
-                uint32_t k = eligible(st, s, i) ? pod_slots(st, &g->sets[s], i) : 0;
+                uint32_t k = eligible(st, s, i) ? place_pod_slots(st, &g->sets[s], i) : 0;
                 st->slots[(size_t)s * c->n_nodes + i] = k;
                 any |= k > 0;
             }
@@ -704,16 +709,106 @@ static bool near_ok(const struct place_state *st, const struct gang *g, int leve
     return false;
 }
 
+/* The sums of `level` for g: from the cycle's cache (cached) or summed over the n_useful nodes
+ * of st->useful into the scratch; level_done frees the scratch for the next level. */
+static void level_sums(struct place_state *st, const struct gang *g, int level, bool cached,
+                       uint32_t n_useful, struct place_dsum *ds)
+{
+    if (cached) {
+        place_fitc_level(st, level, ds);
+        return;
+    }
+    uint32_t nt = place_sum_domains(st, g, level, n_useful);
+    *ds = (struct place_dsum){
+        .cap = st->dom_cap, .free = st->dom_free, .capg = st->dom_capg, .nt = nt};
+}
+
+static void level_done(struct place_state *st, bool cached, const struct place_dsum *ds)
+{
+    if (!cached)
+        place_clear_domains(st, ds->nt);
+}
+
+static bool dsum_holds(const struct place_dsum *ds, const struct gang *g, uint32_t d)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (ds->cap[(size_t)d * GANG_MAX_SETS + s] < g->sets[s].count)
+            return false;
+    return true;
+}
+
+/* The near miss of a one-set gang at `level`: the domain that holds most of its pods (ties: the
+ * lowest domain id, whatever order the domains were summed in). */
+static void note_near(struct place_state *st, const struct gang *g, int level,
+                      const struct place_dsum *ds)
+{
+    for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);) {
+        uint64_t cap = ds->cap[(size_t)d * GANG_MAX_SETS];
+        if (cap > g->sets[0].count)
+            cap = g->sets[0].count;
+        if (st->near_level == -2 || cap > st->near_pods ||
+            (cap == st->near_pods && st->near_level == level && d < st->near_domain)) {
+            st->near_level = level;
+            st->near_domain = d;
+            st->near_pods = cap;
+        }
+    }
+}
+
+/* The best-scoring domain of `level` that holds g and was not tried yet, or -1. */
+static int64_t best_domain(struct place_state *st, const struct gang *g, int level,
+                           const struct place_dsum *ds, const uint32_t *tried, uint32_t n_tried,
+                           struct score_in *best_in)
+{
+    int64_t norm = level >= 0 ? st->level_max_gpus[level] : st->ok_gpus;
+    int64_t best = -1, best_score = 0;
+    /* the score depends on (free, capg) alone here, and domains repeat a few pairs: each pair
+     * is scored once per call (a direct-mapped memo) */
+    struct {
+        int64_t free, capg, sc;
+    } memo[64];
+    for (uint32_t x = 0; x < 64; x++)
+        memo[x].free = -1;
+    for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);) {
+        bool seen = false;
+        for (uint32_t x = 0; x < n_tried; x++)
+            seen |= tried[x] == d;
+        if (seen || !dsum_holds(ds, g, d) || !near_ok(st, g, level, d))
+            continue;
+        struct score_in in = {.free_gpus = ds->free[d],
+                              .cap_gpus = ds->capg[d],
+                              .gang_gpus = g->gpus,
+                              .norm_gpus = norm > 0 ? norm : 1};
+        uint32_t h =
+            (uint32_t)(((uint64_t)in.free_gpus * 0x9E3779B1u + (uint64_t)in.cap_gpus) % 64);
+        if (memo[h].free != in.free_gpus || memo[h].capg != in.cap_gpus) {
+            memo[h].free = in.free_gpus;
+            memo[h].capg = in.cap_gpus;
+            memo[h].sc = plugin_score(st->cur_w, &in);
+        }
+        int64_t sc = memo[h].sc;
+        if (best < 0 || sc > best_score || (sc == best_score && d < best)) {
+            best = d;
+            best_score = sc;
+            *best_in = in;
+        }
+    }
+    return best;
+}
+
 static enum sched_why place_domains(struct place_state *st, const struct gang *g,
                                     struct sched_assign *out, int *level, uint32_t *domain)
 {
-    uint32_t n_useful = collect_fitting(st, g);
+    bool cached = place_fitc_ready(st, g);
+    uint32_t n_useful = cached ? 0 : collect_fitting(st, g);
+    struct place_dsum ds;
     for (int l = place_start_level(st, g); l >= -1; l--) {
         if (g->topo_required >= 0 && l < g->topo_required) {
             /* Would the cluster as a whole hold it? Then the requirement is what blocks. */
-            uint32_t nt = place_sum_domains(st, g, -1, n_useful);
-            bool whole = nt > 0 && place_domain_holds(st, g, 0);
-            place_clear_domains(st, nt);
+            level_sums(st, g, -1, cached, n_useful, &ds);
+            uint32_t k = 0, d;
+            bool whole = place_dsum_next(st, &ds, &k, &d) && dsum_holds(&ds, g, d);
+            level_done(st, cached, &ds);
             return whole ? SCHED_WHY_TOPOLOGY : SCHED_WHY_RESOURCES;
         }
         bool near_only = !place_level_useful(st, g, l); /* too small: the reason's nearest domain */
@@ -721,39 +816,13 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
             continue;
         if (g->spread && l >= 0 && l != g->topo_required && l != g->topo_preferred)
             continue; /* spreading: only the required or preferred level, or the whole cluster */
-        uint32_t nt = place_sum_domains(st, g, l, n_useful);
-        if (g->n_sets == 1 && (l == g->topo_required || l == -1)) { /* remember the near miss */
-            for (uint32_t k = 0; k < nt; k++) {
-                uint64_t cap = st->dom_cap[(size_t)st->touched[k] * GANG_MAX_SETS];
-                if (cap > g->sets[0].count)
-                    cap = g->sets[0].count;
-                if (st->near_level == -2 || cap > st->near_pods) {
-                    st->near_level = l;
-                    st->near_domain = st->touched[k];
-                    st->near_pods = cap;
-                }
-            }
-        }
-        int64_t norm = l >= 0 ? st->level_max_gpus[l] : st->ok_gpus;
+        level_sums(st, g, l, cached, n_useful, &ds);
+        if (g->n_sets == 1 && (l == g->topo_required || l == -1)) /* remember the near miss */
+            note_near(st, g, l, &ds);
+        uint32_t tried[TRIES_PER_LEVEL], n_tried = 0;
         for (int attempt = 0; attempt < TRIES_PER_LEVEL && !near_only; attempt++) {
-            int64_t best = -1, best_score = 0;
             struct score_in best_in = {0};
-            for (uint32_t k = 0; k < nt; k++) {
-                uint32_t d = st->touched[k];
-                if (st->dom_free[d] == INT64_MAX || !place_domain_holds(st, g, d) ||
-                    !near_ok(st, g, l, d))
-                    continue;
-                struct score_in in = {.free_gpus = st->dom_free[d],
-                                      .cap_gpus = st->dom_capg[d],
-                                      .gang_gpus = g->gpus,
-                                      .norm_gpus = norm > 0 ? norm : 1};
-                int64_t sc = plugin_score(st->cur_w, &in);
-                if (best < 0 || sc > best_score || (sc == best_score && d < best)) {
-                    best = d;
-                    best_score = sc;
-                    best_in = in;
-                }
-            }
+            int64_t best = best_domain(st, g, l, &ds, tried, n_tried, &best_in);
             if (best < 0)
                 break;
             record_top(st, &best_in);
@@ -773,15 +842,15 @@ static enum sched_why place_domains(struct place_state *st, const struct gang *g
                 filled = fill_ordered(st, g, place_order_domain(st, l, (uint32_t)best), out);
             }
             if (filled) {
-                place_clear_domains(st, nt);
+                level_done(st, cached, &ds);
                 *level = l;
                 *domain = l >= 0 ? (uint32_t)best : 0;
                 return SCHED_WHY_PLACED;
             }
             place_rollback(st);
-            st->dom_free[best] = INT64_MAX; /* tried: skip it on the next attempt */
+            tried[n_tried++] = (uint32_t)best; /* skip it on the next attempt */
         }
-        place_clear_domains(st, nt);
+        level_done(st, cached, &ds);
     }
     return SCHED_WHY_RESOURCES;
 }

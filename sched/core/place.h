@@ -6,7 +6,8 @@
  * Every tentative assignment goes through an undo log: a gang is committed whole or rolled back.
  * Files: place.c (working state, filters, the algorithms, undo log), place_reserve.c
  * (reservations, lifting holds for backfill, never-fits, verdict counts), both through the
- * helpers of place_internal.h; place_base.c (state kept between cycles).
+ * helpers of place_internal.h; place_base.c (state kept between cycles); place_fitc.c (the
+ * domain sums of the search kept across the gangs of a cycle).
  *
  * Must not touch: the snapshot (copied at build time), anything outside the cycle's arena.
  */
@@ -92,6 +93,9 @@ struct place_state {
     uint32_t *useful;  /* nodes with a slot for the gang being placed */
     uint32_t *touched; /* domains with a useful node, at the level being summed */
     uint32_t max_domains;
+    struct place_fitc *fitc; /* the domain sums kept across gangs (place_fitc.c), or NULL */
+    bool no_fit_cache;       /* sched_snapshot.no_fit_cache */
+    uint32_t fit_cached;     /* domain searches the cache summed (sched_result.n_fit_cached) */
     /* per level: GPUs of the largest domain (schedulable nodes), and whether the level only
      * repeats the node level (every domain a single node, e.g. no clique label on HGX) */
     int64_t level_max_gpus[TOPO_MAX_LEVELS];

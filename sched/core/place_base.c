@@ -235,12 +235,14 @@ static void unlink_raw(struct place_base *b, uint32_t i)
 void pb_unlink(struct place_base *b, uint32_t i)
 {
     pb_mark(b, i);
+    pb_journal(b, i);
     unlink_raw(b, i);
 }
 
 void pb_link(struct place_base *b, uint32_t i)
 {
     pb_mark(b, i);
+    pb_journal(b, i);
     uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);
     b->key[i] = k;
     b->in_list[i] = 1;
@@ -254,6 +256,7 @@ void pb_link(struct place_base *b, uint32_t i)
 
 void pb_link_shared(struct place_base *b, uint32_t i)
 {
+    pb_journal(b, i);
     unlink_raw(b, i);
     uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);
     b->key[i] = k;

@@ -103,6 +103,12 @@ struct place_base {
     /* the cluster's HAMi registers parsed once (place_share.c), NULL until a share is asked;
      * malloc'd when owned (freed by place_base_free), else in the arena */
     struct place_share_cache *share_cache;
+    /* the journal of the cycle's domain-sum cache (place_fitc.c): every node linked or unlinked
+     * since the cache last read it, jr_cap at most (then jr_over); jr NULL while no cache is
+     * kept (place_state_build clears it: the buffer lives in the cycle's arena) */
+    uint32_t *jr;
+    uint32_t jr_n, jr_cap;
+    bool jr_over;
 };
 
 /* A base for cluster c, every node to be synced at the first cycle; NULL on out of memory. */
@@ -130,6 +136,16 @@ static inline void pb_mark(struct place_base *b, uint32_t i)
         b->is_dirty[i] = 1;
         b->dirty[b->n_dirty++] = i;
     }
+}
+/* Node i is linked or unlinked: noted for the domain-sum cache, when one is kept. */
+static inline void pb_journal(struct place_base *b, uint32_t i)
+{
+    if (!b->jr)
+        return;
+    if (b->jr_n < b->jr_cap)
+        b->jr[b->jr_n++] = i;
+    else
+        b->jr_over = true;
 }
 /* Takes node i out of its bucket (no-op when not linked). */
 void pb_unlink(struct place_base *b, uint32_t i);

@@ -36,6 +36,45 @@ void place_clear_domains(struct place_state *st, uint32_t nt);
 uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
                               uint32_t (*slots_fn)(const struct place_state *,
                                                    const struct podset *, uint32_t));
+/* Pods of `ps` that node i can take now (resources and GPUs), filters not applied. */
+uint32_t place_pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
+
+/* ---- domain sums kept across the gangs of a cycle (place_fitc.c) -------------------------- */
+
+/* The sums of one level: per domain d, pods of set s its useful nodes take (cap[d * GANG_MAX_SETS
+ * + s]), their free GPUs (free[d]) and GPUs (capg[d]). The domains with a useful node are those
+ * with cnt[d] > 0, d < n_dom (the cache), or the nt listed in st->touched (cnt NULL: summed from
+ * scratch); place_dsum_next visits them. */
+struct place_dsum {
+    const uint64_t *cap;
+    const int64_t *free, *capg;
+    const uint32_t *cnt;
+    uint32_t n_dom, nt;
+};
+/* The next domain with a useful node (*d), from position *k (0 at the start), or false. */
+static inline bool place_dsum_next(const struct place_state *st, const struct place_dsum *ds,
+                                   uint32_t *k, uint32_t *d)
+{
+    if (ds->cnt) {
+        while (*k < ds->n_dom && !ds->cnt[*k])
+            (*k)++;
+        if (*k >= ds->n_dom)
+            return false;
+        *d = (*k)++;
+        return true;
+    }
+    if (*k >= ds->nt)
+        return false;
+    *d = st->touched[(*k)++];
+    return true;
+}
+/* true when g's domain sums come from the cycle's cache, brought up to date (g's sets filtered
+ * by nothing but the nodes' state, no trial, the second gang in a row of its signature or
+ * later); false: sum them from scratch (place_sum_domains). */
+bool place_fitc_ready(struct place_state *st, const struct gang *g);
+/* After place_fitc_ready: the cached sums of `level` (-1: the whole cluster). */
+void place_fitc_level(const struct place_state *st, int level, struct place_dsum *ds);
+
 /* Level l is worth searching for g (large enough, not a repeat of the node level). */
 bool place_level_useful(const struct place_state *st, const struct gang *g, int l);
 /* Domain d's sums (dom_cap) hold every pod set of g. */

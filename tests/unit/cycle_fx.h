@@ -26,7 +26,8 @@ struct world {
     uint32_t n_hints;
     const struct sched_pod *bound; /* bound pods for the pod rules (sched_snapshot.bound_pods) */
     uint32_t n_bound;
-    bool plan_starts; /* the cycle also plans expected starts */
+    bool plan_starts;  /* the cycle also plans expected starts */
+    bool no_fit_cache; /* sched_snapshot.no_fit_cache */
 };
 
 static inline struct world *world_new(const char *spec)
@@ -128,7 +129,8 @@ static inline const struct sched_result *cycle(struct world *w, const char *poli
                                   .n_reserve_hints = w->n_hints,
                                   .bound_pods = w->bound,
                                   .n_bound_pods = w->n_bound,
-                                  .plan_starts = w->plan_starts};
+                                  .plan_starts = w->plan_starts,
+                                  .no_fit_cache = w->no_fit_cache};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;

@@ -18,18 +18,21 @@ static inline uint64_t pfx_rnd(uint64_t *s)
     return x;
 }
 
-/* The driver's usage of one pod of g's first pod set on node a->node (as the simulator counts
- * it: the whole request, and the devices named): add (sign 1) or take away (-1); the base hears
- * of it. */
+/* The driver's usage of pod k of g (its pod set found by the counts) on node a->node (as the
+ * simulator counts it: the whole request, and the devices named): add (sign 1) or take away
+ * (-1); the base hears of it. */
 static inline void pfx_use(struct node_state *state, struct place_base *b, const struct gang *g,
-                           const struct sched_assign *a, int sign)
+                           uint32_t k, const struct sched_assign *a, int sign)
 {
+    uint32_t set = 0;
+    while (set + 1 < g->n_sets && k >= g->sets[set].count)
+        k -= g->sets[set++].count;
     struct node_state *s = &state[a->node];
     if (sign > 0) {
-        res_add(&s->used, &g->sets[0].req);
+        res_add(&s->used, &g->sets[set].req);
         s->gpu_used |= a->gpu_mask;
     } else {
-        res_sub(&s->used, &g->sets[0].req);
+        res_sub(&s->used, &g->sets[set].req);
         s->gpu_used &= ~a->gpu_mask;
     }
     place_base_touch(b, a->node);
@@ -57,6 +60,9 @@ static inline void pfx_same_result(const struct sched_result *x, const struct sc
         assert_int_equal(x->verdicts[v].best_free, y->verdicts[v].best_free);
         assert_memory_equal(x->verdicts[v].filtered, y->verdicts[v].filtered,
                             sizeof(x->verdicts[v].filtered));
+        assert_int_equal(x->verdicts[v].near_level, y->verdicts[v].near_level);
+        assert_int_equal(x->verdicts[v].near_domain, y->verdicts[v].near_domain);
+        assert_int_equal(x->verdicts[v].near_pods, y->verdicts[v].near_pods);
     }
     assert_int_equal(x->n_reservations, y->n_reservations);
     for (uint32_t r = 0; r < x->n_reservations; r++) {

@@ -74,9 +74,10 @@ static void make_gang(struct gang *g, uint32_t id, uint32_t pods, int64_t gpus, 
     g->min_member = g->n_pods;
 }
 
-static void use(struct life *l, const struct gang *g, const struct sched_assign *a, int sign)
+static void use(struct life *l, const struct gang *g, uint32_t k, const struct sched_assign *a,
+                int sign)
 {
-    pfx_use(l->state, l->base, g, a, sign);
+    pfx_use(l->state, l->base, g, k, a, sign);
 }
 
 /* 60 cycles of a random life, each decided twice: on the kept base and from scratch. */
@@ -135,14 +136,14 @@ static void test_base_decides_as_scratch(void **unused)
             l->running[g->id] = true;
             for (uint32_t k = 0; k < g->n_pods; k++) {
                 l->pods[g->id][k] = with.placements[p].pods[k];
-                use(l, g, &l->pods[g->id][k], +1);
+                use(l, g, k, &l->pods[g->id][k], +1);
             }
         }
         for (uint32_t j = 0; j < N_GANGS; j++) /* some end */
             if (l->running[j] && rnd(l) % 3 == 0) {
                 l->running[j] = false;
                 for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
-                    use(l, &l->gangs[j], &l->pods[j][k], -1);
+                    use(l, &l->gangs[j], k, &l->pods[j][k], -1);
             }
         uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes); /* a node goes down or comes back */
         l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
@@ -150,6 +151,101 @@ static void test_base_decides_as_scratch(void **unused)
     }
     assert_true(placed > 20); /* the life did place gangs and reserve capacity */
     assert_true(reserved > 0);
+    arena_fini(&l->a);
+    arena_fini(&l->b);
+    place_base_free(l->base);
+    free(l->state);
+    cluster_free(l->c);
+    free(l);
+}
+
+/* The domain sums kept across the gangs of a cycle (place_fitc.c) decide what sums made from
+ * scratch for every gang decide: 40 cycles of a random life whose gangs come in runs of one shape
+ * (one or two pod sets, a required or preferred level, spreading), each decided on the kept base
+ * with the cache and from scratch without it; the cache must have served searches. */
+static void test_fit_cache_decides_as_scratch(void **unused)
+{
+    (void)unused;
+    struct life *l = calloc(1, sizeof(*l));
+    l->rng = 0x2545F4914F6CDD1Dull;
+    l->c = make_cluster("hgx:24,nvl72:1,pcie:8");
+    l->state = calloc(l->c->n_nodes, sizeof(*l->state));
+    l->base = place_base_new(l->c);
+    assert_non_null(l->base);
+    arena_init(&l->a, 0);
+    arena_init(&l->b, 0);
+    static const uint32_t pods[] = {2, 4, 8, 3, 6, 2};
+    static const int64_t gpus[] = {1, 2, 4, 1, 2, 8};
+    for (uint32_t j = 0; j < N_GANGS; j++) {
+        uint32_t shape = (j / 3) % 6, v = (j / 3) % 5; /* three gangs in a row share a shape */
+        make_gang(&l->gangs[j], j, pods[shape], gpus[shape], v == 1 ? 2 : -1);
+        struct gang *g = &l->gangs[j];
+        g->topo_preferred = v == 2 ? 1 : -1;
+        g->spread = v == 3;
+        if (v == 4) { /* a second pod set of one-GPU pods */
+            g->sets[1] = g->sets[0];
+            g->sets[1].count = 2;
+            g->sets[1].req.v[RES_GPU] = 1;
+            g->n_sets = 2;
+            gang_finalize(g);
+            g->min_member = g->n_pods;
+        }
+    }
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
+    uint32_t placed = 0, cached = 0;
+    for (int cyc = 0; cyc < 40; cyc++) {
+        const struct gang *pending[N_GANGS];
+        uint32_t n = 0;
+        for (uint32_t j = 0; j < N_GANGS; j++)
+            if (!l->running[j])
+                pending[n++] = &l->gangs[j];
+        uint32_t hold_nodes[2] = {(uint32_t)(rnd(l) % l->c->n_nodes),
+                                  (uint32_t)(rnd(l) % l->c->n_nodes)};
+        struct sched_hold hold = {
+            .gang = n > 3 ? pending[3] : NULL, .nodes = hold_nodes, .n_nodes = 2};
+        struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
+        struct sched_snapshot snap = {.now_ms = INT64_C(3600000) * (cyc + 1),
+                                      .cluster = l->c,
+                                      .state = l->state,
+                                      .queues = &view,
+                                      .n_queues = 1,
+                                      .policy = pol,
+                                      .holds = &hold,
+                                      .n_holds = n > 3 && cyc % 2 == 0 ? 1 : 0};
+        struct sched_result with, without;
+        arena_reset(&l->a);
+        arena_reset(&l->b);
+        snap.base = l->base;
+        assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
+        snap.base = NULL;
+        snap.no_fit_cache = true;
+        assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
+        pfx_same_result(&with, &without);
+        assert_int_equal(without.n_fit_cached, 0);
+        cached += with.n_fit_cached;
+        placed += with.n_placements;
+        for (uint32_t p = 0; p < with.n_placements; p++) {
+            const struct gang *g = with.placements[p].gang;
+            l->running[g->id] = true;
+            for (uint32_t k = 0; k < g->n_pods; k++) {
+                l->pods[g->id][k] = with.placements[p].pods[k];
+                use(l, g, k, &l->pods[g->id][k], +1);
+            }
+        }
+        for (uint32_t j = 0; j < N_GANGS; j++)
+            if (l->running[j] && rnd(l) % 2 == 0) {
+                l->running[j] = false;
+                for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
+                    use(l, &l->gangs[j], k, &l->pods[j][k], -1);
+            }
+        uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes);
+        l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
+        place_base_touch(l->base, i);
+    }
+    fprintf(stderr, "fit cache: %u placed, %u searches cached\n", placed, cached);
+    assert_true(placed > 40);
+    assert_true(cached > 40);
     arena_fini(&l->a);
     arena_fini(&l->b);
     place_base_free(l->base);
@@ -442,6 +538,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_decides_as_scratch),
+        cmocka_unit_test(test_fit_cache_decides_as_scratch),
         cmocka_unit_test(test_bucket_order),
         cmocka_unit_test(test_shared_set_order),
         cmocka_unit_test(test_level_max),

@@ -126,9 +126,10 @@ static void make_gang(struct life *l, struct gang *g, uint32_t id, int kind)
     g->min_member = g->n_pods;
 }
 
-static void use(struct life *l, const struct gang *g, const struct sched_assign *a, int sign)
+static void use(struct life *l, const struct gang *g, uint32_t k, const struct sched_assign *a,
+                int sign)
 {
-    pfx_use(l->state, l->base, g, a, sign);
+    pfx_use(l->state, l->base, g, k, a, sign);
 }
 
 static void start(struct life *l, const struct sched_result *res)
@@ -138,7 +139,7 @@ static void start(struct life *l, const struct sched_result *res)
         l->running[g->id] = true;
         for (uint32_t k = 0; k < g->n_pods; k++) {
             l->pods[g->id][k] = res->placements[p].pods[k];
-            use(l, g, &l->pods[g->id][k], +1);
+            use(l, g, k, &l->pods[g->id][k], +1);
         }
     }
 }
@@ -147,7 +148,7 @@ static void end(struct life *l, uint32_t j)
 {
     l->running[j] = false;
     for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
-        use(l, &l->gangs[j], &l->pods[j][k], -1);
+        use(l, &l->gangs[j], k, &l->pods[j][k], -1);
 }
 
 /* The running gangs as the snapshot's shares. */
