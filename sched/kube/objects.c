@@ -727,6 +727,40 @@ static int place_tolerations(const cJSON *tols, const char *key, struct arena *a
     return ok ? 0 : SCHED_ENOMEM;
 }
 
+int kobj_sel_exprs(const cJSON *exprs, int n_ops, const char *where, struct arena *a,
+                   struct sel_req *r, uint32_t *k, struct sched_errbuf *eb)
+{
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    if (!cJSON_IsArray(exprs))
+        return 0;
+    uint32_t j = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, exprs)
+    {
+        const char *op = map_str(e, "operator"), *key = map_str(e, "key");
+        int found = -1;
+        for (int o = 0; op && o < n_ops && o < 6; o++)
+            if (strcmp(op, ops[o]) == 0)
+                found = o;
+        if (!key || found < 0)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "%s[%u]: needs a key and an operator of In, NotIn, Exists, "
+                              "DoesNotExist%s",
+                              where, j, n_ops > 4 ? ", Gt, Lt" : "");
+        struct sel_req *q = &r[*k];
+        q->op = (enum sel_op)found;
+        if (!(q->key = arena_strdup(a, key)))
+            return SCHED_ENOMEM;
+        int rc = kobj_strings(get(e, "values"), a, &q->values, &q->n_values);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, SCHED_EINVAL, "%s[%u].values: not a list of strings", where, j);
+        if (rc)
+            return rc;
+        (*k)++, j++;
+    }
+    return 0;
+}
+
 /* One nodeSelectorTerm's matchExpressions. */
 static int place_term(const cJSON *term, const char *key, uint32_t k, struct arena *a,
                       struct sel_term *st, struct sched_errbuf *eb)
@@ -736,41 +770,13 @@ static int place_term(const cJSON *term, const char *key, uint32_t k, struct are
     struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
     if (!r)
         return SCHED_ENOMEM;
-    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    char where[512];
+    snprintf(where, sizeof(where), "pod %s: nodeSelectorTerms[%u].matchExpressions", key, k);
     uint32_t j = 0;
-    bool ok = true;
-    const cJSON *e;
-    if (!cJSON_IsArray(exprs))
-        exprs = NULL;
-    cJSON_ArrayForEach(e, exprs)
-    {
-        const char *op = map_str(e, "operator");
-        r[j].key = adup(a, map_str(e, "key"), &ok);
-        int found = -1;
-        for (int o = 0; op && o < 6; o++)
-            if (strcmp(op, ops[o]) == 0)
-                found = o;
-        if (!r[j].key || found < 0)
-            return !ok ? SCHED_ENOMEM
-                       : sched_fail(eb, SCHED_EINVAL,
-                                    "pod %s: nodeSelectorTerms[%u].matchExpressions[%u]: needs a "
-                                    "key and an operator of In, NotIn, Exists, DoesNotExist, Gt, "
-                                    "Lt",
-                                    key, k, j);
-        r[j].op = (enum sel_op)found;
-        int rc = kobj_strings(get(e, "values"), a, &r[j].values, &r[j].n_values);
-        if (rc == SCHED_EINVAL)
-            return sched_fail(eb, SCHED_EINVAL,
-                              "pod %s: nodeSelectorTerms[%u].matchExpressions[%u].values: not a "
-                              "list of strings",
-                              key, k, j);
-        if (rc)
-            return rc;
-        j++;
-    }
+    int rc = kobj_sel_exprs(exprs, 6, where, a, r, &j, eb);
     st->reqs = r;
     st->n_reqs = j;
-    return ok ? 0 : SCHED_ENOMEM;
+    return rc;
 }
 
 /* The placement constraints of an unbound pod (nodeSelector, tolerations, required node

@@ -227,6 +227,12 @@ bool kobj_ns_selector_unread(const cJSON *term);
 int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,
                  uint32_t *n, struct sched_errbuf *eb);
 int kobj_strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n);
+/* A matchExpressions list (not a list: none) appended at r[*k] on: each needs a string key and
+ * one of the first n_ops operators of In, NotIn, Exists, DoesNotExist, Gt, Lt (label selectors
+ * allow 4, node selectors 6) and values that are a list of strings; a refusal names where[j].
+ * 0, SCHED_ENOMEM or SCHED_EINVAL. */
+int kobj_sel_exprs(const cJSON *exprs, int n_ops, const char *where, struct arena *a,
+                   struct sel_req *r, uint32_t *k, struct sched_errbuf *eb);
 
 /* resourceVersion a is older than b: they are opaque, but when both are decimal (etcd
  * revisions, as client-go assumes) they compare as numbers; false otherwise. */

@@ -75,33 +75,11 @@ static int selector(const cJSON *term, const struct pod_meta *m, const char *whe
             return SCHED_ENOMEM;
         r[k++] = (struct sel_req){.key = lk, .op = SEL_IN, .values = v, .n_values = 1};
     }
-    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
-    uint32_t j = 0;
-    cJSON_ArrayForEach(it, le)
-    {
-        const cJSON *op = get(it, "operator"), *key = get(it, "key");
-        int found = -1;
-        for (int o = 0; cJSON_IsString(op) && o < 4; o++)
-            if (strcmp(op->valuestring, ops[o]) == 0)
-                found = o;
-        if (!cJSON_IsString(key) || found < 0)
-            return sched_fail(eb, SCHED_EINVAL,
-                              "%s.labelSelector.matchExpressions[%u]: needs a key and an "
-                              "operator of In, NotIn, Exists, DoesNotExist",
-                              where, j);
-        r[k].op = (enum sel_op)found;
-        if (!(r[k].key = arena_strdup(a, key->valuestring)))
-            return SCHED_ENOMEM;
-        int rc = kobj_strings(get(it, "values"), a, &r[k].values, &r[k].n_values);
-        if (rc == SCHED_EINVAL)
-            return sched_fail(eb, SCHED_EINVAL,
-                              "%s.labelSelector.matchExpressions[%u].values: not a list of "
-                              "strings",
-                              where, j);
-        if (rc)
-            return rc;
-        k++, j++;
-    }
+    char at[512];
+    snprintf(at, sizeof(at), "%s.labelSelector.matchExpressions", where);
+    int rc = kobj_sel_exprs(le, 4, at, a, r, &k, eb);
+    if (rc)
+        return rc;
     for (int mis = 0; mis < 2 && !t->none; mis++) { /* no selector: keys refused upstream */
         const cJSON *keys = mis ? mm : mk;
         if (!cJSON_IsArray(keys))

@@ -824,9 +824,36 @@ static void pod_meta_is_decoded(void **state)
     assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
     assert_non_null(p->spec->err);
     assert_non_null(strstr(p->spec->err, "podAntiAffinity.requiredDuringSchedulingIgnoredDuring"
-                                         "Execution[0].labelSelector.matchExpressions[0]"));
+                                         "Execution[0].labelSelector.matchExpressions[0]: needs a "
+                                         "key and an operator of In, NotIn, Exists, DoesNotExist"));
+    assert_null(strstr(p->spec->err, "Gt")); /* label selectors have four operators */
     kobj_pod_free(p);
     cJSON_Delete(o);
+    /* node selectors have six: Gt passes there, an unknown one is refused naming all six */
+    for (int bad = 0; bad < 2; bad++) {
+        char js[512];
+        snprintf(js, sizeof(js),
+                 "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ml\"},\"spec\":{"
+                 "\"schedulerName\":\"gangsched\",\"affinity\":{\"nodeAffinity\":{"
+                 "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+                 "\"matchExpressions\":[{\"key\":\"gen\",\"operator\":\"%s\",\"values\":"
+                 "[\"3\"]}]}]}}}}}",
+                 bad ? "Above" : "Gt");
+        o = cJSON_Parse(js);
+        assert_non_null(o);
+        assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+        if (bad) {
+            assert_non_null(p->spec->err);
+            assert_non_null(strstr(p->spec->err, "pod ml/n: nodeSelectorTerms[0].matchExpressions"
+                                                 "[0]: needs a key and an operator of In, NotIn, "
+                                                 "Exists, DoesNotExist, Gt, Lt"));
+        } else {
+            assert_null(p->spec->err);
+            assert_int_equal(p->spec->n_affinity, 1);
+        }
+        kobj_pod_free(p);
+        cJSON_Delete(o);
+    }
     o = cJSON_Parse(BAD_POD("default-scheduler", "\"nodeName\":\"n1\","));
     assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
     assert_int_equal(p->meta->n_anti, 0);
