@@ -315,13 +315,15 @@ struct sched_reservation {
 
 /* Expected start of a gang that waits (see eta.h). */
 enum sched_eta_kind {
-    SCHED_ETA_AT = 0,  /* start_ms is the expected start */
-    SCHED_ETA_QUOTA,   /* no estimate: capacity is there, the queue's quota is not */
-    SCHED_ETA_BEHIND,  /* no estimate: behind `ahead` gangs the planner did not look past */
-    SCHED_ETA_UNKNOWN, /* no estimate: a run time it depends on is unknown */
-    SCHED_ETA_NEVER,   /* it can never start as it is */
-    SCHED_ETA_PODS,    /* no estimate: the pod rules refused it nodes (place_pods.c), which
-                          the planner does not model */
+    SCHED_ETA_AT = 0,    /* start_ms is the expected start */
+    SCHED_ETA_QUOTA,     /* no estimate: capacity is there, the queue's quota is not */
+    SCHED_ETA_BEHIND,    /* no estimate: behind `ahead` gangs the planner did not look past */
+    SCHED_ETA_UNKNOWN,   /* no estimate: a run time it depends on is unknown */
+    SCHED_ETA_NEVER,     /* it can never start as it is */
+    SCHED_ETA_PODS,      /* no estimate: the pod rules refused it nodes (place_pods.c), which
+                            the planner does not model */
+    SCHED_ETA_PODS_SELF, /* no estimate: rules among its own pods the planner does not model
+                            (place_pods_self: PODS_SELF_OTHER); no reservation either */
 };
 
 struct sched_eta {

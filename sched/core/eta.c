@@ -74,7 +74,8 @@ struct cursor {
     uint64_t used;          /* plan.clock at its last use (the least recent is reused) */
     int32_t *fw;            /* [n_nodes]: free GPUs of the nodes it touched (mask bit set) */
     uint64_t *tbits;        /* [words]: the nodes it touched */
-    uint8_t tab[PLAN_KEYS]; /* tab[v] = v / k */
+    bool one;               /* a node takes one pod of the gang (place_pods_self) */
+    uint8_t tab[PLAN_KEYS]; /* tab[v] = v / k, or (v >= k) when one */
 };
 
 /* The plan of one cycle. Its cost follows the events its cursors pass and the nodes its claims
@@ -99,9 +100,9 @@ struct plan {
     uint64_t steps; /* events passed by the cursors of this plan (<= ETA_MAX_STEPS) */
     /* fail_n[k]: the fewest pods of k GPUs found never to fit in this plan (UINT64_MAX: none).
      * Claims only take capacity, so a gang of at least as many such pods never fits either. */
-    uint64_t fail_n[PLAN_KEYS];
-    struct eta_evs rel;  /* running pods' and this cycle's placements' releases */
-    struct eta_grp *grp; /* planned gangs' claims by time */
+    uint64_t fail_n[2][PLAN_KEYS]; /* [one][k] */
+    struct eta_evs rel;            /* running pods' and this cycle's placements' releases */
+    struct eta_grp *grp;           /* planned gangs' claims by time */
     uint32_t n_grp;
     struct eta_take *take; /* the nodes of every claim */
     uint32_t n_take;
@@ -115,10 +116,10 @@ static int cmp_ev(const void *a, const void *b)
     return (x->t_ms > y->t_ms) - (x->t_ms < y->t_ms);
 }
 
-/* Pods of k GPUs that f free GPUs hold, by table (tab[v] = v / k for 0 <= v < PLAN_KEYS). */
-static inline uint64_t slots_tab(const uint8_t *tab, int64_t f, int64_t k)
+/* Pods of c's gang that a node of f free GPUs holds, by table (tab, for 0 <= f < PLAN_KEYS). */
+static inline uint64_t slots_of(const struct cursor *c, int64_t f)
 {
-    return f <= 0 ? 0 : f < PLAN_KEYS ? tab[f] : (uint64_t)(f / k);
+    return f <= 0 ? 0 : f < PLAN_KEYS ? c->tab[f] : c->one ? 1 : (uint64_t)(f / c->k);
 }
 
 static inline bool touched(const struct plan *p, const struct cursor *c, uint32_t i)
@@ -139,9 +140,9 @@ static void cursor_add(struct plan *p, struct cursor *c, uint32_t i, int64_t d)
         c->fw[i] = (int32_t)p->base[i];
         c->tbits[i / 64] |= 1ull << (i % 64);
     }
-    c->slots -= slots_tab(c->tab, c->fw[i], c->k);
+    c->slots -= slots_of(c, c->fw[i]);
     c->fw[i] += (int32_t)d;
-    c->slots += slots_tab(c->tab, c->fw[i], c->k);
+    c->slots += slots_of(c, c->fw[i]);
 }
 
 /* Node i's base becomes v (usable nodes only), from now on: its histogram and bitmap entry and
@@ -155,8 +156,8 @@ static void set_base(struct plan *p, uint32_t i, int64_t v)
         if (touched(p, c, i)) {
             cursor_add(p, c, i, v - old);
         } else {
-            c->slots -= slots_tab(c->tab, old, c->k);
-            c->slots += slots_tab(c->tab, v, c->k);
+            c->slots -= slots_of(c, old);
+            c->slots += slots_of(c, v);
         }
     }
     if (old >= 1 && old < PLAN_KEYS) {
@@ -170,17 +171,17 @@ static void set_base(struct plan *p, uint32_t i, int64_t v)
     p->base[i] = v;
 }
 
-/* Cursor c starts afresh at now, for n pods of k GPUs. */
-static void cursor_reset(struct plan *p, struct cursor *c, int64_t k, uint64_t n)
+/* Cursor c starts afresh at now, for n pods of k GPUs (one: at most one per node). */
+static void cursor_reset(struct plan *p, struct cursor *c, int64_t k, bool one, uint64_t n)
 {
     for (uint32_t w = 0; w < p->words; w++) {
         for (uint64_t m = c->tbits[w]; m; m &= m - 1)
             p->mask[w * 64 + bits_ctz64(m)] &= (uint16_t) ~(1u << c->id);
         c->tbits[w] = 0;
     }
-    c->k = k, c->n = n, c->t = p->snap->now_ms, c->xr = c->xc = 0, c->slots = 0;
+    c->k = k, c->one = one, c->n = n, c->t = p->snap->now_ms, c->xr = c->xc = 0, c->slots = 0;
     for (int64_t v = 0; v < PLAN_KEYS; v++) {
-        c->tab[v] = (uint8_t)(v / k);
+        c->tab[v] = (uint8_t)(one ? v >= k : v / k);
         c->slots += p->hist[v] * c->tab[v];
     }
 }
@@ -188,7 +189,7 @@ static void cursor_reset(struct plan *p, struct cursor *c, int64_t k, uint64_t n
 /* A copy of cursor `from` as a new cursor for n pods (a cursor for fewer pods stays valid). */
 static void cursor_fork(struct plan *p, const struct cursor *from, struct cursor *c, uint64_t n)
 {
-    cursor_reset(p, c, from->k, n);
+    cursor_reset(p, c, from->k, from->one, n);
     c->t = from->t, c->xr = from->xr, c->xc = from->xc, c->slots = from->slots;
     for (uint32_t w = 0; w < p->words; w++) {
         c->tbits[w] = from->tbits[w];
@@ -203,12 +204,12 @@ static void cursor_fork(struct plan *p, const struct cursor *from, struct cursor
 /* A cursor for n pods of k GPUs: the one of the same k for the most pods up to n (relabelled
  * for n, or copied while there is room), else a new one (the least recently used is reused).
  * NULL: out of memory. */
-static struct cursor *cursor_for(struct plan *p, int64_t k, uint64_t n)
+static struct cursor *cursor_for(struct plan *p, int64_t k, bool one, uint64_t n)
 {
     struct cursor *best = NULL, *lru = NULL;
     for (uint32_t x = 0; x < p->n_cur; x++) {
         struct cursor *c = &p->cur[x];
-        if (c->k == k && c->n <= n && (!best || c->n > best->n))
+        if (c->k == k && c->one == one && c->n <= n && (!best || c->n > best->n))
             best = c;
         if (!lru || c->used < lru->used)
             lru = c;
@@ -229,7 +230,7 @@ static struct cursor *cursor_for(struct plan *p, int64_t k, uint64_t n)
         if (best)
             cursor_fork(p, best, c, n);
         else
-            cursor_reset(p, c, k, n);
+            cursor_reset(p, c, k, one, n);
     }
     c->n = n;
     c->used = ++p->clock;
@@ -382,7 +383,7 @@ static int plan_init(struct plan *p, const struct eta_env *env, uint32_t cap_rel
     p->bits = arena_calloc(a, (size_t)PLAN_KEYS * p->words + 1, sizeof(*p->bits));
     p->mask = arena_calloc(a, nn + 1, sizeof(*p->mask));
     for (int k = 0; k < PLAN_KEYS; k++)
-        p->fail_n[k] = UINT64_MAX;
+        p->fail_n[0][k] = p->fail_n[1][k] = UINT64_MAX;
     int64_t *rel = arena_alloc(a, (nn + 1) * sizeof(*rel));
     p->rel.v = arena_alloc(a, (cap_rel + 1) * sizeof(*p->rel.v));
     p->grp = arena_alloc(a, (2 * ETA_MAX_PLANNED + 1) * sizeof(*p->grp));
@@ -484,7 +485,8 @@ static uint32_t room_next(const struct plan *p, struct room_iter *it)
  * holds a reservation claims its GPUs from now on (nobody else may take them, as in the cycle);
  * any other claims them from its expected start, so that gangs behind it may still be planned
  * into the gap before it, as backfill does. */
-static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e, bool holds)
+static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta *e, bool holds,
+                    bool one)
 {
     const struct gang *g = it->gang;
     int64_t now = p->snap->now_ms, k = pod_gpus(g);
@@ -495,8 +497,8 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
     bool memo = k < PLAN_KEYS;
     struct cursor *c = NULL;
     int64_t t = INT64_MAX;
-    if (!memo || g->n_pods < p->fail_n[k]) {
-        if (!(c = cursor_for(p, k, g->n_pods)))
+    if (!memo || g->n_pods < p->fail_n[one][k]) {
+        if (!(c = cursor_for(p, k, one, g->n_pods)))
             return SCHED_ENOMEM;
         t = earliest(p, c, g->n_pods, now);
     }
@@ -505,8 +507,8 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
         return 0;
     }
     if (t == INT64_MAX) {
-        if (memo && g->n_pods < p->fail_n[k])
-            p->fail_n[k] = g->n_pods;
+        if (memo && g->n_pods < p->fail_n[one][k])
+            p->fail_n[one][k] = g->n_pods;
         e->kind = SCHED_ETA_UNKNOWN;
         return 0;
     }
@@ -526,7 +528,7 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
     uint32_t first = p->n_take;
     struct room_iter ri = {.c = c, .w = UINT32_MAX};
     for (uint32_t i; left > 0 && (i = room_next(p, &ri)) != UINT32_MAX;) {
-        uint64_t take = slots_tab(c->tab, free_of(p, c, i), k);
+        uint64_t take = slots_of(c, free_of(p, c, i));
         if (take > left)
             take = left;
         if (take == 0)
@@ -601,11 +603,18 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
             e->kind = SCHED_ETA_PODS; /* the rules are not modelled: no estimate, no claims */
             continue;
         }
+        int self_level; /* an affinity among its pods: as a required level (not modelled) */
+        unsigned self = place_pods_self(env->st, waiting[w].gang, &self_level);
+        if (self & PODS_SELF_OTHER) {
+            e->kind = SCHED_ETA_PODS_SELF;
+            continue;
+        }
         if (planned >= ETA_MAX_PLANNED || p.steps >= ETA_MAX_STEPS) {
             e->kind = SCHED_ETA_BEHIND;
             continue;
         }
-        if (plan_one(&p, &waiting[w], e, holds_reservation(out, waiting[w].gang)) != 0)
+        if (plan_one(&p, &waiting[w], e, holds_reservation(out, waiting[w].gang),
+                     self & PODS_SELF_NODE) != 0)
             return SCHED_ENOMEM;
         if (e->kind != SCHED_ETA_BEHIND)
             planned++;
@@ -647,6 +656,10 @@ int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n)
         return snprintf(buf, n,
                         "no estimate: refused by the rules of pods (affinity, host ports, "
                         "spread)");
+    case SCHED_ETA_PODS_SELF:
+        return snprintf(buf, n,
+                        "no estimate: rules among its own pods (spread, anti-affinity by a "
+                        "topology wider than a node, affinity by a key that is no topology level)");
     }
     return snprintf(buf, n, "no estimate");
 }

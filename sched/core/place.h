@@ -194,6 +194,16 @@ bool place_required_never_fits(const struct place_state *st, const struct gang *
 uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *nodes,
                        const uint32_t *hint, uint32_t n_hint);
 
+/* How the rules among g's own pods bear on where it may wait (starvation reservations, the
+ * start planner), as flags: PODS_SELF_NODE: two of its pods may not share a node (host ports,
+ * anti-affinity by a key whose domains are single nodes): a node takes one of its pods;
+ * PODS_SELF_LEVEL: an affinity among them by the label of a topology level, all in one domain of
+ * *level (the tightest such level); PODS_SELF_OTHER: any other rule among them (anti-affinity by a
+ * wider key, a spread of its own pods, affinity by a key that is no level): not modelled. 0: no
+ * rule among its own pods. */
+enum { PODS_SELF_NODE = 1, PODS_SELF_LEVEL = 2, PODS_SELF_OTHER = 4 };
+unsigned place_pods_self(const struct place_state *st, const struct gang *g, int *level);
+
 /* Expected start of a reservation over `nodes`: the latest release time among them. */
 int64_t place_expected_start(const struct place_state *st, const uint32_t *nodes, uint32_t n);
 /* Makes held nodes usable (lift true) or held again (false), for a gang that will end before

@@ -209,6 +209,54 @@ static bool gang_self(const struct gang *g)
     return false;
 }
 
+/* The topology level whose label is `key` (the node level for the hostname), or -1. */
+static int key_level(const struct place_state *st, const char *key)
+{
+    const struct topo *t = &st->c->topo;
+    bool host = strcmp(key, "kubernetes.io/hostname") == 0;
+    for (uint32_t l = 0; l < t->n_levels; l++)
+        if (t->levels[l].label ? strcmp(t->levels[l].label, key) == 0 : host)
+            return (int)l;
+    return -1;
+}
+
+/* Is every domain of `key` a single node (the hostname, or a level of one node per domain)? */
+static bool node_key(const struct place_state *st, const char *key)
+{
+    int l = key_level(st, key);
+    return strcmp(key, "kubernetes.io/hostname") == 0 ||
+           (l >= 0 && (st->level_is_nodes[l] || !st->c->topo.levels[l].label));
+}
+
+unsigned place_pods_self(const struct place_state *st, const struct gang *g, int *level)
+{
+    unsigned f = 0;
+    *level = -1;
+    for (uint32_t a = 0; a < g->n_sets; a++) {
+        const struct pod_meta *ma = g->sets[a].meta;
+        if (!podaff_constrains(ma))
+            continue;
+        for (uint32_t b = 0; b < g->n_sets; b++)
+            if ((b != a || g->sets[a].count > 1) && podaff_ports_clash(ma, g->sets[b].meta))
+                f |= PODS_SELF_NODE;
+        for (uint32_t t = 0; t < ma->n_anti; t++)
+            if (self_selects(g, a, &ma->anti[t]))
+                f |= node_key(st, ma->anti[t].topology_key) ? PODS_SELF_NODE : PODS_SELF_OTHER;
+        for (uint32_t t = 0; t < ma->n_affinity; t++) {
+            if (!self_selects(g, a, &ma->affinity[t]))
+                continue;
+            int l = key_level(st, ma->affinity[t].topology_key);
+            f |= l < 0 ? PODS_SELF_OTHER : PODS_SELF_LEVEL;
+            if (l > *level)
+                *level = l; /* every key's domain at once: the tightest */
+        }
+        for (uint32_t t = 0; t < ma->n_spread; t++)
+            if (self_selects(g, a, &ma->spread[t].sel))
+                f |= PODS_SELF_OTHER;
+    }
+    return f;
+}
+
 /* The rules of the earlier pods that carry some (st->rules) against a pod m (NULL: none) into
  * why: their host ports, and their anti-affinity terms that select it (the domains marked per
  * topology key, then their nodes rejected). */

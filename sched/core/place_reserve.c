@@ -139,10 +139,25 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
     return (uint32_t)best;
 }
 
+/* Counts node i's slots toward got[] of the sets of g still short: each such set's, or with
+ * `one` (a node takes one pod of g: place_pods_self) the first such set's one pod. */
+static void count_node(const struct place_state *st, const struct gang *g, uint64_t *got,
+                       uint32_t i, bool one)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        uint32_t k = st->slots[(size_t)s * st->c->n_nodes + i];
+        if (got[s] >= g->sets[s].count || k == 0)
+            continue;
+        got[s] += one ? 1 : k;
+        if (one)
+            return;
+    }
+}
+
 /* Does the hint (last cycle's reservation of g) still hold g once its running pods finish,
  * inside one domain of level l (l < 0: anywhere), on nodes nobody else holds? */
 static bool hint_holds(const struct place_state *st, const struct gang *g, int l,
-                       const uint32_t *hint, uint32_t n_hint)
+                       const uint32_t *hint, uint32_t n_hint, bool one)
 {
     const struct cluster *c = st->c;
     uint64_t got[GANG_MAX_SETS] = {0};
@@ -154,8 +169,7 @@ static bool hint_holds(const struct place_state *st, const struct gang *g, int l
         for (uint32_t j = 0; j < k; j++)
             if (hint[j] == i)
                 return false; /* a node twice: not a reservation this cycle wrote */
-        for (uint32_t s = 0; s < g->n_sets; s++)
-            got[s] += st->slots[(size_t)s * c->n_nodes + i];
+        count_node(st, g, got, i, one);
     }
     for (uint32_t s = 0; s < g->n_sets; s++)
         if (got[s] < g->sets[s].count)
@@ -212,7 +226,7 @@ static bool pick_useful(const struct place_state *st, const struct gang *g, cons
  * takes the same nodes as choosing the earliest useful node again after every pick: O(m +
  * picks log m) for a domain of m useful nodes instead of O(m x picks). */
 static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l, uint32_t d,
-                             uint32_t *nodes, int64_t *start, struct rpick *by)
+                             uint32_t *nodes, int64_t *start, struct rpick *by, bool one)
 {
     uint32_t n_order = place_order_domain(st, l, d), n_by = 0, n_held = 0;
     uint64_t got[GANG_MAX_SETS] = {0};
@@ -229,12 +243,10 @@ static uint32_t reserve_pick(struct place_state *st, const struct gang *g, int l
         rpick_sift(by, n_by, 0);
         if (!pick_useful(st, g, got, i))
             continue;
+        count_node(st, g, got, i, one);
         bool done = true;
-        for (uint32_t s = 0; s < g->n_sets; s++) {
-            if (got[s] < g->sets[s].count)
-                got[s] += st->slots[(size_t)s * st->c->n_nodes + i];
+        for (uint32_t s = 0; s < g->n_sets; s++)
             done &= got[s] >= g->sets[s].count;
-        }
         nodes[n_held++] = i;
         *start = st->state[i].release_ms > *start ? st->state[i].release_ms : *start;
         if (done)
@@ -250,7 +262,20 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
     if (place_is_share(st, g))
         return 0; /* no starvation reservations for GPU shares (place_share.c) */
     place_prepare_elig(st, g);
+    /* the rules among its own pods: a node takes one of them (one), or all share a domain of
+     * self_level (as a required level); others are not modelled, so no reservation */
+    int self_level;
+    unsigned self = place_pods_self(st, g, &self_level);
+    if (self & PODS_SELF_OTHER)
+        return 0;
+    bool one = self & PODS_SELF_NODE;
+    int floor = g->topo_required > self_level ? g->topo_required : self_level;
     uint32_t n_useful = place_collect_useful(st, g, full_slots), n_held = 0;
+    for (uint32_t u = 0; one && u < n_useful; u++) /* the domain sums count nodes */
+        for (uint32_t s = 0; s < g->n_sets; s++) {
+            uint32_t *k = &st->slots[(size_t)s * c->n_nodes + st->useful[u]];
+            *k = *k > 0;
+        }
     /* Over every level that can hold g, the domain expected to hold it earliest (by the nodes'
      * expected release times); the tighter level on ties, then the most free GPUs now. */
     uint32_t *pick = arena_alloc(st->arena, (c->n_nodes + 1) * sizeof(*pick));
@@ -258,7 +283,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
     int64_t best_start = INT64_MAX, best_free = -1;
     int best_level = -2;
     for (int l = place_start_level(st, g); pick && by && l >= -1; l--) {
-        if (g->topo_required >= 0 && l < g->topo_required)
+        if (floor >= 0 && l < floor)
             break;
         if (!place_level_useful(st, g, l))
             continue;
@@ -275,7 +300,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
         place_clear_domains(st, nt);
         for (uint32_t k = 0; cand && k < n_cand; k++) {
             int64_t t;
-            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t, by);
+            uint32_t n = reserve_pick(st, g, l, cand[k].d, pick, &t, by, one);
             if (n == 0 || (n_held > 0 &&
                            (t > best_start ||
                             (t == best_start && (best_level != l || cand[k].free <= best_free)))))
@@ -292,7 +317,7 @@ uint32_t place_reserve(struct place_state *st, const struct gang *g, uint32_t *n
     /* Sticky: last cycle's nodes stay reserved while they still hold g inside one domain of the
      * chosen level and are expected free no later than the new pick, so a waiting gang's
      * reservation does not wander from node to node as pods come and go. */
-    if (hint_holds(st, g, best_level, hint, n_hint) &&
+    if (hint_holds(st, g, best_level, hint, n_hint, one) &&
         place_expected_start(st, hint, n_hint) <= best_start) {
         memcpy(nodes, hint, n_hint * sizeof(*nodes));
         n_held = n_hint;
