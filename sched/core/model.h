@@ -181,9 +181,19 @@ struct pod_term {
     uint32_t n_reqs;
     const char *const *namespaces;
     uint32_t n_namespaces;
-    bool all_namespaces;
+    bool all_namespaces; /* namespaceSelector {} */
+    /* namespaceSelector with requirements (op SEL_IN .. SEL_DOES_NOT_EXIST): also the pods of
+     * the namespaces whose labels meet them all (pod_meta.ns_labels), with those listed */
+    const struct sel_req *ns_reqs;
+    uint32_t n_ns_reqs;
     bool none;                /* labelSelector null: selects no pod */
     const char *topology_key; /* node label key */
+};
+
+/* A namespace's labels, sorted by key; the driver keeps them current between cycles. */
+struct ns_labels {
+    const struct kv *labels;
+    uint32_t n_labels;
 };
 
 /* A topology spread constraint with whenUnsatisfiable DoNotSchedule (kube-scheduler's
@@ -216,6 +226,7 @@ struct pod_meta {
     uint32_t n_ports;
     const struct pod_spread *spread; /* DoNotSchedule topology spreads, every one met */
     uint32_t n_spread;
+    const struct ns_labels *ns_labels; /* its namespace's labels, or NULL: none known */
 };
 
 /* Pods of one gang that share a spec. */

@@ -9,22 +9,26 @@
 
 #include "sched/core/hash.h"
 
-const char *podaff_label(const struct pod_meta *m, const char *key)
+/* The value of `key` in a list of labels sorted by key, or NULL. */
+static const char *kv_find(const struct kv *l, uint32_t n, const char *key)
 {
-    if (!m)
-        return NULL;
-    uint32_t lo = 0, hi = m->n_labels;
+    uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(m->labels[mid].key, key);
+        int c = strcmp(l[mid].key, key);
         if (c == 0)
-            return m->labels[mid].value;
+            return l[mid].value;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     return NULL;
+}
+
+const char *podaff_label(const struct pod_meta *m, const char *key)
+{
+    return m ? kv_find(m->labels, m->n_labels, key) : NULL;
 }
 
 static bool in_values(const struct sel_req *r, const char *v)
@@ -35,33 +39,18 @@ static bool in_values(const struct sel_req *r, const char *v)
     return false;
 }
 
-static bool ns_selected(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
+/* Labels l (n, sorted) meet every requirement of r (n_r). */
+static bool reqs_met(const struct sel_req *r, uint32_t n_r, const struct kv *l, uint32_t n)
 {
-    if (t->all_namespaces)
-        return true;
-    const char *ns = p && p->ns ? p->ns : "";
-    if (t->n_namespaces == 0)
-        return strcmp(ns, owner_ns ? owner_ns : "") == 0;
-    for (uint32_t k = 0; k < t->n_namespaces; k++)
-        if (strcmp(t->namespaces[k], ns) == 0)
-            return true;
-    return false;
-}
-
-bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
-{
-    if (t->none || !ns_selected(t, owner_ns, p))
-        return false;
-    for (uint32_t k = 0; k < t->n_reqs; k++) {
-        const struct sel_req *r = &t->reqs[k];
-        const char *v = podaff_label(p, r->key);
+    for (uint32_t k = 0; k < n_r; k++) {
+        const char *v = kv_find(l, n, r[k].key);
         bool ok;
-        switch (r->op) {
+        switch (r[k].op) {
         case SEL_IN:
-            ok = v && in_values(r, v);
+            ok = v && in_values(&r[k], v);
             break;
         case SEL_NOT_IN:
-            ok = !v || !in_values(r, v);
+            ok = !v || !in_values(&r[k], v);
             break;
         case SEL_EXISTS:
             ok = v != NULL;
@@ -77,6 +66,29 @@ bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct
             return false;
     }
     return true;
+}
+
+/* The namespaces of t (owner_ns: its pod's) hold p: every one ({}), those listed and those
+ * whose labels meet its namespaceSelector, else the owner's alone. */
+static bool ns_selected(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
+{
+    if (t->all_namespaces)
+        return true;
+    const char *ns = p && p->ns ? p->ns : "";
+    if (t->n_namespaces == 0 && t->n_ns_reqs == 0)
+        return strcmp(ns, owner_ns ? owner_ns : "") == 0;
+    for (uint32_t k = 0; k < t->n_namespaces; k++)
+        if (strcmp(t->namespaces[k], ns) == 0)
+            return true;
+    const struct ns_labels *nl = p ? p->ns_labels : NULL;
+    return t->n_ns_reqs > 0 && nl && reqs_met(t->ns_reqs, t->n_ns_reqs, nl->labels, nl->n_labels);
+}
+
+bool podaff_selects(const struct pod_term *t, const char *owner_ns, const struct pod_meta *p)
+{
+    if (t->none || !ns_selected(t, owner_ns, p))
+        return false;
+    return reqs_met(t->reqs, t->n_reqs, p ? p->labels : NULL, p ? p->n_labels : 0);
 }
 
 bool podaff_ports_clash(const struct pod_meta *a, const struct pod_meta *b)
@@ -95,6 +107,18 @@ bool podaff_ports_clash(const struct pod_meta *a, const struct pod_meta *b)
     return false;
 }
 
+static uint64_t fold_reqs(uint64_t h, const struct sel_req *r, uint32_t n)
+{
+    h = sched_hash(h, &n, sizeof(n));
+    for (uint32_t k = 0; k < n; k++) {
+        h = sched_hash_str(h, r[k].key);
+        h = sched_hash(h, &r[k].op, sizeof(r[k].op));
+        for (uint32_t v = 0; v < r[k].n_values; v++)
+            h = sched_hash_str(h, r[k].values[v]);
+    }
+    return h;
+}
+
 static uint64_t fold_terms(uint64_t h, const struct pod_term *t, uint32_t n)
 {
     h = sched_hash(h, &n, sizeof(n));
@@ -104,14 +128,8 @@ static uint64_t fold_terms(uint64_t h, const struct pod_term *t, uint32_t n)
         h = sched_hash(h, &flags, 1);
         for (uint32_t k = 0; k < t[i].n_namespaces; k++)
             h = sched_hash_str(h, t[i].namespaces[k]);
-        h = sched_hash(h, &t[i].n_reqs, sizeof(t[i].n_reqs));
-        for (uint32_t k = 0; k < t[i].n_reqs; k++) {
-            const struct sel_req *r = &t[i].reqs[k];
-            h = sched_hash_str(h, r->key);
-            h = sched_hash(h, &r->op, sizeof(r->op));
-            for (uint32_t v = 0; v < r->n_values; v++)
-                h = sched_hash_str(h, r->values[v]);
-        }
+        h = fold_reqs(h, t[i].ns_reqs, t[i].n_ns_reqs);
+        h = fold_reqs(h, t[i].reqs, t[i].n_reqs);
     }
     return h;
 }

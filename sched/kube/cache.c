@@ -27,7 +27,7 @@ struct kcache *kcache_new(const char *scheduler)
         return NULL;
     }
     struct strmap *maps[] = {&c->nodes,   &c->pods,    &c->pgs, &c->assumed, &c->deletes,
-                             &c->refused, &c->node_ix, &c->use, &c->hot};
+                             &c->refused, &c->node_ix, &c->use, &c->hot,     &c->nss};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         strmap_init(maps[i]);
     c->nodes_dirty = c->dirty = true;
@@ -65,6 +65,7 @@ void kcache_free(struct kcache *c)
     strmap_fini(&c->deletes);
     kcache_refused_free(c);
     kcache_users_free(c);
+    kcache_ns_free(c);
     struct strmap *maps[] = {&c->nodes, &c->pods, &c->pgs, &c->assumed, &c->node_ix};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         strmap_fini(maps[i]);
@@ -157,6 +158,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     }
     const char *key = p->key;
     c->dirty = true;
+    p->meta_own.ns_labels = kcache_ns_labels(c, p->ns); /* NULL (out of memory): none known */
     const struct kpod *had = strmap_get(&c->pods, key);
     if (had && kobj_rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
         /* an object read back from a write (kcache_pod_event with a response) is newer than

@@ -57,6 +57,7 @@ struct kcache {
     struct strmap refused;
     uint64_t refused_seq;
     /* users (cache_users.c): name -> id (1-based, as a pointer), user_names[id - 1] */
+    struct strmap nss; /* namespace name -> struct kns* (cache_ns.c) */
     struct strmap users;
     char **user_names;
     uint32_t n_users, cap_users;
@@ -94,6 +95,10 @@ void kcache_refused_free(struct kcache *c);
  * member's), 0 when not known; the table's release. */
 uint32_t kcache_gang_user(struct kcache *c, const struct kpg *pg, const struct kpod *first);
 void kcache_users_free(struct kcache *c);
+/* The labels of namespace `name`, kept current (a record made at first sight, cache_ns.c), or
+ * NULL out of memory. */
+const struct ns_labels *kcache_ns_labels(struct kcache *c, const char *name);
+void kcache_ns_free(struct kcache *c);
 
 /* Rebuilds the cluster from the decoded nodes (snapshot.c). 0, SCHED_ENOMEM or SCHED_EINVAL. */
 int kcache_rebuild_cluster(struct kcache *c, const struct config *cfg, struct sched_errbuf *eb);

@@ -535,6 +535,13 @@ static void on_cd(void *ctx, enum kube_event ev, const cJSON *obj)
         kdrv_fatal(d, "out of memory in the computedomain cache");
 }
 
+static void on_ns(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_ns_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        kdrv_fatal(d, "out of memory in the namespace cache");
+}
+
 static void on_lease(void *ctx, bool leading)
 {
     struct kdrv *d = ctx;
@@ -840,7 +847,12 @@ static const struct kdrv_watch {
      * is the newer driver's storage version (the fields read are the same in both) */
     {"/apis/resource.nvidia.com/v1beta1/computedomains", NULL, on_cd},
     {"/apis/resource.nvidia.com/v1beta2/computedomains", NULL, on_cd},
+    /* namespaces' labels: pod affinity terms may select namespaces by them */
+    {"/api/v1/namespaces", NULL, on_ns},
 };
+_Static_assert(sizeof(kdrv_watches) / sizeof(kdrv_watches[0]) ==
+                   sizeof(((struct kdrv *)0)->inf) / sizeof(((struct kdrv *)0)->inf[0]),
+               "one informer slot per watch");
 
 /* The options checked and the state initialised; nothing to tear down when it fails. */
 static int kdrv_init(struct kdrv *d, const struct kube_run_opts *o, struct sched_errbuf *eb)

@@ -1076,13 +1076,6 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
                         cl->topo.levels[pl->level].domain_names[pl->domain]);
     if (pl->borrowing && off < (int)sizeof(summary))
         off += snprintf(summary + off, sizeof(summary) - (size_t)off, " (borrowing quota)");
-    for (uint32_t i = 0; i < pl->gang->n_pods && off < (int)sizeof(summary); i++)
-        if (kg->members[i]->spec && kg->members[i]->spec->unevaluated) {
-            snprintf(summary + off, sizeof(summary) - (size_t)off,
-                     "; not evaluated: %s of pod %s, placed as if it had none",
-                     kg->members[i]->spec->unevaluated, kg->members[i]->key);
-            break;
-        }
     gb->summary = strdup(summary);
     if (!gb->gang || !gb->queue || !gb->pods || !gb->summary)
         return -1;

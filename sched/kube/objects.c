@@ -842,29 +842,6 @@ static void gpu_containers(const cJSON *spec, struct kpod_spec *sp)
     sp->n_gpu_ctrs = ok ? n : 0;
 }
 
-/* A required constraint of the pod spec that the placement does not evaluate (docs/daemon.md):
- * an inter-pod affinity or anti-affinity term that selects namespaces by their labels (the
- * others, and DoNotSchedule topology spreads, are evaluated: objects_meta.c); NULL none. */
-static const char *unevaluated(const cJSON *spec)
-{
-    const cJSON *aff = get(spec, "affinity"), *term;
-    cJSON_ArrayForEach(
-        term, get(get(aff, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"))
-    {
-        if (kobj_ns_selector_unread(term))
-            return "required inter-pod affinity with a namespaceSelector "
-                   "(spec.affinity.podAffinity)";
-    }
-    cJSON_ArrayForEach(
-        term, get(get(aff, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"))
-    {
-        if (kobj_ns_selector_unread(term))
-            return "required inter-pod anti-affinity with a namespaceSelector "
-                   "(spec.affinity.podAntiAffinity)";
-    }
-    return NULL;
-}
-
 /* What placing an unbound pod of ours reads, decoded now (the object is not kept): its
  * constraints (a malformed one is kept as place_err: its gang waits with InvalidSpec), its
  * annotations, the shape of its claims. */
@@ -892,7 +869,6 @@ static int pod_place(const cJSON *o, struct kpod *p)
     sp->n_tolerations = ps.n_tolerations;
     sp->affinity = ps.affinity;
     sp->n_affinity = ps.n_affinity;
-    sp->unevaluated = unevaluated(spec);
     if (kobj_kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann,
                      NULL))
         return SCHED_ENOMEM;

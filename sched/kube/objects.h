@@ -140,11 +140,9 @@ struct kpod_spec {
     uint32_t n_tolerations;
     const struct sel_term *affinity; /* required node affinity terms */
     uint32_t n_affinity;
-    const char *err; /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
-                        waits with InvalidSpec; NULL when they were read */
-    const char *unevaluated; /* a required constraint the placement does not evaluate (a static
-                                string naming it: the Scheduled Event says so), or NULL */
-    const struct kv *ann;    /* metadata.annotations, sorted by key */
+    const char *err;      /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
+                             waits with InvalidSpec; NULL when they were read */
+    const struct kv *ann; /* metadata.annotations, sorted by key */
     uint32_t n_ann;
     const char *claim_shape; /* spec.resourceClaims as compact JSON (the pods of one template
                                 share it), or NULL */
@@ -220,8 +218,6 @@ const char *kobj_pg_annotation(const struct kpg *pg, const char *key);
 /* What inter-pod constraints read of pod o into p->meta (objects_meta.c): 0, SCHED_ENOMEM, or
  * SCHED_EINVAL naming the field (p->meta then holds what was read before it). */
 int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb);
-/* A PodAffinityTerm whose namespaceSelector has requirements (not evaluated). */
-bool kobj_ns_selector_unread(const cJSON *term);
 /* A map of strings copied into `a`, sorted by key (a value that is not a string is skipped, or
  * refused naming `where` when it is not NULL); a list of strings (SCHED_EINVAL: not one). */
 int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,

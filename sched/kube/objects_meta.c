@@ -15,8 +15,8 @@
  * labelSelector (null: no pod), matchLabelKeys, minDomains, nodeAffinityPolicy (Honor by
  * default), nodeTaintsPolicy (Ignore by default)}, counted in the pod's own namespace.
  *
- * Not read: a namespaceSelector with requirements (namespaces' labels are not cached): such a
- * term is left out and named by objects.c's unevaluated() instead.
+ * A namespaceSelector with requirements selects the namespaces whose labels meet them: the
+ * cache points each pod's meta at its namespace's labels (pod_meta.ns_labels, cache.c).
  *
  * Must not touch: the cache, the network.
  */
@@ -39,12 +39,55 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A namespaceSelector this decoder cannot evaluate: one with requirements. */
-bool kobj_ns_selector_unread(const cJSON *term)
+/* A selector's matchLabels (not a map: none) appended at r[*k] on as "key in (value)"; a value
+ * that is not a string is refused naming where.matchLabels.<key>. */
+static int match_labels(const cJSON *ml, const char *where, struct arena *a, struct sel_req *r,
+                        uint32_t *k, struct sched_errbuf *eb)
+{
+    const cJSON *it;
+    if (!cJSON_IsObject(ml))
+        return 0;
+    cJSON_ArrayForEach(it, ml)
+    {
+        if (!cJSON_IsString(it) || !it->string)
+            return sched_fail(eb, SCHED_EINVAL, "%s.matchLabels.%s: not a string", where,
+                              it->string ? it->string : "?");
+        const char **v = arena_calloc(a, 1, sizeof(*v));
+        const char *lk = arena_strdup(a, it->string);
+        if (!v || !lk || !(v[0] = arena_strdup(a, it->valuestring)))
+            return SCHED_ENOMEM;
+        r[(*k)++] = (struct sel_req){.key = lk, .op = SEL_IN, .values = v, .n_values = 1};
+    }
+    return 0;
+}
+
+/* A namespaceSelector's requirements (matchLabels first, then matchExpressions) into t->ns_reqs;
+ * {} selects every namespace (t->all_namespaces), null none beyond those listed. */
+static int ns_selector(const cJSON *term, const char *where, struct arena *a, struct pod_term *t,
+                       struct sched_errbuf *eb)
 {
     const cJSON *sel = get(term, "namespaceSelector");
-    return cJSON_IsObject(sel) && (cJSON_GetArraySize(get(sel, "matchLabels")) > 0 ||
-                                   cJSON_GetArraySize(get(sel, "matchExpressions")) > 0);
+    if (!cJSON_IsObject(sel))
+        return 0;
+    const cJSON *ml = get(sel, "matchLabels"), *me = get(sel, "matchExpressions");
+    int n = cJSON_GetArraySize(ml) + cJSON_GetArraySize(me);
+    if (n == 0) {
+        t->all_namespaces = true;
+        return 0;
+    }
+    struct sel_req *r = arena_calloc(a, (size_t)n, sizeof(*r));
+    if (!r)
+        return SCHED_ENOMEM;
+    char at[KOBJ_KEY_MAX + 160];
+    snprintf(at, sizeof(at), "%s.namespaceSelector", where);
+    uint32_t k = 0;
+    int rc = match_labels(ml, at, a, r, &k, eb);
+    snprintf(at, sizeof(at), "%s.namespaceSelector.matchExpressions", where);
+    if (rc == 0)
+        rc = kobj_sel_exprs(cJSON_IsArray(me) ? me : NULL, 4, at, a, r, &k, eb);
+    t->ns_reqs = r;
+    t->n_ns_reqs = k;
+    return rc;
 }
 
 /* Requirements of a labelSelector (matchLabels first, then matchExpressions), then the pod's
@@ -62,22 +105,13 @@ static int selector(const cJSON *term, const struct pod_meta *m, const char *whe
     if (!r)
         return SCHED_ENOMEM;
     uint32_t k = 0;
-    const cJSON *it, *lm = cJSON_IsObject(ml) ? ml : NULL;
-    const cJSON *le = cJSON_IsArray(me) ? me : NULL;
-    cJSON_ArrayForEach(it, lm)
-    {
-        if (!cJSON_IsString(it) || !it->string)
-            return sched_fail(eb, SCHED_EINVAL, "%s.labelSelector.matchLabels.%s: not a string",
-                              where, it->string ? it->string : "?");
-        const char **v = arena_calloc(a, 1, sizeof(*v));
-        const char *lk = arena_strdup(a, it->string);
-        if (!v || !lk || !(v[0] = arena_strdup(a, it->valuestring)))
-            return SCHED_ENOMEM;
-        r[k++] = (struct sel_req){.key = lk, .op = SEL_IN, .values = v, .n_values = 1};
-    }
-    char at[512];
+    const cJSON *it, *le = cJSON_IsArray(me) ? me : NULL;
+    char at[KOBJ_KEY_MAX + 160];
+    snprintf(at, sizeof(at), "%s.labelSelector", where);
+    int rc = match_labels(ml, at, a, r, &k, eb);
     snprintf(at, sizeof(at), "%s.labelSelector.matchExpressions", where);
-    int rc = kobj_sel_exprs(le, 4, at, a, r, &k, eb);
+    if (rc == 0)
+        rc = kobj_sel_exprs(le, 4, at, a, r, &k, eb);
     if (rc)
         return rc;
     for (int mis = 0; mis < 2 && !t->none; mis++) { /* no selector: keys refused upstream */
@@ -103,8 +137,7 @@ static int selector(const cJSON *term, const struct pod_meta *m, const char *whe
     return 0;
 }
 
-/* The required terms of spec.affinity.<kind> into *out (a term with a namespaceSelector that
- * has requirements is left out: objects.c names it unevaluated). */
+/* The required terms of spec.affinity.<kind> into *out. */
 static int terms(const cJSON *spec, const char *kind, const struct pod_meta *m, const char *key,
                  struct arena *a, const struct pod_term **out, uint32_t *n_out,
                  struct sched_errbuf *eb)
@@ -135,8 +168,6 @@ static int terms(const cJSON *spec, const char *kind, const struct pod_meta *m, 
         const cJSON *tk = get(term, "topologyKey");
         if (!cJSON_IsString(tk) || !tk->valuestring[0])
             return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
-        if (kobj_ns_selector_unread(term))
-            continue;
         int rc = selector(term, m, where, a, &t[k], eb);
         if (rc)
             return rc;
@@ -145,7 +176,8 @@ static int terms(const cJSON *spec, const char *kind, const struct pod_meta *m, 
             return sched_fail(eb, rc, "%s.namespaces: not a list of strings", where);
         if (rc)
             return rc;
-        t[k].all_namespaces = cJSON_IsObject(get(term, "namespaceSelector"));
+        if ((rc = ns_selector(term, where, a, &t[k], eb)) != 0)
+            return rc;
         if (!(t[k].topology_key = arena_strdup(a, tk->valuestring)))
             return SCHED_ENOMEM;
         k++;

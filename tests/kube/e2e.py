@@ -429,8 +429,8 @@ def unfit_gang(c):
 def pod_constraints(c):
     """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
     a node go to two, where packing would use one), a DoNotSchedule topology spread that cannot
-    hold keeps its gang waiting with the reason, and a term the placement does not evaluate (a
-    namespaceSelector with requirements) is named in the gang's Scheduled Event."""
+    hold keeps its gang waiting with the reason, and a namespaceSelector selects the pods of the
+    namespaces whose labels it names."""
     path, pg = podgroup("anti", 2)
     c.post(path, pg)
     for i in range(2):
@@ -460,26 +460,43 @@ def pod_constraints(c):
     msg = cond[0].get("message", "") if cond else ""
     check("a gang whose spread over racks cannot hold waits, and its reason names the spread",
           "topology spread" in msg and not bound(c, "spr"), msg)
-    path2, pg2 = podgroup("nsel", 1)
-    c.post(path2, pg2)
-    p = pod("nsel-0", "nsel", 1)
-    p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname",
-         "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}
-    c.post("/api/v1/namespaces/default/pods", p)
-    ev = wait_for(lambda: [e for e in events_for(c, "nsel") if e["reason"] == "Scheduled"], 20)
-    note = ev[0].get("note", "") if ev else ""
-    check("a term with a namespaceSelector is named in the Scheduled Event as not evaluated",
-          "not evaluated: required inter-pod anti-affinity with a namespaceSelector "
-          "(spec.affinity.podAntiAffinity) of pod default/nsel-0" in note, note)
-    for name, pth in (("anti", path), ("nsel", path2), ("spr", path3)):
+    # namespaceSelector: pods labelled app=x, one per namespace team-a (gpu-3) and team-b
+    # (gpu-4), bound by another scheduler; a term selecting team=a keeps off gpu-3 only, one
+    # selecting team=b off gpu-4 only (packing alone would put both pods on one node)
+    for t, n in (("a", "gpu-3"), ("b", "gpu-4")):
+        c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                      "metadata": {"name": "team-" + t, "labels": {"team": t}}})
+        c.post("/api/v1/namespaces/team-%s/pods" % t, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "x", "namespace": "team-" + t, "labels": {"app": "x"}},
+            "spec": {"nodeName": n, "containers": [{"name": "main", "image": "web"}]}})
+    nsel = []
+    for t in ("a", "b"):
+        path2, pg2 = podgroup("nsel-" + t, 1)
+        c.post(path2, pg2)
+        nsel.append(("nsel-" + t, path2))
+        p = pod("nsel-%s-0" % t, "nsel-" + t, 1)
+        p["spec"]["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "x"}},
+                "topologyKey": "kubernetes.io/hostname",
+                "namespaceSelector": {"matchLabels": {"team": t}}}]}}
+        c.post("/api/v1/namespaces/default/pods", p)
+    got = wait_for(lambda: bound(c, "nsel-a") and bound(c, "nsel-b"), 20)
+    on = [b[0]["spec"]["nodeName"] if b else None
+          for b in (bound(c, "nsel-a"), bound(c, "nsel-b"))]
+    check("a namespaceSelector keeps a pod off the nodes of the pods of the namespaces it selects",
+          got and on == ["gpu-4", "gpu-3"], str(on))
+    for t in ("a", "b"):
+        c.delete("/api/v1/namespaces/team-%s/pods/x" % t, {"gracePeriodSeconds": 0})
+    for name, pth in [("anti", path), ("spr", path3)] + nsel:
         for p in pods_of(c, name):
             c.delete("/api/v1/namespaces/default/pods/" + p["metadata"]["name"],
                      {"gracePeriodSeconds": 0})
         c.delete(pth + "/" + name)
     check("... and they are gone again",
-          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel")
-                   and not pods_of(c, "spr"), 10))
+          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel-a")
+                   and not pods_of(c, "nsel-b") and not pods_of(c, "spr"), 10))
 
 
 def below_min_member(c, a):

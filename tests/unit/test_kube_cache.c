@@ -688,59 +688,74 @@ static void effective_request_counts_init_containers(void **state)
     cJSON_Delete(o);
 }
 
-/* Required constraints the placement does not evaluate are named with the pod (the Scheduled
- * Event says so, docs/daemon.md); preferred ones and ScheduleAnyway spreads are not. */
-static void unevaluated_constraints_are_named(void **state)
+static void ns_event(struct kcache *c, const char *name, const char *labels, bool deleted)
+{
+    char json[256];
+    snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}}}", name, labels);
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    assert_int_equal(kcache_ns_event(c, o, deleted), 0);
+    cJSON_Delete(o);
+}
+
+static const struct kpod *pod_in(struct kcache *c, const char *ns, const char *name,
+                                 const char *spec)
+{
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"labels\":{\"app\":\"x\"}},"
+             "\"spec\":{\"schedulerName\":\"gangsched\"%s}}",
+             name, ns, spec);
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    assert_int_equal(kcache_pod_event(c, o, false), 0);
+    cJSON_Delete(o);
+    char key[128];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    const struct kpod *p = kcache_pod(c, key);
+    assert_non_null(p);
+    return p;
+}
+
+/* A term's namespaceSelector selects the pods of the namespaces whose labels meet it, with
+ * those listed by name (the union, as core/v1 PodAffinityTerm says), not the term's own
+ * namespace; the namespaces' labels are read as they change, whichever arrives first. */
+static void namespace_selectors_select_by_labels(void **state)
 {
     (void)state;
-    static const char *const specs[] = {
-        "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{\"matchLabels\":"
-        "{\"team\":\"a\"}}}]}}",
-        "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{"
-        "\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"Exists\"}]}}]}}",
-        "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
-        "\"whenUnsatisfiable\":\"ScheduleAnyway\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
-        "\"whenUnsatisfiable\":\"DoNotSchedule\"}]",
-        "\"affinity\":{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"weight\":1,\"podAffinityTerm\":{\"topologyKey\":\"kubernetes.io/hostname\"}}]}}",
-        "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
-        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]",
-        /* evaluated (objects_meta.c): namespaces by name, or every namespace */
-        "\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{}}]}}",
-        "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
-        "[{\"topologyKey\":\"kubernetes.io/hostname\",\"namespaces\":[\"a\"]}]}}"};
-    static const char *const named[] = {"spec.affinity.podAntiAffinity",
-                                        "spec.affinity.podAffinity",
-                                        NULL, /* a DoNotSchedule spread: evaluated */
-                                        NULL,
-                                        NULL,
-                                        NULL,
-                                        NULL};
-    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-        char json[1024];
-        snprintf(json, sizeof(json),
-                 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":"
-                 "{\"schedulerName\":\"gangsched\",%s}}",
-                 specs[i]);
-        cJSON *o = cJSON_Parse(json);
-        assert_non_null(o);
-        struct kpod *p = NULL;
-        struct sched_errbuf eb = {{0}};
-        assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
-        assert_non_null(p->spec);
-        if (named[i]) {
-            assert_non_null(p->spec->unevaluated);
-            assert_non_null(strstr(p->spec->unevaluated, named[i]));
-        } else {
-            assert_null(p->spec->unevaluated);
-        }
-        assert_null(p->spec->err); /* still placed, not refused */
-        kobj_pod_free(p);
-        cJSON_Delete(o);
-    }
+    struct kcache *c = kcache_new("gangsched");
+    assert_non_null(c);
+    ns_event(c, "ta", "\"team\":\"a\"", false);
+    const struct kpod *own = pod_in(
+        c, "ml", "w",
+        ",\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+        "[{\"topologyKey\":\"h\",\"labelSelector\":{\"matchLabels\":{\"app\":\"x\"}},"
+        "\"namespaceSelector\":{\"matchLabels\":{\"team\":\"a\"}}},{\"topologyKey\":\"h\","
+        "\"labelSelector\":{},\"namespaces\":[\"tc\"],\"namespaceSelector\":{"
+        "\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"In\",\"values\":[\"b\"]}]}}]}}");
+    const struct kpod *pa = pod_in(c, "ta", "a", "");
+    const struct kpod *pb = pod_in(c, "tb", "b", ""); /* before its namespace */
+    const struct kpod *pc = pod_in(c, "tc", "c", "");
+    const struct kpod *pm = pod_in(c, "ml", "m", "");
+    assert_null(own->spec->err);
+    const struct pod_meta *m = own->meta;
+    assert_int_equal(m->n_anti, 2);
+    assert_int_equal(m->anti[0].n_ns_reqs, 1);
+    const struct pod_term *t0 = &m->anti[0], *t1 = &m->anti[1];
+    assert_true(podaff_selects(t0, "ml", pa->meta));
+    assert_false(podaff_selects(t0, "ml", pb->meta)); /* tb: no labels known yet */
+    assert_false(podaff_selects(t0, "ml", pm->meta)); /* its own namespace is not meant */
+    assert_true(podaff_selects(t1, "ml", pc->meta));  /* listed by name */
+    assert_false(podaff_selects(t1, "ml", pb->meta));
+    ns_event(c, "tb", "\"team\":\"b\"", false); /* the namespace arrives: read from now on */
+    assert_true(podaff_selects(t1, "ml", pb->meta));
+    ns_event(c, "ta", "\"team\":\"z\"", false); /* relabelled */
+    assert_false(podaff_selects(t0, "ml", pa->meta));
+    ns_event(c, "tb", "\"team\":\"a\"", false);
+    assert_true(podaff_selects(t0, "ml", pb->meta));
+    ns_event(c, "tb", "", true); /* deleted: no labels */
+    assert_false(podaff_selects(t0, "ml", pb->meta));
+    kcache_free(c);
 }
 
 /* What inter-pod constraints read of a pod (objects_meta.c): labels, required pod affinity and
@@ -1072,7 +1087,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(usage_kept_by_deltas_matches_a_fresh_count, setup,
                                         teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
-        cmocka_unit_test(unevaluated_constraints_are_named),
+        cmocka_unit_test(namespace_selectors_select_by_labels),
         cmocka_unit_test(pod_meta_is_decoded),
         cmocka_unit_test(times_parse_and_format),
     };
