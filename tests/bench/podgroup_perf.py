@@ -8,8 +8,12 @@ kubernetes/kubernetes test/integration/scheduler_perf/, see its NOTICE): the con
 use ({{.Index}}, {{.param}}, DivideInt, AddInt, SubtractInt, MultiplyInt, Mod, if/else/end,
 {{- -}}), and the opcodes createNodes (built-in node-default shape without a template),
 createNamespaces, createPodGroups / createAny (+ waitForPodGroups), createPods (count x multiplier,
-waiting until all are bound unless skipWaitToCompletion) and barrier. Other opcodes (churn, ...)
-make a workload "not applicable". Pods get spec.schedulerName gangsched (upstream's go to the
+waiting until all are bound unless skipWaitToCompletion), barrier (Attempted: every selected pod
+bound or with a PodScheduled condition), churn (pods created and deleted in the background) and
+start/stopCollectingMetrics (the createPods between them is measured). Other opcodes make a
+workload "not applicable"; the case's schedulerApiClientQPS/Burst become gangsched's
+--kube-qps/--kube-burst; a feature gate with no gangsched meaning (SchedulerAsyncAPICalls) is
+ignored. Pods get spec.schedulerName gangsched (upstream's go to the
 default scheduler); v1alpha3 PodGroups are posted as they are (the server serves v1beta1 and
 v1alpha3, as 1.37 can); a v1alpha2 one is posted as v1beta1 (1.37 no longer serves v1alpha2).
 
@@ -54,7 +58,8 @@ HERE = os.path.join(os.path.dirname(__file__), "scheduler_perf")
 CONFIGS = ["podgroup/gangscheduling/performance-config.yaml",
            "podgroup/tas/performance-config.yaml",
            "podgroup/basicscheduling/performance-config.yaml",
-           "workload_preemption/performance-config.yaml"]
+           "workload_preemption/performance-config.yaml",
+           "starvation/performance-config.yaml"]
 BIN = os.environ.get("BIN", "bin")
 DEFAULT_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "scheduler-perf-"},
                 "spec": {}, "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
@@ -165,8 +170,11 @@ def render(text, env):
 # ---- processes --------------------------------------------------------------------------------
 
 class Env:
-    def __init__(self, tmp):
-        self.tmp, self.procs = tmp, []
+    def __init__(self, tmp, qps=None, burst=None):
+        """qps, burst: the case's schedulerApiClientQPS and schedulerApiClientBurst, else 5000
+        (gangsched's --kube-qps and --kube-burst)."""
+        self.tmp, self.procs, self.churning = tmp, [], False
+        self.qps, self.burst = str(qps or 5000), str(burst or qps or 5000)
         port_file = os.path.join(tmp, "port")
         self.log = open(os.path.join(tmp, "fake.log"), "w")
         self.procs.append(subprocess.Popen(
@@ -194,7 +202,7 @@ class Env:
             wrap + [os.path.join(BIN, "gangsched"), "run", "--kubeconfig", self.kubeconfig,
              "--config", os.path.join(tmp, "config.yaml"), "--db", os.path.join(tmp, "g.db"),
              "--leader-elect", "false", "--cycle-ms", "20", "--listen", "127.0.0.1:0",
-             "--kube-qps", "5000", "--kube-burst", "5000", "--kube-max-inflight",
+             "--kube-qps", self.qps, "--kube-burst", self.burst, "--kube-max-inflight",
              os.environ.get("KUBE_MAX_INFLIGHT", "16")], stdout=self.slog, stderr=self.slog))
 
     def stop_sched(self):
@@ -328,29 +336,114 @@ def run_workload(case, wl, base, env, record):
         return params[v[1:]] if isinstance(v, str) and v.startswith("$") else v
     c = env.c
     c.kubeconfig = env.kubeconfig
-    measured = None
-    for op_i, op in enumerate(case["workloadTemplate"]):
-        code = op["opcode"]
-        count = int(val(op.get("countParam", op.get("count", 0))) or 0)
-        tparams = {k: val(v) for k, v in (op.get("templateParams") or {}).items()}
-        if code == "createNodes":
-            create_nodes(c, op, base, count, tparams)
-        elif code == "createNamespaces":
-            for i in range(count):
-                c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                              "metadata": {"name": "%s-%d" % (op["prefix"], i)}})
-        elif code in ("createPodGroups", "createAny"):
-            create_pod_groups(c, op, base, count, tparams)
-        elif code == "waitForPodGroups":
-            continue
-        elif code == "createPods":
-            measured = create_pods(env, op, op_i, base, count, tparams, val, record) or measured
-        elif code == "barrier":
-            continue
-        else:
-            raise NotApplicable("opcode %s" % code)
+    measured, collecting, churns = None, False, []
+    try:
+        for op_i, op in enumerate(case["workloadTemplate"]):
+            code = op["opcode"]
+            count = int(val(op.get("countParam", op.get("count", 0))) or 0)
+            tparams = {k: val(v) for k, v in (op.get("templateParams") or {}).items()}
+            if code == "createNodes":
+                create_nodes(c, op, base, count, tparams)
+            elif code == "createNamespaces":
+                for i in range(count):
+                    c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": "%s-%d" % (op["prefix"],
+                                                                                  i)}})
+            elif code in ("createPodGroups", "createAny"):
+                create_pod_groups(c, op, base, count, tparams)
+            elif code == "waitForPodGroups":
+                continue
+            elif code == "createPods":
+                if collecting:
+                    op = dict(op, collectMetrics=True)
+                measured = create_pods(env, op, op_i, base, count, tparams, val,
+                                       record) or measured
+            elif code == "barrier":
+                if op.get("stageRequirement") == "Attempted":
+                    barrier_attempted(c, op, record)
+            elif code == "churn":
+                churns.append(Churn(env, op, base))
+                env.churning = True
+            elif code in ("startCollectingMetrics", "stopCollectingMetrics"):
+                collecting = code == "startCollectingMetrics"
+            else:
+                raise NotApplicable("opcode %s" % code)
+    finally:
+        for ch in churns:
+            ch.stop()
+        record.update({"churn_created": sum(ch.created for ch in churns),
+                       "churn_deleted": sum(ch.deleted for ch in churns)} if churns else {})
     if measured:
         record_measured(c, case, measured, record)
+
+
+class Churn:
+    """churn: in the background, every intervalMilliseconds one object from each template
+    (pods get spec.schedulerName gangsched), through `number` slots: `create` stops when every
+    slot is taken, `recreate` deletes the slot's object (grace 0) before it makes the next, so
+    the slots keep being emptied and filled (PodAdd and PodDelete events all along). Pods
+    only (the templates copied here)."""
+
+    def __init__(self, env, op, base):
+        self.ns, self.mode = op["namespace"], op.get("mode", "create")
+        self.number, self.every = int(op.get("number") or 1), op["intervalMilliseconds"] / 1000
+        self.tmpl = [load(base, t, {}) for t in op["templatePaths"]]
+        if any(t.get("kind") != "Pod" for t in self.tmpl):
+            raise NotApplicable("churn of %s" % [t.get("kind") for t in self.tmpl])
+        self.created = self.deleted = 0
+        self.c = Client(env.kubeconfig)
+        self.done = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        slots, tick = [None] * (self.number * len(self.tmpl)), 0
+        path = "/api/v1/namespaces/%s/pods" % self.ns
+        while not self.done.wait(self.every):
+            for k, t in enumerate(self.tmpl):
+                slot = (tick % self.number) * len(self.tmpl) + k
+                if slots[slot] and self.mode == "recreate":
+                    self.c.delete("%s/%s" % (path, slots[slot]), {"gracePeriodSeconds": 0})
+                    slots[slot] = None
+                    self.deleted += 1
+                if slots[slot]:
+                    continue  # create mode: every slot taken
+                body = json.loads(json.dumps(t))
+                body["spec"]["schedulerName"] = "gangsched"
+                st, obj, _ = self.c.post(path, body)
+                if st < 300:
+                    slots[slot] = obj["metadata"]["name"]
+                    self.created += 1
+            tick += 1
+
+    def stop(self):
+        self.done.set()
+        self.t.join(timeout=10)
+
+
+def barrier_attempted(c, op, record, timeout=180):
+    """barrier with stageRequirement Attempted: every pod of the op's namespaces (every
+    namespace without them) that its labelSelector selects has been tried by gangsched: bound,
+    or with a PodScheduled condition (gangsched writes PodScheduled=False with the gang's reason
+    on the pods it could not place, as kube-scheduler does). Pods that come and go (churn) are
+    listed again until one listing shows every one tried."""
+    nss = op.get("namespaces")
+    sel = op.get("labelSelector")
+    start = time.time()
+
+    def pods():
+        if not nss:
+            return c.get("/api/v1/pods")[1]["items"]
+        return [p for ns in nss for p in c.get("/api/v1/namespaces/%s/pods" % ns)[1]["items"]]
+
+    def tried(p):
+        conds = (p.get("status") or {}).get("conditions") or []
+        return p["spec"].get("nodeName") or any(x.get("type") == "PodScheduled" for x in conds)
+    wait(lambda: all(tried(p) for p in pods()
+                     if sel is None or selects({"matchLabels": sel}, p["metadata"].get("labels")
+                                               or {})), timeout,
+         "barrier Attempted: pods not tried in %d s" % timeout)
+    record.setdefault("barrier_attempted_s", []).append(round(time.time() - start, 3))
 
 
 def create_nodes(c, op, base, count, tparams):
@@ -462,10 +555,10 @@ def record_cpu(env, record, cpu0, created, total, phase):
     from the first Binding to the last; the daemon's cycles."""
     record["pods_created_in_s"] = round(created, 3)
     cpu1 = cpu_snapshot(env)
-    settle(env, quiet=3.0 if total >= 1000 else 0.5)
-    cpu2 = cpu_snapshot(env)
     record["cpu_until_bound"] = cpu_report(cpu0, cpu1, total, PRECREATE)
-    record["cpu_until_quiet"] = cpu_report(cpu0, cpu2, total, PRECREATE)
+    if not env.churning:  # churn never lets the server fall quiet
+        settle(env, quiet=3.0 if total >= 1000 else 0.5)
+        record["cpu_until_quiet"] = cpu_report(cpu0, cpu_snapshot(env), total, PRECREATE)
     record["cycles"] = daemon_cycles(env)
     if len(phase) == 2:  # from the first bind to the last: the sampled span
         phase[0]["requests"] = phase[1]["requests"] = {}
@@ -614,12 +707,20 @@ def rule_violations(c):
         v = nodes[p["spec"]["nodeName"]].get(key)
         return v is not None and nodes[q["spec"]["nodeName"]].get(key) == v
 
+    ns_labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
+                 for n in c.get("/api/v1/namespaces")[1]["items"]}
+
+    def ns_in(p, t, ns):
+        """The union of the term's namespaces and those its namespaceSelector selects ({}:
+        every one); neither: the pod's own (core/v1 PodAffinityTerm)."""
+        nsel = t.get("namespaceSelector")
+        if nsel is None and not t.get("namespaces"):
+            return ns == p["metadata"]["namespace"]
+        return ns in (t.get("namespaces") or []) or (
+            nsel is not None and selects(nsel, ns_labels.get(ns, {})))
+
     def term_pods(p, t):
-        if t.get("namespaceSelector") == {}:
-            nss = None
-        else:
-            nss = t.get("namespaces") or [p["metadata"]["namespace"]]
-        return [q for q in pods if (nss is None or q["metadata"]["namespace"] in nss)
+        return [q for q in pods if ns_in(p, t, q["metadata"]["namespace"])
                 and selects(t.get("labelSelector"), q["metadata"].get("labels") or {})]
     for p in pods:
         aff = p["spec"].get("affinity") or {}
@@ -695,7 +796,8 @@ def main():
                     continue
                 rec = {"name": "%s/%s" % (case["name"], wl["name"])}
                 tmp = tempfile.mkdtemp(prefix="gangsched-perf-")
-                env = Env(tmp)
+                env = Env(tmp, case.get("schedulerApiClientQPS"),
+                          case.get("schedulerApiClientBurst"))
                 try:
                     wait(lambda: "started:" in open(os.path.join(tmp, "gangsched.log")).read()
                          or env.procs[-1].poll() is not None, 20, "the scheduler did not start")
