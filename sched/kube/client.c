@@ -67,7 +67,7 @@ void kube_client_stats(const struct kube_client *c, struct kube_client_stats *ou
 {
     *out = c->stats;
     out->inflight = c->inflight;
-    out->queued = c->pending.n;
+    out->queued = c->pending.n + c->pending_low.n;
 }
 
 void kube_client_opts_default(struct kube_client_opts *o)
@@ -79,6 +79,7 @@ void kube_client_opts_default(struct kube_client_opts *o)
     o->max_retries = 5;
     o->timeout_ms = 30000;
     o->watch_idle_ms = 150000;
+    o->low_max_wait_ms = 5000;
 }
 
 static const char *method_name(enum kube_method m)
@@ -671,7 +672,7 @@ static void check_done(struct kube_client *c)
         if (r)
             attempt_done(c, r, res);
     }
-    if (!c->dead && c->pending.n)
+    if (!c->dead && (c->pending.n || c->pending_low.n))
         kclient_pump(c);
     kclient_drain_check(c);
 }
@@ -754,6 +755,7 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : d.timeout_ms;
     c->watch_idle_ms =
         (uint64_t)(opts && opts->watch_idle_ms > 0 ? opts->watch_idle_ms : d.watch_idle_ms);
+    c->low_max_wait_ms = opts && opts->low_max_wait_ms ? opts->low_max_wait_ms : d.low_max_wait_ms;
     c->bucket = c->burst;
     c->bucket_ms = uv_now(loop);
     c->rng = uv_hrtime() ^ ((uint64_t)(uintptr_t)c << 16) ^ 0x9e3779b97f4a7c15ull;
@@ -807,11 +809,14 @@ static void release_client(struct kube_client *c)
         kclient_req_detach(c, r);
         kclient_req_free(r);
     }
-    for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
-        nx = r->next;
-        kclient_req_free(r);
+    struct req_list *lanes[] = {&c->pending, &c->pending_low};
+    for (int k = 0; k < 2; k++) {
+        for (struct kube_req *r = lanes[k]->head, *nx; r; r = nx) {
+            nx = r->next;
+            kclient_req_free(r);
+        }
+        lanes[k]->head = lanes[k]->tail = NULL;
     }
-    c->pending.head = c->pending.tail = NULL;
     curl_multi_cleanup(c->multi);
     c->multi = NULL;
     while (c->polls)

@@ -60,12 +60,15 @@ void kube_auth_free(struct kube_auth *a);
 /* ---- requests ------------------------------------------------------------------------------ */
 
 struct kube_client_opts {
-    double qps;             /* sustained requests per second (token bucket); <= 0: 50 */
-    uint32_t burst;         /* bucket size; 0: 100 */
-    uint32_t max_inflight;  /* concurrent requests, watches excluded; 0: 64 */
-    uint32_t max_retries;   /* retries of a retryable failure (transport, 5xx, 429); 0: 5 */
-    int64_t timeout_ms;     /* per request (not watches); 0: 30000 */
-    int64_t watch_idle_ms;  /* informers' watch watchdog (see kube_informer_new); 0: 150000 */
+    double qps;            /* sustained requests per second (token bucket); <= 0: 50 */
+    uint32_t burst;        /* bucket size; 0: 100 */
+    uint32_t max_inflight; /* concurrent requests, watches excluded; 0: 64 */
+    uint32_t max_retries;  /* retries of a retryable failure (transport, 5xx, 429); 0: 5 */
+    int64_t timeout_ms;    /* per request (not watches); 0: 30000 */
+    int64_t watch_idle_ms; /* informers' watch watchdog (see kube_informer_new); 0: 150000 */
+    /* how long a KUBE_LOW request waits behind the others before it takes one start in ten (a
+     * steady stream of Bindings never starves the status writes); 0: 5000, < 0: no bound */
+    int64_t low_max_wait_ms;
     const char *user_agent; /* NULL: "gangsched/VERSION" */
 };
 void kube_client_opts_default(struct kube_client_opts *o);
@@ -98,6 +101,11 @@ enum kube_req_flags {
     /* bypass the QPS bucket and the in-flight limit: lease requests must never wait behind
      * binds (a renewal queued behind max_inflight slow Bindings kept a deposed leader leading) */
     KUBE_NO_LIMIT = 1 << 1,
+    /* may wait behind every other request: the status writes and Events of pods not placed,
+     * which must not hold Bindings back when the QPS budget is short (KEP-5229 ranks Bindings
+     * and preemption's deletes above status writes; kubernetes issue #135900 is the cost of
+     * one queue for all) */
+    KUBE_LOW = 1 << 2,
 };
 
 struct kube_client;
@@ -119,6 +127,14 @@ void kube_client_free(struct kube_client *c);
  * Returns 0 or SCHED_ENOMEM. */
 int kube_request(struct kube_client *c, enum kube_method m, const char *path, const char *body,
                  size_t len, unsigned flags, kube_resp_fn *fn, void *ctx);
+
+/* A KUBE_LOW write to `path` still queued (not sent) takes `body` instead of its own (the newest
+ * such one): true, and nothing more is to be queued; false: none is queued. Status writes of a
+ * pod that cannot be placed replace one another instead of piling up. */
+bool kube_client_replace(struct kube_client *c, const char *path, const char *body, size_t len);
+/* Moves every KUBE_LOW request for `path` still queued ahead of the other KUBE_LOW ones, into
+ * the normal order (a Binding that waits for its pod's status write). Returns how many. */
+uint32_t kube_client_promote(struct kube_client *c, const char *path);
 
 /* The gate of gated requests (every write, any method but GET, that is not KUBE_NO_LIMIT: a
  * Binding queued for a slot is not sent by a leader whose renew deadline passed meanwhile), asked

@@ -35,6 +35,7 @@ struct kube_req {
     size_t len, cap;
     uint32_t attempts, retries;
     uint64_t not_before; /* loop time (ms) before which the next attempt must not start */
+    uint64_t queued_ms;  /* loop time (ms) it was last queued (kclient_pending_push) */
     uint32_t timeout_ms; /* whole transfer, per attempt; 0: the client's timeout_ms */
     uint64_t sent_ms;    /* loop time (ms) this attempt was put on the wire */
 };
@@ -53,6 +54,9 @@ struct kpoll {
     uint64_t rx_ms; /* loop time (ms) it was last readable (any byte: data, PING, SETTINGS), or
                        was first watched */
 };
+
+/* An overdue KUBE_LOW request takes at most one start in this many (client_queue.c). */
+#define KCLIENT_LOW_SHARE 10
 
 struct kube_client {
     uv_loop_t *loop;
@@ -73,8 +77,12 @@ struct kube_client {
     uint64_t watch_idle_ms; /* see kube_client_opts */
     double bucket;
     uint64_t bucket_ms;
-    struct req_list pending, active;
+    /* queued requests: KUBE_LOW ones in pending_low, started only when nothing of pending
+     * can start; the others in pending */
+    struct req_list pending, pending_low, active;
     uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
+    int64_t low_max_wait_ms;  /* kube_client_opts.low_max_wait_ms (< 0: no bound) */
+    uint32_t since_low;       /* ordinary requests started since the last KUBE_LOW one */
     uint32_t inflight;        /* active non-stream requests */
     bool (*gate)(void *ctx);  /* gated requests (req_gated) start only while it says true */
     void *gate_ctx;

@@ -2,15 +2,17 @@
  * is client.c, what both share is client_int.h).
  *
  * Owns: the request queue (c->pending, in order; retries come back to it with a not-before
- * time), the QPS token bucket, the in-flight limit (streams and KUBE_NO_LIMIT requests bypass
+ * time; KUBE_LOW requests in c->pending_low, started only when nothing of c->pending can
+ * start), the QPS token bucket, the in-flight limit (streams and KUBE_NO_LIMIT requests bypass
  * both), the write gate (may_write, asked as each gated request leaves the queue for the wire),
  * dropping and draining writes, queueing (kube_request, kube_stream) and cancelling. Must not
  * touch: curl options or the multi handle beyond taking a request off it (kclient_req_detach),
  * completion and retries (client.c decides; a retry is only pushed back here).
  *
- * Invariant: a request is in exactly one of c->pending (not on the wire) and c->active (on the
- * wire, on_wire set); c->inflight counts the active ones that are not streams;
- * c->pending_special counts the pending ones that bypass the bucket and the in-flight limit.
+ * Invariant: a request is in exactly one of c->pending or c->pending_low (not on the wire, the
+ * latter when KUBE_LOW) and c->active (on the wire, on_wire set); c->inflight counts the active
+ * ones that are not streams; c->pending_special counts the pending ones that bypass the bucket and
+ * the in-flight limit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,16 +65,62 @@ static bool req_gated(const struct kube_req *r)
     return r->m != KUBE_GET && !(r->flags & KUBE_NO_LIMIT);
 }
 
+/* The queue of r: c->pending_low for a KUBE_LOW request, else c->pending. */
+static struct req_list *lane(struct kube_client *c, const struct kube_req *r)
+{
+    return (r->flags & KUBE_LOW) ? &c->pending_low : &c->pending;
+}
+
 void kclient_pending_push(struct kube_client *c, struct kube_req *r)
 {
-    kclient_list_push(&c->pending, r);
+    r->queued_ms = uv_now(c->loop);
+    kclient_list_push(lane(c, r), r);
     c->pending_special += req_special(r);
 }
 
 static void pending_unlink(struct kube_client *c, struct kube_req *r)
 {
-    kclient_list_unlink(&c->pending, r);
+    kclient_list_unlink(lane(c, r), r);
     c->pending_special -= req_special(r);
+}
+
+bool kube_client_replace(struct kube_client *c, const char *path, const char *body, size_t len)
+{
+    if (!c || c->dead || !path || !body)
+        return false;
+    for (struct kube_req *r = c->pending_low.tail; r; r = r->prev) { /* the newest first */
+        if (strcmp(r->path, path) != 0 || r->m == KUBE_GET || r->m == KUBE_DELETE)
+            continue;
+        char *b = malloc(len + 1);
+        if (!b)
+            return false;
+        memcpy(b, body, len);
+        b[len] = '\0';
+        free(r->body);
+        r->body = b;
+        r->blen = len;
+        return true;
+    }
+    return false;
+}
+
+uint32_t kube_client_promote(struct kube_client *c, const char *path)
+{
+    uint32_t n = 0;
+    if (!c || c->dead || !path)
+        return 0;
+    for (struct kube_req *r = c->pending_low.head, *nx; r; r = nx) {
+        nx = r->next;
+        if (strcmp(r->path, path) != 0)
+            continue;
+        pending_unlink(c, r);
+        r->flags &= ~(unsigned)KUBE_LOW;
+        kclient_pending_push(c, r);
+        n++;
+    }
+    if (n)
+        kclient_pump_soon(c);
+    return n;
 }
 
 static void on_pump(uv_timer_t *t);
@@ -81,6 +129,58 @@ void kclient_pump_soon(struct kube_client *c)
 {
     if (!c->dead)
         uv_timer_start(&c->pump_timer, on_pump, 0, 0);
+}
+
+/* Starts the requests of lane l queued at or before `upto` (at most max_starts) that the bucket,
+ * the in-flight limit and backoffs allow; true when no request of an ordinary kind can start now
+ * (the lanes after it need not be scanned). */
+static bool pump_lane(struct kube_client *c, struct req_list *l, uint64_t upto, uint64_t now,
+                      uint64_t *wake, uint32_t max_starts)
+{
+    for (struct kube_req *r = l->head, *nx; r && !c->dead && max_starts > 0; r = nx) {
+        nx = r->next;
+        if (r->queued_ms > upto)
+            return false; /* queued in order: the rest are younger */
+        bool special = req_special(r);
+        if (!special && c->inflight >= c->max_inflight) {
+            if (c->pending_special == 0)
+                return true;
+            continue; /* a completion pumps again */
+        }
+        if (r->not_before > now) {
+            if (r->not_before < *wake)
+                *wake = r->not_before;
+            continue;
+        }
+        if (!special && c->bucket < 1.0) {
+            uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
+            if (now + w < *wake)
+                *wake = now + w;
+            if (c->pending_special == 0)
+                return true;
+            continue;
+        }
+        if (req_gated(r) && c->gate) {
+            if (!c->gate(c->gate_ctx)) {
+                /* closed: this write and every other one are dropped, never sent nor retried
+                 * (a deposed leader's); no gated request is left, so the rescan asks no more */
+                kube_client_drop_writes(c);
+                nx = l->head;
+                continue;
+            }
+            nx = r->next; /* the gate may have cancelled a queued lease request */
+        }
+        if (!special)
+            c->bucket -= 1.0;
+        if (l == &c->pending_low)
+            c->since_low = 0;
+        else if (!special)
+            c->since_low++;
+        pending_unlink(c, r);
+        kclient_start(c, r);
+        max_starts--;
+    }
+    return false;
 }
 
 /* Starts what the bucket, the in-flight limit and backoffs allow; arms the timer for the rest. */
@@ -103,42 +203,22 @@ void kclient_pump(struct kube_client *c)
     uint64_t wake = UINT64_MAX;
     /* The scan stops as soon as nothing further down the queue can start: with thousands of
      * queued binds, scanning all of them on every completion made a cycle's binds quadratic.
-     * A completion pumps again (in-flight limit), and so does the timer (bucket, backoff). */
-    for (struct kube_req *r = c->pending.head, *nx; r && !c->dead; r = nx) {
-        nx = r->next;
-        bool special = req_special(r);
-        if (!special && c->inflight >= c->max_inflight) {
-            if (c->pending_special == 0)
-                break;
-            continue; /* a completion pumps again */
-        }
-        if (r->not_before > now) {
-            if (r->not_before < wake)
-                wake = r->not_before;
-            continue;
-        }
-        if (!special && c->bucket < 1.0) {
-            uint64_t w = (uint64_t)((1.0 - c->bucket) * 1000.0 / c->qps) + 1;
-            if (now + w < wake)
-                wake = now + w;
-            if (c->pending_special == 0)
-                break;
-            continue;
-        }
-        if (req_gated(r) && c->gate) {
-            if (!c->gate(c->gate_ctx)) {
-                /* closed: this write and every other one are dropped, never sent nor retried
-                 * (a deposed leader's); no gated request is left, so the rescan asks no more */
-                kube_client_drop_writes(c);
-                nx = c->pending.head;
-                continue;
-            }
-            nx = r->next; /* the gate may have cancelled a queued lease request */
-        }
-        if (!special)
-            c->bucket -= 1.0;
-        pending_unlink(c, r);
-        kclient_start(c, r);
+     * A completion pumps again (in-flight limit), and so does the timer (bucket, backoff). The
+     * low lane is scanned only when the normal one leaves room. */
+    bool full = false;
+    /* an overdue low request takes one start in every KCLIENT_LOW_SHARE: never starved, never
+     * ahead of the others for long (a backlog of them all overdue must not hold Bindings) */
+    if (c->low_max_wait_ms >= 0 && now >= (uint64_t)c->low_max_wait_ms &&
+        c->since_low >= KCLIENT_LOW_SHARE - 1)
+        full = pump_lane(c, &c->pending_low, now - (uint64_t)c->low_max_wait_ms, now, &wake, 1);
+    if (!full && !c->dead)
+        full = pump_lane(c, &c->pending, UINT64_MAX, now, &wake, UINT32_MAX);
+    if (!full && !c->dead)
+        pump_lane(c, &c->pending_low, UINT64_MAX, now, &wake, UINT32_MAX);
+    if (c->pending_low.head && c->low_max_wait_ms >= 0) { /* when the head becomes overdue */
+        uint64_t due = c->pending_low.head->queued_ms + (uint64_t)c->low_max_wait_ms;
+        if (due > now && due < wake)
+            wake = due;
     }
     if (c->dead)
         return;
@@ -159,6 +239,8 @@ static uint32_t count_writes(const struct kube_client *c)
 {
     uint32_t n = 0;
     for (const struct kube_req *r = c->pending.head; r; r = r->next)
+        n += req_gated(r);
+    for (const struct kube_req *r = c->pending_low.head; r; r = r->next)
         n += req_gated(r);
     for (const struct kube_req *r = c->active.head; r; r = r->next)
         n += req_gated(r) && !r->cancelled;
@@ -252,14 +334,16 @@ uint32_t kube_client_drop_writes(struct kube_client *c)
     if (!c || c->dead)
         return 0;
     uint32_t n = 0;
-    for (struct kube_req *r = c->pending.head, *nx; r; r = nx) {
-        nx = r->next;
-        if (req_gated(r)) {
-            pending_unlink(c, r);
-            kclient_req_free(r);
-            n++;
+    struct req_list *lanes[] = {&c->pending, &c->pending_low};
+    for (int k = 0; k < 2; k++)
+        for (struct kube_req *r = lanes[k]->head, *nx; r; r = nx) {
+            nx = r->next;
+            if (req_gated(r)) {
+                pending_unlink(c, r);
+                kclient_req_free(r);
+                n++;
+            }
         }
-    }
     for (struct kube_req *r = c->active.head, *nx; r; r = nx) {
         nx = r->next;
         if (req_gated(r) && !r->cancelled) {

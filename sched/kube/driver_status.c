@@ -34,8 +34,9 @@ static void ignore_resp(void *ctx, const struct kube_resp *r)
                  r->status, r->error ? r->error : "");
 }
 
-int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
-                   kube_resp_fn *fn, void *ctx)
+/* kdrv_send_json with the client's request flags (KUBE_LOW: the writes that may wait). */
+static int send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                     unsigned flags, kube_resp_fn *fn, void *ctx)
 {
     /* a write without its body is a body that could not be built (out of memory: a NULL from
      * cJSON_CreateObject), never a request: it would patch nothing and be taken for written */
@@ -51,12 +52,18 @@ int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *
     }
     /* every write is a leader's: the client gates it (req_gated), so none leaves past the
      * renew deadline and a step-down drops those queued */
-    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, 0, fn ? fn : ignore_resp,
+    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, flags, fn ? fn : ignore_resp,
                           fn ? ctx : (void *)"");
     if (rc != 0)
         LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
     free(s);
     return rc;
+}
+
+int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                   kube_resp_fn *fn, void *ctx)
+{
+    return send_json(d, m, path, body, 0, fn, ctx);
 }
 
 /* kdrv_send_json whose failure to queue is answered like an API failure: fn runs at once with
@@ -161,7 +168,7 @@ void kdrv_post_event(struct kdrv *d, const char *api_version, const char *kind, 
     snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ev_ns);
     /* a refused Event is logged and dropped (ignore_resp); one not queued is too: an Event
      * says what happened then, and the status it goes with carries the state */
-    if (kdrv_send_json(d, KUBE_POST, path, e, NULL, NULL) != 0)
+    if (send_json(d, KUBE_POST, path, e, KUBE_LOW, NULL, NULL) != 0) /* after the Bindings */
         LOG_WARN(KDRV_MOD, "event dropped (not queued: out of memory): reason=%s %s=%s%s%s", reason,
                  kind, ns ? ns : "", ns ? "/" : "", name);
 }
@@ -708,6 +715,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     char full[600];
     snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
     int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
+    bool numbers = false; /* the same reason as last written, with new words */
     if (st && !force) {
         /* the same words at most every status_every_s; the same reason with new numbers
          * ("2 of minMember 3 pods exist") at most every KDRV_STATUS_MIN_MS */
@@ -720,6 +728,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
             kdrv_cycle_at(d, st->at_ms + KDRV_STATUS_MIN_MS); /* the new numbers then */
             return false;
         }
+        numbers = same_reason && !same_words && !st->forced;
         /* the pods an outcome deleted make the gang wait for pods: that consequence does not
          * hide the outcome (FailedBinding, StartTimeout, ...) for status_every_s */
         bool consequence = strcmp(reason, "WaitingForPods") == 0 ||
@@ -742,12 +751,18 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     st->at_ms = st->seen_ms = now;
     st->forced = force;
     bool warn = strcmp(type, "Warning") == 0;
+    /* new numbers for the same reason update the status, not the Events: an Event says what
+     * happened (kube-scheduler's event correlator drops such repeats as spam) */
+    bool event = !numbers;
     if (!pg) { /* a gang of one, or a group without an object (Kueue's plain pods) */
-        pods_event(d, gang_key, type, reason, warn ? "Scheduling" : "Binding", message, related);
+        if (event)
+            pods_event(d, gang_key, type, reason, warn ? "Scheduling" : "Binding", message,
+                       related);
         return true;
     }
-    kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
-                    pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
+    if (event)
+        kdrv_post_event(d, knative_api_version(pg->api), knative_kind(pg->api), pg->ns, pg->name,
+                        pg->uid, type, reason, warn ? "Scheduling" : "Binding", message, related);
     status_send(d, gang_key, pg, phase, type, reason, message);
     return true;
 }
@@ -910,6 +925,10 @@ bool kdrv_pod_writes_park(struct kdrv *d, struct kbind *b)
         return false;
     pw->bind = b;
     LOG_DEBUG(KDRV_MOD, "bind waits for the pod's status write: pod=%s", b->pod_key);
+    char ns[KOBJ_NAME_MAX + 1], name[KOBJ_NAME_MAX + 1], path[KOBJ_KEY_MAX + 40];
+    kdrv_split_key(b->pod_key, ns, sizeof(ns), name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    kube_client_promote(d->client, path); /* no longer a write that may wait */
     return true;
 }
 
@@ -956,11 +975,19 @@ void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t 
         cJSON_AddItemToArray(
             cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
+        char *text = cJSON_PrintUnformatted(body);
+        bool replaced = text && kube_client_replace(d->client, path, text, strlen(text));
+        free(text);
+        if (replaced) { /* its write still queued says this instead: one per pod at most */
+            cJSON_Delete(body);
+            continue;
+        }
         struct kpod_write *w = pod_write_begin(d, p->key);
         if (!w) {
             cJSON_Delete(body);
             not_queued++;
-        } else if (kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, on_pod_status, w) != 0) {
+        } else if (send_json(d, KUBE_PATCH_STRATEGIC, path, body, KUBE_LOW, on_pod_status, w) !=
+                   0) { /* after the Bindings, unless one waits for it (kdrv_pod_writes_park) */
             pod_write_end(w);
             not_queued++;
         }

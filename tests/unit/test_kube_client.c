@@ -570,6 +570,76 @@ static void request_transport_error(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+static int order_seq;
+
+static void on_order(void *ctx, const struct kube_resp *r)
+{
+    (void)r;
+    *(int *)ctx = ++order_seq;
+}
+
+/* KUBE_LOW requests start only when no other one waits (one at a time here: max_inflight 1),
+ * kube_client_promote puts one back in the normal order, one that waited past low_max_wait_ms
+ * takes one start in ten, and kube_client_replace rewrites a queued one's body. */
+static void low_requests_wait(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kube_auth a = {.server = (char *)"http://127.0.0.1:1", .source = (char *)"test"};
+    struct kube_client_opts o;
+    kube_client_opts_default(&o);
+    o.max_inflight = 1;
+    struct kube_client *c;
+    struct sched_errbuf eb;
+    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    int low1 = 0, low2 = 0, normal = 0, low3 = 0;
+    unsigned low = KUBE_NO_RETRY | KUBE_LOW;
+    assert_int_equal(kube_request(c, KUBE_GET, "/low1", NULL, 0, low, on_order, &low1), 0);
+    assert_int_equal(kube_request(c, KUBE_GET, "/low2", NULL, 0, low, on_order, &low2), 0);
+    assert_int_equal(kube_request(c, KUBE_GET, "/low3", NULL, 0, low, on_order, &low3), 0);
+    assert_int_equal(kube_request(c, KUBE_GET, "/n", NULL, 0, KUBE_NO_RETRY, on_order, &normal), 0);
+    assert_int_equal(kube_client_promote(c, "/low3"), 1);
+    assert_int_equal(kube_client_promote(c, "/none"), 0);
+    assert_false(kube_client_replace(c, "/low1", "{}", 2)); /* a GET: no body to replace */
+    assert_false(kube_client_replace(c, "/n", "{}", 2));    /* not a KUBE_LOW one */
+    int px = 0;
+    assert_int_equal(kube_request(c, KUBE_PATCH_MERGE, "/p", "{\"a\":1}", 7, low, on_order, &px),
+                     0);
+    assert_true(kube_client_replace(c, "/p", "{\"a\":2}", 7)); /* no second request */
+    struct kube_client_stats st;
+    kube_client_stats(c, &st);
+    assert_int_equal(st.queued, 5);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(normal, 1); /* queued last, answered first */
+    assert_int_equal(low3, 2);   /* promoted: in the normal order, after it */
+    assert_int_equal(low1, 3);
+    assert_int_equal(low2, 4);
+    assert_int_equal(px, 5);
+    kube_client_free(c);
+    /* past low_max_wait_ms a KUBE_LOW request takes one start in ten: two overdue ones behind
+     * twelve others go tenth and last */
+    o.low_max_wait_ms = 1;
+    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    int at[14] = {0};
+    assert_int_equal(kube_request(c, KUBE_GET, "/low1", NULL, 0, low, on_order, &at[0]), 0);
+    assert_int_equal(kube_request(c, KUBE_GET, "/low2", NULL, 0, low, on_order, &at[1]), 0);
+    for (int k = 2; k < 14; k++)
+        assert_int_equal(kube_request(c, KUBE_GET, "/n", NULL, 0, KUBE_NO_RETRY, on_order, &at[k]),
+                         0);
+    uv_sleep(5);
+    uv_update_time(&loop);
+    order_seq = 0;
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(at[0], 10); /* after nine others */
+    assert_int_equal(at[1], 14); /* then nine more would go first: only three are left */
+    for (int k = 2; k < 11; k++)
+        assert_int_equal(at[k], k - 1);
+    kube_client_free(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +655,7 @@ int main(void)
         cmocka_unit_test(kubeconfig_merged_list),
         cmocka_unit_test(text_helpers),
         cmocka_unit_test(request_transport_error),
+        cmocka_unit_test(low_requests_wait),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
