@@ -153,9 +153,10 @@ struct sched_snapshot {
      * may compute it on the first call and keep it). */
     const struct sched_runtime_source *runtime_src;
     bool plan_starts; /* fill sched_result.etas: an expected start for every gang that waits */
-    /* sum every gang's domains from scratch instead of the cycle's cache (place_fitc.c): the
-     * same decisions, slower; the unit test compares the two */
-    bool no_fit_cache;
+    /* every search from scratch: no domain sums kept across gangs (place_fitc.c), every pod of
+     * a gang placed pod by pod scans the nodes from the first (place_pods.c); the same
+     * decisions, slower: the unit tests compare the two */
+    bool no_shortcuts;
     /* Placement state kept between cycles (sched/core/place_base.h), or NULL: the cycle then
      * builds it from `state` for every node. The driver touches a node in it after every change
      * of its node_state; the cycle changes it in place and leaves it to be restored by the next

@@ -58,7 +58,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->c = c;
     st->arena = arena;
     st->topology = snap->policy->topology;
-    st->no_fit_cache = snap->no_fit_cache;
+    st->no_shortcuts = snap->no_shortcuts;
     st->env = b->env;
     st->max_domains = b->max_domains;
     st->free = b->free;

@@ -94,7 +94,7 @@ struct place_state {
     uint32_t *touched; /* domains with a useful node, at the level being summed */
     uint32_t max_domains;
     struct place_fitc *fitc; /* the domain sums kept across gangs (place_fitc.c), or NULL */
-    bool no_fit_cache;       /* sched_snapshot.no_fit_cache */
+    bool no_shortcuts;       /* sched_snapshot.no_shortcuts */
     uint32_t fit_cached;     /* domain searches the cache summed (sched_result.n_fit_cached) */
     /* per level: GPUs of the largest domain (schedulable nodes), and whether the level only
      * repeats the node level (every domain a single node, e.g. no clique label on HGX) */

@@ -184,7 +184,7 @@ static void fitc_sync(struct place_state *st, struct place_fitc *fc, const struc
 
 bool place_fitc_ready(struct place_state *st, const struct gang *g)
 {
-    if (st->no_fit_cache || st->only_level >= -1 || g->n_sets == 0 || g->n_sets > GANG_MAX_SETS)
+    if (st->no_shortcuts || st->only_level >= -1 || g->n_sets == 0 || g->n_sets > GANG_MAX_SETS)
         return false;
     for (uint32_t s = 0; s < g->n_sets; s++)
         if (st->elig_on[s])

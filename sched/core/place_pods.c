@@ -629,6 +629,24 @@ static const struct pod_term *first_self_term(const struct place_state *st)
 
 /* Fills g pod by pod over the first n_order nodes of st->order; a first pod may not go to a
  * domain of `first` named in banned[0 .. n_banned). */
+/* Does a node that refuses a pod of set s refuse every later pod of the set? Yes unless the set
+ * has an affinity term its own pods may meet or a spread of its own pods: the other rules
+ * (anti-affinity, host ports, the rows) and the resources only ever refuse more as pods are
+ * placed, so the next pod's scan may start where the last one was placed (the first-pod ban
+ * applies to the gang's first pod alone, before any other). */
+static bool rejects_stay(const struct place_state *st, uint32_t s)
+{
+    if (st->no_shortcuts)
+        return false;
+    for (uint32_t e = 0; e < st->n_pods_terms; e++)
+        if (st->pods_terms[e].set == s)
+            return false;
+    for (uint32_t e = 0; e < st->n_pods_spreads; e++)
+        if (st->pods_spreads[e].set == s && st->pods_spreads[e].own)
+            return false;
+    return true;
+}
+
 static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_order,
                       struct sched_assign *out, const struct pod_term *first,
                       const char *const *banned, uint32_t n_banned, uint32_t *first_node)
@@ -638,8 +656,9 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
     spreads_reset(st);
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
-        for (uint32_t p = 0; p < ps->count; p++) {
-            uint32_t mask = 0, j = 0;
+        bool resume = rejects_stay(st, s);
+        for (uint32_t p = 0, from = 0; p < ps->count; p++) {
+            uint32_t mask = 0, j = resume ? from : 0;
             for (; j < n_order; j++) {
                 uint32_t i = st->order[j];
                 if (!place_eligible(st, s, i) || own_why(st, g, s, i, out, k) >= 0)
@@ -661,6 +680,7 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
             if (k == 0)
                 *first_node = st->order[j];
             out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
+            from = j; /* that node may take the next pod too */
         }
     }
     return true;

@@ -27,7 +27,7 @@ struct world {
     const struct sched_pod *bound; /* bound pods for the pod rules (sched_snapshot.bound_pods) */
     uint32_t n_bound;
     bool plan_starts;  /* the cycle also plans expected starts */
-    bool no_fit_cache; /* sched_snapshot.no_fit_cache */
+    bool no_shortcuts; /* sched_snapshot.no_shortcuts */
 };
 
 static inline struct world *world_new(const char *spec)
@@ -130,7 +130,7 @@ static inline const struct sched_result *cycle(struct world *w, const char *poli
                                   .bound_pods = w->bound,
                                   .n_bound_pods = w->n_bound,
                                   .plan_starts = w->plan_starts,
-                                  .no_fit_cache = w->no_fit_cache};
+                                  .no_shortcuts = w->no_shortcuts};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;

@@ -219,7 +219,7 @@ static void test_fit_cache_decides_as_scratch(void **unused)
         snap.base = l->base;
         assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
         snap.base = NULL;
-        snap.no_fit_cache = true;
+        snap.no_shortcuts = true;
         assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
         pfx_same_result(&with, &without);
         assert_int_equal(without.n_fit_cached, 0);

@@ -13,11 +13,13 @@
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
 #include "sched/core/eta.h"
+#include "sched/core/place_base.h"
 #include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
 
 #include "cycle_fx.h"
+#include "place_fx.h"
 
 #define HOST "kubernetes.io/hostname"
 
@@ -484,6 +486,74 @@ static void test_reservation_follows_rules_among_pods(void **unused)
     free_gangs(w);
 }
 
+/* A gang placed pod by pod starts each pod's scan where the set's last pod went when nodes that
+ * refuse a pod refuse the later ones too (place_pods.c rejects_stay): the same decisions as
+ * scans from the first node (sched_snapshot.no_shortcuts), over 24 random worlds of bound pods
+ * with labels, anti-affinity and host ports and gangs of one or two sets whose pods may not
+ * share a node, some with an affinity to themselves by rack or a spread of their own pods over
+ * racks (those scanned from the first node). */
+static void test_scans_decide_as_from_scratch(void **unused)
+{
+    (void)unused;
+    static const uint32_t port[] = {6 << 16 | 8080};
+    static const struct pod_term anti_host = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const struct pod_term aff_rack = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    static const struct pod_spread spread_rack = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
+    static const struct pod_meta metas[] = {
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti_host, .n_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .ports = port, .n_ports = 1},
+        {.ns = "ml",
+         .labels = labels_a,
+         .n_labels = 1,
+         .anti = &anti_host,
+         .n_anti = 1,
+         .affinity = &aff_rack,
+         .n_affinity = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .spread = &spread_rack, .n_spread = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1},
+    };
+    uint64_t rng = 0x853C49E6748FEA9Bull;
+    uint32_t placed = 0;
+    for (int world = 0; world < 24; world++) {
+        struct world *w[2];
+        struct sched_pod bound[24];
+        for (uint32_t k = 0; k < 24; k++)
+            bound[k] = (struct sched_pod){.node = (uint32_t)(pfx_rnd(&rng) % 16),
+                                          .meta = &metas[pfx_rnd(&rng) % 5]};
+        uint64_t seed = pfx_rnd(&rng);
+        for (int x = 0; x < 2; x++) {
+            uint64_t r = seed;
+            w[x] = world_new("hgx:16");
+            w[x]->no_shortcuts = x == 1;
+            for (uint32_t i = 0; i < 16; i++)
+                use_gpus(w[x], i, (uint32_t)(pfx_rnd(&r) & 0x3F));
+            for (uint32_t j = 0; j < 12; j++) {
+                struct gang *g = add_gang(w[x], 1 + (uint32_t)(pfx_rnd(&r) % 5),
+                                          1 + (int64_t)(pfx_rnd(&r) % 2), (int64_t)j);
+                const struct pod_meta *m = &metas[pfx_rnd(&r) % 4];
+                if (pfx_rnd(&r) % 3 == 0) { /* a second set of the same pods but one GPU */
+                    g->sets[1] = g->sets[0];
+                    g->sets[1].count = 1 + (uint32_t)(pfx_rnd(&r) % 3);
+                    g->sets[1].req.v[RES_GPU] = 1;
+                    g->n_sets = 2;
+                }
+                with_meta(g, m);
+            }
+            w[x]->bound = bound;
+            w[x]->n_bound = 24;
+            cycle(w[x], "gangsched", 1);
+        }
+        pfx_same_result(&w[0]->res, &w[1]->res);
+        placed += w[0]->res.n_placements;
+        free_gangs(w[0]);
+        free_gangs(w[1]);
+    }
+    assert_true(placed > 40); /* the worlds did place gangs pod by pod */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_no_estimate_when_rules_refuse),
         cmocka_unit_test(test_reservation_one_pod_per_node),
         cmocka_unit_test(test_reservation_follows_rules_among_pods),
+        cmocka_unit_test(test_scans_decide_as_from_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
