@@ -77,6 +77,27 @@ void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJS
     }
 }
 
+/* A PodGroup status write to `path`: a waiting one (the gang cannot be placed yet) may wait
+ * behind the Bindings (KUBE_LOW) and rewrites one still queued instead of queueing another; any
+ * other lifts a waiting one still queued out of the low lane first, so that it never lands after
+ * this one. */
+static int pg_status_send(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
+                          bool waiting, kube_resp_fn *fn, void *ctx)
+{
+    if (!waiting) {
+        kube_client_promote(d->client, path);
+        return send_json(d, m, path, body, 0, fn, ctx);
+    }
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    bool replaced = text && kube_client_replace(d->client, path, text, strlen(text));
+    free(text);
+    if (replaced) {
+        cJSON_Delete(body);
+        return 0;
+    }
+    return send_json(d, m, path, body, KUBE_LOW, fn, ctx);
+}
+
 /* A new API object {apiVersion, kind, metadata: {name, namespace}}; *meta (may be NULL) gets
  * its metadata for more fields. */
 cJSON *kdrv_new_object(const char *api_version, const char *kind, const char *ns, const char *name,
@@ -333,7 +354,7 @@ static void owed_send(struct kdrv *d, const char *gang, struct kowed *o)
         x->kind = o->kind;
         memcpy(x->gang, gang, n);
     }
-    if (!x || kdrv_send_json(d, how, path, body, on_owed, x) != 0) {
+    if (!x || pg_status_send(d, how, path, body, false, on_owed, x) != 0) {
         if (!x)
             cJSON_Delete(body);
         free(x);
@@ -655,7 +676,7 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
         return SCHED_ENOMEM;
     char path[700];
     native_status_path(pg, path, sizeof(path));
-    return kdrv_send_json(d, KUBE_PATCH_STRATEGIC, path, body, NULL, NULL);
+    return pg_status_send(d, KUBE_PATCH_STRATEGIC, path, body, true, NULL, NULL);
 }
 
 struct pods_event {
@@ -809,7 +830,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
-        return kdrv_send_json(d, KUBE_PATCH_MERGE, path, body,
+        return pg_status_send(d, KUBE_PATCH_MERGE, path, body, warn,
                               d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
     }
     /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
@@ -833,7 +854,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     cJSON_AddItemToObject(obj, "status", status);
     snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",
              pg->ns, pg->name);
-    return kdrv_send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+    return pg_status_send(d, KUBE_PUT, path, obj, warn, NULL, NULL);
 }
 
 /* The answer of a scheduler-plugins status write that carried conditions: when they are not in
