@@ -716,6 +716,7 @@ static int set_base(struct kube_client *c, const struct kube_auth *a, struct sch
 
 static void free_fields(struct kube_client *c)
 {
+    strmap_fini(&c->low_by_path);
     free(c->base);
     curl_slist_free_all(c->connect_to);
     free(c->ca_file);
@@ -748,6 +749,7 @@ int kube_client_new(uv_loop_t *loop, const struct kube_auth *auth,
     if (!c)
         return sched_fail(eb, SCHED_ENOMEM, "kube client: out of memory");
     c->loop = loop;
+    strmap_init(&c->low_by_path);
     c->qps = opts && opts->qps > 0 ? opts->qps : d.qps;
     c->burst = opts && opts->burst ? opts->burst : d.burst;
     c->max_inflight = opts && opts->max_inflight ? opts->max_inflight : d.max_inflight;

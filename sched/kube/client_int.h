@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "sched/core/strmap.h"
 #include "sched/kube/client.h"
 #include "sched/kube/wire.h"
 
@@ -80,11 +81,12 @@ struct kube_client {
     /* queued requests: KUBE_LOW ones in pending_low, started only when nothing of pending
      * can start; the others in pending */
     struct req_list pending, pending_low, active;
-    uint32_t pending_special; /* streams and KUBE_NO_LIMIT requests in `pending` */
-    int64_t low_max_wait_ms;  /* kube_client_opts.low_max_wait_ms (< 0: no bound) */
-    uint32_t since_low;       /* ordinary requests started since the last KUBE_LOW one */
-    uint32_t inflight;        /* active non-stream requests */
-    bool (*gate)(void *ctx);  /* gated requests (req_gated) start only while it says true */
+    struct strmap low_by_path; /* path -> the newest request of pending_low for it */
+    uint32_t pending_special;  /* streams and KUBE_NO_LIMIT requests in `pending` */
+    int64_t low_max_wait_ms;   /* kube_client_opts.low_max_wait_ms (< 0: no bound) */
+    uint32_t since_low;        /* ordinary requests started since the last KUBE_LOW one */
+    uint32_t inflight;         /* active non-stream requests */
+    bool (*gate)(void *ctx);   /* gated requests (req_gated) start only while it says true */
     void *gate_ctx;
     uv_timer_t drain_timer;      /* kube_client_drain_writes' bound */
     void (*drain_fn)(void *ctx); /* set while draining: called once no write is left */

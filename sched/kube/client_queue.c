@@ -76,21 +76,24 @@ void kclient_pending_push(struct kube_client *c, struct kube_req *r)
     r->queued_ms = uv_now(c->loop);
     kclient_list_push(lane(c, r), r);
     c->pending_special += req_special(r);
+    if (r->flags & KUBE_LOW) /* out of memory: not found by kube_client_replace, still sent */
+        (void)strmap_put(&c->low_by_path, r->path, r, NULL);
 }
 
 static void pending_unlink(struct kube_client *c, struct kube_req *r)
 {
     kclient_list_unlink(lane(c, r), r);
     c->pending_special -= req_special(r);
+    if ((r->flags & KUBE_LOW) && strmap_get(&c->low_by_path, r->path) == r)
+        strmap_del(&c->low_by_path, r->path);
 }
 
 bool kube_client_replace(struct kube_client *c, const char *path, const char *body, size_t len)
 {
     if (!c || c->dead || !path || !body)
         return false;
-    for (struct kube_req *r = c->pending_low.tail; r; r = r->prev) { /* the newest first */
-        if (strcmp(r->path, path) != 0 || r->m == KUBE_GET || r->m == KUBE_DELETE)
-            continue;
+    struct kube_req *r = strmap_get(&c->low_by_path, path); /* the newest for it */
+    if (r && r->m != KUBE_GET && r->m != KUBE_DELETE) {
         char *b = malloc(len + 1);
         if (!b)
             return false;
