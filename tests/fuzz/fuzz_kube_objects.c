@@ -4,10 +4,11 @@
  *
  * Owns: parsing each input as JSON (as a watch event's object or a list item would be), feeding
  * it to the cache as a node, a pod, every kind of PodGroup (scheduler-plugins, Volcano,
- * scheduling.k8s.io PodGroup and Workload), a ResourceSlice and a ResourceClaim, building a cycle's
- * input and running the core on it, then deleting everything again. Checks the decoders' promises:
- * a refused object leaves nothing behind, an accepted one has its key and sane numbers, and the
- * cache never offers a gang below its minMember. Violations abort, so the fuzzer reports them.
+ * scheduling.k8s.io PodGroup and Workload), a ResourceSlice, a ResourceClaim and a Namespace,
+ * building a cycle's input and running the core on it, then deleting everything again. Checks
+ * the decoders' promises: a refused object leaves nothing behind, an accepted one has its key
+ * and sane numbers, and the cache never offers a gang below its minMember. Violations abort, so
+ * the fuzzer reports them.
  * An input that is a watch event ({"type":..., "object":...}) is unwrapped first.
  */
 #include <stdint.h>
@@ -75,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, false) == 0);
     check(kcache_slice_event(c, obj, false) == 0);
     check(kcache_claim_event(c, obj, false) == 0);
+    check(kcache_ns_event(c, obj, false) == 0); /* its labels, read by namespaceSelectors */
     struct arena a;
     arena_init(&a, 1 << 16);
     struct kcache_build kb;
@@ -96,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, true) == 0);
     check(kcache_slice_event(c, obj, true) == 0);
     check(kcache_claim_event(c, obj, true) == 0);
+    check(kcache_ns_event(c, obj, true) == 0);
     check(kcache_n_pods(c) == 0 && kcache_n_nodes(c) == 0);
     arena_fini(&a);
     kcache_free(c);
