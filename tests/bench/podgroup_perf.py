@@ -450,16 +450,19 @@ def create_nodes(c, op, base, count, tparams):
     """createNodes: count nodes from the op's template (upstream's default node without one),
     labelled as its labelNodePrepareStrategy says. As upstream's node preparer
     (test/utils IntegrationTestNodePreparer.PrepareNodes), a node without a name is named
-    generateName + 5 random characters before it is created, and labelled
+    generateName + 5 random characters before it is created (drawn again on a name already
+    taken, as a client retries a generated name the server refused), and labelled
     kubernetes.io/hostname with that name (pod affinity to the hostname needs it)."""
-    objs = []
+    objs, names = [], set()
     for i in range(count):
         n = (load(base, op["nodeTemplatePath"], dict(tparams, Index=i, Count=count))
              if op.get("nodeTemplatePath") else json.loads(json.dumps(DEFAULT_NODE)))
         meta = n.setdefault("metadata", {})
-        if not meta.get("name"):
-            meta["name"] = (meta.pop("generateName", "") or "node-") + "".join(
+        prefix = meta.pop("generateName", "") or "node-"
+        while not meta.get("name") or meta["name"] in names:  # 27^5 names: 10,000 collide
+            meta["name"] = prefix + "".join(
                 random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        names.add(meta["name"])
         meta.setdefault("labels", {})["kubernetes.io/hostname"] = meta["name"]
         lp = op.get("labelNodePrepareStrategy")
         if lp:
