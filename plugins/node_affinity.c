@@ -1,5 +1,7 @@
 /* plugins/node_affinity.c: required node affinity with In, NotIn, Exists, DoesNotExist, Gt and
- * Lt, terms ORed and requirements ANDed (Kubernetes semantics; see model.h). */
+ * Lt, terms ORed and requirements ANDed, an empty term matching no node (Kubernetes semantics;
+ * see model.h); and the weight a pod set's preferred terms give a node (the engine's node order,
+ * sched/core/place.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,23 @@ bool sel_req_matches(const struct sel_req *r, const struct node *n)
     return false;
 }
 
+bool sel_term_matches(const struct sel_term *t, const struct node *n)
+{
+    bool all = t->n_reqs > 0; /* an empty term matches no node */
+    for (uint32_t k = 0; k < t->n_reqs && all; k++)
+        all = sel_req_matches(&t->reqs[k], n);
+    return all;
+}
+
+uint32_t sel_pref_weight(const struct podset *ps, const struct node *n)
+{
+    uint32_t w = 0;
+    for (uint32_t t = 0; t < ps->n_pref; t++)
+        if (ps->pref[t].weight > 0 && sel_term_matches(&ps->pref[t].term, n))
+            w += (uint32_t)ps->pref[t].weight;
+    return w;
+}
+
 static bool active(const struct filter_env *env, const struct gang *g, const struct podset *ps)
 {
     (void)env, (void)g;
@@ -54,14 +73,9 @@ static bool active(const struct filter_env *env, const struct gang *g, const str
 static bool pass(const struct gang *g, const struct podset *ps, const struct node *n)
 {
     (void)g;
-    for (uint32_t t = 0; t < ps->n_affinity; t++) {
-        const struct sel_term *term = &ps->affinity[t];
-        bool all = true;
-        for (uint32_t k = 0; k < term->n_reqs && all; k++)
-            all = sel_req_matches(&term->reqs[k], n);
-        if (all)
+    for (uint32_t t = 0; t < ps->n_affinity; t++)
+        if (sel_term_matches(&ps->affinity[t], n))
             return true;
-    }
     return false;
 }
 

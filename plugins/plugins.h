@@ -101,6 +101,10 @@ uint32_t plugin_score_top(const double *w, const struct score_in *in, uint8_t *t
                           uint16_t *values, uint32_t max);
 /* true when node n satisfies one affinity requirement (Kubernetes rules, see model.h). */
 bool sel_req_matches(const struct sel_req *r, const struct node *n);
+/* true when node n meets every requirement of term t (an empty term: never). */
+bool sel_term_matches(const struct sel_term *t, const struct node *n);
+/* The sum of the weights of ps's preferred node affinity terms that node n meets (0: none). */
+uint32_t sel_pref_weight(const struct podset *ps, const struct node *n);
 /* true when `tols` tolerate taint `t` (Kubernetes rules). */
 bool taint_tolerated(const struct taint *t, const struct toleration *tols, uint32_t n_tols);
 

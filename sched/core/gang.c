@@ -14,6 +14,20 @@
 
 static void share_ids(int *ids);
 
+static uint64_t hash_term(uint64_t h, const struct sel_term *term)
+{
+    h = sched_hash(h, &term->n_reqs, sizeof(term->n_reqs));
+    for (uint32_t k = 0; k < term->n_reqs; k++) {
+        const struct sel_req *r = &term->reqs[k];
+        h = sched_hash_str(h, r->key);
+        uint32_t op = (uint32_t)r->op | (r->field ? 0x100u : 0); /* a field is not a label */
+        h = sched_hash(h, &op, sizeof(op));
+        for (uint32_t v = 0; v < r->n_values; v++)
+            h = sched_hash_str(h, r->values[v]);
+    }
+    return h;
+}
+
 void gang_finalize(struct gang *g)
 {
     uint64_t h = SCHED_HASH_INIT;
@@ -22,6 +36,7 @@ void gang_finalize(struct gang *g)
     g->n_pods = 0;
     g->gpus = 0;
     g->share = false;
+    g->pref = 0;
     h = sched_hash(h, &g->n_sets, sizeof(g->n_sets));
     h = sched_hash(h, &g->topo_required, sizeof(g->topo_required));
     h = sched_hash(h, &g->topo_preferred, sizeof(g->topo_preferred));
@@ -49,15 +64,18 @@ void gang_finalize(struct gang *g)
             h = sched_hash_str(h, ps->node_selector[k].key);
             h = sched_hash_str(h, ps->node_selector[k].value);
         }
-        for (uint32_t t = 0; t < ps->n_affinity; t++) {
-            const struct sel_term *term = &ps->affinity[t];
-            h = sched_hash(h, &term->n_reqs, sizeof(term->n_reqs));
-            for (uint32_t k = 0; k < term->n_reqs; k++) {
-                h = sched_hash_str(h, term->reqs[k].key);
-                h = sched_hash(h, &term->reqs[k].op, sizeof(term->reqs[k].op));
-                for (uint32_t v = 0; v < term->reqs[k].n_values; v++)
-                    h = sched_hash_str(h, term->reqs[k].values[v]);
+        for (uint32_t t = 0; t < ps->n_affinity; t++)
+            h = hash_term(h, &ps->affinity[t]);
+        if (ps->n_pref) { /* hashed only when set: shapes unchanged */
+            uint64_t p = g->pref ? g->pref : SCHED_HASH_INIT;
+            p = sched_hash(p, &i, sizeof(i));
+            p = sched_hash(p, &ps->n_pref, sizeof(ps->n_pref));
+            for (uint32_t t = 0; t < ps->n_pref; t++) {
+                p = sched_hash(p, &ps->pref[t].weight, sizeof(ps->pref[t].weight));
+                p = hash_term(p, &ps->pref[t].term);
             }
+            g->pref = p ? p : 1;
+            h = sched_hash(h, &g->pref, sizeof(g->pref));
         }
         for (uint32_t k = 0; k < ps->n_tolerations; k++) {
             const struct toleration *t = &ps->tolerations[k];

@@ -164,9 +164,18 @@ struct sel_req {
     uint32_t n_values;
 };
 
+/* A node selector term: its requirements ANDed; a term without any matches no node (core/v1
+ * NodeSelectorTerm: "a null or empty node selector term matches no objects"). */
 struct sel_term {
     const struct sel_req *reqs;
     uint32_t n_reqs;
+};
+
+/* A preferred node affinity term (core/v1 PreferredSchedulingTerm): a node that meets `term`
+ * adds `weight` (1..100) to the pod set's preference for it. */
+struct pref_term {
+    int32_t weight;
+    struct sel_term term;
 };
 
 /* Inter-pod constraints (spec.affinity.podAffinity / podAntiAffinity, required terms only, and
@@ -239,6 +248,8 @@ struct podset {
     uint32_t n_tolerations;
     const struct sel_term *affinity; /* required node affinity terms (ORed); none = any node */
     uint32_t n_affinity;
+    const struct pref_term *pref; /* preferred node affinity terms (weights summed per node) */
+    uint32_t n_pref;
     /* inter-pod constraints and the labels others' terms select, or NULL; the set's pods are
      * read as one: a driver gives it the labels of the set's first pod */
     const struct pod_meta *meta;
@@ -297,6 +308,7 @@ struct gang {
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
     uint64_t shape; /* hash of every placement-relevant field: equal shapes, equal fate */
+    uint64_t pref;  /* hash of the pod sets' preferred node affinity terms, 0 when none */
     bool share;     /* some pod set asks for a GPU share (HAMi: nvidia.com/gpumem,
                        gpumem-percentage or gpucores above 0; sched/core/place_share.c) */
 };

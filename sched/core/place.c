@@ -53,6 +53,7 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     b->jr = NULL; /* the last cycle's cache and its journal were in its arena */
     b->jr_n = 0;
     b->jr_over = false;
+    b->tier_key = 0; /* node labels may have changed since the last cycle */
     place_base_sync(b, snap->state);
     st->b = b;
     st->c = c;
@@ -66,6 +67,8 @@ int place_state_build(struct place_state *st, const struct sched_snapshot *snap,
     st->ok = b->ok;
     st->held = b->held;
     st->soft = b->soft;
+    st->tier = b->tier;
+    st->n_tiers = 1;
     st->held_for = b->held_for;
     st->key = b->key;
     st->elig = b->elig;
@@ -163,6 +166,71 @@ static void record_top(struct place_state *st, const struct score_in *in)
 
 /* ---- filters per pod set ---------------------------------------------------------------- */
 
+/* The sum of the weights of the preferred node affinity terms that node i meets, over g's sets. */
+static uint32_t pref_weight(const struct place_state *st, const struct gang *g, uint32_t i)
+{
+    uint32_t w = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        w += sel_pref_weight(&g->sets[s], &st->c->nodes[i]);
+    return w;
+}
+
+/* Preferred node affinity (kube-scheduler's NodeAffinity score: the sum of the weights of the
+ * terms a node meets, over the gang's pod sets): the nodes with the largest sum are tier 0, the
+ * next largest tier 1, ... (at most PLACE_PREF_TIERS), so that each choice of nodes below takes
+ * a more preferred node first. n_tiers stays 1 when no set has preferences or every node
+ * scores alike. Tiers depend on the nodes' names and labels only: kept for the cycle's next
+ * gangs of the same preferences (gang.pref), so that only a change of preferences costs a
+ * pass over the nodes' labels (and one over the sums). */
+static void pref_tiers(struct place_state *st, const struct gang *g)
+{
+    st->n_tiers = 1;
+    if (!g->pref || !st->topology)
+        return;
+    if (g->pref == st->b->tier_key && !st->no_shortcuts) {
+        st->n_tiers = st->b->tier_n;
+        return;
+    }
+    struct place_base *b = st->b;
+    uint32_t top[PLACE_PREF_TIERS], nt = 0, n = st->c->n_nodes; /* distinct sums, largest first */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = b->tier_w[i] = pref_weight(st, g, i), k = 0;
+        while (k < nt && top[k] > w)
+            k++;
+        if ((k < nt && top[k] == w) || k == PLACE_PREF_TIERS)
+            continue;
+        if (nt < PLACE_PREF_TIERS)
+            nt++;
+        memmove(&top[k + 1], &top[k], (nt - 1 - k) * sizeof(top[0]));
+        top[k] = w;
+    }
+    memset(b->tier_cnt, 0, sizeof(b->tier_cnt));
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = b->tier_w[i], k = 0;
+        while (k + 1 < nt && top[k] > w)
+            k++;
+        b->tier[i] = (uint8_t)k;
+        if (b->key[i] != PB_NO_KEY)
+            b->tier_cnt[k][b->key[i]]++;
+    }
+    st->n_tiers = nt > 1 ? nt : 1;
+    b->tier_key = g->pref;
+    b->tier_n = st->n_tiers;
+}
+
+/* Node i's preference tier for the gang being placed (0: most preferred). */
+static inline uint32_t tier_of(const struct place_state *st, uint32_t i)
+{
+    return st->n_tiers > 1 ? st->tier[i] : 0;
+}
+
+/* Node i's key in place_order_domain: (tier, untolerated PreferNoSchedule, rank). */
+static inline uint32_t order_key(const struct place_state *st, uint32_t i)
+{
+    return (tier_of(st, i) * 2 + (st->soft[i] ? 1u : 0u)) * (NODE_MAX_GPUS + 1) +
+           st->rank[popc(st->gpu_free[i])];
+}
+
 void place_prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
@@ -170,6 +238,7 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
     st->cur_w = plugin_gang_weights(g);
     if (st->topology && g->n_sets > 0)
         rank_nodes(st, g->sets[0].req.v[RES_GPU]);
+    pref_tiers(st, g);
     if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
         const struct podset *ps0 = &g->sets[0];
         for (uint32_t i = 0; i < n; i++) {
@@ -396,47 +465,80 @@ static bool place_first_fit(struct place_state *st, const struct gang *g, struct
     return true;
 }
 
+/* The best node found so far for a one-pod gang: the first that fits in the scan's order
+ * within the most preferred tier seen (tier n_tiers: none yet). */
+struct one_best {
+    uint32_t tier, node, mask;
+    int64_t key; /* its bucket (free GPUs), for the top score terms */
+};
+
+/* Takes node i (bucket k) when it is eligible, fits and is of a more preferred tier than the
+ * best so far; true when taken. */
+static bool one_consider(struct place_state *st, const struct podset *ps, uint32_t i, int64_t k,
+                         struct one_best *b)
+{
+    uint32_t t = tier_of(st, i), mask = 0;
+    if (t >= b->tier || !eligible(st, 0, i) || !place_pod_fits(st, ps, i, &mask))
+        return false;
+    *b = (struct one_best){.tier = t, .node = i, .mask = mask, .key = k};
+    return true;
+}
+
 /* One pod: the node with the fewest free GPUs that fits (buckets), GPU-less pods prefer nodes
- * without GPUs so that accelerators stay free. */
+ * without GPUs so that accelerators stay free; the most preferred tier first. With tiers, a
+ * bucket is passed over when it holds no node of the tier (b->tier_cnt) and left once all of
+ * them were seen, so a tier costs about the nodes of its buckets, not a scan of every node. */
 static bool place_one(struct place_state *st, const struct gang *g, struct sched_assign *out)
 {
     const struct podset *ps = &g->sets[0];
     int64_t gpus = ps->req.v[RES_GPU];
-    uint32_t mask = 0;
-    if (gpus > 0) {
-        /* Buckets in the score order of their free GPU count (training: fewest free first;
-         * inference: most first). Pass 0 skips PreferNoSchedule. */
-        for (int pass = st->has_soft ? 0 : 1; pass < 2; pass++)
-            for (uint32_t step = 0; step <= NODE_MAX_GPUS; step++) {
+    struct one_best b = {.tier = st->n_tiers};
+    bool tiers = st->n_tiers > 1, done = false;
+    /* Buckets in the score order of their free GPU count (training: fewest free first;
+     * inference: most first). Pass 0 skips PreferNoSchedule, pass 1 takes only those. */
+    for (uint32_t t = 0; t < st->n_tiers && gpus > 0 && !done; t++)
+        for (int pass = st->has_soft ? 0 : 1; pass < 2 && !done; pass++)
+            for (uint32_t step = 0; step <= NODE_MAX_GPUS && !done; step++) {
                 int64_t k = st->key_order[step];
-                if (k < gpus)
+                uint32_t left = tiers ? st->b->tier_cnt[t][k] : UINT32_MAX;
+                if (k < gpus || left == 0)
                     continue;
                 struct pb_iter it;
                 pb_iter_start(st->b, (uint32_t)k, &it);
-                for (int32_t i; (i = pb_iter_next(st->b, (uint32_t)k, &it)) >= 0;)
-                    if ((pass == 1 || !st->soft[i]) && eligible(st, 0, (uint32_t)i) &&
-                        place_pod_fits(st, ps, (uint32_t)i, &mask)) {
-                        out[0] = (struct sched_assign){.node = (uint32_t)i, .gpu_mask = mask};
-                        struct score_in in = node_in(st, k, gpus);
-                        record_top(st, &in);
-                        return apply(st, (uint32_t)i, mask, &ps->req);
-                    }
+                for (int32_t i;
+                     !done && left > 0 && (i = pb_iter_next(st->b, (uint32_t)k, &it)) >= 0;) {
+                    if (tiers && st->tier[i] != t)
+                        continue;
+                    left -= tiers;
+                    if (pass == 1 ? !st->has_soft || st->soft[i] : !st->soft[i])
+                        done = one_consider(st, ps, (uint32_t)i, k, &b);
+                }
             }
-        return false;
+    if (gpus > 0) {
+        if (b.tier == st->n_tiers)
+            return false;
+        out[0] = (struct sched_assign){.node = b.node, .gpu_mask = b.mask};
+        struct score_in in = node_in(st, b.key, gpus);
+        record_top(st, &in);
+        return apply(st, b.node, b.mask, &ps->req);
     }
-    for (int pass = 0; pass < 3; pass++)
-        for (uint32_t i = 0; i < st->c->n_nodes; i++)
-            if ((pass == 2 || (st->c->nodes[i].n_gpus == 0 && (pass == 1 || !st->soft[i]))) &&
-                eligible(st, 0, i) && place_pod_fits(st, ps, i, &mask)) {
-                out[0] = (struct sched_assign){.node = i, .gpu_mask = 0};
-                return apply(st, i, 0, &ps->req);
-            }
-    return false;
+    /* nodes without GPUs and no untolerated PreferNoSchedule taint, then those with one, then
+     * every node with GPUs */
+    for (int pass = 0; pass < 3 && !done; pass++)
+        for (uint32_t i = 0; i < st->c->n_nodes && !done; i++)
+            if (pass == 2 ? st->c->nodes[i].n_gpus > 0
+                          : st->c->nodes[i].n_gpus == 0 && (pass == 1) == (st->soft[i] != 0))
+                done = one_consider(st, ps, i, 0, &b) && b.tier == 0; /* none better */
+    if (b.tier == st->n_tiers)
+        return false;
+    out[0] = (struct sched_assign){.node = b.node, .gpu_mask = 0};
+    return apply(st, b.node, 0, &ps->req);
 }
 
-/* Nodes of a domain (or the cluster when level < 0) in score order (training: fullest first),
- * untolerated PreferNoSchedule nodes after all others: counting sort on the rank of their free
- * GPU count, ties by node index. Returns the count written to st->order. */
+/* Nodes of a domain (or the cluster when level < 0) by preference tier (the nodes the gang
+ * prefers most first), then in score order (training: fullest first) with untolerated
+ * PreferNoSchedule nodes after all others of their tier: counting sort on (tier, taint, rank of
+ * the free GPU count), ties by node index. Returns the count written to st->order. */
 uint32_t place_order_domain(struct place_state *st, int level, uint32_t d)
 {
     const struct topo *t = &st->c->topo;
@@ -449,19 +551,18 @@ uint32_t place_order_domain(struct place_state *st, int level, uint32_t d)
     } else {
         n = st->c->n_nodes;
     }
-    /* key: rank of the free GPU count, PreferNoSchedule-tainted nodes after all others */
-    enum { KEYS = 2 * (NODE_MAX_GPUS + 1) };
-    uint32_t count[KEYS + 1] = {0};
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t i = idx ? idx[j] : j;
-        count[st->rank[popc(st->gpu_free[i])] + (st->soft[i] ? NODE_MAX_GPUS + 1 : 0) + 1]++;
-    }
-    for (uint32_t k = 1; k <= KEYS; k++)
+    /* key: tier, then PreferNoSchedule-tainted nodes after the others, then the rank of the
+     * free GPU count */
+    enum { RANKS = NODE_MAX_GPUS + 1, MAX_KEYS = PLACE_PREF_TIERS * 2 * RANKS };
+    uint32_t keys = st->n_tiers * 2 * RANKS, count[MAX_KEYS + 1];
+    memset(count, 0, (keys + 1) * sizeof(count[0]));
+    for (uint32_t j = 0; j < n; j++)
+        count[order_key(st, idx ? idx[j] : j) + 1]++;
+    for (uint32_t k = 1; k <= keys; k++)
         count[k] += count[k - 1];
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = idx ? idx[j] : j;
-        st->order[count[st->rank[popc(st->gpu_free[i])] +
-                        (st->soft[i] ? NODE_MAX_GPUS + 1 : 0)]++] = i;
+        st->order[count[order_key(st, i)]++] = i;
     }
     return n;
 }

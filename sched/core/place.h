@@ -74,6 +74,10 @@ struct place_state {
     uint32_t n_rel, cap_rel;
     uint8_t *soft; /* node has a PreferNoSchedule taint the gang being placed does not tolerate */
     bool has_soft; /* some node has a PreferNoSchedule taint */
+    /* preferred node affinity of the gang being placed: tier[i] 0 for the nodes its pod sets
+     * prefer most (largest sum of weights), 1 for the next, ...; read only when n_tiers > 1 */
+    uint8_t *tier;
+    uint32_t n_tiers;
     /* best near miss of the last failed domain search: the domain that held the most pods */
     int near_level;
     uint32_t near_domain;

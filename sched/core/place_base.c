@@ -37,6 +37,8 @@ static void layout(struct place_base *b, struct carve *cv)
     b->ok = carve(cv, n, 1);
     b->held = carve(cv, n, 1);
     b->soft = carve(cv, n, 1);
+    b->tier = carve(cv, n, 1);
+    b->tier_w = carve(cv, n, sizeof(*b->tier_w));
     b->key = carve(cv, n, 1);
     b->held_for = carve(cv, n, sizeof(*b->held_for));
     b->sok = carve(cv, n, 1);
@@ -69,7 +71,7 @@ static void layout(struct place_base *b, struct carve *cv)
 static void zero_arrays(struct place_base *b)
 {
     size_t n = b->n ? b->n : 1;
-    uint8_t *flags[] = {b->ok, b->held, b->soft, b->sok, b->lok, b->in_list, b->in_sh};
+    uint8_t *flags[] = {b->ok, b->held, b->soft, b->tier, b->sok, b->lok, b->in_list, b->in_sh};
     for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
         memset(flags[k], 0, n);
     memset(b->held_for, 0, n * sizeof(*b->held_for));
@@ -208,11 +210,19 @@ static void bits_clear(struct place_base *b, uint64_t *bits, uint64_t *summary, 
 }
 
 /* Out of the bucket, without marking (the sync uses it). */
+/* Node i enters (+1) or leaves (-1) bucket k: the counts per tier, while tiers are kept. */
+static inline void tier_count(struct place_base *b, uint32_t i, uint8_t k, int d)
+{
+    if (b->tier_key)
+        b->tier_cnt[b->tier[i]][k] += (uint32_t)d;
+}
+
 static void unlink_raw(struct place_base *b, uint32_t i)
 {
     uint8_t k = b->key[i];
     if (k == PB_NO_KEY)
         return;
+    tier_count(b, i, k, -1);
     if (b->in_list[i]) {
         int32_t p = b->prev[i], nx = b->next[i];
         if (p >= 0)
@@ -245,6 +255,7 @@ void pb_link(struct place_base *b, uint32_t i)
     pb_journal(b, i);
     uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);
     b->key[i] = k;
+    tier_count(b, i, k, 1);
     b->in_list[i] = 1;
     b->prev[i] = -1;
     b->next[i] = b->head[k];
@@ -260,6 +271,7 @@ void pb_link_shared(struct place_base *b, uint32_t i)
     unlink_raw(b, i);
     uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);
     b->key[i] = k;
+    tier_count(b, i, k, 1);
     b->in_sh[i] = 1;
     bits_set(b, b->sh_bits, b->sh_summary, k, i);
     b->free_gpus += k;

@@ -44,8 +44,11 @@
 #include "sched/core/arena.h"
 #include "sched/core/model.h"
 
-#define PB_NO_KEY 0xFFu
-#define PB_KEYS   (NODE_MAX_GPUS + 1)
+#define PB_NO_KEY        0xFFu
+#define PB_KEYS          (NODE_MAX_GPUS + 1)
+/* Preference tiers told apart (place.c pref_tiers): sums of preferred node affinity weights
+ * below the PLACE_PREF_TIERS-th largest share the last tier. */
+#define PLACE_PREF_TIERS 16
 
 struct place_base {
     const struct cluster *c;
@@ -65,6 +68,14 @@ struct place_base {
     struct res_vec *free;
     uint32_t *gpu_free;
     uint8_t *ok, *held, *soft, *key; /* key: free GPUs of a linked node, PB_NO_KEY otherwise */
+    uint8_t *tier; /* preference tiers of the nodes for the preferences hashed tier_key (gang.pref;
+                      0: none computed this cycle), tier_n of them (place.c pref_tiers) */
+    uint64_t tier_key;
+    uint32_t tier_n;
+    uint32_t *tier_w; /* scratch of pref_tiers: each node's sum of weights */
+    /* while tier_key != 0: the linked nodes per tier and bucket, kept by every link and
+     * unlink (so that a one-pod gang skips the buckets without a node of the tier it wants) */
+    uint32_t tier_cnt[PLACE_PREF_TIERS][PB_KEYS];
     const struct gang **held_for;
     uint8_t *sok; /* counted in ok_gpus: ok by the node_state (before holds) */
     uint8_t *lok; /* counted in the domain sums: sok and not held for a preemptor */

@@ -645,6 +645,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 ps->n_tolerations = sp->n_tolerations;
                 ps->affinity = sp->affinity;
                 ps->n_affinity = sp->n_affinity;
+                ps->pref = sp->pref;
+                ps->n_pref = sp->n_pref;
             }
             ps->meta = p->meta; /* inter-pod constraints: the set's first pod's labels */
             if (!running && p->n_claims &&

@@ -520,6 +520,10 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     for (uint32_t t = 0; t < nt; t++) {
         const struct sel_term *old = ps->n_affinity ? &ps->affinity[t] : NULL;
         uint32_t n = old ? old->n_reqs : 0;
+        if (old && n == 0) { /* an empty term matches no node, and still none with the names */
+            terms[t] = *old;
+            continue;
+        }
         struct sel_req *reqs = arena_calloc(a, n + 1, sizeof(*reqs));
         if (!reqs)
             return SCHED_ENOMEM;

@@ -743,10 +743,11 @@ int kobj_sel_exprs(const cJSON *exprs, int n_ops, const char *where, struct aren
             if (strcmp(op, ops[o]) == 0)
                 found = o;
         if (!key || found < 0)
-            return sched_fail(eb, SCHED_EINVAL,
-                              "%s[%u]: needs a key and an operator of In, NotIn, Exists, "
-                              "DoesNotExist%s",
-                              where, j, n_ops > 4 ? ", Gt, Lt" : "");
+            return sched_fail(eb, SCHED_EINVAL, "%s[%u]: needs a key and an operator of %s", where,
+                              j,
+                              n_ops > 4   ? "In, NotIn, Exists, DoesNotExist, Gt, Lt"
+                              : n_ops > 2 ? "In, NotIn, Exists, DoesNotExist"
+                                          : "In, NotIn");
         struct sel_req *q = &r[*k];
         q->op = (enum sel_op)found;
         if (!(q->key = arena_strdup(a, key)))
@@ -761,22 +762,95 @@ int kobj_sel_exprs(const cJSON *exprs, int n_ops, const char *where, struct aren
     return 0;
 }
 
-/* One nodeSelectorTerm's matchExpressions. */
-static int place_term(const cJSON *term, const char *key, uint32_t k, struct arena *a,
-                      struct sel_term *st, struct sched_errbuf *eb)
+/* One NodeSelectorTerm at `where`: its matchExpressions (labels; the six operators) and its
+ * matchFields (the node's metadata.name, In or NotIn: the only field core/v1 validation
+ * accepts), ANDed; a term with neither matches no node (model.h sel_term). */
+static int place_term(const cJSON *term, const char *where, struct arena *a, struct sel_term *st,
+                      struct sched_errbuf *eb)
 {
-    const cJSON *exprs = get(term, "matchExpressions");
-    int m = cJSON_GetArraySize(exprs);
+    if (term && !cJSON_IsObject(term))
+        return sched_fail(eb, SCHED_EINVAL, "%s: not an object", where);
+    const cJSON *exprs = get(term, "matchExpressions"), *fields = get(term, "matchFields");
+    int m = cJSON_GetArraySize(exprs) + cJSON_GetArraySize(fields);
     struct sel_req *r = arena_calloc(a, (size_t)(m > 0 ? m : 1), sizeof(*r));
     if (!r)
         return SCHED_ENOMEM;
-    char where[512];
-    snprintf(where, sizeof(where), "pod %s: nodeSelectorTerms[%u].matchExpressions", key, k);
+    char at[600];
+    snprintf(at, sizeof(at), "%s.matchExpressions", where);
     uint32_t j = 0;
-    int rc = kobj_sel_exprs(exprs, 6, where, a, r, &j, eb);
+    int rc = kobj_sel_exprs(exprs, 6, at, a, r, &j, eb);
+    uint32_t first_field = j;
+    snprintf(at, sizeof(at), "%s.matchFields", where);
+    if (rc == 0)
+        rc = kobj_sel_exprs(fields, 2, at, a, r, &j, eb);
+    for (uint32_t k = first_field; rc == 0 && k < j; k++) {
+        if (strcmp(r[k].key, "metadata.name") != 0)
+            return sched_fail(eb, SCHED_EINVAL, "%s[%u].key: '%s': only metadata.name is a field",
+                              at, k - first_field, r[k].key);
+        r[k].field = true;
+    }
     st->reqs = r;
     st->n_reqs = j;
     return rc;
+}
+
+/* spec.affinity.nodeAffinity's required terms into ps->affinity (ORed) and its preferred terms
+ * into ps->pref (core/v1 PreferredSchedulingTerm: weight 1..100; a term of weight 0 or with an
+ * empty preference counts for nothing, as kube-scheduler's NodeAffinity score reads it). */
+static int node_affinity_decode(const cJSON *na, const char *key, struct arena *a,
+                                struct podset *ps, struct sched_errbuf *eb)
+{
+    char where[KOBJ_KEY_MAX + 160];
+    const cJSON *terms =
+        get(get(na, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
+    const cJSON *prefs = get(na, "preferredDuringSchedulingIgnoredDuringExecution");
+    if ((terms && !cJSON_IsArray(terms) && !cJSON_IsNull(terms)) ||
+        (prefs && !cJSON_IsArray(prefs) && !cJSON_IsNull(prefs)))
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.affinity.nodeAffinity.%s: not a list",
+                          key,
+                          terms && !cJSON_IsArray(terms) && !cJSON_IsNull(terms)
+                              ? "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+                              : "preferredDuringSchedulingIgnoredDuringExecution");
+    int n = cJSON_GetArraySize(terms), np = cJSON_GetArraySize(prefs);
+    struct sel_term *st = n > 0 ? arena_calloc(a, (size_t)n, sizeof(*st)) : NULL;
+    struct pref_term *pt = np > 0 ? arena_calloc(a, (size_t)np, sizeof(*pt)) : NULL;
+    if ((n > 0 && !st) || (np > 0 && !pt))
+        return SCHED_ENOMEM;
+    uint32_t k = 0;
+    const cJSON *term, *req_list = n > 0 ? terms : NULL, *pref_list = np > 0 ? prefs : NULL;
+    cJSON_ArrayForEach(term, req_list)
+    {
+        snprintf(where, sizeof(where), "pod %s: nodeSelectorTerms[%u]", key, k);
+        int rc = place_term(term, where, a, &st[k++], eb);
+        if (rc)
+            return rc;
+    }
+    ps->affinity = st;
+    ps->n_affinity = k;
+    k = 0;
+    cJSON_ArrayForEach(term, pref_list)
+    {
+        snprintf(
+            where, sizeof(where),
+            "pod %s: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+            "[%u]",
+            key, k);
+        const cJSON *w = get(term, "weight");
+        double wv = cJSON_IsNumber(w) ? w->valuedouble : -1;
+        if (wv < 0 || wv > 100 || wv != (double)(int)wv)
+            return sched_fail(eb, SCHED_EINVAL, "%s.weight: not an integer from 1 to 100", where);
+        size_t len = strlen(where);
+        snprintf(where + len, sizeof(where) - len, ".preference");
+        int rc = place_term(get(term, "preference"), where, a, &pt[k].term, eb);
+        if (rc)
+            return rc;
+        pt[k].weight = (int32_t)wv;
+        if (pt[k].weight > 0 && pt[k].term.n_reqs > 0)
+            k++; /* a no-op term is not kept: pods differing by one stay in one set */
+    }
+    ps->pref = k ? pt : NULL;
+    ps->n_pref = k;
+    return 0;
 }
 
 /* The placement constraints of an unbound pod (nodeSelector, tolerations, required node
@@ -794,29 +868,7 @@ static int place_decode(const cJSON *spec, const char *key, struct arena *a, str
         rc = place_tolerations(get(spec, "tolerations"), key, a, ps, eb);
     if (rc)
         return rc;
-    const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
-                                 "requiredDuringSchedulingIgnoredDuringExecution"),
-                             "nodeSelectorTerms");
-    if (terms && !cJSON_IsArray(terms))
-        return sched_fail(eb, SCHED_EINVAL,
-                          "pod %s: spec.affinity.nodeAffinity: nodeSelectorTerms: not a list", key);
-    int n = cJSON_GetArraySize(terms);
-    if (n <= 0)
-        return 0;
-    struct sel_term *st = arena_calloc(a, (size_t)n, sizeof(*st));
-    if (!st)
-        return SCHED_ENOMEM;
-    uint32_t k = 0;
-    const cJSON *term;
-    cJSON_ArrayForEach(term, terms)
-    {
-        if ((rc = place_term(term, key, k, a, &st[k], eb)) != 0)
-            return rc;
-        k++;
-    }
-    ps->affinity = st;
-    ps->n_affinity = k;
-    return 0;
+    return node_affinity_decode(get(get(spec, "affinity"), "nodeAffinity"), key, a, ps, eb);
 }
 
 /* The device count of each container (sched/kube/hami.h writes one allocation entry each). */
@@ -869,6 +921,8 @@ static int pod_place(const cJSON *o, struct kpod *p)
     sp->n_tolerations = ps.n_tolerations;
     sp->affinity = ps.affinity;
     sp->n_affinity = ps.n_affinity;
+    sp->pref = ps.pref;
+    sp->n_pref = ps.n_pref;
     if (kobj_kv_copy(get(get(o, "metadata"), "annotations"), NULL, &sp->mem, &sp->ann, &sp->n_ann,
                      NULL))
         return SCHED_ENOMEM;
@@ -889,21 +943,35 @@ static bool str_eq(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+static bool term_eq(const struct sel_term *a, const struct sel_term *b)
+{
+    if (a->n_reqs != b->n_reqs)
+        return false;
+    for (uint32_t i = 0; i < a->n_reqs; i++) {
+        const struct sel_req *x = &a->reqs[i], *y = &b->reqs[i];
+        if (x->op != y->op || x->field != y->field || !str_eq(x->key, y->key) ||
+            x->n_values != y->n_values)
+            return false;
+        for (uint32_t v = 0; v < x->n_values; v++)
+            if (!str_eq(x->values[v], y->values[v]))
+                return false;
+    }
+    return true;
+}
+
 static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_t n)
 {
-    for (uint32_t t = 0; t < n; t++) {
-        if (a[t].n_reqs != b[t].n_reqs)
+    for (uint32_t t = 0; t < n; t++)
+        if (!term_eq(&a[t], &b[t]))
             return false;
-        for (uint32_t i = 0; i < a[t].n_reqs; i++) {
-            const struct sel_req *x = &a[t].reqs[i], *y = &b[t].reqs[i];
-            if (x->op != y->op || x->field != y->field || !str_eq(x->key, y->key) ||
-                x->n_values != y->n_values)
-                return false;
-            for (uint32_t v = 0; v < x->n_values; v++)
-                if (!str_eq(x->values[v], y->values[v]))
-                    return false;
-        }
-    }
+    return true;
+}
+
+static bool prefs_eq(const struct pref_term *a, const struct pref_term *b, uint32_t n)
+{
+    for (uint32_t t = 0; t < n; t++)
+        if (a[t].weight != b[t].weight || !term_eq(&a[t].term, &b[t].term))
+            return false;
     return true;
 }
 
@@ -930,7 +998,8 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
         return false;
     if (!nodes_kv_same(x->node_selector, x->n_node_selector, y->node_selector,
                        y->n_node_selector) ||
-        x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity)
+        x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity ||
+        x->n_pref != y->n_pref)
         return false;
     for (uint32_t i = 0; i < x->n_tolerations; i++) {
         const struct toleration *s = &x->tolerations[i], *t = &y->tolerations[i];
@@ -938,7 +1007,8 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
             !str_eq(s->value, t->value))
             return false;
     }
-    return terms_eq(x->affinity, y->affinity, x->n_affinity);
+    return terms_eq(x->affinity, y->affinity, x->n_affinity) &&
+           prefs_eq(x->pref, y->pref, x->n_pref);
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */

@@ -140,6 +140,8 @@ struct kpod_spec {
     uint32_t n_tolerations;
     const struct sel_term *affinity; /* required node affinity terms */
     uint32_t n_affinity;
+    const struct pref_term *pref; /* preferred node affinity terms (weight > 0, non-empty) */
+    uint32_t n_pref;
     const char *err;      /* why those cannot be read ("pod ns/x: spec.tolerations: ..."): the gang
                              waits with InvalidSpec; NULL when they were read */
     const struct kv *ann; /* metadata.annotations, sorted by key */
@@ -225,8 +227,8 @@ int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const str
 int kobj_strings(const cJSON *arr, struct arena *a, const char *const **out, uint32_t *n);
 /* A matchExpressions list (not a list: none) appended at r[*k] on: each needs a string key and
  * one of the first n_ops operators of In, NotIn, Exists, DoesNotExist, Gt, Lt (label selectors
- * allow 4, node selectors 6) and values that are a list of strings; a refusal names where[j].
- * 0, SCHED_ENOMEM or SCHED_EINVAL. */
+ * allow 4, node selectors 6, a node selector's matchFields 2) and values that are a list of
+ * strings; a refusal names where[j]. 0, SCHED_ENOMEM or SCHED_EINVAL. */
 int kobj_sel_exprs(const cJSON *exprs, int n_ops, const char *where, struct arena *a,
                    struct sel_req *r, uint32_t *k, struct sched_errbuf *eb);
 

@@ -17,6 +17,8 @@
  *   8. (informational) one cycle of 1,000 gangs whose pods must not share a node, beside 10
  *      bound pods per node a tenth of which have an anti-affinity, against the same without
  *      pod rules, at hgx:5000 and 10x that
+ *   9. (informational) one cycle of 1,000 gangs of 8 pods with preferred node affinity, one set
+ *      of preferences for all and one per gang, against the same without, at hgx:5000 and 10x
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
  *
@@ -711,6 +713,92 @@ static int bench_pod_rules(struct table *t)
     return 0;
 }
 
+/* ---- 9. preferred node affinity ---------------------------------------------------------- */
+
+#define PREF_GANGS 1000u
+
+/* One cycle's CPU for PREF_GANGS gangs of 8 one-GPU pods (pods 8), or 8 x PREF_GANGS gangs of
+ * one (pods 1), on `spec` at random occupancy, whose pods prefer (mode 1) the nodes of two
+ * blocks (weight 60) and those outside the first rack (weight 20): one set of preferences for
+ * every gang, so the nodes' tiers are computed once; or (mode 2) each gang its own rack (weight
+ * 50): tiers computed again for every gang; mode 0: no preferences. */
+static int time_prefs(const char *spec, uint32_t pods, int mode, double *ms)
+{
+    static const char *const blocks[] = {"hgx-block-00", "hgx-block-01"}, *const rack0[] = {
+                                                                              "hgx-rack-000"};
+    static const struct sel_req in_blocks = {
+        .key = TOPO_LABEL_BLOCK, .op = SEL_IN, .values = blocks, .n_values = 2};
+    static const struct sel_req not_rack0 = {
+        .key = TOPO_LABEL_RACK, .op = SEL_NOT_IN, .values = rack0, .n_values = 1};
+    static const struct pref_term shared[] = {{.weight = 60, .term = {&in_blocks, 1}},
+                                              {.weight = 20, .term = {&not_rack0, 1}}};
+    struct world w;
+    if (world_init(&w, spec) != 0)
+        return 1;
+    occupy_random_gpus(&w, RNG_SEED + 9);
+    uint32_t n = PREF_GANGS * 8 / pods;
+    int rc = world_gangs(&w, n, pods, 1, -1);
+    char(*names)[24] = calloc(n, sizeof(*names));
+    const char **vals = calloc(n, sizeof(*vals));
+    struct sel_req *reqs = calloc(n, sizeof(*reqs));
+    struct pref_term *own = calloc(n, sizeof(*own));
+    if (!names || !vals || !reqs || !own)
+        rc = SCHED_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && mode && i < w.n_gangs; i++) {
+        struct podset *ps = &w.gangs[i].sets[0];
+        snprintf(names[i], sizeof(names[i]), "hgx-rack-%03u", (unsigned)(i % 100));
+        vals[i] = names[i];
+        reqs[i] = (struct sel_req){
+            .key = TOPO_LABEL_RACK, .op = SEL_IN, .values = &vals[i], .n_values = 1};
+        own[i] = (struct pref_term){.weight = 50, .term = {&reqs[i], 1}};
+        ps->pref = mode == 1 ? shared : &own[i];
+        ps->n_pref = mode == 1 ? 2 : 1;
+        gang_finalize(&w.gangs[i]);
+        w.gangs[i].min_member = w.gangs[i].n_pods;
+    }
+    struct cycle_stats cs;
+    if (rc == 0)
+        rc = time_cycles(&w, "gangsched", &cs);
+    if (rc == 0)
+        *ms = 1000.0 * cs.cpu_s / cs.cycles;
+    free(names);
+    free(vals);
+    free(reqs);
+    free(own);
+    world_fini(&w);
+    return rc;
+}
+
+static int bench_prefs(struct table *t)
+{
+    static const char *const specs[] = {"hgx:5000", "hgx:50000"};
+    static const struct {
+        uint32_t pods;
+        int mode;
+        const char *what;
+    } rows[] = {{1, 1, "9 cycle, 8,000 one-pod gangs preferring 2 blocks"},
+                {8, 1, "  1,000 x 8 pods preferring 2 blocks"},
+                {8, 2, "  1,000 x 8 pods, each gang preferring its own rack"}};
+    double base = 0; /* the same gangs without preferences */
+    for (int k = 0; k < 2; k++)
+        for (size_t x = 0; x < sizeof(rows) / sizeof(rows[0]); x++) {
+            double ms;
+            if ((x == 0 || rows[x].pods != rows[x - 1].pods) &&
+                time_prefs(specs[k], rows[x].pods, 0, &base) != 0)
+                return 1;
+            if (time_prefs(specs[k], rows[x].pods, rows[x].mode, &ms) != 0)
+                return 1;
+            char name[96];
+            snprintf(name, sizeof(name), "%s, %s", rows[x].what, specs[k]);
+            struct row *r = row_add(t, name);
+            if (!r)
+                return 1;
+            snprintf(r->value, sizeof(r->value), "%.1f ms", ms);
+            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no preferences", ratio(ms, base));
+        }
+    return 0;
+}
+
 /* ---- 4. memory --------------------------------------------------------------------------- */
 
 static int bench_memory(struct table *t)
@@ -1083,6 +1171,8 @@ int main(int argc, char **argv)
         rc = bench_preempt(t);
     if (rc == 0)
         rc = bench_pod_rules(t);
+    if (rc == 0)
+        rc = bench_prefs(t);
     if (rc == 0)
         rc = bench_replay(t, dir);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";

@@ -429,8 +429,8 @@ def unfit_gang(c):
 def pod_constraints(c):
     """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
     a node go to two, where packing would use one), a DoNotSchedule topology spread that cannot
-    hold keeps its gang waiting with the reason, and a namespaceSelector selects the pods of the
-    namespaces whose labels it names."""
+    hold keeps its gang waiting with the reason, a namespaceSelector selects the pods of the
+    namespaces whose labels it names, and preferred node affinity orders the nodes."""
     path, pg = podgroup("anti", 2)
     c.post(path, pg)
     for i in range(2):
@@ -487,6 +487,26 @@ def pod_constraints(c):
           for b in (bound(c, "nsel-a"), bound(c, "nsel-b"))]
     check("a namespaceSelector keeps a pod off the nodes of the pods of the namespaces it selects",
           got and on == ["gpu-4", "gpu-3"], str(on))
+    # preferred node affinity: two one-GPU pods, each preferring another r2 node by name
+    # (matchFields), go one to each, where packing alone would put both on one node
+    for t, n in (("a", "gpu-3"), ("b", "gpu-4")):
+        path2, pg2 = podgroup("pref-" + t, 1)
+        c.post(path2, pg2)
+        nsel.append(("pref-" + t, path2))
+        p = pod("pref-%s-0" % t, "pref-" + t, 1)
+        p["spec"]["affinity"] = {"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 60, "preference": {"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [n]}]}},
+                {"weight": 40, "preference": {"matchExpressions": [
+                    {"key": "network.topology.gangsched.io/rack", "operator": "In",
+                     "values": ["r2"]}]}}]}}
+        c.post("/api/v1/namespaces/default/pods", p)
+    got = wait_for(lambda: bound(c, "pref-a") and bound(c, "pref-b"), 20)
+    on = [b[0]["spec"]["nodeName"] if b else None
+          for b in (bound(c, "pref-a"), bound(c, "pref-b"))]
+    check("preferred node affinity puts each pod on the node it prefers most",
+          got and on == ["gpu-3", "gpu-4"], str(on))
     for t in ("a", "b"):
         c.delete("/api/v1/namespaces/team-%s/pods/x" % t, {"gracePeriodSeconds": 0})
     for name, pth in [("anti", path), ("spr", path3)] + nsel:
@@ -495,8 +515,8 @@ def pod_constraints(c):
                      {"gracePeriodSeconds": 0})
         c.delete(pth + "/" + name)
     check("... and they are gone again",
-          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "nsel-a")
-                   and not pods_of(c, "nsel-b") and not pods_of(c, "spr"), 10))
+          wait_for(lambda: not pods_of(c, "anti") and not pods_of(c, "spr")
+                   and not any(pods_of(c, name) for name, _ in nsel), 10))
 
 
 def below_min_member(c, a):

@@ -507,6 +507,65 @@ static void test_affinity_gt_gpu_memory(void **unused)
     world_free(w);
 }
 
+/* Preferred node affinity (core/v1 PreferredSchedulingTerm) orders the nodes: the largest sum of
+ * matched weights first, then the usual score order; required terms by matchFields pin a node
+ * by name, and an empty required term matches no node. */
+static void test_preferred_node_affinity(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 0, 0x7F); /* node 0: one GPU free, the best fit of a one-GPU pod */
+    const char *n2[] = {w->c->nodes[2].name}, *n3[] = {w->c->nodes[3].name};
+    const struct sel_req
+        on2 = {.key = "metadata.name", .field = true, .op = SEL_IN, .values = n2, .n_values = 1},
+        on3 = {.key = "metadata.name", .field = true, .op = SEL_IN, .values = n3, .n_values = 1};
+    const struct pref_term prefs[2] = {{.weight = 50, .term = {.reqs = &on2, .n_reqs = 1}},
+                                       {.weight = 80, .term = {.reqs = &on3, .n_reqs = 1}}};
+    struct gang *g = add_gang(w, 1, 1, 0);
+    const struct sched_placement *p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 0); /* no preference: best fit */
+    g->sets[0].pref = prefs;
+    g->sets[0].n_pref = 1;
+    gang_finalize(g);
+    p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2);
+    g->sets[0].n_pref = 2; /* node 3 weighs more */
+    gang_finalize(g);
+    p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 3);
+    /* two whole-node pods: the domain's nodes are filled preferred first (else 1 and 2) */
+    struct gang *big = add_gang(w, 2, 8, 0);
+    big->sets[0].pref = &prefs[1];
+    big->sets[0].n_pref = 1;
+    gang_finalize(big);
+    g->sets[0].n_pref = 0;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    p = placement_of(r, big);
+    assert_non_null(p);
+    assert_true(p->pods[0].node == 3 || p->pods[1].node == 3);
+    /* a required term by matchFields pins node 2; an empty required term matches no node */
+    free((char *)big->name);
+    w->n_gangs = 1;
+    const struct sel_term pin = {.reqs = &on2, .n_reqs = 1}, empty = {.reqs = NULL, .n_reqs = 0};
+    g->sets[0].affinity = &pin;
+    g->sets[0].n_affinity = 1;
+    gang_finalize(g);
+    p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node, 2);
+    g->sets[0].affinity = &empty;
+    gang_finalize(g);
+    r = cycle(w, "gangsched", 0);
+    assert_null(placement_of(r, g));
+    assert_int_equal(verdict_of(r, g)->filtered[FILTER_AFFINITY], 4);
+    free_names(w);
+    world_free(w);
+}
+
 static void test_unhealthy_gpu_node(void **unused)
 {
     (void)unused;
@@ -1005,6 +1064,7 @@ int main(void)
         cmocka_unit_test(test_cordon_notready_taints),
         cmocka_unit_test(test_node_selector),
         cmocka_unit_test(test_affinity_gt_gpu_memory),
+        cmocka_unit_test(test_preferred_node_affinity),
         cmocka_unit_test(test_unhealthy_gpu_node),
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),

@@ -80,38 +80,60 @@ static void use(struct life *l, const struct gang *g, uint32_t k, const struct s
     pfx_use(l->state, l->base, g, k, a, sign);
 }
 
-/* 60 cycles of a random life, each decided twice: on the kept base and from scratch. */
-static void test_base_decides_as_scratch(void **unused)
+static struct life *life_new(uint64_t seed)
 {
-    (void)unused;
     struct life *l = calloc(1, sizeof(*l));
-    l->rng = 0x9E3779B97F4A7C15ull;
+    l->rng = seed;
     l->c = make_cluster("hgx:24,nvl72:1,pcie:8");
     l->state = calloc(l->c->n_nodes, sizeof(*l->state));
     l->base = place_base_new(l->c);
     assert_non_null(l->base);
     arena_init(&l->a, 0);
     arena_init(&l->b, 0);
-    static const uint32_t pods[] = {1, 1, 2, 4, 8, 3, 16};
-    static const int64_t gpus[] = {1, 2, 4, 8, 8, 8};
-    for (uint32_t j = 0; j < N_GANGS; j++) {
-        uint32_t p = pods[rnd(l) % 7];
-        int8_t req = rnd(l) % 5 == 0 ? 2 : -1; /* some must fit one rack */
-        make_gang(&l->gangs[j], j, p, gpus[rnd(l) % 6], req);
-    }
+    return l;
+}
+
+static void life_free(struct life *l)
+{
+    arena_fini(&l->a);
+    arena_fini(&l->b);
+    place_base_free(l->base);
+    free(l->state);
+    cluster_free(l->c);
+    free(l);
+}
+
+/* How a life goes: a preemptor hold for pending gang `hold_gang` every `hold_every` cycles (on
+ * two random nodes), a running gang ends with chance 1/end_one_in per cycle, and the second
+ * decision is made without shortcuts as well as from scratch (scratch_all). */
+struct life_rules {
+    int cycles;
+    uint32_t hold_gang, hold_every, end_one_in;
+    bool scratch_all;
+};
+
+struct life_counts {
+    uint32_t placed, reserved, cached;
+};
+
+/* Runs the life: each cycle decided on the kept base and again from scratch, the two results
+ * compared; the first's placements start, some gangs end, a node goes down or comes back. */
+static struct life_counts life_run(struct life *l, const struct life_rules *r)
+{
     const struct sched_policy *pol = sched_policy_find("gangsched");
     struct queue qu = {.name = "q", .priority = 0, .weight = 1};
-    uint32_t placed = 0, reserved = 0;
-    for (int cyc = 0; cyc < 60; cyc++) {
+    struct life_counts n_out = {0};
+    for (int cyc = 0; cyc < r->cycles; cyc++) {
         const struct gang *pending[N_GANGS];
         uint32_t n = 0;
         for (uint32_t j = 0; j < N_GANGS; j++)
             if (!l->running[j])
                 pending[n++] = &l->gangs[j];
-        /* a preemptor hold on a few nodes now and then */
-        uint32_t hold_nodes[3] = {(uint32_t)(rnd(l) % l->c->n_nodes),
-                                  (uint32_t)(rnd(l) % l->c->n_nodes), 0};
-        struct sched_hold hold = {.gang = pending[0], .nodes = hold_nodes, .n_nodes = 2};
+        uint32_t hold_nodes[2] = {(uint32_t)(rnd(l) % l->c->n_nodes),
+                                  (uint32_t)(rnd(l) % l->c->n_nodes)};
+        bool hold_on = n > r->hold_gang && cyc % r->hold_every == 0;
+        struct sched_hold hold = {
+            .gang = hold_on ? pending[r->hold_gang] : NULL, .nodes = hold_nodes, .n_nodes = 2};
         struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
         struct sched_snapshot snap = {.now_ms = INT64_C(3600000) * (cyc + 1),
                                       .cluster = l->c,
@@ -120,17 +142,21 @@ static void test_base_decides_as_scratch(void **unused)
                                       .n_queues = 1,
                                       .policy = pol,
                                       .holds = &hold,
-                                      .n_holds = n > 0 && cyc % 3 == 0 ? 1 : 0};
+                                      .n_holds = hold_on ? 1 : 0};
         struct sched_result with, without;
         arena_reset(&l->a);
         arena_reset(&l->b);
         snap.base = l->base;
         assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
         snap.base = NULL;
+        snap.no_shortcuts = r->scratch_all;
         assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
         pfx_same_result(&with, &without);
-        placed += with.n_placements;
-        reserved += with.n_reservations;
+        if (r->scratch_all)
+            assert_int_equal(without.n_fit_cached, 0);
+        n_out.cached += with.n_fit_cached;
+        n_out.placed += with.n_placements;
+        n_out.reserved += with.n_reservations;
         for (uint32_t p = 0; p < with.n_placements; p++) { /* the driver starts them */
             const struct gang *g = with.placements[p].gang;
             l->running[g->id] = true;
@@ -140,7 +166,7 @@ static void test_base_decides_as_scratch(void **unused)
             }
         }
         for (uint32_t j = 0; j < N_GANGS; j++) /* some end */
-            if (l->running[j] && rnd(l) % 3 == 0) {
+            if (l->running[j] && rnd(l) % r->end_one_in == 0) {
                 l->running[j] = false;
                 for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
                     use(l, &l->gangs[j], k, &l->pods[j][k], -1);
@@ -149,14 +175,26 @@ static void test_base_decides_as_scratch(void **unused)
         l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
         place_base_touch(l->base, i);
     }
-    assert_true(placed > 20); /* the life did place gangs and reserve capacity */
-    assert_true(reserved > 0);
-    arena_fini(&l->a);
-    arena_fini(&l->b);
-    place_base_free(l->base);
-    free(l->state);
-    cluster_free(l->c);
-    free(l);
+    return n_out;
+}
+
+/* 60 cycles of a random life, each decided twice: on the kept base and from scratch. */
+static void test_base_decides_as_scratch(void **unused)
+{
+    (void)unused;
+    struct life *l = life_new(0x9E3779B97F4A7C15ull);
+    static const uint32_t pods[] = {1, 1, 2, 4, 8, 3, 16};
+    static const int64_t gpus[] = {1, 2, 4, 8, 8, 8};
+    for (uint32_t j = 0; j < N_GANGS; j++) {
+        uint32_t p = pods[rnd(l) % 7];
+        int8_t req = rnd(l) % 5 == 0 ? 2 : -1; /* some must fit one rack */
+        make_gang(&l->gangs[j], j, p, gpus[rnd(l) % 6], req);
+    }
+    const struct life_rules r = {.cycles = 60, .hold_gang = 0, .hold_every = 3, .end_one_in = 3};
+    struct life_counts n = life_run(l, &r);
+    assert_true(n.placed > 20); /* the life did place gangs and reserve capacity */
+    assert_true(n.reserved > 0);
+    life_free(l);
 }
 
 /* The domain sums kept across the gangs of a cycle (place_fitc.c) decide what sums made from
@@ -166,14 +204,7 @@ static void test_base_decides_as_scratch(void **unused)
 static void test_fit_cache_decides_as_scratch(void **unused)
 {
     (void)unused;
-    struct life *l = calloc(1, sizeof(*l));
-    l->rng = 0x2545F4914F6CDD1Dull;
-    l->c = make_cluster("hgx:24,nvl72:1,pcie:8");
-    l->state = calloc(l->c->n_nodes, sizeof(*l->state));
-    l->base = place_base_new(l->c);
-    assert_non_null(l->base);
-    arena_init(&l->a, 0);
-    arena_init(&l->b, 0);
+    struct life *l = life_new(0x2545F4914F6CDD1Dull);
     static const uint32_t pods[] = {2, 4, 8, 3, 6, 2};
     static const int64_t gpus[] = {1, 2, 4, 1, 2, 8};
     for (uint32_t j = 0; j < N_GANGS; j++) {
@@ -191,67 +222,50 @@ static void test_fit_cache_decides_as_scratch(void **unused)
             g->min_member = g->n_pods;
         }
     }
-    const struct sched_policy *pol = sched_policy_find("gangsched");
-    struct queue qu = {.name = "q", .priority = 0, .weight = 1};
-    uint32_t placed = 0, cached = 0;
-    for (int cyc = 0; cyc < 40; cyc++) {
-        const struct gang *pending[N_GANGS];
-        uint32_t n = 0;
-        for (uint32_t j = 0; j < N_GANGS; j++)
-            if (!l->running[j])
-                pending[n++] = &l->gangs[j];
-        uint32_t hold_nodes[2] = {(uint32_t)(rnd(l) % l->c->n_nodes),
-                                  (uint32_t)(rnd(l) % l->c->n_nodes)};
-        struct sched_hold hold = {
-            .gang = n > 3 ? pending[3] : NULL, .nodes = hold_nodes, .n_nodes = 2};
-        struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
-        struct sched_snapshot snap = {.now_ms = INT64_C(3600000) * (cyc + 1),
-                                      .cluster = l->c,
-                                      .state = l->state,
-                                      .queues = &view,
-                                      .n_queues = 1,
-                                      .policy = pol,
-                                      .holds = &hold,
-                                      .n_holds = n > 3 && cyc % 2 == 0 ? 1 : 0};
-        struct sched_result with, without;
-        arena_reset(&l->a);
-        arena_reset(&l->b);
-        snap.base = l->base;
-        assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
-        snap.base = NULL;
-        snap.no_shortcuts = true;
-        assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
-        pfx_same_result(&with, &without);
-        assert_int_equal(without.n_fit_cached, 0);
-        cached += with.n_fit_cached;
-        placed += with.n_placements;
-        for (uint32_t p = 0; p < with.n_placements; p++) {
-            const struct gang *g = with.placements[p].gang;
-            l->running[g->id] = true;
-            for (uint32_t k = 0; k < g->n_pods; k++) {
-                l->pods[g->id][k] = with.placements[p].pods[k];
-                use(l, g, k, &l->pods[g->id][k], +1);
-            }
-        }
-        for (uint32_t j = 0; j < N_GANGS; j++)
-            if (l->running[j] && rnd(l) % 2 == 0) {
-                l->running[j] = false;
-                for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
-                    use(l, &l->gangs[j], k, &l->pods[j][k], -1);
-            }
-        uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes);
-        l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
-        place_base_touch(l->base, i);
+    const struct life_rules r = {
+        .cycles = 40, .hold_gang = 3, .hold_every = 2, .end_one_in = 2, .scratch_all = true};
+    struct life_counts n = life_run(l, &r);
+    fprintf(stderr, "fit cache: %u placed, %u searches cached\n", n.placed, n.cached);
+    assert_true(n.placed > 40);
+    assert_true(n.cached > 40);
+    life_free(l);
+}
+
+/* Preferred node affinity's tiers, kept for the cycle's gangs of the same preferences with
+ * their counts per bucket (place.c pref_tiers, place_base.c tier_count), decide what tiers made
+ * again for every gang decide: 40 cycles of a random life whose gangs, one-pod and multi-pod,
+ * come in runs of one set of preferences (a rack and a GPU product, a node by name, none). */
+static void test_pref_tiers_decide_as_scratch(void **unused)
+{
+    (void)unused;
+    struct life *l = life_new(0x853C49E6748FEA9Bull);
+    const char *rack[] = {"hgx-rack-001"}, *l40s[] = {"NVIDIA-L40S"},
+               *name[] = {l->c->nodes[5].name};
+    const struct sel_req in_rack = {.key = TOPO_LABEL_RACK, .values = rack, .n_values = 1},
+                         on_l40s = {.key = "nvidia.com/gpu.product", .values = l40s, .n_values = 1},
+                         by_name = {
+                             .key = "metadata.name", .field = true, .values = name, .n_values = 1};
+    const struct pref_term two[] = {{.weight = 60, .term = {&in_rack, 1}},
+                                    {.weight = 30, .term = {&on_l40s, 1}}},
+                           one[] = {{.weight = 100, .term = {&by_name, 1}}};
+    static const uint32_t pods[] = {1, 1, 2, 4, 1, 3};
+    static const int64_t gpus[] = {1, 2, 4, 1, 8, 2};
+    uint32_t prefer_name = 0;
+    for (uint32_t j = 0; j < N_GANGS; j++) {
+        uint32_t shape = (j / 2) % 6, v = (j / 3) % 3; /* three gangs in a row share preferences */
+        make_gang(&l->gangs[j], j, pods[shape], gpus[shape], -1);
+        struct podset *ps = &l->gangs[j].sets[0];
+        ps->pref = v == 0 ? two : v == 1 ? one : NULL;
+        ps->n_pref = v == 0 ? 2 : v == 1 ? 1 : 0;
+        gang_finalize(&l->gangs[j]);
+        prefer_name += v == 1 && pods[shape] == 1;
     }
-    fprintf(stderr, "fit cache: %u placed, %u searches cached\n", placed, cached);
-    assert_true(placed > 40);
-    assert_true(cached > 40);
-    arena_fini(&l->a);
-    arena_fini(&l->b);
-    place_base_free(l->base);
-    free(l->state);
-    cluster_free(l->c);
-    free(l);
+    const struct life_rules r = {
+        .cycles = 40, .hold_gang = 1, .hold_every = 4, .end_one_in = 2, .scratch_all = true};
+    struct life_counts n = life_run(l, &r);
+    assert_true(n.placed > 40);
+    assert_true(prefer_name > 0);
+    life_free(l);
 }
 
 /* After a sync every bucket lists its nodes by ascending index; linked nodes come first, most
@@ -539,6 +553,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_decides_as_scratch),
         cmocka_unit_test(test_fit_cache_decides_as_scratch),
+        cmocka_unit_test(test_pref_tiers_decide_as_scratch),
         cmocka_unit_test(test_bucket_order),
         cmocka_unit_test(test_shared_set_order),
         cmocka_unit_test(test_level_max),

@@ -1,0 +1,162 @@
+/* tests/unit/test_kube_node_affinity.c: a pod's spec.affinity.nodeAffinity as the daemon reads
+ * it (sched/kube/objects.c), against core/v1 NodeAffinity: required nodeSelectorTerms with
+ * matchExpressions and matchFields (metadata.name, In or NotIn), preferred terms with their
+ * weights (1..100; weight 0 or an empty preference counts for nothing), refusals that name the
+ * field, and pods of one set having equal preferences (kobj_same_spec). */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "plugins/plugins.h"
+#include "sched/kube/objects.h"
+
+/* A pending pod of ours whose spec.affinity.nodeAffinity is `na` (JSON). */
+static struct kpod *pod(const char *name, const char *na)
+{
+    char js[2048];
+    snprintf(js, sizeof(js),
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{"
+             "\"schedulerName\":\"gangsched\",\"affinity\":{\"nodeAffinity\":%s},"
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+             "\"1\"}}}]}}",
+             name, na);
+    cJSON *o = cJSON_Parse(js);
+    assert_non_null(o);
+    struct kpod *p = NULL;
+    struct sched_errbuf eb;
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    cJSON_Delete(o);
+    assert_non_null(p->spec);
+    return p;
+}
+
+static void required_terms_read_labels_and_fields(void **state)
+{
+    (void)state;
+    struct kpod *p = pod("a", "{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+                              "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\","
+                              "\"operator\":\"In\",\"values\":[\"z1\"]}],\"matchFields\":[{"
+                              "\"key\":\"metadata.name\",\"operator\":\"NotIn\",\"values\":"
+                              "[\"n1\"]}]},{}]}}");
+    assert_null(p->spec->err);
+    assert_int_equal(p->spec->n_affinity, 2);
+    const struct sel_term *t = &p->spec->affinity[0];
+    assert_int_equal(t->n_reqs, 2);
+    assert_false(t->reqs[0].field);
+    assert_true(t->reqs[1].field);
+    assert_int_equal(t->reqs[1].op, SEL_NOT_IN);
+    /* the term against nodes: a label and the node's name, ANDed */
+    struct kv z1 = {.key = "zone", .value = "z1"};
+    struct node n1 = {.name = "n1", .labels = &z1, .n_labels = 1};
+    struct node n2 = {.name = "n2", .labels = &z1, .n_labels = 1};
+    struct node n3 = {.name = "n3"};
+    assert_false(sel_term_matches(t, &n1));
+    assert_true(sel_term_matches(t, &n2));
+    assert_false(sel_term_matches(t, &n3));
+    /* the second term, {}, matches no node (core/v1 NodeSelectorTerm) */
+    assert_int_equal(p->spec->affinity[1].n_reqs, 0);
+    assert_false(sel_term_matches(&p->spec->affinity[1], &n2));
+    kobj_pod_free(p);
+}
+
+static void preferred_terms_keep_their_weights(void **state)
+{
+    (void)state;
+    struct kpod *p =
+        pod("a", "{\"preferredDuringSchedulingIgnoredDuringExecution\":["
+                 "{\"weight\":30,\"preference\":{\"matchExpressions\":[{\"key\":\"zone\","
+                 "\"operator\":\"In\",\"values\":[\"z1\"]}]}},"
+                 "{\"weight\":0,\"preference\":{\"matchExpressions\":[{\"key\":\"zone\","
+                 "\"operator\":\"Exists\"}]}},"
+                 "{\"weight\":70,\"preference\":{}},"
+                 "{\"weight\":100,\"preference\":{\"matchFields\":[{\"key\":\"metadata.name\","
+                 "\"operator\":\"In\",\"values\":[\"n2\"]}]}}]}");
+    assert_null(p->spec->err);
+    assert_int_equal(p->spec->n_pref, 2); /* weight 0 and the empty preference are no-ops */
+    assert_int_equal(p->spec->pref[0].weight, 30);
+    assert_int_equal(p->spec->pref[1].weight, 100);
+    assert_true(p->spec->pref[1].term.reqs[0].field);
+    struct podset ps = {.pref = p->spec->pref, .n_pref = p->spec->n_pref};
+    struct kv z1 = {.key = "zone", .value = "z1"};
+    struct node n1 = {.name = "n1", .labels = &z1, .n_labels = 1};
+    struct node n2 = {.name = "n2", .labels = &z1, .n_labels = 1};
+    struct node n3 = {.name = "n3"};
+    assert_int_equal(sel_pref_weight(&ps, &n1), 30);
+    assert_int_equal(sel_pref_weight(&ps, &n2), 130);
+    assert_int_equal(sel_pref_weight(&ps, &n3), 0);
+    /* pods of one set have equal preferences */
+    struct kpod *same = pod("b", "{\"preferredDuringSchedulingIgnoredDuringExecution\":["
+                                 "{\"weight\":30,\"preference\":{\"matchExpressions\":[{\"key\":"
+                                 "\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}},"
+                                 "{\"weight\":100,\"preference\":{\"matchFields\":[{\"key\":"
+                                 "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}}]}");
+    struct kpod *other =
+        pod("c", "{\"preferredDuringSchedulingIgnoredDuringExecution\":["
+                 "{\"weight\":31,\"preference\":{\"matchExpressions\":[{\"key\":"
+                 "\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}},"
+                 "{\"weight\":100,\"preference\":{\"matchFields\":[{\"key\":"
+                 "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}}]}");
+    assert_true(kobj_same_spec(p, same));
+    assert_false(kobj_same_spec(p, other));
+    kobj_pod_free(p);
+    kobj_pod_free(same);
+    kobj_pod_free(other);
+}
+
+static void malformed_terms_are_refused_by_field(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *na, *err;
+    } cases[] = {
+        {"{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+         "\"matchFields\":[{\"key\":\"metadata.uid\",\"operator\":\"In\",\"values\":[\"x\"]}]}]}}",
+         "pod ml/a: nodeSelectorTerms[0].matchFields[0].key: 'metadata.uid': only metadata.name "
+         "is a field"},
+        {"{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+         "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"Exists\"}]}]}}",
+         "pod ml/a: nodeSelectorTerms[0].matchFields[0]: needs a key and an operator of In, NotIn"},
+        {"{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":{}}}",
+         "pod ml/a: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+         "nodeSelectorTerms: not a list"},
+        {"{\"preferredDuringSchedulingIgnoredDuringExecution\":{}}",
+         "pod ml/a: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: "
+         "not a list"},
+        {"{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":101,\"preference\":{"
+         "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}}]}",
+         "pod ml/a: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+         ".weight: not an integer from 1 to 100"},
+        {"{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":5,\"preference\":{"
+         "\"matchExpressions\":[{\"key\":\"gen\",\"operator\":\"Above\"}]}}]}",
+         "pod ml/a: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+         ".preference.matchExpressions[0]: needs a key and an operator of In, NotIn, Exists, "
+         "DoesNotExist, Gt, Lt"},
+        {"{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":5,\"preference\":7}]}",
+         "pod ml/a: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+         ".preference: not an object"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct kpod *p = pod("a", cases[k].na);
+        assert_non_null(p->spec->err);
+        if (!strstr(p->spec->err, cases[k].err))
+            fail_msg("case %zu: '%s' lacks '%s'", k, p->spec->err, cases[k].err);
+        kobj_pod_free(p);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(required_terms_read_labels_and_fields),
+        cmocka_unit_test(preferred_terms_keep_their_weights),
+        cmocka_unit_test(malformed_terms_are_refused_by_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
