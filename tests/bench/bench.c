@@ -51,7 +51,7 @@
 #define GANG_EXTRA      100u /* 8x8 gangs pending beyond what fits */
 #define MEMORY_PODS     100000u
 #define DEFAULT_ITP_DIR "sched/sim/data/itp"
-#define MAX_ROWS        32
+#define MAX_ROWS        40
 
 /* Targets. */
 #define TARGET_PODS_PER_S   100000.0
@@ -776,9 +776,9 @@ static int bench_prefs(struct table *t)
         uint32_t pods;
         int mode;
         const char *what;
-    } rows[] = {{1, 1, "9 cycle, 8,000 one-pod gangs preferring 2 blocks"},
-                {8, 1, "  1,000 x 8 pods preferring 2 blocks"},
-                {8, 2, "  1,000 x 8 pods, each gang preferring its own rack"}};
+    } rows[] = {{1, 1, "9 cycle, 8000 x 1 pod, preferring 2 blocks"},
+                {8, 1, "  1000 x 8 pods, preferring 2 blocks"},
+                {8, 2, "  1000 x 8 pods, each gang its own rack"}};
     double base = 0; /* the same gangs without preferences */
     for (int k = 0; k < 2; k++)
         for (size_t x = 0; x < sizeof(rows) / sizeof(rows[0]); x++) {
