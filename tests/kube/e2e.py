@@ -426,6 +426,13 @@ def unfit_gang(c):
     check("and none of its pods is bound", len(bound(c, "huge")) == 0)
 
 
+def nodes_once_bound(c, gangs, timeout=20):
+    """The node of the first bound pod of each of `gangs` once all have one (None for a gang
+    still unbound after `timeout` seconds)."""
+    wait_for(lambda: all(bound(c, g) for g in gangs), timeout)
+    return [b[0]["spec"]["nodeName"] if b else None for b in (bound(c, g) for g in gangs)]
+
+
 def pod_constraints(c):
     """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
     a node go to two, where packing would use one), a DoNotSchedule topology spread that cannot
@@ -482,11 +489,9 @@ def pod_constraints(c):
                 "topologyKey": "kubernetes.io/hostname",
                 "namespaceSelector": {"matchLabels": {"team": t}}}]}}
         c.post("/api/v1/namespaces/default/pods", p)
-    got = wait_for(lambda: bound(c, "nsel-a") and bound(c, "nsel-b"), 20)
-    on = [b[0]["spec"]["nodeName"] if b else None
-          for b in (bound(c, "nsel-a"), bound(c, "nsel-b"))]
+    on = nodes_once_bound(c, ("nsel-a", "nsel-b"))
     check("a namespaceSelector keeps a pod off the nodes of the pods of the namespaces it selects",
-          got and on == ["gpu-4", "gpu-3"], str(on))
+          on == ["gpu-4", "gpu-3"], str(on))
     # preferred node affinity: two one-GPU pods, each preferring another r2 node by name
     # (matchFields), go one to each, where packing alone would put both on one node
     for t, n in (("a", "gpu-3"), ("b", "gpu-4")):
@@ -502,11 +507,9 @@ def pod_constraints(c):
                     {"key": "network.topology.gangsched.io/rack", "operator": "In",
                      "values": ["r2"]}]}}]}}
         c.post("/api/v1/namespaces/default/pods", p)
-    got = wait_for(lambda: bound(c, "pref-a") and bound(c, "pref-b"), 20)
-    on = [b[0]["spec"]["nodeName"] if b else None
-          for b in (bound(c, "pref-a"), bound(c, "pref-b"))]
+    on = nodes_once_bound(c, ("pref-a", "pref-b"))
     check("preferred node affinity puts each pod on the node it prefers most",
-          got and on == ["gpu-3", "gpu-4"], str(on))
+          on == ["gpu-3", "gpu-4"], str(on))
     for t in ("a", "b"):
         c.delete("/api/v1/namespaces/team-%s/pods/x" % t, {"gracePeriodSeconds": 0})
     for name, pth in [("anti", path), ("spr", path3)] + nsel:

@@ -1,11 +1,44 @@
 /* tests/unit/place_fx.h: pieces of a scheduling life shared by the unit tests of the placement
- * state kept between cycles (test_place_base.c, test_place_share.c): a seeded random source,
- * the driver's usage of one pod, and the check that two cycles decided the same. Include after
- * cmocka.h, sched/core/cycle.h and sched/core/place_base.h. */
+ * state kept between cycles (test_place_base.c, test_place_share.c): the world a life keeps
+ * (cluster, node state, base, two arenas, a seeded random source), the driver's usage of one
+ * pod, and the check that two cycles decided the same. Include after cmocka.h, <stdlib.h>,
+ * sched/core/cycle.h and sched/core/place_base.h. */
 #ifndef TESTS_UNIT_PLACE_FX_H
 #define TESTS_UNIT_PLACE_FX_H
 
 #include <stdint.h>
+
+/* What a life keeps between its cycles: the cluster (owned), its node state, the base kept
+ * between cycles, an arena for the decision on the base (a) and one for the decision from
+ * scratch (b), and the random source. */
+struct pfx_world {
+    struct cluster *c;
+    struct node_state *state;
+    struct place_base *base;
+    struct arena a, b;
+    uint64_t rng;
+};
+
+static inline void pfx_world_init(struct pfx_world *w, struct cluster *c, uint64_t seed)
+{
+    w->rng = seed;
+    w->c = c;
+    w->state = calloc(c->n_nodes, sizeof(*w->state));
+    assert_non_null(w->state);
+    w->base = place_base_new(c);
+    assert_non_null(w->base);
+    arena_init(&w->a, 0);
+    arena_init(&w->b, 0);
+}
+
+static inline void pfx_world_fini(struct pfx_world *w)
+{
+    arena_fini(&w->a);
+    arena_fini(&w->b);
+    place_base_free(w->base);
+    free(w->state);
+    cluster_free(w->c);
+}
 
 /* xorshift64: the next value of *s (never 0 from a seed that is not 0). */
 static inline uint64_t pfx_rnd(uint64_t *s)

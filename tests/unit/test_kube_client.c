@@ -531,18 +531,25 @@ static void on_resp(void *ctx, const struct kube_resp *r)
     snprintf(res->error, sizeof(res->error), "%s", r->error ? r->error : "");
 }
 
+/* A client of `loop` to a port nothing listens on (every request ends in a transport error). */
+static struct kube_client *client_to_nowhere(uv_loop_t *loop, const struct kube_client_opts *o)
+{
+    struct kube_auth a = {.server = (char *)"http://127.0.0.1:1", .source = (char *)"test"};
+    struct kube_client *c;
+    struct sched_errbuf eb;
+    assert_int_equal(kube_client_new(loop, &a, o, &c, &eb), 0);
+    return c;
+}
+
 static void request_transport_error(void **state)
 {
     (void)state;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    struct kube_auth a = {.server = (char *)"http://127.0.0.1:1", .source = (char *)"test"};
     struct kube_client_opts o;
     kube_client_opts_default(&o);
     o.max_retries = 2;
-    struct kube_client *c;
-    struct sched_errbuf eb;
-    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    struct kube_client *c = client_to_nowhere(&loop, &o);
     struct result res = {0};
     assert_int_equal(kube_request(c, KUBE_GET, "/api/v1/pods", NULL, 0, 0, on_resp, &res), 0);
     struct result res2 = {0};
@@ -586,13 +593,10 @@ static void low_requests_wait(void **state)
     (void)state;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    struct kube_auth a = {.server = (char *)"http://127.0.0.1:1", .source = (char *)"test"};
     struct kube_client_opts o;
     kube_client_opts_default(&o);
     o.max_inflight = 1;
-    struct kube_client *c;
-    struct sched_errbuf eb;
-    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    struct kube_client *c = client_to_nowhere(&loop, &o);
     int low1 = 0, low2 = 0, normal = 0, low3 = 0;
     unsigned low = KUBE_NO_RETRY | KUBE_LOW;
     assert_int_equal(kube_request(c, KUBE_GET, "/low1", NULL, 0, low, on_order, &low1), 0);
@@ -620,7 +624,7 @@ static void low_requests_wait(void **state)
     /* past low_max_wait_ms a KUBE_LOW request takes one start in ten: two overdue ones behind
      * twelve others go tenth and last */
     o.low_max_wait_ms = 1;
-    assert_int_equal(kube_client_new(&loop, &a, &o, &c, &eb), 0);
+    c = client_to_nowhere(&loop, &o);
     int at[14] = {0};
     assert_int_equal(kube_request(c, KUBE_GET, "/low1", NULL, 0, low, on_order, &at[0]), 0);
     assert_int_equal(kube_request(c, KUBE_GET, "/low2", NULL, 0, low, on_order, &at[1]), 0);

@@ -31,19 +31,15 @@
 #define N_GANGS 48
 
 struct life {
-    struct cluster *c;
-    struct node_state *state;
-    struct place_base *base;
+    struct pfx_world w;
     struct gang gangs[N_GANGS];
     struct sched_assign pods[N_GANGS][16];
     bool running[N_GANGS];
-    struct arena a, b;
-    uint64_t rng;
 };
 
 static uint64_t rnd(struct life *l)
 {
-    return pfx_rnd(&l->rng);
+    return pfx_rnd(&l->w.rng);
 }
 
 static struct cluster *make_cluster(const char *spec)
@@ -77,29 +73,20 @@ static void make_gang(struct gang *g, uint32_t id, uint32_t pods, int64_t gpus, 
 static void use(struct life *l, const struct gang *g, uint32_t k, const struct sched_assign *a,
                 int sign)
 {
-    pfx_use(l->state, l->base, g, k, a, sign);
+    pfx_use(l->w.state, l->w.base, g, k, a, sign);
 }
 
 static struct life *life_new(uint64_t seed)
 {
     struct life *l = calloc(1, sizeof(*l));
-    l->rng = seed;
-    l->c = make_cluster("hgx:24,nvl72:1,pcie:8");
-    l->state = calloc(l->c->n_nodes, sizeof(*l->state));
-    l->base = place_base_new(l->c);
-    assert_non_null(l->base);
-    arena_init(&l->a, 0);
-    arena_init(&l->b, 0);
+    assert_non_null(l);
+    pfx_world_init(&l->w, make_cluster("hgx:24,nvl72:1,pcie:8"), seed);
     return l;
 }
 
 static void life_free(struct life *l)
 {
-    arena_fini(&l->a);
-    arena_fini(&l->b);
-    place_base_free(l->base);
-    free(l->state);
-    cluster_free(l->c);
+    pfx_world_fini(&l->w);
     free(l);
 }
 
@@ -129,28 +116,28 @@ static struct life_counts life_run(struct life *l, const struct life_rules *r)
         for (uint32_t j = 0; j < N_GANGS; j++)
             if (!l->running[j])
                 pending[n++] = &l->gangs[j];
-        uint32_t hold_nodes[2] = {(uint32_t)(rnd(l) % l->c->n_nodes),
-                                  (uint32_t)(rnd(l) % l->c->n_nodes)};
+        uint32_t hold_nodes[2] = {(uint32_t)(rnd(l) % l->w.c->n_nodes),
+                                  (uint32_t)(rnd(l) % l->w.c->n_nodes)};
         bool hold_on = n > r->hold_gang && cyc % r->hold_every == 0;
         struct sched_hold hold = {
             .gang = hold_on ? pending[r->hold_gang] : NULL, .nodes = hold_nodes, .n_nodes = 2};
         struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
         struct sched_snapshot snap = {.now_ms = INT64_C(3600000) * (cyc + 1),
-                                      .cluster = l->c,
-                                      .state = l->state,
+                                      .cluster = l->w.c,
+                                      .state = l->w.state,
                                       .queues = &view,
                                       .n_queues = 1,
                                       .policy = pol,
                                       .holds = &hold,
                                       .n_holds = hold_on ? 1 : 0};
         struct sched_result with, without;
-        arena_reset(&l->a);
-        arena_reset(&l->b);
-        snap.base = l->base;
-        assert_int_equal(sched_cycle(&snap, &l->a, &with), 0);
+        arena_reset(&l->w.a);
+        arena_reset(&l->w.b);
+        snap.base = l->w.base;
+        assert_int_equal(sched_cycle(&snap, &l->w.a, &with), 0);
         snap.base = NULL;
         snap.no_shortcuts = r->scratch_all;
-        assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
+        assert_int_equal(sched_cycle(&snap, &l->w.b, &without), 0);
         pfx_same_result(&with, &without);
         if (r->scratch_all)
             assert_int_equal(without.n_fit_cached, 0);
@@ -171,9 +158,9 @@ static struct life_counts life_run(struct life *l, const struct life_rules *r)
                 for (uint32_t k = 0; k < l->gangs[j].n_pods; k++)
                     use(l, &l->gangs[j], k, &l->pods[j][k], -1);
             }
-        uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes); /* a node goes down or comes back */
-        l->state[i].not_ready = !l->state[i].not_ready && rnd(l) % 2 == 0;
-        place_base_touch(l->base, i);
+        uint32_t i = (uint32_t)(rnd(l) % l->w.c->n_nodes); /* a node goes down or comes back */
+        l->w.state[i].not_ready = !l->w.state[i].not_ready && rnd(l) % 2 == 0;
+        place_base_touch(l->w.base, i);
     }
     return n_out;
 }
@@ -240,7 +227,7 @@ static void test_pref_tiers_decide_as_scratch(void **unused)
     (void)unused;
     struct life *l = life_new(0x853C49E6748FEA9Bull);
     const char *rack[] = {"hgx-rack-001"}, *l40s[] = {"NVIDIA-L40S"},
-               *name[] = {l->c->nodes[5].name};
+               *name[] = {l->w.c->nodes[5].name};
     const struct sel_req in_rack = {.key = TOPO_LABEL_RACK, .values = rack, .n_values = 1},
                          on_l40s = {.key = "nvidia.com/gpu.product", .values = l40s, .n_values = 1},
                          by_name = {

@@ -76,21 +76,17 @@ static struct cluster *hami_cluster(void)
 }
 
 struct life {
-    struct cluster *c;
-    struct node_state *state;
-    struct place_base *base;
+    struct pfx_world w;
     struct gang gangs[N_GANGS];
     struct sched_assign pods[N_GANGS][8];
     bool running[N_GANGS];
     struct sched_running runs[N_GANGS];
     uint32_t n_runs;
-    struct arena a, b;
-    uint64_t rng;
 };
 
 static uint64_t rnd(struct life *l)
 {
-    return pfx_rnd(&l->rng);
+    return pfx_rnd(&l->w.rng);
 }
 
 /* kind 0: a share gang (1 or 2 pods of 1 or 2 devices, gpumem or gpumem-percentage, gpucores);
@@ -129,7 +125,7 @@ static void make_gang(struct life *l, struct gang *g, uint32_t id, int kind)
 static void use(struct life *l, const struct gang *g, uint32_t k, const struct sched_assign *a,
                 int sign)
 {
-    pfx_use(l->state, l->base, g, k, a, sign);
+    pfx_use(l->w.state, l->w.base, g, k, a, sign);
 }
 
 static void start(struct life *l, const struct sched_result *res)
@@ -165,23 +161,13 @@ static struct life *life_new(uint64_t seed)
     struct life *l = calloc(1, sizeof(*l));
     assert_non_null(l);
     share_ids();
-    l->rng = seed;
-    l->c = hami_cluster();
-    l->state = calloc(l->c->n_nodes, sizeof(*l->state));
-    l->base = place_base_new(l->c);
-    assert_non_null(l->base);
-    arena_init(&l->a, 0);
-    arena_init(&l->b, 0);
+    pfx_world_init(&l->w, hami_cluster(), seed);
     return l;
 }
 
 static void life_free(struct life *l)
 {
-    arena_fini(&l->a);
-    arena_fini(&l->b);
-    place_base_free(l->base);
-    free(l->state);
-    cluster_free(l->c);
+    pfx_world_fini(&l->w);
     free(l);
 }
 
@@ -194,23 +180,23 @@ static void cycle(struct life *l, const struct gang **pending, uint32_t n, int64
     list_runs(l);
     struct sched_queue_view view = {.queue = &qu, .pending = pending, .n_pending = n};
     struct sched_snapshot snap = {.now_ms = now,
-                                  .cluster = l->c,
-                                  .state = l->state,
+                                  .cluster = l->w.c,
+                                  .state = l->w.state,
                                   .queues = &view,
                                   .n_queues = 1,
                                   .policy = sched_policy_find("gangsched"),
                                   .shares = l->runs,
                                   .n_shares = l->n_runs,
                                   .verdict_every_gang = true,
-                                  .base = l->base};
-    arena_reset(&l->a);
-    assert_int_equal(sched_cycle(&snap, &l->a, res), 0);
+                                  .base = l->w.base};
+    arena_reset(&l->w.a);
+    assert_int_equal(sched_cycle(&snap, &l->w.a, res), 0);
     if (!scratch)
         return;
     struct sched_result without;
     snap.base = NULL;
-    arena_reset(&l->b);
-    assert_int_equal(sched_cycle(&snap, &l->b, &without), 0);
+    arena_reset(&l->w.b);
+    assert_int_equal(sched_cycle(&snap, &l->w.b, &without), 0);
     pfx_same_result(res, &without);
 }
 
@@ -231,16 +217,16 @@ static void test_shares_kept_decide_as_scratch(void **unused)
         struct sched_result res;
         cycle(l, pending, n, INT64_C(60000) * (cyc + 1), &res, true);
         placed += res.n_placements;
-        for (uint32_t i = 0; i < l->c->n_nodes; i++)
-            shares_held += l->base->in_sh[i];
+        for (uint32_t i = 0; i < l->w.c->n_nodes; i++)
+            shares_held += l->w.base->in_sh[i];
         start(l, &res);
         for (uint32_t j = 0; j < N_GANGS; j++) /* some end */
             if (l->running[j] && rnd(l) % 10 == 0)
                 end(l, j);
         if (cyc % 7 == 3) { /* a node goes down or comes back */
-            uint32_t i = (uint32_t)(rnd(l) % l->c->n_nodes);
-            l->state[i].not_ready = !l->state[i].not_ready;
-            place_base_touch(l->base, i);
+            uint32_t i = (uint32_t)(rnd(l) % l->w.c->n_nodes);
+            l->w.state[i].not_ready = !l->w.state[i].not_ready;
+            place_base_touch(l->w.base, i);
         }
     }
     assert_true(placed > 150);     /* the life did place gangs */
@@ -265,18 +251,18 @@ static void test_steady_cycle_marks_nothing(void **unused)
     cycle(l, pending, 12, 1000, &res, false);
     assert_int_equal(res.n_placements, 12);
     start(l, &res);
-    assert_true(l->base->n_dirty >= N_REG); /* the driver touched the nodes of the starts */
-    cycle(l, NULL, 0, 2000, &res, true);    /* restores and charges them */
-    assert_true(l->base->n_synced >= N_REG);
+    assert_true(l->w.base->n_dirty >= N_REG); /* the driver touched the nodes of the starts */
+    cycle(l, NULL, 0, 2000, &res, true);      /* restores and charges them */
+    assert_true(l->w.base->n_synced >= N_REG);
     uint32_t held = 0;
-    for (uint32_t i = 0; i < l->c->n_nodes; i++)
-        held += l->base->in_sh[i];
+    for (uint32_t i = 0; i < l->w.c->n_nodes; i++)
+        held += l->w.base->in_sh[i];
     assert_int_equal(held, N_REG); /* every registered node holds a share, kept */
-    assert_int_equal(l->base->n_dirty, 0);
+    assert_int_equal(l->w.base->n_dirty, 0);
     for (int k = 0; k < 3; k++) { /* nothing changed */
         cycle(l, NULL, 0, 3000 + k, &res, true);
-        assert_int_equal(l->base->n_synced, 0);
-        assert_int_equal(l->base->n_dirty, 0);
+        assert_int_equal(l->w.base->n_synced, 0);
+        assert_int_equal(l->w.base->n_dirty, 0);
     }
     /* and the kept charges place as a scratch state does: a whole device goes where no share
      * is (the plain nodes first fill up), a share where the policy wants it */
