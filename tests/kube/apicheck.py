@@ -298,6 +298,33 @@ def podgroup_checks(c):
           "must be specified for an update" in st.get("message", ""), (code, st))
 
 
+def node_affinity_checks(c):
+    """A pod's node affinity is validated on create (validateNodeAffinity): a preferred term's
+    weight outside 1..100 and a field selector on another field than metadata.name are 422
+    naming the field; a valid pod with both kinds of terms is created."""
+    na = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+              {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]},
+          "preferredDuringSchedulingIgnoredDuringExecution": [
+              {"weight": 0, "preference": {"matchExpressions": [
+                  {"key": "zone", "operator": "In", "values": ["z1"]}]}}]}
+    code, st, _ = c.post(f"{NS}/pods", pod("na0", extra_spec={"affinity": {"nodeAffinity": na}}))
+    check("a preferred node affinity term of weight 0 is 422", code == 422 and
+          "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
+          "Invalid value: 0: must be in the range 1-100" in st.get("message", ""), st)
+    na["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] = 100
+    na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0][
+        "key"] = "metadata.uid"
+    code, st, _ = c.post(f"{NS}/pods", pod("na0", extra_spec={"affinity": {"nodeAffinity": na}}))
+    check("a matchFields key other than metadata.name is 422", code == 422 and
+          "nodeSelectorTerms[0].matchFields[0].key: Invalid value: \"metadata.uid\"" in
+          st.get("message", ""), st)
+    na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0][
+        "key"] = "metadata.name"
+    code, st, _ = c.post(f"{NS}/pods", pod("na0", extra_spec={"affinity": {"nodeAffinity": na}}))
+    check("a pod with valid required and preferred node affinity is created", code == 201, st)
+    c.delete(f"{NS}/pods/na0", {"gracePeriodSeconds": 0})
+
+
 def event_checks(c):
     """events.k8s.io/v1 validation."""
     ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},
@@ -498,6 +525,7 @@ def main(kc):
     lease_checks(c)
     podgroup_checks(c)
     event_checks(c)
+    node_affinity_checks(c)
     eviction_checks(c)
     rv = watch_checks(c)
     expired_version_checks(c, rv)

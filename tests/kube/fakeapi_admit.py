@@ -17,7 +17,7 @@ import sys
 import threading
 from fakeapi_base import (ApiError, CRDS, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
     now_time)
-from fakeapi_dra import check_allocation
+from fakeapi_dra import check_allocation, check_pod_node_affinity
 
 
 def refresh_crds(table):
@@ -207,6 +207,7 @@ def prepare_create(res, obj):
         spec = obj.setdefault("spec", {})
         if not spec.get("containers"):
             raise invalid(res, meta["name"], "spec.containers", "Required value")
+        check_pod_node_affinity(res, meta["name"], spec)
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)

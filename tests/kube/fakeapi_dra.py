@@ -187,41 +187,67 @@ def claim_name_errors(kind, v):
 
 
 def check_node_selector(res, name, sel, f):
-    """corevalidation.ValidateNodeSelector, as validateAllocationResult calls it."""
+    """corevalidation.ValidateNodeSelector, as validateAllocationResult and a pod's required
+    node affinity (validateNodeAffinity) call it: at least one term, each term valid."""
     terms = (sel or {}).get("nodeSelectorTerms") or []
     if not terms:
         raise invalid(res, name, f + ".nodeSelectorTerms",
                       "Required value: must have at least one node selector term")
     for t, term in enumerate(terms):
-        for i, r in enumerate((term or {}).get("matchExpressions") or []):
-            g = "%s.nodeSelectorTerms[%d].matchExpressions[%d]" % (f, t, i)
-            op, vals = r.get("operator"), r.get("values") or []
-            if not r.get("key"):
-                raise invalid(res, name, g + ".key", "Required value")
-            if op in ("In", "NotIn") and not vals:
-                raise invalid(res, name, g + ".values", "Required value: must be specified "
-                              "when `operator` is 'In' or 'NotIn'")
-            if op in ("Exists", "DoesNotExist") and vals:
-                raise invalid(res, name, g + ".values", "Forbidden: may not be specified when "
-                              "`operator` is 'Exists' or 'DoesNotExist'")
-            if op in ("Gt", "Lt") and (len(vals) != 1 or not str(vals[0]).lstrip("-").isdigit()):
-                raise invalid(res, name, g + ".values", "Required value: must be specified "
-                              "single value when `operator` is 'Lt' or 'Gt'")
-            if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-                raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
-                              'selector operator' % op)
-        for i, r in enumerate((term or {}).get("matchFields") or []):
-            g = "%s.nodeSelectorTerms[%d].matchFields[%d]" % (f, t, i)
-            if r.get("key") != "metadata.name":
-                raise invalid(res, name, g + ".key", 'Invalid value: "%s": not a valid field '
-                              'selector key' % r.get("key"))
-            if r.get("operator") not in ("In", "NotIn"):
-                raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
-                              'selector operator' % r.get("operator"))
-            if len(r.get("values") or []) != 1:
-                raise invalid(res, name, g + ".values", "Required value: must be only one "
-                              "value when `operator` is 'In' or 'NotIn' for node field "
-                              "selector")
+        check_node_selector_term(res, name, term, "%s.nodeSelectorTerms[%d]" % (f, t))
+
+
+def check_pod_node_affinity(res, name, spec):
+    """validateNodeAffinity (pkg/apis/core/validation/validation.go) of a pod being created:
+    the required selector as check_node_selector; each preferred term's weight in 1..100
+    (ValidatePreferredSchedulingTerms: 'Invalid value: W: must be in the range 1-100') and its
+    preference a valid term (an empty one is allowed)."""
+    na = ((spec or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    f = "spec.affinity.nodeAffinity."
+    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        check_node_selector(res, name, req, f + "requiredDuringSchedulingIgnoredDuringExecution")
+    for i, p in enumerate(na.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        g = "%spreferredDuringSchedulingIgnoredDuringExecution[%d]" % (f, i)
+        w = (p or {}).get("weight", 0)
+        if not isinstance(w, int) or isinstance(w, bool) or w <= 0 or w > 100:
+            raise invalid(res, name, g + ".weight",
+                          "Invalid value: %s: must be in the range 1-100" % w)
+        check_node_selector_term(res, name, (p or {}).get("preference"), g + ".preference")
+
+
+def check_node_selector_term(res, name, term, f):
+    """corevalidation.ValidateNodeSelectorTerm: matchExpressions on labels (six operators and
+    their values) and matchFields on metadata.name (In or NotIn, one value)."""
+    for i, r in enumerate((term or {}).get("matchExpressions") or []):
+        g = "%s.matchExpressions[%d]" % (f, i)
+        op, vals = r.get("operator"), r.get("values") or []
+        if not r.get("key"):
+            raise invalid(res, name, g + ".key", "Required value")
+        if op in ("In", "NotIn") and not vals:
+            raise invalid(res, name, g + ".values", "Required value: must be specified "
+                          "when `operator` is 'In' or 'NotIn'")
+        if op in ("Exists", "DoesNotExist") and vals:
+            raise invalid(res, name, g + ".values", "Forbidden: may not be specified when "
+                          "`operator` is 'Exists' or 'DoesNotExist'")
+        if op in ("Gt", "Lt") and (len(vals) != 1 or not str(vals[0]).lstrip("-").isdigit()):
+            raise invalid(res, name, g + ".values", "Required value: must be specified "
+                          "single value when `operator` is 'Lt' or 'Gt'")
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
+                          'selector operator' % op)
+    for i, r in enumerate((term or {}).get("matchFields") or []):
+        g = "%s.matchFields[%d]" % (f, i)
+        if r.get("key") != "metadata.name":
+            raise invalid(res, name, g + ".key", 'Invalid value: "%s": not a valid field '
+                          'selector key' % r.get("key"))
+        if r.get("operator") not in ("In", "NotIn"):
+            raise invalid(res, name, g + ".operator", 'Invalid value: "%s": not a valid '
+                          'selector operator' % r.get("operator"))
+        if len(r.get("values") or []) != 1:
+            raise invalid(res, name, g + ".values", "Required value: must be only one "
+                          "value when `operator` is 'In' or 'NotIn' for node field "
+                          "selector")
 
 
 def check_allocation(res, name, spec, alloc):
