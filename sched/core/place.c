@@ -166,68 +166,10 @@ static void record_top(struct place_state *st, const struct score_in *in)
 
 /* ---- filters per pod set ---------------------------------------------------------------- */
 
-/* The sum of the weights of the preferred node affinity terms that node i meets, over g's sets. */
-static uint32_t pref_weight(const struct place_state *st, const struct gang *g, uint32_t i)
-{
-    uint32_t w = 0;
-    for (uint32_t s = 0; s < g->n_sets; s++)
-        w += sel_pref_weight(&g->sets[s], &st->c->nodes[i]);
-    return w;
-}
-
-/* Preferred node affinity (kube-scheduler's NodeAffinity score: the sum of the weights of the
- * terms a node meets, over the gang's pod sets): the nodes with the largest sum are tier 0, the
- * next largest tier 1, ... (at most PLACE_PREF_TIERS), so that each choice of nodes below takes
- * a more preferred node first. n_tiers stays 1 when no set has preferences or every node
- * scores alike. Tiers depend on the nodes' names and labels only: kept for the cycle's next
- * gangs of the same preferences (gang.pref), so that only a change of preferences costs a
- * pass over the nodes' labels (and one over the sums). */
-static void pref_tiers(struct place_state *st, const struct gang *g)
-{
-    st->n_tiers = 1;
-    if (!g->pref || !st->topology)
-        return;
-    if (g->pref == st->b->tier_key && !st->no_shortcuts) {
-        st->n_tiers = st->b->tier_n;
-        return;
-    }
-    struct place_base *b = st->b;
-    uint32_t top[PLACE_PREF_TIERS], nt = 0, n = st->c->n_nodes; /* distinct sums, largest first */
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t w = b->tier_w[i] = pref_weight(st, g, i), k = 0;
-        while (k < nt && top[k] > w)
-            k++;
-        if ((k < nt && top[k] == w) || k == PLACE_PREF_TIERS)
-            continue;
-        if (nt < PLACE_PREF_TIERS)
-            nt++;
-        memmove(&top[k + 1], &top[k], (nt - 1 - k) * sizeof(top[0]));
-        top[k] = w;
-    }
-    memset(b->tier_cnt, 0, sizeof(b->tier_cnt));
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t w = b->tier_w[i], k = 0;
-        while (k + 1 < nt && top[k] > w)
-            k++;
-        b->tier[i] = (uint8_t)k;
-        if (b->key[i] != PB_NO_KEY)
-            b->tier_cnt[k][b->key[i]]++;
-    }
-    st->n_tiers = nt > 1 ? nt : 1;
-    b->tier_key = g->pref;
-    b->tier_n = st->n_tiers;
-}
-
-/* Node i's preference tier for the gang being placed (0: most preferred). */
-static inline uint32_t tier_of(const struct place_state *st, uint32_t i)
-{
-    return st->n_tiers > 1 ? st->tier[i] : 0;
-}
-
 /* Node i's key in place_order_domain: (tier, untolerated PreferNoSchedule, rank). */
 static inline uint32_t order_key(const struct place_state *st, uint32_t i)
 {
-    return (tier_of(st, i) * 2 + (st->soft[i] ? 1u : 0u)) * (NODE_MAX_GPUS + 1) +
+    return (place_tier_of(st, i) * 2 + (st->soft[i] ? 1u : 0u)) * (NODE_MAX_GPUS + 1) +
            st->rank[popc(st->gpu_free[i])];
 }
 
@@ -238,7 +180,7 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
     st->cur_w = plugin_gang_weights(g);
     if (st->topology && g->n_sets > 0)
         rank_nodes(st, g->sets[0].req.v[RES_GPU]);
-    pref_tiers(st, g);
+    place_pref_tiers(st, g);
     if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
         const struct podset *ps0 = &g->sets[0];
         for (uint32_t i = 0; i < n; i++) {
@@ -477,7 +419,7 @@ struct one_best {
 static bool one_consider(struct place_state *st, const struct podset *ps, uint32_t i, int64_t k,
                          struct one_best *b)
 {
-    uint32_t t = tier_of(st, i), mask = 0;
+    uint32_t t = place_tier_of(st, i), mask = 0;
     if (t >= b->tier || !eligible(st, 0, i) || !place_pod_fits(st, ps, i, &mask))
         return false;
     *b = (struct one_best){.tier = t, .node = i, .mask = mask, .key = k};
@@ -817,17 +759,22 @@ static void level_sums(struct place_state *st, const struct gang *g, int level, 
 {
     if (cached) {
         place_fitc_level(st, level, ds);
+        if (st->n_tiers > 1)
+            place_pref_kept(st, g, ds); /* out of memory: no preference values */
         return;
     }
     uint32_t nt = place_sum_domains(st, g, level, n_useful);
     *ds = (struct place_dsum){
         .cap = st->dom_cap, .free = st->dom_free, .capg = st->dom_capg, .nt = nt};
+    if (st->n_tiers > 1)
+        place_pref_domains(st, g, level, n_useful); /* out of memory: no preference values */
 }
 
 static void level_done(struct place_state *st, bool cached, const struct place_dsum *ds)
 {
     if (!cached)
         place_clear_domains(st, ds->nt);
+    place_pref_clear(st);
 }
 
 static bool dsum_holds(const struct place_dsum *ds, const struct gang *g, uint32_t d)
@@ -856,13 +803,16 @@ static void note_near(struct place_state *st, const struct gang *g, int level,
     }
 }
 
-/* The best-scoring domain of `level` that holds g and was not tried yet, or -1. */
+/* The best-scoring domain of `level` that holds g and was not tried yet, or -1; with
+ * preference values (st->pref_pv, place_pref.c), the most preferred first. */
 static int64_t best_domain(struct place_state *st, const struct gang *g, int level,
                            const struct place_dsum *ds, const uint32_t *tried, uint32_t n_tried,
                            struct score_in *best_in)
 {
     int64_t norm = level >= 0 ? st->level_max_gpus[level] : st->ok_gpus;
     int64_t best = -1, best_score = 0;
+    uint64_t best_pv = 0;
+    const uint64_t *pv = st->n_pref_doms ? st->pref_pv : NULL;
     /* the score depends on (free, capg) alone here, and domains repeat a few pairs: each pair
      * is scored once per call (a direct-mapped memo) */
     struct {
@@ -888,9 +838,12 @@ static int64_t best_domain(struct place_state *st, const struct gang *g, int lev
             memo[h].sc = plugin_score(st->cur_w, &in);
         }
         int64_t sc = memo[h].sc;
-        if (best < 0 || sc > best_score || (sc == best_score && d < best)) {
+        uint64_t v = pv ? pv[d] : 0;
+        if (best < 0 || v > best_pv ||
+            (v == best_pv && (sc > best_score || (sc == best_score && d < best)))) {
             best = d;
             best_score = sc;
+            best_pv = v;
             *best_in = in;
         }
     }

@@ -78,6 +78,10 @@ struct place_state {
      * prefer most (largest sum of weights), 1 for the next, ...; read only when n_tiers > 1 */
     uint8_t *tier;
     uint32_t n_tiers;
+    /* place_pref_domains' scratch (NULL until a gang with preferences searches domains): per
+     * domain its value and its slots per tier, the domains written */
+    uint64_t *pref_pv;
+    uint32_t *pref_cnt, *pref_doms, n_pref_doms;
     /* best near miss of the last failed domain search: the domain that held the most pods */
     int near_level;
     uint32_t near_domain;

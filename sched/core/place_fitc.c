@@ -30,10 +30,13 @@ struct fitc_level {
     uint32_t n_dom;
     uint64_t *cap; /* [d * GANG_MAX_SETS + s] */
     int64_t *free, *capg;
-    uint32_t *cnt; /* useful nodes of the domain */
+    uint32_t *cnt;  /* useful nodes of the domain */
+    uint32_t *tcnt; /* kept while sig.pref: [d * PLACE_PREF_TIERS + t] the slots (every set) of
+                       the domain's useful nodes of tier t (allocated at the first such sig) */
 };
 
 struct fitc_sig {
+    uint64_t pref; /* the gang's preferences (gang.pref) while they make tiers, else 0 */
     uint32_t n_sets, tp;
     uint32_t limit[GANG_MAX_SETS];
     struct res_vec req[GANG_MAX_SETS];
@@ -52,6 +55,7 @@ struct place_fitc {
 static void sig_of(const struct place_state *st, const struct gang *g, struct fitc_sig *s)
 {
     memset(s, 0, sizeof(*s));
+    s->pref = st->n_tiers > 1 ? g->pref : 0;
     s->n_sets = g->n_sets;
     s->tp = st->cur_tp;
     for (uint32_t k = 0; k < g->n_sets && k < GANG_MAX_SETS; k++) {
@@ -62,7 +66,7 @@ static void sig_of(const struct place_state *st, const struct gang *g, struct fi
 
 static bool sig_eq(const struct fitc_sig *a, const struct fitc_sig *b)
 {
-    if (a->n_sets != b->n_sets || a->tp != b->tp)
+    if (a->pref != b->pref || a->n_sets != b->n_sets || a->tp != b->tp)
         return false;
     for (uint32_t k = 0; k < a->n_sets && k < GANG_MAX_SETS; k++)
         if (a->limit[k] != b->limit[k] ||
@@ -100,6 +104,20 @@ static bool fitc_alloc(struct place_state *st, struct place_fitc *fc)
     return true;
 }
 
+/* The sums per tier, kept while the cache is for a gang with preferences; false on out of
+ * memory. */
+static bool tiers_alloc(struct place_state *st, struct place_fitc *fc)
+{
+    for (uint32_t x = 0; x < fc->n_lv; x++) {
+        struct fitc_level *lv = &fc->lv[x];
+        if (!lv->tcnt &&
+            !(lv->tcnt = arena_alloc(st->arena, (lv->n_dom ? lv->n_dom : 1) * PLACE_PREF_TIERS *
+                                                    sizeof(*lv->tcnt))))
+            return false;
+    }
+    return true;
+}
+
 /* Adds (sign 1) or takes away (-1) node i's counted contribution to every level's sums. */
 static void contribute(struct place_state *st, struct place_fitc *fc, uint32_t i, int sign)
 {
@@ -111,9 +129,15 @@ static void contribute(struct place_state *st, struct place_fitc *fc, uint32_t i
         lv->cnt[d] += sign > 0 ? 1u : (uint32_t)-1;
         lv->free[d] += sign * (int64_t)fc->key[i];
         lv->capg[d] += sign * (int64_t)nd->n_gpus;
-        for (uint32_t s = 0; s < fc->sig.n_sets; s++)
+        uint32_t all = 0;
+        for (uint32_t s = 0; s < fc->sig.n_sets; s++) {
             lv->cap[(size_t)d * GANG_MAX_SETS + s] +=
                 (uint64_t)((int64_t)sign * fc->slots[(size_t)s * n + i]);
+            all += fc->slots[(size_t)s * n + i];
+        }
+        if (fc->sig.pref) /* the node's tier is that of the preferences the sums are for */
+            lv->tcnt[(size_t)d * PLACE_PREF_TIERS + place_tier_of(st, i)] +=
+                sign > 0 ? all : (uint32_t)-all;
     }
 }
 
@@ -147,6 +171,8 @@ static void fitc_build(struct place_state *st, struct place_fitc *fc, const stru
         memset(lv->free, 0, nd * sizeof(*lv->free));
         memset(lv->capg, 0, nd * sizeof(*lv->capg));
         memset(lv->cnt, 0, nd * sizeof(*lv->cnt));
+        if (fc->sig.pref)
+            memset(lv->tcnt, 0, nd * PLACE_PREF_TIERS * sizeof(*lv->tcnt));
     }
     int64_t kmin = INT64_MAX;
     for (uint32_t s = 0; s < g->n_sets; s++)
@@ -210,7 +236,7 @@ bool place_fitc_ready(struct place_state *st, const struct gang *g)
         fc->has_asked = true;
         return false;
     }
-    if (!fc->slots && !fitc_alloc(st, fc)) {
+    if ((!fc->slots && !fitc_alloc(st, fc)) || (sig.pref && !tiers_alloc(st, fc))) {
         fc->broken = true; /* out of memory: every gang sums from scratch */
         st->b->jr = NULL;
         return false;
@@ -224,6 +250,10 @@ bool place_fitc_ready(struct place_state *st, const struct gang *g)
 void place_fitc_level(const struct place_state *st, int level, struct place_dsum *ds)
 {
     const struct fitc_level *lv = &st->fitc->lv[level + 1];
-    *ds = (struct place_dsum){
-        .cap = lv->cap, .free = lv->free, .capg = lv->capg, .cnt = lv->cnt, .n_dom = lv->n_dom};
+    *ds = (struct place_dsum){.cap = lv->cap,
+                              .free = lv->free,
+                              .capg = lv->capg,
+                              .cnt = lv->cnt,
+                              .tcnt = st->fitc->sig.pref ? lv->tcnt : NULL,
+                              .n_dom = lv->n_dom};
 }

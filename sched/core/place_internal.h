@@ -39,6 +39,20 @@ uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
 /* Pods of `ps` that node i can take now (resources and GPUs), filters not applied. */
 uint32_t place_pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
 
+/* ---- preferred node affinity (place_pref.c) ----------------------------------------------- */
+
+/* The preference tiers of the nodes for g (st->tier, st->n_tiers: 1 when g has no preferences
+ * or every node scores alike). */
+void place_pref_tiers(struct place_state *st, const struct gang *g);
+/* Node i's preference tier for the gang being placed (0: most preferred). */
+static inline uint32_t place_tier_of(const struct place_state *st, uint32_t i)
+{
+    return st->n_tiers > 1 ? st->tier[i] : 0;
+}
+/* Per domain of `level` with a useful node (st->useful, n_useful; slots in st->slots): the sum
+ * of the tier weights of the g->n_pods slots a fill in tier order would take there
+ * (st->pref_pv[d]); false on out of memory (no values). place_pref_clear zeroes them. */
+
 /* ---- domain sums kept across the gangs of a cycle (place_fitc.c) -------------------------- */
 
 /* The sums of one level: per domain d, pods of set s its useful nodes take (cap[d * GANG_MAX_SETS
@@ -49,6 +63,7 @@ struct place_dsum {
     const uint64_t *cap;
     const int64_t *free, *capg;
     const uint32_t *cnt;
+    const uint32_t *tcnt; /* the cache's slots per tier ([d * PLACE_PREF_TIERS + t]), or NULL */
     uint32_t n_dom, nt;
 };
 /* The next domain with a useful node (*d), from position *k (0 at the start), or false. */
@@ -122,5 +137,15 @@ const struct place_keydom *place_keydom(struct place_state *st, const char *key)
 /* Records the committed pods of g (out: its assignments) for the gangs placed after it. */
 void place_pods_commit(struct place_state *st, const struct gang *g,
                        const struct sched_assign *out);
+
+/* ---- preferred node affinity: domain values (place_pref.c) ------------------------------- */
+
+/* Per domain of `level` with a useful node (st->useful, n_useful; slots in st->slots): the sum
+ * of the tier weights of the g->n_pods slots a fill in tier order would take there
+ * (st->pref_pv[d]); false on out of memory (no values). place_pref_kept does the same from the
+ * kept sums' slots per tier (ds->tcnt). place_pref_clear zeroes the values. */
+bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful);
+bool place_pref_kept(struct place_state *st, const struct gang *g, const struct place_dsum *ds);
+void place_pref_clear(struct place_state *st);
 
 #endif

@@ -566,6 +566,80 @@ static void test_preferred_node_affinity(void **unused)
     world_free(w);
 }
 
+/* Preferred node affinity also chooses the domain: two free racks of 8 HGX nodes; a gang of two
+ * whole-node pods goes to the first (ties: lowest domain id) unless its pods prefer the second
+ * rack's nodes; preferring three nodes of the first and one of the second, it stays in the
+ * first, where both its pods get a preferred node. */
+static void test_preferred_node_affinity_picks_the_domain(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    const char *r1[] = {"hgx-rack-001"}, *some[] = {w->c->nodes[3].name, w->c->nodes[5].name,
+                                                    w->c->nodes[6].name, w->c->nodes[9].name};
+    const struct sel_req
+        in_r1 = {.key = TOPO_LABEL_RACK, .op = SEL_IN, .values = r1, .n_values = 1},
+        by_name = {
+            .key = "metadata.name", .field = true, .op = SEL_IN, .values = some, .n_values = 4};
+    const struct pref_term on_r1 = {.weight = 10, .term = {&in_r1, 1}},
+                           named = {.weight = 10, .term = {&by_name, 1}};
+    struct gang *g = add_gang(w, 2, 8, 0);
+    const struct sched_placement *p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_true(p->pods[0].node < 8 && p->pods[1].node < 8);
+    g->sets[0].pref = &on_r1;
+    g->sets[0].n_pref = 1;
+    gang_finalize(g);
+    p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    assert_true(p->pods[0].node >= 8 && p->pods[1].node >= 8);
+    g->sets[0].pref = &named;
+    gang_finalize(g);
+    p = placement_of(cycle(w, "gangsched", 0), g);
+    assert_non_null(p);
+    for (int k = 0; k < 2; k++)
+        assert_true(p->pods[k].node == 3 || p->pods[k].node == 5 || p->pods[k].node == 6);
+    free_names(w);
+    world_free(w);
+}
+
+/* Four equal gangs of two whole-node pods in one cycle, preferring nodes 0 and 1 of the first
+ * rack and 16 to 19 of the third, the second rack used but for nodes 14 and 15: the first gang
+ * takes 0 and 1, the next two the third rack's preferred nodes, and the last, with no preferred
+ * node left, the fullest rack (the second) by the usual score. The domain sums kept across them
+ * (place_fitc.c) must follow their slots per tier as the preferred nodes fill. */
+static void test_preferred_domains_follow_placements(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:24");
+    for (uint32_t i = 8; i < 14; i++)
+        use_gpus(w, i, 0xFF);
+    const char *names[6];
+    static const uint32_t named[6] = {0, 1, 16, 17, 18, 19};
+    for (int k = 0; k < 6; k++)
+        names[k] = w->c->nodes[named[k]].name;
+    const struct sel_req by_name = {
+        .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = 6};
+    const struct pref_term pref = {.weight = 100, .term = {&by_name, 1}};
+    struct gang *g[4];
+    for (int x = 0; x < 4; x++) {
+        g[x] = add_gang(w, 2, 8, x);
+        g[x]->sets[0].pref = &pref;
+        g[x]->sets[0].n_pref = 1;
+        gang_finalize(g[x]);
+    }
+    const struct sched_result *r = cycle(w, "gangsched", 10);
+    assert_true(r->n_fit_cached > 0);
+    static const uint32_t lo[4] = {0, 16, 16, 14}, hi[4] = {1, 19, 19, 15};
+    for (int x = 0; x < 4; x++) {
+        const struct sched_placement *p = placement_of(r, g[x]);
+        assert_non_null(p);
+        for (int k = 0; k < 2; k++)
+            assert_true(p->pods[k].node >= lo[x] && p->pods[k].node <= hi[x]);
+    }
+    free_names(w);
+    world_free(w);
+}
+
 static void test_unhealthy_gpu_node(void **unused)
 {
     (void)unused;
@@ -1065,6 +1139,8 @@ int main(void)
         cmocka_unit_test(test_node_selector),
         cmocka_unit_test(test_affinity_gt_gpu_memory),
         cmocka_unit_test(test_preferred_node_affinity),
+        cmocka_unit_test(test_preferred_node_affinity_picks_the_domain),
+        cmocka_unit_test(test_preferred_domains_follow_placements),
         cmocka_unit_test(test_unhealthy_gpu_node),
         cmocka_unit_test(test_shared_gpus_not_for_multi_gpu_gangs),
         cmocka_unit_test(test_starving_gang_reserves_capacity),

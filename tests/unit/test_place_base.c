@@ -220,26 +220,30 @@ static void test_fit_cache_decides_as_scratch(void **unused)
 
 /* Preferred node affinity's tiers, kept for the cycle's gangs of the same preferences with
  * their counts per bucket (place.c pref_tiers, place_base.c tier_count), decide what tiers made
- * again for every gang decide: 40 cycles of a random life whose gangs, one-pod and multi-pod,
- * come in runs of one set of preferences (a rack and a GPU product, a node by name, none). */
+ * again for every gang, with the domain sums kept across gangs (place_fitc.c, with their slots
+ * per tier) or made from scratch, decide: 40 cycles of a random life whose gangs, one-pod and
+ * multi-pod, come in runs of one shape and longer runs of one set of preferences (a rack and a
+ * GPU product, a node by name, none). */
 static void test_pref_tiers_decide_as_scratch(void **unused)
 {
     (void)unused;
     struct life *l = life_new(0x853C49E6748FEA9Bull);
     const char *rack[] = {"hgx-rack-001"}, *l40s[] = {"NVIDIA-L40S"},
-               *name[] = {l->w.c->nodes[5].name};
+               *name[] = {l->w.c->nodes[5].name, l->w.c->nodes[9].name, l->w.c->nodes[10].name,
+                          l->w.c->nodes[17].name};
     const struct sel_req in_rack = {.key = TOPO_LABEL_RACK, .values = rack, .n_values = 1},
                          on_l40s = {.key = "nvidia.com/gpu.product", .values = l40s, .n_values = 1},
                          by_name = {
-                             .key = "metadata.name", .field = true, .values = name, .n_values = 1};
+                             .key = "metadata.name", .field = true, .values = name, .n_values = 4};
     const struct pref_term two[] = {{.weight = 60, .term = {&in_rack, 1}},
                                     {.weight = 30, .term = {&on_l40s, 1}}},
                            one[] = {{.weight = 100, .term = {&by_name, 1}}};
-    static const uint32_t pods[] = {1, 1, 2, 4, 1, 3};
-    static const int64_t gpus[] = {1, 2, 4, 1, 8, 2};
+    static const uint32_t pods[] = {1, 2, 4, 1, 3, 2};
+    static const int64_t gpus[] = {1, 4, 1, 2, 2, 8};
     uint32_t prefer_name = 0;
     for (uint32_t j = 0; j < N_GANGS; j++) {
-        uint32_t shape = (j / 2) % 6, v = (j / 3) % 3; /* three gangs in a row share preferences */
+        /* three gangs in a row share a shape, nine their preferences */
+        uint32_t shape = (j / 3) % 6, v = (j / 9) % 3;
         make_gang(&l->gangs[j], j, pods[shape], gpus[shape], -1);
         struct podset *ps = &l->gangs[j].sets[0];
         ps->pref = v == 0 ? two : v == 1 ? one : NULL;
@@ -250,7 +254,9 @@ static void test_pref_tiers_decide_as_scratch(void **unused)
     const struct life_rules r = {
         .cycles = 40, .hold_gang = 1, .hold_every = 4, .end_one_in = 2, .scratch_all = true};
     struct life_counts n = life_run(l, &r);
+    fprintf(stderr, "preferences: %u placed, %u searches cached\n", n.placed, n.cached);
     assert_true(n.placed > 40);
+    assert_true(n.cached > 20); /* the kept sums with their tiers served searches */
     assert_true(prefer_name > 0);
     life_free(l);
 }

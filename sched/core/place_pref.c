@@ -1,0 +1,148 @@
+/* sched/core/place_pref.c: preferred node affinity in placement (see place_internal.h).
+ *
+ * Owns: the preference tiers of the nodes for the gang being placed (place_state.tier, n_tiers)
+ * and the preference value of each domain a gang's search weighs (place_pref_domains).
+ *
+ * kube-scheduler's NodeAffinity score gives a node the sum of the weights of the preferred
+ * terms it meets; here the sum is over the gang's pod sets, and the distinct sums, largest first,
+ * are the tiers 0, 1, ... (at most PLACE_PREF_TIERS; smaller sums share the last tier). Every
+ * choice of nodes takes a lower tier first (place.c: place_one, place_order_domain), and among
+ * the domains of a level that hold the gang, the search prefers the one where a fill in tier
+ * order would give its pods the largest sum of weights (Kueue's TAS, with
+ * TASRespectNodeAffinityPreferred, sums node scores up the topology tree and puts them before
+ * capacity; here only the slots the gang would take count, so a large domain of a few
+ * preferred nodes does not beat a small one the gang fills with preferred nodes).
+ *
+ * Must not touch: anything outside place_state.
+ */
+#include <string.h>
+
+#include "sched/core/place_internal.h"
+
+/* The sum of the weights of the preferred node affinity terms that node i meets, over g's sets. */
+static uint32_t pref_weight(const struct place_state *st, const struct gang *g, uint32_t i)
+{
+    uint32_t w = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        w += sel_pref_weight(&g->sets[s], &st->c->nodes[i]);
+    return w;
+}
+
+/* Tiers depend on the nodes' names and labels only: kept for the cycle's next gangs of the same
+ * preferences (gang.pref), so that only a change of preferences costs a pass over the nodes'
+ * labels (and one over the sums). */
+void place_pref_tiers(struct place_state *st, const struct gang *g)
+{
+    st->n_tiers = 1;
+    if (!g->pref || !st->topology)
+        return;
+    struct place_base *b = st->b;
+    if (g->pref == b->tier_key && !st->no_shortcuts) {
+        st->n_tiers = b->tier_n;
+        return;
+    }
+    uint32_t *top = b->tier_top, nt = 0, n = st->c->n_nodes; /* distinct sums, largest first */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = b->tier_w[i] = pref_weight(st, g, i), k = 0;
+        while (k < nt && top[k] > w)
+            k++;
+        if ((k < nt && top[k] == w) || k == PLACE_PREF_TIERS)
+            continue;
+        if (nt < PLACE_PREF_TIERS)
+            nt++;
+        memmove(&top[k + 1], &top[k], (nt - 1 - k) * sizeof(top[0]));
+        top[k] = w;
+    }
+    memset(b->tier_cnt, 0, sizeof(b->tier_cnt));
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = b->tier_w[i], k = 0;
+        while (k + 1 < nt && top[k] > w)
+            k++;
+        b->tier[i] = (uint8_t)k;
+        if (b->key[i] != PB_NO_KEY)
+            b->tier_cnt[k][b->key[i]]++;
+    }
+    st->n_tiers = nt > 1 ? nt : 1;
+    b->tier_key = g->pref;
+    b->tier_n = st->n_tiers;
+}
+
+/* Node i's domain at `level` (0: the cluster). */
+static uint32_t dom_of(const struct place_state *st, int level, uint32_t i)
+{
+    return level >= 0 ? st->c->nodes[i].dom[level] : 0;
+}
+
+/* The scratch of the domains' values, allocated at the first use in the cycle; false on out
+ * of memory. */
+static bool pref_scratch(struct place_state *st)
+{
+    uint32_t md = st->max_domains ? st->max_domains : 1;
+    if (st->pref_pv)
+        return true;
+    st->pref_pv = arena_calloc(st->arena, md, sizeof(*st->pref_pv));
+    st->pref_cnt = arena_calloc(st->arena, (size_t)md * PLACE_PREF_TIERS, sizeof(*st->pref_cnt));
+    st->pref_doms = arena_alloc(st->arena, md * sizeof(*st->pref_doms));
+    if (st->pref_pv && st->pref_cnt && st->pref_doms)
+        return true;
+    st->pref_pv = NULL;
+    return false;
+}
+
+/* Domain d's value from its slots per tier c: a fill in tier order, greedy. */
+static void pref_value(struct place_state *st, const struct gang *g, uint32_t d, const uint32_t *c)
+{
+    uint64_t v = 0, left = g->n_pods;
+    for (uint32_t t = 0; t < st->n_tiers && left > 0; t++) {
+        uint64_t take = c[t] < left ? c[t] : left;
+        v += take * st->b->tier_top[t];
+        left -= take;
+    }
+    st->pref_pv[d] = v;
+    st->pref_doms[st->n_pref_doms++] = d;
+}
+
+bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful)
+{
+    uint32_t n = st->c->n_nodes;
+    st->n_pref_doms = 0;
+    if (!pref_scratch(st))
+        return false; /* out of memory: domains are chosen as without preferences */
+    uint32_t nd = 0, *doms = st->pref_doms; /* the domains summed, then valued in place */
+    for (uint32_t x = 0; x < n_useful; x++) {
+        uint32_t i = st->useful[x], d = dom_of(st, level, i), slots = 0;
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            slots += st->slots[(size_t)s * n + i];
+        uint32_t *c = &st->pref_cnt[(size_t)d * PLACE_PREF_TIERS];
+        bool fresh = true;
+        for (uint32_t t = 0; t < st->n_tiers && fresh; t++)
+            fresh = c[t] == 0;
+        if (fresh && slots > 0)
+            doms[nd++] = d;
+        c[place_tier_of(st, i)] += slots;
+    }
+    for (uint32_t x = 0; x < nd; x++)
+        pref_value(st, g, doms[x], &st->pref_cnt[(size_t)doms[x] * PLACE_PREF_TIERS]);
+    return true;
+}
+
+bool place_pref_kept(struct place_state *st, const struct gang *g, const struct place_dsum *ds)
+{
+    st->n_pref_doms = 0;
+    if (!ds->tcnt || !pref_scratch(st))
+        return false;
+    for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);)
+        pref_value(st, g, d, &ds->tcnt[(size_t)d * PLACE_PREF_TIERS]);
+    return true;
+}
+
+void place_pref_clear(struct place_state *st)
+{
+    for (uint32_t x = 0; x < st->n_pref_doms; x++) {
+        uint32_t d = st->pref_doms[x];
+        st->pref_pv[d] = 0;
+        memset(&st->pref_cnt[(size_t)d * PLACE_PREF_TIERS], 0,
+               PLACE_PREF_TIERS * sizeof(*st->pref_cnt));
+    }
+    st->n_pref_doms = 0;
+}
