@@ -760,7 +760,7 @@ static void level_sums(struct place_state *st, const struct gang *g, int level, 
     if (cached) {
         place_fitc_level(st, level, ds);
         if (st->n_tiers > 1)
-            place_pref_kept(st, g, ds); /* out of memory: no preference values */
+            place_pref_kept(st, g, level, ds); /* out of memory: no preference values */
         return;
     }
     uint32_t nt = place_sum_domains(st, g, level, n_useful);

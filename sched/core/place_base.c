@@ -39,6 +39,7 @@ static void layout(struct place_base *b, struct carve *cv)
     b->soft = carve(cv, n, 1);
     b->tier = carve(cv, n, 1);
     b->tier_w = carve(cv, n, sizeof(*b->tier_w));
+    b->tier_nodes = carve(cv, n, sizeof(*b->tier_nodes));
     b->key = carve(cv, n, 1);
     b->held_for = carve(cv, n, sizeof(*b->held_for));
     b->sok = carve(cv, n, 1);

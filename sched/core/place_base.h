@@ -73,7 +73,9 @@ struct place_base {
     uint64_t tier_key;
     uint32_t tier_n;
     uint32_t tier_top[PLACE_PREF_TIERS]; /* the sum of weights of each tier */
-    uint32_t *tier_w; /* scratch of place_pref_tiers: each node's sum of weights */
+    uint32_t *tier_w;     /* scratch of place_pref_tiers: each node's sum of weights */
+    uint32_t *tier_nodes; /* the nodes whose sum is above 0, ascending, n_tier_nodes of them */
+    uint32_t n_tier_nodes;
     /* while tier_key != 0: the linked nodes per tier and bucket, kept by every link and
      * unlink (so that a one-pod gang skips the buckets without a node of the tier it wants) */
     uint32_t tier_cnt[PLACE_PREF_TIERS][PB_KEYS];

@@ -31,12 +31,11 @@ struct fitc_level {
     uint64_t *cap; /* [d * GANG_MAX_SETS + s] */
     int64_t *free, *capg;
     uint32_t *cnt;  /* useful nodes of the domain */
-    uint32_t *tcnt; /* kept while sig.pref: [d * PLACE_PREF_TIERS + t] the slots (every set) of
-                       the domain's useful nodes of tier t (allocated at the first such sig) */
+    uint32_t *tcnt; /* while tpref: [d * PLACE_PREF_TIERS + t] the slots (every set) of the
+                       domain's useful nodes of tier t under the preferences tpref */
 };
 
 struct fitc_sig {
-    uint64_t pref; /* the gang's preferences (gang.pref) while they make tiers, else 0 */
     uint32_t n_sets, tp;
     uint32_t limit[GANG_MAX_SETS];
     struct res_vec req[GANG_MAX_SETS];
@@ -48,14 +47,15 @@ struct place_fitc {
     bool valid, has_asked, broken;
     uint32_t *slots; /* [GANG_MAX_SETS][n] */
     uint8_t *key, *useful;
-    uint32_t n_lv;                             /* levels + 1: 0 is the whole cluster */
+    uint64_t tpref; /* the preferences (gang.pref) whose tiers the sums per tier follow, 0 */
+    uint8_t *tier;  /* [n]: those tiers, copied when the sums per tier were built */
+    uint32_t n_lv;  /* levels + 1: 0 is the whole cluster */
     struct fitc_level lv[TOPO_MAX_LEVELS + 1]; /* lv[l + 1]: level l */
 };
 
 static void sig_of(const struct place_state *st, const struct gang *g, struct fitc_sig *s)
 {
     memset(s, 0, sizeof(*s));
-    s->pref = st->n_tiers > 1 ? g->pref : 0;
     s->n_sets = g->n_sets;
     s->tp = st->cur_tp;
     for (uint32_t k = 0; k < g->n_sets && k < GANG_MAX_SETS; k++) {
@@ -66,7 +66,7 @@ static void sig_of(const struct place_state *st, const struct gang *g, struct fi
 
 static bool sig_eq(const struct fitc_sig *a, const struct fitc_sig *b)
 {
-    if (a->pref != b->pref || a->n_sets != b->n_sets || a->tp != b->tp)
+    if (a->n_sets != b->n_sets || a->tp != b->tp)
         return false;
     for (uint32_t k = 0; k < a->n_sets && k < GANG_MAX_SETS; k++)
         if (a->limit[k] != b->limit[k] ||
@@ -104,10 +104,12 @@ static bool fitc_alloc(struct place_state *st, struct place_fitc *fc)
     return true;
 }
 
-/* The sums per tier, kept while the cache is for a gang with preferences; false on out of
- * memory. */
+/* The sums per tier and the copy of the tiers, allocated at the first gang with preferences
+ * that asks for them; false on out of memory. */
 static bool tiers_alloc(struct place_state *st, struct place_fitc *fc)
 {
+    if (!fc->tier && !(fc->tier = arena_alloc(st->arena, st->c->n_nodes ? st->c->n_nodes : 1)))
+        return false;
     for (uint32_t x = 0; x < fc->n_lv; x++) {
         struct fitc_level *lv = &fc->lv[x];
         if (!lv->tcnt &&
@@ -135,9 +137,8 @@ static void contribute(struct place_state *st, struct place_fitc *fc, uint32_t i
                 (uint64_t)((int64_t)sign * fc->slots[(size_t)s * n + i]);
             all += fc->slots[(size_t)s * n + i];
         }
-        if (fc->sig.pref) /* the node's tier is that of the preferences the sums are for */
-            lv->tcnt[(size_t)d * PLACE_PREF_TIERS + place_tier_of(st, i)] +=
-                sign > 0 ? all : (uint32_t)-all;
+        if (fc->tpref)
+            lv->tcnt[(size_t)d * PLACE_PREF_TIERS + fc->tier[i]] += sign > 0 ? all : (uint32_t)-all;
     }
 }
 
@@ -171,7 +172,7 @@ static void fitc_build(struct place_state *st, struct place_fitc *fc, const stru
         memset(lv->free, 0, nd * sizeof(*lv->free));
         memset(lv->capg, 0, nd * sizeof(*lv->capg));
         memset(lv->cnt, 0, nd * sizeof(*lv->cnt));
-        if (fc->sig.pref)
+        if (fc->tpref)
             memset(lv->tcnt, 0, nd * PLACE_PREF_TIERS * sizeof(*lv->tcnt));
     }
     int64_t kmin = INT64_MAX;
@@ -236,7 +237,7 @@ bool place_fitc_ready(struct place_state *st, const struct gang *g)
         fc->has_asked = true;
         return false;
     }
-    if ((!fc->slots && !fitc_alloc(st, fc)) || (sig.pref && !tiers_alloc(st, fc))) {
+    if (!fc->slots && !fitc_alloc(st, fc)) {
         fc->broken = true; /* out of memory: every gang sums from scratch */
         st->b->jr = NULL;
         return false;
@@ -250,10 +251,39 @@ bool place_fitc_ready(struct place_state *st, const struct gang *g)
 void place_fitc_level(const struct place_state *st, int level, struct place_dsum *ds)
 {
     const struct fitc_level *lv = &st->fitc->lv[level + 1];
-    *ds = (struct place_dsum){.cap = lv->cap,
-                              .free = lv->free,
-                              .capg = lv->capg,
-                              .cnt = lv->cnt,
-                              .tcnt = st->fitc->sig.pref ? lv->tcnt : NULL,
-                              .n_dom = lv->n_dom};
+    *ds = (struct place_dsum){
+        .cap = lv->cap, .free = lv->free, .capg = lv->capg, .cnt = lv->cnt, .n_dom = lv->n_dom};
+}
+
+uint32_t place_fitc_slots(const struct place_state *st, uint32_t i)
+{
+    const struct place_fitc *fc = st->fitc;
+    uint32_t n = st->c->n_nodes, all = 0;
+    for (uint32_t s = 0; fc->useful[i] && s < fc->sig.n_sets; s++)
+        all += fc->slots[(size_t)s * n + i];
+    return all;
+}
+
+const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, int level)
+{
+    struct place_fitc *fc = st->fitc;
+    if (fc->tpref != g->pref) { /* (re)built: a pass over the nodes, then kept by the journal */
+        if (!tiers_alloc(st, fc))
+            return NULL;
+        uint32_t n = st->c->n_nodes;
+        for (uint32_t i = 0; i < n; i++)
+            fc->tier[i] = (uint8_t)place_tier_of(st, i);
+        for (uint32_t x = 0; x < fc->n_lv; x++)
+            memset(fc->lv[x].tcnt, 0,
+                   (fc->lv[x].n_dom ? fc->lv[x].n_dom : 1) * PLACE_PREF_TIERS * sizeof(uint32_t));
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t all = place_fitc_slots(st, i);
+            for (uint32_t x = 0; all && x < fc->n_lv; x++) {
+                uint32_t d = x == 0 ? 0 : st->c->nodes[i].dom[x - 1];
+                fc->lv[x].tcnt[(size_t)d * PLACE_PREF_TIERS + fc->tier[i]] += all;
+            }
+        }
+        fc->tpref = g->pref;
+    }
+    return fc->lv[level + 1].tcnt;
 }

@@ -63,7 +63,6 @@ struct place_dsum {
     const uint64_t *cap;
     const int64_t *free, *capg;
     const uint32_t *cnt;
-    const uint32_t *tcnt; /* the cache's slots per tier ([d * PLACE_PREF_TIERS + t]), or NULL */
     uint32_t n_dom, nt;
 };
 /* The next domain with a useful node (*d), from position *k (0 at the start), or false. */
@@ -145,7 +144,13 @@ void place_pods_commit(struct place_state *st, const struct gang *g,
  * (st->pref_pv[d]); false on out of memory (no values). place_pref_kept does the same from the
  * kept sums' slots per tier (ds->tcnt). place_pref_clear zeroes the values. */
 bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful);
-bool place_pref_kept(struct place_state *st, const struct gang *g, const struct place_dsum *ds);
+bool place_pref_kept(struct place_state *st, const struct gang *g, int level,
+                     const struct place_dsum *ds);
+/* For place_pref_kept: the kept slots of node i (every set; 0 when not useful), and the kept
+ * slots per tier of `level` for g's preferences ([d * PLACE_PREF_TIERS + t]), (re)built when
+ * they follow other preferences; NULL on out of memory. */
+uint32_t place_fitc_slots(const struct place_state *st, uint32_t i);
+const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, int level);
 void place_pref_clear(struct place_state *st);
 
 #endif

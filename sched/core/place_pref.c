@@ -54,8 +54,11 @@ void place_pref_tiers(struct place_state *st, const struct gang *g)
         top[k] = w;
     }
     memset(b->tier_cnt, 0, sizeof(b->tier_cnt));
+    b->n_tier_nodes = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t w = b->tier_w[i], k = 0;
+        if (w > 0)
+            b->tier_nodes[b->n_tier_nodes++] = i;
         while (k + 1 < nt && top[k] > w)
             k++;
         b->tier[i] = (uint8_t)k;
@@ -102,37 +105,65 @@ static void pref_value(struct place_state *st, const struct gang *g, uint32_t d,
     st->pref_doms[st->n_pref_doms++] = d;
 }
 
+/* Adds `slots` of a node of tier t to domain d's slots per tier, listing d at its first. */
+static void pref_add(struct place_state *st, uint32_t d, uint32_t t, uint32_t slots)
+{
+    uint32_t *c = &st->pref_cnt[(size_t)d * PLACE_PREF_TIERS];
+    bool fresh = true;
+    for (uint32_t k = 0; k < st->n_tiers && fresh; k++)
+        fresh = c[k] == 0;
+    if (fresh && slots > 0)
+        st->pref_doms[st->n_pref_doms++] = d;
+    c[t] += slots;
+}
+
+/* The values of the domains listed by pref_add, from their slots per tier. */
+static void pref_values(struct place_state *st, const struct gang *g)
+{
+    uint32_t nd = st->n_pref_doms;
+    st->n_pref_doms = 0; /* pref_value lists each again */
+    for (uint32_t x = 0; x < nd; x++)
+        pref_value(st, g, st->pref_doms[x],
+                   &st->pref_cnt[(size_t)st->pref_doms[x] * PLACE_PREF_TIERS]);
+}
+
 bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful)
 {
     uint32_t n = st->c->n_nodes;
     st->n_pref_doms = 0;
     if (!pref_scratch(st))
         return false; /* out of memory: domains are chosen as without preferences */
-    uint32_t nd = 0, *doms = st->pref_doms; /* the domains summed, then valued in place */
     for (uint32_t x = 0; x < n_useful; x++) {
-        uint32_t i = st->useful[x], d = dom_of(st, level, i), slots = 0;
+        uint32_t i = st->useful[x], slots = 0;
         for (uint32_t s = 0; s < g->n_sets; s++)
             slots += st->slots[(size_t)s * n + i];
-        uint32_t *c = &st->pref_cnt[(size_t)d * PLACE_PREF_TIERS];
-        bool fresh = true;
-        for (uint32_t t = 0; t < st->n_tiers && fresh; t++)
-            fresh = c[t] == 0;
-        if (fresh && slots > 0)
-            doms[nd++] = d;
-        c[place_tier_of(st, i)] += slots;
+        pref_add(st, dom_of(st, level, i), place_tier_of(st, i), slots);
     }
-    for (uint32_t x = 0; x < nd; x++)
-        pref_value(st, g, doms[x], &st->pref_cnt[(size_t)doms[x] * PLACE_PREF_TIERS]);
+    pref_values(st, g);
     return true;
 }
 
-bool place_pref_kept(struct place_state *st, const struct gang *g, const struct place_dsum *ds)
+bool place_pref_kept(struct place_state *st, const struct gang *g, int level,
+                     const struct place_dsum *ds)
 {
     st->n_pref_doms = 0;
-    if (!ds->tcnt || !pref_scratch(st))
+    if (!pref_scratch(st))
         return false;
-    for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);)
-        pref_value(st, g, d, &ds->tcnt[(size_t)d * PLACE_PREF_TIERS]);
+    const struct place_base *b = st->b;
+    /* few nodes with a weight (a rack, some names): the domains they are in, from the kept
+     * slots; else the kept sums per tier, (re)built for these preferences when they are not */
+    const uint32_t *tcnt =
+        (uint64_t)b->n_tier_nodes * 4 <= st->c->n_nodes ? NULL : place_fitc_tiers(st, g, level);
+    if (tcnt) {
+        for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);)
+            pref_value(st, g, d, &tcnt[(size_t)d * PLACE_PREF_TIERS]);
+        return true;
+    }
+    for (uint32_t x = 0; x < b->n_tier_nodes; x++) {
+        uint32_t i = b->tier_nodes[x];
+        pref_add(st, dom_of(st, level, i), place_tier_of(st, i), place_fitc_slots(st, i));
+    }
+    pref_values(st, g);
     return true;
 }
 

@@ -603,41 +603,47 @@ static void test_preferred_node_affinity_picks_the_domain(void **unused)
 }
 
 /* Four equal gangs of two whole-node pods in one cycle, preferring nodes 0 and 1 of the first
- * rack and 16 to 19 of the third, the second rack used but for nodes 14 and 15: the first gang
- * takes 0 and 1, the next two the third rack's preferred nodes, and the last, with no preferred
- * node left, the fullest rack (the second) by the usual score. The domain sums kept across them
- * (place_fitc.c) must follow their slots per tier as the preferred nodes fill. */
+ * rack and 16 to 19 of the third (weight 100), the second rack used but for nodes 14 and 15:
+ * the first gang takes 0 and 1, the next two the third rack's preferred nodes, and the last,
+ * with no preferred node left, the fullest rack (the second) by the usual score. The domain
+ * sums kept across them (place_fitc.c) must follow the placements: once with six nodes of
+ * weight (the values from those nodes), once with every node of weight 1 besides (the kept
+ * slots per tier). */
 static void test_preferred_domains_follow_placements(void **unused)
 {
     (void)unused;
-    struct world *w = world_new("hgx:24");
-    for (uint32_t i = 8; i < 14; i++)
-        use_gpus(w, i, 0xFF);
-    const char *names[6];
-    static const uint32_t named[6] = {0, 1, 16, 17, 18, 19};
-    for (int k = 0; k < 6; k++)
-        names[k] = w->c->nodes[named[k]].name;
-    const struct sel_req by_name = {
-        .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = 6};
-    const struct pref_term pref = {.weight = 100, .term = {&by_name, 1}};
-    struct gang *g[4];
-    for (int x = 0; x < 4; x++) {
-        g[x] = add_gang(w, 2, 8, x);
-        g[x]->sets[0].pref = &pref;
-        g[x]->sets[0].n_pref = 1;
-        gang_finalize(g[x]);
+    for (int every = 0; every < 2; every++) {
+        struct world *w = world_new("hgx:24");
+        for (uint32_t i = 8; i < 14; i++)
+            use_gpus(w, i, 0xFF);
+        const char *names[6];
+        static const uint32_t named[6] = {0, 1, 16, 17, 18, 19};
+        for (int k = 0; k < 6; k++)
+            names[k] = w->c->nodes[named[k]].name;
+        const struct sel_req by_name = {.key = "metadata.name", .field = true, .op = SEL_IN,
+                                        .values = names, .n_values = 6},
+                             any = {.key = "kubernetes.io/hostname", .op = SEL_EXISTS};
+        const struct pref_term pref[2] = {{.weight = 100, .term = {&by_name, 1}},
+                                          {.weight = 1, .term = {&any, 1}}};
+        struct gang *g[4];
+        for (int x = 0; x < 4; x++) {
+            g[x] = add_gang(w, 2, 8, x);
+            g[x]->sets[0].pref = pref;
+            g[x]->sets[0].n_pref = every ? 2 : 1;
+            gang_finalize(g[x]);
+        }
+        const struct sched_result *r = cycle(w, "gangsched", 10);
+        assert_true(r->n_fit_cached > 0);
+        static const uint32_t lo[4] = {0, 16, 16, 14}, hi[4] = {1, 19, 19, 15};
+        for (int x = 0; x < 4; x++) {
+            const struct sched_placement *p = placement_of(r, g[x]);
+            assert_non_null(p);
+            for (int k = 0; k < 2; k++)
+                assert_true(p->pods[k].node >= lo[x] && p->pods[k].node <= hi[x]);
+        }
+        free_names(w);
+        world_free(w);
     }
-    const struct sched_result *r = cycle(w, "gangsched", 10);
-    assert_true(r->n_fit_cached > 0);
-    static const uint32_t lo[4] = {0, 16, 16, 14}, hi[4] = {1, 19, 19, 15};
-    for (int x = 0; x < 4; x++) {
-        const struct sched_placement *p = placement_of(r, g[x]);
-        assert_non_null(p);
-        for (int k = 0; k < 2; k++)
-            assert_true(p->pods[k].node >= lo[x] && p->pods[k].node <= hi[x]);
-    }
-    free_names(w);
-    world_free(w);
 }
 
 static void test_unhealthy_gpu_node(void **unused)
