@@ -760,7 +760,7 @@ static void level_sums(struct place_state *st, const struct gang *g, int level, 
     if (cached) {
         place_fitc_level(st, level, ds);
         if (st->n_tiers > 1)
-            place_pref_kept(st, g, level, ds); /* out of memory: no preference values */
+            place_pref_kept(st, g, level); /* out of memory: no preference values */
         return;
     }
     uint32_t nt = place_sum_domains(st, g, level, n_useful);
@@ -804,7 +804,7 @@ static void note_near(struct place_state *st, const struct gang *g, int level,
 }
 
 /* The best-scoring domain of `level` that holds g and was not tried yet, or -1; with
- * preference values (st->pref_pv, place_pref.c), the most preferred first. */
+ * preference values (place_pref_value), the most preferred first. */
 static int64_t best_domain(struct place_state *st, const struct gang *g, int level,
                            const struct place_dsum *ds, const uint32_t *tried, uint32_t n_tried,
                            struct score_in *best_in)
@@ -812,7 +812,6 @@ static int64_t best_domain(struct place_state *st, const struct gang *g, int lev
     int64_t norm = level >= 0 ? st->level_max_gpus[level] : st->ok_gpus;
     int64_t best = -1, best_score = 0;
     uint64_t best_pv = 0;
-    const uint64_t *pv = st->n_pref_doms ? st->pref_pv : NULL;
     /* the score depends on (free, capg) alone here, and domains repeat a few pairs: each pair
      * is scored once per call (a direct-mapped memo) */
     struct {
@@ -838,7 +837,7 @@ static int64_t best_domain(struct place_state *st, const struct gang *g, int lev
             memo[h].sc = plugin_score(st->cur_w, &in);
         }
         int64_t sc = memo[h].sc;
-        uint64_t v = pv ? pv[d] : 0;
+        uint64_t v = st->pref_src ? place_pref_value(st, g, d) : 0;
         if (best < 0 || v > best_pv ||
             (v == best_pv && (sc > best_score || (sc == best_score && d < best)))) {
             best = d;

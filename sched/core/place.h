@@ -78,9 +78,10 @@ struct place_state {
      * prefer most (largest sum of weights), 1 for the next, ...; read only when n_tiers > 1 */
     uint8_t *tier;
     uint32_t n_tiers;
-    /* place_pref_domains' scratch (NULL until a gang with preferences searches domains): per
-     * domain its value and its slots per tier, the domains written */
-    uint64_t *pref_pv;
+    /* the slots per tier of the domains of the level being searched, for place_pref_value
+     * (place_pref.c): pref_src points at them (pref_cnt, or the kept sums'), NULL when none;
+     * pref_cnt is summed for the domains listed in pref_doms */
+    const uint32_t *pref_src;
     uint32_t *pref_cnt, *pref_doms, n_pref_doms;
     /* best near miss of the last failed domain search: the domain that held the most pods */
     int near_level;

@@ -49,9 +49,6 @@ static inline uint32_t place_tier_of(const struct place_state *st, uint32_t i)
 {
     return st->n_tiers > 1 ? st->tier[i] : 0;
 }
-/* Per domain of `level` with a useful node (st->useful, n_useful; slots in st->slots): the sum
- * of the tier weights of the g->n_pods slots a fill in tier order would take there
- * (st->pref_pv[d]); false on out of memory (no values). place_pref_clear zeroes them. */
 
 /* ---- domain sums kept across the gangs of a cycle (place_fitc.c) -------------------------- */
 
@@ -139,18 +136,20 @@ void place_pods_commit(struct place_state *st, const struct gang *g,
 
 /* ---- preferred node affinity: domain values (place_pref.c) ------------------------------- */
 
-/* Per domain of `level` with a useful node (st->useful, n_useful; slots in st->slots): the sum
- * of the tier weights of the g->n_pods slots a fill in tier order would take there
- * (st->pref_pv[d]); false on out of memory (no values). place_pref_kept does the same from the
- * kept sums' slots per tier (ds->tcnt). place_pref_clear zeroes the values. */
+/* The slots per tier of each domain of `level`, for place_pref_value: summed over the useful
+ * nodes (st->useful, n_useful; slots in st->slots), or (place_pref_kept) from the domain sums
+ * kept across gangs; false on out of memory (no values: st->pref_src NULL). place_pref_clear
+ * forgets them. */
 bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful);
-bool place_pref_kept(struct place_state *st, const struct gang *g, int level,
-                     const struct place_dsum *ds);
+bool place_pref_kept(struct place_state *st, const struct gang *g, int level);
+void place_pref_clear(struct place_state *st);
+/* Domain d's preference value for g: the sum of the tier weights of the g->n_pods slots a fill
+ * in tier order would take there. Only while st->pref_src is set. */
+uint64_t place_pref_value(const struct place_state *st, const struct gang *g, uint32_t d);
 /* For place_pref_kept: the kept slots of node i (every set; 0 when not useful), and the kept
  * slots per tier of `level` for g's preferences ([d * PLACE_PREF_TIERS + t]), (re)built when
  * they follow other preferences; NULL on out of memory. */
 uint32_t place_fitc_slots(const struct place_state *st, uint32_t i);
 const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, int level);
-void place_pref_clear(struct place_state *st);
 
 #endif

@@ -76,33 +76,19 @@ static uint32_t dom_of(const struct place_state *st, int level, uint32_t i)
     return level >= 0 ? st->c->nodes[i].dom[level] : 0;
 }
 
-/* The scratch of the domains' values, allocated at the first use in the cycle; false on out
- * of memory. */
+/* The scratch of the domains' slots per tier, allocated at the first use in the cycle; false on
+ * out of memory. */
 static bool pref_scratch(struct place_state *st)
 {
     uint32_t md = st->max_domains ? st->max_domains : 1;
-    if (st->pref_pv)
+    if (st->pref_cnt)
         return true;
-    st->pref_pv = arena_calloc(st->arena, md, sizeof(*st->pref_pv));
     st->pref_cnt = arena_calloc(st->arena, (size_t)md * PLACE_PREF_TIERS, sizeof(*st->pref_cnt));
     st->pref_doms = arena_alloc(st->arena, md * sizeof(*st->pref_doms));
-    if (st->pref_pv && st->pref_cnt && st->pref_doms)
+    if (st->pref_cnt && st->pref_doms)
         return true;
-    st->pref_pv = NULL;
+    st->pref_cnt = NULL;
     return false;
-}
-
-/* Domain d's value from its slots per tier c: a fill in tier order, greedy. */
-static void pref_value(struct place_state *st, const struct gang *g, uint32_t d, const uint32_t *c)
-{
-    uint64_t v = 0, left = g->n_pods;
-    for (uint32_t t = 0; t < st->n_tiers && left > 0; t++) {
-        uint64_t take = c[t] < left ? c[t] : left;
-        v += take * st->b->tier_top[t];
-        left -= take;
-    }
-    st->pref_pv[d] = v;
-    st->pref_doms[st->n_pref_doms++] = d;
 }
 
 /* Adds `slots` of a node of tier t to domain d's slots per tier, listing d at its first. */
@@ -117,20 +103,10 @@ static void pref_add(struct place_state *st, uint32_t d, uint32_t t, uint32_t sl
     c[t] += slots;
 }
 
-/* The values of the domains listed by pref_add, from their slots per tier. */
-static void pref_values(struct place_state *st, const struct gang *g)
-{
-    uint32_t nd = st->n_pref_doms;
-    st->n_pref_doms = 0; /* pref_value lists each again */
-    for (uint32_t x = 0; x < nd; x++)
-        pref_value(st, g, st->pref_doms[x],
-                   &st->pref_cnt[(size_t)st->pref_doms[x] * PLACE_PREF_TIERS]);
-}
-
 bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful)
 {
     uint32_t n = st->c->n_nodes;
-    st->n_pref_doms = 0;
+    place_pref_clear(st);
     if (!pref_scratch(st))
         return false; /* out of memory: domains are chosen as without preferences */
     for (uint32_t x = 0; x < n_useful; x++) {
@@ -139,41 +115,46 @@ bool place_pref_domains(struct place_state *st, const struct gang *g, int level,
             slots += st->slots[(size_t)s * n + i];
         pref_add(st, dom_of(st, level, i), place_tier_of(st, i), slots);
     }
-    pref_values(st, g);
+    st->pref_src = st->pref_cnt;
     return true;
 }
 
-bool place_pref_kept(struct place_state *st, const struct gang *g, int level,
-                     const struct place_dsum *ds)
+bool place_pref_kept(struct place_state *st, const struct gang *g, int level)
 {
-    st->n_pref_doms = 0;
-    if (!pref_scratch(st))
-        return false;
+    place_pref_clear(st);
     const struct place_base *b = st->b;
     /* few nodes with a weight (a rack, some names): the domains they are in, from the kept
      * slots; else the kept sums per tier, (re)built for these preferences when they are not */
-    const uint32_t *tcnt =
-        (uint64_t)b->n_tier_nodes * 4 <= st->c->n_nodes ? NULL : place_fitc_tiers(st, g, level);
-    if (tcnt) {
-        for (uint32_t k = 0, d; place_dsum_next(st, ds, &k, &d);)
-            pref_value(st, g, d, &tcnt[(size_t)d * PLACE_PREF_TIERS]);
+    if ((uint64_t)b->n_tier_nodes * 4 > st->c->n_nodes &&
+        (st->pref_src = place_fitc_tiers(st, g, level)) != NULL)
         return true;
-    }
+    if (!pref_scratch(st))
+        return false;
     for (uint32_t x = 0; x < b->n_tier_nodes; x++) {
         uint32_t i = b->tier_nodes[x];
         pref_add(st, dom_of(st, level, i), place_tier_of(st, i), place_fitc_slots(st, i));
     }
-    pref_values(st, g);
+    st->pref_src = st->pref_cnt;
     return true;
+}
+
+uint64_t place_pref_value(const struct place_state *st, const struct gang *g, uint32_t d)
+{
+    const uint32_t *c = &st->pref_src[(size_t)d * PLACE_PREF_TIERS];
+    uint64_t v = 0, left = g->n_pods;
+    for (uint32_t t = 0; t < st->n_tiers && left > 0; t++) { /* a fill in tier order, greedy */
+        uint64_t take = c[t] < left ? c[t] : left;
+        v += take * st->b->tier_top[t];
+        left -= take;
+    }
+    return v;
 }
 
 void place_pref_clear(struct place_state *st)
 {
-    for (uint32_t x = 0; x < st->n_pref_doms; x++) {
-        uint32_t d = st->pref_doms[x];
-        st->pref_pv[d] = 0;
-        memset(&st->pref_cnt[(size_t)d * PLACE_PREF_TIERS], 0,
+    for (uint32_t x = 0; x < st->n_pref_doms; x++)
+        memset(&st->pref_cnt[(size_t)st->pref_doms[x] * PLACE_PREF_TIERS], 0,
                PLACE_PREF_TIERS * sizeof(*st->pref_cnt));
-    }
     st->n_pref_doms = 0;
+    st->pref_src = NULL;
 }

@@ -620,8 +620,11 @@ static void test_preferred_domains_follow_placements(void **unused)
         static const uint32_t named[6] = {0, 1, 16, 17, 18, 19};
         for (int k = 0; k < 6; k++)
             names[k] = w->c->nodes[named[k]].name;
-        const struct sel_req by_name = {.key = "metadata.name", .field = true, .op = SEL_IN,
-                                        .values = names, .n_values = 6},
+        const struct sel_req by_name = {.key = "metadata.name",
+                                        .field = true,
+                                        .op = SEL_IN,
+                                        .values = names,
+                                        .n_values = 6},
                              any = {.key = "kubernetes.io/hostname", .op = SEL_EXISTS};
         const struct pref_term pref[2] = {{.weight = 100, .term = {&by_name, 1}},
                                           {.weight = 1, .term = {&any, 1}}};
