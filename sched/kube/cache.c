@@ -605,7 +605,9 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
     return 0;
 }
 
-/* Fills kg from members (sorted by name), grouping equal specs into pod sets. */
+/* Fills kg from members (sorted by name), grouping equal specs into pod sets. Pods that differ
+ * only in their preferred node affinity, in more ways than the pod sets can hold, form their
+ * sets without it: the gang is placed without preferences rather than refused. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
 {
@@ -619,10 +621,11 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     gg->topo_required = gg->topo_preferred = gg->slice_level = -1;
     uint32_t set_of[GANG_MAX_SETS]; /* first member of each set */
     int64_t submit = INT64_MAX;
+    bool prefs = kobj_sets_fit(members, n, true);
     for (uint32_t i = 0; i < n; i++) {
         struct kpod *p = members[i];
         uint32_t s = 0;
-        while (s < gg->n_sets && !kobj_same_spec(members[set_of[s]], p))
+        while (s < gg->n_sets && !kobj_same_spec(members[set_of[s]], p, prefs))
             s++;
         if (s == gg->n_sets) {
             if (gg->n_sets == GANG_MAX_SETS) {
@@ -645,8 +648,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 ps->n_tolerations = sp->n_tolerations;
                 ps->affinity = sp->affinity;
                 ps->n_affinity = sp->n_affinity;
-                ps->pref = sp->pref;
-                ps->n_pref = sp->n_pref;
+                ps->pref = prefs ? sp->pref : NULL;
+                ps->n_pref = prefs ? sp->n_pref : 0;
             }
             ps->meta = p->meta; /* inter-pod constraints: the set's first pod's labels */
             if (!running && p->n_claims &&
@@ -669,10 +672,10 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     uint32_t k = 0;
     for (uint32_t s = 0; s < gg->n_sets; s++)
         for (uint32_t i = 0; i < n; i++)
-            if (kobj_same_spec(members[set_of[s]], members[i])) {
+            if (kobj_same_spec(members[set_of[s]], members[i], prefs)) {
                 bool earlier = false; /* a pod belongs to the first set it matches */
                 for (uint32_t t = 0; t < s; t++)
-                    earlier |= kobj_same_spec(members[set_of[t]], members[i]);
+                    earlier |= kobj_same_spec(members[set_of[t]], members[i], prefs);
                 if (!earlier)
                     kg->members[k++] = members[i];
             }

@@ -987,7 +987,7 @@ static uint64_t rules_hash(const struct pod_meta *m)
     return podaff_hash(SCHED_HASH_INIT, &r);
 }
 
-bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
+bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
 {
     if (rules_hash(a->meta) != rules_hash(b->meta))
         return false;
@@ -999,7 +999,7 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
     if (!nodes_kv_same(x->node_selector, x->n_node_selector, y->node_selector,
                        y->n_node_selector) ||
         x->n_tolerations != y->n_tolerations || x->n_affinity != y->n_affinity ||
-        x->n_pref != y->n_pref)
+        (prefs && x->n_pref != y->n_pref))
         return false;
     for (uint32_t i = 0; i < x->n_tolerations; i++) {
         const struct toleration *s = &x->tolerations[i], *t = &y->tolerations[i];
@@ -1008,7 +1008,22 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b)
             return false;
     }
     return terms_eq(x->affinity, y->affinity, x->n_affinity) &&
-           prefs_eq(x->pref, y->pref, x->n_pref);
+           (!prefs || prefs_eq(x->pref, y->pref, x->n_pref));
+}
+
+bool kobj_sets_fit(struct kpod *const *pods, uint32_t n, bool prefs)
+{
+    uint32_t set_of[GANG_MAX_SETS], n_sets = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = 0;
+        while (s < n_sets && !kobj_same_spec(pods[set_of[s]], pods[i], prefs))
+            s++;
+        if (s == n_sets && n_sets == GANG_MAX_SETS)
+            return false;
+        if (s == n_sets)
+            set_of[n_sets++] = i;
+    }
+    return true;
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */

@@ -159,8 +159,10 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
 void kobj_pod_free(struct kpod *p);
 
 /* true when two unbound pods can share a pod set: same request, priority, constraints and
- * claim shape. */
-bool kobj_same_spec(const struct kpod *a, const struct kpod *b);
+ * claim shape, and (prefs) the same preferred node affinity. */
+bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs);
+/* Do the specs of pods[0..n) make at most GANG_MAX_SETS pod sets (kobj_same_spec with prefs)? */
+bool kobj_sets_fit(struct kpod *const *pods, uint32_t n, bool prefs);
 
 /* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1 and v1alpha3);
  * KPG_WORKLOAD_V1ALPHA1:

@@ -992,6 +992,40 @@ static void pod_specs_are_decoded_on_arrival(void **state)
     assert_non_null(strstr(kb.waiting[0].message, "pod ml/bad-0: spec.tolerations[0].operator"));
 }
 
+/* Preferred node affinity is part of a pod set's spec: two pods preferring one node share a
+ * set, a third preferring another is a set of its own; a gang whose pods prefer five different
+ * nodes (more ways than GANG_MAX_SETS sets hold) forms its sets without preferences, placed
+ * without them rather than refused. */
+static void pod_sets_keep_their_preferences(void **state)
+{
+    struct fx *f = *state;
+    char buf[1000], aff[300];
+    pg(f->c, "pref", 3, "team-a");
+    pg(f->c, "many", 5, "team-a");
+    for (int k = 0; k < 8; k++) {
+        snprintf(aff, sizeof(aff),
+                 "\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuring"
+                 "Execution\":[{\"weight\":50,\"preference\":{\"matchFields\":[{\"key\":"
+                 "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n%d\"]}]}}]}}",
+                 k < 3 ? (k < 2 ? 1 : 2) : k);
+        char name[16];
+        snprintf(name, sizeof(name), k < 3 ? "pref-%d" : "many-%d", k);
+        snprintf(buf, sizeof(buf), POD_MIX, name, k < 3 ? "pref" : "many", aff);
+        add_json(f->c, 1, buf);
+    }
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 2);
+    for (uint32_t x = 0; x < 2; x++) {
+        const struct gang *g = &kb.gangs[x].gang;
+        bool many = strcmp(kb.gangs[x].key, "ml/many") == 0;
+        assert_int_equal(g->n_sets, many ? 1 : 2);
+        assert_int_equal(g->sets[0].n_pref, many ? 0 : 1);
+        assert_int_equal(g->sets[0].count, many ? 5 : 2);
+        assert_true(many || (g->pref != 0 && g->sets[1].n_pref == 1));
+    }
+}
+
 /* What later reads need of a PodGroup is kept without its JSON tree: annotations (sorted, found
  * by key), Volcano's networkTopology, and for Volcano (written by a PUT of the object) its text. */
 static void podgroups_keep_what_is_read(void **state)
@@ -1081,6 +1115,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
+        cmocka_unit_test_setup_teardown(pod_sets_keep_their_preferences, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
         cmocka_unit_test_setup_teardown(kept_placement_state_follows_changes, setup, teardown),

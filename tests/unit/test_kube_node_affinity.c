@@ -103,8 +103,9 @@ static void preferred_terms_keep_their_weights(void **state)
                  "\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]}]}},"
                  "{\"weight\":100,\"preference\":{\"matchFields\":[{\"key\":"
                  "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}}]}");
-    assert_true(kobj_same_spec(p, same));
-    assert_false(kobj_same_spec(p, other));
+    assert_true(kobj_same_spec(p, same, true));
+    assert_false(kobj_same_spec(p, other, true));
+    assert_true(kobj_same_spec(p, other, false)); /* sets formed without preferences */
     kobj_pod_free(p);
     kobj_pod_free(same);
     kobj_pod_free(other);
