@@ -1,7 +1,10 @@
 /* sched/core/place_pref.c: preferred node affinity in placement (see place_internal.h).
  *
- * Owns: the preference tiers of the nodes for the gang being placed (place_state.tier, n_tiers)
- * and the preference value of each domain a gang's search weighs (place_pref_domains).
+ * Owns: the preference tiers of the nodes for the gang being placed (place_state.tier, n_tiers,
+ * with the base's per-tier bucket counts and weighted-node list) and the slots per tier of the
+ * domains a gang's search weighs (place_pref_domains, place_pref_kept), from which
+ * place_pref_value gives a domain's value. The kept domain sums' own slots per tier are
+ * place_fitc.c's.
  *
  * kube-scheduler's NodeAffinity score gives a node the sum of the weights of the preferred
  * terms it meets; here the sum is over the gang's pod sets, and the distinct sums, largest first,
