@@ -210,7 +210,6 @@ static void bits_clear(struct place_base *b, uint64_t *bits, uint64_t *summary, 
         summary[(size_t)k * swords(b) + i / 4096] &= ~(UINT64_C(1) << (i / 64 % 64));
 }
 
-/* Out of the bucket, without marking (the sync uses it). */
 /* Node i enters (+1) or leaves (-1) bucket k: the counts per tier, while tiers are kept. */
 static inline void tier_count(struct place_base *b, uint32_t i, uint8_t k, int d)
 {
@@ -218,6 +217,7 @@ static inline void tier_count(struct place_base *b, uint32_t i, uint8_t k, int d
         b->tier_cnt[b->tier[i]][k] += (uint32_t)d;
 }
 
+/* Out of the bucket, without marking (the sync uses it). */
 static void unlink_raw(struct place_base *b, uint32_t i)
 {
     uint8_t k = b->key[i];

@@ -46,8 +46,8 @@
 
 #define PB_NO_KEY        0xFFu
 #define PB_KEYS          (NODE_MAX_GPUS + 1)
-/* Preference tiers told apart (place.c pref_tiers): sums of preferred node affinity weights
- * below the PLACE_PREF_TIERS-th largest share the last tier. */
+/* Preference tiers told apart (place_pref.c place_pref_tiers): sums of preferred node affinity
+ * weights below the PLACE_PREF_TIERS-th largest share the last tier. */
 #define PLACE_PREF_TIERS 16
 
 struct place_base {
@@ -69,7 +69,7 @@ struct place_base {
     uint32_t *gpu_free;
     uint8_t *ok, *held, *soft, *key; /* key: free GPUs of a linked node, PB_NO_KEY otherwise */
     uint8_t *tier; /* preference tiers of the nodes for the preferences hashed tier_key (gang.pref;
-                      0: none computed this cycle), tier_n of them (place.c pref_tiers) */
+                      0: none computed this cycle), tier_n of them (place_pref.c) */
     uint64_t tier_key;
     uint32_t tier_n;
     uint32_t tier_top[PLACE_PREF_TIERS]; /* the sum of weights of each tier */

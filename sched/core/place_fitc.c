@@ -120,6 +120,18 @@ static bool tiers_alloc(struct place_state *st, struct place_fitc *fc)
     return true;
 }
 
+/* Adds (sign 1) or takes away (-1) node i's slots to every level's slots per tier, under the
+ * tiers the sums per tier follow (fc->tier). */
+static void tiers_add(const struct place_state *st, struct place_fitc *fc, uint32_t i, int sign)
+{
+    uint32_t all = place_fitc_slots(st, i);
+    for (uint32_t x = 0; all && x < fc->n_lv; x++) {
+        uint32_t d = x == 0 ? 0 : st->c->nodes[i].dom[x - 1];
+        fc->lv[x].tcnt[(size_t)d * PLACE_PREF_TIERS + fc->tier[i]] +=
+            sign > 0 ? all : (uint32_t)-all;
+    }
+}
+
 /* Adds (sign 1) or takes away (-1) node i's counted contribution to every level's sums. */
 static void contribute(struct place_state *st, struct place_fitc *fc, uint32_t i, int sign)
 {
@@ -131,15 +143,12 @@ static void contribute(struct place_state *st, struct place_fitc *fc, uint32_t i
         lv->cnt[d] += sign > 0 ? 1u : (uint32_t)-1;
         lv->free[d] += sign * (int64_t)fc->key[i];
         lv->capg[d] += sign * (int64_t)nd->n_gpus;
-        uint32_t all = 0;
-        for (uint32_t s = 0; s < fc->sig.n_sets; s++) {
+        for (uint32_t s = 0; s < fc->sig.n_sets; s++)
             lv->cap[(size_t)d * GANG_MAX_SETS + s] +=
                 (uint64_t)((int64_t)sign * fc->slots[(size_t)s * n + i]);
-            all += fc->slots[(size_t)s * n + i];
-        }
-        if (fc->tpref)
-            lv->tcnt[(size_t)d * PLACE_PREF_TIERS + fc->tier[i]] += sign > 0 ? all : (uint32_t)-all;
     }
+    if (fc->tpref)
+        tiers_add(st, fc, i, sign);
 }
 
 /* Node i as it is now, for gang g (whose signature is fc->sig): its slots, and its share of the
@@ -276,13 +285,8 @@ const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, i
         for (uint32_t x = 0; x < fc->n_lv; x++)
             memset(fc->lv[x].tcnt, 0,
                    (fc->lv[x].n_dom ? fc->lv[x].n_dom : 1) * PLACE_PREF_TIERS * sizeof(uint32_t));
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t all = place_fitc_slots(st, i);
-            for (uint32_t x = 0; all && x < fc->n_lv; x++) {
-                uint32_t d = x == 0 ? 0 : st->c->nodes[i].dom[x - 1];
-                fc->lv[x].tcnt[(size_t)d * PLACE_PREF_TIERS + fc->tier[i]] += all;
-            }
-        }
+        for (uint32_t i = 0; i < n; i++)
+            tiers_add(st, fc, i, 1);
         fc->tpref = g->pref;
     }
     return fc->lv[level + 1].tcnt;

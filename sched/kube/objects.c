@@ -804,21 +804,20 @@ static int node_affinity_decode(const cJSON *na, const char *key, struct arena *
     const cJSON *terms =
         get(get(na, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
     const cJSON *prefs = get(na, "preferredDuringSchedulingIgnoredDuringExecution");
-    if ((terms && !cJSON_IsArray(terms) && !cJSON_IsNull(terms)) ||
-        (prefs && !cJSON_IsArray(prefs) && !cJSON_IsNull(prefs)))
-        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.affinity.nodeAffinity.%s: not a list",
-                          key,
-                          terms && !cJSON_IsArray(terms) && !cJSON_IsNull(terms)
-                              ? "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-                              : "preferredDuringSchedulingIgnoredDuringExecution");
+    bool bad_req = terms && !cJSON_IsArray(terms) && !cJSON_IsNull(terms);
+    if (bad_req || (prefs && !cJSON_IsArray(prefs) && !cJSON_IsNull(prefs)))
+        return sched_fail(
+            eb, SCHED_EINVAL, "pod %s: spec.affinity.nodeAffinity.%s: not a list", key,
+            bad_req ? "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+                    : "preferredDuringSchedulingIgnoredDuringExecution");
     int n = cJSON_GetArraySize(terms), np = cJSON_GetArraySize(prefs);
     struct sel_term *st = n > 0 ? arena_calloc(a, (size_t)n, sizeof(*st)) : NULL;
     struct pref_term *pt = np > 0 ? arena_calloc(a, (size_t)np, sizeof(*pt)) : NULL;
     if ((n > 0 && !st) || (np > 0 && !pt))
         return SCHED_ENOMEM;
     uint32_t k = 0;
-    const cJSON *term, *req_list = n > 0 ? terms : NULL, *pref_list = np > 0 ? prefs : NULL;
-    cJSON_ArrayForEach(term, req_list)
+    const cJSON *term;
+    cJSON_ArrayForEach(term, terms)
     {
         snprintf(where, sizeof(where), "pod %s: nodeSelectorTerms[%u]", key, k);
         int rc = place_term(term, where, a, &st[k++], eb);
@@ -828,7 +827,7 @@ static int node_affinity_decode(const cJSON *na, const char *key, struct arena *
     ps->affinity = st;
     ps->n_affinity = k;
     k = 0;
-    cJSON_ArrayForEach(term, pref_list)
+    cJSON_ArrayForEach(term, prefs)
     {
         snprintf(
             where, sizeof(where),
