@@ -74,7 +74,7 @@ void gang_finalize(struct gang *g)
                 p = sched_hash(p, &ps->pref[t].weight, sizeof(ps->pref[t].weight));
                 p = hash_term(p, &ps->pref[t].term);
             }
-            g->pref = p ? p : 1;
+            g->pref = (p & ~GANG_PREF_FREE) ? p & ~GANG_PREF_FREE : 1;
             h = sched_hash(h, &g->pref, sizeof(g->pref));
         }
         for (uint32_t k = 0; k < ps->n_tolerations; k++) {
@@ -87,7 +87,7 @@ void gang_finalize(struct gang *g)
         /* a set's own pod rules, with its labels and namespace (its terms may select itself);
          * the labels of a set without rules count only against bound pods' anti-affinity, which
          * the cycle's memo adds to a failure they took part in (cycle.c labels_key) */
-        if (podaff_constrains(ps->meta))
+        if (podaff_constrains(ps->meta) || podaff_prefers(ps->meta))
             h = podaff_hash(h, ps->meta);
         /* a placement may meet an affinity term that failed before it in the cycle (the memo
          * assumes a shape that failed keeps failing): such a gang's shape is its own */

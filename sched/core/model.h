@@ -178,9 +178,9 @@ struct pref_term {
     struct sel_term term;
 };
 
-/* Inter-pod constraints (spec.affinity.podAffinity / podAntiAffinity, required terms only, and
- * host ports), as kube-scheduler's InterPodAffinity and NodePorts filters read them. A term
- * selects the pods whose namespace it names (none named: the namespace of the pod that carries
+/* Inter-pod constraints (spec.affinity.podAffinity / podAntiAffinity, required and preferred
+ * terms, and host ports), as kube-scheduler's InterPodAffinity and NodePorts plugins read them. A
+ * term selects the pods whose namespace it names (none named: the namespace of the pod that carries
  * the term; all_namespaces: namespaceSelector {}) and whose labels meet every requirement
  * (matchLabels as In of one value; In, NotIn, Exists, DoesNotExist; none: every pod). Its
  * domain around a node is the nodes with the same value of topology_key; a node without that
@@ -197,6 +197,7 @@ struct pod_term {
     uint32_t n_ns_reqs;
     bool none;                /* labelSelector null: selects no pod */
     const char *topology_key; /* node label key */
+    int32_t weight;           /* a preferred term's weight, 1..100; 0 for a required one */
 };
 
 /* A namespace's labels, sorted by key; the driver keeps them current between cycles. */
@@ -206,7 +207,8 @@ struct ns_labels {
 };
 
 /* A topology spread constraint with whenUnsatisfiable DoNotSchedule (kube-scheduler's
- * PodTopologySpread filter): on the nodes that count (every constraint's key present; passing
+ * PodTopologySpread filter; a ScheduleAnyway one is read alike and only scored, place_podpref.c):
+ * on the nodes that count (every constraint's key present; passing
  * the pod's nodeSelector and required node affinity unless affinity_ignore; not tainted against
  * its tolerations when taints_honor), the pods sel selects (in the pod's own namespace) per
  * domain of sel.topology_key; a node is allowed when its domain's count, plus one when the pod
@@ -220,9 +222,10 @@ struct pod_spread {
 };
 
 /* What inter-pod constraints read of a pod: its namespace and labels (what others' terms
- * select), its own required terms, and its host ports (protocol << 16 | port: a node takes each
- * at most once, whatever the hostIP). Shared by the pods of a pod set and by the bound pods the
- * driver lists (sched_snapshot.bound_pods). NULL where a pod has none of it (the simulator). */
+ * select), its own required and preferred terms and spreads, and its host ports (protocol << 16 |
+ * port: a node takes each at most once, whatever the hostIP). Shared by the pods of a pod set and
+ * by the bound pods the driver lists (sched_snapshot.bound_pods). NULL where a pod has none of it
+ * (the simulator). */
 struct pod_meta {
     const char *ns;          /* "" when unknown */
     const struct kv *labels; /* sorted by key */
@@ -235,6 +238,14 @@ struct pod_meta {
     uint32_t n_ports;
     const struct pod_spread *spread; /* DoNotSchedule topology spreads, every one met */
     uint32_t n_spread;
+    /* preferences (kube-scheduler's InterPodAffinity and PodTopologySpread scores): preferred
+     * affinity and anti-affinity terms (weight set), ScheduleAnyway spreads */
+    const struct pod_term *pref_affinity;
+    uint32_t n_pref_affinity;
+    const struct pod_term *pref_anti;
+    uint32_t n_pref_anti;
+    const struct pod_spread *soft_spread;
+    uint32_t n_soft_spread;
     const struct ns_labels *ns_labels; /* its namespace's labels, or NULL: none known */
 };
 
@@ -256,7 +267,8 @@ struct podset {
 };
 
 #define GANG_MAX_SETS   4
-#define SCORE_TERMS_MAX 8 /* score terms (plugins/registry.c), weights per profile */
+#define GANG_PREF_FREE  (1ull << 63) /* a bit gang.pref leaves clear */
+#define SCORE_TERMS_MAX 8            /* score terms (plugins/registry.c), weights per profile */
 
 struct gang {
     uint32_t id;       /* dense, driver-assigned; indexes driver tables */
@@ -308,7 +320,8 @@ struct gang {
     uint32_t n_pods;
     int64_t gpus;   /* GPUs over all pods */
     uint64_t shape; /* hash of every placement-relevant field: equal shapes, equal fate */
-    uint64_t pref;  /* hash of the pod sets' preferred node affinity terms, 0 when none */
+    uint64_t pref;  /* hash of the pod sets' preferred node affinity terms, 0 when none; never
+                       with GANG_PREF_FREE set (placement's keys of its own) */
     bool share;     /* some pod set asks for a GPU share (HAMi: nvidia.com/gpumem,
                        gpumem-percentage or gpucores above 0; sched/core/place_share.c) */
 };

@@ -180,6 +180,7 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
     st->cur_w = plugin_gang_weights(g);
     if (st->topology && g->n_sets > 0)
         rank_nodes(st, g->sets[0].req.v[RES_GPU]);
+    st->n_pods_own = 0;
     place_pref_tiers(st, g);
     if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
         const struct podset *ps0 = &g->sets[0];
@@ -760,7 +761,7 @@ static void level_sums(struct place_state *st, const struct gang *g, int level, 
     if (cached) {
         place_fitc_level(st, level, ds);
         if (st->n_tiers > 1)
-            place_pref_kept(st, g, level); /* out of memory: no preference values */
+            place_pref_kept(st, level); /* out of memory: no preference values */
         return;
     }
     uint32_t nt = place_sum_domains(st, g, level, n_useful);

@@ -153,7 +153,10 @@ struct place_state {
     uint32_t n_bound;
     struct sched_pod *placed;
     uint32_t n_placed, cap_placed;
-    uint32_t *rules; /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t *rules;  /* those pods (bound first, then placed) with anti-affinity or host ports */
+    uint32_t *scored; /* and those with affinity or preferred terms (place_podpref.c) */
+    uint32_t n_scored, cap_scored;
+    struct place_podpref *podpref; /* scratch of place_podpref.c, allocated at first use */
     struct place_podix *podix;     /* the bound pods by label, built at first need, or NULL */
     struct place_keydom **keydoms; /* the nodes by topology key, per key used this cycle */
     uint32_t n_keydoms;
@@ -169,7 +172,10 @@ struct place_state {
     struct place_pods_spread *pods_spreads; /* its DoNotSchedule topology spreads */
     uint32_t n_pods_spreads, cap_pods_spreads;
     bool pods_self;
+    bool pods_soft_self; /* its pods bear on one another's preferences (placed pod by pod) */
     uint32_t *pods_tset;
+    const struct sched_assign *pods_own; /* its pods placed so far, while pods_soft_self */
+    uint32_t n_pods_own;
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,

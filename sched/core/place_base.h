@@ -44,8 +44,10 @@
 #include "sched/core/arena.h"
 #include "sched/core/model.h"
 
-#define PB_NO_KEY        0xFFu
-#define PB_KEYS          (NODE_MAX_GPUS + 1)
+#define PB_NO_KEY      0xFFu
+#define PB_KEYS        (NODE_MAX_GPUS + 1)
+#define PLACE_TIER_OWN GANG_PREF_FREE /* tier_key of tiers made for one gang */
+
 /* Preference tiers told apart (place_pref.c place_pref_tiers): sums of preferred node affinity
  * weights below the PLACE_PREF_TIERS-th largest share the last tier. */
 #define PLACE_PREF_TIERS 16
@@ -70,7 +72,9 @@ struct place_base {
     uint8_t *ok, *held, *soft, *key; /* key: free GPUs of a linked node, PB_NO_KEY otherwise */
     uint8_t *tier; /* preference tiers of the nodes for the preferences hashed tier_key (gang.pref;
                       0: none computed this cycle), tier_n of them (place_pref.c) */
-    uint64_t tier_key;
+    uint64_t tier_key; /* or, for tiers made for one gang's inter-pod preferences, tier_seq with
+                          PLACE_TIER_OWN (gang.pref never has that bit) */
+    uint64_t tier_seq;
     uint32_t tier_n;
     uint32_t tier_top[PLACE_PREF_TIERS]; /* the sum of weights of each tier */
     uint32_t *tier_w;     /* scratch of place_pref_tiers: each node's sum of weights */

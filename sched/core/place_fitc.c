@@ -47,7 +47,7 @@ struct place_fitc {
     bool valid, has_asked, broken;
     uint32_t *slots; /* [GANG_MAX_SETS][n] */
     uint8_t *key, *useful;
-    uint64_t tpref; /* the preferences (gang.pref) whose tiers the sums per tier follow, 0 */
+    uint64_t tpref; /* the tiers (place_base.tier_key) the sums per tier follow, 0 */
     uint8_t *tier;  /* [n]: those tiers, copied when the sums per tier were built */
     uint32_t n_lv;  /* levels + 1: 0 is the whole cluster */
     struct fitc_level lv[TOPO_MAX_LEVELS + 1]; /* lv[l + 1]: level l */
@@ -273,10 +273,11 @@ uint32_t place_fitc_slots(const struct place_state *st, uint32_t i)
     return all;
 }
 
-const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, int level)
+const uint32_t *place_fitc_tiers(struct place_state *st, int level)
 {
     struct place_fitc *fc = st->fitc;
-    if (fc->tpref != g->pref) { /* (re)built: a pass over the nodes, then kept by the journal */
+    if (fc->tpref !=
+        st->b->tier_key) { /* (re)built: a pass over the nodes, then kept by the journal */
         if (!tiers_alloc(st, fc))
             return NULL;
         uint32_t n = st->c->n_nodes;
@@ -287,7 +288,7 @@ const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, i
                    (fc->lv[x].n_dom ? fc->lv[x].n_dom : 1) * PLACE_PREF_TIERS * sizeof(uint32_t));
         for (uint32_t i = 0; i < n; i++)
             tiers_add(st, fc, i, 1);
-        fc->tpref = g->pref;
+        fc->tpref = st->b->tier_key;
     }
     return fc->lv[level + 1].tcnt;
 }

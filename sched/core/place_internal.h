@@ -50,6 +50,30 @@ static inline uint32_t place_tier_of(const struct place_state *st, uint32_t i)
     return st->n_tiers > 1 ? st->tier[i] : 0;
 }
 
+/* ---- inter-pod preferences (place_podpref.c) ---------------------------------------------- */
+
+/* Do inter-pod preferences bear on where g goes: a preferred term or ScheduleAnyway spread of
+ * its own, or an earlier pod's term (st->scored) that selects one of its pod sets? */
+bool place_podpref_applies(const struct place_state *st, const struct gang *g);
+/* Adds g's inter-pod preference score of each node to w[i] (every node): per pod set,
+ * kube-scheduler's InterPodAffinity and PodTopologySpread scores, each normalised to 0..100 over
+ * the cluster's nodes; false on out of memory (w partly added). */
+bool place_podpref_scores(struct place_state *st, const struct gang *g, uint32_t *w);
+
+/* For place_podpref.c (place_pods.c): pod k of the bound then placed ones, or NULL while a
+ * preemption plan has released it (its running gang's pods of its set on its node: an elastic
+ * gang's members taken alone release the set's pods on that node as one); fn(ctx, p) for each
+ * earlier pod (bound, by the label index, then placed) that term t, carried by a pod of
+ * namespace ns, selects and no preemption trial has released; does node i count for spread sp
+ * of pod set s (a DoNotSchedule one, or with `soft` a ScheduleAnyway one): every key of the
+ * set's spreads of its kind, and the set's node selector, required node affinity and taints as
+ * the constraint's policies say? */
+const struct sched_pod *place_pods_at(const struct place_state *st, uint32_t k);
+void place_pods_selected(struct place_state *st, const struct pod_term *t, const char *ns,
+                         void (*fn)(void *ctx, const struct sched_pod *p), void *ctx);
+bool place_pods_spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
+                              const struct pod_spread *sp, bool soft, uint32_t i);
+
 /* ---- domain sums kept across the gangs of a cycle (place_fitc.c) -------------------------- */
 
 /* The sums of one level: per domain d, pods of set s its useful nodes take (cap[d * GANG_MAX_SETS
@@ -141,15 +165,15 @@ void place_pods_commit(struct place_state *st, const struct gang *g,
  * kept across gangs; false on out of memory (no values: st->pref_src NULL). place_pref_clear
  * forgets them. */
 bool place_pref_domains(struct place_state *st, const struct gang *g, int level, uint32_t n_useful);
-bool place_pref_kept(struct place_state *st, const struct gang *g, int level);
+bool place_pref_kept(struct place_state *st, int level);
 void place_pref_clear(struct place_state *st);
 /* Domain d's preference value for g: the sum of the tier weights of the g->n_pods slots a fill
  * in tier order would take there. Only while st->pref_src is set. */
 uint64_t place_pref_value(const struct place_state *st, const struct gang *g, uint32_t d);
 /* For place_pref_kept: the kept slots of node i (every set; 0 when not useful), and the kept
- * slots per tier of `level` for g's preferences ([d * PLACE_PREF_TIERS + t]), (re)built when
- * they follow other preferences; NULL on out of memory. */
+ * slots per tier of `level` for the current tiers (place_base.tier_key; [d * PLACE_PREF_TIERS +
+ * t]), (re)built when they follow other tiers; NULL on out of memory. */
 uint32_t place_fitc_slots(const struct place_state *st, uint32_t i);
-const uint32_t *place_fitc_tiers(struct place_state *st, const struct gang *g, int level);
+const uint32_t *place_fitc_tiers(struct place_state *st, int level);
 
 #endif

@@ -63,19 +63,31 @@ struct place_pods_spread {
     uint32_t n_dom, min;           /* min: the smallest count (0 below min_domains domains) */
 };
 
+/* Appends k to a list of the arena; false on out of memory. */
+static bool note(struct place_state *st, uint32_t **list, uint32_t *n, uint32_t *cap, uint32_t k)
+{
+    uint32_t *v = arena_grow(st->arena, *list, *n, cap, sizeof(*v));
+    if (!v)
+        return false;
+    *list = v;
+    v[(*n)++] = k;
+    return true;
+}
+
 /* Notes pod k (of the bound then placed ones) in st->rules when it carries anti-affinity terms
- * or host ports, the rules that apply to other pods than its own gang's. */
+ * or host ports, the rules that apply to other pods than its own gang's, and in st->scored when
+ * it carries affinity or preferred terms, which kube-scheduler scores for other pods
+ * (place_podpref.c). */
 static void note_rules(struct place_state *st, uint32_t k, const struct pod_meta *m)
 {
-    if (!m || (!m->n_anti && !m->n_ports))
+    if (!podaff_others(m))
         return;
-    uint32_t *v = arena_grow(st->arena, st->rules, st->n_rules, &st->cap_rules, sizeof(*v));
-    if (!v) { /* out of memory: a rule would be missed, so no constrained gang is placed */
+    /* out of memory: a rule would be missed, so no constrained gang is placed */
+    if ((m->n_anti || m->n_ports) && !note(st, &st->rules, &st->n_rules, &st->cap_rules, k))
         st->pods_lost = true;
-        return;
-    }
-    st->rules = v;
-    st->rules[st->n_rules++] = k;
+    /* out of memory: a preference is missed, which places no pod where it may not go */
+    if ((m->n_affinity || m->n_pref_affinity || m->n_pref_anti))
+        (void)note(st, &st->scored, &st->n_scored, &st->cap_scored, k);
 }
 
 void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
@@ -92,10 +104,7 @@ void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
         st->pods_lost = true;
 }
 
-/* Pod k of the bound then placed ones, or NULL while a preemption plan has released it (its
- * running gang's pods of its set on its node: an elastic gang's members taken alone release
- * the set's pods on that node as one). */
-static const struct sched_pod *pod_at(const struct place_state *st, uint32_t k)
+const struct sched_pod *place_pods_at(const struct place_state *st, uint32_t k)
 {
     if (k >= st->n_bound)
         return &st->placed[k - st->n_bound];
@@ -132,9 +141,7 @@ static void reject_marked(const struct place_keydom *kd, const uint8_t *mark, ui
                 why[kd->nodes[x]] = (uint8_t)(filter + 1);
 }
 
-/* Calls fn(ctx, p) for each earlier pod (bound, by the label index, then placed) that term t,
- * carried by a pod of namespace ns, selects and no preemption trial has released. */
-static void for_selected(struct place_state *st, const struct pod_term *t, const char *ns,
+void place_pods_selected(struct place_state *st, const struct pod_term *t, const char *ns,
                          void (*fn)(void *ctx, const struct sched_pod *p), void *ctx)
 {
     uint32_t n_cand, n = st->c->n_nodes;
@@ -142,7 +149,8 @@ static void for_selected(struct place_state *st, const struct pod_term *t, const
     const uint32_t *cand = place_podix_find(st, t, &n_cand, &all);
     uint32_t nb = all ? st->n_bound : n_cand;
     for (uint32_t x = 0; x < nb + st->n_placed; x++) {
-        const struct sched_pod *p = pod_at(st, x < nb ? (all ? x : cand[x]) : st->n_bound + x - nb);
+        const struct sched_pod *p =
+            place_pods_at(st, x < nb ? (all ? x : cand[x]) : st->n_bound + x - nb);
         if (p && p->node < n && podaff_selects(t, ns, p->meta))
             fn(ctx, p);
     }
@@ -174,7 +182,7 @@ static bool term_domains(struct place_state *st, const struct pod_term *t, const
     mk->any = false;
     if (!mk->mark)
         return false;
-    for_selected(st, t, ns, mark_pod, mk);
+    place_pods_selected(st, t, ns, mark_pod, mk);
     return true;
 }
 
@@ -185,6 +193,31 @@ static bool self_selects(const struct gang *g, uint32_t a, const struct pod_term
     for (uint32_t b = 0; b < g->n_sets; b++)
         if ((b != a || g->sets[a].count > 1) && podaff_selects(t, ma->ns, g->sets[b].meta))
             return true;
+    return false;
+}
+
+/* Do g's pods bear on one another's preferences (a preferred term or a ScheduleAnyway spread
+ * of a set that selects a pod of g, or an affinity term, whose carriers kube-scheduler scores
+ * too)? Then each pod is scored against those placed before it (place_pods_gang). */
+static bool gang_soft_self(const struct gang *g)
+{
+    for (uint32_t a = 0; a < g->n_sets; a++) {
+        const struct pod_meta *ma = g->sets[a].meta;
+        if (!ma || (!podaff_prefers(ma) && !ma->n_affinity))
+            continue;
+        for (uint32_t t = 0; t < ma->n_pref_affinity; t++)
+            if (self_selects(g, a, &ma->pref_affinity[t]))
+                return true;
+        for (uint32_t t = 0; t < ma->n_pref_anti; t++)
+            if (self_selects(g, a, &ma->pref_anti[t]))
+                return true;
+        for (uint32_t t = 0; t < ma->n_soft_spread; t++)
+            if (self_selects(g, a, &ma->soft_spread[t].sel))
+                return true;
+        for (uint32_t t = 0; t < ma->n_affinity && podaff_prefers(ma); t++)
+            if (self_selects(g, a, &ma->affinity[t]))
+                return true;
+    }
     return false;
 }
 
@@ -266,7 +299,7 @@ static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint
     struct marking by[KEYS];
     uint32_t n_by = 0, n = st->c->n_nodes;
     for (uint32_t r = 0; r < st->n_rules && !*oom; r++) {
-        const struct sched_pod *p = pod_at(st, st->rules[r]);
+        const struct sched_pod *p = place_pods_at(st, st->rules[r]);
         if (!p || p->node >= n)
             continue;
         if (m && m->n_ports && podaff_ports_clash(m, p->meta))
@@ -364,15 +397,14 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
             }
 }
 
-/* Does node i count for spread sp of pod set s: every spread key of the set, and the set's
- * node selector, required node affinity and taints as the constraint's policies say? */
-static bool spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
-                          const struct pod_spread *sp, uint32_t i)
+bool place_pods_spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
+                              const struct pod_spread *sp, bool soft, uint32_t i)
 {
     const struct node *nd = &st->c->nodes[i];
     const struct pod_meta *m = g->sets[s].meta;
-    for (uint32_t k = 0; k < m->n_spread; k++)
-        if (!node_label(nd, m->spread[k].sel.topology_key))
+    const struct pod_spread *all = soft ? m->soft_spread : m->spread;
+    for (uint32_t k = 0, n = soft ? m->n_soft_spread : m->n_spread; k < n; k++)
+        if (!node_label(nd, all[k].sel.topology_key))
             return false;
     const struct podset *ps = &g->sets[s]; /* each filter where it can reject (its active) */
     if (!sp->affinity_ignore && ((ps->n_node_selector && !plugin_node_selector.pass(g, ps, nd)) ||
@@ -420,13 +452,13 @@ static bool spread_build(struct place_state *st, const struct gang *g, uint32_t 
     for (uint32_t i = 0; i < n; i++) { /* the domains of the nodes that count, numbered anew */
         uint32_t d = e->kd->dom[i];
         e->dom[i] = UINT32_MAX;
-        if (d == UINT32_MAX || !spread_counts(st, g, s, sp, i))
+        if (d == UINT32_MAX || !place_pods_spread_counts(st, g, s, sp, false, i))
             continue;
         if (remap[d] == UINT32_MAX)
             remap[d] = e->n_dom++;
         e->dom[i] = remap[d];
     }
-    for_selected(st, &sp->sel, m->ns, count_pod, e);
+    place_pods_selected(st, &sp->sel, m->ns, count_pod, e);
     memcpy(e->cnt0, e->cnt, e->n_dom * sizeof(*e->cnt));
     spread_min(e);
     return true;
@@ -496,13 +528,17 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     st->pods_self = false;
     st->n_pods_terms = 0;
     st->n_pods_spreads = 0;
+    st->pods_soft_self = false;
+    st->n_pods_own = 0;
     bool any = false;
     for (uint32_t s = 0; s < g->n_sets; s++)
-        any |= podaff_constrains(g->sets[s].meta) || (st->n_rules && g->sets[s].meta);
+        any |= podaff_constrains(g->sets[s].meta) || podaff_prefers(g->sets[s].meta) ||
+               (st->n_rules && g->sets[s].meta);
     if ((!any && !st->pods_lost) || n == 0)
         return;
     st->pods_gang = g;
-    st->pods_self = gang_self(g);
+    st->pods_soft_self = gang_soft_self(g);
+    st->pods_self = gang_self(g) || st->pods_soft_self;
     if (!st->pods_why)
         st->pods_why = arena_alloc(st->arena, (size_t)GANG_MAX_SETS * n);
     bool oom = st->pods_why == NULL || st->pods_lost;
@@ -529,7 +565,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
             st->elig_on[s] = true;
         }
         st->pods_gang = NULL;
-        st->pods_self = false;
+        st->pods_self = st->pods_soft_self = false;
     }
 }
 
@@ -627,8 +663,6 @@ static const struct pod_term *first_self_term(const struct place_state *st)
     return st->n_pods_terms ? st->pods_terms[0].t : NULL;
 }
 
-/* Fills g pod by pod over the first n_order nodes of st->order; a first pod may not go to a
- * domain of `first` named in banned[0 .. n_banned). */
 /* Does a node that refuses a pod of set s refuse every later pod of the set? Yes unless the set
  * has an affinity term its own pods may meet or a spread of its own pods: the other rules
  * (anti-affinity, host ports, the rows) and the resources only ever refuse more as pods are
@@ -636,7 +670,7 @@ static const struct pod_term *first_self_term(const struct place_state *st)
  * applies to the gang's first pod alone, before any other). */
 static bool rejects_stay(const struct place_state *st, uint32_t s)
 {
-    if (st->no_shortcuts)
+    if (st->no_shortcuts || st->pods_soft_self)
         return false;
     for (uint32_t e = 0; e < st->n_pods_terms; e++)
         if (st->pods_terms[e].set == s)
@@ -647,11 +681,25 @@ static bool rejects_stay(const struct place_state *st, uint32_t s)
     return true;
 }
 
-static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_order,
+/* The nodes of domain d of `level` in order for the next pod of g, k of its pods placed in out:
+ * with preferences among its own pods (pods_soft_self), its tiers made again counting them. */
+static uint32_t pod_order(struct place_state *st, const struct gang *g, int level, uint32_t d,
+                          const struct sched_assign *out, uint32_t k)
+{
+    st->pods_own = out;
+    st->n_pods_own = k;
+    place_pref_tiers(st, g);
+    return place_order_domain(st, level, d);
+}
+
+/* Fills g pod by pod over the nodes of domain d of `level` in order (pod_order); a first pod may
+ * not go to a domain of `first` named in banned[0 .. n_banned). */
+static bool fill_pods(struct place_state *st, const struct gang *g, int level, uint32_t d,
                       struct sched_assign *out, const struct pod_term *first,
                       const char *const *banned, uint32_t n_banned, uint32_t *first_node)
 {
-    uint32_t k = 0;
+    uint32_t k = 0, n_order = st->pods_soft_self ? pod_order(st, g, level, d, out, 0)
+                                                 : place_order_domain(st, level, d);
     *first_node = UINT32_MAX;
     spreads_reset(st);
     for (uint32_t s = 0; s < g->n_sets; s++) {
@@ -681,6 +729,8 @@ static bool fill_pods(struct place_state *st, const struct gang *g, uint32_t n_o
                 *first_node = st->order[j];
             out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
             from = j; /* that node may take the next pod too */
+            if (st->pods_soft_self && k < g->n_pods)
+                n_order = pod_order(st, g, level, d, out, k);
         }
     }
     return true;
@@ -709,12 +759,11 @@ static int tightest(const struct place_state *st, const struct gang *g,
 static bool try_domain(struct place_state *st, const struct gang *g, int level, uint32_t d,
                        struct sched_assign *out)
 {
-    uint32_t n_order = place_order_domain(st, level, d);
     const struct pod_term *first = first_self_term(st);
     const char *banned[PODS_FIRST_TRIES];
     for (uint32_t tries = 0; tries < PODS_FIRST_TRIES; tries++) {
         uint32_t at;
-        if (fill_pods(st, g, n_order, out, first, banned, tries, &at))
+        if (fill_pods(st, g, level, d, out, first, banned, tries, &at))
             return true;
         place_rollback(st);
         const char *v =

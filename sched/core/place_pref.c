@@ -16,6 +16,10 @@
  * capacity; here only the slots the gang would take count, so a large domain of a few
  * preferred nodes does not beat a small one the gang fills with preferred nodes).
  *
+ * Inter-pod preferences (place_podpref.c) join the same tiers: where they bear on a gang, a
+ * node's value is its preferred node affinity normalised to 0..100 plus their scores, as
+ * kube-scheduler adds its plugins' normalised scores (weights equal in the default profile).
+ *
  * Must not touch: anything outside place_state.
  */
 #include <string.h>
@@ -31,22 +35,53 @@ static uint32_t pref_weight(const struct place_state *st, const struct gang *g, 
     return w;
 }
 
-/* Tiers depend on the nodes' names and labels only: kept for the cycle's next gangs of the same
- * preferences (gang.pref), so that only a change of preferences costs a pass over the nodes'
- * labels (and one over the sums). */
+/* Each node's value into b->tier_w: the sums of weights, or, where inter-pod preferences bear
+ * on g, those sums normalised to 0..100 (kube-scheduler's NodeAffinity NormalizeScore) plus the
+ * inter-pod scores (place_podpref.c), less the smallest value; false on out of memory. */
+static bool node_values(struct place_state *st, const struct gang *g, bool pods)
+{
+    uint32_t *w = st->b->tier_w, n = st->c->n_nodes, hi = 0, lo = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        w[i] = g->pref ? pref_weight(st, g, i) : 0;
+        hi = w[i] > hi ? w[i] : hi;
+    }
+    if (!pods)
+        return true;
+    for (uint32_t i = 0; i < n; i++)
+        w[i] = hi ? (uint32_t)((uint64_t)w[i] * 100 / hi) : 0;
+    if (!place_podpref_scores(st, g, w))
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        lo = w[i] < lo ? w[i] : lo;
+    for (uint32_t i = 0; i < n; i++)
+        w[i] -= lo;
+    return true;
+}
+
+/* Tiers from preferred node affinity depend on the nodes' names and labels only: kept for the
+ * cycle's next gangs of the same preferences (gang.pref), so that only a change of preferences
+ * costs a pass over the nodes' labels (and one over the sums). Tiers from inter-pod preferences
+ * depend on the pods placed before: made for the gang, under a key of their own. */
 void place_pref_tiers(struct place_state *st, const struct gang *g)
 {
     st->n_tiers = 1;
-    if (!g->pref || !st->topology)
+    if (!st->topology)
         return;
     struct place_base *b = st->b;
-    if (g->pref == b->tier_key && !st->no_shortcuts) {
+    bool pods = place_podpref_applies(st, g);
+    if (!g->pref && !pods)
+        return;
+    if (!pods && g->pref == b->tier_key && !st->no_shortcuts) {
         st->n_tiers = b->tier_n;
+        return;
+    }
+    if (!node_values(st, g, pods)) { /* out of memory: placed as without preferences */
+        b->tier_key = 0;
         return;
     }
     uint32_t *top = b->tier_top, nt = 0, n = st->c->n_nodes; /* distinct sums, largest first */
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t w = b->tier_w[i] = pref_weight(st, g, i), k = 0;
+        uint32_t w = b->tier_w[i], k = 0;
         while (k < nt && top[k] > w)
             k++;
         if ((k < nt && top[k] == w) || k == PLACE_PREF_TIERS)
@@ -69,7 +104,7 @@ void place_pref_tiers(struct place_state *st, const struct gang *g)
             b->tier_cnt[k][b->key[i]]++;
     }
     st->n_tiers = nt > 1 ? nt : 1;
-    b->tier_key = g->pref;
+    b->tier_key = pods ? ++b->tier_seq | PLACE_TIER_OWN : g->pref;
     b->tier_n = st->n_tiers;
 }
 
@@ -122,14 +157,14 @@ bool place_pref_domains(struct place_state *st, const struct gang *g, int level,
     return true;
 }
 
-bool place_pref_kept(struct place_state *st, const struct gang *g, int level)
+bool place_pref_kept(struct place_state *st, int level)
 {
     place_pref_clear(st);
     const struct place_base *b = st->b;
     /* few nodes with a weight (a rack, some names): the domains they are in, from the kept
      * slots; else the kept sums per tier, (re)built for these preferences when they are not */
     if ((uint64_t)b->n_tier_nodes * 4 > st->c->n_nodes &&
-        (st->pref_src = place_fitc_tiers(st, g, level)) != NULL)
+        (st->pref_src = place_fitc_tiers(st, level)) != NULL)
         return true;
     if (!pref_scratch(st))
         return false;

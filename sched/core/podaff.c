@@ -162,5 +162,19 @@ uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
         uint8_t f = (uint8_t)(sp->affinity_ignore | sp->taints_honor << 1);
         h = sched_hash(sched_hash(h, v, sizeof(v)), &f, 1);
     }
+    if (!podaff_prefers(m))
+        return h; /* folded only when set: the hash of a pod without preferences is unchanged */
+    h = fold_terms(sched_hash(h, "p", 1), m->pref_affinity, m->n_pref_affinity);
+    h = fold_terms(h, m->pref_anti, m->n_pref_anti);
+    for (uint32_t k = 0; k < m->n_pref_affinity; k++)
+        h = sched_hash(h, &m->pref_affinity[k].weight, sizeof(int32_t));
+    for (uint32_t k = 0; k < m->n_pref_anti; k++)
+        h = sched_hash(h, &m->pref_anti[k].weight, sizeof(int32_t));
+    for (uint32_t k = 0; k < m->n_soft_spread; k++) {
+        const struct pod_spread *sp = &m->soft_spread[k];
+        h = fold_terms(h, &sp->sel, 1);
+        uint8_t f = (uint8_t)(sp->affinity_ignore | sp->taints_honor << 1);
+        h = sched_hash(sched_hash(h, &sp->max_skew, sizeof(sp->max_skew)), &f, 1);
+    }
     return h;
 }

@@ -24,6 +24,18 @@ static inline bool podaff_constrains(const struct pod_meta *m)
 {
     return m && (m->n_affinity || m->n_anti || m->n_ports || m->n_spread);
 }
+/* Does m carry a preference of its own (a preferred affinity or anti-affinity term, a
+ * ScheduleAnyway spread)? */
+static inline bool podaff_prefers(const struct pod_meta *m)
+{
+    return m && (m->n_pref_affinity || m->n_pref_anti || m->n_soft_spread);
+}
+/* Does m, on a pod that runs, carry terms other pods meet or break (anti-affinity and host ports,
+ * which filter; affinity and preferred terms, which kube-scheduler's InterPodAffinity scores)? */
+static inline bool podaff_others(const struct pod_meta *m)
+{
+    return m && (m->n_anti || m->n_ports || m->n_affinity || m->n_pref_affinity || m->n_pref_anti);
+}
 /* Does a pod set of g carry a constraint? */
 static inline bool podaff_gang(const struct gang *g)
 {

@@ -9,6 +9,7 @@
 #define SCHED_KUBE_CACHE_INT_H
 
 #include "sched/core/place_base.h"
+#include "sched/core/podaff.h"
 #include "sched/kube/cache.h"
 
 struct kassume {
@@ -21,7 +22,7 @@ struct kcache {
     char *scheduler;
     struct strmap nodes;   /* name -> struct nodes_rec* (the Node decoded, sched/k8s/nodes.h) */
     struct strmap pods;    /* "ns/name" -> struct kpod* */
-    uint32_t n_rule_pods;  /* pods whose meta has anti-affinity terms or host ports */
+    uint32_t n_rule_pods;  /* pods whose meta has terms for other pods (podaff_others) */
     uint32_t list_gen;     /* generation of kcache_bound_pods (kpod.listed) */
     struct strmap pgs;     /* "ns/name" -> struct kpg* */
     struct strmap assumed; /* "ns/name" -> struct kassume* */
@@ -115,15 +116,15 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon);
 void kcache_use_free(struct kcache *c);
 /* b->snap.bound_pods: the pods holding a node (bound, or assumed; not finished) with what
  * inter-pod constraints read of them, the running gangs' with their pod set, in `a`; none unless
- * some pod carries anti-affinity or host ports or a pod set of a pending gang a constraint. 0 or
- * SCHED_ENOMEM. */
+ * some pod carries terms for other pods (podaff_others) or a pod set of a pending gang a
+ * constraint or a preference. 0 or SCHED_ENOMEM. */
 int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a);
 /* Pod p (NULL: none) enters (sign 1) or leaves (-1) the cache: its usage (kcache_use_pod) and
- * n_rule_pods, the pods whose meta carries anti-affinity terms or host ports. */
+ * n_rule_pods, the pods whose meta carries terms for other pods. */
 static inline void kcache_pod_in(struct kcache *c, const struct kpod *p, int sign)
 {
     kcache_use_pod(c, p, sign);
-    if (p && p->meta && (p->meta->n_anti || p->meta->n_ports))
+    if (p && podaff_others(p->meta))
         c->n_rule_pods += (uint32_t)sign;
 }
 /* Pod p (the cache's record, or NULL: gone) of key in or out of the walked set. */

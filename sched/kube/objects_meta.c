@@ -1,17 +1,19 @@
 /* sched/kube/objects_meta.c: what inter-pod constraints read of a Pod (objects.h kpod.meta,
- * core/model.h struct pod_meta): its namespace and labels, its required pod affinity and
- * anti-affinity terms, its host ports.
+ * core/model.h struct pod_meta): its namespace and labels, its required and preferred pod
+ * affinity and anti-affinity terms, its topology spreads, its host ports.
  *
  * The wire format is core/v1 (k8s.io/api/core/v1 types.go): spec.affinity.podAffinity and
  * podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution are lists of PodAffinityTerm
  * {labelSelector, namespaces, namespaceSelector, topologyKey, matchLabelKeys,
- * mismatchLabelKeys}; a null labelSelector selects no pod; namespaceSelector {} selects every
- * namespace; matchLabelKeys (mismatchLabelKeys) add "key in (value)" ("key notin (value)") with
- * the pod's own value, a key the pod lacks ignored (KEP-3633; kube-apiserver merges them at
- * creation, so a second merge here adds the same requirement again, which changes nothing).
- * Host ports: spec.containers[].ports[].hostPort with its protocol (TCP by default), init
- * containers' included, as kube-scheduler's NodePorts plugin reads them. Topology spreads:
- * spec.topologySpreadConstraints[] with whenUnsatisfiable DoNotSchedule {maxSkew, topologyKey,
+ * mismatchLabelKeys}, preferredDuringSchedulingIgnoredDuringExecution lists of
+ * WeightedPodAffinityTerm {weight (1-100), podAffinityTerm}; a null labelSelector selects no pod;
+ * namespaceSelector {} selects every namespace; matchLabelKeys (mismatchLabelKeys) add "key in
+ * (value)" ("key notin (value)") with the pod's own value, a key the pod lacks ignored (KEP-3633;
+ * kube-apiserver merges them at creation, so a second merge here adds the same requirement again,
+ * which changes nothing). Host ports: spec.containers[].ports[].hostPort with its protocol (TCP by
+ * default), init containers' included, as kube-scheduler's NodePorts plugin reads them. Topology
+ * spreads: spec.topologySpreadConstraints[] with whenUnsatisfiable DoNotSchedule or ScheduleAnyway
+ * (kept apart: a requirement, a preference) {maxSkew, topologyKey,
  * labelSelector (null: no pod), matchLabelKeys, minDomains, nodeAffinityPolicy (Honor by
  * default), nodeTaintsPolicy (Ignore by default)}, counted in the pod's own namespace.
  *
@@ -78,7 +80,7 @@ static int ns_selector(const cJSON *term, const char *where, struct arena *a, st
     struct sel_req *r = arena_calloc(a, (size_t)n, sizeof(*r));
     if (!r)
         return SCHED_ENOMEM;
-    char at[KOBJ_KEY_MAX + 160];
+    char at[KOBJ_KEY_MAX + 256];
     snprintf(at, sizeof(at), "%s.namespaceSelector", where);
     uint32_t k = 0;
     int rc = match_labels(ml, at, a, r, &k, eb);
@@ -106,7 +108,7 @@ static int selector(const cJSON *term, const struct pod_meta *m, const char *whe
         return SCHED_ENOMEM;
     uint32_t k = 0;
     const cJSON *it, *le = cJSON_IsArray(me) ? me : NULL;
-    char at[KOBJ_KEY_MAX + 160];
+    char at[KOBJ_KEY_MAX + 256];
     snprintf(at, sizeof(at), "%s.labelSelector", where);
     int rc = match_labels(ml, at, a, r, &k, eb);
     snprintf(at, sizeof(at), "%s.labelSelector.matchExpressions", where);
@@ -137,50 +139,62 @@ static int selector(const cJSON *term, const struct pod_meta *m, const char *whe
     return 0;
 }
 
-/* The required terms of spec.affinity.<kind> into *out. */
-static int terms(const cJSON *spec, const char *kind, const struct pod_meta *m, const char *key,
-                 struct arena *a, const struct pod_term **out, uint32_t *n_out,
+/* One PodAffinityTerm at `where` into *t. */
+static int term(const cJSON *term, const struct pod_meta *m, const char *where, struct arena *a,
+                struct pod_term *t, struct sched_errbuf *eb)
+{
+    const cJSON *tk = get(term, "topologyKey");
+    if (!cJSON_IsString(tk) || !tk->valuestring[0])
+        return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
+    int rc = selector(term, m, where, a, t, eb);
+    if (rc)
+        return rc;
+    rc = kobj_strings(get(term, "namespaces"), a, &t->namespaces, &t->n_namespaces);
+    if (rc == SCHED_EINVAL)
+        return sched_fail(eb, rc, "%s.namespaces: not a list of strings", where);
+    if (rc || (rc = ns_selector(term, where, a, t, eb)) != 0)
+        return rc;
+    return (t->topology_key = arena_strdup(a, tk->valuestring)) ? 0 : SCHED_ENOMEM;
+}
+
+/* The terms of spec.affinity.<kind>.<when>DuringSchedulingIgnoredDuringExecution into *out:
+ * PodAffinityTerms (required), or WeightedPodAffinityTerms {weight 1..100, podAffinityTerm}
+ * (preferred). */
+static int terms(const cJSON *spec, const char *kind, bool preferred, const struct pod_meta *m,
+                 const char *key, struct arena *a, const struct pod_term **out, uint32_t *n_out,
                  struct sched_errbuf *eb)
 {
-    const cJSON *list =
-        get(get(get(spec, "affinity"), kind), "requiredDuringSchedulingIgnoredDuringExecution");
+    const char *when = preferred ? "preferredDuringSchedulingIgnoredDuringExecution"
+                                 : "requiredDuringSchedulingIgnoredDuringExecution";
+    const cJSON *list = get(get(get(spec, "affinity"), kind), when);
     *out = NULL;
     *n_out = 0;
     if (list && !cJSON_IsArray(list))
-        return sched_fail(eb, SCHED_EINVAL,
-                          "pod %s: spec.affinity.%s.requiredDuringSchedulingIgnoredDuringExecution"
-                          ": not a list",
-                          key, kind);
+        return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.affinity.%s.%s: not a list", key, kind,
+                          when);
     int n = cJSON_GetArraySize(list);
     if (n <= 0)
         return 0;
     struct pod_term *t = arena_calloc(a, (size_t)n, sizeof(*t));
     if (!t)
         return SCHED_ENOMEM;
-    uint32_t k = 0, i = 0;
-    const cJSON *term;
-    cJSON_ArrayForEach(term, list)
+    uint32_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
     {
-        char where[KOBJ_KEY_MAX + 96];
-        snprintf(where, sizeof(where),
-                 "pod %s: spec.affinity.%s.requiredDuringSchedulingIgnoredDuringExecution[%u]", key,
-                 kind, i++);
-        const cJSON *tk = get(term, "topologyKey");
-        if (!cJSON_IsString(tk) || !tk->valuestring[0])
-            return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
-        int rc = selector(term, m, where, a, &t[k], eb);
+        char where[KOBJ_KEY_MAX + 128];
+        int len =
+            snprintf(where, sizeof(where), "pod %s: spec.affinity.%s.%s[%u]", key, kind, when, k);
+        const cJSON *w = get(it, "weight");
+        if (preferred && (!cJSON_IsNumber(w) || w->valuedouble < 1 || w->valuedouble > 100 ||
+                          w->valuedouble != (double)(int)w->valuedouble))
+            return sched_fail(eb, SCHED_EINVAL, "%s.weight: an integer from 1 to 100", where);
+        if (preferred && len > 0 && (size_t)len < sizeof(where))
+            snprintf(where + len, sizeof(where) - (size_t)len, ".podAffinityTerm");
+        int rc = term(preferred ? get(it, "podAffinityTerm") : it, m, where, a, &t[k], eb);
         if (rc)
             return rc;
-        rc = kobj_strings(get(term, "namespaces"), a, &t[k].namespaces, &t[k].n_namespaces);
-        if (rc == SCHED_EINVAL)
-            return sched_fail(eb, rc, "%s.namespaces: not a list of strings", where);
-        if (rc)
-            return rc;
-        if ((rc = ns_selector(term, where, a, &t[k], eb)) != 0)
-            return rc;
-        if (!(t[k].topology_key = arena_strdup(a, tk->valuestring)))
-            return SCHED_ENOMEM;
-        k++;
+        t[k++].weight = preferred ? (int32_t)w->valuedouble : 0;
     }
     *out = t;
     *n_out = k;
@@ -234,8 +248,8 @@ static int ports(const cJSON *spec, struct arena *a, struct pod_meta *m)
     return 0;
 }
 
-/* spec.topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (ScheduleAnyway ones are
- * preferences: not read). */
+/* spec.topologySpreadConstraints: DoNotSchedule ones into m->spread, ScheduleAnyway ones into
+ * m->soft_spread (another value: skipped, as by kube-scheduler). */
 static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struct arena *a,
                    struct sched_errbuf *eb)
 {
@@ -246,18 +260,22 @@ static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struc
     int n = cJSON_GetArraySize(list);
     if (n <= 0)
         return 0;
-    struct pod_spread *v = arena_calloc(a, (size_t)n, sizeof(*v));
-    if (!v)
+    struct pod_spread *hard = arena_calloc(a, (size_t)n, sizeof(*hard));
+    struct pod_spread *soft = arena_calloc(a, (size_t)n, sizeof(*soft));
+    if (!hard || !soft)
         return SCHED_ENOMEM;
-    uint32_t k = 0, i = 0;
+    uint32_t i = 0;
     cJSON_ArrayForEach(c, list)
     {
         char where[KOBJ_KEY_MAX + 64];
         snprintf(where, sizeof(where), "pod %s: spec.topologySpreadConstraints[%u]", key, i++);
         const cJSON *w = get(c, "whenUnsatisfiable"), *tk = get(c, "topologyKey");
         const cJSON *skew = get(c, "maxSkew"), *md = get(c, "minDomains");
-        if (!cJSON_IsString(w) || strcmp(w->valuestring, "DoNotSchedule") != 0)
+        bool is_soft = cJSON_IsString(w) && strcmp(w->valuestring, "ScheduleAnyway") == 0;
+        if (!is_soft && (!cJSON_IsString(w) || strcmp(w->valuestring, "DoNotSchedule") != 0))
             continue;
+        struct pod_spread *v = is_soft ? soft : hard;
+        uint32_t k = is_soft ? m->n_soft_spread++ : m->n_spread++;
         if (!cJSON_IsString(tk) || !tk->valuestring[0])
             return sched_fail(eb, SCHED_EINVAL, "%s.topologyKey: required", where);
         if (!cJSON_IsNumber(skew) || skew->valuedouble < 1 || skew->valuedouble > INT32_MAX)
@@ -275,10 +293,11 @@ static int spreads(const cJSON *spec, struct pod_meta *m, const char *key, struc
         const char *nap = kobj_str(c, "nodeAffinityPolicy"), *ntp = kobj_str(c, "nodeTaintsPolicy");
         v[k].affinity_ignore = nap && strcmp(nap, "Ignore") == 0; /* default Honor */
         v[k].taints_honor = ntp && strcmp(ntp, "Honor") == 0;     /* default Ignore */
-        k++;
+        if (is_soft)
+            v[k].min_domains = 0; /* kube-apiserver allows it with DoNotSchedule only */
     }
-    m->spread = v;
-    m->n_spread = k;
+    m->spread = m->n_spread ? hard : NULL;
+    m->soft_spread = m->n_soft_spread ? soft : NULL;
     return 0;
 }
 
@@ -293,9 +312,14 @@ int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
     int rc =
         kobj_kv_copy(get(get(o, "metadata"), "labels"), NULL, a, &m->labels, &m->n_labels, NULL);
     if (rc == 0)
-        rc = terms(spec, "podAffinity", m, p->key, a, &m->affinity, &m->n_affinity, eb);
+        rc = terms(spec, "podAffinity", false, m, p->key, a, &m->affinity, &m->n_affinity, eb);
     if (rc == 0)
-        rc = terms(spec, "podAntiAffinity", m, p->key, a, &m->anti, &m->n_anti, eb);
+        rc = terms(spec, "podAntiAffinity", false, m, p->key, a, &m->anti, &m->n_anti, eb);
+    if (rc == 0)
+        rc = terms(spec, "podAffinity", true, m, p->key, a, &m->pref_affinity, &m->n_pref_affinity,
+                   eb);
+    if (rc == 0)
+        rc = terms(spec, "podAntiAffinity", true, m, p->key, a, &m->pref_anti, &m->n_pref_anti, eb);
     if (rc == 0)
         rc = ports(spec, a, m);
     if (rc == 0)

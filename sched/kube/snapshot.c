@@ -299,7 +299,8 @@ int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a)
     bool rules = c->n_rule_pods > 0;
     for (uint32_t i = 0; i < b->n_pending && !rules; i++)
         for (uint32_t s = 0; s < b->gangs[i].gang.n_sets; s++)
-            rules |= podaff_constrains(b->gangs[i].gang.sets[s].meta);
+            rules |= podaff_constrains(b->gangs[i].gang.sets[s].meta) ||
+                     podaff_prefers(b->gangs[i].gang.sets[s].meta);
     if (!rules)
         return 0;
     struct sched_pod *out = NULL;

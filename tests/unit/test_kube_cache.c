@@ -816,7 +816,8 @@ static void pod_meta_is_decoded(void **state)
         "\"nodeTaintsPolicy\":\"Honor\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
         "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]}}");
     assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
-    assert_int_equal(p->meta->n_spread, 1); /* ScheduleAnyway: a preference, not read */
+    assert_int_equal(p->meta->n_spread, 1); /* ScheduleAnyway: a preference, kept apart */
+    assert_int_equal(p->meta->n_soft_spread, 1);
     const struct pod_spread *sp = &p->meta->spread[0];
     assert_int_equal(sp->max_skew, 2);
     assert_int_equal(sp->min_domains, 3);

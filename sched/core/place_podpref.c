@@ -1,0 +1,319 @@
+/* sched/core/place_podpref.c: inter-pod preferences in placement: preferred pod affinity and
+ * anti-affinity, ScheduleAnyway topology spreads (see place_internal.h, model.h pod_meta).
+ *
+ * Owns: the score each node gets from them for the gang being placed, which place_pref.c turns
+ * into preference tiers with its preferred node affinity; the scratch of that scoring
+ * (st->podpref).
+ *
+ * The scores are kube-scheduler's, per pod set, against the pods bound or being bound and those
+ * placed earlier in the cycle (st->bound, st->placed), each normalised to 0..100 as its plugin's
+ * NormalizeScore does, then summed (the default profile weighs InterPodAffinity,
+ * PodTopologySpread and NodeAffinity alike):
+ * - InterPodAffinity: a node gets, for every earlier pod in its domain of a term's topology key,
+ *   + the weight of each preferred affinity term of the set that selects that pod, - that of
+ *   each preferred anti-affinity term; + the weight of each preferred affinity term of that pod
+ *   that selects the set's pod, - each of its preferred anti-affinity terms', + 1
+ *   (hardPodAffinityWeight) for each of its required affinity terms'. Normalised as
+ *   100 (s - min) / (max - min), min <= 0 <= max; 0 everywhere when max = min.
+ * - PodTopologySpread (the set's ScheduleAnyway constraints): a node without every constraint's
+ *   key scores 0; another gets the rounded sum over constraints of
+ *   count x ln(domains + 2) + maxSkew - 1, count the pods the constraint selects in the set's
+ *   namespace in the node's domain (on the nodes its policies count; on the node itself for the
+ *   hostname), domains those of the nodes with every key; normalised as
+ *   100 (max + min - s) / max, 100 when max = 0.
+ * kube-scheduler normalises over the nodes that pass its filters; here over every node (a node
+ * the gang may not use changes the scale of a score, not the order it gives).
+ *
+ * A gang whose pods bear on one another's preferences (place_pods.c pods_soft_self) is placed pod
+ * by pod, each scored against the earlier pods and the gang's pods placed before it
+ * (st->pods_own), as kube-scheduler schedules them one after another; another gang's pods are
+ * scored alike, against the earlier pods.
+ *
+ * Must not touch: anything outside place_state; the snapshot's pods are read only.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "sched/core/place_internal.h"
+#include "sched/core/podaff.h"
+
+/* A term's weight (signed) that an earlier pod adds to the domain holding it. */
+struct podpref_hit {
+    const struct place_keydom *kd;
+    uint32_t dom;
+    int32_t w;
+};
+
+struct place_podpref {
+    int64_t *raw;  /* [n] a score before normalising */
+    double *sum;   /* [n] a spread score before rounding */
+    int64_t *acc;  /* [n + 1] per domain of one key; all 0 between uses */
+    uint8_t *mark; /* [n + 1] per domain of one key: counted; all 0 between uses */
+    uint8_t *ign;  /* [n] node lacks a key of the set's spreads */
+    struct podpref_hit *hits;
+    uint32_t n_hits, cap_hits;
+    bool oom;
+};
+
+/* Does an earlier pod's term (affinity, preferred) select pod m? */
+static bool selected_by(const struct pod_meta *pm, const struct pod_meta *m)
+{
+    for (uint32_t t = 0; t < pm->n_affinity; t++)
+        if (podaff_selects(&pm->affinity[t], pm->ns, m))
+            return true;
+    for (uint32_t t = 0; t < pm->n_pref_affinity; t++)
+        if (podaff_selects(&pm->pref_affinity[t], pm->ns, m))
+            return true;
+    for (uint32_t t = 0; t < pm->n_pref_anti; t++)
+        if (podaff_selects(&pm->pref_anti[t], pm->ns, m))
+            return true;
+    return false;
+}
+
+bool place_podpref_applies(const struct place_state *st, const struct gang *g)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (podaff_prefers(g->sets[s].meta))
+            return true;
+    for (uint32_t r = 0; r < st->n_scored; r++) {
+        const struct sched_pod *p = place_pods_at(st, st->scored[r]);
+        for (uint32_t s = 0; p && s < g->n_sets; s++)
+            if (g->sets[s].meta && selected_by(p->meta, g->sets[s].meta))
+                return true;
+    }
+    return false;
+}
+
+static struct place_podpref *scratch(struct place_state *st)
+{
+    uint32_t n = st->c->n_nodes;
+    struct place_podpref *pp = st->podpref;
+    if (pp)
+        return pp;
+    pp = arena_calloc(st->arena, 1, sizeof(*pp));
+    if (!pp || !(pp->raw = arena_alloc(st->arena, (n + 1) * sizeof(*pp->raw))) ||
+        !(pp->sum = arena_alloc(st->arena, (n + 1) * sizeof(*pp->sum))) ||
+        !(pp->acc = arena_calloc(st->arena, n + 1, sizeof(*pp->acc))) ||
+        !(pp->mark = arena_calloc(st->arena, n + 1, 1)) ||
+        !(pp->ign = arena_alloc(st->arena, n + 1)))
+        return NULL;
+    return st->podpref = pp;
+}
+
+static void hit(struct place_state *st, const struct place_keydom *kd, uint32_t node, int32_t w)
+{
+    struct place_podpref *pp = st->podpref;
+    if (!kd || kd->dom[node] == UINT32_MAX)
+        return; /* a node without the key is in no domain of it */
+    struct podpref_hit *v = arena_grow(st->arena, pp->hits, pp->n_hits, &pp->cap_hits, sizeof(*v));
+    if (!v) {
+        pp->oom = true;
+        return;
+    }
+    pp->hits = v;
+    v[pp->n_hits++] = (struct podpref_hit){.kd = kd, .dom = kd->dom[node], .w = w};
+}
+
+struct term_ctx {
+    struct place_state *st;
+    const struct place_keydom *kd;
+    int32_t w;
+};
+
+static void term_hit(void *ctx, const struct sched_pod *p)
+{
+    struct term_ctx *c = ctx;
+    hit(c->st, c->kd, p->node, c->w);
+}
+
+/* fn(ctx, p) for each earlier pod that term t, carried by a pod of namespace ns, selects, then
+ * for each pod of g placed so far (st->pods_own) it selects. */
+static void each_selected(struct place_state *st, const struct gang *g, const struct pod_term *t,
+                          const char *ns, void (*fn)(void *ctx, const struct sched_pod *p),
+                          void *ctx)
+{
+    place_pods_selected(st, t, ns, fn, ctx);
+    for (uint32_t x = 0; x < st->n_pods_own; x++) {
+        struct sched_pod p = {.node = st->pods_own[x].node, .meta = g->sets[st->pods_tset[x]].meta};
+        if (podaff_selects(t, ns, p.meta))
+            fn(ctx, &p);
+    }
+}
+
+/* The hits of set m's own preferred terms (sign: +1 affinity, -1 anti-affinity). */
+static void own_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m,
+                      const struct pod_term *t, uint32_t n, int32_t sign)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        struct term_ctx c = {st, place_keydom(st, t[k].topology_key), sign * t[k].weight};
+        if (c.kd)
+            each_selected(st, g, &t[k], m->ns, term_hit, &c);
+        else
+            st->podpref->oom = true;
+    }
+}
+
+/* The hits of the terms of pod p (on its node) that select m. */
+static void pod_terms(struct place_state *st, const struct sched_pod *p, const struct pod_meta *m)
+{
+    const struct pod_meta *pm = p->meta;
+    const struct {
+        const struct pod_term *t;
+        uint32_t n;
+        int32_t sign;
+    } lists[] = {{pm->affinity, pm->n_affinity, 1},
+                 {pm->pref_affinity, pm->n_pref_affinity, 1},
+                 {pm->pref_anti, pm->n_pref_anti, -1}};
+    for (uint32_t l = 0; l < 3; l++)
+        for (uint32_t k = 0; k < lists[l].n; k++) {
+            const struct pod_term *t = &lists[l].t[k];
+            if (podaff_selects(t, pm->ns, m)) /* a required term weighs 1 */
+                hit(st, place_keydom(st, t->topology_key), p->node,
+                    lists[l].sign * (t->weight ? t->weight : 1));
+        }
+}
+
+/* The hits of the earlier pods' terms, then those of g's pods placed so far, that select m. */
+static void others_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m)
+{
+    for (uint32_t r = 0; r < st->n_scored; r++) {
+        const struct sched_pod *p = place_pods_at(st, st->scored[r]);
+        if (p && p->node < st->c->n_nodes)
+            pod_terms(st, p, m);
+    }
+    for (uint32_t x = 0; x < st->n_pods_own; x++) {
+        struct sched_pod p = {.node = st->pods_own[x].node, .meta = g->sets[st->pods_tset[x]].meta};
+        if (podaff_others(p.meta))
+            pod_terms(st, &p, m);
+    }
+}
+
+/* raw[i] = the sum of the hits in node i's domains, one key at a time. */
+static void sum_hits(struct place_state *st)
+{
+    struct place_podpref *pp = st->podpref;
+    uint32_t n = st->c->n_nodes;
+    memset(pp->raw, 0, n * sizeof(*pp->raw));
+    for (uint32_t h = 0; h < pp->n_hits; h++) {
+        const struct place_keydom *kd = pp->hits[h].kd;
+        if (!kd)
+            continue; /* its key done */
+        for (uint32_t x = h; x < pp->n_hits; x++)
+            if (pp->hits[x].kd == kd) {
+                pp->acc[pp->hits[x].dom] += pp->hits[x].w;
+                pp->hits[x].kd = NULL;
+            }
+        for (uint32_t i = 0; i < n; i++)
+            if (kd->dom[i] != UINT32_MAX)
+                pp->raw[i] += pp->acc[kd->dom[i]];
+        memset(pp->acc, 0, (kd->n_dom + 1) * sizeof(*pp->acc));
+    }
+}
+
+/* InterPodAffinity's score of set s of g into w. */
+static void affinity_score(struct place_state *st, const struct gang *g, uint32_t s, uint32_t *w)
+{
+    struct place_podpref *pp = st->podpref;
+    const struct pod_meta *m = g->sets[s].meta;
+    uint32_t n = st->c->n_nodes;
+    pp->n_hits = 0;
+    own_terms(st, g, m, m->pref_affinity, m->n_pref_affinity, 1);
+    own_terms(st, g, m, m->pref_anti, m->n_pref_anti, -1);
+    others_terms(st, g, m);
+    if (pp->n_hits == 0)
+        return; /* every node 0 */
+    sum_hits(st);
+    int64_t lo = 0, hi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        lo = pp->raw[i] < lo ? pp->raw[i] : lo;
+        hi = pp->raw[i] > hi ? pp->raw[i] : hi;
+    }
+    for (uint32_t i = 0; i < n && hi > lo; i++)
+        w[i] += (uint32_t)(100.0 * (double)(pp->raw[i] - lo) / (double)(hi - lo));
+}
+
+struct count_ctx {
+    struct place_state *st;
+    const struct gang *g;
+    uint32_t s;
+    const struct pod_spread *sp;
+    const struct place_keydom *kd;
+    bool host;
+};
+
+static void count_pod(void *ctx, const struct sched_pod *p)
+{
+    struct count_ctx *c = ctx;
+    const struct place_podpref *pp = c->st->podpref;
+    uint32_t d = c->kd->dom[p->node];
+    if (p->deleting || d == UINT32_MAX)
+        return; /* kube-scheduler counts no terminating pod */
+    if (c->host ||
+        (!pp->ign[p->node] && place_pods_spread_counts(c->st, c->g, c->s, c->sp, true, p->node)))
+        pp->acc[d]++;
+}
+
+/* PodTopologySpread's score of set s of g (its ScheduleAnyway constraints) into w. */
+static void spread_score(struct place_state *st, const struct gang *g, uint32_t s, uint32_t *w)
+{
+    struct place_podpref *pp = st->podpref;
+    const struct pod_meta *m = g->sets[s].meta;
+    uint32_t n = st->c->n_nodes, kept = 0;
+    if (!m->n_soft_spread)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        pp->ign[i] = 0;
+        for (uint32_t k = 0; k < m->n_soft_spread && !pp->ign[i]; k++)
+            pp->ign[i] = !node_label(&st->c->nodes[i], m->soft_spread[k].sel.topology_key);
+        pp->sum[i] = 0;
+        kept += !pp->ign[i];
+    }
+    for (uint32_t k = 0; k < m->n_soft_spread; k++) {
+        const struct pod_spread *sp = &m->soft_spread[k];
+        struct count_ctx c = {st, g, s, sp, place_keydom(st, sp->sel.topology_key), false};
+        if (!c.kd) {
+            pp->oom = true;
+            return;
+        }
+        c.host = strcmp(sp->sel.topology_key, "kubernetes.io/hostname") == 0;
+        each_selected(st, g, &sp->sel, m->ns, count_pod, &c);
+        uint32_t size = 0; /* the domains of the nodes kept */
+        for (uint32_t i = 0; i < n && !c.host; i++)
+            if (!pp->ign[i] && !pp->mark[c.kd->dom[i]]) {
+                pp->mark[c.kd->dom[i]] = 1;
+                size++;
+            }
+        double tw = log((double)(c.host ? kept : size) + 2.0);
+        for (uint32_t i = 0; i < n; i++)
+            if (!pp->ign[i])
+                pp->sum[i] += (double)pp->acc[c.kd->dom[i]] * tw + sp->max_skew - 1;
+        memset(pp->acc, 0, (c.kd->n_dom + 1) * sizeof(*pp->acc));
+        memset(pp->mark, 0, c.kd->n_dom + 1);
+    }
+    int64_t lo = INT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        pp->raw[i] = pp->ign[i] ? 0 : (int64_t)llround(pp->sum[i]);
+        if (!pp->ign[i]) {
+            lo = pp->raw[i] < lo ? pp->raw[i] : lo;
+            hi = pp->raw[i] > hi ? pp->raw[i] : hi;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!pp->ign[i])
+            w[i] += hi == 0 ? 100 : (uint32_t)(100 * (hi + lo - pp->raw[i]) / hi);
+}
+
+bool place_podpref_scores(struct place_state *st, const struct gang *g, uint32_t *w)
+{
+    struct place_podpref *pp = scratch(st);
+    if (!pp)
+        return false;
+    pp->oom = false;
+    for (uint32_t s = 0; s < g->n_sets && !pp->oom; s++) {
+        if (!g->sets[s].meta)
+            continue;
+        affinity_score(st, g, s, w);
+        spread_score(st, g, s, w);
+    }
+    return !pp->oom;
+}

@@ -1,0 +1,294 @@
+/* Inter-pod preferences in placement (sched/core/place_podpref.c with place_pref.c): preferred
+ * pod affinity and anti-affinity, the terms of earlier pods that select the pod being placed,
+ * ScheduleAnyway topology spreads, as kube-scheduler's InterPodAffinity and PodTopologySpread
+ * scores rank nodes; never a filter. Each case is set against what packing alone would do. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "queue/queue.h"
+#include "sched/core/cycle.h"
+#include "sched/core/place_base.h"
+#include "sched/core/policy.h"
+#include "sched/sim/nodes.h"
+
+#include "cycle_fx.h"
+
+#define HOST "kubernetes.io/hostname"
+
+static const struct sel_req req_app_a = {
+    .key = "app", .op = SEL_IN, .values = (const char *const[]){"a"}, .n_values = 1};
+static const struct sel_req req_app_b = {
+    .key = "app", .op = SEL_IN, .values = (const char *const[]){"b"}, .n_values = 1};
+static const struct kv labels_a[] = {{"app", "a"}};
+static const struct kv labels_b[] = {{"app", "b"}};
+
+static void with_meta(struct gang *g, const struct pod_meta *m)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        g->sets[s].meta = m;
+    gang_finalize(g);
+    g->min_member = g->n_pods;
+}
+
+static const struct sched_result *cycle_pods(struct world *w, const struct sched_pod *bound,
+                                             uint32_t n_bound)
+{
+    w->bound = bound;
+    w->n_bound = n_bound;
+    return cycle(w, "gangsched", 1);
+}
+
+/* n one-GPU gangs of one pod each with meta m; the nodes they got, in their order, into at[]. */
+static void one_pod_gangs(struct world *w, uint32_t n, const struct pod_meta *m,
+                          const struct sched_pod *bound, uint32_t n_bound, uint32_t *at)
+{
+    for (uint32_t k = 0; k < n; k++)
+        with_meta(add_gang(w, 1, 1, (int64_t)k), m);
+    const struct sched_result *r = cycle_pods(w, bound, n_bound);
+    for (uint32_t k = 0; k < n; k++) {
+        const struct sched_placement *p = placement_of(r, &w->gangs[k]);
+        assert_non_null(p); /* a preference never refuses */
+        at[k] = p->pods[0].node;
+    }
+}
+
+static uint32_t distinct(const uint32_t *at, uint32_t n)
+{
+    uint32_t d = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        bool seen = false;
+        for (uint32_t j = 0; j < k && !seen; j++)
+            seen = at[j] == at[k];
+        d += !seen;
+    }
+    return d;
+}
+
+/* A Deployment's replicas, each its own gang, preferring not to share a node with one another:
+ * one per node while nodes last, then shared (a preference, not a rule); the same pods without
+ * the term pack onto one node. */
+static void test_preferred_anti_affinity_spreads_replicas(void **unused)
+{
+    (void)unused;
+    uint32_t at[6];
+    struct world *w = world_new("hgx:4");
+    struct pod_meta plain = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    one_pod_gangs(w, 4, &plain, NULL, 0, at);
+    assert_int_equal(distinct(at, 4), 1);
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:4");
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 100};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .pref_anti = &anti, .n_pref_anti = 1};
+    one_pod_gangs(w, 6, &m, NULL, 0, at);
+    assert_int_equal(distinct(at, 4), 4);
+    assert_int_equal(distinct(at, 6), 4); /* the fifth and sixth still placed */
+    free_names(w);
+    world_free(w);
+}
+
+/* Preferred affinity to a bound pod: on its node by hostname, in its rack by the rack key; the
+ * heavier of two terms wins. */
+static void test_preferred_affinity_follows_bound_pods(void **unused)
+{
+    (void)unused;
+    uint32_t at[1];
+    struct world *w = world_new("hgx:16");
+    use_gpus(w, 2, 0x7f); /* packing alone would pick node 2 */
+    struct pod_meta db = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct pod_meta web = {.ns = "ml", .labels = labels_b, .n_labels = 1};
+    struct sched_pod bound[2] = {{.node = 11, .meta = &db}, {.node = 5, .meta = &web}};
+    struct pod_term terms[2] = {
+        {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 30},
+        {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 70}};
+    struct pod_meta m = {.ns = "ml", .pref_affinity = terms, .n_pref_affinity = 1};
+    one_pod_gangs(w, 1, &m, bound, 2, at);
+    assert_int_equal(at[0], 11);
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:16");
+    use_gpus(w, 2, 0x7f);
+    m.n_pref_affinity = 2; /* app=b weighs 70 against app=a's 30 */
+    one_pod_gangs(w, 1, &m, bound, 2, at);
+    assert_int_equal(at[0], 5);
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:16");
+    const char *rack = node_label(&w->c->nodes[11], TOPO_LABEL_RACK);
+    assert_string_not_equal(node_label(&w->c->nodes[2], TOPO_LABEL_RACK), rack);
+    use_gpus(w, 2, 0x7f);
+    struct pod_term in_rack = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK, .weight = 10};
+    struct pod_meta mr = {.ns = "ml", .pref_affinity = &in_rack, .n_pref_affinity = 1};
+    one_pod_gangs(w, 1, &mr, bound, 1, at);
+    assert_string_equal(node_label(&w->c->nodes[at[0]], TOPO_LABEL_RACK), rack);
+    free_names(w);
+    world_free(w);
+}
+
+/* The terms of bound pods score the pod being placed: a preferred anti-affinity term keeps it
+ * off, a required affinity term (hardPodAffinityWeight 1) and a preferred one draw it; a term of
+ * another namespace's pod does not select it. */
+static void test_bound_pods_terms_score_the_newcomer(void **unused)
+{
+    (void)unused;
+    uint32_t at[1];
+    struct pod_meta m = {.ns = "ml", .labels = labels_b, .n_labels = 1};
+    struct pod_term avoid_b = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 5};
+    struct pod_meta shy = {.ns = "ml", .pref_anti = &avoid_b, .n_pref_anti = 1};
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f); /* packing alone would pick node 2: the shy pod is there */
+    struct sched_pod bound = {.node = 2, .meta = &shy};
+    one_pod_gangs(w, 1, &m, &bound, 1, at);
+    assert_int_not_equal(at[0], 2);
+    free_names(w);
+    world_free(w);
+
+    struct pod_term need_b = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta needy = {.ns = "ml", .affinity = &need_b, .n_affinity = 1};
+    struct pod_meta fond = {.ns = "ml", .pref_affinity = &avoid_b, .n_pref_affinity = 1};
+    const struct pod_meta *drawers[2] = {&needy, &fond};
+    for (uint32_t k = 0; k < 2; k++) {
+        w = world_new("hgx:4");
+        use_gpus(w, 2, 0x7f);
+        bound = (struct sched_pod){.node = 1, .meta = drawers[k]};
+        one_pod_gangs(w, 1, &m, &bound, 1, at);
+        assert_int_equal(at[0], 1);
+        free_names(w);
+        world_free(w);
+    }
+
+    w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    struct pod_meta elsewhere = {.ns = "web", .labels = labels_b, .n_labels = 1};
+    bound = (struct sched_pod){.node = 1, .meta = &fond};
+    one_pod_gangs(w, 1, &elsewhere, &bound, 1, at);
+    assert_int_equal(at[0], 2);
+    free_names(w);
+    world_free(w);
+}
+
+/* ScheduleAnyway spreads count the pods bound and those placed earlier in the cycle: by
+ * hostname, replicas go one per node, the nodes already holding some last; a node without the
+ * key scores least (a rack key no node lacks here: by rack, replicas alternate racks). */
+static void test_schedule_anyway_spreads(void **unused)
+{
+    (void)unused;
+    uint32_t at[4];
+    struct pod_spread by_host = {.sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST},
+                                 .max_skew = 1};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .soft_spread = &by_host, .n_soft_spread = 1};
+    struct world *w = world_new("hgx:4");
+    struct pod_meta other = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct sched_pod bound[2] = {{.node = 0, .meta = &other}, {.node = 0, .meta = &other}};
+    one_pod_gangs(w, 3, &m, bound, 2, at);
+    assert_int_equal(distinct(at, 3), 3);
+    for (uint32_t k = 0; k < 3; k++)
+        assert_int_not_equal(at[k], 0);
+    free_names(w);
+    world_free(w);
+
+    /* a deleting pod is not counted: node 0 is as good as any, and the fullest */
+    w = world_new("hgx:4");
+    use_gpus(w, 0, 0x01);
+    bound[0].deleting = bound[1].deleting = true;
+    one_pod_gangs(w, 1, &m, bound, 2, at);
+    assert_int_equal(at[0], 0);
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:16");
+    struct pod_spread by_rack = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
+    struct pod_meta mr = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .soft_spread = &by_rack, .n_soft_spread = 1};
+    one_pod_gangs(w, 2, &mr, NULL, 0, at);
+    assert_string_not_equal(node_label(&w->c->nodes[at[0]], TOPO_LABEL_RACK),
+                            node_label(&w->c->nodes[at[1]], TOPO_LABEL_RACK));
+    free_names(w);
+    world_free(w);
+}
+
+/* Preferred node affinity and inter-pod preferences add up, normalised alike: a node both
+ * prefer beats one only the node affinity prefers (by a larger weight) and one only the
+ * anti-affinity spares. */
+static void test_node_and_pod_preferences_add_up(void **unused)
+{
+    (void)unused;
+    uint32_t at[1];
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    struct pod_meta noisy = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct sched_pod bound = {.node = 1, .meta = &noisy};
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 1};
+    struct pod_meta m = {.ns = "ml", .pref_anti = &anti, .n_pref_anti = 1};
+    const char *names[] = {w->c->nodes[1].name, w->c->nodes[3].name};
+    const struct sel_req on13 = {
+        .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = 2};
+    const struct pref_term likes_ssd = {.weight = 100, .term = {.reqs = &on13, .n_reqs = 1}};
+    struct gang *g = add_gang(w, 1, 1, 0);
+    g->sets[0].pref = &likes_ssd;
+    g->sets[0].n_pref = 1;
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, &bound, 1), g);
+    assert_non_null(p);
+    at[0] = p->pods[0].node;
+    assert_int_equal(at[0], 3); /* preferred, without the noisy pod; 1 has it, 2 is fullest */
+    free_names(w);
+    world_free(w);
+}
+
+/* One gang whose pods prefer apart from one another (a ScheduleAnyway spread or preferred
+ * anti-affinity selecting its own pods): placed pod by pod, each scored against those placed
+ * before it, so its pods take every node before any shares one; where packing would put them all
+ * on one node. */
+static void test_gang_pods_spread_among_themselves(void **unused)
+{
+    (void)unused;
+    struct pod_spread by_host = {.sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST},
+                                 .max_skew = 1};
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 50};
+    struct pod_meta spread = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .soft_spread = &by_host, .n_soft_spread = 1};
+    struct pod_meta apart = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .pref_anti = &anti, .n_pref_anti = 1};
+    const struct pod_meta *ms[2] = {&spread, &apart};
+    for (uint32_t k = 0; k < 2; k++) {
+        struct world *w = world_new("hgx:4");
+        struct gang *g = add_gang(w, 6, 1, 0);
+        with_meta(g, ms[k]);
+        const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+        assert_non_null(p);
+        uint32_t at[6], per[4] = {0};
+        for (uint32_t x = 0; x < 6; x++)
+            per[at[x] = p->pods[x].node]++;
+        assert_int_equal(distinct(at, 4), 4); /* the first four on four nodes */
+        for (uint32_t i = 0; i < 4; i++)
+            assert_true(per[i] >= 1 && per[i] <= 2);
+        free_names(w);
+        world_free(w);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preferred_anti_affinity_spreads_replicas),
+        cmocka_unit_test(test_preferred_affinity_follows_bound_pods),
+        cmocka_unit_test(test_bound_pods_terms_score_the_newcomer),
+        cmocka_unit_test(test_schedule_anyway_spreads),
+        cmocka_unit_test(test_node_and_pod_preferences_add_up),
+        cmocka_unit_test(test_gang_pods_spread_among_themselves),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
