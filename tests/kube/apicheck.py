@@ -325,6 +325,42 @@ def node_affinity_checks(c):
     c.delete(f"{NS}/pods/na0", {"gracePeriodSeconds": 0})
 
 
+def pod_terms_checks(c):
+    """A pod's inter-pod terms and spreads are validated on create (validatePodAffinityTerm,
+    validateWeightedPodAffinityTerms, validateTopologySpreadConstraints): a preferred term's
+    weight, a ScheduleAnyway spread with minDomains and a repeated {topologyKey,
+    whenUnsatisfiable} are 422 naming the field; a valid pod with all of them is created."""
+    term = {"labelSelector": {"matchLabels": {"app": "web"}},
+            "topologyKey": "kubernetes.io/hostname"}
+    aff = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 101, "podAffinityTerm": term}]}}
+    code, st, _ = c.post(f"{NS}/pods", pod("pa0", extra_spec={"affinity": aff}))
+    check("a preferred pod anti-affinity term of weight 101 is 422", code == 422 and
+          "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+          ".weight: Invalid value: 101: must be in the range 1-100" in st.get("message", ""), st)
+    aff["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] = 100
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app": "web"}}, "minDomains": 2}]
+    code, st, _ = c.post(f"{NS}/pods", pod("pa0", extra_spec={
+        "affinity": aff, "topologySpreadConstraints": spread}))
+    check("minDomains with ScheduleAnyway is 422", code == 422 and
+          "spec.topologySpreadConstraints[0].minDomains: Invalid value: 2: can only use "
+          "minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway" in
+          st.get("message", ""), st)
+    del spread[0]["minDomains"]
+    spread.append(dict(spread[0]))
+    code, st, _ = c.post(f"{NS}/pods", pod("pa0", extra_spec={
+        "affinity": aff, "topologySpreadConstraints": spread}))
+    check("a repeated {topologyKey, whenUnsatisfiable} is 422", code == 422 and
+          'Duplicate value: "{zone, ScheduleAnyway}"' in st.get("message", ""), st)
+    spread[1]["whenUnsatisfiable"] = "DoNotSchedule"
+    code, st, _ = c.post(f"{NS}/pods", pod("pa0", extra_spec={
+        "affinity": aff, "topologySpreadConstraints": spread}))
+    check("a pod with preferred pod anti-affinity and both kinds of spread is created",
+          code == 201, st)
+    c.delete(f"{NS}/pods/pa0", {"gracePeriodSeconds": 0})
+
+
 def event_checks(c):
     """events.k8s.io/v1 validation."""
     ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "a0.1"},
@@ -526,6 +562,7 @@ def main(kc):
     podgroup_checks(c)
     event_checks(c)
     node_affinity_checks(c)
+    pod_terms_checks(c)
     eviction_checks(c)
     rv = watch_checks(c)
     expired_version_checks(c, rv)

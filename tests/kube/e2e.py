@@ -437,7 +437,8 @@ def pod_constraints(c):
     """2b. Required inter-pod anti-affinity is honoured (two pods of one gang that must not share
     a node go to two, where packing would use one), a DoNotSchedule topology spread that cannot
     hold keeps its gang waiting with the reason, a namespaceSelector selects the pods of the
-    namespaces whose labels it names, and preferred node affinity orders the nodes."""
+    namespaces whose labels it names, preferred node affinity orders the nodes, and preferred pod
+    anti-affinity and ScheduleAnyway spreads part a gang's pods."""
     path, pg = podgroup("anti", 2)
     c.post(path, pg)
     for i in range(2):
@@ -510,6 +511,26 @@ def pod_constraints(c):
     on = nodes_once_bound(c, ("pref-a", "pref-b"))
     check("preferred node affinity puts each pod on the node it prefers most",
           on == ["gpu-3", "gpu-4"], str(on))
+    # preferred pod anti-affinity among a gang's own pods and a ScheduleAnyway spread: two
+    # one-GPU pods go to two nodes, where packing alone would put both on one
+    path2, pg2 = podgroup("soft", 2)
+    c.post(path2, pg2)
+    nsel.append(("soft", path2))
+    for i in range(2):
+        p = pod("soft-%d" % i, "soft", 1)
+        p["metadata"]["labels"]["app"] = "soft"
+        sel = {"matchLabels": {"app": "soft"}}
+        p["spec"]["affinity"] = {"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+                "labelSelector": sel, "topologyKey": "kubernetes.io/hostname"}}]}}
+        p["spec"]["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": sel}]
+        c.post("/api/v1/namespaces/default/pods", p)
+    wait_for(lambda: len(bound(c, "soft")) == 2, 20)
+    nodes = sorted(p["spec"]["nodeName"] for p in bound(c, "soft"))
+    check("pods that prefer apart from each other (preferred anti-affinity, ScheduleAnyway) "
+          "are bound on two nodes", len(nodes) == 2 and len(set(nodes)) == 2, str(nodes))
     for t in ("a", "b"):
         c.delete("/api/v1/namespaces/team-%s/pods/x" % t, {"gracePeriodSeconds": 0})
     for name, pth in [("anti", path), ("spr", path3)] + nsel:

@@ -200,6 +200,55 @@ def qos_class(pod):
     return "Guaranteed"
 
 
+def check_pod_scheduling_terms(res, name, spec):
+    """What validation.go checks of a pod's inter-pod terms on create: each PodAffinityTerm's
+    topologyKey (validatePodAffinityTerm: 'Required value: can not be empty'), each preferred
+    term's weight (validateWeightedPodAffinityTerms: 'Invalid value: W: must be in the range
+    1-100'), and each topologySpreadConstraint (validateTopologySpreadConstraints: maxSkew > 0
+    'must be greater than zero', topologyKey not empty, whenUnsatisfiable DoNotSchedule or
+    ScheduleAnyway, no second {topologyKey, whenUnsatisfiable}, minDomains > 0 and only with
+    DoNotSchedule). The first error is raised, as a 422 names it."""
+    aff = (spec or {}).get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        k = aff.get(kind) or {}
+        f = "spec.affinity.%s." % kind
+        for i, t in enumerate(k.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+            if not (t or {}).get("topologyKey"):
+                raise invalid(res, name, "%srequiredDuringSchedulingIgnoredDuringExecution[%d]"
+                              ".topologyKey" % (f, i), "Required value: can not be empty")
+        for i, t in enumerate(k.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            g = "%spreferredDuringSchedulingIgnoredDuringExecution[%d]" % (f, i)
+            w = (t or {}).get("weight", 0)
+            if not isinstance(w, int) or isinstance(w, bool) or w <= 0 or w > 100:
+                raise invalid(res, name, g + ".weight",
+                              "Invalid value: %s: must be in the range 1-100" % w)
+            if not ((t or {}).get("podAffinityTerm") or {}).get("topologyKey"):
+                raise invalid(res, name, g + ".podAffinityTerm.topologyKey",
+                              "Required value: can not be empty")
+    tsc = (spec or {}).get("topologySpreadConstraints") or []
+    for i, c in enumerate(tsc):
+        f = "spec.topologySpreadConstraints[%d]" % i
+        skew, when, md = c.get("maxSkew", 0), c.get("whenUnsatisfiable"), c.get("minDomains")
+        if not isinstance(skew, int) or skew <= 0:
+            raise invalid(res, name, f + ".maxSkew",
+                          "Invalid value: %s: must be greater than zero" % skew)
+        if not c.get("topologyKey"):
+            raise invalid(res, name, f + ".topologyKey", "Required value: can not be empty")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise invalid(res, name, f + ".whenUnsatisfiable", 'Unsupported value: "%s": '
+                          'supported values: "DoNotSchedule", "ScheduleAnyway"' % when)
+        if any(o.get("topologyKey") == c.get("topologyKey") and
+               o.get("whenUnsatisfiable") == when for o in tsc[i + 1:]):
+            raise invalid(res, name, f + ".{topologyKey, whenUnsatisfiable}",
+                          'Duplicate value: "{%s, %s}"' % (c.get("topologyKey"), when))
+        if md is not None and (not isinstance(md, int) or md <= 0):
+            raise invalid(res, name, f + ".minDomains",
+                          "Invalid value: %s: must be greater than zero" % md)
+        if md is not None and when != "DoNotSchedule":
+            raise invalid(res, name, f + ".minDomains", "Invalid value: %s: can only use "
+                          "minDomains if whenUnsatisfiable=DoNotSchedule, not %s" % (md, when))
+
+
 def prepare_create(res, obj):
     """What the real registry strategies do on create, for the resources where it matters."""
     meta = obj["metadata"]
@@ -208,6 +257,7 @@ def prepare_create(res, obj):
         if not spec.get("containers"):
             raise invalid(res, meta["name"], "spec.containers", "Required value")
         check_pod_node_affinity(res, meta["name"], spec)
+        check_pod_scheduling_terms(res, meta["name"], spec)
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)
