@@ -64,15 +64,14 @@ bool place_podpref_scores(struct place_state *st, const struct gang *g, uint32_t
  * preemption plan has released it (its running gang's pods of its set on its node: an elastic
  * gang's members taken alone release the set's pods on that node as one); fn(ctx, p) for each
  * earlier pod (bound, by the label index, then placed) that term t, carried by a pod of
- * namespace ns, selects and no preemption trial has released; does node i count for spread sp
- * of pod set s (a DoNotSchedule one, or with `soft` a ScheduleAnyway one): every key of the
- * set's spreads of its kind, and the set's node selector, required node affinity and taints as
- * the constraint's policies say? */
+ * namespace ns, selects and no preemption trial has released; does node i pass spread sp's
+ * policies for pod set s (the set's node selector, required node affinity and taints as the
+ * constraint says; a node counts when it also has every key of the set's spreads of the kind)? */
 const struct sched_pod *place_pods_at(const struct place_state *st, uint32_t k);
 void place_pods_selected(struct place_state *st, const struct pod_term *t, const char *ns,
                          void (*fn)(void *ctx, const struct sched_pod *p), void *ctx);
-bool place_pods_spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
-                              const struct pod_spread *sp, bool soft, uint32_t i);
+bool place_pods_spread_policy(const struct place_state *st, const struct gang *g, uint32_t s,
+                              const struct pod_spread *sp, uint32_t i);
 
 /* ---- domain sums kept across the gangs of a cycle (place_fitc.c) -------------------------- */
 
@@ -138,12 +137,14 @@ int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t 
  * assignments in the undo log like the other algorithms. */
 enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
                                struct sched_assign *out, int *level, uint32_t *domain);
-/* The bound pods (indices) that term t could select, by the bound pods' label index
- * (place_podix.c): those with a value of t's In requirement; none when t selects no pod; *all
- * (and NULL) when t has no In requirement, or out of memory: every bound pod is a candidate.
- * Callers still test each with podaff_selects, and visit the pods placed in the cycle apart. */
-uint32_t *place_podix_find(struct place_state *st, const struct pod_term *t, uint32_t *n,
-                           bool *all);
+/* fn(ctx, k) for each pod k (of the bound then placed ones) that term t could select, by the
+ * pods' label index (place_podix.c): those with a value of t's In requirement, none when t
+ * selects no pod; false (and no call) when t has no In requirement, or out of memory: every pod
+ * is a candidate. Callers still test each with podaff_selects. place_podix_placed adds placed
+ * pod k (its meta m) to the index. */
+bool place_podix_each(struct place_state *st, const struct pod_term *t,
+                      void (*fn)(void *ctx, uint32_t k), void *ctx);
+void place_podix_placed(struct place_state *st, uint32_t k, const struct pod_meta *m);
 /* The nodes by their value of a topology key (place_podix.c): dom[node] its domain id in
  * 0 .. n_dom - 1, UINT32_MAX without the key; the nodes of domain d are
  * nodes[first[d] .. first[d + 1]), ascending. Kept for the cycle; NULL on out of memory. */

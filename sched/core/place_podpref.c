@@ -249,7 +249,7 @@ static void count_pod(void *ctx, const struct sched_pod *p)
     if (p->deleting || d == UINT32_MAX)
         return; /* kube-scheduler counts no terminating pod */
     if (c->host ||
-        (!pp->ign[p->node] && place_pods_spread_counts(c->st, c->g, c->s, c->sp, true, p->node)))
+        (!pp->ign[p->node] && place_pods_spread_policy(c->st, c->g, c->s, c->sp, p->node)))
         pp->acc[d]++;
 }
 
@@ -261,10 +261,17 @@ static void spread_score(struct place_state *st, const struct gang *g, uint32_t 
     uint32_t n = st->c->n_nodes, kept = 0;
     if (!m->n_soft_spread)
         return;
+    memset(pp->ign, 0, n);
+    for (uint32_t k = 0; k < m->n_soft_spread; k++) {
+        const struct place_keydom *kd = place_keydom(st, m->soft_spread[k].sel.topology_key);
+        if (!kd) {
+            pp->oom = true;
+            return;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            pp->ign[i] |= kd->dom[i] == UINT32_MAX;
+    }
     for (uint32_t i = 0; i < n; i++) {
-        pp->ign[i] = 0;
-        for (uint32_t k = 0; k < m->n_soft_spread && !pp->ign[i]; k++)
-            pp->ign[i] = !node_label(&st->c->nodes[i], m->soft_spread[k].sel.topology_key);
         pp->sum[i] = 0;
         kept += !pp->ign[i];
     }

@@ -141,19 +141,29 @@ static void reject_marked(const struct place_keydom *kd, const uint8_t *mark, ui
                 why[kd->nodes[x]] = (uint8_t)(filter + 1);
 }
 
+struct selecting {
+    struct place_state *st;
+    const struct pod_term *t;
+    const char *ns;
+    void (*fn)(void *ctx, const struct sched_pod *p);
+    void *ctx;
+};
+
+static void select_one(void *ctx, uint32_t k)
+{
+    const struct selecting *sl = ctx;
+    const struct sched_pod *p = place_pods_at(sl->st, k);
+    if (p && p->node < sl->st->c->n_nodes && podaff_selects(sl->t, sl->ns, p->meta))
+        sl->fn(sl->ctx, p);
+}
+
 void place_pods_selected(struct place_state *st, const struct pod_term *t, const char *ns,
                          void (*fn)(void *ctx, const struct sched_pod *p), void *ctx)
 {
-    uint32_t n_cand, n = st->c->n_nodes;
-    bool all;
-    const uint32_t *cand = place_podix_find(st, t, &n_cand, &all);
-    uint32_t nb = all ? st->n_bound : n_cand;
-    for (uint32_t x = 0; x < nb + st->n_placed; x++) {
-        const struct sched_pod *p =
-            place_pods_at(st, x < nb ? (all ? x : cand[x]) : st->n_bound + x - nb);
-        if (p && p->node < n && podaff_selects(t, ns, p->meta))
-            fn(ctx, p);
-    }
+    struct selecting sl = {st, t, ns, fn, ctx};
+    if (!place_podix_each(st, t, select_one, &sl))
+        for (uint32_t k = 0; k < st->n_bound + st->n_placed; k++)
+            select_one(&sl, k);
 }
 
 struct marking {
@@ -397,15 +407,10 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
             }
 }
 
-bool place_pods_spread_counts(const struct place_state *st, const struct gang *g, uint32_t s,
-                              const struct pod_spread *sp, bool soft, uint32_t i)
+bool place_pods_spread_policy(const struct place_state *st, const struct gang *g, uint32_t s,
+                              const struct pod_spread *sp, uint32_t i)
 {
     const struct node *nd = &st->c->nodes[i];
-    const struct pod_meta *m = g->sets[s].meta;
-    const struct pod_spread *all = soft ? m->soft_spread : m->spread;
-    for (uint32_t k = 0, n = soft ? m->n_soft_spread : m->n_spread; k < n; k++)
-        if (!node_label(nd, all[k].sel.topology_key))
-            return false;
     const struct podset *ps = &g->sets[s]; /* each filter where it can reject (its active) */
     if (!sp->affinity_ignore && ((ps->n_node_selector && !plugin_node_selector.pass(g, ps, nd)) ||
                                  (ps->n_affinity && !plugin_node_affinity.pass(g, ps, nd))))
@@ -452,7 +457,10 @@ static bool spread_build(struct place_state *st, const struct gang *g, uint32_t 
     for (uint32_t i = 0; i < n; i++) { /* the domains of the nodes that count, numbered anew */
         uint32_t d = e->kd->dom[i];
         e->dom[i] = UINT32_MAX;
-        if (d == UINT32_MAX || !place_pods_spread_counts(st, g, s, sp, false, i))
+        bool keys = d != UINT32_MAX;
+        for (uint32_t k = 0; k < m->n_spread && keys; k++)
+            keys = has_key(st, i, m->spread[k].sel.topology_key);
+        if (!keys || !place_pods_spread_policy(st, g, s, sp, i))
             continue;
         if (remap[d] == UINT32_MAX)
             remap[d] = e->n_dom++;
@@ -815,6 +823,7 @@ void place_pods_commit(struct place_state *st, const struct gang *g, const struc
             st->placed = v;
             st->placed[st->n_placed++] = (struct sched_pod){.node = out[k].node, .meta = m};
             note_rules(st, st->n_bound + st->n_placed - 1, m);
+            place_podix_placed(st, st->n_bound + st->n_placed - 1, m);
         }
     }
 }

@@ -652,6 +652,13 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 ps->n_pref = prefs ? sp->n_pref : 0;
             }
             ps->meta = p->meta; /* inter-pod constraints: the set's first pod's labels */
+            if (!prefs && podaff_prefers(p->meta)) { /* placed without preferences */
+                struct pod_meta *m = arena_alloc(a, sizeof(*m));
+                if (!m)
+                    return SCHED_ENOMEM;
+                *m = kobj_meta_without_prefs(p->meta);
+                ps->meta = m;
+            }
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
                 return SCHED_ENOMEM;

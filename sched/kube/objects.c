@@ -975,20 +975,31 @@ static bool prefs_eq(const struct pref_term *a, const struct pref_term *b, uint3
 }
 
 /* The hash of what a pod's inter-pod constraints are (not its labels: the pods of one set are
- * read with the labels of its first pod, core/model.h podset.meta). */
-static uint64_t rules_hash(const struct pod_meta *m)
+ * read with the labels of its first pod, core/model.h podset.meta), its inter-pod preferences
+ * with `prefs`. */
+static uint64_t rules_hash(const struct pod_meta *m, bool prefs)
 {
     if (!m)
         return 0;
-    struct pod_meta r = *m;
+    struct pod_meta r = prefs ? *m : kobj_meta_without_prefs(m);
     r.labels = NULL;
     r.n_labels = 0;
     return podaff_hash(SCHED_HASH_INIT, &r);
 }
 
+struct pod_meta kobj_meta_without_prefs(const struct pod_meta *m)
+{
+    struct pod_meta r = *m;
+    r.pref_affinity = r.pref_anti = NULL;
+    r.n_pref_affinity = r.n_pref_anti = 0;
+    r.soft_spread = NULL;
+    r.n_soft_spread = 0;
+    return r;
+}
+
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
 {
-    if (rules_hash(a->meta) != rules_hash(b->meta))
+    if (rules_hash(a->meta, prefs) != rules_hash(b->meta, prefs))
         return false;
     static const struct kpod_spec none;
     const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;

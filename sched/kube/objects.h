@@ -158,8 +158,10 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb);
 void kobj_pod_free(struct kpod *p);
 
+/* m without its inter-pod preferences (preferred terms, ScheduleAnyway spreads). */
+struct pod_meta kobj_meta_without_prefs(const struct pod_meta *m);
 /* true when two unbound pods can share a pod set: same request, priority, constraints and
- * claim shape, and (prefs) the same preferred node affinity. */
+ * claim shape, and (prefs) the same preferred node affinity and inter-pod preferences. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs);
 /* Do the specs of pods[0..n) make at most GANG_MAX_SETS pod sets (kobj_same_spec with prefs)? */
 bool kobj_sets_fit(struct kpod *const *pods, uint32_t n, bool prefs);

@@ -19,12 +19,17 @@
  *      pod rules, at hgx:5000 and 10x that
  *   9. (informational) one cycle of 1,000 gangs of 8 pods with preferred node affinity, one set
  *      of preferences for all and one per gang, against the same without, at hgx:5000 and 10x
+ *  10. (informational) one cycle of 8,000 one-pod gangs with inter-pod preferences, against the
+ *      same without, at hgx:5000 and 10x
+ *   (8 to 10 are in bench_pods.c)
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
  *
  * Must not touch: the core (it only drives it, like the simulator does), files other than the
  * trace inputs and /proc/self/status.
  */
+#include "tests/bench/bench.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,14 +49,11 @@
 #include "store/store.h"
 
 #define BIG_CLUSTER     "hgx:5000"
-#define RNG_SEED        UINT64_C(0x9E3779B97F4A7C15)
-#define NOW_MS          INT64_C(200000) /* after every submission, before any starvation limit */
 #define PODS_MANY       100000u
 #define PODS_ALL_FIT    18000u
 #define GANG_EXTRA      100u /* 8x8 gangs pending beyond what fits */
 #define MEMORY_PODS     100000u
 #define DEFAULT_ITP_DIR "sched/sim/data/itp"
-#define MAX_ROWS        40
 
 /* Targets. */
 #define TARGET_PODS_PER_S   100000.0
@@ -73,21 +75,8 @@ static const char *const itp_files[] = {"cluster01.csv", "cluster02.csv", "clust
 
 /* ---- results table ----------------------------------------------------------------------- */
 
-struct row {
-    char name[64];
-    char value[32];
-    char target[16];
-    char status[8]; /* PASS, MISS, SKIP, or "-" for baselines and informational rows */
-    char ratio[48];
-};
-
-struct table {
-    struct row rows[MAX_ROWS];
-    int n;
-};
-
 /* A zeroed row with status "-"; NULL (and a message) when the table is full. */
-static struct row *row_add(struct table *t, const char *name)
+struct row *row_add(struct table *t, const char *name)
 {
     if (t->n == MAX_ROWS) {
         fputs("bench: internal error: too many result rows\n", stderr);
@@ -146,7 +135,7 @@ static long rss_kib(void)
     return kib;
 }
 
-static double ratio(double a, double b)
+double ratio(double a, double b)
 {
     return b > 0 ? a / b : 0.0;
 }
@@ -167,21 +156,7 @@ static uint64_t rng_next(struct rng *r)
     return x;
 }
 
-/* A cluster, its usage and one queue of pending gangs: what a driver hands the core. */
-struct world {
-    struct cluster *c;
-    struct node_state *state; /* [c->n_nodes] */
-    struct gang *gangs;
-    const struct gang **pending; /* queue order: submission time, then id */
-    uint32_t n_gangs;
-    struct queue queue;
-    struct arena arena;
-    const struct sched_pod *bound; /* pods for the pod rules (8.), or NULL */
-    uint32_t n_bound;
-    bool no_shortcuts; /* every domain search summed from scratch (8.) */
-};
-
-static void world_fini(struct world *w)
+void world_fini(struct world *w)
 {
     arena_fini(&w->arena);
     free(w->pending);
@@ -192,7 +167,7 @@ static void world_fini(struct world *w)
 }
 
 /* Generates and finalizes `spec` with every node idle. 0, or an error printed on stderr. */
-static int world_init(struct world *w, const char *spec)
+int world_init(struct world *w, const char *spec)
 {
     struct sched_errbuf eb = {{0}};
     memset(w, 0, sizeof(*w));
@@ -236,7 +211,7 @@ static void node_use(struct world *w, uint32_t i, uint32_t gpus)
 }
 
 /* Each node independently gets 0..8 busy GPUs, uniformly (mean 4: half the GPUs). */
-static void occupy_random_gpus(struct world *w, uint64_t seed)
+void occupy_random_gpus(struct world *w, uint64_t seed)
 {
     struct rng r = {seed};
     for (uint32_t i = 0; i < w->c->n_nodes; i++)
@@ -276,8 +251,7 @@ static uint32_t whole_free_nodes(const struct world *w)
 
 /* Replaces the pending queue with n gangs of `pods` pods x `gpus` GPUs (cpu 1, 1Gi, 1 pod each),
  * submitted 1 ms apart. */
-static int world_gangs(struct world *w, uint32_t n, uint32_t pods, int64_t gpus,
-                       int8_t topo_required)
+int world_gangs(struct world *w, uint32_t n, uint32_t pods, int64_t gpus, int8_t topo_required)
 {
     free(w->gangs);
     free(w->pending);
@@ -320,15 +294,6 @@ static int find_level(const struct cluster *c, const char *name)
 
 /* ---- cycles ------------------------------------------------------------------------------ */
 
-/* Totals over the timed cycles. */
-struct cycle_stats {
-    double cpu_s;
-    uint32_t cycles;
-    uint64_t pods;     /* placed */
-    uint64_t gangs;    /* placed */
-    uint64_t examined; /* gangs looked at */
-};
-
 /* One cycle; only sched_cycle() itself is timed (the arena reset is the driver's business). */
 static int run_cycle(struct world *w, const struct sched_policy *pol, struct cycle_stats *cs)
 {
@@ -364,7 +329,7 @@ static int run_cycle(struct world *w, const struct sched_policy *pol, struct cyc
 /* One untimed warm-up cycle, then cycles until MIN_RUNS and MIN_CPU_S are both reached. The core
  * keeps no state between cycles and never writes the snapshot, so every cycle starts from the
  * same fresh copy of the usage. */
-static int time_cycles(struct world *w, const char *policy, struct cycle_stats *cs)
+int time_cycles(struct world *w, const char *policy, struct cycle_stats *cs)
 {
     const struct sched_policy *pol = sched_policy_find(policy);
     if (!pol) {
@@ -379,7 +344,7 @@ static int time_cycles(struct world *w, const char *policy, struct cycle_stats *
     return rc;
 }
 
-static double per_cycle(const struct cycle_stats *cs, uint64_t total)
+double per_cycle(const struct cycle_stats *cs, uint64_t total)
 {
     return cs->cycles ? (double)total / cs->cycles : 0.0;
 }
@@ -614,187 +579,6 @@ static int bench_preempt(struct table *t)
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx rigid", ratio(ms[k][1], ms[k][0]));
             else if (k)
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:500", ratio(ms[1][0], ms[0][0]));
-        }
-    return 0;
-}
-
-/* ---- 8. pod rules -------------------------------------------------------------------------- */
-
-#define RULE_PODS_PER_NODE 10u
-#define RULE_GANGS         1000u
-
-/* One cycle's CPU for RULE_GANGS gangs of 8 one-GPU pods on `spec` at random occupancy, with
- * RULE_PODS_PER_NODE labelled pods bound per node, those of every tenth node with a hostname
- * anti-affinity to the gangs' app (rules true), against the same gangs without pods or rules.
- * Each gang's pods must not share a node (a hostname anti-affinity to their own app: placed pod
- * by pod), and the bound pods' anti-affinity keeps them off a tenth of the nodes. `scratch`:
- * no shortcut (sched_snapshot.no_shortcuts): every domain search sums its nodes from scratch
- * and every pod's scan starts at the first node. */
-static int time_rules(const char *spec, bool rules, bool scratch, double *ms, double *pods)
-{
-    static const struct kv app_a[] = {{"app", "a"}}, app_b[] = {{"app", "b"}};
-    static const char *const b_only[] = {"b"};
-    static const struct sel_req sel_b = {
-        .key = "app", .op = SEL_IN, .values = b_only, .n_values = 1};
-    static const struct pod_term anti_b = {
-        .reqs = &sel_b, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
-    static const struct pod_meta bound_plain = {.ns = "x", .labels = app_a, .n_labels = 1};
-    static const struct pod_meta bound_anti = {
-        .ns = "x", .labels = app_a, .n_labels = 1, .anti = &anti_b, .n_anti = 1};
-    static const struct pod_meta gang_meta = {
-        .ns = "x", .labels = app_b, .n_labels = 1, .anti = &anti_b, .n_anti = 1};
-    struct world w;
-    if (world_init(&w, spec) != 0)
-        return 1;
-    occupy_random_gpus(&w, RNG_SEED + 7);
-    struct sched_pod *bound = NULL;
-    uint32_t nb = w.c->n_nodes * RULE_PODS_PER_NODE;
-    int rc = world_gangs(&w, RULE_GANGS, 8, 1, -1);
-    if (rc == 0 && rules && !(bound = calloc(nb, sizeof(*bound))))
-        rc = SCHED_ENOMEM;
-    for (uint32_t k = 0; rc == 0 && rules && k < nb; k++)
-        bound[k] = (struct sched_pod){.node = k / RULE_PODS_PER_NODE,
-                                      .meta = (k / RULE_PODS_PER_NODE) % 10 == 0 ? &bound_anti
-                                                                                 : &bound_plain};
-    for (uint32_t i = 0; rc == 0 && rules && i < w.n_gangs; i++) {
-        w.gangs[i].sets[0].meta = &gang_meta;
-        gang_finalize(&w.gangs[i]);
-        w.gangs[i].min_member = w.gangs[i].n_pods;
-    }
-    w.bound = bound;
-    w.n_bound = rules ? nb : 0;
-    w.no_shortcuts = scratch;
-    struct cycle_stats cs;
-    if (rc == 0)
-        rc = time_cycles(&w, "gangsched", &cs);
-    if (rc == 0) {
-        *ms = 1000.0 * cs.cpu_s / cs.cycles;
-        *pods = per_cycle(&cs, cs.pods);
-    }
-    free(bound);
-    world_fini(&w);
-    return rc;
-}
-
-static int bench_pod_rules(struct table *t)
-{
-    static const char *const specs[] = {"hgx:5000", "hgx:50000"};
-    double ms[2][4], pods[2][4]; /* [size][rules, none, none from scratch, rules from scratch] */
-    for (int k = 0; k < 2; k++)
-        for (int x = 0; x < 4; x++)
-            if (time_rules(specs[k], x == 0 || x == 3, x >= 2, &ms[k][x], &pods[k][x]) != 0)
-                return 1;
-    for (int k = 0; k < 2; k++) {
-        char name[64];
-        snprintf(name, sizeof(name), "8 cycle, %u x 8 pods with pod rules, %s", RULE_GANGS,
-                 specs[k]);
-        struct row *r = row_add(t, name);
-        if (!r)
-            return 1;
-        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][0], pods[k][0]);
-        snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules", ratio(ms[k][0], ms[k][1]));
-        snprintf(name, sizeof(name), "  the same, every scan from the first node, %s", specs[k]);
-        if (!(r = row_add(t, name)))
-            return 1;
-        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][3], pods[k][3]);
-        snprintf(r->ratio, sizeof(r->ratio), "%.2fx kept scans", ratio(ms[k][3], ms[k][0]));
-        snprintf(name, sizeof(name), "  baseline: the same without pod rules, %s", specs[k]);
-        if (!(r = row_add(t, name)))
-            return 1;
-        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][1], pods[k][1]);
-        if (k) /* how the baseline grows; the rules row's growth is ms[1][0] / ms[0][0] */
-            snprintf(r->ratio, sizeof(r->ratio), "%.2fx hgx:5000", ratio(ms[1][1], ms[0][1]));
-        snprintf(name, sizeof(name), "  baseline, domain sums from scratch, %s", specs[k]);
-        if (!(r = row_add(t, name)))
-            return 1;
-        snprintf(r->value, sizeof(r->value), "%.1f ms, %.0f placed", ms[k][2], pods[k][2]);
-        snprintf(r->ratio, sizeof(r->ratio), "%.2fx with the cache", ratio(ms[k][2], ms[k][1]));
-    }
-    return 0;
-}
-
-/* ---- 9. preferred node affinity ---------------------------------------------------------- */
-
-#define PREF_GANGS 1000u
-
-/* One cycle's CPU for PREF_GANGS gangs of 8 one-GPU pods (pods 8), or 8 x PREF_GANGS gangs of
- * one (pods 1), on `spec` at random occupancy, whose pods prefer (mode 1) the nodes of two
- * blocks (weight 60) and those outside the first rack (weight 20): one set of preferences for
- * every gang, so the nodes' tiers are computed once; or (mode 2) each gang its own rack (weight
- * 50): tiers computed again for every gang; mode 0: no preferences. */
-static int time_prefs(const char *spec, uint32_t pods, int mode, double *ms)
-{
-    static const char *const blocks[] = {"hgx-block-00", "hgx-block-01"}, *const rack0[] = {
-                                                                              "hgx-rack-000"};
-    static const struct sel_req in_blocks = {
-        .key = TOPO_LABEL_BLOCK, .op = SEL_IN, .values = blocks, .n_values = 2};
-    static const struct sel_req not_rack0 = {
-        .key = TOPO_LABEL_RACK, .op = SEL_NOT_IN, .values = rack0, .n_values = 1};
-    static const struct pref_term shared[] = {{.weight = 60, .term = {&in_blocks, 1}},
-                                              {.weight = 20, .term = {&not_rack0, 1}}};
-    struct world w;
-    if (world_init(&w, spec) != 0)
-        return 1;
-    occupy_random_gpus(&w, RNG_SEED + 9);
-    uint32_t n = PREF_GANGS * 8 / pods;
-    int rc = world_gangs(&w, n, pods, 1, -1);
-    char(*names)[24] = calloc(n, sizeof(*names));
-    const char **vals = calloc(n, sizeof(*vals));
-    struct sel_req *reqs = calloc(n, sizeof(*reqs));
-    struct pref_term *own = calloc(n, sizeof(*own));
-    if (!names || !vals || !reqs || !own)
-        rc = SCHED_ENOMEM;
-    for (uint32_t i = 0; rc == 0 && mode && i < w.n_gangs; i++) {
-        struct podset *ps = &w.gangs[i].sets[0];
-        snprintf(names[i], sizeof(names[i]), "hgx-rack-%03u", (unsigned)(i % 100));
-        vals[i] = names[i];
-        reqs[i] = (struct sel_req){
-            .key = TOPO_LABEL_RACK, .op = SEL_IN, .values = &vals[i], .n_values = 1};
-        own[i] = (struct pref_term){.weight = 50, .term = {&reqs[i], 1}};
-        ps->pref = mode == 1 ? shared : &own[i];
-        ps->n_pref = mode == 1 ? 2 : 1;
-        gang_finalize(&w.gangs[i]);
-        w.gangs[i].min_member = w.gangs[i].n_pods;
-    }
-    struct cycle_stats cs;
-    if (rc == 0)
-        rc = time_cycles(&w, "gangsched", &cs);
-    if (rc == 0)
-        *ms = 1000.0 * cs.cpu_s / cs.cycles;
-    free(names);
-    free(vals);
-    free(reqs);
-    free(own);
-    world_fini(&w);
-    return rc;
-}
-
-static int bench_prefs(struct table *t)
-{
-    static const char *const specs[] = {"hgx:5000", "hgx:50000"};
-    static const struct {
-        uint32_t pods;
-        int mode;
-        const char *what;
-    } rows[] = {{1, 1, "9 cycle, 8000 x 1 pod, preferring 2 blocks"},
-                {8, 1, "  1000 x 8 pods, preferring 2 blocks"},
-                {8, 2, "  1000 x 8 pods, each gang its own rack"}};
-    double base = 0; /* the same gangs without preferences */
-    for (int k = 0; k < 2; k++)
-        for (size_t x = 0; x < sizeof(rows) / sizeof(rows[0]); x++) {
-            double ms;
-            if ((x == 0 || rows[x].pods != rows[x - 1].pods) &&
-                time_prefs(specs[k], rows[x].pods, 0, &base) != 0)
-                return 1;
-            if (time_prefs(specs[k], rows[x].pods, rows[x].mode, &ms) != 0)
-                return 1;
-            char name[96];
-            snprintf(name, sizeof(name), "%s, %s", rows[x].what, specs[k]);
-            struct row *r = row_add(t, name);
-            if (!r)
-                return 1;
-            snprintf(r->value, sizeof(r->value), "%.1f ms", ms);
-            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no preferences", ratio(ms, base));
         }
     return 0;
 }
@@ -1173,6 +957,8 @@ int main(int argc, char **argv)
         rc = bench_pod_rules(t);
     if (rc == 0)
         rc = bench_prefs(t);
+    if (rc == 0)
+        rc = bench_pod_prefs(t);
     if (rc == 0)
         rc = bench_replay(t, dir);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";

@@ -1025,6 +1025,30 @@ static void pod_sets_keep_their_preferences(void **state)
         assert_int_equal(g->sets[0].count, many ? 5 : 2);
         assert_true(many || (g->pref != 0 && g->sets[1].n_pref == 1));
     }
+    /* so with inter-pod preferences: five weights, one set, placed without them */
+    pg(f->c, "soft", 5, "team-a");
+    for (int k = 0; k < 5; k++) {
+        snprintf(aff, sizeof(aff),
+                 "\"affinity\":{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuring"
+                 "Execution\":[{\"weight\":%d,\"podAffinityTerm\":{\"labelSelector\":{},"
+                 "\"topologyKey\":\"h\"}}]}}",
+                 10 + k);
+        char name[16];
+        snprintf(name, sizeof(name), "soft-%d", k);
+        snprintf(buf, sizeof(buf), POD_MIX, name, "soft", aff);
+        add_json(f->c, 1, buf);
+    }
+    build(f, &kb);
+    uint32_t found = 0;
+    for (uint32_t x = 0; x < kb.n_pending; x++)
+        if (strcmp(kb.gangs[x].key, "ml/soft") == 0 && ++found) {
+            const struct gang *g = &kb.gangs[x].gang;
+            assert_int_equal(g->n_sets, 1);
+            assert_int_equal(g->sets[0].count, 5);
+            assert_non_null(g->sets[0].meta);
+            assert_int_equal(g->sets[0].meta->n_pref_anti, 0);
+        }
+    assert_int_equal(found, 1);
 }
 
 /* What later reads need of a PodGroup is kept without its JSON tree: annotations (sorted, found
