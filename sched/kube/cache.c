@@ -606,8 +606,7 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
 }
 
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. Pods that differ
- * only in their preferred node affinity, in more ways than the pod sets can hold, form their
- * sets without it: the gang is placed without preferences rather than refused. */
+ * only in preferences, in more ways than the pod sets hold, are placed without them. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                      struct kpod **members, uint32_t n, uint32_t q, bool running, const char **why)
 {
@@ -651,14 +650,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
                 ps->pref = prefs ? sp->pref : NULL;
                 ps->n_pref = prefs ? sp->n_pref : 0;
             }
-            ps->meta = p->meta; /* inter-pod constraints: the set's first pod's labels */
-            if (!prefs && podaff_prefers(p->meta)) { /* placed without preferences */
-                struct pod_meta *m = arena_alloc(a, sizeof(*m));
-                if (!m)
-                    return SCHED_ENOMEM;
-                *m = kobj_meta_without_prefs(p->meta);
-                ps->meta = m;
-            }
+            /* inter-pod constraints: its first pod's labels; without prefs, no preferences */
+            if (p->meta && !(ps->meta = kobj_set_meta(a, p->meta, prefs)))
+                return SCHED_ENOMEM;
             if (!running && p->n_claims &&
                 kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
                 return SCHED_ENOMEM;

@@ -974,6 +974,17 @@ static bool prefs_eq(const struct pref_term *a, const struct pref_term *b, uint3
     return true;
 }
 
+/* m without its inter-pod preferences (preferred terms, ScheduleAnyway spreads). */
+static struct pod_meta meta_without_prefs(const struct pod_meta *m)
+{
+    struct pod_meta r = *m;
+    r.pref_affinity = r.pref_anti = NULL;
+    r.n_pref_affinity = r.n_pref_anti = 0;
+    r.soft_spread = NULL;
+    r.n_soft_spread = 0;
+    return r;
+}
+
 /* The hash of what a pod's inter-pod constraints are (not its labels: the pods of one set are
  * read with the labels of its first pod, core/model.h podset.meta), its inter-pod preferences
  * with `prefs`. */
@@ -981,19 +992,19 @@ static uint64_t rules_hash(const struct pod_meta *m, bool prefs)
 {
     if (!m)
         return 0;
-    struct pod_meta r = prefs ? *m : kobj_meta_without_prefs(m);
+    struct pod_meta r = prefs ? *m : meta_without_prefs(m);
     r.labels = NULL;
     r.n_labels = 0;
     return podaff_hash(SCHED_HASH_INIT, &r);
 }
 
-struct pod_meta kobj_meta_without_prefs(const struct pod_meta *m)
+const struct pod_meta *kobj_set_meta(struct arena *a, const struct pod_meta *m, bool prefs)
 {
-    struct pod_meta r = *m;
-    r.pref_affinity = r.pref_anti = NULL;
-    r.n_pref_affinity = r.n_pref_anti = 0;
-    r.soft_spread = NULL;
-    r.n_soft_spread = 0;
+    if (prefs || !podaff_prefers(m))
+        return m;
+    struct pod_meta *r = arena_alloc(a, sizeof(*r));
+    if (r)
+        *r = meta_without_prefs(m);
     return r;
 }
 

@@ -158,8 +158,9 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb);
 void kobj_pod_free(struct kpod *p);
 
-/* m without its inter-pod preferences (preferred terms, ScheduleAnyway spreads). */
-struct pod_meta kobj_meta_without_prefs(const struct pod_meta *m);
+/* The meta of a pod set whose first pod's is m: m, or without prefs (kobj_sets_fit false) a
+ * copy in `a` without inter-pod preferences; NULL on out of memory. */
+const struct pod_meta *kobj_set_meta(struct arena *a, const struct pod_meta *m, bool prefs);
 /* true when two unbound pods can share a pod set: same request, priority, constraints and
  * claim shape, and (prefs) the same preferred node affinity and inter-pod preferences. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs);
