@@ -21,7 +21,8 @@ struct place_podix {
     uint32_t mask;  /* buckets - 1 */
     uint32_t *head; /* per bucket: its first entry + 1, 0 when empty */
     struct podix_entry {
-        const char *key, *value;
+        uint64_t h;    /* kv_hash of the label: a candidate's label is not compared again, since
+                          callers test each candidate with podaff_selects */
         uint32_t pod;  /* index among the bound then placed pods (place_pods_at) */
         uint32_t next; /* the next entry of its bucket + 1, 0 at the end */
     } * e;
@@ -46,7 +47,7 @@ static bool rehash(struct place_state *st, struct place_podix *x, uint64_t entri
     x->head = head;
     x->mask = buckets - 1;
     for (uint32_t k = 0; k < x->n; k++) { /* backwards lists: visited newest first */
-        uint32_t b = (uint32_t)kv_hash(x->e[k].key, x->e[k].value) & x->mask;
+        uint32_t b = (uint32_t)x->e[k].h & x->mask;
         x->e[k].next = head[b];
         head[b] = k + 1;
     }
@@ -66,9 +67,9 @@ static bool add_pod(struct place_state *st, struct place_podix *x, uint32_t k,
         }
         if ((uint64_t)x->n + 1 > 4ull * (x->mask + 1) && !rehash(st, x, 2ull * (x->n + 1)))
             return false;
-        uint32_t b = (uint32_t)kv_hash(m->labels[l].key, m->labels[l].value) & x->mask;
-        x->e[x->n] = (struct podix_entry){
-            .key = m->labels[l].key, .value = m->labels[l].value, .pod = k, .next = x->head[b]};
+        uint64_t h = kv_hash(m->labels[l].key, m->labels[l].value);
+        uint32_t b = (uint32_t)h & x->mask;
+        x->e[x->n] = (struct podix_entry){.h = h, .pod = k, .next = x->head[b]};
         x->head[b] = ++x->n;
     }
     return true;
@@ -120,10 +121,9 @@ bool place_podix_each(struct place_state *st, const struct pod_term *t,
         return false; /* every pod a candidate (no In requirement, or out of memory) */
     const struct place_podix *x = st->podix;
     for (uint32_t v = 0; v < r->n_values; v++) { /* a pod has one value per key: disjoint */
-        uint32_t b = (uint32_t)kv_hash(r->key, r->values[v]) & x->mask;
-        for (uint32_t e = x->head[b]; e; e = x->e[e - 1].next)
-            if (strcmp(x->e[e - 1].key, r->key) == 0 &&
-                strcmp(x->e[e - 1].value, r->values[v]) == 0)
+        uint64_t h = kv_hash(r->key, r->values[v]);
+        for (uint32_t e = x->head[(uint32_t)h & x->mask]; e; e = x->e[e - 1].next)
+            if (x->e[e - 1].h == h)
                 fn(ctx, x->e[e - 1].pod);
     }
     return true;

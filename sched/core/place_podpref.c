@@ -44,6 +44,19 @@ struct podpref_hit {
     int32_t w;
 };
 
+/* The terms of earlier pods of one podaff_terms_hash that select the pod set being scored. */
+#define GROUPS      64 /* cache slots */
+#define GROUP_TERMS 8  /* terms kept per slot; a pod with more is read term by term */
+struct podpref_group {
+    uint64_t key;
+    bool valid, many;
+    uint32_t n;
+    struct {
+        const struct place_keydom *kd;
+        int32_t w;
+    } t[GROUP_TERMS];
+};
+
 struct place_podpref {
     int64_t *raw;  /* [n] a score before normalising */
     double *sum;   /* [n] a spread score before rounding */
@@ -52,6 +65,9 @@ struct place_podpref {
     uint8_t *ign;  /* [n] node lacks a key of the set's spreads */
     struct podpref_hit *hits;
     uint32_t n_hits, cap_hits;
+    uint64_t *keys; /* podaff_terms_hash of st->scored[0 .. n_keys) */
+    uint32_t n_keys, cap_keys;
+    struct podpref_group groups[GROUPS];
     bool oom;
 };
 
@@ -153,10 +169,11 @@ static void own_terms(struct place_state *st, const struct gang *g, const struct
     }
 }
 
-/* The hits of the terms of pod p (on its node) that select m. */
-static void pod_terms(struct place_state *st, const struct sched_pod *p, const struct pod_meta *m)
+/* The terms of pod meta pm that select m (a required affinity term weighs 1) into grp, or
+ * grp->many when more than GROUP_TERMS do. */
+static void group_fill(struct place_state *st, const struct pod_meta *pm, const struct pod_meta *m,
+                       struct podpref_group *grp)
 {
-    const struct pod_meta *pm = p->meta;
     const struct {
         const struct pod_term *t;
         uint32_t n;
@@ -164,27 +181,74 @@ static void pod_terms(struct place_state *st, const struct sched_pod *p, const s
     } lists[] = {{pm->affinity, pm->n_affinity, 1},
                  {pm->pref_affinity, pm->n_pref_affinity, 1},
                  {pm->pref_anti, pm->n_pref_anti, -1}};
+    grp->n = 0;
+    grp->many = false;
     for (uint32_t l = 0; l < 3; l++)
         for (uint32_t k = 0; k < lists[l].n; k++) {
             const struct pod_term *t = &lists[l].t[k];
-            if (podaff_selects(t, pm->ns, m)) /* a required term weighs 1 */
-                hit(st, place_keydom(st, t->topology_key), p->node,
-                    lists[l].sign * (t->weight ? t->weight : 1));
+            if (!podaff_selects(t, pm->ns, m))
+                continue;
+            if (grp->n == GROUP_TERMS) {
+                grp->many = true;
+                return;
+            }
+            grp->t[grp->n].kd = place_keydom(st, t->topology_key);
+            grp->t[grp->n++].w = lists[l].sign * (t->weight ? t->weight : 1);
         }
+}
+
+/* The hits of the terms of pod p (on its node) that select m; `key`: its podaff_terms_hash, 0
+ * for none (read without the cache). */
+static void pod_terms(struct place_state *st, const struct sched_pod *p, const struct pod_meta *m,
+                      uint64_t key)
+{
+    struct podpref_group *grp = &st->podpref->groups[key % GROUPS], one = {0};
+    if (!key || !grp->valid || grp->key != key) {
+        grp = key ? grp : &one;
+        group_fill(st, p->meta, m, grp);
+        grp->key = key;
+        grp->valid = key != 0;
+    }
+    if (!grp->many) {
+        for (uint32_t k = 0; k < grp->n; k++)
+            hit(st, grp->t[k].kd, p->node, grp->t[k].w);
+        return;
+    }
+    const struct pod_meta *pm = p->meta; /* more terms than a slot keeps: term by term */
+    const struct pod_term *lists[3] = {pm->affinity, pm->pref_affinity, pm->pref_anti};
+    uint32_t ns[3] = {pm->n_affinity, pm->n_pref_affinity, pm->n_pref_anti};
+    for (uint32_t l = 0; l < 3; l++)
+        for (uint32_t k = 0; k < ns[l]; k++)
+            if (podaff_selects(&lists[l][k], pm->ns, m))
+                hit(st, place_keydom(st, lists[l][k].topology_key), p->node,
+                    (l == 2 ? -1 : 1) * (lists[l][k].weight ? lists[l][k].weight : 1));
 }
 
 /* The hits of the earlier pods' terms, then those of g's pods placed so far, that select m. */
 static void others_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m)
 {
+    struct place_podpref *pp = st->podpref;
+    for (uint32_t x = 0; x < GROUPS; x++)
+        pp->groups[x].valid = false;
+    for (; pp->n_keys < st->n_scored; pp->n_keys++) { /* the pods noted since the last call */
+        uint64_t *v = arena_grow(st->arena, pp->keys, pp->n_keys, &pp->cap_keys, sizeof(*v));
+        if (!v)
+            break; /* out of memory: the others read without the cache */
+        pp->keys = v;
+        uint32_t k = st->scored[pp->n_keys];
+        const struct pod_meta *pm =
+            k < st->n_bound ? st->bound[k].meta : st->placed[k - st->n_bound].meta;
+        pp->keys[pp->n_keys] = podaff_terms_hash(pm) | 1;
+    }
     for (uint32_t r = 0; r < st->n_scored; r++) {
         const struct sched_pod *p = place_pods_at(st, st->scored[r]);
         if (p && p->node < st->c->n_nodes)
-            pod_terms(st, p, m);
+            pod_terms(st, p, m, r < pp->n_keys ? pp->keys[r] : 0);
     }
     for (uint32_t x = 0; x < st->n_pods_own; x++) {
         struct sched_pod p = {.node = st->pods_own[x].node, .meta = g->sets[st->pods_tset[x]].meta};
         if (podaff_others(p.meta))
-            pod_terms(st, &p, m);
+            pod_terms(st, &p, m, 0);
     }
 }
 

@@ -147,6 +147,19 @@ uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m)
     return h;
 }
 
+uint64_t podaff_terms_hash(const struct pod_meta *m)
+{
+    uint64_t h = sched_hash_str(SCHED_HASH_INIT, m->ns);
+    h = fold_terms(h, m->affinity, m->n_affinity);
+    h = fold_terms(h, m->pref_affinity, m->n_pref_affinity);
+    h = fold_terms(h, m->pref_anti, m->n_pref_anti);
+    for (uint32_t k = 0; k < m->n_pref_affinity; k++)
+        h = sched_hash(h, &m->pref_affinity[k].weight, sizeof(int32_t));
+    for (uint32_t k = 0; k < m->n_pref_anti; k++)
+        h = sched_hash(h, &m->pref_anti[k].weight, sizeof(int32_t));
+    return h;
+}
+
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m)
 {
     if (!m)

@@ -46,6 +46,9 @@ static inline bool podaff_gang(const struct gang *g)
 }
 /* h folded with everything of m that placement reads (NULL folds a marker). */
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);
+/* The hash of what m's terms for other pods select and weigh (its namespace, affinity and
+ * preferred terms): pods of equal hashes score a pod alike (place_podpref.c). */
+uint64_t podaff_terms_hash(const struct pod_meta *m);
 /* h folded with m's namespace and labels only (NULL folds a marker). */
 uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m);
 /* A label value of m (sorted labels), or NULL. */
