@@ -177,6 +177,47 @@ static void test_bound_pods_terms_score_the_newcomer(void **unused)
     world_free(w);
 }
 
+/* Bound pods' terms are summed pod by pod, each pod's read once per kind of terms: nine
+ * weight-1 terms of one pod (more than a cache slot keeps) outweigh one weight-5 term of
+ * another, two pods of one kind count twice, and pods of different kinds are told apart. */
+static void test_bound_terms_add_up(void **unused)
+{
+    (void)unused;
+    uint32_t at[1];
+    struct pod_meta m = {.ns = "ml", .labels = labels_b, .n_labels = 1};
+    struct pod_term nine[9],
+        five = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 5};
+    for (uint32_t k = 0; k < 9; k++)
+        nine[k] =
+            (struct pod_term){.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 1};
+    struct pod_meta many = {.ns = "ml", .pref_affinity = nine, .n_pref_affinity = 9};
+    struct pod_meta one = {.ns = "ml", .pref_affinity = &five, .n_pref_affinity = 1};
+    struct pod_meta shy = {.ns = "ml", .pref_anti = &five, .n_pref_anti = 1};
+    struct world *w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    struct sched_pod bound[4] = {{.node = 1, .meta = &many}, {.node = 3, .meta = &one}};
+    one_pod_gangs(w, 1, &m, bound, 2, at);
+    assert_int_equal(at[0], 1); /* 9 against 5 */
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    bound[2] = (struct sched_pod){.node = 3, .meta = &one}; /* 10 on node 3 now */
+    bound[3] = (struct sched_pod){.node = 3, .meta = &shy}; /* then 5 again */
+    one_pod_gangs(w, 1, &m, bound, 3, at);
+    assert_int_equal(at[0], 3);
+    free_names(w);
+    world_free(w);
+
+    w = world_new("hgx:4");
+    use_gpus(w, 2, 0x7f);
+    one_pod_gangs(w, 1, &m, bound, 4, at);
+    assert_int_equal(at[0], 1);
+    free_names(w);
+    world_free(w);
+}
+
 /* ScheduleAnyway spreads count the pods bound and those placed earlier in the cycle: by
  * hostname, replicas go one per node, the nodes already holding some last; a node without the
  * key scores least (a rack key no node lacks here: by rack, replicas alternate racks). */
@@ -286,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_preferred_anti_affinity_spreads_replicas),
         cmocka_unit_test(test_preferred_affinity_follows_bound_pods),
         cmocka_unit_test(test_bound_pods_terms_score_the_newcomer),
+        cmocka_unit_test(test_bound_terms_add_up),
         cmocka_unit_test(test_schedule_anyway_spreads),
         cmocka_unit_test(test_node_and_pod_preferences_add_up),
         cmocka_unit_test(test_gang_pods_spread_among_themselves),
