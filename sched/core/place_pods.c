@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "plugins/plugins.h"
+#include "sched/core/bits.h"
 #include "sched/core/place_internal.h"
 #include "sched/core/podaff.h"
 
@@ -694,10 +695,27 @@ static bool rejects_stay(const struct place_state *st, uint32_t s)
 static uint32_t pod_order(struct place_state *st, const struct gang *g, int level, uint32_t d,
                           const struct sched_assign *out, uint32_t k)
 {
-    st->pods_own = out;
-    st->n_pods_own = k;
-    place_pref_tiers(st, g);
+    if (k > 0 || st->n_pods_own > 0) { /* the gang's first pod: the tiers it was prepared with */
+        st->pods_own = out;
+        st->n_pods_own = k;
+        place_pref_tiers(st, g);
+    }
     return place_order_domain(st, level, d);
+}
+
+/* May domain d of `level` hold g's GPUs (free GPUs of its usable nodes)? Spares a gang placed
+ * pod by pod with its tiers made again after each pod (pods_soft_self) a try where it cannot
+ * fit. */
+static bool domain_may_hold(const struct place_state *st, const struct gang *g, int level,
+                            uint32_t d)
+{
+    const struct topo_level *lv = &st->c->topo.levels[level];
+    int64_t free = 0;
+    for (uint32_t j = lv->domain_first[d]; j < lv->domain_first[d + 1] && free < g->gpus; j++) {
+        uint32_t i = lv->node_index[j];
+        free += st->ok[i] ? bits_popc32(st->gpu_free[i]) : 0;
+    }
+    return free >= g->gpus;
 }
 
 /* Fills g pod by pod over the nodes of domain d of `level` in order (pod_order); a first pod may
@@ -795,7 +813,8 @@ enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
     if (req >= 0) {
         const struct topo_level *lv = &st->c->topo.levels[req];
         for (uint32_t d = 0; d < lv->n_domains && !placed; d++)
-            if (st->only_level < -1 || st->only_level != req || st->only_domain == d)
+            if ((st->only_level < -1 || st->only_level != req || st->only_domain == d) &&
+                (!st->pods_soft_self || domain_may_hold(st, g, req, d)))
                 placed = try_domain(st, g, req, d, out);
     } else {
         placed = try_domain(st, g, -1, 0, out);

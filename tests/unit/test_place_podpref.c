@@ -321,6 +321,41 @@ static void test_gang_pods_spread_among_themselves(void **unused)
     }
 }
 
+/* The same with a required rack: the full racks are passed over, and the pods spread over the
+ * nodes of the one rack they go to. */
+static void test_gang_pods_spread_in_a_required_rack(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    int rack = -1;
+    for (uint32_t l = 0; l < w->c->topo.n_levels; l++)
+        if (w->c->topo.levels[l].label && strcmp(w->c->topo.levels[l].label, TOPO_LABEL_RACK) == 0)
+            rack = (int)l;
+    assert_true(rack >= 0);
+    const char *rack0 = node_label(&w->c->nodes[0], TOPO_LABEL_RACK);
+    for (uint32_t i = 0; i < w->c->n_nodes; i++)
+        if (strcmp(node_label(&w->c->nodes[i], TOPO_LABEL_RACK), rack0) == 0)
+            use_gpus(w, i, 0xfe); /* rack 0: one GPU free per node, too few for the gang */
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 50};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .pref_anti = &anti, .n_pref_anti = 1};
+    struct gang *g = add_gang(w, 4, 2, 0);
+    g->topo_required = (int8_t)rack;
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    const char *at = node_label(&w->c->nodes[p->pods[0].node], TOPO_LABEL_RACK);
+    assert_string_not_equal(at, rack0);
+    uint32_t nodes[4];
+    for (uint32_t k = 0; k < 4; k++) {
+        nodes[k] = p->pods[k].node;
+        assert_string_equal(node_label(&w->c->nodes[nodes[k]], TOPO_LABEL_RACK), at);
+    }
+    assert_int_equal(distinct(nodes, 4), 4);
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_schedule_anyway_spreads),
         cmocka_unit_test(test_node_and_pod_preferences_add_up),
         cmocka_unit_test(test_gang_pods_spread_among_themselves),
+        cmocka_unit_test(test_gang_pods_spread_in_a_required_rack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
