@@ -54,7 +54,7 @@ static inline uint32_t place_tier_of(const struct place_state *st, uint32_t i)
 
 /* Do inter-pod preferences bear on where g goes: a preferred term or ScheduleAnyway spread of
  * its own, or an earlier pod's term (st->scored) that selects one of its pod sets? */
-bool place_podpref_applies(const struct place_state *st, const struct gang *g);
+bool place_podpref_applies(struct place_state *st, const struct gang *g);
 /* Adds g's inter-pod preference score of each node to w[i] (every node): per pod set,
  * kube-scheduler's InterPodAffinity and PodTopologySpread scores, each normalised to 0..100 over
  * the cluster's nodes; false on out of memory (w partly added). */

@@ -44,17 +44,24 @@ struct podpref_hit {
     int32_t w;
 };
 
-/* The terms of earlier pods of one podaff_terms_hash that select the pod set being scored. */
-#define GROUPS      64 /* cache slots */
-#define GROUP_TERMS 8  /* terms kept per slot; a pod with more is read term by term */
+/* The terms of a kind of earlier pods (below) that select the pod set being scored. */
+#define GROUP_TERMS 8 /* terms kept; a pod with more is read term by term */
 struct podpref_group {
-    uint64_t key;
-    bool valid, many;
+    bool many;
     uint32_t n;
     struct {
         const struct place_keydom *kd;
         int32_t w;
     } t[GROUP_TERMS];
+};
+
+/* The earlier pods with terms for others (st->scored) by kind: pods of one podaff_terms_hash
+ * select and weigh a pod alike, so a kind's terms are read once per pod set scored, and only
+ * the pods of the kinds that select it are visited. */
+struct podpref_kind {
+    uint64_t key;
+    const struct pod_meta *rep; /* a pod of the kind */
+    uint32_t head;              /* its last pod (index into st->scored) + 1; next links them */
 };
 
 struct place_podpref {
@@ -65,9 +72,13 @@ struct place_podpref {
     uint8_t *ign;  /* [n] node lacks a key of the set's spreads */
     struct podpref_hit *hits;
     uint32_t n_hits, cap_hits;
-    uint64_t *keys; /* podaff_terms_hash of st->scored[0 .. n_keys) */
-    uint32_t n_keys, cap_keys;
-    struct podpref_group groups[GROUPS];
+    struct podpref_kind *kinds;
+    uint32_t n_kinds, cap_kinds;
+    uint32_t *slot; /* open addressing by key: kind + 1, 0 empty; mask + 1 slots */
+    uint32_t mask;
+    uint32_t *next;              /* per scored pod: the next of its kind + 1, 0 at the end */
+    uint32_t n_sorted, cap_next; /* st->scored[0 .. n_sorted) are in their kinds */
+    bool lost;                   /* out of memory: every scored pod read alone */
     bool oom;
 };
 
@@ -86,15 +97,84 @@ static bool selected_by(const struct pod_meta *pm, const struct pod_meta *m)
     return false;
 }
 
-bool place_podpref_applies(const struct place_state *st, const struct gang *g)
+/* The meta of pod k of the bound then placed ones (released or not). */
+static const struct pod_meta *meta_at(const struct place_state *st, uint32_t k)
+{
+    return k < st->n_bound ? st->bound[k].meta : st->placed[k - st->n_bound].meta;
+}
+
+/* The slot table for n kinds (at most half full); false on out of memory. */
+static bool slots_grow(struct place_state *st, struct place_podpref *pp, uint32_t n)
+{
+    uint32_t size = 64;
+    while (size < 2 * n)
+        size *= 2;
+    if (pp->slot && size <= pp->mask + 1)
+        return true;
+    uint32_t *slot = arena_calloc(st->arena, size, sizeof(*slot));
+    if (!slot)
+        return false;
+    pp->slot = slot;
+    pp->mask = size - 1;
+    for (uint32_t k = 0; k < pp->n_kinds; k++) {
+        uint32_t x = (uint32_t)pp->kinds[k].key & pp->mask;
+        while (slot[x])
+            x = (x + 1) & pp->mask;
+        slot[x] = k + 1;
+    }
+    return true;
+}
+
+/* Puts the pods noted in st->scored since the last call into their kinds. */
+static void kinds_update(struct place_state *st, struct place_podpref *pp)
+{
+    for (; !pp->lost && pp->n_sorted < st->n_scored; pp->n_sorted++) {
+        uint32_t r = pp->n_sorted;
+        const struct pod_meta *pm = meta_at(st, st->scored[r]);
+        uint64_t key = podaff_terms_hash(pm) | 1;
+        uint32_t *v = arena_grow(st->arena, pp->next, r, &pp->cap_next, sizeof(*v));
+        if (!v || !slots_grow(st, pp, pp->n_kinds + 1)) {
+            pp->lost = true;
+            return;
+        }
+        pp->next = v;
+        uint32_t x = (uint32_t)key & pp->mask;
+        while (pp->slot[x] && pp->kinds[pp->slot[x] - 1].key != key)
+            x = (x + 1) & pp->mask;
+        if (!pp->slot[x]) {
+            struct podpref_kind *k =
+                arena_grow(st->arena, pp->kinds, pp->n_kinds, &pp->cap_kinds, sizeof(*k));
+            if (!k) {
+                pp->lost = true;
+                return;
+            }
+            pp->kinds = k;
+            pp->kinds[pp->n_kinds] = (struct podpref_kind){.key = key, .rep = pm};
+            pp->slot[x] = ++pp->n_kinds;
+        }
+        struct podpref_kind *kind = &pp->kinds[pp->slot[x] - 1];
+        pp->next[r] = kind->head;
+        kind->head = r + 1;
+    }
+}
+
+static struct place_podpref *scratch(struct place_state *st);
+
+bool place_podpref_applies(struct place_state *st, const struct gang *g)
 {
     for (uint32_t s = 0; s < g->n_sets; s++)
         if (podaff_prefers(g->sets[s].meta))
             return true;
-    for (uint32_t r = 0; r < st->n_scored; r++) {
-        const struct sched_pod *p = place_pods_at(st, st->scored[r]);
-        for (uint32_t s = 0; p && s < g->n_sets; s++)
-            if (g->sets[s].meta && selected_by(p->meta, g->sets[s].meta))
+    if (st->n_scored == 0)
+        return false;
+    struct place_podpref *pp = scratch(st);
+    if (pp)
+        kinds_update(st, pp);
+    bool lost = !pp || pp->lost;
+    for (uint32_t k = 0; k < (lost ? st->n_scored : pp->n_kinds); k++) {
+        const struct pod_meta *pm = lost ? meta_at(st, st->scored[k]) : pp->kinds[k].rep;
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            if (g->sets[s].meta && selected_by(pm, g->sets[s].meta))
                 return true;
     }
     return false;
@@ -197,29 +277,25 @@ static void group_fill(struct place_state *st, const struct pod_meta *pm, const 
         }
 }
 
-/* The hits of the terms of pod p (on its node) that select m; `key`: its podaff_terms_hash, 0
- * for none (read without the cache). */
+/* The hits of the terms of pod p (on its node) that select m, those being grp's unless NULL. */
 static void pod_terms(struct place_state *st, const struct sched_pod *p, const struct pod_meta *m,
-                      uint64_t key)
+                      const struct podpref_group *grp)
 {
-    struct podpref_group *grp = &st->podpref->groups[key % GROUPS], one = {0};
-    if (!key || !grp->valid || grp->key != key) {
-        grp = key ? grp : &one;
-        group_fill(st, p->meta, m, grp);
-        grp->key = key;
-        grp->valid = key != 0;
+    struct podpref_group own;
+    if (!grp || grp->many) {
+        group_fill(st, p->meta, m, &own);
+        grp = &own;
     }
-    if (!grp->many) {
-        for (uint32_t k = 0; k < grp->n; k++)
-            hit(st, grp->t[k].kd, p->node, grp->t[k].w);
+    for (uint32_t k = 0; k < grp->n; k++)
+        hit(st, grp->t[k].kd, p->node, grp->t[k].w);
+    if (!grp->many)
         return;
-    }
-    const struct pod_meta *pm = p->meta; /* more terms than a slot keeps: term by term */
+    const struct pod_meta *pm = p->meta; /* more terms than a group keeps: term by term */
     const struct pod_term *lists[3] = {pm->affinity, pm->pref_affinity, pm->pref_anti};
-    uint32_t ns[3] = {pm->n_affinity, pm->n_pref_affinity, pm->n_pref_anti};
+    uint32_t ns[3] = {pm->n_affinity, pm->n_pref_affinity, pm->n_pref_anti}, seen = 0;
     for (uint32_t l = 0; l < 3; l++)
         for (uint32_t k = 0; k < ns[l]; k++)
-            if (podaff_selects(&lists[l][k], pm->ns, m))
+            if (podaff_selects(&lists[l][k], pm->ns, m) && seen++ >= GROUP_TERMS)
                 hit(st, place_keydom(st, lists[l][k].topology_key), p->node,
                     (l == 2 ? -1 : 1) * (lists[l][k].weight ? lists[l][k].weight : 1));
 }
@@ -228,27 +304,25 @@ static void pod_terms(struct place_state *st, const struct sched_pod *p, const s
 static void others_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m)
 {
     struct place_podpref *pp = st->podpref;
-    for (uint32_t x = 0; x < GROUPS; x++)
-        pp->groups[x].valid = false;
-    for (; pp->n_keys < st->n_scored; pp->n_keys++) { /* the pods noted since the last call */
-        uint64_t *v = arena_grow(st->arena, pp->keys, pp->n_keys, &pp->cap_keys, sizeof(*v));
-        if (!v)
-            break; /* out of memory: the others read without the cache */
-        pp->keys = v;
-        uint32_t k = st->scored[pp->n_keys];
-        const struct pod_meta *pm =
-            k < st->n_bound ? st->bound[k].meta : st->placed[k - st->n_bound].meta;
-        pp->keys[pp->n_keys] = podaff_terms_hash(pm) | 1;
+    kinds_update(st, pp);
+    for (uint32_t k = 0; !pp->lost && k < pp->n_kinds; k++) {
+        struct podpref_group grp;
+        group_fill(st, pp->kinds[k].rep, m, &grp);
+        for (uint32_t r = pp->kinds[k].head; (grp.n || grp.many) && r; r = pp->next[r - 1]) {
+            const struct sched_pod *p = place_pods_at(st, st->scored[r - 1]);
+            if (p && p->node < st->c->n_nodes)
+                pod_terms(st, p, m, &grp);
+        }
     }
-    for (uint32_t r = 0; r < st->n_scored; r++) {
+    for (uint32_t r = 0; pp->lost && r < st->n_scored; r++) {
         const struct sched_pod *p = place_pods_at(st, st->scored[r]);
         if (p && p->node < st->c->n_nodes)
-            pod_terms(st, p, m, r < pp->n_keys ? pp->keys[r] : 0);
+            pod_terms(st, p, m, NULL);
     }
     for (uint32_t x = 0; x < st->n_pods_own; x++) {
         struct sched_pod p = {.node = st->pods_own[x].node, .meta = g->sets[st->pods_tset[x]].meta};
         if (podaff_others(p.meta))
-            pod_terms(st, &p, m, 0);
+            pod_terms(st, &p, m, NULL);
     }
 }
 
