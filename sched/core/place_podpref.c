@@ -29,6 +29,11 @@
  * (st->pods_own), as kube-scheduler schedules them one after another; another gang's pods are
  * scored alike, against the earlier pods.
  *
+ * Cost per pod set scored: a few passes over the nodes, the pods its own terms select (through
+ * the label index, place_podix.c), and the earlier pods with terms for others by kind (equal
+ * podaff_terms_hash: a kind's terms are read once, and only the pods of the kinds that select
+ * the set are visited).
+ *
  * Must not touch: anything outside place_state; the snapshot's pods are read only.
  */
 #include <math.h>
