@@ -17,7 +17,7 @@ import sys
 import threading
 from fakeapi_base import (ApiError, CRDS, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
     now_time)
-from fakeapi_dra import check_allocation, check_pod_node_affinity
+from fakeapi_dra import check_allocation, check_pod_node_affinity, check_weight
 
 
 def refresh_crds(table):
@@ -218,10 +218,7 @@ def check_pod_scheduling_terms(res, name, spec):
                               ".topologyKey" % (f, i), "Required value: can not be empty")
         for i, t in enumerate(k.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
             g = "%spreferredDuringSchedulingIgnoredDuringExecution[%d]" % (f, i)
-            w = (t or {}).get("weight", 0)
-            if not isinstance(w, int) or isinstance(w, bool) or w <= 0 or w > 100:
-                raise invalid(res, name, g + ".weight",
-                              "Invalid value: %s: must be in the range 1-100" % w)
+            check_weight(res, name, g, t)
             if not ((t or {}).get("podAffinityTerm") or {}).get("topologyKey"):
                 raise invalid(res, name, g + ".podAffinityTerm.topologyKey",
                               "Required value: can not be empty")

@@ -197,6 +197,15 @@ def check_node_selector(res, name, sel, f):
         check_node_selector_term(res, name, term, "%s.nodeSelectorTerms[%d]" % (f, t))
 
 
+def check_weight(res, name, f, term):
+    """A preferred term's weight at f.weight: an integer in 1..100, as validation.go's
+    ValidatePreferredSchedulingTerms and validateWeightedPodAffinityTerms say it ('Invalid value:
+    W: must be in the range 1-100')."""
+    w = (term or {}).get("weight", 0)
+    if not isinstance(w, int) or isinstance(w, bool) or w <= 0 or w > 100:
+        raise invalid(res, name, f + ".weight", "Invalid value: %s: must be in the range 1-100" % w)
+
+
 def check_pod_node_affinity(res, name, spec):
     """validateNodeAffinity (pkg/apis/core/validation/validation.go) of a pod being created:
     the required selector as check_node_selector; each preferred term's weight in 1..100
@@ -209,10 +218,7 @@ def check_pod_node_affinity(res, name, spec):
         check_node_selector(res, name, req, f + "requiredDuringSchedulingIgnoredDuringExecution")
     for i, p in enumerate(na.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
         g = "%spreferredDuringSchedulingIgnoredDuringExecution[%d]" % (f, i)
-        w = (p or {}).get("weight", 0)
-        if not isinstance(w, int) or isinstance(w, bool) or w <= 0 or w > 100:
-            raise invalid(res, name, g + ".weight",
-                          "Invalid value: %s: must be in the range 1-100" % w)
+        check_weight(res, name, g, p)
         check_node_selector_term(res, name, (p or {}).get("preference"), g + ".preference")
 
 

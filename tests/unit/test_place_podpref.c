@@ -94,14 +94,27 @@ static void test_preferred_anti_affinity_spreads_replicas(void **unused)
     world_free(w);
 }
 
+/* The node a one-GPU pod with meta m gets on `spec` beside the bound pods, node 2 nearly full
+ * (packing alone would pick it); rack: the rack label of that node, when not NULL. */
+static uint32_t node_of(const char *spec, const struct pod_meta *m, const struct sched_pod *bound,
+                        uint32_t n_bound, char *rack)
+{
+    uint32_t at;
+    struct world *w = world_new(spec);
+    use_gpus(w, 2, 0x7f);
+    one_pod_gangs(w, 1, m, bound, n_bound, &at);
+    if (rack)
+        snprintf(rack, 32, "%s", node_label(&w->c->nodes[at], TOPO_LABEL_RACK));
+    free_names(w);
+    world_free(w);
+    return at;
+}
+
 /* Preferred affinity to a bound pod: on its node by hostname, in its rack by the rack key; the
  * heavier of two terms wins. */
 static void test_preferred_affinity_follows_bound_pods(void **unused)
 {
     (void)unused;
-    uint32_t at[1];
-    struct world *w = world_new("hgx:16");
-    use_gpus(w, 2, 0x7f); /* packing alone would pick node 2 */
     struct pod_meta db = {.ns = "ml", .labels = labels_a, .n_labels = 1};
     struct pod_meta web = {.ns = "ml", .labels = labels_b, .n_labels = 1};
     struct sched_pod bound[2] = {{.node = 11, .meta = &db}, {.node = 5, .meta = &web}};
@@ -109,30 +122,24 @@ static void test_preferred_affinity_follows_bound_pods(void **unused)
         {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 30},
         {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 70}};
     struct pod_meta m = {.ns = "ml", .pref_affinity = terms, .n_pref_affinity = 1};
-    one_pod_gangs(w, 1, &m, bound, 2, at);
-    assert_int_equal(at[0], 11);
-    free_names(w);
-    world_free(w);
-
-    w = world_new("hgx:16");
-    use_gpus(w, 2, 0x7f);
+    assert_int_equal(node_of("hgx:16", &m, bound, 2, NULL), 11);
     m.n_pref_affinity = 2; /* app=b weighs 70 against app=a's 30 */
-    one_pod_gangs(w, 1, &m, bound, 2, at);
-    assert_int_equal(at[0], 5);
-    free_names(w);
-    world_free(w);
-
-    w = world_new("hgx:16");
-    const char *rack = node_label(&w->c->nodes[11], TOPO_LABEL_RACK);
-    assert_string_not_equal(node_label(&w->c->nodes[2], TOPO_LABEL_RACK), rack);
-    use_gpus(w, 2, 0x7f);
+    assert_int_equal(node_of("hgx:16", &m, bound, 2, NULL), 5);
     struct pod_term in_rack = {
         .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK, .weight = 10};
     struct pod_meta mr = {.ns = "ml", .pref_affinity = &in_rack, .n_pref_affinity = 1};
-    one_pod_gangs(w, 1, &mr, bound, 1, at);
-    assert_string_equal(node_label(&w->c->nodes[at[0]], TOPO_LABEL_RACK), rack);
-    free_names(w);
+    char got[32], want[32], busy[32];
+    struct pod_meta plain = {.ns = "ml"};
+    struct sched_pod at11 = {.node = 11, .meta = &plain};
+    node_of("hgx:16", &plain, NULL, 0, busy); /* node 2's rack, where packing goes */
+    node_of("hgx:16", &mr, &at11, 1, want);   /* a term nothing meets: as packing */
+    assert_string_equal(want, busy);
+    node_of("hgx:16", &mr, bound, 1, got); /* app=a on node 11: its rack */
+    struct world *w = world_new("hgx:16");
+    snprintf(want, sizeof(want), "%s", node_label(&w->c->nodes[11], TOPO_LABEL_RACK));
     world_free(w);
+    assert_string_not_equal(want, busy);
+    assert_string_equal(got, want);
 }
 
 /* The terms of bound pods score the pod being placed: a preferred anti-affinity term keeps it
@@ -141,49 +148,29 @@ static void test_preferred_affinity_follows_bound_pods(void **unused)
 static void test_bound_pods_terms_score_the_newcomer(void **unused)
 {
     (void)unused;
-    uint32_t at[1];
     struct pod_meta m = {.ns = "ml", .labels = labels_b, .n_labels = 1};
     struct pod_term avoid_b = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 5};
     struct pod_meta shy = {.ns = "ml", .pref_anti = &avoid_b, .n_pref_anti = 1};
-    struct world *w = world_new("hgx:4");
-    use_gpus(w, 2, 0x7f); /* packing alone would pick node 2: the shy pod is there */
-    struct sched_pod bound = {.node = 2, .meta = &shy};
-    one_pod_gangs(w, 1, &m, &bound, 1, at);
-    assert_int_not_equal(at[0], 2);
-    free_names(w);
-    world_free(w);
-
+    struct sched_pod bound = {.node = 2, .meta = &shy}; /* on the node packing would pick */
+    assert_int_not_equal(node_of("hgx:4", &m, &bound, 1, NULL), 2);
     struct pod_term need_b = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST};
     struct pod_meta needy = {.ns = "ml", .affinity = &need_b, .n_affinity = 1};
     struct pod_meta fond = {.ns = "ml", .pref_affinity = &avoid_b, .n_pref_affinity = 1};
     const struct pod_meta *drawers[2] = {&needy, &fond};
     for (uint32_t k = 0; k < 2; k++) {
-        w = world_new("hgx:4");
-        use_gpus(w, 2, 0x7f);
         bound = (struct sched_pod){.node = 1, .meta = drawers[k]};
-        one_pod_gangs(w, 1, &m, &bound, 1, at);
-        assert_int_equal(at[0], 1);
-        free_names(w);
-        world_free(w);
+        assert_int_equal(node_of("hgx:4", &m, &bound, 1, NULL), 1);
     }
-
-    w = world_new("hgx:4");
-    use_gpus(w, 2, 0x7f);
     struct pod_meta elsewhere = {.ns = "web", .labels = labels_b, .n_labels = 1};
-    bound = (struct sched_pod){.node = 1, .meta = &fond};
-    one_pod_gangs(w, 1, &elsewhere, &bound, 1, at);
-    assert_int_equal(at[0], 2);
-    free_names(w);
-    world_free(w);
+    assert_int_equal(node_of("hgx:4", &elsewhere, &bound, 1, NULL), 2);
 }
 
-/* Bound pods' terms are summed pod by pod, each pod's read once per kind of terms: nine
- * weight-1 terms of one pod (more than a cache slot keeps) outweigh one weight-5 term of
- * another, two pods of one kind count twice, and pods of different kinds are told apart. */
+/* Bound pods' terms are summed pod by pod, each kind of terms read once: nine weight-1 terms of
+ * one pod (more than a kind's group keeps) outweigh one weight-5 term of another, two pods of
+ * one kind count twice, and pods of different kinds are told apart. */
 static void test_bound_terms_add_up(void **unused)
 {
     (void)unused;
-    uint32_t at[1];
     struct pod_meta m = {.ns = "ml", .labels = labels_b, .n_labels = 1};
     struct pod_term nine[9],
         five = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 5};
@@ -193,29 +180,13 @@ static void test_bound_terms_add_up(void **unused)
     struct pod_meta many = {.ns = "ml", .pref_affinity = nine, .n_pref_affinity = 9};
     struct pod_meta one = {.ns = "ml", .pref_affinity = &five, .n_pref_affinity = 1};
     struct pod_meta shy = {.ns = "ml", .pref_anti = &five, .n_pref_anti = 1};
-    struct world *w = world_new("hgx:4");
-    use_gpus(w, 2, 0x7f);
-    struct sched_pod bound[4] = {{.node = 1, .meta = &many}, {.node = 3, .meta = &one}};
-    one_pod_gangs(w, 1, &m, bound, 2, at);
-    assert_int_equal(at[0], 1); /* 9 against 5 */
-    free_names(w);
-    world_free(w);
-
-    w = world_new("hgx:4");
-    use_gpus(w, 2, 0x7f);
-    bound[2] = (struct sched_pod){.node = 3, .meta = &one}; /* 10 on node 3 now */
-    bound[3] = (struct sched_pod){.node = 3, .meta = &shy}; /* then 5 again */
-    one_pod_gangs(w, 1, &m, bound, 3, at);
-    assert_int_equal(at[0], 3);
-    free_names(w);
-    world_free(w);
-
-    w = world_new("hgx:4");
-    use_gpus(w, 2, 0x7f);
-    one_pod_gangs(w, 1, &m, bound, 4, at);
-    assert_int_equal(at[0], 1);
-    free_names(w);
-    world_free(w);
+    struct sched_pod bound[4] = {{.node = 1, .meta = &many},
+                                 {.node = 3, .meta = &one},
+                                 {.node = 3, .meta = &one},    /* 10 on node 3 now */
+                                 {.node = 3, .meta = &shy}};   /* then 5 again */
+    assert_int_equal(node_of("hgx:4", &m, bound, 2, NULL), 1); /* 9 against 5 */
+    assert_int_equal(node_of("hgx:4", &m, bound, 3, NULL), 3);
+    assert_int_equal(node_of("hgx:4", &m, bound, 4, NULL), 1);
 }
 
 /* ScheduleAnyway spreads count the pods bound and those placed earlier in the cycle: by
