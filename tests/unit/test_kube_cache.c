@@ -1019,7 +1019,7 @@ static void pod_sets_keep_their_preferences(void **state)
                      "DuringExecution\":[{\"weight\":%d,\"podAffinityTerm\":{\"labelSelector\":"
                      "{},\"topologyKey\":\"h\"}}]}}",
                      k);
-        char name[16];
+        char name[24];
         snprintf(name, sizeof(name), "%s-%d", grp, k);
         snprintf(buf, sizeof(buf), POD_MIX, name, grp, aff);
         add_json(f->c, 1, buf);
