@@ -25,7 +25,8 @@
  * A gang whose pods constrain one another (an anti-affinity or affinity term or a spread that
  * selects its own pods, a host port shared by two of its pods) is placed pod by pod in the engine's
  * node order, each pod on the first node where it fits and every rule holds against the pods placed
- * so far, domain by domain of its required level if it has one; with an affinity to itself the
+ * so far, domain by domain of its required level if it has one (those with the most preferred
+ * nodes first: domains_by_tier); with an affinity to itself the
  * first pod is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the
  * engine's usual search with the rows.
  *
@@ -801,6 +802,33 @@ static bool try_domain(struct place_state *st, const struct gang *g, int level, 
     return false;
 }
 
+/* The domains of `lv` in the order a gang placed pod by pod tries them: by the most preferred
+ * tier among their usable nodes (place_pref.c), then by id; NULL (id order) without tiers or
+ * on out of memory. */
+static const uint32_t *domains_by_tier(struct place_state *st, const struct topo_level *lv)
+{
+    uint32_t nd = lv->n_domains, count[PLACE_PREF_TIERS + 2] = {0};
+    if (st->n_tiers <= 1 || nd == 0)
+        return NULL;
+    uint32_t *best = arena_alloc(st->arena, nd * sizeof(*best));
+    uint32_t *order = arena_alloc(st->arena, nd * sizeof(*order));
+    if (!best || !order)
+        return NULL;
+    for (uint32_t d = 0; d < nd; d++) {
+        best[d] = PLACE_PREF_TIERS; /* no usable node */
+        for (uint32_t j = lv->domain_first[d]; j < lv->domain_first[d + 1]; j++) {
+            uint32_t i = lv->node_index[j], t = place_tier_of(st, i);
+            best[d] = st->ok[i] && t < best[d] ? t : best[d];
+        }
+        count[best[d] + 1]++;
+    }
+    for (uint32_t t = 1; t <= PLACE_PREF_TIERS + 1; t++)
+        count[t] += count[t - 1];
+    for (uint32_t d = 0; d < nd; d++) /* stable: ids ascending within a tier */
+        order[count[best[d]]++] = d;
+    return order;
+}
+
 enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
                                struct sched_assign *out, int *level, uint32_t *domain)
 {
@@ -812,10 +840,13 @@ enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
     int req = g->topo_required;
     if (req >= 0) {
         const struct topo_level *lv = &st->c->topo.levels[req];
-        for (uint32_t d = 0; d < lv->n_domains && !placed; d++)
+        const uint32_t *by_tier = domains_by_tier(st, lv);
+        for (uint32_t x = 0; x < lv->n_domains && !placed; x++) {
+            uint32_t d = by_tier ? by_tier[x] : x;
             if ((st->only_level < -1 || st->only_level != req || st->only_domain == d) &&
                 (!st->pods_soft_self || domain_may_hold(st, g, req, d)))
                 placed = try_domain(st, g, req, d, out);
+        }
     } else {
         placed = try_domain(st, g, -1, 0, out);
     }

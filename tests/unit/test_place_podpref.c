@@ -327,6 +327,50 @@ static void test_gang_pods_spread_in_a_required_rack(void **unused)
     world_free(w);
 }
 
+/* A gang placed pod by pod tries its required level's domains by preference: the rack of the
+ * node its pods prefer before the first rack that holds it (where id order would go). */
+static void test_pod_by_pod_racks_by_preference(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:16");
+    int rack = -1;
+    for (uint32_t l = 0; l < w->c->topo.n_levels; l++)
+        if (w->c->topo.levels[l].label && strcmp(w->c->topo.levels[l].label, TOPO_LABEL_RACK) == 0)
+            rack = (int)l;
+    assert_true(rack >= 0);
+    uint32_t last = w->c->n_nodes - 1;
+    const char *want = node_label(&w->c->nodes[last], TOPO_LABEL_RACK);
+    assert_string_not_equal(node_label(&w->c->nodes[0], TOPO_LABEL_RACK), want);
+    const char *names[] = {w->c->nodes[last].name};
+    const struct sel_req on_last = {
+        .key = "metadata.name", .field = true, .op = SEL_IN, .values = names, .n_values = 1};
+    const struct pref_term likes = {.weight = 10, .term = {.reqs = &on_last, .n_reqs = 1}};
+    /* apart by anti-affinity and spread (together they outweigh the node preference) */
+    struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 50};
+    struct pod_spread by_host = {.sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST},
+                                 .max_skew = 1};
+    struct pod_meta m = {.ns = "ml",
+                         .labels = labels_a,
+                         .n_labels = 1,
+                         .pref_anti = &anti,
+                         .n_pref_anti = 1,
+                         .soft_spread = &by_host,
+                         .n_soft_spread = 1};
+    struct gang *g = add_gang(w, 2, 1, 0);
+    g->topo_required = (int8_t)rack;
+    g->sets[0].pref = &likes;
+    g->sets[0].n_pref = 1;
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    for (uint32_t k = 0; k < 2; k++)
+        assert_string_equal(node_label(&w->c->nodes[p->pods[k].node], TOPO_LABEL_RACK), want);
+    assert_true(p->pods[0].node == last || p->pods[1].node == last);
+    assert_int_not_equal(p->pods[0].node, p->pods[1].node);
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_node_and_pod_preferences_add_up),
         cmocka_unit_test(test_gang_pods_spread_among_themselves),
         cmocka_unit_test(test_gang_pods_spread_in_a_required_rack),
+        cmocka_unit_test(test_pod_by_pod_racks_by_preference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
