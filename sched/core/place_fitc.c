@@ -276,8 +276,8 @@ uint32_t place_fitc_slots(const struct place_state *st, uint32_t i)
 const uint32_t *place_fitc_tiers(struct place_state *st, int level)
 {
     struct place_fitc *fc = st->fitc;
-    if (fc->tpref !=
-        st->b->tier_key) { /* (re)built: a pass over the nodes, then kept by the journal */
+    /* (re)built for other tiers: a pass over the nodes, then kept by the journal */
+    if (fc->tpref != st->b->tier_key) {
         if (!tiers_alloc(st, fc))
             return NULL;
         uint32_t n = st->c->n_nodes;

@@ -292,17 +292,24 @@ static void test_gang_pods_spread_among_themselves(void **unused)
     }
 }
 
+/* The index of w's rack topology level. */
+static int rack_level(const struct world *w)
+{
+    int rack = -1;
+    for (uint32_t l = 0; l < w->c->topo.n_levels; l++)
+        if (w->c->topo.levels[l].label && strcmp(w->c->topo.levels[l].label, TOPO_LABEL_RACK) == 0)
+            rack = (int)l;
+    assert_true(rack >= 0);
+    return rack;
+}
+
 /* The same with a required rack: the full racks are passed over, and the pods spread over the
  * nodes of the one rack they go to. */
 static void test_gang_pods_spread_in_a_required_rack(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:16");
-    int rack = -1;
-    for (uint32_t l = 0; l < w->c->topo.n_levels; l++)
-        if (w->c->topo.levels[l].label && strcmp(w->c->topo.levels[l].label, TOPO_LABEL_RACK) == 0)
-            rack = (int)l;
-    assert_true(rack >= 0);
+    int rack = rack_level(w);
     const char *rack0 = node_label(&w->c->nodes[0], TOPO_LABEL_RACK);
     for (uint32_t i = 0; i < w->c->n_nodes; i++)
         if (strcmp(node_label(&w->c->nodes[i], TOPO_LABEL_RACK), rack0) == 0)
@@ -333,11 +340,7 @@ static void test_pod_by_pod_racks_by_preference(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:16");
-    int rack = -1;
-    for (uint32_t l = 0; l < w->c->topo.n_levels; l++)
-        if (w->c->topo.levels[l].label && strcmp(w->c->topo.levels[l].label, TOPO_LABEL_RACK) == 0)
-            rack = (int)l;
-    assert_true(rack >= 0);
+    int rack = rack_level(w);
     uint32_t last = w->c->n_nodes - 1;
     const char *want = node_label(&w->c->nodes[last], TOPO_LABEL_RACK);
     assert_string_not_equal(node_label(&w->c->nodes[0], TOPO_LABEL_RACK), want);
