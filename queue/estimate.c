@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/hash.h"
+
 static uint32_t shape_of(int64_t gpus)
 {
     uint32_t s = 0;
@@ -311,9 +313,6 @@ int64_t est_typical_end(const struct est_model *m, const struct gang *g, int64_t
 
 double est_draw(uint64_t id)
 {
-    uint64_t z = (id + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    uint64_t z = sched_mix64((id + 1) * 0x9E3779B97F4A7C15ull);
     return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
 }

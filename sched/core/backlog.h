@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "sched/core/arena.h"
+#include "sched/core/hash.h"
 #include "sched/core/model.h"
 
 struct backlog_class {
@@ -62,10 +63,7 @@ struct backlog {
  * cycle). Queue lists keep it next to each pending gang (queue/queue.h). */
 static inline uint64_t backlog_gang_key(const struct gang *g)
 {
-    uint64_t z = g->shape ^ ((uint64_t)(uint32_t)g->priority * 0xD1B54A32D192ED03ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return sched_mix64(g->shape ^ ((uint64_t)(uint32_t)g->priority * 0xD1B54A32D192ED03ull));
 }
 
 /* How often (in gangs passed over) the walk asks whether the rest of the queue may go at once. */

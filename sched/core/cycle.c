@@ -29,17 +29,14 @@
 #include "queue/quota.h"
 #include "sched/core/backlog.h"
 #include "sched/core/eta.h"
+#include "sched/core/hash.h"
+#include "sched/core/memo.h"
 #include "sched/core/place.h"
 #include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/core/preempt.h"
 
 /* ---- per-cycle context ------------------------------------------------------------------ */
-
-struct memo {
-    uint64_t shape;   /* gang shape ^ flavor */
-    uint32_t verdict; /* index into out->verdicts */
-};
 
 struct queue_key {
     int32_t priority; /* queue priority, higher first */
@@ -62,9 +59,10 @@ struct cycle {
     /* pass 0 admits only within nominal; gangs that must borrow wait for pass 1 */
     const struct gang **deferred;
     uint32_t n_deferred;
-    /* memo of failed placements and the dominance rule for plain gangs */
-    struct memo *memo;
-    uint32_t n_memo, cap_memo;
+    /* memo of failed placements and of preemption plans that found no victims (memo.h), and
+     * the dominance rule for plain gangs */
+    struct memo memo;
+    bool any_memo_fail; /* a placement failure was remembered: later placements backfill */
     const struct res_vec *fail_req;
     uint32_t fail_pods;
     int32_t fail_verdict;
@@ -254,10 +252,12 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
     return c;
 }
 
-/* The memo's key of a failure the pod rules took part in (verdict.by_pod_rules): its shape and
- * the labels of its sets (a bound pod's anti-affinity may select one gang and not another of the
- * same shape). Any other failure is kept under the shape alone: every rule only narrows the
- * nodes of the gang it applies to, so a gang of that shape fails too, whatever its labels. */
+/* The memo's key of a failure the pod rules took part in (verdict.by_pod_rules) while earlier
+ * pods carry rules (st.n_rules): its shape and the labels of its sets (a bound pod's
+ * anti-affinity may select one gang and not another of the same shape; without such pods the
+ * rules are the gang's own, in its shape). Any other failure is kept under the shape alone: every
+ * rule only narrows the nodes of the gang it applies to, so a gang of that shape fails too,
+ * whatever its labels. */
 static uint64_t labels_key(const struct gang *g)
 {
     uint64_t h = g->shape ^ 0x6c6162656c73ull;
@@ -266,30 +266,31 @@ static uint64_t labels_key(const struct gang *g)
     return h;
 }
 
-static int64_t memo_find(const struct cycle *cy, uint64_t shape)
+/* What decides the quota check and the working state's holds: changes with every placement,
+ * preemption plan and reservation of this cycle. */
+static uint64_t cycle_version(const struct cycle *cy)
 {
-    for (uint32_t k = 0; k < cy->n_memo; k++)
-        if (cy->memo[k].shape == shape)
-            return cy->memo[k].verdict;
-    return -1;
+    return (uint64_t)cy->out->n_placements + cy->out->n_reservations;
 }
 
-/* Remembers a failure under `key` (its verdict's index); false on out of memory. */
-static bool memo_add(struct cycle *cy, uint64_t key, uint32_t verdict)
+/* Does a placement of this cycle possibly let g start where it failed? Only through a required
+ * pod affinity term (a placed pod may be the one it asks for); every other rule and resource
+ * only narrows as gangs are placed. */
+static bool memo_until_placement(const struct gang *g)
 {
-    cy->memo = arena_grow(cy->arena, cy->memo, cy->n_memo, &cy->cap_memo, sizeof(*cy->memo));
-    if (!cy->memo)
-        return false;
-    cy->memo[cy->n_memo++] = (struct memo){.shape = key, .verdict = verdict};
-    return true;
+    for (uint32_t s = 0; s < g->n_sets; s++)
+        if (g->sets[s].meta && g->sets[s].meta->n_affinity)
+            return true;
+    return false;
 }
 
 /* The verdict of an earlier failure that g repeats (its shape's, or while pod rules exist, its
  * shape and labels'), or -1. */
 static int64_t memo_seen(const struct cycle *cy, const struct gang *g)
 {
-    int64_t seen = memo_find(cy, g->shape);
-    return seen >= 0 || !cy->st.n_rules ? seen : memo_find(cy, labels_key(g));
+    int64_t seen = memo_find(&cy->memo, g->shape, cycle_version(cy));
+    return seen >= 0 || !cy->st.n_rules ? seen
+                                        : memo_find(&cy->memo, labels_key(g), cycle_version(cy));
 }
 
 /* The gang whose hold keeps g off the nodes of pods (g's placement with the holds lifted): the
@@ -391,7 +392,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
             .domain = domain,
             .flavor = f,
             .borrowing = borrowing,
-            .backfilled = cy->n_memo > 0,
+            .backfilled = cy->any_memo_fail,
         };
         struct sched_placement *pl = &out->placements[out->n_placements - 1];
         pl->probation_for = probation_for(cy, g, f);
@@ -438,8 +439,10 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
         return why;
     if (own || lift)
         return v.why; /* its failure says nothing about gangs without its holds or lift */
-    if (!memo_add(cy, v.by_pod_rules ? labels_key(gf) : gf->shape, (uint32_t)*vi))
+    if (!memo_add(&cy->memo, v.by_pod_rules && cy->st.n_rules ? labels_key(gf) : gf->shape,
+                  (uint32_t)*vi, memo_until_placement(gf) ? cycle_version(cy) : MEMO_ANY))
         return SCHED_WHY_NEVER;
+    cy->any_memo_fail = true;
     if (single_flavor && plain && !v.by_pod_rules &&
         (!cy->fail_req ||
          (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
@@ -624,8 +627,17 @@ static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint3
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)
         return SCHED_ENOMEM;
+    /* a gang of its class found no victims since the last change: none for g either */
+    uint64_t key = preempt_alike(&cy->pc, gf, q)
+                       ? sched_mix64(labels_key(gf) ^ 0x7072656d707400ull ^
+                                     ((uint64_t)q << 32 | (uint32_t)g->priority))
+                       : 0;
+    if (key && memo_find(&cy->memo, key, cycle_version(cy)) >= 0)
+        return 0;
     uint32_t nv = cy->out->n_verdicts;
     int rc = preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
+    if (rc == 0 && key && cy->pc.class_none && !memo_add(&cy->memo, key, 0, cycle_version(cy)))
+        return SCHED_ENOMEM;
     if (rc == 0 && !*planned && cy->pc.pays_at_ms > 0 && nv > 0 &&
         cy->out->verdicts[nv - 1].gang == g)
         cy->out->verdicts[nv - 1].preempt_at_ms = cy->pc.pays_at_ms;
@@ -865,6 +877,7 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
     cy->pol = snap->policy;
     cy->cfg = snap->config;
     cy->arena = arena;
+    memo_init(&cy->memo, arena);
     cy->out = out;
     cy->fail_verdict = -1;
     cy->fail_pods = UINT32_MAX;
@@ -928,13 +941,6 @@ static int cycle_init(struct cycle *cy, const struct sched_snapshot *snap, struc
 }
 
 /* ---- backlog classes (sched/core/backlog.h) --------------------------------------------- */
-
-/* What decides the quota check and the working state's holds: changes with every placement,
- * preemption plan and reservation of this cycle. */
-static uint64_t cycle_version(const struct cycle *cy)
-{
-    return (uint64_t)cy->out->n_placements + cy->out->n_reservations;
-}
 
 /* The class key of the gang at position `at` of queue q: kept by the queue list, else computed. */
 static uint64_t gang_key(const struct cycle *cy, uint32_t q, uint32_t at)

@@ -2,8 +2,9 @@
  *
  * Owns: gang_finalize(). The shape hash covers every field that decides where a gang can go, so
  * two gangs with equal shapes get equal placement verdicts within one cycle (the core's
- * equivalence memo). It must not cover identity fields (name, queue, priority, submit time),
- * except for a gang with an inter-pod affinity term (see below).
+ * equivalence memo; a gang with a required inter-pod affinity term only until the next
+ * placement, which may bring the pod it asks for: cycle.c memo_until_placement). It must not
+ * cover identity fields (name, queue, priority, submit time).
  */
 #include <string.h>
 
@@ -89,10 +90,6 @@ void gang_finalize(struct gang *g)
          * the cycle's memo adds to a failure they took part in (cycle.c labels_key) */
         if (podaff_constrains(ps->meta) || podaff_prefers(ps->meta))
             h = podaff_hash(h, ps->meta);
-        /* a placement may meet an affinity term that failed before it in the cycle (the memo
-         * assumes a shape that failed keeps failing): such a gang's shape is its own */
-        if (ps->meta && ps->meta->n_affinity)
-            h = sched_hash(h, &g->id, sizeof(g->id));
     }
     g->shape = h;
 }

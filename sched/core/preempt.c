@@ -284,6 +284,22 @@ static int within_nominal(const struct preempt_ctx *pc, uint32_t q, uint32_t f,
     return quota_within_nominal(pc->qt, q, f, need, true) ? 1 : 0;
 }
 
+bool preempt_alike(const struct preempt_ctx *pc, const struct gang *g, uint32_t q)
+{
+    const struct sched_snapshot *snap = pc->snap;
+    const struct config *cfg = snap->config;
+    if (cfg && q < cfg->n_queues &&
+        cfg->queues[q].preemption.within_queue == CONFIG_PREEMPT_LOWER_OR_NEWER_EQUAL)
+        return false;
+    for (uint32_t h = 0; h < snap->n_holds; h++)
+        if (snap->holds[h].gang->id == g->id)
+            return false;
+    for (uint32_t h = 0; h < snap->n_reserve_hints; h++)
+        if (snap->reserve_hints[h].gang->id == g->id)
+            return false;
+    return true;
+}
+
 bool preempt_none(struct preempt_ctx *pc, const struct gang *g, uint32_t q)
 {
     if (!pc->snap->policy->preempt || pc->snap->n_running == 0 || g->n_pods == 0)
@@ -803,6 +819,59 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
     return 0;
 }
 
+/* Does freeing pods only ever help g? Not when g has a topology spread of its own (a freed pod
+ * may lower the emptiest domain's count) or a required affinity term selecting a candidate's
+ * pods (freeing it may take away the pod g asks for). */
+static bool freeing_only_helps(const struct preempt_ctx *pc, const struct gang *g,
+                               const struct vset *vs)
+{
+    for (uint32_t s = 0; s < g->n_sets; s++) {
+        const struct pod_meta *m = g->sets[s].meta;
+        if (m && m->n_spread)
+            return false;
+        for (uint32_t c = 0; m && m->n_affinity && c < vs->n; c++) {
+            const struct gang *v = pc->snap->running[vs->c[c].idx].gang;
+            for (uint32_t vsi = 0; vsi < v->n_sets; vsi++)
+                for (uint32_t t = 0; v->sets[vsi].meta && t < m->n_affinity; t++)
+                    if (podaff_selects(&m->affinity[t], m->ns, v->sets[vsi].meta))
+                        return false;
+        }
+    }
+    return true;
+}
+
+/* Can no victim set do, since g does not fit anywhere even with every candidate gone (what it
+ * lacks is not what victims free: a node filter, a rule of pods that stay)? One trial instead
+ * of one per domain and victim, as kube-scheduler's preemption first removes every
+ * lower-priority pod of a node and passes the node over when the pod still does not fit. Only
+ * where freeing pods only helps; room only (the quota is the plan's). Asked for gangs with pod
+ * rules, whose trials cost a pass over the nodes each: a release and its undo put the nodes
+ * back in their free-GPU buckets in another order, so asking it for every gang would change
+ * which of equal nodes later gangs take. */
+static bool none_can_help(struct preempt_ctx *pc, const struct gang *g, const struct vset *vs,
+                          struct sched_assign *trial)
+{
+    if (!podaff_gang(g) || !freeing_only_helps(pc, g, vs))
+        return false;
+    struct place_state *st = pc->st;
+    uint32_t mark = st->n_rel;
+    for (uint32_t c = 0; c < vs->n; c++) {
+        const struct cand *x = &vs->c[c];
+        if (x->pod != NO_POD && x->sib != NO_SIB)
+            continue; /* a member of a gang whose whole is a candidate: freed with it */
+        uint32_t from = x->pod == NO_POD ? 0 : x->pod,
+                 to = x->pod == NO_POD ? UINT32_MAX : from + 1;
+        if (!place_release_pods(st, &pc->snap->running[x->idx], from, to, NULL)) {
+            pc->oom = true;
+            place_release_undo(st, mark);
+            return false;
+        }
+    }
+    bool fits = place_trial(st, g, -1, 0, trial);
+    place_release_undo(st, mark);
+    return !fits;
+}
+
 /* Whether evicting by priority pays: a gang that outranks its victims is worth at least
  * PREEMPT_MIN_WAIT_S of waiting; its benefit (GPUs x wait x priority bonus) must reach
  * benefit_factor times the victims' cost. Reclaims always pay. */
@@ -961,7 +1030,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
 {
     const struct sched_snapshot *snap = pc->snap;
     *planned = false;
-    pc->bound_waits = false;
+    pc->bound_waits = pc->class_none = false;
     pc->pays_at_ms = 0;
     if (!snap->policy->preempt || snap->n_running == 0 || g->n_pods == 0)
         return 0;
@@ -974,6 +1043,7 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     struct res_vec need;
     gang_request(g, &need);
     int nominal = within_nominal(pc, q, f, &need);
+    pc->class_none = true; /* until g's own wait decides (below) */
     if (!any_queue(pc, g, q, nominal))
         return 0; /* no running gang could be a victim of g */
     /* at most two per running gang: an elastic gang's shrink and the gang */
@@ -981,9 +1051,15 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     int rc = collect_cands(pc, g, q, f, &need, nominal, &vs);
     if (rc != 0 || vs.n == 0)
         return rc;
+    struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
+    if (!trial)
+        return SCHED_ENOMEM;
+    if (none_can_help(pc, g, &vs, trial))
+        return pc->oom ? SCHED_ENOMEM : 0;
     struct plan pl;
     pc->straddle = pc->bound_hit = false;
     rc = best_plan(pc, g, q, f, &need, &vs, &pl);
+    pc->class_none = rc == 0 && pl.n == 0 && !pc->bound_hit;
     if (rc == 0 && pl.n == 0 && pc->bound_hit) {
         /* no plan within reclaim's bound: once g has waited starvation.after, one may take a
          * borrowing queue below its nominal quota (reclaim_bounded) */

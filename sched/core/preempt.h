@@ -80,6 +80,9 @@ struct preempt_ctx {
     /* the last plan found nothing but gangs past reclaim's bound, which its preemptor may not
      * take yet (or ever, without a starvation guard): the verdict says so */
     bool bound_waits;
+    /* the last plan found no victims whatever its preemptor's own wait and identity: any
+     * gang of its class (preempt_alike) finds none either until the cycle's state changes */
+    bool class_none;
     /* the last plan was found but does not pay yet (worth_it): when it would, ms; 0 none */
     int64_t pays_at_ms;
     int64_t *wake_ms; /* the cycle's sched_result.wake_ms (sched_wake_at): lowered to when a
@@ -95,6 +98,11 @@ int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
 int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                  struct sched_result *out, uint32_t *cap_evictions, uint32_t *cap_reservations,
                  bool *planned);
+
+/* true when preempt_plan() for g depends on nothing of g's own beyond its class (what places
+ * it, its queue q, flavor and priority): no hold or starvation reservation of its own (victims
+ * still leaving, overdue backfill) and no rule of submission order in its queue. */
+bool preempt_alike(const struct preempt_ctx *pc, const struct gang *g, uint32_t q);
 
 /* true when preempt_plan() would find no victim for any gang of queue q with g's priority (no
  * preemption, nothing running, or no running gang's queue could supply one), so it would do

@@ -1,6 +1,7 @@
 /* sched/sim/failures.c: failure injection: node failures, planned outages, failed starts; the rules
  * they trigger (lifecycle, strikes, quarantine, retry budget) are the engine's (sched/engine/) (see
  * run.h). */
+#include "sched/core/hash.h"
 #include "sched/sim/run.h"
 
 /* A uniform 64-bit draw per (seed, job, attempt, salt): splitmix64, independent of everything
@@ -9,9 +10,7 @@ static uint64_t fail_draw(const struct run *r, uint32_t j, uint64_t salt)
 {
     uint64_t z = (r->fail->seed + 1) * 0x9E3779B97F4A7C15ull + ((uint64_t)j << 32) +
                  (uint64_t)r->attempts[j] * 0xD1B54A32D192ED03ull + salt * 0x94D049BB133111EBull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return sched_mix64(z);
 }
 
 /* Does this start fail? A draw per job and attempt. */

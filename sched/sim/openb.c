@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/hash.h"
+
 #define OPENB_MAX_LINE   4096
 #define OPENB_MAX_FIELDS 16
 
@@ -419,10 +421,7 @@ int openb_pods_read(const char *path, const struct openb_nodes *nodes, struct op
 /* splitmix64: small, seedable, the same sequence on every platform. */
 static uint64_t rng_next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    return sched_mix64(*s += 0x9E3779B97F4A7C15ULL);
 }
 
 static uint32_t rng_below(uint64_t *s, uint32_t n)

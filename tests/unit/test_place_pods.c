@@ -377,6 +377,41 @@ static void test_memo_tells_labels_apart(void **unused)
     free_gangs(w);
 }
 
+/* Gangs of one shape with a required affinity to app=a, with no such pod anywhere: the first
+ * fails, and while nothing is placed the others get its verdict without a try (the cycle's
+ * memo); once a gang of app=a is placed, the next is tried again and goes beside it. */
+static void test_memo_affinity_until_placement(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:4");
+    w->every_verdict = true;
+    struct pod_term on_host = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    struct pod_meta mb = {
+        .ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &on_host, .n_affinity = 1};
+    struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
+    struct gang *b1 = add_gang(w, 1, 1, 0);
+    struct gang *b2 = add_gang(w, 1, 1, 1);
+    struct gang *a = add_gang(w, 1, 1, 2);
+    struct gang *b3 = add_gang(w, 1, 1, 3);
+    with_meta(b1, &mb);
+    with_meta(b2, &mb);
+    with_meta(a, &ma);
+    with_meta(b3, &mb);
+    assert_true(b1->shape == b3->shape); /* one class: the gang's id is not in its shape */
+    const struct sched_result *r = cycle_pods(w, NULL, 0);
+    assert_null(placement_of(r, b1));
+    assert_null(placement_of(r, b2));
+    const struct sched_verdict *v1 = verdict_of(r, b1), *v2 = verdict_of(r, b2);
+    assert_non_null(v1);
+    assert_non_null(v2);
+    assert_int_equal(v2->filtered[FILTER_POD_AFFINITY], 4);
+    const struct sched_placement *pa = placement_of(r, a), *p3 = placement_of(r, b3);
+    assert_non_null(pa);
+    assert_non_null(p3);
+    assert_int_equal(p3->pods[0].node, pa->pods[0].node);
+    free_gangs(w);
+}
+
 /* The start planner does not model the pod rules: a gang they refused gets no estimate, with
  * the reason, and claims nothing the gangs behind it would be planned around. */
 static void test_no_estimate_when_rules_refuse(void **unused)
@@ -566,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
         cmocka_unit_test(test_topology_spread),
         cmocka_unit_test(test_memo_tells_labels_apart),
+        cmocka_unit_test(test_memo_affinity_until_placement),
         cmocka_unit_test(test_no_estimate_when_rules_refuse),
         cmocka_unit_test(test_reservation_one_pod_per_node),
         cmocka_unit_test(test_reservation_follows_rules_among_pods),

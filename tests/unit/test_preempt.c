@@ -1041,11 +1041,82 @@ static void test_victims_lift_their_host_ports(void **unused)
     world_free(w);
 }
 
+static const struct sel_req req_app_a = {
+    .key = "app", .op = SEL_IN, .values = (const char *const[]){"a"}, .n_values = 1};
+static const struct kv labels_a[] = {{"app", "a"}};
+static const struct pod_term near_a = {
+    .reqs = &req_app_a, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
+
+/* Runs v on node n as the next of the bound pods `bound`, with meta m (its pod set named, so a
+ * plan may lift it). */
+static void run_bound(struct world *w, struct gang *v, uint32_t n, const struct pod_meta *m,
+                      int64_t ckpt_s, struct sched_pod *bound)
+{
+    v->sets[0].meta = m;
+    gang_finalize(v);
+    run(w, v, &n, 10, ckpt_s);
+    bound[w->n_bound++] = (struct sched_pod){.node = n, .meta = m, .set = &v->sets[0]};
+    w->bound = bound;
+}
+
+/* Preemptors whose required affinity no pod anywhere meets: evicting the lower-priority gangs
+ * on every node cannot help, so none is planned (one trial with every candidate gone decides
+ * it, and the gangs of the same class after the first are not planned again). */
+static void test_hopeless_preemptors_evict_nothing(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n");
+    static const struct pod_meta plain = {.ns = "x"};
+    static const struct pod_meta wants_a = {.ns = "x", .affinity = &near_a, .n_affinity = 1};
+    struct sched_pod bound[2];
+    for (uint32_t i = 0; i < 2; i++)
+        run_bound(w, gang(w, 0, 1, 8, 0, 0), i, &plain, 10, bound);
+    struct gang *g[3];
+    for (int k = 0; k < 3; k++) {
+        g[k] = gang(w, 0, 1, 1, 100, 100 + k);
+        g[k]->sets[0].meta = &wants_a;
+        gang_finalize(g[k]);
+    }
+    assert_true(g[0]->shape == g[2]->shape);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0);
+    assert_int_equal(r->n_placements, 0);
+    world_free(w);
+}
+
+/* A preemptor whose required affinity selects a lower-priority pod: freeing every candidate
+ * would take that pod away, so the planner does not conclude from such a trial; it evicts the
+ * other gang of the node and keeps the one it needs. */
+static void test_affinity_to_a_victim_still_preempts(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n");
+    static const struct pod_meta plain = {.ns = "x"};
+    static const struct pod_meta is_a = {.ns = "x", .labels = labels_a, .n_labels = 1};
+    static const struct pod_meta wants_a = {.ns = "x", .affinity = &near_a, .n_affinity = 1};
+    struct sched_pod bound[3];
+    struct gang *va = gang(w, 0, 1, 4, 0, 0);
+    struct gang *vo = gang(w, 0, 1, 4, 0, 0);
+    run_bound(w, va, 0, &is_a, 10, bound);
+    run_bound(w, vo, 0, &plain, 150, bound); /* checkpointed last: cheaper, freed first */
+    run_bound(w, gang(w, 0, 1, 8, 1000, 0), 1, &plain, 10, bound);
+    struct gang *g = gang(w, 0, 1, 4, 100, 100);
+    g->sets[0].meta = &wants_a;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    assert_true(evicted(r, vo));
+    assert_false(evicted(r, va));
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_only_gang_preempts),
         cmocka_unit_test(test_victims_lift_their_host_ports),
+        cmocka_unit_test(test_hopeless_preemptors_evict_nothing),
+        cmocka_unit_test(test_affinity_to_a_victim_still_preempts),
         cmocka_unit_test(test_reclaim_stops_at_borrower_nominal),
         cmocka_unit_test(test_reclaim_never_below_victim_nominal),
         cmocka_unit_test(test_small_victim_before_big_gang),
