@@ -40,6 +40,14 @@ static void with_meta(struct gang *g, const struct pod_meta *m)
     g->min_member = g->n_pods;
 }
 
+/* A gang of one one-GPU pod submitted at submit_s, with meta m. */
+static struct gang *one_pod(struct world *w, int64_t submit_s, const struct pod_meta *m)
+{
+    struct gang *g = add_gang(w, 1, 1, submit_s);
+    with_meta(g, m);
+    return g;
+}
+
 static const struct sel_req req_app_a = {
     .key = "app", .op = SEL_IN, .values = (const char *const[]){"a"}, .n_values = 1};
 static const struct kv labels_a[] = {{"app", "a"}};
@@ -256,12 +264,7 @@ static void test_anti_affinity_between_gangs_of_one_cycle(void **unused)
     struct world *w = world_new("hgx:2");
     struct pod_term anti = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
     struct pod_meta m = {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti, .n_anti = 1};
-    struct gang *a = add_gang(w, 1, 1, 0);
-    struct gang *b = add_gang(w, 1, 1, 1);
-    struct gang *c = add_gang(w, 1, 1, 2);
-    with_meta(a, &m);
-    with_meta(b, &m);
-    with_meta(c, &m);
+    struct gang *a = one_pod(w, 0, &m), *b = one_pod(w, 1, &m), *c = one_pod(w, 2, &m);
     const struct sched_result *r = cycle_pods(w, NULL, 0);
     const struct sched_placement *pa = placement_of(r, a), *pb = placement_of(r, b);
     assert_non_null(pa);
@@ -389,14 +392,8 @@ static void test_memo_affinity_until_placement(void **unused)
     struct pod_meta mb = {
         .ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &on_host, .n_affinity = 1};
     struct pod_meta ma = {.ns = "ml", .labels = labels_a, .n_labels = 1};
-    struct gang *b1 = add_gang(w, 1, 1, 0);
-    struct gang *b2 = add_gang(w, 1, 1, 1);
-    struct gang *a = add_gang(w, 1, 1, 2);
-    struct gang *b3 = add_gang(w, 1, 1, 3);
-    with_meta(b1, &mb);
-    with_meta(b2, &mb);
-    with_meta(a, &ma);
-    with_meta(b3, &mb);
+    struct gang *b1 = one_pod(w, 0, &mb), *b2 = one_pod(w, 1, &mb), *a = one_pod(w, 2, &ma);
+    struct gang *b3 = one_pod(w, 3, &mb);
     assert_true(b1->shape == b3->shape); /* one class: the gang's id is not in its shape */
     const struct sched_result *r = cycle_pods(w, NULL, 0);
     assert_null(placement_of(r, b1));
