@@ -157,9 +157,9 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
         return 0;
     }
     const char *key = p->key;
-    c->dirty = true;
     p->meta_own.ns_labels = kcache_ns_labels(c, p->ns); /* NULL (out of memory): none known */
     const struct kpod *had = strmap_get(&c->pods, key);
+    c->dirty |= !had || !p->digest || had->digest != p->digest || !same_str(p->uid, had->uid);
     if (had && kobj_rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
         /* an object read back from a write (kcache_pod_event with a response) is newer than
          * a watch event still on its way: keep the newer one */

@@ -608,6 +608,7 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         kobj_pod_free(p);
         return rc;
     }
+    p->digest = kobj_pod_digest(o);
     *out = p;
     return 0;
 }

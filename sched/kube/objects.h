@@ -67,15 +67,16 @@ struct kpod {
     char *key;       /* "namespace/name" */
     char *ns, *name; /* in key's block (freed with it) */
     char *uid;
-    char *rv;      /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    char *node;    /* spec.nodeName, NULL when unbound */
-    char *group;   /* gang key "namespace/podgroup", NULL: a gang of one */
-    char *pg_ref;  /* key of the group's object in the cache when it differs from group
-                      (a 1.35 workloadRef: "ns/workload:podGroup", group adds
-                      ":replicaKey"), else NULL */
-    bool native;   /* the group comes from spec.schedulingGroup or spec.workloadRef */
-    char **claims; /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
-                      status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
+    char *rv;        /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    uint64_t digest; /* kobj_pod_digest of its object: equal, the two versions read alike */
+    char *node;      /* spec.nodeName, NULL when unbound */
+    char *group;     /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *pg_ref;    /* key of the group's object in the cache when it differs from group
+                        (a 1.35 workloadRef: "ns/workload:podGroup", group adds
+                        ":replicaKey"), else NULL */
+    bool native;     /* the group comes from spec.schedulingGroup or spec.workloadRef */
+    char **claims;   /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
+                        status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t n_claims;
     uint32_t claims_adopt; /* bits of claims (index < 32) that are allocated already and that it
                               uses without allocating them (claims.h kclaims_demand, at each
@@ -225,6 +226,11 @@ const char *kobj_pg_annotation(const struct kpg *pg, const char *key);
 /* What inter-pod constraints read of pod o into p->meta (objects_meta.c): 0, SCHED_ENOMEM, or
  * SCHED_EINVAL naming the field (p->meta then holds what was read before it). */
 int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb);
+/* A digest of everything pod object o says but its resourceVersion, managedFields and
+ * PodScheduled condition (what this scheduler writes on a waiting pod): two versions with one
+ * digest decode alike but for those, so the later one is no reason for a cycle
+ * (kcache_pod_event). 0 when o is not an object. */
+uint64_t kobj_pod_digest(const cJSON *o);
 /* A map of strings copied into `a`, sorted by key (a value that is not a string is skipped, or
  * refused naming `where` when it is not NULL); a list of strings (SCHED_EINVAL: not one). */
 int kobj_kv_copy(const cJSON *map, const char *where, struct arena *a, const struct kv **out,

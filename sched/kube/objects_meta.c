@@ -20,6 +20,9 @@
  * A namespaceSelector with requirements selects the namespaces whose labels meet them: the
  * cache points each pod's meta at its namespace's labels (pod_meta.ns_labels, cache.c).
  *
+ * Also the digest of a pod's whole object (kobj_pod_digest), which tells the cache whether a
+ * watch event changed anything it reads.
+ *
  * Must not touch: the cache, the network.
  */
 #include <stdint.h>
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/hash.h"
 #include "sched/core/podaff.h"
 #include "sched/kube/objects.h"
 
@@ -325,4 +329,55 @@ int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
     if (rc == 0)
         rc = spreads(spec, m, p->key, a, eb);
     return rc;
+}
+
+/* ---- what changed: the digest of a pod's object ------------------------------------------- */
+
+enum digest_at { AT_ROOT, AT_METADATA, AT_STATUS, AT_CONDITIONS, AT_OTHER };
+
+/* Is this member of the object one the digest leaves out? metadata.resourceVersion and
+ * managedFields (every write changes them) and the PodScheduled condition (what this scheduler
+ * writes on a pod that waits: kdrv_pods_unschedulable). */
+static bool digest_skips(enum digest_at at, const cJSON *j)
+{
+    if (at == AT_METADATA)
+        return j->string && (strcmp(j->string, "resourceVersion") == 0 ||
+                             strcmp(j->string, "managedFields") == 0);
+    if (at == AT_CONDITIONS) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+        return cJSON_IsString(t) && strcmp(t->valuestring, "PodScheduled") == 0;
+    }
+    return false;
+}
+
+static uint64_t digest_fold(uint64_t h, const cJSON *j, enum digest_at at)
+{
+    for (const cJSON *c = j->child; c; c = c->next) {
+        if (digest_skips(at, c))
+            continue;
+        h = sched_hash_str(h, c->string);
+        int type = c->type & 0xFF;
+        h = sched_hash(h, &type, sizeof(type));
+        if (cJSON_IsString(c))
+            h = sched_hash_str(h, c->valuestring);
+        else if (cJSON_IsNumber(c))
+            h = sched_hash(h, &c->valuedouble, sizeof(c->valuedouble));
+        else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+            enum digest_at next = AT_OTHER;
+            if (at == AT_ROOT && c->string)
+                next = strcmp(c->string, "metadata") == 0 ? AT_METADATA
+                       : strcmp(c->string, "status") == 0 ? AT_STATUS
+                                                          : AT_OTHER;
+            else if (at == AT_STATUS && c->string && strcmp(c->string, "conditions") == 0)
+                next = AT_CONDITIONS;
+            h = digest_fold(sched_hash(h, "{", 1), c, next);
+            h = sched_hash(h, "}", 1);
+        }
+    }
+    return h;
+}
+
+uint64_t kobj_pod_digest(const cJSON *o)
+{
+    return cJSON_IsObject(o) ? digest_fold(SCHED_HASH_INIT, o, AT_ROOT) : 0;
 }

@@ -914,6 +914,40 @@ static void times_parse_and_format(void **state)
     "\"memory\":\"1Ti\",\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":"     \
     "\"Ready\",\"status\":\"True\",\"lastHeartbeatTime\":\"2026-01-01T00:00:0%dZ\"}]}}"
 
+#define POD_P1                                                                                     \
+    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ml\",\"uid\":\"u1\","         \
+    "\"resourceVersion\":\"%d\",\"labels\":{\"app\":\"%s\"}},\"spec\":{\"schedulerName\":"         \
+    "\"gangsched\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"                  \
+    "\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":"   \
+    "\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"%s\"}]}}"
+
+/* A pod event that changes only what every write changes (resourceVersion) or what this
+ * scheduler writes on a waiting pod (its PodScheduled condition) is no reason for a cycle; a
+ * label change is, as is a pod of a new uid under the same name. */
+static void pod_status_writes_are_no_change(void **state)
+{
+    struct fx *f = *state;
+    struct kcache_build kb;
+    char buf[900];
+    snprintf(buf, sizeof(buf), POD_P1, 1, "a", "");
+    add_json(f->c, 1, buf);
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    assert_false(kcache_dirty(f->c));
+    snprintf(buf, sizeof(buf), POD_P1, 2, "a", "Unschedulable: 0/2 nodes");
+    add_json(f->c, 1, buf);
+    assert_false(kcache_dirty(f->c));
+    snprintf(buf, sizeof(buf), POD_P1, 3, "b", "Unschedulable: 0/2 nodes");
+    add_json(f->c, 1, buf);
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    char *u2 = strstr(buf, "\"u1\"");
+    assert_non_null(u2);
+    u2[2] = '2';
+    add_json(f->c, 1, buf);
+    assert_true(kcache_dirty(f->c));
+}
+
 /* A Node is decoded once, when its event arrives: a heartbeat that changes nothing the scheduler
  * reads is no change, a label change is, and a node that cannot be read is treated as gone. */
 static void nodes_are_decoded_once(void **state)
@@ -1131,6 +1165,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(running_gangs_start_when_their_pods_started, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(pod_status_writes_are_no_change, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_sets_keep_their_preferences, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
