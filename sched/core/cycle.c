@@ -632,8 +632,11 @@ static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint3
                        ? sched_mix64(labels_key(gf) ^ 0x7072656d707400ull ^
                                      ((uint64_t)q << 32 | (uint32_t)g->priority))
                        : 0;
-    if (key && memo_find(&cy->memo, key, cycle_version(cy)) >= 0)
+    if (key && memo_find(&cy->memo, key, cycle_version(cy)) >= 0) {
+        cy->pc.bound_waits = false; /* what that plan left: no bound passed, nothing pays */
+        cy->pc.pays_at_ms = 0;
         return 0;
+    }
     uint32_t nv = cy->out->n_verdicts;
     int rc = preempt_plan(&cy->pc, gf, q, f, cy->out, &cy->cap_e, &cy->cap_r, planned);
     if (rc == 0 && key && cy->pc.class_none && !memo_add(&cy->memo, key, 0, cycle_version(cy)))
