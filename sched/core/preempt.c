@@ -848,11 +848,15 @@ static bool freeing_only_helps(const struct preempt_ctx *pc, const struct gang *
  * rules, whose trials cost a pass over the nodes each: a release and its undo put the nodes
  * back in their free-GPU buckets in another order, so asking it for every gang would change
  * which of equal nodes later gangs take. */
-static bool none_can_help(struct preempt_ctx *pc, const struct gang *g, const struct vset *vs,
-                          struct sched_assign *trial)
+static bool none_can_help(struct preempt_ctx *pc, const struct gang *g, const struct vset *vs)
 {
     if (!podaff_gang(g) || !freeing_only_helps(pc, g, vs))
         return false;
+    struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
+    if (!trial) {
+        pc->oom = true;
+        return false;
+    }
     struct place_state *st = pc->st;
     uint32_t mark = st->n_rel;
     for (uint32_t c = 0; c < vs->n; c++) {
@@ -1051,11 +1055,10 @@ int preempt_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint3
     int rc = collect_cands(pc, g, q, f, &need, nominal, &vs);
     if (rc != 0 || vs.n == 0)
         return rc;
-    struct sched_assign *trial = arena_alloc(pc->arena, (g->n_pods + 1) * sizeof(*trial));
-    if (!trial)
+    if (none_can_help(pc, g, &vs))
+        return 0;
+    if (pc->oom)
         return SCHED_ENOMEM;
-    if (none_can_help(pc, g, &vs, trial))
-        return pc->oom ? SCHED_ENOMEM : 0;
     struct plan pl;
     pc->straddle = pc->bound_hit = false;
     rc = best_plan(pc, g, q, f, &need, &vs, &pl);

@@ -608,7 +608,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
         kobj_pod_free(p);
         return rc;
     }
-    p->digest = kobj_pod_digest(o);
+    if (p->ours) /* only its own pods carry what this scheduler writes */
+        p->digest = kobj_pod_digest(o);
     *out = p;
     return 0;
 }

@@ -68,7 +68,8 @@ struct kpod {
     char *ns, *name; /* in key's block (freed with it) */
     char *uid;
     char *rv;        /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    uint64_t digest; /* kobj_pod_digest of its object: equal, the two versions read alike */
+    uint64_t digest; /* this scheduler's pods: kobj_pod_digest of the object (equal: the two
+                        versions read alike); 0 for others: each event of theirs a change */
     char *node;      /* spec.nodeName, NULL when unbound */
     char *group;     /* gang key "namespace/podgroup", NULL: a gang of one */
     char *pg_ref;    /* key of the group's object in the cache when it differs from group
