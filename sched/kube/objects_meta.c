@@ -350,18 +350,23 @@ static bool digest_skips(enum digest_at at, const cJSON *j)
     return false;
 }
 
-static uint64_t digest_fold(uint64_t h, const cJSON *j, enum digest_at at)
+/* h folded with j's members that count; *counted says how many did. A member whose own members
+ * were all left out is left out too, its name included: the first PodScheduled condition
+ * written on a pod that had none adds status.conditions (and perhaps status) and nothing else
+ * the digest reads. */
+static uint64_t digest_fold(uint64_t h, const cJSON *j, enum digest_at at, uint32_t *counted)
 {
+    *counted = 0;
     for (const cJSON *c = j->child; c; c = c->next) {
         if (digest_skips(at, c))
             continue;
-        h = sched_hash_str(h, c->string);
+        uint64_t g = sched_hash_str(h, c->string);
         int type = c->type & 0xFF;
-        h = sched_hash(h, &type, sizeof(type));
+        g = sched_hash(g, &type, sizeof(type));
         if (cJSON_IsString(c))
-            h = sched_hash_str(h, c->valuestring);
+            g = sched_hash_str(g, c->valuestring);
         else if (cJSON_IsNumber(c))
-            h = sched_hash(h, &c->valuedouble, sizeof(c->valuedouble));
+            g = sched_hash(g, &c->valuedouble, sizeof(c->valuedouble));
         else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
             enum digest_at next = AT_OTHER;
             if (at == AT_ROOT && c->string)
@@ -370,14 +375,19 @@ static uint64_t digest_fold(uint64_t h, const cJSON *j, enum digest_at at)
                                                           : AT_OTHER;
             else if (at == AT_STATUS && c->string && strcmp(c->string, "conditions") == 0)
                 next = AT_CONDITIONS;
-            h = digest_fold(sched_hash(h, "{", 1), c, next);
-            h = sched_hash(h, "}", 1);
+            uint32_t inner;
+            g = sched_hash(digest_fold(sched_hash(g, "{", 1), c, next, &inner), "}", 1);
+            if (inner == 0 && c->child)
+                continue; /* every member left out */
         }
+        h = g;
+        (*counted)++;
     }
     return h;
 }
 
 uint64_t kobj_pod_digest(const cJSON *o)
 {
-    return cJSON_IsObject(o) ? digest_fold(SCHED_HASH_INIT, o, AT_ROOT) : 0;
+    uint32_t counted;
+    return cJSON_IsObject(o) ? digest_fold(SCHED_HASH_INIT, o, AT_ROOT, &counted) : 0;
 }

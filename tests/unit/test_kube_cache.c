@@ -918,26 +918,35 @@ static void times_parse_and_format(void **state)
     "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ml\",\"uid\":\"u1\","         \
     "\"resourceVersion\":\"%d\",\"labels\":{\"app\":\"%s\"}},\"spec\":{\"schedulerName\":"         \
     "\"gangsched\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"                  \
-    "\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":"   \
-    "\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"%s\"}]}}"
+    "\"nvidia.com/gpu\":\"1\"}}}]}%s}"
+#define STATUS_SCHED(msg)                                                                          \
+    ",\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":"    \
+    "\"False\",\"reason\":\"Unschedulable\",\"message\":\"" msg "\"}]}"
 
 /* A pod event that changes only what every write changes (resourceVersion) or what this
- * scheduler writes on a waiting pod (its PodScheduled condition) is no reason for a cycle; a
- * label change is, as is a pod of a new uid under the same name. */
+ * scheduler writes on a waiting pod (its PodScheduled condition, the first one included) is no
+ * reason for a cycle; a label change is, as is a pod of a new uid under the same name. */
 static void pod_status_writes_are_no_change(void **state)
 {
     struct fx *f = *state;
     struct kcache_build kb;
     char buf[900];
-    snprintf(buf, sizeof(buf), POD_P1, 1, "a", "");
-    add_json(f->c, 1, buf);
+    snprintf(buf, sizeof(buf), POD_P1, 1, "a", ",\"status\":{\"phase\":\"Pending\"}");
+    add_json(f->c, 1, buf); /* as kube-apiserver creates it: no conditions */
     assert_true(kcache_dirty(f->c));
     build(f, &kb);
     assert_false(kcache_dirty(f->c));
-    snprintf(buf, sizeof(buf), POD_P1, 2, "a", "Unschedulable: 0/2 nodes");
+    snprintf(buf, sizeof(buf), POD_P1, 2, "a", STATUS_SCHED(""));
+    add_json(f->c, 1, buf); /* the first condition: status.conditions appears */
+    assert_false(kcache_dirty(f->c));
+    snprintf(buf, sizeof(buf), POD_P1, 3, "a", STATUS_SCHED("Unschedulable: 0/2 nodes"));
     add_json(f->c, 1, buf);
     assert_false(kcache_dirty(f->c));
-    snprintf(buf, sizeof(buf), POD_P1, 3, "b", "Unschedulable: 0/2 nodes");
+    snprintf(buf, sizeof(buf), POD_P1, 4, "a", ",\"status\":{\"phase\":\"Running\"}");
+    add_json(f->c, 1, buf); /* a status of its own */
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    snprintf(buf, sizeof(buf), POD_P1, 5, "b", STATUS_SCHED("Unschedulable: 0/2 nodes"));
     add_json(f->c, 1, buf);
     assert_true(kcache_dirty(f->c));
     build(f, &kb);
