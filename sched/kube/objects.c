@@ -560,6 +560,8 @@ static int pod_marks(const cJSON *labels, const cJSON *ann, struct kpod *p, stru
 
 static int pod_place(const cJSON *o, struct kpod *p);
 
+static uint64_t rules_hash(const struct pod_meta *m, bool prefs);
+
 int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb)
 {
@@ -596,7 +598,9 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     char bad[SCHED_ERRBUF] = ""; /* a constraint that cannot be read (objects_meta.c) */
     if (rc == 0 && (rc = kobj_pod_meta(o, p, eb)) == SCHED_EINVAL) {
         snprintf(bad, sizeof(bad), "%s", eb->msg);
-        p->meta->n_affinity = p->meta->n_anti = p->meta->n_ports = p->meta->n_spread = 0;
+        struct pod_meta *m = p->meta; /* its gang waits: no constraint is read, and none */
+        m->n_affinity = m->n_anti = m->n_ports = m->n_spread = 0; /* half read is kept */
+        m->n_pref_affinity = m->n_pref_anti = m->n_soft_spread = 0;
         rc = 0;
     }
     if (rc == 0 && p->ours && !p->node)
@@ -610,6 +614,9 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     }
     if (p->ours) /* only its own pods carry what this scheduler writes */
         p->digest = kobj_pod_digest(o);
+    if (p->ours) /* compared for each of its gang's members at every build */
+        for (int prefs = 0; prefs < 2; prefs++)
+            p->rules_h[prefs] = rules_hash(p->meta, prefs);
     *out = p;
     return 0;
 }
@@ -1010,9 +1017,14 @@ const struct pod_meta *kobj_set_meta(struct arena *a, const struct pod_meta *m, 
     return r;
 }
 
+static uint64_t pod_rules_hash(const struct kpod *p, bool prefs)
+{
+    return p->ours ? p->rules_h[prefs] : rules_hash(p->meta, prefs);
+}
+
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
 {
-    if (rules_hash(a->meta, prefs) != rules_hash(b->meta, prefs))
+    if (pod_rules_hash(a, prefs) != pod_rules_hash(b, prefs))
         return false;
     static const struct kpod_spec none;
     const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;

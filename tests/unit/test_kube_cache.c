@@ -1036,6 +1036,32 @@ static void pod_specs_are_decoded_on_arrival(void **state)
     assert_non_null(strstr(kb.waiting[0].message, "pod ml/bad-0: spec.tolerations[0].operator"));
 }
 
+/* A pod whose ScheduleAnyway spread cannot be read keeps no constraint at all, half read
+ * (before, its count of soft spreads stayed 1 with no array, and comparing two such members of
+ * one gang read through NULL): the gang waits with InvalidSpec naming the field. */
+static void unreadable_soft_spreads_are_dropped(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "soft", 2, "team-a");
+    char buf[1000];
+    for (int i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "soft-%d", i);
+        snprintf(buf, sizeof(buf), POD_MIX, name, "soft",
+                 "\"topologySpreadConstraints\":[{\"maxSkew\":0,\"topologyKey\":\"zone\","
+                 "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]");
+        add_json(f->c, 1, buf);
+    }
+    const struct kpod *p = kcache_pod(f->c, "ml/soft-1");
+    assert_non_null(p);
+    assert_int_equal(p->meta->n_soft_spread, 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "spec.topologySpreadConstraints[0].maxSkew"));
+}
+
 /* Preferred node affinity is part of a pod set's spec: two pods preferring one node share a
  * set, a third preferring another is a set of its own; a gang whose pods prefer five different
  * nodes (more ways than GANG_MAX_SETS sets hold) forms its sets without preferences, placed
@@ -1176,6 +1202,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_status_writes_are_no_change, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
+        cmocka_unit_test_setup_teardown(unreadable_soft_spreads_are_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_sets_keep_their_preferences, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
