@@ -5,7 +5,8 @@
  * nothing)); podAffinity and podAntiAffinity preferredDuringSchedulingIgnoredDuringExecution
  * (WeightedPodAffinityTerm {weight 1..100, podAffinityTerm}); topologySpreadConstraints with
  * whenUnsatisfiable ScheduleAnyway kept apart from DoNotSchedule ones; refusals that name the
- * field; pods of one set having equal preferences (kobj_same_spec). */
+ * field; pods of one set having equal preferences (kobj_same_spec); required pod (anti-)affinity,
+ * host ports and DoNotSchedule spreads as the inter-pod rules read them (pod_meta_is_decoded). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,126 @@ static void schedule_anyway_spreads_are_preferences(void **state)
     kobj_pod_free(p);
 }
 
+/* What inter-pod constraints read of a pod (objects_meta.c): labels, required pod affinity and
+ * anti-affinity terms as core/v1 writes them (matchLabels, matchExpressions, matchLabelKeys
+ * merged with the pod's own value, namespaces, namespaceSelector {}), host ports by protocol. A
+ * malformed term makes our pending pod's gang wait with its words; any other pod keeps its
+ * labels. */
+static void pod_meta_is_decoded(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"metadata\":{\"name\":\"w-0\",\"namespace\":\"ml\",\"labels\":{\"job\":\"j1\","
+        "\"app\":\"train\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"affinity\":{"
+        "\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+        "\"labelSelector\":{\"matchLabels\":{\"app\":\"train\"}},\"matchLabelKeys\":[\"job\","
+        "\"absent\"],\"topologyKey\":\"rack\"}]},\"podAntiAffinity\":{"
+        "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+        "\"matchExpressions\":[{\"key\":\"job\",\"operator\":\"NotIn\",\"values\":[\"j1\"]}]},"
+        "\"namespaceSelector\":{},\"topologyKey\":\"rack\"},{\"topologyKey\":\"h\"}]}},"
+        "\"containers\":[{\"name\":\"c\",\"ports\":[{\"containerPort\":80,\"hostPort\":8080},"
+        "{\"containerPort\":53,\"hostPort\":53,\"protocol\":\"UDP\"},{\"containerPort\":9}]}]}}";
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    struct kpod *p = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    const struct pod_meta *m = p->meta;
+    assert_non_null(m);
+    assert_string_equal(m->ns, "ml");
+    assert_int_equal(m->n_labels, 2);
+    assert_string_equal(podaff_label(m, "job"), "j1");
+    assert_int_equal(m->n_affinity, 1);
+    assert_string_equal(m->affinity[0].topology_key, "rack");
+    assert_int_equal(m->affinity[0].n_reqs, 2); /* app In (train), job In (j1); absent: ignored */
+    assert_true(podaff_selects(&m->affinity[0], "ml", m));
+    struct pod_meta other = *m;
+    static const struct kv j2[] = {{"app", "train"}, {"job", "j2"}};
+    other.labels = j2;
+    assert_false(podaff_selects(&m->affinity[0], "ml", &other)); /* another job's pods */
+    assert_int_equal(m->n_anti, 2);
+    assert_true(m->anti[0].all_namespaces);
+    assert_true(podaff_selects(&m->anti[0], "ml",
+                               &(struct pod_meta){.ns = "x", .labels = j2, .n_labels = 2}));
+    assert_true(m->anti[1].none); /* no labelSelector: selects no pod */
+    assert_int_equal(m->n_ports, 2);
+    assert_int_equal(m->ports[0], 6u << 16 | 8080); /* TCP first, then UDP */
+    assert_int_equal(m->ports[1], 7u << 16 | 53);
+    assert_null(p->spec->err);
+    assert_int_equal(m->n_spread, 0);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+
+    o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"s\",\"namespace\":\"ml\",\"labels\":{\"job\":"
+        "\"j1\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"topologySpreadConstraints\":"
+        "[{\"maxSkew\":2,\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+        "\"labelSelector\":{},\"matchLabelKeys\":[\"job\"],\"minDomains\":3,"
+        "\"nodeTaintsPolicy\":\"Honor\"},{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]}}");
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->meta->n_spread, 1); /* ScheduleAnyway: a preference, kept apart */
+    assert_int_equal(p->meta->n_soft_spread, 1);
+    const struct pod_spread *sp = &p->meta->spread[0];
+    assert_int_equal(sp->max_skew, 2);
+    assert_int_equal(sp->min_domains, 3);
+    assert_true(sp->taints_honor);
+    assert_false(sp->affinity_ignore);
+    assert_string_equal(sp->sel.topology_key, "zone");
+    assert_int_equal(sp->sel.n_reqs, 1); /* job In (j1), from matchLabelKeys */
+    assert_true(podaff_selects(&sp->sel, "ml", p->meta));
+    assert_false(podaff_selects(&sp->sel, "ml",
+                                &(struct pod_meta){.ns = "ml", .labels = j2, .n_labels = 2}));
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+
+#define BAD_POD(sched, node)                                                                       \
+    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"labels\":{\"a\":\"b\"}},\"spec\":{"      \
+    "\"schedulerName\":\"" sched "\"," node "\"affinity\":{\"podAntiAffinity\":{"                  \
+    "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"h\","                  \
+    "\"labelSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Gt\"}]}}]}}}}"
+    o = cJSON_Parse(BAD_POD("gangsched", ""));
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_non_null(p->spec->err);
+    assert_non_null(strstr(p->spec->err, "podAntiAffinity.requiredDuringSchedulingIgnoredDuring"
+                                         "Execution[0].labelSelector.matchExpressions[0]: needs a "
+                                         "key and an operator of In, NotIn, Exists, DoesNotExist"));
+    assert_null(strstr(p->spec->err, "Gt")); /* label selectors have four operators */
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+    /* node selectors have six: Gt passes there, an unknown one is refused naming all six */
+    for (int bad = 0; bad < 2; bad++) {
+        char js[512];
+        snprintf(js, sizeof(js),
+                 "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ml\"},\"spec\":{"
+                 "\"schedulerName\":\"gangsched\",\"affinity\":{\"nodeAffinity\":{"
+                 "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+                 "\"matchExpressions\":[{\"key\":\"gen\",\"operator\":\"%s\",\"values\":"
+                 "[\"3\"]}]}]}}}}}",
+                 bad ? "Above" : "Gt");
+        o = cJSON_Parse(js);
+        assert_non_null(o);
+        assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+        if (bad) {
+            assert_non_null(p->spec->err);
+            assert_non_null(strstr(p->spec->err, "pod ml/n: nodeSelectorTerms[0].matchExpressions"
+                                                 "[0]: needs a key and an operator of In, NotIn, "
+                                                 "Exists, DoesNotExist, Gt, Lt"));
+        } else {
+            assert_null(p->spec->err);
+            assert_int_equal(p->spec->n_affinity, 1);
+        }
+        kobj_pod_free(p);
+        cJSON_Delete(o);
+    }
+    o = cJSON_Parse(BAD_POD("default-scheduler", "\"nodeName\":\"n1\","));
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->meta->n_anti, 0);
+    assert_int_equal(p->meta->n_labels, 1);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +403,7 @@ int main(void)
         cmocka_unit_test(preferred_pod_terms_keep_their_weights),
         cmocka_unit_test(bad_preferred_terms_are_named),
         cmocka_unit_test(schedule_anyway_spreads_are_preferences),
+        cmocka_unit_test(pod_meta_is_decoded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
