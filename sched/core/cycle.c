@@ -1047,13 +1047,24 @@ static bool strict_queue(const struct cycle *cy, uint32_t q)
     return cy->cfg && cy->cfg->queues[q].ordering == CONFIG_STRICT_FIFO;
 }
 
+/* Whether the cycle's time budget is spent (snapshot.clock_ns), never before a gang was
+ * examined: each cycle decides something, and the next goes on from there. */
+static bool out_of_time(struct cycle *cy)
+{
+    const struct sched_snapshot *s = cy->snap;
+    if (!s->clock_ns || cy->out->n_examined == 0 || s->clock_ns() < s->deadline_ns)
+        return false;
+    cy->out->cut_short = true;
+    return true;
+}
+
 /* Passes 0 and 1; 0 or SCHED_ENOMEM. */
 static int cycle_run(struct cycle *cy)
 {
     /* Pass 0: every queue in fair-share order, admitting within nominal quota only. */
     const struct gang *g;
     uint32_t q;
-    while ((g = merge_take(cy, &q)) != NULL) {
+    while (!out_of_time(cy) && (g = merge_take(cy, &q)) != NULL) {
         cy->out->n_examined++;
         bool err = false;
         if (skip_class(cy, g, q, &err)) {
@@ -1083,7 +1094,7 @@ static int cycle_run(struct cycle *cy)
         merge_return(cy, q);
     }
     /* Pass 1: the gangs that need to borrow, in the same order. */
-    for (uint32_t i = 0; i < cy->n_deferred; i++) {
+    for (uint32_t i = 0; i < cy->n_deferred && !cy->out->cut_short && !out_of_time(cy); i++) {
         g = cy->deferred[i];
         q = g->queue;
         if (cy->blocked[q])

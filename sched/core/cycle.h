@@ -162,6 +162,13 @@ struct sched_snapshot {
      * of its node_state; the cycle changes it in place and leaves it to be restored by the next
      * cycle (a cache, not part of the decisions: with or without it they are the same). */
     struct place_base *base;
+    /* A time budget (the daemon's: its cycle must end before its Lease's renew deadline): once
+     * clock_ns() reaches deadline_ns the cycle tries no further gang (it tries one at least) and
+     * sets sched_result.cut_short; the gangs not reached get no verdict, the decisions made are
+     * those the whole cycle would have made first. NULL: none (the simulator, whose decisions
+     * must not depend on the machine's speed). Nanoseconds of the driver's monotonic clock. */
+    uint64_t (*clock_ns)(void);
+    uint64_t deadline_ns;
 };
 
 /* Where one pod goes. */
@@ -354,6 +361,8 @@ struct sched_result {
      * victim's minimum run time ends, a backfill promise passes. INT64_MAX: none known. Both
      * drivers run a cycle then (the simulator's FIN_WAKE, the daemon's kdrv_next_due). */
     int64_t wake_ms;
+    bool cut_short; /* the time budget ran out (snapshot.clock_ns): gangs were left untried, and
+                       the driver runs the next cycle at once */
 };
 
 /* Lowers *wake_ms to t when t is after now_ms (a time at which the cycle's outcome may change). */

@@ -254,6 +254,10 @@ bool kube_lease_leading(const struct kube_lease *l);
  * renewal was sent, even before the deadline timer ran (it steps down here then, calling the
  * callback). Ask it before any write only a leader may make (a cycle, a Binding). */
 bool kube_lease_check(struct kube_lease *l);
+/* While leading: the milliseconds left until the renew deadline (renew_s after the last
+ * successful renewal was sent), by the loop's clock updated now; 0 when not leading. A cycle
+ * that may keep the loop busy stops short of it (the renewal runs between cycles). */
+int64_t kube_lease_left_ms(struct kube_lease *l);
 /* spec.leaseTransitions of the Lease as last seen (after acquiring: this term's number; 0 when
  * this process created the Lease, so nobody led before). */
 int64_t kube_lease_transitions(const struct kube_lease *l);

@@ -4,8 +4,9 @@
  *   1. kcache_build: the snapshot (cluster, usage of every scheduler's pods, pending gangs with
  *      minMember pods present, running gangs);
  *   2. sched_cycle: decisions (pure), with each queue's fair-share history integrated up to now
- *      (driver_fair.c); the engine keeps the cycle's reservations (holds, hints, the promises
- *      of backfill on probation);
+ *      (driver_fair.c), within a time budget short of the Lease's renew deadline (cycle_budget:
+ *      the gangs not reached go to the next cycle, at once); the engine keeps the cycle's
+ *      reservations (holds, hints, the promises of backfill on probation);
  *   3. one store transaction: decisions that changed, preemption records, job rows, the bind
  *      intents of every placed pod and, when due, the fair-share history; committed with
  *      synchronous=FULL before any request is sent;
@@ -284,6 +285,22 @@ static void drop_joins_of_victims(struct kcycle *c)
     res->n_placements = kept;
 }
 
+/* The core's time budget: it stops short of the Lease's renew deadline by KDRV_BUDGET_MARGIN_MS
+ * and within --cycle-budget when given; none without either (the simulator has none). The gangs
+ * it leaves untried are tried by the next cycle, which runs at once (cycle_decide). */
+static void cycle_budget(struct kdrv *d, struct sched_snapshot *snap)
+{
+    int64_t left = INT64_MAX;
+    if (d->lease)
+        left = kube_lease_left_ms(d->lease) - KDRV_BUDGET_MARGIN_MS;
+    if (d->o->cycle_budget_ms > 0 && d->o->cycle_budget_ms < left)
+        left = d->o->cycle_budget_ms;
+    if (left == INT64_MAX)
+        return;
+    snap->clock_ns = uv_hrtime;
+    snap->deadline_ns = uv_hrtime() + (uint64_t)(left > 0 ? left : 0) * 1000000u;
+}
+
 /* The core's decisions (pure), then their record in one store transaction. */
 static int cycle_decide(struct kcycle *c)
 {
@@ -297,12 +314,22 @@ static int cycle_decide(struct kcycle *c)
         LOG_WARN(KDRV_MOD, "out of memory keeping the placement state: this cycle builds its own");
     if (crc == 0)
         crc = kdrv_fair_offer(d, &c->kb, c->cfg, c->now);
-    if (crc == 0)
+    if (crc == 0) {
+        cycle_budget(d, &c->kb.snap);
         crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
+    }
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
     if (crc != 0) {
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return -1;
+    }
+    if (c->res.cut_short) { /* the rest at the next cycle, at once */
+        d->force = true;
+        http_metric_add_value(d->m_cut, NULL, 1);
+        LOG_INFO(KDRV_MOD,
+                 "cycle cut short by its time budget: %u of %u pending gangs examined in %.0f ms, "
+                 "the rest at the next cycle",
+                 c->res.n_examined, c->kb.n_pending, (double)(uv_hrtime() - t0) / 1e6);
     }
     drop_joins_of_victims(c);
     /* the engine takes the reservations before the record: a placement on probation is
@@ -704,6 +731,10 @@ static int start_metrics(struct kdrv *d)
          "CPU time of the whole cycle on the event loop's thread (snapshot, lifecycle, core, "
          "records, the requests it starts)",
          HTTP_HISTOGRAM, NULL, &d->m_cycle_cpu},
+        {"gangsched_cycles_cut_short_total",
+         "Cycles whose core stopped at its time budget (short of the Lease's renew deadline, or "
+         "--cycle-budget), the gangs not reached left to the next cycle",
+         HTTP_COUNTER, NULL, &d->m_cut},
         {"gangsched_binds_total", "Pod bindings by result", HTTP_COUNTER, result, &d->m_binds},
         {"gangsched_gangs_bound_total", "Placed gangs by outcome of their binds", HTTP_COUNTER,
          outcome, &d->m_gangs},

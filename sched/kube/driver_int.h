@@ -52,6 +52,10 @@
 /* A cycle whose input could not be built, or that could not decide (out of memory), runs again
  * this much later (ms). */
 #define KDRV_RETRY_MS          1000
+/* A leader's core stops trying gangs this long before its Lease's renew deadline (ms): what
+ * follows the core in the cycle (records, statuses, the Bindings queued) and the renewal itself
+ * must fit in it, or the leader steps down and exits for a cycle that only ran long. */
+#define KDRV_BUDGET_MARGIN_MS  3000
 
 /* One pod bind in flight. */
 struct kbind {
@@ -163,8 +167,8 @@ struct kdrv {
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
     struct http_metrics *metrics;
-    struct http_metric *m_cycle, *m_cycle_cpu, *m_binds, *m_gangs, *m_api, *m_watch, *m_leader,
-        *m_pending, *m_evictions, *m_held;
+    struct http_metric *m_cycle, *m_cycle_cpu, *m_cut, *m_binds, *m_gangs, *m_api, *m_watch,
+        *m_leader, *m_pending, *m_evictions, *m_held;
     uint64_t api_seen[9]; /* the client's counters as last copied (update_client_metrics) */
     bool force; /* run the next cycle even if the cache did not change (operator action, reload) */
     /* the wall clock and CLOCK_BOOTTIME (ms) at the last kdrv_clock_check, read together

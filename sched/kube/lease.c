@@ -451,6 +451,14 @@ bool kube_lease_leading(const struct kube_lease *l)
     return l && l->leading;
 }
 
+int64_t kube_lease_left_ms(struct kube_lease *l)
+{
+    if (!l || l->dead || !l->leading)
+        return 0;
+    uint64_t now = now_ms(l), until = l->renewed_ms + renew_ms(l);
+    return now < until ? (int64_t)(until - now) : 0;
+}
+
 bool kube_lease_check(struct kube_lease *l)
 {
     if (!l || l->dead)

@@ -26,9 +26,11 @@ struct world {
     uint32_t n_hints;
     const struct sched_pod *bound; /* bound pods for the pod rules (sched_snapshot.bound_pods) */
     uint32_t n_bound;
-    bool plan_starts;   /* the cycle also plans expected starts */
-    bool no_shortcuts;  /* sched_snapshot.no_shortcuts */
-    bool every_verdict; /* sched_snapshot.verdict_every_gang */
+    bool plan_starts;           /* the cycle also plans expected starts */
+    bool no_shortcuts;          /* sched_snapshot.no_shortcuts */
+    bool every_verdict;         /* sched_snapshot.verdict_every_gang */
+    uint64_t (*clock_ns)(void); /* sched_snapshot.clock_ns, deadline_ns: a time budget */
+    uint64_t deadline_ns;
 };
 
 static inline struct world *world_new(const char *spec)
@@ -132,7 +134,9 @@ static inline const struct sched_result *cycle(struct world *w, const char *poli
                                   .n_bound_pods = w->n_bound,
                                   .plan_starts = w->plan_starts,
                                   .no_shortcuts = w->no_shortcuts,
-                                  .verdict_every_gang = w->every_verdict};
+                                  .verdict_every_gang = w->every_verdict,
+                                  .clock_ns = w->clock_ns,
+                                  .deadline_ns = w->deadline_ns};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;

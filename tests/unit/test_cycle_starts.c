@@ -3,7 +3,8 @@
  * backfill by estimated run time, quota waits that reserve nothing (borrowing) or hold their
  * queue, and the expected start of every waiting gang: estimates, estimates computed on demand
  * and bounded, and the start planner against a reference that walks every node from now for
- * each gang (200 seeded random clusters). The cycle's other decisions: test_cycle.c.
+ * each gang (200 seeded random clusters); a time budget cutting a cycle short. The cycle's other
+ * decisions: test_cycle.c.
  */
 // clang-format off
 #include <stdarg.h>
@@ -774,12 +775,57 @@ static void test_start_estimates_match_reference(void **unused)
     }
 }
 
+/* A cycle with a time budget (the daemon's, short of its Lease's renew deadline) stops trying
+ * gangs once its clock passes the deadline, after one gang at least: what it decided is the
+ * start of what the whole cycle decides, the gangs it did not reach get no verdict, and the
+ * result says it was cut short. Each reading of this clock advances it by one. */
+static uint64_t ticks;
+static uint64_t tick_clock(void)
+{
+    return ++ticks;
+}
+
+static void test_time_budget_cuts_the_cycle_short(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct gang *g[5];
+    for (int i = 0; i < 5; i++)
+        g[i] = add_gang(w, 1, 2, i);
+    const struct sched_result *r = cycle(w, "gangsched", 10);
+    assert_false(r->cut_short);
+    assert_int_equal(r->n_placements, 5);
+    struct sched_placement whole[5];
+    memcpy(whole, r->placements, sizeof(whole));
+    w->clock_ns = tick_clock;
+    w->deadline_ns = 3; /* read before the 2nd, 3rd and 4th gangs: the 4th is not tried */
+    ticks = 0;
+    r = cycle(w, "gangsched", 10);
+    assert_true(r->cut_short);
+    assert_int_equal(r->n_placements, 3);
+    assert_int_equal(r->n_verdicts, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_ptr_equal(r->placements[i].gang, whole[i].gang);
+        assert_int_equal(r->placements[i].pods[0].node, whole[i].pods[0].node);
+        assert_int_equal(r->placements[i].pods[0].gpu_mask, whole[i].pods[0].gpu_mask);
+    }
+    assert_null(placement_of(r, g[3]));
+    assert_null(verdict_of(r, g[4]));
+    w->deadline_ns = 0; /* spent before the cycle began: one gang still */
+    r = cycle(w, "gangsched", 10);
+    assert_true(r->cut_short);
+    assert_int_equal(r->n_placements, 1);
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard_engages_on_quota_wait),
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
+        cmocka_unit_test(test_time_budget_cuts_the_cycle_short),
         cmocka_unit_test(test_start_estimate_of_members_waiting_for_a_checkpoint),
         cmocka_unit_test(test_members_ask_for_a_checkpoint),
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
