@@ -1058,6 +1058,19 @@ static bool out_of_time(struct cycle *cy)
     return true;
 }
 
+/* Whether g is passed over untried (snapshot.pass_over); it blocks its queue as a gang that
+ * waits does, and *stop says a strict-FIFO cycle ends there. */
+static bool passed_over(struct cycle *cy, const struct gang *g, bool *stop)
+{
+    const struct sched_snapshot *s = cy->snap;
+    if (!s->pass_over || g->id >= s->n_pass_over || !s->pass_over[g->id])
+        return false;
+    *stop = cy->pol->strict_fifo;
+    if (strict_queue(cy, g->queue))
+        cy->blocked[g->queue] = true;
+    return true;
+}
+
 /* Passes 0 and 1; 0 or SCHED_ENOMEM. */
 static int cycle_run(struct cycle *cy)
 {
@@ -1065,6 +1078,13 @@ static int cycle_run(struct cycle *cy)
     const struct gang *g;
     uint32_t q;
     while (!out_of_time(cy) && (g = merge_take(cy, &q)) != NULL) {
+        bool stop = false;
+        if (passed_over(cy, g, &stop)) {
+            if (stop)
+                return 0;
+            merge_return(cy, q);
+            continue;
+        }
         cy->out->n_examined++;
         bool err = false;
         if (skip_class(cy, g, q, &err)) {
@@ -1097,7 +1117,7 @@ static int cycle_run(struct cycle *cy)
     for (uint32_t i = 0; i < cy->n_deferred && !cy->out->cut_short && !out_of_time(cy); i++) {
         g = cy->deferred[i];
         q = g->queue;
-        if (cy->blocked[q])
+        if (cy->blocked[q]) /* a gang passed over was never deferred */
             continue;
         enum sched_why why = SCHED_WHY_PLACED;
         enum attempt a = try_gang(cy, q, g, 1, &why);
@@ -1115,58 +1135,6 @@ static int cycle_run(struct cycle *cy)
     return 0;
 }
 
-/* Evictions the start planner does not foresee (it counts GPUs that free as gangs end): a gang
- * within its queue's nominal quota whose reclaim waits for starvation.after (the borrowers'
- * gangs are past reclaim's bound) starts then at the latest, and so does a gang whose
- * preemption plan pays once it has waited longer (preempt_at_ms): its victims are evicted at
- * that time. Few such gangs: a scan each. */
-static void eta_evictions(const struct sched_snapshot *snap, struct sched_result *out)
-{
-    for (uint32_t v = 0; v < out->n_verdicts; v++) {
-        const struct sched_verdict *vd = &out->verdicts[v];
-        int64_t at = INT64_MAX;
-        if (vd->reclaim_after_ms > 0)
-            at = vd->gang->submit_ms + vd->reclaim_after_ms;
-        if (vd->preempt_at_ms > 0 && vd->preempt_at_ms < at)
-            at = vd->preempt_at_ms;
-        if (at == INT64_MAX)
-            continue;
-        at = at > snap->now_ms ? at : snap->now_ms;
-        for (uint32_t e = 0; e < out->n_etas; e++) {
-            struct sched_eta *x = &out->etas[e];
-            if (x->gang->id == vd->gang->id && (x->kind != SCHED_ETA_AT || x->start_ms > at)) {
-                x->kind = SCHED_ETA_AT;
-                x->start_ms = at;
-            }
-        }
-    }
-}
-
-static int cmp_id(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The ids of the gangs the pod rules refused nodes (verdict.by_pod_rules), ascending, for the
- * start planner. */
-static int refused_ids(struct cycle *cy, struct eta_env *env)
-{
-    const struct sched_result *out = cy->out;
-    uint32_t n = 0, *ids = NULL;
-    for (uint32_t v = 0; v < out->n_verdicts; v++)
-        if (out->verdicts[v].by_pod_rules) {
-            if (!ids && !(ids = arena_alloc(cy->arena, out->n_verdicts * sizeof(*ids))))
-                return SCHED_ENOMEM;
-            ids[n++] = out->verdicts[v].gang->id;
-        }
-    if (n > 1)
-        qsort(ids, n, sizeof(*ids), cmp_id);
-    env->refused = ids;
-    env->n_refused = n;
-    return 0;
-}
-
 static int cycle_all(struct cycle *cy, const struct sched_snapshot *snap, struct arena *arena,
                      struct sched_result *out)
 {
@@ -1176,12 +1144,7 @@ static int cycle_all(struct cycle *cy, const struct sched_snapshot *snap, struct
     if (!snap->plan_starts)
         return 0;
     struct eta_env env = {.snap = snap, .st = &cy->st, .out = out, .arena = arena};
-    if (refused_ids(cy, &env) != 0)
-        return SCHED_ENOMEM;
-    int rc = eta_plan(&env, cy->waiting, cy->n_waiting);
-    if (rc == 0)
-        eta_evictions(snap, out);
-    return rc;
+    return eta_plan(&env, cy->waiting, cy->n_waiting);
 }
 
 int sched_cycle(const struct sched_snapshot *snap, struct arena *arena, struct sched_result *out)

@@ -169,6 +169,12 @@ struct sched_snapshot {
      * must not depend on the machine's speed). Nanoseconds of the driver's monotonic clock. */
     uint64_t (*clock_ns)(void);
     uint64_t deadline_ns;
+    /* [n_pass_over], by gang id, or NULL: gangs this cycle passes over untried, without a
+     * verdict (the daemon's: those that failed in the cut-short cycles just before, until a
+     * cycle ends uncut, so that each cut cycle reaches gangs not tried yet). A gang passed over
+     * still stops what a gang that waits stops: a StrictFIFO queue, a strict-FIFO cycle. */
+    const bool *pass_over;
+    uint32_t n_pass_over;
 };
 
 /* Where one pod goes. */

@@ -568,7 +568,59 @@ static bool refused(const struct eta_env *env, uint32_t id)
     return false;
 }
 
-int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n)
+/* Evictions the start planner does not foresee (it counts GPUs that free as gangs end): a gang
+ * within its queue's nominal quota whose reclaim waits for starvation.after (the borrowers'
+ * gangs are past reclaim's bound) starts then at the latest, and so does a gang whose
+ * preemption plan pays once it has waited longer (preempt_at_ms): its victims are evicted at
+ * that time. Few such gangs: a scan each. */
+static void eta_evictions(const struct sched_snapshot *snap, struct sched_result *out)
+{
+    for (uint32_t v = 0; v < out->n_verdicts; v++) {
+        const struct sched_verdict *vd = &out->verdicts[v];
+        int64_t at = INT64_MAX;
+        if (vd->reclaim_after_ms > 0)
+            at = vd->gang->submit_ms + vd->reclaim_after_ms;
+        if (vd->preempt_at_ms > 0 && vd->preempt_at_ms < at)
+            at = vd->preempt_at_ms;
+        if (at == INT64_MAX)
+            continue;
+        at = at > snap->now_ms ? at : snap->now_ms;
+        for (uint32_t e = 0; e < out->n_etas; e++) {
+            struct sched_eta *x = &out->etas[e];
+            if (x->gang->id == vd->gang->id && (x->kind != SCHED_ETA_AT || x->start_ms > at)) {
+                x->kind = SCHED_ETA_AT;
+                x->start_ms = at;
+            }
+        }
+    }
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ids of the gangs the pod rules refused nodes (verdict.by_pod_rules), ascending, for the
+ * start planner. */
+static int refused_ids(struct eta_env *env)
+{
+    const struct sched_result *out = env->out;
+    uint32_t n = 0, *ids = NULL;
+    for (uint32_t v = 0; v < out->n_verdicts; v++)
+        if (out->verdicts[v].by_pod_rules) {
+            if (!ids && !(ids = arena_alloc(env->arena, out->n_verdicts * sizeof(*ids))))
+                return SCHED_ENOMEM;
+            ids[n++] = out->verdicts[v].gang->id;
+        }
+    if (n > 1)
+        qsort(ids, n, sizeof(*ids), cmp_id);
+    env->refused = ids;
+    env->n_refused = n;
+    return 0;
+}
+
+int eta_plan(struct eta_env *env, const struct eta_item *waiting, uint32_t n)
 {
     struct sched_result *out = env->out;
     out->n_etas = 0;
@@ -577,6 +629,8 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
         return SCHED_ENOMEM;
     if (n == 0)
         return 0; /* nothing waits: no plan (its set-up costs the cluster's size) */
+    if (refused_ids(env) != 0)
+        return SCHED_ENOMEM;
     uint32_t nn = env->snap->cluster->n_nodes;
     uint32_t cap_rel = nn + env->snap->n_releases, cap_take = 0;
     for (uint32_t k = 0; k < out->n_placements; k++)
@@ -619,6 +673,7 @@ int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t
         if (e->kind != SCHED_ETA_BEHIND)
             planned++;
     }
+    eta_evictions(env->snap, out);
     return 0;
 }
 

@@ -63,8 +63,8 @@ struct eta_env {
     const struct place_state *st; /* the cycle's state after its placements and holds */
     struct sched_result *out;     /* placements read, etas written */
     struct arena *arena;
-    /* ids of the gangs the pod rules refused nodes this cycle (verdict.by_pod_rules), ascending:
-     * no estimate for them (SCHED_ETA_PODS) */
+    /* filled by eta_plan from out's verdicts: ids of the gangs the pod rules refused nodes this
+     * cycle (verdict.by_pod_rules), ascending: no estimate for them (SCHED_ETA_PODS) */
     const uint32_t *refused;
     uint32_t n_refused;
 };
@@ -72,8 +72,10 @@ struct eta_env {
 /* Expected run time of g: its declared maximum, else the snapshot's estimate, 0 = unknown. */
 int64_t eta_runtime(const struct sched_snapshot *snap, const struct gang *g);
 
-/* Fills env->out->etas for the n waiting gangs, in order. 0 or SCHED_ENOMEM. */
-int eta_plan(const struct eta_env *env, const struct eta_item *waiting, uint32_t n);
+/* Fills env->out->etas for the n waiting gangs, in order, then moves earlier the starts of
+ * gangs whose reclaim or preemption is due at a known time (their verdicts' reclaim_after_ms,
+ * preempt_at_ms). 0 or SCHED_ENOMEM. */
+int eta_plan(struct eta_env *env, const struct eta_item *waiting, uint32_t n);
 
 /* "in 2h05m", "no estimate: waiting for quota", "no estimate: behind 300 gangs", ... into buf. */
 int eta_format(const struct sched_eta *e, int64_t now_ms, char *buf, size_t n);

@@ -4,9 +4,9 @@
  *   1. kcache_build: the snapshot (cluster, usage of every scheduler's pods, pending gangs with
  *      minMember pods present, running gangs);
  *   2. sched_cycle: decisions (pure), with each queue's fair-share history integrated up to now
- *      (driver_fair.c), within a time budget short of the Lease's renew deadline (cycle_budget:
- *      the gangs not reached go to the next cycle, at once); the engine keeps the cycle's
- *      reservations (holds, hints, the promises of backfill on probation);
+ *      (driver_fair.c), within a time budget short of the Lease's renew deadline
+ *      (driver_budget.c: the gangs not reached go to the next cycle, at once); the engine keeps the
+ * cycle's reservations (holds, hints, the promises of backfill on probation);
  *   3. one store transaction: decisions that changed, preemption records, job rows, the bind
  *      intents of every placed pod and, when due, the fair-share history; committed with
  *      synchronous=FULL before any request is sent;
@@ -24,11 +24,11 @@
  * conditions; driver_life.c deletes, evictions and the lifecycle step (rules: the engine);
  * driver_eng.c the engine's ids and node effects;
  * driver_record.c jobs, the ledger and the cycle's record; driver_ops.c operator actions and
- * holds; driver_fair.c the fair-share history; driver_promise.c backfill promises across
- * restarts. The Event on a PodGroup refused for a name another API's PodGroup owns is posted from
- * the cycle (on_refused). driver_int.h holds struct kdrv and what one file
- * calls in another. This file sends no request itself and writes to the store only the
- * configuration of a reload: it orders the phases the others carry out.
+ * holds; driver_fair.c the fair-share history; driver_budget.c the cycle's time budget;
+ * driver_promise.c backfill promises across restarts. The Event on a PodGroup refused for a name
+ * another API's PodGroup owns is posted from the cycle (on_refused). driver_int.h holds struct kdrv
+ * and what one file calls in another. This file sends no request itself and writes to the store
+ * only the configuration of a reload: it orders the phases the others carry out.
  *
  * Recovery (first cycle after becoming leader): open intents of a previous process are resolved
  * against the API's view: a gang whose pods are all on their intended nodes is recorded bound;
@@ -285,22 +285,6 @@ static void drop_joins_of_victims(struct kcycle *c)
     res->n_placements = kept;
 }
 
-/* The core's time budget: it stops short of the Lease's renew deadline by KDRV_BUDGET_MARGIN_MS
- * and within --cycle-budget when given; none without either (the simulator has none). The gangs
- * it leaves untried are tried by the next cycle, which runs at once (cycle_decide). */
-static void cycle_budget(struct kdrv *d, struct sched_snapshot *snap)
-{
-    int64_t left = INT64_MAX;
-    if (d->lease)
-        left = kube_lease_left_ms(d->lease) - KDRV_BUDGET_MARGIN_MS;
-    if (d->o->cycle_budget_ms > 0 && d->o->cycle_budget_ms < left)
-        left = d->o->cycle_budget_ms;
-    if (left == INT64_MAX)
-        return;
-    snap->clock_ns = uv_hrtime;
-    snap->deadline_ns = uv_hrtime() + (uint64_t)(left > 0 ? left : 0) * 1000000u;
-}
-
 /* The core's decisions (pure), then their record in one store transaction. */
 static int cycle_decide(struct kcycle *c)
 {
@@ -315,7 +299,8 @@ static int cycle_decide(struct kcycle *c)
     if (crc == 0)
         crc = kdrv_fair_offer(d, &c->kb, c->cfg, c->now);
     if (crc == 0) {
-        cycle_budget(d, &c->kb.snap);
+        kdrv_budget(d, &c->kb.snap);
+        kdrv_pass_over(&d->passed, &c->kb, &d->arena);
         crc = sched_cycle(&c->kb.snap, &d->arena, &c->res);
     }
     http_metric_observe(d->m_cycle, NULL, (double)(uv_hrtime() - t0) / 1e9);
@@ -323,6 +308,7 @@ static int cycle_decide(struct kcycle *c)
         LOG_ERROR(KDRV_MOD, "out of memory in the scheduling cycle");
         return -1;
     }
+    kdrv_chain(&d->passed, &c->kb, &c->res);
     if (c->res.cut_short) { /* the rest at the next cycle, at once */
         d->force = true;
         http_metric_add_value(d->m_cut, NULL, 1);
@@ -1040,6 +1026,7 @@ static void kdrv_shutdown(struct kdrv *d)
         kdrv_kjob_free(v);
     strmap_fini(&d->jobs);
     strmap_fini(&d->held);
+    strmap_fini(&d->passed);
     strmap_fini(&d->joining);
     kdrv_shrink_fini(d);
     kdrv_evictions_fini(d);

@@ -163,6 +163,9 @@ struct kdrv {
                                   a later cycle (driver_life.c) */
     bool jobs_synced;          /* the jobs and the ledger were reconciled with the cluster */
     struct strmap held;        /* queue name -> (void *)1: held or draining (operator actions) */
+    struct strmap passed;      /* gang key -> (void *)1: tried and not placed by the cut-short
+                                  cycles just before, passed over until a cycle ends uncut
+                                  (driver_budget.c) */
     /* HTTP API and metrics */
     struct http_server *http;
     struct http_follow *follow; /* while standby with --follow */
@@ -672,6 +675,17 @@ void kdrv_est_fini(struct kdrv *d);
 /* Before the core: the fair-share history (restored from the store at the first cycle with it
  * open) integrated up to now, offered as kb->snap.hist_share. 0 or SCHED_ENOMEM. */
 int kdrv_fair_offer(struct kdrv *d, struct kcache_build *kb, const struct config *cfg, int64_t now);
+
+/* ---- the cycle's time budget (driver_budget.c) ---- */
+/* The core's deadline in snap: KDRV_BUDGET_MARGIN_MS short of the Lease's renew deadline, and
+ * within --cycle-budget; none without either. */
+void kdrv_budget(struct kdrv *d, struct sched_snapshot *snap);
+/* kb->snap.pass_over from the keys in passed (none when it is empty), in a's memory. */
+void kdrv_pass_over(const struct strmap *passed, struct kcache_build *kb, struct arena *a);
+/* After the core: a cut-short result adds the gangs it tried and could not place (not those
+ * that hold a reservation) to passed; an uncut one empties it. */
+void kdrv_chain(struct strmap *passed, const struct kcache_build *kb,
+                const struct sched_result *res);
 /* In the cycle's transaction, after the core: the share of the usage the decisions leave (held
  * until the next cycle), and the history's rows written when due. */
 int kdrv_fair_record(struct kdrv *d, const struct kcache_build *kb, const struct sched_result *res,

@@ -5,13 +5,16 @@
  * Owns: parsing each input as JSON (as a watch event's object or a list item would be), feeding
  * it to the cache as a node, a pod, every kind of PodGroup (scheduler-plugins, Volcano,
  * scheduling.k8s.io PodGroup and Workload), a ResourceSlice, a ResourceClaim and a Namespace,
- * building a cycle's input and running the core on it, then deleting everything again. Checks
+ * and, for a pod, its twin (the same object under another name and uid: two members of one
+ * gang when it names a group, whose pod sets the build compares), building a cycle's input and
+ * running the core on it, then deleting everything again. Checks
  * the decoders' promises: a refused object leaves nothing behind, an accepted one has its key
  * and sane numbers, and the cache never offers a gang below its minMember. Violations abort, so
  * the fuzzer reports them.
  * An input that is a watch event ({"type":..., "object":...}) is unwrapped first.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +37,24 @@ static const char cfg_yaml[] = "apiVersion: gangsched.io/v1alpha1\n"
                                "kind: SchedulerConfig\n"
                                "queues:\n"
                                "  - name: default\n";
+
+/* obj under metadata.name + "-twin" and uid "twin", or NULL when it has no string name. */
+static cJSON *twin_of(const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    if (!cJSON_IsString(name) || strlen(name->valuestring) > 200)
+        return NULL;
+    cJSON *twin = cJSON_Duplicate(obj, 1);
+    check(twin != NULL);
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(twin, "metadata");
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s-twin", name->valuestring);
+    cJSON_DeleteItemFromObjectCaseSensitive(m, "name");
+    cJSON_DeleteItemFromObjectCaseSensitive(m, "uid");
+    check(cJSON_AddStringToObject(m, "name", buf) && cJSON_AddStringToObject(m, "uid", "twin"));
+    return twin;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -69,6 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(c != NULL);
     check(kcache_node_event(c, obj, false) == 0);
     check(kcache_pod_event(c, obj, false) == 0);
+    cJSON *twin = twin_of(obj);
+    check(!twin || kcache_pod_event(c, twin, false) == 0);
     check(kcache_pg_event(c, obj, KPG_XK8S, false) == 0);
     check(kcache_pg_event(c, obj, KPG_VOLCANO, false) == 0);
     /* Kubernetes' own groups and DRA objects (issue 17) */
@@ -93,6 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(sched_cycle(&kb.snap, &a, &res) == 0);
     }
     check(kcache_pod_event(c, obj, true) == 0);
+    check(!twin || kcache_pod_event(c, twin, true) == 0);
+    cJSON_Delete(twin);
     check(kcache_node_event(c, obj, true) == 0);
     check(kcache_pg_event(c, obj, KPG_XK8S, true) == 0);
     check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, true) == 0);

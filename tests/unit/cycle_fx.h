@@ -31,6 +31,7 @@ struct world {
     bool every_verdict;         /* sched_snapshot.verdict_every_gang */
     uint64_t (*clock_ns)(void); /* sched_snapshot.clock_ns, deadline_ns: a time budget */
     uint64_t deadline_ns;
+    const bool *pass_over; /* sched_snapshot.pass_over, by gang id [n_gangs] */
 };
 
 static inline struct world *world_new(const char *spec)
@@ -136,7 +137,9 @@ static inline const struct sched_result *cycle(struct world *w, const char *poli
                                   .no_shortcuts = w->no_shortcuts,
                                   .verdict_every_gang = w->every_verdict,
                                   .clock_ns = w->clock_ns,
-                                  .deadline_ns = w->deadline_ns};
+                                  .deadline_ns = w->deadline_ns,
+                                  .pass_over = w->pass_over,
+                                  .n_pass_over = w->pass_over ? w->n_gangs : 0};
     arena_reset(&w->arena);
     assert_int_equal(sched_cycle(&snap, &w->arena, &w->res), 0);
     return &w->res;

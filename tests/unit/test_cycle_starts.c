@@ -3,8 +3,8 @@
  * backfill by estimated run time, quota waits that reserve nothing (borrowing) or hold their
  * queue, and the expected start of every waiting gang: estimates, estimates computed on demand
  * and bounded, and the start planner against a reference that walks every node from now for
- * each gang (200 seeded random clusters); a time budget cutting a cycle short. The cycle's other
- * decisions: test_cycle.c.
+ * each gang (200 seeded random clusters); a time budget cutting a cycle short, and the gangs
+ * passed over after it. The cycle's other decisions: test_cycle.c.
  */
 // clang-format off
 #include <stdarg.h>
@@ -819,6 +819,36 @@ static void test_time_budget_cuts_the_cycle_short(void **unused)
     world_free(w);
 }
 
+/* The cycles after a cut-short one pass over the gangs it tried and could not place: untried,
+ * without a verdict, so the gangs behind them are reached; one passed over still stops a
+ * strict-FIFO cycle as a gang that waits does. */
+static void test_passed_over_gangs_are_not_tried(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:2");
+    struct gang *big = add_gang(w, 4, 8, 0); /* 32 GPUs of 16: it waits */
+    struct gang *small[3];
+    for (int i = 0; i < 3; i++)
+        small[i] = add_gang(w, 1, 2, 1 + i);
+    bool pass[4] = {false, true, false, false}; /* small[0], by id */
+    w->pass_over = pass;
+    const struct sched_result *r = cycle(w, "gangsched", 10);
+    assert_false(r->cut_short);
+    assert_null(placement_of(r, small[0]));
+    assert_null(verdict_of(r, small[0]));
+    assert_non_null(placement_of(r, small[1]));
+    assert_non_null(placement_of(r, small[2]));
+    assert_non_null(verdict_of(r, big)); /* tried: not passed over */
+    assert_int_equal(r->n_examined, 3);
+    pass[1] = false;
+    pass[0] = true; /* the head of a strict-FIFO cycle, passed over: nothing passes it */
+    r = cycle(w, "fifo", 10);
+    assert_int_equal(r->n_placements, 0);
+    assert_null(verdict_of(r, big));
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -826,6 +856,7 @@ int main(void)
         cmocka_unit_test(test_reservation_earliest_and_estimated_backfill),
         cmocka_unit_test(test_start_estimates),
         cmocka_unit_test(test_time_budget_cuts_the_cycle_short),
+        cmocka_unit_test(test_passed_over_gangs_are_not_tried),
         cmocka_unit_test(test_start_estimate_of_members_waiting_for_a_checkpoint),
         cmocka_unit_test(test_members_ask_for_a_checkpoint),
         cmocka_unit_test(test_start_estimates_on_demand_and_bounded),
