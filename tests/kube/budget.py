@@ -23,7 +23,12 @@ kind: SchedulerConfig
 queues:
   - name: q
 """
-NODES, PODS = 125, 1000
+# A measurement at scale (not in the test suite): BUDGET_NODES, BUDGET_PODS and BUDGET_FLAG
+# ("" = no --cycle-budget: only the Lease's bound) change the scenario, BUDGET_WAIT_S its wait.
+NODES = int(os.environ.get("BUDGET_NODES", 125))
+PODS = int(os.environ.get("BUDGET_PODS", 1000))
+FLAG = os.environ.get("BUDGET_FLAG", "1ms")
+WAIT_S = float(os.environ.get("BUDGET_WAIT_S", 120))
 
 
 def one_pod(i):
@@ -55,13 +60,13 @@ def main():
         c.post("/api/v1/namespaces/default/pods", one_pod(i))
     t0 = time.time()
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "gangsched.db"),
-                  ["--cycle-budget", "1ms"])
+                  ["--cycle-budget", FLAG] if FLAG else [])
     check("the scheduler leads", wait_for(s.leading, 20))
 
     def placed():
         items = c.get("/api/v1/namespaces/default/pods")[1]["items"]
         return [p["spec"]["nodeName"] for p in items if p["spec"].get("nodeName")]
-    done = wait_for(lambda: len(placed()) == PODS, 120, 0.5)
+    done = wait_for(lambda: len(placed()) == PODS, WAIT_S, 0.5)
     nodes = placed()
     print("%d of %d pods bound in %.1f s" % (len(nodes), PODS, time.time() - t0))
     check("every pod is bound", done, "%d of %d" % (len(nodes), PODS))

@@ -925,7 +925,7 @@ static void unreadable_soft_spreads_are_dropped(void **state)
     pg(f->c, "soft", 2, "team-a");
     char buf[1000];
     for (int i = 0; i < 2; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof(name), "soft-%d", i);
         snprintf(buf, sizeof(buf), POD_MIX, name, "soft",
                  "\"topologySpreadConstraints\":[{\"maxSkew\":0,\"topologyKey\":\"zone\","
