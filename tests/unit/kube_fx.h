@@ -1,6 +1,6 @@
 /* tests/unit/kube_fx.h: API objects fed to the daemon's cache, shared by the unit tests of the
  * daemon's driver (test_kube_engine.c, test_kube_est.c, test_kube_fair.c, test_kube_ckpt.c,
- * test_kube_native.c). Include after cmocka.h
+ * test_kube_native.c, test_kube_budget.c). Include after cmocka.h
  * and sched/kube/driver_int.h. */
 #ifndef TESTS_UNIT_KUBE_FX_H
 #define TESTS_UNIT_KUBE_FX_H
@@ -55,11 +55,11 @@ static inline void fx_node(struct kcache *c, const char *name)
     fx_add(c, 0, buf);
 }
 
-/* A gang of one (pod ml/name, 8 GPUs) in queue q, bound to node_name ("" = pending); a bound
- * one with a startTime when `started`; ann: its metadata.annotations as JSON members
+/* A gang of one (pod ml/name, `gpus` GPUs) in queue q, bound to node_name ("" = pending); a
+ * bound one with a startTime when `started`; ann: its metadata.annotations as JSON members
  * ("\"k\":\"v\"", or ""). */
-static inline void fx_pod_ann(struct kcache *c, const char *name, const char *node_name,
-                              bool started, const char *ann)
+static inline void fx_pod_gpus(struct kcache *c, const char *name, const char *node_name,
+                               bool started, const char *ann, int gpus)
 {
     char buf[1200];
     snprintf(buf, sizeof(buf),
@@ -67,10 +67,17 @@ static inline void fx_pod_ann(struct kcache *c, const char *name, const char *no
              "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{%s},\"labels\":{"
              "\"gangsched.io/queue\":\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\","
              "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
-             "\"nvidia.com/gpu\":\"8\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
-             name, name, ann, node_name, *node_name ? "Running" : "Pending",
+             "\"nvidia.com/gpu\":\"%d\"}}}]},\"status\":{\"phase\":\"%s\"%s}}",
+             name, name, ann, node_name, gpus, *node_name ? "Running" : "Pending",
              started && *node_name ? ",\"startTime\":\"2026-01-01T00:00:00Z\"" : "");
     fx_add(c, 1, buf);
+}
+
+/* The same with 8 GPUs. */
+static inline void fx_pod_ann(struct kcache *c, const char *name, const char *node_name,
+                              bool started, const char *ann)
+{
+    fx_pod_gpus(c, name, node_name, started, ann, 8);
 }
 
 static inline void fx_pod(struct kcache *c, const char *name, const char *node_name, bool started)

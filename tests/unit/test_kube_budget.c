@@ -30,20 +30,6 @@ static uint64_t tick_clock(void)
     return ++ticks;
 }
 
-/* A pending gang of one: pod ml/name asking for `gpus` GPUs in queue q. */
-static void pending(struct kcache *c, const char *name, int gpus)
-{
-    char buf[800];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\","
-             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{\"gangsched.io/queue\":"
-             "\"q\"}},\"spec\":{\"schedulerName\":\"gangsched\",\"containers\":[{\"name\":\"c\","
-             "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]},\"status\":{\"phase\":"
-             "\"Pending\"}}",
-             name, name, gpus);
-    fx_add(c, 1, buf);
-}
-
 /* One cycle on f's cache: the gangs passed over, the core with a budget of `deadline` clock
  * readings (0: none), then the chain noted. */
 static const struct sched_result *cycle(struct fx *f, struct strmap *passed, uint64_t deadline,
@@ -76,9 +62,9 @@ static void cut_cycles_pass_over_what_they_tried(void **state)
     assert_int_equal(kdrv_eng_init(&f.d), 0);
     fx_node(f.d.cache, "n1");
     fx_node(f.d.cache, "n2");
-    pending(f.d.cache, "a", 16); /* no node has 16 GPUs: tried, never placed */
-    pending(f.d.cache, "b", 8);
-    pending(f.d.cache, "c", 8);
+    fx_pod_gpus(f.d.cache, "a", "", false, "", 16); /* no node has 16 GPUs: tried, never placed */
+    fx_pod(f.d.cache, "b", "", false);
+    fx_pod(f.d.cache, "c", "", false);
     struct strmap passed = {0};
     struct sched_result res;
 
