@@ -16,7 +16,7 @@
  * while the capacity is there, when a run time it depends on is unknown, when it never fits, or
  * when it is behind the first ETA_MAX_PLANNED gangs of the cycle or the planner's work budget
  * (ETA_MAX_STEPS) ran out before it (then `ahead` says how many gangs were planned before it).
- * After the plan, sched_cycle (eta_evictions) moves the expected start of a gang whose reclaim
+ * After the plan, eta_plan (eta_evictions) moves the expected start of a gang whose reclaim
  * waits for starvation.after (sched_verdict.reclaim_after_ms), or whose priority preemption
  * pays once it has waited longer (sched_verdict.preempt_at_ms), to that time when it is later or
  * missing: the planner counts GPUs that free as gangs end, and knows no eviction.
