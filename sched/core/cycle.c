@@ -1113,8 +1113,9 @@ static int cycle_run(struct cycle *cy)
         }
         merge_return(cy, q);
     }
-    /* Pass 1: the gangs that need to borrow, in the same order. */
-    for (uint32_t i = 0; i < cy->n_deferred && !cy->out->cut_short && !out_of_time(cy); i++) {
+    /* Pass 1: the gangs that need to borrow, in the same order (none after a cut in pass 0:
+     * the clock stays past the deadline). */
+    for (uint32_t i = 0; i < cy->n_deferred && !out_of_time(cy); i++) {
         g = cy->deferred[i];
         q = g->queue;
         if (cy->blocked[q]) /* a gang passed over was never deferred */

@@ -5,8 +5,8 @@
  *      minMember pods present, running gangs);
  *   2. sched_cycle: decisions (pure), with each queue's fair-share history integrated up to now
  *      (driver_fair.c), within a time budget short of the Lease's renew deadline
- *      (driver_budget.c: the gangs not reached go to the next cycle, at once); the engine keeps the
- * cycle's reservations (holds, hints, the promises of backfill on probation);
+ *      (driver_budget.c: the gangs not reached go to the next cycle, at once); the engine
+ *      keeps the cycle's reservations (holds, hints, the promises of backfill on probation);
  *   3. one store transaction: decisions that changed, preemption records, job rows, the bind
  *      intents of every placed pod and, when due, the fair-share history; committed with
  *      synchronous=FULL before any request is sent;

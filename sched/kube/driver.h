@@ -33,7 +33,7 @@ struct kube_run_opts {
     const char *identity;          /* default "HOSTNAME_PID" */
     uint32_t cycle_ms;             /* minimum interval between cycles; default 100 */
     uint32_t cycle_budget_ms;      /* the core's time per cycle at most (sched_snapshot.clock_ns);
-                                      0: only the Lease's bound (kdrv cycle_budget) */
+                                      0: only the Lease's bound (kdrv_budget) */
     double qps;                    /* API client rate; default 200 */
     uint32_t burst;                /* default 400 */
     uint32_t max_inflight;         /* requests on the wire at once, watches excluded; 0: 64 */

@@ -614,9 +614,8 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
     }
     if (p->ours) /* only its own pods carry what this scheduler writes */
         p->digest = kobj_pod_digest(o);
-    if (p->ours) /* compared for each of its gang's members at every build */
-        for (int prefs = 0; prefs < 2; prefs++)
-            p->rules_h[prefs] = rules_hash(p->meta, prefs);
+    for (int prefs = 0; p->spec && prefs < 2; prefs++)  /* compared for each pending member */
+        p->rules_h[prefs] = rules_hash(p->meta, prefs); /* of its gang at every build */
     *out = p;
     return 0;
 }
@@ -1019,7 +1018,7 @@ const struct pod_meta *kobj_set_meta(struct arena *a, const struct pod_meta *m, 
 
 static uint64_t pod_rules_hash(const struct kpod *p, bool prefs)
 {
-    return p->ours ? p->rules_h[prefs] : rules_hash(p->meta, prefs);
+    return p->spec ? p->rules_h[prefs] : rules_hash(p->meta, prefs);
 }
 
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)

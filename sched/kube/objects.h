@@ -130,8 +130,8 @@ struct kpod {
     struct pod_meta *meta; /* = &meta_own once decoded */
     struct pod_meta meta_own;
     struct arena meta_mem; /* its strings and arrays (no chunk for a pod without labels) */
-    uint64_t rules_h[2];   /* ours: the hash of its inter-pod constraints without [0] and with
-                              [1] its preferences, taken at decoding (kobj_same_spec) */
+    uint64_t rules_h[2];   /* with spec: the hash of its inter-pod constraints without [0] and
+                              with [1] its preferences, taken at decoding (kobj_same_spec) */
     uint32_t listed; /* the cache's: listed in its bound pods of that generation (snapshot.c) */
 };
 
