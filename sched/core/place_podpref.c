@@ -32,7 +32,13 @@
  * Cost per pod set scored: a few passes over the nodes, the pods its own terms select (through
  * the label index, place_podix.c), and the earlier pods with terms for others by kind (equal
  * podaff_terms_hash: a kind's terms are read once, and only the pods of the kinds that select
- * the set are visited).
+ * the set are visited). A selection that takes TALLY_MIN pods or more is then kept as a tally
+ * (the pods per node, brought up to date with the pods placed since), so that the next pod set
+ * with a term that selects alike, of that kind or with that spread reads the nodes holding them
+ * instead of the pods: the 8,000th replica of a Deployment preferring apart no longer visits the
+ * 7,999 before it, nor each late replica the 39,000 bound ones. A tally counts the pods without
+ * the releases of a preemption trial, so trials read the pods (as sched_snapshot.no_shortcuts
+ * does always); the scores are the same either way.
  *
  * Must not touch: anything outside place_state; the snapshot's pods are read only.
  */
@@ -67,6 +73,31 @@ struct podpref_kind {
     uint64_t key;
     const struct pod_meta *rep; /* a pod of the kind */
     uint32_t head;              /* its last pod (index into st->scored) + 1; next links them */
+    uint32_t n;                 /* its pods */
+    struct podpref_tally *ty;   /* its pods per node once kept, or NULL */
+};
+
+/* A selection of the earlier pods kept across the pod sets scored in a cycle: the pods a term
+ * selects (t, ns; live: those not being deleted only, as spreads count), or a kind's pods
+ * (t NULL), per node. */
+#define TALLY_MIN   32          /* pods a selection takes before it is kept */
+#define TALLY_BYTES (64u << 20) /* the tallies of one cycle at most (arena bytes) */
+struct podpref_tally {
+    uint64_t key;
+    const struct pod_term *t;
+    const char *ns;
+    bool live;
+    uint32_t upto; /* the bound then placed pods counted: [0, upto) */
+    uint32_t *cnt; /* [n] pods per node */
+    uint32_t *nz;  /* the nodes with a count, n_nz of them */
+    uint32_t n_nz;
+};
+
+/* A term's weight (signed) for each pod of a tally, on the domains holding them. */
+struct podpref_vec {
+    const struct place_keydom *kd;
+    const struct podpref_tally *ty;
+    int32_t w;
 };
 
 struct place_podpref {
@@ -77,6 +108,11 @@ struct place_podpref {
     uint8_t *ign;  /* [n] node lacks a key of the set's spreads */
     struct podpref_hit *hits;
     uint32_t n_hits, cap_hits;
+    struct podpref_vec *vecs;
+    uint32_t n_vecs, cap_vecs;
+    struct podpref_tally **tallies; /* those of terms (kinds keep theirs) */
+    uint32_t n_tallies, cap_tallies;
+    uint64_t tally_bytes; /* of every tally, kinds' included */
     struct podpref_kind *kinds;
     uint32_t n_kinds, cap_kinds;
     uint32_t *slot; /* open addressing by key: kind + 1, 0 empty; mask + 1 slots */
@@ -106,6 +142,43 @@ static bool selected_by(const struct pod_meta *pm, const struct pod_meta *m)
 static const struct pod_meta *meta_at(const struct place_state *st, uint32_t k)
 {
     return k < st->n_bound ? st->bound[k].meta : st->placed[k - st->n_bound].meta;
+}
+
+/* Pod k of the bound then placed ones, whether a preemption trial releases it or not. */
+static const struct sched_pod *pod_raw(const struct place_state *st, uint32_t k)
+{
+    return k < st->n_bound ? &st->bound[k] : &st->placed[k - st->n_bound];
+}
+
+/* May tallies be read and kept: not in a preemption trial (a tally does not see its releases),
+ * not while every search runs from scratch (sched_snapshot.no_shortcuts). */
+static bool tallies_on(const struct place_state *st)
+{
+    return !st->no_shortcuts && st->n_rel == 0;
+}
+
+static void tally_add(struct podpref_tally *ty, uint32_t node, uint32_t n_nodes)
+{
+    if (node < n_nodes && ty->cnt[node]++ == 0)
+        ty->nz[ty->n_nz++] = node;
+}
+
+/* A tally of no pod; NULL when the cycle's tallies would pass TALLY_BYTES or out of memory (the
+ * pods are then read one by one). */
+static struct podpref_tally *tally_new(struct place_state *st, struct place_podpref *pp,
+                                       uint64_t key)
+{
+    uint32_t n = st->c->n_nodes;
+    uint64_t bytes = 2ull * (n + 1) * sizeof(uint32_t) + sizeof(struct podpref_tally);
+    if (pp->tally_bytes + bytes > TALLY_BYTES)
+        return NULL;
+    struct podpref_tally *ty = arena_calloc(st->arena, 1, sizeof(*ty));
+    if (!ty || !(ty->cnt = arena_calloc(st->arena, n + 1, sizeof(*ty->cnt))) ||
+        !(ty->nz = arena_alloc(st->arena, (n + 1) * sizeof(*ty->nz))))
+        return NULL;
+    pp->tally_bytes += bytes;
+    ty->key = key;
+    return ty;
 }
 
 /* The slot table for n kinds (at most half full); false on out of memory. */
@@ -160,6 +233,9 @@ static void kinds_update(struct place_state *st, struct place_podpref *pp)
         struct podpref_kind *kind = &pp->kinds[pp->slot[x] - 1];
         pp->next[r] = kind->head;
         kind->head = r + 1;
+        kind->n++;
+        if (kind->ty)
+            tally_add(kind->ty, pod_raw(st, st->scored[r])->node, st->c->n_nodes);
     }
 }
 
@@ -227,13 +303,12 @@ static void term_hit(void *ctx, const struct sched_pod *p)
     hit(c->st, c->kd, p->node, c->w);
 }
 
-/* fn(ctx, p) for each earlier pod that term t, carried by a pod of namespace ns, selects, then
- * for each pod of g placed so far (st->pods_own) it selects. */
-static void each_selected(struct place_state *st, const struct gang *g, const struct pod_term *t,
-                          const char *ns, void (*fn)(void *ctx, const struct sched_pod *p),
-                          void *ctx)
+/* fn(ctx, p) for each pod of g placed so far (st->pods_own) that term t, carried by a pod of
+ * namespace ns, selects. */
+static void own_selected(struct place_state *st, const struct gang *g, const struct pod_term *t,
+                         const char *ns, void (*fn)(void *ctx, const struct sched_pod *p),
+                         void *ctx)
 {
-    place_pods_selected(st, t, ns, fn, ctx);
     for (uint32_t x = 0; x < st->n_pods_own; x++) {
         struct sched_pod p = {.node = st->pods_own[x].node, .meta = g->sets[st->pods_tset[x]].meta};
         if (podaff_selects(t, ns, p.meta))
@@ -241,16 +316,100 @@ static void each_selected(struct place_state *st, const struct gang *g, const st
     }
 }
 
+struct tally_ctx {
+    struct podpref_tally *ty;
+    uint32_t n_nodes;
+};
+
+static void tally_pod(void *ctx, const struct sched_pod *p)
+{
+    struct tally_ctx *c = ctx;
+    if (!(c->ty->live && p->deleting))
+        tally_add(c->ty, p->node, c->n_nodes);
+}
+
+/* The tally of the earlier pods term t, carried by a pod of namespace ns, selects (live: those
+ * not being deleted), brought up to date; NULL when none is kept. */
+static const struct podpref_tally *term_tally(struct place_state *st, const struct pod_term *t,
+                                              const char *ns, bool live)
+{
+    struct place_podpref *pp = st->podpref;
+    uint64_t key = podaff_selection_hash(t, ns) ^ live;
+    uint32_t total = st->n_bound + st->n_placed;
+    for (uint32_t k = 0; tallies_on(st) && k < pp->n_tallies; k++) {
+        struct podpref_tally *ty = pp->tallies[k];
+        if (ty->key != key || ty->live != live || !podaff_same_selection(ty->t, ty->ns, t, ns))
+            continue;
+        for (; ty->upto < total; ty->upto++) {
+            const struct sched_pod *p = pod_raw(st, ty->upto);
+            if (!(live && p->deleting) && podaff_selects(ty->t, ty->ns, p->meta))
+                tally_add(ty, p->node, st->c->n_nodes);
+        }
+        return ty;
+    }
+    return NULL;
+}
+
+/* Keeps what term t selects as a tally, when `seen` (the pods it took just now) reaches
+ * TALLY_MIN. */
+static void term_keep(struct place_state *st, const struct pod_term *t, const char *ns, bool live,
+                      uint32_t seen)
+{
+    struct place_podpref *pp = st->podpref;
+    if (seen < TALLY_MIN || !tallies_on(st))
+        return;
+    struct podpref_tally **v =
+        arena_grow(st->arena, pp->tallies, pp->n_tallies, &pp->cap_tallies, sizeof(*v));
+    if (v)
+        pp->tallies = v;
+    struct podpref_tally *ty = v ? tally_new(st, pp, podaff_selection_hash(t, ns) ^ live) : NULL;
+    if (!ty)
+        return; /* read pod by pod */
+    ty->t = t;
+    ty->ns = ns;
+    ty->live = live;
+    ty->upto = st->n_bound + st->n_placed;
+    struct tally_ctx c = {ty, st->c->n_nodes};
+    place_pods_selected(st, t, ns, tally_pod, &c);
+    pp->tallies[pp->n_tallies++] = ty;
+}
+
+/* Adds weight w for each pod of tally ty to the domains of kd holding them. */
+static void vec(struct place_state *st, const struct place_keydom *kd,
+                const struct podpref_tally *ty, int32_t w)
+{
+    struct place_podpref *pp = st->podpref;
+    if (!kd)
+        return; /* as hit() */
+    struct podpref_vec *v = arena_grow(st->arena, pp->vecs, pp->n_vecs, &pp->cap_vecs, sizeof(*v));
+    if (!v) {
+        pp->oom = true;
+        return;
+    }
+    pp->vecs = v;
+    v[pp->n_vecs++] = (struct podpref_vec){.kd = kd, .ty = ty, .w = w};
+}
+
 /* The hits of set m's own preferred terms (sign: +1 affinity, -1 anti-affinity). */
 static void own_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m,
                       const struct pod_term *t, uint32_t n, int32_t sign)
 {
+    struct place_podpref *pp = st->podpref;
     for (uint32_t k = 0; k < n; k++) {
         struct term_ctx c = {st, place_keydom(st, t[k].topology_key), sign * t[k].weight};
-        if (c.kd)
-            each_selected(st, g, &t[k], m->ns, term_hit, &c);
-        else
-            st->podpref->oom = true;
+        if (!c.kd) {
+            pp->oom = true;
+            continue;
+        }
+        const struct podpref_tally *ty = term_tally(st, &t[k], m->ns, false);
+        if (ty) {
+            vec(st, c.kd, ty, c.w);
+        } else {
+            uint32_t before = pp->n_hits;
+            place_pods_selected(st, &t[k], m->ns, term_hit, &c);
+            term_keep(st, &t[k], m->ns, false, pp->n_hits - before);
+        }
+        own_selected(st, g, &t[k], m->ns, term_hit, &c);
     }
 }
 
@@ -305,19 +464,37 @@ static void pod_terms(struct place_state *st, const struct sched_pod *p, const s
                     (l == 2 ? -1 : 1) * (lists[l][k].weight ? lists[l][k].weight : 1));
 }
 
+/* Keeps the pods of a kind as a tally. */
+static void kind_keep(struct place_state *st, struct podpref_kind *kind)
+{
+    struct place_podpref *pp = st->podpref;
+    struct podpref_tally *ty = tally_new(st, pp, kind->key);
+    for (uint32_t r = kind->head; ty && r; r = pp->next[r - 1])
+        tally_add(ty, pod_raw(st, st->scored[r - 1])->node, st->c->n_nodes);
+    kind->ty = ty;
+}
+
 /* The hits of the earlier pods' terms, then those of g's pods placed so far, that select m. */
 static void others_terms(struct place_state *st, const struct gang *g, const struct pod_meta *m)
 {
     struct place_podpref *pp = st->podpref;
     kinds_update(st, pp);
     for (uint32_t k = 0; !pp->lost && k < pp->n_kinds; k++) {
+        struct podpref_kind *kind = &pp->kinds[k];
         struct podpref_group grp;
-        group_fill(st, pp->kinds[k].rep, m, &grp);
-        for (uint32_t r = pp->kinds[k].head; (grp.n || grp.many) && r; r = pp->next[r - 1]) {
+        group_fill(st, kind->rep, m, &grp);
+        if (!grp.many && kind->ty && tallies_on(st)) {
+            for (uint32_t j = 0; j < grp.n; j++)
+                vec(st, grp.t[j].kd, kind->ty, grp.t[j].w);
+            continue;
+        }
+        for (uint32_t r = kind->head; (grp.n || grp.many) && r; r = pp->next[r - 1]) {
             const struct sched_pod *p = place_pods_at(st, st->scored[r - 1]);
             if (p && p->node < st->c->n_nodes)
                 pod_terms(st, p, m, &grp);
         }
+        if ((grp.n || grp.many) && !kind->ty && kind->n >= TALLY_MIN && tallies_on(st))
+            kind_keep(st, kind);
     }
     for (uint32_t r = 0; pp->lost && r < st->n_scored; r++) {
         const struct sched_pod *p = place_pods_at(st, st->scored[r]);
@@ -331,21 +508,38 @@ static void others_terms(struct place_state *st, const struct gang *g, const str
     }
 }
 
-/* raw[i] = the sum of the hits in node i's domains, one key at a time. */
+/* Adds the hits and vectors of key kd to the domains' sums (pp->acc), marking them done. */
+static void key_sums(struct place_podpref *pp, const struct place_keydom *kd)
+{
+    for (uint32_t x = 0; x < pp->n_hits; x++)
+        if (pp->hits[x].kd == kd) {
+            pp->acc[pp->hits[x].dom] += pp->hits[x].w;
+            pp->hits[x].kd = NULL;
+        }
+    for (uint32_t v = 0; v < pp->n_vecs; v++) {
+        const struct podpref_tally *ty = pp->vecs[v].ty;
+        for (uint32_t x = 0; pp->vecs[v].kd == kd && x < ty->n_nz; x++) {
+            uint32_t i = ty->nz[x];
+            if (kd->dom[i] != UINT32_MAX)
+                pp->acc[kd->dom[i]] += (int64_t)pp->vecs[v].w * ty->cnt[i];
+        }
+        if (pp->vecs[v].kd == kd)
+            pp->vecs[v].kd = NULL;
+    }
+}
+
+/* raw[i] = the sum of the hits and vectors in node i's domains, one key at a time. */
 static void sum_hits(struct place_state *st)
 {
     struct place_podpref *pp = st->podpref;
     uint32_t n = st->c->n_nodes;
     memset(pp->raw, 0, n * sizeof(*pp->raw));
-    for (uint32_t h = 0; h < pp->n_hits; h++) {
-        const struct place_keydom *kd = pp->hits[h].kd;
+    for (uint32_t h = 0; h < pp->n_hits + pp->n_vecs; h++) {
+        const struct place_keydom *kd =
+            h < pp->n_hits ? pp->hits[h].kd : pp->vecs[h - pp->n_hits].kd;
         if (!kd)
             continue; /* its key done */
-        for (uint32_t x = h; x < pp->n_hits; x++)
-            if (pp->hits[x].kd == kd) {
-                pp->acc[pp->hits[x].dom] += pp->hits[x].w;
-                pp->hits[x].kd = NULL;
-            }
+        key_sums(pp, kd);
         for (uint32_t i = 0; i < n; i++)
             if (kd->dom[i] != UINT32_MAX)
                 pp->raw[i] += pp->acc[kd->dom[i]];
@@ -359,11 +553,11 @@ static void affinity_score(struct place_state *st, const struct gang *g, uint32_
     struct place_podpref *pp = st->podpref;
     const struct pod_meta *m = g->sets[s].meta;
     uint32_t n = st->c->n_nodes;
-    pp->n_hits = 0;
+    pp->n_hits = pp->n_vecs = 0;
     own_terms(st, g, m, m->pref_affinity, m->n_pref_affinity, 1);
     own_terms(st, g, m, m->pref_anti, m->n_pref_anti, -1);
     others_terms(st, g, m);
-    if (pp->n_hits == 0)
+    if (pp->n_hits == 0 && pp->n_vecs == 0)
         return; /* every node 0 */
     sum_hits(st);
     int64_t lo = 0, hi = 0;
@@ -382,6 +576,7 @@ struct count_ctx {
     const struct pod_spread *sp;
     const struct place_keydom *kd;
     bool host;
+    uint32_t seen; /* pods visited */
 };
 
 static void count_pod(void *ctx, const struct sched_pod *p)
@@ -389,6 +584,7 @@ static void count_pod(void *ctx, const struct sched_pod *p)
     struct count_ctx *c = ctx;
     const struct place_podpref *pp = c->st->podpref;
     uint32_t d = c->kd->dom[p->node];
+    c->seen++;
     if (p->deleting || d == UINT32_MAX)
         return; /* kube-scheduler counts no terminating pod */
     if (c->host ||
@@ -420,13 +616,24 @@ static void spread_score(struct place_state *st, const struct gang *g, uint32_t 
     }
     for (uint32_t k = 0; k < m->n_soft_spread; k++) {
         const struct pod_spread *sp = &m->soft_spread[k];
-        struct count_ctx c = {st, g, s, sp, place_keydom(st, sp->sel.topology_key), false};
+        struct count_ctx c = {st, g, s, sp, place_keydom(st, sp->sel.topology_key), false, 0};
         if (!c.kd) {
             pp->oom = true;
             return;
         }
         c.host = strcmp(sp->sel.topology_key, "kubernetes.io/hostname") == 0;
-        each_selected(st, g, &sp->sel, m->ns, count_pod, &c);
+        const struct podpref_tally *ty = term_tally(st, &sp->sel, m->ns, true);
+        for (uint32_t x = 0; ty && x < ty->n_nz; x++) { /* count_pod's count, node by node */
+            uint32_t i = ty->nz[x], d = c.kd->dom[i];
+            if (d != UINT32_MAX &&
+                (c.host || (!pp->ign[i] && place_pods_spread_policy(st, g, s, sp, i))))
+                pp->acc[d] += ty->cnt[i];
+        }
+        if (!ty) {
+            place_pods_selected(st, &sp->sel, m->ns, count_pod, &c);
+            term_keep(st, &sp->sel, m->ns, true, c.seen);
+        }
+        own_selected(st, g, &sp->sel, m->ns, count_pod, &c);
         uint32_t size = 0; /* the domains of the nodes kept */
         for (uint32_t i = 0; i < n && !c.host; i++)
             if (!pp->ign[i] && !pp->mark[c.kd->dom[i]]) {

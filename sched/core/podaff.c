@@ -134,6 +134,51 @@ static uint64_t fold_terms(uint64_t h, const struct pod_term *t, uint32_t n)
     return h;
 }
 
+/* The owner's namespace decides which pods t selects: no namespaces, no namespace selector. */
+static bool owner_decides(const struct pod_term *t)
+{
+    return !t->all_namespaces && t->n_namespaces == 0 && t->n_ns_reqs == 0;
+}
+
+uint64_t podaff_selection_hash(const struct pod_term *t, const char *owner_ns)
+{
+    struct pod_term sel = *t;
+    sel.topology_key = "";
+    uint64_t h = fold_terms(SCHED_HASH_INIT, &sel, 1);
+    return owner_decides(t) ? sched_hash_str(h, owner_ns ? owner_ns : "") : h;
+}
+
+static bool same_strs(const char *const *a, const char *const *b, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (strcmp(a[k], b[k]) != 0)
+            return false;
+    return true;
+}
+
+static bool same_reqs(const struct sel_req *a, const struct sel_req *b, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (a[k].op != b[k].op || a[k].n_values != b[k].n_values || strcmp(a[k].key, b[k].key) ||
+            !same_strs(a[k].values, b[k].values, a[k].n_values))
+            return false;
+    return true;
+}
+
+bool podaff_same_selection(const struct pod_term *a, const char *a_ns, const struct pod_term *b,
+                           const char *b_ns)
+{
+    if (a->none != b->none || a->all_namespaces != b->all_namespaces ||
+        a->n_namespaces != b->n_namespaces || a->n_ns_reqs != b->n_ns_reqs ||
+        a->n_reqs != b->n_reqs)
+        return false;
+    if (owner_decides(a) && strcmp(a_ns ? a_ns : "", b_ns ? b_ns : "") != 0)
+        return false;
+    return same_strs(a->namespaces, b->namespaces, a->n_namespaces) &&
+           same_reqs(a->ns_reqs, b->ns_reqs, a->n_ns_reqs) &&
+           same_reqs(a->reqs, b->reqs, a->n_reqs);
+}
+
 uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m)
 {
     if (!m)

@@ -44,6 +44,11 @@ static inline bool podaff_gang(const struct gang *g)
             return true;
     return false;
 }
+/* The hash of which pods term t, carried by a pod of namespace owner_ns, selects (its label and
+ * namespace selection; not its topology key or weight), and whether two terms select alike. */
+uint64_t podaff_selection_hash(const struct pod_term *t, const char *owner_ns);
+bool podaff_same_selection(const struct pod_term *a, const char *a_ns, const struct pod_term *b,
+                           const char *b_ns);
 /* h folded with everything of m that placement reads (NULL folds a marker). */
 uint64_t podaff_hash(uint64_t h, const struct pod_meta *m);
 /* The hash of what m's terms for other pods select and weigh (its namespace, affinity and

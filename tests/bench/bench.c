@@ -927,49 +927,90 @@ static int bench_store_replay(struct table *t, const char *dir, const char *dir_
 
 /* ---- main -------------------------------------------------------------------------------- */
 
+static const char *g_dir, *g_tmp; /* the ITP traces and the scratch directory, for the table */
+
+static int run_replay(struct table *t)
+{
+    return bench_replay(t, g_dir);
+}
+static int run_store_cycle(struct table *t)
+{
+    return bench_store_cycle(t, g_tmp);
+}
+static int run_store_replay(struct table *t)
+{
+    return bench_store_replay(t, g_dir, g_tmp);
+}
+
+/* The groups in the order they are printed; memory runs first, while the heap is fresh, and is
+ * printed after the topology rows. */
+static const struct {
+    const char *name;
+    int (*fn)(struct table *t);
+} groups[] = {{"pods", bench_pods},
+              {"gangs", bench_gangs},
+              {"topo", bench_topo},
+              {"memory", bench_memory},
+              {"preempt", bench_preempt},
+              {"pod-rules", bench_pod_rules},
+              {"prefs", bench_prefs},
+              {"pod-prefs", bench_pod_prefs},
+              {"replay", run_replay},
+              {"store-cycle", run_store_cycle},
+              {"store-replay", run_store_replay}};
+#define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
+
+/* bench [--only GROUP[,GROUP...]] [ITP_DIR] */
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : DEFAULT_ITP_DIR;
-    struct table *t = calloc(1, sizeof(*t));
-    if (!t) {
-        fputs("bench: out of memory\n", stderr);
-        return 1;
+    const char *only = NULL;
+    if (argc > 2 && strcmp(argv[1], "--only") == 0) {
+        only = argv[2];
+        argc -= 2, argv += 2;
     }
-    /* Memory first, while the heap is fresh; rows are printed in benchmark order below. */
-    struct table *mem = calloc(1, sizeof(*mem));
-    int rc = mem ? bench_memory(mem) : 1;
-    if (rc == 0)
-        rc = bench_pods(t);
-    if (rc == 0)
-        rc = bench_gangs(t);
-    if (rc == 0)
-        rc = bench_topo(t);
-    for (int i = 0; rc == 0 && i < mem->n; i++) {
-        struct row *r = row_add(t, "");
-        if (!r)
-            rc = 1;
-        else
-            *r = mem->rows[i];
+    g_dir = argc > 1 ? argv[1] : DEFAULT_ITP_DIR;
+    g_tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    bool on[N_GROUPS];
+    for (size_t k = 0; k < N_GROUPS; k++)
+        on[k] = !only;
+    for (const char *p = only; p && *p;) {
+        size_t len = strcspn(p, ","), k = 0;
+        while (k < N_GROUPS && !(strlen(groups[k].name) == len && !strncmp(groups[k].name, p, len)))
+            k++;
+        if (k == N_GROUPS) {
+            fprintf(stderr, "bench: --only: no group '%.*s' (groups:", (int)len, p);
+            for (k = 0; k < N_GROUPS; k++)
+                fprintf(stderr, " %s", groups[k].name);
+            fputs(")\n", stderr);
+            return 2;
+        }
+        on[k] = true;
+        p += len + (p[len] == ',');
     }
-    if (rc == 0)
-        rc = bench_preempt(t);
-    if (rc == 0)
-        rc = bench_pod_rules(t);
-    if (rc == 0)
-        rc = bench_prefs(t);
-    if (rc == 0)
-        rc = bench_pod_prefs(t);
-    if (rc == 0)
-        rc = bench_replay(t, dir);
-    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    if (rc == 0)
-        rc = bench_store_cycle(t, tmp);
-    if (rc == 0)
-        rc = bench_store_replay(t, dir, tmp);
+    struct table *t = calloc(1, sizeof(*t)), *mem = calloc(1, sizeof(*mem));
+    int rc = t && mem ? 0 : 1;
+    for (size_t k = 0; rc == 0 && k < N_GROUPS; k++)
+        if (on[k] && groups[k].fn == bench_memory)
+            rc = bench_memory(mem);
+    for (size_t k = 0; rc == 0 && k < N_GROUPS; k++) {
+        if (!on[k])
+            continue;
+        if (groups[k].fn != bench_memory) {
+            rc = groups[k].fn(t);
+            continue;
+        }
+        for (int i = 0; rc == 0 && i < mem->n; i++) {
+            struct row *r = row_add(t, "");
+            if (!r)
+                rc = 1;
+            else
+                *r = mem->rows[i];
+        }
+    }
     if (rc == 0)
         table_print(t, sysconf(_SC_NPROCESSORS_ONLN));
     else
-        fputs("bench: internal error, no results\n", stderr);
+        fputs("bench: internal error or out of memory, no results\n", stderr);
     free(mem);
     free(t);
     return rc == 0 ? 0 : 1;

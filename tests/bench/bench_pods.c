@@ -201,8 +201,9 @@ int bench_prefs(struct table *t)
 
 /* ---- 10. inter-pod preferences ----------------------------------------------------------- */
 
-#define SOFT_PODS_PER_NODE 4u
-#define SOFT_GANGS         8000u
+#define SOFT_PODS_PER_NODE  4u
+#define SOFT_GANGS          8000u
+#define SOFT_BOUND_REPLICAS 8u
 
 /* One cycle's CPU for SOFT_GANGS one-pod gangs (a Deployment's replicas) on `spec` at random
  * occupancy, beside SOFT_PODS_PER_NODE bound pods per node on every tenth node, labelled as the
@@ -210,7 +211,9 @@ int bench_prefs(struct table *t)
  * (mode 2 only): mode 1, each replica prefers no other on its node (weight 100) and spreads by
  * rack (ScheduleAnyway, maxSkew 1), so every replica's tiers are made again against the pods
  * placed before it; mode 2, the replicas have no term of their own, and the bound pods' terms
- * score them; mode 0, neither. */
+ * score them; mode 0, neither; mode 3, as mode 1 beside SOFT_BOUND_REPLICAS earlier replicas
+ * per node instead (a Deployment scaled up: each new replica's terms select every bound one,
+ * whose terms select it). */
 static int time_pod_prefs(const char *spec, int mode, double *ms)
 {
     static const struct kv app_web[] = {{"app", "web"}};
@@ -235,16 +238,19 @@ static int time_pod_prefs(const char *spec, int mode, double *ms)
     if (world_init(&w, spec) != 0)
         return 1;
     occupy_random_gpus(&w, RNG_SEED + 10);
-    uint32_t nb = (w.c->n_nodes + 9) / 10 * SOFT_PODS_PER_NODE;
+    uint32_t nb = mode == 3 ? w.c->n_nodes * SOFT_BOUND_REPLICAS
+                            : (w.c->n_nodes + 9) / 10 * SOFT_PODS_PER_NODE;
     struct sched_pod *bound = calloc(nb, sizeof(*bound));
     int rc = bound ? world_gangs(&w, SOFT_GANGS, 1, 1, -1) : SCHED_ENOMEM;
     for (uint32_t k = 0; rc == 0 && k < nb; k++) {
         uint32_t node = k / SOFT_PODS_PER_NODE * 10;
         bound[k] =
             (struct sched_pod){.node = node, .meta = mode == 2 && node % 100 == 0 ? &shy : &plain};
+        if (mode == 3)
+            bound[k] = (struct sched_pod){.node = k / SOFT_BOUND_REPLICAS, .meta = &replica};
     }
     for (uint32_t i = 0; rc == 0 && mode && i < w.n_gangs; i++) {
-        w.gangs[i].sets[0].meta = mode == 1 ? &replica : &plain;
+        w.gangs[i].sets[0].meta = mode == 2 ? &plain : &replica;
         gang_finalize(&w.gangs[i]);
         w.gangs[i].min_member = w.gangs[i].n_pods;
     }
@@ -264,15 +270,16 @@ int bench_pod_prefs(struct table *t)
 {
     static const char *const specs[] = {"hgx:5000", "hgx:50000"};
     static const char *const what[] = {"10 cycle, 8000 x 1 pod preferring apart",
-                                       "  8000 x 1 pod, bound pods' preferences"};
+                                       "  8000 x 1 pod, bound pods' preferences",
+                                       "  8000 x 1 pod apart, 8 bound per node"};
     double per[2] = {0, 0}; /* ms per replica with their own preferences, by size */
     for (int k = 0; k < 2; k++) {
-        double base, ms[2];
+        double base, ms[3];
         if (time_pod_prefs(specs[k], 0, &base) != 0 || time_pod_prefs(specs[k], 1, &ms[0]) != 0 ||
-            time_pod_prefs(specs[k], 2, &ms[1]) != 0)
+            time_pod_prefs(specs[k], 2, &ms[1]) != 0 || time_pod_prefs(specs[k], 3, &ms[2]) != 0)
             return 1;
         per[k] = ms[0] / SOFT_GANGS;
-        for (int x = 0; x < 2; x++) {
+        for (int x = 0; x < 3; x++) {
             char name[96];
             snprintf(name, sizeof(name), "%s, %s", what[x], specs[k]);
             struct row *r = row_add(t, name);
@@ -282,6 +289,9 @@ int bench_pod_prefs(struct table *t)
             if (x == 0 && k == 1) /* how a replica's cost grows with the nodes */
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx no preferences, %.1fx hgx:5000",
                          ratio(ms[x], base), ratio(per[1], per[0]));
+            else if (x == 2) /* and with the replicas bound before it */
+                snprintf(r->ratio, sizeof(r->ratio), "%.2fx 0.4 bound per node",
+                         ratio(ms[x], ms[0]));
             else
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx no preferences", ratio(ms[x], base));
         }

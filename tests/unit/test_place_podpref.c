@@ -13,10 +13,12 @@
 #include "queue/queue.h"
 #include "sched/core/cycle.h"
 #include "sched/core/place_base.h"
+#include "sched/core/podaff.h"
 #include "sched/core/policy.h"
 #include "sched/sim/nodes.h"
 
 #include "cycle_fx.h"
+#include "place_fx.h"
 
 #define HOST "kubernetes.io/hostname"
 
@@ -374,6 +376,128 @@ static void test_pod_by_pod_racks_by_preference(void **unused)
     world_free(w);
 }
 
+/* What identifies a kept selection: the pods a term selects, its namespace included when the
+ * term names none (the carrier's), never its topology key or weight. */
+static void test_selection_identity(void **unused)
+{
+    (void)unused;
+    static const char *const dev[] = {"dev"};
+    struct pod_term a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 100};
+    struct pod_term a_rack = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    struct pod_term b = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST, .weight = 100};
+    struct pod_term a_dev = {.reqs = &req_app_a,
+                             .n_reqs = 1,
+                             .namespaces = dev,
+                             .n_namespaces = 1,
+                             .topology_key = HOST};
+    struct pod_term a_all = {.reqs = &req_app_a, .n_reqs = 1, .all_namespaces = true};
+    assert_true(podaff_same_selection(&a, "ml", &a_rack, "ml"));
+    assert_true(podaff_selection_hash(&a, "ml") == podaff_selection_hash(&a_rack, "ml"));
+    assert_false(podaff_same_selection(&a, "ml", &a, "dev"));
+    assert_true(podaff_selection_hash(&a, "ml") != podaff_selection_hash(&a, "dev"));
+    assert_false(podaff_same_selection(&a, "ml", &b, "ml"));
+    assert_false(podaff_same_selection(&a, "dev", &a_dev, "dev"));   /* alike by chance only */
+    assert_true(podaff_same_selection(&a_dev, "ml", &a_dev, "dev")); /* the list decides */
+    assert_true(podaff_selection_hash(&a_dev, "ml") == podaff_selection_hash(&a_dev, "dev"));
+    assert_true(podaff_same_selection(&a_all, "ml", &a_all, "dev"));
+    assert_false(podaff_same_selection(&a_all, "ml", &a, "ml"));
+}
+
+/* Selections kept across the gangs of a cycle (place_podpref.c tallies: what a term selects,
+ * a kind's pods, a spread's live pods, per node) score as reading the pods one by one does
+ * (sched_snapshot.no_shortcuts): the same placements over 12 random worlds of 160 bound pods
+ * in two namespaces, some being deleted, with preferred terms for others (by hostname, by rack,
+ * across namespaces, a required affinity term), a third of the nodes tainted (a spread that
+ * honours taints counts no pod of theirs), and 30 gangs of one to three pods preferring
+ * apart, together or spread, so that many selections reach the size at which they are kept. */
+static void test_kept_selections_score_as_pod_by_pod(void **unused)
+{
+    (void)unused;
+    static const char *const dev[] = {"dev"};
+    static const struct pod_term anti_host = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST, .weight = 100};
+    static const struct pod_term with_b_rack = {
+        .reqs = &req_app_b, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK, .weight = 30};
+    static const struct pod_term anti_dev_a = {.reqs = &req_app_a,
+                                               .n_reqs = 1,
+                                               .namespaces = dev,
+                                               .n_namespaces = 1,
+                                               .topology_key = TOPO_LABEL_RACK,
+                                               .weight = 70};
+    static const struct pod_term need_a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const struct pod_spread spread_a = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK},
+        .max_skew = 1,
+        .taints_honor = true}; /* the pods of tainted nodes do not count */
+    static const struct taint taint = {.key = "gpu", .value = "", .effect = TAINT_NO_SCHEDULE};
+    static const struct pod_spread spread_b_host = {
+        .sel = {.reqs = &req_app_b, .n_reqs = 1, .topology_key = HOST}, .max_skew = 2};
+    static const struct pod_meta metas[] = {
+        {.ns = "ml", .labels = labels_a, .n_labels = 1},
+        {.ns = "dev", .labels = labels_a, .n_labels = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .pref_anti = &anti_host, .n_pref_anti = 1},
+        {.ns = "dev", .labels = labels_a, .n_labels = 1, .pref_anti = &anti_host, .n_pref_anti = 1},
+        {.ns = "ml",
+         .labels = labels_b,
+         .n_labels = 1,
+         .pref_affinity = &with_b_rack,
+         .n_pref_affinity = 1,
+         .pref_anti = &anti_dev_a,
+         .n_pref_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &need_a, .n_affinity = 1},
+        {.ns = "ml",
+         .labels = labels_a,
+         .n_labels = 1,
+         .soft_spread = &spread_a,
+         .n_soft_spread = 1},
+        {.ns = "dev",
+         .labels = labels_b,
+         .n_labels = 1,
+         .pref_anti = &anti_host,
+         .n_pref_anti = 1,
+         .soft_spread = &spread_b_host,
+         .n_soft_spread = 1},
+    };
+    enum { N_BOUND = 160, N_GANGS = 30, N_METAS = sizeof(metas) / sizeof(metas[0]) };
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    uint32_t placed = 0;
+    for (int world = 0; world < 12; world++) {
+        struct world *w[2];
+        struct sched_pod bound[N_BOUND];
+        for (uint32_t k = 0; k < N_BOUND; k++) /* the kinds without a required term mostly */
+            bound[k] = (struct sched_pod){.node = (uint32_t)(pfx_rnd(&rng) % 32),
+                                          .meta = &metas[pfx_rnd(&rng) % (N_METAS - 3)],
+                                          .deleting = pfx_rnd(&rng) % 8 == 0};
+        bound[0].meta = &metas[6];
+        uint64_t seed = pfx_rnd(&rng);
+        for (int x = 0; x < 2; x++) {
+            uint64_t r = seed;
+            w[x] = world_raw("hgx:32");
+            for (uint32_t i = 1; i < 32; i += 3) {
+                w[x]->c->nodes[i].taints = &taint;
+                w[x]->c->nodes[i].n_taints = 1;
+            }
+            world_finalize(w[x]);
+            w[x]->no_shortcuts = x == 1;
+            for (uint32_t i = 0; i < 32; i++)
+                use_gpus(w[x], i, (uint32_t)(pfx_rnd(&r) & 0x0F));
+            for (uint32_t j = 0; j < N_GANGS; j++) {
+                struct gang *g = add_gang(w[x], 1 + (uint32_t)(pfx_rnd(&r) % 3), 1, (int64_t)j);
+                with_meta(g, &metas[3 + pfx_rnd(&r) % (N_METAS - 3)]);
+            }
+            cycle_pods(w[x], bound, N_BOUND);
+        }
+        pfx_same_result(&w[0]->res, &w[1]->res);
+        placed += w[0]->res.n_placements;
+        for (int x = 0; x < 2; x++) {
+            free_names(w[x]);
+            world_free(w[x]);
+        }
+    }
+    assert_true(placed > 12 * N_GANGS / 2); /* most gangs were placed, each scored */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +510,8 @@ int main(void)
         cmocka_unit_test(test_gang_pods_spread_among_themselves),
         cmocka_unit_test(test_gang_pods_spread_in_a_required_rack),
         cmocka_unit_test(test_pod_by_pod_racks_by_preference),
+        cmocka_unit_test(test_selection_identity),
+        cmocka_unit_test(test_kept_selections_score_as_pod_by_pod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
