@@ -90,6 +90,41 @@ void http_metrics_free(struct http_metrics *m)
     free(m);
 }
 
+static struct series *find_series(struct http_metric *f, const char *const *values, int *err)
+{
+    for (uint32_t i = 0; i < f->n_labels; i++)
+        if (!values || !values[i]) {
+            *err = SCHED_EINVAL;
+            return NULL;
+        }
+    for (struct series *s = f->series; s; s = s->next) {
+        uint32_t i = 0;
+        while (i < f->n_labels && strcmp(s->values[i], values[i]) == 0)
+            i++;
+        if (i == f->n_labels)
+            return s;
+    }
+    struct series *s = calloc(1, sizeof(*s));
+    if (!s) {
+        *err = SCHED_ENOMEM;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < f->n_labels; i++)
+        if (!(s->values[i] = mdup(values[i]))) {
+            for (uint32_t k = 0; k < i; k++)
+                free(s->values[k]);
+            free(s);
+            *err = SCHED_ENOMEM;
+            return NULL;
+        }
+    if (f->last)
+        f->last->next = s;
+    else
+        f->series = s;
+    f->last = s;
+    return s;
+}
+
 int http_metric_add(struct http_metrics *m, const char *name, const char *help,
                     enum http_metric_type type, const char *const *labels, uint32_t n_labels,
                     const double *buckets, uint32_t n_buckets, struct http_metric **out)
@@ -131,6 +166,14 @@ int http_metric_add(struct http_metrics *m, const char *name, const char *help,
         free_family(f);
         return SCHED_ENOMEM;
     }
+    /* a family without labels has its one series from the start, 0 until told otherwise, as
+     * Prometheus' client libraries export an unlabelled counter (a rule on its increase sees
+     * the first one, not a series appearing) */
+    int err = 0;
+    if (n_labels == 0 && !find_series(f, NULL, &err)) {
+        free_family(f);
+        return err;
+    }
     if (m->last)
         m->last->next = f;
     else
@@ -138,41 +181,6 @@ int http_metric_add(struct http_metrics *m, const char *name, const char *help,
     m->last = f;
     *out = f;
     return 0;
-}
-
-static struct series *find_series(struct http_metric *f, const char *const *values, int *err)
-{
-    for (uint32_t i = 0; i < f->n_labels; i++)
-        if (!values || !values[i]) {
-            *err = SCHED_EINVAL;
-            return NULL;
-        }
-    for (struct series *s = f->series; s; s = s->next) {
-        uint32_t i = 0;
-        while (i < f->n_labels && strcmp(s->values[i], values[i]) == 0)
-            i++;
-        if (i == f->n_labels)
-            return s;
-    }
-    struct series *s = calloc(1, sizeof(*s));
-    if (!s) {
-        *err = SCHED_ENOMEM;
-        return NULL;
-    }
-    for (uint32_t i = 0; i < f->n_labels; i++)
-        if (!(s->values[i] = mdup(values[i]))) {
-            for (uint32_t k = 0; k < i; k++)
-                free(s->values[k]);
-            free(s);
-            *err = SCHED_ENOMEM;
-            return NULL;
-        }
-    if (f->last)
-        f->last->next = s;
-    else
-        f->series = s;
-    f->last = s;
-    return s;
 }
 
 int http_metric_add_value(struct http_metric *f, const char *const *values, double v)

@@ -595,6 +595,9 @@ static void test_metrics_registry(void **state)
                      SCHED_EINVAL);
     const char *le[] = {"le"};
     assert_int_equal(http_metric_add(m, "y", "", HTTP_GAUGE, le, 1, NULL, 0, &bad), SCHED_EINVAL);
+    struct http_metric *z = NULL, *q = NULL; /* without labels: its series at 0 from the start */
+    assert_int_equal(http_metric_add(m, "z_total", "z", HTTP_COUNTER, NULL, 0, NULL, 0, &z), 0);
+    assert_int_equal(http_metric_add(m, "q_seconds", "q", HTTP_HISTOGRAM, NULL, 0, b, 2, &q), 0);
     const char *v[] = {"a\"b"};
     assert_int_equal(http_metric_add_value(c, v, 2), 0);
     assert_int_equal(http_metric_add_value(c, v, -1), SCHED_EINVAL);
@@ -608,6 +611,9 @@ static void test_metrics_registry(void **state)
     assert_non_null(strstr(buf, "h_seconds_bucket{le=\"1.0\"} 1\n"));
     assert_non_null(strstr(buf, "h_seconds_bucket{le=\"2.5\"} 2\n"));
     assert_non_null(strstr(buf, "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 2.5\n"));
+    assert_non_null(strstr(buf, "# TYPE z_total counter\nz_total 0\n"));
+    assert_non_null(strstr(buf, "q_seconds_bucket{le=\"+Inf\"} 0\nq_seconds_sum 0\n"));
+    assert_null(strstr(buf, "x_total{queue=\"\"}")); /* a labelled family: its series as told */
     assert_int_equal(strlen(buf), len);
     free(buf);
     http_metrics_free(m);
