@@ -238,22 +238,27 @@ static void on_pump(uv_timer_t *t)
     kclient_leave(c);
 }
 
-static uint32_t count_writes(const struct kube_client *c)
+/* Is a write queued or on the wire? The first one found ends the scan: the writes queued at a
+ * shutdown (thousands of status writes) sit at the head of their lanes, so each answer that may
+ * end the drain costs O(1), not a pass over them all. */
+static bool any_write(const struct kube_client *c)
 {
-    uint32_t n = 0;
     for (const struct kube_req *r = c->pending.head; r; r = r->next)
-        n += req_gated(r);
+        if (req_gated(r))
+            return true;
     for (const struct kube_req *r = c->pending_low.head; r; r = r->next)
-        n += req_gated(r);
+        if (req_gated(r))
+            return true;
     for (const struct kube_req *r = c->active.head; r; r = r->next)
-        n += req_gated(r) && !r->cancelled;
-    return n;
+        if (req_gated(r) && !r->cancelled)
+            return true;
+    return false;
 }
 
-/* Ends a drain once no write is queued or on the wire (linear: only while draining). */
+/* Ends a drain once no write is queued or on the wire. */
 void kclient_drain_check(struct kube_client *c)
 {
-    if (!c->drain_fn || c->dead || count_writes(c) > 0)
+    if (!c->drain_fn || c->dead || any_write(c))
         return;
     void (*fn)(void *) = c->drain_fn;
     c->drain_fn = NULL;
