@@ -493,7 +493,7 @@ static void others_terms(struct place_state *st, const struct gang *g, const str
             if (p && p->node < st->c->n_nodes)
                 pod_terms(st, p, m, &grp);
         }
-        if ((grp.n || grp.many) && !kind->ty && kind->n >= TALLY_MIN && tallies_on(st))
+        if (grp.n && !grp.many && !kind->ty && kind->n >= TALLY_MIN && tallies_on(st))
             kind_keep(st, kind);
     }
     for (uint32_t r = 0; pp->lost && r < st->n_scored; r++) {
