@@ -257,19 +257,19 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
     const char *uid = kobj_str(obj, "metadata.uid");
     if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0)
         return kcache_refuse(c, key, obj, api, deleted, own);
-    c->dirty = true;
     if (deleted) {
+        c->dirty = true;
         kobj_pg_free(strmap_del(&c->pgs, key));
         kcache_adopt_refused(c, key);
         return 0;
     }
     struct kpg *g = NULL;
     int rc = kcache_pg_decode(obj, api, &g);
+    if (own && g)
+        g->api = kcache_pg_api(own->api, api);
+    c->dirty |= !own || !g || !kobj_pg_same(own, g); /* not for the echo of a status write */
     if (rc != 0 || !g)
         return rc;
-    const struct kpg *had = strmap_get(&c->pgs, key);
-    if (had)
-        g->api = kcache_pg_api(had->api, api);
     void *old = NULL;
     if (strmap_put(&c->pgs, key, g, &old) != 0) {
         kobj_pg_free(g);

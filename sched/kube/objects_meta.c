@@ -20,8 +20,9 @@
  * A namespaceSelector with requirements selects the namespaces whose labels meet them: the
  * cache points each pod's meta at its namespace's labels (pod_meta.ns_labels, cache.c).
  *
- * Also the digest of a pod's whole object (kobj_pod_digest), which tells the cache whether a
- * watch event changed anything it reads.
+ * Also the digest of a pod's whole object (kobj_pod_digest) and the comparison of two decoded
+ * PodGroups (kobj_pg_same), which tell the cache whether a watch event changed anything a cycle
+ * reads.
  *
  * Must not touch: the cache, the network.
  */
@@ -390,4 +391,26 @@ uint64_t kobj_pod_digest(const cJSON *o)
 {
     uint32_t counted;
     return cJSON_IsObject(o) ? digest_fold(SCHED_HASH_INIT, o, AT_ROOT, &counted) : 0;
+}
+
+static bool same_s(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
+{
+    if (a->api != b->api || a->min_member != b->min_member || a->queue_kueue != b->queue_kueue ||
+        a->created_ms != b->created_ms || a->deleting != b->deleting ||
+        a->has_nt_tier != b->has_nt_tier || a->nt_tier != b->nt_tier || a->basic != b->basic ||
+        a->disrupt_all != b->disrupt_all || a->has_priority != b->has_priority ||
+        a->priority != b->priority || a->initially_scheduled != b->initially_scheduled ||
+        a->generation != b->generation || a->n_ann != b->n_ann || !same_s(a->uid, b->uid) ||
+        !same_s(a->queue, b->queue) || !same_s(a->priority_class, b->priority_class) ||
+        !same_s(a->nt_mode, b->nt_mode) || !same_s(a->topology_key, b->topology_key))
+        return false;
+    for (uint32_t k = 0; k < a->n_ann; k++)
+        if (!same_s(a->ann[k].key, b->ann[k].key) || !same_s(a->ann[k].value, b->ann[k].value))
+            return false;
+    return true;
 }

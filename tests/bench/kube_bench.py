@@ -20,7 +20,7 @@ Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
      its first cycle), and the CPU of a cycle after one change (a running pod deleted; the
      daemon's gangsched_cycle_cpu_seconds over the cycles of the next 1.5 s, 5 changes).
      Printed with the ratio baseline : built. KBENCH_IDLE_NODES=5000 runs it at 5,000 nodes and
-     50,000 pods.
+     50,000 pods; KBENCH_IDLE_WAITING=N makes the waiting gangs N.
   6. ours (informational): case 2's 2,500 gangs while 20,000 gangs of one pod of ours already
      run (4 per node, 1 GPU each, preloaded bound): what grows with the gangs the daemon runs
      (adopting them at its first cycle, each placement and each cycle beside them). The
@@ -500,7 +500,9 @@ def idle_case(args, tmp, big_files):
                          (n_nodes, n_pods))
         write_list(f_nodes, nodes(n_nodes))
         write_list(f_other, existing_pods(n_nodes, n_pods))
-    wait = gangs(1)  # one gang of 8 pods of 9 GPUs: no 8-GPU node fits one, it waits
+    # one gang of 8 pods of 9 GPUs: no 8-GPU node fits one, it waits (KBENCH_IDLE_WAITING gangs
+    # of them: what a cycle costs beside a backlog)
+    wait = gangs(int(os.environ.get("KBENCH_IDLE_WAITING", 1)))
     for o in wait:
         if o["kind"] == "Pod":
             o["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "9"

@@ -837,6 +837,55 @@ static void pod_status_writes_are_no_change(void **state)
     assert_true(kcache_dirty(f->c));
 }
 
+/* A PodGroup's status written by this scheduler (scheduler-plugins' phase, scheduleStartTime
+ * and conditions; Volcano's status by a PUT of the object) comes back on the watch: no reason
+ * for a cycle, though the object kept is the latest (Volcano's PUT sends it back). A change of
+ * what a cycle reads (minMember, the queue label, an annotation) is one. */
+static void podgroup_status_writes_are_no_change(void **state)
+{
+    struct fx *f = *state;
+    struct kcache_build kb;
+    static const char *const xk8s =
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\":{"
+        "\"namespace\":\"ml\",\"name\":\"pg\",\"uid\":\"u9\",\"resourceVersion\":\"%d\","
+        "\"labels\":{\"gangsched.io/queue\":\"%s\"},\"annotations\":{\"a\":\"%s\"}},"
+        "\"spec\":{\"minMember\":%d}%s}";
+    char buf[700];
+    snprintf(buf, sizeof(buf), xk8s, 1, "team-a", "1", 2, "");
+    add_json(f->c, 2, buf);
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    snprintf(buf, sizeof(buf), xk8s, 2, "team-a", "1", 2,
+             ",\"status\":{\"phase\":\"Pending\",\"scheduleStartTime\":\"2026-01-01T00:00:00Z\","
+             "\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"False\"}]}");
+    add_json(f->c, 2, buf);
+    assert_false(kcache_dirty(f->c));
+    assert_true(kcache_pg(f->c, "ml/pg")->has_start_time); /* kept, for the status writer */
+    const struct {
+        const char *queue, *ann;
+        int min;
+    } changes[] = {{"team-b", "1", 2}, {"team-b", "2", 2}, {"team-b", "2", 3}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(buf, sizeof(buf), xk8s, 3 + k, changes[k].queue, changes[k].ann, changes[k].min,
+                 "");
+        add_json(f->c, 2, buf);
+        assert_true(kcache_dirty(f->c));
+        build(f, &kb);
+    }
+    static const char *const volcano =
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+        "\"namespace\":\"ml\",\"name\":\"vj\",\"uid\":\"u8\",\"resourceVersion\":\"%d\"},"
+        "\"spec\":{\"minMember\":2},\"status\":{\"phase\":\"%s\"}}";
+    snprintf(buf, sizeof(buf), volcano, 1, "Pending");
+    add_json(f->c, 3, buf);
+    assert_true(kcache_dirty(f->c));
+    build(f, &kb);
+    snprintf(buf, sizeof(buf), volcano, 2, "Inqueue");
+    add_json(f->c, 3, buf);
+    assert_false(kcache_dirty(f->c));
+    assert_non_null(strstr(kcache_pg(f->c, "ml/vj")->raw, "Inqueue"));
+}
+
 /* A Node is decoded once, when its event arrives: a heartbeat that changes nothing the scheduler
  * reads is no change, a label change is, and a node that cannot be read is treated as gone. */
 static void nodes_are_decoded_once(void **state)
@@ -1081,6 +1130,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_status_writes_are_no_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(podgroup_status_writes_are_no_change, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test_setup_teardown(unreadable_soft_spreads_are_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_sets_keep_their_preferences, setup, teardown),
