@@ -406,9 +406,11 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     if (why != SCHED_WHY_NEVER && place_never_fits_any_node(&cy->st, gf, &short_res))
         why = SCHED_WHY_NEVER;
     v.why = why;
-    v.near_level = cy->st.near_level;
-    v.near_domain = cy->st.near_domain;
-    v.near_pods = cy->st.near_pods;
+    if (pods) { /* the near miss of this gang's search (none when it never fits at all) */
+        v.near_level = cy->st.near_level;
+        v.near_domain = cy->st.near_domain;
+        v.near_pods = cy->st.near_pods;
+    }
     place_diagnose(&cy->st, gf, &v);
     v.by_pod_rules = place_pods_refused(&cy->st, gf);
     if (why == SCHED_WHY_NEVER) {
@@ -435,13 +437,17 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     if (!add_verdict(cy, &v))
         return SCHED_WHY_NEVER;
     *vi = cy->out->n_verdicts - 1;
-    if (why == SCHED_WHY_NEVER)
-        return why;
     if (own || lift)
         return v.why; /* its failure says nothing about gangs without its holds or lift */
-    if (!memo_add(&cy->memo, v.by_pod_rules && cy->st.n_rules ? labels_key(gf) : gf->shape,
+    /* a gang of this shape fails alike (one that never fits: 12,500 such gangs each cost a pass
+     * over the nodes per cycle) */
+    bool never = why == SCHED_WHY_NEVER;
+    if (!memo_add(&cy->memo,
+                  v.by_pod_rules && cy->st.n_rules && !never ? labels_key(gf) : gf->shape,
                   (uint32_t)*vi, memo_until_placement(gf) ? cycle_version(cy) : MEMO_ANY))
         return SCHED_WHY_NEVER;
+    if (never)
+        return why; /* no dominance: a larger gang's verdict names its own need */
     cy->any_memo_fail = true;
     if (single_flavor && plain && !v.by_pod_rules &&
         (!cy->fail_req ||
