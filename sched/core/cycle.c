@@ -351,17 +351,18 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     int64_t seen = own || lift ? -1 : memo_seen(cy, gf);
     bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
     bool plain = is_plain(gf) && !place_is_share(&cy->st, gf); /* shares: no dominance */
+    int short_res = -1;
     if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && plain &&
         gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
         !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
-          gf->sets[0].req.v[RES_GPU] > cy->st.island_limit))
+          gf->sets[0].req.v[RES_GPU] > cy->st.island_limit) &&
+        !place_never_fits(&cy->st, gf, &short_res)) /* that it never fits is its own verdict */
         seen = cy->fail_verdict;
     if (seen >= 0) {
         *vi = seen;
         return cy->out->verdicts[seen].why;
     }
     struct sched_verdict v = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
-    int short_res = -1;
     enum sched_why why;
     struct sched_assign *pods = NULL;
     int level = -1;
