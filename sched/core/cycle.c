@@ -330,6 +330,54 @@ static bool pod_rules(const struct sched_verdict *v)
            0;
 }
 
+/* Dominance applies to gf: one flavor, a plain gang (not GPU shares). */
+static bool dominance_applies(const struct cycle *cy, const struct gang *gf)
+{
+    return (!cy->cfg || cy->cfg->n_flavors == 1) && is_plain(gf) && !place_is_share(&cy->st, gf);
+}
+
+/* The verdict index of a failure this cycle that gf shares without a search, or -1: a gang of
+ * its shape failed (the memo), or a plain gang asking for no more of anything per pod and no
+ * more pods did (dominance), unless its pods fit one NVLink island and gf's may not, or gf
+ * never fits (its own verdict). */
+static int64_t known_failure(struct cycle *cy, const struct gang *gf)
+{
+    int64_t seen = memo_seen(cy, gf);
+    int short_res;
+    if (seen < 0 && cy->fail_req && dominance_applies(cy, gf) && gf->n_pods >= cy->fail_pods &&
+        res_fits(cy->fail_req, &gf->sets[0].req) &&
+        !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
+          gf->sets[0].req.v[RES_GPU] > cy->st.island_limit) &&
+        !place_never_fits(&cy->st, gf, &short_res))
+        seen = cy->fail_verdict;
+    return seen;
+}
+
+/* Remembers g's failure v (verdict index vi; gf: g on its flavor) for the gangs after it: by
+ * its shape (one that never fits too: 12,500 such gangs each cost a diagnosis over the nodes
+ * per cycle), and as the dominance threshold when it is smaller in every way; false on out of
+ * memory. */
+static bool remember_failure(struct cycle *cy, const struct gang *g, const struct gang *gf,
+                             const struct sched_verdict *v, int64_t vi)
+{
+    bool never = v->why == SCHED_WHY_NEVER;
+    if (!memo_add(&cy->memo,
+                  v->by_pod_rules && cy->st.n_rules && !never ? labels_key(gf) : gf->shape,
+                  (uint32_t)vi, memo_until_placement(gf) ? cycle_version(cy) : MEMO_ANY))
+        return false;
+    if (never)
+        return true; /* no dominance: a larger gang's verdict names its own need */
+    cy->any_memo_fail = true;
+    if (dominance_applies(cy, gf) && !v->by_pod_rules &&
+        (!cy->fail_req ||
+         (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
+        cy->fail_req = &g->sets[0].req;
+        cy->fail_pods = g->n_pods;
+        cy->fail_verdict = (int32_t)vi;
+    }
+    return true;
+}
+
 /* Placement of g on flavor f (quota already checked). Returns SCHED_WHY_PLACED or why not, with
  * the verdict index in *vi (-1 when skipped by the memo without a new verdict). */
 static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t f, bool borrowing,
@@ -348,21 +396,13 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     /* a gang with capacity held for it is not like the others of its shape (nor is one that may
      * use the reservations: estimates differ between gangs of one shape) */
     bool own = cy->snap->n_holds > 0 && place_has_hold(&cy->st, gf);
-    int64_t seen = own || lift ? -1 : memo_seen(cy, gf);
-    bool single_flavor = !cy->cfg || cy->cfg->n_flavors == 1;
-    bool plain = is_plain(gf) && !place_is_share(&cy->st, gf); /* shares: no dominance */
-    int short_res = -1;
-    if (seen < 0 && !lift && !own && single_flavor && cy->fail_req && plain &&
-        gf->n_pods >= cy->fail_pods && res_fits(cy->fail_req, &gf->sets[0].req) &&
-        !(cy->fail_req->v[RES_GPU] <= cy->st.island_limit &&
-          gf->sets[0].req.v[RES_GPU] > cy->st.island_limit) &&
-        !place_never_fits(&cy->st, gf, &short_res)) /* that it never fits is its own verdict */
-        seen = cy->fail_verdict;
+    int64_t seen = own || lift ? -1 : known_failure(cy, gf);
     if (seen >= 0) {
         *vi = seen;
         return cy->out->verdicts[seen].why;
     }
     struct sched_verdict v = {.gang = g, .short_res = -1, .quota_res = -1, .near_level = -2};
+    int short_res = -1;
     enum sched_why why;
     struct sched_assign *pods = NULL;
     int level = -1;
@@ -440,24 +480,7 @@ static enum sched_why place_on(struct cycle *cy, const struct gang *g, uint32_t 
     *vi = cy->out->n_verdicts - 1;
     if (own || lift)
         return v.why; /* its failure says nothing about gangs without its holds or lift */
-    /* a gang of this shape fails alike (one that never fits: 12,500 such gangs each cost a pass
-     * over the nodes per cycle) */
-    bool never = why == SCHED_WHY_NEVER;
-    if (!memo_add(&cy->memo,
-                  v.by_pod_rules && cy->st.n_rules && !never ? labels_key(gf) : gf->shape,
-                  (uint32_t)*vi, memo_until_placement(gf) ? cycle_version(cy) : MEMO_ANY))
-        return SCHED_WHY_NEVER;
-    if (never)
-        return why; /* no dominance: a larger gang's verdict names its own need */
-    cy->any_memo_fail = true;
-    if (single_flavor && plain && !v.by_pod_rules &&
-        (!cy->fail_req ||
-         (res_fits(&gf->sets[0].req, cy->fail_req) && gf->n_pods <= cy->fail_pods))) {
-        cy->fail_req = &g->sets[0].req; /* smaller in every way: dominates more */
-        cy->fail_pods = g->n_pods;
-        cy->fail_verdict = (int32_t)*vi;
-    }
-    return v.why;
+    return remember_failure(cy, g, gf, &v, *vi) ? v.why : SCHED_WHY_NEVER;
 }
 
 /* A starvation reservation for g (flavor f) when it has waited long enough: the nodes
