@@ -224,9 +224,12 @@ void kobj_pg_free(struct kpg *g);
 /* Fills g->mem and what it holds from the group's object o (any API). 0 or SCHED_ENOMEM. */
 int kobj_pg_keep(struct kpg *g, const cJSON *o);
 /* Do two decodings of one PodGroup read alike for a cycle: equal but for what only the status
- * writer reads (resourceVersion, the Volcano object kept for its PUT, status.conditions and
- * scheduleStartTime, which this scheduler writes; PodGroupInitiallyScheduled is compared: it
- * changes a gang's minimum)? Then the later one is no reason for a cycle (kcache_pg_event). */
+ * writer reads (resourceVersion, metadata.generation, the Volcano object kept for its PUT,
+ * status.conditions and scheduleStartTime, which this scheduler writes; PodGroupInitiallyScheduled
+ * is compared: it changes a gang's minimum)? Then the later one is no reason for a cycle
+ * (kcache_pg_event). generation is left out because a CRD without a status subresource
+ * (Volcano's) bumps it for a status write too: a spec change that matters changes a field
+ * compared here. */
 bool kobj_pg_same(const struct kpg *a, const struct kpg *b);
 /* A PodGroup's annotation (binary search), or NULL; pg may be NULL. */
 const char *kobj_pg_annotation(const struct kpg *pg, const char *key);

@@ -405,9 +405,9 @@ bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
         a->has_nt_tier != b->has_nt_tier || a->nt_tier != b->nt_tier || a->basic != b->basic ||
         a->disrupt_all != b->disrupt_all || a->has_priority != b->has_priority ||
         a->priority != b->priority || a->initially_scheduled != b->initially_scheduled ||
-        a->generation != b->generation || a->n_ann != b->n_ann || !same_s(a->uid, b->uid) ||
-        !same_s(a->queue, b->queue) || !same_s(a->priority_class, b->priority_class) ||
-        !same_s(a->nt_mode, b->nt_mode) || !same_s(a->topology_key, b->topology_key))
+        a->n_ann != b->n_ann || !same_s(a->uid, b->uid) || !same_s(a->queue, b->queue) ||
+        !same_s(a->priority_class, b->priority_class) || !same_s(a->nt_mode, b->nt_mode) ||
+        !same_s(a->topology_key, b->topology_key))
         return false;
     for (uint32_t k = 0; k < a->n_ann; k++)
         if (!same_s(a->ann[k].key, b->ann[k].key) || !same_s(a->ann[k].value, b->ann[k].value))

@@ -287,6 +287,10 @@ def podgroup_checks(c):
     code, v2, _ = c.put(f"{VPG}/v1", v)
     check("Volcano PodGroup status is written by PUT", code == 200 and
           v2["status"]["phase"] == "Running", code)
+    # customResourceStrategy.PrepareForUpdate: without a status subresource every change but
+    # metadata's bumps metadata.generation, the status's included
+    check("a status PUT bumps generation without a status subresource",
+          v2["metadata"]["generation"] == v["metadata"]["generation"] + 1, v2["metadata"])
     # structural defaulting: Volcano's CRD declares spec.queue default "default"
     code, g, _ = c.post(VPG, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                               "metadata": {"name": "vdflt"}, "spec": {"minMember": 1}})

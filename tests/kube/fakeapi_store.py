@@ -641,7 +641,10 @@ class Store(ClaimController):
                 if res.namespaced:
                     m["namespace"] = ns
                 m.pop("managedFields", None)
-                if spec_of(new) != spec_of(cur):
+                # customResourceStrategy.PrepareForUpdate: generation follows every change
+                # but metadata's, the status's too where no status subresource splits it off
+                if spec_of(new) != spec_of(cur) or (not res.status and
+                                                    new.get("status") != cur.get("status")):
                     m["generation"] = cur["metadata"].get("generation", 1) + 1
             self._check_update(res, cur, new, sub, verb, want_rv)
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
