@@ -6,8 +6,9 @@
 #
 # Cases: the default run (table and --json), each bundled ITP trace on the cluster size of the
 # figures in docs/simulator.md, the seven ITP tenants with config/examples/itp-tenants.yaml and
-# preemption, the topology, gang, preemption and failure test traces, cluster07 on hgx:1000 and a
-# 2,000-gang burst (bench_scale --burst-csv, tests/bench/scale.c) on two clusters. Each case keeps
+# preemption (and with --policy private, each tenant alone on its slice), the topology, gang,
+# preemption and failure test traces, cluster07 on hgx:1000 and a 2,000-gang burst
+# (bench_scale --burst-csv, tests/bench/scale.c) on two clusters. Each case keeps
 # the table or JSON on stdout, every event
 # (--events: each start with its nodes and GPUs), the per-job CSV (--jobs-out) and stderr (one
 # case explains a job: every verdict it got).
@@ -48,6 +49,10 @@ run tenants --json --cluster hgx:96 --config config/examples/itp-tenants.yaml \
     --trace $itp/cluster01.csv --trace $itp/cluster02.csv --trace $itp/cluster05.csv \
     --trace $itp/cluster07.csv --trace $itp/cluster08.csv --trace $itp/cluster09.csv \
     --trace $itp/cluster10.csv
+run tenants-private --json --cluster hgx:96 --config config/examples/itp-tenants.yaml \
+    --policy private --trace $itp/cluster01.csv --trace $itp/cluster02.csv \
+    --trace $itp/cluster05.csv --trace $itp/cluster07.csv --trace $itp/cluster08.csv \
+    --trace $itp/cluster09.csv --trace $itp/cluster10.csv
 run topology --json --cluster hgx:32,nvl72:2,pcie:8 --trace tests/data/trace-topology.csv
 run gangs --json --cluster hgx:2 --trace tests/data/trace-gangs.csv
 run preempt --json --cluster hgx:4 --trace tests/data/trace-preempt.csv
