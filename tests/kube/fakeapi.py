@@ -438,6 +438,7 @@ class Handler(BaseHTTPRequestHandler):
                     if not t.endswith(b"\n"):
                         raise self.body_error(400, "unexpected EOF in a chunked request body")
             if len(data) + n > self.MAX_BODY:
+                self.discard_chunked(n)
                 raise self.body_error(413, "Request entity too large: limit is %d" % self.MAX_BODY)
             part = self.rfile.read(n)
             if len(part) < n:
@@ -445,6 +446,28 @@ class Handler(BaseHTTPRequestHandler):
             data += part
             if self.rfile.readline(3) not in (b"\r\n", b"\n"):
                 raise self.body_error(400, "malformed chunked encoding")
+
+    DISCARD_MAX = 256 * 1024
+
+    def discard_chunked(self, n):
+        """Reads and drops what is left of a refused chunked body (n: the size of the chunk
+        whose header was read), at most DISCARD_MAX bytes, as net/http's server discards up to
+        256 KiB of an unread body before it answers and closes: a client that sent the rest
+        reads the answer instead of a reset."""
+        left = self.DISCARD_MAX
+        while 0 < n <= left:
+            if len(self.rfile.read(n)) < n or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                return
+            left -= n
+            line = self.rfile.readline(4096)
+            size = line.split(b";")[0].strip()
+            if not line.endswith(b"\n") or not size or len(size) > 16 or \
+                    any(c not in b"0123456789abcdefABCDEF" for c in size):
+                return
+            n = int(size, 16)
+        if n == 0:
+            while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                pass
 
     def read_body(self):
         te = self.headers.get("Transfer-Encoding")
