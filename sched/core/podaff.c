@@ -148,19 +148,24 @@ uint64_t podaff_selection_hash(const struct pod_term *t, const char *owner_ns)
     return owner_decides(t) ? sched_hash_str(h, owner_ns ? owner_ns : "") : h;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 static bool same_strs(const char *const *a, const char *const *b, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
-        if (strcmp(a[k], b[k]) != 0)
+        if (!same_str(a[k], b[k]))
             return false;
     return true;
 }
 
-static bool same_reqs(const struct sel_req *a, const struct sel_req *b, uint32_t n)
+bool podaff_same_reqs(const struct sel_req *a, const struct sel_req *b, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
-        if (a[k].op != b[k].op || a[k].n_values != b[k].n_values || strcmp(a[k].key, b[k].key) ||
-            !same_strs(a[k].values, b[k].values, a[k].n_values))
+        if (a[k].op != b[k].op || a[k].field != b[k].field || a[k].n_values != b[k].n_values ||
+            !same_str(a[k].key, b[k].key) || !same_strs(a[k].values, b[k].values, a[k].n_values))
             return false;
     return true;
 }
@@ -175,8 +180,8 @@ bool podaff_same_selection(const struct pod_term *a, const char *a_ns, const str
     if (owner_decides(a) && strcmp(a_ns ? a_ns : "", b_ns ? b_ns : "") != 0)
         return false;
     return same_strs(a->namespaces, b->namespaces, a->n_namespaces) &&
-           same_reqs(a->ns_reqs, b->ns_reqs, a->n_ns_reqs) &&
-           same_reqs(a->reqs, b->reqs, a->n_reqs);
+           podaff_same_reqs(a->ns_reqs, b->ns_reqs, a->n_ns_reqs) &&
+           podaff_same_reqs(a->reqs, b->reqs, a->n_reqs);
 }
 
 uint64_t podaff_labels_hash(uint64_t h, const struct pod_meta *m)

@@ -44,6 +44,8 @@ static inline bool podaff_gang(const struct gang *g)
             return true;
     return false;
 }
+/* Are the n requirements a and b alike, one by one (operator, key, values, matchFields)? */
+bool podaff_same_reqs(const struct sel_req *a, const struct sel_req *b, uint32_t n);
 /* The hash of which pods term t, carried by a pod of namespace owner_ns, selects (its label and
  * namespace selection; not its topology key or weight), and whether two terms select alike. */
 uint64_t podaff_selection_hash(const struct pod_term *t, const char *owner_ns);

@@ -115,11 +115,6 @@ int kcache_node_event(struct kcache *c, const cJSON *obj, bool deleted)
     return 0;
 }
 
-static bool same_str(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
 /* A deleted pod: its record, assumption and delete mark are dropped. */
 static int pod_gone(struct kcache *c, const cJSON *obj)
 {
@@ -159,8 +154,8 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     const char *key = p->key;
     p->meta_own.ns_labels = kcache_ns_labels(c, p->ns); /* NULL (out of memory): none known */
     const struct kpod *had = strmap_get(&c->pods, key);
-    c->dirty |= !had || !p->digest || had->digest != p->digest || !same_str(p->uid, had->uid);
-    if (had && kobj_rv_older(p->rv, had->rv) && same_str(p->uid, had->uid)) {
+    c->dirty |= !had || !p->digest || had->digest != p->digest || !kobj_same_str(p->uid, had->uid);
+    if (had && kobj_rv_older(p->rv, had->rv) && kobj_same_str(p->uid, had->uid)) {
         /* an object read back from a write (kcache_pod_event with a response) is newer than
          * a watch event still on its way: keep the newer one */
         kobj_pod_free(p);
@@ -168,7 +163,7 @@ int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
     }
     kcache_pod_in(c, had, -1); /* counted again below, as it is now */
     const char *del_uid = strmap_get(&c->deletes, key);
-    if (del_uid && same_str(del_uid, p->uid ? p->uid : ""))
+    if (del_uid && kobj_same_str(del_uid, p->uid ? p->uid : ""))
         p->deleting = true; /* a delete sent counts as deleting at once */
     else if (del_uid)
         free(strmap_del(&c->deletes, key)); /* another pod of that name: not ours to delete */
@@ -195,7 +190,7 @@ bool kcache_delete_sent(struct kcache *c, const char *pod_key)
     if (!p)
         return false;
     const char *uid = strmap_get(&c->deletes, pod_key);
-    if (uid && same_str(uid, p->uid ? p->uid : ""))
+    if (uid && kobj_same_str(uid, p->uid ? p->uid : ""))
         return false; /* sent already: a pod is deleted once */
     char *copy = strdup(p->uid ? p->uid : "");
     void *old = NULL;
@@ -212,11 +207,11 @@ bool kcache_delete_sent(struct kcache *c, const char *pod_key)
 void kcache_delete_failed(struct kcache *c, const char *pod_key, const char *uid)
 {
     const char *had = strmap_get(&c->deletes, pod_key);
-    if (!had || !same_str(had, uid))
+    if (!had || !kobj_same_str(had, uid))
         return;
     free(strmap_del(&c->deletes, pod_key));
     struct kpod *p = strmap_get(&c->pods, pod_key);
-    if (p && same_str(p->uid ? p->uid : "", uid))
+    if (p && kobj_same_str(p->uid ? p->uid : "", uid))
         p->deleting = p->del_ts;
     c->dirty = true;
 }

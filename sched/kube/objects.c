@@ -945,25 +945,9 @@ static int pod_place(const cJSON *o, struct kpod *p)
     return 0;
 }
 
-static bool str_eq(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 static bool term_eq(const struct sel_term *a, const struct sel_term *b)
 {
-    if (a->n_reqs != b->n_reqs)
-        return false;
-    for (uint32_t i = 0; i < a->n_reqs; i++) {
-        const struct sel_req *x = &a->reqs[i], *y = &b->reqs[i];
-        if (x->op != y->op || x->field != y->field || !str_eq(x->key, y->key) ||
-            x->n_values != y->n_values)
-            return false;
-        for (uint32_t v = 0; v < x->n_values; v++)
-            if (!str_eq(x->values[v], y->values[v]))
-                return false;
-    }
-    return true;
+    return a->n_reqs == b->n_reqs && podaff_same_reqs(a->reqs, b->reqs, a->n_reqs);
 }
 
 static bool terms_eq(const struct sel_term *a, const struct sel_term *b, uint32_t n)
@@ -1028,7 +1012,7 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
     static const struct kpod_spec none;
     const struct kpod_spec *x = a->spec ? a->spec : &none, *y = b->spec ? b->spec : &none;
     if (memcmp(&a->req, &b->req, sizeof(a->req)) != 0 || a->priority != b->priority ||
-        !str_eq(x->err, y->err) || !str_eq(x->claim_shape, y->claim_shape))
+        !kobj_same_str(x->err, y->err) || !kobj_same_str(x->claim_shape, y->claim_shape))
         return false;
     if (!nodes_kv_same(x->node_selector, x->n_node_selector, y->node_selector,
                        y->n_node_selector) ||
@@ -1037,8 +1021,8 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
         return false;
     for (uint32_t i = 0; i < x->n_tolerations; i++) {
         const struct toleration *s = &x->tolerations[i], *t = &y->tolerations[i];
-        if (s->op_exists != t->op_exists || s->effect != t->effect || !str_eq(s->key, t->key) ||
-            !str_eq(s->value, t->value))
+        if (s->op_exists != t->op_exists || s->effect != t->effect ||
+            !kobj_same_str(s->key, t->key) || !kobj_same_str(s->value, t->value))
             return false;
     }
     return terms_eq(x->affinity, y->affinity, x->n_affinity) &&

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -223,6 +224,11 @@ int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sc
 void kobj_pg_free(struct kpg *g);
 /* Fills g->mem and what it holds from the group's object o (any API). 0 or SCHED_ENOMEM. */
 int kobj_pg_keep(struct kpg *g, const cJSON *o);
+/* Two strings alike, NULL only like NULL. */
+static inline bool kobj_same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
 /* Do two decodings of one PodGroup read alike for a cycle: equal but for what only the status
  * writer reads (resourceVersion, metadata.generation, the Volcano object kept for its PUT,
  * status.conditions and scheduleStartTime, which this scheduler writes; PodGroupInitiallyScheduled

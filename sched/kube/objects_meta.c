@@ -393,11 +393,6 @@ uint64_t kobj_pod_digest(const cJSON *o)
     return cJSON_IsObject(o) ? digest_fold(SCHED_HASH_INIT, o, AT_ROOT, &counted) : 0;
 }
 
-static bool same_s(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
 {
     if (a->api != b->api || a->min_member != b->min_member || a->queue_kueue != b->queue_kueue ||
@@ -405,12 +400,14 @@ bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
         a->has_nt_tier != b->has_nt_tier || a->nt_tier != b->nt_tier || a->basic != b->basic ||
         a->disrupt_all != b->disrupt_all || a->has_priority != b->has_priority ||
         a->priority != b->priority || a->initially_scheduled != b->initially_scheduled ||
-        a->n_ann != b->n_ann || !same_s(a->uid, b->uid) || !same_s(a->queue, b->queue) ||
-        !same_s(a->priority_class, b->priority_class) || !same_s(a->nt_mode, b->nt_mode) ||
-        !same_s(a->topology_key, b->topology_key))
+        a->n_ann != b->n_ann || !kobj_same_str(a->uid, b->uid) ||
+        !kobj_same_str(a->queue, b->queue) ||
+        !kobj_same_str(a->priority_class, b->priority_class) ||
+        !kobj_same_str(a->nt_mode, b->nt_mode) || !kobj_same_str(a->topology_key, b->topology_key))
         return false;
     for (uint32_t k = 0; k < a->n_ann; k++)
-        if (!same_s(a->ann[k].key, b->ann[k].key) || !same_s(a->ann[k].value, b->ann[k].value))
+        if (!kobj_same_str(a->ann[k].key, b->ann[k].key) ||
+            !kobj_same_str(a->ann[k].value, b->ann[k].value))
             return false;
     return true;
 }
