@@ -334,9 +334,11 @@ static const struct podpref_tally *term_tally(struct place_state *st, const stru
                                               const char *ns, bool live)
 {
     struct place_podpref *pp = st->podpref;
+    if (pp->n_tallies == 0 || !tallies_on(st))
+        return NULL; /* none to find: the term's hash not taken */
     uint64_t key = podaff_selection_hash(t, ns) ^ live;
     uint32_t total = st->n_bound + st->n_placed;
-    for (uint32_t k = 0; tallies_on(st) && k < pp->n_tallies; k++) {
+    for (uint32_t k = 0; k < pp->n_tallies; k++) {
         struct podpref_tally *ty = pp->tallies[k];
         if (ty->key != key || ty->live != live || !podaff_same_selection(ty->t, ty->ns, t, ns))
             continue;
