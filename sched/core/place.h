@@ -157,6 +157,7 @@ struct place_state {
     uint32_t *scored; /* and those with affinity or preferred terms (place_podpref.c) */
     uint32_t n_scored, cap_scored;
     struct place_podpref *podpref; /* scratch of place_podpref.c, allocated at first use */
+    struct place_podmark *podmark; /* kept marks of place_podmark.c, allocated at first use */
     struct place_podix *podix;     /* the bound pods by label, built at first need, or NULL */
     struct place_keydom **keydoms; /* the nodes by topology key, per key used this cycle */
     uint32_t n_keydoms;

@@ -155,6 +155,24 @@ struct place_keydom {
     uint32_t *first, *nodes;
 };
 const struct place_keydom *place_keydom(struct place_state *st, const char *key);
+/* Sets why[i] = code on each of the n nodes whose why[i] is 0 and whose domain is marked
+ * (mark[d], d < kd->n_dom; mark[kd->n_dom] must be 0). */
+void place_keydom_reject(const struct place_keydom *kd, uint32_t n, const uint8_t *mark,
+                         uint8_t *why, uint8_t code);
+/* Kept marks of required pod rules (place_podmark.c). place_podmark_term: the domains of kd
+ * holding an earlier pod that term t, carried by a pod of namespace ns, selects, brought up to
+ * date (*any: some such pod on a node with the key), or NULL when none is kept (read the pods);
+ * place_podmark_scan: a clear mark of kd's domains to read them into, valid until the next call
+ * (NULL out of memory); place_podmark_keep: offers such a mark just made from `seen` pods (kept
+ * from MARK_MIN, which then owns it); place_podmark_rules: the host ports and anti-affinity terms
+ * of the earlier pods that carry some (st->rules) against a pod m (NULL: none) into why (FILTER_* +
+ * 1 where 0), false on out of memory. */
+const uint8_t *place_podmark_term(struct place_state *st, const struct pod_term *t, const char *ns,
+                                  const struct place_keydom *kd, bool *any);
+uint8_t *place_podmark_scan(struct place_state *st, const struct place_keydom *kd);
+void place_podmark_keep(struct place_state *st, const struct pod_term *t, const char *ns,
+                        const struct place_keydom *kd, uint8_t *mark, bool any, uint32_t seen);
+bool place_podmark_rules(struct place_state *st, const struct pod_meta *m, uint8_t *why);
 /* Records the committed pods of g (out: its assignments) for the gangs placed after it. */
 void place_pods_commit(struct place_state *st, const struct gang *g,
                        const struct sched_assign *out);

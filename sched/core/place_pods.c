@@ -8,7 +8,8 @@
  *
  * The rules are kube-scheduler's InterPodAffinity, NodePorts and PodTopologySpread filters,
  * evaluated against the pods bound (sched_snapshot.bound_pods) and those placed earlier in the
- * cycle, through the indexes of place_podix.c:
+ * cycle, through the indexes of place_podix.c and the marks kept by place_podmark.c (a required
+ * term's selection, the earlier pods' anti-affinity by kind, once large):
  * - an affinity term is met on a node whose domain (the nodes with its value of the term's
  *   topology key) holds a pod the term selects; a node without the key meets no term. When no
  *   pod anywhere is selected by any of the set's affinity terms and the set's own pods meet all of
@@ -133,16 +134,6 @@ static bool has_key(struct place_state *st, uint32_t i, const char *key)
     return kd ? kd->dom[i] != UINT32_MAX : node_label(&st->c->nodes[i], key) != NULL;
 }
 
-/* Rejects (FILTER_* why) the nodes of the domains marked (mark[d], d a domain id of kd). */
-static void reject_marked(const struct place_keydom *kd, const uint8_t *mark, uint8_t *why,
-                          int filter)
-{
-    for (uint32_t d = 0; d < kd->n_dom; d++)
-        for (uint32_t x = kd->first[d]; mark[d] && x < kd->first[d + 1]; x++)
-            if (!why[kd->nodes[x]])
-                why[kd->nodes[x]] = (uint8_t)(filter + 1);
-}
-
 struct selecting {
     struct place_state *st;
     const struct pod_term *t;
@@ -170,31 +161,44 @@ void place_pods_selected(struct place_state *st, const struct pod_term *t, const
 
 struct marking {
     const struct place_keydom *kd;
-    uint8_t *mark; /* [kd->n_dom] */
+    const uint8_t *mark; /* [kd->n_dom] */
     bool any;
+};
+
+struct marking_scan {
+    struct marking *mk;
+    uint8_t *mark;
+    uint32_t seen; /* pods selected */
 };
 
 static void mark_pod(void *ctx, const struct sched_pod *p)
 {
-    struct marking *mk = ctx;
-    uint32_t d = mk->kd->dom[p->node];
+    struct marking_scan *sc = ctx;
+    uint32_t d = sc->mk->kd->dom[p->node];
+    sc->seen++;
     if (d != UINT32_MAX) {
-        mk->mark[d] = 1;
-        mk->any = true;
+        sc->mark[d] = 1;
+        sc->mk->any = true;
     }
 }
 
 /* Marks in mk the domains (of term t's key) holding an earlier pod t, carried by a pod of
- * namespace ns, selects; false on out of memory. mk->any: some pod on a node with the key. */
+ * namespace ns, selects (a kept mark of place_podmark.c, or made and offered to be kept); false
+ * on out of memory. mk->any: some pod on a node with the key. */
 static bool term_domains(struct place_state *st, const struct pod_term *t, const char *ns,
                          struct marking *mk)
 {
     mk->kd = place_keydom(st, t->topology_key);
-    mk->mark = mk->kd ? arena_calloc(st->arena, mk->kd->n_dom + 1, 1) : NULL;
     mk->any = false;
-    if (!mk->mark)
+    if (!mk->kd)
         return false;
-    place_pods_selected(st, t, ns, mark_pod, mk);
+    if ((mk->mark = place_podmark_term(st, t, ns, mk->kd, &mk->any)))
+        return true;
+    struct marking_scan sc = {mk, place_podmark_scan(st, mk->kd), 0};
+    if (!(mk->mark = sc.mark))
+        return false;
+    place_pods_selected(st, t, ns, mark_pod, &sc);
+    place_podmark_keep(st, t, ns, mk->kd, sc.mark, mk->any, sc.seen);
     return true;
 }
 
@@ -302,50 +306,6 @@ unsigned place_pods_self(const struct place_state *st, const struct gang *g, int
     return f;
 }
 
-/* The rules of the earlier pods that carry some (st->rules) against a pod m (NULL: none) into
- * why: their host ports, and their anti-affinity terms that select it (the domains marked per
- * topology key, then their nodes rejected). */
-static void earlier_rules(struct place_state *st, const struct pod_meta *m, uint8_t *why, bool *oom)
-{
-    enum { KEYS = 8 };
-    struct marking by[KEYS];
-    uint32_t n_by = 0, n = st->c->n_nodes;
-    for (uint32_t r = 0; r < st->n_rules && !*oom; r++) {
-        const struct sched_pod *p = place_pods_at(st, st->rules[r]);
-        if (!p || p->node >= n)
-            continue;
-        if (m && m->n_ports && podaff_ports_clash(m, p->meta))
-            why[p->node] = FILTER_HOST_PORT + 1;
-        for (uint32_t t = 0; t < p->meta->n_anti; t++) {
-            const struct pod_term *pt = &p->meta->anti[t];
-            if (!podaff_selects(pt, p->meta->ns, m))
-                continue;
-            const struct place_keydom *kd = place_keydom(st, pt->topology_key);
-            uint32_t b = 0;
-            while (b < n_by && by[b].kd != kd)
-                b++;
-            if (!kd || b == KEYS) { /* more keys than kept: this domain alone, now */
-                for (uint32_t i = 0; i < n; i++)
-                    if (!why[i] && same_domain(st, i, p->node, pt->topology_key))
-                        why[i] = FILTER_POD_ANTI + 1;
-                continue;
-            }
-            if (b == n_by) {
-                by[n_by] =
-                    (struct marking){.kd = kd, .mark = arena_calloc(st->arena, kd->n_dom + 1, 1)};
-                if (!by[n_by++].mark) {
-                    *oom = true;
-                    return;
-                }
-            }
-            if (kd->dom[p->node] != UINT32_MAX)
-                by[b].mark[kd->dom[p->node]] = 1;
-        }
-    }
-    for (uint32_t b = 0; b < n_by; b++)
-        reject_marked(by[b].kd, by[b].mark, why, FILTER_POD_ANTI);
-}
-
 /* The row of pod set s of g (why: FILTER_* + 1 per node, 0 allowed) against the earlier pods. */
 static void set_row(struct place_state *st, const struct gang *g, uint32_t s, uint8_t *why,
                     bool *oom)
@@ -357,9 +317,10 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
         if (!term_domains(st, &m->anti[t], m->ns, &mk))
             *oom = true;
         else
-            reject_marked(mk.kd, mk.mark, why, FILTER_POD_ANTI);
+            place_keydom_reject(mk.kd, n, mk.mark, why, FILTER_POD_ANTI + 1);
     }
-    earlier_rules(st, m, why, oom);
+    if (!*oom && !place_podmark_rules(st, m, why))
+        *oom = true;
     if (!m || !m->n_affinity || *oom)
         return;
     /* kube-scheduler's first-pod rule: no earlier pod meets any term, the set meets them all */
@@ -567,7 +528,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
             memset(row, 1, n);
         st->elig_on[s] = true;
         for (uint32_t i = 0; i < n; i++)
-            row[i] = row[i] && !why[i];
+            row[i] = (uint8_t)(row[i] & (why[i] == 0));
     }
     if (oom) { /* out of memory: no node is known to be allowed */
         for (uint32_t s = 0; s < g->n_sets; s++) {

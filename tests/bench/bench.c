@@ -21,7 +21,10 @@
  *      of preferences for all and one per gang, against the same without, at hgx:5000 and 10x
  *  10. (informational) one cycle of 8,000 one-pod gangs with inter-pod preferences, against the
  *      same without, at hgx:5000 and 10x
- *   (8 to 10 are in bench_pods.c)
+ *  11. (informational) one cycle of 4,000 one-pod replicas required apart (hostname
+ *      anti-affinity to their app), against the same without, at hgx:5000 and 10x (40,000 on
+ *      hgx:50000)
+ *   (8 to 11 are in bench_pods.c)
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)
  *
@@ -947,17 +950,11 @@ static int run_store_replay(struct table *t)
 static const struct {
     const char *name;
     int (*fn)(struct table *t);
-} groups[] = {{"pods", bench_pods},
-              {"gangs", bench_gangs},
-              {"topo", bench_topo},
-              {"memory", bench_memory},
-              {"preempt", bench_preempt},
-              {"pod-rules", bench_pod_rules},
-              {"prefs", bench_prefs},
-              {"pod-prefs", bench_pod_prefs},
-              {"replay", run_replay},
-              {"store-cycle", run_store_cycle},
-              {"store-replay", run_store_replay}};
+} groups[] = {
+    {"pods", bench_pods},     {"gangs", bench_gangs},           {"topo", bench_topo},
+    {"memory", bench_memory}, {"preempt", bench_preempt},       {"pod-rules", bench_pod_rules},
+    {"prefs", bench_prefs},   {"pod-prefs", bench_pod_prefs},   {"pod-apart", bench_pod_apart},
+    {"replay", run_replay},   {"store-cycle", run_store_cycle}, {"store-replay", run_store_replay}};
 #define N_GROUPS (sizeof(groups) / sizeof(groups[0]))
 
 /* bench [--only GROUP[,GROUP...]] [ITP_DIR] */

@@ -83,5 +83,6 @@ double per_cycle(const struct cycle_stats *cs, uint64_t total);
 int bench_pod_rules(struct table *t);
 int bench_prefs(struct table *t);
 int bench_pod_prefs(struct table *t);
+int bench_pod_apart(struct table *t);
 
 #endif

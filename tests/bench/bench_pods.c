@@ -5,6 +5,8 @@
  *      for all and one per gang, against the same without
  *  10. one cycle of 8,000 one-pod gangs with preferred pod anti-affinity and a ScheduleAnyway
  *      spread, beside bound pods, against the same without
+ *  11. one cycle of 4,000 one-pod gangs of one app, each required apart from the others (a
+ *      Deployment's replicas, one per node), against the same without
  * each at hgx:5000 and 10x that (informational rows: how the cost grows).
  *
  * Must not touch: the core (it only drives it), any file.
@@ -17,6 +19,16 @@
 #include "sched/core/model.h"
 
 #include "tests/bench/bench.h"
+
+/* The CPU of one cycle of w under the gangsched policy (ms), or an error. */
+static int cycle_ms(struct world *w, double *ms)
+{
+    struct cycle_stats cs;
+    int rc = time_cycles(w, "gangsched", &cs);
+    if (rc == 0)
+        *ms = 1000.0 * cs.cpu_s / cs.cycles;
+    return rc;
+}
 
 /* ---- 8. pod rules -------------------------------------------------------------------------- */
 
@@ -156,11 +168,8 @@ static int time_prefs(const char *spec, uint32_t pods, int mode, double *ms)
         gang_finalize(&w.gangs[i]);
         w.gangs[i].min_member = w.gangs[i].n_pods;
     }
-    struct cycle_stats cs;
     if (rc == 0)
-        rc = time_cycles(&w, "gangsched", &cs);
-    if (rc == 0)
-        *ms = 1000.0 * cs.cpu_s / cs.cycles;
+        rc = cycle_ms(&w, ms);
     free(names);
     free(vals);
     free(reqs);
@@ -256,11 +265,8 @@ static int time_pod_prefs(const char *spec, int mode, double *ms)
     }
     w.bound = bound;
     w.n_bound = mode ? nb : 0;
-    struct cycle_stats cs;
     if (rc == 0)
-        rc = time_cycles(&w, "gangsched", &cs);
-    if (rc == 0)
-        *ms = 1000.0 * cs.cpu_s / cs.cycles;
+        rc = cycle_ms(&w, ms);
     free(bound);
     world_fini(&w);
     return rc;
@@ -295,6 +301,66 @@ int bench_pod_prefs(struct table *t)
             else
                 snprintf(r->ratio, sizeof(r->ratio), "%.2fx no preferences", ratio(ms[x], base));
         }
+    }
+    return 0;
+}
+
+/* ---- 11. replicas required apart --------------------------------------------------------- */
+
+#define APART_PER_5000 4000u /* replicas per 5,000 nodes (random occupancy leaves ~4,440 room) */
+
+/* One cycle's CPU for `n` one-pod, one-GPU gangs (a Deployment's replicas) on `spec` at random
+ * occupancy, each with a required hostname anti-affinity to the replicas' app when `rules`:
+ * each replica's term selects every replica placed before it, and each earlier replica's term
+ * selects it. */
+static int time_pod_apart(const char *spec, uint32_t n, bool rules, double *ms)
+{
+    static const struct kv app_web[] = {{"app", "web"}};
+    static const char *const web[] = {"web"};
+    static const struct sel_req sel_web = {
+        .key = "app", .op = SEL_IN, .values = web, .n_values = 1};
+    static const struct pod_term apart = {
+        .reqs = &sel_web, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
+    static const struct pod_meta replica = {
+        .ns = "x", .labels = app_web, .n_labels = 1, .anti = &apart, .n_anti = 1};
+    struct world w;
+    if (world_init(&w, spec) != 0)
+        return 1;
+    occupy_random_gpus(&w, RNG_SEED + 11);
+    int rc = world_gangs(&w, n, 1, 1, -1);
+    for (uint32_t i = 0; rc == 0 && rules && i < w.n_gangs; i++) {
+        w.gangs[i].sets[0].meta = &replica;
+        gang_finalize(&w.gangs[i]);
+        w.gangs[i].min_member = w.gangs[i].n_pods;
+    }
+    if (rc == 0)
+        rc = cycle_ms(&w, ms);
+    world_fini(&w);
+    return rc;
+}
+
+int bench_pod_apart(struct table *t)
+{
+    static const char *const specs[] = {"hgx:5000", "hgx:50000"};
+    double per[2] = {0, 0}; /* ms per replica, by size */
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = APART_PER_5000 * (k ? 10 : 1);
+        double base, ms;
+        if (time_pod_apart(specs[k], n, false, &base) != 0 ||
+            time_pod_apart(specs[k], n, true, &ms) != 0)
+            return 1;
+        per[k] = ms / n;
+        char name[96];
+        snprintf(name, sizeof(name), "11 cycle, %u x 1 pod required apart, %s", n, specs[k]);
+        struct row *r = row_add(t, name);
+        if (!r)
+            return 1;
+        snprintf(r->value, sizeof(r->value), "%.1f ms", ms);
+        if (k == 1) /* how a replica's cost grows with the nodes and the replicas before it */
+            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules, %.1fx per replica at hgx:5000",
+                     ratio(ms, base), ratio(per[1], per[0]));
+        else
+            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules", ratio(ms, base));
     }
     return 0;
 }

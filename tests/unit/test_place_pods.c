@@ -586,6 +586,86 @@ static void test_scans_decide_as_from_scratch(void **unused)
     assert_true(placed > 40); /* the worlds did place gangs pod by pod */
 }
 
+/* Marks kept across the gangs of a cycle (place_podmark.c: the domains a required term's
+ * selection holds, the earlier pods with anti-affinity terms by kind) reject as reading the pods
+ * one by one does (sched_snapshot.no_shortcuts): the same placements and verdicts over 12 random
+ * worlds of 160 bound pods in two namespaces (some being deleted: they still count, as for
+ * kube-scheduler) with kinds of anti-affinity by hostname, by rack and across namespaces (a kind
+ * of pods of two apps), two terms on one pod and host ports, and 30 gangs of one or two pods:
+ * without terms, apart from their app, with a kind's terms, a host port or an affinity, so that
+ * selections and kinds reach the size at which they are kept and the marks must follow the
+ * pods placed since. */
+static void test_kept_marks_reject_as_pod_by_pod(void **unused)
+{
+    (void)unused;
+    static const char *const dev[] = {"dev"};
+    static const uint32_t port[] = {6 << 16 | 8080};
+    static const char *const b[] = {"b"};
+    static const struct sel_req req_b = {.key = "app", .op = SEL_IN, .values = b, .n_values = 1};
+    static const struct pod_term host_a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const struct pod_term rack_b[] = {
+        {.reqs = &req_b, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK},
+        {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST}};
+    static const struct pod_term dev_a_rack = {.reqs = &req_app_a,
+                                               .n_reqs = 1,
+                                               .namespaces = dev,
+                                               .n_namespaces = 1,
+                                               .topology_key = TOPO_LABEL_RACK};
+    static const struct pod_term with_a_rack = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    static const struct pod_meta metas[] = {
+        {.ns = "ml", .labels = labels_a, .n_labels = 1},
+        {.ns = "dev", .labels = labels_a, .n_labels = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &host_a, .n_anti = 1},
+        {.ns = "dev", .labels = labels_a, .n_labels = 1, .anti = &host_a, .n_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = &dev_a_rack, .n_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = rack_b, .n_anti = 2},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .ports = port, .n_ports = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &with_a_rack, .n_affinity = 1},
+        /* of the kind of metas[3] (its terms, its namespace), not of its app */
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = &host_a, .n_anti = 1},
+    };
+    /* bound: each kind with terms near or past the size at which it is kept */
+    static const uint8_t bound_kinds[] = {0, 2, 3, 9, 4, 5, 5, 5, 6, 6, 6, 7};
+    /* gangs: without terms (the earlier pods' rules alone decide), apart in either namespace,
+     * the kinds by rack, a port, an affinity */
+    static const uint8_t gang_kinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    enum { N_BOUND = 160, N_GANGS = 30 }; /* cycle_fx.h holds 32 gangs */
+    uint64_t rng = 0xD1B54A32D192ED03ull;
+    uint32_t placed = 0, refused = 0;
+    for (int world = 0; world < 12; world++) {
+        struct world *w[2];
+        struct sched_pod bound[N_BOUND];
+        for (uint32_t k = 0; k < N_BOUND; k++) /* on the first 24 of 64 nodes */
+            bound[k] =
+                (struct sched_pod){.node = (uint32_t)(pfx_rnd(&rng) % 24),
+                                   .meta = &metas[bound_kinds[pfx_rnd(&rng) % sizeof(bound_kinds)]],
+                                   .deleting = pfx_rnd(&rng) % 8 == 0};
+        uint64_t seed = pfx_rnd(&rng);
+        for (int x = 0; x < 2; x++) {
+            uint64_t r = seed;
+            w[x] = world_new("hgx:64");
+            w[x]->no_shortcuts = x == 1;
+            for (uint32_t i = 0; i < 64; i++)
+                use_gpus(w[x], i, (uint32_t)(pfx_rnd(&r) & 0x0F));
+            for (uint32_t j = 0; j < N_GANGS; j++) {
+                struct gang *g = add_gang(w[x], 1 + (uint32_t)(pfx_rnd(&r) % 2), 1, (int64_t)j);
+                with_meta(g, &metas[gang_kinds[pfx_rnd(&r) % sizeof(gang_kinds)]]);
+            }
+            cycle_pods(w[x], bound, N_BOUND);
+        }
+        pfx_same_result(&w[0]->res, &w[1]->res);
+        placed += w[0]->res.n_placements;
+        refused += w[0]->res.n_verdicts;
+        free_gangs(w[0]);
+        free_gangs(w[1]);
+    }
+    /* most gangs were placed against the marks, some refused by them */
+    assert_true(placed > 12 * N_GANGS / 2);
+    assert_true(refused > 12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_reservation_one_pod_per_node),
         cmocka_unit_test(test_reservation_follows_rules_among_pods),
         cmocka_unit_test(test_scans_decide_as_from_scratch),
+        cmocka_unit_test(test_kept_marks_reject_as_pod_by_pod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
