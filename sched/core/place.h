@@ -172,6 +172,9 @@ struct place_state {
     uint32_t n_pods_terms, cap_pods_terms;
     struct place_pods_spread *pods_spreads; /* its DoNotSchedule topology spreads */
     uint32_t n_pods_spreads, cap_pods_spreads;
+    struct place_pods_kept *pods_kept; /* spreads kept for the cycle per shape of gang */
+    uint32_t n_pods_kept, cap_pods_kept;
+    uint64_t pods_kept_bytes;
     bool pods_self;
     bool pods_soft_self; /* its pods bear on one another's preferences (placed pod by pod) */
     uint32_t *pods_tset;

@@ -3,8 +3,11 @@
  *
  * Owns: the pods committed this cycle (st->placed), the rows of nodes each pod set of the gang
  * being placed may use given the pods bound or placed before it (ANDed into st->elig, with the
- * filter that rejected each node for the verdict), and the pod-by-pod placement of a gang whose
- * pods constrain each other.
+ * filter that rejected each node for the verdict), the DoNotSchedule spreads kept per shape of
+ * gang for the cycle (st->pods_kept: the nodes that count by domain and the pods counted, so the
+ * next replica reads them instead of every node's policies and the pods; not in a preemption
+ * trial nor under no_shortcuts), and the pod-by-pod placement of a gang whose pods constrain
+ * each other.
  *
  * The rules are kube-scheduler's InterPodAffinity, NodePorts and PodTopologySpread filters,
  * evaluated against the pods bound (sched_snapshot.bound_pods) and those placed earlier in the
@@ -61,9 +64,24 @@ struct place_pods_spread {
     bool own;  /* other pods of the gang may be selected: checked pod by pod */
     bool self; /* the set's own pods are selected (each adds one to its domain) */
     const struct place_keydom *kd; /* the nodes by the spread's key */
-    uint32_t *dom;                 /* [n]: domain id of a node that counts, UINT32_MAX otherwise */
-    uint32_t *cnt, *cnt0;          /* [n_dom]: selected pods now, and before the gang's own */
+    const uint32_t *dom;           /* [n]: domain id of a node that counts, UINT32_MAX otherwise */
+    uint32_t *cnt;                 /* [n_dom]: selected pods now */
+    const uint32_t *cnt0;          /* [n_dom]: before the gang's own (a kept spread's counts) */
     uint32_t n_dom, min;           /* min: the smallest count (0 below min_domains domains) */
+    uint32_t *buf; /* [3n + 1] this slot's scratch: dom, cnt0 and cnt when not kept, reused
+                      by the next gangs (survives the slot's reuse) */
+};
+
+/* A spread of one shape of gang's pod set kept for the cycle (its nodes that count by domain,
+ * and the earlier live pods it selects per domain, [0, upto) counted): equal shapes, equal
+ * filters and selections (gang.shape), so the next replica reads it instead of the nodes'
+ * policies and the pods. At most SPREAD_KEPT_BYTES of the arena. */
+#define SPREAD_KEPT_BYTES (64u << 20)
+struct place_pods_kept {
+    uint64_t shape;
+    uint32_t set, k; /* the spread: meta->spread[k] of pod set `set` */
+    uint32_t *dom, *cnt;
+    uint32_t n_dom, upto;
 };
 
 /* Appends k to a list of the arena; false on out of memory. */
@@ -391,46 +409,121 @@ static void spread_min(struct place_pods_spread *e)
         e->min = e->cnt[d] < e->min ? e->cnt[d] : e->min;
 }
 
+struct counting {
+    const uint32_t *dom;
+    uint32_t *cnt;
+};
+
 static void count_pod(void *ctx, const struct sched_pod *p)
 {
-    struct place_pods_spread *e = ctx;
-    if (!p->deleting && e->dom[p->node] != UINT32_MAX)
-        e->cnt[e->dom[p->node]]++;
+    struct counting *c = ctx;
+    if (!p->deleting && c->dom[p->node] != UINT32_MAX)
+        c->cnt[c->dom[p->node]]++;
 }
 
-/* Counts spread sp of set s over the earlier pods into e (in the arena); false on out of
- * memory. */
-static bool spread_build(struct place_state *st, const struct gang *g, uint32_t s,
-                         const struct pod_spread *sp, struct place_pods_spread *e)
+/* The nodes of set s of g that count for spread sp by its domains (dom, numbered anew; remap:
+ * [kd->n_dom + 1] scratch) and the earlier live pods it selects per domain (cnt, [n] clear);
+ * the number of domains. */
+static uint32_t spread_count(struct place_state *st, const struct gang *g, uint32_t s,
+                             const struct pod_spread *sp, const struct place_keydom *kd,
+                             uint32_t *remap, uint32_t *dom, uint32_t *cnt)
 {
-    uint32_t n = st->c->n_nodes;
     const struct pod_meta *m = g->sets[s].meta;
-    *e = (struct place_pods_spread){.sp = sp, .set = s, .self = podaff_selects(&sp->sel, m->ns, m)};
-    for (uint32_t b = 0; b < g->n_sets; b++)
-        e->own |=
-            (b != s || g->sets[s].count > 1) && podaff_selects(&sp->sel, m->ns, g->sets[b].meta);
-    e->kd = place_keydom(st, sp->sel.topology_key);
-    uint32_t *remap = e->kd ? arena_alloc(st->arena, (e->kd->n_dom + 1) * sizeof(*remap)) : NULL;
-    e->dom = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->dom));
-    e->cnt = arena_calloc(st->arena, n ? n : 1, sizeof(*e->cnt));
-    e->cnt0 = arena_alloc(st->arena, (n ? n : 1) * sizeof(*e->cnt0));
-    if (!remap || !e->dom || !e->cnt || !e->cnt0)
-        return false;
-    memset(remap, 0xff, (e->kd->n_dom + 1) * sizeof(*remap));
+    uint32_t n = st->c->n_nodes, n_dom = 0;
+    memset(remap, 0xff, (kd->n_dom + 1) * sizeof(*remap));
     for (uint32_t i = 0; i < n; i++) { /* the domains of the nodes that count, numbered anew */
-        uint32_t d = e->kd->dom[i];
-        e->dom[i] = UINT32_MAX;
+        uint32_t d = kd->dom[i];
+        dom[i] = UINT32_MAX;
         bool keys = d != UINT32_MAX;
         for (uint32_t k = 0; k < m->n_spread && keys; k++)
             keys = has_key(st, i, m->spread[k].sel.topology_key);
         if (!keys || !place_pods_spread_policy(st, g, s, sp, i))
             continue;
         if (remap[d] == UINT32_MAX)
-            remap[d] = e->n_dom++;
-        e->dom[i] = remap[d];
+            remap[d] = n_dom++;
+        dom[i] = remap[d];
     }
-    place_pods_selected(st, &sp->sel, m->ns, count_pod, e);
-    memcpy(e->cnt0, e->cnt, e->n_dom * sizeof(*e->cnt));
+    struct counting c = {dom, cnt};
+    place_pods_selected(st, &sp->sel, m->ns, count_pod, &c);
+    return n_dom;
+}
+
+/* Spread k of set s of g as kept for its shape, brought up to date (made when new and within
+ * SPREAD_KEPT_BYTES); NULL: count it afresh. Not in a preemption trial (a kept count does not
+ * see its releases), not under no_shortcuts. */
+static struct place_pods_kept *spread_kept(struct place_state *st, const struct gang *g, uint32_t s,
+                                           uint32_t k, const struct place_keydom *kd)
+{
+    if (st->no_shortcuts || st->n_rel > 0)
+        return NULL;
+    const struct pod_meta *m = g->sets[s].meta;
+    const struct pod_spread *sp = &m->spread[k];
+    uint32_t n = st->c->n_nodes, total = st->n_bound + st->n_placed;
+    for (uint32_t x = 0; x < st->n_pods_kept; x++) {
+        struct place_pods_kept *kp = &st->pods_kept[x];
+        if (kp->shape != g->shape || kp->set != s || kp->k != k)
+            continue;
+        for (; kp->upto < total; kp->upto++) {
+            const struct sched_pod *p = place_pods_at(st, kp->upto);
+            if (p && p->node < n && !p->deleting && kp->dom[p->node] != UINT32_MAX &&
+                podaff_selects(&sp->sel, m->ns, p->meta))
+                kp->cnt[kp->dom[p->node]]++;
+        }
+        return kp;
+    }
+    uint64_t bytes = 2ull * (n + 1) * sizeof(uint32_t);
+    if (st->pods_kept_bytes + bytes > SPREAD_KEPT_BYTES)
+        return NULL;
+    struct place_pods_kept *v =
+        arena_grow(st->arena, st->pods_kept, st->n_pods_kept, &st->cap_pods_kept, sizeof(*v));
+    uint32_t *dom = v ? arena_alloc(st->arena, (n + 1) * sizeof(*dom)) : NULL;
+    uint32_t *cnt = dom ? arena_calloc(st->arena, n + 1, sizeof(*cnt)) : NULL;
+    uint32_t *remap = cnt ? arena_alloc(st->arena, (kd->n_dom + 1) * sizeof(*remap)) : NULL;
+    if (v)
+        st->pods_kept = v;
+    if (!remap)
+        return NULL;
+    st->pods_kept_bytes += bytes;
+    struct place_pods_kept *kp = &v[st->n_pods_kept++];
+    *kp = (struct place_pods_kept){.shape = g->shape, .set = s, .k = k, .dom = dom, .cnt = cnt};
+    kp->n_dom = spread_count(st, g, s, sp, kd, remap, dom, cnt);
+    kp->upto = total;
+    return kp;
+}
+
+/* Counts spread k of set s over the earlier pods into e (kept for g's shape, or in e's
+ * scratch); false on out of memory. */
+static bool spread_build(struct place_state *st, const struct gang *g, uint32_t s, uint32_t k,
+                         struct place_pods_spread *e)
+{
+    uint32_t n = st->c->n_nodes;
+    const struct pod_meta *m = g->sets[s].meta;
+    const struct pod_spread *sp = &m->spread[k];
+    uint32_t *buf = e->buf; /* the slot's scratch, kept across its reuse */
+    *e = (struct place_pods_spread){.sp = sp, .set = s, .self = podaff_selects(&sp->sel, m->ns, m)};
+    for (uint32_t b = 0; b < g->n_sets; b++)
+        e->own |=
+            (b != s || g->sets[s].count > 1) && podaff_selects(&sp->sel, m->ns, g->sets[b].meta);
+    e->kd = place_keydom(st, sp->sel.topology_key);
+    if (!buf)
+        buf = arena_alloc(st->arena, (3 * (size_t)n + 2) * sizeof(*buf));
+    e->buf = buf;
+    if (!e->kd || !buf)
+        return false;
+    e->cnt = buf + 2 * (size_t)n + 1;
+    const struct place_pods_kept *kp = spread_kept(st, g, s, k, e->kd);
+    if (kp) {
+        e->dom = kp->dom;
+        e->cnt0 = kp->cnt;
+        e->n_dom = kp->n_dom;
+    } else { /* afresh: dom, then cnt0, in the scratch (the remap in cnt until counted) */
+        uint32_t *dom = buf, *cnt0 = buf + n;
+        memset(cnt0, 0, (n + 1) * sizeof(*cnt0));
+        e->n_dom = spread_count(st, g, s, sp, e->kd, e->cnt, dom, cnt0);
+        e->dom = dom;
+        e->cnt0 = cnt0;
+    }
+    memcpy(e->cnt, e->cnt0, e->n_dom * sizeof(*e->cnt));
     spread_min(e);
     return true;
 }
@@ -452,11 +545,15 @@ static void spreads_rows(struct place_state *st, const struct gang *g, bool *oom
         const struct pod_meta *m = g->sets[s].meta;
         uint8_t *why = st->pods_why + (size_t)s * n;
         for (uint32_t k = 0; m && k < m->n_spread && !*oom; k++) {
+            uint32_t cap = st->cap_pods_spreads;
             st->pods_spreads = arena_grow(st->arena, st->pods_spreads, st->n_pods_spreads,
                                           &st->cap_pods_spreads, sizeof(*st->pods_spreads));
+            if (st->pods_spreads && st->cap_pods_spreads > cap) /* new slots: no scratch yet */
+                memset(st->pods_spreads + cap, 0,
+                       (st->cap_pods_spreads - cap) * sizeof(*st->pods_spreads));
             struct place_pods_spread *e =
                 st->pods_spreads ? &st->pods_spreads[st->n_pods_spreads] : NULL;
-            if (!e || !spread_build(st, g, s, &m->spread[k], e)) {
+            if (!e || !spread_build(st, g, s, k, e)) {
                 *oom = true;
                 break;
             }

@@ -310,10 +310,11 @@ int bench_pod_prefs(struct table *t)
 #define APART_PER_5000 4000u /* replicas per 5,000 nodes (random occupancy leaves ~4,440 room) */
 
 /* One cycle's CPU for `n` one-pod, one-GPU gangs (a Deployment's replicas) on `spec` at random
- * occupancy, each with a required hostname anti-affinity to the replicas' app when `rules`:
- * each replica's term selects every replica placed before it, and each earlier replica's term
- * selects it. */
-static int time_pod_apart(const char *spec, uint32_t n, bool rules, double *ms)
+ * occupancy: mode 1, each with a required hostname anti-affinity to the replicas' app (each
+ * replica's term selects every replica placed before it, and each earlier replica's term
+ * selects it); mode 2, each spread by rack (DoNotSchedule, maxSkew 1) over the replicas; mode 0,
+ * neither. */
+static int time_pod_apart(const char *spec, uint32_t n, int mode, double *ms)
 {
     static const struct kv app_web[] = {{"app", "web"}};
     static const char *const web[] = {"web"};
@@ -321,15 +322,19 @@ static int time_pod_apart(const char *spec, uint32_t n, bool rules, double *ms)
         .key = "app", .op = SEL_IN, .values = web, .n_values = 1};
     static const struct pod_term apart = {
         .reqs = &sel_web, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
+    static const struct pod_spread by_rack = {
+        .sel = {.reqs = &sel_web, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
     static const struct pod_meta replica = {
         .ns = "x", .labels = app_web, .n_labels = 1, .anti = &apart, .n_anti = 1};
+    static const struct pod_meta spread = {
+        .ns = "x", .labels = app_web, .n_labels = 1, .spread = &by_rack, .n_spread = 1};
     struct world w;
     if (world_init(&w, spec) != 0)
         return 1;
     occupy_random_gpus(&w, RNG_SEED + 11);
     int rc = world_gangs(&w, n, 1, 1, -1);
-    for (uint32_t i = 0; rc == 0 && rules && i < w.n_gangs; i++) {
-        w.gangs[i].sets[0].meta = &replica;
+    for (uint32_t i = 0; rc == 0 && mode && i < w.n_gangs; i++) {
+        w.gangs[i].sets[0].meta = mode == 1 ? &replica : &spread;
         gang_finalize(&w.gangs[i]);
         w.gangs[i].min_member = w.gangs[i].n_pods;
     }
@@ -342,25 +347,31 @@ static int time_pod_apart(const char *spec, uint32_t n, bool rules, double *ms)
 int bench_pod_apart(struct table *t)
 {
     static const char *const specs[] = {"hgx:5000", "hgx:50000"};
-    double per[2] = {0, 0}; /* ms per replica, by size */
+    static const char *const what[] = {"required apart", "spread by rack"};
+    double per[2][2] = {{0, 0}, {0, 0}}; /* ms per replica, by mode and size */
     for (int k = 0; k < 2; k++) {
         uint32_t n = APART_PER_5000 * (k ? 10 : 1);
-        double base, ms;
-        if (time_pod_apart(specs[k], n, false, &base) != 0 ||
-            time_pod_apart(specs[k], n, true, &ms) != 0)
+        double base, ms[2];
+        if (time_pod_apart(specs[k], n, 0, &base) != 0 ||
+            time_pod_apart(specs[k], n, 1, &ms[0]) != 0 ||
+            time_pod_apart(specs[k], n, 2, &ms[1]) != 0)
             return 1;
-        per[k] = ms / n;
-        char name[96];
-        snprintf(name, sizeof(name), "11 cycle, %u x 1 pod required apart, %s", n, specs[k]);
-        struct row *r = row_add(t, name);
-        if (!r)
-            return 1;
-        snprintf(r->value, sizeof(r->value), "%.1f ms", ms);
-        if (k == 1) /* how a replica's cost grows with the nodes and the replicas before it */
-            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules, %.1fx per replica at hgx:5000",
-                     ratio(ms, base), ratio(per[1], per[0]));
-        else
-            snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules", ratio(ms, base));
+        for (int x = 0; x < 2; x++) {
+            per[x][k] = ms[x] / n;
+            char name[96];
+            snprintf(name, sizeof(name), "%s%u x 1 pod %s, %s", x ? "  " : "11 cycle, ", n, what[x],
+                     specs[k]);
+            struct row *r = row_add(t, name);
+            if (!r)
+                return 1;
+            snprintf(r->value, sizeof(r->value), "%.1f ms", ms[x]);
+            if (k == 1) /* how a replica's cost grows with the nodes and the replicas before it */
+                snprintf(r->ratio, sizeof(r->ratio),
+                         "%.2fx no rules, %.1fx per replica at hgx:5000", ratio(ms[x], base),
+                         ratio(per[x][1], per[x][0]));
+            else
+                snprintf(r->ratio, sizeof(r->ratio), "%.2fx no rules", ratio(ms[x], base));
+        }
     }
     return 0;
 }

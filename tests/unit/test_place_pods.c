@@ -587,14 +587,16 @@ static void test_scans_decide_as_from_scratch(void **unused)
 }
 
 /* Marks kept across the gangs of a cycle (place_podmark.c: the domains a required term's
- * selection holds, the earlier pods with anti-affinity terms by kind) reject as reading the pods
+ * selection holds, the earlier pods with anti-affinity terms by kind; place_pods.c: a
+ * DoNotSchedule spread's nodes and counts per shape of gang) reject as reading the pods
  * one by one does (sched_snapshot.no_shortcuts): the same placements and verdicts over 12 random
- * worlds of 160 bound pods in two namespaces (some being deleted: they still count, as for
- * kube-scheduler) with kinds of anti-affinity by hostname, by rack and across namespaces (a kind
- * of pods of two apps), two terms on one pod and host ports, and 30 gangs of one or two pods:
- * without terms, apart from their app, with a kind's terms, a host port or an affinity, so that
- * selections and kinds reach the size at which they are kept and the marks must follow the
- * pods placed since. */
+ * worlds of 160 bound pods in two namespaces (some being deleted: the rules count them, as
+ * kube-scheduler does, the spreads do not) with kinds of anti-affinity by hostname, by rack and
+ * across namespaces (a kind of pods of two apps), two terms on one pod and host ports, and 30 gangs
+ * of one or two pods: without terms, apart from their app, with a kind's terms, a host port, an
+ * affinity or spreads (of the gang's app, by rack; of another app in another namespace, by host and
+ * rack), so that selections and kinds reach the size at which they are kept and the marks must
+ * follow the pods placed since. */
 static void test_kept_marks_reject_as_pod_by_pod(void **unused)
 {
     (void)unused;
@@ -613,6 +615,11 @@ static void test_kept_marks_reject_as_pod_by_pod(void **unused)
                                                .topology_key = TOPO_LABEL_RACK};
     static const struct pod_term with_a_rack = {
         .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    static const struct pod_spread spread_a = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
+    static const struct pod_spread spread_b[] = {
+        {.sel = {.reqs = &req_b, .n_reqs = 1, .topology_key = HOST}, .max_skew = 2},
+        {.sel = {.reqs = &req_b, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 3}};
     static const struct pod_meta metas[] = {
         {.ns = "ml", .labels = labels_a, .n_labels = 1},
         {.ns = "dev", .labels = labels_a, .n_labels = 1},
@@ -625,12 +632,14 @@ static void test_kept_marks_reject_as_pod_by_pod(void **unused)
         {.ns = "ml", .labels = labels_b, .n_labels = 1, .affinity = &with_a_rack, .n_affinity = 1},
         /* of the kind of metas[3] (its terms, its namespace), not of its app */
         {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = &host_a, .n_anti = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .spread = &spread_a, .n_spread = 1},
+        {.ns = "dev", .labels = labels_b, .n_labels = 1, .spread = spread_b, .n_spread = 2},
     };
     /* bound: each kind with terms near or past the size at which it is kept */
     static const uint8_t bound_kinds[] = {0, 2, 3, 9, 4, 5, 5, 5, 6, 6, 6, 7};
     /* gangs: without terms (the earlier pods' rules alone decide), apart in either namespace,
-     * the kinds by rack, a port, an affinity */
-    static const uint8_t gang_kinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+     * the kinds by rack, a port, an affinity, spreads (kept per shape of gang) */
+    static const uint8_t gang_kinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 10, 11, 11};
     enum { N_BOUND = 160, N_GANGS = 30 }; /* cycle_fx.h holds 32 gangs */
     uint64_t rng = 0xD1B54A32D192ED03ull;
     uint32_t placed = 0, refused = 0;
