@@ -54,7 +54,8 @@
 struct place_pods_term {
     const struct pod_term *t;
     uint32_t set;
-    uint8_t *ext; /* [n]: the node's domain holds an earlier pod the term selects */
+    uint8_t *ext; /* [n]: the node's domain holds an earlier pod the term selects (the slot's
+                     row, kept across its reuse by the next gangs) */
 };
 
 /* A spread constraint of a set of the gang being placed, counted per domain of its key. */
@@ -355,10 +356,15 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
         own_terms |= own;
         struct place_pods_term *pp = NULL;
         if (own) { /* met by earlier pods or by the gang's own: place_pods_gang decides */
+            uint32_t cap = st->cap_pods_terms;
             st->pods_terms = arena_grow(st->arena, st->pods_terms, st->n_pods_terms,
                                         &st->cap_pods_terms, sizeof(*st->pods_terms));
+            if (st->pods_terms && st->cap_pods_terms > cap) /* new slots: no row yet */
+                memset(st->pods_terms + cap, 0,
+                       (st->cap_pods_terms - cap) * sizeof(*st->pods_terms));
             pp = st->pods_terms ? &st->pods_terms[st->n_pods_terms] : NULL;
-            uint8_t *ext = pp ? arena_calloc(st->arena, n ? n : 1, 1) : NULL;
+            /* the slot's row, reused by the next gangs (every node written below) */
+            uint8_t *ext = !pp ? NULL : pp->ext ? pp->ext : arena_alloc(st->arena, n ? n : 1);
             if (!ext) {
                 *oom = true;
                 return;
