@@ -22,8 +22,8 @@
  *  10. (informational) one cycle of 8,000 one-pod gangs with inter-pod preferences, against the
  *      same without, at hgx:5000 and 10x
  *  11. (informational) one cycle of 4,000 one-pod replicas required apart (hostname
- *      anti-affinity to their app), against the same without, at hgx:5000 and 10x (40,000 on
- *      hgx:50000)
+ *      anti-affinity to their app), then spread by rack (DoNotSchedule), against the same
+ *      without, at hgx:5000 and 10x (40,000 on hgx:50000)
  *   (8 to 11 are in bench_pods.c)
  *
  * Usage: bench [ITP_DATA_DIR]   (default sched/sim/data/itp, relative to the repository root)

@@ -6,7 +6,7 @@
  *  10. one cycle of 8,000 one-pod gangs with preferred pod anti-affinity and a ScheduleAnyway
  *      spread, beside bound pods, against the same without
  *  11. one cycle of 4,000 one-pod gangs of one app, each required apart from the others (a
- *      Deployment's replicas, one per node), against the same without
+ *      Deployment's replicas, one per node), then spread by rack, against the same without
  * each at hgx:5000 and 10x that (informational rows: how the cost grows).
  *
  * Must not touch: the core (it only drives it), any file.
