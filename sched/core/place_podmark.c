@@ -69,6 +69,8 @@ struct place_podmark {
     uint32_t n_sels, cap_sels;
     struct podmark_kind *kinds;
     uint32_t n_kinds, cap_kinds;
+    uint32_t *slot; /* the kinds by key, open addressing: kind + 1, 0 empty; mask + 1 slots */
+    uint32_t mask;
     uint32_t *next;  /* per rule pod: the next of its kind + 1, 0 at the end */
     uint32_t *loose; /* the rule pods of no kind (host ports, many terms) */
     uint32_t n_loose, cap_loose, cap_next;
@@ -149,7 +151,7 @@ void place_podmark_keep(struct place_state *st, const struct pod_term *t, const 
                         const struct place_keydom *kd, uint8_t *mark, bool any, uint32_t seen)
 {
     struct place_podmark *pm = seen >= MARK_MIN && marks_on(st) ? scratch(st) : NULL;
-    uint64_t bytes = (uint64_t)kd->n_dom + 1;
+    uint64_t bytes = (uint64_t)st->c->n_nodes + 1; /* a scan's mark: one byte per node */
     if (!pm || pm->bytes + bytes > MARK_BYTES)
         return;
     struct podmark_sel *v = arena_grow(st->arena, pm->sels, pm->n_sels, &pm->cap_sels, sizeof(*v));
@@ -208,16 +210,34 @@ static struct podmark_kind *kind_of(struct place_state *st, struct place_podmark
                                     const struct pod_meta *m)
 {
     uint64_t key = kind_hash(m);
-    for (uint32_t k = 0; k < pm->n_kinds; k++)
-        if (pm->kinds[k].key == key && same_kind(pm->kinds[k].rep, m))
-            return &pm->kinds[k];
+    if (!pm->slot || 2 * (pm->n_kinds + 1) > pm->mask + 1) { /* at most half full */
+        uint32_t size = pm->slot ? 2 * (pm->mask + 1) : 64;
+        uint32_t *slot = arena_calloc(st->arena, size, sizeof(*slot));
+        if (!slot)
+            return NULL;
+        for (uint32_t k = 0; k < pm->n_kinds; k++) {
+            uint32_t x = (uint32_t)pm->kinds[k].key & (size - 1);
+            while (slot[x])
+                x = (x + 1) & (size - 1);
+            slot[x] = k + 1;
+        }
+        pm->slot = slot;
+        pm->mask = size - 1;
+    }
+    uint32_t x = (uint32_t)key & pm->mask;
+    for (; pm->slot[x]; x = (x + 1) & pm->mask) {
+        struct podmark_kind *k = &pm->kinds[pm->slot[x] - 1];
+        if (k->key == key && same_kind(k->rep, m))
+            return k;
+    }
     struct podmark_kind *v =
         arena_grow(st->arena, pm->kinds, pm->n_kinds, &pm->cap_kinds, sizeof(*v));
     if (!v)
         return NULL;
     pm->kinds = v;
     v[pm->n_kinds] = (struct podmark_kind){.key = key, .rep = m};
-    return &v[pm->n_kinds++];
+    pm->slot[x] = ++pm->n_kinds;
+    return &v[pm->n_kinds - 1];
 }
 
 /* Puts the pods noted in st->rules since the last call into their kinds (or loose). */

@@ -675,6 +675,52 @@ static void test_kept_marks_reject_as_pod_by_pod(void **unused)
     assert_true(refused > 12);
 }
 
+/* Many kinds of rule pods (place_podmark.c keeps them in a table by key, grown as kinds come):
+ * 200 bound pods of 80 namespaces, each apart from app a of its own namespace (80 kinds), and
+ * 30 one-pod gangs of app a without terms in five of those namespaces: each is kept off the
+ * nodes of its namespace's pods only, as reading the pods one by one decides. */
+static void test_many_kinds_reject_as_pod_by_pod(void **unused)
+{
+    (void)unused;
+    enum { N_NS = 80, N_BOUND = 200, N_GANGS = 30 };
+    static const struct pod_term host_a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static char names[N_NS][8];
+    static struct pod_meta rule[N_NS], plain[N_NS];
+    for (uint32_t k = 0; k < N_NS; k++) {
+        snprintf(names[k], sizeof(names[k]), "ns%u", k);
+        rule[k] = (struct pod_meta){
+            .ns = names[k], .labels = labels_a, .n_labels = 1, .anti = &host_a, .n_anti = 1};
+        plain[k] = (struct pod_meta){.ns = names[k], .labels = labels_a, .n_labels = 1};
+    }
+    /* node j holds the pods of namespaces j, j + 64 - 80 ...: node 0 those of ns0, ns64, ns48,
+     * ns32, so the gangs of ns0, ns32, ns48 and ns64 must go past it, those of ns16 need not */
+    struct sched_pod bound[N_BOUND];
+    for (uint32_t k = 0; k < N_BOUND; k++)
+        bound[k] = (struct sched_pod){.node = k % 64, .meta = &rule[k % N_NS]};
+    uint32_t avoided = 0;
+    struct world *w[2];
+    for (int x = 0; x < 2; x++) {
+        w[x] = world_new("hgx:64");
+        w[x]->no_shortcuts = x == 1;
+        for (uint32_t j = 0; j < N_GANGS; j++)
+            one_pod(w[x], (int64_t)j, &plain[(j * 16) % N_NS]);
+        cycle_pods(w[x], bound, N_BOUND);
+    }
+    pfx_same_result(&w[0]->res, &w[1]->res);
+    assert_int_equal(w[0]->res.n_placements, N_GANGS);
+    for (uint32_t p = 0; p < w[0]->res.n_placements; p++) { /* never beside its namespace's */
+        const struct sched_placement *pl = &w[0]->res.placements[p];
+        for (uint32_t k = 0; k < N_BOUND; k++)
+            if (bound[k].meta->ns == pl->gang->sets[0].meta->ns) {
+                assert_int_not_equal(bound[k].node, pl->pods[0].node);
+                avoided++;
+            }
+    }
+    assert_true(avoided > N_GANGS); /* each gang had pods of its namespace to avoid */
+    free_gangs(w[0]);
+    free_gangs(w[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -693,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_reservation_follows_rules_among_pods),
         cmocka_unit_test(test_scans_decide_as_from_scratch),
         cmocka_unit_test(test_kept_marks_reject_as_pod_by_pod),
+        cmocka_unit_test(test_many_kinds_reject_as_pod_by_pod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
