@@ -300,7 +300,12 @@ def join_of_shrunk(cl, db):
         for k, n in enumerate(["gpu-3", "gpu-4", "gpu-5", "gpu-6"]):
             pinned(c, "wall%d-%d" % (a, k), 8, 100, n)
         pinned(c, "f%d" % a, 4, 100, "gpu-2")  # 4 GPUs of gpu-2 left: room for one member
+        # one cycle sees both members: with minMember 1, a cycle between the two pods' arrivals
+        # started the first alone on gpu-2's four GPUs, the tighter fit (make san, once)
+        s.p.send_signal(signal.SIGSTOP)
         gang(c, el, "now", 2, 1, 4, 0)
+        time.sleep(0.3)
+        s.p.send_signal(signal.SIGCONT)
         check("set-up %d: %s's two members fill gpu-1" % (a, el), wait_for(
             lambda: [p["spec"]["nodeName"] for p in bound_of(c, el)] == ["gpu-1", "gpu-1"] and
             bound_of(c, "f%d" % a) and bound_of(c, "wall%d-3" % a), 20))
