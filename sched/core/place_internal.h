@@ -50,6 +50,14 @@ static inline uint32_t place_tier_of(const struct place_state *st, uint32_t i)
     return st->n_tiers > 1 ? st->tier[i] : 0;
 }
 
+/* May what place_podpref.c (tallies), place_podmark.c (marks) and place_pods.c (spreads) keep
+ * for the cycle be read and kept: not in a preemption trial (what is kept does not see its
+ * releases), not while every search runs from scratch (sched_snapshot.no_shortcuts). */
+static inline bool place_keeps(const struct place_state *st)
+{
+    return !st->no_shortcuts && st->n_rel == 0;
+}
+
 /* ---- inter-pod preferences (place_podpref.c) ---------------------------------------------- */
 
 /* Do inter-pod preferences bear on where g goes: a preferred term or ScheduleAnyway spread of

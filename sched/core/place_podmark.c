@@ -79,13 +79,6 @@ struct place_podmark {
     bool lost;         /* out of memory: the pods are read one by one */
 };
 
-/* May marks be read and kept: not in a preemption trial (a mark does not see its releases),
- * not while every search runs from scratch (sched_snapshot.no_shortcuts). */
-static bool marks_on(const struct place_state *st)
-{
-    return !st->no_shortcuts && st->n_rel == 0;
-}
-
 static struct place_podmark *scratch(struct place_state *st)
 {
     if (!st->podmark)
@@ -112,7 +105,7 @@ const uint8_t *place_podmark_term(struct place_state *st, const struct pod_term 
                                   const struct place_keydom *kd, bool *any)
 {
     struct place_podmark *pm = st->podmark;
-    if (!pm || pm->n_sels == 0 || !marks_on(st))
+    if (!pm || pm->n_sels == 0 || !place_keeps(st))
         return NULL;
     uint64_t key = podaff_selection_hash(t, ns);
     uint32_t total = st->n_bound + st->n_placed, n = st->c->n_nodes;
@@ -150,7 +143,7 @@ uint8_t *place_podmark_scan(struct place_state *st, const struct place_keydom *k
 void place_podmark_keep(struct place_state *st, const struct pod_term *t, const char *ns,
                         const struct place_keydom *kd, uint8_t *mark, bool any, uint32_t seen)
 {
-    struct place_podmark *pm = seen >= MARK_MIN && marks_on(st) ? scratch(st) : NULL;
+    struct place_podmark *pm = seen >= MARK_MIN && place_keeps(st) ? scratch(st) : NULL;
     uint64_t bytes = (uint64_t)st->c->n_nodes + 1; /* a scan's mark: one byte per node */
     if (!pm || pm->bytes + bytes > MARK_BYTES)
         return;
@@ -385,7 +378,7 @@ bool place_podmark_rules(struct place_state *st, const struct pod_meta *m, uint8
     struct place_podmark *pm = scratch(st);
     if (!pm)
         return false;
-    bool on = marks_on(st), ok = true;
+    bool on = place_keeps(st), ok = true;
     if (on)
         kinds_update(st, pm);
     if (!on || pm->lost) { /* every rule pod, one by one */

@@ -150,13 +150,6 @@ static const struct sched_pod *pod_raw(const struct place_state *st, uint32_t k)
     return k < st->n_bound ? &st->bound[k] : &st->placed[k - st->n_bound];
 }
 
-/* May tallies be read and kept: not in a preemption trial (a tally does not see its releases),
- * not while every search runs from scratch (sched_snapshot.no_shortcuts). */
-static bool tallies_on(const struct place_state *st)
-{
-    return !st->no_shortcuts && st->n_rel == 0;
-}
-
 static void tally_add(struct podpref_tally *ty, uint32_t node, uint32_t n_nodes)
 {
     if (node < n_nodes && ty->cnt[node]++ == 0)
@@ -334,7 +327,7 @@ static const struct podpref_tally *term_tally(struct place_state *st, const stru
                                               const char *ns, bool live)
 {
     struct place_podpref *pp = st->podpref;
-    if (pp->n_tallies == 0 || !tallies_on(st))
+    if (pp->n_tallies == 0 || !place_keeps(st))
         return NULL; /* none to find: the term's hash not taken */
     uint64_t key = podaff_selection_hash(t, ns) ^ live;
     uint32_t total = st->n_bound + st->n_placed;
@@ -358,7 +351,7 @@ static void term_keep(struct place_state *st, const struct pod_term *t, const ch
                       uint32_t seen)
 {
     struct place_podpref *pp = st->podpref;
-    if (seen < TALLY_MIN || !tallies_on(st))
+    if (seen < TALLY_MIN || !place_keeps(st))
         return;
     struct podpref_tally **v =
         arena_grow(st->arena, pp->tallies, pp->n_tallies, &pp->cap_tallies, sizeof(*v));
@@ -485,7 +478,7 @@ static void others_terms(struct place_state *st, const struct gang *g, const str
         struct podpref_kind *kind = &pp->kinds[k];
         struct podpref_group grp;
         group_fill(st, kind->rep, m, &grp);
-        if (!grp.many && kind->ty && tallies_on(st)) {
+        if (!grp.many && kind->ty && place_keeps(st)) {
             for (uint32_t j = 0; j < grp.n; j++)
                 vec(st, grp.t[j].kd, kind->ty, grp.t[j].w);
             continue;
@@ -495,7 +488,7 @@ static void others_terms(struct place_state *st, const struct gang *g, const str
             if (p && p->node < st->c->n_nodes)
                 pod_terms(st, p, m, &grp);
         }
-        if (grp.n && !grp.many && !kind->ty && kind->n >= TALLY_MIN && tallies_on(st))
+        if (grp.n && !grp.many && !kind->ty && kind->n >= TALLY_MIN && place_keeps(st))
             kind_keep(st, kind);
     }
     for (uint32_t r = 0; pp->lost && r < st->n_scored; r++) {

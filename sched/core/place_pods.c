@@ -96,6 +96,17 @@ static bool note(struct place_state *st, uint32_t **list, uint32_t *n, uint32_t 
     return true;
 }
 
+/* arena_grow for a gang's slots (pods_terms, pods_spreads), whose scratch rows outlive their
+ * use and serve the next gangs: the slots it adds are clear (no row yet). */
+static void *grow_slots(struct place_state *st, void *old, uint32_t n, uint32_t *cap, size_t elem)
+{
+    uint32_t before = *cap;
+    char *v = arena_grow(st->arena, old, n, cap, elem);
+    if (v && *cap > before)
+        memset(v + (size_t)before * elem, 0, (size_t)(*cap - before) * elem);
+    return v;
+}
+
 /* Notes pod k (of the bound then placed ones) in st->rules when it carries anti-affinity terms
  * or host ports, the rules that apply to other pods than its own gang's, and in st->scored when
  * it carries affinity or preferred terms, which kube-scheduler scores for other pods
@@ -356,12 +367,8 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
         own_terms |= own;
         struct place_pods_term *pp = NULL;
         if (own) { /* met by earlier pods or by the gang's own: place_pods_gang decides */
-            uint32_t cap = st->cap_pods_terms;
-            st->pods_terms = arena_grow(st->arena, st->pods_terms, st->n_pods_terms,
-                                        &st->cap_pods_terms, sizeof(*st->pods_terms));
-            if (st->pods_terms && st->cap_pods_terms > cap) /* new slots: no row yet */
-                memset(st->pods_terms + cap, 0,
-                       (st->cap_pods_terms - cap) * sizeof(*st->pods_terms));
+            st->pods_terms = grow_slots(st, st->pods_terms, st->n_pods_terms, &st->cap_pods_terms,
+                                        sizeof(*st->pods_terms));
             pp = st->pods_terms ? &st->pods_terms[st->n_pods_terms] : NULL;
             /* the slot's row, reused by the next gangs (every node written below) */
             uint8_t *ext = !pp ? NULL : pp->ext ? pp->ext : arena_alloc(st->arena, n ? n : 1);
@@ -460,7 +467,7 @@ static uint32_t spread_count(struct place_state *st, const struct gang *g, uint3
 static struct place_pods_kept *spread_kept(struct place_state *st, const struct gang *g, uint32_t s,
                                            uint32_t k, const struct place_keydom *kd)
 {
-    if (st->no_shortcuts || st->n_rel > 0)
+    if (!place_keeps(st))
         return NULL;
     const struct pod_meta *m = g->sets[s].meta;
     const struct pod_spread *sp = &m->spread[k];
@@ -551,12 +558,8 @@ static void spreads_rows(struct place_state *st, const struct gang *g, bool *oom
         const struct pod_meta *m = g->sets[s].meta;
         uint8_t *why = st->pods_why + (size_t)s * n;
         for (uint32_t k = 0; m && k < m->n_spread && !*oom; k++) {
-            uint32_t cap = st->cap_pods_spreads;
-            st->pods_spreads = arena_grow(st->arena, st->pods_spreads, st->n_pods_spreads,
+            st->pods_spreads = grow_slots(st, st->pods_spreads, st->n_pods_spreads,
                                           &st->cap_pods_spreads, sizeof(*st->pods_spreads));
-            if (st->pods_spreads && st->cap_pods_spreads > cap) /* new slots: no scratch yet */
-                memset(st->pods_spreads + cap, 0,
-                       (st->cap_pods_spreads - cap) * sizeof(*st->pods_spreads));
             struct place_pods_spread *e =
                 st->pods_spreads ? &st->pods_spreads[st->n_pods_spreads] : NULL;
             if (!e || !spread_build(st, g, s, k, e)) {
