@@ -69,6 +69,8 @@ static int grow(struct strmap *m)
 
 void *strmap_get(const struct strmap *m, const char *key)
 {
+    if (m->n == 0) /* no key to hash */
+        return NULL;
     long i = find(m, key, key_hash(key));
     return i < 0 ? NULL : m->slots[i].value;
 }

@@ -740,73 +740,72 @@ static int build_start(struct builder *b, struct sched_errbuf *eb)
     return 0;
 }
 
-/* ResourceClaims first: a pod's GPUs include its claims' (usage and placement). */
-static int claim_demands(struct builder *b)
+/* A pod's first look (read_pods): its claims noted (shared claims: who uses each, claims.h),
+ * and a native group with a pending member of another scheduler (upstream: every pod of a
+ * group has the same schedulerName). */
+static int note_pod(struct builder *b, struct kpod *p)
 {
-    struct kcache *c = b->c;
-    const char *pk;
-    void *pv;
-    const struct strmap *hot = kcache_hot(c); /* the pods with claims among them */
-    kclaims_consumers_reset(c->dra);          /* shared claims: who uses each (claims.h) */
-    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);)
-        if (((struct kpod *)pv)->n_claims && kclaims_note_pod(c->dra, pv) != 0)
-            return SCHED_ENOMEM;
-    for (size_t i = 0; strmap_next(hot, &i, &pk, &pv);) {
-        struct kpod *p = pv;
-        const char *cw =
-            p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
-        if (cw && p->ours && !p->node && strmap_put(&b->claim_why, pk, (void *)cw, NULL))
-            return SCHED_ENOMEM;
-    }
+    if (p->n_claims && kclaims_note_pod(b->c->dra, p) != 0)
+        return SCHED_ENOMEM;
+    if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
+        !strmap_get(&b->foreign, p->group) && strmap_put(&b->foreign, p->group, p->name, NULL))
+        return SCHED_ENOMEM;
     return 0;
 }
 
-/* Groups of this scheduler's pods; native groups with a pending member of another scheduler
- * (upstream: every pod of a group has the same schedulerName). */
-static int group_pods(struct builder *b)
+/* A pod's claims' demand (a pod's GPUs include its claims': usage and placement), and one of
+ * this scheduler's pods into its group. */
+static int take_pod(struct builder *b, const char *key, struct kpod *p)
 {
     struct kcache *c = b->c;
-    const struct strmap *hot = kcache_hot(c); /* ours and native groups' among them */
+    const char *cw =
+        p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
+    if (cw && p->ours && !p->node && strmap_put(&b->claim_why, key, (void *)cw, NULL))
+        return SCHED_ENOMEM;
+    bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
+    if (!p->ours || (terminal && !p->node))
+        return 0;
+    /* a terminal member stays in its running gang: the lifecycle tells a failed member from a
+     * gang that completes */
+    bool bound = p->node || strmap_get(&c->assumed, key);
+    if (!bound && (p->deleting || p->gated))
+        return 0;
+    const char *gk = p->group ? p->group : p->key;
+    const struct kpg *pg = p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group) : NULL;
+    if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
+        gk = p->key;
+    struct group *g = strmap_get(&b->groups, gk);
+    if (!g) {
+        g = arena_calloc(b->a, 1, sizeof(*g));
+        if (!g || !(g->key = arena_strdup(b->a, gk)) || strmap_put(&b->groups, gk, g, NULL))
+            return SCHED_ENOMEM;
+        g->named = p->group != NULL && gk == p->group;
+        g->pg = g->named ? pg : NULL;
+        g->foreign = g->named && p->native ? strmap_get(&b->foreign, gk) : NULL;
+    }
+    if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
+        g->kueue_total = p->group_total;
+    if (bound && !p->deleting && !terminal)
+        g->n_bound_live++;
+    else if (bound && !terminal)
+        g->n_bound_dying++;
+    return bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
+                 : push(&g->pending, &g->n_pending, &g->cap_pending, p);
+}
+
+/* The cache's hot pods (ours, native groups', with claims) in two passes, each pod's fields read
+ * together: every claim noted before a demand, every foreign member seen before a group. */
+static int read_pods(struct builder *b)
+{
+    const struct strmap *hot = kcache_hot(b->c);
     const char *key;
     void *v;
-    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
-        struct kpod *p = v;
-        if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&
-            !strmap_get(&b->foreign, p->group) && strmap_put(&b->foreign, p->group, p->name, NULL))
+    kclaims_consumers_reset(b->c->dra);
+    for (size_t i = 0; strmap_next(hot, &i, &key, &v);)
+        if (note_pod(b, v) != 0)
             return SCHED_ENOMEM;
-    }
     for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
-        struct kpod *p = v;
-        bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
-        if (!p->ours || (terminal && !p->node))
-            continue;
-        /* a terminal member stays in its running gang: the lifecycle tells a failed member
-         * from a gang that completes */
-        bool bound = p->node || strmap_get(&c->assumed, key);
-        if (!bound && (p->deleting || p->gated))
-            continue;
-        const char *gk = p->group ? p->group : p->key;
-        const struct kpg *pg =
-            p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group) : NULL;
-        if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
-            gk = p->key;
-        struct group *g = strmap_get(&b->groups, gk);
-        if (!g) {
-            g = arena_calloc(b->a, 1, sizeof(*g));
-            if (!g || !(g->key = arena_strdup(b->a, gk)) || strmap_put(&b->groups, gk, g, NULL))
-                return SCHED_ENOMEM;
-            g->named = p->group != NULL && gk == p->group;
-            g->pg = g->named ? pg : NULL;
-            g->foreign = g->named && p->native ? strmap_get(&b->foreign, gk) : NULL;
-        }
-        if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
-            g->kueue_total = p->group_total;
-        if (bound && !p->deleting && !terminal)
-            g->n_bound_live++;
-        else if (bound && !terminal)
-            g->n_bound_dying++;
-        int rc = bound ? push(&g->bound, &g->n_bound, &g->cap_bound, p)
-                       : push(&g->pending, &g->n_pending, &g->cap_pending, p);
+        int rc = take_pod(b, key, v);
         if (rc)
             return rc;
     }
@@ -968,17 +967,21 @@ static int offer_group(struct builder *b, struct group *g, int pass)
 /* Pending gangs first (their ids index out->gangs), then running ones, groups by key. */
 static int offer_groups(struct builder *b)
 {
-    size_t n_groups = b->groups.n;
+    size_t n_groups = b->groups.n, n_gangs = 0; /* at most one pending, one running each */
     struct group **gv = arena_calloc(b->a, n_groups ? n_groups : 1, sizeof(*gv));
-    b->out->gangs = arena_calloc(b->a, n_groups * 2 + 1, sizeof(*b->out->gangs));
-    b->out->waiting = arena_calloc(b->a, n_groups + 1, sizeof(*b->out->waiting));
-    if (!gv || !b->out->gangs || !b->out->waiting)
+    if (!gv)
         return SCHED_ENOMEM;
     size_t k = 0;
     const char *key;
     void *v;
-    for (size_t i = 0; strmap_next(&b->groups, &i, &key, &v);)
-        gv[k++] = v;
+    for (size_t i = 0; strmap_next(&b->groups, &i, &key, &v);) {
+        const struct group *g = gv[k++] = v;
+        n_gangs += (g->n_pending > 0) + (g->n_bound > 0);
+    }
+    b->out->gangs = arena_calloc(b->a, n_gangs + 1, sizeof(*b->out->gangs));
+    b->out->waiting = arena_calloc(b->a, n_groups + 1, sizeof(*b->out->waiting));
+    if (!b->out->gangs || !b->out->waiting)
+        return SCHED_ENOMEM;
     qsort(gv, k, sizeof(*gv), cmp_group);
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < k; i++) {
@@ -1123,12 +1126,13 @@ static void build_free(struct builder *b)
     strmap_fini(&b->claim_why);
 }
 
-/* The phases of a build, after build_start: claims, usage, groups, gangs, queues, running. */
+/* The phases of a build, after build_start: pods (claims, groups), usage, gangs, queues, running.
+ */
 static int build_phases(struct builder *b)
 {
     const struct cluster *cl = b->c->cluster;
     struct kcache_build *out = b->out;
-    int rc = claim_demands(b);
+    int rc = read_pods(b);
     if (rc)
         return rc;
     if ((rc = account_usage(b)))
@@ -1137,7 +1141,7 @@ static int build_phases(struct builder *b)
         if (b->state[i].used.v[RES_PODS] == 0)
             b->state[i].release_ms = 0;
     struct sched_queue_view *views = NULL;
-    if ((rc = group_pods(b)) || (rc = offer_groups(b)) || (rc = queue_views(b, &views)))
+    if ((rc = offer_groups(b)) || (rc = queue_views(b, &views)))
         return rc;
     struct sched_running *run = arena_calloc(b->a, out->n_gangs - out->n_pending + 1, sizeof(*run));
     if (!run)

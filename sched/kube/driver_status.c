@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/core/hash.h"
 #include "sched/kube/driver_int.h"
 
 /* ---- JSON request helpers ------------------------------------------------------------------- */
@@ -34,7 +35,21 @@ static void ignore_resp(void *ctx, const struct kube_resp *r)
                  r->status, r->error ? r->error : "");
 }
 
-/* kdrv_send_json with the client's request flags (KUBE_LOW: the writes that may wait). */
+/* A request whose body is text (len bytes; NULL for none), with the client's request flags
+ * (KUBE_LOW: the writes that may wait). The client copies the body. */
+static int send_text(struct kdrv *d, enum kube_method m, const char *path, const char *s,
+                     size_t len, unsigned flags, kube_resp_fn *fn, void *ctx)
+{
+    /* every write is a leader's: the client gates it (req_gated), so none leaves past the
+     * renew deadline and a step-down drops those queued */
+    int rc = kube_request(d->client, m, path, s, len, flags, fn ? fn : ignore_resp,
+                          fn ? ctx : (void *)"");
+    if (rc != 0)
+        LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
+    return rc;
+}
+
+/* kdrv_send_json with the client's request flags. */
 static int send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                      unsigned flags, kube_resp_fn *fn, void *ctx)
 {
@@ -50,12 +65,7 @@ static int send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON
         LOG_ERROR(KDRV_MOD, "out of memory writing a request's body: path=%s", path);
         return SCHED_ENOMEM;
     }
-    /* every write is a leader's: the client gates it (req_gated), so none leaves past the
-     * renew deadline and a step-down drops those queued */
-    int rc = kube_request(d->client, m, path, s, s ? strlen(s) : 0, flags, fn ? fn : ignore_resp,
-                          fn ? ctx : (void *)"");
-    if (rc != 0)
-        LOG_ERROR(KDRV_MOD, "out of memory queueing a request: path=%s", path);
+    int rc = send_text(d, m, path, s, s ? strlen(s) : 0, flags, fn, ctx);
     free(s);
     return rc;
 }
@@ -896,6 +906,7 @@ static void on_xk8s_status(void *ctx, const struct kube_resp *r)
 struct kpod_writes {
     uint32_t n;         /* status writes in flight */
     struct kbind *bind; /* the Binding waiting for them, or NULL */
+    uint64_t msg_hash;  /* sched_hash_str of the message of the newest one (queued or sent) */
 };
 
 struct kpod_write {
@@ -903,8 +914,9 @@ struct kpod_write {
     char key[KOBJ_KEY_MAX];
 };
 
-/* A status write of pod key begins: its context, or NULL (out of memory: not sent). */
-static struct kpod_write *pod_write_begin(struct kdrv *d, const char *key)
+/* A status write of pod key begins, saying the message of hash msg_hash: its context, or NULL
+ * (out of memory: not sent). */
+static struct kpod_write *pod_write_begin(struct kdrv *d, const char *key, uint64_t msg_hash)
 {
     struct kpod_write *w = calloc(1, sizeof(*w));
     struct kpod_writes *pw = strmap_get(&d->pod_writes, key);
@@ -919,6 +931,7 @@ static struct kpod_write *pod_write_begin(struct kdrv *d, const char *key)
         }
     }
     pw->n++;
+    pw->msg_hash = msg_hash;
     w->d = d;
     snprintf(w->key, sizeof(w->key), "%s", key);
     return w;
@@ -970,49 +983,74 @@ static void on_pod_status(void *ctx, const struct kube_resp *r)
     pod_write_end(w);
 }
 
+/* The body of a PodScheduled=False condition with message msg at time t (JSON text to free),
+ * or NULL (out of memory). */
+static char *unschedulable_body(const char *msg, const char *t)
+{
+    cJSON *body = cJSON_CreateObject(), *cond = cJSON_CreateObject();
+    cJSON *conds = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions");
+    bool whole = cJSON_AddStringToObject(cond, "type", "PodScheduled") &&
+                 cJSON_AddStringToObject(cond, "status", "False") &&
+                 cJSON_AddStringToObject(cond, "reason", "Unschedulable") &&
+                 cJSON_AddStringToObject(cond, "message", msg) &&
+                 cJSON_AddStringToObject(cond, "lastTransitionTime", t);
+    if (!conds || !cJSON_AddItemToArray(conds, cond)) {
+        cJSON_Delete(cond); /* not in the body: still its own */
+        whole = false;
+    }
+    char *text = whole ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    return text;
+}
+
 /* Pending member pods get PodScheduled=False, reason Unschedulable, with the gang's reason, as
  * kube-scheduler writes it (kubectl describe pod, cluster autoscalers read it): when the gang's
  * status was written (rate-limited there) or the pod has no such condition yet, and only when
- * its message differs. */
+ * its message differs from the pod's and from that of its newest write still queued or in
+ * flight (while the API server is behind, a cycle adds nothing for the pods it already wrote;
+ * a 64-bit hash of the message tells). One body serves every pod of the call. */
 void kdrv_pods_unschedulable(struct kdrv *d, struct kpod *const *pods, uint32_t n, bool wrote,
                              const char *reason, const char *message)
 {
     char msg[900], t[40], path[KOBJ_KEY_MAX + 40];
     uint32_t not_queued = 0;
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
-    kdrv_rfc3339(kdrv_now(d), t, sizeof(t));
+    uint64_t mh = sched_hash_str(SCHED_HASH_INIT, msg);
+    char *text = NULL; /* built for the first pod that needs it */
+    size_t len = 0;
     for (uint32_t i = 0; i < n; i++) {
         const struct kpod *p = pods[i];
         if (p->node || p->deleting || (!wrote && p->sched_msg) ||
             (p->sched_msg && strcmp(p->sched_msg, msg) == 0))
             continue;
-        cJSON *body = cJSON_CreateObject();
-        cJSON *cond = cJSON_CreateObject();
-        cJSON_AddStringToObject(cond, "type", "PodScheduled");
-        cJSON_AddStringToObject(cond, "status", "False");
-        cJSON_AddStringToObject(cond, "reason", "Unschedulable");
-        cJSON_AddStringToObject(cond, "message", msg);
-        cJSON_AddStringToObject(cond, "lastTransitionTime", t);
-        cJSON_AddItemToArray(
-            cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
+        struct kpod_writes *pw = strmap_get(&d->pod_writes, p->key);
+        if (pw && pw->n > 0 && pw->msg_hash == mh)
+            continue; /* its newest write says this already */
+        if (!text) {
+            kdrv_rfc3339(kdrv_now(d), t, sizeof(t));
+            if (!(text = unschedulable_body(msg, t))) {
+                not_queued += n - i;
+                break;
+            }
+            len = strlen(text);
+        }
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
-        char *text = cJSON_PrintUnformatted(body);
-        bool replaced = text && kube_client_replace(d->client, path, text, strlen(text));
-        free(text);
-        if (replaced) { /* its write still queued says this instead: one per pod at most */
-            cJSON_Delete(body);
+        if (kube_client_replace(d->client, path, text, len)) {
+            if (pw) /* its write still queued says this instead: one per pod at most */
+                pw->msg_hash = mh;
             continue;
         }
-        struct kpod_write *w = pod_write_begin(d, p->key);
+        struct kpod_write *w = pod_write_begin(d, p->key, mh);
         if (!w) {
-            cJSON_Delete(body);
             not_queued++;
-        } else if (send_json(d, KUBE_PATCH_STRATEGIC, path, body, KUBE_LOW, on_pod_status, w) !=
-                   0) { /* after the Bindings, unless one waits for it (kdrv_pod_writes_park) */
+        } else if (send_text(d, KUBE_PATCH_STRATEGIC, path, text, len, KUBE_LOW, on_pod_status,
+                             w) != 0) { /* after the Bindings, unless one waits for it
+                                           (kdrv_pod_writes_park) */
             pod_write_end(w);
             not_queued++;
         }
     }
+    free(text);
     /* as after a refused write, the pod keeps what it showed: the next cycle sends it again
      * (its first condition; an older message with the gang's next status). That cycle runs a
      * second later, whatever else changes. */

@@ -36,7 +36,8 @@ exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times 
 
 Usage: python3 tests/bench/kube_bench.py [--bin bin]
        [--only startup|throughput|mixed|scale|idle|ours] [--keep]
-  KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler.
+  KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler;
+  KBENCH_IDLE_PERF=/tmp/perf.data profiles the idle case's cycles after a change alone.
 Not a unit test: run by `make bench` only.
 """
 
@@ -469,6 +470,12 @@ def idle_run(args, d, kc, api_port, label, extra, first_pod):
         idle_rate = (cpu_s(sched.pid) - c0) / span
         idle_cycles = (cycle_metrics(port)[0] - n0) * 60.0 / span
         cycles, cpu = 0, 0.0
+        prof = None  # KBENCH_IDLE_PERF=FILE: perf record -g of the changes' cycles alone
+        if os.environ.get("KBENCH_IDLE_PERF"):
+            prof = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(sched.pid),
+                                     "-o", os.environ["KBENCH_IDLE_PERF"]],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)
         for k in range(IDLE_CHANGES):
             n0, s0 = cycle_metrics(port)
             t0 = time.time()
@@ -478,6 +485,9 @@ def idle_run(args, d, kc, api_port, label, extra, first_pod):
             time.sleep(max(0.0, t0 + IDLE_CHANGE_WINDOW_S - time.time()))
             n1, s1 = cycle_metrics(port)
             cycles, cpu = cycles + n1 - n0, cpu + s1 - s0
+        if prof:
+            prof.send_signal(signal.SIGINT)
+            prof.wait()
         if sched.poll() is not None:
             raise Failed("idle %s: gangsched run exited" % label)
         return idle_rate * 60.0, idle_cycles, cpu / max(1, cycles)
