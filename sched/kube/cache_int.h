@@ -1,5 +1,5 @@
-/* sched/kube/cache_int.h: the cache's own record, shared by cache.c (events and the cycle's
- * input), snapshot.c (the cluster and the placement state kept between cycles) and
+/* sched/kube/cache_int.h: the cache's own record, shared by cache.c (events), cache_build.c (the
+ * cycle's input), snapshot.c (the cluster and the placement state kept between cycles) and
  * cache_refused.c (PodGroups refused for a name another API's owns) and cache_users.c (who
  * submits each gang). Private to those files.
  *
@@ -52,7 +52,11 @@ struct kcache {
      * others (most of a big cluster: other schedulers' running pods) count only in the usage */
     struct strmap hot;
     bool hot_all; /* make `hot` again from every pod at the next build (out of memory) */
-    bool full;    /* kcache_set_full: count every pod and walk every pod at each build */
+    /* of the pods in `hot`: those with claims or waiting for one (kcache_claim_pod), and native
+     * groups' members of other schedulers (kcache_foreign_pod); a build skips what reads only
+     * them when there are none (each pod's fields are fixed for the life of its object) */
+    uint32_t hot_claims, hot_foreign;
+    bool full; /* kcache_set_full: count every pod and walk every pod at each build */
     /* PodGroups refused because another API's PodGroup owns their name (cache_refused.c):
      * "ns/name\x1f<api>" -> struct krefused*; refused_seq orders them */
     struct strmap refused;
@@ -129,6 +133,10 @@ static inline void kcache_pod_in(struct kcache *c, const struct kpod *p, int sig
 }
 /* Pod p (the cache's record, or NULL: gone) of key in or out of the walked set. */
 void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p);
+/* p has ResourceClaims or waits for one to be created; p is a native group's member of another
+ * scheduler. */
+bool kcache_claim_pod(const struct kpod *p);
+bool kcache_foreign_pod(const struct kpod *p);
 /* The walked set, made again from every pod when it was lost to out of memory. */
 const struct strmap *kcache_hot(struct kcache *c);
 

@@ -5,7 +5,7 @@
  * claims (none from an allocated claim it adopts) and what keeps it waiting; the adoptions our
  * binds wrote; the node filter of claims with CEL selectors or constraints;
  * the GPUs another scheduler's pods hold through their claims, and the devices of every allocated
- * claim no counted pod holds. Used by sched/kube/cache.c.
+ * claim no counted pod holds. Used by sched/kube/cache_build.c and snapshot.c.
  *
  * Must not touch: the network, the store, the pods' map (pods are handed in).
  */

@@ -71,8 +71,8 @@ int kcd_class(const char *device_class);
  * (borrowed from `devices`), or NULL. */
 const char *kcd_config_domain(const cJSON *devices);
 
-/* The ComputeDomain rule for a pending gang (sched/kube/cache.c, after its annotations): when a
- * member's claims hold an IMEX channel, the gang's required topology level becomes the clique
+/* The ComputeDomain rule for a pending gang (sched/kube/cache_build.c, after its annotations): when
+ * a member's claims hold an IMEX channel, the gang's required topology level becomes the clique
  * level (the level labelled nvidia.com/gpu.clique), unless it already asks a narrower one. 0, or
  * SCHED_EINVAL with *why (an arena string) when no level uses the clique label. */
 int kcd_gang(const struct kclaims *c, const struct topo *t, struct kpod *const *members, uint32_t n,

@@ -65,21 +65,30 @@ int kobj_key(const char *ns, const char *name, char *buf, size_t n);
 enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, KPOD_UNKNOWN };
 
 struct kpod {
-    char *key;       /* "namespace/name" */
+    /* first, together (one cache line): what a build reads of every hot pod (cache_build.c
+     * read_pods) */
+    char *key;            /* "namespace/name" */
+    char *node;           /* spec.nodeName, NULL when unbound */
+    char *group;          /* gang key "namespace/podgroup", NULL: a gang of one */
+    char *pg_ref;         /* key of the group's object in the cache when it differs from group
+                             (a 1.35 workloadRef: "ns/workload:podGroup", group adds
+                             ":replicaKey"), else NULL */
+    char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
+    uint32_t n_claims;    /* of claims (below) */
+    uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
+    bool native;          /* the group comes from spec.schedulingGroup or spec.workloadRef */
+    bool ours;            /* spec.schedulerName is this scheduler's name */
+    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
+    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
+    enum kpod_phase phase;
+    /* the rest */
     char *ns, *name; /* in key's block (freed with it) */
     char *uid;
-    char *rv;        /* metadata.resourceVersion: the Binding's precondition, or NULL */
-    uint64_t digest; /* this scheduler's pods: kobj_pod_digest of the object (equal: the two
-                        versions read alike); 0 for others: each event of theirs a change */
-    char *node;      /* spec.nodeName, NULL when unbound */
-    char *group;     /* gang key "namespace/podgroup", NULL: a gang of one */
-    char *pg_ref;    /* key of the group's object in the cache when it differs from group
-                        (a 1.35 workloadRef: "ns/workload:podGroup", group adds
-                        ":replicaKey"), else NULL */
-    bool native;     /* the group comes from spec.schedulingGroup or spec.workloadRef */
-    char **claims;   /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
-                        status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
-    uint32_t n_claims;
+    char *rv;              /* metadata.resourceVersion: the Binding's precondition, or NULL */
+    uint64_t digest;       /* this scheduler's pods: kobj_pod_digest of the object (equal: the two
+                              versions read alike); 0 for others: each event of theirs a change */
+    char **claims;         /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
+                              status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t claims_adopt; /* bits of claims (index < 32) that are allocated already and that it
                               uses without allocating them (claims.h kclaims_demand, at each
                               build of a pending pod; 0 otherwise) */
@@ -96,20 +105,14 @@ struct kpod {
      * since the epoch; 0: none, or not RFC 3339): the checkpoint handshake of a gang asked on its
      * pods, and a job's answer on any of its pods (sched/kube/driver_ckpt.c) */
     int64_t ckpt_asked_ms, ckpt_until_ms, ckpt_last_ms;
-    char *claim_wait;     /* a template's claim not created yet: what it waits for, or NULL */
-    int64_t gpus_own;     /* GPUs its containers request (req adds its claims' at each build) */
-    uint32_t group_total; /* Kueue plain-pod group: its total count (minMember), else 0 */
-    char *queue;          /* the pod's own queue label or annotation, NULL when none */
-    char *user;           /* gangsched.io/user annotation, else label (kept once bound, for
-                             run-time estimates per user), NULL when none */
-    bool queue_kueue;     /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
-    char *flavor;         /* gangsched.io/flavor written at binding, or NULL */
-    bool ours;            /* spec.schedulerName is this scheduler's name */
-    bool deleting;        /* metadata.deletionTimestamp set, or a delete of this uid was sent */
-    bool del_ts;          /* metadata.deletionTimestamp set (what the API says) */
-    bool gated;           /* spec.schedulingGates not empty: cannot be bound yet */
-    bool ready;           /* condition Ready=True */
-    enum kpod_phase phase;
+    int64_t gpus_own; /* GPUs its containers request (req adds its claims' at each build) */
+    char *queue;      /* the pod's own queue label or annotation, NULL when none */
+    char *user;       /* gangsched.io/user annotation, else label (kept once bound, for
+                         run-time estimates per user), NULL when none */
+    bool queue_kueue; /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;     /* gangsched.io/flavor written at binding, or NULL */
+    bool del_ts;      /* metadata.deletionTimestamp set (what the API says) */
+    bool ready;       /* condition Ready=True */
     int32_t priority; /* spec.priority, 0 when absent */
     int64_t created_ms;
     int64_t started_ms; /* status.startTime, else the time of PodScheduled=True (the binding),
@@ -195,7 +198,7 @@ struct kpg {
     char *priority_class;
     int64_t created_ms;
     bool deleting; /* metadata.deletionTimestamp set (a finalizer keeps it): none of its pending
-                      pods is started (cache.c why_waiting), its status not written */
+                      pods is started (cache_build.c why_waiting), its status not written */
     /* what later reads need of the object (kobj_pg_keep), strings and arrays in mem: */
     struct arena *mem;
     const struct kv *ann; /* metadata.annotations, sorted by key */

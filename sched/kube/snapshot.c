@@ -136,9 +136,14 @@ int kcache_base(struct kcache *c, struct kcache_build *kb)
 /* ---- node usage kept by deltas -------------------------------------------------------------- */
 
 /* A pod whose usage is counted at each build: its claims decide its requests and GPUs. */
-static bool claim_pod(const struct kpod *p)
+bool kcache_claim_pod(const struct kpod *p)
 {
     return p->n_claims || p->claim_wait;
+}
+
+bool kcache_foreign_pod(const struct kpod *p)
+{
+    return !p->ours && p->native && p->group;
 }
 
 /* The node p holds (bound, else assumed) and its GPU ids; NULL when none. */
@@ -163,7 +168,7 @@ void kcache_use_pod(struct kcache *c, const struct kpod *p, int sign)
 {
     uint32_t mask = 0;
     bool has_ids = false;
-    const char *node = p && !claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
+    const char *node = p && !kcache_claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
     if (!node || c->use_all)
         return;
     struct knode_use *u = strmap_get(&c->use, node);
@@ -215,11 +220,20 @@ void kcache_use_free(struct kcache *c)
 
 void kcache_hot_pod(struct kcache *c, const char *key, struct kpod *p)
 {
-    if (p && (p->ours || claim_pod(p) || (p->native && p->group))) {
-        if (strmap_put(&c->hot, key, p, NULL) != 0)
-            c->hot_all = true;
+    const struct kpod *old = NULL; /* still alive: its object is freed after this */
+    if (p && (p->ours || kcache_claim_pod(p) || (p->native && p->group))) {
+        if (strmap_put(&c->hot, key, p, (void **)&old) != 0) {
+            c->hot_all = true; /* old is NULL: key was not there */
+        } else {
+            c->hot_claims += kcache_claim_pod(p);
+            c->hot_foreign += kcache_foreign_pod(p);
+        }
     } else {
-        strmap_del(&c->hot, key);
+        old = strmap_del(&c->hot, key);
+    }
+    if (old) {
+        c->hot_claims -= kcache_claim_pod(old);
+        c->hot_foreign -= kcache_foreign_pod(old);
     }
 }
 
@@ -236,6 +250,7 @@ const struct strmap *kcache_hot(struct kcache *c)
         strmap_fini(&c->hot);
         strmap_init(&c->hot);
         c->hot_all = false;
+        c->hot_claims = c->hot_foreign = 0;
         const char *key;
         void *v;
         for (size_t i = 0; strmap_next(&c->pods, &i, &key, &v);)
@@ -364,11 +379,11 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
         anon[i] = u->anon;
     }
     const struct strmap *hot = kcache_hot(c);
-    for (size_t i = 0; strmap_next(hot, &i, &key, &v);) {
+    for (size_t i = 0; (c->full || c->hot_claims) && strmap_next(hot, &i, &key, &v);) {
         const struct kpod *p = v;
         uint32_t mask = 0;
         bool has_ids = false;
-        const char *node = claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
+        const char *node = kcache_claim_pod(p) ? held_node(c, p, &mask, &has_ids) : NULL;
         int n = node ? kcache_node_index(c, node) : -1;
         if (n < 0)
             continue;

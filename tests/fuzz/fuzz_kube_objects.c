@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_kube_objects.c: libFuzzer harness for the decoders of API objects
  * (sched/kube/objects.c, sched/k8s/nodes.c nodes_decode) and the cache built from them
- * (sched/kube/cache.c).
+ * (sched/kube/cache.c, cache_build.c).
  *
  * Owns: parsing each input as JSON (as a watch event's object or a list item would be), feeding
  * it to the cache as a node, a pod, every kind of PodGroup (scheduler-plugins, Volcano,

@@ -1,7 +1,7 @@
 """tests/kube/elastic.py: an elastic gang grows (against the fake API server).
 
 Owns: a PodGroup with minMember 2 whose two pods are bound, then a third pod of the group: it
-joins the running gang (the cache offers it as a gang of its own, sched/kube/cache.c). Checked:
+joins the running gang (the cache offers it as a gang of its own, sched/kube/cache_build.c). Checked:
 the third pod is bound and the scheduler keeps running (its bind journal numbers the new pod
 after the placed ones: before, the store refused "a pod of gang ... is placed already" and the
 daemon stopped); the job stays running from its first start with the GPUs of all three pods,

@@ -1,9 +1,9 @@
 /* tests/unit/test_kube_hints.c: the per-gang preemption settings of a gang of one pod without a
- * PodGroup in the daemon's cycle input (sched/kube/cache.c, objects.c): gangsched.io/min-runtime,
- * restart-cost and non-preemptible declared on the pod are checked while it waits (a bad value
- * refuses the gang, naming the annotation) and kept once it is bound (a bound pod keeps no
- * annotations), over its queue's minRuntime and restartCost; without them, or with a value that
- * cannot be read on a bound pod, the queue's apply. */
+ * PodGroup in the daemon's cycle input (sched/kube/cache_build.c, objects.c):
+ * gangsched.io/min-runtime, restart-cost and non-preemptible declared on the pod are checked while
+ * it waits (a bad value refuses the gang, naming the annotation) and kept once it is bound (a bound
+ * pod keeps no annotations), over its queue's minRuntime and restartCost; without them, or with a
+ * value that cannot be read on a bound pod, the queue's apply. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>

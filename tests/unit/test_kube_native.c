@@ -427,6 +427,65 @@ static int64_t n9_used(struct nfx *f, uint32_t *mask)
     return kb.snap.state[ix].used.v[RES_GPU];
 }
 
+/* Another scheduler's pod with claims on n9 (CPU cpu cores, its claim "c-<name>" allocated gpu,
+ * reserved for it); NULL cpu: the pod is deleted. */
+static void n9_claim_pod(struct kcache *c, const char *name, const char *cpu, int gpu)
+{
+    char buf[1200], rf[200], claim[40];
+    snprintf(rf, sizeof(rf), "{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"u-%s\"}", name,
+             name);
+    snprintf(claim, sizeof(claim), "c-%s", name);
+    n9_claim(c, claim, gpu, gpu, true, "", rf, cpu != NULL);
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+             "\"spec\":{\"schedulerName\":\"default-scheduler\",\"nodeName\":\"n9\","
+             "\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"%s\"}],"
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]},"
+             "\"status\":{\"phase\":\"Running\"}}",
+             name, name, claim, cpu ? cpu : "0");
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    assert_int_equal(kcache_pod_event(c, o, cpu == NULL), 0);
+    cJSON_Delete(o);
+}
+
+/* n9's CPU in use at a build (millicores). */
+static int64_t n9_cpu(struct nfx *f)
+{
+    struct kcache_build kb;
+    build(f, &kb);
+    int ix = kcache_node_index(f->c, "n9");
+    assert_true(ix >= 0);
+    return kb.snap.state[ix].used.v[RES_CPU];
+}
+
+/* A pod with claims is counted at each build (its claims decide its GPUs, snapshot.c), and a
+ * build skips that walk when the cache holds no such pod: its count follows them as they come,
+ * are updated (the new object replaces the old), and go, whatever the order. */
+static void claim_pods_counted_as_they_come_and_go(void **state)
+{
+    struct nfx *f = *state;
+    dra_node_n9(f->c);
+    assert_int_equal(n9_cpu(f), 0);
+    n9_claim_pod(f->c, "a", "2", 0);
+    assert_int_equal(n9_cpu(f), 2000);
+    n9_claim_pod(f->c, "b", "3", 1);
+    assert_int_equal(n9_cpu(f), 5000);
+    n9_claim_pod(f->c, "a", "2", 0); /* updated: still one pod */
+    n9_claim_pod(f->c, "a", "2", 0);
+    assert_int_equal(n9_cpu(f), 5000);
+    n9_claim_pod(f->c, "b", NULL, 1);
+    assert_int_equal(n9_cpu(f), 2000);
+    n9_claim_pod(f->c, "b", NULL, 1); /* a second delete of it changes nothing */
+    assert_int_equal(n9_cpu(f), 2000);
+    n9_claim_pod(f->c, "a", "2", 0);
+    assert_int_equal(n9_cpu(f), 2000);
+    n9_claim_pod(f->c, "a", NULL, 0);
+    assert_int_equal(n9_cpu(f), 0);
+    n9_claim_pod(f->c, "b", "3", 1);
+    assert_int_equal(n9_cpu(f), 3000);
+}
+
 /* Every allocated claim's devices are in use on its node, whoever reserves it, exactly once
  * (kube-scheduler's DynamicResources: every device of any claim's status.allocation):
  * reserved for nobody and named by no pod (gpu-0, gpu-1), reserved for a pod not seen (gpu-2,
@@ -611,6 +670,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(claim_pods_counted_as_they_come_and_go, setup, teardown),
         cmocka_unit_test_setup_teardown(adoption_refusals, setup, teardown),
         cmocka_unit_test(condition_patches),
         cmocka_unit_test(malformed_objects_name_the_field),
