@@ -12,9 +12,11 @@
  * as a mark over the domains, brought up to date with the pods placed since; the earlier pods
  * with anti-affinity terms are grouped by kind (one namespace, equal terms: podaff_same_selection
  * and the topology key), a kind's terms are tested once per pod set, and a kind of MARK_MIN pods
- * or more keeps one mark per term. A pod set then reads a mark per selection or kind instead of
- * the pods: a pass over the domains. Pods with host ports, or with more than KIND_TERMS
- * anti-affinity terms, are read one by one.
+ * or more keeps one mark per term. A pod set tests only the kinds whose terms may select it:
+ * those found under its labels (a kind whose every term needs one of a few labels, an In of
+ * LAB_VALUES values at most, is found under them) and the open ones (a term that needs none). A pod
+ * set then reads a mark per selection or kind instead of the pods: a pass over the domains. Pods
+ * with host ports, or with more than KIND_TERMS anti-affinity terms, are read one by one.
  *
  * A mark counts the pods without the releases of a preemption trial, so trials (st->n_rel > 0)
  * and sched_snapshot.no_shortcuts read the pods one by one; the rows are the same either way
@@ -22,6 +24,7 @@
  *
  * Must not touch: anything outside place_state; the snapshot's pods are read only.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/core/hash.h"
@@ -32,6 +35,7 @@
 #define MARK_BYTES (64u << 20) /* the marks of one cycle at most (arena bytes) */
 #define KIND_TERMS 4           /* anti-affinity terms of a kind; a pod with more is read alone */
 #define BY_KEYS    8           /* topology keys of one pod set's rules marked at once */
+#define LAB_VALUES 8           /* values of an In requirement a kind is found under, at most */
 
 /* A kept selection: the domains of kd holding an earlier pod that t, carried by a pod of
  * namespace ns, selects ([0, upto) of the bound then placed pods counted). */
@@ -52,6 +56,14 @@ struct podmark_kind {
     uint32_t head;              /* its last pod (index into st->rules) + 1; next links them */
     uint32_t n;                 /* its pods */
     uint8_t *mark[KIND_TERMS];  /* once kept: per term, the domains of its key holding a pod */
+    uint32_t seen;              /* the stamp of the last pod set it was a candidate for */
+};
+
+/* A kind found under a label (key and value, hashed): each of its terms selects only pods that
+ * carry one of the labels it is found under. */
+struct podmark_lab {
+    uint64_t h; /* label_hash; 0: an empty slot */
+    uint32_t kind;
 };
 
 /* A mark of one key's domains for the rules of one pod set, clear between uses. */
@@ -71,6 +83,12 @@ struct place_podmark {
     uint32_t n_kinds, cap_kinds;
     uint32_t *slot; /* the kinds by key, open addressing: kind + 1, 0 empty; mask + 1 slots */
     uint32_t mask;
+    struct podmark_lab *labs; /* the kinds by label, open addressing, at most half full */
+    uint32_t lab_mask, n_labs;
+    uint32_t *open; /* the kinds a pod may meet whatever its labels (kind_index) */
+    uint32_t n_open, cap_open;
+    uint32_t *cand; /* scratch: one pod set's candidate kinds */
+    uint32_t cap_cand, stamp;
     uint32_t *next;  /* per rule pod: the next of its kind + 1, 0 at the end */
     uint32_t *loose; /* the rule pods of no kind (host ports, many terms) */
     uint32_t n_loose, cap_loose, cap_next;
@@ -198,6 +216,118 @@ static void kind_mark(struct place_state *st, struct podmark_kind *k, uint32_t n
     }
 }
 
+/* ---- the kinds by label ---------------------------------------------------------------------- */
+
+static uint64_t label_hash(const char *key, const char *value)
+{
+    return sched_hash_str(sched_hash_str(SCHED_HASH_INIT, key), value) | 1;
+}
+
+/* The requirement of term t that a pod it selects must meet by carrying one of a few labels (an
+ * In of its key, LAB_VALUES values at most), or NULL: t may select a pod whatever its labels. */
+static const struct sel_req *term_label(const struct pod_term *t)
+{
+    for (uint32_t r = 0; r < t->n_reqs; r++)
+        if (t->reqs[r].op == SEL_IN && !t->reqs[r].field && t->reqs[r].n_values <= LAB_VALUES)
+            return &t->reqs[r];
+    return NULL;
+}
+
+static bool lab_put(struct place_state *st, struct place_podmark *pm, uint64_t h, uint32_t kind)
+{
+    if (!pm->labs || 2 * (pm->n_labs + 1) > pm->lab_mask + 1) { /* at most half full */
+        uint32_t size = pm->labs ? 2 * (pm->lab_mask + 1) : 64;
+        struct podmark_lab *labs = arena_calloc(st->arena, size, sizeof(*labs));
+        if (!labs)
+            return false;
+        for (uint32_t i = 0; pm->labs && i <= pm->lab_mask; i++) {
+            uint32_t x = (uint32_t)pm->labs[i].h & (size - 1);
+            while (pm->labs[i].h && labs[x].h)
+                x = (x + 1) & (size - 1);
+            if (pm->labs[i].h)
+                labs[x] = pm->labs[i];
+        }
+        pm->labs = labs;
+        pm->lab_mask = size - 1;
+    }
+    uint32_t x = (uint32_t)h & pm->lab_mask;
+    while (pm->labs[x].h)
+        x = (x + 1) & pm->lab_mask;
+    pm->labs[x] = (struct podmark_lab){.h = h, .kind = kind};
+    pm->n_labs++;
+    return true;
+}
+
+/* Kind k found under the labels its terms need, or open when a term needs none (a term that
+ * selects nothing needs none either: it is never met). False out of memory. */
+static bool kind_index(struct place_state *st, struct place_podmark *pm, uint32_t k)
+{
+    const struct pod_meta *rep = pm->kinds[k].rep;
+    for (uint32_t t = 0; t < rep->n_anti; t++)
+        if (!rep->anti[t].none && !term_label(&rep->anti[t])) {
+            uint32_t *v = arena_grow(st->arena, pm->open, pm->n_open, &pm->cap_open, sizeof(*v));
+            if (!v)
+                return false;
+            pm->open = v;
+            v[pm->n_open++] = k;
+            return true;
+        }
+    for (uint32_t t = 0; t < rep->n_anti; t++) {
+        const struct sel_req *r = rep->anti[t].none ? NULL : term_label(&rep->anti[t]);
+        for (uint32_t v = 0; r && v < r->n_values; v++)
+            if (!lab_put(st, pm, label_hash(r->key, r->values[v]), k))
+                return false;
+    }
+    return true;
+}
+
+/* Candidate kind k for the pod set being read, once. */
+static void cand_add(struct place_podmark *pm, uint32_t *n, uint32_t k)
+{
+    if (pm->kinds[k].seen != pm->stamp) {
+        pm->kinds[k].seen = pm->stamp;
+        pm->cand[(*n)++] = k;
+    }
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The kinds whose terms may select pod m, ascending: the open ones and those found under m's
+ * labels (*n of them in pm->cand); false out of memory. */
+static bool candidates(struct place_state *st, struct place_podmark *pm, const struct pod_meta *m,
+                       uint32_t *n)
+{
+    if (pm->cap_cand < pm->n_kinds) {
+        uint32_t cap = pm->n_kinds * 2;
+        uint32_t *c = arena_alloc(st->arena, (size_t)cap * sizeof(*c));
+        if (!c)
+            return false;
+        pm->cand = c;
+        pm->cap_cand = cap;
+    }
+    if (++pm->stamp == 0) { /* wrapped: no kind may look seen */
+        for (uint32_t k = 0; k < pm->n_kinds; k++)
+            pm->kinds[k].seen = 0;
+        pm->stamp = 1;
+    }
+    *n = 0;
+    for (uint32_t o = 0; o < pm->n_open; o++)
+        cand_add(pm, n, pm->open[o]);
+    for (uint32_t l = 0; m && pm->labs && l < m->n_labels; l++) {
+        uint64_t h = label_hash(m->labels[l].key, m->labels[l].value);
+        for (uint32_t x = (uint32_t)h & pm->lab_mask; pm->labs[x].h; x = (x + 1) & pm->lab_mask)
+            if (pm->labs[x].h == h)
+                cand_add(pm, n, pm->labs[x].kind);
+    }
+    if (*n > 1)
+        qsort(pm->cand, *n, sizeof(*pm->cand), cmp_u32);
+    return true;
+}
+
 /* The kind of rule pod m, made when new; NULL out of memory. */
 static struct podmark_kind *kind_of(struct place_state *st, struct place_podmark *pm,
                                     const struct pod_meta *m)
@@ -230,7 +360,7 @@ static struct podmark_kind *kind_of(struct place_state *st, struct place_podmark
     pm->kinds = v;
     v[pm->n_kinds] = (struct podmark_kind){.key = key, .rep = m};
     pm->slot[x] = ++pm->n_kinds;
-    return &v[pm->n_kinds - 1];
+    return kind_index(st, pm, pm->n_kinds - 1) ? &v[pm->n_kinds - 1] : NULL;
 }
 
 /* Puts the pods noted in st->rules since the last call into their kinds (or loose). */
@@ -392,8 +522,10 @@ bool place_podmark_rules(struct place_state *st, const struct pod_meta *m, uint8
             const struct sched_pod *p = place_pods_at(st, st->rules[pm->loose[x]]);
             ok = p->node >= n || pod_rules(st, pm, p, m, &used, why);
         }
-        for (uint32_t k = 0; k < pm->n_kinds && ok; k++)
-            ok = kind_rules(st, pm, &pm->kinds[k], m, &used, why);
+        uint32_t n_cand = 0; /* the kinds that may select m, in kind order */
+        ok = candidates(st, pm, m, &n_cand);
+        for (uint32_t c = 0; c < n_cand && ok; c++)
+            ok = kind_rules(st, pm, &pm->kinds[pm->cand[c]], m, &used, why);
     }
     reject_by(st, pm, used, why);
     return ok;

@@ -312,8 +312,9 @@ int bench_pod_prefs(struct table *t)
 /* One cycle's CPU for `n` one-pod, one-GPU gangs (a Deployment's replicas) on `spec` at random
  * occupancy: mode 1, each with a required hostname anti-affinity to the replicas' app (each
  * replica's term selects every replica placed before it, and each earlier replica's term
- * selects it); mode 2, each spread by rack (DoNotSchedule, maxSkew 1) over the replicas; mode 0,
- * neither. */
+ * selects it); mode 2, each spread by rack (DoNotSchedule, maxSkew 1) over the replicas; mode 3,
+ * replicas of n / 4 Deployments (four each, app "a<k>"), each apart by hostname from its own
+ * app's (n / 4 kinds of rule pods, place_podmark.c); mode 0, none of these. */
 static int time_pod_apart(const char *spec, uint32_t n, int mode, double *ms)
 {
     static const struct kv app_web[] = {{"app", "web"}};
@@ -328,35 +329,63 @@ static int time_pod_apart(const char *spec, uint32_t n, int mode, double *ms)
         .ns = "x", .labels = app_web, .n_labels = 1, .anti = &apart, .n_anti = 1};
     static const struct pod_meta spread = {
         .ns = "x", .labels = app_web, .n_labels = 1, .spread = &by_rack, .n_spread = 1};
-    struct world w;
-    if (world_init(&w, spec) != 0)
+    uint32_t n_apps = mode == 3 ? n / 4 : 0;
+    struct app { /* one Deployment of mode 3 */
+        char name[16];
+        const char *values[1];
+        struct kv label;
+        struct sel_req sel;
+        struct pod_term apart;
+        struct pod_meta meta;
+    } *apps = calloc(n_apps ? n_apps : 1, sizeof(*apps));
+    if (!apps)
         return 1;
+    for (uint32_t k = 0; k < n_apps; k++) {
+        struct app *a = &apps[k];
+        snprintf(a->name, sizeof(a->name), "a%u", k);
+        a->values[0] = a->name;
+        a->label = (struct kv){.key = "app", .value = a->name};
+        a->sel = (struct sel_req){.key = "app", .op = SEL_IN, .values = a->values, .n_values = 1};
+        a->apart = (struct pod_term){
+            .reqs = &a->sel, .n_reqs = 1, .topology_key = "kubernetes.io/hostname"};
+        a->meta = (struct pod_meta){
+            .ns = "x", .labels = &a->label, .n_labels = 1, .anti = &a->apart, .n_anti = 1};
+    }
+    struct world w;
+    if (world_init(&w, spec) != 0) {
+        free(apps);
+        return 1;
+    }
     occupy_random_gpus(&w, RNG_SEED + 11);
     int rc = world_gangs(&w, n, 1, 1, -1);
     for (uint32_t i = 0; rc == 0 && mode && i < w.n_gangs; i++) {
-        w.gangs[i].sets[0].meta = mode == 1 ? &replica : &spread;
+        w.gangs[i].sets[0].meta = mode == 1   ? &replica
+                                  : mode == 2 ? &spread
+                                              : &apps[i % n_apps].meta;
         gang_finalize(&w.gangs[i]);
         w.gangs[i].min_member = w.gangs[i].n_pods;
     }
     if (rc == 0)
         rc = cycle_ms(&w, ms);
     world_fini(&w);
+    free(apps);
     return rc;
 }
 
 int bench_pod_apart(struct table *t)
 {
     static const char *const specs[] = {"hgx:5000", "hgx:50000"};
-    static const char *const what[] = {"required apart", "spread by rack"};
-    double per[2][2] = {{0, 0}, {0, 0}}; /* ms per replica, by mode and size */
+    static const char *const what[] = {"required apart", "spread by rack", "of n/4 apps, apart"};
+    double per[3][2] = {{0, 0}, {0, 0}, {0, 0}}; /* ms per replica, by mode and size */
     for (int k = 0; k < 2; k++) {
         uint32_t n = APART_PER_5000 * (k ? 10 : 1);
-        double base, ms[2];
+        double base, ms[3];
         if (time_pod_apart(specs[k], n, 0, &base) != 0 ||
             time_pod_apart(specs[k], n, 1, &ms[0]) != 0 ||
-            time_pod_apart(specs[k], n, 2, &ms[1]) != 0)
+            time_pod_apart(specs[k], n, 2, &ms[1]) != 0 ||
+            time_pod_apart(specs[k], n, 3, &ms[2]) != 0)
             return 1;
-        for (int x = 0; x < 2; x++) {
+        for (int x = 0; x < 3; x++) {
             per[x][k] = ms[x] / n;
             char name[96];
             snprintf(name, sizeof(name), "%s%u x 1 pod %s, %s", x ? "  " : "11 cycle, ", n, what[x],

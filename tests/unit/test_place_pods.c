@@ -675,21 +675,40 @@ static void test_kept_marks_reject_as_pod_by_pod(void **unused)
     assert_true(refused > 12);
 }
 
-/* Many kinds of rule pods (place_podmark.c keeps them in a table by key, grown as kinds come):
- * 200 bound pods of 80 namespaces, each apart from app a of its own namespace (80 kinds), and
- * 30 one-pod gangs of app a without terms in five of those namespaces: each is kept off the
- * nodes of its namespace's pods only, as reading the pods one by one decides. */
+/* Many kinds of rule pods (place_podmark.c keeps them in a table by key, grown as kinds come,
+ * and finds those a pod set may meet under its labels, or open when a term needs no label):
+ * 200 bound pods of 80 namespaces, each apart from app a of its own namespace (80 kinds) by a
+ * term app In (a), app Exists, app NotIn (b), app In (c, a), or a term that selects nothing
+ * beside app In (a), and 30 one-pod gangs of app a without terms in 30 of those namespaces:
+ * each is kept off the nodes of its namespace's pods only, as reading the pods one by one
+ * decides. */
 static void test_many_kinds_reject_as_pod_by_pod(void **unused)
 {
     (void)unused;
     enum { N_NS = 80, N_BOUND = 200, N_GANGS = 30 };
-    static const struct pod_term host_a = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const char *const b[] = {"b"}, *const ca[] = {"c", "a"};
+    static const struct sel_req exists = {.key = "app", .op = SEL_EXISTS},
+                                not_b = {.key = "app",
+                                         .op = SEL_NOT_IN,
+                                         .values = b,
+                                         .n_values = 1},
+                                in_ca = {.key = "app", .op = SEL_IN, .values = ca, .n_values = 2};
+    static const struct pod_term terms[][2] = {
+        {{.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST}},
+        {{.reqs = &exists, .n_reqs = 1, .topology_key = HOST}},
+        {{.reqs = &not_b, .n_reqs = 1, .topology_key = HOST}},
+        {{.reqs = &in_ca, .n_reqs = 1, .topology_key = HOST}},
+        {{.none = true, .topology_key = TOPO_LABEL_RACK},
+         {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST}}};
     static char names[N_NS][8];
     static struct pod_meta rule[N_NS], plain[N_NS];
     for (uint32_t k = 0; k < N_NS; k++) {
         snprintf(names[k], sizeof(names[k]), "ns%u", k);
-        rule[k] = (struct pod_meta){
-            .ns = names[k], .labels = labels_a, .n_labels = 1, .anti = &host_a, .n_anti = 1};
+        rule[k] = (struct pod_meta){.ns = names[k],
+                                    .labels = labels_a,
+                                    .n_labels = 1,
+                                    .anti = terms[k % 5],
+                                    .n_anti = k % 5 == 4 ? 2 : 1};
         plain[k] = (struct pod_meta){.ns = names[k], .labels = labels_a, .n_labels = 1};
     }
     /* node j holds the pods of namespaces j, j + 64 - 80 ...: node 0 those of ns0, ns64, ns48,
@@ -703,7 +722,7 @@ static void test_many_kinds_reject_as_pod_by_pod(void **unused)
         w[x] = world_new("hgx:64");
         w[x]->no_shortcuts = x == 1;
         for (uint32_t j = 0; j < N_GANGS; j++)
-            one_pod(w[x], (int64_t)j, &plain[(j * 16) % N_NS]);
+            one_pod(w[x], (int64_t)j, &plain[(j * 17) % N_NS]);
         cycle_pods(w[x], bound, N_BOUND);
     }
     pfx_same_result(&w[0]->res, &w[1]->res);
