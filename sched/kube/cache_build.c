@@ -1,7 +1,13 @@
 /* sched/kube/cache_build.c: the cycle's input made from the Kubernetes driver's cache
- * (kcache_build, see cache.h): the pods read into groups, each group's gang or waiting entry,
- * the queues' views, the running gangs and the snapshot. Reads the cache (cache.c, snapshot.c);
- * writes only the build's arena and the claims' per-build demands. */
+ * (kcache_build, see cache.h).
+ *
+ * Owns: the build's phases: the hot pods read into groups, each group's gang or waiting entry,
+ * the queues' views, the running gangs and the snapshot, all in the build's arena.
+ *
+ * Must not touch: the network, the store, the cache's decoded objects (read only; what a build
+ * brings up to date, the cluster after node changes, the usage kept by deltas, the hot set and
+ * the claims' demands, goes through snapshot.c, cache.c and claims.c).
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
