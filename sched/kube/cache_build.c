@@ -392,8 +392,9 @@ static int note_pod(struct builder *b, struct kpod *p)
 
 /* A pod's claims' demand (a pod's GPUs include its claims': usage and placement), and one of
  * this scheduler's pods into its group. */
-static int take_pod(struct builder *b, const char *key, struct kpod *p)
+static int take_pod(struct builder *b, struct kpod *p)
 {
+    const char *key = p->key; /* its key in the cache's maps */
     struct kcache *c = b->c;
     const char *cw =
         p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
@@ -447,7 +448,7 @@ static int read_pods(struct builder *b)
     const char *key;
     void *v;
     for (size_t i = 0; strmap_next(hot, &i, &key, &v);)
-        pods[n++] = v; /* each under its own key */
+        pods[n++] = v;
     kclaims_consumers_reset(b->c->dra);
     bool notes = b->c->full || b->c->hot_claims || b->c->hot_foreign; /* note_pod has work */
     for (size_t i = 0; notes && i < n; i++) {
@@ -461,7 +462,7 @@ static int read_pods(struct builder *b)
             __builtin_prefetch(pods[i + READ_AHEAD]);
         if (i + READ_AHEAD / 2 < n && pods[i + READ_AHEAD / 2]->group)
             __builtin_prefetch(pods[i + READ_AHEAD / 2]->group);
-        int rc = take_pod(b, pods[i]->key, pods[i]);
+        int rc = take_pod(b, pods[i]);
         if (rc)
             return rc;
     }

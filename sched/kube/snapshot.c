@@ -378,7 +378,7 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
                 state[i].gpu_used |= 1u << g;
         anon[i] = u->anon;
     }
-    const struct strmap *hot = kcache_hot(c);
+    const struct strmap *hot = kcache_hot(c); /* its pods with claims, when it has some */
     for (size_t i = 0; (c->full || c->hot_claims) && strmap_next(hot, &i, &key, &v);) {
         const struct kpod *p = v;
         uint32_t mask = 0;
