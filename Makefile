@@ -268,9 +268,9 @@ soak: all $(TOOLS)
 	BIN=$(BIN) timeout 3600 python3 tests/kube/crash.py --skip-defects --points $${KUBE_POINTS:-200}
 	BIN=$(BIN) timeout 3600 python3 tests/kube/crash_preempt.py --points $${KUBE_POINTS:-200}
 
-$(BUILD)/tests/bench: tests/bench/bench.c tests/bench/bench_pods.c tests/bench/bench.h $(LIB)
+$(BUILD)/tests/bench: tests/bench/bench.c tests/bench/bench_pods.c tests/bench/bench_kube.c tests/bench/bench.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ tests/bench/bench.c tests/bench/bench_pods.c $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ tests/bench/bench.c tests/bench/bench_pods.c tests/bench/bench_kube.c $(LIB) $(LDLIBS)
 
 # The scaling curve, deep backlog and steady cycle (issue 16); `make scale-doc` writes the curve
 # into docs/simulator.md.

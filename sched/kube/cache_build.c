@@ -250,46 +250,50 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     gg->name = g->key;
     gg->queue = q;
     gg->topo_required = gg->topo_preferred = gg->slice_level = -1;
+    /* the pod sets, with inter-pod preferences told apart unless that makes too many */
     uint32_t set_of[GANG_MAX_SETS]; /* first member of each set */
-    int64_t submit = INT64_MAX;
-    bool prefs = kobj_sets_fit(members, n, true);
-    for (uint32_t i = 0; i < n; i++) {
-        struct kpod *p = members[i];
-        uint32_t s = 0;
-        while (s < gg->n_sets && !kobj_same_spec(members[set_of[s]], p, prefs))
-            s++;
-        if (s == gg->n_sets) {
-            if (gg->n_sets == GANG_MAX_SETS) {
-                *why = arena_printf(a, "pods of %s have more than %d different specs", g->key,
-                                    GANG_MAX_SETS);
-                return SCHED_EINVAL;
-            }
-            set_of[gg->n_sets] = i; /* first member of set s */
-            struct podset *ps = &gg->sets[gg->n_sets++];
-            ps->req = p->req;
-            const struct kpod_spec *sp = p->spec; /* decoded with the pod (objects.h) */
-            if (sp && sp->err) {
-                *why = sp->err;
-                return SCHED_EINVAL;
-            }
-            if (sp) {
-                ps->node_selector = sp->node_selector;
-                ps->n_node_selector = sp->n_node_selector;
-                ps->tolerations = sp->tolerations;
-                ps->n_tolerations = sp->n_tolerations;
-                ps->affinity = sp->affinity;
-                ps->n_affinity = sp->n_affinity;
-                ps->pref = prefs ? sp->pref : NULL;
-                ps->n_pref = prefs ? sp->n_pref : 0;
-            }
-            /* inter-pod constraints: its first pod's labels; without prefs, no preferences */
-            if (p->meta && !(ps->meta = kobj_set_meta(a, p->meta, prefs)))
-                return SCHED_ENOMEM;
-            if (!running && p->n_claims &&
-                kclaims_node_filter(b->c->dra, b->c->cluster, p, b->a, ps) != 0)
-                return SCHED_ENOMEM;
+    uint8_t *set_id = arena_alloc(a, n ? n : 1);
+    kg->members = arena_calloc(a, n ? n : 1, sizeof(*kg->members));
+    if (!set_id || !kg->members)
+        return SCHED_ENOMEM;
+    bool prefs = true, over;
+    uint32_t n_sets = kobj_sets(members, n, true, set_of, set_id, &over);
+    if (over)
+        n_sets = kobj_sets(members, n, prefs = false, set_of, set_id, &over);
+    for (uint32_t s = 0; s < n_sets; s++) {
+        const struct kpod *p = members[set_of[s]];
+        struct podset *ps = &gg->sets[gg->n_sets++];
+        ps->req = p->req;
+        const struct kpod_spec *sp = p->spec; /* decoded with the pod (objects.h) */
+        if (sp && sp->err) {
+            *why = sp->err;
+            return SCHED_EINVAL;
         }
-        gg->sets[s].count++;
+        if (sp) {
+            ps->node_selector = sp->node_selector;
+            ps->n_node_selector = sp->n_node_selector;
+            ps->tolerations = sp->tolerations;
+            ps->n_tolerations = sp->n_tolerations;
+            ps->affinity = sp->affinity;
+            ps->n_affinity = sp->n_affinity;
+            ps->pref = prefs ? sp->pref : NULL;
+            ps->n_pref = prefs ? sp->n_pref : 0;
+        }
+        /* inter-pod constraints: its first pod's labels; without prefs, no preferences */
+        if (p->meta && !(ps->meta = kobj_set_meta(a, p->meta, prefs)))
+            return SCHED_ENOMEM;
+        if (!running && p->n_claims && kclaims_node_filter(b->c->dra, b->c->cluster, p, a, ps) != 0)
+            return SCHED_ENOMEM;
+    }
+    if (over) {
+        *why =
+            arena_printf(a, "pods of %s have more than %d different specs", g->key, GANG_MAX_SETS);
+        return SCHED_EINVAL;
+    }
+    int64_t submit = INT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kpod *p = members[i];
+        gg->sets[set_id[i]].count++;
         if (p->priority > gg->priority)
             gg->priority = p->priority;
         if (p->created_ms < submit)
@@ -299,19 +303,11 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     if (g->pg && g->pg->has_priority) /* native: the PodGroup's priority is the gang's */
         gg->priority = g->pg->priority;
     /* members in placement order: pods of set 0 first, then set 1, ... */
-    kg->members = arena_calloc(a, n ? n : 1, sizeof(*kg->members));
-    if (!kg->members)
-        return SCHED_ENOMEM;
     uint32_t k = 0;
-    for (uint32_t s = 0; s < gg->n_sets; s++)
+    for (uint32_t s = 0; s < n_sets; s++)
         for (uint32_t i = 0; i < n; i++)
-            if (kobj_same_spec(members[set_of[s]], members[i], prefs)) {
-                bool earlier = false; /* a pod belongs to the first set it matches */
-                for (uint32_t t = 0; t < s; t++)
-                    earlier |= kobj_same_spec(members[set_of[t]], members[i], prefs);
-                if (!earlier)
-                    kg->members[k++] = members[i];
-            }
+            if (set_id[i] == s)
+                kg->members[k++] = members[i];
     kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
     if (running && g->pg && g->pg->initially_scheduled && kg->min_member > n)
         kg->min_member = n; /* native: a raised minCount applies to future cycles only */

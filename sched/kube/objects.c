@@ -1029,19 +1029,24 @@ bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs)
            (!prefs || prefs_eq(x->pref, y->pref, x->n_pref));
 }
 
-bool kobj_sets_fit(struct kpod *const *pods, uint32_t n, bool prefs)
+uint32_t kobj_sets(struct kpod *const *pods, uint32_t n, bool prefs, uint32_t set_of[GANG_MAX_SETS],
+                   uint8_t *set_id, bool *over)
 {
-    uint32_t set_of[GANG_MAX_SETS], n_sets = 0;
+    uint32_t n_sets = 0;
+    *over = false;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = 0;
         while (s < n_sets && !kobj_same_spec(pods[set_of[s]], pods[i], prefs))
             s++;
-        if (s == n_sets && n_sets == GANG_MAX_SETS)
-            return false;
+        if (s == n_sets && n_sets == GANG_MAX_SETS) {
+            *over = true;
+            return n_sets;
+        }
         if (s == n_sets)
             set_of[n_sets++] = i;
+        set_id[i] = (uint8_t)s;
     }
-    return true;
+    return n_sets;
 }
 
 /* ---- PodGroups ------------------------------------------------------------------------------- */

@@ -166,14 +166,19 @@ int kobj_pod_decode(const cJSON *o, const char *scheduler, struct kpod **out,
                     struct sched_errbuf *eb);
 void kobj_pod_free(struct kpod *p);
 
-/* The meta of a pod set whose first pod's is m: m, or without prefs (kobj_sets_fit false) a
+/* The meta of a pod set whose first pod's is m: m, or without prefs (kobj_sets overflowing with
+ * them) a
  * copy in `a` without inter-pod preferences; NULL on out of memory. */
 const struct pod_meta *kobj_set_meta(struct arena *a, const struct pod_meta *m, bool prefs);
 /* true when two unbound pods can share a pod set: same request, priority, constraints and
  * claim shape, and (prefs) the same preferred node affinity and inter-pod preferences. */
 bool kobj_same_spec(const struct kpod *a, const struct kpod *b, bool prefs);
-/* Do the specs of pods[0..n) make at most GANG_MAX_SETS pod sets (kobj_same_spec with prefs)? */
-bool kobj_sets_fit(struct kpod *const *pods, uint32_t n, bool prefs);
+/* The pod sets of pods[0..n) (kobj_same_spec with prefs; a pod joins the first set it matches):
+ * their number, set_of[s] the index of set s's first pod, set_id[i] pod i's set. *over when a
+ * pod matches none of GANG_MAX_SETS sets: the sets returned are those made before it, and the
+ * set_id of it and the pods after it are not set. */
+uint32_t kobj_sets(struct kpod *const *pods, uint32_t n, bool prefs, uint32_t set_of[GANG_MAX_SETS],
+                   uint8_t *set_id, bool *over);
 
 /* KPG_NATIVE_*: scheduling.k8s.io PodGroups (1.36 v1alpha2, 1.37 v1beta1 and v1alpha3);
  * KPG_WORKLOAD_V1ALPHA1:

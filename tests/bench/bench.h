@@ -1,5 +1,6 @@
 /* tests/bench/bench.h: what the benchmark files share (bench.c owns the table, the worlds and
- * the timing; bench_pods.c the rows of inter-pod rules and preferences).
+ * the timing; bench_pods.c the rows of inter-pod rules and preferences, bench_kube.c those of
+ * the Kubernetes driver's cache).
  *
  * Must not touch: the core (it only drives it, like the simulator does).
  */
@@ -76,6 +77,8 @@ struct cycle_stats {
 int time_cycles(struct world *w, const char *policy, struct cycle_stats *cs);
 /* total / cycles. */
 double per_cycle(const struct cycle_stats *cs, uint64_t total);
+/* CPU seconds of this process. */
+double cpu_seconds(void);
 
 /* ---- rows of bench_pods.c ---------------------------------------------------------------- */
 
@@ -84,5 +87,10 @@ int bench_pod_rules(struct table *t);
 int bench_prefs(struct table *t);
 int bench_pod_prefs(struct table *t);
 int bench_pod_apart(struct table *t);
+
+/* ---- rows of bench_kube.c ---------------------------------------------------------------- */
+
+/* 12. the Kubernetes driver's cycle input beside a backlog. 0, or 1 on an error. */
+int bench_kube_build(struct table *t);
 
 #endif

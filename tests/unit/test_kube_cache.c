@@ -1042,6 +1042,40 @@ static void pod_sets_keep_their_preferences(void **state)
     }
 }
 
+/* A pod joins the first set whose spec it shares, and a gang's members go in set order (set 0's
+ * pods first, each set's in name order); pods of more specs than GANG_MAX_SETS sets hold (none of
+ * them a preference) make the gang wait with InvalidSpec. */
+static void pods_join_sets_in_order_or_are_too_many(void **state)
+{
+    struct fx *f = *state;
+    char buf[1000], sel[100];
+    pg(f->c, "two", 4, "team-a");
+    pg(f->c, "wide", GANG_MAX_SETS + 1, "team-a");
+    for (int k = 0; k < 4 + GANG_MAX_SETS + 1; k++) {
+        bool two = k < 4;
+        char name[24];
+        snprintf(name, sizeof(name), "%s-%d", two ? "two" : "wide", two ? k : k - 4);
+        snprintf(sel, sizeof(sel), "\"nodeSelector\":{\"rack\":\"r%d\"}", two ? k % 2 : k);
+        snprintf(buf, sizeof(buf), POD_MIX, name, two ? "two" : "wide", sel);
+        add_json(f->c, 1, buf);
+    }
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    const struct kgang *kg = &kb.gangs[0];
+    assert_string_equal(kg->key, "ml/two");
+    assert_int_equal(kg->gang.n_sets, 2);
+    assert_int_equal(kg->gang.sets[0].count, 2);
+    assert_int_equal(kg->gang.sets[1].count, 2);
+    assert_string_equal(kg->gang.sets[0].node_selector[0].value, "r0");
+    const char *order[] = {"ml/two-0", "ml/two-2", "ml/two-1", "ml/two-3"};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(kg->members[i]->key, order[i]);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "pods of ml/wide have more than"));
+}
+
 /* What later reads need of a PodGroup is kept without its JSON tree: annotations (sorted, found
  * by key), Volcano's networkTopology, and for Volcano (written by a PUT of the object) its text. */
 static void podgroups_keep_what_is_read(void **state)
@@ -1135,6 +1169,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test_setup_teardown(unreadable_soft_spreads_are_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_sets_keep_their_preferences, setup, teardown),
+        cmocka_unit_test_setup_teardown(pods_join_sets_in_order_or_are_too_many, setup, teardown),
         cmocka_unit_test(podgroups_keep_what_is_read),
         cmocka_unit_test(list_pages_are_scanned),
         cmocka_unit_test_setup_teardown(kept_placement_state_follows_changes, setup, teardown),

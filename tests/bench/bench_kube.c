@@ -1,0 +1,141 @@
+/* tests/bench/bench_kube.c: rows 12, what the daemon's cycle input costs beside a backlog: one
+ * kcache_build (sched/kube/cache.h) of a cache holding hgx nodes, 10 running pods of another
+ * scheduler per node and waiting gangs of 8 pods that no node fits (9 GPUs each), as the kube
+ * bench's idle case holds them (tests/bench/kube_bench.py), at two sizes ten times apart.
+ *
+ * Must not touch: the network (objects go into the cache as their watch events would).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "config/config.h"
+#include "sched/core/policy.h"
+#include "sched/kube/cache.h"
+
+#include "tests/bench/bench.h"
+
+#define KB_GANG_PODS 8
+#define KB_OTHER     10 /* running pods of another scheduler per node */
+
+static const char kb_yaml[] = "apiVersion: gangsched.io/v1alpha1\n"
+                              "kind: SchedulerConfig\n"
+                              "queues:\n"
+                              "  - name: bench\n";
+
+/* One object as its watch event brings it: 0, or 1 (a message printed). */
+static int kb_add(struct kcache *c, int kind, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    int rc = !o          ? 1
+             : kind == 0 ? kcache_node_event(c, o, false)
+             : kind == 1 ? kcache_pod_event(c, o, false)
+                         : kcache_pg_event(c, o, KPG_XK8S, false);
+    cJSON_Delete(o);
+    if (rc)
+        fprintf(stderr, "bench: kube objects: cannot take %.80s\n", json);
+    return rc != 0;
+}
+
+/* n_nodes hgx nodes (racks of 8) with their other pods, and n_gangs waiting gangs. */
+static int kb_fill(struct kcache *c, uint32_t n_nodes, uint32_t n_gangs)
+{
+    char buf[1200];
+    int bad = 0;
+    for (uint32_t i = 0; i < n_nodes && !bad; i++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"kind\":\"Node\",\"metadata\":{\"name\":\"hgx-%05u\",\"labels\":{"
+                 "\"kubernetes.io/hostname\":\"hgx-%05u\","
+                 "\"network.topology.gangsched.io/rack\":\"rack-%04u\"}},\"status\":{"
+                 "\"allocatable\":{\"cpu\":\"192\",\"memory\":\"2Ti\",\"pods\":\"110\","
+                 "\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+                 "\"status\":\"True\"}]}}",
+                 i, i, i / 8);
+        bad = kb_add(c, 0, buf);
+        for (uint32_t k = 0; k < KB_OTHER && !bad; k++) {
+            snprintf(buf, sizeof(buf),
+                     "{\"metadata\":{\"namespace\":\"default\",\"name\":\"other-%07u\","
+                     "\"labels\":{\"app\":\"other\"}},\"spec\":{\"schedulerName\":"
+                     "\"default-scheduler\",\"nodeName\":\"hgx-%05u\",\"containers\":[{"
+                     "\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"4Gi\"%s}}}]},"
+                     "\"status\":{\"phase\":\"Running\"}}",
+                     i * KB_OTHER + k, i, k < 2 ? ",\"nvidia.com/gpu\":\"1\"" : "");
+            bad = kb_add(c, 1, buf);
+        }
+    }
+    for (uint32_t g = 0; g < n_gangs && !bad; g++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+                 "\"metadata\":{\"namespace\":\"default\",\"name\":\"g%06u\",\"labels\":{"
+                 "\"gangsched.io/queue\":\"bench\"}},\"spec\":{\"minMember\":%d}}",
+                 g, KB_GANG_PODS);
+        bad = kb_add(c, 2, buf);
+        for (int k = 0; k < KB_GANG_PODS && !bad; k++) {
+            snprintf(buf, sizeof(buf),
+                     "{\"metadata\":{\"namespace\":\"default\",\"name\":\"g%06u-%d\","
+                     "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{"
+                     "\"scheduling.x-k8s.io/pod-group\":\"g%06u\"}},\"spec\":{"
+                     "\"schedulerName\":\"gangsched\",\"containers\":[{\"resources\":{"
+                     "\"limits\":{\"nvidia.com/gpu\":\"9\"}}}]}}",
+                     g, k, g);
+            bad = kb_add(c, 1, buf);
+        }
+    }
+    return bad;
+}
+
+/* The mean CPU ms of one kcache_build over at least 3 builds and 1 s (after one untimed build:
+ * the first rebuilds the cluster); 0 on an error (printed). */
+static double kb_time(uint32_t n_nodes, uint32_t n_gangs, uint32_t *n_waiting)
+{
+    struct config *cfg = NULL;
+    struct sched_errbuf eb = {{0}};
+    struct kcache *c = kcache_new("gangsched");
+    struct arena a;
+    arena_init(&a, 1 << 20);
+    double ms = 0;
+    if (!c || config_load_buffer("bench.yaml", kb_yaml, strlen(kb_yaml), &cfg, &eb) != 0 ||
+        kb_fill(c, n_nodes, n_gangs) != 0)
+        goto out;
+    struct kcache_build kb;
+    int rc = kcache_build(c, cfg, sched_policy_default(), NOW_MS, &a, &kb, &eb);
+    uint32_t builds = 0;
+    double t0 = cpu_seconds(), t = t0;
+    while (rc == 0 && (builds < 3 || t - t0 < 1.0)) {
+        arena_reset(&a);
+        rc = kcache_build(c, cfg, sched_policy_default(), NOW_MS, &a, &kb, &eb);
+        builds++;
+        t = cpu_seconds();
+    }
+    if (rc)
+        fprintf(stderr, "bench: kcache_build: %s\n", eb.msg);
+    else
+        ms = (t - t0) * 1e3 / builds, *n_waiting = kb.n_pending;
+out:
+    if (!c || eb.msg[0])
+        fprintf(stderr, "bench: kube objects: %s\n", c ? eb.msg : "out of memory");
+    arena_fini(&a);
+    kcache_free(c);
+    config_free(cfg);
+    return ms;
+}
+
+int bench_kube_build(struct table *t)
+{
+    uint32_t n1 = 0, n10 = 0;
+    double base = kb_time(5000, 1250, &n1), big = base > 0 ? kb_time(5000, 12500, &n10) : 0;
+    if (base <= 0 || big <= 0)
+        return 1;
+    struct row *r = row_add(t, "12 kube build, 1250 waiting gangs x 8, 5000 nodes");
+    if (!r)
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.1f ms", base);
+    snprintf(r->ratio, sizeof(r->ratio), "%u gangs offered", n1);
+    if (!(r = row_add(t, "  12500 waiting gangs x 8, 5000 nodes")))
+        return 1;
+    snprintf(r->value, sizeof(r->value), "%.1f ms", big);
+    snprintf(r->ratio, sizeof(r->ratio), "%.2fx per gang at 1250", ratio(big / 10, base));
+    return n1 == 1250 && n10 == 12500 ? 0 : 1;
+}
