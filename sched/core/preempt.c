@@ -7,8 +7,8 @@
 
 #include "sched/core/podaff.h"
 #include "sched/core/policy.h"
+#include "sched/core/preempt_int.h"
 
-#define MAX_DOMAINS        512    /* domains evaluated per preemptor and cycle (bounded work) */
 #define PREEMPT_MIN_WAIT_S 3600.0 /* waiting seconds a preemptor is always credited with */
 
 double preempt_lost_gpu_s(const struct sched_running *r, int64_t now_ms)
@@ -38,22 +38,6 @@ int preempt_ctx_init(struct preempt_ctx *pc, const struct sched_snapshot *snap,
     return pc->chosen && pc->evicted_per_queue ? 0 : SCHED_ENOMEM;
 }
 
-#define NO_POD UINT32_MAX
-#define NO_SIB UINT32_MAX
-
-/* A would-be victim: a running gang whole, or one member of an elastic gang alone (a gang with
- * more members than its minMember may lose members down to it; beyond that it goes whole). */
-struct cand {
-    uint32_t idx; /* into snap->running */
-    uint32_t id;  /* the victim gang's id: ties never depend on the order of snap->running */
-    enum sched_preempt_kind kind;
-    uint32_t pod; /* the member alone (index into its pods), or NO_POD: the whole gang */
-    uint32_t sib; /* a member: its gang's whole candidate (index into the sorted list), or NO_SIB */
-    double key;   /* sort key, lower first */
-    double cost;  /* of the gang whole (preempt_cost); a set of its pods costs its share of
-                     the gang's GPUs */
-};
-
 static int cmp_cand(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
@@ -72,21 +56,6 @@ static uint32_t spare_pods(const struct gang *g)
 {
     return g->min_member > 0 && g->min_member < g->n_pods ? g->n_pods - g->min_member : 0;
 }
-
-/* A victim set under construction over the candidates c[0 .. n): which are in, and the members
- * taken alone (gone[pod_at[i] + k] for pod k of running gang i; n_gone[i] of them). A whole
- * gang frees the members not taken alone. */
-struct vset {
-    const struct cand *c;
-    uint32_t n;
-    uint8_t *in;      /* [n] */
-    uint32_t *pod_at; /* [n_running], NO_POD for a gang without member candidates; NULL: none */
-    uint8_t *gone;
-    uint32_t *n_gone; /* [n_running] */
-    /* the candidates with a pod in each domain of the plan's level, in victim order: domain d's
-     * are dom_list[dom_first[d] .. dom_first[d + 1]) (index_domains); NULL: not made */
-    uint32_t *dom_first, *dom_list;
-};
 
 /* Is the victim's queue above its nominal quota (borrowing) on some tracked resource? */
 static bool victim_borrows(const struct preempt_ctx *pc, const struct sched_running *r)
@@ -705,73 +674,10 @@ static int overdue_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q
     return 0;
 }
 
-/* Calls fn(ctx, c, d) once for each domain d of the level that candidate c has a pod in (stamp:
- * scratch per domain, NO_SIB on entry, left so). */
-static void cand_domains(const struct preempt_ctx *pc, const struct vset *vs, uint32_t c, int level,
-                         uint32_t *stamp, void (*fn)(void *, uint32_t, uint32_t), void *ctx)
-{
-    const struct cand *x = &vs->c[c];
-    const struct sched_running *r = &pc->snap->running[x->idx];
-    const struct cluster *cl = pc->st->c;
-    uint32_t from = x->pod == NO_POD ? 0 : x->pod,
-             to = x->pod == NO_POD ? r->gang->n_pods : x->pod + 1;
-    for (uint32_t k = from; k < to; k++) {
-        if (r->pods[k].node >= cl->n_nodes)
-            continue;
-        uint32_t d = cl->nodes[r->pods[k].node].dom[level];
-        if (stamp[d] != c) {
-            stamp[d] = c;
-            fn(ctx, c, d);
-        }
-    }
-}
-
-struct dom_index {
-    uint32_t *first, *at, *list;
-};
-
-static void dom_count(void *ctx, uint32_t c, uint32_t d)
-{
-    (void)c;
-    ((struct dom_index *)ctx)->first[d + 1]++;
-}
-
-static void dom_put(void *ctx, uint32_t c, uint32_t d)
-{
-    struct dom_index *ix = ctx;
-    ix->list[ix->at[d]++] = c;
-}
-
-/* The candidates of each domain of the level, in victim order (vs->dom_first, dom_list): each
- * plan_domain then walks its domain's own, not every candidate (the plan's cost grows with the
- * candidates once, not once per domain). 0 or SCHED_ENOMEM. */
-static int index_domains(struct preempt_ctx *pc, struct vset *vs, int level)
-{
-    uint32_t nd = pc->st->c->topo.levels[level].n_domains;
-    struct dom_index ix = {arena_calloc(pc->arena, nd + 2, sizeof(uint32_t)),
-                           arena_alloc(pc->arena, (nd + 1) * sizeof(uint32_t)), NULL};
-    uint32_t *stamp = arena_alloc(pc->arena, (nd + 1) * sizeof(*stamp));
-    if (!ix.first || !ix.at || !stamp)
-        return SCHED_ENOMEM;
-    memset(stamp, 0xff, (nd + 1) * sizeof(*stamp)); /* NO_SIB */
-    for (uint32_t c = 0; c < vs->n; c++)
-        cand_domains(pc, vs, c, level, stamp, dom_count, &ix);
-    for (uint32_t d = 0; d < nd; d++)
-        ix.first[d + 1] += ix.first[d];
-    if (!(ix.list = arena_alloc(pc->arena, ((size_t)ix.first[nd] + 1) * sizeof(uint32_t))))
-        return SCHED_ENOMEM;
-    memcpy(ix.at, ix.first, nd * sizeof(uint32_t));
-    memset(stamp, 0xff, (nd + 1) * sizeof(*stamp));
-    for (uint32_t c = 0; c < vs->n; c++)
-        cand_domains(pc, vs, c, level, stamp, dom_put, &ix);
-    vs->dom_first = ix.first;
-    vs->dom_list = ix.list;
-    return 0;
-}
-
-/* Tries each target domain that has victims (or room, when only quota is missing) and keeps the
- * plan of least score: its cost plus the domain's place in the placement order, within
- * order_bias_gpu_s. The blind baseline stops at the first domain that works. */
+/* Tries each target domain that has victims (or room, when only quota is missing), in the
+ * order of preempt_dom_order, and keeps the plan of least score: its cost plus the domain's
+ * place in the placement order, within order_bias_gpu_s (ties: the lowest index). The blind
+ * baseline stops at the first domain that works. */
 static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, uint32_t f,
                      const struct res_vec *need, struct vset *vs, struct plan *pl)
 {
@@ -788,10 +694,18 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
         return SCHED_ENOMEM;
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
-    if (level >= 0 && index_domains(pc, vs, level) != 0)
+    struct preempt_doms o;
+    if (level >= 0 &&
+        (preempt_index_domains(pc, vs, level) != 0 || preempt_dom_order(pc, g, vs, level, &o) != 0))
         return SCHED_ENOMEM;
+    if (level < 0)
+        o = (struct preempt_doms){.n = 1};
     double best_score = 0;
-    for (uint32_t d = 0, tried = 0; d < n_domains && tried < MAX_DOMAINS; d++) {
+    uint32_t best_d = 0;
+    for (uint32_t i = 0, tried = 0; i < o.n && tried < PREEMPT_MAX_DOMAINS; i++) {
+        uint32_t d = o.d ? o.d[i] : i;
+        if (o.d && pl->n > 0 && o.bound[i] > best_score + 1e-9 * fmax(1.0, fabs(best_score)))
+            break; /* no domain left can beat the plan found */
         bool any = level < 0 ? vs->n > 0 : vs->dom_first[d + 1] > vs->dom_first[d];
         /* a domain without victims can still do, when it has the room and only quota is
          * missing (victims elsewhere free the quota) */
@@ -803,12 +717,13 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
         /* the domain's place in the placement engine's order weighs in, within the bias:
          * preemption then packs where placement packs (docs/preemption.md, "Where") */
         double score = cost + pol->order_bias_gpu_s * (double)d / (double)n_domains;
-        if (n == 0 || (pl->n > 0 && score >= best_score))
+        if (n == 0 || (pl->n > 0 && (score > best_score || (score == best_score && d > best_d))))
             continue;
         pl->n = n;
         pl->cost = cost;
         pl->grow = grow;
         best_score = score;
+        best_d = d;
         memcpy(pl->best, chosen, n * sizeof(*pl->best));
         memcpy(pl->trial, trial, g->n_pods * sizeof(*trial));
         if (!pol->checkpoint_aware)

@@ -35,7 +35,9 @@
  * recently started, as Kueue), simulates the preemptor's placement after each, drops the victims
  * that turn out unnecessary (fill-back), and keeps the cheapest domain, where a domain's
  * position in the placement engine's order adds up to policy->order_bias_gpu_s (so that of two
- * near-equal victim sets the one where placement packs is taken). A priority preemption
+ * near-equal victim sets the one where placement packs is taken); of more domains than a plan
+ * may try (512), the most promising first by a lower bound of their score (preempt_dom.c),
+ * stopping once none left can beat the best found. A priority preemption
  * happens only when benefit = GPUs x max(waiting seconds, 3600) x (1 + 0.1 x max(0, priority))
  * >= factor x cost (so a one-GPU gang never restarts a large gang with hours of unsaved work);
  * reclaim is a right and needs no benefit. The preemptor then holds the capacity its

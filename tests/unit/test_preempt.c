@@ -747,36 +747,6 @@ static void test_holds_keep_freed_capacity(void **unused)
 /* Two 8-GPU victims, one per node, whose checkpoints are a_s (node 0) and b_s (node 1) seconds
  * old at t = 10000: does the checkpoint-aware planner evict the one on node 0 for an 8-GPU
  * preemptor? */
-static bool evicts_node0(int64_t a_s, int64_t b_s)
-{
-    struct world *w = world("hgx:2", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
-                                         "        nvidia.com/gpu: 16\n");
-    uint32_t n0[] = {0}, n1[] = {1};
-    struct gang *a = gang(w, 0, 1, 8, 0, 0), *b = gang(w, 0, 1, 8, 0, 0);
-    run(w, a, n0, 0, 10000 - a_s);
-    run(w, b, n1, 0, 10000 - b_s);
-    gang(w, 0, 1, 8, 5, 9000);
-    const struct sched_result *r = cycle(w, "gangsched", 10000);
-    assert_int_equal(r->n_evictions, 1);
-    bool first = evicted(r, a);
-    world_free(w);
-    return first;
-}
-
-static void test_order_bias_within_bound(void **unused)
-{
-    (void)unused;
-    /* node 1 is half-way through the placement order of 2 nodes: its victim set counts bias/2
-     * GPU-seconds more. A victim on node 0 that loses less than that much more work is taken
-     * instead of the cheaper one on node 1; one that loses more is not. */
-    double bias = sched_policy_find("gangsched")->order_bias_gpu_s;
-    assert_true(bias > 0);
-    int64_t b_s = 100, edge_s = (int64_t)(bias / 2 / 8); /* 8 GPUs per victim */
-    assert_true(evicts_node0(b_s + edge_s - 10, b_s));   /* within the bias: node 0 */
-    assert_false(evicts_node0(b_s + edge_s + 10, b_s));  /* beyond it: the cheaper node 1 */
-    assert_true(evicts_node0(b_s - 10, b_s));            /* cheaper and first: node 0 */
-}
-
 /* Backfill on probation. One queue on four 8-GPU nodes: x runs on node 0, s on node 1 on
  * probation for big (24 GPUs, waiting since 0 and holding a reservation) until 1,000 s; nodes 2
  * and 3 are free. `until`, `for_big`, `hint`, `big_submit_s` and `now_s` vary one at a time. */
@@ -1140,7 +1110,6 @@ int main(void)
         cmocka_unit_test(test_reclaim_stays_in_its_cohort_tree),
         cmocka_unit_test(test_quota_freed_outside_the_domain),
         cmocka_unit_test(test_holds_keep_freed_capacity),
-        cmocka_unit_test(test_order_bias_within_bound),
         cmocka_unit_test(test_overdue_backfill_evicted_by_its_starving_gang),
         cmocka_unit_test(test_overdue_backfill_kept_otherwise),
         cmocka_unit_test(test_backfill_placed_on_probation),
