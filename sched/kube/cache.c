@@ -138,10 +138,34 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
     return 0;
 }
 
+/* Is obj the version of a pod the cache holds (same uid and resourceVersion, both given)? The
+ * watch event of this scheduler's own write after its answer was taken, or a relist's unchanged
+ * pod: decoding it again would make the same object, so it is not (kube-apiserver gives every
+ * write of an object a new resourceVersion). */
+static bool pod_unchanged(const struct kcache *c, const cJSON *obj)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(m, "namespace"),
+                *name = cJSON_GetObjectItemCaseSensitive(m, "name"),
+                *uid = cJSON_GetObjectItemCaseSensitive(m, "uid"),
+                *rv = cJSON_GetObjectItemCaseSensitive(m, "resourceVersion");
+    char key[KOBJ_KEY_MAX];
+    if (!cJSON_IsString(name) || !cJSON_IsString(uid) || !cJSON_IsString(rv) ||
+        !rv->valuestring[0] ||
+        kobj_key(cJSON_IsString(ns) ? ns->valuestring : NULL, name->valuestring, key,
+                 sizeof(key)) != 0)
+        return false;
+    const struct kpod *had = strmap_get(&c->pods, key);
+    return had && had->rv && had->uid && had->meta_own.ns_labels &&
+           strcmp(had->rv, rv->valuestring) == 0 && strcmp(had->uid, uid->valuestring) == 0;
+}
+
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     if (deleted)
         return pod_gone(c, obj);
+    if (pod_unchanged(c, obj))
+        return 0;
     struct kpod *p = NULL;
     struct sched_errbuf eb;
     int rc = kobj_pod_decode(obj, c->scheduler, &p, &eb);

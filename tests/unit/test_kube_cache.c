@@ -837,6 +837,36 @@ static void pod_status_writes_are_no_change(void **state)
     assert_true(kcache_dirty(f->c));
 }
 
+/* A pod event of the version the cache holds (same uid and resourceVersion: the watch event of
+ * a status write whose answer the cache took, a relist) is not decoded again: the object kept
+ * stays, whatever else the event says; a new resourceVersion, or a new uid, is taken. */
+static void pod_versions_held_are_not_decoded_again(void **state)
+{
+    struct fx *f = *state;
+    char buf[900];
+    snprintf(buf, sizeof(buf), POD_P1, 7, "a", STATUS_SCHED("Unschedulable: 0/2 nodes"));
+    add_json(f->c, 1, buf);
+    const struct kpod *p = kcache_pod(f->c, "ml/p1");
+    assert_non_null(p);
+    assert_string_equal(p->sched_msg, "Unschedulable: 0/2 nodes");
+    snprintf(buf, sizeof(buf), POD_P1, 7, "a", STATUS_SCHED("Unschedulable: 0/3 nodes"));
+    add_json(f->c, 1, buf);
+    assert_ptr_equal(kcache_pod(f->c, "ml/p1"), p);
+    assert_string_equal(p->sched_msg, "Unschedulable: 0/2 nodes");
+    snprintf(buf, sizeof(buf), POD_P1, 8, "a", STATUS_SCHED("Unschedulable: 0/3 nodes"));
+    add_json(f->c, 1, buf);
+    p = kcache_pod(f->c, "ml/p1");
+    assert_string_equal(p->sched_msg, "Unschedulable: 0/3 nodes");
+    snprintf(buf, sizeof(buf), POD_P1, 8, "b", STATUS_SCHED("Unschedulable: 0/4 nodes"));
+    char *u = strstr(buf, "\"u1\"");
+    assert_non_null(u);
+    u[2] = '2'; /* another pod of that name, at the same resourceVersion */
+    add_json(f->c, 1, buf);
+    p = kcache_pod(f->c, "ml/p1");
+    assert_string_equal(p->uid, "u2");
+    assert_string_equal(p->sched_msg, "Unschedulable: 0/4 nodes");
+}
+
 /* A PodGroup's status written by this scheduler (scheduler-plugins' phase, scheduleStartTime
  * and conditions; Volcano's status by a PUT of the object) comes back on the watch: no reason
  * for a cycle, though the object kept is the latest (Volcano's PUT sends it back). A change of
@@ -1165,6 +1195,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(nodes_are_decoded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_status_writes_are_no_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(pod_versions_held_are_not_decoded_again, setup, teardown),
         cmocka_unit_test_setup_teardown(podgroup_status_writes_are_no_change, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_specs_are_decoded_on_arrival, setup, teardown),
         cmocka_unit_test_setup_teardown(unreadable_soft_spreads_are_dropped, setup, teardown),
