@@ -2,7 +2,8 @@
  * client_queue.c, what both share is client_int.h).
  *
  * Owns: the libcurl multi handle and its libuv glue (one uv_poll_t per socket, one uv_timer_t for
- * curl's timeout), each attempt's easy handle (URL, TLS and credential options, headers, body),
+ * curl's timeout), each attempt's easy handle (URL, TLS and credential options, headers, body;
+ * the handles of ended attempts are kept, reset, for the next ones),
  * the bearer token (re-read from token_file every 60 s and after a 401), receiving (buffered
  * bodies, streamed watch bodies), completion (retries with backoff, Status-object errors,
  * callbacks), the counters, creating and freeing the client, and abandoning a silent stream.
@@ -293,11 +294,23 @@ void kclient_req_free(struct kube_req *r)
     free(r);
 }
 
+/* An easy handle off the multi handle: kept for the next attempt (its options reset), or
+ * cleaned up when enough are kept or the client is going. */
+static void easy_done(struct kube_client *c, CURL *e)
+{
+    if (!c->released && c->n_spare < KCLIENT_SPARE) {
+        curl_easy_reset(e);
+        c->spare[c->n_spare++] = e;
+    } else {
+        curl_easy_cleanup(e);
+    }
+}
+
 /* Takes an on-wire request off the multi handle (never from inside a curl callback). */
 void kclient_req_detach(struct kube_client *c, struct kube_req *r)
 {
     curl_multi_remove_handle(c->multi, r->easy);
-    curl_easy_cleanup(r->easy);
+    easy_done(c, r->easy);
     r->easy = NULL;
     curl_slist_free_all(r->hdrs);
     r->hdrs = NULL;
@@ -344,7 +357,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 static bool easy_setup(struct kube_client *c, struct kube_req *r)
 {
-    CURL *e = curl_easy_init();
+    CURL *e = c->n_spare ? c->spare[--c->n_spare] : curl_easy_init();
     if (!e)
         return false;
     r->easy = e;
@@ -819,6 +832,8 @@ static void release_client(struct kube_client *c)
         }
         lanes[k]->head = lanes[k]->tail = NULL;
     }
+    while (c->n_spare)
+        curl_easy_cleanup(c->spare[--c->n_spare]);
     curl_multi_cleanup(c->multi);
     c->multi = NULL;
     while (c->polls)

@@ -58,10 +58,16 @@ struct kpoll {
 
 /* An overdue KUBE_LOW request takes at most one start in this many (client_queue.c). */
 #define KCLIENT_LOW_SHARE 10
+/* Easy handles of ended attempts kept, reset, for the next attempts. */
+#define KCLIENT_SPARE     16
 
 struct kube_client {
     uv_loop_t *loop;
     CURLM *multi;
+    /* easy handles of ended attempts, reset (curl_easy_reset), for the next ones: a handle made
+     * and cleaned up per attempt was a tenth of the CPU of a daemon draining status writes */
+    CURL *spare[KCLIENT_SPARE];
+    uint32_t n_spare;
     uv_timer_t curl_timer, pump_timer;
     char *base; /* URL prefix: the server, or https://TLS-SERVER-NAME:PORT with connect_to */
     bool https;
