@@ -695,11 +695,9 @@ static int best_plan(struct preempt_ctx *pc, const struct gang *g, uint32_t q, u
     int level = target_level(st, g);
     uint32_t n_domains = level >= 0 ? st->c->topo.levels[level].n_domains : 1;
     struct preempt_doms o;
-    if (level >= 0 &&
-        (preempt_index_domains(pc, vs, level) != 0 || preempt_dom_order(pc, g, vs, level, &o) != 0))
+    if ((level >= 0 && preempt_index_domains(pc, vs, level) != 0) ||
+        preempt_dom_order(pc, g, vs, level, &o) != 0)
         return SCHED_ENOMEM;
-    if (level < 0)
-        o = (struct preempt_doms){.n = 1};
     double best_score = 0;
     uint32_t best_d = 0;
     for (uint32_t i = 0, tried = 0; i < o.n && tried < PREEMPT_MAX_DOMAINS; i++) {

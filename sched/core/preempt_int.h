@@ -48,8 +48,9 @@ struct vset {
  * candidates once, not once per domain). 0 or SCHED_ENOMEM. */
 int preempt_index_domains(struct preempt_ctx *pc, struct vset *vs, int level);
 
-/* The domains of the level a plan tries for g, in the order it tries them (best_plan). When
- * every domain can be tried within PREEMPT_MAX_DOMAINS, or the planner is the blind baseline
+/* The domains of the level a plan tries for g, in the order it tries them (best_plan; level
+ * -1: the whole cluster, one domain). When every domain can be tried within
+ * PREEMPT_MAX_DOMAINS, or the planner is the blind baseline
  * (it takes the first domain that works), d is NULL: all n domains in index order. Otherwise
  * only the domains that may fit g, by a lower bound of their score (the cost of the least
  * costly victims that could free the GPUs g lacks there, fractionally, plus the placement

@@ -144,20 +144,15 @@ static int pod_gone(struct kcache *c, const cJSON *obj)
  * write of an object a new resourceVersion). */
 static bool pod_unchanged(const struct kcache *c, const cJSON *obj)
 {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(m, "namespace"),
-                *name = cJSON_GetObjectItemCaseSensitive(m, "name"),
-                *uid = cJSON_GetObjectItemCaseSensitive(m, "uid"),
-                *rv = cJSON_GetObjectItemCaseSensitive(m, "resourceVersion");
+    const char *name = kobj_str(obj, "metadata.name"), *uid = kobj_str(obj, "metadata.uid"),
+               *rv = kobj_str(obj, "metadata.resourceVersion");
     char key[KOBJ_KEY_MAX];
-    if (!cJSON_IsString(name) || !cJSON_IsString(uid) || !cJSON_IsString(rv) ||
-        !rv->valuestring[0] ||
-        kobj_key(cJSON_IsString(ns) ? ns->valuestring : NULL, name->valuestring, key,
-                 sizeof(key)) != 0)
+    if (!name || !uid || !rv || !rv[0] ||
+        kobj_key(kobj_str(obj, "metadata.namespace"), name, key, sizeof(key)) != 0)
         return false;
     const struct kpod *had = strmap_get(&c->pods, key);
-    return had && had->rv && had->uid && had->meta_own.ns_labels &&
-           strcmp(had->rv, rv->valuestring) == 0 && strcmp(had->uid, uid->valuestring) == 0;
+    return had && had->rv && had->uid && had->meta_own.ns_labels && strcmp(had->rv, rv) == 0 &&
+           strcmp(had->uid, uid) == 0;
 }
 
 int kcache_pod_event(struct kcache *c, const cJSON *obj, bool deleted)

@@ -260,9 +260,10 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     uint32_t n_sets = kobj_sets(members, n, true, set_of, set_id, &over);
     if (over)
         n_sets = kobj_sets(members, n, prefs = false, set_of, set_id, &over);
+    gg->n_sets = n_sets;
     for (uint32_t s = 0; s < n_sets; s++) {
         const struct kpod *p = members[set_of[s]];
-        struct podset *ps = &gg->sets[gg->n_sets++];
+        struct podset *ps = &gg->sets[s];
         ps->req = p->req;
         const struct kpod_spec *sp = p->spec; /* decoded with the pod (objects.h) */
         if (sp && sp->err) {

@@ -519,7 +519,6 @@ static int time_preempt(const char *spec, bool elastic, bool rising, double *ms,
     struct sched_assign *as = calloc((size_t)n * 8 + 1, sizeof(*as));
     if (rc == 0 && (!gs || !run || !as))
         rc = 1;
-    *least = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         gs[i] = w.gangs[0];
         gs[i].id = i + 1;
@@ -534,8 +533,8 @@ static int time_preempt(const char *spec, bool elastic, bool rising, double *ms,
                                         .pods = &as[i * 8],
                                         .start_ms = 0,
                                         .last_checkpoint_ms = NOW_MS - since_ms};
-        *least = (double)gs[i].gpus * 100.0; /* the last gang's, whole */
     }
+    *least = n ? (double)gs[n - 1].gpus * 100.0 : 0; /* the last gang's, whole (100 s lost) */
     w.gangs[0].priority = 10;
     struct sched_queue_view view = {.queue = &w.queue, .pending = w.pending, .n_pending = 1};
     struct sched_snapshot snap = {.now_ms = NOW_MS,
