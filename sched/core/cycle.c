@@ -237,7 +237,11 @@ static const struct gang *on_flavor(struct cycle *cy, const struct gang *g, uint
     if (!c)
         return NULL;
     *c = *g;
+    c->sets = arena_alloc(cy->arena, (g->n_sets ? g->n_sets : 1) * sizeof(*c->sets));
+    if (!c->sets)
+        return NULL;
     for (uint32_t s = 0; s < c->n_sets; s++) {
+        c->sets[s] = g->sets[s];
         uint32_t n = g->sets[s].n_node_selector + fl->n_node_labels;
         struct kv *sel = arena_alloc(cy->arena, n * sizeof(*sel));
         if (!sel)

@@ -266,7 +266,7 @@ struct podset {
     const struct pod_meta *meta;
 };
 
-#define GANG_MAX_SETS   4
+#define GANG_MAX_SETS   8            /* as Kueue's Workload podSets */
 #define GANG_PREF_FREE  (1ull << 63) /* a bit gang.pref leaves clear */
 #define SCORE_TERMS_MAX 8            /* score terms (plugins/registry.c), weights per profile */
 
@@ -276,8 +276,11 @@ struct gang {
     uint32_t queue;    /* index into the snapshot's queues */
     int32_t priority;  /* higher first */
     int64_t submit_ms; /* first submission; kept across requeues */
-    uint32_t n_sets;
-    struct podset sets[GANG_MAX_SETS];
+    uint32_t n_sets;   /* at most GANG_MAX_SETS */
+    /* [n_sets], out of line: storage the driver owns and keeps while the gang is offered (its
+     * build's arena, the trace's gangs); a copy of the gang shares them, so a copy that changes
+     * a set first points sets at its own (cycle.c on_flavor) */
+    struct podset *sets;
     uint32_t min_member;    /* a pending gang: 0 or n_pods (every pod is placed together); a
                                running one: the members it runs on (minMember), below n_pods
                                for an elastic gang, whose members above it preemption may take

@@ -225,7 +225,7 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
 /* The island limit that applies to pod set `ps` of the gang being placed. */
 uint32_t place_set_limit(const struct place_state *st, const struct podset *ps)
 {
-    for (uint32_t s = 0; s < GANG_MAX_SETS; s++)
+    for (uint32_t s = 0; s < GANG_MAX_SETS && st->limit_set[s]; s++)
         if (st->limit_set[s] == ps)
             return st->limit[s];
     return st->island_limit;
@@ -635,8 +635,8 @@ uint32_t place_sum_domains(struct place_state *st, const struct gang *g, int lev
         if (st->dom_free[d] < 0) { /* first visit this pass */
             st->dom_free[d] = 0;
             st->dom_capg[d] = 0;
-            memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0,
-                   GANG_MAX_SETS * sizeof(*st->dom_cap));
+            memset(&st->dom_cap[(size_t)d * GANG_MAX_SETS], 0, /* the sets read: g's */
+                   g->n_sets * sizeof(*st->dom_cap));
             st->touched[nt++] = d;
         }
         st->dom_free[d] += st->key[i];

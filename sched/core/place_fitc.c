@@ -53,9 +53,9 @@ struct place_fitc {
     struct fitc_level lv[TOPO_MAX_LEVELS + 1]; /* lv[l + 1]: level l */
 };
 
+/* Entries past n_sets are left as they were: sig_eq reads the first n_sets. */
 static void sig_of(const struct place_state *st, const struct gang *g, struct fitc_sig *s)
 {
-    memset(s, 0, sizeof(*s));
     s->n_sets = g->n_sets;
     s->tp = st->cur_tp;
     for (uint32_t k = 0; k < g->n_sets && k < GANG_MAX_SETS; k++) {

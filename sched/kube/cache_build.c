@@ -261,6 +261,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     if (over)
         n_sets = kobj_sets(members, n, prefs = false, set_of, set_id, &over);
     gg->n_sets = n_sets;
+    if (!(gg->sets = arena_calloc(a, n_sets ? n_sets : 1, sizeof(*gg->sets))))
+        return SCHED_ENOMEM;
     for (uint32_t s = 0; s < n_sets; s++) {
         const struct kpod *p = members[set_of[s]];
         struct podset *ps = &gg->sets[s];

@@ -63,12 +63,13 @@ void sim_elastic_free(struct run *r)
     r->el_of = NULL;
 }
 
-/* out = the trace gang `full` with only the members sets[0 .. n) (set indices), in set order;
- * min: its min_member (0: every pod). */
+/* out = the trace gang `full` with only the members sets[0 .. n) (set indices), in set order,
+ * its pod sets in `own` [full->n_sets]; min: its min_member (0: every pod). */
 static void build(const struct gang *full, const uint8_t *sets, uint32_t n, uint32_t id,
-                  uint32_t min, struct gang *out)
+                  uint32_t min, struct podset *own, struct gang *out)
 {
     *out = *full;
+    out->sets = own;
     out->id = id;
     out->n_sets = 0;
     for (uint32_t s = 0; s < full->n_sets; s++) {
@@ -137,7 +138,7 @@ void sim_elastic_started(struct run *r, uint32_t j)
             e->live_flavor[e->n_live] = (uint8_t)r->job_flavor[j];
             e->live_set[e->n_live++] = (uint8_t)s;
         }
-    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, e->live_sets, &e->live);
     e->n_grow = e->n_ask = 0;
     ckpt_forget(e);
 }
@@ -174,7 +175,7 @@ static void grow_queue(struct run *r, uint32_t k)
     const struct sim_job *job = &r->in->jobs[e->job];
     uint32_t id = r->in->n_jobs + k;
     grow_unqueue(r, e, k);
-    build(&job->gang, e->grow_set, e->n_grow, id, 0, &e->grow);
+    build(&job->gang, e->grow_set, e->n_grow, id, 0, e->grow_sets, &e->grow);
     for (uint32_t m = 0; m < e->n_live; m++) /* placed next to the members that run */
         e->near[m] = r->assign[e->job][m].node;
     gang_set_near(&e->grow, e->near, e->n_live);
@@ -206,7 +207,7 @@ int sim_elastic_restore(struct run *r, uint32_t j, uint32_t n_live, uint32_t n_g
     e->n_ask = n_ask;
     e->gpu_ms = gpu_ms;
     if (n_live > 0)
-        build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+        build(&job->gang, e->live_set, e->n_live, j, job->min_pods, e->live_sets, &e->live);
     if (!queued || n_grow == 0)
         return 0;
     grow_queue(r, k);
@@ -368,7 +369,7 @@ static int take_members(struct run *r, uint32_t j, const uint32_t *pods, uint32_
     }
     e->n_live = keep;
     r->busy_gpus -= gpus;
-    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, e->live_sets, &e->live);
     sort_sets(e->grow_set, e->n_grow);
     grow_queue(r, k);
     push_finish(r, j, now);
@@ -474,7 +475,7 @@ int sim_grow(struct run *r, const struct sched_placement *p, int64_t now)
     e->n_live = at;
     e->n_grow = 0;
     r->busy_gpus += p->gang->gpus;
-    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, &e->live);
+    build(&job->gang, e->live_set, e->n_live, j, job->min_pods, e->live_sets, &e->live);
     push_finish(r, j, now);
     rearm_handshake(r, j); /* the handshake goes on */
     sim_touch(r, j);

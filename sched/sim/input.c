@@ -230,7 +230,7 @@ static int dra_class_slot(const struct cluster *c, const struct config *cfg)
 
 /* The gang's pod sets from the trace row: gpus_per_pod wins; else `pods` pods as even as
  * possible (the first ones one GPU larger); else whole nodes of the largest node size
- * (node_gpus GPUs). */
+ * (node_gpus GPUs). At most SIM_JOB_SETS sets. */
 static void pod_sets(struct gang *g, const struct trace_job *tj, int64_t node_gpus)
 {
     int64_t gpus = tj->num_gpu;
@@ -344,7 +344,8 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
     in->n_queues = cfg->n_queues;
     in->queues = calloc(cfg->n_queues + 1, sizeof(*in->queues));
     in->jobs = calloc(t->n_jobs ? t->n_jobs : 1, sizeof(*in->jobs));
-    if (!in->jobs || !in->queues) {
+    in->sets = calloc(t->n_jobs ? SIM_JOB_SETS * t->n_jobs : 1, sizeof(*in->sets));
+    if (!in->jobs || !in->queues || !in->sets) {
         sim_input_free(in);
         return sched_fail(eb, SCHED_ENOMEM, "out of memory for %zu jobs", t->n_jobs);
     }
@@ -371,6 +372,7 @@ int sim_input_build(struct sim_input *in, const struct trace *t, const struct cl
         j->restart_cost_ms =
             tj->has_restart_cost ? tj->restart_cost_ms : cfg->queues[q].preemption.restart_cost_ms;
         struct gang *g = &j->gang;
+        g->sets = &in->sets[(size_t)i * SIM_JOB_SETS];
         g->id = (uint32_t)i;
         g->name = tj->id;
         g->queue = (uint32_t)q;
@@ -442,6 +444,7 @@ void sim_input_free(struct sim_input *in)
     config_free(in->owned_config);
     free(in->queues);
     free(in->jobs);
+    free(in->sets);
     memset(in, 0, sizeof(*in));
 }
 

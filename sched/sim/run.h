@@ -73,6 +73,7 @@ struct sim_elastic {
     uint32_t n_grow;
     struct gang live; /* the running gang: id = the job's, min_member = min_pods */
     struct gang grow; /* the waiting members: id = n_jobs + slot, every one together */
+    struct podset live_sets[SIM_JOB_SETS], grow_sets[SIM_JOB_SETS]; /* live's and grow's sets */
     bool grow_queued; /* grow is in its queue (and pending in the engine) */
     uint32_t *near;   /* [n_pods] the running members' nodes, for grow (gang.near) */
     uint32_t *ask;    /* members asked to leave after a checkpoint (indices into live) */

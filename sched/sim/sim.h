@@ -61,7 +61,10 @@ struct sim_input {
     int64_t multinode_above; /* gangs with more GPUs are multi-node in the statistics; 0 = the
                                 cluster's largest node (private.c: the shared cluster's) */
     void *tolerations;       /* owned by sched/sim/tolerate.c: the jobs' parsed tolerations */
+    struct podset *sets;     /* [SIM_JOB_SETS * n_jobs]: job j's gang.sets from j * SIM_JOB_SETS */
 };
+
+#define SIM_JOB_SETS 2 /* pod sets of a trace row's gang: the even pods, and one larger or rest */
 
 /* Builds jobs from a sorted trace: a job of G GPUs becomes pods of min(G, the largest node's
  * GPUs) GPUs each (or the trace's gpus_per_pod / pods), each pod asking 4 cpu and 32Gi of memory

@@ -164,6 +164,7 @@ void world_fini(struct world *w)
     arena_fini(&w->arena);
     free(w->pending);
     free(w->gangs);
+    free(w->sets);
     free(w->state);
     cluster_free(w->c);
     memset(w, 0, sizeof(*w));
@@ -257,11 +258,13 @@ static uint32_t whole_free_nodes(const struct world *w)
 int world_gangs(struct world *w, uint32_t n, uint32_t pods, int64_t gpus, int8_t topo_required)
 {
     free(w->gangs);
+    free(w->sets);
     free(w->pending);
     w->n_gangs = 0;
     w->gangs = calloc(n ? n : 1, sizeof(*w->gangs));
+    w->sets = calloc(n ? n : 1, sizeof(*w->sets));
     w->pending = calloc(n ? n : 1, sizeof(*w->pending));
-    if (!w->gangs || !w->pending) {
+    if (!w->gangs || !w->sets || !w->pending) {
         fputs("bench: out of memory\n", stderr);
         return SCHED_ENOMEM;
     }
@@ -270,6 +273,7 @@ int world_gangs(struct world *w, uint32_t n, uint32_t pods, int64_t gpus, int8_t
         g->id = i;
         g->name = "bench";
         g->submit_ms = i;
+        g->sets = &w->sets[i];
         g->n_sets = 1;
         g->sets[0].count = pods;
         g->sets[0].req.v[RES_CPU] = 1000;
@@ -648,13 +652,13 @@ static int bench_memory(struct table *t)
     double cycle_b = 1024.0 * (double)(k3 - k2) / MEMORY_PODS;
     double total_mb = (double)(k3 - k0) / 1024.0;
     size_t node_raw = sizeof(struct node) + sizeof(struct node_state);
-    size_t pod_raw = sizeof(struct gang) + sizeof(struct gang *);
+    size_t pod_raw = sizeof(struct gang) + sizeof(struct podset) + sizeof(struct gang *);
     if (!(r = row_add(t, "4 memory per node (cluster + node_state)")))
         return 1;
     snprintf(r->value, sizeof(r->value), "%.0f B/node", node_b);
     snprintf(r->ratio, sizeof(r->ratio), "%.2fx raw structs (%zu B)",
              ratio(node_b, (double)node_raw), node_raw);
-    if (!(r = row_add(t, "4 memory per pending pod (gang + queue slot)")))
+    if (!(r = row_add(t, "4 memory per pending pod (gang + pod set + queue slot)")))
         return 1;
     snprintf(r->value, sizeof(r->value), "%.0f B/pod", pod_b);
     snprintf(r->ratio, sizeof(r->ratio), "%.2fx raw structs (%zu B)", ratio(pod_b, (double)pod_raw),

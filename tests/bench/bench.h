@@ -46,6 +46,7 @@ struct world {
     struct cluster *c;
     struct node_state *state; /* [c->n_nodes] */
     struct gang *gangs;
+    struct podset *sets;         /* [n_gangs]: gangs[i].sets, one each */
     const struct gang **pending; /* queue order: submission time, then id */
     uint32_t n_gangs;
     struct queue queue;

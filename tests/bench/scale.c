@@ -463,10 +463,12 @@ static int share_steady(struct replay *r, bool registered, double *per_ms, uint3
     uint32_t n_run = registered ? SHARE_NODES * 8 * SHARES_PER_DEV : 0;
     struct node_state *state = c ? calloc(c->n_nodes, sizeof(*state)) : NULL;
     struct gang *gangs = calloc(n_run ? n_run : 1, sizeof(*gangs));
+    struct podset *sets = calloc(n_run ? n_run : 1, sizeof(*sets));
     struct sched_assign *pods = calloc(n_run ? n_run : 1, sizeof(*pods));
     struct sched_running *runs = calloc(n_run ? n_run : 1, sizeof(*runs));
     int id_mem = res_lookup(HAMI_RES_MEM), id_cores = res_lookup(HAMI_RES_CORES);
-    int rc = state && gangs && pods && runs && id_mem >= 0 && id_cores >= 0 ? 0 : SCHED_ENOMEM;
+    int rc =
+        state && gangs && sets && pods && runs && id_mem >= 0 && id_cores >= 0 ? 0 : SCHED_ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < c->n_nodes; i++) {
         state[i].release_ms = INT64_MAX;
         state[i].gpu_used = 0xFF;
@@ -477,6 +479,7 @@ static int share_steady(struct replay *r, bool registered, double *per_ms, uint3
         struct gang *g = &gangs[k];
         g->id = r->in.n_jobs + k;
         g->name = "share";
+        g->sets = &sets[k];
         g->n_sets = 1;
         g->sets[0].count = 1;
         struct res_vec *q = &g->sets[0].req;
@@ -507,6 +510,7 @@ static int share_steady(struct replay *r, bool registered, double *per_ms, uint3
     free(runs);
     free(pods);
     free(gangs);
+    free(sets);
     free(state);
     cluster_free(c);
     return rc;

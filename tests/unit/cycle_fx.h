@@ -16,6 +16,7 @@ struct world {
     struct cluster *c;
     struct node_state *state;
     struct gang gangs[32];
+    struct podset gang_sets[32][GANG_MAX_SETS]; /* gangs[i].sets */
     uint32_t n_gangs;
     struct queue queue;
     const struct gang *pending[32];
@@ -89,6 +90,7 @@ static inline struct gang *add_gang(struct world *w, uint32_t pods, int64_t gpus
     struct gang *g = &w->gangs[w->n_gangs];
     memset(g, 0, sizeof(*g));
     g->id = w->n_gangs++;
+    g->sets = w->gang_sets[g->id];
     char *name = malloc(16);
     snprintf(name, 16, "g%u", g->id);
     g->name = name;

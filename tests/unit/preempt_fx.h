@@ -21,6 +21,7 @@ struct world {
     struct node_state *state;
     struct config *cfg;
     struct gang gangs[32];
+    struct podset gang_sets[32][GANG_MAX_SETS]; /* gangs[i].sets */
     struct sched_assign pods[32][8];
     struct sched_running running[32];
     uint32_t n_running;
@@ -66,6 +67,7 @@ static inline struct gang *gang(struct world *w, uint32_t q, uint32_t pods, int6
     struct gang *g = &w->gangs[w->n];
     memset(g, 0, sizeof(*g));
     g->id = w->n++;
+    g->sets = w->gang_sets[g->id];
     g->name = "g";
     g->queue = q;
     g->priority = prio;

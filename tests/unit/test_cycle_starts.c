@@ -185,8 +185,11 @@ static struct config *two_queue_config(void)
 static struct gang *running_copy(struct world *w, const struct gang *like, uint32_t id, uint32_t q,
                                  int64_t gpus)
 {
-    struct gang *r = &w->gangs[w->n_gangs++];
+    uint32_t k = w->n_gangs++;
+    struct gang *r = &w->gangs[k];
     *r = *like;
+    r->sets = w->gang_sets[k]; /* a set of its own, changed below */
+    memcpy(r->sets, like->sets, like->n_sets * sizeof(*r->sets));
     r->name = NULL;
     r->id = id;
     r->queue = q;

@@ -27,6 +27,7 @@ struct fx {
     struct cluster *c;
     struct node_state state[1];
     struct gang g;
+    struct podset g_set; /* g.sets */
     const struct gang *pending[1];
     struct queue queue;
     struct sched_queue_view view;
@@ -49,6 +50,7 @@ static void fx_init(struct fx *f)
     f->state[0].release_ms = INT64_MAX;
     struct gang *g = &f->g;
     g->name = "wide";
+    g->sets = &f->g_set;
     g->n_sets = 1;
     g->sets[0].count = 1;
     g->sets[0].req.v[RES_GPU] = 8;

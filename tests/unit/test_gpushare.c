@@ -387,7 +387,8 @@ static void charge_per_device(void **unused)
     int mem, cores;
     assert_int_equal(res_intern(HAMI_RES_MEM, &mem, NULL), 0);
     assert_int_equal(res_intern(HAMI_RES_CORES, &cores, NULL), 0);
-    struct gang g = {.n_sets = 2};
+    struct podset sets[2] = {{0}};
+    struct gang g = {.n_sets = 2, .sets = sets};
     g.sets[0].count = 3;
     g.sets[0].req.v[RES_GPU] = 2;
     g.sets[0].req.v[mem] = 4000;

@@ -93,20 +93,21 @@ static void unreadable_soft_spreads_are_dropped(void **state)
 }
 
 /* Preferred node affinity is part of a pod set's spec: two pods preferring one node share a
- * set, a third preferring another is a set of its own; a gang whose pods prefer five different
- * nodes (more ways than GANG_MAX_SETS sets hold) forms its sets without preferences, placed
- * without them rather than refused; so does one whose pods differ in five inter-pod
+ * set, a third preferring another is a set of its own; a gang whose pods prefer GANG_MAX_SETS + 1
+ * different nodes (more ways than its sets hold) forms its sets without preferences, placed
+ * without them rather than refused; so does one whose pods differ in as many inter-pod
  * preferences. */
 static void pod_sets_keep_their_preferences(void **state)
 {
     struct fx *f = *state;
     char buf[1000], aff[300];
+    enum { MANY = GANG_MAX_SETS + 1 };
     pg(f->c, "pref", 3, "team-a");
-    pg(f->c, "many", 5, "team-a");
-    pg(f->c, "soft", 5, "team-a"); /* so with inter-pod preferences: five weights */
-    for (int k = 0; k < 13; k++) {
-        const char *grp = k < 3 ? "pref" : k < 8 ? "many" : "soft";
-        if (k < 8)
+    pg(f->c, "many", MANY, "team-a");
+    pg(f->c, "soft", MANY, "team-a"); /* so with inter-pod preferences: MANY weights */
+    for (int k = 0; k < 3 + 2 * MANY; k++) {
+        const char *grp = k < 3 ? "pref" : k < 3 + MANY ? "many" : "soft";
+        if (k < 3 + MANY)
             snprintf(aff, sizeof(aff),
                      "\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuring"
                      "Execution\":[{\"weight\":50,\"preference\":{\"matchFields\":[{\"key\":"
@@ -131,13 +132,13 @@ static void pod_sets_keep_their_preferences(void **state)
         bool many = strcmp(kb.gangs[x].key, "ml/many") == 0;
         if (strcmp(kb.gangs[x].key, "ml/soft") == 0) { /* one set, without them */
             assert_int_equal(g->n_sets, 1);
-            assert_int_equal(g->sets[0].count, 5);
+            assert_int_equal(g->sets[0].count, MANY);
             assert_int_equal(g->sets[0].meta->n_pref_anti, 0);
             continue;
         }
         assert_int_equal(g->n_sets, many ? 1 : 2);
         assert_int_equal(g->sets[0].n_pref, many ? 0 : 1);
-        assert_int_equal(g->sets[0].count, many ? 5 : 2);
+        assert_int_equal(g->sets[0].count, many ? MANY : 2);
         assert_true(many || (g->pref != 0 && g->sets[1].n_pref == 1));
     }
 }

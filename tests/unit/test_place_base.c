@@ -51,9 +51,14 @@ static struct cluster *make_cluster(const char *spec)
     return c;
 }
 
+/* make_gang's pod sets, by gang id: each test's gangs have distinct ids below 512 */
+static struct podset gang_sets[512][2];
+
 static void make_gang(struct gang *g, uint32_t id, uint32_t pods, int64_t gpus, int8_t req)
 {
     memset(g, 0, sizeof(*g));
+    assert_true(id < 512);
+    g->sets = memset(gang_sets[id], 0, sizeof(gang_sets[id]));
     g->id = id;
     g->name = "g";
     g->submit_ms = (int64_t)id * 1000;

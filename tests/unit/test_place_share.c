@@ -78,6 +78,7 @@ static struct cluster *hami_cluster(void)
 struct life {
     struct pfx_world w;
     struct gang gangs[N_GANGS];
+    struct podset gang_sets[N_GANGS]; /* gangs[i].sets: one each */
     struct sched_assign pods[N_GANGS][8];
     bool running[N_GANGS];
     struct sched_running runs[N_GANGS];
@@ -97,6 +98,7 @@ static void make_gang(struct life *l, struct gang *g, uint32_t id, int kind)
     g->id = id;
     g->name = "g";
     g->submit_ms = (int64_t)id * 1000;
+    g->sets = memset(&l->gang_sets[id], 0, sizeof(l->gang_sets[id]));
     g->n_sets = 1;
     struct podset *ps = &g->sets[0];
     ps->count = kind == 2 ? 2 : 1;
@@ -286,7 +288,9 @@ static void test_share_flag_follows_sets(void **unused)
     uint64_t r = 99;
     for (int round = 0; round < 200; round++) {
         struct gang g;
+        struct podset sets[GANG_MAX_SETS] = {{0}};
         memset(&g, 0, sizeof(g));
+        g.sets = sets;
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         g.n_sets = 1 + (uint32_t)(r % GANG_MAX_SETS);
         bool want = false;

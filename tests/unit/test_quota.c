@@ -240,6 +240,7 @@ struct world {
     struct node_state *state;
     struct config *cfg;
     struct gang gangs[16];
+    struct podset gang_sets[16]; /* gangs[i].sets: one each */
     uint32_t n;
     struct queue queues[4];
     const struct gang *pending[4][16];
@@ -277,6 +278,7 @@ static struct gang *add(struct world *w, uint32_t q, uint32_t pods, int64_t g, i
 {
     struct gang *x = &w->gangs[w->n];
     memset(x, 0, sizeof(*x));
+    x->sets = &w->gang_sets[w->n];
     x->id = w->n++;
     x->name = "g";
     x->queue = q;
