@@ -389,11 +389,32 @@ bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct
 
 /* ---- algorithms -------------------------------------------------------------------------- */
 
+/* The order the fills take a gang's pod sets in: most GPUs per pod first (first-fit
+ * decreasing: the large pods take whole nodes and islands while there is a choice, the small
+ * ones fill what they leave), equal sets in set order; first[s]: the index in out of set s's
+ * first pod (out stays in set order). Returns n_sets. */
+static uint32_t set_fill_order(const struct gang *g, uint8_t ord[GANG_MAX_SETS],
+                               uint32_t first[GANG_MAX_SETS])
+{
+    uint32_t n = g->n_sets < GANG_MAX_SETS ? g->n_sets : GANG_MAX_SETS, k = 0;
+    for (uint32_t s = 0; s < n; s++) {
+        first[s] = k;
+        k += g->sets[s].count;
+        uint32_t x = s; /* insertion, stable */
+        for (; x > 0 && g->sets[ord[x - 1]].req.v[RES_GPU] < g->sets[s].req.v[RES_GPU]; x--)
+            ord[x] = ord[x - 1];
+        ord[x] = (uint8_t)s;
+    }
+    return n;
+}
+
 /* Baseline: every pod on the lowest-index node where it fits. */
 static bool place_first_fit(struct place_state *st, const struct gang *g, struct sched_assign *out)
 {
-    uint32_t k = 0;
-    for (uint32_t s = 0; s < g->n_sets; s++) {
+    uint8_t ord[GANG_MAX_SETS];
+    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    for (uint32_t x = 0; x < n_sets; x++) {
+        uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];
         uint32_t i = 0;
         for (uint32_t p = 0; p < ps->count; p++) {
@@ -516,8 +537,10 @@ uint32_t place_order_domain(struct place_state *st, int level, uint32_t d)
 static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n_order,
                         struct sched_assign *out)
 {
-    uint32_t k = 0;
-    for (uint32_t s = 0; s < g->n_sets; s++) {
+    uint8_t ord[GANG_MAX_SETS];
+    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    for (uint32_t x = 0; x < n_sets; x++) {
+        uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];
         uint32_t j = 0, misses = 0;
         for (uint32_t p = 0; p < ps->count;) {
@@ -542,8 +565,10 @@ static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n
 static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t n_order,
                          struct sched_assign *out)
 {
-    uint32_t k = 0;
-    for (uint32_t s = 0; s < g->n_sets; s++) {
+    uint8_t ord[GANG_MAX_SETS];
+    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    for (uint32_t x = 0; x < n_sets; x++) {
+        uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];
         uint32_t j = 0;
         for (uint32_t p = 0; p < ps->count; p++) {

@@ -260,20 +260,21 @@ static void test_heterogeneous_gang(void **unused)
 }
 
 /* A gang of GANG_MAX_SETS pod sets (a head and seven worker groups) is placed whole, each pod
- * with its own set's request: pods of 1 to 7 GPUs (28) and 3 of 8; with 5 of 8 (68 GPUs, more
- * than the 64 there are) none of it is placed. */
+ * with its own set's request: pods of 1 to 7 GPUs (28) and 4 of 8 fill the 64 GPUs there are,
+ * because the largest pods go first (the pods of 1 to 7 GPUs first, each on the fullest node
+ * it fits, take 5 nodes); with one more pod of 8, none of it is placed. */
 static void test_gang_of_every_set(void **unused)
 {
     (void)unused;
     struct world *w = world_new("hgx:8");
     struct gang *g = add_gang(w, 1, 1, 0);
     g->n_sets = GANG_MAX_SETS;
-    for (uint32_t s = 0; s < GANG_MAX_SETS; s++) { /* set s: 1 pod of s + 1 GPUs, the last 3 */
-        g->sets[s].count = s + 1 < GANG_MAX_SETS ? 1 : 3;
+    for (uint32_t s = 0; s < GANG_MAX_SETS; s++) { /* set s: 1 pod of s + 1 GPUs, the last 4 */
+        g->sets[s].count = s + 1 < GANG_MAX_SETS ? 1 : 4;
         set_req(&g->sets[s].req, (int64_t)s + 1);
     }
     gang_finalize(g);
-    assert_int_equal(g->n_pods, GANG_MAX_SETS - 1 + 3);
+    assert_int_equal(g->n_pods, GANG_MAX_SETS - 1 + 4);
     const struct sched_result *r = cycle(w, "gangsched", 0);
     const struct sched_placement *p = placement_of(r, g);
     assert_non_null(p);
