@@ -147,8 +147,9 @@ void kobj_format_time(int64_t ms, char *buf, size_t n)
 
 /* ---- resource requests ----------------------------------------------------------------------- */
 
-/* Adds a requests map (and the limits that stand for absent requests of extended resources, as
- * the API server defaults them) into acc. */
+/* Adds a requests map into acc, and each limit whose request of the same name is absent: what
+ * the API server's SetDefaults_Pod (pkg/apis/core/v1/defaults.go) stores, so a stored pod has
+ * them already; the rule again here reads a pod that did not pass defaulting the same way. */
 static int add_requests(const cJSON *req, const cJSON *lim, const char *where, struct res_vec *acc,
                         struct sched_errbuf *eb)
 {
@@ -164,8 +165,6 @@ static int add_requests(const cJSON *req, const cJSON *lim, const char *where, s
         {
             if (k == 1 && cJSON_GetObjectItemCaseSensitive(req, it->string))
                 continue; /* a request was given */
-            if (k == 1 && (strcmp(it->string, "cpu") == 0 || strcmp(it->string, "memory") == 0))
-                continue; /* limits default requests only when requests are absent entirely */
             if (!cJSON_IsString(it) && !cJSON_IsNumber(it))
                 return sched_fail(eb, SCHED_EINVAL, "%s.resources.%s.%s: not a quantity", where,
                                   k ? "limits" : "requests", it->string);

@@ -246,6 +246,24 @@ def check_pod_scheduling_terms(res, name, spec):
                           "minDomains if whenUnsatisfiable=DoNotSchedule, not %s" % (md, when))
 
 
+def default_requests(spec):
+    """SetDefaults_Pod (pkg/apis/core/v1/defaults.go), for a Pod only, not a pod template: each
+    container's and init container's limits stand for its requests of the same names that are
+    not given (per resource: a cpu limit with a memory request still defaults the cpu
+    request)."""
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            res = c.get("resources") if isinstance(c, dict) else None
+            lim = res.get("limits") if isinstance(res, dict) else None
+            if not isinstance(lim, dict) or not lim:
+                continue
+            req = res.get("requests")
+            if not isinstance(req, dict):
+                req = res["requests"] = {}
+            for name, value in lim.items():
+                req.setdefault(name, value)
+
+
 def prepare_create(res, obj):
     """What the real registry strategies do on create, for the resources where it matters."""
     meta = obj["metadata"]
@@ -258,6 +276,7 @@ def prepare_create(res, obj):
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("terminationGracePeriodSeconds", 30)
+        default_requests(spec)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
     elif res.key == ("", "namespaces"):
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]

@@ -571,6 +571,24 @@ static void effective_request_counts_init_containers(void **state)
     cJSON_Delete(o);
 }
 
+/* A limit stands for the request of its name when that one is absent (SetDefaults_Pod), per
+ * name: a cpu limit beside a memory request is the cpu request; a given request wins. */
+static void limits_stand_for_absent_requests(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
+                           "{\"resources\":{\"requests\":{\"memory\":\"1G\"},\"limits\":"
+                           "{\"cpu\":\"4\",\"memory\":\"2G\",\"nvidia.com/gpu\":\"2\"}}}]}}");
+    struct kpod *p = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kobj_pod_decode(o, "gangsched", &p, &eb), 0);
+    assert_int_equal(p->req.v[RES_CPU], 4000);
+    assert_int_equal(p->req.v[RES_MEMORY], 1000000000LL);
+    assert_int_equal(p->req.v[RES_GPU], 2);
+    kobj_pod_free(p);
+    cJSON_Delete(o);
+}
+
 static void ns_event(struct kcache *c, const char *name, const char *labels, bool deleted)
 {
     char json[256];
@@ -927,6 +945,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(usage_kept_by_deltas_matches_a_fresh_count, setup,
                                         teardown),
         cmocka_unit_test(effective_request_counts_init_containers),
+        cmocka_unit_test(limits_stand_for_absent_requests),
         cmocka_unit_test(namespace_selectors_select_by_labels),
         cmocka_unit_test(times_parse_and_format),
     };
