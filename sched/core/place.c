@@ -391,14 +391,15 @@ bool place_apply(struct place_state *st, uint32_t i, uint32_t mask, const struct
 
 /* The order the fills take a gang's pod sets in: most GPUs per pod first (first-fit
  * decreasing: the large pods take whole nodes and islands while there is a choice, the small
- * ones fill what they leave), equal sets in set order; first[s]: the index in out of set s's
- * first pod (out stays in set order). Returns n_sets. */
-static uint32_t set_fill_order(const struct gang *g, uint8_t ord[GANG_MAX_SETS],
-                               uint32_t first[GANG_MAX_SETS])
+ * ones fill what they leave), equal sets in set order; first[s] (may be NULL): the index in out
+ * of set s's first pod (out stays in set order). Returns n_sets. */
+uint32_t place_set_order(const struct gang *g, uint8_t ord[GANG_MAX_SETS],
+                         uint32_t first[GANG_MAX_SETS])
 {
     uint32_t n = g->n_sets < GANG_MAX_SETS ? g->n_sets : GANG_MAX_SETS, k = 0;
     for (uint32_t s = 0; s < n; s++) {
-        first[s] = k;
+        if (first)
+            first[s] = k;
         k += g->sets[s].count;
         uint32_t x = s; /* insertion, stable */
         for (; x > 0 && g->sets[ord[x - 1]].req.v[RES_GPU] < g->sets[s].req.v[RES_GPU]; x--)
@@ -412,7 +413,7 @@ static uint32_t set_fill_order(const struct gang *g, uint8_t ord[GANG_MAX_SETS],
 static bool place_first_fit(struct place_state *st, const struct gang *g, struct sched_assign *out)
 {
     uint8_t ord[GANG_MAX_SETS];
-    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    uint32_t first[GANG_MAX_SETS], n_sets = place_set_order(g, ord, first);
     for (uint32_t x = 0; x < n_sets; x++) {
         uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];
@@ -538,7 +539,7 @@ static bool fill_spread(struct place_state *st, const struct gang *g, uint32_t n
                         struct sched_assign *out)
 {
     uint8_t ord[GANG_MAX_SETS];
-    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    uint32_t first[GANG_MAX_SETS], n_sets = place_set_order(g, ord, first);
     for (uint32_t x = 0; x < n_sets; x++) {
         uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];
@@ -566,7 +567,7 @@ static bool fill_ordered(struct place_state *st, const struct gang *g, uint32_t 
                          struct sched_assign *out)
 {
     uint8_t ord[GANG_MAX_SETS];
-    uint32_t first[GANG_MAX_SETS], n_sets = set_fill_order(g, ord, first);
+    uint32_t first[GANG_MAX_SETS], n_sets = place_set_order(g, ord, first);
     for (uint32_t x = 0; x < n_sets; x++) {
         uint32_t s = ord[x], k = first[s];
         const struct podset *ps = &g->sets[s];

@@ -36,6 +36,10 @@ void place_clear_domains(struct place_state *st, uint32_t nt);
 uint32_t place_collect_useful(struct place_state *st, const struct gang *g,
                               uint32_t (*slots_fn)(const struct place_state *,
                                                    const struct podset *, uint32_t));
+/* The order the fills take g's pod sets in (most GPUs per pod first, ties in set order) into
+ * ord; first (or NULL): each set's first pod in the placement's pods. Returns the sets. */
+uint32_t place_set_order(const struct gang *g, uint8_t ord[GANG_MAX_SETS],
+                         uint32_t first[GANG_MAX_SETS]);
 /* Pods of `ps` that node i can take now (resources and GPUs), filters not applied. */
 uint32_t place_pod_slots(const struct place_state *st, const struct podset *ps, uint32_t i);
 

@@ -290,6 +290,29 @@ static void test_gang_of_every_set(void **unused)
     world_free(w);
 }
 
+/* A starving gang of two pod sets, each one pod of 8 GPUs, is held two nodes: a node that could
+ * take a pod of either set is counted once, for the first set still short in the fill order. */
+static void test_reservation_holds_every_set(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:3");
+    for (uint32_t i = 0; i < 3; i++)
+        use_gpus(w, i, 0x0F);
+    struct gang *big = add_gang(w, 1, 8, 0);
+    big->n_sets = 2;
+    big->sets[1] = big->sets[0];
+    big->sets[1].req.v[RES_CPU] = 2000; /* another spec, the same GPUs */
+    gang_finalize(big);
+    const struct sched_policy *pol = sched_policy_find("gangsched");
+    const struct sched_result *r = cycle(w, "gangsched", pol->starve_after_ms / 1000 + 1);
+    assert_null(placement_of(r, big));
+    assert_int_equal(r->n_reservations, 1);
+    assert_ptr_equal(r->reservations[0].gang, big);
+    assert_int_equal(r->reservations[0].n_nodes, 2);
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_preferred_domains_follow_placements),
         cmocka_unit_test(test_heterogeneous_gang),
         cmocka_unit_test(test_gang_of_every_set),
+        cmocka_unit_test(test_reservation_holds_every_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
