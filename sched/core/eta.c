@@ -274,13 +274,19 @@ static int64_t earliest(struct plan *p, struct cursor *c, uint64_t n, int64_t no
     return c->slots >= n ? c->t : INT64_MAX;
 }
 
-/* The gang's GPUs per pod (the largest pod set's) and pods. */
-static int64_t pod_gpus(const struct gang *g)
+/* The gang's GPUs per pod as the planner counts them (the largest pod set's) and, in *n, its
+ * pods that need GPUs: a pod without GPUs (a launcher, a Ray head) takes none of what the
+ * planner counts, so it does not wait for a slot of k. */
+static int64_t pod_gpus(const struct gang *g, uint64_t *n)
 {
     int64_t k = 0;
-    for (uint32_t s = 0; s < g->n_sets; s++)
+    *n = 0;
+    for (uint32_t s = 0; s < g->n_sets; s++) {
         if (g->sets[s].req.v[RES_GPU] > k)
             k = g->sets[s].req.v[RES_GPU];
+        if (g->sets[s].req.v[RES_GPU] > 0)
+            *n += g->sets[s].count;
+    }
     return k;
 }
 
@@ -489,7 +495,8 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
                     bool one)
 {
     const struct gang *g = it->gang;
-    int64_t now = p->snap->now_ms, k = pod_gpus(g);
+    uint64_t n;
+    int64_t now = p->snap->now_ms, k = pod_gpus(g, &n);
     if (k <= 0) {
         e->kind = SCHED_ETA_UNKNOWN; /* waits for something the planner does not count */
         return 0;
@@ -497,18 +504,18 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
     bool memo = k < PLAN_KEYS;
     struct cursor *c = NULL;
     int64_t t = INT64_MAX;
-    if (!memo || g->n_pods < p->fail_n[one][k]) {
-        if (!(c = cursor_for(p, k, one, g->n_pods)))
+    if (!memo || n < p->fail_n[one][k]) {
+        if (!(c = cursor_for(p, k, one, n)))
             return SCHED_ENOMEM;
-        t = earliest(p, c, g->n_pods, now);
+        t = earliest(p, c, n, now);
     }
     if (t == ETA_OVER_BUDGET) {
         e->kind = SCHED_ETA_BEHIND;
         return 0;
     }
     if (t == INT64_MAX) {
-        if (memo && g->n_pods < p->fail_n[one][k])
-            p->fail_n[one][k] = g->n_pods;
+        if (memo && n < p->fail_n[one][k])
+            p->fail_n[one][k] = n;
         e->kind = SCHED_ETA_UNKNOWN;
         return 0;
     }
@@ -524,7 +531,7 @@ static int plan_one(struct plan *p, const struct eta_item *it, struct sched_eta 
     e->start_ms = t;
     /* claim: the nodes with room at t, in node order, from now to its expected end */
     int64_t rt = typ_runtime(p->snap, g), end = rt > 0 ? t + rt : INT64_MAX;
-    uint64_t left = g->n_pods;
+    uint64_t left = n;
     uint32_t first = p->n_take;
     struct room_iter ri = {.c = c, .w = UINT32_MAX};
     for (uint32_t i; left > 0 && (i = room_next(p, &ri)) != UINT32_MAX;) {

@@ -27,7 +27,7 @@ struct fx {
     struct cluster *c;
     struct node_state state[1];
     struct gang g;
-    struct podset g_set; /* g.sets */
+    struct podset g_sets[2]; /* g.sets */
     const struct gang *pending[1];
     struct queue queue;
     struct sched_queue_view view;
@@ -50,7 +50,7 @@ static void fx_init(struct fx *f)
     f->state[0].release_ms = INT64_MAX;
     struct gang *g = &f->g;
     g->name = "wide";
-    g->sets = &f->g_set;
+    g->sets = f->g_sets;
     g->n_sets = 1;
     g->sets[0].count = 1;
     g->sets[0].req.v[RES_GPU] = 8;
@@ -148,11 +148,32 @@ static void shares_without_index_counted_once(void **state)
     fx_fini(&f);
 }
 
+/* A pod without GPUs (a launcher, a Ray head) beside one of 8 GPUs: the planner counts the pod
+ * that needs GPUs, so the gang starts when the node's 8 come back at 500 s (counted as a second
+ * pod of 8 it never fitted the one node). */
+static void pods_without_gpus_are_not_counted(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_init(&f);
+    f.g.n_sets = 2;
+    f.g.sets[1] = f.g.sets[0];
+    f.g.sets[1].req.v[RES_GPU] = 0;
+    gang_finalize(&f.g);
+    f.g.min_member = f.g.n_pods;
+    struct sched_release rels[] = {{.node = 0, .gpus = 8, .t_ms = 500 * S, .gpu_mask = 0xFF}};
+    const struct sched_eta *e = plan(&f, rels, 1);
+    assert_int_equal(e->kind, SCHED_ETA_AT);
+    assert_int_equal(e->start_ms, 500 * S);
+    fx_fini(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shares_of_one_gpu_by_index),
         cmocka_unit_test(shares_without_index_counted_once),
+        cmocka_unit_test(pods_without_gpus_are_not_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
