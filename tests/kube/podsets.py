@@ -18,17 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
-CONFIG = """apiVersion: gangsched.io/v1alpha1
-kind: SchedulerConfig
-cohorts:
-  - name: all
-queues:
-  - name: team-a
-    cohort: all
-    quota:
-      default:
-        nvidia.com/gpu: 64
-"""
+CONFIG = e2e.CONFIG.replace("nvidia.com/gpu: 32", "nvidia.com/gpu: 64")  # every GPU
 
 
 def member(c, name, group, gpus, cpu=None):
