@@ -804,8 +804,13 @@ static void level_done(struct place_state *st, bool cached, const struct place_d
     place_pref_clear(st);
 }
 
+/* Each pod set's count fits the domain's slots for it, and, for a gang of several sets (whose
+ * slots count every node for each set), its GPUs fit the free GPUs of the domain's useful nodes:
+ * a necessary condition either way, so a domain that cannot hold the gang spends no try. */
 static bool dsum_holds(const struct place_dsum *ds, const struct gang *g, uint32_t d)
 {
+    if (g->n_sets > 1 && ds->free[d] < g->gpus)
+        return false;
     for (uint32_t s = 0; s < g->n_sets; s++)
         if (ds->cap[(size_t)d * GANG_MAX_SETS + s] < g->sets[s].count)
             return false;

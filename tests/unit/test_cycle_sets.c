@@ -313,6 +313,32 @@ static void test_reservation_holds_every_set(void **unused)
     world_free(w);
 }
 
+/* A gang of two pod sets, one pod of 8 GPUs each, that requires one rack: the first three racks
+ * have one free node each, which each set's count alone would take (so the domain sums said it
+ * fits), and only the fourth holds both pods; the domains whose free GPUs are fewer than the
+ * gang's are passed over instead of taking the three tries of the level. */
+static void test_sets_together_pick_the_rack(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:32"); /* 4 racks of 8 nodes */
+    for (uint32_t i = 0; i < 32; i++)
+        if (i % 8 != 0 && i != 25)
+            use_gpus(w, i, 0xFF); /* free: node 0 of each rack, and node 25 */
+    struct gang *g = add_gang(w, 1, 8, 0);
+    g->n_sets = 2;
+    g->sets[1] = g->sets[0];
+    g->sets[1].req.v[RES_CPU] = 2000; /* another spec, the same GPUs */
+    g->topo_required = (int8_t)w->c->topo.rack_level;
+    gang_finalize(g);
+    const struct sched_result *r = cycle(w, "gangsched", 0);
+    const struct sched_placement *p = placement_of(r, g);
+    assert_non_null(p);
+    assert_int_equal(p->pods[0].node / 8, 3);
+    assert_int_equal(p->pods[1].node / 8, 3);
+    free_names(w);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_heterogeneous_gang),
         cmocka_unit_test(test_gang_of_every_set),
         cmocka_unit_test(test_reservation_holds_every_set),
+        cmocka_unit_test(test_sets_together_pick_the_rack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
