@@ -142,40 +142,38 @@ static uint32_t full_slots(const struct place_state *st, const struct podset *ps
 /* Pods of the sets of g still short that node i, once empty, takes toward got[]: the sets in
  * fill order (place_set_order), each from what the sets before it left of the node (GPUs by the
  * reserve plugin, the other resources by subtraction), so that a node is not counted whole for
- * two sets; with `one` (a node takes one pod of g: place_pods_self) the first such set's one pod.
- * A gang of one set takes the node's slots (st->slots: full_slots). */
+ * two sets. With `one` (a node takes one pod of g: place_pods_self) the first such set takes
+ * one pod; a gang of one set takes the node's slots (st->slots: full_slots). */
 static void count_node(const struct place_state *st, const struct gang *g, uint64_t *got,
                        uint32_t i, bool one)
 {
+    uint32_t n = st->c->n_nodes;
+    if (one || g->n_sets == 1) {
+        for (uint32_t s = 0; s < g->n_sets; s++)
+            if (got[s] < g->sets[s].count && st->slots[(size_t)s * n + i] > 0) {
+                got[s] += one ? 1 : st->slots[(size_t)s * n + i];
+                return;
+            }
+        return;
+    }
     const struct node *nd = &st->c->nodes[i];
     uint8_t ord[GANG_MAX_SETS];
     uint32_t n_sets = place_set_order(g, ord, NULL);
     struct res_vec left = nd->alloc;
+    left.v[RES_GPU] = INT64_MAX; /* GPUs by index, below */
     uint32_t free_mask = bits_low32(nd->n_gpus);
     for (uint32_t x = 0; x < n_sets; x++) {
-        uint32_t s = ord[x], k = st->slots[(size_t)s * st->c->n_nodes + i];
+        uint32_t s = ord[x];
         const struct podset *ps = &g->sets[s];
-        if (got[s] >= ps->count || k == 0)
+        if (got[s] >= ps->count || st->slots[(size_t)s * n + i] == 0)
             continue;
-        if (one || n_sets == 1) {
-            got[s] += one ? 1 : k;
-            return;
-        }
-        for (; got[s] < ps->count; got[s]++) {
-            bool fits = true;
-            for (int r = 0; r < res_count() && fits; r++)
-                fits = r == RES_GPU || ps->req.v[r] <= 0 || ps->req.v[r] <= left.v[r];
-            uint32_t gpus = ps->req.v[RES_GPU] > 0 ? (uint32_t)ps->req.v[RES_GPU] : 0, m = 0;
-            if (fits && gpus > 0 &&
-                !(m = plugin_reserve->pick(nd, free_mask, gpus, st->cur_tp,
-                                           place_set_limit(st, ps))))
-                fits = false;
-            if (!fits)
+        uint32_t gpus = ps->req.v[RES_GPU] > 0 ? (uint32_t)ps->req.v[RES_GPU] : 0;
+        for (uint32_t m = 0; got[s] < ps->count && res_fits(&ps->req, &left); got[s]++) {
+            if (gpus > 0 && !(m = plugin_reserve->pick(nd, free_mask, gpus, st->cur_tp,
+                                                       place_set_limit(st, ps))))
                 break;
             free_mask &= ~m;
-            for (int r = 0; r < res_count(); r++)
-                if (r != RES_GPU && ps->req.v[r] > 0)
-                    left.v[r] -= ps->req.v[r];
+            res_sub(&left, &ps->req);
         }
     }
 }

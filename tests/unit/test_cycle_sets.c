@@ -290,6 +290,19 @@ static void test_gang_of_every_set(void **unused)
     world_free(w);
 }
 
+/* A gang of two pod sets, one pod of 8 GPUs each (the second asks for more cpu: another spec),
+ * required inside a domain of `level` (-1: none). */
+static struct gang *two_specs_of_8(struct world *w, int8_t level)
+{
+    struct gang *g = add_gang(w, 1, 8, 0);
+    g->n_sets = 2;
+    g->sets[1] = g->sets[0];
+    g->sets[1].req.v[RES_CPU] = 2000;
+    g->topo_required = level;
+    gang_finalize(g);
+    return g;
+}
+
 /* A starving gang of two pod sets, each one pod of 8 GPUs, is held two nodes: a node that could
  * take a pod of either set is counted once, for the first set still short in the fill order. */
 static void test_reservation_holds_every_set(void **unused)
@@ -298,11 +311,7 @@ static void test_reservation_holds_every_set(void **unused)
     struct world *w = world_new("hgx:3");
     for (uint32_t i = 0; i < 3; i++)
         use_gpus(w, i, 0x0F);
-    struct gang *big = add_gang(w, 1, 8, 0);
-    big->n_sets = 2;
-    big->sets[1] = big->sets[0];
-    big->sets[1].req.v[RES_CPU] = 2000; /* another spec, the same GPUs */
-    gang_finalize(big);
+    struct gang *big = two_specs_of_8(w, -1);
     const struct sched_policy *pol = sched_policy_find("gangsched");
     const struct sched_result *r = cycle(w, "gangsched", pol->starve_after_ms / 1000 + 1);
     assert_null(placement_of(r, big));
@@ -324,12 +333,7 @@ static void test_sets_together_pick_the_rack(void **unused)
     for (uint32_t i = 0; i < 32; i++)
         if (i % 8 != 0 && i != 25)
             use_gpus(w, i, 0xFF); /* free: node 0 of each rack, and node 25 */
-    struct gang *g = add_gang(w, 1, 8, 0);
-    g->n_sets = 2;
-    g->sets[1] = g->sets[0];
-    g->sets[1].req.v[RES_CPU] = 2000; /* another spec, the same GPUs */
-    g->topo_required = (int8_t)w->c->topo.rack_level;
-    gang_finalize(g);
+    struct gang *g = two_specs_of_8(w, (int8_t)w->c->topo.rack_level);
     const struct sched_result *r = cycle(w, "gangsched", 0);
     const struct sched_placement *p = placement_of(r, g);
     assert_non_null(p);
