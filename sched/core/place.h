@@ -177,7 +177,8 @@ struct place_state {
     uint64_t pods_kept_bytes;
     bool pods_self;
     bool pods_soft_self; /* its pods bear on one another's preferences (placed pod by pod) */
-    uint32_t *pods_tset;
+    uint32_t *pods_tset; /* [n_pods]: the set of each pod in fill order */
+    struct sched_assign *pods_filled;    /* [n_pods]: its pods in fill order (place_set_order) */
     const struct sched_assign *pods_own; /* its pods placed so far, while pods_soft_self */
     uint32_t n_pods_own;
 };

@@ -28,8 +28,9 @@
  *
  * A gang whose pods constrain one another (an anti-affinity or affinity term or a spread that
  * selects its own pods, a host port shared by two of its pods) is placed pod by pod in the engine's
- * node order, each pod on the first node where it fits and every rule holds against the pods placed
- * so far, domain by domain of its required level if it has one (those with the most preferred
+ * node order, its sets most GPUs per pod first as the other fills (place_set_order), each pod on
+ * the first node where it fits and every rule holds against the pods placed so far, domain by
+ * domain of its required level if it has one (those with the most preferred
  * nodes first: domains_by_tier); with an affinity to itself the
  * first pod is moved to another domain up to PODS_FIRST_TRIES times. Other gangs go through the
  * engine's usual search with the rows.
@@ -786,45 +787,51 @@ static bool domain_may_hold(const struct place_state *st, const struct gang *g, 
     return free >= g->gpus;
 }
 
-/* Fills g pod by pod over the nodes of domain d of `level` in order (pod_order); a first pod may
- * not go to a domain of `first` named in banned[0 .. n_banned). */
+/* Fills g pod by pod over the nodes of domain d of `level` in order (pod_order), its sets in
+ * place_set_order (st->pods_filled, then copied to out in set order); a first pod may not go to
+ * a domain of `first` named in banned[0 .. n_banned). */
 static bool fill_pods(struct place_state *st, const struct gang *g, int level, uint32_t d,
                       struct sched_assign *out, const struct pod_term *first,
                       const char *const *banned, uint32_t n_banned, uint32_t *first_node)
 {
-    uint32_t k = 0, n_order = st->pods_soft_self ? pod_order(st, g, level, d, out, 0)
+    struct sched_assign *fo = st->pods_filled;
+    uint32_t k = 0, n_order = st->pods_soft_self ? pod_order(st, g, level, d, fo, 0)
                                                  : place_order_domain(st, level, d);
+    uint8_t ord[GANG_MAX_SETS];
+    uint32_t at[GANG_MAX_SETS], n_sets = place_set_order(g, ord, at);
     *first_node = UINT32_MAX;
     spreads_reset(st);
-    for (uint32_t s = 0; s < g->n_sets; s++) {
+    for (uint32_t x = 0; x < n_sets; x++) {
+        uint32_t s = ord[x];
         const struct podset *ps = &g->sets[s];
         bool resume = rejects_stay(st, s);
         for (uint32_t p = 0, from = 0; p < ps->count; p++) {
             uint32_t mask = 0, j = resume ? from : 0;
             for (; j < n_order; j++) {
                 uint32_t i = st->order[j];
-                if (!place_eligible(st, s, i) || own_why(st, g, s, i, out, k) >= 0)
+                if (!place_eligible(st, s, i) || own_why(st, g, s, i, fo, k) >= 0)
                     continue;
                 bool ban = false;
                 const char *v =
                     k == 0 && first ? node_label(&st->c->nodes[i], first->topology_key) : NULL;
-                for (uint32_t x = 0; v && x < n_banned && !ban; x++)
-                    ban = strcmp(banned[x], v) == 0;
+                for (uint32_t b = 0; v && b < n_banned && !ban; b++)
+                    ban = strcmp(banned[b], v) == 0;
                 if (!ban && place_pod_fits(st, ps, i, &mask))
                     break;
             }
             if (j == n_order)
-                own_diagnose(st, g, s, n_order, out, k);
+                own_diagnose(st, g, s, n_order, fo, k);
             if (j == n_order || !place_apply(st, st->order[j], mask, &ps->req))
                 return false;
             st->pods_tset[k] = s;
             spreads_add(st, g, s, st->order[j]);
             if (k == 0)
                 *first_node = st->order[j];
-            out[k++] = (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
+            out[at[s] + p] = fo[k++] =
+                (struct sched_assign){.node = st->order[j], .gpu_mask = mask};
             from = j; /* that node may take the next pod too */
             if (st->pods_soft_self && k < g->n_pods)
-                n_order = pod_order(st, g, level, d, out, k);
+                n_order = pod_order(st, g, level, d, fo, k);
         }
     }
     return true;
@@ -899,8 +906,10 @@ static const uint32_t *domains_by_tier(struct place_state *st, const struct topo
 enum sched_why place_pods_gang(struct place_state *st, const struct gang *g,
                                struct sched_assign *out, int *level, uint32_t *domain)
 {
-    st->pods_tset = arena_alloc(st->arena, (g->n_pods ? g->n_pods : 1) * sizeof(uint32_t));
-    if (!st->pods_tset)
+    size_t np = g->n_pods ? g->n_pods : 1;
+    st->pods_tset = arena_alloc(st->arena, np * sizeof(*st->pods_tset));
+    st->pods_filled = arena_alloc(st->arena, np * sizeof(*st->pods_filled));
+    if (!st->pods_tset || !st->pods_filled)
         return SCHED_WHY_RESOURCES;
     memset(out, 0, g->n_pods * sizeof(*out));
     bool placed = false;

@@ -257,6 +257,34 @@ static void test_self_affinity_keeps_gang_in_one_rack(void **unused)
     free_gangs(w);
 }
 
+/* A gang placed pod by pod (its pods have affinity to one another by rack) takes its sets most
+ * GPUs per pod first, as the other fills: pods of 1 to 7 GPUs and 4 of 8 fill the one rack's 8
+ * nodes of 8 GPUs (in set order the small ones, each on the first node it fits, take 5 nodes
+ * and leave 3 for the 4 large pods); its pods are reported in set order. */
+static void test_pod_by_pod_largest_sets_first(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new("hgx:8");
+    struct pod_term aff = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    struct pod_meta m = {
+        .ns = "ml", .labels = labels_a, .n_labels = 1, .affinity = &aff, .n_affinity = 1};
+    struct gang *g = add_gang(w, 1, 1, 0);
+    g->n_sets = GANG_MAX_SETS;
+    for (uint32_t s = 0; s < GANG_MAX_SETS; s++) { /* set s: 1 pod of s + 1 GPUs, the last 4 */
+        g->sets[s].count = s + 1 < GANG_MAX_SETS ? 1 : 4;
+        g->sets[s].req = g->sets[0].req;
+        g->sets[s].req.v[RES_GPU] = (int64_t)s + 1;
+    }
+    with_meta(g, &m);
+    const struct sched_placement *p = placement_of(cycle_pods(w, NULL, 0), g);
+    assert_non_null(p);
+    assert_int_equal(g->n_pods, GANG_MAX_SETS - 1 + 4);
+    for (uint32_t k = 0; k < g->n_pods; k++)
+        assert_int_equal(__builtin_popcount(p->pods[k].gpu_mask),
+                         k < GANG_MAX_SETS - 1 ? k + 1 : GANG_MAX_SETS);
+    free_gangs(w);
+}
+
 /* Two gangs of one cycle: the second sees the pods the first was given. */
 static void test_anti_affinity_between_gangs_of_one_cycle(void **unused)
 {
@@ -749,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_affinity_to_bound_pod),
         cmocka_unit_test(test_bound_anti_affinity_and_ports),
         cmocka_unit_test(test_self_affinity_keeps_gang_in_one_rack),
+        cmocka_unit_test(test_pod_by_pod_largest_sets_first),
         cmocka_unit_test(test_anti_affinity_between_gangs_of_one_cycle),
         cmocka_unit_test(test_topology_spread),
         cmocka_unit_test(test_memo_tells_labels_apart),
