@@ -78,12 +78,18 @@ static const char *const itp_files[] = {"cluster01.csv", "cluster02.csv", "clust
 
 /* ---- results table ----------------------------------------------------------------------- */
 
-/* A zeroed row with status "-"; NULL (and a message) when the table is full. */
+/* A zeroed row with status "-"; NULL (and a message) on out of memory. */
 struct row *row_add(struct table *t, const char *name)
 {
-    if (t->n == MAX_ROWS) {
-        fputs("bench: internal error: too many result rows\n", stderr);
-        return NULL;
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        struct row *v = realloc(t->rows, (size_t)cap * sizeof(*v));
+        if (!v) {
+            fputs("bench: out of memory for the result rows\n", stderr);
+            return NULL;
+        }
+        t->rows = v;
+        t->cap = cap;
     }
     struct row *r = &t->rows[t->n++];
     memset(r, 0, sizeof(*r));
@@ -1002,6 +1008,14 @@ int main(int argc, char **argv)
         only = argv[2];
         argc -= 2, argv += 2;
     }
+    bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (help || argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        if (!help)
+            fprintf(stderr, "bench: unexpected argument '%s'\n",
+                    argv[1][0] == '-' ? argv[1] : argv[2]);
+        fputs("usage: bench [--only GROUP[,GROUP...]] [ITP_DIR]\n", help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
     g_dir = argc > 1 ? argv[1] : DEFAULT_ITP_DIR;
     g_tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     bool on[N_GROUPS];
@@ -1045,6 +1059,10 @@ int main(int argc, char **argv)
         table_print(t, sysconf(_SC_NPROCESSORS_ONLN));
     else
         fputs("bench: internal error or out of memory, no results\n", stderr);
+    if (mem)
+        free(mem->rows);
+    if (t)
+        free(t->rows);
     free(mem);
     free(t);
     return rc == 0 ? 0 : 1;

@@ -17,7 +17,6 @@
 
 #define RNG_SEED UINT64_C(0x9E3779B97F4A7C15)
 #define NOW_MS   INT64_C(200000) /* after every submission, before any starvation limit */
-#define MAX_ROWS 48
 
 /* ---- results table ----------------------------------------------------------------------- */
 
@@ -30,11 +29,11 @@ struct row {
 };
 
 struct table {
-    struct row rows[MAX_ROWS];
-    int n;
+    struct row *rows; /* [cap], grown by row_add */
+    int n, cap;
 };
 
-/* A zeroed row with status "-"; NULL (and a message) when the table is full. */
+/* A zeroed row with status "-"; NULL (and a message) on out of memory. */
 struct row *row_add(struct table *t, const char *name);
 /* a / b, 0 when b is not positive. */
 double ratio(double a, double b);
