@@ -619,6 +619,7 @@ def crd_checks(c, kc):
         "application/merge-patch+json")
     check("a status write keeps the declared phase and prunes undeclared conditions (200)",
           code == 200 and g["status"] == {"phase": "Pending"}, (code, g))
+    table_checks(c)
     _, s, _ = c.get("/_fake/stats")
     check("what was pruned is reported", any(".status.conditions" in x and "pr" in x
                                              for x in s.get("pruned_fields", [])),
@@ -664,6 +665,37 @@ def crd_checks(c, kc):
     check("foreign-bind: 409 already assigned to the other node", code == 409 and
           'pod raced is already assigned to node "node-7"' in st.get("message", ""), st)
 
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def table_checks(c):
+    """Server-side printing of a custom resource (fakeapi_table.py), on PodGroup pr of the
+    upstream scheduler-plugins CRD: Name, then its additionalPrinterColumns."""
+    code, t, _ = c.request("GET", PG, headers={"Accept": f"{TABLE},application/json"})
+    heads = [h["name"] for h in t.get("columnDefinitions", [])] if code == 200 else t
+    check("a list asked as a Table: Name and the CRD's printer columns", code == 200 and
+          t.get("kind") == "Table" and t.get("apiVersion") == "meta.k8s.io/v1" and heads ==
+          ["Name", "Phase", "MinMember", "Running", "Age"], (code, t))
+    cells = t["rows"][0]["cells"] if code == 200 and t.get("rows") else []
+    check("its row: the name, the phase, minMember, null for a count not written, an age",
+          cells[:4] == ["pr", "Pending", 2, None] and cells[4].endswith("s"), cells)
+    obj = t["rows"][0].get("object", {}) if cells else {}
+    check("the row's object is PartialObjectMetadata by default",
+          obj.get("kind") == "PartialObjectMetadata" and obj["metadata"]["name"] == "pr", obj)
+    code, t, _ = c.request("GET", f"{PG}/pr?includeObject=Object",
+                           headers={"Accept": "application/json;as=Table;v=v1beta1;"
+                                              "g=meta.k8s.io"})
+    check("one object as a v1beta1 Table with includeObject=Object", code == 200 and
+          t.get("apiVersion") == "meta.k8s.io/v1beta1" and len(t.get("rows", [])) == 1 and
+          t["rows"][0]["object"].get("kind") == "PodGroup", (code, t))
+    code, t, _ = c.request("GET", f"{PG}?includeObject=Bogus", headers={"Accept": TABLE})
+    check("includeObject of another value: 400", code == 400 and
+          t.get("message") == 'unrecognized includeObject value: "Bogus"', (code, t))
+    code, t, _ = c.request("GET", PG, headers={"Accept": f"application/json,{TABLE}"})
+    check("plain JSON first in Accept: a list", code == 200 and t.get("kind") == "PodGroupList",
+          (code, t))
 
 
 PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"

@@ -45,12 +45,13 @@ import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
-from fakeapi_base import (ApiError, BY_KEY, BY_PATH, RESOURCES, SERVED_GATED, dumps, fields_match,
+from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, RESOURCES, SERVED_GATED, dumps, fields_match,
     labels_match, log_request, now_time, parse_field_selector, parse_label_selector)
 from fakeapi_admit import (LEASE_KEY, _WARNINGS, check_list_options, check_name, find_kind,
     prepare_create, served)
 from fakeapi_store import Entry, Faults, Stats, Store, parse_fault_spec
 from fakeapi_kubelet import Kubelet
+from fakeapi_table import as_table, table_version
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,9 +600,12 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET":
             if watch:
                 return self.watch(res, ns if res.namespaced else None, name, q, path)
-            if name:
-                return self.send_bytes(200, store.get(res, ns, name))
-            return self.send_bytes(200, store.list(res, ns, q))
+            out = store.get(res, ns, name) if name else store.list(res, ns, q)
+            tv = table_version(self.headers.get("Accept")) if res.crd else None
+            if tv:  # kubectl get: the CRD's printer columns (fakeapi_table.py)
+                out = as_table(out, CRD_COLUMNS.get(res.key, {}).get(res.version), tv,
+                               q.get("includeObject"))
+            return self.send_bytes(200, out)
         if method == "POST":
             if name:
                 raise ApiError(405, "POST to a named object is not allowed")

@@ -15,14 +15,16 @@ import copy
 import re
 import sys
 import threading
-from fakeapi_base import (ApiError, CRDS, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
+from fakeapi_base import (ApiError, CRD_COLUMNS, CRDS, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
     now_time)
 from fakeapi_dra import check_allocation, check_pod_node_affinity, check_weight
 
 
 def refresh_crds(table):
-    """Recomputes CRDS from the stored CRD objects (caller holds the store lock)."""
+    """Recomputes CRDS and CRD_COLUMNS from the stored CRD objects (caller holds the store
+    lock)."""
     CRDS.clear()
+    CRD_COLUMNS.clear()
     for e in table.values():
         spec = e.obj.get("spec") or {}
         group, plural = spec.get("group"), dig(spec, "names.plural")
@@ -32,6 +34,9 @@ def refresh_crds(table):
                                  for v in spec.get("versions") or []
                                  if isinstance(v, dict) and v.get("name") and
                                  v.get("served", True)}
+        CRD_COLUMNS[(group, plural)] = {v["name"]: v.get("additionalPrinterColumns") or []
+                                        for v in spec.get("versions") or []
+                                        if isinstance(v, dict) and v.get("name")}
 
 
 def served(res):

@@ -115,6 +115,7 @@ CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Fina
 # kube-apiserver's apiextensions handler serves only established CRDs: before, and after the
 # CRD is deleted, its paths are 404 and discovery does not list them. Kept by refresh_crds.
 CRDS = {}
+CRD_COLUMNS = {}  # (group, plural) -> version -> its additionalPrinterColumns
 DEFAULT_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"]
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # generateName suffixes, as the real server's
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")

@@ -103,6 +103,29 @@ expect_eq "field selector through kubectl" \
 # PodGroup APIs by full name and short name
 K get podgroups.scheduling.x-k8s.io -o name >"$OUT" 2>&1
 expect_eq "kubectl get podgroups.scheduling.x-k8s.io" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo"
+# server-side printing (fakeapi_table.py): the CRD's printer columns; a value the object does
+# not have is null, which kubectl prints blank (shown "-" by cells() below), an age in seconds
+# as "S"
+cells() {
+    python3 -c '
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
+for ln in lines:
+    out = []
+    for k, a in enumerate(starts):
+        v = ln[a:starts[k + 1] if k + 1 < len(starts) else None].strip()
+        out.append("S" if re.fullmatch(r"\d+s", v) else (v or "-"))
+    print(" ".join(out))' "$1"
+}
+K get podgroups.scheduling.x-k8s.io >"$OUT" 2>&1
+expect_eq "kubectl get podgroups: the CRD's printer columns" "$(cells "$OUT")" \
+    "$(printf 'NAME PHASE MINMEMBER RUNNING AGE\ndemo - 4 - S')"
+K label pg.scheduling.x-k8s.io demo team=a >/dev/null 2>&1
+K get pg.scheduling.x-k8s.io -A --show-labels >"$OUT" 2>&1
+expect_eq "all namespaces, labels: the namespace and labels from the row's object metadata" \
+    "$(cells "$OUT")" \
+    "$(printf 'NAMESPACE NAME PHASE MINMEMBER RUNNING AGE LABELS\ndefault demo - 4 - S team=a')"
 
 # watch: kubectl get pods -w sees a pod created meanwhile
 K get pods -w -o name --request-timeout=15s >"$TMP/watch.out" 2>&1 &
@@ -153,6 +176,9 @@ expect_eq "kubectl apply -f deploy/examples/" "$(grep -c ' created$' "$OUT")" 6
 expect_eq "the gang's pods carry the pod-group label" \
     "$(K get pods -l scheduling.x-k8s.io/pod-group=llm-train -o name | wc -l)" 2
 expect_eq "the Volcano PodGroup" "$(K get podgroups.scheduling.volcano.sh vc-train -o jsonpath='{.spec.queue}')" team-a
+K get podgroups.scheduling.volcano.sh vc-train >"$OUT" 2>&1
+expect_eq "the Volcano PodGroup's printer columns" "$(cells "$OUT")" \
+    "$(printf 'NAME STATUS MINMEMBER QUEUE AGE\nvc-train - 2 team-a S')"
 expect_eq "the deploy configuration passes config check" \
     "$("$GS" config check deploy/gangsched-config.yaml 2>&1 | head -n 1)" "deploy/gangsched-config.yaml: valid"
 finish
