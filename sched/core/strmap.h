@@ -34,7 +34,8 @@ int strmap_put(struct strmap *m, const char *key, void *value, void **old);
 /* Removes key; returns its value, or NULL when absent. */
 void *strmap_del(struct strmap *m, const char *key);
 
-/* Iteration: for (size_t i = 0; strmap_next(m, &i, &k, &v);) ...; the map must not change. */
+/* Iteration: for (size_t i = 0; strmap_next(m, &i, &k, &v);) ...; the map must not change,
+ * except by strmap_del of the key just returned (a deletion leaves a tombstone in place). */
 bool strmap_next(const struct strmap *m, size_t *i, const char **key, void **value);
 
 #endif

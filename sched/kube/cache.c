@@ -27,8 +27,8 @@ struct kcache *kcache_new(const char *scheduler)
         free(c);
         return NULL;
     }
-    struct strmap *maps[] = {&c->nodes,   &c->pods,    &c->pgs, &c->assumed, &c->deletes,
-                             &c->refused, &c->node_ix, &c->use, &c->hot,     &c->nss};
+    struct strmap *maps[] = {&c->nodes,   &c->pods, &c->pgs, &c->assumed, &c->deletes, &c->refused,
+                             &c->node_ix, &c->use,  &c->hot, &c->nss,     &c->counts};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         strmap_init(maps[i]);
     c->nodes_dirty = c->dirty = true;
@@ -67,6 +67,7 @@ void kcache_free(struct kcache *c)
     kcache_refused_free(c);
     kcache_users_free(c);
     kcache_ns_free(c);
+    kcache_counts_free(c);
     struct strmap *maps[] = {&c->nodes, &c->pods, &c->pgs, &c->assumed, &c->node_ix};
     for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
         strmap_fini(maps[i]);
@@ -272,6 +273,7 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
     const char *uid = kobj_str(obj, "metadata.uid");
     if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0)
         return kcache_refuse(c, key, obj, api, deleted, own);
+    kcache_counts_seen(c, key); /* its status counts as seen now (or none) */
     if (deleted) {
         c->dirty = true;
         kobj_pg_free(strmap_del(&c->pgs, key));

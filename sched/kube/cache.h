@@ -153,6 +153,22 @@ void kcache_each_gang_pod(struct kcache *c, const char *key,
 uint32_t kcache_user_id(struct kcache *c, const char *name);
 const char *kcache_user_name(const struct kcache *c, uint32_t id);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+/* A group's members by phase (sched/kube/cache_counts.c): this scheduler's pods whose group
+ * (kpod.group, not a native group) is the key, kept by every pod event. The driver writes them
+ * to the PodGroup's status.running, succeeded and failed (driver_counts.c). */
+struct kcounts {
+    int32_t n[KPOD_COUNTS]; /* members running, succeeded, failed (kpod_phase - 1) */
+    uint32_t pods;          /* members in the cache */
+    bool dirty;             /* changed (or its PodGroup seen) since the driver last took it */
+    int64_t written_ms;     /* the driver's: when it last wrote them (0: never) */
+};
+/* The counts of a group key, or NULL (no member known). */
+const struct kcounts *kcache_counts(struct kcache *c, const char *group);
+/* fn on each dirty group's counts; fn returns true when done with them (no longer dirty),
+ * false to be called again at the next kcache_counts_each. Groups left without members are
+ * forgotten once done with. */
+void kcache_counts_each(struct kcache *c,
+                        bool (*fn)(void *ctx, const char *group, struct kcounts *k), void *ctx);
 const char *kcache_node_uid(const struct kcache *c, const char *name); /* or NULL */
 /* Calls fn for every pod (fn must not change the cache). */
 void kcache_each_pod(const struct kcache *c, void (*fn)(void *ctx, const struct kpod *p),

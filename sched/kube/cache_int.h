@@ -66,6 +66,12 @@ struct kcache {
     struct strmap users;
     char **user_names;
     uint32_t n_users, cap_users;
+    /* members by phase per group (cache_counts.c): group key -> struct kcounts*; n_dirty of
+     * them dirty; counts_lost: an entry could not be made (out of memory), so every group is
+     * counted again from the pods before the next kcache_counts_each */
+    struct strmap counts;
+    uint32_t n_counts_dirty;
+    bool counts_lost;
 };
 
 /* One node's usage by the pods that hold it (snapshot.c). */
@@ -123,11 +129,19 @@ void kcache_use_free(struct kcache *c);
  * some pod carries terms for other pods (podaff_others) or a pod set of a pending gang a
  * constraint or a preference. 0 or SCHED_ENOMEM. */
 int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a);
-/* Pod p (NULL: none) enters (sign 1) or leaves (-1) the cache: its usage (kcache_use_pod) and
- * n_rule_pods, the pods whose meta carries terms for other pods. */
+/* Pod p (NULL: none) enters (sign 1) or leaves (-1) the cache: its usage (kcache_use_pod), its
+ * group's counts (kcache_counts_pod) and n_rule_pods, the pods whose meta carries terms for other
+ * pods. */
+/* cache_counts.c: pod p (NULL: none) counted (sign 1) or uncounted (-1) in its group's
+ * members by phase; a PodGroup event of key marks its counts dirty (to be compared with the
+ * status seen); the table's release. */
+void kcache_counts_pod(struct kcache *c, const struct kpod *p, int sign);
+void kcache_counts_seen(struct kcache *c, const char *key);
+void kcache_counts_free(struct kcache *c);
 static inline void kcache_pod_in(struct kcache *c, const struct kpod *p, int sign)
 {
     kcache_use_pod(c, p, sign);
+    kcache_counts_pod(c, p, sign);
     if (p && podaff_others(p->meta))
         c->n_rule_pods += (uint32_t)sign;
 }

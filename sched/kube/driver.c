@@ -404,6 +404,7 @@ static void run_cycle(struct kdrv *d)
     d->later_ms = INT64_MAX; /* this cycle writes (or holds back) every status again */
     c.built = cycle_build(&c) == 0;
     kdrv_owed_status(d, c.now);
+    kdrv_counts_step(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);
     if (c.built) {
         kdrv_evictions_retry(d, c.now);

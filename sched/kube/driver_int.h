@@ -505,6 +505,15 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
  * send. */
 void kdrv_owed_status(struct kdrv *d, int64_t now);
 
+/* ---- driver_counts.c ---- */
+
+/* The PodGroups whose member counts (status.running, succeeded, failed) changed are written,
+ * each at most every KDRV_STATUS_MIN_MS (arms kdrv_cycle_at for the next). Called by each cycle. */
+void kdrv_counts_step(struct kdrv *d, int64_t now);
+/* Sets status's counts of pg's members (scheduler-plugins and Volcano PodGroups only): a status
+ * written whole (Volcano's PUT) keeps them. */
+void kdrv_counts_add(struct kdrv *d, const struct kpg *pg, cJSON *status);
+
 /* A checkpoint request (until_ms 0: an operator's; else the deadline of a preemption) owed on pg,
  * a PodGroup of ours (its key is its gang's): sent now, and again until the watch shows it
  * (kdrv_owed_status); it replaces the one owed on pg. */

@@ -860,6 +860,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
         cJSON_Delete(status);
         return SCHED_ENOMEM;
     }
+    kdrv_counts_add(d, pg, status); /* the status is written whole: its counts too */
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
     cJSON_AddItemToObject(obj, "status", status);
     snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",

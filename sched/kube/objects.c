@@ -1101,6 +1101,13 @@ int kobj_pg_keep(struct kpg *g, const cJSON *o)
         return SCHED_ENOMEM;
     const cJSON *spec = get(o, "spec"), *status = get(o, "status");
     g->has_start_time = get(status, "scheduleStartTime") != NULL;
+    static const char *const counted[KPOD_COUNTS] = {"running", "succeeded", "failed"};
+    for (int k = 0; k < KPOD_COUNTS; k++) {
+        const cJSON *n = get(status, counted[k]);
+        g->seen_counts[k] = cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble <= INT32_MAX
+                                ? (int32_t)n->valuedouble
+                                : 0;
+    }
     if (g->api == KPG_VOLCANO) {
         const cJSON *nt = get(spec, "networkTopology"), *tier = get(nt, "highestTierAllowed");
         bool ok = true;

@@ -63,6 +63,8 @@
 int kobj_key(const char *ns, const char *name, char *buf, size_t n);
 
 enum kpod_phase { KPOD_PENDING = 0, KPOD_RUNNING, KPOD_SUCCEEDED, KPOD_FAILED, KPOD_UNKNOWN };
+/* The phases a PodGroup's status counts (status.running, succeeded, failed): index phase - 1. */
+#define KPOD_COUNTS 3
 
 struct kpod {
     /* first, together (one cache line): what a build reads of every hot pod (cache_build.c
@@ -212,8 +214,12 @@ struct kpg {
     bool has_nt_tier;    /* Volcano spec.networkTopology.highestTierAllowed given: */
     int32_t nt_tier;
     bool has_start_time; /* scheduler-plugins status.scheduleStartTime set */
-    const char *raw;     /* Volcano: the object as last seen, compact JSON (its status is
-                            written by a PUT of the object), else NULL */
+    /* scheduler-plugins and Volcano: status.running, succeeded, failed as seen (absent or
+     * not a count: 0, as their Go types omit a zero), which the driver keeps equal to its
+     * members' phases (driver_counts.c) */
+    int32_t seen_counts[KPOD_COUNTS];
+    const char *raw; /* Volcano: the object as last seen, compact JSON (its status is
+                        written by a PUT of the object), else NULL */
     const struct kpg_cond {
         const char *type, *status, *last_transition; /* status.conditions[] (native groups) */
     } * conds;

@@ -677,10 +677,10 @@ def table_checks(c):
     heads = [h["name"] for h in t.get("columnDefinitions", [])] if code == 200 else t
     check("a list asked as a Table: Name and the CRD's printer columns", code == 200 and
           t.get("kind") == "Table" and t.get("apiVersion") == "meta.k8s.io/v1" and heads ==
-          ["Name", "Phase", "MinMember", "Running", "Age"], (code, t))
+          ["Name", "Phase", "MinMember", "Running", "Succeeded", "Failed", "Age"], (code, t))
     cells = t["rows"][0]["cells"] if code == 200 and t.get("rows") else []
-    check("its row: the name, the phase, minMember, null for a count not written, an age",
-          cells[:4] == ["pr", "Pending", 2, None] and cells[4].endswith("s"), cells)
+    check("its row: the name, the phase, minMember, null for counts not written, an age",
+          cells[:6] == ["pr", "Pending", 2, None, None, None] and cells[6].endswith("s"), cells)
     obj = t["rows"][0].get("object", {}) if cells else {}
     check("the row's object is PartialObjectMetadata by default",
           obj.get("kind") == "PartialObjectMetadata" and obj["metadata"]["name"] == "pr", obj)

@@ -120,12 +120,12 @@ for ln in lines:
 }
 K get podgroups.scheduling.x-k8s.io >"$OUT" 2>&1
 expect_eq "kubectl get podgroups: the CRD's printer columns" "$(cells "$OUT")" \
-    "$(printf 'NAME PHASE MINMEMBER RUNNING AGE\ndemo - 4 - S')"
+    "$(printf 'NAME PHASE MINMEMBER RUNNING SUCCEEDED FAILED AGE\ndemo - 4 - - - S')"
 K label pg.scheduling.x-k8s.io demo team=a >/dev/null 2>&1
 K get pg.scheduling.x-k8s.io -A --show-labels >"$OUT" 2>&1
 expect_eq "all namespaces, labels: the namespace and labels from the row's object metadata" \
     "$(cells "$OUT")" \
-    "$(printf 'NAMESPACE NAME PHASE MINMEMBER RUNNING AGE LABELS\ndefault demo - 4 - S team=a')"
+    "$(printf 'NAMESPACE NAME PHASE MINMEMBER RUNNING SUCCEEDED FAILED AGE LABELS\ndefault demo - 4 - - - S team=a')"
 
 # watch: kubectl get pods -w sees a pod created meanwhile
 K get pods -w -o name --request-timeout=15s >"$TMP/watch.out" 2>&1 &
@@ -178,7 +178,7 @@ expect_eq "the gang's pods carry the pod-group label" \
 expect_eq "the Volcano PodGroup" "$(K get podgroups.scheduling.volcano.sh vc-train -o jsonpath='{.spec.queue}')" team-a
 K get podgroups.scheduling.volcano.sh vc-train >"$OUT" 2>&1
 expect_eq "the Volcano PodGroup's printer columns" "$(cells "$OUT")" \
-    "$(printf 'NAME STATUS MINMEMBER QUEUE AGE\nvc-train - 2 team-a S')"
+    "$(printf 'NAME STATUS MINMEMBER RUNNING QUEUE AGE\nvc-train - 2 - team-a S')"
 expect_eq "the deploy configuration passes config check" \
     "$("$GS" config check deploy/gangsched-config.yaml 2>&1 | head -n 1)" "deploy/gangsched-config.yaml: valid"
 finish

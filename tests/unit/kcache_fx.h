@@ -69,6 +69,16 @@ static inline void pod(struct kcache *c, const char *name, const char *group, co
     add_json(c, 1, buf);
 }
 
+/* Pod ml/name's delete event. */
+static inline void pod_gone(struct kcache *c, const char *name)
+{
+    char buf[200];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\"}}", name);
+    cJSON *o = cJSON_Parse(buf);
+    assert_int_equal(kcache_pod_event(c, o, true), 0);
+    cJSON_Delete(o);
+}
+
 static inline int setup(void **state)
 {
     static struct fx f;

@@ -370,15 +370,6 @@ static void other_pod(struct kcache *c, const char *name, const char *node_name,
     add_json(c, 1, buf);
 }
 
-static void gone(struct kcache *c, const char *name)
-{
-    char buf[200];
-    snprintf(buf, sizeof(buf), "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\"}}", name);
-    cJSON *o = cJSON_Parse(buf);
-    assert_int_equal(kcache_pod_event(c, o, true), 0);
-    cJSON_Delete(o);
-}
-
 /* Node usage kept by deltas (snapshot.c) equals a count from scratch: a cache that saw pods
  * come, change phase, go, be assumed and unassumed builds the same per-node state as a fresh
  * cache given only the final objects. */
@@ -397,7 +388,7 @@ static void usage_kept_by_deltas_matches_a_fresh_count(void **state)
     kcache_unassume(f->c, "ml/solo");
     assert_int_equal(kcache_assume(f->c, "ml/solo", "n3", 0x0f, 0), 0);
     other_pod(f->c, "o1", "n1", 2, "Succeeded"); /* ended: frees n1 */
-    gone(f->c, "mine");
+    pod_gone(f->c, "mine");
     other_pod(f->c, "o2", "n1", 3, "Running");
     other_pod(f->c, "o3", "n3", 2, "Running"); /* no ids: the lowest GPUs solo leaves free */
     build(f, &kb);

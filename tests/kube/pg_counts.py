@@ -1,0 +1,88 @@
+"""tests/kube/pg_counts.py: the member counts of PodGroups (status.running, succeeded, failed),
+with `gangsched run` and the real kubectl reading them through the CRDs' printer columns.
+
+Owns: the daemon's side of driver_counts.c (docs/daemon.md, Status and events). Two 8-GPU
+nodes. scheduler-plugins PodGroup "done" (minMember 2): two 1-GPU pods that run 4 s; Volcano
+PodGroup "vc" (minMember 2): two 1-GPU pods that keep running. Checked: "done" shows running 2
+while its pods run, then succeeded 2, running 0 and phase Finished (its controller's final
+phase) once they end, and `kubectl get podgroups` prints those values in its columns; "vc" shows
+running 2 beside the phase and the Scheduled condition the daemon wrote (a PUT of the whole
+object keeps both); the counts of "done" were written a bounded number of times. Every wait is
+bounded.
+"""
+
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+RUN = "fake.gangsched.io/run-seconds"
+
+
+def members(c, group, seconds, volcano=False):
+    for k in range(2):
+        p = e2e.pod("%s-%d" % (group, k), group, 1, volcano)
+        p["metadata"].setdefault("annotations", {})[RUN] = str(seconds)
+        code, body, _ = c.post("/api/v1/namespaces/default/pods", p)
+        check("pod %s-%d is created" % (group, k), code == 201, str(body)[:200])
+
+
+def kubectl_row(kubeconfig, resource, name):
+    """The cells of name's row in `kubectl get RESOURCE NAME`, split by kubectl's columns (a
+    blank cell "-")."""
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", resource, name],
+                       capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    if len(lines) < 2:
+        return r.stdout + r.stderr
+    starts = [k for k in range(len(lines[0]))
+              if lines[0][k] != " " and (k == 0 or lines[0][k - 1] == " ")]
+    cells = []
+    for x, a in enumerate(starts):
+        cells.append(lines[1][a:starts[x + 1] if x + 1 < len(starts) else None].strip() or "-")
+    return cells[:-1]  # without the age
+
+
+def main():
+    kubeconfig, c = e2e.start_with_config(e2e.CONFIG)
+    for k in range(2):
+        c.post("/api/v1/nodes", e2e.node("gpu-%d" % (k + 1), "r1"))
+    path, pg = e2e.podgroup("done", 2)
+    c.post(path, pg)
+    members(c, "done", 4)
+    path, pg = e2e.podgroup("vc", 2, volcano=True)
+    c.post(path, pg)
+    members(c, "vc", 600, volcano=True)
+    s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "gangsched.db"))
+    check("the scheduler leads", wait_for(s.leading, 20))
+    check("both gangs are bound", wait_for(
+        lambda: len(e2e.bound(c, "done")) == 2 and len(e2e.bound(c, "vc")) == 2, 20))
+    running = wait_for(lambda: e2e.pg_status(c, "done").get("running") == 2, 10, step=0.2)
+    check("while its pods run, the PodGroup counts them", running, str(e2e.pg_status(c, "done")))
+    ended = wait_for(lambda: e2e.pg_status(c, "done").get("succeeded") == 2, 20, step=0.5)
+    st = e2e.pg_status(c, "done")
+    check("once they end: succeeded 2, running 0, failed 0", ended and
+          st.get("running") == 0 and st.get("failed", 0) == 0, str(st))
+    check("and phase Finished", st.get("phase") == "Finished", str(st))
+    row = kubectl_row(kubeconfig, "podgroups.scheduling.x-k8s.io", "done")
+    check("kubectl get podgroups shows them (NAME PHASE MINMEMBER RUNNING SUCCEEDED FAILED)",
+          row == ["done", "Finished", "2", "0", "2", "0"], str(row))
+    vc = wait_for(lambda: e2e.pg_status(c, "vc", volcano=True).get("running") == 2, 10, step=0.2)
+    st = e2e.pg_status(c, "vc", volcano=True)
+    check("the Volcano PodGroup counts its running pods", vc, str(st))
+    check("beside the phase and the condition the daemon wrote", st.get("phase") == "Running" and
+          any(x.get("type") == "Scheduled" for x in st.get("conditions", [])), str(st))
+    row = kubectl_row(kubeconfig, "podgroups.scheduling.volcano.sh", "vc")
+    check("kubectl shows the Volcano row (NAME STATUS MINMEMBER RUNNING QUEUE)",
+          row == ["vc", "Running", "2", "2", "team-a"], str(row))
+    _, stats, _ = c.get("/_fake/stats")
+    writes = stats.get("by_resource", {}).get("patch podgroups.scheduling.x-k8s.io/status", 0)
+    check("the status of 'done' was written a bounded number of times", 0 < writes <= 8, str(writes))
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    e2e.run(main)

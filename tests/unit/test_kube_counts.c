@@ -1,0 +1,136 @@
+/* tests/unit/test_kube_counts.c: each group's members by phase, kept by the cache's pod events
+ * (sched/kube/cache_counts.c), and the counts a PodGroup's status shows (kpg.seen_counts), which
+ * the driver compares them with (driver_counts.c). */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "sched/core/cycle.h"
+#include "sched/kube/cache.h"
+
+#include "kcache_fx.h"
+
+/* Pod `name` of group g, scheduler `sched`, on node n1 in `phase` ("Pending": unbound). */
+static void member(struct kcache *c, const char *name, const char *g, const char *sched,
+                   const char *phase)
+{
+    char buf[900];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"u-%s\",\"labels\":{"
+             "\"scheduling.x-k8s.io/pod-group\":\"%s\"}},\"spec\":{\"schedulerName\":\"%s\","
+             "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+             "\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"%s\"}}",
+             name, name, g, sched, strcmp(phase, "Pending") ? "n1" : "", phase);
+    add_json(c, 1, buf);
+}
+
+/* What kcache_counts_each hands over: the groups seen, and whether to be done with them. */
+struct seen {
+    char groups[4][64];
+    struct kcounts k[4];
+    int n;
+    bool done;
+};
+
+static bool take(void *ctx, const char *group, struct kcounts *k)
+{
+    struct seen *s = ctx;
+    if (s->n < 4) {
+        snprintf(s->groups[s->n], sizeof(s->groups[0]), "%s", group);
+        s->k[s->n++] = *k;
+    }
+    return s->done;
+}
+
+static struct seen each(struct kcache *c, bool done)
+{
+    struct seen s = {.done = done};
+    kcache_counts_each(c, take, &s);
+    return s;
+}
+
+/* Members are counted by phase as their events come; another scheduler's pod is not; a group
+ * is handed over once per change, again while the driver is not done with it, and forgotten
+ * when its last member is gone. */
+static void members_are_counted_by_phase(void **state)
+{
+    struct fx *f = *state;
+    pg(f->c, "g", 2, "team-a");
+    member(f->c, "g-0", "g", "gangsched", "Pending");
+    member(f->c, "g-1", "g", "gangsched", "Pending");
+    member(f->c, "x-0", "g", "default-scheduler", "Running");
+    const struct kcounts *k = kcache_counts(f->c, "ml/g");
+    assert_non_null(k);
+    assert_int_equal(k->pods, 2);
+    assert_int_equal(k->n[0] + k->n[1] + k->n[2], 0);
+    struct seen s = each(f->c, true);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.groups[0], "ml/g");
+    assert_int_equal(each(f->c, true).n, 0); /* done with: no change since */
+
+    member(f->c, "g-0", "g", "gangsched", "Running");
+    member(f->c, "g-1", "g", "gangsched", "Running");
+    s = each(f->c, false); /* not done: handed over again next time */
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.k[0].n[KPOD_RUNNING - 1], 2);
+    s = each(f->c, true);
+    assert_int_equal(s.n, 1);
+    member(f->c, "g-0", "g", "gangsched", "Succeeded");
+    member(f->c, "g-1", "g", "gangsched", "Failed");
+    k = kcache_counts(f->c, "ml/g");
+    assert_int_equal(k->n[KPOD_RUNNING - 1], 0);
+    assert_int_equal(k->n[KPOD_SUCCEEDED - 1], 1);
+    assert_int_equal(k->n[KPOD_FAILED - 1], 1);
+    assert_int_equal(each(f->c, true).n, 1);
+
+    pg(f->c, "g", 2, "team-a"); /* its PodGroup seen again: compared again */
+    assert_int_equal(each(f->c, true).n, 1);
+
+    pod_gone(f->c, "g-0");
+    k = kcache_counts(f->c, "ml/g");
+    assert_int_equal(k->pods, 1);
+    assert_int_equal(k->n[KPOD_SUCCEEDED - 1], 0);
+    pod_gone(f->c, "g-1");
+    s = each(f->c, true);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.k[0].pods, 0);
+    assert_null(kcache_counts(f->c, "ml/g")); /* forgotten once done with */
+}
+
+/* A PodGroup's status counts as seen: absent or not a count read as 0 (Go omits a zero). */
+static void seen_counts_are_decoded(void **state)
+{
+    struct fx *f = *state;
+    add_json(f->c, 2,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"s\",\"uid\":\"pg-s\"},"
+             "\"spec\":{\"minMember\":2},\"status\":{\"running\":3,\"succeeded\":1,"
+             "\"failed\":\"x\"}}");
+    const struct kpg *g = kcache_pg(f->c, "ml/s");
+    assert_non_null(g);
+    assert_int_equal(g->seen_counts[0], 3);
+    assert_int_equal(g->seen_counts[1], 1);
+    assert_int_equal(g->seen_counts[2], 0);
+    add_json(f->c, 3,
+             "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"v\",\"uid\":\"pg-v\"},"
+             "\"spec\":{\"minMember\":1,\"queue\":\"team-a\"},\"status\":{\"running\":-2}}");
+    g = kcache_pg(f->c, "ml/v");
+    assert_non_null(g);
+    assert_int_equal(g->seen_counts[0], 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(members_are_counted_by_phase, setup, teardown),
+        cmocka_unit_test_setup_teardown(seen_counts_are_decoded, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
