@@ -173,6 +173,20 @@ static inline uint32_t order_key(const struct place_state *st, uint32_t i)
            st->rank[popc(st->gpu_free[i])];
 }
 
+/* st->soft: the nodes with a PreferNoSchedule taint g's first set does not tolerate (used
+ * last). */
+static void soft_nodes(struct place_state *st, const struct gang *g)
+{
+    const struct podset *ps0 = &g->sets[0];
+    for (uint32_t i = 0; i < st->c->n_nodes; i++) {
+        const struct node *nd = &st->c->nodes[i];
+        st->soft[i] = 0;
+        for (uint32_t t = 0; t < nd->n_taints && !st->soft[i]; t++)
+            st->soft[i] = nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE &&
+                          !taint_tolerated(&nd->taints[t], ps0->tolerations, ps0->n_tolerations);
+    }
+}
+
 void place_prepare_elig(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
@@ -182,17 +196,14 @@ void place_prepare_elig(struct place_state *st, const struct gang *g)
         rank_nodes(st, g->sets[0].req.v[RES_GPU]);
     st->n_pods_own = 0;
     place_pref_tiers(st, g);
-    if (st->has_soft) { /* PreferNoSchedule: used last, unless tolerated */
-        const struct podset *ps0 = &g->sets[0];
-        for (uint32_t i = 0; i < n; i++) {
-            const struct node *nd = &st->c->nodes[i];
-            st->soft[i] = 0;
-            for (uint32_t t = 0; t < nd->n_taints && !st->soft[i]; t++)
-                st->soft[i] =
-                    nd->taints[t].effect == TAINT_PREFER_NO_SCHEDULE &&
-                    !taint_tolerated(&nd->taints[t], ps0->tolerations, ps0->n_tolerations);
-        }
+    if (place_pods_carry(st, g)) {      /* a replica: the filters and rows of the last gang */
+        st->limit_set[0] = &g->sets[0]; /* its limit (the same filters) is kept */
+        for (uint32_t s = 1; s < GANG_MAX_SETS; s++)
+            st->limit_set[s] = NULL;
+        return; /* and its untolerated taints (the same tolerations) */
     }
+    if (st->has_soft)
+        soft_nodes(st, g);
     for (uint32_t s = 0; s < g->n_sets; s++) {
         const struct podset *ps = &g->sets[s];
         const struct sched_filter *active[16];

@@ -181,6 +181,11 @@ struct place_state {
     struct sched_assign *pods_filled;    /* [n_pods]: its pods in fill order (place_set_order) */
     const struct sched_assign *pods_own; /* its pods placed so far, while pods_soft_self */
     uint32_t n_pods_own;
+    /* the rows of set 0 in pods_why and elig are those of a gang of shape rows_shape (0: none
+     * a replica may carry on) against the pods bound and the first rows_placed placed ones
+     * (place_pods_carry) */
+    uint64_t rows_shape;
+    uint32_t rows_placed;
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,

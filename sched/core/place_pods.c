@@ -599,6 +599,16 @@ static void spreads_reset(struct place_state *st)
     }
 }
 
+/* May a replica of g (the same shape) carry g's rows on (place_pods_carry)? One pod set whose
+ * own rules (in the shape) are anti-affinity terms only, outside trials and no_shortcuts. */
+static bool carries(const struct place_state *st, const struct gang *g)
+{
+    const struct pod_meta *m = g->n_sets == 1 ? g->sets[0].meta : NULL;
+    return m && g->shape && !st->no_shortcuts && st->n_rel == 0 && !st->pods_lost &&
+           podaff_constrains(m) && m->n_anti && !m->n_affinity && !m->n_spread && !m->n_ports &&
+           !gang_soft_self(g);
+}
+
 void place_pods_rows(struct place_state *st, const struct gang *g)
 {
     uint32_t n = st->c->n_nodes;
@@ -612,6 +622,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     for (uint32_t s = 0; s < g->n_sets; s++)
         any |= podaff_constrains(g->sets[s].meta) || podaff_prefers(g->sets[s].meta) ||
                (st->n_rules && g->sets[s].meta);
+    st->rows_shape = 0; /* the rows are this gang's from here on */
     if ((!any && !st->pods_lost) || n == 0)
         return;
     st->pods_gang = g;
@@ -644,7 +655,58 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
         }
         st->pods_gang = NULL;
         st->pods_self = st->pods_soft_self = false;
+    } else if (carries(st, g)) {
+        st->rows_shape = g->shape;
+        st->rows_placed = st->n_placed;
     }
+}
+
+/* Node j's domain of `key` refused to set 0 (its rows why, row), for place_pods_carry; false
+ * when the nodes by key are not known (out of memory). */
+static bool refuse_domain(struct place_state *st, const char *key, uint32_t j, uint8_t *why,
+                          uint8_t *row)
+{
+    const struct place_keydom *kd = place_keydom(st, key);
+    if (!kd)
+        return false;
+    uint32_t d = kd->dom[j];
+    for (uint32_t x = d != UINT32_MAX ? kd->first[d] : 0; d != UINT32_MAX && x < kd->first[d + 1];
+         x++) {
+        uint32_t i = kd->nodes[x];
+        if (!why[i])
+            why[i] = FILTER_POD_ANTI + 1;
+        row[i] = 0;
+    }
+    return true;
+}
+
+bool place_pods_carry(struct place_state *st, const struct gang *g)
+{
+    if (!st->rows_shape || st->rows_shape != g->shape || !carries(st, g))
+        return false;
+    /* the rows refuse the pods' domains only (anti-affinity both ways: the set has no host
+     * port, spread nor affinity term), and the pods placed since only refuse more: those of
+     * the domains they are in, as set_row would mark them */
+    const struct pod_meta *m = g->sets[0].meta;
+    uint8_t *why = st->pods_why, *row = st->elig;
+    for (uint32_t k = st->rows_placed; k < st->n_placed; k++) {
+        const struct sched_pod *p = &st->placed[k];
+        for (uint32_t t = 0; t < p->meta->n_anti; t++)
+            if (podaff_selects(&p->meta->anti[t], p->meta->ns, m) &&
+                !refuse_domain(st, p->meta->anti[t].topology_key, p->node, why, row))
+                return st->rows_shape = 0, false;
+        for (uint32_t t = 0; t < m->n_anti; t++)
+            if (podaff_selects(&m->anti[t], m->ns, p->meta) &&
+                !refuse_domain(st, m->anti[t].topology_key, p->node, why, row))
+                return st->rows_shape = 0, false;
+    }
+    st->rows_placed = st->n_placed;
+    st->pods_gang = g;
+    st->pods_self = gang_self(g);
+    st->pods_soft_self = false;
+    st->n_pods_terms = st->n_pods_spreads = st->n_pods_own = 0;
+    st->pods_any[0] = false;
+    return true;
 }
 
 bool place_pods_refused(const struct place_state *st, const struct gang *g)
@@ -725,6 +787,7 @@ static void own_diagnose(struct place_state *st, const struct gang *g, uint32_t 
                          const struct sched_assign *out, uint32_t k)
 {
     uint8_t *why = st->pods_why + (size_t)s * st->c->n_nodes;
+    st->rows_shape = 0; /* the rows now hold the gang's own reasons */
     for (uint32_t j = 0; j < n_order; j++) {
         uint32_t i = st->order[j], mask;
         int w = !why[i] && place_eligible(st, s, i) && place_pod_fits(st, &g->sets[s], i, &mask)

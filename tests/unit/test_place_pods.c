@@ -546,6 +546,64 @@ static void test_reservation_follows_rules_among_pods(void **unused)
     free_gangs(w);
 }
 
+/* Replicas (runs of gangs of one shape, one set of anti-affinity terms) carry the rows of the
+ * replica before them, brought up to date with the pods placed since (place_pods_carry): the
+ * same decisions and verdicts (the filters that refused each node) as rows made from every
+ * node (no_shortcuts), among bound pods with anti-affinity and host ports, with replicas of one
+ * and of two pods, by hostname and by rack, until the nodes run out. */
+static void test_replicas_carry_rows_as_from_scratch(void **unused)
+{
+    (void)unused;
+    static const uint32_t port[] = {6 << 16 | 8080};
+    static const struct pod_term anti_host = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const struct pod_term anti_rack = {
+        .reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK};
+    static const struct pod_meta replicas[] = {
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti_host, .n_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = &anti_host, .n_anti = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti_rack, .n_anti = 1},
+    };
+    static const struct pod_meta others[] = {
+        {.ns = "ml", .labels = labels_a, .n_labels = 1, .anti = &anti_host, .n_anti = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .ports = port, .n_ports = 1},
+        {.ns = "ml", .labels = labels_b, .n_labels = 1, .anti = &anti_rack, .n_anti = 1},
+        {.ns = "ml", .labels = labels_a, .n_labels = 1},
+    };
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    uint32_t placed = 0, refused = 0;
+    for (int world = 0; world < 24; world++) {
+        struct world *w[2];
+        struct sched_pod bound[12];
+        for (uint32_t k = 0; k < 12; k++)
+            bound[k] = (struct sched_pod){.node = (uint32_t)(pfx_rnd(&rng) % 32),
+                                          .meta = &others[pfx_rnd(&rng) % 4]};
+        uint64_t seed = pfx_rnd(&rng);
+        for (int x = 0; x < 2; x++) {
+            uint64_t r = seed;
+            w[x] = world_new("hgx:32");
+            w[x]->no_shortcuts = x == 1;
+            for (uint32_t i = 0; i < 32; i++)
+                use_gpus(w[x], i, (uint32_t)(pfx_rnd(&r) & 0x7F));
+            for (uint32_t run = 0, j = 0; run < 5; run++) { /* runs of 2 to 7 replicas */
+                uint32_t len = 2 + (uint32_t)(pfx_rnd(&r) % 6), pods = 1 + (run == 4);
+                const struct pod_meta *m = &replicas[pfx_rnd(&r) % 3];
+                for (uint32_t k = 0; k < len && j < 30; k++, j++)
+                    with_meta(add_gang(w[x], pods, 1, (int64_t)j), m);
+            }
+            w[x]->bound = bound;
+            w[x]->n_bound = 12;
+            cycle(w[x], "gangsched", 1);
+        }
+        pfx_same_result(&w[0]->res, &w[1]->res);
+        placed += w[0]->res.n_placements;
+        refused += w[0]->res.n_verdicts;
+        free_gangs(w[0]);
+        free_gangs(w[1]);
+    }
+    assert_true(placed > 250 && refused > 30); /* replicas placed, and others refused */
+}
+
 /* A gang placed pod by pod starts each pod's scan where the set's last pod went when nodes that
  * refuse a pod refuse the later ones too (place_pods.c rejects_stay): the same decisions as
  * scans from the first node (sched_snapshot.no_shortcuts), over 24 random worlds of bound pods
@@ -786,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_reservation_one_pod_per_node),
         cmocka_unit_test(test_reservation_follows_rules_among_pods),
         cmocka_unit_test(test_scans_decide_as_from_scratch),
+        cmocka_unit_test(test_replicas_carry_rows_as_from_scratch),
         cmocka_unit_test(test_kept_marks_reject_as_pod_by_pod),
         cmocka_unit_test(test_many_kinds_reject_as_pod_by_pod),
     };
