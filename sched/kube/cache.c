@@ -273,7 +273,7 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
     const char *uid = kobj_str(obj, "metadata.uid");
     if (own && own->api != api && own->uid && uid && strcmp(own->uid, uid) != 0)
         return kcache_refuse(c, key, obj, api, deleted, own);
-    kcache_counts_seen(c, key); /* its status counts as seen now (or none) */
+    kcache_counts_seen(c, key, deleted); /* its status counts as seen now (or none) */
     if (deleted) {
         c->dirty = true;
         kobj_pg_free(strmap_del(&c->pgs, key));

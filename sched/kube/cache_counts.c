@@ -26,6 +26,15 @@ static void mark(struct kcache *c, struct kcounts *k)
     k->dirty = true;
 }
 
+/* Drops group key's entry k (so that groups that come and go leave nothing behind, leader or
+ * not: the entries are bounded by the groups with members or a PodGroup). */
+static void forget(struct kcache *c, const char *key, struct kcounts *k)
+{
+    if (k->dirty)
+        c->n_counts_dirty--;
+    free(strmap_del(&c->counts, key));
+}
+
 void kcache_counts_pod(struct kcache *c, const struct kpod *p, int sign)
 {
     if (!counted(p) || c->counts_lost)
@@ -44,12 +53,16 @@ void kcache_counts_pod(struct kcache *c, const struct kpod *p, int sign)
     if (p->phase >= KPOD_RUNNING && p->phase <= KPOD_FAILED)
         k->n[p->phase - 1] += sign;
     mark(c, k);
+    if (k->pods == 0 && !strmap_get(&c->pgs, p->group))
+        forget(c, p->group, k); /* no member and no PodGroup to write to */
 }
 
-void kcache_counts_seen(struct kcache *c, const char *key)
+void kcache_counts_seen(struct kcache *c, const char *key, bool deleted)
 {
     struct kcounts *k = strmap_get(&c->counts, key);
-    if (k)
+    if (k && deleted && k->pods == 0)
+        forget(c, key, k);
+    else if (k)
         mark(c, k);
 }
 

@@ -134,9 +134,10 @@ int kcache_bound_pods(struct kcache *c, struct kcache_build *b, struct arena *a)
  * pods. */
 /* cache_counts.c: pod p (NULL: none) counted (sign 1) or uncounted (-1) in its group's
  * members by phase; a PodGroup event of key marks its counts dirty (to be compared with the
- * status seen); the table's release. */
+ * status seen), or forgets them when it is deleted and no member is left; the table's
+ * release. */
 void kcache_counts_pod(struct kcache *c, const struct kpod *p, int sign);
-void kcache_counts_seen(struct kcache *c, const char *key);
+void kcache_counts_seen(struct kcache *c, const char *key, bool deleted);
 void kcache_counts_free(struct kcache *c);
 static inline void kcache_pod_in(struct kcache *c, const struct kpod *p, int sign)
 {

@@ -103,6 +103,22 @@ static void members_are_counted_by_phase(void **state)
     assert_int_equal(s.n, 1);
     assert_int_equal(s.k[0].pods, 0);
     assert_null(kcache_counts(f->c, "ml/g")); /* forgotten once done with */
+
+    /* a group without a PodGroup is forgotten with its last member, one whose PodGroup is
+     * deleted after its members at once: nothing is left behind, leader or not */
+    member(f->c, "np-0", "np", "gangsched", "Running");
+    assert_non_null(kcache_counts(f->c, "ml/np"));
+    pod_gone(f->c, "np-0");
+    assert_null(kcache_counts(f->c, "ml/np"));
+    pg(f->c, "h", 1, "team-a");
+    member(f->c, "h-0", "h", "gangsched", "Running");
+    pod_gone(f->c, "h-0");
+    assert_non_null(kcache_counts(f->c, "ml/h")); /* its PodGroup may still show running 1 */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"h\"}}");
+    assert_int_equal(kcache_pg_event(f->c, o, KPG_XK8S, true), 0);
+    cJSON_Delete(o);
+    assert_null(kcache_counts(f->c, "ml/h"));
+    assert_int_equal(each(f->c, true).n, 0);
 }
 
 /* A PodGroup's status counts as seen: absent or not a count read as 0 (Go omits a zero). */
