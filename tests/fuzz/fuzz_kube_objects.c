@@ -9,7 +9,8 @@
  * gang when it names a group, whose pod sets the build compares), building a cycle's input and
  * running the core on it, then deleting everything again. Checks
  * the decoders' promises: a refused object leaves nothing behind, an accepted one has its key
- * and sane numbers, and the cache never offers a gang below its minMember. Violations abort, so
+ * and sane numbers, the cache never offers a gang below its minMember, and a group's member
+ * counts come back to none with its members. Violations abort, so
  * the fuzzer reports them.
  * An input that is a watch event ({"type":..., "object":...}) is unwrapped first.
  */
@@ -68,8 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct kpod *p = NULL;
     struct sched_errbuf eb;
+    char group[600] = ""; /* a pod's group key, whose member counts are checked below */
     if (kobj_pod_decode(obj, "gangsched", &p, &eb) == 0) {
         check(p->key && p->ns && p->name && strchr(p->key, '/'));
+        if (p->group && strlen(p->group) < sizeof(group))
+            strcpy(group, p->group);
         check(p->req.v[RES_PODS] >= 1);
         for (int r = 0; r < RES_MAX; r++)
             check(p->req.v[r] >= 0);
@@ -118,6 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(kcache_pod_event(c, obj, true) == 0);
     check(!twin || kcache_pod_event(c, twin, true) == 0);
     cJSON_Delete(twin);
+    /* the member counts (cache_counts.c) come back to none once the members are gone */
+    const struct kcounts *k = group[0] ? kcache_counts(c, group) : NULL;
+    check(!k || (k->pods == 0 && k->n[0] == 0 && k->n[1] == 0 && k->n[2] == 0));
     check(kcache_node_event(c, obj, true) == 0);
     check(kcache_pg_event(c, obj, KPG_XK8S, true) == 0);
     check(kcache_pg_event(c, obj, KPG_WORKLOAD_V1ALPHA1, true) == 0);
