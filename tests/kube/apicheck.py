@@ -188,6 +188,37 @@ def kubelet_checks(c):
     c.post(f"{NS}/pods/k-run/binding", binding("k-run", "node-2"))
     check("kubelet: run-seconds ends in Succeeded",
           wait_for(lambda: phase(c, "k-run") == "Succeeded"))
+    pod_table_checks(c)
+
+
+def pod_row(c, name):
+    """(cells, conditions) of pod name's row as a Table (printPod, fakeapi_table.py)."""
+    code, t, _ = c.request("GET", f"{NS}/pods/{name}", headers={"Accept": TABLE})
+    rows = t.get("rows") if code == 200 and isinstance(t, dict) else None
+    return (rows[0]["cells"], rows[0].get("conditions")) if rows else ((code, t), None)
+
+
+def pod_table_checks(c):
+    """printPod's STATUS, READY and RESTARTS of the simulated kubelet's pods."""
+    code, t, _ = c.request("GET", f"{NS}/pods?limit=2", headers={"Accept": TABLE})
+    check("pods as a Table: printPod's columns, the wide ones at priority 1", code == 200 and
+          [(h["name"], h["priority"]) for h in t["columnDefinitions"]] ==
+          [("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0), ("IP", 1),
+           ("Node", 1), ("Nominated Node", 1), ("Readiness Gates", 1)] and
+          len(t["rows"]) == 2 and t["metadata"].get("continue"), (code, t))
+    cells, _ = pod_row(c, "k-fail")
+    check("a crash-looping pod: CrashLoopBackOff, 3 restarts, not ready",
+          cells[1:4] == ["0/1", "CrashLoopBackOff", "3"] and cells[6] == "node-2", cells)
+    cells, _ = pod_row(c, "k-errimagepull")
+    check("a pod whose image does not pull: ErrImagePull", cells[2] == "ErrImagePull", cells)
+    cells, conds = pod_row(c, "k-run")
+    check("an ended pod: Completed, 0/1, its row's condition Completed",
+          cells[1:3] == ["0/1", "Completed"] and conds and conds[0]["type"] == "Completed" and
+          conds[0]["reason"] == "Succeeded", (cells, conds))
+    cells, _ = pod_row(c, "a0")
+    check("a running pod: 1/1 Running, its node; no IP, nominated node nor readiness gates",
+          cells[1:4] == ["1/1", "Running", "0"] and cells[5] == "<none>" and
+          cells[7:] == ["<none>", "<none>"] and cells[6] != "<none>", cells)
 
 
 def delete_checks(c):

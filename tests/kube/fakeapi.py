@@ -601,10 +601,11 @@ class Handler(BaseHTTPRequestHandler):
             if watch:
                 return self.watch(res, ns if res.namespaced else None, name, q, path)
             out = store.get(res, ns, name) if name else store.list(res, ns, q)
-            tv = table_version(self.headers.get("Accept")) if res.crd else None
-            if tv:  # kubectl get: the CRD's printer columns (fakeapi_table.py)
+            pods = res.key == ("", "pods")
+            tv = table_version(self.headers.get("Accept")) if res.crd or pods else None
+            if tv:  # kubectl get: printPod, or the CRD's printer columns (fakeapi_table.py)
                 out = as_table(out, CRD_COLUMNS.get(res.key, {}).get(res.version), tv,
-                               q.get("includeObject"))
+                               q.get("includeObject"), pods=pods)
             return self.send_bytes(200, out)
         if method == "POST":
             if name:

@@ -19,16 +19,25 @@ What each part copies (read upstream):
   `includeObject` (apiserver endpoints/handlers/response.go asTable): Metadata or absent: a
   PartialObjectMetadata of the Table's version; Object: the object; None: null; another
   value: 400 `unrecognized includeObject value: "X"`.
-Not copied: tables of built-in kinds (their printers are kube-apiserver's Go code; those
-answer plain JSON here, and kubectl prints NAME and AGE), tables on watches (`kubectl get -w`
-reads plain events), column conditions.
+- Pods (pkg/printers/internalversion printers.go: podColumnDefinitions and printPod, read
+  upstream): Name, Ready (ready/total containers, restartable init containers counted), Status
+  (the phase, or status.reason; SchedulingGated; Init:... while init containers run or fail;
+  the last container's waiting or terminated reason, ExitCode:N or Signal:N; Completed back to
+  Running or NotReady while a container still runs; Terminating once deleted, Unknown for
+  NodeLost), Restarts ("N" or "N (AGE ago)" after a last termination), Age, and at priority 1
+  (kubectl -o wide) IP, Node, Nominated Node, Readiness Gates (each "<none>" when empty); the
+  server always makes the wide columns. Ages of built-in kinds are apimachinery's HumanDuration
+  (translateTimestampSince), those of custom columns ShortHumanDuration. A Succeeded or Failed
+  pod's row carries the condition Completed.
+Not copied: tables of the other built-in kinds (they answer plain JSON here, and kubectl prints
+NAME and AGE), tables on watches (`kubectl get -w` reads plain events).
 """
 import calendar
 import json
 import re
 import time
 
-from fakeapi_base import ApiError
+from fakeapi_base import ApiError, dig
 
 TABLE_GROUP = "meta.k8s.io"
 NAME_DESCRIPTION = ("Name must be unique within a namespace. Is required when creating "
@@ -182,6 +191,176 @@ def cell(kind, steps, obj, now):
     return None
 
 
+def human_duration(seconds):
+    """apimachinery util/duration HumanDuration of a duration in seconds."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m" if s % 60 == 0 else f"{minutes}m{s % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def epoch(text):
+    """An RFC 3339 time in seconds since the epoch, or None (absent or unreadable)."""
+    if not isinstance(text, str) or not text:
+        return None
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", text)
+    if not m:
+        return None
+    try:
+        t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+    if m.group(3) != "Z":
+        sign = 1 if m.group(3)[0] == "+" else -1
+        t -= sign * (int(m.group(3)[1:3]) * 3600 + int(m.group(3)[4:6]) * 60)
+    return t + float(m.group(2) or 0)
+
+
+def since(text, now):
+    """translateTimestampSince: "<unknown>" for no time, else HumanDuration of its age."""
+    t = epoch(text)
+    return "<unknown>" if t is None else human_duration(now - t)
+
+
+POD_COLUMNS = [
+    ("Name", "name", NAME_DESCRIPTION, 0),
+    ("Ready", "", "The aggregate readiness state of this pod for accepting traffic.", 0),
+    ("Status", "", "The aggregate status of the containers in this pod.", 0),
+    ("Restarts", "", "The number of times the containers in this pod have been restarted and "
+     "when the last container in this pod has restarted.", 0),
+    ("Age", "", AGE_DESCRIPTION, 0),
+    ("IP", "", "podIP address allocated to the pod. Routable at least within the cluster.", 1),
+    ("Node", "", "NodeName indicates in which node this pod is scheduled.", 1),
+    ("Nominated Node", "", "nominatedNodeName is set only when this pod preempts other pods on "
+     "the node.", 1),
+    ("Readiness Gates", "", "If specified, all readiness gates will be evaluated for pod "
+     "readiness.", 1),
+]
+
+
+def _cond_true(st, kind):
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in st.get("conditions") or [] if isinstance(c, dict))
+
+
+def _terminated_reason(term, prefix):
+    if term.get("reason"):
+        return prefix + term["reason"]
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def pod_cells(pod, now):
+    """printPod's cells of one pod (wide)."""
+    spec, st = pod.get("spec") or {}, pod.get("status") or {}
+    meta = pod.get("metadata") or {}
+    phase = st.get("phase") or ""
+    reason = st.get("reason") or phase
+    for c in st.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    inits = {c.get("name"): c for c in spec.get("initContainers") or []}
+    restartable = {n for n, c in inits.items() if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or []) + len(restartable)
+    ready = restarts = ric_restarts = 0
+    last = last_ric = None
+
+    def later(a, b):
+        return b if b is not None and (a is None or b > a) else a
+
+    initializing = False
+    n_inits = len(spec.get("initContainers") or [])
+    for i, cs in enumerate(st.get("initContainerStatuses") or []):
+        restarts += int(cs.get("restartCount") or 0)
+        done = epoch(dig(cs, "lastState.terminated.finishedAt"))
+        last = later(last, done)
+        if cs.get("name") in restartable:
+            ric_restarts += int(cs.get("restartCount") or 0)
+            last_ric = later(last_ric, done)
+        state = cs.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        if term is not None and int(term.get("exitCode") or 0) == 0:
+            continue
+        if cs.get("name") in restartable and cs.get("started"):
+            ready += bool(cs.get("ready"))
+            continue
+        if term is not None:
+            reason = _terminated_reason(term, "Init:")
+        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = "Init:" + wait["reason"]
+        else:
+            reason = f"Init:{i}/{n_inits}"
+        initializing = True
+        break
+    if not initializing or _cond_true(st, "Initialized"):
+        restarts, last = ric_restarts, last_ric
+        running = False
+        for cs in reversed(st.get("containerStatuses") or []):
+            restarts += int(cs.get("restartCount") or 0)
+            last = later(last, epoch(dig(cs, "lastState.terminated.finishedAt")))
+            state = cs.get("state") or {}
+            wait, term = state.get("waiting"), state.get("terminated")
+            if wait and wait.get("reason"):
+                reason = wait["reason"]
+            elif term is not None:
+                reason = _terminated_reason(term, "")
+            elif cs.get("ready") and state.get("running") is not None:
+                running = True
+                ready += 1
+        if reason == "Completed" and running:
+            reason = "Running" if _cond_true(st, "Ready") else "NotReady"
+    if meta.get("deletionTimestamp") and st.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    restarts_text = str(restarts)
+    if restarts and last is not None:
+        restarts_text = f"{restarts} ({human_duration(now - last)} ago)"
+    ips = st.get("podIPs") or []
+    ip = (ips[0].get("ip") if ips and isinstance(ips[0], dict) else "") or "<none>"
+    gates = spec.get("readinessGates") or []
+    gates_text = "<none>"
+    if gates:
+        true = 0
+        for g in gates:
+            for c in st.get("conditions") or []:
+                if c.get("type") == g.get("conditionType"):
+                    true += c.get("status") == "True"
+                    break
+        gates_text = f"{true}/{len(gates)}"
+    return [meta.get("name", ""), f"{ready}/{total}", reason, restarts_text,
+            since(meta.get("creationTimestamp"), now), ip, spec.get("nodeName") or "<none>",
+            st.get("nominatedNodeName") or "<none>", gates_text]
+
+
+POD_DONE = {"Succeeded": {"type": "Completed", "status": "True", "reason": "Succeeded",
+                          "message": "The pod has completed successfully."},
+            "Failed": {"type": "Completed", "status": "True", "reason": "Failed",
+                       "message": "The pod failed."}}
+
+
 def row_object(obj, include, version):
     if include == "Object":
         return obj
@@ -191,20 +370,30 @@ def row_object(obj, include, version):
             "metadata": obj.get("metadata") or {}}
 
 
-def as_table(raw, printer_columns, version, include):
-    """The Table of one object or a list (raw: the JSON the plain answer would be)."""
+def as_table(raw, printer_columns, version, include, pods=False):
+    """The Table of one object or a list (raw: the JSON the plain answer would be): pods by
+    printPod, custom objects by the CRD's printer columns."""
     if include not in (None, "", "Metadata", "Object", "None"):
         raise ApiError(400, f'unrecognized includeObject value: "{include}"')
     doc = json.loads(raw)
-    heads, specs = columns(printer_columns)
+    if pods:
+        heads = [{"name": n, "type": "string", "format": f, "description": d, "priority": p}
+                 for n, f, d, p in POD_COLUMNS]
+    else:
+        heads, specs = columns(printer_columns)
     now = time.time()
     meta = doc.get("metadata") or {}
     items = doc.get("items") if "items" in doc and isinstance(doc.get("items"), list) else [doc]
     rows = []
     for obj in items:
         name = (obj.get("metadata") or {}).get("name", "")
-        rows.append({"cells": [name] + [cell(k, s, obj, now) for k, s in specs],
-                     "object": row_object(obj, include, version)})
+        row = {"cells": pod_cells(obj, now) if pods else
+               [name] + [cell(k, s, obj, now) for k, s in specs]}
+        done = POD_DONE.get((obj.get("status") or {}).get("phase")) if pods else None
+        if done:
+            row["conditions"] = [done]
+        row["object"] = row_object(obj, include, version)
+        rows.append(row)
     out_meta = {"resourceVersion": meta.get("resourceVersion", "")}
     if "items" in doc:
         if meta.get("continue"):

@@ -104,24 +104,27 @@ expect_eq "field selector through kubectl" \
 K get podgroups.scheduling.x-k8s.io -o name >"$OUT" 2>&1
 expect_eq "kubectl get podgroups.scheduling.x-k8s.io" "$(cat "$OUT")" "podgroup.scheduling.x-k8s.io/demo"
 # server-side printing (fakeapi_table.py): the CRD's printer columns; a value the object does
-# not have is null, which kubectl prints blank (shown "-" by cells() below), an age in seconds
-# as "S"
+# not have is null, which kubectl prints blank (shown "-" by cells() below, a space in a cell
+# "_"), an age in seconds as "S"
 cells() {
     python3 -c '
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
-starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
+starts = [m.start() for m in re.finditer(r"\S+(?: \S+)*", lines[0])]
 for ln in lines:
     out = []
     for k, a in enumerate(starts):
         v = ln[a:starts[k + 1] if k + 1 < len(starts) else None].strip()
-        out.append("S" if re.fullmatch(r"\d+s", v) else (v or "-"))
+        out.append("S" if re.fullmatch(r"\d+s", v) else (v.replace(" ", "_") or "-"))
     print(" ".join(out))' "$1"
 }
 K get podgroups.scheduling.x-k8s.io >"$OUT" 2>&1
 expect_eq "kubectl get podgroups: the CRD's printer columns" "$(cells "$OUT")" \
     "$(printf 'NAME PHASE MINMEMBER RUNNING SUCCEEDED FAILED AGE\ndemo - 4 - - - S')"
 K label pg.scheduling.x-k8s.io demo team=a >/dev/null 2>&1
+K get pods worker-0 >"$OUT" 2>&1
+expect_eq "kubectl get pods: a pending pod (READY counts its containers)" "$(cells "$OUT")" \
+    "$(printf 'NAME READY STATUS RESTARTS AGE\nworker-0 0/2 Pending 0 S')"
 K get pg.scheduling.x-k8s.io -A --show-labels >"$OUT" 2>&1
 expect_eq "all namespaces, labels: the namespace and labels from the row's object metadata" \
     "$(cells "$OUT")" \
@@ -150,6 +153,9 @@ i=0
 while [ "$(K get pod worker-0 -o jsonpath='{.status.phase}')" != Running ] && [ $i -lt 50 ]; do
     sleep 0.1; i=$((i + 1)); done
 expect_eq "the simulated kubelet runs the bound pod" "$(K get pod worker-0 -o jsonpath='{.status.phase}')" Running
+K get pod worker-0 -o wide >"$OUT" 2>&1
+expect_eq "kubectl get pod -o wide: printPod's columns, its node" "$(cells "$OUT")" \
+    "$(printf 'NAME READY STATUS RESTARTS AGE IP NODE NOMINATED_NODE READINESS_GATES\nworker-0 2/2 Running 0 S <none> node-a <none> <none>')"
 start=$(date +%s)
 K delete pod worker-0 --timeout=20s >"$OUT" 2>&1
 expect_eq "kubectl delete (bound pod, waits for the kubelet)" "$(cat "$OUT")" 'pod "worker-0" deleted'
