@@ -409,6 +409,12 @@ def event_checks(c):
     code, st, _ = c.post("/apis/events.k8s.io/v1/namespaces/default/events", ev)
     check("an Event without reportingController is 422 Invalid", code == 422 and
           st["reason"] == "Invalid", st)
+    code, t, _ = c.request("GET", f"{NS}/events/a0.1", headers={"Accept": TABLE})
+    cells = t["rows"][0]["cells"] if code == 200 and t.get("rows") else (code, t)
+    check("its core/v1 view as a Table (printEvent): ages from eventTime, kind/name, the "
+          "reporting controller and instance, count 1", cells[1:7] ==
+          ["Normal", "Scheduled", "pod/a0", "", "gangsched.io/s, s-0", ""] and
+          cells[0] == cells[7] and cells[0].endswith("d") and cells[8:] == [1, "a0.1"], cells)
 
 
 def eviction_checks(c):

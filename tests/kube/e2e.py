@@ -317,6 +317,24 @@ def bound(c, name):
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
 
 
+def kubectl_table(kubeconfig, *args):
+    """The rows of `kubectl get ARGS` as the real kubectl prints the server's Table: one dict
+    per row, header -> cell (a column's header may hold single spaces; a blank cell is "")."""
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get"] + list(args),
+                       capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    if not lines:
+        return []
+    heads = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", lines[0])]
+    rows = []
+    for ln in lines[1:]:
+        row = {}
+        for x, (a, h) in enumerate(heads):
+            row[h] = ln[a:heads[x + 1][0] if x + 1 < len(heads) else None].strip()
+        rows.append(row)
+    return rows
+
+
 def pg_status(c, name, volcano=False):
     path, _ = podgroup(name, 1, volcano=volcano)
     st, obj, _ = c.get(path + "/" + name)

@@ -51,7 +51,7 @@ from fakeapi_admit import (LEASE_KEY, _WARNINGS, check_list_options, check_name,
     prepare_create, served)
 from fakeapi_store import Entry, Faults, Stats, Store, parse_fault_spec
 from fakeapi_kubelet import Kubelet
-from fakeapi_table import as_table, table_version
+from fakeapi_table import BUILT_IN, as_table, table_version
 
 
 # --------------------------------------------------------------------------------------------
@@ -601,11 +601,11 @@ class Handler(BaseHTTPRequestHandler):
             if watch:
                 return self.watch(res, ns if res.namespaced else None, name, q, path)
             out = store.get(res, ns, name) if name else store.list(res, ns, q)
-            pods = res.key == ("", "pods")
-            tv = table_version(self.headers.get("Accept")) if res.crd or pods else None
-            if tv:  # kubectl get: printPod, or the CRD's printer columns (fakeapi_table.py)
+            tv = table_version(self.headers.get("Accept")) \
+                if res.crd or res.key in BUILT_IN else None
+            if tv:  # kubectl get: kube's printers, or the CRD's columns (fakeapi_table.py)
                 out = as_table(out, CRD_COLUMNS.get(res.key, {}).get(res.version), tv,
-                               q.get("includeObject"), pods=pods)
+                               q.get("includeObject"), key=res.key)
             return self.send_bytes(200, out)
         if method == "POST":
             if name:

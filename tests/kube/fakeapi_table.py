@@ -29,6 +29,8 @@ What each part copies (read upstream):
   server always makes the wide columns. Ages of built-in kinds are apimachinery's HumanDuration
   (translateTimestampSince), those of custom columns ShortHumanDuration. A Succeeded or Failed
   pod's row carries the condition Completed.
+- core/v1 Events (printEvent): Last Seen, Type, Reason, Object (kind/name), Message, and at
+  priority 1 Subobject, Source (formatEventSource), First Seen, Count, Name.
 Not copied: tables of the other built-in kinds (they answer plain JSON here, and kubectl prints
 NAME and AGE), tables on watches (`kubectl get -w` reads plain events).
 """
@@ -355,6 +357,48 @@ def pod_cells(pod, now):
             st.get("nominatedNodeName") or "<none>", gates_text]
 
 
+EVENT_COLUMNS = [
+    ("Last Seen", "", "The time at which the most recent occurrence of this event was recorded.",
+     0),
+    ("Type", "", "Type of this event (Normal, Warning).", 0),
+    ("Reason", "", "The reason for the transition into the object's current status.", 0),
+    ("Object", "", "The object that this event is about.", 0),
+    ("Subobject", "", "The part of the object the event is about (fieldPath).", 1),
+    ("Source", "", "The component reporting this event.", 1),
+    ("Message", "", "A human-readable description of the status of this operation.", 0),
+    ("First Seen", "", "The time at which the event was first recorded.", 1),
+    ("Count", "", "The number of times this event has occurred.", 1),
+    ("Name", "name", NAME_DESCRIPTION, 1),
+]
+
+
+def event_cells(ev, now):
+    """printEvent's cells of one core/v1 Event (wide)."""
+    first = since(ev.get("firstTimestamp"), now)
+    if epoch(ev.get("firstTimestamp")) is None:
+        first = since(ev.get("eventTime"), now)
+    last = since(ev.get("lastTimestamp"), now)
+    if epoch(ev.get("lastTimestamp")) is None:
+        last = first
+    count = int(ev.get("count") or 0)
+    series = ev.get("series")
+    if isinstance(series, dict):
+        last = since(series.get("lastObservedTime"), now)
+        count = int(series.get("count") or 0)
+    elif count == 0:
+        count = 1  # a singleton event of the new API has no count
+    obj = ev.get("involvedObject") or {}
+    kind = (obj.get("kind") or "").lower()
+    target = f"{kind}/{obj['name']}" if obj.get("name") else kind
+    src = ev.get("source") or {}
+    component = src.get("component") or ev.get("reportingComponent") or ""
+    instance = src.get("host") or ev.get("reportingInstance") or ""
+    source = f"{component}, {instance}" if instance else component
+    return [last, ev.get("type") or "", ev.get("reason") or "", target,
+            obj.get("fieldPath") or "", source, (ev.get("message") or "").strip(), first,
+            count, (ev.get("metadata") or {}).get("name", "")]
+
+
 POD_DONE = {"Succeeded": {"type": "Completed", "status": "True", "reason": "Succeeded",
                           "message": "The pod has completed successfully."},
             "Failed": {"type": "Completed", "status": "True", "reason": "Failed",
@@ -370,15 +414,21 @@ def row_object(obj, include, version):
             "metadata": obj.get("metadata") or {}}
 
 
-def as_table(raw, printer_columns, version, include, pods=False):
-    """The Table of one object or a list (raw: the JSON the plain answer would be): pods by
-    printPod, custom objects by the CRD's printer columns."""
+BUILT_IN = {("", "pods"): (POD_COLUMNS, pod_cells), ("", "events"): (EVENT_COLUMNS, event_cells)}
+
+
+def as_table(raw, printer_columns, version, include, key=None):
+    """The Table of one object or a list (raw: the JSON the plain answer would be): a built-in
+    kind of BUILT_IN (key: its (group, plural)) by its printer, custom objects by the CRD's
+    printer columns."""
     if include not in (None, "", "Metadata", "Object", "None"):
         raise ApiError(400, f'unrecognized includeObject value: "{include}"')
     doc = json.loads(raw)
-    if pods:
-        heads = [{"name": n, "type": "string", "format": f, "description": d, "priority": p}
-                 for n, f, d, p in POD_COLUMNS]
+    built_in = BUILT_IN.get(key)
+    pods = key == ("", "pods")
+    if built_in:
+        heads = [{"name": n, "type": "string", "format": f,
+                  "description": d, "priority": p} for n, f, d, p in built_in[0]]
     else:
         heads, specs = columns(printer_columns)
     now = time.time()
@@ -387,7 +437,7 @@ def as_table(raw, printer_columns, version, include, pods=False):
     rows = []
     for obj in items:
         name = (obj.get("metadata") or {}).get("name", "")
-        row = {"cells": pod_cells(obj, now) if pods else
+        row = {"cells": built_in[1](obj, now) if built_in else
                [name] + [cell(k, s, obj, now) for k, s in specs]}
         done = POD_DONE.get((obj.get("status") or {}).get("phase")) if pods else None
         if done:

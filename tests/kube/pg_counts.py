@@ -12,7 +12,6 @@ Scheduled condition the daemon wrote (a PUT of the whole object keeps both); the
 """
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -31,19 +30,9 @@ def members(c, group, seconds, volcano=False):
 
 
 def kubectl_row(kubeconfig, resource, name):
-    """The cells of name's row in `kubectl get RESOURCE NAME`, split by kubectl's columns (a
-    blank cell "-")."""
-    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", resource, name],
-                       capture_output=True, text=True, timeout=60)
-    lines = r.stdout.splitlines()
-    if len(lines) < 2:
-        return r.stdout + r.stderr
-    starts = [k for k in range(len(lines[0]))
-              if lines[0][k] != " " and (k == 0 or lines[0][k - 1] == " ")]
-    cells = []
-    for x, a in enumerate(starts):
-        cells.append(lines[1][a:starts[x + 1] if x + 1 < len(starts) else None].strip() or "-")
-    return cells[:-1]  # without the age
+    """The cells of name's row in `kubectl get RESOURCE NAME`, without the age ("-" blank)."""
+    rows = e2e.kubectl_table(kubeconfig, resource, name)
+    return [v or "-" for v in list(rows[0].values())[:-1]] if rows else []
 
 
 def main():
@@ -80,7 +69,8 @@ def main():
           row == ["vc", "Running", "2", "2", "team-a"], str(row))
     _, stats, _ = c.get("/_fake/stats")
     writes = stats.get("by_resource", {}).get("patch podgroups.scheduling.x-k8s.io/status", 0)
-    check("the status of 'done' was written a bounded number of times", 0 < writes <= 8, str(writes))
+    check("the status of 'done' was written a bounded number of times", 0 < writes <= 8,
+          str(writes))
     e2e.finish()
 
 

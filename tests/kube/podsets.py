@@ -8,7 +8,8 @@ the small ones spread over five nodes and leave three whole). Checked: every mem
 each with as many GPU indices in gangsched.io/gpu-ids as it asks for, no index of a node given
 twice, the four 8-GPU pods on four nodes. Gang "wide" has nine specs (pods that differ in their
 cpu request): it waits with an InvalidSpec event saying it has more than 8 different specs, and
-none of it is bound. Every wait is bounded.
+none of it is bound; the real kubectl shows that event (kubectl get events) and where each
+member went (kubectl get pods -o wide). Every wait is bounded.
 """
 
 import os
@@ -73,6 +74,17 @@ def main():
     check("its event says it has more than 8 different specs",
           "more than 8 different specs" in note, note)
     check("and none of it is bound", len(e2e.bound(c, "wide")) == 0)
+    rows = [r for r in e2e.kubectl_table(kubeconfig, "events")
+            if r.get("REASON") == "InvalidSpec"]
+    row = rows[0] if rows else {}
+    check("kubectl get events shows it (TYPE, OBJECT, MESSAGE)", row.get("TYPE") == "Warning" and
+          row.get("OBJECT") == "podgroup/wide" and
+          "more than 8 different specs" in row.get("MESSAGE", ""), str(rows))
+    rows = e2e.kubectl_table(kubeconfig, "pods", "-o", "wide")
+    nodes = {r["NAME"]: r["NODE"] for r in rows}
+    check("kubectl get pods -o wide shows each member's node",
+          all(nodes.get(p["metadata"]["name"]) == p["spec"]["nodeName"] for p in b) and
+          all(nodes.get("wide-%d" % k) == "<none>" for k in range(9)), str(nodes))
     e2e.finish()
 
 
