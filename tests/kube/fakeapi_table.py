@@ -31,6 +31,11 @@ What each part copies (read upstream):
   pod's row carries the condition Completed.
 - core/v1 Events (printEvent): Last Seen, Type, Reason, Object (kind/name), Message, and at
   priority 1 Subobject, Source (formatEventSource), First Seen, Count, Name.
+- Nodes (printNode): Status (Ready, NotReady or Unknown by the Ready condition, then
+  SchedulingDisabled when cordoned), Roles (node-role.kubernetes.io/<role> and
+  kubernetes.io/role labels, sorted, "<none>"), Age, Version (kubeletVersion), and at priority 1
+  Internal-IP, External-IP ("<none>"), OS-Image, Kernel-Version, Container-Runtime
+  ("<unknown>").
 Not copied: tables of the other built-in kinds (they answer plain JSON here, and kubectl prints
 NAME and AGE), tables on watches (`kubectl get -w` reads plain events).
 """
@@ -399,6 +404,48 @@ def event_cells(ev, now):
             count, (ev.get("metadata") or {}).get("name", "")]
 
 
+NODE_COLUMNS = [
+    ("Name", "name", NAME_DESCRIPTION, 0),
+    ("Status", "", "The status of the node", 0),
+    ("Roles", "", "The roles of the node", 0),
+    ("Age", "", AGE_DESCRIPTION, 0),
+    ("Version", "", "Kubelet Version reported by the node.", 0),
+    ("Internal-IP", "", "List of addresses reachable to the node.", 1),
+    ("External-IP", "", "List of addresses reachable to the node.", 1),
+    ("OS-Image", "", "OS Image reported by the node from /etc/os-release.", 1),
+    ("Kernel-Version", "", "Kernel Version reported by the node from 'uname -r'.", 1),
+    ("Container-Runtime", "", "ContainerRuntime Version reported by the node.", 1),
+]
+
+
+def node_cells(node, now):
+    """printNode's cells of one Node (wide)."""
+    st, spec = node.get("status") or {}, node.get("spec") or {}
+    meta = node.get("metadata") or {}
+    ready = {c.get("type"): c for c in st.get("conditions") or []
+             if isinstance(c, dict)}.get("Ready")
+    status = ["Unknown"] if ready is None else \
+        ["Ready" if ready.get("status") == "True" else "NotReady"]
+    if spec.get("unschedulable"):
+        status.append("SchedulingDisabled")
+    roles = set()
+    for k, v in (meta.get("labels") or {}).items():
+        if k.startswith("node-role.kubernetes.io/") and k[len("node-role.kubernetes.io/"):]:
+            roles.add(k[len("node-role.kubernetes.io/"):])
+        elif k == "kubernetes.io/role" and v:
+            roles.add(v)
+    info = st.get("nodeInfo") or {}
+
+    def address(kind):
+        return next((a.get("address") for a in st.get("addresses") or []
+                     if isinstance(a, dict) and a.get("type") == kind), "<none>")
+    return [meta.get("name", ""), ",".join(status), ",".join(sorted(roles)) or "<none>",
+            since(meta.get("creationTimestamp"), now), info.get("kubeletVersion") or "",
+            address("InternalIP"), address("ExternalIP"), info.get("osImage") or "<unknown>",
+            info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
 POD_DONE = {"Succeeded": {"type": "Completed", "status": "True", "reason": "Succeeded",
                           "message": "The pod has completed successfully."},
             "Failed": {"type": "Completed", "status": "True", "reason": "Failed",
@@ -414,7 +461,8 @@ def row_object(obj, include, version):
             "metadata": obj.get("metadata") or {}}
 
 
-BUILT_IN = {("", "pods"): (POD_COLUMNS, pod_cells), ("", "events"): (EVENT_COLUMNS, event_cells)}
+BUILT_IN = {("", "pods"): (POD_COLUMNS, pod_cells), ("", "events"): (EVENT_COLUMNS, event_cells),
+            ("", "nodes"): (NODE_COLUMNS, node_cells)}
 
 
 def as_table(raw, printer_columns, version, include, key=None):

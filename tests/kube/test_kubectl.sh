@@ -29,6 +29,12 @@ K get nodes -o json >"$OUT" 2>&1
 want=$(python3 -c 'import json; print(len(json.load(open("tests/data/nodes-small.json"))["items"]))')
 got=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$OUT" 2>&1)
 expect_eq "kubectl get nodes -o json: the loaded nodes" "$got" "$want"
+K cordon gpu-c-001 >/dev/null 2>&1
+K get node gpu-c-001 >"$OUT" 2>&1
+expect_eq "kubectl get node: printNode's columns, a cordoned node" \
+    "$(awk 'NR == 1 {print $1, $2, $3, $4, $5} NR == 2 {print $1, $2, $3}' "$OUT")" \
+    "$(printf 'NAME STATUS ROLES AGE VERSION\ngpu-c-001 Ready,SchedulingDisabled <none>')"
+K uncordon gpu-c-001 >/dev/null 2>&1
 K get node gpu-c-001 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' >"$OUT" 2>&1
 expect_eq "node status survives loading (allocatable GPUs of gpu-c-001)" "$(cat "$OUT")" 16
 
