@@ -128,13 +128,17 @@ def find(obj, steps):
     return True, obj
 
 
+def _negative(s):
+    """What both of apimachinery's durations print for s < 0 seconds ("almost now" down to
+    -1 s), or None."""
+    return "<invalid>" if s < -1 else "0s" if s < 0 else None
+
+
 def short_duration(seconds):
     """apimachinery util/duration ShortHumanDuration of a duration in seconds."""
     s = int(seconds)
-    if s < -1:
-        return "<invalid>"
     if s < 0:
-        return "0s"
+        return _negative(s)
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -148,21 +152,12 @@ def short_duration(seconds):
 
 
 def age(text, now):
-    """The age cell of an RFC 3339 time (metav1.Time's UnmarshalQueryParameter)."""
+    """The age cell of a custom `date` column: an RFC 3339 time by metav1.Time's
+    UnmarshalQueryParameter ("" or "null": the zero time, "<unknown>")."""
     if text in ("", "null"):
         return "<unknown>"
-    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", text)
-    if not m:
-        return "<invalid>"
-    try:
-        t = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return "<invalid>"
-    t += float(m.group(7) or 0)
-    if m.group(8) != "Z":
-        sign = 1 if m.group(8)[0] == "+" else -1
-        t -= sign * (int(m.group(8)[1:3]) * 3600 + int(m.group(8)[4:6]) * 60)
-    return short_duration(now - t)
+    t = epoch(text)
+    return "<invalid>" if t is None else short_duration(now - t)
 
 
 def text_of(v):
@@ -201,10 +196,8 @@ def cell(kind, steps, obj, now):
 def human_duration(seconds):
     """apimachinery util/duration HumanDuration of a duration in seconds."""
     s = int(seconds)
-    if s < -1:
-        return "<invalid>"
     if s < 0:
-        return "0s"
+        return _negative(s)
     if s < 120:
         return f"{s}s"
     minutes = s // 60
