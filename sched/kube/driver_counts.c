@@ -12,6 +12,7 @@
  * as last seen with the counts in its status (no status subresource); a 409 on a stale version
  * is retried at the PodGroup's next watch event, which marks its counts again. A write that
  * fails otherwise is logged; the next event of a member or of the PodGroup writes them again.
+ * The writes may wait behind every other request (KUBE_LOW): Bindings go first.
  *
  * Must not touch: the cache's counts (read only, through kcache_counts_each), other statuses.
  */
@@ -48,7 +49,7 @@ static int write_counts(struct kdrv *d, const struct kpg *pg, const struct kcoun
         snprintf(path, sizeof(path),
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
-        return kdrv_send_json(d, KUBE_PATCH_MERGE, path, body, NULL, NULL);
+        return kdrv_send_low(d, KUBE_PATCH_MERGE, path, body);
     }
     cJSON *obj = pg->raw ? cJSON_Parse(pg->raw) : NULL, *status = NULL;
     if (obj && !cJSON_IsObject(status = cJSON_GetObjectItemCaseSensitive(obj, "status"))) {
@@ -62,7 +63,7 @@ static int write_counts(struct kdrv *d, const struct kpg *pg, const struct kcoun
     kdrv_counts_add(d, pg, status);
     snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",
              pg->ns, pg->name);
-    return kdrv_send_json(d, KUBE_PUT, path, obj, NULL, NULL);
+    return kdrv_send_low(d, KUBE_PUT, path, obj);
 }
 
 struct counts_step {

@@ -462,6 +462,9 @@ void kdrv_promise_restore(struct kdrv *d, const struct kcache_build *kb);
  * is NULL: one that could not be built) and fn is never called (ctx is the caller's). */
 int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
                    kube_resp_fn *fn, void *ctx);
+/* kdrv_send_json of a write that may wait behind every other request (KUBE_LOW: the member
+ * counts of PodGroups, driver_counts.c), its answer only logged when it fails. */
+int kdrv_send_low(struct kdrv *d, enum kube_method m, const char *path, cJSON *body);
 /* kdrv_send_json; when nothing could be queued (or the body not written: a request is never
  * sent without it) fn(ctx) runs at once with status 0, as for a failed request. */
 void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,

@@ -76,6 +76,11 @@ int kdrv_send_json(struct kdrv *d, enum kube_method m, const char *path, cJSON *
     return send_json(d, m, path, body, 0, fn, ctx);
 }
 
+int kdrv_send_low(struct kdrv *d, enum kube_method m, const char *path, cJSON *body)
+{
+    return send_json(d, m, path, body, KUBE_LOW, NULL, NULL);
+}
+
 /* kdrv_send_json whose failure to queue is answered like an API failure: fn runs at once with
  * status 0, so the caller's retry (its timer, its tries) takes over. */
 void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,

@@ -4,7 +4,8 @@
  * is owed and written again by a cycle a second later, at most KDRV_OWED_TRIES times, until a
  * newer status replaces it or its PodGroup is gone; a pod's PodScheduled condition gets a cycle
  * a second later that sends it again; an Event is dropped with a warning naming it (as a
- * refused one is). No API server: every send fails to queue. */
+ * refused one is); a PodGroup's member counts stay due (driver_counts.c). No API server: every
+ * send fails to queue. */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +137,42 @@ static void volcano_and_native_status_owed(void **state)
     teardown_d(&d);
 }
 
+/* A PodGroup's member counts (driver_counts.c) that cannot be queued are not taken for
+ * written: the group stays to be written at the next cycle; counts equal to what the PodGroup
+ * shows are done with at once, without a write. */
+static void member_counts_not_queued_stay_due(void **state)
+{
+    (void)state;
+    static struct kdrv d;
+    setup_d(&d);
+    obj_event(&d, KPG_XK8S,
+              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g\",\"uid\":\"pg-g\"},"
+              "\"spec\":{\"minMember\":2},\"status\":{\"running\":1}}");
+    for (int k = 0; k < 2; k++) {
+        char buf[600];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g-%d\",\"uid\":\"u%d\","
+                 "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\"}},\"spec\":{"
+                 "\"schedulerName\":\"gangsched\",\"nodeName\":\"n1\",\"containers\":[{"
+                 "\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}",
+                 k, k);
+        obj_event(&d, KPG_N_API, buf);
+    }
+    const struct kcounts *k = kcache_counts(d.cache, "ml/g");
+    assert_non_null(k);
+    assert_int_equal(k->n[KPOD_RUNNING - 1], 2);
+    kdrv_counts_step(&d, kdrv_now_ms());
+    assert_true(k->dirty); /* running 2 against the PodGroup's 1: not queued, still due */
+    assert_int_equal(k->written_ms, 0);
+    obj_event(&d, KPG_XK8S,
+              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"g\",\"uid\":\"pg-g\"},"
+              "\"spec\":{\"minMember\":2},\"status\":{\"running\":2}}");
+    kdrv_counts_step(&d, kdrv_now_ms());
+    assert_false(k->dirty); /* what it shows now: done with, nothing to write */
+    assert_int_equal(k->written_ms, 0);
+    teardown_d(&d);
+}
+
 /* A pending pod without the condition: its patch is not queued, a cycle a second later sends
  * it again (nothing else would run one). */
 static void pod_condition_not_queued_cycle_armed(void **state)
@@ -190,6 +227,7 @@ static void event_not_queued_logged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(member_counts_not_queued_stay_due),
         cmocka_unit_test(xk8s_status_owed),
         cmocka_unit_test(volcano_and_native_status_owed),
         cmocka_unit_test(pod_condition_not_queued_cycle_armed),
