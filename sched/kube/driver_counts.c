@@ -22,15 +22,19 @@
 
 static const char *const count_names[KPOD_COUNTS] = {"running", "succeeded", "failed"};
 
-void kdrv_counts_add(struct kdrv *d, const struct kpg *pg, cJSON *status)
+/* Sets status's counts to k's (NULL: no member, 0 each). */
+static void set_counts(cJSON *status, const struct kcounts *k)
 {
-    if (pg->api != KPG_XK8S && pg->api != KPG_VOLCANO)
-        return;
-    const struct kcounts *k = kcache_counts(d->cache, pg->key);
     for (int i = 0; i < KPOD_COUNTS; i++) {
         cJSON_DeleteItemFromObjectCaseSensitive(status, count_names[i]);
         cJSON_AddNumberToObject(status, count_names[i], k ? k->n[i] : 0);
     }
+}
+
+void kdrv_counts_add(struct kdrv *d, const struct kpg *pg, cJSON *status)
+{
+    if (pg->api == KPG_XK8S || pg->api == KPG_VOLCANO)
+        set_counts(status, kcache_counts(d->cache, pg->key));
 }
 
 /* The write of group's counts k to its PodGroup pg. 0 or SCHED_ENOMEM (nothing queued). */
@@ -43,7 +47,7 @@ static int write_counts(struct kdrv *d, const struct kpg *pg, const struct kcoun
             cJSON_Delete(body);
             return SCHED_ENOMEM;
         }
-        kdrv_counts_add(d, pg, status);
+        set_counts(status, k); /* the caller's counts: no second lookup */
         if (k->n[KPOD_SUCCEEDED - 1] >= (int32_t)pg->min_member)
             cJSON_AddStringToObject(status, "phase", "Finished");
         snprintf(path, sizeof(path),
@@ -60,7 +64,7 @@ static int write_counts(struct kdrv *d, const struct kpg *pg, const struct kcoun
         cJSON_Delete(obj);
         return SCHED_ENOMEM;
     }
-    kdrv_counts_add(d, pg, status);
+    set_counts(status, k); /* the caller's counts: no second lookup */
     snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",
              pg->ns, pg->name);
     return kdrv_send_low(d, KUBE_PUT, path, obj);
