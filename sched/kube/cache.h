@@ -157,10 +157,12 @@ const struct kpg *kcache_pg(const struct kcache *c, const char *key);
  * (kpod.group, not a native group) is the key, kept by every pod event. The driver writes them
  * to the PodGroup's status.running, succeeded and failed (driver_counts.c). */
 struct kcounts {
-    int32_t n[KPOD_COUNTS]; /* members running, succeeded, failed (kpod_phase - 1) */
-    uint32_t pods;          /* members in the cache */
-    bool dirty;             /* changed (or its PodGroup seen) since the driver last took it */
-    int64_t written_ms;     /* the driver's: when it last wrote them (0: never) */
+    int32_t n[KPOD_COUNTS];    /* members running, succeeded, failed (kpod_phase - 1) */
+    uint32_t pods;             /* members in the cache */
+    bool dirty;                /* changed (or its PodGroup seen) since the driver last took it */
+    int64_t written_ms;        /* the driver's: when it last wrote them (0: never) */
+    const char *phase_written; /* the driver's: the phase that write carried (a string
+                                  constant), or NULL */
 };
 /* The counts of a group key, or NULL (no member known). */
 const struct kcounts *kcache_counts(struct kcache *c, const char *group);

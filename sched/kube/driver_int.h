@@ -516,6 +516,12 @@ void kdrv_counts_step(struct kdrv *d, int64_t now);
 /* Sets status's counts of pg's members (scheduler-plugins and Volcano PodGroups only): a status
  * written whole (Volcano's PUT) keeps them. */
 void kdrv_counts_add(struct kdrv *d, const struct kpg *pg, cJSON *status);
+/* The status.phase a write to scheduler-plugins' or Volcano's PodGroup pg carries, from its
+ * members' counts k (NULL: none known) as the API's own controller moves it. daemon_phase: the
+ * daemon's ("Pending", "Running" for a gang it bound, "Failed"), or NULL for a counts write,
+ * where NULL is returned when the phase stays as seen. A string constant. */
+const char *kdrv_counts_phase(const struct kpg *pg, const struct kcounts *k,
+                              const char *daemon_phase);
 
 /* A checkpoint request (until_ms 0: an operator's; else the deadline of a preemption) owed on pg,
  * a PodGroup of ours (its key is its gang's): sent now, and again until the watch shows it

@@ -823,7 +823,8 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
         /* scheduler-plugins: phase and scheduleStartTime, which its CRD declares; conditions
          * only while the installed CRD keeps them (deploy/crds declares them, the upstream CRD
          * does not and a server prunes them silently: seen in the answer, then not sent) */
-        cJSON_AddStringToObject(status, "phase", phase);
+        cJSON_AddStringToObject(status, "phase",
+                                kdrv_counts_phase(pg, kcache_counts(d->cache, pg->key), phase));
         if (!pg->has_start_time)
             cJSON_AddStringToObject(status, "scheduleStartTime", kdrv_rfc3339(now, t, sizeof(t)));
         if (!d->xk8s_no_conditions) {
@@ -848,9 +849,10 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
         return pg_status_send(d, KUBE_PATCH_MERGE, path, body, warn,
                               d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
     }
-    /* Volcano: its phases (Pending, Running) and its conditions as Volcano writes them:
-     * Unschedulable=True with the reason while it waits, Scheduled=True once bound */
-    cJSON_AddStringToObject(status, "phase", strcmp(phase, "Running") == 0 ? phase : "Pending");
+    /* Volcano: its phases (Pending, Running, Completed) and its conditions as Volcano writes
+     * them: Unschedulable=True with the reason while it waits, Scheduled=True once bound */
+    cJSON_AddStringToObject(status, "phase",
+                            kdrv_counts_phase(pg, kcache_counts(d->cache, pg->key), phase));
     cJSON *cond = cJSON_CreateObject();
     cJSON_AddStringToObject(cond, "type", warn ? "Unschedulable" : "Scheduled");
     cJSON_AddStringToObject(cond, "status", "True");

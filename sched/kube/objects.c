@@ -1101,6 +1101,10 @@ int kobj_pg_keep(struct kpg *g, const cJSON *o)
         return SCHED_ENOMEM;
     const cJSON *spec = get(o, "spec"), *status = get(o, "status");
     g->has_start_time = get(status, "scheduleStartTime") != NULL;
+    bool kept = true;
+    g->phase = adup(g->mem, map_str(status, "phase"), &kept);
+    if (!kept)
+        return SCHED_ENOMEM;
     static const char *const counted[KPOD_COUNTS] = {"running", "succeeded", "failed"};
     for (int k = 0; k < KPOD_COUNTS; k++) {
         const cJSON *n = get(status, counted[k]);

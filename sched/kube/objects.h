@@ -218,8 +218,9 @@ struct kpg {
      * not a count: 0, as their Go types omit a zero), which the driver keeps equal to its
      * members' phases (driver_counts.c) */
     int32_t seen_counts[KPOD_COUNTS];
-    const char *raw; /* Volcano: the object as last seen, compact JSON (its status is
-                        written by a PUT of the object), else NULL */
+    const char *phase; /* scheduler-plugins and Volcano: status.phase as seen, or NULL */
+    const char *raw;   /* Volcano: the object as last seen, compact JSON (its status is
+                          written by a PUT of the object), else NULL */
     const struct kpg_cond {
         const char *type, *status, *last_transition; /* status.conditions[] (native groups) */
     } * conds;

@@ -1,14 +1,18 @@
-"""tests/kube/pg_counts.py: the member counts of PodGroups (status.running, succeeded, failed),
-with `gangsched run` and the real kubectl reading them through the CRDs' printer columns.
+"""tests/kube/pg_counts.py: the member counts of PodGroups (status.running, succeeded, failed)
+and the phases they move a group to, with `gangsched run` and the real kubectl reading them
+through the CRDs' printer columns.
 
 Owns: the daemon's side of driver_counts.c (docs/daemon.md, Status and events). Two 8-GPU
-nodes. scheduler-plugins PodGroup "done" (minMember 2): two 1-GPU pods that run 12 s (a
-group's counts are written at most every 5 s); Volcano PodGroup "vc" (minMember 2): two 1-GPU
-pods that keep running. Checked: "done" shows running 2 while its pods run, then succeeded 2,
-running 0 and phase Finished (its controller's final phase) once they end, and `kubectl get
-podgroups` prints those values in its columns; "vc" shows running 2 beside the phase and the
-Scheduled condition the daemon wrote (a PUT of the whole object keeps both); the counts of
-"done" were written a bounded number of times. Every wait is bounded.
+nodes. scheduler-plugins PodGroups: "done" (minMember 2), two 1-GPU pods that run 12 s (a
+group's counts are written at most every 5 s); "pull", two pods whose image never pulls (the
+fake kubelet leaves them Pending, ErrImagePull). Volcano PodGroups: "vc", two pods that keep
+running; "vcdone", two pods that run 12 s. Checked, as scheduler-plugins' PodGroup controller
+and Volcano's scheduler move them: "done" is Running with running 2 while its pods run, then
+succeeded 2, running 0 and phase Finished once they end, and `kubectl get podgroups` prints
+those values in its columns; "pull" stays Scheduling (bound, no member running); "vc" shows
+running 2 beside the phase Running and the Scheduled condition the daemon wrote (a PUT of the
+whole object keeps both); "vcdone" ends Completed with succeeded 2; the counts of "done" were
+written a bounded number of times. Every wait is bounded.
 """
 
 import os
@@ -19,12 +23,15 @@ import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
 RUN = "fake.gangsched.io/run-seconds"
+START = "fake.gangsched.io/start"  # the fake kubelet's start mode (fakeapi_base.ANNOT_START)
 
 
-def members(c, group, seconds, volcano=False):
+def members(c, group, seconds, volcano=False, start=None):
     for k in range(2):
         p = e2e.pod("%s-%d" % (group, k), group, 1, volcano)
         p["metadata"].setdefault("annotations", {})[RUN] = str(seconds)
+        if start:
+            p["metadata"]["annotations"][START] = start
         code, body, _ = c.post("/api/v1/namespaces/default/pods", p)
         check("pod %s-%d is created" % (group, k), code == 201, str(body)[:200])
 
@@ -45,12 +52,20 @@ def main():
     path, pg = e2e.podgroup("vc", 2, volcano=True)
     c.post(path, pg)
     members(c, "vc", 600, volcano=True)
+    path, pg = e2e.podgroup("pull", 2)
+    c.post(path, pg)
+    members(c, "pull", 600, start="errimagepull")
+    path, pg = e2e.podgroup("vcdone", 2, volcano=True)
+    c.post(path, pg)
+    members(c, "vcdone", 12, volcano=True)
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "gangsched.db"))
     check("the scheduler leads", wait_for(s.leading, 20))
-    check("both gangs are bound", wait_for(
-        lambda: len(e2e.bound(c, "done")) == 2 and len(e2e.bound(c, "vc")) == 2, 20))
+    check("the four gangs are bound", wait_for(
+        lambda: all(len(e2e.bound(c, g)) == 2 for g in ("done", "vc", "pull", "vcdone")), 20))
     running = wait_for(lambda: e2e.pg_status(c, "done").get("running") == 2, 10, step=0.2)
     check("while its pods run, the PodGroup counts them", running, str(e2e.pg_status(c, "done")))
+    running = wait_for(lambda: e2e.pg_status(c, "done").get("phase") == "Running", 5, step=0.2)
+    check("and it is Running (minMember members run)", running, str(e2e.pg_status(c, "done")))
     ended = wait_for(lambda: e2e.pg_status(c, "done").get("succeeded") == 2, 30, step=0.5)
     st = e2e.pg_status(c, "done")
     check("once they end: succeeded 2, running 0, failed 0", ended and
@@ -67,6 +82,16 @@ def main():
     row = kubectl_row(kubeconfig, "podgroups.scheduling.volcano.sh", "vc")
     check("kubectl shows the Volcano row (NAME STATUS MINMEMBER RUNNING QUEUE)",
           row == ["vc", "Running", "2", "2", "team-a"], str(row))
+    st = e2e.pg_status(c, "pull")
+    check("a gang bound whose members never start is Scheduling, running 0",
+          st.get("phase") == "Scheduling" and st.get("running", 0) == 0, str(st))
+    row = kubectl_row(kubeconfig, "podgroups.scheduling.x-k8s.io", "pull")
+    check("kubectl shows it so", row == ["pull", "Scheduling", "2", "-", "-", "-"], str(row))
+    done = wait_for(lambda: e2e.pg_status(c, "vcdone", volcano=True).get("phase") == "Completed",
+                    20, step=0.5)
+    st = e2e.pg_status(c, "vcdone", volcano=True)
+    check("a Volcano gang whose members all succeeded is Completed, succeeded 2",
+          done and st.get("succeeded") == 2 and st.get("running", 0) == 0, str(st))
     _, stats, _ = c.get("/_fake/stats")
     writes = stats.get("by_resource", {}).get("patch podgroups.scheduling.x-k8s.io/status", 0)
     check("the status of 'done' was written a bounded number of times", 0 < writes <= 8,

@@ -1,6 +1,7 @@
 /* tests/unit/test_kube_counts.c: each group's members by phase, kept by the cache's pod events
- * (sched/kube/cache_counts.c), and the counts a PodGroup's status shows (kpg.seen_counts), which
- * the driver compares them with (driver_counts.c). */
+ * (sched/kube/cache_counts.c), the counts a PodGroup's status shows (kpg.seen_counts), which
+ * the driver compares them with, and the phase those counts move a PodGroup to
+ * (kdrv_counts_phase, driver_counts.c). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include "config/config.h"
 #include "sched/core/cycle.h"
 #include "sched/kube/cache.h"
+#include "sched/kube/driver_int.h"
 
 #include "kcache_fx.h"
 
@@ -121,25 +123,76 @@ static void members_are_counted_by_phase(void **state)
     assert_int_equal(each(f->c, true).n, 0);
 }
 
-/* A PodGroup's status counts as seen: absent or not a count read as 0 (Go omits a zero). */
+/* A PodGroup's status counts as seen: absent or not a count read as 0 (Go omits a zero); its
+ * phase as seen, NULL when absent. */
 static void seen_counts_are_decoded(void **state)
 {
     struct fx *f = *state;
     add_json(f->c, 2,
              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"s\",\"uid\":\"pg-s\"},"
-             "\"spec\":{\"minMember\":2},\"status\":{\"running\":3,\"succeeded\":1,"
+             "\"spec\":{\"minMember\":2},\"status\":{\"phase\":\"Scheduling\",\"running\":3,"
+             "\"succeeded\":1,"
              "\"failed\":\"x\"}}");
     const struct kpg *g = kcache_pg(f->c, "ml/s");
     assert_non_null(g);
     assert_int_equal(g->seen_counts[0], 3);
     assert_int_equal(g->seen_counts[1], 1);
     assert_int_equal(g->seen_counts[2], 0);
+    assert_string_equal(g->phase, "Scheduling");
     add_json(f->c, 3,
              "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"v\",\"uid\":\"pg-v\"},"
              "\"spec\":{\"minMember\":1,\"queue\":\"team-a\"},\"status\":{\"running\":-2}}");
     g = kcache_pg(f->c, "ml/v");
     assert_non_null(g);
     assert_int_equal(g->seen_counts[0], 0);
+    assert_null(g->phase);
+}
+
+/* The phase written, as scheduler-plugins' PodGroup controller and Volcano's jobStatus move
+ * theirs: each row is an API, minMember 2, the phase seen, the counts (running, succeeded,
+ * failed, members), the daemon's phase (NULL: a counts write) and the phase expected (NULL:
+ * left as it is). */
+static void phases_follow_the_counts(void **state)
+{
+    (void)state;
+    static const struct {
+        enum kpg_api api;
+        const char *seen;
+        int32_t run, ok, failed;
+        uint32_t pods;
+        const char *daemon, *want;
+    } rows[] = {
+        /* scheduler-plugins: bound, not yet running -> Scheduling; then Running, Finished */
+        {KPG_XK8S, "Pending", 0, 0, 0, 2, "Running", "Scheduling"},
+        {KPG_XK8S, "Pending", 1, 0, 0, 2, "Running", "Scheduling"},
+        {KPG_XK8S, "Pending", 2, 0, 0, 2, "Running", "Running"},
+        {KPG_XK8S, "Pending", 1, 1, 0, 2, "Running", "Running"},
+        {KPG_XK8S, "Scheduling", 1, 0, 0, 2, NULL, NULL},
+        {KPG_XK8S, "Scheduling", 1, 1, 0, 2, NULL, "Running"},
+        {KPG_XK8S, "Pending", 2, 0, 0, 2, NULL, NULL}, /* not bound by us (yet): left */
+        {KPG_XK8S, "Running", 0, 2, 0, 2, NULL, "Finished"},
+        {KPG_XK8S, NULL, 0, 2, 0, 2, NULL, "Finished"},
+        {KPG_XK8S, "Running", 0, 2, 0, 2, "Running", "Finished"},
+        {KPG_XK8S, "Running", 0, 0, 0, 0, "Pending", "Pending"}, /* the daemon's own */
+        {KPG_XK8S, "Running", 0, 0, 2, 2, "Failed", "Failed"},
+        /* Volcano: Running once bound; Completed once every member ended, minMember of them */
+        {KPG_VOLCANO, "Pending", 0, 0, 0, 2, "Running", "Running"},
+        {KPG_VOLCANO, "Running", 0, 0, 0, 2, "Failed", "Pending"},
+        {KPG_VOLCANO, "Running", 1, 1, 0, 2, NULL, NULL},
+        {KPG_VOLCANO, "Running", 0, 1, 1, 2, NULL, "Completed"},
+        {KPG_VOLCANO, "Running", 0, 2, 0, 3, NULL, NULL}, /* a third member pending */
+        {KPG_VOLCANO, "Running", 0, 1, 0, 1, NULL, NULL}, /* fewer than minMember ended */
+        {KPG_VOLCANO, "Pending", 0, 2, 0, 2, NULL, NULL}, /* not bound by us: left */
+        {KPG_VOLCANO, "Running", 0, 2, 0, 2, "Running", "Completed"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct kpg pg = {.api = rows[i].api, .min_member = 2, .phase = rows[i].seen};
+        struct kcounts k = {.n = {rows[i].run, rows[i].ok, rows[i].failed}, .pods = rows[i].pods};
+        const char *got = kdrv_counts_phase(&pg, rows[i].pods ? &k : NULL, rows[i].daemon);
+        if (rows[i].want ? !got || strcmp(got, rows[i].want) != 0 : got != NULL)
+            fail_msg("row %zu: %s, want %s", i, got ? got : "(left)",
+                     rows[i].want ? rows[i].want : "(left)");
+    }
 }
 
 int main(void)
@@ -147,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(members_are_counted_by_phase, setup, teardown),
         cmocka_unit_test_setup_teardown(seen_counts_are_decoded, setup, teardown),
+        cmocka_unit_test(phases_follow_the_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
