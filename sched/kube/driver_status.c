@@ -93,11 +93,11 @@ void kdrv_send_or_fail(struct kdrv *d, enum kube_method m, const char *path, cJS
 }
 
 /* A PodGroup status write to `path`: a waiting one (the gang cannot be placed yet) may wait
- * behind the Bindings (KUBE_LOW) and rewrites one still queued instead of queueing another; any
- * other lifts a waiting one still queued out of the low lane first, so that it never lands after
- * this one. */
+ * behind the Bindings (KUBE_LOW) and rewrites one still queued instead of queueing another
+ * (then fn is not called: *replaced, when given, is set); any other lifts a waiting one still
+ * queued out of the low lane first, so that it never lands after this one. */
 static int pg_status_send(struct kdrv *d, enum kube_method m, const char *path, cJSON *body,
-                          bool waiting, kube_resp_fn *fn, void *ctx)
+                          bool waiting, kube_resp_fn *fn, void *ctx, bool *replaced_out)
 {
     if (!waiting) {
         kube_client_promote(d->client, path);
@@ -108,6 +108,8 @@ static int pg_status_send(struct kdrv *d, enum kube_method m, const char *path, 
     free(text);
     if (replaced) {
         cJSON_Delete(body);
+        if (replaced_out)
+            *replaced_out = true;
         return 0;
     }
     return send_json(d, m, path, body, KUBE_LOW, fn, ctx);
@@ -369,7 +371,7 @@ static void owed_send(struct kdrv *d, const char *gang, struct kowed *o)
         x->kind = o->kind;
         memcpy(x->gang, gang, n);
     }
-    if (!x || pg_status_send(d, how, path, body, false, on_owed, x) != 0) {
+    if (!x || pg_status_send(d, how, path, body, false, on_owed, x, NULL) != 0) {
         if (!x)
             cJSON_Delete(body);
         free(x);
@@ -528,20 +530,27 @@ static void owed_step(struct kdrv *d, enum kowed_kind kind, int64_t now)
 /* ---- PodGroup status writes that could not be queued ----------------------------------------- */
 
 /* A gang's PodGroup status (pg_status_write's arguments) that could not be queued (out of
- * memory): written again a second later by the next cycle, at most KDRV_OWED_TRIES times, until
- * a newer status of the gang replaces it or its PodGroup is gone. A status that was queued is
- * done with, whatever the answer (a refused one is logged, as before). */
+ * memory), or a Volcano PUT of it refused with 409 (the object changed since the version the
+ * PUT carried: another write landed first, such as its member counts): written again a second
+ * later by the next cycle, from the object as seen then, at most KDRV_OWED_TRIES times in all,
+ * until a newer status of the gang replaces it or its PodGroup is gone. Any other answer to a
+ * queued status is final (a refused one is logged). A 409 on a status that a newer one has
+ * replaced since is dropped: the newer one was sent on its own, or (a waiting gang's, which
+ * takes the place of one still queued, pg_status_send) is written again by the cycles. */
 struct kowed_status {
     char *pg;  /* the PodGroup's cache key "ns/name" */
     char *uid; /* its uid: a PodGroup created again under the name is another */
     char *phase, *type, *reason, *message;
     int64_t retry_ms; /* written again then (ms since the epoch) */
-    uint32_t tries;   /* writes not queued so far */
+    uint32_t tries;   /* writes not queued or refused with 409 so far */
+    /* while it is the context of a Volcano PUT (on_volcano_status): */
+    struct kdrv *d;
+    char *gang;
 };
 
 static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *pg,
                            const char *phase, const char *type, const char *reason,
-                           const char *message);
+                           const char *message, uint32_t tries);
 
 static void owed_status_free(struct kowed_status *o)
 {
@@ -553,7 +562,39 @@ static void owed_status_free(struct kowed_status *o)
     free(o->type);
     free(o->reason);
     free(o->message);
+    free(o->gang);
     free(o);
+}
+
+/* A copy of a status write's arguments, or NULL (out of memory). */
+static struct kowed_status *owed_new(const struct kpg *pg, const char *phase, const char *type,
+                                     const char *reason, const char *message)
+{
+    char key[KOBJ_KEY_MAX];
+    struct kowed_status *o = calloc(1, sizeof(*o));
+    if (!o || kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0 || !(o->pg = strdup(key)) ||
+        !(o->uid = strdup(pg->uid ? pg->uid : "")) || !(o->phase = strdup(phase)) ||
+        !(o->type = strdup(type)) || !(o->reason = strdup(reason)) ||
+        !(o->message = strdup(message))) {
+        owed_status_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* o (taken) becomes gang's owed status, written again a second later. Logs why. */
+static void owe_status(struct kdrv *d, const char *gang, struct kowed_status *o, const char *why)
+{
+    if (!o || strmap_put(&d->owed_status, gang, o, NULL) != 0) {
+        LOG_ERROR(KDRV_MOD, "status of gang %s dropped (out of memory): reason=%s", gang,
+                  o ? o->reason : "");
+        owed_status_free(o);
+        return;
+    }
+    o->tries++;
+    o->retry_ms = kdrv_now(d) + 1000;
+    kdrv_cycle_at(d, o->retry_ms);
+    LOG_WARN(KDRV_MOD, "status of gang %s %s: written again in 1000 ms", gang, why);
 }
 
 /* Writes the status of gang's PodGroup pg; when it cannot be queued, it is owed (a second
@@ -564,23 +605,31 @@ static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, 
     owed_status_free(strmap_del(&d->owed_status, gang));
     if (pg->deleting) /* a PodGroup being deleted: the Event says why, its status is left */
         return;
-    if (pg_status_write(d, gang, pg, phase, type, reason, message) == 0)
-        return;
-    char key[KOBJ_KEY_MAX];
-    struct kowed_status *o = calloc(1, sizeof(*o));
-    if (!o || kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0 || !(o->pg = strdup(key)) ||
-        !(o->uid = strdup(pg->uid ? pg->uid : "")) || !(o->phase = strdup(phase)) ||
-        !(o->type = strdup(type)) || !(o->reason = strdup(reason)) ||
-        !(o->message = strdup(message)) || strmap_put(&d->owed_status, gang, o, NULL) != 0) {
+    if (pg_status_write(d, gang, pg, phase, type, reason, message, 0) != 0)
+        owe_status(d, gang, owed_new(pg, phase, type, reason, message),
+                   "not queued (out of memory)");
+}
+
+/* The answer to a Volcano status PUT (ctx: its kowed_status, taken): a 409 on the gang's
+ * latest status makes it owed, until KDRV_OWED_TRIES. */
+static void on_volcano_status(void *ctx, const struct kube_resp *r)
+{
+    struct kowed_status *o = ctx;
+    struct kdrv *d = o->d;
+    const struct kstatus *st = r->status == 409 ? strmap_get(&d->status, o->gang) : NULL;
+    char full[600];
+    snprintf(full, sizeof(full), "%s|%s|%s", o->phase, o->reason, o->message);
+    if (!st || !st->reason || strcmp(st->reason, full) != 0 ||
+        strmap_get(&d->owed_status, o->gang) || o->tries + 1 >= KDRV_OWED_TRIES) {
+        ignore_resp(NULL, r);
         owed_status_free(o);
-        LOG_ERROR(KDRV_MOD, "status of gang %s dropped (out of memory): reason=%s", gang, reason);
         return;
     }
-    o->tries = 1;
-    o->retry_ms = kdrv_now(d) + 1000;
-    kdrv_cycle_at(d, o->retry_ms);
-    LOG_WARN(KDRV_MOD, "status of gang %s not queued (out of memory): written again in 1000 ms",
-             gang);
+    char *gang = o->gang;
+    o->gang = NULL;
+    o->d = NULL;
+    owe_status(d, gang, o, "refused with 409 (the PodGroup changed since)");
+    free(gang);
 }
 
 /* Each owed status that is due is written again; one done with (written, replaced, its
@@ -598,7 +647,8 @@ static void owed_status_step(struct kdrv *d, int64_t now)
             kdrv_cycle_at(d, o->retry_ms);
             continue;
         }
-        if (!over && pg_status_write(d, k, pg, o->phase, o->type, o->reason, o->message) != 0) {
+        if (!over &&
+            pg_status_write(d, k, pg, o->phase, o->type, o->reason, o->message, o->tries) != 0) {
             if (++o->tries < KDRV_OWED_TRIES) {
                 o->retry_ms = kdrv_now(d) + 1000;
                 kdrv_cycle_at(d, o->retry_ms);
@@ -691,7 +741,7 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
         return SCHED_ENOMEM;
     char path[700];
     native_status_path(pg, path, sizeof(path));
-    return pg_status_send(d, KUBE_PATCH_STRATEGIC, path, body, true, NULL, NULL);
+    return pg_status_send(d, KUBE_PATCH_STRATEGIC, path, body, true, NULL, NULL, NULL);
 }
 
 struct pods_event {
@@ -807,7 +857,7 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
  * Non-zero: nothing was queued. */
 static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *pg,
                            const char *phase, const char *type, const char *reason,
-                           const char *message)
+                           const char *message, uint32_t tries)
 {
     bool warn = strcmp(type, "Warning") == 0;
     if (knative_is(pg->api))
@@ -847,7 +897,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
                  "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", pg->ns,
                  pg->name);
         return pg_status_send(d, KUBE_PATCH_MERGE, path, body, warn,
-                              d->xk8s_no_conditions ? NULL : on_xk8s_status, d);
+                              d->xk8s_no_conditions ? NULL : on_xk8s_status, d, NULL);
     }
     /* Volcano: its phases (Pending, Running, Completed) and its conditions as Volcano writes
      * them: Unschedulable=True with the reason while it waits, Scheduled=True once bound */
@@ -861,7 +911,7 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     cJSON_AddStringToObject(cond, "lastTransitionTime", kdrv_rfc3339(now, t, sizeof(t)));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), cond);
     /* no status subresource: PUT the object we last saw (a 409 on a stale resourceVersion
-     * just waits for the next write) */
+     * is owed: on_volcano_status) */
     cJSON *obj = cJSON_Parse(pg->raw ? pg->raw : "{}");
     if (!obj) { /* never a PUT without the object */
         cJSON_Delete(status);
@@ -872,7 +922,21 @@ static int pg_status_write(struct kdrv *d, const char *gang, const struct kpg *p
     cJSON_AddItemToObject(obj, "status", status);
     snprintf(path, sizeof(path), "/apis/scheduling.volcano.sh/v1beta1/namespaces/%s/podgroups/%s",
              pg->ns, pg->name);
-    return pg_status_send(d, KUBE_PUT, path, obj, warn, NULL, NULL);
+    struct kowed_status *o = owed_new(pg, phase, type, reason, message);
+    if (o && !(o->gang = strdup(gang))) {
+        owed_status_free(o);
+        o = NULL;
+    }
+    if (o) {
+        o->d = d;
+        o->tries = tries;
+    }
+    bool replaced = false;
+    int rc =
+        pg_status_send(d, KUBE_PUT, path, obj, warn, o ? on_volcano_status : NULL, o, &replaced);
+    if (rc != 0 || replaced)
+        owed_status_free(o); /* not queued, or its body took the place of one queued */
+    return rc;
 }
 
 /* The answer of a scheduler-plugins status write that carried conditions: when they are not in

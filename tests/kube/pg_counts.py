@@ -6,12 +6,14 @@ Owns: the daemon's side of driver_counts.c (docs/daemon.md, Status and events). 
 nodes. scheduler-plugins PodGroups: "done" (minMember 2), two 1-GPU pods that run 12 s (a
 group's counts are written at most every 5 s); "pull", two pods whose image never pulls (the
 fake kubelet leaves them Pending, ErrImagePull). Volcano PodGroups: "vc", two pods that keep
-running; "vcdone", two pods that run 12 s. Checked, as scheduler-plugins' PodGroup controller
+running; "vcdone", two pods that run 12 s; "vcc", two pods that keep running, whose first
+PUT gets 409 Conflict (an injected fault, as when another write of the object landed first). Checked, as scheduler-plugins' PodGroup controller
 and Volcano's scheduler move them: "done" is Running with running 2 while its pods run, then
 succeeded 2, running 0 and phase Finished once they end, and `kubectl get podgroups` prints
 those values in its columns; "pull" stays Scheduling (bound, no member running); "vc" shows
 running 2 beside the phase Running and the Scheduled condition the daemon wrote (a PUT of the
-whole object keeps both); "vcdone" ends Completed with succeeded 2; the counts of "done" were
+whole object keeps both); "vcdone" ends Completed with succeeded 2; "vcc" gets its Running phase and Scheduled
+condition written again after the 409; the counts of "done" were
 written a bounded number of times. Every wait is bounded.
 """
 
@@ -58,10 +60,14 @@ def main():
     path, pg = e2e.podgroup("vcdone", 2, volcano=True)
     c.post(path, pg)
     members(c, "vcdone", 12, volcano=True)
+    path, pg = e2e.podgroup("vcc", 2, volcano=True)
+    c.post(path, pg)
+    members(c, "vcc", 600, volcano=True)
+    c.post("/_fake/faults", [{"type": "conflict", "verb": "update", "path": "/podgroups/vcc"}])
     s = e2e.Sched(kubeconfig, "sched", os.path.join(e2e.TMP, "gangsched.db"))
     check("the scheduler leads", wait_for(s.leading, 20))
-    check("the four gangs are bound", wait_for(
-        lambda: all(len(e2e.bound(c, g)) == 2 for g in ("done", "vc", "pull", "vcdone")), 20))
+    check("the five gangs are bound", wait_for(lambda: all(
+        len(e2e.bound(c, g)) == 2 for g in ("done", "vc", "pull", "vcdone", "vcc")), 20))
     running = wait_for(lambda: e2e.pg_status(c, "done").get("running") == 2, 10, step=0.2)
     check("while its pods run, the PodGroup counts them", running, str(e2e.pg_status(c, "done")))
     running = wait_for(lambda: e2e.pg_status(c, "done").get("phase") == "Running", 5, step=0.2)
@@ -92,6 +98,15 @@ def main():
     st = e2e.pg_status(c, "vcdone", volcano=True)
     check("a Volcano gang whose members all succeeded is Completed, succeeded 2",
           done and st.get("succeeded") == 2 and st.get("running", 0) == 0, str(st))
+    def vcc_scheduled():
+        st = e2e.pg_status(c, "vcc", volcano=True)
+        return st.get("phase") == "Running" and any(
+            x.get("type") == "Scheduled" for x in st.get("conditions", []))
+    _, stats, _ = c.get("/_fake/stats")
+    check("the first PUT of vcc's status was refused with 409", stats.get("conflicts", 0) >= 1,
+          str(stats.get("conflicts")))
+    check("its status is written again after the 409 (phase Running, Scheduled)",
+          wait_for(vcc_scheduled, 10, step=0.2), str(e2e.pg_status(c, "vcc", volcano=True)))
     _, stats, _ = c.get("/_fake/stats")
     writes = stats.get("by_resource", {}).get("patch podgroups.scheduling.x-k8s.io/status", 0)
     check("the status of 'done' was written a bounded number of times", 0 < writes <= 8,
