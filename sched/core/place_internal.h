@@ -172,10 +172,11 @@ struct place_keydom {
     uint32_t *first, *nodes;
 };
 const struct place_keydom *place_keydom(struct place_state *st, const char *key);
-/* Sets why[i] = code on each of the n nodes whose why[i] is 0 and whose domain is marked
- * (mark[d], d < kd->n_dom; mark[kd->n_dom] must be 0). */
-void place_keydom_reject(const struct place_keydom *kd, uint32_t n, const uint8_t *mark,
-                         uint8_t *why, uint8_t code);
+/* Sets why[i] = code on each node whose why[i] is 0 and whose domain is marked (mark[d],
+ * d < kd->n_dom; mark[kd->n_dom] must be 0). Costs the marked domains' nodes and n_dom / 8
+ * word reads. */
+void place_keydom_reject(const struct place_keydom *kd, const uint8_t *mark, uint8_t *why,
+                         uint8_t code);
 /* Kept marks of required pod rules (place_podmark.c). place_podmark_term: the domains of kd
  * holding an earlier pod that term t, carried by a pod of namespace ns, selects, brought up to
  * date (*any: some such pod on a node with the key), or NULL when none is kept (read the pods);

@@ -451,13 +451,11 @@ static bool forbid(struct place_state *st, struct place_podmark *pm, uint32_t *u
 }
 
 /* Rejects the nodes of the domains marked in the scratches `used`, and clears them. */
-static void reject_by(const struct place_state *st, struct place_podmark *pm, uint32_t used,
-                      uint8_t *why)
+static void reject_by(struct place_podmark *pm, uint32_t used, uint8_t *why)
 {
     for (uint32_t b = 0; b < pm->n_by; b++)
         if (used & 1u << b) {
-            place_keydom_reject(pm->by[b].kd, st->c->n_nodes, pm->by[b].mark, why,
-                                FILTER_POD_ANTI + 1);
+            place_keydom_reject(pm->by[b].kd, pm->by[b].mark, why, FILTER_POD_ANTI + 1);
             memset(pm->by[b].mark, 0, pm->by[b].kd->n_dom + 1);
         }
 }
@@ -489,8 +487,8 @@ static bool kind_rules(struct place_state *st, struct place_podmark *pm, struct 
         if (!selects[t])
             continue;
         if (k->mark[0]) { /* kept: its domains' nodes at once (an anti-affinity fills only 0s) */
-            place_keydom_reject(place_keydom(st, k->rep->anti[t].topology_key), st->c->n_nodes,
-                                k->mark[t], why, FILTER_POD_ANTI + 1);
+            place_keydom_reject(place_keydom(st, k->rep->anti[t].topology_key), k->mark[t], why,
+                                FILTER_POD_ANTI + 1);
             continue;
         }
         for (uint32_t r = k->head; r; r = pm->next[r - 1]) {
@@ -527,6 +525,6 @@ bool place_podmark_rules(struct place_state *st, const struct pod_meta *m, uint8
         for (uint32_t c = 0; c < n_cand && ok; c++)
             ok = kind_rules(st, pm, &pm->kinds[pm->cand[c]], m, &used, why);
     }
-    reject_by(st, pm, used, why);
+    reject_by(pm, used, why);
     return ok;
 }

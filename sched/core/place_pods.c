@@ -348,7 +348,7 @@ static void set_row(struct place_state *st, const struct gang *g, uint32_t s, ui
         if (!term_domains(st, &m->anti[t], m->ns, &mk))
             *oom = true;
         else
-            place_keydom_reject(mk.kd, n, mk.mark, why, FILTER_POD_ANTI + 1);
+            place_keydom_reject(mk.kd, mk.mark, why, FILTER_POD_ANTI + 1);
     }
     if (!*oom && !place_podmark_rules(st, m, why))
         *oom = true;
