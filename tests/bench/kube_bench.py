@@ -25,6 +25,11 @@ Owns: the daemon's speed targets (issue 7, "Speed") and how they are measured:
      run (4 per node, 1 GPU each, preloaded bound): what grows with the gangs the daemon runs
      (adopting them at its first cycle, each placement and each cycle beside them). The
      scheduler's CPU per bind is the figure to compare between builds.
+  7. kubelet (informational): case 2 with the fake server's simulated kubelet starting each pod
+     as soon as it is bound (--kubelet-delay 0), so that every pod's status changes once more
+     after its bind, as in a real cluster: the binds per second beside that churn, the time from
+     the last bind until every PodGroup shows running 8 and phase Running (the member counts and
+     phases of sched/kube/driver_counts.c), and the PodGroup status writes per gang.
 Nodes and running pods are stored with fakeapi.py --preload (as if the server had restarted on a
 full cluster: no create per object, so loading 500,000 pods takes seconds, not minutes); the
 server's list pages are its stored objects' JSON bytes joined, so listing costs it little.
@@ -35,7 +40,7 @@ target, PASS/MISS, ratio against the target); a missed target prints MISS and th
 exits 0; it exits 1 only when a run fails (a process dies, a bounded wait times out).
 
 Usage: python3 tests/bench/kube_bench.py [--bin bin]
-       [--only startup|throughput|mixed|scale|idle|ours] [--keep]
+       [--only startup|throughput|mixed|scale|idle|ours|kubelet] [--keep]
   KBENCH_WRAP="perf record -g -o /tmp/perf.data" runs the scheduler under a profiler;
   KBENCH_IDLE_PERF=/tmp/perf.data profiles the idle case's cycles after a change alone.
 Not a unit test: run by `make bench` only.
@@ -243,10 +248,20 @@ class Failed(Exception):
     pass
 
 
-def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
+def settled(port):
+    """Whether every PodGroup shows all its members running and phase Running."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/apis/scheduling.x-k8s.io/v1alpha1/"
+                                "namespaces/default/podgroups" % port, timeout=30) as r:
+        items = json.loads(r.read())["items"]
+    return all((g.get("status") or {}).get("phase") == "Running" and
+               (g.get("status") or {}).get("running") == GANG_SIZE for g in items)
+
+
+def run_case(args, tmp, label, preloads, loads, expect_binds, timeout, kubelet=False):
     """Starts the fake server with `preloads` (nodes and pods stored as if already in etcd, see
     fakeapi.py --preload) and `loads` (created), then the scheduler; waits for expect_binds
-    binds. Returns a dict of measurements."""
+    binds (and with kubelet, the simulated kubelet starting pods at once, until every PodGroup
+    shows them running). Returns a dict of measurements."""
     d = os.path.join(tmp, label)
     os.makedirs(d)
     port_file = os.path.join(d, "port")
@@ -258,6 +273,8 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
         cmd += ["--preload", path]
     for path in loads:
         cmd += ["--load", path]
+    if kubelet:
+        cmd += ["--kubelet", "--kubelet-delay", "0"]
     flog = open(os.path.join(d, "fake.log"), "w")
     t_load = time.time()
     fake = subprocess.Popen(cmd, stdout=flog, stderr=flog)
@@ -315,6 +332,14 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
     else:
         raise Failed("%s: %d of %d bound after %d s" % (label, st["binds"], expect_binds,
                                                          timeout))
+    settle_s = None
+    if kubelet:
+        t_bound = time.time()
+        if not wait_for(lambda: settled(port), timeout, 0.5):
+            raise Failed("%s: PodGroups not all Running %d s after the last bind" %
+                         (label, timeout))
+        settle_s = time.time() - t_bound
+        st = stats()
     sched_cpu, fake_cpu = cpu_s(sched.pid), cpu_s(fake.pid) - fake_cpu0
     rss_mb = rss_peak_mb(sched.pid)
     stop(sched)
@@ -324,7 +349,7 @@ def run_case(args, tmp, label, preloads, loads, expect_binds, timeout):
     return {"load_s": load_s, "first_bind_s": first - t0, "bind_span_s": lastb - first,
             "binds": n, "pods_per_s": (n - 1) / (lastb - first) if lastb > first else 0.0,
             "sched_cpu_s": sched_cpu, "fake_cpu_s": fake_cpu, "wall_s": lastb - t0,
-            "rss_mb": rss_mb,
+            "rss_mb": rss_mb, "settle_s": settle_s,
             "requests": st["requests"], "by_resource": st["by_resource"]}
 
 
@@ -336,7 +361,8 @@ def row(name, value, target, ok, ratio):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.environ.get("BIN", "bin"))
-    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale", "idle", "ours"])
+    ap.add_argument("--only", choices=["startup", "throughput", "mixed", "scale", "idle", "ours",
+                                       "kubelet"])
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="gangsched-kbench-")
@@ -369,6 +395,8 @@ def main():
             cases.append(("mixed", [f_nodes, f_other], [f_gangs], GANGS * GANG_SIZE))
         if args.only in (None, "ours"):
             cases.append(("ours", [f_nodes, f_ours], [f_gangs], GANGS * GANG_SIZE))
+        if args.only in (None, "kubelet"):
+            cases.append(("kubelet", [f_nodes], [f_gangs], GANGS * GANG_SIZE))
         if args.only in (None, "scale"):
             cases.append(("scale", [f_big_nodes, f_big_other], [f_few],
                           STARTUP_GANGS * GANG_SIZE))
@@ -381,7 +409,8 @@ def main():
                 write_list(f_big_other, existing_pods(BIG_NODES, BIG_PODS))
             sys.stderr.write("kube bench: %s (loading the fake server)\n" % label)
             try:
-                r = run_case(args, tmp, label, preloads, loads, expect, 600)
+                r = run_case(args, tmp, label, preloads, loads, expect, 600,
+                             kubelet=label == "kubelet")
             except Failed as e:
                 fail = True
                 row("%s: FAILED" % label, str(e)[:60], "-", False, "-")
@@ -576,11 +605,19 @@ def report(label, r):
             name = "  same, %d other pods running (info)" % EXISTING_PODS
         elif label == "ours":
             name = "  same, %d gangs of ours running (info)" % OURS_RUNNING
+        elif label == "kubelet":
+            name = "  same, the kubelet starting each pod at once (info)"
         row(name, "%.0f pods/s" % r["pods_per_s"], ">= %.0f" % TARGET_PODS_PER_S,
             r["pods_per_s"] >= TARGET_PODS_PER_S if label == "throughput" else None,
             "%.2fx target (%.2f s span)" % (r["pods_per_s"] / TARGET_PODS_PER_S,
                                             r["bind_span_s"]))
         row("    first bind after", "%.2f s" % r["first_bind_s"], "-", None, "-")
+    if r.get("settle_s") is not None:
+        writes = r["by_resource"].get("patch podgroups.scheduling.x-k8s.io/status", 0)
+        row("    every PodGroup Running, running %d, after" % GANG_SIZE,
+            "%.2f s" % r["settle_s"], "-", None, "from the last bind")
+        row("    PodGroup status writes", "%d" % writes, "-", None,
+            "%.2f per gang" % (writes / GANGS))
     row("    CPU gangsched run / fake server",
         "%.2f / %.2f s" % (r["sched_cpu_s"], r["fake_cpu_s"]), "-", None,
         "%.3f ms gangsched CPU/bind" % per_bind_ms)
