@@ -186,6 +186,8 @@ struct place_state {
      * (place_pods_carry) */
     uint64_t rows_shape;
     uint32_t rows_placed;
+    uint8_t *rows_filt; /* [n]: set 0's filter row under them, when the shape has spreads (a
+                           node a spread refused may be allowed again) */
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,

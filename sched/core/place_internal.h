@@ -144,9 +144,10 @@ void place_pods_build(struct place_state *st, const struct sched_snapshot *snap)
  * memory makes every node ineligible. Called by place_prepare_elig. */
 void place_pods_rows(struct place_state *st, const struct gang *g);
 /* The rows of a replica of the gang whose rows are in place (the same shape, one pod set of
- * anti-affinity terms only, no trial, no_shortcuts off), brought up to date with the pods placed
- * since instead of made again from every node; false (nothing done that matters) when they
- * cannot be: place_prepare_elig then makes them. */
+ * anti-affinity terms and, for a gang of one pod, DoNotSchedule spreads only, no trial,
+ * no_shortcuts off), brought up to date with the pods placed since instead of made again from
+ * every node; false (nothing done that matters) when they cannot be: place_prepare_elig then
+ * makes them. */
 bool place_pods_carry(struct place_state *st, const struct gang *g);
 /* The FILTER_* that rejected node i for set s of g at the last place_pods_rows, or -1. */
 int place_pods_why(const struct place_state *st, const struct gang *g, uint32_t s, uint32_t i);

@@ -70,6 +70,8 @@ struct place_pods_spread {
     uint32_t *cnt;                 /* [n_dom]: selected pods now */
     const uint32_t *cnt0;          /* [n_dom]: before the gang's own (a kept spread's counts) */
     uint32_t n_dom, min;           /* min: the smallest count (0 below min_domains domains) */
+    uint32_t n_min;                /* domains whose count is min (when min is a count) */
+    bool own_added;                /* cnt counts pods of the gang (spreads_add) */
     uint32_t *buf; /* [3n + 1] this slot's scratch: dom, cnt0 and cnt when not kept, reused
                       by the next gangs (survives the slot's reuse) */
 };
@@ -413,14 +415,24 @@ bool place_pods_spread_policy(const struct place_state *st, const struct gang *g
     return !sp->taints_honor || !nd->n_taints || plugin_taints.pass(g, ps, nd);
 }
 
+/* Whether e's min is 0 by rule (no domain, or fewer than min_domains), not a count. */
+static bool spread_min_fixed(const struct place_pods_spread *e)
+{
+    return e->n_dom == 0 || (e->sp->min_domains > 0 && e->n_dom < (uint32_t)e->sp->min_domains);
+}
+
 static void spread_min(struct place_pods_spread *e)
 {
     e->min = 0;
-    if (e->n_dom == 0 || (e->sp->min_domains > 0 && e->n_dom < (uint32_t)e->sp->min_domains))
+    e->n_min = 0;
+    if (spread_min_fixed(e))
         return;
     e->min = UINT32_MAX;
-    for (uint32_t d = 0; d < e->n_dom; d++)
+    for (uint32_t d = 0; d < e->n_dom; d++) {
+        e->n_min = e->cnt[d] < e->min ? 0 : e->n_min;
         e->min = e->cnt[d] < e->min ? e->cnt[d] : e->min;
+        e->n_min += e->cnt[d] == e->min;
+    }
 }
 
 struct counting {
@@ -584,6 +596,7 @@ static void spreads_add(struct place_state *st, const struct gang *g, uint32_t b
         const struct pod_meta *m = g->sets[e->set].meta;
         if (e->dom[j] != UINT32_MAX && podaff_selects(&e->sp->sel, m->ns, g->sets[b].meta)) {
             e->cnt[e->dom[j]]++;
+            e->own_added = true;
             spread_min(e);
         }
     }
@@ -595,18 +608,20 @@ static void spreads_reset(struct place_state *st)
     for (uint32_t k = 0; k < st->n_pods_spreads; k++) {
         struct place_pods_spread *e = &st->pods_spreads[k];
         memcpy(e->cnt, e->cnt0, e->n_dom * sizeof(*e->cnt));
+        e->own_added = false;
         spread_min(e);
     }
 }
 
 /* May a replica of g (the same shape) carry g's rows on (place_pods_carry)? One pod set whose
- * own rules (in the shape) are anti-affinity terms only, outside trials and no_shortcuts. */
+ * own rules (in the shape) are anti-affinity terms and DoNotSchedule spreads only (spreads: of
+ * a gang of one pod, whose spreads the cycle keeps), outside trials and no_shortcuts. */
 static bool carries(const struct place_state *st, const struct gang *g)
 {
     const struct pod_meta *m = g->n_sets == 1 ? g->sets[0].meta : NULL;
     return m && g->shape && !st->no_shortcuts && st->n_rel == 0 && !st->pods_lost &&
-           podaff_constrains(m) && m->n_anti && !m->n_affinity && !m->n_spread && !m->n_ports &&
-           !gang_soft_self(g);
+           podaff_constrains(m) && (m->n_anti || m->n_spread) && !m->n_affinity && !m->n_ports &&
+           !gang_soft_self(g) && (!m->n_spread || (g->n_pods == 1 && place_keeps(st)));
 }
 
 void place_pods_rows(struct place_state *st, const struct gang *g)
@@ -639,12 +654,17 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     }
     if (!oom)
         spreads_rows(st, g, &oom);
+    bool filt = !oom && g->sets[0].meta && g->sets[0].meta->n_spread && carries(st, g);
+    if (filt && !st->rows_filt && !(st->rows_filt = arena_alloc(st->arena, n)))
+        filt = false; /* out of memory: this shape does not carry */
     for (uint32_t s = 0; s < g->n_sets && !oom; s++) {
         const uint8_t *why = st->pods_why + (size_t)s * n;
         uint8_t *row = st->elig + (size_t)s * n;
         if (!st->elig_on[s])
             memset(row, 1, n);
         st->elig_on[s] = true;
+        if (s == 0 && filt)
+            memcpy(st->rows_filt, row, n);
         for (uint32_t i = 0; i < n; i++)
             row[i] = (uint8_t)(row[i] & (why[i] == 0));
     }
@@ -655,7 +675,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
         }
         st->pods_gang = NULL;
         st->pods_self = st->pods_soft_self = false;
-    } else if (carries(st, g)) {
+    } else if (carries(st, g) && (!g->sets[0].meta->n_spread || filt)) {
         st->rows_shape = g->shape;
         st->rows_placed = st->n_placed;
     }
@@ -673,9 +693,65 @@ static bool refuse_domain(struct place_state *st, const char *key, uint32_t j, u
     for (uint32_t x = d != UINT32_MAX ? kd->first[d] : 0; d != UINT32_MAX && x < kd->first[d + 1];
          x++) {
         uint32_t i = kd->nodes[x];
-        if (!why[i])
+        if (!why[i] || why[i] == FILTER_SPREAD + 1) /* anti-affinity first, as set_row */
             why[i] = FILTER_POD_ANTI + 1;
         row[i] = 0;
+    }
+    return true;
+}
+
+/* Node i against every spread of the carried rows: its why and row brought to what
+ * spreads_rows would make (a node refused by another rule stays so). */
+static void spread_recheck(struct place_state *st, uint32_t i, uint8_t *why, uint8_t *row)
+{
+    if (why[i] && why[i] != FILTER_SPREAD + 1)
+        return;
+    bool ok = true;
+    for (uint32_t k = 0; k < st->n_pods_spreads && ok; k++)
+        ok = spread_ok(&st->pods_spreads[k], i);
+    why[i] = ok ? 0 : FILTER_SPREAD + 1;
+    row[i] = (uint8_t)(ok && st->rows_filt[i]);
+}
+
+/* The carried spreads counted up to the pods placed since their rows (one pod each, their
+ * domains' nodes checked again; every node when a smallest count grew). False: not carried
+ * (one counted the gang's own pods). */
+static bool spreads_carry(struct place_state *st, const struct pod_meta *m, uint8_t *why,
+                          uint8_t *row)
+{
+    uint32_t n = st->c->n_nodes;
+    bool all = false;
+    for (uint32_t k = 0; k < st->n_pods_spreads; k++) {
+        struct place_pods_spread *e = &st->pods_spreads[k];
+        if (e->own_added || e->own)
+            return false;
+        e->sp = &m->spread[k];
+        for (uint32_t x = st->rows_placed; x < st->n_placed; x++) {
+            const struct sched_pod *p = &st->placed[x];
+            uint32_t d = p->node < n ? e->dom[p->node] : UINT32_MAX;
+            if (d == UINT32_MAX || p->deleting || !podaff_selects(&e->sp->sel, m->ns, p->meta))
+                continue;
+            bool at_min = !spread_min_fixed(e) && e->cnt[d] == e->min;
+            e->cnt[d]++;
+            if (at_min && --e->n_min == 0) { /* the smallest count grew: every node again */
+                spread_min(e);
+                all = true;
+            }
+        }
+    }
+    if (all) {
+        for (uint32_t i = 0; i < n; i++)
+            spread_recheck(st, i, why, row);
+        return true;
+    }
+    for (uint32_t k = 0; k < st->n_pods_spreads; k++) { /* the domains that counted one more */
+        const struct place_pods_spread *e = &st->pods_spreads[k];
+        for (uint32_t x = st->rows_placed; x < st->n_placed; x++) {
+            uint32_t j = st->placed[x].node, d = j < n ? e->kd->dom[j] : UINT32_MAX;
+            for (uint32_t y = d != UINT32_MAX ? e->kd->first[d] : 0;
+                 d != UINT32_MAX && y < e->kd->first[d + 1]; y++)
+                spread_recheck(st, e->kd->nodes[y], why, row);
+        }
     }
     return true;
 }
@@ -700,11 +776,14 @@ bool place_pods_carry(struct place_state *st, const struct gang *g)
                 !refuse_domain(st, m->anti[t].topology_key, p->node, why, row))
                 return st->rows_shape = 0, false;
     }
+    if (m->n_spread && !spreads_carry(st, m, why, row))
+        return st->rows_shape = 0, false;
     st->rows_placed = st->n_placed;
     st->pods_gang = g;
     st->pods_self = gang_self(g);
     st->pods_soft_self = false;
-    st->n_pods_terms = st->n_pods_spreads = st->n_pods_own = 0;
+    st->n_pods_terms = st->n_pods_own = 0;
+    st->n_pods_spreads = m->n_spread ? st->n_pods_spreads : 0;
     st->pods_any[0] = false;
     return true;
 }
