@@ -713,17 +713,20 @@ static void spread_recheck(struct place_state *st, uint32_t i, uint8_t *why, uin
     row[i] = (uint8_t)(ok && st->rows_filt[i]);
 }
 
-/* The carried spreads counted up to the pods placed since their rows (one pod each, their
- * domains' nodes checked again; every node when a smallest count grew). False: not carried
- * (one counted the gang's own pods). */
-static bool spreads_carry(struct place_state *st, const struct pod_meta *m, uint8_t *why,
-                          uint8_t *row)
+/* The carried spreads of g counted up to the pods placed since their rows (one pod each,
+ * their domains' nodes checked again; every node when a smallest count grew); their kept
+ * counts (cnt0) brought up to date alike. False: not carried (a spread counted the gang's own
+ * pods, or its counts are not kept). */
+static bool spreads_carry(struct place_state *st, const struct gang *g, uint8_t *why, uint8_t *row)
 {
+    const struct pod_meta *m = g->sets[0].meta;
     uint32_t n = st->c->n_nodes;
     bool all = false;
     for (uint32_t k = 0; k < st->n_pods_spreads; k++) {
         struct place_pods_spread *e = &st->pods_spreads[k];
-        if (e->own_added || e->own)
+        const struct place_pods_kept *kp =
+            e->own_added || e->own ? NULL : spread_kept(st, g, 0, k, e->kd);
+        if (!kp || kp->cnt != e->cnt0)
             return false;
         e->sp = &m->spread[k];
         for (uint32_t x = st->rows_placed; x < st->n_placed; x++) {
@@ -776,7 +779,7 @@ bool place_pods_carry(struct place_state *st, const struct gang *g)
                 !refuse_domain(st, m->anti[t].topology_key, p->node, why, row))
                 return st->rows_shape = 0, false;
     }
-    if (m->n_spread && !spreads_carry(st, m, why, row))
+    if (m->n_spread && !spreads_carry(st, g, why, row))
         return st->rows_shape = 0, false;
     st->rows_placed = st->n_placed;
     st->pods_gang = g;
