@@ -460,27 +460,48 @@ static bool one_consider(struct place_state *st, const struct podset *ps, uint32
     return true;
 }
 
+/* Whether replica g's search may start where the last replica's took its node (st->one_at):
+ * its rows were carried (anti-affinity only: they only refuse more), no tiers, the same
+ * domain bounds, the last replica's node placed (committed) and now refused, and no node but
+ * it changed bucket since. */
+static bool one_resumes(const struct place_state *st, const struct gang *g)
+{
+    const struct place_one_at *a = &st->one_at;
+    return a->valid && st->rows_carried && a->shape == g->shape && !g->sets[0].meta->n_spread &&
+           st->n_tiers == 1 && a->moves == st->b->moves && a->n_placed + 1 == st->n_placed &&
+           a->only_level == st->only_level && a->only_domain == st->only_domain &&
+           !eligible(st, 0, a->node);
+}
+
 /* One pod: the node with the fewest free GPUs that fits (buckets), GPU-less pods prefer nodes
  * without GPUs so that accelerators stay free; the most preferred tier first. With tiers, a
  * bucket is passed over when it holds no node of the tier (b->tier_cnt) and left once all of
- * them were seen, so a tier costs about the nodes of its buckets, not a scan of every node. */
+ * them were seen, so a tier costs about the nodes of its buckets, not a scan of every node.
+ * A replica's search goes on where the last one's took its node (one_resumes), so a run of
+ * replicas passes each node once, not once per replica. */
 static bool place_one(struct place_state *st, const struct gang *g, struct sched_assign *out)
 {
     const struct podset *ps = &g->sets[0];
     int64_t gpus = ps->req.v[RES_GPU];
     struct one_best b = {.tier = st->n_tiers};
-    bool tiers = st->n_tiers > 1, done = false;
+    bool tiers = st->n_tiers > 1, done = false, resume = gpus > 0 && one_resumes(st, g);
+    struct place_one_at at = resume ? st->one_at : (struct place_one_at){0};
+    st->one_at.valid = false;
     /* Buckets in the score order of their free GPU count (training: fewest free first;
      * inference: most first). Pass 0 skips PreferNoSchedule, pass 1 takes only those. */
     for (uint32_t t = 0; t < st->n_tiers && gpus > 0 && !done; t++)
-        for (int pass = st->has_soft ? 0 : 1; pass < 2 && !done; pass++)
-            for (uint32_t step = 0; step <= NODE_MAX_GPUS && !done; step++) {
+        for (int pass = resume ? at.pass : st->has_soft ? 0 : 1; pass < 2 && !done; pass++)
+            for (uint32_t step = resume ? at.step : 0; step <= NODE_MAX_GPUS && !done; step++) {
                 int64_t k = st->key_order[step];
                 uint32_t left = tiers ? st->b->tier_cnt[t][k] : UINT32_MAX;
                 if (k < gpus || left == 0)
                     continue;
                 struct pb_iter it;
-                pb_iter_start(st->b, (uint32_t)k, &it);
+                if (resume)
+                    it = at.it; /* the last replica's place in this bucket */
+                else
+                    pb_iter_start(st->b, (uint32_t)k, &it);
+                resume = false;
                 for (int32_t i;
                      !done && left > 0 && (i = pb_iter_next(st->b, (uint32_t)k, &it)) >= 0;) {
                     if (tiers && st->tier[i] != t)
@@ -488,6 +509,8 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
                     left -= tiers;
                     if (pass == 1 ? !st->has_soft || st->soft[i] : !st->soft[i])
                         done = one_consider(st, ps, (uint32_t)i, k, &b);
+                    if (done)
+                        at = (struct place_one_at){.pass = pass, .step = step, .it = it};
                 }
             }
     if (gpus > 0) {
@@ -496,7 +519,19 @@ static bool place_one(struct place_state *st, const struct gang *g, struct sched
         out[0] = (struct sched_assign){.node = b.node, .gpu_mask = b.mask};
         struct score_in in = node_in(st, b.key, gpus);
         record_top(st, &in);
-        return apply(st, b.node, b.mask, &ps->req);
+        if (!apply(st, b.node, b.mask, &ps->req))
+            return false;
+        if (st->rows_shape == g->shape && st->n_tiers == 1) { /* the next replica's start */
+            at.valid = true;
+            at.node = b.node;
+            at.n_placed = st->n_placed;
+            at.shape = g->shape;
+            at.moves = st->b->moves;
+            at.only_level = st->only_level;
+            at.only_domain = st->only_domain;
+            st->one_at = at;
+        }
+        return true;
     }
     /* nodes without GPUs and no untolerated PreferNoSchedule taint, then those with one, then
      * every node with GPUs */

@@ -188,6 +188,20 @@ struct place_state {
     uint32_t rows_placed;
     uint8_t *rows_filt; /* [n]: set 0's filter row under them, when the shape has spreads (a
                            node a spread refused may be allowed again) */
+    bool rows_carried;  /* the gang being placed carries them (place_pods_carry) */
+    /* where the last one-pod replica's search took its node (place_one), for the next replica
+     * of its run: every node the search passed was refused or too full, and stays so while
+     * the rows only refuse more (anti-affinity alone) and no node but the replica's own (which
+     * its rules then refuse) changed bucket (base->moves) */
+    struct place_one_at {
+        bool valid;
+        int pass;
+        uint32_t step, node, n_placed;
+        uint64_t shape, moves;
+        int only_level;
+        uint32_t only_domain;
+        struct pb_iter it;
+    } one_at;
 };
 
 int place_state_build(struct place_state *st, const struct sched_snapshot *snap,

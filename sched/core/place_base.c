@@ -220,6 +220,7 @@ static inline void tier_count(struct place_base *b, uint32_t i, uint8_t k, int d
 /* Out of the bucket, without marking (the sync uses it). */
 static void unlink_raw(struct place_base *b, uint32_t i)
 {
+    b->moves++;
     uint8_t k = b->key[i];
     if (k == PB_NO_KEY)
         return;
@@ -252,6 +253,7 @@ void pb_unlink(struct place_base *b, uint32_t i)
 
 void pb_link(struct place_base *b, uint32_t i)
 {
+    b->moves++;
     pb_mark(b, i);
     pb_journal(b, i);
     uint8_t k = (uint8_t)bits_popc32(b->gpu_free[i]);

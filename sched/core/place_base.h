@@ -109,6 +109,8 @@ struct place_base {
     uint8_t *is_dirty;
     uint32_t n_dirty;
     uint32_t n_synced;   /* nodes restored by the last sync: pb_synced */
+    uint64_t moves;      /* nodes taken out of or put into a bucket so far (place_one's
+                            cursor holds while only its own node moved) */
     uint64_t generation; /* bumped by every place_base_touch: the cluster's usage generation */
     /* scratch of one cycle's searches */
     uint8_t *elig;   /* [GANG_MAX_SETS][n] */

@@ -638,6 +638,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
         any |= podaff_constrains(g->sets[s].meta) || podaff_prefers(g->sets[s].meta) ||
                (st->n_rules && g->sets[s].meta);
     st->rows_shape = 0; /* the rows are this gang's from here on */
+    st->rows_carried = false;
     if ((!any && !st->pods_lost) || n == 0)
         return;
     st->pods_gang = g;
@@ -761,6 +762,7 @@ static bool spreads_carry(struct place_state *st, const struct gang *g, uint8_t 
 
 bool place_pods_carry(struct place_state *st, const struct gang *g)
 {
+    st->rows_carried = false;
     if (!st->rows_shape || st->rows_shape != g->shape || !carries(st, g))
         return false;
     /* the rows refuse the pods' domains only (anti-affinity both ways: the set has no host
@@ -788,6 +790,7 @@ bool place_pods_carry(struct place_state *st, const struct gang *g)
     st->n_pods_terms = st->n_pods_own = 0;
     st->n_pods_spreads = m->n_spread ? st->n_pods_spreads : 0;
     st->pods_any[0] = false;
+    st->rows_carried = true;
     return true;
 }
 
