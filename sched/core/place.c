@@ -461,13 +461,13 @@ static bool one_consider(struct place_state *st, const struct podset *ps, uint32
 }
 
 /* Whether replica g's search may start where the last replica's took its node (st->one_at):
- * its rows were carried (anti-affinity only: they only refuse more), no tiers, the same
- * domain bounds, the last replica's node placed (committed) and now refused, and no node but
- * it changed bucket since. */
+ * its rows were carried and only refuse more (no spread allowed a node again), no tiers, the
+ * same domain bounds, the last replica's node placed (committed) and now refused, and no node
+ * but it changed bucket since. */
 static bool one_resumes(const struct place_state *st, const struct gang *g)
 {
     const struct place_one_at *a = &st->one_at;
-    return a->valid && st->rows_carried && a->shape == g->shape && !g->sets[0].meta->n_spread &&
+    return a->valid && st->rows_carried && !st->rows_reopened && a->shape == g->shape &&
            st->n_tiers == 1 && a->moves == st->b->moves && a->n_placed + 1 == st->n_placed &&
            a->only_level == st->only_level && a->only_domain == st->only_domain &&
            !eligible(st, 0, a->node);

@@ -189,9 +189,10 @@ struct place_state {
     uint8_t *rows_filt; /* [n]: set 0's filter row under them, when the shape has spreads (a
                            node a spread refused may be allowed again) */
     bool rows_carried;  /* the gang being placed carries them (place_pods_carry) */
+    bool rows_reopened; /* and a spread allowed some node again (its smallest count grew) */
     /* where the last one-pod replica's search took its node (place_one), for the next replica
      * of its run: every node the search passed was refused or too full, and stays so while
-     * the rows only refuse more (anti-affinity alone) and no node but the replica's own (which
+     * the rows only refuse more (not rows_reopened) and no node but the replica's own (which
      * its rules then refuse) changed bucket (base->moves) */
     struct place_one_at {
         bool valid;

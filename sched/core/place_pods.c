@@ -746,6 +746,7 @@ static bool spreads_carry(struct place_state *st, const struct gang *g, uint8_t 
     if (all) {
         for (uint32_t i = 0; i < n; i++)
             spread_recheck(st, i, why, row);
+        st->rows_reopened = true;
         return true;
     }
     for (uint32_t k = 0; k < st->n_pods_spreads; k++) { /* the domains that counted one more */
@@ -762,7 +763,7 @@ static bool spreads_carry(struct place_state *st, const struct gang *g, uint8_t 
 
 bool place_pods_carry(struct place_state *st, const struct gang *g)
 {
-    st->rows_carried = false;
+    st->rows_carried = st->rows_reopened = false;
     if (!st->rows_shape || st->rows_shape != g->shape || !carries(st, g))
         return false;
     /* the rows refuse the pods' domains only (anti-affinity both ways: the set has no host

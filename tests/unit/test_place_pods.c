@@ -632,6 +632,41 @@ static void test_replicas_carry_rows_as_from_scratch(void **unused)
     assert_true(placed > 150 && refused > 30); /* replicas placed, and others refused */
 }
 
+/* A replica's search goes on where the last replica's took its node (place_one) only while its
+ * rows only refuse more: replicas apart by hostname and spread by rack over two racks, rack 0's
+ * nodes first in the search (fewest free GPUs): the first takes node 0, the second (rack 0
+ * refused) node 8, and the third, with both racks at one (rack 0 allowed again, node 8 still
+ * refused), node 1, not node 9 after where the second's search stopped; as rows made from
+ * every node decide. */
+static void test_replica_search_restarts_when_a_spread_reopens(void **unused)
+{
+    (void)unused;
+    static const struct pod_spread by_rack = {
+        .sel = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = TOPO_LABEL_RACK}, .max_skew = 1};
+    static const struct pod_term apart = {.reqs = &req_app_a, .n_reqs = 1, .topology_key = HOST};
+    static const struct pod_meta m = {.ns = "ml",
+                                      .labels = labels_a,
+                                      .n_labels = 1,
+                                      .anti = &apart,
+                                      .n_anti = 1,
+                                      .spread = &by_rack,
+                                      .n_spread = 1};
+    static const uint32_t want[] = {0, 8, 1};
+    for (int x = 0; x < 2; x++) {
+        struct world *w = world_new("hgx:16"); /* racks of 8 nodes */
+        w->no_shortcuts = x == 1;
+        for (uint32_t i = 0; i < 16; i++)
+            use_gpus(w, i, i < 8 ? 0x7F : 0x3F); /* rack 0: 1 GPU free, rack 1: 2 */
+        for (int64_t j = 0; j < 3; j++)
+            with_meta(add_gang(w, 1, 1, j), &m);
+        const struct sched_result *r = cycle(w, "gangsched", 10);
+        assert_int_equal(r->n_placements, 3);
+        for (uint32_t p = 0; p < 3; p++)
+            assert_int_equal(r->placements[p].pods[0].node, want[p]);
+        free_gangs(w);
+    }
+}
+
 /* A gang placed pod by pod starts each pod's scan where the set's last pod went when nodes that
  * refuse a pod refuse the later ones too (place_pods.c rejects_stay): the same decisions as
  * scans from the first node (sched_snapshot.no_shortcuts), over 24 random worlds of bound pods
@@ -873,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_reservation_follows_rules_among_pods),
         cmocka_unit_test(test_scans_decide_as_from_scratch),
         cmocka_unit_test(test_replicas_carry_rows_as_from_scratch),
+        cmocka_unit_test(test_replica_search_restarts_when_a_spread_reopens),
         cmocka_unit_test(test_kept_marks_reject_as_pod_by_pod),
         cmocka_unit_test(test_many_kinds_reject_as_pod_by_pod),
     };
