@@ -673,7 +673,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
     }
     if (!oom)
         spreads_rows(st, g, &oom);
-    bool filt = !oom && g->sets[0].meta && g->sets[0].meta->n_spread && carries(st, g);
+    bool carry = !oom && carries(st, g), filt = carry && g->sets[0].meta->n_spread;
     if (filt && !st->rows_filt && !(st->rows_filt = arena_alloc(st->arena, n)))
         filt = false; /* out of memory: this shape does not carry */
     for (uint32_t s = 0; s < g->n_sets && !oom; s++) {
@@ -693,7 +693,7 @@ void place_pods_rows(struct place_state *st, const struct gang *g)
         }
         st->pods_gang = NULL;
         st->pods_self = st->pods_soft_self = false;
-    } else if (carries(st, g) && (!g->sets[0].meta->n_spread || filt)) {
+    } else if (carry && (!g->sets[0].meta->n_spread || filt)) {
         st->rows_shape = g->shape;
         st->rows_placed = st->n_placed;
     }

@@ -610,6 +610,13 @@ static void status_send(struct kdrv *d, const char *gang, const struct kpg *pg, 
                    "not queued (out of memory)");
 }
 
+/* A gang's status as kstatus.reason keeps it: "PHASE|REASON|MESSAGE", cut to STATUS_KEY_MAX. */
+#define STATUS_KEY_MAX 600
+static void status_key(char *out, const char *phase, const char *reason, const char *message)
+{
+    snprintf(out, STATUS_KEY_MAX, "%s|%s|%s", phase, reason, message);
+}
+
 /* The answer to a Volcano status PUT (ctx: its kowed_status, taken): a 409 on the gang's
  * latest status makes it owed, until KDRV_OWED_TRIES. */
 static void on_volcano_status(void *ctx, const struct kube_resp *r)
@@ -617,8 +624,8 @@ static void on_volcano_status(void *ctx, const struct kube_resp *r)
     struct kowed_status *o = ctx;
     struct kdrv *d = o->d;
     const struct kstatus *st = r->status == 409 ? strmap_get(&d->status, o->gang) : NULL;
-    char full[600];
-    snprintf(full, sizeof(full), "%s|%s|%s", o->phase, o->reason, o->message);
+    char full[STATUS_KEY_MAX];
+    status_key(full, o->phase, o->reason, o->message);
     if (!st || !st->reason || strcmp(st->reason, full) != 0 ||
         strmap_get(&d->owed_status, o->gang) || o->tries + 1 >= KDRV_OWED_TRIES) {
         ignore_resp(NULL, r);
@@ -798,8 +805,8 @@ bool kdrv_gang_status_rel(struct kdrv *d, const char *gang_key, const struct kpg
     struct kstatus *st = strmap_get(&d->status, gang_key);
     if (st)
         st->seen_ms = now;
-    char full[600];
-    snprintf(full, sizeof(full), "%s|%s|%s", phase, reason, message);
+    char full[STATUS_KEY_MAX];
+    status_key(full, phase, reason, message);
     int64_t every_ms = (int64_t)d->o->status_every_s * 1000;
     bool numbers = false; /* the same reason as last written, with new words */
     if (st && !force) {
