@@ -261,7 +261,8 @@ int kcache_pg_event(struct kcache *c, const cJSON *obj, enum kpg_api api, bool d
         return 0;
     }
     char key[KOBJ_KEY_MAX];
-    if (kobj_key(ns, name, key, sizeof(key)) != 0) {
+    if ((api == KPG_CPG_V1ALPHA3 ? knative_cpg_key(ns, name, key, sizeof(key))
+                                 : kobj_key(ns, name, key, sizeof(key))) != 0) {
         LOG_WARN("kube", "%s with an invalid name skipped", "podgroup");
         return 0;
     }

@@ -60,6 +60,9 @@ struct group {
     uint32_t n_bound_dying; /* bound, not finished, being deleted (or a delete was sent) */
     uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
     const char *foreign;    /* native group: a pending member with another schedulerName */
+    bool cpg;               /* a CompositePodGroup's tree (pg: the CompositePodGroup) */
+    bool planned;           /* plan made (pass 0 with pending pods, else pass 1) */
+    struct kcpg_plan plan;  /* the tree's, cache_cpg.c */
     /* its pending gang in this build (offered in pass 0), or NULL */
     struct kgang *pending_gang;
 };
@@ -163,15 +166,24 @@ static int gang_annotations(const struct group *g, const struct kpod *first, str
     const struct kpg *pg = g->pg;
     const struct kpod_spec *fs = first ? first->spec : NULL;
     uint32_t np = pg ? pg->n_ann : 0, nm = fs ? fs->n_ann : 0;
-    struct kv *all = arena_calloc(a, np + nm + 4, sizeof(*all));
+    struct kv *all = arena_calloc(a, np + nm + 6, sizeof(*all));
     if (!all)
         return SCHED_ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < np; i++)
         all[k++] = pg->ann[i];
-    if (pg && pg->topology_key) /* native: the constraint's node label as required level */
-        all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-required-topology",
-                               .value = pg->topology_key};
+    /* native: the constraint's node label as required level; a tree's children as slices */
+    const char *topo = g->cpg ? g->plan.topo_key : pg ? pg->topology_key : NULL;
+    if (topo)
+        all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-required-topology", .value = topo};
+    if (g->cpg && g->plan.slice_key) {
+        char *size = arena_printf(a, "%u", g->plan.slice_size);
+        if (!size)
+            return SCHED_ENOMEM;
+        all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-slice-required-topology",
+                               .value = g->plan.slice_key};
+        all[k++] = (struct kv){.key = "kueue.x-k8s.io/podset-slice-size", .value = size};
+    }
     if (pg && pg->nt_mode)
         all[k++] = (struct kv){.key = "volcano.sh/network-topology-mode", .value = pg->nt_mode};
     if (pg && pg->has_nt_tier) {
@@ -195,14 +207,19 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
                        const char **why)
 {
     struct arena *a = b->a;
-    if (!running && g->pg && g->pg->topology_key &&
-        annot_level_by_label(&b->c->cluster->topo, g->pg->topology_key) < 0) {
-        *why = arena_printf(a,
-                            "podgroup %s: spec.schedulingConstraints.topology[0].key: \"%s\" is "
-                            "not the node label of a configured topology level",
-                            g->key, g->pg->topology_key);
-        return SCHED_EINVAL;
-    }
+    const char *keys[] = {g->cpg  ? g->plan.topo_key
+                          : g->pg ? g->pg->topology_key
+                                  : NULL,
+                          g->cpg ? g->plan.slice_key : NULL};
+    for (int i = 0; i < 2 && !running; i++)
+        if (keys[i] && annot_level_by_label(&b->c->cluster->topo, keys[i]) < 0) {
+            *why =
+                arena_printf(a,
+                             "%s %s: spec.schedulingConstraints.topology[0].key: \"%s\" "
+                             "is not the node label of a configured topology level",
+                             g->cpg && i == 0 ? "compositepodgroup" : "podgroup", g->key, keys[i]);
+            return SCHED_EINVAL;
+        }
     /* the PodGroup's annotations win; then Volcano's spec.networkTopology; then the first
      * member's (a pod template carries Kueue's podset-* topology annotations) */
     struct kv *ann;
@@ -234,6 +251,28 @@ static int gang_annots(struct builder *b, const struct group *g, struct gang *gg
     for (uint32_t i = 0; i < n; i++) /* a shared ResourceClaim: the gang on one node */
         if (kclaims_shared(b->c->dra, members[i]))
             gg->topo_required = (int8_t)(b->c->cluster->topo.n_levels - 1);
+    return 0;
+}
+
+/* A pod set's node selector: its pods', and a running tree's domains for a gang that joins it
+ * (cache_cpg.c pins). 0 or SCHED_ENOMEM. */
+static int set_selector(struct arena *a, const struct group *g, const struct kpod_spec *sp,
+                        bool running, struct podset *ps)
+{
+    uint32_t ns = sp ? sp->n_node_selector : 0, np = g->cpg && !running ? g->plan.n_pins : 0;
+    if (np == 0) {
+        ps->node_selector = sp ? sp->node_selector : NULL;
+        ps->n_node_selector = ns;
+        return 0;
+    }
+    struct kv *sel = arena_calloc(a, ns + np, sizeof(*sel));
+    if (!sel)
+        return SCHED_ENOMEM;
+    if (ns)
+        memcpy(sel, sp->node_selector, ns * sizeof(*sel));
+    memcpy(sel + ns, g->plan.pins, np * sizeof(*sel));
+    ps->node_selector = sel;
+    ps->n_node_selector = ns + np;
     return 0;
 }
 
@@ -272,9 +311,9 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             *why = sp->err;
             return SCHED_EINVAL;
         }
+        if (set_selector(a, g, sp, running, ps) != 0)
+            return SCHED_ENOMEM;
         if (sp) {
-            ps->node_selector = sp->node_selector;
-            ps->n_node_selector = sp->n_node_selector;
             ps->tolerations = sp->tolerations;
             ps->n_tolerations = sp->n_tolerations;
             ps->affinity = sp->affinity;
@@ -312,8 +351,10 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
             if (set_id[i] == s)
                 kg->members[k++] = members[i];
     kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
-    if (running && g->pg && g->pg->initially_scheduled && kg->min_member > n)
+    if (running && knative_min_raised(g->pg) && kg->min_member > n)
         kg->min_member = n; /* native: a raised minCount applies to future cycles only */
+    if (g->cpg)
+        kg->min_member = g->plan.min;
     const char *profile = NULL;
     int rc = gang_annots(b, g, gg, members, n, running, &profile, why);
     if (rc)
@@ -334,8 +375,18 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     /* pending: every pod together; running: an elastic gang's members above its PodGroup's
      * minMember are what a preemption may take alone (sched/core/preempt.h), unless a native
      * group's disruptionMode is all (one victim) */
-    bool elastic = running && kg->pg && !kg->pg->disrupt_all && kg->min_member < gg->n_pods;
+    bool elastic = running && kg->pg && !kg->pg->disrupt_all && !g->cpg &&
+                   kg->min_member < gg->n_pods; /* a tree is one victim */
     gg->min_member = elastic ? kg->min_member : gg->n_pods;
+    if (!running && g->cpg && g->plan.slice_key && gg->n_sets != 1) {
+        *why = arena_printf(a,
+                            "compositepodgroup %s: its child pod groups have topology "
+                            "constraints and pods of %u different specs; gangsched places "
+                            "children with a topology constraint as slices of one gang, which "
+                            "need one pod spec",
+                            g->key, gg->n_sets);
+        return SCHED_EINVAL;
+    }
     return 0;
 }
 
@@ -407,19 +458,22 @@ static int take_pod(struct builder *b, struct kpod *p)
     bool bound = p->node || strmap_get(&c->assumed, key);
     if (!bound && (p->deleting || p->gated))
         return 0;
-    const char *gk = p->group ? p->group : p->key;
-    const struct kpg *pg = p->group ? strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group) : NULL;
-    if (pg && pg->basic) /* native basic policy: no gang, each pod alone */
-        gk = p->key;
+    char tree[KOBJ_KEY_MAX];
+    const struct kpg *pg;
+    bool cpg;
+    const char *gk = kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg);
     struct group *g = strmap_get(&b->groups, gk);
     if (!g) {
         g = arena_calloc(b->a, 1, sizeof(*g));
-        if (!g || !(g->key = arena_strdup(b->a, gk)) || strmap_put(&b->groups, gk, g, NULL))
+        if (!g || !(g->key = arena_strdup(b->a, gk)) || strmap_put(&b->groups, g->key, g, NULL))
             return SCHED_ENOMEM;
-        g->named = p->group != NULL && gk == p->group;
+        g->named = cpg || (p->group != NULL && gk == p->group);
+        g->cpg = cpg;
         g->pg = g->named ? pg : NULL;
         g->foreign = g->named && p->native ? strmap_get(&b->foreign, gk) : NULL;
     }
+    if (cpg && !g->foreign && p->native) /* a tree: each child's pods */
+        g->foreign = strmap_get(&b->foreign, p->group);
     if (p->group_total > g->kueue_total) /* Kueue's plain-pod group: its members say it */
         g->kueue_total = p->group_total;
     if (bound && !p->deleting && !terminal)
@@ -500,13 +554,14 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
     const struct config *cfg = b->cfg;
     uint32_t min = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
     /* native, scheduled once: a raised minCount never evicts running pods */
-    if (g->pg && g->pg->initially_scheduled && g->n_bound_live > 0 && g->n_bound_live < min)
+    if (knative_min_raised(g->pg) && g->n_bound_live > 0 && g->n_bound_live < min)
         min = g->n_bound_live;
     const char *cw = NULL; /* a member's ResourceClaims (sched/kube/dra.h) */
     for (uint32_t m = 0; m < g->n_pending && !cw; m++)
         cw = strmap_get(&b->claim_why, g->pending[m]->key);
     if (g->named && !g->pg && !g->kueue_total)
-        return *msg = arena_printf(a, "pods name podgroup %s, which does not exist (yet)", g->key),
+        return *msg = arena_printf(a, "pods name %s %s, which does not exist (yet)",
+                                   g->cpg ? "compositepodgroup" : "podgroup", g->key),
                "PodGroupNotFound";
     /* a group being deleted (kept by a finalizer: the podgroup-protection one of native groups
      * while pods name it, any other on any kind) is going away with its workload: none of its
@@ -531,6 +586,13 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
                                    "alone",
                                    g->key, g->foreign),
                "SchedulerError";
+    /* a tree: its plan says (cache_cpg.c), once what it is left to do is done */
+    if (g->cpg && g->n_bound_live == 0 && g->n_bound_dying > 0)
+        min = 0; /* its earlier attempt first */
+    else if (g->cpg && g->plan.reason)
+        return *msg = g->plan.message, g->plan.reason;
+    else if (g->cpg)
+        min = 0; /* the plan's gang is whole by its making */
     /* bound and pending members are judged together: pending ones join bound ones only when
      * those make a whole gang already (an elastic gang grows); below minMember the bound ones
      * are torn down first (lifecycle.c) */
@@ -579,6 +641,12 @@ static int offer_group(struct builder *b, struct group *g, int pass)
     if (n == 0)
         return 0;
     qsort(members, n, sizeof(*members), cmp_pod);
+    if (g->cpg && g->pg && !g->planned) { /* the tree's plan, reordering the pods by child */
+        if (kcache_cpg_plan(b->c, g->pg, g->pending, pass == 0 ? g->n_pending : 0, g->bound,
+                            g->n_bound, b->a, &g->plan) != 0)
+            return SCHED_ENOMEM;
+        g->planned = true;
+    }
     struct gqueue gq;
     queue_of(b, g, &gq);
     if (pass == 0) {
@@ -592,8 +660,12 @@ static int offer_group(struct builder *b, struct group *g, int pass)
         if (done)
             return 0;
     }
-    if (pass == 0 && g->pg && knative_is(g->pg->api))
+    if (pass == 0 && g->cpg) {
+        members = g->plan.members;
+        n = g->plan.n_members;
+    } else if (pass == 0 && g->pg && knative_is(g->pg->api)) {
         n = g->n_bound_live == 0 ? (n < min_of(g) ? n : min_of(g)) : 1;
+    }
     int q = gq.q;
     if (pass == 1 && q < 0) {
         q = 0; /* still charged somewhere: usage must not vanish with a config edit */

@@ -520,6 +520,13 @@ static void on_pg_native_a3(void *ctx, enum kube_event ev, const cJSON *obj)
         kdrv_fatal(d, "out of memory in the podgroup cache");
 }
 
+static void on_cpg(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_pg_event(d->cache, obj, KPG_CPG_V1ALPHA3, ev == KUBE_DELETED))
+        kdrv_fatal(d, "out of memory in the podgroup cache");
+}
+
 static void on_workload(void *ctx, enum kube_event ev, const cJSON *obj)
 {
     struct kdrv *d = ctx;
@@ -858,6 +865,8 @@ static const struct kdrv_watch {
     /* 1.37's v1alpha3 (with CompositePodGroup): the same PodGroups as v1beta1 when both are
      * served (one object, one key: the later event wins) */
     {"/apis/scheduling.k8s.io/v1alpha3/podgroups", NULL, on_pg_native_a3},
+    /* and its CompositePodGroups (gate CompositePodGroup): a gang of child PodGroups */
+    {"/apis/scheduling.k8s.io/v1alpha3/compositepodgroups", NULL, on_cpg},
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     {"/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice},
     {"/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim},

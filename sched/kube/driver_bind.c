@@ -123,8 +123,7 @@ void kdrv_gang_binds_free(struct kgang_binds *gb)
     }
     free(gb->pods);
     free(gb->gang);
-    free(gb->pg_ns);
-    free(gb->pg_name);
+    free(gb->pg_key);
     free(gb->queue);
     free(gb->flavor);
     free(gb->summary);
@@ -210,12 +209,7 @@ static void binds_finished(struct kdrv *d)
     }
     for (uint32_t g = 0; g < d->n_binds; g++) {
         struct kgang_binds *gb = &d->binds[g];
-        const struct kpg *pg = NULL;
-        if (gb->pg_ns) {
-            char key[600];
-            snprintf(key, sizeof(key), "%s/%s", gb->pg_ns, gb->pg_name);
-            pg = kcache_pg(d->cache, key);
-        }
+        const struct kpg *pg = gb->pg_key ? kcache_pg(d->cache, gb->pg_key) : NULL;
         const char *bound_lbl[] = {"bound"}, *failed_lbl[] = {"failed"};
         http_metric_add_value(d->m_binds, bound_lbl, gb->n_pods - gb->n_failed);
         http_metric_add_value(d->m_binds, failed_lbl, gb->n_failed);
@@ -229,6 +223,9 @@ static void binds_finished(struct kdrv *d)
                 LOG_ERROR(KDRV_MOD, "out of memory recording gang %s bound", gb->gang);
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             kdrv_gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
+            if (pg && pg->api == KPG_CPG_V1ALPHA3) /* and the tree's child PodGroups */
+                for (uint32_t i = 0; i < gb->n_pods; i++)
+                    kdrv_child_scheduled(d, kcache_pod(d->cache, gb->pods[i].pod_key), gb->summary);
             continue;
         }
         const char *first_err = "";
@@ -1061,8 +1058,7 @@ static int gang_binds_prepare(struct kdrv *d, struct kgang_binds *gb, const stru
     gb->counted = run && d->db && store_job_get(d->db, kg->key, &row, NULL) == 0 &&
                   row.state == STORE_JOB_RUNNING;
     if (kg->pg) {
-        gb->pg_ns = strdup(kg->pg->ns);
-        gb->pg_name = strdup(kg->pg->name);
+        gb->pg_key = strdup(kg->pg->key);
         gb->api = kg->pg->api;
     }
     gb->n_pods = pl->gang->n_pods;

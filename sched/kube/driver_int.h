@@ -81,7 +81,7 @@ struct kbind {
 /* The binds of one placed gang. */
 struct kgang_binds {
     struct kdrv *d;
-    char *gang, *pg_ns, *pg_name; /* pg_* NULL for a gang of one */
+    char *gang, *pg_key; /* pg_key: its group's cache key, NULL for a gang of one */
     enum kpg_api api;
     struct kbind *pods;
     uint32_t n_pods, n_done, n_failed;
@@ -492,6 +492,11 @@ void kdrv_forget_logged(struct kdrv *d, const char *gang);
  * Returns whether it wrote (false: rate-limited). */
 bool kdrv_gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg, const char *phase,
                       const char *type, const char *reason, const char *message, bool force);
+
+/* A CompositePodGroup's tree is bound: pod p's child PodGroup gets its scheduled condition
+ * True (PodGroupInitiallyScheduled), owed as a gang's own until the watch shows it (p NULL, or
+ * its group True already or owed: nothing). */
+void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const char *message);
 
 /* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
  * Event), or NULL. */

@@ -79,8 +79,7 @@ void kdrv_evict_gang(struct kdrv *d, const struct kgang *victim, const char *mes
         return;
     }
     char path[700];
-    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/podgroups/%s/status",
-             knative_api_version(pg->api), pg->ns, pg->name);
+    knative_path(pg, "status", path, sizeof(path));
     kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, path, body, on_disruption_target, v);
 }
 

@@ -299,8 +299,7 @@ static void owed_free(struct kowed *o)
 
 static void native_status_path(const struct kpg *pg, char *path, size_t n)
 {
-    snprintf(path, n, "/apis/%s/namespaces/%s/podgroups/%s/status", knative_api_version(pg->api),
-             pg->ns, pg->name);
+    knative_path(pg, "status", path, n);
 }
 
 /* o is sent again after `wait` ms unless the watch shows it by then. */
@@ -351,9 +350,8 @@ static void owed_send(struct kdrv *d, const char *gang, struct kowed *o)
                  pod ? pod->name : "");
     } else if (o->kind == KOWED_CKPT) {
         body = pg ? kdrv_ckpt_patch(o->since_ms, o->until_ms) : NULL;
-        snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s",
-                 pg ? knative_api_version(pg->api) : "", pg ? pg->ns : "",
-                 pg ? knative_plural(pg->api) : "", pg ? pg->name : "");
+        if (pg)
+            knative_path(pg, NULL, path, sizeof(path));
     } else {
         const char *ct = pg ? knative_sched_condition(pg->api) : NULL;
         body =
@@ -418,10 +416,7 @@ static struct kowed *owed_entry(struct kdrv *d, enum kowed_kind kind, const char
 static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg,
                           const char *message)
 {
-    char key[KOBJ_KEY_MAX];
-    struct kowed *o = kobj_key(pg->ns, pg->name, key, sizeof(key)) == 0
-                          ? owed_entry(d, KOWED_SCHEDULED, gang, key, pg->uid, NULL)
-                          : NULL;
+    struct kowed *o = owed_entry(d, KOWED_SCHEDULED, gang, pg->key, pg->uid, NULL);
     if (!o)
         return;
     char *m = strdup(message ? message : "");
@@ -431,6 +426,14 @@ static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg
     }
     if (!o->inflight && o->message)
         owed_send(d, gang, o);
+}
+
+void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const char *message)
+{
+    const struct kpg *child = p && p->group ? kcache_pg(d->cache, p->group) : NULL;
+    if (child && !child->initially_scheduled && knative_sched_condition(child->api) &&
+        !strmap_get(&d->owed, child->key))
+        owe_scheduled(d, child->key, child, message);
 }
 
 /* A new request replaces the one owed in o (under map key `key`): sent now unless a send is in
@@ -570,11 +573,9 @@ static void owed_status_free(struct kowed_status *o)
 static struct kowed_status *owed_new(const struct kpg *pg, const char *phase, const char *type,
                                      const char *reason, const char *message)
 {
-    char key[KOBJ_KEY_MAX];
     struct kowed_status *o = calloc(1, sizeof(*o));
-    if (!o || kobj_key(pg->ns, pg->name, key, sizeof(key)) != 0 || !(o->pg = strdup(key)) ||
-        !(o->uid = strdup(pg->uid ? pg->uid : "")) || !(o->phase = strdup(phase)) ||
-        !(o->type = strdup(type)) || !(o->reason = strdup(reason)) ||
+    if (!o || !(o->pg = strdup(pg->key)) || !(o->uid = strdup(pg->uid ? pg->uid : "")) ||
+        !(o->phase = strdup(phase)) || !(o->type = strdup(type)) || !(o->reason = strdup(reason)) ||
         !(o->message = strdup(message))) {
         owed_status_free(o);
         return NULL;
@@ -741,6 +742,8 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
         owe_scheduled(d, gang, pg, message); /* its own retries */
         return 0;
     }
+    if (pg->initially_scheduled) /* terminal: never False again (its pods beyond minCount, a */
+        return 0;                /* tree's further children wait: their pods say why) */
     char msg[700];
     snprintf(msg, sizeof(msg), "%s: %s", reason, message);
     cJSON *body = knative_condition_patch(pg, ct, false, knative_reason(reason), msg, kdrv_now(d));

@@ -21,12 +21,30 @@ static const struct {
     [KPG_WORKLOAD_V1ALPHA1] = {"scheduling.k8s.io/v1alpha1", "Workload", "workloads", NULL},
     [KPG_NATIVE_V1ALPHA3] = {"scheduling.k8s.io/v1alpha3", "PodGroup", "podgroups",
                              "PodGroupInitiallyScheduled"},
+    [KPG_CPG_V1ALPHA3] = {"scheduling.k8s.io/v1alpha3", "CompositePodGroup", "compositepodgroups",
+                          "CompositePodGroupInitiallyScheduled"},
 };
 
 bool knative_is(enum kpg_api api)
 {
     return api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_NATIVE_V1ALPHA3 ||
-           api == KPG_WORKLOAD_V1ALPHA1;
+           api == KPG_WORKLOAD_V1ALPHA1 || api == KPG_CPG_V1ALPHA3;
+}
+
+int knative_cpg_key(const char *ns, const char *name, char *buf, size_t n)
+{
+    if (!ns || !*ns)
+        ns = "default";
+    int w = snprintf(buf, n, "%s/cpg:%s", ns, name ? name : "");
+    return name && *name && w > 0 && (size_t)w < n && !strchr(ns, '/') && !strpbrk(name, "/:")
+               ? 0
+               : SCHED_EINVAL;
+}
+
+void knative_path(const struct kpg *pg, const char *sub, char *buf, size_t n)
+{
+    snprintf(buf, n, "/apis/%s/namespaces/%s/%s/%s%s%s", knative_api_version(pg->api), pg->ns,
+             knative_plural(pg->api), pg->name, sub ? "/" : "", sub ? sub : "");
 }
 
 const char *knative_api_version(enum kpg_api api)
@@ -113,6 +131,16 @@ static int policy(const cJSON *pol, const char *key, const char *what, struct kp
         g->min_member = 1;
         return 0;
     }
+    if (g->api == KPG_CPG_V1ALPHA3) { /* a CompositePodGroup: child groups, not pods */
+        const cJSON *mg = get(gang, "minGroupCount");
+        if (!cJSON_IsNumber(mg) || mg->valuedouble < 1 || mg->valuedouble > 1e6 ||
+            mg->valuedouble != (double)(int64_t)mg->valuedouble)
+            return sched_fail(eb, SCHED_EINVAL,
+                              "%s: %s.gang.minGroupCount: not an integer in 1..1000000", key, what);
+        g->min_groups = (uint32_t)mg->valuedouble;
+        g->min_member = 1; /* its gang's pods: counted from its children (cache_build.c) */
+        return 0;
+    }
     const cJSON *mc = get(gang, "minCount");
     if (!cJSON_IsNumber(mc) || mc->valuedouble < 1 || mc->valuedouble > 1e6 ||
         mc->valuedouble != (double)(int64_t)mc->valuedouble)
@@ -173,13 +201,17 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
     const char *ns, *name;
     if (!meta_names(meta, &ns, &name))
         return sched_fail(eb, SCHED_EINVAL, "podgroup: metadata.name: missing or not a name");
+    bool cpg = api == KPG_CPG_V1ALPHA3;
     char key[KOBJ_KEY_MAX];
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (cpg)
+        (void)knative_cpg_key(ns, name, key, sizeof(key)); /* meta_names checked the parts */
+    else
+        snprintf(key, sizeof(key), "%s/%s", ns, name);
     struct kpg *g = new_pg(key, ns, name, meta, api);
     if (!g)
         return SCHED_ENOMEM;
-    char what[KOBJ_KEY_MAX + 16];
-    snprintf(what, sizeof(what), "podgroup %s", key);
+    char what[KOBJ_KEY_MAX + 32];
+    snprintf(what, sizeof(what), "%s %s/%s", cpg ? "compositepodgroup" : "podgroup", ns, name);
     int rc = policy(get(spec, "schedulingPolicy"), what, "spec.schedulingPolicy", g, eb);
     const cJSON *topo = get(get(spec, "schedulingConstraints"), "topology");
     if (rc == 0 && topo && !cJSON_IsNull(topo)) {
@@ -215,14 +247,26 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
     const char *pcn = cJSON_GetStringValue(get(spec, "priorityClassName"));
     if (rc == 0 && pcn && !(g->priority_class = strdup(pcn)))
         rc = SCHED_ENOMEM;
+    const cJSON *par = get(spec, "parentCompositePodGroupName");
+    if (rc == 0 && par && !cJSON_IsNull(par)) {
+        if (!cJSON_IsString(par) || !*par->valuestring || strpbrk(par->valuestring, "/:") ||
+            strlen(par->valuestring) > KOBJ_NAME_MAX)
+            rc = sched_fail(eb, SCHED_EINVAL, "%s: spec.parentCompositePodGroupName: not a name",
+                            what);
+        else if (!(g->parent = strdup(par->valuestring)))
+            rc = SCHED_ENOMEM;
+    }
     const char *sc = knative_sched_condition(api);
     const cJSON *c;
     cJSON_ArrayForEach(c, get(status, "conditions"))
     {
         const char *t = cJSON_GetStringValue(get(c, "type"));
         const char *s = cJSON_GetStringValue(get(c, "status"));
-        if (sc && t && s && strcmp(t, sc) == 0 && strcmp(s, "True") == 0)
+        if (sc && t && s && strcmp(t, sc) == 0 && strcmp(s, "True") == 0) {
+            const cJSON *og = get(c, "observedGeneration");
             g->initially_scheduled = true;
+            g->sched_generation = cJSON_IsNumber(og) ? (int64_t)og->valuedouble : 0;
+        }
     }
     if (rc == 0)
         rc = kobj_pg_keep(g, o);
@@ -323,6 +367,12 @@ cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok,
     cJSON_AddItemToArray(
         cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "conditions"), cond);
     return body;
+}
+
+bool knative_min_raised(const struct kpg *pg)
+{
+    return pg && pg->initially_scheduled &&
+           (pg->sched_generation <= 0 || pg->generation > pg->sched_generation);
 }
 
 const char *knative_reason(const char *why)

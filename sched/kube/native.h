@@ -10,6 +10,11 @@
  *        spec.disruptionMode (v1beta1 {all: {}} | {single: {}}; v1alpha2 "PodGroup" | "Pod"),
  *        metadata.generation, status.conditions (v1beta1 PodGroupInitiallyScheduled, v1alpha2
  *        PodGroupScheduled: True is terminal); pods join with spec.schedulingGroup.podGroupName.
+ *   1.37 v1alpha3 CompositePodGroup (gate CompositePodGroup): spec.schedulingPolicy{basic |
+ *        gang{minGroupCount}}, spec.schedulingConstraints.topology[0].key, spec.priority,
+ *        spec.parentCompositePodGroupName (PodGroups name their parent with the same field),
+ *        status.conditions CompositePodGroupInitiallyScheduled; read into a struct kpg keyed
+ *        "namespace/cpg:name" (knative_cpg_key). How its children make one gang: cache_build.c.
  * Field names checked against kubernetes/api scheduling/v1alpha1 and v1alpha2 types.go and the
  * v1beta1 summary in docs/kubernetes.md.
  *
@@ -31,6 +36,14 @@
 
 /* A native API (KPG_NATIVE_* or KPG_WORKLOAD_V1ALPHA1). */
 bool knative_is(enum kpg_api api);
+/* The cache key of CompositePodGroup ns/name: "ns/cpg:name" (PodGroup keys have no ':', 1.35
+ * Workload pod groups' "ns/workload:group" are never served with it). 0, or SCHED_EINVAL when
+ * it does not fit in n or a part is not a name. */
+int knative_cpg_key(const char *ns, const char *name, char *buf, size_t n);
+/* "/apis/<group/version>/namespaces/<ns>/<plural>/<name>[/<sub>]" of a group's object (sub
+ * NULL: the object itself). */
+void knative_path(const struct kpg *pg, const char *sub, char *buf, size_t n);
+
 /* "scheduling.x-k8s.io/v1alpha1", ..., "scheduling.k8s.io/v1beta1": the apiVersion of a group's
  * object; knative_kind: "PodGroup", or "Workload" for a 1.35 pod group; knative_plural:
  * "podgroups" or "workloads". */
@@ -71,6 +84,13 @@ int knative_workload_event(struct strmap *pgs, const cJSON *obj, bool deleted);
  * this write would say False. */
 cJSON *knative_condition_patch(const struct kpg *pg, const char *ctype, bool ok, const char *reason,
                                const char *message, int64_t now_ms);
+
+/* Whether a scheduled native group's spec changed since it was scheduled (its generation is
+ * past the observedGeneration of its True scheduled condition, or that is not known): then a
+ * minCount above its live members is a raised one, which applies to later cycles only and never
+ * evicts (upstream's promise); else members below minCount were lost, and the gang is torn
+ * down (a gang never runs partial). */
+bool knative_min_raised(const struct kpg *pg);
 
 /* The status reason upstream defines for one of the daemon's waiting reasons: "SchedulerError"
  * for specs it cannot act on (InvalidSpec, SchedulerError), else "Unschedulable". */

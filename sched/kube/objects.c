@@ -1062,6 +1062,7 @@ void kobj_pg_free(struct kpg *g)
     free(g->queue);
     free(g->priority_class);
     free(g->topology_key);
+    free(g->parent);
     free_mem(g->mem);
     free(g);
 }
@@ -1138,7 +1139,8 @@ const char *kobj_pg_annotation(const struct kpg *pg, const char *key)
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
 {
-    if (api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_NATIVE_V1ALPHA3)
+    if (api == KPG_NATIVE_V1ALPHA2 || api == KPG_NATIVE_V1BETA1 || api == KPG_NATIVE_V1ALPHA3 ||
+        api == KPG_CPG_V1ALPHA3)
         return knative_pg_decode(o, api, out, eb);
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec");
     const char *ns, *name;

@@ -56,7 +56,7 @@
 #define KOBJ_ANNOT_USER         "gangsched.io/user" /* also a label of that name on pods */
 
 #define KOBJ_NAME_MAX 253                     /* longest Kubernetes object name (DNS subdomain) */
-#define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 2) /* "namespace/name" and its NUL */
+#define KOBJ_KEY_MAX  (2 * KOBJ_NAME_MAX + 6) /* "namespace/cpg:name" and its NUL */
 
 /* "namespace/name" into buf (namespace "" or NULL is "default"); SCHED_EINVAL for a missing or
  * too long name, or one containing '/'. */
@@ -192,6 +192,8 @@ enum kpg_api {
     KPG_NATIVE_V1BETA1,
     KPG_WORKLOAD_V1ALPHA1,
     KPG_NATIVE_V1ALPHA3, /* 1.37's alpha PodGroup (CompositePodGroup's version): as v1beta1 */
+    KPG_CPG_V1ALPHA3,    /* 1.37's alpha CompositePodGroup: a gang of child PodGroups, keyed
+                            "namespace/cpg:name" (KNATIVE_CPG_KEY; a PodGroup may have its name) */
     KPG_N_API
 };
 
@@ -232,7 +234,10 @@ struct kpg {
     int32_t priority;         /* spec.priority */
     bool initially_scheduled; /* PodGroupInitiallyScheduled (v1alpha2 PodGroupScheduled) True */
     int64_t generation;       /* metadata.generation (the conditions' observedGeneration) */
+    int64_t sched_generation; /* observedGeneration of the True scheduled condition, 0: none */
     char *topology_key;       /* schedulingConstraints.topology[0].key, or NULL */
+    char *parent;             /* spec.parentCompositePodGroupName (same namespace), or NULL */
+    uint32_t min_groups;      /* a CompositePodGroup's gang.minGroupCount; 0 when basic */
 };
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);

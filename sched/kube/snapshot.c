@@ -270,10 +270,13 @@ void kcache_each_gang_pod(struct kcache *c, const char *key,
     const struct strmap *hot = kcache_hot(c); /* a group's pods are ours: hot */
     const char *k;
     void *v;
+    char tree[KOBJ_KEY_MAX];
     for (size_t i = 0; strmap_next(hot, &i, &k, &v);) {
         const struct kpod *p = v;
-        if (p->group && strcmp(p->group, key) == 0)
-            fn(ctx, p);
+        const struct kpg *pg;
+        bool cpg;
+        if (p->group && strcmp(kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg), key) == 0)
+            fn(ctx, p); /* a tree's pods too (cache_cpg.c) */
     }
 }
 

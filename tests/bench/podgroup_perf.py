@@ -59,7 +59,8 @@ CONFIGS = ["podgroup/gangscheduling/performance-config.yaml",
            "podgroup/tas/performance-config.yaml",
            "podgroup/basicscheduling/performance-config.yaml",
            "workload_preemption/performance-config.yaml",
-           "starvation/performance-config.yaml"]
+           "starvation/performance-config.yaml",
+           "cpg/performance-config.yaml"]
 BIN = os.environ.get("BIN", "bin")
 DEFAULT_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "scheduler-perf-"},
                 "spec": {}, "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
@@ -77,6 +78,7 @@ queues:
 
 
 PRECREATE = False
+CPG_SERVED = False  # the running case serves CompositePodGroups (its featureGates)
 
 # Upstream's SchedulingThroughput Average (pods/s) for these workloads, two CI runs each
 # (kubernetes PR #139859, comment of 2026-07-16, and PR #140611; thresholds in
@@ -170,9 +172,10 @@ def render(text, env):
 # ---- processes --------------------------------------------------------------------------------
 
 class Env:
-    def __init__(self, tmp, qps=None, burst=None):
+    def __init__(self, tmp, qps=None, burst=None, gates=None):
         """qps, burst: the case's schedulerApiClientQPS and schedulerApiClientBurst, else 5000
-        (gangsched's --kube-qps and --kube-burst)."""
+        (gangsched's --kube-qps and --kube-burst); gates: the case's featureGates (those the
+        test server knows of are given to it: CompositePodGroup serves compositepodgroups)."""
         self.tmp, self.procs, self.churning = tmp, [], False
         self.qps, self.burst = str(qps or 5000), str(burst or qps or 5000)
         port_file = os.path.join(tmp, "port")
@@ -183,7 +186,9 @@ class Env:
              "--serve-api", "scheduling.k8s.io/v1beta1", "--serve-api",
              "scheduling.k8s.io/v1alpha3", "--history", "200000",
              # as Kubernetes' integration test servers: pods and PodGroups give spec.priority
-             "--disable-admission-plugins", "Priority"],
+             "--disable-admission-plugins", "Priority"] +
+            (["--feature-gates", "CompositePodGroup=true"]
+             if (gates or {}).get("CompositePodGroup") else []),
             stdout=self.log, stderr=self.log))
         end = time.time() + 20
         while not (os.path.exists(port_file) and os.path.getsize(port_file)) and time.time() < end:
@@ -349,7 +354,7 @@ def run_workload(case, wl, base, env, record):
                     c.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": "%s-%d" % (op["prefix"],
                                                                                   i)}})
-            elif code in ("createPodGroups", "createAny"):
+            elif code in ("createPodGroups", "createAny", "createCompositePodGroups"):
                 create_pod_groups(c, op, base, count, tparams)
             elif code == "waitForPodGroups":
                 continue
@@ -479,17 +484,20 @@ def create_nodes(c, op, base, count, tparams):
 
 
 def create_pod_groups(c, op, base, count, tparams):
-    """createPodGroups / createAny (of PodGroups only): count PodGroups from the op's template,
-    a v1alpha2 one posted as v1beta1."""
+    """createPodGroups / createCompositePodGroups / createAny (of those only): count objects
+    from the op's template, a v1alpha2 PodGroup posted as v1beta1."""
     ns = op["namespace"]
     objs = []
     for i in range(count):
         o = load(base, op["templatePath"], dict(tparams, Index=i, Count=count))
-        if o.get("kind") != "PodGroup":
+        if o.get("kind") not in ("PodGroup", "CompositePodGroup"):
             raise NotApplicable("createAny of %s" % o.get("kind"))
         if o.get("apiVersion") == "scheduling.k8s.io/v1alpha2":
             o["apiVersion"] = "scheduling.k8s.io/v1beta1"  # 1.37 serves no v1alpha2
-        objs.append((pg_path(ns, o["apiVersion"].split("/")[1]), o))
+        path = pg_path(ns, o["apiVersion"].split("/")[1])
+        if o["kind"] == "CompositePodGroup":
+            path = path.replace("/podgroups", "/compositepodgroups")
+        objs.append((path, o))
     post_all(c, objs)
     time.sleep(0.5)  # the daemon's informer sees them before the pods (waitForPodGroups)
 
@@ -665,8 +673,53 @@ def check(c, ns, case):
         conds = {x["type"]: x for x in (pg.get("status") or {}).get("conditions") or []}
         if gang and bound and conds.get("PodGroupInitiallyScheduled", {}).get("status") != "True":
             cond_missing += 1
-    return {"groups": len(by_group), "partial_gangs": partial, "tas_groups_split": racks_bad,
-            "groups_without_InitiallyScheduled": cond_missing}
+    out = {"groups": len(by_group), "partial_gangs": partial, "tas_groups_split": racks_bad,
+           "groups_without_InitiallyScheduled": cond_missing}
+    if CPG_SERVED:
+        out.update(check_trees(c, nodes))
+        out["groups_without_InitiallyScheduled"] += out.pop("trees_without_InitiallyScheduled")
+    return out
+
+
+def check_trees(c, nodes):
+    """CompositePodGroups (scheduling/v1alpha3) of every namespace (a preemption's victims'
+    too): a gang tree with a bound pod has at least minGroupCount child groups with minCount
+    pods bound each (partial_trees), all its bound pods in one value of its topology key
+    (tas_trees_split), and CompositePodGroupInitiallyScheduled True."""
+    def ns_name(o):
+        return (o["metadata"].get("namespace"), o["metadata"]["name"])
+    cpgs = c.get("/apis/scheduling.k8s.io/v1alpha3/compositepodgroups")[1]["items"]
+    pgs = c.get("/apis/scheduling.k8s.io/v1beta1/podgroups")[1]["items"]
+    by_group = {}
+    for p in c.get("/api/v1/pods")[1]["items"]:
+        g = (p["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        if g and p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+            by_group.setdefault((p["metadata"]["namespace"], g), []).append(p)
+    partial = split = missing = 0
+    for cpg in cpgs:
+        (ns, name), spec = ns_name(cpg), cpg.get("spec") or {}
+        kids = [g for g in pgs if g["metadata"].get("namespace") == ns and
+                (g.get("spec") or {}).get("parentCompositePodGroupName") == name]
+        bound, whole = [], 0
+        for g in kids:
+            b = by_group.get(ns_name(g), [])
+            gang = (g["spec"].get("schedulingPolicy") or {}).get("gang")
+            whole += len(b) >= (gang["minCount"] if gang else 1)
+            bound += b
+        gang = (spec.get("schedulingPolicy") or {}).get("gang")
+        if not bound:
+            continue
+        if gang and whole < gang["minGroupCount"]:
+            partial += 1
+        topo = (spec.get("schedulingConstraints") or {}).get("topology")
+        if topo and len({nodes[p["spec"]["nodeName"]]["metadata"]["labels"].get(topo[0]["key"])
+                         for p in bound}) > 1:
+            split += 1
+        conds = {x["type"]: x for x in (cpg.get("status") or {}).get("conditions") or []}
+        if gang and conds.get("CompositePodGroupInitiallyScheduled", {}).get("status") != "True":
+            missing += 1
+    return {"trees": len(cpgs), "partial_trees": partial,
+            "tas_trees_split": split, "trees_without_InitiallyScheduled": missing}
 
 
 def selects(sel, labels):
@@ -805,8 +858,10 @@ def main():
                     continue
                 rec = {"name": "%s/%s" % (case["name"], wl["name"])}
                 tmp = tempfile.mkdtemp(prefix="gangsched-perf-")
+                global CPG_SERVED
+                CPG_SERVED = bool((case.get("featureGates") or {}).get("CompositePodGroup"))
                 env = Env(tmp, case.get("schedulerApiClientQPS"),
-                          case.get("schedulerApiClientBurst"))
+                          case.get("schedulerApiClientBurst"), case.get("featureGates"))
                 try:
                     wait(lambda: "started:" in open(os.path.join(tmp, "gangsched.log")).read()
                          or env.procs[-1].poll() is not None, 20, "the scheduler did not start")
@@ -814,6 +869,7 @@ def main():
                         raise RuntimeError("gangsched exited: see %s/gangsched.log" % tmp)
                     run_workload(case, wl, base, env, rec)
                     bad = rec.get("partial_gangs") or rec.get("tas_groups_split") or \
+                        rec.get("partial_trees") or rec.get("tas_trees_split") or \
                         rec.get("groups_without_InitiallyScheduled") or \
                         any((rec.get("rules_broken") or {}).values())
                     rec["result"] = "FAIL" if bad else "ok"

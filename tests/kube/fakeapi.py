@@ -45,7 +45,7 @@ import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
-from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, RESOURCES, SERVED_GATED, dumps, fields_match,
+from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CRD_COLUMNS, GATES_ON, RESOURCES, SERVED_GATED, dumps, fields_match,
     labels_match, log_request, now_time, parse_field_selector, parse_label_selector)
 from fakeapi_admit import (LEASE_KEY, _WARNINGS, check_list_options, check_name, find_kind,
     prepare_create, served)
@@ -1015,6 +1015,16 @@ def preload_objects(store, path):
         store.expire_watches()
 
 
+def feature_gates(ap, text):
+    """--feature-gates Name=true,...: the gates of served resources (Res.gate) turned on."""
+    for kv in (x for x in text.split(",") if x):
+        name, _, val = kv.partition("=")
+        if not any(r.gate == name for r in RESOURCES) or val not in ("true", "false"):
+            ap.error(f"--feature-gates {kv}: not Name=true|false of a gate this server knows")
+        if val == "true":
+            GATES_ON.add(name)
+
+
 def main():
     ap = argparse.ArgumentParser(description="fake Kubernetes API server (loopback only)")
     ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
@@ -1046,6 +1056,9 @@ def main():
     ap.add_argument("--serve-api", action="append", default=[],
                     help="serve a gated built-in group-version (scheduling.k8s.io/v1beta1, ...), "
                          "as --runtime-config does")
+    ap.add_argument("--feature-gates", default="",
+                    help="Name=true,... as kube-apiserver's flag: gates that a served resource "
+                         "needs besides its group-version (known: CompositePodGroup)")
     ap.add_argument("--disable-admission-plugins", default="",
                     help="comma-separated admission plugins to turn off, as kube-apiserver's flag "
                          "of that name (known: Priority)")
@@ -1062,6 +1075,7 @@ def main():
         if not any(r.gated and r.api_version == gv for r in RESOURCES):
             ap.error(f"--serve-api {gv}: not a gated group-version of this server")
         SERVED_GATED.add(gv)
+    feature_gates(ap, args.feature_gates)
     app.verbose = args.verbose
     app.token = "" if args.plain else args.token
     app.bookmark_interval = max(0.05, args.bookmark_interval)

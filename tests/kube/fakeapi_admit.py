@@ -15,7 +15,7 @@ import copy
 import re
 import sys
 import threading
-from fakeapi_base import (ApiError, CRD_COLUMNS, CRDS, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
+from fakeapi_base import (ApiError, CRD_COLUMNS, CRDS, GATES_ON, NAME_RE, RESOURCES, SERVED_GATED, conflict, dig, invalid,
     now_time)
 from fakeapi_dra import check_allocation, check_pod_node_affinity, check_weight
 
@@ -43,7 +43,7 @@ def served(res):
     """A built-in resource always (a gated one only with --serve-api); a custom one while its
     CRD serves this version."""
     if res.gated:
-        return res.api_version in SERVED_GATED
+        return res.api_version in SERVED_GATED and (not res.gate or res.gate in GATES_ON)
     return not res.crd or res.version in CRDS.get(res.key, {})
 
 
@@ -306,8 +306,11 @@ def prepare_create(res, obj):
         st = obj["status"]
         if st.get("allocatable") is None and isinstance(st.get("capacity"), dict):
             st["allocatable"] = dict(st["capacity"])
-    elif res.key in (("scheduling.k8s.io", "podgroups"), ("resource.k8s.io", "resourceclaims")):
+    elif res.key in (("scheduling.k8s.io", "podgroups"), ("resource.k8s.io", "resourceclaims"),
+                     CPG_KEY):
         obj.pop("status", None)  # their strategies' PrepareForCreate drop status (issue 17)
+        if res.key == CPG_KEY:
+            check_cpg(res, obj)
     elif res.key == ("apps", "deployments"):
         obj["status"] = {}
 
@@ -391,6 +394,7 @@ def check_update(res, cur, new):
 PODS_KEY = ("", "pods")
 PC_KEY = ("scheduling.k8s.io", "priorityclasses")
 PG_KEY = ("scheduling.k8s.io", "podgroups")
+CPG_KEY = ("scheduling.k8s.io", "compositepodgroups")
 LEASE_KEY = ("coordination.k8s.io", "leases")
 PG_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 HIGHEST_USER_PRIORITY = 1000000000  # scheduling.HighestUserDefinablePriority
@@ -513,10 +517,45 @@ PG_IMMUTABLE = ("parentCompositePodGroupName", "workloadRef", "schedulingConstra
                 "preemptionPolicy")
 
 
+def check_cpg(res, obj):
+    """CompositePodGroup create validation, as scheduling/v1alpha3 types.go declares it
+    (declarative validation tags): spec.workloadRef +required; spec.schedulingPolicy a union,
+    exactly one of basic and gang; gang.minGroupCount +required +minimum=1;
+    spec.schedulingConstraints.topology +maxItems=1. Messages in the generic validators'
+    wording ("Required value", "must be greater than or equal to 1"); not checked against a
+    live server."""
+    name = obj["metadata"]["name"]
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    if not isinstance(spec.get("workloadRef"), dict):
+        raise invalid(res, name, "spec.workloadRef", "Required value")
+    pol = spec.get("schedulingPolicy") if isinstance(spec.get("schedulingPolicy"), dict) else {}
+    if ("basic" in pol) == ("gang" in pol):
+        raise invalid(res, name, "spec.schedulingPolicy",
+                      "Invalid value: must specify exactly one of: `basic`, `gang`")
+    if "gang" in pol:
+        mgc = (pol.get("gang") or {}).get("minGroupCount")
+        if mgc is None:
+            raise invalid(res, name, "spec.schedulingPolicy.gang.minGroupCount", "Required value")
+        if not isinstance(mgc, int) or mgc < 1:
+            raise invalid(res, name, "spec.schedulingPolicy.gang.minGroupCount",
+                          f"Invalid value: {mgc}: must be greater than or equal to 1")
+    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    if len(topo) > 1:
+        raise invalid(res, name, "spec.schedulingConstraints.topology",
+                      f"Too many: {len(topo)}: must have at most 1 item")
+
+
+# Every CompositePodGroupSpec field is +k8s:immutable (scheduling/v1alpha3 types.go).
+CPG_IMMUTABLE = ("parentCompositePodGroupName", "workloadRef", "schedulingPolicy",
+                 "priorityClassName", "priority", "schedulingConstraints")
+
+
 def check_podgroup_update(res, cur, new):
     name = cur["metadata"]["name"]
     old_spec, spec = cur.get("spec") or {}, new.get("spec") or {}
-    if res.version == "v1alpha2":
+    if res.key == CPG_KEY:
+        fields = CPG_IMMUTABLE
+    elif res.version == "v1alpha2":
         fields = ("podGroupTemplateRef", "schedulingPolicy")
     else:
         fields = PG_IMMUTABLE

@@ -22,9 +22,10 @@ import time
 
 class Res:
     def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
-                 crd=False, subs=(), fields=None, categories=(), gated=False):
+                 crd=False, subs=(), fields=None, categories=(), gated=False, gate=None):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.gated = gated  # built-in but served only with --serve-api (alpha/beta versions)
+        self.gate = gate  # and then only with this feature gate on (--feature-gates)
         self.namespaced, self.short, self.status, self.crd = namespaced, list(short), status, crd
         self.subs = list(subs)  # extra subresources besides status
         self.categories = list(categories)
@@ -90,6 +91,11 @@ RESOURCES = [
     Res("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, status=True, gated=True),
     Res("scheduling.k8s.io", "v1alpha3", "workloads", "Workload", True, gated=True),
     Res("scheduling.k8s.io", "v1alpha3", "podgroups", "PodGroup", True, status=True, gated=True),
+    # 1.37: CompositePodGroup (scheduling/v1alpha3 types.go, +k8s:supportsSubresource="/status")
+    # is served only with its own gate too (FeatureGateAPIRequirements in the control plane):
+    # --serve-api scheduling.k8s.io/v1alpha3 --feature-gates CompositePodGroup=true
+    Res("scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", True,
+        status=True, gated=True, gate="CompositePodGroup"),
     # resource.k8s.io/v1 (DRA, GA since 1.34): served by default.
     Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
     Res("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False,
@@ -104,6 +110,7 @@ RESOURCES = [
     # ---- end issue 17 ---------------------------------------------------------------------------
 ]
 SERVED_GATED = set()  # "group/version" given with --serve-api
+GATES_ON = set()  # feature gates given as Name=true with --feature-gates
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY = {r.key: r for r in RESOURCES}
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")

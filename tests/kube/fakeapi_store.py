@@ -26,7 +26,7 @@ from fakeapi_base import (ApiError, BY_KEY, BY_PATH, CLAIMS_KEY, CRDS, CRD_KEY, 
     selector_object_matches, success_status)
 from fakeapi_patch import json_patch, merge_patch, strategic_merge
 from fakeapi_dra import ClaimController
-from fakeapi_admit import (LEASE_KEY, PC_KEY, PG_FINALIZER, PG_KEY, PODS_KEY,
+from fakeapi_admit import (CPG_KEY, LEASE_KEY, PC_KEY, PG_FINALIZER, PG_KEY, PODS_KEY,
     SYSTEM_PRIORITY_CLASSES, admit_priority, check_lease, check_list_options, check_name,
     check_podgroup_update, check_priority_class, check_update, field_validation, find_kind,
     forbidden, pod_needs_kubelet, pod_ready, precondition_failed, prepare_create, refresh_crds,
@@ -508,6 +508,8 @@ class Store(ClaimController):
             fins = body["metadata"].setdefault("finalizers", [])
             if isinstance(fins, list) and PG_FINALIZER not in fins:
                 fins.append(PG_FINALIZER)
+        elif res.key == CPG_KEY and prio:
+            admit_priority(res, body, classes)
         elif res.key == PC_KEY:
             check_priority_class(res, body, None, classes)
         elif res.key == LEASE_KEY:
@@ -529,7 +531,7 @@ class Store(ClaimController):
             new["spec"]["priority"] = cur["spec"]["priority"]
         elif res.key == PC_KEY:
             check_priority_class(res, new, cur, self.objects[PC_KEY])
-        elif res.key == PG_KEY and sub is None:
+        elif res.key in (PG_KEY, CPG_KEY) and sub is None:
             check_podgroup_update(res, cur, new)
         elif res.key == LEASE_KEY:
             check_lease(res, new)

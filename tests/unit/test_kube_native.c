@@ -183,6 +183,136 @@ static void extras_one_at_a_time_and_raised_min(void **state)
     assert_string_equal(kb.waiting[0].reason, "PartialGang");
 }
 
+/* A scheduled gang below minCount at the generation it was scheduled at lost members: its
+ * minimum stays minCount (the lifecycle tears it down); a later generation raised minCount. */
+static void lost_members_are_not_a_raised_min(void **state)
+{
+    struct nfx *f = *state;
+    const char *link = "\"schedulingGroup\":{\"podGroupName\":\"g\"}";
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "",
+       "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\","
+       "\"reason\":\"Scheduled\",\"observedGeneration\":3}]}");
+    pod(f->c, "g-0", link, "gangsched", "n1", 0);
+    in_group(f->c, "g-1", "g");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].reason, "PartialGang");
+    assert_true(kb.gangs[kb.n_gangs - 1].running);
+    assert_int_equal(kb.gangs[kb.n_gangs - 1].min_member, 2);
+    /* the spec changed since (generation 3 against observedGeneration 2): minCount was raised */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":2}}", "",
+       "{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\","
+       "\"reason\":\"Scheduled\",\"observedGeneration\":2}]}");
+    build(f, &kb);
+    assert_int_equal(kb.gangs[kb.n_gangs - 1].min_member, 1);
+    for (uint32_t w = 0; w < kb.n_waiting; w++)
+        assert_string_not_equal(kb.waiting[w].reason, "PartialGang");
+}
+
+/* A v1alpha3 CompositePodGroup ml/name; spec: its JSON spec members. */
+static void cpg(struct kcache *c, const char *name, const char *spec)
+{
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","
+             "\"metadata\":{\"namespace\":\"ml\",\"name\":\"%s\",\"uid\":\"cpg-%s\","
+             "\"generation\":1},\"spec\":{\"workloadRef\":{\"workloadName\":\"w\","
+             "\"templateName\":\"t\"},%s}}",
+             name, name, spec);
+    fx_event(c, 2, KPG_CPG_V1ALPHA3, buf);
+}
+
+/* The children of a gang CompositePodGroup make one gang keyed "ns/cpg:name": below quorum it
+ * waits in kube-scheduler's words; at quorum its first minGroupCount ready children go
+ * together, minCount pods each, as slices when they have a topology key; a PodGroup of the
+ * same name is another group. */
+static void composite_tree_is_one_gang(void **state)
+{
+    struct nfx *f = *state;
+    const char *rack = "\"schedulingConstraints\":{\"topology\":[{\"key\":"
+                       "\"network.topology.gangsched.io/rack\"}]}";
+    cpg(f->c, "t", "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},\"priority\":700");
+    char more[300];
+    snprintf(more, sizeof(more), "\"parentCompositePodGroupName\":\"t\",%s", rack);
+    pg(f->c, "t-a", "{\"gang\":{\"minCount\":2}}", more, "");
+    pg(f->c, "t-b", "{\"gang\":{\"minCount\":2}}", more, "");
+    pg(f->c, "t-c", "{\"gang\":{\"minCount\":2}}", more, "");
+    pg(f->c, "t", "{\"gang\":{\"minCount\":1}}", "", ""); /* a PodGroup named as the tree */
+    in_group(f->c, "a-0", "t-a");
+    in_group(f->c, "a-1", "t-a");
+    in_group(f->c, "a-2", "t-a");
+    in_group(f->c, "c-0", "t-c");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_int_equal(kb.n_waiting, 1);
+    assert_string_equal(kb.waiting[0].key, "ml/cpg:t");
+    assert_string_equal(kb.waiting[0].reason, "WaitingForPods");
+    assert_non_null(strstr(kb.waiting[0].message, "waiting for composite pod group \"t\" tree to "
+                                                  "meet quorum: 1 of minGroupCount 2"));
+    in_group(f->c, "b-0", "t-b");
+    in_group(f->c, "b-1", "t-b");
+    in_group(f->c, "c-1", "t-c");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    const struct kgang *g = &kb.gangs[0];
+    assert_string_equal(g->key, "ml/cpg:t");
+    assert_int_equal(g->pg->api, KPG_CPG_V1ALPHA3);
+    assert_int_equal(g->gang.n_pods, 4); /* t-a's first 2 and t-b's 2: t-c is not needed */
+    const char *want[] = {"a-0", "a-1", "b-0", "b-1"};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(g->members[i]->name, want[i]);
+    assert_int_equal(g->gang.priority, 700);
+    assert_int_equal(g->gang.slice_size, 2); /* each child one slice in one rack */
+    assert_string_equal(kb.snap.cluster->topo.levels[g->gang.slice_level].name, "rack");
+    struct sched_result res;
+    assert_int_equal(sched_cycle(&kb.snap, &f->a, &res), 0);
+    assert_int_equal(res.n_placements, 1);
+    /* children of different minCounts with a topology key cannot be slices: said */
+    pg(f->c, "t-b", "{\"gang\":{\"minCount\":1}}", more, "");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "minCounts"));
+}
+
+/* A running tree below quorum (a child lost a member) has a minimum above its live members: the
+ * lifecycle tears it down whole; whole, its minimum is what its children need. A nested tree
+ * waits, saying why. */
+static void composite_tree_minimum_and_nesting(void **state)
+{
+    struct nfx *f = *state;
+    cpg(f->c, "t", "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}}");
+    pg(f->c, "t-a", "{\"gang\":{\"minCount\":2}}", "\"parentCompositePodGroupName\":\"t\"", "");
+    pg(f->c, "t-b", "{\"gang\":{\"minCount\":1}}", "\"parentCompositePodGroupName\":\"t\"", "");
+    pod(f->c, "a-0", "\"schedulingGroup\":{\"podGroupName\":\"t-a\"}", "gangsched", "n1", 0);
+    pod(f->c, "a-1", "\"schedulingGroup\":{\"podGroupName\":\"t-a\"}", "gangsched", "n2", 0);
+    pod(f->c, "b-0", "\"schedulingGroup\":{\"podGroupName\":\"t-b\"}", "gangsched", "n3", 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_gangs, 1);
+    assert_true(kb.gangs[0].running);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 3);
+    assert_int_equal(kb.gangs[0].min_member, 3);      /* 2 + 1 */
+    assert_int_equal(kb.gangs[0].gang.min_member, 3); /* one victim */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"a-1\"}}");
+    assert_int_equal(kcache_pod_event(f->c, o, true), 0);
+    cJSON_Delete(o);
+    build(f, &kb);
+    assert_int_equal(kb.n_gangs, 1);
+    assert_int_equal(kb.gangs[0].gang.n_pods, 2);
+    assert_true(kb.gangs[0].min_member > 2); /* below quorum: torn down */
+    cpg(f->c, "t",
+        "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}},"
+        "\"parentCompositePodGroupName\":\"top\"");
+    in_group(f->c, "a-2", "t-a");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "has a parent (top)"));
+}
+
 /* A running group with more members than minCount loses members alone under disruptionMode
  * single (the default), never under all: the whole group is one victim. */
 static void disruption_mode_all_is_one_victim(void **state)
@@ -667,6 +797,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(extras_one_at_a_time_and_raised_min, setup, teardown),
         cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
         cmocka_unit_test_setup_teardown(disruption_mode_all_is_one_victim, setup, teardown),
+        cmocka_unit_test_setup_teardown(lost_members_are_not_a_raised_min, setup, teardown),
+        cmocka_unit_test_setup_teardown(composite_tree_is_one_gang, setup, teardown),
+        cmocka_unit_test_setup_teardown(composite_tree_minimum_and_nesting, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
