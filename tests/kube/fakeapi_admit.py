@@ -744,6 +744,11 @@ KNOWN_FIELDS = {
                                               "acquireTime", "renewTime", "leaseTransitions",
                                               "strategy", "preferredHolder"}},
     PC_KEY: {"": TOP | {"value", "globalDefault", "description", "preemptionPolicy"}},
+    # CompositePodGroupSpec and Status as scheduling/v1alpha3 types.go declares them (1.37)
+    CPG_KEY: {"": TOP | {"spec", "status"},
+              "spec": {"parentCompositePodGroupName", "workloadRef", "schedulingPolicy",
+                       "priorityClassName", "priority", "schedulingConstraints"},
+              "status": {"conditions"}},
     ("", "configmaps"): {"": TOP | {"data", "binaryData", "immutable"}},
     ("", "secrets"): {"": TOP | {"data", "stringData", "type", "immutable"}},
     ("", "bindings"): {"": TOP | {"target"},

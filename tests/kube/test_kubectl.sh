@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/kube/test_kubectl.sh: the real kubectl against the fake API server, over TLS with a
 # token and kubectl's default (strict) validation: get, create, apply twice, patch, label,
-# delete, watch, the PodGroup APIs, and `kubectl apply -k deploy/` with the examples.
+# delete, watch, the PodGroup APIs, `kubectl apply -k deploy/` with the examples, and 1.37's
+# CompositePodGroup served behind its gate.
 . tests/kube/lib.inc
 if ! command -v kubectl >/dev/null; then
     bad "kubectl is not installed (make deps installs Debian's kubernetes-client)"
@@ -193,4 +194,38 @@ expect_eq "the Volcano PodGroup's printer columns" "$(cells "$OUT")" \
     "$(printf 'NAME STATUS MINMEMBER RUNNING QUEUE AGE\nvc-train - 2 - team-a S')"
 expect_eq "the deploy configuration passes config check" \
     "$("$GS" config check deploy/gangsched-config.yaml 2>&1 | head -n 1)" "deploy/gangsched-config.yaml: valid"
+
+# 1.37's CompositePodGroup: served only with scheduling.k8s.io/v1alpha3 and its feature gate, as
+# kube-apiserver serves it (--runtime-config and --feature-gates CompositePodGroup=true)
+stop_fake
+start_fake --serve-api scheduling.k8s.io/v1alpha3
+expect_fail "without the CompositePodGroup gate kubectl finds no compositepodgroups" 1 \
+    "doesn't have a resource type" -- K get compositepodgroups
+stop_fake
+start_fake --serve-api scheduling.k8s.io/v1alpha3 --feature-gates CompositePodGroup=true
+K api-resources >"$OUT" 2>&1
+expect_eq "with it api-resources lists compositepodgroups in scheduling.k8s.io/v1alpha3" \
+    "$(grep -c '^compositepodgroups .*scheduling\.k8s\.io/v1alpha3 .*true .*CompositePodGroup' "$OUT")" 1
+cat >"$TMP/cpg.yaml" <<'EOF2'
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata: {name: train, namespace: default}
+spec:
+  workloadRef: {workloadName: train, templateName: cpg}
+  schedulingPolicy: {gang: {minGroupCount: 2}}
+  schedulingConstraints: {topology: [{key: topology.kubernetes.io/zone}]}
+EOF2
+K apply -f "$TMP/cpg.yaml" >"$OUT" 2>&1
+expect_eq "kubectl apply of a CompositePodGroup" "$(cat "$OUT")" \
+    "compositepodgroup.scheduling.k8s.io/train created"
+expect_eq "its minGroupCount as stored" \
+    "$(K get compositepodgroup train -o jsonpath='{.spec.schedulingPolicy.gang.minGroupCount}')" 2
+sed 's/minGroupCount: 2/minGroupCount: 3/' "$TMP/cpg.yaml" >"$TMP/cpg3.yaml"
+expect_fail "its schedulingPolicy is immutable (+k8s:immutable)" 1 \
+    'spec.schedulingPolicy: Invalid value: "null": field is immutable' -- K apply -f "$TMP/cpg3.yaml"
+sed 's/^  workloadRef.*//; s/name: train,/name: noref,/' "$TMP/cpg.yaml" >"$TMP/cpg4.yaml"
+expect_fail "workloadRef is required" 1 'spec.workloadRef: Required value' -- K apply -f "$TMP/cpg4.yaml"
+sed 's/^spec:/spec:\n  disruptionMode: {all: {}}/; s/name: train,/name: dm,/' "$TMP/cpg.yaml" >"$TMP/cpg5.yaml"
+expect_fail "an unknown spec field is refused under kubectl's strict validation" 1 \
+    'unknown field "spec.disruptionMode"' -- K apply -f "$TMP/cpg5.yaml"
 finish
