@@ -559,9 +559,17 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
     const char *cw = NULL; /* a member's ResourceClaims (sched/kube/dra.h) */
     for (uint32_t m = 0; m < g->n_pending && !cw; m++)
         cw = strmap_get(&b->claim_why, g->pending[m]->key);
+    if (g->cpg && !g->pg) { /* "ns/cpg:name" (cache_cpg.c) */
+        const char *colon = strchr(g->key, ':');
+        return *msg = arena_printf(a,
+                                   "their PodGroups name compositepodgroup %.*s%s as parent, "
+                                   "which does not exist (yet)",
+                                   (int)(strchr(g->key, '/') - g->key + 1), g->key,
+                                   colon ? colon + 1 : g->key),
+               "PodGroupNotFound";
+    }
     if (g->named && !g->pg && !g->kueue_total)
-        return *msg = arena_printf(a, "pods name %s %s, which does not exist (yet)",
-                                   g->cpg ? "compositepodgroup" : "podgroup", g->key),
+        return *msg = arena_printf(a, "pods name podgroup %s, which does not exist (yet)", g->key),
                "PodGroupNotFound";
     /* a group being deleted (kept by a finalizer: the podgroup-protection one of native groups
      * while pods name it, any other on any kind) is going away with its workload: none of its

@@ -311,6 +311,18 @@ static void composite_tree_minimum_and_nesting(void **state)
     assert_int_equal(kb.n_pending, 0);
     assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
     assert_non_null(strstr(kb.waiting[0].message, "has a parent (top)"));
+    /* a parent not seen (yet): the tree waits for it */
+    pg(f->c, "o-a", "{\"gang\":{\"minCount\":1}}", "\"parentCompositePodGroupName\":\"nope\"", "");
+    in_group(f->c, "o-0", "o-a");
+    build(f, &kb);
+    bool seen = false;
+    for (uint32_t w = 0; w < kb.n_waiting; w++)
+        if (strcmp(kb.waiting[w].key, "ml/cpg:nope") == 0) {
+            seen = true;
+            assert_string_equal(kb.waiting[w].reason, "PodGroupNotFound");
+            assert_non_null(strstr(kb.waiting[w].message, "compositepodgroup ml/nope as parent"));
+        }
+    assert_true(seen);
 }
 
 /* A running group with more members than minCount loses members alone under disruptionMode
