@@ -61,6 +61,7 @@ struct group {
     uint32_t kueue_total;   /* Kueue plain-pod group: pod-group-total-count, else 0 */
     const char *foreign;    /* native group: a pending member with another schedulerName */
     bool cpg;               /* a CompositePodGroup's tree (pg: the CompositePodGroup) */
+    const char *tree_why;   /* a tree's layout gangsched does not schedule, or NULL */
     bool planned;           /* plan made (pass 0 with pending pods, else pass 1) */
     struct kcpg_plan plan;  /* the tree's, cache_cpg.c */
     /* its pending gang in this build (offered in pass 0), or NULL */
@@ -461,7 +462,8 @@ static int take_pod(struct builder *b, struct kpod *p)
     char tree[KOBJ_KEY_MAX];
     const struct kpg *pg;
     bool cpg;
-    const char *gk = kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg);
+    const char *why;
+    const char *gk = kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg, &why);
     struct group *g = strmap_get(&b->groups, gk);
     if (!g) {
         g = arena_calloc(b->a, 1, sizeof(*g));
@@ -469,6 +471,7 @@ static int take_pod(struct builder *b, struct kpod *p)
             return SCHED_ENOMEM;
         g->named = cpg || (p->group != NULL && gk == p->group);
         g->cpg = cpg;
+        g->tree_why = why;
         g->pg = g->named ? pg : NULL;
         g->foreign = g->named && p->native ? strmap_get(&b->foreign, gk) : NULL;
     }
@@ -650,8 +653,8 @@ static int offer_group(struct builder *b, struct group *g, int pass)
         return 0;
     qsort(members, n, sizeof(*members), cmp_pod);
     if (g->cpg && g->pg && !g->planned) { /* the tree's plan, reordering the pods by child */
-        if (kcache_cpg_plan(b->c, g->pg, g->pending, pass == 0 ? g->n_pending : 0, g->bound,
-                            g->n_bound, b->a, &g->plan) != 0)
+        if (kcache_cpg_plan(b->c, g->pg, g->tree_why, g->pending, pass == 0 ? g->n_pending : 0,
+                            g->bound, g->n_bound, b->a, &g->plan) != 0)
             return SCHED_ENOMEM;
         g->planned = true;
     }

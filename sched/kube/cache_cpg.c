@@ -1,19 +1,21 @@
 /* sched/kube/cache_cpg.c: CompositePodGroups (scheduling.k8s.io/v1alpha3, Kubernetes 1.37 alpha):
- * which gang a native pod belongs to, and how the child PodGroups of a gang CompositePodGroup
- * make one gang (kcache_gang_of, kcache_cpg_plan; see cache_int.h).
+ * which gang a native pod belongs to, and how a tree of gang CompositePodGroups over PodGroups
+ * makes one gang (kcache_gang_of, kcache_cpg_plan; see cache_int.h).
  *
  * Upstream (scheduling/v1alpha3 types.go, KEP-4671 follow-ups): a CompositePodGroup with
- * schedulingPolicy gang{minGroupCount} admits its tree only when at least minGroupCount child
- * groups are schedulable together, each with its own minCount; its
- * schedulingConstraints.topology puts the whole tree in one domain, a child's in one domain of
- * its own key. Here the tree is one gang keyed "ns/cpg:name": its first minGroupCount children
- * that have their minCount pods (those with bound members first, then by name) are placed
- * all or nothing, minCount pods each, the children as slices of the gang when they have a
- * topology key of their own (one key, one minCount, one pod spec: the core's slices); once
- * the tree runs, each further child starts as a gang of its minCount pods and further pods
- * of a running child one at a time, pinned (a node selector) to the tree's domain and to their
- * child's, as kube-scheduler places a group's pods beyond minCount one by one. A basic
- * CompositePodGroup's children are scheduled as the groups they are.
+ * schedulingPolicy gang{minGroupCount} admits its subtree only when at least minGroupCount of its
+ * child groups (PodGroups, or CompositePodGroups in turn, at most 4 levels) are schedulable
+ * together, a PodGroup with its minCount pods; a group's schedulingConstraints.topology keeps its
+ * subtree in one domain of its key. Here the tree under the highest gang CompositePodGroup is one
+ * gang keyed "ns/cpg:name". Its first gang takes, level by level, the first minGroupCount ready
+ * children of each group (those with members running first, then by name) and minCount pods of
+ * each PodGroup chosen, all or nothing; the tree's own key is the gang's required level, and
+ * the groups of one level below it with a key of their own are the gang's slices (the core's
+ * slices: one key, one size, one pod spec). Once the tree runs, each further group starts as a
+ * gang of its own first gang, and further pods of a running PodGroup one at a time, pinned by
+ * a node selector to the domains its running ancestors hold, as kube-scheduler places a group's
+ * pods beyond minCount one by one. A basic CompositePodGroup at the root without a constraint
+ * leaves its children the groups they are.
  *
  * Must not touch: the network, the store, the cache's records (read only).
  */
@@ -25,21 +27,63 @@
 #include "sched/kube/cache_int.h"
 #include "sched/kube/native.h"
 
+#define TREE_DEPTH 4 /* CompositePodGroup levels above a PodGroup (WorkloadMaxTreeDepth) */
+
+/* The unit a PodGroup's pods are scheduled in: the highest CompositePodGroup above pg reached
+ * through gang ones only (NULL: none, pg's pods are its own group), its key in buf; *why when
+ * the layout is one gangsched does not schedule (the unit is then its parent), *missing when a
+ * CompositePodGroup above is not seen (the unit is then that one, key in buf). */
+static const struct kpg *tree_unit(const struct kcache *c, const struct kpg *pg, char *buf,
+                                   size_t n, const char **why, bool *missing)
+{
+    const struct kpg *unit = NULL, *at = pg;
+    char key[KOBJ_KEY_MAX];
+    *why = NULL;
+    *missing = false;
+    for (int depth = 0; at->parent; depth++) {
+        if (depth == TREE_DEPTH) {
+            *why = "more than 4 levels of CompositePodGroups above a PodGroup (or a cycle)";
+            break;
+        }
+        if (knative_cpg_key(at->ns, at->parent, key, sizeof(key)) != 0)
+            break;
+        const struct kpg *up = strmap_get(&c->pgs, key);
+        if (!up) {
+            *missing = true;
+            snprintf(buf, n, "%s", key);
+            return NULL;
+        }
+        if (up->basic) { /* its children are scheduled independently: above it, nothing holds */
+            if (up->topology_key || up->parent)
+                *why = "a basic CompositePodGroup with a topology constraint or a parent above "
+                       "its PodGroups";
+            break;
+        }
+        unit = at = up;
+    }
+    if (*why && !unit) /* pg's own parent */
+        unit = strmap_get(&c->pgs,
+                          knative_cpg_key(pg->ns, pg->parent, key, sizeof(key)) == 0 ? key : "");
+    if (unit)
+        snprintf(buf, n, "%s", unit->key);
+    return unit;
+}
+
 const char *kcache_gang_of(const struct kcache *c, const struct kpod *p, char *buf, size_t n,
-                           const struct kpg **pg_out, bool *cpg_out)
+                           const struct kpg **pg_out, bool *cpg_out, const char **why)
 {
     *cpg_out = false;
     *pg_out = NULL;
+    *why = NULL;
     if (!p->group)
         return p->key;
     const struct kpg *pg = strmap_get(&c->pgs, p->pg_ref ? p->pg_ref : p->group);
-    if (pg && pg->parent && knative_cpg_key(pg->ns, pg->parent, buf, n) == 0) {
-        const struct kpg *cpg = strmap_get(&c->pgs, buf);
-        /* a basic CompositePodGroup at the root without a constraint: its children are the
-         * groups they are */
-        if (!(cpg && cpg->basic && !cpg->parent && !cpg->topology_key)) {
+    if (pg && pg->parent) {
+        bool missing;
+        const struct kpg *unit = tree_unit(c, pg, buf, n, why, &missing);
+        if (unit || missing) {
             *cpg_out = true;
-            *pg_out = cpg;
+            *pg_out = unit;
             return buf;
         }
     }
@@ -50,14 +94,22 @@ const char *kcache_gang_of(const struct kcache *c, const struct kpod *p, char *b
 /* ---- one tree's plan --------------------------------------------------------------------------
  */
 
-/* A child PodGroup of the tree while planning: its pods sorted by name. */
-struct child {
+/* A group of the tree while planning: a PodGroup (leaf, its pods sorted by name) or a
+ * CompositePodGroup (its children sorted: those with live members first, then by key). */
+struct tnode {
     const char *key;
     const struct kpg *pg;
-    uint32_t min; /* its minCount (basic: 1) */
-    struct kpod **pending;
+    bool leaf;
+    uint32_t min; /* a PodGroup's minCount (basic: 1), a CompositePodGroup's minGroupCount */
+    struct tnode **kids;
+    uint32_t n_kids, cap_kids;
+    struct kpod **pending; /* a leaf's */
     uint32_t n_pending, n_live, n_dying;
-    const struct kpod *live_one; /* a bound live member: where its domain is */
+    /* derived (eval) */
+    uint32_t live;               /* live members in the subtree */
+    bool ready, whole;           /* its minimum can start (pending and live) / runs (live) */
+    uint32_t need, need_whole;   /* pods its first gang takes; the least its whole part needs */
+    const struct kpod *live_one; /* a live member in the subtree: where its domains are */
 };
 
 static const char *child_key(const struct kpod *p)
@@ -77,223 +129,333 @@ static bool terminal(const struct kpod *p)
     return p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
 }
 
-/* The tree's children from its pods (each array sorted by child, then name, here). */
-static struct child *children(const struct kcache *c, struct kpod **pending, uint32_t n_pending,
-                              struct kpod **bound, uint32_t n_bound, struct arena *a, uint32_t *n)
+struct tree {
+    const struct kcache *c;
+    struct arena *a;
+    struct strmap nodes; /* key -> struct tnode* */
+    struct tnode *root;
+};
+
+static int link_kid(struct tree *t, struct tnode *up, struct tnode *kid)
+{
+    if (up->n_kids == up->cap_kids) {
+        uint32_t nc = up->cap_kids ? up->cap_kids * 2 : 4;
+        struct tnode **v = arena_calloc(t->a, nc, sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        if (up->n_kids)
+            memcpy(v, up->kids, up->n_kids * sizeof(*v));
+        up->kids = v;
+        up->cap_kids = nc;
+    }
+    up->kids[up->n_kids++] = kid;
+    return 0;
+}
+
+/* The node of group pg (key), made and linked under its parent up to the root when new. */
+static struct tnode *node_of(struct tree *t, const char *key, const struct kpg *pg, int depth)
+{
+    struct tnode *x = strmap_get(&t->nodes, key);
+    if (x || depth > TREE_DEPTH + 1)
+        return x;
+    if (!pg || !(x = arena_calloc(t->a, 1, sizeof(*x))) || !(x->key = arena_strdup(t->a, key)) ||
+        strmap_put(&t->nodes, x->key, x, NULL) != 0)
+        return NULL;
+    x->pg = pg;
+    x->leaf = pg->api != KPG_CPG_V1ALPHA3;
+    x->min = x->leaf ? (!pg->basic && pg->min_member ? pg->min_member : 1)
+                     : (pg->min_groups ? pg->min_groups : 1);
+    if (pg == t->root->pg)
+        return x;
+    char up_key[KOBJ_KEY_MAX];
+    const struct kpg *up =
+        pg->parent && knative_cpg_key(pg->ns, pg->parent, up_key, sizeof(up_key)) == 0
+            ? strmap_get(&t->c->pgs, up_key)
+            : NULL;
+    struct tnode *u = up ? node_of(t, up->key, up, depth + 1) : NULL;
+    return u && link_kid(t, u, x) == 0 ? x : NULL;
+}
+
+/* The leaves' pods (each array sorted by child, then name, here) into the tree. */
+static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, struct kpod **bound,
+                    uint32_t n_bound)
 {
     qsort(pending, n_pending, sizeof(*pending), cmp_pod_child);
     qsort(bound, n_bound, sizeof(*bound), cmp_pod_child);
-    struct child *ch = arena_calloc(a, n_pending + n_bound + 1, sizeof(*ch));
-    if (!ch)
-        return NULL;
-    uint32_t k = 0, i = 0, j = 0;
-    while (i < n_pending || j < n_bound) { /* a merge of the two by child key */
-        const char *pk = i < n_pending ? child_key(pending[i]) : NULL;
-        const char *bk = j < n_bound ? child_key(bound[j]) : NULL;
-        const char *key = !pk ? bk : !bk ? pk : strcmp(pk, bk) <= 0 ? pk : bk;
-        struct child *x = &ch[k++];
-        x->key = key;
-        x->pg = strmap_get(&c->pgs, key);
-        x->min = x->pg && !x->pg->basic && x->pg->min_member ? x->pg->min_member : 1;
-        x->pending = &pending[i];
-        for (; i < n_pending && strcmp(child_key(pending[i]), key) == 0; i++)
-            x->n_pending++;
-        for (; j < n_bound && strcmp(child_key(bound[j]), key) == 0; j++) {
-            const struct kpod *p = bound[j];
-            if (terminal(p))
-                continue;
-            if (p->deleting) {
-                x->n_dying++;
-            } else {
-                x->n_live++;
-                x->live_one = x->live_one ? x->live_one : p;
-            }
+    for (uint32_t i = 0; i < n_pending;) {
+        const char *key = child_key(pending[i]);
+        struct tnode *x = node_of(t, key, strmap_get(&t->c->pgs, key), 0);
+        uint32_t j = i;
+        while (j < n_pending && strcmp(child_key(pending[j]), key) == 0)
+            j++;
+        if (x) { /* else a group out of this tree (changed since the pods were grouped) */
+            x->pending = &pending[i];
+            x->n_pending = j - i;
         }
-        /* native: a minCount raised after the group was scheduled applies to later cycles */
-        if (knative_min_raised(x->pg) && x->n_live > 0 && x->n_live < x->min)
-            x->min = x->n_live;
+        i = j;
     }
-    *n = k;
-    return ch;
+    for (uint32_t i = 0; i < n_bound; i++) {
+        const struct kpod *p = bound[i];
+        struct tnode *x = node_of(t, child_key(p), strmap_get(&t->c->pgs, child_key(p)), 0);
+        if (!x || terminal(p))
+            continue;
+        if (p->deleting) {
+            x->n_dying++;
+        } else {
+            x->n_live++;
+            x->live_one = x->live_one ? x->live_one : p;
+        }
+    }
+    return 0;
 }
 
 /* Those with live members first, then by key (the order children are chosen in). */
-static int cmp_child(const void *a, const void *b)
+static int cmp_kid(const void *a, const void *b)
 {
-    const struct child *x = a, *y = b;
-    if ((x->n_live > 0) != (y->n_live > 0))
-        return x->n_live > 0 ? -1 : 1;
+    const struct tnode *x = *(const struct tnode *const *)a, *y = *(const struct tnode *const *)b;
+    if ((x->live > 0) != (y->live > 0))
+        return x->live > 0 ? -1 : 1;
     return strcmp(x->key, y->key);
 }
 
-/* The value of node label `key` where p runs, or NULL. */
-static const char *domain_of(const struct kcache *c, const struct kpod *p, const char *key)
+/* ready, whole, need, need_whole and live of x's subtree. */
+static void eval(struct tnode *x)
 {
-    const struct kassume *am = p->node ? NULL : strmap_get(&c->assumed, p->key);
-    int ix = kcache_node_index(c, p->node ? p->node : am ? am->node : "");
-    return ix >= 0 && key ? node_label(&c->cluster->nodes[ix], key) : NULL;
+    if (x->leaf) {
+        /* native: a minCount raised after the group was scheduled applies to later cycles */
+        if (knative_min_raised(x->pg) && x->n_live > 0 && x->n_live < x->min)
+            x->min = x->n_live;
+        x->live = x->n_live;
+        x->ready = x->n_live + x->n_pending >= x->min;
+        x->whole = x->n_live >= x->min;
+        x->need = x->need_whole = x->min;
+        return;
+    }
+    for (uint32_t i = 0; i < x->n_kids; i++) {
+        eval(x->kids[i]);
+        x->live += x->kids[i]->live;
+    }
+    qsort(x->kids, x->n_kids, sizeof(*x->kids), cmp_kid);
+    uint32_t n_ready = 0, n_whole = 0;
+    for (uint32_t i = 0; i < x->n_kids; i++) {
+        const struct tnode *k = x->kids[i];
+        x->live_one = x->live_one ? x->live_one : k->live_one;
+        if (k->ready && n_ready++ < x->min)
+            x->need += k->need;
+        if (k->whole && n_whole++ < x->min)
+            x->need_whole += k->need_whole;
+    }
+    x->ready = n_ready >= x->min;
+    x->whole = n_whole >= x->min;
+}
+
+/* The first gang of subtree x: the first min ready children of each group chosen (in their
+ * order), minCount pods of each PodGroup, appended to out->members in depth-first order. */
+static void collect(const struct tnode *x, struct kcpg_plan *out)
+{
+    if (x->leaf) {
+        memcpy(out->members + out->n_members, x->pending, x->min * sizeof(*out->members));
+        out->n_members += x->min;
+        return;
+    }
+    for (uint32_t i = 0, taken = 0; i < x->n_kids && taken < x->min; i++)
+        if (x->kids[i]->ready) {
+            collect(x->kids[i], out);
+            taken++;
+        }
+}
+
+/* The keyed groups of the first gang of subtree x strictly below it, by depth below x (1 = its
+ * children): their key, size, and whether every chosen group of that depth has one. */
+struct keyed {
+    const char *key;
+    uint32_t size, n_keyed, n_all;
+    bool mixed; /* keys or sizes differ */
+};
+
+static void keyed_levels(const struct tnode *x, int depth, struct keyed lv[TREE_DEPTH + 2])
+{
+    for (uint32_t i = 0, taken = 0; !x->leaf && i < x->n_kids && taken < x->min; i++) {
+        const struct tnode *k = x->kids[i];
+        if (!k->ready)
+            continue;
+        taken++;
+        struct keyed *l = &lv[depth + 1];
+        const char *key = k->pg->topology_key;
+        l->n_all++;
+        if (key) {
+            l->mixed |= l->n_keyed > 0 && (!kobj_same_str(l->key, key) || l->size != k->need);
+            l->key = key;
+            l->size = k->need;
+            l->n_keyed++;
+        }
+        keyed_levels(k, depth + 1, lv);
+    }
+}
+
+/* out's gang from subtree x (its first gang): members, the required level (x's key) and the
+ * slices (the one level below x whose chosen groups have keys). A layout the core cannot place
+ * sets out->reason. 0 or SCHED_ENOMEM. */
+static int gang_of(const struct tnode *x, struct arena *a, struct kcpg_plan *out)
+{
+    if (!(out->members = arena_calloc(a, x->need ? x->need : 1, sizeof(*out->members))))
+        return SCHED_ENOMEM;
+    collect(x, out);
+    out->min = out->n_members;
+    out->topo_key = x->pg->topology_key;
+    struct keyed lv[TREE_DEPTH + 2] = {{0}};
+    keyed_levels(x, 0, lv);
+    int at = -1, n_at = 0;
+    for (int d = 1; d < TREE_DEPTH + 2; d++)
+        if (lv[d].n_keyed) {
+            at = d;
+            n_at++;
+        }
+    if (at < 0)
+        return 0;
+    if (n_at > 1 || lv[at].mixed || lv[at].n_keyed != lv[at].n_all) {
+        out->reason = "InvalidSpec";
+        out->message = arena_printf(a,
+                                    "%s: the groups under it have topology constraints at more "
+                                    "than one level, or of different keys or sizes; gangsched "
+                                    "places the groups of one level with a constraint as slices "
+                                    "of one gang, which need one key and one size",
+                                    x->key);
+        return out->message ? 0 : SCHED_ENOMEM;
+    }
+    out->slice_key = lv[at].key;
+    out->slice_size = lv[at].size;
+    return 0;
 }
 
 /* Appends a pin (node label key = the value where `where` runs) to the plan. */
 static void pin(const struct kcache *c, struct kcpg_plan *out, const struct kpod *where,
                 const char *key)
 {
-    const char *v = where ? domain_of(c, where, key) : NULL;
+    const struct kassume *am = where && !where->node ? strmap_get(&c->assumed, where->key) : NULL;
+    int ix = where ? kcache_node_index(c, where->node ? where->node : am ? am->node : "") : -1;
+    const char *v = ix >= 0 && key ? node_label(&c->cluster->nodes[ix], key) : NULL;
     if (v && out->n_pins < KCPG_PINS)
         out->pins[out->n_pins++] = (struct kv){.key = key, .value = v};
 }
 
-/* The tree's first gang: the chosen children's minCount pods each, children as slices when
- * they have a topology key. 0, SCHED_ENOMEM; a layout it cannot place: out->reason. */
-static int first_gang(const struct kpg *cpg, struct child *ch, uint32_t k, struct arena *a,
-                      struct kcpg_plan *out)
+/* The running tree's next gang under x (x has live members): the first group, depth first,
+ * that has none running and can start (its first gang), else one more pod of a running
+ * PodGroup; pinned to the domains x and the running groups on the way hold. true: found. */
+static bool next_in(const struct kcache *c, const struct tnode *x, struct arena *a,
+                    struct kcpg_plan *out, int *rc)
 {
-    uint32_t total = 0;
-    for (uint32_t x = 0; x < k; x++)
-        total += ch[x].min;
-    if (!(out->members = arena_calloc(a, total ? total : 1, sizeof(*out->members))))
-        return SCHED_ENOMEM;
-    const char *sk = NULL;
-    bool mixed = false;
-    for (uint32_t x = 0; x < k; x++) {
-        memcpy(out->members + out->n_members, ch[x].pending, ch[x].min * sizeof(*out->members));
-        out->n_members += ch[x].min;
-        const char *tk = ch[x].pg ? ch[x].pg->topology_key : NULL;
-        if (x == 0)
-            sk = tk;
-        mixed |= !kobj_same_str(sk, tk) || ch[x].min != ch[0].min;
+    if (x->leaf) {
+        if (x->n_pending == 0)
+            return false;
+        out->members = x->pending;
+        out->n_members = out->min = 1;
+        pin(c, out, x->live_one, x->pg->topology_key);
+        return true;
     }
-    out->min = total;
-    out->topo_key = cpg->topology_key;
-    if (sk && mixed) {
-        out->reason = "InvalidSpec";
-        out->message = arena_printf(a,
-                                    "compositepodgroup %s/%s: its child pod groups have "
-                                    "topology constraints of different keys or minCounts; "
-                                    "gangsched places children with a topology constraint "
-                                    "as slices of one gang, which need one key and one minCount",
-                                    cpg->ns, cpg->name);
-        return out->message ? 0 : SCHED_ENOMEM;
+    uint32_t pins = out->n_pins;
+    pin(c, out, x->live_one, x->pg->topology_key);
+    for (uint32_t i = 0; i < x->n_kids; i++) {
+        const struct tnode *k = x->kids[i];
+        if (k->live > 0 && next_in(c, k, a, out, rc))
+            return true;
+        if (k->live == 0 && k->n_dying == 0 && k->ready) {
+            *rc = gang_of(k, a, out);
+            return true;
+        }
     }
-    out->slice_key = sk;
-    out->slice_size = sk ? ch[0].min : 0;
-    return 0;
+    out->n_pins = pins; /* nothing under x */
+    return false;
 }
 
-/* The tree runs: its next gang (a child that has no member running, minCount pods; else one
- * pod of a running child), pinned to the domains of the tree and of the child. */
-static int next_gang(const struct kcache *c, const struct kpg *cpg, struct child *ch, uint32_t n,
-                     struct arena *a, struct kcpg_plan *out)
+/* The first group (depth first) of a running tree that waits for pods, for the message. */
+static const struct tnode *short_of(const struct tnode *x)
 {
-    const struct kpod *any = NULL; /* a live member of the tree */
-    for (uint32_t x = 0; x < n && !any; x++)
-        any = ch[x].live_one;
-    const struct child *next = NULL, *waits = NULL;
-    for (uint32_t x = 0; x < n && !next; x++) {
-        const struct child *y = &ch[x];
-        if (y->n_pending == 0)
-            continue;
-        if (y->n_live > 0 || y->n_pending >= y->min)
-            next = y;
-        else if (!waits && y->n_dying == 0)
-            waits = y;
+    if (!x->ready && x->live == 0)
+        return x;
+    for (uint32_t i = 0; i < x->n_kids; i++) {
+        const struct tnode *s = short_of(x->kids[i]);
+        if (s)
+            return s;
     }
-    if (!next) {
-        out->reason = "WaitingForPods";
-        out->message = arena_printf(a,
-                                    "compositepodgroup %s/%s runs; child pod group %s: %u of "
-                                    "minCount %u pods exist",
-                                    cpg->ns, cpg->name, waits ? waits->key : "?",
-                                    waits ? waits->n_pending : 0, waits ? waits->min : 0);
-        return out->message ? 0 : SCHED_ENOMEM;
-    }
-    uint32_t take = next->n_live > 0 ? 1 : next->min;
-    out->members = next->pending;
-    out->n_members = take;
-    out->min = take;
-    if (!(out->pins = arena_calloc(a, KCPG_PINS, sizeof(*out->pins))))
-        return SCHED_ENOMEM;
-    pin(c, out, any, cpg->topology_key);
-    const char *tk = next->pg ? next->pg->topology_key : NULL;
-    if (next->n_live > 0)
-        pin(c, out, next->live_one, tk); /* a running child's pods join its domain */
-    else
-        out->topo_key = tk; /* a new child: one domain of its key, inside the tree's */
-    return 0;
+    return NULL;
 }
 
-int kcache_cpg_plan(const struct kcache *c, const struct kpg *cpg, struct kpod **pending,
-                    uint32_t n_pending, struct kpod **bound, uint32_t n_bound, struct arena *a,
-                    struct kcpg_plan *out)
+static int waits(struct kcpg_plan *out, const char *reason, const char *msg)
 {
-    memset(out, 0, sizeof(*out));
-    if (cpg->parent || cpg->basic) {
-        out->reason = "InvalidSpec";
-        out->message =
-            cpg->parent
-                ? arena_printf(a,
-                               "compositepodgroup %s/%s has a parent (%s): gangsched schedules "
-                               "hierarchies of one CompositePodGroup over PodGroups only",
-                               cpg->ns, cpg->name, cpg->parent)
-                : arena_printf(a,
-                               "compositepodgroup %s/%s: a basic policy with "
-                               "schedulingConstraints.topology (children placed apart, in one "
-                               "domain) is not scheduled by gangsched",
-                               cpg->ns, cpg->name);
-        return out->message ? 0 : SCHED_ENOMEM;
-    }
-    uint32_t n;
-    struct child *ch = children(c, pending, n_pending, bound, n_bound, a, &n);
-    if (!ch)
-        return SCHED_ENOMEM;
-    qsort(ch, n, sizeof(*ch), cmp_child);
-    uint32_t k = cpg->min_groups ? cpg->min_groups : 1, n_whole = 0, n_ready = 0, live = 0;
-    uint32_t need = 0, min_whole = 0; /* minCounts of the first k ready, of the first k whole */
-    const struct child *short_one = NULL;
-    for (uint32_t x = 0; x < n; x++) {
-        bool whole = ch[x].n_live >= ch[x].min;
-        bool ready = ch[x].n_live + ch[x].n_pending >= ch[x].min;
-        live += ch[x].n_live;
-        if (whole && n_whole++ < k)
-            min_whole += ch[x].min;
-        if (ready && n_ready++ < k)
-            need += ch[x].min;
-        if (!ready && !short_one)
-            short_one = &ch[x];
-    }
-    out->whole = n_whole >= k;
-    /* the running tree's minimum: the least its whole children need; below quorum, more than
-     * it has (the lifecycle tears a tree below quorum down: a gang never runs partial) */
-    out->min = out->whole ? min_whole : need > live ? need : live + 1;
+    out->reason = reason;
+    out->message = msg;
+    return msg ? 0 : SCHED_ENOMEM;
+}
+
+/* The plan of a tree made (eval'd) from its pods. */
+static int plan_tree(const struct kcache *c, const struct tnode *r, const struct kpg *cpg,
+                     uint32_t n_pending, struct arena *a, struct kcpg_plan *out)
+{
+    out->whole = r->whole;
+    /* the running tree's minimum: the least its whole part needs; below quorum, more than it
+     * has (the lifecycle tears a tree below quorum down: a gang never runs partial) */
+    out->min = r->whole ? r->need_whole : r->need > r->live ? r->need : r->live + 1;
     if (n_pending == 0)
         return 0; /* a running gang only */
-    if (live > 0 && !out->whole) {
-        out->reason = "PartialGang";
-        out->message = arena_printf(a,
-                                    "%u of minGroupCount %u child pod groups of compositepodgroup "
-                                    "%s/%s have their minCount members bound; they are deleted "
-                                    "before the tree is placed again (a gang starts whole)",
-                                    n_whole, k, cpg->ns, cpg->name);
-        return out->message ? 0 : SCHED_ENOMEM;
+    if (r->live > 0 && !r->whole)
+        return waits(out, "PartialGang",
+                     arena_printf(a,
+                                  "compositepodgroup %s/%s has members bound below its quorum "
+                                  "(minGroupCount %u groups with their minimum); they are "
+                                  "deleted before the tree is placed again (a gang starts whole)",
+                                  cpg->ns, cpg->name, r->min));
+    if (r->whole) {
+        if (!(out->pins = arena_calloc(a, KCPG_PINS, sizeof(*out->pins))))
+            return SCHED_ENOMEM;
+        int rc = 0;
+        if (next_in(c, r, a, out, &rc))
+            return rc;
+        const struct tnode *s = short_of(r);
+        return waits(out, "WaitingForPods",
+                     arena_printf(a, "compositepodgroup %s/%s runs; %s waits for its pods (%u)",
+                                  cpg->ns, cpg->name, s ? s->key : "?", s ? s->n_pending : 0));
     }
-    if (out->whole)
-        return next_gang(c, cpg, ch, n, a, out);
-    if (n_ready < k) {
-        /* kube-scheduler's PreEnqueue words for a hierarchy below quorum, with the numbers */
-        out->reason = "WaitingForPods";
-        out->message =
-            arena_printf(a,
-                         "waiting for composite pod group \"%s\" tree to meet "
-                         "quorum: %u of minGroupCount %u child pod groups have their "
-                         "minCount pods (%s: %u of %u)",
-                         cpg->name, n_ready, k, short_one ? short_one->key : "none yet",
-                         short_one ? short_one->n_pending : 0, short_one ? short_one->min : 0);
-        return out->message ? 0 : SCHED_ENOMEM;
+    if (!r->ready) { /* kube-scheduler's PreEnqueue words for a tree below quorum */
+        const struct tnode *s = short_of(r);
+        uint32_t n_ready = 0;
+        for (uint32_t i = 0; i < r->n_kids; i++)
+            n_ready += r->kids[i]->ready;
+        return waits(out, "WaitingForPods",
+                     arena_printf(a,
+                                  "waiting for composite pod group \"%s\" tree to meet quorum: "
+                                  "%u of minGroupCount %u child groups can start (%s: %u pods)",
+                                  cpg->name, n_ready, r->min, s && s != r ? s->key : "none yet",
+                                  s && s != r ? s->n_pending : 0));
     }
-    /* the first k ready children, in choosing order */
-    uint32_t w = 0;
-    for (uint32_t x = 0; x < n; x++)
-        if (ch[x].n_live + ch[x].n_pending >= ch[x].min)
-            ch[w++] = ch[x];
-    return first_gang(cpg, ch, k, a, out);
+    return gang_of(r, a, out);
+}
+
+int kcache_cpg_plan(const struct kcache *c, const struct kpg *cpg, const char *why,
+                    struct kpod **pending, uint32_t n_pending, struct kpod **bound,
+                    uint32_t n_bound, struct arena *a, struct kcpg_plan *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (why || cpg->basic)
+        return waits(out, "InvalidSpec",
+                     arena_printf(a,
+                                  "compositepodgroup %s/%s: %s: gangsched does not schedule "
+                                  "this layout",
+                                  cpg->ns, cpg->name,
+                                  why ? why
+                                      : "a basic policy with schedulingConstraints.topology "
+                                        "(children placed apart, in one domain)"));
+    struct tree t = {.c = c, .a = a};
+    strmap_init(&t.nodes);
+    struct tnode root = {.key = cpg->key, .pg = cpg, .min = cpg->min_groups ? cpg->min_groups : 1};
+    t.root = &root;
+    int rc = strmap_put(&t.nodes, cpg->key, &root, NULL) != 0
+                 ? SCHED_ENOMEM
+                 : add_pods(&t, pending, n_pending, bound, n_bound);
+    if (rc == 0) {
+        eval(&root);
+        rc = plan_tree(c, &root, cpg, n_pending, a, out);
+    }
+    strmap_fini(&t.nodes);
+    return rc;
 }

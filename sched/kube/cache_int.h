@@ -156,37 +156,38 @@ bool kcache_foreign_pod(const struct kpod *p);
 /* The walked set, made again from every pod when it was lost to out of memory. */
 const struct strmap *kcache_hot(struct kcache *c);
 
-/* cache_cpg.c. The gang key of pod p's group, written to buf (n bytes) for a tree: its
- * CompositePodGroup's "ns/cpg:name" when its PodGroup names a parent (*cpg set; *pg the
- * CompositePodGroup, NULL while it is not seen) that is not a basic root without a topology
- * constraint; else p->group (*pg its PodGroup, or NULL), or p->key for a gang of one and for a
- * native basic group's pod. */
+/* cache_cpg.c. The gang key of pod p's group, written to buf (n bytes) for a tree: the key
+ * "ns/cpg:name" of the highest CompositePodGroup above its PodGroup reached through gang ones
+ * (*cpg set; *pg that CompositePodGroup, or NULL when one above is not seen: then its key), a
+ * layout gangsched does not schedule said in *why (static text); else p->group (*pg its
+ * PodGroup, or NULL), or p->key for a gang of one and for a native basic group's pod. */
 const char *kcache_gang_of(const struct kcache *c, const struct kpod *p, char *buf, size_t n,
-                           const struct kpg **pg, bool *cpg);
+                           const struct kpg **pg, bool *cpg, const char **why);
 
-#define KCPG_PINS 2 /* the tree's domain and the child's */
+#define KCPG_PINS 6 /* a domain per level of a tree: 4 CompositePodGroups and the PodGroup */
 
 /* What a build offers of one CompositePodGroup's tree (kcache_cpg_plan). */
 struct kcpg_plan {
     uint32_t min; /* the gang's minimum members: the pending gang's pods, or (running) the
-                     least the tree's whole children need, above its live members when below
+                     least the tree's whole part needs, above its live members when below
                      quorum */
-    bool whole;   /* minGroupCount children have their minCount members live */
-    /* pending: the gang's pods in placement order (a child's together), or a waiting reason */
+    bool whole;   /* minGroupCount groups have their minimum live, down the tree */
+    /* pending: the gang's pods in placement order (a group's together), or a waiting reason */
     struct kpod **members;
     uint32_t n_members;
     const char *reason, *message;
     const char *topo_key;  /* node label of the gang's required level, or NULL */
-    const char *slice_key; /* children as slices: node label of their level, or NULL */
-    uint32_t slice_size;   /* pods per child slice */
+    const char *slice_key; /* groups of one level as slices: node label of their level, or NULL */
+    uint32_t slice_size;   /* pods per slice */
     struct kv *pins;       /* node labels the gang's nodes must carry (the running tree's) */
     uint32_t n_pins;
 };
 
-/* The tree of CompositePodGroup cpg from its pods (both arrays reordered: by child, then name),
- * in `a`: 0 or SCHED_ENOMEM. With no pending pod only min and whole are set. */
-int kcache_cpg_plan(const struct kcache *c, const struct kpg *cpg, struct kpod **pending,
-                    uint32_t n_pending, struct kpod **bound, uint32_t n_bound, struct arena *a,
-                    struct kcpg_plan *out);
+/* The tree of CompositePodGroup cpg from its pods (both arrays reordered: by PodGroup, then
+ * name), in `a`: 0 or SCHED_ENOMEM. why: kcache_gang_of's (the tree waits with it). With no
+ * pending pod only min and whole are set. */
+int kcache_cpg_plan(const struct kcache *c, const struct kpg *cpg, const char *why,
+                    struct kpod **pending, uint32_t n_pending, struct kpod **bound,
+                    uint32_t n_bound, struct arena *a, struct kcpg_plan *out);
 
 #endif

@@ -223,9 +223,10 @@ static void binds_finished(struct kdrv *d)
                 LOG_ERROR(KDRV_MOD, "out of memory recording gang %s bound", gb->gang);
             LOG_INFO(KDRV_MOD, "gang bound: gang=%s pods=%u", gb->gang, gb->n_pods);
             kdrv_gang_status(d, gb->gang, pg, "Running", "Normal", "Scheduled", gb->summary, true);
-            if (pg && pg->api == KPG_CPG_V1ALPHA3) /* and the tree's child PodGroups */
+            if (pg && pg->api == KPG_CPG_V1ALPHA3) /* and the groups of the tree */
                 for (uint32_t i = 0; i < gb->n_pods; i++)
-                    kdrv_child_scheduled(d, kcache_pod(d->cache, gb->pods[i].pod_key), gb->summary);
+                    kdrv_child_scheduled(d, kcache_pod(d->cache, gb->pods[i].pod_key), pg,
+                                         gb->summary);
             continue;
         }
         const char *first_err = "";

@@ -493,10 +493,12 @@ void kdrv_forget_logged(struct kdrv *d, const char *gang);
 bool kdrv_gang_status(struct kdrv *d, const char *gang_key, const struct kpg *pg, const char *phase,
                       const char *type, const char *reason, const char *message, bool force);
 
-/* A CompositePodGroup's tree is bound: pod p's child PodGroup gets its scheduled condition
- * True (PodGroupInitiallyScheduled), owed as a gang's own until the watch shows it (p NULL, or
- * its group True already or owed: nothing). */
-void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const char *message);
+/* A CompositePodGroup's tree (root) is bound: pod p's PodGroup and the CompositePodGroups
+ * between it and the root get their scheduled condition True (PodGroupInitiallyScheduled,
+ * CompositePodGroupInitiallyScheduled), each owed as a gang's own until the watch shows it (a
+ * group True already or owed: nothing). */
+void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const struct kpg *root,
+                          const char *message);
 
 /* gang_status with the Event's `related` object (the preemptor's PodGroup of a Preempted
  * Event), or NULL. */

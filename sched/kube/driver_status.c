@@ -428,12 +428,19 @@ static void owe_scheduled(struct kdrv *d, const char *gang, const struct kpg *pg
         owed_send(d, gang, o);
 }
 
-void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const char *message)
+void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const struct kpg *root,
+                          const char *message)
 {
-    const struct kpg *child = p && p->group ? kcache_pg(d->cache, p->group) : NULL;
-    if (child && !child->initially_scheduled && knative_sched_condition(child->api) &&
-        !strmap_get(&d->owed, child->key))
-        owe_scheduled(d, child->key, child, message);
+    const struct kpg *g = p && p->group ? kcache_pg(d->cache, p->group) : NULL;
+    char key[KOBJ_KEY_MAX];
+    for (int depth = 0; g && g != root && depth <= 4; depth++) { /* its PodGroup, then up */
+        if (!g->initially_scheduled && knative_sched_condition(g->api) &&
+            !strmap_get(&d->owed, g->key))
+            owe_scheduled(d, g->key, g, message);
+        g = g->parent && knative_cpg_key(g->ns, g->parent, key, sizeof(key)) == 0
+                ? kcache_pg(d->cache, key)
+                : NULL;
+    }
 }
 
 /* A new request replaces the one owed in o (under map key `key`): sent now unless a send is in

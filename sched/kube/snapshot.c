@@ -274,8 +274,9 @@ void kcache_each_gang_pod(struct kcache *c, const char *key,
     for (size_t i = 0; strmap_next(hot, &i, &k, &v);) {
         const struct kpod *p = v;
         const struct kpg *pg;
+        const char *why;
         bool cpg;
-        if (p->group && strcmp(kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg), key) == 0)
+        if (p->group && strcmp(kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg, &why), key) == 0)
             fn(ctx, p); /* a tree's pods too (cache_cpg.c) */
     }
 }

@@ -14,7 +14,8 @@ constraint holds its whole tree in one domain, a child's its pods in one of its 
 - a tree that loses a member below quorum is torn down whole;
 - minGroupCount 1 of 2: the first child starts the tree; the second starts only in the tree's
   zone (a node selector of the other zone keeps it waiting);
-- a nested tree (a CompositePodGroup with a parent) waits with the reason gangsched gives;
+- a tree of two levels (a root over two CompositePodGroups over PodGroups) binds whole, every
+  condition in it True; a cycle of parents waits with the reason gangsched gives;
 - a high-priority tree preempts a low one whole (DisruptionTarget on its CompositePodGroup);
   an operator's checkpoint request lands on the tree's CompositePodGroup.
 Every wait is bounded.
@@ -212,16 +213,43 @@ def one_of_two(c, s):
 
 
 def nested(c, s):
-    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("top", 1))
-    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("mid", 1, parent="top"))
-    post(c, API % ("v1beta1", "podgroups"), child("leaf", "mid", 1))
-    post(c, NS, pod("leaf-0", "leaf"))
-    cond = wait_for(lambda: "parent" in (tree_cond(c, "mid") or {}).get("message", "") and
-                    tree_cond(c, "mid"), 15)
-    check("a CompositePodGroup with a parent waits, saying gangsched schedules one level",
-          cond and cond["status"] == "False" and cond["reason"] == "SchedulerError" and
-          not bound(c, "leaf-"), str(cond))
-    gone(c, "leaf-")
+    """Two levels: a root over two gang CompositePodGroups, each over a PodGroup: one gang,
+    every condition of the tree True; a cycle of parents waits, saying why."""
+    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("top", 2, topology=ZONE))
+    for m in ("mid1", "mid2"):
+        post(c, API % ("v1alpha3", "compositepodgroups"), cpg(m, 1, parent="top"))
+        post(c, API % ("v1beta1", "podgroups"), child(m + "-leaf", m, 2, topology=RACK))
+        post(c, NS, pod(m + "-leaf-0", m + "-leaf"))
+    e2e.time.sleep(1.5)
+    check("two levels: below the root's quorum (one pod of each leaf of minCount 2) nothing "
+          "binds", not bound(c, "mid"))
+    for m in ("mid1", "mid2"):
+        post(c, NS, pod(m + "-leaf-1", m + "-leaf"))
+    check("with every leaf's pods the two-level tree binds whole",
+          wait_for(lambda: len(bound(c, "mid")) == 4, 20), s.text()[-800:])
+    pods = bound(c, "mid")
+    zones = {label_of(c, p["spec"]["nodeName"], ZONE) for p in pods}
+    racks = [{label_of(c, p["spec"]["nodeName"], RACK) for p in pods
+              if p["metadata"]["name"].startswith(m)} for m in ("mid1", "mid2")]
+    check("in one zone, each leaf in one rack", len(zones) == 1 and
+          all(len(r) == 1 for r in racks), "%s %s" % (zones, racks))
+    conds = wait_for(lambda: all((tree_cond(c, n) or {}).get("status") == "True"
+                                 for n in ("top", "mid1", "mid2")) and
+                     all((child_cond(c, m + "-leaf") or {}).get("status") == "True"
+                         for m in ("mid1", "mid2")), 10)
+    check("the root's, the middle CompositePodGroups' and the leaves' conditions are True",
+          conds, "%s %s %s" % (tree_cond(c, "top"), tree_cond(c, "mid1"),
+                               child_cond(c, "mid1-leaf")))
+    gone(c, "mid")
+    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("cy1", 1, parent="cy2"))
+    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("cy2", 1, parent="cy1"))
+    post(c, API % ("v1beta1", "podgroups"), child("cyl", "cy1", 1))
+    post(c, NS, pod("cyl-0", "cyl"))
+    cond = wait_for(lambda: "4 levels" in ((tree_cond(c, "cy1") or {}).get("message", "") +
+                                           (tree_cond(c, "cy2") or {}).get("message", "")), 15)
+    check("a cycle of parents waits, saying gangsched does not schedule the layout",
+          cond and not bound(c, "cyl-"), "%s %s" % (tree_cond(c, "cy1"), tree_cond(c, "cy2")))
+    gone(c, "cyl-")
 
 
 def preempt_and_checkpoint(c, s):

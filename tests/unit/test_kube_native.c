@@ -274,7 +274,51 @@ static void composite_tree_is_one_gang(void **state)
     build(f, &kb);
     assert_int_equal(kb.n_pending, 0);
     assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
-    assert_non_null(strstr(kb.waiting[0].message, "minCounts"));
+    assert_non_null(strstr(kb.waiting[0].message, "sizes"));
+}
+
+/* Two levels: a root over two gang CompositePodGroups, each over a PodGroup with a rack key: one
+ * gang of the root's key, the PodGroups its slices. */
+static void composite_tree_of_two_levels(void **state)
+{
+    struct nfx *f = *state;
+    const char *rack = "\"schedulingConstraints\":{\"topology\":[{\"key\":"
+                       "\"network.topology.gangsched.io/rack\"}]}";
+    cpg(f->c, "r", "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}}");
+    cpg(f->c, "m1",
+        "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}},"
+        "\"parentCompositePodGroupName\":\"r\"");
+    cpg(f->c, "m2",
+        "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}},"
+        "\"parentCompositePodGroupName\":\"r\"");
+    char more[300];
+    snprintf(more, sizeof(more), "\"parentCompositePodGroupName\":\"m1\",%s", rack);
+    pg(f->c, "l1", "{\"gang\":{\"minCount\":2}}", more, "");
+    snprintf(more, sizeof(more), "\"parentCompositePodGroupName\":\"m2\",%s", rack);
+    pg(f->c, "l2", "{\"gang\":{\"minCount\":2}}", more, "");
+    in_group(f->c, "l1-0", "l1");
+    in_group(f->c, "l1-1", "l1");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0); /* m2 has no pods: the root is below quorum */
+    assert_string_equal(kb.waiting[0].key, "ml/cpg:r");
+    assert_non_null(strstr(kb.waiting[0].message, "tree to meet quorum: 1 of minGroupCount 2"));
+    in_group(f->c, "l2-0", "l2");
+    in_group(f->c, "l2-1", "l2");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_string_equal(kb.gangs[0].key, "ml/cpg:r");
+    assert_int_equal(kb.gangs[0].gang.n_pods, 4);
+    assert_int_equal(kb.gangs[0].gang.slice_size, 2);
+    assert_string_equal(kb.snap.cluster->topo.levels[kb.gangs[0].gang.slice_level].name, "rack");
+    /* a cycle (or more than 4 levels) is a layout gangsched does not schedule */
+    cpg(f->c, "r",
+        "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},"
+        "\"parentCompositePodGroupName\":\"m1\"");
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0);
+    assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
+    assert_non_null(strstr(kb.waiting[0].message, "more than 4 levels"));
 }
 
 /* A running tree below quorum (a child lost a member) has a minimum above its live members: the
@@ -303,14 +347,19 @@ static void composite_tree_minimum_and_nesting(void **state)
     assert_int_equal(kb.n_gangs, 1);
     assert_int_equal(kb.gangs[0].gang.n_pods, 2);
     assert_true(kb.gangs[0].min_member > 2); /* below quorum: torn down */
+    /* a basic CompositePodGroup with a constraint above it: not scheduled, said */
     cpg(f->c, "t",
         "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}},"
         "\"parentCompositePodGroupName\":\"top\"");
+    cpg(f->c, "top",
+        "\"schedulingPolicy\":{\"basic\":{}},\"schedulingConstraints\":{"
+        "\"topology\":[{\"key\":\"network.topology.gangsched.io/rack\"}]}");
     in_group(f->c, "a-2", "t-a");
     build(f, &kb);
     assert_int_equal(kb.n_pending, 0);
+    assert_string_equal(kb.waiting[0].key, "ml/cpg:t");
     assert_string_equal(kb.waiting[0].reason, "InvalidSpec");
-    assert_non_null(strstr(kb.waiting[0].message, "has a parent (top)"));
+    assert_non_null(strstr(kb.waiting[0].message, "a basic CompositePodGroup with a topology"));
     /* a parent not seen (yet): the tree waits for it */
     pg(f->c, "o-a", "{\"gang\":{\"minCount\":1}}", "\"parentCompositePodGroupName\":\"nope\"", "");
     in_group(f->c, "o-0", "o-a");
@@ -812,6 +861,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(lost_members_are_not_a_raised_min, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_is_one_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_minimum_and_nesting, setup, teardown),
+        cmocka_unit_test_setup_teardown(composite_tree_of_two_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
