@@ -517,6 +517,34 @@ static void malformed_objects_name_the_field(void **state)
     assert_int_equal(knative_workload_decode(o, &v, &n, &eb), SCHED_EINVAL);
     assert_non_null(strstr(eb.msg, "spec.podGroups"));
     cJSON_Delete(o);
+    /* CompositePodGroups: the error names the kind, the object and the field */
+    static const char *const bad_cpg[][2] = {
+        {"{\"gang\":{\"minGroupCount\":0}}", "compositepodgroup default/c: "
+                                             "spec.schedulingPolicy.gang.minGroupCount"},
+        {"{\"gang\":{\"minCount\":2}}", "spec.schedulingPolicy.gang.minGroupCount"},
+        {"{\"gang\":{\"minGroupCount\":1.5}}", "minGroupCount: not an integer"},
+        {"{}", "spec.schedulingPolicy: exactly one"},
+    };
+    for (size_t i = 0; i < sizeof(bad_cpg) / sizeof(bad_cpg[0]); i++) {
+        char buf[300];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"schedulingPolicy\":%s}}",
+                 bad_cpg[i][0]);
+        o = cJSON_Parse(buf);
+        assert_int_equal(knative_pg_decode(o, KPG_CPG_V1ALPHA3, &g, &eb), SCHED_EINVAL);
+        assert_non_null(strstr(eb.msg, bad_cpg[i][1]));
+        cJSON_Delete(o);
+    }
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{"
+                    "\"basic\":{}},\"parentCompositePodGroupName\":\"a/b\"}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "podgroup default/p: spec.parentCompositePodGroupName"));
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{"
+                    "\"basic\":{}},\"parentCompositePodGroupName\":7}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "spec.parentCompositePodGroupName: not a name"));
+    cJSON_Delete(o);
 }
 
 /* A DRA-only node (8 devices) with another scheduler's pod whose claim holds gpu-6 and gpu-7:
