@@ -180,8 +180,10 @@ static struct tnode *node_of(struct tree *t, const char *key, const struct kpg *
 static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, struct kpod **bound,
                     uint32_t n_bound)
 {
-    qsort(pending, n_pending, sizeof(*pending), cmp_pod_child);
-    qsort(bound, n_bound, sizeof(*bound), cmp_pod_child);
+    if (n_pending > 1) /* (qsort of a NULL array, even empty, is undefined) */
+        qsort(pending, n_pending, sizeof(*pending), cmp_pod_child);
+    if (n_bound > 1)
+        qsort(bound, n_bound, sizeof(*bound), cmp_pod_child);
     for (uint32_t i = 0; i < n_pending;) {
         const char *key = child_key(pending[i]);
         struct tnode *x = node_of(t, key, strmap_get(&t->c->pgs, key), 0);
@@ -235,7 +237,8 @@ static void eval(struct tnode *x)
         eval(x->kids[i]);
         x->live += x->kids[i]->live;
     }
-    qsort(x->kids, x->n_kids, sizeof(*x->kids), cmp_kid);
+    if (x->n_kids > 1)
+        qsort(x->kids, x->n_kids, sizeof(*x->kids), cmp_kid);
     uint32_t n_ready = 0, n_whole = 0;
     for (uint32_t i = 0; i < x->n_kids; i++) {
         const struct tnode *k = x->kids[i];
