@@ -656,7 +656,7 @@ static int try_preempt(struct cycle *cy, uint32_t q, const struct gang *g, uint3
                        bool *planned)
 {
     *planned = false;
-    if (!cy->pol->preempt || cy->snap->n_running == 0)
+    if (!cy->pol->preempt || cy->snap->n_running == 0 || g->never_preempts)
         return 0;
     const struct gang *gf = on_flavor(cy, g, f);
     if (!gf)

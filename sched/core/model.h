@@ -316,6 +316,9 @@ struct gang {
     /* ... and when its job was last asked to checkpoint for it (ms; 0: never; set by the
      * driver): a request after the job's last checkpoint (gang_join_last) is still open */
     int64_t join_asked_ms;
+    bool never_preempts;  /* preemptionPolicy Never (Kubernetes): it waits ahead of lower
+                             priorities but takes no running gang's place (no preemption, no
+                             reclaim); read by the cycle's preemption step only */
     bool non_preemptible; /* never a preemption victim (gangsched.io/non-preemptible, read
                              by the daemon); only backfill on probation reads it while the
                              gang waits (cycle.c): such a gang is never put on probation */

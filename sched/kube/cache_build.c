@@ -345,6 +345,11 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
     gg->submit_ms = g->pg && g->pg->created_ms ? g->pg->created_ms : submit;
     if (g->pg && g->pg->has_priority) /* native: the PodGroup's priority is the gang's */
         gg->priority = g->pg->priority;
+    /* preemptionPolicy Never: the native group's, else any member's (its PriorityClass's) */
+    for (uint32_t i = 0; i < n && !(g->pg && g->pg->has_preempt_policy); i++)
+        gg->never_preempts |= members[i]->preempt_never;
+    if (g->pg && g->pg->has_preempt_policy)
+        gg->never_preempts = g->pg->preempt_never;
     /* members in placement order: pods of set 0 first, then set 1, ... */
     uint32_t k = 0;
     for (uint32_t s = 0; s < n_sets; s++)

@@ -244,6 +244,13 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
                             "{single: {}}",
                             what);
     }
+    const char *pp = cJSON_GetStringValue(get(spec, "preemptionPolicy"));
+    if (rc == 0 && pp && strcmp(pp, "Never") != 0 && strcmp(pp, "PreemptLowerPriority") != 0)
+        rc = sched_fail(eb, SCHED_EINVAL,
+                        "%s: spec.preemptionPolicy: \"%.40s\" is not PreemptLowerPriority or Never",
+                        what, pp);
+    g->has_preempt_policy = pp != NULL;
+    g->preempt_never = pp && strcmp(pp, "Never") == 0;
     const char *pcn = cJSON_GetStringValue(get(spec, "priorityClassName"));
     if (rc == 0 && pcn && !(g->priority_class = strdup(pcn)))
         rc = SCHED_ENOMEM;

@@ -404,6 +404,8 @@ static int pod_basics(const cJSON *meta, const cJSON *spec, const char *schedule
     if (prio && !cJSON_IsNumber(prio))
         return sched_fail(eb, SCHED_EINVAL, "pod %s: spec.priority: not an integer", p->key);
     p->priority = prio ? (int32_t)prio->valuedouble : 0;
+    const char *pp = map_str(spec, "preemptionPolicy");
+    p->preempt_never = pp && strcmp(pp, "Never") == 0;
     const char *ct = map_str(meta, "creationTimestamp");
     if (ct && kobj_time(ct, &p->created_ms) != 0)
         return sched_fail(eb, SCHED_EINVAL,

@@ -107,15 +107,16 @@ struct kpod {
      * since the epoch; 0: none, or not RFC 3339): the checkpoint handshake of a gang asked on its
      * pods, and a job's answer on any of its pods (sched/kube/driver_ckpt.c) */
     int64_t ckpt_asked_ms, ckpt_until_ms, ckpt_last_ms;
-    int64_t gpus_own; /* GPUs its containers request (req adds its claims' at each build) */
-    char *queue;      /* the pod's own queue label or annotation, NULL when none */
-    char *user;       /* gangsched.io/user annotation, else label (kept once bound, for
-                         run-time estimates per user), NULL when none */
-    bool queue_kueue; /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
-    char *flavor;     /* gangsched.io/flavor written at binding, or NULL */
-    bool del_ts;      /* metadata.deletionTimestamp set (what the API says) */
-    bool ready;       /* condition Ready=True */
-    int32_t priority; /* spec.priority, 0 when absent */
+    int64_t gpus_own;   /* GPUs its containers request (req adds its claims' at each build) */
+    char *queue;        /* the pod's own queue label or annotation, NULL when none */
+    char *user;         /* gangsched.io/user annotation, else label (kept once bound, for
+                           run-time estimates per user), NULL when none */
+    bool queue_kueue;   /* queue is Kueue's label: it names a LocalQueue in the pod's namespace */
+    char *flavor;       /* gangsched.io/flavor written at binding, or NULL */
+    bool del_ts;        /* metadata.deletionTimestamp set (what the API says) */
+    bool ready;         /* condition Ready=True */
+    int32_t priority;   /* spec.priority, 0 when absent */
+    bool preempt_never; /* spec.preemptionPolicy Never (its PriorityClass's, from admission) */
     int64_t created_ms;
     int64_t started_ms; /* status.startTime, else the time of PodScheduled=True (the binding),
                            else 0: the start of the pod's current run */
@@ -231,6 +232,8 @@ struct kpg {
     bool basic;               /* schedulingPolicy basic: no gang, each pod placed alone */
     bool disrupt_all;         /* disruptionMode all ({all: {}}; v1alpha2 "PodGroup") */
     bool has_priority;        /* spec.priority given */
+    bool has_preempt_policy;  /* spec.preemptionPolicy given (gate PodGroupPreemptionPolicy): */
+    bool preempt_never;       /* it is Never */
     int32_t priority;         /* spec.priority */
     bool initially_scheduled; /* PodGroupInitiallyScheduled (v1alpha2 PodGroupScheduled) True */
     int64_t generation;       /* metadata.generation (the conditions' observedGeneration) */

@@ -16,7 +16,8 @@ constraint holds its whole tree in one domain, a child's its pods in one of its 
   zone (a node selector of the other zone keeps it waiting);
 - a tree of two levels (a root over two CompositePodGroups over PodGroups) binds whole, every
   condition in it True; a cycle of parents waits with the reason gangsched gives;
-- a high-priority tree preempts a low one whole (DisruptionTarget on its CompositePodGroup);
+- a high-priority tree preempts a low one whole (DisruptionTarget on its CompositePodGroup),
+  one whose pods' PriorityClass says preemptionPolicy Never preempts nobody;
   an operator's checkpoint request lands on the tree's CompositePodGroup.
 Every wait is bounded.
 """
@@ -263,6 +264,20 @@ def preempt_and_checkpoint(c, s):
         post(c, NS, pod("lo-a-%d" % i, "lo-a", priority_class=lo))
     check("a low-priority tree takes all eight nodes",
           wait_for(lambda: len(bound(c, "lo-")) == 8, 20), s.text()[-600:])
+    # a PriorityClass of preemptionPolicy Never (Priority admission copies it onto the pods):
+    # the same priority that preempts below waits instead
+    post(c, "/apis/scheduling.k8s.io/v1/priorityclasses",
+         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+          "metadata": {"name": "nonpreempting"}, "value": 1000, "preemptionPolicy": "Never"})
+    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("nv", 1, priority_class=hi))
+    post(c, API % ("v1beta1", "podgroups"), child("nv-a", "nv", 1))
+    post(c, NS, pod("nv-a-0", "nv-a", priority_class="nonpreempting"))
+    st, nvp, _ = c.get(NS + "/nv-a-0")
+    e2e.time.sleep(2.5)
+    check("a tree whose pods' PriorityClass has preemptionPolicy Never preempts nobody",
+          nvp["spec"].get("preemptionPolicy") == "Never" and not bound(c, "nv-") and
+          len(bound(c, "lo-")) == 8, str(nvp["spec"].get("preemptionPolicy")))
+    gone(c, "nv-")
     post(c, API % ("v1alpha3", "compositepodgroups"), cpg("hi", 1, priority_class=hi))
     post(c, API % ("v1beta1", "podgroups"), child("hi-a", "hi", 1))
     post(c, NS, pod("hi-a-0", "hi-a", priority_class=hi))

@@ -183,6 +183,37 @@ static void extras_one_at_a_time_and_raised_min(void **state)
     assert_string_equal(kb.waiting[0].reason, "PartialGang");
 }
 
+/* preemptionPolicy Never: a native group's spec.preemptionPolicy (gate PodGroupPreemptionPolicy)
+ * decides for its gang; without one, any member pod's (its PriorityClass's, from admission). */
+static void preemption_policy_never(void **state)
+{
+    struct nfx *f = *state;
+    pg(f->c, "g", "{\"gang\":{\"minCount\":1}}", "\"preemptionPolicy\":\"Never\"", "");
+    in_group(f->c, "g-0", "g");
+    pod(f->c, "solo", "\"preemptionPolicy\":\"Never\"", "gangsched", "", 0);
+    pod(f->c, "other", "", "gangsched", "", 0);
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 3);
+    for (uint32_t i = 0; i < kb.n_pending; i++) {
+        const struct kgang *g = &kb.gangs[i];
+        assert_int_equal(g->gang.never_preempts, strcmp(g->key, "ml/other") != 0);
+    }
+    /* the group's PreemptLowerPriority wins over a member's Never */
+    pg(f->c, "g", "{\"gang\":{\"minCount\":1}}", "\"preemptionPolicy\":\"PreemptLowerPriority\"",
+       "");
+    pod(f->c, "g-0", "\"schedulingGroup\":{\"podGroupName\":\"g\"},\"preemptionPolicy\":\"Never\"",
+        "gangsched", "", 0);
+    build(f, &kb);
+    bool seen = false;
+    for (uint32_t i = 0; i < kb.n_pending; i++)
+        if (strcmp(kb.gangs[i].key, "ml/g") == 0) {
+            seen = true;
+            assert_false(kb.gangs[i].gang.never_preempts);
+        }
+    assert_true(seen);
+}
+
 /* A scheduled gang below minCount at the generation it was scheduled at lost members: its
  * minimum stays minCount (the lifecycle tears it down); a later generation raised minCount. */
 static void lost_members_are_not_a_raised_min(void **state)
@@ -516,6 +547,11 @@ static void malformed_objects_name_the_field(void **state)
     o = cJSON_Parse("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"podGroups\":[]}}");
     assert_int_equal(knative_workload_decode(o, &v, &n, &eb), SCHED_EINVAL);
     assert_non_null(strstr(eb.msg, "spec.podGroups"));
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"schedulingPolicy\":{"
+                    "\"basic\":{}},\"preemptionPolicy\":\"Sometimes\"}}");
+    assert_int_equal(knative_pg_decode(o, KPG_NATIVE_V1BETA1, &g, &eb), SCHED_EINVAL);
+    assert_non_null(strstr(eb.msg, "podgroup default/p: spec.preemptionPolicy: \"Sometimes\""));
     cJSON_Delete(o);
     /* CompositePodGroups: the error names the kind, the object and the field */
     static const char *const bad_cpg[][2] = {
@@ -887,6 +923,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(basic_is_no_gang_and_foreign_member, setup, teardown),
         cmocka_unit_test_setup_teardown(disruption_mode_all_is_one_victim, setup, teardown),
         cmocka_unit_test_setup_teardown(lost_members_are_not_a_raised_min, setup, teardown),
+        cmocka_unit_test_setup_teardown(preemption_policy_never, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_is_one_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_minimum_and_nesting, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_of_two_levels, setup, teardown),

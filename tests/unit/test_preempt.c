@@ -238,6 +238,37 @@ static void test_small_victim_before_big_gang(void **unused)
     world_free(w);
 }
 
+/* preemptionPolicy Never (Kubernetes): the same urgent gang that preempts above neither preempts
+ * within its queue nor reclaims from a borrower; it waits. */
+static void test_never_preempts(void **unused)
+{
+    (void)unused;
+    struct world *w = world("hgx:4", HDR "queues:\n  - name: a\n    quota:\n      default:\n"
+                                         "        nvidia.com/gpu: 64\n  - name: b\n");
+    uint32_t n0[] = {0}, n1[] = {1}, n2[] = {2}, n3[] = {3};
+    uint32_t *nodes[] = {n0, n1, n2, n3};
+    for (int i = 0; i < 4; i++)
+        run(w, gang(w, 0, 1, 8, 0, 0), nodes[i], 0, 0);
+    struct gang *urgent = gang(w, 0, 1, 1, 5, 100);
+    urgent->never_preempts = true;
+    const struct sched_result *r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0);
+    assert_int_equal(r->n_placements, 0);
+    world_free(w);
+    /* reclaim: a (nominal 8) waits for 8 GPUs that borrower b holds */
+    w = world("hgx:2", TWO_QUEUES);
+    run(w, gang(w, 1, 1, 8, 0, 0), n0, 0, 0);
+    run(w, gang(w, 1, 1, 8, 0, 0), n1, 0, 0);
+    struct gang *a = gang(w, 0, 1, 8, 0, 100);
+    a->never_preempts = true;
+    r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 0);
+    a->never_preempts = false; /* the same gang allowed to: it reclaims */
+    r = cycle(w, "gangsched", 200);
+    assert_int_equal(r->n_evictions, 1);
+    world_free(w);
+}
+
 /* An elastic gang (minMember below its pods) loses members before it is evicted whole: only as
  * many as the preemptor needs, never below its minMember; beyond that the whole gang goes. */
 #define LENDER_AND_BORROWER                                                                        \
@@ -1090,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_stops_at_borrower_nominal),
         cmocka_unit_test(test_reclaim_never_below_victim_nominal),
         cmocka_unit_test(test_small_victim_before_big_gang),
+        cmocka_unit_test(test_never_preempts),
         cmocka_unit_test(test_most_recent_checkpoint_chosen),
         cmocka_unit_test(test_elastic_gang_loses_members_first),
         cmocka_unit_test(test_rigid_gang_goes_whole),
