@@ -153,6 +153,10 @@ void kcache_each_gang_pod(struct kcache *c, const char *key,
 uint32_t kcache_user_id(struct kcache *c, const char *name);
 const char *kcache_user_name(const struct kcache *c, uint32_t id);
 const struct kpg *kcache_pg(const struct kcache *c, const char *key);
+/* The CompositePodGroup pg names as its parent (sched/kube/cache_cpg.c), or NULL: none named,
+ * or not seen; its cache key in key (n bytes; "" when none is named), unless key is NULL. */
+const struct kpg *kcache_pg_parent(const struct kcache *c, const struct kpg *pg, char *key,
+                                   size_t n);
 /* A group's members by phase (sched/kube/cache_counts.c): this scheduler's pods whose group
  * (kpod.group, not a native group) is the key, kept by every pod event. The driver writes them
  * to the PodGroup's status.running, succeeded and failed (driver_counts.c). */

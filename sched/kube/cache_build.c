@@ -602,13 +602,12 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
                                    "alone",
                                    g->key, g->foreign),
                "SchedulerError";
-    /* a tree: its plan says (cache_cpg.c), once what it is left to do is done */
-    if (g->cpg && g->n_bound_live == 0 && g->n_bound_dying > 0)
-        min = 0; /* its earlier attempt first */
-    else if (g->cpg && g->plan.reason)
-        return *msg = g->plan.message, g->plan.reason;
-    else if (g->cpg)
-        min = 0; /* the plan's gang is whole by its making */
+    /* a tree: its plan judges its members (cache_cpg.c), once an earlier attempt is gone */
+    if (g->cpg) {
+        if (g->plan.reason && !(g->n_bound_live == 0 && g->n_bound_dying > 0))
+            return *msg = g->plan.message, g->plan.reason;
+        min = 0;
+    }
     /* bound and pending members are judged together: pending ones join bound ones only when
      * those make a whole gang already (an elastic gang grows); below minMember the bound ones
      * are torn down first (lifecycle.c) */

@@ -29,6 +29,21 @@
 
 #define TREE_DEPTH 4 /* CompositePodGroup levels above a PodGroup (WorkloadMaxTreeDepth) */
 
+const struct kpg *kcache_pg_parent(const struct kcache *c, const struct kpg *pg, char *key,
+                                   size_t n)
+{
+    char own[KOBJ_KEY_MAX];
+    if (!key) {
+        key = own;
+        n = sizeof(own);
+    }
+    if (!pg || !pg->parent || knative_cpg_key(pg->ns, pg->parent, key, n) != 0) {
+        *key = '\0';
+        return NULL;
+    }
+    return strmap_get(&c->pgs, key);
+}
+
 /* The unit a PodGroup's pods are scheduled in: the highest CompositePodGroup above pg reached
  * through gang ones only (NULL: none, pg's pods are its own group), its key in buf; *why when
  * the layout is one gangsched does not schedule (the unit is then its parent), *missing when a
@@ -45,9 +60,9 @@ static const struct kpg *tree_unit(const struct kcache *c, const struct kpg *pg,
             *why = "more than 4 levels of CompositePodGroups above a PodGroup (or a cycle)";
             break;
         }
-        if (knative_cpg_key(at->ns, at->parent, key, sizeof(key)) != 0)
+        const struct kpg *up = kcache_pg_parent(c, at, key, sizeof(key));
+        if (!up && !*key)
             break;
-        const struct kpg *up = strmap_get(&c->pgs, key);
         if (!up) {
             *missing = true;
             snprintf(buf, n, "%s", key);
@@ -62,8 +77,7 @@ static const struct kpg *tree_unit(const struct kcache *c, const struct kpg *pg,
         unit = at = up;
     }
     if (*why && !unit) /* pg's own parent */
-        unit = strmap_get(&c->pgs,
-                          knative_cpg_key(pg->ns, pg->parent, key, sizeof(key)) == 0 ? key : "");
+        unit = kcache_pg_parent(c, pg, NULL, 0);
     if (unit)
         snprintf(buf, n, "%s", unit->key);
     return unit;
@@ -152,27 +166,23 @@ static int link_kid(struct tree *t, struct tnode *up, struct tnode *kid)
     return 0;
 }
 
-/* The node of group pg (key), made and linked under its parent up to the root when new. */
-static struct tnode *node_of(struct tree *t, const char *key, const struct kpg *pg, int depth)
+/* The node of group pg (NULL: none), made and linked under its parent up to the root when
+ * new. */
+static struct tnode *node_of(struct tree *t, const struct kpg *pg, int depth)
 {
-    struct tnode *x = strmap_get(&t->nodes, key);
-    if (x || depth > TREE_DEPTH + 1)
+    struct tnode *x = pg ? strmap_get(&t->nodes, pg->key) : NULL;
+    if (x || !pg || depth > TREE_DEPTH + 1)
         return x;
-    if (!pg || !(x = arena_calloc(t->a, 1, sizeof(*x))) || !(x->key = arena_strdup(t->a, key)) ||
-        strmap_put(&t->nodes, x->key, x, NULL) != 0)
+    if (!(x = arena_calloc(t->a, 1, sizeof(*x))) || strmap_put(&t->nodes, pg->key, x, NULL) != 0)
         return NULL;
+    x->key = pg->key;
     x->pg = pg;
     x->leaf = pg->api != KPG_CPG_V1ALPHA3;
     x->min = x->leaf ? (!pg->basic && pg->min_member ? pg->min_member : 1)
                      : (pg->min_groups ? pg->min_groups : 1);
     if (pg == t->root->pg)
         return x;
-    char up_key[KOBJ_KEY_MAX];
-    const struct kpg *up =
-        pg->parent && knative_cpg_key(pg->ns, pg->parent, up_key, sizeof(up_key)) == 0
-            ? strmap_get(&t->c->pgs, up_key)
-            : NULL;
-    struct tnode *u = up ? node_of(t, up->key, up, depth + 1) : NULL;
+    struct tnode *u = node_of(t, kcache_pg_parent(t->c, pg, NULL, 0), depth + 1);
     return u && link_kid(t, u, x) == 0 ? x : NULL;
 }
 
@@ -186,7 +196,7 @@ static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, s
         qsort(bound, n_bound, sizeof(*bound), cmp_pod_child);
     for (uint32_t i = 0; i < n_pending;) {
         const char *key = child_key(pending[i]);
-        struct tnode *x = node_of(t, key, strmap_get(&t->c->pgs, key), 0);
+        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, key), 0);
         uint32_t j = i;
         while (j < n_pending && strcmp(child_key(pending[j]), key) == 0)
             j++;
@@ -198,7 +208,7 @@ static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, s
     }
     for (uint32_t i = 0; i < n_bound; i++) {
         const struct kpod *p = bound[i];
-        struct tnode *x = node_of(t, child_key(p), strmap_get(&t->c->pgs, child_key(p)), 0);
+        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, child_key(p)), 0);
         if (!x || terminal(p))
             continue;
         if (p->deleting) {

@@ -297,11 +297,6 @@ static void owed_free(struct kowed *o)
     free(o);
 }
 
-static void native_status_path(const struct kpg *pg, char *path, size_t n)
-{
-    knative_path(pg, "status", path, n);
-}
-
 /* o is sent again after `wait` ms unless the watch shows it by then. */
 static void owed_later(struct kdrv *d, struct kowed *o, int64_t wait)
 {
@@ -358,7 +353,7 @@ static void owed_send(struct kdrv *d, const char *gang, struct kowed *o)
             ct ? knative_condition_patch(pg, ct, true, "Scheduled", o->message, o->since_ms) : NULL;
         how = KUBE_PATCH_STRATEGIC;
         if (pg)
-            native_status_path(pg, path, sizeof(path));
+            knative_path(pg, "status", path, sizeof(path));
     }
     size_t n = strlen(gang) + 1;
     struct owed_req *x = body ? malloc(sizeof(*x) + n) : NULL;
@@ -432,14 +427,14 @@ void kdrv_child_scheduled(struct kdrv *d, const struct kpod *p, const struct kpg
                           const char *message)
 {
     const struct kpg *g = p && p->group ? kcache_pg(d->cache, p->group) : NULL;
-    char key[KOBJ_KEY_MAX];
-    for (int depth = 0; g && g != root && depth <= 4; depth++) { /* its PodGroup, then up */
-        if (!g->initially_scheduled && knative_sched_condition(g->api) &&
-            !strmap_get(&d->owed, g->key))
-            owe_scheduled(d, g->key, g, message);
-        g = g->parent && knative_cpg_key(g->ns, g->parent, key, sizeof(key)) == 0
-                ? kcache_pg(d->cache, key)
-                : NULL;
+    /* its PodGroup, then up; a group True or owed already had its ancestors done with it (an
+     * earlier pod of this bind, or the tree's earlier gang) */
+    for (int depth = 0; g && g != root && depth <= 4; depth++) {
+        if (g->initially_scheduled || !knative_sched_condition(g->api) ||
+            strmap_get(&d->owed, g->key))
+            return;
+        owe_scheduled(d, g->key, g, message);
+        g = kcache_pg_parent(d->cache, g, NULL, 0);
     }
 }
 
@@ -757,7 +752,7 @@ static int native_status(struct kdrv *d, const char *gang, const struct kpg *pg,
     if (!body)
         return SCHED_ENOMEM;
     char path[700];
-    native_status_path(pg, path, sizeof(path));
+    knative_path(pg, "status", path, sizeof(path));
     return pg_status_send(d, KUBE_PATCH_STRATEGIC, path, body, true, NULL, NULL, NULL);
 }
 

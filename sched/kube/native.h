@@ -14,7 +14,7 @@
  *        gang{minGroupCount}}, spec.schedulingConstraints.topology[0].key, spec.priority,
  *        spec.parentCompositePodGroupName (PodGroups name their parent with the same field),
  *        status.conditions CompositePodGroupInitiallyScheduled; read into a struct kpg keyed
- *        "namespace/cpg:name" (knative_cpg_key). How its children make one gang: cache_build.c.
+ *        "namespace/cpg:name" (knative_cpg_key). How its children make one gang: cache_cpg.c.
  * Field names checked against kubernetes/api scheduling/v1alpha1 and v1alpha2 types.go and the
  * v1beta1 summary in docs/kubernetes.md.
  *
@@ -34,7 +34,7 @@
 
 #define KNATIVE_GROUP "scheduling.k8s.io"
 
-/* A native API (KPG_NATIVE_* or KPG_WORKLOAD_V1ALPHA1). */
+/* A native API (KPG_NATIVE_*, KPG_WORKLOAD_V1ALPHA1 or KPG_CPG_V1ALPHA3). */
 bool knative_is(enum kpg_api api);
 /* The cache key of CompositePodGroup ns/name: "ns/cpg:name" (PodGroup keys have no ':', 1.35
  * Workload pod groups' "ns/workload:group" are never served with it). 0, or SCHED_EINVAL when

@@ -194,7 +194,7 @@ enum kpg_api {
     KPG_WORKLOAD_V1ALPHA1,
     KPG_NATIVE_V1ALPHA3, /* 1.37's alpha PodGroup (CompositePodGroup's version): as v1beta1 */
     KPG_CPG_V1ALPHA3,    /* 1.37's alpha CompositePodGroup: a gang of child PodGroups, keyed
-                            "namespace/cpg:name" (KNATIVE_CPG_KEY; a PodGroup may have its name) */
+                            "namespace/cpg:name" (knative_cpg_key; a PodGroup may have its name) */
     KPG_N_API
 };
 

@@ -271,13 +271,16 @@ void kcache_each_gang_pod(struct kcache *c, const char *key,
     const char *k;
     void *v;
     char tree[KOBJ_KEY_MAX];
+    bool is_tree = strstr(key, "/cpg:") != NULL; /* a CompositePodGroup's (cache_cpg.c) */
     for (size_t i = 0; strmap_next(hot, &i, &k, &v);) {
         const struct kpod *p = v;
         const struct kpg *pg;
         const char *why;
         bool cpg;
-        if (p->group && strcmp(kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg, &why), key) == 0)
-            fn(ctx, p); /* a tree's pods too (cache_cpg.c) */
+        if (p->group &&
+            strcmp(is_tree ? kcache_gang_of(c, p, tree, sizeof(tree), &pg, &cpg, &why) : p->group,
+                   key) == 0)
+            fn(ctx, p);
     }
 }
 

@@ -744,11 +744,9 @@ KNOWN_FIELDS = {
                                               "acquireTime", "renewTime", "leaseTransitions",
                                               "strategy", "preferredHolder"}},
     PC_KEY: {"": TOP | {"value", "globalDefault", "description", "preemptionPolicy"}},
-    # CompositePodGroupSpec and Status as scheduling/v1alpha3 types.go declares them (1.37)
-    CPG_KEY: {"": TOP | {"spec", "status"},
-              "spec": {"parentCompositePodGroupName", "workloadRef", "schedulingPolicy",
-                       "priorityClassName", "priority", "schedulingConstraints"},
-              "status": {"conditions"}},
+    # CompositePodGroupSpec and Status as scheduling/v1alpha3 types.go declares them (1.37):
+    # every spec field is immutable, so the spec's fields are CPG_IMMUTABLE
+    CPG_KEY: {"": TOP | {"spec", "status"}, "spec": set(CPG_IMMUTABLE), "status": {"conditions"}},
     ("", "configmaps"): {"": TOP | {"data", "binaryData", "immutable"}},
     ("", "secrets"): {"": TOP | {"data", "stringData", "type", "immutable"}},
     ("", "bindings"): {"": TOP | {"target"},
