@@ -401,8 +401,9 @@ bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
         a->disrupt_all != b->disrupt_all || a->has_priority != b->has_priority ||
         a->priority != b->priority || a->initially_scheduled != b->initially_scheduled ||
         a->min_groups != b->min_groups || !kobj_same_str(a->parent, b->parent) ||
-        a->preempt_never != b->preempt_never || a->n_ann != b->n_ann ||
-        !kobj_same_str(a->uid, b->uid) || !kobj_same_str(a->queue, b->queue) ||
+        a->preempt_never != b->preempt_never || a->has_preempt_policy != b->has_preempt_policy ||
+        a->n_ann != b->n_ann || !kobj_same_str(a->uid, b->uid) ||
+        !kobj_same_str(a->queue, b->queue) ||
         !kobj_same_str(a->priority_class, b->priority_class) ||
         !kobj_same_str(a->nt_mode, b->nt_mode) || !kobj_same_str(a->topology_key, b->topology_key))
         return false;

@@ -212,6 +212,13 @@ static void preemption_policy_never(void **state)
             assert_false(kb.gangs[i].gang.never_preempts);
         }
     assert_true(seen);
+    /* a policy given where none was is a change for a cycle (it overrides the members') */
+    pg(f->c, "h", "{\"gang\":{\"minCount\":1}}", "", "");
+    build(f, &kb);
+    assert_false(kcache_dirty(f->c));
+    pg(f->c, "h", "{\"gang\":{\"minCount\":1}}", "\"preemptionPolicy\":\"PreemptLowerPriority\"",
+       "");
+    assert_true(kcache_dirty(f->c));
 }
 
 /* A scheduled gang below minCount at the generation it was scheduled at lost members: its
