@@ -7,11 +7,12 @@
 #include "sched/engine/engine_int.h"
 
 /* What the members say: live and started counts, the first failed member, the first member on a
- * node NotReady past the grace, the first live member not started, and the lost ones. */
+ * node NotReady past the grace, the first live member not started, the lost ones, and the live
+ * ones of parts below their own minimum (short[], the first such member short_one). */
 struct tally {
-    uint32_t live, started, n_lost;
-    const struct eng_member *failed, *on_lost_node, *not_started;
-    uint32_t *lost;
+    uint32_t live, started, n_lost, n_short;
+    const struct eng_member *failed, *on_lost_node, *not_started, *short_one;
+    uint32_t *lost, *short_ix;
     bool completing;
     int64_t due; /* the earliest time a rule comes due with time alone, INT64_MAX: none */
 };
@@ -51,6 +52,10 @@ static void tally(const struct eng *e, const struct eng_gang_facts *gf, int64_t 
             continue;
         }
         t->live++;
+        if (p->short_part) {
+            t->short_one = t->short_one ? t->short_one : p;
+            t->short_ix[t->n_short++] = m;
+        }
         if (p->phase == ENG_POD_RUNNING && p->ready)
             t->started++;
         else if (!t->not_started)
@@ -90,6 +95,15 @@ static bool decide(const struct eng_gang_facts *gf, const struct tally *t, int64
     } else if (t->live < min && t->live > 0) { /* none live: the gang is going away whole */
         act->reason = ENG_MEMBER_LOST;
         snprintf(msg, n, "%u of minMember %u members left (deleted or evicted)", t->live, min);
+    } else if (t->n_short > 0) { /* those parts only */
+        act->reason = ENG_MEMBER_LOST;
+        act->whole = false;
+        act->lost = t->short_ix;
+        act->n_lost = t->n_short;
+        snprintf(msg, n,
+                 "%s, below its own minimum: its %u live member(s) are deleted and it starts "
+                 "again whole; the rest of the gang goes on",
+                 t->short_one->short_part, t->n_short);
     } else if (t->started < t->live && now - since >= gf->start_timeout_ms) {
         act->reason = ENG_START_TIMEOUT;
         act->own = true;
@@ -119,7 +133,8 @@ int eng_life_check(struct eng *e, const struct eng_gang_facts *gangs, uint32_t n
         const struct eng_gang_facts *gf = &gangs[g];
         struct tally t = {.due = INT64_MAX};
         t.lost = arena_calloc(a, gf->n_members + 1, sizeof(*t.lost));
-        if (!t.lost)
+        t.short_ix = arena_calloc(a, gf->n_members + 1, sizeof(*t.short_ix));
+        if (!t.lost || !t.short_ix)
             return SCHED_ENOMEM;
         tally(e, gf, now, node_down_since, n_nodes, &t);
         if (t.completing)

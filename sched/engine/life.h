@@ -20,6 +20,10 @@
  *   - fewer than m live members, at least one live: MemberLost (an elastic gang with more than
  *     m members goes on while m remain; a gang with none live is going away whole and is left
  *     alone);
+ *   - a live member in a part of the gang that runs below its own minimum (short_part: a group
+ *     of a CompositePodGroup tree that lost members while the tree keeps its quorum): MemberLost,
+ *     that part's live members only (not whole), not its own failure; the gang goes on and the
+ *     part starts again whole;
  *   - not every live member Running and Ready start_timeout_ms after binding: StartTimeout, its
  *     own failure, a strike on the node of the first member that did not start;
  *   - a member Succeeded: the gang is completing, left alone (checked before all of the above).
@@ -51,6 +55,9 @@ struct eng_member {
     const char *name;      /* for messages ("namespace/name"), may be NULL */
     const char *node_name; /* for messages, may be NULL */
     const char *why;       /* the pod's own words (reason: message), may be NULL */
+    /* the part of the gang this member is in when that part runs below its own minimum (a
+     * driver's words, "podgroup ns/b: 1 of minCount 2 pods live"), else NULL */
+    const char *short_part;
 };
 
 struct eng_gang_facts {

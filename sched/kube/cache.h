@@ -41,7 +41,10 @@ struct kgang {
     uint32_t *nodes;       /* running gangs: node index of each member (UINT32_MAX: a node the
                               cluster does not have), else NULL */
     bool running;          /* bound members, no pending ones */
-    uint32_t min_member;   /* the PodGroup's minMember, Kueue's total count, or 1 */
+    /* a running CompositePodGroup tree: per member, why its group runs below its own minimum
+     * (the lifecycle deletes it, the tree goes on), else NULL; NULL when no member's does */
+    const char **part_short;
+    uint32_t min_member; /* the PodGroup's minMember, Kueue's total count, or 1 */
     /* pending gangs: the running gang of the same key, else NULL (an elastic gang: its new
      * members, offered as a pending gang of their own, join that one) */
     const struct kgang *run;

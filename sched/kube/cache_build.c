@@ -277,6 +277,24 @@ static int set_selector(struct arena *a, const struct group *g, const struct kpo
     return 0;
 }
 
+/* kg's min_member (its n members placed), and a running tree's part_short. 0 or SCHED_ENOMEM. */
+static int gang_minimum(struct arena *a, struct kgang *kg, const struct group *g, uint32_t n,
+                        bool running)
+{
+    kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
+    if (running && knative_min_raised(g->pg) && kg->min_member > n)
+        kg->min_member = n; /* native: a raised minCount applies to future cycles only */
+    if (g->cpg)
+        kg->min_member = g->plan.min;
+    if (running && g->cpg && g->plan.n_short) { /* groups below their own minimum go */
+        if (!(kg->part_short = arena_calloc(a, n, sizeof(*kg->part_short))))
+            return SCHED_ENOMEM;
+        for (uint32_t i = 0; i < n; i++)
+            kg->part_short[i] = kcache_cpg_short(&g->plan, kg->members[i]);
+    }
+    return 0;
+}
+
 /* Fills kg from members (sorted by name), grouping equal specs into pod sets. Pods that differ
  * only in preferences, in more ways than the pod sets hold, are placed without them. */
 static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
@@ -356,11 +374,8 @@ static int make_gang(struct builder *b, struct kgang *kg, const struct group *g,
         for (uint32_t i = 0; i < n; i++)
             if (set_id[i] == s)
                 kg->members[k++] = members[i];
-    kg->min_member = g->pg ? g->pg->min_member : g->kueue_total ? g->kueue_total : 1;
-    if (running && knative_min_raised(g->pg) && kg->min_member > n)
-        kg->min_member = n; /* native: a raised minCount applies to future cycles only */
-    if (g->cpg)
-        kg->min_member = g->plan.min;
+    if (gang_minimum(a, kg, g, n, running) != 0)
+        return SCHED_ENOMEM;
     const char *profile = NULL;
     int rc = gang_annots(b, g, gg, members, n, running, &profile, why);
     if (rc)

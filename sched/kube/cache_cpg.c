@@ -14,8 +14,11 @@
  * slices: one key, one size, one pod spec). Once the tree runs, each further group starts as a
  * gang of its own first gang, and further pods of a running PodGroup one at a time, pinned by
  * a node selector to the domains its running ancestors hold, as kube-scheduler places a group's
- * pods beyond minCount one by one. A basic CompositePodGroup at the root without a constraint
- * leaves its children the groups they are.
+ * pods beyond minCount one by one. A group of a running tree below its own minimum while the
+ * tree keeps its quorum without it (it lost members) is short: its live pods are named in the
+ * plan (kcache_cpg_short) for the lifecycle to delete, and it is not grown meanwhile; it starts
+ * again whole. A basic CompositePodGroup at the root without a constraint leaves its children
+ * the groups they are.
  *
  * Must not touch: the network, the store, the cache's records (read only).
  */
@@ -117,10 +120,11 @@ struct tnode {
     uint32_t min; /* a PodGroup's minCount (basic: 1), a CompositePodGroup's minGroupCount */
     struct tnode **kids;
     uint32_t n_kids, cap_kids;
-    struct kpod **pending; /* a leaf's */
-    uint32_t n_pending, n_live, n_dying;
+    struct kpod **pending, **bound; /* a leaf's, each sorted by name */
+    uint32_t n_pending, n_bound, n_live, n_dying;
     /* derived (eval) */
     uint32_t live;               /* live members in the subtree */
+    uint32_t n_whole;            /* a CompositePodGroup's children that run whole */
     bool ready, whole;           /* its minimum can start (pending and live) / runs (live) */
     uint32_t need, need_whole;   /* pods its first gang takes; the least its whole part needs */
     const struct kpod *live_one; /* a live member in the subtree: where its domains are */
@@ -206,17 +210,28 @@ static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, s
         }
         i = j;
     }
-    for (uint32_t i = 0; i < n_bound; i++) {
-        const struct kpod *p = bound[i];
-        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, child_key(p)), 0);
-        if (!x || terminal(p))
-            continue;
-        if (p->deleting) {
-            x->n_dying++;
-        } else {
-            x->n_live++;
-            x->live_one = x->live_one ? x->live_one : p;
+    for (uint32_t i = 0; i < n_bound;) {
+        const char *key = child_key(bound[i]);
+        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, key), 0);
+        uint32_t j = i;
+        while (j < n_bound && strcmp(child_key(bound[j]), key) == 0)
+            j++;
+        if (x) {
+            x->bound = &bound[i];
+            x->n_bound = j - i;
         }
+        for (; x && i < j; i++) {
+            const struct kpod *p = bound[i];
+            if (terminal(p))
+                continue;
+            if (p->deleting) {
+                x->n_dying++;
+            } else {
+                x->n_live++;
+                x->live_one = x->live_one ? x->live_one : p;
+            }
+        }
+        i = j;
     }
     return 0;
 }
@@ -260,6 +275,7 @@ static void eval(struct tnode *x)
     }
     x->ready = n_ready >= x->min;
     x->whole = n_whole >= x->min;
+    x->n_whole = n_whole;
 }
 
 /* The first gang of subtree x: the first min ready children of each group chosen (in their
@@ -370,7 +386,7 @@ static bool next_in(const struct kcache *c, const struct tnode *x, struct arena 
     pin(c, out, x->live_one, x->pg->topology_key);
     for (uint32_t i = 0; i < x->n_kids; i++) {
         const struct tnode *k = x->kids[i];
-        if (k->live > 0 && next_in(c, k, a, out, rc))
+        if (k->live > 0 && k->whole && next_in(c, k, a, out, rc)) /* (short: torn down) */
             return true;
         if (k->live == 0 && k->n_dying == 0 && k->ready) {
             *rc = gang_of(k, a, out);
@@ -379,6 +395,64 @@ static bool next_in(const struct kcache *c, const struct tnode *x, struct arena 
     }
     out->n_pins = pins; /* nothing under x */
     return false;
+}
+
+/* The live pods of subtree x into out->shorts, each with why. */
+static void short_pods(const struct tnode *x, const char *why, struct kcpg_plan *out)
+{
+    for (uint32_t i = 0; x->leaf && i < x->n_bound; i++)
+        if (!terminal(x->bound[i]) && !x->bound[i]->deleting)
+            out->shorts[out->n_short++] = (struct kcpg_short){.pod = x->bound[i], .why = why};
+    for (uint32_t i = 0; i < x->n_kids; i++)
+        short_pods(x->kids[i], why, out);
+}
+
+/* The groups under x (x runs whole) that run below their own minimum, the highest of each
+ * branch, into out->shorts (cap: the tree's live pods): a group started whole that lost
+ * members since, the tree still holding its quorum without it. The lifecycle deletes their
+ * live pods (eng_member.short_part) and the group starts again whole (next_in). */
+static int find_short(const struct tnode *x, uint32_t cap, struct arena *a, struct kcpg_plan *out)
+{
+    for (uint32_t i = 0; i < x->n_kids; i++) {
+        const struct tnode *k = x->kids[i];
+        if (k->live == 0 || (k->whole && k->leaf))
+            continue;
+        if (k->whole) {
+            int rc = find_short(k, cap, a, out);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!out->shorts && !(out->shorts = arena_calloc(a, cap, sizeof(*out->shorts))))
+            return SCHED_ENOMEM;
+        const char *why =
+            k->leaf ? arena_printf(a, "podgroup %s/%s: %u of minCount %u pods live", k->pg->ns,
+                                   k->pg->name, k->n_live, k->min)
+                    : arena_printf(a,
+                                   "compositepodgroup %s/%s: %u of minGroupCount %u child groups "
+                                   "run whole",
+                                   k->pg->ns, k->pg->name, k->n_whole, k->min);
+        if (!why)
+            return SCHED_ENOMEM;
+        short_pods(k, why, out);
+    }
+    return 0;
+}
+
+static int cmp_short(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct kcpg_short *)a)->pod;
+    uintptr_t y = (uintptr_t)((const struct kcpg_short *)b)->pod;
+    return x < y ? -1 : x > y;
+}
+
+const char *kcache_cpg_short(const struct kcpg_plan *plan, const struct kpod *p)
+{
+    if (plan->n_short == 0)
+        return NULL;
+    struct kcpg_short key = {.pod = p};
+    const struct kcpg_short *s = bsearch(&key, plan->shorts, plan->n_short, sizeof(key), cmp_short);
+    return s ? s->why : NULL;
 }
 
 /* The first group (depth first) of a running tree that waits for pods, for the message. */
@@ -409,6 +483,13 @@ static int plan_tree(const struct kcache *c, const struct tnode *r, const struct
     /* the running tree's minimum: the least its whole part needs; below quorum, more than it
      * has (the lifecycle tears a tree below quorum down: a gang never runs partial) */
     out->min = r->whole ? r->need_whole : r->need > r->live ? r->need : r->live + 1;
+    if (r->whole) {
+        int rc = find_short(r, r->live, a, out);
+        if (rc)
+            return rc;
+        if (out->n_short > 1)
+            qsort(out->shorts, out->n_short, sizeof(*out->shorts), cmp_short);
+    }
     if (n_pending == 0)
         return 0; /* a running gang only */
     if (r->live > 0 && !r->whole)

@@ -166,6 +166,12 @@ const char *kcache_gang_of(const struct kcache *c, const struct kpod *p, char *b
 
 #define KCPG_PINS 6 /* a domain per level of a tree: 4 CompositePodGroups and the PodGroup */
 
+/* A live pod of a group that runs below its own minimum in a running tree, and why. */
+struct kcpg_short {
+    const struct kpod *pod;
+    const char *why; /* "podgroup ns/b: 1 of minCount 2 pods live" */
+};
+
 /* What a build offers of one CompositePodGroup's tree (kcache_cpg_plan). */
 struct kcpg_plan {
     uint32_t min; /* the gang's minimum members: the pending gang's pods, or (running) the
@@ -181,13 +187,20 @@ struct kcpg_plan {
     uint32_t slice_size;   /* pods per slice */
     struct kv *pins;       /* node labels the gang's nodes must carry (the running tree's) */
     uint32_t n_pins;
+    /* a running tree's live pods in groups below their own minimum (find_short), by address */
+    struct kcpg_short *shorts;
+    uint32_t n_short;
 };
 
 /* The tree of CompositePodGroup cpg from its pods (both arrays reordered: by PodGroup, then
  * name), in `a`: 0 or SCHED_ENOMEM. why: kcache_gang_of's (the tree waits with it). With no
- * pending pod only min and whole are set. */
+ * pending pod only min, whole and shorts are set. */
 int kcache_cpg_plan(const struct kcache *c, const struct kpg *cpg, const char *why,
                     struct kpod **pending, uint32_t n_pending, struct kpod **bound,
                     uint32_t n_bound, struct arena *a, struct kcpg_plan *out);
+
+/* Why pod p's group runs below its own minimum in plan's running tree (it goes, the tree goes
+ * on), or NULL. */
+const char *kcache_cpg_short(const struct kcpg_plan *plan, const struct kpod *p);
 
 #endif

@@ -339,7 +339,8 @@ static int restore_restarts(struct kdrv *d, uint32_t g, const struct store_job *
     return eng_job_restore(d->eng, g, (enum eng_state)j.state, old->restarts);
 }
 
-/* An inference gang loses only its lost members; the others go on. */
+/* An inference gang loses only its lost members, a CompositePodGroup tree the live members of
+ * its groups below their own minimum; the others go on. */
 static void replace_lost(struct kdrv *d, const struct kgang *kg, const struct eng_life_action *act,
                          const char *reason)
 {
@@ -349,8 +350,11 @@ static void replace_lost(struct kdrv *d, const struct kgang *kg, const struct en
             kdrv_delete_pod(d, p->ns, p->name, reason);
     }
     char msg[1000];
-    snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on", act->message,
-             act->n_lost);
+    if (kg->part_short) /* a tree's group below its own minimum: the message says it all */
+        snprintf(msg, sizeof(msg), "%s", act->message);
+    else
+        snprintf(msg, sizeof(msg), "%s: %u lost replica(s) replaced, the others go on",
+                 act->message, act->n_lost);
     kdrv_gang_status(d, kg->key, kg->pg, "Running", "Warning", reason, msg, true);
 }
 

@@ -84,7 +84,8 @@ int klife_facts(const struct kcache_build *kb, const struct config *cfg, struct 
                                        .gone = p->deleting,
                                        .name = p->key,
                                        .node_name = p->node,
-                                       .why = p->why};
+                                       .why = p->why,
+                                       .short_part = kg->part_short ? kg->part_short[i] : NULL};
             if (ix < cl->n_nodes && eng_names_id(node_ids, cl->nodes[ix].name, &m[i].node) != 0)
                 return SCHED_ENOMEM;
         }

@@ -14,6 +14,8 @@ constraint holds its whole tree in one domain, a child's its pods in one of its 
 - a tree that loses a member below quorum is torn down whole;
 - minGroupCount 1 of 2: the first child starts the tree; the second starts only in the tree's
   zone (a node selector of the other zone keeps it waiting);
+- a child started beyond quorum that loses a member loses its other members (below its own
+  minCount), the tree running on, and starts again whole;
 - a tree of two levels (a root over two CompositePodGroups over PodGroups) binds whole, every
   condition in it True; a cycle of parents waits with the reason gangsched gives;
 - a high-priority tree preempts a low one whole (DisruptionTarget on its CompositePodGroup),
@@ -213,6 +215,36 @@ def one_of_two(c, s):
     gone(c, "k-")
 
 
+def beyond_quorum(c, s):
+    """minGroupCount 1 of 2, each child of minCount 2: the second child starts on its own once
+    the tree runs; when it loses a member it is below its own minCount while the tree keeps
+    its quorum: its other member is deleted (no gang runs below its minimum), the first child
+    runs on, and the second starts again whole once its pods are back."""
+    post(c, API % ("v1alpha3", "compositepodgroups"), cpg("b", 1))
+    for ch in ("b-a", "b-b"):
+        post(c, API % ("v1beta1", "podgroups"), child(ch, "b", 2))
+    for i in range(2):
+        post(c, NS, pod("b-a-%d" % i, "b-a"))
+    check("the first child starts the tree", wait_for(lambda: len(bound(c, "b-a-")) == 2, 15),
+          s.text()[-600:])
+    for i in range(2):
+        post(c, NS, pod("b-b-%d" % i, "b-b"))
+    check("the second child starts whole on its own",
+          wait_for(lambda: len(bound(c, "b-b-")) == 2, 15), s.text()[-600:])
+    c.delete(NS + "/b-b-0", {"gracePeriodSeconds": 0})
+    check("the second child below its minCount: its other member is deleted",
+          wait_for(lambda: not existing(c, "b-b-"), 20),
+          str([p["metadata"]["name"] for p in existing(c, "b-b-")]) + s.text()[-600:])
+    check("the daemon says why", "podgroup default/b-b: 1 of minCount 2 pods live, below its "
+          "own minimum" in s.text(), s.text()[-600:])
+    check("and the first child runs on", len(bound(c, "b-a-")) == 2)
+    for i in range(2):
+        post(c, NS, pod("b-b-%d" % i, "b-b"))
+    check("its pods back, the second child starts again whole",
+          wait_for(lambda: len(bound(c, "b-b-")) == 2, 15), s.text()[-600:])
+    gone(c, "b-")
+
+
 def nested(c, s):
     """Two levels: a root over two gang CompositePodGroups, each over a PodGroup: one gang,
     every condition of the tree True; a cycle of parents waits, saying why."""
@@ -330,6 +362,7 @@ def main():
     quorum(c, s)
     zone_and_teardown(c, s)
     one_of_two(c, s)
+    beyond_quorum(c, s)
     nested(c, s)
     preempt_and_checkpoint(c, s)
     s.stop()

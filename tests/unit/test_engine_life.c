@@ -22,23 +22,28 @@ enum setup { BOUND0, TEARING, EVICTING, UNKNOWN, GAVE_UP, RESTORED, HANDSHAKE };
 
 #define RUN(node)                                                                                  \
     {                                                                                              \
-        node, ENG_POD_RUNNING, true, false, "ml/p", "node", NULL                                   \
+        node, ENG_POD_RUNNING, true, false, "ml/p", "node", NULL, NULL                             \
     }
 #define WAIT(node)                                                                                 \
     {                                                                                              \
-        node, ENG_POD_PENDING, false, false, "ml/w", "node", "ImagePullBackOff: no"                \
+        node, ENG_POD_PENDING, false, false, "ml/w", "node", "ImagePullBackOff: no", NULL          \
     }
 #define FAIL(node)                                                                                 \
     {                                                                                              \
-        node, ENG_POD_FAILED, false, false, "ml/f", "node", "OOMKilled"                            \
+        node, ENG_POD_FAILED, false, false, "ml/f", "node", "OOMKilled", NULL                      \
     }
 #define GONE(node)                                                                                 \
     {                                                                                              \
-        node, ENG_POD_RUNNING, true, true, "ml/g", "node", NULL                                    \
+        node, ENG_POD_RUNNING, true, true, "ml/g", "node", NULL, NULL                              \
+    }
+/* a live member of a part below its own minimum (a CompositePodGroup tree's group) */
+#define SHORT(node)                                                                                \
+    {                                                                                              \
+        node, ENG_POD_RUNNING, true, false, "ml/s", "node", NULL, "podgroup ml/b: 1 of minCount 2" \
     }
 #define DONE(node)                                                                                 \
     {                                                                                              \
-        node, ENG_POD_SUCCEEDED, false, false, "ml/d", "node", NULL                                \
+        node, ENG_POD_SUCCEEDED, false, false, "ml/d", "node", NULL, NULL                          \
     }
 
 struct life_case {
@@ -249,6 +254,46 @@ static const struct life_case cases[] = {
      60 * S,
      "NodeLost lost=[2]",
      NULL},
+    {"a part below its own minimum: its live members only, not own",
+     {RUN(0), RUN(1), SHORT(2), GONE(3)},
+     4,
+     2,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "MemberLost lost=[2]",
+     "podgroup ml/b: 1 of minCount 2, below its own minimum: its 1 live member(s) are deleted"},
+    {"a part below its own minimum, a member failed: whole, own",
+     {RUN(0), FAIL(1), SHORT(2)},
+     3,
+     2,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "MemberFailed own whole",
+     NULL},
+    {"a part below its own minimum, the gang below minMember: whole",
+     {RUN(0), GONE(1), SHORT(2)},
+     3,
+     3,
+     false,
+     BOUND0,
+     {0},
+     1,
+     "MemberLost whole",
+     "2 of minMember 3"},
+    {"a part below its own minimum being torn down already: its live members go",
+     {SHORT(0)},
+     1,
+     1,
+     false,
+     TEARING,
+     {0},
+     1,
+     "MemberLost whole",
+     "bound after the gang was rolled back"},
     {"inference start timeout: whole",
      {RUN(0), WAIT(1)},
      2,

@@ -412,6 +412,54 @@ static void composite_tree_minimum_and_nesting(void **state)
     assert_true(seen);
 }
 
+/* A running tree that keeps its quorum while a group in it runs below its own minimum (a
+ * PodGroup below minCount, a CompositePodGroup below minGroupCount whole children): those
+ * groups' live pods carry why (the lifecycle deletes them, the tree goes on), the others none,
+ * and the short group's pending pod is not offered (it starts again whole). */
+static void composite_tree_short_groups(void **state)
+{
+    struct nfx *f = *state;
+    cpg(f->c, "t", "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}}");
+    cpg(f->c, "m",
+        "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},"
+        "\"parentCompositePodGroupName\":\"t\"");
+    const char *under_t = "\"parentCompositePodGroupName\":\"t\"";
+    const char *under_m = "\"parentCompositePodGroupName\":\"m\"";
+    pg(f->c, "t-a", "{\"gang\":{\"minCount\":2}}", under_t, "");
+    pg(f->c, "t-b", "{\"gang\":{\"minCount\":2}}", under_t, "");
+    pg(f->c, "l1", "{\"gang\":{\"minCount\":1}}", under_m, "");
+    pg(f->c, "l2", "{\"gang\":{\"minCount\":1}}", under_m, "");
+    pod(f->c, "a-0", "\"schedulingGroup\":{\"podGroupName\":\"t-a\"}", "gangsched", "n1", 0);
+    pod(f->c, "a-1", "\"schedulingGroup\":{\"podGroupName\":\"t-a\"}", "gangsched", "n2", 0);
+    pod(f->c, "b-0", "\"schedulingGroup\":{\"podGroupName\":\"t-b\"}", "gangsched", "n3", 0);
+    pod(f->c, "l1-0", "\"schedulingGroup\":{\"podGroupName\":\"l1\"}", "gangsched", "n4", 0);
+    in_group(f->c, "b-1", "t-b");
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 0); /* t-b's b-1 waits for t-b to start again whole */
+    const struct kgang *g = &kb.gangs[kb.n_gangs - 1];
+    assert_true(g->running);
+    assert_int_equal(g->gang.n_pods, 4);
+    assert_int_equal(g->min_member, 2); /* t-a's: the tree keeps its quorum */
+    assert_non_null(g->part_short);
+    for (uint32_t i = 0; i < g->gang.n_pods; i++) {
+        const char *name = g->members[i]->name, *why = g->part_short[i];
+        if (strcmp(name, "b-0") == 0)
+            assert_string_equal(why, "podgroup ml/t-b: 1 of minCount 2 pods live");
+        else if (strcmp(name, "l1-0") == 0)
+            assert_string_equal(why,
+                                "compositepodgroup ml/m: 1 of minGroupCount 2 child groups run "
+                                "whole");
+        else
+            assert_null(why);
+    }
+    /* t-b whole again and m's second child running: nothing is short */
+    pod(f->c, "b-1", "\"schedulingGroup\":{\"podGroupName\":\"t-b\"}", "gangsched", "n5", 0);
+    pod(f->c, "l2-0", "\"schedulingGroup\":{\"podGroupName\":\"l2\"}", "gangsched", "n6", 0);
+    build(f, &kb);
+    assert_null(kb.gangs[kb.n_gangs - 1].part_short);
+}
+
 /* A running group with more members than minCount loses members alone under disruptionMode
  * single (the default), never under all: the whole group is one victim. */
 static void disruption_mode_all_is_one_victim(void **state)
@@ -933,6 +981,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(preemption_policy_never, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_is_one_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_minimum_and_nesting, setup, teardown),
+        cmocka_unit_test_setup_teardown(composite_tree_short_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(composite_tree_of_two_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
