@@ -145,13 +145,88 @@ int cl_parse_hami(struct ctx *x, yaml_node_t *h)
     return rc;
 }
 
-/* One device mapping {resource, unit} into *res and *unit. */
+/* A DNS subdomain (a driver's or a DeviceClass's name) at key of m into *out, if given. */
+static int dra_name(struct ctx *x, yaml_node_t *m, const char *key, const char **out)
+{
+    yaml_node_t *v = cl_map_opt(x, m, key);
+    if (!v)
+        return 0;
+    cl_path_push(x, key);
+    int rc = cl_get_name(x, v, out);
+    for (const char *c = rc ? "" : *out; !rc && *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.'))
+            rc = cl_fail(x, &v->start_mark,
+                         "\"%s\": not a DNS subdomain (lowercase letters, digits, '-', '.')", *out);
+    cl_path_pop(x);
+    return rc;
+}
+
+/* device.dra {driver, deviceClass, type, untyped, selector} into x->c->dra; the selector is
+ * compiled here so that its error has the file's line. */
+static int parse_dra(struct ctx *x, yaml_node_t *m)
+{
+    static const char *const keys[] = {"driver",  "deviceClass", "type",
+                                       "untyped", "selector",    NULL};
+    struct config_dra *d = &x->c->dra;
+    int rc = cl_expect_mapping(x, m);
+    if (!rc)
+        rc = cl_check_map(x, m, keys);
+    if (!rc && !ydoc_get(x->y, m, "driver"))
+        return cl_missing(x, m, "driver", " (the ResourceSlices' spec.driver, e.g. gpu.amd.com)");
+    if (!rc)
+        rc = dra_name(x, m, "driver", &d->driver);
+    if (!rc)
+        rc = dra_name(x, m, "deviceClass", &d->device_class);
+    yaml_node_t *v = rc ? NULL : cl_map_opt(x, m, "type");
+    if (v) {
+        cl_path_push(x, "type");
+        rc = cl_get_name(x, v, &d->type);
+        cl_path_pop(x);
+    }
+    v = rc ? NULL : cl_map_opt(x, m, "untyped");
+    if (v) {
+        cl_path_push(x, "untyped");
+        rc = cl_get_bool(x, v, &d->untyped);
+        cl_path_pop(x);
+    }
+    v = rc ? NULL : cl_map_opt(x, m, "selector");
+    if (v) {
+        cl_path_push(x, "selector");
+        const char *s;
+        size_t len;
+        struct cel_prog *prog = NULL;
+        struct sched_errbuf eb = {{0}};
+        rc = cl_get_text(x, v, &s, &len);
+        if (!rc && cel_compile(s, &prog, &eb) != 0)
+            rc = cl_fail(x, &v->start_mark, "CEL %s", eb.msg);
+        cel_free(prog);
+        if (!rc && !(d->selector = config_pool_strndup(x->pool, s, len)))
+            rc = cl_oom(x);
+        cl_path_pop(x);
+    }
+    if (!rc && !d->device_class)
+        d->device_class = d->driver;
+    d->set = rc == 0;
+    return rc;
+}
+
+/* One device mapping {resource, unit} (and, for the accelerator, dra) into *res and *unit. */
 static int parse_one_device(struct ctx *x, yaml_node_t *d, const char **res, const char **unit)
 {
-    static const char *const keys[] = {"resource", "unit", NULL};
+    static const char *const keys[] = {"resource", "unit", "dra", NULL};
+    bool first = res == &x->c->device;
     int rc = cl_expect_mapping(x, d);
     if (!rc)
         rc = cl_check_map(x, d, keys);
+    yaml_node_t *dra = rc ? NULL : cl_map_opt(x, d, "dra");
+    if (dra && !first)
+        return cl_fail(x, &dra->start_mark,
+                       "dra is read for the first device (the accelerator) only");
+    if (dra) {
+        cl_path_push(x, "dra");
+        rc = parse_dra(x, dra);
+        cl_path_pop(x);
+    }
     yaml_node_t *v = rc ? NULL : ydoc_get(x->y, d, "resource");
     if (!rc && !v)
         return cl_missing(x, d, "resource", " (the accelerator's resource name, e.g. amd.com/gpu)");

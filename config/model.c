@@ -112,6 +112,15 @@ int config_apply_device(const struct config *c, struct sched_errbuf *eb)
     int rc = device_configure(c->device, c->device_unit, eb);
     if (rc)
         return sched_fail(eb, rc, "%s: device: %s", c->path, eb->msg);
+    if (c->dra.set) {
+        struct device_dra d = {.driver = c->dra.driver,
+                               .device_class = c->dra.device_class,
+                               .type = c->dra.type,
+                               .untyped = c->dra.untyped,
+                               .select = c->dra.selector};
+        if ((rc = device_set_dra(&d, eb)) != 0)
+            return sched_fail(eb, rc, "%s: device.%s", c->path, eb->msg);
+    }
     const char *names[RES_KINDS_MAX], *units[RES_KINDS_MAX];
     for (uint32_t k = 0; k < c->n_kinds && k < RES_KINDS_MAX; k++) {
         names[k] = c->kinds[k].resource;

@@ -144,6 +144,17 @@ struct config_qmap {
     uint32_t line, column;    /* where the entry was declared */
 };
 
+/* device.dra: how the accelerator is published with DRA when not as built in
+ * (sched/core/device.h device_dra_default: NVIDIA's and AMD's drivers). */
+struct config_dra {
+    bool set;                 /* given in the file */
+    const char *driver;       /* ResourceSlice spec.driver */
+    const char *device_class; /* the DeviceClass claims name; default: the driver's name */
+    const char *type;         /* a whole device's attribute "type", NULL: any device */
+    bool untyped;             /* a device without "type" is whole too */
+    const char *selector;     /* CEL a whole device passes too, NULL: none */
+};
+
 /* One more accelerator kind of a `devices:` list. */
 struct config_device {
     const char *resource; /* e.g. amd.com/gpu */
@@ -158,6 +169,7 @@ struct config {
     uint64_t version;        /* FNV-1a hash of the file bytes: changes when content does */
     const char *device;      /* the accelerator's resource name; default nvidia.com/gpu */
     const char *device_unit; /* its unit word; "" = the usual one (device_default_unit()) */
+    struct config_dra dra;   /* the device's DRA identity, when the file gives it */
     /* `devices:` entries after the first: other accelerator kinds (res.h "device kinds"), each
      * counted in the accelerator slot on its own nodes and under its own name in quota */
     const struct config_device *kinds;

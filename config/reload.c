@@ -155,11 +155,24 @@ static int unchanged(struct config_watch *w, const char *why)
     return 1;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The same DRA identity (the inventory counted devices by it). */
+static bool same_dra(const struct config_dra *a, const struct config_dra *b)
+{
+    return a->set == b->set && same_str(a->driver, b->driver) &&
+           same_str(a->device_class, b->device_class) && same_str(a->type, b->type) &&
+           a->untyped == b->untyped && same_str(a->selector, b->selector);
+}
+
 /* Same accelerators, same order and units: a reload may not re-slot what the cache counted. */
 static bool same_devices(const struct config *a, const struct config *b)
 {
     if (strcmp(a->device, b->device) != 0 || strcmp(a->device_unit, b->device_unit) != 0 ||
-        a->n_kinds != b->n_kinds)
+        a->n_kinds != b->n_kinds || !same_dra(&a->dra, &b->dra))
         return false;
     for (uint32_t k = 0; k < a->n_kinds; k++)
         if (strcmp(a->kinds[k].resource, b->kinds[k].resource) != 0 ||
@@ -201,7 +214,8 @@ static int do_reload(struct config_watch *w, const char *why)
     if (!same_devices(fresh, w->cur->c)) {
         /* the accelerator names a resource slot every cached pod and node already uses */
         snprintf(eb.msg, sizeof(eb.msg),
-                 "%s: device: the accelerators changed (%s, %u more before; %s, %u more now): "
+                 "%s: device: the accelerators or their device.dra changed (%s, %u more "
+                 "before; %s, %u more now): "
                  "every cached pod and node is counted by kind, so it takes effect only at a "
                  "restart",
                  w->path, w->cur->c->device, w->cur->c->n_kinds, fresh->device, fresh->n_kinds);

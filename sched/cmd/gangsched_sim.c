@@ -646,7 +646,7 @@ static int build_cluster(const struct sim_args *a, const struct config *cfg, str
     for (int i = 0; rc == 0 && i < a->n_nodes_files; i++) /* Nodes and ResourceSlices, any file */
         rc = nodes_load_file(c, a->nodes_files[i], &eb);
     if (c->dra) /* quota per DeviceClass: DRA nodes hold the GPU class's slot (core/dra.h) */
-        dra_inv_set_class_res(c->dra, config_qmap_class(cfg, DRA_GPU_DRIVER));
+        dra_inv_set_class_res(c->dra, config_qmap_class(cfg, device_dra_class()));
     if (rc == 0)
         rc = cfg && cfg->n_levels > 0
                  ? cluster_finalize(c, cfg->level_names, cfg->level_labels, cfg->n_levels, &eb)

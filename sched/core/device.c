@@ -10,6 +10,94 @@
 
 static char device_unit_word[DEVICE_UNIT_MAX] = "GPU";
 
+/* ---- DRA identity ------------------------------------------------------------------------- */
+
+#define DRA_NAME_MAX   254 /* a DNS subdomain (driver, DeviceClass) with its NUL */
+#define DRA_SELECT_MAX 1024
+
+static char dra_driver[DRA_NAME_MAX] = "gpu.nvidia.com", dra_class[DRA_NAME_MAX] = "gpu.nvidia.com",
+            dra_type[DRA_NAME_MAX] = "gpu", dra_select[DRA_SELECT_MAX];
+static struct device_dra dra_now = {
+    .driver = dra_driver, .device_class = dra_class, .type = dra_type, .untyped = true};
+static struct cel_prog *dra_prog;
+
+struct device_dra device_dra_default(const char *resource)
+{
+    if (!resource || strcmp(resource, "nvidia.com/gpu") == 0) /* NVIDIA's DRA driver */
+        return (struct device_dra){.driver = "gpu.nvidia.com",
+                                   .device_class = "gpu.nvidia.com",
+                                   .type = "gpu",
+                                   .untyped = true};
+    if (strcmp(resource, "amd.com/gpu") == 0) /* ROCm k8s-gpu-dra-driver: full GPUs */
+        return (struct device_dra){
+            .driver = "gpu.amd.com", .device_class = "gpu.amd.com", .type = "amdgpu"};
+    return (struct device_dra){0};
+}
+
+const struct device_dra *device_dra(void)
+{
+    return &dra_now;
+}
+
+const char *device_dra_class(void)
+{
+    return dra_now.driver ? dra_now.device_class : NULL;
+}
+
+static size_t len_of(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+/* Copies s (NULL: "") into buf, whose size the caller checked. */
+static void copy_into(char *buf, const char *s)
+{
+    size_t n = len_of(s);
+    memcpy(buf, s ? s : "", n + 1);
+}
+
+int device_set_dra(const struct device_dra *d, struct sched_errbuf *eb)
+{
+    const char *cls = d->device_class && *d->device_class ? d->device_class : d->driver;
+    if (len_of(d->driver) >= DRA_NAME_MAX || len_of(cls) >= DRA_NAME_MAX ||
+        len_of(d->type) >= DRA_NAME_MAX)
+        return sched_fail(eb, SCHED_EINVAL, "dra: a name longer than %d bytes", DRA_NAME_MAX - 1);
+    if (len_of(d->select) >= DRA_SELECT_MAX)
+        return sched_fail(eb, SCHED_EINVAL, "dra.selector: longer than %d bytes",
+                          DRA_SELECT_MAX - 1);
+    struct cel_prog *prog = NULL;
+    if (d->select && *d->select) {
+        int rc = cel_compile(d->select, &prog, eb);
+        if (rc)
+            return rc; /* nothing changed */
+    }
+    copy_into(dra_driver, d->driver);
+    copy_into(dra_class, cls);
+    copy_into(dra_type, d->type);
+    copy_into(dra_select, d->select);
+    cel_free(dra_prog);
+    dra_prog = prog;
+    dra_now = (struct device_dra){.driver = d->driver && *d->driver ? dra_driver : NULL,
+                                  .device_class = dra_class,
+                                  .type = d->type && *d->type ? dra_type : NULL,
+                                  .untyped = d->untyped,
+                                  .select = prog ? dra_select : NULL};
+    return 0;
+}
+
+bool device_dra_whole(const struct cel_device *d, const char *type)
+{
+    const struct device_dra *x = &dra_now;
+    if (!x->driver)
+        return false;
+    if (x->type && !(type ? strcmp(type, x->type) == 0 : x->untyped))
+        return false;
+    bool ok = true;
+    if (d && dra_prog && cel_eval(dra_prog, d, &ok, NULL) != 0)
+        return false;
+    return ok;
+}
+
 const char *device_default_unit(const char *resource)
 {
     if (!resource)
@@ -40,7 +128,8 @@ int device_configure(const char *resource, const char *unit, struct sched_errbuf
         return rc;
     const char *u = unit && *unit ? unit : device_default_unit(resource);
     memcpy(device_unit_word, u, strlen(u) + 1);
-    return 0;
+    struct device_dra d = device_dra_default(resource);
+    return device_set_dra(&d, eb);
 }
 
 const char *device_resource(void)

@@ -5,8 +5,10 @@
  * spec.nodeName (NVIDIA's DRA driver). Of each pool (driver, pool name) only the slices of the
  * newest spec.pool.generation count, and only once all spec.pool.resourceSliceCount slices of
  * that generation are seen (kube-scheduler's rule: an incomplete pool is not allocated from).
- * A GPU device is one of the configured driver ("gpu.nvidia.com") whose attribute "type" is
- * absent or "gpu" (MIG and VFIO devices of the same driver are not whole GPUs). Device names are
+ * A GPU device is a whole accelerator of the device's DRA driver (sched/core/device.h
+ * device_dra: NVIDIA's gpu.nvidia.com with attribute "type" absent or "gpu", MIG and VFIO
+ * devices of the same driver being no whole GPUs; AMD's gpu.amd.com with "amdgpu"; or as the
+ * config says); the readers apply the rule (sched/k8s/slice.c). Device names are
  * kept per node, sorted, so that GPU index i of a node is its i-th device name.
  * NVLink partitions: when every GPU device of a node carries an int attribute partition<N> (the
  * id of the Fabric Manager partition of N GPUs holding it, as NVIDIA's driver names them), the
@@ -26,7 +28,6 @@
 #include "sched/core/cel.h"
 #include "sched/core/model.h"
 
-#define DRA_GPU_DRIVER       "gpu.nvidia.com"
 /* The resource slot where the drivers count the devices of DeviceClass C that a pod claims,
  * named PREFIX + C (Kubernetes' own name for a class's implicit extended resource), when the
  * config's quotaMapping names the class (config_qmap); otherwise claims count only as the

@@ -723,7 +723,7 @@ static int load_slice(struct doc *d, struct val v)
     if (!o)
         return fail_nomem(d, v);
     struct sched_errbuf inner;
-    int rc = k8s_slice_put(d->c->dra, o, NULL, &inner);
+    int rc = k8s_slice_put(d->c->dra, o, &inner);
     cJSON_Delete(o);
     return rc ? fail_at(d, v, rc, "%s", inner.msg) : 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/device.h"
 #include "sched/core/quantity.h"
 
 #define K8S_SLICE_MAX_DEVICES 128 /* resource/v1 ResourceSliceMaxDevices */
@@ -14,15 +15,15 @@ static const cJSON *get(const cJSON *o, const char *name)
     return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
 }
 
-/* A device of the kind wanted: attributes.type {string: type}; absent counts as "gpu" (a whole
- * GPU of NVIDIA's driver has type gpu or none). */
-static bool of_type(const cJSON *dev, const char *type)
+/* A device's attribute "type" (unqualified, or qualified by its driver's domain) as a string,
+ * NULL when absent. */
+static const char *type_of(const cJSON *dev, const char *driver)
 {
-    const cJSON *t = get(get(dev, "attributes"), "type");
-    if (!t)
-        return strcmp(type, "gpu") == 0;
-    const char *s = cJSON_GetStringValue(get(t, "string"));
-    return s && strcmp(s, type) == 0;
+    const cJSON *attrs = get(dev, "attributes"), *t = get(attrs, "type");
+    char q[300];
+    if (!t && snprintf(q, sizeof(q), "%s/type", driver) < (int)sizeof(q))
+        t = get(attrs, q);
+    return t ? cJSON_GetStringValue(get(t, "string")) : NULL;
 }
 
 /* One device's attributes ({int|bool|string|version}; list types are left out) or capacities
@@ -78,14 +79,24 @@ static int device_values(const cJSON *map, bool caps, const char *where, struct 
     return 0;
 }
 
-int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
-                  struct sched_errbuf *eb)
+static int put(struct dra_inv *inv, const cJSON *slice, const char *want_driver, const char *type,
+               struct sched_errbuf *eb);
+
+int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, struct sched_errbuf *eb)
 {
-    return k8s_slice_put_type(inv, slice, gpu_driver, "gpu", eb);
+    return put(inv, slice, device_dra()->driver, NULL, eb);
 }
 
-int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
+int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *driver,
                        const char *type, struct sched_errbuf *eb)
+{
+    return put(inv, slice, driver, type, eb);
+}
+
+/* The slice into inv, its devices those of want_driver (NULL: none) that are whole
+ * accelerators (type NULL: device_dra_whole) or whose attribute "type" is `type`. */
+static int put(struct dra_inv *inv, const cJSON *slice, const char *want_driver, const char *type,
+               struct sched_errbuf *eb)
 {
     const cJSON *meta = get(slice, "metadata"), *spec = get(slice, "spec");
     const char *name = cJSON_GetStringValue(get(meta, "name"));
@@ -123,7 +134,7 @@ int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *gpu_
     char(*doms)[2][K8S_SLICE_MAX_ATTRS][64] = calloc(K8S_SLICE_MAX_DEVICES, sizeof(*doms));
     uint32_t k = 0;
     int rc = info && vals && doms ? 0 : SCHED_ENOMEM;
-    bool gpu_driver_ok = strcmp(driver, gpu_driver ? gpu_driver : DRA_GPU_DRIVER) == 0;
+    bool driver_ok = want_driver && strcmp(driver, want_driver) == 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         const cJSON *dev = cJSON_GetArrayItem(devs, i);
         const char *dn = cJSON_GetStringValue(get(dev, "name"));
@@ -132,7 +143,8 @@ int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *gpu_
                             name, i);
             break;
         }
-        if (!gpu_driver_ok || !of_type(dev, type))
+        const char *ty = driver_ok ? type_of(dev, driver) : NULL;
+        if (!driver_ok || (type ? !ty || strcmp(ty, type) != 0 : !device_dra_whole(NULL, ty)))
             continue;
         char where[300];
         snprintf(where, sizeof(where), "resourceslice %s: spec.devices[%d].attributes", name, i);
@@ -145,6 +157,8 @@ int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *gpu_
         info[k].driver = driver;
         info[k].attrs = vals[k][0];
         info[k].caps = vals[k][1];
+        if (rc == 0 && !type && !device_dra_whole(&info[k], ty))
+            continue; /* the accelerator's selector */
         names[k++] = dn;
     }
     struct dra_slice s = {.name = name,

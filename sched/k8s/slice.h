@@ -17,13 +17,13 @@
 #include "sched/core/dra.h"
 #include "sched/core/err.h"
 
-/* Adds (or replaces) the slice in `inv`; GPU devices are those of `gpu_driver` (NULL:
- * DRA_GPU_DRIVER) whose attribute "type" is absent or "gpu". 0, SCHED_EINVAL (inv unchanged),
+/* Adds (or replaces) the slice in `inv`; its accelerator devices are those of the device's DRA
+ * driver that are whole accelerators (device_dra_whole, sched/core/device.h: for NVIDIA's
+ * gpu.nvidia.com attribute "type" absent or "gpu"). 0, SCHED_EINVAL (inv unchanged),
  * SCHED_ENOMEM. */
-int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, const char *gpu_driver,
-                  struct sched_errbuf *eb);
-/* The same with the devices of `driver` whose attribute "type" is `type` (absent counts only
- * for "gpu"): the IMEX channels of compute-domain.nvidia.com (type "channel") use it. */
+int k8s_slice_put(struct dra_inv *inv, const cJSON *slice, struct sched_errbuf *eb);
+/* The same with the devices of `driver` whose attribute "type" is `type`: the IMEX channels of
+ * compute-domain.nvidia.com (type "channel") use it. */
 int k8s_slice_put_type(struct dra_inv *inv, const cJSON *slice, const char *driver,
                        const char *type, struct sched_errbuf *eb);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sched/core/bits.h"
+#include "sched/core/device.h"
 #include "sched/core/log.h"
 #include "sched/core/strmap.h"
 #include "sched/kube/computedomain.h"
@@ -88,7 +89,7 @@ int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     }
     struct sched_errbuf eb;
-    int rc = k8s_slice_put(c->dra, obj, NULL, &eb);
+    int rc = k8s_slice_put(c->dra, obj, &eb);
     if (rc == SCHED_EINVAL) { /* the slice's devices are not counted until it is fixed */
         LOG_WARN("kube", "resourceslice skipped: error=%s", eb.msg);
         dra_inv_remove(c->dra, name);
@@ -130,7 +131,7 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
 
 void kclaims_configure(struct kclaims *c, const struct config *cfg)
 {
-    c->class_res = config_qmap_class(cfg, DRA_GPU_DRIVER);
+    c->class_res = config_qmap_class(cfg, device_dra_class());
     dra_inv_set_class_res(c->dra, c->class_res);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/device.h"
 #include "sched/core/quantity.h"
 #include "sched/kube/computedomain.h"
 
@@ -106,10 +107,14 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
                                    "(ExactCount, count 1, no selectors, no adminAccess)"
                                  : "exactly.deviceClassName: the ComputeDomain daemon class is "
                                    "claimed by the driver's own DaemonSet pods, not workloads");
+        else if (!gpu_class)
+            ok = refuse(c, field,
+                        "exactly.deviceClassName: the accelerator has no DeviceClass "
+                        "(the config's device.dra)");
         else if (!cls || strcmp(cls, gpu_class) != 0)
             ok = refuse(c, field,
-                        "exactly.deviceClassName: not the GPU DeviceClass gangsched "
-                        "allocates");
+                        "exactly.deviceClassName: not the accelerator's DeviceClass gangsched "
+                        "allocates (the config's device.dra.deviceClass)");
         else if (mode && strcmp(mode, "ExactCount") != 0 && strcmp(mode, "All") != 0)
             ok = refuse(c, field, "exactly.allocationMode: not ExactCount or All");
         else if (mode && strcmp(mode, "All") == 0 && cJSON_GetArraySize(reqs) != 1)
@@ -198,7 +203,7 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
     if (rc == 0) {
         snprintf(c->key, kn, "%s/%s", ns, name);
         rc = decode_requests(c, get(get(o, "spec"), "devices"),
-                             gpu_class ? gpu_class : DRA_GPU_DRIVER);
+                             gpu_class ? gpu_class : device_dra_class());
     }
     const char *rv = cJSON_GetStringValue(get(meta, "resourceVersion"));
     if (rc == 0 && rv && !(c->rv = strdup(rv)))
@@ -225,7 +230,8 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
         const char *drv = cJSON_GetStringValue(get(x, "driver"));
         const char *pool = cJSON_GetStringValue(get(x, "pool"));
         const char *dev = cJSON_GetStringValue(get(x, "device"));
-        if (!drv || !pool || !dev || strcmp(drv, DRA_GPU_DRIVER) != 0)
+        if (!drv || !pool || !dev || !device_dra()->driver ||
+            strcmp(drv, device_dra()->driver) != 0)
             continue;
         struct kclaim_dev *d = &c->alloc[c->n_alloc++];
         if (!(d->pool = strdup(pool)) || !(d->device = strdup(dev)))

@@ -18,12 +18,12 @@
 #include "sched/kube/objects.h"
 
 /* ---- ResourceClaims ---------------------------------------------------------------------------
- * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the GPU DeviceClass
- * (default "gpu.nvidia.com") with allocationMode ExactCount (count, default 1), or All as the
- * claim's only request. Anything else (another class, firstAvailable, adminAccess, a selector
- * outside the CEL subset of sched/core/cel.h) is
- * refused with a message naming the field: the pod waits with reason InvalidSpec, never a
- * partial or wrong allocation. */
+ * What the daemon allocates (docs/kubernetes.md): requests `exactly` of the accelerator's
+ * DeviceClass (device_dra(), sched/core/device.h: "gpu.nvidia.com" by default) with allocationMode
+ * ExactCount (count, default 1), or All as the claim's only request. Anything else (another class,
+ * firstAvailable, adminAccess, a selector outside the CEL subset of sched/core/cel.h) is refused
+ * with a message naming the field: the pod waits with reason InvalidSpec, never a partial or wrong
+ * allocation. */
 struct kclaim_req {
     char *name;            /* request name */
     uint32_t count;        /* devices (0 with allocationMode All) */
@@ -68,6 +68,8 @@ struct kclaim {
  * manager's resourceclaim controller removes it when it deallocates. */
 #define KDRA_FINALIZER "resource.kubernetes.io/delete-protection"
 
+/* gpu_class: the DeviceClass allocated, NULL: the accelerator's (device_dra()); its
+ * allocation results count when of the accelerator's DRA driver. */
 int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
                       struct sched_errbuf *eb);
 void kdra_claim_free(struct kclaim *c);

@@ -1,5 +1,6 @@
 /* sched/sim/input.c: jobs built from traces (sim_input_build, the default configuration, workload
  * knobs) (see run.h). */
+#include "sched/core/device.h"
 #include "sched/core/dra.h"
 #include "sched/core/hami.h"
 #include "sched/core/strmap.h"
@@ -217,7 +218,7 @@ static int row_share(struct gang *g, const struct trace_job *tj, const struct tr
  * and ask the slot too (sched/core/dra.h); else -1 (a mixed cluster: the device's GPUs). */
 static int dra_class_slot(const struct cluster *c, const struct config *cfg)
 {
-    int s = config_qmap_class(cfg, DRA_GPU_DRIVER);
+    int s = config_qmap_class(cfg, device_dra_class());
     bool any = false;
     for (uint32_t i = 0; s >= 0 && i < c->n_nodes; i++)
         if (c->nodes[i].n_gpus > 0) {

@@ -2,7 +2,8 @@
 # nodes: the same trace on tests/data/nodes-dra.yaml (Nodes and ResourceSlices in one List) and on
 # tests/data/nodes-ext.json (the same nodes with nvidia.com/gpu: 8) gives the same result; kwok's
 # fixture slices (tests/data/kwok-dra/) give a node its GPUs from a second --nodes file; without
-# them the node has none.
+# them the node has none; with device amd.com/gpu AMD's full GPUs count, its partitions and
+# NVIDIA's devices do not.
 . tests/sim/lib.inc
 for f in nodes-dra.yaml nodes-ext.json; do
     "$GS" simulate --no-progress --json --seed 3 --policy gangsched --nodes "tests/data/$f" \
@@ -41,4 +42,34 @@ expect_eq "without the slice: no GPUs, both rejected" "$("$JGET" "$TMP/k0.out" p
 printf 'apiVersion: v1\nkind: List\nitems:\n- kind: ResourceSlice\n  metadata: {name: s}\n  spec: {driver: gpu.nvidia.com}\n' >"$TMP/bad.yaml"
 expect_fail "slice without a pool" 1 "bad.yaml:4:3: items.0.: resourceslice s: spec.pool.name: missing" -- \
     "$GS" simulate --no-progress --nodes "$TMP/node.yaml" --nodes "$TMP/bad.yaml" --trace "$TMP/t.csv"
+# AMD's DRA driver (gpu.amd.com): with device amd.com/gpu its full GPUs (type amdgpu) are the
+# node's GPUs, its partitions (amdgpu-partition) are not; NVIDIA's slices then count for nothing
+cat >"$TMP/amd.yaml" <<'YAML'
+apiVersion: v1
+kind: List
+items:
+- kind: ResourceSlice
+  metadata: {name: kwok-node-0-gpu.amd.com}
+  spec:
+    driver: gpu.amd.com
+    nodeName: kwok-node-0
+    pool: {name: kwok-node-0, generation: 1, resourceSliceCount: 1}
+    devices:
+    - {name: gpu-0-128, attributes: {type: {string: amdgpu}}}
+    - {name: gpu-1-136, attributes: {type: {string: amdgpu}}}
+    - {name: gpu-0-129, attributes: {type: {string: amdgpu-partition}}}
+    - {name: gpu-0-130, attributes: {type: {string: amdgpu-partition}}}
+YAML
+printf 'apiVersion: gangsched.io/v1alpha1\nkind: SchedulerConfig\ndevice: {resource: amd.com/gpu}\nqueues: [{name: t}, {name: t3}]\n' >"$TMP/amdcfg.yaml"
+printf 'job_id,submission_time,duration,num_gpu\na,0,10,2\nb,0,10,2\nc,0,10,3\n' >"$TMP/t3.csv"
+"$GS" simulate --no-progress --json --policy gangsched --config "$TMP/amdcfg.yaml" \
+    --nodes "$TMP/node.yaml" --nodes "$TMP/amd.yaml" --trace "$TMP/t3.csv" >"$TMP/amd.out" ||
+    bad "simulate with AMD's slice failed"
+expect_eq "AMD slice: both 2-GPU jobs ran" "$("$JGET" "$TMP/amd.out" policies/0/completed)" 2
+expect_eq "one after the other (2 full GPUs; partitions are not GPUs)" "$("$JGET" "$TMP/amd.out" policies/0/makespan_s)" 20
+expect_eq "the 3-GPU job is rejected" "$("$JGET" "$TMP/amd.out" policies/0/rejected)" 1
+"$GS" simulate --no-progress --json --policy gangsched --config "$TMP/amdcfg.yaml" \
+    --nodes "$TMP/node.yaml" --nodes tests/data/kwok-dra/resourceslice-kwok-node-0-2gpu-80Gi.yaml \
+    --trace "$TMP/t.csv" >"$TMP/amd0.out"
+expect_eq "device amd.com/gpu: NVIDIA's slice gives no GPUs (nothing starts)" "$("$JGET" "$TMP/amd0.out" policies/0/started)" 0
 finish

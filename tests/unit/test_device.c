@@ -240,6 +240,61 @@ static void config_names_the_device(void **unused)
     assert_string_equal(device_default_unit("amd.com/gpu"), "GPU");
 }
 
+/* device.dra: the built-in of a known accelerator, the file's driver, class, type and selector
+ * for another; errors at the file's line naming the field. */
+static void config_names_the_dra_driver(void **unused)
+{
+    (void)unused;
+    struct sched_errbuf eb = {{0}};
+    struct config *cfg = NULL;
+    static const char amd[] = HDR "device: {resource: amd.com/gpu}\n";
+    assert_int_equal(config_load_buffer("t.yaml", amd, strlen(amd), &cfg, &eb), 0);
+    assert_false(cfg->dra.set);
+    assert_int_equal(config_apply_device(cfg, &eb), 0);
+    assert_string_equal(device_dra()->driver, "gpu.amd.com");
+    assert_string_equal(device_dra()->type, "amdgpu");
+    config_free(cfg);
+    static const char own[] =
+        HDR "device:\n"
+            "  resource: example.com/npu\n"
+            "  dra:\n"
+            "    driver: npu.example.com\n"
+            "    type: chip\n"
+            "    untyped: true\n"
+            "    selector: 'device.attributes[\"npu.example.com\"].cores >= 8'\n";
+    assert_int_equal(config_load_buffer("t.yaml", own, strlen(own), &cfg, &eb), 0);
+    assert_true(cfg->dra.set);
+    assert_string_equal(cfg->dra.device_class, "npu.example.com"); /* the driver's name */
+    assert_int_equal(config_apply_device(cfg, &eb), 0);
+    assert_string_equal(device_dra_class(), "npu.example.com");
+    assert_string_equal(device_dra()->type, "chip");
+    assert_true(device_dra()->untyped);
+    assert_non_null(device_dra()->select);
+    config_free(cfg);
+    static const struct {
+        const char *yaml, *want;
+    } bad[] = {
+        {HDR "device: {resource: example.com/npu, dra: {type: chip}}\n", "driver"},
+        {HDR "device: {resource: example.com/npu, dra: {driver: NPU.example}}\n",
+         "not a DNS subdomain"},
+        {HDR "device: {resource: example.com/npu, dra: {driver: a.b, selector: 'x in [1]'}}\n",
+         "device.dra.selector"},
+        {HDR "device: {resource: example.com/npu, dra: {driver: a.b, colour: red}}\n", "colour"},
+        {HDR "devices:\n  - {resource: example.com/npu}\n"
+             "  - {resource: example.com/tpu, dra: {driver: a.b}}\n",
+         "first device"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cfg = NULL;
+        int rc = config_load_buffer("t.yaml", bad[i].yaml, strlen(bad[i].yaml), &cfg, &eb);
+        if (rc == 0 || !strstr(eb.msg, bad[i].want) || !strstr(eb.msg, "t.yaml:"))
+            fail_msg("case %zu: rc %d, '%s' lacks '%s'", i, rc, eb.msg, bad[i].want);
+        config_free(cfg);
+    }
+    assert_int_equal(device_configure(RES_DEFAULT_DEVICE, NULL, &eb), 0);
+    assert_string_equal(device_dra()->driver, "gpu.nvidia.com");
+}
+
 static void device_already_read_is_refused(void **unused)
 {
     (void)unused;
@@ -389,6 +444,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(renamed_device_decides_as_nvidia),
         cmocka_unit_test(config_names_the_device),
+        cmocka_unit_test(config_names_the_dra_driver),
         cmocka_unit_test(device_already_read_is_refused),
         cmocka_unit_test(cluster_without_device_is_named),
         cmocka_unit_test(store_ledger_uses_the_device),

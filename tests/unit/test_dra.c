@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/core/device.h"
 #include "sched/core/model.h"
 #include "sched/kube/dra.h"
 
@@ -34,7 +35,7 @@ static void put(struct dra_inv *inv, const char *name, const char *node, const c
              name, driver, node, node, gen, count, devs);
     cJSON *o = cJSON_Parse(buf);
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), 0);
+    assert_int_equal(k8s_slice_put(inv, o, &eb), 0);
     cJSON_Delete(o);
 }
 
@@ -106,7 +107,7 @@ static void malformed_slices(void **state)
                           "spec.devices[0].name"};
     for (int i = 0; i < 4; i++) {
         cJSON *o = cJSON_Parse(bad[i]);
-        assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), SCHED_EINVAL);
+        assert_int_equal(k8s_slice_put(inv, o, &eb), SCHED_EINVAL);
         assert_non_null(strstr(eb.msg, want[i]));
         cJSON_Delete(o);
     }
@@ -198,6 +199,75 @@ static void claims(void **state)
         assert_non_null(strstr(c->unsupported, "resourceclaim ml/c"));
         kdra_claim_free(c);
     }
+}
+
+/* GPUs of node `name` of a new cluster of nodes a and b from inv. */
+static int64_t gpus_in(const struct dra_inv *inv, const char *name)
+{
+    struct cluster *c = cluster_new();
+    cluster_add_node(c, "a");
+    cluster_add_node(c, "b");
+    assert_true(dra_inv_apply(inv, c) >= 0);
+    int64_t n = gpus_of(c, name);
+    cluster_free(c);
+    return n;
+}
+
+/* The accelerator's DRA identity follows the device: AMD's driver for amd.com/gpu (type amdgpu:
+ * partitions and VFIO devices are not whole GPUs; its claims of class gpu.amd.com, NVIDIA's
+ * refused), none for an unknown resource (claims refused, saying so), the config's driver, type
+ * and CEL selector otherwise. */
+static void other_vendors(void **state)
+{
+    (void)state;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(device_configure("amd.com/gpu", NULL, &eb), 0);
+    struct dra_inv *inv = dra_inv_new();
+    put(inv, "a-1", "a", "gpu.amd.com", 1, 3, 4, "amdgpu");
+    put(inv, "a-2", "a", "gpu.amd.com", 1, 3, 8, "amdgpu-partition");
+    put(inv, "a-3", "a", "gpu.amd.com", 1, 3, 2, "vfio");
+    put(inv, "b-1", "b", "gpu.nvidia.com", 1, 1, 8, "gpu");
+    assert_int_equal(gpus_in(inv, "a"), 4);
+    assert_int_equal(gpus_in(inv, "b"), 0);
+    struct kclaim *c = claim("{\"deviceClassName\":\"gpu.amd.com\",\"count\":2}", "");
+    assert_null(c->unsupported);
+    assert_int_equal(c->gpus, 2);
+    kdra_claim_free(c);
+    c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
+    assert_non_null(strstr(c->unsupported, "not the accelerator's DeviceClass"));
+    kdra_claim_free(c);
+    dra_inv_free(inv);
+
+    /* an accelerator without a built-in driver has no DRA devices until configured */
+    assert_int_equal(device_configure("example.com/npu", NULL, &eb), 0);
+    assert_null(device_dra_class());
+    inv = dra_inv_new();
+    put(inv, "a-1", "a", "npu.example.com", 1, 1, 5, "full");
+    put(inv, "a-2", "a", "npu.example.com", 1, 1, 3, "half");
+    assert_int_equal(gpus_in(inv, "a"), 0);
+    c = claim("{\"deviceClassName\":\"npu.example.com\",\"count\":1}", "");
+    assert_non_null(strstr(c->unsupported, "has no DeviceClass"));
+    kdra_claim_free(c);
+    /* configured: any type, a selector excluding the halves; the slices read again */
+    struct device_dra d = {.driver = "npu.example.com",
+                           .select = "device.attributes[\"npu.example.com\"].type != 'half'"};
+    assert_int_equal(device_set_dra(&d, &eb), 0);
+    assert_string_equal(device_dra_class(), "npu.example.com"); /* the driver's name */
+    put(inv, "a-1", "a", "npu.example.com", 1, 1, 5, "full");
+    put(inv, "a-2", "a", "npu.example.com", 1, 1, 3, "half");
+    assert_int_equal(gpus_in(inv, "a"), 5);
+    c = claim("{\"deviceClassName\":\"npu.example.com\",\"count\":1}", "");
+    assert_null(c->unsupported);
+    kdra_claim_free(c);
+    d = (struct device_dra){.driver = "other.example.com", /* outside the subset: refused */
+                            .select = "device.driver in ['x']"};
+    assert_int_equal(device_set_dra(&d, &eb), SCHED_EINVAL);
+    assert_string_equal(device_dra_class(), "npu.example.com"); /* nothing changed */
+    assert_non_null(strstr(eb.msg, "column"));
+    assert_int_equal(gpus_in(inv, "a"), 5);
+    dra_inv_free(inv);
+    assert_int_equal(device_configure("nvidia.com/gpu", NULL, &eb), 0);
+    assert_string_equal(device_dra_class(), "gpu.nvidia.com");
 }
 
 /* A shared claim's write lists every consumer; 0 or more than 256 consumers are refused; a claim
@@ -348,7 +418,7 @@ static void put_parts(struct dra_inv *inv, const char *node, int n_dev, const in
              node, node, node, devs);
     cJSON *o = cJSON_Parse(buf);
     struct sched_errbuf eb = {{0}};
-    assert_int_equal(k8s_slice_put(inv, o, NULL, &eb), 0);
+    assert_int_equal(k8s_slice_put(inv, o, &eb), 0);
     cJSON_Delete(o);
 }
 
@@ -400,6 +470,7 @@ int main(void)
         cmocka_unit_test(inventory_rules),
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
+        cmocka_unit_test(other_vendors),
         cmocka_unit_test(partitions_as_islands),
         cmocka_unit_test(shared_claim_body),
         cmocka_unit_test(joining_an_allocated_claim),

@@ -337,10 +337,17 @@ static void test_devices_change_refused(void **state)
     assert_true(config_watch_reload(f->w) < 0);
     assert_ptr_equal(config_watch_current(f->w), before);
     const char *msg = config_watch_last_error(f->w);
-    if (!strstr(msg, "the accelerators changed (nvidia.com/gpu, 0 more before; nvidia.com/gpu, 1 "
-                     "more now)") ||
+    if (!strstr(msg, "the accelerators or their device.dra changed (nvidia.com/gpu, 0 more "
+                     "before; nvidia.com/gpu, 1 more now)") ||
         !strstr(msg, "only at a restart"))
         fail_msg("unexpected message \"%s\"", msg);
+    assert_int_equal(f->calls, 0);
+    /* so would a new DRA identity (the inventory counted devices by it) */
+    write_file(f->path, HDR "device: {resource: nvidia.com/gpu, dra: {driver: gpu.example.com}}\n"
+                            "queues:\n  - name: beta\n");
+    assert_true(config_watch_reload(f->w) < 0);
+    assert_ptr_equal(config_watch_current(f->w), before);
+    assert_non_null(strstr(config_watch_last_error(f->w), "device.dra changed"));
     assert_int_equal(f->calls, 0);
 }
 
