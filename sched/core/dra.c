@@ -330,6 +330,20 @@ static int index_build(struct dra_inv *inv)
 }
 
 /* GPU `index` of a node: its counted slices in name order, devices in name order. */
+bool dra_inv_any(const struct dra_inv *inv,
+                 bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx)
+{
+    const char *k;
+    void *v;
+    for (size_t i = 0; inv && strmap_next(&inv->slices, &i, &k, &v);) {
+        const struct dra_rec *r = v;
+        for (uint32_t g = 0; g < r->n_gpus; g++)
+            if (accept(&r->gpus[g].info, ctx))
+                return true;
+    }
+    return false;
+}
+
 const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,
                            const char **driver, const char **pool, const struct cel_device **info)
 {

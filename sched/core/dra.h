@@ -67,6 +67,10 @@ void dra_inv_set_class_res(struct dra_inv *inv, int res);
  * got GPUs this way, or -1 out of memory. */
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
 
+/* Whether accept(device, ctx) holds for some GPU device of any slice. */
+bool dra_inv_any(const struct dra_inv *inv,
+                 bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx);
+
 /* The index of device `device` of pool `pool` among node's GPUs, or -1. */
 int dra_inv_index(const struct dra_inv *inv, const char *node, const char *pool,
                   const char *device);

@@ -304,6 +304,12 @@ int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted)
     return kclaims_slice_event(c->dra, obj, deleted);
 }
 
+int kcache_class_event(struct kcache *c, const cJSON *obj, bool deleted)
+{
+    c->dirty = true;
+    return kclaims_class_event(c->dra, obj, deleted);
+}
+
 int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted)
 {
     c->dirty = true;

@@ -111,7 +111,8 @@ void kcache_refused_announce(struct kcache *c, kcache_refused_fn *fn, void *ctx)
 int kcache_slice_event(struct kcache *c, const cJSON *obj, bool deleted);
 /* A resource.k8s.io/v1 ResourceClaim: pods with claims request their GPUs (sched/kube/dra.h). */
 int kcache_claim_event(struct kcache *c, const cJSON *obj, bool deleted);
-int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted); /* ComputeDomains */
+int kcache_class_event(struct kcache *c, const cJSON *obj, bool deleted); /* DeviceClasses */
+int kcache_cd_event(struct kcache *c, const cJSON *obj, bool deleted);    /* ComputeDomains */
 /* A core/v1 Namespace: its labels, which namespaceSelectors of pod affinity terms read. */
 int kcache_ns_event(struct kcache *c, const cJSON *obj, bool deleted);
 /* The IMEX channel device a ComputeDomain claim on `node` is given (computedomain.h), or NULL. */

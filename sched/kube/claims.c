@@ -27,6 +27,8 @@ struct kclaims {
                                 already allocated, for that pod (kclaims_adopted); dropped at a
                                 build once the claim no longer lists the pod */
     struct dra_inv *dra;     /* ResourceSlices */
+    uint64_t slices_gen;     /* counts slice events: a class's `any` is of one generation */
+    struct strmap classes;   /* DeviceClass name -> struct kdra_class* */
     struct kcd *cd;          /* ComputeDomains and their IMEX channels */
     int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
 };
@@ -40,6 +42,7 @@ struct kclaims *kclaims_new(void)
     strmap_init(&c->consumers);
     strmap_init(&c->counted);
     strmap_init(&c->adopted);
+    strmap_init(&c->classes);
     c->class_res = -1;
     if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
         dra_inv_free(c->dra);
@@ -62,6 +65,9 @@ void kclaims_free(struct kclaims *c)
     strmap_fini(&c->consumers);
     strmap_fini(&c->counted);
     strmap_fini(&c->adopted);
+    for (size_t i = 0; strmap_next(&c->classes, &i, &k, &v);)
+        kdra_class_free(v);
+    strmap_fini(&c->classes);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
     free(c);
@@ -84,6 +90,7 @@ int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     if (kcd_slice_event(c->cd, obj, deleted) != 0) /* the ComputeDomain driver's channels */
         return SCHED_ENOMEM;
+    c->slices_gen++;
     if (deleted) {
         dra_inv_remove(c->dra, name);
         return 0;
@@ -96,6 +103,69 @@ int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     }
     return rc;
+}
+
+int kclaims_class_event(struct kclaims *c, const cJSON *obj, bool deleted)
+{
+    const char *name = kobj_str(obj, "metadata.name");
+    if (!name || !*name) {
+        LOG_WARN("kube", "deviceclass without a metadata.name skipped");
+        return 0;
+    }
+    if (deleted) {
+        kdra_class_free(strmap_del(&c->classes, name));
+        return 0;
+    }
+    struct kdra_class *k = NULL;
+    struct sched_errbuf eb;
+    int rc = kdra_class_decode(obj, &k, &eb);
+    if (rc)
+        return rc == SCHED_ENOMEM ? rc : 0;
+    if (k->unsupported) /* its claims wait, saying so */
+        LOG_WARN("kube", "deviceclass not usable by gangsched: error=%s", k->unsupported);
+    void *old = NULL;
+    if (strmap_put(&c->classes, k->name, k, &old) != 0) {
+        kdra_class_free(k);
+        return SCHED_ENOMEM;
+    }
+    kdra_class_free(old);
+    return 0;
+}
+
+static bool class_accepts(const struct cel_device *d, const void *k)
+{
+    return kdra_class_matches(k, d);
+}
+
+/* Why claim x (key) cannot be allocated because of a request's DeviceClass other than the
+ * accelerator's, or NULL: the class does not exist (yet: kube-scheduler's "device class ... does
+ * not exist"), cannot be evaluated, or selects none of the accelerator's whole devices (the
+ * answer kept per slice generation: a scan of every device happens once per change). */
+static const char *class_why(const struct kclaims *c, const struct kclaim *x, const char *key,
+                             struct arena *a)
+{
+    for (uint32_t r = 0; r < x->n_reqs; r++) {
+        const char *cls = x->reqs[r].cls;
+        struct kdra_class *k = cls ? strmap_get(&c->classes, cls) : NULL;
+        if (!cls)
+            continue;
+        if (!k)
+            return arena_printf(a, "deviceclass %s of resourceclaim %s does not exist (yet)", cls,
+                                key);
+        if (k->unsupported)
+            return arena_printf(a, "resourceclaim %s: %s", key, k->unsupported);
+        if (k->any_gen != c->slices_gen + 1) {
+            k->any = dra_inv_any(c->dra, class_accepts, k);
+            k->any_gen = c->slices_gen + 1;
+        }
+        if (!k->any)
+            return arena_printf(a,
+                                "resourceclaim %s: deviceclass %s selects none of the "
+                                "accelerator's whole devices (driver %s), the only devices "
+                                "gangsched allocates",
+                                key, cls, device_dra()->driver ? device_dra()->driver : "none");
+    }
+    return NULL;
 }
 
 int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
@@ -440,6 +510,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
         uint32_t users;
         consumers(c, p->claims[i], &users);
         const char *sw = users > 1 && !p->node ? shared_why(c, p, p->claims[i], x, a) : NULL;
+        const char *cw = NULL;
         if (!holds(c, p, p->claims[i], x)) { /* a shared claim's devices count once */
             why = why ? why : sw;
             continue;
@@ -455,6 +526,8 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
                                      p->claims[i]);
         else if (x->unsupported)
             why = why ? why : x->unsupported;
+        else if (!why && (cw = class_why(c, x, p->claims[i], a)) != NULL)
+            why = cw;
         else if (sw)
             why = why ? why : sw;
         else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid))
@@ -510,7 +583,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
         for (uint32_t g = 0; g < nd->n_gpus && ok && n_sel; g++)
             ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
         for (uint32_t s = 0; s < n_sel && ok; s++)
-            ok = kdra_claim_node_ok(sel[s], devs, nd->n_gpus);
+            ok = kdra_claim_node_ok(sel[s], &c->classes, devs, nd->n_gpus);
         if (ok)
             names[k++] = nd->name;
     }

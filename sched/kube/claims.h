@@ -1,7 +1,8 @@
 /* sched/kube/claims.h: the daemon's DRA state: the devices ResourceSlices publish (the
  * inventory of sched/core/dra.h) and the ResourceClaims of pods, and what a cycle needs of them.
  *
- * Owns: the claim map and the inventory, fed by informer events; a pod's GPU demand from its
+ * Owns: the claim map, the DeviceClasses and the inventory, fed by informer events; a pod's GPU
+ * demand from its
  * claims (none from an allocated claim it adopts) and what keeps it waiting; the adoptions our
  * binds wrote; the node filter of claims with CEL selectors or constraints;
  * the GPUs another scheduler's pods hold through their claims, and the devices of every allocated
@@ -55,6 +56,9 @@ int kclaims_adopted(struct kclaims *c, const char *key, const char *uid);
 /* Informer events; a malformed object is logged and left out. 0 or SCHED_ENOMEM. */
 int kclaims_slice_event(struct kclaims *c, const cJSON *obj, bool deleted);
 int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted);
+/* DeviceClasses (resource.k8s.io/v1): a claim's request of a class other than the
+ * accelerator's takes the accelerator's whole devices its selectors accept (dra.h). */
+int kclaims_class_event(struct kclaims *c, const cJSON *obj, bool deleted);
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from

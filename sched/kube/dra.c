@@ -25,6 +25,7 @@ void kdra_claim_free(struct kclaim *c)
         for (uint32_t k = 0; k < c->reqs[i].n_sel; k++)
             cel_free(c->reqs[i].sel[k]);
         free(c->reqs[i].sel);
+        free(c->reqs[i].cls);
     }
     for (uint32_t i = 0; i < c->n_reserved; i++)
         free(c->reserved[i]);
@@ -61,6 +62,32 @@ static bool refuse(struct kclaim *c, const char *field, const char *why)
         return false;
     snprintf(c->unsupported, n, "resourceclaim %s: %s: %s", c->key, field, why);
     return true;
+}
+
+/* CEL selectors sels (a claim request's exactly.selectors, a DeviceClass's spec.selectors)
+ * compiled into *out, *n of them; a selector that is not CEL or is outside the subset leaves
+ * its field (field + "[k].cel.expression") in bad_field and why in bad (empty: none). 0 or
+ * SCHED_ENOMEM. */
+static int compile_sels(const cJSON *sels, const char *field, struct cel_prog ***out, uint32_t *n,
+                        char *bad_field, size_t fcap, char *bad, size_t cap)
+{
+    int ns = cJSON_GetArraySize(sels);
+    *bad = '\0';
+    if (ns > 0 && !(*out = calloc((size_t)ns, sizeof(**out))))
+        return SCHED_ENOMEM;
+    for (int k = 0; k < ns && !*bad; k++) {
+        const char *x =
+            cJSON_GetStringValue(get(get(cJSON_GetArrayItem(sels, k), "cel"), "expression"));
+        snprintf(bad_field, fcap, "%s[%d].cel.expression", field, k);
+        struct sched_errbuf ce;
+        if (!x)
+            snprintf(bad, cap, "missing (only CEL selectors exist)");
+        else if (cel_compile(x, &(*out)[*n], &ce) != 0)
+            snprintf(bad, cap, "%.280s", ce.msg);
+        else
+            (*n)++;
+    }
+    return 0;
 }
 
 static int decode_requests(struct kclaim *c, const cJSON *devices, const char *gpu_class)
@@ -111,10 +138,10 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
             ok = refuse(c, field,
                         "exactly.deviceClassName: the accelerator has no DeviceClass "
                         "(the config's device.dra)");
-        else if (!cls || strcmp(cls, gpu_class) != 0)
-            ok = refuse(c, field,
-                        "exactly.deviceClassName: not the accelerator's DeviceClass gangsched "
-                        "allocates (the config's device.dra.deviceClass)");
+        else if (!cls || !*cls)
+            ok = refuse(c, field, "exactly.deviceClassName: missing");
+        else if (strcmp(cls, gpu_class) != 0 && !(q->cls = strdup(cls)))
+            return SCHED_ENOMEM; /* its class's selectors apply (kdra_class) */
         else if (mode && strcmp(mode, "ExactCount") != 0 && strcmp(mode, "All") != 0)
             ok = refuse(c, field, "exactly.allocationMode: not ExactCount or All");
         else if (mode && strcmp(mode, "All") == 0 && cJSON_GetArraySize(reqs) != 1)
@@ -128,23 +155,13 @@ static int decode_requests(struct kclaim *c, const cJSON *devices, const char *g
         q->all = mode && strcmp(mode, "All") == 0;
         q->count = q->all ? 0 : cnt ? (uint32_t)cnt->valuedouble : 1;
         c->all |= q->all;
-        const cJSON *sels = get(ex, "selectors");
-        int ns = cJSON_GetArraySize(sels);
-        if (ns > 0 && !(q->sel = calloc((size_t)ns, sizeof(*q->sel))))
+        char sf[160], bad[300], sp[120];
+        snprintf(sp, sizeof(sp), "%s.exactly.selectors", field);
+        if (ok && compile_sels(get(ex, "selectors"), sp, &q->sel, &q->n_sel, sf, sizeof(sf), bad,
+                               sizeof(bad)) != 0)
             return SCHED_ENOMEM;
-        for (int k = 0; k < ns && ok; k++) {
-            const char *x =
-                cJSON_GetStringValue(get(get(cJSON_GetArrayItem(sels, k), "cel"), "expression"));
-            char sf[160];
-            snprintf(sf, sizeof(sf), "%s.exactly.selectors[%d].cel.expression", field, k);
-            struct sched_errbuf ce;
-            if (!x)
-                ok = refuse(c, sf, "missing (only CEL selectors exist)");
-            else if (cel_compile(x, &q->sel[q->n_sel], &ce) != 0)
-                ok = refuse(c, sf, ce.msg);
-            else
-                q->n_sel++;
-        }
+        if (ok && *bad)
+            ok = refuse(c, sf, bad);
         c->gpus += q->count;
     }
     const cJSON *cons = get(devices, "constraints");
@@ -266,9 +283,64 @@ bool kdra_claim_has_selectors(const struct kclaim *c)
     if (c->all)
         return true; /* the node filter keeps whole nodes of the size asked */
     for (uint32_t r = 0; r < c->n_reqs; r++)
-        if (c->reqs[r].n_sel)
+        if (c->reqs[r].n_sel || c->reqs[r].cls)
             return true;
     return c->n_cons > 0;
+}
+
+int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errbuf *eb)
+{
+    const char *name = cJSON_GetStringValue(get(get(o, "metadata"), "name"));
+    if (!name || !*name)
+        return sched_fail(eb, SCHED_EINVAL, "deviceclass: metadata.name: missing");
+    struct kdra_class *k = calloc(1, sizeof(*k));
+    if (!k || !(k->name = strdup(name))) {
+        kdra_class_free(k);
+        return SCHED_ENOMEM;
+    }
+    char field[120], bad[300];
+    int rc = compile_sels(get(get(o, "spec"), "selectors"), "spec.selectors", &k->sel, &k->n_sel,
+                          field, sizeof(field), bad, sizeof(bad));
+    size_t n = strlen(name) + strlen(field) + strlen(bad) + 32;
+    if (rc == 0 && *bad && (k->unsupported = malloc(n)) != NULL)
+        snprintf(k->unsupported, n, "deviceclass %s: %s: %s", name, field, bad);
+    else if (rc == 0 && *bad)
+        rc = SCHED_ENOMEM;
+    if (rc) {
+        kdra_class_free(k);
+        return rc;
+    }
+    *out = k;
+    return 0;
+}
+
+void kdra_class_free(struct kdra_class *k)
+{
+    if (!k)
+        return;
+    for (uint32_t i = 0; i < k->n_sel; i++)
+        cel_free(k->sel[i]);
+    free(k->sel);
+    free(k->name);
+    free(k->unsupported);
+    free(k);
+}
+
+/* Whether every program of sel[n] accepts d. */
+static bool all_accept(struct cel_prog *const *sel, uint32_t n, const struct cel_device *d)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        bool ok = false;
+        struct sched_errbuf eb;
+        if (cel_eval(sel[k], d, &ok, &eb) != 0 || !ok)
+            return false;
+    }
+    return true;
+}
+
+bool kdra_class_matches(const struct kdra_class *k, const struct cel_device *d)
+{
+    return k && !k->unsupported && all_accept(k->sel, k->n_sel, d);
 }
 
 /* A device's attribute by qualified name ("resource.kubernetes.io/numaNode"; the driver's own
@@ -296,10 +368,11 @@ static bool same_value(const struct cel_attr *x, const struct cel_attr *y)
     return x->type == CEL_BOOL ? x->b == y->b : x->i == y->i;
 }
 
-bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *devs, uint32_t n)
+bool kdra_claim_node_ok(const struct kclaim *c, const struct strmap *classes,
+                        const struct cel_device *const *devs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (!kdra_claim_matches(c, devs[i]))
+        if (!kdra_claim_matches(c, classes, devs[i]))
             return false;
     for (uint32_t k = 0; k < c->n_cons; k++)
         for (uint32_t i = 0; i < n; i++) {
@@ -315,15 +388,16 @@ bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *
     return true;
 }
 
-bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d)
+bool kdra_claim_matches(const struct kclaim *c, const struct strmap *classes,
+                        const struct cel_device *d)
 {
-    for (uint32_t r = 0; r < c->n_reqs; r++)
-        for (uint32_t k = 0; k < c->reqs[r].n_sel; k++) {
-            bool ok = false;
-            struct sched_errbuf eb;
-            if (cel_eval(c->reqs[r].sel[k], d, &ok, &eb) != 0 || !ok)
-                return false;
-        }
+    for (uint32_t r = 0; r < c->n_reqs; r++) {
+        const struct kclaim_req *q = &c->reqs[r];
+        if (q->cls && !kdra_class_matches(classes ? strmap_get(classes, q->cls) : NULL, d))
+            return false;
+        if (!all_accept(q->sel, q->n_sel, d))
+            return false;
+    }
     return true;
 }
 

@@ -14,6 +14,7 @@
 
 #include "sched/core/dra.h"
 #include "sched/core/err.h"
+#include "sched/core/strmap.h"
 #include "sched/k8s/slice.h"
 #include "sched/kube/objects.h"
 
@@ -31,6 +32,8 @@ struct kclaim_req {
     struct cel_prog **sel; /* exactly.selectors[].cel.expression, compiled (sched/core/cel.h) */
     uint32_t n_sel;
     bool channel; /* an IMEX channel of a ComputeDomain (sched/kube/computedomain.h) */
+    char *cls;    /* its DeviceClass when not the accelerator's: whole accelerator devices that
+                     pass that class's selectors too (struct kdra_class), else NULL */
 };
 
 struct kclaim {
@@ -73,15 +76,39 @@ struct kclaim {
 int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out,
                       struct sched_errbuf *eb);
 void kdra_claim_free(struct kclaim *c);
-/* Whether every selector of every request accepts the device (an evaluation error does not,
- * as in kube-scheduler: the device is not chosen). */
-bool kdra_claim_matches(const struct kclaim *c, const struct cel_device *d);
-bool kdra_claim_has_selectors(const struct kclaim *c); /* selectors or constraints */
+/* ---- DeviceClasses ------------------------------------------------------------------------
+ * A claim's request of a DeviceClass other than the accelerator's (an operator's class per GPU
+ * model, say) is allocated from the accelerator's whole devices that its class's
+ * spec.selectors accept too, as kube-scheduler applies a class's selectors before the
+ * request's. */
+struct kdra_class {
+    char *name;
+    struct cel_prog **sel; /* spec.selectors[].cel.expression, compiled */
+    uint32_t n_sel;
+    char *unsupported; /* "deviceclass x: spec.selectors[0].cel.expression: column N: ..." */
+    /* a cache of its user (claims.c): whether some whole device passes, as of slices
+     * generation any_gen - 1 (0: not known) */
+    uint64_t any_gen;
+    bool any;
+};
+int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errbuf *eb);
+void kdra_class_free(struct kdra_class *k);
+
+/* Whether every selector of every request accepts the device, its class's first (classes: name
+ * -> struct kdra_class; a class not there accepts nothing). An evaluation error does not accept,
+ * as in kube-scheduler: the device is not chosen. */
+bool kdra_claim_matches(const struct kclaim *c, const struct strmap *classes,
+                        const struct cel_device *d);
+/* Whether one class's selectors accept the device. */
+bool kdra_class_matches(const struct kdra_class *k, const struct cel_device *d);
+/* selectors, constraints, another DeviceClass, or allocationMode All */
+bool kdra_claim_has_selectors(const struct kclaim *c);
 /* Whether a node whose GPU devices are devs[n] suits the claim whatever devices of it are
  * chosen: every device accepted by the selectors, and for each constraint all devices having
  * the attribute with one value (matchAttribute) or pairwise different values
  * (distinctAttribute). Conservative: a node where only a subset would qualify is not used. */
-bool kdra_claim_node_ok(const struct kclaim *c, const struct cel_device *const *devs, uint32_t n);
+bool kdra_claim_node_ok(const struct kclaim *c, const struct strmap *classes,
+                        const struct cel_device *const *devs, uint32_t n);
 
 /* Whether the claim is free for the pod `uid`: not allocated, or allocated and reserved for no
  * one but that pod (our own earlier attempt). */

@@ -549,6 +549,13 @@ static void on_slice(void *ctx, enum kube_event ev, const cJSON *obj)
         kdrv_fatal(d, "out of memory in the resourceslice cache");
 }
 
+static void on_class(void *ctx, enum kube_event ev, const cJSON *obj)
+{
+    struct kdrv *d = ctx;
+    if (ev != KUBE_SYNCED && kcache_class_event(d->cache, obj, ev == KUBE_DELETED) != 0)
+        kdrv_fatal(d, "out of memory in the deviceclass cache");
+}
+
 static void on_cd(void *ctx, enum kube_event ev, const cJSON *obj)
 {
     struct kdrv *d = ctx;
@@ -870,6 +877,8 @@ static const struct kdrv_watch {
     /* DRA devices: GPUs of nodes that run a DRA driver instead of the device plugin */
     {"/apis/resource.k8s.io/v1/resourceslices", NULL, on_slice},
     {"/apis/resource.k8s.io/v1/resourceclaims", NULL, on_claim},
+    /* DeviceClasses: the selectors of a claim's class other than the accelerator's */
+    {"/apis/resource.k8s.io/v1/deviceclasses", NULL, on_class},
     /* NVIDIA's ComputeDomain CRD (multi-node NVLink): 404 while it is not installed; v1beta2
      * is the newer driver's storage version (the fields read are the same in both) */
     {"/apis/resource.nvidia.com/v1beta1/computedomains", NULL, on_cd},

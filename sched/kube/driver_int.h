@@ -121,7 +121,7 @@ struct kdrv {
     uv_signal_t sigterm, sigint;
     struct kube_auth *auth;
     struct kube_client *client;
-    struct kube_informer *inf[3 + KPG_N_API + 5]; /* one per kdrv_watches entry, in order */
+    struct kube_informer *inf[3 + KPG_N_API + 6]; /* one per kdrv_watches entry, in order */
     uint32_t n_inf;
     struct kube_lease *lease;
     struct config_watch *cw;

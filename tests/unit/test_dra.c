@@ -144,15 +144,15 @@ static void claims(void **state)
     struct cel_attr hopper = {.domain = "", .name = "architecture", .type = CEL_STR, .s = "Hopper"};
     struct cel_attr ampere = {.domain = "", .name = "architecture", .type = CEL_STR, .s = "Ampere"};
     struct cel_device d = {.driver = "gpu.nvidia.com", .attrs = &hopper, .n_attrs = 1};
-    assert_true(kdra_claim_matches(c, &d));
+    assert_true(kdra_claim_matches(c, NULL, &d));
     d.attrs = &ampere;
-    assert_false(kdra_claim_matches(c, &d));
+    assert_false(kdra_claim_matches(c, NULL, &d));
     d.n_attrs = 0; /* a missing attribute: an evaluation error, the device is not chosen */
-    assert_false(kdra_claim_matches(c, &d));
+    assert_false(kdra_claim_matches(c, NULL, &d));
     assert_true(kdra_claim_free_for(c, "u1"));
     kdra_claim_free(c);
     const char *bad[][3] = {
-        {"{\"deviceClassName\":\"mig.nvidia.com\"}", "", "deviceClassName"},
+        {"{\"count\":1}", "", "deviceClassName: missing"},
         {"{\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"Some\"}", "",
          "allocationMode: not ExactCount or All"},
         {"{\"deviceClassName\":\"gpu.nvidia.com\"}",
@@ -188,9 +188,9 @@ static void claims(void **state)
     struct cel_device d2 = {.driver = "gpu.nvidia.com", .attrs = a2, .n_attrs = 2};
     const struct cel_device *same_numa[] = {&d0, &d1}, *two_numa[] = {&d0, &d1, &d2},
                             *dup_uuid[] = {&d0, &d0};
-    assert_true(kdra_claim_node_ok(c, same_numa, 2));
-    assert_false(kdra_claim_node_ok(c, two_numa, 3));
-    assert_false(kdra_claim_node_ok(c, dup_uuid, 2));
+    assert_true(kdra_claim_node_ok(c, NULL, same_numa, 2));
+    assert_false(kdra_claim_node_ok(c, NULL, two_numa, 3));
+    assert_false(kdra_claim_node_ok(c, NULL, dup_uuid, 2));
     kdra_claim_free(c);
     for (int i = 0; i < 4; i++) {
         c = claim(bad[i][0], bad[i][1]);
@@ -199,6 +199,69 @@ static void claims(void **state)
         assert_non_null(strstr(c->unsupported, "resourceclaim ml/c"));
         kdra_claim_free(c);
     }
+}
+
+/* A DeviceClass of one CEL selector. */
+static struct kdra_class *device_class(const char *name, const char *expr)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selectors\":[{\"cel\":{"
+             "\"expression\":\"%s\"}}]}}",
+             name, expr);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    struct kdra_class *k = NULL;
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(kdra_class_decode(o, &k, &eb), 0);
+    cJSON_Delete(o);
+    return k;
+}
+
+/* A request of another DeviceClass takes the accelerator's devices its class's selectors accept
+ * (before the request's own); a class not known accepts nothing; one outside the CEL subset says
+ * where. */
+static void device_classes(void **state)
+{
+    (void)state;
+    struct kclaim *c = claim("{\"deviceClassName\":\"h100.example.com\",\"count\":2,"
+                             "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes["
+                             "'gpu.nvidia.com'].numa == 0\"}}]}",
+                             "");
+    assert_null(c->unsupported);
+    assert_string_equal(c->reqs[0].cls, "h100.example.com");
+    assert_true(kdra_claim_has_selectors(c));
+    struct strmap classes;
+    strmap_init(&classes);
+    struct cel_attr h100[] = {{.domain = "", .name = "productName", .type = CEL_STR, .s = "H100"},
+                              {.domain = "", .name = "numa", .type = CEL_INT, .i = 0}};
+    struct cel_attr a100[] = {{.domain = "", .name = "productName", .type = CEL_STR, .s = "A100"},
+                              {.domain = "", .name = "numa", .type = CEL_INT, .i = 0}};
+    struct cel_attr h100_1[] = {{.domain = "", .name = "productName", .type = CEL_STR, .s = "H100"},
+                                {.domain = "", .name = "numa", .type = CEL_INT, .i = 1}};
+    struct cel_device dh = {.driver = "gpu.nvidia.com", .attrs = h100, .n_attrs = 2};
+    struct cel_device da = {.driver = "gpu.nvidia.com", .attrs = a100, .n_attrs = 2};
+    struct cel_device dh1 = {.driver = "gpu.nvidia.com", .attrs = h100_1, .n_attrs = 2};
+    assert_false(kdra_claim_matches(c, &classes, &dh)); /* the class is not known (yet) */
+    struct kdra_class *k = device_class(
+        "h100.example.com", "device.attributes['gpu.nvidia.com'].productName == 'H100'");
+    assert_null(k->unsupported);
+    assert_int_equal(strmap_put(&classes, k->name, k, NULL), 0);
+    assert_true(kdra_claim_matches(c, &classes, &dh));
+    assert_false(kdra_claim_matches(c, &classes, &da));  /* the class's selector */
+    assert_false(kdra_claim_matches(c, &classes, &dh1)); /* the request's own */
+    const struct cel_device *node[] = {&dh, &dh};
+    assert_true(kdra_claim_node_ok(c, &classes, node, 2));
+    struct kdra_class *bad = device_class("macro.example.com", "device.attributes.all(d, true)");
+    assert_non_null(bad->unsupported);
+    assert_non_null(strstr(bad->unsupported,
+                           "deviceclass macro.example.com: spec.selectors[0].cel.expression: "
+                           "column"));
+    assert_false(kdra_class_matches(bad, &dh));
+    kdra_class_free(bad);
+    kdra_class_free(strmap_del(&classes, "h100.example.com"));
+    strmap_fini(&classes);
+    kdra_claim_free(c);
 }
 
 /* GPUs of node `name` of a new cluster of nodes a and b from inv. */
@@ -234,7 +297,8 @@ static void other_vendors(void **state)
     assert_int_equal(c->gpus, 2);
     kdra_claim_free(c);
     c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
-    assert_non_null(strstr(c->unsupported, "not the accelerator's DeviceClass"));
+    assert_null(c->unsupported); /* another class: its DeviceClass's selectors decide */
+    assert_string_equal(c->reqs[0].cls, "gpu.nvidia.com");
     kdra_claim_free(c);
     dra_inv_free(inv);
 
@@ -471,6 +535,7 @@ int main(void)
         cmocka_unit_test(malformed_slices),
         cmocka_unit_test(claims),
         cmocka_unit_test(other_vendors),
+        cmocka_unit_test(device_classes),
         cmocka_unit_test(partitions_as_islands),
         cmocka_unit_test(shared_claim_body),
         cmocka_unit_test(joining_an_allocated_claim),
