@@ -273,6 +273,7 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
         if (n == 0 || nd->alloc.v[RES_GPU] > 0)
             continue;
         nd->alloc.v[RES_GPU] = (int64_t)(n > NODE_MAX_GPUS ? NODE_MAX_GPUS : n);
+        nd->dra_gpus = true;
         if (inv->class_res >= 0)
             nd->alloc.v[inv->class_res] = nd->alloc.v[RES_GPU];
         if (node_islands((struct dra_inv *)inv, c, nd) != 0) /* the index is a cache */

@@ -58,6 +58,9 @@ struct node {
     uint32_t n_taints;
     bool ready;         /* Ready condition True */
     bool unschedulable; /* spec.unschedulable (cordoned) */
+    bool dra_gpus;      /* its GPUs are ResourceSlice devices (dra_inv_apply), not a device
+                           plugin's allocatable count: kubelet admits no pod asking them as an
+                           extended resource */
     enum gpu_sharing gpu_sharing;
     uint8_t n_gpus;       /* GPU devices: min(alloc nvidia.com/gpu, NODE_MAX_GPUS) */
     uint8_t gpu_capacity; /* status.capacity GPUs; above n_gpus = unhealthy devices (0: unknown) */

@@ -566,7 +566,11 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
             sel[n_sel++] = x;
         }
     }
-    if (n_sel == 0 && !pin && !apart)
+    /* container GPUs (an extended resource) only where a device plugin counts them: kubelet
+     * refuses them on a node whose GPUs are ResourceSlice devices (KEP-5004's special claim,
+     * which would bridge them, is not written) */
+    bool own = p->gpus_own > 0 && dra_inv_n_slices(c->dra) > 0;
+    if (n_sel == 0 && !pin && !apart && !own)
         return 0;
     bool all = false;
     for (uint32_t s = 0; s < n_sel; s++)
@@ -577,7 +581,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool ok = !apart && (nd->n_gpus > 0 || !n_sel) &&
+        bool ok = !apart && (nd->n_gpus > 0 || !n_sel) && !(own && nd->dra_gpus) &&
                   (!all || nd->n_gpus == cl->max_node_gpus) && (!pin || strcmp(nd->name, pin) == 0);
         const struct cel_device *devs[NODE_MAX_GPUS];
         for (uint32_t g = 0; g < nd->n_gpus && ok && n_sel; g++)

@@ -82,8 +82,10 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
 /* A pending pod whose claims have CEL selectors or constraints goes only to nodes that suit
  * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod adopting allocated claims
  * (p->claims_adopt) only to their node (none when they are on different nodes; their selectors
- * are not read: the devices are chosen): a matchFields requirement (metadata.name In [...])
- * ANDed into each of ps's required node affinity terms. 0 or SCHED_ENOMEM. */
+ * are not read: the devices are chosen), and a pod whose containers ask GPUs as an extended
+ * resource never to a node whose GPUs are ResourceSlice devices (node.dra_gpus: kubelet would
+ * refuse it): a matchFields requirement (metadata.name In [...]) ANDed into each of ps's
+ * required node affinity terms. 0 or SCHED_ENOMEM. */
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps);
 

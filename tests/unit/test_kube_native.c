@@ -696,6 +696,33 @@ static void claims_hold_their_devices(void **state)
     assert_non_null(strstr(kb.waiting[0].message, "template four"));
 }
 
+/* A pod asking GPUs in its containers' limits (an extended resource) goes only to nodes whose
+ * GPUs a device plugin counts: n1..n4, never the DRA-only n9 (kubelet would refuse it there);
+ * without DRA nodes it gets no node filter at all. */
+static void container_gpus_not_on_dra_nodes(void **state)
+{
+    struct nfx *f = *state;
+    pod(f->c, "solo", "", "gangsched", "", 0); /* 8 nvidia.com/gpu in its limits */
+    struct kcache_build kb;
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    assert_int_equal(kb.gangs[0].gang.sets[0].n_affinity, 0);
+    dra_node_n9(f->c);
+    build(f, &kb);
+    assert_int_equal(kb.n_pending, 1);
+    const struct podset *ps = &kb.gangs[0].gang.sets[0];
+    assert_int_equal(ps->n_affinity, 1);
+    const struct sel_req *r = &ps->affinity[0].reqs[ps->affinity[0].n_reqs - 1];
+    assert_string_equal(r->key, "metadata.name");
+    bool n1 = false, n9 = false;
+    for (uint32_t i = 0; i < r->n_values; i++) {
+        n1 |= strcmp(r->values[i], "n1") == 0;
+        n9 |= strcmp(r->values[i], "n9") == 0;
+    }
+    assert_true(n1);
+    assert_false(n9);
+}
+
 /* A ResourceClaim "ml/<name>" of GPUs allocated on n9: devices [from, to]; sel: with our
  * nodeSelector (else only the pool names the node); meta: more metadata members, "" none;
  * rf: status.reservedFor members, "" none; alloc false: not allocated (deallocated). */
@@ -985,6 +1012,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(composite_tree_of_two_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(workload_replicas_are_gangs, setup, teardown),
         cmocka_unit_test_setup_teardown(claims_hold_their_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(container_gpus_not_on_dra_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(allocated_claims_hold_their_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(claim_pods_counted_as_they_come_and_go, setup, teardown),
         cmocka_unit_test_setup_teardown(adoption_refusals, setup, teardown),
