@@ -190,6 +190,18 @@ static struct tnode *node_of(struct tree *t, const struct kpg *pg, int depth)
     return u && link_kid(t, u, x) == 0 ? x : NULL;
 }
 
+/* The run of pods of one child in v[n] (sorted by child) that starts at i: its end in *end,
+ * its group's node (NULL: a group out of this tree, changed since the pods were grouped). */
+static struct tnode *run_at(struct tree *t, struct kpod **v, uint32_t n, uint32_t i, uint32_t *end)
+{
+    const char *key = child_key(v[i]);
+    uint32_t j = i;
+    while (j < n && strcmp(child_key(v[j]), key) == 0)
+        j++;
+    *end = j;
+    return node_of(t, strmap_get(&t->c->pgs, key), 0);
+}
+
 /* The leaves' pods (each array sorted by child, then name, here) into the tree. */
 static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, struct kpod **bound,
                     uint32_t n_bound)
@@ -198,30 +210,21 @@ static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, s
         qsort(pending, n_pending, sizeof(*pending), cmp_pod_child);
     if (n_bound > 1)
         qsort(bound, n_bound, sizeof(*bound), cmp_pod_child);
-    for (uint32_t i = 0; i < n_pending;) {
-        const char *key = child_key(pending[i]);
-        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, key), 0);
-        uint32_t j = i;
-        while (j < n_pending && strcmp(child_key(pending[j]), key) == 0)
-            j++;
-        if (x) { /* else a group out of this tree (changed since the pods were grouped) */
+    for (uint32_t i = 0, j; i < n_pending; i = j) {
+        struct tnode *x = run_at(t, pending, n_pending, i, &j);
+        if (x) {
             x->pending = &pending[i];
             x->n_pending = j - i;
         }
-        i = j;
     }
-    for (uint32_t i = 0; i < n_bound;) {
-        const char *key = child_key(bound[i]);
-        struct tnode *x = node_of(t, strmap_get(&t->c->pgs, key), 0);
-        uint32_t j = i;
-        while (j < n_bound && strcmp(child_key(bound[j]), key) == 0)
-            j++;
+    for (uint32_t i = 0, j; i < n_bound; i = j) {
+        struct tnode *x = run_at(t, bound, n_bound, i, &j);
         if (x) {
             x->bound = &bound[i];
             x->n_bound = j - i;
         }
-        for (; x && i < j; i++) {
-            const struct kpod *p = bound[i];
+        for (uint32_t k = i; x && k < j; k++) {
+            const struct kpod *p = bound[k];
             if (terminal(p))
                 continue;
             if (p->deleting) {
@@ -231,7 +234,6 @@ static int add_pods(struct tree *t, struct kpod **pending, uint32_t n_pending, s
                 x->live_one = x->live_one ? x->live_one : p;
             }
         }
-        i = j;
     }
     return 0;
 }
