@@ -16,14 +16,15 @@ static const cJSON *get(const cJSON *o, const char *name)
 }
 
 /* A device's attribute "type" (unqualified, or qualified by its driver's domain) as a string,
- * NULL when absent. */
+ * NULL when absent ("" when it is not a string: no type a rule names). */
 static const char *type_of(const cJSON *dev, const char *driver)
 {
     const cJSON *attrs = get(dev, "attributes"), *t = get(attrs, "type");
     char q[300];
     if (!t && snprintf(q, sizeof(q), "%s/type", driver) < (int)sizeof(q))
         t = get(attrs, q);
-    return t ? cJSON_GetStringValue(get(t, "string")) : NULL;
+    const char *v = t ? cJSON_GetStringValue(get(t, "string")) : NULL;
+    return v ? v : t ? "" : NULL;
 }
 
 /* One device's attributes ({int|bool|string|version}; list types are left out) or capacities

@@ -78,6 +78,21 @@ static void inventory_rules(void **state)
     assert_string_equal(drv, "gpu.nvidia.com");
     assert_string_equal(pool, "b");
     assert_null(dra_inv_device(inv, "b", 6, NULL, NULL, NULL));
+    /* a "type" that is not a string is no type a rule names (not absent: not a whole GPU) */
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"f-1\"},\"spec\":{\"driver\":"
+                           "\"gpu.nvidia.com\",\"nodeName\":\"f\",\"pool\":{\"name\":\"f\"},"
+                           "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"type\":{"
+                           "\"int\":1}}},{\"name\":\"gpu-1\",\"attributes\":{"
+                           "\"gpu.nvidia.com/type\":{\"string\":\"gpu\"}}}]}}");
+    struct sched_errbuf eb = {{0}};
+    assert_int_equal(k8s_slice_put(inv, o, &eb), 0);
+    cJSON_Delete(o);
+    struct cluster *cf = cluster_new();
+    cluster_add_node(cf, "f");
+    assert_int_equal(dra_inv_apply(inv, cf), 1);
+    assert_int_equal(gpus_of(cf, "f"), 1); /* gpu-1, its type qualified by the driver */
+    cluster_free(cf);
+    dra_inv_remove(inv, "f-1");
     dra_inv_remove(inv, "a-new"); /* generation 1 is the newest again */
     struct cluster *c2 = cluster_new();
     cluster_add_node(c2, "a");
