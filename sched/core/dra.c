@@ -282,6 +282,7 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
     }
     strmap_fini(&per_node);
     pools_free(&pools);
+    c->n_dra_nodes = (uint32_t)got;
     return rc ? -1 : got;
 }
 
@@ -330,7 +331,6 @@ static int index_build(struct dra_inv *inv)
     return rc;
 }
 
-/* GPU `index` of a node: its counted slices in name order, devices in name order. */
 bool dra_inv_any(const struct dra_inv *inv,
                  bool (*accept)(const struct cel_device *d, const void *ctx), const void *ctx)
 {
@@ -345,6 +345,7 @@ bool dra_inv_any(const struct dra_inv *inv,
     return false;
 }
 
+/* GPU `index` of a node: its counted slices in name order, devices in name order. */
 const char *dra_inv_device(const struct dra_inv *inv, const char *node, uint32_t index,
                            const char **driver, const char **pool, const struct cel_device **info)
 {

@@ -146,9 +146,9 @@ static const char *class_why(const struct kclaims *c, const struct kclaim *x, co
 {
     for (uint32_t r = 0; r < x->n_reqs; r++) {
         const char *cls = x->reqs[r].cls;
-        struct kdra_class *k = cls ? strmap_get(&c->classes, cls) : NULL;
         if (!cls)
             continue;
+        struct kdra_class *k = strmap_get(&c->classes, cls);
         if (!k)
             return arena_printf(a, "deviceclass %s of resourceclaim %s does not exist (yet)", cls,
                                 key);
@@ -569,7 +569,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     /* container GPUs (an extended resource) only where a device plugin counts them: kubelet
      * refuses them on a node whose GPUs are ResourceSlice devices (KEP-5004's special claim,
      * which would bridge them, is not written) */
-    bool own = p->gpus_own > 0 && dra_inv_n_slices(c->dra) > 0;
+    bool own = p->gpus_own > 0 && cl->n_dra_nodes > 0;
     if (n_sel == 0 && !pin && !apart && !own)
         return 0;
     bool all = false;
