@@ -119,6 +119,14 @@ int kcache_ns_event(struct kcache *c, const cJSON *obj, bool deleted);
 const char *kcache_cd_channel(const struct kcache *c, const char *node, const char **driver,
                               const char **pool);
 const struct kclaim *kcache_claim(const struct kcache *c, const char *key);
+/* KEP-5004 (claims.h): the DeviceClass serving pending pod p's container GPUs on DRA nodes, and
+ * the claim made for pod `uid`'s (NULL: none). */
+const struct kdra_class *kcache_ext_class(const struct kcache *c, const struct kpod *p);
+const struct kclaim *kcache_ext_of(const struct kcache *c, const char *uid);
+/* The KEP-5004 claims left by an earlier attempt: each claim whose owner is a pending pod of
+ * ours, neither bound, assumed nor being deleted (fn(ctx, claim)). */
+void kcache_ext_stale(const struct kcache *c, void (*fn)(void *ctx, const struct kclaim *x),
+                      void *ctx);
 /* kclaims_adopted of the cache's claims (sched/kube/claims.h). 0 or SCHED_ENOMEM. */
 int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */

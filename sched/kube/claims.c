@@ -29,6 +29,7 @@ struct kclaims {
     struct dra_inv *dra;     /* ResourceSlices */
     uint64_t slices_gen;     /* counts slice events: a class's `any` is of one generation */
     struct strmap classes;   /* DeviceClass name -> struct kdra_class* */
+    struct strmap ext_own;   /* pod uid -> struct kclaim*: a KEP-5004 claim owned by the pod */
     struct kcd *cd;          /* ComputeDomains and their IMEX channels */
     int class_res;           /* kclaims_configure: the GPU class's quota slot, or -1 */
 };
@@ -43,6 +44,7 @@ struct kclaims *kclaims_new(void)
     strmap_init(&c->counted);
     strmap_init(&c->adopted);
     strmap_init(&c->classes);
+    strmap_init(&c->ext_own);
     c->class_res = -1;
     if (!(c->dra = dra_inv_new()) || !(c->cd = kcd_new())) {
         dra_inv_free(c->dra);
@@ -68,6 +70,7 @@ void kclaims_free(struct kclaims *c)
     for (size_t i = 0; strmap_next(&c->classes, &i, &k, &v);)
         kdra_class_free(v);
     strmap_fini(&c->classes);
+    strmap_fini(&c->ext_own);
     dra_inv_free(c->dra);
     kcd_free(c->cd);
     free(c);
@@ -137,6 +140,25 @@ static bool class_accepts(const struct cel_device *d, const void *k)
     return kdra_class_matches(k, d);
 }
 
+/* Whether the class selects some whole device of the accelerator (kept per slice generation:
+ * a scan of every device happens once per change). */
+static bool class_any(const struct kclaims *c, struct kdra_class *k)
+{
+    if (k->any_gen != c->slices_gen + 1) {
+        k->any = dra_inv_any(c->dra, class_accepts, k);
+        k->any_gen = c->slices_gen + 1;
+    }
+    return k->any;
+}
+
+/* A claim leaving the map leaves the owner index too; returns it. */
+static void *ext_forget(struct kclaims *c, struct kclaim *x)
+{
+    if (x && x->ext_owner && strmap_get(&c->ext_own, x->ext_owner) == x)
+        strmap_del(&c->ext_own, x->ext_owner);
+    return x;
+}
+
 /* Why claim x (key) cannot be allocated because of a request's DeviceClass other than the
  * accelerator's, or NULL: the class does not exist (yet: kube-scheduler's "device class ... does
  * not exist"), cannot be evaluated, or selects none of the accelerator's whole devices (the
@@ -154,11 +176,7 @@ static const char *class_why(const struct kclaims *c, const struct kclaim *x, co
                                 key);
         if (k->unsupported)
             return arena_printf(a, "resourceclaim %s: %s", key, k->unsupported);
-        if (k->any_gen != c->slices_gen + 1) {
-            k->any = dra_inv_any(c->dra, class_accepts, k);
-            k->any_gen = c->slices_gen + 1;
-        }
-        if (!k->any)
+        if (!class_any(c, k))
             return arena_printf(a,
                                 "resourceclaim %s: deviceclass %s selects none of the "
                                 "accelerator's whole devices (driver %s), the only devices "
@@ -177,7 +195,7 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return 0;
     }
     if (deleted) {
-        kdra_claim_free(strmap_del((struct strmap *)&c->claims, key));
+        kdra_claim_free(ext_forget(c, strmap_del((struct strmap *)&c->claims, key)));
         return 0;
     }
     struct kclaim *cl = NULL;
@@ -187,7 +205,7 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         return rc;
     if (rc) {
         LOG_WARN("kube", "resourceclaim skipped: error=%s", eb.msg);
-        kdra_claim_free(strmap_del((struct strmap *)&c->claims, key));
+        kdra_claim_free(ext_forget(c, strmap_del((struct strmap *)&c->claims, key)));
         return 0;
     }
     void *old = NULL;
@@ -195,8 +213,36 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted)
         kdra_claim_free(cl);
         return SCHED_ENOMEM;
     }
-    kdra_claim_free(old);
+    kdra_claim_free(ext_forget(c, old));
+    if (cl->ext_owner && strmap_put(&c->ext_own, cl->ext_owner, cl, NULL) != 0)
+        return SCHED_ENOMEM;
     return 0;
+}
+
+const struct kclaim *kclaims_ext_of(const struct kclaims *c, const char *uid)
+{
+    return uid ? strmap_get((struct strmap *)&c->ext_own, uid) : NULL;
+}
+
+void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struct kclaim *x),
+                      void *ctx)
+{
+    const char *key;
+    void *v;
+    for (size_t i = 0; strmap_next(&c->ext_own, &i, &key, &v);)
+        fn(ctx, v);
+}
+
+const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct kpod *p)
+{
+    if (p->gpus_own <= 0 || !p->spec || !p->spec->n_ext)
+        return NULL;
+    uint64_t n = kdra_ext_devices(p->spec->ext, p->spec->n_ext);
+    struct kdra_class *k = (struct kdra_class *)kdra_ext_class(&c->classes, device_resource());
+    if (n != (uint64_t)p->gpus_own || !k ||
+        k->unsupported) /* another accelerator kind too: not mapped */
+        return NULL;
+    return class_any(c, k) ? k : NULL;
 }
 
 void kclaims_configure(struct kclaims *c, const struct config *cfg)
@@ -566,10 +612,11 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
             sel[n_sel++] = x;
         }
     }
-    /* container GPUs (an extended resource) only where a device plugin counts them: kubelet
-     * refuses them on a node whose GPUs are ResourceSlice devices (KEP-5004's special claim,
-     * which would bridge them, is not written) */
+    /* container GPUs (an extended resource) where a device plugin counts them, and on a node
+     * whose GPUs are ResourceSlice devices only through KEP-5004's claim: when a DeviceClass
+     * maps the resource and accepts every GPU device of the node */
     bool own = p->gpus_own > 0 && cl->n_dra_nodes > 0;
+    const struct kdra_class *ext = own ? kclaims_ext_class(c, p) : NULL;
     if (n_sel == 0 && !pin && !apart && !own)
         return 0;
     bool all = false;
@@ -581,11 +628,13 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool ok = !apart && (nd->n_gpus > 0 || !n_sel) && !(own && nd->dra_gpus) &&
+        bool via_ext = own && nd->dra_gpus && ext;
+        bool ok = !apart && (nd->n_gpus > 0 || !n_sel) && !(own && nd->dra_gpus && !ext) &&
                   (!all || nd->n_gpus == cl->max_node_gpus) && (!pin || strcmp(nd->name, pin) == 0);
         const struct cel_device *devs[NODE_MAX_GPUS];
-        for (uint32_t g = 0; g < nd->n_gpus && ok && n_sel; g++)
-            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g];
+        for (uint32_t g = 0; g < nd->n_gpus && ok && (n_sel || via_ext); g++)
+            ok = dra_inv_device(c->dra, nd->name, g, NULL, NULL, &devs[g]) && devs[g] &&
+                 (!via_ext || kdra_class_matches(ext, devs[g]));
         for (uint32_t s = 0; s < n_sel && ok; s++)
             ok = kdra_claim_node_ok(sel[s], &c->classes, devs, nd->n_gpus);
         if (ok)
@@ -632,6 +681,16 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
             }
         }
     }
+    const struct kclaim *x =
+        p->ext_claim ? strmap_get((struct strmap *)&c->claims, p->ext_claim) : NULL;
+    for (uint32_t k = 0;
+         x && p->uid && x->ext_owner && strcmp(x->ext_owner, p->uid) == 0 && k < x->n_alloc; k++) {
+        int g = dra_inv_index(c->dra, node, x->alloc[k].pool, x->alloc[k].device);
+        if (g >= 0 && g < 32 && !(m & (1u << g))) {
+            m |= 1u << g;
+            n++;
+        }
+    }
     *mask = m;
     return n > 0 && n == p->req.v[RES_GPU];
 }
@@ -647,6 +706,10 @@ void kclaims_note_counted(struct kclaims *c, const struct kpod *p)
         if (strmap_put(&c->counted, p->claims[i], (void *)1, NULL) != 0)
             c->counted_lost = true; /* over-counts rather than hands devices out twice */
     }
+    const struct kclaim *x = p->ext_claim ? strmap_get(&c->claims, p->ext_claim) : NULL;
+    if (x && p->uid && x->ext_owner && strcmp(x->ext_owner, p->uid) == 0 && /* its own */
+        strmap_put(&c->counted, p->ext_claim, (void *)1, NULL) != 0)
+        c->counted_lost = true;
 }
 
 /* Claim x (key) is left to the one pending pod of ours that names it (not counted on a node:

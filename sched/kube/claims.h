@@ -60,6 +60,17 @@ int kclaims_claim_event(struct kclaims *c, const cJSON *obj, bool deleted);
  * accelerator's takes the accelerator's whole devices its selectors accept (dra.h). */
 int kclaims_class_event(struct kclaims *c, const cJSON *obj, bool deleted);
 const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
+/* KEP-5004 (dra.h): the claim a scheduler made for the container GPUs of pod `uid` (its
+ * controller owner), or NULL. */
+const struct kclaim *kclaims_ext_of(const struct kclaims *c, const char *uid);
+/* Calls fn(ctx, claim) for each such claim. */
+void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struct kclaim *x),
+                      void *ctx);
+/* The DeviceClass that maps the accelerator's extended resource (kdra_ext_class) when it can
+ * serve the container GPUs of pending pod p of ours: its selectors compile and accept some whole
+ * device, and the containers' counts of that resource make all the pod's GPUs (not another
+ * accelerator kind). NULL: p's container GPUs stay off DRA nodes. */
+const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct kpod *p);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
  * being placed (a claim missing, being deleted, allocated to another consumer, or not
@@ -83,16 +94,19 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
  * them whatever GPUs are picked there (kdra_claim_node_ok), and a pod adopting allocated claims
  * (p->claims_adopt) only to their node (none when they are on different nodes; their selectors
  * are not read: the devices are chosen), and a pod whose containers ask GPUs as an extended
- * resource never to a node whose GPUs are ResourceSlice devices (node.dra_gpus: kubelet would
- * refuse it): a matchFields requirement (metadata.name In [...]) ANDed into each of ps's
- * required node affinity terms. 0 or SCHED_ENOMEM. */
+ * resource to a node whose GPUs are ResourceSlice devices (node.dra_gpus) only when a
+ * DeviceClass maps that resource (kclaims_ext_class) and its selectors accept every GPU device
+ * of the node (its bind then writes KEP-5004's claim; without it the kubelet would not hand
+ * the pod those devices): a matchFields requirement (metadata.name In [...]) ANDed into each of
+ * ps's required node affinity terms. 0 or SCHED_ENOMEM. */
 int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
                         struct arena *a, struct podset *ps);
 
 /* The GPU indices of node that the pod's claims hold (status.allocation, written by whoever
  * allocated them), of the claims the pod holds (a claim several pods use counts on one of them:
  * the first by key, a bound pod of ours whose gangsched.io/gpu-ids hold its devices, never
- * a pod that adopted it); false when they do not account for all its GPUs. */
+ * a pod that adopted it), and of its KEP-5004 claim (p->ext_claim); false when they do not account
+ * for all its GPUs. */
 bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *node, uint32_t *mask);
 
 /* Every allocated claim's devices are in use on its node, whoever reserves it (nobody, pods not
@@ -108,7 +122,7 @@ bool kclaims_mask(const struct kclaims *c, const struct kpod *p, const char *nod
  * is counted): except a claim reserved for the one pending pod of ours that names it alone (an
  * earlier attempt's), whose demand asks its GPUs. */
 typedef int kclaims_node_ix_fn(const void *ctx, const char *node);
-void kclaims_note_counted(struct kclaims *c, const struct kpod *p);
+void kclaims_note_counted(struct kclaims *c, const struct kpod *p); /* and p->ext_claim */
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,
                       struct node_state *state);
 

@@ -35,6 +35,8 @@ void kdra_claim_free(struct kclaim *c)
     }
     free(c->alloc);
     free(c->alloc_node);
+    free(c->ext_owner);
+    free(c->ext_pod);
     for (uint32_t i = 0; i < c->n_cons; i++)
         free(c->cons[i].attr);
     free(c->cons);
@@ -232,6 +234,23 @@ int kdra_claim_decode(const cJSON *o, const char *gpu_class, struct kclaim **out
         const char *f = cJSON_GetStringValue(fin);
         c->finalizer |= f && strcmp(f, KDRA_FINALIZER) == 0;
     }
+    const cJSON *ext = get(get(meta, "annotations"), KDRA_EXT_ANNOT), *own;
+    const char *ev = cJSON_GetStringValue(ext);
+    const cJSON *owners = ev && strcmp(ev, "true") == 0 ? get(meta, "ownerReferences") : NULL;
+    cJSON_ArrayForEach(own, owners)
+    {
+        const char *ou = cJSON_GetStringValue(get(own, "uid"));
+        const char *kind = cJSON_GetStringValue(get(own, "kind"));
+        const char *on = cJSON_GetStringValue(get(own, "name"));
+        if (rc || c->ext_owner || !ou || !on || !kind || strcmp(kind, "Pod") != 0 ||
+            !cJSON_IsTrue(get(own, "controller")))
+            continue;
+        size_t len = strlen(c->ns) + strlen(on) + 2;
+        if (!(c->ext_owner = strdup(ou)) || !(c->ext_pod = malloc(len)))
+            rc = SCHED_ENOMEM;
+        else
+            snprintf(c->ext_pod, len, "%s/%s", c->ns, on);
+    }
     const cJSON *st = get(o, "status"), *rf = get(st, "reservedFor");
     c->allocated = get(st, "allocation") && !cJSON_IsNull(get(st, "allocation"));
     int nr = cJSON_GetArraySize(rf);
@@ -301,6 +320,10 @@ int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errb
     char field[120], bad[300];
     int rc = compile_sels(get(get(o, "spec"), "selectors"), "spec.selectors", &k->sel, &k->n_sel,
                           field, sizeof(field), bad, sizeof(bad));
+    const char *ext = cJSON_GetStringValue(get(get(o, "spec"), "extendedResourceName"));
+    const char *ct = cJSON_GetStringValue(get(get(o, "metadata"), "creationTimestamp"));
+    if (rc == 0 && ((ext && !(k->ext_name = strdup(ext))) || (ct && !(k->created = strdup(ct)))))
+        rc = SCHED_ENOMEM;
     size_t n = strlen(name) + strlen(field) + strlen(bad) + 32;
     if (rc == 0 && *bad && (k->unsupported = malloc(n)) != NULL)
         snprintf(k->unsupported, n, "deviceclass %s: %s: %s", name, field, bad);
@@ -322,6 +345,8 @@ void kdra_class_free(struct kdra_class *k)
         cel_free(k->sel[i]);
     free(k->sel);
     free(k->name);
+    free(k->ext_name);
+    free(k->created);
     free(k->unsupported);
     free(k);
 }
@@ -562,6 +587,14 @@ int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sch
 {
     const cJSON *rcs = get(get(pod, "spec"), "resourceClaims");
     const cJSON *sts = get(get(pod, "status"), "resourceClaimStatuses");
+    const char *ext = cJSON_GetStringValue(
+        get(get(get(pod, "status"), "extendedResourceClaimStatus"), "resourceClaimName"));
+    if (ext && *ext && !strchr(ext, '/')) {
+        size_t len = strlen(ns) + strlen(ext) + 2;
+        if (!(p->ext_claim = malloc(len)))
+            return SCHED_ENOMEM;
+        snprintf(p->ext_claim, len, "%s/%s", ns, ext);
+    }
     int n = cJSON_GetArraySize(rcs);
     if (n <= 0)
         return 0;

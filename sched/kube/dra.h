@@ -64,7 +64,22 @@ struct kclaim {
     char *rv;          /* metadata.resourceVersion (NULL: none) */
     bool deleting;     /* metadata.deletionTimestamp set: no new consumer may be added */
     bool finalizer;    /* metadata.finalizers holds KDRA_FINALIZER */
+    char *ext_owner;   /* a scheduler's claim for a pod's extended resources (KEP-5004: annotation
+                          KDRA_EXT_ANNOT "true"): the uid of its controller owner pod, else NULL */
+    char *ext_pod;     /* then that pod's key "ns/name" */
 };
+
+/* KEP-5004 (DRA extended resources; beta and on by default since 1.36): a pod asking the
+ * accelerator as an extended resource in its containers (nvidia.com/gpu: 2) may run on a node
+ * whose GPUs are ResourceSlice devices when a DeviceClass maps that name (its
+ * spec.extendedResourceName, or the implicit deviceclass.resource.kubernetes.io/<class>). The
+ * scheduler then writes, before the Binding, a ResourceClaim owned by the pod (generateName
+ * "<pod>-extended-resources-", this annotation "true"), one request "container-<i>-request-<j>"
+ * per container and resource, allocated and reserved for the pod, and the pod's
+ * status.extendedResourceClaimStatus naming it (kube-scheduler's DynamicResources,
+ * extendeddynamicresources.go). */
+#define KDRA_EXT_ANNOT    "resource.kubernetes.io/extended-resource-claim"
+#define KDRA_EXT_IMPLICIT "deviceclass.resource.kubernetes.io/"
 
 /* The finalizer kube-scheduler puts on a claim before it writes an allocation (the resource
  * API's resourceapi.Finalizer): the claim cannot go away while allocated; kube-controller-
@@ -85,6 +100,8 @@ struct kdra_class {
     char *name;
     struct cel_prog **sel; /* spec.selectors[].cel.expression, compiled */
     uint32_t n_sel;
+    char *ext_name;    /* spec.extendedResourceName, or NULL */
+    char *created;     /* metadata.creationTimestamp (RFC 3339, compares as text), or NULL */
     char *unsupported; /* "deviceclass x: spec.selectors[0].cel.expression: column N: ..." */
     /* a cache of its user (claims.c): whether some whole device passes, as of slices
      * generation any_gen - 1 (0: not known) */
@@ -93,6 +110,44 @@ struct kdra_class {
 };
 int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errbuf *eb);
 void kdra_class_free(struct kdra_class *k);
+
+/* The DeviceClass whose devices serve extended resource `resource` (extended/cache.go's
+ * resolver): the classes naming it in spec.extendedResourceName, the newest by
+ * creationTimestamp, then the first by name; else the class its implicit name
+ * KDRA_EXT_IMPLICIT<class> names. NULL: none (classes: name -> struct kdra_class). */
+const struct kdra_class *kdra_ext_class(const struct strmap *classes, const char *resource);
+
+/* What the containers of a pod spec ask of the accelerator's resource (device_resource()), those
+ * asking some, in order; none when a quantity cannot be read. Strings in `a`. 0 or
+ * SCHED_ENOMEM. */
+int kdra_pod_ext(const cJSON *spec, struct arena *a, const struct kobj_ext_ctr **out,
+                 uint32_t *n_out);
+
+/* The devices kdra_ext_requests asks for ctr[n]. */
+uint64_t kdra_ext_devices(const struct kobj_ext_ctr *ctr, uint32_t n);
+
+/* The special claim's spec.devices.requests and the pod's requestMappings for containers
+ * ctr[n] (objects.h; in idx order) asking `resource` of DeviceClass `cls`, as kube-scheduler's
+ * createRequestsAndMappings: one ExactCount request per long-lived container; an init container
+ * that runs before them uses the later long-lived containers' requests first, and the largest of
+ * what those still lack is one request they all map to; requests sorted by name. *devices: the
+ * sum of the counts. NULL out of memory. */
+cJSON *kdra_ext_requests(const struct kobj_ext_ctr *ctr, uint32_t n, const char *resource,
+                         const char *cls, cJSON **mappings, uint32_t *devices);
+
+/* The POST body of the special claim of pod ns/name (uid) with requests `reqs` (taken): the
+ * annotation, the pod as controller owner, generateName "<name>-extended-resources-" and
+ * KDRA_FINALIZER, which kube-scheduler adds before it writes an allocation. NULL out of
+ * memory. */
+cJSON *kdra_ext_claim(const char *ns, const char *name, const char *uid, cJSON *reqs);
+
+/* The strategic merge patch of pods/status setting status.extendedResourceClaimStatus
+ * {requestMappings (taken), resourceClaimName}. NULL out of memory. */
+cJSON *kdra_ext_pod_status(const char *claim, cJSON *mappings);
+
+/* The strategic merge patch of a claim that drops KDRA_FINALIZER (kube-scheduler's deleteClaim
+ * removes it before the delete, so that the claim goes at once). */
+cJSON *kdra_claim_unprotect(void);
 
 /* Whether every selector of every request accepts the device, its class's first (classes: name
  * -> struct kdra_class; a class not there accepts nothing). An evaluation error does not accept,

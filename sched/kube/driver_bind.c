@@ -255,8 +255,10 @@ static void binds_finished(struct kdrv *d)
             if (b->unknown) {
                 fence_pod(d, b->pod_key, false);
             } else if (!b->ok) {
-                if (!b->foreign) /* never bound: its claims are given back now */
+                if (!b->foreign) { /* never bound: its claims are given back now */
                     unreserve_claims(d, gb, b);
+                    kdrv_ext_rollback(d, b);
+                }
                 kcache_unassume(d->cache, b->pod_key);
             }
         }
@@ -750,6 +752,19 @@ static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, con
  * if it lists the pod; no longer allocated, the bind fails. A failed write fails the bind (the
  * gang rolls back whole). */
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
+{
+    if (kdrv_may_lead(d) && kdrv_ext_needed(d, b))
+        kdrv_ext_then_bind(d, b, flavor);
+    else
+        kdrv_claims_then_bind(d, b, flavor);
+}
+
+void kdrv_bind_fail(struct kbind *b, const char *why)
+{
+    bind_done(b, why);
+}
+
+void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
 {
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     if (!p || p->n_claims == 0 || !kdrv_may_lead(d)) {

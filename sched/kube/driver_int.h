@@ -76,6 +76,8 @@ struct kbind {
     uint32_t claims_adopt;    /* bits of the pod's claims allocated already that it adopts (the
                                  cycle's kclaims_demand): only its reservedFor entry is written,
                                  and only that entry is removed if the gang rolls back */
+    char ext_claim[256]; /* the name of the KEP-5004 claim its writes created (driver_ext.c), or
+                            "": deleted if the gang rolls back */
 };
 
 /* The binds of one placed gang. */
@@ -575,6 +577,22 @@ void kdrv_bind_resume(struct kbind *b);
  * of the pod's GPU mask in index order, then sends its Binding; a pod without claims is bound
  * at once. A failed write fails the bind (the gang rolls back whole). */
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+/* The same without KEP-5004's claim (driver_ext.c calls it once that claim is written). */
+void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+/* b's bind failed before its Binding was sent (why: the error). */
+void kdrv_bind_fail(struct kbind *b, const char *why);
+
+/* ---- driver_ext.c: KEP-5004's claim before a Binding (sched/kube/dra.h) ---- */
+
+/* Whether pod b asks GPUs in its containers and is placed on GPUs that are DRA devices. */
+bool kdrv_ext_needed(struct kdrv *d, const struct kbind *b);
+/* Writes its claim and its status, then kdrv_claims_then_bind; a failure fails the bind. */
+void kdrv_ext_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+/* A member of a rolled-back gang, never bound: the claim its writes created is deleted. */
+void kdrv_ext_rollback(struct kdrv *d, struct kbind *b);
+/* Deletes the claims earlier attempts left for pending pods of ours (kcache_ext_stale; kube-
+ * scheduler's PostFilter deletes such a claim): their devices are free once they are gone. */
+void kdrv_ext_sweep(struct kdrv *d);
 
 /* The database is opened by the leader only (standbys never write). */
 int kdrv_open_store(struct kdrv *d);

@@ -341,6 +341,7 @@ void kobj_pod_free(struct kpod *p)
         free(p->claims[i]);
     free(p->claims);
     free(p->claim_wait);
+    free(p->ext_claim);
     if (p->spec)
         arena_fini(&p->spec->mem);
     free(p->spec);
@@ -935,6 +936,8 @@ static int pod_place(const cJSON *o, struct kpod *p)
                      NULL))
         return SCHED_ENOMEM;
     gpu_containers(spec, sp);
+    if (kdra_pod_ext(spec, &sp->mem, &sp->ext, &sp->n_ext))
+        return SCHED_ENOMEM;
     const cJSON *rcs = get(spec, "resourceClaims");
     if (rcs && !cJSON_IsNull(rcs)) {
         char *txt = cJSON_PrintUnformatted(rcs);

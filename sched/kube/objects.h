@@ -89,6 +89,8 @@ struct kpod {
     char *rv;              /* metadata.resourceVersion: the Binding's precondition, or NULL */
     uint64_t digest;       /* this scheduler's pods: kobj_pod_digest of the object (equal: the two
                               versions read alike); 0 for others: each event of theirs a change */
+    char *ext_claim;       /* "ns/name" of status.extendedResourceClaimStatus.resourceClaimName
+                              (KEP-5004's claim for its container GPUs, dra.h), or NULL */
     char **claims;         /* keys "ns/name" of its ResourceClaims (spec.resourceClaims, through
                               status.resourceClaimStatuses for templates) (sched/kube/dra.h) */
     uint32_t claims_adopt; /* bits of claims (index < 32) that are allocated already and that it
@@ -142,6 +144,16 @@ struct kpod {
     uint32_t listed; /* the cache's: listed in its bound pods of that generation (snapshot.c) */
 };
 
+/* One container's request of the accelerator's extended resource (device_resource()), as
+ * KEP-5004's special claim maps it (sched/kube/dra.h kdra_ext_requests). */
+struct kobj_ext_ctr {
+    const char *name; /* the container's name */
+    uint16_t idx;     /* its index in initContainers + containers */
+    uint16_t ridx;    /* the resource's index among the container's sorted request names */
+    uint32_t count;   /* devices */
+    bool short_lived; /* an init container that is not a sidecar (restartPolicy Always) */
+};
+
 /* What placing an unbound pod of ours reads, decoded when it arrives (every pointer into mem). */
 struct kpod_spec {
     struct arena mem;
@@ -162,6 +174,10 @@ struct kpod_spec {
     uint8_t gpu_ctrs[KOBJ_GPU_CTRS]; /* devices each of spec.containers asks, in order (HAMi's
                                         allocation has one entry per container) */
     uint8_t n_gpu_ctrs;              /* 0: unknown (more than KOBJ_GPU_CTRS containers) */
+    const struct kobj_ext_ctr *ext;  /* the containers asking the accelerator by its resource
+                                        name (n_ext of them; their counts sum to the pod's
+                                        device GPUs), or NULL when they cannot be told */
+    uint32_t n_ext;
 };
 
 /* Decodes a Pod. `scheduler` is this scheduler's name. */

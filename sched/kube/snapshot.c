@@ -138,7 +138,7 @@ int kcache_base(struct kcache *c, struct kcache_build *kb)
 /* A pod whose usage is counted at each build: its claims decide its requests and GPUs. */
 bool kcache_claim_pod(const struct kpod *p)
 {
-    return p->n_claims || p->claim_wait;
+    return p->n_claims || p->claim_wait || p->ext_claim;
 }
 
 bool kcache_foreign_pod(const struct kpod *p)
@@ -395,7 +395,7 @@ void kcache_usage(struct kcache *c, struct node_state *state, int64_t *anon)
         if (n < 0)
             continue;
         kclaims_note_counted(c->dra, p); /* its claims count through it, not again below */
-        if (!has_ids && p->n_claims)     /* another scheduler's pod: its claims' devices */
+        if (!has_ids && (p->n_claims || p->ext_claim)) /* another scheduler's: its claims' */
             has_ids = kclaims_mask(c->dra, p, node, &mask);
         res_add(&state[n].used, &p->req);
         if (has_ids)

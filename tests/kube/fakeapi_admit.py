@@ -334,6 +334,44 @@ def check_event(res, ev):
         raise invalid(res, name, "note", "Too long: may not be longer than 1024")
 
 
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def check_ext_status(res, pod):
+    """validatePodExtendedResourceClaimStatus (pkg/apis/core/validation, KEP-5004): the
+    requestMappings are required, each names a container of the pod (init or regular), one of
+    that container's resources and a request that is a DNS label; resourceClaimName is a
+    ResourceClaim name."""
+    st = dig(pod, "status.extendedResourceClaimStatus")
+    if st is None:
+        return
+    name = pod["metadata"]["name"]
+    f = "status.extendedResourceClaimStatus"
+    ctrs = {c.get("name"): c for k in ("initContainers", "containers")
+            for c in dig(pod, "spec." + k, []) or []}
+    maps = st.get("requestMappings") or []
+    if not maps:
+        raise invalid(res, name, f + ".requestMappings", "Required value")
+    for i, m in enumerate(maps):
+        at = "%s.requestMappings[%d]" % (f, i)
+        c = ctrs.get(m.get("containerName"))
+        if c is None:
+            raise invalid(res, name, at + ".containerName", 'Invalid value: "%s": must match '
+                          "the name of a container" % m.get("containerName"))
+        r = c.get("resources") or {}
+        if m.get("resourceName") not in {**(r.get("limits") or {}), **(r.get("requests") or {})}:
+            raise invalid(res, name, at + ".resourceName", 'Invalid value: "%s": must match '
+                          "the name of an extended resource of the container"
+                          % m.get("resourceName"))
+        if not DNS_LABEL.match(m.get("requestName") or "") or len(m["requestName"]) > 63:
+            raise invalid(res, name, at + ".requestName", 'Invalid value: "%s": a lowercase '
+                          "RFC 1123 label" % m.get("requestName"))
+    cn = st.get("resourceClaimName") or ""
+    if not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", cn) or len(cn) > 253:
+        raise invalid(res, name, f + ".resourceClaimName", 'Invalid value: "%s": a lowercase '
+                      "RFC 1123 subdomain" % cn)
+
+
 def check_update(res, cur, new):
     # ValidateObjectMetaAccessorUpdate (apimachinery pkg/api/validation/objectmeta.go): once
     # the old object has a deletionTimestamp, ValidateNoNewFinalizers refuses any finalizer
@@ -381,6 +419,7 @@ def check_update(res, cur, new):
         if st.get("allocation") and not old_alloc:  # only a new allocation is validated
             check_allocation(res, name, new.get("spec"), st["allocation"])
     if res.key == ("", "pods"):
+        check_ext_status(res, new)
         if dig(new, "spec.nodeName") != dig(cur, "spec.nodeName"):
             raise invalid(res, cur["metadata"]["name"], "spec",
                           "Forbidden: pod updates may not change fields other than "
