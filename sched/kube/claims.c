@@ -140,14 +140,22 @@ static bool class_accepts(const struct cel_device *d, const void *k)
     return kdra_class_matches(k, d);
 }
 
-/* Whether the class selects some whole device of the accelerator (kept per slice generation:
- * a scan of every device happens once per change). */
-static bool class_any(const struct kclaims *c, struct kdra_class *k)
+static bool class_rejects(const struct cel_device *d, const void *k)
+{
+    return !kdra_class_matches(k, d);
+}
+
+/* Whether the class selects some whole device of the accelerator, and (*every) all of them
+ * (kept per slice generation: a scan of every device happens once per change). */
+static bool class_any(const struct kclaims *c, struct kdra_class *k, bool *every)
 {
     if (k->any_gen != c->slices_gen + 1) {
         k->any = dra_inv_any(c->dra, class_accepts, k);
+        k->every = !dra_inv_any(c->dra, class_rejects, k);
         k->any_gen = c->slices_gen + 1;
     }
+    if (every)
+        *every = k->every;
     return k->any;
 }
 
@@ -176,7 +184,7 @@ static const char *class_why(const struct kclaims *c, const struct kclaim *x, co
                                 key);
         if (k->unsupported)
             return arena_printf(a, "resourceclaim %s: %s", key, k->unsupported);
-        if (!class_any(c, k))
+        if (!class_any(c, k, NULL))
             return arena_printf(a,
                                 "resourceclaim %s: deviceclass %s selects none of the "
                                 "accelerator's whole devices (driver %s), the only devices "
@@ -242,7 +250,7 @@ const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct
     if (n != (uint64_t)p->gpus_own || !k ||
         k->unsupported) /* another accelerator kind too: not mapped */
         return NULL;
-    return class_any(c, k) ? k : NULL;
+    return class_any(c, k, NULL) ? k : NULL;
 }
 
 void kclaims_configure(struct kclaims *c, const struct config *cfg)
@@ -617,7 +625,10 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
      * maps the resource and accepts every GPU device of the node */
     bool own = p->gpus_own > 0 && cl->n_dra_nodes > 0;
     const struct kdra_class *ext = own ? kclaims_ext_class(c, p) : NULL;
-    if (n_sel == 0 && !pin && !apart && !own)
+    bool every = false; /* the class accepts every GPU device: no node is kept off for it */
+    if (ext)
+        class_any(c, (struct kdra_class *)ext, &every);
+    if (n_sel == 0 && !pin && !apart && (!own || every))
         return 0;
     bool all = false;
     for (uint32_t s = 0; s < n_sel; s++)
@@ -628,7 +639,7 @@ int kclaims_node_filter(const struct kclaims *c, const struct cluster *cl, const
     uint32_t k = 0;
     for (uint32_t i = 0; i < cl->n_nodes; i++) {
         const struct node *nd = &cl->nodes[i];
-        bool via_ext = own && nd->dra_gpus && ext;
+        bool via_ext = own && nd->dra_gpus && ext && !every;
         bool ok = !apart && (nd->n_gpus > 0 || !n_sel) && !(own && nd->dra_gpus && !ext) &&
                   (!all || nd->n_gpus == cl->max_node_gpus) && (!pin || strcmp(nd->name, pin) == 0);
         const struct cel_device *devs[NODE_MAX_GPUS];

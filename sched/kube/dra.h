@@ -103,10 +103,10 @@ struct kdra_class {
     char *ext_name;    /* spec.extendedResourceName, or NULL */
     char *created;     /* metadata.creationTimestamp (RFC 3339, compares as text), or NULL */
     char *unsupported; /* "deviceclass x: spec.selectors[0].cel.expression: column N: ..." */
-    /* a cache of its user (claims.c): whether some whole device passes, as of slices
-     * generation any_gen - 1 (0: not known) */
+    /* a cache of its user (claims.c): whether some whole device passes, and whether every one
+     * does, as of slices generation any_gen - 1 (0: not known) */
     uint64_t any_gen;
-    bool any;
+    bool any, every;
 };
 int kdra_class_decode(const cJSON *o, struct kdra_class **out, struct sched_errbuf *eb);
 void kdra_class_free(struct kdra_class *k);

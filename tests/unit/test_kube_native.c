@@ -642,22 +642,48 @@ static void malformed_objects_name_the_field(void **state)
  * those indices are used, not the lowest free ones; a pending pod of ours with a template claim
  * asks 4 GPUs and waits until its claim exists. */
 /* A DRA-only node n9 with 8 devices gpu-0..gpu-7 in pool n9. */
-static void dra_node_n9(struct kcache *c)
+/* DeviceClass `name` mapping nvidia.com/gpu (KEP-5004) with one CEL selector. */
+static void class_event(struct kcache *c, const char *name, const char *cel)
 {
-    char buf[4000] = "{\"metadata\":{\"name\":\"n9-gpu\"},\"spec\":{\"driver\":"
-                     "\"gpu.nvidia.com\",\"nodeName\":\"n9\",\"pool\":{\"name\":\"n9\","
-                     "\"generation\":1,\"resourceSliceCount\":1},\"devices\":[";
+    char buf[1000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"extendedResourceName\":"
+             "\"nvidia.com/gpu\",\"selectors\":[{\"cel\":{\"expression\":\"%s\"}}]}}",
+             name, cel);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    assert_int_equal(kcache_class_event(c, o, false), 0);
+    cJSON_Delete(o);
+}
+
+/* DRA-only node `name` with 8 GPU devices, each with attributes `attrs` ("" none). */
+static void dra_node(struct kcache *c, const char *name, const char *attrs)
+{
+    char buf[6000];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+             "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,"
+             "\"resourceSliceCount\":1},\"devices\":[",
+             name, name, name);
     for (int i = 0; i < 8; i++)
-        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s{\"name\":\"gpu-%d\"}",
-                 i ? "," : "", i);
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s{\"name\":\"gpu-%d\"%s%s%s}",
+                 i ? "," : "", i, *attrs ? ",\"attributes\":{" : "", attrs, *attrs ? "}" : "");
     strcat(buf, "]}}");
     cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
     assert_int_equal(kcache_slice_event(c, o, false), 0);
     cJSON_Delete(o);
-    fx_event(c, 0, 0,
-             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\"},\"status\":{\"allocatable\":{"
+    snprintf(buf, sizeof(buf),
+             "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{"
              "\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
-             "\"Ready\",\"status\":\"True\"}]}}");
+             "\"Ready\",\"status\":\"True\"}]}}",
+             name);
+    fx_event(c, 0, 0, buf);
+}
+
+static void dra_node_n9(struct kcache *c)
+{
+    dra_node(c, "n9", "");
 }
 
 static void claims_hold_their_devices(void **state)
@@ -721,6 +747,23 @@ static void container_gpus_not_on_dra_nodes(void **state)
     }
     assert_true(n1);
     assert_false(n9);
+    /* KEP-5004: a DeviceClass mapping nvidia.com/gpu that accepts every device: no node is
+     * kept off; one accepting only H100s: the nodes whose every device is one, and n1 */
+    class_event(f->c, "gpu.nvidia.com", "device.driver == 'gpu.nvidia.com'");
+    build(f, &kb);
+    assert_int_equal(kb.gangs[0].gang.sets[0].n_affinity, 0);
+    dra_node(f->c, "n8", "\"productName\":{\"string\":\"H100\"}");
+    class_event(f->c, "gpu.nvidia.com",
+                "device.attributes['gpu.nvidia.com'].productName == 'H100'");
+    build(f, &kb);
+    ps = &kb.gangs[0].gang.sets[0];
+    assert_int_equal(ps->n_affinity, 1);
+    r = &ps->affinity[0].reqs[ps->affinity[0].n_reqs - 1];
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < r->n_values; i++)
+        seen |= (strcmp(r->values[i], "n1") == 0) | (strcmp(r->values[i], "n8") == 0) << 1 |
+                (strcmp(r->values[i], "n9") == 0) << 2;
+    assert_int_equal(seen, 3);
 }
 
 /* A ResourceClaim "ml/<name>" of GPUs allocated on n9: devices [from, to]; sel: with our
