@@ -47,15 +47,18 @@ static void ext_fail(struct kext *x, const char *what, const struct kube_resp *r
     ext_free(x);
 }
 
-/* The answer's object into the cache (a newer view than the watch's); false when unreadable. */
-static bool to_cache(struct kdrv *d, const struct kube_resp *r, bool claim)
+/* The answer's object into the cache (a newer view than the watch's): the claim, or the pod
+ * (its new resourceVersion the Binding's precondition, its extendedResourceClaimStatus counting
+ * the claim through it at once). */
+static void to_cache(struct kdrv *d, const struct kube_resp *r, bool claim)
 {
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
-    int rc = !obj ? SCHED_EINVAL : claim ? kcache_claim_event(d->cache, obj, false) : 0;
+    int rc = !obj    ? 0
+             : claim ? kcache_claim_event(d->cache, obj, false)
+                     : kcache_pod_event(d->cache, obj, false);
     cJSON_Delete(obj);
     if (rc == SCHED_ENOMEM)
-        kdrv_fatal(d, "out of memory in the claim cache");
-    return rc == 0;
+        kdrv_fatal(d, "out of memory in the cache");
 }
 
 static void on_pod_status(void *ctx, const struct kube_resp *r)
@@ -70,6 +73,7 @@ static void on_pod_status(void *ctx, const struct kube_resp *r)
     char *flavor = x->flavor;
     x->flavor = NULL;
     ext_free(x);
+    to_cache(d, r, false);
     kdrv_claims_then_bind(d, b, flavor);
     free(flavor);
 }
