@@ -267,6 +267,7 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
             rc = -1;
     }
     int got = 0;
+    c->n_dra_gpus = 0;
     for (uint32_t i = 0; rc == 0 && i < c->n_nodes; i++) {
         struct node *nd = &c->nodes[i];
         uintptr_t n = (uintptr_t)strmap_get(&per_node, nd->name);
@@ -274,6 +275,7 @@ int dra_inv_apply(const struct dra_inv *inv, struct cluster *c)
             continue;
         nd->alloc.v[RES_GPU] = (int64_t)(n > NODE_MAX_GPUS ? NODE_MAX_GPUS : n);
         nd->dra_gpus = true;
+        c->n_dra_gpus += nd->alloc.v[RES_GPU];
         if (inv->class_res >= 0)
             nd->alloc.v[inv->class_res] = nd->alloc.v[RES_GPU];
         if (node_islands((struct dra_inv *)inv, c, nd) != 0) /* the index is a cache */

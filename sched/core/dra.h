@@ -64,7 +64,8 @@ void dra_inv_set_class_res(struct dra_inv *inv, int res);
 
 /* Sets alloc nvidia.com/gpu of every node of `c` (before cluster_finalize) that has none to the
  * GPU devices its complete newest pools publish (at most NODE_MAX_GPUS), marking it dra_gpus;
- * returns how many nodes got GPUs this way (also c->n_dra_nodes), or -1 out of memory. */
+ * returns how many nodes got GPUs this way (also c->n_dra_nodes; their GPUs c->n_dra_gpus), or
+ * -1 out of memory. */
 int dra_inv_apply(const struct dra_inv *inv, struct cluster *c);
 
 /* Whether accept(device, ctx) holds for some GPU device of any slice. */

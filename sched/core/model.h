@@ -107,6 +107,7 @@ struct cluster {
     int64_t total_gpus; /* sum of n_gpus over nodes */
     uint8_t max_node_gpus;
     uint32_t n_dra_nodes; /* nodes whose GPUs are ResourceSlice devices (node.dra_gpus) */
+    int64_t n_dra_gpus;   /* their GPUs */
     /* private */
     uint32_t cap_nodes;
     struct cluster_pool *pool;

@@ -470,6 +470,8 @@ static int take_pod(struct builder *b, struct kpod *p)
     struct kcache *c = b->c;
     const char *cw =
         p->n_claims || p->claim_wait ? kclaims_demand(c->dra, c->cluster, p, b->a) : NULL;
+    if (!cw && p->gpus_own > 0 && p->ours && !p->node) /* container GPUs with nowhere to go */
+        cw = kclaims_ext_why(c->dra, c->cluster, p, b->a);
     if (cw && p->ours && !p->node && strmap_put(&b->claim_why, key, (void *)cw, NULL))
         return SCHED_ENOMEM;
     bool terminal = p->phase == KPOD_SUCCEEDED || p->phase == KPOD_FAILED;
@@ -609,8 +611,10 @@ static const char *why_waiting(struct builder *b, const struct group *g, const s
                                    g->key),
                "PodGroupDeleting";
     if (cw)
-        return *msg = arena_strdup(a, cw),
-               strstr(cw, "resourceclaim ") == cw ? "InvalidSpec" : "WaitingForResourceClaim";
+        return *msg = arena_strdup(a, cw), strstr(cw, "resourceclaim ") == cw ? "InvalidSpec"
+                                           : strstr(cw, "no DeviceClass maps ") == cw
+                                               ? "Unschedulable"
+                                               : "WaitingForResourceClaim";
     if (g->foreign)
         return *msg = arena_printf(a,
                                    "all pods of pod group %s should have the same "

@@ -232,6 +232,19 @@ const struct kclaim *kclaims_ext_of(const struct kclaims *c, const char *uid)
     return uid ? strmap_get((struct strmap *)&c->ext_own, uid) : NULL;
 }
 
+const char *kclaims_ext_why(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
+                            struct arena *a)
+{
+    if (!cl || p->gpus_own <= 0 || p->node || !p->ours || cl->n_dra_nodes == 0 ||
+        cl->n_dra_gpus < cl->total_gpus || kclaims_ext_class(c, p))
+        return NULL;
+    return arena_printf(a,
+                        "no DeviceClass maps %s (spec.extendedResourceName, KEP-5004) and every "
+                        "GPU of the cluster is a ResourceSlice device: pod %s asks %s in its "
+                        "containers (give it a ResourceClaim, or map the resource)",
+                        device_resource(), p->key, device_resource());
+}
+
 void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struct kclaim *x),
                       void *ctx)
 {

@@ -71,6 +71,11 @@ void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struc
  * device, and the containers' counts of that resource make all the pod's GPUs (not another
  * accelerator kind). NULL: p's container GPUs stay off DRA nodes. */
 const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct kpod *p);
+/* Why pending pod p of ours, asking GPUs in its containers, can start nowhere: every GPU of the
+ * cluster is a ResourceSlice device and no DeviceClass maps the resource (an arena string
+ * starting "no DeviceClass maps "); NULL otherwise. */
+const char *kclaims_ext_why(const struct kclaims *c, const struct cluster *cl, const struct kpod *p,
+                            struct arena *a);
 
 /* Sets p->req's GPUs to its containers' plus its known claims'; returns what keeps the pod from
  * being placed (a claim missing, being deleted, allocated to another consumer, or not

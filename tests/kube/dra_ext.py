@@ -13,7 +13,7 @@ status.extendedResourceClaimStatus maps both containers to that request. The dev
 once: beside the first gang (6 GPUs of one node) an 8-GPU pod takes the other node and a 2-GPU
 pod the 2 left, a fourth waits on the full cluster until the first gang's pods are deleted
 (their claims go with them). Without the mapping (the class replaced
-by one without extendedResourceName) a pod with container GPUs waits. A refused Binding: the
+by one without extendedResourceName) a pod with container GPUs waits, its event saying why. A refused Binding: the
 claim the attempt created is deleted at once (its pod lives on), the retry creates its own; a
 claim an earlier process left allocated for a pending pod is deleted while the pod waits.
 Every wait is bounded.
@@ -199,10 +199,13 @@ def main():
     code, _, _ = c.put(RES + "/deviceclasses/gpu.nvidia.com", plain)
     check("the class loses its extendedResourceName", code == 200)
     ext_gang(c, "u", 1, 1)
-    e2e.time.sleep(2.0)
-    check("without a class mapping nvidia.com/gpu a pod with container GPUs waits for a "
-          "device-plugin node", not e2e.bound(c, "u") and not ext_claims(c, "u-0"),
-          s.text()[-600:])
+    ok = wait_for(lambda: [e for e in e2e.events_for(c, "u") if "no DeviceClass maps"
+                           in e.get("note", "")], 20)
+    check("without a class mapping nvidia.com/gpu a pod with container GPUs waits, saying why "
+          "(every GPU is a ResourceSlice device)", ok and ok[0]["reason"] == "Unschedulable" and
+          "no DeviceClass maps nvidia.com/gpu (spec.extendedResourceName, KEP-5004)" in
+          ok[0]["note"] and not e2e.bound(c, "u") and not ext_claims(c, "u-0"),
+          str(ok)[:500] + s.text()[-600:])
     s.stop()
     e2e.finish()
 
