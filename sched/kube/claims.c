@@ -258,10 +258,10 @@ const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct
 {
     if (p->gpus_own <= 0 || !p->spec || !p->spec->n_ext)
         return NULL;
+    /* the devices its claim would ask; fewer than its GPUs: another accelerator kind too */
     uint64_t n = kdra_ext_devices(p->spec->ext, p->spec->n_ext);
     struct kdra_class *k = (struct kdra_class *)kdra_ext_class(&c->classes, device_resource());
-    if (n != (uint64_t)p->gpus_own || !k ||
-        k->unsupported) /* another accelerator kind too: not mapped */
+    if (n != (uint64_t)p->gpus_own || !k || k->unsupported)
         return NULL;
     return class_any(c, k, NULL) ? k : NULL;
 }
