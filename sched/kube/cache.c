@@ -337,28 +337,6 @@ const struct kclaim *kcache_ext_of(const struct kcache *c, const char *uid)
     return kclaims_ext_of(c->dra, uid);
 }
 
-struct stale_ctx {
-    const struct kcache *c;
-    void (*fn)(void *ctx, const struct kclaim *x);
-    void *ctx;
-};
-
-static void stale_one(void *ctx, const struct kclaim *x)
-{
-    struct stale_ctx *s = ctx;
-    const struct kpod *p = strmap_get((struct strmap *)&s->c->pods, x->ext_pod);
-    if (p && p->ours && !p->node && !p->deleting && p->uid && strcmp(p->uid, x->ext_owner) == 0 &&
-        !strmap_get((struct strmap *)&s->c->assumed, p->key))
-        s->fn(s->ctx, x);
-}
-
-void kcache_ext_stale(const struct kcache *c, void (*fn)(void *ctx, const struct kclaim *x),
-                      void *ctx)
-{
-    struct stale_ctx s = {.c = c, .fn = fn, .ctx = ctx};
-    kclaims_ext_each(c->dra, stale_one, &s);
-}
-
 int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid)
 {
     return kclaims_adopted(c->dra, key, uid);

@@ -83,6 +83,10 @@ struct kcache_build {
     uint32_t n_pending;
     struct kwaiting *waiting;
     uint32_t n_waiting;
+    /* KEP-5004 claims an earlier attempt left for pending pods of ours, neither assumed nor
+     * being deleted (claims.h kclaims_ext_of): the driver deletes them (driver_ext.c) */
+    const struct kclaim **ext_stale;
+    uint32_t n_ext_stale;
 };
 
 struct kcache;
@@ -123,10 +127,6 @@ const struct kclaim *kcache_claim(const struct kcache *c, const char *key);
  * the claim made for pod `uid`'s (NULL: none). */
 const struct kdra_class *kcache_ext_class(const struct kcache *c, const struct kpod *p);
 const struct kclaim *kcache_ext_of(const struct kcache *c, const char *uid);
-/* The KEP-5004 claims left by an earlier attempt: each claim whose owner is a pending pod of
- * ours, neither bound, assumed nor being deleted (fn(ctx, claim)). */
-void kcache_ext_stale(const struct kcache *c, void (*fn)(void *ctx, const struct kclaim *x),
-                      void *ctx);
 /* kclaims_adopted of the cache's claims (sched/kube/claims.h). 0 or SCHED_ENOMEM. */
 int kcache_claim_adopted(struct kcache *c, const char *key, const char *uid);
 /* GPU `index` of node as a DRA device name (NULL: the node's GPUs are not DRA devices). */

@@ -462,6 +462,27 @@ static int note_pod(struct builder *b, struct kpod *p)
     return 0;
 }
 
+/* The KEP-5004 claim an earlier attempt left for pending pod p of ours, if any, into
+ * out->ext_stale (grown in the cycle's arena). */
+static int note_ext_stale(struct builder *b, const struct kpod *p)
+{
+    const struct kclaim *x = kcache_ext_of(b->c, p->uid);
+    if (!x || !x->ext_pod || strcmp(x->ext_pod, p->key) != 0)
+        return 0;
+    struct kcache_build *o = b->out;
+    if ((o->n_ext_stale & (o->n_ext_stale - 1)) == 0) { /* 0, 1, 2, 4, ...: full */
+        const struct kclaim **v =
+            arena_alloc(b->a, (o->n_ext_stale ? 2 * o->n_ext_stale : 1) * sizeof(*v));
+        if (!v)
+            return SCHED_ENOMEM;
+        if (o->n_ext_stale)
+            memcpy(v, o->ext_stale, o->n_ext_stale * sizeof(*v));
+        o->ext_stale = v;
+    }
+    o->ext_stale[o->n_ext_stale++] = x;
+    return 0;
+}
+
 /* A pod's claims' demand (a pod's GPUs include its claims': usage and placement), and one of
  * this scheduler's pods into its group. */
 static int take_pod(struct builder *b, struct kpod *p)
@@ -480,6 +501,8 @@ static int take_pod(struct builder *b, struct kpod *p)
     /* a terminal member stays in its running gang: the lifecycle tells a failed member from a
      * gang that completes */
     bool bound = p->node || strmap_get(&c->assumed, key);
+    if (!bound && !p->deleting && p->gpus_own > 0 && note_ext_stale(b, p) != 0)
+        return SCHED_ENOMEM;
     if (!bound && (p->deleting || p->gated))
         return 0;
     char tree[KOBJ_KEY_MAX];

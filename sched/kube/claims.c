@@ -245,15 +245,6 @@ const char *kclaims_ext_why(const struct kclaims *c, const struct cluster *cl, c
                         device_resource(), p->key, device_resource());
 }
 
-void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struct kclaim *x),
-                      void *ctx)
-{
-    const char *key;
-    void *v;
-    for (size_t i = 0; strmap_next(&c->ext_own, &i, &key, &v);)
-        fn(ctx, v);
-}
-
 const struct kdra_class *kclaims_ext_class(const struct kclaims *c, const struct kpod *p)
 {
     if (p->gpus_own <= 0 || !p->spec || !p->spec->n_ext)

@@ -63,9 +63,6 @@ const struct kclaim *kclaims_get(const struct kclaims *c, const char *key);
 /* KEP-5004 (dra.h): the claim a scheduler made for the container GPUs of pod `uid` (its
  * controller owner), or NULL. */
 const struct kclaim *kclaims_ext_of(const struct kclaims *c, const char *uid);
-/* Calls fn(ctx, claim) for each such claim. */
-void kclaims_ext_each(const struct kclaims *c, void (*fn)(void *ctx, const struct kclaim *x),
-                      void *ctx);
 /* The DeviceClass that maps the accelerator's extended resource (kdra_ext_class) when it can
  * serve the container GPUs of pending pod p of ours: its selectors compile and accept some whole
  * device, and the containers' counts of that resource make all the pod's GPUs (not another

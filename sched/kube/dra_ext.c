@@ -85,13 +85,7 @@ int kdra_pod_ext(const cJSON *spec, struct arena *a, const struct kobj_ext_ctr *
             const char *rp = cJSON_GetStringValue(get(c, "restartPolicy"));
             int64_t count = 0;
             struct sched_errbuf eb;
-            char num[64];
-            const char *qs = cJSON_GetStringValue(q);
-            if (cJSON_IsNumber(q)) {
-                snprintf(num, sizeof(num), "%.17g", q->valuedouble);
-                qs = num;
-            }
-            if (q && (!qs || !name || res_parse(RES_GPU, qs, &count, &eb) != 0 || count < 0 ||
+            if (q && (!name || kobj_quantity(q, RES_GPU, &count, &eb) != 0 || count < 0 ||
                       count > UINT32_MAX))
                 return 0; /* unreadable: no mapping (the pod stays off DRA nodes) */
             if (count > 0)

@@ -407,7 +407,7 @@ static void run_cycle(struct kdrv *d)
     kdrv_counts_step(d, c.now);
     kcache_refused_announce(d->cache, on_refused, d);
     if (c.built) {
-        kdrv_ext_sweep(d);
+        kdrv_ext_sweep(d, &c.kb);
         kdrv_evictions_retry(d, c.now);
         cycle_held_queues(&c);
         cycle_waiting(&c);

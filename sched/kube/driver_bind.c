@@ -514,9 +514,7 @@ static void on_claim_written(void *ctx, const struct kube_resp *r)
     free(w);
 }
 
-/* The claim as the API server answered it goes into the cache (a newer view than the watch's
- * may yet be). */
-static void claim_answer_to_cache(struct kdrv *d, const struct kube_resp *r)
+void kdrv_claim_answer_to_cache(struct kdrv *d, const struct kube_resp *r)
 {
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
     if (obj && kcache_claim_event(d->cache, obj, false) != 0)
@@ -531,7 +529,7 @@ static void on_claim_reread(void *ctx, const struct kube_resp *r)
         on_claim_written(cw, r);
         return;
     }
-    claim_answer_to_cache(cw->w->b->gb->d, r);
+    kdrv_claim_answer_to_cache(cw->w->b->gb->d, r);
     claim_write_start(cw);
 }
 
@@ -550,7 +548,7 @@ static void on_claim_protected(void *ctx, const struct kube_resp *r)
         on_claim_written(cw, r);
         return;
     }
-    claim_answer_to_cache(d, r);
+    kdrv_claim_answer_to_cache(d, r);
     char path[sizeof(cw->path) + 8];
     snprintf(path, sizeof(path), "%s/status", cw->path);
     cJSON *body = cw->status;
@@ -609,7 +607,7 @@ static void on_deallocated(void *ctx, const struct kube_resp *r)
 {
     struct kunreserve *u = ctx;
     if (r->status >= 200 && r->status < 300) {
-        claim_answer_to_cache(u->d, r);
+        kdrv_claim_answer_to_cache(u->d, r);
         LOG_INFO(KDRV_MOD, "resourceclaim deallocated after its gang rolled back: claim=%s",
                  u->key);
     } else { /* 409: a consumer was added meanwhile, the allocation is theirs now */
@@ -631,7 +629,7 @@ static void on_unreserved(void *ctx, const struct kube_resp *r)
         unreserve_done(u);
         return;
     }
-    claim_answer_to_cache(d, r);
+    kdrv_claim_answer_to_cache(d, r);
     const struct kclaim *cl = kcache_claim(d->cache, u->key);
     /* reserved for nobody now, and allocated for this pod (by this gang's writes on the node
      * it chose, or by an earlier attempt that reserved it for the pod): the allocation goes too
@@ -705,10 +703,8 @@ static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const
     }
 }
 
-/* The DRA device names of GPUs `mask` of node (devices in index order); false when one is not a
- * DRA device. */
-static bool mask_devices(struct kdrv *d, const char *node, uint32_t mask, const char **dev,
-                         const char **drv, const char **pool, uint32_t *n)
+bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const char **dev,
+                       const char **drv, const char **pool, uint32_t *n)
 {
     *n = 0;
     for (uint32_t g = 0; g < 32; g++)
@@ -781,7 +777,7 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         bool adopt = i < 32 && (b->claims_adopt >> i) & 1u; /* its devices are not the pod's */
         gpu_claims |= !adopt && (!cl || cl->gpus > 0 || cl->all);
     }
-    if (gpu_claims && !mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n)) {
+    if (gpu_claims && !kdrv_mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n)) {
         char buf[600];
         snprintf(buf, sizeof(buf), "pod %s: a GPU of node %s is not a DRA device", b->pod_key,
                  b->node);
@@ -831,7 +827,7 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
             const char *hd[32], *hdrv[32], *hp[32];
             uint32_t hn = 0;
             if (strcmp(h->node, b->node) == 0 &&
-                mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
+                kdrv_mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
                 body = kdra_claim_allocation(cl, b->node, hd, hdrv, hp, hn, names, uids, users);
         } else if (cl) {
             uint32_t take = cl->all ? n - at : (uint32_t)cl->gpus; /* All: the rest */

@@ -47,18 +47,15 @@ static void ext_fail(struct kext *x, const char *what, const struct kube_resp *r
     ext_free(x);
 }
 
-/* The answer's object into the cache (a newer view than the watch's): the claim, or the pod
- * (its new resourceVersion the Binding's precondition, its extendedResourceClaimStatus counting
- * the claim through it at once). */
-static void to_cache(struct kdrv *d, const struct kube_resp *r, bool claim)
+/* The pod as the API server answered its status patch goes into the cache: its new
+ * resourceVersion the Binding's precondition, its extendedResourceClaimStatus counting the
+ * claim through it at once. */
+static void pod_answer_to_cache(struct kdrv *d, const struct kube_resp *r)
 {
     cJSON *obj = cJSON_ParseWithLength(r->body, r->len);
-    int rc = !obj    ? 0
-             : claim ? kcache_claim_event(d->cache, obj, false)
-                     : kcache_pod_event(d->cache, obj, false);
+    if (obj && kcache_pod_event(d->cache, obj, false) != 0)
+        kdrv_fatal(d, "out of memory in the pod cache");
     cJSON_Delete(obj);
-    if (rc == SCHED_ENOMEM)
-        kdrv_fatal(d, "out of memory in the cache");
 }
 
 static void on_pod_status(void *ctx, const struct kube_resp *r)
@@ -73,7 +70,7 @@ static void on_pod_status(void *ctx, const struct kube_resp *r)
     char *flavor = x->flavor;
     x->flavor = NULL;
     ext_free(x);
-    to_cache(d, r, false);
+    pod_answer_to_cache(d, r);
     kdrv_claims_then_bind(d, b, flavor);
     free(flavor);
 }
@@ -85,7 +82,7 @@ static void on_allocated(void *ctx, const struct kube_resp *r)
         ext_fail(x, "its extended-resource claim not allocated", r);
         return;
     }
-    to_cache(x->d, r, true);
+    kdrv_claim_answer_to_cache(x->d, r);
     cJSON *body = kdra_ext_pod_status(x->b->ext_claim, x->maps);
     x->maps = NULL;
     snprintf(x->path, sizeof(x->path), "/api/v1/namespaces/%s/pods/%s/status", x->b->ns,
@@ -110,18 +107,15 @@ static void on_created(void *ctx, const struct kube_resp *r)
         ext_fail(x, "its extended-resource claim not created", r);
         return;
     }
-    to_cache(d, r, true);
+    kdrv_claim_answer_to_cache(d, r);
     char key[KOBJ_KEY_MAX];
     snprintf(key, sizeof(key), "%s/%s", b->ns, name);
     const struct kclaim *cl = kcache_claim(d->cache, key);
     const struct kpod *p = kcache_pod(d->cache, b->pod_key);
     const char *dev[32], *drv[32], *pool[32];
     uint32_t n = 0;
-    for (uint32_t g = 0; g < 32; g++)
-        if (b->gpu_mask & (1u << g)) {
-            dev[n] = kcache_dra_device(d->cache, b->node, g, &drv[n], &pool[n]);
-            n += dev[n] != NULL;
-        }
+    if (!kdrv_mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n))
+        n = 0; /* a GPU of the mask that is no DRA device: none */
     int64_t own = p ? p->gpus_own : 0;
     const char *names[1] = {b->name}, *uids[1] = {p ? p->uid : ""};
     cJSON *body = cl && p && p->uid && own > 0 && own <= n
@@ -268,16 +262,12 @@ void kdrv_ext_rollback(struct kdrv *d, struct kbind *b)
     b->ext_claim[0] = '\0';
 }
 
-static void sweep_one(void *ctx, const struct kclaim *x)
+void kdrv_ext_sweep(struct kdrv *d, const struct kcache_build *kb)
 {
-    struct kdrv *d = ctx;
-    LOG_INFO(KDRV_MOD, "deleting the extended-resource claim an earlier attempt left: claim=%s",
-             x->key);
-    ext_delete(d, x->ns, x->name);
-}
-
-void kdrv_ext_sweep(struct kdrv *d)
-{
-    if (kdrv_may_lead(d))
-        kcache_ext_stale(d->cache, sweep_one, d);
+    for (uint32_t i = 0; i < kb->n_ext_stale && kdrv_may_lead(d); i++) {
+        const struct kclaim *x = kb->ext_stale[i];
+        LOG_INFO(KDRV_MOD, "deleting the extended-resource claim an earlier attempt left: claim=%s",
+                 x->key);
+        ext_delete(d, x->ns, x->name);
+    }
 }

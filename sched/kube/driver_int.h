@@ -579,6 +579,13 @@ void kdrv_bind_resume(struct kbind *b);
 void kdrv_send_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
 /* The same without KEP-5004's claim (driver_ext.c calls it once that claim is written). */
 void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
+/* The claim as the API server answered it goes into the cache (a newer view than the watch's
+ * may yet be). */
+void kdrv_claim_answer_to_cache(struct kdrv *d, const struct kube_resp *r);
+/* The DRA device names of GPUs `mask` of node (devices in index order); false when one is not a
+ * DRA device. */
+bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const char **dev,
+                       const char **drv, const char **pool, uint32_t *n);
 /* b's bind failed before its Binding was sent (why: the error). */
 void kdrv_bind_fail(struct kbind *b, const char *why);
 
@@ -590,9 +597,9 @@ bool kdrv_ext_needed(struct kdrv *d, const struct kbind *b);
 void kdrv_ext_then_bind(struct kdrv *d, struct kbind *b, const char *flavor);
 /* A member of a rolled-back gang, never bound: the claim its writes created is deleted. */
 void kdrv_ext_rollback(struct kdrv *d, struct kbind *b);
-/* Deletes the claims earlier attempts left for pending pods of ours (kcache_ext_stale; kube-
+/* Deletes the claims earlier attempts left for pending pods of ours (kb->ext_stale; kube-
  * scheduler's PostFilter deletes such a claim): their devices are free once they are gone. */
-void kdrv_ext_sweep(struct kdrv *d);
+void kdrv_ext_sweep(struct kdrv *d, const struct kcache_build *kb);
 
 /* The database is opened by the leader only (standbys never write). */
 int kdrv_open_store(struct kdrv *d);

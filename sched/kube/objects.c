@@ -172,14 +172,8 @@ static int add_requests(const cJSON *req, const cJSON *lim, const char *where, s
             struct sched_errbuf e2;
             if (res_intern(it->string, &id, &e2) != 0)
                 return sched_fail(eb, SCHED_EINVAL, "%s.resources: %s", where, e2.msg);
-            char num[64];
-            const char *q = it->valuestring;
-            if (cJSON_IsNumber(it)) {
-                snprintf(num, sizeof(num), "%.17g", it->valuedouble);
-                q = num;
-            }
             int64_t v;
-            if (res_parse(id, q, &v, &e2) != 0)
+            if (kobj_quantity(it, id, &v, &e2) != 0)
                 return sched_fail(eb, SCHED_EINVAL, "%s.resources.%s.%s: %s", where,
                                   k ? "limits" : "requests", it->string, e2.msg);
             if (v < 0) /* found by fuzzing: a negative overhead made the request negative */

@@ -308,6 +308,9 @@ const char *kobj_str(const cJSON *o, const char *path);
 /* RFC 3339 ("2025-01-01T12:00:00Z", fractions and offsets accepted) to Unix ms; 0 or
  * SCHED_EINVAL. */
 int kobj_time(const char *s, int64_t *ms);
+/* A JSON quantity (a string, or a number as some clients write it) of resource `id` in its base
+ * units (sched/core/res.h res_parse); SCHED_EINVAL naming what is wrong. */
+int kobj_quantity(const cJSON *v, int id, int64_t *out, struct sched_errbuf *eb);
 /* Unix ms to RFC 3339 with microseconds ("2025-01-01T12:00:00.000000Z", MicroTime). */
 void kobj_format_time(int64_t ms, char *buf, size_t n);
 

@@ -332,6 +332,21 @@ int kobj_pod_meta(const cJSON *o, struct kpod *p, struct sched_errbuf *eb)
     return rc;
 }
 
+/* ---- quantities --------------------------------------------------------------------------- */
+
+int kobj_quantity(const cJSON *v, int id, int64_t *out, struct sched_errbuf *eb)
+{
+    char num[64];
+    const char *q = cJSON_GetStringValue(v);
+    if (cJSON_IsNumber(v)) {
+        snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+        q = num;
+    }
+    if (!q)
+        return sched_fail(eb, SCHED_EINVAL, "not a quantity");
+    return res_parse(id, q, out, eb);
+}
+
 /* ---- what changed: the digest of a pod's object ------------------------------------------- */
 
 enum digest_at { AT_ROOT, AT_METADATA, AT_STATUS, AT_CONDITIONS, AT_OTHER };

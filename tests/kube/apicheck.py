@@ -140,6 +140,13 @@ def create_checks(c):
     gen["metadata"] = {"generateName": "gen-"}
     code, p, _ = c.post(f"{NS}/pods", gen)
     check("generateName gives a name", code == 201 and p["metadata"]["name"].startswith("gen-"))
+    gen["metadata"] = {"generateName": "g" * 70 + "-"}
+    code, p, _ = c.post(f"{NS}/pods", gen)
+    name = p["metadata"]["name"] if code == 201 else ""
+    check("a long generateName is cut to 58 characters before the 5 random ones (upstream's "
+          "SimpleNameGenerator)", len(name) == 63 and name.startswith("g" * 58), (code, name))
+    if name:
+        c.delete(f"{NS}/pods/{name}")
     code, st, _ = c.post("/api/v1/namespaces/nope/pods", pod("x"))
     check("create in a missing namespace is 404", code == 404 and "nope" in st["message"], st)
 

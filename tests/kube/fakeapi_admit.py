@@ -340,8 +340,8 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 def check_ext_status(res, pod):
     """validatePodExtendedResourceClaimStatus (pkg/apis/core/validation, KEP-5004): the
     requestMappings are required, each names a container of the pod (init or regular), one of
-    that container's resources and a request that is a DNS label; resourceClaimName is a
-    ResourceClaim name."""
+    that container's resources and a request that is a DNS label, no mapping twice;
+    resourceClaimName is required and a ResourceClaim name."""
     st = dig(pod, "status.extendedResourceClaimStatus")
     if st is None:
         return
@@ -352,8 +352,13 @@ def check_ext_status(res, pod):
     maps = st.get("requestMappings") or []
     if not maps:
         raise invalid(res, name, f + ".requestMappings", "Required value")
+    seen = set()
     for i, m in enumerate(maps):
         at = "%s.requestMappings[%d]" % (f, i)
+        key = (m.get("containerName"), m.get("resourceName"), m.get("requestName"))
+        if key in seen:
+            raise invalid(res, name, at + ".containerName", 'Duplicate value: "%s"' % key[0])
+        seen.add(key)
         c = ctrs.get(m.get("containerName"))
         if c is None:
             raise invalid(res, name, at + ".containerName", 'Invalid value: "%s": must match '
@@ -367,6 +372,8 @@ def check_ext_status(res, pod):
             raise invalid(res, name, at + ".requestName", 'Invalid value: "%s": a lowercase '
                           "RFC 1123 label" % m.get("requestName"))
     cn = st.get("resourceClaimName") or ""
+    if not cn:
+        raise invalid(res, name, f + ".resourceClaimName", "Required value")
     if not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", cn) or len(cn) > 253:
         raise invalid(res, name, f + ".resourceClaimName", 'Invalid value: "%s": a lowercase '
                       "RFC 1123 subdomain" % cn)

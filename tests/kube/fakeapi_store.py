@@ -458,8 +458,10 @@ class Store(ClaimController):
                 if not gen:
                     raise invalid(res, "", "metadata.name",
                                   "name or generateName is required")
-                for _ in range(8):  # retried on a clash, as the real server does
-                    name = gen + "".join(random.choice(NAME_ALPHABET) for _ in range(5))
+                # names.SimpleNameGenerator: the base cut to 58 characters (63 - 5), then 5
+                # random ones; retried on a clash, as the real server does
+                for _ in range(8):
+                    name = gen[:58] + "".join(random.choice(NAME_ALPHABET) for _ in range(5))
                     if (ns, name) not in self.objects[res.key]:
                         break
                 meta["name"] = name
