@@ -449,11 +449,19 @@ static int build_start(struct builder *b, struct sched_errbuf *eb)
     return 0;
 }
 
-/* A pod's first look (read_pods): its claims noted (shared claims: who uses each, claims.h),
+/* A pod's first look (read_pods): its claims noted (shared claims: who uses each, and which its
+ * PodGroup holds: claims.h),
  * and a native group with a pending member of another scheduler (upstream: every pod of a
  * group has the same schedulerName). */
 static int note_pod(struct builder *b, struct kpod *p)
 {
+    const struct kpg *pg = p->n_claims && p->native && p->group && !p->pg_ref
+                               ? kcache_pg(b->c, p->group)
+                               : NULL; /* spec.schedulingGroup's PodGroup (KEP-5729) */
+    bool pg_api = pg && (pg->api == KPG_NATIVE_V1ALPHA2 || pg->api == KPG_NATIVE_V1BETA1 ||
+                         pg->api == KPG_NATIVE_V1ALPHA3);
+    if ((p->claims_group || pg_api) && kdra_note_group(p, pg_api ? pg : NULL) != 0)
+        return SCHED_ENOMEM;
     if (p->n_claims && kclaims_note_pod(b->c->dra, p) != 0)
         return SCHED_ENOMEM;
     if (!p->ours && p->native && p->group && !p->node && p->phase == KPOD_PENDING &&

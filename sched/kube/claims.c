@@ -319,6 +319,15 @@ static bool recorded(const struct kclaims *c, const char *key, const char *uid)
            strmap_get((struct strmap *)&c->adopted, k);
 }
 
+/* kdra_who for claim `key` of p. */
+static const char *who_of(const struct kpod *p, const char *key)
+{
+    for (uint32_t i = 0; i < p->n_claims; i++)
+        if (strcmp(p->claims[i], key) == 0)
+            return kdra_who(p, i);
+    return p->uid;
+}
+
 int kclaims_note_pod(struct kclaims *c, const struct kpod *p)
 {
     for (uint32_t i = 0; !p->deleting && i < p->n_claims; i++) {
@@ -361,10 +370,12 @@ static bool same_gang(const struct kpod *a, const struct kpod *b)
 }
 
 /* Whether unplaced pod p (no node: pending, or assumed while its Binding is in flight) uses
- * allocated claim x (key) without allocating it (an adoption): unless every pod the claim is
- * reserved for is a pending pod of ours in p's gang that names it (an earlier attempt's
- * allocation for them, which this attempt writes again: docs/kubernetes.md "Unreserve") and
- * none of them reserved it as an adoption of ours (kclaims_adopted). */
+ * allocated claim x (key) without allocating it (an adoption): unless every consumer the claim
+ * is reserved for is a pending pod of ours in p's gang that names it, or the PodGroup of such
+ * pods (KEP-5729) none of whose pods naming it is placed (kube-scheduler's PostFilter frees such
+ * a reservation: ScheduledPodsCount 0) (an earlier attempt's allocation for them, which this
+ * attempt writes again: docs/kubernetes.md "Unreserve"), and none of them reserved it as an
+ * adoption of ours (kclaims_adopted). */
 static bool adopts(const struct kclaims *c, const struct kpod *p, const char *key,
                    const struct kclaim *x)
 {
@@ -377,11 +388,15 @@ static bool adopts(const struct kclaims *c, const struct kpod *p, const char *ke
     for (uint32_t r = 0; r < x->n_reserved; r++) {
         if (recorded(c, key, x->reserved[r]))
             return true;
-        bool pending_mate = false;
-        for (uint32_t k = 0; k < n && !pending_mate; k++)
-            pending_mate = v[k]->uid && strcmp(v[k]->uid, x->reserved[r]) == 0 && v[k]->ours &&
-                           !v[k]->node && same_gang(v[k], p);
-        if (!pending_mate)
+        bool pending_mate = false, placed = false;
+        for (uint32_t k = 0; k < n; k++) {
+            const char *who = who_of(v[k], key);
+            if (!who || strcmp(who, x->reserved[r]) != 0)
+                continue;
+            placed |= v[k]->node != NULL;
+            pending_mate |= v[k]->ours && !v[k]->node && same_gang(v[k], p);
+        }
+        if (!pending_mate || placed)
             return true;
     }
     return false;
@@ -447,12 +462,21 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
 {
     uint32_t n;
     const struct kpod *const *v = consumers(c, key, &n);
-    if (n > KDRA_MAX_CONSUMERS)
-        return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
-                            key, n, KDRA_MAX_CONSUMERS);
     const char **uids = arena_calloc(a, n + 1, sizeof(*uids));
     if (!uids)
         return "out of memory";
+    uint32_t refs = 0; /* distinct reservedFor entries: pods, and PodGroups for their pods */
+    for (uint32_t i = 0; i < n; i++) {
+        const char *who = who_of(v[i], key);
+        bool seen = false;
+        for (uint32_t k = 0; k < i && !seen; k++)
+            seen = who && uids[k] && strcmp(uids[k], who) == 0;
+        refs += !seen;
+        uids[i] = who;
+    }
+    if (refs > KDRA_MAX_CONSUMERS)
+        return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
+                            key, refs, KDRA_MAX_CONSUMERS);
     for (uint32_t i = 0; i < n; i++) {
         if (!v[i]->ours || !v[i]->group || !p->group || strcmp(v[i]->group, p->group) != 0)
             return arena_printf(a,
@@ -461,7 +485,6 @@ static const char *shared_why(const struct kclaims *c, const struct kpod *p, con
                                 "allocates a shared claim for the pods of one gang (an "
                                 "allocated one, any pod may use)",
                                 key, p->key, v[i]->key);
-        uids[i] = v[i]->uid;
     }
     if (p->n_claims > 1 || p->gpus_own > 0 || x->all)
         return arena_printf(a,
@@ -527,7 +550,7 @@ static const char *adopt_why(const struct cluster *cl, const struct kpod *p, uin
         return arena_printf(a, "resourceclaim %s is being deleted (deletionTimestamp set)", key);
     if (i >= 32 || !p->uid)
         return arena_printf(a, "resourceclaim %s: pod %s names more than 32 claims", key, p->key);
-    if (!kdra_claim_reserved_for(x, p->uid) && x->n_reserved >= KDRA_MAX_CONSUMERS)
+    if (!kdra_claim_reserved_for(x, kdra_who(p, i)) && x->n_reserved >= KDRA_MAX_CONSUMERS)
         return arena_printf(a, "resourceclaim %s: %u pods use it, at most %d (status.reservedFor)",
                             key, x->n_reserved + 1, KDRA_MAX_CONSUMERS);
     if (!alloc_node(cl, x))
@@ -588,7 +611,7 @@ const char *kclaims_demand(const struct kclaims *c, const struct cluster *cl, st
             why = cw;
         else if (sw)
             why = why ? why : sw;
-        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, p->uid))
+        else if (users <= 1 && !p->node && !kdra_claim_free_for(x, kdra_who(p, i)))
             why = why ? why
                       : arena_printf(a, "ResourceClaim %s is allocated to another consumer",
                                      p->claims[i]);
@@ -739,7 +762,8 @@ static bool left_to_pending(const struct kclaims *c, const char *key, const stru
     const struct kpod *const *v = consumers(c, key, &users);
     if (users != 1 || !v[0]->ours || v[0]->node)
         return false;
-    return x->n_reserved > 0 && kdra_claim_free_for(x, v[0]->uid) && !adopts(c, v[0], key, x);
+    return x->n_reserved > 0 && kdra_claim_free_for(x, who_of(v[0], key)) &&
+           !adopts(c, v[0], key, x);
 }
 
 void kclaims_held_use(const struct kclaims *c, kclaims_node_ix_fn *node_ix, const void *ctx,

@@ -444,15 +444,27 @@ bool kdra_claim_reserved_for(const struct kclaim *c, const char *uid)
     return false;
 }
 
-cJSON *kdra_claim_adopt(const char *claim_uid, const char *name, const char *uid)
+/* One status.reservedFor entry (struct kdra_ref), NULL out of memory. */
+static cJSON *consumer_ref(const struct kdra_ref *who)
+{
+    cJSON *ref = cJSON_CreateObject();
+    bool ok = (!who->group || cJSON_AddStringToObject(ref, "apiGroup", "scheduling.k8s.io")) &&
+              cJSON_AddStringToObject(ref, "resource", who->group ? "podgroups" : "pods") &&
+              cJSON_AddStringToObject(ref, "name", who->name) &&
+              cJSON_AddStringToObject(ref, "uid", who->uid ? who->uid : "");
+    if (!ok) {
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    return ref;
+}
+
+cJSON *kdra_claim_adopt(const char *claim_uid, const struct kdra_ref *who)
 {
     cJSON *body = cJSON_CreateObject();
     cJSON *rf = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "reservedFor");
-    cJSON *ref = cJSON_CreateObject();
-    bool ok = cJSON_AddStringToObject(ref, "resource", "pods") &&
-              cJSON_AddStringToObject(ref, "name", name) &&
-              cJSON_AddStringToObject(ref, "uid", uid);
-    if (!ok || !cJSON_AddItemToArray(rf, ref)) { /* on failure ref is not rf's */
+    cJSON *ref = consumer_ref(who);
+    if (!ref || !cJSON_AddItemToArray(rf, ref)) { /* on failure ref is not rf's */
         cJSON_Delete(ref);
         cJSON_Delete(body);
         return NULL;
@@ -529,8 +541,7 @@ bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, ui
 
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
-                             uint32_t n_devices, const char *const *names, const char *const *uids,
-                             uint32_t n_consumers)
+                             uint32_t n_devices, const struct kdra_ref *who, uint32_t n_who)
 {
     cJSON *body = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(body, "status");
@@ -568,19 +579,56 @@ cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const cha
         cJSON_AddArrayToObject(cJSON_AddObjectToObject(alloc, "nodeSelector"), "nodeSelectorTerms"),
         term);
     cJSON *rf = cJSON_AddArrayToObject(st, "reservedFor");
-    for (uint32_t i = 0; i < n_consumers; i++) {
-        cJSON *who = cJSON_CreateObject();
-        cJSON_AddStringToObject(who, "resource", "pods");
-        cJSON_AddStringToObject(who, "name", names[i]);
-        cJSON_AddStringToObject(who, "uid", uids[i] ? uids[i] : "");
-        cJSON_AddItemToArray(rf, who);
+    for (uint32_t i = 0; i < n_who && i <= KDRA_MAX_CONSUMERS; i++) {
+        cJSON *ref = consumer_ref(&who[i]);
+        if (ref && !cJSON_AddItemToArray(rf, ref))
+            cJSON_Delete(ref);
     }
-    if (!cJSON_GetArraySize(res) || k != n_devices || cJSON_GetArraySize(rf) != (int)n_consumers ||
-        n_consumers == 0 || n_consumers > KDRA_MAX_CONSUMERS) {
+    if (!cJSON_GetArraySize(res) || k != n_devices || cJSON_GetArraySize(rf) != (int)n_who ||
+        n_who == 0 || n_who > KDRA_MAX_CONSUMERS) {
         cJSON_Delete(body);
         return NULL;
     }
     return body;
+}
+
+int kdra_claim_entry(const cJSON *rc, char **out)
+{
+    const char *cn = cJSON_GetStringValue(get(rc, "name"));
+    const char *claim = cJSON_GetStringValue(get(rc, "resourceClaimName"));
+    const char *tmpl = cJSON_GetStringValue(get(rc, "resourceClaimTemplateName"));
+    *out = NULL;
+    if (!cn || !*cn || !claim == !tmpl || strchr(cn, ' ') || strchr(claim ? claim : tmpl, ' '))
+        return SCHED_EINVAL;
+    size_t len = strlen(cn) + strlen(claim ? claim : tmpl) + 12;
+    if (!(*out = malloc(len)))
+        return SCHED_ENOMEM;
+    snprintf(*out, len, "%s %s %s", cn, claim ? "claim" : "template", claim ? claim : tmpl);
+    return 0;
+}
+
+int kdra_note_group(struct kpod *p, const struct kpg *pg)
+{
+    uint32_t bits = 0;
+    for (uint32_t i = 0; pg && pg->uid && p->claims_entry && i < p->n_claims && i < 32; i++)
+        for (uint32_t k = 0; k < pg->n_claims; k++)
+            if (p->claims_entry[i] && strcmp(p->claims_entry[i], pg->claims[k]) == 0)
+                bits |= 1u << i;
+    p->claims_group = bits;
+    if (!bits || !kobj_same_str(p->group_uid, pg->uid)) {
+        free(p->group_uid);
+        p->group_uid = NULL;
+    }
+    if (bits && !p->group_uid && !(p->group_uid = strdup(pg->uid))) {
+        p->claims_group = 0;
+        return SCHED_ENOMEM;
+    }
+    return 0;
+}
+
+const char *kdra_who(const struct kpod *p, uint32_t i)
+{
+    return i < 32 && (p->claims_group >> i) & 1u && p->group_uid ? p->group_uid : p->uid;
 }
 
 int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sched_errbuf *eb)
@@ -598,18 +646,23 @@ int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sch
     int n = cJSON_GetArraySize(rcs);
     if (n <= 0)
         return 0;
-    if (!(p->claims = calloc((size_t)n, sizeof(*p->claims))))
+    if (!(p->claims = calloc((size_t)n, sizeof(*p->claims))) ||
+        !(p->claims_entry = calloc((size_t)n, sizeof(*p->claims_entry))))
         return SCHED_ENOMEM;
     for (int i = 0; i < n; i++) {
         const cJSON *rc = cJSON_GetArrayItem(rcs, i);
         const char *cn = cJSON_GetStringValue(get(rc, "name"));
         const char *claim = cJSON_GetStringValue(get(rc, "resourceClaimName"));
         const char *tmpl = cJSON_GetStringValue(get(rc, "resourceClaimTemplateName"));
-        if (!cn || !*cn || !claim == !tmpl)
+        char *entry = NULL;
+        int erc = kdra_claim_entry(rc, &entry);
+        if (erc == SCHED_EINVAL)
             return sched_fail(eb, SCHED_EINVAL,
                               "pod %s: spec.resourceClaims[%d]: a name and exactly one of "
                               "resourceClaimName and resourceClaimTemplateName",
                               p->key, i);
+        if (erc)
+            return erc;
         if (tmpl) {
             const cJSON *s;
             cJSON_ArrayForEach(s, sts)
@@ -620,6 +673,7 @@ int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sch
             }
         }
         if (!claim) {
+            free(entry);
             if (p->claim_wait)
                 continue;
             size_t len = strlen(tmpl) + strlen(cn) + 120;
@@ -631,8 +685,11 @@ int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sch
             continue;
         }
         size_t len = strlen(ns) + strlen(claim) + 2;
-        if (!(p->claims[p->n_claims] = malloc(len)))
+        if (!(p->claims[p->n_claims] = malloc(len))) {
+            free(entry);
             return SCHED_ENOMEM;
+        }
+        p->claims_entry[p->n_claims] = entry;
         snprintf(p->claims[p->n_claims++], len, "%s/%s", ns, claim);
     }
     return 0;

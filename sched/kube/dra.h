@@ -180,27 +180,35 @@ bool kdra_claim_free_for_all(const struct kclaim *c, const char *const *uids, ui
 /* Whether the claim's status.reservedFor lists pod `uid`. */
 bool kdra_claim_reserved_for(const struct kclaim *c, const char *uid);
 
+/* A consumer in a claim's status.reservedFor: a pod {resource: pods, name, uid}, or (KEP-5729,
+ * a claim its native PodGroup's spec.resourceClaims lists as the pod does) the PodGroup
+ * {apiGroup: scheduling.k8s.io, resource: podgroups, name, uid}. */
+struct kdra_ref {
+    const char *name, *uid;
+    bool group; /* the PodGroup */
+};
+
 /* A pod using a claim that is already allocated (by anyone: a pod of another gang or scheduler,
  * an earlier member of its elastic gang, nobody any more) adds itself as one more consumer, as
  * kube-scheduler's PreBind (bindClaim) does for an allocated claim: the body is a strategic
- * merge patch of resourceclaims/status whose status.reservedFor holds the one entry
- * {resource: pods, name, uid} (the list merges by its key uid: the others stay), with the
+ * merge patch of resourceclaims/status whose status.reservedFor holds the one entry `who` (the
+ * pod, or its PodGroup: struct kdra_ref) (the list merges by its key uid: the others stay), with the
  * claim's metadata.uid (claim_uid, may be NULL) as the precondition that it is the same claim.
  * The allocation, immutable once set, is not written. NULL out of memory. */
-cJSON *kdra_claim_adopt(const char *claim_uid, const char *name, const char *uid);
+cJSON *kdra_claim_adopt(const char *claim_uid, const struct kdra_ref *who);
 
 /* The body of the resourceclaims/status write that allocates the claim on `node` to its
  * consumers: status.allocation.devices.results[] (request, driver, pool, device: devices taken in
  * order, count per request; an All request takes them all), status.allocation.devices.config (the
  * claim's spec.devices.config entries with source FromClaim, as kube-scheduler copies them: the
  * driver reads its opaque parameters there), status.allocation.nodeSelector (metadata.name In
- * [node]) and status.reservedFor [{resource: pods, name, uid}] listing the n_consumers pods (1 to
- * KDRA_MAX_CONSUMERS; a shared claim lists them all, so that each consumer's write is the same).
- * NULL out of memory or on bad counts. */
+ * [node]) and status.reservedFor listing the n_who consumers (struct kdra_ref: pods, or a
+ * PodGroup for the pods of it that list the claim as it does; 1 to KDRA_MAX_CONSUMERS; a shared
+ * claim lists them all, so that each consumer's write is the same). NULL out of memory or on
+ * bad counts. */
 cJSON *kdra_claim_allocation(const struct kclaim *c, const char *node, const char *const *devices,
                              const char *const *drivers, const char *const *pools,
-                             uint32_t n_devices, const char *const *names, const char *const *uids,
-                             uint32_t n_consumers);
+                             uint32_t n_devices, const struct kdra_ref *who, uint32_t n_who);
 
 /* The write that protects a claim before its allocation is written (kube-scheduler's bindClaim
  * adds KDRA_FINALIZER with an Update of the claim): a strategic merge patch of the claim
@@ -219,9 +227,29 @@ cJSON *kdra_claim_unreserve(const char *claim_uid, const char *pod_uid);
  * metadata.resourceVersion `rv` as its precondition (a consumer added meanwhile: 409). */
 cJSON *kdra_claim_deallocate(const char *rv);
 
+/* ---- KEP-5729 (DRAWorkloadResourceClaims): claims of a native PodGroup -------------------------
+ * A spec.resourceClaims entry of a pod or of a PodGroup {name, resourceClaimName |
+ * resourceClaimTemplateName} as one string, "<name> claim <claim name>" or "<name> template
+ * <template name>" (names hold no space), into *out (malloc'd). A pod's entry equal to one of its
+ * PodGroup's is the PodGroup's claim (upstream's PodGroupResourceClaim: "Pods consume the devices
+ * allocated to a PodGroup's claim by defining a claim in its own Spec.ResourceClaims that matches
+ * the PodGroup's claim exactly"), reserved for the PodGroup instead of the pod. 0, SCHED_EINVAL
+ * (no name, or not exactly one of the two) or SCHED_ENOMEM. */
+int kdra_claim_entry(const cJSON *rc, char **out);
+/* KEP-5729 (gate DRAWorkloadResourceClaims, kube-scheduler's resourceclaim.BindTo): a claim of
+ * pod p whose spec.resourceClaims entry equals one of its native PodGroup pg's (the group it
+ * names in spec.schedulingGroup.podGroupName; NULL: none) is reserved for the PodGroup, one
+ * status.reservedFor entry for all its pods, not for the pod. Sets p->claims_group and
+ * p->group_uid; each build, before kclaims_note_pod (claims.h). 0 or SCHED_ENOMEM. */
+int kdra_note_group(struct kpod *p, const struct kpg *pg);
+/* The uid claim i of pod p is reserved under: its PodGroup's for a PodGroup's claim, else the
+ * pod's own. */
+const char *kdra_who(const struct kpod *p, uint32_t i);
+
 /* A pod's claims: spec.resourceClaims[]{name, resourceClaimName | resourceClaimTemplateName};
  * a template's claim is the one status.resourceClaimStatuses names (created by the resourceclaim
- * controller), else p->claim_wait says it is awaited. Sets p->claims, n_claims, claim_wait. */
+ * controller; for a PodGroup's claim, KEP-5729, the one it made for the PodGroup), else
+ * p->claim_wait says it is awaited. Sets p->claims, claims_entry, n_claims, claim_wait. */
 struct kpod;
 int kdra_pod_claims(const cJSON *pod, const char *ns, struct kpod *p, struct sched_errbuf *eb);
 

@@ -129,8 +129,6 @@ void kdrv_gang_binds_free(struct kgang_binds *gb)
     free(gb->summary);
 }
 
-static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b);
-
 /* A join's running members' GPUs when its binds answer: the job row's (old, NULL: none) without
  * the joiners' when the row counted them (members that left since the placement are out of it:
  * the placement's figure would count them again); else (the running members' own binds were
@@ -256,7 +254,7 @@ static void binds_finished(struct kdrv *d)
                 fence_pod(d, b->pod_key, false);
             } else if (!b->ok) {
                 if (!b->foreign) { /* never bound: its claims are given back now */
-                    unreserve_claims(d, gb, b);
+                    kdrv_unreserve_claims(d, gb, b);
                     kdrv_ext_rollback(d, b);
                 }
                 kcache_unassume(d->cache, b->pod_key);
@@ -586,123 +584,6 @@ static void claim_write_start(struct kclaim_write *cw)
     on_claim_protected(cw, &ok);
 }
 
-/* ---- Unreserve: the claims of a member whose Binding did not happen given back ------------- */
-
-struct kunreserve {
-    struct kdrv *d;
-    bool made;   /* the gang's writes carried the claim's allocation */
-    bool listed; /* the cache had the claim reserved for the pod (an earlier attempt's) */
-    char key[KOBJ_KEY_MAX], node[256];
-    char path[KOBJ_KEY_MAX + 88]; /* the claim's status path */
-};
-
-static void unreserve_done(struct kunreserve *u)
-{
-    if (u->d->unreserves_left > 0)
-        u->d->unreserves_left--;
-    free(u);
-}
-
-static void on_deallocated(void *ctx, const struct kube_resp *r)
-{
-    struct kunreserve *u = ctx;
-    if (r->status >= 200 && r->status < 300) {
-        kdrv_claim_answer_to_cache(u->d, r);
-        LOG_INFO(KDRV_MOD, "resourceclaim deallocated after its gang rolled back: claim=%s",
-                 u->key);
-    } else { /* 409: a consumer was added meanwhile, the allocation is theirs now */
-        LOG_WARN(KDRV_MOD, "resourceclaim not deallocated: claim=%s status=%d error=%s", u->key,
-                 r->status, r->error ? r->error : "");
-    }
-    unreserve_done(u);
-}
-
-static void on_unreserved(void *ctx, const struct kube_resp *r)
-{
-    struct kunreserve *u = ctx;
-    struct kdrv *d = u->d;
-    if (r->status < 200 || r->status >= 300) {
-        /* as upstream: "we will get here again when pod scheduling is retried"; the claim
-         * controller also releases it once the pod is gone or terminated */
-        LOG_WARN(KDRV_MOD, "resourceclaim unreserve failed: claim=%s status=%d error=%s", u->key,
-                 r->status, r->error ? r->error : "");
-        unreserve_done(u);
-        return;
-    }
-    kdrv_claim_answer_to_cache(d, r);
-    const struct kclaim *cl = kcache_claim(d->cache, u->key);
-    /* reserved for nobody now, and allocated for this pod (by this gang's writes on the node
-     * it chose, or by an earlier attempt that reserved it for the pod): the allocation goes too
-     * (as kube-scheduler's PostFilter frees a claim reserved for nobody or only for the pod),
-     * so that the retry may choose another node; the claim controller would not: it
-     * deallocates only when it removes the last consumer itself */
-    bool ours =
-        u->listed || (u->made && cl && cl->alloc_node && strcmp(cl->alloc_node, u->node) == 0);
-    if (cl && ours && cl->allocated && cl->n_reserved == 0 && cl->rv && kdrv_may_lead(d)) {
-        cJSON *body = kdra_claim_deallocate(cl->rv);
-        if (body) {
-            kdrv_send_or_fail(d, KUBE_PATCH_MERGE, u->path, body, on_deallocated, u);
-            return;
-        }
-    }
-    unreserve_done(u);
-}
-
-/* Whether the writes of some member of gb reserved claim `key` (or may have), and whether one
- * of them carried its allocation. */
-static void gang_claim_writes(struct kdrv *d, const struct kgang_binds *gb, const char *key,
-                              bool *reserved, bool *made)
-{
-    *reserved = *made = false;
-    for (uint32_t i = 0; i < gb->n_pods; i++) {
-        const struct kbind *m = &gb->pods[i];
-        const struct kpod *q = kcache_pod(d->cache, m->pod_key);
-        for (uint32_t k = 0; q && k < q->n_claims && k < 32; k++)
-            if (strcmp(q->claims[k], key) == 0) {
-                *reserved |= (m->claims_reserved >> k) & 1u;
-                *made |= (m->claims_made >> k) & 1u;
-            }
-    }
-}
-
-/* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding
- * definitely did not happen: its reservedFor entry leaves every claim the gang's writes reserved
- * for it (or that lists it), by a strategic merge patch of the claim's status; a claim left
- * reserved for nobody whose allocation the gang wrote on that node, or that was reserved for
- * the pod before (an earlier attempt's), is then deallocated (on_unreserved). The
- * next cycle waits for the answers (cycle_due), which go into the cache. */
-static void unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b)
-{
-    const struct kpod *p = kcache_pod(d->cache, b->pod_key);
-    for (uint32_t i = 0; p && p->uid && i < p->n_claims && kdrv_may_lead(d); i++) {
-        const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
-        bool reserved, made, listed = false;
-        gang_claim_writes(d, gb, p->claims[i], &reserved, &made);
-        for (uint32_t k = 0; cl && k < cl->n_reserved; k++)
-            listed |= strcmp(cl->reserved[k], p->uid) == 0;
-        if (!cl || !(reserved || listed))
-            continue;
-        bool adopted = i < 32 && (b->claims_adopt >> i) & 1u; /* never ours to deallocate */
-        cJSON *body = kdra_claim_unreserve(cl->uid, p->uid);
-        struct kunreserve *u = body ? calloc(1, sizeof(*u)) : NULL;
-        if (!u) {
-            cJSON_Delete(body);
-            LOG_ERROR(KDRV_MOD, "out of memory unreserving claim %s", p->claims[i]);
-            continue;
-        }
-        u->d = d;
-        u->made = made && !adopted;
-        u->listed = listed && !adopted;
-        snprintf(u->key, sizeof(u->key), "%s", p->claims[i]);
-        snprintf(u->node, sizeof(u->node), "%s", b->node);
-        snprintf(u->path, sizeof(u->path),
-                 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status", p->ns,
-                 cl->name);
-        d->unreserves_left++;
-        kdrv_send_or_fail(d, KUBE_PATCH_STRATEGIC, u->path, body, on_unreserved, u);
-    }
-}
-
 bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const char **dev,
                        const char **drv, const char **pool, uint32_t *n)
 {
@@ -717,22 +598,40 @@ bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const ch
     return true;
 }
 
-/* The consumers of claim `key` among the gang's pods (names, uids; at most KDRA_MAX_CONSUMERS)
- * and the bind of the first by key, which holds its devices (claims.h). */
+/* The reservedFor entry of claim i of pod p: the pod, or its PodGroup for a claim the PodGroup
+ * lists alike (KEP-5729, dra.h kdra_who). */
+static struct kdra_ref claim_ref(const struct kpod *p, uint32_t i)
+{
+    const char *who = kdra_who(p, i);
+    if (who == p->uid || !p->group)
+        return (struct kdra_ref){.name = p->name, .uid = p->uid};
+    const char *slash = strchr(p->group, '/');
+    return (struct kdra_ref){.name = slash ? slash + 1 : p->group, .uid = who, .group = true};
+}
+
+/* The consumers of claim `key` among the gang's pods (*users; the reservedFor entries of them
+ * into who[], each once: the returned count, at most KDRA_MAX_CONSUMERS) and the bind of the
+ * first by key, which holds its devices (claims.h). */
 static uint32_t gang_consumers(struct kdrv *d, const struct kgang_binds *gb, const char *key,
-                               const char **names, const char **uids, const struct kbind **holder)
+                               struct kdra_ref *who, uint32_t *users, const struct kbind **holder)
 {
     uint32_t n = 0;
     *holder = NULL;
+    *users = 0;
     for (uint32_t i = 0; i < gb->n_pods; i++) {
         const struct kpod *q = kcache_pod(d->cache, gb->pods[i].pod_key);
-        bool uses = false;
-        for (uint32_t k = 0; q && k < q->n_claims && !uses; k++)
-            uses = strcmp(q->claims[k], key) == 0;
-        if (!uses || n == KDRA_MAX_CONSUMERS)
+        uint32_t at = UINT32_MAX;
+        for (uint32_t k = 0; q && k < q->n_claims && at == UINT32_MAX; k++)
+            at = strcmp(q->claims[k], key) == 0 ? k : UINT32_MAX;
+        if (at == UINT32_MAX)
             continue;
-        names[n] = q->name;
-        uids[n++] = q->uid;
+        (*users)++;
+        struct kdra_ref r = claim_ref(q, at);
+        bool seen = false;
+        for (uint32_t k = 0; k < n && !seen; k++)
+            seen = r.uid && who[k].uid && strcmp(who[k].uid, r.uid) == 0;
+        if (!seen && n < KDRA_MAX_CONSUMERS)
+            who[n++] = r;
         if (!*holder || strcmp(gb->pods[i].pod_key, (*holder)->pod_key) < 0)
             *holder = &gb->pods[i];
     }
@@ -785,12 +684,10 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         return;
     }
     struct kclaim_writes *w = calloc(1, sizeof(*w));
-    const char **names = calloc(KDRA_MAX_CONSUMERS, sizeof(*names));
-    const char **uids = calloc(KDRA_MAX_CONSUMERS, sizeof(*uids));
-    if (!w || !names || !uids || (flavor && !(w->flavor = strdup(flavor)))) {
+    struct kdra_ref *who = calloc(KDRA_MAX_CONSUMERS, sizeof(*who));
+    if (!w || !who || (flavor && !(w->flavor = strdup(flavor)))) {
         free(w);
-        free(names);
-        free(uids);
+        free(who);
         bind_done(b, "out of memory");
         return;
     }
@@ -800,41 +697,40 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
     for (uint32_t i = 0; i < p->n_claims; i++) {
         const struct kclaim *cl = kcache_claim(d->cache, p->claims[i]);
         const struct kbind *h = NULL;
-        uint32_t users = gang_consumers(d, b->gb, p->claims[i], names, uids, &h);
+        uint32_t users;
+        uint32_t n_who = gang_consumers(d, b->gb, p->claims[i], who, &users, &h);
+        struct kdra_ref me = claim_ref(p, i);
         cJSON *body = NULL;
         enum kube_method how = KUBE_PATCH_MERGE;
         const char *ch[1], *ch_drv[1] = {0}, *ch_pool[1] = {0}; /* ComputeDomain: the channel */
         const char *fail = "claim unknown or too few devices";
         bool adopt = i < 32 && (b->claims_adopt >> i) & 1u, listed = false;
         if (adopt) {
-            /* allocated already (by anyone): the pod adds itself to reservedFor, the
-             * allocation (immutable once set) is left; listed already (an earlier attempt's
-             * adoption): nothing to write */
-            listed = cl && cl->allocated && kdra_claim_reserved_for(cl, p->uid);
+            /* allocated already (by anyone): the pod (or its PodGroup, KEP-5729) is added to
+             * reservedFor, the allocation (immutable once set) is left; listed already (an
+             * earlier attempt's adoption, the PodGroup's running pods): nothing to write
+             * (kube-scheduler's IsReservedForPod) */
+            listed = cl && cl->allocated && kdra_claim_reserved_for(cl, me.uid);
             if (cl && cl->allocated && !listed &&
-                kcache_claim_adopted(d->cache, p->claims[i], p->uid) != 0)
+                kcache_claim_adopted(d->cache, p->claims[i], me.uid) != 0)
                 kdrv_fatal(d, "out of memory recording a claim adoption");
             else if (cl && cl->allocated && !listed)
-                body = kdra_claim_adopt(cl->uid, p->name, p->uid);
+                body = kdra_claim_adopt(cl->uid, &me);
             fail = "the claim is no longer allocated since the cycle adopted it";
             how = KUBE_PATCH_STRATEGIC;
         } else if (cl && cl->channels) {
-            names[0] = p->name;
-            uids[0] = p->uid;
             if ((ch[0] = kcache_cd_channel(d->cache, b->node, ch_drv, ch_pool)) != NULL)
-                body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, names, uids, 1);
+                body = kdra_claim_allocation(cl, b->node, ch, ch_drv, ch_pool, 1, &me, 1);
         } else if (cl && users > 1) { /* shared: the holder's devices, every consumer reserved */
             const char *hd[32], *hdrv[32], *hp[32];
             uint32_t hn = 0;
             if (strcmp(h->node, b->node) == 0 &&
                 kdrv_mask_devices(d, h->node, h->gpu_mask, hd, hdrv, hp, &hn))
-                body = kdra_claim_allocation(cl, b->node, hd, hdrv, hp, hn, names, uids, users);
+                body = kdra_claim_allocation(cl, b->node, hd, hdrv, hp, hn, who, n_who);
         } else if (cl) {
             uint32_t take = cl->all ? n - at : (uint32_t)cl->gpus; /* All: the rest */
-            names[0] = p->name;
-            uids[0] = p->uid;
             body = at + take <= n ? kdra_claim_allocation(cl, b->node, dev + at, drv + at,
-                                                          pool + at, take, names, uids, 1)
+                                                          pool + at, take, &me, 1)
                                   : NULL;
             at += take;
         }
@@ -865,8 +761,7 @@ void kdrv_claims_then_bind(struct kdrv *d, struct kbind *b, const char *flavor)
         }
         claim_write_start(cw);
     }
-    free(names);
-    free(uids);
+    free(who);
 }
 
 /* ---- recovery ----------------------------------------------------------------------------------

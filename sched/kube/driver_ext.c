@@ -117,10 +117,10 @@ static void on_created(void *ctx, const struct kube_resp *r)
     if (!kdrv_mask_devices(d, b->node, b->gpu_mask, dev, drv, pool, &n))
         n = 0; /* a GPU of the mask that is no DRA device: none */
     int64_t own = p ? p->gpus_own : 0;
-    const char *names[1] = {b->name}, *uids[1] = {p ? p->uid : ""};
+    struct kdra_ref me = {.name = b->name, .uid = p ? p->uid : ""};
     cJSON *body = cl && p && p->uid && own > 0 && own <= n
                       ? kdra_claim_allocation(cl, b->node, dev + (n - own), drv + (n - own),
-                                              pool + (n - own), (uint32_t)own, names, uids, 1)
+                                              pool + (n - own), (uint32_t)own, &me, 1)
                       : NULL;
     if (!body) {
         struct kube_resp none = {.status = 0, .error = "no allocation of the node's devices"};

@@ -589,6 +589,12 @@ bool kdrv_mask_devices(struct kdrv *d, const char *node, uint32_t mask, const ch
 /* b's bind failed before its Binding was sent (why: the error). */
 void kdrv_bind_fail(struct kbind *b, const char *why);
 
+/* ---- driver_unreserve.c: the claims of a member never bound, given back ---- */
+
+/* kube-scheduler's DynamicResources Unreserve for member b of a rolled-back gang, whose Binding
+ * definitely did not happen (driver_unreserve.c). */
+void kdrv_unreserve_claims(struct kdrv *d, const struct kgang_binds *gb, const struct kbind *b);
+
 /* ---- driver_ext.c: KEP-5004's claim before a Binding (sched/kube/dra.h) ---- */
 
 /* Whether pod b asks GPUs in its containers and is placed on GPUs that are DRA devices. */

@@ -8,6 +8,7 @@
 
 #include "sched/core/log.h"
 #include "sched/core/strmap.h"
+#include "sched/kube/dra.h"
 
 static const struct {
     const char *api_version, *kind, *plural, *sched_condition;
@@ -195,6 +196,29 @@ static bool meta_names(const cJSON *meta, const char **ns, const char **name)
            strlen(*ns) <= KOBJ_NAME_MAX && !strchr(*ns, '/');
 }
 
+/* spec.resourceClaims (KEP-5729, gate DRAWorkloadResourceClaims): at most KPG_MAX_CLAIMS
+ * entries {name, resourceClaimName | resourceClaimTemplateName}, into g->claims. */
+static int pg_claims(const cJSON *rcs, const char *what, struct kpg *g, struct sched_errbuf *eb)
+{
+    if (!cJSON_IsArray(rcs) || cJSON_GetArraySize(rcs) > KPG_MAX_CLAIMS)
+        return sched_fail(eb, SCHED_EINVAL, "%s: spec.resourceClaims: not a list of at most %d",
+                          what, KPG_MAX_CLAIMS);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rcs)
+    {
+        int rc = kdra_claim_entry(e, &g->claims[g->n_claims]);
+        if (rc == SCHED_EINVAL)
+            return sched_fail(eb, rc,
+                              "%s: spec.resourceClaims[%u]: a name and exactly one of "
+                              "resourceClaimName and resourceClaimTemplateName",
+                              what, g->n_claims);
+        if (rc)
+            return rc;
+        g->n_claims++;
+    }
+    return 0;
+}
+
 int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb)
 {
     const cJSON *meta = get(o, "metadata"), *spec = get(o, "spec"), *status = get(o, "status");
@@ -263,6 +287,9 @@ int knative_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct
         else if (!(g->parent = strdup(par->valuestring)))
             rc = SCHED_ENOMEM;
     }
+    const cJSON *rcs = get(spec, "resourceClaims");
+    if (rc == 0 && !cpg && rcs && !cJSON_IsNull(rcs))
+        rc = pg_claims(rcs, what, g, eb);
     const char *sc = knative_sched_condition(api);
     const cJSON *c;
     cJSON_ArrayForEach(c, get(status, "conditions"))

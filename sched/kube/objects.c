@@ -331,9 +331,13 @@ void kobj_pod_free(struct kpod *p)
     free(p->why);
     free(p->sched_msg);
     arena_fini(&p->meta_mem);
-    for (uint32_t i = 0; i < p->n_claims; i++)
+    for (uint32_t i = 0; i < p->n_claims; i++) {
         free(p->claims[i]);
+        free(p->claims_entry ? p->claims_entry[i] : NULL);
+    }
     free(p->claims);
+    free(p->claims_entry);
+    free(p->group_uid);
     free(p->claim_wait);
     free(p->ext_claim);
     if (p->spec)
@@ -1062,6 +1066,8 @@ void kobj_pg_free(struct kpg *g)
     free(g->priority_class);
     free(g->topology_key);
     free(g->parent);
+    for (uint32_t i = 0; i < g->n_claims; i++)
+        free(g->claims[i]);
     free_mem(g->mem);
     free(g);
 }

@@ -96,6 +96,12 @@ struct kpod {
     uint32_t claims_adopt; /* bits of claims (index < 32) that are allocated already and that it
                               uses without allocating them (claims.h kclaims_demand, at each
                               build of a pending pod; 0 otherwise) */
+    char **claims_entry;   /* parallel to claims: its spec.resourceClaims entry (dra.h
+                              kdra_claim_entry) */
+    uint32_t claims_group; /* bits of claims (index < 32) its native PodGroup lists alike in
+                              spec.resourceClaims (KEP-5729): reserved for the PodGroup, not the
+                              pod (claims.h kclaims_note_group, at each build) */
+    char *group_uid;       /* with claims_group: that PodGroup's metadata.uid, else NULL */
     /* bound and ours: its gangsched.io/max-runtime in seconds, rounded up (0: none or not
      * readable), which its running gang keeps (spec, which holds it while pending, is gone) */
     uint32_t max_runtime_s;
@@ -214,6 +220,9 @@ enum kpg_api {
     KPG_N_API
 };
 
+/* A PodGroup's spec.resourceClaims: at most 4 (upstream's MaxPodGroupResourceClaims). */
+#define KPG_MAX_CLAIMS 4
+
 struct kpg {
     char *key; /* "namespace/name" */
     char *ns, *name, *uid, *rv;
@@ -257,6 +266,9 @@ struct kpg {
     char *topology_key;       /* schedulingConstraints.topology[0].key, or NULL */
     char *parent;             /* spec.parentCompositePodGroupName (same namespace), or NULL */
     uint32_t min_groups;      /* a CompositePodGroup's gang.minGroupCount; 0 when basic */
+    char *claims[KPG_MAX_CLAIMS]; /* spec.resourceClaims entries (dra.h kdra_claim_entry; gate
+                                     DRAWorkloadResourceClaims, KEP-5729) */
+    uint32_t n_claims;
 };
 
 int kobj_pg_decode(const cJSON *o, enum kpg_api api, struct kpg **out, struct sched_errbuf *eb);

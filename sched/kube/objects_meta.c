@@ -420,8 +420,12 @@ bool kobj_pg_same(const struct kpg *a, const struct kpg *b)
         a->n_ann != b->n_ann || !kobj_same_str(a->uid, b->uid) ||
         !kobj_same_str(a->queue, b->queue) ||
         !kobj_same_str(a->priority_class, b->priority_class) ||
-        !kobj_same_str(a->nt_mode, b->nt_mode) || !kobj_same_str(a->topology_key, b->topology_key))
+        !kobj_same_str(a->nt_mode, b->nt_mode) ||
+        !kobj_same_str(a->topology_key, b->topology_key) || a->n_claims != b->n_claims)
         return false;
+    for (uint32_t k = 0; k < a->n_claims; k++)
+        if (!kobj_same_str(a->claims[k], b->claims[k]))
+            return false;
     for (uint32_t k = 0; k < a->n_ann; k++)
         if (!kobj_same_str(a->ann[k].key, b->ann[k].key) ||
             !kobj_same_str(a->ann[k].value, b->ann[k].value))

@@ -60,8 +60,8 @@ static void channel_claims(void **state)
     assert_string_equal(c->domain, "cd-uid-1");
     /* the allocation: the channel device, and the claim's config as FromClaim */
     const char *dev[] = {"channel-0"}, *drv[] = {"compute-domain.nvidia.com"}, *pool[] = {"n1"};
-    const char *names[] = {"p"}, *uids[] = {"pu"};
-    cJSON *body = kdra_claim_allocation(c, "n1", dev, drv, pool, 1, names, uids, 1);
+    struct kdra_ref who = {.name = "p", .uid = "pu"};
+    cJSON *body = kdra_claim_allocation(c, "n1", dev, drv, pool, 1, &who, 1);
     assert_non_null(body);
     char *s = cJSON_PrintUnformatted(body);
     assert_non_null(strstr(s, "\"results\":[{\"request\":\"channel\",\"driver\":"

@@ -357,25 +357,35 @@ static void shared_claim_body(void **state)
     struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
     const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
                *pool[] = {"n1", "n1"};
-    static const char *names[300], *uids[300];
+    static const char *uids[300];
+    static struct kdra_ref who[300];
     char nb[300][16], ub[300][16];
     for (int i = 0; i < 300; i++) {
         snprintf(nb[i], sizeof(nb[i]), "p-%d", i);
         snprintf(ub[i], sizeof(ub[i]), "u-%d", i);
-        names[i] = nb[i];
+        who[i] = (struct kdra_ref){.name = nb[i], .uid = ub[i]};
         uids[i] = ub[i];
     }
-    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 3);
+    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, who, 3);
     assert_non_null(b);
     const cJSON *rf = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "reservedFor");
     assert_int_equal(cJSON_GetArraySize(rf), 3);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rf, 2), "uid")),
                         "u-2");
     cJSON_Delete(b);
-    assert_non_null(b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 256));
+    assert_non_null(b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, who, 256));
     cJSON_Delete(b);
-    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 257));
-    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 0));
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, who, 257));
+    assert_null(kdra_claim_allocation(c, "n1", dev, drv, pool, 2, who, 0));
+    /* KEP-5729: a PodGroup's entry (apiGroup scheduling.k8s.io, resource podgroups) */
+    struct kdra_ref pg = {.name = "train", .uid = "pg-uid", .group = true};
+    assert_non_null(b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, &pg, 1));
+    rf = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "reservedFor");
+    char *rtext = cJSON_PrintUnformatted(rf);
+    assert_string_equal(rtext, "[{\"apiGroup\":\"scheduling.k8s.io\",\"resource\":\"podgroups\","
+                               "\"name\":\"train\",\"uid\":\"pg-uid\"}]");
+    cJSON_free(rtext);
+    cJSON_Delete(b);
     assert_true(kdra_claim_free_for_all(c, uids, 3)); /* not allocated */
     c->allocated = true;
     free(c->reserved); /* the decoder's empty list */
@@ -395,8 +405,9 @@ static void joining_an_allocated_claim(void **state)
     (void)state;
     struct kclaim *c = claim("{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}", "");
     const char *dev[] = {"gpu-0", "gpu-1"}, *drv[] = {"gpu.nvidia.com", "gpu.nvidia.com"},
-               *pool[] = {"n1", "n1"}, *names[] = {"p-0", "p-1"}, *uids[] = {"u-0", "u-1"};
-    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, names, uids, 2);
+               *pool[] = {"n1", "n1"};
+    struct kdra_ref two[] = {{.name = "p-0", .uid = "u-0"}, {.name = "p-1", .uid = "u-1"}};
+    cJSON *b = kdra_claim_allocation(c, "n1", dev, drv, pool, 2, two, 2);
     assert_non_null(b);
     kdra_claim_free(c);
     cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"c\"},\"spec\":{"
@@ -413,7 +424,7 @@ static void joining_an_allocated_claim(void **state)
     assert_true(kdra_claim_reserved_for(c, "u-1"));
     assert_false(kdra_claim_reserved_for(c, "u-2"));
     assert_false(kdra_claim_reserved_for(c, NULL));
-    cJSON *j = kdra_claim_adopt("cu", "p-2", "u-2");
+    cJSON *j = kdra_claim_adopt("cu", &(struct kdra_ref){.name = "p-2", .uid = "u-2"});
     char *text = cJSON_PrintUnformatted(j);
     assert_string_equal(text, "{\"status\":{\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
                               "\"p-2\",\"uid\":\"u-2\"}]},\"metadata\":{\"uid\":\"cu\"}}");
